@@ -1,0 +1,102 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import formbody from '@fastify/formbody'
+import multipart from '@fastify/multipart'
+import swagger from '@fastify/swagger'
+import type { Deps } from './deps.js'
+import './http/types.js'
+import { installErrorHandling, sendAppError } from './http/errors.js'
+import { installApiGuard } from './http/guard.js'
+import { AppError } from './errors/app-error.js'
+import { FEATURES } from './features/index.js'
+import { isHttps } from './http/origin.js'
+
+export interface AppOptions {
+  /** Node server factory (HTTPS or HTTP), from server.ts. */
+  serverFactory?: FastifyServerOptions['serverFactory']
+  logger?: FastifyServerOptions['logger']
+}
+
+/** Log settings: no headers, no query strings (a key pasted into a URL must not be logged). */
+export function loggerOptions(level: string) {
+  return {
+    level,
+    redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]', '*.password', '*.key'], censor: '[redacted]' },
+    serializers: {
+      req: (req: { method: string; url: string; id: string }) => ({ method: req.method, path: req.url.split('?')[0], id: req.id }),
+    },
+  }
+}
+
+/**
+ * Builds the Fastify app: shared plugins, the three route contexts (api, public, pages), and
+ * the explicit list of features. Does not listen.
+ */
+export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
+  const { config } = deps
+  const app = Fastify({
+    logger: opts.logger ?? loggerOptions(config.logLevel),
+    serverFactory: opts.serverFactory,
+    bodyLimit: 1024 * 1024,
+    trustProxy: false,
+    requestIdHeader: false,
+    genReqId: () => Math.random().toString(36).slice(2, 12),
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 2048 },
+    return503OnClosing: true,
+  })
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'svc hosting API', version: '1.1.2', description: 'Single files, folder projects, key-value store, forms, image hosting and hosted data.' },
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' }, session: { type: 'apiKey', in: 'cookie', name: 'session' } } },
+    },
+  })
+  await app.register(formbody, { bodyLimit: 64 * 1024 })
+  await app.register(multipart, {
+    throwFileSizeLimit: true,
+    limits: { fileSize: config.maxUploadBytes, files: 1000, parts: 2100, fields: 100, fieldSize: 1024 * 1024, headerPairs: 200 },
+  })
+  installErrorHandling(app, config)
+
+  app.addHook('onSend', async (_req, reply) => {
+    if (!reply.hasHeader('x-content-type-options')) reply.header('X-Content-Type-Options', 'nosniff')
+  })
+
+  // behind a proxy, a page requested over plain HTTP is redirected (API paths answer 1116 in the guard)
+  if (config.trustProxy) {
+    app.addHook('onRequest', async (req, reply) => {
+      if (!isHttps(req, config) && !/^\/(svc_api|api)(\/|$)/.test(req.url) && req.url !== '/healthz' && req.url !== '/metrics') {
+        const host = req.headers['x-forwarded-host'] ?? req.headers.host ?? 'localhost'
+        return reply.redirect(`${config.publicUrl ?? `https://${host}`}${req.url}`, 301)
+      }
+    })
+  }
+
+  // API context: /svc_api/... and /api/...
+  await app.register(async (api) => {
+    installApiGuard(api, deps)
+    for (const f of FEATURES) await f.api?.(api, deps)
+    const notFound = async () => {
+      throw new AppError('NOT_FOUND')
+    }
+    for (const prefix of ['/svc_api', '/api']) {
+      api.all(prefix, { schema: { hide: true } }, notFound)
+      api.all(`${prefix}/*`, { schema: { hide: true } }, notFound)
+    }
+  })
+  // public content and the service's pages: no API guard
+  await app.register(async (pub) => {
+    for (const f of FEATURES) await f.public?.(pub, deps)
+  })
+  await app.register(async (pages) => {
+    for (const f of FEATURES) await f.pages?.(pages, deps)
+  })
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+
+  app.setNotFoundHandler((req, reply) => {
+    if (/^\/(svc_api|api)(\/|$)/.test(req.url)) return sendAppError(req, reply, new AppError('NOT_FOUND'), config, 'A')
+    return reply.code(404).type('text/plain; charset=utf-8').send('Not Found')
+  })
+  return app
+}

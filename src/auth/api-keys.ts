@@ -1,0 +1,67 @@
+import type { Db } from '../db/kysely.js'
+import type { Clock } from '../util/clock.js'
+import { AppError } from '../errors/app-error.js'
+import { newApiKey, newId, sha256hex } from './tokens.js'
+
+export const MAX_KEYS_PER_USER = 10
+const DAY = 86400000
+
+/** API key record as shown to its owner (never the key or its hash). */
+export interface ApiKeyInfo {
+  id: string
+  name: string
+  hint: string
+  enabled: boolean
+  expires_at: number | null
+  created_at: number
+  last_used_at: number | null
+}
+
+const KEY_COLUMNS = ['id', 'name', 'hint', 'enabled', 'expires_at', 'created_at', 'last_used_at'] as const
+
+const toInfo = (r: { id: string; name: string; hint: string; enabled: number; expires_at: number | null; created_at: number; last_used_at: number | null }): ApiKeyInfo => ({
+  ...r, enabled: !!r.enabled,
+})
+
+/** API keys: 64 characters, shown once, stored as SHA-256, at most 10 per user. */
+export function createApiKeys(db: Db, clock: Clock) {
+  return {
+    /** Creates a key; the clear key is returned here and never again. */
+    async create(userId: string, opts: { name?: string; expiresDays?: number | null }): Promise<{ key: string; info: ApiKeyInfo }> {
+      const name = (opts.name ?? 'default').trim()
+      if (name.length < 1 || name.length > 64) throw new AppError('INVALID_PARAMETER', { params: { detail: 'name must be 1-64 characters' } })
+      const days = opts.expiresDays ?? null
+      if (days !== null && (!Number.isInteger(days) || days < 1 || days > 365)) {
+        throw new AppError('INVALID_PARAMETER', { params: { detail: 'expiry must be 1 to 365 days, or none' } })
+      }
+      const key = newApiKey()
+      const now = clock.now()
+      const row = {
+        id: newId(), user_id: userId, name, key_hash: sha256hex(key), hint: key.slice(-4),
+        enabled: 1, expires_at: days === null ? null : now + days * DAY, created_at: now, last_used_at: null,
+      }
+      await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, userId)
+        const { n } = await trx.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()
+        if (Number(n) >= MAX_KEYS_PER_USER) throw new AppError('API_KEY_LIMIT', { params: { limit: MAX_KEYS_PER_USER } })
+        await trx.insertInto('api_keys').values(row).execute()
+      })
+      const { key_hash: _h, user_id: _u, ...info } = row
+      return { key, info: toInfo(info) }
+    },
+    async list(userId: string): Promise<ApiKeyInfo[]> {
+      const rows = await db.k.selectFrom('api_keys').select(KEY_COLUMNS).where('user_id', '=', userId).orderBy('created_at', 'desc').execute()
+      return rows.map(toInfo)
+    },
+    /** Enables or disables one of the user's keys; false when it is not theirs. */
+    async setEnabled(userId: string, id: string, enabled: boolean): Promise<boolean> {
+      const r = await db.k.updateTable('api_keys').set({ enabled: enabled ? 1 : 0 }).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+      return Number(r.numUpdatedRows) > 0
+    },
+    async remove(userId: string, id: string): Promise<boolean> {
+      const r = await db.k.deleteFrom('api_keys').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+      return Number(r.numDeletedRows) > 0
+    },
+  }
+}
+export type ApiKeys = ReturnType<typeof createApiKeys>

@@ -1,0 +1,77 @@
+import type { Db } from '../db/kysely.js'
+import type { Clock } from '../util/clock.js'
+import type { ErrorKey } from '../errors/codes.js'
+import { USER_COLUMNS, toUser, type User } from './users.js'
+import { API_KEY_RE, SESSION_ID_RE, sha256hex } from './tokens.js'
+
+/** Who is calling, and how they proved it. */
+export interface Principal {
+  user: User
+  via: 'key' | 'session'
+  keyId?: string
+  sessionId?: string
+  csrfToken?: string
+}
+
+export type Resolution =
+  | { kind: 'none' }
+  | { kind: 'ok'; principal: Principal }
+  | { kind: 'error'; error: ErrorKey }
+
+/** Every value of the `session` cookie in a Cookie header (duplicates are an attack sign). */
+export function sessionCookies(cookieHeader: string | undefined): string[] {
+  if (!cookieHeader) return []
+  const out: string[] = []
+  for (const part of cookieHeader.split(';')) {
+    const eq = part.indexOf('=')
+    if (eq < 0) continue
+    if (part.slice(0, eq).trim() === 'session') out.push(part.slice(eq + 1).trim())
+  }
+  return out
+}
+
+const LAST_USED_EVERY_MS = 60_000
+
+/**
+ * Resolves the caller from `Authorization: Bearer <key>` or the `session` cookie. Keys in the
+ * query string are ignored. Every lookup reads the account, so tier changes, disabling and
+ * logout take effect on the next request on every instance.
+ */
+export function createPrincipalResolver(db: Db, clock: Clock) {
+  return async function resolve(authorization: string | undefined, cookieHeader: string | undefined): Promise<Resolution> {
+    if (authorization !== undefined) {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
+      if (!m || !API_KEY_RE.test(m[1])) return { kind: 'error', error: 'AUTH_INVALID' }
+      const row = await db.k.selectFrom('api_keys')
+        .innerJoin('users', 'users.id', 'api_keys.user_id')
+        .select(['api_keys.id as key_id', 'api_keys.enabled', 'api_keys.expires_at', 'api_keys.last_used_at',
+          ...USER_COLUMNS.map((c) => `users.${c}` as const)])
+        .where('api_keys.key_hash', '=', sha256hex(m[1]))
+        .executeTakeFirst()
+      const now = clock.now()
+      if (!row || !row.enabled || (row.expires_at !== null && Number(row.expires_at) <= now)) return { kind: 'error', error: 'AUTH_INVALID' }
+      const user = toUser(row)
+      if (user.disabled) return { kind: 'error', error: 'ACCOUNT_DISABLED' }
+      if (!user.api_access) return { kind: 'error', error: 'API_ACCESS_DISABLED' }
+      if (row.last_used_at === null || now - Number(row.last_used_at) > LAST_USED_EVERY_MS) {
+        await db.k.updateTable('api_keys').set({ last_used_at: now }).where('id', '=', row.key_id).execute()
+      }
+      return { kind: 'ok', principal: { user, via: 'key', keyId: row.key_id } }
+    }
+    const cookies = sessionCookies(cookieHeader)
+    if (cookies.length === 0) return { kind: 'none' }
+    if (cookies.length > 1) return { kind: 'error', error: 'AUTH_AMBIGUOUS' }
+    const sid = cookies[0]
+    if (!SESSION_ID_RE.test(sid)) return { kind: 'error', error: 'AUTH_INVALID' }
+    const row = await db.k.selectFrom('sessions')
+      .innerJoin('users', 'users.id', 'sessions.user_id')
+      .select(['sessions.expires_at', 'sessions.csrf_token', ...USER_COLUMNS.map((c) => `users.${c}` as const)])
+      .where('sessions.id_hash', '=', sha256hex(sid))
+      .executeTakeFirst()
+    if (!row || Number(row.expires_at) <= clock.now()) return { kind: 'error', error: 'AUTH_INVALID' }
+    const user = toUser(row)
+    if (user.disabled) return { kind: 'error', error: 'ACCOUNT_DISABLED' }
+    return { kind: 'ok', principal: { user, via: 'session', sessionId: sid, csrfToken: row.csrf_token } }
+  }
+}
+export type PrincipalResolver = ReturnType<typeof createPrincipalResolver>

@@ -1,0 +1,181 @@
+import { parseArgs } from 'node:util'
+import { sql } from 'kysely'
+import type { Config } from '../config.js'
+import { openDatabase, type Db } from '../db/kysely.js'
+import { migrateToLatest } from '../db/migrate.js'
+import { systemClock } from '../util/clock.js'
+import { createUsers, UserInputError, TIERS, type Tier, type UserSettings } from '../auth/users.js'
+import { createApiKeys } from '../auth/api-keys.js'
+import { randomString, sha256hex } from '../auth/tokens.js'
+import { isQuotaName, QUOTA_NAMES } from '../limits/quotas.js'
+import { AppError } from '../errors/app-error.js'
+import { errorMessage } from '../errors/render.js'
+import { openBlobStore } from '../deps.js'
+import { sweepBlobs } from '../storage/sweeper.js'
+
+export const ADMIN_COMMANDS = ['migrate', 'user', 'key', 'grant', 'redeem-code', 'lock', 'unlock', 'feature', 'sweep']
+export const FEATURE_NAMES = ['image-host', 'hosted-data']
+
+class UsageError extends Error {}
+
+const out = (s: string) => process.stdout.write(`${s}\n`)
+
+/**
+ * Operator commands. They use the same configuration (DATABASE_URL / DATA_DIR) as serve and
+ * are safe while it runs: SQLite waits on its busy timeout, and the server reads accounts,
+ * keys, tiers and locks from the database on every request.
+ */
+export async function adminCommand(cmd: string, args: string[], config: Config): Promise<number> {
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  try {
+    await migrateToLatest(db)
+    await run(cmd, args, db, config)
+    return 0
+  } catch (e) {
+    if (e instanceof UsageError || e instanceof UserInputError) {
+      process.stderr.write(`error: ${e.message}\n`)
+      return e instanceof UsageError ? 2 : 1
+    }
+    if (e instanceof AppError) {
+      process.stderr.write(`error: ${errorMessage(e.key, 'en', e.options.params)}\n`)
+      return 1
+    }
+    throw e
+  } finally {
+    await db.close()
+  }
+}
+
+async function run(cmd: string, args: string[], db: Db, config: Config): Promise<void> {
+  const users = createUsers(db, systemClock)
+  const need = <T>(v: T | undefined, what: string): T => {
+    if (v === undefined || v === '') throw new UsageError(`missing ${what}`)
+    return v
+  }
+  const userId = async (name: string) => {
+    const u = await users.byName(name)
+    if (!u) throw new UserInputError(`no user "${name}"`)
+    return u.id
+  }
+
+  switch (cmd) {
+    case 'migrate': {
+      out('migrations up to date')
+      return
+    }
+    case 'user': {
+      const [sub, ...rest] = args
+      if (sub === 'add') {
+        const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: {
+          password: { type: 'string' }, vip: { type: 'boolean' }, admin: { type: 'boolean' },
+        } })
+        const u = await users.create(need(positionals[0], '<username>'), need(values.password, '--password'), { vip: values.vip, admin: values.admin })
+        out(`created user ${u.username} (${u.tier}${u.is_admin ? ', admin' : ''})`)
+        return
+      }
+      if (sub === 'set') {
+        const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: {
+          vip: { type: 'boolean' }, 'no-vip': { type: 'boolean' }, disable: { type: 'boolean' }, enable: { type: 'boolean' },
+          'api-access': { type: 'string' }, admin: { type: 'boolean' }, 'no-admin': { type: 'boolean' },
+          password: { type: 'string' }, tier: { type: 'string' }, limit: { type: 'string', multiple: true },
+        } })
+        const s: UserSettings = {}
+        if (values.vip) s.tier = 'vip'
+        if (values['no-vip']) s.tier = 'authenticated'
+        if (values.tier) {
+          if (!(TIERS as string[]).includes(values.tier)) throw new UsageError(`--tier must be one of ${TIERS.join(', ')}`)
+          s.tier = values.tier as Tier
+        }
+        if (values.disable) s.disabled = true
+        if (values.enable) s.disabled = false
+        if (values['api-access'] !== undefined) {
+          if (!['on', 'off'].includes(values['api-access'])) throw new UsageError('--api-access takes on or off')
+          s.api_access = values['api-access'] === 'on'
+        }
+        if (values.admin) s.is_admin = true
+        if (values['no-admin']) s.is_admin = false
+        if (values.password !== undefined) s.password = values.password
+        if (values.limit) {
+          s.limits = {}
+          for (const l of values.limit) {
+            const m = /^([a-z_]+)=(\d+|default)$/.exec(l)
+            if (!m || !isQuotaName(m[1])) throw new UsageError(`--limit takes NAME=VALUE with NAME among ${QUOTA_NAMES.join(', ')}`)
+            s.limits[m[1]] = m[2] === 'default' ? null : Number(m[2])
+          }
+        }
+        const u = await users.update(need(positionals[0], '<username>'), s)
+        out(`updated ${u.username}: tier ${u.tier}, ${u.disabled ? 'disabled' : 'enabled'}, api access ${u.api_access ? 'on' : 'off'}, limits ${JSON.stringify(u.limits)}`)
+        return
+      }
+      throw new UsageError('usage: svc user add|set <username> ...')
+    }
+    case 'key': {
+      const [sub, ...rest] = args
+      if (sub !== 'create') throw new UsageError('usage: svc key create <username> [--name NAME] [--expires-days N]')
+      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: {
+        name: { type: 'string' }, 'expires-days': { type: 'string' },
+      } })
+      const days = values['expires-days']
+      if (days !== undefined && !/^\d+$/.test(days)) throw new UsageError('--expires-days takes a number of days (1-365)')
+      const id = await userId(need(positionals[0], '<username>'))
+      const { key } = await createApiKeys(db, systemClock).create(id, { name: values.name ?? 'cli', expiresDays: days ? Number(days) : null })
+      out(key)
+      return
+    }
+    case 'grant': {
+      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { revoke: { type: 'boolean' } } })
+      const id = await userId(need(positionals[0], '<username>'))
+      const feature = need(positionals[1], 'feature')
+      if (!FEATURE_NAMES.includes(feature)) throw new UsageError(`feature must be one of ${FEATURE_NAMES.join(', ')}`)
+      if (values.revoke) {
+        await db.k.deleteFrom('entitlements').where('user_id', '=', id).where('feature', '=', feature).execute()
+        out(`revoked ${feature} from ${positionals[0]}`)
+      } else {
+        await db.k.insertInto('entitlements').values({ user_id: id, feature, source: 'grant', created_at: Date.now() })
+          .onConflict((oc) => oc.columns(['user_id', 'feature']).doNothing()).execute()
+        out(`granted ${feature} to ${positionals[0]}`)
+      }
+      return
+    }
+    case 'redeem-code': {
+      const [sub, feature] = args
+      if (sub !== 'create' || !feature || !FEATURE_NAMES.includes(feature)) throw new UsageError('usage: svc redeem-code create image-host|hosted-data')
+      const code = `${feature === 'image-host' ? 'IMG' : 'DATA'}-${randomString(20)}`
+      await db.k.insertInto('redeem_codes').values({ code_hash: sha256hex(code), feature, created_at: Date.now(), redeemed_by: null, redeemed_at: null }).execute()
+      out(code)
+      return
+    }
+    case 'lock':
+    case 'unlock': {
+      const [kind, id] = args
+      const locked = cmd === 'lock' ? 1 : 0
+      let n: bigint
+      if (kind === 'image') {
+        n = (await sql`update images set locked = ${locked} where public_token = ${need(id, '<public_token>')}`.execute(db.k)).numAffectedRows ?? 0n
+      } else if (kind === 'hosted-data') {
+        n = (await sql`update hosted_files set locked = ${locked} where id = ${need(id, '<file_id>')}`.execute(db.k)).numAffectedRows ?? 0n
+      } else throw new UsageError(`usage: svc ${cmd} image <public_token> | svc ${cmd} hosted-data <file_id>`)
+      if (Number(n) === 0) throw new UserInputError(`no ${kind} "${id}"`)
+      out(`${cmd}ed ${kind} ${id}`)
+      return
+    }
+    case 'feature': {
+      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { off: { type: 'boolean' } } })
+      const id = await userId(need(positionals[0], '<username>'))
+      const fileName = need(positionals[1], '<file_name>')
+      const r = await sql`update files set is_featured = ${values.off ? 0 : 1} where user_id = ${id} and file_name = ${fileName}`.execute(db.k)
+      if (Number(r.numAffectedRows ?? 0n) === 0) throw new UserInputError(`no file "${fileName}" for ${positionals[0]}`)
+      out(`${fileName}: is_featured ${values.off ? 'false' : 'true'}`)
+      return
+    }
+    case 'sweep': {
+      const { values } = parseArgs({ args, options: { 'grace-seconds': { type: 'string' } } })
+      const grace = Number(values['grace-seconds'] ?? 3600) * 1000
+      const blobs = await openBlobStore(config)
+      const r = await sweepBlobs(db, blobs, grace)
+      await blobs.close()
+      out(`deleted ${r.deleted} unreferenced blobs and ${r.temp} temp files`)
+      return
+    }
+  }
+}

@@ -1,0 +1,57 @@
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig } from '../config.js'
+import { serve } from './serve.js'
+import { adminCommand, ADMIN_COMMANDS } from './admin.js'
+
+const USAGE = `svc — self-hostable HTML and static hosting
+
+Server and operator commands (configuration from the environment, see README):
+  svc serve                                   start the service
+  svc migrate                                 run database migrations and exit
+  svc user add <username> --password <pw> [--vip] [--admin]
+  svc user set <username> [--vip|--no-vip] [--disable|--enable] [--api-access on|off]
+                          [--admin|--no-admin] [--password <pw>] [--limit NAME=VALUE ...]
+  svc key create <username> [--name NAME] [--expires-days N]
+  svc grant <username> image-host|hosted-data [--revoke]
+  svc redeem-code create image-host|hosted-data
+  svc lock image <public_token> | svc lock hosted-data <file_id>   (and unlock)
+  svc feature <username> <file_name> [--off]
+  svc sweep [--grace-seconds N]               delete blobs no record references
+`
+
+/** Entry point of bin/svc. */
+export async function main(argv: string[]): Promise<void> {
+  const [cmd, ...rest] = argv
+  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
+    process.stdout.write(USAGE)
+    return
+  }
+  try {
+    if (cmd === 'serve') {
+      parseArgs({ args: rest, options: {}, allowPositionals: false })
+      await serve(loadConfig(process.env))
+      return
+    }
+    if (ADMIN_COMMANDS.includes(cmd)) {
+      const code = await adminCommand(cmd, rest, loadConfig(process.env))
+      process.exitCode = code
+      return
+    }
+    const clientModule = './client.js'
+    const client = (await import(clientModule).catch(() => null)) as
+      { CLIENT_COMMANDS: string[]; clientCommand(cmd: string, args: string[]): Promise<number> } | null
+    if (client && client.CLIENT_COMMANDS.includes(cmd)) {
+      process.exitCode = await client.clientCommand(cmd, rest)
+      return
+    }
+    process.stderr.write(`unknown command "${cmd}"\n\n${USAGE}`)
+    process.exitCode = 2
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`${e.message}\n`)
+      process.exitCode = 78
+      return
+    }
+    throw e
+  }
+}

@@ -1,0 +1,44 @@
+import type { Config } from '../config.js'
+import { redact } from '../config.js'
+import { createDeps } from '../deps.js'
+import { buildApp } from '../app.js'
+import { listen, serverFactoryFor, tlsMaterial } from '../server.js'
+import { sweepBlobs } from '../storage/sweeper.js'
+
+const SWEEP_EVERY_MS = 15 * 60_000
+const SWEEP_GRACE_MS = 60 * 60_000
+
+/** `svc serve`: connect, migrate, listen, print the URL; close cleanly on SIGTERM/SIGINT. */
+export async function serve(config: Config): Promise<void> {
+  const deps = await createDeps(config)
+  const tls = await tlsMaterial(config)
+  const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls) })
+  const l = await listen(app, config, tls !== null)
+  const db = config.databaseUrl ? `postgres (${redact(config.databaseUrl)})` : `sqlite (${config.dataDir}/svc.db)`
+  if (l.httpsUrl) {
+    process.stdout.write(`svc listening on ${l.httpsUrl} (HTTP on ${l.httpUrl} redirects to HTTPS); database ${db}; storage ${deps.blobs.kind}\n`)
+  } else {
+    process.stdout.write(`svc listening on ${l.httpUrl} (behind a TLS proxy, TRUST_PROXY=1); database ${db}; storage ${deps.blobs.kind}\n`)
+  }
+  const timer = setInterval(() => {
+    void Promise.all([
+      sweepBlobs(deps.db, deps.blobs, SWEEP_GRACE_MS).catch((err) => app.log.warn({ err }, 'blob sweep failed')),
+      deps.sessions.purgeExpired().catch(() => {}),
+    ])
+  }, SWEEP_EVERY_MS)
+  timer.unref()
+  let closing = false
+  const stop = async (signal: string) => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, 'shutting down')
+    clearInterval(timer)
+    const force = setTimeout(() => process.exit(1), 15_000)
+    force.unref()
+    await l.close().catch(() => {})
+    await deps.close().catch(() => {})
+    process.exit(0)
+  }
+  process.on('SIGTERM', () => void stop('SIGTERM'))
+  process.on('SIGINT', () => void stop('SIGINT'))
+}

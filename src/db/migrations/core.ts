@@ -1,0 +1,59 @@
+import type { Kysely, Migration } from 'kysely'
+
+/** Core tables: accounts, API keys, sessions, entitlements, redeem codes. */
+export const coreMigrations: Record<string, Migration> = {
+  '0001-core': {
+    async up(db: Kysely<any>) {
+      await db.schema.createTable('users')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('username', 'text', (c) => c.notNull().unique())
+        .addColumn('password_hash', 'text', (c) => c.notNull())
+        .addColumn('tier', 'text', (c) => c.notNull().defaultTo('authenticated'))
+        .addColumn('disabled', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('api_access', 'integer', (c) => c.notNull().defaultTo(1))
+        .addColumn('is_admin', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('limits', 'text', (c) => c.notNull().defaultTo('{}'))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute()
+      await db.schema.createTable('api_keys')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('key_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('hint', 'text', (c) => c.notNull())
+        .addColumn('enabled', 'integer', (c) => c.notNull().defaultTo(1))
+        .addColumn('expires_at', 'bigint')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_used_at', 'bigint')
+        .execute()
+      await db.schema.createIndex('api_keys_user').on('api_keys').column('user_id').execute()
+      await db.schema.createTable('sessions')
+        .addColumn('id_hash', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('csrf_token', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_seen_at', 'bigint', (c) => c.notNull())
+        .execute()
+      await db.schema.createIndex('sessions_user').on('sessions').column('user_id').execute()
+      await db.schema.createTable('entitlements')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('feature', 'text', (c) => c.notNull())
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('entitlements_pk', ['user_id', 'feature'])
+        .execute()
+      await db.schema.createTable('redeem_codes')
+        .addColumn('code_hash', 'text', (c) => c.primaryKey())
+        .addColumn('feature', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('redeemed_by', 'text')
+        .addColumn('redeemed_at', 'bigint')
+        .execute()
+    },
+    async down(db: Kysely<any>) {
+      for (const t of ['redeem_codes', 'entitlements', 'sessions', 'api_keys', 'users']) await db.schema.dropTable(t).execute()
+    },
+  },
+}

@@ -1,0 +1,64 @@
+/**
+ * Database types for Kysely. Core tables are declared here; each feature adds its own tables
+ * by module augmentation of `Database` next to its store (features/<part>/store.ts), so the
+ * schema of a part lives with the part.
+ *
+ * Portable column conventions (identical on SQLite and PostgreSQL):
+ * ids are text, times are bigint epoch milliseconds, flags are integer 0/1, JSON is text.
+ */
+export interface Database {
+  users: UsersTable
+  api_keys: ApiKeysTable
+  sessions: SessionsTable
+  entitlements: EntitlementsTable
+  redeem_codes: RedeemCodesTable
+}
+
+export interface UsersTable {
+  id: string
+  username: string
+  password_hash: string
+  tier: string
+  disabled: number
+  api_access: number
+  is_admin: number
+  limits: string
+  created_at: number
+  updated_at: number
+}
+
+export interface ApiKeysTable {
+  id: string
+  user_id: string
+  name: string
+  key_hash: string
+  hint: string
+  enabled: number
+  expires_at: number | null
+  created_at: number
+  last_used_at: number | null
+}
+
+export interface SessionsTable {
+  id_hash: string
+  user_id: string
+  csrf_token: string
+  created_at: number
+  expires_at: number
+  last_seen_at: number
+}
+
+export interface EntitlementsTable {
+  user_id: string
+  feature: string
+  source: string
+  created_at: number
+}
+
+export interface RedeemCodesTable {
+  code_hash: string
+  feature: string
+  created_at: number
+  redeemed_by: string | null
+  redeemed_at: number | null
+}

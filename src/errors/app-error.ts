@@ -1,0 +1,28 @@
+import { ERRORS, type ErrorKey } from './codes.js'
+
+export interface AppErrorOptions {
+  /** Values for the {placeholders} of the message and solution. */
+  params?: Record<string, string | number>
+  /** Extra top-level fields of a format A body (e.g. retry_after, details, errors). */
+  extra?: Record<string, unknown>
+  /** Extra response headers (e.g. Retry-After). */
+  headers?: Record<string, string>
+  /** Overrides the table's HTTP status where a spec section asks for another one. */
+  status?: number
+}
+
+/** The one error type services throw; rendered by http/error-handler.ts from the table. */
+export class AppError extends Error {
+  readonly key: ErrorKey
+  readonly options: AppErrorOptions
+  constructor(key: ErrorKey, options: AppErrorOptions = {}) {
+    super(`${key} (${ERRORS[key].code})`)
+    this.key = key
+    this.options = options
+  }
+  get status(): number {
+    return this.options.status ?? ERRORS[this.key].http
+  }
+}
+
+export const isAppError = (e: unknown): e is AppError => e instanceof AppError

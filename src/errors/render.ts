@@ -1,0 +1,51 @@
+import { ERRORS, type ErrorKey } from './codes.js'
+import type { AppErrorOptions } from './app-error.js'
+
+/** How a route answers errors: the spec's format A (numeric), B (single-file upload), or plain. */
+export type ErrorFormat = 'A' | 'B' | 'plain'
+export type Lang = 'zh' | 'en'
+
+const fill = (text: string, params: Record<string, string | number> = {}): string =>
+  text.replace(/\{(\w+)\}/g, (m, name: string) => (name in params ? String(params[name]) : m))
+
+/** Picks the response language: English when Accept-Language prefers it, Chinese otherwise. */
+export function pickLang(acceptLanguage: string | undefined): Lang {
+  if (!acceptLanguage) return 'zh'
+  let best: { lang: Lang; q: number } | null = null
+  for (const part of acceptLanguage.split(',')) {
+    const [tag, ...opts] = part.trim().toLowerCase().split(';')
+    const qOpt = opts.find((o) => o.trim().startsWith('q='))
+    const q = qOpt ? Number(qOpt.trim().slice(2)) : 1
+    if (!Number.isFinite(q) || q <= 0) continue
+    const lang: Lang | null = tag.startsWith('zh') ? 'zh' : tag.startsWith('en') ? 'en' : null
+    if (lang && (!best || q > best.q)) best = { lang, q }
+  }
+  return best?.lang ?? 'zh'
+}
+
+/** The message of an error in one language, with its placeholders filled. */
+export function errorMessage(key: ErrorKey, lang: Lang, params?: Record<string, string | number>): string {
+  const d = ERRORS[key]
+  return fill(lang === 'en' ? d.en : d.zh, params)
+}
+
+/** Builds the JSON body of an error in the requested format. */
+export function renderError(
+  key: ErrorKey, format: ErrorFormat, lang: Lang, options: AppErrorOptions, docBase: string,
+): Record<string, unknown> {
+  const d = ERRORS[key]
+  const message = errorMessage(key, lang, options.params)
+  if (format === 'plain') return { success: false, message }
+  if (format === 'B' && 'stringCode' in d && d.stringCode && d.code !== 1116) {
+    return { success: false, message, error_code: d.stringCode }
+  }
+  return {
+    success: false,
+    error_code: d.code,
+    error_type: d.type,
+    message,
+    solution: fill(lang === 'en' ? d.solutionEn : d.solutionZh, options.params),
+    doc_link: `${docBase}/docs/errors#${d.code}`,
+    ...(options.extra ?? {}),
+  }
+}

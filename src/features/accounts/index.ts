@@ -1,0 +1,9 @@
+import type { Feature } from '../feature.js'
+import { accountApi, accountPages } from './routes.js'
+
+/** Accounts: login, logout, health, API key management, redeem codes. */
+export const accountsFeature: Feature = {
+  name: 'accounts',
+  api: accountApi,
+  pages: accountPages,
+}

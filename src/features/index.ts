@@ -1,0 +1,7 @@
+import type { Feature } from './feature.js'
+import { accountsFeature } from './accounts/index.js'
+
+/** Every part of the service, in registration order. */
+export const FEATURES: Feature[] = [
+  accountsFeature,
+]

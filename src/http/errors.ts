@@ -1,0 +1,67 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { AppError } from '../errors/app-error.js'
+import { ERRORS, type ErrorKey } from '../errors/codes.js'
+import { pickLang, renderError, type ErrorFormat } from '../errors/render.js'
+import type { Config } from '../config.js'
+import { serviceOrigin } from './origin.js'
+
+/** The error format of the route that answers this request. */
+export function routeErrorFormat(req: FastifyRequest): ErrorFormat {
+  return req.routeOptions?.config?.errorFormat ?? 'A'
+}
+
+/** Sends an AppError in the route's format. */
+export function sendAppError(req: FastifyRequest, reply: FastifyReply, err: AppError, config: Config, format?: ErrorFormat): FastifyReply {
+  const lang = pickLang(req.headers['accept-language'])
+  const body = renderError(err.key, format ?? routeErrorFormat(req), lang, err.options, serviceOrigin(req, config))
+  for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v)
+  return reply.code(err.status).type('application/json; charset=utf-8').send(body)
+}
+
+/** Maps Fastify's own errors (parsing, limits, validation) to rows of the table. */
+function fromFastifyError(e: FastifyError): AppError | null {
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+    case 'FST_REQ_FILE_TOO_LARGE':
+      return new AppError('BODY_TOO_LARGE', { params: { limit: 'the configured' } })
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'application/json' } })
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('INVALID_JSON')
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FILES_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return new AppError('TOO_MANY_PARTS', { params: { detail: e.message } })
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+      return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'multipart/form-data' } })
+    case 'FST_ERR_VALIDATION':
+      return new AppError('INVALID_PARAMETER', { params: { detail: e.message } })
+  }
+  if (e instanceof SyntaxError || /JSON/.test(e.message ?? '') && e.statusCode === 400) return new AppError('INVALID_JSON')
+  if (e.statusCode === 413) return new AppError('BODY_TOO_LARGE', { params: { limit: 'the configured' } })
+  if (e.statusCode === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'application/json' } })
+  if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
+    return new AppError('INVALID_PARAMETER', { params: { detail: e.message }, status: e.statusCode })
+  }
+  return null
+}
+
+/** Installs the single error handler and the not-found handler of the service. */
+export function installErrorHandling(app: FastifyInstance, config: Config): void {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    let appErr = err instanceof AppError ? err : fromFastifyError(err)
+    if (!appErr) {
+      req.log.error({ err }, 'unexpected error')
+      appErr = new AppError('INTERNAL', { params: { request_id: String(req.id) } })
+    } else if (appErr.status >= 500) {
+      req.log.warn({ err, code: ERRORS[appErr.key].code }, 'service unavailable')
+    }
+    return sendAppError(req, reply, appErr, config)
+  })
+}
+
+/** Throws the error behind a table key (helper for handlers). */
+export const fail = (key: ErrorKey, options?: ConstructorParameters<typeof AppError>[1]): never => {
+  throw new AppError(key, options)
+}

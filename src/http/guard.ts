@@ -1,0 +1,127 @@
+import crypto from 'node:crypto'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Deps } from '../deps.js'
+import { AppError } from '../errors/app-error.js'
+import type { ErrorKey } from '../errors/codes.js'
+import type { HitResult, WindowState } from '../limits/store.js'
+import { beijingTime } from '../util/time.js'
+import { clientIp, isCrossSite, isHttps } from './origin.js'
+import type { AuthMode } from './types.js'
+
+const SLOT_TTL_MS = 10 * 60_000
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+const CODE_BY_WINDOW: Record<string, ErrorKey> = { minute: 'RATE_LIMIT_MINUTE', hour: 'RATE_LIMIT_HOUR', day: 'RATE_LIMIT_DAY' }
+
+/** The window whose headers a response carries: lowest remaining, shortest window on ties. */
+function bindingWindow(r: HitResult): WindowState {
+  let best = r.windows[0]
+  for (const w of r.windows) if (w.rule.limit - w.count < best.rule.limit - best.count) best = w
+  return best
+}
+
+function setRateHeaders(reply: FastifyReply, w: WindowState): void {
+  reply.header('X-RateLimit-Limit', String(w.rule.limit))
+  reply.header('X-RateLimit-Remaining', String(Math.max(0, w.rule.limit - w.count)))
+  reply.header('X-RateLimit-Reset', String(Math.ceil(w.resetAt / 1000)))
+  reply.header('X-RateLimit-Window', w.rule.name)
+}
+
+function rateError(key: ErrorKey, w: { limit: number; count: number; resetAt: number }, now: number): AppError {
+  const retryAfter = Math.max(1, Math.ceil((w.resetAt - now) / 1000))
+  return new AppError(key, {
+    params: { limit: w.limit, retry_after: retryAfter },
+    extra: { retry_after: retryAfter, details: { current: w.count, limit: w.limit, reset_time: beijingTime(w.resetAt) } },
+    headers: { 'Retry-After': String(retryAfter) },
+  })
+}
+
+/**
+ * The API guard, applied to every /svc_api and /api route (and their 404s), in this order:
+ * resolve the caller; HTTPS rule (1116, before any auth error); concurrency and window limits
+ * per API key, account or client IP, with X-RateLimit-* headers on every answer; then the
+ * route's authentication, entitlement and cross-site rules.
+ */
+export function installApiGuard(app: FastifyInstance, deps: Deps): void {
+  const { config, limits, clock, tiers } = deps
+  app.decorateRequest('principal', null)
+
+  app.addHook('onRequest', async (req, reply) => {
+    const cfg = req.routeOptions.config ?? {}
+    const mode: AuthMode = cfg.auth ?? 'none'
+    const res = await deps.resolvePrincipal(
+      req.headers.authorization,
+      typeof req.headers.cookie === 'string' ? req.headers.cookie : undefined,
+    )
+    const principal = res.kind === 'ok' ? res.principal : null
+    const identity = principal
+      ? (principal.via === 'key' ? `k:${principal.keyId}` : `u:${principal.user.id}`)
+      : `ip:${clientIp(req, config)}`
+    const rules = tiers[principal?.user.tier ?? 'default']
+    const now = clock.now()
+
+    if (!isHttps(req, config)) {
+      if (cfg.rateLimit !== false) setRateHeaders(reply, bindingWindow(await limits.hit(identity, rules.windows, now, false)))
+      throw new AppError('HTTPS_REQUIRED')
+    }
+
+    if (cfg.rateLimit !== false) {
+      const token = crypto.randomUUID()
+      const slot = await limits.acquire(identity, rules.concurrent, token, now, SLOT_TTL_MS)
+      if (!slot.ok) {
+        const peek = await limits.hit(identity, rules.windows, now, false)
+        setRateHeaders(reply, bindingWindow(peek))
+        throw new AppError('RATE_LIMIT_CONCURRENT', {
+          params: { limit: rules.concurrent, retry_after: 1 },
+          extra: { retry_after: 1, details: { current: slot.current, limit: rules.concurrent, reset_time: beijingTime(now + 1000) } },
+          headers: { 'Retry-After': '1' },
+        })
+      }
+      // the slot is freed when the response ends or the client goes away
+      let released = false
+      const release = () => {
+        if (!released) {
+          released = true
+          void limits.release(identity, token)
+        }
+      }
+      reply.raw.once('close', release)
+      reply.raw.once('finish', release)
+      let hit: HitResult
+      try {
+        hit = await limits.hit(identity, rules.windows, now, true)
+      } catch (e) {
+        release()
+        throw e
+      }
+      if (!hit.allowed) {
+        release()
+        const exceeded = hit.windows.filter((w) => w.count >= w.rule.limit)
+        const worst = exceeded.reduce((a, b) => (b.resetAt > a.resetAt ? b : a))
+        setRateHeaders(reply, worst)
+        throw rateError(CODE_BY_WINDOW[worst.rule.name], { limit: worst.rule.limit, count: worst.count, resetAt: worst.resetAt }, hit.now)
+      }
+      setRateHeaders(reply, bindingWindow(hit))
+    }
+
+    if (mode === 'none') {
+      req.principal = principal
+      return
+    }
+    if (res.kind === 'error') throw new AppError(res.error)
+    if (!principal) throw new AppError('AUTH_MISSING')
+    if (mode === 'session' && principal.via !== 'session') throw new AppError('SESSION_REQUIRED')
+    if (principal.via === 'session' && UNSAFE.has(req.method) && isCrossSite(req, config)) throw new AppError('CROSS_ORIGIN')
+    if (cfg.entitlement) {
+      const ent = await deps.db.k.selectFrom('entitlements').select('feature')
+        .where('user_id', '=', principal.user.id).where('feature', '=', cfg.entitlement).executeTakeFirst()
+      if (!ent) throw new AppError('ENTITLEMENT_REQUIRED')
+    }
+    req.principal = principal
+  })
+}
+
+/** The authenticated caller of a route with auth 'any' or 'session' (set by the guard). */
+export function caller(req: FastifyRequest) {
+  if (!req.principal) throw new AppError('AUTH_MISSING')
+  return req.principal
+}

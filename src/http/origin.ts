@@ -1,0 +1,52 @@
+import type { FastifyRequest } from 'fastify'
+import type { Config } from '../config.js'
+
+/** Whether the request arrived over HTTPS (behind a proxy only X-Forwarded-Proto counts). */
+export function isHttps(req: FastifyRequest, config: Pick<Config, 'trustProxy'>): boolean {
+  if (config.trustProxy) {
+    const p = req.headers['x-forwarded-proto']
+    const first = (Array.isArray(p) ? p[0] : p)?.split(',')[0].trim().toLowerCase()
+    return first === 'https'
+  }
+  return (req.raw.socket as { encrypted?: boolean }).encrypted === true
+}
+
+/** The origin clients use to reach the service: PUBLIC_URL, else https://{Host}. */
+export function serviceOrigin(req: FastifyRequest, config: Pick<Config, 'publicUrl' | 'trustProxy'>): string {
+  if (config.publicUrl) return config.publicUrl
+  const fwdHost = config.trustProxy ? req.headers['x-forwarded-host'] : undefined
+  const host = (Array.isArray(fwdHost) ? fwdHost[0] : fwdHost) ?? req.headers.host ?? 'localhost'
+  return `https://${host.split(',')[0].trim()}`
+}
+
+/** The origin of user content: CONTENT_ORIGIN when set, else the service origin. */
+export function contentOrigin(req: FastifyRequest, config: Pick<Config, 'publicUrl' | 'trustProxy' | 'contentOrigin'>): string {
+  return config.contentOrigin ?? serviceOrigin(req, config)
+}
+
+/** Client address: the socket peer, or the first X-Forwarded-For hop when TRUST_PROXY=1. */
+export function clientIp(req: FastifyRequest, config: Pick<Config, 'trustProxy'>): string {
+  if (config.trustProxy) {
+    const xff = req.headers['x-forwarded-for']
+    const first = (Array.isArray(xff) ? xff[0] : xff)?.split(',')[0].trim()
+    if (first) return first
+  }
+  return req.raw.socket.remoteAddress ?? 'unknown'
+}
+
+/**
+ * Fetch-metadata / Origin check for cookie-authenticated state changes: refuses a request
+ * whose Sec-Fetch-Site says another site, or whose Origin is present and not ours ("null"
+ * included). Clients that send neither header (curl, scripts) pass.
+ */
+export function isCrossSite(req: FastifyRequest, config: Pick<Config, 'publicUrl' | 'trustProxy'>): boolean {
+  const sfs = req.headers['sec-fetch-site']
+  if (sfs !== undefined && sfs !== 'same-origin' && sfs !== 'none') return true
+  const origin = req.headers.origin
+  if (origin !== undefined) {
+    const own = serviceOrigin(req, config)
+    const hostOrigin = `https://${req.headers.host ?? ''}`
+    if (origin !== own && origin !== hostOrigin) return true
+  }
+  return false
+}

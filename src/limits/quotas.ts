@@ -1,0 +1,39 @@
+/**
+ * Per-user quotas: defaults (documented in the README) that `svc user set --limit NAME=VALUE`
+ * overrides per account. One table for every part of the service.
+ */
+export const QUOTA_DEFAULTS = {
+  files: 100,
+  kv_keys: 1000,
+  kv_entry_bytes: 64 * 1024,
+  forms: 20,
+  form_submissions_month: 1000,
+  form_export_rows: 5000,
+  images: 500,
+  image_bytes: 500 * 1024 * 1024,
+  image_max_bytes: 10 * 1024 * 1024,
+  hosted_files: 50,
+  hosted_file_bytes: 10 * 1024 * 1024,
+  hosted_versions: 20,
+} as const
+
+export type QuotaName = keyof typeof QUOTA_DEFAULTS
+export const QUOTA_NAMES = Object.keys(QUOTA_DEFAULTS) as QuotaName[]
+
+export const isQuotaName = (s: string): s is QuotaName => s in QUOTA_DEFAULTS
+
+/** The effective value of a quota for a user (`limits` is the user's JSON overrides). */
+export function quotaOf(limits: string | Record<string, number>, name: QuotaName): number {
+  const o = typeof limits === 'string' ? safeParse(limits) : limits
+  const v = o[name]
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : QUOTA_DEFAULTS[name]
+}
+
+function safeParse(s: string): Record<string, number> {
+  try {
+    const v = JSON.parse(s)
+    return typeof v === 'object' && v !== null ? v : {}
+  } catch {
+    return {}
+  }
+}

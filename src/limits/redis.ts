@@ -1,0 +1,138 @@
+import { Redis } from 'ioredis'
+import type { WindowRule } from './tiers.js'
+import type { HitResult, LimitStore } from './store.js'
+import { AppError } from '../errors/app-error.js'
+
+/**
+ * One atomic check for all windows of an identity. KEYS: one per window. ARGV: now (0 = use
+ * the Redis server's TIME, so instances with skewed clocks count alike), consume, member,
+ * then (kind, ms, limit) per window. Returns allowed, now, then (count, resetAt) per window.
+ */
+const HIT_LUA = `
+local now = tonumber(ARGV[1])
+if now == 0 then local t = redis.call('TIME'); now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end
+local consume = ARGV[2] == '1'
+local member = ARGV[3]
+local n = #KEYS
+local day = math.floor((now + 28800000) / 86400000)
+local midnight = (day + 1) * 86400000 - 28800000
+local counts = {}
+local allowed = true
+for i = 1, n do
+  local kind = ARGV[1 + i * 3]
+  local ms = tonumber(ARGV[2 + i * 3])
+  local limit = tonumber(ARGV[3 + i * 3])
+  local c
+  if kind == 's' then
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - ms)
+    c = redis.call('ZCARD', KEYS[i])
+  else
+    c = tonumber(redis.call('GET', KEYS[i] .. ':' .. day) or '0')
+  end
+  counts[i] = c
+  if c >= limit then allowed = false end
+end
+local out = { allowed and 1 or 0, now }
+for i = 1, n do
+  local kind = ARGV[1 + i * 3]
+  local ms = tonumber(ARGV[2 + i * 3])
+  local limit = tonumber(ARGV[3 + i * 3])
+  local c = counts[i]
+  local reset
+  if kind == 's' then
+    if allowed and consume then
+      redis.call('ZADD', KEYS[i], now, member)
+      redis.call('PEXPIRE', KEYS[i], ms)
+      c = c + 1
+    end
+    if c == 0 then reset = now + ms else
+      local rank = c - limit
+      if rank < 0 then rank = 0 end
+      if rank > c - 1 then rank = c - 1 end
+      local r = redis.call('ZRANGE', KEYS[i], rank, rank, 'WITHSCORES')
+      reset = tonumber(r[2]) + ms
+    end
+  else
+    if allowed and consume then
+      local dk = KEYS[i] .. ':' .. day
+      c = redis.call('INCR', dk)
+      redis.call('PEXPIREAT', dk, midnight + 60000)
+    end
+    reset = midnight
+  end
+  out[#out + 1] = c
+  out[#out + 1] = reset
+end
+return out
+`
+
+const ACQUIRE_LUA = `
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local c = redis.call('ZCARD', KEYS[1])
+if c >= tonumber(ARGV[2]) then return { 0, c } end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[3])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
+return { 1, c + 1 }
+`
+
+export interface RedisLimitOptions {
+  /** Use Redis's own clock instead of the caller's `now` (production; tests pass their clock). */
+  serverTime: boolean
+  prefix?: string
+}
+
+/**
+ * Redis LimitStore shared by every instance. Calls time out after 1 s; a Redis outage makes
+ * checks fail with 503 (fail closed) rather than hang or let requests through unlimited.
+ */
+export function createRedisLimitStore(url: string, opts: RedisLimitOptions): LimitStore {
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: 1,
+    commandTimeout: 1000,
+    connectTimeout: 1000,
+    enableOfflineQueue: false,
+    lazyConnect: false,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  })
+  redis.on('error', () => {}) // surfaced per call as 503
+  const prefix = opts.prefix ?? 'svc:rl:'
+  redis.defineCommand('svcHit', { lua: HIT_LUA })
+  redis.defineCommand('svcAcquire', { numberOfKeys: 1, lua: ACQUIRE_LUA })
+  const r = redis as Redis & {
+    svcHit(numKeys: number, ...args: (string | number)[]): Promise<number[]>
+    svcAcquire(key: string, ...args: (string | number)[]): Promise<number[]>
+  }
+  const down = (): never => {
+    throw new AppError('DEPENDENCY_UNAVAILABLE')
+  }
+  let seq = 0
+
+  return {
+    kind: 'redis',
+    async hit(id: string, windows: WindowRule[], now: number, consume: boolean): Promise<HitResult> {
+      const keys = windows.map((w) => `${prefix}${id}:${w.name}`)
+      const args: (string | number)[] = [opts.serverTime ? 0 : now, consume ? '1' : '0', `${now}:${process.pid}:${++seq}:${Math.random()}`]
+      for (const w of windows) args.push(w.kind === 'sliding' ? 's' : 'd', w.ms, w.limit)
+      const out = await r.svcHit(keys.length, ...keys, ...args).catch(down)
+      return {
+        allowed: out[0] === 1,
+        now: Number(out[1]),
+        windows: windows.map((w, i) => ({ rule: w, count: Number(out[2 + i * 2]), resetAt: Number(out[3 + i * 2]) })),
+      }
+    },
+    async acquire(id, max, token, now, ttlMs) {
+      const out = await r.svcAcquire(`${prefix}${id}:slots`, now, max, token, ttlMs).catch(down)
+      return { ok: out[0] === 1, current: Number(out[1]) }
+    },
+    async release(id, token) {
+      await redis.zrem(`${prefix}${id}:slots`, token).catch(() => {})
+    },
+    async inFlight(id, now) {
+      return redis.zcount(`${prefix}${id}:slots`, `(${now}`, '+inf').catch(down)
+    },
+    async close() {
+      redis.disconnect()
+    },
+  }
+}

@@ -1,0 +1,103 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import http from 'node:http'
+import https from 'node:https'
+import type { AddressInfo } from 'node:net'
+import selfsigned from 'selfsigned'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from './config.js'
+
+/** Server timeouts against slow clients (slowloris, stalled uploads). */
+export const SERVER_TIMEOUTS = { headersTimeout: 20_000, requestTimeout: 300_000, keepAliveTimeout: 5_000 }
+
+/** TLS material: TLS_CERT/TLS_KEY, or a self-signed pair generated once into DATA_DIR. */
+export async function tlsMaterial(config: Config): Promise<{ cert: Buffer; key: Buffer } | null> {
+  if (config.trustProxy) return null
+  if (config.tlsCert && config.tlsKey) {
+    return { cert: fs.readFileSync(config.tlsCert), key: fs.readFileSync(config.tlsKey) }
+  }
+  const certFile = path.join(config.dataDir, 'tls-cert.pem')
+  const keyFile = path.join(config.dataDir, 'tls-key.pem')
+  if (!fs.existsSync(certFile) || !fs.existsSync(keyFile)) {
+    fs.mkdirSync(config.dataDir, { recursive: true })
+    const notAfter = new Date()
+    notAfter.setFullYear(notAfter.getFullYear() + 5)
+    const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+      keyType: 'ec', curve: 'P-256', algorithm: 'sha256', notAfterDate: notAfter,
+      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] }],
+    } as Parameters<typeof selfsigned.generate>[1])
+    fs.writeFileSync(keyFile, pems.private, { mode: 0o600 })
+    fs.writeFileSync(certFile, pems.cert)
+  }
+  return { cert: fs.readFileSync(certFile), key: fs.readFileSync(keyFile) }
+}
+
+/** Builds the node server that Fastify runs on: HTTPS unless TRUST_PROXY=1. */
+export function serverFactoryFor(tls: { cert: Buffer; key: Buffer } | null) {
+  return (handler: http.RequestListener) => {
+    const server = tls ? https.createServer({ ...tls, ...SERVER_TIMEOUTS }, handler) : http.createServer({ ...SERVER_TIMEOUTS }, handler)
+    server.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveTimeout
+    return server
+  }
+}
+
+const API_PATH = /^\/(svc_api|api)(\/|$|\?)/
+
+/**
+ * The plain-HTTP listener of the default and TLS modes: API paths go through the app (and
+ * answer 1116 there, with the usual headers); every other path redirects to HTTPS.
+ */
+export function createHttpRedirector(app: FastifyInstance, config: Config, httpsPort: () => number): http.Server {
+  const server = http.createServer({ ...SERVER_TIMEOUTS }, (req, res) => {
+    if (API_PATH.test(req.url ?? '/')) {
+      app.routing(req, res)
+      return
+    }
+    const hostname = (req.headers.host ?? 'localhost').replace(/:\d+$/, '')
+    const port = httpsPort()
+    const base = config.publicUrl ?? `https://${hostname}${port === 443 ? '' : `:${port}`}`
+    const location = base + (req.url && req.url.startsWith('/') ? req.url : '/')
+    res.writeHead(301, { Location: location, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 0 })
+    res.end()
+  })
+  server.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveTimeout
+  return server
+}
+
+export interface Listening {
+  httpsUrl: string | null
+  httpUrl: string | null
+  port: number
+  httpPort: number | null
+  close(): Promise<void>
+}
+
+/** Starts listening on PORT (and HTTP_PORT in the default and TLS modes). */
+export async function listen(app: FastifyInstance, config: Config, tlsOn: boolean): Promise<Listening> {
+  await app.listen({ port: config.port, host: config.host })
+  const port = (app.server.address() as AddressInfo).port
+  let redirector: http.Server | null = null
+  let httpPort: number | null = null
+  if (tlsOn) {
+    redirector = createHttpRedirector(app, config, () => port)
+    await new Promise<void>((resolve, reject) => {
+      redirector!.once('error', reject)
+      redirector!.listen(config.httpPort, config.host, () => resolve())
+    })
+    httpPort = (redirector.address() as AddressInfo).port
+  }
+  const shown = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host
+  return {
+    port,
+    httpPort,
+    httpsUrl: tlsOn ? `https://${shown}:${port}` : null,
+    httpUrl: tlsOn ? `http://${shown}:${httpPort}` : `http://${shown}:${port}`,
+    async close() {
+      if (redirector) {
+        redirector.closeAllConnections()
+        await new Promise<void>((r) => redirector!.close(() => r()))
+      }
+      await app.close()
+    },
+  }
+}

@@ -1,0 +1,128 @@
+import fs from 'node:fs'
+import fsp from 'node:fs/promises'
+import path from 'node:path'
+import crypto from 'node:crypto'
+import { Readable, Transform } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { AppError } from '../errors/app-error.js'
+import { DIGEST_RE, type BlobStore, type PutOptions, type StoredBlob } from './blob-store.js'
+
+/**
+ * Local-disk driver: blobs at ROOT/ab/cd/<sha256>. A write goes to ROOT/tmp, is fsynced,
+ * renamed into place and the directory fsynced, so a crash leaves either no blob or the
+ * whole blob, never a torn one.
+ */
+export function createLocalBlobStore(root: string): BlobStore {
+  const tmpDir = path.join(root, 'tmp')
+  fs.mkdirSync(tmpDir, { recursive: true })
+
+  const blobPath = (digest: string): string => {
+    if (!DIGEST_RE.test(digest)) throw new Error('invalid digest')
+    return path.join(root, digest.slice(0, 2), digest.slice(2, 4), digest)
+  }
+
+  const fsyncDir = async (dir: string) => {
+    const h = await fsp.open(dir, 'r')
+    try {
+      await h.sync()
+    } finally {
+      await h.close()
+    }
+  }
+
+  const storageError = (e: unknown): never => {
+    if (e instanceof AppError) throw e
+    throw new AppError('STORAGE_UNAVAILABLE', { extra: {} })
+  }
+
+  return {
+    kind: 'local',
+    async put(body: Readable | Buffer, opts: PutOptions = {}): Promise<StoredBlob> {
+      const tmp = path.join(tmpDir, `${Date.now()}-${crypto.randomBytes(8).toString('hex')}`)
+      const hash = crypto.createHash('sha256')
+      let size = 0
+      const max = opts.maxBytes ?? Infinity
+      const counter = new Transform({
+        transform(chunk: Buffer, _enc, cb) {
+          size += chunk.length
+          if (size > max) {
+            cb(opts.tooLarge ? opts.tooLarge(max) : new AppError('FILE_TOO_LARGE', { params: { limit: max } }))
+            return
+          }
+          hash.update(chunk)
+          cb(null, chunk)
+        },
+      })
+      let handle: fsp.FileHandle | null = null
+      try {
+        handle = await fsp.open(tmp, 'wx', 0o640)
+        const source = Buffer.isBuffer(body) ? Readable.from([body]) : body
+        await pipeline(source, counter, handle.createWriteStream({ autoClose: false }))
+        await handle.sync()
+        await handle.close()
+        handle = null
+        const digest = hash.digest('hex')
+        const target = blobPath(digest)
+        await fsp.mkdir(path.dirname(target), { recursive: true })
+        try {
+          await fsp.access(target)
+          // already stored: keep the old one, refresh its time so a sweep in progress spares it
+          const now = new Date()
+          await fsp.utimes(target, now, now)
+          await fsp.unlink(tmp)
+        } catch {
+          await fsp.rename(tmp, target)
+          await fsyncDir(path.dirname(target))
+        }
+        return { digest, size }
+      } catch (e) {
+        if (handle) await handle.close().catch(() => {})
+        await fsp.unlink(tmp).catch(() => {})
+        if (Buffer.isBuffer(body) === false) (body as Readable).resume?.()
+        return storageError(e)
+      }
+    },
+    async get(digest, range) {
+      const p = blobPath(digest)
+      await fsp.access(p).catch(() => storageError(new Error('missing blob')))
+      return fs.createReadStream(p, range ? { start: range.start, end: range.end } : {})
+    },
+    async read(digest) {
+      return fsp.readFile(blobPath(digest)).catch(storageError)
+    },
+    async exists(digest) {
+      return fsp.access(blobPath(digest)).then(() => true, () => false)
+    },
+    async delete(digest) {
+      await fsp.unlink(blobPath(digest)).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== 'ENOENT') throw e
+      })
+    },
+    async *list() {
+      for (const a of await fsp.readdir(root).catch(() => [] as string[])) {
+        if (!/^[0-9a-f]{2}$/.test(a)) continue
+        for (const b of await fsp.readdir(path.join(root, a)).catch(() => [] as string[])) {
+          for (const name of await fsp.readdir(path.join(root, a, b)).catch(() => [] as string[])) {
+            if (!DIGEST_RE.test(name)) continue
+            const st = await fsp.stat(path.join(root, a, b, name)).catch(() => null)
+            if (st) yield { digest: name, modifiedMs: st.mtimeMs }
+          }
+        }
+      }
+    },
+    async cleanTemp(olderThanMs) {
+      let n = 0
+      const cutoff = Date.now() - olderThanMs
+      for (const name of await fsp.readdir(tmpDir).catch(() => [] as string[])) {
+        const p = path.join(tmpDir, name)
+        const st = await fsp.stat(p).catch(() => null)
+        if (st && st.mtimeMs <= cutoff) {
+          await fsp.unlink(p).catch(() => {})
+          n++
+        }
+      }
+      return n
+    },
+    async close() {},
+  }
+}
