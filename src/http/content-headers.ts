@@ -1,0 +1,38 @@
+import type { FastifyReply } from 'fastify'
+
+/**
+ * Sandbox for hosted pages (user HTML on the service's own origin): scripts, forms and popups
+ * run, but in an opaque origin (no allow-same-origin), so a page can never use a visitor's
+ * session cookie, read the service's storage, or call the API as the visitor.
+ */
+export const HOSTED_PAGE_CSP = 'sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox allow-modals allow-downloads'
+
+/**
+ * For raw public links (images, hosted data): nothing active runs at all, even SVG or HTML
+ * content; inline styles stay so an SVG renders.
+ */
+export const INERT_CONTENT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
+
+/** Headers every response carrying user content gets. */
+export function setUserContentHeaders(reply: FastifyReply, kind: 'page' | 'inert'): void {
+  reply.header('Content-Security-Policy', kind === 'page' ? HOSTED_PAGE_CSP : INERT_CONTENT_CSP)
+  reply.header('X-Content-Type-Options', 'nosniff')
+  reply.header('Cross-Origin-Resource-Policy', 'cross-origin')
+  reply.header('Referrer-Policy', 'no-referrer')
+}
+
+/** Raw-header variant for hot paths that write to the Node response directly. */
+export function userContentHeaderList(kind: 'page' | 'inert'): Array<[string, string]> {
+  return [
+    ['Content-Security-Policy', kind === 'page' ? HOSTED_PAGE_CSP : INERT_CONTENT_CSP],
+    ['X-Content-Type-Options', 'nosniff'],
+    ['Cross-Origin-Resource-Policy', 'cross-origin'],
+    ['Referrer-Policy', 'no-referrer'],
+  ]
+}
+
+/** CORS for public, credential-less reads: any origin, never Allow-Credentials. */
+export function setPublicCors(reply: FastifyReply): void {
+  reply.header('Access-Control-Allow-Origin', '*')
+  reply.header('Access-Control-Expose-Headers', 'ETag, Content-Length, Content-Type')
+}

@@ -1,0 +1,183 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import crypto from 'node:crypto'
+import { Agent, request as undiciRequest, FormData } from 'undici'
+import pg from 'pg'
+import { loadConfig } from '../../src/config.js'
+import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js'
+import { buildApp } from '../../src/app.js'
+import { listen, serverFactoryFor, tlsMaterial, type Listening } from '../../src/server.js'
+import type { FastifyInstance } from 'fastify'
+import type { Engine } from '../../src/db/kysely.js'
+
+/** Engines the API suites run on: SVC_TEST_ENGINES=sqlite,postgres (default both). */
+export const ENGINES: Engine[] = (process.env.SVC_TEST_ENGINES ?? 'sqlite,postgres').split(',').map((s) => s.trim()).filter(Boolean) as Engine[]
+export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+export const insecureAgent = new Agent({ connect: { rejectUnauthorized: false }, keepAliveTimeout: 1000 })
+
+export interface Res {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  text: string
+  body: Buffer
+  json: any
+  header(name: string): string | undefined
+}
+
+export interface ReqOptions {
+  headers?: Record<string, string>
+  json?: unknown
+  form?: Record<string, string>
+  body?: string | Buffer | FormData
+  key?: string
+  cookie?: string
+  /** Use the plain-HTTP listener (HTTP_PORT) instead of HTTPS. */
+  plain?: boolean
+}
+
+let certCache: string | null = null
+/** A self-signed pair generated once per test process and copied into each DATA_DIR. */
+async function cachedCert(): Promise<string> {
+  if (certCache) return certCache
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cert-'))
+  await tlsMaterial(loadConfig({ DATA_DIR: dir }))
+  certCache = dir
+  return dir
+}
+
+export interface TestServer {
+  engine: Engine
+  url: string
+  httpUrl: string
+  dataDir: string
+  deps: Deps
+  app: FastifyInstance
+  env: Record<string, string>
+  request(method: string, p: string, o?: ReqOptions): Promise<Res>
+  get(p: string, o?: ReqOptions): Promise<Res>
+  post(p: string, o?: ReqOptions): Promise<Res>
+  /** Creates a user (unique name unless given) and returns its credentials. */
+  user(opts?: { name?: string; vip?: boolean; admin?: boolean; password?: string }): Promise<{ username: string; password: string; id: string; key: string }>
+  /** Logs in and returns the Cookie header value. */
+  login(username: string, password: string): Promise<string>
+  close(): Promise<void>
+}
+
+export interface StartOptions extends DepsOverrides {
+  engine?: Engine
+  env?: Record<string, string>
+  /** Reuse a data dir / database schema (restart tests). */
+  dataDir?: string
+  pgSchema?: string
+  keepData?: boolean
+}
+
+const uid = () => crypto.randomBytes(5).toString('hex')
+
+/** Starts a real server (HTTPS + HTTP listeners on loopback) on a fresh SQLite file or PostgreSQL schema. */
+export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
+  const engine = opts.engine ?? 'sqlite'
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-'))
+  const certDir = await cachedCert()
+  for (const f of ['tls-cert.pem', 'tls-key.pem']) {
+    if (!fs.existsSync(path.join(dataDir, f))) fs.copyFileSync(path.join(certDir, f), path.join(dataDir, f))
+  }
+  const schema = opts.pgSchema ?? `t_${uid()}`
+  const env: Record<string, string> = {
+    DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...(engine === 'postgres' ? { DATABASE_URL: `${PG_URL}?schema=${schema}` } : {}),
+    ...(opts.env ?? {}),
+  }
+  const config = loadConfig(env)
+  const deps = await createDeps(config, opts)
+  const tls = await tlsMaterial(config)
+  const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls) })
+  const l: Listening = await listen(app, config, tls !== null)
+  const url = tls ? `https://127.0.0.1:${l.port}` : `http://127.0.0.1:${l.port}`
+  const httpUrl = `http://127.0.0.1:${l.httpPort ?? l.port}`
+
+  const request = async (method: string, p: string, o: ReqOptions = {}): Promise<Res> => {
+    const headers: Record<string, string> = { ...(o.headers ?? {}) }
+    let body: string | Buffer | FormData | undefined = o.body
+    if (o.json !== undefined) {
+      body = JSON.stringify(o.json)
+      headers['content-type'] ??= 'application/json'
+    }
+    if (o.form) {
+      body = new URLSearchParams(o.form).toString()
+      headers['content-type'] ??= 'application/x-www-form-urlencoded'
+    }
+    if (o.key) headers.authorization = `Bearer ${o.key}`
+    if (o.cookie) headers.cookie = o.cookie
+    const r = await undiciRequest((o.plain ? httpUrl : url) + p, { method: method as 'GET', headers, body, dispatcher: insecureAgent })
+    const buf = Buffer.from(await r.body.arrayBuffer())
+    const text = buf.toString('utf8')
+    let json: any = undefined
+    try {
+      json = JSON.parse(text)
+    } catch {}
+    const hs = r.headers as Record<string, string | string[] | undefined>
+    return { status: r.statusCode, headers: hs, text, body: buf, json, header: (n) => { const v = hs[n.toLowerCase()]; return Array.isArray(v) ? v.join(', ') : v } }
+  }
+
+  const server: TestServer = {
+    engine, url, httpUrl, dataDir, deps, app, env,
+    request,
+    get: (p, o) => request('GET', p, o),
+    post: (p, o) => request('POST', p, o),
+    async user(u = {}) {
+      const username = u.name ?? `u${uid()}`
+      const password = u.password ?? `pw-${uid()}-secret`
+      const created = await deps.users.create(username, password, { vip: u.vip, admin: u.admin })
+      const { key } = await deps.apiKeys.create(created.id, { name: 'test' })
+      return { username, password, id: created.id, key }
+    },
+    async login(username, password) {
+      const r = await request('POST', '/login', { form: { username, password }, headers: { accept: 'application/json' } })
+      if (r.status !== 200) throw new Error(`login failed: ${r.status} ${r.text}`)
+      const sc = r.header('set-cookie') ?? ''
+      return sc.split(';')[0]
+    },
+    async close() {
+      await l.close().catch(() => {})
+      await deps.close().catch(() => {})
+      if (!opts.keepData) {
+        if (engine === 'postgres') await dropSchema(schema)
+        fs.rmSync(dataDir, { recursive: true, force: true })
+      }
+    },
+  }
+  return server
+}
+
+/** Drops a test schema from PostgreSQL. */
+export async function dropSchema(schema: string): Promise<void> {
+  const c = new pg.Client({ connectionString: PG_URL })
+  await c.connect()
+  try {
+    await c.query(`drop schema if exists "${schema}" cascade`)
+  } finally {
+    await c.end()
+  }
+}
+
+/** Builds a multipart/form-data body by hand, so file names keep directories and odd bytes. */
+export function multipart(parts: Array<{ name: string; filename?: string; filenameStar?: string; type?: string; data: string | Buffer }>): { body: Buffer; contentType: string } {
+  const boundary = `----svctest${uid()}`
+  const chunks: Buffer[] = []
+  for (const p of parts) {
+    let disp = `form-data; name="${p.name}"`
+    if (p.filename !== undefined) disp += `; filename="${p.filename}"`
+    if (p.filenameStar !== undefined) disp += `; filename*=UTF-8''${p.filenameStar}`
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disp}\r\n${p.type ? `Content-Type: ${p.type}\r\n` : ''}\r\n`))
+    chunks.push(Buffer.isBuffer(p.data) ? p.data : Buffer.from(p.data))
+    chunks.push(Buffer.from('\r\n'))
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`))
+  return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` }
+}
+
+export { FormData }
