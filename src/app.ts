@@ -9,6 +9,7 @@ import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
 import { FEATURES } from './features/index.js'
 import { isHttps } from './http/origin.js'
+import { installMetrics } from './http/metrics.js'
 
 export interface AppOptions {
   /** Node server factory (HTTPS or HTTP), from server.ts. */
@@ -57,6 +58,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     limits: { fileSize: config.maxUploadBytes, files: 1000, parts: 2100, fields: 100, fieldSize: 1024 * 1024, headerPairs: 200 },
   })
   installErrorHandling(app, config)
+  installMetrics(app, config)
 
   app.addHook('onSend', async (_req, reply) => {
     if (!reply.hasHeader('x-content-type-options')) reply.header('X-Content-Type-Options', 'nosniff')

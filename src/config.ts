@@ -1,4 +1,5 @@
 import path from 'node:path'
+import { parseS3Url } from './storage/s3-url.js'
 
 /** Service configuration: the only place that reads the environment. */
 export interface Config {
@@ -9,6 +10,10 @@ export interface Config {
   databaseUrl: string | null
   storageUrl: string | null
   redisUrl: string | null
+  /** Prefix of every Redis key and channel (several deployments may share one Redis). */
+  redisPrefix: string
+  /** Bearer token that may read GET /metrics from anywhere (unset: loopback only). */
+  metricsToken: string | null
   trustProxy: boolean
   tlsCert: string | null
   tlsKey: string | null
@@ -91,12 +96,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
   if (storageUrl !== null) {
     if (!/^s3:\/\/[^/?]+/.test(storageUrl) && !/^file:\/\//.test(storageUrl)) {
       problems.push(`STORAGE_URL: must be s3://bucket?endpoint=... or file:///path, got "${redact(storageUrl)}"`)
+    } else if (storageUrl.startsWith('s3://')) {
+      try {
+        parseS3Url(storageUrl)
+      } catch (e) {
+        problems.push(`${(e as Error).message}, got "${redact(storageUrl)}"`)
+      }
     }
   }
   const redisUrl = str('REDIS_URL')
   if (redisUrl !== null && !/^rediss?:\/\//.test(redisUrl)) {
     problems.push(`REDIS_URL: must start with redis:// or rediss://, got "${redact(redisUrl)}"`)
   }
+  const redisPrefix = str('REDIS_PREFIX') ?? 'svc:'
+  if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(redisPrefix)) problems.push(`REDIS_PREFIX: 1-64 characters of A-Za-z0-9_.:-, got "${redisPrefix}"`)
+  const metricsToken = str('METRICS_TOKEN')
+  if (metricsToken !== null && metricsToken.length < 16) problems.push('METRICS_TOKEN: must be at least 16 characters')
   const tlsCert = str('TLS_CERT')
   const tlsKey = str('TLS_KEY')
   if ((tlsCert === null) !== (tlsKey === null)) {
@@ -127,6 +142,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     databaseUrl,
     storageUrl,
     redisUrl,
+    redisPrefix,
+    metricsToken,
     trustProxy,
     tlsCert,
     tlsKey,
@@ -157,7 +174,9 @@ function parseRateLimits(v: unknown): RateLimitOverrides {
   return v as RateLimitOverrides
 }
 
-/** Hides credentials inside a URL before it is printed. */
+/** Hides credentials inside a URL (user:password@, secret query parameters) before it is printed. */
 export function redact(url: string): string {
-  return url.replace(/\/\/([^/@]*)@/, '//***@')
+  return url
+    .replace(/\/\/([^/@]*)@/, '//***@')
+    .replace(/([?&](?:secretAccessKey|accessKeyId|password|sessionToken)=)[^&#]*/gi, '$1***')
 }

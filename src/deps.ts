@@ -8,6 +8,7 @@ import { systemClock, type Clock } from './util/clock.js'
 import { createMemoryLimitStore, type LimitStore } from './limits/store.js'
 import { createRedisLimitStore } from './limits/redis.js'
 import { createLocalBus, createRedisBus, type Bus } from './util/bus.js'
+import { instrumentBlobStore } from './http/metrics.js'
 import { createUsers, type Users } from './auth/users.js'
 import { createApiKeys, type ApiKeys } from './auth/api-keys.js'
 import { createSessions, type Sessions } from './auth/sessions.js'
@@ -56,11 +57,11 @@ export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}
   const clock = o.clock ?? systemClock
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   await migrateToLatest(db)
-  const blobs = o.blobs ?? (await openBlobStore(config))
+  const blobs = o.blobs ?? instrumentBlobStore(await openBlobStore(config))
   const limits = o.limits ?? (config.redisUrl
-    ? createRedisLimitStore(config.redisUrl, { serverTime: clock === systemClock })
+    ? createRedisLimitStore(config.redisUrl, { serverTime: clock === systemClock, prefix: `${config.redisPrefix}rl:` })
     : createMemoryLimitStore())
-  const bus = o.bus ?? (config.redisUrl ? createRedisBus(config.redisUrl) : createLocalBus())
+  const bus = o.bus ?? (config.redisUrl ? createRedisBus(config.redisUrl, `${config.redisPrefix}bus:`) : createLocalBus())
   return {
     config, db, blobs, limits, bus, clock,
     users: createUsers(db, clock),

@@ -4,9 +4,10 @@ import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import {
   Kysely, PostgresDialect, SqliteDialect, SqliteDriver, CompiledQuery, sql,
-  type DatabaseConnection, type Transaction,
+  type DatabaseConnection, type Transaction, type LogEvent,
 } from 'kysely'
 import type { Database } from './schema.js'
+import { metrics } from '../http/metrics.js'
 
 export type Engine = 'sqlite' | 'postgres'
 export type DB = Kysely<Database>
@@ -58,7 +59,7 @@ export async function openDatabase(opts: DbOptions): Promise<Db> {
   database.pragma('synchronous = FULL')
   database.pragma('busy_timeout = 10000')
   database.pragma('foreign_keys = ON')
-  const k = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database }) })
+  const k = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database }), log: countErrors('sqlite') })
   return {
     k,
     engine: 'sqlite',
@@ -89,7 +90,7 @@ async function openPostgres(databaseUrl: string): Promise<Db> {
     connectionTimeoutMillis: 5000,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   })
-  const k = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const k = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: countErrors('postgres') })
   // fail fast when the server is unreachable
   await sql`select 1`.execute(k)
   return {
@@ -100,6 +101,18 @@ async function openPostgres(databaseUrl: string): Promise<Db> {
     },
     close: () => k.destroy(),
   }
+}
+
+/** Kysely log hook: counts failed queries for /metrics (constraint violations apart: they are expected). */
+function countErrors(engine: Engine) {
+  return (event: LogEvent) => {
+    if (event.level === 'error') metrics.dbErrors.inc({ engine, kind: isConstraintViolation(event.error) ? 'constraint' : 'other' })
+  }
+}
+
+function isConstraintViolation(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code
+  return typeof code === 'string' && (code.startsWith('23') || code.startsWith('SQLITE_CONSTRAINT'))
 }
 
 /** True when a database error is a unique-constraint violation (both engines). */

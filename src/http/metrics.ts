@@ -1,0 +1,158 @@
+import crypto from 'node:crypto'
+import { Transform, pipeline, type Readable } from 'node:stream'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Registry, Counter, Histogram, collectDefaultMetrics } from 'prom-client'
+import { AppError } from '../errors/app-error.js'
+import type { Config } from '../config.js'
+import type { BlobStore } from '../storage/blob-store.js'
+
+/**
+ * Prometheus metrics of this process (one process = one instance). Labels carry only route
+ * patterns, methods, status codes and fixed names: never a raw URL, user, key or IP.
+ *
+ * Other features may count through `metrics`, e.g. `metrics.blobBytesServed.inc({ driver }, n)`;
+ * bytes streamed out of the blob store are already counted by `instrumentBlobStore`.
+ */
+export const registry = new Registry()
+collectDefaultMetrics({ register: registry, prefix: 'svc_' })
+
+export const metrics = {
+  requests: new Counter({
+    name: 'svc_http_requests_total', help: 'HTTP requests answered, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const, registers: [registry],
+  }),
+  duration: new Histogram({
+    name: 'svc_http_request_duration_seconds', help: 'Time to answer an HTTP request, by route pattern and method',
+    labelNames: ['route', 'method'] as const, registers: [registry],
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  }),
+  rateLimitRejections: new Counter({
+    name: 'svc_rate_limit_rejections_total', help: 'API requests refused by a rate limit (429), by window',
+    labelNames: ['window'] as const, registers: [registry],
+  }),
+  dependencyErrors: new Counter({
+    name: 'svc_dependency_errors_total', help: 'Requests failed because a backing service was unavailable (1504)',
+    labelNames: ['dependency'] as const, registers: [registry],
+  }),
+  storageErrors: new Counter({
+    name: 'svc_storage_errors_total', help: 'Blob store operations that failed, by driver and operation',
+    labelNames: ['driver', 'op'] as const, registers: [registry],
+  }),
+  dbErrors: new Counter({
+    name: 'svc_db_errors_total', help: 'Database queries that failed, by engine and kind (constraint = expected conflicts)',
+    labelNames: ['engine', 'kind'] as const, registers: [registry],
+  }),
+  blobBytesServed: new Counter({
+    name: 'svc_blob_bytes_served_total', help: 'Bytes read out of the blob store to answer requests',
+    labelNames: ['driver'] as const, registers: [registry],
+  }),
+  blobBytesStored: new Counter({
+    name: 'svc_blob_bytes_stored_total', help: 'Bytes written into the blob store',
+    labelNames: ['driver'] as const, registers: [registry],
+  }),
+}
+
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
+const WINDOW_BY_KEY: Record<string, string> = {
+  RATE_LIMIT_MINUTE: 'minute', RATE_LIMIT_HOUR: 'hour', RATE_LIMIT_DAY: 'day', RATE_LIMIT_CONCURRENT: 'concurrent',
+}
+const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1'])
+
+/** The route pattern that answered (never the raw URL). */
+function routeLabel(req: FastifyRequest): string {
+  return req.routeOptions?.url ?? '(unmatched)'
+}
+
+/**
+ * Who may read /metrics: with METRICS_TOKEN, whoever sends `Authorization: Bearer <token>`;
+ * without it, only a direct loopback connection that no proxy forwarded (no Forwarded /
+ * X-Forwarded-For header). Everyone else gets the plain 404 of an unknown page.
+ */
+export function mayReadMetrics(req: FastifyRequest, config: Pick<Config, 'metricsToken'>): boolean {
+  if (config.metricsToken) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')
+    if (!m) return false
+    const a = crypto.createHash('sha256').update(m[1]).digest()
+    const b = crypto.createHash('sha256').update(config.metricsToken).digest()
+    return crypto.timingSafeEqual(a, b)
+  }
+  if (req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined) return false
+  return LOOPBACK.has(req.raw.socket.remoteAddress ?? '')
+}
+
+/** Counts every request (route pattern, method, status, latency) and serves GET /metrics. */
+export function installMetrics(app: FastifyInstance, config: Config): void {
+  app.addHook('onResponse', async (req, reply) => {
+    const route = routeLabel(req)
+    const method = METHODS.has(req.method) ? req.method : 'OTHER'
+    metrics.requests.inc({ route, method, status: String(reply.statusCode) })
+    metrics.duration.observe({ route, method }, reply.elapsedTime / 1000)
+  })
+  app.addHook('onError', async (_req, _reply, err) => {
+    if (!(err instanceof AppError)) return
+    const window = WINDOW_BY_KEY[err.key]
+    if (window) metrics.rateLimitRejections.inc({ window })
+    else if (err.key === 'DEPENDENCY_UNAVAILABLE') metrics.dependencyErrors.inc({ dependency: 'redis' })
+  })
+  app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
+    if (!mayReadMetrics(req, config)) return reply.code(404).type('text/plain; charset=utf-8').send('Not Found')
+    const body = await registry.metrics()
+    return reply.header('Cache-Control', 'no-store').type(registry.contentType).send(body)
+  })
+}
+
+const isAbort = (e: unknown): boolean => {
+  const code = (e as { code?: string })?.code
+  return code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ABORT_ERR' || code === 'ECONNRESET'
+}
+
+/**
+ * Wraps a blob store so its failures (by operation) and the bytes it reads and writes are
+ * counted. Errors that are the caller's (FILE_TOO_LARGE, a body that broke off) are not
+ * storage errors.
+ */
+export function instrumentBlobStore(store: BlobStore): BlobStore {
+  const driver = store.kind
+  const failed = (op: string) => (e: unknown): never => {
+    const unavailable = e instanceof AppError && e.key === 'STORAGE_UNAVAILABLE'
+    // put passes on the body's own errors and the size limit unchanged: not the store's fault
+    if (unavailable || (op !== 'put' && !(e instanceof AppError))) metrics.storageErrors.inc({ driver, op })
+    throw e
+  }
+  return {
+    kind: store.kind,
+    async put(body, opts) {
+      const r = await store.put(body, opts).catch(failed('put'))
+      metrics.blobBytesStored.inc({ driver }, r.size)
+      return r
+    },
+    async get(digest, range) {
+      const src = await store.get(digest, range).catch(failed('get'))
+      const counter = new Transform({
+        transform(chunk: Buffer, _enc, cb) {
+          metrics.blobBytesServed.inc({ driver }, chunk.length)
+          cb(null, chunk)
+        },
+      })
+      return pipeline(src, counter, (err) => {
+        if (err && !isAbort(err)) metrics.storageErrors.inc({ driver, op: 'stream' })
+      }) as Readable
+    },
+    async read(digest) {
+      const b = await store.read(digest).catch(failed('read'))
+      metrics.blobBytesServed.inc({ driver }, b.length)
+      return b
+    },
+    exists: (digest) => store.exists(digest).catch(failed('exists')),
+    delete: (digest) => store.delete(digest).catch(failed('delete')),
+    async *list() {
+      try {
+        yield* store.list()
+      } catch (e) {
+        failed('list')(e)
+      }
+    },
+    cleanTemp: (ms) => store.cleanTemp(ms).catch(failed('cleanTemp')),
+    close: () => store.close(),
+  }
+}
