@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events'
 import { Redis } from 'ioredis'
+import { metrics } from '../http/metrics.js'
 
 /**
  * Cross-instance notifications (cache invalidation). In-process by default; with REDIS_URL
@@ -49,10 +50,20 @@ export function createRedisBus(url: string, prefix = 'svc:bus:'): Bus {
   const local = new EventEmitter()
   local.setMaxListeners(0)
   const channels = new Set<string>()
-  let live = false
+  let ready = false // subscription up, every channel confirmed at least once since
+  let pending = 0 // SUBSCRIBE calls in flight
   let closed = false
   const flushAll = () => {
     for (const ch of channels) local.emit(ch, FLUSH_ALL)
+  }
+  const subscribeNow = async (chs: string[]): Promise<void> => {
+    if (chs.length === 0) return
+    pending++
+    try {
+      await sub.subscribe(...chs.map((c) => prefix + c))
+    } finally {
+      pending--
+    }
   }
   sub.on('message', (ch: string, msg: string) => {
     if (ch.startsWith(prefix)) local.emit(ch.slice(prefix.length), msg)
@@ -60,44 +71,36 @@ export function createRedisBus(url: string, prefix = 'svc:bus:'): Bus {
   // (re)connected: subscribe to every channel, then caches may trust the bus again; they
   // flush first, since messages published meanwhile were lost
   sub.on('ready', () => {
-    const all = [...channels].map((c) => prefix + c)
-    void (all.length ? sub.subscribe(...all) : Promise.resolve())
-      .then(() => {
-        if (closed) return
-        live = true
-        flushAll()
-      })
-      .catch(() => sub.disconnect(true))
+    subscribeNow([...channels]).then(() => {
+      if (closed) return
+      ready = true
+      flushAll()
+    }, () => sub.disconnect(true))
   })
   sub.on('close', () => {
-    if (live) {
-      live = false
-      flushAll()
-    }
+    const was = ready
+    ready = false
+    if (was) flushAll()
   })
   return {
     async publish(channel, message) {
       // deliver locally at once too, so this instance never serves stale data even if Redis is slow
       local.emit(channel, message)
-      await pub.publish(prefix + channel, message).catch(() => {})
+      // a lost message only matters to instances whose own subscription works; count it
+      await pub.publish(prefix + channel, message).catch(() => metrics.dependencyErrors.inc({ dependency: 'redis-bus' }))
     },
     subscribe(channel, fn) {
+      local.on(channel, fn)
       if (!channels.has(channel)) {
         channels.add(channel)
-        // while connected, subscribe now (not reliable until confirmed); otherwise 'ready' does it
-        if (live) {
-          live = false
-          void sub.subscribe(prefix + channel).then(() => {
-            if (!closed && sub.status === 'ready') live = true
-          }, () => sub.disconnect(true))
-        }
+        // connected: subscribe now (not reliable until confirmed); otherwise 'ready' does it
+        if (sub.status === 'ready') subscribeNow([channel]).catch(() => sub.disconnect(true))
       }
-      local.on(channel, fn)
     },
-    reliable: () => live,
+    reliable: () => ready && pending === 0 && !closed,
     async close() {
       closed = true
-      live = false
+      ready = false
       pub.disconnect()
       sub.disconnect()
     },
