@@ -42,11 +42,13 @@ export function createLocalBlobStore(root: string): BlobStore {
       const hash = crypto.createHash('sha256')
       let size = 0
       const max = opts.maxBytes ?? Infinity
+      let limitError: Error | null = null
       const counter = new Transform({
         transform(chunk: Buffer, _enc, cb) {
           size += chunk.length
           if (size > max) {
-            cb(opts.tooLarge ? opts.tooLarge(max) : new AppError('FILE_TOO_LARGE', { params: { limit: max } }))
+            limitError = opts.tooLarge ? opts.tooLarge(max) : new AppError('FILE_TOO_LARGE', { params: { limit: max } })
+            cb(limitError)
             return
           }
           hash.update(chunk)
@@ -80,6 +82,8 @@ export function createLocalBlobStore(root: string): BlobStore {
       } catch (e) {
         await fsp.unlink(tmp).catch(() => {})
         if (Buffer.isBuffer(body) === false) (body as Readable).resume?.()
+        // the caller's own error for an oversized body is thrown as given (PutOptions.tooLarge)
+        if (limitError) throw limitError
         return storageError(e)
       }
     },
