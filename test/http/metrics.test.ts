@@ -1,0 +1,116 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { sql } from 'kysely'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+
+/** Value of one sample (name + exact label set as printed), 0 when absent. */
+function sample(text: string, name: string, labels: Record<string, string>): number {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`)
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue
+    const inner = line.slice(name.length + 1, line.indexOf('}'))
+    const have = inner.split(/,(?=[a-z_]+=")/)
+    if (want.every((w) => have.includes(w)) && have.length === want.length) return Number(line.slice(line.indexOf('}') + 1).trim())
+  }
+  return 0
+}
+
+for (const engine of ENGINES) {
+  describe(`metrics [${engine}]`, () => {
+    let s: TestServer
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: JSON.stringify({ authenticated: { minute: 3 } }) } })
+      alice = await s.user()
+    })
+    after(() => s.close())
+
+    const scrape = async () => {
+      const r = await s.get('/metrics')
+      assert.equal(r.status, 200)
+      return r.text
+    }
+
+    it('serves Prometheus text to a direct loopback client, no-store', async () => {
+      const r = await s.get('/metrics')
+      assert.equal(r.status, 200)
+      assert.match(r.header('content-type')!, /^text\/plain; version=0\.0\.4/)
+      assert.equal(r.header('cache-control'), 'no-store')
+      assert.match(r.text, /# TYPE svc_http_requests_total counter/)
+      assert.match(r.text, /# TYPE svc_http_request_duration_seconds histogram/)
+      assert.match(r.text, /svc_process_cpu_seconds_total/)
+    })
+
+    it('counts requests and latency by route pattern, never by raw URL or query', async () => {
+      const t0 = await scrape()
+      const before = sample(t0, 'svc_http_requests_total', { route: '/svc_api/me', method: 'GET', status: '200' })
+      const r = await s.get('/svc_api/me?token=sekrit-query-value', { key: alice.key })
+      assert.equal(r.status, 200)
+      await s.get('/no-such-page-sekrit-path')
+      await s.get('/svc_api/missing-sekrit-endpoint')
+      const t1 = await scrape()
+      assert.equal(sample(t1, 'svc_http_requests_total', { route: '/svc_api/me', method: 'GET', status: '200' }), before + 1)
+      assert.ok(sample(t1, 'svc_http_request_duration_seconds_count', { route: '/svc_api/me', method: 'GET' }) >= 1)
+      assert.ok(sample(t1, 'svc_http_requests_total', { route: '(unmatched)', method: 'GET', status: '404' }) >= 1)
+      assert.ok(sample(t1, 'svc_http_requests_total', { route: '/svc_api/*', method: 'GET', status: '404' }) >= 1)
+      assert.ok(!t1.includes('sekrit'), 'no raw path or query in labels')
+      assert.ok(!t1.includes(alice.username) && !t1.includes(alice.key), 'no user or key in labels')
+      assert.ok(!t1.includes('127.0.0.1'), 'no client address in labels')
+    })
+
+    it('counts rate-limit rejections by window', async () => {
+      const bob = await s.user()
+      const before = sample(await scrape(), 'svc_rate_limit_rejections_total', { window: 'minute' })
+      const codes: number[] = []
+      for (let i = 0; i < 5; i++) codes.push((await s.get('/svc_api/me', { key: bob.key })).status)
+      assert.deepEqual(codes, [200, 200, 200, 429, 429])
+      assert.equal(sample(await scrape(), 'svc_rate_limit_rejections_total', { window: 'minute' }), before + 2)
+    })
+
+    it('counts blob bytes served and stored, storage errors and database errors', async () => {
+      const t0 = await scrape()
+      const body = Buffer.from('x'.repeat(1234))
+      const { digest } = await s.deps.blobs.put(body)
+      const stream = await s.deps.blobs.get(digest)
+      for await (const _ of stream) { /* drain */ }
+      await s.deps.blobs.read(digest)
+      await assert.rejects(s.deps.blobs.get('0'.repeat(64)))
+      await assert.rejects(sql`select nope from no_such_table`.execute(s.deps.db.k))
+      const t1 = await scrape()
+      const d = (name: string, labels: Record<string, string>) => sample(t1, name, labels) - sample(t0, name, labels)
+      assert.equal(d('svc_blob_bytes_served_total', { driver: 'local' }), 2468)
+      assert.equal(d('svc_blob_bytes_stored_total', { driver: 'local' }), 1234)
+      assert.equal(d('svc_storage_errors_total', { driver: 'local', op: 'get' }), 1)
+      assert.equal(d('svc_db_errors_total', { engine, kind: 'other' }), 1)
+    })
+
+    it('hides /metrics from forwarded (proxied) requests', async () => {
+      for (const headers of [{ 'x-forwarded-for': '203.0.113.9' }, { forwarded: 'for=203.0.113.9' }] as Record<string, string>[]) {
+        const r = await s.get('/metrics', { headers })
+        assert.equal(r.status, 404)
+        assert.ok(!r.text.includes('svc_'))
+      }
+    })
+  })
+}
+
+describe('metrics with METRICS_TOKEN', () => {
+  let s: TestServer
+  const token = 'metrics-token-0123456789abcdef'
+  before(async () => {
+    s = await startServer({ env: { METRICS_TOKEN: token } })
+  })
+  after(() => s.close())
+
+  it('answers only a request carrying the bearer token, from anywhere', async () => {
+    assert.equal((await s.get('/metrics')).status, 404)
+    assert.equal((await s.get('/metrics', { headers: { authorization: 'Bearer wrong-token-0123456789' } })).status, 404)
+    const ok = await s.get('/metrics', { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': '203.0.113.9' } })
+    assert.equal(ok.status, 200)
+    assert.match(ok.text, /svc_http_requests_total/)
+  })
+
+  it('refuses a METRICS_TOKEN shorter than 16 characters at start-up', async () => {
+    await assert.rejects(startServer({ env: { METRICS_TOKEN: 'short' } }), /METRICS_TOKEN/)
+  })
+})
