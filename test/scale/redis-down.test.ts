@@ -1,0 +1,64 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import net from 'node:net'
+import crypto from 'node:crypto'
+import { ENGINES, startServer, multipart, dropSchema, type TestServer } from '../support/server.js'
+
+/** A loopback port with nothing listening on it. */
+async function closedPort(): Promise<number> {
+  const srv = net.createServer()
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()))
+  const port = (srv.address() as net.AddressInfo).port
+  await new Promise<void>((r) => srv.close(() => r()))
+  return port
+}
+
+for (const engine of ENGINES) {
+  describe(`Redis unreachable [${engine}]`, () => {
+    // `writer` has no Redis; `broken` shares its database and blobs but points REDIS_URL at a closed port
+    let writer: TestServer
+    let broken: TestServer
+    const pgSchema = `t_${crypto.randomBytes(5).toString('hex')}`
+    before(async () => {
+      writer = await startServer({ engine, pgSchema, keepData: true })
+      broken = await startServer({
+        engine, pgSchema, keepData: true, dataDir: writer.dataDir,
+        env: { REDIS_URL: `redis://127.0.0.1:${await closedPort()}` },
+      })
+    })
+    after(async () => {
+      await broken.close()
+      await writer.close()
+      if (engine === 'postgres') await dropSchema(pgSchema)
+      const fs = await import('node:fs')
+      fs.rmSync(writer.dataDir, { recursive: true, force: true })
+    })
+
+    it('answers API requests 503 / 1504 fast (fail closed), with or without a key', async () => {
+      const u = await broken.user()
+      for (const o of [{ key: u.key }, {}]) {
+        const t0 = Date.now()
+        const r = await broken.get('/svc_api/me', o)
+        const ms = Date.now() - t0
+        assert.equal(r.status, 503)
+        assert.equal(r.json.error_code, 1504)
+        assert.equal(r.json.success, false)
+        assert.ok(ms < 2500, `answered after ${ms} ms (target: about 1 s)`)
+      }
+    })
+
+    it('keeps serving what needs no Redis: health check and the public host', async () => {
+      assert.equal((await broken.get('/healthz')).status, 200)
+      const u = await writer.user()
+      const page = `<!doctype html><title>up</title><p>served without redis ${crypto.randomUUID()}</p>`
+      const mp = multipart([{ name: 'file', filename: 'up.html', type: 'text/html', data: page }])
+      const up = await writer.post('/svc_api/upload', { key: u.key, body: mp.body, headers: { 'content-type': mp.contentType } })
+      assert.equal(up.status, 200, up.text)
+      const t0 = Date.now()
+      const r = await broken.get(`/${u.username}/up.html`)
+      assert.equal(r.status, 200)
+      assert.equal(r.text, page)
+      assert.ok(Date.now() - t0 < 2500)
+    })
+  })
+}

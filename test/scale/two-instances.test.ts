@@ -1,0 +1,141 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import { Redis } from 'ioredis'
+import { REDIS_URL, startServer, multipart, dropSchema, type TestServer } from '../support/server.js'
+import { startS3, type TestS3 } from '../support/s3.js'
+
+const LIMIT = 7
+
+/**
+ * Two instances over one PostgreSQL schema, one Redis (own key prefix) and one S3 server,
+ * as in a scaled-out deployment. Runs on PostgreSQL whatever SVC_TEST_ENGINES says: this is
+ * the PostgreSQL + Redis + S3 configuration.
+ */
+describe('two instances over one PostgreSQL, Redis and S3', () => {
+  let a: TestServer
+  let b: TestServer
+  let s3: TestS3
+  const pgSchema = `t_${crypto.randomBytes(5).toString('hex')}`
+  const redisPrefix = `svc-test-${crypto.randomBytes(5).toString('hex')}:`
+
+  before(async () => {
+    s3 = await startS3()
+    const env = {
+      REDIS_URL,
+      REDIS_PREFIX: redisPrefix,
+      STORAGE_URL: s3.storageUrl(),
+      RATE_LIMITS: JSON.stringify({ authenticated: { minute: LIMIT, concurrent: 100 } }),
+    }
+    a = await startServer({ engine: 'postgres', pgSchema, keepData: true, env })
+    b = await startServer({ engine: 'postgres', pgSchema, keepData: true, env })
+    assert.notEqual(a.url, b.url)
+    assert.notEqual(a.dataDir, b.dataDir)
+    assert.equal(a.deps.blobs.kind, 's3')
+    assert.equal(a.deps.limits.kind, 'redis')
+  })
+
+  after(async () => {
+    await Promise.allSettled([a?.close(), b?.close()])
+    await dropSchema(pgSchema)
+    await s3?.close()
+    // only this test's keys (the Redis on 6379 is shared by other tests)
+    const r = new Redis(REDIS_URL)
+    try {
+      let cursor = '0'
+      do {
+        const [next, keys] = await r.scan(cursor, 'MATCH', `${redisPrefix}*`, 'COUNT', 500)
+        if (keys.length) await r.del(...keys)
+        cursor = next
+      } while (cursor !== '0')
+    } finally {
+      r.disconnect()
+    }
+  })
+
+  it('a session from A works on B, and a logout on A ends it on B', async () => {
+    const u = await a.user()
+    const cookie = await a.login(u.username, u.password)
+    const onB = await b.get('/svc_api/me', { cookie })
+    assert.equal(onB.status, 200)
+    assert.equal(onB.json.data.username, u.username)
+    assert.equal(onB.json.data.via, 'session')
+    const out = await a.post('/logout', { cookie, headers: { accept: 'application/json' } })
+    assert.equal(out.status, 200)
+    for (const s of [b, a]) {
+      const r = await s.get('/svc_api/me', { cookie })
+      assert.equal(r.status, 401)
+      assert.equal(r.json.error_code, 1002)
+    }
+  })
+
+  it(`rate limits count across both: exactly ${LIMIT} of a 20-request burst split over A and B succeed`, async () => {
+    const u = await a.user()
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).get('/svc_api/me', { key: u.key })))
+    const ok = results.filter((r) => r.status === 200)
+    const limited = results.filter((r) => r.status === 429)
+    assert.equal(ok.length, LIMIT)
+    assert.equal(limited.length, 20 - LIMIT)
+    for (const r of limited) assert.equal(r.json.error_code, 1204)
+    // and the next request on either instance is still refused
+    for (const s of [a, b]) assert.equal((await s.get('/svc_api/me', { key: u.key })).status, 429)
+  })
+
+  const upload = (s: TestServer, key: string, name: string, html: string) => {
+    const mp = multipart([{ name: 'file', filename: name, type: 'text/html', data: html }])
+    return s.post('/svc_api/upload', { key, body: mp.body, headers: { 'content-type': mp.contentType } })
+  }
+
+  it('an upload through A is served by B at once, and an updated file is never served stale by either', async () => {
+    const u = await a.user()
+    const path = `/${u.username}/page.html`
+    // both instances have looked the page up (and may have cached its absence)
+    for (const s of [a, b]) assert.equal((await s.get(path)).status, 404)
+    const v1 = `<!doctype html><title>v1</title><p>first ${crypto.randomUUID()}</p>`
+    const up = await upload(a, u.key, 'page.html', v1)
+    assert.equal(up.status, 200, up.text)
+    assert.equal(up.json.data.is_update, false)
+    const first = await b.get(path)
+    assert.equal(first.status, 200)
+    assert.equal(first.text, v1)
+    // updates through either instance; every read right after, on both, sees the new content
+    for (let i = 2; i <= 5; i++) {
+      for (const s of [a, b]) assert.equal((await s.get(path)).status, 200) // warm both
+      const html = `<!doctype html><title>v${i}</title><p>version ${i} ${crypto.randomUUID()}</p>`
+      const r = await upload(i % 2 ? a : b, u.key, 'page.html', html)
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.data.is_update, true)
+      for (const s of [b, a]) {
+        const got = await s.get(path)
+        assert.equal(got.status, 200)
+        assert.equal(got.text, html, `version ${i} through ${s === a ? 'A' : 'B'}`)
+      }
+    }
+  })
+
+  it('a folder batch-uploaded and published through A is visible through B', async () => {
+    const u = await a.user()
+    const index = `<!doctype html><link rel="stylesheet" href="css/site.css"><p>site ${crypto.randomUUID()}</p>`
+    const css = 'p { color: teal }'
+    // B looks first: not published yet
+    assert.equal((await b.get(`/${u.username}/site/`)).status, 404)
+    const mp = multipart([
+      { name: 'files[]', filename: 'index.html', type: 'text/html', data: index },
+      { name: 'files[]', filename: 'css/site.css', type: 'text/css', data: css },
+    ])
+    const up = await a.post('/api/folders/site/batch_upload', { key: u.key, body: mp.body, headers: { 'content-type': mp.contentType } })
+    assert.equal(up.status, 200, up.text)
+    assert.equal(up.json.uploaded_count, 2)
+    // uploaded but not published: still not served
+    assert.equal((await b.get(`/${u.username}/site/`)).status, 404)
+    const pub = await a.post('/api/folders/site/publish', { key: u.key })
+    assert.equal(pub.status, 200, pub.text)
+    assert.equal(pub.json.is_published, true)
+    const page = await b.get(`/${u.username}/site/`)
+    assert.equal(page.status, 200)
+    assert.equal(page.text, index)
+    const style = await b.get(`/${u.username}/site/css/site.css`)
+    assert.equal(style.status, 200)
+    assert.equal(style.text, css)
+  })
+})
