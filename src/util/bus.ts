@@ -42,7 +42,7 @@ export function createLocalBus(): Bus {
 export function createRedisBus(url: string, prefix = 'svc:bus:'): Bus {
   const pub = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 1000, connectTimeout: 1000 })
   const sub = new Redis(url, {
-    maxRetriesPerRequest: null, connectTimeout: 1000, autoResubscribe: false,
+    maxRetriesPerRequest: null, connectTimeout: 1000, autoResubscribe: false, connectionName: `${prefix}sub`.replace(/[^A-Za-z0-9_.:-]/g, '_'),
     retryStrategy: (times) => Math.min(times * 200, 2000),
   })
   pub.on('error', () => {})

@@ -1,0 +1,77 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import { Redis } from 'ioredis'
+import { REDIS_URL } from '../support/server.js'
+import { createLocalBus, createRedisBus, FLUSH_ALL } from '../../src/util/bus.js'
+
+/** Polls (every 10 ms, at most 5 s) until `cond` holds. */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (cond()) return
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  assert.fail(`timed out waiting for ${what}`)
+}
+
+describe('bus', () => {
+  it('local bus: delivers in process and is always reliable', async () => {
+    const bus = createLocalBus()
+    const got: string[] = []
+    bus.subscribe('c', (m) => got.push(m))
+    await bus.publish('c', 'hello')
+    assert.deepEqual(got, ['hello'])
+    assert.equal(bus.reliable(), true)
+    await bus.close()
+  })
+
+  it('Redis bus: delivers across instances; a lost subscription flushes caches and reports unreliable until it is back', async () => {
+    const prefix = `svc-test-${crypto.randomBytes(5).toString('hex')}:bus:`
+    const a = createRedisBus(REDIS_URL, prefix)
+    const b = createRedisBus(REDIS_URL, prefix)
+    const admin = new Redis(REDIS_URL)
+    try {
+      const onB: string[] = []
+      b.subscribe('hosting', (m) => onB.push(m))
+      await until(() => b.reliable(), 'B subscribed')
+      onB.length = 0
+      await a.publish('hosting', 'alice')
+      await until(() => onB.includes('alice'), 'message on B')
+
+      // kill B's subscriber connection only (found by its connection name)
+      const list = (await admin.client('LIST')) as string
+      const name = `${prefix}sub`
+      const mine = list.split('\n').filter((l) => l.includes(` name=${name} `))
+      assert.equal(mine.length, 2, 'one subscriber connection per bus')
+      const bSubId = await (async () => {
+        // B subscribed to 'hosting'; A subscribed to nothing
+        for (const l of mine) if (/ sub=1 /.test(l)) return /\bid=(\d+)/.exec(l)![1]
+        throw new Error('no subscribed connection')
+      })()
+      onB.length = 0
+      await admin.client('KILL', 'ID', bSubId)
+      await until(() => onB.includes(FLUSH_ALL), 'flush on loss')
+      // back again: flushed once more (messages may have been lost meanwhile), then reliable
+      await until(() => b.reliable() && onB.filter((m) => m === FLUSH_ALL).length >= 2, 'resubscribed')
+      onB.length = 0
+      await a.publish('hosting', 'bob')
+      await until(() => onB.includes('bob'), 'message after reconnect')
+    } finally {
+      await a.close()
+      await b.close()
+      admin.disconnect()
+    }
+  })
+
+  it('Redis bus on an unreachable Redis: never reliable, publish does not hang or throw', async () => {
+    const bus = createRedisBus('redis://127.0.0.1:1', `svc-test-${crypto.randomBytes(5).toString('hex')}:bus:`)
+    const got: string[] = []
+    bus.subscribe('hosting', (m) => got.push(m))
+    const t0 = Date.now()
+    await bus.publish('hosting', 'x')
+    assert.ok(Date.now() - t0 < 2500)
+    assert.deepEqual(got, ['x'], 'still delivered to this instance')
+    assert.equal(bus.reliable(), false)
+    await bus.close()
+  })
+})
