@@ -12,6 +12,8 @@ export interface Config {
   redisUrl: string | null
   /** Prefix of every Redis key and channel (several deployments may share one Redis). */
   redisPrefix: string
+  /** Run pending migrations at start (default); 0 = refuse to start until `svc migrate` ran. */
+  migrateOnStart: boolean
   /** Bearer token that may read GET /metrics from anywhere (unset: loopback only). */
   metricsToken: string | null
   trustProxy: boolean
@@ -143,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     storageUrl,
     redisUrl,
     redisPrefix,
+    migrateOnStart: bool('MIGRATE_ON_START', true),
     metricsToken,
     trustProxy,
     tlsCert,

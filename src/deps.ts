@@ -1,7 +1,7 @@
 import path from 'node:path'
 import type { Config } from './config.js'
 import { openDatabase, type Db } from './db/kysely.js'
-import { migrateToLatest } from './db/migrate.js'
+import { migrateToLatest, pendingMigrations } from './db/migrate.js'
 import type { BlobStore } from './storage/blob-store.js'
 import { createLocalBlobStore } from './storage/local.js'
 import { systemClock, type Clock } from './util/clock.js'
@@ -56,7 +56,15 @@ export async function openBlobStore(config: Config): Promise<BlobStore> {
 export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}): Promise<Deps> {
   const clock = o.clock ?? systemClock
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
-  await migrateToLatest(db)
+  if (config.migrateOnStart) {
+    await migrateToLatest(db)
+  } else {
+    const pending = await pendingMigrations(db)
+    if (pending.length > 0) {
+      await db.close()
+      throw new Error(`the database schema is behind this release (pending: ${pending.join(', ')}); run \`svc migrate\` first (MIGRATE_ON_START=0)`)
+    }
+  }
   const blobs = o.blobs ?? instrumentBlobStore(await openBlobStore(config))
   const limits = o.limits ?? (config.redisUrl
     ? createRedisLimitStore(config.redisUrl, { serverTime: clock === systemClock, prefix: `${config.redisPrefix}rl:` })

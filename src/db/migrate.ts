@@ -15,12 +15,25 @@ export function allMigrations(): Record<string, Migration> {
   return all
 }
 
-/** Brings the schema up to date; runs at every start and from `svc migrate`. */
-export async function migrateToLatest(db: Db): Promise<string[]> {
+function migrator(db: Db): Migrator {
   const provider: MigrationProvider = { getMigrations: async () => allMigrations() }
   // name the schema: Kysely otherwise looks for its tables by name across every schema
-  const migrator = new Migrator({ db: db.k, provider, ...(db.schema ? { migrationTableSchema: db.schema } : {}) })
-  const { error, results } = await migrator.migrateToLatest()
+  return new Migrator({ db: db.k, provider, ...(db.schema ? { migrationTableSchema: db.schema } : {}) })
+}
+
+/**
+ * Migrations this code knows that the database has not run (for MIGRATE_ON_START=0, where
+ * `svc migrate` is a separate deploy step). Migrations the database ran that this code does
+ * not know (a newer release migrated first) are tolerated: migrations are additive.
+ */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const infos = await migrator(db).getMigrations()
+  return infos.filter((m) => m.executedAt === undefined).map((m) => m.name)
+}
+
+/** Brings the schema up to date; runs at every start (unless MIGRATE_ON_START=0) and from `svc migrate`. */
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const { error, results } = await migrator(db).migrateToLatest()
   if (error) throw error
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
 }
