@@ -126,7 +126,7 @@ ${upstreams.map((p) => `    server 127.0.0.1:${p};`).join('\n')}
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-For $remote_addr;  # replace, never append: the first hop is the client
       proxy_set_header X-Forwarded-Proto https;  # stands for the TLS listener of a real deployment
       proxy_set_header X-Forwarded-Host $host;
       proxy_buffer_size 16k;
