@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { FakeClock } from '../../src/util/clock.js'
 import { createKvStore } from '../../src/features/kv/store.js'
+import { createKvService } from '../../src/features/kv/service.js'
 
 // hundreds of requests per account: lift the per-minute and concurrency limits
 const RATE_LIMITS = JSON.stringify(Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 1000 }])))
@@ -443,6 +444,30 @@ for (const engine of ENGINES) {
       assert.equal((await s.request('OPTIONS', '/svc_api/data/public/board', { headers: { origin: 'null', 'access-control-request-method': 'GET' } })).status, 204)
       // the private endpoints send no CORS allowance
       assert.equal((await get(bob, 'secret')).header('access-control-allow-origin'), undefined)
+    })
+
+    it('public reads are cached, and every write on any instance (through the bus) shows at once', async () => {
+      const u = await s.user()
+      const path = `/svc_api/data/public/${u.username}/live`
+      code(await s.get(path), 404, 1604) // a cached miss
+      await store(u, { key: 'live', value: 1, data_type: 'number', is_public: true })
+      assert.equal((await s.get(path)).json.data.value, 1)
+      assert.equal((await s.get('/svc_api/data/public/live')).json.data.value, 1)
+      assert.equal((await incr(u, { key: 'live' })).status, 200)
+      assert.equal((await s.get(path)).json.data.value, 2)
+      assert.equal((await s.get('/svc_api/data/public/live')).json.data.value, 2)
+      // another instance on the same database and bus
+      const other = createKvService({ db: s.deps.db, clock, bus: s.deps.bus })
+      const user = (await s.deps.users.byId(u.id))!
+      assert.equal(JSON.parse(await other.publicRead(u.username, 'live')).data.value, 2)
+      assert.equal((await store(u, { key: 'live', value: 'from this instance', data_type: 'text' })).status, 200)
+      assert.equal(JSON.parse(await other.publicRead(u.username, 'live')).data.value, 'from this instance')
+      await other.put(user, { key: 'live', value: 'from the other' })
+      assert.equal((await s.get(path)).json.data.value, 'from the other')
+      assert.equal((await s.get('/svc_api/data/public/live')).json.data.value, 'from the other')
+      await other.remove(user, 'live')
+      code(await s.get(path), 404, 1604)
+      code(await s.get('/svc_api/data/public/live'), 404, 1604)
     })
 
     it('legacy public read by key: the oldest live public entry wins, ties by username', async () => {

@@ -5,7 +5,9 @@ import { AppError } from '../../errors/app-error.js'
 import { quotaOf } from '../../limits/quotas.js'
 import { pageInfo, parsePage } from '../../http/pagination.js'
 import { isoMicros } from '../../util/time.js'
+import type { Bus } from '../../util/bus.js'
 import { createKvStore, type KvRow } from './store.js'
+import { createPublicCache } from './public-cache.js'
 import { DATA_TYPES, KV_LIMITS, type DataType, type EntryOut, type IncrInput, type StoreInput } from './schemas.js'
 
 export const KEY_RE = /^[A-Za-z][A-Za-z0-9_-]*$/
@@ -185,15 +187,48 @@ export function publicJson(r: { key: string; value: string; data_type: string; u
 export interface KvDeps {
   db: Db
   clock: Clock
+  /** Tells other instances which keys changed (their public-read caches drop them). */
+  bus?: Bus
 }
+
+const BUS_CHANNEL = 'kv:changed'
 
 /**
  * The key-value store's rules and codes (1601-1606, 1409), without HTTP. Every write runs in
  * one transaction that first takes the user's lock (db.lockUser), purges the user's expired
  * entries, then checks the key-count quota, so concurrent writers never pass it together.
  */
-export function createKvService({ db, clock }: KvDeps) {
+export function createKvService({ db, clock, bus }: KvDeps) {
   const store = createKvStore(db)
+  const cache = createPublicCache(clock)
+  bus?.subscribe(BUS_CHANNEL, (m) => {
+    try {
+      const [username, key] = JSON.parse(m) as [string, string]
+      cache.invalidate(username, key)
+    } catch {}
+  })
+  /** After a write commits: this instance's cache at once, the others through the bus. */
+  const changed = (user: User, ...keys: string[]) => {
+    for (const key of keys) {
+      cache.invalidate(user.username, key)
+      void bus?.publish(BUS_CHANNEL, JSON.stringify([user.username, key])).catch(() => {})
+    }
+  }
+
+  /** Public reads go through the cache; misses (1604) are cached too. */
+  async function cachedPublic(line: string, read: () => Promise<(Parameters<typeof publicJson>[0] & { expires_at: number | null }) | undefined>): Promise<string> {
+    const hit = cache.get(line)
+    if (hit) {
+      if (hit.body === null) throw new AppError('KV_KEY_NOT_FOUND')
+      return hit.body
+    }
+    const seen = cache.epoch()
+    const row = await read()
+    const body = row ? publicJson(row) : null
+    cache.set(line, body, row?.expires_at === null || row?.expires_at === undefined ? null : Number(row.expires_at), seen)
+    if (body === null) throw new AppError('KV_KEY_NOT_FOUND')
+    return body
+  }
 
   /** The row written after `prev`: updated_at strictly increases, version counts writes. */
   const nextStamp = (prev: KvRow | undefined, now: number) => ({
@@ -221,6 +256,7 @@ export function createKvService({ db, clock }: KvDeps) {
 
   return {
     store,
+    cache,
 
     /** POST /svc_api/data/store: create, update, rename a legacy key; optional CAS and ttl. */
     async put(user: User, body: unknown): Promise<{ created: boolean; entry: EntryOut }> {
@@ -246,7 +282,7 @@ export function createKvService({ db, clock }: KvDeps) {
       const text = valueText(input.value, input.data_type ?? 'json')
       const size = checkSize(text, user)
 
-      return store.transaction(async (trx) => {
+      const result = await store.transaction(async (trx) => {
         await db.lockUser(trx, user.id)
         await store.purgeUserExpired(trx, user.id, now)
         const source = await store.get(trx, user.id, oldKey ?? input.key, now)
@@ -283,6 +319,9 @@ export function createKvService({ db, clock }: KvDeps) {
         await store.insert(trx, row)
         return { created: true, entry: toEntry(row) }
       })
+      if (oldKey !== undefined) changed(user, oldKey, input.key)
+      else changed(user, input.key)
+      return result
     },
 
     /** POST /svc_api/data/incr: atomic add; a missing entry starts at 0 (data_type number). */
@@ -291,7 +330,7 @@ export function createKvService({ db, clock }: KvDeps) {
       const input = checkIncrInput(body)
       checkKey(input.key)
       const by = input.by ?? 1
-      return store.transaction(async (trx) => {
+      const result = await store.transaction(async (trx) => {
         await db.lockUser(trx, user.id)
         await store.purgeUserExpired(trx, user.id, now)
         const prev = await store.get(trx, user.id, input.key, now)
@@ -313,6 +352,8 @@ export function createKvService({ db, clock }: KvDeps) {
         await store.insert(trx, row)
         return { created: true, entry: toEntry(row) }
       })
+      changed(user, input.key)
+      return result
     },
 
     /** GET /svc_api/data/get: the caller's own entry (public or not). */
@@ -326,16 +367,14 @@ export function createKvService({ db, clock }: KvDeps) {
     async publicRead(username: string, key: string): Promise<string> {
       const k = lookupKey(key)
       if (username.length > 64) throw new AppError('KV_KEY_NOT_FOUND')
-      const row = await store.getPublic(username.toLowerCase(), k, clock.now())
-      if (!row) throw new AppError('KV_KEY_NOT_FOUND')
-      return publicJson(row)
+      const name = username.toLowerCase()
+      return cachedPublic(cache.userLine(name, k), () => store.getPublic(name, k, clock.now()))
     },
 
     /** GET /svc_api/data/public/{key} (legacy): oldest public entry wins, then username order. */
     async legacyPublicRead(key: string): Promise<string> {
-      const row = await store.getLegacyPublic(lookupKey(key), clock.now())
-      if (!row) throw new AppError('KV_KEY_NOT_FOUND')
-      return publicJson(row)
+      const k = lookupKey(key)
+      return cachedPublic(cache.legacyLine(k), () => store.getLegacyPublic(k, clock.now()))
     },
 
     /** GET /svc_api/data/list: a page of entries by key, with quota and usage. */
@@ -356,6 +395,7 @@ export function createKvService({ db, clock }: KvDeps) {
     async remove(user: User, key: unknown): Promise<void> {
       const k = lookupKey(key)
       if (!(await store.remove(db.k, user.id, k, clock.now()))) throw new AppError('KV_KEY_NOT_FOUND')
+      changed(user, k)
     },
 
     /** Deletes every expired entry (the periodic job; reads already ignore them). */

@@ -89,7 +89,7 @@ export function createKvStore(db: Db) {
     /** A live public entry of an enabled account, by owner name and key. */
     getPublic: (username: string, key: string, now: number) =>
       k.selectFrom('kv_entries').innerJoin('users', 'users.id', 'kv_entries.user_id')
-        .select(['kv_entries.key', 'kv_entries.value', 'kv_entries.data_type', 'kv_entries.updated_at', 'users.username'])
+        .select(['kv_entries.key', 'kv_entries.value', 'kv_entries.data_type', 'kv_entries.updated_at', 'kv_entries.expires_at', 'users.username'])
         .where('users.username', '=', username).where('kv_entries.key', '=', key)
         .where('kv_entries.is_public', '=', 1).where('users.disabled', '=', 0)
         .where((eb) => eb.or([eb('kv_entries.expires_at', 'is', null), eb('kv_entries.expires_at', '>', now)]))
@@ -101,7 +101,7 @@ export function createKvStore(db: Db) {
      */
     getLegacyPublic: (key: string, now: number) =>
       k.selectFrom('kv_entries').innerJoin('users', 'users.id', 'kv_entries.user_id')
-        .select(['kv_entries.key', 'kv_entries.value', 'kv_entries.data_type', 'kv_entries.updated_at', 'users.username'])
+        .select(['kv_entries.key', 'kv_entries.value', 'kv_entries.data_type', 'kv_entries.updated_at', 'kv_entries.expires_at', 'users.username'])
         .where('kv_entries.key', '=', key)
         .where('kv_entries.is_public', '=', 1).where('users.disabled', '=', 0)
         .where((eb) => eb.or([eb('kv_entries.expires_at', 'is', null), eb('kv_entries.expires_at', '>', now)]))
