@@ -76,8 +76,12 @@ run() { # name url
   awk '/Requests\/sec/ {print $2}' "$DATA/wrk.out" >"$DATA/rps.$3"
 }
 
-echo "engine $ENGINE; entry response $SIZE bytes; $CONNS connections, $THREADS threads, $DURATION each; cores: $(nproc)"
+echo "engine $ENGINE; entry response $SIZE bytes; $CONNS connections, $THREADS threads, $DURATION each; cores: $(nproc); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 wrk -t1 -c4 -d2s "${H[@]}" "$KV_URL" >/dev/null # warm-up
+wrk -t1 -c4 -d2s "${H[@]}" "$REF_URL" >/dev/null
 run "public KV read" "$KV_URL" kv
 run "$REF_NAME" "$REF_URL" ref
-echo "ratio kv/ref: $(awk -v a="$(cat "$DATA/rps.kv")" -v b="$(cat "$DATA/rps.ref")" 'BEGIN { printf "%.2f", a / b }')"
+# the cheapest answer the server gives (plain-text 404 outside the API: no guard, no database)
+run "floor: 404 outside the API" "$BASE/no-such-user-page" floor
+ratio() { awk -v a="$(cat "$DATA/rps.$1")" -v b="$(cat "$DATA/rps.$2")" 'BEGIN { printf "%.2f", a / b }'; }
+echo "ratio kv/ref: $(ratio kv ref)   kv/floor: $(ratio kv floor)"

@@ -156,6 +156,7 @@ for (const engine of ENGINES) {
       code(await s.get('/svc_api/data/public/a%00b'), 404, 1604)
       code(await s.request('DELETE', '/svc_api/data/delete?key=a%00b', { key: alice.key }), 404, 1604)
       code(await s.get('/svc_api/data/get', { key: alice.key }), 400, 1106)
+      code(await s.get('/svc_api/data/get?key=a&key=b', { key: alice.key }), 400, 1106)
     })
 
     it('enforces the entry size quota (1602 states the limit) before touching the database', async () => {
@@ -415,6 +416,9 @@ for (const engine of ENGINES) {
       assert.ok(r.header('x-ratelimit-limit'))
       assert.equal(r.header('set-cookie'), undefined)
       assert.equal((await s.get(`/svc_api/data/public/${bob.username.toUpperCase()}/board`)).status, 200)
+      const head = await s.request('HEAD', `/svc_api/data/public/${bob.username}/board`)
+      assert.equal(head.status, 200)
+      assert.equal(head.header('access-control-allow-origin'), '*')
       // a session cookie changes nothing
       const cookie = await s.login(bob.username, bob.password)
       assert.deepEqual((await s.get(`/svc_api/data/public/${bob.username}/board`, { cookie })).json, r.json)

@@ -32,6 +32,7 @@ export function checkKey(key: string): void {
  * surrogate) answers 1604 without reaching the database.
  */
 function lookupKey(key: unknown, name = 'key'): string {
+  if (Array.isArray(key)) throw invalid(`${name} must be given once`)
   if (typeof key !== 'string' || key === '') throw invalid(`${name} is required`)
   if (key.length > KV_LIMITS.lookupKeyMaxChars || key.includes('\u0000') || !isWellFormed(key)) throw new AppError('KV_KEY_NOT_FOUND')
   return key
