@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Migration } from 'kysely'
+import { sql, type ExpressionBuilder, type Kysely, type Migration } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { Db, DB, Trx } from '../../db/kysely.js'
 
@@ -66,7 +66,7 @@ export const kvMigrations: Record<string, Migration> = {
 type Ex = DB | Trx
 
 /** Live = not expired at `now`. */
-const live = (now: number) => (eb: any) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])
+const live = (now: number) => (eb: ExpressionBuilder<Database, 'kv_entries'>) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])
 
 /**
  * Kysely queries of the key-value store; no rules here. Every read takes `now` and ignores
