@@ -343,11 +343,17 @@ for (const engine of ENGINES) {
       assert.equal(ajax.json.success, true)
       const json = await submit(f.form_slug, { json: { a: 3 }, headers: { accept: 'application/json, text/html' } })
       assert.equal(json.status, 200)
+      for (const h of [{ 'sec-fetch-mode': 'cors' }, { 'x-requested-with': 'XMLHttpRequest' }]) {
+        const x = await submit(f.form_slug, { form: { a: '5' }, headers: { accept: nav, ...h } })
+        assert.equal(x.status, 200)
+        assert.equal(x.json.success, true)
+      }
+      assert.equal((await submit(f.form_slug, { form: { a: '6' }, headers: { accept: nav, 'sec-fetch-mode': 'navigate' } })).status, 303)
       const plain = await make(alice)
       const noRedirect = await submit(plain.form_slug, { form: { a: '1' }, headers: { accept: nav } })
       assert.equal(noRedirect.status, 200)
       assert.equal(noRedirect.json.success, true)
-      assert.equal((await data(alice, f.id)).json.data.total, 3)
+      assert.equal((await data(alice, f.id)).json.data.total, 6)
       // redirect_url can be changed and cleared, never to a script URL
       isError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { redirect_url: 'javascript:alert(1)' } }), 400, 1106)
       isError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { redirect_url: 'data:text/html,x' } }), 400, 1106)
@@ -409,6 +415,27 @@ for (const engine of ENGINES) {
       clock.advance(61_000)
       assert.equal((await submit(f.form_slug, { json: { i: 11 } })).status, 200)
       assert.equal((await data(alice, f.id)).json.data.total, 11)
+    })
+
+    it('answers the API rate limit (429) of anonymous submitters with CORS headers', async () => {
+      const tight = await startServer({ engine, env: { RATE_LIMITS: JSON.stringify({ default: { minute: 2 } }) } })
+      try {
+        const u = await tight.user()
+        const c = await tight.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'x', allowed_origins: ['https://page.example'] } })
+        const p = `/api/forms/submit/${c.json.data.form_slug}`
+        const headers = { origin: 'https://page.example' }
+        assert.equal((await tight.post(p, { json: { a: 1 }, headers })).status, 200)
+        assert.equal((await tight.post(p, { json: { a: 2 }, headers })).status, 200)
+        const r = await tight.post(p, { json: { a: 3 }, headers })
+        isError(r, 429, 1204)
+        assert.equal(r.header('access-control-allow-origin'), 'https://page.example')
+        assert.match(r.header('access-control-expose-headers')!, /Retry-After/)
+        const evil = await tight.post(p, { json: { a: 3 }, headers: { origin: 'https://evil.example' } })
+        assert.equal(evil.status, 429)
+        assert.equal(evil.header('access-control-allow-origin'), undefined)
+      } finally {
+        await tight.close()
+      }
     })
 
     it('pages submissions newest first with is_read filters, and marks them read both ways', async () => {

@@ -18,9 +18,15 @@ import { beijingTime } from '../../util/time.js'
 
 const say = (req: FastifyRequest, zh: string, en: string) => (pickLang(req.headers['accept-language']) === 'en' ? en : zh)
 
-/** A browser form post (navigation): Accept names text/html and not JSON. fetch() sends * / *. */
+/**
+ * A browser form post (a navigation): Accept names text/html and not JSON, and the request is
+ * not marked as a script's (Sec-Fetch-Mode other than navigate, or X-Requested-With), so an
+ * AJAX submit always gets JSON whatever Accept it sends.
+ */
 const wantsHtml = (req: FastifyRequest) => {
   const accept = req.headers.accept ?? ''
+  const mode = req.headers['sec-fetch-mode']
+  if ((mode !== undefined && mode !== 'navigate') || req.headers['x-requested-with'] !== undefined) return false
   return accept.includes('text/html') && !accept.includes('application/json')
 }
 
