@@ -1,4 +1,4 @@
-import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely'
+import { Migrator, type Migration, type MigrationProvider } from 'kysely'
 import type { Db } from './kysely.js'
 import { coreMigrations } from './migrations/core.js'
 import { FEATURES } from '../features/index.js'
@@ -18,13 +18,8 @@ export function allMigrations(): Record<string, Migration> {
 /** Brings the schema up to date; runs at every start and from `svc migrate`. */
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const provider: MigrationProvider = { getMigrations: async () => allMigrations() }
-  // On PostgreSQL, name the schema of the migration tables: without it Kysely's existence check
-  // sees a `kysely_migration` table of ANY schema (other instances or test runs sharing the
-  // database) and never creates its own, failing with "relation kysely_migration_lock does not exist".
-  const schema = db.engine === 'postgres'
-    ? (await sql<{ s: string | null }>`select current_schema() as s`.execute(db.k)).rows[0]?.s ?? undefined
-    : undefined
-  const migrator = new Migrator({ db: db.k, provider, ...(schema ? { migrationTableSchema: schema } : {}) })
+  // name the schema: Kysely otherwise looks for its tables by name across every schema
+  const migrator = new Migrator({ db: db.k, provider, ...(db.schema ? { migrationTableSchema: db.schema } : {}) })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
