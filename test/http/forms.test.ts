@@ -302,7 +302,7 @@ for (const engine of ENGINES) {
       const evilPre = await s.request('OPTIONS', url, { headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
       assert.equal(evilPre.header('access-control-allow-origin'), undefined)
       const evil = await submit(strict.form_slug, { json: { a: 1 }, headers: { origin: 'https://evil.example' } })
-      isError(evil, 403, 1008)
+      isError(evil, 403, 1620)
       assert.equal(evil.header('access-control-allow-origin'), undefined)
       const ok = await submit(strict.form_slug, { json: { a: 1 }, headers: { origin: 'https://good.example' } })
       assert.equal(ok.status, 200)
@@ -312,9 +312,9 @@ for (const engine of ENGINES) {
       const viaRef = await submit(strict.form_slug, { json: { a: 2 }, headers: { origin: 'null', referer: 'https://good.example/contact.html' } })
       assert.equal(viaRef.status, 200, viaRef.text)
       assert.equal(viaRef.header('access-control-allow-origin'), 'null')
-      isError(await submit(strict.form_slug, { json: { a: 3 }, headers: { origin: 'null' } }), 403, 1008)
-      isError(await submit(strict.form_slug, { json: { a: 3 }, headers: { origin: 'null', referer: 'https://evil.example/' } }), 403, 1008)
-      isError(await submit(strict.form_slug, { json: { a: 3 }, headers: { referer: 'https://evil.example/x' } }), 403, 1008)
+      isError(await submit(strict.form_slug, { json: { a: 3 }, headers: { origin: 'null' } }), 403, 1620)
+      isError(await submit(strict.form_slug, { json: { a: 3 }, headers: { origin: 'null', referer: 'https://evil.example/' } }), 403, 1620)
+      isError(await submit(strict.form_slug, { json: { a: 3 }, headers: { referer: 'https://evil.example/x' } }), 403, 1620)
       // errors the page may read carry ACAO for an allowed origin
       const bad = await submit(strict.form_slug, { body: '{', headers: { origin: 'https://good.example', 'content-type': 'application/json' } })
       isError(bad, 400, 1113)
@@ -326,7 +326,7 @@ for (const engine of ENGINES) {
       const n = await submit(sandboxed.form_slug, { json: { a: 1 }, headers: { origin: 'null' } })
       assert.equal(n.status, 200)
       assert.equal(n.header('access-control-allow-origin'), 'null')
-      isError(await submit(sandboxed.form_slug, { json: { a: 1 }, headers: { origin: 'https://good.example' } }), 403, 1008)
+      isError(await submit(sandboxed.form_slug, { json: { a: 1 }, headers: { origin: 'https://good.example' } }), 403, 1620)
       // missing forms still answer readable CORS errors
       const missing = await submit('missing-form-xyz', { json: {}, headers: { origin: 'https://x.example' } })
       assert.equal(missing.header('access-control-allow-origin'), 'https://x.example')
@@ -343,7 +343,7 @@ for (const engine of ENGINES) {
       assert.equal(ajax.json.success, true)
       const json = await submit(f.form_slug, { json: { a: 3 }, headers: { accept: 'application/json, text/html' } })
       assert.equal(json.status, 200)
-      for (const h of [{ 'sec-fetch-mode': 'cors' }, { 'x-requested-with': 'XMLHttpRequest' }]) {
+      for (const h of [{ 'sec-fetch-mode': 'cors' }, { 'x-requested-with': 'XMLHttpRequest' }] as Array<Record<string, string>>) {
         const x = await submit(f.form_slug, { form: { a: '5' }, headers: { accept: nav, ...h } })
         assert.equal(x.status, 200)
         assert.equal(x.json.success, true)
