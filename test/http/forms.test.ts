@@ -249,6 +249,15 @@ for (const engine of ENGINES) {
       assert.equal(r.status, 200, r.text)
       assert.deepEqual((await data(alice, free.id)).json.data.submissions[0].data, { 'any name': 'v', 数字: 3, list: ['x', true] })
       isError(await submit(free.form_slug, { json: { obj: { a: 1 } } }), 400, 1614)
+      // JSON edge cases: a 4xx, never a 500, nothing stored
+      const raw = (body: string) => submit(free.form_slug, { body, headers: { 'content-type': 'application/json' } })
+      isError(await raw('{"n": 1e400}'), 400, 1614)
+      for (const body of ['{"__proto__": {"x": 1}}', '{"a": {"constructor": {"prototype": {"x": 1}}}}', '['.repeat(30000) + ']'.repeat(30000)]) {
+        const r = await raw(body)
+        assert.ok(r.status >= 400 && r.status < 500, `${r.status} ${r.text.slice(0, 200)}`)
+        assert.equal(r.json.success, false)
+      }
+      assert.equal((await data(alice, free.id)).json.data.total, 1)
     })
 
     it('refuses bodies over 64 KB before they reach the database (413)', async () => {
