@@ -74,7 +74,8 @@ export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<
   const ft = await fileTypeFromBuffer(buf).catch(() => undefined)
   const type = ft ? RASTER[ft.mime] : undefined
   if (!type) {
-    if (!ft && looksLikeSvg(buf)) return { bytes: buf, contentType: 'image/svg+xml', width: null, height: null }
+    // file-type calls an SVG with an XML declaration application/xml
+    if ((!ft || ft.mime === 'application/xml') && looksLikeSvg(buf)) return { bytes: buf, contentType: 'image/svg+xml', width: null, height: null }
     throw await unsupported(buf)
   }
   let meta: Metadata
