@@ -59,6 +59,13 @@ for (const engine of ENGINES) {
       for (let i = 0; i < 15; i++) assert.equal((await s.get(`/svc-img/pub/${img.public_token}`)).status, 200)
     })
 
+    it('documents the endpoints in /openapi.json', async () => {
+      const doc = (await s.get('/openapi.json')).json
+      for (const p of ['/api/image-host/status', '/api/image-host/upload', '/api/image-host/images', '/api/image-host/images/{public_token}', '/api/image-host/images/{public_token}/replace', '/svc-img/pub/{token}']) {
+        assert.ok(doc.paths[p], p)
+      }
+    })
+
     it('a session cookie changes nothing in the answer', async () => {
       const a = await s.get(`/svc-img/pub/${img.public_token}`)
       const b = await s.get(`/svc-img/pub/${img.public_token}`, { cookie })

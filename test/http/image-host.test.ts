@@ -261,6 +261,9 @@ for (const engine of ENGINES) {
       assert.equal(r.json.image.public_token, tok)
       const list = await s.get('/api/image-host/images', { cookie: alice.cookie })
       assert.equal(list.json.images.find((i: any) => i.public_token === tok).remark, '备注 ✓')
+      const one = await s.get(`/api/image-host/images/${tok}`, { cookie: alice.cookie })
+      assert.equal(one.status, 200)
+      assert.deepEqual(one.json, { success: true, image: r.json.image })
 
       await svc(s, 'grant', bob.username, 'image-host')
       const other = await s.request('PATCH', `/api/image-host/images/${tok}`, { cookie: bob.cookie, json: { remark: 'mine' } })
@@ -268,6 +271,8 @@ for (const engine of ENGINES) {
       assert.deepEqual(Object.keys(other.json).sort(), ['message', 'success'])
       const missing = await s.request('PATCH', `/api/image-host/images/${'Z'.repeat(22)}`, { cookie: alice.cookie, json: { remark: 'x' } })
       assert.equal(missing.status, 404)
+      assert.equal((await s.get(`/api/image-host/images/${tok}`, { cookie: bob.cookie })).status, 404)
+      assert.equal((await s.get(`/api/image-host/images/${'Z'.repeat(22)}`, { cookie: alice.cookie })).status, 404)
       for (const body of [{}, { remark: 'a\u0000b' }, { remark: 'x'.repeat(501) }, { file_name: '' }]) {
         const bad = await s.request('PATCH', `/api/image-host/images/${tok}`, { cookie: alice.cookie, json: body })
         assert.equal(bad.status, 400, JSON.stringify(body))

@@ -38,6 +38,20 @@ describe('image host units', () => {
     assert.ok(p.bytes.equals(gif))
   })
 
+  it('re-encodes an AVIF that carries EXIF (no lossless path for its container)', async () => {
+    const avif = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#0f0' } }).avif({ effort: 0 })
+      .withExif({ IFD0: { Copyright: 'SECRETAVIF' } }).toBuffer()
+    assert.ok((await sharp(avif).metadata()).exif)
+    const p = await prepareImage(avif, false)
+    assert.equal(p.contentType, 'image/avif')
+    const m = await sharp(p.bytes).metadata()
+    assert.equal(m.exif, undefined)
+    assert.equal(m.format, 'heif')
+    assert.ok(!p.bytes.includes('SECRETAVIF'))
+    const clean = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#0f0' } }).avif({ effort: 0 }).toBuffer()
+    assert.ok((await prepareImage(clean, false)).bytes.equals(clean))
+  })
+
   it('recognises SVG documents and nothing else as SVG', () => {
     for (const yes of ['<svg xmlns="http://www.w3.org/2000/svg"/>', '\uFEFF<?xml version="1.0"?>\n<!-- c -->\n<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "x">\n<svg>']) {
       assert.ok(looksLikeSvg(Buffer.from(yes)), yes)

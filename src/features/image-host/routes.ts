@@ -6,7 +6,7 @@ import { caller } from '../../http/guard.js'
 import { contentOrigin } from '../../http/origin.js'
 import { parsePage } from '../../http/pagination.js'
 import { quotaOf } from '../../limits/quotas.js'
-import type { ImageHost, IncomingFile, UploadOptions } from './service.js'
+import { imageView, type ImageHost, type IncomingFile, type UploadOptions } from './service.js'
 import { DeleteReply, ERROR_DOC, ImageReply, ImagesReply, ListQuery, ListReply, PatchBody, StatusReply, TokenParams, UploadQuery } from './schemas.js'
 
 const MANAGE = { auth: 'session' as const, errorFormat: 'plain' as const, entitlement: 'image-host' }
@@ -85,6 +85,14 @@ export function imageHostApi(app: FastifyInstance, deps: Deps, host: ImageHost):
   }, async (req) => {
     const page = parsePage(req.query as Record<string, unknown>, { perPage: 50, maxPerPage: 100 })
     return { success: true, ...(await host.list(caller(req).user, page, origin(req))) }
+  })
+
+  app.get('/api/image-host/images/:public_token', {
+    config: MANAGE,
+    schema: { tags, summary: 'One of the caller\'s images (beyond the spec)', description: ERROR_DOC, params: TokenParams, response: { 200: ImageReply } },
+  }, async (req) => {
+    const { public_token } = req.params as { public_token: string }
+    return { success: true, image: imageView(await host.get(caller(req).user, public_token), origin(req)) }
   })
 
   app.patch('/api/image-host/images/:public_token', {
