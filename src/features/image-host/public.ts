@@ -12,6 +12,37 @@ export const CACHE_STABLE = 'public, no-cache'
 /** Versioned URL (?v= the current content version): the bytes behind it never change. */
 export const CACHE_IMMUTABLE = 'public, max-age=31536000, immutable'
 
+/** Originals up to this size are kept in memory (by digest, so never stale); larger ones stream from the store. */
+const SMALL_BLOB_BYTES = 256 * 1024
+const SMALL_CACHE_BYTES = 32 * 1024 * 1024
+
+/** LRU of whole small blobs keyed by their digest (content-addressed: a replace has a new key). */
+function createSmallBlobCache(maxEntry: number, maxTotal: number) {
+  const map = new Map<string, Buffer>()
+  let total = 0
+  return {
+    async get(digest: string, load: () => Promise<Buffer>): Promise<Buffer> {
+      const hit = map.get(digest)
+      if (hit) {
+        map.delete(digest)
+        map.set(digest, hit)
+        return hit
+      }
+      const b = await load()
+      if (b.length <= maxEntry && !map.has(digest)) {
+        map.set(digest, b)
+        total += b.length
+        for (const [k, v] of map) {
+          if (total <= maxTotal) break
+          map.delete(k)
+          total -= v.length
+        }
+      }
+      return b
+    },
+  }
+}
+
 function plainError(req: FastifyRequest, reply: FastifyReply, status: number, err: AppError) {
   reply.header('Cache-Control', 'no-store')
   return reply.code(status).type('application/json; charset=utf-8')
@@ -26,6 +57,7 @@ function plainError(req: FastifyRequest, reply: FastifyReply, status: number, er
  */
 export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, variants: Variants): void {
   const { blobs } = deps
+  const small = createSmallBlobCache(SMALL_BLOB_BYTES, SMALL_CACHE_BYTES)
 
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {
     const { token } = req.params as { token: string }
@@ -60,6 +92,7 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     }
     reply.type(img.content_type).header('Content-Length', String(img.size))
     if (req.method === 'HEAD') return reply.send()
+    if (img.size <= SMALL_BLOB_BYTES) return reply.send(await small.get(img.digest, () => blobs.read(img.digest)))
     return reply.send(await blobs.get(img.digest))
   }
 
