@@ -14,13 +14,19 @@ import { metrics } from '../http/metrics.js'
 export interface Bus {
   publish(channel: string, message: string): Promise<void>
   subscribe(channel: string, fn: (message: string) => void): void
-  /** True while every instance's messages reach this one (local bus: always). */
-  reliable(): boolean
+  /**
+   * True while every instance's messages reach this one (local bus: always). Optional so
+   * in-process fakes need not implement it; call `isReliable(bus)`.
+   */
+  reliable?(): boolean
   close(): Promise<void>
 }
 
 /** The message that tells a subscriber to drop everything it caches for the channel. */
 export const FLUSH_ALL = '*'
+
+/** Whether a cache may trust the bus right now (a bus without `reliable` is in-process). */
+export const isReliable = (bus: Bus): boolean => bus.reliable?.() ?? true
 
 export function createLocalBus(): Bus {
   const ee = new EventEmitter()
