@@ -1,6 +1,6 @@
 import crypto from 'node:crypto'
 import { Transform, pipeline, type Readable } from 'node:stream'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Registry, Counter, Histogram, collectDefaultMetrics } from 'prom-client'
 import { AppError } from '../errors/app-error.js'
 import type { Config } from '../config.js'
@@ -10,8 +10,9 @@ import type { BlobStore } from '../storage/blob-store.js'
  * Prometheus metrics of this process (one process = one instance). Labels carry only route
  * patterns, methods, status codes and fixed names: never a raw URL, user, key or IP.
  *
- * Other features may count through `metrics`, e.g. `metrics.blobBytesServed.inc({ driver }, n)`;
- * bytes streamed out of the blob store are already counted by `instrumentBlobStore`.
+ * Bytes read from and written to the blob store are counted by `instrumentBlobStore`. Features
+ * that send stored content call `countServed(reply, 'hosting')` (or
+ * `metrics.blobBytesServed.inc({ source }, n)`), so bytes served from their caches count too.
  */
 export const registry = new Registry()
 collectDefaultMetrics({ register: registry, prefix: 'svc_' })
@@ -42,9 +43,13 @@ export const metrics = {
     name: 'svc_db_errors_total', help: 'Database queries that failed, by engine and kind (constraint = expected conflicts)',
     labelNames: ['engine', 'kind'] as const, registers: [registry],
   }),
-  blobBytesServed: new Counter({
-    name: 'svc_blob_bytes_served_total', help: 'Bytes read out of the blob store to answer requests',
+  blobBytesRead: new Counter({
+    name: 'svc_blob_bytes_read_total', help: 'Bytes read out of the blob store (caches in front of it not included)',
     labelNames: ['driver'] as const, registers: [registry],
+  }),
+  blobBytesServed: new Counter({
+    name: 'svc_blob_bytes_served_total', help: 'Bytes of stored content sent to clients, by serving feature (cache hits included)',
+    labelNames: ['source'] as const, registers: [registry],
   }),
   blobBytesStored: new Counter({
     name: 'svc_blob_bytes_stored_total', help: 'Bytes written into the blob store',
@@ -101,6 +106,18 @@ export function installMetrics(app: FastifyInstance, config: Config): void {
   })
 }
 
+/**
+ * Counts this response's body (its Content-Length, once the response has been sent in full;
+ * HEAD and aborted responses not) as stored content served by `source` (a fixed feature name).
+ */
+export function countServed(reply: FastifyReply, source: string): void {
+  if (reply.request.method === 'HEAD') return
+  reply.raw.once('finish', () => {
+    const n = Number(reply.getHeader('content-length'))
+    if (Number.isFinite(n) && n > 0) metrics.blobBytesServed.inc({ source }, n)
+  })
+}
+
 const isAbort = (e: unknown): boolean => {
   const code = (e as { code?: string })?.code
   return code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ABORT_ERR' || code === 'ECONNRESET'
@@ -130,7 +147,7 @@ export function instrumentBlobStore(store: BlobStore): BlobStore {
       const src = await store.get(digest, range).catch(failed('get'))
       const counter = new Transform({
         transform(chunk: Buffer, _enc, cb) {
-          metrics.blobBytesServed.inc({ driver }, chunk.length)
+          metrics.blobBytesRead.inc({ driver }, chunk.length)
           cb(null, chunk)
         },
       })
@@ -140,7 +157,7 @@ export function instrumentBlobStore(store: BlobStore): BlobStore {
     },
     async read(digest) {
       const b = await store.read(digest).catch(failed('read'))
-      metrics.blobBytesServed.inc({ driver }, b.length)
+      metrics.blobBytesRead.inc({ driver }, b.length)
       return b
     },
     exists: (digest) => store.exists(digest).catch(failed('exists')),

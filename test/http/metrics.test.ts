@@ -1,7 +1,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { sql } from 'kysely'
+import Fastify from 'fastify'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { countServed, registry } from '../../src/http/metrics.js'
 
 /** Value of one sample (name + exact label set as printed), 0 when absent. */
 function sample(text: string, name: string, labels: Record<string, string>): number {
@@ -67,7 +69,7 @@ for (const engine of ENGINES) {
       assert.equal(sample(await scrape(), 'svc_rate_limit_rejections_total', { window: 'minute' }), before + 2)
     })
 
-    it('counts blob bytes served and stored, storage errors and database errors', async () => {
+    it('counts blob bytes read and stored, storage errors and database errors', async () => {
       const t0 = await scrape()
       const body = Buffer.from('x'.repeat(1234))
       const { digest } = await s.deps.blobs.put(body)
@@ -78,7 +80,7 @@ for (const engine of ENGINES) {
       await assert.rejects(sql`select nope from no_such_table`.execute(s.deps.db.k))
       const t1 = await scrape()
       const d = (name: string, labels: Record<string, string>) => sample(t1, name, labels) - sample(t0, name, labels)
-      assert.equal(d('svc_blob_bytes_served_total', { driver: 'local' }), 2468)
+      assert.equal(d('svc_blob_bytes_read_total', { driver: 'local' }), 2468)
       assert.equal(d('svc_blob_bytes_stored_total', { driver: 'local' }), 1234)
       assert.equal(d('svc_storage_errors_total', { driver: 'local', op: 'get' }), 1)
       assert.equal(d('svc_db_errors_total', { engine, kind: 'other' }), 1)
@@ -112,5 +114,20 @@ describe('metrics with METRICS_TOKEN', () => {
 
   it('refuses a METRICS_TOKEN shorter than 16 characters at start-up', async () => {
     await assert.rejects(startServer({ env: { METRICS_TOKEN: 'short' } }), /METRICS_TOKEN/)
+  })
+})
+
+describe('countServed', () => {
+  it('adds the Content-Length of a complete GET response to svc_blob_bytes_served_total{source}', async () => {
+    const app = Fastify()
+    app.route({ method: ['GET', 'HEAD'], url: '/x', handler: async (_req, reply) => {
+      countServed(reply, 'test-source')
+      return reply.type('text/html').send(Buffer.alloc(5000, 97))
+    } })
+    const before = sample(await registry.metrics(), 'svc_blob_bytes_served_total', { source: 'test-source' })
+    assert.equal((await app.inject({ method: 'GET', url: '/x' })).statusCode, 200)
+    assert.equal((await app.inject({ method: 'HEAD', url: '/x' })).statusCode, 200)
+    assert.equal(sample(await registry.metrics(), 'svc_blob_bytes_served_total', { source: 'test-source' }), before + 5000)
+    await app.close()
   })
 })
