@@ -19,6 +19,7 @@ async function cli(s: TestServer, ...args: string[]): Promise<string> {
 type User = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
 
 const F = '/api/hosted-data/files'
+const RATE_LIMITS = JSON.stringify(Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 1000 }])))
 
 function assertPlainError(r: Res, status: number) {
   assert.equal(r.status, status, r.text)
@@ -50,7 +51,7 @@ for (const engine of ENGINES) {
     const pub = (url: string, headers: Record<string, string> = {}) => s.get(new URL(url).pathname + new URL(url).search, { headers })
 
     before(async () => {
-      s = await startServer({ engine })
+      s = await startServer({ engine, env: { RATE_LIMITS } })
       const mk = async () => {
         const u = await s.user()
         return { ...u, cookie: await s.login(u.username, u.password) }
@@ -355,7 +356,7 @@ for (const engine of ENGINES) {
 
       const u = await s.user()
       const carol = { ...u, cookie: await s.login(u.username, u.password) }
-      await cli(s, 'grant', carol.username, 'hosted-data')
+      await s.deps.db.k.insertInto('entitlements').values({ user_id: carol.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
       await cli(s, 'user', 'set', carol.username, '--limit', 'hosted_file_bytes=1000', '--limit', 'hosted_files=2', '--limit', 'hosted_versions=2')
       const st = await json(carol, 'GET', '/api/hosted-data/status')
       assert.deepEqual(st.json.quota, { max_files: 2, used_files: 0, max_file_bytes: 1000, max_versions: 2 })
@@ -366,6 +367,8 @@ for (const engine of ENGINES) {
       const m2 = multipart([{ name: 'file', filename: 'o.txt', data: 'y'.repeat(1001) }])
       assertPlainError(await s.post(`${F}/${exact.id}/versions`, { cookie: carol.cookie, body: m2.body, headers: { 'content-type': m2.contentType } }), 413)
       assertPlainError(await json(carol, 'POST', `${F}/${exact.id}/versions`, { content: 'z'.repeat(1001) }), 413)
+      // a JSON body far past the limit is refused before it is read (2 x limit + 64 KiB)
+      assertPlainError(await json(carol, 'POST', F, { display_name: 'huge', content: 'z'.repeat(100_000) }), 413)
       assert.deepEqual(await counts(s), c0)
 
       // quotas: files per user and versions per file, checked before anything is stored
@@ -418,7 +421,7 @@ for (const engine of ENGINES) {
 
 describe('hosted data across instances (shared database, Redis bus)', () => {
   it('a default switched on one instance is what the other instance serves next', async () => {
-    const a = await startServer({ engine: ENGINES[0], keepData: true, env: { REDIS_URL } })
+    const a = await startServer({ engine: ENGINES[0], keepData: true, env: { REDIS_URL, RATE_LIMITS } })
     const b = await startServer({ engine: ENGINES[0], dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env, REDIS_URL } })
     try {
       const u = await a.user()

@@ -1,5 +1,5 @@
+import { performance } from 'node:perf_hooks'
 import type { Bus } from '../../util/bus.js'
-import type { Clock } from '../../util/clock.js'
 import type { PublicEntry } from './store.js'
 
 export const BUS_CHANNEL = 'hosted-data'
@@ -19,9 +19,9 @@ interface Slot {
  * token -> version to serve, in memory. Every change to a file (new version, default switch,
  * meta, delete) publishes its token on the bus; every instance drops that token on receipt.
  * A fill that raced with an invalidation is discarded (generation check), and entries expire
- * after `ttlMs` as a backstop should a bus message ever be lost.
+ * after `ttlMs` (monotonic time) as a backstop should a bus message ever be lost.
  */
-export function createPublicCache(bus: Bus, clock: Clock, opts: { maxTokens?: number; ttlMs?: number } = {}) {
+export function createPublicCache(bus: Bus, opts: { maxTokens?: number; ttlMs?: number } = {}) {
   const maxTokens = opts.maxTokens ?? 10_000
   const ttlMs = opts.ttlMs ?? 60_000
   const slots = new Map<string, Slot>()
@@ -36,7 +36,7 @@ export function createPublicCache(bus: Bus, clock: Clock, opts: { maxTokens?: nu
     get(token: string, version: number | null): ServedEntry | undefined {
       const slot = slots.get(token)
       if (!slot) return undefined
-      if (clock.now() - slot.at > ttlMs) {
+      if (performance.now() - slot.at > ttlMs) {
         slots.delete(token)
         return undefined
       }
@@ -49,7 +49,7 @@ export function createPublicCache(bus: Bus, clock: Clock, opts: { maxTokens?: nu
       let slot = slots.get(token)
       if (!slot) {
         if (slots.size >= maxTokens) slots.delete(slots.keys().next().value as string)
-        slot = { at: clock.now(), byVersion: new Map() }
+        slot = { at: performance.now(), byVersion: new Map() }
         slots.set(token, slot)
       }
       slot.byVersion.set(version === null ? '' : String(version), entry)

@@ -30,15 +30,24 @@ async function readBody(req: FastifyRequest, user: User): Promise<Parsed> {
     const limit = maxFileBytes(user)
     const fields: Record<string, unknown> = {}
     let file: Parsed['file']
+    let over = false
     for await (const part of req.parts({ limits: { fileSize: limit + 1, files: 1, fields: 20, parts: 24 } })) {
       if (part.type === 'file') {
         const chunks: Buffer[] = []
         let n = 0
-        for await (const c of part.file as AsyncIterable<Buffer>) {
-          n += c.length
-          if (n > limit) throw tooLarge(limit)
-          chunks.push(c)
+        try {
+          for await (const c of part.file as AsyncIterable<Buffer>) {
+            n += c.length
+            // past the limit: keep reading (busboy discards the rest of the part) so the
+            // client can finish sending and read the 413, but keep nothing
+            if (n > limit) over = true
+            else chunks.push(c)
+          }
+        } catch (e) {
+          if ((e as { code?: string }).code !== 'FST_REQ_FILE_TOO_LARGE') throw e
+          over = true
         }
+        if (over) throw tooLarge(limit)
         file = { bytes: Buffer.concat(chunks, n), filename: part.filename, mimetype: part.mimetype }
       } else {
         fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value)
@@ -116,7 +125,8 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
 
   /** JSON bodies are capped per user (the content limit plus escapes), counted as they arrive. */
   const limitJson = async (req: FastifyRequest, _reply: unknown, payload: Readable) => {
-    if (req.isMultipart()) return payload
+    // (isMultipart() is only known after parsing; the header decides here)
+    if (String(req.headers['content-type'] ?? '').toLowerCase().startsWith('multipart/')) return payload
     const limit = jsonBodyLimit(caller(req).user)
     const err = () => tooLarge(maxFileBytes(caller(req).user))
     if (Number(req.headers['content-length'] ?? 0) > limit) throw err()
@@ -124,7 +134,11 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
     const counter = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         n += chunk.length
-        cb(n > limit ? err() : null, chunk)
+        if (n <= limit) return cb(null, chunk)
+        // discard the rest of the body so the client can read the 413
+        payload.unpipe(counter)
+        payload.resume()
+        cb(err())
       },
     })
     return payload.pipe(counter)

@@ -5,20 +5,20 @@ import { ALLOWED_CONTENT_TYPES } from './content.js'
 
 const contentTypeDoc = `One of ${ALLOWED_CONTENT_TYPES.join(', ')}; optional "; charset=utf-8". Served as "<type>; charset=utf-8".`
 
-export const FileParams = Type.Object({ file_id: Type.String({ maxLength: 64 }) })
-export const VersionParams = Type.Object({ file_id: Type.String({ maxLength: 64 }), version: Type.String({ maxLength: 12 }) })
+// ids are checked in the handlers (anything malformed is a 404, like a missing file)
+export const FileParams = Type.Object({ file_id: Type.String() })
+export const VersionParams = Type.Object({ file_id: Type.String(), version: Type.String() })
 
 export const CreateBody = Type.Object({
   display_name: Type.String({ maxLength: 1024, description: '1-255 characters, no control characters' }),
-  content: Type.Union([Type.String(), Type.Object({}, { additionalProperties: true }), Type.Array(Type.Unknown())], {
-    description: 'UTF-8 text; for JSON types an object or array is also accepted and stored as compact JSON',
-  }),
+  // checked in the handler: a schema union would coerce a number into a string
+  content: Type.Unknown({ description: 'UTF-8 text (a string); for JSON types an object or array is also accepted and stored as compact JSON' }),
   content_type: Type.Optional(Type.String({ maxLength: 200, description: `${contentTypeDoc} Default: from the display name's extension, else text/plain.` })),
   description: Type.Optional(Type.String({ maxLength: 8000 })),
 })
 
 export const VersionBody = Type.Object({
-  content: Type.Union([Type.String(), Type.Object({}, { additionalProperties: true }), Type.Array(Type.Unknown())]),
+  content: Type.Unknown({ description: 'as on create' }),
   set_default: Type.Optional(Type.Boolean({ description: 'make the new version the one the public link serves (default false)' })),
   content_type: Type.Optional(Type.String({ maxLength: 200, description: `${contentTypeDoc} Default: the file's current type.` })),
 })

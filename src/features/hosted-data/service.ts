@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps.js'
 import type { User } from '../../auth/users.js'
-import type { Trx } from '../../db/kysely.js'
+import type { DB, Trx } from '../../db/kysely.js'
 import { AppError } from '../../errors/app-error.js'
 import { newId, newPublicToken, sha256hex } from '../../auth/tokens.js'
 import { quotaOf } from '../../limits/quotas.js'
@@ -37,7 +37,7 @@ const etagOf = (digest: string, contentType: string) => `"${digest.slice(0, 48)}
 export function createHostedData(deps: Deps) {
   const { db, blobs, clock } = deps
   const store = createHostedStore(db.k)
-  const cache = createPublicCache(deps.bus, clock)
+  const cache = createPublicCache(deps.bus)
 
   const present = (f: FileRow, origin: string) => ({
     id: f.id,
@@ -119,14 +119,20 @@ export function createHostedData(deps: Deps) {
     },
 
     async create(user: User, input: { displayName: string; description: string; upload: Upload }, origin: string) {
+      const max = quotaOf(user.limits, 'hosted_files')
+      const checkQuota = async (q: DB | Trx) => {
+        const used = await store.countFiles(q, user.id)
+        if (used >= max) throw quotaFull(`hosted data files ${used}/${max}`)
+      }
+      // checked before the bytes are stored (a refused upload stores nothing), and again,
+      // authoritatively, under the user's lock
+      await checkQuota(db.k)
       const blob = await putBlob(user, input.upload)
       const now = clock.now()
       const id = newId()
       await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
-        const max = quotaOf(user.limits, 'hosted_files')
-        const used = await store.countFiles(trx, user.id)
-        if (used >= max) throw quotaFull(`hosted data files ${used}/${max}`)
+        await checkQuota(trx)
         await store.insertFile(trx, {
           id, user_id: user.id, public_token: newPublicToken(), display_name: input.displayName, description: input.description,
           default_version: 1, latest_version: 1, locked: 0, created_at: now, updated_at: now,
@@ -144,14 +150,19 @@ export function createHostedData(deps: Deps) {
     },
 
     async addVersion(user: User, fileId: string, input: { upload: Upload; setDefault: boolean }, origin: string) {
-      // a missing file is refused before its bytes are stored
-      if (!(await store.file(user.id, fileId))) throw notFound()
+      const max = quotaOf(user.limits, 'hosted_versions')
+      const checkQuota = async (q: DB | Trx, fid: string) => {
+        const used = await store.countVersions(q, fid)
+        if (used >= max) throw quotaFull(`versions of this file ${used}/${max}; delete an old version first`)
+      }
+      // a missing file or a full version quota is refused before the bytes are stored
+      const existing = await store.file(user.id, fileId)
+      if (!existing) throw notFound()
+      await checkQuota(db.k, existing.id)
       const blob = await putBlob(user, input.upload)
       const now = clock.now()
       await onFile(user, fileId, async (trx, f) => {
-        const max = quotaOf(user.limits, 'hosted_versions')
-        const used = await store.countVersions(trx, f.id)
-        if (used >= max) throw quotaFull(`versions of this file ${used}/${max}; delete an old version first`)
+        await checkQuota(trx, f.id)
         const version = f.latest_version + 1
         await store.insertVersion(trx, { file_id: f.id, version, digest: blob.digest, size: blob.size, content_type: input.upload.contentType, created_at: now })
         await store.updateFile(trx, f.id, { latest_version: version, updated_at: now, ...(input.setDefault ? { default_version: version } : {}) })

@@ -4,7 +4,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { chromium, type BrowserContext } from 'playwright-core'
-import { startServer, type TestServer } from '../support/server.js'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
 
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
   '--no-first-run', '--disable-component-update', '--disable-sync']
@@ -19,7 +19,7 @@ describe('hosted data in a browser', () => {
   let ctx: BrowserContext
   let userDir: string
   before(async () => {
-    s = await startServer({ engine: 'sqlite' })
+    s = await startServer({ engine: ENGINES[0] })
     userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
     ctx = await chromium.launchPersistentContext(userDir, { executablePath: '/usr/bin/chromium', args: ARGS, ignoreHTTPSErrors: true })
   })
