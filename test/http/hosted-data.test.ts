@@ -417,31 +417,33 @@ for (const engine of ENGINES) {
         '/api/hosted-data/files/{file_id}/default-version', '/api/hosted-data/files/{file_id}/meta', '/svc-data/pub/{token}']) assert.ok(doc.paths[p], p)
     })
   })
-}
-
-describe('hosted data across instances (shared database, Redis bus)', () => {
-  it('a default switched on one instance is what the other instance serves next', async () => {
-    const a = await startServer({ engine: ENGINES[0], keepData: true, env: { REDIS_URL, RATE_LIMITS } })
-    const b = await startServer({ engine: ENGINES[0], dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env, REDIS_URL } })
-    try {
-      const u = await a.user()
-      const cookie = await a.login(u.username, u.password)
-      await a.deps.db.k.insertInto('entitlements').values({ user_id: u.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
-      const c = await a.post(F, { cookie, json: { display_name: 'x.txt', content: 'one' } })
-      const url = new URL(c.json.file.public_url).pathname
-      await a.post(`${F}/${c.json.file.id}/versions`, { cookie, json: { content: 'two' } })
-      assert.equal((await b.get(url)).text, 'one') // b caches version 1
-      assert.equal((await b.get(url)).text, 'one')
-      // wait (deterministically) for b to receive the invalidation of this token
-      const delivered = new Promise<void>((resolve) => b.deps.bus.subscribe(BUS_CHANNEL, (t) => { if (url.endsWith(t)) resolve() }))
-      const sw = await a.post(`${F}/${c.json.file.id}/default-version`, { cookie, json: { version: 2 } })
-      assert.equal(sw.status, 200)
-      await delivered
-      assert.equal((await b.get(url)).text, 'two')
-      assert.equal((await a.get(url)).text, 'two')
-    } finally {
-      await a.close() // keeps the shared data; b's close removes it
-      await b.close()
-    }
+  describe(`hosted data across instances (shared database, Redis bus) [${engine}]`, () => {
+    it('a default switched on one instance is what the other instance serves next', async () => {
+      const a = await startServer({ engine, keepData: true, env: { REDIS_URL, RATE_LIMITS } })
+      const b = await startServer({ engine, dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env, REDIS_URL } })
+      try {
+        const u = await a.user()
+        const cookie = await a.login(u.username, u.password)
+        await a.deps.db.k.insertInto('entitlements').values({ user_id: u.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
+        const c = await a.post(F, { cookie, json: { display_name: 'x.txt', content: 'one' } })
+        const url = new URL(c.json.file.public_url).pathname
+        await a.post(`${F}/${c.json.file.id}/versions`, { cookie, json: { content: 'two' } })
+        assert.equal((await b.get(url)).text, 'one') // b caches version 1
+        // proof that b answers from its cache: a change behind the service's back is not seen
+        await a.deps.db.k.updateTable('hosted_files').set({ default_version: 2 }).where('id', '=', c.json.file.id).execute()
+        assert.equal((await b.get(url)).text, 'one')
+        await a.deps.db.k.updateTable('hosted_files').set({ default_version: 1 }).where('id', '=', c.json.file.id).execute()
+        // wait (deterministically) for b to receive the invalidation of this token
+        const delivered = new Promise<void>((resolve) => b.deps.bus.subscribe(BUS_CHANNEL, (t) => { if (url.endsWith(t)) resolve() }))
+        const sw = await a.post(`${F}/${c.json.file.id}/default-version`, { cookie, json: { version: 2 } })
+        assert.equal(sw.status, 200)
+        await delivered
+        assert.equal((await b.get(url)).text, 'two')
+        assert.equal((await a.get(url)).text, 'two')
+      } finally {
+        await a.close() // keeps the shared data; b's close removes it
+        await b.close()
+      }
+    })
   })
-})
+}
