@@ -6,6 +6,7 @@ import { promisify } from 'node:util'
 import { ENGINES, REDIS_URL, multipart, startServer, type Res, type TestServer } from '../support/server.js'
 import { referencedDigests, sweepBlobs } from '../../src/storage/sweeper.js'
 import { BUS_CHANNEL } from '../../src/features/hosted-data/cache.js'
+import { FakeClock } from '../../src/util/clock.js'
 
 const run = promisify(execFile)
 const ROOT = path.resolve(import.meta.dirname, '..', '..', '..')
@@ -420,7 +421,8 @@ for (const engine of ENGINES) {
   describe(`hosted data across instances (shared database, Redis bus) [${engine}]`, () => {
     it('a default switched on one instance is what the other instance serves next', async () => {
       const a = await startServer({ engine, keepData: true, env: { REDIS_URL, RATE_LIMITS } })
-      const b = await startServer({ engine, dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env, REDIS_URL } })
+        const clock = new FakeClock() // b's cache lines never age out during the test
+        const b = await startServer({ engine, clock, dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env, REDIS_URL } })
       try {
         const u = await a.user()
         const cookie = await a.login(u.username, u.password)
@@ -440,6 +442,11 @@ for (const engine of ENGINES) {
         await delivered
         assert.equal((await b.get(url)).text, 'two')
         assert.equal((await a.get(url)).text, 'two')
+        // a change made outside the service (an account disabled) shows once b's line ages out
+        await a.deps.db.k.updateTable('users').set({ disabled: 1 }).where('id', '=', u.id).execute()
+        assert.equal((await b.get(url)).status, 200)
+        clock.advance(5_001)
+        assert.equal((await b.get(url)).status, 404)
       } finally {
         await a.close() // keeps the shared data; b's close removes it
         await b.close()

@@ -1,5 +1,5 @@
-import { performance } from 'node:perf_hooks'
 import type { Bus } from '../../util/bus.js'
+import type { Clock } from '../../util/clock.js'
 import type { PublicEntry } from './store.js'
 
 export const BUS_CHANNEL = 'hosted-data'
@@ -19,11 +19,12 @@ interface Slot {
  * token -> version to serve, in memory. Every change to a file (new version, default switch,
  * meta, delete) publishes its token on the bus; every instance drops that token on receipt.
  * A fill that raced with an invalidation is discarded (generation check), and entries expire
- * after `ttlMs` (monotonic time) as a backstop should a bus message ever be lost.
+ * after `ttlMs` (service clock): the backstop for a lost bus message and for changes made
+ * outside the service (`svc user set --disable`).
  */
-export function createPublicCache(bus: Bus, opts: { maxTokens?: number; ttlMs?: number } = {}) {
+export function createPublicCache(bus: Bus, clock: Clock, opts: { maxTokens?: number; ttlMs?: number } = {}) {
   const maxTokens = opts.maxTokens ?? 10_000
-  const ttlMs = opts.ttlMs ?? 60_000
+  const ttlMs = opts.ttlMs ?? 5_000
   const slots = new Map<string, Slot>()
   let generation = 0
 
@@ -36,7 +37,9 @@ export function createPublicCache(bus: Bus, opts: { maxTokens?: number; ttlMs?: 
     get(token: string, version: number | null): ServedEntry | undefined {
       const slot = slots.get(token)
       if (!slot) return undefined
-      if (performance.now() - slot.at > ttlMs) {
+      const age = clock.now() - slot.at
+      // a clock that went backwards expires the line too
+      if (age > ttlMs || age < 0) {
         slots.delete(token)
         return undefined
       }
@@ -49,7 +52,7 @@ export function createPublicCache(bus: Bus, opts: { maxTokens?: number; ttlMs?: 
       let slot = slots.get(token)
       if (!slot) {
         if (slots.size >= maxTokens) slots.delete(slots.keys().next().value as string)
-        slot = { at: performance.now(), byVersion: new Map() }
+        slot = { at: clock.now(), byVersion: new Map() }
         slots.set(token, slot)
       }
       slot.byVersion.set(version === null ? '' : String(version), entry)

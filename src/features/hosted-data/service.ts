@@ -37,7 +37,7 @@ const etagOf = (digest: string, contentType: string) => `"${digest.slice(0, 48)}
 export function createHostedData(deps: Deps) {
   const { db, blobs, clock } = deps
   const store = createHostedStore(db.k)
-  const cache = createPublicCache(deps.bus)
+  const cache = createPublicCache(deps.bus, clock)
 
   const present = (f: FileRow, origin: string) => ({
     id: f.id,

@@ -157,11 +157,14 @@ export function createHostedStore(k: DB) {
     /**
      * The version a public link serves, in one statement (file row and version row read
      * together), so a reader during a default-version switch sees the old or the new one.
+     * Files of a disabled account are not served.
      */
     async publicEntry(token: string, version: number | null): Promise<PublicEntry | undefined> {
       let q = k.selectFrom('hosted_files as f').innerJoin('hosted_versions as v', 'v.file_id', 'f.id')
+        .innerJoin('users as u', 'u.id', 'f.user_id')
         .select(['v.version', 'v.digest', 'v.size', 'v.content_type'])
         .where('f.public_token', '=', token)
+        .where('u.disabled', '=', 0)
       q = version === null ? q.whereRef('v.version', '=', 'f.default_version') : q.where('v.version', '=', version)
       const r = await q.executeTakeFirst()
       return r ? { ...r, size: Number(r.size) } : undefined
