@@ -30,11 +30,11 @@ async function readBody(req: FastifyRequest, user: User): Promise<Parsed> {
     const limit = maxFileBytes(user)
     const fields: Record<string, unknown> = {}
     let file: Parsed['file']
-    let over = false
-    for await (const part of req.parts({ limits: { fileSize: limit + 1, files: 1, fields: 20, parts: 24 } })) {
+    for await (const part of req.parts({ limits: { fileSize: limit + 1, fieldSize: 16 * 1024, files: 1, fields: 20, parts: 24 } })) {
       if (part.type === 'file') {
         const chunks: Buffer[] = []
         let n = 0
+        let over = false
         try {
           for await (const c of part.file as AsyncIterable<Buffer>) {
             n += c.length
@@ -50,10 +50,14 @@ async function readBody(req: FastifyRequest, user: User): Promise<Parsed> {
         if (over) throw tooLarge(limit)
         file = { bytes: Buffer.concat(chunks, n), filename: part.filename, mimetype: part.mimetype }
       } else {
+        // busboy cuts a long field silently: refuse it rather than keep a cut value
+        if (part.valueTruncated) throw bad(`field ${part.fieldname} is too long`)
         fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value)
       }
     }
-    if (!file) throw bad(`no file part; ${MULTIPART_DOC}`)
+    // content comes only as a file part: busboy decodes text fields leniently (U+FFFD), which
+    // would defeat the strict UTF-8 check
+    if (!file) throw bad(`no file part (send the content as a file part); ${MULTIPART_DOC}`)
     return { fields, file }
   }
   const ct = String(req.headers['content-type'] ?? '').toLowerCase()
