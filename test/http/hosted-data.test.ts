@@ -384,6 +384,21 @@ for (const engine of ENGINES) {
       assert.equal((await json(carol, 'GET', '/api/hosted-data/status')).json.quota.used_files, 2)
     })
 
+    it('lets exactly the quota\'s worth of concurrent creates and versions through', async () => {
+      const u = await s.user()
+      const dave = { ...u, cookie: await s.login(u.username, u.password) }
+      await s.deps.db.k.insertInto('entitlements').values({ user_id: dave.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
+      await s.deps.users.update(dave.username, { limits: { hosted_files: 3, hosted_versions: 4 } })
+      const creates = await Promise.all(Array.from({ length: 8 }, (_, i) => json(dave, 'POST', F, { display_name: `c${i}`, content: `concurrent ${i}` })))
+      assert.deepEqual(creates.map((r) => r.status).sort(), [200, 200, 200, 400, 400, 400, 400, 400])
+      const id = creates.find((r) => r.status === 200)!.json.file.id
+      const versions = await Promise.all(Array.from({ length: 6 }, (_, i) => json(dave, 'POST', `${F}/${id}/versions`, { content: `v ${i}` })))
+      assert.equal(versions.filter((r) => r.status === 200).length, 3)
+      const d = await json(dave, 'GET', `${F}/${id}`)
+      assert.deepEqual(d.json.file.versions.map((v: { version: number }) => v.version), [1, 2, 3, 4])
+      assert.equal((await json(dave, 'GET', '/api/hosted-data/status')).json.quota.used_files, 3)
+    })
+
     it('keeps referenced blobs through a sweep and lets a deleted file\'s blob go', async () => {
       const f = await create(alice, { display_name: 'sweep.txt', content: 'sweep me, unique 1f3a' })
       const digest = (await s.deps.db.k.selectFrom('hosted_versions').select('digest').where('file_id', '=', f.id).executeTakeFirstOrThrow()).digest
