@@ -316,12 +316,13 @@ for (const engine of ENGINES) {
 
     it('answers 404 for a missing file and for another user\'s file, changing nothing', async () => {
       const f = await create(alice, { display_name: 'mine.txt', content: 'alice only' })
-      for (const id of [f.id, '00000000-0000-0000-0000-000000000000', 'no%00pe', 'x'.repeat(65)]) {
+      for (const id of [f.id, '00000000-0000-0000-0000-000000000000', 'no%2Fpe', 'x'.repeat(65)]) {
         for (const [m, p, b] of [['GET', `${F}/${id}`], ['POST', `${F}/${id}/versions`, { content: 'x' }], ['POST', `${F}/${id}/default-version`, { version: 1 }],
           ['PUT', `${F}/${id}/meta`, { display_name: 'stolen' }], ['DELETE', `${F}/${id}`], ['DELETE', `${F}/${id}/versions/1`]] as const) {
           assertPlainError(await json(bob, m, p, b), 404)
         }
       }
+      assertPlainError(await json(bob, 'GET', `${F}/no%00pe`), 400) // NUL: refused by the API guard
       const d = await json(alice, 'GET', `${F}/${f.id}`)
       assert.equal(d.json.file.display_name, 'mine.txt')
       assert.equal(d.json.file.version_count, 1)
