@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
+import fc from 'fast-check'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { ENGINES, REDIS_URL, multipart, startServer, type Res, type TestServer } from '../support/server.js'
@@ -16,6 +17,9 @@ async function cli(s: TestServer, ...args: string[]): Promise<string> {
   const { stdout } = await run(process.execPath, [path.join(ROOT, 'bin', 'svc'), ...args], { env: { ...process.env, ...s.env } })
   return stdout.trim()
 }
+
+/** Percent-encodes UTF-8 bytes (a lone surrogate becomes U+FFFD, as a client would send it). */
+const pct = (v: string) => [...Buffer.from(v)].map((b) => (/[A-Za-z0-9_.~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, '0')}`)).join('')
 
 type User = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
 
@@ -426,6 +430,24 @@ for (const engine of ENGINES) {
         assert.equal(r.header('cross-origin-resource-policy'), 'cross-origin')
         assert.equal((await s.get(new URL(f.public_url).pathname, { headers: { 'service-worker': 'script' } })).status, 403)
       }
+    })
+
+    it('never answers 5xx to naughty ids, bodies and types from an entitled session (fast-check)', async () => {
+      const f = await create(bob, { display_name: 'fuzz.json', content: '{}', content_type: 'application/json' })
+      const naughty = fc.constantFrom('', ' ', '0', '-1', '1.5', '1e400', 'null', '__proto__', '../../etc/passwd', '%00', '\ud800', '😀',
+        '\u202e', 'a'.repeat(300), '<script>alert(1)</script>', 'text/html\r\nX: y', 'application/json; charset=latin1', f.id)
+      const value = fc.oneof(naughty, fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(naughty, { maxLength: 3 }), fc.dictionary(naughty, naughty, { maxKeys: 3 }))
+      const routes = [['POST', F], ['GET', `${F}/{id}`], ['POST', `${F}/{id}/versions`], ['POST', `${F}/{id}/default-version`], ['PUT', `${F}/{id}/meta`], ['DELETE', `${F}/{id}/versions/{id}`]] as const
+      await fc.assert(fc.asyncProperty(fc.constantFrom(...routes), naughty, fc.record({ display_name: value, content: value, content_type: value, version: value, set_default: value, description: value }, { requiredKeys: [] }),
+        async ([method, route], id, body) => {
+          const r = await s.request(method, route.replaceAll('{id}', pct(id) || 'x'), { cookie: bob.cookie, ...(method === 'GET' || method === 'DELETE' ? {} : { json: body }) })
+          assert.ok(r.status < 500, `${method} ${route} ${id} ${JSON.stringify(body).slice(0, 200)} -> ${r.status} ${r.text.slice(0, 200)}`)
+          assert.equal(typeof r.json?.success, 'boolean')
+          if (!r.json.success) assert.equal(typeof r.json.message, 'string')
+        }), { numRuns: 150, seed: 20261122 })
+      // the file the fuzzer could reach is still served, whatever happened to it
+      const d = await json(bob, 'GET', `${F}/${f.id}`)
+      assert.equal((await pub(d.json.file.public_url)).status, 200)
     })
 
     it('documents the endpoints in /openapi.json', async () => {
