@@ -8,6 +8,10 @@ const HEAD_BYTES = 64 * 1024
  * whether the whole body is valid UTF-8 (so text is served with `charset=utf-8` only when true).
  */
 export class ContentWatcher extends Transform {
+  /** @param headBytes how many leading bytes to keep for head() (0 for none) */
+  constructor(private readonly headBytes = HEAD_BYTES) {
+    super()
+  }
   private headChunks: Buffer[] = []
   private headLen = 0
   private decoder: TextDecoder | null = new TextDecoder('utf-8', { fatal: true })
@@ -17,8 +21,8 @@ export class ContentWatcher extends Transform {
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.size += chunk.length
-    if (this.headLen < HEAD_BYTES) {
-      const take = chunk.subarray(0, HEAD_BYTES - this.headLen)
+    if (this.headLen < this.headBytes) {
+      const take = chunk.subarray(0, this.headBytes - this.headLen)
       this.headChunks.push(take)
       this.headLen += take.length
     }
