@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
 import formbody from '@fastify/formbody'
 import multipart from '@fastify/multipart'
 import swagger from '@fastify/swagger'
@@ -42,6 +42,14 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     genReqId: () => Math.random().toString(36).slice(2, 12),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 2048 },
     return503OnClosing: true,
+    // a URL whose percent-encoding is malformed never reaches a route: answer it in the
+    // service's formats (format A on API paths, plain text elsewhere) instead of Fastify's own
+    frameworkErrors: (error, req, reply) => {
+      if (/^\/(svc_api|api)(\/|$)/.test(req.url)) {
+        return sendAppError(req, reply as FastifyReply, new AppError('INVALID_PATH', { params: { detail: 'malformed percent-encoding in the URL' } }), config, 'A')
+      }
+      return (reply as FastifyReply).code(400).type('text/plain; charset=utf-8').send('Bad Request')
+    },
   })
 
   await app.register(swagger, {
