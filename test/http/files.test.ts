@@ -236,6 +236,9 @@ for (const engine of ENGINES) {
       const row = await s.deps.db.k.selectFrom('files').select(['digest', 'size']).where('file_name', '=', 'big.html').executeTakeFirstOrThrow()
       assert.equal(row.digest, crypto.createHash('sha256').update(body).digest('hex'))
       assert.ok((await s.deps.blobs.read(row.digest)).equals(body))
+      const served = await s.get(`/${alice.username}/big.html`)
+      assert.equal(served.status, 200)
+      assert.ok(served.body.equals(body), 'served byte-identical by the public host')
 
       const over = Buffer.concat([body, Buffer.from('x')])
       const r = await uploadFile(s, { key: alice.key }, 'bigger.html', over)
