@@ -19,7 +19,9 @@ const tls = await tlsMaterial(config)
 const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls) })
 const l = await listen(app, config, tls !== null)
 const plainPort = Number(process.env.PLAIN_PORT ?? 19002)
-const plain = http.createServer({ ...SERVER_TIMEOUTS }, (req, res) => app.routing(req, res))
+// the same request handler as the HTTPS server (the app's fast paths, then its router)
+const handler = app.server.listeners('request')[0]
+const plain = http.createServer({ ...SERVER_TIMEOUTS }, handler)
 plain.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveTimeout
 await new Promise((resolve) => plain.listen(plainPort, '127.0.0.1', resolve))
 process.stdout.write(JSON.stringify({ https: l.httpsUrl, plain: `http://127.0.0.1:${plainPort}`, pid: process.pid }) + '\n')

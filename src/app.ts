@@ -3,7 +3,7 @@ import formbody from '@fastify/formbody'
 import multipart from '@fastify/multipart'
 import swagger from '@fastify/swagger'
 import type { Deps } from './deps.js'
-import './http/types.js'
+import type { FastPath } from './http/types.js'
 import { installErrorHandling, sendAppError } from './http/errors.js'
 import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
@@ -33,9 +33,16 @@ export function loggerOptions(level: string) {
  */
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = deps
+  // handlers that may answer before routing (the public host's cached paths): each gets a
+  // first look at every request and returns true when it answered
+  const fastPaths: FastPath[] = []
+  const factory = opts.serverFactory
   const app = Fastify({
     logger: opts.logger ?? loggerOptions(config.logLevel),
-    serverFactory: opts.serverFactory,
+    serverFactory: factory && ((handler, o) => factory((req, res) => {
+      for (let i = 0; i < fastPaths.length; i++) if (fastPaths[i](req, res)) return
+      handler(req, res)
+    }, o)),
     bodyLimit: 1024 * 1024,
     trustProxy: false,
     requestIdHeader: false,
@@ -50,6 +57,10 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       }
       return (reply as FastifyReply).code(400).type('text/plain; charset=utf-8').send('Bad Request')
     },
+  })
+
+  app.decorate('addFastPath', (fn: FastPath) => {
+    fastPaths.push(fn)
   })
 
   await app.register(swagger, {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import zlib from 'node:zlib'
 import https from 'node:https'
-import { ENGINES, REDIS_URL, startServer, type Res, type TestServer } from '../support/server.js'
+import { ENGINES, REDIS_URL, multipart, startServer, type Res, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 
 const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex')
@@ -266,6 +266,26 @@ for (const engine of ENGINES) {
       } finally {
         await b.close()
         await a.close()
+      }
+    })
+
+    it('behind a proxy (TRUST_PROXY=1) serves cached pages over forwarded HTTPS only, redirecting plain HTTP', async () => {
+      const s = await startServer({ engine, env: { TRUST_PROXY: '1', RATE_LIMITS: HIGH_LIMITS } })
+      try {
+        const u = await s.user()
+        const fwd = { 'x-forwarded-proto': 'https' }
+        const mp = multipart([{ name: 'file', filename: 'p.html', data: HTML('p') }])
+        const up = await s.post('/svc_api/upload', { key: u.key, body: mp.body, headers: { 'content-type': mp.contentType, ...fwd } })
+        assert.equal(up.status, 200, up.text)
+        for (let i = 0; i < 2; i++) {
+          const ok = await s.get(`/${u.username}/p.html`, { headers: fwd })
+          assert.equal(ok.text, HTML('p'))
+          const plain = await s.get(`/${u.username}/p.html`)
+          assert.equal(plain.status, 301, 'a plain-HTTP request is redirected even when the page is cached')
+          assert.match(plain.header('location')!, /^https:\/\//)
+        }
+      } finally {
+        await s.close()
       }
     })
 

@@ -15,7 +15,17 @@ import { createHostHandler } from './serve.js'
 export function hostingPublic(app: FastifyInstance, deps: Deps): void {
   const cache = createHostCache()
   deps.bus.subscribe(HOSTING_CHANNEL, (username) => cache.invalidate(username))
-  const handle = createHostHandler(cache, createResolver(deps.db, cache), deps.blobs, app.log)
+  const host = createHostHandler(cache, createResolver(deps.db, cache), deps.blobs, app.log)
+  // cached answers skip the router (measured: about a quarter of the CPU per request); behind
+  // a proxy, a request that did not arrive over HTTPS goes through the router's redirect
+  const proxied = deps.config.trustProxy
+  app.addFastPath((req, res) => {
+    if (proxied) {
+      const p = req.headers['x-forwarded-proto']
+      if (typeof p !== 'string' || p.split(',')[0].trim().toLowerCase() !== 'https') return false
+    }
+    return host.fast(req, res)
+  })
   app.route({
     method: ['GET', 'HEAD'],
     url: '/:username/*',
@@ -24,7 +34,7 @@ export function hostingPublic(app: FastifyInstance, deps: Deps): void {
     schema: { hide: true },
     handler(req, reply) {
       reply.hijack()
-      handle(req.raw, reply.raw)
+      host.handle(req.raw, reply.raw)
     },
   })
 }

@@ -186,27 +186,50 @@ export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: Bl
     stream.pipe(res)
   }
 
-  function serve(req: IncomingMessage, res: ServerResponse, e: HostEntry, query: string, head: boolean): void | Promise<void> {
+  /**
+   * Answers at once when nothing needs waiting for (bytes in memory, compressed form ready,
+   * 304, redirect, 404); false when the answer needs I/O or compression first.
+   */
+  function answerNow(req: IncomingMessage, res: ServerResponse, e: HostEntry, query: string, head: boolean): boolean {
     if (e.kind === 'file') {
-      // the hot path: bytes in memory, no conditional, no range, no compression wanted
       const b = e.body
-      if (b !== null && !b.evicted && req.headers['if-none-match'] === undefined && req.headers.range === undefined
-        && req.headers['if-modified-since'] === undefined && (!e.compressible || req.headers['accept-encoding'] === undefined)) {
-        b.hot = true
+      if (b === null || b.evicted) return false
+      const h = req.headers
+      if (h.range !== undefined) return false
+      let enc: Encoding = null
+      if (e.compressible && h['accept-encoding'] !== undefined) {
+        enc = pickEncoding(h['accept-encoding'])
+        if (enc !== null && b[enc] === undefined) return false
+      }
+      if ((h['if-none-match'] !== undefined || h['if-modified-since'] !== undefined) && notModified(req, e)) {
+        res.writeHead(304, [...e.common, 'ETag', enc && b[enc] ? `"${e.digest}-${enc === 'br' ? 'br' : 'gz'}"` : e.etag])
+        res.end()
+        return true
+      }
+      b.hot = true
+      const v = enc === null ? null : b[enc]
+      if (v) {
+        res.writeHead(200, headersFor(e, enc!, v))
+        res.end(head ? undefined : v)
+      } else {
         res.writeHead(200, e.headers200)
         res.end(head ? undefined : b.raw)
-        return
       }
-      return serveFile(req, res, e, head)
+      return true
     }
     if (e.kind === 'redirect') {
-      const location = e.location + query
-      res.writeHead(301, ['Location', location, ...plainHeaders(0)])
+      res.writeHead(301, ['Location', e.location + query, ...plainHeaders(0)])
       res.end()
-      return
+      return true
     }
     res.writeHead(404, H404)
     res.end(head ? undefined : NOT_FOUND)
+    return true
+  }
+
+  function serve(req: IncomingMessage, res: ServerResponse, e: HostEntry, query: string, head: boolean): void | Promise<void> {
+    if (answerNow(req, res, e, query, head)) return
+    return serveFile(req, res, e as FileEntry, head)
   }
 
   const fail = (res: ServerResponse, err: unknown) => {
@@ -219,32 +242,49 @@ export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: Bl
     res.end(UNAVAILABLE)
   }
 
-  /** Handles GET and HEAD of /{username}/... on the raw request and response. */
-  return function handle(req: IncomingMessage, res: ServerResponse): void {
-    const url = req.url ?? '/'
+  /** Splits a request URL; the path is the cache key. */
+  const split = (url: string) => {
     const q = url.indexOf('?')
-    const path = q < 0 ? url : url.slice(0, q)
-    const query = q < 0 ? '' : url.slice(q)
-    const head = req.method === 'HEAD'
-    if (req.headers['service-worker'] !== undefined) {
-      // a hosted script may never become a service worker over the user's (or anyone's) pages
-      res.writeHead(403, H403)
-      res.end(head ? undefined : FORBIDDEN)
-      return
-    }
-    const e = cache.get(path)
-    if (e !== undefined) {
-      const r = serve(req, res, e, query, head)
-      if (r) r.catch((err) => fail(res, err))
-      return
-    }
-    resolve(path).then((r) => {
-      if ('status' in r) {
-        res.writeHead(400, H400)
-        res.end(head ? undefined : BAD_REQUEST)
+    return q < 0 ? { path: url, query: '' } : { path: url.slice(0, q), query: url.slice(q) }
+  }
+
+  return {
+    /**
+     * Before routing: answers a cached path that needs no I/O (the hot path, at the cost of a
+     * Map lookup and one write), or returns false to let the router handle the request.
+     */
+    fast(req: IncomingMessage, res: ServerResponse): boolean {
+      const m = req.method
+      if ((m !== 'GET' && m !== 'HEAD') || req.headers['service-worker'] !== undefined) return false
+      const { path, query } = split(req.url ?? '/')
+      const e = cache.get(path)
+      return e !== undefined && answerNow(req, res, e, query, m === 'HEAD')
+    },
+
+    /** Handles GET and HEAD of /{username}/... on the raw request and response. */
+    handle(req: IncomingMessage, res: ServerResponse): void {
+      const { path, query } = split(req.url ?? '/')
+      const head = req.method === 'HEAD'
+      if (req.headers['service-worker'] !== undefined) {
+        // a hosted script may never become a service worker over the user's (or anyone's) pages
+        res.writeHead(403, H403)
+        res.end(head ? undefined : FORBIDDEN)
         return
       }
-      return serve(req, res, r.entry, query, head)
-    }).catch((err) => fail(res, err))
+      const e = cache.get(path)
+      if (e !== undefined) {
+        const r = serve(req, res, e, query, head)
+        if (r) r.catch((err) => fail(res, err))
+        return
+      }
+      resolve(path).then((r) => {
+        if ('status' in r) {
+          res.writeHead(400, H400)
+          res.end(head ? undefined : BAD_REQUEST)
+          return
+        }
+        return serve(req, res, r.entry, query, head)
+      }).catch((err) => fail(res, err))
+    },
   }
 }
