@@ -234,6 +234,13 @@ for (const engine of ENGINES) {
       assert.equal(upper.status, 200, 'usernames are case-insensitive in URLs')
     })
 
+    it('takes a disabled account\'s pages offline', async () => {
+      const v = await s.user()
+      await uploadFile(s, { key: v.key }, 'soon-gone.html', HTML('x'))
+      await s.deps.users.update(v.username, { disabled: true })
+      assert.equal((await s.get(`/${v.username}/soon-gone.html`)).status, 404)
+    })
+
     it('is not rate limited', async () => {
       const rs = await Promise.all(Array.from({ length: 40 }, () => s.get(`/${u.username}/hello.html`)))
       assert.ok(rs.every((r) => r.status === 200))

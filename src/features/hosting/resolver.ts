@@ -65,7 +65,8 @@ export function createResolver(db: Db, cache: HostCache) {
       cache.set(path, username, entry, gen)
       return { username, entry, cacheable: true }
     }
-    const user = await k.selectFrom('users').select('id').where('username', '=', username).executeTakeFirst()
+    // a disabled account's pages go offline (like its other public links)
+    const user = await k.selectFrom('users').select('id').where('username', '=', username).where('disabled', '=', 0).executeTakeFirst()
     if (!user || rest.length === 0 || rest[0] === '') return done(missing())
 
     if (rest.length === 1) {
