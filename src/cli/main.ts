@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../config.js'
 import { serve } from './serve.js'
 import { adminCommand, ADMIN_COMMANDS } from './admin.js'
+import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand } from './client.js'
 
 const USAGE = `svc — self-hostable HTML and static hosting
 
@@ -23,7 +24,7 @@ Server and operator commands (configuration from the environment, see README):
 export async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv
   if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
-    process.stdout.write(USAGE)
+    process.stdout.write(`${USAGE}\n${CLIENT_USAGE}`)
     return
   }
   try {
@@ -37,14 +38,11 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = code
       return
     }
-    const clientModule = './client.js'
-    const client = (await import(clientModule).catch(() => null)) as
-      { CLIENT_COMMANDS: string[]; clientCommand(cmd: string, args: string[]): Promise<number> } | null
-    if (client && client.CLIENT_COMMANDS.includes(cmd)) {
-      process.exitCode = await client.clientCommand(cmd, rest)
+    if (CLIENT_COMMANDS.includes(cmd)) {
+      process.exitCode = await clientCommand(cmd, rest)
       return
     }
-    process.stderr.write(`unknown command "${cmd}"\n\n${USAGE}`)
+    process.stderr.write(`unknown command "${cmd}"\n\n${USAGE}\n${CLIENT_USAGE}`)
     process.exitCode = 2
   } catch (e) {
     if (e instanceof ConfigError) {
