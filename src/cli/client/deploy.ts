@@ -281,12 +281,12 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
   // upload
   let sentDone = 0
   const inFlight = new Map<number, number>()
-  const show = (force = false) => {
+  const show = () => {
     let sent = sentDone
     for (const v of inFlight.values()) sent += v
-    rep.progress('uploading', result.uploaded.length, planned.length, `${formatBytes(Math.min(sent, plannedBytes))}/${formatBytes(plannedBytes)}`, force)
+    rep.progress('uploading', result.uploaded.length, planned.length, `${formatBytes(Math.min(sent, plannedBytes))}/${formatBytes(plannedBytes)}`)
   }
-  if (planned.length) show(true)
+  if (planned.length) show()
   await mapLimit(plan.batches, Math.max(1, opts.concurrency), async (batch, i) => {
     const { ok, changed } = await readBatch(batch)
     failed.push(...changed)

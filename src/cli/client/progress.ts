@@ -18,7 +18,9 @@ export function formatBytes(n: number): string {
  */
 export class Reporter {
   private lineShown = false
-  private lastPlain = 0
+  private lastPlain = Date.now()
+  private label = ''
+  private printed = false
   readonly tty: boolean
 
   constructor(private readonly quiet = false, private readonly stream: NodeJS.WriteStream = process.stderr) {
@@ -31,7 +33,7 @@ export class Reporter {
     this.stream.write(`${message}\n`)
   }
 
-  /** Redraws the progress line (tty) or prints a line every few seconds (plain). */
+  /** Redraws the progress line (tty) or prints a line every 2 seconds (plain). */
   progress(label: string, done: number, total: number, extra = '', force = false): void {
     if (this.quiet) return
     if (this.tty) {
@@ -45,9 +47,16 @@ export class Reporter {
       this.lineShown = true
       return
     }
+    // plain output: nothing for quick steps; a line every 2 s for slow ones, and their end
     const now = Date.now()
-    if (force || now - this.lastPlain >= 2000 || done === total) {
+    if (label !== this.label) {
+      this.label = label
+      this.printed = false
       this.lastPlain = now
+    }
+    if (force || now - this.lastPlain >= 2000 || (done === total && this.printed)) {
+      this.lastPlain = now
+      this.printed = done !== total
       this.stream.write(`${label} ${done}/${total}${extra ? `  ${extra}` : ''}\n`)
     }
   }
