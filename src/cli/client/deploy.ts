@@ -183,22 +183,44 @@ export async function fetchLimits(api: ApiClient, note: (m: string) => void): Pr
   }
 }
 
+/** Largest JSON body of one diff request (the server's default JSON limit is 1 MiB). */
+const DIFF_CHUNK_BYTES = 512 * 1024
+
 /**
  * POST /api/folders/{folder}/diff: which files the server lacks or holds with another hash, and
- * which server files are not local. Without the endpoint (404) every file is uploaded.
+ * which server files are not local. A large folder is asked about in several requests of at
+ * most 512 KiB each (every answer's `extra` lists all server files outside that request, so
+ * one of them filtered by the whole local list is exact). Without the endpoint (404) every
+ * file is uploaded.
  */
 async function fetchDiff(api: ApiClient, folder: string, files: LocalFile[], note: (m: string) => void): Promise<{ upload: Set<string>; extra: string[]; supported: boolean }> {
-  const body: Record<string, string> = {}
-  for (const f of files) body[f.path] = f.sha256
-  const r = await api.post(`/api/folders/${encodePath(folder)}/diff`, { json: { files: body }, okStatuses: [404] })
-  if (r.status === 404) {
-    note('the server cannot compare file hashes (no diff endpoint); uploading every file')
-    return { upload: new Set(files.map((f) => f.path)), extra: [], supported: false }
+  const chunks: Array<Record<string, string>> = [{}]
+  let size = 0
+  for (const f of files) {
+    const entry = Buffer.byteLength(JSON.stringify(f.path)) + 68
+    if (size + entry > DIFF_CHUNK_BYTES && Object.keys(chunks[chunks.length - 1]).length) {
+      chunks.push({})
+      size = 0
+    }
+    chunks[chunks.length - 1][f.path] = f.sha256
+    size += entry
   }
-  const d = r.json?.data ?? {}
   const known = new Set(files.map((f) => f.path))
-  const upload = new Set<string>((Array.isArray(d.upload) ? d.upload : []).filter((p: unknown) => typeof p === 'string' && known.has(p)))
-  const extra = (Array.isArray(d.extra) ? d.extra : []).filter((p: unknown): p is string => typeof p === 'string' && !known.has(p))
+  const upload = new Set<string>()
+  let extra: string[] = []
+  for (let i = 0; i < chunks.length; i++) {
+    const r = await api.post(`/api/folders/${encodePath(folder)}/diff`, { json: { files: chunks[i] }, okStatuses: [403, 404] })
+    // a project that does not exist yet (1312, as its listing answers): everything is new
+    if (r.status === 403 && r.json?.error_code === 1312) return { upload: new Set(known), extra: [], supported: true }
+    if (r.status === 403) throw ApiError.from(r.status, r.json, r.text, r.headers)
+    if (r.status === 404) {
+      note('the server cannot compare file hashes (no diff endpoint); uploading every file')
+      return { upload: new Set(known), extra: [], supported: false }
+    }
+    const d = r.json?.data ?? {}
+    for (const p of Array.isArray(d.upload) ? d.upload : []) if (typeof p === 'string' && p in chunks[i]) upload.add(p)
+    if (i === 0) extra = (Array.isArray(d.extra) ? d.extra : []).filter((p: unknown): p is string => typeof p === 'string' && !known.has(p))
+  }
   return { upload, extra, supported: true }
 }
 
