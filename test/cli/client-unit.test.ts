@@ -115,6 +115,8 @@ describe('client: configuration, arguments, values', () => {
     assert.deepEqual(kvValue('{"a":1}', undefined), { value: { a: 1 }, data_type: 'json' })
     assert.deepEqual(kvValue('hello', undefined), { value: 'hello', data_type: 'text' })
     assert.deepEqual(kvValue('42', 'number'), { value: 42, data_type: 'number' })
+    assert.deepEqual(kvValue('-3.5', undefined), { value: -3.5, data_type: 'number' })
+    assert.deepEqual(kvValue('42', 'json'), { value: 42, data_type: 'json' })
     assert.deepEqual(kvValue('42', 'text'), { value: '42', data_type: 'text' })
     assert.throws(() => kvValue('x', 'number'))
     assert.throws(() => kvValue('{bad', 'json'))

@@ -204,7 +204,9 @@ export function kvValue(text: string, type: string | undefined): { value: unknow
     return { value: n, data_type: 'number' }
   }
   try {
-    return { value: JSON.parse(text), data_type: 'json' }
+    const value = JSON.parse(text) as unknown
+    // a bare number is stored as a number, so `svc kv incr` can add to it
+    return { value, data_type: type === undefined && typeof value === 'number' ? 'number' : 'json' }
   } catch {
     if (type === 'json') throw new UsageError('the value is not valid JSON (use --type text for plain text)')
     return { value: text, data_type: 'text' }
@@ -359,7 +361,7 @@ export async function dataCommand(ctx: Ctx, args: string[]): Promise<number> {
     r = await postJsonOrFile(api, '/api/hosted-data/files', { display_name: displayName, content, content_type: contentType }, file, buf, contentType)
     created = true
   } else {
-    r = await postJsonOrFile(api, `/api/hosted-data/files/${encodeURIComponent(id)}/versions`, { content, set_default: v.default === true }, file, buf, contentType)
+    r = await postJsonOrFile(api, `/api/hosted-data/files/${encodeURIComponent(id)}/versions`, { content, set_default: v.default === true, ...(v.type !== undefined ? { content_type: v.type } : {}) }, file, buf, contentType)
   }
   const f = r.json?.file ?? {}
   if (ctx.json) ctx.emit(r.json)
@@ -403,6 +405,11 @@ export async function formsCommand(ctx: Ctx, args: string[]): Promise<number> {
       fs.writeFileSync(v.output, text)
       ctx.rep.note(`wrote ${v.output} (${formatBytes(Buffer.byteLength(text))})`)
     } else process.stdout.write(text)
+  }
+  const total = Number(r.headers['x-total-count'])
+  const exported = Number(r.headers['x-exported-count'])
+  if (Number.isFinite(total) && Number.isFinite(exported) && exported < total) {
+    ctx.rep.note(`warning: exported ${exported} of ${total} submissions (the per-export row quota form_export_rows)`)
   }
   const data = r.json?.data
   if (v.csv) {
