@@ -150,16 +150,16 @@ async function readBatch(batch: LocalFile[]): Promise<{ ok: Array<LocalFile & { 
   return { ok, changed }
 }
 
-/** The multipart body as chunks (64 KiB at most), counting what has been handed to the socket. */
+/** The multipart body as chunks (64 KiB at most), counting the file bytes handed to the socket. */
 function bodyChunks(boundary: string, files: Array<{ path: string; data: Buffer }>, onBytes: (n: number) => void): () => AsyncIterable<Buffer> {
-  const pieces: Buffer[] = [fieldPart(boundary, FIELD_OVERWRITE, 'true')]
-  for (const f of files) pieces.push(partHeader(boundary, f), f.data, Buffer.from('\r\n'))
-  pieces.push(Buffer.from(`--${boundary}--\r\n`))
+  const pieces: Array<{ buf: Buffer; data: boolean }> = [{ buf: fieldPart(boundary, FIELD_OVERWRITE, 'true'), data: false }]
+  for (const f of files) pieces.push({ buf: partHeader(boundary, f), data: false }, { buf: f.data, data: true }, { buf: Buffer.from('\r\n'), data: false })
+  pieces.push({ buf: Buffer.from(`--${boundary}--\r\n`), data: false })
   return async function* () {
     for (const p of pieces) {
-      for (let i = 0; i < p.length; i += 65536) {
-        const c = p.subarray(i, i + 65536)
-        onBytes(c.length)
+      for (let i = 0; i < p.buf.length; i += 65536) {
+        const c = p.buf.subarray(i, i + 65536)
+        if (p.data) onBytes(c.length)
         yield c
       }
     }
@@ -317,7 +317,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     const length = multipartSize(ok)
     const batchBytes = ok.reduce((a, f) => a + f.size, 0)
     const body = bodyChunks(boundary, ok, (n) => {
-      inFlight.set(i, Math.min((inFlight.get(i) ?? 0) + n, length))
+      inFlight.set(i, Math.min((inFlight.get(i) ?? 0) + n, batchBytes))
       show()
     })
     let answer: any

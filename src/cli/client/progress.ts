@@ -21,6 +21,7 @@ export class Reporter {
   private lastPlain = Date.now()
   private label = ''
   private printed = false
+  private lastDraw = 0
   readonly tty: boolean
 
   constructor(private readonly quiet = false, private readonly stream: NodeJS.WriteStream = process.stderr) {
@@ -37,6 +38,10 @@ export class Reporter {
   progress(label: string, done: number, total: number, extra = '', force = false): void {
     if (this.quiet) return
     if (this.tty) {
+      // redraw at most 10 times a second, and always at the end
+      const t = Date.now()
+      if (!force && done !== total && t - this.lastDraw < 100) return
+      this.lastDraw = t
       const width = 24
       const frac = total > 0 ? Math.min(1, done / total) : 1
       const filled = Math.round(frac * width)
