@@ -20,13 +20,15 @@ const walk = (d) => {
 }
 walk(path.join(root, 'dist', 'test'))
 const filter = process.env.TEST_FILTER
-const selected = files.filter((f) => !filter || f.includes(filter)).sort()
+// match against the path below dist/test, so the checkout's own path never matches
+const testRoot = path.join(root, 'dist', 'test')
+const selected = files.filter((f) => !filter || path.relative(testRoot, f).includes(filter)).sort()
 if (selected.length === 0) {
   console.error('no test files found')
   process.exit(1)
 }
 const concurrency = process.env.TEST_CONCURRENCY ?? '2'
-const r = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...selected], {
+const r = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-timeout=180000', '--test-reporter=spec', ...selected], {
   cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' },
 })
 process.exit(r.status ?? 1)
