@@ -1,5 +1,6 @@
+import http from 'node:http'
+import https from 'node:https'
 import { Readable } from 'node:stream'
-import { Agent, request, type Dispatcher } from 'undici'
 import { ApiError, CliError, UsageError } from './errors.js'
 import type { Connection } from './config.js'
 
@@ -41,6 +42,7 @@ export interface ClientOptions {
 }
 
 const NETWORK_RETRIES = 3
+const REQUEST_TIMEOUT_MS = 300_000
 const TRANSIENT_STATUS = new Set([502, 503, 504])
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -61,7 +63,7 @@ export const encodePath = (p: string): string => p.split('/').map(encodeURICompo
  * sends exactly the same request.
  */
 export class ApiClient {
-  readonly dispatcher: Dispatcher
+  private readonly agent: http.Agent
   readonly maxRateRetries: number
   readonly maxWaitSeconds: number
   readonly waitScale: number
@@ -71,12 +73,11 @@ export class ApiClient {
   rateLimitWaits = 0
 
   constructor(readonly conn: Connection, opts: ClientOptions = {}) {
-    this.dispatcher = new Agent({
-      connect: conn.insecure ? { rejectUnauthorized: false } : {},
-      keepAliveTimeout: 10_000,
-      headersTimeout: 300_000,
-      bodyTimeout: 300_000,
-    })
+    // node's own HTTP client: nothing to load at start-up, and a keep-alive agent that
+    // accepts a self-signed certificate only when asked to (--insecure)
+    this.agent = conn.url.startsWith('https:')
+      ? new https.Agent({ keepAlive: true, maxSockets: 16, rejectUnauthorized: !conn.insecure })
+      : new http.Agent({ keepAlive: true, maxSockets: 16 })
     this.maxRateRetries = opts.maxRateRetries ?? 10
     this.maxWaitSeconds = opts.maxWaitSeconds ?? 300
     this.waitScale = opts.waitScale ?? 1
@@ -84,7 +85,7 @@ export class ApiClient {
   }
 
   async close(): Promise<void> {
-    await this.dispatcher.close().catch(() => {})
+    this.agent.destroy()
   }
 
   url(p: string, query?: RequestOptions['query']): string {
@@ -162,18 +163,37 @@ export class ApiClient {
     }
   }
 
-  private async once(method: string, target: string, headers: Record<string, string>, body: RequestOptions['body']): Promise<ApiResponse> {
+  private once(method: string, target: string, headers: Record<string, string>, body: RequestOptions['body']): Promise<ApiResponse> {
     this.requests++
-    const r = await request(target, { method: method as Dispatcher.HttpMethod, headers, body: typeof body === 'function' ? Readable.from(body(), { objectMode: false }) : body, dispatcher: this.dispatcher })
-    const text = await r.body.text()
-    const ct = String(r.headers['content-type'] ?? '')
-    let json: unknown
-    if (/json/i.test(ct) || /^\s*[{[]/.test(text)) {
-      try {
-        json = JSON.parse(text)
-      } catch {}
-    }
-    return { status: r.statusCode, headers: r.headers as ApiResponse['headers'], text, json, contentType: ct }
+    const u = new URL(target)
+    const mod = u.protocol === 'https:' ? https : http
+    const h = { ...headers }
+    if (typeof body === 'string' || Buffer.isBuffer(body)) h['content-length'] = String(Buffer.byteLength(body))
+    return new Promise<ApiResponse>((resolve, reject) => {
+      const req = mod.request(u, { method, headers: h, agent: this.agent, timeout: REQUEST_TIMEOUT_MS }, (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('error', reject)
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8')
+          const ct = String(res.headers['content-type'] ?? '')
+          let json: unknown
+          if (/json/i.test(ct) || /^\s*[{[]/.test(text)) {
+            try {
+              json = JSON.parse(text)
+            } catch {}
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json, contentType: ct })
+        })
+      })
+      req.on('timeout', () => req.destroy(Object.assign(new Error('no answer within 5 minutes'), { code: 'ETIMEDOUT' })))
+      req.on('error', reject)
+      if (typeof body === 'function') {
+        const src = Readable.from(body(), { objectMode: false })
+        src.on('error', (e) => req.destroy(e))
+        src.pipe(req)
+      } else req.end(body)
+    })
   }
 
   get(p: string, o?: RequestOptions) {
@@ -189,7 +209,7 @@ export class ApiClient {
 
 function isTransientNetworkError(e: unknown): boolean {
   const code = (e as { code?: string })?.code ?? ''
-  return ['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'].includes(code)
+  return ['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED'].includes(code)
 }
 
 /** A readable message for a failure to reach the server (certificate, refused, DNS). */

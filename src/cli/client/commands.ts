@@ -1,11 +1,9 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import mime from 'mime-types'
 import { ApiClient, encodePath } from './api.js'
 import { intOption, parse, sizeOption } from './args.js'
 import { configPath, normaliseUrl, readConfig, removeConfig, resolveConnection, writeConfig, type ConnectionFlags } from './config.js'
 import { ApiError, CliError, UsageError } from './errors.js'
-import { deploy, describeDeploy } from './deploy.js'
 import { formatBytes, type Reporter } from './progress.js'
 import { toCsv } from './csv.js'
 import { readSecret } from './prompt.js'
@@ -150,6 +148,8 @@ export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
   const dir = need(positionals[0], 'the folder to deploy: svc deploy <dir>')
   noMore(positionals, 1)
   const api = ctx.api(flagsOf(v))
+  // loaded here: the ignore matcher and MIME table are only needed by deploy
+  const { deploy, describeDeploy } = await import('./deploy.js')
   const r = await deploy(api, {
     dir,
     project: v.project,
@@ -346,7 +346,7 @@ export async function dataCommand(ctx: Ctx, args: string[]): Promise<number> {
   } catch {
     throw new CliError(`${file} is not UTF-8 text; hosted data holds text and JSON files`)
   }
-  const contentType = v.type ?? (mime.lookup(file) || 'text/plain')
+  const contentType = v.type ?? textType(file)
   const displayName = v.name ?? path.basename(file)
   const api = ctx.api(flagsOf(v))
   let id = v.id
@@ -442,6 +442,16 @@ export function submissionRows(data: any): string[][] {
 }
 
 // ---------------------------------------------------------------- helpers
+
+const TEXT_TYPES: Record<string, string> = {
+  '.json': 'application/json', '.csv': 'text/csv', '.tsv': 'text/tab-separated-values', '.txt': 'text/plain',
+  '.md': 'text/markdown', '.xml': 'application/xml', '.yaml': 'application/yaml', '.yml': 'application/yaml',
+  '.html': 'text/html', '.htm': 'text/html', '.css': 'text/css', '.js': 'text/javascript', '.svg': 'image/svg+xml',
+  '.geojson': 'application/geo+json', '.ndjson': 'application/x-ndjson',
+}
+
+/** Content type of a hosted data file from its extension (text/plain when unknown). */
+export const textType = (file: string): string => TEXT_TYPES[path.extname(file).toLowerCase()] ?? 'text/plain'
 
 function readLocal(file: string): Buffer {
   try {
