@@ -3,6 +3,7 @@ import { accountsFeature } from './accounts/index.js'
 import { docsFeature } from './docs/index.js'
 import { kvFeature } from './kv/index.js'
 import { formsFeature } from './forms/index.js'
+import { imageHostFeature } from './image-host/index.js'
 
 /** Every part of the service, in registration order. */
 export const FEATURES: Feature[] = [
@@ -10,4 +11,5 @@ export const FEATURES: Feature[] = [
   docsFeature,
   kvFeature,
   formsFeature,
+  imageHostFeature,
 ]
