@@ -278,7 +278,10 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     max_request_bytes: Math.min(limits.max_request_bytes, opts.maxBatchBytes ?? Infinity),
     max_file_bytes: limits.max_file_bytes,
   }
-  const diff = await fetchDiff(api, project, files, (m) => rep.note(m))
+  const diff = await fetchDiff(api, project, files, (m) => rep.note(m)).catch((e) => {
+    if (e instanceof ApiError && e.code === 1110) rep.note('the server refuses a file name (below); rename the file, or list it in .svcignore to leave it out')
+    throw e
+  })
   const toUpload = files.filter((f) => diff.upload.has(f.path))
   const plan = planBatches(toUpload, limits)
   failed.push(...plan.tooLarge)
