@@ -1,5 +1,4 @@
 import { ApiClient } from './client/api.js'
-import { COMMON_OPTIONS, parse } from './client/args.js'
 import { resolveConnection } from './client/config.js'
 import { ApiError, CliError, UsageError } from './client/errors.js'
 import { Reporter } from './client/progress.js'
@@ -85,5 +84,3 @@ export async function clientCommand(cmd: string, args: string[]): Promise<number
     await (api as ApiClient | null)?.close()
   }
 }
-
-export { COMMON_OPTIONS, parse }

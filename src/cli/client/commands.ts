@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { ApiClient, encodePath } from './api.js'
 import { intOption, parse, sizeOption } from './args.js'
-import { configPath, normaliseUrl, readConfig, removeConfig, resolveConnection, writeConfig, type ConnectionFlags } from './config.js'
+import { configPath, normaliseUrl, readConfig, removeConfig, writeConfig, type ConnectionFlags } from './config.js'
 import { ApiError, CliError, UsageError } from './errors.js'
 import { formatBytes, type Reporter } from './progress.js'
 import { toCsv } from './csv.js'
@@ -92,9 +92,11 @@ export async function loginCommand(ctx: Ctx, args: string[]): Promise<number> {
   }
   if (!next.key && !next.session) throw new UsageError('give --key KEY (or --key-stdin), or --username NAME')
   writeConfig(next, file)
-  const what = [who || next.key ? `API key${who ? ` of ${who}` : ''}` : null, v.username !== undefined ? `session of ${next.username}` : null].filter(Boolean).join(' and ')
+  const what: string[] = []
+  if (next.key) what.push(`API key${who ? ` of ${who}` : ''}`)
+  if (v.username !== undefined) what.push(`session of ${next.username}`)
   if (ctx.json) ctx.emit({ success: true, url, username: who ?? next.username ?? null, key: next.key ? keyHint(next.key) : null, session: Boolean(next.session), config: file })
-  else ctx.out(`logged in to ${url} (${what}); saved in ${file}`)
+  else ctx.out(`logged in to ${url} (${what.join(' and ')}); saved in ${file}`)
   return 0
 }
 
@@ -479,5 +481,3 @@ export function multipartBody(fields: Record<string, string>, files: Array<{ nam
   parts.push(Buffer.from(`--${boundary}--\r\n`))
   return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` }
 }
-
-export { resolveConnection }

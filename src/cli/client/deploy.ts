@@ -269,8 +269,10 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
   const totalBytes = walked.files.reduce((a, f) => a + f.size, 0)
   if (walked.files.length === 0 && failed.length === 0) throw new CliError(`nothing to deploy: ${opts.dir} has no files (after ignore rules)`)
 
-  const files = await hashFiles(walked.files, (n) => rep.progress('hashing', n, walked.files.length))
+  const hashed = await hashFiles(walked.files, (n) => rep.progress('hashing', n, walked.files.length))
   rep.clear()
+  const files = hashed.files
+  failed.push(...hashed.unreadable)
 
   let limits = await fetchLimits(api, (m) => rep.note(m))
   limits = {
@@ -289,7 +291,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
   const plannedBytes = planned.reduce((a, f) => a + f.size, 0)
 
   const result: DeployResult = {
-    success: false, project, files: files.length, bytes: totalBytes, ignored: walked.ignoredCount,
+    success: false, project, files: walked.files.length, bytes: totalBytes, ignored: walked.ignoredCount,
     uploaded: [], uploaded_bytes: 0, unchanged: files.length - toUpload.length, deleted: [], extra: diff.extra, failed,
     upload_requests: 0, requests: 0, rate_limit_waits: 0, diff_supported: diff.supported,
     published: false, already_published: null, website_url: null, dry_run: opts.dryRun, duration_ms: 0,

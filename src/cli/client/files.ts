@@ -211,17 +211,19 @@ export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, i:
   return out
 }
 
-/** Hashes every file (a few at a time), reporting progress. */
-export async function hashFiles(files: WalkResult['files'], onProgress?: (done: number) => void): Promise<LocalFile[]> {
+/** Hashes every file (a few at a time), reporting progress; unreadable files are reported. */
+export async function hashFiles(files: WalkResult['files'], onProgress?: (done: number) => void): Promise<{ files: LocalFile[]; unreadable: SkippedFile[] }> {
   let done = 0
-  return mapLimit(files, 4, async (f) => {
-    let sha256: string
+  const unreadable: SkippedFile[] = []
+  const out = await mapLimit(files, 4, async (f) => {
+    let sha256: string | null = null
     try {
       sha256 = await hashFile(f.abs, f.size)
     } catch (e) {
-      throw new CliError(`cannot read ${f.path}: ${(e as Error).message}`)
+      unreadable.push({ path: f.path, reason: `cannot read: ${(e as Error).message}` })
     }
     onProgress?.(++done)
-    return { ...f, sha256 }
+    return sha256 === null ? null : { ...f, sha256 }
   })
+  return { files: out.filter((f): f is LocalFile => f !== null), unreadable }
 }
