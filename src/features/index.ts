@@ -4,6 +4,10 @@ import { docsFeature } from './docs/index.js'
 import { kvFeature } from './kv/index.js'
 import { formsFeature } from './forms/index.js'
 import { imageHostFeature } from './image-host/index.js'
+import { hostedDataFeature } from './hosted-data/index.js'
+import { filesFeature } from './files/index.js'
+import { foldersFeature } from './folders/index.js'
+import { hostingFeature } from './hosting/index.js'
 
 /** Every part of the service, in registration order. */
 export const FEATURES: Feature[] = [
@@ -12,4 +16,8 @@ export const FEATURES: Feature[] = [
   kvFeature,
   formsFeature,
   imageHostFeature,
+  hostedDataFeature,
+  filesFeature,
+  foldersFeature,
+  hostingFeature,
 ]
