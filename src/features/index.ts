@@ -5,6 +5,9 @@ import { kvFeature } from './kv/index.js'
 import { formsFeature } from './forms/index.js'
 import { imageHostFeature } from './image-host/index.js'
 import { hostedDataFeature } from './hosted-data/index.js'
+import { filesFeature } from './files/index.js'
+import { foldersFeature } from './folders/index.js'
+import { hostingFeature } from './hosting/index.js'
 
 /** Every part of the service, in registration order. */
 export const FEATURES: Feature[] = [
@@ -14,4 +17,7 @@ export const FEATURES: Feature[] = [
   formsFeature,
   imageHostFeature,
   hostedDataFeature,
+  filesFeature,
+  foldersFeature,
+  hostingFeature,
 ]
