@@ -9,7 +9,7 @@ import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
 import { FEATURES } from './features/index.js'
 import { isHttps } from './http/origin.js'
-import { installMetrics } from './http/metrics.js'
+import { installMetrics, countFastPath } from './http/metrics.js'
 
 export interface AppOptions {
   /** Node server factory (HTTPS or HTTP), from server.ts. */
@@ -41,7 +41,15 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   const app = Fastify({
     logger: opts.logger ?? loggerOptions(config.logLevel),
     serverFactory: factory && ((handler, o) => factory((req, res) => {
-      for (let i = 0; i < fastPaths.length; i++) if (fastPaths[i](req, res)) return
+      if (fastPaths.length > 0) {
+        const t0 = performance.now()
+        for (let i = 0; i < fastPaths.length; i++) {
+          if (fastPaths[i](req, res)) {
+            countFastPath(req.method ?? 'GET', res.statusCode, (performance.now() - t0) / 1000)
+            return
+          }
+        }
+      }
       handler(req, res)
     }, o)),
     bodyLimit: 1024 * 1024,

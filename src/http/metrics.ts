@@ -85,6 +85,25 @@ export function mayReadMetrics(req: FastifyRequest, config: Pick<Config, 'metric
   return LOOPBACK.has(req.raw.socket.remoteAddress ?? '')
 }
 
+const fastChildren = new Map<string, { count: () => void; observe: (s: number) => void }>()
+/**
+ * Counts a request answered by a fast path (the public host's cached answers, written before
+ * routing) under route "(fast path)"; label children are cached, this runs per hit.
+ */
+export function countFastPath(method: string, status: number, seconds: number): void {
+  const m = METHODS.has(method) ? method : 'OTHER'
+  const k = `${m} ${status}`
+  let c = fastChildren.get(k)
+  if (!c) {
+    const counter = metrics.requests.labels('(fast path)', m, String(status))
+    const hist = metrics.duration.labels('(fast path)', m)
+    c = { count: () => counter.inc(), observe: (s) => hist.observe(s) }
+    fastChildren.set(k, c)
+  }
+  c.count()
+  c.observe(seconds)
+}
+
 /** Counts every request (route pattern, method, status, latency) and serves GET /metrics. */
 export function installMetrics(app: FastifyInstance, config: Config): void {
   app.addHook('onResponse', async (req, reply) => {

@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { sql } from 'kysely'
 import Fastify from 'fastify'
-import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
 import { countServed, registry } from '../../src/http/metrics.js'
 
 /** Value of one sample (name + exact label set as printed), 0 when absent. */
@@ -84,6 +84,21 @@ for (const engine of ENGINES) {
       assert.equal(d('svc_blob_bytes_stored_total', { driver: 'local' }), 1234)
       assert.equal(d('svc_storage_errors_total', { driver: 'local', op: 'get' }), 1)
       assert.equal(d('svc_db_errors_total', { engine, kind: 'other' }), 1)
+    })
+
+    it('counts hosted pages: cached hits under route "(fast path)", body bytes as served by "hosting"', async () => {
+      const u = await s.user()
+      const html = `<!doctype html><p>${'m'.repeat(3000)}</p>`
+      const mp = multipart([{ name: 'file', filename: 'm.html', type: 'text/html', data: html }])
+      assert.equal((await s.post('/svc_api/upload', { key: u.key, body: mp.body, headers: { 'content-type': mp.contentType } })).status, 200)
+      const t0 = await scrape()
+      for (let i = 0; i < 3; i++) assert.equal((await s.get(`/${u.username}/m.html`)).text, html)
+      await s.request('HEAD', `/${u.username}/m.html`)
+      const t1 = await scrape()
+      const d = (name: string, labels: Record<string, string>) => sample(t1, name, labels) - sample(t0, name, labels)
+      assert.equal(d('svc_blob_bytes_served_total', { source: 'hosting' }), 3 * Buffer.byteLength(html))
+      assert.ok(d('svc_http_requests_total', { route: '(fast path)', method: 'GET', status: '200' }) >= 1)
+      assert.equal(d('svc_http_requests_total', { route: '(fast path)', method: 'GET', status: '200' }) + d('svc_http_requests_total', { route: '/:username/*', method: 'GET', status: '200' }), 3)
     })
 
     it('hides /metrics from forwarded (proxied) requests', async () => {

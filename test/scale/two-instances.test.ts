@@ -4,6 +4,17 @@ import crypto from 'node:crypto'
 import { Redis } from 'ioredis'
 import { REDIS_URL, startServer, multipart, dropSchema, type TestServer } from '../support/server.js'
 import { startS3, type TestS3 } from '../support/s3.js'
+import { FLUSH_ALL, isReliable } from '../../src/util/bus.js'
+import { HOSTING_CHANNEL } from '../../src/features/hosting/invalidate.js'
+
+/** Polls (every 10 ms, at most 10 s) until `cond` holds. */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (cond()) return
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  assert.fail(`timed out waiting for ${what}`)
+}
 
 const LIMIT = 7
 
@@ -137,5 +148,34 @@ describe('two instances over one PostgreSQL, Redis and S3', () => {
     const style = await b.get(`/${u.username}/site/css/site.css`)
     assert.equal(style.status, 200)
     assert.equal(style.text, css)
+  })
+
+  it('when the Redis subscriptions drop, B still never serves stale content, and recovers by itself', async () => {
+    const u = await a.user()
+    const path = `/${u.username}/lost.html`
+    let html = `<!doctype html><p>v1 ${crypto.randomUUID()}</p>`
+    assert.equal((await upload(a, u.key, 'lost.html', html)).status, 200)
+    for (const s of [a, b]) assert.equal((await s.get(path)).text, html) // cached on both
+    const flushes = new Map<TestServer, number>([[a, 0], [b, 0]])
+    for (const s of [a, b]) s.deps.bus.subscribe(HOSTING_CHANNEL, (m) => { if (m === FLUSH_ALL) flushes.set(s, flushes.get(s)! + 1) })
+    // cut both instances' subscriber connections (found by their connection name)
+    const admin = new Redis(REDIS_URL)
+    try {
+      const list = (await admin.client('LIST')) as string
+      const ids = list.split('\n').filter((l) => l.includes(` name=${redisPrefix}bus:sub `)).map((l) => /\bid=(\d+)/.exec(l)![1])
+      assert.equal(ids.length, 2)
+      for (const id of ids) await admin.client('KILL', 'ID', id)
+    } finally {
+      admin.disconnect()
+    }
+    await until(() => flushes.get(a)! >= 1 && flushes.get(b)! >= 1, 'both instances noticed the loss')
+    html = `<!doctype html><p>v2 ${crypto.randomUUID()}</p>`
+    assert.equal((await upload(a, u.key, 'lost.html', html)).status, 200)
+    for (const s of [b, a]) assert.equal((await s.get(path)).text, html, 'fresh while the subscriptions are down or just back')
+    await until(() => isReliable(a.deps.bus) && isReliable(b.deps.bus), 'subscriptions back')
+    for (const s of [b, a]) assert.equal((await s.get(path)).text, html)
+    html = `<!doctype html><p>v3 ${crypto.randomUUID()}</p>`
+    assert.equal((await upload(b, u.key, 'lost.html', html)).status, 200)
+    for (const s of [a, b]) assert.equal((await s.get(path)).text, html, 'invalidation flows again')
   })
 })

@@ -59,6 +59,11 @@ export interface HostCacheOptions {
   maxEntries?: number
   maxMissing?: number
   maxBodyBytes?: number
+  /**
+   * Whether a fill may be kept now: false while the bus cannot deliver other instances'
+   * invalidations (Redis subscription down), so nothing is cached that could go stale.
+   */
+  trusted?: () => boolean
 }
 
 /**
@@ -72,6 +77,9 @@ export function createHostCache(o: HostCacheOptions = {}) {
   const maxEntries = o.maxEntries ?? 50_000
   const maxMissing = o.maxMissing ?? 10_000
   const maxBodyBytes = o.maxBodyBytes ?? 64 * 1024 * 1024
+  const trusted = o.trusted ?? (() => true)
+  // bumped by invalidateAll: counts in every user's generation
+  let allGen = 0
 
   const entries = new Map<string, HostEntry>()
   const missing = new Map<string, HostEntry>()
@@ -109,12 +117,12 @@ export function createHostCache(o: HostCacheOptions = {}) {
     },
 
     /** The user's generation: read it before a database lookup, pass it to set(). */
-    gen: (username: string): number => gens.get(username) ?? 0,
+    gen: (username: string): number => (gens.get(username) ?? 0) + allGen,
 
     freshUntil: () => performance.now() + ttlMs,
 
     set(path: string, username: string, entry: HostEntry, seenGen: number): void {
-      if ((gens.get(username) ?? 0) !== seenGen) return
+      if ((gens.get(username) ?? 0) + allGen !== seenGen || !trusted()) return
       forget(path)
       const map = entry.kind === 'missing' ? missing : entries
       map.set(path, entry)
@@ -137,6 +145,15 @@ export function createHostCache(o: HostCacheOptions = {}) {
         missing.delete(p)
         userOf.delete(p)
       }
+    },
+
+    /** Every path of every user goes (bus FLUSH_ALL: invalidations may have been lost); bytes stay (content-addressed). */
+    invalidateAll(): void {
+      allGen++
+      entries.clear()
+      missing.clear()
+      pathsOf.clear()
+      userOf.clear()
     },
 
     /** Cached bytes of a blob, or undefined. */

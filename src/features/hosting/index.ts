@@ -5,6 +5,7 @@ import { createHostCache } from './cache.js'
 import { HOSTING_CHANNEL } from './invalidate.js'
 import { createResolver } from './resolver.js'
 import { createHostHandler } from './serve.js'
+import { FLUSH_ALL, isReliable } from '../../util/bus.js'
 
 /**
  * The public host: GET/HEAD /{username}/{file} and /{username}/{folder}/... of published
@@ -13,8 +14,10 @@ import { createHostHandler } from './serve.js'
  * write anywhere (any instance, through the bus) drops the user's cached paths.
  */
 export function hostingPublic(app: FastifyInstance, deps: Deps): void {
-  const cache = createHostCache()
-  deps.bus.subscribe(HOSTING_CHANNEL, (username) => cache.invalidate(username))
+  // with REDIS_URL, nothing is cached while the subscription is down, and everything cached
+  // goes when it is lost and when it is back (FLUSH_ALL): invalidations may have been missed
+  const cache = createHostCache({ trusted: () => isReliable(deps.bus) })
+  deps.bus.subscribe(HOSTING_CHANNEL, (m) => (m === FLUSH_ALL ? cache.invalidateAll() : cache.invalidate(m)))
   const host = createHostHandler(cache, createResolver(deps.db, cache), deps.blobs, app.log)
   // cached answers skip the router (measured: about a quarter of the CPU per request); behind
   // a proxy, a request that did not arrive over HTTPS goes through the router's redirect

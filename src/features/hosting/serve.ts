@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import zlib from 'node:zlib'
 import { promisify } from 'node:util'
 import type { BlobStore } from '../../storage/blob-store.js'
+import { metrics } from '../../http/metrics.js'
 import type { BodyEntry, FileEntry, HostCache, HostEntry } from './cache.js'
 import { plainHeaders, type Resolver } from './resolver.js'
 
@@ -74,6 +75,11 @@ export function parseRange(h: string, size: number): { start: number; end: numbe
  * cost a Map lookup and one write of precomputed headers; misses go through the resolver.
  */
 export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: BlobStore, log: Log) {
+  // body bytes sent, for /metrics (svc_blob_bytes_served_total{source="hosting"}); HEAD sends none
+  const servedBytes = metrics.blobBytesServed.labels('hosting')
+  const sent = (head: boolean, n: number) => {
+    if (!head) servedBytes.inc(n)
+  }
   const loading = new Map<string, Promise<BodyEntry>>()
   const compressing = new Map<string, Promise<void>>()
 
@@ -153,6 +159,7 @@ export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: Bl
       if (range) {
         res.writeHead(206, [...e.common, 'ETag', e.etag, 'Content-Range', `bytes ${range.start}-${range.end}/${e.size}`, 'Content-Length', String(range.end - range.start + 1)])
         res.end(head ? undefined : b.raw.subarray(range.start, range.end + 1))
+        sent(head, range.end - range.start + 1)
         return
       }
       if (enc) {
@@ -160,11 +167,13 @@ export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: Bl
         if (v) {
           res.writeHead(200, headersFor(e, enc, v))
           res.end(head ? undefined : v)
+          sent(head, v.length)
           return
         }
       }
       res.writeHead(200, e.headers200)
       res.end(head ? undefined : b.raw)
+      sent(head, b.raw.length)
       return
     }
     // large file: streamed from the blob store, never buffered whole
@@ -183,6 +192,7 @@ export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: Bl
       log.warn({ err, digest: e.digest }, 'hosted file stream failed')
       res.destroy()
     })
+    res.once('finish', () => sent(false, range ? range.end - range.start + 1 : e.size))
     stream.pipe(res)
   }
 
@@ -211,9 +221,11 @@ export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: Bl
       if (v) {
         res.writeHead(200, headersFor(e, enc!, v))
         res.end(head ? undefined : v)
+        sent(head, v.length)
       } else {
         res.writeHead(200, e.headers200)
         res.end(head ? undefined : b.raw)
+        sent(head, b.raw.length)
       }
       return true
     }
