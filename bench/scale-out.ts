@@ -6,6 +6,7 @@
  *      nginx (upstream on loopback), over PostgreSQL + Redis + S3 (and shared-disk storage).
  *
  *   npm run build && node dist/bench/scale-out.js [--seconds 10] [--connections 32] [--skip-pages]
+ *     [--nginx-workers 1|2|auto] [--storage both|s3|disk]
  *
  * Needs PostgreSQL and Redis as for the tests, and Debian's `wrk` and `nginx`
  * (apt-get install wrk nginx). Uses only loopback ports 19600-19699. Stops everything it
@@ -29,6 +30,8 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
     'skip-pages': { type: 'boolean', default: false },
+    'nginx-workers': { type: 'string', default: '1' },
+    storage: { type: 'string', default: 'both' },
   },
 })
 const SECONDS = Number(args.seconds)
@@ -42,12 +45,12 @@ const runId = crypto.randomBytes(4).toString('hex')
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'))
 const children: ChildProcess[] = []
 const schemas: string[] = []
-const results: Record<string, unknown> = { started: new Date().toISOString(), cpus: os.cpus().length, seconds: SECONDS, connections: CONNECTIONS }
+const results: Record<string, unknown> = { started: new Date().toISOString(), cpus: os.cpus().length, seconds: SECONDS, connections: CONNECTIONS, nginxWorkers: args['nginx-workers'] }
 
 const log = (s: string) => process.stdout.write(`${s}\n`)
 const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' ')
 const PAGE = Buffer.from(`<!doctype html><html><head><meta charset="utf-8"><title>bench</title></head><body>\n${
-  Array.from({ length: 1000 }, (_, i) => `<p>line ${String(i).padStart(4, '0')} ${crypto.createHash('sha256').update(String(i)).digest('hex').slice(0, 24)}</p>`).join('\n')
+  Array.from({ length: 1400 }, (_, i) => `<p>line ${String(i).padStart(4, '0')} ${crypto.createHash('sha256').update(String(i)).digest('hex').slice(0, 24)}</p>`).join('\n')
 }\n</body></html>\n`).subarray(0, 50 * 1024)
 
 function quantiles(ms: number[]) {
@@ -107,7 +110,7 @@ async function stop(child: ChildProcess) {
 function startNginx(upstreams: number[]): Promise<ChildProcess> {
   const dir = fs.mkdtempSync(path.join(work, 'nginx-'))
   fs.chmodSync(dir, 0o777)
-  const conf = `worker_processes 1;
+  const conf = `worker_processes ${args['nginx-workers']};
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
 events { worker_connections 1024; }
@@ -180,7 +183,7 @@ function wrk(url: string, threads: number, conns: number, seconds: number): WrkR
   }
 }
 
-async function setupSite(baseEnv: Record<string, string>, url: string): Promise<string | null> {
+async function setupSite(baseEnv: Record<string, string>, url: string): Promise<{ pagePath: string; key: string; username: string } | null> {
   const username = `bench${runId}`
   svc(['user', 'add', username, '--password', `bench-password-${runId}`, '--vip'], baseEnv)
   const key = svc(['key', 'create', username], baseEnv)
@@ -205,14 +208,47 @@ async function setupSite(baseEnv: Record<string, string>, url: string): Promise<
     log(`  GET ${pagePath} answered ${get.statusCode} (${got.length} bytes)`)
     return null
   }
-  return pagePath
+  return { pagePath, key, username }
+}
+
+async function uploadPage(url: string, key: string, name: string, content: Buffer) {
+  const boundary = `----bench${crypto.randomBytes(6).toString('hex')}`
+  const body = Buffer.concat([
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: text/html\r\n\r\n`),
+    content, Buffer.from(`\r\n--${boundary}--\r\n`),
+  ])
+  const r = await request(`${url}/svc_api/upload`, {
+    method: 'POST', body,
+    headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'x-forwarded-proto': 'https' },
+  })
+  const text = await r.body.text()
+  if (r.statusCode !== 200) throw new Error(`upload ${name}: ${r.statusCode} ${text}`)
+}
+
+/** First request of pages nobody asked for yet: database lookup + blob read from the store (no cache). */
+async function coldLatency(url: string, key: string, username: string, n: number) {
+  const names: string[] = []
+  for (let i = 0; i < n; i++) {
+    const content = Buffer.concat([PAGE.subarray(0, PAGE.length - 60), Buffer.from(`<!-- ${i} ${crypto.randomUUID()} -->`.padEnd(60, ' '))])
+    await uploadPage(url, key, `cold${i}.html`, content)
+    names.push(`cold${i}.html`)
+  }
+  const ms: number[] = []
+  for (const name of names) {
+    const t0 = process.hrtime.bigint()
+    const r = await request(`${url}/${username}/${name}`, { headers: { 'x-forwarded-proto': 'https' } })
+    const b = Buffer.from(await r.body.arrayBuffer())
+    ms.push(Number(process.hrtime.bigint() - t0) / 1e6)
+    if (r.statusCode !== 200 || b.length !== PAGE.length) throw new Error(`cold GET ${name}: ${r.statusCode} ${b.length}`)
+  }
+  return quantiles(ms)
 }
 
 async function main() {
   for (const tool of ['wrk', 'nginx']) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) throw new Error(`${tool} is not installed (apt-get install ${tool})`)
   }
-  log(`scale-out bench ${runId}: ${os.cpus().length} CPUs, load ${load()}, ${SECONDS}s runs, ${CONNECTIONS} connections`)
+  log(`scale-out bench ${runId}: ${os.cpus().length} CPUs, load ${load()}, ${SECONDS}s runs, ${CONNECTIONS} connections, nginx workers ${args['nginx-workers']}`)
   const s3dir = path.join(work, 's3')
   fs.mkdirSync(s3dir)
   // the fake S3 server runs in a process of its own, as a real one would
@@ -239,7 +275,7 @@ async function main() {
     const rps: Record<string, unknown> = {}
     results.page50k = pages
     results.rps = rps
-    for (const storage of ['s3', 'disk'] as const) {
+    for (const storage of (args.storage === 'both' ? ['s3', 'disk'] : [args.storage]) as Array<'s3' | 'disk'>) {
       const schema = `bench_${runId}_${storage}`
       schemas.push(schema)
       const env: Record<string, string> = {
@@ -252,8 +288,9 @@ async function main() {
       svc(['migrate'], env)
       log(`\n[${storage}] starting instance A on ${PORTS.a}`)
       const a = await startInstance(PORTS.a, { ...env, DATA_DIR: path.join(work, `data-${storage}-a`) }, `${storage}-a`)
-      let pagePath = await setupSite(env, `http://127.0.0.1:${PORTS.a}`)
-      if (!pagePath) {
+      const site = await setupSite(env, `http://127.0.0.1:${PORTS.a}`)
+      let pagePath = site?.pagePath ?? null
+      if (!site || !pagePath) {
         // measure what can be measured: the same set-up on GET /healthz (one indexed query)
         log('  the public host does not serve the uploaded page (files feature not merged?): no page figures;')
         log('  requests per second below are for GET /healthz instead')
@@ -264,7 +301,12 @@ async function main() {
           break
         }
       } else {
-        log(`2. [${storage}] one connection, 50 KB page, instance direct`)
+        log(`2. [${storage}] 50 KB page, first request (not cached: database + blob store), sequential`)
+        const cold = await coldLatency(`http://127.0.0.1:${PORTS.a}`, site.key, site.username, 40)
+        ;(results.coldPage50k ??= {} as Record<string, unknown>)
+        ;(results.coldPage50k as Record<string, unknown>)[storage] = cold
+        log(`  mean ${cold.mean} ms  p50 ${cold.p50}  p95 ${cold.p95}  p99 ${cold.p99}  (n=${cold.n})`)
+        log(`2b. [${storage}] one connection, the same 50 KB page again and again (cached), instance direct`)
         const single = wrk(`http://127.0.0.1:${PORTS.a}${pagePath}`, 1, 1, SECONDS)
         pages[storage] = single
         log(`  ${single.rps.toFixed(0)} req/s, latency avg ${single.latencyAvgMs} ms, p50 ${single.p50Ms}, p99 ${single.p99Ms} (load ${single.load})`)
