@@ -72,5 +72,25 @@ for (const engine of ENGINES) {
       html = await put(4)
       assert.equal((await b.get(path)).text, html, 'after restore')
     })
+
+    it('the key-value store\'s public reads are never stale while B cannot hear A either', async () => {
+      const u = await a.user()
+      const store = async (value: number) => {
+        const r = await a.post('/svc_api/data/store', { key: u.key, json: { key: 'score', value, is_public: true } })
+        assert.equal(r.status, 200, r.text)
+      }
+      const read = async () => (await b.get(`/svc_api/data/public/${u.username}/score`)).json.data.value
+      await store(1)
+      assert.equal(await read(), 1)
+      assert.equal(await read(), 1) // cached on B
+      lossy.cut()
+      await store(2)
+      assert.equal(await read(), 2)
+      await store(3)
+      assert.equal(await read(), 3)
+      lossy.restore()
+      await store(4)
+      assert.equal(await read(), 4)
+    })
   })
 }

@@ -1,4 +1,4 @@
-import type { Bus } from '../../util/bus.js'
+import { FLUSH_ALL, isReliable, type Bus } from '../../util/bus.js'
 import type { Clock } from '../../util/clock.js'
 import type { PublicEntry } from './store.js'
 
@@ -30,7 +30,9 @@ export function createPublicCache(bus: Bus, clock: Clock, opts: { maxTokens?: nu
 
   bus.subscribe(BUS_CHANNEL, (token) => {
     generation++
-    slots.delete(token)
+    // FLUSH_ALL: the bus may have lost invalidations (Redis subscription dropped)
+    if (token === FLUSH_ALL) slots.clear()
+    else slots.delete(token)
   })
 
   return {
@@ -48,7 +50,7 @@ export function createPublicCache(bus: Bus, clock: Clock, opts: { maxTokens?: nu
     /** The generation to pass to `set` (taken before reading the database). */
     generation: () => generation,
     set(gen: number, token: string, version: number | null, entry: ServedEntry): void {
-      if (gen !== generation) return
+      if (gen !== generation || !isReliable(bus)) return
       let slot = slots.get(token)
       if (!slot) {
         if (slots.size >= maxTokens) slots.delete(slots.keys().next().value as string)

@@ -7,6 +7,7 @@ import { beijingTime } from '../../util/time.js'
 import type { Page } from '../../http/pagination.js'
 import { prepareImage } from './inspect.js'
 import { createImageStore, type ImageRow, type PublicImage } from './store.js'
+import { FLUSH_ALL, isReliable } from '../../util/bus.js'
 
 export const FEATURE = 'image-host'
 /** Bus channel: a message is a public token whose cached lookup must be dropped. */
@@ -96,7 +97,9 @@ export function createImageHost(deps: Pick<Deps, 'db' | 'blobs' | 'bus' | 'clock
   let epoch = 0
   const drop = (token: string) => {
     epoch++
-    cache.delete(token)
+    // FLUSH_ALL: the bus may have lost invalidations (Redis subscription dropped)
+    if (token === FLUSH_ALL) cache.clear()
+    else cache.delete(token)
   }
   bus.subscribe(BUS_CHANNEL, drop)
   const invalidate = async (token: string) => {
@@ -237,7 +240,7 @@ export function createImageHost(deps: Pick<Deps, 'db' | 'blobs' | 'bus' | 'clock
       if (hit) return hit
       const seen = epoch
       const row = await store.publicGet(token)
-      if (row && seen === epoch) {
+      if (row && seen === epoch && isReliable(bus)) {
         if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value as string)
         cache.set(token, row)
       }

@@ -15,6 +15,8 @@ export interface PublicCacheOptions {
   ttlMs?: number
   maxBytes?: number
   maxBodyBytes?: number
+  /** Whether a fill may be kept now (false while the bus cannot deliver other instances' invalidations). */
+  trusted?: () => boolean
 }
 
 /**
@@ -27,6 +29,7 @@ export function createPublicCache(clock: Clock, o: PublicCacheOptions = {}) {
   const ttlMs = o.ttlMs ?? 1000
   const maxBytes = o.maxBytes ?? 32 * 1024 * 1024
   const maxBodyBytes = o.maxBodyBytes ?? 16 * 1024
+  const trusted = o.trusted ?? (() => true)
   const lines = new Map<string, Cached>()
   let bytes = 0
   let epoch = 0
@@ -59,7 +62,7 @@ export function createPublicCache(clock: Clock, o: PublicCacheOptions = {}) {
     epoch: () => epoch,
 
     set(line: string, body: string | null, expiresAt: number | null, seenEpoch: number): void {
-      if (seenEpoch !== epoch || (body !== null && body.length > maxBodyBytes)) return
+      if (seenEpoch !== epoch || (body !== null && body.length > maxBodyBytes) || !trusted()) return
       drop(line)
       const c: Cached = { body, expiresAt, freshUntil: performance.now() + ttlMs }
       lines.set(line, c)
@@ -76,6 +79,13 @@ export function createPublicCache(clock: Clock, o: PublicCacheOptions = {}) {
       epoch++
       drop(`u:${username}\n${key}`)
       drop(`l:${key}`)
+    },
+
+    /** Everything goes (bus FLUSH_ALL: invalidations may have been lost). */
+    invalidateAll(): void {
+      epoch++
+      lines.clear()
+      bytes = 0
     },
 
     size: () => lines.size,

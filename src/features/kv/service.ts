@@ -5,7 +5,7 @@ import { AppError } from '../../errors/app-error.js'
 import { quotaOf } from '../../limits/quotas.js'
 import { pageInfo, parsePage } from '../../http/pagination.js'
 import { isoMicros } from '../../util/time.js'
-import type { Bus } from '../../util/bus.js'
+import { FLUSH_ALL, isReliable, type Bus } from '../../util/bus.js'
 import { createKvStore, type KvRow } from './store.js'
 import { createPublicCache } from './public-cache.js'
 import { KV_LIMITS, type DataType, type EntryOut } from './schemas.js'
@@ -48,8 +48,10 @@ const BUS_CHANNEL = 'kv:changed'
  */
 export function createKvService({ db, clock, bus }: KvDeps) {
   const store = createKvStore(db)
-  const cache = createPublicCache(clock)
+  const cache = createPublicCache(clock, { trusted: () => (bus ? isReliable(bus) : true) })
   bus?.subscribe(BUS_CHANNEL, (m) => {
+    // FLUSH_ALL: the bus may have lost invalidations (Redis subscription dropped)
+    if (m === FLUSH_ALL) return cache.invalidateAll()
     try {
       const [username, key] = JSON.parse(m) as [string, string]
       cache.invalidate(username, key)
