@@ -1,7 +1,9 @@
 import type { Feature } from './feature.js'
 import { accountsFeature } from './accounts/index.js'
+import { pagesFeature } from './pages/index.js'
 
 /** Every part of the service, in registration order. */
 export const FEATURES: Feature[] = [
   accountsFeature,
+  pagesFeature,
 ]
