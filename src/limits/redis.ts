@@ -56,7 +56,7 @@ for i = 1, n do
     if allowed and consume then
       local dk = KEYS[i] .. ':' .. day
       c = redis.call('INCR', dk)
-      redis.call('PEXPIREAT', dk, midnight + 60000)
+      redis.call('PEXPIRE', dk, midnight - now + 60000)
     end
     reset = midnight
   end
@@ -91,8 +91,8 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
     maxRetriesPerRequest: 1,
     commandTimeout: 1000,
     connectTimeout: 1000,
-    enableOfflineQueue: false,
-    lazyConnect: false,
+    // queued while (re)connecting, but never longer than commandTimeout: fail fast, never hang
+    enableOfflineQueue: true,
     retryStrategy: (times) => Math.min(times * 200, 2000),
   })
   redis.on('error', () => {}) // surfaced per call as 503

@@ -53,14 +53,16 @@ export function createLocalBlobStore(root: string): BlobStore {
           cb(null, chunk)
         },
       })
-      let handle: fsp.FileHandle | null = null
       try {
-        handle = await fsp.open(tmp, 'wx', 0o640)
         const source = Buffer.isBuffer(body) ? Readable.from([body]) : body
-        await pipeline(source, counter, handle.createWriteStream({ autoClose: false }))
-        await handle.sync()
-        await handle.close()
-        handle = null
+        await pipeline(source, counter, fs.createWriteStream(tmp, { flags: 'wx', mode: 0o640 }))
+        // the bytes reach the disk before the rename makes them visible under their digest
+        const h = await fsp.open(tmp, 'r')
+        try {
+          await h.sync()
+        } finally {
+          await h.close()
+        }
         const digest = hash.digest('hex')
         const target = blobPath(digest)
         await fsp.mkdir(path.dirname(target), { recursive: true })
@@ -76,7 +78,6 @@ export function createLocalBlobStore(root: string): BlobStore {
         }
         return { digest, size }
       } catch (e) {
-        if (handle) await handle.close().catch(() => {})
         await fsp.unlink(tmp).catch(() => {})
         if (Buffer.isBuffer(body) === false) (body as Readable).resume?.()
         return storageError(e)

@@ -28,7 +28,7 @@ export function createLocalBus(): Bus {
 }
 
 export function createRedisBus(url: string, prefix = 'svc:bus:'): Bus {
-  const pub = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 1000, connectTimeout: 1000, enableOfflineQueue: false })
+  const pub = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 1000, connectTimeout: 1000 })
   const sub = new Redis(url, { maxRetriesPerRequest: null, connectTimeout: 1000 })
   pub.on('error', () => {})
   sub.on('error', () => {})

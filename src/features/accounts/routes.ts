@@ -97,7 +97,8 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
 
 const KeyCreateBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-  expires_days: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 365 }), Type.Null()])),
+  // omitted = never expires (a null would be coerced by AJV, so it is not part of the schema)
+  expires_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 })),
 })
 
 /** API key management (session only, beyond the spec), redeem codes, and whoami. */

@@ -47,7 +47,9 @@
   S.$('key-form').addEventListener('submit', function (e) {
     e.preventDefault()
     var days = S.$('key-days').value.trim()
-    var body = { name: S.$('key-name').value.trim(), expires_days: days === '' ? null : Number(days) }
+    // no expires_days = never expires
+    var body = { name: S.$('key-name').value.trim() }
+    if (days !== '') body.expires_days = Number(days)
     S.status('keys-status', '')
     S.api.post('/svc_api/api-keys', body).then(function (r) {
       S.$('new-key').hidden = false

@@ -1,0 +1,189 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { FakeClock } from '../../src/util/clock.js'
+
+for (const engine of ENGINES) {
+  describe(`accounts, keys and sessions [${engine}]`, () => {
+    let s: TestServer
+    const clock = new FakeClock()
+    before(async () => {
+      s = await startServer({ engine, clock, env: { RATE_LIMITS: JSON.stringify({ authenticated: { minute: 10000, hour: 10000, day: 100000, concurrent: 100 }, default: { minute: 10000, hour: 10000, day: 100000, concurrent: 100 } }) } })
+    })
+    after(() => s.close())
+
+    it('refuses disabled and expired keys with 1002, a disabled account with 1006, API access off with 1007', async () => {
+      const u = await s.user()
+      const { key: shortLived } = await s.deps.apiKeys.create(u.id, { name: 'one day', expiresDays: 1 })
+      assert.equal((await s.get('/svc_api/me', { key: shortLived })).status, 200)
+      clock.advance(86400_000 + 1)
+      assert.equal((await s.get('/svc_api/me', { key: shortLived })).json.error_code, 1002)
+
+      const keys = await s.deps.apiKeys.list(u.id)
+      const main = keys.find((k) => k.name === 'test')!
+      await s.deps.apiKeys.setEnabled(u.id, main.id, false)
+      assert.equal((await s.get('/svc_api/me', { key: u.key })).json.error_code, 1002)
+      await s.deps.apiKeys.setEnabled(u.id, main.id, true)
+      assert.equal((await s.get('/svc_api/me', { key: u.key })).status, 200)
+
+      await s.deps.users.update(u.username, { api_access: false })
+      const denied = await s.get('/svc_api/me', { key: u.key })
+      assert.equal(denied.status, 403)
+      assert.equal(denied.json.error_code, 1007)
+      await s.deps.users.update(u.username, { api_access: true, disabled: true })
+      const disabled = await s.get('/svc_api/me', { key: u.key })
+      assert.equal(disabled.status, 403)
+      assert.equal(disabled.json.error_code, 1006)
+    })
+
+    it('ends sessions on logout, on disabling the account and on a password change; a disabled account cannot log in', async () => {
+      const u = await s.user()
+      const c1 = await s.login(u.username, u.password)
+      await s.deps.users.update(u.username, { password: 'a-new-password' })
+      assert.equal((await s.get('/svc_api/me', { cookie: c1 })).status, 401)
+      const c2 = await s.login(u.username, 'a-new-password')
+      assert.equal((await s.get('/svc_api/me', { cookie: c2 })).status, 200)
+      await s.deps.users.update(u.username, { disabled: true })
+      assert.equal((await s.get('/svc_api/me', { cookie: c2 })).status, 401)
+      const r = await s.post('/login', { form: { username: u.username, password: 'a-new-password' }, headers: { accept: 'application/json' } })
+      assert.equal(r.status, 403)
+      assert.equal(r.json.error_code, 1006)
+      assert.equal(r.header('set-cookie'), undefined)
+    })
+
+    it('gives a new session id at every login and never authenticates a made-up one', async () => {
+      const u = await s.user()
+      const a = await s.login(u.username, u.password)
+      const b = await s.login(u.username, u.password)
+      assert.notEqual(a, b)
+      const fake = `session=${'A'.repeat(43)}`
+      assert.equal((await s.get('/svc_api/me', { cookie: fake })).json.error_code, 1002)
+    })
+
+    it('refuses two session cookies in one request (cookie tossing)', async () => {
+      const u = await s.user()
+      const v = await s.user()
+      const a = await s.login(u.username, u.password)
+      const b = await s.login(v.username, v.password)
+      const r = await s.get('/svc_api/me', { cookie: `${a}; ${b}` })
+      assert.equal(r.status, 400)
+      assert.equal(r.json.error_code, 1003)
+    })
+
+    it('manages API keys over HTTP with a session only, shows a key once, and caps them at 10', async () => {
+      const u = await s.user() // holds 1 key
+      const cookie = await s.login(u.username, u.password)
+      const byKey = await s.get('/svc_api/api-keys', { key: u.key })
+      assert.equal(byKey.status, 403)
+      assert.equal(byKey.json.error_code, 1009)
+      const created = await s.post('/svc_api/api-keys', { cookie, json: { name: 'ci', expires_days: 30 } })
+      assert.equal(created.status, 200)
+      assert.equal(created.json.data.key.length, 64)
+      const list = await s.get('/svc_api/api-keys', { cookie })
+      assert.equal(list.json.data.keys.length, 2)
+      assert.ok(!list.text.includes(created.json.data.key), 'the key is shown only once')
+      assert.ok(list.json.data.keys.every((k: Record<string, unknown>) => !('key_hash' in k) && !('key' in k)))
+      for (const days of [0, 366, 1.5]) {
+        const bad = await s.post('/svc_api/api-keys', { cookie, json: { name: 'x', expires_days: days } })
+        assert.equal(bad.status, 400, `expires_days ${days}`)
+      }
+      for (let i = 0; i < 8; i++) assert.equal((await s.post('/svc_api/api-keys', { cookie, json: { name: `k${i}` } })).status, 200)
+      const eleventh = await s.post('/svc_api/api-keys', { cookie, json: { name: 'too many' } })
+      assert.equal(eleventh.status, 400)
+      assert.equal(eleventh.json.error_code, 1207)
+      const id = created.json.data.id
+      assert.equal((await s.post(`/svc_api/api-keys/${id}/disable`, { cookie })).status, 200)
+      assert.equal((await s.get('/svc_api/me', { key: created.json.data.key })).json.error_code, 1002)
+      assert.equal((await s.post(`/svc_api/api-keys/${id}/enable`, { cookie })).status, 200)
+      assert.equal((await s.get('/svc_api/me', { key: created.json.data.key })).status, 200)
+      assert.equal((await s.request('DELETE', `/svc_api/api-keys/${id}`, { cookie })).status, 200)
+      assert.equal((await s.get('/svc_api/me', { key: created.json.data.key })).json.error_code, 1002)
+      const other = await s.user()
+      const otherCookie = await s.login(other.username, other.password)
+      const list2 = await s.get('/svc_api/api-keys', { cookie })
+      const notMine = await s.request('DELETE', `/svc_api/api-keys/${list2.json.data.keys[0].id}`, { cookie: otherCookie })
+      assert.equal(notMine.status, 404)
+    })
+
+    it('lets exactly one of 20 concurrent key creations through at 9 keys', async () => {
+      const u = await s.user()
+      for (let i = 0; i < 8; i++) await s.deps.apiKeys.create(u.id, { name: `k${i}` })
+      const results = await Promise.allSettled(Array.from({ length: 20 }, () => s.deps.apiKeys.create(u.id, { name: 'race' })))
+      assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1)
+      assert.equal((await s.deps.apiKeys.list(u.id)).length, 10)
+    })
+
+    it('refuses cookie-authenticated writes from another site but not from scripts or the same origin', async () => {
+      const u = await s.user()
+      const cookie = await s.login(u.username, u.password)
+      for (const headers of [{ origin: 'null' }, { origin: 'https://evil.test' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }] as Record<string, string>[]) {
+        const r = await s.post('/svc_api/api-keys', { cookie, json: { name: 'x' }, headers })
+        assert.equal(r.status, 403, JSON.stringify(headers))
+        assert.equal(r.json.error_code, 1008)
+      }
+      assert.equal((await s.deps.apiKeys.list(u.id)).length, 1, 'nothing was created')
+      assert.equal((await s.post('/svc_api/api-keys', { cookie, json: { name: 'cli' } })).status, 200)
+      // an API key request is not subject to the cookie rule
+      assert.equal((await s.get('/svc_api/me', { key: u.key, headers: { origin: 'https://evil.test' } })).status, 200)
+    })
+
+    it('refuses a login posted from another origin (login CSRF)', async () => {
+      const u = await s.user()
+      for (const headers of [{ origin: 'null' }, { 'sec-fetch-site': 'cross-site' }] as Record<string, string>[]) {
+        const r = await s.post('/login', { form: { username: u.username, password: u.password }, headers: { ...headers, accept: 'application/json' } })
+        assert.equal(r.status, 403)
+        assert.equal(r.header('set-cookie'), undefined)
+      }
+    })
+
+    it('throttles failed logins per username without affecting other users', async () => {
+      const u = await s.user()
+      const v = await s.user()
+      for (let i = 0; i < 10; i++) {
+        const r = await s.post('/login', { form: { username: u.username, password: 'wrong-wrong' }, headers: { accept: 'application/json', 'x-forwarded-for': `10.0.0.${i}` } })
+        assert.equal(r.status, 401)
+      }
+      const blocked = await s.post('/login', { form: { username: u.username, password: u.password }, headers: { accept: 'application/json' } })
+      assert.equal(blocked.status, 429)
+      assert.equal(blocked.json.error_code, 1005)
+      assert.ok(Number(blocked.header('retry-after')) >= 1)
+      assert.equal((await s.post('/login', { form: { username: v.username, password: v.password }, headers: { accept: 'application/json' } })).status, 200)
+      clock.advance(15 * 60_000 + 1)
+      assert.equal((await s.post('/login', { form: { username: u.username, password: u.password }, headers: { accept: 'application/json' } })).status, 200)
+    })
+
+    it('answers in English when Accept-Language prefers it, Chinese otherwise', async () => {
+      const en = await s.get('/svc_api/me', { headers: { 'accept-language': 'en-US,en;q=0.9,zh;q=0.5' } })
+      assert.equal(en.json.message, 'API key missing')
+      const zh = await s.get('/svc_api/me', { headers: { 'accept-language': 'zh-CN,zh;q=0.9,en;q=0.5' } })
+      assert.equal(zh.json.message, '缺少 API 密钥')
+      const none = await s.get('/svc_api/me')
+      assert.equal(none.json.message, '缺少 API 密钥')
+      for (const f of ['success', 'error_code', 'error_type', 'message', 'solution', 'doc_link']) assert.ok(f in en.json, f)
+    })
+
+    it('redeems a one-time code for an entitlement', async () => {
+      const u = await s.user()
+      const cookie = await s.login(u.username, u.password)
+      const { sha256hex } = await import('../../src/auth/tokens.js')
+      await s.deps.db.k.insertInto('redeem_codes').values({ code_hash: sha256hex('IMG-test-code-123'), feature: 'image-host', created_at: clock.now(), redeemed_by: null, redeemed_at: null }).execute()
+      const byKey = await s.post('/api/redeem', { key: u.key, json: { code: 'IMG-test-code-123' } })
+      assert.equal(byKey.status, 403)
+      assert.deepEqual(Object.keys(byKey.json).sort(), ['message', 'success'])
+      const ok = await s.post('/api/redeem', { cookie, json: { code: 'IMG-test-code-123' } })
+      assert.equal(ok.status, 200)
+      assert.equal(ok.json.feature, 'image-host')
+      const again = await s.post('/api/redeem', { cookie, json: { code: 'IMG-test-code-123' } })
+      assert.equal(again.status, 400)
+      assert.equal(again.json.success, false)
+    })
+
+    it('serves /healthz and an OpenAPI 3.1 document', async () => {
+      assert.equal((await s.get('/healthz')).json.status, 'ok')
+      const doc = await s.get('/openapi.json')
+      assert.equal(doc.json.openapi, '3.1.0')
+      assert.ok(doc.json.paths['/svc_api/api-keys'])
+      assert.ok(doc.json.paths['/api/redeem'])
+    })
+  })
+}

@@ -1,0 +1,73 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { request } from 'undici'
+import { insecureAgent, startServer } from '../support/server.js'
+import { loadConfig } from '../../src/config.js'
+import { tlsMaterial } from '../../src/server.js'
+
+describe('HTTPS modes', () => {
+  it('TRUST_PROXY=1: plain HTTP on PORT, X-Forwarded-Proto decides 1116, X-Forwarded-For is the client', async () => {
+    const s = await startServer({ env: { TRUST_PROXY: '1' } })
+    try {
+      assert.match(s.url, /^http:\/\//)
+      const u = await s.user()
+      const noProto = await s.get('/svc_api/me', { key: u.key })
+      assert.equal(noProto.json.error_code, 1116)
+      const http = await s.get('/svc_api/me', { key: u.key, headers: { 'x-forwarded-proto': 'http' } })
+      assert.equal(http.json.error_code, 1116)
+      const https = await s.get('/svc_api/me', { key: u.key, headers: { 'x-forwarded-proto': 'https' } })
+      assert.equal(https.status, 200)
+      const page = await s.get('/someone/', { headers: { 'x-forwarded-proto': 'http', host: 'example.test' } })
+      assert.equal(page.status, 301)
+      assert.equal(page.header('location'), 'https://example.test/someone/')
+      // per-IP limits follow X-Forwarded-For behind the proxy
+      const a = await s.get('/svc_api/me', { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.1' } })
+      const b = await s.get('/svc_api/me', { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.2' } })
+      assert.equal(a.header('x-ratelimit-remaining'), '9')
+      assert.equal(b.header('x-ratelimit-remaining'), '9')
+    } finally {
+      await s.close()
+    }
+  })
+
+  it('without TRUST_PROXY, X-Forwarded-Proto and X-Forwarded-For are ignored', async () => {
+    const s = await startServer()
+    try {
+      const plain = await s.get('/svc_api/me', { plain: true, headers: { 'x-forwarded-proto': 'https' } })
+      assert.equal(plain.json.error_code, 1116)
+      const a = await s.get('/svc_api/me', { headers: { 'x-forwarded-for': '203.0.113.1' } })
+      const b = await s.get('/svc_api/me', { headers: { 'x-forwarded-for': '203.0.113.2' } })
+      assert.equal(Number(a.header('x-ratelimit-remaining')) - 1, Number(b.header('x-ratelimit-remaining')))
+    } finally {
+      await s.close()
+    }
+  })
+
+  it('TLS_CERT/TLS_KEY: PORT speaks HTTPS with the given certificate', async () => {
+    const certDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-tls-'))
+    await tlsMaterial(loadConfig({ DATA_DIR: certDir }))
+    const s = await startServer({ env: { TLS_CERT: path.join(certDir, 'tls-cert.pem'), TLS_KEY: path.join(certDir, 'tls-key.pem') } })
+    try {
+      const r = await request(`${s.url}/healthz`, { dispatcher: insecureAgent })
+      assert.equal(r.statusCode, 200)
+      await r.body.dump()
+    } finally {
+      await s.close()
+      fs.rmSync(certDir, { recursive: true, force: true })
+    }
+  })
+
+  it('default mode generates a self-signed certificate into DATA_DIR once', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-self-'))
+    const cfg = loadConfig({ DATA_DIR: dir })
+    const a = await tlsMaterial(cfg)
+    const b = await tlsMaterial(cfg)
+    assert.ok(a && b)
+    assert.deepEqual(a.cert, b.cert)
+    assert.equal(fs.statSync(path.join(dir, 'tls-key.pem')).mode & 0o777, 0o600)
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+})

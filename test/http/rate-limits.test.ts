@@ -1,0 +1,151 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import tls from 'node:tls'
+import crypto from 'node:crypto'
+import { ENGINES, REDIS_URL, startServer, type TestServer } from '../support/server.js'
+import { FakeClock } from '../../src/util/clock.js'
+import { createRedisLimitStore } from '../../src/limits/redis.js'
+import { createMemoryLimitStore, type LimitStore } from '../../src/limits/store.js'
+
+const BEIJING_NOON = Date.UTC(2026, 0, 15, 4, 0, 0)
+
+type StoreKind = 'memory' | 'redis'
+const stores: StoreKind[] = ['memory', 'redis']
+const makeStore = (kind: StoreKind): LimitStore => kind === 'memory'
+  ? createMemoryLimitStore()
+  : createRedisLimitStore(REDIS_URL, { serverTime: false, prefix: `svc:test:${crypto.randomBytes(6).toString('hex')}:` })
+
+/** Opens a TLS request whose body never completes, holding a concurrency slot. */
+function stalledRequest(s: TestServer, path: string): Promise<tls.TLSSocket> {
+  const port = Number(new URL(s.url).port)
+  return new Promise((resolve, reject) => {
+    const sock = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+      sock.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"a":`)
+      resolve(sock)
+    })
+    sock.on('error', reject)
+  })
+}
+
+for (const engine of ENGINES) {
+  for (const storeKind of stores) {
+    describe(`rate limits [${engine}, ${storeKind}]`, () => {
+      let s: TestServer
+      const clock = new FakeClock(BEIJING_NOON)
+      before(async () => {
+        s = await startServer({ engine, clock, limits: makeStore(storeKind) })
+      })
+      after(() => s.close())
+
+      it('limits an anonymous client to 10 per minute with 1204, integer retry_after and the four headers', async () => {
+        clock.set(BEIJING_NOON)
+        const seen: number[] = []
+        for (let i = 0; i < 10; i++) {
+          const r = await s.get('/svc_api/me', { headers: { 'x-forwarded-for': '9.9.9.9' } })
+          assert.equal(r.status, 401)
+          assert.equal(r.header('x-ratelimit-window'), 'minute')
+          assert.equal(r.header('x-ratelimit-limit'), '10')
+          seen.push(Number(r.header('x-ratelimit-remaining')))
+          clock.advance(1000)
+        }
+        assert.deepEqual(seen, [9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
+        const limited = await s.get('/svc_api/me')
+        assert.equal(limited.status, 429)
+        assert.equal(limited.json.error_code, 1204)
+        assert.equal(limited.json.error_type, 'QUOTA_ERROR')
+        assert.ok(Number.isInteger(limited.json.retry_after) && limited.json.retry_after >= 1)
+        assert.equal(limited.header('retry-after'), String(limited.json.retry_after))
+        assert.match(limited.json.details.reset_time, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/)
+        assert.equal(limited.json.details.limit, 10)
+        assert.equal(limited.json.details.current, 10)
+        const reset = Number(limited.header('x-ratelimit-reset'))
+        assert.ok(reset * 1000 > clock.now())
+        // hammering while limited does not move the reset
+        for (let i = 0; i < 3; i++) {
+          clock.advance(500)
+          const again = await s.get('/svc_api/me')
+          assert.equal(again.status, 429)
+          assert.equal(Number(again.header('x-ratelimit-reset')), reset)
+        }
+        // at the reset time a request is allowed again
+        clock.set(reset * 1000)
+        const ok = await s.get('/svc_api/me')
+        assert.equal(ok.status, 401)
+      })
+
+      it('slides the hour window: the 101st request within the hour is 1203, after it ages out it passes', async () => {
+        const u = await s.user()
+        await s.deps.users.update(u.username, { tier: 'default' })
+        const start = BEIJING_NOON + 3 * 3600_000
+        for (let i = 0; i < 100; i++) {
+          clock.set(start + i * 35_000) // 100 requests over 57.75 minutes, under 10 per minute
+          const r = await s.get('/svc_api/me', { key: u.key })
+          assert.equal(r.status, 200, `request ${i}`)
+        }
+        clock.set(start + 59.5 * 60_000)
+        const limited = await s.get('/svc_api/me', { key: u.key })
+        assert.equal(limited.status, 429)
+        assert.equal(limited.json.error_code, 1203)
+        assert.equal(limited.header('x-ratelimit-window'), 'hour')
+        assert.equal(limited.json.retry_after, 30)
+        clock.set(start + 3600_000 + 1)
+        const ok = await s.get('/svc_api/me', { key: u.key })
+        assert.equal(ok.status, 200)
+        assert.equal(ok.header('x-ratelimit-window'), 'hour')
+        assert.equal(ok.header('x-ratelimit-remaining'), '0')
+      })
+
+      it('switches every key of an account to the VIP limits at once', async () => {
+        clock.set(BEIJING_NOON + 8 * 3600_000)
+        const u = await s.user()
+        const before = await s.get('/svc_api/me', { key: u.key })
+        assert.equal(before.header('x-ratelimit-limit'), '60')
+        await s.deps.users.update(u.username, { tier: 'vip' })
+        const after = await s.get('/svc_api/me', { key: u.key })
+        assert.equal(after.header('x-ratelimit-limit'), '300')
+        assert.equal(after.header('x-ratelimit-remaining'), '298')
+      })
+
+      it('refuses a third concurrent anonymous request (1206) and frees slots when clients go away', async () => {
+        clock.set(BEIJING_NOON + 20 * 3600_000)
+        const a = await stalledRequest(s, '/svc_api/none')
+        const b = await stalledRequest(s, '/svc_api/none')
+        // wait until both are counted
+        const id = 'ip:127.0.0.1'
+        for (let i = 0; i < 50 && (await s.deps.limits.inFlight(id, clock.now())) < 2; i++) await new Promise((r) => setTimeout(r, 20))
+        const third = await s.get('/svc_api/me')
+        assert.equal(third.status, 429)
+        assert.equal(third.json.error_code, 1206)
+        a.destroy()
+        b.destroy()
+        for (let i = 0; i < 50 && (await s.deps.limits.inFlight(id, clock.now())) > 0; i++) await new Promise((r) => setTimeout(r, 20))
+        assert.equal(await s.deps.limits.inFlight(id, clock.now()), 0)
+        const fourth = await s.get('/svc_api/me')
+        assert.equal(fourth.status, 401)
+      })
+    })
+  }
+}
+
+describe('daily window resets at 00:00 Beijing time (16:00 UTC)', () => {
+  for (const storeKind of stores) {
+    it(`[${storeKind}]`, async () => {
+      const clock = new FakeClock(Date.UTC(2026, 0, 15, 15, 58, 0)) // 23:58 Beijing
+      const s = await startServer({ clock, limits: makeStore(storeKind), env: { RATE_LIMITS: JSON.stringify({ default: { minute: 1000, hour: 1000, day: 5 } }) } })
+      try {
+        for (let i = 0; i < 5; i++) assert.equal((await s.get('/svc_api/me')).status, 401)
+        const limited = await s.get('/svc_api/me')
+        assert.equal(limited.status, 429)
+        assert.equal(limited.json.error_code, 1205)
+        assert.equal(limited.header('x-ratelimit-window'), 'day')
+        assert.equal(Number(limited.header('x-ratelimit-reset')), Date.UTC(2026, 0, 15, 16, 0, 0) / 1000)
+        assert.equal(limited.json.details.reset_time, '2026-01-16 00:00:00')
+        clock.set(Date.UTC(2026, 0, 15, 16, 0, 0))
+        assert.equal((await s.get('/svc_api/me')).status, 401)
+      } finally {
+        await s.close()
+      }
+    })
+  }
+})
+

@@ -1,0 +1,52 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { ConfigError, loadConfig } from '../../src/config.js'
+
+describe('configuration', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({})
+    assert.equal(c.port, 8443)
+    assert.equal(c.httpPort, 8080)
+    assert.equal(c.host, '0.0.0.0')
+    assert.match(c.dataDir, /\/data$/)
+    assert.equal(c.databaseUrl, null)
+    assert.equal(c.storageUrl, null)
+    assert.equal(c.redisUrl, null)
+    assert.equal(c.trustProxy, false)
+    assert.equal(c.maxUploadBytes, 16777216)
+    assert.ok(Object.isFrozen(c))
+  })
+
+  const bad: Array<[Record<string, string>, string]> = [
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ HTTP_PORT: '-1' }, 'HTTP_PORT'],
+    [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [{ STORAGE_URL: 'ftp://x' }, 'STORAGE_URL'],
+    [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
+    [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
+    [{ TLS_CERT: '/x.pem' }, 'TLS_KEY'],
+    [{ PUBLIC_URL: 'not a url' }, 'PUBLIC_URL'],
+    [{ PUBLIC_URL: 'https://x.test/path' }, 'PUBLIC_URL'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ RATE_LIMITS: '{"gold":{}}' }, 'RATE_LIMITS'],
+    [{ RATE_LIMITS: 'not json' }, 'RATE_LIMITS'],
+    [{ MAX_UPLOAD_BYTES: '0' }, 'MAX_UPLOAD_BYTES'],
+  ]
+  for (const [env, name] of bad) {
+    it(`refuses ${JSON.stringify(env)} naming ${name}`, () => {
+      assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.message.includes(name))
+    })
+  }
+
+  it('reports every problem at once and never prints a password from a URL', () => {
+    try {
+      loadConfig({ PORT: 'x', DATABASE_URL: 'mysql://root:hunter2@db/x' })
+      assert.fail('should throw')
+    } catch (e) {
+      assert.ok(e instanceof ConfigError)
+      assert.equal(e.problems.length, 2)
+      assert.ok(!e.message.includes('hunter2'))
+    }
+  })
+})

@@ -1,0 +1,66 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { CODE_RANGES, ERRORS } from '../../src/errors/codes.js'
+import { pickLang, renderError } from '../../src/errors/render.js'
+import { beijingTime, isoMicros, nextBeijingMidnight } from '../../src/util/time.js'
+
+describe('the error table', () => {
+  it('gives every row a status, a code in its category range and messages in both languages', () => {
+    const seen = new Map<number, string>()
+    for (const [key, d] of Object.entries(ERRORS)) {
+      const ranges = CODE_RANGES[d.type]
+      assert.ok(ranges, `${key}: unknown type ${d.type}`)
+      assert.ok(ranges.some(([lo, hi]) => d.code >= lo && d.code <= hi), `${key}: ${d.code} outside ${d.type}`)
+      assert.ok(d.http >= 400 && d.http < 600, key)
+      assert.ok(d.zh && d.en && d.solutionZh && d.solutionEn, key)
+      // codes are unique except 1312, which the spec gives to two meanings
+      if (seen.has(d.code) && d.code !== 1312) assert.fail(`${key} repeats code ${d.code} of ${seen.get(d.code)}`)
+      seen.set(d.code, key)
+    }
+  })
+
+  it('keeps the spec listed codes with their types and statuses', () => {
+    const spec: Array<[keyof typeof ERRORS, number, string, number]> = [
+      ['AUTH_MISSING', 1001, 'AUTH_ERROR', 401], ['AUTH_INVALID', 1002, 'AUTH_ERROR', 401], ['ACCOUNT_DISABLED', 1006, 'AUTH_ERROR', 403],
+      ['API_ACCESS_DISABLED', 1007, 'AUTH_ERROR', 403], ['NO_FILE', 1101, 'PARAM_ERROR', 400], ['EMPTY_FILE', 1103, 'PARAM_ERROR', 400],
+      ['FILE_TOO_LARGE', 1104, 'PARAM_ERROR', 400], ['FILE_TYPE_UNSUPPORTED', 1105, 'PARAM_ERROR', 400], ['HTTPS_REQUIRED', 1116, 'PARAM_ERROR', 400],
+      ['FILE_COUNT_LIMIT', 1201, 'QUOTA_ERROR', 400], ['RATE_LIMIT_HOUR', 1203, 'QUOTA_ERROR', 429], ['RATE_LIMIT_MINUTE', 1204, 'QUOTA_ERROR', 429],
+      ['FOLDER_PERMISSION', 1312, 'FILE_ERROR', 403], ['INTERNAL', 1501, 'SERVER_ERROR', 500], ['STORAGE_UNAVAILABLE', 1503, 'SERVER_ERROR', 503],
+      ['KV_KEY_TOO_LONG', 1601, 'DATA_ERROR', 400], ['KV_ENTRY_TOO_LARGE', 1602, 'DATA_ERROR', 400], ['KV_KEY_EXISTS', 1603, 'DATA_ERROR', 400],
+      ['KV_KEY_NOT_FOUND', 1604, 'DATA_ERROR', 404], ['KV_KEY_QUOTA', 1605, 'DATA_ERROR', 400], ['KV_KEY_FORMAT', 1606, 'DATA_ERROR', 400],
+      ['FORM_SLUG_TAKEN', 1610, 'FORM_ERROR', 400], ['FORM_NOT_FOUND', 1611, 'FORM_ERROR', 404], ['FORM_DISABLED', 1612, 'FORM_ERROR', 403],
+      ['FORM_QUOTA', 1613, 'FORM_ERROR', 429], ['FORM_FIELDS_MISMATCH', 1614, 'FORM_ERROR', 400],
+    ]
+    for (const [key, code, type, http] of spec) assert.deepEqual([ERRORS[key].code, ERRORS[key].type, ERRORS[key].http], [code, type, http], key)
+    const reserved = [1600, 1607, 1608, 1609, 1615, 1616, 1617, 1618, 1619]
+    for (const d of Object.values(ERRORS)) assert.ok(!reserved.includes(d.code), `reserved code ${d.code} used`)
+  })
+
+  it('renders format A, format B (string codes only where the spec has them) and plain', () => {
+    const a = renderError('AUTH_MISSING', 'A', 'en', {}, 'https://h')
+    assert.deepEqual(Object.keys(a), ['success', 'error_code', 'error_type', 'message', 'solution', 'doc_link'])
+    assert.equal(a.doc_link, 'https://h/docs/errors#1001')
+    assert.deepEqual(renderError('NO_FILE', 'B', 'zh', {}, 'https://h'), { success: false, message: '未上传文件', error_code: 'NO_FILE' })
+    assert.equal(renderError('API_ACCESS_DISABLED', 'B', 'en', {}, '').error_code, 'API_PERMISSION_DENIED')
+    assert.equal(renderError('FILE_COUNT_LIMIT', 'B', 'en', { params: { limit: 100 } }, '').error_code, 1201)
+    assert.deepEqual(renderError('LOCKED', 'plain', 'en', {}, ''), { success: false, message: 'Locked; it cannot be deleted' })
+  })
+
+  it('picks the language from Accept-Language', () => {
+    assert.equal(pickLang(undefined), 'zh')
+    assert.equal(pickLang('en'), 'en')
+    assert.equal(pickLang('fr, en;q=0.5'), 'en')
+    assert.equal(pickLang('en;q=0.4, zh-CN;q=0.8'), 'zh')
+    assert.equal(pickLang('de'), 'zh')
+  })
+})
+
+describe('time formats', () => {
+  it('formats Beijing time and ISO with microseconds', () => {
+    const t = Date.UTC(2026, 0, 15, 17, 4, 5, 123)
+    assert.equal(beijingTime(t), '2026-01-16 01:04:05')
+    assert.equal(isoMicros(t), '2026-01-16T01:04:05.123000+08:00')
+    assert.equal(nextBeijingMidnight(Date.UTC(2026, 0, 15, 15, 59, 59)), Date.UTC(2026, 0, 15, 16, 0, 0))
+    assert.equal(nextBeijingMidnight(Date.UTC(2026, 0, 15, 16, 0, 0)), Date.UTC(2026, 0, 16, 16, 0, 0))
+  })
+})

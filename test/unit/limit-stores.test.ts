@@ -1,0 +1,48 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import { REDIS_URL } from '../support/server.js'
+import { createRedisLimitStore } from '../../src/limits/redis.js'
+import { createMemoryLimitStore } from '../../src/limits/store.js'
+import { tierRules } from '../../src/limits/tiers.js'
+
+const rules = tierRules({ authenticated: { minute: 60, hour: 1000, day: 10000, concurrent: 10 } }).authenticated
+
+describe('limit stores', () => {
+  it('two instances sharing Redis let exactly `limit` of 200 concurrent requests through', async () => {
+    const prefix = `svc:test:${crypto.randomBytes(6).toString('hex')}:`
+    const a = createRedisLimitStore(REDIS_URL, { serverTime: true, prefix })
+    const b = createRedisLimitStore(REDIS_URL, { serverTime: true, prefix })
+    try {
+      const now = Date.now()
+      const results = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).hit('k:shared', rules.windows, now, true)))
+      assert.equal(results.filter((r) => r.allowed).length, 60)
+      const counts = await a.hit('k:shared', rules.windows, now, false)
+      assert.deepEqual(counts.windows.map((w) => w.count), [60, 60, 60])
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+
+  it('concurrency slots expire after their TTL (a crashed holder does not keep them)', async () => {
+    for (const store of [createMemoryLimitStore(), createRedisLimitStore(REDIS_URL, { serverTime: false, prefix: `svc:test:${crypto.randomBytes(6).toString('hex')}:` })]) {
+      const now = Date.now()
+      assert.equal((await store.acquire('x', 2, 't1', now, 1000)).ok, true)
+      assert.equal((await store.acquire('x', 2, 't2', now, 1000)).ok, true)
+      assert.equal((await store.acquire('x', 2, 't3', now, 1000)).ok, false)
+      assert.equal((await store.acquire('x', 2, 't3', now + 1001, 1000)).ok, true, store.kind)
+      await store.release('x', 't3')
+      assert.equal(await store.inFlight('x', now + 1001), 0)
+      await store.close()
+    }
+  })
+
+  it('fails fast with 1504 when Redis is unreachable', async () => {
+    const store = createRedisLimitStore('redis://127.0.0.1:1', { serverTime: true })
+    const t0 = Date.now()
+    await assert.rejects(store.hit('k', rules.windows, Date.now(), true), (e: any) => e.key === 'DEPENDENCY_UNAVAILABLE')
+    assert.ok(Date.now() - t0 < 2500, `took ${Date.now() - t0} ms`)
+    await store.close()
+  })
+})

@@ -1,0 +1,81 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import crypto from 'node:crypto'
+import { Readable } from 'node:stream'
+import { createLocalBlobStore } from '../../src/storage/local.js'
+import type { BlobStore } from '../../src/storage/blob-store.js'
+import { AppError } from '../../src/errors/app-error.js'
+
+const sha = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex')
+const collect = async (r: Readable) => {
+  const chunks: Buffer[] = []
+  for await (const c of r) chunks.push(c as Buffer)
+  return Buffer.concat(chunks)
+}
+const files = (dir: string): string[] => fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.join(e.parentPath ?? (e as any).path, e.name))
+
+describe('local blob store', () => {
+  let root: string
+  let blobs: BlobStore
+  before(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-blobs-'))
+    blobs = createLocalBlobStore(root)
+  })
+  after(() => fs.rmSync(root, { recursive: true, force: true }))
+
+  it('stores a stream under its SHA-256, reads it back whole and by range', async () => {
+    const data = crypto.randomBytes(300_000)
+    const stored = await blobs.put(Readable.from([data.subarray(0, 1000), data.subarray(1000)]))
+    assert.deepEqual(stored, { digest: sha(data), size: data.length })
+    assert.ok(fs.existsSync(path.join(root, stored.digest.slice(0, 2), stored.digest.slice(2, 4), stored.digest)))
+    assert.deepEqual(await collect(await blobs.get(stored.digest)), data)
+    assert.deepEqual(await collect(await blobs.get(stored.digest, { start: 10, end: 19 })), data.subarray(10, 20))
+    assert.deepEqual(await blobs.read(stored.digest), data)
+    assert.equal(await blobs.exists(stored.digest), true)
+  })
+
+  it('stores equal content once', async () => {
+    const data = Buffer.from('same bytes')
+    const a = await blobs.put(data)
+    const b = await blobs.put(Readable.from([data]))
+    assert.equal(a.digest, b.digest)
+    assert.equal(files(root).filter((f) => f.endsWith(a.digest)).length, 1)
+  })
+
+  it('refuses a body over maxBytes and leaves no file behind', async () => {
+    const before = files(root).length
+    await assert.rejects(blobs.put(Readable.from([Buffer.alloc(600), Buffer.alloc(600)]), { maxBytes: 1000 }), (e: unknown) => e instanceof AppError && e.key === 'FILE_TOO_LARGE')
+    await assert.rejects(blobs.put(Buffer.alloc(20), { maxBytes: 10, tooLarge: () => new AppError('BODY_TOO_LARGE') }), (e: unknown) => e instanceof AppError && e.key === 'BODY_TOO_LARGE')
+    assert.equal(files(root).length, before)
+  })
+
+  it('turns a failing source into 1503 and leaves no temp file', async () => {
+    const before = files(root).length
+    const failing = new Readable({ read() { this.destroy(Object.assign(new Error('EIO'), { code: 'EIO' })) } })
+    await assert.rejects(blobs.put(failing), (e: unknown) => e instanceof AppError && e.key === 'STORAGE_UNAVAILABLE')
+    assert.equal(files(root).length, before)
+  })
+
+  it('lists, deletes, and cleans stale temp files', async () => {
+    const { digest } = await blobs.put(Buffer.from('to delete'))
+    const listed: string[] = []
+    for await (const b of blobs.list()) listed.push(b.digest)
+    assert.ok(listed.includes(digest))
+    await blobs.delete(digest)
+    assert.equal(await blobs.exists(digest), false)
+    await blobs.delete(digest) // idempotent
+    fs.writeFileSync(path.join(root, 'tmp', 'leftover'), 'x')
+    const old = new Date(Date.now() - 7200_000)
+    fs.utimesSync(path.join(root, 'tmp', 'leftover'), old, old)
+    assert.equal(await blobs.cleanTemp(3600_000), 1)
+    assert.equal(fs.readdirSync(path.join(root, 'tmp')).length, 0)
+  })
+
+  it('rejects digests that are not SHA-256 hex (no path ever reaches the filesystem)', async () => {
+    await assert.rejects(blobs.get('../../etc/passwd'))
+    await assert.rejects(async () => blobs.exists('..%2f..'))
+  })
+})
