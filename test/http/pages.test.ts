@@ -110,6 +110,7 @@ for (const engine of ENGINES) {
       const page = await s.get('/api-keys', { cookie })
       const token = /<meta name="csrf-token" content="([^"]+)">/.exec(page.text)?.[1]
       assert.ok(token && token.length >= 32)
+      assert.equal(token, await s.csrfToken(cookie))
       const keys = await s.get('/svc_api/api-keys', { cookie })
       const id = keys.json.data.keys[0].id as string
       const disable = (headers: Record<string, string>) => s.post(`/svc_api/api-keys/${id}/disable`, { cookie, headers })
