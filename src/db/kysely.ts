@@ -16,6 +16,8 @@ export type Trx = Transaction<Database>
 export interface Db {
   k: DB
   engine: Engine
+  /** PostgreSQL schema named in DATABASE_URL (?schema=), if any. */
+  schema?: string
   /** Serialises writers that check a per-user quota: row lock on PostgreSQL (SQLite transactions are already exclusive). */
   lockUser(trx: Trx, userId: string): Promise<void>
   close(): Promise<void>
@@ -95,6 +97,7 @@ async function openPostgres(databaseUrl: string): Promise<Db> {
   return {
     k,
     engine: 'postgres',
+    schema: schema ?? undefined,
     lockUser: async (trx, userId) => {
       await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute()
     },

@@ -18,7 +18,8 @@ export function allMigrations(): Record<string, Migration> {
 /** Brings the schema up to date; runs at every start and from `svc migrate`. */
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const provider: MigrationProvider = { getMigrations: async () => allMigrations() }
-  const migrator = new Migrator({ db: db.k, provider })
+  // name the schema: Kysely otherwise looks for its tables by name across every schema
+  const migrator = new Migrator({ db: db.k, provider, ...(db.schema ? { migrationTableSchema: db.schema } : {}) })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
