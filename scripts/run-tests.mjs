@@ -20,7 +20,9 @@ const walk = (d) => {
 }
 walk(path.join(root, 'dist', 'test'))
 const filter = process.env.TEST_FILTER
-const selected = files.filter((f) => !filter || f.includes(filter)).sort()
+// match against the path below dist/test, so the checkout's own path never matches
+const testRoot = path.join(root, 'dist', 'test')
+const selected = files.filter((f) => !filter || path.relative(testRoot, f).includes(filter)).sort()
 if (selected.length === 0) {
   console.error('no test files found')
   process.exit(1)

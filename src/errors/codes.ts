@@ -136,6 +136,9 @@ export const ERRORS = {
     '删除不用的键，上限 {limit}', 'Delete unused keys; the limit is {limit}'),
   KV_KEY_FORMAT: def(1606, 'DATA_ERROR', 400, '键名格式无效：须以字母开头，只含 a-zA-Z0-9_-', 'Invalid key format: start with a letter, use only a-zA-Z0-9_-',
     '修改键名', 'Change the key'),
+  // beyond the spec (1615-1619 are reserved): the form's allowed_origins refuse the page
+  FORM_ORIGIN_REFUSED: def(1620, 'FORM_ERROR', 403, '此来源不允许向该表单提交', 'This origin may not submit to this form',
+    '表单所有者可将页面的来源加入 allowed_origins（沙箱页面为 "null"）', 'The form owner can add the page\'s origin to allowed_origins ("null" for sandboxed pages)'),
   FORM_SLUG_TAKEN: def(1610, 'FORM_ERROR', 400, '表单标识已被占用', 'Form slug already taken',
     '换一个 form_slug 或省略以自动生成', 'Choose another form_slug, or omit it to get one generated'),
   FORM_NOT_FOUND: def(1611, 'FORM_ERROR', 404, '表单不存在', 'Form does not exist',

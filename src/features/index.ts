@@ -1,11 +1,15 @@
 import type { Feature } from './feature.js'
 import { accountsFeature } from './accounts/index.js'
 import { docsFeature } from './docs/index.js'
+import { kvFeature } from './kv/index.js'
+import { formsFeature } from './forms/index.js'
 import { pagesFeature } from './pages/index.js'
 
 /** Every part of the service, in registration order. */
 export const FEATURES: Feature[] = [
   accountsFeature,
   docsFeature,
+  kvFeature,
+  formsFeature,
   pagesFeature,
 ]

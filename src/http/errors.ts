@@ -38,6 +38,11 @@ function fromFastifyError(e: FastifyError): AppError | null {
     case 'FST_ERR_VALIDATION':
       return new AppError('INVALID_PARAMETER', { params: { detail: e.message } })
   }
+  // PostgreSQL: text the database cannot hold (NUL, invalid encoding) is the client's input
+  const pgCode = (e as { code?: string }).code
+  if (pgCode === '22021' || pgCode === '22P05' || pgCode === '22P02') {
+    return new AppError('INVALID_PARAMETER', { params: { detail: 'a value contains characters that cannot be stored' } })
+  }
   if (e instanceof SyntaxError || /JSON/.test(e.message ?? '') && e.statusCode === 400) return new AppError('INVALID_JSON')
   if (e.statusCode === 413) return new AppError('BODY_TOO_LARGE', { params: { limit: 'the configured' } })
   if (e.statusCode === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'application/json' } })

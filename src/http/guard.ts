@@ -123,6 +123,20 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
     }
     req.principal = principal
   })
+
+  // NUL can never be stored or matched (PostgreSQL refuses it in text): one clear 400 for every route
+  app.addHook('preValidation', async (req) => {
+    if (hasNul(req.params) || hasNul(req.query)) {
+      throw new AppError('INVALID_PARAMETER', { params: { detail: 'NUL characters are not allowed in paths or query strings' } })
+    }
+  })
+}
+
+function hasNul(v: unknown): boolean {
+  if (typeof v === 'string') return v.includes('\u0000')
+  if (Array.isArray(v)) return v.some(hasNul)
+  if (v && typeof v === 'object') return Object.values(v).some(hasNul)
+  return false
 }
 
 /** The authenticated caller of a route with auth 'any' or 'session' (set by the guard). */

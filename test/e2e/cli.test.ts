@@ -11,8 +11,16 @@ import crypto from 'node:crypto'
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..')
 const bin = path.join(root, 'bin', 'svc')
 
-const svc = (args: string[], env: Record<string, string>) =>
-  spawnSync(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 })
+/** Runs bin/svc without blocking the event loop (a blocked loop breaks the test's keep-alive sockets). */
+const svc = (args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> =>
+  new Promise((resolve) => {
+    const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => { stdout += d })
+    child.stderr.on('data', (d: Buffer) => { stderr += d })
+    child.on('close', (status) => resolve({ status, stdout, stderr }))
+  })
 
 /** Starts `svc serve` and resolves with its printed URL once it is listening. */
 function serve(env: Record<string, string>, logFile: string): Promise<{ child: ChildProcess; url: string; httpUrl: string }> {
@@ -58,9 +66,9 @@ for (const engine of ['sqlite', 'postgres'] as const) {
     })
 
     it('adds a user and creates a key while the server runs; the key works at once', async () => {
-      const add = svc(['user', 'add', 'carol', '--password', password], env)
+      const add = (await svc(['user', 'add', 'carol', '--password', password], env))
       assert.equal(add.status, 0, add.stderr)
-      const k = svc(['key', 'create', 'carol', '--name', 'ci'], env)
+      const k = (await svc(['key', 'create', 'carol', '--name', 'ci'], env))
       assert.equal(k.status, 0, k.stderr)
       key = k.stdout.trim()
       assert.match(key, /^[A-Za-z0-9_]{64}$/)
@@ -70,26 +78,26 @@ for (const engine of ['sqlite', 'postgres'] as const) {
     })
 
     it('changes the tier, API access and limits of a running account', async () => {
-      assert.equal(svc(['user', 'set', 'carol', '--vip'], env).status, 0)
+      assert.equal((await svc(['user', 'set', 'carol', '--vip'], env)).status, 0)
       const r = await request(`${server.url}/svc_api/me`, { headers: { authorization: `Bearer ${key}` }, dispatcher: insecureAgent })
       assert.equal(r.headers['x-ratelimit-limit'], '300')
       await r.body.dump()
-      assert.equal(svc(['user', 'set', 'carol', '--api-access', 'off'], env).status, 0)
+      assert.equal((await svc(['user', 'set', 'carol', '--api-access', 'off'], env)).status, 0)
       const denied = await request(`${server.url}/svc_api/me`, { headers: { authorization: `Bearer ${key}` }, dispatcher: insecureAgent })
       assert.equal(denied.statusCode, 403)
       assert.equal((await denied.body.json() as any).error_code, 1007)
-      assert.equal(svc(['user', 'set', 'carol', '--api-access', 'on', '--limit', 'files=5', '--limit', 'kv_keys=7'], env).status, 0)
-      const bad = svc(['user', 'set', 'carol', '--limit', 'bogus=1'], env)
+      assert.equal((await svc(['user', 'set', 'carol', '--api-access', 'on', '--limit', 'files=5', '--limit', 'kv_keys=7'], env)).status, 0)
+      const bad = (await svc(['user', 'set', 'carol', '--limit', 'bogus=1'], env))
       assert.notEqual(bad.status, 0)
       assert.match(bad.stderr, /--limit/)
     })
 
-    it('refuses reserved and malformed usernames and a second user of the same name', () => {
+    it('refuses reserved and malformed usernames and a second user of the same name', async () => {
       for (const name of ['login', 'API-Keys', 'svc_api', '.well-known', 'healthz', 'favicon.ico', 'a', 'has space']) {
-        const r = svc(['user', 'add', name, '--password', password], env)
+        const r = (await svc(['user', 'add', name, '--password', password], env))
         assert.notEqual(r.status, 0, name)
       }
-      assert.notEqual(svc(['user', 'add', 'carol', '--password', password], env).status, 0)
+      assert.notEqual((await svc(['user', 'add', 'carol', '--password', password], env)).status, 0)
     })
 
     it('answers 1116 on the plain HTTP port and redirects pages there', async () => {
@@ -102,12 +110,12 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       await p.body.dump()
     })
 
-    it('grants entitlements and creates redeem codes', () => {
-      assert.equal(svc(['grant', 'carol', 'image-host'], env).status, 0)
-      const code = svc(['redeem-code', 'create', 'hosted-data'], env)
+    it('grants entitlements and creates redeem codes', async () => {
+      assert.equal((await svc(['grant', 'carol', 'image-host'], env)).status, 0)
+      const code = (await svc(['redeem-code', 'create', 'hosted-data'], env))
       assert.equal(code.status, 0)
       assert.match(code.stdout.trim(), /^DATA-[A-Za-z0-9]{20}$/)
-      assert.notEqual(svc(['grant', 'carol', 'everything'], env).status, 0)
+      assert.notEqual((await svc(['grant', 'carol', 'everything'], env)).status, 0)
     })
 
     it('keeps no password or key in clear in the database or the logs', async () => {
@@ -136,11 +144,11 @@ for (const engine of ['sqlite', 'postgres'] as const) {
 }
 
 describe('start-up with a bad configuration', () => {
-  it('stops with a message naming the variable', () => {
-    const r = svc(['serve'], { PORT: 'not-a-port', DATA_DIR: os.tmpdir() })
+  it('stops with a message naming the variable', async () => {
+    const r = (await svc(['serve'], { PORT: 'not-a-port', DATA_DIR: os.tmpdir() }))
     assert.equal(r.status, 78)
     assert.match(r.stderr, /PORT/)
-    const r2 = svc(['user', 'add', 'x1', '--password', 'whatever1'], { DATABASE_URL: 'mysql://nope' })
+    const r2 = (await svc(['user', 'add', 'x1', '--password', 'whatever1'], { DATABASE_URL: 'mysql://nope' }))
     assert.notEqual(r2.status, 0)
     assert.match(r2.stderr, /DATABASE_URL/)
   })

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Public KV read under load, next to a static file of the same size on the public host.
+#
+#   bench/kv-public.sh            (needs: npx tsc built dist/, wrk, curl; loopback only)
+#   ENGINE=postgres bench/kv-public.sh   (DATABASE_URL defaults to the test PostgreSQL)
+#
+# Starts `bin/svc serve` with TRUST_PROXY=1 (plain HTTP on 127.0.0.1:$PORT, requests carry
+# X-Forwarded-Proto: https), stores a small public entry, then runs wrk at 64 connections
+# against GET /svc_api/data/public/{user}/{key} and against a static file of the same byte
+# size served by the public host. When the public host is not there (no single-file upload on
+# this build), the comparison falls back to GET /healthz and says so.
+#
+# RATE_LIMITS is raised for the default tier: public reads are counted per client IP (as
+# intended), and wrk sends everything from 127.0.0.1, so the spec's 10/minute would refuse it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PORT=${PORT:-19110}
+CONNS=${CONNS:-64}
+THREADS=${THREADS:-2}
+DURATION=${DURATION:-10s}
+ENGINE=${ENGINE:-sqlite}
+DATA=$(mktemp -d /tmp/svc-bench-kv.XXXXXX)
+BASE="http://127.0.0.1:$PORT"
+H=(-H 'X-Forwarded-Proto: https')
+
+export DATA_DIR=$DATA PORT HOST=127.0.0.1 TRUST_PROXY=1 LOG_LEVEL=warn
+export RATE_LIMITS='{"default":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000}}'
+DROP_SCHEMA=
+if [ "$ENGINE" = postgres ] && [ -z "${DATABASE_URL:-}" ]; then
+  DROP_SCHEMA=bench_kv_$$
+  export DATABASE_URL="postgres://postgres@127.0.0.1:5432/test?schema=$DROP_SCHEMA"
+fi
+
+[ -f dist/src/cli/main.js ] || npx tsc -p tsconfig.json
+
+bin/svc serve >"$DATA/serve.log" 2>&1 &
+SERVER=$!
+cleanup() {
+  kill "$SERVER" 2>/dev/null || true
+  wait "$SERVER" 2>/dev/null || true
+  rm -rf "$DATA"
+  [ -z "$DROP_SCHEMA" ] || psql -q "postgres://postgres@127.0.0.1:5432/test" -c "drop schema if exists $DROP_SCHEMA cascade" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+for _ in $(seq 1 100); do
+  curl -sf "$BASE/healthz" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+USER=benchkv$$
+bin/svc user add "$USER" --password 'bench password 123' >/dev/null
+KEY=$(bin/svc key create "$USER" | tail -n 1)
+AUTH=(-H "Authorization: Bearer $KEY")
+
+curl -sf "${H[@]}" "${AUTH[@]}" -H 'Content-Type: application/json' \
+  -d '{"key":"board","value":{"top":[["alice",120],["bob",97],["carol",64]]},"is_public":true}' \
+  "$BASE/svc_api/data/store" >/dev/null
+KV_URL="$BASE/svc_api/data/public/$USER/board"
+SIZE=$(curl -sf "${H[@]}" "$KV_URL" | wc -c)
+
+# a static file of exactly the same size on the public host, if this build has one
+REF_URL="$BASE/healthz"
+REF_NAME="/healthz (no public host on this build)"
+printf '%*s' "$SIZE" '' | tr ' ' 'x' >"$DATA/same-size.html"
+if curl -sf "${H[@]}" "${AUTH[@]}" -F "file=@$DATA/same-size.html;type=text/html" "$BASE/svc_api/upload" >/dev/null 2>&1; then
+  if curl -sf "${H[@]}" "$BASE/$USER/same-size.html" -o /dev/null; then
+    REF_URL="$BASE/$USER/same-size.html"
+    REF_NAME="static file on the public host ($SIZE bytes)"
+  fi
+fi
+
+run() { # name url
+  echo "== $1: $2"
+  wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "${H[@]}" "$2" | tee "$DATA/wrk.out" | grep -E 'Requests/sec|Non-2xx|Socket errors|^ +(50|99)%'
+  awk '/Requests\/sec/ {print $2}' "$DATA/wrk.out" >"$DATA/rps.$3"
+}
+
+echo "engine $ENGINE; entry response $SIZE bytes; $CONNS connections, $THREADS threads, $DURATION each; cores: $(nproc); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+wrk -t1 -c4 -d2s "${H[@]}" "$KV_URL" >/dev/null # warm-up
+wrk -t1 -c4 -d2s "${H[@]}" "$REF_URL" >/dev/null
+run "public KV read" "$KV_URL" kv
+run "$REF_NAME" "$REF_URL" ref
+# the cheapest answer the server gives (plain-text 404 outside the API: no guard, no database)
+run "floor: 404 outside the API" "$BASE/no-such-user-page" floor
+ratio() { awk -v a="$(cat "$DATA/rps.$1")" -v b="$(cat "$DATA/rps.$2")" 'BEGIN { printf "%.2f", a / b }'; }
+echo "ratio kv/ref: $(ratio kv ref)   kv/floor: $(ratio kv floor)"

@@ -1,0 +1,54 @@
+import type { FieldDef } from './fields.js'
+import { submissionView, type FormView } from './service.js'
+import type { SubmissionRow } from './store.js'
+
+/**
+ * CSV cell: quoted when needed; text that a spreadsheet would read as a formula (starting with
+ * = + - @, tab or carriage return) is prefixed with an apostrophe (OWASP CSV injection).
+ */
+export function csvCell(v: unknown): string {
+  let s: string
+  if (v === undefined || v === null) s = ''
+  else if (Array.isArray(v)) s = v.map((x) => String(x)).join('; ')
+  else if (typeof v === 'string') s = /^[=+\-@\t\r]/.test(v) ? `'${v}` : v
+  else s = String(v)
+  if (Array.isArray(v) && /^[=+\-@\t\r]/.test(s)) s = `'${s}`
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s
+}
+
+const FIXED = ['submission_id', 'created_at', 'is_read', 'is_spam', 'spam_reason'] as const
+const TAIL = ['user_agent', 'ip_prefix'] as const
+
+/**
+ * The CSV export (UTF-8 with a byte-order mark so spreadsheets read Chinese text): fixed
+ * columns, then the form's fields in their order (for a form without fields_config, every
+ * name found in the exported rows, from a first pass), then user agent and client network.
+ */
+export async function* csvExport(fields: FieldDef[], rows: () => AsyncIterable<SubmissionRow>): AsyncGenerator<string> {
+  let columns = fields.map((f) => f.name)
+  if (columns.length === 0) {
+    const seen = new Set<string>()
+    for await (const r of rows()) for (const k of Object.keys(JSON.parse(r.data) as object)) seen.add(k)
+    columns = [...seen]
+  }
+  yield '\uFEFF' + [...FIXED, ...columns, ...TAIL].map(csvCell).join(',') + '\r\n'
+  for await (const r of rows()) {
+    const v = submissionView(r)
+    const cells = [v.id, v.created_at, v.is_read, v.is_spam, v.spam_reason, ...columns.map((c) => v.data[c]), v.user_agent, v.ip_prefix]
+    yield cells.map(csvCell).join(',') + '\r\n'
+  }
+}
+
+/**
+ * The JSON export, streamed: {success, data:{form, submissions:[...], exported_count,
+ * total_count, truncated, export_limit}}.
+ */
+export async function* jsonExport(form: FormView, rows: AsyncIterable<SubmissionRow>, total: number, cap: number): AsyncGenerator<string> {
+  yield `{"success":true,"data":{"form":${JSON.stringify(form)},"submissions":[`
+  let n = 0
+  for await (const r of rows) {
+    yield (n ? ',' : '') + JSON.stringify(submissionView(r))
+    n++
+  }
+  yield `],"exported_count":${n},"total_count":${total},"truncated":${total > n},"export_limit":${cap}}}`
+}

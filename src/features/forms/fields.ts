@@ -1,0 +1,238 @@
+import { AppError } from '../../errors/app-error.js'
+
+/** Field types a form may declare (decisions.md). */
+export const FIELD_TYPES = ['text', 'email', 'number', 'textarea', 'select', 'checkbox', 'url', 'tel', 'date'] as const
+export type FieldType = (typeof FIELD_TYPES)[number]
+
+/** One item of fields_config, as stored and answered. */
+export interface FieldDef {
+  name: string
+  label: string | null
+  type: FieldType
+  required: boolean
+  options?: string[]
+}
+
+/** Submitted value after validation (what is stored in a submission's `data`). */
+export type FieldValue = string | number | boolean | string[] | Array<string | number | boolean>
+
+export const MAX_FIELDS = 50
+export const MAX_OPTIONS = 100
+/** Field names: a letter or digit (any script), then letters, digits, marks, `_ . -`; up to 64. */
+export const FIELD_NAME_RE = /^[\p{L}\p{N}][\p{L}\p{N}\p{M}_.\-]{0,63}$/u
+/** Longest value of a one-line field (textarea is bounded by the body cap only). */
+const MAX_LINE_CHARS = 10_000
+
+const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
+const mismatch = (field: string, detail: string) => new AppError('FORM_FIELDS_MISMATCH', { params: { field, detail: `${field}: ${detail}` }, extra: { field } })
+
+const LONE_SURROGATE_RE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/**
+ * Text the database can store identically on both engines: PostgreSQL refuses U+0000 and a
+ * lone surrogate would silently become U+FFFD, so both are refused up front.
+ */
+export function textProblem(s: string): string | null {
+  if (s.includes('\u0000')) return 'must not contain the NUL character (\\u0000)'
+  if (LONE_SURROGATE_RE.test(s)) return 'must not contain a lone UTF-16 surrogate'
+  return null
+}
+
+/** Refuses text that cannot be stored (400 naming the parameter). */
+export function checkText(param: string, s: string): void {
+  const p = textProblem(s)
+  if (p) throw bad(`${param} ${p}`)
+}
+
+/** Validates and normalises fields_config (400 naming the item and key on any problem). */
+export function parseFieldsConfig(v: unknown): FieldDef[] {
+  if (v === undefined || v === null) return []
+  if (!Array.isArray(v)) throw bad('fields_config must be an array')
+  if (v.length > MAX_FIELDS) throw bad(`fields_config has more than ${MAX_FIELDS} fields`)
+  const seen = new Set<string>()
+  return v.map((item, i): FieldDef => {
+    const at = `fields_config[${i}]`
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw bad(`${at} must be an object`)
+    const o = item as Record<string, unknown>
+    if (typeof o.name !== 'string') throw bad(`${at}.name is required (a string)`)
+    checkText(`${at}.name`, o.name)
+    if (!FIELD_NAME_RE.test(o.name)) throw bad(`${at}.name must be 1-64 letters, digits, "_", "." or "-", starting with a letter or digit`)
+    if (seen.has(o.name.toLowerCase())) throw bad(`${at}.name "${o.name}" is used twice`)
+    seen.add(o.name.toLowerCase())
+    let label: string | null = null
+    if (o.label !== undefined && o.label !== null) {
+      if (typeof o.label !== 'string' || o.label.length > 200) throw bad(`${at}.label must be a string of at most 200 characters`)
+      checkText(`${at}.label`, o.label)
+      label = o.label
+    }
+    const type = o.type ?? 'text'
+    if (typeof type !== 'string' || !(FIELD_TYPES as readonly string[]).includes(type)) {
+      throw bad(`${at}.type must be one of ${FIELD_TYPES.join(', ')}`)
+    }
+    const required = o.required ?? false
+    if (typeof required !== 'boolean') throw bad(`${at}.required must be true or false`)
+    const def: FieldDef = { name: o.name, label, type: type as FieldType, required }
+    if (o.options !== undefined && o.options !== null) {
+      if (type !== 'select' && type !== 'checkbox') throw bad(`${at}.options only applies to select and checkbox fields`)
+      if (!Array.isArray(o.options) || o.options.length === 0 || o.options.length > MAX_OPTIONS) {
+        throw bad(`${at}.options must be an array of 1-${MAX_OPTIONS} strings`)
+      }
+      const opts = o.options.map((x, j) => {
+        if ((typeof x !== 'string' && typeof x !== 'number') || String(x).length === 0 || String(x).length > 200) {
+          throw bad(`${at}.options[${j}] must be a non-empty string of at most 200 characters`)
+        }
+        checkText(`${at}.options[${j}]`, String(x))
+        return String(x)
+      })
+      if (new Set(opts).size !== opts.length) throw bad(`${at}.options has duplicates`)
+      def.options = opts
+    } else if (type === 'select') {
+      throw bad(`${at}.options is required for a select field`)
+    }
+    return def
+  })
+}
+
+const TRUE_WORDS = new Set(['on', 'true', '1', 'yes', 'checked'])
+const FALSE_WORDS = new Set(['off', 'false', '0', 'no', ''])
+const EMAIL_RE = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/u
+const TEL_RE = /^\+?[0-9][0-9 ().\-]{1,30}$/
+const NUMBER_RE = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/
+
+const isEmpty = (v: unknown) => v === undefined || v === null || (typeof v === 'string' && v.trim() === '') || (Array.isArray(v) && v.length === 0)
+
+function single(def: FieldDef, v: unknown): string {
+  if (Array.isArray(v)) {
+    if (v.length !== 1) throw mismatch(def.name, 'expects a single value')
+    v = v[0]
+  }
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v)
+  if (typeof v !== 'string') throw mismatch(def.name, 'expects text')
+  return v
+}
+
+function validDate(s: string): boolean {
+  const m = DATE_RE.exec(s)
+  if (!m) return false
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])]
+  const t = new Date(Date.UTC(y, mo - 1, d))
+  return t.getUTCFullYear() === y && t.getUTCMonth() === mo - 1 && t.getUTCDate() === d
+}
+
+/** Checks one submitted value against its definition; returns the value to store. */
+function fieldValue(def: FieldDef, raw: unknown): FieldValue | undefined {
+  if (def.type === 'checkbox' && !def.options) {
+    let b: boolean
+    const v = Array.isArray(raw) && raw.length === 1 ? raw[0] : raw
+    if (v === undefined || v === null) b = false
+    else if (typeof v === 'boolean') b = v
+    else if (typeof v === 'string' && TRUE_WORDS.has(v.trim().toLowerCase())) b = true
+    else if (typeof v === 'string' && FALSE_WORDS.has(v.trim().toLowerCase())) b = false
+    else if (v === 1 || v === 0) b = v === 1
+    else throw mismatch(def.name, 'expects a checkbox value (true/false, on)')
+    if (def.required && !b) throw mismatch(def.name, 'is required (must be checked)')
+    return b
+  }
+  if (def.type === 'checkbox' && def.options) {
+    const list = raw === undefined || raw === null ? [] : Array.isArray(raw) ? raw : [raw]
+    const out: string[] = []
+    for (const x of list) {
+      if (typeof x !== 'string' && typeof x !== 'number') throw mismatch(def.name, 'expects option values')
+      const s = String(x)
+      if (s === '') continue
+      if (!def.options.includes(s)) throw mismatch(def.name, `"${s}" is not one of the options`)
+      if (!out.includes(s)) out.push(s)
+    }
+    if (def.required && out.length === 0) throw mismatch(def.name, 'is required (choose at least one option)')
+    return out
+  }
+  if (isEmpty(raw)) {
+    if (def.required) throw mismatch(def.name, 'is required')
+    return undefined
+  }
+  const s = single(def, raw)
+  if (def.type !== 'textarea' && s.length > MAX_LINE_CHARS) throw mismatch(def.name, `is longer than ${MAX_LINE_CHARS} characters`)
+  const t = s.trim()
+  switch (def.type) {
+    case 'text':
+    case 'textarea':
+      return s
+    case 'email':
+      if (t.length > 254 || !EMAIL_RE.test(t)) throw mismatch(def.name, 'is not an email address')
+      return t
+    case 'number': {
+      if (typeof raw === 'number' && Number.isFinite(raw)) return raw
+      if (!NUMBER_RE.test(t) || !Number.isFinite(Number(t))) throw mismatch(def.name, 'is not a number')
+      return Number(t)
+    }
+    case 'url': {
+      let u: URL
+      try {
+        u = new URL(t)
+      } catch {
+        throw mismatch(def.name, 'is not a URL')
+      }
+      if ((u.protocol !== 'http:' && u.protocol !== 'https:') || t.length > 2048) throw mismatch(def.name, 'must be an http(s) URL')
+      return t
+    }
+    case 'tel':
+      if (!TEL_RE.test(t)) throw mismatch(def.name, 'is not a telephone number')
+      return t
+    case 'date':
+      if (!validDate(t)) throw mismatch(def.name, 'is not a date (YYYY-MM-DD)')
+      return t
+    case 'select':
+      if (!def.options!.includes(s)) throw mismatch(def.name, `"${s}" is not one of the options`)
+      return s
+  }
+}
+
+/** Free-form value (a form without fields_config): text, number, boolean, or a list of them. */
+function freeValue(name: string, raw: unknown): FieldValue | undefined {
+  if (raw === undefined || raw === null) return undefined
+  const ok = (x: unknown) => typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x))
+  if (Array.isArray(raw)) {
+    if (!raw.every(ok)) throw mismatch(name, 'expects text, numbers or booleans')
+    return raw as Array<string | number | boolean>
+  }
+  if (!ok(raw)) throw mismatch(name, 'expects text, a number or a boolean')
+  return raw as string | number | boolean
+}
+
+/** Every string inside a value, for the storable-text check. */
+const strings = (v: unknown): string[] => (typeof v === 'string' ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [])
+
+/**
+ * Validates submitted fields against a form's definition. Names starting with "_" and the
+ * honeypot field are control fields (never stored, never "unknown"). With an empty
+ * fields_config any field name is accepted. Errors: 1614 naming the field; 400 for text the
+ * database cannot store.
+ */
+export function validateSubmission(defs: FieldDef[], honeypot: string | null, body: Map<string, unknown>): Record<string, FieldValue> {
+  const out: Array<[string, FieldValue]> = []
+  const byName = new Map(defs.map((d) => [d.name, d]))
+  let count = 0
+  for (const [name, raw] of body) {
+    const p = textProblem(name)
+    if (p) throw bad(`a field name ${p}`)
+    for (const s of strings(raw)) {
+      const q = textProblem(s)
+      if (q) throw bad(`field "${name}" ${q}`)
+    }
+    if (name.startsWith('_') || name === honeypot) continue
+    if (defs.length > 0) {
+      if (!byName.has(name)) throw mismatch(name, 'is not a field of this form')
+      continue
+    }
+    if (++count > MAX_FIELDS) throw mismatch(name, `a form without fields_config takes at most ${MAX_FIELDS} fields`)
+    if (name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) throw mismatch(name.slice(0, 64), 'is not a valid field name')
+    const v = freeValue(name, raw)
+    if (v !== undefined) out.push([name, v])
+  }
+  for (const def of defs) {
+    const v = fieldValue(def, body.get(def.name))
+    if (v !== undefined) out.push([def.name, v])
+  }
+  return Object.fromEntries(out)
+}

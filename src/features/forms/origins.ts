@@ -1,0 +1,132 @@
+import net from 'node:net'
+import { AppError } from '../../errors/app-error.js'
+import { checkText } from './fields.js'
+
+export const MAX_ALLOWED_ORIGINS = 20
+
+const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
+
+/** The origin (scheme://host[:port]) of an http(s) URL, or null. */
+export function originOf(url: string): string | null {
+  try {
+    const u = new URL(url)
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Validates allowed_origins: each entry is "null" (pages in an opaque origin, e.g. sandboxed
+ * hosted pages) or an http(s) origin without path, query or credentials; stored normalised
+ * (lower-case host, default port dropped). Empty = any origin.
+ */
+export function parseAllowedOrigins(v: unknown): string[] {
+  if (v === undefined || v === null) return []
+  if (!Array.isArray(v)) throw bad('allowed_origins must be an array of origins such as "https://example.com" (empty = any origin)')
+  if (v.length > MAX_ALLOWED_ORIGINS) throw bad(`allowed_origins takes at most ${MAX_ALLOWED_ORIGINS} entries`)
+  const out: string[] = []
+  v.forEach((x, i) => {
+    if (typeof x !== 'string') throw bad(`allowed_origins[${i}] must be a string`)
+    checkText(`allowed_origins[${i}]`, x)
+    const s = x.trim()
+    if (s.toLowerCase() === 'null') {
+      if (!out.includes('null')) out.push('null')
+      return
+    }
+    if (s === '*') throw bad('allowed_origins: leave the list empty to accept any origin instead of "*"')
+    let u: URL
+    try {
+      u = new URL(s)
+    } catch {
+      throw bad(`allowed_origins[${i}] is not an origin such as "https://example.com"`)
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw bad(`allowed_origins[${i}] must be an http or https origin`)
+    if (u.username || u.password || (u.pathname !== '/' && u.pathname !== '') || u.search || u.hash || /[?#]/.test(s)) {
+      throw bad(`allowed_origins[${i}] must be an origin (scheme://host[:port]) without path, query or credentials`)
+    }
+    if (!out.includes(u.origin)) out.push(u.origin)
+  })
+  return out
+}
+
+export interface OriginDecision {
+  /** Whether the submission may be accepted. */
+  allowed: boolean
+  /** Value for Access-Control-Allow-Origin, or null to send none. */
+  acao: string | null
+}
+
+/**
+ * The CORS and origin rule of a public submit:
+ * - allowed_origins empty: any origin; the Origin is echoed ("*" without one).
+ * - Origin is a web origin: allowed when listed; echoed only then.
+ * - Origin is "null" (sandboxed or opaque page): allowed when "null" is listed, or when a
+ *   Referer is present and its origin is listed; "null" is echoed then.
+ * - no Origin (not a browser's CORS request): the Referer's origin must be listed when a
+ *   Referer is sent; a client sending neither (curl, servers) is accepted, since those can
+ *   claim any origin anyway.
+ */
+export function decideOrigin(allowed: string[], origin: string | undefined, referer: string | undefined): OriginDecision {
+  if (allowed.length === 0) return { allowed: true, acao: origin ?? '*' }
+  const refOrigin = referer ? originOf(referer) : null
+  if (origin === undefined) {
+    if (referer === undefined) return { allowed: true, acao: null }
+    return { allowed: refOrigin !== null && allowed.includes(refOrigin), acao: null }
+  }
+  if (origin === 'null') {
+    const ok = allowed.includes('null') || (refOrigin !== null && allowed.includes(refOrigin))
+    return { allowed: ok, acao: ok ? 'null' : null }
+  }
+  const o = originOf(origin)
+  const ok = o !== null && allowed.includes(o)
+  return { allowed: ok, acao: ok ? origin : null }
+}
+
+function ipv6Groups(ip: string): number[] | null {
+  let s = ip.split('%')[0]
+  const v4 = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(s)
+  if (v4) {
+    const b = v4.slice(2).map(Number)
+    s = `${v4[1]}${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`
+  }
+  const halves = s.split('::')
+  if (halves.length > 2) return null
+  const head = halves[0] ? halves[0].split(':') : []
+  const tail = halves.length === 2 ? (halves[1] ? halves[1].split(':') : []) : null
+  const groups = tail === null ? head : [...head, ...Array(8 - head.length - tail.length).fill('0'), ...tail]
+  if (groups.length !== 8) return null
+  return groups.map((g) => parseInt(g, 16))
+}
+
+type Addr = { v: 4; bytes: number[] } | { v: 6; groups: number[] }
+
+function parseIp(ip: string): Addr | null {
+  if (net.isIPv4(ip)) return { v: 4, bytes: ip.split('.').map(Number) }
+  if (!net.isIPv6(ip)) return null
+  const g = ipv6Groups(ip)
+  if (!g) return null
+  // IPv4-mapped (::ffff:a.b.c.d) counts as IPv4
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return { v: 4, bytes: [g[6] >> 8, g[6] & 255, g[7] >> 8, g[7] & 255] }
+  return { v: 6, groups: g }
+}
+
+const v6 = (groups: number[], keep: number, bits: number) => `${groups.slice(0, keep).map((x) => x.toString(16)).join(':')}::/${bits}`
+
+/**
+ * The client address as stored with a submission: truncated to its network, IPv4 /24
+ * ("203.0.113.0/24") and IPv6 /48 ("2001:db8:1::/48"), so no submission records a person's
+ * exact address.
+ */
+export function ipPrefix(ip: string): string | null {
+  const a = parseIp(ip)
+  if (!a) return null
+  return a.v === 4 ? `${a.bytes.slice(0, 3).join('.')}.0/24` : v6(a.groups, 3, 48)
+}
+
+/** The key the per-IP submission limit counts by: the IPv4 address, or the IPv6 /64. Never stored. */
+export function ipLimitKey(ip: string): string {
+  const a = parseIp(ip)
+  if (!a) return ip
+  return a.v === 4 ? a.bytes.join('.') : v6(a.groups, 4, 64)
+}

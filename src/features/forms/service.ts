@@ -1,0 +1,378 @@
+import type { Db } from '../../db/kysely.js'
+import { isUniqueViolation } from '../../db/kysely.js'
+import type { User } from '../../auth/users.js'
+import { newId, randomString } from '../../auth/tokens.js'
+import { AppError } from '../../errors/app-error.js'
+import { parsePage, pageInfo } from '../../http/pagination.js'
+import type { LimitStore } from '../../limits/store.js'
+import type { WindowRule } from '../../limits/tiers.js'
+import { quotaOf } from '../../limits/quotas.js'
+import type { Clock } from '../../util/clock.js'
+import { beijingTime } from '../../util/time.js'
+import { checkText, FIELD_NAME_RE, parseFieldsConfig, validateSubmission, type FieldDef } from './fields.js'
+import { ipLimitKey, ipPrefix, parseAllowedOrigins } from './origins.js'
+import { formStore, type FormRow, type SubmissionFilter, type SubmissionRow } from './store.js'
+
+/** Slugs given by the owner; generated ones are 10 characters of [A-Za-z0-9]. */
+export const SLUG_RE = /^[A-Za-z0-9_-]{3,64}$/
+export const DEFAULT_HONEYPOT = '_gotcha'
+/** Largest submission body (JSON, form-encoded or multipart), refused before any parsing into the database. */
+export const SUBMIT_BODY_LIMIT = 64 * 1024
+/** Per client address (IPv4, or IPv6 /64) and form, on top of the API's anonymous rate limit. */
+export const SUBMIT_RULES: WindowRule[] = [
+  { name: 'minute', kind: 'sliding', ms: 60_000, limit: 10 },
+  { name: 'hour', kind: 'sliding', ms: 3_600_000, limit: 100 },
+]
+const EXPORT_BATCH = 500
+
+const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
+const notFound = () => new AppError('FORM_NOT_FOUND')
+
+/** Calendar month in Beijing time, `YYYY-MM`: the period of the monthly submission quota. */
+export const beijingMonth = (ms: number) => beijingTime(ms).slice(0, 7)
+
+/** Query flag `true`/`1`, `false`/`0`, or absent. */
+export function parseFlag(name: string, v: unknown): boolean | undefined {
+  const x = Array.isArray(v) ? v[v.length - 1] : v
+  if (x === undefined || x === '') return undefined
+  if (x === 'true' || x === '1') return true
+  if (x === 'false' || x === '0') return false
+  throw bad(`${name} must be true or false`)
+}
+
+export interface FormInput {
+  form_name?: unknown
+  form_slug?: unknown
+  fields_config?: unknown
+  allowed_origins?: unknown
+  redirect_url?: unknown
+  is_active?: unknown
+  honeypot_field?: unknown
+  min_fill_seconds?: unknown
+}
+
+function formName(v: unknown): string {
+  if (typeof v !== 'string' || v.trim().length === 0) throw bad('form_name is required (a non-empty string)')
+  const s = v.trim()
+  if (s.length > 100) throw bad('form_name is longer than 100 characters')
+  checkText('form_name', s)
+  return s
+}
+
+function slug(v: unknown): string {
+  if (typeof v !== 'string' || !SLUG_RE.test(v)) throw bad('form_slug must be 3-64 characters of A-Z, a-z, 0-9, "_" and "-"')
+  return v
+}
+
+/** redirect_url: an absolute http(s) URL (javascript:, data: and the like are refused), or null. */
+function redirectUrl(v: unknown): string | null {
+  if (v === null || v === '') return null
+  if (typeof v !== 'string') throw bad('redirect_url must be an http(s) URL or null')
+  const s = v.trim()
+  checkText('redirect_url', s)
+  let u: URL
+  try {
+    u = new URL(s)
+  } catch {
+    throw bad('redirect_url must be an absolute http(s) URL')
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw bad(`redirect_url must be an http(s) URL; "${u.protocol}" is not allowed`)
+  if (s.length > 2048 || /[\s\u0000-\u001f\u007f]/.test(s)) throw bad('redirect_url must be at most 2048 characters without spaces or control characters')
+  return s
+}
+
+function bool(name: string, v: unknown): boolean {
+  if (typeof v !== 'boolean') throw bad(`${name} must be true or false`)
+  return v
+}
+
+function honeypot(v: unknown): string | null {
+  if (v === null || v === '') return null
+  if (typeof v !== 'string' || !(FIELD_NAME_RE.test(v) || /^_[\p{L}\p{N}\p{M}_.\-]{1,63}$/u.test(v))) {
+    throw bad('honeypot_field must be a field name (1-64 letters, digits, "_", "." or "-") or null')
+  }
+  return v
+}
+
+function minFill(v: unknown): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 3600) throw bad('min_fill_seconds must be an integer from 0 to 3600')
+  return v
+}
+
+function checkHoneypotVsFields(hp: string | null, fields: FieldDef[]) {
+  if (hp && fields.some((f) => f.name.toLowerCase() === hp.toLowerCase())) {
+    throw bad(`honeypot_field "${hp}" must not be one of the form's fields`)
+  }
+}
+
+/** A form as the API answers it. */
+export function formView(f: FormRow, base: string) {
+  return {
+    id: f.id,
+    form_name: f.form_name,
+    form_slug: f.form_slug,
+    fields_config: JSON.parse(f.fields_config) as FieldDef[],
+    allowed_origins: JSON.parse(f.allowed_origins) as string[],
+    redirect_url: f.redirect_url,
+    is_active: !!f.is_active,
+    honeypot_field: f.honeypot_field,
+    min_fill_seconds: Number(f.min_fill_seconds),
+    submit_url: `${base}/api/forms/submit/${f.form_slug}`,
+    created_at: beijingTime(Number(f.created_at)),
+    updated_at: beijingTime(Number(f.updated_at)),
+  }
+}
+export type FormView = ReturnType<typeof formView>
+
+/** A submission as the API answers it. */
+export function submissionView(r: SubmissionRow) {
+  return {
+    id: r.id,
+    data: JSON.parse(r.data) as Record<string, unknown>,
+    is_read: !!r.is_read,
+    is_spam: !!r.is_spam,
+    spam_reason: r.spam_reason,
+    user_agent: r.user_agent,
+    ip_prefix: r.ip_prefix,
+    created_at: beijingTime(Number(r.created_at)),
+  }
+}
+export type SubmissionView = ReturnType<typeof submissionView>
+
+/** Why a submission looks automated, or null (honeypot filled; filled in faster than allowed). */
+export function spamReason(form: Pick<FormRow, 'honeypot_field' | 'min_fill_seconds'>, body: Map<string, unknown>, now: number): string | null {
+  const first = (v: unknown) => (Array.isArray(v) ? v[0] : v)
+  if (form.honeypot_field) {
+    const hp = first(body.get(form.honeypot_field))
+    if (hp !== undefined && hp !== null && hp !== '' && hp !== false) return 'honeypot'
+  }
+  const min = Number(form.min_fill_seconds)
+  if (min > 0) {
+    const ts = first(body.get('_ts'))
+    const n = typeof ts === 'number' ? ts : typeof ts === 'string' && /^\d{1,16}(\.\d+)?$/.test(ts.trim()) ? Number(ts) : NaN
+    if (!Number.isFinite(n)) return 'no_timestamp'
+    // seconds or milliseconds since the epoch
+    const renderedAt = n < 1e11 ? n * 1000 : n
+    if (now - renderedAt < min * 1000) return 'too_fast'
+  }
+  return null
+}
+
+export interface FormServiceDeps {
+  db: Db
+  clock: Clock
+  limits: LimitStore
+}
+
+/** The rules of the forms part: management, submission, quotas. No Fastify here. */
+export function createFormService({ db, clock, limits }: FormServiceDeps) {
+  const owned = async (user: User, id: string) => {
+    const f = id.length <= 64 ? await formStore.byId(db.k, user.id, id) : undefined
+    if (!f) throw notFound()
+    return f
+  }
+
+  return {
+    /** Creates a form; the form count quota is checked under the owner's lock (1613). */
+    async create(user: User, input: FormInput): Promise<FormRow> {
+      const name = formName(input.form_name)
+      const givenSlug = input.form_slug === undefined || input.form_slug === null || input.form_slug === '' ? null : slug(input.form_slug)
+      const fields = parseFieldsConfig(input.fields_config)
+      const origins = parseAllowedOrigins(input.allowed_origins)
+      const redirect = input.redirect_url === undefined ? null : redirectUrl(input.redirect_url)
+      const active = input.is_active === undefined ? true : bool('is_active', input.is_active)
+      const hp = input.honeypot_field === undefined ? DEFAULT_HONEYPOT : honeypot(input.honeypot_field)
+      const fill = input.min_fill_seconds === undefined ? 0 : minFill(input.min_fill_seconds)
+      checkHoneypotVsFields(hp, fields)
+      if (givenSlug && (await formStore.slugTaken(db.k, givenSlug.toLowerCase()))) throw new AppError('FORM_SLUG_TAKEN')
+
+      for (let attempt = 0; ; attempt++) {
+        const formSlug = givenSlug ?? randomString(10)
+        const now = clock.now()
+        const row: FormRow = {
+          id: newId(), user_id: user.id, form_name: name, form_slug: formSlug, slug_key: formSlug.toLowerCase(),
+          fields_config: JSON.stringify(fields), allowed_origins: JSON.stringify(origins), redirect_url: redirect,
+          is_active: active ? 1 : 0, honeypot_field: hp, min_fill_seconds: fill, created_at: now, updated_at: now,
+        }
+        try {
+          await db.k.transaction().execute(async (trx) => {
+            await db.lockUser(trx, user.id)
+            const limit = quotaOf(user.limits, 'forms')
+            const used = await formStore.countByUser(trx, user.id)
+            if (used >= limit) {
+              throw new AppError('FORM_QUOTA', {
+                params: { detail: `forms ${used}/${limit}`, limit },
+                extra: { details: { quota: 'forms', used, limit } },
+              })
+            }
+            await formStore.insert(trx, row)
+          })
+          return row
+        } catch (e) {
+          if (!isUniqueViolation(e)) throw e
+          if (givenSlug || attempt >= 4) throw new AppError('FORM_SLUG_TAKEN')
+        }
+      }
+    },
+
+    /** Changes any of the creation fields; the others stay. */
+    async update(user: User, id: string, input: FormInput): Promise<FormRow> {
+      const f = await owned(user, id)
+      const patch: Partial<FormRow> = {}
+      if (input.form_name !== undefined) patch.form_name = formName(input.form_name)
+      if (input.form_slug !== undefined && input.form_slug !== f.form_slug) {
+        patch.form_slug = slug(input.form_slug)
+        patch.slug_key = patch.form_slug.toLowerCase()
+        if (await formStore.slugTaken(db.k, patch.slug_key, f.id)) throw new AppError('FORM_SLUG_TAKEN')
+      }
+      const fields = input.fields_config !== undefined ? parseFieldsConfig(input.fields_config) : (JSON.parse(f.fields_config) as FieldDef[])
+      if (input.fields_config !== undefined) patch.fields_config = JSON.stringify(fields)
+      if (input.allowed_origins !== undefined) patch.allowed_origins = JSON.stringify(parseAllowedOrigins(input.allowed_origins))
+      if (input.redirect_url !== undefined) patch.redirect_url = redirectUrl(input.redirect_url)
+      if (input.is_active !== undefined) patch.is_active = bool('is_active', input.is_active) ? 1 : 0
+      const hp = input.honeypot_field !== undefined ? honeypot(input.honeypot_field) : f.honeypot_field
+      if (input.honeypot_field !== undefined) patch.honeypot_field = hp
+      if (input.min_fill_seconds !== undefined) patch.min_fill_seconds = minFill(input.min_fill_seconds)
+      checkHoneypotVsFields(hp, fields)
+      patch.updated_at = clock.now()
+      try {
+        await formStore.update(db.k, f.id, patch)
+      } catch (e) {
+        if (isUniqueViolation(e)) throw new AppError('FORM_SLUG_TAKEN')
+        throw e
+      }
+      return { ...f, ...patch }
+    },
+
+    /** The owner's forms, newest first, with counters and the quota usage. */
+    async list(user: User) {
+      const [forms, stats, used] = await Promise.all([
+        formStore.listByUser(db.k, user.id),
+        formStore.stats(db.k, user.id),
+        formStore.monthUsage(db.k, user.id, beijingMonth(clock.now())),
+      ])
+      return {
+        forms: forms.map((f) => ({ row: f, stats: stats.get(f.id) ?? { submission_count: 0, unread_count: 0, spam_count: 0, last_submission_at: null } })),
+        quota: {
+          forms: { used: forms.length, limit: quotaOf(user.limits, 'forms') },
+          submissions_month: { used, limit: quotaOf(user.limits, 'form_submissions_month'), month: beijingMonth(clock.now()) },
+          export_rows: { limit: quotaOf(user.limits, 'form_export_rows') },
+        },
+      }
+    },
+
+    /** One page of a form's submissions, newest first. */
+    async data(user: User, id: string, query: Record<string, unknown>) {
+      const f = await owned(user, id)
+      const page = parsePage(query, { perPage: 20, maxPerPage: 100 })
+      const filter: SubmissionFilter = { isRead: parseFlag('is_read', query.is_read), isSpam: parseFlag('is_spam', query.is_spam) }
+      const total = await formStore.countSubmissions(db.k, f.id, filter)
+      const rows = page.offset < total ? await formStore.pageSubmissions(db.k, f.id, filter, page.perPage, { offset: page.offset }) : []
+      return { form_id: f.id, ...pageInfo(page, total), submissions: rows.map(submissionView) }
+    },
+
+    /**
+     * An export: the form, how many rows it will hold (newest first, at most the owner's
+     * form_export_rows), and the rows read in batches so a large export never sits in memory.
+     */
+    async export(user: User, id: string, query: Record<string, unknown>) {
+      const f = await owned(user, id)
+      const format = (Array.isArray(query.format) ? query.format[query.format.length - 1] : query.format) ?? 'json'
+      if (format !== 'json' && format !== 'csv') throw bad('format must be json or csv')
+      const filter: SubmissionFilter = { isRead: parseFlag('is_read', query.is_read), isSpam: parseFlag('is_spam', query.is_spam) }
+      const cap = quotaOf(user.limits, 'form_export_rows')
+      const top = await formStore.pageSubmissions(db.k, f.id, filter, 1)
+      const total = await formStore.countSubmissions(db.k, f.id, filter)
+      const startSeq = top.length ? Number(top[0].seq) + 1 : 0
+      async function* rows(): AsyncGenerator<SubmissionRow> {
+        let left = cap
+        let before = startSeq
+        while (left > 0 && before > 0) {
+          const batch = await formStore.pageSubmissions(db.k, f.id, filter, Math.min(EXPORT_BATCH, left), { beforeSeq: before })
+          for (const r of batch) yield r
+          if (batch.length < Math.min(EXPORT_BATCH, left)) return
+          left -= batch.length
+          before = Number(batch[batch.length - 1].seq)
+        }
+      }
+      return { form: f, format: format as 'json' | 'csv', cap, total, rows }
+    },
+
+    async remove(user: User, id: string): Promise<void> {
+      await owned(user, id)
+      const ok = await db.k.transaction().execute((trx) => formStore.remove(trx, user.id, id))
+      if (!ok) throw notFound()
+    },
+
+    /** Marks a submission read or unread (and, beyond the spec, spam or not). */
+    async markRead(user: User, submissionId: string, body: unknown) {
+      const b = (body ?? {}) as Record<string, unknown>
+      if (typeof b !== 'object' || Array.isArray(b)) throw bad('the body must be a JSON object {"is_read": true|false}')
+      const patch: { is_read?: number; is_spam?: number } = {}
+      if (b.is_read !== undefined) patch.is_read = bool('is_read', b.is_read) ? 1 : 0
+      if (b.is_spam !== undefined) patch.is_spam = bool('is_spam', b.is_spam) ? 1 : 0
+      if (b.is_read === undefined && b.is_spam === undefined) patch.is_read = 1
+      const r = submissionId.length <= 64 ? await formStore.setFlags(db.k, user.id, submissionId, patch) : undefined
+      if (!r) throw new AppError('RESOURCE_NOT_FOUND')
+      return { id: r.id, form_id: r.form_id, is_read: !!r.is_read, is_spam: !!r.is_spam }
+    },
+
+    /** The form a public submit addresses (1611 when there is none). */
+    async bySlug(formSlug: string): Promise<FormRow> {
+      const f = SLUG_RE.test(formSlug) ? await formStore.bySlugKey(db.k, formSlug.toLowerCase()) : undefined
+      if (!f) throw notFound()
+      return f
+    },
+
+    /** Counts a submission attempt per client address and form; 429 (1204 / 1203) past the limit. */
+    async throttle(form: FormRow, ip: string): Promise<void> {
+      const now = clock.now()
+      const r = await limits.hit(`form-submit:${form.id}:${ipLimitKey(ip)}`, SUBMIT_RULES, now, true)
+      if (r.allowed) return
+      const w = r.windows.filter((x) => x.count >= x.rule.limit).reduce((a, b) => (b.resetAt > a.resetAt ? b : a))
+      const retryAfter = Math.max(1, Math.ceil((w.resetAt - r.now) / 1000))
+      throw new AppError(w.rule.name === 'hour' ? 'RATE_LIMIT_HOUR' : 'RATE_LIMIT_MINUTE', {
+        params: { limit: w.rule.limit, retry_after: retryAfter },
+        extra: { retry_after: retryAfter, details: { current: w.count, limit: w.rule.limit, reset_time: beijingTime(w.resetAt), scope: 'form submissions per client address' } },
+        headers: { 'Retry-After': String(retryAfter) },
+      })
+    },
+
+    /**
+     * Validates and stores one submission. Spam (honeypot, too fast) is stored flagged, not
+     * dropped. The owner's monthly quota is checked under the owner's lock (1613).
+     */
+    async submit(form: FormRow, body: Map<string, unknown>, meta: { ip: string; userAgent?: string }): Promise<{ id: string; spam: string | null }> {
+      const defs = JSON.parse(form.fields_config) as FieldDef[]
+      const data = validateSubmission(defs, form.honeypot_field, body)
+      const now = clock.now()
+      const spam = spamReason(form, body, now)
+      const ua = meta.userAgent && !/[\u0000]/.test(meta.userAgent) ? meta.userAgent.slice(0, 512) : null
+      const id = newId()
+      await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, form.user_id)
+        const owner = await trx.selectFrom('users').select(['limits', 'disabled']).where('id', '=', form.user_id).executeTakeFirst()
+        const current = await formStore.byId(trx, form.user_id, form.id)
+        if (!owner || !current) throw notFound()
+        if (!current.is_active || owner.disabled) throw new AppError('FORM_DISABLED')
+        const month = beijingMonth(now)
+        const limit = quotaOf(owner.limits, 'form_submissions_month')
+        const used = await formStore.monthUsage(trx, form.user_id, month)
+        if (used >= limit) {
+          throw new AppError('FORM_QUOTA', {
+            params: { detail: `monthly submissions ${used}/${limit} (${month}, Beijing time)`, limit },
+            extra: { details: { quota: 'form_submissions_month', used, limit, month } },
+          })
+        }
+        await formStore.insertSubmission(trx, {
+          id, form_id: form.id, user_id: form.user_id, seq: await formStore.nextSeq(trx, form.id),
+          data: JSON.stringify(data), is_read: 0, is_spam: spam ? 1 : 0, spam_reason: spam,
+          user_agent: ua, ip_prefix: ipPrefix(meta.ip), created_at: now,
+        })
+        await formStore.bumpUsage(trx, form.user_id, month, used)
+      })
+      return { id, spam }
+    },
+  }
+}
+export type FormService = ReturnType<typeof createFormService>

@@ -1,0 +1,182 @@
+import { sql, type Kysely } from 'kysely'
+import type { Database } from '../../db/schema.js'
+
+declare module '../../db/schema.js' {
+  interface Database {
+    forms: FormsTable
+    form_submissions: FormSubmissionsTable
+    form_usage: FormUsageTable
+  }
+}
+
+export interface FormsTable {
+  id: string
+  user_id: string
+  form_name: string
+  form_slug: string
+  slug_key: string
+  fields_config: string
+  allowed_origins: string
+  redirect_url: string | null
+  is_active: number
+  honeypot_field: string | null
+  min_fill_seconds: number
+  created_at: number
+  updated_at: number
+}
+
+export interface FormSubmissionsTable {
+  id: string
+  form_id: string
+  user_id: string
+  seq: number
+  data: string
+  is_read: number
+  is_spam: number
+  spam_reason: string | null
+  user_agent: string | null
+  ip_prefix: string | null
+  created_at: number
+}
+
+export interface FormUsageTable {
+  user_id: string
+  month: string
+  submissions: number
+}
+
+export type FormRow = FormsTable
+export type SubmissionRow = Omit<FormSubmissionsTable, 'user_id' | 'form_id'>
+
+/** Any query runner: the database or a transaction. */
+type Q = Kysely<Database>
+
+const FORM_COLUMNS = [
+  'id', 'user_id', 'form_name', 'form_slug', 'slug_key', 'fields_config', 'allowed_origins', 'redirect_url',
+  'is_active', 'honeypot_field', 'min_fill_seconds', 'created_at', 'updated_at',
+] as const
+const SUBMISSION_COLUMNS = ['id', 'seq', 'data', 'is_read', 'is_spam', 'spam_reason', 'user_agent', 'ip_prefix', 'created_at'] as const
+
+/** Which submissions a listing or an export covers. */
+export interface SubmissionFilter {
+  isRead?: boolean
+  isSpam?: boolean
+}
+
+export interface FormStats {
+  submission_count: number
+  unread_count: number
+  spam_count: number
+  last_submission_at: number | null
+}
+
+const num = (v: unknown): number => Number(v ?? 0)
+
+/** Kysely queries of the forms part; no rules here. */
+export const formStore = {
+  bySlugKey: (q: Q, slugKey: string) =>
+    q.selectFrom('forms').select(FORM_COLUMNS).where('slug_key', '=', slugKey).executeTakeFirst(),
+
+  /** A form of this owner (another user's form is simply not found). */
+  byId: (q: Q, userId: string, id: string) =>
+    q.selectFrom('forms').select(FORM_COLUMNS).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst(),
+
+  listByUser: (q: Q, userId: string) =>
+    q.selectFrom('forms').select(FORM_COLUMNS).where('user_id', '=', userId).orderBy('created_at', 'desc').orderBy('id').execute(),
+
+  async countByUser(q: Q, userId: string): Promise<number> {
+    const r = await q.selectFrom('forms').select((eb) => eb.fn.countAll().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()
+    return num(r.n)
+  },
+
+  async slugTaken(q: Q, slugKey: string, exceptId?: string): Promise<boolean> {
+    let query = q.selectFrom('forms').select('id').where('slug_key', '=', slugKey)
+    if (exceptId) query = query.where('id', '!=', exceptId)
+    return (await query.executeTakeFirst()) !== undefined
+  },
+
+  insert: (q: Q, row: FormRow) => q.insertInto('forms').values(row).execute(),
+
+  update: (q: Q, id: string, patch: Partial<FormRow>) => q.updateTable('forms').set(patch).where('id', '=', id).execute(),
+
+  /** Deletes a form and every submission of it. */
+  async remove(q: Q, userId: string, id: string): Promise<boolean> {
+    await q.deleteFrom('form_submissions').where('form_id', '=', id).where('user_id', '=', userId).execute()
+    const r = await q.deleteFrom('forms').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+    return Number(r.numDeletedRows) === 1
+  },
+
+  /** Counters per form of one owner. */
+  async stats(q: Q, userId: string): Promise<Map<string, FormStats>> {
+    const rows = await q.selectFrom('form_submissions')
+      .select((eb) => [
+        'form_id',
+        eb.fn.countAll().as('total'),
+        sql<number>`sum(case when is_read = 0 then 1 else 0 end)`.as('unread'),
+        sql<number>`sum(case when is_spam = 1 then 1 else 0 end)`.as('spam'),
+        eb.fn.max('created_at').as('last_at'),
+      ])
+      .where('user_id', '=', userId)
+      .groupBy('form_id')
+      .execute()
+    const out = new Map<string, FormStats>()
+    for (const r of rows) {
+      out.set(r.form_id, {
+        submission_count: num(r.total), unread_count: num(r.unread), spam_count: num(r.spam),
+        last_submission_at: r.last_at === null ? null : num(r.last_at),
+      })
+    }
+    return out
+  },
+
+  async monthUsage(q: Q, userId: string, month: string): Promise<number> {
+    const r = await q.selectFrom('form_usage').select('submissions').where('user_id', '=', userId).where('month', '=', month).executeTakeFirst()
+    return r ? num(r.submissions) : 0
+  },
+
+  /** Adds one to the owner's submission count of a month (caller holds the owner's lock). */
+  async bumpUsage(q: Q, userId: string, month: string, current: number): Promise<void> {
+    if (current === 0) {
+      const had = await q.selectFrom('form_usage').select('submissions').where('user_id', '=', userId).where('month', '=', month).executeTakeFirst()
+      if (!had) {
+        await q.insertInto('form_usage').values({ user_id: userId, month, submissions: 1 }).execute()
+        return
+      }
+    }
+    await q.updateTable('form_usage').set({ submissions: sql<number>`submissions + 1` })
+      .where('user_id', '=', userId).where('month', '=', month).execute()
+  },
+
+  async nextSeq(q: Q, formId: string): Promise<number> {
+    const r = await q.selectFrom('form_submissions').select((eb) => eb.fn.max('seq').as('m')).where('form_id', '=', formId).executeTakeFirst()
+    return num(r?.m) + 1
+  },
+
+  insertSubmission: (q: Q, row: FormSubmissionsTable) => q.insertInto('form_submissions').values(row).execute(),
+
+  async countSubmissions(q: Q, formId: string, f: SubmissionFilter): Promise<number> {
+    let query = q.selectFrom('form_submissions').select((eb) => eb.fn.countAll().as('n')).where('form_id', '=', formId)
+    if (f.isRead !== undefined) query = query.where('is_read', '=', f.isRead ? 1 : 0)
+    if (f.isSpam !== undefined) query = query.where('is_spam', '=', f.isSpam ? 1 : 0)
+    const r = await query.executeTakeFirstOrThrow()
+    return num(r.n)
+  },
+
+  /** Newest first; `beforeSeq` pages by key (exports), `offset` by position (listings). */
+  pageSubmissions(q: Q, formId: string, f: SubmissionFilter, limit: number, opts: { offset?: number; beforeSeq?: number } = {}): Promise<SubmissionRow[]> {
+    let query = q.selectFrom('form_submissions').select(SUBMISSION_COLUMNS).where('form_id', '=', formId)
+    if (f.isRead !== undefined) query = query.where('is_read', '=', f.isRead ? 1 : 0)
+    if (f.isSpam !== undefined) query = query.where('is_spam', '=', f.isSpam ? 1 : 0)
+    if (opts.beforeSeq !== undefined) query = query.where('seq', '<', opts.beforeSeq)
+    query = query.orderBy('seq', 'desc').limit(limit)
+    if (opts.offset) query = query.offset(opts.offset)
+    return query.execute()
+  },
+
+  /** Sets the read (and optionally spam) flag of an owner's submission; undefined when not theirs. */
+  async setFlags(q: Q, userId: string, id: string, patch: { is_read?: number; is_spam?: number }) {
+    const r = await q.updateTable('form_submissions').set(patch).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+    if (Number(r.numUpdatedRows) !== 1) return undefined
+    return q.selectFrom('form_submissions').select(['id', 'form_id', 'is_read', 'is_spam']).where('id', '=', id).executeTakeFirst()
+  },
+}

@@ -1,0 +1,22 @@
+import type { Feature } from '../feature.js'
+import { kvApi } from './routes.js'
+import { createKvService } from './service.js'
+import { kvMigrations } from './store.js'
+
+/** Expired entries are invisible at once; this job only reclaims their rows. */
+const PURGE_EVERY_MS = 10 * 60_000
+
+/** The key-value store ("my database"): entries per user, public reads, counters, CAS, expiry. */
+export const kvFeature: Feature = {
+  name: 'kv',
+  migrations: kvMigrations,
+  api(app, deps) {
+    const kv = createKvService(deps)
+    kvApi(app, deps, kv)
+    const timer = setInterval(() => {
+      kv.purgeExpired().catch((err) => app.log.warn({ err }, 'kv expiry purge failed'))
+    }, PURGE_EVERY_MS)
+    timer.unref()
+    app.addHook('onClose', async () => clearInterval(timer))
+  },
+}

@@ -1,0 +1,145 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Deps } from '../../deps.js'
+import { AppError } from '../../errors/app-error.js'
+import { pickLang } from '../../errors/render.js'
+import { caller } from '../../http/guard.js'
+import { quotaOf } from '../../limits/quotas.js'
+import type { KvService } from './service.js'
+import {
+  DeleteEnvelope, EntryEnvelope, GetEnvelope, IncrBody, KV_LIMITS, KeyQuery, LegacyParams, ListEnvelope, ListQuery,
+  PublicEnvelope, PublicParams, StoreBody,
+} from './schemas.js'
+
+const MESSAGES = {
+  created: { zh: '数据已保存', en: 'Entry created' },
+  updated: { zh: '数据已更新', en: 'Entry updated' },
+  deleted: { zh: '数据已删除', en: 'Entry deleted' },
+} as const
+const msg = (req: FastifyRequest, m: keyof typeof MESSAGES) => MESSAGES[m][pickLang(req.headers['accept-language'])]
+
+/**
+ * A write body over the route's body limit: 1602 with the caller's entry limit (an entry
+ * that large cannot fit), or 1109 when the operator set an entry limit above the body limit.
+ * Answered before the body is read, so nothing reaches the database.
+ */
+function tooLargeHandler(err: FastifyError, req: FastifyRequest): never {
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' && req.principal) {
+    const limit = quotaOf(req.principal.user.limits, 'kv_entry_bytes')
+    if (limit < KV_LIMITS.bodyLimit) throw new AppError('KV_ENTRY_TOO_LARGE', { params: { limit } })
+    throw new AppError('BODY_TOO_LARGE', { params: { limit: KV_LIMITS.bodyLimit } })
+  }
+  throw err
+}
+
+const REQUEST_HEADERS_RE = /^[A-Za-z0-9-]+(\s*,\s*[A-Za-z0-9-]+)*$/
+
+/**
+ * Public reads are for pages on any origin, sandboxed ones (Origin: null) included: any
+ * origin, never credentials; live data, so caches must revalidate every time. Set in onSend
+ * so error answers (1604, 429, 1116) carry them too and a page can read the error.
+ */
+async function publicHeaders(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  reply.header('Access-Control-Allow-Origin', '*')
+  reply.header('Access-Control-Expose-Headers', 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Window, Retry-After')
+  reply.removeHeader('Access-Control-Allow-Credentials')
+  if (req.method === 'OPTIONS') {
+    reply.header('Access-Control-Allow-Methods', 'GET, HEAD, OPTIONS')
+    const asked = req.headers['access-control-request-headers']
+    reply.header('Access-Control-Allow-Headers', typeof asked === 'string' && REQUEST_HEADERS_RE.test(asked) && asked.length <= 512 ? asked : 'Accept, Accept-Language, Content-Type')
+    reply.header('Access-Control-Max-Age', '86400')
+  }
+  reply.header('Cache-Control', 'no-cache')
+}
+
+/**
+ * Store and incr bodies are checked by the service, strictly: the shared validator coerces
+ * types ("1" -> 1, 0 -> null, true -> "true"), which would store what the client did not send.
+ * Their TypeBox schemas still document the bodies in the OpenAPI document.
+ */
+const noCoercion = () => () => true
+
+const PUBLIC_JSON = 'application/json; charset=utf-8'
+
+/** The key-value store's routes (API context: guard, rate limits, HTTPS rule). */
+export function kvApi(app: FastifyInstance, deps: Deps, kv: KvService): void {
+  const any = { auth: 'any' as const }
+  const none = { auth: 'none' as const }
+  const tags = ['key-value store']
+
+  app.post('/svc_api/data/store', {
+    config: any,
+    bodyLimit: KV_LIMITS.bodyLimit,
+    errorHandler: tooLargeHandler,
+    validatorCompiler: noCoercion,
+    schema: {
+      tags, summary: 'Create or update an entry (a repeated key updates it)',
+      description: 'Beyond the spec: `version` / `if_updated_at` make the write a compare-and-swap (409, code 1409, nothing changed); `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.',
+      body: StoreBody, response: { 200: EntryEnvelope },
+    },
+  }, async (req) => {
+    const { created, entry } = await kv.put(caller(req).user, req.body)
+    return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
+  })
+
+  app.post('/svc_api/data/incr', {
+    config: any,
+    errorHandler: tooLargeHandler,
+    validatorCompiler: noCoercion,
+    schema: {
+      tags, summary: 'Atomic increment (beyond the spec)',
+      description: 'Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106).',
+      body: IncrBody, response: { 200: EntryEnvelope },
+    },
+  }, async (req) => {
+    const { created, entry } = await kv.incr(caller(req).user, req.body)
+    return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
+  })
+
+  app.get('/svc_api/data/get', {
+    config: any,
+    schema: { tags, summary: 'Read one of the caller\'s entries', querystring: KeyQuery, response: { 200: GetEnvelope } },
+  }, async (req) => ({ success: true, data: await kv.get(caller(req).user, (req.query as { key?: string }).key) }))
+
+  app.get('/svc_api/data/list', {
+    config: any,
+    schema: { tags, summary: 'List the caller\'s entries by key, with quota and usage', querystring: ListQuery, response: { 200: ListEnvelope } },
+  }, async (req) => ({ success: true, data: await kv.list(caller(req).user, req.query as Record<string, unknown>) }))
+
+  app.delete('/svc_api/data/delete', {
+    config: any,
+    schema: { tags, summary: 'Delete an entry', querystring: KeyQuery, response: { 200: DeleteEnvelope } },
+  }, async (req) => {
+    await kv.remove(caller(req).user, (req.query as { key?: string }).key)
+    return { success: true, message: msg(req, 'deleted') }
+  })
+
+  app.get('/svc_api/data/public/:username/:key', {
+    config: none,
+    onSend: publicHeaders,
+    schema: {
+      tags, summary: 'Public read of an entry with is_public true (no authentication)',
+      description: 'CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. A private, expired or missing entry answers the same 1604.',
+      params: PublicParams, response: { 200: PublicEnvelope },
+    },
+  }, async (req, reply) => {
+    const { username, key } = req.params as { username: string; key: string }
+    return reply.type(PUBLIC_JSON).send(await kv.publicRead(username, key))
+  })
+
+  app.get('/svc_api/data/public/:key', {
+    config: none,
+    onSend: publicHeaders,
+    schema: {
+      tags, summary: 'Legacy public read by key across users (discouraged)',
+      description: 'When several users have a live public entry under the key, the one created first wins; on equal created_at, the owner whose username sorts first. `owner` names the winner.',
+      params: LegacyParams, response: { 200: PublicEnvelope },
+    },
+  }, async (req, reply) => {
+    const { key } = req.params as { key: string }
+    return reply.type(PUBLIC_JSON).send(await kv.legacyPublicRead(key))
+  })
+
+  for (const path of ['/svc_api/data/public/:username/:key', '/svc_api/data/public/:key']) {
+    app.options(path, { config: none, onSend: publicHeaders, schema: { tags, summary: 'CORS preflight of the public read' } }, async (_req, reply) => reply.code(204).send())
+  }
+}

@@ -1,0 +1,87 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+/** Limits of the key-value store that are not per-user quotas (documented in the README). */
+export const KV_LIMITS = {
+  keyMaxChars: 100,
+  /** Keys read, deleted or renamed from may be legacy keys; longer strings cannot exist. */
+  lookupKeyMaxChars: 1024,
+  tagsMax: 20,
+  tagMaxChars: 32,
+  /** Nesting depth of arrays and objects in a value (a scalar has depth 0). */
+  maxDepth: 64,
+  /** Largest ttl: ten years. */
+  ttlMaxSeconds: 10 * 365 * 86400,
+  /** Body limit of store and incr; bodies above it answer 1602 (see routes.ts). */
+  bodyLimit: 4 * 1024 * 1024,
+} as const
+
+export const DATA_TYPES = ['json', 'text', 'number'] as const
+export type DataType = (typeof DATA_TYPES)[number]
+
+const Key = Type.String({ description: 'Starts with an ASCII letter; only a-zA-Z0-9_-; at most 100 characters (1601 length, 1606 format)' })
+const Ttl = Type.Unsafe<number | null>({
+  type: ['integer', 'null'], minimum: 1, maximum: KV_LIMITS.ttlMaxSeconds,
+  description: 'Seconds until the entry expires (beyond the spec). Omitted: the expiry stays as it was (none for a new entry); null: never expires.',
+})
+
+export const StoreBody = Type.Object({
+  key: Key,
+  value: Type.Unknown({ description: 'Any JSON value for data_type json, a string for text, a finite number for number. At most 64 levels of nesting; no U+0000 and no unpaired surrogate in any string.' }),
+  data_type: Type.Optional(Type.Union(DATA_TYPES.map((t) => Type.Literal(t)), { description: 'json (default), text or number' })),
+  tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: KV_LIMITS.tagMaxChars }), { maxItems: KV_LIMITS.tagsMax, description: 'At most 20 tags of 1-32 characters; default []' })),
+  is_public: Type.Optional(Type.Boolean({ description: 'Allows public read; default false' })),
+  old_key: Type.Optional(Type.String({ description: 'Renames this legacy key (one that breaks the key format) to `key`; 1603 when `key` is taken' })),
+  version: Type.Optional(Type.Integer({ minimum: 0, description: 'Compare-and-swap (beyond the spec): write only if the entry\'s version is this one (0 = only if absent); else 409 / 1409' })),
+  if_updated_at: Type.Optional(Type.String({ description: 'Compare-and-swap (beyond the spec): write only if updated_at is still this value, as returned; else 409 / 1409' })),
+  ttl: Type.Optional(Ttl),
+}, { additionalProperties: true })
+export type StoreInput = Static<typeof StoreBody>
+
+export const IncrBody = Type.Object({
+  key: Key,
+  by: Type.Optional(Type.Number({ description: 'Amount to add (finite; may be negative or fractional); default 1' })),
+  ttl: Type.Optional(Ttl),
+})
+export type IncrInput = Static<typeof IncrBody>
+
+export const KeyQuery = Type.Object({ key: Type.Optional(Type.String({ description: 'The entry\'s key' })) })
+export const ListQuery = Type.Object({
+  page: Type.Optional(Type.String({ description: 'default 1' })),
+  per_page: Type.Optional(Type.String({ description: '1 to 100, default 50' })),
+})
+export const PublicParams = Type.Object({ username: Type.String(), key: Type.String() })
+export const LegacyParams = Type.Object({ key: Type.String() })
+
+export const Entry = Type.Object({
+  key: Type.String(),
+  value: Type.Unknown(),
+  data_type: Type.String(),
+  tags: Type.Array(Type.String()),
+  is_public: Type.Boolean(),
+  created_at: Type.String({ description: 'ISO 8601, Beijing time, microseconds and offset; kept on update' }),
+  updated_at: Type.String({ description: 'ISO 8601, Beijing time; strictly increases at every write' }),
+  version: Type.Integer({ description: 'Beyond the spec: 1 on creation, +1 on every write' }),
+  expires_at: Type.Union([Type.String(), Type.Null()], { description: 'Beyond the spec: when a ttl makes the entry expire' }),
+  size: Type.Integer({ description: 'Beyond the spec: bytes of the value\'s JSON text, counted against kv_entry_bytes' }),
+})
+export type EntryOut = Static<typeof Entry>
+
+export const EntryEnvelope = Type.Object({ success: Type.Boolean(), message: Type.String(), data: Entry })
+export const GetEnvelope = Type.Object({ success: Type.Boolean(), data: Entry })
+export const PublicEnvelope = Type.Object({
+  success: Type.Boolean(),
+  data: Type.Object({ key: Type.String(), value: Type.Unknown(), owner: Type.String(), updated_at: Type.String(), data_type: Type.String() }),
+})
+export const ListEnvelope = Type.Object({
+  success: Type.Boolean(),
+  data: Type.Object({
+    items: Type.Array(Entry),
+    page: Type.Integer(),
+    per_page: Type.Integer(),
+    total: Type.Integer(),
+    total_pages: Type.Integer(),
+    quota: Type.Object({ max_keys: Type.Integer(), max_entry_bytes: Type.Integer() }),
+    usage: Type.Object({ keys: Type.Integer(), bytes: Type.Integer() }),
+  }),
+})
+export const DeleteEnvelope = Type.Object({ success: Type.Boolean(), message: Type.String() })

@@ -1,0 +1,253 @@
+import type { Db } from '../../db/kysely.js'
+import type { Clock } from '../../util/clock.js'
+import type { User } from '../../auth/users.js'
+import { AppError } from '../../errors/app-error.js'
+import { quotaOf } from '../../limits/quotas.js'
+import { pageInfo, parsePage } from '../../http/pagination.js'
+import { isoMicros } from '../../util/time.js'
+import type { Bus } from '../../util/bus.js'
+import { createKvStore, type KvRow } from './store.js'
+import { createPublicCache } from './public-cache.js'
+import { KV_LIMITS, type DataType, type EntryOut } from './schemas.js'
+import { KEY_RE, checkIncrInput, checkKey, checkStoreInput, checkTags, checkType, invalid, lookupKey, parseIsoMs, valueText } from './validate.js'
+
+/** The entry as the API shows it. */
+export function toEntry(r: KvRow): EntryOut {
+  return {
+    key: r.key,
+    value: JSON.parse(r.value),
+    data_type: r.data_type,
+    tags: JSON.parse(r.tags),
+    is_public: !!r.is_public,
+    created_at: isoMicros(Number(r.created_at)),
+    updated_at: isoMicros(Number(r.updated_at)),
+    version: Number(r.version),
+    expires_at: r.expires_at === null ? null : isoMicros(Number(r.expires_at)),
+    size: Number(r.size),
+  }
+}
+
+/** A public read, serialised by hand: the stored JSON text is spliced in as it is. */
+export function publicJson(r: { key: string; value: string; data_type: string; updated_at: number; username: string }): string {
+  return `{"success":true,"data":{"key":${JSON.stringify(r.key)},"value":${r.value},"owner":${JSON.stringify(r.username)},"updated_at":"${isoMicros(Number(r.updated_at))}","data_type":${JSON.stringify(r.data_type)}}}`
+}
+
+export interface KvDeps {
+  db: Db
+  clock: Clock
+  /** Tells other instances which keys changed (their public-read caches drop them). */
+  bus?: Bus
+}
+
+const BUS_CHANNEL = 'kv:changed'
+
+/**
+ * The key-value store's rules and codes (1601-1606, 1409), without HTTP. Every write runs in
+ * one transaction that first takes the user's lock (db.lockUser), purges the user's expired
+ * entries, then checks the key-count quota, so concurrent writers never pass it together.
+ */
+export function createKvService({ db, clock, bus }: KvDeps) {
+  const store = createKvStore(db)
+  const cache = createPublicCache(clock)
+  bus?.subscribe(BUS_CHANNEL, (m) => {
+    try {
+      const [username, key] = JSON.parse(m) as [string, string]
+      cache.invalidate(username, key)
+    } catch {}
+  })
+  /** After a write commits: this instance's cache at once, the others through the bus. */
+  const changed = (user: User, ...keys: string[]) => {
+    for (const key of keys) {
+      cache.invalidate(user.username, key)
+      void bus?.publish(BUS_CHANNEL, JSON.stringify([user.username, key])).catch(() => {})
+    }
+  }
+
+  /** Public reads go through the cache; misses (1604) are cached too. */
+  async function cachedPublic(line: string, read: () => Promise<(Parameters<typeof publicJson>[0] & { expires_at: number | null }) | undefined>): Promise<string> {
+    const hit = cache.get(line)
+    if (hit) {
+      if (hit.body === null) throw new AppError('KV_KEY_NOT_FOUND')
+      return hit.body
+    }
+    const seen = cache.epoch()
+    const row = await read()
+    const body = row ? publicJson(row) : null
+    cache.set(line, body, row?.expires_at === null || row?.expires_at === undefined ? null : Number(row.expires_at), seen)
+    if (body === null) throw new AppError('KV_KEY_NOT_FOUND')
+    return body
+  }
+
+  /** The row written after `prev`: updated_at strictly increases, version counts writes. */
+  const nextStamp = (prev: KvRow | undefined, now: number) => ({
+    updated_at: prev ? Math.max(now, Number(prev.updated_at) + 1) : now,
+    version: prev ? Number(prev.version) + 1 : 1,
+  })
+
+  async function checkCount(trx: Parameters<typeof store.insert>[0], user: User, now: number): Promise<void> {
+    const limit = quotaOf(user.limits, 'kv_keys')
+    const { keys } = await store.usage(trx, user.id, now)
+    if (keys >= limit) throw new AppError('KV_KEY_QUOTA', { params: { current: keys, limit } })
+  }
+
+  function checkSize(text: string, user: User): number {
+    const size = Buffer.byteLength(text, 'utf8')
+    const limit = quotaOf(user.limits, 'kv_entry_bytes')
+    if (size > limit) throw new AppError('KV_ENTRY_TOO_LARGE', { params: { limit } })
+    return size
+  }
+
+  const conflict = (row: KvRow | undefined) => new AppError('VERSION_CONFLICT', {
+    params: { current: row ? Number(row.version) : 0 },
+    extra: { details: { current_version: row ? Number(row.version) : 0, current_updated_at: row ? isoMicros(Number(row.updated_at)) : null } },
+  })
+
+  return {
+    store,
+    cache,
+
+    /** POST /svc_api/data/store: create, update, rename a legacy key; optional CAS and ttl. */
+    async put(user: User, body: unknown): Promise<{ created: boolean; entry: EntryOut }> {
+      const now = clock.now()
+      const input = checkStoreInput(body)
+      checkKey(input.key)
+      const tags = input.tags === undefined ? undefined : checkTags(input.tags)
+      let oldKey: string | undefined
+      if (input.old_key !== undefined) {
+        oldKey = lookupKey(input.old_key, 'old_key')
+        if (oldKey.length <= KV_LIMITS.keyMaxChars && KEY_RE.test(oldKey)) {
+          throw invalid('old_key can only name a legacy key that breaks the key format')
+        }
+      }
+      let ifUpdatedAt: number | undefined
+      if (input.if_updated_at !== undefined) {
+        const t = parseIsoMs(input.if_updated_at)
+        if (t === null) throw invalid('if_updated_at must be an ISO 8601 timestamp as returned in updated_at')
+        ifUpdatedAt = t
+      }
+      // size and shape are checked before the database is touched; an update without
+      // data_type keeps the entry's own type, known only inside the transaction
+      const text = valueText(input.value, input.data_type ?? 'json')
+      const size = checkSize(text, user)
+
+      const result = await store.transaction(async (trx) => {
+        await db.lockUser(trx, user.id)
+        await store.purgeUserExpired(trx, user.id, now)
+        const source = await store.get(trx, user.id, oldKey ?? input.key, now)
+        if (oldKey !== undefined && !source) throw new AppError('KV_KEY_NOT_FOUND')
+        if (input.version !== undefined && (source ? Number(source.version) : 0) !== input.version) throw conflict(source)
+        if (ifUpdatedAt !== undefined && (!source || Number(source.updated_at) !== ifUpdatedAt)) throw conflict(source)
+        if (oldKey !== undefined && (await store.get(trx, user.id, input.key, now))) throw new AppError('KV_KEY_EXISTS')
+
+        const dataType = (input.data_type ?? (source?.data_type as DataType | undefined) ?? 'json')
+        if (dataType !== (input.data_type ?? 'json')) {
+          try {
+            checkType(input.value, dataType)
+          } catch (e) {
+            const detail = e instanceof AppError ? e.options.params?.detail : String(e)
+            throw invalid(`${detail} (the entry's current type; send data_type to change it)`)
+          }
+        }
+        const fields = {
+          key: input.key,
+          value: text,
+          data_type: dataType,
+          tags: tags ? JSON.stringify(tags) : (source?.tags ?? '[]'),
+          is_public: input.is_public === undefined ? (source ? Number(source.is_public) : 0) : input.is_public ? 1 : 0,
+          size,
+          expires_at: input.ttl === undefined ? (source?.expires_at ?? null) : input.ttl === null ? null : now + input.ttl * 1000,
+          ...nextStamp(source, now),
+        }
+        if (source) {
+          await store.update(trx, user.id, source.key, fields)
+          return { created: false, entry: toEntry({ ...fields, user_id: user.id, created_at: source.created_at }) }
+        }
+        await checkCount(trx, user, now)
+        const row: KvRow = { ...fields, user_id: user.id, created_at: now }
+        await store.insert(trx, row)
+        return { created: true, entry: toEntry(row) }
+      })
+      if (oldKey !== undefined) changed(user, oldKey, input.key)
+      else changed(user, input.key)
+      return result
+    },
+
+    /** POST /svc_api/data/incr: atomic add; a missing entry starts at 0 (data_type number). */
+    async incr(user: User, body: unknown): Promise<{ created: boolean; entry: EntryOut }> {
+      const now = clock.now()
+      const input = checkIncrInput(body)
+      checkKey(input.key)
+      const by = input.by ?? 1
+      const result = await store.transaction(async (trx) => {
+        await db.lockUser(trx, user.id)
+        await store.purgeUserExpired(trx, user.id, now)
+        const prev = await store.get(trx, user.id, input.key, now)
+        if (prev && prev.data_type !== 'number') {
+          throw invalid(`entry "${input.key}" has data_type ${prev.data_type}; incr only adds to number entries`)
+        }
+        const value = (prev ? Number(JSON.parse(prev.value)) : 0) + by
+        if (!Number.isFinite(value)) throw invalid('the result is out of range')
+        const text = JSON.stringify(value)
+        const size = checkSize(text, user)
+        const expires_at = input.ttl === undefined ? (prev?.expires_at ?? null) : input.ttl === null ? null : now + input.ttl * 1000
+        if (prev) {
+          const fields = { key: prev.key, value: text, data_type: 'number', tags: prev.tags, is_public: prev.is_public, size, expires_at, ...nextStamp(prev, now) }
+          await store.update(trx, user.id, prev.key, fields)
+          return { created: false, entry: toEntry({ ...fields, user_id: user.id, created_at: prev.created_at }) }
+        }
+        await checkCount(trx, user, now)
+        const row: KvRow = { user_id: user.id, key: input.key, value: text, data_type: 'number', tags: '[]', is_public: 0, size, expires_at, created_at: now, ...nextStamp(undefined, now) }
+        await store.insert(trx, row)
+        return { created: true, entry: toEntry(row) }
+      })
+      changed(user, input.key)
+      return result
+    },
+
+    /** GET /svc_api/data/get: the caller's own entry (public or not). */
+    async get(user: User, key: unknown): Promise<EntryOut> {
+      const row = await store.get(db.k, user.id, lookupKey(key), clock.now())
+      if (!row) throw new AppError('KV_KEY_NOT_FOUND')
+      return toEntry(row)
+    },
+
+    /** GET /svc_api/data/public/{username}/{key}: serialised JSON, or 1604. */
+    async publicRead(username: string, key: string): Promise<string> {
+      const k = lookupKey(key)
+      if (username.length > 64) throw new AppError('KV_KEY_NOT_FOUND')
+      const name = username.toLowerCase()
+      return cachedPublic(cache.userLine(name, k), () => store.getPublic(name, k, clock.now()))
+    },
+
+    /** GET /svc_api/data/public/{key} (legacy): oldest public entry wins, then username order. */
+    async legacyPublicRead(key: string): Promise<string> {
+      const k = lookupKey(key)
+      return cachedPublic(cache.legacyLine(k), () => store.getLegacyPublic(k, clock.now()))
+    },
+
+    /** GET /svc_api/data/list: a page of entries by key, with quota and usage. */
+    async list(user: User, query: Record<string, unknown>) {
+      const p = parsePage(query, { perPage: 50, maxPerPage: 100 })
+      const now = clock.now()
+      const usage = await store.usage(db.k, user.id, now)
+      const rows = await store.list(user.id, now, p.offset, p.perPage)
+      return {
+        items: rows.map(toEntry),
+        ...pageInfo(p, usage.keys),
+        quota: { max_keys: quotaOf(user.limits, 'kv_keys'), max_entry_bytes: quotaOf(user.limits, 'kv_entry_bytes') },
+        usage,
+      }
+    },
+
+    /** DELETE /svc_api/data/delete: 1604 when there is no such (live) entry. */
+    async remove(user: User, key: unknown): Promise<void> {
+      const k = lookupKey(key)
+      if (!(await store.remove(db.k, user.id, k, clock.now()))) throw new AppError('KV_KEY_NOT_FOUND')
+      changed(user, k)
+    },
+
+    /** Deletes every expired entry (the periodic job; reads already ignore them). */
+    purgeExpired: () => store.purgeExpired(clock.now()),
+  }
+}
+export type KvService = ReturnType<typeof createKvService>

@@ -1,0 +1,157 @@
+/** Input rules of the key-value store: keys, values, tags, ttl, bodies (no I/O). */
+import { AppError } from '../../errors/app-error.js'
+import { DATA_TYPES, KV_LIMITS, type DataType, type IncrInput, type StoreInput } from './schemas.js'
+
+export const KEY_RE = /^[A-Za-z][A-Za-z0-9_-]*$/
+// C0 and C1 control characters (U+0000 included): never in tags
+const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/
+
+// an unpaired UTF-16 surrogate (String.prototype.isWellFormed is ES2024)
+const LONE_SURROGATE_RE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+const isWellFormed = (s: string) => !LONE_SURROGATE_RE.test(s)
+
+export const invalid = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
+
+/** 1601 (length, checked first) and 1606 (format) for a key being written. */
+export function checkKey(key: string): void {
+  if (key.length > KV_LIMITS.keyMaxChars) throw new AppError('KV_KEY_TOO_LONG')
+  if (!KEY_RE.test(key)) throw new AppError('KV_KEY_FORMAT')
+}
+
+/**
+ * A key to look up (get, delete, public reads, old_key): legacy keys that break today's
+ * format stay reachable, but a string that no entry can have (too long, U+0000, unpaired
+ * surrogate) answers 1604 without reaching the database.
+ */
+export function lookupKey(key: unknown, name = 'key'): string {
+  if (Array.isArray(key)) throw invalid(`${name} must be given once`)
+  if (typeof key !== 'string' || key === '') throw invalid(`${name} is required`)
+  if (key.length > KV_LIMITS.lookupKeyMaxChars || key.includes('\u0000') || !isWellFormed(key)) throw new AppError('KV_KEY_NOT_FOUND')
+  return key
+}
+
+function checkString(s: string, where: string): void {
+  if (s.includes('\u0000')) throw invalid(`${where} contains U+0000, which the store cannot keep`)
+  if (!isWellFormed(s)) throw invalid(`${where} contains an unpaired UTF-16 surrogate, which is not valid Unicode`)
+}
+
+/**
+ * Checks a JSON value without recursion: nesting depth, finite numbers, and strings (values
+ * and member names) free of U+0000 and unpaired surrogates. Same answer on both engines.
+ */
+export function checkJsonValue(value: unknown): void {
+  const stack: Array<[unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!
+    if (typeof v === 'string') checkString(v, 'value')
+    else if (typeof v === 'number') {
+      if (!Number.isFinite(v)) throw invalid('value holds a number out of range (numbers must be finite doubles)')
+    } else if (v !== null && typeof v === 'object') {
+      if (depth + 1 > KV_LIMITS.maxDepth) throw invalid(`value nests deeper than ${KV_LIMITS.maxDepth} levels`)
+      if (Array.isArray(v)) for (const item of v) stack.push([item, depth + 1])
+      else {
+        for (const [name, item] of Object.entries(v)) {
+          checkString(name, 'value (a member name)')
+          stack.push([item, depth + 1])
+        }
+      }
+    } else if (typeof v !== 'boolean' && v !== null) {
+      throw invalid('value is not a JSON value')
+    }
+  }
+}
+
+/** Validates a value against its data_type. */
+export function checkType(value: unknown, dataType: DataType): void {
+  if (value === undefined) throw invalid('value is required')
+  if (dataType === 'number') {
+    if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid('value must be a finite number for data_type number')
+  } else if (dataType === 'text') {
+    if (typeof value !== 'string') throw invalid('value must be a string for data_type text')
+    checkString(value, 'value')
+  } else {
+    checkJsonValue(value)
+  }
+}
+
+/** Validates a value against its data_type; returns the JSON text that is stored. */
+export function valueText(value: unknown, dataType: DataType): string {
+  checkType(value, dataType)
+  return JSON.stringify(value)
+}
+
+export function checkTags(tags: unknown): string[] {
+  if (!Array.isArray(tags)) throw invalid('tags must be an array of strings')
+  if (tags.length > KV_LIMITS.tagsMax) throw invalid(`at most ${KV_LIMITS.tagsMax} tags`)
+  for (const t of tags) {
+    if (typeof t !== 'string' || t.length === 0 || [...t].length > KV_LIMITS.tagMaxChars) {
+      throw invalid(`each tag must be a string of 1 to ${KV_LIMITS.tagMaxChars} characters`)
+    }
+    if (CONTROL_RE.test(t)) throw invalid('tags cannot contain control characters')
+    checkString(t, 'a tag')
+  }
+  return tags as string[]
+}
+
+function checkTtl(ttl: unknown): void {
+  if (ttl === undefined || ttl === null) return
+  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1 || ttl > KV_LIMITS.ttlMaxSeconds) {
+    throw invalid(`ttl must be an integer from 1 to ${KV_LIMITS.ttlMaxSeconds} seconds, or null`)
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+function checkKeyField(v: Record<string, unknown>): string {
+  if (v.key === undefined || v.key === null) throw invalid('key is required')
+  if (typeof v.key !== 'string') throw invalid('key must be a string')
+  return v.key
+}
+
+/**
+ * The store body, type by type and without coercion (the routes turn off the schema
+ * validator's coercion, so `"1"` is never a number and `0` never null). Rules with their own
+ * codes (key length and format, sizes) are checked after this.
+ */
+export function checkStoreInput(body: unknown): StoreInput {
+  if (!isObject(body)) throw invalid('the body must be a JSON object')
+  const key = checkKeyField(body)
+  if (!('value' in body) || body.value === undefined) throw invalid('value is required')
+  const { data_type, is_public, old_key, version, if_updated_at, ttl, tags } = body
+  if (data_type !== undefined && !(DATA_TYPES as readonly unknown[]).includes(data_type)) {
+    throw invalid(`data_type must be one of ${DATA_TYPES.join(', ')}`)
+  }
+  if (is_public !== undefined && typeof is_public !== 'boolean') throw invalid('is_public must be true or false')
+  if (old_key !== undefined && typeof old_key !== 'string') throw invalid('old_key must be a string')
+  if (version !== undefined && (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0)) {
+    throw invalid('version must be an integer >= 0')
+  }
+  if (if_updated_at !== undefined && typeof if_updated_at !== 'string') throw invalid('if_updated_at must be a string as returned in updated_at')
+  checkTtl(ttl)
+  return { key, value: body.value, data_type: data_type as DataType | undefined, tags: tags as string[] | undefined, is_public, old_key, version, if_updated_at, ttl: ttl as number | null | undefined }
+}
+
+/** The incr body, without coercion. */
+export function checkIncrInput(body: unknown): IncrInput {
+  if (!isObject(body)) throw invalid('the body must be a JSON object')
+  const key = checkKeyField(body)
+  if (body.by !== undefined && (typeof body.by !== 'number' || !Number.isFinite(body.by))) throw invalid('by must be a finite number')
+  checkTtl(body.ttl)
+  return { key, by: body.by as number | undefined, ttl: body.ttl as number | null | undefined }
+}
+
+const ISO_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/
+
+/** Parses an ISO 8601 timestamp (as the API returns them) to epoch ms; null if malformed. */
+export function parseIsoMs(s: string): number | null {
+  const m = ISO_RE.exec(s)
+  if (!m) return null
+  const [, y, mo, d, h, mi, se, frac, off] = m
+  const ms = Number((frac ?? '').padEnd(3, '0').slice(0, 3))
+  let t = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(se), ms)
+  if (off !== 'Z') {
+    const sign = off[0] === '-' ? -1 : 1
+    t -= sign * (Number(off.slice(1, 3)) * 60 + Number(off.slice(4, 6))) * 60_000
+  }
+  return Number.isFinite(t) ? t : null
+}

@@ -1,0 +1,172 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import https from 'node:https'
+import os from 'node:os'
+import path from 'node:path'
+import type { AddressInfo } from 'node:net'
+import { chromium, type BrowserContext } from 'playwright-core'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+
+const HIGH = JSON.stringify(Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 200 }])))
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
+  '--no-first-run', '--disable-component-update', '--disable-sync']
+/** The sandbox hosted pages get: scripts and forms run in an opaque origin (Origin: null). */
+const PAGE_CSP = 'sandbox allow-scripts allow-forms'
+
+const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;')
+
+/** A hosted-like page: a fetch() helper and two plain <form> posts (form-encoded and multipart). */
+function pageHtml(action: string): string {
+  return `<!doctype html><html><head><meta charset="utf-8"><title>contact</title></head><body>
+<form id="plain" method="post" action="${esc(action)}">
+  <input name="name" value="表单 Plain ✓"><input name="email" value="plain@example.com">
+  <input type="hidden" name="_ts" class="ts"><input name="_gotcha" value="" style="display:none">
+  <button id="send-plain" type="submit">send</button>
+</form>
+<form id="multi" method="post" enctype="multipart/form-data" action="${esc(action)}">
+  <input name="name" value="Multipart ünï"><input name="email" value="multi@example.com">
+  <input type="hidden" name="_ts" class="ts">
+  <button id="send-multi" type="submit">send</button>
+</form>
+<script>
+for (const el of document.querySelectorAll('.ts')) el.value = String(Date.now())
+window.probe = () => {
+  let cookie
+  try { cookie = document.cookie } catch (e) { cookie = 'blocked:' + e.name }
+  return { origin: self.origin, cookie }
+}
+window.sendFetch = async (url, body) => {
+  try {
+    const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) })
+    // a readable answer means the service sent a matching Access-Control-Allow-Origin
+    return { status: r.status, body: await r.json() }
+  } catch (e) {
+    return { error: String(e) }
+  }
+}
+</script></body></html>`
+}
+
+/** A tiny HTTPS server on loopback standing in for the public host of user pages. */
+async function startPageServer(dataDir: string, html: () => string) {
+  const server = https.createServer({
+    cert: fs.readFileSync(path.join(dataDir, 'tls-cert.pem')),
+    key: fs.readFileSync(path.join(dataDir, 'tls-key.pem')),
+  }, (req, res) => {
+    if (req.url === '/page.html' || req.url === '/open.html') {
+      // page.html is sandboxed like a hosted page; open.html is an ordinary page of a web origin
+      const csp = req.url === '/page.html' ? { 'content-security-policy': PAGE_CSP } : {}
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'x-content-type-options': 'nosniff', ...csp })
+      res.end(html())
+    } else if (req.url?.startsWith('/thanks.html')) {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+      res.end('<!doctype html><title>thanks</title><p id="done">thanks</p>')
+    } else {
+      res.writeHead(404).end()
+    }
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const origin = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return { origin, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+}
+
+describe('forms in a real browser (chromium)', () => {
+  let context: BrowserContext
+  let userDataDir: string
+  before(async () => {
+    userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true, ignoreHTTPSErrors: true,
+    })
+  })
+  after(async () => {
+    await context?.close()
+    fs.rmSync(userDataDir, { recursive: true, force: true })
+  })
+
+  for (const engine of ENGINES) {
+    describe(`[${engine}]`, () => {
+      let s: TestServer
+      let pages: Awaited<ReturnType<typeof startPageServer>>
+      let html = ''
+      before(async () => {
+        s = await startServer({ engine, env: { RATE_LIMITS: HIGH } })
+        pages = await startPageServer(s.dataDir, () => html)
+      })
+      after(async () => {
+        await pages?.close()
+        await s?.close()
+      })
+
+      it('a sandboxed page submits by fetch and by plain form posts with redirect; the owner sees them', async () => {
+        const owner = await s.user()
+        const mk = async (body: Record<string, unknown>) => {
+          const r = await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'Contact 联系', fields_config: [{ name: 'name', required: true }, { name: 'email', type: 'email', required: true }], ...body } })
+          assert.equal(r.status, 200, r.text)
+          return r.json.data as { id: string; submit_url: string }
+        }
+        // what a hosted page needs: the literal "null" origin of sandboxed pages
+        const nullForm = await mk({ allowed_origins: ['null'], redirect_url: `${pages.origin}/thanks.html?sent=1` })
+        // only the page server's web origin: Chromium sends no Referer from a sandboxed page, so
+        // the sandboxed page is refused here while an ordinary page of that origin is accepted
+        const originForm = await mk({ allowed_origins: [pages.origin] })
+        const foreign = await mk({ allowed_origins: ['https://elsewhere.example'] })
+        html = pageHtml(nullForm.submit_url)
+
+        const page = await context.newPage()
+        try {
+          await page.goto(`${pages.origin}/page.html`)
+          const probe = await page.evaluate(() => (window as any).probe())
+          assert.equal(probe.origin, 'null', 'the page runs in an opaque origin')
+          assert.match(probe.cookie, /^blocked:/)
+          const send = (url: string, body: unknown) => page.evaluate(([u, b]) => (window as any).sendFetch(u, b), [url, body] as const)
+
+          const ok = await send(nullForm.submit_url, { name: 'Fetch 🌸 王', email: 'fetch@example.com', _ts: Date.now() })
+          assert.equal(ok.status, 200, JSON.stringify(ok))
+          assert.equal(ok.body.success, true)
+          assert.match(ok.body.data.submission_id, /^[0-9a-f-]{36}$/)
+          const bad = await send(nullForm.submit_url, { name: 'x', email: 'bad' })
+          assert.equal(bad.status, 400, 'a 1614 error is readable by the page')
+          assert.equal(bad.body.error_code, 1614)
+          assert.equal(bad.body.field, 'email')
+          for (const f of [originForm, foreign]) {
+            const refused = await send(f.submit_url, { name: 'x', email: 'x@example.com' })
+            assert.ok(refused.error, `an unlisted origin cannot submit: ${JSON.stringify(refused)}`)
+          }
+
+          await Promise.all([page.waitForURL(`${pages.origin}/thanks.html?sent=1`), page.click('#send-plain')])
+          assert.equal(await page.textContent('#done'), 'thanks')
+          await page.goto(`${pages.origin}/page.html`)
+          await Promise.all([page.waitForURL(`${pages.origin}/thanks.html?sent=1`), page.click('#send-multi')])
+
+          // an ordinary (unsandboxed) page of a listed web origin is accepted through its Origin
+          await page.goto(`${pages.origin}/open.html`)
+          const open = await send(originForm.submit_url, { name: 'Open page', email: 'open@example.com' })
+          assert.equal(open.status, 200, JSON.stringify(open))
+        } finally {
+          await page.close()
+        }
+
+        const seen = await s.get(`/svc_api/forms/data/${nullForm.id}`, { key: owner.key })
+        assert.equal(seen.status, 200)
+        assert.equal(seen.json.data.total, 3)
+        const [multi, plain, fetched] = seen.json.data.submissions
+        assert.deepEqual(fetched.data, { name: 'Fetch 🌸 王', email: 'fetch@example.com' })
+        assert.deepEqual(plain.data, { name: '表单 Plain ✓', email: 'plain@example.com' })
+        assert.deepEqual(multi.data, { name: 'Multipart ünï', email: 'multi@example.com' })
+        for (const x of [multi, plain, fetched]) {
+          assert.equal(x.is_spam, false)
+          assert.equal(x.is_read, false)
+          assert.match(x.user_agent, /Chrome/)
+          assert.equal(x.ip_prefix, '127.0.0.0/24')
+        }
+        const viaOrigin = await s.get(`/svc_api/forms/data/${originForm.id}`, { key: owner.key })
+        assert.deepEqual(viaOrigin.json.data.submissions.map((x: any) => x.data.name), ['Open page'])
+        assert.equal((await s.get(`/svc_api/forms/data/${foreign.id}`, { key: owner.key })).json.data.total, 0)
+        const list = await s.get('/svc_api/forms/list', { key: owner.key })
+        assert.equal(list.json.data.quota.submissions_month.used, 4)
+      })
+    })
+  }
+})

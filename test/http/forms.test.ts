@@ -1,0 +1,652 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { Readable } from 'node:stream'
+import { ENGINES, startServer, multipart, type TestServer, type Res } from '../support/server.js'
+import { FakeClock } from '../../src/util/clock.js'
+
+const HIGH = JSON.stringify(Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 200 }])))
+const BEIJING_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/
+
+type User = Awaited<ReturnType<TestServer['user']>>
+
+/** Asserts a format A error. */
+function isError(r: Res, status: number, code: number) {
+  assert.equal(r.status, status, `${r.status} ${r.text}`)
+  assert.equal(r.json.success, false)
+  assert.equal(r.json.error_code, code, r.text)
+  for (const k of ['error_type', 'message', 'solution', 'doc_link']) assert.equal(typeof r.json[k], 'string', k)
+}
+
+for (const engine of ENGINES) {
+  describe(`forms [${engine}]`, () => {
+    let s: TestServer
+    let clock: FakeClock
+    let alice: User
+    let bob: User
+    let seq = 0
+    const slug = (p = 'f') => `${p}-${engine}-${++seq}-${Math.random().toString(36).slice(2, 8)}`
+    const create = (u: User, body: unknown) => s.post('/svc_api/forms/create', { key: u.key, json: body })
+    const make = async (u: User, body: Record<string, unknown> = {}) => {
+      const r = await create(u, { form_name: 'Contact', form_slug: slug(), ...body })
+      assert.equal(r.status, 200, r.text)
+      return r.json.data as { id: string; form_slug: string; submit_url: string }
+    }
+    const submit = (formSlug: string, o: Parameters<TestServer['post']>[1] = {}) => s.post(`/api/forms/submit/${formSlug}`, o)
+    const data = (u: User, id: string, q = '') => s.get(`/svc_api/forms/data/${id}${q}`, { key: u.key })
+    const CONTACT = [
+      { name: 'name', label: '姓名', type: 'text', required: true },
+      { name: 'email', type: 'email', required: true },
+      { name: 'age', type: 'number' },
+      { name: 'site', type: 'url' },
+      { name: 'phone', type: 'tel' },
+      { name: 'day', type: 'date' },
+      { name: 'plan', type: 'select', options: ['free', 'pro'] },
+      { name: 'agree', type: 'checkbox' },
+      { name: 'topics', type: 'checkbox', options: ['a', 'b', 'c'] },
+      { name: 'message', type: 'textarea' },
+    ]
+
+    before(async () => {
+      clock = new FakeClock(Date.UTC(2026, 0, 15, 4, 0, 0))
+      s = await startServer({ engine, clock, env: { RATE_LIMITS: HIGH } })
+      alice = await s.user()
+      bob = await s.user()
+    })
+    after(() => s.close())
+
+    it('creates a form with every field and answers the documented record', async () => {
+      const sl = slug('contact')
+      const r = await create(alice, {
+        form_name: '联系我们 📮', form_slug: sl, fields_config: CONTACT, allowed_origins: ['https://Example.COM:443', 'null'],
+        redirect_url: 'https://example.com/谢谢', is_active: true, honeypot_field: 'website', min_fill_seconds: 3,
+      })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.success, true)
+      assert.equal(typeof r.json.message, 'string')
+      const d = r.json.data
+      for (const k of ['id', 'form_name', 'form_slug', 'fields_config', 'allowed_origins', 'redirect_url', 'is_active', 'submit_url', 'created_at']) assert.ok(k in d, k)
+      assert.equal(d.form_name, '联系我们 📮')
+      assert.equal(d.form_slug, sl)
+      assert.equal(d.submit_url, `${s.url}/api/forms/submit/${sl}`)
+      assert.deepEqual(d.allowed_origins, ['https://example.com', 'null'])
+      assert.equal(d.redirect_url, 'https://example.com/谢谢')
+      assert.equal(d.is_active, true)
+      assert.equal(d.honeypot_field, 'website')
+      assert.equal(d.min_fill_seconds, 3)
+      assert.match(d.created_at, BEIJING_TIME)
+      assert.equal(d.created_at, '2026-01-15 12:00:00')
+      assert.deepEqual(d.fields_config[0], { name: 'name', label: '姓名', type: 'text', required: true })
+      assert.deepEqual(d.fields_config[1], { name: 'email', label: null, type: 'email', required: true })
+      assert.deepEqual(d.fields_config[6].options, ['free', 'pro'])
+      const min = await create(alice, { form_name: 'minimal' })
+      assert.equal(min.status, 200, min.text)
+      assert.match(min.json.data.form_slug, /^[A-Za-z0-9_-]{3,64}$/)
+      assert.deepEqual(min.json.data.fields_config, [])
+      assert.deepEqual(min.json.data.allowed_origins, [])
+      assert.equal(min.json.data.redirect_url, null)
+      assert.equal(min.json.data.is_active, true)
+      assert.equal(min.json.data.honeypot_field, '_gotcha')
+    })
+
+    it('refuses invalid creation input with a clear 400 and creates nothing', async () => {
+      const before = (await s.get('/svc_api/forms/list', { key: bob.key })).json.data.forms.length
+      const cases: Array<[unknown, RegExp]> = [
+        [{}, /form_name/],
+        [{ form_name: '  ' }, /form_name/],
+        [{ form_name: 'x', form_slug: 'a b' }, /form_slug/],
+        [{ form_name: 'x', form_slug: 'ab' }, /form_slug/],
+        [{ form_name: 'x', fields_config: 'name' }, /fields_config/],
+        [{ form_name: 'x', fields_config: [{ name: 'a', type: 'file' }] }, /fields_config\[0\]\.type/],
+        [{ form_name: 'x', fields_config: [{ name: 'a', type: 'select' }] }, /options/],
+        [{ form_name: 'x', fields_config: [{ name: 'a' }, { name: 'A' }] }, /twice/],
+        [{ form_name: 'x', fields_config: [{ name: '_hidden' }] }, /name/],
+        [{ form_name: 'x', fields_config: [{ name: 'a', required: 'yes' }] }, /required/],
+        [{ form_name: 'x', fields_config: [{ name: 'a', type: 'text', options: ['1'] }] }, /options/],
+        [{ form_name: 'x', redirect_url: 'javascript:alert(1)' }, /redirect_url/],
+        [{ form_name: 'x', redirect_url: 'data:text/html,<script>alert(1)</script>' }, /redirect_url/],
+        [{ form_name: 'x', redirect_url: 'ftp://example.com/' }, /redirect_url/],
+        [{ form_name: 'x', redirect_url: '/relative' }, /redirect_url/],
+        [{ form_name: 'x', allowed_origins: 'https://a.example' }, /allowed_origins/],
+        [{ form_name: 'x', allowed_origins: ['https://a.example/path'] }, /allowed_origins/],
+        [{ form_name: 'x', allowed_origins: ['*'] }, /allowed_origins/],
+        [{ form_name: 'x', allowed_origins: ['javascript:alert(1)'] }, /allowed_origins/],
+        [{ form_name: 'x', is_active: 'yes' }, /is_active/],
+        [{ form_name: 'x', min_fill_seconds: -1 }, /min_fill_seconds/],
+        [{ form_name: 'x', fields_config: [{ name: 'website' }], honeypot_field: 'website' }, /honeypot_field/],
+        [{ form_name: 'a\u0000b' }, /NUL/],
+        [{ form_name: 'x', fields_config: [{ name: 'a', label: 'l\u0000' }] }, /NUL/],
+        [{ form_name: 'bad \ud800 surrogate' }, /surrogate/],
+      ]
+      for (const [body, re] of cases) {
+        const r = await create(bob, body)
+        isError(r, 400, 1106)
+        assert.match(r.json.message, re, JSON.stringify(body))
+      }
+      const nul = await s.post('/svc_api/forms/create', { key: bob.key, body: '{"form_name":"a\\u0000b"}', headers: { 'content-type': 'application/json' } })
+      isError(nul, 400, 1106)
+      assert.equal((await s.get('/svc_api/forms/list', { key: bob.key })).json.data.forms.length, before)
+    })
+
+    it('keeps slugs unique across the whole service, case-insensitively (1610)', async () => {
+      const sl = slug('Unique')
+      await make(alice, { form_slug: sl })
+      isError(await create(bob, { form_name: 'mine', form_slug: sl.toLowerCase() }), 400, 1610)
+      isError(await create(alice, { form_name: 'again', form_slug: sl }), 400, 1610)
+      const other = await make(bob)
+      isError(await s.request('PUT', `/svc_api/forms/update/${other.id}`, { key: bob.key, json: { form_slug: sl.toUpperCase() } }), 400, 1610)
+      // renaming to its own slug is fine
+      const same = await s.request('PUT', `/svc_api/forms/update/${other.id}`, { key: bob.key, json: { form_slug: other.form_slug } })
+      assert.equal(same.status, 200)
+    })
+
+    it('requires authentication on management and hides other users\' forms (404)', async () => {
+      const f = await make(alice)
+      const sub = await submit(f.form_slug, { json: { x: 1 } })
+      assert.equal(sub.status, 200, sub.text)
+      const id = sub.json.data.submission_id
+      const endpoints: Array<[string, string, unknown?]> = [
+        ['POST', '/svc_api/forms/create', { form_name: 'x' }], ['PUT', `/svc_api/forms/update/${f.id}`, { form_name: 'y' }],
+        ['GET', '/svc_api/forms/list'], ['GET', `/svc_api/forms/data/${f.id}`], ['GET', `/svc_api/forms/export/${f.id}`],
+        ['DELETE', `/svc_api/forms/delete/${f.id}`], ['PUT', `/svc_api/forms/mark_read/${id}`, { is_read: true }],
+      ]
+      for (const [m, p, body] of endpoints) {
+        isError(await s.request(m, p, body ? { json: body } : {}), 401, 1001)
+        isError(await s.request(m, p, { key: 'svc_' + 'A'.repeat(60), ...(body ? { json: body } : {}) }), 401, 1002)
+      }
+      for (const [m, p, body] of endpoints.slice(1)) {
+        if (p === '/svc_api/forms/list') continue
+        const r = await s.request(m, p, { key: bob.key, ...(body ? { json: body } : {}) })
+        assert.equal(r.status, 404, `${m} ${p}`)
+        assert.ok([1611, 1405].includes(r.json.error_code))
+      }
+      isError(await s.get('/svc_api/forms/data/no-such-form', { key: alice.key }), 404, 1611)
+      isError(await s.request('PUT', '/svc_api/forms/mark_read/nope', { key: alice.key, json: { is_read: true } }), 404, 1405)
+      // alice's form is untouched
+      const d = await data(alice, f.id)
+      assert.equal(d.json.data.total, 1)
+      assert.equal(d.json.data.submissions[0].is_read, false)
+      const bl = await s.get('/svc_api/forms/list', { key: bob.key })
+      assert.ok(!bl.json.data.forms.some((x: { id: string }) => x.id === f.id))
+    })
+
+    it('accepts JSON, form-encoded and multipart submissions, validated and typed by field', async () => {
+      const f = await make(alice, { fields_config: CONTACT })
+      const j = await submit(f.form_slug, {
+        json: { name: 'Zoë 🌸 王', email: 'zoe@example.com', age: 42, site: 'https://zoe.example/', phone: '+86 (10) 1234-5678', day: '2026-02-28', plan: 'pro', agree: true, topics: ['a', 'c'], message: 'مرحبا\nline two' },
+      })
+      assert.equal(j.status, 200, j.text)
+      assert.deepEqual(Object.keys(j.json).sort(), ['data', 'message', 'success'])
+      assert.equal(j.json.success, true)
+      assert.match(j.json.data.submission_id, /^[0-9a-f-]{36}$/)
+      clock.advance(1000)
+      const u = await submit(f.form_slug, { body: 'name=%E6%9D%8E%E5%9B%9B&email=li%40example.cn&age=3.5&agree=on&topics=b&topics=c&plan=free', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+      assert.equal(u.status, 200, u.text)
+      clock.advance(1000)
+      const mp = multipart([{ name: 'name', data: 'Ünïcödé ✓' }, { name: 'email', data: 'm@example.org' }, { name: 'message', data: '多行\r\n文本' }, { name: '_ts', data: '1' }])
+      const m = await submit(f.form_slug, { body: mp.body, headers: { 'content-type': mp.contentType } })
+      assert.equal(m.status, 200, m.text)
+      const d = await data(alice, f.id)
+      assert.equal(d.status, 200)
+      assert.equal(d.json.data.total, 3)
+      const [third, second, first] = d.json.data.submissions
+      assert.equal(first.id, j.json.data.submission_id)
+      assert.deepEqual(first.data, { name: 'Zoë 🌸 王', email: 'zoe@example.com', age: 42, site: 'https://zoe.example/', phone: '+86 (10) 1234-5678', day: '2026-02-28', plan: 'pro', agree: true, topics: ['a', 'c'], message: 'مرحبا\nline two' })
+      assert.deepEqual(second.data, { name: '李四', email: 'li@example.cn', age: 3.5, plan: 'free', agree: true, topics: ['b', 'c'] })
+      assert.deepEqual(third.data, { name: 'Ünïcödé ✓', email: 'm@example.org', agree: false, topics: [], message: '多行\r\n文本' })
+      for (const x of [first, second, third]) {
+        assert.deepEqual(Object.keys(x).sort(), ['created_at', 'data', 'id', 'ip_prefix', 'is_read', 'is_spam', 'spam_reason', 'user_agent'])
+        assert.equal(x.is_read, false)
+        assert.equal(x.is_spam, false)
+        assert.equal(x.ip_prefix, '127.0.0.0/24')
+        assert.match(x.created_at, BEIJING_TIME)
+      }
+    })
+
+    it('answers 1614 naming the field for unknown, missing or mistyped fields, and stores nothing', async () => {
+      const f = await make(alice, { fields_config: CONTACT })
+      const ok = { name: 'n', email: 'a@b.co' }
+      const cases: Array<[Record<string, unknown>, string]> = [
+        [{ ...ok, extra: 'x' }, 'extra'],
+        [{ email: 'a@b.co' }, 'name'],
+        [{ name: '   ', email: 'a@b.co' }, 'name'],
+        [{ name: 'n' }, 'email'],
+        [{ name: 'n', email: 'not-an-email' }, 'email'],
+        [{ ...ok, age: 'forty' }, 'age'],
+        [{ ...ok, age: '1e400' }, 'age'],
+        [{ ...ok, site: 'javascript:alert(1)' }, 'site'],
+        [{ ...ok, site: 'nope' }, 'site'],
+        [{ ...ok, phone: 'call me' }, 'phone'],
+        [{ ...ok, day: '2026-02-30' }, 'day'],
+        [{ ...ok, day: '15/01/2026' }, 'day'],
+        [{ ...ok, plan: 'enterprise' }, 'plan'],
+        [{ ...ok, agree: 'maybe' }, 'agree'],
+        [{ ...ok, topics: ['a', 'z'] }, 'topics'],
+        [{ ...ok, name: ['a', 'b'] }, 'name'],
+        [{ ...ok, name: { nested: true } }, 'name'],
+      ]
+      for (const [body, field] of cases) {
+        clock.advance(7000)
+        const r = await submit(f.form_slug, { json: body })
+        isError(r, 400, 1614)
+        assert.equal(r.json.field, field, JSON.stringify(body))
+        assert.ok(r.json.message.includes(field))
+      }
+      clock.advance(61_000)
+      const up = multipart([{ name: 'name', data: 'n' }, { name: 'email', data: 'a@b.co' }, { name: 'cv', filename: 'cv.pdf', type: 'application/pdf', data: Buffer.alloc(100, 1) }])
+      const fr = await submit(f.form_slug, { body: up.body, headers: { 'content-type': up.contentType } })
+      isError(fr, 400, 1614)
+      assert.equal(fr.json.field, 'cv')
+      assert.match(fr.json.message, /file/)
+      for (const body of [{ ...ok, name: 'a\u0000b' }, { ...ok, message: 'x\udc00y' }]) isError(await submit(f.form_slug, { json: body }), 400, 1106)
+      isError(await submit(f.form_slug, { json: [ok] }), 400, 1106)
+      isError(await submit(f.form_slug, { body: 'hello', headers: { 'content-type': 'text/plain' } }), 400, 1113)
+      isError(await submit(f.form_slug, { body: '<x/>', headers: { 'content-type': 'application/xml' } }), 415, 1112)
+      isError(await submit(f.form_slug, { body: '{"name":', headers: { 'content-type': 'application/json' } }), 400, 1113)
+      assert.equal((await data(alice, f.id)).json.data.total, 0)
+      // a form without fields_config takes any field names
+      const free = await make(alice)
+      const r = await submit(free.form_slug, { body: JSON.stringify({ 'any name': 'v', 数字: 3, list: ['x', true], _ts: 5, _gotcha: '' }), headers: { 'content-type': 'text/plain;charset=UTF-8' } })
+      assert.equal(r.status, 200, r.text)
+      assert.deepEqual((await data(alice, free.id)).json.data.submissions[0].data, { 'any name': 'v', 数字: 3, list: ['x', true] })
+      isError(await submit(free.form_slug, { json: { obj: { a: 1 } } }), 400, 1614)
+      // JSON edge cases: a 4xx, never a 500, nothing stored
+      const raw = (body: string) => submit(free.form_slug, { body, headers: { 'content-type': 'application/json' } })
+      isError(await raw('{"n": 1e400}'), 400, 1614)
+      for (const body of ['{"__proto__": {"x": 1}}', '{"a": {"constructor": {"prototype": {"x": 1}}}}', '['.repeat(30000) + ']'.repeat(30000)]) {
+        const r = await raw(body)
+        assert.ok(r.status >= 400 && r.status < 500, `${r.status} ${r.text.slice(0, 200)}`)
+        assert.equal(r.json.success, false)
+      }
+      assert.equal((await data(alice, free.id)).json.data.total, 1)
+    })
+
+    it('refuses bodies over 64 KB before they reach the database (413)', async () => {
+      clock.advance(61_000)
+      const f = await make(alice)
+      const big = 'x'.repeat(70 * 1024)
+      isError(await submit(f.form_slug, { json: { m: big } }), 413, 1109)
+      isError(await submit(f.form_slug, { form: { m: big } }), 413, 1109)
+      const mp = multipart([{ name: 'm', data: big }])
+      isError(await submit(f.form_slug, { body: mp.body, headers: { 'content-type': mp.contentType } }), 413, 1109)
+      const many = multipart(Array.from({ length: 40 }, (_, i) => ({ name: `f${i}`, data: 'y'.repeat(2000) })))
+      // streamed without Content-Length: counted while parsing
+      isError(await submit(f.form_slug, { body: Readable.from([many.body]) as never, headers: { 'content-type': many.contentType } } as never), 413, 1109)
+      assert.equal((await data(alice, f.id)).json.data.total, 0)
+      const fine = await submit(f.form_slug, { json: { m: 'x'.repeat(60 * 1024) } })
+      assert.equal(fine.status, 200, fine.text)
+    })
+
+    it('answers 1611 for a missing form and 1612 for an inactive one', async () => {
+      isError(await submit('no-such-form-here', { json: { a: 1 } }), 404, 1611)
+      isError(await submit('bad%20slug', { json: { a: 1 } }), 404, 1611)
+      const f = await make(alice, { is_active: false })
+      isError(await submit(f.form_slug, { json: { a: 1 } }), 403, 1612)
+      const up = await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { is_active: true } })
+      assert.equal(up.status, 200)
+      assert.equal(up.json.data.is_active, true)
+      assert.equal((await submit(f.form_slug, { json: { a: 1 } })).status, 200)
+      await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { is_active: false } })
+      isError(await submit(f.form_slug, { json: { a: 1 } }), 403, 1612)
+      assert.equal((await data(alice, f.id)).json.data.total, 1)
+    })
+
+    it('answers CORS preflights and enforces allowed_origins on Origin and Referer', async () => {
+      const open = await make(alice)
+      const pre = await s.request('OPTIONS', `/api/forms/submit/${open.form_slug}`, { headers: { origin: 'https://any.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } })
+      assert.equal(pre.status, 204)
+      assert.equal(pre.header('access-control-allow-origin'), 'https://any.example')
+      assert.match(pre.header('access-control-allow-methods')!, /POST/)
+      assert.match(pre.header('access-control-allow-headers')!, /Content-Type/i)
+      assert.match(pre.header('vary')!, /Origin/)
+      assert.equal(pre.header('access-control-allow-credentials'), undefined)
+      const anyPost = await submit(open.form_slug, { json: { a: 1 }, headers: { origin: 'null' } })
+      assert.equal(anyPost.status, 200)
+      assert.equal(anyPost.header('access-control-allow-origin'), 'null')
+      assert.equal((await submit(open.form_slug, { json: { a: 1 } })).header('access-control-allow-origin'), '*')
+
+      const strict = await make(alice, { allowed_origins: ['https://good.example'] })
+      const url = `/api/forms/submit/${strict.form_slug}`
+      const good = await s.request('OPTIONS', url, { headers: { origin: 'https://good.example', 'access-control-request-method': 'POST' } })
+      assert.equal(good.header('access-control-allow-origin'), 'https://good.example')
+      const evilPre = await s.request('OPTIONS', url, { headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
+      assert.equal(evilPre.header('access-control-allow-origin'), undefined)
+      const evil = await submit(strict.form_slug, { json: { a: 1 }, headers: { origin: 'https://evil.example' } })
+      isError(evil, 403, 1620)
+      assert.equal(evil.header('access-control-allow-origin'), undefined)
+      const ok = await submit(strict.form_slug, { json: { a: 1 }, headers: { origin: 'https://good.example' } })
+      assert.equal(ok.status, 200)
+      assert.equal(ok.header('access-control-allow-origin'), 'https://good.example')
+      assert.equal(ok.header('access-control-allow-credentials'), undefined)
+      // a sandboxed page (Origin: null) is judged by its Referer
+      const viaRef = await submit(strict.form_slug, { json: { a: 2 }, headers: { origin: 'null', referer: 'https://good.example/contact.html' } })
+      assert.equal(viaRef.status, 200, viaRef.text)
+      assert.equal(viaRef.header('access-control-allow-origin'), 'null')
+      isError(await submit(strict.form_slug, { json: { a: 3 }, headers: { origin: 'null' } }), 403, 1620)
+      isError(await submit(strict.form_slug, { json: { a: 3 }, headers: { origin: 'null', referer: 'https://evil.example/' } }), 403, 1620)
+      isError(await submit(strict.form_slug, { json: { a: 3 }, headers: { referer: 'https://evil.example/x' } }), 403, 1620)
+      // errors the page may read carry ACAO for an allowed origin
+      const bad = await submit(strict.form_slug, { body: '{', headers: { origin: 'https://good.example', 'content-type': 'application/json' } })
+      isError(bad, 400, 1113)
+      assert.equal(bad.header('access-control-allow-origin'), 'https://good.example')
+      assert.equal((await data(alice, strict.id)).json.data.total, 2)
+
+      // the literal "null" origin can be allowed
+      const sandboxed = await make(alice, { allowed_origins: ['null'] })
+      const n = await submit(sandboxed.form_slug, { json: { a: 1 }, headers: { origin: 'null' } })
+      assert.equal(n.status, 200)
+      assert.equal(n.header('access-control-allow-origin'), 'null')
+      isError(await submit(sandboxed.form_slug, { json: { a: 1 }, headers: { origin: 'https://good.example' } }), 403, 1620)
+      // missing forms still answer readable CORS errors
+      const missing = await submit('missing-form-xyz', { json: {}, headers: { origin: 'https://x.example' } })
+      assert.equal(missing.header('access-control-allow-origin'), 'https://x.example')
+    })
+
+    it('redirects a browser form post (303) when redirect_url is set; AJAX always gets JSON', async () => {
+      const f = await make(alice, { redirect_url: 'https://example.com/thanks?from=form' })
+      const nav = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'
+      const r = await submit(f.form_slug, { form: { a: '1' }, headers: { accept: nav } })
+      assert.equal(r.status, 303)
+      assert.equal(r.header('location'), 'https://example.com/thanks?from=form')
+      const ajax = await submit(f.form_slug, { form: { a: '2' }, headers: { accept: '*/*' } })
+      assert.equal(ajax.status, 200)
+      assert.equal(ajax.json.success, true)
+      const json = await submit(f.form_slug, { json: { a: 3 }, headers: { accept: 'application/json, text/html' } })
+      assert.equal(json.status, 200)
+      for (const h of [{ 'sec-fetch-mode': 'cors' }, { 'x-requested-with': 'XMLHttpRequest' }] as Array<Record<string, string>>) {
+        const x = await submit(f.form_slug, { form: { a: '5' }, headers: { accept: nav, ...h } })
+        assert.equal(x.status, 200)
+        assert.equal(x.json.success, true)
+      }
+      assert.equal((await submit(f.form_slug, { form: { a: '6' }, headers: { accept: nav, 'sec-fetch-mode': 'navigate' } })).status, 303)
+      const plain = await make(alice)
+      const noRedirect = await submit(plain.form_slug, { form: { a: '1' }, headers: { accept: nav } })
+      assert.equal(noRedirect.status, 200)
+      assert.equal(noRedirect.json.success, true)
+      assert.equal((await data(alice, f.id)).json.data.total, 6)
+      // redirect_url can be changed and cleared, never to a script URL
+      isError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { redirect_url: 'javascript:alert(1)' } }), 400, 1106)
+      isError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { redirect_url: 'data:text/html,x' } }), 400, 1106)
+      const cleared = await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { redirect_url: null } })
+      assert.equal(cleared.json.data.redirect_url, null)
+      assert.equal((await submit(f.form_slug, { form: { a: '4' }, headers: { accept: nav } })).status, 200)
+    })
+
+    it('flags honeypot and too-fast submissions as spam, stores them, and filters them', async () => {
+      const f = await make(alice, { honeypot_field: 'website', min_fill_seconds: 5, fields_config: [{ name: 'msg' }] })
+      const now = clock.now()
+      const cases: Array<[Record<string, unknown>, string | null]> = [
+        [{ msg: 'human', _ts: String(now - 10_000) }, null],
+        [{ msg: 'human, seconds', _ts: Math.floor((now - 30_000) / 1000) }, null],
+        [{ msg: 'bot', website: 'http://spam.example', _ts: String(now - 10_000) }, 'honeypot'],
+        [{ msg: 'fast', _ts: String(now - 1_000) }, 'too_fast'],
+        [{ msg: 'no ts' }, 'no_timestamp'],
+        [{ msg: 'junk ts', _ts: 'yesterday' }, 'no_timestamp'],
+      ]
+      for (const [body] of cases) {
+        const r = await submit(f.form_slug, { json: body })
+        assert.equal(r.status, 200, r.text)
+        assert.equal(r.json.success, true)
+        clock.advance(10)
+      }
+      const all = (await data(alice, f.id)).json.data
+      assert.equal(all.total, cases.length)
+      const byMsg = new Map(all.submissions.map((x: any) => [x.data.msg, x]))
+      for (const [body, reason] of cases) {
+        const x: any = byMsg.get(body.msg)
+        assert.equal(x.is_spam, reason !== null, String(body.msg))
+        assert.equal(x.spam_reason, reason)
+        assert.ok(!('website' in x.data) && !('_ts' in x.data))
+      }
+      assert.equal((await data(alice, f.id, '?is_spam=true')).json.data.total, 4)
+      assert.equal((await data(alice, f.id, '?is_spam=false')).json.data.total, 2)
+      assert.equal((await data(alice, f.id, '?is_spam=0&is_read=false')).json.data.total, 2)
+      // the owner can clear a false positive
+      const fast: any = byMsg.get('fast')
+      const un = await s.request('PUT', `/svc_api/forms/mark_read/${fast.id}`, { key: alice.key, json: { is_spam: false } })
+      assert.equal(un.status, 200)
+      assert.equal(un.json.data.is_spam, false)
+      assert.equal((await data(alice, f.id, '?is_spam=false')).json.data.total, 3)
+      const list = await s.get('/svc_api/forms/list', { key: alice.key })
+      assert.equal(list.json.data.forms.find((x: any) => x.id === f.id).spam_count, 3)
+    })
+
+    it('limits submissions per client address and form (429), readable cross-origin', async () => {
+      clock.advance(3_600_000)
+      const f = await make(alice)
+      const other = await make(alice)
+      for (let i = 0; i < 10; i++) assert.equal((await submit(f.form_slug, { json: { i } })).status, 200)
+      const r = await submit(f.form_slug, { json: { i: 10 }, headers: { origin: 'https://page.example' } })
+      isError(r, 429, 1204)
+      assert.ok(Number.isInteger(r.json.retry_after) && r.json.retry_after >= 1)
+      assert.equal(r.header('retry-after'), String(r.json.retry_after))
+      assert.equal(r.header('access-control-allow-origin'), 'https://page.example')
+      assert.equal((await submit(other.form_slug, { json: { i: 0 } })).status, 200)
+      clock.advance(61_000)
+      assert.equal((await submit(f.form_slug, { json: { i: 11 } })).status, 200)
+      assert.equal((await data(alice, f.id)).json.data.total, 11)
+    })
+
+    it('answers the API rate limit (429) of anonymous submitters with CORS headers', async () => {
+      const tight = await startServer({ engine, env: { RATE_LIMITS: JSON.stringify({ default: { minute: 2 } }) } })
+      try {
+        const u = await tight.user()
+        const c = await tight.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'x', allowed_origins: ['https://page.example'] } })
+        const p = `/api/forms/submit/${c.json.data.form_slug}`
+        const headers = { origin: 'https://page.example' }
+        assert.equal((await tight.post(p, { json: { a: 1 }, headers })).status, 200)
+        assert.equal((await tight.post(p, { json: { a: 2 }, headers })).status, 200)
+        const r = await tight.post(p, { json: { a: 3 }, headers })
+        isError(r, 429, 1204)
+        assert.equal(r.header('access-control-allow-origin'), 'https://page.example')
+        assert.match(r.header('access-control-expose-headers')!, /Retry-After/)
+        const evil = await tight.post(p, { json: { a: 3 }, headers: { origin: 'https://evil.example' } })
+        assert.equal(evil.status, 429)
+        assert.equal(evil.header('access-control-allow-origin'), undefined)
+      } finally {
+        await tight.close()
+      }
+    })
+
+    it('pages submissions newest first with is_read filters, and marks them read both ways', async () => {
+      const f = await make(alice)
+      const ids: string[] = []
+      for (let i = 0; i < 7; i++) {
+        ids.push((await submit(f.form_slug, { json: { n: i } })).json.data.submission_id)
+      }
+      const p1 = (await data(alice, f.id, '?page=1&per_page=3')).json.data
+      assert.deepEqual([p1.page, p1.per_page, p1.total, p1.total_pages], [1, 3, 7, 3])
+      assert.deepEqual(p1.submissions.map((x: any) => x.data.n), [6, 5, 4])
+      const p3 = (await data(alice, f.id, '?page=3&per_page=3')).json.data
+      assert.deepEqual(p3.submissions.map((x: any) => x.data.n), [0])
+      assert.deepEqual((await data(alice, f.id, '?page=9')).json.data.submissions, [])
+      isError(await data(alice, f.id, '?per_page=101'), 400, 1108)
+      isError(await data(alice, f.id, '?page=0'), 400, 1107)
+      isError(await data(alice, f.id, '?is_read=maybe'), 400, 1106)
+      const mark = (id: string, body?: unknown) => s.request('PUT', `/svc_api/forms/mark_read/${id}`, { key: alice.key, ...(body === undefined ? {} : { json: body }) })
+      const m = await mark(ids[0], { is_read: true })
+      assert.equal(m.status, 200)
+      assert.deepEqual(m.json.data, { id: ids[0], form_id: f.id, is_read: true, is_spam: false })
+      assert.equal(typeof m.json.message, 'string')
+      assert.equal((await mark(ids[1])).json.data.is_read, true)
+      assert.equal((await data(alice, f.id, '?is_read=true')).json.data.total, 2)
+      assert.equal((await data(alice, f.id, '?is_read=false')).json.data.total, 5)
+      assert.equal((await mark(ids[0], { is_read: false })).json.data.is_read, false)
+      assert.equal((await data(alice, f.id, '?is_read=1')).json.data.total, 1)
+      isError(await mark(ids[0], { is_read: 'yes' }), 400, 1106)
+      const list = await s.get('/svc_api/forms/list', { key: alice.key })
+      const item = list.json.data.forms.find((x: any) => x.id === f.id)
+      assert.equal(item.submission_count, 7)
+      assert.equal(item.unread_count, 6)
+      assert.equal(item.spam_count, 0)
+      assert.match(item.last_submission_at, BEIJING_TIME)
+    })
+
+    it('lists forms with counters and the quota', async () => {
+      const carol = await s.user()
+      const empty = await s.get('/svc_api/forms/list', { key: carol.key })
+      assert.equal(empty.status, 200)
+      assert.deepEqual(empty.json.data.forms, [])
+      assert.deepEqual(empty.json.data.quota.forms, { used: 0, limit: 20 })
+      assert.equal(empty.json.data.quota.submissions_month.used, 0)
+      assert.equal(empty.json.data.quota.submissions_month.limit, 1000)
+      assert.equal(empty.json.data.quota.export_rows.limit, 5000)
+      const a = await make(carol, { form_name: 'first' })
+      clock.advance(1000)
+      const b = await make(carol, { form_name: 'second' })
+      await submit(a.form_slug, { json: { x: 1 } })
+      const r = await s.get('/svc_api/forms/list', { key: carol.key })
+      assert.deepEqual(r.json.data.forms.map((x: any) => x.id), [b.id, a.id])
+      const first = r.json.data.forms[1]
+      for (const k of ['id', 'form_name', 'form_slug', 'is_active', 'submission_count', 'unread_count', 'fields_config', 'allowed_origins', 'redirect_url', 'submit_url', 'created_at']) assert.ok(k in first, k)
+      assert.equal(first.submission_count, 1)
+      assert.equal(first.unread_count, 1)
+      assert.equal(r.json.data.forms[0].last_submission_at, null)
+      assert.deepEqual(r.json.data.quota.forms, { used: 2, limit: 20 })
+      assert.equal(r.json.data.quota.submissions_month.used, 1)
+    })
+
+    it('enforces the form count quota (1613, 429) with the limit in solution', async () => {
+      const dave = await s.user()
+      await s.deps.users.update(dave.username, { limits: { forms: 2 } })
+      const a = await make(dave)
+      await make(dave)
+      const r = await create(dave, { form_name: 'third' })
+      isError(r, 429, 1613)
+      assert.match(r.json.solution, /\b2\b/)
+      await s.request('DELETE', `/svc_api/forms/delete/${a.id}`, { key: dave.key })
+      assert.equal((await create(dave, { form_name: 'third' })).status, 200)
+      const list = await s.get('/svc_api/forms/list', { key: dave.key })
+      assert.deepEqual(list.json.data.quota.forms, { used: 2, limit: 2 })
+    })
+
+    it('enforces the monthly submission quota per Beijing calendar month (FakeClock across the boundary)', async () => {
+      const erin = await s.user()
+      await s.deps.users.update(erin.username, { limits: { form_submissions_month: 2 } })
+      const saved = clock.now()
+      // 2026-01-31 23:58 in Beijing (15:58 UTC)
+      clock.set(Date.UTC(2026, 0, 31, 15, 58, 0))
+      const f = await make(erin)
+      const g = await make(erin)
+      assert.equal((await submit(f.form_slug, { json: { n: 1 } })).status, 200)
+      assert.equal((await submit(g.form_slug, { json: { n: 2 } })).status, 200)
+      const full = await submit(f.form_slug, { json: { n: 3 }, headers: { origin: 'https://page.example' } })
+      isError(full, 429, 1613)
+      assert.match(full.json.solution, /\b2\b/)
+      assert.equal(full.header('access-control-allow-origin'), 'https://page.example')
+      let q = (await s.get('/svc_api/forms/list', { key: erin.key })).json.data.quota.submissions_month
+      assert.deepEqual(q, { used: 2, limit: 2, month: '2026-01' })
+      // deleting a form does not give the month's submissions back
+      await s.request('DELETE', `/svc_api/forms/delete/${g.id}`, { key: erin.key })
+      isError(await submit(f.form_slug, { json: { n: 4 } }), 429, 1613)
+      // 16:00 UTC is midnight in Beijing: a new month, though still January in UTC
+      clock.set(Date.UTC(2026, 0, 31, 16, 0, 30))
+      assert.equal((await submit(f.form_slug, { json: { n: 5 } })).status, 200)
+      q = (await s.get('/svc_api/forms/list', { key: erin.key })).json.data.quota.submissions_month
+      assert.deepEqual(q, { used: 1, limit: 2, month: '2026-02' })
+      assert.equal((await data(erin, f.id)).json.data.total, 2)
+      clock.set(Math.max(saved, clock.now()) + 3_600_000)
+    })
+
+    it('checks the monthly quota inside the write transaction under concurrency', async () => {
+      const fay = await s.user()
+      await s.deps.users.update(fay.username, { limits: { form_submissions_month: 5 } })
+      const forms = await Promise.all([make(fay), make(fay)])
+      const results = await Promise.all(Array.from({ length: 16 }, (_, i) => submit(forms[i % 2].form_slug, { json: { i } })))
+      const codes = results.map((r) => r.status)
+      assert.equal(codes.filter((c) => c === 200).length, 5, codes.join(','))
+      assert.equal(codes.filter((c) => c === 429).length, 11)
+      const q = (await s.get('/svc_api/forms/list', { key: fay.key })).json.data
+      assert.equal(q.quota.submissions_month.used, 5)
+      assert.equal(q.forms.reduce((n: number, x: any) => n + x.submission_count, 0), 5)
+    })
+
+    it('exports JSON and CSV, newest first, capped at form_export_rows', async () => {
+      const gus = await s.user()
+      const f = await make(gus, { fields_config: [{ name: 'name', required: true }, { name: 'n', type: 'number' }, { name: 'tags', type: 'checkbox', options: ['x', 'y'] }] })
+      const rows = [{ name: 'plain', n: 1 }, { name: '=HYPERLINK("http://evil")', n: -2 }, { name: '中文, "quoted"\nnext', n: 3, tags: ['x', 'y'] }]
+      for (const r of rows) {
+        assert.equal((await submit(f.form_slug, { json: r })).status, 200)
+        clock.advance(1000)
+      }
+      const ex = await s.get(`/svc_api/forms/export/${f.id}`, { key: gus.key })
+      assert.equal(ex.status, 200)
+      assert.match(ex.header('content-type')!, /application\/json/)
+      assert.equal(ex.json.success, true)
+      assert.equal(ex.json.data.form.id, f.id)
+      assert.equal(ex.json.data.exported_count, 3)
+      assert.equal(ex.json.data.truncated, false)
+      assert.deepEqual(ex.json.data.submissions.map((x: any) => x.data.n), [3, -2, 1])
+      assert.equal(ex.json.data.submissions[0].data.name, '中文, "quoted"\nnext')
+
+      await s.deps.users.update(gus.username, { limits: { form_export_rows: 2 } })
+      const capped = await s.get(`/svc_api/forms/export/${f.id}`, { key: gus.key })
+      assert.equal(capped.json.data.exported_count, 2)
+      assert.equal(capped.json.data.total_count, 3)
+      assert.equal(capped.json.data.truncated, true)
+      assert.equal(capped.json.data.export_limit, 2)
+      assert.deepEqual(capped.json.data.submissions.map((x: any) => x.data.n), [3, -2])
+
+      await s.deps.users.update(gus.username, { limits: { form_export_rows: null } })
+      const csv = await s.get(`/svc_api/forms/export/${f.id}?format=csv`, { key: gus.key })
+      assert.equal(csv.status, 200)
+      assert.match(csv.header('content-type')!, /^text\/csv; charset=utf-8/)
+      assert.match(csv.header('content-disposition')!, /^attachment; filename="form-[A-Za-z0-9_-]+-\d{8}\.csv"$/)
+      assert.equal(csv.header('x-exported-count'), '3')
+      assert.ok(csv.text.startsWith('\uFEFF'))
+      const lines = csv.text.slice(1).split('\r\n')
+      assert.equal(lines[0], 'submission_id,created_at,is_read,is_spam,spam_reason,name,n,tags,user_agent,ip_prefix')
+      assert.ok(lines[1].includes('"中文, ""quoted""\nnext"'.split('\n')[0]))
+      assert.ok(csv.text.includes(`"'=HYPERLINK(""http://evil"")",-2,`))
+      assert.ok(csv.text.includes(',x; y,'))
+      isError(await s.get(`/svc_api/forms/export/${f.id}?format=xml`, { key: gus.key }), 400, 1106)
+      const spamOnly = await s.get(`/svc_api/forms/export/${f.id}?is_spam=true`, { key: gus.key })
+      assert.equal(spamOnly.json.data.exported_count, 0)
+    })
+
+    it('updates any creation field and keeps the others', async () => {
+      const f = await make(alice, { fields_config: [{ name: 'a' }], allowed_origins: ['https://one.example'] })
+      const r = await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { form_name: '新名字 ✨', fields_config: [{ name: 'b', type: 'email', required: true }] } })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.success, true)
+      assert.equal(typeof r.json.message, 'string')
+      assert.equal(r.json.data.form_name, '新名字 ✨')
+      assert.deepEqual(r.json.data.allowed_origins, ['https://one.example'])
+      assert.equal(r.json.data.form_slug, f.form_slug)
+      isError(await submit(f.form_slug, { json: { a: 'x' }, headers: { origin: 'https://one.example' } }), 400, 1614)
+      assert.equal((await submit(f.form_slug, { json: { b: 'b@example.com' }, headers: { origin: 'https://one.example' } })).status, 200)
+      const ns = slug('renamed')
+      const moved = await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { form_slug: ns, allowed_origins: [] } })
+      assert.equal(moved.json.data.submit_url, `${s.url}/api/forms/submit/${ns}`)
+      isError(await submit(f.form_slug, { json: { b: 'b@example.com' } }), 404, 1611)
+      assert.equal((await submit(ns, { json: { b: 'b@example.com' }, headers: { origin: 'https://two.example' } })).status, 200)
+      isError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { form_name: 'x\u0000' } }), 400, 1106)
+      isError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { honeypot_field: 'b' } }), 400, 1106)
+      const list = (await s.get('/svc_api/forms/list', { key: alice.key })).json.data.forms.find((x: any) => x.id === f.id)
+      assert.equal(list.form_name, '新名字 ✨')
+    })
+
+    it('deletes a form with every submission', async () => {
+      const f = await make(alice)
+      for (let i = 0; i < 3; i++) await submit(f.form_slug, { json: { i } })
+      const r = await s.request('DELETE', `/svc_api/forms/delete/${f.id}`, { key: alice.key })
+      assert.equal(r.status, 200)
+      assert.equal(r.json.success, true)
+      assert.equal(typeof r.json.message, 'string')
+      isError(await data(alice, f.id), 404, 1611)
+      isError(await submit(f.form_slug, { json: { i: 9 } }), 404, 1611)
+      isError(await s.request('DELETE', `/svc_api/forms/delete/${f.id}`, { key: alice.key }), 404, 1611)
+      const left = await s.deps.db.k.selectFrom('form_submissions').select('id').where('form_id', '=', f.id).execute()
+      assert.equal(left.length, 0)
+      // the slug is free again
+      assert.equal((await create(bob, { form_name: 'reuse', form_slug: f.form_slug })).status, 200)
+    })
+
+    it('documents the endpoints in /openapi.json', async () => {
+      const r = await s.get('/openapi.json')
+      for (const p of ['/api/forms/submit/{form_slug}', '/svc_api/forms/create', '/svc_api/forms/update/{form_id}', '/svc_api/forms/list',
+        '/svc_api/forms/data/{form_id}', '/svc_api/forms/export/{form_id}', '/svc_api/forms/delete/{form_id}', '/svc_api/forms/mark_read/{submission_id}']) {
+        assert.ok(r.json.paths[p], p)
+      }
+    })
+  })
+}

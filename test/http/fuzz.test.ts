@@ -1,0 +1,70 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fc from 'fast-check'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+
+/** Strings that have broken HTTP APIs before: traversal, encodings, huge numbers, odd unicode. */
+const NAUGHTY = [
+  '', ' ', '0', '-1', '1.5', '1e400', 'NaN', 'null', 'true', '[]', '{}', '__proto__', 'constructor',
+  '../../etc/passwd', '..%2f..%2f', '%00', '\u0000', '%E0%A4%A', '\ud800', '😀', '\u202e', 'é', 'ＡＢＣ',
+  'a'.repeat(300), '<script>alert(1)</script>', "' or 1=1 --", '${7*7}', '%252e%252e%252f', 'C:\\x', '\\\\srv\\s',
+]
+const naughty = fc.constantFrom(...NAUGHTY)
+const jsonValue = fc.oneof(
+  naughty, fc.integer(), fc.double(), fc.boolean(), fc.constant(null),
+  fc.array(naughty, { maxLength: 3 }), fc.dictionary(naughty, naughty, { maxKeys: 3 }),
+)
+
+/** Percent-encodes UTF-8 bytes (a lone surrogate becomes U+FFFD, as a client would send it). */
+const pct = (v: string) => [...Buffer.from(v)].map((b) => (/[A-Za-z0-9_.~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, '0').toUpperCase()}`)).join('')
+
+for (const engine of ENGINES) {
+  describe(`fuzzing every documented API route [${engine}]`, () => {
+    let s: TestServer
+    let key = ''
+    let cookie = ''
+    let routes: Array<{ method: string; path: string }> = []
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: JSON.stringify({ default: { minute: 100000, hour: 100000, day: 100000, concurrent: 100 }, authenticated: { minute: 100000, hour: 100000, day: 100000, concurrent: 100 } }) } })
+      const u = await s.user()
+      key = u.key
+      cookie = await s.login(u.username, u.password)
+      const doc = (await s.get('/openapi.json')).json
+      for (const [p, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
+        if (!/^\/(svc_api|api)\//.test(p)) continue
+        for (const m of Object.keys(ops)) if (['get', 'post', 'put', 'patch', 'delete'].includes(m)) routes.push({ method: m.toUpperCase(), path: p })
+      }
+    })
+    after(() => s.close())
+
+    it('never answers 5xx, always JSON with a boolean success and a code in the spec ranges', async () => {
+      assert.ok(routes.length >= 10, `only ${routes.length} documented API routes`)
+      const routeArb = fc.constantFrom(...routes)
+      await fc.assert(fc.asyncProperty(
+        routeArb, naughty, fc.dictionary(fc.constantFrom('page', 'per_page', 'key', 'search', 'is_read', 'format', 'is_featured'), naughty, { maxKeys: 3 }),
+        jsonValue, fc.constantFrom('key', 'cookie', 'none'), fc.constantFrom('json', 'form', 'raw'),
+        async (route, param, query, body, auth, kind) => {
+          const path = route.path.replace(/\{[^}]+\}/g, () => pct(param) || 'x')
+          const qs = new URLSearchParams(query as Record<string, string>).toString()
+          const opts: Parameters<TestServer['request']>[2] = { headers: { accept: 'application/json' } }
+          if (auth === 'key') opts.key = key
+          if (auth === 'cookie') opts.cookie = cookie
+          if (route.method !== 'GET' && route.method !== 'DELETE') {
+            if (kind === 'json') opts.json = body
+            else if (kind === 'form') opts.form = { v: String(param) }
+            else { opts.body = String(param); opts.headers!['content-type'] = 'application/octet-stream' }
+          }
+          const r = await s.request(route.method, qs ? `${path}?${qs}` : path, opts)
+          assert.ok(r.status < 500, `${route.method} ${path}?${qs} -> ${r.status} ${r.text.slice(0, 200)}`)
+          if (r.header('content-type')?.includes('application/json')) {
+            assert.equal(typeof r.json.success, 'boolean', `${route.method} ${path}: ${r.text.slice(0, 200)}`)
+            if (r.json.success === false && typeof r.json.error_code === 'number') {
+              assert.ok(r.json.error_code >= 1000 && r.json.error_code < 1700, `code ${r.json.error_code}`)
+            }
+            assert.ok(!/at .*\.js:\d+|node_modules|\/work\//.test(r.text), `internals leaked: ${r.text.slice(0, 200)}`)
+          }
+        },
+      ), { numRuns: 250, seed: Number(process.env.FUZZ_SEED ?? 20261122) })
+    })
+  })
+}

@@ -1,0 +1,533 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { FakeClock } from '../../src/util/clock.js'
+import { createKvStore } from '../../src/features/kv/store.js'
+import { createKvService } from '../../src/features/kv/service.js'
+
+// hundreds of requests per account: lift the per-minute and concurrency limits
+const RATE_LIMITS = JSON.stringify(Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 1000 }])))
+
+type User = Awaited<ReturnType<TestServer['user']>>
+
+for (const engine of ENGINES) {
+  describe(`key-value store [${engine}]`, () => {
+    let s: TestServer
+    let clock: FakeClock
+    let alice: User
+    const store = (u: User, body: unknown) => s.post('/svc_api/data/store', { key: u.key, json: body })
+    const raw = (u: User, text: string, p = '/svc_api/data/store') => s.post(p, { key: u.key, body: text, headers: { 'content-type': 'application/json' } })
+    const get = (u: User, key: string) => s.get(`/svc_api/data/get?key=${encodeURIComponent(key)}`, { key: u.key })
+    const incr = (u: User, body: unknown) => s.post('/svc_api/data/incr', { key: u.key, json: body })
+    const del = (u: User, key: string) => s.request('DELETE', `/svc_api/data/delete?key=${encodeURIComponent(key)}`, { key: u.key })
+    const list = (u: User, q = '') => s.get(`/svc_api/data/list${q}`, { key: u.key })
+    const setLimits = (u: User, limits: Record<string, number | null>) => s.deps.users.update(u.username, { limits })
+    const code = (r: { status: number; json: any }, status: number, errorCode: number) => {
+      assert.equal(r.status, status, JSON.stringify(r.json))
+      assert.equal(r.json.success, false)
+      assert.equal(r.json.error_code, errorCode, JSON.stringify(r.json))
+    }
+
+    before(async () => {
+      clock = new FakeClock()
+      s = await startServer({ engine, clock, env: { RATE_LIMITS } })
+      alice = await s.user()
+    })
+    after(() => s.close())
+
+    it('stores, updates (created_at kept, no duplicate) and reads an entry with every field', async () => {
+      const r = await store(alice, { key: 'score', value: { top: [1, 2, 3] } })
+      assert.equal(r.status, 200)
+      assert.equal(r.json.success, true)
+      assert.equal(typeof r.json.message, 'string')
+      const d = r.json.data
+      assert.deepEqual(Object.keys(d).sort(), ['created_at', 'data_type', 'expires_at', 'is_public', 'key', 'size', 'tags', 'updated_at', 'value', 'version'])
+      assert.deepEqual(d.value, { top: [1, 2, 3] })
+      assert.equal(d.data_type, 'json')
+      assert.deepEqual(d.tags, [])
+      assert.equal(d.is_public, false)
+      assert.equal(d.version, 1)
+      assert.equal(d.expires_at, null)
+      assert.equal(d.size, Buffer.byteLength(JSON.stringify({ top: [1, 2, 3] })))
+      assert.match(d.created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+08:00$/)
+      assert.equal(d.created_at, d.updated_at)
+
+      clock.advance(5000)
+      const u = await store(alice, { key: 'score', value: 'now text', data_type: 'text', tags: ['game', '排行'], is_public: true })
+      assert.equal(u.status, 200)
+      assert.notEqual(u.json.message, r.json.message)
+      assert.equal(u.json.data.created_at, d.created_at)
+      assert.ok(u.json.data.updated_at > d.updated_at)
+      assert.equal(u.json.data.version, 2)
+      assert.equal(u.json.data.data_type, 'text')
+      assert.deepEqual(u.json.data.tags, ['game', '排行'])
+
+      const g = await get(alice, 'score')
+      assert.equal(g.status, 200)
+      assert.deepEqual(Object.keys(g.json).sort(), ['data', 'success'])
+      assert.deepEqual(g.json.data, u.json.data)
+
+      // omitted metadata keeps its value on update; data_type, tags and is_public included
+      const k = await store(alice, { key: 'score', value: 'again' })
+      assert.equal(k.json.data.data_type, 'text')
+      assert.equal(k.json.data.is_public, true)
+      assert.deepEqual(k.json.data.tags, ['game', '排行'])
+      const l = await list(alice)
+      assert.equal(l.json.data.items.filter((i: any) => i.key === 'score').length, 1)
+    })
+
+    it('checks keys: 100 characters pass, 101 give 1601 (before format), bad formats 1606', async () => {
+      const ok = await store(alice, { key: 'k'.repeat(100), value: 1 })
+      assert.equal(ok.status, 200)
+      code(await store(alice, { key: 'k'.repeat(101), value: 1 }), 400, 1601)
+      code(await store(alice, { key: '1'.repeat(101), value: 1 }), 400, 1601)
+      for (const bad of ['1abc', '_abc', '-a', 'a b', 'é', 'aé', 'a.b', 'a/b', '', ' a', 'a\u0000']) {
+        code(await store(alice, { key: bad, value: 1 }), 400, 1606)
+      }
+      for (const good of ['a', 'Z', 'a-b_C9', 'abc-']) assert.equal((await store(alice, { key: good, value: 1 })).status, 200)
+    })
+
+    it('answers 400 for a missing key or value, an unknown data_type or a value of the wrong type', async () => {
+      code(await store(alice, { value: 1 }), 400, 1106)
+      code(await store(alice, { key: 'nov' }), 400, 1106)
+      code(await store(alice, { key: 'dt', value: 1, data_type: 'xml' }), 400, 1106)
+      code(await store(alice, { key: 'n1', value: '5', data_type: 'number' }), 400, 1106)
+      code(await store(alice, { key: 'n1', value: [5], data_type: 'number' }), 400, 1106)
+      code(await store(alice, { key: 't1', value: 5, data_type: 'text' }), 400, 1106)
+      code(await raw(alice, '{"key":"n2","value":1e400,"data_type":"number"}'), 400, 1106)
+      code(await raw(alice, '{"key":"n2","value":{"a":[1e400]}}'), 400, 1106)
+      code(await raw(alice, '{"key":"n2","value":{"__proto__":{"x":1}}}'), 400, 1113)
+      code(await raw(alice, '{"key":"n2","value":'), 400, 1113)
+      code(await store(alice, { key: 'tg', value: 1, tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }), 400, 1106)
+      code(await store(alice, { key: 'tg', value: 1, tags: ['x'.repeat(33)] }), 400, 1106)
+      code(await store(alice, { key: 'tg', value: 1, tags: ['a\nb'] }), 400, 1106)
+      code(await store(alice, { key: 'tg', value: 1, ttl: 0 }), 400, 1106)
+      // no type coercion: what is stored is what was sent
+      code(await store(alice, { key: true, value: 1 }), 400, 1106)
+      code(await store(alice, { key: 'tg', value: 1, is_public: 'true' }), 400, 1106)
+      code(await store(alice, { key: 'tg', value: 1, version: '1' }), 400, 1106)
+      code(await store(alice, { key: 'tg', value: 1, tags: 'one' }), 400, 1106)
+      code(await store(alice, { key: 'tg', value: 1, ttl: false }), 400, 1106)
+      code(await store(alice, [{ key: 'tg', value: 1 }]), 400, 1106)
+      code(await raw(alice, '"just a string"'), 400, 1106)
+      assert.equal((await store(alice, { key: 'nul', value: null })).status, 200)
+      assert.equal((await store(alice, { key: 'num', value: -12.5, data_type: 'number' })).json.data.value, -12.5)
+      // the entry's kept type applies to an update without data_type
+      const n = await store(alice, { key: 'num', value: 'text now' })
+      code(n, 400, 1106)
+      assert.match(n.json.message, /data_type/)
+      for (const k of ['nov', 'dt', 'n1', 't1', 'n2', 'tg']) code(await get(alice, k), 404, 1604)
+    })
+
+    it('round-trips unicode and deep JSON exactly, and refuses what cannot be stored alike on both engines', async () => {
+      const unicode = {
+        emoji: '😀👨‍👩‍👧‍👦🏳️‍🌈', cjk: '数据库キー값', rtl: 'abc\u202Edef', nfd: 'e\u0301', nfc: 'é', astral: '𝄞𠜎', zwj: 'a\u200Db',
+        controls: '\t\n\u0001\u001f\u007f', quotes: '"\\\'/<script>', big: 9007199254740991, neg: -0.000001, exp: 1.5e300,
+        nested: [{ '键': ['值', { '😀': true }] }, null, false], empty: { '': '' },
+      }
+      const r = await store(alice, { key: 'uni', value: unicode })
+      assert.equal(r.status, 200, r.text)
+      assert.deepEqual((await get(alice, 'uni')).json.data.value, unicode)
+      const t = await store(alice, { key: 'utext', value: 'ünï 😀 \u202E', data_type: 'text' })
+      assert.equal(t.status, 200)
+      assert.equal((await get(alice, 'utext')).json.data.value, 'ünï 😀 \u202E')
+
+      let deep: unknown = 'bottom'
+      for (let i = 0; i < 64; i++) deep = i % 2 ? [deep] : { d: deep }
+      assert.equal((await store(alice, { key: 'deep', value: deep })).status, 200)
+      assert.deepEqual((await get(alice, 'deep')).json.data.value, deep)
+      code(await store(alice, { key: 'deeper', value: [deep] }), 400, 1106)
+      const huge = await raw(alice, `{"key":"huge","value":${'['.repeat(100000)}${']'.repeat(100000)}}`)
+      assert.equal(huge.status, 400)
+      assert.ok(huge.json.error_code === 1106 || huge.json.error_code === 1113)
+
+      code(await store(alice, { key: 'z1', value: 'a\u0000b' }), 400, 1106)
+      code(await store(alice, { key: 'z1', value: 'a\u0000b', data_type: 'text' }), 400, 1106)
+      code(await store(alice, { key: 'z1', value: { 'x\u0000': 1 } }), 400, 1106)
+      code(await store(alice, { key: 'z1', value: [['ok', '\u0000']] }), 400, 1106)
+      code(await store(alice, { key: 'z1', value: 1, tags: ['a\u0000'] }), 400, 1106)
+      code(await raw(alice, '{"key":"z1","value":"\\ud800"}'), 400, 1106)
+      code(await raw(alice, '{"key":"z1","value":{"\\udc00x":1}}'), 400, 1106)
+      code(await raw(alice, '{"key":"z1","value":"x","data_type":"text","tags":["\\udbff"]}'), 400, 1106)
+      code(await get(alice, 'z1'), 404, 1604)
+      // lookups with strings no entry can hold are a plain 1604, never a database error
+      code(await s.get('/svc_api/data/get?key=a%00b', { key: alice.key }), 404, 1604)
+      code(await s.get(`/svc_api/data/public/${alice.username}/a%00b`), 404, 1604)
+      code(await s.get('/svc_api/data/public/a%00b'), 404, 1604)
+      code(await s.request('DELETE', '/svc_api/data/delete?key=a%00b', { key: alice.key }), 404, 1604)
+      code(await s.get('/svc_api/data/get', { key: alice.key }), 400, 1106)
+      code(await s.get('/svc_api/data/get?key=a&key=b', { key: alice.key }), 400, 1106)
+    })
+
+    it('enforces the entry size quota (1602 states the limit) before touching the database', async () => {
+      const u = await s.user()
+      await setLimits(u, { kv_entry_bytes: 100 })
+      const exact = 'x'.repeat(98) // JSON text "xxx..." = 100 bytes
+      assert.equal((await store(u, { key: 'a', value: exact, data_type: 'text' })).json.data.size, 100)
+      const r = await store(u, { key: 'b', value: exact + 'x', data_type: 'text' })
+      code(r, 400, 1602)
+      assert.match(r.json.message, /100/)
+      code(await store(u, { key: 'a', value: '€'.repeat(33) }), 400, 1602) // 99 UTF-8 bytes + 2 quotes
+      // a body larger than the route's limit is refused from its Content-Length, as 1602
+      const big = await raw(u, JSON.stringify({ key: 'c', value: 'y'.repeat(4 * 1024 * 1024 + 10) }))
+      code(big, 400, 1602)
+      assert.match(big.json.message, /100/)
+      code(await incr(u, { key: 'a' }), 400, 1106)
+      const l = await list(u)
+      assert.deepEqual(l.json.data.items.map((i: any) => i.key), ['a'])
+      assert.equal(l.json.data.items[0].value, exact)
+      assert.deepEqual(l.json.data.quota, { max_keys: 1000, max_entry_bytes: 100 })
+      assert.deepEqual(l.json.data.usage, { keys: 1, bytes: 100 })
+    })
+
+    it('enforces the key count quota (1605 states current and limit); updates at the limit work', async () => {
+      const u = await s.user()
+      await setLimits(u, { kv_keys: 3 })
+      for (const k of ['a', 'b', 'c']) assert.equal((await store(u, { key: k, value: k })).status, 200)
+      const r = await store(u, { key: 'd', value: 1 })
+      code(r, 400, 1605)
+      assert.match(r.json.message, /3.*3/)
+      assert.equal((await store(u, { key: 'a', value: 'updated' })).status, 200)
+      code(await incr(u, { key: 'counter' }), 400, 1605)
+      assert.equal((await del(u, 'c')).status, 200)
+      assert.equal((await store(u, { key: 'd', value: 1 })).status, 200)
+    })
+
+    it('never lets concurrent stores pass the key count quota together', async () => {
+      const u = await s.user()
+      await setLimits(u, { kv_keys: 5 })
+      await store(u, { key: 'pre', value: 0 })
+      const rs = await Promise.all(Array.from({ length: 30 }, (_, i) => store(u, { key: `k${i}`, value: i })))
+      assert.equal(rs.filter((r) => r.status === 200).length, 4)
+      for (const r of rs.filter((x) => x.status !== 200)) code(r, 400, 1605)
+      const l = await list(u)
+      assert.equal(l.json.data.total, 5)
+      assert.equal(l.json.data.usage.keys, 5)
+      // mixed increments and stores of new keys at the edge
+      await setLimits(u, { kv_keys: 8 })
+      const mixed = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? incr(u, { key: `c${i}` }) : store(u, { key: `m${i}`, value: i }))))
+      assert.equal(mixed.filter((r) => r.status === 200).length, 3)
+      assert.equal((await list(u)).json.data.total, 8)
+    })
+
+    it('lists by key with paging, quota and usage; bad paging gives 1107/1108', async () => {
+      const u = await s.user()
+      const keys = ['b', 'A', 'a', 'Z9', 'c_1', 'c-1']
+      for (const k of keys) await store(u, { key: k, value: k })
+      const l = await list(u)
+      assert.equal(l.status, 200)
+      assert.deepEqual(Object.keys(l.json.data).sort(), ['items', 'page', 'per_page', 'quota', 'total', 'total_pages', 'usage'])
+      assert.deepEqual(l.json.data.items.map((i: any) => i.key), [...keys].sort())
+      assert.equal(l.json.data.page, 1)
+      assert.equal(l.json.data.per_page, 50)
+      assert.equal(l.json.data.total, 6)
+      assert.equal(l.json.data.total_pages, 1)
+      assert.deepEqual(l.json.data.quota, { max_keys: 1000, max_entry_bytes: 65536 })
+      assert.deepEqual(l.json.data.usage, { keys: 6, bytes: keys.reduce((n, k) => n + k.length + 2, 0) })
+      const p2 = await list(u, '?page=2&per_page=4')
+      assert.deepEqual(p2.json.data.items.map((i: any) => i.key), [...keys].sort().slice(4))
+      assert.equal(p2.json.data.total_pages, 2)
+      assert.deepEqual((await list(u, '?page=9')).json.data.items, [])
+      for (const q of ['?page=0', '?page=-1', '?page=1.5', '?page=abc', '?page=1e20']) code(await list(u, q), 400, 1107)
+      for (const q of ['?per_page=0', '?per_page=101', '?per_page=x']) code(await list(u, q), 400, 1108)
+      assert.equal((await list(u, '?per_page=100')).json.data.per_page, 100)
+    })
+
+    it('deletes an entry; a missing one answers 404 / 1604', async () => {
+      await store(alice, { key: 'gone', value: 1 })
+      const d = await del(alice, 'gone')
+      assert.equal(d.status, 200)
+      assert.deepEqual(Object.keys(d.json).sort(), ['message', 'success'])
+      assert.equal(d.json.success, true)
+      code(await del(alice, 'gone'), 404, 1604)
+      code(await get(alice, 'gone'), 404, 1604)
+      code(await s.request('DELETE', '/svc_api/data/delete', { key: alice.key }), 400, 1106)
+    })
+
+    it('keeps keys per user: another user neither sees nor changes them', async () => {
+      const bob = await s.user()
+      await store(alice, { key: 'mine', value: 'alice' })
+      code(await get(bob, 'mine'), 404, 1604)
+      code(await del(bob, 'mine'), 404, 1604)
+      assert.equal((await store(bob, { key: 'mine', value: 'bob' })).json.data.version, 1)
+      assert.equal((await get(alice, 'mine')).json.data.value, 'alice')
+    })
+
+    it('renames a legacy key with old_key; 1603 when the new key is taken', async () => {
+      const u = await s.user()
+      const kv = createKvStore(s.deps.db)
+      const t0 = clock.now() - 86400_000
+      for (const key of ['legacy key!', '9lives', 'dup.legacy']) {
+        await kv.insert(s.deps.db.k, {
+          user_id: u.id, key, value: '"old"', data_type: 'text', tags: '["x"]', is_public: 1, version: 3, size: 5,
+          created_at: t0, updated_at: t0, expires_at: null,
+        })
+      }
+      assert.equal((await get(u, 'legacy key!')).json.data.value, 'old')
+      const r = await store(u, { key: 'legacyKey', old_key: 'legacy key!', value: 'new' })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.data.key, 'legacyKey')
+      assert.equal(r.json.data.value, 'new')
+      assert.equal(r.json.data.version, 4)
+      assert.deepEqual(r.json.data.tags, ['x'])
+      assert.equal(r.json.data.created_at, (await get(u, 'legacyKey')).json.data.created_at)
+      assert.ok(r.json.data.created_at < r.json.data.updated_at)
+      code(await get(u, 'legacy key!'), 404, 1604)
+      assert.equal((await list(u)).json.data.total, 3)
+
+      await store(u, { key: 'taken', value: 1 })
+      code(await store(u, { key: 'taken', old_key: '9lives', value: 2 }), 400, 1603)
+      assert.equal((await get(u, '9lives')).json.data.value, 'old')
+      assert.equal((await get(u, 'taken')).json.data.value, 1)
+      code(await store(u, { key: 'fresh', old_key: 'taken', value: 2 }), 400, 1106) // not a legacy key
+      code(await store(u, { key: 'fresh', old_key: 'no such legacy!', value: 2 }), 404, 1604)
+      code(await store(u, { key: 'bad key', old_key: '9lives', value: 2 }), 400, 1606)
+      assert.equal((await del(u, 'dup.legacy')).status, 200)
+    })
+
+    it('increments atomically, creating the entry at 0; refuses non-number entries', async () => {
+      const r = await incr(alice, { key: 'hits' })
+      assert.equal(r.status, 200)
+      assert.equal(r.json.data.value, 1)
+      assert.equal(r.json.data.data_type, 'number')
+      assert.equal(r.json.data.version, 1)
+      assert.equal((await incr(alice, { key: 'hits', by: 5 })).json.data.value, 6)
+      assert.equal((await incr(alice, { key: 'hits', by: -2.5 })).json.data.value, 3.5)
+      await store(alice, { key: 'notnum', value: { a: 1 } })
+      const bad = await incr(alice, { key: 'notnum' })
+      code(bad, 400, 1106)
+      assert.match(bad.json.message, /number/)
+      code(await incr(alice, { key: '1bad' }), 400, 1606)
+      code(await raw(alice, '{"key":"hits","by":1e400}', '/svc_api/data/incr'), 400, 1106)
+      code(await incr(alice, { key: 'hits', by: 'x' }), 400, 1106)
+      assert.equal((await store(alice, { key: 'big', value: 1.7e308, data_type: 'number' })).status, 200)
+      code(await incr(alice, { key: 'big', by: 1.7e308 }), 400, 1106)
+      assert.equal((await get(alice, 'big')).json.data.value, 1.7e308)
+    })
+
+    it('200 concurrent increments of one key end exactly +200', async () => {
+      const u = await s.user({ vip: true })
+      await store(u, { key: 'counter', value: 1000, data_type: 'number', is_public: true })
+      const rs = await Promise.all(Array.from({ length: 200 }, () => incr(u, { key: 'counter' })))
+      assert.deepEqual([...new Set(rs.map((r) => r.status))], [200])
+      const g = await get(u, 'counter')
+      assert.equal(g.json.data.value, 1200)
+      assert.equal(g.json.data.version, 201)
+      assert.equal(new Set(rs.map((r) => r.json.data.value)).size, 200)
+      assert.equal((await s.get(`/svc_api/data/public/${u.username}/counter`)).json.data.value, 1200)
+    })
+
+    it('compare-and-swap: a stale version or updated_at answers 409 / 1409 and changes nothing', async () => {
+      const a = await store(alice, { key: 'cas', value: 'v1' })
+      const v1 = a.json.data
+      const b = await store(alice, { key: 'cas', value: 'v2', version: 1 })
+      assert.equal(b.status, 200)
+      assert.equal(b.json.data.version, 2)
+      const stale = await store(alice, { key: 'cas', value: 'lost', version: 1, is_public: true })
+      assert.equal(stale.status, 409)
+      assert.equal(stale.json.error_code, 1409)
+      assert.equal(stale.json.error_type, 'BUSINESS_ERROR')
+      assert.equal(stale.json.details.current_version, 2)
+      assert.match(stale.json.message, /2/)
+      const now = (await get(alice, 'cas')).json.data
+      assert.equal(now.value, 'v2')
+      assert.equal(now.is_public, false)
+      // same clock instant: updated_at still moves, so it is a CAS token too
+      code(await store(alice, { key: 'cas', value: 'lost', if_updated_at: v1.updated_at }), 409, 1409)
+      const c = await store(alice, { key: 'cas', value: 'v3', if_updated_at: now.updated_at })
+      assert.equal(c.status, 200)
+      assert.ok(c.json.data.updated_at > now.updated_at)
+      code(await store(alice, { key: 'cas', value: 'x', version: 0 }), 409, 1409)
+      code(await store(alice, { key: 'cas', value: 'x', if_updated_at: 'yesterday' }), 400, 1106)
+      // version 0 = create only if absent
+      assert.equal((await store(alice, { key: 'cas-new', value: 1, version: 0 })).json.data.version, 1)
+      code(await store(alice, { key: 'cas-none', value: 1, version: 3 }), 409, 1409)
+      code(await get(alice, 'cas-none'), 404, 1604)
+      // racing CAS writers from the same read: exactly one wins
+      const base = (await get(alice, 'cas')).json.data.version
+      const race = await Promise.all(Array.from({ length: 10 }, (_, i) => store(alice, { key: 'cas', value: `w${i}`, version: base })))
+      assert.equal(race.filter((r) => r.status === 200).length, 1)
+      assert.equal(race.filter((r) => r.status === 409).length, 9)
+    })
+
+    it('expires entries with ttl: missing everywhere once expired (FakeClock), purged later', async () => {
+      const u = await s.user()
+      await setLimits(u, { kv_keys: 2 })
+      const r = await store(u, { key: 'temp', value: 'soon gone', ttl: 60, is_public: true })
+      assert.equal(r.status, 200)
+      assert.ok(r.json.data.expires_at)
+      await store(u, { key: 'keep', value: 1 })
+      clock.advance(59_000)
+      assert.equal((await get(u, 'temp')).status, 200)
+      // an update without ttl keeps the expiry
+      const k = await store(u, { key: 'temp', value: 'still' })
+      assert.equal(k.json.data.expires_at, r.json.data.expires_at)
+      clock.advance(1_000)
+      code(await get(u, 'temp'), 404, 1604)
+      code(await s.get(`/svc_api/data/public/${u.username}/temp`), 404, 1604)
+      code(await s.get('/svc_api/data/public/temp'), 404, 1604)
+      code(await del(u, 'temp'), 404, 1604)
+      const l = await list(u)
+      assert.deepEqual(l.json.data.items.map((i: any) => i.key), ['keep'])
+      assert.equal(l.json.data.usage.keys, 1)
+      // the expired key no longer counts against kv_keys, and storing it again creates it anew
+      const again = await store(u, { key: 'temp', value: 'new' })
+      assert.equal(again.status, 200)
+      assert.equal(again.json.data.version, 1)
+      assert.equal(again.json.data.expires_at, null)
+      assert.equal(again.json.data.created_at, again.json.data.updated_at)
+      // incr with ttl, then ttl null clears the expiry
+      await store(u, { key: 'keep', value: 1, ttl: 10 })
+      const cleared = await store(u, { key: 'keep', value: 2, ttl: null })
+      assert.equal(cleared.json.data.expires_at, null)
+      clock.advance(20_000)
+      assert.equal((await get(u, 'keep')).json.data.value, 2)
+      // the periodic purge removes the rows of expired entries
+      await store(u, { key: 'temp', value: 'x', ttl: 1 })
+      clock.advance(2_000)
+      const kv = createKvStore(s.deps.db)
+      const before = await s.deps.db.k.selectFrom('kv_entries').select('key').where('user_id', '=', u.id).execute()
+      assert.equal(before.length, 2)
+      assert.ok((await kv.purgeExpired(clock.now())) >= 1)
+      const rows = await s.deps.db.k.selectFrom('kv_entries').select('key').where('user_id', '=', u.id).execute()
+      assert.deepEqual(rows.map((x) => x.key), ['keep'])
+      const ti = await incr(u, { key: 'tick', ttl: 5 })
+      assert.ok(ti.json.data.expires_at)
+      clock.advance(5_000)
+      assert.equal((await incr(u, { key: 'tick' })).json.data.value, 1)
+    })
+
+    it('public read: only is_public entries, same 1604 otherwise; CORS for any origin, no credentials, no-cache', async () => {
+      const bob = await s.user()
+      await store(bob, { key: 'board', value: [{ name: '玩家', score: 9 }], is_public: true, tags: ['t'] })
+      await store(bob, { key: 'secret', value: 'hidden' })
+      const r = await s.get(`/svc_api/data/public/${bob.username}/board`, { headers: { origin: 'null' } })
+      assert.equal(r.status, 200)
+      assert.deepEqual(Object.keys(r.json.data).sort(), ['data_type', 'key', 'owner', 'updated_at', 'value'])
+      assert.deepEqual(r.json.data.value, [{ name: '玩家', score: 9 }])
+      assert.equal(r.json.data.owner, bob.username)
+      assert.equal(r.json.data.key, 'board')
+      assert.equal(r.json.data.data_type, 'json')
+      assert.equal(r.json.data.updated_at, (await get(bob, 'board')).json.data.updated_at)
+      assert.equal(r.header('access-control-allow-origin'), '*')
+      assert.equal(r.header('access-control-allow-credentials'), undefined)
+      assert.equal(r.header('cache-control'), 'no-cache')
+      assert.match(r.header('content-type')!, /^application\/json/)
+      assert.ok(r.header('x-ratelimit-limit'))
+      assert.equal(r.header('set-cookie'), undefined)
+      assert.equal((await s.get(`/svc_api/data/public/${bob.username.toUpperCase()}/board`)).status, 200)
+      const head = await s.request('HEAD', `/svc_api/data/public/${bob.username}/board`)
+      assert.equal(head.status, 200)
+      assert.equal(head.header('access-control-allow-origin'), '*')
+      // a session cookie changes nothing
+      const cookie = await s.login(bob.username, bob.password)
+      assert.deepEqual((await s.get(`/svc_api/data/public/${bob.username}/board`, { cookie })).json, r.json)
+
+      const priv = await s.get(`/svc_api/data/public/${bob.username}/secret`)
+      const missing = await s.get(`/svc_api/data/public/${bob.username}/nothing`)
+      const otherUser = await s.get(`/svc_api/data/public/${alice.username}/board`)
+      const noUser = await s.get('/svc_api/data/public/nobody-at-all/board')
+      for (const x of [priv, missing, otherUser, noUser]) {
+        code(x, 404, 1604)
+        assert.deepEqual(x.json, missing.json)
+        assert.equal(x.header('access-control-allow-origin'), '*')
+        assert.equal(x.header('access-control-allow-credentials'), undefined)
+      }
+      // making it private again hides it
+      await store(bob, { key: 'board', value: [], is_public: false })
+      code(await s.get(`/svc_api/data/public/${bob.username}/board`), 404, 1604)
+
+      const pre = await s.request('OPTIONS', `/svc_api/data/public/${bob.username}/board`, {
+        headers: { origin: 'null', 'access-control-request-method': 'GET', 'access-control-request-headers': 'content-type' },
+      })
+      assert.equal(pre.status, 204)
+      assert.equal(pre.header('access-control-allow-origin'), '*')
+      assert.match(pre.header('access-control-allow-methods')!, /GET/)
+      assert.match(pre.header('access-control-allow-headers')!, /content-type/i)
+      assert.equal(pre.header('access-control-allow-credentials'), undefined)
+      assert.equal((await s.request('OPTIONS', '/svc_api/data/public/board', { headers: { origin: 'null', 'access-control-request-method': 'GET' } })).status, 204)
+      // the private endpoints send no CORS allowance
+      assert.equal((await get(bob, 'secret')).header('access-control-allow-origin'), undefined)
+    })
+
+    it('public reads are cached, and every write on any instance (through the bus) shows at once', async () => {
+      const u = await s.user()
+      const path = `/svc_api/data/public/${u.username}/live`
+      code(await s.get(path), 404, 1604) // a cached miss
+      await store(u, { key: 'live', value: 1, data_type: 'number', is_public: true })
+      assert.equal((await s.get(path)).json.data.value, 1)
+      assert.equal((await s.get('/svc_api/data/public/live')).json.data.value, 1)
+      assert.equal((await incr(u, { key: 'live' })).status, 200)
+      assert.equal((await s.get(path)).json.data.value, 2)
+      assert.equal((await s.get('/svc_api/data/public/live')).json.data.value, 2)
+      // another instance on the same database and bus
+      const other = createKvService({ db: s.deps.db, clock, bus: s.deps.bus })
+      const user = (await s.deps.users.byId(u.id))!
+      assert.equal(JSON.parse(await other.publicRead(u.username, 'live')).data.value, 2)
+      assert.equal((await store(u, { key: 'live', value: 'from this instance', data_type: 'text' })).status, 200)
+      assert.equal(JSON.parse(await other.publicRead(u.username, 'live')).data.value, 'from this instance')
+      await other.put(user, { key: 'live', value: 'from the other' })
+      assert.equal((await s.get(path)).json.data.value, 'from the other')
+      assert.equal((await s.get('/svc_api/data/public/live')).json.data.value, 'from the other')
+      await other.remove(user, 'live')
+      code(await s.get(path), 404, 1604)
+      code(await s.get('/svc_api/data/public/live'), 404, 1604)
+    })
+
+    it('legacy public read by key: the oldest live public entry wins, ties by username', async () => {
+      const t = clock.now()
+      const zed = await s.user({ name: `zz${t.toString(36)}` })
+      const amy = await s.user({ name: `aa${t.toString(36)}` })
+      const mid = await s.user({ name: `mm${t.toString(36)}` })
+      const key = `shared${t.toString(36)}`
+      code(await s.get(`/svc_api/data/public/${key}`), 404, 1604)
+      await store(mid, { key, value: 'mid private, oldest', is_public: false })
+      clock.advance(1000)
+      await store(zed, { key, value: 'zed', is_public: true })
+      clock.advance(1000)
+      await store(amy, { key, value: 'amy', is_public: true })
+      for (let i = 0; i < 3; i++) {
+        const r = await s.get(`/svc_api/data/public/${key}`)
+        assert.equal(r.status, 200)
+        assert.equal(r.json.data.owner, zed.username)
+        assert.equal(r.json.data.value, 'zed')
+        assert.equal(r.header('access-control-allow-origin'), '*')
+      }
+      // an update keeps created_at, so the winner does not change
+      await store(zed, { key, value: 'zed v2' })
+      assert.equal((await s.get(`/svc_api/data/public/${key}`)).json.data.owner, zed.username)
+      // the winner's entry turns private: the next oldest public one wins
+      await store(zed, { key, value: 'zed', is_public: false })
+      assert.equal((await s.get(`/svc_api/data/public/${key}`)).json.data.owner, amy.username)
+      // equal created_at: the username sorting first wins
+      const tie = `tie${t.toString(36)}`
+      await store(zed, { key: tie, value: 'z', is_public: true })
+      await store(mid, { key: tie, value: 'm', is_public: true })
+      await store(amy, { key: tie, value: 'a', is_public: true })
+      assert.equal((await s.get(`/svc_api/data/public/${tie}`)).json.data.owner, amy.username)
+      await del(amy, tie)
+      assert.equal((await s.get(`/svc_api/data/public/${tie}`)).json.data.owner, mid.username)
+    })
+
+    it('requires credentials for writes and private reads; refuses cross-site cookie writes', async () => {
+      for (const [m, p] of [['POST', '/svc_api/data/store'], ['POST', '/svc_api/data/incr'], ['GET', '/svc_api/data/get?key=a'], ['GET', '/svc_api/data/list'], ['DELETE', '/svc_api/data/delete?key=a']]) {
+        code(await s.request(m, p, m === 'POST' ? { json: { key: 'a', value: 1 } } : {}), 401, 1001)
+      }
+      const cookie = await s.login(alice.username, alice.password)
+      code(await s.post('/svc_api/data/store', { cookie, json: { key: 'csrf', value: 1 }, headers: { origin: 'null' } }), 403, 1008)
+      code(await s.post('/svc_api/data/store', { cookie, json: { key: 'csrf', value: 1 }, headers: { 'sec-fetch-site': 'cross-site' } }), 403, 1008)
+      code(await get(alice, 'csrf'), 404, 1604)
+      assert.equal((await s.post('/svc_api/data/store', { cookie, json: { key: 'csrf', value: 1 } })).status, 200)
+      assert.equal((await s.post('/svc_api/data/store', { cookie, json: { key: 'csrf', value: 2 }, headers: { 'sec-fetch-site': 'same-origin', origin: s.url } })).status, 200)
+    })
+
+    it('documents the store, its extensions and its error codes in the OpenAPI document', async () => {
+      const doc = (await s.get('/openapi.json')).json
+      for (const p of ['/svc_api/data/store', '/svc_api/data/incr', '/svc_api/data/get', '/svc_api/data/list', '/svc_api/data/delete', '/svc_api/data/public/{username}/{key}', '/svc_api/data/public/{key}']) {
+        assert.ok(doc.paths[p], p)
+      }
+      const body = doc.paths['/svc_api/data/store'].post.requestBody.content['application/json'].schema
+      for (const f of ['key', 'value', 'data_type', 'tags', 'is_public', 'old_key', 'version', 'if_updated_at', 'ttl']) assert.ok(body.properties[f], f)
+    })
+  })
+}
