@@ -247,12 +247,12 @@ for (const engine of ENGINES) {
       await page.getByRole('button', { name: 'Upload', exact: true }).click()
       const item = page.locator('#img-list li', { hasText: 'dot.png' })
       await item.waitFor()
-      await item.getByLabel('Remark').fill('a green dot')
+      await item.getByLabel('Remark').fill('a red dot')
       await item.getByRole('button', { name: 'Save remark' }).click()
       await page.locator('#toast', { hasText: 'Saved.' }).waitFor()
       await shot('images')
       const list = await page.evaluate(() => fetch('/api/image-host/images').then((r) => r.json()))
-      assert.equal(list.images[0].remark, 'a green dot')
+      assert.equal(list.images[0].remark, 'a red dot')
     })
 
     it('activates hosted data, creates a file with two versions and switches the default', async () => {
