@@ -3,6 +3,7 @@ import { accountsFeature } from './accounts/index.js'
 import { docsFeature } from './docs/index.js'
 import { kvFeature } from './kv/index.js'
 import { formsFeature } from './forms/index.js'
+import { imageHostFeature } from './image-host/index.js'
 import { pagesFeature } from './pages/index.js'
 
 /** Every part of the service, in registration order. */
@@ -11,5 +12,6 @@ export const FEATURES: Feature[] = [
   docsFeature,
   kvFeature,
   formsFeature,
+  imageHostFeature,
   pagesFeature,
 ]

@@ -1,0 +1,138 @@
+import sharp, { type Metadata } from 'sharp'
+import { fileTypeFromBuffer } from 'file-type'
+import { AppError } from '../../errors/app-error.js'
+import { stripGif, stripJpeg, stripPng, stripWebp } from './strip.js'
+
+// one libvips worker thread per operation and no operation cache: memory stays predictable,
+// and the variant semaphore (variants.ts) bounds how many run at once
+sharp.concurrency(1)
+sharp.cache(false)
+
+/** Largest image (in pixels) sharp will decode; bigger ones are refused (decompression bombs). */
+export const MAX_INPUT_PIXELS = 50_000_000
+
+export type ImageType = 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp' | 'image/avif' | 'image/svg+xml'
+
+/** What file-type reports for the raster types we accept (APNG is served as image/png). */
+const RASTER: Record<string, ImageType> = {
+  'image/png': 'image/png',
+  'image/apng': 'image/png',
+  'image/jpeg': 'image/jpeg',
+  'image/gif': 'image/gif',
+  'image/webp': 'image/webp',
+  'image/avif': 'image/avif',
+}
+/** sharp's format name for each raster type (AVIF is read through libheif). */
+const SHARP_FORMAT: Record<string, string> = {
+  'image/png': 'png', 'image/jpeg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp', 'image/avif': 'heif',
+}
+export const ALLOWED_TYPES = 'PNG, JPEG, GIF, WebP, AVIF, SVG'
+
+/**
+ * SVG has no magic number: after an optional BOM, XML declaration, comments and a DOCTYPE
+ * without an internal subset, the root element must be <svg>. Anything with NUL bytes or
+ * that is not UTF-8 text is not SVG.
+ */
+export function looksLikeSvg(buf: Buffer): boolean {
+  const head = buf.subarray(0, 4096)
+  if (head.includes(0)) return false
+  let text: string
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(buf)
+  } catch {
+    return false
+  }
+  return /^\uFEFF?\s*(<\?xml[^>]*\?>\s*)?(<!--[\s\S]*?-->\s*|<!DOCTYPE\s+svg[^>[]*>\s*)*<svg[\s>/]/i.test(text.slice(0, 8192))
+}
+
+/** A short description of unaccepted bytes for the error message. */
+async function describe(buf: Buffer): Promise<string> {
+  const ft = await fileTypeFromBuffer(buf).catch(() => undefined)
+  if (ft) return ft.mime
+  const start = buf.subarray(0, 512).toString('latin1').trimStart().toLowerCase()
+  if (/^(<!doctype html|<html|<head|<body|<script|<\?xml|<)/.test(start)) return 'text/html or XML'
+  return buf.subarray(0, 4096).includes(0) ? 'application/octet-stream' : 'text/plain'
+}
+
+export interface Prepared {
+  bytes: Buffer
+  contentType: ImageType
+  width: number | null
+  height: number | null
+}
+
+const unsupported = async (buf: Buffer) => new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: await describe(buf), allowed: ALLOWED_TYPES } })
+
+/**
+ * Checks an upload and returns what is stored: the type comes from the bytes (magic numbers),
+ * never from the file name or the client's Content-Type. Unless `keepMetadata`, EXIF / GPS,
+ * XMP, IPTC and comments are removed (losslessly where the container allows, else by
+ * re-encoding), and the result is verified with sharp.
+ */
+export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<Prepared> {
+  if (buf.length === 0) throw new AppError('EMPTY_FILE')
+  const ft = await fileTypeFromBuffer(buf).catch(() => undefined)
+  const type = ft ? RASTER[ft.mime] : undefined
+  if (!type) {
+    // file-type calls an SVG with an XML declaration application/xml
+    if ((!ft || ft.mime === 'application/xml') && looksLikeSvg(buf)) return { bytes: buf, contentType: 'image/svg+xml', width: null, height: null }
+    throw await unsupported(buf)
+  }
+  let meta: Metadata
+  try {
+    meta = await sharp(buf, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()
+  } catch {
+    throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `unreadable ${type}`, allowed: ALLOWED_TYPES } })
+  }
+  if (meta.format !== SHARP_FORMAT[type]) throw await unsupported(buf)
+  const width = meta.width ?? null
+  const height = meta.height ?? null
+  if (width && height && width * height > MAX_INPUT_PIXELS) {
+    throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `${type} of ${width}x${height} pixels (too many)`, allowed: ALLOWED_TYPES } })
+  }
+  if (keepMetadata) return { bytes: buf, contentType: type, width, height }
+  const bytes = await stripMetadata(buf, type, meta)
+  return { bytes, contentType: type, width, height }
+}
+
+async function stripMetadata(buf: Buffer, type: ImageType, meta: Metadata): Promise<Buffer> {
+  let out: Buffer | null = null
+  switch (type) {
+    case 'image/jpeg': out = stripJpeg(buf, meta.orientation); break
+    case 'image/png': out = stripPng(buf); break
+    case 'image/webp': out = stripWebp(buf); break
+    case 'image/gif': out = stripGif(buf); break
+    case 'image/avif': out = meta.exif || meta.xmp || meta.iptc ? null : buf; break
+  }
+  if (out && (await isClean(out, meta.orientation))) return out
+  return reencode(buf, type)
+}
+
+/** True when sharp can read the image and finds no metadata beyond an orientation-only EXIF. */
+async function isClean(buf: Buffer, orientation?: number): Promise<boolean> {
+  try {
+    const m = await sharp(buf, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()
+    if (m.xmp || m.iptc || m.comments?.length) return false
+    if (m.exif && m.exif.length > 64) return false
+    return (m.orientation ?? 1) === (orientation ?? 1)
+  } catch {
+    return false
+  }
+}
+
+/** Decodes and re-encodes in the same format: sharp writes no metadata unless asked to. */
+async function reencode(buf: Buffer, type: ImageType): Promise<Buffer> {
+  try {
+    const animated = type === 'image/gif' || type === 'image/webp'
+    const img = sharp(buf, { limitInputPixels: MAX_INPUT_PIXELS, animated }).autoOrient().keepIccProfile()
+    switch (type) {
+      case 'image/jpeg': return await img.jpeg({ quality: 92 }).toBuffer()
+      case 'image/png': return await img.png().toBuffer()
+      case 'image/webp': return await img.webp({ quality: 90 }).toBuffer()
+      case 'image/gif': return await img.gif().toBuffer()
+      default: return await img.avif({ quality: 70, effort: 2 }).toBuffer()
+    }
+  } catch {
+    throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `unreadable ${type}`, allowed: ALLOWED_TYPES } })
+  }
+}

@@ -1,0 +1,259 @@
+import type { Deps } from '../../deps.js'
+import type { User } from '../../auth/users.js'
+import { AppError } from '../../errors/app-error.js'
+import { newId, newPublicToken } from '../../auth/tokens.js'
+import { quotaOf } from '../../limits/quotas.js'
+import { beijingTime } from '../../util/time.js'
+import type { Page } from '../../http/pagination.js'
+import { prepareImage } from './inspect.js'
+import { createImageStore, type ImageRow, type PublicImage } from './store.js'
+
+export const FEATURE = 'image-host'
+/** Bus channel: a message is a public token whose cached lookup must be dropped. */
+export const BUS_CHANNEL = 'image-host'
+/** Files one upload request may carry. */
+export const MAX_FILES_PER_UPLOAD = 20
+/** Public tokens: URL-safe, 16 to 64 characters (ours are 22). */
+export const TOKEN_RE = /^[A-Za-z0-9_-]{16,64}$/
+const CACHE_ENTRIES = 10_000
+const REMARK_MAX = 500
+const NAME_MAX = 255
+
+/** An uploaded file as the routes hand it over: read() refuses more than maxBytes. */
+export interface IncomingFile {
+  fileName: string
+  read(maxBytes: number): Promise<Buffer>
+}
+
+export interface UploadOptions {
+  remark?: string
+  keepMetadata: boolean
+}
+
+/** The JSON form of an image (decisions.md fields, plus width, height, updated_at, versioned_url). */
+export function imageView(r: ImageRow, origin: string) {
+  const publicUrl = `${origin}/svc-img/pub/${r.public_token}`
+  return {
+    public_token: r.public_token,
+    public_url: publicUrl,
+    versioned_url: `${publicUrl}?v=${versionOf(r.digest)}`,
+    file_name: r.file_name,
+    size: r.size,
+    content_type: r.content_type,
+    width: r.width,
+    height: r.height,
+    remark: r.remark,
+    locked: r.locked === 1,
+    created_at: beijingTime(r.created_at),
+    updated_at: beijingTime(r.updated_at),
+  }
+}
+export type ImageView = ReturnType<typeof imageView>
+
+/** The content version named in versioned URLs (?v=): a prefix of the blob digest. */
+export const versionOf = (digest: string) => digest.slice(0, 16)
+
+/** File names are metadata only: no directories, no control characters, at most 255 characters. */
+export function cleanFileName(name: string | undefined): string {
+  const base = (name ?? '').normalize('NFC').split(/[\\/]/).pop() ?? ''
+  // eslint-disable-next-line no-control-regex
+  const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, NAME_MAX)
+  return clean || 'image'
+}
+
+function checkText(value: string, field: string, max: number): string {
+  if (value.includes('\u0000')) throw new AppError('INVALID_PARAMETER', { params: { detail: `${field} must not contain NUL characters` } })
+  if (value.length > max) throw new AppError('INVALID_PARAMETER', { params: { detail: `${field} is longer than ${max} characters` } })
+  return value
+}
+
+function quotas(limits: string | Record<string, number>) {
+  return {
+    maxImages: quotaOf(limits, 'images'),
+    maxTotalBytes: quotaOf(limits, 'image_bytes'),
+    maxImageBytes: quotaOf(limits, 'image_max_bytes'),
+  }
+}
+
+const tooLarge = (limit: number) => new AppError('FILE_TOO_LARGE', { params: { limit }, status: 413 })
+const countQuota = (used: number, limit: number) =>
+  new AppError('QUOTA_EXCEEDED', { params: { detail: `image count limit reached (${used} of ${limit} images)` } })
+const bytesQuota = (used: number, adding: number, limit: number) =>
+  new AppError('QUOTA_EXCEEDED', { params: { detail: `total image size limit reached (${used} + ${adding} > ${limit} bytes)` } })
+
+/**
+ * The image host's rules: entitlement status, quotas (checked again inside the write
+ * transaction, under the user lock), blob-first writes, and the public token -> blob cache
+ * that replace and delete invalidate on every instance through the bus.
+ */
+export function createImageHost(deps: Pick<Deps, 'db' | 'blobs' | 'bus' | 'clock'>) {
+  const { db, blobs, bus, clock } = deps
+  const store = createImageStore(db)
+
+  // token -> (digest, type, size); `epoch` moves on every invalidation so a lookup that
+  // raced with a replace never caches what it read before the change
+  const cache = new Map<string, PublicImage>()
+  let epoch = 0
+  const drop = (token: string) => {
+    epoch++
+    cache.delete(token)
+  }
+  bus.subscribe(BUS_CHANNEL, drop)
+  const invalidate = async (token: string) => {
+    drop(token)
+    await bus.publish(BUS_CHANNEL, token)
+  }
+
+  const notFound = () => new AppError('RESOURCE_NOT_FOUND')
+
+  /** Reads, checks and stores (blob only) one file; the row is written by the caller. */
+  async function ingest(file: IncomingFile, maxImageBytes: number, keepMetadata: boolean) {
+    const raw = await file.read(maxImageBytes)
+    const prepared = await prepareImage(raw, keepMetadata)
+    if (prepared.bytes.length > maxImageBytes) throw tooLarge(maxImageBytes)
+    return prepared
+  }
+
+  return {
+    store,
+
+    async status(user: User) {
+      const entitled = await store.hasEntitlement(user.id, FEATURE)
+      const q = quotas(user.limits)
+      const used = await store.usage(user.id)
+      return {
+        success: true as const,
+        entitled,
+        quota: { max_images: q.maxImages, used_images: used.count, max_total_bytes: q.maxTotalBytes, used_bytes: used.bytes, max_image_bytes: q.maxImageBytes },
+      }
+    },
+
+    /**
+     * Stores every file of one request, or none: a refused file (type, size, quota) fails the
+     * whole request and no row is written. Quotas are checked before each blob is written
+     * (so a refused upload normally writes nothing) and again in the transaction.
+     */
+    async upload(user: User, files: AsyncIterable<IncomingFile>, opts: () => UploadOptions, origin: string): Promise<ImageView[]> {
+      const q = quotas(user.limits)
+      const before = await store.usage(user.id)
+      const now = clock.now()
+      const rows: ImageRow[] = []
+      let adding = 0
+      for await (const file of files) {
+        if (rows.length >= MAX_FILES_PER_UPLOAD) throw new AppError('TOO_MANY_PARTS', { params: { detail: `at most ${MAX_FILES_PER_UPLOAD} files per upload` } })
+        const o = opts()
+        const remark = checkText(o.remark ?? '', 'remark', REMARK_MAX)
+        const fileName = cleanFileName(file.fileName)
+        const p = await ingest(file, q.maxImageBytes, o.keepMetadata)
+        if (before.count + rows.length + 1 > q.maxImages) throw countQuota(before.count + rows.length, q.maxImages)
+        if (before.bytes + adding + p.bytes.length > q.maxTotalBytes) throw bytesQuota(before.bytes + adding, p.bytes.length, q.maxTotalBytes)
+        const blob = await blobs.put(p.bytes)
+        adding += blob.size
+        rows.push({
+          id: newId(), user_id: user.id, public_token: newPublicToken(), file_name: fileName, remark,
+          content_type: p.contentType, size: blob.size, digest: blob.digest, width: p.width, height: p.height,
+          locked: 0, created_at: now + rows.length, updated_at: now + rows.length,
+        })
+      }
+      if (rows.length === 0) throw new AppError('NO_FILE')
+      await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, user.id)
+        const fresh = quotas(await store.userLimits(trx, user.id))
+        const used = await store.usage(user.id, trx)
+        if (used.count + rows.length > fresh.maxImages) throw countQuota(used.count, fresh.maxImages)
+        if (used.bytes + adding > fresh.maxTotalBytes) throw bytesQuota(used.bytes, adding, fresh.maxTotalBytes)
+        for (const r of rows) if (r.size > fresh.maxImageBytes) throw tooLarge(fresh.maxImageBytes)
+        await store.insert(trx, rows)
+      })
+      return rows.map((r) => imageView(r, origin))
+    },
+
+    async list(user: User, page: Page, origin: string) {
+      const [rows, used] = await Promise.all([store.list(user.id, page.offset, page.perPage), store.usage(user.id)])
+      return { images: rows.map((r) => imageView(r, origin)), total: used.count }
+    },
+
+    async get(user: User, token: string): Promise<ImageRow> {
+      const row = TOKEN_RE.test(token) ? await store.get(user.id, token) : undefined
+      if (!row) throw notFound()
+      return row
+    },
+
+    async update(user: User, token: string, body: { remark?: string; file_name?: string }, origin: string): Promise<ImageView> {
+      const set: { remark?: string; file_name?: string } = {}
+      if (body.remark !== undefined) set.remark = checkText(body.remark, 'remark', REMARK_MAX)
+      if (body.file_name !== undefined) {
+        checkText(body.file_name, 'file_name', NAME_MAX)
+        set.file_name = cleanFileName(body.file_name)
+      }
+      if (Object.keys(set).length === 0) throw new AppError('INVALID_PARAMETER', { params: { detail: 'send remark and/or file_name' } })
+      if (!TOKEN_RE.test(token) || !(await store.updateMeta(user.id, token, set, clock.now()))) throw notFound()
+      return imageView(await this.get(user, token), origin)
+    },
+
+    /** New bytes behind the same token; the public link serves them on the next request, on every instance. */
+    async replace(user: User, token: string, files: AsyncIterable<IncomingFile>, opts: () => UploadOptions, origin: string): Promise<ImageView> {
+      const existing = await this.get(user, token)
+      const q = quotas(user.limits)
+      let prepared: Awaited<ReturnType<typeof ingest>> | null = null
+      let fileName = ''
+      for await (const file of files) {
+        if (prepared) throw new AppError('TOO_MANY_PARTS', { params: { detail: 'replace takes exactly one file' } })
+        fileName = cleanFileName(file.fileName)
+        prepared = await ingest(file, q.maxImageBytes, opts().keepMetadata)
+        const used = await store.usage(user.id)
+        if (used.bytes - existing.size + prepared.bytes.length > q.maxTotalBytes) throw bytesQuota(used.bytes - existing.size, prepared.bytes.length, q.maxTotalBytes)
+      }
+      if (!prepared) throw new AppError('NO_FILE')
+      const blob = await blobs.put(prepared.bytes)
+      const p = prepared
+      const row = await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, user.id)
+        const current = await store.get(user.id, token, trx)
+        if (!current) throw notFound()
+        const fresh = quotas(await store.userLimits(trx, user.id))
+        const used = await store.usage(user.id, trx)
+        if (blob.size > fresh.maxImageBytes) throw tooLarge(fresh.maxImageBytes)
+        if (used.bytes - current.size + blob.size > fresh.maxTotalBytes) throw bytesQuota(used.bytes - current.size, blob.size, fresh.maxTotalBytes)
+        const set = { digest: blob.digest, size: blob.size, content_type: p.contentType, width: p.width, height: p.height, file_name: fileName, updated_at: Math.max(clock.now(), current.updated_at + 1) }
+        await store.replaceContent(trx, current.id, set)
+        return { ...current, ...set }
+      })
+      await invalidate(token)
+      return imageView(row, origin)
+    },
+
+    async remove(user: User, token: string): Promise<void> {
+      const r = TOKEN_RE.test(token) ? await store.remove(user.id, token) : 'missing'
+      if (r === 'missing') throw notFound()
+      if (r === 'locked') throw new AppError('LOCKED')
+      // the blob stays until the sweeper finds no row pointing to it (another image may share it)
+      await invalidate(token)
+    },
+
+    /** Public link lookup: memory first, then one indexed query. */
+    async lookup(token: string): Promise<PublicImage | undefined> {
+      const hit = cache.get(token)
+      if (hit) return hit
+      const seen = epoch
+      const row = await store.publicGet(token)
+      if (row && seen === epoch) {
+        if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value as string)
+        cache.set(token, row)
+      }
+      return row
+    },
+  }
+}
+
+export type ImageHost = ReturnType<typeof createImageHost>
+
+/** Strong ETag of an original: its content digest. */
+export const originalEtag = (digest: string) => `"${digest}"`
+
+/** Whether If-None-Match names this ETag (weak comparison, lists and * included). */
+export function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false
+  if (ifNoneMatch.trim() === '*') return true
+  return ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)
+}

@@ -1,0 +1,188 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import sharp from 'sharp'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { imageForm, makeImage, svc } from '../support/images.js'
+import { createLocalBus, type Bus } from '../../src/util/bus.js'
+import { imageHostOf } from '../../src/features/image-host/index.js'
+
+const INERT = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
+
+async function uploadAs(s: TestServer, cookie: string, files: Array<{ name: string; data: Buffer }>) {
+  const form = imageForm(files)
+  const r = await s.post('/api/image-host/upload', { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+  assert.equal(r.status, 200, r.text)
+  return r.json.images as Array<{ public_token: string; public_url: string; versioned_url: string; size: number }>
+}
+
+async function replaceAs(s: TestServer, cookie: string, token: string, data: Buffer) {
+  const form = imageForm([{ name: 'new.png', data }])
+  const r = await s.post(`/api/image-host/images/${token}/replace`, { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+  assert.equal(r.status, 200, r.text)
+  return r.json.image
+}
+
+for (const engine of ENGINES) {
+  describe(`image host public links [${engine}]`, () => {
+    let s: TestServer
+    let cookie: string
+    let png: Buffer
+    let img: { public_token: string; public_url: string; versioned_url: string; size: number }
+    before(async () => {
+      s = await startServer({ engine })
+      const a = await s.user()
+      await svc(s, 'grant', a.username, 'image-host')
+      cookie = await s.login(a.username, a.password)
+      png = await makeImage('png', { width: 16, height: 12, color: '#22aa44' })
+      ;[img] = await uploadAs(s, cookie, [{ name: 'a.png', data: png }])
+    })
+    after(() => s.close())
+
+    it('serves the bytes with type, nosniff, inert CSP, CORP, ETag, revalidating cache; no cookie, no rate limit', async () => {
+      for (const path of [`/svc-img/pub/${img.public_token}`, `/image-host/pub/${img.public_token}`]) {
+        const r = await s.get(path)
+        assert.equal(r.status, 200)
+        assert.ok(r.body.equals(png))
+        assert.equal(r.header('content-type'), 'image/png')
+        assert.equal(r.header('content-length'), String(png.length))
+        assert.equal(r.header('x-content-type-options'), 'nosniff')
+        assert.equal(r.header('content-security-policy'), INERT)
+        assert.equal(r.header('cross-origin-resource-policy'), 'cross-origin')
+        assert.equal(r.header('access-control-allow-origin'), '*')
+        assert.equal(r.header('access-control-allow-credentials'), undefined)
+        assert.match(r.header('etag')!, /^"[0-9a-f]{64}"$/)
+        assert.equal(r.header('cache-control'), 'public, no-cache')
+        assert.equal(r.header('set-cookie'), undefined)
+        assert.equal(r.header('x-ratelimit-limit'), undefined)
+      }
+      // anonymous callers get 10 API requests a minute; public links are not counted
+      for (let i = 0; i < 15; i++) assert.equal((await s.get(`/svc-img/pub/${img.public_token}`)).status, 200)
+    })
+
+    it('documents the endpoints in /openapi.json', async () => {
+      const doc = (await s.get('/openapi.json')).json
+      for (const p of ['/api/image-host/status', '/api/image-host/upload', '/api/image-host/images', '/api/image-host/images/{public_token}', '/api/image-host/images/{public_token}/replace', '/svc-img/pub/{token}']) {
+        assert.ok(doc.paths[p], p)
+      }
+    })
+
+    it('a session cookie changes nothing in the answer', async () => {
+      const a = await s.get(`/svc-img/pub/${img.public_token}`)
+      const b = await s.get(`/svc-img/pub/${img.public_token}`, { cookie })
+      assert.ok(a.body.equals(b.body))
+      for (const h of ['content-type', 'etag', 'cache-control', 'content-security-policy', 'set-cookie']) assert.equal(a.header(h), b.header(h), h)
+    })
+
+    it('answers If-None-Match with 304 (exact, weak, in a list, *) and HEAD without a body', async () => {
+      const etag = (await s.get(`/svc-img/pub/${img.public_token}`)).header('etag')!
+      for (const inm of [etag, `W/${etag}`, `"nope", ${etag}`, '*']) {
+        const r = await s.get(`/svc-img/pub/${img.public_token}`, { headers: { 'if-none-match': inm } })
+        assert.equal(r.status, 304, inm)
+        assert.equal(r.body.length, 0)
+        assert.equal(r.header('etag'), etag)
+        assert.equal(r.header('cache-control'), 'public, no-cache')
+      }
+      assert.equal((await s.get(`/svc-img/pub/${img.public_token}`, { headers: { 'if-none-match': '"other"' } })).status, 200)
+      const head = await s.request('HEAD', `/image-host/pub/${img.public_token}`)
+      assert.equal(head.status, 200)
+      assert.equal(head.body.length, 0)
+      assert.equal(head.header('content-length'), String(png.length))
+      assert.equal(head.header('etag'), etag)
+    })
+
+    it('the versioned URL is immutable while current; after a replace it revalidates and shows the new bytes', async () => {
+      const [own] = await uploadAs(s, cookie, [{ name: 'v.png', data: await makeImage('png', { color: '#abcdef' }) }])
+      const v = await s.get(own.versioned_url.slice(s.url.length))
+      assert.equal(v.status, 200)
+      assert.equal(v.header('cache-control'), 'public, max-age=31536000, immutable')
+      const newer = await makeImage('png', { color: '#fedcba' })
+      const rep = await replaceAs(s, cookie, own.public_token, newer)
+      assert.notEqual(rep.versioned_url, own.versioned_url)
+      const old = await s.get(own.versioned_url.slice(s.url.length))
+      assert.ok(old.body.equals(newer))
+      assert.equal(old.header('cache-control'), 'public, no-cache')
+      assert.equal((await s.get(rep.versioned_url.slice(s.url.length))).header('cache-control'), 'public, max-age=31536000, immutable')
+    })
+
+    it('unknown, malformed and deleted tokens are 404; a Service-Worker fetch is 403', async () => {
+      for (const t of ['short', 'A'.repeat(22), 'bad token with spaces!!', '..%2f..%2fetc%2fpasswd', 'A'.repeat(65)]) {
+        const r = await s.get(`/svc-img/pub/${t}`)
+        assert.equal(r.status, 404, t)
+        assert.equal(r.header('set-cookie'), undefined)
+      }
+      const sw = await s.get(`/svc-img/pub/${img.public_token}`, { headers: { 'service-worker': 'script' } })
+      assert.equal(sw.status, 403)
+    })
+
+    it('makes resized and converted variants with their own ETag, never enlarging, and refuses bad parameters', async () => {
+      const base = `/svc-img/pub/${img.public_token}`
+      const small = await s.get(`${base}?w=8`)
+      assert.equal(small.status, 200)
+      assert.equal(small.header('content-type'), 'image/png')
+      assert.equal(small.header('content-security-policy'), INERT)
+      const m = await sharp(small.body).metadata()
+      assert.deepEqual([m.width, m.height], [8, 6])
+      const etag = small.header('etag')!
+      assert.notEqual(etag, (await s.get(base)).header('etag'))
+      assert.equal((await s.get(`${base}?w=8`)).header('etag'), etag)
+      assert.equal((await s.get(`${base}?w=8`, { headers: { 'if-none-match': etag } })).status, 304)
+
+      const webp = await s.get(`${base}?format=webp&h=6`)
+      assert.equal(webp.header('content-type'), 'image/webp')
+      const mw = await sharp(webp.body).metadata()
+      assert.deepEqual([mw.format, mw.width, mw.height], ['webp', 8, 6])
+      for (const [q, fmt] of [['format=jpeg', 'jpeg'], ['format=jpg', 'jpeg'], ['format=avif', 'heif'], ['format=png', 'png']]) {
+        const r = await s.get(`${base}?${q}`)
+        assert.equal(r.status, 200, q)
+        assert.equal((await sharp(r.body).metadata()).format, fmt, q)
+      }
+      const big = await s.get(`${base}?w=4000`)
+      assert.equal((await sharp(big.body).metadata()).width, 16)
+      const head = await s.request('HEAD', `${base}?w=8`)
+      assert.equal(head.status, 200)
+      assert.equal(head.header('content-length'), String(small.body.length))
+      for (const q of ['w=0', 'w=4097', 'w=abc', 'h=-1', 'w=1.5', 'format=gif', 'format=svg']) {
+        const r = await s.get(`${base}?${q}`)
+        assert.equal(r.status, 400, q)
+        assert.equal(r.json.success, false)
+      }
+    })
+
+    it('identical concurrent variant requests share one transformation', async () => {
+      const { variants } = imageHostOf(s.deps)
+      const before = variants.stats.made
+      const rs = await Promise.all(Array.from({ length: 6 }, () => s.get(`/svc-img/pub/${img.public_token}?w=5&format=webp`)))
+      assert.ok(rs.every((r) => r.status === 200))
+      assert.ok(rs.every((r) => r.body.equals(rs[0].body)))
+      assert.equal(variants.stats.made - before, 1)
+    })
+
+    it('a replace on one instance is served by another instance on its very next request', async () => {
+      // two instances over one database and blob store, with one bus between them (what REDIS_URL gives)
+      const shared = createLocalBus()
+      const bus: Bus = { publish: shared.publish, subscribe: shared.subscribe, close: async () => {} }
+      const a = await startServer({ engine, bus })
+      const b = await startServer({ engine, bus, dataDir: a.dataDir, keepData: true, env: a.env.DATABASE_URL ? { DATABASE_URL: a.env.DATABASE_URL } : {} })
+      try {
+        const u = await a.user()
+        await svc(a, 'grant', u.username, 'image-host')
+        const c = await a.login(u.username, u.password)
+        const red = await makeImage('png', { color: '#ff0000' })
+        const blue = await makeImage('png', { color: '#0000ff' })
+        const [one] = await uploadAs(a, c, [{ name: 'r.png', data: red }])
+        // B caches the token's lookup
+        assert.ok((await b.get(`/svc-img/pub/${one.public_token}`)).body.equals(red))
+        assert.ok((await b.get(`/svc-img/pub/${one.public_token}`)).body.equals(red))
+        await replaceAs(a, c, one.public_token, blue)
+        const next = await b.get(`/svc-img/pub/${one.public_token}`)
+        assert.ok(next.body.equals(blue))
+        const del = await a.request('DELETE', `/api/image-host/images/${one.public_token}`, { cookie: c })
+        assert.equal(del.status, 200)
+        assert.equal((await b.get(`/svc-img/pub/${one.public_token}`)).status, 404)
+      } finally {
+        await b.close()
+        await a.close()
+      }
+    })
+  })
+}

@@ -1,0 +1,406 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import sharp from 'sharp'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import {
+  blobDigests, imageForm, pngChunks, jpegWithMetadata, makeImage, pngWithMetadata, redeemCode, svc, SVG_WITH_SCRIPT, webpWithMetadata,
+} from '../support/images.js'
+
+type Account = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
+
+for (const engine of ENGINES) {
+  describe(`image host API [${engine}]`, () => {
+    let s: TestServer
+    let alice: Account
+    let bob: Account
+    let png: Buffer
+    before(async () => {
+      s = await startServer({ engine })
+      const a = await s.user()
+      const b = await s.user()
+      alice = { ...a, cookie: await s.login(a.username, a.password) }
+      bob = { ...b, cookie: await s.login(b.username, b.password) }
+      await svc(s, 'grant', alice.username, 'image-host')
+      png = await makeImage('png')
+    })
+    after(() => s.close())
+
+    const upload = (who: Account, files: Array<{ name: string; data: Buffer | string; type?: string }>, fields: Record<string, string> = {}, query = '') => {
+      const form = imageForm(files, fields)
+      return s.post(`/api/image-host/upload${query}`, { cookie: who.cookie, body: form.body, headers: { 'content-type': form.contentType, 'accept-language': 'en' } })
+    }
+    const rowCount = async (userId: string) => Number((await s.deps.db.k.selectFrom('images').select((eb) => eb.fn.countAll().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()).n)
+
+    it('status: 401 without a session, 403 {success:false,message} for an API key, 200 entitled:false before an entitlement', async () => {
+      const none = await s.get('/api/image-host/status')
+      assert.equal(none.status, 401)
+      assert.equal(none.json.success, false)
+      const key = await s.get('/api/image-host/status', { key: alice.key })
+      assert.equal(key.status, 403)
+      assert.deepEqual(Object.keys(key.json).sort(), ['message', 'success'])
+      assert.equal(key.json.success, false)
+      const st = await s.get('/api/image-host/status', { cookie: bob.cookie })
+      assert.equal(st.status, 200)
+      assert.equal(st.json.success, true)
+      assert.equal(st.json.entitled, false)
+      assert.deepEqual(st.json.quota, { max_images: 500, used_images: 0, max_total_bytes: 524288000, used_bytes: 0, max_image_bytes: 10485760 })
+      const ok = await s.get('/api/image-host/status', { cookie: alice.cookie })
+      assert.equal(ok.json.entitled, true)
+    })
+
+    it('every management endpoint refuses an API key and a session without the entitlement with 403 {success:false,message}', async () => {
+      const tok = 'A'.repeat(22)
+      const form = imageForm([{ name: 'a.png', data: png }])
+      const calls: Array<[string, string, object]> = [
+        ['POST', '/api/image-host/upload', { body: form.body, headers: { 'content-type': form.contentType } }],
+        ['GET', '/api/image-host/images', {}],
+        ['PATCH', `/api/image-host/images/${tok}`, { json: { remark: 'x' } }],
+        ['POST', `/api/image-host/images/${tok}/replace`, { body: form.body, headers: { 'content-type': form.contentType } }],
+        ['DELETE', `/api/image-host/images/${tok}`, {}],
+      ]
+      for (const [method, path, o] of calls) {
+        for (const auth of [{ key: alice.key }, { cookie: bob.cookie }]) {
+          const r = await s.request(method, path, { ...o, ...auth })
+          assert.equal(r.status, 403, `${method} ${path} ${JSON.stringify(auth).slice(2, 8)}`)
+          assert.deepEqual(Object.keys(r.json).sort(), ['message', 'success'])
+          assert.equal(r.json.success, false)
+        }
+      }
+      assert.equal(await rowCount(bob.id), 0)
+    })
+
+    it('a redeemed code grants the entitlement (once)', async () => {
+      const carol = await s.user()
+      const cookie = await s.login(carol.username, carol.password)
+      const code = await redeemCode(s, 'image-host')
+      const r = await s.post('/api/redeem', { cookie, json: { code } })
+      assert.equal(r.status, 200)
+      assert.equal((await s.get('/api/image-host/status', { cookie })).json.entitled, true)
+      const again = await s.post('/api/redeem', { cookie: bob.cookie, json: { code } })
+      assert.equal(again.status, 400)
+      assert.equal((await s.get('/api/image-host/status', { cookie: bob.cookie })).json.entitled, false)
+      const up = await s.post('/api/image-host/upload', { cookie, ...(() => { const f = imageForm([{ name: 'c.png', data: png }]); return { body: f.body, headers: { 'content-type': f.contentType } } })() })
+      assert.equal(up.status, 200)
+    })
+
+    it('uploads several files in one request; types come from the bytes; the public link serves them', async () => {
+      const jpg = await makeImage('jpeg')
+      const gif = await makeImage('gif')
+      const webp = await makeImage('webp')
+      const avif = await makeImage('avif')
+      const r = await upload(alice, [
+        { name: 'cat.gif', data: png, type: 'image/gif' }, // a PNG named .gif
+        { name: 'b.jpg', data: jpg, type: 'image/jpeg' },
+        { name: 'c.gif', data: gif },
+        { name: 'd.webp', data: webp },
+        { name: 'e.avif', data: avif },
+      ], { remark: 'holiday' })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.success, true)
+      assert.equal(r.json.images.length, 5)
+      assert.deepEqual(r.json.images.map((i: any) => i.content_type), ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/avif'])
+      for (const img of r.json.images) {
+        for (const f of ['public_token', 'public_url', 'file_name', 'size', 'content_type', 'remark', 'locked', 'created_at']) assert.ok(f in img, f)
+        assert.match(img.public_token, /^[A-Za-z0-9_-]{16,}$/)
+        assert.equal(img.public_url, `${s.url}/svc-img/pub/${img.public_token}`)
+        assert.equal(img.remark, 'holiday')
+        assert.equal(img.locked, false)
+        assert.match(img.created_at, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/)
+      }
+      const first = r.json.images[0]
+      assert.equal(first.file_name, 'cat.gif')
+      assert.equal(first.width, 16)
+      const pub = await s.get(`/svc-img/pub/${first.public_token}`)
+      assert.equal(pub.status, 200)
+      assert.equal(pub.header('content-type'), 'image/png')
+      assert.ok(pub.body.equals(png))
+      const alias = await s.get(`/image-host/pub/${first.public_token}`)
+      assert.ok(alias.body.equals(png))
+      const st = await s.get('/api/image-host/status', { cookie: alice.cookie })
+      assert.equal(st.json.quota.used_images, 5)
+      assert.equal(st.json.quota.used_bytes, r.json.images.reduce((n: number, i: any) => n + i.size, 0))
+    })
+
+    it('refuses HTML named .png, text, empty files and a missing file with 400 and stores nothing', async () => {
+      const rowsBefore = await rowCount(alice.id)
+      const blobsBefore = await blobDigests(s)
+      const cases: Array<[Array<{ name: string; data: Buffer | string; type?: string }>, RegExp]> = [
+        [[{ name: 'x.png', data: '<!doctype html><html><script>alert(1)</script></html>', type: 'image/png' }], /html/i],
+        [[{ name: 'x.jpg', data: 'just some text', type: 'image/jpeg' }], /text\/plain/],
+        [[{ name: 'ok.png', data: png }, { name: 'x.png', data: Buffer.from('%PDF-1.4\n1 0 obj\n') }], /pdf/i],
+        [[{ name: 'x.png', data: Buffer.alloc(0) }], /empty/i],
+        [[{ name: 'x.png', data: Buffer.concat([png.subarray(0, 16), Buffer.alloc(40)]) }], /png/i],
+      ]
+      for (const [files, msg] of cases) {
+        const r = await upload(alice, files)
+        assert.equal(r.status, 400, r.text)
+        assert.deepEqual(Object.keys(r.json).sort(), ['message', 'success'])
+        assert.equal(r.json.success, false)
+        assert.match(r.json.message, msg)
+      }
+      const noFile = await s.post('/api/image-host/upload', { cookie: alice.cookie, ...(() => { const f = imageForm([], { remark: 'r' }); return { body: f.body, headers: { 'content-type': f.contentType } } })() })
+      assert.equal(noFile.status, 400)
+      const json = await s.post('/api/image-host/upload', { cookie: alice.cookie, json: { file: 'x' } })
+      assert.equal(json.status, 415)
+      assert.equal(json.json.success, false)
+      const wrongField = multipartWith('image', png)
+      const wf = await s.post('/api/image-host/upload', { cookie: alice.cookie, body: wrongField.body, headers: { 'content-type': wrongField.contentType } })
+      assert.equal(wf.status, 400)
+      assert.equal(await rowCount(alice.id), rowsBefore)
+      // (the valid PNG of the mixed request is content stored earlier, so no blob is new either)
+      const blobsAfter = await blobDigests(s)
+      for (const d of blobsAfter) if (!blobsBefore.has(d)) assert.fail(`new blob ${d} after refused uploads`)
+    })
+
+    it('names the detected type in the refusal, in Chinese by default', async () => {
+      const form = imageForm([{ name: 'x.png', data: '<html><body>hi</body></html>', type: 'image/png' }])
+      const r = await s.post('/api/image-host/upload', { cookie: alice.cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      assert.equal(r.status, 400)
+      assert.match(r.json.message, /不支持的文件类型：text\/html/)
+    })
+
+    it('strips EXIF/GPS, XMP and comments from a JPEG losslessly, keeping the orientation', async () => {
+      const jpg = await jpegWithMetadata()
+      const meta = await sharp(jpg).metadata()
+      assert.equal(meta.orientation, 6)
+      assert.ok(meta.exif && meta.xmp, 'fixture carries EXIF and XMP')
+      for (const secret of ['SECRETCAM', 'SECRETXMP', 'SECRETCOMMENT']) assert.ok(jpg.includes(secret))
+      const r = await upload(alice, [{ name: 'photo.jpg', data: jpg }])
+      assert.equal(r.status, 200, r.text)
+      const img = r.json.images[0]
+      assert.ok(img.size < jpg.length)
+      const served = (await s.get(`/svc-img/pub/${img.public_token}`)).body
+      for (const secret of ['SECRETCAM', 'SECRETXMP', 'SECRETCOMMENT', 'GPS']) assert.ok(!served.includes(secret), secret)
+      const m = await sharp(served).metadata()
+      assert.equal(m.orientation, 6)
+      assert.equal(m.xmp, undefined)
+      assert.ok(!m.exif || m.exif.length < 64)
+      // lossless: the entropy-coded image data is byte for byte the same
+      const sos = (b: Buffer) => b.subarray(b.indexOf(Buffer.from([0xff, 0xda])))
+      assert.ok(sos(served).equals(sos(jpg)))
+    })
+
+    it('strips metadata from PNG and WebP too, and keeps it with keep_metadata=true', async () => {
+      const p = await pngWithMetadata()
+      const w = await webpWithMetadata()
+      for (const secret of ['SECRETPNGEXIF', 'SECRETPNGTEXT']) assert.ok(p.includes(secret))
+      for (const type of ['eXIf', 'tEXt', 'zTXt']) assert.ok(pngChunks(p).includes(type), type)
+      const r = await upload(alice, [{ name: 'p.png', data: p }, { name: 'w.webp', data: w }])
+      assert.equal(r.status, 200, r.text)
+      const sp = (await s.get(`/svc-img/pub/${r.json.images[0].public_token}`)).body
+      const sw = (await s.get(`/svc-img/pub/${r.json.images[1].public_token}`)).body
+      for (const secret of ['SECRETPNGEXIF', 'SECRETPNGTEXT']) assert.ok(!sp.includes(secret), secret)
+      assert.deepEqual(pngChunks(sp), pngChunks(p).filter((t) => !['eXIf', 'tEXt', 'zTXt', 'iTXt', 'tIME'].includes(t)))
+      for (const secret of ['SECRETWEBPEXIF', 'SECRETWEBPXMP']) assert.ok(!sw.includes(secret), secret)
+      const mp = await sharp(sp).metadata()
+      const mw = await sharp(sw).metadata()
+      assert.equal(mp.exif, undefined)
+      assert.equal(mw.exif, undefined)
+      assert.equal(mw.xmp, undefined)
+      assert.equal(mw.width, 8)
+
+      const kept = await upload(alice, [{ name: 'photo.jpg', data: await jpegWithMetadata() }], { keep_metadata: 'true' })
+      assert.equal(kept.status, 200)
+      const sk = (await s.get(`/svc-img/pub/${kept.json.images[0].public_token}`)).body
+      assert.ok(sk.equals(await jpegWithMetadata()))
+      const bad = await upload(alice, [{ name: 'p.png', data: png }], {}, '?keep_metadata=maybe')
+      assert.equal(bad.status, 400)
+    })
+
+    it('accepts SVG and serves it inert: sandbox CSP, nosniff, CORP, no cookies; no variants of SVG', async () => {
+      const r = await upload(alice, [{ name: 'logo.png', data: SVG_WITH_SCRIPT, type: 'image/png' }])
+      assert.equal(r.status, 200, r.text)
+      const img = r.json.images[0]
+      assert.equal(img.content_type, 'image/svg+xml')
+      const pub = await s.get(`/svc-img/pub/${img.public_token}`, { cookie: alice.cookie })
+      assert.equal(pub.status, 200)
+      assert.equal(pub.header('content-type'), 'image/svg+xml')
+      const csp = pub.header('content-security-policy')!
+      assert.match(csp, /default-src 'none'/)
+      assert.match(csp, /(^|;)\s*sandbox\s*(;|$)/)
+      assert.ok(!/allow-scripts|allow-same-origin|script-src/.test(csp))
+      assert.equal(pub.header('x-content-type-options'), 'nosniff')
+      assert.equal(pub.header('cross-origin-resource-policy'), 'cross-origin')
+      assert.equal(pub.header('set-cookie'), undefined)
+      assert.equal(pub.text, SVG_WITH_SCRIPT)
+      const v = await s.get(`/svc-img/pub/${img.public_token}?format=png`)
+      assert.equal(v.status, 400)
+      assert.equal(v.json.success, false)
+    })
+
+    it('lists the caller\'s images newest first with total and paging', async () => {
+      const r = await s.get('/api/image-host/images', { cookie: alice.cookie })
+      assert.equal(r.status, 200)
+      assert.equal(r.json.success, true)
+      const total = await rowCount(alice.id)
+      assert.equal(r.json.total, total)
+      assert.equal(r.json.images.length, Math.min(total, 50))
+      const times = r.json.images.map((i: any) => i.created_at)
+      assert.deepEqual([...times].sort().reverse(), times)
+      const p2 = await s.get('/api/image-host/images?per_page=2&page=2', { cookie: alice.cookie })
+      assert.equal(p2.json.images.length, 2)
+      assert.equal(p2.json.images[0].public_token, r.json.images[2].public_token)
+      for (const q of ['per_page=0', 'per_page=101', 'page=0', 'page=abc']) {
+        const bad = await s.get(`/api/image-host/images?${q}`, { cookie: alice.cookie })
+        assert.equal(bad.status, 400, q)
+        assert.equal(bad.json.success, false)
+      }
+      const empty = await s.get('/api/image-host/images', { cookie: (await (async () => { const c = await s.user(); await svc(s, 'grant', c.username, 'image-host'); return s.login(c.username, c.password) })()) })
+      assert.deepEqual({ images: empty.json.images, total: empty.json.total }, { images: [], total: 0 })
+    })
+
+    it('PATCH updates remark and file name; missing or another user\'s image is 404; bad input is 400', async () => {
+      const up = await upload(alice, [{ name: 'a.png', data: png }])
+      const tok = up.json.images[0].public_token
+      const r = await s.request('PATCH', `/api/image-host/images/${tok}`, { cookie: alice.cookie, json: { remark: '备注 ✓', file_name: 'renamed.png' } })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.success, true)
+      assert.equal(r.json.image.remark, '备注 ✓')
+      assert.equal(r.json.image.file_name, 'renamed.png')
+      assert.equal(r.json.image.public_token, tok)
+      const list = await s.get('/api/image-host/images', { cookie: alice.cookie })
+      assert.equal(list.json.images.find((i: any) => i.public_token === tok).remark, '备注 ✓')
+      const one = await s.get(`/api/image-host/images/${tok}`, { cookie: alice.cookie })
+      assert.equal(one.status, 200)
+      assert.deepEqual(one.json, { success: true, image: r.json.image })
+
+      await svc(s, 'grant', bob.username, 'image-host')
+      const other = await s.request('PATCH', `/api/image-host/images/${tok}`, { cookie: bob.cookie, json: { remark: 'mine' } })
+      assert.equal(other.status, 404)
+      assert.deepEqual(Object.keys(other.json).sort(), ['message', 'success'])
+      const missing = await s.request('PATCH', `/api/image-host/images/${'Z'.repeat(22)}`, { cookie: alice.cookie, json: { remark: 'x' } })
+      assert.equal(missing.status, 404)
+      assert.equal((await s.get(`/api/image-host/images/${tok}`, { cookie: bob.cookie })).status, 404)
+      assert.equal((await s.get(`/api/image-host/images/${'Z'.repeat(22)}`, { cookie: alice.cookie })).status, 404)
+      for (const body of [{}, { remark: 'a\u0000b' }, { remark: 'x'.repeat(501) }, { file_name: '' }]) {
+        const bad = await s.request('PATCH', `/api/image-host/images/${tok}`, { cookie: alice.cookie, json: body })
+        assert.equal(bad.status, 400, JSON.stringify(body))
+        assert.equal(bad.json.success, false)
+      }
+      const cross = await s.request('PATCH', `/api/image-host/images/${tok}`, { cookie: alice.cookie, json: { remark: 'evil' }, headers: { origin: 'https://evil.test' } })
+      assert.equal(cross.status, 403)
+      assert.equal(cross.json.success, false)
+      await svc(s, 'grant', bob.username, 'image-host', '--revoke')
+    })
+
+    it('replace keeps the token and URL; the public link serves the new bytes on the very next request', async () => {
+      const red = await makeImage('png', { color: '#ff0000' })
+      const blue = await makeImage('jpeg', { color: '#0000ff' })
+      const up = await upload(alice, [{ name: 'a.png', data: red }])
+      const img = up.json.images[0]
+      const first = await s.get(`/svc-img/pub/${img.public_token}`)
+      assert.ok(first.body.equals(red))
+      const oldEtag = first.header('etag')!
+      const form = imageForm([{ name: 'b.jpg', data: blue }])
+      const r = await s.post(`/api/image-host/images/${img.public_token}/replace`, { cookie: alice.cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.success, true)
+      assert.equal(r.json.image.public_token, img.public_token)
+      assert.equal(r.json.image.public_url, img.public_url)
+      assert.equal(r.json.image.content_type, 'image/jpeg')
+      assert.equal(r.json.image.created_at, img.created_at)
+      const next = await s.get(`/svc-img/pub/${img.public_token}`, { headers: { 'if-none-match': oldEtag } })
+      assert.equal(next.status, 200)
+      assert.equal(next.header('content-type'), 'image/jpeg')
+      assert.ok(next.body.equals(blue))
+      assert.notEqual(next.header('etag'), oldEtag)
+
+      const missing = await s.post(`/api/image-host/images/${'Q'.repeat(22)}/replace`, { cookie: alice.cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      assert.equal(missing.status, 404)
+      const bad = imageForm([{ name: 'x.png', data: '<html></html>' }])
+      const refused = await s.post(`/api/image-host/images/${img.public_token}/replace`, { cookie: alice.cookie, body: bad.body, headers: { 'content-type': bad.contentType } })
+      assert.equal(refused.status, 400)
+      const two = imageForm([{ name: 'a.png', data: red }, { name: 'b.png', data: red }])
+      const tooMany = await s.post(`/api/image-host/images/${img.public_token}/replace`, { cookie: alice.cookie, body: two.body, headers: { 'content-type': two.contentType } })
+      assert.equal(tooMany.status, 413)
+      assert.ok((await s.get(`/svc-img/pub/${img.public_token}`)).body.equals(blue))
+    })
+
+    it('delete: 423 when locked (svc lock image), 200 after unlock, then 404 everywhere; another user\'s image 404', async () => {
+      const up = await upload(alice, [{ name: 'keep.png', data: png }])
+      const tok = up.json.images[0].public_token
+      await svc(s, 'lock', 'image', tok)
+      const list = await s.get('/api/image-host/images', { cookie: alice.cookie })
+      assert.equal(list.json.images.find((i: any) => i.public_token === tok).locked, true)
+      const locked = await s.request('DELETE', `/api/image-host/images/${tok}`, { cookie: alice.cookie })
+      assert.equal(locked.status, 423)
+      assert.deepEqual(Object.keys(locked.json).sort(), ['message', 'success'])
+      assert.equal(locked.json.success, false)
+      assert.equal((await s.get(`/svc-img/pub/${tok}`)).status, 200)
+      // the same SQL the CLI runs, through deps.db
+      await s.deps.db.k.updateTable('images').set({ locked: 0 }).where('public_token', '=', tok).execute()
+      await svc(s, 'grant', bob.username, 'image-host')
+      const other = await s.request('DELETE', `/api/image-host/images/${tok}`, { cookie: bob.cookie })
+      assert.equal(other.status, 404)
+      await svc(s, 'grant', bob.username, 'image-host', '--revoke')
+      const r = await s.request('DELETE', `/api/image-host/images/${tok}`, { cookie: alice.cookie })
+      assert.equal(r.status, 200)
+      assert.deepEqual(r.json, { success: true })
+      assert.equal((await s.get(`/svc-img/pub/${tok}`)).status, 404)
+      const again = await s.request('DELETE', `/api/image-host/images/${tok}`, { cookie: alice.cookie })
+      assert.equal(again.status, 404)
+      assert.equal(again.json.success, false)
+    })
+
+    it('over-size uploads are refused with 413 and store nothing', async () => {
+      const dave = await s.user()
+      await svc(s, 'grant', dave.username, 'image-host')
+      await svc(s, 'user', 'set', dave.username, '--limit', 'image_max_bytes=2000')
+      const cookie = await s.login(dave.username, dave.password)
+      const noisy = await sharp(crypto.randomBytes(64 * 64 * 3), { raw: { width: 64, height: 64, channels: 3 } }).png().toBuffer()
+      assert.ok(noisy.length > 2000)
+      const blobsBefore = await blobDigests(s)
+      const st = await s.get('/api/image-host/status', { cookie })
+      assert.equal(st.json.quota.max_image_bytes, 2000)
+      const acc: Account = { ...dave, cookie }
+      const r = await upload(acc, [{ name: 'big.png', data: noisy }])
+      assert.equal(r.status, 413, r.text)
+      assert.equal(r.json.success, false)
+      assert.match(r.json.message, /2000/)
+      assert.equal(await rowCount(dave.id), 0)
+      assert.deepEqual(await blobDigests(s), blobsBefore)
+    })
+
+    it('over-quota uploads (count and total bytes) are refused and store nothing', async () => {
+      const erin = await s.user()
+      await svc(s, 'grant', erin.username, 'image-host')
+      await svc(s, 'user', 'set', erin.username, '--limit', 'images=2', '--limit', 'image_bytes=100000')
+      const acc: Account = { ...erin, cookie: await s.login(erin.username, erin.password) }
+      const ok = await upload(acc, [{ name: '1.png', data: png }, { name: '2.png', data: await makeImage('png', { color: '#010203' }) }])
+      assert.equal(ok.status, 200, ok.text)
+      const blobsBefore = await blobDigests(s)
+      const third = await makeImage('png', { color: '#040506' })
+      const r = await upload(acc, [{ name: '3.png', data: third }])
+      assert.equal(r.status, 400)
+      assert.equal(r.json.success, false)
+      assert.match(r.json.message, /2/)
+      assert.equal(await rowCount(erin.id), 2)
+      assert.deepEqual(await blobDigests(s), blobsBefore)
+
+      await svc(s, 'user', 'set', erin.username, '--limit', 'images=default', '--limit', `image_bytes=${ok.json.images[0].size + ok.json.images[1].size + 10}`)
+      const r2 = await upload(acc, [{ name: '3.png', data: third }])
+      assert.equal(r2.status, 400)
+      assert.equal(await rowCount(erin.id), 2)
+      assert.deepEqual(await blobDigests(s), blobsBefore)
+      // replace is held to the total too: a bigger image does not fit, an equal-size one does
+      const bigger = await makeImage('png', { width: 64, height: 64, color: '#778899' })
+      const form = imageForm([{ name: 'b.png', data: bigger }])
+      const rep = await s.post(`/api/image-host/images/${ok.json.images[0].public_token}/replace`, { cookie: acc.cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      assert.equal(rep.status, 400)
+      const st = await s.get('/api/image-host/status', { cookie: acc.cookie })
+      assert.equal(st.json.quota.used_images, 2)
+      assert.equal(st.json.quota.max_images, 500)
+    })
+  })
+}
+
+function multipartWith(field: string, data: Buffer) {
+  const f = imageForm([])
+  const boundary = f.contentType.split('boundary=')[1]
+  const body = Buffer.concat([
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`),
+    data, Buffer.from(`\r\n--${boundary}--\r\n`),
+  ])
+  return { body, contentType: f.contentType }
+}
