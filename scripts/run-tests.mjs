@@ -28,7 +28,7 @@ if (selected.length === 0) {
   process.exit(1)
 }
 const concurrency = process.env.TEST_CONCURRENCY ?? '2'
-const r = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-timeout=180000', '--test-reporter=spec', ...selected], {
+const r = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000', '--test-reporter=spec', ...selected], {
   cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' },
 })
 process.exit(r.status ?? 1)

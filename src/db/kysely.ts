@@ -88,7 +88,8 @@ async function openPostgres(databaseUrl: string): Promise<Db> {
   const pool = new pg.Pool({
     connectionString: url.toString(),
     max: 10,
-    connectionTimeoutMillis: 5000,
+    // time to get a connection, including the wait for a free one under load
+    connectionTimeoutMillis: 30000,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   })
   const k = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })

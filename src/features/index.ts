@@ -4,6 +4,7 @@ import { docsFeature } from './docs/index.js'
 import { kvFeature } from './kv/index.js'
 import { formsFeature } from './forms/index.js'
 import { imageHostFeature } from './image-host/index.js'
+import { hostedDataFeature } from './hosted-data/index.js'
 import { pagesFeature } from './pages/index.js'
 
 /** Every part of the service, in registration order. */
@@ -13,5 +14,6 @@ export const FEATURES: Feature[] = [
   kvFeature,
   formsFeature,
   imageHostFeature,
+  hostedDataFeature,
   pagesFeature,
 ]

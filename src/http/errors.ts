@@ -43,6 +43,10 @@ function fromFastifyError(e: FastifyError): AppError | null {
   if (pgCode === '22021' || pgCode === '22P05' || pgCode === '22P02') {
     return new AppError('INVALID_PARAMETER', { params: { detail: 'a value contains characters that cannot be stored' } })
   }
+  // the database pool could not hand out a connection in time, or the server went away
+  if (/timeout exceeded when trying to connect|Connection terminated|ECONNREFUSED/.test(e.message ?? '')) {
+    return new AppError('DEPENDENCY_UNAVAILABLE')
+  }
   if (e instanceof SyntaxError || /JSON/.test(e.message ?? '') && e.statusCode === 400) return new AppError('INVALID_JSON')
   if (e.statusCode === 413) return new AppError('BODY_TOO_LARGE', { params: { limit: 'the configured' } })
   if (e.statusCode === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'application/json' } })

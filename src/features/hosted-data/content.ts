@@ -1,0 +1,110 @@
+import { AppError } from '../../errors/app-error.js'
+
+/**
+ * Content types a hosted data file may declare. Everything is text served as UTF-8; the
+ * HTML-like ones (html, xhtml, svg, xml) are served inert like every data link (CSP
+ * `default-src 'none'; sandbox`, nosniff), so they render but never run scripts.
+ */
+export const ALLOWED_CONTENT_TYPES = [
+  'text/plain', 'text/csv', 'text/tab-separated-values', 'text/markdown', 'text/css',
+  'text/html', 'application/xhtml+xml', 'image/svg+xml', 'application/xml', 'text/xml',
+  'application/json', 'application/geo+json', 'application/ld+json', 'application/x-ndjson',
+  'application/javascript', 'text/javascript', 'application/yaml', 'text/yaml',
+  'application/rss+xml', 'application/atom+xml', 'text/calendar', 'application/toml',
+] as const
+
+const ALLOWED = new Set<string>(ALLOWED_CONTENT_TYPES)
+
+/** File extensions that imply a type when none is declared (multipart uploads, display names). */
+const BY_EXTENSION: Record<string, string> = {
+  txt: 'text/plain', log: 'text/plain', csv: 'text/csv', tsv: 'text/tab-separated-values',
+  md: 'text/markdown', markdown: 'text/markdown', css: 'text/css', html: 'text/html', htm: 'text/html',
+  xhtml: 'application/xhtml+xml', svg: 'image/svg+xml', xml: 'application/xml', json: 'application/json',
+  geojson: 'application/geo+json', jsonld: 'application/ld+json', ndjson: 'application/x-ndjson',
+  js: 'application/javascript', mjs: 'application/javascript', yaml: 'application/yaml', yml: 'application/yaml',
+  rss: 'application/rss+xml', atom: 'application/atom+xml', ics: 'text/calendar', toml: 'application/toml',
+}
+
+/** Whether content of this type must parse as JSON. */
+export const isJsonType = (t: string): boolean => t === 'application/json' || t.endsWith('+json')
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+const wellFormed = (s: string): boolean => !LONE_SURROGATE.test(s)
+
+const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
+
+/**
+ * Normalises a declared content type: lower case, the only parameter allowed is
+ * `charset=utf-8`; CR, LF or any control character, other parameters or a type off the
+ * allow-list are refused with 400. Returns the bare type (`application/json`).
+ */
+export function normalizeContentType(raw: string): string {
+  if (/[\u0000-\u001f\u007f]/.test(raw)) throw bad('content_type must not contain control characters (CR, LF, ...)')
+  const [type, ...params] = raw.split(';').map((s) => s.trim().toLowerCase())
+  for (const p of params) {
+    if (p === '') continue
+    const m = /^charset\s*=\s*"?([a-z0-9_-]+)"?$/.exec(p)
+    if (!m) throw bad(`content_type parameter "${p.slice(0, 40)}" is not allowed (only charset=utf-8)`)
+    if (m[1] !== 'utf-8' && m[1] !== 'utf8') throw bad('content is always UTF-8: charset must be utf-8')
+  }
+  if (!ALLOWED.has(type)) throw bad(`content_type "${type.slice(0, 60)}" is not allowed; use one of ${ALLOWED_CONTENT_TYPES.join(', ')}`)
+  return type
+}
+
+/** The type implied by a file name's extension, if it is on the allow-list. */
+export function typeFromName(name: string | undefined): string | undefined {
+  const m = /\.([a-z0-9]{1,10})$/i.exec(name ?? '')
+  return m ? BY_EXTENSION[m[1].toLowerCase()] : undefined
+}
+
+/** The header value a type is served with. */
+export const servedContentType = (t: string): string => `${t}; charset=utf-8`
+
+/**
+ * Checks one version's bytes: not empty, strict UTF-8 (a byte-order mark is kept), no NUL,
+ * and for JSON types a document that parses. Throws a 400 naming the problem.
+ */
+export function checkContent(bytes: Buffer, contentType: string): void {
+  if (bytes.length === 0) throw bad('content is empty')
+  let text: string
+  try {
+    // fatal: any invalid sequence (overlong, surrogate, truncated) throws instead of becoming U+FFFD
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+  } catch {
+    throw bad('content is not valid UTF-8')
+  }
+  if (text.includes('\u0000')) throw bad('content contains a NUL character (text only)')
+  if (isJsonType(contentType)) {
+    try {
+      JSON.parse(text)
+    } catch (e) {
+      throw bad(`content is declared as ${contentType} but is not valid JSON (${(e as Error).message.slice(0, 120)})`)
+    }
+  }
+}
+
+/** Encodes content sent as a JSON string; a lone surrogate cannot be UTF-8 and is refused. */
+export function encodeText(s: string): Buffer {
+  if (!wellFormed(s)) throw bad('content is not valid UTF-8 (lone surrogate)')
+  return Buffer.from(s, 'utf8')
+}
+
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
+
+/** A display name: 1-255 characters after trimming, no control characters. */
+export function checkDisplayName(v: unknown): string {
+  if (typeof v !== 'string') throw bad('display_name is required (a string)')
+  const s = v.trim()
+  if (s.length === 0 || [...s].length > 255) throw bad('display_name must be 1-255 characters')
+  if (CONTROL.test(s) || /[\r\n\t]/.test(s) || !wellFormed(s)) throw bad('display_name must not contain control characters')
+  return s.normalize('NFC')
+}
+
+/** A description: at most 2000 characters; line breaks and tabs allowed, other controls not. */
+export function checkDescription(v: unknown): string {
+  if (v === undefined || v === null) return ''
+  if (typeof v !== 'string') throw bad('description must be a string')
+  if ([...v].length > 2000) throw bad('description must be at most 2000 characters')
+  if (CONTROL.test(v) || !wellFormed(v)) throw bad('description must not contain control characters')
+  return v.normalize('NFC')
+}

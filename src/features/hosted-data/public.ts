@@ -1,0 +1,91 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Deps } from '../../deps.js'
+import { setPublicCors, setUserContentHeaders } from '../../http/content-headers.js'
+import { hostedDataFor, PUBLIC_TOKEN_RE } from './service.js'
+import { servedContentType } from './content.js'
+import type { ServedEntry } from './cache.js'
+
+/** Whether an If-None-Match header matches an entity tag (weak comparison, `*` included). */
+export function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false
+  return header.split(',').some((t) => {
+    const s = t.trim()
+    return s === '*' || s.replace(/^W\//, '') === etag
+  })
+}
+
+const text = (reply: FastifyReply, code: number, body: string) => {
+  setUserContentHeaders(reply, 'inert')
+  return reply.code(code).header('Cache-Control', 'no-store').type('text/plain; charset=utf-8').send(body)
+}
+
+/**
+ * Public raw links: GET/HEAD /svc-data/pub/{token} and /hosted-data/pub/{token} return the
+ * default version's exact bytes with its content type (`?v=N`: one pinned version). No auth,
+ * no cookies read or set, CORS `*` without credentials, inert sandbox CSP and nosniff so no
+ * HTML, SVG or XML here ever runs with the service origin's authority. ETag / 304; the
+ * default link is revalidated on every use (a switched default shows at once), pinned
+ * versions are immutable and cached for a year.
+ */
+export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
+  const svc = hostedDataFor(deps)
+
+  const serve = async (req: FastifyRequest, reply: FastifyReply) => {
+    const { token } = req.params as { token: string }
+    setPublicCors(reply)
+    if (req.headers['service-worker'] !== undefined) return text(reply, 403, 'Forbidden')
+    if (!PUBLIC_TOKEN_RE.test(token)) return text(reply, 404, 'Not Found')
+    const q = (req.query as Record<string, unknown>).v
+    let version: number | null = null
+    if (q !== undefined) {
+      if (typeof q !== 'string' || !/^[1-9]\d{0,9}$/.test(q)) return text(reply, 400, 'Bad Request: v must be a version number')
+      version = Number(q)
+    }
+    let entry = await svc.resolve(token, version)
+    if (!entry) return text(reply, 404, 'Not Found')
+
+    const headers = (e: ServedEntry) => {
+      setUserContentHeaders(reply, 'inert')
+      reply.header('ETag', e.etag)
+      reply.header('Cache-Control', version === null ? 'public, no-cache' : 'public, max-age=31536000, immutable')
+      reply.header('X-Data-Version', String(e.version))
+      reply.header('Accept-Ranges', 'none')
+    }
+    headers(entry)
+    if (etagMatches(req.headers['if-none-match'], entry.etag)) return reply.code(304).send()
+    reply.type(servedContentType(entry.content_type)).header('Content-Length', String(entry.size))
+    if (req.method === 'HEAD') return reply.send()
+    let stream
+    try {
+      stream = await deps.blobs.get(entry.digest)
+    } catch {
+      // the version changed under us (deleted, blob swept): drop the cached entry and look again once
+      svc.cache.drop(token)
+      entry = await svc.resolve(token, version)
+      if (!entry) return text(reply, 404, 'Not Found')
+      headers(entry)
+      reply.type(servedContentType(entry.content_type)).header('Content-Length', String(entry.size))
+      stream = await deps.blobs.get(entry.digest)
+    }
+    return reply.send(stream)
+  }
+
+  const preflight = async (_req: FastifyRequest, reply: FastifyReply) => {
+    setPublicCors(reply)
+    return reply.code(204)
+      .header('Access-Control-Allow-Methods', 'GET, HEAD, OPTIONS')
+      .header('Access-Control-Allow-Headers', 'If-None-Match, If-Modified-Since, Cache-Control')
+      .header('Access-Control-Max-Age', '86400')
+      .send()
+  }
+
+  for (const prefix of ['/svc-data/pub', '/hosted-data/pub']) {
+    app.route({
+      method: ['GET', 'HEAD'],
+      url: `${prefix}/:token`,
+      schema: { tags: ['hosted-data'], summary: 'Public raw link: the default version\'s bytes (?v=N: one version)' },
+      handler: serve,
+    })
+    app.options(`${prefix}/:token`, { schema: { hide: true } }, preflight)
+  }
+}

@@ -1,0 +1,222 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Transform, type Readable } from 'node:stream'
+import type { Deps } from '../../deps.js'
+import type { User } from '../../auth/users.js'
+import { AppError } from '../../errors/app-error.js'
+import { caller } from '../../http/guard.js'
+import { contentOrigin } from '../../http/origin.js'
+import { hostedDataFor, maxFileBytes, tooLarge, type Upload } from './service.js'
+import { checkDescription, checkDisplayName, encodeText, isJsonType, normalizeContentType, typeFromName } from './content.js'
+import { CreateBody, DefaultVersionBody, FileParams, MULTIPART_DOC, MetaBody, VersionBody, VersionParams, jsonOrMultipart } from './schemas.js'
+
+const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
+const FILE_ID_RE = /^[A-Za-z0-9-]{1,64}$/
+
+interface Parsed {
+  fields: Record<string, unknown>
+  /** Bytes of the multipart file part, or undefined for JSON (content is in fields). */
+  file?: { bytes: Buffer; filename?: string; mimetype?: string }
+}
+
+/** JSON body allowance: the content limit twice over (escapes) plus room for the other fields. */
+const jsonBodyLimit = (user: User) => 2 * maxFileBytes(user) + 64 * 1024
+
+/**
+ * Reads a JSON or multipart body. Multipart: one file part, counted while it streams and
+ * refused with 413 as soon as it passes the user's per-version limit (nothing is stored).
+ */
+async function readBody(req: FastifyRequest, user: User): Promise<Parsed> {
+  if (req.isMultipart()) {
+    const limit = maxFileBytes(user)
+    const fields: Record<string, unknown> = {}
+    let file: Parsed['file']
+    for await (const part of req.parts({ limits: { fileSize: limit + 1, fieldSize: 16 * 1024, files: 1, fields: 20, parts: 24 } })) {
+      if (part.type === 'file') {
+        const chunks: Buffer[] = []
+        let n = 0
+        let over = false
+        try {
+          for await (const c of part.file as AsyncIterable<Buffer>) {
+            n += c.length
+            // past the limit: keep reading (busboy discards the rest of the part) so the
+            // client can finish sending and read the 413, but keep nothing
+            if (n > limit) over = true
+            else chunks.push(c)
+          }
+        } catch (e) {
+          if ((e as { code?: string }).code !== 'FST_REQ_FILE_TOO_LARGE') throw e
+          over = true
+        }
+        if (over) throw tooLarge(limit)
+        file = { bytes: Buffer.concat(chunks, n), filename: part.filename, mimetype: part.mimetype }
+      } else {
+        // busboy cuts a long field silently: refuse it rather than keep a cut value
+        if (part.valueTruncated) throw bad(`field ${part.fieldname} is too long`)
+        fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value)
+      }
+    }
+    // content comes only as a file part: busboy decodes text fields leniently (U+FFFD), which
+    // would defeat the strict UTF-8 check
+    if (!file) throw bad(`no file part (send the content as a file part); ${MULTIPART_DOC}`)
+    return { fields, file }
+  }
+  const ct = String(req.headers['content-type'] ?? '').toLowerCase()
+  if (!ct.startsWith('application/json')) throw new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'application/json or multipart/form-data' } })
+  if (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body)) throw new AppError('INVALID_JSON')
+  return { fields: req.body as Record<string, unknown> }
+}
+
+/** The declared type, if any (content_type field), normalised; 400 for anything off the list. */
+const declaredType = (fields: Record<string, unknown>): string | undefined => {
+  const v = fields.content_type
+  if (v === undefined || v === null || v === '') return undefined
+  if (typeof v !== 'string') throw bad('content_type must be a string')
+  return normalizeContentType(v)
+}
+
+/** Content bytes from a parsed body, given the type they will be stored as. */
+function contentBytes(p: Parsed, type: string): Buffer {
+  if (p.file) return p.file.bytes
+  const c = p.fields.content
+  if (typeof c === 'string') return encodeText(c)
+  if (c !== null && typeof c === 'object' && isJsonType(type)) return Buffer.from(JSON.stringify(c), 'utf8')
+  if (c === undefined || c === null) throw bad('content is required')
+  throw bad('content must be a string (an object or array only for JSON types)')
+}
+
+/** The type of a new file: declared, else from the uploaded file's name or part type, else from the display name. */
+function createType(p: Parsed, displayName: string): string {
+  const declared = declaredType(p.fields)
+  if (declared) return declared
+  const fromFile = typeFromName(p.file?.filename)
+  if (fromFile) return fromFile
+  const part = p.file?.mimetype?.split(';')[0].trim().toLowerCase()
+  if (part && part !== 'application/octet-stream') {
+    try {
+      return normalizeContentType(part)
+    } catch {
+      // an unknown part type falls through to the name or text/plain
+    }
+  }
+  if (!p.file && p.fields.content !== null && typeof p.fields.content === 'object') return 'application/json'
+  return typeFromName(displayName) ?? 'text/plain'
+}
+
+function flag(v: unknown): boolean {
+  if (v === undefined || v === null || v === '' || v === false) return false
+  if (v === true) return true
+  const s = String(v).toLowerCase()
+  if (['true', '1', 'yes', 'on'].includes(s)) return true
+  if (['false', '0', 'no', 'off'].includes(s)) return false
+  throw bad('set_default must be true or false')
+}
+
+const fileId = (req: FastifyRequest): string => {
+  const id = (req.params as { file_id: string }).file_id
+  if (!FILE_ID_RE.test(id)) throw new AppError('RESOURCE_NOT_FOUND')
+  return id
+}
+
+/**
+ * Management API of hosted data: session only (an API key gets 403), and the hosted-data
+ * entitlement (403 without) except on status, which answers entitled:false instead.
+ */
+export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
+  const svc = hostedDataFor(deps)
+  const managed = { auth: 'session' as const, errorFormat: 'plain' as const, entitlement: 'hosted-data' }
+  const origin = (req: FastifyRequest) => contentOrigin(req, deps.config)
+  const tags = ['hosted-data']
+
+  /** JSON bodies are capped per user (the content limit plus escapes), counted as they arrive. */
+  const limitJson = async (req: FastifyRequest, _reply: unknown, payload: Readable) => {
+    // (isMultipart() is only known after parsing; the header decides here)
+    if (String(req.headers['content-type'] ?? '').toLowerCase().startsWith('multipart/')) return payload
+    const limit = jsonBodyLimit(caller(req).user)
+    const err = () => tooLarge(maxFileBytes(caller(req).user))
+    if (Number(req.headers['content-length'] ?? 0) > limit) throw err()
+    let n = 0
+    const counter = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        n += chunk.length
+        if (n <= limit) return cb(null, chunk)
+        // discard the rest of the body so the client can read the 413
+        payload.unpipe(counter)
+        payload.resume()
+        cb(err())
+      },
+    })
+    return payload.pipe(counter)
+  }
+  const bigBody = { bodyLimit: 1024 * 1024 * 1024, preParsing: limitJson }
+
+  app.get('/api/hosted-data/status', {
+    config: { auth: 'session', errorFormat: 'plain' },
+    schema: { tags, summary: 'Entitlement status and quotas (200 with entitled:false before an entitlement)' },
+  }, async (req) => svc.status(caller(req).user))
+
+  app.get('/api/hosted-data/files', {
+    config: managed, schema: { tags, summary: 'List files with public_url and a version summary, most recently updated first' },
+  }, async (req) => svc.list(caller(req).user, origin(req)))
+
+  app.get('/api/hosted-data/files/:file_id', {
+    config: managed, schema: { tags, summary: 'File details and all versions', params: FileParams },
+  }, async (req) => svc.details(caller(req).user, fileId(req), origin(req)))
+
+  app.post('/api/hosted-data/files', {
+    config: managed, ...bigBody,
+    schema: { tags, summary: `Create a file: JSON {display_name, content, content_type?, description?}, or ${MULTIPART_DOC}`, body: jsonOrMultipart(CreateBody) },
+  }, async (req) => {
+    const user = caller(req).user
+    const p = await readBody(req, user)
+    const displayName = checkDisplayName(p.fields.display_name ?? p.file?.filename)
+    const description = checkDescription(p.fields.description)
+    const contentType = createType(p, displayName)
+    const upload: Upload = { bytes: contentBytes(p, contentType), contentType }
+    return svc.create(user, { displayName, description, upload }, origin(req))
+  })
+
+  app.post('/api/hosted-data/files/:file_id/versions', {
+    config: managed, ...bigBody,
+    schema: { tags, summary: `Upload a new version: JSON {content, set_default?, content_type?}, or ${MULTIPART_DOC}`, params: FileParams, body: jsonOrMultipart(VersionBody) },
+  }, async (req) => {
+    const user = caller(req).user
+    const id = fileId(req)
+    const p = await readBody(req, user)
+    const setDefault = flag(p.fields.set_default)
+    const contentType = declaredType(p.fields) ?? await svc.currentType(user, id)
+    return svc.addVersion(user, id, { upload: { bytes: contentBytes(p, contentType), contentType }, setDefault }, origin(req))
+  })
+
+  app.post('/api/hosted-data/files/:file_id/default-version', {
+    config: managed,
+    schema: { tags, summary: 'Switch the version the public link serves', params: FileParams, body: DefaultVersionBody },
+  }, async (req) => {
+    const { version } = req.body as { version: number }
+    return svc.setDefault(caller(req).user, fileId(req), version, origin(req))
+  })
+
+  app.put('/api/hosted-data/files/:file_id/meta', {
+    config: managed,
+    schema: { tags, summary: 'Update display_name and/or description', params: FileParams, body: MetaBody },
+  }, async (req) => {
+    const body = (req.body ?? {}) as { display_name?: unknown; description?: unknown }
+    if (body.display_name === undefined && body.description === undefined) throw bad('send display_name and/or description')
+    const patch = {
+      displayName: body.display_name === undefined ? undefined : checkDisplayName(body.display_name),
+      description: body.description === undefined ? undefined : checkDescription(body.description),
+    }
+    return svc.updateMeta(caller(req).user, fileId(req), patch, origin(req))
+  })
+
+  app.delete('/api/hosted-data/files/:file_id', {
+    config: managed, schema: { tags, summary: 'Delete a file and all its versions (423 when locked)', params: FileParams },
+  }, async (req) => svc.remove(caller(req).user, fileId(req)))
+
+  app.delete('/api/hosted-data/files/:file_id/versions/:version', {
+    config: managed, schema: { tags, summary: 'Delete one non-default version (beyond the spec; 423 when locked)', params: VersionParams },
+  }, async (req) => {
+    const v = (req.params as { version: string }).version
+    if (!/^[1-9]\d{0,9}$/.test(v)) throw new AppError('RESOURCE_NOT_FOUND')
+    return svc.removeVersion(caller(req).user, fileId(req), Number(v), origin(req))
+  })
+}

@@ -1,0 +1,237 @@
+import type { Deps } from '../../deps.js'
+import type { User } from '../../auth/users.js'
+import type { DB, Trx } from '../../db/kysely.js'
+import { AppError } from '../../errors/app-error.js'
+import { newId, newPublicToken, sha256hex } from '../../auth/tokens.js'
+import { quotaOf } from '../../limits/quotas.js'
+import { isoMicros } from '../../util/time.js'
+import { createHostedStore, type FileRow, type VersionRow } from './store.js'
+import { createPublicCache, type ServedEntry } from './cache.js'
+import { checkContent } from './content.js'
+
+/** One version's content, already read (bounded by the per-version limit) and typed. */
+export interface Upload {
+  bytes: Buffer
+  contentType: string
+}
+
+export const PUBLIC_PREFIX = '/svc-data/pub/'
+export const PUBLIC_TOKEN_RE = /^[A-Za-z0-9]{16,64}$/
+
+const notFound = () => new AppError('RESOURCE_NOT_FOUND')
+const quotaFull = (detail: string) => new AppError('QUOTA_EXCEEDED', { params: { detail } })
+
+/** Per-version size limit of a user (quota hosted_file_bytes). */
+export const maxFileBytes = (user: User): number => quotaOf(user.limits, 'hosted_file_bytes')
+
+/** The 413 refusal of content over the per-version limit. */
+export const tooLarge = (limit: number) => new AppError('FILE_TOO_LARGE', { params: { limit }, status: 413 })
+
+const etagOf = (digest: string, contentType: string) => `"${digest.slice(0, 48)}.${sha256hex(contentType).slice(0, 8)}"`
+
+/**
+ * Hosted data rules: entitlement status and quotas, files with numbered versions, a default
+ * version served by the file's public link, locking, and the public link's cached lookup.
+ * No Fastify here; routes parse requests into these calls.
+ */
+export function createHostedData(deps: Deps) {
+  const { db, blobs, clock } = deps
+  const store = createHostedStore(db.k)
+  const cache = createPublicCache(deps.bus, clock)
+
+  const present = (f: FileRow, origin: string) => ({
+    id: f.id,
+    display_name: f.display_name,
+    description: f.description,
+    content_type: f.content_type,
+    size: f.size,
+    public_url: `${origin}${PUBLIC_PREFIX}${f.public_token}`,
+    public_token: f.public_token,
+    default_version: f.default_version,
+    latest_version: f.latest_version,
+    version_count: f.version_count,
+    locked: f.locked === 1,
+    created_at: isoMicros(f.created_at),
+    updated_at: isoMicros(f.updated_at),
+  })
+
+  const presentVersion = (v: VersionRow, f: FileRow, origin: string) => ({
+    version: v.version,
+    size: v.size,
+    content_type: v.content_type,
+    created_at: isoMicros(v.created_at),
+    is_default: v.version === f.default_version,
+    url: `${origin}${PUBLIC_PREFIX}${f.public_token}?v=${v.version}`,
+  })
+
+  /** Stores the bytes (content-addressed, fsynced) before any row points to them. */
+  const putBlob = async (user: User, u: Upload) => {
+    const limit = maxFileBytes(user)
+    if (u.bytes.length > limit) throw tooLarge(limit)
+    checkContent(u.bytes, u.contentType)
+    return blobs.put(u.bytes, { maxBytes: limit, tooLarge })
+  }
+
+  const details = async (user: User, fileId: string, origin: string) => {
+    const f = await store.file(user.id, fileId)
+    if (!f) throw notFound()
+    const versions = await store.versions(f.id)
+    return { ...present(f, origin), versions: versions.map((v) => presentVersion(v, f, origin)) }
+  }
+
+  /** Runs a write on one of the user's files inside a transaction holding the user's lock. */
+  const onFile = async <T>(user: User, fileId: string, fn: (trx: Trx, f: FileRow) => Promise<T>) => {
+    const out = await db.k.transaction().execute(async (trx) => {
+      await db.lockUser(trx, user.id)
+      const f = await store.file(user.id, fileId, trx)
+      if (!f) throw notFound()
+      return { f, r: await fn(trx, f) }
+    })
+    await cache.invalidate(out.f.public_token)
+    return out.r
+  }
+
+  return {
+    cache,
+
+    async status(user: User) {
+      const ent = await db.k.selectFrom('entitlements').select('feature')
+        .where('user_id', '=', user.id).where('feature', '=', 'hosted-data').executeTakeFirst()
+      return {
+        success: true,
+        entitled: ent !== undefined,
+        quota: {
+          max_files: quotaOf(user.limits, 'hosted_files'),
+          used_files: await store.countFiles(db.k, user.id),
+          max_file_bytes: maxFileBytes(user),
+          max_versions: quotaOf(user.limits, 'hosted_versions'),
+        },
+      }
+    },
+
+    async list(user: User, origin: string) {
+      const rows = await store.list(user.id)
+      return { success: true, files: rows.map((f) => present(f, origin)), total: rows.length }
+    },
+
+    async details(user: User, fileId: string, origin: string) {
+      return { success: true, file: await details(user, fileId, origin) }
+    },
+
+    async create(user: User, input: { displayName: string; description: string; upload: Upload }, origin: string) {
+      const max = quotaOf(user.limits, 'hosted_files')
+      const checkQuota = async (q: DB | Trx) => {
+        const used = await store.countFiles(q, user.id)
+        if (used >= max) throw quotaFull(`hosted data files ${used}/${max}`)
+      }
+      // checked before the bytes are stored (a refused upload stores nothing), and again,
+      // authoritatively, under the user's lock
+      await checkQuota(db.k)
+      const blob = await putBlob(user, input.upload)
+      const now = clock.now()
+      const id = newId()
+      await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, user.id)
+        await checkQuota(trx)
+        await store.insertFile(trx, {
+          id, user_id: user.id, public_token: newPublicToken(), display_name: input.displayName, description: input.description,
+          default_version: 1, latest_version: 1, locked: 0, created_at: now, updated_at: now,
+        })
+        await store.insertVersion(trx, { file_id: id, version: 1, digest: blob.digest, size: blob.size, content_type: input.upload.contentType, created_at: now })
+      })
+      return { success: true, file: await details(user, id, origin) }
+    },
+
+    /** The type of a file's default version (a new version keeps it unless it declares one). */
+    async currentType(user: User, fileId: string): Promise<string> {
+      const f = await store.file(user.id, fileId)
+      if (!f) throw notFound()
+      return f.content_type
+    },
+
+    async addVersion(user: User, fileId: string, input: { upload: Upload; setDefault: boolean }, origin: string) {
+      const max = quotaOf(user.limits, 'hosted_versions')
+      const checkQuota = async (q: DB | Trx, fid: string) => {
+        const used = await store.countVersions(q, fid)
+        if (used >= max) throw quotaFull(`versions of this file ${used}/${max}; delete an old version first`)
+      }
+      // a missing file or a full version quota is refused before the bytes are stored
+      const existing = await store.file(user.id, fileId)
+      if (!existing) throw notFound()
+      await checkQuota(db.k, existing.id)
+      const blob = await putBlob(user, input.upload)
+      const now = clock.now()
+      await onFile(user, fileId, async (trx, f) => {
+        await checkQuota(trx, f.id)
+        const version = f.latest_version + 1
+        await store.insertVersion(trx, { file_id: f.id, version, digest: blob.digest, size: blob.size, content_type: input.upload.contentType, created_at: now })
+        await store.updateFile(trx, f.id, { latest_version: version, updated_at: now, ...(input.setDefault ? { default_version: version } : {}) })
+      })
+      return { success: true, file: await details(user, fileId, origin) }
+    },
+
+    async setDefault(user: User, fileId: string, version: number, origin: string) {
+      await onFile(user, fileId, async (trx, f) => {
+        if (!(await store.hasVersion(trx, f.id, version))) throw new AppError('INVALID_PARAMETER', { params: { detail: `version ${version} does not exist` } })
+        if (f.default_version !== version) await store.updateFile(trx, f.id, { default_version: version, updated_at: clock.now() })
+      })
+      return { success: true, file: await details(user, fileId, origin) }
+    },
+
+    async updateMeta(user: User, fileId: string, patch: { displayName?: string; description?: string }, origin: string) {
+      await onFile(user, fileId, async (trx, f) => {
+        await store.updateFile(trx, f.id, {
+          ...(patch.displayName !== undefined ? { display_name: patch.displayName } : {}),
+          ...(patch.description !== undefined ? { description: patch.description } : {}),
+          updated_at: clock.now(),
+        })
+      })
+      return { success: true, file: await details(user, fileId, origin) }
+    },
+
+    async remove(user: User, fileId: string) {
+      await onFile(user, fileId, async (trx, f) => {
+        if (f.locked) throw new AppError('LOCKED')
+        await store.deleteFile(trx, f.id)
+      })
+      return { success: true, message: 'deleted' }
+    },
+
+    async removeVersion(user: User, fileId: string, version: number, origin: string) {
+      await onFile(user, fileId, async (trx, f) => {
+        if (f.locked) throw new AppError('LOCKED')
+        if (!(await store.hasVersion(trx, f.id, version))) throw new AppError('INVALID_PARAMETER', { params: { detail: `version ${version} does not exist` }, status: 404 })
+        if (version === f.default_version) throw new AppError('INVALID_PARAMETER', { params: { detail: 'the default version cannot be deleted; switch the default first' }, status: 409 })
+        await store.deleteVersion(trx, f.id, version)
+        await store.updateFile(trx, f.id, { updated_at: clock.now() })
+      })
+      return { success: true, file: await details(user, fileId, origin) }
+    },
+
+    /** The version a public link serves (default, or pinned with ?v=N), from the cache when possible. */
+    async resolve(token: string, version: number | null): Promise<ServedEntry | undefined> {
+      const hit = cache.get(token, version)
+      if (hit) return hit
+      const gen = cache.generation()
+      const e = await store.publicEntry(token, version)
+      if (!e) return undefined
+      const entry: ServedEntry = { ...e, etag: etagOf(e.digest, e.content_type) }
+      cache.set(gen, token, version, entry)
+      return entry
+    },
+  }
+}
+
+export type HostedData = ReturnType<typeof createHostedData>
+
+const instances = new WeakMap<Deps, HostedData>()
+
+/** One service (and one cache, one bus subscription) per set of dependencies. */
+export function hostedDataFor(deps: Deps): HostedData {
+  let s = instances.get(deps)
+  if (!s) {
+    s = createHostedData(deps)
+    instances.set(deps, s)
+  }
+  return s
+}

@@ -1,0 +1,494 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import fc from 'fast-check'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { ENGINES, REDIS_URL, multipart, startServer, type Res, type TestServer } from '../support/server.js'
+import { referencedDigests, sweepBlobs } from '../../src/storage/sweeper.js'
+import { BUS_CHANNEL } from '../../src/features/hosted-data/cache.js'
+import { FakeClock } from '../../src/util/clock.js'
+
+const run = promisify(execFile)
+const ROOT = path.resolve(import.meta.dirname, '..', '..', '..')
+
+/** Runs the real operator CLI (bin/svc) against a test server's database. */
+async function cli(s: TestServer, ...args: string[]): Promise<string> {
+  const { stdout } = await run(process.execPath, [path.join(ROOT, 'bin', 'svc'), ...args], { env: { ...process.env, ...s.env } })
+  return stdout.trim()
+}
+
+/** Percent-encodes UTF-8 bytes (a lone surrogate becomes U+FFFD, as a client would send it). */
+const pct = (v: string) => [...Buffer.from(v)].map((b) => (/[A-Za-z0-9_.~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, '0')}`)).join('')
+
+type User = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
+
+const F = '/api/hosted-data/files'
+const RATE_LIMITS = JSON.stringify(Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 1000 }])))
+
+function assertPlainError(r: Res, status: number) {
+  assert.equal(r.status, status, r.text)
+  assert.equal(r.json.success, false)
+  assert.equal(typeof r.json.message, 'string')
+  assert.ok(r.json.message.length > 0)
+  assert.equal(r.json.error_code, undefined, 'hosted data errors carry no numeric code')
+}
+
+async function counts(s: TestServer) {
+  const rows = await s.deps.db.k.selectFrom('hosted_versions').select((e) => e.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  let blobs = 0
+  for await (const _ of s.deps.blobs.list()) blobs++
+  return { versions: Number(rows.n), blobs }
+}
+
+for (const engine of ENGINES) {
+  describe(`hosted data [${engine}]`, () => {
+    let s: TestServer
+    let alice: User
+    let bob: User
+    const json = (u: User, method: string, p: string, body?: unknown) =>
+      s.request(method, p, { cookie: u.cookie, ...(body === undefined ? {} : { json: body }), headers: { 'accept-language': 'en' } })
+    const create = async (u: User, body: Record<string, unknown>) => {
+      const r = await json(u, 'POST', F, body)
+      assert.equal(r.status, 200, r.text)
+      return r.json.file
+    }
+    const pub = (url: string, headers: Record<string, string> = {}) => s.get(new URL(url).pathname + new URL(url).search, { headers })
+
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS } })
+      const mk = async () => {
+        const u = await s.user()
+        return { ...u, cookie: await s.login(u.username, u.password) }
+      }
+      alice = await mk()
+      bob = await mk()
+      await cli(s, 'grant', bob.username, 'hosted-data')
+    })
+    after(() => s.close())
+
+    it('answers status 200 entitled:false before an entitlement, and 403 on every other endpoint', async () => {
+      const st = await json(alice, 'GET', '/api/hosted-data/status')
+      assert.equal(st.status, 200)
+      assert.equal(st.json.success, true)
+      assert.equal(st.json.entitled, false)
+      assert.deepEqual(st.json.quota, { max_files: 50, used_files: 0, max_file_bytes: 10485760, max_versions: 20 })
+      assert.ok(st.header('x-ratelimit-limit'))
+      for (const [m, p, b] of [['GET', F], ['POST', F, { display_name: 'a', content: 'x' }], ['GET', `${F}/x`], ['POST', `${F}/x/versions`, { content: 'x' }],
+        ['POST', `${F}/x/default-version`, { version: 1 }], ['PUT', `${F}/x/meta`, { display_name: 'y' }], ['DELETE', `${F}/x`]] as const) {
+        assertPlainError(await json(alice, m, p, b), 403)
+      }
+    })
+
+    it('refuses an API key with 403 {success:false, message}, even with the entitlement', async () => {
+      const f = await create(bob, { display_name: 'k.txt', content: 'k' })
+      for (const [m, p, b] of [['GET', '/api/hosted-data/status'], ['GET', F], ['POST', F, { display_name: 'a', content: 'x' }], ['GET', `${F}/${f.id}`],
+        ['POST', `${F}/${f.id}/versions`, { content: 'x' }], ['POST', `${F}/${f.id}/default-version`, { version: 1 }],
+        ['PUT', `${F}/${f.id}/meta`, { display_name: 'y' }], ['DELETE', `${F}/${f.id}`]] as const) {
+        const r = await s.request(m, p, { key: bob.key, ...(b ? { json: b } : {}) })
+        assertPlainError(r, 403)
+      }
+      assert.equal((await json(bob, 'GET', `${F}/${f.id}`)).status, 200)
+      assertPlainError(await s.get(F), 401)
+    })
+
+    it('enables hosted data with a one-time redeem code from the CLI', async () => {
+      const code = await cli(s, 'redeem-code', 'create', 'hosted-data')
+      assert.match(code, /^DATA-/)
+      const r = await json(alice, 'POST', '/api/redeem', { code })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.feature, 'hosted-data')
+      const st = await json(alice, 'GET', '/api/hosted-data/status')
+      assert.equal(st.json.entitled, true)
+      assertPlainError(await json(bob, 'POST', '/api/redeem', { code }), 400)
+      assert.equal((await json(alice, 'GET', F)).status, 200)
+    })
+
+    it('creates from JSON and serves the exact bytes with the content type, nosniff, CORS *, ETag and 304', async () => {
+      const content = '{"name":"数据 ✓","list":[1,2,3]}\n'
+      const f = await create(alice, { display_name: 'data.json', content, content_type: 'application/json' })
+      assert.match(f.id, /^[A-Za-z0-9-]+$/)
+      assert.equal(f.display_name, 'data.json')
+      assert.equal(f.content_type, 'application/json')
+      assert.equal(f.default_version, 1)
+      assert.equal(f.version_count, 1)
+      assert.equal(f.locked, false)
+      assert.equal(f.size, Buffer.byteLength(content))
+      assert.match(f.public_url, /^https:\/\/127\.0\.0\.1:\d+\/svc-data\/pub\/[A-Za-z0-9]{16,}$/)
+      assert.equal(f.versions.length, 1)
+      assert.equal(f.versions[0].is_default, true)
+
+      const r = await pub(f.public_url)
+      assert.equal(r.status, 200)
+      assert.deepEqual(r.body, Buffer.from(content))
+      assert.equal(r.header('content-type'), 'application/json; charset=utf-8')
+      assert.equal(r.header('x-content-type-options'), 'nosniff')
+      assert.equal(r.header('access-control-allow-origin'), '*')
+      assert.equal(r.header('access-control-allow-credentials'), undefined)
+      assert.equal(r.header('set-cookie'), undefined)
+      assert.equal(r.header('x-ratelimit-limit'), undefined, 'public links are not rate limited')
+      const etag = r.header('etag')!
+      assert.match(etag, /^"[0-9a-f.]+"$/)
+      const nm = await pub(f.public_url, { 'if-none-match': etag })
+      assert.equal(nm.status, 304)
+      assert.equal(nm.body.length, 0)
+      assert.equal((await pub(f.public_url, { 'if-none-match': '"other"' })).status, 200)
+      const head = await s.request('HEAD', new URL(f.public_url).pathname)
+      assert.equal(head.status, 200)
+      assert.equal(head.header('content-length'), String(Buffer.byteLength(content)))
+      assert.equal(head.body.length, 0)
+      const alias = await s.get(new URL(f.public_url).pathname.replace('/svc-data/pub/', '/hosted-data/pub/'))
+      assert.deepEqual(alias.body, Buffer.from(content))
+      assert.equal(alias.header('etag'), etag)
+      // a logged-in visitor gets the same bytes and headers (cookies are never read)
+      const withCookie = await s.get(new URL(f.public_url).pathname, { cookie: alice.cookie })
+      assert.deepEqual(withCookie.body, r.body)
+      assert.equal(withCookie.header('content-security-policy'), r.header('content-security-policy'))
+      const pre = await s.request('OPTIONS', new URL(f.public_url).pathname, { headers: { origin: 'https://elsewhere.test', 'access-control-request-method': 'GET' } })
+      assert.equal(pre.status, 204)
+      assert.equal(pre.header('access-control-allow-origin'), '*')
+    })
+
+    it('lists files with public_url and a version summary, and shows every version in details', async () => {
+      const f = await create(alice, { display_name: 'list-me.csv', content: 'a,b\n1,2\n' })
+      assert.equal(f.content_type, 'text/csv', 'type from the display name')
+      const l = await json(alice, 'GET', F)
+      assert.equal(l.status, 200)
+      assert.equal(l.json.success, true)
+      const item = l.json.files.find((x: { id: string }) => x.id === f.id)
+      for (const k of ['id', 'display_name', 'content_type', 'public_url', 'default_version', 'version_count', 'updated_at', 'locked']) assert.ok(k in item, k)
+      assert.equal(l.json.files[0].id, f.id, 'most recently updated first')
+      assert.ok(!l.json.files.some((x: { display_name: string }) => x.display_name === 'k.txt'), 'only the caller\'s files')
+      const d = await json(alice, 'GET', `${F}/${f.id}`)
+      assert.deepEqual(Object.keys(d.json.file.versions[0]).sort(), ['content_type', 'created_at', 'is_default', 'size', 'url', 'version'])
+      assert.match(d.json.file.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+08:00$/)
+    })
+
+    it('serves a switched default version on the very next request; ?v=N pins one version', async () => {
+      const f = await create(alice, { display_name: 'switch.txt', content: 'version A' })
+      assert.equal((await pub(f.public_url)).text, 'version A') // warms the cache
+      const v2 = await json(alice, 'POST', `${F}/${f.id}/versions`, { content: 'version B' })
+      assert.equal(v2.status, 200, v2.text)
+      assert.equal(v2.json.file.default_version, 1, 'a new version is not the default unless asked')
+      assert.equal(v2.json.file.latest_version, 2)
+      assert.equal(v2.json.file.version_count, 2)
+      assert.equal((await pub(f.public_url)).text, 'version A')
+      const pinned = await pub(`${f.public_url}?v=2`)
+      assert.equal(pinned.text, 'version B')
+      assert.equal(pinned.header('x-data-version'), '2')
+      assert.match(pinned.header('cache-control')!, /immutable/)
+      assert.match((await pub(f.public_url)).header('cache-control')!, /no-cache/)
+      assert.equal((await pub(`${f.public_url}?v=9`)).status, 404)
+      assert.equal((await pub(`${f.public_url}?v=abc`)).status, 400)
+      assert.equal((await pub(`${f.public_url}?v=0`)).status, 400)
+
+      const sw = await json(alice, 'POST', `${F}/${f.id}/default-version`, { version: 2 })
+      assert.equal(sw.status, 200, sw.text)
+      assert.equal(sw.json.file.default_version, 2)
+      assert.deepEqual(sw.json.file.versions.map((v: { is_default: boolean }) => v.is_default), [false, true])
+      const after = await pub(f.public_url)
+      assert.equal(after.text, 'version B')
+      assert.equal(after.header('x-data-version'), '2')
+      assert.equal((await pub(`${f.public_url}?v=1`)).text, 'version A')
+
+      const v3 = await json(alice, 'POST', `${F}/${f.id}/versions`, { content: 'version C', set_default: true })
+      assert.equal(v3.json.file.default_version, 3)
+      assert.equal((await pub(f.public_url)).text, 'version C')
+      assertPlainError(await json(alice, 'POST', `${F}/${f.id}/default-version`, { version: 7 }), 400)
+      assertPlainError(await json(alice, 'POST', `${F}/${f.id}/default-version`, { version: 'x' }), 400)
+      assertPlainError(await json(alice, 'POST', `${F}/${f.id}/default-version`, {}), 400)
+
+      // deleting one version (beyond the spec): never the default one
+      assertPlainError(await json(alice, 'DELETE', `${F}/${f.id}/versions/3`), 409)
+      const dv = await json(alice, 'DELETE', `${F}/${f.id}/versions/1`)
+      assert.equal(dv.status, 200, dv.text)
+      assert.deepEqual(dv.json.file.versions.map((v: { version: number }) => v.version), [2, 3])
+      assert.equal((await pub(`${f.public_url}?v=1`)).status, 404)
+      assertPlainError(await json(alice, 'DELETE', `${F}/${f.id}/versions/1`), 404)
+    })
+
+    it('readers during default-version switches always get A or B, never a 404 or mixed bytes', async () => {
+      const A = 'A'.repeat(200_000)
+      const B = 'B'.repeat(150_000)
+      const f = await create(alice, { display_name: 'race.txt', content: A })
+      await json(alice, 'POST', `${F}/${f.id}/versions`, { content: B })
+      let stop = false
+      const seen = { A: 0, B: 0 }
+      const reader = async () => {
+        while (!stop) {
+          const r = await pub(f.public_url)
+          assert.equal(r.status, 200)
+          if (r.text === A) seen.A++
+          else if (r.text === B) seen.B++
+          else assert.fail(`mixed or truncated body of ${r.body.length} bytes`)
+        }
+      }
+      const readers = [reader(), reader(), reader()]
+      for (let i = 0; i < 12; i++) {
+        const r = await json(alice, 'POST', `${F}/${f.id}/default-version`, { version: (i % 2) + 1 })
+        assert.equal(r.status, 200)
+      }
+      stop = true
+      await Promise.all(readers)
+      assert.ok(seen.A + seen.B > 0)
+    })
+
+    it('creates from a multipart UTF-8 text file, with the type from the field, the file name or the default', async () => {
+      const m1 = multipart([{ name: 'file', filename: 'table.csv', type: 'application/octet-stream', data: 'x,y\n1,2\n' }])
+      const r1 = await s.post(F, { cookie: alice.cookie, body: m1.body, headers: { 'content-type': m1.contentType } })
+      assert.equal(r1.status, 200, r1.text)
+      assert.equal(r1.json.file.display_name, 'table.csv')
+      assert.equal(r1.json.file.content_type, 'text/csv')
+      assert.equal((await pub(r1.json.file.public_url)).text, 'x,y\n1,2\n')
+
+      const m2 = multipart([
+        { name: 'file', filename: 'notes', data: '# Title\n' },
+        { name: 'display_name', data: 'Readme ✓' },
+        { name: 'content_type', data: 'text/markdown; charset=UTF-8' },
+      ])
+      const r2 = await s.post(F, { cookie: alice.cookie, body: m2.body, headers: { 'content-type': m2.contentType } })
+      assert.equal(r2.status, 200, r2.text)
+      assert.equal(r2.json.file.display_name, 'Readme ✓')
+      assert.equal(r2.json.file.content_type, 'text/markdown')
+
+      const m3 = multipart([{ name: 'file', filename: 'v2.csv', data: 'x,y\n3,4\n' }, { name: 'set_default', data: 'true' }])
+      const r3 = await s.post(`${F}/${r1.json.file.id}/versions`, { cookie: alice.cookie, body: m3.body, headers: { 'content-type': m3.contentType } })
+      assert.equal(r3.status, 200, r3.text)
+      assert.equal(r3.json.file.default_version, 2)
+      assert.equal(r3.json.file.content_type, 'text/csv', 'a version keeps the file\'s type unless it declares one')
+      assert.equal((await pub(r1.json.file.public_url)).text, 'x,y\n3,4\n')
+
+      const none = multipart([{ name: 'display_name', data: 'x' }])
+      assertPlainError(await s.post(F, { cookie: alice.cookie, body: none.body, headers: { 'content-type': none.contentType, 'accept-language': 'en' } }), 400)
+      assertPlainError(await s.post(F, { cookie: alice.cookie, body: 'display_name=a&content=b', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415)
+    })
+
+    it('refuses invalid UTF-8, NUL, bad JSON, CRLF or unknown content types with a clear 400, storing nothing', async () => {
+      const before = await counts(s)
+      const invalid = [Buffer.from([0x61, 0xff, 0x62]), Buffer.from([0xc0, 0xae]), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from([0xe4, 0xb8])]
+      for (const data of invalid) {
+        const m = multipart([{ name: 'file', filename: 'bad.txt', data }])
+        const r = await s.post(F, { cookie: alice.cookie, body: m.body, headers: { 'content-type': m.contentType, 'accept-language': 'en' } })
+        assertPlainError(r, 400)
+        assert.match(r.json.message, /UTF-8/)
+      }
+      const lone = await s.post(F, { cookie: alice.cookie, body: '{"display_name":"x","content":"a\\ud800b"}', headers: { 'content-type': 'application/json', 'accept-language': 'en' } })
+      assertPlainError(lone, 400)
+      assert.match(lone.json.message, /UTF-8/)
+      const nul = await json(alice, 'POST', F, { display_name: 'x', content: 'a\u0000b' })
+      assertPlainError(nul, 400)
+      const badJson = await json(alice, 'POST', F, { display_name: 'x.json', content: '{"a":', content_type: 'application/json' })
+      assertPlainError(badJson, 400)
+      assert.match(badJson.json.message, /JSON/)
+      const implied = await json(alice, 'POST', F, { display_name: 'implied.json', content: '{"a":' })
+      assertPlainError(implied, 400) // the type implied by the name is checked too
+      for (const ct of ['text/plain\r\nSet-Cookie: a=b', 'text/html\nX: y', 'text/plain; boundary=x', 'text/plain; charset=latin1', 'application/octet-stream', 'image/png', 'text/plain\u0000']) {
+        const r = await json(alice, 'POST', F, { display_name: 'x', content: 'hi', content_type: ct })
+        assertPlainError(r, 400)
+        assert.match(r.json.message, /content_type|charset/)
+      }
+      for (const body of [{ content: 'no name' }, { display_name: 'x' }, { display_name: '', content: 'x' }, { display_name: 'a\nb', content: 'x' },
+        { display_name: 'x'.repeat(256), content: 'x' }, { display_name: 'x', content: '' }, { display_name: 'x', content: 5 }, { display_name: 'x', content: { a: 1 }, content_type: 'text/plain' }]) {
+        assertPlainError(await json(alice, 'POST', F, body), 400)
+      }
+      assertPlainError(await s.post(F, { cookie: alice.cookie, body: '{"display_name":', headers: { 'content-type': 'application/json' } }), 400)
+      assert.deepEqual(await counts(s), before, 'nothing stored')
+      // an object is accepted for JSON types and stored as JSON
+      const obj = await create(alice, { display_name: 'obj', content: { a: [1, 'β'] } })
+      assert.equal(obj.content_type, 'application/json')
+      assert.equal((await pub(obj.public_url)).text, '{"a":[1,"β"]}')
+      // a UTF-8 byte-order mark is kept, and a BOM-prefixed JSON document still counts as JSON
+      const bom = multipart([{ name: 'file', filename: 'bom.json', data: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('[1]')]) }])
+      const rb = await s.post(F, { cookie: alice.cookie, body: bom.body, headers: { 'content-type': bom.contentType } })
+      assert.equal(rb.status, 200, rb.text)
+      assert.deepEqual((await pub(rb.json.file.public_url)).body, Buffer.from([0xef, 0xbb, 0xbf, 0x5b, 0x31, 0x5d]))
+    })
+
+    it('updates display name and description with PUT meta', async () => {
+      const f = await create(alice, { display_name: 'old name', content: 'm' })
+      const r = await json(alice, 'PUT', `${F}/${f.id}/meta`, { display_name: '  new name  ', description: 'line 1\nline 2' })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.success, true)
+      assert.equal(r.json.file.display_name, 'new name')
+      assert.equal(r.json.file.description, 'line 1\nline 2')
+      assert.equal(r.json.file.default_version, 1)
+      assertPlainError(await json(alice, 'PUT', `${F}/${f.id}/meta`, {}), 400)
+      assertPlainError(await json(alice, 'PUT', `${F}/${f.id}/meta`, { display_name: 'a\u0007' }), 400)
+      assertPlainError(await json(alice, 'PUT', `${F}/${f.id}/meta`, { display_name: '   ' }), 400)
+      assert.equal((await json(alice, 'GET', `${F}/${f.id}`)).json.file.display_name, 'new name')
+    })
+
+    it('answers 404 for a missing file and for another user\'s file, changing nothing', async () => {
+      const f = await create(alice, { display_name: 'mine.txt', content: 'alice only' })
+      for (const id of [f.id, '00000000-0000-0000-0000-000000000000', 'no%2Fpe', 'x'.repeat(65)]) {
+        for (const [m, p, b] of [['GET', `${F}/${id}`], ['POST', `${F}/${id}/versions`, { content: 'x' }], ['POST', `${F}/${id}/default-version`, { version: 1 }],
+          ['PUT', `${F}/${id}/meta`, { display_name: 'stolen' }], ['DELETE', `${F}/${id}`], ['DELETE', `${F}/${id}/versions/1`]] as const) {
+          assertPlainError(await json(bob, m, p, b), 404)
+        }
+      }
+      assertPlainError(await json(bob, 'GET', `${F}/no%00pe`), 400) // NUL: refused by the API guard
+      const d = await json(alice, 'GET', `${F}/${f.id}`)
+      assert.equal(d.json.file.display_name, 'mine.txt')
+      assert.equal(d.json.file.version_count, 1)
+      assert.equal((await pub(f.public_url)).text, 'alice only')
+      for (const t of ['doesnotexist0000000000', 'short', 'a%2F..%2Fb']) assert.equal((await s.get(`/svc-data/pub/${t}`)).status, 404)
+    })
+
+    it('refuses to delete a locked file with 423 (svc lock), deletes it once unlocked', async () => {
+      const f = await create(alice, { display_name: 'locked.txt', content: 'keep me' })
+      assert.equal(await cli(s, 'lock', 'hosted-data', f.id), `locked hosted-data ${f.id}`)
+      const l = await json(alice, 'GET', `${F}/${f.id}`)
+      assert.equal(l.json.file.locked, true)
+      assertPlainError(await json(alice, 'DELETE', `${F}/${f.id}`), 423)
+      assert.equal((await pub(f.public_url)).text, 'keep me')
+      await cli(s, 'unlock', 'hosted-data', f.id)
+      const d = await json(alice, 'DELETE', `${F}/${f.id}`)
+      assert.equal(d.status, 200)
+      assert.deepEqual(d.json, { success: true, message: 'deleted' })
+      assert.equal((await pub(f.public_url)).status, 404)
+      assertPlainError(await json(alice, 'GET', `${F}/${f.id}`), 404)
+    })
+
+    it('refuses content over the per-version limit with 413 while it streams, storing nothing', async () => {
+      const before = await counts(s)
+      const big = Buffer.alloc(10 * 1024 * 1024 + 1, 0x61)
+      const m = multipart([{ name: 'file', filename: 'big.txt', data: big }])
+      const r = await s.post(F, { cookie: alice.cookie, body: m.body, headers: { 'content-type': m.contentType, 'accept-language': 'en' } })
+      assertPlainError(r, 413)
+      assert.match(r.json.message, /10485760/)
+      const rj = await json(alice, 'POST', F, { display_name: 'big', content: big.toString() })
+      assertPlainError(rj, 413)
+      assert.deepEqual(await counts(s), before, 'no row, no blob')
+
+      const u = await s.user()
+      const carol = { ...u, cookie: await s.login(u.username, u.password) }
+      await s.deps.db.k.insertInto('entitlements').values({ user_id: carol.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
+      await cli(s, 'user', 'set', carol.username, '--limit', 'hosted_file_bytes=1000', '--limit', 'hosted_files=2', '--limit', 'hosted_versions=2')
+      const st = await json(carol, 'GET', '/api/hosted-data/status')
+      assert.deepEqual(st.json.quota, { max_files: 2, used_files: 0, max_file_bytes: 1000, max_versions: 2 })
+      const exact = await create(carol, { display_name: 'exact.txt', content: 'x'.repeat(1000) })
+      assert.equal(exact.size, 1000)
+      const c0 = await counts(s)
+      assertPlainError(await json(carol, 'POST', F, { display_name: 'over', content: 'é'.repeat(501) }), 413)
+      const m2 = multipart([{ name: 'file', filename: 'o.txt', data: 'y'.repeat(1001) }])
+      assertPlainError(await s.post(`${F}/${exact.id}/versions`, { cookie: carol.cookie, body: m2.body, headers: { 'content-type': m2.contentType } }), 413)
+      assertPlainError(await json(carol, 'POST', `${F}/${exact.id}/versions`, { content: 'z'.repeat(1001) }), 413)
+      // a JSON body far past the limit is refused before it is read (2 x limit + 64 KiB)
+      assertPlainError(await json(carol, 'POST', F, { display_name: 'huge', content: 'z'.repeat(100_000) }), 413)
+      assert.deepEqual(await counts(s), c0)
+
+      // quotas: files per user and versions per file, checked before anything is stored
+      await create(carol, { display_name: 'second', content: 'two' })
+      const third = await json(carol, 'POST', F, { display_name: 'third', content: 'three, unique' })
+      assertPlainError(third, 400)
+      assert.match(third.json.message, /2\/2/)
+      assert.equal((await json(carol, 'POST', `${F}/${exact.id}/versions`, { content: 'v2' })).status, 200)
+      const c1 = await counts(s)
+      assertPlainError(await json(carol, 'POST', `${F}/${exact.id}/versions`, { content: 'v3, unique bytes' }), 400)
+      assert.deepEqual(await counts(s), c1)
+      assert.equal((await json(carol, 'GET', '/api/hosted-data/status')).json.quota.used_files, 2)
+    })
+
+    it('lets exactly the quota\'s worth of concurrent creates and versions through', async () => {
+      const u = await s.user()
+      const dave = { ...u, cookie: await s.login(u.username, u.password) }
+      await s.deps.db.k.insertInto('entitlements').values({ user_id: dave.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
+      await s.deps.users.update(dave.username, { limits: { hosted_files: 3, hosted_versions: 4 } })
+      const creates = await Promise.all(Array.from({ length: 8 }, (_, i) => json(dave, 'POST', F, { display_name: `c${i}`, content: `concurrent ${i}` })))
+      assert.deepEqual(creates.map((r) => r.status).sort(), [200, 200, 200, 400, 400, 400, 400, 400])
+      const id = creates.find((r) => r.status === 200)!.json.file.id
+      const versions = await Promise.all(Array.from({ length: 6 }, (_, i) => json(dave, 'POST', `${F}/${id}/versions`, { content: `v ${i}` })))
+      assert.equal(versions.filter((r) => r.status === 200).length, 3)
+      const d = await json(dave, 'GET', `${F}/${id}`)
+      assert.deepEqual(d.json.file.versions.map((v: { version: number }) => v.version), [1, 2, 3, 4])
+      assert.equal((await json(dave, 'GET', '/api/hosted-data/status')).json.quota.used_files, 3)
+    })
+
+    it('keeps referenced blobs through a sweep and lets a deleted file\'s blob go', async () => {
+      const f = await create(alice, { display_name: 'sweep.txt', content: 'sweep me, unique 1f3a' })
+      const digest = (await s.deps.db.k.selectFrom('hosted_versions').select('digest').where('file_id', '=', f.id).executeTakeFirstOrThrow()).digest
+      assert.ok((await referencedDigests(s.deps.db)).has(digest))
+      await sweepBlobs(s.deps.db, s.deps.blobs, 0, Date.now() + 1000)
+      assert.equal((await pub(f.public_url)).text, 'sweep me, unique 1f3a')
+      await json(alice, 'DELETE', `${F}/${f.id}`)
+      await sweepBlobs(s.deps.db, s.deps.blobs, 0, Date.now() + 1000)
+      assert.equal(await s.deps.blobs.exists(digest), false)
+    })
+
+    it('serves HTML, SVG and XML data inert: sandbox without allow-scripts, default-src none, nosniff', async () => {
+      const html = '<!doctype html><title>orig</title><script>document.title="ran"</script>'
+      for (const [ct, content] of [['text/html', html], ['image/svg+xml', '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(2)</script></svg>'],
+        ['application/xhtml+xml', `<html xmlns="http://www.w3.org/1999/xhtml"><body><script>alert(1)</script></body></html>`], ['application/xml', '<a/>'], ['text/plain', 'x']]) {
+        const f = await create(alice, { display_name: 'page', content, content_type: ct })
+        const r = await pub(f.public_url)
+        assert.equal(r.header('content-type'), `${ct}; charset=utf-8`)
+        const csp = r.header('content-security-policy')!
+        assert.match(csp, /(^|;)\s*sandbox\s*(;|$)/)
+        assert.ok(!csp.includes('allow-scripts') && !csp.includes('allow-same-origin'), csp)
+        assert.match(csp, /default-src 'none'/)
+        assert.equal(r.header('x-content-type-options'), 'nosniff')
+        assert.equal(r.header('cross-origin-resource-policy'), 'cross-origin')
+        assert.equal((await s.get(new URL(f.public_url).pathname, { headers: { 'service-worker': 'script' } })).status, 403)
+      }
+    })
+
+    it('never answers 5xx to naughty ids, bodies and types from an entitled session (fast-check)', async () => {
+      const f = await create(bob, { display_name: 'fuzz.json', content: '{}', content_type: 'application/json' })
+      const naughty = fc.constantFrom('', ' ', '0', '-1', '1.5', '1e400', 'null', '__proto__', '../../etc/passwd', '%00', '\ud800', '😀',
+        '\u202e', 'a'.repeat(300), '<script>alert(1)</script>', 'text/html\r\nX: y', 'application/json; charset=latin1', f.id)
+      const value = fc.oneof(naughty, fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(naughty, { maxLength: 3 }), fc.dictionary(naughty, naughty, { maxKeys: 3 }))
+      const routes = [['POST', F], ['GET', `${F}/{id}`], ['POST', `${F}/{id}/versions`], ['POST', `${F}/{id}/default-version`], ['PUT', `${F}/{id}/meta`], ['DELETE', `${F}/{id}/versions/{id}`]] as const
+      await fc.assert(fc.asyncProperty(fc.constantFrom(...routes), naughty, fc.record({ display_name: value, content: value, content_type: value, version: value, set_default: value, description: value }, { requiredKeys: [] }),
+        async ([method, route], id, body) => {
+          const r = await s.request(method, route.replaceAll('{id}', pct(id) || 'x'), { cookie: bob.cookie, ...(method === 'GET' || method === 'DELETE' ? {} : { json: body }) })
+          assert.ok(r.status < 500, `${method} ${route} ${id} ${JSON.stringify(body).slice(0, 200)} -> ${r.status} ${r.text.slice(0, 200)}`)
+          assert.equal(typeof r.json?.success, 'boolean')
+          if (!r.json.success) assert.equal(typeof r.json.message, 'string')
+        }), { numRuns: 150, seed: 20261122 })
+      // the file the fuzzer could reach is still served, whatever happened to it
+      const d = await json(bob, 'GET', `${F}/${f.id}`)
+      assert.equal((await pub(d.json.file.public_url)).status, 200)
+    })
+
+    it('documents the endpoints in /openapi.json', async () => {
+      const doc = (await s.get('/openapi.json')).json
+      for (const p of ['/api/hosted-data/status', '/api/hosted-data/files', '/api/hosted-data/files/{file_id}', '/api/hosted-data/files/{file_id}/versions',
+        '/api/hosted-data/files/{file_id}/default-version', '/api/hosted-data/files/{file_id}/meta', '/svc-data/pub/{token}']) assert.ok(doc.paths[p], p)
+    })
+  })
+  describe(`hosted data across instances (shared database, Redis bus) [${engine}]`, () => {
+    it('a default switched on one instance is what the other instance serves next', async () => {
+      const a = await startServer({ engine, keepData: true, env: { REDIS_URL, RATE_LIMITS } })
+        const clock = new FakeClock() // b's cache lines never age out during the test
+        const b = await startServer({ engine, clock, dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env, REDIS_URL } })
+      try {
+        const u = await a.user()
+        const cookie = await a.login(u.username, u.password)
+        await a.deps.db.k.insertInto('entitlements').values({ user_id: u.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
+        const c = await a.post(F, { cookie, json: { display_name: 'x.txt', content: 'one' } })
+        const url = new URL(c.json.file.public_url).pathname
+        await a.post(`${F}/${c.json.file.id}/versions`, { cookie, json: { content: 'two' } })
+        assert.equal((await b.get(url)).text, 'one') // b caches version 1
+        // proof that b answers from its cache: a change behind the service's back is not seen
+        await a.deps.db.k.updateTable('hosted_files').set({ default_version: 2 }).where('id', '=', c.json.file.id).execute()
+        assert.equal((await b.get(url)).text, 'one')
+        await a.deps.db.k.updateTable('hosted_files').set({ default_version: 1 }).where('id', '=', c.json.file.id).execute()
+        // wait (deterministically) for b to receive the invalidation of this token
+        const delivered = new Promise<void>((resolve) => b.deps.bus.subscribe(BUS_CHANNEL, (t) => { if (url.endsWith(t)) resolve() }))
+        const sw = await a.post(`${F}/${c.json.file.id}/default-version`, { cookie, json: { version: 2 } })
+        assert.equal(sw.status, 200)
+        await delivered
+        assert.equal((await b.get(url)).text, 'two')
+        assert.equal((await a.get(url)).text, 'two')
+        // a change made outside the service (an account disabled) shows once b's line ages out
+        await a.deps.db.k.updateTable('users').set({ disabled: 1 }).where('id', '=', u.id).execute()
+        assert.equal((await b.get(url)).status, 200)
+        clock.advance(5_001)
+        assert.equal((await b.get(url)).status, 404)
+      } finally {
+        await a.close() // keeps the shared data; b's close removes it
+        await b.close()
+      }
+    })
+  })
+}
