@@ -1,9 +1,9 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
 import formbody from '@fastify/formbody'
 import multipart from '@fastify/multipart'
 import swagger from '@fastify/swagger'
 import type { Deps } from './deps.js'
-import './http/types.js'
+import type { FastPath } from './http/types.js'
 import { installErrorHandling, sendAppError } from './http/errors.js'
 import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
@@ -33,15 +33,34 @@ export function loggerOptions(level: string) {
  */
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = deps
+  // handlers that may answer before routing (the public host's cached paths): each gets a
+  // first look at every request and returns true when it answered
+  const fastPaths: FastPath[] = []
+  const factory = opts.serverFactory
   const app = Fastify({
     logger: opts.logger ?? loggerOptions(config.logLevel),
-    serverFactory: opts.serverFactory,
+    serverFactory: factory && ((handler, o) => factory((req, res) => {
+      for (let i = 0; i < fastPaths.length; i++) if (fastPaths[i](req, res)) return
+      handler(req, res)
+    }, o)),
     bodyLimit: 1024 * 1024,
     trustProxy: false,
     requestIdHeader: false,
     genReqId: () => Math.random().toString(36).slice(2, 12),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 2048 },
     return503OnClosing: true,
+    // a URL whose percent-encoding is malformed never reaches a route: answer it in the
+    // service's formats (format A on API paths, plain text elsewhere) instead of Fastify's own
+    frameworkErrors: (error, req, reply) => {
+      if (/^\/(svc_api|api)(\/|$)/.test(req.url)) {
+        return sendAppError(req, reply as FastifyReply, new AppError('INVALID_PATH', { params: { detail: 'malformed percent-encoding in the URL' } }), config, 'A')
+      }
+      return (reply as FastifyReply).code(400).type('text/plain; charset=utf-8').send('Bad Request')
+    },
+  })
+
+  app.decorate('addFastPath', (fn: FastPath) => {
+    fastPaths.push(fn)
   })
 
   await app.register(swagger, {

@@ -1,7 +1,6 @@
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../config.js'
-import { serve } from './serve.js'
-import { adminCommand, ADMIN_COMMANDS } from './admin.js'
+import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand } from './client.js'
 
 const USAGE = `svc — self-hostable HTML and static hosting
 
@@ -23,28 +22,28 @@ Server and operator commands (configuration from the environment, see README):
 export async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv
   if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
-    process.stdout.write(USAGE)
+    process.stdout.write(`${USAGE}\n${CLIENT_USAGE}`)
     return
   }
   try {
+    // client commands first: they load no server code (database drivers, Fastify), so they start fast
+    if (CLIENT_COMMANDS.includes(cmd)) {
+      process.exitCode = await clientCommand(cmd, rest)
+      return
+    }
     if (cmd === 'serve') {
       parseArgs({ args: rest, options: {}, allowPositionals: false })
+      const { serve } = await import('./serve.js')
       await serve(loadConfig(process.env))
       return
     }
+    const { adminCommand, ADMIN_COMMANDS } = await import('./admin.js')
     if (ADMIN_COMMANDS.includes(cmd)) {
       const code = await adminCommand(cmd, rest, loadConfig(process.env))
       process.exitCode = code
       return
     }
-    const clientModule = './client.js'
-    const client = (await import(clientModule).catch(() => null)) as
-      { CLIENT_COMMANDS: string[]; clientCommand(cmd: string, args: string[]): Promise<number> } | null
-    if (client && client.CLIENT_COMMANDS.includes(cmd)) {
-      process.exitCode = await client.clientCommand(cmd, rest)
-      return
-    }
-    process.stderr.write(`unknown command "${cmd}"\n\n${USAGE}`)
+    process.stderr.write(`unknown command "${cmd}"\n\n${USAGE}\n${CLIENT_USAGE}`)
     process.exitCode = 2
   } catch (e) {
     if (e instanceof ConfigError) {

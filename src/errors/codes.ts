@@ -57,7 +57,7 @@ export const ERRORS = {
   EMPTY_FILE: def(1103, 'PARAM_ERROR', 400, '文件内容为空', 'The file is empty',
     '上传非空文件', 'Upload a non-empty file', 'EMPTY_FILE'),
   FILE_TOO_LARGE: def(1104, 'PARAM_ERROR', 400, '文件过大，最大 {limit} 字节', 'File too large; the maximum is {limit} bytes',
-    '缩小文件后重试', 'Make the file smaller and try again', 'FILE_TOO_LARGE'),
+    '缩小文件后重试', 'Make the file smaller and try again'),
   FILE_TYPE_UNSUPPORTED: def(1105, 'PARAM_ERROR', 400, '不支持的文件类型：{detected}', 'Unsupported file type: {detected}',
     '只允许 {allowed}', 'Only {allowed} are allowed', 'VALIDATION_FAILED'),
   INVALID_PARAMETER: def(1106, 'PARAM_ERROR', 400, '参数错误：{detail}', 'Invalid parameter: {detail}',

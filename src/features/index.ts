@@ -5,6 +5,9 @@ import { kvFeature } from './kv/index.js'
 import { formsFeature } from './forms/index.js'
 import { imageHostFeature } from './image-host/index.js'
 import { hostedDataFeature } from './hosted-data/index.js'
+import { filesFeature } from './files/index.js'
+import { foldersFeature } from './folders/index.js'
+import { hostingFeature } from './hosting/index.js'
 import { pagesFeature } from './pages/index.js'
 
 /** Every part of the service, in registration order. */
@@ -15,5 +18,8 @@ export const FEATURES: Feature[] = [
   formsFeature,
   imageHostFeature,
   hostedDataFeature,
+  filesFeature,
+  foldersFeature,
+  hostingFeature,
   pagesFeature,
 ]

@@ -1,5 +1,12 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Principal } from '../auth/principal.js'
 import type { ErrorFormat } from '../errors/render.js'
+
+/**
+ * A handler that sees a request before the router and answers it when it can (returns true);
+ * only for hot paths that need no hooks (the public host's cached answers).
+ */
+export type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean
 
 /** How a route authenticates its caller. */
 export type AuthMode = 'none' | 'any' | 'session'
@@ -14,6 +21,10 @@ declare module 'fastify' {
     entitlement?: string
     /** Skip the API rate limit for this route (login has its own throttle). */
     rateLimit?: false
+  }
+  interface FastifyInstance {
+    /** Registers a FastPath (see above); it runs only when the app has a server factory. */
+    addFastPath(fn: FastPath): void
   }
   interface FastifyRequest {
     principal: Principal | null

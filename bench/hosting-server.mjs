@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+// The service as `svc serve` runs it (self-signed HTTPS on PORT, HTTP_PORT redirecting), plus a
+// plain-HTTP listener on PLAIN_PORT that hands every request to the same Fastify app, as a
+// TLS-terminating proxy in front of it would. Used by bench/hosting.sh so the comparison with
+// nginx measures the public host, not TLS. Prints one JSON line when ready.
+import http from 'node:http'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const { loadConfig } = await import(path.join(root, 'dist/src/config.js'))
+const { createDeps } = await import(path.join(root, 'dist/src/deps.js'))
+const { buildApp } = await import(path.join(root, 'dist/src/app.js'))
+const { listen, serverFactoryFor, tlsMaterial, SERVER_TIMEOUTS } = await import(path.join(root, 'dist/src/server.js'))
+
+const config = loadConfig(process.env)
+const deps = await createDeps(config)
+const tls = await tlsMaterial(config)
+const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls) })
+const l = await listen(app, config, tls !== null)
+const plainPort = Number(process.env.PLAIN_PORT ?? 19002)
+// the same request handler as the HTTPS server (the app's fast paths, then its router)
+const handler = app.server.listeners('request')[0]
+const plain = http.createServer({ ...SERVER_TIMEOUTS }, handler)
+plain.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveTimeout
+await new Promise((resolve) => plain.listen(plainPort, '127.0.0.1', resolve))
+process.stdout.write(JSON.stringify({ https: l.httpsUrl, plain: `http://127.0.0.1:${plainPort}`, pid: process.pid }) + '\n')
+const stop = async () => {
+  plain.closeAllConnections()
+  plain.close()
+  await l.close().catch(() => {})
+  await deps.close().catch(() => {})
+  process.exit(0)
+}
+process.on('SIGTERM', stop)
+process.on('SIGINT', stop)

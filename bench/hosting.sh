@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The public host against nginx, and the memory of a 16 MB upload.
+#
+#   bench/hosting.sh                 (needs: built dist/ (npx tsc), nginx, wrk, curl; loopback only)
+#   ROUNDS=5 DURATION=8 bench/hosting.sh
+#
+# Starts the service as `svc serve` runs it (bench/hosting-server.mjs: self-signed HTTPS on
+# 127.0.0.1:19001) plus a plain-HTTP listener on 127.0.0.1:19002 that hands requests to the same
+# app, as a TLS-terminating proxy in front of it would: the comparison measures the public host,
+# not TLS (nginx serves plain HTTP too). Uploads a 2 KB and a 50 KB page through the API, then
+# runs ../shared/tools/serve-vs-nginx.sh for each (one Node process vs nginx with one worker,
+# 64 connections, alternating rounds). Then uploads a 16 MiB page and reports how much the
+# server's resident memory grew (target: < 64 MiB).
+#
+# Figures depend on the machine's load: on a shared machine, run it more than once.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-8}
+COMPARE=${COMPARE:-/work/shared/tools/serve-vs-nginx.sh}
+[ -x "$COMPARE" ] || COMPARE=../shared/tools/serve-vs-nginx.sh
+PORT=19001 PLAIN_PORT=19002 HTTP_PORT=19003 NGINX_PORT=19010
+DATA=$(mktemp -d /tmp/svc-bench-hosting.XXXXXX)
+
+[ -f dist/src/cli/main.js ] || npx tsc -p tsconfig.json
+
+export DATA_DIR=$DATA HOST=127.0.0.1 LOG_LEVEL=warn PORT PLAIN_PORT HTTP_PORT
+node bench/hosting-server.mjs >"$DATA/server.out" 2>"$DATA/server.err" &
+SERVER=$!
+cleanup() {
+  kill "$SERVER" 2>/dev/null || true
+  wait "$SERVER" 2>/dev/null || true
+  rm -rf "$DATA"
+}
+trap cleanup EXIT
+for _ in $(seq 1 100); do
+  grep -q '"plain"' "$DATA/server.out" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q '"plain"' "$DATA/server.out" || { cat "$DATA/server.err" >&2; exit 2; }
+
+USER=benchhost
+bin/svc user add "$USER" --password 'bench password 123' >/dev/null
+KEY=$(bin/svc key create "$USER" | tail -n 1)
+API="https://127.0.0.1:$PORT"
+upload() { curl -sfk -H "Authorization: Bearer $KEY" -F "file=@$1" "$API/svc_api/upload" >/dev/null; }
+
+# pages of exactly 2 KB and 50 KB
+page() {
+  node -e '
+    const n = Number(process.argv[1]); const head = "<!doctype html><html><head><meta charset=\"utf-8\"><title>bench</title></head><body>\n"
+    const tail = "</body></html>\n"; let body = ""; let i = 0
+    while (head.length + body.length + tail.length < n) body += `<p>paragraph ${i++} lorem ipsum dolor sit amet</p>\n`
+    process.stdout.write((head + body).slice(0, n - tail.length) + tail)' "$1" >"$2"
+}
+page 2048 "$DATA/page-2k.html"
+page 51200 "$DATA/page-50k.html"
+upload "$DATA/page-2k.html"
+upload "$DATA/page-50k.html"
+
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$SERVER/status"; }
+echo "== memory: one 16 MiB upload"
+head -c $((16 * 1024 * 1024 - 64)) /dev/zero | tr '\0' 'a' | { printf '<!doctype html><html><body><p>'; cat; printf '</p></body></html>'; } | head -c $((16 * 1024 * 1024)) >"$DATA/big.html"
+before=$(rss_kb)
+upload "$DATA/big.html"
+after=$(rss_kb)
+hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$SERVER/status")
+echo "RSS before ${before} kB, after ${after} kB, growth $(( (after - before) / 1024 )) MiB (peak RSS of the process ${hwm} kB); target < 64 MiB"
+rm -f "$DATA/big.html"
+
+echo "== 2 KB page (threshold 0.8)"
+"$COMPARE" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-2k.html" "$DATA/page-2k.html" 0.8 || true
+echo "== 50 KB page (threshold 0.7)"
+"$COMPARE" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-50k.html" "$DATA/page-50k.html" 0.7 || true
+if [ "${CONTROL:-1}" = 1 ]; then
+  # the ceiling of Node's HTTP stack on this machine right now: a bare node:http server writing
+  # the same 2 KB Buffer with two headers (no framework, no lookup), against the same nginx
+  echo "== control: bare node:http server, same 2 KB page (what one Node process can do here)"
+  node -e '
+    const http = require("http"); const body = require("fs").readFileSync(process.argv[1])
+    const h = ["Content-Type", "text/html; charset=utf-8", "Content-Length", String(body.length)]
+    http.createServer((req, res) => { res.writeHead(200, h); res.end(body) }).listen(19004, "127.0.0.1")' "$DATA/page-2k.html" &
+  CONTROL_PID=$!
+  sleep 0.5
+  "$COMPARE" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:19004/$USER/page-2k.html" "$DATA/page-2k.html" 0.8 || true
+  kill "$CONTROL_PID" 2>/dev/null || true
+  wait "$CONTROL_PID" 2>/dev/null || true
+fi
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"

@@ -1,0 +1,67 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { UsageError } from './errors.js'
+
+type Options = NonNullable<ParseArgsConfig['options']>
+
+/** Options every client command accepts. */
+export const COMMON_OPTIONS = {
+  url: { type: 'string' },
+  key: { type: 'string' },
+  insecure: { type: 'boolean' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies Options
+
+/**
+ * util.parseArgs with the common options, usage errors as UsageError, and negative numbers
+ * accepted as values (`svc kv incr hits -1`, `--by -1`).
+ */
+export function parse<O extends Options>(args: string[], options: O) {
+  const all = { ...COMMON_OPTIONS, ...options }
+  const fixed: string[] = []
+  const tail: string[] = []
+  let afterDashes = false
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]
+    if (afterDashes) {
+      tail.push(a)
+      continue
+    }
+    if (a === '--') {
+      afterDashes = true
+      continue
+    }
+    const isNeg = (s: string | undefined) => s !== undefined && /^-\d/.test(s)
+    const name = a.startsWith('--') && !a.includes('=') ? a.slice(2) : null
+    if (name && (all as Options)[name]?.type === 'string' && isNeg(args[i + 1])) {
+      fixed.push(`${a}=${args[++i]}`)
+      continue
+    }
+    if (isNeg(a)) {
+      tail.push(a)
+      continue
+    }
+    fixed.push(a)
+  }
+  try {
+    return parseArgs({ args: tail.length ? [...fixed, '--', ...tail] : fixed, options: all, allowPositionals: true, strict: true })
+  } catch (e) {
+    throw new UsageError((e as Error).message)
+  }
+}
+
+/** A positive integer option, or the default. */
+export function intOption(v: string | undefined, name: string, def: number, min = 1): number {
+  if (v === undefined) return def
+  if (!/^\d+$/.test(v) || Number(v) < min) throw new UsageError(`--${name} must be an integer >= ${min}`)
+  return Number(v)
+}
+
+/** A size option: bytes, or with k/M/G (decimal) or KiB/MiB/GiB suffixes. */
+export function sizeOption(v: string | undefined, name: string): number | undefined {
+  if (v === undefined) return undefined
+  const m = /^(\d+(?:\.\d+)?)\s*(b|k|kb|m|mb|g|gb|kib|mib|gib)?$/i.exec(v.trim())
+  if (!m) throw new UsageError(`--${name}: use a size like 5000000, 5MB or 4MiB`)
+  const mult: Record<string, number> = { b: 1, k: 1e3, kb: 1e3, m: 1e6, mb: 1e6, g: 1e9, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 }
+  return Math.floor(Number(m[1]) * mult[(m[2] ?? 'b').toLowerCase()])
+}

@@ -1,0 +1,64 @@
+/** A mistake in the command line or local setup: exit code 2. */
+export class UsageError extends Error {}
+
+/** A local failure that is not the server's answer (unreadable file, too large, ...): exit code 1. */
+export class CliError extends Error {
+  constructor(message: string, readonly details?: Record<string, unknown>) {
+    super(message)
+  }
+}
+
+/**
+ * An error answer of the server, in any of its formats: A ({error_code: number, error_type,
+ * message, solution}), B ({error_code: string, message}) or plain ({success:false, message}).
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: number | string | undefined,
+    readonly type: string | undefined,
+    message: string,
+    readonly solution: string | undefined,
+    readonly body: unknown,
+    readonly retryAfter?: number,
+  ) {
+    super(message)
+  }
+
+  /** Builds an ApiError from a response status and its (possibly non-JSON) body. */
+  static from(status: number, body: unknown, text: string, headers: Record<string, string | string[] | undefined>): ApiError {
+    const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>
+    const code = typeof b.error_code === 'number' || typeof b.error_code === 'string' ? b.error_code : undefined
+    const type = typeof b.error_type === 'string' ? b.error_type : undefined
+    let message = typeof b.message === 'string' ? b.message : typeof b.error === 'string' ? b.error : ''
+    if (!message) {
+      const loc = headers.location
+      if (status >= 300 && status < 400) message = `the server answered with a redirect${loc ? ` to ${String(loc)}` : ''} (is the API key valid?)`
+      else message = `HTTP ${status}${text ? `: ${text.trim().slice(0, 200)}` : ''}`
+    }
+    const solution = typeof b.solution === 'string' ? b.solution : undefined
+    return new ApiError(status, code, type, message, solution, body, retryAfterOf(b, headers))
+  }
+
+  /** One line for people: `error 1204 (QUOTA_ERROR, HTTP 429): message`. */
+  describe(): string {
+    const tags = [this.type, `HTTP ${this.status}`].filter(Boolean).join(', ')
+    const head = this.code !== undefined ? `error ${this.code} (${tags})` : `error (${tags})`
+    return `${head}: ${this.message}${this.solution ? `\n  ${this.solution}` : ''}`
+  }
+
+  toJSON() {
+    return { status: this.status, error_code: this.code ?? null, error_type: this.type ?? null, message: this.message, solution: this.solution ?? null }
+  }
+}
+
+/** Seconds to wait from a 429: the body's retry_after, else the Retry-After header (seconds or a date). */
+export function retryAfterOf(body: Record<string, unknown>, headers: Record<string, string | string[] | undefined>): number | undefined {
+  if (typeof body.retry_after === 'number' && Number.isFinite(body.retry_after) && body.retry_after >= 0) return body.retry_after
+  const h = headers['retry-after']
+  const v = Array.isArray(h) ? h[0] : h
+  if (!v) return undefined
+  if (/^\d+(\.\d+)?$/.test(v.trim())) return Number(v.trim())
+  const at = Date.parse(v)
+  return Number.isNaN(at) ? undefined : Math.max(0, (at - Date.now()) / 1000)
+}

@@ -1,0 +1,112 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { chromium, type BrowserContext } from 'playwright-core'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
+
+// Browser isolation is a property of the response headers, the same on both engines.
+const engine = ENGINES[0]
+
+/** A hosted page that tries everything a hostile page would do with a visitor's session. */
+const EVIL_PAGE = `<!doctype html><html><head><title>loading</title></head><body><h1>hi</h1><script>
+(async () => {
+  const out = { origin: self.origin }
+  const attempt = async (name, fn) => { try { out[name] = await fn() } catch (e) { out[name] = 'threw:' + (e && e.name) } }
+  await attempt('files', async () => { const r = await fetch('/svc_api/files', { credentials: 'include' }); return { status: r.status, body: await r.text() } })
+  await attempt('storeJson', async () => { const r = await fetch('/svc_api/data/store', { method: 'POST', credentials: 'include', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ key: 'pwned', value: 1 }) }); return { status: r.status } })
+  await attempt('storeSimple', async () => { const r = await fetch('/svc_api/data/store', { method: 'POST', credentials: 'include', headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify({ key: 'pwned2', value: 1 }) }); return { status: r.status } })
+  await attempt('cookie', async () => document.cookie)
+  await attempt('localStorage', async () => { localStorage.setItem('a', 'b'); return 'ok' })
+  await attempt('serviceWorker', async () => { await navigator.serviceWorker.register('sw.js'); return 'registered' })
+  window.__out = out
+  document.title = 'done'
+})()
+</script></body></html>`
+
+describe(`hosted pages cannot act with a visitor's session (headless Chromium) [${engine}]`, () => {
+  let s: TestServer
+  let ctx: BrowserContext
+  let profile: string
+  before(async () => {
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
+    ctx = await chromium.launchPersistentContext(profile, {
+      executablePath: '/usr/bin/chromium',
+      ignoreHTTPSErrors: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
+        '--no-first-run', '--disable-component-update', '--disable-sync'],
+    })
+  })
+  after(async () => {
+    await ctx?.close()
+    await s.close()
+    fs.rmSync(profile, { recursive: true, force: true })
+  })
+
+  for (const where of ['single file', 'folder project'] as const) {
+    it(`runs a hosted ${where} in an opaque origin: no session on API calls, no storage, no service worker`, async () => {
+      const mallory = await s.user()
+      const visitor = await s.user()
+      let pageUrl: string
+      if (where === 'single file') {
+        assert.equal((await uploadFile(s, { key: mallory.key }, 'evil.html', EVIL_PAGE)).status, 200)
+        pageUrl = `${s.url}/${mallory.username}/evil.html`
+      } else {
+        await batchUpload(s, { key: mallory.key }, 'site', [{ filename: 'index.html', data: EVIL_PAGE }, { filename: 'sw.js', data: 'self.onfetch = () => {}' }])
+        assert.equal((await s.post('/api/folders/site/publish', { key: mallory.key })).status, 200)
+        pageUrl = `${s.url}/${mallory.username}/site/`
+      }
+      // the visitor is logged in: their session cookie is in the browser and works on the API
+      const cookie = await s.login(visitor.username, visitor.password)
+      const [name, value] = cookie.split('=')
+      await ctx.addCookies([{ name, value, url: s.url, httpOnly: true, secure: true, sameSite: 'Lax' }])
+      const page = await ctx.newPage()
+      try {
+        const me = await page.goto(`${s.url}/svc_api/me`)
+        assert.equal(me?.status(), 200, 'the visitor\'s session works on a top-level visit')
+
+        // what reached the server: every API request's credentials, as the guard saw them
+        const received: Array<{ authorization?: string; cookie?: string }> = []
+        const resolve = s.deps.resolvePrincipal
+        s.deps.resolvePrincipal = (authorization, cookieHeader) => {
+          received.push({ authorization, cookie: cookieHeader })
+          return resolve(authorization, cookieHeader)
+        }
+        const answers: Array<{ url: string; method: string; status: number }> = []
+        page.on('response', (r) => {
+          if (r.url().includes('/svc_api/')) answers.push({ url: r.url(), method: r.request().method(), status: r.status() })
+        })
+        await page.goto(pageUrl)
+        await page.waitForFunction(() => document.title === 'done', null, { timeout: 15_000 })
+        const out = await page.evaluate(() => (window as unknown as { __out: Record<string, unknown> }).__out)
+
+        assert.equal(out.origin, 'null', 'the page runs in an opaque origin')
+        assert.ok(typeof out.files === 'string' && (out.files as string).startsWith('threw'), `reading /svc_api/files is blocked: ${JSON.stringify(out.files)}`)
+        assert.ok(String(out.storeJson).startsWith('threw'), `store (preflighted) is blocked: ${JSON.stringify(out.storeJson)}`)
+        assert.ok(String(out.storeSimple).startsWith('threw'), `store (simple) is blocked: ${JSON.stringify(out.storeSimple)}`)
+        assert.equal(out.cookie, 'threw:SecurityError')
+        assert.equal(out.localStorage, 'threw:SecurityError')
+        assert.ok(out.serviceWorker !== 'registered', `service worker: ${out.serviceWorker}`)
+
+        s.deps.resolvePrincipal = resolve
+        // and on the server's side: the requests that did arrive came without the session
+        assert.ok(received.length >= 2, `the simple GET and POST reached the server (${received.length} requests)`)
+        for (const r of received) {
+          assert.ok(!(r.cookie ?? '').includes(value), 'no request from the hosted page carried the visitor\'s session')
+          assert.equal(r.authorization, undefined)
+        }
+        for (const a of answers) assert.ok([401, 403, 404].includes(a.status), `the server refused ${a.method} ${a.url}: ${a.status}`)
+        const keys = await s.get('/svc_api/data/list', { key: visitor.key })
+        if (keys.status === 200) assert.equal(keys.json.data.items.length, 0, 'nothing was stored for the visitor')
+        const own = await s.get('/svc_api/files', { key: visitor.key })
+        assert.equal(own.json.data.total, 0)
+      } finally {
+        await page.close()
+        await ctx.clearCookies()
+      }
+    })
+  }
+})

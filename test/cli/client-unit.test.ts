@@ -1,0 +1,141 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
+import fc from 'fast-check'
+import { walkFolder } from '../../src/cli/client/files.js'
+import { multipartSize, planBatches } from '../../src/cli/client/deploy.js'
+import { normaliseUrl, resolveConnection } from '../../src/cli/client/config.js'
+import { parse, sizeOption } from '../../src/cli/client/args.js'
+import { kvValue, submissionRows } from '../../src/cli/client/commands.js'
+import { toCsv } from '../../src/cli/client/csv.js'
+import { ApiError } from '../../src/cli/client/errors.js'
+import { makeTree } from './run.js'
+
+describe('client: folder walk and ignore rules', () => {
+  it('honours .gitignore and .svcignore (nested, negation), skips .git/, dotfiles and outside symlinks', async () => {
+    const dir = makeTree({
+      'index.html': '<h1>hi</h1>',
+      'css/site.css': 'body{}',
+      '.env': 'SECRET=1',
+      '.git/HEAD': 'ref: refs/heads/main',
+      '.git/config': '[core]',
+      'deep/.git/HEAD': 'x',
+      '.cache/x.js': 'x',
+      '.gitignore': 'build/\n*.log\n',
+      '.svcignore': '!keep.log\ndrafts/\n',
+      'build/out.js': 'x',
+      'debug.log': 'x',
+      'keep.log': 'x',
+      'drafts/a.html': 'x',
+      'sub/.gitignore': '*.tmp\n',
+      'sub/x.tmp': 'x',
+      'sub/ok.txt': 'ok',
+      'other/y.tmp': 'not ignored here: the rule is sub/ only',
+    })
+    fs.symlinkSync('/etc/hostname', path.join(dir, 'outside-link'))
+    fs.symlinkSync('index.html', path.join(dir, 'inside-link.html'))
+    const warnings: string[] = []
+    const r = await walkFolder(dir, { warn: (m) => warnings.push(m) })
+    assert.deepEqual(r.files.map((f) => f.path).sort(), ['css/site.css', 'index.html', 'inside-link.html', 'keep.log', 'other/y.tmp', 'sub/ok.txt'])
+    assert.ok(warnings.some((w) => w.includes('outside-link')))
+    // --dotfiles brings dotfiles back, but never .git/
+    const withDots = await walkFolder(dir, { dotfiles: true })
+    const paths = withDots.files.map((f) => f.path)
+    assert.ok(paths.includes('.env') && paths.includes('.cache/x.js') && paths.includes('.gitignore'))
+    assert.ok(!paths.some((p) => p.startsWith('.git/') || p.includes('/.git/')))
+  })
+
+  it('lets .svcignore bring back a dot-directory and normalises names to NFC', async () => {
+    const dir = makeTree({ 'index.html': 'x', '.well-known/security.txt': 'x', '.svcignore': '!.well-known/\n', ['e\u0301.txt']: 'x' })
+    const r = await walkFolder(dir)
+    assert.deepEqual(r.files.map((f) => f.path).sort(), ['.well-known/security.txt', 'index.html', '\u00e9.txt'].sort())
+  })
+
+  it('reports names the upload cannot carry instead of sending them', async () => {
+    const dir = makeTree({ 'index.html': 'x', 'a"b.html': 'x', 'c\\d.html': 'x' })
+    const r = await walkFolder(dir)
+    assert.deepEqual(r.files.map((f) => f.path), ['index.html'])
+    assert.deepEqual(r.invalid.map((f) => f.path).sort(), ['a"b.html', 'c\\d.html'])
+  })
+})
+
+describe('client: upload batches', () => {
+  it('never exceeds the files or bytes per request, keeps every file once, reports what cannot fit', () => {
+    fc.assert(fc.property(
+      fc.array(fc.integer({ min: 0, max: 5000 }), { maxLength: 60 }),
+      fc.integer({ min: 1, max: 10 }),
+      fc.integer({ min: 800, max: 20000 }),
+      fc.option(fc.integer({ min: 1, max: 6000 }), { nil: null }),
+      (sizes, maxFiles, maxBytes, maxFile) => {
+        const files = sizes.map((size, i) => ({ path: `dir/f${i}.bin`, abs: '', size, sha256: '' }))
+        const plan = planBatches(files, { max_files_per_request: maxFiles, max_request_bytes: maxBytes, max_file_bytes: maxFile })
+        for (const b of plan.batches) {
+          assert.ok(b.length >= 1 && b.length <= maxFiles)
+          assert.ok(multipartSize(b) <= maxBytes)
+        }
+        const seen = [...plan.batches.flat().map((f) => f.path), ...plan.tooLarge.map((f) => f.path)].sort()
+        assert.deepEqual(seen, files.map((f) => f.path).sort())
+        for (const t of plan.tooLarge) {
+          const f = files.find((x) => x.path === t.path)!
+          assert.ok((maxFile !== null && f.size > maxFile) || multipartSize([f]) > maxBytes)
+        }
+      },
+    ), { numRuns: 300 })
+  })
+})
+
+describe('client: configuration, arguments, values', () => {
+  it('takes flags over the environment over the config file, and refuses plain http off loopback', () => {
+    const stored = { url: 'https://stored.example', key: 'svc_stored', insecure: true, session: 'session=abc' }
+    const c1 = resolveConnection({}, {}, stored)
+    assert.equal(c1.url, 'https://stored.example')
+    assert.equal(c1.key, 'svc_stored')
+    assert.equal(c1.insecure, true)
+    assert.equal(c1.session, 'session=abc')
+    const c2 = resolveConnection({}, { SVC_URL: 'https://env.example/', SVC_API_KEY: 'svc_env' }, stored)
+    assert.deepEqual([c2.url, c2.key, c2.source.key, c2.insecure, c2.session], ['https://env.example', 'svc_env', 'env', false, undefined])
+    const c3 = resolveConnection({ key: 'svc_flag' }, { SVC_API_KEY: 'svc_env', SVC_INSECURE: '1' }, stored)
+    assert.deepEqual([c3.key, c3.source.key, c3.insecure], ['svc_flag', 'flag', true])
+    assert.throws(() => resolveConnection({}, {}, {}), /no server configured/)
+    assert.throws(() => normaliseUrl('http://example.com'), /plain http/)
+    assert.equal(normaliseUrl('http://127.0.0.1:8080/'), 'http://127.0.0.1:8080')
+    assert.throws(() => normaliseUrl('https://user:pw@example.com'), /credentials/)
+  })
+
+  it('parses negative numbers as values and sizes with units', () => {
+    assert.deepEqual(parse(['hits', '-1'], {}).positionals, ['hits', '-1'])
+    assert.equal(parse(['hits', '--by', '-5'], { by: { type: 'string' } }).values.by, '-5')
+    assert.equal(sizeOption('5MB', 'x'), 5_000_000)
+    assert.equal(sizeOption('4MiB', 'x'), 4 * 1024 * 1024)
+    assert.throws(() => parse(['--nope'], {}), /Unknown option/)
+  })
+
+  it('infers kv value types', () => {
+    assert.deepEqual(kvValue('{"a":1}', undefined), { value: { a: 1 }, data_type: 'json' })
+    assert.deepEqual(kvValue('hello', undefined), { value: 'hello', data_type: 'text' })
+    assert.deepEqual(kvValue('42', 'number'), { value: 42, data_type: 'number' })
+    assert.deepEqual(kvValue('-3.5', undefined), { value: -3.5, data_type: 'number' })
+    assert.deepEqual(kvValue('42', 'json'), { value: 42, data_type: 'json' })
+    assert.deepEqual(kvValue('42', 'text'), { value: '42', data_type: 'text' })
+    assert.throws(() => kvValue('x', 'number'))
+    assert.throws(() => kvValue('{bad', 'json'))
+  })
+
+  it('writes RFC 4180 CSV and defuses formulas', () => {
+    const rows = submissionRows({ form: { fields_config: [{ name: 'email' }] }, submissions: [{ id: 's1', created_at: 't', is_read: false, data: { email: 'a@b', note: '=HYPERLINK("x")', n: '-3' } }] })
+    assert.equal(toCsv(rows), 'id,created_at,is_read,email,note,n\r\ns1,t,false,a@b,"\'=HYPERLINK(""x"")",-3\r\n')
+  })
+
+  it('reads the three error formats and retry_after', () => {
+    const a = ApiError.from(429, { success: false, error_code: 1204, error_type: 'QUOTA_ERROR', message: 'slow', solution: 'wait', retry_after: 7 }, '', {})
+    assert.equal(a.retryAfter, 7)
+    assert.match(a.describe(), /^error 1204 \(QUOTA_ERROR, HTTP 429\): slow\n {2}wait$/)
+    const b = ApiError.from(400, { success: false, error_code: 'NO_FILE', message: 'no file' }, '', {})
+    assert.equal(b.code, 'NO_FILE')
+    const h = ApiError.from(429, {}, 'busy', { 'retry-after': '3' })
+    assert.equal(h.retryAfter, 3)
+    const r = ApiError.from(302, undefined, '', { location: '/login' })
+    assert.match(r.message, /redirect to \/login/)
+  })
+})

@@ -1,0 +1,105 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { runCli } from './run.js'
+
+for (const engine of ENGINES) {
+  describe(`svc client: login, whoami, errors [${engine}]`, () => {
+    let s: TestServer
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    let tmp: string
+    before(async () => {
+      s = await startServer({ engine })
+      alice = await s.user()
+      tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-cfg-'))
+    })
+    after(async () => {
+      await s.close()
+      fs.rmSync(tmp, { recursive: true, force: true })
+    })
+
+    it('logs in with a key (checked by the server), stores it 0600 and answers whoami from the file', async () => {
+      const cfg = path.join(tmp, 'nested', 'config.json')
+      const r = await runCli(['login', '--url', s.url, '--key', alice.key, '--insecure'], { env: { SVC_CONFIG: cfg } })
+      assert.equal(r.code, 0, r.stderr)
+      assert.match(r.stdout, new RegExp(`logged in to ${s.url.replace(/[.]/g, '\\.')} \\(API key of ${alice.username}\\)`))
+      assert.equal(fs.statSync(cfg).mode & 0o777, 0o600)
+      assert.equal(fs.statSync(path.dirname(cfg)).mode & 0o777, 0o700)
+      const stored = JSON.parse(fs.readFileSync(cfg, 'utf8'))
+      assert.deepEqual(stored, { url: s.url, key: alice.key, insecure: true })
+      // the key never appears in the output
+      assert.ok(!r.stdout.includes(alice.key) && !r.stderr.includes(alice.key))
+
+      const who = await runCli(['whoami', '--json'], { env: { SVC_CONFIG: cfg } })
+      assert.equal(who.code, 0, who.stderr)
+      assert.equal(who.json.username, alice.username)
+      assert.equal(who.json.key_source, 'config')
+      assert.ok(!who.stdout.includes(alice.key))
+
+      // a second login keeps the file private even if someone loosened it
+      fs.chmodSync(cfg, 0o644)
+      const again = await runCli(['login', '--key', alice.key], { env: { SVC_CONFIG: cfg } })
+      assert.equal(again.code, 0, again.stderr)
+      assert.match(again.stderr, /readable by other users/)
+      assert.equal(fs.statSync(cfg).mode & 0o777, 0o600)
+    })
+
+    it('refuses a bad key at login without writing the file, printing the server code; exit 1', async () => {
+      const cfg = path.join(tmp, 'bad.json')
+      const r = await runCli(['login', '--url', s.url, '--key', `svc_${'x'.repeat(60)}`, '--insecure'], { env: { SVC_CONFIG: cfg } })
+      assert.equal(r.code, 1)
+      assert.match(r.stderr, /^error 1002 \(AUTH_ERROR, HTTP 401\): /m)
+      assert.ok(!fs.existsSync(cfg))
+    })
+
+    it('uses SVC_URL / SVC_API_KEY over the config file, and reports errors as JSON with --json', async () => {
+      const bob = await s.user()
+      const cfg = path.join(tmp, 'env.json')
+      fs.writeFileSync(cfg, JSON.stringify({ url: 'https://unused.invalid', key: alice.key }), { mode: 0o600 })
+      const env = { SVC_CONFIG: cfg, SVC_URL: s.url, SVC_API_KEY: bob.key, SVC_INSECURE: '1' }
+      const who = await runCli(['whoami'], { env })
+      assert.equal(who.code, 0, who.stderr)
+      assert.match(who.stdout, new RegExp(`^${bob.username} \\(authenticated tier\\) .* from SVC_API_KEY`))
+
+      const bad = await runCli(['whoami', '--json'], { env: { ...env, SVC_API_KEY: `svc_${'y'.repeat(60)}` } })
+      assert.equal(bad.code, 1)
+      assert.equal(bad.json.success, false)
+      assert.equal(bad.json.error.error_code, 1002)
+      assert.equal(bad.json.error.status, 401)
+    })
+
+    it('explains a self-signed certificate, missing configuration and bad usage (exit 2)', async () => {
+      const cert = await runCli(['whoami'], { env: { SVC_URL: s.url, SVC_API_KEY: alice.key } })
+      assert.equal(cert.code, 1)
+      assert.match(cert.stderr, /cannot verify the TLS certificate .* --insecure or SVC_INSECURE=1/)
+      const none = await runCli(['whoami'], { env: { SVC_CONFIG: path.join(tmp, 'missing.json') } })
+      assert.equal(none.code, 2)
+      assert.match(none.stderr, /no server configured: run `svc login/)
+      const usage = await runCli(['deploy'], { env: { SVC_URL: s.url, SVC_API_KEY: alice.key, SVC_INSECURE: '1' } })
+      assert.equal(usage.code, 2)
+      assert.match(usage.stderr, /missing the folder to deploy/)
+    })
+
+    it('stores a login session with --username/--password-stdin and logs out', async () => {
+      const cfg = path.join(tmp, 'session.json')
+      const r = await runCli(['login', '--url', s.url, '--insecure', '--username', alice.username, '--password-stdin'], { env: { SVC_CONFIG: cfg }, input: `${alice.password}\n` })
+      assert.equal(r.code, 0, r.stderr)
+      const stored = JSON.parse(fs.readFileSync(cfg, 'utf8'))
+      assert.match(stored.session, /^session=[A-Za-z0-9_-]{43}$/)
+      assert.equal(stored.username, alice.username)
+      assert.equal(fs.statSync(cfg).mode & 0o777, 0o600)
+      // the session works on the API (whoami falls back to it without a key)
+      const who = await runCli(['whoami', '--json'], { env: { SVC_CONFIG: cfg } })
+      assert.equal(who.json.via, 'session', who.stderr)
+      const out = await runCli(['logout'], { env: { SVC_CONFIG: cfg } })
+      assert.equal(out.code, 0)
+      assert.ok(!fs.existsSync(cfg))
+      // the server ended the session
+      const me = await s.get('/svc_api/me', { cookie: stored.session })
+      assert.equal(me.status, 401)
+    })
+  })
+}

@@ -1,0 +1,254 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
+import crypto from 'node:crypto'
+import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
+import { HTML, HIGH_LIMITS, uploadFile } from '../support/hosting.js'
+import { FakeClock } from '../../src/util/clock.js'
+
+const BEIJING = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/
+const ISO_MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+08:00$/
+const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201e2a0b1500000000049454e44ae426082', 'hex')
+
+for (const engine of ENGINES) {
+  describe(`single files [${engine}]`, () => {
+    let s: TestServer
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    const clock = new FakeClock()
+    before(async () => {
+      s = await startServer({ engine, clock, env: { RATE_LIMITS: HIGH_LIMITS } })
+      alice = await s.user()
+    })
+    after(() => s.close())
+
+    it('creates a file: exactly the spec fields, Beijing time, is_update false, updated_at null', async () => {
+      const r = await uploadFile(s, { key: alice.key }, 'hello.html', HTML('hello'), { description: 'secret description' })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.success, true)
+      assert.equal(typeof r.json.message, 'string')
+      const d = r.json.data
+      assert.deepEqual(Object.keys(d).sort(), ['created_at', 'file_name', 'file_size', 'is_update', 'project_name', 'updated_at', 'url'])
+      assert.equal(d.file_name, 'hello.html')
+      assert.equal(d.project_name, 'hello.html')
+      assert.equal(d.file_size, Buffer.byteLength(HTML('hello')))
+      assert.equal(d.url, `${s.url}/${alice.username}/hello.html`)
+      assert.match(d.created_at, BEIJING)
+      assert.equal(d.created_at, '2026-01-15 12:00:00') // FakeClock 04:00 UTC = 12:00 Beijing
+      assert.equal(d.updated_at, null)
+      assert.equal(d.is_update, false)
+      assert.ok(!r.text.includes('secret description'), 'description is never returned')
+    })
+
+    it('updates the file of the same name: same URL, project name and description kept, updated_at set', async () => {
+      const a = await uploadFile(s, { key: alice.key }, 'keep.html', HTML('v1'), { project_name: 'My Project', description: 'd1' })
+      assert.equal(a.json.data.project_name, 'My Project')
+      clock.advance(61_000)
+      const b = await uploadFile(s, { key: alice.key }, 'keep.html', HTML('version two'), { project_name: 'Other', description: 'd2' })
+      assert.equal(b.status, 200, b.text)
+      assert.equal(b.json.data.is_update, true)
+      assert.equal(b.json.data.url, a.json.data.url)
+      assert.equal(b.json.data.project_name, 'My Project')
+      assert.equal(b.json.data.created_at, a.json.data.created_at)
+      assert.match(b.json.data.updated_at, BEIJING)
+      assert.notEqual(b.json.data.updated_at, b.json.data.created_at)
+      assert.equal(b.json.data.file_size, Buffer.byteLength(HTML('version two')))
+      assert.notEqual(a.json.message, b.json.message)
+      const row = await s.deps.db.k.selectFrom('files').select(['description', 'project_name']).where('file_name', '=', 'keep.html').executeTakeFirstOrThrow()
+      assert.deepEqual(row, { description: 'd1', project_name: 'My Project' })
+    })
+
+    it('answers each upload error in its format (scenario table)', async () => {
+      const noPerm = await s.user()
+      await s.deps.users.update(noPerm.username, { api_access: false })
+      const nameOnly = multipart([{ name: 'project_name', data: 'x' }])
+      const cases: Array<{ name: string; run: () => Promise<import('../support/server.js').Res>; status: number; code: string | number; detail?: RegExp }> = [
+        { name: 'no file part', status: 400, code: 'NO_FILE', run: () => s.post('/svc_api/upload', { key: alice.key, body: nameOnly.body, headers: { 'content-type': nameOnly.contentType } }) },
+        { name: 'not multipart', status: 400, code: 'NO_FILE', run: () => s.post('/svc_api/upload', { key: alice.key, json: { file: 'x' } }) },
+        { name: 'empty file name', status: 400, code: 'NO_FILE', run: () => uploadFile(s, { key: alice.key }, '', HTML('x')) },
+        { name: 'empty file', status: 400, code: 'EMPTY_FILE', run: () => uploadFile(s, { key: alice.key }, 'empty.html', '') },
+        { name: 'PNG bytes named .html', status: 400, code: 'VALIDATION_FAILED', detail: /image\/png/, run: () => uploadFile(s, { key: alice.key }, 'x.html', PNG) },
+        { name: 'plain text named .html', status: 400, code: 'VALIDATION_FAILED', detail: /text\/plain/, run: () => uploadFile(s, { key: alice.key }, 'x.html', 'just words, no markup') },
+        { name: 'JSON named .html', status: 400, code: 'VALIDATION_FAILED', detail: /application\/json/, run: () => uploadFile(s, { key: alice.key }, 'x.html', '{"a": 1}') },
+        { name: 'NUL bytes', status: 400, code: 'VALIDATION_FAILED', detail: /octet-stream/, run: () => uploadFile(s, { key: alice.key }, 'x.html', Buffer.from('<p>a\u0000b</p>')) },
+        { name: '.txt extension', status: 400, code: 'VALIDATION_FAILED', detail: /\.txt/, run: () => uploadFile(s, { key: alice.key }, 'x.txt', HTML('x')) },
+        { name: 'API permission disabled', status: 403, code: 'API_PERMISSION_DENIED', run: () => uploadFile(s, { key: noPerm.key }, 'x.html', HTML('x')) },
+        { name: 'no credentials', status: 401, code: 1001, run: () => uploadFile(s, {}, 'x.html', HTML('x')) },
+        { name: 'traversal in the name', status: 400, code: 1110, run: () => uploadFile(s, { key: alice.key }, '../x.html', HTML('x')) },
+        { name: 'NUL in the name', status: 400, code: 1110, run: () => uploadFile(s, { key: alice.key }, 'a\u0000.html', HTML('x')) },
+        { name: 'control char in project_name', status: 400, code: 1106, run: () => uploadFile(s, { key: alice.key }, 'pn.html', HTML('x'), { project_name: 'a\u0000b' }) },
+      ]
+      const before = await s.deps.db.k.selectFrom('files').select('id').execute()
+      for (const c of cases) {
+        const r = await c.run()
+        assert.equal(r.status, c.status, `${c.name}: ${r.text}`)
+        assert.equal(r.json.success, false, c.name)
+        assert.equal(r.json.error_code, c.code, `${c.name}: ${r.text}`)
+        if (typeof c.code === 'string') assert.deepEqual(Object.keys(r.json).sort(), ['error_code', 'message', 'success'], c.name)
+        else assert.equal(typeof r.json.error_type, 'string', c.name)
+        if (c.detail) assert.match(r.json.message, c.detail, c.name)
+      }
+      const after = await s.deps.db.k.selectFrom('files').select('id').execute()
+      assert.equal(after.length, before.length, 'no row was written by a refused upload')
+    })
+
+    it('accepts .htm, upper-case extensions and non-UTF-8 HTML (served without a charset)', async () => {
+      const gbk = Buffer.concat([Buffer.from('<html><meta charset="gbk"><body>'), Buffer.from([0xc4, 0xe3, 0xba, 0xc3]), Buffer.from('</body></html>')])
+      for (const [name, data] of [['a.htm', HTML('a')], ['B.HTML', HTML('b')], ['gbk.html', gbk]] as const) {
+        const r = await uploadFile(s, { key: alice.key }, name, data)
+        assert.equal(r.status, 200, `${name}: ${r.text}`)
+      }
+      const row = await s.deps.db.k.selectFrom('files').select('content_type').where('file_name', '=', 'gbk.html').executeTakeFirstOrThrow()
+      assert.equal(row.content_type, 'text/html')
+    })
+
+    it('reports the upload configuration', async () => {
+      const bob = await s.user()
+      await uploadFile(s, { key: bob.key }, 'one.html', HTML('1'))
+      const r = await s.get('/svc_api/upload/info', { key: bob.key })
+      assert.equal(r.status, 200)
+      assert.deepEqual(r.json, {
+        success: true,
+        data: {
+          max_file_size: 16777216, max_file_size_mb: 16, max_files_per_user: 100, current_file_count: 1,
+          remaining_quota: 99, allowed_extensions: ['.html', '.htm'], api_version: '1.1.2',
+        },
+      })
+    })
+
+    it('lists newest first with page, per_page, search and the four is_featured spellings', async () => {
+      const carol = await s.user()
+      const names = ['alpha.html', 'beta.html', 'gamma.html', 'Delta_1.html', 'epsilon.html']
+      for (const n of names) {
+        clock.advance(1000)
+        const r = await uploadFile(s, { key: carol.key }, n, HTML(n), n === 'gamma.html' ? { project_name: 'Landing 100%' } : {})
+        assert.equal(r.status, 200, r.text)
+      }
+      await s.deps.db.k.updateTable('files').set({ is_featured: 1 }).where('user_id', '=', carol.id).where('file_name', 'in', ['beta.html', 'epsilon.html']).execute()
+      const all = await s.get('/svc_api/files', { key: carol.key })
+      assert.equal(all.status, 200)
+      assert.deepEqual(Object.keys(all.json.data).sort(), ['files', 'page', 'per_page', 'total', 'total_pages'])
+      assert.deepEqual(all.json.data.files.map((f: any) => f.file_name), [...names].reverse())
+      assert.equal(all.json.data.per_page, 20)
+      const item = all.json.data.files[0]
+      assert.deepEqual(Object.keys(item).sort(), ['created_at', 'file_name', 'file_size', 'is_featured', 'project_name', 'updated_at', 'url'])
+      assert.match(item.created_at, ISO_MICROS)
+      assert.equal(item.updated_at, null)
+      assert.equal(item.url, `${s.url}/${carol.username}/epsilon.html`)
+
+      const table: Array<[string, string[]]> = [
+        ['?page=1&per_page=2', ['epsilon.html', 'Delta_1.html']],
+        ['?page=2&per_page=2', ['gamma.html', 'beta.html']],
+        ['?page=3&per_page=2', ['alpha.html']],
+        ['?page=9&per_page=2', []],
+        ['?search=ALP', ['alpha.html']],
+        ['?search=landing', ['gamma.html']],
+        ['?search=100%25', ['gamma.html']],
+        ['?search=a_1', ['Delta_1.html']],
+        ['?search=_', ['Delta_1.html']],
+        ['?search=zzz', []],
+        ['?is_featured=true', ['epsilon.html', 'beta.html']],
+        ['?is_featured=1', ['epsilon.html', 'beta.html']],
+        ['?is_featured=false', ['Delta_1.html', 'gamma.html', 'alpha.html']],
+        ['?is_featured=0', ['Delta_1.html', 'gamma.html', 'alpha.html']],
+        ['?is_featured=1&search=eps', ['epsilon.html']],
+      ]
+      for (const [q, want] of table) {
+        const r = await s.get(`/svc_api/files${q}`, { key: carol.key })
+        assert.equal(r.status, 200, `${q}: ${r.text}`)
+        assert.deepEqual(r.json.data.files.map((f: any) => f.file_name), want, q)
+      }
+      const paged = await s.get('/svc_api/files?page=2&per_page=2', { key: carol.key })
+      assert.deepEqual([paged.json.data.page, paged.json.data.per_page, paged.json.data.total, paged.json.data.total_pages], [2, 2, 5, 3])
+      assert.equal(all.json.data.files.find((f: any) => f.file_name === 'beta.html').is_featured, true)
+      assert.equal(all.json.data.files.find((f: any) => f.file_name === 'alpha.html').is_featured, false)
+
+      const bad: Array<[string, number]> = [
+        ['?page=0', 1107], ['?page=-1', 1107], ['?page=abc', 1107], ['?page=1.5', 1107],
+        ['?per_page=0', 1108], ['?per_page=101', 1108], ['?per_page=x', 1108],
+        ['?is_featured=yes', 1106], ['?search=%00', 1106],
+      ]
+      for (const [q, code] of bad) {
+        const r = await s.get(`/svc_api/files${q}`, { key: carol.key })
+        assert.equal(r.status, 400, q)
+        assert.equal(r.json.error_code, code, q)
+      }
+      const other = await s.get('/svc_api/files', { key: alice.key })
+      assert.ok(!other.json.data.files.some((f: any) => f.file_name === 'gamma.html'), 'only the caller\'s files')
+    })
+
+    it('deletes a file (beyond the spec); a missing or another user\'s file is 404', async () => {
+      const dave = await s.user()
+      await uploadFile(s, { key: dave.key }, 'gone soon.html', HTML('x'))
+      const other = await s.request('DELETE', '/svc_api/files/gone%20soon.html', { key: alice.key })
+      assert.equal(other.status, 404)
+      assert.equal(other.json.error_code, 1301)
+      const r = await s.request('DELETE', '/svc_api/files/gone%20soon.html', { key: dave.key })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.success, true)
+      const again = await s.request('DELETE', '/svc_api/files/gone%20soon.html', { key: dave.key })
+      assert.equal(again.status, 404)
+      const info = await s.get('/svc_api/upload/info', { key: dave.key })
+      assert.equal(info.json.data.current_file_count, 0)
+    })
+
+    it('enforces the file count quota (1201), lets updates through at the limit, honours per-user overrides', async () => {
+      const erin = await s.user()
+      await s.deps.users.update(erin.username, { limits: { files: 2 } })
+      for (const n of ['a.html', 'b.html']) assert.equal((await uploadFile(s, { key: erin.key }, n, HTML(n))).status, 200)
+      const third = await uploadFile(s, { key: erin.key }, 'c.html', HTML('c'))
+      assert.equal(third.status, 400)
+      assert.equal(third.json.error_code, 1201)
+      assert.equal(third.json.error_type, 'QUOTA_ERROR')
+      const upd = await uploadFile(s, { key: erin.key }, 'a.html', HTML('a2'))
+      assert.equal(upd.status, 200)
+      assert.equal(upd.json.data.is_update, true)
+      const info = await s.get('/svc_api/upload/info', { key: erin.key })
+      assert.equal(info.json.data.max_files_per_user, 2)
+      assert.equal(info.json.data.remaining_quota, 0)
+    })
+
+    it('lets exactly the remaining quota through when uploads race at the edge', async () => {
+      const fred = await s.user()
+      await s.deps.users.update(fred.username, { limits: { files: 10 } })
+      for (let i = 0; i < 5; i++) assert.equal((await uploadFile(s, { key: fred.key }, `pre${i}.html`, HTML(String(i)))).status, 200)
+      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => uploadFile(s, { key: fred.key }, `race${i}.html`, HTML(`r${i}`))))
+      const ok = results.filter((r) => r.status === 200).length
+      const quota = results.filter((r) => r.json?.error_code === 1201).length
+      assert.equal(ok, 5, results.map((r) => r.status).join(','))
+      assert.equal(quota, 7)
+      const info = await s.get('/svc_api/upload/info', { key: fred.key })
+      assert.equal(info.json.data.current_file_count, 10)
+      // the same new name raced: one create, the others update; never two rows
+      const same = await Promise.all(Array.from({ length: 4 }, () => uploadFile(s, { key: alice.key }, 'same.html', HTML('same'))))
+      assert.deepEqual(same.map((r) => r.json.data.is_update).sort(), [false, true, true, true])
+    })
+
+    it('accepts exactly MAX_UPLOAD_BYTES byte-identical, refuses one byte more with 1104 and leaves no temp file', async () => {
+      const max = 16 * 1024 * 1024
+      const body = Buffer.alloc(max, 0x61)
+      body.write('<!doctype html><html><body><p>', 0)
+      const tail = '</p></body></html>'
+      body.write(tail, max - tail.length)
+      const ok = await uploadFile(s, { key: alice.key }, 'big.html', body)
+      assert.equal(ok.status, 200, ok.text)
+      assert.equal(ok.json.data.file_size, max)
+      const row = await s.deps.db.k.selectFrom('files').select(['digest', 'size']).where('file_name', '=', 'big.html').executeTakeFirstOrThrow()
+      assert.equal(row.digest, crypto.createHash('sha256').update(body).digest('hex'))
+      assert.ok((await s.deps.blobs.read(row.digest)).equals(body))
+      const served = await s.get(`/${alice.username}/big.html`)
+      assert.equal(served.status, 200)
+      assert.ok(served.body.equals(body), 'served byte-identical by the public host')
+
+      const over = Buffer.concat([body, Buffer.from('x')])
+      const r = await uploadFile(s, { key: alice.key }, 'bigger.html', over)
+      assert.equal(r.status, 400, r.text)
+      assert.equal(r.json.error_code, 1104)
+      assert.equal(r.json.error_type, 'PARAM_ERROR')
+      const none = await s.deps.db.k.selectFrom('files').select('id').where('file_name', '=', 'bigger.html').execute()
+      assert.equal(none.length, 0)
+      const tmp = path.join(s.dataDir, 'blobs', 'tmp')
+      assert.deepEqual(fs.readdirSync(tmp), [], 'no temp file left')
+    })
+  })
+}

@@ -1,0 +1,319 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import zlib from 'node:zlib'
+import https from 'node:https'
+import { ENGINES, REDIS_URL, multipart, startServer, type Res, type TestServer } from '../support/server.js'
+import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
+
+const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex')
+const BIG_PAGE = HTML('big', '<p>' + 'lorem ipsum dolor sit amet '.repeat(400) + '</p>')
+
+/** The headers every user-content answer must carry, and never a cookie. */
+function assertSandboxed(r: Res, what: string) {
+  const csp = r.header('content-security-policy') ?? ''
+  assert.match(csp, /(^|;\s*)sandbox\b/, `${what}: CSP sandbox`)
+  assert.ok(!csp.includes('allow-same-origin'), `${what}: no allow-same-origin`)
+  assert.equal(r.header('x-content-type-options'), 'nosniff', `${what}: nosniff`)
+  assert.equal(r.header('set-cookie'), undefined, `${what}: no Set-Cookie`)
+  assert.equal(r.header('x-ratelimit-limit'), undefined, `${what}: not counted against API rate limits`)
+}
+
+/** GET with the path sent exactly as written (fetch clients normalise /./ and /../ away). */
+function rawGet(base: string, rawPath: string): Promise<{ status: number; text: string }> {
+  const u = new URL(base)
+  return new Promise((resolve, reject) => {
+    const req = https.request({ host: u.hostname, port: u.port, path: rawPath, method: 'GET', rejectUnauthorized: false }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c) => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+for (const engine of ENGINES) {
+  describe(`public host [${engine}]`, () => {
+    let s: TestServer
+    let u: Awaited<ReturnType<TestServer['user']>>
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      u = await s.user()
+    })
+    after(() => s.close())
+
+    it('serves a single file with type, ETag (content hash), Last-Modified, Cache-Control and the sandbox', async () => {
+      const page = HTML('hello')
+      await uploadFile(s, { key: u.key }, 'hello.html', page)
+      for (const method of ['GET', 'HEAD']) {
+        const r = await s.request(method, `/${u.username}/hello.html`)
+        assert.equal(r.status, 200, method)
+        assert.equal(r.header('content-type'), 'text/html; charset=utf-8')
+        assert.equal(r.header('etag'), `"${sha(page)}"`)
+        assert.equal(r.header('content-length'), String(Buffer.byteLength(page)))
+        assert.ok(!Number.isNaN(Date.parse(r.header('last-modified')!)))
+        assert.match(r.header('cache-control')!, /must-revalidate|max-age=\d+/)
+        assert.equal(r.header('accept-ranges'), 'bytes')
+        assertSandboxed(r, method)
+        assert.equal(r.text, method === 'GET' ? page : '')
+      }
+      const q = await s.get(`/${u.username}/hello.html?v=3`)
+      assert.equal(q.text, page, 'a query string is ignored')
+      const enc = await s.get(`/${u.username}/hello%2Ehtml`)
+      assert.equal(enc.text, page, 'percent-encoded names are decoded once')
+    })
+
+    it('answers conditional and range requests: 304, 206, 416', async () => {
+      const r0 = await s.get(`/${u.username}/hello.html`)
+      const etag = r0.header('etag')!
+      const inm = await s.get(`/${u.username}/hello.html`, { headers: { 'if-none-match': etag } })
+      assert.equal(inm.status, 304)
+      assert.equal(inm.header('etag'), etag)
+      assert.equal(inm.text, '')
+      assertSandboxed(inm, '304')
+      assert.equal((await s.get(`/${u.username}/hello.html`, { headers: { 'if-none-match': '"other"' } })).status, 200)
+      assert.equal((await s.get(`/${u.username}/hello.html`, { headers: { 'if-modified-since': r0.header('last-modified')! } })).status, 304)
+      assert.equal((await s.get(`/${u.username}/hello.html`, { headers: { 'if-modified-since': 'Thu, 01 Jan 1970 00:00:00 GMT' } })).status, 200)
+      const table: Array<[string, number, string | null, string | null]> = [
+        ['bytes=0-4', 206, 'bytes 0-4/', r0.text.slice(0, 5)],
+        ['bytes=10-', 206, 'bytes 10-', r0.text.slice(10)],
+        ['bytes=-5', 206, null, r0.text.slice(-5)],
+        ['bytes=0-99999', 206, null, r0.text],
+        ['bytes=99999-', 416, `bytes */${r0.body.length}`, ''],
+        ['bytes=5-1', 200, null, r0.text],
+        ['bytes=0-1,3-4', 200, null, r0.text],
+        ['items=0-1', 200, null, r0.text],
+      ]
+      for (const [range, status, cr, body] of table) {
+        const r = await s.get(`/${u.username}/hello.html`, { headers: { range } })
+        assert.equal(r.status, status, range)
+        if (cr) assert.ok(r.header('content-range')?.startsWith(cr), `${range}: ${r.header('content-range')}`)
+        if (body !== null) assert.equal(r.text, body, range)
+        assertSandboxed(r, range)
+      }
+      const stale = await s.get(`/${u.username}/hello.html`, { headers: { range: 'bytes=0-4', 'if-range': '"stale"' } })
+      assert.equal(stale.status, 200, 'If-Range that does not match serves the whole file')
+      const fresh = await s.get(`/${u.username}/hello.html`, { headers: { range: 'bytes=0-4', 'if-range': etag } })
+      assert.equal(fresh.status, 206)
+    })
+
+    it('compresses with brotli or gzip when accepted, identical bytes after decoding', async () => {
+      await uploadFile(s, { key: u.key }, 'big.html', BIG_PAGE)
+      const cases: Array<[string, string | undefined]> = [['br, gzip', 'br'], ['gzip, deflate', 'gzip'], ['br;q=0, gzip', 'gzip'], ['identity', undefined], ['*', 'br'], ['gzip;q=0', undefined]]
+      for (const [ae, want] of cases) {
+        const r = await s.get(`/${u.username}/big.html`, { headers: { 'accept-encoding': ae } })
+        assert.equal(r.status, 200)
+        assert.equal(r.header('content-encoding'), want, ae)
+        assert.equal(r.header('vary'), 'Accept-Encoding')
+        const plain = want === 'br' ? zlib.brotliDecompressSync(r.body) : want === 'gzip' ? zlib.gunzipSync(r.body) : r.body
+        assert.equal(plain.toString(), BIG_PAGE, ae)
+        if (want) assert.ok(r.body.length < Buffer.byteLength(BIG_PAGE) / 4)
+        assertSandboxed(r, ae)
+        const again = await s.get(`/${u.username}/big.html`, { headers: { 'accept-encoding': ae, 'if-none-match': r.header('etag')! } })
+        assert.equal(again.status, 304, `${ae} revalidates`)
+      }
+    })
+
+    it('serves published folder projects: index.html for directories, slash redirects, every common type', async () => {
+      const files: Array<[string, string | Buffer, string]> = [
+        ['index.html', HTML('home'), 'text/html; charset=utf-8'],
+        ['docs/index.html', HTML('docs'), 'text/html; charset=utf-8'],
+        ['css/site.css', 'body{}', 'text/css; charset=utf-8'],
+        ['js/app.js', 'console.log(1)', 'text/javascript; charset=utf-8'],
+        ['js/mod.mjs', 'export {}', 'text/javascript; charset=utf-8'],
+        ['data.json', '{"a":1}', 'application/json; charset=utf-8'],
+        ['img/logo.svg', '<svg xmlns="http://www.w3.org/2000/svg"/>', 'image/svg+xml'],
+        ['img/p.png', Buffer.from('89504e470d0a1a0a', 'hex'), 'image/png'],
+        ['font/f.woff2', Buffer.from('wOF2xxxx'), 'font/woff2'],
+        ['w.wasm', Buffer.from([0, 0x61, 0x73, 0x6d]), 'application/wasm'],
+        ['notes.txt', 'plain', 'text/plain; charset=utf-8'],
+        ['latin1.txt', Buffer.from([0x63, 0x61, 0x66, 0xe9]), 'text/plain'],
+        ['site.webmanifest', '{}', 'application/manifest+json; charset=utf-8'],
+        ['noext', 'x', 'application/octet-stream'],
+        ['with space.html', HTML('space'), 'text/html; charset=utf-8'],
+      ]
+      await batchUpload(s, { key: u.key }, 'site', files.map(([filename, data]) => ({ filename, data })))
+      assert.equal((await s.get(`/${u.username}/site/`)).status, 404, 'not published yet')
+      assert.equal((await s.post('/api/folders/site/publish', { key: u.key })).status, 200)
+      for (const [p, data, type] of files) {
+        const r = await s.get(`/${u.username}/site/${p.split('/').map(encodeURIComponent).join('/')}`)
+        assert.equal(r.status, 200, p)
+        assert.equal(r.header('content-type'), type, p)
+        assert.ok(r.body.equals(Buffer.from(data)), p)
+        assertSandboxed(r, p)
+      }
+      const root = await s.get(`/${u.username}/site/`)
+      assert.equal(root.text, HTML('home'))
+      const noSlash = await s.get(`/${u.username}/site?x=1`)
+      assert.equal(noSlash.status, 301)
+      assert.equal(noSlash.header('location'), `/${u.username}/site/?x=1`)
+      const dir = await s.get(`/${u.username}/site/docs`)
+      assert.equal(dir.status, 301)
+      assert.equal(dir.header('location'), `/${u.username}/site/docs/`)
+      assert.equal((await s.get(`/${u.username}/site/docs/`)).text, HTML('docs'))
+      const missing = await s.get(`/${u.username}/site/nope.html`)
+      assert.equal(missing.status, 404)
+      assert.equal(missing.header('content-type'), 'text/plain; charset=utf-8')
+      assert.equal((await s.get(`/${u.username}/site/css/`)).status, 404, 'a directory without index.html')
+    })
+
+    it('shows every write at once: update, overwrite, delete, unpublish (and a 404 that becomes a page)', async () => {
+      const url = `/${u.username}/live.html`
+      assert.equal((await s.get(url)).status, 404)
+      await uploadFile(s, { key: u.key }, 'live.html', HTML('v1'))
+      assert.equal((await s.get(url)).text, HTML('v1'))
+      await uploadFile(s, { key: u.key }, 'live.html', HTML('v2'))
+      const v2 = await s.get(url)
+      assert.equal(v2.text, HTML('v2'))
+      assert.equal(v2.header('etag'), `"${sha(HTML('v2'))}"`)
+      await s.request('DELETE', '/svc_api/files/live.html', { key: u.key })
+      assert.equal((await s.get(url)).status, 404)
+
+      await batchUpload(s, { key: u.key }, 'live', [{ filename: 'index.html', data: HTML('a') }])
+      await s.post('/api/folders/live/publish', { key: u.key })
+      assert.equal((await s.get(`/${u.username}/live/`)).text, HTML('a'))
+      await batchUpload(s, { key: u.key }, 'live', [{ filename: 'index.html', data: HTML('b') }], true)
+      assert.equal((await s.get(`/${u.username}/live/`)).text, HTML('b'))
+      await s.request('DELETE', '/api/folders/live/file/index.html', { key: u.key })
+      assert.equal((await s.get(`/${u.username}/live/`)).status, 404)
+      await batchUpload(s, { key: u.key }, 'live', [{ filename: 'index.html', data: HTML('c') }])
+      assert.equal((await s.get(`/${u.username}/live/`)).text, HTML('c'))
+      await s.post('/api/folders/live/unpublish', { key: u.key })
+      assert.equal((await s.get(`/${u.username}/live/`)).status, 404)
+    })
+
+    it('streams large files (beyond the memory cache) byte-identical, with ranges', async () => {
+      const big = crypto.randomBytes(3 * 1024 * 1024 + 17)
+      await batchUpload(s, { key: u.key }, 'large', [{ filename: 'index.html', data: HTML('l') }, { filename: 'blob.bin', data: big }])
+      await s.post('/api/folders/large/publish', { key: u.key })
+      const r = await s.get(`/${u.username}/large/blob.bin`, { headers: { 'accept-encoding': 'gzip, br' } })
+      assert.equal(r.status, 200)
+      assert.equal(r.header('content-encoding'), undefined)
+      assert.ok(r.body.equals(big))
+      const part = await s.get(`/${u.username}/large/blob.bin`, { headers: { range: 'bytes=1000000-1000099' } })
+      assert.equal(part.status, 206)
+      assert.ok(part.body.equals(big.subarray(1000000, 1000100)))
+      const head = await s.request('HEAD', `/${u.username}/large/blob.bin`)
+      assert.equal(head.header('content-length'), String(big.length))
+      assert.equal(head.body.length, 0)
+    })
+
+    it('gives identical bytes and headers with or without a session cookie; refuses service workers', async () => {
+      const cookie = await s.login(u.username, u.password)
+      for (const p of [`/${u.username}/hello.html`, `/${u.username}/site/js/app.js`, `/${u.username}/nothing.html`]) {
+        const a = await s.get(p)
+        const b = await s.get(p, { cookie })
+        assert.equal(a.status, b.status, p)
+        assert.ok(a.body.equals(b.body), p)
+        const strip = (h: Res['headers']) => Object.fromEntries(Object.entries(h).filter(([k]) => k !== 'date'))
+        assert.deepEqual(strip(a.headers), strip(b.headers), p)
+        assertSandboxed(b, p)
+      }
+      const sw = await s.get(`/${u.username}/site/js/app.js`, { headers: { 'service-worker': 'script' } })
+      assert.equal(sw.status, 403)
+      assertSandboxed(sw, 'service worker')
+    })
+
+    it('answers odd paths with 400 or 404 (never 500, never another file), and reserved names are never content', async () => {
+      const base = `/${u.username}`
+      const paths = [
+        `${base}/..%2fhello.html`, `${base}/%2e%2e/hello.html`, `${base}/site/..%2f..%2fhello.html`, `${base}/site/%252e%252e%252fhello.html`,
+        `${base}/site/..%5cindex.html`, `${base}/site/%5C..%5Cindex.html`, `${base}/hello.html%00`, `${base}/site/%c0%ae%c0%ae/index.html`,
+        `${base}/site/%EF%BC%8E%EF%BC%8E%EF%BC%8Findex.html`, `${base}/site//index.html`, `${base}/site/./index.html`, `${base}/site/../site/index.html`,
+        `${base}/site/${'x'.repeat(256)}`, `${base}/site/${Array.from({ length: 1000 }, () => 'd').join('/')}`, `${base}/site/%E0%A4%A`,
+        `${base}/C:%5Cwindows`, '/.well-known/acme-challenge/x', '/svc_api/../x', '/login/x', '/api-keys/x', '/%2e%2e/etc/passwd', `${base}/`,
+        `/${u.username.toUpperCase()}/nope`,
+      ]
+      for (const p of paths) {
+        const r = await rawGet(s.url, p)
+        assert.ok([400, 404].includes(r.status), `${p}: ${r.status}`)
+        assert.ok(!r.text.includes('<h1>'), `${p} served a page`)
+      }
+      const upper = await s.get(`/${u.username.toUpperCase()}/hello.html`)
+      assert.equal(upper.status, 200, 'usernames are case-insensitive in URLs')
+    })
+
+    it('takes a disabled account\'s pages offline', async () => {
+      const v = await s.user()
+      await uploadFile(s, { key: v.key }, 'soon-gone.html', HTML('x'))
+      await s.deps.users.update(v.username, { disabled: true })
+      assert.equal((await s.get(`/${v.username}/soon-gone.html`)).status, 404)
+    })
+
+    it('is not rate limited', async () => {
+      const rs = await Promise.all(Array.from({ length: 40 }, () => s.get(`/${u.username}/hello.html`)))
+      assert.ok(rs.every((r) => r.status === 200))
+    })
+  })
+
+  describe(`public host across instances and with CONTENT_ORIGIN [${engine}]`, () => {
+    it('serves fresh content on a second instance after a write on the first (Redis bus)', async () => {
+      const a = await startServer({ engine, keepData: true, env: { REDIS_URL, RATE_LIMITS: HIGH_LIMITS } })
+      const b = await startServer({ engine, dataDir: a.dataDir, pgSchema: a.env.DATABASE_URL?.split('schema=')[1], env: { REDIS_URL } })
+      try {
+        const u = await a.user()
+        const url = `/${u.username}/multi.html`
+        // Redis delivers the invalidation asynchronously: wait (bounded) until B shows the change
+        const eventually = async (check: (r: Res) => boolean) => {
+          for (let i = 0; i < 100; i++) {
+            const r = await b.get(url)
+            if (check(r)) return r
+            await new Promise((resolve) => setTimeout(resolve, 20))
+          }
+          assert.fail('instance B kept serving stale content')
+        }
+        assert.equal((await b.get(url)).status, 404)
+        await uploadFile(a, { key: u.key }, 'multi.html', HTML('one'))
+        await eventually((r) => r.text === HTML('one'))
+        await uploadFile(a, { key: u.key }, 'multi.html', HTML('two'))
+        await eventually((r) => r.text === HTML('two'))
+        await a.request('DELETE', '/svc_api/files/multi.html', { key: u.key })
+        await eventually((r) => r.status === 404)
+      } finally {
+        await b.close()
+        await a.close()
+      }
+    })
+
+    it('behind a proxy (TRUST_PROXY=1) serves cached pages over forwarded HTTPS only, redirecting plain HTTP', async () => {
+      const s = await startServer({ engine, env: { TRUST_PROXY: '1', RATE_LIMITS: HIGH_LIMITS } })
+      try {
+        const u = await s.user()
+        const fwd = { 'x-forwarded-proto': 'https' }
+        const mp = multipart([{ name: 'file', filename: 'p.html', data: HTML('p') }])
+        const up = await s.post('/svc_api/upload', { key: u.key, body: mp.body, headers: { 'content-type': mp.contentType, ...fwd } })
+        assert.equal(up.status, 200, up.text)
+        for (let i = 0; i < 2; i++) {
+          const ok = await s.get(`/${u.username}/p.html`, { headers: fwd })
+          assert.equal(ok.text, HTML('p'))
+          const plain = await s.get(`/${u.username}/p.html`)
+          assert.equal(plain.status, 301, 'a plain-HTTP request is redirected even when the page is cached')
+          assert.match(plain.header('location')!, /^https:\/\//)
+        }
+      } finally {
+        await s.close()
+      }
+    })
+
+    it('returns URLs on CONTENT_ORIGIN when it is set', async () => {
+      const s = await startServer({ engine, env: { CONTENT_ORIGIN: 'https://usercontent.example', RATE_LIMITS: HIGH_LIMITS } })
+      try {
+        const u = await s.user()
+        const up = await uploadFile(s, { key: u.key }, 'x.html', HTML('x'))
+        assert.equal(up.json.data.url, `https://usercontent.example/${u.username}/x.html`)
+        const list = await s.get('/svc_api/files', { key: u.key })
+        assert.equal(list.json.data.files[0].url, `https://usercontent.example/${u.username}/x.html`)
+        await batchUpload(s, { key: u.key }, 'p', [{ filename: 'index.html', data: HTML('p') }])
+        const pub = await s.post('/api/folders/p/publish', { key: u.key })
+        assert.equal(pub.json.website_url, `https://usercontent.example/${u.username}/p/`)
+        const files = await s.get('/api/folders/p/files', { key: u.key })
+        assert.equal(files.json.files[0].url, `https://usercontent.example/${u.username}/p/index.html`)
+        const served = await s.get(`/${u.username}/x.html`)
+        assertSandboxed(served, 'content origin')
+      } finally {
+        await s.close()
+      }
+    })
+  })
+}
