@@ -153,16 +153,20 @@ for (const engine of ENGINES) {
 <button type="submit">Send</button></form></body></html>`)
       fs.writeFileSync(path.join(site, 'css', 'site.css'), 'h1 { color: rgb(0, 128, 0); }')
       fs.writeFileSync(path.join(site, 'docs', 'deep', 'page.html'), '<p>deep page</p>')
+      fs.writeFileSync(path.join(site, 'docs', '<b id=treeinj>x.txt'), 'a file name with markup')
 
       await go('/dashboard/folders')
       await page.locator('#folder-input').setInputFiles(site)
       assert.equal(await page.getByLabel('Project name').inputValue(), 'mysite')
       await page.getByRole('button', { name: 'Upload folder' }).click()
-      await page.waitForFunction(() => /3 uploaded, 0 failed/.test(document.getElementById('folders-status')!.textContent ?? ''))
+      await page.waitForFunction(() => /4 uploaded, 0 failed/.test(document.getElementById('folders-status')!.textContent ?? ''))
       // the tree keeps the sub-folders
       const tree = page.locator('#project-tree')
       await tree.getByText('deep/').waitFor()
       await tree.getByRole('link', { name: 'site.css' }).waitFor()
+      // a file name with markup is shown as text
+      await tree.getByRole('link', { name: '<b id=treeinj>x.txt' }).waitFor()
+      assert.equal(await page.locator('#treeinj').count(), 0)
       await page.getByRole('button', { name: 'Publish', exact: true }).click()
       await page.locator('#project-site').waitFor({ state: 'visible' })
       const siteUrl = await page.locator('#project-site').getAttribute('href')
@@ -232,6 +236,14 @@ for (const engine of ENGINES) {
       await row.waitFor({ state: 'detached' })
       await page.getByLabel('Search by name').fill('hello')
       await page.locator('#files-table tbody tr', { hasText: 'hello page.html' }).waitFor()
+      // a file name with markup: listed as text, never as elements
+      const evil = path.join(tmp, '<img src=x id=fileinj>.html')
+      fs.writeFileSync(evil, '<!doctype html><p>odd name</p>')
+      await page.locator('#file-input').setInputFiles(evil)
+      await page.getByRole('button', { name: 'Upload', exact: true }).click()
+      await page.getByLabel('Search by name').fill('')
+      await page.locator('#files-table tbody tr', { hasText: '<img src=x id=fileinj>.html' }).waitFor()
+      assert.equal(await page.locator('#fileinj').count(), 0)
       await shot('files')
     })
 
