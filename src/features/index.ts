@@ -8,6 +8,7 @@ import { hostedDataFeature } from './hosted-data/index.js'
 import { filesFeature } from './files/index.js'
 import { foldersFeature } from './folders/index.js'
 import { hostingFeature } from './hosting/index.js'
+import { pagesFeature } from './pages/index.js'
 
 /** Every part of the service, in registration order. */
 export const FEATURES: Feature[] = [
@@ -20,4 +21,5 @@ export const FEATURES: Feature[] = [
   filesFeature,
   foldersFeature,
   hostingFeature,
+  pagesFeature,
 ]

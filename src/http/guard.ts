@@ -6,6 +6,7 @@ import type { ErrorKey } from '../errors/codes.js'
 import type { HitResult, WindowState } from '../limits/store.js'
 import { beijingTime } from '../util/time.js'
 import { clientIp, isCrossSite, isHttps } from './origin.js'
+import { fromBrowser, tokensEqual } from './csrf.js'
 import type { AuthMode } from './types.js'
 
 const SLOT_TTL_MS = 10 * 60_000
@@ -39,7 +40,7 @@ function rateError(key: ErrorKey, w: { limit: number; count: number; resetAt: nu
  * The API guard, applied to every /svc_api and /api route (and their 404s), in this order:
  * resolve the caller; HTTPS rule (1116, before any auth error); concurrency and window limits
  * per API key, account or client IP, with X-RateLimit-* headers on every answer; then the
- * route's authentication, entitlement and cross-site rules.
+ * route's authentication, cross-site and CSRF-token rules (cookie writes), and entitlement.
  */
 export function installApiGuard(app: FastifyInstance, deps: Deps): void {
   const { config, limits, clock, tiers } = deps
@@ -111,6 +112,10 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
     if (!principal) throw new AppError('AUTH_MISSING')
     if (mode === 'session' && principal.via !== 'session') throw new AppError('SESSION_REQUIRED')
     if (principal.via === 'session' && UNSAFE.has(req.method) && isCrossSite(req, config)) throw new AppError('CROSS_ORIGIN')
+    // a browser's cookie write must also carry the session's CSRF token (X-CSRF-Token);
+    // clients that send neither Sec-Fetch-Site nor Origin (curl, scripts) are not asked for it
+    if (principal.via === 'session' && UNSAFE.has(req.method) && fromBrowser(req)
+      && !tokensEqual(req.headers['x-csrf-token'], principal.csrfToken)) throw new AppError('CSRF_TOKEN')
     if (cfg.entitlement) {
       const ent = await deps.db.k.selectFrom('entitlements').select('feature')
         .where('user_id', '=', principal.user.id).where('feature', '=', cfg.entitlement).executeTakeFirst()

@@ -63,6 +63,11 @@ export interface TestServer {
   user(opts?: { name?: string; vip?: boolean; admin?: boolean; password?: string }): Promise<{ username: string; password: string; id: string; key: string }>
   /** Logs in and returns the Cookie header value. */
   login(username: string, password: string): Promise<string>
+  /**
+   * The CSRF token of a session cookie ("session=..."): browser cookie writes (Sec-Fetch-Site
+   * or Origin present) must send it as X-CSRF-Token.
+   */
+  csrfToken(cookie: string): Promise<string>
   close(): Promise<void>
 }
 
@@ -140,6 +145,11 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
       if (r.status !== 200) throw new Error(`login failed: ${r.status} ${r.text}`)
       const sc = r.header('set-cookie') ?? ''
       return sc.split(';')[0]
+    },
+    async csrfToken(cookie) {
+      const sid = cookie.replace(/^session=/, '').split(';')[0]
+      const row = await deps.db.k.selectFrom('sessions').select('csrf_token').where('id_hash', '=', crypto.createHash('sha256').update(sid).digest('hex')).executeTakeFirstOrThrow()
+      return row.csrf_token
     },
     async close() {
       await l.close().catch(() => {})

@@ -9,6 +9,7 @@ import { dummyHash, verifyPassword } from '../../auth/passwords.js'
 import { sessionCookies } from '../../auth/principal.js'
 import { sha256hex } from '../../auth/tokens.js'
 import { createLoginThrottle } from './throttle.js'
+import { formTokenOk, sessionCsrfOk } from '../../http/csrf.js'
 
 const wantsHtml = (req: FastifyRequest) => {
   const accept = req.headers.accept ?? ''
@@ -19,6 +20,10 @@ const wantsHtml = (req: FastifyRequest) => {
 export function sessionCookie(id: string, maxAgeSeconds: number): string {
   return `session=${id}; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=${maxAgeSeconds}`
 }
+/** Reasons the login page can show (`/login?error=...`) for refusals of its form. */
+const HTML_LOGIN_ERRORS: Partial<Record<string, string>> = {
+  LOGIN_THROTTLED: 'throttled', ACCOUNT_DISABLED: 'disabled', CSRF_TOKEN: 'expired', CROSS_ORIGIN: 'expired',
+}
 const CLEAR_COOKIE = 'session=; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=0'
 
 /** POST /login, POST /logout (pages context), and GET /healthz. */
@@ -28,6 +33,8 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
 
   const refuse = (req: FastifyRequest, reply: FastifyReply, err: AppError) => {
     if (wantsHtml(req) && err.key === 'LOGIN_FAILED') return reply.redirect('/login?error=1', 303)
+    // other refusals of the login page's own form go back to it with a reason to show
+    if (wantsHtml(req) && HTML_LOGIN_ERRORS[err.key]) return reply.redirect(`/login?error=${HTML_LOGIN_ERRORS[err.key]}`, 303)
     return sendAppError(req, reply, err, config, 'A')
   }
 
@@ -36,6 +43,8 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
   }, async (req, reply) => {
     if (!isHttps(req, config)) return refuse(req, reply, new AppError('HTTPS_REQUIRED'))
     if (isCrossSite(req, config)) return refuse(req, reply, new AppError('CROSS_ORIGIN'))
+    // login CSRF: a browser's post must carry the form token of the login page (double submit)
+    if (!formTokenOk(req)) return refuse(req, reply, new AppError('CSRF_TOKEN'))
     const body = (req.body ?? {}) as Record<string, unknown>
     const username = typeof body.username === 'string' ? body.username.trim().toLowerCase() : ''
     const password = typeof body.password === 'string' ? body.password : ''
@@ -63,6 +72,13 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
 
   app.post('/logout', { schema: { hide: true } }, async (req, reply) => {
     if (isCrossSite(req, config)) return refuse(req, reply, new AppError('CROSS_ORIGIN'))
+    // a browser ending a live session must send its CSRF token (hidden field of the logout form)
+    const res = await deps.resolvePrincipal(undefined, req.headers.cookie)
+    if (res.kind === 'ok' && !sessionCsrfOk(req, res.principal.csrfToken)) {
+      // the page at GET /logout offers a fresh form
+      if (wantsHtml(req)) return reply.redirect('/logout', 303)
+      return refuse(req, reply, new AppError('CSRF_TOKEN'))
+    }
     for (const sid of sessionCookies(req.headers.cookie)) await sessions.destroy(sid).catch(() => {})
     reply.header('Set-Cookie', CLEAR_COOKIE)
     if (wantsHtml(req)) return reply.redirect('/login', 303)

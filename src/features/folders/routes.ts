@@ -61,6 +61,23 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
     },
   }, async () => ({ success: true, data: svc.limits() }))
 
+  app.get('/api/folders', {
+    config: cfg,
+    schema: {
+      tags: ['folder projects'], summary: 'The caller\'s folder projects (beyond the spec)',
+      response: {
+        200: Type.Object({
+          success: Type.Boolean(),
+          folders: Type.Array(Type.Object({
+            name: Type.String(), is_published: Type.Boolean(), file_count: Type.Integer(),
+            updated_at: Type.String({ description: 'ISO 8601 with microseconds and offset (Beijing time)' }),
+            website_url: Type.String({ description: 'where the project is (or would be) published' }),
+          })),
+        }),
+      },
+    },
+  }, async (req) => ({ success: true, folders: await svc.projects(caller(req).user, contentOrigin(req, deps.config)) }))
+
   for (const [prefix, n, params] of [
     ['/api/folders/:folder_path', 1, Type.Object({ folder_path: Type.String({ description: FOLDER_PATH_DOC }) })],
     ['/api/folders/:username/:project', 2, Type.Object({ username: Type.String(), project: Type.String() })],

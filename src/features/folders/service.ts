@@ -5,7 +5,7 @@ import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import type { User } from '../../auth/users.js'
 import { newId } from '../../auth/tokens.js'
-import { isoLocal } from '../../util/time.js'
+import { isoLocal, isoMicros } from '../../util/time.js'
 import { ContentWatcher } from '../files/sniff.js'
 import { invalidateHosting } from '../hosting/invalidate.js'
 import { checkName, checkRelativePath, decodeSegment, decodeUrlPath, encodePath } from './paths.js'
@@ -161,6 +161,18 @@ export function createFoldersService(deps: Deps) {
         if (uploaded > 0) await invalidateHosting(deps.bus, user.username)
       }
       return { uploaded, failures }
+    },
+
+    /** The caller's projects (beyond the spec: the spec has no project list). */
+    async projects(user: User, origin: string) {
+      const rows = await store.projects(user.id)
+      return rows.map((r) => ({
+        name: r.name,
+        is_published: !!r.is_published,
+        file_count: Number(r.file_count),
+        updated_at: isoMicros(Number(r.updated_at)),
+        website_url: siteUrl(origin, user, r.name),
+      }))
     },
 
     async list(user: User, ref: FolderRef, origin: string | null) {

@@ -99,6 +99,14 @@ export function createFoldersStore(db: Db) {
       q.selectFrom('folder_files').select(FOLDER_FILE_COLUMNS).where('folder_id', '=', folderId).where('path', '=', path).executeTakeFirst(),
     files: (folderId: string) =>
       k.selectFrom('folder_files').select(FOLDER_FILE_COLUMNS).where('folder_id', '=', folderId).execute(),
+    /** The user's projects with their file counts, most recently changed first. */
+    projects: (userId: string) =>
+      k.selectFrom('folders').leftJoin('folder_files', 'folder_files.folder_id', 'folders.id')
+        .select(['folders.name', 'folders.is_published', 'folders.updated_at', (eb) => eb.fn.count<number>('folder_files.path').as('file_count')])
+        .where('folders.user_id', '=', userId)
+        .groupBy(['folders.id', 'folders.name', 'folders.is_published', 'folders.updated_at'])
+        .orderBy('folders.updated_at', 'desc').orderBy('folders.name')
+        .execute(),
     async removeFile(folderId: string, path: string): Promise<boolean> {
       const r = await k.deleteFrom('folder_files').where('folder_id', '=', folderId).where('path', '=', path).executeTakeFirst()
       return Number(r.numDeletedRows) > 0

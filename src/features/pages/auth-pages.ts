@@ -1,0 +1,153 @@
+import type { FastifyInstance } from 'fastify'
+import type { Deps } from '../../deps.js'
+import { RESERVED_USERNAMES, USERNAME_RE, UserInputError } from '../../auth/users.js'
+import { passwordProblem } from '../../auth/passwords.js'
+import { sessionCookies } from '../../auth/principal.js'
+import { clientIp, isCrossSite, isHttps, serviceOrigin } from '../../http/origin.js'
+import { formToken, formTokenOk } from '../../http/csrf.js'
+import type { WindowRule } from '../../limits/tiers.js'
+import { sessionCookie } from '../accounts/routes.js'
+import { html, type SafeHtml } from './html.js'
+import type { MsgKey } from './i18n.js'
+import type { PageCtx, PageOut, PageRouter } from './page.js'
+
+/** Successful sign-ups per client address. */
+const REGISTER_RULES: WindowRule[] = [{ name: 'register', kind: 'sliding', ms: 3600_000, limit: 20 }]
+
+const LOGIN_ERRORS: Record<string, MsgKey> = {
+  '1': 'login.error.1', throttled: 'login.error.throttled', disabled: 'login.error.disabled', expired: 'login.error.expired',
+}
+
+function errorList(ctx: PageCtx, errors: MsgKey[]): SafeHtml | string {
+  if (errors.length === 0) return ''
+  return html`<div class="alert error" role="alert"><ul>${errors.map((e) => html`<li>${ctx.t(e)}</li>`)}</ul></div>`
+}
+
+/** The login form (its post goes to the core's POST /login). */
+function loginPage(ctx: PageCtx, token: string, registration: boolean): PageOut {
+  const { t } = ctx
+  const q = ctx.req.query as Record<string, unknown>
+  const err = typeof q.error === 'string' ? LOGIN_ERRORS[q.error] : undefined
+  return {
+    title: t('login.title'),
+    body: html`
+      ${err ? errorList(ctx, [err]) : ''}
+      <form class="card narrow" method="post" action="/login">
+        <input type="hidden" name="_csrf" value="${token}">
+        <label for="username">${t('login.username')}</label>
+        <input id="username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="32" autofocus>
+        <label for="password">${t('login.password')}</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024">
+        <button type="submit" class="primary">${t('login.submit')}</button>
+      </form>
+      ${registration ? html`<p class="narrow">${t('login.no_account')} <a href="/register">${t('nav.register')}</a></p>` : ''}`,
+  }
+}
+
+function registerForm(ctx: PageCtx, token: string, username: string, errors: MsgKey[]): PageOut {
+  const { t } = ctx
+  return {
+    title: t('register.title'),
+    status: errors.length ? 400 : 200,
+    body: html`
+      ${errorList(ctx, errors)}
+      <form class="card narrow" method="post" action="/register">
+        <input type="hidden" name="_csrf" value="${token}">
+        <label for="username">${t('login.username')}</label>
+        <input id="username" name="username" value="${username}" autocomplete="username" autocapitalize="none" spellcheck="false"
+          required minlength="2" maxlength="32" pattern="[a-z0-9][a-z0-9_\\-]{1,31}" aria-describedby="username-hint">
+        <p class="hint" id="username-hint">${t('register.username_hint')}</p>
+        <label for="password">${t('login.password')}</label>
+        <input id="password" name="password" type="password" autocomplete="new-password" required minlength="8" maxlength="1024" aria-describedby="password-hint">
+        <p class="hint" id="password-hint">${t('register.password_hint')}</p>
+        <label for="password2">${t('register.password2')}</label>
+        <input id="password2" name="password2" type="password" autocomplete="new-password" required minlength="8" maxlength="1024">
+        <button type="submit" class="primary">${t('register.submit')}</button>
+      </form>
+      <p class="narrow">${t('register.have_account')} <a href="/login">${t('nav.login')}</a></p>`,
+  }
+}
+
+function closedPage(ctx: PageCtx): PageOut {
+  return {
+    title: ctx.t('register.closed.title'),
+    status: 403,
+    body: html`<p class="card narrow">${ctx.t('register.closed.text')}</p><p class="narrow"><a href="/login">${ctx.t('nav.login')}</a></p>`,
+  }
+}
+
+/** /, /login, /register (sign-up), /logout (a confirmation form; the post is in accounts). */
+export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): void {
+  const { config, users, sessions, limits, clock } = deps
+  const { page } = pages
+
+  page('/', 'optional', (ctx) => {
+    ctx.reply.redirect(ctx.user ? '/dashboard' : '/login', 303)
+  })
+
+  page('/login', 'guest', (ctx) => {
+    const ft = formToken(ctx.req)
+    if (ft.setCookie) ctx.reply.header('Set-Cookie', ft.setCookie)
+    return loginPage(ctx, ft.token, config.registration)
+  })
+
+  page('/register', 'guest', (ctx) => {
+    if (!config.registration) return closedPage(ctx)
+    const ft = formToken(ctx.req)
+    if (ft.setCookie) ctx.reply.header('Set-Cookie', ft.setCookie)
+    return registerForm(ctx, ft.token, '', [])
+  })
+
+  page('/logout', 'optional', (ctx) => {
+    if (!ctx.user) {
+      ctx.reply.redirect('/login', 303)
+      return
+    }
+    return {
+      title: ctx.t('logout.title'),
+      body: html`<form class="card narrow" method="post" action="/logout">
+        <p>${ctx.t('logout.text')}</p>
+        <input type="hidden" name="_csrf" value="${ctx.csrf}">
+        <button type="submit" class="primary">${ctx.t('nav.logout')}</button>
+      </form>`,
+    }
+  })
+
+  app.post('/register', { schema: { hide: true } }, async (req, reply) => {
+    if (!isHttps(req, config)) return reply.redirect(`${serviceOrigin(req, config)}/register`, 301)
+    reply.header('Cache-Control', 'no-store')
+    const ctx = pages.context(req, reply, null)
+    if (!config.registration) return pages.send(ctx, closedPage(ctx))
+    const body = (req.body ?? {}) as Record<string, unknown>
+    const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : '')
+    const username = str('username').trim().toLowerCase().slice(0, 64)
+    const password = str('password')
+    const ft = formToken(req)
+    if (ft.setCookie) reply.header('Set-Cookie', ft.setCookie)
+    const again = (errors: MsgKey[]) => pages.send(ctx, registerForm(ctx, ft.token, username, errors))
+
+    if (isCrossSite(req, config) || !formTokenOk(req)) return again(['register.error.expired'])
+    const errors: MsgKey[] = []
+    if (RESERVED_USERNAMES.has(username)) errors.push('register.error.reserved')
+    else if (!USERNAME_RE.test(username)) errors.push('register.error.format')
+    if (passwordProblem(password)) errors.push('register.error.password')
+    else if (password !== str('password2')) errors.push('register.error.mismatch')
+    if (errors.length) return again(errors)
+
+    const ip = clientIp(req, config)
+    if (!(await limits.hit(`register:ip:${ip}`, REGISTER_RULES, clock.now(), false)).allowed) return again(['register.error.throttled'])
+    let userId: string
+    try {
+      userId = (await users.create(username, password)).id
+    } catch (e) {
+      if (e instanceof UserInputError) return again(['register.error.taken'])
+      throw e
+    }
+    await limits.hit(`register:ip:${ip}`, REGISTER_RULES, clock.now(), true)
+    // signed in at once, with a new session id (a previous session of this browser ends)
+    for (const old of sessionCookies(req.headers.cookie)) await sessions.destroy(old).catch(() => {})
+    const s = await sessions.create(userId)
+    reply.header('Set-Cookie', sessionCookie(s.id, config.sessionTtlSeconds))
+    return reply.redirect('/dashboard', 303)
+  })
+}

@@ -1,0 +1,324 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import zlib from 'node:zlib'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { sha256hex } from '../../src/auth/tokens.js'
+
+/**
+ * The web interface end to end in headless Chromium (Debian's, no download): a new user signs
+ * up, creates an API key and uses it, uploads a folder, publishes it and opens the site,
+ * creates a form and sees a submission made from the hosted page, stores a KV entry and reads
+ * it publicly; plus single files, images and hosted data. Screenshots of the main pages go to
+ * test-output/screenshots/.
+ */
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..')
+const shots = path.join(root, 'test-output', 'screenshots')
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
+  '--no-first-run', '--disable-component-update', '--disable-sync']
+
+/** A 1x1 PNG. */
+function png(): Buffer {
+  const crc = (buf: Buffer) => {
+    let c = ~0
+    for (const b of buf) {
+      c ^= b
+      for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1))
+    }
+    return (~c) >>> 0
+  }
+  const chunk = (type: string, data: Buffer) => {
+    const len = Buffer.alloc(4)
+    len.writeUInt32BE(data.length)
+    const td = Buffer.concat([Buffer.from(type), data])
+    const c = Buffer.alloc(4)
+    c.writeUInt32BE(crc(td))
+    return Buffer.concat([len, td, c])
+  }
+  const ihdr = Buffer.from([0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0])
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr),
+    chunk('IDAT', zlib.deflateSync(Buffer.from([0, 255, 0, 0]))), chunk('IEND', Buffer.alloc(0))])
+}
+
+for (const engine of ENGINES) {
+  describe(`web interface in Chromium [${engine}]`, () => {
+    let s: TestServer
+    let ctx: BrowserContext
+    let page: Page
+    let tmp: string
+    const problems: string[] = []
+    const username = `web${Date.now().toString(36).slice(-6)}`
+    const password = 'a long e2e password'
+    let submitUrl = ''
+    const shot = (name: string) => page.screenshot({ path: path.join(shots, `${engine}-${name}.png`), fullPage: true })
+    const go = async (p: string) => {
+      await page.goto(s.url + p)
+      await page.waitForLoadState('networkidle')
+    }
+    const statusText = (id: string) => page.locator(`#${id}`).textContent()
+
+    before(async () => {
+      fs.mkdirSync(shots, { recursive: true })
+      s = await startServer({ engine, env: { RATE_LIMITS: '{"authenticated":{"minute":1000,"hour":10000}}' } })
+      tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-web-'))
+      ctx = await chromium.launchPersistentContext(path.join(tmp, 'profile'), {
+        executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, ignoreHTTPSErrors: true, locale: 'en-US',
+        viewport: { width: 1200, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'],
+      })
+      page = ctx.pages()[0] ?? (await ctx.newPage())
+      page.setDefaultTimeout(10_000)
+      // a CSP or Trusted Types violation, or a script error, on the service's pages fails the run
+      page.on('console', (m) => {
+        if (m.type() === 'error' && /Content Security Policy|TrustedHTML|Trusted Type|Refused to/i.test(m.text())) problems.push(m.text())
+      })
+      page.on('pageerror', (e) => problems.push(String(e)))
+      page.on('dialog', (d) => void d.accept())
+    })
+    after(async () => {
+      await ctx?.close().catch(() => {})
+      await s?.close()
+      fs.rmSync(tmp, { recursive: true, force: true })
+    })
+
+    it('signs up a new user from the register page', async () => {
+      await go('/register')
+      await page.getByLabel('Username').fill(username)
+      await page.getByLabel('Password', { exact: true }).fill(password)
+      await page.getByLabel('Repeat the password').fill(password)
+      await shot('register')
+      await page.getByRole('button', { name: 'Create account' }).click()
+      await page.waitForURL('**/dashboard')
+      assert.match(await page.locator('main').textContent() ?? '', new RegExp(`Welcome, ${username}`))
+      await shot('dashboard')
+      // the language switch
+      await page.getByRole('link', { name: '中文' }).click()
+      await page.waitForURL('**/dashboard')
+      assert.equal(await page.locator('h1').textContent(), '控制台')
+      await page.getByRole('link', { name: 'English' }).click()
+      assert.equal(await page.locator('h1').textContent(), 'Dashboard')
+    })
+
+    it('creates an API key, shows it once, and the key works with the API', async () => {
+      await go('/api-keys')
+      await page.getByLabel('Name').fill('e2e key')
+      await page.getByLabel(/Expires after/).fill('30')
+      await page.getByRole('button', { name: 'Create key' }).click()
+      await page.locator('#new-key').waitFor({ state: 'visible' })
+      const key = await page.locator('#new-key-value').inputValue()
+      assert.match(key, /^svc_[A-Za-z0-9]{60}$/)
+      await page.locator('#keys-table tbody tr', { hasText: 'e2e key' }).waitFor()
+      await page.locator('#new-key-copy').click()
+      assert.equal(await page.evaluate(() => navigator.clipboard.readText()), key)
+      await shot('api-keys')
+      const me = await s.get('/svc_api/me', { key })
+      assert.equal(me.status, 200)
+      assert.equal(me.json.data.username, username)
+      assert.equal(me.json.data.via, 'key')
+      // the key is never shown again
+      await go('/api-keys')
+      assert.ok(!(await page.content()).includes(key))
+      // disable it from the page: the API refuses it
+      await page.locator('#keys-table tbody tr', { hasText: 'e2e key' }).getByRole('button', { name: 'Disable' }).click()
+      await page.locator('#keys-table tbody tr', { hasText: 'e2e key' }).getByRole('button', { name: 'Enable' }).waitFor()
+      assert.equal((await s.get('/svc_api/me', { key })).status, 401)
+    })
+
+    it('creates a form with the field builder', async () => {
+      await go('/dashboard/forms')
+      await page.getByLabel('Form name').fill('Contact')
+      await page.getByRole('button', { name: 'Add field' }).click()
+      const rows = page.locator('#field-rows > li')
+      await rows.nth(1).getByLabel('Field name').fill('message')
+      await rows.nth(1).getByLabel('Type').selectOption('textarea')
+      await page.getByRole('button', { name: 'Create form' }).click()
+      await page.locator('#subs').waitFor({ state: 'visible' })
+      submitUrl = (await page.locator('#subs-url').textContent()) ?? ''
+      assert.match(submitUrl, /\/api\/forms\/submit\/[A-Za-z0-9_-]+$/)
+      await page.locator('#forms-table tbody tr', { hasText: 'Contact' }).waitFor()
+      await shot('forms')
+    })
+
+    it('uploads a folder with sub-folders, publishes it and opens the site', async () => {
+      const site = path.join(tmp, 'mysite')
+      fs.mkdirSync(path.join(site, 'css'), { recursive: true })
+      fs.mkdirSync(path.join(site, 'docs', 'deep'), { recursive: true })
+      fs.writeFileSync(path.join(site, 'index.html'), `<!doctype html><html><head><link rel="stylesheet" href="css/site.css"><title>My site</title></head>
+<body><h1 id="title">Hello from my site</h1>
+<form id="contact" action="${submitUrl}" method="post">
+<label>Name <input name="name" id="name"></label>
+<label>Message <textarea name="message" id="message"></textarea></label>
+<button type="submit">Send</button></form></body></html>`)
+      fs.writeFileSync(path.join(site, 'css', 'site.css'), 'h1 { color: rgb(0, 128, 0); }')
+      fs.writeFileSync(path.join(site, 'docs', 'deep', 'page.html'), '<p>deep page</p>')
+      fs.writeFileSync(path.join(site, 'docs', '<b id=treeinj>x.txt'), 'a file name with markup')
+
+      await go('/dashboard/folders')
+      await page.locator('#folder-input').setInputFiles(site)
+      assert.equal(await page.getByLabel('Project name').inputValue(), 'mysite')
+      await page.getByRole('button', { name: 'Upload folder' }).click()
+      await page.waitForFunction(() => /4 uploaded, 0 failed/.test(document.getElementById('folders-status')!.textContent ?? ''))
+      // the tree keeps the sub-folders
+      const tree = page.locator('#project-tree')
+      await tree.getByText('deep/').waitFor()
+      await tree.getByRole('link', { name: 'site.css' }).waitFor()
+      // a file name with markup is shown as text
+      await tree.getByRole('link', { name: '<b id=treeinj>x.txt' }).waitFor()
+      assert.equal(await page.locator('#treeinj').count(), 0)
+      await page.getByRole('button', { name: 'Publish', exact: true }).click()
+      await page.locator('#project-site').waitFor({ state: 'visible' })
+      const siteUrl = await page.locator('#project-site').getAttribute('href')
+      assert.equal(siteUrl, `${s.url}/${username}/mysite/`)
+      await page.locator('#projects-table tbody tr', { hasText: 'mysite' }).getByText('published').waitFor()
+      await shot('folders')
+
+      // open the site from the page (a new tab), and post the form from the hosted page
+      const [tab] = await Promise.all([ctx.waitForEvent('page'), page.locator('#project-site').click()])
+      await tab.waitForLoadState()
+      assert.equal(await tab.locator('#title').textContent(), 'Hello from my site')
+      assert.equal(await tab.locator('#title').evaluate((e) => getComputedStyle(e).color), 'rgb(0, 128, 0)')
+      await tab.locator('#name').fill('Visitor')
+      await tab.locator('#message').fill('<img src=x id=injected>Hi there')
+      await Promise.all([tab.waitForNavigation(), tab.getByRole('button', { name: 'Send' }).click()])
+      assert.match(await tab.content(), /"success":\s*true/)
+      await tab.close()
+    })
+
+    it('shows the submission made from the hosted page, as text, and marks it read', async () => {
+      await go('/dashboard/forms')
+      const row = page.locator('#forms-table tbody tr', { hasText: 'Contact' })
+      await row.getByRole('button', { name: 'Submissions' }).click()
+      const sub = page.locator('#subs-table tbody tr', { hasText: 'Visitor' })
+      await sub.waitFor()
+      assert.match(await sub.textContent() ?? '', /<img src=x id=injected>Hi there/)
+      assert.equal(await page.locator('#injected').count(), 0)
+      assert.match(await sub.getAttribute('class') ?? '', /unread/)
+      await sub.getByRole('button', { name: 'Mark read' }).click()
+      await page.locator('#subs-table tbody tr', { hasText: 'Visitor' }).getByRole('button', { name: 'Mark unread' }).waitFor()
+      await shot('forms-submissions')
+    })
+
+    it('stores a public KV entry and it reads back without authentication', async () => {
+      await go('/dashboard/kv')
+      await page.getByLabel('Key', { exact: true }).fill('greeting')
+      await page.getByLabel('Type').selectOption('json')
+      await page.getByLabel('Value').fill('{"hello": "<b>world</b>", "n": 3}')
+      await page.getByLabel(/Public/).check()
+      await page.getByRole('button', { name: 'Save' }).click()
+      const row = page.locator('#kv-table tbody tr', { hasText: 'greeting' })
+      await row.waitFor()
+      assert.match(await row.textContent() ?? '', /<b>world<\/b>/)
+      await row.getByRole('button', { name: 'Copy public link' }).click()
+      const link = await page.evaluate(() => navigator.clipboard.readText())
+      assert.equal(link, `${s.url}/svc_api/data/public/${username}/greeting`)
+      await shot('kv')
+      const pub = await s.get(`/svc_api/data/public/${username}/greeting`)
+      assert.equal(pub.status, 200)
+      assert.deepEqual(pub.json.data.value, { hello: '<b>world</b>', n: 3 })
+      // edit it back to private from the list: the public read stops
+      await row.getByRole('checkbox').uncheck()
+      await page.locator('#kv-table tbody tr', { hasText: 'greeting' }).getByRole('button', { name: 'Copy public link' }).waitFor({ state: 'detached' })
+      assert.equal((await s.get(`/svc_api/data/public/${username}/greeting`)).status, 404)
+    })
+
+    it('uploads a single HTML file by the file picker and lists it', async () => {
+      await go('/dashboard/files')
+      const file = path.join(tmp, 'hello page.html')
+      fs.writeFileSync(file, '<!doctype html><title>hi</title><p>hello</p>')
+      await page.locator('#file-input').setInputFiles(file)
+      await page.getByRole('button', { name: 'Upload', exact: true }).click()
+      const row = page.locator('#files-table tbody tr', { hasText: 'hello page.html' })
+      await row.waitFor()
+      assert.equal(await row.getByRole('link', { name: 'hello page.html' }).getAttribute('href'), `${s.url}/${username}/hello%20page.html`)
+      await page.getByLabel('Search by name').fill('nothing-like-this')
+      await row.waitFor({ state: 'detached' })
+      await page.getByLabel('Search by name').fill('hello')
+      await page.locator('#files-table tbody tr', { hasText: 'hello page.html' }).waitFor()
+      // a file name with markup: listed as text, never as elements
+      const evil = path.join(tmp, '<img src=x id=fileinj>.html')
+      fs.writeFileSync(evil, '<!doctype html><p>odd name</p>')
+      await page.locator('#file-input').setInputFiles(evil)
+      await page.getByRole('button', { name: 'Upload', exact: true }).click()
+      await page.getByLabel('Search by name').fill('')
+      await page.locator('#files-table tbody tr', { hasText: '<img src=x id=fileinj>.html' }).waitFor()
+      assert.equal(await page.locator('#fileinj').count(), 0)
+      await shot('files')
+    })
+
+    it('activates images with a redeem code, uploads one and edits its remark', async () => {
+      const code = `img-${Date.now()}`
+      await s.deps.db.k.insertInto('redeem_codes').values({ code_hash: sha256hex(code), feature: 'image-host', created_at: Date.now(), redeemed_by: null, redeemed_at: null }).execute()
+      await go('/dashboard/images')
+      await page.getByLabel('Code').fill(code)
+      await page.getByRole('button', { name: 'Redeem' }).click()
+      await page.locator('#img-form').waitFor({ state: 'visible' })
+      fs.writeFileSync(path.join(tmp, 'dot.png'), png())
+      await page.locator('#img-input').setInputFiles(path.join(tmp, 'dot.png'))
+      await page.getByRole('button', { name: 'Upload', exact: true }).click()
+      const item = page.locator('#img-list li', { hasText: 'dot.png' })
+      await item.waitFor()
+      await item.getByLabel('Remark').fill('a red dot')
+      await item.getByRole('button', { name: 'Save remark' }).click()
+      await page.locator('#toast', { hasText: 'Saved.' }).waitFor()
+      await shot('images')
+      const list = await page.evaluate(() => fetch('/api/image-host/images').then((r) => r.json()))
+      assert.equal(list.images[0].remark, 'a red dot')
+    })
+
+    it('activates hosted data, creates a file with two versions and switches the default', async () => {
+      const code = `data-${Date.now()}`
+      await s.deps.db.k.insertInto('redeem_codes').values({ code_hash: sha256hex(code), feature: 'hosted-data', created_at: Date.now(), redeemed_by: null, redeemed_at: null }).execute()
+      await go('/dashboard/data')
+      await page.getByLabel('Code').fill(code)
+      await page.getByRole('button', { name: 'Redeem' }).click()
+      await page.locator('#data-form').waitFor({ state: 'visible' })
+      await page.getByLabel('Name', { exact: true }).fill('scores')
+      await page.locator('#data-content').fill('{"v": 1}')
+      await page.getByRole('button', { name: 'Create', exact: true }).click()
+      await page.locator('#data-detail').waitFor({ state: 'visible' })
+      await page.locator('#version-content').fill('{"v": 2}')
+      await page.getByLabel('Make it the default version').uncheck()
+      await page.getByRole('button', { name: 'Add version' }).click()
+      await page.locator('#versions-table tbody tr').nth(1).waitFor()
+      const row = page.locator('#data-table tbody tr', { hasText: 'scores' })
+      const link = await row.getByRole('link', { name: 'scores' }).getAttribute('href')
+      const pathOf = (u: string) => new URL(u).pathname
+      assert.deepEqual((await s.get(pathOf(link!))).json, { v: 1 })
+      const v2 = page.locator('#versions-table tbody tr').filter({ has: page.locator('td:first-child', { hasText: /^2$/ }) })
+      await v2.getByRole('button', { name: 'Make default' }).click()
+      await v2.getByText('default', { exact: true }).waitFor()
+      assert.deepEqual((await s.get(pathOf(link!))).json, { v: 2 })
+      await shot('data')
+    })
+
+    it('fits a phone-sized screen', async () => {
+      await page.setViewportSize({ width: 375, height: 740 })
+      for (const p of ['/dashboard', '/dashboard/files', '/dashboard/forms', '/api-keys']) {
+        await go(p)
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
+        assert.ok(overflow <= 0, `${p} overflows by ${overflow}px`)
+      }
+      await shot('mobile-api-keys')
+      await go('/dashboard')
+      await shot('mobile-dashboard')
+      await page.setViewportSize({ width: 1200, height: 900 })
+    })
+
+    it('logs out and the login page logs back in', async () => {
+      await go('/dashboard')
+      await page.getByRole('button', { name: 'Log out' }).click()
+      await page.waitForURL('**/login')
+      await shot('login')
+      await page.getByLabel('Username').fill(username)
+      await page.getByLabel('Password').fill(password)
+      await page.getByRole('button', { name: 'Log in' }).click()
+      await page.waitForURL('**/dashboard')
+    })
+
+    it('saw no CSP, Trusted Types or script errors on any page', () => {
+      assert.deepEqual(problems, [])
+    })
+  })
+}

@@ -1,0 +1,296 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { ENGINES, startServer, type Res, type TestServer } from '../support/server.js'
+import { escapeHtml, html, jsonForScript } from '../../src/features/pages/html.js'
+
+/** The directives of a CSP header: name -> tokens. */
+function csp(header: string | undefined): Map<string, string[]> {
+  assert.ok(header, 'Content-Security-Policy present')
+  const out = new Map<string, string[]>()
+  for (const d of header.split(';')) {
+    const [name, ...tokens] = d.trim().split(/\s+/)
+    if (name) out.set(name.toLowerCase(), tokens)
+  }
+  return out
+}
+
+/** Asserts the page headers and that every script and style element carries the nonce. */
+function assertStrictPage(r: Res, path: string): string {
+  assert.equal(r.status, 200, path)
+  assert.match(r.header('content-type')!, /^text\/html/)
+  const policy = csp(r.header('content-security-policy'))
+  const script = policy.get('script-src')!
+  assert.ok(script, `${path}: script-src`)
+  for (const bad of ["'self'", "'unsafe-inline'", "'unsafe-eval'", '*', 'https:', 'data:']) assert.ok(!script.includes(bad), `${path}: script-src has ${bad}`)
+  const nonceTok = script.find((x) => x.startsWith("'nonce-"))
+  assert.ok(nonceTok, `${path}: script-src nonce`)
+  const nonce = nonceTok.slice(7, -1)
+  assert.ok(nonce.length >= 16)
+  const style = policy.get('style-src')!
+  assert.ok(!style.includes("'unsafe-inline'") && !style.includes("'self'"), `${path}: style-src`)
+  assert.deepEqual(policy.get('frame-ancestors'), ["'none'"])
+  assert.deepEqual(policy.get('object-src'), ["'none'"])
+  assert.deepEqual(policy.get('base-uri'), ["'none'"])
+  assert.deepEqual(policy.get('default-src'), ["'none'"])
+  assert.deepEqual(policy.get('form-action'), ["'self'"])
+  assert.equal(r.header('x-frame-options'), 'DENY')
+  assert.equal(r.header('referrer-policy'), 'same-origin')
+  assert.equal(r.header('cross-origin-opener-policy'), 'same-origin')
+  assert.equal(r.header('cache-control'), 'no-store')
+  assert.equal(r.header('x-content-type-options'), 'nosniff')
+  // every executable script and every style element carries this response's nonce
+  const scripts = [...r.text.matchAll(/<script\b([^>]*)>/g)].map((m) => m[1])
+  assert.ok(scripts.length >= 2)
+  for (const attrs of scripts) {
+    if (/type="application\/json"/.test(attrs)) continue
+    assert.ok(attrs.includes(`nonce="${nonce}"`), `${path}: script without nonce: ${attrs}`)
+  }
+  for (const m of r.text.matchAll(/<style\b([^>]*)>/g)) assert.ok(m[1].includes(`nonce="${nonce}"`))
+  assert.ok(!/\son[a-z]+=/i.test(r.text), `${path}: inline event handler`)
+  assert.ok(!/\sstyle=/i.test(r.text), `${path}: inline style attribute`)
+  return nonce
+}
+
+const formField = (text: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(text)?.[1]
+const cookieOf = (r: Res, name: string) => {
+  const sc = r.headers['set-cookie']
+  const all = Array.isArray(sc) ? sc : sc ? [sc] : []
+  return all.map((c) => c.split(';')[0]).find((c) => c.startsWith(`${name}=`))
+}
+const BROWSER = { 'sec-fetch-site': 'same-origin', accept: 'text/html' }
+
+describe('page templates', () => {
+  it('escape interpolated values and keep nested templates', () => {
+    const name = '<script>alert("x")</script>&\'`'
+    assert.equal(html`<p title="${name}">${name}</p>`.value,
+      '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;&#96;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;&#96;</p>')
+    assert.equal(html`<ul>${['<a>', html`<b>${'<i>'}</b>`]}</ul>`.value, '<ul>&lt;a&gt;<b>&lt;i&gt;</b></ul>')
+    assert.equal(escapeHtml('"\''), '&quot;&#39;')
+    const j = jsonForScript({ v: '</script><!-- \u2028 &' }).value
+    assert.ok(!j.includes('<') && !j.includes('>') && !j.includes('&'))
+    assert.deepEqual(JSON.parse(j), { v: '</script><!-- \u2028 &' })
+  })
+})
+
+for (const engine of ENGINES) {
+  describe(`web pages [${engine}]`, () => {
+    let s: TestServer
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    let cookie: string
+    before(async () => {
+      s = await startServer({ engine })
+      alice = await s.user()
+      cookie = await s.login(alice.username, alice.password)
+    })
+    after(() => s.close())
+
+    it('serves every page with a strict nonce-based CSP, frame-ancestors none and no-store', async () => {
+      const seen = new Set<string>()
+      for (const p of ['/login', '/register']) seen.add(assertStrictPage(await s.get(p), p))
+      for (const p of ['/dashboard', '/api-keys', '/dashboard/files', '/dashboard/folders', '/dashboard/kv', '/dashboard/forms', '/dashboard/images', '/dashboard/data', '/logout']) {
+        seen.add(assertStrictPage(await s.get(p, { cookie }), p))
+      }
+      assert.equal(seen.size, 11, 'a fresh nonce per response')
+    })
+
+    it('sends visitors without a session to /login, and signed-in users away from /login', async () => {
+      for (const p of ['/dashboard', '/api-keys', '/dashboard/kv', '/']) {
+        const r = await s.get(p)
+        assert.equal(r.status, 303, p)
+        assert.equal(r.header('location'), '/login')
+      }
+      const r = await s.get('/login', { cookie })
+      assert.equal(r.header('location'), '/dashboard')
+      // an ended session is treated as none
+      const bad = await s.get('/dashboard', { cookie: 'session=' + 'A'.repeat(43) })
+      assert.equal(bad.header('location'), '/login')
+    })
+
+    it('puts the session CSRF token in the page, and requires it on browser cookie writes', async () => {
+      const page = await s.get('/api-keys', { cookie })
+      const token = /<meta name="csrf-token" content="([^"]+)">/.exec(page.text)?.[1]
+      assert.ok(token && token.length >= 32)
+      assert.equal(token, await s.csrfToken(cookie))
+      const keys = await s.get('/svc_api/api-keys', { cookie })
+      const id = keys.json.data.keys[0].id as string
+      const disable = (headers: Record<string, string>) => s.post(`/svc_api/api-keys/${id}/disable`, { cookie, headers })
+
+      // a browser request (fetch metadata or Origin) without the token: 403, 1012, nothing changed
+      const refused: Array<Record<string, string>> = [{ 'sec-fetch-site': 'same-origin' }, { origin: s.url }, { 'sec-fetch-site': 'same-origin', 'x-csrf-token': 'x'.repeat(32) }]
+      for (const h of refused) {
+        const r = await disable(h)
+        assert.equal(r.status, 403, JSON.stringify(h))
+        assert.equal(r.json.error_code, 1012)
+      }
+      assert.equal((await s.get('/svc_api/api-keys', { cookie })).json.data.keys[0].enabled, true)
+      // with the token: accepted
+      const ok = await disable({ 'sec-fetch-site': 'same-origin', origin: s.url, 'x-csrf-token': token })
+      assert.equal(ok.status, 200)
+      assert.equal((await s.get('/svc_api/api-keys', { cookie })).json.data.keys[0].enabled, false)
+      // no browser headers at all (curl with a cookie, scripts): unaffected
+      const cli = await s.post(`/svc_api/api-keys/${id}/enable`, { cookie })
+      assert.equal(cli.status, 200)
+      // the cross-site rule still comes first, token or not
+      const xs = await disable({ 'sec-fetch-site': 'cross-site', 'x-csrf-token': token })
+      assert.equal(xs.json.error_code, 1008)
+      // a session-only JSON write from the page (redeem) is refused without the token too
+      const redeem = await s.post('/api/redeem', { cookie, json: { code: 'nope' }, headers: { 'sec-fetch-site': 'same-origin' } })
+      assert.equal(redeem.status, 403)
+    })
+
+    it('leaves API-key requests alone, with or without fetch metadata', async () => {
+      const r = await s.get('/svc_api/me', { key: alice.key, headers: { 'sec-fetch-site': 'same-origin' } })
+      assert.equal(r.status, 200)
+      assert.equal(r.json.data.via, 'key')
+    })
+
+    it('protects the login form with a form token (login CSRF) and keeps script logins working', async () => {
+      const page = await s.get('/login')
+      const formCookie = cookieOf(page, 'form_csrf')!
+      const token = formField(page.text, '_csrf')!
+      assert.ok(formCookie && token && formCookie === `form_csrf=${token}`)
+      const creds = { username: alice.username, password: alice.password }
+      // browser post without the token, or with another token: back to the form, no session
+      for (const form of [creds, { ...creds, _csrf: 'B'.repeat(32) }]) {
+        const r = await s.post('/login', { form, cookie: formCookie, headers: BROWSER })
+        assert.equal(r.status, 303)
+        assert.equal(r.header('location'), '/login?error=expired')
+        assert.equal(cookieOf(r, 'session'), undefined)
+      }
+      const none = await s.post('/login', { form: { ...creds, _csrf: token }, headers: BROWSER })
+      assert.equal(none.header('location'), '/login?error=expired')
+      // with the page's token: signed in
+      const ok = await s.post('/login', { form: { ...creds, _csrf: token }, cookie: formCookie, headers: BROWSER })
+      assert.equal(ok.status, 303)
+      assert.equal(ok.header('location'), '/dashboard')
+      assert.ok(cookieOf(ok, 'session'))
+      // a foreign origin is refused whatever it carries
+      const evil = await s.post('/login', { form: { ...creds, _csrf: token }, cookie: formCookie, headers: { ...BROWSER, origin: 'https://evil.test' } })
+      assert.equal(cookieOf(evil, 'session'), undefined)
+      // wrong password from the page: the usual error
+      const wrong = await s.post('/login', { form: { ...creds, password: 'wrong-password', _csrf: token }, cookie: formCookie, headers: BROWSER })
+      assert.equal(wrong.header('location'), '/login?error=1')
+      assert.match((await s.get('/login?error=1', { headers: { 'accept-language': 'en' } })).text, /Wrong username or password/)
+    })
+
+    it('logs out from the page only with the session token', async () => {
+      const c = await s.login(alice.username, alice.password)
+      const page = await s.get('/dashboard', { cookie: c })
+      const token = formField(page.text, '_csrf')!
+      const bad = await s.post('/logout', { cookie: c, form: { _csrf: 'nope' }, headers: BROWSER })
+      assert.equal(bad.header('location'), '/logout')
+      assert.equal((await s.get('/svc_api/me', { cookie: c })).status, 200)
+      const ok = await s.post('/logout', { cookie: c, form: { _csrf: token }, headers: BROWSER })
+      assert.equal(ok.header('location'), '/login')
+      assert.equal((await s.get('/svc_api/me', { cookie: c })).status, 401)
+    })
+
+    it('registers a new account from the form and signs it in', async () => {
+      const page = await s.get('/register')
+      const formCookie = cookieOf(page, 'form_csrf')!
+      const _csrf = formField(page.text, '_csrf')!
+      const name = `new${Date.now().toString(36)}`
+      const r = await s.post('/register', { form: { _csrf, username: name, password: 'a long password', password2: 'a long password' }, cookie: formCookie, headers: BROWSER })
+      assert.equal(r.status, 303)
+      assert.equal(r.header('location'), '/dashboard')
+      const session = cookieOf(r, 'session')!
+      assert.match(r.header('set-cookie')!, /HttpOnly; Secure; SameSite=Lax/)
+      const me = await s.get('/svc_api/me', { cookie: session })
+      assert.equal(me.json.data.username, name)
+      const dash = await s.get('/dashboard', { cookie: session })
+      assert.ok(dash.text.includes(name))
+      // the same name again, reserved names, bad names, short or different passwords: refused, with the reason
+      const cases: Array<[Record<string, string>, RegExp]> = [
+        [{ username: name, password: 'a long password', password2: 'a long password' }, /taken/],
+        [{ username: 'dashboard', password: 'a long password', password2: 'a long password' }, /reserved/],
+        [{ username: 'API-Keys', password: 'a long password', password2: 'a long password' }, /reserved/],
+        [{ username: 'a', password: 'a long password', password2: 'a long password' }, /2-32 characters/],
+        [{ username: 'okname1', password: 'short', password2: 'short' }, /at least 8/],
+        [{ username: 'okname1', password: 'a long password', password2: 'another one!' }, /differ/],
+      ]
+      for (const [form, msg] of cases) {
+        const x = await s.post('/register', { form: { ...form, _csrf }, cookie: formCookie, headers: { ...BROWSER, 'accept-language': 'en' } })
+        assert.equal(x.status, 400, JSON.stringify(form))
+        assert.match(x.text, msg)
+        assert.equal(cookieOf(x, 'session'), undefined)
+      }
+      assert.equal(await s.deps.users.byName('okname1'), undefined)
+      // a browser post without the form token is refused (sign-up CSRF)
+      const noToken = await s.post('/register', { form: { username: 'okname2', password: 'a long password', password2: 'a long password' }, headers: BROWSER })
+      assert.equal(noToken.status, 400)
+      assert.equal(await s.deps.users.byName('okname2'), undefined)
+    })
+
+    it('escapes a username with <script> echoed back by the sign-up form', async () => {
+      const page = await s.get('/register')
+      const payload = '"><script>alert(1)</script>'
+      const r = await s.post('/register', {
+        form: { _csrf: formField(page.text, '_csrf')!, username: payload, password: 'a long password', password2: 'a long password' },
+        cookie: cookieOf(page, 'form_csrf')!, headers: BROWSER,
+      })
+      assert.equal(r.status, 400)
+      assert.ok(!r.text.includes('<script>alert(1)'))
+      assert.ok(r.text.includes('value="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"'))
+    })
+
+    it('speaks English or Chinese by Accept-Language, with a switch kept in the lang cookie', async () => {
+      const en = await s.get('/login', { headers: { 'accept-language': 'en-US,en;q=0.9' } })
+      assert.match(en.text, /<html lang="en">/)
+      assert.match(en.text, /<title>Log in/)
+      const zh = await s.get('/login', { headers: { 'accept-language': 'zh-CN' } })
+      assert.match(zh.text, /<html lang="zh-CN">/)
+      assert.match(zh.text, /登录/)
+      const sw = await s.get('/login?lang=zh', { headers: { 'accept-language': 'en' } })
+      assert.equal(sw.status, 303)
+      assert.equal(sw.header('location'), '/login')
+      const lang = cookieOf(sw, 'lang')!
+      assert.equal(lang, 'lang=zh')
+      const after = await s.get('/login', { cookie: lang, headers: { 'accept-language': 'en' } })
+      assert.match(after.text, /<html lang="zh-CN">/)
+      // every page has labelled controls: each input/select/textarea id has a <label for>
+      const page = await s.get('/dashboard/forms', { cookie })
+      const ids = [...page.text.matchAll(/<(?:input|select|textarea)\b[^>]*\bid="([^"]+)"/g)].map((m) => m[1])
+      for (const id of ids) assert.ok(page.text.includes(`for="${id}"`) || new RegExp(`<label class="check"><input[^>]*id="${id}"`).test(page.text), `label for ${id}`)
+    })
+
+    it('serves the page scripts from /static with a JavaScript type', async () => {
+      const page = await s.get('/api-keys', { cookie })
+      const src = /src="(\/static\/keys\.js\?v=[0-9a-f]+)"/.exec(page.text)![1]
+      const js = await s.get(src)
+      assert.equal(js.status, 200)
+      assert.match(js.header('content-type')!, /^text\/javascript/)
+      assert.equal(js.header('x-content-type-options'), 'nosniff')
+      assert.match(js.header('cache-control')!, /immutable/)
+      const again = await s.get('/static/keys.js', { headers: { 'if-none-match': js.header('etag')! } })
+      assert.equal(again.status, 304)
+      assert.equal((await s.get('/static/nope.js')).status, 404)
+      assert.equal((await s.get('/static/..%2fapp-pages.ts')).status, 404)
+      // no page script writes HTML into the DOM
+      for (const name of ['common', 'keys', 'files', 'folders', 'kv', 'forms', 'images', 'data']) {
+        const body = (await s.get(`/static/${name}.js`)).text
+        assert.ok(!/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/.test(body), name)
+      }
+    })
+  })
+
+  describe(`registration switched off [${engine}]`, () => {
+    let s: TestServer
+    before(async () => {
+      s = await startServer({ engine, env: { REGISTRATION: '0' } })
+    })
+    after(() => s.close())
+
+    it('shows a clear page and creates no account', async () => {
+      const page = await s.get('/register', { headers: { 'accept-language': 'en' } })
+      assert.equal(page.status, 403)
+      assert.match(page.text, /Registration is closed/)
+      assert.ok(!page.text.includes('name="password"'))
+      const r = await s.post('/register', { form: { username: 'someone', password: 'a long password', password2: 'a long password' }, headers: { 'accept-language': 'en' } })
+      assert.equal(r.status, 403)
+      assert.match(r.text, /Registration is closed/)
+      assert.equal(await s.deps.users.byName('someone'), undefined)
+      const login = await s.get('/login', { headers: { 'accept-language': 'en' } })
+      assert.ok(!login.text.includes('href="/register"'))
+    })
+  })
+}
