@@ -62,7 +62,8 @@ SIZE=$(curl -sf "${H[@]}" "$KV_URL" | wc -c)
 # a static file of exactly the same size on the public host, if this build has one
 REF_URL="$BASE/healthz"
 REF_NAME="/healthz (no public host on this build)"
-printf '%*s' "$SIZE" '' | tr ' ' 'x' >"$DATA/same-size.html"
+# an HTML page (the upload sniffs content) of exactly $SIZE bytes
+node -e 'const n=+process.argv[1]; const h="<!doctype html><p>", t="</p>\n"; process.stdout.write(h + "x".repeat(Math.max(0, n - h.length - t.length)) + t)' "$SIZE" >"$DATA/same-size.html"
 if curl -sf "${H[@]}" "${AUTH[@]}" -F "file=@$DATA/same-size.html;type=text/html" "$BASE/svc_api/upload" >/dev/null 2>&1; then
   if curl -sf "${H[@]}" "$BASE/$USER/same-size.html" -o /dev/null; then
     REF_URL="$BASE/$USER/same-size.html"

@@ -87,8 +87,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   installErrorHandling(app, config)
   installMetrics(app, config)
 
-  app.addHook('onSend', async (_req, reply) => {
+  app.addHook('onSend', (_req, reply, payload, done) => {
     if (!reply.hasHeader('x-content-type-options')) reply.header('X-Content-Type-Options', 'nosniff')
+    done(null, payload)
   })
 
   // behind a proxy, a page requested over plain HTTP is redirected (API paths answer 1116 in the guard)

@@ -10,6 +10,9 @@ import { fromBrowser, tokensEqual } from './csrf.js'
 import type { AuthMode } from './types.js'
 
 const SLOT_TTL_MS = 10 * 60_000
+// concurrency slot ids: unique per process (random prefix, for Redis shared by instances) and per request
+const TOKEN_PREFIX = `${crypto.randomBytes(6).toString('hex')}:`
+let tokenSeq = 0
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 const CODE_BY_WINDOW: Record<string, ErrorKey> = { minute: 'RATE_LIMIT_MINUTE', hour: 'RATE_LIMIT_HOUR', day: 'RATE_LIMIT_DAY' }
 
@@ -66,7 +69,7 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
     }
 
     if (cfg.rateLimit !== false) {
-      const token = crypto.randomUUID()
+      const token = `${TOKEN_PREFIX}${++tokenSeq}`
       const slot = await limits.acquire(identity, rules.concurrent, token, now, SLOT_TTL_MS)
       if (!slot.ok) {
         const peek = await limits.hit(identity, rules.windows, now, false)
@@ -85,8 +88,8 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
           void limits.release(identity, token)
         }
       }
+      // 'close' follows every response: finished, failed or aborted by the client
       reply.raw.once('close', release)
-      reply.raw.once('finish', release)
       let hit: HitResult
       try {
         hit = await limits.hit(identity, rules.windows, now, true)
@@ -125,10 +128,13 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
   })
 
   // NUL can never be stored or matched (PostgreSQL refuses it in text): one clear 400 for every route
-  app.addHook('preValidation', async (req) => {
-    if (hasNul(req.params) || hasNul(req.query)) {
-      throw new AppError('INVALID_PARAMETER', { params: { detail: 'NUL characters are not allowed in paths or query strings' } })
+  // (a decoded NUL can only come from %00 in the URL: the HTTP parser refuses raw NUL bytes)
+  app.addHook('preValidation', (req, _reply, done) => {
+    if (req.url.includes('%00') && (hasNul(req.params) || hasNul(req.query))) {
+      done(new AppError('INVALID_PARAMETER', { params: { detail: 'NUL characters are not allowed in paths or query strings' } }))
+      return
     }
+    done()
   })
 }
 

@@ -106,11 +106,12 @@ export function countFastPath(method: string, status: number, seconds: number): 
 
 /** Counts every request (route pattern, method, status, latency) and serves GET /metrics. */
 export function installMetrics(app: FastifyInstance, config: Config): void {
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     const route = routeLabel(req)
     const method = METHODS.has(req.method) ? req.method : 'OTHER'
     metrics.requests.inc({ route, method, status: String(reply.statusCode) })
     metrics.duration.observe({ route, method }, reply.elapsedTime / 1000)
+    done()
   })
   app.addHook('onError', async (_req, _reply, err) => {
     if (!(err instanceof AppError)) return
