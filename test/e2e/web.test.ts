@@ -195,8 +195,11 @@ for (const engine of ENGINES) {
       assert.match(await sub.textContent() ?? '', /<img src=x id=injected>Hi there/)
       assert.equal(await page.locator('#injected').count(), 0)
       assert.match(await sub.getAttribute('class') ?? '', /unread/)
+      const put = page.waitForResponse((r) => r.url().includes('/svc_api/forms/mark_read/'))
       await sub.getByRole('button', { name: 'Mark read' }).click()
-      await page.locator('#subs-table tbody tr', { hasText: 'Visitor' }).getByRole('button', { name: 'Mark unread' }).waitFor()
+      const marked = await put
+      assert.equal(marked.status(), 200, await marked.text())
+      await page.locator('#subs-table tbody tr', { hasText: 'Visitor' }).getByRole('button', { name: 'Mark unread' }).waitFor({ timeout: 30_000 })
       await shot('forms-submissions')
     })
 
