@@ -71,16 +71,7 @@ const FILE_COLUMNS = [
 ] as const
 
 /** A file with its default version's type and size, and its version count. */
-export interface FileRow {
-  id: string
-  public_token: string
-  display_name: string
-  description: string
-  default_version: number
-  latest_version: number
-  locked: number
-  created_at: number
-  updated_at: number
+export interface FileRow extends Omit<HostedFilesTable, 'user_id'> {
   content_type: string
   size: number
   version_count: number
