@@ -5,9 +5,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { chromium, type BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
 
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
-  '--no-first-run', '--disable-component-update', '--disable-sync']
 
 /**
  * A hosted data file of type text/html with a script, opened in headless Chromium by a
@@ -21,7 +20,7 @@ describe('hosted data in a browser', () => {
   before(async () => {
     s = await startServer({ engine: ENGINES[0] })
     userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
-    ctx = await chromium.launchPersistentContext(userDir, { executablePath: '/usr/bin/chromium', args: ARGS, ignoreHTTPSErrors: true })
+    ctx = await chromium.launchPersistentContext(userDir, { executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, ignoreHTTPSErrors: true })
   })
   after(async () => {
     await ctx?.close()

@@ -6,6 +6,7 @@ import path from 'node:path'
 import { chromium, type BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
+import { chromiumOptions } from '../support/browser.js'
 
 // Browser isolation is a property of the response headers, the same on both engines.
 const engine = ENGINES[0]
@@ -33,12 +34,7 @@ describe(`hosted pages cannot act with a visitor's session (headless Chromium) [
   before(async () => {
     s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
     profile = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
-    ctx = await chromium.launchPersistentContext(profile, {
-      executablePath: '/usr/bin/chromium',
-      ignoreHTTPSErrors: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
-        '--no-first-run', '--disable-component-update', '--disable-sync'],
-    })
+    ctx = await chromium.launchPersistentContext(profile, chromiumOptions)
   })
   after(async () => {
     await ctx?.close()

@@ -6,9 +6,8 @@ import path from 'node:path'
 import { chromium, type BrowserContext } from 'playwright-core'
 import { startServer, type TestServer } from '../support/server.js'
 import { imageForm, svc, SVG_WITH_SCRIPT } from '../support/images.js'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
 
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
-  '--no-first-run', '--disable-component-update', '--disable-sync']
 
 /**
  * A logged-in visitor opens the public link of an uploaded SVG whose script would set the
@@ -30,7 +29,7 @@ describe('image host SVG in a real browser [sqlite]', () => {
     assert.equal(up.status, 200, up.text)
     link = up.json.images[0].public_url
     const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
-    ctx = await chromium.launchPersistentContext(userDataDir, { executablePath: '/usr/bin/chromium', args: ARGS, ignoreHTTPSErrors: true })
+    ctx = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, ignoreHTTPSErrors: true })
     close = async () => {
       await ctx.close()
       fs.rmSync(userDataDir, { recursive: true, force: true })

@@ -7,6 +7,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { chromium, type BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { chromiumOptions } from '../support/browser.js'
 
 // The public read is plain HTTP semantics, the same on both engines: one engine is enough here.
 const engine = ENGINES[0]
@@ -19,12 +20,7 @@ describe(`key-value public read from a sandboxed hosted page [${engine}]`, () =>
   before(async () => {
     s = await startServer({ engine })
     profile = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
-    ctx = await chromium.launchPersistentContext(profile, {
-      executablePath: '/usr/bin/chromium',
-      ignoreHTTPSErrors: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
-        '--no-first-run', '--disable-component-update', '--disable-sync'],
-    })
+    ctx = await chromium.launchPersistentContext(profile, chromiumOptions)
   })
   after(async () => {
     await ctx?.close()

@@ -7,10 +7,9 @@ import path from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { chromium, type BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
 
 const HIGH = JSON.stringify(Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 200 }])))
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
-  '--no-first-run', '--disable-component-update', '--disable-sync']
 /** The sandbox hosted pages get: scripts and forms run in an opaque origin (Origin: null). */
 const PAGE_CSP = 'sandbox allow-scripts allow-forms'
 
@@ -77,7 +76,7 @@ describe('forms in a real browser (chromium)', () => {
   before(async () => {
     userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
     context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true, ignoreHTTPSErrors: true,
+      executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true, ignoreHTTPSErrors: true,
     })
   })
   after(async () => {

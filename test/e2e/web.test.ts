@@ -7,6 +7,7 @@ import zlib from 'node:zlib'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { sha256hex } from '../../src/auth/tokens.js'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
 
 /**
  * The web interface end to end in headless Chromium (Debian's, no download): a new user signs
@@ -17,8 +18,6 @@ import { sha256hex } from '../../src/auth/tokens.js'
  */
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..')
 const shots = path.join(root, 'test-output', 'screenshots')
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
-  '--no-first-run', '--disable-component-update', '--disable-sync']
 
 /** A 1x1 PNG. */
 function png(): Buffer {
@@ -65,7 +64,7 @@ for (const engine of ENGINES) {
       s = await startServer({ engine, env: { RATE_LIMITS: '{"authenticated":{"minute":1000,"hour":10000}}' } })
       tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-web-'))
       ctx = await chromium.launchPersistentContext(path.join(tmp, 'profile'), {
-        executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, ignoreHTTPSErrors: true, locale: 'en-US',
+        executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, ignoreHTTPSErrors: true, locale: 'en-US',
         viewport: { width: 1200, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'],
       })
       page = ctx.pages()[0] ?? (await ctx.newPage())
