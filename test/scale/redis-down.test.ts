@@ -1,17 +1,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import net from 'node:net'
 import crypto from 'node:crypto'
 import { ENGINES, startServer, multipart, dropSchema, type TestServer } from '../support/server.js'
+import { closedPort } from '../support/ports.js'
 
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const srv = net.createServer()
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()))
-  const port = (srv.address() as net.AddressInfo).port
-  await new Promise<void>((r) => srv.close(() => r()))
-  return port
-}
 
 for (const engine of ENGINES) {
   describe(`Redis unreachable [${engine}]`, () => {

@@ -1,15 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import net from 'node:net'
 import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
+import { closedPort } from '../support/ports.js'
 
-async function closedPort(): Promise<number> {
-  const srv = net.createServer()
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()))
-  const port = (srv.address() as net.AddressInfo).port
-  await new Promise<void>((r) => srv.close(() => r()))
-  return port
-}
 
 for (const engine of ENGINES) {
   describe(`S3 storage unreachable [${engine}]`, () => {

@@ -3,7 +3,6 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import net from 'node:net'
 import crypto from 'node:crypto'
 import { Readable } from 'node:stream'
 import { S3Client, PutObjectCommand } from '@aws-sdk/client-s3'
@@ -14,6 +13,7 @@ import { parseS3Url } from '../../src/storage/s3-url.js'
 import { AppError } from '../../src/errors/app-error.js'
 import { loadConfig } from '../../src/config.js'
 import { startS3, type TestS3 } from '../support/s3.js'
+import { closedPort } from '../support/ports.js'
 
 const sha = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex')
 const bytes = (n: number, seed = 1) => {
@@ -214,10 +214,3 @@ describe('S3 driver: failures and configuration', () => {
   })
 })
 
-async function closedPort(): Promise<number> {
-  const srv = net.createServer()
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()))
-  const port = (srv.address() as net.AddressInfo).port
-  await new Promise<void>((r) => srv.close(() => r()))
-  return port
-}
