@@ -57,7 +57,11 @@ export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}
   const clock = o.clock ?? systemClock
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   if (config.migrateOnStart) {
-    await migrateToLatest(db)
+    // a failed migration must not leave the pool open (the process would never exit)
+    await migrateToLatest(db).catch(async (e) => {
+      await db.close().catch(() => {})
+      throw e
+    })
   } else {
     const pending = await pendingMigrations(db)
     if (pending.length > 0) {

@@ -1,4 +1,4 @@
-import { Migrator, type Migration, type MigrationProvider } from 'kysely'
+import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely'
 import type { Db } from './kysely.js'
 import { coreMigrations } from './migrations/core.js'
 import { FEATURES } from '../features/index.js'
@@ -33,7 +33,15 @@ export async function pendingMigrations(db: Db): Promise<string[]> {
 
 /** Brings the schema up to date; runs at every start (unless MIGRATE_ON_START=0) and from `svc migrate`. */
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const { error, results } = await migrator(db).migrateToLatest()
-  if (error) throw error
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator(db).migrateToLatest()
+    if (!error) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+    // PostgreSQL with ?schema=: seen (rarely, with many test schemas created and dropped at
+    // once) as "schema does not exist" right after it was created; create it again and retry
+    if (db.schema && (error as { code?: string }).code === '3F000' && attempt < 3) {
+      await sql`create schema if not exists ${sql.id(db.schema)}`.execute(db.k)
+      continue
+    }
+    throw error
+  }
 }

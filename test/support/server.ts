@@ -97,7 +97,11 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     ...(opts.env ?? {}),
   }
   const config = loadConfig(env)
-  const deps = await createDeps(config, opts)
+  const deps = await createDeps(config, opts).catch(async (e) => {
+    // close what the test handed in, so a failed start fails fast instead of hanging the file
+    await Promise.allSettled([opts.limits?.close(), opts.bus?.close(), opts.blobs?.close()])
+    throw e
+  })
   const tls = await tlsMaterial(config)
   const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls) })
   const l: Listening = await listen(app, config, tls !== null)
