@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks'
+import type { Prepared } from '../../http/prepared-response.js'
 
 const EMPTY = Buffer.alloc(0)
 
@@ -17,15 +18,15 @@ export interface FileEntry {
   compressible: boolean
   /** Whether the bytes are small enough to keep in memory. */
   inMemory: boolean
-  /** Raw header list (name, value, name, value, ...) of a 200 with the identity body. */
-  headers200: string[]
+  /** The 200 answer with the identity body, status line and headers encoded once. */
+  ok: Prepared
   /** Headers shared by every answer about this entry (no length, no encoding). */
   common: string[]
   /** The bytes, once loaded (shared through the body cache). */
   body: BodyEntry | null
-  /** Header lists of the compressed answers, once their lengths are known. */
-  headersGzip: string[] | null
-  headersBr: string[] | null
+  /** The compressed answers' heads, once their lengths are known. */
+  okGzip: Prepared | null
+  okBr: Prepared | null
   freshUntil: number
 }
 

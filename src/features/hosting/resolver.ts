@@ -1,5 +1,6 @@
 import type { Db } from '../../db/kysely.js'
 import { userContentHeaderList } from '../../http/content-headers.js'
+import { prepare } from '../../http/prepared-response.js'
 import { USERNAME_RE, RESERVED_USERNAMES } from '../../auth/users.js'
 import { checkName, checkRelativePath, decodeSegment } from '../folders/paths.js'
 import type { HostCache, HostEntry, FileEntry } from './cache.js'
@@ -31,8 +32,8 @@ export function fileEntry(cache: HostCache, r: { digest: string; size: number; c
     kind: 'file', digest: r.digest, size, contentType: r.content_type, etag, lastModified, lastModifiedSec, compressible,
     inMemory: size <= IN_MEMORY_MAX,
     common,
-    headers200: [...common, 'ETag', etag, 'Content-Length', String(size)],
-    body: null, headersGzip: null, headersBr: null,
+    ok: prepare(200, [...common, 'ETag', etag, 'Content-Length', String(size)]),
+    body: null, okGzip: null, okBr: null,
     freshUntil: cache.freshUntil(),
   }
 }

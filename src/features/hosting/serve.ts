@@ -3,6 +3,7 @@ import zlib from 'node:zlib'
 import { promisify } from 'node:util'
 import type { BlobStore } from '../../storage/blob-store.js'
 import { metrics } from '../../http/metrics.js'
+import { prepare, sendPrepared, type Prepared } from '../../http/prepared-response.js'
 import type { BodyEntry, FileEntry, HostCache, HostEntry } from './cache.js'
 import { plainHeaders, type Resolver } from './resolver.js'
 
@@ -16,7 +17,7 @@ const NOT_FOUND = Buffer.from('Not Found')
 const FORBIDDEN = Buffer.from('Forbidden')
 const BAD_REQUEST = Buffer.from('Bad Request')
 const UNAVAILABLE = Buffer.from('Service Unavailable')
-const H404 = plainHeaders(NOT_FOUND.length)
+const P404 = prepare(404, plainHeaders(NOT_FOUND.length))
 const H403 = plainHeaders(FORBIDDEN.length)
 const H400 = plainHeaders(BAD_REQUEST.length)
 const H503 = plainHeaders(UNAVAILABLE.length)
@@ -116,14 +117,14 @@ export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: Bl
     return b[enc] ?? null
   }
 
-  function headersFor(e: FileEntry, enc: 'br' | 'gzip', body: Buffer): string[] {
-    const field = enc === 'br' ? 'headersBr' : 'headersGzip'
-    let h = e[field]
-    if (!h) {
-      h = [...e.common, 'ETag', `"${e.digest}-${enc === 'br' ? 'br' : 'gz'}"`, 'Content-Encoding', enc, 'Content-Length', String(body.length)]
-      e[field] = h
+  function preparedFor(e: FileEntry, enc: 'br' | 'gzip', body: Buffer): Prepared {
+    const field = enc === 'br' ? 'okBr' : 'okGzip'
+    let p = e[field]
+    if (!p) {
+      p = prepare(200, [...e.common, 'ETag', `"${e.digest}-${enc === 'br' ? 'br' : 'gz'}"`, 'Content-Encoding', enc, 'Content-Length', String(body.length)])
+      e[field] = p
     }
-    return h
+    return p
   }
 
   function notModified(req: IncomingMessage, e: FileEntry): boolean {
@@ -165,21 +166,19 @@ export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: Bl
       if (enc) {
         const v = await variant(e, b, enc)
         if (v) {
-          res.writeHead(200, headersFor(e, enc, v))
-          res.end(head ? undefined : v)
+          sendPrepared(req, res, preparedFor(e, enc, v), v)
           sent(head, v.length)
           return
         }
       }
-      res.writeHead(200, e.headers200)
-      res.end(head ? undefined : b.raw)
+      sendPrepared(req, res, e.ok, b.raw)
       sent(head, b.raw.length)
       return
     }
     // large file: streamed from the blob store, never buffered whole
     const h = range
       ? [...e.common, 'ETag', e.etag, 'Content-Range', `bytes ${range.start}-${range.end}/${e.size}`, 'Content-Length', String(range.end - range.start + 1)]
-      : e.headers200
+      : e.ok.headers as string[]
     if (head) {
       res.writeHead(range ? 206 : 200, h)
       res.end()
@@ -219,12 +218,10 @@ export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: Bl
       b.hot = true
       const v = enc === null ? null : b[enc]
       if (v) {
-        res.writeHead(200, headersFor(e, enc!, v))
-        res.end(head ? undefined : v)
+        sendPrepared(req, res, preparedFor(e, enc!, v), v)
         sent(head, v.length)
       } else {
-        res.writeHead(200, e.headers200)
-        res.end(head ? undefined : b.raw)
+        sendPrepared(req, res, e.ok, b.raw)
         sent(head, b.raw.length)
       }
       return true
@@ -234,8 +231,7 @@ export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: Bl
       res.end()
       return true
     }
-    res.writeHead(404, H404)
-    res.end(head ? undefined : NOT_FOUND)
+    sendPrepared(req, res, P404, NOT_FOUND)
     return true
   }
 

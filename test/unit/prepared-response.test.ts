@@ -1,0 +1,146 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import net from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { prepare, sendPrepared } from '../../src/http/prepared-response.js'
+
+const BODY = Buffer.from('<!doctype html><p>prepared ünïcode</p>\n')
+const HEADERS = ['Content-Type', 'text/html; charset=utf-8', 'Content-Security-Policy', 'sandbox allow-scripts', 'ETag', '"abc"', 'Content-Length', String(BODY.length)]
+const OK = prepare(200, HEADERS)
+
+interface Parsed { status: string; headers: Map<string, string>; body: Buffer }
+
+/** Splits the bytes of one connection into responses (bodies by Content-Length; HEAD: none). */
+function parseResponses(buf: Buffer, heads: boolean[]): Parsed[] {
+  const out: Parsed[] = []
+  let at = 0
+  for (const isHead of heads) {
+    const end = buf.indexOf('\r\n\r\n', at)
+    if (end < 0) break
+    const lines = buf.subarray(at, end).toString('latin1').split('\r\n')
+    const headers = new Map<string, string>()
+    for (const l of lines.slice(1)) {
+      const i = l.indexOf(':')
+      assert.ok(!headers.has(l.slice(0, i).toLowerCase()), `header ${l} sent twice`)
+      headers.set(l.slice(0, i).toLowerCase(), l.slice(i + 1).trim())
+    }
+    const len = isHead ? 0 : Number(headers.get('content-length') ?? 0)
+    out.push({ status: lines[0], headers, body: buf.subarray(end + 4, end + 4 + len) })
+    at = end + 4 + len
+  }
+  assert.equal(at, buf.length, 'no bytes after the last response')
+  return out
+}
+
+/** Sends raw request bytes on one connection; resolves with everything read once `wanted` responses arrived or the server closed. */
+function exchange(port: number, raw: string, heads: boolean[]): Promise<{ responses: Parsed[]; closedByServer: boolean }> {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, '127.0.0.1')
+    const chunks: Buffer[] = []
+    let done = false
+    const finish = (closedByServer: boolean) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      sock.destroy()
+      try {
+        resolve({ responses: parseResponses(Buffer.concat(chunks), heads), closedByServer })
+      } catch (err) {
+        reject(err)
+      }
+    }
+    const timer = setTimeout(() => finish(false), 400)
+    sock.on('data', (d) => chunks.push(d))
+    sock.on('end', () => finish(true))
+    sock.on('error', reject)
+    sock.write(raw)
+  })
+}
+
+describe('prepared responses (the hot paths\' precomputed heads)', () => {
+  let server: http.Server
+  let port = 0
+  before(async () => {
+    server = http.createServer((req, res) => {
+      if (req.url === '/slow') {
+        // an ordinary answer that finishes later: pipelined requests queue behind it
+        setTimeout(() => {
+          res.writeHead(200, ['Content-Type', 'text/plain', 'Content-Length', '4'])
+          res.end('slow')
+        }, 50)
+        return
+      }
+      if (req.url === '/plain') {
+        res.writeHead(200, HEADERS)
+        res.end(req.method === 'HEAD' ? undefined : BODY)
+        return
+      }
+      if (req.url === '/with') {
+        sendPrepared(req, res, OK, BODY, ['X-RateLimit-Remaining', '7'])
+        return
+      }
+      sendPrepared(req, res, OK, BODY)
+    })
+    server.keepAliveTimeout = 5000
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    port = (server.address() as AddressInfo).port
+  })
+  after(async () => {
+    server.closeAllConnections()
+    await new Promise((r) => server.close(r))
+  })
+
+  it('sends exactly the headers (and Date, Connection, Keep-Alive) that writeHead sends, and keeps the connection', async () => {
+    const req = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`
+    const { responses, closedByServer } = await exchange(port, req('/plain') + req('/p') + req('/p'), [false, false, false])
+    assert.equal(closedByServer, false)
+    assert.equal(responses.length, 3)
+    const [plain, a, b] = responses
+    for (const r of [a, b]) {
+      assert.equal(r.status, 'HTTP/1.1 200 OK')
+      assert.deepEqual(r.body, BODY)
+      assert.deepEqual([...r.headers.keys()].sort(), [...plain.headers.keys()].sort())
+      for (const [k, v] of plain.headers) if (k !== 'date') assert.equal(r.headers.get(k), v, k)
+      assert.ok(Math.abs(Date.parse(r.headers.get('date')!) - Date.now()) < 5000)
+    }
+    assert.equal(a.headers.get('connection'), 'keep-alive')
+    assert.equal(a.headers.get('keep-alive'), 'timeout=5')
+  })
+
+  it('answers pipelined requests in order, behind a slower ordinary answer', async () => {
+    const req = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`
+    const { responses } = await exchange(port, req('/slow') + req('/p') + req('/with') + req('/p'), [false, false, false, false])
+    assert.deepEqual(responses.map((r) => r.body.toString()), ['slow', BODY.toString(), BODY.toString(), BODY.toString()])
+    assert.equal(responses[2].headers.get('x-ratelimit-remaining'), '7')
+    assert.equal(responses[1].headers.has('x-ratelimit-remaining'), false)
+  })
+
+  it('HEAD: the same headers, no body, and the connection goes on', async () => {
+    const { responses, closedByServer } = await exchange(port, 'HEAD /p HTTP/1.1\r\nHost: x\r\n\r\nGET /with HTTP/1.1\r\nHost: x\r\n\r\n', [true, false])
+    assert.equal(closedByServer, false)
+    assert.equal(responses[0].headers.get('content-length'), String(BODY.length))
+    assert.equal(responses[0].headers.get('etag'), '"abc"')
+    assert.equal(responses[0].body.length, 0)
+    assert.deepEqual(responses[1].body, BODY)
+    assert.equal(responses[1].headers.get('x-ratelimit-remaining'), '7')
+  })
+
+  it('closes as Node would when the client asks (Connection: close, HTTP/1.0 without keep-alive)', async () => {
+    for (const raw of ['GET /p HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 'GET /with HTTP/1.0\r\n\r\n']) {
+      const { responses, closedByServer } = await exchange(port, raw, [false])
+      assert.equal(closedByServer, true, raw)
+      assert.equal(responses[0].headers.get('connection'), 'close')
+      assert.deepEqual(responses[0].body, BODY)
+    }
+    // HTTP/1.0 with keep-alive stays open
+    const { closedByServer } = await exchange(port, 'GET /p HTTP/1.0\r\nConnection: keep-alive\r\n\r\n', [false])
+    assert.equal(closedByServer, false)
+  })
+
+  it('refuses, when prepared, a header writeHead would refuse', () => {
+    assert.throws(() => prepare(200, ['Bad Name', 'x']))
+    assert.throws(() => prepare(200, ['X-Split', 'a\r\nInjected: 1']))
+    assert.throws(() => prepare(299, []))
+  })
+})
