@@ -7,7 +7,8 @@
 # Starts `bin/svc serve` with TRUST_PROXY=1 (plain HTTP on 127.0.0.1:$PORT, requests carry
 # X-Forwarded-Proto: https), stores a small public entry, then runs wrk at 64 connections
 # against GET /svc_api/data/public/{user}/{key} and against a static file of the same byte
-# size served by the public host. When the public host is not there (no single-file upload on
+# size served by the public host, in alternating rounds (ROUNDS, default 3), and prints the
+# medians and their ratio. When the public host is not there (no single-file upload on
 # this build), the comparison falls back to GET /healthz and says so.
 #
 # RATE_LIMITS is raised for the default tier: public reads are counted per client IP (as
@@ -71,18 +72,30 @@ if curl -sf "${H[@]}" "${AUTH[@]}" -F "file=@$DATA/same-size.html;type=text/html
   fi
 fi
 
-run() { # name url
-  echo "== $1: $2"
-  wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "${H[@]}" "$2" | tee "$DATA/wrk.out" | grep -E 'Requests/sec|Non-2xx|Socket errors|^ +(50|99)%'
-  awk '/Requests\/sec/ {print $2}' "$DATA/wrk.out" >"$DATA/rps.$3"
+ROUNDS=${ROUNDS:-3}
+# one wrk run -> "rps p50_ms p99_ms non2xx"
+measure() {
+  wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "${H[@]}" "$1" >"$DATA/wrk.out"
+  awk '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$5} END {print rps, p50, p99, bad+0}' "$DATA/wrk.out"
 }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
-echo "engine $ENGINE; entry response $SIZE bytes; $CONNS connections, $THREADS threads, $DURATION each; cores: $(nproc); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "engine $ENGINE; entry response $SIZE bytes; $CONNS connections, $THREADS threads, $DURATION x $ROUNDS rounds each, alternating; cores: $(nproc); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "kv:  $KV_URL"
+echo "ref: $REF_NAME: $REF_URL"
 wrk -t1 -c4 -d2s "${H[@]}" "$KV_URL" >/dev/null # warm-up
 wrk -t1 -c4 -d2s "${H[@]}" "$REF_URL" >/dev/null
-run "public KV read" "$KV_URL" kv
-run "$REF_NAME" "$REF_URL" ref
-# the cheapest answer the server gives (plain-text 404 outside the API: no guard, no database)
-run "floor: 404 outside the API" "$BASE/no-such-user-page" floor
-ratio() { awk -v a="$(cat "$DATA/rps.$1")" -v b="$(cat "$DATA/rps.$2")" 'BEGIN { printf "%.2f", a / b }'; }
-echo "ratio kv/ref: $(ratio kv ref)   kv/floor: $(ratio kv floor)"
+: >"$DATA/kv"; : >"$DATA/ref"
+for r in $(seq 1 "$ROUNDS"); do
+  if [ $((r % 2)) = 1 ]; then order="kv ref"; else order="ref kv"; fi
+  for x in $order; do
+    if [ $x = kv ]; then u=$KV_URL; else u=$REF_URL; fi
+    res=$(measure "$u"); echo "$res" >>"$DATA/$x"
+    printf 'round %d %-4s %s\n' "$r" "$x" "$res" | awk '{printf "%s %s %-4s rps=%-10s p50=%-8s p99=%-8s non2xx=%s\n", $1, $2, $3, $4, $5, $6, $7}'
+  done
+done
+for x in kv ref; do
+  printf '%-4s median rps=%s p99=%s\n' "$x" "$(awk '{print $1}' "$DATA/$x" | median)" "$(awk '{print $3}' "$DATA/$x" | sed 's/ms$//' | median)ms"
+done
+KV=$(awk '{print $1}' "$DATA/kv" | median) REF=$(awk '{print $1}' "$DATA/ref" | median)
+echo "RATIO kv/ref rps = $(awk -v a="$KV" -v b="$REF" 'BEGIN {printf "%.3f", a / b}') (target 0.7; p99 target < 5 ms)"

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
 import formbody from '@fastify/formbody'
 import multipart from '@fastify/multipart'
@@ -38,20 +39,30 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   // first look at every request and returns true when it answered
   const fastPaths: FastPath[] = []
   const factory = opts.serverFactory
+  // requests a fast path took and then handed to the router: Fastify's hook counts those
+  const handedOver = new WeakSet<IncomingMessage>()
   const app = Fastify({
     logger: opts.logger ?? loggerOptions(config.logLevel),
-    serverFactory: factory && ((handler, o) => factory((req, res) => {
-      if (fastPaths.length > 0) {
-        const t0 = performance.now()
-        for (let i = 0; i < fastPaths.length; i++) {
-          if (fastPaths[i](req, res)) {
-            countFastPath(req.method ?? 'GET', res.statusCode, (performance.now() - t0) / 1000)
-            return
+    serverFactory: factory && ((handler, o) => {
+      const route = (req: IncomingMessage, res: ServerResponse) => {
+        handedOver.add(req)
+        handler(req, res)
+      }
+      return factory((req, res) => {
+        if (fastPaths.length > 0) {
+          const t0 = performance.now()
+          for (let i = 0; i < fastPaths.length; i++) {
+            if (fastPaths[i](req, res, route)) {
+              const count = () => countFastPath(req.method ?? 'GET', res.statusCode, (performance.now() - t0) / 1000)
+              if (res.writableEnded) count()
+              else if (!handedOver.has(req)) res.once('finish', () => handedOver.has(req) || count())
+              return
+            }
           }
         }
-      }
-      handler(req, res)
-    }, o)),
+        handler(req, res)
+      }, o)
+    }),
     bodyLimit: 1024 * 1024,
     trustProxy: false,
     requestIdHeader: false,

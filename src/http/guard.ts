@@ -1,9 +1,11 @@
 import crypto from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../deps.js'
 import { AppError } from '../errors/app-error.js'
 import type { ErrorKey } from '../errors/codes.js'
-import type { HitResult, WindowState } from '../limits/store.js'
+import type { HitResult, LimitStore, WindowState } from '../limits/store.js'
+import type { TierRules } from '../limits/tiers.js'
 import { beijingTime } from '../util/time.js'
 import { clientIp, isCrossSite, isHttps } from './origin.js'
 import { fromBrowser, tokensEqual } from './csrf.js'
@@ -23,11 +25,19 @@ function bindingWindow(r: HitResult): WindowState {
   return best
 }
 
+/** X-RateLimit-* of a window, as a raw header list (name, value, ...). */
+export function rateHeaderList(w: WindowState): string[] {
+  return [
+    'X-RateLimit-Limit', String(w.rule.limit),
+    'X-RateLimit-Remaining', String(Math.max(0, w.rule.limit - w.count)),
+    'X-RateLimit-Reset', String(Math.ceil(w.resetAt / 1000)),
+    'X-RateLimit-Window', w.rule.name,
+  ]
+}
+
 function setRateHeaders(reply: FastifyReply, w: WindowState): void {
-  reply.header('X-RateLimit-Limit', String(w.rule.limit))
-  reply.header('X-RateLimit-Remaining', String(Math.max(0, w.rule.limit - w.count)))
-  reply.header('X-RateLimit-Reset', String(Math.ceil(w.resetAt / 1000)))
-  reply.header('X-RateLimit-Window', w.rule.name)
+  const h = rateHeaderList(w)
+  for (let i = 0; i < h.length; i += 2) reply.header(h[i], h[i + 1])
 }
 
 function rateError(key: ErrorKey, w: { limit: number; count: number; resetAt: number }, now: number): AppError {
@@ -37,6 +47,63 @@ function rateError(key: ErrorKey, w: { limit: number; count: number; resetAt: nu
     extra: { retry_after: retryAfter, details: { current: w.count, limit: w.limit, reset_time: beijingTime(w.resetAt) } },
     headers: { 'Retry-After': String(retryAfter) },
   })
+}
+
+/** The outcome of counting a request against its caller's limits; `window` gives the X-RateLimit-* headers. */
+export type Admission = { ok: true; window: WindowState } | { ok: false; window: WindowState; error: AppError }
+
+/**
+ * Counts one API request against the identity's limits: a concurrency slot (held until the
+ * response closes: finished, failed or aborted), then the minute, hour and day windows.
+ * Shared by the guard and by fast paths that answer before routing (the KV public read).
+ * Throws when the limit store is unavailable (1504), with the slot already given back.
+ */
+export async function admit(limits: LimitStore, identity: string, rules: TierRules, now: number, res: ServerResponse): Promise<Admission> {
+  const token = `${TOKEN_PREFIX}${++tokenSeq}`
+  const slot = await limits.acquire(identity, rules.concurrent, token, now, SLOT_TTL_MS)
+  if (!slot.ok) {
+    const peek = await limits.hit(identity, rules.windows, now, false)
+    return {
+      ok: false,
+      window: bindingWindow(peek),
+      error: new AppError('RATE_LIMIT_CONCURRENT', {
+        params: { limit: rules.concurrent, retry_after: 1 },
+        extra: { retry_after: 1, details: { current: slot.current, limit: rules.concurrent, reset_time: beijingTime(now + 1000) } },
+        headers: { 'Retry-After': '1' },
+      }),
+    }
+  }
+  let released = false
+  const release = () => {
+    if (!released) {
+      released = true
+      void limits.release(identity, token)
+    }
+  }
+  res.once('close', release)
+  let hit: HitResult
+  try {
+    hit = await limits.hit(identity, rules.windows, now, true)
+  } catch (e) {
+    release()
+    throw e
+  }
+  if (!hit.allowed) {
+    release()
+    const exceeded = hit.windows.filter((w) => w.count >= w.rule.limit)
+    const worst = exceeded.reduce((a, b) => (b.resetAt > a.resetAt ? b : a))
+    return { ok: false, window: worst, error: rateError(CODE_BY_WINDOW[worst.rule.name], { limit: worst.rule.limit, count: worst.count, resetAt: worst.resetAt }, hit.now) }
+  }
+  return { ok: true, window: bindingWindow(hit) }
+}
+
+/**
+ * Admissions made by a fast path that then handed the request to the router (to render an
+ * error, or for an answer it does not keep): the guard uses them instead of counting again.
+ */
+const preAdmitted = new WeakMap<IncomingMessage, Admission | { failed: unknown }>()
+export function handOverAdmission(req: IncomingMessage, a: Admission | { failed: unknown }): void {
+  preAdmitted.set(req, a)
 }
 
 /**
@@ -69,42 +136,11 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
     }
 
     if (cfg.rateLimit !== false) {
-      const token = `${TOKEN_PREFIX}${++tokenSeq}`
-      const slot = await limits.acquire(identity, rules.concurrent, token, now, SLOT_TTL_MS)
-      if (!slot.ok) {
-        const peek = await limits.hit(identity, rules.windows, now, false)
-        setRateHeaders(reply, bindingWindow(peek))
-        throw new AppError('RATE_LIMIT_CONCURRENT', {
-          params: { limit: rules.concurrent, retry_after: 1 },
-          extra: { retry_after: 1, details: { current: slot.current, limit: rules.concurrent, reset_time: beijingTime(now + 1000) } },
-          headers: { 'Retry-After': '1' },
-        })
-      }
-      // the slot is freed when the response ends or the client goes away
-      let released = false
-      const release = () => {
-        if (!released) {
-          released = true
-          void limits.release(identity, token)
-        }
-      }
-      // 'close' follows every response: finished, failed or aborted by the client
-      reply.raw.once('close', release)
-      let hit: HitResult
-      try {
-        hit = await limits.hit(identity, rules.windows, now, true)
-      } catch (e) {
-        release()
-        throw e
-      }
-      if (!hit.allowed) {
-        release()
-        const exceeded = hit.windows.filter((w) => w.count >= w.rule.limit)
-        const worst = exceeded.reduce((a, b) => (b.resetAt > a.resetAt ? b : a))
-        setRateHeaders(reply, worst)
-        throw rateError(CODE_BY_WINDOW[worst.rule.name], { limit: worst.rule.limit, count: worst.count, resetAt: worst.resetAt }, hit.now)
-      }
-      setRateHeaders(reply, bindingWindow(hit))
+      const pre = preAdmitted.get(req.raw)
+      if (pre !== undefined && 'failed' in pre) throw pre.failed
+      const a = pre ?? await admit(limits, identity, rules, now, reply.raw)
+      setRateHeaders(reply, a.window)
+      if (!a.ok) throw a.error
     }
 
     if (mode === 'none') {

@@ -1,14 +1,15 @@
+import type { IncomingMessage } from 'node:http'
 import type { FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
 
 /** Whether the request arrived over HTTPS (behind a proxy only X-Forwarded-Proto counts). */
-export function isHttps(req: FastifyRequest, config: Pick<Config, 'trustProxy'>): boolean {
+export function isHttps(req: FastifyRequest | IncomingMessage, config: Pick<Config, 'trustProxy'>): boolean {
   if (config.trustProxy) {
     const p = req.headers['x-forwarded-proto']
     const first = (Array.isArray(p) ? p[0] : p)?.split(',')[0].trim().toLowerCase()
     return first === 'https'
   }
-  return (req.raw.socket as { encrypted?: boolean }).encrypted === true
+  return (req.socket as { encrypted?: boolean }).encrypted === true
 }
 
 /** The origin clients use to reach the service: PUBLIC_URL, else https://{Host}. */
@@ -25,13 +26,13 @@ export function contentOrigin(req: FastifyRequest, config: Pick<Config, 'publicU
 }
 
 /** Client address: the socket peer, or the first X-Forwarded-For hop when TRUST_PROXY=1. */
-export function clientIp(req: FastifyRequest, config: Pick<Config, 'trustProxy'>): string {
+export function clientIp(req: FastifyRequest | IncomingMessage, config: Pick<Config, 'trustProxy'>): string {
   if (config.trustProxy) {
     const xff = req.headers['x-forwarded-for']
     const first = (Array.isArray(xff) ? xff[0] : xff)?.split(',')[0].trim()
     if (first) return first
   }
-  return req.raw.socket.remoteAddress ?? 'unknown'
+  return req.socket.remoteAddress ?? 'unknown'
 }
 
 /**

@@ -3,10 +3,12 @@ import type { Principal } from '../auth/principal.js'
 import type { ErrorFormat } from '../errors/render.js'
 
 /**
- * A handler that sees a request before the router and answers it when it can (returns true);
- * only for hot paths that need no hooks (the public host's cached answers).
+ * A handler that sees a request before the router, for hot paths that need no hooks (the
+ * public host's cached answers, the KV public read). It returns true when it takes the
+ * request: it then answers it, now or later, or hands it to the router with `route(req, res)`
+ * (once, before writing anything). False: the router handles the request as usual.
  */
-export type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean
+export type FastPath = (req: IncomingMessage, res: ServerResponse, route: (req: IncomingMessage, res: ServerResponse) => void) => boolean
 
 /** How a route authenticates its caller. */
 export type AuthMode = 'none' | 'any' | 'session'

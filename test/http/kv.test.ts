@@ -463,9 +463,9 @@ for (const engine of ENGINES) {
       // another instance on the same database and bus
       const other = createKvService({ db: s.deps.db, clock, bus: s.deps.bus })
       const user = (await s.deps.users.byId(u.id))!
-      assert.equal(JSON.parse(await other.publicRead(u.username, 'live')).data.value, 2)
+      assert.equal(JSON.parse((await other.publicRead(u.username, 'live')).toString()).data.value, 2)
       assert.equal((await store(u, { key: 'live', value: 'from this instance', data_type: 'text' })).status, 200)
-      assert.equal(JSON.parse(await other.publicRead(u.username, 'live')).data.value, 'from this instance')
+      assert.equal(JSON.parse((await other.publicRead(u.username, 'live')).toString()).data.value, 'from this instance')
       await other.put(user, { key: 'live', value: 'from the other' })
       assert.equal((await s.get(path)).json.data.value, 'from the other')
       assert.equal((await s.get('/svc_api/data/public/live')).json.data.value, 'from the other')

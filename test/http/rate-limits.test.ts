@@ -6,6 +6,8 @@ import { ENGINES, REDIS_URL, startServer, type TestServer } from '../support/ser
 import { FakeClock } from '../../src/util/clock.js'
 import { createRedisLimitStore } from '../../src/limits/redis.js'
 import { createMemoryLimitStore, type LimitStore } from '../../src/limits/store.js'
+import { AppError } from '../../src/errors/app-error.js'
+import { metrics } from '../../src/http/metrics.js'
 
 const BEIJING_NOON = Date.UTC(2026, 0, 15, 4, 0, 0)
 
@@ -32,8 +34,23 @@ for (const engine of ENGINES) {
     describe(`rate limits [${engine}, ${storeKind}]`, () => {
       let s: TestServer
       const clock = new FakeClock(BEIJING_NOON)
+      // the store, failing on demand (a Redis outage as the service sees it: 1504 from the store)
+      const outage = { on: false }
       before(async () => {
-        s = await startServer({ engine, clock, limits: makeStore(storeKind) })
+        const store = makeStore(storeKind)
+        const down = () => {
+          if (outage.on) throw new AppError('DEPENDENCY_UNAVAILABLE')
+        }
+        const limits: LimitStore = {
+          ...store,
+          kind: store.kind,
+          hit: async (...a) => (down(), store.hit(...a)),
+          acquire: async (...a) => (down(), store.acquire(...a)),
+          release: (...a) => store.release(...a),
+          inFlight: (...a) => store.inFlight(...a),
+          close: () => store.close(),
+        }
+        s = await startServer({ engine, clock, limits })
       })
       after(() => s.close())
 
@@ -122,6 +139,52 @@ for (const engine of ENGINES) {
         assert.equal(await s.deps.limits.inFlight(id, clock.now()), 0)
         const fourth = await s.get('/svc_api/me')
         assert.equal(fourth.status, 401)
+      })
+
+      it('a cached KV public read (answered before routing) counts like a routed one: same answer, one count each, 1204 and 1504 in the API format with CORS', async () => {
+        clock.set(BEIJING_NOON + 48 * 3600_000)
+        const u = await s.user()
+        assert.equal((await s.post('/svc_api/data/store', { key: u.key, json: { key: 'board', value: { top: ['玩家', 3] }, is_public: true } })).status, 200)
+        const path = `/svc_api/data/public/${u.username}/board`
+        const fastCount = async (status: string) =>
+          (await metrics.requests.get()).values.find((v) => v.labels.route === '(fast path)' && v.labels.method === 'GET' && v.labels.status === status)?.value ?? 0
+        const routed = await s.get(path) // a miss: the route answers and fills the cache
+        const before = await fastCount('200')
+        const fast = await s.get(path)
+        assert.equal(await fastCount('200'), before + 1, 'the second read is answered by the fast path')
+        assert.equal(routed.status, 200)
+        assert.equal(fast.status, 200)
+        assert.deepEqual(fast.body, routed.body)
+        assert.deepEqual(Object.keys(fast.headers).sort(), Object.keys(routed.headers).sort())
+        for (const [k, v] of Object.entries(routed.headers)) {
+          if (k !== 'date' && k !== 'x-ratelimit-remaining') assert.deepEqual(fast.headers[k], v, k)
+        }
+        assert.equal(routed.header('x-ratelimit-remaining'), '9')
+        assert.equal(fast.header('x-ratelimit-remaining'), '8')
+        for (let left = 7; left >= 0; left--) assert.equal((await s.get(path)).header('x-ratelimit-remaining'), String(left))
+        const limited = await s.get(path)
+        assert.equal(limited.status, 429)
+        assert.equal(limited.json.error_code, 1204)
+        assert.equal(limited.header('access-control-allow-origin'), '*')
+        assert.equal(limited.header('x-ratelimit-remaining'), '0')
+        assert.ok(Number(limited.header('retry-after')) >= 1)
+        // the refused read was not counted: the window frees one minute after the first read
+        clock.advance(60_000)
+        assert.equal((await s.get(path)).status, 200)
+        // the limit store fails: 1504, nothing answered from the cache
+        outage.on = true
+        try {
+          const down = await s.get(path)
+          assert.equal(down.status, 503)
+          assert.equal(down.json.error_code, 1504)
+          assert.equal(down.header('access-control-allow-origin'), '*')
+        } finally {
+          outage.on = false
+        }
+        assert.equal((await s.get(path)).status, 200)
+        // slots are given back when each response closes, just after the client has it
+        for (let i = 0; i < 50 && (await s.deps.limits.inFlight('ip:127.0.0.1', clock.now())) > 0; i++) await new Promise((r) => setTimeout(r, 20))
+        assert.equal(await s.deps.limits.inFlight('ip:127.0.0.1', clock.now()), 0, 'every slot given back')
       })
     })
   }

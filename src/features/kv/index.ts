@@ -1,5 +1,6 @@
 import type { Feature } from '../feature.js'
 import { kvApi } from './routes.js'
+import { kvPublicFastPath } from './public-fast.js'
 import { createKvService } from './service.js'
 import { kvMigrations } from './store.js'
 
@@ -13,6 +14,7 @@ export const kvFeature: Feature = {
   api(app, deps) {
     const kv = createKvService(deps)
     kvApi(app, deps, kv)
+    app.addFastPath(kvPublicFastPath(deps, kv))
     const timer = setInterval(() => {
       kv.purgeExpired().catch((err) => app.log.warn({ err }, 'kv expiry purge failed'))
     }, PURGE_EVERY_MS)

@@ -1,9 +1,12 @@
 import { performance } from 'node:perf_hooks'
 import type { Clock } from '../../util/clock.js'
+import type { Prepared } from '../../http/prepared-response.js'
 
-interface Cached {
-  /** The serialised answer, or null for "no such public entry" (1604). */
-  body: string | null
+export interface Cached {
+  /** The serialised answer (UTF-8 JSON), or null for "no such public entry" (1604). */
+  body: Buffer | null
+  /** The 200 answer's status line and headers, prepared by the fast path on first use. */
+  head?: Prepared
   /** The entry's own expiry (service clock), or null. */
   expiresAt: number | null
   /** Monotonic deadline of this cache line. */
@@ -61,7 +64,7 @@ export function createPublicCache(clock: Clock, o: PublicCacheOptions = {}) {
     /** The epoch to pass to `set` (read it before the database read). */
     epoch: () => epoch,
 
-    set(line: string, body: string | null, expiresAt: number | null, seenEpoch: number): void {
+    set(line: string, body: Buffer | null, expiresAt: number | null, seenEpoch: number): void {
       if (seenEpoch !== epoch || (body !== null && body.length > maxBodyBytes) || !trusted()) return
       drop(line)
       const c: Cached = { body, expiresAt, freshUntil: performance.now() + ttlMs }

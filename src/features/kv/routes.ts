@@ -36,11 +36,17 @@ const REQUEST_HEADERS_RE = /^[A-Za-z0-9-]+(\s*,\s*[A-Za-z0-9-]+)*$/
 /**
  * Public reads are for pages on any origin, sandboxed ones (Origin: null) included: any
  * origin, never credentials; live data, so caches must revalidate every time. Set in onSend
- * so error answers (1604, 429, 1116) carry them too and a page can read the error.
+ * so error answers (1604, 429, 1116) carry them too and a page can read the error; the fast
+ * path (public-fast.ts) sends the same list.
  */
+export const PUBLIC_READ_HEADERS = [
+  'Access-Control-Allow-Origin', '*',
+  'Access-Control-Expose-Headers', 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Window, Retry-After',
+  'Cache-Control', 'no-cache',
+] as const
+
 async function publicHeaders(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-  reply.header('Access-Control-Allow-Origin', '*')
-  reply.header('Access-Control-Expose-Headers', 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Window, Retry-After')
+  for (let i = 0; i < PUBLIC_READ_HEADERS.length; i += 2) reply.header(PUBLIC_READ_HEADERS[i], PUBLIC_READ_HEADERS[i + 1])
   reply.removeHeader('Access-Control-Allow-Credentials')
   if (req.method === 'OPTIONS') {
     reply.header('Access-Control-Allow-Methods', 'GET, HEAD, OPTIONS')
@@ -48,7 +54,6 @@ async function publicHeaders(req: FastifyRequest, reply: FastifyReply): Promise<
     reply.header('Access-Control-Allow-Headers', typeof asked === 'string' && REQUEST_HEADERS_RE.test(asked) && asked.length <= 512 ? asked : 'Accept, Accept-Language, Content-Type')
     reply.header('Access-Control-Max-Age', '86400')
   }
-  reply.header('Cache-Control', 'no-cache')
 }
 
 /**
@@ -58,7 +63,7 @@ async function publicHeaders(req: FastifyRequest, reply: FastifyReply): Promise<
  */
 const noCoercion = () => () => true
 
-const PUBLIC_JSON = 'application/json; charset=utf-8'
+export const PUBLIC_JSON = 'application/json; charset=utf-8'
 
 /** The key-value store's routes (API context: guard, rate limits, HTTPS rule). */
 export function kvApi(app: FastifyInstance, deps: Deps, kv: KvService): void {

@@ -66,7 +66,7 @@ export function createKvService({ db, clock, bus }: KvDeps) {
   }
 
   /** Public reads go through the cache; misses (1604) are cached too. */
-  async function cachedPublic(line: string, read: () => Promise<(Parameters<typeof publicJson>[0] & { expires_at: number | null }) | undefined>): Promise<string> {
+  async function cachedPublic(line: string, read: () => Promise<(Parameters<typeof publicJson>[0] & { expires_at: number | null }) | undefined>): Promise<Buffer> {
     const hit = cache.get(line)
     if (hit) {
       if (hit.body === null) throw new AppError('KV_KEY_NOT_FOUND')
@@ -74,7 +74,7 @@ export function createKvService({ db, clock, bus }: KvDeps) {
     }
     const seen = cache.epoch()
     const row = await read()
-    const body = row ? publicJson(row) : null
+    const body = row ? Buffer.from(publicJson(row)) : null
     cache.set(line, body, row?.expires_at === null || row?.expires_at === undefined ? null : Number(row.expires_at), seen)
     if (body === null) throw new AppError('KV_KEY_NOT_FOUND')
     return body
@@ -213,8 +213,17 @@ export function createKvService({ db, clock, bus }: KvDeps) {
       return toEntry(row)
     },
 
+    /**
+     * The cached answer of a public read (owner and key; owner undefined: the legacy read by
+     * key), when this instance has a fresh one; for the fast path, which takes names that need
+     * no decoding and that publicRead would look up unchanged.
+     */
+    peekPublic(username: string | undefined, key: string) {
+      return cache.get(username === undefined ? cache.legacyLine(key) : cache.userLine(username.toLowerCase(), key))
+    },
+
     /** GET /svc_api/data/public/{username}/{key}: serialised JSON, or 1604. */
-    async publicRead(username: string, key: string): Promise<string> {
+    async publicRead(username: string, key: string): Promise<Buffer> {
       const k = lookupKey(key)
       if (username.length > 64) throw new AppError('KV_KEY_NOT_FOUND')
       const name = username.toLowerCase()
@@ -222,7 +231,7 @@ export function createKvService({ db, clock, bus }: KvDeps) {
     },
 
     /** GET /svc_api/data/public/{key} (legacy): oldest public entry wins, then username order. */
-    async legacyPublicRead(key: string): Promise<string> {
+    async legacyPublicRead(key: string): Promise<Buffer> {
       const k = lookupKey(key)
       return cachedPublic(cache.legacyLine(k), () => store.getLegacyPublic(k, clock.now()))
     },

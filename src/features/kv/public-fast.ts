@@ -1,0 +1,62 @@
+import type { Deps } from '../../deps.js'
+import type { FastPath } from '../../http/types.js'
+import { admit, handOverAdmission, rateHeaderList } from '../../http/guard.js'
+import { clientIp, isHttps } from '../../http/origin.js'
+import { prepare, sendPrepared, type Prepared } from '../../http/prepared-response.js'
+import type { Cached } from './public-cache.js'
+import type { KvService } from './service.js'
+import { PUBLIC_JSON, PUBLIC_READ_HEADERS } from './routes.js'
+
+const PREFIX = '/svc_api/data/public/'
+/** Segments that need no decoding (every valid username and key is one). */
+const PLAIN = /^[A-Za-z0-9_.~-]{1,200}$/
+
+function headOf(c: Cached & { body: Buffer }): Prepared {
+  if (c.head === undefined) {
+    c.head = prepare(200, ['Content-Type', PUBLIC_JSON, ...PUBLIC_READ_HEADERS, 'X-Content-Type-Options', 'nosniff', 'Content-Length', String(c.body.length)])
+  }
+  return c.head
+}
+
+/**
+ * The hot path of GET /svc_api/data/public/{username}/{key} (and the legacy /{key}): an
+ * anonymous read whose answer this instance has cached is counted against the caller's IP
+ * limits exactly as the API guard counts it (same `admit`, same store, same X-RateLimit-*
+ * headers) and answered with a prepared head, without Fastify's routing and hooks. Anything
+ * else is left to the route: a miss, a 1604, a request with credentials (counted per key or
+ * account), plain HTTP (1116), HEAD, names that need decoding. A refused admission (429, or
+ * 1504 when the limit store is down) is handed to the route with the admission attached, so
+ * the guard renders it in the API's format without counting the request twice.
+ */
+export function kvPublicFastPath(deps: Deps, kv: KvService): FastPath {
+  const { config, limits, tiers, clock } = deps
+  return (req, res, route) => {
+    if (req.method !== 'GET') return false
+    const url = req.url ?? ''
+    if (!url.startsWith(PREFIX)) return false
+    const h = req.headers
+    if (h.authorization !== undefined || h.cookie !== undefined) return false
+    const q = url.indexOf('?', PREFIX.length)
+    const rest = q < 0 ? url.slice(PREFIX.length) : url.slice(PREFIX.length, q)
+    const slash = rest.indexOf('/')
+    const username = slash < 0 ? undefined : rest.slice(0, slash)
+    const key = slash < 0 ? rest : rest.slice(slash + 1)
+    if (!PLAIN.test(key) || (username !== undefined && !PLAIN.test(username))) return false
+    const hit = kv.peekPublic(username, key)
+    if (hit === undefined || hit.body === null || !isHttps(req, config)) return false
+    const body = hit.body
+    const head = headOf(hit as Cached & { body: Buffer })
+    admit(limits, `ip:${clientIp(req, config)}`, tiers.default, clock.now(), res).then((a) => {
+      if (!a.ok) {
+        handOverAdmission(req, a)
+        route(req, res)
+        return
+      }
+      sendPrepared(req, res, head, body, rateHeaderList(a.window))
+    }, (err: unknown) => {
+      handOverAdmission(req, { failed: err })
+      route(req, res)
+    })
+    return true
+  }
+}
