@@ -12,6 +12,12 @@
 # 64 connections, alternating rounds). Then uploads a 16 MiB page and reports how much the
 # server's resident memory grew (target: < 64 MiB).
 #
+# Pinning (default on a machine with 2+ cores; PIN=0 turns it off): the fair pair the issue
+# describes, each server alone on CPU 1 and wrk on CPU 0. The service is started on CPU 1,
+# the comparison script runs on CPU 1 (so the nginx it starts inherits that CPU) and pins wrk
+# to CPU 0 with its own -P option. Unpinned, the scheduler now and then puts a server next
+# to wrk on one core, and single rounds swing by 20-45%.
+#
 # Figures depend on the machine's load: on a shared machine, run it more than once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,11 +28,18 @@ COMPARE=${COMPARE:-/work/shared/tools/serve-vs-nginx.sh}
 [ -x "$COMPARE" ] || COMPARE=../shared/tools/serve-vs-nginx.sh
 PORT=19001 PLAIN_PORT=19002 HTTP_PORT=19003 NGINX_PORT=19010
 DATA=$(mktemp -d /tmp/svc-bench-hosting.XXXXXX)
+SERVER_CPU=() CMP=("$COMPARE")
+if [ "${PIN:-1}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+  SERVER_CPU=(taskset -c 1) CMP=(taskset -c 1 "$COMPARE" -P 0)
+  echo "pinned: servers (svc, nginx, control) on CPU 1, wrk on CPU 0"
+else
+  echo "not pinned"
+fi
 
 [ -f dist/src/cli/main.js ] || npx tsc -p tsconfig.json
 
 export DATA_DIR=$DATA HOST=127.0.0.1 LOG_LEVEL=warn PORT PLAIN_PORT HTTP_PORT
-node bench/hosting-server.mjs >"$DATA/server.out" 2>"$DATA/server.err" &
+"${SERVER_CPU[@]}" node bench/hosting-server.mjs >"$DATA/server.out" 2>"$DATA/server.err" &
 SERVER=$!
 cleanup() {
   kill "$SERVER" 2>/dev/null || true
@@ -70,20 +83,20 @@ echo "RSS before ${before} kB, after ${after} kB, growth $(( (after - before) / 
 rm -f "$DATA/big.html"
 
 echo "== 2 KB page (threshold 0.8)"
-"$COMPARE" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-2k.html" "$DATA/page-2k.html" 0.8 || true
+"${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-2k.html" "$DATA/page-2k.html" 0.8 || true
 echo "== 50 KB page (threshold 0.7)"
-"$COMPARE" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-50k.html" "$DATA/page-50k.html" 0.7 || true
+"${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-50k.html" "$DATA/page-50k.html" 0.7 || true
 if [ "${CONTROL:-1}" = 1 ]; then
   # the ceiling of Node's HTTP stack on this machine right now: a bare node:http server writing
   # the same 2 KB Buffer with two headers (no framework, no lookup), against the same nginx
   echo "== control: bare node:http server, same 2 KB page (what one Node process can do here)"
-  node -e '
+  "${SERVER_CPU[@]}" node -e '
     const http = require("http"); const body = require("fs").readFileSync(process.argv[1])
     const h = ["Content-Type", "text/html; charset=utf-8", "Content-Length", String(body.length)]
     http.createServer((req, res) => { res.writeHead(200, h); res.end(body) }).listen(19004, "127.0.0.1")' "$DATA/page-2k.html" &
   CONTROL_PID=$!
   sleep 0.5
-  "$COMPARE" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:19004/$USER/page-2k.html" "$DATA/page-2k.html" 0.8 || true
+  "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:19004/$USER/page-2k.html" "$DATA/page-2k.html" 0.8 || true
   kill "$CONTROL_PID" 2>/dev/null || true
   wait "$CONTROL_PID" 2>/dev/null || true
 fi
