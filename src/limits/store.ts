@@ -35,15 +35,44 @@ export interface LimitStore {
   close(): Promise<void>
 }
 
-/** Reset time of a sliding window holding `log` (ascending times) with `limit`. */
-export function slidingReset(log: number[], limit: number, ms: number, now: number): number {
-  if (log.length === 0) return now + ms
-  const rank = Math.max(0, log.length - limit)
-  return log[Math.min(rank, log.length - 1)] + ms
+/** Reset time of a sliding window holding `log[from..]` (ascending times) with `limit`. */
+export function slidingReset(log: number[], limit: number, ms: number, now: number, from = 0): number {
+  const n = log.length - from
+  if (n <= 0) return now + ms
+  const rank = Math.max(0, n - limit)
+  return log[from + Math.min(rank, n - 1)] + ms
+}
+
+/**
+ * A sliding window's request times, oldest first, from `head` on: aged-out times are skipped
+ * by moving `head` (O(1)) and the array is compacted once the dead prefix is half of it, so a
+ * window holding millions of requests (an operator's very high limit) costs the same per
+ * request as a small one. (`splice(0, n)` here moved the whole array on every request.)
+ */
+interface SlidingLog {
+  times: number[]
+  head: number
+}
+
+const liveCount = (log: SlidingLog) => log.times.length - log.head
+
+function ageOut(log: SlidingLog, cutoff: number): void {
+  const t = log.times
+  let h = log.head
+  while (h < t.length && t[h] <= cutoff) h++
+  if (h > 1024 && h * 2 > t.length) {
+    log.times = t.slice(h)
+    log.head = 0
+  } else if (h === t.length) {
+    log.times = []
+    log.head = 0
+  } else {
+    log.head = h
+  }
 }
 
 interface Entry {
-  logs: Map<string, number[]>
+  logs: Map<string, SlidingLog>
   days: Map<string, { day: number; count: number }>
   slots: Map<string, number>
   touched: number
@@ -74,12 +103,10 @@ export function createMemoryLimitStore(): LimitStore {
       const e = entry(id, now)
       const counts = windows.map((w) => {
         if (w.kind === 'sliding') {
-          const log = e.logs.get(w.name) ?? []
-          let drop = 0
-          while (drop < log.length && log[drop] <= now - w.ms) drop++
-          if (drop) log.splice(0, drop)
-          e.logs.set(w.name, log)
-          return log.length
+          let log = e.logs.get(w.name)
+          if (!log) e.logs.set(w.name, (log = { times: [], head: 0 }))
+          ageOut(log, now - w.ms)
+          return liveCount(log)
         }
         const d = e.days.get(w.name)
         const today = beijingDay(now)
@@ -92,16 +119,18 @@ export function createMemoryLimitStore(): LimitStore {
       const allowed = windows.every((w, i) => counts[i] < w.limit)
       if (allowed && consume) {
         windows.forEach((w) => {
-          if (w.kind === 'sliding') e.logs.get(w.name)!.push(now)
+          if (w.kind === 'sliding') e.logs.get(w.name)!.times.push(now)
           else e.days.get(w.name)!.count++
         })
       }
       return {
         allowed: allowed,
         now,
-        windows: windows.map((w) => w.kind === 'sliding'
-          ? { rule: w, count: e.logs.get(w.name)!.length, resetAt: slidingReset(e.logs.get(w.name)!, w.limit, w.ms, now) }
-          : { rule: w, count: e.days.get(w.name)!.count, resetAt: nextBeijingMidnight(now) }),
+        windows: windows.map((w) => {
+          if (w.kind !== 'sliding') return { rule: w, count: e.days.get(w.name)!.count, resetAt: nextBeijingMidnight(now) }
+          const log = e.logs.get(w.name)!
+          return { rule: w, count: liveCount(log), resetAt: slidingReset(log.times, w.limit, w.ms, now, log.head) }
+        }),
       }
     },
     async acquire(id, max, token, now, ttlMs) {

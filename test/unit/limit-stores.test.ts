@@ -38,6 +38,29 @@ describe('limit stores', () => {
     }
   })
 
+  it('memory store: a sliding window with a very high limit counts and resets exactly while times age out of it', async () => {
+    const big = tierRules({ default: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 } }).default.windows
+    const store = createMemoryLimitStore()
+    const start = 1_700_000_000_000
+    // 30,000 requests, one every 5 ms: 150 s, so the minute window ages out 18,000 of them
+    let last = await store.hit('ip:big', big, start, true)
+    for (let i = 1; i < 30_000; i++) last = await store.hit('ip:big', big, start + i * 5, true)
+    const now = start + 29_999 * 5
+    const minute = last.windows.find((w) => w.rule.name === 'minute')!
+    const hour = last.windows.find((w) => w.rule.name === 'hour')!
+    // times within (now - 60 s, now]: 12,000 of them
+    assert.equal(minute.count, 12_000)
+    assert.equal(hour.count, 30_000)
+    // under the limit, the reset is when the oldest counted request ages out
+    assert.equal(minute.resetAt, now - 60_000 + 5 + 60_000)
+    assert.equal(hour.resetAt, start + 3_600_000)
+    // a peek long after: everything aged out of the minute window
+    const later = await store.hit('ip:big', big, now + 61_000, false)
+    assert.equal(later.windows.find((w) => w.rule.name === 'minute')!.count, 0)
+    assert.equal(later.windows.find((w) => w.rule.name === 'hour')!.count, 30_000)
+    await store.close()
+  })
+
   it('fails fast with 1504 when Redis is unreachable', async () => {
     const store = createRedisLimitStore('redis://127.0.0.1:1', { serverTime: true })
     const t0 = Date.now()

@@ -6,6 +6,7 @@ import { HOSTING_CHANNEL } from './invalidate.js'
 import { createResolver } from './resolver.js'
 import { createHostHandler } from './serve.js'
 import { FLUSH_ALL, isReliable } from '../../util/bus.js'
+import { isHttps } from '../../http/origin.js'
 
 /**
  * The public host: GET/HEAD /{username}/{file} and /{username}/{folder}/... of published
@@ -21,14 +22,8 @@ export function hostingPublic(app: FastifyInstance, deps: Deps): void {
   const host = createHostHandler(cache, createResolver(deps.db, cache), deps.blobs, app.log)
   // cached answers skip the router (measured: about a quarter of the CPU per request); behind
   // a proxy, a request that did not arrive over HTTPS goes through the router's redirect
-  const proxied = deps.config.trustProxy
-  app.addFastPath((req, res) => {
-    if (proxied) {
-      const p = req.headers['x-forwarded-proto']
-      if (typeof p !== 'string' || p.split(',')[0].trim().toLowerCase() !== 'https') return false
-    }
-    return host.fast(req, res)
-  })
+  const { config } = deps
+  app.addFastPath((req, res) => (!config.trustProxy || isHttps(req, config)) && host.fast(req, res))
   app.route({
     method: ['GET', 'HEAD'],
     url: '/:username/*',

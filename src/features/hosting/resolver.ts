@@ -49,6 +49,7 @@ export function createResolver(db: Db, cache: HostCache) {
   const k = db.k
   const missing = (): HostEntry => ({ kind: 'missing', freshUntil: cache.freshUntil() })
   const redirect = (location: string): HostEntry => ({ kind: 'redirect', location, freshUntil: cache.freshUntil() })
+  const inFlight = new Map<string, { gen: number; lookup: Promise<Resolution> }>()
 
   return async function resolve(path: string): Promise<Resolution> {
     const raw = path.split('/')
@@ -62,6 +63,18 @@ export function createResolver(db: Db, cache: HostCache) {
       rest.push(d)
     }
     const gen = cache.gen(username)
+    // requests for a path that is being looked up share that lookup, unless the user's
+    // content changed since it started (it could return what the write replaced)
+    const running = inFlight.get(path)
+    if (running && running.gen === gen) return running.lookup
+    const lookup = lookUp(path, username, rest, gen).finally(() => {
+      if (inFlight.get(path)?.lookup === lookup) inFlight.delete(path)
+    })
+    inFlight.set(path, { gen, lookup })
+    return lookup
+  }
+
+  async function lookUp(path: string, username: string, rest: string[], gen: number): Promise<Resolution> {
     const done = (entry: HostEntry) => {
       cache.set(path, username, entry, gen)
       return { username, entry, cacheable: true }

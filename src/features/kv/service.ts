@@ -7,7 +7,7 @@ import { pageInfo, parsePage } from '../../http/pagination.js'
 import { isoMicros } from '../../util/time.js'
 import { FLUSH_ALL, isReliable, type Bus } from '../../util/bus.js'
 import { createKvStore, type KvRow } from './store.js'
-import { createPublicCache } from './public-cache.js'
+import { createPublicCache, type Cached } from './public-cache.js'
 import { KV_LIMITS, type DataType, type EntryOut } from './schemas.js'
 import { KEY_RE, checkIncrInput, checkKey, checkStoreInput, checkTags, checkType, invalid, lookupKey, parseIsoMs, valueText } from './validate.js'
 
@@ -37,6 +37,8 @@ export interface KvDeps {
   clock: Clock
   /** Tells other instances which keys changed (their public-read caches drop them). */
   bus?: Bus
+  /** Life of a public-read cache line without a write (default 1 s: out-of-band edits show within it). */
+  publicCacheTtlMs?: number
 }
 
 const BUS_CHANNEL = 'kv:changed'
@@ -46,9 +48,9 @@ const BUS_CHANNEL = 'kv:changed'
  * one transaction that first takes the user's lock (db.lockUser), purges the user's expired
  * entries, then checks the key-count quota, so concurrent writers never pass it together.
  */
-export function createKvService({ db, clock, bus }: KvDeps) {
+export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
   const store = createKvStore(db)
-  const cache = createPublicCache(clock, { trusted: () => (bus ? isReliable(bus) : true) })
+  const cache = createPublicCache(clock, { ttlMs: publicCacheTtlMs, trusted: () => (bus ? isReliable(bus) : true) })
   bus?.subscribe(BUS_CHANNEL, (m) => {
     // FLUSH_ALL: the bus may have lost invalidations (Redis subscription dropped)
     if (m === FLUSH_ALL) return cache.invalidateAll()
@@ -65,17 +67,43 @@ export function createKvService({ db, clock, bus }: KvDeps) {
     }
   }
 
-  /** Public reads go through the cache; misses (1604) are cached too. */
-  async function cachedPublic(line: string, read: () => Promise<(Parameters<typeof publicJson>[0] & { expires_at: number | null }) | undefined>): Promise<Buffer> {
-    const hit = cache.get(line)
-    if (hit) {
-      if (hit.body === null) throw new AppError('KV_KEY_NOT_FOUND')
-      return hit.body
-    }
+  type PublicRow = (Parameters<typeof publicJson>[0] & { expires_at: number | null }) | undefined
+  /** The database read behind a public line: one owner's entry, or the legacy winner of a key. */
+  const publicReader = (username: string | undefined, key: string) => (): Promise<PublicRow> =>
+    username === undefined ? store.getLegacyPublic(key, clock.now()) : store.getPublic(username, key, clock.now())
+
+  /**
+   * Database reads of public lines in flight, with the cache epoch they started in: readers
+   * of a line share one read (a hot key that expires does not send every waiting reader to
+   * the database), but only while no write happened since it started, since it could
+   * return what the write replaced.
+   */
+  const filling = new Map<string, { epoch: number; body: Promise<Buffer | null> }>()
+  function fill(line: string, read: () => Promise<PublicRow>): Promise<Buffer | null> {
     const seen = cache.epoch()
-    const row = await read()
-    const body = row ? Buffer.from(publicJson(row)) : null
-    cache.set(line, body, row?.expires_at === null || row?.expires_at === undefined ? null : Number(row.expires_at), seen)
+    const running = filling.get(line)
+    if (running && running.epoch === seen) return running.body
+    const body: Promise<Buffer | null> = read().then((row) => {
+      const out = row ? Buffer.from(publicJson(row)) : null
+      cache.set(line, out, row?.expires_at === null || row?.expires_at === undefined ? null : Number(row.expires_at), seen)
+      return out
+    }).finally(() => {
+      if (filling.get(line)?.body === body) filling.delete(line)
+    })
+    filling.set(line, { epoch: seen, body })
+    return body
+  }
+
+  /** A line in use that is due for a refresh is read again in the background. */
+  function refreshIfDue(line: string, hit: Cached, read: () => Promise<PublicRow>): void {
+    if (cache.refreshDue(hit) && !filling.has(line)) fill(line, read).catch(() => {})
+  }
+
+  /** Public reads go through the cache; misses (1604) are cached too. */
+  async function cachedPublic(line: string, read: () => Promise<PublicRow>): Promise<Buffer> {
+    const hit = cache.get(line)
+    if (hit) refreshIfDue(line, hit, read)
+    const body = hit ? hit.body : await fill(line, read)
     if (body === null) throw new AppError('KV_KEY_NOT_FOUND')
     return body
   }
@@ -218,8 +246,12 @@ export function createKvService({ db, clock, bus }: KvDeps) {
      * key), when this instance has a fresh one; for the fast path, which takes names that need
      * no decoding and that publicRead would look up unchanged.
      */
-    peekPublic(username: string | undefined, key: string) {
-      return cache.get(username === undefined ? cache.legacyLine(key) : cache.userLine(username.toLowerCase(), key))
+    peekPublic(username: string | undefined, key: string): Cached | undefined {
+      const name = username?.toLowerCase()
+      const line = name === undefined ? cache.legacyLine(key) : cache.userLine(name, key)
+      const hit = cache.get(line)
+      if (hit) refreshIfDue(line, hit, publicReader(name, key))
+      return hit
     },
 
     /** GET /svc_api/data/public/{username}/{key}: serialised JSON, or 1604. */
@@ -227,13 +259,13 @@ export function createKvService({ db, clock, bus }: KvDeps) {
       const k = lookupKey(key)
       if (username.length > 64) throw new AppError('KV_KEY_NOT_FOUND')
       const name = username.toLowerCase()
-      return cachedPublic(cache.userLine(name, k), () => store.getPublic(name, k, clock.now()))
+      return cachedPublic(cache.userLine(name, k), publicReader(name, k))
     },
 
     /** GET /svc_api/data/public/{key} (legacy): oldest public entry wins, then username order. */
     async legacyPublicRead(key: string): Promise<Buffer> {
       const k = lookupKey(key)
-      return cachedPublic(cache.legacyLine(k), () => store.getLegacyPublic(k, clock.now()))
+      return cachedPublic(cache.legacyLine(k), publicReader(undefined, k))
     },
 
     /** GET /svc_api/data/list: a page of entries by key, with quota and usage. */

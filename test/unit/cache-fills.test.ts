@@ -1,0 +1,76 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import type { KyselyPlugin } from 'kysely'
+import { startServer, type TestServer } from '../support/server.js'
+import { HTML, uploadFile } from '../support/hosting.js'
+import type { Db } from '../../src/db/kysely.js'
+import { createHostCache } from '../../src/features/hosting/cache.js'
+import { createResolver } from '../../src/features/hosting/resolver.js'
+import { createKvService } from '../../src/features/kv/service.js'
+
+/** The service's database, counting the queries run through it. */
+function counting(db: Db): { db: Db; queries: () => number } {
+  let n = 0
+  const plugin: KyselyPlugin = {
+    transformQuery: (args) => {
+      n++
+      return args.node
+    },
+    transformResult: async (args) => args.result,
+  }
+  return { db: { ...db, k: db.k.withPlugin(plugin) }, queries: () => n }
+}
+
+// hot paths that miss together: one database read for all of them, never one that began before a write
+describe('cache fills of the public host and the KV public read (real SQLite)', () => {
+  let s: TestServer
+  let u: Awaited<ReturnType<TestServer['user']>>
+  before(async () => {
+    s = await startServer()
+    u = await s.user()
+    assert.equal((await uploadFile(s, { key: u.key }, 'shared.html', HTML('shared'))).status, 200)
+    assert.equal((await s.post('/svc_api/data/store', { key: u.key, json: { key: 'hot', value: 1, is_public: true } })).status, 200)
+  })
+  after(() => s.close())
+
+  it('public host: concurrent misses of a path share one lookup; a lookup begun before a write is not shared after it', async () => {
+    const c = counting(s.deps.db)
+    const cache = createHostCache()
+    const resolve = createResolver(c.db, cache)
+    const path = `/${u.username}/shared.html`
+    const all = await Promise.all(Array.from({ length: 20 }, () => resolve(path)))
+    const perLookup = c.queries()
+    assert.ok(perLookup >= 1 && perLookup <= 3, `one lookup is 1-3 queries, saw ${perLookup}`)
+    for (const r of all) {
+      assert.ok('entry' in r && r.entry.kind === 'file')
+      assert.equal(r.entry, (all[0] as { entry: unknown }).entry)
+    }
+    cache.invalidate(u.username) // the path is not cached any more
+    const first = resolve(path)
+    cache.invalidate(u.username) // a write of this user while the lookup runs
+    const second = resolve(path)
+    await Promise.all([first, second])
+    assert.equal(c.queries(), perLookup * 3, 'the request after the write ran its own lookup')
+  })
+
+  it('KV public read: concurrent misses share one read; a line in use is read again before it expires', async () => {
+    const c = counting(s.deps.db)
+    const TTL = 3000
+    const kv = createKvService({ db: c.db, clock: s.deps.clock, publicCacheTtlMs: TTL })
+    const filled = performance.now()
+    const bodies = await Promise.all(Array.from({ length: 20 }, () => kv.publicRead(u.username, 'hot')))
+    assert.equal(c.queries(), 1)
+    for (const b of bodies) assert.equal(JSON.parse(b.toString()).data.value, 1)
+    // used every 20 ms: served from memory all along, read again once, in the last quarter of its life
+    while (c.queries() < 2) {
+      assert.ok(kv.peekPublic(u.username, 'hot'), 'the line is served while it lives')
+      assert.ok(performance.now() - filled < TTL, 'refreshed before it expired')
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    assert.ok(performance.now() - filled >= TTL * 0.75, 'not refreshed before its last quarter')
+    // the refreshed line lives on past the first one's expiry
+    await new Promise((r) => setTimeout(r, Math.max(0, filled + TTL + 100 - performance.now())))
+    assert.ok(kv.peekPublic(u.username, 'hot'), 'the refreshed line outlives the first')
+    assert.equal(c.queries(), 2)
+  })
+})
