@@ -74,7 +74,11 @@ export interface Listening {
 
 /** Starts listening on PORT (and HTTP_PORT in the default and TLS modes). */
 export async function listen(app: FastifyInstance, config: Config, tlsOn: boolean): Promise<Listening> {
-  await app.listen({ port: config.port, host: config.host })
+  // Fastify cannot tell that our server factory speaks TLS: its log line would say http://
+  await app.listen({
+    port: config.port, host: config.host,
+    listenTextResolver: (address) => `Server listening at ${tlsOn ? address.replace(/^http:/, 'https:') : address}`,
+  })
   const port = (app.server.address() as AddressInfo).port
   let redirector: http.Server | null = null
   let httpPort: number | null = null

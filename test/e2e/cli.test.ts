@@ -65,6 +65,12 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       fs.rmSync(dataDir, { recursive: true, force: true })
     })
 
+    it('logs the HTTPS address it listens on (never an http:// address for the TLS port)', () => {
+      const log = fs.readFileSync(logFile, 'utf8')
+      assert.ok(log.includes(`"Server listening at ${server.url.replace('localhost', '127.0.0.1')}"`), log)
+      assert.doesNotMatch(log, /Server listening at http:/)
+    })
+
     it('adds a user and creates a key while the server runs; the key works at once', async () => {
       const add = (await svc(['user', 'add', 'carol', '--password', password], env))
       assert.equal(add.status, 0, add.stderr)
