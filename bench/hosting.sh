@@ -88,15 +88,21 @@ echo "== 50 KB page (threshold 0.7)"
 "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-50k.html" "$DATA/page-50k.html" 0.7 || true
 if [ "${CONTROL:-1}" = 1 ]; then
   # the ceiling of Node's HTTP stack on this machine right now: a bare node:http server writing
-  # the same 2 KB Buffer with two headers (no framework, no lookup), against the same nginx
-  echo "== control: bare node:http server, same 2 KB page (what one Node process can do here)"
+  # the same page as one Buffer with two headers (no framework, no lookup), against the same nginx
   "${SERVER_CPU[@]}" node -e '
-    const http = require("http"); const body = require("fs").readFileSync(process.argv[1])
-    const h = ["Content-Type", "text/html; charset=utf-8", "Content-Length", String(body.length)]
-    http.createServer((req, res) => { res.writeHead(200, h); res.end(body) }).listen(19004, "127.0.0.1")' "$DATA/page-2k.html" &
+    const http = require("http"); const fs = require("fs")
+    const pages = new Map(process.argv.slice(1).map((f) => ["/'"$USER"'/" + require("path").basename(f), fs.readFileSync(f)]))
+    http.createServer((req, res) => {
+      const body = pages.get(req.url)
+      res.writeHead(body ? 200 : 404, ["Content-Type", "text/html; charset=utf-8", "Content-Length", String(body ? body.length : 0)])
+      res.end(body)
+    }).listen(19004, "127.0.0.1")' "$DATA/page-2k.html" "$DATA/page-50k.html" &
   CONTROL_PID=$!
   sleep 0.5
-  "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:19004/$USER/page-2k.html" "$DATA/page-2k.html" 0.8 || true
+  for size in 2k 50k; do
+    echo "== control: bare node:http server, same ${size/k/ KB} page (what one Node process can do here)"
+    "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:19004/$USER/page-$size.html" "$DATA/page-$size.html" 0 || true
+  done
   kill "$CONTROL_PID" 2>/dev/null || true
   wait "$CONTROL_PID" 2>/dev/null || true
 fi
