@@ -181,6 +181,7 @@ export function instrumentBlobStore(store: BlobStore): BlobStore {
       return b
     },
     exists: (digest) => store.exists(digest).catch(failed('exists')),
+    modifiedMs: (digest) => store.modifiedMs(digest).catch(failed('stat')),
     delete: (digest) => store.delete(digest).catch(failed('delete')),
     async *list() {
       try {

@@ -27,6 +27,11 @@ export interface BlobStore {
   /** Reads a whole (small) blob. */
   read(digest: string): Promise<Buffer>
   exists(digest: string): Promise<boolean>
+  /**
+   * A blob's last write time (epoch ms), which a put of the same bytes refreshes; null when
+   * there is no such blob. The sweeper checks it again right before a delete.
+   */
+  modifiedMs(digest: string): Promise<number | null>
   delete(digest: string): Promise<void>
   /** Every stored blob with its last write time (for the sweeper). */
   list(): AsyncIterable<{ digest: string; modifiedMs: number }>

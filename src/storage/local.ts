@@ -98,6 +98,12 @@ export function createLocalBlobStore(root: string): BlobStore {
     async exists(digest) {
       return fsp.access(blobPath(digest)).then(() => true, () => false)
     },
+    async modifiedMs(digest) {
+      return fsp.stat(blobPath(digest)).then((st) => st.mtimeMs, (e: NodeJS.ErrnoException) => {
+        if (e.code === 'ENOENT') return null
+        return storageError(e)
+      })
+    },
     async delete(digest) {
       await fsp.unlink(blobPath(digest)).catch((e: NodeJS.ErrnoException) => {
         if (e.code !== 'ENOENT') throw e

@@ -192,6 +192,16 @@ export function createS3BlobStore(url: string): BlobStore {
       }
     },
 
+    async modifiedMs(digest) {
+      try {
+        const head = await client.send(new HeadObjectCommand({ Bucket, Key: key(digest) }))
+        return head.LastModified?.getTime() ?? 0
+      } catch (e) {
+        if (isNotFound(e)) return null
+        return storageError(e)
+      }
+    },
+
     async delete(digest) {
       try {
         await client.send(new DeleteObjectCommand({ Bucket, Key: key(digest) }))

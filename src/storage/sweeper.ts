@@ -31,10 +31,13 @@ export async function sweepBlobs(db: Db, blobs: BlobStore, graceMs: number, now 
     // read references after listing: a row committed meanwhile is seen here
     const refs = await referencedDigests(db)
     for (const d of candidates) {
-      if (!refs.has(d)) {
-        await blobs.delete(d)
-        deleted++
-      }
+      if (refs.has(d)) continue
+      // an upload of the same bytes since the listing refreshed the blob's time and is about
+      // to commit its row (after the references were read): look again, right before deleting
+      const m = await blobs.modifiedMs(d)
+      if (m === null || m > cutoff) continue
+      await blobs.delete(d)
+      deleted++
     }
   }
   const temp = await blobs.cleanTemp(graceMs)

@@ -131,6 +131,19 @@ for (const driver of drivers) {
       }
     })
 
+    it('reports a blob\'s last write time, which a put of the same bytes refreshes; null for no blob', async () => {
+      const body = Buffer.from(`timed ${driver.name} ${Date.now()}`)
+      const r = await store.put(body)
+      const first = await store.modifiedMs(r.digest)
+      assert.ok(first !== null && Math.abs(first - Date.now()) < 120_000)
+      // S3 keeps whole seconds
+      await new Promise((res) => setTimeout(res, 1100))
+      await store.put(body)
+      const second = await store.modifiedMs(r.digest)
+      assert.ok(second !== null && second > first, `refreshed: ${first} -> ${second}`)
+      assert.equal(await store.modifiedMs('0'.repeat(64)), null)
+    })
+
     it('refuses a body past maxBytes with the caller\'s error and leaves nothing (small and multipart)', async () => {
       const before = await listAll(store)
       for (const [size, max] of [[1000, 999], [SINGLE_PUT_MAX + 2 * 1024 * 1024, SINGLE_PUT_MAX + 1024 * 1024]]) {
