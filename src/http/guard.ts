@@ -81,6 +81,9 @@ export async function admit(limits: LimitStore, identity: string, rules: TierRul
     }
   }
   res.once('close', release)
+  // a client that went away while the slot was being taken has already closed the response:
+  // its 'close' will not come again (the slot would stay taken until its TTL)
+  if (res.closed) release()
   let hit: HitResult
   try {
     hit = await limits.hit(identity, rules.windows, now, true)

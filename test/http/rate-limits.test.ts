@@ -185,6 +185,21 @@ for (const engine of ENGINES) {
         // slots are given back when each response closes, just after the client has it
         for (let i = 0; i < 50 && (await s.deps.limits.inFlight('ip:127.0.0.1', clock.now())) > 0; i++) await new Promise((r) => setTimeout(r, 20))
         assert.equal(await s.deps.limits.inFlight('ip:127.0.0.1', clock.now()), 0, 'every slot given back')
+        // readers that go away before their answer: no crash, and their slots are given back
+        clock.advance(61_000)
+        const port = Number(new URL(s.url).port)
+        await Promise.all(Array.from({ length: 5 }, () => new Promise<void>((resolve, reject) => {
+          const sock = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+            sock.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`, () => {
+              sock.destroy()
+              resolve()
+            })
+          })
+          sock.on('error', reject)
+        })))
+        for (let i = 0; i < 50 && (await s.deps.limits.inFlight('ip:127.0.0.1', clock.now())) > 0; i++) await new Promise((r) => setTimeout(r, 20))
+        assert.equal(await s.deps.limits.inFlight('ip:127.0.0.1', clock.now()), 0, 'aborted reads gave their slots back')
+        assert.equal((await s.get(path)).status, 200)
       })
     })
   }
