@@ -19,6 +19,12 @@ cd "$(dirname "$0")/.."
 PORT=${PORT:-19110}
 CONNS=${CONNS:-64}
 THREADS=${THREADS:-2}
+# PIN=1 THREADS=1: as bench/hosting.sh, the server alone on CPU 1 and wrk on CPU 0 (measured:
+# similar ratios, but a p99 of 7-11 ms for the KV read against 4.2-4.9 ms unpinned)
+SERVER_CPU=() WRK_CPU=()
+if [ "${PIN:-0}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+  SERVER_CPU=(taskset -c 1) WRK_CPU=(taskset -c 0)
+fi
 DURATION=${DURATION:-10s}
 ENGINE=${ENGINE:-sqlite}
 DATA=$(mktemp -d /tmp/svc-bench-kv.XXXXXX)
@@ -35,7 +41,7 @@ fi
 
 [ -f dist/src/cli/main.js ] || npx tsc -p tsconfig.json
 
-bin/svc serve >"$DATA/serve.log" 2>&1 &
+"${SERVER_CPU[@]}" bin/svc serve >"$DATA/serve.log" 2>&1 &
 SERVER=$!
 cleanup() {
   kill "$SERVER" 2>/dev/null || true
@@ -75,12 +81,12 @@ fi
 ROUNDS=${ROUNDS:-3}
 # one wrk run -> "rps p50_ms p99_ms non2xx"
 measure() {
-  wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "${H[@]}" "$1" >"$DATA/wrk.out"
+  "${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "${H[@]}" "$1" >"$DATA/wrk.out"
   awk '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$5} END {print rps, p50, p99, bad+0}' "$DATA/wrk.out"
 }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
-echo "engine $ENGINE; entry response $SIZE bytes; $CONNS connections, $THREADS threads, $DURATION x $ROUNDS rounds each, alternating; cores: $(nproc); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "engine $ENGINE; entry response $SIZE bytes; $CONNS connections, $THREADS threads${SERVER_CPU:+ (server on CPU 1, wrk on CPU 0)}, $DURATION x $ROUNDS rounds each, alternating; cores: $(nproc); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "kv:  $KV_URL"
 echo "ref: $REF_NAME: $REF_URL"
 wrk -t1 -c4 -d2s "${H[@]}" "$KV_URL" >/dev/null # warm-up

@@ -35,44 +35,70 @@ export interface LimitStore {
   close(): Promise<void>
 }
 
-/** Reset time of a sliding window holding `log[from..]` (ascending times) with `limit`. */
-export function slidingReset(log: number[], limit: number, ms: number, now: number, from = 0): number {
-  const n = log.length - from
-  if (n <= 0) return now + ms
+/** Reset time of a sliding window holding `log` (ascending times) with `limit`. */
+export function slidingReset(log: { length: number; at(i: number): number }, limit: number, ms: number, now: number): number {
+  const n = log.length
+  if (n === 0) return now + ms
   const rank = Math.max(0, n - limit)
-  return log[from + Math.min(rank, n - 1)] + ms
+  return log.at(Math.min(rank, n - 1)) + ms
 }
+
+const CHUNK = 4096
 
 /**
- * A sliding window's request times, oldest first, from `head` on: aged-out times are skipped
- * by moving `head` (O(1)) and the array is compacted once the dead prefix is half of it, so a
- * window holding millions of requests (an operator's very high limit) costs the same per
- * request as a small one. (`splice(0, n)` here moved the whole array on every request.)
+ * A sliding window's request times, oldest first, in fixed chunks: a push fills the last
+ * chunk, aging out moves a head index and drops whole chunks. Every operation is O(1)
+ * amortised and nothing is ever copied, so a window holding millions of requests (an
+ * operator's very high limit) costs the same per request as a small one, without the
+ * pauses of copying one big array (`splice(0, n)` here once moved the whole log on every
+ * request; a growing array copies itself on each doubling).
  */
-interface SlidingLog {
-  times: number[]
-  head: number
-}
+export class TimeLog {
+  private chunks: Float64Array[] = []
+  /** Index of the oldest live time in chunks[0]. */
+  private head = 0
+  /** Used slots of the last chunk. */
+  private fill = CHUNK
+  length = 0
 
-const liveCount = (log: SlidingLog) => log.times.length - log.head
+  push(t: number): void {
+    if (this.fill === CHUNK) {
+      this.chunks.push(new Float64Array(CHUNK))
+      this.fill = 0
+    }
+    this.chunks[this.chunks.length - 1][this.fill++] = t
+    this.length++
+  }
 
-function ageOut(log: SlidingLog, cutoff: number): void {
-  const t = log.times
-  let h = log.head
-  while (h < t.length && t[h] <= cutoff) h++
-  if (h > 1024 && h * 2 > t.length) {
-    log.times = t.slice(h)
-    log.head = 0
-  } else if (h === t.length) {
-    log.times = []
-    log.head = 0
-  } else {
-    log.head = h
+  /** The i-th live time, oldest first. */
+  at(i: number): number {
+    const j = this.head + i
+    return this.chunks[Math.floor(j / CHUNK)][j % CHUNK]
+  }
+
+  /** Drops the times at or before `cutoff`. */
+  ageOut(cutoff: number): void {
+    while (this.length > 0) {
+      const first = this.chunks[0]
+      const end = this.chunks.length === 1 ? this.fill : CHUNK
+      if (first[end - 1] <= cutoff) {
+        this.length -= end - this.head
+        this.chunks.shift()
+        this.head = 0
+        if (this.chunks.length === 0) this.fill = CHUNK
+        continue
+      }
+      while (first[this.head] <= cutoff) {
+        this.head++
+        this.length--
+      }
+      return
+    }
   }
 }
 
 interface Entry {
-  logs: Map<string, SlidingLog>
+  logs: Map<string, TimeLog>
   days: Map<string, { day: number; count: number }>
   slots: Map<string, number>
   touched: number
@@ -104,9 +130,9 @@ export function createMemoryLimitStore(): LimitStore {
       const counts = windows.map((w) => {
         if (w.kind === 'sliding') {
           let log = e.logs.get(w.name)
-          if (!log) e.logs.set(w.name, (log = { times: [], head: 0 }))
-          ageOut(log, now - w.ms)
-          return liveCount(log)
+          if (!log) e.logs.set(w.name, (log = new TimeLog()))
+          log.ageOut(now - w.ms)
+          return log.length
         }
         const d = e.days.get(w.name)
         const today = beijingDay(now)
@@ -119,7 +145,7 @@ export function createMemoryLimitStore(): LimitStore {
       const allowed = windows.every((w, i) => counts[i] < w.limit)
       if (allowed && consume) {
         windows.forEach((w) => {
-          if (w.kind === 'sliding') e.logs.get(w.name)!.times.push(now)
+          if (w.kind === 'sliding') e.logs.get(w.name)!.push(now)
           else e.days.get(w.name)!.count++
         })
       }
@@ -129,7 +155,7 @@ export function createMemoryLimitStore(): LimitStore {
         windows: windows.map((w) => {
           if (w.kind !== 'sliding') return { rule: w, count: e.days.get(w.name)!.count, resetAt: nextBeijingMidnight(now) }
           const log = e.logs.get(w.name)!
-          return { rule: w, count: liveCount(log), resetAt: slidingReset(log.times, w.limit, w.ms, now, log.head) }
+          return { rule: w, count: log.length, resetAt: slidingReset(log, w.limit, w.ms, now) }
         }),
       }
     },

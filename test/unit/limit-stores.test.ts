@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { REDIS_URL } from '../support/server.js'
 import { createRedisLimitStore } from '../../src/limits/redis.js'
-import { createMemoryLimitStore } from '../../src/limits/store.js'
+import { createMemoryLimitStore, TimeLog } from '../../src/limits/store.js'
 import { tierRules } from '../../src/limits/tiers.js'
 
 const rules = tierRules({ authenticated: { minute: 60, hour: 1000, day: 10000, concurrent: 10 } }).authenticated
@@ -59,6 +59,40 @@ describe('limit stores', () => {
     assert.equal(later.windows.find((w) => w.rule.name === 'minute')!.count, 0)
     assert.equal(later.windows.find((w) => w.rule.name === 'hour')!.count, 30_000)
     await store.close()
+  })
+
+  it('TimeLog: pushes, ages out across chunk boundaries and empties, like a plain array would', () => {
+    const log = new TimeLog()
+    const model: number[] = []
+    const check = () => {
+      assert.equal(log.length, model.length)
+      for (const i of [0, 1, model.length >> 1, model.length - 2, model.length - 1]) {
+        if (i >= 0 && i < model.length) assert.equal(log.at(i), model[i], `at(${i})`)
+      }
+    }
+    const age = (cutoff: number) => {
+      log.ageOut(cutoff)
+      while (model.length > 0 && model[0] <= cutoff) model.shift()
+      check()
+    }
+    let t = 0
+    const push = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        t += 1 + (i % 3)
+        log.push(t)
+        model.push(t)
+      }
+      check()
+    }
+    push(10_000)
+    age(model[4095]) // exactly the end of the first chunk
+    age(model[0] + 0.5) // inside a chunk
+    push(5)
+    age(model[model.length - 6]) // leaves five, in the last chunk
+    age(t) // everything
+    assert.equal(log.length, 0)
+    push(4097) // a fresh chunk after emptying, and one more
+    age(model[2])
   })
 
   it('fails fast with 1504 when Redis is unreachable', async () => {
