@@ -65,9 +65,12 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       fs.rmSync(dataDir, { recursive: true, force: true })
     })
 
-    it('logs the HTTPS address it listens on (never an http:// address for the TLS port)', () => {
+    it('logs the HTTPS address it listens on (never an http:// address for the TLS port)', async () => {
+      // the JSON log line and the printed URL share stdout but need not arrive in that order
+      const want = `"Server listening at ${server.url.replace('localhost', '127.0.0.1')}"`
+      for (let i = 0; i < 100 && !fs.readFileSync(logFile, 'utf8').includes(want); i++) await new Promise((r) => setTimeout(r, 50))
       const log = fs.readFileSync(logFile, 'utf8')
-      assert.ok(log.includes(`"Server listening at ${server.url.replace('localhost', '127.0.0.1')}"`), log)
+      assert.ok(log.includes(want), log)
       assert.doesNotMatch(log, /Server listening at http:/)
     })
 
