@@ -53,9 +53,10 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
           const t0 = performance.now()
           for (let i = 0; i < fastPaths.length; i++) {
             if (fastPaths[i](req, res, route)) {
+              if (handedOver.has(req)) return
               const count = () => countFastPath(req.method ?? 'GET', res.statusCode, (performance.now() - t0) / 1000)
               if (res.writableEnded) count()
-              else if (!handedOver.has(req)) res.once('finish', () => handedOver.has(req) || count())
+              else res.once('finish', () => handedOver.has(req) || count())
               return
             }
           }

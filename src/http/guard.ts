@@ -52,52 +52,85 @@ function rateError(key: ErrorKey, w: { limit: number; count: number; resetAt: nu
 /** The outcome of counting a request against its caller's limits; `window` gives the X-RateLimit-* headers. */
 export type Admission = { ok: true; window: WindowState } | { ok: false; window: WindowState; error: AppError }
 
-/**
- * Counts one API request against the identity's limits: a concurrency slot (held until the
- * response closes: finished, failed or aborted), then the minute, hour and day windows.
- * Shared by the guard and by fast paths that answer before routing (the KV public read).
- * Throws when the limit store is unavailable (1504), with the slot already given back.
- */
-export async function admit(limits: LimitStore, identity: string, rules: TierRules, now: number, res: ServerResponse): Promise<Admission> {
-  const token = `${TOKEN_PREFIX}${++tokenSeq}`
-  const slot = await limits.acquire(identity, rules.concurrent, token, now, SLOT_TTL_MS)
-  if (!slot.ok) {
-    const peek = await limits.hit(identity, rules.windows, now, false)
-    return {
-      ok: false,
-      window: bindingWindow(peek),
-      error: new AppError('RATE_LIMIT_CONCURRENT', {
-        params: { limit: rules.concurrent, retry_after: 1 },
-        extra: { retry_after: 1, details: { current: slot.current, limit: rules.concurrent, reset_time: beijingTime(now + 1000) } },
-        headers: { 'Retry-After': '1' },
-      }),
-    }
+/** The refusal of a request that found every concurrency slot taken. */
+function concurrencyRefusal(peek: HitResult, current: number, rules: TierRules, now: number): Admission {
+  return {
+    ok: false,
+    window: bindingWindow(peek),
+    error: new AppError('RATE_LIMIT_CONCURRENT', {
+      params: { limit: rules.concurrent, retry_after: 1 },
+      extra: { retry_after: 1, details: { current, limit: rules.concurrent, reset_time: beijingTime(now + 1000) } },
+      headers: { 'Retry-After': '1' },
+    }),
   }
+}
+
+/** The answer to a window check that counted the request (or refused it). */
+function windowsOutcome(hit: HitResult): Admission {
+  if (hit.allowed) return { ok: true, window: bindingWindow(hit) }
+  const exceeded = hit.windows.filter((w) => w.count >= w.rule.limit)
+  const worst = exceeded.reduce((a, b) => (b.resetAt > a.resetAt ? b : a))
+  return { ok: false, window: worst, error: rateError(CODE_BY_WINDOW[worst.rule.name], { limit: worst.rule.limit, count: worst.count, resetAt: worst.resetAt }, hit.now) }
+}
+
+/**
+ * Holds a taken slot until the response closes (finished, failed or aborted); returns the
+ * release, which is idempotent.
+ */
+function holdSlot(release: () => void, res: ServerResponse): () => void {
   let released = false
-  const release = () => {
+  const once = () => {
     if (!released) {
       released = true
-      void limits.release(identity, token)
+      release()
     }
   }
-  res.once('close', release)
+  res.once('close', once)
   // a client that went away while the slot was being taken has already closed the response:
   // its 'close' will not come again (the slot would stay taken until its TTL)
-  if (res.closed) release()
-  let hit: HitResult
+  if (res.closed) once()
+  return once
+}
+
+/**
+ * Counts one API request against the identity's limits: a concurrency slot (held until the
+ * response closes), then the minute, hour and day windows; a refused request gives its slot
+ * back at once. Shared by the guard and by fast paths that answer before routing (the KV
+ * public read). With a store that counts in this process (`limits.sync`) it answers at once,
+ * without promises; otherwise (Redis) it returns a promise. Throws (or rejects) when the
+ * store is unavailable (1504), with the slot already given back.
+ */
+export function admit(limits: LimitStore, identity: string, rules: TierRules, now: number, res: ServerResponse): Admission | Promise<Admission> {
+  const token = `${TOKEN_PREFIX}${++tokenSeq}`
+  const s = limits.sync
+  if (s === undefined) return admitAsync(limits, identity, token, rules, now, res)
+  const slot = s.acquire(identity, rules.concurrent, token, now, SLOT_TTL_MS)
+  if (!slot.ok) return concurrencyRefusal(s.hit(identity, rules.windows, now, false), slot.current, rules, now)
+  const release = holdSlot(() => s.release(identity, token), res)
+  let a: Admission
   try {
-    hit = await limits.hit(identity, rules.windows, now, true)
+    a = windowsOutcome(s.hit(identity, rules.windows, now, true))
   } catch (e) {
     release()
     throw e
   }
-  if (!hit.allowed) {
+  if (!a.ok) release()
+  return a
+}
+
+async function admitAsync(limits: LimitStore, identity: string, token: string, rules: TierRules, now: number, res: ServerResponse): Promise<Admission> {
+  const slot = await limits.acquire(identity, rules.concurrent, token, now, SLOT_TTL_MS)
+  if (!slot.ok) return concurrencyRefusal(await limits.hit(identity, rules.windows, now, false), slot.current, rules, now)
+  const release = holdSlot(() => void limits.release(identity, token), res)
+  let a: Admission
+  try {
+    a = windowsOutcome(await limits.hit(identity, rules.windows, now, true))
+  } catch (e) {
     release()
-    const exceeded = hit.windows.filter((w) => w.count >= w.rule.limit)
-    const worst = exceeded.reduce((a, b) => (b.resetAt > a.resetAt ? b : a))
-    return { ok: false, window: worst, error: rateError(CODE_BY_WINDOW[worst.rule.name], { limit: worst.rule.limit, count: worst.count, resetAt: worst.resetAt }, hit.now) }
+    throw e
   }
-  return { ok: true, window: bindingWindow(hit) }
+  if (!a.ok) release()
+  return a
 }
 
 /**

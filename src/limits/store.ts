@@ -33,6 +33,17 @@ export interface LimitStore {
   /** Slots in use (for tests and metrics). */
   inFlight(id: string, now: number): Promise<number>
   close(): Promise<void>
+  /**
+   * The same checks answered at once, for a store that keeps its counts in this process
+   * (memory): hot paths then count a request without promises. Absent on Redis.
+   */
+  readonly sync?: SyncLimits
+}
+
+export interface SyncLimits {
+  hit(id: string, windows: WindowRule[], now: number, consume: boolean): HitResult
+  acquire(id: string, max: number, token: string, now: number, ttlMs: number): { ok: boolean; current: number }
+  release(id: string, token: string): void
 }
 
 /** Reset time of a sliding window holding `log` (ascending times) with `limit`. */
@@ -123,9 +134,8 @@ export function createMemoryLimitStore(): LimitStore {
   }, 600_000)
   timer.unref()
 
-  return {
-    kind: 'memory',
-    async hit(id, windows, now, consume) {
+  const sync: SyncLimits = {
+    hit(id, windows, now, consume) {
       const e = entry(id, now)
       const counts = windows.map((w) => {
         if (w.kind === 'sliding') {
@@ -159,15 +169,32 @@ export function createMemoryLimitStore(): LimitStore {
         }),
       }
     },
-    async acquire(id, max, token, now, ttlMs) {
+    acquire(id, max, token, now, ttlMs) {
       const e = entry(id, now)
-      for (const [t, exp] of e.slots) if (exp <= now) e.slots.delete(t)
-      if (e.slots.size >= max) return { ok: false, current: e.slots.size }
+      if (e.slots.size >= max) {
+        // only a full set needs its expired slots (holders that never released) cleared
+        for (const [t, exp] of e.slots) if (exp <= now) e.slots.delete(t)
+        if (e.slots.size >= max) return { ok: false, current: e.slots.size }
+      }
       e.slots.set(token, now + ttlMs)
       return { ok: true, current: e.slots.size }
     },
-    async release(id, token) {
+    release(id, token) {
       entries.get(id)?.slots.delete(token)
+    },
+  }
+
+  return {
+    kind: 'memory',
+    sync,
+    async hit(id, windows, now, consume) {
+      return sync.hit(id, windows, now, consume)
+    },
+    async acquire(id, max, token, now, ttlMs) {
+      return sync.acquire(id, max, token, now, ttlMs)
+    },
+    async release(id, token) {
+      sync.release(id, token)
     },
     async inFlight(id, now) {
       const e = entries.get(id)

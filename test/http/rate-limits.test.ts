@@ -49,6 +49,11 @@ for (const engine of ENGINES) {
           release: (...a) => store.release(...a),
           inFlight: (...a) => store.inFlight(...a),
           close: () => store.close(),
+          sync: store.sync && {
+            hit: (...a) => (down(), store.sync!.hit(...a)),
+            acquire: (...a) => (down(), store.sync!.acquire(...a)),
+            release: (...a) => store.sync!.release(...a),
+          },
         }
         s = await startServer({ engine, clock, limits })
       })

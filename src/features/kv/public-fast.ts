@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps.js'
 import type { FastPath } from '../../http/types.js'
-import { admit, handOverAdmission, rateHeaderList } from '../../http/guard.js'
+import { admit, handOverAdmission, rateHeaderList, type Admission } from '../../http/guard.js'
 import { clientIp, isHttps } from '../../http/origin.js'
 import { prepare, sendPrepared, type Prepared } from '../../http/prepared-response.js'
 import type { Cached } from './public-cache.js'
@@ -46,17 +46,28 @@ export function kvPublicFastPath(deps: Deps, kv: KvService): FastPath {
     if (hit === undefined || hit.body === null || !isHttps(req, config)) return false
     const body = hit.body
     const head = headOf(hit as Cached & { body: Buffer })
-    admit(limits, `ip:${clientIp(req, config)}`, tiers.default, clock.now(), res).then((a) => {
-      if (!a.ok) {
-        handOverAdmission(req, a)
-        route(req, res)
+    const answer = (a: Admission) => {
+      if (a.ok) {
+        sendPrepared(req, res, head, body, rateHeaderList(a.window))
         return
       }
-      sendPrepared(req, res, head, body, rateHeaderList(a.window))
-    }, (err: unknown) => {
+      handOverAdmission(req, a)
+      route(req, res)
+    }
+    const failed = (err: unknown) => {
       handOverAdmission(req, { failed: err })
       route(req, res)
-    })
+    }
+    // the memory store answers at once (the whole read is then synchronous); Redis later
+    let a: Admission | Promise<Admission>
+    try {
+      a = admit(limits, `ip:${clientIp(req, config)}`, tiers.default, clock.now(), res)
+    } catch (err) {
+      failed(err)
+      return true
+    }
+    if (a instanceof Promise) a.then(answer, failed)
+    else answer(a)
     return true
   }
 }
