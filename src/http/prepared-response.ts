@@ -8,8 +8,9 @@ import { STATUS_CODES, validateHeaderName, validateHeaderValue, type IncomingMes
  * Why: Node validates every header name and value and builds the header block as a string on
  * every `writeHead`. With the dozen headers a hosted page carries (CSP sandbox, nosniff, ETag,
  * Last-Modified, Cache-Control, Vary...) that is most of a cached hit's cost: on the 2-core
- * machine a bare `node:http` server sending those headers from a Buffer did about 0.91 of
- * nginx's requests per second, and the same server writing a prepared block about 1.05-1.10
+ * machine, in one A/B run each, a bare `node:http` server sending those headers from a Buffer
+ * did about 0.91 of nginx's requests per second, and the same server writing a prepared block
+ * about 1.05-1.10 (noisy machine: single rounds swing 20-45%)
  * (bench/hosting.sh has the figures of the service itself).
  *
  * How: `prepare()` validates and encodes the status line and headers once. `sendPrepared()`
