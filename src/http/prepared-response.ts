@@ -17,8 +17,17 @@ import { STATUS_CODES, validateHeaderName, validateHeaderValue, type IncomingMes
  * marks the ServerResponse's header as already sent (Node's `_header` / `_headerSent` fields,
  * unchanged since Node 0.x and relied on by widely used middleware), then writes the prepared
  * block, a per-second shared tail (Date, Connection, Keep-Alive: what Node adds itself) and the
- * body through `res.write`/`res.end`: one writev, and Node's own bookkeeping (pipelined
- * requests queued behind this one, keep-alive timers, 'finish' and 'close') runs unchanged.
+ * body through `res.end` (or `res.write` of each part): one socket write, and Node's own
+ * bookkeeping (pipelined requests queued behind this one, keep-alive timers, 'finish' and
+ * 'close') runs unchanged.
+ *
+ * Whole answers: a small body (up to WHOLE_MAX_BODY) is sent as one Buffer holding the block,
+ * the tail and the body, joined once per prepared answer and second. One `res.end(buffer)` is
+ * fewer stream operations than three writes gathered into a writev (on the 2-core machine, a
+ * bare server sending the service's headers for a 2 KB page this way did about 73,000
+ * requests/s against 65,000 with three writes, A/B in one run). The joined copies are bounded:
+ * at most WHOLE_BUDGET bytes are joined per second, and every copy is dropped when the second
+ * (and so the Date) changes, so they never hold more than that budget.
  *
  * Falls back to the ordinary `writeHead` whenever the shortcut would differ from Node's own
  * answer: HEAD (Node drops a HEAD response's body writes, which would drop the block too),
@@ -32,7 +41,23 @@ export interface Prepared {
   readonly headers: readonly string[]
   /** "HTTP/1.1 <status> <reason>\r\n" and every header line, latin1. */
   readonly block: Buffer
+  /** This second's whole answer (block + tail + body), when one was joined. */
+  whole: Whole | null
 }
+
+interface Whole {
+  /** The tail and the body it was joined with: a new second or another body makes it stale. */
+  readonly tail: Buffer
+  readonly body: Buffer
+  readonly bytes: Buffer
+}
+
+/** Bodies up to this size are sent as one joined Buffer (see the module comment). */
+export const WHOLE_MAX_BODY = 64 * 1024
+/** Bytes joined per second, at most; past it, answers go out in parts until the next second. */
+export const WHOLE_BUDGET = 8 * 1024 * 1024
+let wholeBytes = 0
+let holders: Prepared[] = []
 
 /** Validates (as writeHead would) and encodes an answer's status line and headers once. */
 export function prepare(status: number, headers: readonly string[]): Prepared {
@@ -46,7 +71,7 @@ export function prepare(status: number, headers: readonly string[]): Prepared {
     validateHeaderValue(name, value)
     s += `${name}: ${value}\r\n`
   }
-  return { status, headers, block: Buffer.from(s, 'latin1') }
+  return { status, headers, block: Buffer.from(s, 'latin1'), whole: null }
 }
 
 /** The private fields of Node's OutgoingMessage this module relies on. */
@@ -69,12 +94,37 @@ function tailFor(keepAliveMs: number): Buffer {
   const now = Date.now()
   const second = Math.floor(now / 1000)
   if (second !== tailSecond || keepAliveMs !== tailKeepAlive) {
+    if (second !== tailSecond) {
+      // last second's whole answers carry the old Date: let them go
+      for (const p of holders) p.whole = null
+      holders = []
+      wholeBytes = 0
+    }
     tailSecond = second
     tailKeepAlive = keepAliveMs
     const ka = keepAliveMs > 0 ? `Keep-Alive: timeout=${Math.floor(keepAliveMs / 1000)}\r\n` : ''
     tail = Buffer.from(`Date: ${new Date(second * 1000).toUTCString()}\r\nConnection: keep-alive\r\n${ka}\r\n`, 'latin1')
   }
   return tail
+}
+
+/** The whole answer of `p` with `body` for this second's tail, joined if the budget allows. */
+function wholeFor(p: Prepared, t: Buffer, body: Buffer): Buffer | null {
+  const w = p.whole
+  if (w !== null && w.tail === t && w.body === body) return w.bytes
+  const size = p.block.length + t.length + body.length
+  if (wholeBytes + size > WHOLE_BUDGET) return null
+  wholeBytes += size
+  if (w === null) holders.push(p)
+  p.whole = { tail: t, body, bytes: Buffer.concat([p.block, t, body], size) }
+  return p.whole.bytes
+}
+
+/** Bytes currently held in joined whole answers (for tests). */
+export function wholeBytesHeld(): number {
+  let n = 0
+  for (const p of holders) n += p.whole?.bytes.length ?? 0
+  return n
 }
 
 /** Whether this response can take the prepared bytes (see the module comment). */
@@ -95,13 +145,21 @@ export function sendPrepared(req: IncomingMessage, res: ServerResponse, p: Prepa
     r.statusCode = p.status
     r._header = SENT_BY_PREPARED
     r._headerSent = true
+    const t = tailFor(r._keepAliveTimeout ?? 0)
+    if (extra === undefined || extra.length === 0) {
+      const whole = body !== undefined && body.length <= WHOLE_MAX_BODY ? wholeFor(p, t, body) : null
+      if (whole !== null) {
+        r.end(whole)
+        return
+      }
+    }
     r.write(p.block)
     if (extra !== undefined && extra.length > 0) {
       let lines = ''
       for (let i = 0; i < extra.length; i += 2) lines += `${extra[i]}: ${extra[i + 1]}\r\n`
       r.write(lines, 'latin1')
     }
-    r.write(tailFor(r._keepAliveTimeout ?? 0))
+    r.write(t)
     if (body !== undefined && body.length > 0) r.end(body)
     else r.end()
     return

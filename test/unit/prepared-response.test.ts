@@ -3,11 +3,18 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { prepare, sendPrepared } from '../../src/http/prepared-response.js'
+import { prepare, sendPrepared, wholeBytesHeld, WHOLE_BUDGET, WHOLE_MAX_BODY } from '../../src/http/prepared-response.js'
 
 const BODY = Buffer.from('<!doctype html><p>prepared ünïcode</p>\n')
 const HEADERS = ['Content-Type', 'text/html; charset=utf-8', 'Content-Security-Policy', 'sandbox allow-scripts', 'ETag', '"abc"', 'Content-Length', String(BODY.length)]
 const OK = prepare(200, HEADERS)
+// a body too large to be joined with its head, and many bodies that together pass the budget
+const LARGE = Buffer.alloc(WHOLE_MAX_BODY + 1, 'L')
+const OK_LARGE = prepare(200, ['Content-Type', 'text/plain', 'Content-Length', String(LARGE.length)])
+const MANY = Array.from({ length: Math.ceil(WHOLE_BUDGET / WHOLE_MAX_BODY) + 4 }, (_, i) => {
+  const body = Buffer.alloc(WHOLE_MAX_BODY, String.fromCharCode(65 + (i % 26)))
+  return { body, p: prepare(200, ['Content-Type', 'text/plain', 'X-N', String(i), 'Content-Length', String(body.length)]) }
+})
 
 interface Parsed { status: string; headers: Map<string, string>; body: Buffer }
 
@@ -34,7 +41,7 @@ function parseResponses(buf: Buffer, heads: boolean[]): Parsed[] {
 }
 
 /** Sends raw request bytes on one connection; resolves with everything read once `wanted` responses arrived or the server closed. */
-function exchange(port: number, raw: string, heads: boolean[]): Promise<{ responses: Parsed[]; closedByServer: boolean }> {
+function exchange(port: number, raw: string, heads: boolean[], waitMs = 400): Promise<{ responses: Parsed[]; closedByServer: boolean }> {
   return new Promise((resolve, reject) => {
     const sock = net.connect(port, '127.0.0.1')
     const chunks: Buffer[] = []
@@ -50,7 +57,7 @@ function exchange(port: number, raw: string, heads: boolean[]): Promise<{ respon
         reject(err)
       }
     }
-    const timer = setTimeout(() => finish(false), 400)
+    const timer = setTimeout(() => finish(false), waitMs)
     sock.on('data', (d) => chunks.push(d))
     sock.on('end', () => finish(true))
     sock.on('error', reject)
@@ -74,6 +81,15 @@ describe('prepared responses (the hot paths\' precomputed heads)', () => {
       if (req.url === '/plain') {
         res.writeHead(200, HEADERS)
         res.end(req.method === 'HEAD' ? undefined : BODY)
+        return
+      }
+      if (req.url === '/large') {
+        sendPrepared(req, res, OK_LARGE, LARGE)
+        return
+      }
+      if (req.url?.startsWith('/many/')) {
+        const m = MANY[Number(req.url.slice(6))]
+        sendPrepared(req, res, m.p, m.body)
         return
       }
       if (req.url === '/with') {
@@ -136,6 +152,37 @@ describe('prepared responses (the hot paths\' precomputed heads)', () => {
     // HTTP/1.0 with keep-alive stays open
     const { closedByServer } = await exchange(port, 'GET /p HTTP/1.0\r\nConnection: keep-alive\r\n\r\n', [false])
     assert.equal(closedByServer, false)
+  })
+
+  it('sends a body too large to join in parts, byte for byte', async () => {
+    const req = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`
+    const { responses } = await exchange(port, req('/large') + req('/p') + req('/large'), [false, false, false])
+    assert.deepEqual(responses.map((r) => r.body.length), [LARGE.length, BODY.length, LARGE.length])
+    assert.ok(responses[0].body.equals(LARGE) && responses[2].body.equals(LARGE))
+    assert.equal(responses[0].headers.get('connection'), 'keep-alive')
+  })
+
+  it('joins at most WHOLE_BUDGET bytes a second, answers correctly past it, and lets joined answers go when the second changes', async () => {
+    // start early in a second, so that all the requests fall within it
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20))
+    const req = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`
+    const raw = MANY.map((_, i) => req(`/many/${i}`)).join('')
+    const { responses } = await exchange(port, raw, MANY.map(() => false), 1500)
+    assert.equal(responses.length, MANY.length)
+    responses.forEach((r, i) => {
+      assert.ok(r.body.equals(MANY[i].body), `body ${i}`)
+      assert.equal(r.headers.get('x-n'), String(i))
+    })
+    const held = wholeBytesHeld()
+    assert.ok(held <= WHOLE_BUDGET, `held ${held}`)
+    // all answered within one second (the usual case): the budget was used up, not more
+    if (new Set(responses.map((r) => r.headers.get('date'))).size === 1) assert.ok(held > WHOLE_BUDGET - WHOLE_MAX_BODY - 1024, `held ${held}`)
+    // the next second's first prepared answer drops them all
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20))
+    const { responses: next } = await exchange(port, req('/p'), [false])
+    assert.deepEqual(next[0].body, BODY)
+    assert.ok(wholeBytesHeld() < 1024, `held ${wholeBytesHeld()} after the second changed`)
+    assert.equal(Date.parse(next[0].headers.get('date')!) / 1000, Math.floor(Date.now() / 1000))
   })
 
   it('refuses, when prepared, a header writeHead would refuse', () => {
