@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import zlib from 'node:zlib'
 import { promisify } from 'node:util'
 import type { BlobStore } from '../../storage/blob-store.js'
-import { metrics } from '../../http/metrics.js'
+import { hotCount, metrics } from '../../http/metrics.js'
 import { prepare, sendPrepared, type Prepared } from '../../http/prepared-response.js'
 import type { BodyEntry, FileEntry, HostCache, HostEntry } from './cache.js'
 import { plainHeaders, type Resolver } from './resolver.js'
@@ -77,9 +77,9 @@ export function parseRange(h: string, size: number): { start: number; end: numbe
  */
 export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: BlobStore, log: Log) {
   // body bytes sent, for /metrics (svc_blob_bytes_served_total{source="hosting"}); HEAD sends none
-  const servedBytes = metrics.blobBytesServed.labels('hosting')
+  const servedBytes = hotCount(metrics.blobBytesServed, { source: 'hosting' })
   const sent = (head: boolean, n: number) => {
-    if (!head) servedBytes.inc(n)
+    if (!head) servedBytes.n += n
   }
   const loading = new Map<string, Promise<BodyEntry>>()
   const compressing = new Map<string, Promise<void>>()
