@@ -82,6 +82,27 @@ interface NodeResponse extends ServerResponse {
   _maxRequestsPerSocket?: number
 }
 
+/** The private field of Node's IncomingMessage this module relies on. */
+interface NodeRequest extends IncomingMessage {
+  _dumped?: boolean
+}
+
+/**
+ * Tells Node this request's body (if any) is not wanted, before the answer instead of after.
+ * When a response finishes and nobody read the request, Node calls `req._dump()`: resume, read
+ * to the end, 'end', destroy, 'close': three more ticks and half a dozen events per request,
+ * even for a GET without a body. Setting `_dumped` first has the same effect on the wire (Node's
+ * parser drops the body bytes of a dumped request as they arrive) without that chain. The hot
+ * paths answer GET and HEAD without reading a body. Measured on the 2-core machine, a bare
+ * server sending a 2 KB page: 84,000-88,000 requests/s against 72,000-80,000 (A/B, 3 rounds).
+ * The request then emits no 'end' or 'close' (the response still emits 'finish' and 'close'),
+ * so this is done only when nothing listens for them (a routed request may have Fastify's
+ * abort listeners).
+ */
+function skipDrain(req: NodeRequest): void {
+  if (req._dumped === false && req.listenerCount('close') === 0 && req.listenerCount('end') === 0) req._dumped = true
+}
+
 // a truthy `_header` tells Node the head is out; the real one is in the bytes we write
 const SENT_BY_PREPARED = 'HTTP/1.1 (prepared)\r\n\r\n'
 
@@ -145,6 +166,7 @@ export function sendPrepared(req: IncomingMessage, res: ServerResponse, p: Prepa
     r.statusCode = p.status
     r._header = SENT_BY_PREPARED
     r._headerSent = true
+    skipDrain(req)
     const t = tailFor(r._keepAliveTimeout ?? 0)
     if (extra === undefined || extra.length === 0) {
       const whole = body !== undefined && body.length <= WHOLE_MAX_BODY ? wholeFor(p, t, body) : null

@@ -66,6 +66,8 @@ function exchange(port: number, raw: string, heads: boolean[], waitMs = 400): Pr
 }
 
 describe('prepared responses (the hot paths\' precomputed heads)', () => {
+  const marks: (boolean | undefined)[] = []
+  const closes: (string | undefined)[] = []
   let server: http.Server
   let port = 0
   before(async () => {
@@ -81,6 +83,12 @@ describe('prepared responses (the hot paths\' precomputed heads)', () => {
       if (req.url === '/plain') {
         res.writeHead(200, HEADERS)
         res.end(req.method === 'HEAD' ? undefined : BODY)
+        return
+      }
+      if (req.url === '/mark' || req.url === '/listened') {
+        if (req.url === '/listened') req.once('close', () => closes.push(req.url))
+        sendPrepared(req, res, OK, BODY)
+        marks.push((req as { _dumped?: boolean })._dumped)
         return
       }
       if (req.url === '/large') {
@@ -183,6 +191,26 @@ describe('prepared responses (the hot paths\' precomputed heads)', () => {
     assert.deepEqual(next[0].body, BODY)
     assert.ok(wholeBytesHeld() < 1024, `held ${wholeBytesHeld()} after the second changed`)
     assert.equal(Date.parse(next[0].headers.get('date')!) / 1000, Math.floor(Date.now() / 1000))
+  })
+
+  it('marks the request drained at once; a body sent with it is dropped and the connection goes on', async () => {
+    const big = 'b'.repeat(100_000) // more than a stream's buffer: left unread, it would stall the connection
+    const raw = 'GET /mark HTTP/1.1\r\nHost: x\r\n\r\n'
+      + 'GET /mark HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n'
+      + `GET /mark HTTP/1.1\r\nHost: x\r\nContent-Length: ${big.length}\r\n\r\n${big}`
+      + 'GET /mark HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'
+      + 'GET /p HTTP/1.1\r\nHost: x\r\n\r\n'
+    marks.length = 0
+    const { responses, closedByServer } = await exchange(port, raw, [false, false, false, false, false], 1000)
+    assert.equal(closedByServer, false)
+    assert.equal(responses.length, 5)
+    for (const r of responses) assert.deepEqual(r.body, BODY)
+    assert.deepEqual(marks, [true, true, true, true])
+    // a request someone listens to is left to Node, and still emits 'close'
+    marks.length = 0
+    await exchange(port, 'GET /listened HTTP/1.1\r\nHost: x\r\n\r\n', [false])
+    assert.deepEqual(marks, [false])
+    assert.deepEqual(closes, ['/listened'])
   })
 
   it('refuses, when prepared, a header writeHead would refuse', () => {
