@@ -18,6 +18,10 @@
 # to CPU 0 with its own -P option. Unpinned, the scheduler now and then puts a server next
 # to wrk on one core, and single rounds swing by 20-45%.
 #
+# Controls (CONTROL=1, the default): a bare node:http server with two headers, against the same
+# nginx: the ceiling of one Node process on this machine. CONTROL=2 adds a bare server that
+# uses the service's prepared responses; CONTROL=0 skips them.
+#
 # Figures depend on the machine's load: on a shared machine, run it more than once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,7 +90,7 @@ echo "== 2 KB page (threshold 0.8)"
 "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-2k.html" "$DATA/page-2k.html" 0.8 || true
 echo "== 50 KB page (threshold 0.7)"
 "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-50k.html" "$DATA/page-50k.html" 0.7 || true
-if [ "${CONTROL:-1}" = 1 ]; then
+if [ "${CONTROL:-1}" != 0 ]; then
   # the ceiling of Node's HTTP stack on this machine right now: a bare node:http server writing
   # the same page as one Buffer with two headers (no framework, no lookup), against the same nginx
   "${SERVER_CPU[@]}" node -e '
@@ -98,12 +102,35 @@ if [ "${CONTROL:-1}" = 1 ]; then
       res.end(body)
     }).listen(19004, "127.0.0.1")' "$DATA/page-2k.html" "$DATA/page-50k.html" &
   CONTROL_PID=$!
+  CONTROLS=("19004 bare node:http server")
+  if [ "${CONTROL:-1}" = 2 ]; then
+    # CONTROL=2 adds the service's own answer mechanism without the service: a bare server
+    # sending the headers the service sends through src/http/prepared-response.ts (prepared
+    # head, one Buffer per answer, request marked drained). The gap between it and the service
+    # is the service's own cost (dispatch, cache, metrics, and a busier process).
+    HEADERS=$(curl -sI "http://127.0.0.1:$PLAIN_PORT/$USER/page-2k.html" | tr -d '\r' | awk -F': ' 'NR > 1 && NF > 1 && $1 !~ /^(Date|Connection|Keep-Alive|Content-Length|ETag|Last-Modified)$/ {print}')
+    "${SERVER_CPU[@]}" node --input-type=module -e '
+      import http from "node:http"; import fs from "node:fs"; import path from "node:path"
+      const { prepare, sendPrepared } = await import(path.resolve("dist/src/http/prepared-response.js"))
+      const [headerText, ...files] = process.argv.slice(1)
+      const common = headerText.split("\n").filter(Boolean).flatMap((l) => [l.slice(0, l.indexOf(": ")), l.slice(l.indexOf(": ") + 2)])
+      const pages = new Map(files.map((f) => { const b = fs.readFileSync(f); return ["/'"$USER"'/" + path.basename(f), { b, p: prepare(200, [...common, "Content-Length", String(b.length)]) }] }))
+      http.createServer((req, res) => {
+        const e = pages.get(req.url)
+        if (!e) { res.writeHead(404, ["Content-Length", "0"]); res.end(); return }
+        sendPrepared(req, res, e.p, e.b)
+      }).listen(19005, "127.0.0.1")' "$HEADERS" "$DATA/page-2k.html" "$DATA/page-50k.html" &
+    CONTROL2_PID=$!
+    CONTROLS+=("19005 bare node:http server with the service's prepared responses")
+  fi
   sleep 0.5
-  for size in 2k 50k; do
-    echo "== control: bare node:http server, same ${size/k/ KB} page (what one Node process can do here)"
-    "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:19004/$USER/page-$size.html" "$DATA/page-$size.html" 0 || true
+  for c in "${CONTROLS[@]}"; do
+    for size in 2k 50k; do
+      echo "== control: ${c#* }, same ${size/k/ KB} page (what one Node process can do here)"
+      "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:${c%% *}/$USER/page-$size.html" "$DATA/page-$size.html" 0 || true
+    done
   done
-  kill "$CONTROL_PID" 2>/dev/null || true
-  wait "$CONTROL_PID" 2>/dev/null || true
+  kill "$CONTROL_PID" ${CONTROL2_PID:-} 2>/dev/null || true
+  wait "$CONTROL_PID" ${CONTROL2_PID:-} 2>/dev/null || true
 fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
