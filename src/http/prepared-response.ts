@@ -22,7 +22,8 @@ import { STATUS_CODES, validateHeaderName, validateHeaderValue, type IncomingMes
  * 'close') runs unchanged. It also marks the request drained (`skipDrain` below).
  *
  * Whole answers: a small body (up to WHOLE_MAX_BODY) is sent as one Buffer holding the block,
- * the tail and the body, joined once per prepared answer and second. One `res.end(buffer)` is
+ * the tail and the body, joined once per prepared answer and second (with per-request `extra`
+ * headers, joined for that answer alone). One `res.end(buffer)` is
  * fewer stream operations than three writes gathered into a writev (on the 2-core machine, a
  * bare server sending the service's headers for a 2 KB page this way did about 73,000
  * requests/s against 65,000 with three writes, A/B in one run). The joined copies are bounded:
@@ -168,19 +169,28 @@ export function sendPrepared(req: IncomingMessage, res: ServerResponse, p: Prepa
     r._headerSent = true
     skipDrain(req)
     const t = tailFor(r._keepAliveTimeout ?? 0)
+    const small = body === undefined || body.length <= WHOLE_MAX_BODY
     if (extra === undefined || extra.length === 0) {
-      const whole = body !== undefined && body.length <= WHOLE_MAX_BODY ? wholeFor(p, t, body) : null
+      const whole = small && body !== undefined ? wholeFor(p, t, body) : null
       if (whole !== null) {
         r.end(whole)
         return
       }
     }
-    r.write(p.block)
-    if (extra !== undefined && extra.length > 0) {
-      let lines = ''
-      for (let i = 0; i < extra.length; i += 2) lines += `${extra[i]}: ${extra[i + 1]}\r\n`
-      r.write(lines, 'latin1')
+    let lines = ''
+    if (extra !== undefined) for (let i = 0; i < extra.length; i += 2) lines += `${extra[i]}: ${extra[i + 1]}\r\n`
+    if (lines !== '' && small) {
+      // per-request headers (the KV read's X-RateLimit-*): joined for this answer alone
+      const b = Buffer.allocUnsafe(p.block.length + lines.length + t.length + (body?.length ?? 0))
+      let at = p.block.copy(b, 0)
+      at += b.write(lines, at, 'latin1')
+      at += t.copy(b, at)
+      if (body !== undefined) body.copy(b, at)
+      r.end(b)
+      return
     }
+    r.write(p.block)
+    if (lines !== '') r.write(lines, 'latin1')
     r.write(t)
     if (body !== undefined && body.length > 0) r.end(body)
     else r.end()

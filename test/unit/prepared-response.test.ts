@@ -95,6 +95,10 @@ describe('prepared responses (the hot paths\' precomputed heads)', () => {
         sendPrepared(req, res, OK_LARGE, LARGE)
         return
       }
+      if (req.url === '/large-with') {
+        sendPrepared(req, res, OK_LARGE, LARGE, ['X-RateLimit-Remaining', '3'])
+        return
+      }
       if (req.url?.startsWith('/many/')) {
         const m = MANY[Number(req.url.slice(6))]
         sendPrepared(req, res, m.p, m.body)
@@ -162,11 +166,14 @@ describe('prepared responses (the hot paths\' precomputed heads)', () => {
     assert.equal(closedByServer, false)
   })
 
-  it('sends a body too large to join in parts, byte for byte', async () => {
+  it('sends a body too large to join in parts, byte for byte, with or without per-request headers', async () => {
     const req = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`
-    const { responses } = await exchange(port, req('/large') + req('/p') + req('/large'), [false, false, false])
-    assert.deepEqual(responses.map((r) => r.body.length), [LARGE.length, BODY.length, LARGE.length])
+    const { responses } = await exchange(port, req('/large') + req('/p') + req('/large-with') + req('/with'), [false, false, false, false])
+    assert.deepEqual(responses.map((r) => r.body.length), [LARGE.length, BODY.length, LARGE.length, BODY.length])
     assert.ok(responses[0].body.equals(LARGE) && responses[2].body.equals(LARGE))
+    assert.equal(responses[2].headers.get('x-ratelimit-remaining'), '3')
+    assert.equal(responses[3].headers.get('x-ratelimit-remaining'), '7')
+    assert.equal(responses[0].headers.has('x-ratelimit-remaining'), false)
     assert.equal(responses[0].headers.get('connection'), 'keep-alive')
   })
 
