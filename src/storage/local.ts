@@ -57,7 +57,11 @@ export function createLocalBlobStore(root: string): BlobStore {
       })
       try {
         const source = Buffer.isBuffer(body) ? Readable.from([body]) : body
-        await pipeline(source, counter, fs.createWriteStream(tmp, { flags: 'wx', mode: 0o640 }))
+        // the temp file exists before any byte flows, so the unlink below always finds it (CI
+        // once found a temp file left after a refused oversized body; the cause is not known:
+        // a standalone test of the old code, 300 refused pipelines, left none)
+        const out = await fsp.open(tmp, 'wx', 0o640)
+        await pipeline(source, counter, out.createWriteStream())
         // the bytes reach the disk before the rename makes them visible under their digest
         const h = await fsp.open(tmp, 'r')
         try {
