@@ -89,8 +89,12 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else prin
 echo "engine $ENGINE; entry response $SIZE bytes; $CONNS connections, $THREADS threads${SERVER_CPU:+ (server on CPU 1, wrk on CPU 0)}, $DURATION x $ROUNDS rounds each, alternating; cores: $(nproc); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "kv:  $KV_URL"
 echo "ref: $REF_NAME: $REF_URL"
-wrk -t1 -c4 -d2s "${H[@]}" "$KV_URL" >/dev/null # warm-up
-wrk -t1 -c4 -d2s "${H[@]}" "$REF_URL" >/dev/null
+# warm-up at the measured load (WARMUP seconds each, over 100,000 requests here): V8 was seen
+# (--trace-opt) still compiling functions of the KV path after 20,000 requests, and a first
+# round right after a short warm-up once had a p99 of 100 ms
+WARMUP=${WARMUP:-4}
+"${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNS" -d"${WARMUP}s" "${H[@]}" "$KV_URL" >/dev/null
+"${WRK_CPU[@]}" wrk -t"$THREADS" -c"$CONNS" -d"${WARMUP}s" "${H[@]}" "$REF_URL" >/dev/null
 : >"$DATA/kv"; : >"$DATA/ref"
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) = 1 ]; then order="kv ref"; else order="ref kv"; fi
