@@ -118,6 +118,29 @@ export function admit(limits: LimitStore, identity: string, rules: TierRules, no
   return a
 }
 
+/** The slot token of answers written while they are admitted (see admitNow): never held past it. */
+const NOW_TOKEN = `${TOKEN_PREFIX}now`
+
+/**
+ * `admit` for a request whose answer is written before control returns to the event loop (a
+ * fast path answering from memory). With a store that counts in this process, the slot is
+ * taken and given back within this call: no other request can run in between, so holding it
+ * until the response closes would change nothing but the cost (a token, a listener and a
+ * closure per request). A caller whose slots are all taken by requests still running is
+ * refused exactly as by `admit`. With Redis (shared by instances), this is `admit`.
+ */
+export function admitNow(limits: LimitStore, identity: string, rules: TierRules, now: number, res: ServerResponse): Admission | Promise<Admission> {
+  const s = limits.sync
+  if (s === undefined) return admit(limits, identity, rules, now, res)
+  const slot = s.acquire(identity, rules.concurrent, NOW_TOKEN, now, SLOT_TTL_MS)
+  if (!slot.ok) return concurrencyRefusal(s.hit(identity, rules.windows, now, false), slot.current, rules, now)
+  try {
+    return windowsOutcome(s.hit(identity, rules.windows, now, true))
+  } finally {
+    s.release(identity, NOW_TOKEN)
+  }
+}
+
 async function admitAsync(limits: LimitStore, identity: string, token: string, rules: TierRules, now: number, res: ServerResponse): Promise<Admission> {
   const slot = await limits.acquire(identity, rules.concurrent, token, now, SLOT_TTL_MS)
   if (!slot.ok) return concurrencyRefusal(await limits.hit(identity, rules.windows, now, false), slot.current, rules, now)

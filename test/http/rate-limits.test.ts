@@ -206,6 +206,32 @@ for (const engine of ENGINES) {
         assert.equal(await s.deps.limits.inFlight('ip:127.0.0.1', clock.now()), 0, 'aborted reads gave their slots back')
         assert.equal((await s.get(path)).status, 200)
       })
+
+      it('a cached KV public read is refused (1206) while running requests hold all of the caller\'s slots, and is answered again once they end', async () => {
+        clock.set(BEIJING_NOON + 72 * 3600_000)
+        const u = await s.user()
+        assert.equal((await s.post('/svc_api/data/store', { key: u.key, json: { key: 'slots', value: 1, is_public: true } })).status, 200)
+        const path = `/svc_api/data/public/${u.username}/slots`
+        assert.equal((await s.get(path)).status, 200) // fills the cache: the next reads are answered before routing
+        const id = 'ip:127.0.0.1'
+        const a = await stalledRequest(s, '/svc_api/none')
+        const b = await stalledRequest(s, '/svc_api/none')
+        for (let i = 0; i < 50 && (await s.deps.limits.inFlight(id, clock.now())) < 2; i++) await new Promise((r) => setTimeout(r, 20))
+        assert.equal(await s.deps.limits.inFlight(id, clock.now()), 2)
+        const refused = await s.get(path)
+        assert.equal(refused.status, 429)
+        assert.equal(refused.json.error_code, 1206)
+        assert.equal(refused.header('access-control-allow-origin'), '*')
+        assert.equal(await s.deps.limits.inFlight(id, clock.now()), 2, 'the refused read took no slot')
+        a.destroy()
+        b.destroy()
+        for (let i = 0; i < 50 && (await s.deps.limits.inFlight(id, clock.now())) > 0; i++) await new Promise((r) => setTimeout(r, 20))
+        const ok = await s.get(path)
+        assert.equal(ok.status, 200)
+        assert.deepEqual(ok.json.data.value, 1)
+        // counted once each: the route's read, the stalled pair, this read (the refusal was not counted)
+        assert.equal(ok.header('x-ratelimit-remaining'), '6')
+      })
     })
   }
 }

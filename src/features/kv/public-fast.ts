@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps.js'
 import type { FastPath } from '../../http/types.js'
-import { admit, handOverAdmission, rateHeaderList, type Admission } from '../../http/guard.js'
+import { admitNow, handOverAdmission, rateHeaderList, type Admission } from '../../http/guard.js'
 import { clientIp, isHttps } from '../../http/origin.js'
 import { prepare, sendPrepared, type Prepared } from '../../http/prepared-response.js'
 import type { Cached } from './public-cache.js'
@@ -58,10 +58,11 @@ export function kvPublicFastPath(deps: Deps, kv: KvService): FastPath {
       handOverAdmission(req, { failed: err })
       route(req, res)
     }
-    // the memory store answers at once (the whole read is then synchronous); Redis later
+    // the memory store answers at once (the whole read is then synchronous, and holds its
+    // concurrency slot only while it runs); Redis later, holding the slot until the answer closes
     let a: Admission | Promise<Admission>
     try {
-      a = admit(limits, `ip:${clientIp(req, config)}`, tiers.default, clock.now(), res)
+      a = admitNow(limits, `ip:${clientIp(req, config)}`, tiers.default, clock.now(), res)
     } catch (err) {
       failed(err)
       return true
