@@ -21,8 +21,8 @@ function headOf(c: Cached & { body: Buffer }): Prepared {
 /**
  * The hot path of GET /svc_api/data/public/{username}/{key} (and the legacy /{key}): an
  * anonymous read whose answer this instance has cached is counted against the caller's IP
- * limits exactly as the API guard counts it (same `admit`, same store, same X-RateLimit-*
- * headers) and answered with a prepared head, without Fastify's routing and hooks. Anything
+ * limits exactly as the API guard counts it (`admitNow`: the guard's `admit` for an answer
+ * written at once; same store, same X-RateLimit-* headers) and answered with a prepared head, without Fastify's routing and hooks. Anything
  * else is left to the route: a miss, a 1604, a request with credentials (counted per key or
  * account), plain HTTP (1116), HEAD, names that need decoding. A refused admission (429, or
  * 1504 when the limit store is down) is handed to the route with the admission attached, so
