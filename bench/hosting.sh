@@ -20,7 +20,9 @@
 #
 # Controls (CONTROL=1, the default): a bare node:http server with two headers, against the same
 # nginx: the ceiling of one Node process on this machine. CONTROL=2 adds a bare server that
-# uses the service's prepared responses; CONTROL=0 skips them.
+# uses the service's prepared responses; CONTROL=3 adds, after those, a bare server that sends
+# with sendfile(2) as nginx does (bench/sendfile-control, built with node-gyp: needs g++ and
+# Node's headers); CONTROL=0 skips them.
 #
 # Figures depend on the machine's load: on a shared machine, run it more than once.
 set -euo pipefail
@@ -103,7 +105,7 @@ if [ "${CONTROL:-1}" != 0 ]; then
     }).listen(19004, "127.0.0.1")' "$DATA/page-2k.html" "$DATA/page-50k.html" &
   CONTROL_PID=$!
   CONTROLS=("19004 bare node:http server")
-  if [ "${CONTROL:-1}" = 2 ]; then
+  if [ "${CONTROL:-1}" -ge 2 ]; then
     # CONTROL=2 adds the service's own answer mechanism without the service: a bare server
     # sending the headers the service sends through src/http/prepared-response.ts (prepared
     # head, one Buffer per answer, request marked drained). The gap between it and the service
@@ -123,6 +125,16 @@ if [ "${CONTROL:-1}" != 0 ]; then
     CONTROL2_PID=$!
     CONTROLS+=("19005 bare node:http server with the service's prepared responses")
   fi
+  if [ "${CONTROL:-1}" -ge 3 ]; then
+    # CONTROL=3 adds what nginx does and Node cannot: the same bare server sending each page
+    # with sendfile(2) from a memfd (bench/sendfile-control: a small N-API addon, built here
+    # with node-gyp into the temp folder; not part of the service)
+    mkdir -p "$DATA/sf" && cp bench/sendfile-control/binding.gyp bench/sendfile-control/sendfile.c "$DATA/sf/"
+    (cd "$DATA/sf" && npx --yes node-gyp rebuild >"$DATA/sf/build.log" 2>&1) || { cat "$DATA/sf/build.log" >&2; exit 2; }
+    "${SERVER_CPU[@]}" node bench/sendfile-control/server.mjs "$DATA/sf/build/Release/sendfile_control.node" 19006 "$HEADERS" "$DATA/page-2k.html" "$DATA/page-50k.html" &
+    CONTROL3_PID=$!
+    CONTROLS+=("19006 bare node:http server sending with sendfile(2) (bench only)")
+  fi
   sleep 0.5
   for c in "${CONTROLS[@]}"; do
     for size in 2k 50k; do
@@ -130,7 +142,7 @@ if [ "${CONTROL:-1}" != 0 ]; then
       "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:${c%% *}/$USER/page-$size.html" "$DATA/page-$size.html" 0 || true
     done
   done
-  kill "$CONTROL_PID" ${CONTROL2_PID:-} 2>/dev/null || true
-  wait "$CONTROL_PID" ${CONTROL2_PID:-} 2>/dev/null || true
+  kill "$CONTROL_PID" ${CONTROL2_PID:-} ${CONTROL3_PID:-} 2>/dev/null || true
+  wait "$CONTROL_PID" ${CONTROL2_PID:-} ${CONTROL3_PID:-} 2>/dev/null || true
 fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"

@@ -1,0 +1,1 @@
+{ "targets": [ { "target_name": "sendfile_control", "sources": [ "sendfile.c" ] } ] }
