@@ -131,7 +131,7 @@ if [ "${CONTROL:-1}" != 0 ]; then
     # with node-gyp into the temp folder; not part of the service)
     mkdir -p "$DATA/sf" && cp bench/sendfile-control/binding.gyp bench/sendfile-control/sendfile.c "$DATA/sf/"
     (cd "$DATA/sf" && npx --yes node-gyp rebuild >"$DATA/sf/build.log" 2>&1) || { cat "$DATA/sf/build.log" >&2; exit 2; }
-    "${SERVER_CPU[@]}" node bench/sendfile-control/server.mjs "$DATA/sf/build/Release/sendfile_control.node" 19006 "$HEADERS" "$DATA/page-2k.html" "$DATA/page-50k.html" &
+    "${SERVER_CPU[@]}" node bench/sendfile-control/server.mjs "$DATA/sf/build/Release/sendfile_control.node" 19006 "$USER" "$HEADERS" "$DATA/page-2k.html" "$DATA/page-50k.html" &
     CONTROL3_PID=$!
     CONTROLS+=("19006 bare node:http server sending with sendfile(2) (bench only)")
   fi

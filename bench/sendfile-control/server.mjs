@@ -1,7 +1,7 @@
 // bench only (CONTROL=3 in bench/hosting.sh): a bare node:http server sending the service's
 // headers and each page with sendfile(2) from a memfd, through ./sendfile.c, built by the bench
 // into a temporary folder. Not part of the service: it measures what zero-copy would buy.
-//   node server.mjs ADDON PORT HEADER_TEXT FILE...
+//   node server.mjs ADDON PORT USER HEADER_TEXT FILE...   (serves each FILE at /USER/<its name>)
 // Same shortcuts as src/http/prepared-response.ts (head marked sent, request marked drained);
 // whatever the kernel did not take at once (EAGAIN) goes through Node's own socket write.
 import http from 'node:http'
@@ -9,14 +9,14 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 
-const [addonPath, port, headerText, ...files] = process.argv.slice(2)
+const [addonPath, port, user, headerText, ...files] = process.argv.slice(2)
 const sf = createRequire(import.meta.url)(path.resolve(addonPath))
 const common = headerText.split('\n').filter(Boolean).map((l) => l + '\r\n').join('')
 const pages = new Map(files.map((f) => {
   const body = fs.readFileSync(f)
   const fd = sf.memfdFrom(body)
   if (fd < 0) throw new Error(`memfd: errno ${-fd}`)
-  return ['/benchhost/' + path.basename(f), { body, fd, block: `HTTP/1.1 200 OK\r\n${common}Content-Length: ${body.length}\r\n` }]
+  return [`/${user}/${path.basename(f)}`, { body, fd, block: `HTTP/1.1 200 OK\r\n${common}Content-Length: ${body.length}\r\n` }]
 }))
 let second = -1
 let tail = ''
