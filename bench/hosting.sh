@@ -20,9 +20,8 @@
 #
 # Controls (CONTROL=1, the default): a bare node:http server with two headers, against the same
 # nginx: the ceiling of one Node process on this machine. CONTROL=2 adds a bare server that
-# uses the service's prepared responses; CONTROL=3 adds, after those, a bare server that sends
-# with sendfile(2) as nginx does (bench/sendfile-control, built with node-gyp: needs g++ and
-# Node's headers); CONTROL=0 skips them.
+# uses the service's prepared responses; CONTROL=3 adds, after those, the same bare server
+# sending with sendfile(2) as the service does (src/http/sendfile.ts); CONTROL=0 skips them.
 #
 # Figures depend on the machine's load: on a shared machine, run it more than once.
 set -euo pipefail
@@ -92,6 +91,8 @@ echo "== 2 KB page (threshold 0.8)"
 "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-2k.html" "$DATA/page-2k.html" 0.8 || true
 echo "== 50 KB page (threshold 0.7)"
 "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-50k.html" "$DATA/page-50k.html" 0.7 || true
+# how the service's 50 KB answers went out (plain HTTP: sendfile from a memfd when the addon is built)
+curl -s "http://127.0.0.1:$PLAIN_PORT/metrics" | grep '^svc_hosting_sendfile_total' || echo "svc_hosting_sendfile_total: not in /metrics"
 if [ "${CONTROL:-1}" != 0 ]; then
   # the ceiling of Node's HTTP stack on this machine right now: a bare node:http server writing
   # the same page as one Buffer with two headers (no framework, no lookup), against the same nginx
@@ -110,30 +111,33 @@ if [ "${CONTROL:-1}" != 0 ]; then
     # sending the headers the service sends through src/http/prepared-response.ts (prepared
     # head, one Buffer per answer, request marked drained). The gap between it and the service
     # is the service's own cost (dispatch, cache, metrics, and a busier process).
+    # CONTROL=3 adds the same bare server sending bodies of 16 KB and more with sendfile(2) from
+    # a memfd, as the service does on plain HTTP (src/http/sendfile.ts; needs the native addon
+    # that `npm install` builds).
     HEADERS=$(curl -sI "http://127.0.0.1:$PLAIN_PORT/$USER/page-2k.html" | tr -d '\r' | awk -F': ' 'NR > 1 && NF > 1 && $1 !~ /^(Date|Connection|Keep-Alive|Content-Length|ETag|Last-Modified)$/ {print}')
-    "${SERVER_CPU[@]}" node --input-type=module -e '
-      import http from "node:http"; import fs from "node:fs"; import path from "node:path"
-      const { prepare, sendPrepared } = await import(path.resolve("dist/src/http/prepared-response.js"))
-      const [headerText, ...files] = process.argv.slice(1)
-      const common = headerText.split("\n").filter(Boolean).flatMap((l) => [l.slice(0, l.indexOf(": ")), l.slice(l.indexOf(": ") + 2)])
-      const pages = new Map(files.map((f) => { const b = fs.readFileSync(f); return ["/'"$USER"'/" + path.basename(f), { b, p: prepare(200, [...common, "Content-Length", String(b.length)]) }] }))
-      http.createServer((req, res) => {
-        const e = pages.get(req.url)
-        if (!e) { res.writeHead(404, ["Content-Length", "0"]); res.end(); return }
-        sendPrepared(req, res, e.p, e.b)
-      }).listen(19005, "127.0.0.1")' "$HEADERS" "$DATA/page-2k.html" "$DATA/page-50k.html" &
+    bare_prepared() { # PORT SENDFILE(0/1)
+      "${SERVER_CPU[@]}" node --input-type=module -e '
+        import http from "node:http"; import fs from "node:fs"; import path from "node:path"
+        const { prepare, sendPrepared } = await import(path.resolve("dist/src/http/prepared-response.js"))
+        const { bodyFd, sendfileAvailable } = await import(path.resolve("dist/src/http/sendfile.js"))
+        const [port, sendfile, headerText, ...files] = process.argv.slice(1)
+        if (sendfile === "1" && !sendfileAvailable()) { console.error("native addon not built: run npm install"); process.exit(2) }
+        const common = headerText.split("\n").filter(Boolean).flatMap((l) => [l.slice(0, l.indexOf(": ")), l.slice(l.indexOf(": ") + 2)])
+        const pages = new Map(files.map((f) => { const b = fs.readFileSync(f); return ["/'"$USER"'/" + path.basename(f), { b, fd: sendfile === "1" ? bodyFd(b) : -1, p: prepare(200, [...common, "Content-Length", String(b.length)]) }] }))
+        http.createServer((req, res) => {
+          const e = pages.get(req.url)
+          if (!e) { res.writeHead(404, ["Content-Length", "0"]); res.end(); return }
+          sendPrepared(req, res, e.p, e.b, undefined, e.fd)
+        }).listen(Number(port), "127.0.0.1")' "$1" "$2" "$HEADERS" "$DATA/page-2k.html" "$DATA/page-50k.html" &
+    }
+    bare_prepared 19005 0
     CONTROL2_PID=$!
     CONTROLS+=("19005 bare node:http server with the service's prepared responses")
   fi
   if [ "${CONTROL:-1}" -ge 3 ]; then
-    # CONTROL=3 adds what nginx does and Node cannot: the same bare server sending each page
-    # with sendfile(2) from a memfd (bench/sendfile-control: a small N-API addon, built here
-    # with node-gyp into the temp folder; not part of the service)
-    mkdir -p "$DATA/sf" && cp bench/sendfile-control/binding.gyp bench/sendfile-control/sendfile.c "$DATA/sf/"
-    (cd "$DATA/sf" && npx --yes node-gyp rebuild >"$DATA/sf/build.log" 2>&1) || { cat "$DATA/sf/build.log" >&2; exit 2; }
-    "${SERVER_CPU[@]}" node bench/sendfile-control/server.mjs "$DATA/sf/build/Release/sendfile_control.node" 19006 "$USER" "$HEADERS" "$DATA/page-2k.html" "$DATA/page-50k.html" &
+    bare_prepared 19006 1
     CONTROL3_PID=$!
-    CONTROLS+=("19006 bare node:http server sending with sendfile(2) (bench only)")
+    CONTROLS+=("19006 bare node:http server with prepared responses and sendfile")
   fi
   sleep 0.5
   for c in "${CONTROLS[@]}"; do

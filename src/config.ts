@@ -28,6 +28,11 @@ export interface Config {
   /** Limits of uploads (bytes / counts). */
   maxUploadBytes: number
   sessionTtlSeconds: number
+  /**
+   * Send the public host's hot bodies with sendfile(2) from sealed memfds when the native addon
+   * is built (Linux, plain-HTTP connections: behind a TLS-terminating proxy); 0 = always copy.
+   */
+  sendfile: boolean
 }
 
 export type RateLimitOverrides = Partial<Record<'default' | 'authenticated' | 'vip', Partial<Record<'minute' | 'hour' | 'day' | 'concurrent', number>>>>
@@ -157,6 +162,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     rateLimits,
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 16 * 1024 * 1024, 1, 1024 * 1024 * 1024),
     sessionTtlSeconds: int('SESSION_TTL_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
+    sendfile: bool('SENDFILE', true),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

@@ -4,6 +4,7 @@ import { createDeps } from '../deps.js'
 import { buildApp } from '../app.js'
 import { listen, serverFactoryFor, tlsMaterial } from '../server.js'
 import { sweepBlobs } from '../storage/sweeper.js'
+import { sendfileAvailable } from '../http/sendfile.js'
 
 const SWEEP_EVERY_MS = 15 * 60_000
 const SWEEP_GRACE_MS = 60 * 60_000
@@ -19,6 +20,9 @@ export async function serve(config: Config): Promise<void> {
     process.stdout.write(`svc listening on ${l.httpsUrl} (HTTP on ${l.httpUrl} redirects to HTTPS); database ${db}; storage ${deps.blobs.kind}\n`)
   } else {
     process.stdout.write(`svc listening on ${l.httpUrl} (behind a TLS proxy, TRUST_PROXY=1); database ${db}; storage ${deps.blobs.kind}\n`)
+    // the zero-copy path serves plain-HTTP connections only: say whether it is on
+    const sendfile = !config.sendfile ? 'off (SENDFILE=0)' : sendfileAvailable() ? 'on' : 'off (native addon not built: run npm install, see its output)'
+    process.stdout.write(`public host sendfile: ${sendfile}\n`)
   }
   const timer = setInterval(() => {
     void Promise.all([

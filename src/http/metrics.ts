@@ -5,6 +5,7 @@ import { Registry, Counter, collectDefaultMetrics, type Metric } from 'prom-clie
 import { AppError } from '../errors/app-error.js'
 import type { Config } from '../config.js'
 import type { BlobStore } from '../storage/blob-store.js'
+import { sendfileStats } from './sendfile.js'
 
 /**
  * Prometheus metrics of this process (one process = one instance). Labels carry only route
@@ -148,6 +149,20 @@ export const metrics = {
     name: 'svc_blob_bytes_stored_total', help: 'Bytes written into the blob store',
     labelNames: ['driver'] as const, registers: [registry],
   }),
+  sendfile: new Counter({
+    name: 'svc_hosting_sendfile_total',
+    help: 'Public host answers sent with sendfile from a memfd (src/http/sendfile.ts), by result: whole, rest_copied (socket full), failed (peer gone)',
+    labelNames: ['result'] as const, registers: [registry], collect: collectSendfile,
+  }),
+}
+
+// sendfileStats only grows: each read of the metrics adds what it grew by since the last one
+const sendfileSeen = { whole: 0, finishedByCopy: 0, failed: 0 }
+function collectSendfile(this: Counter<'result'>): void {
+  for (const [key, result] of [['whole', 'whole'], ['finishedByCopy', 'rest_copied'], ['failed', 'failed']] as const) {
+    this.inc({ result }, sendfileStats[key] - sendfileSeen[key])
+    sendfileSeen[key] = sendfileStats[key]
+  }
 }
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])

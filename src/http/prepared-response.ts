@@ -1,4 +1,5 @@
 import { STATUS_CODES, validateHeaderName, validateHeaderValue, type IncomingMessage, type ServerResponse } from 'node:http'
+import { sendWithFile } from './sendfile.js'
 
 /**
  * Precomputed HTTP/1.1 answers for the hot serving paths (the public host's cached files, the
@@ -30,6 +31,10 @@ import { STATUS_CODES, validateHeaderName, validateHeaderValue, type IncomingMes
  * requests/s against 65,000 with three writes, A/B in one run). The joined copies are bounded:
  * at most WHOLE_BUDGET bytes of shared copies are made per second, and every one is dropped
  * when the second (and so the Date) changes, so they never hold more than that budget.
+ *
+ * Zero copy: given `bodyFd` (a sealed memfd holding the body, from ./sendfile.ts) and no
+ * per-request headers, the block, the tail and the body go out through sendfile(2) when the
+ * socket allows it (plain HTTP, nothing queued); see sendfile.ts.
  *
  * Falls back to the ordinary `writeHead` whenever the shortcut would differ from Node's own
  * answer: HEAD (Node drops a HEAD response's body writes, which would drop the block too),
@@ -170,9 +175,10 @@ function canWriteRaw(req: IncomingMessage, res: NodeResponse): boolean {
  * Sends a prepared answer with `body` (whose length the prepared Content-Length must state;
  * omit it for a bodiless answer). HEAD requests get the same headers and no body. `extra`
  * adds a few headers that change per request (name, value, ...: e.g. X-RateLimit-*); they
- * are not validated, so they must come from the service, never from the request.
+ * are not validated, so they must come from the service, never from the request. `bodyFd`:
+ * a memfd holding the same bytes as `body` (./sendfile.ts), or -1.
  */
-export function sendPrepared(req: IncomingMessage, res: ServerResponse, p: Prepared, body?: Buffer, extra?: readonly string[]): void {
+export function sendPrepared(req: IncomingMessage, res: ServerResponse, p: Prepared, body?: Buffer, extra?: readonly string[], bodyFd = -1): void {
   const r = res as NodeResponse
   if (canWriteRaw(req, r)) {
     r.statusCode = p.status
@@ -180,6 +186,7 @@ export function sendPrepared(req: IncomingMessage, res: ServerResponse, p: Prepa
     r._headerSent = true
     skipDrain(req)
     const t = tailFor(r._keepAliveTimeout ?? 0)
+    if (bodyFd >= 0 && extra === undefined && body !== undefined && sendWithFile(r, p.block, t, body, bodyFd)) return
     let lines = ''
     if (extra !== undefined) for (let i = 0; i < extra.length; i += 2) lines += `${extra[i]}: ${extra[i + 1]}\r\n`
     if (body === undefined || body.length <= WHOLE_MAX_BODY) {

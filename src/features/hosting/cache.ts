@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { Prepared } from '../../http/prepared-response.js'
+import { bodyFd, closeBodyFd, openBodyFds, SENDFILE_MAX_FDS } from '../../http/sendfile.js'
 
 const EMPTY = Buffer.alloc(0)
 
@@ -48,6 +49,12 @@ export interface BodyEntry {
   raw: Buffer
   gzip?: Buffer | null
   br?: Buffer | null
+  /**
+   * A sealed memfd with the raw bytes, for sending with sendfile (src/http/sendfile.ts); -1:
+   * none (too small, no addon, SENDFILE=0); undefined: not asked for yet (made on the first
+   * cached hit, so a body read once never gets one). Its bytes count in `bytes`.
+   */
+  fd?: number
   bytes: number
   /** Second-chance bit for eviction (set on every hit, cheap). */
   hot: boolean
@@ -60,6 +67,8 @@ export interface HostCacheOptions {
   maxEntries?: number
   maxMissing?: number
   maxBodyBytes?: number
+  /** Keep hot bodies in memfds too, for sendfile (config SENDFILE). */
+  sendfile?: boolean
   /**
    * Whether a fill may be kept now: false while the bus cannot deliver other instances'
    * invalidations (Redis subscription down), so nothing is cached that could go stale.
@@ -79,6 +88,7 @@ export function createHostCache(o: HostCacheOptions = {}) {
   const maxMissing = o.maxMissing ?? 10_000
   const maxBodyBytes = o.maxBodyBytes ?? 64 * 1024 * 1024
   const trusted = o.trusted ?? (() => true)
+  const sendfile = o.sendfile ?? false
   // bumped by invalidateAll: counts in every user's generation
   let allGen = 0
 
@@ -175,6 +185,23 @@ export function createHostCache(o: HostCacheOptions = {}) {
       return b
     },
 
+    /**
+     * The memfd of a body for sendfile, made on first use and counted in the byte budget; -1
+     * when there is none: for good (small body, no addon, SENDFILE=0, evicted) or, while
+     * SENDFILE_MAX_FDS memfds are open, for now (asked again on the next hit).
+     */
+    fdFor(b: BodyEntry): number {
+      if (b.fd !== undefined) return b.fd
+      if (b.evicted || !sendfile) return (b.fd = -1)
+      // all memfds in use: copy for now, ask again on a later hit
+      if (openBodyFds() >= SENDFILE_MAX_FDS) return -1
+      const fd = bodyFd(b.raw)
+      b.fd = fd
+      if (fd >= 0) this.grow(b, b.raw.length)
+      // the trim may have evicted this very body (and closed its memfd)
+      return b.evicted ? -1 : fd
+    },
+
     /** Accounts for a compressed form added to a body. */
     grow(b: BodyEntry, n: number): void {
       if (b.evicted) return
@@ -202,6 +229,18 @@ export function createHostCache(o: HostCacheOptions = {}) {
         b.raw = EMPTY
         b.gzip = undefined
         b.br = undefined
+        if (b.fd !== undefined && b.fd >= 0) closeBodyFd(b.fd)
+        b.fd = -1
+      }
+    },
+
+    /** Closes every memfd (the app is closing); the bytes stay until the cache is dropped. */
+    close(): void {
+      for (const b of bodies.values()) {
+        if (b.fd !== undefined && b.fd >= 0) {
+          closeBodyFd(b.fd)
+          b.fd = -1
+        }
       }
     },
 

@@ -17,7 +17,8 @@ import { isHttps } from '../../http/origin.js'
 export function hostingPublic(app: FastifyInstance, deps: Deps): void {
   // with REDIS_URL, nothing is cached while the subscription is down, and everything cached
   // goes when it is lost and when it is back (FLUSH_ALL): invalidations may have been missed
-  const cache = createHostCache({ trusted: () => isReliable(deps.bus) })
+  const cache = createHostCache({ trusted: () => isReliable(deps.bus), sendfile: deps.config.sendfile })
+  app.addHook('onClose', async () => cache.close())
   deps.bus.subscribe(HOSTING_CHANNEL, (m) => (m === FLUSH_ALL ? cache.invalidateAll() : cache.invalidate(m)))
   const host = createHostHandler(cache, createResolver(deps.db, cache), deps.blobs, app.log)
   // cached answers skip the router (measured: about a quarter of the CPU per request); behind

@@ -221,8 +221,10 @@ export function createHostHandler(cache: HostCache, resolve: Resolver, blobs: Bl
         sendPrepared(req, res, preparedFor(e, enc!, v), v)
         sent(head, v.length)
       } else {
-        sendPrepared(req, res, e.ok, b.raw)
-        sent(head, b.raw.length)
+        // fdFor may evict this body (it counts the memfd in the budget): keep its bytes first
+        const raw = b.raw
+        sendPrepared(req, res, e.ok, raw, undefined, b.fd ?? cache.fdFor(b))
+        sent(head, raw.length)
       }
       return true
     }

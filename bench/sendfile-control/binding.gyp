@@ -1,1 +1,0 @@
-{ "targets": [ { "target_name": "sendfile_control", "sources": [ "sendfile.c" ] } ] }

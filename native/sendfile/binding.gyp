@@ -1,0 +1,1 @@
+{ "targets": [ { "target_name": "svc_sendfile", "sources": [ "sendfile.c" ], "cflags": [ "-O2", "-Wall" ] } ] }

@@ -1,0 +1,115 @@
+/*
+ * Zero-copy sending for the public host's hot bodies (src/http/sendfile.ts explains when it is
+ * used). Node can only write() a Buffer, which the kernel copies into the socket buffer; nginx
+ * sends files with sendfile(2), which hands the socket references to the pages instead. On a
+ * 50 KB page that copy was a quarter of the service's CPU (perf, README "public host").
+ *
+ *   memfdFrom(buffer)                        -> fd of a sealed memfd holding the bytes, or -errno
+ *   sendHeadFile(sock, block, tail, fd, len) -> bytes of block + tail + body the kernel took,
+ *                                               or -errno: sendmsg(block, tail, MSG_MORE) then
+ *                                               sendfile(fd) on the non-blocking socket, until
+ *                                               everything went or the socket is full (EAGAIN).
+ *
+ * Linux only (memfd_create, sendfile to a socket). Elsewhere the module exports nothing and
+ * the service copies as before.
+ */
+#define _GNU_SOURCE
+#include <node_api.h>
+
+#ifdef __linux__
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static napi_value number(napi_env env, double v) {
+  napi_value out;
+  napi_create_double(env, v, &out);
+  return out;
+}
+
+static napi_value memfd_from(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  void *data;
+  size_t len;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1
+      || napi_get_buffer_info(env, argv[0], &data, &len) != napi_ok) return number(env, -EINVAL);
+  int fd = memfd_create("svc-hosted-body", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return number(env, -errno);
+  for (size_t off = 0; off < len;) {
+    ssize_t n = write(fd, (char *)data + off, len - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) { int e = n < 0 ? errno : EIO; close(fd); return number(env, -e); }
+    off += (size_t)n;
+  }
+  /* sockets keep references to these pages until the peer has read them: the bytes may never
+     change, so the memfd is sealed against writes and resizing (and against unsealing) */
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    int e = errno;
+    close(fd);
+    return number(env, -e);
+  }
+  return number(env, fd);
+}
+
+static napi_value send_head_file(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5];
+  int32_t sock, fd;
+  uint32_t len;
+  void *block, *tail;
+  size_t blen, tlen;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 5
+      || napi_get_value_int32(env, argv[0], &sock) != napi_ok
+      || napi_get_buffer_info(env, argv[1], &block, &blen) != napi_ok
+      || napi_get_buffer_info(env, argv[2], &tail, &tlen) != napi_ok
+      || napi_get_value_int32(env, argv[3], &fd) != napi_ok
+      || napi_get_value_uint32(env, argv[4], &len) != napi_ok) return number(env, -EINVAL);
+  size_t hlen = blen + tlen, sent = 0;
+  while (sent < hlen) {
+    struct iovec iov[2];
+    int n_iov = 0;
+    if (sent < blen) {
+      iov[n_iov].iov_base = (char *)block + sent;
+      iov[n_iov++].iov_len = blen - sent;
+      iov[n_iov].iov_base = tail;
+      iov[n_iov++].iov_len = tlen;
+    } else {
+      iov[n_iov].iov_base = (char *)tail + (sent - blen);
+      iov[n_iov++].iov_len = hlen - sent;
+    }
+    struct msghdr msg = { .msg_iov = iov, .msg_iovlen = n_iov };
+    ssize_t n = sendmsg(sock, &msg, (len > 0 ? MSG_MORE : 0) | MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return number(env, (double)sent);
+    if (n < 0) return number(env, -errno);
+    sent += (size_t)n;
+  }
+  off_t off = 0;
+  while ((size_t)off < len) {
+    ssize_t n = sendfile(sock, fd, &off, len - (size_t)off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n < 0) return number(env, -errno);
+    if (n == 0) break;
+  }
+  return number(env, (double)(sent + (size_t)off));
+}
+#endif
+
+static napi_value init(napi_env env, napi_value exports) {
+#ifdef __linux__
+  napi_value f;
+  napi_create_function(env, "memfdFrom", NAPI_AUTO_LENGTH, memfd_from, NULL, &f);
+  napi_set_named_property(env, exports, "memfdFrom", f);
+  napi_create_function(env, "sendHeadFile", NAPI_AUTO_LENGTH, send_head_file, NULL, &f);
+  napi_set_named_property(env, exports, "sendHeadFile", f);
+#endif
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)

@@ -1,0 +1,219 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import http from 'node:http'
+import https from 'node:https'
+import net from 'node:net'
+import crypto from 'node:crypto'
+import type { AddressInfo } from 'node:net'
+import { exchange, parseResponses } from '../support/raw-http.js'
+import { prepare, sendPrepared } from '../../src/http/prepared-response.js'
+import { bodyFd, closeBodyFd, openBodyFds, sendfileAvailable, sendfileStats, SENDFILE_MIN_BODY } from '../../src/http/sendfile.js'
+import { createHostCache } from '../../src/features/hosting/cache.js'
+import { tlsMaterial } from '../../src/server.js'
+import { loadConfig } from '../../src/config.js'
+import os from 'node:os'
+import path from 'node:path'
+
+// `npm install` builds the addon (scripts/build-native.mjs); CI must have it, a laptop without a
+// compiler runs the rest of the suite and skips this file with the reason
+const SKIP = !sendfileAvailable() && process.env.CI !== 'true'
+  ? 'native addon not built (npm install prints why); the service copies bodies instead' : false
+
+const pageOf = (n: number, seed: string) => {
+  const b = Buffer.alloc(n)
+  for (let at = 0; at < n; at += 32) crypto.createHash('sha256').update(`${seed}${at}`).digest().copy(b, at)
+  return b
+}
+const MEDIUM = pageOf(50 * 1024, 'm')
+const LARGE = pageOf(4 * 1024 * 1024, 'l') // more than a loopback socket takes at once
+const SMALL = Buffer.from('<!doctype html><p>small</p>')
+const headersFor = (b: Buffer) => ['Content-Type', 'application/octet-stream', 'ETag', `"${b.length}"`, 'Content-Length', String(b.length)]
+
+/** Memfds of this process (what /proc says, not what the module counts). */
+function memfdsOpen(): number {
+  let n = 0
+  for (const f of fs.readdirSync('/proc/self/fd')) {
+    try {
+      if (fs.readlinkSync(`/proc/self/fd/${f}`).startsWith('/memfd:svc-hosted-body')) n++
+    } catch { /* closed meanwhile */ }
+  }
+  return n
+}
+
+const snapshot = () => ({ ...sendfileStats })
+
+describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
+  const pages = new Map<string, { body: Buffer; fd: number; ok: ReturnType<typeof prepare> }>()
+  let server: http.Server
+  let tlsServer: https.Server
+  let port = 0
+  let tlsPort = 0
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (req.url === '/slow') {
+      setTimeout(() => {
+        res.writeHead(200, ['Content-Length', '4'])
+        res.end('slow')
+      }, 50)
+      return
+    }
+    const p = pages.get(req.url ?? '')
+    if (!p) {
+      res.writeHead(404, ['Content-Length', '0'])
+      res.end()
+      return
+    }
+    sendPrepared(req, res, p.ok, p.body, req.url === '/medium-with' ? ['X-Extra', '1'] : undefined, p.fd)
+  }
+
+  before(async () => {
+    assert.ok(sendfileAvailable(), 'the native addon must be built in CI (npm install runs scripts/build-native.mjs)')
+    for (const [name, body] of [['/medium', MEDIUM], ['/large', LARGE], ['/small', SMALL], ['/medium-with', MEDIUM]] as const) {
+      pages.set(name, { body, fd: bodyFd(body), ok: prepare(200, headersFor(body)) })
+    }
+    server = http.createServer(handler)
+    server.keepAliveTimeout = 5000
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    port = (server.address() as AddressInfo).port
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-sendfile-'))
+    const tls = (await tlsMaterial(loadConfig({ DATA_DIR: dir })))!
+    tlsServer = https.createServer(tls, handler)
+    await new Promise<void>((r) => tlsServer.listen(0, '127.0.0.1', r))
+    tlsPort = (tlsServer.address() as AddressInfo).port
+  })
+  after(async () => {
+    server.closeAllConnections()
+    tlsServer.closeAllConnections()
+    await Promise.all([new Promise((r) => server.close(r)), new Promise((r) => tlsServer.close(r))])
+    for (const p of pages.values()) closeBodyFd(p.fd)
+  })
+
+  it('makes a sealed memfd holding exactly the bytes, only for bodies worth it', () => {
+    const fd = pages.get('/medium')!.fd
+    assert.ok(fd >= 0)
+    assert.ok(fs.readFileSync(`/proc/self/fd/${fd}`).equals(MEDIUM))
+    // sealed: neither written nor resized, through any descriptor
+    const w = fs.openSync(`/proc/self/fd/${fd}`, 'r+')
+    try {
+      assert.throws(() => fs.writeSync(w, Buffer.from('x'), 0, 1, 0), /EPERM/)
+      assert.throws(() => fs.ftruncateSync(w, 1), /EPERM/)
+    } finally {
+      fs.closeSync(w)
+    }
+    assert.equal(pages.get('/small')!.fd, -1, 'a small body is copied')
+    assert.equal(bodyFd(Buffer.alloc(SENDFILE_MIN_BODY - 1)), -1)
+    const before = openBodyFds()
+    const f = bodyFd(Buffer.alloc(SENDFILE_MIN_BODY, 'z'))
+    assert.equal(openBodyFds(), before + 1)
+    assert.equal(memfdsOpen(), openBodyFds())
+    closeBodyFd(f)
+    assert.equal(openBodyFds(), before)
+    assert.equal(memfdsOpen(), openBodyFds())
+  })
+
+  it('sends the same bytes as the copying path, keeps the connection, and keeps pipelined answers in order', async () => {
+    const s0 = snapshot()
+    const req = (p: string) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`
+    const raw = req('/medium') + req('/small') + req('/slow') + req('/medium') + req('/medium-with') + 'HEAD /medium HTTP/1.1\r\nHost: x\r\n\r\n' + req('/medium')
+    const { responses, closedByServer } = await exchange(port, raw, [false, false, false, false, false, true, false], 1000)
+    assert.equal(closedByServer, false)
+    assert.equal(responses.length, 7)
+    const bodies = responses.map((r) => r.body)
+    assert.ok(bodies[0].equals(MEDIUM) && bodies[3].equals(MEDIUM) && bodies[4].equals(MEDIUM) && bodies[6].equals(MEDIUM))
+    assert.ok(bodies[1].equals(SMALL))
+    assert.equal(bodies[2].toString(), 'slow')
+    assert.equal(bodies[5].length, 0)
+    for (const i of [0, 3, 4, 5, 6]) {
+      assert.equal(responses[i].status, 'HTTP/1.1 200 OK')
+      assert.equal(responses[i].headers.get('content-length'), String(MEDIUM.length))
+      assert.equal(responses[i].headers.get('etag'), `"${MEDIUM.length}"`)
+      assert.equal(responses[i].headers.get('connection'), 'keep-alive')
+    }
+    assert.equal(responses[4].headers.get('x-extra'), '1')
+    // the first went by sendfile; the ones queued behind /slow, with extra headers or HEAD were
+    // copied (Node holds a pipelined answer until the one before it is done)
+    assert.ok(sendfileStats.whole - s0.whole >= 1, `whole: ${sendfileStats.whole - s0.whole}`)
+    assert.equal(sendfileStats.failed, s0.failed)
+  })
+
+  it('hands to Node what a full socket did not take, byte for byte, when the client reads late', async () => {
+    const s0 = snapshot()
+    const sock = net.connect(port, '127.0.0.1')
+    await new Promise((r) => sock.once('connect', r))
+    sock.pause()
+    const chunks: Buffer[] = []
+    sock.on('data', (d) => chunks.push(d))
+    const n = 3
+    sock.write('GET /large HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(n) + 'GET /medium HTTP/1.1\r\nHost: x\r\n\r\n')
+    await new Promise((r) => setTimeout(r, 300))
+    sock.resume()
+    const want = n * LARGE.length + MEDIUM.length
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`read ${chunks.reduce((a, c) => a + c.length, 0)} bytes`)), 10_000)
+      const check = () => {
+        if (chunks.reduce((a, c) => a + c.length, 0) >= want) {
+          clearTimeout(t)
+          setTimeout(resolve, 100)
+        }
+      }
+      sock.on('data', check)
+    })
+    sock.destroy()
+    const responses = parseResponses(Buffer.concat(chunks), [false, false, false, false])
+    for (let i = 0; i < n; i++) assert.ok(responses[i].body.equals(LARGE), `large ${i}`)
+    assert.ok(responses[n].body.equals(MEDIUM))
+    assert.ok(sendfileStats.finishedByCopy > s0.finishedByCopy, 'the kernel took part of the first answer; Node wrote the rest')
+  })
+
+  it('survives a client that goes away mid-answer, and serves the next one', async () => {
+    const s0 = snapshot()
+    for (let i = 0; i < 5; i++) {
+      const sock = net.connect(port, '127.0.0.1')
+      await new Promise((r) => sock.once('connect', r))
+      sock.write('GET /large HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(3))
+      await new Promise<void>((r) => sock.once('data', () => r()))
+      sock.resetAndDestroy()
+    }
+    const { responses } = await exchange(port, 'GET /medium HTTP/1.1\r\nHost: x\r\n\r\n', [false])
+    assert.ok(responses[0].body.equals(MEDIUM))
+    assert.ok(sendfileStats.whole + sendfileStats.finishedByCopy + sendfileStats.failed > s0.whole + s0.finishedByCopy + s0.failed)
+  })
+
+  it('copies over TLS (nothing to hand over: the bytes are encrypted in the process)', async () => {
+    const s0 = snapshot()
+    const body = await new Promise<Buffer>((resolve, reject) => {
+      https.get({ host: '127.0.0.1', port: tlsPort, path: '/medium', rejectUnauthorized: false }, (res) => {
+        const c: Buffer[] = []
+        res.on('data', (d) => c.push(d))
+        res.on('end', () => resolve(Buffer.concat(c)))
+      }).on('error', reject)
+    })
+    assert.ok(body.equals(MEDIUM))
+    assert.deepEqual(snapshot(), s0)
+  })
+
+  it('the host cache makes a memfd per hot body on first use, counts it in its budget and closes it on eviction', () => {
+    const before = openBodyFds()
+    const cache = createHostCache({ sendfile: true, maxBodyBytes: 5 * 100 * 1024 })
+    const bodies = Array.from({ length: 8 }, (_, i) => cache.putBody(`d${i}`, pageOf(100 * 1024, `c${i}`)))
+    // each body alone: 100 KiB of bytes, then 200 KiB with its memfd; the budget holds 500 KiB
+    for (const b of bodies) {
+      const fd = cache.fdFor(b)
+      if (fd >= 0) assert.ok(fs.readFileSync(`/proc/self/fd/${fd}`).equals(b.raw))
+      assert.equal(cache.fdFor(b), fd, 'made once')
+    }
+    assert.ok(cache.stats().bodyBytes <= 500 * 1024, `bytes ${cache.stats().bodyBytes}`)
+    const live = bodies.filter((b) => !b.evicted)
+    assert.ok(live.length >= 1 && live.length < bodies.length)
+    for (const b of bodies.filter((x) => x.evicted)) assert.equal(b.fd, -1)
+    assert.equal(openBodyFds() - before, live.filter((b) => b.fd! >= 0).length)
+    assert.equal(memfdsOpen(), openBodyFds())
+    // small bodies never get one; a cache without sendfile never makes one
+    assert.equal(cache.fdFor(cache.putBody('small', Buffer.alloc(100))), -1)
+    const off = createHostCache({ sendfile: false })
+    assert.equal(off.fdFor(off.putBody('x', pageOf(100 * 1024, 'x'))), -1)
+    cache.close()
+    assert.equal(openBodyFds(), before)
+    assert.equal(memfdsOpen(), openBodyFds())
+  })
+})
