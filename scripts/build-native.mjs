@@ -22,8 +22,12 @@ if (process.platform !== 'linux') {
 }
 // npm sets npm_config_node_gyp to its bundled node-gyp.js; outside npm, try one on PATH
 const gyp = process.env.npm_config_node_gyp
-const [cmd, args] = gyp ? [process.execPath, [gyp, 'rebuild']] : ['node-gyp', ['rebuild']]
-const r = spawnSync(cmd, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' })
+const args = ['rebuild']
+// build against this Node's own headers when it has them (no download of headers)
+const prefix = path.resolve(path.dirname(process.execPath), '..')
+if (!process.env.npm_config_nodedir && fs.existsSync(path.join(prefix, 'include', 'node', 'node_api.h'))) args.push(`--nodedir=${prefix}`)
+const [cmd, cmdArgs] = gyp ? [process.execPath, [gyp, ...args]] : ['node-gyp', args]
+const r = spawnSync(cmd, cmdArgs, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' })
 if (r.status === 0 && fs.existsSync(out)) {
   console.log(`native addon: built ${path.relative(root, out)}`)
   process.exit(0)
