@@ -5,10 +5,11 @@
  * 50 KB page that copy was a quarter of the service's CPU (perf, README "public host").
  *
  *   memfdFrom(buffer)                        -> fd of a sealed memfd holding the bytes, or -errno
- *   sendHeadFile(sock, block, tail, fd, len) -> bytes of block + tail + body the kernel took,
- *                                               or -errno: sendmsg(block, tail, MSG_MORE) then
- *                                               sendfile(fd) on the non-blocking socket, until
- *                                               everything went or the socket is full (EAGAIN).
+ *   sendHeadFile(sock, block, tail, fd, len) -> bytes of block + tail + body the kernel took:
+ *       sendmsg(block, tail, MSG_MORE) then sendfile(fd) on the non-blocking socket, until
+ *       everything went, the socket is full (EAGAIN) or the kernel refused (the caller writes
+ *       the rest through Node, which meets the same error and handles it as for any write);
+ *       -errno only when the peer is gone (EPIPE, ECONNRESET): the caller closes the socket.
  *
  * Linux only (memfd_create, sendfile to a socket). Elsewhere the module exports nothing and
  * the service copies as before.
@@ -56,6 +57,10 @@ static napi_value memfd_from(napi_env env, napi_callback_info info) {
   return number(env, fd);
 }
 
+static int peer_gone(int e) {
+  return e == EPIPE || e == ECONNRESET;
+}
+
 static napi_value send_head_file(napi_env env, napi_callback_info info) {
   size_t argc = 5;
   napi_value argv[5];
@@ -68,7 +73,7 @@ static napi_value send_head_file(napi_env env, napi_callback_info info) {
       || napi_get_buffer_info(env, argv[1], &block, &blen) != napi_ok
       || napi_get_buffer_info(env, argv[2], &tail, &tlen) != napi_ok
       || napi_get_value_int32(env, argv[3], &fd) != napi_ok
-      || napi_get_value_uint32(env, argv[4], &len) != napi_ok) return number(env, -EINVAL);
+      || napi_get_value_uint32(env, argv[4], &len) != napi_ok) return number(env, 0);
   size_t hlen = blen + tlen, sent = 0;
   while (sent < hlen) {
     struct iovec iov[2];
@@ -85,17 +90,16 @@ static napi_value send_head_file(napi_env env, napi_callback_info info) {
     struct msghdr msg = { .msg_iov = iov, .msg_iovlen = n_iov };
     ssize_t n = sendmsg(sock, &msg, (len > 0 ? MSG_MORE : 0) | MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return number(env, (double)sent);
-    if (n < 0) return number(env, -errno);
+    if (n < 0 && peer_gone(errno)) return number(env, -errno);
+    if (n < 0) return number(env, (double)sent); /* EAGAIN or another refusal: Node writes the rest */
     sent += (size_t)n;
   }
   off_t off = 0;
   while ((size_t)off < len) {
     ssize_t n = sendfile(sock, fd, &off, len - (size_t)off);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    if (n < 0) return number(env, -errno);
-    if (n == 0) break;
+    if (n < 0 && peer_gone(errno)) return number(env, -errno);
+    if (n <= 0) break; /* EAGAIN or another refusal: Node writes the rest */
   }
   return number(env, (double)(sent + (size_t)off));
 }

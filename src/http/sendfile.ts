@@ -73,7 +73,7 @@ let openFds = 0
 export const sendfileStats = {
   /** Answers sent whole by the kernel from the memfd. */
   whole: 0,
-  /** Answers the kernel took part of (socket full); the rest was written by Node. */
+  /** Answers the kernel took part of (socket full, or it refused sendfile); Node wrote the rest. */
   finishedByCopy: 0,
   /** Answers whose send failed (connection gone): the socket was destroyed. */
   failed: 0,
@@ -106,7 +106,7 @@ export function closeBodyFd(fd: number): void {
 }
 
 interface StreamHandle { fd?: unknown; writeQueueSize?: unknown }
-interface NodeSocket { _handle?: StreamHandle | null; encrypted?: boolean; writableLength: number }
+interface NodeSocket { _handle?: StreamHandle | null; encrypted?: boolean; writable: boolean; writableLength: number }
 
 /**
  * Sends `block` + `tail` + `body` (whose bytes the memfd `fd` holds) on the response's socket,
@@ -117,7 +117,7 @@ interface NodeSocket { _handle?: StreamHandle | null; encrypted?: boolean; writa
 export function sendWithFile(res: ServerResponse, block: Buffer, tail: Buffer, body: Buffer, fd: number): boolean {
   if (addon === null) return false
   const sock = res.socket as unknown as NodeSocket | null
-  if (sock === null || sock.encrypted === true || sock.writableLength !== 0) return false
+  if (sock === null || sock.encrypted === true || !sock.writable || sock.writableLength !== 0) return false
   const h = sock._handle
   if (h == null || typeof h.fd !== 'number' || h.fd < 0 || h.writeQueueSize !== 0) return false
   const n = addon.sendHeadFile(h.fd, block, tail, fd, body.length)
@@ -128,7 +128,7 @@ export function sendWithFile(res: ServerResponse, block: Buffer, tail: Buffer, b
     return true
   }
   if (n < 0) {
-    // EPIPE, ECONNRESET...: the peer is gone; Node would have seen the same on its write
+    // EPIPE, ECONNRESET: the peer is gone (a part of the answer may have been sent)
     sendfileStats.failed++
     res.destroy()
     return true

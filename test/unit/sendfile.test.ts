@@ -14,6 +14,7 @@ import { tlsMaterial } from '../../src/server.js'
 import { loadConfig } from '../../src/config.js'
 import os from 'node:os'
 import path from 'node:path'
+import { spawn } from 'node:child_process'
 
 // `npm install` builds the addon (scripts/build-native.mjs); CI must have it, a laptop without a
 // compiler runs the rest of the suite and skips this file with the reason
@@ -26,7 +27,8 @@ const pageOf = (n: number, seed: string) => {
   return b
 }
 const MEDIUM = pageOf(50 * 1024, 'm')
-const LARGE = pageOf(4 * 1024 * 1024, 'l') // more than a loopback socket takes at once
+// more than a loopback connection's buffers take at once (tcp_wmem 4 MiB + tcp_rmem 6 MiB at most)
+const LARGE = pageOf(16 * 1024 * 1024, 'l')
 const SMALL = Buffer.from('<!doctype html><p>small</p>')
 const headersFor = (b: Buffer) => ['Content-Type', 'application/octet-stream', 'ETag', `"${b.length}"`, 'Content-Length', String(b.length)]
 
@@ -50,6 +52,11 @@ describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
   let port = 0
   let tlsPort = 0
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (req.url === '/block') {
+      // busy for a while, so that a client in another process can go away before the answer
+      const until = Date.now() + 150
+      while (Date.now() < until) { /* blocking on purpose */ }
+    }
     if (req.url === '/slow') {
       setTimeout(() => {
         res.writeHead(200, ['Content-Length', '4'])
@@ -68,9 +75,11 @@ describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
 
   before(async () => {
     assert.ok(sendfileAvailable(), 'the native addon must be built in CI (npm install runs scripts/build-native.mjs)')
-    for (const [name, body] of [['/medium', MEDIUM], ['/large', LARGE], ['/small', SMALL], ['/medium-with', MEDIUM]] as const) {
+    for (const [name, body] of [['/medium', MEDIUM], ['/large', LARGE], ['/small', SMALL], ['/medium-with', MEDIUM], ['/block', MEDIUM]] as const) {
       pages.set(name, { body, fd: bodyFd(body), ok: prepare(200, headersFor(body)) })
     }
+    // a head larger than the socket takes at once: the kernel stops inside it
+    pages.set('/huge-head', { body: MEDIUM, fd: bodyFd(MEDIUM), ok: prepare(200, ['X-Pad', 'p'.repeat(12 * 1024 * 1024), ...headersFor(MEDIUM)]) })
     server = http.createServer(handler)
     server.keepAliveTimeout = 5000
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
@@ -136,47 +145,65 @@ describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
     assert.equal(sendfileStats.failed, s0.failed)
   })
 
-  it('hands to Node what a full socket did not take, byte for byte, when the client reads late', async () => {
-    const s0 = snapshot()
+  /** Pipelines `paths` on one connection, reads nothing for a while, then everything. */
+  async function lateRead(paths: string[], wantBytes: number): Promise<Buffer> {
     const sock = net.connect(port, '127.0.0.1')
     await new Promise((r) => sock.once('connect', r))
     sock.pause()
     const chunks: Buffer[] = []
-    sock.on('data', (d) => chunks.push(d))
-    const n = 3
-    sock.write('GET /large HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(n) + 'GET /medium HTTP/1.1\r\nHost: x\r\n\r\n')
+    let got = 0
+    sock.write(paths.map((p) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`).join(''))
     await new Promise((r) => setTimeout(r, 300))
-    sock.resume()
-    const want = n * LARGE.length + MEDIUM.length
     await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`read ${chunks.reduce((a, c) => a + c.length, 0)} bytes`)), 10_000)
-      const check = () => {
-        if (chunks.reduce((a, c) => a + c.length, 0) >= want) {
+      const t = setTimeout(() => reject(new Error(`read ${got} of at least ${wantBytes} bytes`)), 20_000)
+      sock.on('data', (d) => {
+        chunks.push(d)
+        got += d.length
+        if (got >= wantBytes) {
           clearTimeout(t)
           setTimeout(resolve, 100)
         }
-      }
-      sock.on('data', check)
+      })
+      sock.resume()
     })
     sock.destroy()
-    const responses = parseResponses(Buffer.concat(chunks), [false, false, false, false])
-    for (let i = 0; i < n; i++) assert.ok(responses[i].body.equals(LARGE), `large ${i}`)
-    assert.ok(responses[n].body.equals(MEDIUM))
-    assert.ok(sendfileStats.finishedByCopy > s0.finishedByCopy, 'the kernel took part of the first answer; Node wrote the rest')
+    return Buffer.concat(chunks)
+  }
+
+  it('hands to Node what a full socket did not take, byte for byte, when the client reads late', async () => {
+    const s0 = snapshot()
+    const raw = await lateRead(['/large', '/large', '/medium'], 2 * LARGE.length + MEDIUM.length)
+    const responses = parseResponses(raw, [false, false, false])
+    assert.ok(responses[0].body.equals(LARGE) && responses[1].body.equals(LARGE))
+    assert.ok(responses[2].body.equals(MEDIUM))
+    assert.equal(sendfileStats.finishedByCopy, s0.finishedByCopy + 1, 'the kernel took part of the first answer; Node wrote the rest')
+    assert.equal(sendfileStats.whole, s0.whole, 'the others were queued behind it, and copied')
   })
 
-  it('survives a client that goes away mid-answer, and serves the next one', async () => {
+  it('hands to Node the rest of a head the kernel stopped inside', async () => {
     const s0 = snapshot()
-    for (let i = 0; i < 5; i++) {
-      const sock = net.connect(port, '127.0.0.1')
-      await new Promise((r) => sock.once('connect', r))
-      sock.write('GET /large HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(3))
-      await new Promise<void>((r) => sock.once('data', () => r()))
-      sock.resetAndDestroy()
-    }
+    const raw = await lateRead(['/huge-head', '/medium'], 12 * 1024 * 1024 + 2 * MEDIUM.length)
+    const responses = parseResponses(raw, [false, false])
+    assert.equal(responses[0].headers.get('x-pad')!.length, 12 * 1024 * 1024)
+    assert.ok(responses[0].body.equals(MEDIUM) && responses[1].body.equals(MEDIUM))
+    assert.equal(sendfileStats.finishedByCopy, s0.finishedByCopy + 1)
+  })
+
+  it('closes the connection of a client that went away before its answer, and serves the next one', async () => {
+    const s0 = snapshot()
+    // a client in another process: it asks, then resets the connection while the server is busy
+    const client = spawn(process.execPath, ['-e', `
+      const s = require('net').connect(${port}, '127.0.0.1', () => {
+        s.write('GET /block HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')
+        setTimeout(() => { s.resetAndDestroy(); setTimeout(() => process.exit(0), 20) }, 50)
+      })`], { stdio: 'inherit' })
+    const exited = new Promise((r) => client.once('exit', r))
+    // wait until the server has answered (or tried to): the handler blocks for 150 ms
+    for (let i = 0; i < 100 && sendfileStats.failed === s0.failed && sendfileStats.whole === s0.whole; i++) await new Promise((r) => setTimeout(r, 20))
+    await exited
+    assert.equal(sendfileStats.failed, s0.failed + 1, `the peer was gone when the answer was sent: ${JSON.stringify(snapshot())}`)
     const { responses } = await exchange(port, 'GET /medium HTTP/1.1\r\nHost: x\r\n\r\n', [false])
     assert.ok(responses[0].body.equals(MEDIUM))
-    assert.ok(sendfileStats.whole + sendfileStats.finishedByCopy + sendfileStats.failed > s0.whole + s0.finishedByCopy + s0.failed)
   })
 
   it('copies over TLS (nothing to hand over: the bytes are encrypted in the process)', async () => {

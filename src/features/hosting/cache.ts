@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { Prepared } from '../../http/prepared-response.js'
-import { bodyFd, closeBodyFd, openBodyFds, SENDFILE_MAX_FDS } from '../../http/sendfile.js'
+import { bodyFd, closeBodyFd, openBodyFds, sendfileAvailable, SENDFILE_MAX_FDS, SENDFILE_MIN_BODY } from '../../http/sendfile.js'
 
 const EMPTY = Buffer.alloc(0)
 
@@ -187,17 +187,17 @@ export function createHostCache(o: HostCacheOptions = {}) {
 
     /**
      * The memfd of a body for sendfile, made on first use and counted in the byte budget; -1
-     * when there is none: for good (small body, no addon, SENDFILE=0, evicted) or, while
-     * SENDFILE_MAX_FDS memfds are open, for now (asked again on the next hit).
+     * when there is none: for good (small body, no addon, SENDFILE=0, evicted) or for now
+     * (SENDFILE_MAX_FDS memfds open, or the kernel refused one: asked again on the next hit).
      */
     fdFor(b: BodyEntry): number {
       if (b.fd !== undefined) return b.fd
-      if (b.evicted || !sendfile) return (b.fd = -1)
-      // all memfds in use: copy for now, ask again on a later hit
+      if (b.evicted || !sendfile || !sendfileAvailable() || b.raw.length < SENDFILE_MIN_BODY) return (b.fd = -1)
       if (openBodyFds() >= SENDFILE_MAX_FDS) return -1
       const fd = bodyFd(b.raw)
+      if (fd < 0) return -1
       b.fd = fd
-      if (fd >= 0) this.grow(b, b.raw.length)
+      this.grow(b, b.raw.length)
       // the trim may have evicted this very body (and closed its memfd)
       return b.evicted ? -1 : fd
     },
