@@ -44,8 +44,22 @@ interface Addon {
 
 /** Bodies smaller than this are copied: for them one write is as cheap (bench/hosting.sh, 2 KB). */
 export const SENDFILE_MIN_BODY = 16 * 1024
-/** At most this many memfds are open at once (the host cache asks for one per hot body). */
-export const SENDFILE_MAX_FDS = 1024
+/**
+ * At most this many memfds are open at once (the host cache asks for one per hot body): 1,024,
+ * or a quarter of the process's open-file limit when that is lower, so memfds never keep the
+ * server from accepting connections.
+ */
+export const SENDFILE_MAX_FDS = Math.min(1024, Math.floor(openFileLimit() / 4))
+
+/** The soft limit on open files (Node raises it to the hard limit at start), from /proc. */
+function openFileLimit(): number {
+  try {
+    const m = /^Max open files\s+(\d+|unlimited)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'))
+    return m === null ? 4096 : m[1] === 'unlimited' ? Infinity : Number(m[1])
+  } catch {
+    return 4096
+  }
+}
 
 const ADDON_FILE = path.join('native', 'sendfile', 'build', 'Release', 'svc_sendfile.node')
 

@@ -219,6 +219,18 @@ describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
     assert.deepEqual(snapshot(), s0)
   })
 
+  it('keeps at most a quarter of the open-file limit in memfds', async () => {
+    const moduleUrl = new URL('../../src/http/sendfile.js', import.meta.url).href
+    const out = await new Promise<string>((resolve, reject) => {
+      const c = spawn('bash', ['-c', `ulimit -n 400 && "${process.execPath}" --input-type=module -e 'const m = await import("${moduleUrl}"); console.log(m.SENDFILE_MAX_FDS)'`])
+      let text = ''
+      c.stdout.on('data', (d) => (text += d))
+      c.on('error', reject)
+      c.on('exit', (code) => (code === 0 ? resolve(text.trim()) : reject(new Error(`exit ${code}`))))
+    })
+    assert.equal(out, '100')
+  })
+
   it('the host cache makes a memfd per hot body on first use, counts it in its budget and closes it on eviction', () => {
     const before = openBodyFds()
     const cache = createHostCache({ sendfile: true, maxBodyBytes: 5 * 100 * 1024 })
