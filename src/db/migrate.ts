@@ -36,8 +36,9 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator(db).migrateToLatest()
     if (!error) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
-    // PostgreSQL with ?schema=: seen (rarely, with many test schemas created and dropped at
-    // once) as "schema does not exist" right after it was created; create it again and retry
+    // PostgreSQL with ?schema=: the schema itself may have been dropped under us (3F000);
+    // create it again and retry. (The frequent 3F000 was another schema dropped during
+    // Kysely's introspection: ScopedPostgresDialect in kysely.ts.)
     if (db.schema && (error as { code?: string }).code === '3F000' && attempt < 3) {
       await sql`create schema if not exists ${sql.id(db.schema)}`.execute(db.k)
       continue

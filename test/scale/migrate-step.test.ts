@@ -5,7 +5,10 @@ import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
 import { spawnSync } from 'node:child_process'
+import pg from 'pg'
 import { ENGINES, PG_URL, startServer, dropSchema } from '../support/server.js'
+import { openDatabase } from '../../src/db/kysely.js'
+import { migrateToLatest, pendingMigrations } from '../../src/db/migrate.js'
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..')
 const bin = path.join(root, 'bin', 'svc')
@@ -36,3 +39,41 @@ for (const engine of ENGINES) {
     })
   })
 }
+
+describe('migrations while other schemas come and go [postgres]', { skip: ENGINES.includes('postgres') ? false : 'PostgreSQL not in SVC_TEST_ENGINES' }, () => {
+  // Kysely's own introspector failed with 3F000 "schema ... does not exist" when another
+  // client dropped any schema during its query (src/db/kysely.ts, ScopedPostgresDialect)
+  it('checks and runs migrations without tripping over schemas dropped meanwhile', async () => {
+    const churn = new pg.Client({ connectionString: PG_URL })
+    await churn.connect()
+    const mine = Array.from({ length: 4 }, () => `t_${crypto.randomBytes(5).toString('hex')}`)
+    let stop = false
+    let churned = 0
+    const loop = (async () => {
+      while (!stop) {
+        const n = `churn_${crypto.randomBytes(4).toString('hex')}`
+        await churn.query(`create schema ${n}; create table ${n}.t (a int)`)
+        await churn.query(`drop schema ${n} cascade`)
+        churned++
+      }
+    })()
+    try {
+      for (const schema of mine) {
+        const db = await openDatabase({ databaseUrl: `${PG_URL}?schema=${schema}`, dataDir: os.tmpdir() })
+        try {
+          for (let i = 0; i < 20; i++) assert.ok((await pendingMigrations(db)).length > 0)
+          assert.ok((await migrateToLatest(db)).length > 0)
+          for (let i = 0; i < 20; i++) assert.deepEqual(await pendingMigrations(db), [])
+        } finally {
+          await db.close()
+        }
+      }
+      assert.ok(churned > 10, `schemas dropped meanwhile: ${churned}`)
+    } finally {
+      stop = true
+      await loop
+      await churn.end()
+      await Promise.all(mine.map(dropSchema))
+    }
+  })
+})
