@@ -54,7 +54,7 @@ describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (req.url === '/block') {
       // busy for a while, so that a client in another process can go away before the answer
-      const until = Date.now() + 150
+      const until = Date.now() + 500
       while (Date.now() < until) { /* blocking on purpose */ }
     }
     if (req.url === '/slow') {
@@ -195,10 +195,11 @@ describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
     const client = spawn(process.execPath, ['-e', `
       const s = require('net').connect(${port}, '127.0.0.1', () => {
         s.write('GET /block HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')
-        setTimeout(() => { s.resetAndDestroy(); setTimeout(() => process.exit(0), 20) }, 50)
+        setTimeout(() => { s.resetAndDestroy(); setTimeout(() => process.exit(0), 20) }, 150)
       })`], { stdio: 'inherit' })
     const exited = new Promise((r) => client.once('exit', r))
-    // wait until the server has answered (or tried to): the handler blocks for 150 ms
+    // wait until the server has answered (or tried to): the handler blocks for 500 ms, and the
+    // client resets 150 ms after asking (the server must have read the request by then)
     for (let i = 0; i < 100 && sendfileStats.failed === s0.failed && sendfileStats.whole === s0.whole; i++) await new Promise((r) => setTimeout(r, 20))
     await exited
     assert.equal(sendfileStats.failed, s0.failed + 1, `the peer was gone when the answer was sent: ${JSON.stringify(snapshot())}`)
