@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { Prepared } from '../../http/prepared-response.js'
-import { bodyFd, closeBodyFd, openBodyFds, sendfileAvailable, SENDFILE_MAX_FDS, SENDFILE_MIN_BODY } from '../../http/sendfile.js'
+import { bodyFd, closeBodyFd, sendfileAvailable, SENDFILE_MIN_BODY } from '../../http/sendfile.js'
 
 const EMPTY = Buffer.alloc(0)
 
@@ -110,6 +110,12 @@ export function createHostCache(o: HostCacheOptions = {}) {
     }
   }
 
+  /** Closes a body's memfd, if it has one; it never gets another. */
+  const dropFd = (b: BodyEntry) => {
+    if (b.fd !== undefined && b.fd >= 0) closeBodyFd(b.fd)
+    b.fd = -1
+  }
+
   const evictOne = (map: Map<string, HostEntry>) => {
     const first = map.keys().next()
     if (!first.done) forget(first.value)
@@ -193,7 +199,7 @@ export function createHostCache(o: HostCacheOptions = {}) {
     fdFor(b: BodyEntry): number {
       if (b.fd !== undefined) return b.fd
       if (b.evicted || !sendfile || !sendfileAvailable() || b.raw.length < SENDFILE_MIN_BODY) return (b.fd = -1)
-      if (openBodyFds() >= SENDFILE_MAX_FDS) return -1
+      // -1 here is for now: all memfds in use, or the kernel refused one
       const fd = bodyFd(b.raw)
       if (fd < 0) return -1
       b.fd = fd
@@ -229,19 +235,13 @@ export function createHostCache(o: HostCacheOptions = {}) {
         b.raw = EMPTY
         b.gzip = undefined
         b.br = undefined
-        if (b.fd !== undefined && b.fd >= 0) closeBodyFd(b.fd)
-        b.fd = -1
+        dropFd(b)
       }
     },
 
     /** Closes every memfd (the app is closing); the bytes stay until the cache is dropped. */
     close(): void {
-      for (const b of bodies.values()) {
-        if (b.fd !== undefined && b.fd >= 0) {
-          closeBodyFd(b.fd)
-          b.fd = -1
-        }
-      }
+      for (const b of bodies.values()) dropFd(b)
     },
 
     stats: () => ({ entries: entries.size, missing: missing.size, bodies: bodies.size, bodyBytes }),
