@@ -37,7 +37,11 @@ const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:54
 const schema = `bench_deploy_${crypto.randomBytes(4).toString('hex')}`
 const serverEnv = {
   ...process.env,
-  DATA_DIR: dataDir, PORT: String(port), HTTP_PORT: String(port + 1), HOST: '127.0.0.1', LOG_LEVEL: 'warn',
+  DATA_DIR: dataDir,
+  PORT: String(port),
+  HTTP_PORT: String(port + 1),
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'warn',
   ...(o.engine === 'postgres' ? { DATABASE_URL: `${pgUrl}?schema=${schema}` } : {}),
 }
 
@@ -103,23 +107,47 @@ try {
     const deploy = () => {
       const r = cli(['deploy', site, '--project', project, '--json'], env)
       const j = JSON.parse(r.out)
-      return { wall_ms: Math.round(r.ms), cli_ms: j.duration_ms, uploaded: j.uploaded.length, upload_requests: j.upload_requests, requests: j.requests, rate_limit_waits: j.rate_limit_waits }
+      return {
+        wall_ms: Math.round(r.ms),
+        cli_ms: j.duration_ms,
+        uploaded: j.uploaded.length,
+        upload_requests: j.upload_requests,
+        requests: j.requests,
+        rate_limit_waits: j.rate_limit_waits,
+      }
     }
     const first = deploy()
     const noChange = deploy()
     // touch 10 files (same size, new bytes)
     const all = []
-    const walk = (d) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) e.isDirectory() ? walk(path.join(d, e.name)) : all.push(path.join(d, e.name)) }
+    const walk = (d) => {
+      for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(path.join(d, e.name))
+        else all.push(path.join(d, e.name))
+      }
+    }
     walk(site)
     for (const f of all.slice(0, 10)) fs.writeFileSync(f, crypto.randomBytes(fs.statSync(f).size))
     const tenChanged = deploy()
     results.push({ first, no_change: noChange, ten_changed: tenChanged })
   }
   const startup = cli(['--help'], env).ms
-  console.log(JSON.stringify({
-    files: nFiles, bytes, engine: o.engine, node: process.version, cpus: os.cpus().length, loadavg: os.loadavg().map((x) => x.toFixed(2)),
-    cli_startup_ms: Math.round(startup), results,
-  }, null, 2))
+  console.log(
+    JSON.stringify(
+      {
+        files: nFiles,
+        bytes,
+        engine: o.engine,
+        node: process.version,
+        cpus: os.cpus().length,
+        loadavg: os.loadavg().map((x) => x.toFixed(2)),
+        cli_startup_ms: Math.round(startup),
+        results,
+      },
+      null,
+      2,
+    ),
+  )
 } finally {
   server.kill('SIGTERM')
   await new Promise((r) => server.once('exit', r))

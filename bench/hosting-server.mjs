@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const { loadConfig } = await import(path.join(root, 'dist/src/config.js'))
-const { createDeps } = await import(path.join(root, 'dist/src/deps.js'))
+const { createDeps } = await import(path.join(root, 'dist/src/compose.js'))
 const { buildApp } = await import(path.join(root, 'dist/src/app.js'))
 const { listen, serverFactoryFor, tlsMaterial, SERVER_TIMEOUTS } = await import(path.join(root, 'dist/src/server.js'))
 

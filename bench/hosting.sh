@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The public host against nginx, and the memory of a 16 MB upload.
 #
-#   bench/hosting.sh                 (needs: built dist/ (npx tsc), nginx, wrk, curl; loopback only)
+#   bench/hosting.sh                 (needs: built dist/ (npm run build), nginx, wrk, curl; loopback only)
 #   ROUNDS=5 DURATION=8 bench/hosting.sh
 #
 # Starts the service as `svc serve` runs it (bench/hosting-server.mjs: self-signed HTTPS on
 # 127.0.0.1:19001) plus a plain-HTTP listener on 127.0.0.1:19002 that hands requests to the same
 # app, as a TLS-terminating proxy in front of it would: the comparison measures the public host,
 # not TLS (nginx serves plain HTTP too). Uploads a 2 KB and a 50 KB page through the API, then
-# runs ../shared/tools/serve-vs-nginx.sh for each (one Node process vs nginx with one worker,
-# 64 connections, alternating rounds). Then uploads a 16 MiB page and reports how much the
+# runs bench/serve-vs-nginx.sh for each (one Node process vs nginx with one worker,
+# 64 connections, alternating rounds; COMPARE=script uses another script with the same arguments). Then uploads a 16 MiB page and reports how much the
 # server's resident memory grew (target: < 64 MiB).
 #
 # Pinning (default on a machine with 2+ cores; PIN=0 turns it off): the fair pair the issue
@@ -23,14 +23,14 @@
 # uses the service's prepared responses; CONTROL=3 adds, after those, the same bare server
 # sending with sendfile(2) as the service does (src/http/sendfile.ts); CONTROL=0 skips them.
 #
-# Figures depend on the machine's load: on a shared machine, run it more than once.
+# Figures depend on the machine's load: on a shared machine, run it more than once. Recorded
+# runs, and how to read them: docs/benchmarks/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-8}
-COMPARE=${COMPARE:-/work/shared/tools/serve-vs-nginx.sh}
-[ -x "$COMPARE" ] || COMPARE=../shared/tools/serve-vs-nginx.sh
+COMPARE=${COMPARE:-bench/serve-vs-nginx.sh}
 PORT=19001 PLAIN_PORT=19002 HTTP_PORT=19003 NGINX_PORT=19010
 DATA=$(mktemp -d /tmp/svc-bench-hosting.XXXXXX)
 SERVER_CPU=() CMP=("$COMPARE")
@@ -41,7 +41,7 @@ else
   echo "not pinned"
 fi
 
-[ -f dist/src/cli/main.js ] || npx tsc -p tsconfig.json
+[ -f dist/src/cli/main.js ] || npm run build
 
 export DATA_DIR=$DATA HOST=127.0.0.1 LOG_LEVEL=warn PORT PLAIN_PORT HTTP_PORT
 "${SERVER_CPU[@]}" node bench/hosting-server.mjs >"$DATA/server.out" 2>"$DATA/server.err" &

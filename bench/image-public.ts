@@ -1,7 +1,7 @@
 /**
  * Public image link throughput on one process (SQLite, loopback HTTPS, keep-alive):
  * originals (token lookup cached in memory, blob streamed from disk) and a cached variant.
- * Run: npx tsc -p tsconfig.json && node dist/bench/image-public.js  (PORT 19300, loopback only)
+ * Run: node --import tsx bench/image-public.ts  (PORT 19300, loopback only)
  */
 import { Agent, request } from 'undici'
 import { startServer } from '../test/support/server.js'
@@ -16,16 +16,18 @@ async function run(url: string, label: string, headers: Record<string, string> =
   let bad = 0
   const lat: number[] = []
   const end = Date.now() + DURATION_MS
-  await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
-    while (Date.now() < end) {
-      const t = performance.now()
-      const r = await request(url, { dispatcher: agent, headers })
-      await r.body.arrayBuffer()
-      lat.push(performance.now() - t)
-      if (r.statusCode >= 400) bad++
-      done++
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (Date.now() < end) {
+        const t = performance.now()
+        const r = await request(url, { dispatcher: agent, headers })
+        await r.body.arrayBuffer()
+        lat.push(performance.now() - t)
+        if (r.statusCode >= 400) bad++
+        done++
+      }
+    }),
+  )
   await agent.close()
   lat.sort((a, b) => a - b)
   const p = (q: number) => lat[Math.min(lat.length - 1, Math.floor(q * lat.length))].toFixed(2)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Public KV read under load, next to a static file of the same size on the public host.
 #
-#   bench/kv-public.sh            (needs: npx tsc built dist/, wrk, curl; loopback only)
+#   bench/kv-public.sh            (needs: dist/ built by npm run build, wrk, curl; loopback only)
 #   ENGINE=postgres bench/kv-public.sh   (DATABASE_URL defaults to the test PostgreSQL)
 #
 # Starts `bin/svc serve` with TRUST_PROXY=1 (plain HTTP on 127.0.0.1:$PORT, requests carry
@@ -39,7 +39,7 @@ if [ "$ENGINE" = postgres ] && [ -z "${DATABASE_URL:-}" ]; then
   export DATABASE_URL="postgres://postgres@127.0.0.1:5432/test?schema=$DROP_SCHEMA"
 fi
 
-[ -f dist/src/cli/main.js ] || npx tsc -p tsconfig.json
+[ -f dist/src/cli/main.js ] || npm run build
 
 "${SERVER_CPU[@]}" bin/svc serve >"$DATA/serve.log" 2>&1 &
 SERVER=$!

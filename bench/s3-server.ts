@@ -1,4 +1,4 @@
-/** s3rver in a process of its own for the benchmarks: node dist/bench/s3-server.js PORT DIR BUCKET */
+/** s3rver in a process of its own for the benchmarks: node --import tsx bench/s3-server.ts PORT DIR BUCKET */
 import S3rver from 's3rver'
 
 const [port, directory, bucket] = process.argv.slice(2)

@@ -5,7 +5,7 @@
  *   3. hosted-page requests per second: one instance direct, one behind nginx, two behind
  *      nginx (upstream on loopback), over PostgreSQL + Redis + S3 (and shared-disk storage).
  *
- *   npm run build && node dist/bench/scale-out.js [--seconds 10] [--connections 32] [--skip-pages]
+ *   node --import tsx bench/scale-out.ts [--seconds 10] [--connections 32] [--skip-pages]
  *     [--nginx-workers 1|2|auto] [--storage both|s3|disk]
  *
  * Needs PostgreSQL and Redis as for the tests, and Debian's `wrk` and `nginx`
@@ -45,23 +45,45 @@ const runId = crypto.randomBytes(4).toString('hex')
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'))
 const children: ChildProcess[] = []
 const schemas: string[] = []
-const results: Record<string, unknown> = { started: new Date().toISOString(), cpus: os.cpus().length, seconds: SECONDS, connections: CONNECTIONS, nginxWorkers: args['nginx-workers'] }
+const results: Record<string, unknown> = {
+  started: new Date().toISOString(),
+  cpus: os.cpus().length,
+  seconds: SECONDS,
+  connections: CONNECTIONS,
+  nginxWorkers: args['nginx-workers'],
+}
 
 const log = (s: string) => process.stdout.write(`${s}\n`)
-const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' ')
-const PAGE = Buffer.from(`<!doctype html><html><head><meta charset="utf-8"><title>bench</title></head><body>\n${
-  Array.from({ length: 1400 }, (_, i) => `<p>line ${String(i).padStart(4, '0')} ${crypto.createHash('sha256').update(String(i)).digest('hex').slice(0, 24)}</p>`).join('\n')
-}\n</body></html>\n`).subarray(0, 50 * 1024)
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')
+const PAGE = Buffer.from(
+  `<!doctype html><html><head><meta charset="utf-8"><title>bench</title></head><body>\n${Array.from(
+    { length: 1400 },
+    (_, i) => `<p>line ${String(i).padStart(4, '0')} ${crypto.createHash('sha256').update(String(i)).digest('hex').slice(0, 24)}</p>`,
+  ).join('\n')}\n</body></html>\n`,
+).subarray(0, 50 * 1024)
 
 function quantiles(ms: number[]) {
   const s = [...ms].sort((x, y) => x - y)
   const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]
-  return { n: s.length, mean: +(s.reduce((a, b) => a + b, 0) / s.length).toFixed(3), p50: +q(0.5).toFixed(3), p95: +q(0.95).toFixed(3), p99: +q(0.99).toFixed(3) }
+  return {
+    n: s.length,
+    mean: +(s.reduce((a, b) => a + b, 0) / s.length).toFixed(3),
+    p50: +q(0.5).toFixed(3),
+    p95: +q(0.95).toFixed(3),
+    p99: +q(0.99).toFixed(3),
+  }
 }
 
 async function blobLatency(store: BlobStore, rounds: number) {
   const { digest } = await store.put(PAGE)
-  for (let i = 0; i < 20; i++) for await (const _ of await store.get(digest)) { /* warm up */ }
+  for (let i = 0; i < 20; i++)
+    for await (const _ of await store.get(digest)) {
+      /* warm up */
+    }
   const ms: number[] = []
   for (let i = 0; i < rounds; i++) {
     const t0 = process.hrtime.bigint()
@@ -83,7 +105,8 @@ function startInstance(port: number, env: Record<string, string>, name: string):
   return new Promise((resolve, reject) => {
     const logFile = fs.openSync(path.join(work, `${name}.log`), 'a')
     const child = spawn(process.execPath, [bin, 'serve'], {
-      env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', logFile],
+      env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+      stdio: ['ignore', 'pipe', logFile],
     })
     children.push(child)
     let buf = ''
@@ -143,7 +166,9 @@ ${upstreams.map((p) => `    server 127.0.0.1:${p};`).join('\n')}
     const child = spawn('nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] })
     children.push(child)
     let err = ''
-    child.stderr!.on('data', (d: Buffer) => { err += d.toString() })
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString()
+    })
     child.on('exit', (code) => reject(new Error(`nginx exited ${code}: ${err}`)))
     // ready when it answers
     const poll = async (left: number): Promise<void> => {
@@ -160,7 +185,15 @@ ${upstreams.map((p) => `    server 127.0.0.1:${p};`).join('\n')}
   })
 }
 
-interface WrkResult { rps: number; latencyAvgMs: number; p50Ms: number; p99Ms: number; non2xx: number; errors: string | null; load: string }
+interface WrkResult {
+  rps: number
+  latencyAvgMs: number
+  p50Ms: number
+  p99Ms: number
+  non2xx: number
+  errors: string | null
+  load: string
+}
 const toMs = (v: string) => {
   const m = /^([\d.]+)(us|ms|s|m)$/.exec(v.trim())
   if (!m) return NaN
@@ -168,10 +201,13 @@ const toMs = (v: string) => {
 }
 function wrk(url: string, threads: number, conns: number, seconds: number): WrkResult {
   const before = load()
-  const r = spawnSync('wrk', ['-t', String(threads), '-c', String(conns), '-d', `${seconds}s`, '--latency', '-H', 'X-Forwarded-Proto: https', url], { encoding: 'utf8', timeout: (seconds + 30) * 1000 })
+  const r = spawnSync('wrk', ['-t', String(threads), '-c', String(conns), '-d', `${seconds}s`, '--latency', '-H', 'X-Forwarded-Proto: https', url], {
+    encoding: 'utf8',
+    timeout: (seconds + 30) * 1000,
+  })
   if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`)
   const out = r.stdout
-  const num = (re: RegExp) => (re.exec(out)?.[1] ?? '')
+  const num = (re: RegExp) => re.exec(out)?.[1] ?? ''
   return {
     rps: Number(num(/Requests\/sec:\s+([\d.]+)/)),
     latencyAvgMs: toMs(num(/Latency\s+(\S+)/)),
@@ -190,10 +226,12 @@ async function setupSite(baseEnv: Record<string, string>, url: string): Promise<
   const boundary = `----bench${runId}`
   const body = Buffer.concat([
     Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="page.html"\r\nContent-Type: text/html\r\n\r\n`),
-    PAGE, Buffer.from(`\r\n--${boundary}--\r\n`),
+    PAGE,
+    Buffer.from(`\r\n--${boundary}--\r\n`),
   ])
   const up = await request(`${url}/svc_api/upload`, {
-    method: 'POST', body,
+    method: 'POST',
+    body,
     headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'x-forwarded-proto': 'https' },
   })
   const text = await up.body.text()
@@ -215,10 +253,12 @@ async function uploadPage(url: string, key: string, name: string, content: Buffe
   const boundary = `----bench${crypto.randomBytes(6).toString('hex')}`
   const body = Buffer.concat([
     Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: text/html\r\n\r\n`),
-    content, Buffer.from(`\r\n--${boundary}--\r\n`),
+    content,
+    Buffer.from(`\r\n--${boundary}--\r\n`),
   ])
   const r = await request(`${url}/svc_api/upload`, {
-    method: 'POST', body,
+    method: 'POST',
+    body,
     headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'x-forwarded-proto': 'https' },
   })
   const text = await r.body.text()
@@ -248,17 +288,24 @@ async function main() {
   for (const tool of ['wrk', 'nginx']) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) throw new Error(`${tool} is not installed (apt-get install ${tool})`)
   }
-  log(`scale-out bench ${runId}: ${os.cpus().length} CPUs, load ${load()}, ${SECONDS}s runs, ${CONNECTIONS} connections, nginx workers ${args['nginx-workers']}`)
+  log(
+    `scale-out bench ${runId}: ${os.cpus().length} CPUs, load ${load()}, ${SECONDS}s runs, ${CONNECTIONS} connections, nginx workers ${args['nginx-workers']}`,
+  )
   const s3dir = path.join(work, 's3')
   fs.mkdirSync(s3dir)
   // the fake S3 server runs in a process of its own, as a real one would
-  const s3 = spawn(process.execPath, [path.join(root, 'dist', 'bench', 's3-server.js'), String(PORTS.s3), s3dir, 'svc-bench'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const s3 = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench', 's3-server.ts'), String(PORTS.s3), s3dir, 'svc-bench'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   children.push(s3)
   await new Promise<void>((resolve, reject) => {
-    s3.stdout!.on('data', (d: Buffer) => { if (d.toString().includes('ready')) resolve() })
+    s3.stdout.on('data', (d: Buffer) => {
+      if (d.toString().includes('ready')) resolve()
+    })
     s3.on('exit', (code) => reject(new Error(`s3rver exited ${code}`)))
   })
-  const s3url = (prefix: string) => `s3://svc-bench/${prefix}?endpoint=http://127.0.0.1:${PORTS.s3}&region=us-east-1&forcePathStyle=true&accessKeyId=S3RVER&secretAccessKey=S3RVER`
+  const s3url = (prefix: string) =>
+    `s3://svc-bench/${prefix}?endpoint=http://127.0.0.1:${PORTS.s3}&region=us-east-1&forcePathStyle=true&accessKeyId=S3RVER&secretAccessKey=S3RVER`
 
   try {
     // 1. blob store, in process
@@ -280,10 +327,12 @@ async function main() {
       schemas.push(schema)
       const env: Record<string, string> = {
         DATABASE_URL: `${PG_URL}?schema=${schema}`,
-        REDIS_URL, REDIS_PREFIX: `svc-bench-${runId}-${storage}:`,
+        REDIS_URL,
+        REDIS_PREFIX: `svc-bench-${runId}-${storage}:`,
         STORAGE_URL: storage === 's3' ? s3url(`site-${runId}`) : `file://${path.join(work, 'shared-blobs')}`,
         DATA_DIR: path.join(work, `data-${storage}`),
-        TRUST_PROXY: '1', LOG_LEVEL: 'warn',
+        TRUST_PROXY: '1',
+        LOG_LEVEL: 'warn',
       }
       svc(['migrate'], env)
       log(`\n[${storage}] starting instance A on ${PORTS.a}`)
@@ -303,7 +352,7 @@ async function main() {
       } else {
         log(`2. [${storage}] 50 KB page, first request (not cached: database + blob store), sequential`)
         const cold = await coldLatency(`http://127.0.0.1:${PORTS.a}`, site.key, site.username, 40)
-        ;(results.coldPage50k ??= {} as Record<string, unknown>)
+        results.coldPage50k ??= {} as Record<string, unknown>
         ;(results.coldPage50k as Record<string, unknown>)[storage] = cold
         log(`  mean ${cold.mean} ms  p50 ${cold.p50}  p95 ${cold.p95}  p99 ${cold.p99}  (n=${cold.n})`)
         log(`2b. [${storage}] one connection, the same 50 KB page again and again (cached), instance direct`)

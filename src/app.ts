@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
 import formbody from '@fastify/formbody'
@@ -10,7 +11,17 @@ import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
 import { FEATURES } from './features/index.js'
 import { isHttps } from './http/origin.js'
-import { installMetrics, countFastPath } from './http/metrics.js'
+import { TLS_ASK_PATH } from './http/site-origin.js'
+import { installMetrics } from './observability/http.js'
+import { countFastPath } from './observability/fast-path.js'
+import { observeSendfile } from './observability/metrics.js'
+import { startDefaultMetrics } from './observability/registry.js'
+import { sendfileStats } from './http/sendfile.js'
+import { isApiPath } from './http/api-path.js'
+import { SECURITY_SCHEMES, transformDocument, transformRoute } from './features/docs/openapi.js'
+
+/** A request id taken from a trusted proxy: short, no spaces or separators that could forge log fields. */
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,64}$/
 
 export interface AppOptions {
   /** Node server factory (HTTPS or HTTP), from server.ts. */
@@ -43,53 +54,73 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   const handedOver = new WeakSet<IncomingMessage>()
   const app = Fastify({
     logger: opts.logger ?? loggerOptions(config.logLevel),
-    serverFactory: factory && ((handler, o) => {
-      const route = (req: IncomingMessage, res: ServerResponse) => {
-        handedOver.add(req)
-        handler(req, res)
-      }
-      return factory((req, res) => {
-        if (fastPaths.length > 0) {
-          const t0 = performance.now()
-          for (let i = 0; i < fastPaths.length; i++) {
-            if (fastPaths[i](req, res, route)) {
-              if (handedOver.has(req)) return
-              const count = () => countFastPath(req.method ?? 'GET', res.statusCode, (performance.now() - t0) / 1000)
-              if (res.writableEnded) count()
-              else res.once('finish', () => handedOver.has(req) || count())
-              return
+    serverFactory:
+      factory &&
+      ((handler, o) => {
+        const route = (req: IncomingMessage, res: ServerResponse) => {
+          handedOver.add(req)
+          handler(req, res)
+        }
+        return factory((req, res) => {
+          if (fastPaths.length > 0) {
+            const t0 = performance.now()
+            for (let i = 0; i < fastPaths.length; i++) {
+              if (fastPaths[i](req, res, route)) {
+                if (handedOver.has(req)) return
+                const count = () => countFastPath(req.method ?? 'GET', res.statusCode, (performance.now() - t0) / 1000)
+                if (res.writableEnded) count()
+                else res.once('finish', () => handedOver.has(req) || count())
+                return
+              }
             }
           }
-        }
-        handler(req, res)
-      }, o)
-    }),
+          handler(req, res)
+        }, o)
+      }),
     bodyLimit: 1024 * 1024,
     trustProxy: false,
     requestIdHeader: false,
-    genReqId: () => Math.random().toString(36).slice(2, 12),
+    // a request id for the logs and the X-Request-Id answer header; behind a proxy the
+    // proxy's own id is kept when it looks like one, so both logs can be joined
+    genReqId: (req) => {
+      const given = config.trustProxy ? req.headers['x-request-id'] : undefined
+      return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : crypto.randomBytes(8).toString('hex')
+    },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 2048 },
     return503OnClosing: true,
     // a URL whose percent-encoding is malformed never reaches a route: answer it in the
     // service's formats (format A on API paths, plain text elsewhere) instead of Fastify's own
-    frameworkErrors: (error, req, reply) => {
-      if (/^\/(svc_api|api)(\/|$)/.test(req.url)) {
-        return sendAppError(req, reply as FastifyReply, new AppError('INVALID_PATH', { params: { detail: 'malformed percent-encoding in the URL' } }), config, 'A')
+    // (it returns nothing: Fastify does not await it)
+    frameworkErrors: (_error, req, reply) => {
+      const r = reply as FastifyReply
+      if (isApiPath(req.url)) {
+        sendAppError(req, r, new AppError('INVALID_PATH', { params: { detail: 'malformed percent-encoding in the URL' } }), config, 'A')
+        return
       }
-      return (reply as FastifyReply).code(400).type('text/plain; charset=utf-8').send('Bad Request')
+      r.code(400).type('text/plain; charset=utf-8').send('Bad Request')
     },
   })
 
   app.decorate('addFastPath', (fn: FastPath) => {
     fastPaths.push(fn)
   })
+  app.decorate('ports', { main: null, http: null })
 
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'svc hosting API', version: '1.1.2', description: 'Single files, folder projects, key-value store, forms, image hosting and hosted data.' },
-      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' }, session: { type: 'apiKey', in: 'cookie', name: 'session' } } },
+      info: {
+        title: 'svc hosting API',
+        version: '1.1.2',
+        description: 'Single files, folder projects, key-value store, forms, image hosting and hosted data.',
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      components: { securitySchemes: SECURITY_SCHEMES },
     },
+    // security (from each route's config.auth), operationIds, servers and the shared error
+    // answer: document-only additions (features/docs/openapi.ts)
+    transform: transformRoute,
+    transformObject: transformDocument(config),
   })
   await app.register(formbody, { bodyLimit: 64 * 1024 })
   await app.register(multipart, {
@@ -98,26 +129,45 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   })
   installErrorHandling(app, config)
   installMetrics(app, config)
+  // process metrics and the sendfile counts start with the first app, not at import
+  startDefaultMetrics()
+  observeSendfile(sendfileStats)
 
+  app.addHook('onRequest', (req, reply, done) => {
+    reply.header('X-Request-Id', req.id)
+    done()
+  })
   app.addHook('onSend', (_req, reply, payload, done) => {
     if (!reply.hasHeader('x-content-type-options')) reply.header('X-Content-Type-Options', 'nosniff')
     done(null, payload)
   })
 
-  // behind a proxy, a page requested over plain HTTP is redirected (API paths answer 1116 in the guard)
+  // behind a proxy, a page requested over plain HTTP is redirected (API paths answer 1116 in
+  // the guard); health checks, metrics and the TLS ask endpoint are asked over plain HTTP
   if (config.trustProxy) {
     app.addHook('onRequest', async (req, reply) => {
-      if (!isHttps(req, config) && !/^\/(svc_api|api)(\/|$)/.test(req.url) && req.url !== '/healthz' && req.url !== '/metrics') {
-        const host = req.headers['x-forwarded-host'] ?? req.headers.host ?? 'localhost'
+      if (
+        !isHttps(req, config) &&
+        !isApiPath(req.url) &&
+        !['/healthz', '/livez', '/readyz', '/metrics'].includes(req.url) &&
+        req.url.split('?')[0] !== TLS_ASK_PATH
+      ) {
+        const fwd = req.headers['x-forwarded-host']
+        const host = (Array.isArray(fwd) ? fwd[0] : fwd) ?? req.headers.host ?? 'localhost'
         return reply.redirect(`${config.publicUrl ?? `https://${host}`}${req.url}`, 301)
       }
     })
   }
 
+  // each feature's state, built once before any of its contexts: they all get the same one
+  const states = new Map<string, unknown>()
+  for (const f of FEATURES) states.set(f.name, await f.init?.(deps))
+  app.decorate('featureState', (name: string) => states.get(name))
+
   // API context: /svc_api/... and /api/...
   await app.register(async (api) => {
     installApiGuard(api, deps)
-    for (const f of FEATURES) await f.api?.(api, deps)
+    for (const f of FEATURES) await f.api?.(api, deps, states.get(f.name))
     const notFound = async () => {
       throw new AppError('NOT_FOUND')
     }
@@ -128,16 +178,16 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   })
   // public content and the service's pages: no API guard
   await app.register(async (pub) => {
-    for (const f of FEATURES) await f.public?.(pub, deps)
+    for (const f of FEATURES) await f.public?.(pub, deps, states.get(f.name))
   })
   await app.register(async (pages) => {
-    for (const f of FEATURES) await f.pages?.(pages, deps)
+    for (const f of FEATURES) await f.pages?.(pages, deps, states.get(f.name))
   })
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   app.setNotFoundHandler((req, reply) => {
-    if (/^\/(svc_api|api)(\/|$)/.test(req.url)) return sendAppError(req, reply, new AppError('NOT_FOUND'), config, 'A')
+    if (isApiPath(req.url)) return sendAppError(req, reply, new AppError('NOT_FOUND'), config, 'A')
     return reply.code(404).type('text/plain; charset=utf-8').send('Not Found')
   })
   return app

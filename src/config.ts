@@ -21,6 +21,13 @@ export interface Config {
   tlsKey: string | null
   publicUrl: string | null
   contentOrigin: string | null
+  /**
+   * Domain under which each user's content has its own origin, {username}.{domain}
+   * (CONTENT_DOMAIN). null with contentDomainAuto: "localhost" for requests made to a
+   * loopback host (the one-command start), none otherwise; CONTENT_DOMAIN=off: never.
+   */
+  contentDomain: string | null
+  contentDomainAuto: boolean
   logLevel: string
   registration: boolean
   /** Multipliers/overrides of the rate-limit table, as JSON (see limits/tiers.ts). */
@@ -29,10 +36,39 @@ export interface Config {
   maxUploadBytes: number
   sessionTtlSeconds: number
   /**
-   * Send the public host's hot bodies with sendfile(2) from sealed memfds when the native addon
+   * Send the public host's bodies with sendfile(2) from their blob files when the native addon
    * is built (Linux, plain-HTTP connections: behind a TLS-terminating proxy); 0 = always copy.
    */
   sendfile: boolean
+  /**
+   * Local disk cache of blobs in front of S3 storage (ignored with local storage): folder
+   * (BLOB_CACHE_DIR, default DATA_DIR/blob-cache) and most bytes (BLOB_CACHE_SIZE; 0 = off).
+   */
+  blobCacheDir: string
+  blobCacheBytes: number
+  /** Scheduled snapshots by `svc serve` (SQLite and local blobs): folder, interval (ms), how many kept. */
+  backupDir: string | null
+  backupEveryMs: number
+  backupKeep: number
+  /** How many deploys each folder project keeps (the live one always stays). */
+  deploysKeep: number
+  /** DNS servers that custom-domain TXT checks ask (`ip` or `ip:port`, comma-separated); null: the system's. */
+  dnsResolver: string[] | null
+  /** Custom domains one user may attach (verified or not). */
+  domainsPerUser: number
+  /** Host names POST /mcp accepts besides PUBLIC_URL's (or, without it, loopback names and IP addresses). */
+  mcpAllowedHosts: string[]
+  /** Refuse webhook targets on private, loopback and link-local addresses (SSRF); default on. */
+  webhookBlockPrivate: boolean
+  /** Form notifications: first retry delay (doubles each try), how long retries go on, how often the outbox is polled. */
+  notifyRetryBaseMs: number
+  notifyMaxAgeMs: number
+  notifyPollMs: number
+  /** Period of the e-mail digest (submissions of a period go out in one mail). */
+  notifyDigestMs: number
+  /** SMTP server of notification mails (smtp:// or smtps://user:pass@host:port), or null: no e-mail. */
+  smtpUrl: string | null
+  smtpFrom: string
 }
 
 export type RateLimitOverrides = Partial<Record<'default' | 'authenticated' | 'vip', Partial<Record<'minute' | 'hour' | 'day' | 'concurrent', number>>>>
@@ -95,6 +131,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     }
   }
 
+  const hostList = (name: string): string[] => {
+    const v = str(name)
+    if (v === null) return []
+    const hosts = v
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean)
+    for (const h of hosts) if (!/^[a-z0-9.-]{1,253}$/.test(h)) problems.push(`${name}: host names separated by commas (no ports), got "${h}"`)
+    return hosts
+  }
+
+  /** A duration like 500ms, 30s, 10m, 24h or 1d, at least `minMs`. */
+  const duration = (name: string, def: string, minMs: number): number => {
+    const v = str(name) ?? def
+    const m = /^(\d+)(ms|s|m|h|d)$/.exec(v)
+    const ms = m ? Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms' | 's' | 'm' | 'h' | 'd'] : 0
+    if (!m || ms < minMs) problems.push(`${name}: a duration like 30s, 10m or 24h (at least ${minMs} ms), got "${v}"`)
+    return m && ms >= minMs ? ms : 0
+  }
+  const smtpUrl = str('SMTP_URL')
+  if (smtpUrl !== null && !/^smtps?:\/\/[^/]+/.test(smtpUrl))
+    problems.push(`SMTP_URL: must be smtp://[user:pass@]host[:port] or smtps://..., got "${redact(smtpUrl)}"`)
+
   const databaseUrl = str('DATABASE_URL')
   if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     problems.push(`DATABASE_URL: must start with postgres:// (unset = SQLite in DATA_DIR), got "${redact(databaseUrl)}"`)
@@ -128,6 +187,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
   if (trustProxy && tlsCert !== null) {
     problems.push('TRUST_PROXY: cannot be combined with TLS_CERT/TLS_KEY (the proxy terminates TLS)')
   }
+  const contentDomainRaw = str('CONTENT_DOMAIN')?.toLowerCase() ?? null
+  const contentDomainOff = contentDomainRaw === 'off' || contentDomainRaw === '0'
+  const contentDomain = contentDomainRaw === null || contentDomainOff ? null : contentDomainRaw.replace(/^\*\./, '').replace(/\.$/, '')
+  if (contentDomain !== null && !/^(?=.{1,200}$)([a-z0-9]([a-z0-9-]*[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(contentDomain)) {
+    problems.push(`CONTENT_DOMAIN: must be a domain name like pages.example.net (or off), got "${contentDomainRaw}"`)
+  }
+  const backupDir = str('BACKUP_DIR')
+  const backupEveryRaw = str('BACKUP_EVERY') ?? '24h'
+  const every = /^(\d+)(s|m|h|d)$/.exec(backupEveryRaw)
+  const backupEveryMs = every ? Number(every[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[every[2] as 's' | 'm' | 'h' | 'd'] : 0
+  if (!every || backupEveryMs < 1000) problems.push(`BACKUP_EVERY: a duration like 30m, 6h or 1d, got "${backupEveryRaw}"`)
+  const blobCacheBytes = byteSize(str('BLOB_CACHE_SIZE') ?? '1G')
+  if (blobCacheBytes === null)
+    problems.push(`BLOB_CACHE_SIZE: a size in bytes like 1073741824, 512M or 4G (0 or off disables), got "${str('BLOB_CACHE_SIZE')}"`)
+  const dataDir = path.resolve(str('DATA_DIR') ?? './data')
+  const dnsRaw = str('DNS_RESOLVER')
+  const dnsResolver = dnsRaw === null ? null : dnsRaw.split(',').map((x) => x.trim())
+  if (dnsResolver !== null && !dnsResolver.every((x) => /^(\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?|\[[0-9a-fA-F:]+\](:\d{1,5})?|[0-9a-fA-F:]+)$/.test(x))) {
+    problems.push(`DNS_RESOLVER: IP addresses with an optional port, comma-separated (127.0.0.1:5353, [::1]:53), got "${dnsRaw}"`)
+  }
   const logLevel = str('LOG_LEVEL') ?? 'info'
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`)
 
@@ -145,7 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     port: port('PORT', 8443),
     httpPort: port('HTTP_PORT', 8080),
     host: str('HOST') ?? '0.0.0.0',
-    dataDir: path.resolve(str('DATA_DIR') ?? './data'),
+    dataDir,
     databaseUrl,
     storageUrl,
     redisUrl,
@@ -157,15 +236,43 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     tlsKey,
     publicUrl: origin('PUBLIC_URL'),
     contentOrigin: origin('CONTENT_ORIGIN'),
+    contentDomain,
+    contentDomainAuto: contentDomainRaw === null,
     logLevel,
     registration: bool('REGISTRATION', true),
     rateLimits,
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 16 * 1024 * 1024, 1, 1024 * 1024 * 1024),
     sessionTtlSeconds: int('SESSION_TTL_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
     sendfile: bool('SENDFILE', true),
+    blobCacheDir: path.resolve(str('BLOB_CACHE_DIR') ?? path.join(dataDir, 'blob-cache')),
+    blobCacheBytes: blobCacheBytes ?? 0,
+    backupDir: backupDir === null ? null : path.resolve(backupDir),
+    backupEveryMs,
+    backupKeep: int('BACKUP_KEEP', 7, 1, 1000),
+    deploysKeep: int('DEPLOYS_KEEP', 10, 1, 1000),
+    dnsResolver,
+    domainsPerUser: int('DOMAINS_PER_USER', 5, 0, 10_000),
+    mcpAllowedHosts: hostList('MCP_ALLOWED_HOSTS'),
+    webhookBlockPrivate: bool('WEBHOOK_BLOCK_PRIVATE', true),
+    notifyRetryBaseMs: duration('NOTIFY_RETRY_BASE', '30s', 10),
+    notifyMaxAgeMs: duration('NOTIFY_MAX_AGE', '24h', 1000),
+    notifyPollMs: duration('NOTIFY_POLL', '2s', 10),
+    notifyDigestMs: duration('NOTIFY_DIGEST_EVERY', '1h', 1000),
+    smtpUrl,
+    smtpFrom: str('SMTP_FROM') ?? 'svc <noreply@localhost>',
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)
+}
+
+/** "1073741824", "512M", "4G", "1GiB" (K, M, G, T are powers of 1024); "0" or "off" = 0; null if malformed. */
+export function byteSize(v: string): number | null {
+  if (/^(off|0)$/i.test(v.trim())) return 0
+  const m = /^(\d+(?:\.\d+)?)\s*(?:([kmgt])(?:i?b)?|b)?$/i.exec(v.trim())
+  if (!m) return null
+  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[(m[2] ?? '').toLowerCase() as '' | 'k' | 'm' | 'g' | 't']
+  const n = Math.floor(Number(m[1]) * unit)
+  return Number.isSafeInteger(n) ? n : null
 }
 
 function parseRateLimits(v: unknown): RateLimitOverrides {
@@ -180,12 +287,10 @@ function parseRateLimits(v: unknown): RateLimitOverrides {
       if (!Number.isInteger(n) || (n as number) < 1) throw new Error(`${tier}.${win} must be a positive integer`)
     }
   }
-  return v as RateLimitOverrides
+  return v
 }
 
 /** Hides credentials inside a URL (user:password@, secret query parameters) before it is printed. */
 export function redact(url: string): string {
-  return url
-    .replace(/\/\/([^/@]*)@/, '//***@')
-    .replace(/([?&](?:secretAccessKey|accessKeyId|password|sessionToken)=)[^&#]*/gi, '$1***')
+  return url.replace(/\/\/([^/@]*)@/, '//***@').replace(/([?&](?:secretAccessKey|accessKeyId|password|sessionToken)=)[^&#]*/gi, '$1***')
 }

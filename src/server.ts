@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import http from 'node:http'
@@ -6,6 +7,8 @@ import type { AddressInfo } from 'node:net'
 import selfsigned from 'selfsigned'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
+import { hostName, siteUserOf } from './http/site-origin.js'
+import { isApiPath } from './http/api-path.js'
 
 /** Server timeouts against slow clients (slowloris, stalled uploads). */
 export const SERVER_TIMEOUTS = { headersTimeout: 20_000, requestTimeout: 300_000, keepAliveTimeout: 5_000 }
@@ -18,13 +21,27 @@ export async function tlsMaterial(config: Config): Promise<{ cert: Buffer; key: 
   }
   const certFile = path.join(config.dataDir, 'tls-cert.pem')
   const keyFile = path.join(config.dataDir, 'tls-key.pem')
-  if (!fs.existsSync(certFile) || !fs.existsSync(keyFile)) {
+  // the generated certificate covers users' origins too: *.localhost, and *.CONTENT_DOMAIN
+  const wildcards = ['*.localhost', ...(config.contentDomain ? [`*.${config.contentDomain}`] : [])]
+  const covers = (pem: Buffer) => {
+    const san = new crypto.X509Certificate(pem).subjectAltName ?? ''
+    return wildcards.every((w) => san.includes(`DNS:${w}`))
+  }
+  if (!fs.existsSync(certFile) || !fs.existsSync(keyFile) || !covers(fs.readFileSync(certFile))) {
     fs.mkdirSync(config.dataDir, { recursive: true })
     const notAfter = new Date()
     notAfter.setFullYear(notAfter.getFullYear() + 5)
     const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
-      keyType: 'ec', curve: 'P-256', algorithm: 'sha256', notAfterDate: notAfter,
-      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] }],
+      keyType: 'ec',
+      curve: 'P-256',
+      algorithm: 'sha256',
+      notAfterDate: notAfter,
+      extensions: [
+        {
+          name: 'subjectAltName',
+          altNames: [{ type: 2, value: 'localhost' }, ...wildcards.map((value) => ({ type: 2, value })), { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }],
+        },
+      ],
     } as Parameters<typeof selfsigned.generate>[1])
     fs.writeFileSync(keyFile, pems.private, { mode: 0o600 })
     fs.writeFileSync(certFile, pems.cert)
@@ -41,21 +58,29 @@ export function serverFactoryFor(tls: { cert: Buffer; key: Buffer } | null) {
   }
 }
 
-const API_PATH = /^\/(svc_api|api)(\/|$|\?)/
-
 /**
  * The plain-HTTP listener of the default and TLS modes: API paths go through the app (and
  * answer 1116 there, with the usual headers); every other path redirects to HTTPS.
  */
 export function createHttpRedirector(app: FastifyInstance, config: Config, httpsPort: () => number): http.Server {
+  // the main server's own request listener (Fastify behind the app's fast paths), so a request
+  // taken here is handled exactly as on the main port
+  const main = app.server.listeners('request')[0] as http.RequestListener
   const server = http.createServer({ ...SERVER_TIMEOUTS }, (req, res) => {
-    if (API_PATH.test(req.url ?? '/')) {
+    const site = siteUserOf(req.headers.host, config)
+    // a user's origin on loopback is served over plain HTTP too: *.localhost is a secure
+    // context in browsers, and needs no certificate warning
+    if (site !== null && hostName(req.headers.host).endsWith('.localhost')) {
+      main(req, res)
+      return
+    }
+    if (site === null && isApiPath(req.url ?? '/')) {
       app.routing(req, res)
       return
     }
-    const hostname = (req.headers.host ?? 'localhost').replace(/:\d+$/, '')
+    const hostname = hostName(req.headers.host) || 'localhost'
     const port = httpsPort()
-    const base = config.publicUrl ?? `https://${hostname}${port === 443 ? '' : `:${port}`}`
+    const base = (site === null ? config.publicUrl : null) ?? `https://${hostname}${port === 443 ? '' : `:${port}`}`
     const location = base + (req.url && req.url.startsWith('/') ? req.url : '/')
     res.writeHead(301, { Location: location, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 0 })
     res.end()
@@ -76,7 +101,8 @@ export interface Listening {
 export async function listen(app: FastifyInstance, config: Config, tlsOn: boolean): Promise<Listening> {
   // Fastify cannot tell that our server factory speaks TLS: its log line would say http://
   await app.listen({
-    port: config.port, host: config.host,
+    port: config.port,
+    host: config.host,
     listenTextResolver: (address) => `Server listening at ${tlsOn ? address.replace(/^http:/, 'https:') : address}`,
   })
   const port = (app.server.address() as AddressInfo).port
@@ -90,6 +116,8 @@ export async function listen(app: FastifyInstance, config: Config, tlsOn: boolea
     })
     httpPort = (redirector.address() as AddressInfo).port
   }
+  app.ports.main = port
+  app.ports.http = httpPort
   const shown = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host
   return {
     port,
@@ -99,7 +127,7 @@ export async function listen(app: FastifyInstance, config: Config, tlsOn: boolea
     async close() {
       if (redirector) {
         redirector.closeAllConnections()
-        await new Promise<void>((r) => redirector!.close(() => r()))
+        await new Promise<void>((r) => redirector.close(() => r()))
       }
       await app.close()
     },

@@ -2,7 +2,7 @@
  * Zero-copy sending for the public host's hot bodies (src/http/sendfile.ts explains when it is
  * used). Node can only write() a Buffer, which the kernel copies into the socket buffer; nginx
  * sends files with sendfile(2), which hands the socket references to the pages instead. On a
- * 50 KB page that copy was a quarter of the service's CPU (perf, README "public host").
+ * 50 KB page that copy was a quarter of the service's CPU (perf: docs/benchmarks/2026-11-24-public-host-machines-e-f.md).
  *
  *   memfdFrom(buffer)                        -> fd of a sealed memfd holding the bytes, or -errno
  *   sendHeadFile(sock, block, tail, fd, len) -> bytes of block + tail + body the kernel took:

@@ -1,4 +1,5 @@
 import type { Db } from '../db/kysely.js'
+import { addUsage, claimUsage, usageOf } from '../db/usage.js'
 import type { Clock } from '../util/clock.js'
 import { AppError } from '../errors/app-error.js'
 import { newApiKey, newId, sha256hex } from './tokens.js'
@@ -12,22 +13,35 @@ export interface ApiKeyInfo {
   name: string
   hint: string
   enabled: boolean
+  /** Only reads: GET/HEAD routes and the read-only MCP tools. */
+  read_only: boolean
   expires_at: number | null
   created_at: number
   last_used_at: number | null
 }
 
-const KEY_COLUMNS = ['id', 'name', 'hint', 'enabled', 'expires_at', 'created_at', 'last_used_at'] as const
+const KEY_COLUMNS = ['id', 'name', 'hint', 'enabled', 'read_only', 'expires_at', 'created_at', 'last_used_at'] as const
 
-const toInfo = (r: { id: string; name: string; hint: string; enabled: number; expires_at: number | null; created_at: number; last_used_at: number | null }): ApiKeyInfo => ({
-  ...r, enabled: !!r.enabled,
+const toInfo = (r: {
+  id: string
+  name: string
+  hint: string
+  enabled: number
+  read_only: number
+  expires_at: number | null
+  created_at: number
+  last_used_at: number | null
+}): ApiKeyInfo => ({
+  ...r,
+  enabled: !!r.enabled,
+  read_only: !!r.read_only,
 })
 
 /** API keys: 64 characters, shown once, stored as SHA-256, at most 10 per user. */
 export function createApiKeys(db: Db, clock: Clock) {
   return {
     /** Creates a key; the clear key is returned here and never again. */
-    async create(userId: string, opts: { name?: string; expiresDays?: number | null }): Promise<{ key: string; info: ApiKeyInfo }> {
+    async create(userId: string, opts: { name?: string; expiresDays?: number | null; readOnly?: boolean }): Promise<{ key: string; info: ApiKeyInfo }> {
       const name = (opts.name ?? 'default').trim()
       if (name.length < 1 || name.length > 64) throw new AppError('INVALID_PARAMETER', { params: { detail: 'name must be 1-64 characters' } })
       const days = opts.expiresDays ?? null
@@ -37,13 +51,22 @@ export function createApiKeys(db: Db, clock: Clock) {
       const key = newApiKey()
       const now = clock.now()
       const row = {
-        id: newId(), user_id: userId, name, key_hash: sha256hex(key), hint: key.slice(-4),
-        enabled: 1, expires_at: days === null ? null : now + days * DAY, created_at: now, last_used_at: null,
+        id: newId(),
+        user_id: userId,
+        name,
+        key_hash: sha256hex(key),
+        hint: key.slice(-4),
+        enabled: 1,
+        read_only: opts.readOnly ? 1 : 0,
+        expires_at: days === null ? null : now + days * DAY,
+        created_at: now,
+        last_used_at: null,
       }
+      const full = () => new AppError('API_KEY_LIMIT', { params: { limit: MAX_KEYS_PER_USER } })
+      if ((await usageOf(db.k, userId, 'api_keys')) >= MAX_KEYS_PER_USER) throw full()
       await db.k.transaction().execute(async (trx) => {
-        await db.lockUser(trx, userId)
-        const { n } = await trx.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()
-        if (Number(n) >= MAX_KEYS_PER_USER) throw new AppError('API_KEY_LIMIT', { params: { limit: MAX_KEYS_PER_USER } })
+        // the key count lives in the usage counters, taken in the inserting transaction
+        if ((await claimUsage(trx, userId, 'api_keys', 1, MAX_KEYS_PER_USER)) !== null) throw full()
         await trx.insertInto('api_keys').values(row).execute()
       })
       const { key_hash: _h, user_id: _u, ...info } = row
@@ -55,12 +78,20 @@ export function createApiKeys(db: Db, clock: Clock) {
     },
     /** Enables or disables one of the user's keys; false when it is not theirs. */
     async setEnabled(userId: string, id: string, enabled: boolean): Promise<boolean> {
-      const r = await db.k.updateTable('api_keys').set({ enabled: enabled ? 1 : 0 }).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+      const r = await db.k
+        .updateTable('api_keys')
+        .set({ enabled: enabled ? 1 : 0 })
+        .where('id', '=', id)
+        .where('user_id', '=', userId)
+        .executeTakeFirst()
       return Number(r.numUpdatedRows) > 0
     },
     async remove(userId: string, id: string): Promise<boolean> {
-      const r = await db.k.deleteFrom('api_keys').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
-      return Number(r.numDeletedRows) > 0
+      return db.k.transaction().execute(async (trx) => {
+        const r = await trx.deleteFrom('api_keys').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+        await addUsage(trx, userId, 'api_keys', -Number(r.numDeletedRows))
+        return Number(r.numDeletedRows) > 0
+      })
     },
   }
 }

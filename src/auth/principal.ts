@@ -9,14 +9,13 @@ export interface Principal {
   user: User
   via: 'key' | 'session'
   keyId?: string
+  /** The API key may only read (GET/HEAD routes, read-only MCP tools). */
+  readOnly?: boolean
   sessionId?: string
   csrfToken?: string
 }
 
-export type Resolution =
-  | { kind: 'none' }
-  | { kind: 'ok'; principal: Principal }
-  | { kind: 'error'; error: ErrorKey }
+export type Resolution = { kind: 'none' } | { kind: 'ok'; principal: Principal } | { kind: 'error'; error: ErrorKey }
 
 /** Every value of the `session` cookie in a Cookie header (duplicates are an attack sign). */
 export function sessionCookies(cookieHeader: string | undefined): string[] {
@@ -42,10 +41,17 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
     if (authorization !== undefined) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
       if (!m || !API_KEY_RE.test(m[1])) return { kind: 'error', error: 'AUTH_INVALID' }
-      const row = await db.k.selectFrom('api_keys')
+      const row = await db.k
+        .selectFrom('api_keys')
         .innerJoin('users', 'users.id', 'api_keys.user_id')
-        .select(['api_keys.id as key_id', 'api_keys.enabled', 'api_keys.expires_at', 'api_keys.last_used_at',
-          ...USER_COLUMNS.map((c) => `users.${c}` as const)])
+        .select([
+          'api_keys.id as key_id',
+          'api_keys.enabled',
+          'api_keys.read_only',
+          'api_keys.expires_at',
+          'api_keys.last_used_at',
+          ...USER_COLUMNS.map((c) => `users.${c}` as const),
+        ])
         .where('api_keys.key_hash', '=', sha256hex(m[1]))
         .executeTakeFirst()
       const now = clock.now()
@@ -56,14 +62,15 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
       if (row.last_used_at === null || now - Number(row.last_used_at) > LAST_USED_EVERY_MS) {
         await db.k.updateTable('api_keys').set({ last_used_at: now }).where('id', '=', row.key_id).execute()
       }
-      return { kind: 'ok', principal: { user, via: 'key', keyId: row.key_id } }
+      return { kind: 'ok', principal: { user, via: 'key', keyId: row.key_id, readOnly: !!row.read_only } }
     }
     const cookies = sessionCookies(cookieHeader)
     if (cookies.length === 0) return { kind: 'none' }
     if (cookies.length > 1) return { kind: 'error', error: 'AUTH_AMBIGUOUS' }
     const sid = cookies[0]
     if (!SESSION_ID_RE.test(sid)) return { kind: 'error', error: 'AUTH_INVALID' }
-    const row = await db.k.selectFrom('sessions')
+    const row = await db.k
+      .selectFrom('sessions')
       .innerJoin('users', 'users.id', 'sessions.user_id')
       .select(['sessions.expires_at', 'sessions.csrf_token', ...USER_COLUMNS.map((c) => `users.${c}` as const)])
       .where('sessions.id_hash', '=', sha256hex(sid))

@@ -10,9 +10,17 @@ export function createSessions(db: Db, clock: Clock, ttlSeconds: number) {
       const now = clock.now()
       const csrf = randomString(32)
       const expiresAt = now + ttlSeconds * 1000
-      await db.k.insertInto('sessions').values({
-        id_hash: sha256hex(id), user_id: userId, csrf_token: csrf, created_at: now, expires_at: expiresAt, last_seen_at: now,
-      }).execute()
+      await db.k
+        .insertInto('sessions')
+        .values({
+          id_hash: sha256hex(id),
+          user_id: userId,
+          csrf_token: csrf,
+          created_at: now,
+          expires_at: expiresAt,
+          last_seen_at: now,
+        })
+        .execute()
       return { id, csrf, expiresAt }
     },
     async destroy(id: string): Promise<void> {

@@ -22,23 +22,75 @@ export interface User {
 
 export const USER_COLUMNS = ['id', 'username', 'tier', 'disabled', 'api_access', 'is_admin', 'limits', 'created_at'] as const
 
-export function toUser(r: { id: string; username: string; tier: string; disabled: number; api_access: number; is_admin: number; limits: string; created_at: number }): User {
+export function toUser(r: {
+  id: string
+  username: string
+  tier: string
+  disabled: number
+  api_access: number
+  is_admin: number
+  limits: string
+  created_at: number
+}): User {
   let limits: Record<string, number> = {}
   try {
     limits = JSON.parse(r.limits)
   } catch {}
   return {
-    id: r.id, username: r.username, tier: (TIERS as string[]).includes(r.tier) ? (r.tier as Tier) : 'authenticated',
-    disabled: !!r.disabled, api_access: !!r.api_access, is_admin: !!r.is_admin, limits, created_at: Number(r.created_at),
+    id: r.id,
+    username: r.username,
+    tier: (TIERS as string[]).includes(r.tier) ? (r.tier as Tier) : 'authenticated',
+    disabled: !!r.disabled,
+    api_access: !!r.api_access,
+    is_admin: !!r.is_admin,
+    limits,
+    created_at: Number(r.created_at),
   }
 }
 
 /** Names that would collide with the service's own paths, compared case-insensitively. */
 export const RESERVED_USERNAMES = new Set([
-  'svc_api', 'api', 'login', 'logout', 'register', 'dashboard', 'api-keys', 'svc-img', 'svc-data', 'image-host',
-  'hosted-data', 'healthz', 'static', 'assets', '.well-known', 'favicon.ico', 'robots.txt', 'openapi.json', 'metrics',
-  'docs', 'admin', 'redeem', 'settings', 'account', 'files', 'folders', 'forms', 'kv', 'images', 'data', 'www', 'root',
-  'null', 'undefined', 'sitemap.xml', 'humans.txt', 'ads.txt', 'security.txt', 'well-known',
+  'svc_api',
+  'api',
+  'login',
+  'logout',
+  'register',
+  'dashboard',
+  'api-keys',
+  'svc-img',
+  'svc-data',
+  'image-host',
+  'hosted-data',
+  'healthz',
+  'livez',
+  'readyz',
+  'static',
+  'assets',
+  '.well-known',
+  'favicon.ico',
+  'robots.txt',
+  'openapi.json',
+  'metrics',
+  'docs',
+  'admin',
+  'redeem',
+  'settings',
+  'account',
+  'files',
+  'folders',
+  'forms',
+  'kv',
+  'images',
+  'data',
+  'www',
+  'root',
+  'null',
+  'undefined',
+  'sitemap.xml',
+  'humans.txt',
+  'ads.txt',
+  'security.txt',
+  'well-known',
 ])
 export const USERNAME_RE = /^[a-z0-9][a-z0-9_-]{1,31}$/
 
@@ -63,7 +115,11 @@ export interface UserSettings {
 /** Account operations shared by the CLI, registration and login. */
 export function createUsers(db: Db, clock: Clock) {
   const byName = (username: string) =>
-    db.k.selectFrom('users').select([...USER_COLUMNS, 'password_hash']).where('username', '=', username.toLowerCase()).executeTakeFirst()
+    db.k
+      .selectFrom('users')
+      .select([...USER_COLUMNS, 'password_hash'])
+      .where('username', '=', username.toLowerCase())
+      .executeTakeFirst()
 
   return {
     async create(username: string, password: string, opts: { vip?: boolean; admin?: boolean } = {}): Promise<User> {
@@ -72,9 +128,16 @@ export function createUsers(db: Db, clock: Clock) {
       if (problem) throw new UserInputError(problem)
       const now = clock.now()
       const row = {
-        id: newId(), username: name, password_hash: await hashPassword(password),
-        tier: opts.vip ? 'vip' : 'authenticated', disabled: 0, api_access: 1, is_admin: opts.admin ? 1 : 0,
-        limits: '{}', created_at: now, updated_at: now,
+        id: newId(),
+        username: name,
+        password_hash: await hashPassword(password),
+        tier: opts.vip ? 'vip' : 'authenticated',
+        disabled: 0,
+        api_access: 1,
+        is_admin: opts.admin ? 1 : 0,
+        limits: '{}',
+        created_at: now,
+        updated_at: now,
       }
       try {
         await db.k.insertInto('users').values(row).execute()

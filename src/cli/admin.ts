@@ -1,8 +1,11 @@
+import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { sql } from 'kysely'
 import type { Config } from '../config.js'
 import { openDatabase, type Db } from '../db/kysely.js'
 import { migrateToLatest } from '../db/migrate.js'
+import { snapshotFirst } from '../db/snapshot.js'
+import { FEATURE_TABLES, BLOB_COLUMNS } from '../features/tables.js'
 import { systemClock } from '../util/clock.js'
 import { createUsers, UserInputError, TIERS, type Tier, type UserSettings } from '../auth/users.js'
 import { createApiKeys } from '../auth/api-keys.js'
@@ -10,10 +13,37 @@ import { randomString, sha256hex } from '../auth/tokens.js'
 import { isQuotaName, QUOTA_NAMES } from '../limits/quotas.js'
 import { AppError } from '../errors/app-error.js'
 import { errorMessage } from '../errors/render.js'
-import { openBlobStore } from '../deps.js'
+import { openBlobStore } from '../storage/open.js'
 import { sweepBlobs } from '../storage/sweeper.js'
+import { BackupError, backupSqlite, restoreSqlite } from './backup.js'
+import { writeAudit } from '../features/admin/store.js'
+import os from 'node:os'
 
-export const ADMIN_COMMANDS = ['migrate', 'user', 'key', 'grant', 'redeem-code', 'lock', 'unlock', 'feature', 'sweep']
+/** Commands that change something: each run goes to the audit log, like the web console's actions. */
+const AUDITED = new Set(['user', 'key', 'grant', 'redeem-code', 'lock', 'unlock', 'feature'])
+
+/** The arguments as logged: a password's value never reaches the audit log. */
+export function auditArgs(args: string[]): string[] {
+  const out: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]
+    if (a === '--password') {
+      out.push(a, '[redacted]')
+      i++
+    } else out.push(a.startsWith('--password=') ? '--password=[redacted]' : a)
+  }
+  return out
+}
+
+function cliActor(): string {
+  try {
+    return `cli:${os.userInfo().username}`
+  } catch {
+    return 'cli'
+  }
+}
+
+export const ADMIN_COMMANDS = ['migrate', 'user', 'key', 'grant', 'redeem-code', 'lock', 'unlock', 'feature', 'sweep', 'backup', 'restore', 'export', 'import']
 export const FEATURE_NAMES = ['image-host', 'hosted-data']
 
 class UsageError extends Error {}
@@ -26,13 +56,40 @@ const out = (s: string) => process.stdout.write(`${s}\n`)
  * keys, tiers and locks from the database on every request.
  */
 export async function adminCommand(cmd: string, args: string[], config: Config): Promise<number> {
+  // backup and restore open no database through Kysely: a backup must not migrate the live
+  // database, and a restore must not create the svc.db it is about to write
+  if (cmd === 'backup' || cmd === 'restore') {
+    try {
+      await (cmd === 'backup' ? backupCommand(args, config) : restoreCommand(args, config))
+      return 0
+    } catch (e) {
+      if (e instanceof UsageError || e instanceof BackupError) {
+        process.stderr.write(`error: ${e.message}\n`)
+        return e instanceof UsageError ? 2 : 1
+      }
+      throw e
+    }
+  }
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   try {
-    await migrateToLatest(db)
+    await migrateToLatest(db, FEATURE_TABLES, snapshotFirst(config))
     await run(cmd, args, db, config)
+    if (AUDITED.has(cmd)) {
+      const sub = ['user', 'key', 'redeem-code'].includes(cmd) ? args[0] : undefined
+      const rest = sub === undefined ? args : args.slice(1)
+      await writeAudit(db, Date.now(), {
+        actor: cliActor(),
+        via: 'cli',
+        action: `cli.${cmd}${sub ? `.${sub}` : ''}`,
+        target: rest.find((a) => !a.startsWith('-')) ?? '',
+        details: { args: auditArgs(args) },
+        ip: 'local',
+        user_agent: `svc ${cmd}`,
+      })
+    }
     return 0
   } catch (e) {
-    if (e instanceof UsageError || e instanceof UserInputError) {
+    if (e instanceof UsageError || e instanceof UserInputError || (e instanceof Error && e.name === 'ExportError')) {
       process.stderr.write(`error: ${e.message}\n`)
       return e instanceof UsageError ? 2 : 1
     }
@@ -66,19 +123,36 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
     case 'user': {
       const [sub, ...rest] = args
       if (sub === 'add') {
-        const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: {
-          password: { type: 'string' }, vip: { type: 'boolean' }, admin: { type: 'boolean' },
-        } })
+        const { values, positionals } = parseArgs({
+          args: rest,
+          allowPositionals: true,
+          options: {
+            password: { type: 'string' },
+            vip: { type: 'boolean' },
+            admin: { type: 'boolean' },
+          },
+        })
         const u = await users.create(need(positionals[0], '<username>'), need(values.password, '--password'), { vip: values.vip, admin: values.admin })
         out(`created user ${u.username} (${u.tier}${u.is_admin ? ', admin' : ''})`)
         return
       }
       if (sub === 'set') {
-        const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: {
-          vip: { type: 'boolean' }, 'no-vip': { type: 'boolean' }, disable: { type: 'boolean' }, enable: { type: 'boolean' },
-          'api-access': { type: 'string' }, admin: { type: 'boolean' }, 'no-admin': { type: 'boolean' },
-          password: { type: 'string' }, tier: { type: 'string' }, limit: { type: 'string', multiple: true },
-        } })
+        const { values, positionals } = parseArgs({
+          args: rest,
+          allowPositionals: true,
+          options: {
+            vip: { type: 'boolean' },
+            'no-vip': { type: 'boolean' },
+            disable: { type: 'boolean' },
+            enable: { type: 'boolean' },
+            'api-access': { type: 'string' },
+            admin: { type: 'boolean' },
+            'no-admin': { type: 'boolean' },
+            password: { type: 'string' },
+            tier: { type: 'string' },
+            limit: { type: 'string', multiple: true },
+          },
+        })
         const s: UserSettings = {}
         if (values.vip) s.tier = 'vip'
         if (values['no-vip']) s.tier = 'authenticated'
@@ -104,21 +178,33 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
           }
         }
         const u = await users.update(need(positionals[0], '<username>'), s)
-        out(`updated ${u.username}: tier ${u.tier}, ${u.disabled ? 'disabled' : 'enabled'}, api access ${u.api_access ? 'on' : 'off'}, limits ${JSON.stringify(u.limits)}`)
+        out(
+          `updated ${u.username}: tier ${u.tier}, ${u.disabled ? 'disabled' : 'enabled'}, api access ${u.api_access ? 'on' : 'off'}, limits ${JSON.stringify(u.limits)}`,
+        )
         return
       }
       throw new UsageError('usage: svc user add|set <username> ...')
     }
     case 'key': {
       const [sub, ...rest] = args
-      if (sub !== 'create') throw new UsageError('usage: svc key create <username> [--name NAME] [--expires-days N]')
-      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: {
-        name: { type: 'string' }, 'expires-days': { type: 'string' },
-      } })
+      if (sub !== 'create') throw new UsageError('usage: svc key create <username> [--name NAME] [--expires-days N] [--read-only]')
+      const { values, positionals } = parseArgs({
+        args: rest,
+        allowPositionals: true,
+        options: {
+          name: { type: 'string' },
+          'expires-days': { type: 'string' },
+          'read-only': { type: 'boolean' },
+        },
+      })
       const days = values['expires-days']
       if (days !== undefined && !/^\d+$/.test(days)) throw new UsageError('--expires-days takes a number of days (1-365)')
       const id = await userId(need(positionals[0], '<username>'))
-      const { key } = await createApiKeys(db, systemClock).create(id, { name: values.name ?? 'cli', expiresDays: days ? Number(days) : null })
+      const { key } = await createApiKeys(db, systemClock).create(id, {
+        name: values.name ?? 'cli',
+        expiresDays: days ? Number(days) : null,
+        readOnly: values['read-only'] === true,
+      })
       out(key)
       return
     }
@@ -131,8 +217,11 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
         await db.k.deleteFrom('entitlements').where('user_id', '=', id).where('feature', '=', feature).execute()
         out(`revoked ${feature} from ${positionals[0]}`)
       } else {
-        await db.k.insertInto('entitlements').values({ user_id: id, feature, source: 'grant', created_at: Date.now() })
-          .onConflict((oc) => oc.columns(['user_id', 'feature']).doNothing()).execute()
+        await db.k
+          .insertInto('entitlements')
+          .values({ user_id: id, feature, source: 'grant', created_at: Date.now() })
+          .onConflict((oc) => oc.columns(['user_id', 'feature']).doNothing())
+          .execute()
         out(`granted ${feature} to ${positionals[0]}`)
       }
       return
@@ -141,7 +230,10 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
       const [sub, feature] = args
       if (sub !== 'create' || !feature || !FEATURE_NAMES.includes(feature)) throw new UsageError('usage: svc redeem-code create image-host|hosted-data')
       const code = `${feature === 'image-host' ? 'IMG' : 'DATA'}-${randomString(20)}`
-      await db.k.insertInto('redeem_codes').values({ code_hash: sha256hex(code), feature, created_at: Date.now(), redeemed_by: null, redeemed_at: null }).execute()
+      await db.k
+        .insertInto('redeem_codes')
+        .values({ code_hash: sha256hex(code), feature, created_at: Date.now(), redeemed_by: null, redeemed_at: null })
+        .execute()
       out(code)
       return
     }
@@ -168,14 +260,70 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
       out(`${fileName}: is_featured ${values.off ? 'false' : 'true'}`)
       return
     }
+    case 'export': {
+      const { positionals } = parseArgs({ args, allowPositionals: true, options: {} })
+      const { exportToFile } = await import('./export.js')
+      out(await exportToFile(db, config, need(positionals[0], '<username>'), need(positionals[1], 'FILE')))
+      return
+    }
+    case 'import': {
+      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { as: { type: 'string' } } })
+      const { importFromFile } = await import('./export.js')
+      out(await importFromFile(db, config, need(positionals[0], 'FILE'), values.as))
+      return
+    }
     case 'sweep': {
       const { values } = parseArgs({ args, options: { 'grace-seconds': { type: 'string' } } })
       const grace = Number(values['grace-seconds'] ?? 3600) * 1000
       const blobs = await openBlobStore(config)
-      const r = await sweepBlobs(db, blobs, grace)
+      const r = await sweepBlobs(db, blobs, BLOB_COLUMNS, grace)
       await blobs.close()
       out(`deleted ${r.deleted} unreferenced blobs and ${r.temp} temp files`)
       return
     }
   }
+}
+
+const BACKUP_DOC = 'docs/operations/backups.md ("PostgreSQL and a bucket")'
+
+/** svc backup DIR [--keep N]: SQLite and a local blob store only. */
+async function backupCommand(args: string[], config: Config): Promise<void> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { keep: { type: 'string' } } })
+  if (positionals.length !== 1) throw new UsageError('usage: svc backup DIR [--keep N]')
+  const keep = values.keep
+  if (keep !== undefined && !/^[1-9]\d*$/.test(keep)) throw new UsageError('--keep takes a number of snapshots (1 or more)')
+  if (config.databaseUrl) throw new BackupError(`svc backup covers SQLite (DATA_DIR/svc.db) only; with PostgreSQL follow the procedure in ${BACKUP_DOC}`)
+  if (config.storageUrl?.startsWith('s3://')) throw new BackupError(`svc backup covers a local blob store only; with S3 follow the procedure in ${BACKUP_DOC}`)
+  const blobs = await openBlobStore(config)
+  try {
+    const r = await backupSqlite({ dataDir: config.dataDir, blobs, blobColumns: BLOB_COLUMNS, dest: positionals[0], keep: keep ? Number(keep) : undefined })
+    const m = r.manifest
+    out(
+      `snapshot ${r.snapshot}: database ${m.database.size} bytes, ${m.blobs.length} blobs (${r.copied} copied, ${r.copiedBytes} bytes; ${m.blobs.length - r.copied} already in the backup)`,
+    )
+    if (keep !== undefined) out(`retention: removed ${r.removedSnapshots.length} snapshots and ${r.removedBlobs} blobs`)
+  } finally {
+    await blobs.close()
+  }
+}
+
+/** svc restore SNAPSHOT_DIR [--data-dir DIR] [--force]. */
+async function restoreCommand(args: string[], config: Config): Promise<void> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'data-dir': { type: 'string' }, force: { type: 'boolean' } } })
+  if (positionals.length !== 1) throw new UsageError('usage: svc restore SNAPSHOT_DIR [--data-dir DIR] [--force]')
+  const given = values['data-dir']
+  let dataDir: string
+  let blobRoot: string
+  if (given) {
+    dataDir = path.resolve(given)
+    blobRoot = path.join(dataDir, 'blobs')
+  } else {
+    // into the configured instance: only where it keeps SQLite and local blobs
+    if (config.databaseUrl) throw new BackupError(`DATABASE_URL is set: restore a SQLite snapshot with --data-dir, or see ${BACKUP_DOC}`)
+    if (config.storageUrl?.startsWith('s3://')) throw new BackupError(`STORAGE_URL is S3: restore with --data-dir, or see ${BACKUP_DOC}`)
+    dataDir = config.dataDir
+    blobRoot = config.storageUrl?.startsWith('file://') ? new URL(config.storageUrl).pathname : path.join(dataDir, 'blobs')
+  }
+  const r = await restoreSqlite({ snapshot: positionals[0], dataDir, blobRoot, force: values.force })
+  out(`restored ${r.manifest.created_at} into ${dataDir}: svc.db and ${r.blobs} blobs verified (${r.written} written)`)
 }

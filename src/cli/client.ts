@@ -2,19 +2,35 @@ import { ApiClient } from './client/api.js'
 import { resolveConnection } from './client/config.js'
 import { ApiError, CliError, UsageError } from './client/errors.js'
 import { Reporter } from './client/progress.js'
-import { dataCommand, deployCommand, formsCommand, kvCommand, loginCommand, logoutCommand, pageCommand, whoamiCommand, type Ctx } from './client/commands.js'
+import type { Ctx } from './client/commands/context.js'
+import { dataCommand } from './client/commands/data.js'
+import { deployCommand, pageCommand } from './client/commands/publish.js'
+import { deploysCommand, promoteCommand, rollbackCommand } from './client/commands/deploys.js'
+import { formsCommand } from './client/commands/forms.js'
+import { kvCommand } from './client/commands/kv.js'
+import { accessCommand, domainCommand } from './client/commands/domains.js'
+import { mcpCommand } from './client/commands/mcp.js'
+import { loginCommand, logoutCommand, whoamiCommand } from './client/commands/session.js'
 
-export const CLIENT_USAGE = `Client commands (talk to a server over its API; see README "Part: deploy client"):
+export const CLIENT_USAGE = `Client commands (talk to a server over its API; see docs/cli.md):
   svc login --url https://host --key KEY [--insecure]      store the server and API key (0600 file)
   svc login [--url URL] --username NAME [--password-stdin]   also store a login session (hosted data)
   svc logout | svc whoami
-  svc deploy <dir> [--project NAME] [--no-publish] [--delete] [--dry-run] [--dotfiles]
-             [--concurrency N] [--batch-files N] [--batch-bytes SIZE]
+  svc deploy <dir> [--project NAME] [--preview] [-m MESSAGE] [--dry-run] [--dotfiles] [--no-gzip]
+             [--batch [--no-publish] [--delete] [--concurrency N] [--batch-files N] [--batch-bytes SIZE]]
+  svc deploys [list] [--project NAME]                       the project's kept deploys
+  svc rollback [ID] [--project NAME] | svc promote ID [--project NAME]   make a deploy live
   svc page <file.html> [--project NAME] [--description TEXT]
   svc kv get KEY | set KEY VALUE [--type json|text|number] [--public] [--tags a,b] [--file F]
   svc kv incr KEY [BY] | rm KEY | ls [--page N --per-page N]
   svc data push <file> [--default] [--id FILE_ID] [--name NAME] [--type CONTENT_TYPE]
-  svc forms export <form_id> [--csv] [-o FILE]
+  svc forms ls | export FORM_ID [--csv] [-o FILE]
+  svc forms notify FORM_ID [--webhook URL [--paused] | --no-webhook] [--email each|digest|off]
+  svc forms rotate-secret FORM_ID | deliveries FORM_ID | redeliver DELIVERY_ID   form notifications
+  svc domain add DOMAIN --project NAME | verify DOMAIN | list | remove DOMAIN
+  svc access set NAME [--password-stdin | --no-password] [--expires 2026-12-31T23:00:00Z|7d | --no-expiry]
+  svc access clear NAME | list          (NAME: a folder project or single page; SVC_VISITOR_PASSWORD)
+  svc mcp                        an MCP server on stdio for AI agents (docs/mcp.md)
   Every client command takes --json (machine-readable output), --url, --key and --insecure.
   Environment: SVC_URL, SVC_API_KEY, SVC_INSECURE=1 (win over the config file), SVC_CONFIG
   (config file path; default $XDG_CONFIG_HOME/svc/config.json or ~/.config/svc/config.json).
@@ -25,10 +41,16 @@ const COMMANDS: Record<string, (ctx: Ctx, args: string[]) => Promise<number>> = 
   logout: logoutCommand,
   whoami: whoamiCommand,
   deploy: deployCommand,
+  deploys: deploysCommand,
+  rollback: rollbackCommand,
+  promote: promoteCommand,
   page: pageCommand,
   kv: kvCommand,
   data: dataCommand,
   forms: formsCommand,
+  domain: domainCommand,
+  access: accessCommand,
+  mcp: mcpCommand,
 }
 
 export const CLIENT_COMMANDS = Object.keys(COMMANDS)

@@ -4,18 +4,22 @@ import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand } from './client.js'
 
 const USAGE = `svc — self-hostable HTML and static hosting
 
-Server and operator commands (configuration from the environment, see README):
+Server and operator commands (configuration from the environment, see docs/operations/configuration.md):
   svc serve                                   start the service
   svc migrate                                 run database migrations and exit
   svc user add <username> --password <pw> [--vip] [--admin]
   svc user set <username> [--vip|--no-vip] [--disable|--enable] [--api-access on|off]
                           [--admin|--no-admin] [--password <pw>] [--limit NAME=VALUE ...]
-  svc key create <username> [--name NAME] [--expires-days N]
+  svc key create <username> [--name NAME] [--expires-days N] [--read-only]
   svc grant <username> image-host|hosted-data [--revoke]
   svc redeem-code create image-host|hosted-data
   svc lock image <public_token> | svc lock hosted-data <file_id>   (and unlock)
   svc feature <username> <file_name> [--off]
   svc sweep [--grace-seconds N]               delete blobs no record references
+  svc backup DIR [--keep N]                   online snapshot of svc.db and the blobs into DIR (SQLite)
+  svc restore SNAPSHOT_DIR [--data-dir DIR] [--force]   verify a snapshot, then restore it
+  svc export <username> FILE.tar.gz          all of one user's data (docs/operations/export.md)
+  svc import FILE.tar.gz [--as NEWNAME]      verify an export, then load it as a new user
 `
 
 /** Entry point of bin/svc. */

@@ -1,10 +1,13 @@
 import type { Config } from '../config.js'
 import { redact } from '../config.js'
-import { createDeps } from '../deps.js'
+import { createDeps } from '../compose.js'
 import { buildApp } from '../app.js'
 import { listen, serverFactoryFor, tlsMaterial } from '../server.js'
 import { sweepBlobs } from '../storage/sweeper.js'
+import { BLOB_COLUMNS } from '../features/tables.js'
 import { sendfileAvailable } from '../http/sendfile.js'
+import { backupSqlite } from './backup.js'
+import type { Deps } from '../deps.js'
 
 const SWEEP_EVERY_MS = 15 * 60_000
 const SWEEP_GRACE_MS = 60 * 60_000
@@ -18,6 +21,12 @@ export async function serve(config: Config): Promise<void> {
   const db = config.databaseUrl ? `postgres (${redact(config.databaseUrl)})` : `sqlite (${config.dataDir}/svc.db)`
   if (l.httpsUrl) {
     process.stdout.write(`svc listening on ${l.httpsUrl} (HTTP on ${l.httpUrl} redirects to HTTPS); database ${db}; storage ${deps.blobs.kind}\n`)
+    const sites = config.contentDomain
+      ? `https://{user}.${config.contentDomain}/`
+      : config.contentDomainAuto
+        ? `http://{user}.localhost:${l.httpPort}/ (from this machine)`
+        : null
+    if (sites) process.stdout.write(`users' sites: ${sites}\n`)
   } else {
     process.stdout.write(`svc listening on ${l.httpUrl} (behind a TLS proxy, TRUST_PROXY=1); database ${db}; storage ${deps.blobs.kind}\n`)
     // the zero-copy path serves plain-HTTP connections only: say whether it is on
@@ -26,17 +35,19 @@ export async function serve(config: Config): Promise<void> {
   }
   const timer = setInterval(() => {
     void Promise.all([
-      sweepBlobs(deps.db, deps.blobs, SWEEP_GRACE_MS).catch((err) => app.log.warn({ err }, 'blob sweep failed')),
+      sweepBlobs(deps.db, deps.blobs, BLOB_COLUMNS, SWEEP_GRACE_MS).catch((err) => app.log.warn({ err }, 'blob sweep failed')),
       deps.sessions.purgeExpired().catch(() => {}),
     ])
   }, SWEEP_EVERY_MS)
   timer.unref()
+  const backups = scheduleBackups(config, deps, (msg, err) => app.log.warn({ err }, msg))
   let closing = false
   const stop = async (signal: string) => {
     if (closing) return
     closing = true
     app.log.info({ signal }, 'shutting down')
     clearInterval(timer)
+    if (backups) clearInterval(backups)
     const force = setTimeout(() => process.exit(1), 15_000)
     force.unref()
     await l.close().catch(() => {})
@@ -45,4 +56,30 @@ export async function serve(config: Config): Promise<void> {
   }
   process.on('SIGTERM', () => void stop('SIGTERM'))
   process.on('SIGINT', () => void stop('SIGINT'))
+}
+
+/**
+ * BACKUP_DIR: a snapshot every BACKUP_EVERY into that folder (svc backup's format, BACKUP_KEEP
+ * kept), for SQLite and a local blob store. One at a time: a run still going skips the next.
+ */
+function scheduleBackups(config: Config, deps: Deps, warn: (msg: string, err?: unknown) => void): NodeJS.Timeout | null {
+  const dest = config.backupDir
+  if (dest === null) return null
+  if (config.databaseUrl || config.storageUrl?.startsWith('s3://')) {
+    warn('BACKUP_DIR is ignored: scheduled backups cover SQLite and a local blob store (docs/operations/backups.md)')
+    return null
+  }
+  let running = false
+  const timer = setInterval(() => {
+    if (running) return
+    running = true
+    backupSqlite({ dataDir: config.dataDir, blobs: deps.blobs, blobColumns: BLOB_COLUMNS, dest, keep: config.backupKeep })
+      .then((r) => process.stdout.write(`backup: ${r.snapshot} (${r.copied} new blobs)\n`))
+      .catch((err: unknown) => warn('scheduled backup failed', err))
+      .finally(() => {
+        running = false
+      })
+  }, config.backupEveryMs)
+  timer.unref()
+  return timer
 }

@@ -1,14 +1,23 @@
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import {
-  Kysely, PostgresDialect, PostgresIntrospector, SqliteDialect, SqliteDriver, CompiledQuery, sql,
-  type DatabaseConnection, type DatabaseIntrospector, type DatabaseMetadataOptions, type TableMetadata,
-  type Transaction, type LogEvent,
+  Kysely,
+  PostgresDialect,
+  PostgresIntrospector,
+  sql,
+  type DatabaseIntrospector,
+  type DatabaseMetadataOptions,
+  type TableMetadata,
+  type Transaction,
+  type LogEvent,
 } from 'kysely'
 import type { Database } from './schema.js'
-import { metrics } from '../http/metrics.js'
+import { DurabilityBarrier, walSyncer } from './durability.js'
+import { Checkpointer } from './checkpointer.js'
+import { WriterDialect } from './sqlite-writer.js'
 
 export type Engine = 'sqlite' | 'postgres'
 export type DB = Kysely<Database>
@@ -22,53 +31,102 @@ export interface Db {
   schema?: string
   /** Serialises writers that check a per-user quota: row lock on PostgreSQL (SQLite transactions are already exclusive). */
   lockUser(trx: Trx, userId: string): Promise<void>
+  /** SQLite: the group commit every write waits on (tests inject a failing sync through it). */
+  barrier?: DurabilityBarrier
   close(): Promise<void>
 }
 
 // int8 (bigint) as JS numbers: all our bigints are epoch milliseconds or byte counts (< 2^53).
 pg.types.setTypeParser(20, (v: string) => Number(v))
 
-/**
- * SQLite transactions start with BEGIN IMMEDIATE so a transaction that reads and then writes
- * takes the write lock up front; the admin CLI may write to the same file concurrently.
- */
-class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'))
-  }
-}
-
-class ImmediateSqliteDialect extends SqliteDialect {
-  constructor(private readonly cfg: ConstructorParameters<typeof SqliteDialect>[0]) {
-    super(cfg)
-  }
-  override createDriver() {
-    return new ImmediateSqliteDriver(this.cfg)
-  }
-}
-
 export interface DbOptions {
   databaseUrl: string | null
   dataDir: string
+  /** Called for every failed query (the server counts them for /metrics; admin commands pass nothing). */
+  onQueryError?: QueryErrorObserver
 }
+
+/** `kind` is 'constraint' for constraint violations (expected conflicts), else 'other'. */
+export type QueryErrorObserver = (engine: Engine, kind: 'constraint' | 'other') => void
 
 /** Opens SQLite (DATA_DIR/svc.db) or PostgreSQL from DATABASE_URL (`?schema=NAME` selects a schema). */
 export async function openDatabase(opts: DbOptions): Promise<Db> {
-  if (opts.databaseUrl) return openPostgres(opts.databaseUrl)
+  if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.onQueryError)
   fs.mkdirSync(opts.dataDir, { recursive: true })
   const file = path.join(opts.dataDir, 'svc.db')
   const database = new SQLite(file)
   database.pragma('journal_mode = WAL')
-  database.pragma('synchronous = FULL')
+  // commits reach the OS only; the barrier's fdatasync of the WAL makes them durable before
+  // any caller is answered (docs/decisions.md: writes never stall the server)
+  database.pragma('synchronous = NORMAL')
+  // checkpoints run on the checkpointer's thread, never inside a commit on the event loop
+  database.pragma('wal_autocheckpoint = 0')
+  // a WAL restarted after a complete checkpoint is cut back to this size; below it the file is
+  // kept, and frames overwrite blocks already allocated (an fdatasync without a size change)
+  database.pragma(`journal_size_limit = ${WAL_KEEP_BYTES}`)
   database.pragma('busy_timeout = 10000')
   database.pragma('foreign_keys = ON')
-  const k = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database }), log: countErrors('sqlite') })
+  // the WAL file exists from here on: journal_mode=WAL creates it on the first read
+  database.prepare('select 1 from sqlite_master limit 1').all()
+  const checkpointer = new Checkpointer(file)
+  const syncer = walSyncer(file)
+  const barrier = new DurabilityBarrier(syncer.sync, async () => {
+    // after a failed fsync the WAL's frames may be gone from the disk: only a complete
+    // checkpoint (WAL synced, frames copied, database synced) makes the earlier commits durable
+    const r = await checkpointer.passive()
+    if (r.busy !== 0 || r.checkpointed !== r.log) throw new Error(`checkpoint incomplete (${r.checkpointed}/${r.log} frames)`)
+  })
+  const dialect = new WriterDialect({ database, barrier })
+  const k = new Kysely<Database>({ dialect, log: reportErrors('sqlite', opts.onQueryError) })
+  const stopCheckpoints = scheduleCheckpoints(Number(database.pragma('page_size', { simple: true })), barrier, checkpointer, (fn) =>
+    dialect.driver.exclusive(fn),
+  )
   return {
     k,
     engine: 'sqlite',
+    barrier,
     lockUser: async () => {},
-    close: () => k.destroy(),
+    close: async () => {
+      stopCheckpoints()
+      await barrier.drain()
+      await checkpointer.close().catch(() => {})
+      await k.destroy()
+      syncer.close()
+    },
   }
+}
+
+/** WAL size (bytes) past which the checkpointer catches up with writes paused, so the WAL restarts. */
+const WAL_LIMIT_BYTES = 16 * 1024 * 1024
+/** Size a restarted WAL keeps (journal_size_limit). */
+const WAL_KEEP_BYTES = 64 * 1024 * 1024
+const CHECKPOINT_EVERY_MS = 200
+
+/**
+ * Every CHECKPOINT_EVERY_MS with new commits: a PASSIVE checkpoint on the worker (writers go
+ * on). A busy writer appends frames faster than a checkpoint ends, and the WAL only restarts
+ * when a write begins with every frame copied; so once the WAL passes WAL_LIMIT_BYTES, a
+ * second PASSIVE runs while the connection is held (writes queue for the few frames written
+ * meanwhile, the event loop stays free), and the next write restarts the WAL.
+ */
+function scheduleCheckpoints(pageSize: number, barrier: DurabilityBarrier, cp: Checkpointer, exclusive: <T>(fn: () => Promise<T>) => Promise<T>): () => void {
+  let seen = barrier.commits()
+  let running = false
+  const timer = setInterval(() => {
+    if (running || barrier.commits() === seen) return
+    running = true
+    seen = barrier.commits()
+    cp.passive()
+      .then(async (r) => {
+        if (r.log * pageSize > WAL_LIMIT_BYTES) await exclusive(() => cp.passive())
+      })
+      .catch(() => {})
+      .finally(() => {
+        running = false
+      })
+  }, CHECKPOINT_EVERY_MS)
+  timer.unref()
+  return () => clearInterval(timer)
 }
 
 /**
@@ -77,14 +135,13 @@ export async function openDatabase(opts: DbOptions): Promise<Db> {
  * `has_schema_privilege(name, ...)` on each. When another client drops a schema during that
  * query, the function looks the name up after the drop and the query fails with "schema ...
  * does not exist" (3F000): several instances or test runs sharing one database, each in its
- * own ?schema=, made startup and `svc migrate` fail now and then. Checked on this machine
- * with one client creating and dropping schemas in a loop: Kysely's query failed 254 times in
- * 3,478 runs, this one 0 times in 6,319. This introspector lists only the tables of the
+ * own ?schema=, made startup and `svc migrate` fail now and then (reproduced:
+ * docs/benchmarks/2026-11-24-postgres-introspector.md). This introspector lists only the tables of the
  * connection's own schema (current_schema(): the ?schema= one, else public), which is all the
  * Migrator asks about, and leaves the others' alone.
  */
 class ScopedPostgresDialect extends PostgresDialect {
-  createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
     const base = new PostgresIntrospector(db)
     const getTables = async (_options?: DatabaseMetadataOptions): Promise<TableMetadata[]> => {
       const rows = await sql<{ name: string; schema: string; kind: string }>`
@@ -101,7 +158,10 @@ class ScopedPostgresDialect extends PostgresDialect {
   }
 }
 
-async function openPostgres(databaseUrl: string): Promise<Db> {
+/** PostgreSQL connections per instance: 8 per core, between 16 and 64. */
+export const POOL_SIZE = Math.min(64, Math.max(16, 8 * os.availableParallelism()))
+
+async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserver): Promise<Db> {
   const url = new URL(databaseUrl)
   const schema = url.searchParams.get('schema')
   url.searchParams.delete('schema')
@@ -119,12 +179,20 @@ async function openPostgres(databaseUrl: string): Promise<Db> {
   }
   const pool = new pg.Pool({
     connectionString: url.toString(),
-    max: 10,
+    // commits waiting on the WAL flush share it (PostgreSQL's group commit) only when several
+    // are in flight: more connections than cores, as I/O waits dominate a short write
+    max: POOL_SIZE,
     // time to get a connection, including the wait for a free one under load
     connectionTimeoutMillis: 30000,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   })
-  const k = new Kysely<Database>({ dialect: new ScopedPostgresDialect({ pool }), log: countErrors('postgres') })
+  // a connection that drops (server restart, network cut) emits 'error': on the pool when
+  // idle, on the client itself when checked out between two queries (a transaction). With no
+  // listener either would end the process; the pool discards a broken client on release, and
+  // the next query on it fails like any other query
+  pool.on('error', () => {})
+  pool.on('connect', (client) => client.on('error', () => {}))
+  const k = new Kysely<Database>({ dialect: new ScopedPostgresDialect({ pool }), log: reportErrors('postgres', onQueryError) })
   // fail fast when the server is unreachable
   await sql`select 1`.execute(k)
   return {
@@ -138,10 +206,11 @@ async function openPostgres(databaseUrl: string): Promise<Db> {
   }
 }
 
-/** Kysely log hook: counts failed queries for /metrics (constraint violations apart: they are expected). */
-function countErrors(engine: Engine) {
+/** Kysely log hook: reports failed queries to the observer, constraint violations told apart. */
+function reportErrors(engine: Engine, observer: QueryErrorObserver | undefined) {
+  if (!observer) return undefined
   return (event: LogEvent) => {
-    if (event.level === 'error') metrics.dbErrors.inc({ engine, kind: isConstraintViolation(event.error) ? 'constraint' : 'other' })
+    if (event.level === 'error') observer(engine, isConstraintViolation(event.error) ? 'constraint' : 'other')
   }
 }
 

@@ -1,12 +1,20 @@
 import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely'
 import type { Db } from './kysely.js'
 import { coreMigrations } from './migrations/core.js'
-import { FEATURES } from '../features/index.js'
 
-/** All migrations: the core's and every feature's, ordered by their NNNN- name prefix. */
-export function allMigrations(): Record<string, Migration> {
+/** Migrations of one part of the service (a feature), named NNNN-... */
+export interface MigrationSet {
+  name: string
+  migrations?: Record<string, Migration>
+}
+
+/**
+ * All migrations: the core's and those of `sets` (every feature's, gathered by the composition
+ * root), ordered by their NNNN- name prefix. Names must be unique across sets.
+ */
+export function allMigrations(sets: readonly MigrationSet[]): Record<string, Migration> {
   const all: Record<string, Migration> = { ...coreMigrations }
-  for (const f of FEATURES) {
+  for (const f of sets) {
     for (const [name, m] of Object.entries(f.migrations ?? {})) {
       if (name in all) throw new Error(`duplicate migration name ${name}`)
       all[name] = m
@@ -15,8 +23,8 @@ export function allMigrations(): Record<string, Migration> {
   return all
 }
 
-function migrator(db: Db): Migrator {
-  const provider: MigrationProvider = { getMigrations: async () => allMigrations() }
+function migrator(db: Db, sets: readonly MigrationSet[]): Migrator {
+  const provider: MigrationProvider = { getMigrations: async () => allMigrations(sets) }
   // name the schema: Kysely otherwise looks for its tables by name across every schema
   return new Migrator({ db: db.k, provider, ...(db.schema ? { migrationTableSchema: db.schema } : {}) })
 }
@@ -26,15 +34,38 @@ function migrator(db: Db): Migrator {
  * `svc migrate` is a separate deploy step). Migrations the database ran that this code does
  * not know (a newer release migrated first) are tolerated: migrations are additive.
  */
-export async function pendingMigrations(db: Db): Promise<string[]> {
-  const infos = await migrator(db).getMigrations()
+export async function pendingMigrations(db: Db, sets: readonly MigrationSet[]): Promise<string[]> {
+  const infos = await migrator(db, sets).getMigrations()
   return infos.filter((m) => m.executedAt === undefined).map((m) => m.name)
 }
 
+export interface MigrateOptions {
+  /**
+   * Runs once before the first pending migration of a database that already has a schema
+   * (not for a new, empty one); returns a hint added to the error if a migration then fails.
+   */
+  before?(pending: string[]): Promise<string | undefined>
+}
+
 /** Brings the schema up to date; runs at every start (unless MIGRATE_ON_START=0) and from `svc migrate`. */
-export async function migrateToLatest(db: Db): Promise<string[]> {
+export async function migrateToLatest(db: Db, sets: readonly MigrationSet[], opts: MigrateOptions = {}): Promise<string[]> {
+  let hint: string | undefined
+  if (opts.before) {
+    const infos = await migrator(db, sets).getMigrations()
+    const pending = infos.filter((m) => m.executedAt === undefined).map((m) => m.name)
+    if (pending.length > 0 && pending.length < infos.length) hint = await opts.before(pending)
+  }
+  try {
+    return await migrate(db, sets)
+  } catch (e) {
+    if (hint === undefined) throw e
+    throw new Error(`migration failed: ${(e as Error).message}; ${hint}`, { cause: e })
+  }
+}
+
+async function migrate(db: Db, sets: readonly MigrationSet[]): Promise<string[]> {
   for (let attempt = 1; ; attempt++) {
-    const { error, results } = await migrator(db).migrateToLatest()
+    const { error, results } = await migrator(db, sets).migrateToLatest()
     if (!error) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
     // PostgreSQL with ?schema=: the schema itself may have been dropped under us (3F000);
     // create it again and retry. (The frequent 3F000 was another schema dropped during
@@ -43,6 +74,6 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
       await sql`create schema if not exists ${sql.id(db.schema)}`.execute(db.k)
       continue
     }
-    throw error
+    throw error instanceof Error ? error : new Error('migration failed', { cause: error })
   }
 }

@@ -12,6 +12,15 @@ export interface Database {
   sessions: SessionsTable
   entitlements: EntitlementsTable
   redeem_codes: RedeemCodesTable
+  usage: UsageTable
+}
+
+/** Usage counters read by quotas (db/usage.ts). */
+export interface UsageTable {
+  user_id: string
+  /** What is counted: a UsageKind (db/usage.ts). */
+  kind: string
+  n: number
 }
 
 export interface UsersTable {
@@ -37,6 +46,8 @@ export interface ApiKeysTable {
   expires_at: number | null
   created_at: number
   last_used_at: number | null
+  /** 1: GET/HEAD routes and read-only MCP tools only (migration 0730). */
+  read_only: number
 }
 
 export interface SessionsTable {

@@ -30,9 +30,7 @@ export function errorMessage(key: ErrorKey, lang: Lang, params?: Record<string, 
 }
 
 /** Builds the JSON body of an error in the requested format. */
-export function renderError(
-  key: ErrorKey, format: ErrorFormat, lang: Lang, options: AppErrorOptions, docBase: string,
-): Record<string, unknown> {
+export function renderError(key: ErrorKey, format: ErrorFormat, lang: Lang, options: AppErrorOptions, docBase: string): Record<string, unknown> {
   const d = ERRORS[key]
   const message = errorMessage(key, lang, options.params)
   if (format === 'plain') return { success: false, message }

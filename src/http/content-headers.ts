@@ -34,5 +34,5 @@ export function userContentHeaderList(kind: 'page' | 'inert'): Array<[string, st
 /** CORS for public, credential-less reads: any origin, never Allow-Credentials. */
 export function setPublicCors(reply: FastifyReply): void {
   reply.header('Access-Control-Allow-Origin', '*')
-  reply.header('Access-Control-Expose-Headers', 'ETag, Content-Length, Content-Type')
+  reply.header('Access-Control-Expose-Headers', 'ETag, Content-Length, Content-Type, Content-Range, Accept-Ranges')
 }

@@ -43,11 +43,15 @@ function fromFastifyError(e: FastifyError): AppError | null {
   if (pgCode === '22021' || pgCode === '22P05' || pgCode === '22P02') {
     return new AppError('INVALID_PARAMETER', { params: { detail: 'a value contains characters that cannot be stored' } })
   }
+  // SQLite: the fsync that covered this write failed, so the write may not survive a crash
+  if (pgCode === 'SVC_NOT_DURABLE') {
+    return new AppError('STORAGE_UNAVAILABLE', { extra: { details: { reason: 'the write could not be made durable and may not have been saved' } } })
+  }
   // the database pool could not hand out a connection in time, or the server went away
   if (/timeout exceeded when trying to connect|Connection terminated|ECONNREFUSED/.test(e.message ?? '')) {
     return new AppError('DEPENDENCY_UNAVAILABLE')
   }
-  if (e instanceof SyntaxError || /JSON/.test(e.message ?? '') && e.statusCode === 400) return new AppError('INVALID_JSON')
+  if (e instanceof SyntaxError || (/JSON/.test(e.message ?? '') && e.statusCode === 400)) return new AppError('INVALID_JSON')
   if (e.statusCode === 413) return new AppError('BODY_TOO_LARGE', { params: { limit: 'the configured' } })
   if (e.statusCode === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'application/json' } })
   if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {

@@ -28,10 +28,14 @@ function bindingWindow(r: HitResult): WindowState {
 /** X-RateLimit-* of a window, as a raw header list (name, value, ...). */
 export function rateHeaderList(w: WindowState): string[] {
   return [
-    'X-RateLimit-Limit', String(w.rule.limit),
-    'X-RateLimit-Remaining', String(Math.max(0, w.rule.limit - w.count)),
-    'X-RateLimit-Reset', String(Math.ceil(w.resetAt / 1000)),
-    'X-RateLimit-Window', w.rule.name,
+    'X-RateLimit-Limit',
+    String(w.rule.limit),
+    'X-RateLimit-Remaining',
+    String(Math.max(0, w.rule.limit - w.count)),
+    'X-RateLimit-Reset',
+    String(Math.ceil(w.resetAt / 1000)),
+    'X-RateLimit-Window',
+    w.rule.name,
   ]
 }
 
@@ -70,7 +74,11 @@ function windowsOutcome(hit: HitResult): Admission {
   if (hit.allowed) return { ok: true, window: bindingWindow(hit) }
   const exceeded = hit.windows.filter((w) => w.count >= w.rule.limit)
   const worst = exceeded.reduce((a, b) => (b.resetAt > a.resetAt ? b : a))
-  return { ok: false, window: worst, error: rateError(CODE_BY_WINDOW[worst.rule.name], { limit: worst.rule.limit, count: worst.count, resetAt: worst.resetAt }, hit.now) }
+  return {
+    ok: false,
+    window: worst,
+    error: rateError(CODE_BY_WINDOW[worst.rule.name], { limit: worst.rule.limit, count: worst.count, resetAt: worst.resetAt }, hit.now),
+  }
 }
 
 /**
@@ -178,14 +186,9 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
   app.addHook('onRequest', async (req, reply) => {
     const cfg = req.routeOptions.config ?? {}
     const mode: AuthMode = cfg.auth ?? 'none'
-    const res = await deps.resolvePrincipal(
-      req.headers.authorization,
-      typeof req.headers.cookie === 'string' ? req.headers.cookie : undefined,
-    )
+    const res = await deps.resolvePrincipal(req.headers.authorization, typeof req.headers.cookie === 'string' ? req.headers.cookie : undefined)
     const principal = res.kind === 'ok' ? res.principal : null
-    const identity = principal
-      ? (principal.via === 'key' ? `k:${principal.keyId}` : `u:${principal.user.id}`)
-      : `ip:${clientIp(req, config)}`
+    const identity = principal ? (principal.via === 'key' ? `k:${principal.keyId}` : `u:${principal.user.id}`) : `ip:${clientIp(req, config)}`
     const rules = tiers[principal?.user.tier ?? 'default']
     const now = clock.now()
 
@@ -197,7 +200,7 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
     if (cfg.rateLimit !== false) {
       const pre = preAdmitted.get(req.raw)
       if (pre !== undefined && 'failed' in pre) throw pre.failed
-      const a = pre ?? await admit(limits, identity, rules, now, reply.raw)
+      const a = pre ?? (await admit(limits, identity, rules, now, reply.raw))
       setRateHeaders(reply, a.window)
       if (!a.ok) throw a.error
     }
@@ -209,14 +212,20 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
     if (res.kind === 'error') throw new AppError(res.error)
     if (!principal) throw new AppError('AUTH_MISSING')
     if (mode === 'session' && principal.via !== 'session') throw new AppError('SESSION_REQUIRED')
+    // a read-only key reads: every write route refuses it, whatever the feature (1440)
+    if (principal.readOnly && UNSAFE.has(req.method) && !cfg.readOnlySafe) throw new AppError('READ_ONLY_KEY')
     if (principal.via === 'session' && UNSAFE.has(req.method) && isCrossSite(req, config)) throw new AppError('CROSS_ORIGIN')
     // a browser's cookie write must also carry the session's CSRF token (X-CSRF-Token);
     // clients that send neither Sec-Fetch-Site nor Origin (curl, scripts) are not asked for it
-    if (principal.via === 'session' && UNSAFE.has(req.method) && fromBrowser(req)
-      && !tokensEqual(req.headers['x-csrf-token'], principal.csrfToken)) throw new AppError('CSRF_TOKEN')
+    if (principal.via === 'session' && UNSAFE.has(req.method) && fromBrowser(req) && !tokensEqual(req.headers['x-csrf-token'], principal.csrfToken))
+      throw new AppError('CSRF_TOKEN')
     if (cfg.entitlement) {
-      const ent = await deps.db.k.selectFrom('entitlements').select('feature')
-        .where('user_id', '=', principal.user.id).where('feature', '=', cfg.entitlement).executeTakeFirst()
+      const ent = await deps.db.k
+        .selectFrom('entitlements')
+        .select('feature')
+        .where('user_id', '=', principal.user.id)
+        .where('feature', '=', cfg.entitlement)
+        .executeTakeFirst()
       if (!ent) throw new AppError('ENTITLEMENT_REQUIRED')
     }
     req.principal = principal

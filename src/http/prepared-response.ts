@@ -1,5 +1,6 @@
 import { STATUS_CODES, validateHeaderName, validateHeaderValue, type IncomingMessage, type ServerResponse } from 'node:http'
-import { sendWithFile } from './sendfile.js'
+import { readFully, sendfileAvailable, sendWithFile, SENDFILE_MIN_BODY } from './sendfile.js'
+import { systemClock, type Clock } from '../util/clock.js'
 
 /**
  * Precomputed HTTP/1.1 answers for the hot serving paths (the public host's cached files, the
@@ -8,11 +9,8 @@ import { sendWithFile } from './sendfile.js'
  *
  * Why: Node validates every header name and value and builds the header block as a string on
  * every `writeHead`. With the dozen headers a hosted page carries (CSP sandbox, nosniff, ETag,
- * Last-Modified, Cache-Control, Vary...) that is most of a cached hit's cost: on the 2-core
- * machine of 2026-11-21, in one A/B run each, a bare `node:http` server sending those headers from a Buffer
- * did about 0.91 of nginx's requests per second, and the same server writing a prepared block
- * about 1.05-1.10 (noisy machine: single rounds swing 20-45%)
- * (bench/hosting.sh has the figures of the service itself).
+ * Last-Modified, Cache-Control, Vary...) that is most of a cached hit's cost, and writing a
+ * block prepared once avoids it (measured: docs/benchmarks/2026-11-21-public-host-machine-a.md).
  *
  * How: `prepare()` validates and encodes the status line and headers once. `sendPrepared()`
  * marks the ServerResponse's header as already sent (Node's `_header` / `_headerSent` fields,
@@ -26,9 +24,8 @@ import { sendWithFile } from './sendfile.js'
  * the tail and the body, joined once per prepared answer and second and shared by the answers
  * of that second (with per-request `extra` headers, or past the budget, joined for that answer
  * alone); a larger body goes out in parts. One `res.end(buffer)` is
- * fewer stream operations than three writes gathered into a writev (on the 2-core machine, a
- * bare server sending the service's headers for a 2 KB page this way did about 73,000
- * requests/s against 65,000 with three writes, A/B in one run). The joined copies are bounded:
+ * fewer stream operations than three writes gathered into a writev (measured:
+ * docs/benchmarks/2026-11-22-public-host-machines-b-c.md). The joined copies are bounded:
  * at most WHOLE_BUDGET bytes of shared copies are made per second, and every one is dropped
  * when the second (and so the Date) changes, so they never hold more than that budget.
  *
@@ -46,8 +43,10 @@ export interface Prepared {
   readonly status: number
   /** Raw header list (name, value, ...), for the fallback path. */
   readonly headers: readonly string[]
-  /** "HTTP/1.1 <status> <reason>\r\n" and every header line, latin1. */
+  /** "HTTP/1.1 <status> <reason>\r\n" and every header line, latin1 (after `prefix`, if any). */
   readonly block: Buffer
+  /** The status line and header lines shared by many answers (prepareShared), or undefined. */
+  readonly prefix?: Buffer
   /** This second's whole answer (block + tail + body), when one was joined. */
   whole: Whole | null
 }
@@ -78,7 +77,62 @@ export function prepare(status: number, headers: readonly string[]): Prepared {
     validateHeaderValue(name, value)
     s += `${name}: ${value}\r\n`
   }
-  return { status, headers, block: Buffer.from(s, 'latin1'), whole: null }
+  // its own memory, not a slice of Node's shared 8 KiB pool: a kept slice would keep the whole
+  // slab alive, and caches keep one block per entry
+  const block = Buffer.allocUnsafeSlow(Buffer.byteLength(s, 'latin1'))
+  block.write(s, 0, 'latin1')
+  return { status, headers, block, whole: null }
+}
+
+const prefixes = new Map<string, Buffer>()
+/** Distinct shared prefixes kept at most; past it, answers get their own. */
+const MAX_PREFIXES = 4096
+
+/** Encodes header lines (validated as writeHead would) into their own memory. */
+function headerLines(start: string, headers: readonly string[]): string {
+  let s = start
+  for (let i = 0; i < headers.length; i += 2) {
+    validateHeaderName(headers[i])
+    validateHeaderValue(headers[i], headers[i + 1])
+    s += `${headers[i]}: ${headers[i + 1]}\r\n`
+  }
+  return s
+}
+const ownBuffer = (s: string) => {
+  const b = Buffer.allocUnsafeSlow(Buffer.byteLength(s, 'latin1'))
+  b.write(s, 0, 'latin1')
+  return b
+}
+
+/**
+ * A prepared answer whose status line and `shared` headers are encoded once for every answer
+ * that has the same ones (a cache of many entries keeps one copy of its common headers, and
+ * per entry only the `own` lines: type, dates, ETag, length). Sent as prepare()'s answers are.
+ */
+export function prepareShared(status: number, shared: readonly string[], own: readonly string[]): Prepared {
+  const reason = STATUS_CODES[status]
+  if (reason === undefined) throw new Error(`no reason phrase for status ${status}`)
+  const head = headerLines(`HTTP/1.1 ${status} ${reason}\r\n`, shared)
+  let prefix = prefixes.get(head)
+  if (prefix === undefined) {
+    prefix = ownBuffer(head)
+    if (prefixes.size < MAX_PREFIXES) prefixes.set(head, prefix)
+  }
+  return {
+    status,
+    // the fallback path's list, made when it is needed (rare: HEAD, Connection: close)
+    get headers() {
+      return [...shared, ...own]
+    },
+    block: ownBuffer(headerLines('', own)),
+    prefix,
+    whole: null,
+  }
+}
+
+/** The whole head block of an answer (its shared prefix and its own lines joined, when it has a prefix). */
+function headOf(p: Prepared): Buffer {
+  return p.prefix === undefined ? p.block : Buffer.concat([p.prefix, p.block])
 }
 
 /** The private fields of Node's OutgoingMessage this module relies on. */
@@ -100,8 +154,8 @@ interface NodeRequest extends IncomingMessage {
  * to the end, 'end', destroy, 'close': three more ticks and half a dozen events per request,
  * even for a GET without a body. Setting `_dumped` first has the same effect on the wire (Node's
  * parser drops the body bytes of a dumped request as they arrive) without that chain. The hot
- * paths answer GET and HEAD without reading a body. Measured on the 2-core machine, a bare
- * server sending a 2 KB page: 84,000-88,000 requests/s against 72,000-80,000 (A/B, 3 rounds).
+ * paths answer GET and HEAD without reading a body (measured:
+ * docs/benchmarks/2026-11-22-public-host-machines-b-c.md).
  * The request then emits no 'end' or 'close' (the response still emits 'finish' and 'close'),
  * so this is done only when nothing listens for them (a routed request may have Fastify's
  * abort listeners).
@@ -117,9 +171,11 @@ let tailSecond = -1
 let tailKeepAlive = -1
 let tail = Buffer.alloc(0)
 
-/** "Date: ...\r\nConnection: keep-alive\r\n[Keep-Alive: timeout=N\r\n]\r\n", rebuilt once a second. */
-function tailFor(keepAliveMs: number): Buffer {
-  const now = Date.now()
+/**
+ * "Date: ...\r\nConnection: keep-alive\r\n[Keep-Alive: timeout=N\r\n]\r\n", rebuilt when the
+ * second of `now` (the service clock) changes, either way.
+ */
+function tailFor(keepAliveMs: number, now: number): Buffer {
   const second = Math.floor(now / 1000)
   if (second !== tailSecond || keepAliveMs !== tailKeepAlive) {
     if (second !== tailSecond) {
@@ -140,11 +196,12 @@ function tailFor(keepAliveMs: number): Buffer {
 function wholeFor(p: Prepared, t: Buffer, body: Buffer): Buffer | null {
   const w = p.whole
   if (w !== null && w.tail === t && w.body === body) return w.bytes
-  const size = p.block.length + t.length + body.length
+  const block = headOf(p)
+  const size = block.length + t.length + body.length
   if (wholeBytes + size > WHOLE_BUDGET) return null
   wholeBytes += size
   if (w === null) holders.push(p)
-  p.whole = { tail: t, body, bytes: Buffer.concat([p.block, t, body], size) }
+  p.whole = { tail: t, body, bytes: Buffer.concat([block, t, body], size) }
   return p.whole.bytes
 }
 
@@ -167,8 +224,7 @@ export function wholeBytesHeld(): number {
 
 /** Whether this response can take the prepared bytes (see the module comment). */
 function canWriteRaw(req: IncomingMessage, res: NodeResponse): boolean {
-  return res._header === null && res._headerSent === false && res.shouldKeepAlive === true
-    && req.method !== 'HEAD' && !res._maxRequestsPerSocket
+  return res._header === null && res._headerSent === false && res.shouldKeepAlive === true && req.method !== 'HEAD' && !res._maxRequestsPerSocket
 }
 
 /**
@@ -176,30 +232,92 @@ function canWriteRaw(req: IncomingMessage, res: NodeResponse): boolean {
  * omit it for a bodiless answer). HEAD requests get the same headers and no body. `extra`
  * adds a few headers that change per request (name, value, ...: e.g. X-RateLimit-*); they
  * are not validated, so they must come from the service, never from the request. `bodyFd`:
- * a memfd holding the same bytes as `body` (./sendfile.ts), or -1.
+ * a memfd holding the same bytes as `body` (./sendfile.ts), or -1. `clock`: the service clock
+ * (Deps.clock), which dates the answer and so decides when shared whole answers go.
  */
-export function sendPrepared(req: IncomingMessage, res: ServerResponse, p: Prepared, body?: Buffer, extra?: readonly string[], bodyFd = -1): void {
+export function sendPrepared(
+  req: IncomingMessage,
+  res: ServerResponse,
+  p: Prepared,
+  body?: Buffer,
+  extra?: readonly string[],
+  bodyFd = -1,
+  clock: Clock = systemClock,
+): void {
   const r = res as NodeResponse
   if (canWriteRaw(req, r)) {
     r.statusCode = p.status
     r._header = SENT_BY_PREPARED
     r._headerSent = true
     skipDrain(req)
-    const t = tailFor(r._keepAliveTimeout ?? 0)
-    if (bodyFd >= 0 && extra === undefined && body !== undefined && sendWithFile(r, p.block, t, body, bodyFd)) return
+    const t = tailFor(r._keepAliveTimeout ?? 0, clock.now())
+    if (bodyFd >= 0 && extra === undefined && body !== undefined && sendWithFile(r, headOf(p), t, body, bodyFd)) return
     let lines = ''
     if (extra !== undefined) for (let i = 0; i < extra.length; i += 2) lines += `${extra[i]}: ${extra[i + 1]}\r\n`
     if (body === undefined || body.length <= WHOLE_MAX_BODY) {
       // this second's shared copy when there is one to share, else one joined for this answer
-      r.end((lines === '' && body !== undefined && wholeFor(p, t, body)) || joinOnce(p.block, lines, t, body))
+      r.end((lines === '' && body !== undefined && wholeFor(p, t, body)) || joinOnce(headOf(p), lines, t, body))
       return
     }
-    r.write(p.block)
+    r.write(headOf(p))
     if (lines !== '') r.write(lines, 'latin1')
     r.write(t)
     r.end(body)
     return
   }
-  res.writeHead(p.status, extra !== undefined && extra.length > 0 ? [...p.headers, ...extra] : p.headers as string[])
+  res.writeHead(p.status, extra !== undefined && extra.length > 0 ? [...p.headers, ...extra] : (p.headers as string[]))
   res.end(req.method === 'HEAD' ? undefined : body)
+}
+
+/**
+ * Sends a prepared answer whose body is `size` bytes of the open file `fd` (a blob file from
+ * the open-file cache): with sendfile(2) when `sendfile` is on, the body is large enough and
+ * the socket allows it; otherwise read (pread, as nginx reads a file it does not sendfile)
+ * straight into one Buffer after the head. The read happens before anything is written, so a
+ * short file throws with nothing sent. HEAD gets the head alone, read nothing.
+ */
+export function sendPreparedFile(
+  req: IncomingMessage,
+  res: ServerResponse,
+  p: Prepared,
+  fd: number,
+  size: number,
+  sendfile: boolean,
+  clock: Clock = systemClock,
+): void {
+  const r = res as NodeResponse
+  if (canWriteRaw(req, r)) {
+    const t = tailFor(r._keepAliveTimeout ?? 0, clock.now())
+    const zeroCopy = sendfile && size >= SENDFILE_MIN_BODY && sendfileAvailable()
+    const pre = p.prefix?.length ?? 0
+    const head = pre + p.block.length + t.length
+    const b = zeroCopy ? null : Buffer.allocUnsafe(head + size)
+    if (b !== null && !readFully(fd, b, head, size, 0)) throw new Error('blob file shorter than its blob')
+    r.statusCode = p.status
+    r._header = SENT_BY_PREPARED
+    r._headerSent = true
+    skipDrain(req)
+    if (b === null) {
+      const block = headOf(p)
+      if (sendWithFile(r, block, t, null, fd, size)) return
+      const body = Buffer.allocUnsafe(size)
+      if (!readFully(fd, body, 0, size, 0)) throw new Error('blob file shorter than its blob')
+      r.write(block)
+      r.write(t)
+      r.end(body)
+      return
+    }
+    if (p.prefix !== undefined) p.prefix.copy(b, 0)
+    p.block.copy(b, pre)
+    t.copy(b, pre + p.block.length)
+    r.end(b)
+    return
+  }
+  let body: Buffer | undefined
+  if (req.method !== 'HEAD') {
+    body = Buffer.allocUnsafe(size)
+    if (!readFully(fd, body, 0, size, 0)) throw new Error('blob file shorter than its blob')
+  }
+  res.writeHead(p.status, p.headers as string[])
+  res.end(body)
 }

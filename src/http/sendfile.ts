@@ -5,27 +5,24 @@ import { fileURLToPath } from 'node:url'
 import type { ServerResponse } from 'node:http'
 
 /**
- * Zero-copy sending of hot bodies: the public host's cached files go to the socket with
- * sendfile(2) from a sealed memfd, as nginx sends files, instead of being copied from a Buffer.
+ * Zero-copy sending: the public host's files go to the socket with sendfile(2) from their blob
+ * files (held open by src/storage/open-files.ts), as nginx sends files, instead of being copied
+ * from a Buffer.
  *
  * Why: Node can only write() a Buffer, and the kernel copies every byte of it into the socket
- * buffer. On a 50 KB hosted page that copy (`_copy_from_iter`) was a quarter of the service's
- * CPU under load (perf, 2-core machine, 2026-11-23), more than all of the service's own code;
- * sendfile hands the socket references to the memfd's pages instead. Measured with
- * bench/hosting.sh (README, "public host"): a bare server sending this way did 0.98 of nginx's
- * requests per second on the 50 KB page against 0.82 for the best copying server, same run.
+ * buffer; for large bodies that copy costs more than all of the service's own code. sendfile
+ * hands the socket references to the file's pages instead, as nginx does (measured with
+ * bench/hosting.sh: docs/benchmarks/2026-11-24-public-host-machines-e-f.md).
  *
- * How: `bodyFd(buffer)` makes a memfd holding the bytes, sealed so they can never change (a
- * socket may still hold references to the pages after the answer). The host cache makes one per
- * hot identity body of SENDFILE_MIN_BODY bytes or more, counts its bytes in the cache's budget
- * (the memfd is a second copy in memory) and closes it when the body is evicted. `sendWithFile`
- * is called by `sendPrepared` for such a body; it sends the head and the body in one call of
- * the addon (native/sendfile/sendfile.c: sendmsg with MSG_MORE, then sendfile) on the socket's
- * own non-blocking descriptor, and only when nothing is queued on that socket (Node's stream
- * buffer and libuv's write queue both empty), so bytes keep their order. Whatever the kernel
- * did not take at once (socket buffer full: EAGAIN) goes through Node's ordinary socket write,
- * which then waits for the socket as usual. Node's bookkeeping runs unchanged: the answer ends
- * with `res.end()`, as prepared answers do.
+ * How: `sendPreparedFile` (prepared-response.ts) calls `sendWithFile` for a body of
+ * SENDFILE_MIN_BODY bytes or more; it sends the head and the body in one call of the addon
+ * (native/sendfile/sendfile.c: sendmsg with MSG_MORE, then sendfile) on the socket's own
+ * non-blocking descriptor, and only when nothing is queued on that socket (Node's stream buffer
+ * and libuv's write queue both empty), so bytes keep their order. Whatever the kernel did not
+ * take at once (socket buffer full: EAGAIN) is read from the file and goes through Node's
+ * ordinary socket write, which then waits for the socket as usual. Node's bookkeeping runs
+ * unchanged: the answer ends with `res.end()`, as prepared answers do. `bodyFd` (a sealed
+ * memfd holding a Buffer) remains for callers with bytes in memory and no file.
  *
  * When it does not apply, bodies are copied as before: the addon not built (not Linux, no
  * compiler: `npm install` prints why), SENDFILE=0, a TLS connection (the default HTTPS listener
@@ -42,7 +39,7 @@ interface Addon {
   sendHeadFile(sock: number, block: Buffer, tail: Buffer, fd: number, len: number): number
 }
 
-/** Bodies smaller than this are copied: for them one write is as cheap (bench/hosting.sh, 2 KB). */
+/** Bodies smaller than this are copied: for them one write is as cheap (docs/benchmarks/, 2 KB page). */
 export const SENDFILE_MIN_BODY = 16 * 1024
 /**
  * At most this many memfds are open at once (the host cache asks for one per hot body): 1,024,
@@ -72,7 +69,7 @@ function loadAddon(): Addon | null {
     if (!fs.existsSync(file)) continue
     try {
       const a = createRequire(import.meta.url)(file) as Partial<Addon>
-      return typeof a.memfdFrom === 'function' && typeof a.sendHeadFile === 'function' ? a as Addon : null
+      return typeof a.memfdFrom === 'function' && typeof a.sendHeadFile === 'function' ? (a as Addon) : null
     } catch {
       return null
     }
@@ -119,24 +116,33 @@ export function closeBodyFd(fd: number): void {
   fs.closeSync(fd)
 }
 
-interface StreamHandle { fd?: unknown; writeQueueSize?: unknown }
-interface NodeSocket { _handle?: StreamHandle | null; encrypted?: boolean; writable: boolean; writableLength: number }
+interface StreamHandle {
+  fd?: unknown
+  writeQueueSize?: unknown
+}
+interface NodeSocket {
+  _handle?: StreamHandle | null
+  encrypted?: boolean
+  writable: boolean
+  writableLength: number
+}
 
 /**
- * Sends `block` + `tail` + `body` (whose bytes the memfd `fd` holds) on the response's socket,
- * and ends the response. Returns false, having done nothing, when the socket cannot take it
- * this way (TLS, not yet assigned, bytes queued): the caller then writes as usual. The
- * response's head must already be marked sent (prepared-response.ts does that).
+ * Sends `block` + `tail` + `len` body bytes read from `fd` (a blob file or a memfd) on the
+ * response's socket, and ends the response. `body`: the same bytes in memory, or null (what the
+ * kernel did not take is then read from `fd`). Returns false, having done nothing, when the
+ * socket cannot take it this way (TLS, not yet assigned, bytes queued): the caller then writes
+ * as usual. The response's head must already be marked sent (prepared-response.ts does that).
  */
-export function sendWithFile(res: ServerResponse, block: Buffer, tail: Buffer, body: Buffer, fd: number): boolean {
+export function sendWithFile(res: ServerResponse, block: Buffer, tail: Buffer, body: Buffer | null, fd: number, len: number = body?.length ?? 0): boolean {
   if (addon === null) return false
   const sock = res.socket as unknown as NodeSocket | null
   if (sock === null || sock.encrypted === true || !sock.writable || sock.writableLength !== 0) return false
   const h = sock._handle
   if (h == null || typeof h.fd !== 'number' || h.fd < 0 || h.writeQueueSize !== 0) return false
-  const n = addon.sendHeadFile(h.fd, block, tail, fd, body.length)
+  const n = addon.sendHeadFile(h.fd, block, tail, fd, len)
   const headLen = block.length + tail.length
-  if (n === headLen + body.length) {
+  if (n === headLen + len) {
     sendfileStats.whole++
     res.end()
     return true
@@ -150,6 +156,29 @@ export function sendWithFile(res: ServerResponse, block: Buffer, tail: Buffer, b
   sendfileStats.finishedByCopy++
   if (n < block.length) res.write(block.subarray(n))
   if (n < headLen) res.write(tail.subarray(Math.max(0, n - block.length)))
-  res.end(body.subarray(Math.max(0, n - headLen)))
+  const from = Math.max(0, n - headLen)
+  if (body !== null) {
+    res.end(body.subarray(from))
+    return true
+  }
+  const rest = Buffer.allocUnsafe(len - from)
+  if (!readFully(fd, rest, 0, rest.length, from)) {
+    // the file is shorter than its blob: never send a torn answer
+    sendfileStats.failed++
+    res.destroy()
+    return true
+  }
+  res.end(rest)
+  return true
+}
+
+/** Reads `n` bytes at `position` of `fd` into `into` at `at`; false when the file ends first. */
+export function readFully(fd: number, into: Buffer, at: number, n: number, position: number): boolean {
+  let done = 0
+  while (done < n) {
+    const k = fs.readSync(fd, into, at + done, n - done, position + done)
+    if (k === 0) return false
+    done += k
+  }
   return true
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Principal } from '../auth/principal.js'
 import type { ErrorFormat } from '../errors/render.js'
+import type { ListenPorts } from './site-origin.js'
 
 /**
  * A handler that sees a request before the router, for hot paths that need no hooks (the
@@ -21,12 +22,18 @@ declare module 'fastify' {
     errorFormat?: ErrorFormat
     /** Entitlement the caller's account must hold (image-host, hosted-data). */
     entitlement?: string
+    /** A POST that only reads (or checks each operation itself, as /mcp does): read-only keys may call it. */
+    readOnlySafe?: boolean
     /** Skip the API rate limit for this route (login has its own throttle). */
     rateLimit?: false
   }
   interface FastifyInstance {
     /** Registers a FastPath (see above); it runs only when the app has a server factory. */
     addFastPath(fn: FastPath): void
+    /** The ports the server listens on, once listen() has run (for URLs of users' origins). */
+    ports: ListenPorts
+    /** The state a feature's `init` built for this app (undefined without init); for tests. */
+    featureState(name: string): unknown
   }
   interface FastifyRequest {
     principal: Principal | null

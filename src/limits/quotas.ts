@@ -1,5 +1,5 @@
 /**
- * Per-user quotas: defaults (documented in the README) that `svc user set --limit NAME=VALUE`
+ * Per-user quotas: defaults (documented in docs/limits.md) that `svc user set --limit NAME=VALUE`
  * overrides per account. One table for every part of the service.
  */
 export const QUOTA_DEFAULTS = {

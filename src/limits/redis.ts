@@ -131,6 +131,9 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
     async inFlight(id, now) {
       return redis.zcount(`${prefix}${id}:slots`, `(${now}`, '+inf').catch(down)
     },
+    async ping() {
+      await redis.ping()
+    },
     async close() {
       redis.disconnect()
     },

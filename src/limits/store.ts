@@ -1,4 +1,5 @@
 import { beijingDay, nextBeijingMidnight } from '../util/time.js'
+import { systemClock, type Clock } from '../util/clock.js'
 import type { WindowRule } from './tiers.js'
 
 /** State of one window after a check: requests counted in it and when a slot frees up. */
@@ -32,6 +33,8 @@ export interface LimitStore {
   release(id: string, token: string): Promise<void>
   /** Slots in use (for tests and metrics). */
   inFlight(id: string, now: number): Promise<number>
+  /** Resolves when the store answers (readiness checks); the in-process store always does. */
+  ping?(): Promise<void>
   close(): Promise<void>
   /**
    * The same checks answered at once, for a store that keeps its counts in this process
@@ -115,8 +118,8 @@ interface Entry {
   touched: number
 }
 
-/** In-process LimitStore. */
-export function createMemoryLimitStore(): LimitStore {
+/** In-process LimitStore; `clock` (the service clock, as the callers' `now`) ages out idle identities. */
+export function createMemoryLimitStore(clock: Clock = systemClock): LimitStore {
   const entries = new Map<string, Entry>()
   const entry = (id: string, now: number): Entry => {
     let e = entries.get(id)
@@ -129,7 +132,7 @@ export function createMemoryLimitStore(): LimitStore {
   }
   // forget identities idle for more than a day and a bit
   const timer = setInterval(() => {
-    const cutoff = Date.now() - 26 * 3600_000
+    const cutoff = clock.now() - 26 * 3600_000
     for (const [id, e] of entries) if (e.touched < cutoff && e.slots.size === 0) entries.delete(id)
   }, 600_000)
   timer.unref()

@@ -5,7 +5,8 @@ export type WindowName = 'minute' | 'hour' | 'day'
 
 /** One counting window: sliding over `ms`, or the calendar day in Beijing time. */
 export interface WindowRule {
-  name: WindowName | string
+  /** a WindowName, or another name for a custom window */
+  name: string
   kind: 'sliding' | 'beijing-day'
   ms: number
   limit: number

@@ -1,8 +1,15 @@
+import fsp from 'node:fs/promises'
 import type { Readable } from 'node:stream'
 
 /** Result of storing a blob: its SHA-256 (hex, the content address) and size in bytes. */
 export interface StoredBlob {
   digest: string
+  size: number
+}
+
+/** A local file holding exactly one blob's bytes (BlobStore.localFile). */
+export interface LocalBlobFile {
+  path: string
   size: number
 }
 
@@ -22,8 +29,24 @@ export interface BlobStore {
   readonly kind: string
   /** Streams a body into the store, hashing and counting it on the way. */
   put(body: Readable | Buffer, opts?: PutOptions): Promise<StoredBlob>
+  /**
+   * Optional: stores several small blobs and makes them durable together (the local driver
+   * syncs the filesystem once per batch instead of twice per blob). Same guarantees as put:
+   * when it resolves every blob is whole on disk; a crash before leaves none of them visible.
+   */
+  putBatch?(bodies: Buffer[]): Promise<StoredBlob[]>
   /** Streams a blob out, optionally a byte range (inclusive end). */
   get(digest: string, range?: { start: number; end: number }): Promise<Readable>
+  /**
+   * A local file holding exactly this blob's bytes, for sendfile or an open-file cache: the
+   * blob file itself (disk driver), the disk cache's verified copy (S3 with a blob cache,
+   * fetched on a miss), or null when the store keeps no local copy (S3 without a cache, a blob
+   * larger than the cache takes): stream it with get() then. A missing blob fails as get()
+   * does (STORAGE_UNAVAILABLE). The file may be removed later (eviction, sweep): open it at
+   * once (`openLocalBlob` does, and asks again if it vanished); an open descriptor keeps
+   * reading the same bytes after an unlink.
+   */
+  localFile(digest: string): Promise<LocalBlobFile | null>
   /** Reads a whole (small) blob. */
   read(digest: string): Promise<Buffer>
   exists(digest: string): Promise<boolean>
@@ -37,7 +60,26 @@ export interface BlobStore {
   list(): AsyncIterable<{ digest: string; modifiedMs: number }>
   /** Removes temporary files older than `olderThanMs` (crash leftovers). */
   cleanTemp(olderThanMs: number): Promise<number>
+  /** Resolves when the store answers (readiness checks); rejects otherwise. */
+  ping(): Promise<void>
   close(): Promise<void>
 }
 
 export const DIGEST_RE = /^[0-9a-f]{64}$/
+
+/**
+ * Opens the local file of a blob (BlobStore.localFile) for reading; null when the store has
+ * none for it. A file removed between lookup and open (evicted, swept) is looked up once more.
+ * The caller closes the handle.
+ */
+export async function openLocalBlob(store: BlobStore, digest: string): Promise<{ handle: fsp.FileHandle; size: number } | null> {
+  for (let attempt = 0; ; attempt++) {
+    const f = await store.localFile(digest)
+    if (f === null) return null
+    try {
+      return { handle: await fsp.open(f.path, 'r'), size: f.size }
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt > 0) throw e
+    }
+  }
+}

@@ -79,4 +79,3 @@ export function parseS3Url(url: string): S3Settings {
     },
   }
 }
-

@@ -1,8 +1,16 @@
 import crypto from 'node:crypto'
 import { Readable } from 'node:stream'
 import {
-  S3Client, PutObjectCommand, GetObjectCommand, HeadObjectCommand, DeleteObjectCommand,
-  CopyObjectCommand, ListObjectsV2Command, ListMultipartUploadsCommand, AbortMultipartUploadCommand,
+  HeadBucketCommand,
+  S3Client,
+  PutObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  DeleteObjectCommand,
+  CopyObjectCommand,
+  ListObjectsV2Command,
+  ListMultipartUploadsCommand,
+  AbortMultipartUploadCommand,
 } from '@aws-sdk/client-s3'
 import { Upload } from '@aws-sdk/lib-storage'
 import { AppError } from '../errors/app-error.js'
@@ -61,7 +69,8 @@ export function createS3BlobStore(url: string): BlobStore {
       const max = opts.maxBytes ?? Infinity
       const hash = crypto.createHash('sha256')
       let size = 0
-      let tooLarge: Error | null = null
+      // (set in callbacks: the casts keep TypeScript from narrowing these to null for good)
+      let tooLarge = null as Error | null
       const account = (chunk: Buffer): void => {
         size += chunk.length
         if (size > max) {
@@ -72,7 +81,7 @@ export function createS3BlobStore(url: string): BlobStore {
       }
       const source = (Buffer.isBuffer(body) ? Readable.from([body]) : body)[Symbol.asyncIterator]() as AsyncIterator<Buffer>
       // an error of the body itself (client gone, multipart limit) is passed on unchanged
-      let sourceError: unknown = null
+      let sourceError = null as unknown
       const next = async (): Promise<Buffer | null> => {
         let r: IteratorResult<Buffer>
         try {
@@ -82,7 +91,7 @@ export function createS3BlobStore(url: string): BlobStore {
           throw e
         }
         if (r.done) return null
-        return Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value as Uint8Array)
+        return Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value)
       }
       const giveUp = async () => {
         await source.return?.().catch(() => {})
@@ -147,7 +156,8 @@ export function createS3BlobStore(url: string): BlobStore {
         await giveUp()
         await client.send(new DeleteObjectCommand({ Bucket, Key: tmpKey })).catch(() => {})
         if (tooLarge) throw tooLarge
-        if (sourceError) throw sourceError
+        // eslint-disable-next-line @typescript-eslint/only-throw-error -- the source stream's own error, passed on as it came
+        if (sourceError !== null) throw sourceError
         return storageError(e)
       }
       const digest = hash.digest('hex')
@@ -164,13 +174,23 @@ export function createS3BlobStore(url: string): BlobStore {
 
     async get(digest, range) {
       try {
-        const r = await client.send(new GetObjectCommand({
-          Bucket, Key: key(digest), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
-        }))
+        const r = await client.send(
+          new GetObjectCommand({
+            Bucket,
+            Key: key(digest),
+            ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+          }),
+        )
         return r.Body as Readable
       } catch (e) {
         return storageError(e)
       }
+    },
+
+    // no local copy: createBlobCache (disk-cache.ts) wraps this driver to keep one
+    async localFile(digest) {
+      key(digest)
+      return null
     },
 
     async read(digest) {
@@ -213,8 +233,7 @@ export function createS3BlobStore(url: string): BlobStore {
     async *list() {
       let token: string | undefined
       do {
-        const page = await client.send(new ListObjectsV2Command({ Bucket, Prefix: s.prefix || undefined, ContinuationToken: token }))
-          .catch(storageError)
+        const page = await client.send(new ListObjectsV2Command({ Bucket, Prefix: s.prefix || undefined, ContinuationToken: token })).catch(storageError)
         for (const o of page.Contents ?? []) {
           const m = keyRe.exec((o.Key ?? '').slice(s.prefix.length))
           if (!m || m[3].slice(0, 2) !== m[1] || m[3].slice(2, 4) !== m[2]) continue
@@ -260,6 +279,9 @@ export function createS3BlobStore(url: string): BlobStore {
       return n
     },
 
+    async ping() {
+      await client.send(new HeadBucketCommand({ Bucket }))
+    },
     async close() {
       client.destroy()
     },

@@ -7,7 +7,6 @@ import { chromium, type BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
 
-
 /**
  * A hosted data file of type text/html with a script, opened in headless Chromium by a
  * logged-in visitor: the script must not run (so it can neither retitle the page nor call
@@ -28,7 +27,7 @@ describe('hosted data in a browser', () => {
     await s.close()
   })
 
-  it('never runs an HTML data file\'s script with the service origin\'s authority', async () => {
+  it("never runs an HTML data file's script with the service origin's authority", async () => {
     const u = await s.user()
     const cookie = await s.login(u.username, u.password)
     await s.deps.db.k.insertInto('entitlements').values({ user_id: u.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()

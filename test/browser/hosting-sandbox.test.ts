@@ -32,7 +32,8 @@ describe(`hosted pages cannot act with a visitor's session (headless Chromium) [
   let ctx: BrowserContext
   let profile: string
   before(async () => {
-    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    // no users' origins: a browser is not sent away from the path form, whose sandbox is tested here
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, CONTENT_DOMAIN: 'off' } })
     profile = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
     ctx = await chromium.launchPersistentContext(profile, chromiumOptions)
   })
@@ -51,7 +52,10 @@ describe(`hosted pages cannot act with a visitor's session (headless Chromium) [
         assert.equal((await uploadFile(s, { key: mallory.key }, 'evil.html', EVIL_PAGE)).status, 200)
         pageUrl = `${s.url}/${mallory.username}/evil.html`
       } else {
-        await batchUpload(s, { key: mallory.key }, 'site', [{ filename: 'index.html', data: EVIL_PAGE }, { filename: 'sw.js', data: 'self.onfetch = () => {}' }])
+        await batchUpload(s, { key: mallory.key }, 'site', [
+          { filename: 'index.html', data: EVIL_PAGE },
+          { filename: 'sw.js', data: 'self.onfetch = () => {}' },
+        ])
         assert.equal((await s.post('/api/folders/site/publish', { key: mallory.key })).status, 200)
         pageUrl = `${s.url}/${mallory.username}/site/`
       }
@@ -62,7 +66,7 @@ describe(`hosted pages cannot act with a visitor's session (headless Chromium) [
       const page = await ctx.newPage()
       try {
         const me = await page.goto(`${s.url}/svc_api/me`)
-        assert.equal(me?.status(), 200, 'the visitor\'s session works on a top-level visit')
+        assert.equal(me?.status(), 200, "the visitor's session works on a top-level visit")
 
         // what reached the server: every API request's credentials, as the guard saw them
         const received: Array<{ authorization?: string; cookie?: string }> = []
@@ -80,18 +84,18 @@ describe(`hosted pages cannot act with a visitor's session (headless Chromium) [
         const out = await page.evaluate(() => (window as unknown as { __out: Record<string, unknown> }).__out)
 
         assert.equal(out.origin, 'null', 'the page runs in an opaque origin')
-        assert.ok(typeof out.files === 'string' && (out.files as string).startsWith('threw'), `reading /svc_api/files is blocked: ${JSON.stringify(out.files)}`)
+        assert.ok(typeof out.files === 'string' && out.files.startsWith('threw'), `reading /svc_api/files is blocked: ${JSON.stringify(out.files)}`)
         assert.ok(String(out.storeJson).startsWith('threw'), `store (preflighted) is blocked: ${JSON.stringify(out.storeJson)}`)
         assert.ok(String(out.storeSimple).startsWith('threw'), `store (simple) is blocked: ${JSON.stringify(out.storeSimple)}`)
         assert.equal(out.cookie, 'threw:SecurityError')
         assert.equal(out.localStorage, 'threw:SecurityError')
-        assert.ok(out.serviceWorker !== 'registered', `service worker: ${out.serviceWorker}`)
+        assert.ok(out.serviceWorker !== 'registered', `service worker: ${String(out.serviceWorker)}`)
 
         s.deps.resolvePrincipal = resolve
         // and on the server's side: the requests that did arrive came without the session
         assert.ok(received.length >= 2, `the simple GET and POST reached the server (${received.length} requests)`)
         for (const r of received) {
-          assert.ok(!(r.cookie ?? '').includes(value), 'no request from the hosted page carried the visitor\'s session')
+          assert.ok(!(r.cookie ?? '').includes(value), "no request from the hosted page carried the visitor's session")
           assert.equal(r.authorization, undefined)
         }
         for (const a of answers) assert.ok([401, 403, 404].includes(a.status), `the server refused ${a.method} ${a.url}: ${a.status}`)

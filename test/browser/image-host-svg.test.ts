@@ -8,7 +8,6 @@ import { startServer, type TestServer } from '../support/server.js'
 import { imageForm, svc, SVG_WITH_SCRIPT } from '../support/images.js'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
 
-
 /**
  * A logged-in visitor opens the public link of an uploaded SVG whose script would set the
  * title and call the API with the visitor's session: nothing runs. The same bytes served
@@ -42,7 +41,7 @@ describe('image host SVG in a real browser [sqlite]', () => {
     await s?.close()
   })
 
-  it('the SVG\'s script and onload never run with the service origin (no title change, no API call)', async () => {
+  it("the SVG's script and onload never run with the service origin (no title change, no API call)", async () => {
     const page = await ctx.newPage()
     const apiCalls: string[] = []
     page.on('request', (r) => {
@@ -59,7 +58,7 @@ describe('image host SVG in a real browser [sqlite]', () => {
     await page.close()
   })
 
-  it('control: the same bytes without the service\'s headers do run and reach the API', async () => {
+  it("control: the same bytes without the service's headers do run and reach the API", async () => {
     const page = await ctx.newPage()
     await page.route('**/control.svg', (route) => route.fulfill({ status: 200, contentType: 'image/svg+xml', body: SVG_WITH_SCRIPT }))
     await page.goto(`${s.url}/control.svg`, { waitUntil: 'load' })

@@ -44,24 +44,33 @@ describe(`key-value public read from a sandboxed hosted page [${engine}]`, () =>
       pages.push(host)
       const pageUrl = `http://127.0.0.1:${(host.address() as AddressInfo).port}/page.html`
       const seen: Array<Promise<string | null>> = []
-      page.on('request', (r) => { if (r.url().includes('/svc_api/data/public/')) seen.push(r.headerValue('origin')) })
+      page.on('request', (r) => {
+        if (r.url().includes('/svc_api/data/public/')) seen.push(r.headerValue('origin'))
+      })
       const logs: string[] = []
       page.on('console', (m) => logs.push(m.text()))
       page.on('requestfailed', (r) => logs.push(`failed ${r.url()} ${r.failure()?.errorText}`))
       page.on('response', (r) => logs.push(`response ${r.url()} ${r.status()} ${JSON.stringify(r.headers())}`))
       await page.goto(pageUrl)
-      const out = await page.evaluate(async ([base, user]) => {
-        const ok = await fetch(`${base}/svc_api/data/public/${user}/board`)
-        // a non-simple header makes the browser send a preflight first
-        const legacy = await fetch(`${base}/svc_api/data/public/board`, { headers: { 'Content-Type': 'application/json' } })
-        const missing = await fetch(`${base}/svc_api/data/public/${user}/nothing`)
-        return {
-          origin: self.origin,
-          ok: { status: ok.status, json: await ok.json(), remaining: ok.headers.get('x-ratelimit-remaining') },
-          legacy: { status: legacy.status, json: await legacy.json() },
-          missing: { status: missing.status, json: await missing.json() },
-        }
-      }, [s.url, u.username]).catch((e) => { throw new Error(`${e.message}\n${logs.join('\n')}`) })
+      const out = await page
+        .evaluate(
+          async ([base, user]) => {
+            const ok = await fetch(`${base}/svc_api/data/public/${user}/board`)
+            // a non-simple header makes the browser send a preflight first
+            const legacy = await fetch(`${base}/svc_api/data/public/board`, { headers: { 'Content-Type': 'application/json' } })
+            const missing = await fetch(`${base}/svc_api/data/public/${user}/nothing`)
+            return {
+              origin: self.origin,
+              ok: { status: ok.status, json: await ok.json(), remaining: ok.headers.get('x-ratelimit-remaining') },
+              legacy: { status: legacy.status, json: await legacy.json() },
+              missing: { status: missing.status, json: await missing.json() },
+            }
+          },
+          [s.url, u.username],
+        )
+        .catch((e) => {
+          throw new Error(`${e.message}\n${logs.join('\n')}`)
+        })
       assert.equal(out.origin, 'null')
       assert.equal(out.ok.status, 200)
       assert.deepEqual(out.ok.json.data.value, { top: ['玩家', 42] })

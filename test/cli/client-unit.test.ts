@@ -7,7 +7,8 @@ import { walkFolder } from '../../src/cli/client/files.js'
 import { multipartSize, planBatches } from '../../src/cli/client/deploy.js'
 import { normaliseUrl, resolveConnection } from '../../src/cli/client/config.js'
 import { parse, sizeOption } from '../../src/cli/client/args.js'
-import { kvValue, submissionRows } from '../../src/cli/client/commands.js'
+import { kvValue } from '../../src/cli/client/commands/kv.js'
+import { submissionRows } from '../../src/cli/client/commands/forms.js'
 import { toCsv } from '../../src/cli/client/csv.js'
 import { ApiError } from '../../src/cli/client/errors.js'
 import { makeTree } from './run.js'
@@ -55,33 +56,39 @@ describe('client: folder walk and ignore rules', () => {
   it('reports names the upload cannot carry instead of sending them', async () => {
     const dir = makeTree({ 'index.html': 'x', 'a"b.html': 'x', 'c\\d.html': 'x' })
     const r = await walkFolder(dir)
-    assert.deepEqual(r.files.map((f) => f.path), ['index.html'])
+    assert.deepEqual(
+      r.files.map((f) => f.path),
+      ['index.html'],
+    )
     assert.deepEqual(r.invalid.map((f) => f.path).sort(), ['a"b.html', 'c\\d.html'])
   })
 })
 
 describe('client: upload batches', () => {
   it('never exceeds the files or bytes per request, keeps every file once, reports what cannot fit', () => {
-    fc.assert(fc.property(
-      fc.array(fc.integer({ min: 0, max: 5000 }), { maxLength: 60 }),
-      fc.integer({ min: 1, max: 10 }),
-      fc.integer({ min: 800, max: 20000 }),
-      fc.option(fc.integer({ min: 1, max: 6000 }), { nil: null }),
-      (sizes, maxFiles, maxBytes, maxFile) => {
-        const files = sizes.map((size, i) => ({ path: `dir/f${i}.bin`, abs: '', size, sha256: '' }))
-        const plan = planBatches(files, { max_files_per_request: maxFiles, max_request_bytes: maxBytes, max_file_bytes: maxFile })
-        for (const b of plan.batches) {
-          assert.ok(b.length >= 1 && b.length <= maxFiles)
-          assert.ok(multipartSize(b) <= maxBytes)
-        }
-        const seen = [...plan.batches.flat().map((f) => f.path), ...plan.tooLarge.map((f) => f.path)].sort()
-        assert.deepEqual(seen, files.map((f) => f.path).sort())
-        for (const t of plan.tooLarge) {
-          const f = files.find((x) => x.path === t.path)!
-          assert.ok((maxFile !== null && f.size > maxFile) || multipartSize([f]) > maxBytes)
-        }
-      },
-    ), { numRuns: 300 })
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 5000 }), { maxLength: 60 }),
+        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 800, max: 20000 }),
+        fc.option(fc.integer({ min: 1, max: 6000 }), { nil: null }),
+        (sizes, maxFiles, maxBytes, maxFile) => {
+          const files = sizes.map((size, i) => ({ path: `dir/f${i}.bin`, abs: '', size, sha256: '' }))
+          const plan = planBatches(files, { max_files_per_request: maxFiles, max_request_bytes: maxBytes, max_file_bytes: maxFile })
+          for (const b of plan.batches) {
+            assert.ok(b.length >= 1 && b.length <= maxFiles)
+            assert.ok(multipartSize(b) <= maxBytes)
+          }
+          const seen = [...plan.batches.flat().map((f) => f.path), ...plan.tooLarge.map((f) => f.path)].sort()
+          assert.deepEqual(seen, files.map((f) => f.path).sort())
+          for (const t of plan.tooLarge) {
+            const f = files.find((x) => x.path === t.path)!
+            assert.ok((maxFile !== null && f.size > maxFile) || multipartSize([f]) > maxBytes)
+          }
+        },
+      ),
+      { numRuns: 300 },
+    )
   })
 })
 
@@ -123,7 +130,10 @@ describe('client: configuration, arguments, values', () => {
   })
 
   it('writes RFC 4180 CSV and defuses formulas', () => {
-    const rows = submissionRows({ form: { fields_config: [{ name: 'email' }] }, submissions: [{ id: 's1', created_at: 't', is_read: false, data: { email: 'a@b', note: '=HYPERLINK("x")', n: '-3' } }] })
+    const rows = submissionRows({
+      form: { fields_config: [{ name: 'email' }] },
+      submissions: [{ id: 's1', created_at: 't', is_read: false, data: { email: 'a@b', note: '=HYPERLINK("x")', n: '-3' } }],
+    })
     assert.equal(toCsv(rows), 'id,created_at,is_read,email,note,n\r\ns1,t,false,a@b,"\'=HYPERLINK(""x"")",-3\r\n')
   })
 

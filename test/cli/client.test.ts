@@ -85,7 +85,10 @@ for (const engine of ENGINES) {
 
     it('stores a login session with --username/--password-stdin and logs out', async () => {
       const cfg = path.join(tmp, 'session.json')
-      const r = await runCli(['login', '--url', s.url, '--insecure', '--username', alice.username, '--password-stdin'], { env: { SVC_CONFIG: cfg }, input: `${alice.password}\n` })
+      const r = await runCli(['login', '--url', s.url, '--insecure', '--username', alice.username, '--password-stdin'], {
+        env: { SVC_CONFIG: cfg },
+        input: `${alice.password}\n`,
+      })
       assert.equal(r.code, 0, r.stderr)
       const stored = JSON.parse(fs.readFileSync(cfg, 'utf8'))
       assert.match(stored.session, /^session=[A-Za-z0-9_-]{43}$/)

@@ -26,7 +26,10 @@ for (const engine of ENGINES) {
       missing.page = await probe(s, alice.key, '/svc_api/upload/info')
       missing.kv = await probe(s, alice.key, '/svc_api/data/list')
       missing.forms = await probe(s, alice.key, '/svc_api/forms/list')
-      missing.data = (await s.get('/api/hosted-data/status', { cookie: await s.login(alice.username, alice.password) })).status === 404 ? 'needs hosted data (not merged yet)' : false
+      missing.data =
+        (await s.get('/api/hosted-data/status', { cookie: await s.login(alice.username, alice.password) })).status === 404
+          ? 'needs hosted data (not merged yet)'
+          : false
     })
     after(async () => {
       await s.close()
@@ -40,9 +43,11 @@ for (const engine of ENGINES) {
       assert.equal(a.code, 0, a.stderr)
       assert.equal(a.json.data.is_update, false)
       assert.match(a.json.data.url, new RegExp(`/${alice.username}/hello\\.html$`))
+      // the URL to open is the page on the user's own origin
+      assert.equal(a.json.data.site_url, `http://${alice.username}.localhost:${new URL(s.httpUrl).port}/hello.html`)
       const b = await runCli(['page', file], { env })
       assert.equal(b.code, 0, b.stderr)
-      assert.match(b.stdout, new RegExp(`^updated hello\\.html .*: ${a.json.data.url.replace(/[.]/g, '\\.')}`))
+      assert.match(b.stdout, new RegExp(`^updated hello\\.html .*: ${a.json.data.site_url.replace(/[.]/g, '\\.')}`))
       const txt = await runCli(['page', path.join(dir, 'notes.txt')], { env })
       assert.equal(txt.code, 2)
       assert.match(txt.stderr, /only \.html and \.htm/)
@@ -74,10 +79,16 @@ for (const engine of ENGINES) {
 
     it('svc forms export prints a table, JSON or CSV', async (t) => {
       if (missing.forms) return t.skip(missing.forms)
-      const created = await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: 'Contact', fields_config: [{ name: 'email', type: 'email', required: true }, { name: 'msg' }] } })
+      const created = await s.post('/svc_api/forms/create', {
+        key: alice.key,
+        json: { form_name: 'Contact', fields_config: [{ name: 'email', type: 'email', required: true }, { name: 'msg' }] },
+      })
       assert.equal(created.status, 200, created.text)
       const form = created.json.data
-      for (const sub of [{ email: 'a@example.com', msg: 'hi, there' }, { email: 'b@example.com', msg: '=1+1' }]) {
+      for (const sub of [
+        { email: 'a@example.com', msg: 'hi, there' },
+        { email: 'b@example.com', msg: '=1+1' },
+      ]) {
         const r = await s.post(`/api/forms/submit/${form.form_slug}`, { json: sub })
         assert.equal(r.status, 200, r.text)
       }
@@ -107,7 +118,10 @@ for (const engine of ENGINES) {
 
       await s.deps.db.k.insertInto('entitlements').values({ user_id: alice.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
       const cfg = path.join(s.dataDir, 'session.json')
-      const login = await runCli(['login', '--url', s.url, '--insecure', '--username', alice.username, '--password-stdin'], { env: { SVC_CONFIG: cfg }, input: alice.password })
+      const login = await runCli(['login', '--url', s.url, '--insecure', '--username', alice.username, '--password-stdin'], {
+        env: { SVC_CONFIG: cfg },
+        input: alice.password,
+      })
       assert.equal(login.code, 0, login.stderr)
       const senv = { SVC_CONFIG: cfg }
       const first = await runCli(['data', 'push', file, '--json'], { env: senv })

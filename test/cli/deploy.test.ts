@@ -71,7 +71,7 @@ for (const engine of ENGINES) {
 
     it('deploys a folder without its ignored files, publishes it and prints the site URL', async (t) => {
       if (missing) return t.skip(missing)
-      const r = await runCli(['deploy', dir, '--project', 'site', '--json'], { env })
+      const r = await runCli(['deploy', dir, '--batch', '--project', 'site', '--json'], { env })
       assert.equal(r.code, 0, r.stderr)
       assert.deepEqual(r.json.uploaded, DEPLOYED)
       assert.deepEqual(r.json.failed, [])
@@ -84,7 +84,7 @@ for (const engine of ENGINES) {
       assert.equal(page.status, 200)
       assert.match(page.text, /<h1>hello<\/h1>/)
       // the human form prints the URL
-      const again = await runCli(['deploy', dir, '--project', 'site'], { env })
+      const again = await runCli(['deploy', dir, '--batch', '--project', 'site'], { env })
       assert.equal(again.code, 0, again.stderr)
       assert.ok(again.stdout.includes(r.json.website_url))
     })
@@ -94,7 +94,7 @@ for (const engine of ENGINES) {
       const before = await listing(s, alice.key, 'site')
       const n0 = await requestsCounted(s, alice.key)
       clock.advance(5_000)
-      const r = await runCli(['deploy', dir, '--project', 'site', '--json'], { env })
+      const r = await runCli(['deploy', dir, '--batch', '--project', 'site', '--json'], { env })
       assert.equal(r.code, 0, r.stderr)
       assert.deepEqual(r.json.uploaded, [])
       assert.equal(r.json.unchanged, DEPLOYED.length)
@@ -109,7 +109,7 @@ for (const engine of ENGINES) {
       fs.writeFileSync(path.join(dir, 'css/site.css'), 'body { color: #111 }')
       const n0 = await requestsCounted(s, alice.key)
       clock.advance(5_000)
-      const r = await runCli(['deploy', dir, '--project', 'site', '--json'], { env })
+      const r = await runCli(['deploy', dir, '--batch', '--project', 'site', '--json'], { env })
       assert.equal(r.code, 0, r.stderr)
       assert.deepEqual(r.json.uploaded, ['css/site.css'])
       assert.equal(r.json.upload_requests, 1)
@@ -126,11 +126,11 @@ for (const engine of ENGINES) {
     it('keeps files deleted locally unless --delete, then removes them', async (t) => {
       if (missing) return t.skip(missing)
       fs.rmSync(path.join(dir, 'img'), { recursive: true })
-      const keep = await runCli(['deploy', dir, '--project', 'site', '--json'], { env })
+      const keep = await runCli(['deploy', dir, '--batch', '--project', 'site', '--json'], { env })
       assert.equal(keep.code, 0, keep.stderr)
       assert.deepEqual(keep.json.extra, ['img/logo.svg'])
       assert.ok((await listing(s, alice.key, 'site')).has('img/logo.svg'))
-      const del = await runCli(['deploy', dir, '--project', 'site', '--delete', '--json'], { env })
+      const del = await runCli(['deploy', dir, '--batch', '--project', 'site', '--delete', '--json'], { env })
       assert.equal(del.code, 0, del.stderr)
       assert.deepEqual(del.json.deleted, ['img/logo.svg'])
       assert.ok(!(await listing(s, alice.key, 'site')).has('img/logo.svg'))
@@ -142,7 +142,7 @@ for (const engine of ENGINES) {
       for (let i = 0; i < 12; i++) many[`p/${String(i).padStart(2, '0')}.txt`] = `file ${i}`
       const d = makeTree(many)
       try {
-        const r = await runCli(['deploy', d, '--project', 'many', '--batch-files', '5', '--no-publish', '--json'], { env })
+        const r = await runCli(['deploy', d, '--batch', '--project', 'many', '--batch-files', '5', '--no-publish', '--json'], { env })
         assert.equal(r.code, 0, r.stderr)
         assert.equal(r.json.uploaded.length, 13)
         assert.equal(r.json.upload_requests, 3)
@@ -159,7 +159,7 @@ for (const engine of ENGINES) {
       if (missing) return t.skip(missing)
       const d = makeTree({ 'about.html': '<p>no index</p>' })
       try {
-        const r = await runCli(['deploy', d, '--project', 'noindex'], { env })
+        const r = await runCli(['deploy', d, '--batch', '--project', 'noindex'], { env })
         assert.equal(r.code, 1)
         assert.match(r.stderr, /^error 13\d\d \(FILE_ERROR, HTTP 400\): /m)
       } finally {
@@ -174,7 +174,7 @@ for (const engine of ENGINES) {
       const max = lim.json.data.max_file_bytes as number
       const d = makeTree({ 'index.html': '<p>x</p>', 'big.bin': Buffer.alloc(max + 1, 1) })
       try {
-        const r = await runCli(['deploy', d, '--project', 'big', '--json'], { env })
+        const r = await runCli(['deploy', d, '--batch', '--project', 'big', '--json'], { env })
         assert.equal(r.code, 1)
         assert.deepEqual(r.json.uploaded, ['index.html'])
         assert.equal(r.json.failed.length, 1)
@@ -206,9 +206,12 @@ for (const engine of ENGINES) {
       const d = makeTree(files)
       const waits: string[] = []
       try {
-        const r = await runCli(['deploy', d, '--project', 'rl', '--batch-files', '1', '--json'], {
+        const r = await runCli(['deploy', d, '--batch', '--project', 'rl', '--batch-files', '1', '--json'], {
           env: {
-            SVC_URL: s.url, SVC_API_KEY: bob.key, SVC_INSECURE: '1', SVC_CONFIG: path.join(s.dataDir, 'none.json'),
+            SVC_URL: s.url,
+            SVC_API_KEY: bob.key,
+            SVC_INSECURE: '1',
+            SVC_CONFIG: path.join(s.dataDir, 'none.json'),
             // the server's clock is fake: the CLI waits 1/50 of retry_after, and the test moves the clock on
             SVC_RETRY_WAIT_SCALE: '0.02',
           },

@@ -3,7 +3,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..', '..')
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..')
 export const SVC_BIN = path.join(ROOT, 'bin', 'svc')
 
 export interface CliRun {
@@ -65,9 +65,15 @@ export function runCli(args: string[], o: CliOptions = {}): Promise<CliRun> {
   })
 }
 
-/** Writes files (path -> content) under a new temporary folder and returns it. */
+const trees: string[] = []
+process.once('exit', () => {
+  for (const d of trees) fs.rmSync(d, { recursive: true, force: true })
+})
+
+/** Writes files (path -> content) under a new temporary folder, removed when the process exits, and returns it. */
 export function makeTree(files: Record<string, string | Buffer>): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-site-'))
+  trees.push(dir)
   for (const [p, content] of Object.entries(files)) {
     const abs = path.join(dir, p)
     fs.mkdirSync(path.dirname(abs), { recursive: true })

@@ -5,10 +5,10 @@ import os from 'node:os'
 import path from 'node:path'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { request } from 'undici'
-import { insecureAgent, PG_URL, dropSchema } from '../support/server.js'
+import { insecureAgent, PG_URL, dropSchema, needs } from '../support/server.js'
 import crypto from 'node:crypto'
 
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..')
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..')
 const bin = path.join(root, 'bin', 'svc')
 
 /** Runs bin/svc without blocking the event loop (a blocked loop breaks the test's keep-alive sockets). */
@@ -17,8 +17,12 @@ const svc = (args: string[], env: Record<string, string>): Promise<{ status: num
     const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
-    child.stdout.on('data', (d: Buffer) => { stdout += d })
-    child.stderr.on('data', (d: Buffer) => { stderr += d })
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString()
+    })
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString()
+    })
     child.on('close', (status) => resolve({ status, stdout, stderr }))
   })
 
@@ -43,12 +47,16 @@ function serve(env: Record<string, string>, logFile: string): Promise<{ child: C
 }
 
 for (const engine of ['sqlite', 'postgres'] as const) {
-  describe(`operator CLI against a running server [${engine}]`, () => {
+  describe(`operator CLI against a running server [${engine}]`, engine === 'postgres' ? needs('postgres') : {}, () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-'))
     const schema = `cli_${crypto.randomBytes(4).toString('hex')}`
     const logFile = path.join(dataDir, 'server.log')
     const env: Record<string, string> = {
-      DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info',
+      DATA_DIR: dataDir,
+      PORT: '0',
+      HTTP_PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
       ...(engine === 'postgres' ? { DATABASE_URL: `${PG_URL}?schema=${schema}` } : {}),
     }
     let server: { child: ChildProcess; url: string; httpUrl: string }
@@ -75,15 +83,15 @@ for (const engine of ['sqlite', 'postgres'] as const) {
     })
 
     it('adds a user and creates a key while the server runs; the key works at once', async () => {
-      const add = (await svc(['user', 'add', 'carol', '--password', password], env))
+      const add = await svc(['user', 'add', 'carol', '--password', password], env)
       assert.equal(add.status, 0, add.stderr)
-      const k = (await svc(['key', 'create', 'carol', '--name', 'ci'], env))
+      const k = await svc(['key', 'create', 'carol', '--name', 'ci'], env)
       assert.equal(k.status, 0, k.stderr)
       key = k.stdout.trim()
       assert.match(key, /^[A-Za-z0-9_]{64}$/)
       const r = await request(`${server.url}/svc_api/me`, { headers: { authorization: `Bearer ${key}` }, dispatcher: insecureAgent })
       assert.equal(r.statusCode, 200)
-      assert.equal((await r.body.json() as any).data.username, 'carol')
+      assert.equal(((await r.body.json()) as any).data.username, 'carol')
     })
 
     it('changes the tier, API access and limits of a running account', async () => {
@@ -94,16 +102,16 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       assert.equal((await svc(['user', 'set', 'carol', '--api-access', 'off'], env)).status, 0)
       const denied = await request(`${server.url}/svc_api/me`, { headers: { authorization: `Bearer ${key}` }, dispatcher: insecureAgent })
       assert.equal(denied.statusCode, 403)
-      assert.equal((await denied.body.json() as any).error_code, 1007)
+      assert.equal(((await denied.body.json()) as any).error_code, 1007)
       assert.equal((await svc(['user', 'set', 'carol', '--api-access', 'on', '--limit', 'files=5', '--limit', 'kv_keys=7'], env)).status, 0)
-      const bad = (await svc(['user', 'set', 'carol', '--limit', 'bogus=1'], env))
+      const bad = await svc(['user', 'set', 'carol', '--limit', 'bogus=1'], env)
       assert.notEqual(bad.status, 0)
       assert.match(bad.stderr, /--limit/)
     })
 
     it('refuses reserved and malformed usernames and a second user of the same name', async () => {
       for (const name of ['login', 'API-Keys', 'svc_api', '.well-known', 'healthz', 'favicon.ico', 'a', 'has space']) {
-        const r = (await svc(['user', 'add', name, '--password', password], env))
+        const r = await svc(['user', 'add', name, '--password', password], env)
         assert.notEqual(r.status, 0, name)
       }
       assert.notEqual((await svc(['user', 'add', 'carol', '--password', password], env)).status, 0)
@@ -112,7 +120,7 @@ for (const engine of ['sqlite', 'postgres'] as const) {
     it('answers 1116 on the plain HTTP port and redirects pages there', async () => {
       const r = await request(`${server.httpUrl}/svc_api/me`, { headers: { authorization: `Bearer ${key}` } })
       assert.equal(r.statusCode, 400)
-      assert.equal((await r.body.json() as any).error_code, 1116)
+      assert.equal(((await r.body.json()) as any).error_code, 1116)
       const p = await request(`${server.httpUrl}/`)
       assert.equal(p.statusCode, 301)
       assert.match(String(p.headers.location), /^https:\/\//)
@@ -121,7 +129,7 @@ for (const engine of ['sqlite', 'postgres'] as const) {
 
     it('grants entitlements and creates redeem codes', async () => {
       assert.equal((await svc(['grant', 'carol', 'image-host'], env)).status, 0)
-      const code = (await svc(['redeem-code', 'create', 'hosted-data'], env))
+      const code = await svc(['redeem-code', 'create', 'hosted-data'], env)
       assert.equal(code.status, 0)
       assert.match(code.stdout.trim(), /^DATA-[A-Za-z0-9]{20}$/)
       assert.notEqual((await svc(['grant', 'carol', 'everything'], env)).status, 0)
@@ -129,8 +137,20 @@ for (const engine of ['sqlite', 'postgres'] as const) {
 
     it('keeps no password or key in clear in the database or the logs', async () => {
       // a login and a failed login put the password through the server too
-      await (await request(`${server.url}/login`, { method: 'POST', body: `username=carol&password=${password}`, headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, dispatcher: insecureAgent })).body.dump()
-      await (await request(`${server.url}/svc_api/me?key=${key}`, { headers: { authorization: `Bearer ${key}`, cookie: `session=${key}` }, dispatcher: insecureAgent })).body.dump()
+      await (
+        await request(`${server.url}/login`, {
+          method: 'POST',
+          body: `username=carol&password=${password}`,
+          headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+          dispatcher: insecureAgent,
+        })
+      ).body.dump()
+      await (
+        await request(`${server.url}/svc_api/me?key=${key}`, {
+          headers: { authorization: `Bearer ${key}`, cookie: `session=${key}` },
+          dispatcher: insecureAgent,
+        })
+      ).body.dump()
       const log = fs.readFileSync(logFile, 'utf8')
       assert.ok(log.length > 0)
       assert.ok(!log.includes(password), 'password in log')
@@ -154,10 +174,10 @@ for (const engine of ['sqlite', 'postgres'] as const) {
 
 describe('start-up with a bad configuration', () => {
   it('stops with a message naming the variable', async () => {
-    const r = (await svc(['serve'], { PORT: 'not-a-port', DATA_DIR: os.tmpdir() }))
+    const r = await svc(['serve'], { PORT: 'not-a-port', DATA_DIR: os.tmpdir() })
     assert.equal(r.status, 78)
     assert.match(r.stderr, /PORT/)
-    const r2 = (await svc(['user', 'add', 'x1', '--password', 'whatever1'], { DATABASE_URL: 'mysql://nope' }))
+    const r2 = await svc(['user', 'add', 'x1', '--password', 'whatever1'], { DATABASE_URL: 'mysql://nope' })
     assert.notEqual(r2.status, 0)
     assert.match(r2.stderr, /DATABASE_URL/)
   })

@@ -9,7 +9,9 @@ import { chromium, type BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
 
-const HIGH = JSON.stringify(Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 200 }])))
+const HIGH = JSON.stringify(
+  Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 200 }])),
+)
 /** The sandbox hosted pages get: scripts and forms run in an opaque origin (Origin: null). */
 const PAGE_CSP = 'sandbox allow-scripts allow-forms'
 
@@ -49,22 +51,25 @@ window.sendFetch = async (url, body) => {
 
 /** A tiny HTTPS server on loopback standing in for the public host of user pages. */
 async function startPageServer(dataDir: string, html: () => string) {
-  const server = https.createServer({
-    cert: fs.readFileSync(path.join(dataDir, 'tls-cert.pem')),
-    key: fs.readFileSync(path.join(dataDir, 'tls-key.pem')),
-  }, (req, res) => {
-    if (req.url === '/page.html' || req.url === '/open.html') {
-      // page.html is sandboxed like a hosted page; open.html is an ordinary page of a web origin
-      const csp = req.url === '/page.html' ? { 'content-security-policy': PAGE_CSP } : {}
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'x-content-type-options': 'nosniff', ...csp })
-      res.end(html())
-    } else if (req.url?.startsWith('/thanks.html')) {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-      res.end('<!doctype html><title>thanks</title><p id="done">thanks</p>')
-    } else {
-      res.writeHead(404).end()
-    }
-  })
+  const server = https.createServer(
+    {
+      cert: fs.readFileSync(path.join(dataDir, 'tls-cert.pem')),
+      key: fs.readFileSync(path.join(dataDir, 'tls-key.pem')),
+    },
+    (req, res) => {
+      if (req.url === '/page.html' || req.url === '/open.html') {
+        // page.html is sandboxed like a hosted page; open.html is an ordinary page of a web origin
+        const csp = req.url === '/page.html' ? { 'content-security-policy': PAGE_CSP } : {}
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'x-content-type-options': 'nosniff', ...csp })
+        res.end(html())
+      } else if (req.url?.startsWith('/thanks.html')) {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+        res.end('<!doctype html><title>thanks</title><p id="done">thanks</p>')
+      } else {
+        res.writeHead(404).end()
+      }
+    },
+  )
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const origin = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
   return { origin, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
@@ -76,7 +81,10 @@ describe('forms in a real browser (chromium)', () => {
   before(async () => {
     userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
     context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true, ignoreHTTPSErrors: true,
+      executablePath: CHROMIUM_PATH,
+      args: CHROMIUM_ARGS,
+      headless: true,
+      ignoreHTTPSErrors: true,
     })
   })
   after(async () => {
@@ -101,7 +109,17 @@ describe('forms in a real browser (chromium)', () => {
       it('a sandboxed page submits by fetch and by plain form posts with redirect; the owner sees them', async () => {
         const owner = await s.user()
         const mk = async (body: Record<string, unknown>) => {
-          const r = await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'Contact 联系', fields_config: [{ name: 'name', required: true }, { name: 'email', type: 'email', required: true }], ...body } })
+          const r = await s.post('/svc_api/forms/create', {
+            key: owner.key,
+            json: {
+              form_name: 'Contact 联系',
+              fields_config: [
+                { name: 'name', required: true },
+                { name: 'email', type: 'email', required: true },
+              ],
+              ...body,
+            },
+          })
           assert.equal(r.status, 200, r.text)
           return r.json.data as { id: string; submit_url: string }
         }
@@ -161,7 +179,10 @@ describe('forms in a real browser (chromium)', () => {
           assert.equal(x.ip_prefix, '127.0.0.0/24')
         }
         const viaOrigin = await s.get(`/svc_api/forms/data/${originForm.id}`, { key: owner.key })
-        assert.deepEqual(viaOrigin.json.data.submissions.map((x: any) => x.data.name), ['Open page'])
+        assert.deepEqual(
+          viaOrigin.json.data.submissions.map((x: any) => x.data.name),
+          ['Open page'],
+        )
         assert.equal((await s.get(`/svc_api/forms/data/${foreign.id}`, { key: owner.key })).json.data.total, 0)
         const list = await s.get('/svc_api/forms/list', { key: owner.key })
         assert.equal(list.json.data.quota.submissions_month.used, 4)

@@ -9,9 +9,9 @@ import { request } from 'undici'
 import { ENGINES, PG_URL, dropSchema, insecureAgent, multipart } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { loadConfig } from '../../src/config.js'
-import { createDeps } from '../../src/deps.js'
+import { createDeps } from '../../src/compose.js'
 
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..')
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..')
 const bin = path.join(root, 'bin', 'svc')
 const ROUNDS = 3
 const sha = (b: Buffer | string) => crypto.createHash('sha256').update(b).digest('hex')
@@ -40,12 +40,18 @@ function serve(env: Record<string, string>, log: string): Promise<{ child: Child
         resolve({ child, url: m[1].replace('localhost', '127.0.0.1') })
       }
     })
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`serve exited ${code}: ${buf}`)) })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`serve exited ${code}: ${buf}`))
+    })
   })
 }
 
 /** Versions sent for one name, in order; `acked` is how many of them got a 200. */
-interface History { sent: string[]; acked: number }
+interface History {
+  sent: string[]
+  acked: number
+}
 
 for (const engine of ENGINES) {
   describe(`kill -9 during uploads [${engine}]`, () => {
@@ -55,7 +61,12 @@ for (const engine of ENGINES) {
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-crash-'))
       const schema = `crash_${crypto.randomBytes(4).toString('hex')}`
       const env: Record<string, string> = {
-        DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMITS: HIGH_LIMITS,
+        DATA_DIR: dataDir,
+        PORT: '0',
+        HTTP_PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        RATE_LIMITS: HIGH_LIMITS,
         ...(engine === 'postgres' ? { DATABASE_URL: `${PG_URL}?schema=${schema}` } : {}),
       }
       const log = path.join(dataDir, 'server.log')
@@ -76,7 +87,12 @@ for (const engine of ENGINES) {
           let stop = false
           const post = async (p: string, parts: Parameters<typeof multipart>[0]) => {
             const mp = multipart(parts)
-            const r = await request(s.url + p, { method: 'POST', headers: { ...auth, 'content-type': mp.contentType }, body: mp.body, dispatcher: insecureAgent })
+            const r = await request(s.url + p, {
+              method: 'POST',
+              headers: { ...auth, 'content-type': mp.contentType },
+              body: mp.body,
+              dispatcher: insecureAgent,
+            })
             const text = await r.body.text()
             return { status: r.statusCode, text }
           }
@@ -151,13 +167,16 @@ for (const engine of ENGINES) {
           ackedSingles++
           assert.equal(r.status, 200, `seed ${seed}: acknowledged ${name} is missing`)
           // the last acknowledged version, or the one in flight when the server died
-          assert.ok(h.sent.slice(h.acked - 1, h.acked + 1).includes(sha(r.body)), `seed ${seed}: ${name} is not byte-identical to an acknowledged or in-flight version`)
+          assert.ok(
+            h.sent.slice(h.acked - 1, h.acked + 1).includes(sha(r.body)),
+            `seed ${seed}: ${name} is not byte-identical to an acknowledged or in-flight version`,
+          )
         }
         let ackedBatch = 0
         for (const [k, h] of batchFiles) {
           const [folder, ...rest] = k.split('/')
           const r = await get(`/api/folders/${folder}/file/${rest.join('/')}`)
-          const content = r.status === 200 ? JSON.parse(r.body.toString()).content as string : null
+          const content = r.status === 200 ? (JSON.parse(r.body.toString()).content as string) : null
           if (h.acked === 0) {
             if (content !== null) assert.ok(h.sent.includes(sha(content)), `seed ${seed}: ${k} holds bytes never sent`)
             continue

@@ -16,7 +16,7 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
  * it publicly; plus single files, images and hosted data. Screenshots of the main pages go to
  * test-output/screenshots/.
  */
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..')
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..')
 const shots = path.join(root, 'test-output', 'screenshots')
 
 /** A 1x1 PNG. */
@@ -27,7 +27,7 @@ function png(): Buffer {
       c ^= b
       for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1))
     }
-    return (~c) >>> 0
+    return ~c >>> 0
   }
   const chunk = (type: string, data: Buffer) => {
     const len = Buffer.alloc(4)
@@ -38,8 +38,12 @@ function png(): Buffer {
     return Buffer.concat([len, td, c])
   }
   const ihdr = Buffer.from([0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0])
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr),
-    chunk('IDAT', zlib.deflateSync(Buffer.from([0, 255, 0, 0]))), chunk('IEND', Buffer.alloc(0))])
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', zlib.deflateSync(Buffer.from([0, 255, 0, 0]))),
+    chunk('IEND', Buffer.alloc(0)),
+  ])
 }
 
 for (const engine of ENGINES) {
@@ -57,15 +61,18 @@ for (const engine of ENGINES) {
       await page.goto(s.url + p)
       await page.waitForLoadState('networkidle')
     }
-    const statusText = (id: string) => page.locator(`#${id}`).textContent()
 
     before(async () => {
       fs.mkdirSync(shots, { recursive: true })
       s = await startServer({ engine, env: { RATE_LIMITS: '{"authenticated":{"minute":1000,"hour":10000}}' } })
       tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-web-'))
       ctx = await chromium.launchPersistentContext(path.join(tmp, 'profile'), {
-        executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, ignoreHTTPSErrors: true, locale: 'en-US',
-        viewport: { width: 1200, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'],
+        executablePath: CHROMIUM_PATH,
+        args: CHROMIUM_ARGS,
+        ignoreHTTPSErrors: true,
+        locale: 'en-US',
+        viewport: { width: 1200, height: 900 },
+        permissions: ['clipboard-read', 'clipboard-write'],
       })
       page = ctx.pages()[0] ?? (await ctx.newPage())
       page.setDefaultTimeout(10_000)
@@ -90,7 +97,7 @@ for (const engine of ENGINES) {
       await shot('register')
       await page.getByRole('button', { name: 'Create account' }).click()
       await page.waitForURL('**/dashboard')
-      assert.match(await page.locator('main').textContent() ?? '', new RegExp(`Welcome, ${username}`))
+      assert.match((await page.locator('main').textContent()) ?? '', new RegExp(`Welcome, ${username}`))
       await shot('dashboard')
       // the language switch
       await page.getByRole('link', { name: '中文' }).click()
@@ -144,12 +151,15 @@ for (const engine of ENGINES) {
       const site = path.join(tmp, 'mysite')
       fs.mkdirSync(path.join(site, 'css'), { recursive: true })
       fs.mkdirSync(path.join(site, 'docs', 'deep'), { recursive: true })
-      fs.writeFileSync(path.join(site, 'index.html'), `<!doctype html><html><head><link rel="stylesheet" href="css/site.css"><title>My site</title></head>
+      fs.writeFileSync(
+        path.join(site, 'index.html'),
+        `<!doctype html><html><head><link rel="stylesheet" href="css/site.css"><title>My site</title></head>
 <body><h1 id="title">Hello from my site</h1>
 <form id="contact" action="${submitUrl}" method="post">
 <label>Name <input name="name" id="name"></label>
 <label>Message <textarea name="message" id="message"></textarea></label>
-<button type="submit">Send</button></form></body></html>`)
+<button type="submit">Send</button></form></body></html>`,
+      )
       fs.writeFileSync(path.join(site, 'css', 'site.css'), 'h1 { color: rgb(0, 128, 0); }')
       fs.writeFileSync(path.join(site, 'docs', 'deep', 'page.html'), '<p>deep page</p>')
       fs.writeFileSync(path.join(site, 'docs', '<b id=treeinj>x.txt'), 'a file name with markup')
@@ -169,7 +179,8 @@ for (const engine of ENGINES) {
       await page.getByRole('button', { name: 'Publish', exact: true }).click()
       await page.locator('#project-site').waitFor({ state: 'visible' })
       const siteUrl = await page.locator('#project-site').getAttribute('href')
-      assert.equal(siteUrl, `${s.url}/${username}/mysite/`)
+      // the dashboard links the site on the user's own origin
+      assert.equal(siteUrl, `http://${username}.localhost:${new URL(s.httpUrl).port}/mysite/`)
       await page.locator('#projects-table tbody tr', { hasText: 'mysite' }).getByText('published').waitFor()
       await shot('folders')
 
@@ -191,9 +202,9 @@ for (const engine of ENGINES) {
       await row.getByRole('button', { name: 'Submissions' }).click()
       const sub = page.locator('#subs-table tbody tr', { hasText: 'Visitor' })
       await sub.waitFor()
-      assert.match(await sub.textContent() ?? '', /<img src=x id=injected>Hi there/)
+      assert.match((await sub.textContent()) ?? '', /<img src=x id=injected>Hi there/)
       assert.equal(await page.locator('#injected').count(), 0)
-      assert.match(await sub.getAttribute('class') ?? '', /unread/)
+      assert.match((await sub.getAttribute('class')) ?? '', /unread/)
       const put = page.waitForResponse((r) => r.url().includes('/svc_api/forms/mark_read/'))
       await sub.getByRole('button', { name: 'Mark read' }).click()
       const marked = await put
@@ -211,7 +222,7 @@ for (const engine of ENGINES) {
       await page.getByRole('button', { name: 'Save' }).click()
       const row = page.locator('#kv-table tbody tr', { hasText: 'greeting' })
       await row.waitFor()
-      assert.match(await row.textContent() ?? '', /<b>world<\/b>/)
+      assert.match((await row.textContent()) ?? '', /<b>world<\/b>/)
       await row.getByRole('button', { name: 'Copy public link' }).click()
       const link = await page.evaluate(() => navigator.clipboard.readText())
       assert.equal(link, `${s.url}/svc_api/data/public/${username}/greeting`)
@@ -233,7 +244,10 @@ for (const engine of ENGINES) {
       await page.getByRole('button', { name: 'Upload', exact: true }).click()
       const row = page.locator('#files-table tbody tr', { hasText: 'hello page.html' })
       await row.waitFor()
-      assert.equal(await row.getByRole('link', { name: 'hello page.html' }).getAttribute('href'), `${s.url}/${username}/hello%20page.html`)
+      assert.equal(
+        await row.getByRole('link', { name: 'hello page.html' }).getAttribute('href'),
+        `http://${username}.localhost:${new URL(s.httpUrl).port}/hello%20page.html`,
+      )
       await page.getByLabel('Search by name').fill('nothing-like-this')
       await row.waitFor({ state: 'detached' })
       await page.getByLabel('Search by name').fill('hello')
@@ -251,7 +265,10 @@ for (const engine of ENGINES) {
 
     it('activates images with a redeem code, uploads one and edits its remark', async () => {
       const code = `img-${Date.now()}`
-      await s.deps.db.k.insertInto('redeem_codes').values({ code_hash: sha256hex(code), feature: 'image-host', created_at: Date.now(), redeemed_by: null, redeemed_at: null }).execute()
+      await s.deps.db.k
+        .insertInto('redeem_codes')
+        .values({ code_hash: sha256hex(code), feature: 'image-host', created_at: Date.now(), redeemed_by: null, redeemed_at: null })
+        .execute()
       await go('/dashboard/images')
       await page.getByLabel('Code').fill(code)
       await page.getByRole('button', { name: 'Redeem' }).click()
@@ -271,7 +288,10 @@ for (const engine of ENGINES) {
 
     it('activates hosted data, creates a file with two versions and switches the default', async () => {
       const code = `data-${Date.now()}`
-      await s.deps.db.k.insertInto('redeem_codes').values({ code_hash: sha256hex(code), feature: 'hosted-data', created_at: Date.now(), redeemed_by: null, redeemed_at: null }).execute()
+      await s.deps.db.k
+        .insertInto('redeem_codes')
+        .values({ code_hash: sha256hex(code), feature: 'hosted-data', created_at: Date.now(), redeemed_by: null, redeemed_at: null })
+        .execute()
       await go('/dashboard/data')
       await page.getByLabel('Code').fill(code)
       await page.getByRole('button', { name: 'Redeem' }).click()

@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { expectError, rowLabel } from '../support/errors.js'
 import { FakeClock } from '../../src/util/clock.js'
 
 for (const engine of ENGINES) {
@@ -8,7 +9,16 @@ for (const engine of ENGINES) {
     let s: TestServer
     const clock = new FakeClock()
     before(async () => {
-      s = await startServer({ engine, clock, env: { RATE_LIMITS: JSON.stringify({ authenticated: { minute: 10000, hour: 10000, day: 100000, concurrent: 100 }, default: { minute: 10000, hour: 10000, day: 100000, concurrent: 100 } }) } })
+      s = await startServer({
+        engine,
+        clock,
+        env: {
+          RATE_LIMITS: JSON.stringify({
+            authenticated: { minute: 10000, hour: 10000, day: 100000, concurrent: 100 },
+            default: { minute: 10000, hour: 10000, day: 100000, concurrent: 100 },
+          }),
+        },
+      })
     })
     after(() => s.close())
 
@@ -113,18 +123,32 @@ for (const engine of ENGINES) {
       assert.equal((await s.deps.apiKeys.list(u.id)).length, 10)
     })
 
-    it('refuses cookie-authenticated writes from another site but not from scripts or the same origin', async () => {
-      const u = await s.user()
-      const cookie = await s.login(u.username, u.password)
-      for (const headers of [{ origin: 'null' }, { origin: 'https://evil.test' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }] as Record<string, string>[]) {
-        const r = await s.post('/svc_api/api-keys', { cookie, json: { name: 'x' }, headers })
-        assert.equal(r.status, 403, JSON.stringify(headers))
-        assert.equal(r.json.error_code, 1008)
+    describe('refuses cookie-authenticated writes from another site but not from scripts or the same origin', () => {
+      let u: Awaited<ReturnType<TestServer['user']>>
+      let cookie: string
+      before(async () => {
+        u = await s.user()
+        cookie = await s.login(u.username, u.password)
+      })
+      const crossSite: Record<string, string>[] = [
+        { origin: 'null' },
+        { origin: 'https://evil.test' },
+        { 'sec-fetch-site': 'cross-site' },
+        { 'sec-fetch-site': 'same-site' },
+      ]
+      for (const headers of crossSite) {
+        it(`${rowLabel(headers)}: 403 / 1008`, async () => {
+          expectError(await s.post('/svc_api/api-keys', { cookie, json: { name: 'x' }, headers }), 403, 1008)
+        })
       }
-      assert.equal((await s.deps.apiKeys.list(u.id)).length, 1, 'nothing was created')
-      assert.equal((await s.post('/svc_api/api-keys', { cookie, json: { name: 'cli' } })).status, 200)
-      // an API key request is not subject to the cookie rule
-      assert.equal((await s.get('/svc_api/me', { key: u.key, headers: { origin: 'https://evil.test' } })).status, 200)
+      it('after them all, no key was created', async () => {
+        assert.equal((await s.deps.apiKeys.list(u.id)).length, 1)
+      })
+      it('a script (no Origin, no fetch metadata) and an API key from any origin pass', async () => {
+        assert.equal((await s.post('/svc_api/api-keys', { cookie, json: { name: 'cli' } })).status, 200)
+        // an API key request is not subject to the cookie rule
+        assert.equal((await s.get('/svc_api/me', { key: u.key, headers: { origin: 'https://evil.test' } })).status, 200)
+      })
     })
 
     it('refuses a login posted from another origin (login CSRF)', async () => {
@@ -140,7 +164,10 @@ for (const engine of ENGINES) {
       const u = await s.user()
       const v = await s.user()
       for (let i = 0; i < 10; i++) {
-        const r = await s.post('/login', { form: { username: u.username, password: 'wrong-wrong' }, headers: { accept: 'application/json', 'x-forwarded-for': `10.0.0.${i}` } })
+        const r = await s.post('/login', {
+          form: { username: u.username, password: 'wrong-wrong' },
+          headers: { accept: 'application/json', 'x-forwarded-for': `10.0.0.${i}` },
+        })
         assert.equal(r.status, 401)
       }
       const blocked = await s.post('/login', { form: { username: u.username, password: u.password }, headers: { accept: 'application/json' } })
@@ -166,7 +193,10 @@ for (const engine of ENGINES) {
       const u = await s.user()
       const cookie = await s.login(u.username, u.password)
       const { sha256hex } = await import('../../src/auth/tokens.js')
-      await s.deps.db.k.insertInto('redeem_codes').values({ code_hash: sha256hex('IMG-test-code-123'), feature: 'image-host', created_at: clock.now(), redeemed_by: null, redeemed_at: null }).execute()
+      await s.deps.db.k
+        .insertInto('redeem_codes')
+        .values({ code_hash: sha256hex('IMG-test-code-123'), feature: 'image-host', created_at: clock.now(), redeemed_by: null, redeemed_at: null })
+        .execute()
       const byKey = await s.post('/api/redeem', { key: u.key, json: { code: 'IMG-test-code-123' } })
       assert.equal(byKey.status, 403)
       assert.deepEqual(Object.keys(byKey.json).sort(), ['message', 'success'])

@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { expectError } from '../support/errors.js'
 
 for (const engine of ENGINES) {
   describe(`authentication [${engine}]`, () => {
@@ -21,18 +22,22 @@ for (const engine of ENGINES) {
       assert.equal(r.header('x-ratelimit-remaining'), '59')
     })
 
-    it('answers 1001 without credentials and 1002 for a malformed, unknown or query-string key', async () => {
-      const none = await s.get('/svc_api/me')
-      assert.equal(none.status, 401)
-      assert.equal(none.json.error_code, 1001)
-      assert.equal(none.json.error_type, 'AUTH_ERROR')
-      for (const k of ['short', 'svc_' + 'x'.repeat(60)]) {
-        const r = await s.get('/svc_api/me', { key: k })
-        assert.equal(r.status, 401)
-        assert.equal(r.json.error_code, 1002)
+    describe('answers 1001 without credentials and 1002 for a malformed, unknown or query-string key', () => {
+      it('no credentials: 401 / 1001', async () => {
+        const none = await s.get('/svc_api/me')
+        expectError(none, 401, 1001)
+        assert.equal(none.json.error_type, 'AUTH_ERROR')
+      })
+      for (const [label, k] of [
+        ['a malformed key', 'short'],
+        ['an unknown key', 'svc_' + 'x'.repeat(60)],
+      ]) {
+        it(`${label}: 401 / 1002`, async () => expectError(await s.get('/svc_api/me', { key: k }), 401, 1002))
       }
-      const q = await s.get(`/svc_api/me?key=${alice.key}&api_key=${alice.key}`)
-      assert.equal(q.json.error_code, 1001)
+      it('a key in the query string is not read: 1001', async () => {
+        const q = await s.get(`/svc_api/me?key=${alice.key}&api_key=${alice.key}`)
+        assert.equal(q.json.error_code, 1001)
+      })
     })
 
     it('answers 1116 on plain HTTP API paths before any auth error, and redirects pages', async () => {

@@ -3,13 +3,17 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import crypto from 'node:crypto'
-import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
+import { ENGINES, startServer, multipart, type Res, type TestServer } from '../support/server.js'
+import { expectError } from '../support/errors.js'
 import { HTML, HIGH_LIMITS, uploadFile } from '../support/hosting.js'
 import { FakeClock } from '../../src/util/clock.js'
 
 const BEIJING = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/
 const ISO_MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+08:00$/
-const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201e2a0b1500000000049454e44ae426082', 'hex')
+const PNG = Buffer.from(
+  '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201e2a0b1500000000049454e44ae426082',
+  'hex',
+)
 
 for (const engine of ENGINES) {
   describe(`single files [${engine}]`, () => {
@@ -28,7 +32,9 @@ for (const engine of ENGINES) {
       assert.equal(r.json.success, true)
       assert.equal(typeof r.json.message, 'string')
       const d = r.json.data
-      assert.deepEqual(Object.keys(d).sort(), ['created_at', 'file_name', 'file_size', 'is_update', 'project_name', 'updated_at', 'url'])
+      // the spec's fields, and site_url beside url: the page on the user's own origin
+      assert.deepEqual(Object.keys(d).sort(), ['created_at', 'file_name', 'file_size', 'is_update', 'project_name', 'site_url', 'updated_at', 'url'])
+      assert.equal(d.site_url, `http://${alice.username}.localhost:${new URL(s.httpUrl).port}/hello.html`)
       assert.equal(d.file_name, 'hello.html')
       assert.equal(d.project_name, 'hello.html')
       assert.equal(d.file_size, Buffer.byteLength(HTML('hello')))
@@ -58,43 +64,87 @@ for (const engine of ENGINES) {
       assert.deepEqual(row, { description: 'd1', project_name: 'My Project' })
     })
 
-    it('answers each upload error in its format (scenario table)', async () => {
-      const noPerm = await s.user()
-      await s.deps.users.update(noPerm.username, { api_access: false })
+    describe('answers each upload error in its format (scenario table)', () => {
+      let noPerm: Awaited<ReturnType<TestServer['user']>>
+      let rowsBefore: number
+      const rowCount = async () => (await s.deps.db.k.selectFrom('files').select('id').execute()).length
+      before(async () => {
+        noPerm = await s.user()
+        await s.deps.users.update(noPerm.username, { api_access: false })
+        rowsBefore = await rowCount()
+      })
       const nameOnly = multipart([{ name: 'project_name', data: 'x' }])
-      const cases: Array<{ name: string; run: () => Promise<import('../support/server.js').Res>; status: number; code: string | number; detail?: RegExp }> = [
-        { name: 'no file part', status: 400, code: 'NO_FILE', run: () => s.post('/svc_api/upload', { key: alice.key, body: nameOnly.body, headers: { 'content-type': nameOnly.contentType } }) },
+      const cases: Array<{ name: string; run: () => Promise<Res>; status: number; code: string | number; detail?: RegExp }> = [
+        {
+          name: 'no file part',
+          status: 400,
+          code: 'NO_FILE',
+          run: () => s.post('/svc_api/upload', { key: alice.key, body: nameOnly.body, headers: { 'content-type': nameOnly.contentType } }),
+        },
         { name: 'not multipart', status: 400, code: 'NO_FILE', run: () => s.post('/svc_api/upload', { key: alice.key, json: { file: 'x' } }) },
         { name: 'empty file name', status: 400, code: 'NO_FILE', run: () => uploadFile(s, { key: alice.key }, '', HTML('x')) },
         { name: 'empty file', status: 400, code: 'EMPTY_FILE', run: () => uploadFile(s, { key: alice.key }, 'empty.html', '') },
-        { name: 'PNG bytes named .html', status: 400, code: 'VALIDATION_FAILED', detail: /image\/png/, run: () => uploadFile(s, { key: alice.key }, 'x.html', PNG) },
-        { name: 'plain text named .html', status: 400, code: 'VALIDATION_FAILED', detail: /text\/plain/, run: () => uploadFile(s, { key: alice.key }, 'x.html', 'just words, no markup') },
-        { name: 'JSON named .html', status: 400, code: 'VALIDATION_FAILED', detail: /application\/json/, run: () => uploadFile(s, { key: alice.key }, 'x.html', '{"a": 1}') },
-        { name: 'NUL bytes', status: 400, code: 'VALIDATION_FAILED', detail: /octet-stream/, run: () => uploadFile(s, { key: alice.key }, 'x.html', Buffer.from('<p>a\u0000b</p>')) },
+        {
+          name: 'PNG bytes named .html',
+          status: 400,
+          code: 'VALIDATION_FAILED',
+          detail: /image\/png/,
+          run: () => uploadFile(s, { key: alice.key }, 'x.html', PNG),
+        },
+        {
+          name: 'plain text named .html',
+          status: 400,
+          code: 'VALIDATION_FAILED',
+          detail: /text\/plain/,
+          run: () => uploadFile(s, { key: alice.key }, 'x.html', 'just words, no markup'),
+        },
+        {
+          name: 'JSON named .html',
+          status: 400,
+          code: 'VALIDATION_FAILED',
+          detail: /application\/json/,
+          run: () => uploadFile(s, { key: alice.key }, 'x.html', '{"a": 1}'),
+        },
+        {
+          name: 'NUL bytes',
+          status: 400,
+          code: 'VALIDATION_FAILED',
+          detail: /octet-stream/,
+          run: () => uploadFile(s, { key: alice.key }, 'x.html', Buffer.from('<p>a\u0000b</p>')),
+        },
         { name: '.txt extension', status: 400, code: 'VALIDATION_FAILED', detail: /\.txt/, run: () => uploadFile(s, { key: alice.key }, 'x.txt', HTML('x')) },
         { name: 'API permission disabled', status: 403, code: 'API_PERMISSION_DENIED', run: () => uploadFile(s, { key: noPerm.key }, 'x.html', HTML('x')) },
         { name: 'no credentials', status: 401, code: 1001, run: () => uploadFile(s, {}, 'x.html', HTML('x')) },
         { name: 'traversal in the name', status: 400, code: 1110, run: () => uploadFile(s, { key: alice.key }, '../x.html', HTML('x')) },
         { name: 'NUL in the name', status: 400, code: 1110, run: () => uploadFile(s, { key: alice.key }, 'a\u0000.html', HTML('x')) },
-        { name: 'control char in project_name', status: 400, code: 1106, run: () => uploadFile(s, { key: alice.key }, 'pn.html', HTML('x'), { project_name: 'a\u0000b' }) },
+        {
+          name: 'control char in project_name',
+          status: 400,
+          code: 1106,
+          run: () => uploadFile(s, { key: alice.key }, 'pn.html', HTML('x'), { project_name: 'a\u0000b' }),
+        },
       ]
-      const before = await s.deps.db.k.selectFrom('files').select('id').execute()
       for (const c of cases) {
-        const r = await c.run()
-        assert.equal(r.status, c.status, `${c.name}: ${r.text}`)
-        assert.equal(r.json.success, false, c.name)
-        assert.equal(r.json.error_code, c.code, `${c.name}: ${r.text}`)
-        if (typeof c.code === 'string') assert.deepEqual(Object.keys(r.json).sort(), ['error_code', 'message', 'success'], c.name)
-        else assert.equal(typeof r.json.error_type, 'string', c.name)
-        if (c.detail) assert.match(r.json.message, c.detail, c.name)
+        it(`${c.name}: ${c.status} / ${c.code}`, async () => {
+          const r = await c.run()
+          expectError(r, c.status, c.code)
+          // format B carries nothing but these three
+          if (typeof c.code === 'string') assert.deepEqual(Object.keys(r.json).sort(), ['error_code', 'message', 'success'])
+          if (c.detail) assert.match(r.json.message, c.detail)
+        })
       }
-      const after = await s.deps.db.k.selectFrom('files').select('id').execute()
-      assert.equal(after.length, before.length, 'no row was written by a refused upload')
+      it('after them all, no row was written by a refused upload', async () => {
+        assert.equal(await rowCount(), rowsBefore)
+      })
     })
 
     it('accepts .htm, upper-case extensions and non-UTF-8 HTML (served without a charset)', async () => {
       const gbk = Buffer.concat([Buffer.from('<html><meta charset="gbk"><body>'), Buffer.from([0xc4, 0xe3, 0xba, 0xc3]), Buffer.from('</body></html>')])
-      for (const [name, data] of [['a.htm', HTML('a')], ['B.HTML', HTML('b')], ['gbk.html', gbk]] as const) {
+      for (const [name, data] of [
+        ['a.htm', HTML('a')],
+        ['B.HTML', HTML('b')],
+        ['gbk.html', gbk],
+      ] as const) {
         const r = await uploadFile(s, { key: alice.key }, name, data)
         assert.equal(r.status, 200, `${name}: ${r.text}`)
       }
@@ -110,31 +160,51 @@ for (const engine of ENGINES) {
       assert.deepEqual(r.json, {
         success: true,
         data: {
-          max_file_size: 16777216, max_file_size_mb: 16, max_files_per_user: 100, current_file_count: 1,
-          remaining_quota: 99, allowed_extensions: ['.html', '.htm'], api_version: '1.1.2',
+          max_file_size: 16777216,
+          max_file_size_mb: 16,
+          max_files_per_user: 100,
+          current_file_count: 1,
+          remaining_quota: 99,
+          allowed_extensions: ['.html', '.htm'],
+          api_version: '1.1.2',
         },
       })
     })
 
-    it('lists newest first with page, per_page, search and the four is_featured spellings', async () => {
-      const carol = await s.user()
+    describe('lists newest first with page, per_page, search and the four is_featured spellings', () => {
+      let carol: Awaited<ReturnType<TestServer['user']>>
       const names = ['alpha.html', 'beta.html', 'gamma.html', 'Delta_1.html', 'epsilon.html']
-      for (const n of names) {
-        clock.advance(1000)
-        const r = await uploadFile(s, { key: carol.key }, n, HTML(n), n === 'gamma.html' ? { project_name: 'Landing 100%' } : {})
-        assert.equal(r.status, 200, r.text)
-      }
-      await s.deps.db.k.updateTable('files').set({ is_featured: 1 }).where('user_id', '=', carol.id).where('file_name', 'in', ['beta.html', 'epsilon.html']).execute()
-      const all = await s.get('/svc_api/files', { key: carol.key })
-      assert.equal(all.status, 200)
-      assert.deepEqual(Object.keys(all.json.data).sort(), ['files', 'page', 'per_page', 'total', 'total_pages'])
-      assert.deepEqual(all.json.data.files.map((f: any) => f.file_name), [...names].reverse())
-      assert.equal(all.json.data.per_page, 20)
-      const item = all.json.data.files[0]
-      assert.deepEqual(Object.keys(item).sort(), ['created_at', 'file_name', 'file_size', 'is_featured', 'project_name', 'updated_at', 'url'])
-      assert.match(item.created_at, ISO_MICROS)
-      assert.equal(item.updated_at, null)
-      assert.equal(item.url, `${s.url}/${carol.username}/epsilon.html`)
+      const list = (q = '') => s.get(`/svc_api/files${q}`, { key: carol.key })
+      before(async () => {
+        carol = await s.user()
+        for (const n of names) {
+          clock.advance(1000)
+          const r = await uploadFile(s, { key: carol.key }, n, HTML(n), n === 'gamma.html' ? { project_name: 'Landing 100%' } : {})
+          assert.equal(r.status, 200, r.text)
+        }
+        await s.deps.db.k
+          .updateTable('files')
+          .set({ is_featured: 1 })
+          .where('user_id', '=', carol.id)
+          .where('file_name', 'in', ['beta.html', 'epsilon.html'])
+          .execute()
+      })
+
+      it('lists every file newest first, each with the spec fields', async () => {
+        const all = await list()
+        assert.equal(all.status, 200)
+        assert.deepEqual(Object.keys(all.json.data).sort(), ['files', 'page', 'per_page', 'total', 'total_pages'])
+        assert.deepEqual(
+          all.json.data.files.map((f: any) => f.file_name),
+          [...names].reverse(),
+        )
+        assert.equal(all.json.data.per_page, 20)
+        const item = all.json.data.files[0]
+        assert.deepEqual(Object.keys(item).sort(), ['created_at', 'file_name', 'file_size', 'is_featured', 'project_name', 'site_url', 'updated_at', 'url'])
+        assert.match(item.created_at, ISO_MICROS)
+        assert.equal(item.updated_at, null)
+        assert.equal(item.url, `${s.url}/${carol.username}/epsilon.html`)
+      })
 
       const table: Array<[string, string[]]> = [
         ['?page=1&per_page=2', ['epsilon.html', 'Delta_1.html']],
@@ -154,30 +224,46 @@ for (const engine of ENGINES) {
         ['?is_featured=1&search=eps', ['epsilon.html']],
       ]
       for (const [q, want] of table) {
-        const r = await s.get(`/svc_api/files${q}`, { key: carol.key })
-        assert.equal(r.status, 200, `${q}: ${r.text}`)
-        assert.deepEqual(r.json.data.files.map((f: any) => f.file_name), want, q)
+        it(`${q}: ${want.join(', ') || 'none'}`, async () => {
+          const r = await list(q)
+          assert.equal(r.status, 200, r.text)
+          assert.deepEqual(
+            r.json.data.files.map((f: any) => f.file_name),
+            want,
+          )
+        })
       }
-      const paged = await s.get('/svc_api/files?page=2&per_page=2', { key: carol.key })
-      assert.deepEqual([paged.json.data.page, paged.json.data.per_page, paged.json.data.total, paged.json.data.total_pages], [2, 2, 5, 3])
-      assert.equal(all.json.data.files.find((f: any) => f.file_name === 'beta.html').is_featured, true)
-      assert.equal(all.json.data.files.find((f: any) => f.file_name === 'alpha.html').is_featured, false)
+
+      it('pages count the whole list; is_featured is a boolean', async () => {
+        const all = await list()
+        const paged = await list('?page=2&per_page=2')
+        assert.deepEqual([paged.json.data.page, paged.json.data.per_page, paged.json.data.total, paged.json.data.total_pages], [2, 2, 5, 3])
+        assert.equal(all.json.data.files.find((f: any) => f.file_name === 'beta.html').is_featured, true)
+        assert.equal(all.json.data.files.find((f: any) => f.file_name === 'alpha.html').is_featured, false)
+      })
 
       const bad: Array<[string, number]> = [
-        ['?page=0', 1107], ['?page=-1', 1107], ['?page=abc', 1107], ['?page=1.5', 1107],
-        ['?per_page=0', 1108], ['?per_page=101', 1108], ['?per_page=x', 1108],
-        ['?is_featured=yes', 1106], ['?search=%00', 1106],
+        ['?page=0', 1107],
+        ['?page=-1', 1107],
+        ['?page=abc', 1107],
+        ['?page=1.5', 1107],
+        ['?per_page=0', 1108],
+        ['?per_page=101', 1108],
+        ['?per_page=x', 1108],
+        ['?is_featured=yes', 1106],
+        ['?search=%00', 1106],
       ]
       for (const [q, code] of bad) {
-        const r = await s.get(`/svc_api/files${q}`, { key: carol.key })
-        assert.equal(r.status, 400, q)
-        assert.equal(r.json.error_code, code, q)
+        it(`${q}: 400 / ${code}`, async () => expectError(await list(q), 400, code))
       }
-      const other = await s.get('/svc_api/files', { key: alice.key })
-      assert.ok(!other.json.data.files.some((f: any) => f.file_name === 'gamma.html'), 'only the caller\'s files')
+
+      it("lists only the caller's files", async () => {
+        const other = await s.get('/svc_api/files', { key: alice.key })
+        assert.ok(!other.json.data.files.some((f: any) => f.file_name === 'gamma.html'), "only the caller's files")
+      })
     })
 
-    it('deletes a file (beyond the spec); a missing or another user\'s file is 404', async () => {
+    it("deletes a file (beyond the spec); a missing or another user's file is 404", async () => {
       const dave = await s.user()
       await uploadFile(s, { key: dave.key }, 'gone soon.html', HTML('x'))
       const other = await s.request('DELETE', '/svc_api/files/gone%20soon.html', { key: alice.key })

@@ -14,13 +14,21 @@ for (const engine of ENGINES) {
     })
     after(() => s.close())
 
-    it('lists the caller\'s projects with state, file count and site URL; never another user\'s', async () => {
+    it("lists the caller's projects with state, file count and site URL; never another user's", async () => {
       const u = await s.user()
       const other = await s.user()
       const empty = await s.get('/api/folders', { key: u.key })
       assert.equal(empty.status, 200)
       assert.deepEqual(empty.json, { success: true, folders: [] })
-      assert.equal((await batchUpload(s, { key: u.key }, 'alpha', [{ filename: 'index.html', data: HTML('a') }, { filename: 'css/a.css', data: 'a{}' }])).status, 200)
+      assert.equal(
+        (
+          await batchUpload(s, { key: u.key }, 'alpha', [
+            { filename: 'index.html', data: HTML('a') },
+            { filename: 'css/a.css', data: 'a{}' },
+          ])
+        ).status,
+        200,
+      )
       assert.equal((await batchUpload(s, { key: u.key }, 'beta', [{ filename: 'x.txt', data: 'x' }])).status, 200)
       assert.equal((await batchUpload(s, { key: other.key }, 'secret', [{ filename: 'index.html', data: HTML('s') }])).status, 200)
       assert.equal((await s.post('/api/folders/alpha/publish', { key: u.key })).status, 200)
@@ -30,7 +38,7 @@ for (const engine of ENGINES) {
       assert.ok(r.header('x-ratelimit-limit'))
       const byName = Object.fromEntries(r.json.folders.map((f: any) => [f.name, f]))
       assert.deepEqual(Object.keys(byName).sort(), ['alpha', 'beta'])
-      assert.deepEqual(Object.keys(byName.alpha).sort(), ['file_count', 'is_published', 'name', 'updated_at', 'website_url'])
+      assert.deepEqual(Object.keys(byName.alpha).sort(), ['file_count', 'is_published', 'name', 'site_url', 'updated_at', 'website_url'])
       assert.equal(byName.alpha.is_published, true)
       assert.equal(byName.alpha.file_count, 2)
       assert.equal(byName.alpha.website_url, `${s.url}/${u.username}/alpha/`)

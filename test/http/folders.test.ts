@@ -5,6 +5,7 @@ import path from 'node:path'
 import crypto from 'node:crypto'
 import { ENGINES, startServer, multipart, type Res, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+import { expectError, rowLabel } from '../support/errors.js'
 
 const ISO_LOCAL = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex')
@@ -20,9 +21,30 @@ function walk(dir: string, base = dir): string[] {
 
 /** Path payloads from the checklist (B1/B2), as multipart file names. */
 const EVIL_NAMES = [
-  '../x', '..\\x', '/etc/passwd', 'C:\\x', 'C:x', '\\\\srv\\s', 'a\u0000.html', '..%2fx', '%2e%2e/x', '%2e%2e%2fx',
-  '%252e%252e%252f', '..%5cx', '%c0%ae%c0%ae/', '．．／x', 'a//b', './a', 'a/./b', 'a/../b', 'x'.repeat(256),
-  Array.from({ length: 1000 }, () => 'd').join('/') + '/f', 'a\u202etxt.html', 'a\u0001b', 'a/', '',
+  '../x',
+  '..\\x',
+  '/etc/passwd',
+  'C:\\x',
+  'C:x',
+  '\\\\srv\\s',
+  'a\u0000.html',
+  '..%2fx',
+  '%2e%2e/x',
+  '%2e%2e%2fx',
+  '%252e%252e%252f',
+  '..%5cx',
+  '%c0%ae%c0%ae/',
+  '．．／x',
+  'a//b',
+  './a',
+  'a/./b',
+  'a/../b',
+  'x'.repeat(256),
+  Array.from({ length: 1000 }, () => 'd').join('/') + '/f',
+  'a\u202etxt.html',
+  'a\u0001b',
+  'a/',
+  '',
 ]
 
 for (const engine of ENGINES) {
@@ -42,7 +64,7 @@ for (const engine of ENGINES) {
       const r = await batchUpload(s, { key: u.key }, 'site', [
         { filename: 'index.html', data: HTML('home') },
         { filename: 'css/site.css', data: 'body{color:red}' },
-        { filenameStar: "js%2Fapp%20one.js", data: 'console.log(1)' },
+        { filenameStar: 'js%2Fapp%20one.js', data: 'console.log(1)' },
         { filename: 'img/deep/dir/p.png', data: PNG },
       ])
       assert.equal(r.status, 200, r.text)
@@ -63,8 +85,14 @@ for (const engine of ENGINES) {
     })
 
     it('answers a conflict: 400 with errors[] when every file exists, 200 with failed_count when some do, overwrites on request', async () => {
-      await batchUpload(s, { key: u.key }, 'conf', [{ filename: 'a.txt', data: 'a1' }, { filename: 'b.txt', data: 'b1' }])
-      const all = await batchUpload(s, { key: u.key }, 'conf', [{ filename: 'a.txt', data: 'a2' }, { filename: 'b.txt', data: 'b2' }])
+      await batchUpload(s, { key: u.key }, 'conf', [
+        { filename: 'a.txt', data: 'a1' },
+        { filename: 'b.txt', data: 'b1' },
+      ])
+      const all = await batchUpload(s, { key: u.key }, 'conf', [
+        { filename: 'a.txt', data: 'a2' },
+        { filename: 'b.txt', data: 'b2' },
+      ])
       assert.equal(all.status, 400, all.text)
       assert.equal(all.json.success, false)
       assert.equal(all.json.error_code, 1312)
@@ -78,7 +106,10 @@ for (const engine of ENGINES) {
       }
       const explicitFalse = await batchUpload(s, { key: u.key }, 'conf', [{ filename: 'a.txt', data: 'a2' }], false)
       assert.equal(explicitFalse.status, 400)
-      const partial = await batchUpload(s, { key: u.key }, 'conf', [{ filename: 'a.txt', data: 'a2' }, { filename: 'c.txt', data: 'c1' }])
+      const partial = await batchUpload(s, { key: u.key }, 'conf', [
+        { filename: 'a.txt', data: 'a2' },
+        { filename: 'c.txt', data: 'c1' },
+      ])
       assert.equal(partial.status, 200, partial.text)
       assert.equal(partial.json.success, true)
       assert.equal(partial.json.uploaded_count, 1)
@@ -119,30 +150,61 @@ for (const engine of ENGINES) {
       }
     })
 
-    it('refuses bad {folder_path} and {filepath} URL forms with 400/403/404, never 500', async () => {
-      await batchUpload(s, { key: u.key }, 'safe', [{ filename: 'index.html', data: HTML('safe') }, { filename: 'sub/a.txt', data: 'a' }])
+    describe('refuses bad {folder_path} and {filepath} URL forms with 400/403/404, never 500', () => {
+      before(async () => {
+        await batchUpload(s, { key: u.key }, 'safe', [
+          { filename: 'index.html', data: HTML('safe') },
+          { filename: 'sub/a.txt', data: 'a' },
+        ])
+      })
+      /** A bad path in a URL: 400, 403 or 404 in the error shape, and no file content. */
+      const expectPathRefused = (r: Res, url: string) => {
+        assert.ok([400, 403, 404].includes(r.status), `${url}: ${r.status} ${r.text}`)
+        assert.equal(r.json?.success, false, url)
+        assert.ok(!r.text.includes('"content"'), url)
+      }
       const payloads = [
-        '..', '..%2fx', '%2e%2e', '%2e%2e%2fx', '%252e%252e%252f', '..%5cx', '..%5C', '%2Fetc%2Fpasswd', 'C%3A%5Cx',
-        '%5C%5Csrv%5Cs', 'a%00.html', '%c0%ae%c0%ae', '%EF%BC%8E%EF%BC%8E%EF%BC%8Fx', 'x'.repeat(256), '%E0%A4%A', '.', 'a%0Ab',
+        '..',
+        '..%2fx',
+        '%2e%2e',
+        '%2e%2e%2fx',
+        '%252e%252e%252f',
+        '..%5cx',
+        '..%5C',
+        '%2Fetc%2Fpasswd',
+        'C%3A%5Cx',
+        '%5C%5Csrv%5Cs',
+        'a%00.html',
+        '%c0%ae%c0%ae',
+        '%EF%BC%8E%EF%BC%8E%EF%BC%8Fx',
+        'x'.repeat(256),
+        '%E0%A4%A',
+        '.',
+        'a%0Ab',
       ]
       for (const p of payloads) {
-        for (const url of [`/api/folders/${p}/files`, `/api/folders/safe/file/${p}`, `/api/folders/safe/file/sub/${p}`, `/api/folders/${p}/publish`]) {
-          const r = await s.request(url.endsWith('publish') ? 'POST' : 'GET', url, { key: u.key })
-          assert.ok([400, 403, 404].includes(r.status), `${url}: ${r.status} ${r.text}`)
-          assert.equal(r.json?.success, false, url)
-          assert.ok(!r.text.includes('"content"'), url)
-        }
+        it(`${rowLabel(p, 60)}: as a project, a file and a sub-folder file, 400/403/404`, async () => {
+          for (const url of [`/api/folders/${p}/files`, `/api/folders/safe/file/${p}`, `/api/folders/safe/file/sub/${p}`, `/api/folders/${p}/publish`]) {
+            expectPathRefused(await s.request(url.endsWith('publish') ? 'POST' : 'GET', url, { key: u.key }), url)
+          }
+        })
       }
-      const deep = await s.get(`/api/folders/safe/file/${Array.from({ length: 1000 }, () => 'd').join('/')}`, { key: u.key })
-      assert.equal(deep.status, 400)
-      const dbl = await s.get('/api/folders/safe/file/sub//a.txt', { key: u.key })
-      assert.equal(dbl.status, 400)
+      it('a file path 1000 segments deep: 400', async () => {
+        const deep = await s.get(`/api/folders/safe/file/${Array.from({ length: 1000 }, () => 'd').join('/')}`, { key: u.key })
+        assert.equal(deep.status, 400)
+      })
+      it('an empty segment (sub//a.txt): 400', async () => {
+        const dbl = await s.get('/api/folders/safe/file/sub//a.txt', { key: u.key })
+        assert.equal(dbl.status, 400)
+      })
     })
 
     it('reads files: text content, null for binary, omitted over 5 MB; 404 / 403 for missing ones', async () => {
       const big = Buffer.alloc(5 * 1024 * 1024 + 1, 0x61)
       await batchUpload(s, { key: u.key }, 'read', [
-        { filename: 'docs/readme.md', data: '# 标题\n' }, { filename: 'p.png', data: PNG }, { filename: 'big.txt', data: big },
+        { filename: 'docs/readme.md', data: '# 标题\n' },
+        { filename: 'p.png', data: PNG },
+        { filename: 'big.txt', data: big },
         { filename: 'exact.txt', data: big.subarray(1) },
       ])
       const t = await s.get('/api/folders/read/file/docs/readme.md', { key: u.key })
@@ -171,35 +233,41 @@ for (const engine of ENGINES) {
       assert.equal(noFolder.json.error_code, 1312)
     })
 
-    it('answers 403 / 1312 (format A with details.info) for a missing or another user\'s project', async () => {
-      const other = await s.user()
-      await batchUpload(s, { key: other.key }, 'theirs', [{ filename: 'index.html', data: HTML('t') }])
-      const cases = [
-        () => files('does-not-exist'),
-        () => files('theirs'),
-        () => files(`${other.username}/theirs`),
-        () => files(`${other.username}%2Ftheirs`),
-        () => s.get(`/api/folders/${other.username}/theirs/file/index.html`, { key: u.key }),
-        () => s.post(`/api/folders/${other.username}/theirs/publish`, { key: u.key }),
-        () => s.post('/api/folders/theirs/publish', { key: u.key }),
-        () => batchUpload(s, { key: u.key }, `${other.username}/theirs`, [{ filename: 'x.txt', data: 'x' }]),
+    describe("answers 403 / 1312 (format A with details.info) for a missing or another user's project", () => {
+      let other: Awaited<ReturnType<TestServer['user']>>
+      before(async () => {
+        other = await s.user()
+        await batchUpload(s, { key: other.key }, 'theirs', [{ filename: 'index.html', data: HTML('t') }])
+      })
+      const cases: Array<[string, () => Promise<Res>]> = [
+        ['list a missing project', () => files('does-not-exist')],
+        ['list theirs by its bare name', () => files('theirs')],
+        ['list user/project', () => files(`${other.username}/theirs`)],
+        ['list user%2Fproject', () => files(`${other.username}%2Ftheirs`)],
+        ['read a file of user/project', () => s.get(`/api/folders/${other.username}/theirs/file/index.html`, { key: u.key })],
+        ['publish user/project', () => s.post(`/api/folders/${other.username}/theirs/publish`, { key: u.key })],
+        ['publish theirs by its bare name', () => s.post('/api/folders/theirs/publish', { key: u.key })],
+        ['batch upload into user/project', () => batchUpload(s, { key: u.key }, `${other.username}/theirs`, [{ filename: 'x.txt', data: 'x' }])],
       ]
-      for (const [i, c] of cases.entries()) {
-        const r = await c()
-        assert.equal(r.status, 403, `case ${i}: ${r.text}`)
-        assert.equal(r.json.error_code, 1312)
-        assert.equal(r.json.error_type, 'FILE_ERROR')
-        assert.equal(typeof r.json.solution, 'string')
-        assert.equal(typeof r.json.details?.info, 'string')
+      for (const [label, run] of cases) {
+        it(`${label}: 403 / 1312`, async () => {
+          const r = await run()
+          expectError(r, 403, 1312)
+          assert.equal(r.json.error_type, 'FILE_ERROR')
+          assert.equal(typeof r.json.details?.info, 'string')
+        })
       }
-      assert.deepEqual(paths(await files('theirs', { key: other.key })), ['index.html'], 'nothing was written into the other project')
-      const anon = await s.get('/api/folders/theirs/files')
-      assert.equal(anon.status, 401)
-      assert.equal(anon.json.error_code, 1001)
+      it('after them all, nothing was written into the other project', async () => {
+        assert.deepEqual(paths(await files('theirs', { key: other.key })), ['index.html'])
+      })
+      it('no credentials: 401 / 1001', async () => expectError(await s.get('/api/folders/theirs/files'), 401, 1001))
     })
 
     it('publishes with its preconditions, idempotently, in both {folder_path} forms; unpublishes', async () => {
-      await batchUpload(s, { key: u.key }, 'pub', [{ filename: 'Index.html', data: HTML('wrong case') }, { filename: 'sub/index.html', data: HTML('sub') }])
+      await batchUpload(s, { key: u.key }, 'pub', [
+        { filename: 'Index.html', data: HTML('wrong case') },
+        { filename: 'sub/index.html', data: HTML('sub') },
+      ])
       const noIndex = await s.post('/api/folders/pub/publish', { key: u.key })
       assert.equal(noIndex.status, 400)
       assert.equal(noIndex.json.success, false)
@@ -208,8 +276,13 @@ for (const engine of ENGINES) {
       const first = await s.post(`/api/folders/${u.username}/pub/publish`, { key: u.key })
       assert.equal(first.status, 200, first.text)
       assert.deepEqual(first.json, {
-        success: true, message: first.json.message, website_url: `${s.url}/${u.username}/pub/`,
-        is_published: true, already_published: false, access_control_type: 'public',
+        success: true,
+        message: first.json.message,
+        website_url: `${s.url}/${u.username}/pub/`,
+        site_url: `http://${u.username}.localhost:${new URL(s.httpUrl).port}/pub/`,
+        is_published: true,
+        already_published: false,
+        access_control_type: 'public',
       })
       const again = await s.post('/api/folders/pub/publish', { key: u.key })
       assert.equal(again.status, 200)
@@ -232,7 +305,10 @@ for (const engine of ENGINES) {
       const nfc = 'caf\u00e9.html'
       const nfd = 'cafe\u0301.html'
       const r = await batchUpload(s, { key: u.key }, 'uni', [
-        { filename: 'Index.html', data: 'A' }, { filename: 'index.html', data: 'b' }, { filename: nfc, data: 'nfc' }, { filename: nfd, data: 'nfd' },
+        { filename: 'Index.html', data: 'A' },
+        { filename: 'index.html', data: 'b' },
+        { filename: nfc, data: 'nfc' },
+        { filename: nfd, data: 'nfd' },
       ])
       assert.equal(r.status, 200)
       assert.equal(r.json.uploaded_count, 3)
@@ -252,18 +328,36 @@ for (const engine of ENGINES) {
     it('enforces the per-request limits: nothing is stored past a limit, and exposes them', async () => {
       const lim = await s.get('/api/folders/limits', { key: u.key })
       assert.deepEqual(lim.json, { success: true, data: { max_files_per_request: 200, max_request_bytes: 64 * 1024 * 1024, max_file_bytes: 16 * 1024 * 1024 } })
-      const many = await batchUpload(s, { key: u.key }, 'lim1', Array.from({ length: 201 }, (_, i) => ({ filename: `f${i}.txt`, data: String(i) })))
+      const many = await batchUpload(
+        s,
+        { key: u.key },
+        'lim1',
+        Array.from({ length: 201 }, (_, i) => ({ filename: `f${i}.txt`, data: String(i) })),
+      )
       assert.equal(many.status, 413, many.text)
       assert.equal(many.json.success, false)
-      const exact = await batchUpload(s, { key: u.key }, 'lim2', Array.from({ length: 200 }, (_, i) => ({ filename: `f${i}.txt`, data: String(i) })))
+      const exact = await batchUpload(
+        s,
+        { key: u.key },
+        'lim2',
+        Array.from({ length: 200 }, (_, i) => ({ filename: `f${i}.txt`, data: String(i) })),
+      )
       assert.equal(exact.status, 200)
       assert.equal(exact.json.uploaded_count, 200)
       const oneBig = Buffer.alloc(16 * 1024 * 1024 + 1, 0x62)
-      const tooBig = await batchUpload(s, { key: u.key }, 'lim3', [{ filename: 'small.txt', data: 's' }, { filename: 'big.bin', data: oneBig }])
+      const tooBig = await batchUpload(s, { key: u.key }, 'lim3', [
+        { filename: 'small.txt', data: 's' },
+        { filename: 'big.bin', data: oneBig },
+      ])
       assert.equal(tooBig.status, 413, tooBig.text)
       assert.equal(tooBig.json.error_code, 1104)
       const chunk = Buffer.alloc(13 * 1024 * 1024, 0x63)
-      const total = await batchUpload(s, { key: u.key }, 'lim4', Array.from({ length: 5 }, (_, i) => ({ filename: `c${i}.bin`, data: chunk })))
+      const total = await batchUpload(
+        s,
+        { key: u.key },
+        'lim4',
+        Array.from({ length: 5 }, (_, i) => ({ filename: `c${i}.bin`, data: chunk })),
+      )
       assert.equal(total.status, 413, total.text)
       assert.equal(total.json.error_code, 1109)
       for (const f of ['lim1', 'lim3', 'lim4']) assert.equal((await files(f)).status, 403, `${f} was never created`)
@@ -273,8 +367,15 @@ for (const engine of ENGINES) {
     })
 
     it('diffs a local tree against the project, and deletes single files (beyond the spec, for deploy)', async () => {
-      await batchUpload(s, { key: u.key }, 'dep', [{ filename: 'index.html', data: 'v1' }, { filename: 'a/b.txt', data: 'b' }, { filename: 'old.txt', data: 'o' }])
-      const d = await s.post('/api/folders/dep/diff', { key: u.key, json: { files: { 'index.html': sha('v2'), 'a/b.txt': sha('b').toUpperCase(), 'new.txt': sha('n') } } })
+      await batchUpload(s, { key: u.key }, 'dep', [
+        { filename: 'index.html', data: 'v1' },
+        { filename: 'a/b.txt', data: 'b' },
+        { filename: 'old.txt', data: 'o' },
+      ])
+      const d = await s.post('/api/folders/dep/diff', {
+        key: u.key,
+        json: { files: { 'index.html': sha('v2'), 'a/b.txt': sha('b').toUpperCase(), 'new.txt': sha('n') } },
+      })
       assert.equal(d.status, 200, d.text)
       assert.deepEqual(d.json, { success: true, data: { upload: ['index.html', 'new.txt'], unchanged: ['a/b.txt'], extra: ['old.txt'] } })
       const none = await s.post('/api/folders/fresh-project/diff', { key: u.key, json: { files: { 'x.txt': sha('x') } } })

@@ -1,21 +1,16 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Readable } from 'node:stream'
-import { ENGINES, startServer, multipart, type TestServer, type Res } from '../support/server.js'
+import { expectClientError, expectError, rowLabel } from '../support/errors.js'
+import { ENGINES, startServer, multipart, type Res, type TestServer } from '../support/server.js'
 import { FakeClock } from '../../src/util/clock.js'
 
-const HIGH = JSON.stringify(Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 200 }])))
+const HIGH = JSON.stringify(
+  Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 200 }])),
+)
 const BEIJING_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/
 
 type User = Awaited<ReturnType<TestServer['user']>>
-
-/** Asserts a format A error. */
-function isError(r: Res, status: number, code: number) {
-  assert.equal(r.status, status, `${r.status} ${r.text}`)
-  assert.equal(r.json.success, false)
-  assert.equal(r.json.error_code, code, r.text)
-  for (const k of ['error_type', 'message', 'solution', 'doc_link']) assert.equal(typeof r.json[k], 'string', k)
-}
 
 for (const engine of ENGINES) {
   describe(`forms [${engine}]`, () => {
@@ -33,6 +28,12 @@ for (const engine of ENGINES) {
     }
     const submit = (formSlug: string, o: Parameters<TestServer['post']>[1] = {}) => s.post(`/api/forms/submit/${formSlug}`, o)
     const data = (u: User, id: string, q = '') => s.get(`/svc_api/forms/data/${id}${q}`, { key: u.key })
+    /** A refused submission (1614) that names its field, in `field` and in the message. */
+    const expectFieldError = (r: Res, field: string) => {
+      expectError(r, 400, 1614)
+      assert.equal(r.json.field, field)
+      assert.ok(r.json.message.includes(field), r.json.message)
+    }
     const CONTACT = [
       { name: 'name', label: '姓名', type: 'text', required: true },
       { name: 'email', type: 'email', required: true },
@@ -57,14 +58,21 @@ for (const engine of ENGINES) {
     it('creates a form with every field and answers the documented record', async () => {
       const sl = slug('contact')
       const r = await create(alice, {
-        form_name: '联系我们 📮', form_slug: sl, fields_config: CONTACT, allowed_origins: ['https://Example.COM:443', 'null'],
-        redirect_url: 'https://example.com/谢谢', is_active: true, honeypot_field: 'website', min_fill_seconds: 3,
+        form_name: '联系我们 📮',
+        form_slug: sl,
+        fields_config: CONTACT,
+        allowed_origins: ['https://Example.COM:443', 'null'],
+        redirect_url: 'https://example.com/谢谢',
+        is_active: true,
+        honeypot_field: 'website',
+        min_fill_seconds: 3,
       })
       assert.equal(r.status, 200, r.text)
       assert.equal(r.json.success, true)
       assert.equal(typeof r.json.message, 'string')
       const d = r.json.data
-      for (const k of ['id', 'form_name', 'form_slug', 'fields_config', 'allowed_origins', 'redirect_url', 'is_active', 'submit_url', 'created_at']) assert.ok(k in d, k)
+      for (const k of ['id', 'form_name', 'form_slug', 'fields_config', 'allowed_origins', 'redirect_url', 'is_active', 'submit_url', 'created_at'])
+        assert.ok(k in d, k)
       assert.equal(d.form_name, '联系我们 📮')
       assert.equal(d.form_slug, sl)
       assert.equal(d.submit_url, `${s.url}/api/forms/submit/${sl}`)
@@ -88,8 +96,12 @@ for (const engine of ENGINES) {
       assert.equal(min.json.data.honeypot_field, '_gotcha')
     })
 
-    it('refuses invalid creation input with a clear 400 and creates nothing', async () => {
-      const before = (await s.get('/svc_api/forms/list', { key: bob.key })).json.data.forms.length
+    describe('refuses invalid creation input with a clear 400 and creates nothing', () => {
+      let formsBefore: number
+      const count = async () => (await s.get('/svc_api/forms/list', { key: bob.key })).json.data.forms.length as number
+      before(async () => {
+        formsBefore = await count()
+      })
       const cases: Array<[unknown, RegExp]> = [
         [{}, /form_name/],
         [{ form_name: '  ' }, /form_name/],
@@ -118,40 +130,50 @@ for (const engine of ENGINES) {
         [{ form_name: 'bad \ud800 surrogate' }, /surrogate/],
       ]
       for (const [body, re] of cases) {
-        const r = await create(bob, body)
-        isError(r, 400, 1106)
-        assert.match(r.json.message, re, JSON.stringify(body))
+        it(`${rowLabel(body)}: 400 / 1106`, async () => {
+          const r = await create(bob, body)
+          expectError(r, 400, 1106)
+          assert.match(r.json.message, re)
+        })
       }
-      const nul = await s.post('/svc_api/forms/create', { key: bob.key, body: '{"form_name":"a\\u0000b"}', headers: { 'content-type': 'application/json' } })
-      isError(nul, 400, 1106)
-      assert.equal((await s.get('/svc_api/forms/list', { key: bob.key })).json.data.forms.length, before)
+      it('an escaped NUL in the JSON text: 400 / 1106', async () => {
+        const nul = await s.post('/svc_api/forms/create', { key: bob.key, body: '{"form_name":"a\\u0000b"}', headers: { 'content-type': 'application/json' } })
+        expectError(nul, 400, 1106)
+      })
+      it('after them all, no form was created', async () => {
+        assert.equal(await count(), formsBefore)
+      })
     })
 
     it('keeps slugs unique across the whole service, case-insensitively (1610)', async () => {
       const sl = slug('Unique')
       await make(alice, { form_slug: sl })
-      isError(await create(bob, { form_name: 'mine', form_slug: sl.toLowerCase() }), 400, 1610)
-      isError(await create(alice, { form_name: 'again', form_slug: sl }), 400, 1610)
+      expectError(await create(bob, { form_name: 'mine', form_slug: sl.toLowerCase() }), 400, 1610)
+      expectError(await create(alice, { form_name: 'again', form_slug: sl }), 400, 1610)
       const other = await make(bob)
-      isError(await s.request('PUT', `/svc_api/forms/update/${other.id}`, { key: bob.key, json: { form_slug: sl.toUpperCase() } }), 400, 1610)
+      expectError(await s.request('PUT', `/svc_api/forms/update/${other.id}`, { key: bob.key, json: { form_slug: sl.toUpperCase() } }), 400, 1610)
       // renaming to its own slug is fine
       const same = await s.request('PUT', `/svc_api/forms/update/${other.id}`, { key: bob.key, json: { form_slug: other.form_slug } })
       assert.equal(same.status, 200)
     })
 
-    it('requires authentication on management and hides other users\' forms (404)', async () => {
+    it("requires authentication on management and hides other users' forms (404)", async () => {
       const f = await make(alice)
       const sub = await submit(f.form_slug, { json: { x: 1 } })
       assert.equal(sub.status, 200, sub.text)
       const id = sub.json.data.submission_id
       const endpoints: Array<[string, string, unknown?]> = [
-        ['POST', '/svc_api/forms/create', { form_name: 'x' }], ['PUT', `/svc_api/forms/update/${f.id}`, { form_name: 'y' }],
-        ['GET', '/svc_api/forms/list'], ['GET', `/svc_api/forms/data/${f.id}`], ['GET', `/svc_api/forms/export/${f.id}`],
-        ['DELETE', `/svc_api/forms/delete/${f.id}`], ['PUT', `/svc_api/forms/mark_read/${id}`, { is_read: true }],
+        ['POST', '/svc_api/forms/create', { form_name: 'x' }],
+        ['PUT', `/svc_api/forms/update/${f.id}`, { form_name: 'y' }],
+        ['GET', '/svc_api/forms/list'],
+        ['GET', `/svc_api/forms/data/${f.id}`],
+        ['GET', `/svc_api/forms/export/${f.id}`],
+        ['DELETE', `/svc_api/forms/delete/${f.id}`],
+        ['PUT', `/svc_api/forms/mark_read/${id}`, { is_read: true }],
       ]
       for (const [m, p, body] of endpoints) {
-        isError(await s.request(m, p, body ? { json: body } : {}), 401, 1001)
-        isError(await s.request(m, p, { key: 'svc_' + 'A'.repeat(60), ...(body ? { json: body } : {}) }), 401, 1002)
+        expectError(await s.request(m, p, body ? { json: body } : {}), 401, 1001)
+        expectError(await s.request(m, p, { key: 'svc_' + 'A'.repeat(60), ...(body ? { json: body } : {}) }), 401, 1002)
       }
       for (const [m, p, body] of endpoints.slice(1)) {
         if (p === '/svc_api/forms/list') continue
@@ -159,8 +181,8 @@ for (const engine of ENGINES) {
         assert.equal(r.status, 404, `${m} ${p}`)
         assert.ok([1611, 1405].includes(r.json.error_code))
       }
-      isError(await s.get('/svc_api/forms/data/no-such-form', { key: alice.key }), 404, 1611)
-      isError(await s.request('PUT', '/svc_api/forms/mark_read/nope', { key: alice.key, json: { is_read: true } }), 404, 1405)
+      expectError(await s.get('/svc_api/forms/data/no-such-form', { key: alice.key }), 404, 1611)
+      expectError(await s.request('PUT', '/svc_api/forms/mark_read/nope', { key: alice.key, json: { is_read: true } }), 404, 1405)
       // alice's form is untouched
       const d = await data(alice, f.id)
       assert.equal(d.json.data.total, 1)
@@ -172,17 +194,36 @@ for (const engine of ENGINES) {
     it('accepts JSON, form-encoded and multipart submissions, validated and typed by field', async () => {
       const f = await make(alice, { fields_config: CONTACT })
       const j = await submit(f.form_slug, {
-        json: { name: 'Zoë 🌸 王', email: 'zoe@example.com', age: 42, site: 'https://zoe.example/', phone: '+86 (10) 1234-5678', day: '2026-02-28', plan: 'pro', agree: true, topics: ['a', 'c'], message: 'مرحبا\nline two' },
+        json: {
+          name: 'Zoë 🌸 王',
+          email: 'zoe@example.com',
+          age: 42,
+          site: 'https://zoe.example/',
+          phone: '+86 (10) 1234-5678',
+          day: '2026-02-28',
+          plan: 'pro',
+          agree: true,
+          topics: ['a', 'c'],
+          message: 'مرحبا\nline two',
+        },
       })
       assert.equal(j.status, 200, j.text)
       assert.deepEqual(Object.keys(j.json).sort(), ['data', 'message', 'success'])
       assert.equal(j.json.success, true)
       assert.match(j.json.data.submission_id, /^[0-9a-f-]{36}$/)
       clock.advance(1000)
-      const u = await submit(f.form_slug, { body: 'name=%E6%9D%8E%E5%9B%9B&email=li%40example.cn&age=3.5&agree=on&topics=b&topics=c&plan=free', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+      const u = await submit(f.form_slug, {
+        body: 'name=%E6%9D%8E%E5%9B%9B&email=li%40example.cn&age=3.5&agree=on&topics=b&topics=c&plan=free',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      })
       assert.equal(u.status, 200, u.text)
       clock.advance(1000)
-      const mp = multipart([{ name: 'name', data: 'Ünïcödé ✓' }, { name: 'email', data: 'm@example.org' }, { name: 'message', data: '多行\r\n文本' }, { name: '_ts', data: '1' }])
+      const mp = multipart([
+        { name: 'name', data: 'Ünïcödé ✓' },
+        { name: 'email', data: 'm@example.org' },
+        { name: 'message', data: '多行\r\n文本' },
+        { name: '_ts', data: '1' },
+      ])
       const m = await submit(f.form_slug, { body: mp.body, headers: { 'content-type': mp.contentType } })
       assert.equal(m.status, 200, m.text)
       const d = await data(alice, f.id)
@@ -190,7 +231,18 @@ for (const engine of ENGINES) {
       assert.equal(d.json.data.total, 3)
       const [third, second, first] = d.json.data.submissions
       assert.equal(first.id, j.json.data.submission_id)
-      assert.deepEqual(first.data, { name: 'Zoë 🌸 王', email: 'zoe@example.com', age: 42, site: 'https://zoe.example/', phone: '+86 (10) 1234-5678', day: '2026-02-28', plan: 'pro', agree: true, topics: ['a', 'c'], message: 'مرحبا\nline two' })
+      assert.deepEqual(first.data, {
+        name: 'Zoë 🌸 王',
+        email: 'zoe@example.com',
+        age: 42,
+        site: 'https://zoe.example/',
+        phone: '+86 (10) 1234-5678',
+        day: '2026-02-28',
+        plan: 'pro',
+        agree: true,
+        topics: ['a', 'c'],
+        message: 'مرحبا\nline two',
+      })
       assert.deepEqual(second.data, { name: '李四', email: 'li@example.cn', age: 3.5, plan: 'free', agree: true, topics: ['b', 'c'] })
       assert.deepEqual(third.data, { name: 'Ünïcödé ✓', email: 'm@example.org', agree: false, topics: [], message: '多行\r\n文本' })
       for (const x of [first, second, third]) {
@@ -202,9 +254,17 @@ for (const engine of ENGINES) {
       }
     })
 
-    it('answers 1614 naming the field for unknown, missing or mistyped fields, and stores nothing', async () => {
-      const f = await make(alice, { fields_config: CONTACT })
+    describe('answers 1614 naming the field for unknown, missing or mistyped fields, and stores nothing', () => {
+      let f: Awaited<ReturnType<typeof make>>
       const ok = { name: 'n', email: 'a@b.co' }
+      before(async () => {
+        f = await make(alice, { fields_config: CONTACT })
+      })
+      // each submission a few seconds after the last, under the per-address limit of the form
+      const later = (o: Parameters<TestServer['post']>[1]) => {
+        clock.advance(7000)
+        return submit(f.form_slug, o)
+      }
       const cases: Array<[Record<string, unknown>, string]> = [
         [{ ...ok, extra: 'x' }, 'extra'],
         [{ email: 'a@b.co' }, 'name'],
@@ -225,74 +285,97 @@ for (const engine of ENGINES) {
         [{ ...ok, name: { nested: true } }, 'name'],
       ]
       for (const [body, field] of cases) {
-        clock.advance(7000)
-        const r = await submit(f.form_slug, { json: body })
-        isError(r, 400, 1614)
-        assert.equal(r.json.field, field, JSON.stringify(body))
-        assert.ok(r.json.message.includes(field))
+        it(`${rowLabel(body)}: 400 / 1614 on ${field}`, async () => expectFieldError(await later({ json: body }), field))
       }
-      clock.advance(61_000)
-      const up = multipart([{ name: 'name', data: 'n' }, { name: 'email', data: 'a@b.co' }, { name: 'cv', filename: 'cv.pdf', type: 'application/pdf', data: Buffer.alloc(100, 1) }])
-      const fr = await submit(f.form_slug, { body: up.body, headers: { 'content-type': up.contentType } })
-      isError(fr, 400, 1614)
-      assert.equal(fr.json.field, 'cv')
-      assert.match(fr.json.message, /file/)
-      for (const body of [{ ...ok, name: 'a\u0000b' }, { ...ok, message: 'x\udc00y' }]) isError(await submit(f.form_slug, { json: body }), 400, 1106)
-      isError(await submit(f.form_slug, { json: [ok] }), 400, 1106)
-      isError(await submit(f.form_slug, { body: 'hello', headers: { 'content-type': 'text/plain' } }), 400, 1113)
-      isError(await submit(f.form_slug, { body: '<x/>', headers: { 'content-type': 'application/xml' } }), 415, 1112)
-      isError(await submit(f.form_slug, { body: '{"name":', headers: { 'content-type': 'application/json' } }), 400, 1113)
-      assert.equal((await data(alice, f.id)).json.data.total, 0)
-      // a form without fields_config takes any field names
-      const free = await make(alice)
-      const r = await submit(free.form_slug, { body: JSON.stringify({ 'any name': 'v', 数字: 3, list: ['x', true], _ts: 5, _gotcha: '' }), headers: { 'content-type': 'text/plain;charset=UTF-8' } })
-      assert.equal(r.status, 200, r.text)
-      assert.deepEqual((await data(alice, free.id)).json.data.submissions[0].data, { 'any name': 'v', 数字: 3, list: ['x', true] })
-      isError(await submit(free.form_slug, { json: { obj: { a: 1 } } }), 400, 1614)
-      // JSON edge cases: a 4xx, never a 500, nothing stored
+      it('a file part (multipart): 400 / 1614 on cv', async () => {
+        const up = multipart([
+          { name: 'name', data: 'n' },
+          { name: 'email', data: 'a@b.co' },
+          { name: 'cv', filename: 'cv.pdf', type: 'application/pdf', data: Buffer.alloc(100, 1) },
+        ])
+        const fr = await later({ body: up.body, headers: { 'content-type': up.contentType } })
+        expectFieldError(fr, 'cv')
+        assert.match(fr.json.message, /file/)
+      })
+      const refused: Array<[string, Parameters<TestServer['post']>[1], number, number]> = [
+        ['a NUL in a value', { json: { ...ok, name: 'a\u0000b' } }, 400, 1106],
+        ['a lone surrogate in a value', { json: { ...ok, message: 'x\udc00y' } }, 400, 1106],
+        ['an array body', { json: [ok] }, 400, 1106],
+        ['text/plain that is not JSON', { body: 'hello', headers: { 'content-type': 'text/plain' } }, 400, 1113],
+        ['application/xml', { body: '<x/>', headers: { 'content-type': 'application/xml' } }, 415, 1112],
+        ['broken JSON', { body: '{"name":', headers: { 'content-type': 'application/json' } }, 400, 1113],
+      ]
+      for (const [label, o, status, code] of refused) {
+        it(`${label}: ${status} / ${code}`, async () => expectError(await later(o), status, code))
+      }
+      it('after them all, nothing was stored', async () => {
+        assert.equal((await data(alice, f.id)).json.data.total, 0)
+      })
+    })
+
+    describe('a form without fields_config takes any field names; odd JSON is a 4xx, never a 500', () => {
+      let free: Awaited<ReturnType<typeof make>>
+      before(async () => {
+        free = await make(alice)
+      })
       const raw = (body: string) => submit(free.form_slug, { body, headers: { 'content-type': 'application/json' } })
-      isError(await raw('{"n": 1e400}'), 400, 1614)
-      for (const body of ['{"__proto__": {"x": 1}}', '{"a": {"constructor": {"prototype": {"x": 1}}}}', '['.repeat(30000) + ']'.repeat(30000)]) {
-        const r = await raw(body)
-        assert.ok(r.status >= 400 && r.status < 500, `${r.status} ${r.text.slice(0, 200)}`)
-        assert.equal(r.json.success, false)
+      it('stores any field names', async () => {
+        const r = await submit(free.form_slug, {
+          body: JSON.stringify({ 'any name': 'v', 数字: 3, list: ['x', true], _ts: 5, _gotcha: '' }),
+          headers: { 'content-type': 'text/plain;charset=UTF-8' },
+        })
+        assert.equal(r.status, 200, r.text)
+        assert.deepEqual((await data(alice, free.id)).json.data.submissions[0].data, { 'any name': 'v', 数字: 3, list: ['x', true] })
+      })
+      it('an object value: 400 / 1614', async () => expectError(await submit(free.form_slug, { json: { obj: { a: 1 } } }), 400, 1614))
+      it('a number out of range (1e400): 400 / 1614', async () => expectError(await raw('{"n": 1e400}'), 400, 1614))
+      for (const [label, body] of [
+        ['__proto__', '{"__proto__": {"x": 1}}'],
+        ['constructor.prototype', '{"a": {"constructor": {"prototype": {"x": 1}}}}'],
+        ['arrays 30000 deep', '['.repeat(30000) + ']'.repeat(30000)],
+      ]) {
+        it(`${label}: 4xx`, async () => expectClientError(await raw(body)))
       }
-      assert.equal((await data(alice, free.id)).json.data.total, 1)
+      it('after them all, only the good submission is stored', async () => {
+        assert.equal((await data(alice, free.id)).json.data.total, 1)
+      })
     })
 
     it('refuses bodies over 64 KB before they reach the database (413)', async () => {
       clock.advance(61_000)
       const f = await make(alice)
       const big = 'x'.repeat(70 * 1024)
-      isError(await submit(f.form_slug, { json: { m: big } }), 413, 1109)
-      isError(await submit(f.form_slug, { form: { m: big } }), 413, 1109)
+      expectError(await submit(f.form_slug, { json: { m: big } }), 413, 1109)
+      expectError(await submit(f.form_slug, { form: { m: big } }), 413, 1109)
       const mp = multipart([{ name: 'm', data: big }])
-      isError(await submit(f.form_slug, { body: mp.body, headers: { 'content-type': mp.contentType } }), 413, 1109)
+      expectError(await submit(f.form_slug, { body: mp.body, headers: { 'content-type': mp.contentType } }), 413, 1109)
       const many = multipart(Array.from({ length: 40 }, (_, i) => ({ name: `f${i}`, data: 'y'.repeat(2000) })))
       // streamed without Content-Length: counted while parsing
-      isError(await submit(f.form_slug, { body: Readable.from([many.body]) as never, headers: { 'content-type': many.contentType } } as never), 413, 1109)
+      expectError(await submit(f.form_slug, { body: Readable.from([many.body]) as never, headers: { 'content-type': many.contentType } }), 413, 1109)
       assert.equal((await data(alice, f.id)).json.data.total, 0)
       const fine = await submit(f.form_slug, { json: { m: 'x'.repeat(60 * 1024) } })
       assert.equal(fine.status, 200, fine.text)
     })
 
     it('answers 1611 for a missing form and 1612 for an inactive one', async () => {
-      isError(await submit('no-such-form-here', { json: { a: 1 } }), 404, 1611)
-      isError(await submit('bad%20slug', { json: { a: 1 } }), 404, 1611)
+      expectError(await submit('no-such-form-here', { json: { a: 1 } }), 404, 1611)
+      expectError(await submit('bad%20slug', { json: { a: 1 } }), 404, 1611)
       const f = await make(alice, { is_active: false })
-      isError(await submit(f.form_slug, { json: { a: 1 } }), 403, 1612)
+      expectError(await submit(f.form_slug, { json: { a: 1 } }), 403, 1612)
       const up = await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { is_active: true } })
       assert.equal(up.status, 200)
       assert.equal(up.json.data.is_active, true)
       assert.equal((await submit(f.form_slug, { json: { a: 1 } })).status, 200)
       await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { is_active: false } })
-      isError(await submit(f.form_slug, { json: { a: 1 } }), 403, 1612)
+      expectError(await submit(f.form_slug, { json: { a: 1 } }), 403, 1612)
       assert.equal((await data(alice, f.id)).json.data.total, 1)
     })
 
     it('answers CORS preflights and enforces allowed_origins on Origin and Referer', async () => {
       const open = await make(alice)
-      const pre = await s.request('OPTIONS', `/api/forms/submit/${open.form_slug}`, { headers: { origin: 'https://any.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } })
+      const pre = await s.request('OPTIONS', `/api/forms/submit/${open.form_slug}`, {
+        headers: { origin: 'https://any.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      })
       assert.equal(pre.status, 204)
       assert.equal(pre.header('access-control-allow-origin'), 'https://any.example')
       assert.match(pre.header('access-control-allow-methods')!, /POST/)
@@ -311,7 +394,7 @@ for (const engine of ENGINES) {
       const evilPre = await s.request('OPTIONS', url, { headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
       assert.equal(evilPre.header('access-control-allow-origin'), undefined)
       const evil = await submit(strict.form_slug, { json: { a: 1 }, headers: { origin: 'https://evil.example' } })
-      isError(evil, 403, 1620)
+      expectError(evil, 403, 1620)
       assert.equal(evil.header('access-control-allow-origin'), undefined)
       const ok = await submit(strict.form_slug, { json: { a: 1 }, headers: { origin: 'https://good.example' } })
       assert.equal(ok.status, 200)
@@ -321,21 +404,27 @@ for (const engine of ENGINES) {
       const viaRef = await submit(strict.form_slug, { json: { a: 2 }, headers: { origin: 'null', referer: 'https://good.example/contact.html' } })
       assert.equal(viaRef.status, 200, viaRef.text)
       assert.equal(viaRef.header('access-control-allow-origin'), 'null')
-      isError(await submit(strict.form_slug, { json: { a: 3 }, headers: { origin: 'null' } }), 403, 1620)
-      isError(await submit(strict.form_slug, { json: { a: 3 }, headers: { origin: 'null', referer: 'https://evil.example/' } }), 403, 1620)
-      isError(await submit(strict.form_slug, { json: { a: 3 }, headers: { referer: 'https://evil.example/x' } }), 403, 1620)
+      expectError(await submit(strict.form_slug, { json: { a: 3 }, headers: { origin: 'null' } }), 403, 1620)
+      expectError(await submit(strict.form_slug, { json: { a: 3 }, headers: { origin: 'null', referer: 'https://evil.example/' } }), 403, 1620)
+      expectError(await submit(strict.form_slug, { json: { a: 3 }, headers: { referer: 'https://evil.example/x' } }), 403, 1620)
+      // the owner's own origin needs no entry; another user's origin is refused
+      const own = `http://${alice.username}.localhost:8080`
+      const fromOwn = await submit(strict.form_slug, { json: { a: 4 }, headers: { origin: own } })
+      assert.equal(fromOwn.status, 200, fromOwn.text)
+      assert.equal(fromOwn.header('access-control-allow-origin'), own)
+      expectError(await submit(strict.form_slug, { json: { a: 5 }, headers: { origin: `http://${bob.username}.localhost:8080` } }), 403, 1620)
       // errors the page may read carry ACAO for an allowed origin
       const bad = await submit(strict.form_slug, { body: '{', headers: { origin: 'https://good.example', 'content-type': 'application/json' } })
-      isError(bad, 400, 1113)
+      expectError(bad, 400, 1113)
       assert.equal(bad.header('access-control-allow-origin'), 'https://good.example')
-      assert.equal((await data(alice, strict.id)).json.data.total, 2)
+      assert.equal((await data(alice, strict.id)).json.data.total, 3)
 
       // the literal "null" origin can be allowed
       const sandboxed = await make(alice, { allowed_origins: ['null'] })
       const n = await submit(sandboxed.form_slug, { json: { a: 1 }, headers: { origin: 'null' } })
       assert.equal(n.status, 200)
       assert.equal(n.header('access-control-allow-origin'), 'null')
-      isError(await submit(sandboxed.form_slug, { json: { a: 1 }, headers: { origin: 'https://good.example' } }), 403, 1620)
+      expectError(await submit(sandboxed.form_slug, { json: { a: 1 }, headers: { origin: 'https://good.example' } }), 403, 1620)
       // missing forms still answer readable CORS errors
       const missing = await submit('missing-form-xyz', { json: {}, headers: { origin: 'https://x.example' } })
       assert.equal(missing.header('access-control-allow-origin'), 'https://x.example')
@@ -364,50 +453,61 @@ for (const engine of ENGINES) {
       assert.equal(noRedirect.json.success, true)
       assert.equal((await data(alice, f.id)).json.data.total, 6)
       // redirect_url can be changed and cleared, never to a script URL
-      isError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { redirect_url: 'javascript:alert(1)' } }), 400, 1106)
-      isError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { redirect_url: 'data:text/html,x' } }), 400, 1106)
+      expectError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { redirect_url: 'javascript:alert(1)' } }), 400, 1106)
+      expectError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { redirect_url: 'data:text/html,x' } }), 400, 1106)
       const cleared = await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { redirect_url: null } })
       assert.equal(cleared.json.data.redirect_url, null)
       assert.equal((await submit(f.form_slug, { form: { a: '4' }, headers: { accept: nav } })).status, 200)
     })
 
-    it('flags honeypot and too-fast submissions as spam, stores them, and filters them', async () => {
-      const f = await make(alice, { honeypot_field: 'website', min_fill_seconds: 5, fields_config: [{ name: 'msg' }] })
-      const now = clock.now()
-      const cases: Array<[Record<string, unknown>, string | null]> = [
-        [{ msg: 'human', _ts: String(now - 10_000) }, null],
-        [{ msg: 'human, seconds', _ts: Math.floor((now - 30_000) / 1000) }, null],
-        [{ msg: 'bot', website: 'http://spam.example', _ts: String(now - 10_000) }, 'honeypot'],
-        [{ msg: 'fast', _ts: String(now - 1_000) }, 'too_fast'],
-        [{ msg: 'no ts' }, 'no_timestamp'],
-        [{ msg: 'junk ts', _ts: 'yesterday' }, 'no_timestamp'],
+    describe('flags honeypot and too-fast submissions as spam, stores them, and filters them', () => {
+      let f: Awaited<ReturnType<typeof make>>
+      let now: number
+      before(async () => {
+        f = await make(alice, { honeypot_field: 'website', min_fill_seconds: 5, fields_config: [{ name: 'msg' }] })
+        now = clock.now()
+      })
+      /** The stored submission whose `msg` field is this. */
+      const storedByMsg = async (msg: unknown) => {
+        const all = (await data(alice, f.id)).json.data
+        return all.submissions.find((x: any) => x.data.msg === msg)
+      }
+      // [msg, the other fields (from the clock at the start), the spam reason]
+      const cases: Array<[string, (now: number) => Record<string, unknown>, string | null]> = [
+        ['human', (t) => ({ _ts: String(t - 10_000) }), null],
+        ['human, seconds', (t) => ({ _ts: Math.floor((t - 30_000) / 1000) }), null],
+        ['bot', (t) => ({ website: 'http://spam.example', _ts: String(t - 10_000) }), 'honeypot'],
+        ['fast', (t) => ({ _ts: String(t - 1_000) }), 'too_fast'],
+        ['no ts', () => ({}), 'no_timestamp'],
+        ['junk ts', () => ({ _ts: 'yesterday' }), 'no_timestamp'],
       ]
-      for (const [body] of cases) {
-        const r = await submit(f.form_slug, { json: body })
-        assert.equal(r.status, 200, r.text)
-        assert.equal(r.json.success, true)
-        clock.advance(10)
+      for (const [msg, fields, reason] of cases) {
+        it(`${msg}: stored, ${reason ?? 'not spam'}`, async () => {
+          const body = { msg, ...fields(now) }
+          const r = await submit(f.form_slug, { json: body })
+          assert.equal(r.status, 200, r.text)
+          assert.equal(r.json.success, true)
+          clock.advance(10)
+          const x = await storedByMsg(msg)
+          assert.ok(x, 'stored')
+          assert.equal(x.is_spam, reason !== null)
+          assert.equal(x.spam_reason, reason)
+          assert.ok(!('website' in x.data) && !('_ts' in x.data))
+        })
       }
-      const all = (await data(alice, f.id)).json.data
-      assert.equal(all.total, cases.length)
-      const byMsg = new Map(all.submissions.map((x: any) => [x.data.msg, x]))
-      for (const [body, reason] of cases) {
-        const x: any = byMsg.get(body.msg)
-        assert.equal(x.is_spam, reason !== null, String(body.msg))
-        assert.equal(x.spam_reason, reason)
-        assert.ok(!('website' in x.data) && !('_ts' in x.data))
-      }
-      assert.equal((await data(alice, f.id, '?is_spam=true')).json.data.total, 4)
-      assert.equal((await data(alice, f.id, '?is_spam=false')).json.data.total, 2)
-      assert.equal((await data(alice, f.id, '?is_spam=0&is_read=false')).json.data.total, 2)
-      // the owner can clear a false positive
-      const fast: any = byMsg.get('fast')
-      const un = await s.request('PUT', `/svc_api/forms/mark_read/${fast.id}`, { key: alice.key, json: { is_spam: false } })
-      assert.equal(un.status, 200)
-      assert.equal(un.json.data.is_spam, false)
-      assert.equal((await data(alice, f.id, '?is_spam=false')).json.data.total, 3)
-      const list = await s.get('/svc_api/forms/list', { key: alice.key })
-      assert.equal(list.json.data.forms.find((x: any) => x.id === f.id).spam_count, 3)
+      it('filters by is_spam, and the owner can clear a false positive', async () => {
+        assert.equal((await data(alice, f.id)).json.data.total, cases.length)
+        assert.equal((await data(alice, f.id, '?is_spam=true')).json.data.total, 4)
+        assert.equal((await data(alice, f.id, '?is_spam=false')).json.data.total, 2)
+        assert.equal((await data(alice, f.id, '?is_spam=0&is_read=false')).json.data.total, 2)
+        const fast = await storedByMsg('fast')
+        const un = await s.request('PUT', `/svc_api/forms/mark_read/${fast.id}`, { key: alice.key, json: { is_spam: false } })
+        assert.equal(un.status, 200)
+        assert.equal(un.json.data.is_spam, false)
+        assert.equal((await data(alice, f.id, '?is_spam=false')).json.data.total, 3)
+        const list = await s.get('/svc_api/forms/list', { key: alice.key })
+        assert.equal(list.json.data.forms.find((x: any) => x.id === f.id).spam_count, 3)
+      })
     })
 
     it('limits submissions per client address and form (429), readable cross-origin', async () => {
@@ -416,7 +516,7 @@ for (const engine of ENGINES) {
       const other = await make(alice)
       for (let i = 0; i < 10; i++) assert.equal((await submit(f.form_slug, { json: { i } })).status, 200)
       const r = await submit(f.form_slug, { json: { i: 10 }, headers: { origin: 'https://page.example' } })
-      isError(r, 429, 1204)
+      expectError(r, 429, 1204)
       assert.ok(Number.isInteger(r.json.retry_after) && r.json.retry_after >= 1)
       assert.equal(r.header('retry-after'), String(r.json.retry_after))
       assert.equal(r.header('access-control-allow-origin'), 'https://page.example')
@@ -436,7 +536,7 @@ for (const engine of ENGINES) {
         assert.equal((await tight.post(p, { json: { a: 1 }, headers })).status, 200)
         assert.equal((await tight.post(p, { json: { a: 2 }, headers })).status, 200)
         const r = await tight.post(p, { json: { a: 3 }, headers })
-        isError(r, 429, 1204)
+        expectError(r, 429, 1204)
         assert.equal(r.header('access-control-allow-origin'), 'https://page.example')
         assert.match(r.header('access-control-expose-headers')!, /Retry-After/)
         const evil = await tight.post(p, { json: { a: 3 }, headers: { origin: 'https://evil.example' } })
@@ -455,14 +555,21 @@ for (const engine of ENGINES) {
       }
       const p1 = (await data(alice, f.id, '?page=1&per_page=3')).json.data
       assert.deepEqual([p1.page, p1.per_page, p1.total, p1.total_pages], [1, 3, 7, 3])
-      assert.deepEqual(p1.submissions.map((x: any) => x.data.n), [6, 5, 4])
+      assert.deepEqual(
+        p1.submissions.map((x: any) => x.data.n),
+        [6, 5, 4],
+      )
       const p3 = (await data(alice, f.id, '?page=3&per_page=3')).json.data
-      assert.deepEqual(p3.submissions.map((x: any) => x.data.n), [0])
+      assert.deepEqual(
+        p3.submissions.map((x: any) => x.data.n),
+        [0],
+      )
       assert.deepEqual((await data(alice, f.id, '?page=9')).json.data.submissions, [])
-      isError(await data(alice, f.id, '?per_page=101'), 400, 1108)
-      isError(await data(alice, f.id, '?page=0'), 400, 1107)
-      isError(await data(alice, f.id, '?is_read=maybe'), 400, 1106)
-      const mark = (id: string, body?: unknown) => s.request('PUT', `/svc_api/forms/mark_read/${id}`, { key: alice.key, ...(body === undefined ? {} : { json: body }) })
+      expectError(await data(alice, f.id, '?per_page=101'), 400, 1108)
+      expectError(await data(alice, f.id, '?page=0'), 400, 1107)
+      expectError(await data(alice, f.id, '?is_read=maybe'), 400, 1106)
+      const mark = (id: string, body?: unknown) =>
+        s.request('PUT', `/svc_api/forms/mark_read/${id}`, { key: alice.key, ...(body === undefined ? {} : { json: body }) })
       const m = await mark(ids[0], { is_read: true })
       assert.equal(m.status, 200)
       assert.deepEqual(m.json.data, { id: ids[0], form_id: f.id, is_read: true, is_spam: false })
@@ -472,7 +579,7 @@ for (const engine of ENGINES) {
       assert.equal((await data(alice, f.id, '?is_read=false')).json.data.total, 5)
       assert.equal((await mark(ids[0], { is_read: false })).json.data.is_read, false)
       assert.equal((await data(alice, f.id, '?is_read=1')).json.data.total, 1)
-      isError(await mark(ids[0], { is_read: 'yes' }), 400, 1106)
+      expectError(await mark(ids[0], { is_read: 'yes' }), 400, 1106)
       const list = await s.get('/svc_api/forms/list', { key: alice.key })
       const item = list.json.data.forms.find((x: any) => x.id === f.id)
       assert.equal(item.submission_count, 7)
@@ -495,9 +602,25 @@ for (const engine of ENGINES) {
       const b = await make(carol, { form_name: 'second' })
       await submit(a.form_slug, { json: { x: 1 } })
       const r = await s.get('/svc_api/forms/list', { key: carol.key })
-      assert.deepEqual(r.json.data.forms.map((x: any) => x.id), [b.id, a.id])
+      assert.deepEqual(
+        r.json.data.forms.map((x: any) => x.id),
+        [b.id, a.id],
+      )
       const first = r.json.data.forms[1]
-      for (const k of ['id', 'form_name', 'form_slug', 'is_active', 'submission_count', 'unread_count', 'fields_config', 'allowed_origins', 'redirect_url', 'submit_url', 'created_at']) assert.ok(k in first, k)
+      for (const k of [
+        'id',
+        'form_name',
+        'form_slug',
+        'is_active',
+        'submission_count',
+        'unread_count',
+        'fields_config',
+        'allowed_origins',
+        'redirect_url',
+        'submit_url',
+        'created_at',
+      ])
+        assert.ok(k in first, k)
       assert.equal(first.submission_count, 1)
       assert.equal(first.unread_count, 1)
       assert.equal(r.json.data.forms[0].last_submission_at, null)
@@ -511,7 +634,7 @@ for (const engine of ENGINES) {
       const a = await make(dave)
       await make(dave)
       const r = await create(dave, { form_name: 'third' })
-      isError(r, 429, 1613)
+      expectError(r, 429, 1613)
       assert.match(r.json.solution, /\b2\b/)
       await s.request('DELETE', `/svc_api/forms/delete/${a.id}`, { key: dave.key })
       assert.equal((await create(dave, { form_name: 'third' })).status, 200)
@@ -530,14 +653,14 @@ for (const engine of ENGINES) {
       assert.equal((await submit(f.form_slug, { json: { n: 1 } })).status, 200)
       assert.equal((await submit(g.form_slug, { json: { n: 2 } })).status, 200)
       const full = await submit(f.form_slug, { json: { n: 3 }, headers: { origin: 'https://page.example' } })
-      isError(full, 429, 1613)
+      expectError(full, 429, 1613)
       assert.match(full.json.solution, /\b2\b/)
       assert.equal(full.header('access-control-allow-origin'), 'https://page.example')
       let q = (await s.get('/svc_api/forms/list', { key: erin.key })).json.data.quota.submissions_month
       assert.deepEqual(q, { used: 2, limit: 2, month: '2026-01' })
       // deleting a form does not give the month's submissions back
       await s.request('DELETE', `/svc_api/forms/delete/${g.id}`, { key: erin.key })
-      isError(await submit(f.form_slug, { json: { n: 4 } }), 429, 1613)
+      expectError(await submit(f.form_slug, { json: { n: 4 } }), 429, 1613)
       // 16:00 UTC is midnight in Beijing: a new month, though still January in UTC
       clock.set(Date.UTC(2026, 0, 31, 16, 0, 30))
       assert.equal((await submit(f.form_slug, { json: { n: 5 } })).status, 200)
@@ -557,13 +680,26 @@ for (const engine of ENGINES) {
       assert.equal(codes.filter((c) => c === 429).length, 11)
       const q = (await s.get('/svc_api/forms/list', { key: fay.key })).json.data
       assert.equal(q.quota.submissions_month.used, 5)
-      assert.equal(q.forms.reduce((n: number, x: any) => n + x.submission_count, 0), 5)
+      assert.equal(
+        q.forms.reduce((n: number, x: any) => n + x.submission_count, 0),
+        5,
+      )
     })
 
     it('exports JSON and CSV, newest first, capped at form_export_rows', async () => {
       const gus = await s.user()
-      const f = await make(gus, { fields_config: [{ name: 'name', required: true }, { name: 'n', type: 'number' }, { name: 'tags', type: 'checkbox', options: ['x', 'y'] }] })
-      const rows = [{ name: 'plain', n: 1 }, { name: '=HYPERLINK("http://evil")', n: -2 }, { name: '中文, "quoted"\nnext', n: 3, tags: ['x', 'y'] }]
+      const f = await make(gus, {
+        fields_config: [
+          { name: 'name', required: true },
+          { name: 'n', type: 'number' },
+          { name: 'tags', type: 'checkbox', options: ['x', 'y'] },
+        ],
+      })
+      const rows = [
+        { name: 'plain', n: 1 },
+        { name: '=HYPERLINK("http://evil")', n: -2 },
+        { name: '中文, "quoted"\nnext', n: 3, tags: ['x', 'y'] },
+      ]
       for (const r of rows) {
         assert.equal((await submit(f.form_slug, { json: r })).status, 200)
         clock.advance(1000)
@@ -575,7 +711,10 @@ for (const engine of ENGINES) {
       assert.equal(ex.json.data.form.id, f.id)
       assert.equal(ex.json.data.exported_count, 3)
       assert.equal(ex.json.data.truncated, false)
-      assert.deepEqual(ex.json.data.submissions.map((x: any) => x.data.n), [3, -2, 1])
+      assert.deepEqual(
+        ex.json.data.submissions.map((x: any) => x.data.n),
+        [3, -2, 1],
+      )
       assert.equal(ex.json.data.submissions[0].data.name, '中文, "quoted"\nnext')
 
       await s.deps.users.update(gus.username, { limits: { form_export_rows: 2 } })
@@ -584,7 +723,10 @@ for (const engine of ENGINES) {
       assert.equal(capped.json.data.total_count, 3)
       assert.equal(capped.json.data.truncated, true)
       assert.equal(capped.json.data.export_limit, 2)
-      assert.deepEqual(capped.json.data.submissions.map((x: any) => x.data.n), [3, -2])
+      assert.deepEqual(
+        capped.json.data.submissions.map((x: any) => x.data.n),
+        [3, -2],
+      )
 
       await s.deps.users.update(gus.username, { limits: { form_export_rows: null } })
       const csv = await s.get(`/svc_api/forms/export/${f.id}?format=csv`, { key: gus.key })
@@ -598,29 +740,32 @@ for (const engine of ENGINES) {
       assert.ok(lines[1].includes('"中文, ""quoted""\nnext"'.split('\n')[0]))
       assert.ok(csv.text.includes(`"'=HYPERLINK(""http://evil"")",-2,`))
       assert.ok(csv.text.includes(',x; y,'))
-      isError(await s.get(`/svc_api/forms/export/${f.id}?format=xml`, { key: gus.key }), 400, 1106)
+      expectError(await s.get(`/svc_api/forms/export/${f.id}?format=xml`, { key: gus.key }), 400, 1106)
       const spamOnly = await s.get(`/svc_api/forms/export/${f.id}?is_spam=true`, { key: gus.key })
       assert.equal(spamOnly.json.data.exported_count, 0)
     })
 
     it('updates any creation field and keeps the others', async () => {
       const f = await make(alice, { fields_config: [{ name: 'a' }], allowed_origins: ['https://one.example'] })
-      const r = await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { form_name: '新名字 ✨', fields_config: [{ name: 'b', type: 'email', required: true }] } })
+      const r = await s.request('PUT', `/svc_api/forms/update/${f.id}`, {
+        key: alice.key,
+        json: { form_name: '新名字 ✨', fields_config: [{ name: 'b', type: 'email', required: true }] },
+      })
       assert.equal(r.status, 200, r.text)
       assert.equal(r.json.success, true)
       assert.equal(typeof r.json.message, 'string')
       assert.equal(r.json.data.form_name, '新名字 ✨')
       assert.deepEqual(r.json.data.allowed_origins, ['https://one.example'])
       assert.equal(r.json.data.form_slug, f.form_slug)
-      isError(await submit(f.form_slug, { json: { a: 'x' }, headers: { origin: 'https://one.example' } }), 400, 1614)
+      expectError(await submit(f.form_slug, { json: { a: 'x' }, headers: { origin: 'https://one.example' } }), 400, 1614)
       assert.equal((await submit(f.form_slug, { json: { b: 'b@example.com' }, headers: { origin: 'https://one.example' } })).status, 200)
       const ns = slug('renamed')
       const moved = await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { form_slug: ns, allowed_origins: [] } })
       assert.equal(moved.json.data.submit_url, `${s.url}/api/forms/submit/${ns}`)
-      isError(await submit(f.form_slug, { json: { b: 'b@example.com' } }), 404, 1611)
+      expectError(await submit(f.form_slug, { json: { b: 'b@example.com' } }), 404, 1611)
       assert.equal((await submit(ns, { json: { b: 'b@example.com' }, headers: { origin: 'https://two.example' } })).status, 200)
-      isError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { form_name: 'x\u0000' } }), 400, 1106)
-      isError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { honeypot_field: 'b' } }), 400, 1106)
+      expectError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { form_name: 'x\u0000' } }), 400, 1106)
+      expectError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { honeypot_field: 'b' } }), 400, 1106)
       const list = (await s.get('/svc_api/forms/list', { key: alice.key })).json.data.forms.find((x: any) => x.id === f.id)
       assert.equal(list.form_name, '新名字 ✨')
     })
@@ -632,9 +777,9 @@ for (const engine of ENGINES) {
       assert.equal(r.status, 200)
       assert.equal(r.json.success, true)
       assert.equal(typeof r.json.message, 'string')
-      isError(await data(alice, f.id), 404, 1611)
-      isError(await submit(f.form_slug, { json: { i: 9 } }), 404, 1611)
-      isError(await s.request('DELETE', `/svc_api/forms/delete/${f.id}`, { key: alice.key }), 404, 1611)
+      expectError(await data(alice, f.id), 404, 1611)
+      expectError(await submit(f.form_slug, { json: { i: 9 } }), 404, 1611)
+      expectError(await s.request('DELETE', `/svc_api/forms/delete/${f.id}`, { key: alice.key }), 404, 1611)
       const left = await s.deps.db.k.selectFrom('form_submissions').select('id').where('form_id', '=', f.id).execute()
       assert.equal(left.length, 0)
       // the slug is free again
@@ -643,8 +788,16 @@ for (const engine of ENGINES) {
 
     it('documents the endpoints in /openapi.json', async () => {
       const r = await s.get('/openapi.json')
-      for (const p of ['/api/forms/submit/{form_slug}', '/svc_api/forms/create', '/svc_api/forms/update/{form_id}', '/svc_api/forms/list',
-        '/svc_api/forms/data/{form_id}', '/svc_api/forms/export/{form_id}', '/svc_api/forms/delete/{form_id}', '/svc_api/forms/mark_read/{submission_id}']) {
+      for (const p of [
+        '/api/forms/submit/{form_slug}',
+        '/svc_api/forms/create',
+        '/svc_api/forms/update/{form_id}',
+        '/svc_api/forms/list',
+        '/svc_api/forms/data/{form_id}',
+        '/svc_api/forms/export/{form_id}',
+        '/svc_api/forms/delete/{form_id}',
+        '/svc_api/forms/mark_read/{submission_id}',
+      ]) {
         assert.ok(r.json.paths[p], p)
       }
     })

@@ -2,30 +2,74 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { multipartRoutes, rawMultipart, tmpEntries, eventually, type MultipartRoute } from '../support/multipart-attacks.js'
 
 /** Strings that have broken HTTP APIs before: traversal, encodings, huge numbers, odd unicode. */
 const NAUGHTY = [
-  '', ' ', '0', '-1', '1.5', '1e400', 'NaN', 'null', 'true', '[]', '{}', '__proto__', 'constructor',
-  '../../etc/passwd', '..%2f..%2f', '%00', '\u0000', '%E0%A4%A', '\ud800', '😀', '\u202e', 'é', 'ＡＢＣ',
-  'a'.repeat(300), '<script>alert(1)</script>', "' or 1=1 --", '${7*7}', '%252e%252e%252f', 'C:\\x', '\\\\srv\\s',
+  '',
+  ' ',
+  '0',
+  '-1',
+  '1.5',
+  '1e400',
+  'NaN',
+  'null',
+  'true',
+  '[]',
+  '{}',
+  '__proto__',
+  'constructor',
+  '../../etc/passwd',
+  '..%2f..%2f',
+  '%00',
+  '\u0000',
+  '%E0%A4%A',
+  '\ud800',
+  '😀',
+  '\u202e',
+  'é',
+  'ＡＢＣ',
+  'a'.repeat(300),
+  '<script>alert(1)</script>',
+  "' or 1=1 --",
+  '${7*7}',
+  '%252e%252e%252f',
+  'C:\\x',
+  '\\\\srv\\s',
 ]
 const naughty = fc.constantFrom(...NAUGHTY)
 const jsonValue = fc.oneof(
-  naughty, fc.integer(), fc.double(), fc.boolean(), fc.constant(null),
-  fc.array(naughty, { maxLength: 3 }), fc.dictionary(naughty, naughty, { maxKeys: 3 }),
+  naughty,
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(naughty, { maxLength: 3 }),
+  fc.dictionary(naughty, naughty, { maxKeys: 3 }),
 )
 
 /** Percent-encodes UTF-8 bytes (a lone surrogate becomes U+FFFD, as a client would send it). */
-const pct = (v: string) => [...Buffer.from(v)].map((b) => (/[A-Za-z0-9_.~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, '0').toUpperCase()}`)).join('')
+const pct = (v: string) =>
+  [...Buffer.from(v)]
+    .map((b) => (/[A-Za-z0-9_.~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, '0').toUpperCase()}`))
+    .join('')
 
 for (const engine of ENGINES) {
   describe(`fuzzing every documented API route [${engine}]`, () => {
     let s: TestServer
     let key = ''
     let cookie = ''
-    let routes: Array<{ method: string; path: string }> = []
+    const routes: Array<{ method: string; path: string }> = []
     before(async () => {
-      s = await startServer({ engine, env: { RATE_LIMITS: JSON.stringify({ default: { minute: 100000, hour: 100000, day: 100000, concurrent: 100 }, authenticated: { minute: 100000, hour: 100000, day: 100000, concurrent: 100 } }) } })
+      s = await startServer({
+        engine,
+        env: {
+          RATE_LIMITS: JSON.stringify({
+            default: { minute: 100000, hour: 100000, day: 100000, concurrent: 100 },
+            authenticated: { minute: 100000, hour: 100000, day: 100000, concurrent: 100 },
+          }),
+        },
+      })
       const u = await s.user()
       key = u.key
       cookie = await s.login(u.username, u.password)
@@ -40,31 +84,105 @@ for (const engine of ENGINES) {
     it('never answers 5xx, always JSON with a boolean success and a code in the spec ranges', async () => {
       assert.ok(routes.length >= 10, `only ${routes.length} documented API routes`)
       const routeArb = fc.constantFrom(...routes)
-      await fc.assert(fc.asyncProperty(
-        routeArb, naughty, fc.dictionary(fc.constantFrom('page', 'per_page', 'key', 'search', 'is_read', 'format', 'is_featured'), naughty, { maxKeys: 3 }),
-        jsonValue, fc.constantFrom('key', 'cookie', 'none'), fc.constantFrom('json', 'form', 'raw'),
-        async (route, param, query, body, auth, kind) => {
-          const path = route.path.replace(/\{[^}]+\}/g, () => pct(param) || 'x')
-          const qs = new URLSearchParams(query as Record<string, string>).toString()
-          const opts: Parameters<TestServer['request']>[2] = { headers: { accept: 'application/json' } }
-          if (auth === 'key') opts.key = key
-          if (auth === 'cookie') opts.cookie = cookie
-          if (route.method !== 'GET' && route.method !== 'DELETE') {
-            if (kind === 'json') opts.json = body
-            else if (kind === 'form') opts.form = { v: String(param) }
-            else { opts.body = String(param); opts.headers!['content-type'] = 'application/octet-stream' }
-          }
-          const r = await s.request(route.method, qs ? `${path}?${qs}` : path, opts)
-          assert.ok(r.status < 500, `${route.method} ${path}?${qs} -> ${r.status} ${r.text.slice(0, 200)}`)
-          if (r.header('content-type')?.includes('application/json')) {
-            assert.equal(typeof r.json.success, 'boolean', `${route.method} ${path}: ${r.text.slice(0, 200)}`)
-            if (r.json.success === false && typeof r.json.error_code === 'number') {
-              assert.ok(r.json.error_code >= 1000 && r.json.error_code < 1700, `code ${r.json.error_code}`)
+      await fc.assert(
+        fc.asyncProperty(
+          routeArb,
+          naughty,
+          fc.dictionary(fc.constantFrom('page', 'per_page', 'key', 'search', 'is_read', 'format', 'is_featured'), naughty, { maxKeys: 3 }),
+          jsonValue,
+          fc.constantFrom('key', 'cookie', 'none'),
+          fc.constantFrom('json', 'form', 'raw'),
+          async (route, param, query, body, auth, kind) => {
+            const path = route.path.replace(/\{[^}]+\}/g, () => pct(param) || 'x')
+            const qs = new URLSearchParams(query).toString()
+            const opts: Parameters<TestServer['request']>[2] = { headers: { accept: 'application/json' } }
+            if (auth === 'key') opts.key = key
+            if (auth === 'cookie') opts.cookie = cookie
+            if (route.method !== 'GET' && route.method !== 'DELETE') {
+              if (kind === 'json') opts.json = body
+              else if (kind === 'form') opts.form = { v: String(param) }
+              else {
+                opts.body = String(param)
+                opts.headers!['content-type'] = 'application/octet-stream'
+              }
             }
-            assert.ok(!/at .*\.js:\d+|node_modules|\/work\//.test(r.text), `internals leaked: ${r.text.slice(0, 200)}`)
+            const r = await s.request(route.method, qs ? `${path}?${qs}` : path, opts)
+            assert.ok(r.status < 500, `${route.method} ${path}?${qs} -> ${r.status} ${r.text.slice(0, 200)}`)
+            if (r.header('content-type')?.includes('application/json')) {
+              assert.equal(typeof r.json.success, 'boolean', `${route.method} ${path}: ${r.text.slice(0, 200)}`)
+              if (r.json.success === false && typeof r.json.error_code === 'number') {
+                assert.ok(r.json.error_code >= 1000 && r.json.error_code < 1700, `code ${r.json.error_code}`)
+              }
+              assert.ok(!/at .*\.js:\d+|node_modules|\/work\//.test(r.text), `internals leaked: ${r.text.slice(0, 200)}`)
+            }
+          },
+        ),
+        { numRuns: 250, seed: Number(process.env.FUZZ_SEED ?? 20261122) },
+      )
+    })
+  })
+
+  describe(`fuzzing every multipart route with damaged bodies [${engine}]`, () => {
+    let s: TestServer
+    let routes: MultipartRoute[] = []
+    let port = 0
+    before(async () => {
+      s = await startServer({ engine })
+      routes = await multipartRoutes(s)
+      port = Number(new URL(s.url).port)
+    })
+    after(() => s.close())
+
+    /** A well-formed body for a route, with `boundary`. */
+    const goodBody = (r: MultipartRoute, boundary: string, content: string) =>
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="note"\r\n\r\nhello\r\n` +
+          `--${boundary}\r\nContent-Disposition: form-data; name="${r.field}"; filename="${r.filename}"\r\nContent-Type: text/plain\r\n\r\n${content}\r\n--${boundary}--\r\n`,
+      )
+
+    it('never answers 5xx, never leaves a temp file, and always answers', async () => {
+      const damage = fc.oneof(
+        fc.record({ kind: fc.constant('truncate' as const), at: fc.double({ min: 0, max: 1, noNaN: true }) }),
+        fc.record({ kind: fc.constant('flip' as const), at: fc.double({ min: 0, max: 1, noNaN: true }), byte: fc.integer({ min: 0, max: 255 }) }),
+        fc.record({
+          kind: fc.constant('content-type' as const),
+          ct: fc.constantFrom(
+            'multipart/form-data',
+            'multipart/form-data; boundary=',
+            'multipart/form-data; boundary="unclosed',
+            'multipart/mixed; boundary=b',
+            `multipart/form-data; boundary=${'x'.repeat(300)}`,
+            'multipart/form-data; boundary=other; charset=utf-16',
+            'multipart/form-data;;;boundary=b',
+          ),
+        }),
+        fc.record({ kind: fc.constant('noise' as const), bytes: fc.uint8Array({ maxLength: 400 }) }),
+      )
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...routes), damage, fc.constantFrom('{"a":1}', '<p>x</p>', ''), async (r, d, content) => {
+          let body = goodBody(r, 'b', content)
+          let contentType = 'multipart/form-data; boundary=b'
+          if (d.kind === 'truncate') body = body.subarray(0, Math.floor(d.at * body.length))
+          if (d.kind === 'flip') {
+            body = Buffer.from(body)
+            body[Math.min(body.length - 1, Math.floor(d.at * body.length))] = d.byte
           }
-        },
-      ), { numRuns: 250, seed: Number(process.env.FUZZ_SEED ?? 20261122) })
+          if (d.kind === 'content-type') contentType = d.ct
+          if (d.kind === 'noise') body = Buffer.from(d.bytes)
+          const out = await rawMultipart(port, r, body, { contentType })
+          assert.ok(out.status !== null, `${r.name} ${JSON.stringify(d)}: no answer`)
+          assert.ok(out.status < 500, `${r.name} ${JSON.stringify(d)}: ${out.status} ${out.body.slice(0, 200)}`)
+        }),
+        { numRuns: 150, seed: Number(process.env.FUZZ_SEED ?? 20261125) },
+      )
+      assert.deepEqual(
+        await eventually(
+          () => tmpEntries(s.dataDir),
+          (t) => t.length === 0,
+        ),
+        [],
+      )
+      assert.equal((await s.get('/healthz')).status, 200)
     })
   })
 }

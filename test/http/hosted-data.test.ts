@@ -4,13 +4,15 @@ import { execFile } from 'node:child_process'
 import fc from 'fast-check'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { ENGINES, REDIS_URL, multipart, startServer, type Res, type TestServer } from '../support/server.js'
+import { expectError } from '../support/errors.js'
+import { ENGINES, REDIS_URL, multipart, needs, startServer, type TestServer } from '../support/server.js'
 import { referencedDigests, sweepBlobs } from '../../src/storage/sweeper.js'
+import { BLOB_COLUMNS } from '../../src/features/tables.js'
 import { BUS_CHANNEL } from '../../src/features/hosted-data/cache.js'
 import { FakeClock } from '../../src/util/clock.js'
 
 const run = promisify(execFile)
-const ROOT = path.resolve(import.meta.dirname, '..', '..', '..')
+const ROOT = path.resolve(import.meta.dirname, '..', '..')
 
 /** Runs the real operator CLI (bin/svc) against a test server's database. */
 async function cli(s: TestServer, ...args: string[]): Promise<string> {
@@ -19,23 +21,21 @@ async function cli(s: TestServer, ...args: string[]): Promise<string> {
 }
 
 /** Percent-encodes UTF-8 bytes (a lone surrogate becomes U+FFFD, as a client would send it). */
-const pct = (v: string) => [...Buffer.from(v)].map((b) => (/[A-Za-z0-9_.~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, '0')}`)).join('')
+const pct = (v: string) =>
+  [...Buffer.from(v)].map((b) => (/[A-Za-z0-9_.~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, '0')}`)).join('')
 
 type User = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
 
 const F = '/api/hosted-data/files'
-const RATE_LIMITS = JSON.stringify(Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 1000 }])))
-
-function assertPlainError(r: Res, status: number) {
-  assert.equal(r.status, status, r.text)
-  assert.equal(r.json.success, false)
-  assert.equal(typeof r.json.message, 'string')
-  assert.ok(r.json.message.length > 0)
-  assert.equal(r.json.error_code, undefined, 'hosted data errors carry no numeric code')
-}
+const RATE_LIMITS = JSON.stringify(
+  Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 1000 }])),
+)
 
 async function counts(s: TestServer) {
-  const rows = await s.deps.db.k.selectFrom('hosted_versions').select((e) => e.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  const rows = await s.deps.db.k
+    .selectFrom('hosted_versions')
+    .select((e) => e.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow()
   let blobs = 0
   for await (const _ of s.deps.blobs.list()) blobs++
   return { versions: Number(rows.n), blobs }
@@ -74,22 +74,36 @@ for (const engine of ENGINES) {
       assert.equal(st.json.entitled, false)
       assert.deepEqual(st.json.quota, { max_files: 50, used_files: 0, max_file_bytes: 10485760, max_versions: 20 })
       assert.ok(st.header('x-ratelimit-limit'))
-      for (const [m, p, b] of [['GET', F], ['POST', F, { display_name: 'a', content: 'x' }], ['GET', `${F}/x`], ['POST', `${F}/x/versions`, { content: 'x' }],
-        ['POST', `${F}/x/default-version`, { version: 1 }], ['PUT', `${F}/x/meta`, { display_name: 'y' }], ['DELETE', `${F}/x`]] as const) {
-        assertPlainError(await json(alice, m, p, b), 403)
+      for (const [m, p, b] of [
+        ['GET', F],
+        ['POST', F, { display_name: 'a', content: 'x' }],
+        ['GET', `${F}/x`],
+        ['POST', `${F}/x/versions`, { content: 'x' }],
+        ['POST', `${F}/x/default-version`, { version: 1 }],
+        ['PUT', `${F}/x/meta`, { display_name: 'y' }],
+        ['DELETE', `${F}/x`],
+      ] as const) {
+        expectError(await json(alice, m, p, b), 403, 'plain')
       }
     })
 
     it('refuses an API key with 403 {success:false, message}, even with the entitlement', async () => {
       const f = await create(bob, { display_name: 'k.txt', content: 'k' })
-      for (const [m, p, b] of [['GET', '/api/hosted-data/status'], ['GET', F], ['POST', F, { display_name: 'a', content: 'x' }], ['GET', `${F}/${f.id}`],
-        ['POST', `${F}/${f.id}/versions`, { content: 'x' }], ['POST', `${F}/${f.id}/default-version`, { version: 1 }],
-        ['PUT', `${F}/${f.id}/meta`, { display_name: 'y' }], ['DELETE', `${F}/${f.id}`]] as const) {
+      for (const [m, p, b] of [
+        ['GET', '/api/hosted-data/status'],
+        ['GET', F],
+        ['POST', F, { display_name: 'a', content: 'x' }],
+        ['GET', `${F}/${f.id}`],
+        ['POST', `${F}/${f.id}/versions`, { content: 'x' }],
+        ['POST', `${F}/${f.id}/default-version`, { version: 1 }],
+        ['PUT', `${F}/${f.id}/meta`, { display_name: 'y' }],
+        ['DELETE', `${F}/${f.id}`],
+      ] as const) {
         const r = await s.request(m, p, { key: bob.key, ...(b ? { json: b } : {}) })
-        assertPlainError(r, 403)
+        expectError(r, 403, 'plain')
       }
       assert.equal((await json(bob, 'GET', `${F}/${f.id}`)).status, 200)
-      assertPlainError(await s.get(F), 401)
+      expectError(await s.get(F), 401, 'plain')
     })
 
     it('enables hosted data with a one-time redeem code from the CLI', async () => {
@@ -100,7 +114,7 @@ for (const engine of ENGINES) {
       assert.equal(r.json.feature, 'hosted-data')
       const st = await json(alice, 'GET', '/api/hosted-data/status')
       assert.equal(st.json.entitled, true)
-      assertPlainError(await json(bob, 'POST', '/api/redeem', { code }), 400)
+      expectError(await json(bob, 'POST', '/api/redeem', { code }), 400, 'plain')
       assert.equal((await json(alice, 'GET', F)).status, 200)
     })
 
@@ -144,7 +158,9 @@ for (const engine of ENGINES) {
       const withCookie = await s.get(new URL(f.public_url).pathname, { cookie: alice.cookie })
       assert.deepEqual(withCookie.body, r.body)
       assert.equal(withCookie.header('content-security-policy'), r.header('content-security-policy'))
-      const pre = await s.request('OPTIONS', new URL(f.public_url).pathname, { headers: { origin: 'https://elsewhere.test', 'access-control-request-method': 'GET' } })
+      const pre = await s.request('OPTIONS', new URL(f.public_url).pathname, {
+        headers: { origin: 'https://elsewhere.test', 'access-control-request-method': 'GET' },
+      })
       assert.equal(pre.status, 204)
       assert.equal(pre.header('access-control-allow-origin'), '*')
     })
@@ -158,7 +174,7 @@ for (const engine of ENGINES) {
       const item = l.json.files.find((x: { id: string }) => x.id === f.id)
       for (const k of ['id', 'display_name', 'content_type', 'public_url', 'default_version', 'version_count', 'updated_at', 'locked']) assert.ok(k in item, k)
       assert.equal(l.json.files[0].id, f.id, 'most recently updated first')
-      assert.ok(!l.json.files.some((x: { display_name: string }) => x.display_name === 'k.txt'), 'only the caller\'s files')
+      assert.ok(!l.json.files.some((x: { display_name: string }) => x.display_name === 'k.txt'), "only the caller's files")
       const d = await json(alice, 'GET', `${F}/${f.id}`)
       assert.deepEqual(Object.keys(d.json.file.versions[0]).sort(), ['content_type', 'created_at', 'is_default', 'size', 'url', 'version'])
       assert.match(d.json.file.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+08:00$/)
@@ -185,7 +201,10 @@ for (const engine of ENGINES) {
       const sw = await json(alice, 'POST', `${F}/${f.id}/default-version`, { version: 2 })
       assert.equal(sw.status, 200, sw.text)
       assert.equal(sw.json.file.default_version, 2)
-      assert.deepEqual(sw.json.file.versions.map((v: { is_default: boolean }) => v.is_default), [false, true])
+      assert.deepEqual(
+        sw.json.file.versions.map((v: { is_default: boolean }) => v.is_default),
+        [false, true],
+      )
       const after = await pub(f.public_url)
       assert.equal(after.text, 'version B')
       assert.equal(after.header('x-data-version'), '2')
@@ -194,17 +213,20 @@ for (const engine of ENGINES) {
       const v3 = await json(alice, 'POST', `${F}/${f.id}/versions`, { content: 'version C', set_default: true })
       assert.equal(v3.json.file.default_version, 3)
       assert.equal((await pub(f.public_url)).text, 'version C')
-      assertPlainError(await json(alice, 'POST', `${F}/${f.id}/default-version`, { version: 7 }), 400)
-      assertPlainError(await json(alice, 'POST', `${F}/${f.id}/default-version`, { version: 'x' }), 400)
-      assertPlainError(await json(alice, 'POST', `${F}/${f.id}/default-version`, {}), 400)
+      expectError(await json(alice, 'POST', `${F}/${f.id}/default-version`, { version: 7 }), 400, 'plain')
+      expectError(await json(alice, 'POST', `${F}/${f.id}/default-version`, { version: 'x' }), 400, 'plain')
+      expectError(await json(alice, 'POST', `${F}/${f.id}/default-version`, {}), 400, 'plain')
 
       // deleting one version (beyond the spec): never the default one
-      assertPlainError(await json(alice, 'DELETE', `${F}/${f.id}/versions/3`), 409)
+      expectError(await json(alice, 'DELETE', `${F}/${f.id}/versions/3`), 409, 'plain')
       const dv = await json(alice, 'DELETE', `${F}/${f.id}/versions/1`)
       assert.equal(dv.status, 200, dv.text)
-      assert.deepEqual(dv.json.file.versions.map((v: { version: number }) => v.version), [2, 3])
+      assert.deepEqual(
+        dv.json.file.versions.map((v: { version: number }) => v.version),
+        [2, 3],
+      )
       assert.equal((await pub(`${f.public_url}?v=1`)).status, 404)
-      assertPlainError(await json(alice, 'DELETE', `${F}/${f.id}/versions/1`), 404)
+      expectError(await json(alice, 'DELETE', `${F}/${f.id}/versions/1`), 404, 'plain')
     })
 
     it('readers during default-version switches always get A or B, never a 404 or mixed bytes', async () => {
@@ -251,16 +273,27 @@ for (const engine of ENGINES) {
       assert.equal(r2.json.file.display_name, 'Readme ✓')
       assert.equal(r2.json.file.content_type, 'text/markdown')
 
-      const m3 = multipart([{ name: 'file', filename: 'v2.csv', data: 'x,y\n3,4\n' }, { name: 'set_default', data: 'true' }])
+      const m3 = multipart([
+        { name: 'file', filename: 'v2.csv', data: 'x,y\n3,4\n' },
+        { name: 'set_default', data: 'true' },
+      ])
       const r3 = await s.post(`${F}/${r1.json.file.id}/versions`, { cookie: alice.cookie, body: m3.body, headers: { 'content-type': m3.contentType } })
       assert.equal(r3.status, 200, r3.text)
       assert.equal(r3.json.file.default_version, 2)
-      assert.equal(r3.json.file.content_type, 'text/csv', 'a version keeps the file\'s type unless it declares one')
+      assert.equal(r3.json.file.content_type, 'text/csv', "a version keeps the file's type unless it declares one")
       assert.equal((await pub(r1.json.file.public_url)).text, 'x,y\n3,4\n')
 
       const none = multipart([{ name: 'display_name', data: 'x' }])
-      assertPlainError(await s.post(F, { cookie: alice.cookie, body: none.body, headers: { 'content-type': none.contentType, 'accept-language': 'en' } }), 400)
-      assertPlainError(await s.post(F, { cookie: alice.cookie, body: 'display_name=a&content=b', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415)
+      expectError(
+        await s.post(F, { cookie: alice.cookie, body: none.body, headers: { 'content-type': none.contentType, 'accept-language': 'en' } }),
+        400,
+        'plain',
+      )
+      expectError(
+        await s.post(F, { cookie: alice.cookie, body: 'display_name=a&content=b', headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+        415,
+        'plain',
+      )
     })
 
     it('refuses invalid UTF-8, NUL, bad JSON, CRLF or unknown content types with a clear 400, storing nothing', async () => {
@@ -269,29 +302,49 @@ for (const engine of ENGINES) {
       for (const data of invalid) {
         const m = multipart([{ name: 'file', filename: 'bad.txt', data }])
         const r = await s.post(F, { cookie: alice.cookie, body: m.body, headers: { 'content-type': m.contentType, 'accept-language': 'en' } })
-        assertPlainError(r, 400)
+        expectError(r, 400, 'plain')
         assert.match(r.json.message, /UTF-8/)
       }
-      const lone = await s.post(F, { cookie: alice.cookie, body: '{"display_name":"x","content":"a\\ud800b"}', headers: { 'content-type': 'application/json', 'accept-language': 'en' } })
-      assertPlainError(lone, 400)
+      const lone = await s.post(F, {
+        cookie: alice.cookie,
+        body: '{"display_name":"x","content":"a\\ud800b"}',
+        headers: { 'content-type': 'application/json', 'accept-language': 'en' },
+      })
+      expectError(lone, 400, 'plain')
       assert.match(lone.json.message, /UTF-8/)
       const nul = await json(alice, 'POST', F, { display_name: 'x', content: 'a\u0000b' })
-      assertPlainError(nul, 400)
+      expectError(nul, 400, 'plain')
       const badJson = await json(alice, 'POST', F, { display_name: 'x.json', content: '{"a":', content_type: 'application/json' })
-      assertPlainError(badJson, 400)
+      expectError(badJson, 400, 'plain')
       assert.match(badJson.json.message, /JSON/)
       const implied = await json(alice, 'POST', F, { display_name: 'implied.json', content: '{"a":' })
-      assertPlainError(implied, 400) // the type implied by the name is checked too
-      for (const ct of ['text/plain\r\nSet-Cookie: a=b', 'text/html\nX: y', 'text/plain; boundary=x', 'text/plain; charset=latin1', 'application/octet-stream', 'image/png', 'text/plain\u0000']) {
+      expectError(implied, 400, 'plain') // the type implied by the name is checked too
+      for (const ct of [
+        'text/plain\r\nSet-Cookie: a=b',
+        'text/html\nX: y',
+        'text/plain; boundary=x',
+        'text/plain; charset=latin1',
+        'application/octet-stream',
+        'image/png',
+        'text/plain\u0000',
+      ]) {
         const r = await json(alice, 'POST', F, { display_name: 'x', content: 'hi', content_type: ct })
-        assertPlainError(r, 400)
+        expectError(r, 400, 'plain')
         assert.match(r.json.message, /content_type|charset/)
       }
-      for (const body of [{ content: 'no name' }, { display_name: 'x' }, { display_name: '', content: 'x' }, { display_name: 'a\nb', content: 'x' },
-        { display_name: 'x'.repeat(256), content: 'x' }, { display_name: 'x', content: '' }, { display_name: 'x', content: 5 }, { display_name: 'x', content: { a: 1 }, content_type: 'text/plain' }]) {
-        assertPlainError(await json(alice, 'POST', F, body), 400)
+      for (const body of [
+        { content: 'no name' },
+        { display_name: 'x' },
+        { display_name: '', content: 'x' },
+        { display_name: 'a\nb', content: 'x' },
+        { display_name: 'x'.repeat(256), content: 'x' },
+        { display_name: 'x', content: '' },
+        { display_name: 'x', content: 5 },
+        { display_name: 'x', content: { a: 1 }, content_type: 'text/plain' },
+      ]) {
+        expectError(await json(alice, 'POST', F, body), 400, 'plain')
       }
-      assertPlainError(await s.post(F, { cookie: alice.cookie, body: '{"display_name":', headers: { 'content-type': 'application/json' } }), 400)
+      expectError(await s.post(F, { cookie: alice.cookie, body: '{"display_name":', headers: { 'content-type': 'application/json' } }), 400, 'plain')
       assert.deepEqual(await counts(s), before, 'nothing stored')
       // an object is accepted for JSON types and stored as JSON
       const obj = await create(alice, { display_name: 'obj', content: { a: [1, 'β'] } })
@@ -312,21 +365,27 @@ for (const engine of ENGINES) {
       assert.equal(r.json.file.display_name, 'new name')
       assert.equal(r.json.file.description, 'line 1\nline 2')
       assert.equal(r.json.file.default_version, 1)
-      assertPlainError(await json(alice, 'PUT', `${F}/${f.id}/meta`, {}), 400)
-      assertPlainError(await json(alice, 'PUT', `${F}/${f.id}/meta`, { display_name: 'a\u0007' }), 400)
-      assertPlainError(await json(alice, 'PUT', `${F}/${f.id}/meta`, { display_name: '   ' }), 400)
+      expectError(await json(alice, 'PUT', `${F}/${f.id}/meta`, {}), 400, 'plain')
+      expectError(await json(alice, 'PUT', `${F}/${f.id}/meta`, { display_name: 'a\u0007' }), 400, 'plain')
+      expectError(await json(alice, 'PUT', `${F}/${f.id}/meta`, { display_name: '   ' }), 400, 'plain')
       assert.equal((await json(alice, 'GET', `${F}/${f.id}`)).json.file.display_name, 'new name')
     })
 
-    it('answers 404 for a missing file and for another user\'s file, changing nothing', async () => {
+    it("answers 404 for a missing file and for another user's file, changing nothing", async () => {
       const f = await create(alice, { display_name: 'mine.txt', content: 'alice only' })
       for (const id of [f.id, '00000000-0000-0000-0000-000000000000', 'no%2Fpe', 'x'.repeat(65)]) {
-        for (const [m, p, b] of [['GET', `${F}/${id}`], ['POST', `${F}/${id}/versions`, { content: 'x' }], ['POST', `${F}/${id}/default-version`, { version: 1 }],
-          ['PUT', `${F}/${id}/meta`, { display_name: 'stolen' }], ['DELETE', `${F}/${id}`], ['DELETE', `${F}/${id}/versions/1`]] as const) {
-          assertPlainError(await json(bob, m, p, b), 404)
+        for (const [m, p, b] of [
+          ['GET', `${F}/${id}`],
+          ['POST', `${F}/${id}/versions`, { content: 'x' }],
+          ['POST', `${F}/${id}/default-version`, { version: 1 }],
+          ['PUT', `${F}/${id}/meta`, { display_name: 'stolen' }],
+          ['DELETE', `${F}/${id}`],
+          ['DELETE', `${F}/${id}/versions/1`],
+        ] as const) {
+          expectError(await json(bob, m, p, b), 404, 'plain')
         }
       }
-      assertPlainError(await json(bob, 'GET', `${F}/no%00pe`), 400) // NUL: refused by the API guard
+      expectError(await json(bob, 'GET', `${F}/no%00pe`), 400, 'plain') // NUL: refused by the API guard
       const d = await json(alice, 'GET', `${F}/${f.id}`)
       assert.equal(d.json.file.display_name, 'mine.txt')
       assert.equal(d.json.file.version_count, 1)
@@ -339,14 +398,14 @@ for (const engine of ENGINES) {
       assert.equal(await cli(s, 'lock', 'hosted-data', f.id), `locked hosted-data ${f.id}`)
       const l = await json(alice, 'GET', `${F}/${f.id}`)
       assert.equal(l.json.file.locked, true)
-      assertPlainError(await json(alice, 'DELETE', `${F}/${f.id}`), 423)
+      expectError(await json(alice, 'DELETE', `${F}/${f.id}`), 423, 'plain')
       assert.equal((await pub(f.public_url)).text, 'keep me')
       await cli(s, 'unlock', 'hosted-data', f.id)
       const d = await json(alice, 'DELETE', `${F}/${f.id}`)
       assert.equal(d.status, 200)
       assert.deepEqual(d.json, { success: true, message: 'deleted' })
       assert.equal((await pub(f.public_url)).status, 404)
-      assertPlainError(await json(alice, 'GET', `${F}/${f.id}`), 404)
+      expectError(await json(alice, 'GET', `${F}/${f.id}`), 404, 'plain')
     })
 
     it('refuses content over the per-version limit with 413 while it streams, storing nothing', async () => {
@@ -354,10 +413,10 @@ for (const engine of ENGINES) {
       const big = Buffer.alloc(10 * 1024 * 1024 + 1, 0x61)
       const m = multipart([{ name: 'file', filename: 'big.txt', data: big }])
       const r = await s.post(F, { cookie: alice.cookie, body: m.body, headers: { 'content-type': m.contentType, 'accept-language': 'en' } })
-      assertPlainError(r, 413)
+      expectError(r, 413, 'plain')
       assert.match(r.json.message, /10485760/)
       const rj = await json(alice, 'POST', F, { display_name: 'big', content: big.toString() })
-      assertPlainError(rj, 413)
+      expectError(rj, 413, 'plain')
       assert.deepEqual(await counts(s), before, 'no row, no blob')
 
       const u = await s.user()
@@ -369,27 +428,27 @@ for (const engine of ENGINES) {
       const exact = await create(carol, { display_name: 'exact.txt', content: 'x'.repeat(1000) })
       assert.equal(exact.size, 1000)
       const c0 = await counts(s)
-      assertPlainError(await json(carol, 'POST', F, { display_name: 'over', content: 'é'.repeat(501) }), 413)
+      expectError(await json(carol, 'POST', F, { display_name: 'over', content: 'é'.repeat(501) }), 413, 'plain')
       const m2 = multipart([{ name: 'file', filename: 'o.txt', data: 'y'.repeat(1001) }])
-      assertPlainError(await s.post(`${F}/${exact.id}/versions`, { cookie: carol.cookie, body: m2.body, headers: { 'content-type': m2.contentType } }), 413)
-      assertPlainError(await json(carol, 'POST', `${F}/${exact.id}/versions`, { content: 'z'.repeat(1001) }), 413)
+      expectError(await s.post(`${F}/${exact.id}/versions`, { cookie: carol.cookie, body: m2.body, headers: { 'content-type': m2.contentType } }), 413, 'plain')
+      expectError(await json(carol, 'POST', `${F}/${exact.id}/versions`, { content: 'z'.repeat(1001) }), 413, 'plain')
       // a JSON body far past the limit is refused before it is read (2 x limit + 64 KiB)
-      assertPlainError(await json(carol, 'POST', F, { display_name: 'huge', content: 'z'.repeat(100_000) }), 413)
+      expectError(await json(carol, 'POST', F, { display_name: 'huge', content: 'z'.repeat(100_000) }), 413, 'plain')
       assert.deepEqual(await counts(s), c0)
 
       // quotas: files per user and versions per file, checked before anything is stored
       await create(carol, { display_name: 'second', content: 'two' })
       const third = await json(carol, 'POST', F, { display_name: 'third', content: 'three, unique' })
-      assertPlainError(third, 400)
+      expectError(third, 400, 'plain')
       assert.match(third.json.message, /2\/2/)
       assert.equal((await json(carol, 'POST', `${F}/${exact.id}/versions`, { content: 'v2' })).status, 200)
       const c1 = await counts(s)
-      assertPlainError(await json(carol, 'POST', `${F}/${exact.id}/versions`, { content: 'v3, unique bytes' }), 400)
+      expectError(await json(carol, 'POST', `${F}/${exact.id}/versions`, { content: 'v3, unique bytes' }), 400, 'plain')
       assert.deepEqual(await counts(s), c1)
       assert.equal((await json(carol, 'GET', '/api/hosted-data/status')).json.quota.used_files, 2)
     })
 
-    it('lets exactly the quota\'s worth of concurrent creates and versions through', async () => {
+    it("lets exactly the quota's worth of concurrent creates and versions through", async () => {
       const u = await s.user()
       const dave = { ...u, cookie: await s.login(u.username, u.password) }
       await s.deps.db.k.insertInto('entitlements').values({ user_id: dave.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
@@ -400,25 +459,33 @@ for (const engine of ENGINES) {
       const versions = await Promise.all(Array.from({ length: 6 }, (_, i) => json(dave, 'POST', `${F}/${id}/versions`, { content: `v ${i}` })))
       assert.equal(versions.filter((r) => r.status === 200).length, 3)
       const d = await json(dave, 'GET', `${F}/${id}`)
-      assert.deepEqual(d.json.file.versions.map((v: { version: number }) => v.version), [1, 2, 3, 4])
+      assert.deepEqual(
+        d.json.file.versions.map((v: { version: number }) => v.version),
+        [1, 2, 3, 4],
+      )
       assert.equal((await json(dave, 'GET', '/api/hosted-data/status')).json.quota.used_files, 3)
     })
 
-    it('keeps referenced blobs through a sweep and lets a deleted file\'s blob go', async () => {
+    it("keeps referenced blobs through a sweep and lets a deleted file's blob go", async () => {
       const f = await create(alice, { display_name: 'sweep.txt', content: 'sweep me, unique 1f3a' })
       const digest = (await s.deps.db.k.selectFrom('hosted_versions').select('digest').where('file_id', '=', f.id).executeTakeFirstOrThrow()).digest
-      assert.ok((await referencedDigests(s.deps.db)).has(digest))
-      await sweepBlobs(s.deps.db, s.deps.blobs, 0, Date.now() + 1000)
+      assert.ok((await referencedDigests(s.deps.db, BLOB_COLUMNS)).has(digest))
+      await sweepBlobs(s.deps.db, s.deps.blobs, BLOB_COLUMNS, 0, Date.now() + 1000)
       assert.equal((await pub(f.public_url)).text, 'sweep me, unique 1f3a')
       await json(alice, 'DELETE', `${F}/${f.id}`)
-      await sweepBlobs(s.deps.db, s.deps.blobs, 0, Date.now() + 1000)
+      await sweepBlobs(s.deps.db, s.deps.blobs, BLOB_COLUMNS, 0, Date.now() + 1000)
       assert.equal(await s.deps.blobs.exists(digest), false)
     })
 
     it('serves HTML, SVG and XML data inert: sandbox without allow-scripts, default-src none, nosniff', async () => {
       const html = '<!doctype html><title>orig</title><script>document.title="ran"</script>'
-      for (const [ct, content] of [['text/html', html], ['image/svg+xml', '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(2)</script></svg>'],
-        ['application/xhtml+xml', `<html xmlns="http://www.w3.org/1999/xhtml"><body><script>alert(1)</script></body></html>`], ['application/xml', '<a/>'], ['text/plain', 'x']]) {
+      for (const [ct, content] of [
+        ['text/html', html],
+        ['image/svg+xml', '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(2)</script></svg>'],
+        ['application/xhtml+xml', `<html xmlns="http://www.w3.org/1999/xhtml"><body><script>alert(1)</script></body></html>`],
+        ['application/xml', '<a/>'],
+        ['text/plain', 'x'],
+      ]) {
         const f = await create(alice, { display_name: 'page', content, content_type: ct })
         const r = await pub(f.public_url)
         assert.equal(r.header('content-type'), `${ct}; charset=utf-8`)
@@ -434,17 +501,60 @@ for (const engine of ENGINES) {
 
     it('never answers 5xx to naughty ids, bodies and types from an entitled session (fast-check)', async () => {
       const f = await create(bob, { display_name: 'fuzz.json', content: '{}', content_type: 'application/json' })
-      const naughty = fc.constantFrom('', ' ', '0', '-1', '1.5', '1e400', 'null', '__proto__', '../../etc/passwd', '%00', '\ud800', '😀',
-        '\u202e', 'a'.repeat(300), '<script>alert(1)</script>', 'text/html\r\nX: y', 'application/json; charset=latin1', f.id)
-      const value = fc.oneof(naughty, fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(naughty, { maxLength: 3 }), fc.dictionary(naughty, naughty, { maxKeys: 3 }))
-      const routes = [['POST', F], ['GET', `${F}/{id}`], ['POST', `${F}/{id}/versions`], ['POST', `${F}/{id}/default-version`], ['PUT', `${F}/{id}/meta`], ['DELETE', `${F}/{id}/versions/{id}`]] as const
-      await fc.assert(fc.asyncProperty(fc.constantFrom(...routes), naughty, fc.record({ display_name: value, content: value, content_type: value, version: value, set_default: value, description: value }, { requiredKeys: [] }),
-        async ([method, route], id, body) => {
-          const r = await s.request(method, route.replaceAll('{id}', pct(id) || 'x'), { cookie: bob.cookie, ...(method === 'GET' || method === 'DELETE' ? {} : { json: body }) })
-          assert.ok(r.status < 500, `${method} ${route} ${id} ${JSON.stringify(body).slice(0, 200)} -> ${r.status} ${r.text.slice(0, 200)}`)
-          assert.equal(typeof r.json?.success, 'boolean')
-          if (!r.json.success) assert.equal(typeof r.json.message, 'string')
-        }), { numRuns: 150, seed: 20261122 })
+      const naughty = fc.constantFrom(
+        '',
+        ' ',
+        '0',
+        '-1',
+        '1.5',
+        '1e400',
+        'null',
+        '__proto__',
+        '../../etc/passwd',
+        '%00',
+        '\ud800',
+        '😀',
+        '\u202e',
+        'a'.repeat(300),
+        '<script>alert(1)</script>',
+        'text/html\r\nX: y',
+        'application/json; charset=latin1',
+        f.id,
+      )
+      const value = fc.oneof(
+        naughty,
+        fc.integer(),
+        fc.double(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(naughty, { maxLength: 3 }),
+        fc.dictionary(naughty, naughty, { maxKeys: 3 }),
+      )
+      const routes = [
+        ['POST', F],
+        ['GET', `${F}/{id}`],
+        ['POST', `${F}/{id}/versions`],
+        ['POST', `${F}/{id}/default-version`],
+        ['PUT', `${F}/{id}/meta`],
+        ['DELETE', `${F}/{id}/versions/{id}`],
+      ] as const
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...routes),
+          naughty,
+          fc.record({ display_name: value, content: value, content_type: value, version: value, set_default: value, description: value }, { requiredKeys: [] }),
+          async ([method, route], id, body) => {
+            const r = await s.request(method, route.replaceAll('{id}', pct(id) || 'x'), {
+              cookie: bob.cookie,
+              ...(method === 'GET' || method === 'DELETE' ? {} : { json: body }),
+            })
+            assert.ok(r.status < 500, `${method} ${route} ${id} ${JSON.stringify(body).slice(0, 200)} -> ${r.status} ${r.text.slice(0, 200)}`)
+            assert.equal(typeof r.json?.success, 'boolean')
+            if (!r.json.success) assert.equal(typeof r.json.message, 'string')
+          },
+        ),
+        { numRuns: 150, seed: 20261122 },
+      )
       // the file the fuzzer could reach is still served, whatever happened to it
       const d = await json(bob, 'GET', `${F}/${f.id}`)
       assert.equal((await pub(d.json.file.public_url)).status, 200)
@@ -452,15 +562,23 @@ for (const engine of ENGINES) {
 
     it('documents the endpoints in /openapi.json', async () => {
       const doc = (await s.get('/openapi.json')).json
-      for (const p of ['/api/hosted-data/status', '/api/hosted-data/files', '/api/hosted-data/files/{file_id}', '/api/hosted-data/files/{file_id}/versions',
-        '/api/hosted-data/files/{file_id}/default-version', '/api/hosted-data/files/{file_id}/meta', '/svc-data/pub/{token}']) assert.ok(doc.paths[p], p)
+      for (const p of [
+        '/api/hosted-data/status',
+        '/api/hosted-data/files',
+        '/api/hosted-data/files/{file_id}',
+        '/api/hosted-data/files/{file_id}/versions',
+        '/api/hosted-data/files/{file_id}/default-version',
+        '/api/hosted-data/files/{file_id}/meta',
+        '/svc-data/pub/{token}',
+      ])
+        assert.ok(doc.paths[p], p)
     })
   })
-  describe(`hosted data across instances (shared database, Redis bus) [${engine}]`, () => {
+  describe(`hosted data across instances (shared database, Redis bus) [${engine}]`, needs('redis'), () => {
     it('a default switched on one instance is what the other instance serves next', async () => {
       const a = await startServer({ engine, keepData: true, env: { REDIS_URL, RATE_LIMITS } })
-        const clock = new FakeClock() // b's cache lines never age out during the test
-        const b = await startServer({ engine, clock, dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env, REDIS_URL } })
+      const clock = new FakeClock() // b's cache lines never age out during the test
+      const b = await startServer({ engine, clock, dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env, REDIS_URL } })
       try {
         const u = await a.user()
         const cookie = await a.login(u.username, u.password)
@@ -474,7 +592,11 @@ for (const engine of ENGINES) {
         assert.equal((await b.get(url)).text, 'one')
         await a.deps.db.k.updateTable('hosted_files').set({ default_version: 1 }).where('id', '=', c.json.file.id).execute()
         // wait (deterministically) for b to receive the invalidation of this token
-        const delivered = new Promise<void>((resolve) => b.deps.bus.subscribe(BUS_CHANNEL, (t) => { if (url.endsWith(t)) resolve() }))
+        const delivered = new Promise<void>((resolve) =>
+          b.deps.bus.subscribe(BUS_CHANNEL, (t) => {
+            if (url.endsWith(t)) resolve()
+          }),
+        )
         const sw = await a.post(`${F}/${c.json.file.id}/default-version`, { cookie, json: { version: 2 } })
         assert.equal(sw.status, 200)
         await delivered

@@ -1,10 +1,11 @@
-import { describe, it } from 'node:test'
+import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { request } from 'undici'
-import { insecureAgent, startServer } from '../support/server.js'
+import { insecureAgent, startServer, type TestServer } from '../support/server.js'
+import { expectError } from '../support/errors.js'
 import { loadConfig } from '../../src/config.js'
 import { tlsMaterial } from '../../src/server.js'
 
@@ -33,17 +34,50 @@ describe('HTTPS modes', () => {
     }
   })
 
-  it('without TRUST_PROXY, X-Forwarded-Proto and X-Forwarded-For are ignored', async () => {
-    const s = await startServer()
-    try {
+  // regression: app.ts matched API paths without the query form, so this one was redirected
+  describe('TRUST_PROXY=1: an API path with a query string over plain HTTP answers 1116 like without it, never 301', () => {
+    let s: TestServer
+    before(async () => {
+      s = await startServer({ env: { TRUST_PROXY: '1' } })
+    })
+    after(() => s.close())
+    const overHttp = { 'x-forwarded-proto': 'http', host: 'example.test' }
+    for (const p of ['/api', '/api?x=1', '/svc_api', '/svc_api?x=1', '/svc_api/me?x=1']) {
+      it(`${p}: 400 / 1116, no redirect`, async () => {
+        const r = await s.get(p, { headers: overHttp })
+        expectError(r, 400, 1116)
+        assert.equal(r.header('location'), undefined)
+      })
+    }
+    it('not an API path: still redirected, query string kept', async () => {
+      const page = await s.get('/api-keys?x=1', { headers: overHttp })
+      assert.equal(page.status, 301)
+      assert.equal(page.header('location'), 'https://example.test/api-keys?x=1')
+    })
+  })
+
+  describe('without TRUST_PROXY, X-Forwarded-Proto and X-Forwarded-For are ignored', () => {
+    let s: TestServer
+    before(async () => {
+      s = await startServer()
+    })
+    after(() => s.close())
+    it('X-Forwarded-Proto: https over plain HTTP is still 1116', async () => {
       const plain = await s.get('/svc_api/me', { plain: true, headers: { 'x-forwarded-proto': 'https' } })
       assert.equal(plain.json.error_code, 1116)
+    })
+    // the plain-HTTP listener uses the same API-path matcher as the app
+    for (const p of ['/api?x=1', '/svc_api?x=1']) {
+      it(`${p} over plain HTTP: 1116`, async () => {
+        const q = await s.get(p, { plain: true })
+        assert.equal(q.json.error_code, 1116)
+      })
+    }
+    it('X-Forwarded-For does not change the rate-limit bucket', async () => {
       const a = await s.get('/svc_api/me', { headers: { 'x-forwarded-for': '203.0.113.1' } })
       const b = await s.get('/svc_api/me', { headers: { 'x-forwarded-for': '203.0.113.2' } })
       assert.equal(Number(a.header('x-ratelimit-remaining')) - 1, Number(b.header('x-ratelimit-remaining')))
-    } finally {
-      await s.close()
-    }
+    })
   })
 
   it('TLS_CERT/TLS_KEY: PORT speaks HTTPS with the given certificate', async () => {

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict'
 import sharp from 'sharp'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { imageForm, makeImage, svc } from '../support/images.js'
-import { createLocalBus, type Bus } from '../../src/util/bus.js'
-import { imageHostOf } from '../../src/features/image-host/index.js'
+import { createLocalBus, type Bus } from '../../src/infra/bus.js'
+import type { ImageHostState } from '../../src/features/image-host/index.js'
 
 const INERT = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
 
@@ -61,7 +61,14 @@ for (const engine of ENGINES) {
 
     it('documents the endpoints in /openapi.json', async () => {
       const doc = (await s.get('/openapi.json')).json
-      for (const p of ['/api/image-host/status', '/api/image-host/upload', '/api/image-host/images', '/api/image-host/images/{public_token}', '/api/image-host/images/{public_token}/replace', '/svc-img/pub/{token}']) {
+      for (const p of [
+        '/api/image-host/status',
+        '/api/image-host/upload',
+        '/api/image-host/images',
+        '/api/image-host/images/{public_token}',
+        '/api/image-host/images/{public_token}/replace',
+        '/svc-img/pub/{token}',
+      ]) {
         assert.ok(doc.paths[p], p)
       }
     })
@@ -109,6 +116,9 @@ for (const engine of ENGINES) {
         const r = await s.get(`/svc-img/pub/${t}`)
         assert.equal(r.status, 404, t)
         assert.equal(r.header('set-cookie'), undefined)
+        // an error answer on the public link is as inert as the content
+        assert.match(r.header('content-security-policy') ?? '', /sandbox/, t)
+        assert.equal(r.header('x-content-type-options'), 'nosniff', t)
       }
       const sw = await s.get(`/svc-img/pub/${img.public_token}`, { headers: { 'service-worker': 'script' } })
       assert.equal(sw.status, 403)
@@ -131,7 +141,12 @@ for (const engine of ENGINES) {
       assert.equal(webp.header('content-type'), 'image/webp')
       const mw = await sharp(webp.body).metadata()
       assert.deepEqual([mw.format, mw.width, mw.height], ['webp', 8, 6])
-      for (const [q, fmt] of [['format=jpeg', 'jpeg'], ['format=jpg', 'jpeg'], ['format=avif', 'heif'], ['format=png', 'png']]) {
+      for (const [q, fmt] of [
+        ['format=jpeg', 'jpeg'],
+        ['format=jpg', 'jpeg'],
+        ['format=avif', 'heif'],
+        ['format=png', 'png'],
+      ]) {
         const r = await s.get(`${base}?${q}`)
         assert.equal(r.status, 200, q)
         assert.equal((await sharp(r.body).metadata()).format, fmt, q)
@@ -149,7 +164,7 @@ for (const engine of ENGINES) {
     })
 
     it('identical concurrent variant requests share one transformation', async () => {
-      const { variants } = imageHostOf(s.deps)
+      const { variants } = s.app.featureState('image-host') as ImageHostState
       const before = variants.stats.made
       const rs = await Promise.all(Array.from({ length: 6 }, () => s.get(`/svc-img/pub/${img.public_token}?w=5&format=webp`)))
       assert.ok(rs.every((r) => r.status === 200))
@@ -160,7 +175,7 @@ for (const engine of ENGINES) {
     it('a replace on one instance is served by another instance on its very next request', async () => {
       // two instances over one database and blob store, with one bus between them (what REDIS_URL gives)
       const shared = createLocalBus()
-      const bus: Bus = { publish: shared.publish, subscribe: shared.subscribe, close: async () => {} }
+      const bus: Bus = { publish: (...a) => shared.publish(...a), subscribe: (...a) => shared.subscribe(...a), close: async () => {} }
       const a = await startServer({ engine, bus })
       const b = await startServer({ engine, bus, dataDir: a.dataDir, keepData: true, env: a.env.DATABASE_URL ? { DATABASE_URL: a.env.DATABASE_URL } : {} })
       try {

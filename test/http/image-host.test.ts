@@ -2,9 +2,19 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import sharp from 'sharp'
-import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, startServer, type Res, type TestServer } from '../support/server.js'
+import { expectError } from '../support/errors.js'
 import {
-  blobDigests, imageForm, pngChunks, jpegWithMetadata, makeImage, pngWithMetadata, redeemCode, svc, SVG_WITH_SCRIPT, webpWithMetadata,
+  blobDigests,
+  imageForm,
+  pngChunks,
+  jpegWithMetadata,
+  makeImage,
+  pngWithMetadata,
+  redeemCode,
+  svc,
+  SVG_WITH_SCRIPT,
+  webpWithMetadata,
 } from '../support/images.js'
 
 type Account = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
@@ -28,9 +38,22 @@ for (const engine of ENGINES) {
 
     const upload = (who: Account, files: Array<{ name: string; data: Buffer | string; type?: string }>, fields: Record<string, string> = {}, query = '') => {
       const form = imageForm(files, fields)
-      return s.post(`/api/image-host/upload${query}`, { cookie: who.cookie, body: form.body, headers: { 'content-type': form.contentType, 'accept-language': 'en' } })
+      return s.post(`/api/image-host/upload${query}`, {
+        cookie: who.cookie,
+        body: form.body,
+        headers: { 'content-type': form.contentType, 'accept-language': 'en' },
+      })
     }
-    const rowCount = async (userId: string) => Number((await s.deps.db.k.selectFrom('images').select((eb) => eb.fn.countAll().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()).n)
+    const rowCount = async (userId: string) =>
+      Number(
+        (
+          await s.deps.db.k
+            .selectFrom('images')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('user_id', '=', userId)
+            .executeTakeFirstOrThrow()
+        ).n,
+      )
 
     it('status: 401 without a session, 403 {success:false,message} for an API key, 200 entitled:false before an entitlement', async () => {
       const none = await s.get('/api/image-host/status')
@@ -80,7 +103,13 @@ for (const engine of ENGINES) {
       const again = await s.post('/api/redeem', { cookie: bob.cookie, json: { code } })
       assert.equal(again.status, 400)
       assert.equal((await s.get('/api/image-host/status', { cookie: bob.cookie })).json.entitled, false)
-      const up = await s.post('/api/image-host/upload', { cookie, ...(() => { const f = imageForm([{ name: 'c.png', data: png }]); return { body: f.body, headers: { 'content-type': f.contentType } } })() })
+      const up = await s.post('/api/image-host/upload', {
+        cookie,
+        ...(() => {
+          const f = imageForm([{ name: 'c.png', data: png }])
+          return { body: f.body, headers: { 'content-type': f.contentType } }
+        })(),
+      })
       assert.equal(up.status, 200)
     })
 
@@ -89,17 +118,24 @@ for (const engine of ENGINES) {
       const gif = await makeImage('gif')
       const webp = await makeImage('webp')
       const avif = await makeImage('avif')
-      const r = await upload(alice, [
-        { name: 'cat.gif', data: png, type: 'image/gif' }, // a PNG named .gif
-        { name: 'b.jpg', data: jpg, type: 'image/jpeg' },
-        { name: 'c.gif', data: gif },
-        { name: 'd.webp', data: webp },
-        { name: 'e.avif', data: avif },
-      ], { remark: 'holiday' })
+      const r = await upload(
+        alice,
+        [
+          { name: 'cat.gif', data: png, type: 'image/gif' }, // a PNG named .gif
+          { name: 'b.jpg', data: jpg, type: 'image/jpeg' },
+          { name: 'c.gif', data: gif },
+          { name: 'd.webp', data: webp },
+          { name: 'e.avif', data: avif },
+        ],
+        { remark: 'holiday' },
+      )
       assert.equal(r.status, 200, r.text)
       assert.equal(r.json.success, true)
       assert.equal(r.json.images.length, 5)
-      assert.deepEqual(r.json.images.map((i: any) => i.content_type), ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/avif'])
+      assert.deepEqual(
+        r.json.images.map((i: any) => i.content_type),
+        ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/avif'],
+      )
       for (const img of r.json.images) {
         for (const f of ['public_token', 'public_url', 'file_name', 'size', 'content_type', 'remark', 'locked', 'created_at']) assert.ok(f in img, f)
         assert.match(img.public_token, /^[A-Za-z0-9_-]{16,}$/)
@@ -119,38 +155,64 @@ for (const engine of ENGINES) {
       assert.ok(alias.body.equals(png))
       const st = await s.get('/api/image-host/status', { cookie: alice.cookie })
       assert.equal(st.json.quota.used_images, 5)
-      assert.equal(st.json.quota.used_bytes, r.json.images.reduce((n: number, i: any) => n + i.size, 0))
+      assert.equal(
+        st.json.quota.used_bytes,
+        r.json.images.reduce((n: number, i: any) => n + i.size, 0),
+      )
     })
 
-    it('refuses HTML named .png, text, empty files and a missing file with 400 and stores nothing', async () => {
-      const rowsBefore = await rowCount(alice.id)
-      const blobsBefore = await blobDigests(s)
-      const cases: Array<[Array<{ name: string; data: Buffer | string; type?: string }>, RegExp]> = [
-        [[{ name: 'x.png', data: '<!doctype html><html><script>alert(1)</script></html>', type: 'image/png' }], /html/i],
-        [[{ name: 'x.jpg', data: 'just some text', type: 'image/jpeg' }], /text\/plain/],
-        [[{ name: 'ok.png', data: png }, { name: 'x.png', data: Buffer.from('%PDF-1.4\n1 0 obj\n') }], /pdf/i],
-        [[{ name: 'x.png', data: Buffer.alloc(0) }], /empty/i],
-        [[{ name: 'x.png', data: Buffer.concat([png.subarray(0, 16), Buffer.alloc(40)]) }], /png/i],
-      ]
-      for (const [files, msg] of cases) {
-        const r = await upload(alice, files)
-        assert.equal(r.status, 400, r.text)
+    describe('refuses HTML named .png, text, empty files and a missing file with 400 and stores nothing', () => {
+      let rowsBefore: number
+      let blobsBefore: Set<string>
+      before(async () => {
+        rowsBefore = await rowCount(alice.id)
+        blobsBefore = await blobDigests(s)
+      })
+      /** A refusal in the plain shape with nothing else in it: `{success:false, message}`. */
+      const expectPlainOnly = (r: Res, status: number) => {
+        expectError(r, status, 'plain')
         assert.deepEqual(Object.keys(r.json).sort(), ['message', 'success'])
-        assert.equal(r.json.success, false)
-        assert.match(r.json.message, msg)
       }
-      const noFile = await s.post('/api/image-host/upload', { cookie: alice.cookie, ...(() => { const f = imageForm([], { remark: 'r' }); return { body: f.body, headers: { 'content-type': f.contentType } } })() })
-      assert.equal(noFile.status, 400)
-      const json = await s.post('/api/image-host/upload', { cookie: alice.cookie, json: { file: 'x' } })
-      assert.equal(json.status, 415)
-      assert.equal(json.json.success, false)
-      const wrongField = multipartWith('image', png)
-      const wf = await s.post('/api/image-host/upload', { cookie: alice.cookie, body: wrongField.body, headers: { 'content-type': wrongField.contentType } })
-      assert.equal(wf.status, 400)
-      assert.equal(await rowCount(alice.id), rowsBefore)
-      // (the valid PNG of the mixed request is content stored earlier, so no blob is new either)
-      const blobsAfter = await blobDigests(s)
-      for (const d of blobsAfter) if (!blobsBefore.has(d)) assert.fail(`new blob ${d} after refused uploads`)
+      const cases: Array<[string, () => Array<{ name: string; data: Buffer | string; type?: string }>, RegExp]> = [
+        ['HTML named .png', () => [{ name: 'x.png', data: '<!doctype html><html><script>alert(1)</script></html>', type: 'image/png' }], /html/i],
+        ['text named .jpg', () => [{ name: 'x.jpg', data: 'just some text', type: 'image/jpeg' }], /text\/plain/],
+        [
+          'a PDF beside a good PNG',
+          () => [
+            { name: 'ok.png', data: png },
+            { name: 'x.png', data: Buffer.from('%PDF-1.4\n1 0 obj\n') },
+          ],
+          /pdf/i,
+        ],
+        ['an empty file', () => [{ name: 'x.png', data: Buffer.alloc(0) }], /empty/i],
+        ['a PNG signature then zeros', () => [{ name: 'x.png', data: Buffer.concat([png.subarray(0, 16), Buffer.alloc(40)]) }], /png/i],
+      ]
+      for (const [label, files, msg] of cases) {
+        it(`${label}: 400`, async () => {
+          const r = await upload(alice, files())
+          expectPlainOnly(r, 400)
+          assert.match(r.json.message, msg)
+        })
+      }
+      it('no file part: 400', async () => {
+        const f = imageForm([], { remark: 'r' })
+        const noFile = await s.post('/api/image-host/upload', { cookie: alice.cookie, body: f.body, headers: { 'content-type': f.contentType } })
+        expectError(noFile, 400, 'plain')
+      })
+      it('a JSON body: 415', async () => {
+        expectError(await s.post('/api/image-host/upload', { cookie: alice.cookie, json: { file: 'x' } }), 415, 'plain')
+      })
+      it('the image in a field of another name: 400', async () => {
+        const wrongField = multipartWith('image', png)
+        const wf = await s.post('/api/image-host/upload', { cookie: alice.cookie, body: wrongField.body, headers: { 'content-type': wrongField.contentType } })
+        expectError(wf, 400, 'plain')
+      })
+      it('after them all, no image row and no new blob', async () => {
+        assert.equal(await rowCount(alice.id), rowsBefore)
+        // (the valid PNG of the mixed request is content stored earlier, so no blob is new either)
+        const blobsAfter = await blobDigests(s)
+        for (const d of blobsAfter) if (!blobsBefore.has(d)) assert.fail(`new blob ${d} after refused uploads`)
+      })
     })
 
     it('names the detected type in the refusal, in Chinese by default', async () => {
@@ -186,12 +248,18 @@ for (const engine of ENGINES) {
       const w = await webpWithMetadata()
       for (const secret of ['SECRETPNGEXIF', 'SECRETPNGTEXT']) assert.ok(p.includes(secret))
       for (const type of ['eXIf', 'tEXt', 'zTXt']) assert.ok(pngChunks(p).includes(type), type)
-      const r = await upload(alice, [{ name: 'p.png', data: p }, { name: 'w.webp', data: w }])
+      const r = await upload(alice, [
+        { name: 'p.png', data: p },
+        { name: 'w.webp', data: w },
+      ])
       assert.equal(r.status, 200, r.text)
       const sp = (await s.get(`/svc-img/pub/${r.json.images[0].public_token}`)).body
       const sw = (await s.get(`/svc-img/pub/${r.json.images[1].public_token}`)).body
       for (const secret of ['SECRETPNGEXIF', 'SECRETPNGTEXT']) assert.ok(!sp.includes(secret), secret)
-      assert.deepEqual(pngChunks(sp), pngChunks(p).filter((t) => !['eXIf', 'tEXt', 'zTXt', 'iTXt', 'tIME'].includes(t)))
+      assert.deepEqual(
+        pngChunks(sp),
+        pngChunks(p).filter((t) => !['eXIf', 'tEXt', 'zTXt', 'iTXt', 'tIME'].includes(t)),
+      )
       for (const secret of ['SECRETWEBPEXIF', 'SECRETWEBPXMP']) assert.ok(!sw.includes(secret), secret)
       const mp = await sharp(sp).metadata()
       const mw = await sharp(sw).metadata()
@@ -229,7 +297,7 @@ for (const engine of ENGINES) {
       assert.equal(v.json.success, false)
     })
 
-    it('lists the caller\'s images newest first with total and paging', async () => {
+    it("lists the caller's images newest first with total and paging", async () => {
       const r = await s.get('/api/image-host/images', { cookie: alice.cookie })
       assert.equal(r.status, 200)
       assert.equal(r.json.success, true)
@@ -246,11 +314,17 @@ for (const engine of ENGINES) {
         assert.equal(bad.status, 400, q)
         assert.equal(bad.json.success, false)
       }
-      const empty = await s.get('/api/image-host/images', { cookie: (await (async () => { const c = await s.user(); await svc(s, 'grant', c.username, 'image-host'); return s.login(c.username, c.password) })()) })
+      const empty = await s.get('/api/image-host/images', {
+        cookie: await (async () => {
+          const c = await s.user()
+          await svc(s, 'grant', c.username, 'image-host')
+          return s.login(c.username, c.password)
+        })(),
+      })
       assert.deepEqual({ images: empty.json.images, total: empty.json.total }, { images: [], total: 0 })
     })
 
-    it('PATCH updates remark and file name; missing or another user\'s image is 404; bad input is 400', async () => {
+    it("PATCH updates remark and file name; missing or another user's image is 404; bad input is 400", async () => {
       const up = await upload(alice, [{ name: 'a.png', data: png }])
       const tok = up.json.images[0].public_token
       const r = await s.request('PATCH', `/api/image-host/images/${tok}`, { cookie: alice.cookie, json: { remark: '备注 ✓', file_name: 'renamed.png' } })
@@ -278,7 +352,11 @@ for (const engine of ENGINES) {
         assert.equal(bad.status, 400, JSON.stringify(body))
         assert.equal(bad.json.success, false)
       }
-      const cross = await s.request('PATCH', `/api/image-host/images/${tok}`, { cookie: alice.cookie, json: { remark: 'evil' }, headers: { origin: 'https://evil.test' } })
+      const cross = await s.request('PATCH', `/api/image-host/images/${tok}`, {
+        cookie: alice.cookie,
+        json: { remark: 'evil' },
+        headers: { origin: 'https://evil.test' },
+      })
       assert.equal(cross.status, 403)
       assert.equal(cross.json.success, false)
       await svc(s, 'grant', bob.username, 'image-host', '--revoke')
@@ -293,7 +371,11 @@ for (const engine of ENGINES) {
       assert.ok(first.body.equals(red))
       const oldEtag = first.header('etag')!
       const form = imageForm([{ name: 'b.jpg', data: blue }])
-      const r = await s.post(`/api/image-host/images/${img.public_token}/replace`, { cookie: alice.cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      const r = await s.post(`/api/image-host/images/${img.public_token}/replace`, {
+        cookie: alice.cookie,
+        body: form.body,
+        headers: { 'content-type': form.contentType },
+      })
       assert.equal(r.status, 200, r.text)
       assert.equal(r.json.success, true)
       assert.equal(r.json.image.public_token, img.public_token)
@@ -306,18 +388,33 @@ for (const engine of ENGINES) {
       assert.ok(next.body.equals(blue))
       assert.notEqual(next.header('etag'), oldEtag)
 
-      const missing = await s.post(`/api/image-host/images/${'Q'.repeat(22)}/replace`, { cookie: alice.cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      const missing = await s.post(`/api/image-host/images/${'Q'.repeat(22)}/replace`, {
+        cookie: alice.cookie,
+        body: form.body,
+        headers: { 'content-type': form.contentType },
+      })
       assert.equal(missing.status, 404)
       const bad = imageForm([{ name: 'x.png', data: '<html></html>' }])
-      const refused = await s.post(`/api/image-host/images/${img.public_token}/replace`, { cookie: alice.cookie, body: bad.body, headers: { 'content-type': bad.contentType } })
+      const refused = await s.post(`/api/image-host/images/${img.public_token}/replace`, {
+        cookie: alice.cookie,
+        body: bad.body,
+        headers: { 'content-type': bad.contentType },
+      })
       assert.equal(refused.status, 400)
-      const two = imageForm([{ name: 'a.png', data: red }, { name: 'b.png', data: red }])
-      const tooMany = await s.post(`/api/image-host/images/${img.public_token}/replace`, { cookie: alice.cookie, body: two.body, headers: { 'content-type': two.contentType } })
+      const two = imageForm([
+        { name: 'a.png', data: red },
+        { name: 'b.png', data: red },
+      ])
+      const tooMany = await s.post(`/api/image-host/images/${img.public_token}/replace`, {
+        cookie: alice.cookie,
+        body: two.body,
+        headers: { 'content-type': two.contentType },
+      })
       assert.equal(tooMany.status, 413)
       assert.ok((await s.get(`/svc-img/pub/${img.public_token}`)).body.equals(blue))
     })
 
-    it('delete: 423 when locked (svc lock image), 200 after unlock, then 404 everywhere; another user\'s image 404', async () => {
+    it("delete: 423 when locked (svc lock image), 200 after unlock, then 404 everywhere; another user's image 404", async () => {
       const up = await upload(alice, [{ name: 'keep.png', data: png }])
       const tok = up.json.images[0].public_token
       await svc(s, 'lock', 'image', tok)
@@ -348,7 +445,9 @@ for (const engine of ENGINES) {
       await svc(s, 'grant', dave.username, 'image-host')
       await svc(s, 'user', 'set', dave.username, '--limit', 'image_max_bytes=2000')
       const cookie = await s.login(dave.username, dave.password)
-      const noisy = await sharp(crypto.randomBytes(64 * 64 * 3), { raw: { width: 64, height: 64, channels: 3 } }).png().toBuffer()
+      const noisy = await sharp(crypto.randomBytes(64 * 64 * 3), { raw: { width: 64, height: 64, channels: 3 } })
+        .png()
+        .toBuffer()
       assert.ok(noisy.length > 2000)
       const blobsBefore = await blobDigests(s)
       const st = await s.get('/api/image-host/status', { cookie })
@@ -367,7 +466,10 @@ for (const engine of ENGINES) {
       await svc(s, 'grant', erin.username, 'image-host')
       await svc(s, 'user', 'set', erin.username, '--limit', 'images=2', '--limit', 'image_bytes=100000')
       const acc: Account = { ...erin, cookie: await s.login(erin.username, erin.password) }
-      const ok = await upload(acc, [{ name: '1.png', data: png }, { name: '2.png', data: await makeImage('png', { color: '#010203' }) }])
+      const ok = await upload(acc, [
+        { name: '1.png', data: png },
+        { name: '2.png', data: await makeImage('png', { color: '#010203' }) },
+      ])
       assert.equal(ok.status, 200, ok.text)
       const blobsBefore = await blobDigests(s)
       const third = await makeImage('png', { color: '#040506' })
@@ -386,7 +488,11 @@ for (const engine of ENGINES) {
       // replace is held to the total too: a bigger image does not fit, an equal-size one does
       const bigger = await makeImage('png', { width: 64, height: 64, color: '#778899' })
       const form = imageForm([{ name: 'b.png', data: bigger }])
-      const rep = await s.post(`/api/image-host/images/${ok.json.images[0].public_token}/replace`, { cookie: acc.cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      const rep = await s.post(`/api/image-host/images/${ok.json.images[0].public_token}/replace`, {
+        cookie: acc.cookie,
+        body: form.body,
+        headers: { 'content-type': form.contentType },
+      })
       assert.equal(rep.status, 400)
       const st = await s.get('/api/image-host/status', { cookie: acc.cookie })
       assert.equal(st.json.quota.used_images, 2)
@@ -400,7 +506,8 @@ function multipartWith(field: string, data: Buffer) {
   const boundary = f.contentType.split('boundary=')[1]
   const body = Buffer.concat([
     Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`),
-    data, Buffer.from(`\r\n--${boundary}--\r\n`),
+    data,
+    Buffer.from(`\r\n--${boundary}--\r\n`),
   ])
   return { body, contentType: f.contentType }
 }

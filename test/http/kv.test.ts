@@ -6,7 +6,9 @@ import { createKvStore } from '../../src/features/kv/store.js'
 import { createKvService } from '../../src/features/kv/service.js'
 
 // hundreds of requests per account: lift the per-minute and concurrency limits
-const RATE_LIMITS = JSON.stringify(Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 1000 }])))
+const RATE_LIMITS = JSON.stringify(
+  Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 1000 }])),
+)
 
 type User = Awaited<ReturnType<TestServer['user']>>
 
@@ -121,9 +123,20 @@ for (const engine of ENGINES) {
 
     it('round-trips unicode and deep JSON exactly, and refuses what cannot be stored alike on both engines', async () => {
       const unicode = {
-        emoji: '😀👨‍👩‍👧‍👦🏳️‍🌈', cjk: '数据库キー값', rtl: 'abc\u202Edef', nfd: 'e\u0301', nfc: 'é', astral: '𝄞𠜎', zwj: 'a\u200Db',
-        controls: '\t\n\u0001\u001f\u007f', quotes: '"\\\'/<script>', big: 9007199254740991, neg: -0.000001, exp: 1.5e300,
-        nested: [{ '键': ['值', { '😀': true }] }, null, false], empty: { '': '' },
+        emoji: '😀👨‍👩‍👧‍👦🏳️‍🌈',
+        cjk: '数据库キー값',
+        rtl: 'abc\u202Edef',
+        nfd: 'e\u0301',
+        nfc: 'é',
+        astral: '𝄞𠜎',
+        zwj: 'a\u200Db',
+        controls: '\t\n\u0001\u001f\u007f',
+        quotes: '"\\\'/<script>',
+        big: 9007199254740991,
+        neg: -0.000001,
+        exp: 1.5e300,
+        nested: [{ 键: ['值', { '😀': true }] }, null, false],
+        empty: { '': '' },
       }
       const r = await store(alice, { key: 'uni', value: unicode })
       assert.equal(r.status, 200, r.text)
@@ -174,7 +187,10 @@ for (const engine of ENGINES) {
       assert.match(big.json.message, /100/)
       code(await incr(u, { key: 'a' }), 400, 1106)
       const l = await list(u)
-      assert.deepEqual(l.json.data.items.map((i: any) => i.key), ['a'])
+      assert.deepEqual(
+        l.json.data.items.map((i: any) => i.key),
+        ['a'],
+      )
       assert.equal(l.json.data.items[0].value, exact)
       assert.deepEqual(l.json.data.quota, { max_keys: 1000, max_entry_bytes: 100 })
       assert.deepEqual(l.json.data.usage, { keys: 1, bytes: 100 })
@@ -217,7 +233,10 @@ for (const engine of ENGINES) {
       const l = await list(u)
       assert.equal(l.status, 200)
       assert.deepEqual(Object.keys(l.json.data).sort(), ['items', 'page', 'per_page', 'quota', 'total', 'total_pages', 'usage'])
-      assert.deepEqual(l.json.data.items.map((i: any) => i.key), [...keys].sort())
+      assert.deepEqual(
+        l.json.data.items.map((i: any) => i.key),
+        [...keys].sort(),
+      )
       assert.equal(l.json.data.page, 1)
       assert.equal(l.json.data.per_page, 50)
       assert.equal(l.json.data.total, 6)
@@ -225,7 +244,10 @@ for (const engine of ENGINES) {
       assert.deepEqual(l.json.data.quota, { max_keys: 1000, max_entry_bytes: 65536 })
       assert.deepEqual(l.json.data.usage, { keys: 6, bytes: keys.reduce((n, k) => n + k.length + 2, 0) })
       const p2 = await list(u, '?page=2&per_page=4')
-      assert.deepEqual(p2.json.data.items.map((i: any) => i.key), [...keys].sort().slice(4))
+      assert.deepEqual(
+        p2.json.data.items.map((i: any) => i.key),
+        [...keys].sort().slice(4),
+      )
       assert.equal(p2.json.data.total_pages, 2)
       assert.deepEqual((await list(u, '?page=9')).json.data.items, [])
       for (const q of ['?page=0', '?page=-1', '?page=1.5', '?page=abc', '?page=1e20']) code(await list(u, q), 400, 1107)
@@ -259,8 +281,17 @@ for (const engine of ENGINES) {
       const t0 = clock.now() - 86400_000
       for (const key of ['legacy key!', '9lives', 'dup.legacy']) {
         await kv.insert(s.deps.db.k, {
-          user_id: u.id, key, value: '"old"', data_type: 'text', tags: '["x"]', is_public: 1, version: 3, size: 5,
-          created_at: t0, updated_at: t0, expires_at: null,
+          user_id: u.id,
+          key,
+          value: '"old"',
+          data_type: 'text',
+          tags: '["x"]',
+          is_public: 1,
+          version: 3,
+          size: 5,
+          created_at: t0,
+          updated_at: t0,
+          expires_at: null,
         })
       }
       assert.equal((await get(u, 'legacy key!')).json.data.value, 'old')
@@ -368,7 +399,10 @@ for (const engine of ENGINES) {
       code(await s.get('/svc_api/data/public/temp'), 404, 1604)
       code(await del(u, 'temp'), 404, 1604)
       const l = await list(u)
-      assert.deepEqual(l.json.data.items.map((i: any) => i.key), ['keep'])
+      assert.deepEqual(
+        l.json.data.items.map((i: any) => i.key),
+        ['keep'],
+      )
       assert.equal(l.json.data.usage.keys, 1)
       // the expired key no longer counts against kv_keys, and storing it again creates it anew
       const again = await store(u, { key: 'temp', value: 'new' })
@@ -390,7 +424,10 @@ for (const engine of ENGINES) {
       assert.equal(before.length, 2)
       assert.ok((await kv.purgeExpired(clock.now())) >= 1)
       const rows = await s.deps.db.k.selectFrom('kv_entries').select('key').where('user_id', '=', u.id).execute()
-      assert.deepEqual(rows.map((x) => x.key), ['keep'])
+      assert.deepEqual(
+        rows.map((x) => x.key),
+        ['keep'],
+      )
       const ti = await incr(u, { key: 'tick', ttl: 5 })
       assert.ok(ti.json.data.expires_at)
       clock.advance(5_000)
@@ -445,7 +482,10 @@ for (const engine of ENGINES) {
       assert.match(pre.header('access-control-allow-methods')!, /GET/)
       assert.match(pre.header('access-control-allow-headers')!, /content-type/i)
       assert.equal(pre.header('access-control-allow-credentials'), undefined)
-      assert.equal((await s.request('OPTIONS', '/svc_api/data/public/board', { headers: { origin: 'null', 'access-control-request-method': 'GET' } })).status, 204)
+      assert.equal(
+        (await s.request('OPTIONS', '/svc_api/data/public/board', { headers: { origin: 'null', 'access-control-request-method': 'GET' } })).status,
+        204,
+      )
       // the private endpoints send no CORS allowance
       assert.equal((await get(bob, 'secret')).header('access-control-allow-origin'), undefined)
     })
@@ -510,7 +550,13 @@ for (const engine of ENGINES) {
     })
 
     it('requires credentials for writes and private reads; refuses cross-site cookie writes', async () => {
-      for (const [m, p] of [['POST', '/svc_api/data/store'], ['POST', '/svc_api/data/incr'], ['GET', '/svc_api/data/get?key=a'], ['GET', '/svc_api/data/list'], ['DELETE', '/svc_api/data/delete?key=a']]) {
+      for (const [m, p] of [
+        ['POST', '/svc_api/data/store'],
+        ['POST', '/svc_api/data/incr'],
+        ['GET', '/svc_api/data/get?key=a'],
+        ['GET', '/svc_api/data/list'],
+        ['DELETE', '/svc_api/data/delete?key=a'],
+      ]) {
         code(await s.request(m, p, m === 'POST' ? { json: { key: 'a', value: 1 } } : {}), 401, 1001)
       }
       const cookie = await s.login(alice.username, alice.password)
@@ -519,14 +565,35 @@ for (const engine of ENGINES) {
       code(await get(alice, 'csrf'), 404, 1604)
       assert.equal((await s.post('/svc_api/data/store', { cookie, json: { key: 'csrf', value: 1 } })).status, 200)
       // a same-origin browser write needs the session's CSRF token (the pages send it)
-      code(await s.post('/svc_api/data/store', { cookie, json: { key: 'csrf', value: 2 }, headers: { 'sec-fetch-site': 'same-origin', origin: s.url } }), 403, 1012)
+      code(
+        await s.post('/svc_api/data/store', { cookie, json: { key: 'csrf', value: 2 }, headers: { 'sec-fetch-site': 'same-origin', origin: s.url } }),
+        403,
+        1012,
+      )
       const token = await s.csrfToken(cookie)
-      assert.equal((await s.post('/svc_api/data/store', { cookie, json: { key: 'csrf', value: 2 }, headers: { 'sec-fetch-site': 'same-origin', origin: s.url, 'x-csrf-token': token } })).status, 200)
+      assert.equal(
+        (
+          await s.post('/svc_api/data/store', {
+            cookie,
+            json: { key: 'csrf', value: 2 },
+            headers: { 'sec-fetch-site': 'same-origin', origin: s.url, 'x-csrf-token': token },
+          })
+        ).status,
+        200,
+      )
     })
 
     it('documents the store, its extensions and its error codes in the OpenAPI document', async () => {
       const doc = (await s.get('/openapi.json')).json
-      for (const p of ['/svc_api/data/store', '/svc_api/data/incr', '/svc_api/data/get', '/svc_api/data/list', '/svc_api/data/delete', '/svc_api/data/public/{username}/{key}', '/svc_api/data/public/{key}']) {
+      for (const p of [
+        '/svc_api/data/store',
+        '/svc_api/data/incr',
+        '/svc_api/data/get',
+        '/svc_api/data/list',
+        '/svc_api/data/delete',
+        '/svc_api/data/public/{username}/{key}',
+        '/svc_api/data/public/{key}',
+      ]) {
         assert.ok(doc.paths[p], p)
       }
       const body = doc.paths['/svc_api/data/store'].post.requestBody.content['application/json'].schema

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict'
 import { sql } from 'kysely'
 import Fastify from 'fastify'
 import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
-import { countServed, registry } from '../../src/http/metrics.js'
+import { countServed } from '../../src/observability/http.js'
+import { registry } from '../../src/observability/registry.js'
 
 /** Value of one sample (name + exact label set as printed), 0 when absent. */
 function sample(text: string, name: string, labels: Record<string, string>): number {
@@ -74,7 +75,9 @@ for (const engine of ENGINES) {
       const body = Buffer.from('x'.repeat(1234))
       const { digest } = await s.deps.blobs.put(body)
       const stream = await s.deps.blobs.get(digest)
-      for await (const _ of stream) { /* drain */ }
+      for await (const _ of stream) {
+        /* drain */
+      }
       await s.deps.blobs.read(digest)
       await assert.rejects(s.deps.blobs.get('0'.repeat(64)))
       await assert.rejects(sql`select nope from no_such_table`.execute(s.deps.db.k))
@@ -98,7 +101,11 @@ for (const engine of ENGINES) {
       const d = (name: string, labels: Record<string, string>) => sample(t1, name, labels) - sample(t0, name, labels)
       assert.equal(d('svc_blob_bytes_served_total', { source: 'hosting' }), 3 * Buffer.byteLength(html))
       assert.ok(d('svc_http_requests_total', { route: '(fast path)', method: 'GET', status: '200' }) >= 1)
-      assert.equal(d('svc_http_requests_total', { route: '(fast path)', method: 'GET', status: '200' }) + d('svc_http_requests_total', { route: '/:username/*', method: 'GET', status: '200' }), 3)
+      assert.equal(
+        d('svc_http_requests_total', { route: '(fast path)', method: 'GET', status: '200' }) +
+          d('svc_http_requests_total', { route: '/:username/*', method: 'GET', status: '200' }),
+        3,
+      )
     })
 
     it('hides /metrics from forwarded (proxied) requests', async () => {
@@ -135,10 +142,14 @@ describe('metrics with METRICS_TOKEN', () => {
 describe('countServed', () => {
   it('adds the Content-Length of a complete GET response to svc_blob_bytes_served_total{source}', async () => {
     const app = Fastify()
-    app.route({ method: ['GET', 'HEAD'], url: '/x', handler: async (_req, reply) => {
-      countServed(reply, 'test-source')
-      return reply.type('text/html').send(Buffer.alloc(5000, 97))
-    } })
+    app.route({
+      method: ['GET', 'HEAD'],
+      url: '/x',
+      handler: async (_req, reply) => {
+        countServed(reply, 'test-source')
+        return reply.type('text/html').send(Buffer.alloc(5000, 97))
+      },
+    })
     const before = sample(await registry.metrics(), 'svc_blob_bytes_served_total', { source: 'test-source' })
     assert.equal((await app.inject({ method: 'GET', url: '/x' })).statusCode, 200)
     assert.equal((await app.inject({ method: 'HEAD', url: '/x' })).statusCode, 200)

@@ -1,7 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type Res, type TestServer } from '../support/server.js'
-import { escapeHtml, html, jsonForScript } from '../../src/features/pages/html.js'
+import { html, jsonForScript } from '../../src/web/html.js'
+import { escapeHtml } from '../../src/util/html.js'
 
 /** The directives of a CSP header: name -> tokens. */
 function csp(header: string | undefined): Map<string, string[]> {
@@ -62,8 +63,10 @@ const BROWSER = { 'sec-fetch-site': 'same-origin', accept: 'text/html' }
 describe('page templates', () => {
   it('escape interpolated values and keep nested templates', () => {
     const name = '<script>alert("x")</script>&\'`'
-    assert.equal(html`<p title="${name}">${name}</p>`.value,
-      '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;&#96;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;&#96;</p>')
+    assert.equal(
+      html`<p title="${name}">${name}</p>`.value,
+      '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;`">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;`</p>',
+    )
     assert.equal(html`<ul>${['<a>', html`<b>${'<i>'}</b>`]}</ul>`.value, '<ul>&lt;a&gt;<b>&lt;i&gt;</b></ul>')
     assert.equal(escapeHtml('"\''), '&quot;&#39;')
     const j = jsonForScript({ v: '</script><!-- \u2028 &' }).value
@@ -87,7 +90,17 @@ for (const engine of ENGINES) {
     it('serves every page with a strict nonce-based CSP, frame-ancestors none and no-store', async () => {
       const seen = new Set<string>()
       for (const p of ['/login', '/register']) seen.add(assertStrictPage(await s.get(p), p))
-      for (const p of ['/dashboard', '/api-keys', '/dashboard/files', '/dashboard/folders', '/dashboard/kv', '/dashboard/forms', '/dashboard/images', '/dashboard/data', '/logout']) {
+      for (const p of [
+        '/dashboard',
+        '/api-keys',
+        '/dashboard/files',
+        '/dashboard/folders',
+        '/dashboard/kv',
+        '/dashboard/forms',
+        '/dashboard/images',
+        '/dashboard/data',
+        '/logout',
+      ]) {
         seen.add(assertStrictPage(await s.get(p, { cookie }), p))
       }
       assert.equal(seen.size, 11, 'a fresh nonce per response')
@@ -116,7 +129,11 @@ for (const engine of ENGINES) {
       const disable = (headers: Record<string, string>) => s.post(`/svc_api/api-keys/${id}/disable`, { cookie, headers })
 
       // a browser request (fetch metadata or Origin) without the token: 403, 1012, nothing changed
-      const refused: Array<Record<string, string>> = [{ 'sec-fetch-site': 'same-origin' }, { origin: s.url }, { 'sec-fetch-site': 'same-origin', 'x-csrf-token': 'x'.repeat(32) }]
+      const refused: Array<Record<string, string>> = [
+        { 'sec-fetch-site': 'same-origin' },
+        { origin: s.url },
+        { 'sec-fetch-site': 'same-origin', 'x-csrf-token': 'x'.repeat(32) },
+      ]
       for (const h of refused) {
         const r = await disable(h)
         assert.equal(r.status, 403, JSON.stringify(h))
@@ -185,40 +202,65 @@ for (const engine of ENGINES) {
       assert.equal((await s.get('/svc_api/me', { cookie: c })).status, 401)
     })
 
-    it('registers a new account from the form and signs it in', async () => {
-      const page = await s.get('/register')
-      const formCookie = cookieOf(page, 'form_csrf')!
-      const _csrf = formField(page.text, '_csrf')!
+    describe('registers a new account from the form and signs it in', () => {
+      let formCookie: string
+      let _csrf: string
       const name = `new${Date.now().toString(36)}`
-      const r = await s.post('/register', { form: { _csrf, username: name, password: 'a long password', password2: 'a long password' }, cookie: formCookie, headers: BROWSER })
-      assert.equal(r.status, 303)
-      assert.equal(r.header('location'), '/dashboard')
-      const session = cookieOf(r, 'session')!
-      assert.match(r.header('set-cookie')!, /HttpOnly; Secure; SameSite=Lax/)
-      const me = await s.get('/svc_api/me', { cookie: session })
-      assert.equal(me.json.data.username, name)
-      const dash = await s.get('/dashboard', { cookie: session })
-      assert.ok(dash.text.includes(name))
-      // the same name again, reserved names, bad names, short or different passwords: refused, with the reason
-      const cases: Array<[Record<string, string>, RegExp]> = [
-        [{ username: name, password: 'a long password', password2: 'a long password' }, /taken/],
-        [{ username: 'dashboard', password: 'a long password', password2: 'a long password' }, /reserved/],
-        [{ username: 'API-Keys', password: 'a long password', password2: 'a long password' }, /reserved/],
-        [{ username: 'a', password: 'a long password', password2: 'a long password' }, /2-32 characters/],
-        [{ username: 'okname1', password: 'short', password2: 'short' }, /at least 8/],
-        [{ username: 'okname1', password: 'a long password', password2: 'another one!' }, /differ/],
-      ]
-      for (const [form, msg] of cases) {
-        const x = await s.post('/register', { form: { ...form, _csrf }, cookie: formCookie, headers: { ...BROWSER, 'accept-language': 'en' } })
-        assert.equal(x.status, 400, JSON.stringify(form))
-        assert.match(x.text, msg)
+      before(async () => {
+        const page = await s.get('/register')
+        formCookie = cookieOf(page, 'form_csrf')!
+        _csrf = formField(page.text, '_csrf')!
+      })
+      /** A sign-up the form refuses: 400, the reason on the page, no session. */
+      const expectSignUpRefused = (x: Res, reason: RegExp) => {
+        assert.equal(x.status, 400, x.text.slice(0, 300))
+        assert.match(x.text, reason)
         assert.equal(cookieOf(x, 'session'), undefined)
       }
-      assert.equal(await s.deps.users.byName('okname1'), undefined)
-      // a browser post without the form token is refused (sign-up CSRF)
-      const noToken = await s.post('/register', { form: { username: 'okname2', password: 'a long password', password2: 'a long password' }, headers: BROWSER })
-      assert.equal(noToken.status, 400)
-      assert.equal(await s.deps.users.byName('okname2'), undefined)
+
+      it('signs up and is signed in', async () => {
+        const r = await s.post('/register', {
+          form: { _csrf, username: name, password: 'a long password', password2: 'a long password' },
+          cookie: formCookie,
+          headers: BROWSER,
+        })
+        assert.equal(r.status, 303)
+        assert.equal(r.header('location'), '/dashboard')
+        const session = cookieOf(r, 'session')!
+        assert.match(r.header('set-cookie')!, /HttpOnly; Secure; SameSite=Lax/)
+        const me = await s.get('/svc_api/me', { cookie: session })
+        assert.equal(me.json.data.username, name)
+        const dash = await s.get('/dashboard', { cookie: session })
+        assert.ok(dash.text.includes(name))
+      })
+
+      // the same name again (after the sign-up above), reserved names, bad names, short or different passwords: refused, with the reason
+      const cases: Array<[string, Record<string, string>, RegExp]> = [
+        ['the same name again', { username: name, password: 'a long password', password2: 'a long password' }, /taken/],
+        ['a reserved name', { username: 'dashboard', password: 'a long password', password2: 'a long password' }, /reserved/],
+        ['a reserved name in other case', { username: 'API-Keys', password: 'a long password', password2: 'a long password' }, /reserved/],
+        ['a one-letter name', { username: 'a', password: 'a long password', password2: 'a long password' }, /2-32 characters/],
+        ['a short password', { username: 'okname1', password: 'short', password2: 'short' }, /at least 8/],
+        ['passwords that differ', { username: 'okname1', password: 'a long password', password2: 'another one!' }, /differ/],
+      ]
+      for (const [label, form, reason] of cases) {
+        it(`${label}: 400 ${reason.source}`, async () => {
+          const x = await s.post('/register', { form: { ...form, _csrf }, cookie: formCookie, headers: { ...BROWSER, 'accept-language': 'en' } })
+          expectSignUpRefused(x, reason)
+        })
+      }
+      it('after them all, okname1 does not exist', async () => {
+        assert.equal(await s.deps.users.byName('okname1'), undefined)
+      })
+
+      it('a browser post without the form token: 400 (sign-up CSRF), no account', async () => {
+        const noToken = await s.post('/register', {
+          form: { username: 'okname2', password: 'a long password', password2: 'a long password' },
+          headers: BROWSER,
+        })
+        assert.equal(noToken.status, 400)
+        assert.equal(await s.deps.users.byName('okname2'), undefined)
+      })
     })
 
     it('escapes a username with <script> echoed back by the sign-up form', async () => {
@@ -226,7 +268,8 @@ for (const engine of ENGINES) {
       const payload = '"><script>alert(1)</script>'
       const r = await s.post('/register', {
         form: { _csrf: formField(page.text, '_csrf')!, username: payload, password: 'a long password', password2: 'a long password' },
-        cookie: cookieOf(page, 'form_csrf')!, headers: BROWSER,
+        cookie: cookieOf(page, 'form_csrf')!,
+        headers: BROWSER,
       })
       assert.equal(r.status, 400)
       assert.ok(!r.text.includes('<script>alert(1)'))
@@ -250,7 +293,8 @@ for (const engine of ENGINES) {
       // every page has labelled controls: each input/select/textarea id has a <label for>
       const page = await s.get('/dashboard/forms', { cookie })
       const ids = [...page.text.matchAll(/<(?:input|select|textarea)\b[^>]*\bid="([^"]+)"/g)].map((m) => m[1])
-      for (const id of ids) assert.ok(page.text.includes(`for="${id}"`) || new RegExp(`<label class="check"><input[^>]*id="${id}"`).test(page.text), `label for ${id}`)
+      for (const id of ids)
+        assert.ok(page.text.includes(`for="${id}"`) || new RegExp(`<label class="check"><input[^>]*id="${id}"`).test(page.text), `label for ${id}`)
     })
 
     it('serves the page scripts from /static with a JavaScript type', async () => {
@@ -285,7 +329,10 @@ for (const engine of ENGINES) {
       assert.equal(page.status, 403)
       assert.match(page.text, /Registration is closed/)
       assert.ok(!page.text.includes('name="password"'))
-      const r = await s.post('/register', { form: { username: 'someone', password: 'a long password', password2: 'a long password' }, headers: { 'accept-language': 'en' } })
+      const r = await s.post('/register', {
+        form: { username: 'someone', password: 'a long password', password2: 'a long password' },
+        headers: { 'accept-language': 'en' },
+      })
       assert.equal(r.status, 403)
       assert.match(r.text, /Registration is closed/)
       assert.equal(await s.deps.users.byName('someone'), undefined)

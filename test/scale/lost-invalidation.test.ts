@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
-import { createLocalBus, FLUSH_ALL, type Bus } from '../../src/util/bus.js'
+import { createLocalBus, FLUSH_ALL, type Bus } from '../../src/infra/bus.js'
 
 /**
  * B's view of a shared bus whose subscription can be cut, as the Redis bus behaves: while cut,
@@ -30,8 +30,14 @@ function cuttableBus(shared: Bus) {
   }
   return {
     bus,
-    cut() { up = false; emitAll(FLUSH_ALL) },
-    restore() { up = true; emitAll(FLUSH_ALL) },
+    cut() {
+      up = false
+      emitAll(FLUSH_ALL)
+    },
+    restore() {
+      up = true
+      emitAll(FLUSH_ALL)
+    },
   }
 }
 
@@ -73,7 +79,7 @@ for (const engine of ENGINES) {
       assert.equal((await b.get(path)).text, html, 'after restore')
     })
 
-    it('the key-value store\'s public reads are never stale while B cannot hear A either', async () => {
+    it("the key-value store's public reads are never stale while B cannot hear A either", async () => {
       const u = await a.user()
       const store = async (value: number) => {
         const r = await a.post('/svc_api/data/store', { key: u.key, json: { key: 'score', value, is_public: true } })

@@ -9,8 +9,9 @@ import pg from 'pg'
 import { ENGINES, PG_URL, startServer, dropSchema } from '../support/server.js'
 import { openDatabase } from '../../src/db/kysely.js'
 import { migrateToLatest, pendingMigrations } from '../../src/db/migrate.js'
+import { FEATURE_TABLES } from '../../src/features/tables.js'
 
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..')
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..')
 const bin = path.join(root, 'bin', 'svc')
 
 for (const engine of ENGINES) {
@@ -61,9 +62,9 @@ describe('migrations while other schemas come and go [postgres]', { skip: ENGINE
       for (const schema of mine) {
         const db = await openDatabase({ databaseUrl: `${PG_URL}?schema=${schema}`, dataDir: os.tmpdir() })
         try {
-          for (let i = 0; i < 20; i++) assert.ok((await pendingMigrations(db)).length > 0)
-          assert.ok((await migrateToLatest(db)).length > 0)
-          for (let i = 0; i < 20; i++) assert.deepEqual(await pendingMigrations(db), [])
+          for (let i = 0; i < 20; i++) assert.ok((await pendingMigrations(db, FEATURE_TABLES)).length > 0)
+          assert.ok((await migrateToLatest(db, FEATURE_TABLES)).length > 0)
+          for (let i = 0; i < 20; i++) assert.deepEqual(await pendingMigrations(db, FEATURE_TABLES), [])
         } finally {
           await db.close()
         }

@@ -4,7 +4,6 @@ import crypto from 'node:crypto'
 import { ENGINES, startServer, multipart, dropSchema, type TestServer } from '../support/server.js'
 import { closedPort } from '../support/ports.js'
 
-
 for (const engine of ENGINES) {
   describe(`Redis unreachable [${engine}]`, () => {
     // `writer` has no Redis; `broken` shares its database and blobs but points REDIS_URL at a closed port
@@ -14,7 +13,10 @@ for (const engine of ENGINES) {
     before(async () => {
       writer = await startServer({ engine, pgSchema, keepData: true })
       broken = await startServer({
-        engine, pgSchema, keepData: true, dataDir: writer.dataDir,
+        engine,
+        pgSchema,
+        keepData: true,
+        dataDir: writer.dataDir,
         env: { REDIS_URL: `redis://127.0.0.1:${await closedPort()}` },
       })
     })
@@ -39,8 +41,17 @@ for (const engine of ENGINES) {
       }
     })
 
-    it('keeps serving what needs no Redis: health check and the public host', async () => {
-      assert.equal((await broken.get('/healthz')).status, 200)
+    it('keeps serving what needs no Redis (the public host), and says Redis is down on /readyz', async () => {
+      assert.equal((await broken.get('/livez')).status, 200, 'the process answers')
+      for (const p of ['/readyz', '/healthz']) {
+        const t0 = Date.now()
+        const ready = await broken.get(p)
+        assert.equal(ready.status, 503, ready.text)
+        assert.equal(ready.json.status, 'unavailable')
+        assert.notEqual(ready.json.checks.redis, 'ok')
+        assert.equal(ready.json.checks.database, 'ok')
+        assert.ok(Date.now() - t0 < 3000, 'within the readiness timeout')
+      }
       const u = await writer.user()
       const page = `<!doctype html><title>up</title><p>served without redis ${crypto.randomUUID()}</p>`
       const mp = multipart([{ name: 'file', filename: 'up.html', type: 'text/html', data: page }])

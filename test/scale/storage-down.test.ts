@@ -3,7 +3,6 @@ import assert from 'node:assert/strict'
 import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
 import { closedPort } from '../support/ports.js'
 
-
 for (const engine of ENGINES) {
   describe(`S3 storage unreachable [${engine}]`, () => {
     let s: TestServer

@@ -1,11 +1,13 @@
+import fs from 'node:fs'
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { Redis } from 'ioredis'
-import { REDIS_URL, startServer, multipart, dropSchema, type TestServer } from '../support/server.js'
+import { REDIS_URL, needs, startServer, multipart, dropSchema, type TestServer } from '../support/server.js'
 import { startS3, type TestS3 } from '../support/s3.js'
-import { FLUSH_ALL, isReliable } from '../../src/util/bus.js'
-import { HOSTING_CHANNEL } from '../../src/features/hosting/invalidate.js'
+import { FLUSH_ALL, isReliable } from '../../src/infra/bus.js'
+import { HOSTING_CHANNEL } from '../../src/features/sites/invalidate.js'
+import { clearRedisPrefix } from '../support/redis.js'
 
 /** Polls (every 10 ms, at most 10 s) until `cond` holds. */
 async function until(cond: () => boolean, what: string): Promise<void> {
@@ -23,7 +25,7 @@ const LIMIT = 7
  * as in a scaled-out deployment. Runs on PostgreSQL whatever SVC_TEST_ENGINES says: this is
  * the PostgreSQL + Redis + S3 configuration.
  */
-describe('two instances over one PostgreSQL, Redis and S3', () => {
+describe('two instances over one PostgreSQL, Redis and S3', needs('postgres', 'redis'), () => {
   let a: TestServer
   let b: TestServer
   let s3: TestS3
@@ -48,20 +50,12 @@ describe('two instances over one PostgreSQL, Redis and S3', () => {
 
   after(async () => {
     await Promise.allSettled([a?.close(), b?.close()])
+    // keepData kept the shared schema for the other instance; each data dir is this test's to remove
+    for (const s of [a, b]) if (s) fs.rmSync(s.dataDir, { recursive: true, force: true })
     await dropSchema(pgSchema)
     await s3?.close()
     // only this test's keys (the Redis on 6379 is shared by other tests)
-    const r = new Redis(REDIS_URL)
-    try {
-      let cursor = '0'
-      do {
-        const [next, keys] = await r.scan(cursor, 'MATCH', `${redisPrefix}*`, 'COUNT', 500)
-        if (keys.length) await r.del(...keys)
-        cursor = next
-      } while (cursor !== '0')
-    } finally {
-      r.disconnect()
-    }
+    await clearRedisPrefix(REDIS_URL, redisPrefix)
   })
 
   it('a session from A works on B, and a logout on A ends it on B', async () => {
@@ -156,13 +150,22 @@ describe('two instances over one PostgreSQL, Redis and S3', () => {
     let html = `<!doctype html><p>v1 ${crypto.randomUUID()}</p>`
     assert.equal((await upload(a, u.key, 'lost.html', html)).status, 200)
     for (const s of [a, b]) assert.equal((await s.get(path)).text, html) // cached on both
-    const flushes = new Map<TestServer, number>([[a, 0], [b, 0]])
-    for (const s of [a, b]) s.deps.bus.subscribe(HOSTING_CHANNEL, (m) => { if (m === FLUSH_ALL) flushes.set(s, flushes.get(s)! + 1) })
+    const flushes = new Map<TestServer, number>([
+      [a, 0],
+      [b, 0],
+    ])
+    for (const s of [a, b])
+      s.deps.bus.subscribe(HOSTING_CHANNEL, (m) => {
+        if (m === FLUSH_ALL) flushes.set(s, flushes.get(s)! + 1)
+      })
     // cut both instances' subscriber connections (found by their connection name)
     const admin = new Redis(REDIS_URL)
     try {
       const list = (await admin.client('LIST')) as string
-      const ids = list.split('\n').filter((l) => l.includes(` name=${redisPrefix}bus:sub `)).map((l) => /\bid=(\d+)/.exec(l)![1])
+      const ids = list
+        .split('\n')
+        .filter((l) => l.includes(` name=${redisPrefix}bus:sub `))
+        .map((l) => /\bid=(\d+)/.exec(l)![1])
       assert.equal(ids.length, 2)
       for (const id of ids) await admin.client('KILL', 'ID', id)
     } finally {

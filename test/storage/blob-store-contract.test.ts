@@ -9,6 +9,7 @@ import { S3Client, PutObjectCommand } from '@aws-sdk/client-s3'
 import type { BlobStore } from '../../src/storage/blob-store.js'
 import { createLocalBlobStore } from '../../src/storage/local.js'
 import { createS3BlobStore, SINGLE_PUT_MAX } from '../../src/storage/s3.js'
+import { createBlobCache } from '../../src/storage/disk-cache.js'
 import { parseS3Url } from '../../src/storage/s3-url.js'
 import { AppError } from '../../src/errors/app-error.js'
 import { loadConfig } from '../../src/config.js'
@@ -77,6 +78,24 @@ const drivers: Driver[] = [
     async plantTemp() {},
     async close() {},
   },
+  {
+    // the S3 driver behind the disk cache, as `svc serve` opens it: the same contract holds
+    name: 's3+disk-cache',
+    async open() {
+      const url = s3.storageUrl()
+      const settings = parseS3Url(url)
+      this.plantTemp = async () => {
+        const c = new S3Client(settings.client)
+        await c.send(new PutObjectCommand({ Bucket: settings.bucket, Key: `${settings.prefix}tmp/leftover`, Body: 'x' }))
+        c.destroy()
+      }
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-blob-cache-'))
+      dirs.push(dir)
+      return createBlobCache(createS3BlobStore(url), { dir, maxBytes: 64 * 1024 * 1024 })
+    },
+    async plantTemp() {},
+    async close() {},
+  },
 ]
 
 before(async () => {
@@ -131,7 +150,7 @@ for (const driver of drivers) {
       }
     })
 
-    it('reports a blob\'s last write time, which a put of the same bytes refreshes; null for no blob', async () => {
+    it("reports a blob's last write time, which a put of the same bytes refreshes; null for no blob", async () => {
       const body = Buffer.from(`timed ${driver.name} ${Date.now()}`)
       const r = await store.put(body)
       const first = await store.modifiedMs(r.digest)
@@ -144,9 +163,12 @@ for (const driver of drivers) {
       assert.equal(await store.modifiedMs('0'.repeat(64)), null)
     })
 
-    it('refuses a body past maxBytes with the caller\'s error and leaves nothing (small and multipart)', async () => {
+    it("refuses a body past maxBytes with the caller's error and leaves nothing (small and multipart)", async () => {
       const before = await listAll(store)
-      for (const [size, max] of [[1000, 999], [SINGLE_PUT_MAX + 2 * 1024 * 1024, SINGLE_PUT_MAX + 1024 * 1024]]) {
+      for (const [size, max] of [
+        [1000, 999],
+        [SINGLE_PUT_MAX + 2 * 1024 * 1024, SINGLE_PUT_MAX + 1024 * 1024],
+      ]) {
         const body = bytes(size, size)
         await assert.rejects(store.put(chunked(body), { maxBytes: max, tooLarge }), (e: Error & { marker?: string }) => e.marker === 'tooLarge')
         assert.equal(await store.exists(sha(body)), false)
@@ -164,10 +186,13 @@ for (const driver of drivers) {
       const before = await listAll(store)
       for (const size of [100_000, SINGLE_PUT_MAX + 1024 * 1024]) {
         const body = bytes(size, 9)
-        const broken = Readable.from((async function* () {
-          yield body.subarray(0, size - 10)
-          throw new Error('client went away')
-        })(), { objectMode: false })
+        const broken = Readable.from(
+          (async function* () {
+            yield body.subarray(0, size - 10)
+            throw new Error('client went away')
+          })(),
+          { objectMode: false },
+        )
         await assert.rejects(store.put(broken))
       }
       assert.deepEqual(await listAll(store), before)
@@ -180,7 +205,10 @@ for (const driver of drivers) {
       await store.delete(r.digest)
       assert.equal(await store.exists(r.digest), false)
       assert.ok(!(await listAll(store)).includes(r.digest))
-      await assert.rejects(async () => drain(await store.get(r.digest)), (e: unknown) => e instanceof AppError && e.key === 'STORAGE_UNAVAILABLE')
+      await assert.rejects(
+        async () => drain(await store.get(r.digest)),
+        (e: unknown) => e instanceof AppError && e.key === 'STORAGE_UNAVAILABLE',
+      )
     })
 
     it('cleanTemp removes only leftovers older than asked', async () => {
@@ -193,6 +221,22 @@ for (const driver of drivers) {
     it('rejects a malformed digest', async () => {
       await assert.rejects(store.get('../../etc/passwd'))
       await assert.rejects(store.read('ABC'))
+      await assert.rejects(store.localFile('../x'))
+    })
+
+    it('gives a local file with exactly the blob (disk, disk cache) or none (S3 alone); a missing blob fails with 1503', async () => {
+      const body = bytes(70_000, 11)
+      const r = await store.put(body)
+      const f = await store.localFile(r.digest)
+      if (driver.name === 's3') assert.equal(f, null)
+      else {
+        assert.ok(f)
+        assert.equal(f.size, body.length)
+        assert.deepEqual(fs.readFileSync(f.path), body)
+      }
+      // (S3 alone answers null without asking the bucket: get() then fails as for any missing blob)
+      if (driver.name === 's3') assert.equal(await store.localFile('e'.repeat(64)), null)
+      else await assert.rejects(store.localFile('e'.repeat(64)), (e: unknown) => e instanceof AppError && e.key === 'STORAGE_UNAVAILABLE')
     })
   })
 }
@@ -216,7 +260,10 @@ describe('S3 driver: failures and configuration', () => {
 
   it('validates STORAGE_URL at start-up and never prints the secret', () => {
     const bad = 's3://bucket?endpoint=ftp://x&accessKeyId=AKIDEXAMPLE&secretAccessKey=very-secret-value'
-    assert.throws(() => loadConfig({ STORAGE_URL: bad }), (e: Error) => /STORAGE_URL/.test(e.message) && !e.message.includes('very-secret-value') && !e.message.includes('AKIDEXAMPLE'))
+    assert.throws(
+      () => loadConfig({ STORAGE_URL: bad }),
+      (e: Error) => /STORAGE_URL/.test(e.message) && !e.message.includes('very-secret-value') && !e.message.includes('AKIDEXAMPLE'),
+    )
     assert.throws(() => loadConfig({ STORAGE_URL: 's3://bucket?accessKeyId=only' }), /accessKeyId and secretAccessKey/)
     const ok = parseS3Url('s3://bkt/some/prefix/?endpoint=http://127.0.0.1:9000&region=eu-west-1&forcePathStyle=true')
     assert.equal(ok.bucket, 'bkt')
@@ -226,4 +273,3 @@ describe('S3 driver: failures and configuration', () => {
     assert.equal(ok.client.credentials, undefined, 'credentials come from the AWS_* environment when not in the URL')
   })
 })
-

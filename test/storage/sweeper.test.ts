@@ -6,6 +6,7 @@ import path from 'node:path'
 import { startServer, type TestServer } from '../support/server.js'
 import type { BlobStore } from '../../src/storage/blob-store.js'
 import { sweepBlobs } from '../../src/storage/sweeper.js'
+import { BLOB_COLUMNS } from '../../src/features/tables.js'
 
 describe('blob sweeper (real SQLite and disk)', () => {
   let s: TestServer
@@ -36,7 +37,7 @@ describe('blob sweeper (real SQLite and disk)', () => {
         await s.deps.blobs.put(reused)
       },
     }
-    const r = await sweepBlobs(s.deps.db, racing, 3600_000)
+    const r = await sweepBlobs(s.deps.db, racing, BLOB_COLUMNS, 3600_000)
     assert.equal(await s.deps.blobs.exists(a.digest), true, 'the touched blob is kept for the upload about to reference it')
     assert.deepEqual(await s.deps.blobs.read(a.digest), reused)
     assert.equal(await s.deps.blobs.exists(b.digest), false, 'the untouched orphan goes')

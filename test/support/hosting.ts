@@ -6,25 +6,36 @@ export const HTML = (title: string, extra = '') => `<!doctype html><html><head><
 
 /** Uploads one single file with hand-built multipart (fields first, then the file part). */
 export function uploadFile(
-  s: TestServer, auth: { key?: string; cookie?: string }, filename: string, data: string | Buffer,
-  fields: Record<string, string> = {}, headers: Record<string, string> = {},
+  s: TestServer,
+  auth: { key?: string; cookie?: string },
+  filename: string,
+  data: string | Buffer,
+  fields: Record<string, string> = {},
+  headers: Record<string, string> = {},
 ): Promise<Res> {
-  const mp = multipart([
-    ...Object.entries(fields).map(([name, v]) => ({ name, data: v })),
-    { name: 'file', filename, type: 'text/html', data },
-  ])
+  const mp = multipart([...Object.entries(fields).map(([name, v]) => ({ name, data: v })), { name: 'file', filename, type: 'text/html', data }])
   return s.post('/svc_api/upload', { ...auth, body: mp.body, headers: { 'content-type': mp.contentType, ...headers } })
 }
 
-export interface BatchFile { filename?: string; filenameStar?: string; data: string | Buffer; field?: string }
+export interface BatchFile {
+  filename?: string
+  filenameStar?: string
+  data: string | Buffer
+  field?: string
+}
 
 /** Batch-uploads files to a folder project; file names keep their directories. */
 export function batchUpload(
-  s: TestServer, auth: { key?: string; cookie?: string }, folderPath: string, files: BatchFile[], overwrite?: boolean | string,
+  s: TestServer,
+  auth: { key?: string; cookie?: string },
+  folderPath: string,
+  files: BatchFile[],
+  overwrite?: boolean | string,
 ): Promise<Res> {
   const parts: Parameters<typeof multipart>[0] = []
   if (overwrite !== undefined) parts.push({ name: 'overwrite_files', data: String(overwrite) })
-  for (const f of files) parts.push({ name: f.field ?? 'files[]', filename: f.filename, filenameStar: f.filenameStar, type: 'application/octet-stream', data: f.data })
+  for (const f of files)
+    parts.push({ name: f.field ?? 'files[]', filename: f.filename, filenameStar: f.filenameStar, type: 'application/octet-stream', data: f.data })
   const mp = multipart(parts)
   return s.post(`/api/folders/${folderPath}/batch_upload`, { ...auth, body: mp.body, headers: { 'content-type': mp.contentType } })
 }

@@ -6,14 +6,22 @@ import { multipart, type TestServer } from './server.js'
 import { randomString, sha256hex } from '../../src/auth/tokens.js'
 
 /** Small test images made with sharp. */
-export async function makeImage(format: 'png' | 'jpeg' | 'gif' | 'webp' | 'avif', opts: { width?: number; height?: number; color?: string } = {}): Promise<Buffer> {
+export async function makeImage(
+  format: 'png' | 'jpeg' | 'gif' | 'webp' | 'avif',
+  opts: { width?: number; height?: number; color?: string } = {},
+): Promise<Buffer> {
   const img = sharp({ create: { width: opts.width ?? 16, height: opts.height ?? 12, channels: 3, background: opts.color ?? '#3366cc' } })
   switch (format) {
-    case 'png': return img.png().toBuffer()
-    case 'jpeg': return img.jpeg().toBuffer()
-    case 'gif': return img.gif().toBuffer()
-    case 'webp': return img.webp().toBuffer()
-    case 'avif': return img.avif({ effort: 0 }).toBuffer()
+    case 'png':
+      return img.png().toBuffer()
+    case 'jpeg':
+      return img.jpeg().toBuffer()
+    case 'gif':
+      return img.gif().toBuffer()
+    case 'webp':
+      return img.webp().toBuffer()
+    case 'avif':
+      return img.avif({ effort: 0 }).toBuffer()
   }
 }
 
@@ -78,7 +86,10 @@ export async function jpegWithMetadata(): Promise<Buffer> {
 /** A PNG with an EXIF chunk, XMP and a tEXt chunk. */
 export async function pngWithMetadata(): Promise<Buffer> {
   const base = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#0a0' } })
-    .png().withExif({ IFD0: { Copyright: 'SECRETPNGEXIF' } }).withXmp('<x:xmpmeta xmlns:x="adobe:ns:meta/">SECRETPNGXMP</x:xmpmeta>').toBuffer()
+    .png()
+    .withExif({ IFD0: { Copyright: 'SECRETPNGEXIF' } })
+    .withXmp('<x:xmpmeta xmlns:x="adobe:ns:meta/">SECRETPNGXMP</x:xmpmeta>')
+    .toBuffer()
   const data = Buffer.from('Comment\0SECRETPNGTEXT', 'latin1')
   const chunk = Buffer.alloc(12 + data.length)
   chunk.writeUInt32BE(data.length, 0)
@@ -92,7 +103,10 @@ export async function pngWithMetadata(): Promise<Buffer> {
 /** A WebP with EXIF and XMP chunks. */
 export async function webpWithMetadata(): Promise<Buffer> {
   return sharp({ create: { width: 8, height: 8, channels: 3, background: '#a00' } })
-    .webp().withExif({ IFD0: { Copyright: 'SECRETWEBPEXIF' } }).withXmp('<x:xmpmeta xmlns:x="adobe:ns:meta/">SECRETWEBPXMP</x:xmpmeta>').toBuffer()
+    .webp()
+    .withExif({ IFD0: { Copyright: 'SECRETWEBPEXIF' } })
+    .withXmp('<x:xmpmeta xmlns:x="adobe:ns:meta/">SECRETWEBPXMP</x:xmpmeta>')
+    .toBuffer()
 }
 
 export const SVG_WITH_SCRIPT = `<?xml version="1.0" encoding="UTF-8"?>
@@ -118,7 +132,10 @@ export async function svc(s: TestServer, cmd: string, ...args: string[]): Promis
 /** A one-time redeem code for a feature, stored the way `svc redeem-code create` stores it. */
 export async function redeemCode(s: TestServer, feature: string): Promise<string> {
   const code = `IMG-${randomString(20)}`
-  await s.deps.db.k.insertInto('redeem_codes').values({ code_hash: sha256hex(code), feature, created_at: Date.now(), redeemed_by: null, redeemed_at: null }).execute()
+  await s.deps.db.k
+    .insertInto('redeem_codes')
+    .values({ code_hash: sha256hex(code), feature, created_at: Date.now(), redeemed_by: null, redeemed_at: null })
+    .execute()
   return code
 }
 

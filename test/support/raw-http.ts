@@ -3,7 +3,11 @@ import net from 'node:net'
 
 /** Raw HTTP/1.1 over one socket, for tests that check the exact bytes (pipelining, keep-alive). */
 
-export interface Parsed { status: string; headers: Map<string, string>; body: Buffer }
+export interface Parsed {
+  status: string
+  headers: Map<string, string>
+  body: Buffer
+}
 
 /** Splits the bytes of one connection into responses (bodies by Content-Length; HEAD: none). */
 export function parseResponses(buf: Buffer, heads: boolean[]): Parsed[] {

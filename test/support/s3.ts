@@ -11,8 +11,8 @@ export const S3_BUCKET = 'svc-test'
 
 export interface TestS3 {
   endpoint: string
-  /** A STORAGE_URL for a fresh key prefix in the test bucket (credentials in the query). */
-  storageUrl(prefix?: string): string
+  /** A STORAGE_URL for a fresh key prefix in the test bucket (credentials in the query), optionally through another endpoint (a relay). */
+  storageUrl(prefix?: string, via?: string): string
   close(): Promise<void>
 }
 
@@ -27,8 +27,8 @@ export async function startS3(): Promise<TestS3> {
   const endpoint = `http://127.0.0.1:${info.port}`
   return {
     endpoint,
-    storageUrl(prefix = `p${crypto.randomBytes(4).toString('hex')}`) {
-      const q = new URLSearchParams({ endpoint, region: 'us-east-1', forcePathStyle: 'true', accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY })
+    storageUrl(prefix = `p${crypto.randomBytes(4).toString('hex')}`, via = endpoint) {
+      const q = new URLSearchParams({ endpoint: via, region: 'us-east-1', forcePathStyle: 'true', accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY })
       return `s3://${S3_BUCKET}/${prefix}?${q}`
     },
     async close() {

@@ -5,14 +5,33 @@ import crypto from 'node:crypto'
 import { Agent, request as undiciRequest, FormData } from 'undici'
 import pg from 'pg'
 import { loadConfig } from '../../src/config.js'
-import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js'
+import { createDeps, type Deps, type DepsOverrides } from '../../src/compose.js'
 import { buildApp } from '../../src/app.js'
 import { listen, serverFactoryFor, tlsMaterial, type Listening } from '../../src/server.js'
 import type { FastifyInstance } from 'fastify'
 import type { Engine } from '../../src/db/kysely.js'
 
-/** Engines the API suites run on: SVC_TEST_ENGINES=sqlite,postgres (default both). */
-export const ENGINES: Engine[] = (process.env.SVC_TEST_ENGINES ?? 'sqlite,postgres').split(',').map((s) => s.trim()).filter(Boolean) as Engine[]
+/**
+ * Services this run has. scripts/run-tests.mjs probes PostgreSQL and Redis once: outside CI it
+ * sets SVC_TEST_POSTGRES=0 / SVC_TEST_REDIS=0 for a missing one (and says so), in CI it fails.
+ */
+export const HAVE_POSTGRES = process.env.SVC_TEST_POSTGRES !== '0'
+export const HAVE_REDIS = process.env.SVC_TEST_REDIS !== '0'
+/** Engines the API suites run on: SVC_TEST_ENGINES=sqlite,postgres (default both; postgres only when reachable). */
+export const ENGINES: Engine[] = (
+  (process.env.SVC_TEST_ENGINES ?? 'sqlite,postgres')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean) as Engine[]
+).filter((e) => e !== 'postgres' || HAVE_POSTGRES)
+/**
+ * The `skip` option of a test or suite that needs PostgreSQL or Redis: false when the run has
+ * them, else the reason (node's test runner prints it next to the skipped test).
+ */
+export function needs(...services: Array<'postgres' | 'redis'>): { skip: string | false } {
+  const missing = services.filter((x) => (x === 'postgres' ? !HAVE_POSTGRES : !HAVE_REDIS))
+  return { skip: missing.length > 0 && `needs ${missing.join(' and ')} (not reachable; see scripts/run-tests.mjs)` }
+}
 export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
@@ -38,14 +57,22 @@ export interface ReqOptions {
   plain?: boolean
 }
 
-let certCache: string | null = null
-/** A self-signed pair generated once per test process and copied into each DATA_DIR. */
-async function cachedCert(): Promise<string> {
+const CERT_FILES = ['tls-cert.pem', 'tls-key.pem'] as const
+let certCache: Map<string, Buffer> | null = null
+/**
+ * A self-signed pair generated once per test process and written into each DATA_DIR. It is kept
+ * in memory and its temporary folder removed at once, so no private key outlives the test run.
+ */
+async function cachedCert(): Promise<Map<string, Buffer>> {
   if (certCache) return certCache
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cert-'))
-  await tlsMaterial(loadConfig({ DATA_DIR: dir }))
-  certCache = dir
-  return dir
+  try {
+    await tlsMaterial(loadConfig({ DATA_DIR: dir }))
+    certCache = new Map(CERT_FILES.map((f) => [f, fs.readFileSync(path.join(dir, f))]))
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+  return certCache
 }
 
 export interface TestServer {
@@ -78,6 +105,8 @@ export interface StartOptions extends DepsOverrides {
   dataDir?: string
   pgSchema?: string
   keepData?: boolean
+  /** PostgreSQL server URL to use instead of PG_URL (e.g. through a relay); the schema is added. */
+  pgUrl?: string
 }
 
 const uid = () => crypto.randomBytes(5).toString('hex')
@@ -86,20 +115,37 @@ const uid = () => crypto.randomBytes(5).toString('hex')
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
   const engine = opts.engine ?? 'sqlite'
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-'))
-  const certDir = await cachedCert()
-  for (const f of ['tls-cert.pem', 'tls-key.pem']) {
-    if (!fs.existsSync(path.join(dataDir, f))) fs.copyFileSync(path.join(certDir, f), path.join(dataDir, f))
+  const cert = await cachedCert()
+  for (const [f, pem] of cert) {
+    if (!fs.existsSync(path.join(dataDir, f))) fs.writeFileSync(path.join(dataDir, f), pem, { mode: 0o600 })
   }
   const schema = opts.pgSchema ?? `t_${uid()}`
   const env: Record<string, string> = {
-    DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    ...(engine === 'postgres' ? { DATABASE_URL: `${PG_URL}?schema=${schema}` } : {}),
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HTTP_PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // tests' webhook receivers listen on loopback; the SSRF guard's own tests turn it back on
+    WEBHOOK_BLOCK_PRIVATE: '0',
+    ...(engine === 'postgres' ? { DATABASE_URL: `${opts.pgUrl ?? PG_URL}?schema=${schema}` } : {}),
     ...(opts.env ?? {}),
   }
-  const config = loadConfig(env)
+  // a start that fails (tests of bad settings, unreachable services) leaves no folder with a key behind
+  const discard = () => {
+    if (!opts.dataDir && !opts.keepData) fs.rmSync(dataDir, { recursive: true, force: true })
+  }
+  let config: ReturnType<typeof loadConfig>
+  try {
+    config = loadConfig(env)
+  } catch (e) {
+    discard()
+    throw e
+  }
   const deps = await createDeps(config, opts).catch(async (e) => {
     // close what the test handed in, so a failed start fails fast instead of hanging the file
     await Promise.allSettled([opts.limits?.close(), opts.bus?.close(), opts.blobs?.close()])
+    discard()
     throw e
   })
   const tls = await tlsMaterial(config)
@@ -129,11 +175,27 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
       json = JSON.parse(text)
     } catch {}
     const hs = r.headers as Record<string, string | string[] | undefined>
-    return { status: r.statusCode, headers: hs, text, body: buf, json, header: (n) => { const v = hs[n.toLowerCase()]; return Array.isArray(v) ? v.join(', ') : v } }
+    return {
+      status: r.statusCode,
+      headers: hs,
+      text,
+      body: buf,
+      json,
+      header: (n) => {
+        const v = hs[n.toLowerCase()]
+        return Array.isArray(v) ? v.join(', ') : v
+      },
+    }
   }
 
   const server: TestServer = {
-    engine, url, httpUrl, dataDir, deps, app, env,
+    engine,
+    url,
+    httpUrl,
+    dataDir,
+    deps,
+    app,
+    env,
     request,
     get: (p, o) => request('GET', p, o),
     post: (p, o) => request('POST', p, o),
@@ -152,7 +214,11 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     },
     async csrfToken(cookie) {
       const sid = cookie.replace(/^session=/, '').split(';')[0]
-      const row = await deps.db.k.selectFrom('sessions').select('csrf_token').where('id_hash', '=', crypto.createHash('sha256').update(sid).digest('hex')).executeTakeFirstOrThrow()
+      const row = await deps.db.k
+        .selectFrom('sessions')
+        .select('csrf_token')
+        .where('id_hash', '=', crypto.createHash('sha256').update(sid).digest('hex'))
+        .executeTakeFirstOrThrow()
       return row.csrf_token
     },
     async close() {
@@ -179,7 +245,10 @@ export async function dropSchema(schema: string): Promise<void> {
 }
 
 /** Builds a multipart/form-data body by hand, so file names keep directories and odd bytes. */
-export function multipart(parts: Array<{ name: string; filename?: string; filenameStar?: string; type?: string; data: string | Buffer }>): { body: Buffer; contentType: string } {
+export function multipart(parts: Array<{ name: string; filename?: string; filenameStar?: string; type?: string; data: string | Buffer }>): {
+  body: Buffer
+  contentType: string
+} {
   const boundary = `----svctest${uid()}`
   const chunks: Buffer[] = []
   for (const p of parts) {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import type { ServerResponse } from 'node:http'
-import { REDIS_URL } from '../support/server.js'
+import { REDIS_URL, needs } from '../support/server.js'
 import { admit, admitNow } from '../../src/http/guard.js'
 import { createMemoryLimitStore } from '../../src/limits/store.js'
 import { createRedisLimitStore } from '../../src/limits/redis.js'
@@ -58,7 +58,7 @@ describe('admitNow (an answer written while it is admitted)', () => {
     }
   })
 
-  it('with Redis: the same as admit (the slot is held until the response closes)', async () => {
+  it('with Redis: the same as admit (the slot is held until the response closes)', needs('redis'), async () => {
     const limits = createRedisLimitStore(REDIS_URL, { serverTime: false, prefix: `svc:test:${crypto.randomBytes(6).toString('hex')}:` })
     try {
       const res = response()

@@ -2,8 +2,8 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { Redis } from 'ioredis'
-import { REDIS_URL } from '../support/server.js'
-import { createLocalBus, createRedisBus, FLUSH_ALL, isReliable } from '../../src/util/bus.js'
+import { REDIS_URL, needs } from '../support/server.js'
+import { createLocalBus, createRedisBus, FLUSH_ALL, isReliable } from '../../src/infra/bus.js'
 
 /** Polls (every 10 ms, at most 5 s) until `cond` holds. */
 async function until(cond: () => boolean, what: string): Promise<void> {
@@ -25,7 +25,7 @@ describe('bus', () => {
     await bus.close()
   })
 
-  it('Redis bus: delivers across instances; a lost subscription flushes caches and reports unreliable until it is back', async () => {
+  it('Redis bus: delivers across instances; a lost subscription flushes caches and reports unreliable until it is back', needs('redis'), async () => {
     const prefix = `svc-test-${crypto.randomBytes(5).toString('hex')}:bus:`
     const a = createRedisBus(REDIS_URL, prefix)
     const b = createRedisBus(REDIS_URL, prefix)

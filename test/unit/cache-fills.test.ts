@@ -4,8 +4,8 @@ import type { KyselyPlugin } from 'kysely'
 import { startServer, type TestServer } from '../support/server.js'
 import { HTML, uploadFile } from '../support/hosting.js'
 import type { Db } from '../../src/db/kysely.js'
-import { createHostCache } from '../../src/features/hosting/cache.js'
-import { createResolver } from '../../src/features/hosting/resolver.js'
+import { createHostCache } from '../../src/features/sites/host-cache.js'
+import { createResolver } from '../../src/features/sites/resolver.js'
 import { createKvService } from '../../src/features/kv/service.js'
 
 /** The service's database, counting the queries run through it. */

@@ -35,7 +35,10 @@ describe('configuration', () => {
   ]
   for (const [env, name] of bad) {
     it(`refuses ${JSON.stringify(env)} naming ${name}`, () => {
-      assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.message.includes(name))
+      assert.throws(
+        () => loadConfig(env),
+        (e: unknown) => e instanceof ConfigError && e.message.includes(name),
+      )
     })
   }
 

@@ -10,7 +10,10 @@ describe('the error table', () => {
     for (const [key, d] of Object.entries(ERRORS)) {
       const ranges = CODE_RANGES[d.type]
       assert.ok(ranges, `${key}: unknown type ${d.type}`)
-      assert.ok(ranges.some(([lo, hi]) => d.code >= lo && d.code <= hi), `${key}: ${d.code} outside ${d.type}`)
+      assert.ok(
+        ranges.some(([lo, hi]) => d.code >= lo && d.code <= hi),
+        `${key}: ${d.code} outside ${d.type}`,
+      )
       assert.ok(d.http >= 400 && d.http < 600, key)
       assert.ok(d.zh && d.en && d.solutionZh && d.solutionEn, key)
       // codes are unique except 1312, which the spec gives to two meanings
@@ -21,15 +24,32 @@ describe('the error table', () => {
 
   it('keeps the spec listed codes with their types and statuses', () => {
     const spec: Array<[keyof typeof ERRORS, number, string, number]> = [
-      ['AUTH_MISSING', 1001, 'AUTH_ERROR', 401], ['AUTH_INVALID', 1002, 'AUTH_ERROR', 401], ['ACCOUNT_DISABLED', 1006, 'AUTH_ERROR', 403],
-      ['API_ACCESS_DISABLED', 1007, 'AUTH_ERROR', 403], ['NO_FILE', 1101, 'PARAM_ERROR', 400], ['EMPTY_FILE', 1103, 'PARAM_ERROR', 400],
-      ['FILE_TOO_LARGE', 1104, 'PARAM_ERROR', 400], ['FILE_TYPE_UNSUPPORTED', 1105, 'PARAM_ERROR', 400], ['HTTPS_REQUIRED', 1116, 'PARAM_ERROR', 400],
-      ['FILE_COUNT_LIMIT', 1201, 'QUOTA_ERROR', 400], ['RATE_LIMIT_HOUR', 1203, 'QUOTA_ERROR', 429], ['RATE_LIMIT_MINUTE', 1204, 'QUOTA_ERROR', 429],
-      ['FOLDER_PERMISSION', 1312, 'FILE_ERROR', 403], ['INTERNAL', 1501, 'SERVER_ERROR', 500], ['STORAGE_UNAVAILABLE', 1503, 'SERVER_ERROR', 503],
-      ['KV_KEY_TOO_LONG', 1601, 'DATA_ERROR', 400], ['KV_ENTRY_TOO_LARGE', 1602, 'DATA_ERROR', 400], ['KV_KEY_EXISTS', 1603, 'DATA_ERROR', 400],
-      ['KV_KEY_NOT_FOUND', 1604, 'DATA_ERROR', 404], ['KV_KEY_QUOTA', 1605, 'DATA_ERROR', 400], ['KV_KEY_FORMAT', 1606, 'DATA_ERROR', 400],
-      ['FORM_SLUG_TAKEN', 1610, 'FORM_ERROR', 400], ['FORM_NOT_FOUND', 1611, 'FORM_ERROR', 404], ['FORM_DISABLED', 1612, 'FORM_ERROR', 403],
-      ['FORM_QUOTA', 1613, 'FORM_ERROR', 429], ['FORM_FIELDS_MISMATCH', 1614, 'FORM_ERROR', 400],
+      ['AUTH_MISSING', 1001, 'AUTH_ERROR', 401],
+      ['AUTH_INVALID', 1002, 'AUTH_ERROR', 401],
+      ['ACCOUNT_DISABLED', 1006, 'AUTH_ERROR', 403],
+      ['API_ACCESS_DISABLED', 1007, 'AUTH_ERROR', 403],
+      ['NO_FILE', 1101, 'PARAM_ERROR', 400],
+      ['EMPTY_FILE', 1103, 'PARAM_ERROR', 400],
+      ['FILE_TOO_LARGE', 1104, 'PARAM_ERROR', 400],
+      ['FILE_TYPE_UNSUPPORTED', 1105, 'PARAM_ERROR', 400],
+      ['HTTPS_REQUIRED', 1116, 'PARAM_ERROR', 400],
+      ['FILE_COUNT_LIMIT', 1201, 'QUOTA_ERROR', 400],
+      ['RATE_LIMIT_HOUR', 1203, 'QUOTA_ERROR', 429],
+      ['RATE_LIMIT_MINUTE', 1204, 'QUOTA_ERROR', 429],
+      ['FOLDER_PERMISSION', 1312, 'FILE_ERROR', 403],
+      ['INTERNAL', 1501, 'SERVER_ERROR', 500],
+      ['STORAGE_UNAVAILABLE', 1503, 'SERVER_ERROR', 503],
+      ['KV_KEY_TOO_LONG', 1601, 'DATA_ERROR', 400],
+      ['KV_ENTRY_TOO_LARGE', 1602, 'DATA_ERROR', 400],
+      ['KV_KEY_EXISTS', 1603, 'DATA_ERROR', 400],
+      ['KV_KEY_NOT_FOUND', 1604, 'DATA_ERROR', 404],
+      ['KV_KEY_QUOTA', 1605, 'DATA_ERROR', 400],
+      ['KV_KEY_FORMAT', 1606, 'DATA_ERROR', 400],
+      ['FORM_SLUG_TAKEN', 1610, 'FORM_ERROR', 400],
+      ['FORM_NOT_FOUND', 1611, 'FORM_ERROR', 404],
+      ['FORM_DISABLED', 1612, 'FORM_ERROR', 403],
+      ['FORM_QUOTA', 1613, 'FORM_ERROR', 429],
+      ['FORM_FIELDS_MISMATCH', 1614, 'FORM_ERROR', 400],
     ]
     for (const [key, code, type, http] of spec) assert.deepEqual([ERRORS[key].code, ERRORS[key].type, ERRORS[key].http], [code, type, http], key)
     const reserved = [1600, 1607, 1608, 1609, 1615, 1616, 1617, 1618, 1619]

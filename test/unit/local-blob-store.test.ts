@@ -15,7 +15,11 @@ const collect = async (r: Readable) => {
   for await (const c of r) chunks.push(c as Buffer)
   return Buffer.concat(chunks)
 }
-const files = (dir: string): string[] => fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.join(e.parentPath ?? (e as any).path, e.name))
+const files = (dir: string): string[] =>
+  fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.join(e.parentPath ?? (e as any).path, e.name))
 
 describe('local blob store', () => {
   let root: string
@@ -47,14 +51,24 @@ describe('local blob store', () => {
 
   it('refuses a body over maxBytes and leaves no file behind', async () => {
     const before = files(root).length
-    await assert.rejects(blobs.put(Readable.from([Buffer.alloc(600), Buffer.alloc(600)]), { maxBytes: 1000 }), (e: unknown) => e instanceof AppError && e.key === 'FILE_TOO_LARGE')
-    await assert.rejects(blobs.put(Buffer.alloc(20), { maxBytes: 10, tooLarge: () => new AppError('BODY_TOO_LARGE') }), (e: unknown) => e instanceof AppError && e.key === 'BODY_TOO_LARGE')
+    await assert.rejects(
+      blobs.put(Readable.from([Buffer.alloc(600), Buffer.alloc(600)]), { maxBytes: 1000 }),
+      (e: unknown) => e instanceof AppError && e.key === 'FILE_TOO_LARGE',
+    )
+    await assert.rejects(
+      blobs.put(Buffer.alloc(20), { maxBytes: 10, tooLarge: () => new AppError('BODY_TOO_LARGE') }),
+      (e: unknown) => e instanceof AppError && e.key === 'BODY_TOO_LARGE',
+    )
     assert.equal(files(root).length, before)
   })
 
   it('turns a failing source into 1503 and leaves no temp file', async () => {
     const before = files(root).length
-    const failing = new Readable({ read() { this.destroy(Object.assign(new Error('EIO'), { code: 'EIO' })) } })
+    const failing = new Readable({
+      read() {
+        this.destroy(Object.assign(new Error('EIO'), { code: 'EIO' }))
+      },
+    })
     await assert.rejects(blobs.put(failing), (e: unknown) => e instanceof AppError && e.key === 'STORAGE_UNAVAILABLE')
     assert.equal(files(root).length, before)
   })

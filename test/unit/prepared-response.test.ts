@@ -4,9 +4,19 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exchange } from '../support/raw-http.js'
 import { prepare, sendPrepared, wholeBytesHeld, WHOLE_BUDGET, WHOLE_MAX_BODY } from '../../src/http/prepared-response.js'
+import { FakeClock } from '../../src/util/clock.js'
 
 const BODY = Buffer.from('<!doctype html><p>prepared ünïcode</p>\n')
-const HEADERS = ['Content-Type', 'text/html; charset=utf-8', 'Content-Security-Policy', 'sandbox allow-scripts', 'ETag', '"abc"', 'Content-Length', String(BODY.length)]
+const HEADERS = [
+  'Content-Type',
+  'text/html; charset=utf-8',
+  'Content-Security-Policy',
+  'sandbox allow-scripts',
+  'ETag',
+  '"abc"',
+  'Content-Length',
+  String(BODY.length),
+]
 const OK = prepare(200, HEADERS)
 // a body too large to be joined with its head, and many bodies that together pass the budget
 const LARGE = Buffer.alloc(WHOLE_MAX_BODY + 1, 'L')
@@ -16,9 +26,11 @@ const MANY = Array.from({ length: Math.ceil(WHOLE_BUDGET / WHOLE_MAX_BODY) + 4 }
   return { body, p: prepare(200, ['Content-Type', 'text/plain', 'X-N', String(i), 'Content-Length', String(body.length)]) }
 })
 
-describe('prepared responses (the hot paths\' precomputed heads)', () => {
+describe("prepared responses (the hot paths' precomputed heads)", () => {
   const marks: (boolean | undefined)[] = []
   const closes: (string | undefined)[] = []
+  // the service clock the answers are dated by: tests move it instead of waiting for seconds
+  const clock = new FakeClock(Date.now())
   let server: http.Server
   let port = 0
   before(async () => {
@@ -38,28 +50,28 @@ describe('prepared responses (the hot paths\' precomputed heads)', () => {
       }
       if (req.url === '/mark' || req.url === '/listened') {
         if (req.url === '/listened') req.once('close', () => closes.push(req.url))
-        sendPrepared(req, res, OK, BODY)
+        sendPrepared(req, res, OK, BODY, undefined, -1, clock)
         marks.push((req as { _dumped?: boolean })._dumped)
         return
       }
       if (req.url === '/large') {
-        sendPrepared(req, res, OK_LARGE, LARGE)
+        sendPrepared(req, res, OK_LARGE, LARGE, undefined, -1, clock)
         return
       }
       if (req.url === '/large-with') {
-        sendPrepared(req, res, OK_LARGE, LARGE, ['X-RateLimit-Remaining', '3'])
+        sendPrepared(req, res, OK_LARGE, LARGE, ['X-RateLimit-Remaining', '3'], -1, clock)
         return
       }
       if (req.url?.startsWith('/many/')) {
         const m = MANY[Number(req.url.slice(6))]
-        sendPrepared(req, res, m.p, m.body)
+        sendPrepared(req, res, m.p, m.body, undefined, -1, clock)
         return
       }
       if (req.url === '/with') {
-        sendPrepared(req, res, OK, BODY, ['X-RateLimit-Remaining', '7'])
+        sendPrepared(req, res, OK, BODY, ['X-RateLimit-Remaining', '7'], -1, clock)
         return
       }
-      sendPrepared(req, res, OK, BODY)
+      sendPrepared(req, res, OK, BODY, undefined, -1, clock)
     })
     server.keepAliveTimeout = 5000
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
@@ -90,7 +102,10 @@ describe('prepared responses (the hot paths\' precomputed heads)', () => {
   it('answers pipelined requests in order, behind a slower ordinary answer', async () => {
     const req = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`
     const { responses } = await exchange(port, req('/slow') + req('/p') + req('/with') + req('/p'), [false, false, false, false])
-    assert.deepEqual(responses.map((r) => r.body.toString()), ['slow', BODY.toString(), BODY.toString(), BODY.toString()])
+    assert.deepEqual(
+      responses.map((r) => r.body.toString()),
+      ['slow', BODY.toString(), BODY.toString(), BODY.toString()],
+    )
     assert.equal(responses[2].headers.get('x-ratelimit-remaining'), '7')
     assert.equal(responses[1].headers.has('x-ratelimit-remaining'), false)
   })
@@ -120,7 +135,10 @@ describe('prepared responses (the hot paths\' precomputed heads)', () => {
   it('sends a body too large to join in parts, byte for byte, with or without per-request headers', async () => {
     const req = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`
     const { responses } = await exchange(port, req('/large') + req('/p') + req('/large-with') + req('/with'), [false, false, false, false])
-    assert.deepEqual(responses.map((r) => r.body.length), [LARGE.length, BODY.length, LARGE.length, BODY.length])
+    assert.deepEqual(
+      responses.map((r) => r.body.length),
+      [LARGE.length, BODY.length, LARGE.length, BODY.length],
+    )
     assert.ok(responses[0].body.equals(LARGE) && responses[2].body.equals(LARGE))
     assert.equal(responses[2].headers.get('x-ratelimit-remaining'), '3')
     assert.equal(responses[3].headers.get('x-ratelimit-remaining'), '7')
@@ -129,35 +147,46 @@ describe('prepared responses (the hot paths\' precomputed heads)', () => {
   })
 
   it('joins at most WHOLE_BUDGET bytes a second, answers correctly past it, and lets joined answers go when the second changes', async () => {
-    // start early in a second, so that all the requests fall within it
-    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20))
+    // early in a second of the service clock, which stays there until the test moves it
+    clock.set(Math.floor(clock.now() / 1000) * 1000 + 20)
     const req = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`
     const raw = MANY.map((_, i) => req(`/many/${i}`)).join('')
-    const { responses } = await exchange(port, raw, MANY.map(() => false), 1500)
+    const { responses } = await exchange(
+      port,
+      raw,
+      MANY.map(() => false),
+      1500,
+    )
     assert.equal(responses.length, MANY.length)
     responses.forEach((r, i) => {
       assert.ok(r.body.equals(MANY[i].body), `body ${i}`)
       assert.equal(r.headers.get('x-n'), String(i))
     })
+    assert.equal(new Set(responses.map((r) => r.headers.get('date'))).size, 1, 'all dated in the same second')
     const held = wholeBytesHeld()
     assert.ok(held <= WHOLE_BUDGET, `held ${held}`)
-    // all answered within one second (the usual case): the budget was used up, not more
-    if (new Set(responses.map((r) => r.headers.get('date'))).size === 1) assert.ok(held > WHOLE_BUDGET - WHOLE_MAX_BODY - 1024, `held ${held}`)
+    // the budget was used up, not more
+    assert.ok(held > WHOLE_BUDGET - WHOLE_MAX_BODY - 1024, `held ${held}`)
     // the next second's first prepared answer drops them all
-    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20))
+    clock.advance(1000)
     const { responses: next } = await exchange(port, req('/p'), [false])
     assert.deepEqual(next[0].body, BODY)
     assert.ok(wholeBytesHeld() < 1024, `held ${wholeBytesHeld()} after the second changed`)
-    assert.equal(Date.parse(next[0].headers.get('date')!) / 1000, Math.floor(Date.now() / 1000))
+    assert.equal(Date.parse(next[0].headers.get('date')!) / 1000, Math.floor(clock.now() / 1000))
+    // a clock set back a second dates answers by it too
+    clock.advance(-1000)
+    const { responses: back } = await exchange(port, req('/p'), [false])
+    assert.equal(Date.parse(back[0].headers.get('date')!) / 1000, Math.floor(clock.now() / 1000))
   })
 
   it('marks the request drained at once; a body sent with it is dropped and the connection goes on', async () => {
     const big = 'b'.repeat(100_000) // more than a stream's buffer: left unread, it would stall the connection
-    const raw = 'GET /mark HTTP/1.1\r\nHost: x\r\n\r\n'
-      + 'GET /mark HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n'
-      + `GET /mark HTTP/1.1\r\nHost: x\r\nContent-Length: ${big.length}\r\n\r\n${big}`
-      + 'GET /mark HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'
-      + 'GET /p HTTP/1.1\r\nHost: x\r\n\r\n'
+    const raw =
+      'GET /mark HTTP/1.1\r\nHost: x\r\n\r\n' +
+      'GET /mark HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n' +
+      `GET /mark HTTP/1.1\r\nHost: x\r\nContent-Length: ${big.length}\r\n\r\n${big}` +
+      'GET /mark HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' +
+      'GET /p HTTP/1.1\r\nHost: x\r\n\r\n'
     marks.length = 0
     const { responses, closedByServer } = await exchange(port, raw, [false, false, false, false, false], 1000)
     assert.equal(closedByServer, false)

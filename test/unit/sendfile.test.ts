@@ -9,7 +9,6 @@ import type { AddressInfo } from 'node:net'
 import { exchange, parseResponses } from '../support/raw-http.js'
 import { prepare, sendPrepared } from '../../src/http/prepared-response.js'
 import { bodyFd, closeBodyFd, openBodyFds, sendfileAvailable, sendfileStats, SENDFILE_MIN_BODY } from '../../src/http/sendfile.js'
-import { createHostCache } from '../../src/features/hosting/cache.js'
 import { tlsMaterial } from '../../src/server.js'
 import { loadConfig } from '../../src/config.js'
 import os from 'node:os'
@@ -18,8 +17,7 @@ import { spawn } from 'node:child_process'
 
 // `npm install` builds the addon (scripts/build-native.mjs); CI must have it, a laptop without a
 // compiler runs the rest of the suite and skips this file with the reason
-const SKIP = !sendfileAvailable() && process.env.CI !== 'true'
-  ? 'native addon not built (npm install prints why); the service copies bodies instead' : false
+const SKIP = !sendfileAvailable() && process.env.CI !== 'true' ? 'native addon not built (npm install prints why); the service copies bodies instead' : false
 
 const pageOf = (n: number, seed: string) => {
   const b = Buffer.alloc(n)
@@ -38,7 +36,9 @@ function memfdsOpen(): number {
   for (const f of fs.readdirSync('/proc/self/fd')) {
     try {
       if (fs.readlinkSync(`/proc/self/fd/${f}`).startsWith('/memfd:svc-hosted-body')) n++
-    } catch { /* closed meanwhile */ }
+    } catch {
+      /* closed meanwhile */
+    }
   }
   return n
 }
@@ -55,7 +55,9 @@ describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
     if (req.url === '/block') {
       // busy for a while, so that a client in another process can go away before the answer
       const until = Date.now() + 500
-      while (Date.now() < until) { /* blocking on purpose */ }
+      while (Date.now() < until) {
+        /* blocking on purpose */
+      }
     }
     if (req.url === '/slow') {
       setTimeout(() => {
@@ -75,7 +77,13 @@ describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
 
   before(async () => {
     assert.ok(sendfileAvailable(), 'the native addon must be built in CI (npm install runs scripts/build-native.mjs)')
-    for (const [name, body] of [['/medium', MEDIUM], ['/large', LARGE], ['/small', SMALL], ['/medium-with', MEDIUM], ['/block', MEDIUM]] as const) {
+    for (const [name, body] of [
+      ['/medium', MEDIUM],
+      ['/large', LARGE],
+      ['/small', SMALL],
+      ['/medium-with', MEDIUM],
+      ['/block', MEDIUM],
+    ] as const) {
       pages.set(name, { body, fd: bodyFd(body), ok: prepare(200, headersFor(body)) })
     }
     // a head larger than the socket takes at once: the kernel stops inside it
@@ -86,6 +94,8 @@ describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
     port = (server.address() as AddressInfo).port
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-sendfile-'))
     const tls = (await tlsMaterial(loadConfig({ DATA_DIR: dir })))!
+    // the key is in memory now: no private key stays in the temp folder
+    fs.rmSync(dir, { recursive: true, force: true })
     tlsServer = https.createServer(tls, handler)
     await new Promise<void>((r) => tlsServer.listen(0, '127.0.0.1', r))
     tlsPort = (tlsServer.address() as AddressInfo).port
@@ -123,7 +133,8 @@ describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
   it('sends the same bytes as the copying path, keeps the connection, and keeps pipelined answers in order', async () => {
     const s0 = snapshot()
     const req = (p: string) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`
-    const raw = req('/medium') + req('/small') + req('/slow') + req('/medium') + req('/medium-with') + 'HEAD /medium HTTP/1.1\r\nHost: x\r\n\r\n' + req('/medium')
+    const raw =
+      req('/medium') + req('/small') + req('/slow') + req('/medium') + req('/medium-with') + 'HEAD /medium HTTP/1.1\r\nHost: x\r\n\r\n' + req('/medium')
     const { responses, closedByServer } = await exchange(port, raw, [false, false, false, false, false, true, false], 1000)
     assert.equal(closedByServer, false)
     assert.equal(responses.length, 7)
@@ -192,11 +203,18 @@ describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
   it('closes the connection of a client that went away before its answer, and serves the next one', async () => {
     const s0 = snapshot()
     // a client in another process: it asks, then resets the connection while the server is busy
-    const client = spawn(process.execPath, ['-e', `
+    const client = spawn(
+      process.execPath,
+      [
+        '-e',
+        `
       const s = require('net').connect(${port}, '127.0.0.1', () => {
         s.write('GET /block HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')
         setTimeout(() => { s.resetAndDestroy(); setTimeout(() => process.exit(0), 20) }, 150)
-      })`], { stdio: 'inherit' })
+      })`,
+      ],
+      { stdio: 'inherit' },
+    )
     const exited = new Promise((r) => client.once('exit', r))
     // wait until the server has answered (or tried to): the handler blocks for 500 ms, and the
     // client resets 150 ms after asking (the server must have read the request by then)
@@ -210,50 +228,31 @@ describe('sendfile: hot bodies sent from sealed memfds', { skip: SKIP }, () => {
   it('copies over TLS (nothing to hand over: the bytes are encrypted in the process)', async () => {
     const s0 = snapshot()
     const body = await new Promise<Buffer>((resolve, reject) => {
-      https.get({ host: '127.0.0.1', port: tlsPort, path: '/medium', rejectUnauthorized: false }, (res) => {
-        const c: Buffer[] = []
-        res.on('data', (d) => c.push(d))
-        res.on('end', () => resolve(Buffer.concat(c)))
-      }).on('error', reject)
+      https
+        .get({ host: '127.0.0.1', port: tlsPort, path: '/medium', rejectUnauthorized: false }, (res) => {
+          const c: Buffer[] = []
+          res.on('data', (d) => c.push(d))
+          res.on('end', () => resolve(Buffer.concat(c)))
+        })
+        .on('error', reject)
     })
     assert.ok(body.equals(MEDIUM))
     assert.deepEqual(snapshot(), s0)
   })
 
   it('keeps at most a quarter of the open-file limit in memfds', async () => {
-    const moduleUrl = new URL('../../src/http/sendfile.js', import.meta.url).href
+    // the child loads the TypeScript source through tsx, as the tests themselves run
+    const moduleUrl = new URL('../../src/http/sendfile.ts', import.meta.url).href
     const out = await new Promise<string>((resolve, reject) => {
-      const c = spawn('bash', ['-c', `ulimit -n 400 && "${process.execPath}" --input-type=module -e 'const m = await import("${moduleUrl}"); console.log(m.SENDFILE_MAX_FDS)'`])
+      const c = spawn('bash', [
+        '-c',
+        `ulimit -n 400 && "${process.execPath}" --import tsx --input-type=module -e 'const m = await import("${moduleUrl}"); console.log(m.SENDFILE_MAX_FDS)'`,
+      ])
       let text = ''
       c.stdout.on('data', (d) => (text += d))
       c.on('error', reject)
       c.on('exit', (code) => (code === 0 ? resolve(text.trim()) : reject(new Error(`exit ${code}`))))
     })
     assert.equal(out, '100')
-  })
-
-  it('the host cache makes a memfd per hot body on first use, counts it in its budget and closes it on eviction', () => {
-    const before = openBodyFds()
-    const cache = createHostCache({ sendfile: true, maxBodyBytes: 5 * 100 * 1024 })
-    const bodies = Array.from({ length: 8 }, (_, i) => cache.putBody(`d${i}`, pageOf(100 * 1024, `c${i}`)))
-    // each body alone: 100 KiB of bytes, then 200 KiB with its memfd; the budget holds 500 KiB
-    for (const b of bodies) {
-      const fd = cache.fdFor(b)
-      if (fd >= 0) assert.ok(fs.readFileSync(`/proc/self/fd/${fd}`).equals(b.raw))
-      assert.equal(cache.fdFor(b), fd, 'made once')
-    }
-    assert.ok(cache.stats().bodyBytes <= 500 * 1024, `bytes ${cache.stats().bodyBytes}`)
-    const live = bodies.filter((b) => !b.evicted)
-    assert.ok(live.length >= 1 && live.length < bodies.length)
-    for (const b of bodies.filter((x) => x.evicted)) assert.equal(b.fd, -1)
-    assert.equal(openBodyFds() - before, live.filter((b) => b.fd! >= 0).length)
-    assert.equal(memfdsOpen(), openBodyFds())
-    // small bodies never get one; a cache without sendfile never makes one
-    assert.equal(cache.fdFor(cache.putBody('small', Buffer.alloc(100))), -1)
-    const off = createHostCache({ sendfile: false })
-    assert.equal(off.fdFor(off.putBody('x', pageOf(100 * 1024, 'x'))), -1)
-    cache.close()
-    assert.equal(openBodyFds(), before)
-    assert.equal(memfdsOpen(), openBodyFds())
   })
 })

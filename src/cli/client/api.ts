@@ -26,6 +26,8 @@ export interface RequestOptions {
   auth?: 'key' | 'session' | 'none'
   /** Answers with these statuses are returned instead of thrown. */
   okStatuses?: number[]
+  /** Extra request headers (e.g. the Accept an MCP endpoint asks for). */
+  headers?: Record<string, string>
 }
 
 /** Notices the client prints while it waits (rate limits, retries). */
@@ -72,7 +74,10 @@ export class ApiClient {
   requests = 0
   rateLimitWaits = 0
 
-  constructor(readonly conn: Connection, opts: ClientOptions = {}) {
+  constructor(
+    readonly conn: Connection,
+    opts: ClientOptions = {},
+  ) {
     // node's own HTTP client: nothing to load at start-up, and a keep-alive agent that
     // accepts a self-signed certificate only when asked to (--insecure)
     this.agent = conn.url.startsWith('https:')
@@ -108,14 +113,16 @@ export class ApiClient {
       else throw new UsageError('no API key: run `svc login --url URL --key KEY`, or set SVC_API_KEY')
     } else if (auth === 'session') {
       if (!this.conn.session) {
-        throw new UsageError('this command needs a login session, not an API key (the API accepts only sessions here): run `svc login --username NAME` (password from a prompt, --password-stdin or SVC_PASSWORD) first')
+        throw new UsageError(
+          'this command needs a login session, not an API key (the API accepts only sessions here): run `svc login --username NAME` (password from a prompt, --password-stdin or SVC_PASSWORD) first',
+        )
       }
       h.cookie = this.conn.session
     }
     if (o.json !== undefined) h['content-type'] = 'application/json'
     else if (o.contentType) h['content-type'] = o.contentType
     if (o.contentLength !== undefined) h['content-length'] = String(o.contentLength)
-    return h
+    return { ...h, ...(o.headers ?? {}) }
   }
 
   /** Sends one request and returns its answer; non-2xx answers throw ApiError (unless okStatuses). */
@@ -217,7 +224,9 @@ function networkError(e: unknown, url: string): Error {
   const err = e as { code?: string; message?: string; cause?: { code?: string; message?: string } }
   const code = err.code ?? err.cause?.code ?? ''
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code) || /certificate/i.test(err.message ?? '')) {
-    return new CliError(`cannot verify the TLS certificate of ${url} (${code || err.message}); for a local server with a self-signed certificate use --insecure or SVC_INSECURE=1`)
+    return new CliError(
+      `cannot verify the TLS certificate of ${url} (${code || err.message}); for a local server with a self-signed certificate use --insecure or SVC_INSECURE=1`,
+    )
   }
   if (code === 'ECONNREFUSED') return new CliError(`cannot connect to ${url}: connection refused (is the server running?)`)
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new CliError(`cannot resolve the host of ${url}`)

@@ -45,7 +45,7 @@ export function readConfig(file = configPath()): StoredConfig {
   try {
     const v = JSON.parse(text) as unknown
     if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('not an object')
-    return v as StoredConfig
+    return v
   } catch (e) {
     throw new UsageError(`cannot read ${file}: ${(e as Error).message}; fix it or run svc login again`)
   }
@@ -114,7 +114,11 @@ export interface ConnectionFlags {
  * SVC_INSECURE), then the config file. The environment wins over the file so CI can run
  * without `svc login`.
  */
-export function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv = process.env, stored: StoredConfig = readConfig(configPath(env))): Connection {
+export function resolveConnection(
+  flags: ConnectionFlags,
+  env: NodeJS.ProcessEnv = process.env,
+  stored: StoredConfig = readConfig(configPath(env)),
+): Connection {
   const pick = <T>(f: T | undefined, e: T | undefined, c: T | undefined): [T | undefined, 'flag' | 'env' | 'config' | undefined] =>
     f !== undefined && f !== '' ? [f, 'flag'] : e !== undefined && e !== '' ? [e, 'env'] : c !== undefined && c !== '' ? [c, 'config'] : [undefined, undefined]
   const [url, urlSource] = pick(flags.url, env.SVC_URL, stored.url)

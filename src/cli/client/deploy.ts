@@ -57,6 +57,8 @@ export interface DeployResult {
   published: boolean
   already_published: boolean | null
   website_url: string | null
+  /** The site on the user's own origin (the URL to open in a browser), when the server has one. */
+  site_url: string | null
   dry_run: boolean
   duration_ms: number
 }
@@ -109,12 +111,18 @@ export function planBatches(files: LocalFile[], limits: FolderLimits): BatchPlan
   let curBytes = base
   for (const f of files) {
     if (limits.max_file_bytes !== null && f.size > limits.max_file_bytes) {
-      tooLarge.push({ path: f.path, reason: `file too large: ${formatBytes(f.size)}; the server takes at most ${formatBytes(limits.max_file_bytes)} (${limits.max_file_bytes} bytes) per file` })
+      tooLarge.push({
+        path: f.path,
+        reason: `file too large: ${formatBytes(f.size)}; the server takes at most ${formatBytes(limits.max_file_bytes)} (${limits.max_file_bytes} bytes) per file`,
+      })
       continue
     }
     const size = partSize(b, f)
     if (base + size > limits.max_request_bytes) {
-      tooLarge.push({ path: f.path, reason: `file too large: ${formatBytes(f.size)} does not fit in one request of at most ${formatBytes(limits.max_request_bytes)}` })
+      tooLarge.push({
+        path: f.path,
+        reason: `file too large: ${formatBytes(f.size)} does not fit in one request of at most ${formatBytes(limits.max_request_bytes)}`,
+      })
       continue
     }
     if (cur.length >= limits.max_files_per_request || curBytes + size > limits.max_request_bytes) {
@@ -173,7 +181,9 @@ export async function fetchLimits(api: ApiClient, note: (m: string) => void): Pr
   const r = await api.get('/api/folders/limits', { okStatuses: [404] })
   const d = r.json?.data
   if (r.status === 404 || !d || !isNum(d.max_files_per_request) || !isNum(d.max_request_bytes)) {
-    note(`the server publishes no folder upload limits; using ${FALLBACK_LIMITS.max_files_per_request} files and ${formatBytes(FALLBACK_LIMITS.max_request_bytes)} per request`)
+    note(
+      `the server publishes no folder upload limits; using ${FALLBACK_LIMITS.max_files_per_request} files and ${formatBytes(FALLBACK_LIMITS.max_request_bytes)} per request`,
+    )
     return FALLBACK_LIMITS
   }
   return {
@@ -193,7 +203,12 @@ const DIFF_CHUNK_BYTES = 512 * 1024
  * one of them filtered by the whole local list is exact). Without the endpoint (404) every
  * file is uploaded.
  */
-async function fetchDiff(api: ApiClient, folder: string, files: LocalFile[], note: (m: string) => void): Promise<{ upload: Set<string>; extra: string[]; supported: boolean }> {
+async function fetchDiff(
+  api: ApiClient,
+  folder: string,
+  files: LocalFile[],
+  note: (m: string) => void,
+): Promise<{ upload: Set<string>; extra: string[]; supported: boolean }> {
   const chunks: Array<Record<string, string>> = [{}]
   let size = 0
   for (const f of files) {
@@ -291,10 +306,27 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
   const plannedBytes = planned.reduce((a, f) => a + f.size, 0)
 
   const result: DeployResult = {
-    success: false, project, files: walked.files.length, bytes: totalBytes, ignored: walked.ignoredCount,
-    uploaded: [], uploaded_bytes: 0, unchanged: files.length - toUpload.length, deleted: [], extra: diff.extra, failed,
-    upload_requests: 0, requests: 0, rate_limit_waits: 0, diff_supported: diff.supported,
-    published: false, already_published: null, website_url: null, dry_run: opts.dryRun, duration_ms: 0,
+    success: false,
+    project,
+    files: walked.files.length,
+    bytes: totalBytes,
+    ignored: walked.ignoredCount,
+    uploaded: [],
+    uploaded_bytes: 0,
+    unchanged: files.length - toUpload.length,
+    deleted: [],
+    extra: diff.extra,
+    failed,
+    upload_requests: 0,
+    requests: 0,
+    rate_limit_waits: 0,
+    diff_supported: diff.supported,
+    published: false,
+    already_published: null,
+    website_url: null,
+    site_url: null,
+    dry_run: opts.dryRun,
+    duration_ms: 0,
   }
 
   if (opts.dryRun) {
@@ -388,6 +420,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     result.published = r.json?.is_published !== false
     result.already_published = typeof r.json?.already_published === 'boolean' ? r.json.already_published : null
     result.website_url = typeof r.json?.website_url === 'string' ? r.json.website_url : null
+    result.site_url = typeof r.json?.site_url === 'string' ? r.json.site_url : null
   }
   result.success = true
   return finish(result, api, started)
@@ -408,16 +441,25 @@ export function describeDeploy(r: DeployResult): string {
   const lines: string[] = []
   const verb = r.dry_run ? 'would upload' : 'uploaded'
   lines.push(`${r.project}: ${r.files} files (${formatBytes(r.bytes)})${r.ignored ? `, ${r.ignored} ignored` : ''}`)
-  lines.push(`${verb} ${r.uploaded.length} file${r.uploaded.length === 1 ? '' : 's'} (${formatBytes(r.uploaded_bytes)})${r.dry_run ? '' : ` in ${r.upload_requests} request${r.upload_requests === 1 ? '' : 's'}`}, ${r.unchanged} unchanged`)
+  lines.push(
+    `${verb} ${r.uploaded.length} file${r.uploaded.length === 1 ? '' : 's'} (${formatBytes(r.uploaded_bytes)})${r.dry_run ? '' : ` in ${r.upload_requests} request${r.upload_requests === 1 ? '' : 's'}`}, ${r.unchanged} unchanged`,
+  )
   if (r.extra.length) {
     if (r.deleted.length) lines.push(`${r.dry_run ? 'would delete' : 'deleted'} ${r.deleted.length} file${r.deleted.length === 1 ? '' : 's'} not in the folder`)
-    else lines.push(`${r.extra.length} file${r.extra.length === 1 ? '' : 's'} on the server ${r.extra.length === 1 ? 'is' : 'are'} not in the folder (kept; --delete removes them)`)
+    else
+      lines.push(
+        `${r.extra.length} file${r.extra.length === 1 ? '' : 's'} on the server ${r.extra.length === 1 ? 'is' : 'are'} not in the folder (kept; --delete removes them)`,
+      )
   }
   for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.path}: ${f.reason}${f.error_code !== undefined ? ` (error ${f.error_code})` : ''}`)
   if (r.failed.length > 20) lines.push(`  ... and ${r.failed.length - 20} more`)
   if (r.failed.length) lines.push(`${r.failed.length} file${r.failed.length === 1 ? '' : 's'} failed; not ${r.dry_run ? 'deploying' : 'published'}`)
-  else if (r.published) lines.push(`published${r.already_published ? ' (already published)' : ''}: ${r.website_url ?? '(the server gave no URL)'}`)
-  else if (!r.dry_run) lines.push('not published (--no-publish)')
-  lines.push(`${(r.duration_ms / 1000).toFixed(1)} s, ${r.requests} request${r.requests === 1 ? '' : 's'}${r.rate_limit_waits ? `, ${r.rate_limit_waits} rate-limit wait${r.rate_limit_waits === 1 ? '' : 's'}` : ''}`)
+  else if (r.published) {
+    lines.push(`published${r.already_published ? ' (already published)' : ''}: ${r.site_url ?? r.website_url ?? '(the server gave no URL)'}`)
+    if (r.site_url && r.website_url) lines.push(`  also at ${r.website_url} (for scripts; browsers are sent to the first URL)`)
+  } else if (!r.dry_run) lines.push('not published (--no-publish)')
+  lines.push(
+    `${(r.duration_ms / 1000).toFixed(1)} s, ${r.requests} request${r.requests === 1 ? '' : 's'}${r.rate_limit_waits ? `, ${r.rate_limit_waits} rate-limit wait${r.rate_limit_waits === 1 ? '' : 's'}` : ''}`,
+  )
   return lines.join('\n')
 }

@@ -3,7 +3,10 @@ export class UsageError extends Error {}
 
 /** A local failure that is not the server's answer (unreadable file, too large, ...): exit code 1. */
 export class CliError extends Error {
-  constructor(message: string, readonly details?: Record<string, unknown>) {
+  constructor(
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
     super(message)
   }
 }

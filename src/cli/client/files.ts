@@ -191,7 +191,11 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
 
 /** SHA-256 of a file, hex; small files in one read, larger ones streamed. */
 export async function hashFile(abs: string, size: number): Promise<string> {
-  if (size <= 1024 * 1024) return crypto.createHash('sha256').update(await fsp.readFile(abs)).digest('hex')
+  if (size <= 1024 * 1024)
+    return crypto
+      .createHash('sha256')
+      .update(await fsp.readFile(abs))
+      .digest('hex')
   const h = crypto.createHash('sha256')
   for await (const chunk of fs.createReadStream(abs, { highWaterMark: 1024 * 1024 })) h.update(chunk as Buffer)
   return h.digest('hex')

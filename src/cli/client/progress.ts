@@ -24,7 +24,10 @@ export class Reporter {
   private lastDraw = 0
   readonly tty: boolean
 
-  constructor(private readonly quiet = false, private readonly stream: NodeJS.WriteStream = process.stderr) {
+  constructor(
+    private readonly quiet = false,
+    private readonly stream: NodeJS.WriteStream = process.stderr,
+  ) {
     this.tty = Boolean(stream.isTTY) && !process.env.CI
   }
 

@@ -1,10 +1,12 @@
 import type { Kysely, Migration } from 'kysely'
+import { usageMigrations } from '../usage.js'
 
 /** Core tables: accounts, API keys, sessions, entitlements, redeem codes. */
 export const coreMigrations: Record<string, Migration> = {
   '0001-core': {
     async up(db: Kysely<any>) {
-      await db.schema.createTable('users')
+      await db.schema
+        .createTable('users')
         .addColumn('id', 'text', (c) => c.primaryKey())
         .addColumn('username', 'text', (c) => c.notNull().unique())
         .addColumn('password_hash', 'text', (c) => c.notNull())
@@ -16,7 +18,8 @@ export const coreMigrations: Record<string, Migration> = {
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .execute()
-      await db.schema.createTable('api_keys')
+      await db.schema
+        .createTable('api_keys')
         .addColumn('id', 'text', (c) => c.primaryKey())
         .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('name', 'text', (c) => c.notNull())
@@ -28,7 +31,8 @@ export const coreMigrations: Record<string, Migration> = {
         .addColumn('last_used_at', 'bigint')
         .execute()
       await db.schema.createIndex('api_keys_user').on('api_keys').column('user_id').execute()
-      await db.schema.createTable('sessions')
+      await db.schema
+        .createTable('sessions')
         .addColumn('id_hash', 'text', (c) => c.primaryKey())
         .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('csrf_token', 'text', (c) => c.notNull())
@@ -37,14 +41,16 @@ export const coreMigrations: Record<string, Migration> = {
         .addColumn('last_seen_at', 'bigint', (c) => c.notNull())
         .execute()
       await db.schema.createIndex('sessions_user').on('sessions').column('user_id').execute()
-      await db.schema.createTable('entitlements')
+      await db.schema
+        .createTable('entitlements')
         .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('feature', 'text', (c) => c.notNull())
         .addColumn('source', 'text', (c) => c.notNull())
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .addPrimaryKeyConstraint('entitlements_pk', ['user_id', 'feature'])
         .execute()
-      await db.schema.createTable('redeem_codes')
+      await db.schema
+        .createTable('redeem_codes')
         .addColumn('code_hash', 'text', (c) => c.primaryKey())
         .addColumn('feature', 'text', (c) => c.notNull())
         .addColumn('created_at', 'bigint', (c) => c.notNull())
@@ -56,4 +62,6 @@ export const coreMigrations: Record<string, Migration> = {
       for (const t of ['redeem_codes', 'entitlements', 'sessions', 'api_keys', 'users']) await db.schema.dropTable(t).execute()
     },
   },
+  // the usage counters every quota reads (db/usage.ts)
+  ...usageMigrations,
 }

@@ -22,11 +22,14 @@ export function sessionCookie(id: string, maxAgeSeconds: number): string {
 }
 /** Reasons the login page can show (`/login?error=...`) for refusals of its form. */
 const HTML_LOGIN_ERRORS: Partial<Record<string, string>> = {
-  LOGIN_THROTTLED: 'throttled', ACCOUNT_DISABLED: 'disabled', CSRF_TOKEN: 'expired', CROSS_ORIGIN: 'expired',
+  LOGIN_THROTTLED: 'throttled',
+  ACCOUNT_DISABLED: 'disabled',
+  CSRF_TOKEN: 'expired',
+  CROSS_ORIGIN: 'expired',
 }
 const CLEAR_COOKIE = 'session=; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=0'
 
-/** POST /login, POST /logout (pages context), and GET /healthz. */
+/** POST /login and POST /logout (pages context). */
 export function accountPages(app: FastifyInstance, deps: Deps): void {
   const { config, users, sessions } = deps
   const throttle = createLoginThrottle(deps.limits, deps.clock)
@@ -38,37 +41,45 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
     return sendAppError(req, reply, err, config, 'A')
   }
 
-  app.post('/login', {
-    schema: { hide: true },
-  }, async (req, reply) => {
-    if (!isHttps(req, config)) return refuse(req, reply, new AppError('HTTPS_REQUIRED'))
-    if (isCrossSite(req, config)) return refuse(req, reply, new AppError('CROSS_ORIGIN'))
-    // login CSRF: a browser's post must carry the form token of the login page (double submit)
-    if (!formTokenOk(req)) return refuse(req, reply, new AppError('CSRF_TOKEN'))
-    const body = (req.body ?? {}) as Record<string, unknown>
-    const username = typeof body.username === 'string' ? body.username.trim().toLowerCase() : ''
-    const password = typeof body.password === 'string' ? body.password : ''
-    const ip = clientIp(req, config)
-    const wait = await throttle.blockedFor(username, ip)
-    if (wait > 0) {
-      return refuse(req, reply, new AppError('LOGIN_THROTTLED', { params: { retry_after: wait }, extra: { retry_after: wait }, headers: { 'Retry-After': String(wait) } }))
-    }
-    const row = username ? await users.byName(username) : undefined
-    // an unknown user costs the same hash verification as a wrong password
-    const ok = await verifyPassword(row?.password_hash ?? (await dummyHash()), password)
-    if (!row || !ok) {
-      await throttle.failed(username, ip)
-      return refuse(req, reply, new AppError('LOGIN_FAILED'))
-    }
-    if (row.disabled) return refuse(req, reply, new AppError('ACCOUNT_DISABLED'))
-    // a new id at every login (no fixation); a previous session of this browser ends
-    for (const old of sessionCookies(req.headers.cookie)) await sessions.destroy(old).catch(() => {})
-    const s = await sessions.create(row.id)
-    reply.header('Set-Cookie', sessionCookie(s.id, config.sessionTtlSeconds))
-    reply.header('Cache-Control', 'no-store')
-    if (wantsHtml(req)) return reply.redirect('/dashboard', 303)
-    return { success: true, message: 'ok', data: { username: row.username } }
-  })
+  app.post(
+    '/login',
+    {
+      schema: { hide: true },
+    },
+    async (req, reply) => {
+      if (!isHttps(req, config)) return refuse(req, reply, new AppError('HTTPS_REQUIRED'))
+      if (isCrossSite(req, config)) return refuse(req, reply, new AppError('CROSS_ORIGIN'))
+      // login CSRF: a browser's post must carry the form token of the login page (double submit)
+      if (!formTokenOk(req)) return refuse(req, reply, new AppError('CSRF_TOKEN'))
+      const body = (req.body ?? {}) as Record<string, unknown>
+      const username = typeof body.username === 'string' ? body.username.trim().toLowerCase() : ''
+      const password = typeof body.password === 'string' ? body.password : ''
+      const ip = clientIp(req, config)
+      const wait = await throttle.blockedFor(username, ip)
+      if (wait > 0) {
+        return refuse(
+          req,
+          reply,
+          new AppError('LOGIN_THROTTLED', { params: { retry_after: wait }, extra: { retry_after: wait }, headers: { 'Retry-After': String(wait) } }),
+        )
+      }
+      const row = username ? await users.byName(username) : undefined
+      // an unknown user costs the same hash verification as a wrong password
+      const ok = await verifyPassword(row?.password_hash ?? (await dummyHash()), password)
+      if (!row || !ok) {
+        await throttle.failed(username, ip)
+        return refuse(req, reply, new AppError('LOGIN_FAILED'))
+      }
+      if (row.disabled) return refuse(req, reply, new AppError('ACCOUNT_DISABLED'))
+      // a new id at every login (no fixation); a previous session of this browser ends
+      for (const old of sessionCookies(req.headers.cookie)) await sessions.destroy(old).catch(() => {})
+      const s = await sessions.create(row.id)
+      reply.header('Set-Cookie', sessionCookie(s.id, config.sessionTtlSeconds))
+      reply.header('Cache-Control', 'no-store')
+      if (wantsHtml(req)) return reply.redirect('/dashboard', 303)
+      return { success: true, message: 'ok', data: { username: row.username } }
+    },
+  )
 
   app.post('/logout', { schema: { hide: true } }, async (req, reply) => {
     if (isCrossSite(req, config)) return refuse(req, reply, new AppError('CROSS_ORIGIN'))
@@ -84,21 +95,13 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
     if (wantsHtml(req)) return reply.redirect('/login', 303)
     return { success: true, message: 'logged out' }
   })
-
-  app.get('/healthz', { schema: { hide: true } }, async (_req, reply) => {
-    try {
-      await deps.db.k.selectFrom('users').select('id').limit(1).execute()
-      return { status: 'ok' }
-    } catch {
-      return reply.code(503).send({ status: 'unavailable' })
-    }
-  })
 }
 
 const KeyCreateBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   // omitted = never expires (a null would be coerced by AJV, so it is not part of the schema)
   expires_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 })),
+  read_only: Type.Optional(Type.Boolean({ description: 'the key may only read: GET routes and the read-only MCP tools (1440 on writes)' })),
 })
 
 /** API key management (session only, beyond the spec), redeem codes, and whoami. */
@@ -106,9 +109,9 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
   const { apiKeys, db, clock } = deps
   const session = { auth: 'session' as const }
 
-  app.get('/svc_api/me', { config: { auth: 'any' }, schema: { tags: ['account'], summary: 'The caller\'s account (beyond the spec)' } }, async (req) => {
+  app.get('/svc_api/me', { config: { auth: 'any' }, schema: { tags: ['account'], summary: "The caller's account (beyond the spec)" } }, async (req) => {
     const p = caller(req)
-    return { success: true, data: { username: p.user.username, tier: p.user.tier, via: p.via, is_admin: p.user.is_admin } }
+    return { success: true, data: { username: p.user.username, tier: p.user.tier, via: p.via, is_admin: p.user.is_admin, read_only: p.readOnly === true } }
   })
 
   app.get('/svc_api/api-keys', { config: session, schema: { tags: ['api-keys'], summary: 'List API keys (session only)' } }, async (req) => {
@@ -116,17 +119,24 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
     return { success: true, data: { keys, limit: 10 } }
   })
 
-  app.post('/svc_api/api-keys', { config: session, schema: { tags: ['api-keys'], summary: 'Create an API key; the key is shown once', body: KeyCreateBody } }, async (req) => {
-    const p = caller(req)
-    const body = (req.body ?? {}) as { name?: string; expires_days?: number | null }
-    // key creation also needs the session's CSRF token when a browser sends it from a page
-    const token = req.headers['x-csrf-token']
-    if (req.headers['sec-fetch-site'] !== undefined && token !== p.csrfToken) throw new AppError('CSRF_TOKEN')
-    const { key, info } = await apiKeys.create(p.user.id, { name: body.name, expiresDays: body.expires_days ?? null })
-    return { success: true, message: 'created; the key is shown only once', data: { key, ...info } }
-  })
+  app.post(
+    '/svc_api/api-keys',
+    { config: session, schema: { tags: ['api-keys'], summary: 'Create an API key; the key is shown once', body: KeyCreateBody } },
+    async (req) => {
+      const p = caller(req)
+      const body = (req.body ?? {}) as { name?: string; expires_days?: number | null; read_only?: boolean }
+      // key creation also needs the session's CSRF token when a browser sends it from a page
+      const token = req.headers['x-csrf-token']
+      if (req.headers['sec-fetch-site'] !== undefined && token !== p.csrfToken) throw new AppError('CSRF_TOKEN')
+      const { key, info } = await apiKeys.create(p.user.id, { name: body.name, expiresDays: body.expires_days ?? null, readOnly: body.read_only === true })
+      return { success: true, message: 'created; the key is shown only once', data: { key, ...info } }
+    },
+  )
 
-  for (const [action, enabled] of [['enable', true], ['disable', false]] as const) {
+  for (const [action, enabled] of [
+    ['enable', true],
+    ['disable', false],
+  ] as const) {
     app.post(`/svc_api/api-keys/:id/${action}`, { config: session, schema: { tags: ['api-keys'], summary: `${action} an API key` } }, async (req) => {
       const { id } = req.params as { id: string }
       if (!(await apiKeys.setEnabled(caller(req).user.id, id, enabled))) throw new AppError('RESOURCE_NOT_FOUND')
@@ -140,23 +150,38 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
     return { success: true, message: 'deleted' }
   })
 
-  app.post('/api/redeem', {
-    config: { auth: 'session', errorFormat: 'plain' },
-    schema: { tags: ['entitlements'], summary: 'Redeem a one-time code for image hosting or hosted data', body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 128 }) }) },
-  }, async (req) => {
-    const p = caller(req)
-    const { code } = req.body as { code: string }
-    const feature = await db.k.transaction().execute(async (trx) => {
-      const row = await trx.selectFrom('redeem_codes').select(['feature', 'redeemed_by']).where('code_hash', '=', sha256hex(code.trim())).executeTakeFirst()
-      if (!row || row.redeemed_by) return null
-      const r = await trx.updateTable('redeem_codes').set({ redeemed_by: p.user.id, redeemed_at: clock.now() })
-        .where('code_hash', '=', sha256hex(code.trim())).where('redeemed_by', 'is', null).executeTakeFirst()
-      if (Number(r.numUpdatedRows) !== 1) return null
-      await trx.insertInto('entitlements').values({ user_id: p.user.id, feature: row.feature, source: 'redeem', created_at: clock.now() })
-        .onConflict((oc) => oc.columns(['user_id', 'feature']).doNothing()).execute()
-      return row.feature
-    })
-    if (!feature) throw new AppError('INVALID_PARAMETER', { params: { detail: 'unknown or already used code' } })
-    return { success: true, message: `${feature} enabled`, feature }
-  })
+  app.post(
+    '/api/redeem',
+    {
+      config: { auth: 'session', errorFormat: 'plain' },
+      schema: {
+        tags: ['entitlements'],
+        summary: 'Redeem a one-time code for image hosting or hosted data',
+        body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 128 }) }),
+      },
+    },
+    async (req) => {
+      const p = caller(req)
+      const { code } = req.body as { code: string }
+      const feature = await db.k.transaction().execute(async (trx) => {
+        const row = await trx.selectFrom('redeem_codes').select(['feature', 'redeemed_by']).where('code_hash', '=', sha256hex(code.trim())).executeTakeFirst()
+        if (!row || row.redeemed_by) return null
+        const r = await trx
+          .updateTable('redeem_codes')
+          .set({ redeemed_by: p.user.id, redeemed_at: clock.now() })
+          .where('code_hash', '=', sha256hex(code.trim()))
+          .where('redeemed_by', 'is', null)
+          .executeTakeFirst()
+        if (Number(r.numUpdatedRows) !== 1) return null
+        await trx
+          .insertInto('entitlements')
+          .values({ user_id: p.user.id, feature: row.feature, source: 'redeem', created_at: clock.now() })
+          .onConflict((oc) => oc.columns(['user_id', 'feature']).doNothing())
+          .execute()
+        return row.feature
+      })
+      if (!feature) throw new AppError('INVALID_PARAMETER', { params: { detail: 'unknown or already used code' } })
+      return { success: true, message: `${feature} enabled`, feature }
+    },
+  )
 }

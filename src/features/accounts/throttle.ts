@@ -11,7 +11,11 @@ const PER_IP: WindowRule[] = [{ name: 'login-fail', kind: 'sliding', ms: 15 * 60
  * attempts are refused until the oldest failure ages out.
  */
 export function createLoginThrottle(limits: LimitStore, clock: Clock) {
-  const ids = (username: string, ip: string) => [[`login:u:${username.toLowerCase()}`, PER_USER], [`login:ip:${ip}`, PER_IP]] as const
+  const ids = (username: string, ip: string) =>
+    [
+      [`login:u:${username.toLowerCase()}`, PER_USER],
+      [`login:ip:${ip}`, PER_IP],
+    ] as const
   return {
     /** Seconds to wait before another attempt is allowed, or 0. */
     async blockedFor(username: string, ip: string): Promise<number> {

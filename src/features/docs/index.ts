@@ -1,13 +1,20 @@
 import type { Feature } from '../feature.js'
 import { ERRORS } from '../../errors/codes.js'
 import { escapeHtml } from '../../util/html.js'
+import { referenceRoutes } from './reference.js'
 
-/** GET /docs/errors: the error table as a page (every doc_link points here). */
+/**
+ * GET /docs: the interactive API reference (reference.ts); GET /docs/errors: the error table
+ * as a page (every doc_link points here).
+ */
 export const docsFeature: Feature = {
   name: 'docs',
   pages(app) {
     const rows = Object.values(ERRORS)
-      .map((d) => `<tr id="${d.code}"><td>${d.code}</td><td>${escapeHtml(d.type)}</td><td>${d.http}</td><td>${escapeHtml(d.en)}<br>${escapeHtml(d.zh)}</td><td>${escapeHtml(d.solutionEn)}</td><td>${d.stringCode ?? ''}</td></tr>`)
+      .map(
+        (d) =>
+          `<tr id="${d.code}"><td>${d.code}</td><td>${escapeHtml(d.type)}</td><td>${d.http}</td><td>${escapeHtml(d.en)}<br>${escapeHtml(d.zh)}</td><td>${escapeHtml(d.solutionEn)}</td><td>${d.stringCode ?? ''}</td></tr>`,
+      )
       .join('\n')
     const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>svc error codes</title></head>
 <body><h1>Error codes</h1><table border="1" cellpadding="4"><thead><tr><th>code</th><th>type</th><th>HTTP</th><th>message</th><th>solution</th><th>string code</th></tr></thead><tbody>
@@ -18,5 +25,6 @@ ${rows}
       reply.header('Cache-Control', 'public, max-age=3600')
       return reply.type('text/html; charset=utf-8').send(page)
     })
+    referenceRoutes(app)
   },
 }

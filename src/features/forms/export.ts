@@ -11,6 +11,7 @@ export function csvCell(v: unknown): string {
   if (v === undefined || v === null) s = ''
   else if (Array.isArray(v)) s = v.map((x) => String(x)).join('; ')
   else if (typeof v === 'string') s = /^[=+\-@\t\r]/.test(v) ? `'${v}` : v
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- submitted values are JSON scalars here (numbers, booleans)
   else s = String(v)
   if (Array.isArray(v) && /^[=+\-@\t\r]/.test(s)) s = `'${s}`
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s

@@ -111,7 +111,11 @@ function parseIp(ip: string): Addr | null {
   return { v: 6, groups: g }
 }
 
-const v6 = (groups: number[], keep: number, bits: number) => `${groups.slice(0, keep).map((x) => x.toString(16)).join(':')}::/${bits}`
+const v6 = (groups: number[], keep: number, bits: number) =>
+  `${groups
+    .slice(0, keep)
+    .map((x) => x.toString(16))
+    .join(':')}::/${bits}`
 
 /**
  * The client address as stored with a submission: truncated to its network, IPv4 /24

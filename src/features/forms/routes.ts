@@ -4,16 +4,31 @@ import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { pickLang } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
+import { multipartParts } from '../../http/multipart.js'
 import { clientIp, serviceOrigin } from '../../http/origin.js'
 import type { FieldDef } from './fields.js'
 import { csvExport, jsonExport } from './export.js'
-import { decideOrigin, type OriginDecision } from './origins.js'
+import { decideOrigin, originOf, type OriginDecision } from './origins.js'
+import { siteUserOf } from '../../http/site-origin.js'
 import {
-  CreateBody, DataQuery, DataResponse, ExportQuery, FormIdParams, ListResponse, MarkReadBody, MarkReadResponse, Ok,
-  SlugParams, SubmissionIdParams, SubmitResponse, UpdateBody, responses,
+  CreateBody,
+  DataQuery,
+  DataResponse,
+  ExportQuery,
+  FormIdParams,
+  ListResponse,
+  MarkReadBody,
+  MarkReadResponse,
+  Ok,
+  SlugParams,
+  SubmissionIdParams,
+  SubmitResponse,
+  UpdateBody,
+  responses,
 } from './schemas.js'
 import { createFormService, formView, SUBMIT_BODY_LIMIT, type FormService } from './service.js'
 import type { FormRow } from './store.js'
+import type { NotifyService } from './notify-service.js'
 import { beijingTime } from '../../util/time.js'
 
 const say = (req: FastifyRequest, zh: string, en: string) => (pickLang(req.headers['accept-language']) === 'en' ? en : zh)
@@ -56,6 +71,15 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     const form = await lookup(req)
     const origins = form ? (JSON.parse(form.allowed_origins) as string[]) : []
     const referer = typeof req.headers.referer === 'string' ? req.headers.referer : undefined
+    // the owner's own origin ({username}.{CONTENT_DOMAIN}) is always allowed: pages hosted
+    // there need no allowed_origins entry to post to their owner's forms
+    if (form && origins.length > 0) {
+      for (const from of [originOf(req.headers.origin ?? ''), originOf(referer ?? '')]) {
+        if (from === null || origins.includes(from)) continue
+        const owner = siteUserOf(new URL(from).host, deps.config)
+        if (owner !== null && owner === (await deps.users.byId(form.user_id))?.username) origins.push(from)
+      }
+    }
     return decideOrigin(origins, req.headers.origin, referer)
   }
   const cors = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
@@ -68,48 +92,56 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
   }
   const route = '/api/forms/submit/:form_slug'
 
-  app.options(route, {
-    config: { auth: 'none' },
-    onSend: cors,
-    schema: { tags: ['forms'], summary: 'CORS preflight of a submission', params: SlugParams },
-  }, async (_req, reply) => {
-    reply.header('Access-Control-Allow-Methods', 'POST, OPTIONS')
-    reply.header('Access-Control-Allow-Headers', 'Content-Type, Accept, Accept-Language, X-Requested-With')
-    reply.header('Access-Control-Max-Age', '600')
-    reply.header('Vary', 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers')
-    return reply.code(204).send()
-  })
+  app.options(
+    route,
+    {
+      config: { auth: 'none' },
+      onSend: cors,
+      schema: { tags: ['forms'], summary: 'CORS preflight of a submission', params: SlugParams },
+    },
+    async (_req, reply) => {
+      reply.header('Access-Control-Allow-Methods', 'POST, OPTIONS')
+      reply.header('Access-Control-Allow-Headers', 'Content-Type, Accept, Accept-Language, X-Requested-With')
+      reply.header('Access-Control-Max-Age', '600')
+      reply.header('Vary', 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers')
+      return reply.code(204).send()
+    },
+  )
 
-  app.post(route, {
-    config: { auth: 'none' },
-    bodyLimit: SUBMIT_BODY_LIMIT,
-    onSend: cors,
-    // refuse an announced oversize body before reading it (multipart is not covered by bodyLimit)
-    preParsing: async (req, _reply, payload) => {
-      const len = Number(req.headers['content-length'] ?? 0)
-      if (len > SUBMIT_BODY_LIMIT) throw bodyTooLarge()
-      return payload
+  app.post(
+    route,
+    {
+      config: { auth: 'none' },
+      bodyLimit: SUBMIT_BODY_LIMIT,
+      onSend: cors,
+      // refuse an announced oversize body before reading it (multipart is not covered by bodyLimit)
+      preParsing: async (req, _reply, payload) => {
+        const len = Number(req.headers['content-length'] ?? 0)
+        if (len > SUBMIT_BODY_LIMIT) throw bodyTooLarge()
+        return payload
+      },
+      validatorCompiler: passThrough,
+      schema: {
+        tags: ['forms'],
+        summary: 'Submit to a form (public, no authentication, CORS); JSON, form-encoded or multipart text fields',
+        params: SlugParams,
+        response: { 200: SubmitResponse },
+      },
     },
-    validatorCompiler: passThrough,
-    schema: {
-      tags: ['forms'],
-      summary: 'Submit to a form (public, no authentication, CORS); JSON, form-encoded or multipart text fields',
-      params: SlugParams,
-      response: { 200: SubmitResponse },
+    async (req, reply) => {
+      const form = await lookup(req)
+      if (!form) throw new AppError('FORM_NOT_FOUND')
+      if (!(await decision(req)).allowed) throw new AppError('FORM_ORIGIN_REFUSED')
+      if (!form.is_active) throw new AppError('FORM_DISABLED')
+      const ip = clientIp(req, deps.config)
+      await forms.throttle(form, ip)
+      const body = await readFields(req)
+      const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
+      const r = await forms.submit(form, body, { ip, userAgent: ua })
+      if (wantsHtml(req) && form.redirect_url) return reply.redirect(new URL(form.redirect_url).href, 303)
+      return { success: true, message: say(req, '提交成功', 'Submitted'), data: { submission_id: r.id } }
     },
-  }, async (req, reply) => {
-    const form = await lookup(req)
-    if (!form) throw new AppError('FORM_NOT_FOUND')
-    if (!(await decision(req)).allowed) throw new AppError('FORM_ORIGIN_REFUSED')
-    if (!form.is_active) throw new AppError('FORM_DISABLED')
-    const ip = clientIp(req, deps.config)
-    await forms.throttle(form, ip)
-    const body = await readFields(req)
-    const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
-    const r = await forms.submit(form, body, { ip, userAgent: ua })
-    if (wantsHtml(req) && form.redirect_url) return reply.redirect(new URL(form.redirect_url).href, 303)
-    return { success: true, message: say(req, '提交成功', 'Submitted'), data: { submission_id: r.id } }
-  })
+  )
 }
 
 /** The submitted fields of a JSON (or text/plain JSON), form-encoded or multipart body (text fields only). */
@@ -117,7 +149,7 @@ async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
   if (req.isMultipart()) {
     const out = new Map<string, unknown>()
     let bytes = 0
-    const parts = req.parts({ limits: { fieldSize: SUBMIT_BODY_LIMIT, fields: 200, files: 5, parts: 205, fieldNameSize: 200 } })
+    const parts = multipartParts(req, { limits: { fieldSize: SUBMIT_BODY_LIMIT, fields: 200, files: 5, parts: 205, fieldNameSize: 200 } })
     for await (const part of parts) {
       if (part.type === 'file') {
         part.file.resume()
@@ -130,7 +162,7 @@ async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
       }
       if (part.valueTruncated || part.fieldnameTruncated) throw bodyTooLarge()
       const value = part.value
-      bytes += Buffer.byteLength(part.fieldname) + Buffer.byteLength(typeof value === 'string' ? value : JSON.stringify(value) ?? '')
+      bytes += Buffer.byteLength(part.fieldname) + Buffer.byteLength(typeof value === 'string' ? value : (JSON.stringify(value) ?? ''))
       if (bytes > SUBMIT_BODY_LIMIT) throw bodyTooLarge()
       const prev = out.get(part.fieldname)
       out.set(part.fieldname, prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value])
@@ -159,94 +191,139 @@ function manageRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
   const base = (req: FastifyRequest) => serviceOrigin(req, deps.config)
   const tags = ['forms']
 
-  app.post('/svc_api/forms/create', {
-    config: cfg, validatorCompiler: passThrough,
-    schema: { tags, summary: 'Create a form', body: CreateBody, response: { 200: responses.FormEnvelope } },
-  }, async (req) => {
-    const f = await forms.create(caller(req).user, (req.body ?? {}) as Record<string, unknown>)
-    return { success: true, message: say(req, '表单创建成功', 'Form created'), data: formView(f, base(req)) }
-  })
+  app.post(
+    '/svc_api/forms/create',
+    {
+      config: cfg,
+      validatorCompiler: passThrough,
+      schema: { tags, summary: 'Create a form', body: CreateBody, response: { 200: responses.FormEnvelope } },
+    },
+    async (req) => {
+      const f = await forms.create(caller(req).user, req.body ?? {})
+      return { success: true, message: say(req, '表单创建成功', 'Form created'), data: formView(f, base(req)) }
+    },
+  )
 
-  app.put('/svc_api/forms/update/:form_id', {
-    config: cfg, validatorCompiler: passThrough,
-    schema: { tags, summary: 'Update a form (any creation field; the others stay)', params: FormIdParams, body: UpdateBody, response: { 200: responses.FormEnvelope } },
-  }, async (req) => {
-    const { form_id } = req.params as { form_id: string }
-    const body = req.body ?? {}
-    if (typeof body !== 'object' || Array.isArray(body)) throw new AppError('INVALID_PARAMETER', { params: { detail: 'the body must be a JSON object' } })
-    const f = await forms.update(caller(req).user, form_id, body as Record<string, unknown>)
-    return { success: true, message: say(req, '表单已更新', 'Form updated'), data: formView(f, base(req)) }
-  })
-
-  app.get('/svc_api/forms/list', {
-    config: cfg,
-    schema: { tags, summary: 'The caller\'s forms with counters and quota', response: { 200: ListResponse } },
-  }, async (req) => {
-    const r = await forms.list(caller(req).user)
-    return {
-      success: true,
-      data: {
-        forms: r.forms.map(({ row, stats }) => ({
-          ...formView(row, base(req)), ...stats,
-          last_submission_at: stats.last_submission_at === null ? null : beijingTime(stats.last_submission_at),
-        })),
-        quota: r.quota,
+  app.put(
+    '/svc_api/forms/update/:form_id',
+    {
+      config: cfg,
+      validatorCompiler: passThrough,
+      schema: {
+        tags,
+        summary: 'Update a form (any creation field; the others stay)',
+        params: FormIdParams,
+        body: UpdateBody,
+        response: { 200: responses.FormEnvelope },
       },
-    }
-  })
+    },
+    async (req) => {
+      const { form_id } = req.params as { form_id: string }
+      const body = req.body ?? {}
+      if (typeof body !== 'object' || Array.isArray(body)) throw new AppError('INVALID_PARAMETER', { params: { detail: 'the body must be a JSON object' } })
+      const f = await forms.update(caller(req).user, form_id, body)
+      return { success: true, message: say(req, '表单已更新', 'Form updated'), data: formView(f, base(req)) }
+    },
+  )
 
-  app.get('/svc_api/forms/data/:form_id', {
-    config: cfg, validatorCompiler: passThrough,
-    schema: { tags, summary: 'Submissions of a form, newest first', params: FormIdParams, querystring: DataQuery, response: { 200: DataResponse } },
-  }, async (req) => {
-    const { form_id } = req.params as { form_id: string }
-    return { success: true, data: await forms.data(caller(req).user, form_id, req.query as Record<string, unknown>) }
-  })
+  app.get(
+    '/svc_api/forms/list',
+    {
+      config: cfg,
+      schema: { tags, summary: "The caller's forms with counters and quota", response: { 200: ListResponse } },
+    },
+    async (req) => {
+      const r = await forms.list(caller(req).user)
+      return {
+        success: true,
+        data: {
+          forms: r.forms.map(({ row, stats }) => ({
+            ...formView(row, base(req)),
+            ...stats,
+            last_submission_at: stats.last_submission_at === null ? null : beijingTime(stats.last_submission_at),
+          })),
+          quota: r.quota,
+        },
+      }
+    },
+  )
 
-  app.get('/svc_api/forms/export/:form_id', {
-    config: cfg, validatorCompiler: passThrough,
-    schema: { tags, summary: 'Export submissions as JSON (or CSV with ?format=csv), newest first, capped at the form_export_rows quota', params: FormIdParams, querystring: ExportQuery },
-  }, async (req, reply) => {
-    const { form_id } = req.params as { form_id: string }
-    const ex = await forms.export(caller(req).user, form_id, req.query as Record<string, unknown>)
-    const exported = Math.min(ex.total, ex.cap)
-    reply.header('X-Total-Count', String(ex.total))
-    reply.header('X-Exported-Count', String(exported))
-    reply.header('Cache-Control', 'no-store')
-    if (ex.format === 'csv') {
-      const day = beijingTime(deps.clock.now()).slice(0, 10).replace(/-/g, '')
-      // the slug is [A-Za-z0-9_-] only, so the file name needs no escaping
-      reply.header('Content-Disposition', `attachment; filename="form-${ex.form.form_slug}-${day}.csv"`)
-      reply.header('Content-Security-Policy', "default-src 'none'; sandbox")
-      reply.type('text/csv; charset=utf-8')
-      return reply.send(Readable.from(csvExport(JSON.parse(ex.form.fields_config) as FieldDef[], ex.rows)))
-    }
-    reply.type('application/json; charset=utf-8')
-    return reply.send(Readable.from(jsonExport(formView(ex.form, base(req)), ex.rows(), ex.total, ex.cap)))
-  })
+  app.get(
+    '/svc_api/forms/data/:form_id',
+    {
+      config: cfg,
+      validatorCompiler: passThrough,
+      schema: { tags, summary: 'Submissions of a form, newest first', params: FormIdParams, querystring: DataQuery, response: { 200: DataResponse } },
+    },
+    async (req) => {
+      const { form_id } = req.params as { form_id: string }
+      return { success: true, data: await forms.data(caller(req).user, form_id, req.query as Record<string, unknown>) }
+    },
+  )
 
-  app.delete('/svc_api/forms/delete/:form_id', {
-    config: cfg,
-    schema: { tags, summary: 'Delete a form and all its submissions', params: FormIdParams, response: { 200: Ok } },
-  }, async (req) => {
-    const { form_id } = req.params as { form_id: string }
-    await forms.remove(caller(req).user, form_id)
-    return { success: true, message: say(req, '表单及其全部提交已删除', 'Form and all its submissions deleted') }
-  })
+  app.get(
+    '/svc_api/forms/export/:form_id',
+    {
+      config: cfg,
+      validatorCompiler: passThrough,
+      schema: {
+        tags,
+        summary: 'Export submissions as JSON (or CSV with ?format=csv), newest first, capped at the form_export_rows quota',
+        params: FormIdParams,
+        querystring: ExportQuery,
+      },
+    },
+    async (req, reply) => {
+      const { form_id } = req.params as { form_id: string }
+      const ex = await forms.export(caller(req).user, form_id, req.query as Record<string, unknown>)
+      const exported = Math.min(ex.total, ex.cap)
+      reply.header('X-Total-Count', String(ex.total))
+      reply.header('X-Exported-Count', String(exported))
+      reply.header('Cache-Control', 'no-store')
+      if (ex.format === 'csv') {
+        const day = beijingTime(deps.clock.now()).slice(0, 10).replace(/-/g, '')
+        // the slug is [A-Za-z0-9_-] only, so the file name needs no escaping
+        reply.header('Content-Disposition', `attachment; filename="form-${ex.form.form_slug}-${day}.csv"`)
+        reply.header('Content-Security-Policy', "default-src 'none'; sandbox")
+        reply.type('text/csv; charset=utf-8')
+        return reply.send(Readable.from(csvExport(JSON.parse(ex.form.fields_config) as FieldDef[], ex.rows)))
+      }
+      reply.type('application/json; charset=utf-8')
+      return reply.send(Readable.from(jsonExport(formView(ex.form, base(req)), ex.rows(), ex.total, ex.cap)))
+    },
+  )
 
-  app.put('/svc_api/forms/mark_read/:submission_id', {
-    config: cfg, validatorCompiler: passThrough,
-    schema: { tags, summary: 'Mark a submission read or unread', params: SubmissionIdParams, body: MarkReadBody, response: { 200: MarkReadResponse } },
-  }, async (req) => {
-    const { submission_id } = req.params as { submission_id: string }
-    const data = await forms.markRead(caller(req).user, submission_id, req.body)
-    return { success: true, message: say(req, data.is_read ? '已标记为已读' : '已标记为未读', data.is_read ? 'Marked as read' : 'Marked as unread'), data }
-  })
+  app.delete(
+    '/svc_api/forms/delete/:form_id',
+    {
+      config: cfg,
+      schema: { tags, summary: 'Delete a form and all its submissions', params: FormIdParams, response: { 200: Ok } },
+    },
+    async (req) => {
+      const { form_id } = req.params as { form_id: string }
+      await forms.remove(caller(req).user, form_id)
+      return { success: true, message: say(req, '表单及其全部提交已删除', 'Form and all its submissions deleted') }
+    },
+  )
+
+  app.put(
+    '/svc_api/forms/mark_read/:submission_id',
+    {
+      config: cfg,
+      validatorCompiler: passThrough,
+      schema: { tags, summary: 'Mark a submission read or unread', params: SubmissionIdParams, body: MarkReadBody, response: { 200: MarkReadResponse } },
+    },
+    async (req) => {
+      const { submission_id } = req.params as { submission_id: string }
+      const data = await forms.markRead(caller(req).user, submission_id, req.body)
+      return { success: true, message: say(req, data.is_read ? '已标记为已读' : '已标记为未读', data.is_read ? 'Marked as read' : 'Marked as unread'), data }
+    },
+  )
 }
 
 /** Registers the forms part's API routes. */
-export function formApi(app: FastifyInstance, deps: Deps): void {
-  const forms = createFormService(deps)
+export function formApi(app: FastifyInstance, deps: Deps, notify?: NotifyService): void {
+  const forms = createFormService({ ...deps, notify })
   submitRoutes(app, deps, forms)
   manageRoutes(app, deps, forms)
 }

@@ -13,7 +13,12 @@ const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])
 export const FieldDefSchema = Type.Object({
   name: Type.String({ description: '1-64 letters (any script), digits, "_", "." or "-"; starts with a letter or digit' }),
   label: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
-  type: Type.Optional(Type.Union(FIELD_TYPES.map((t) => Type.Literal(t)), { default: 'text' })),
+  type: Type.Optional(
+    Type.Union(
+      FIELD_TYPES.map((t) => Type.Literal(t)),
+      { default: 'text' },
+    ),
+  ),
   required: Type.Optional(Type.Boolean({ default: false })),
   options: Type.Optional(Type.Array(Type.String(), { description: 'required for select; for checkbox, a multiple choice' })),
 })
@@ -81,12 +86,15 @@ export const FormSchema = Type.Object({
 
 const FormEnvelope = Type.Object({ success: Type.Boolean(), message: Type.String(), data: FormSchema })
 
-export const FormListItem = Type.Composite([FormSchema, Type.Object({
-  submission_count: Type.Integer(),
-  unread_count: Type.Integer(),
-  spam_count: Type.Integer(),
-  last_submission_at: Nullable(Type.String()),
-})])
+export const FormListItem = Type.Composite([
+  FormSchema,
+  Type.Object({
+    submission_count: Type.Integer(),
+    unread_count: Type.Integer(),
+    spam_count: Type.Integer(),
+    last_submission_at: Nullable(Type.String()),
+  }),
+])
 
 const Used = Type.Object({ used: Type.Integer(), limit: Type.Integer() })
 export const ListResponse = Type.Object({

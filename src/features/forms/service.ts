@@ -12,6 +12,7 @@ import { beijingTime } from '../../util/time.js'
 import { checkText, FIELD_NAME_RE, parseFieldsConfig, validateSubmission, type FieldDef } from './fields.js'
 import { ipLimitKey, ipPrefix, parseAllowedOrigins } from './origins.js'
 import { formStore, type FormRow, type SubmissionFilter, type SubmissionRow } from './store.js'
+import type { NotifyService } from './notify-service.js'
 
 /** Slugs given by the owner; generated ones are 10 characters of [A-Za-z0-9]. */
 export const SLUG_RE = /^[A-Za-z0-9_-]{3,64}$/
@@ -88,7 +89,7 @@ function bool(name: string, v: unknown): boolean {
 
 function honeypot(v: unknown): string | null {
   if (v === null || v === '') return null
-  if (typeof v !== 'string' || !(FIELD_NAME_RE.test(v) || /^_[\p{L}\p{N}\p{M}_.\-]{1,63}$/u.test(v))) {
+  if (typeof v !== 'string' || !(FIELD_NAME_RE.test(v) || /^_[\p{L}\p{N}\p{M}_.-]{1,63}$/u.test(v))) {
     throw bad('honeypot_field must be a field name (1-64 letters, digits, "_", "." or "-") or null')
   }
   return v
@@ -162,10 +163,12 @@ export interface FormServiceDeps {
   db: Db
   clock: Clock
   limits: LimitStore
+  /** Writes a stored submission's notifications into the outbox, in its transaction. */
+  notify?: Pick<NotifyService, 'enqueue'>
 }
 
 /** The rules of the forms part: management, submission, quotas. No Fastify here. */
-export function createFormService({ db, clock, limits }: FormServiceDeps) {
+export function createFormService({ db, clock, limits, notify }: FormServiceDeps) {
   const owned = async (user: User, id: string) => {
     const f = id.length <= 64 ? await formStore.byId(db.k, user.id, id) : undefined
     if (!f) throw notFound()
@@ -173,7 +176,7 @@ export function createFormService({ db, clock, limits }: FormServiceDeps) {
   }
 
   return {
-    /** Creates a form; the form count quota is checked under the owner's lock (1613). */
+    /** Creates a form; its place in the form count quota is taken in the inserting transaction (1613). */
     async create(user: User, input: FormInput): Promise<FormRow> {
       const name = formName(input.form_name)
       const givenSlug = input.form_slug === undefined || input.form_slug === null || input.form_slug === '' ? null : slug(input.form_slug)
@@ -185,27 +188,35 @@ export function createFormService({ db, clock, limits }: FormServiceDeps) {
       const fill = input.min_fill_seconds === undefined ? 0 : minFill(input.min_fill_seconds)
       checkHoneypotVsFields(hp, fields)
       if (givenSlug && (await formStore.slugTaken(db.k, givenSlug.toLowerCase()))) throw new AppError('FORM_SLUG_TAKEN')
+      const limit = quotaOf(user.limits, 'forms')
+      const formQuota = (used: number) =>
+        new AppError('FORM_QUOTA', { params: { detail: `forms ${used}/${limit}`, limit }, extra: { details: { quota: 'forms', used, limit } } })
+      // a full quota is refused after one read; the transaction takes the place for real
+      const counted = await formStore.countByUser(db.k, user.id)
+      if (counted >= limit) throw formQuota(counted)
 
       for (let attempt = 0; ; attempt++) {
         const formSlug = givenSlug ?? randomString(10)
         const now = clock.now()
         const row: FormRow = {
-          id: newId(), user_id: user.id, form_name: name, form_slug: formSlug, slug_key: formSlug.toLowerCase(),
-          fields_config: JSON.stringify(fields), allowed_origins: JSON.stringify(origins), redirect_url: redirect,
-          is_active: active ? 1 : 0, honeypot_field: hp, min_fill_seconds: fill, created_at: now, updated_at: now,
+          id: newId(),
+          user_id: user.id,
+          form_name: name,
+          form_slug: formSlug,
+          slug_key: formSlug.toLowerCase(),
+          fields_config: JSON.stringify(fields),
+          allowed_origins: JSON.stringify(origins),
+          redirect_url: redirect,
+          is_active: active ? 1 : 0,
+          honeypot_field: hp,
+          min_fill_seconds: fill,
+          created_at: now,
+          updated_at: now,
         }
         try {
           await db.k.transaction().execute(async (trx) => {
-            await db.lockUser(trx, user.id)
-            const limit = quotaOf(user.limits, 'forms')
-            const used = await formStore.countByUser(trx, user.id)
-            if (used >= limit) {
-              throw new AppError('FORM_QUOTA', {
-                params: { detail: `forms ${used}/${limit}`, limit },
-                extra: { details: { quota: 'forms', used, limit } },
-              })
-            }
-            await formStore.insert(trx, row)
+            const used = await formStore.insert(trx, row, limit)
+            if (used !== null) throw formQuota(used)
           })
           return row
         } catch (e) {
@@ -333,7 +344,10 @@ export function createFormService({ db, clock, limits }: FormServiceDeps) {
       const retryAfter = Math.max(1, Math.ceil((w.resetAt - r.now) / 1000))
       throw new AppError(w.rule.name === 'hour' ? 'RATE_LIMIT_HOUR' : 'RATE_LIMIT_MINUTE', {
         params: { limit: w.rule.limit, retry_after: retryAfter },
-        extra: { retry_after: retryAfter, details: { current: w.count, limit: w.rule.limit, reset_time: beijingTime(w.resetAt), scope: 'form submissions per client address' } },
+        extra: {
+          retry_after: retryAfter,
+          details: { current: w.count, limit: w.rule.limit, reset_time: beijingTime(w.resetAt), scope: 'form submissions per client address' },
+        },
         headers: { 'Retry-After': String(retryAfter) },
       })
     },
@@ -365,11 +379,20 @@ export function createFormService({ db, clock, limits }: FormServiceDeps) {
           })
         }
         await formStore.insertSubmission(trx, {
-          id, form_id: form.id, user_id: form.user_id, seq: await formStore.nextSeq(trx, form.id),
-          data: JSON.stringify(data), is_read: 0, is_spam: spam ? 1 : 0, spam_reason: spam,
-          user_agent: ua, ip_prefix: ipPrefix(meta.ip), created_at: now,
+          id,
+          form_id: form.id,
+          user_id: form.user_id,
+          seq: await formStore.nextSeq(trx, form.id),
+          data: JSON.stringify(data),
+          is_read: 0,
+          is_spam: spam ? 1 : 0,
+          spam_reason: spam,
+          user_agent: ua,
+          ip_prefix: ipPrefix(meta.ip),
+          created_at: now,
         })
         await formStore.bumpUsage(trx, form.user_id, month, used)
+        await notify?.enqueue(trx, current, { id, data, createdAt: now }, spam !== null)
       })
       return { id, spam }
     },

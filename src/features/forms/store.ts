@@ -1,5 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import type { Database } from '../../db/schema.js'
+import type { Trx } from '../../db/kysely.js'
+import { addUsage, claimUsage, usageOf } from '../../db/usage.js'
 
 declare module '../../db/schema.js' {
   interface Database {
@@ -52,8 +54,19 @@ export type SubmissionRow = Omit<FormSubmissionsTable, 'user_id' | 'form_id'>
 type Q = Kysely<Database>
 
 const FORM_COLUMNS = [
-  'id', 'user_id', 'form_name', 'form_slug', 'slug_key', 'fields_config', 'allowed_origins', 'redirect_url',
-  'is_active', 'honeypot_field', 'min_fill_seconds', 'created_at', 'updated_at',
+  'id',
+  'user_id',
+  'form_name',
+  'form_slug',
+  'slug_key',
+  'fields_config',
+  'allowed_origins',
+  'redirect_url',
+  'is_active',
+  'honeypot_field',
+  'min_fill_seconds',
+  'created_at',
+  'updated_at',
 ] as const
 const SUBMISSION_COLUMNS = ['id', 'seq', 'data', 'is_read', 'is_spam', 'spam_reason', 'user_agent', 'ip_prefix', 'created_at'] as const
 
@@ -74,20 +87,16 @@ const num = (v: unknown): number => Number(v ?? 0)
 
 /** Kysely queries of the forms part; no rules here. */
 export const formStore = {
-  bySlugKey: (q: Q, slugKey: string) =>
-    q.selectFrom('forms').select(FORM_COLUMNS).where('slug_key', '=', slugKey).executeTakeFirst(),
+  bySlugKey: (q: Q, slugKey: string) => q.selectFrom('forms').select(FORM_COLUMNS).where('slug_key', '=', slugKey).executeTakeFirst(),
 
   /** A form of this owner (another user's form is simply not found). */
-  byId: (q: Q, userId: string, id: string) =>
-    q.selectFrom('forms').select(FORM_COLUMNS).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst(),
+  byId: (q: Q, userId: string, id: string) => q.selectFrom('forms').select(FORM_COLUMNS).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst(),
 
   listByUser: (q: Q, userId: string) =>
     q.selectFrom('forms').select(FORM_COLUMNS).where('user_id', '=', userId).orderBy('created_at', 'desc').orderBy('id').execute(),
 
-  async countByUser(q: Q, userId: string): Promise<number> {
-    const r = await q.selectFrom('forms').select((eb) => eb.fn.countAll().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()
-    return num(r.n)
-  },
+  /** The owner's form count: the usage counter, O(1). */
+  countByUser: (q: Q, userId: string): Promise<number> => usageOf(q, userId, 'forms'),
 
   async slugTaken(q: Q, slugKey: string, exceptId?: string): Promise<boolean> {
     let query = q.selectFrom('forms').select('id').where('slug_key', '=', slugKey)
@@ -95,20 +104,27 @@ export const formStore = {
     return (await query.executeTakeFirst()) !== undefined
   },
 
-  insert: (q: Q, row: FormRow) => q.insertInto('forms').values(row).execute(),
+  /** Inserts a form if the owner's form count stays within `limit`; null when inserted, else the count that refused it. */
+  async insert(trx: Trx, row: FormRow, limit: number): Promise<number | null> {
+    const full = await claimUsage(trx, row.user_id, 'forms', 1, limit)
+    if (full === null) await trx.insertInto('forms').values(row).execute()
+    return full
+  },
 
   update: (q: Q, id: string, patch: Partial<FormRow>) => q.updateTable('forms').set(patch).where('id', '=', id).execute(),
 
-  /** Deletes a form and every submission of it. */
+  /** Deletes a form and every submission of it, and uncounts it (call in a transaction). */
   async remove(q: Q, userId: string, id: string): Promise<boolean> {
     await q.deleteFrom('form_submissions').where('form_id', '=', id).where('user_id', '=', userId).execute()
     const r = await q.deleteFrom('forms').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+    await addUsage(q, userId, 'forms', -Number(r.numDeletedRows))
     return Number(r.numDeletedRows) === 1
   },
 
   /** Counters per form of one owner. */
   async stats(q: Q, userId: string): Promise<Map<string, FormStats>> {
-    const rows = await q.selectFrom('form_submissions')
+    const rows = await q
+      .selectFrom('form_submissions')
       .select((eb) => [
         'form_id',
         eb.fn.countAll().as('total'),
@@ -122,7 +138,9 @@ export const formStore = {
     const out = new Map<string, FormStats>()
     for (const r of rows) {
       out.set(r.form_id, {
-        submission_count: num(r.total), unread_count: num(r.unread), spam_count: num(r.spam),
+        submission_count: num(r.total),
+        unread_count: num(r.unread),
+        spam_count: num(r.spam),
         last_submission_at: r.last_at === null ? null : num(r.last_at),
       })
     }
@@ -143,19 +161,30 @@ export const formStore = {
         return
       }
     }
-    await q.updateTable('form_usage').set({ submissions: sql<number>`submissions + 1` })
-      .where('user_id', '=', userId).where('month', '=', month).execute()
+    await q
+      .updateTable('form_usage')
+      .set({ submissions: sql<number>`submissions + 1` })
+      .where('user_id', '=', userId)
+      .where('month', '=', month)
+      .execute()
   },
 
   async nextSeq(q: Q, formId: string): Promise<number> {
-    const r = await q.selectFrom('form_submissions').select((eb) => eb.fn.max('seq').as('m')).where('form_id', '=', formId).executeTakeFirst()
+    const r = await q
+      .selectFrom('form_submissions')
+      .select((eb) => eb.fn.max('seq').as('m'))
+      .where('form_id', '=', formId)
+      .executeTakeFirst()
     return num(r?.m) + 1
   },
 
   insertSubmission: (q: Q, row: FormSubmissionsTable) => q.insertInto('form_submissions').values(row).execute(),
 
   async countSubmissions(q: Q, formId: string, f: SubmissionFilter): Promise<number> {
-    let query = q.selectFrom('form_submissions').select((eb) => eb.fn.countAll().as('n')).where('form_id', '=', formId)
+    let query = q
+      .selectFrom('form_submissions')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('form_id', '=', formId)
     if (f.isRead !== undefined) query = query.where('is_read', '=', f.isRead ? 1 : 0)
     if (f.isSpam !== undefined) query = query.where('is_spam', '=', f.isSpam ? 1 : 0)
     const r = await query.executeTakeFirstOrThrow()

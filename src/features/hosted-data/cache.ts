@@ -1,4 +1,5 @@
-import { FLUSH_ALL, isReliable, type Bus } from '../../util/bus.js'
+import type { Bus } from '../../infra/bus.js'
+import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import type { Clock } from '../../util/clock.js'
 import type { PublicEntry } from './store.js'
 
@@ -15,60 +16,48 @@ interface Slot {
   byVersion: Map<string, ServedEntry>
 }
 
-/**
- * token -> version to serve, in memory. Every change to a file (new version, default switch,
- * meta, delete) publishes its token on the bus; every instance drops that token on receipt.
- * A fill that raced with an invalidation is discarded (generation check), and entries expire
- * after `ttlMs` (service clock): the backstop for a lost bus message and for changes made
- * outside the service (`svc user set --disable`).
- */
-export function createPublicCache(bus: Bus, clock: Clock, opts: { maxTokens?: number; ttlMs?: number } = {}) {
-  const maxTokens = opts.maxTokens ?? 10_000
-  const ttlMs = opts.ttlMs ?? 5_000
-  const slots = new Map<string, Slot>()
-  let generation = 0
+const versionKey = (version: number | null) => (version === null ? '' : String(version))
 
-  bus.subscribe(BUS_CHANNEL, (token) => {
-    generation++
-    // FLUSH_ALL: the bus may have lost invalidations (Redis subscription dropped)
-    if (token === FLUSH_ALL) slots.clear()
-    else slots.delete(token)
+/**
+ * token -> version to serve, in memory (an InvalidatedCache). Every change to a file (new
+ * version, default switch, meta, delete) publishes its token on the bus; every instance drops
+ * that token on receipt. A fill that raced with an invalidation is discarded (generation
+ * check), and entries expire after `ttlMs` (service clock; a clock that went backwards expires
+ * them too): the backstop for a lost bus message and for changes made outside the service
+ * (`svc user set --disable`).
+ */
+export function createHostedDataCache(bus: Bus, clock: Clock, opts: { maxTokens?: number; ttlMs?: number } = {}) {
+  const ttlMs = opts.ttlMs ?? 5_000
+  const slots = createInvalidatedCache<string, Slot>({
+    bus,
+    channel: BUS_CHANNEL,
+    maxEntries: opts.maxTokens ?? 10_000,
+    isFresh: (s) => {
+      const age = clock.now() - s.at
+      return age <= ttlMs && age >= 0
+    },
   })
 
   return {
     get(token: string, version: number | null): ServedEntry | undefined {
-      const slot = slots.get(token)
-      if (!slot) return undefined
-      const age = clock.now() - slot.at
-      // a clock that went backwards expires the line too
-      if (age > ttlMs || age < 0) {
-        slots.delete(token)
-        return undefined
-      }
-      return slot.byVersion.get(version === null ? '' : String(version))
+      return slots.get(token)?.byVersion.get(versionKey(version))
     },
     /** The generation to pass to `set` (taken before reading the database). */
-    generation: () => generation,
+    generation: () => slots.ticket(),
     set(gen: number, token: string, version: number | null, entry: ServedEntry): void {
-      if (gen !== generation || !isReliable(bus)) return
       let slot = slots.get(token)
-      if (!slot) {
-        if (slots.size >= maxTokens) slots.delete(slots.keys().next().value as string)
+      if (slot === undefined) {
         slot = { at: clock.now(), byVersion: new Map() }
-        slots.set(token, slot)
-      }
-      slot.byVersion.set(version === null ? '' : String(version), entry)
+        if (!slots.set(token, slot, gen)) return
+      } else if (!slots.accepts(gen)) return
+      slot.byVersion.set(versionKey(version), entry)
     },
     /** Drops a token everywhere (this instance at once, the others through the bus). */
-    async invalidate(token: string): Promise<void> {
-      await bus.publish(BUS_CHANNEL, token)
-    },
-    drop(token: string): void {
-      generation++
-      slots.delete(token)
-    },
-    size: () => slots.size,
+    invalidate: (token: string): Promise<void> => slots.publish(token),
+    /** Drops a token on this instance only. */
+    drop: (token: string): void => slots.invalidate(token),
+    size: () => slots.size(),
   }
 }
 
-export type PublicCache = ReturnType<typeof createPublicCache>
+export type PublicCache = ReturnType<typeof createHostedDataCache>

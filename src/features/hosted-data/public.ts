@@ -4,15 +4,8 @@ import { setPublicCors, setUserContentHeaders } from '../../http/content-headers
 import { hostedDataFor, PUBLIC_TOKEN_RE } from './service.js'
 import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
-
-/** Whether an If-None-Match header matches an entity tag (weak comparison, `*` included). */
-export function etagMatches(header: string | undefined, etag: string): boolean {
-  if (!header) return false
-  return header.split(',').some((t) => {
-    const s = t.trim()
-    return s === '*' || s.replace(/^W\//, '') === etag
-  })
-}
+import { replyRange } from '../../http/representation.js'
+import { heldLink, sendNotice } from '../abuse/public.js'
 
 const text = (reply: FastifyReply, code: number, body: string) => {
   setUserContentHeaders(reply, 'inert')
@@ -25,7 +18,7 @@ const text = (reply: FastifyReply, code: number, body: string) => {
  * no cookies read or set, CORS `*` without credentials, inert sandbox CSP and nosniff so no
  * HTML, SVG or XML here ever runs with the service origin's authority. ETag / 304; the
  * default link is revalidated on every use (a switched default shows at once), pinned
- * versions are immutable and cached for a year.
+ * versions are immutable and cached for a year. One `bytes=` range: 206 (If-Range), 416.
  */
 export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
   const svc = hostedDataFor(deps)
@@ -41,40 +34,43 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
       if (typeof q !== 'string' || !/^[1-9]\d{0,9}$/.test(q)) return text(reply, 400, 'Bad Request: v must be a version number')
       version = Number(q)
     }
+    const held = await heldLink(deps, req, 'data', token)
+    if (held) return sendNotice(reply, held, req.method === 'HEAD')
     let entry = await svc.resolve(token, version)
     if (!entry) return text(reply, 404, 'Not Found')
 
     const headers = (e: ServedEntry) => {
       setUserContentHeaders(reply, 'inert')
-      reply.header('ETag', e.etag)
       reply.header('Cache-Control', version === null ? 'public, no-cache' : 'public, max-age=31536000, immutable')
       reply.header('X-Data-Version', String(e.version))
-      reply.header('Accept-Ranges', 'none')
+      reply.type(servedContentType(e.content_type))
+      // ETag, 304, Range (206, 416, If-Range) and HEAD: one implementation for every public body
+      return replyRange(req, reply, { status: 200, size: Number(e.size), etag: e.etag })
     }
-    headers(entry)
-    if (etagMatches(req.headers['if-none-match'], entry.etag)) return reply.code(304).send()
-    reply.type(servedContentType(entry.content_type)).header('Content-Length', String(entry.size))
-    if (req.method === 'HEAD') return reply.send()
+    let part = headers(entry)
+    if (part === null) return reply.send()
     let stream
     try {
-      stream = await deps.blobs.get(entry.digest)
+      stream = await deps.blobs.get(entry.digest, part)
     } catch {
       // the version changed under us (deleted, blob swept): drop the cached entry and look again once
       svc.cache.drop(token)
       entry = await svc.resolve(token, version)
       if (!entry) return text(reply, 404, 'Not Found')
-      headers(entry)
-      reply.type(servedContentType(entry.content_type)).header('Content-Length', String(entry.size))
-      stream = await deps.blobs.get(entry.digest)
+      reply.code(200).removeHeader('Content-Range')
+      part = headers(entry)
+      if (part === null) return reply.send()
+      stream = await deps.blobs.get(entry.digest, part)
     }
     return reply.send(stream)
   }
 
   const preflight = async (_req: FastifyRequest, reply: FastifyReply) => {
     setPublicCors(reply)
-    return reply.code(204)
+    return reply
+      .code(204)
       .header('Access-Control-Allow-Methods', 'GET, HEAD, OPTIONS')
-      .header('Access-Control-Allow-Headers', 'If-None-Match, If-Modified-Since, Cache-Control')
+      .header('Access-Control-Allow-Headers', 'If-None-Match, If-Modified-Since, If-Range, Range, Cache-Control')
       .header('Access-Control-Max-Age', '86400')
       .send()
   }
@@ -83,7 +79,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
     app.route({
       method: ['GET', 'HEAD'],
       url: `${prefix}/:token`,
-      schema: { tags: ['hosted-data'], summary: 'Public raw link: the default version\'s bytes (?v=N: one version)' },
+      schema: { tags: ['hosted-data'], summary: "Public raw link: the default version's bytes (?v=N: one version)" },
       handler: serve,
     })
     app.options(`${prefix}/:token`, { schema: { hide: true } }, preflight)

@@ -4,6 +4,7 @@ import type { Deps } from '../../deps.js'
 import type { User } from '../../auth/users.js'
 import { AppError } from '../../errors/app-error.js'
 import { caller } from '../../http/guard.js'
+import { multipartParts, readUpload } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
 import { hostedDataFor, maxFileBytes, tooLarge, type Upload } from './service.js'
 import { checkDescription, checkDisplayName, encodeText, isJsonType, normalizeContentType, typeFromName } from './content.js'
@@ -30,25 +31,9 @@ async function readBody(req: FastifyRequest, user: User): Promise<Parsed> {
     const limit = maxFileBytes(user)
     const fields: Record<string, unknown> = {}
     let file: Parsed['file']
-    for await (const part of req.parts({ limits: { fileSize: limit + 1, fieldSize: 16 * 1024, files: 1, fields: 20, parts: 24 } })) {
+    for await (const part of multipartParts(req, { limits: { fileSize: limit + 1, fieldSize: 16 * 1024, files: 1, fields: 20, parts: 24 } })) {
       if (part.type === 'file') {
-        const chunks: Buffer[] = []
-        let n = 0
-        let over = false
-        try {
-          for await (const c of part.file as AsyncIterable<Buffer>) {
-            n += c.length
-            // past the limit: keep reading (busboy discards the rest of the part) so the
-            // client can finish sending and read the 413, but keep nothing
-            if (n > limit) over = true
-            else chunks.push(c)
-          }
-        } catch (e) {
-          if ((e as { code?: string }).code !== 'FST_REQ_FILE_TOO_LARGE') throw e
-          over = true
-        }
-        if (over) throw tooLarge(limit)
-        file = { bytes: Buffer.concat(chunks, n), filename: part.filename, mimetype: part.mimetype }
+        file = { bytes: await readUpload(part.file, limit, () => tooLarge(limit)), filename: part.filename, mimetype: part.mimetype }
       } else {
         // busboy cuts a long field silently: refuse it rather than keep a cut value
         if (part.valueTruncated) throw bad(`field ${part.fieldname} is too long`)
@@ -105,6 +90,7 @@ function createType(p: Parsed, displayName: string): string {
 function flag(v: unknown): boolean {
   if (v === undefined || v === null || v === '' || v === false) return false
   if (v === true) return true
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a form or query flag: a scalar, whatever its type
   const s = String(v).toLowerCase()
   if (['true', '1', 'yes', 'on'].includes(s)) return true
   if (['false', '0', 'no', 'off'].includes(s)) return false
@@ -130,7 +116,12 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
   /** JSON bodies are capped per user (the content limit plus escapes), counted as they arrive. */
   const limitJson = async (req: FastifyRequest, _reply: unknown, payload: Readable) => {
     // (isMultipart() is only known after parsing; the header decides here)
-    if (String(req.headers['content-type'] ?? '').toLowerCase().startsWith('multipart/')) return payload
+    if (
+      String(req.headers['content-type'] ?? '')
+        .toLowerCase()
+        .startsWith('multipart/')
+    )
+      return payload
     const limit = jsonBodyLimit(caller(req).user)
     const err = () => tooLarge(maxFileBytes(caller(req).user))
     if (Number(req.headers['content-length'] ?? 0) > limit) throw err()
@@ -149,74 +140,125 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
   }
   const bigBody = { bodyLimit: 1024 * 1024 * 1024, preParsing: limitJson }
 
-  app.get('/api/hosted-data/status', {
-    config: { auth: 'session', errorFormat: 'plain' },
-    schema: { tags, summary: 'Entitlement status and quotas (200 with entitled:false before an entitlement)' },
-  }, async (req) => svc.status(caller(req).user))
+  app.get(
+    '/api/hosted-data/status',
+    {
+      config: { auth: 'session', errorFormat: 'plain' },
+      schema: { tags, summary: 'Entitlement status and quotas (200 with entitled:false before an entitlement)' },
+    },
+    async (req) => svc.status(caller(req).user),
+  )
 
-  app.get('/api/hosted-data/files', {
-    config: managed, schema: { tags, summary: 'List files with public_url and a version summary, most recently updated first' },
-  }, async (req) => svc.list(caller(req).user, origin(req)))
+  app.get(
+    '/api/hosted-data/files',
+    {
+      config: managed,
+      schema: { tags, summary: 'List files with public_url and a version summary, most recently updated first' },
+    },
+    async (req) => svc.list(caller(req).user, origin(req)),
+  )
 
-  app.get('/api/hosted-data/files/:file_id', {
-    config: managed, schema: { tags, summary: 'File details and all versions', params: FileParams },
-  }, async (req) => svc.details(caller(req).user, fileId(req), origin(req)))
+  app.get(
+    '/api/hosted-data/files/:file_id',
+    {
+      config: managed,
+      schema: { tags, summary: 'File details and all versions', params: FileParams },
+    },
+    async (req) => svc.details(caller(req).user, fileId(req), origin(req)),
+  )
 
-  app.post('/api/hosted-data/files', {
-    config: managed, ...bigBody,
-    schema: { tags, summary: `Create a file: JSON {display_name, content, content_type?, description?}, or ${MULTIPART_DOC}`, body: jsonOrMultipart(CreateBody) },
-  }, async (req) => {
-    const user = caller(req).user
-    const p = await readBody(req, user)
-    const displayName = checkDisplayName(p.fields.display_name ?? p.file?.filename)
-    const description = checkDescription(p.fields.description)
-    const contentType = createType(p, displayName)
-    const upload: Upload = { bytes: contentBytes(p, contentType), contentType }
-    return svc.create(user, { displayName, description, upload }, origin(req))
-  })
+  app.post(
+    '/api/hosted-data/files',
+    {
+      config: managed,
+      ...bigBody,
+      schema: {
+        tags,
+        summary: `Create a file: JSON {display_name, content, content_type?, description?}, or ${MULTIPART_DOC}`,
+        body: jsonOrMultipart(CreateBody),
+      },
+    },
+    async (req) => {
+      const user = caller(req).user
+      const p = await readBody(req, user)
+      const displayName = checkDisplayName(p.fields.display_name ?? p.file?.filename)
+      const description = checkDescription(p.fields.description)
+      const contentType = createType(p, displayName)
+      const upload: Upload = { bytes: contentBytes(p, contentType), contentType }
+      return svc.create(user, { displayName, description, upload }, origin(req))
+    },
+  )
 
-  app.post('/api/hosted-data/files/:file_id/versions', {
-    config: managed, ...bigBody,
-    schema: { tags, summary: `Upload a new version: JSON {content, set_default?, content_type?}, or ${MULTIPART_DOC}`, params: FileParams, body: jsonOrMultipart(VersionBody) },
-  }, async (req) => {
-    const user = caller(req).user
-    const id = fileId(req)
-    const p = await readBody(req, user)
-    const setDefault = flag(p.fields.set_default)
-    const contentType = declaredType(p.fields) ?? await svc.currentType(user, id)
-    return svc.addVersion(user, id, { upload: { bytes: contentBytes(p, contentType), contentType }, setDefault }, origin(req))
-  })
+  app.post(
+    '/api/hosted-data/files/:file_id/versions',
+    {
+      config: managed,
+      ...bigBody,
+      schema: {
+        tags,
+        summary: `Upload a new version: JSON {content, set_default?, content_type?}, or ${MULTIPART_DOC}`,
+        params: FileParams,
+        body: jsonOrMultipart(VersionBody),
+      },
+    },
+    async (req) => {
+      const user = caller(req).user
+      const id = fileId(req)
+      const p = await readBody(req, user)
+      const setDefault = flag(p.fields.set_default)
+      const contentType = declaredType(p.fields) ?? (await svc.currentType(user, id))
+      return svc.addVersion(user, id, { upload: { bytes: contentBytes(p, contentType), contentType }, setDefault }, origin(req))
+    },
+  )
 
-  app.post('/api/hosted-data/files/:file_id/default-version', {
-    config: managed,
-    schema: { tags, summary: 'Switch the version the public link serves', params: FileParams, body: DefaultVersionBody },
-  }, async (req) => {
-    const { version } = req.body as { version: number }
-    return svc.setDefault(caller(req).user, fileId(req), version, origin(req))
-  })
+  app.post(
+    '/api/hosted-data/files/:file_id/default-version',
+    {
+      config: managed,
+      schema: { tags, summary: 'Switch the version the public link serves', params: FileParams, body: DefaultVersionBody },
+    },
+    async (req) => {
+      const { version } = req.body as { version: number }
+      return svc.setDefault(caller(req).user, fileId(req), version, origin(req))
+    },
+  )
 
-  app.put('/api/hosted-data/files/:file_id/meta', {
-    config: managed,
-    schema: { tags, summary: 'Update display_name and/or description', params: FileParams, body: MetaBody },
-  }, async (req) => {
-    const body = (req.body ?? {}) as { display_name?: unknown; description?: unknown }
-    if (body.display_name === undefined && body.description === undefined) throw bad('send display_name and/or description')
-    const patch = {
-      displayName: body.display_name === undefined ? undefined : checkDisplayName(body.display_name),
-      description: body.description === undefined ? undefined : checkDescription(body.description),
-    }
-    return svc.updateMeta(caller(req).user, fileId(req), patch, origin(req))
-  })
+  app.put(
+    '/api/hosted-data/files/:file_id/meta',
+    {
+      config: managed,
+      schema: { tags, summary: 'Update display_name and/or description', params: FileParams, body: MetaBody },
+    },
+    async (req) => {
+      const body = (req.body ?? {}) as { display_name?: unknown; description?: unknown }
+      if (body.display_name === undefined && body.description === undefined) throw bad('send display_name and/or description')
+      const patch = {
+        displayName: body.display_name === undefined ? undefined : checkDisplayName(body.display_name),
+        description: body.description === undefined ? undefined : checkDescription(body.description),
+      }
+      return svc.updateMeta(caller(req).user, fileId(req), patch, origin(req))
+    },
+  )
 
-  app.delete('/api/hosted-data/files/:file_id', {
-    config: managed, schema: { tags, summary: 'Delete a file and all its versions (423 when locked)', params: FileParams },
-  }, async (req) => svc.remove(caller(req).user, fileId(req)))
+  app.delete(
+    '/api/hosted-data/files/:file_id',
+    {
+      config: managed,
+      schema: { tags, summary: 'Delete a file and all its versions (423 when locked)', params: FileParams },
+    },
+    async (req) => svc.remove(caller(req).user, fileId(req)),
+  )
 
-  app.delete('/api/hosted-data/files/:file_id/versions/:version', {
-    config: managed, schema: { tags, summary: 'Delete one non-default version (beyond the spec; 423 when locked)', params: VersionParams },
-  }, async (req) => {
-    const v = (req.params as { version: string }).version
-    if (!/^[1-9]\d{0,9}$/.test(v)) throw new AppError('RESOURCE_NOT_FOUND')
-    return svc.removeVersion(caller(req).user, fileId(req), Number(v), origin(req))
-  })
+  app.delete(
+    '/api/hosted-data/files/:file_id/versions/:version',
+    {
+      config: managed,
+      schema: { tags, summary: 'Delete one non-default version (beyond the spec; 423 when locked)', params: VersionParams },
+    },
+    async (req) => {
+      const v = (req.params as { version: string }).version
+      if (!/^[1-9]\d{0,9}$/.test(v)) throw new AppError('RESOURCE_NOT_FOUND')
+      return svc.removeVersion(caller(req).user, fileId(req), Number(v), origin(req))
+    },
+  )
 }

@@ -1,12 +1,12 @@
 import type { Deps } from '../../deps.js'
 import type { User } from '../../auth/users.js'
-import type { DB, Trx } from '../../db/kysely.js'
+import type { Trx } from '../../db/kysely.js'
 import { AppError } from '../../errors/app-error.js'
 import { newId, newPublicToken, sha256hex } from '../../auth/tokens.js'
 import { quotaOf } from '../../limits/quotas.js'
 import { isoMicros } from '../../util/time.js'
 import { createHostedStore, type FileRow, type VersionRow } from './store.js'
-import { createPublicCache, type ServedEntry } from './cache.js'
+import { createHostedDataCache, type ServedEntry } from './cache.js'
 import { checkContent } from './content.js'
 
 /** One version's content, already read (bounded by the per-version limit) and typed. */
@@ -37,7 +37,7 @@ const etagOf = (digest: string, contentType: string) => `"${digest.slice(0, 48)}
 export function createHostedData(deps: Deps) {
   const { db, blobs, clock } = deps
   const store = createHostedStore(db.k)
-  const cache = createPublicCache(deps.bus, clock)
+  const cache = createHostedDataCache(deps.bus, clock)
 
   const present = (f: FileRow, origin: string) => ({
     id: f.id,
@@ -95,8 +95,7 @@ export function createHostedData(deps: Deps) {
     cache,
 
     async status(user: User) {
-      const ent = await db.k.selectFrom('entitlements').select('feature')
-        .where('user_id', '=', user.id).where('feature', '=', 'hosted-data').executeTakeFirst()
+      const ent = await db.k.selectFrom('entitlements').select('feature').where('user_id', '=', user.id).where('feature', '=', 'hosted-data').executeTakeFirst()
       return {
         success: true,
         entitled: ent !== undefined,
@@ -120,24 +119,46 @@ export function createHostedData(deps: Deps) {
 
     async create(user: User, input: { displayName: string; description: string; upload: Upload }, origin: string) {
       const max = quotaOf(user.limits, 'hosted_files')
-      const checkQuota = async (q: DB | Trx) => {
-        const used = await store.countFiles(q, user.id)
-        if (used >= max) throw quotaFull(`hosted data files ${used}/${max}`)
-      }
-      // checked before the bytes are stored (a refused upload stores nothing), and again,
-      // authoritatively, under the user's lock
-      await checkQuota(db.k)
+      const full = (used: number) => quotaFull(`hosted data files ${used}/${max}`)
+      // read before the bytes are stored (a refused upload stores nothing), and taken,
+      // authoritatively, in the transaction that inserts the file
+      const used = await store.countFiles(db.k, user.id)
+      if (used >= max) throw full(used)
       const blob = await putBlob(user, input.upload)
       const now = clock.now()
       const id = newId()
       await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
-        await checkQuota(trx)
-        await store.insertFile(trx, {
-          id, user_id: user.id, public_token: newPublicToken(), display_name: input.displayName, description: input.description,
-          default_version: 1, latest_version: 1, locked: 0, created_at: now, updated_at: now,
-        })
-        await store.insertVersion(trx, { file_id: id, version: 1, digest: blob.digest, size: blob.size, content_type: input.upload.contentType, created_at: now })
+        const refused = await store.insertFile(
+          trx,
+          {
+            id,
+            user_id: user.id,
+            public_token: newPublicToken(),
+            display_name: input.displayName,
+            description: input.description,
+            default_version: 1,
+            latest_version: 1,
+            locked: 0,
+            created_at: now,
+            updated_at: now,
+          },
+          max,
+        )
+        if (refused !== null) throw full(refused)
+        await store.insertVersion(
+          trx,
+          user.id,
+          {
+            file_id: id,
+            version: 1,
+            digest: blob.digest,
+            size: blob.size,
+            content_type: input.upload.contentType,
+            created_at: now,
+          },
+          null,
+        )
       })
       return { success: true, file: await details(user, id, origin) }
     },
@@ -151,20 +172,23 @@ export function createHostedData(deps: Deps) {
 
     async addVersion(user: User, fileId: string, input: { upload: Upload; setDefault: boolean }, origin: string) {
       const max = quotaOf(user.limits, 'hosted_versions')
-      const checkQuota = async (q: DB | Trx, fid: string) => {
-        const used = await store.countVersions(q, fid)
-        if (used >= max) throw quotaFull(`versions of this file ${used}/${max}; delete an old version first`)
-      }
+      const full = (used: number) => quotaFull(`versions of this file ${used}/${max}; delete an old version first`)
       // a missing file or a full version quota is refused before the bytes are stored
       const existing = await store.file(user.id, fileId)
       if (!existing) throw notFound()
-      await checkQuota(db.k, existing.id)
+      const used = await store.countVersions(db.k, user.id, existing.id)
+      if (used >= max) throw full(used)
       const blob = await putBlob(user, input.upload)
       const now = clock.now()
       await onFile(user, fileId, async (trx, f) => {
-        await checkQuota(trx, f.id)
         const version = f.latest_version + 1
-        await store.insertVersion(trx, { file_id: f.id, version, digest: blob.digest, size: blob.size, content_type: input.upload.contentType, created_at: now })
+        const refused = await store.insertVersion(
+          trx,
+          user.id,
+          { file_id: f.id, version, digest: blob.digest, size: blob.size, content_type: input.upload.contentType, created_at: now },
+          max,
+        )
+        if (refused !== null) throw full(refused)
         await store.updateFile(trx, f.id, { latest_version: version, updated_at: now, ...(input.setDefault ? { default_version: version } : {}) })
       })
       return { success: true, file: await details(user, fileId, origin) }
@@ -192,7 +216,7 @@ export function createHostedData(deps: Deps) {
     async remove(user: User, fileId: string) {
       await onFile(user, fileId, async (trx, f) => {
         if (f.locked) throw new AppError('LOCKED')
-        await store.deleteFile(trx, f.id)
+        await store.deleteFile(trx, user.id, f.id)
       })
       return { success: true, message: 'deleted' }
     },
@@ -200,9 +224,11 @@ export function createHostedData(deps: Deps) {
     async removeVersion(user: User, fileId: string, version: number, origin: string) {
       await onFile(user, fileId, async (trx, f) => {
         if (f.locked) throw new AppError('LOCKED')
-        if (!(await store.hasVersion(trx, f.id, version))) throw new AppError('INVALID_PARAMETER', { params: { detail: `version ${version} does not exist` }, status: 404 })
-        if (version === f.default_version) throw new AppError('INVALID_PARAMETER', { params: { detail: 'the default version cannot be deleted; switch the default first' }, status: 409 })
-        await store.deleteVersion(trx, f.id, version)
+        if (!(await store.hasVersion(trx, f.id, version)))
+          throw new AppError('INVALID_PARAMETER', { params: { detail: `version ${version} does not exist` }, status: 404 })
+        if (version === f.default_version)
+          throw new AppError('INVALID_PARAMETER', { params: { detail: 'the default version cannot be deleted; switch the default first' }, status: 409 })
+        await store.deleteVersion(trx, user.id, f.id, version)
         await store.updateFile(trx, f.id, { updated_at: clock.now() })
       })
       return { success: true, file: await details(user, fileId, origin) }

@@ -1,5 +1,5 @@
-import type { Kysely, Migration } from 'kysely'
 import type { DB, Trx } from '../../db/kysely.js'
+import { addUsage, claimUsage, dropUsage, usageOf, versionsKind } from '../../db/usage.js'
 
 /** Tables of hosted data: one row per file, one per version (the bytes live in the blob store). */
 export interface HostedFilesTable {
@@ -31,43 +31,16 @@ declare module '../../db/schema.js' {
   }
 }
 
-export const hostedDataMigrations: Record<string, Migration> = {
-  '0500-hosted-data': {
-    async up(db: Kysely<any>) {
-      await db.schema.createTable('hosted_files')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
-        .addColumn('public_token', 'text', (c) => c.notNull().unique())
-        .addColumn('display_name', 'text', (c) => c.notNull())
-        .addColumn('description', 'text', (c) => c.notNull().defaultTo(''))
-        .addColumn('default_version', 'integer', (c) => c.notNull())
-        .addColumn('latest_version', 'integer', (c) => c.notNull())
-        .addColumn('locked', 'integer', (c) => c.notNull().defaultTo(0))
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('updated_at', 'bigint', (c) => c.notNull())
-        .execute()
-      await db.schema.createIndex('hosted_files_user').on('hosted_files').columns(['user_id', 'updated_at']).execute()
-      await db.schema.createTable('hosted_versions')
-        .addColumn('file_id', 'text', (c) => c.notNull().references('hosted_files.id').onDelete('cascade'))
-        .addColumn('version', 'integer', (c) => c.notNull())
-        .addColumn('digest', 'text', (c) => c.notNull())
-        .addColumn('size', 'bigint', (c) => c.notNull())
-        .addColumn('content_type', 'text', (c) => c.notNull())
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addPrimaryKeyConstraint('hosted_versions_pk', ['file_id', 'version'])
-        .execute()
-      await db.schema.createIndex('hosted_versions_digest').on('hosted_versions').column('digest').execute()
-    },
-    async down(db: Kysely<any>) {
-      await db.schema.dropTable('hosted_versions').execute()
-      await db.schema.dropTable('hosted_files').execute()
-    },
-  },
-}
-
 const FILE_COLUMNS = [
-  'f.id', 'f.public_token', 'f.display_name', 'f.description', 'f.default_version', 'f.latest_version',
-  'f.locked', 'f.created_at', 'f.updated_at',
+  'f.id',
+  'f.public_token',
+  'f.display_name',
+  'f.description',
+  'f.default_version',
+  'f.latest_version',
+  'f.locked',
+  'f.created_at',
+  'f.updated_at',
 ] as const
 
 /** A file with its default version's type and size, and its version count. */
@@ -89,18 +62,37 @@ export interface PublicEntry {
 
 type Q = DB | Trx
 
+/** Deletes a file with its versions and their counters (in the caller's transaction; abuse takedowns too). */
+export async function deleteHostedFile(trx: Trx, userId: string, fileId: string): Promise<void> {
+  await trx.deleteFrom('hosted_versions').where('file_id', '=', fileId).execute()
+  const r = await trx.deleteFrom('hosted_files').where('id', '=', fileId).where('user_id', '=', userId).executeTakeFirst()
+  await dropUsage(trx, userId, versionsKind(fileId))
+  await addUsage(trx, userId, 'hosted_files', -Number(r.numDeletedRows))
+}
+
 /** Kysely queries of hosted data; every owner-facing read is scoped to the user. */
 export function createHostedStore(k: DB) {
-  const filesQuery = (q: Q, userId: string) => q.selectFrom('hosted_files as f')
-    .innerJoin('hosted_versions as d', (j) => j.onRef('d.file_id', '=', 'f.id').onRef('d.version', '=', 'f.default_version'))
-    .select(FILE_COLUMNS)
-    .select(['d.content_type', 'd.size'])
-    .select((eb) => eb.selectFrom('hosted_versions as v').whereRef('v.file_id', '=', 'f.id')
-      .select((e2) => e2.fn.countAll<number>().as('n')).as('version_count'))
-    .where('f.user_id', '=', userId)
+  const filesQuery = (q: Q, userId: string) =>
+    q
+      .selectFrom('hosted_files as f')
+      .innerJoin('hosted_versions as d', (j) => j.onRef('d.file_id', '=', 'f.id').onRef('d.version', '=', 'f.default_version'))
+      .select(FILE_COLUMNS)
+      .select(['d.content_type', 'd.size'])
+      .select((eb) =>
+        eb
+          .selectFrom('hosted_versions as v')
+          .whereRef('v.file_id', '=', 'f.id')
+          .select((e2) => e2.fn.countAll<number>().as('n'))
+          .as('version_count'),
+      )
+      .where('f.user_id', '=', userId)
 
   const norm = (r: FileRow): FileRow => ({
-    ...r, size: Number(r.size), version_count: Number(r.version_count), created_at: Number(r.created_at), updated_at: Number(r.updated_at),
+    ...r,
+    size: Number(r.size),
+    version_count: Number(r.version_count),
+    created_at: Number(r.created_at),
+    updated_at: Number(r.updated_at),
   })
 
   return {
@@ -113,45 +105,59 @@ export function createHostedStore(k: DB) {
       return r ? norm(r as FileRow) : undefined
     },
     async versions(fileId: string, q: Q = k): Promise<VersionRow[]> {
-      const rows = await q.selectFrom('hosted_versions').select(['version', 'digest', 'size', 'content_type', 'created_at'])
-        .where('file_id', '=', fileId).orderBy('version').execute()
+      const rows = await q
+        .selectFrom('hosted_versions')
+        .select(['version', 'digest', 'size', 'content_type', 'created_at'])
+        .where('file_id', '=', fileId)
+        .orderBy('version')
+        .execute()
       return rows.map((r) => ({ ...r, size: Number(r.size), created_at: Number(r.created_at) }))
     },
-    async countFiles(q: Q, userId: string): Promise<number> {
-      const r = await q.selectFrom('hosted_files').select((e) => e.fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()
-      return Number(r.n)
+    /** The user's file count: the usage counter, O(1). */
+    countFiles: (q: Q, userId: string): Promise<number> => usageOf(q, userId, 'hosted_files'),
+    /** A file's version count: the usage counter, O(1). */
+    countVersions: (q: Q, userId: string, fileId: string): Promise<number> => usageOf(q, userId, versionsKind(fileId)),
+    /** Inserts a file if the user's file count stays within `max`; null when inserted, else the count that refused it. */
+    async insertFile(trx: Trx, row: HostedFilesTable, max: number): Promise<number | null> {
+      const full = await claimUsage(trx, row.user_id, 'hosted_files', 1, max)
+      if (full === null) await trx.insertInto('hosted_files').values(row).execute()
+      return full
     },
-    async countVersions(q: Q, fileId: string): Promise<number> {
-      const r = await q.selectFrom('hosted_versions').select((e) => e.fn.countAll<number>().as('n')).where('file_id', '=', fileId).executeTakeFirstOrThrow()
-      return Number(r.n)
+    /**
+     * Inserts a version if the file's version count stays within `max` (null: the first
+     * version, always counted); returns null when inserted, else the count that refused it.
+     */
+    async insertVersion(trx: Trx, userId: string, row: HostedVersionsTable, max: number | null): Promise<number | null> {
+      const kind = versionsKind(row.file_id)
+      const full = max === null ? (await addUsage(trx, userId, kind, 1), null) : await claimUsage(trx, userId, kind, 1, max)
+      if (full === null) await trx.insertInto('hosted_versions').values(row).execute()
+      return full
     },
-    async insertFile(trx: Trx, row: HostedFilesTable): Promise<void> {
-      await trx.insertInto('hosted_files').values(row).execute()
-    },
-    async insertVersion(trx: Trx, row: HostedVersionsTable): Promise<void> {
-      await trx.insertInto('hosted_versions').values(row).execute()
-    },
-    async updateFile(trx: Trx, fileId: string, patch: Partial<Pick<HostedFilesTable, 'display_name' | 'description' | 'default_version' | 'latest_version' | 'updated_at'>>): Promise<void> {
+    async updateFile(
+      trx: Trx,
+      fileId: string,
+      patch: Partial<Pick<HostedFilesTable, 'display_name' | 'description' | 'default_version' | 'latest_version' | 'updated_at'>>,
+    ): Promise<void> {
       await trx.updateTable('hosted_files').set(patch).where('id', '=', fileId).execute()
     },
     async hasVersion(trx: Trx, fileId: string, version: number): Promise<boolean> {
       const r = await trx.selectFrom('hosted_versions').select('version').where('file_id', '=', fileId).where('version', '=', version).executeTakeFirst()
       return r !== undefined
     },
-    async deleteVersion(trx: Trx, fileId: string, version: number): Promise<void> {
-      await trx.deleteFrom('hosted_versions').where('file_id', '=', fileId).where('version', '=', version).execute()
+    async deleteVersion(trx: Trx, userId: string, fileId: string, version: number): Promise<void> {
+      const r = await trx.deleteFrom('hosted_versions').where('file_id', '=', fileId).where('version', '=', version).executeTakeFirst()
+      await addUsage(trx, userId, versionsKind(fileId), -Number(r.numDeletedRows))
     },
-    async deleteFile(trx: Trx, fileId: string): Promise<void> {
-      await trx.deleteFrom('hosted_versions').where('file_id', '=', fileId).execute()
-      await trx.deleteFrom('hosted_files').where('id', '=', fileId).execute()
-    },
+    deleteFile: (trx: Trx, userId: string, fileId: string) => deleteHostedFile(trx, userId, fileId),
     /**
      * The version a public link serves, in one statement (file row and version row read
      * together), so a reader during a default-version switch sees the old or the new one.
      * Files of a disabled account are not served.
      */
     async publicEntry(token: string, version: number | null): Promise<PublicEntry | undefined> {
-      let q = k.selectFrom('hosted_files as f').innerJoin('hosted_versions as v', 'v.file_id', 'f.id')
+      let q = k
+        .selectFrom('hosted_files as f')
+        .innerJoin('hosted_versions as v', 'v.file_id', 'f.id')
         .innerJoin('users as u', 'u.id', 'f.user_id')
         .select(['v.version', 'v.digest', 'v.size', 'v.content_type'])
         .where('f.public_token', '=', token)

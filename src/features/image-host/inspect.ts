@@ -24,7 +24,11 @@ const RASTER: Record<string, ImageType> = {
 }
 /** sharp's format name for each raster type (AVIF is read through libheif). */
 const SHARP_FORMAT: Record<string, string> = {
-  'image/png': 'png', 'image/jpeg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp', 'image/avif': 'heif',
+  'image/png': 'png',
+  'image/jpeg': 'jpeg',
+  'image/gif': 'gif',
+  'image/webp': 'webp',
+  'image/avif': 'heif',
 }
 export const ALLOWED_TYPES = 'PNG, JPEG, GIF, WebP, AVIF, SVG'
 
@@ -98,11 +102,23 @@ export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<
 async function stripMetadata(buf: Buffer, type: ImageType, meta: Metadata): Promise<Buffer> {
   let out: Buffer | null = null
   switch (type) {
-    case 'image/jpeg': out = stripJpeg(buf, meta.orientation); break
-    case 'image/png': out = stripPng(buf); break
-    case 'image/webp': out = stripWebp(buf); break
-    case 'image/gif': out = stripGif(buf); break
-    case 'image/avif': out = meta.exif || meta.xmp || meta.iptc ? null : buf; break
+    case 'image/jpeg':
+      out = stripJpeg(buf, meta.orientation)
+      break
+    case 'image/png':
+      out = stripPng(buf)
+      break
+    case 'image/webp':
+      out = stripWebp(buf)
+      break
+    case 'image/gif':
+      out = stripGif(buf)
+      break
+    case 'image/avif':
+      out = meta.exif || meta.xmp || meta.iptc ? null : buf
+      break
+    case 'image/svg+xml':
+      throw new Error('stripMetadata: SVGs are stored as uploaded (prepareImage returns them first)')
   }
   if (out && (await isClean(out, meta.orientation))) return out
   return reencode(buf, type)
@@ -126,11 +142,16 @@ async function reencode(buf: Buffer, type: ImageType): Promise<Buffer> {
     const animated = type === 'image/gif' || type === 'image/webp'
     const img = sharp(buf, { limitInputPixels: MAX_INPUT_PIXELS, animated }).autoOrient().keepIccProfile()
     switch (type) {
-      case 'image/jpeg': return await img.jpeg({ quality: 92 }).toBuffer()
-      case 'image/png': return await img.png().toBuffer()
-      case 'image/webp': return await img.webp({ quality: 90 }).toBuffer()
-      case 'image/gif': return await img.gif().toBuffer()
-      default: return await img.avif({ quality: 70, effort: 2 }).toBuffer()
+      case 'image/jpeg':
+        return await img.jpeg({ quality: 92 }).toBuffer()
+      case 'image/png':
+        return await img.png().toBuffer()
+      case 'image/webp':
+        return await img.webp({ quality: 90 }).toBuffer()
+      case 'image/gif':
+        return await img.gif().toBuffer()
+      default:
+        return await img.avif({ quality: 70, effort: 2 }).toBuffer()
     }
   } catch {
     throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `unreadable ${type}`, allowed: ALLOWED_TYPES } })

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { caller } from '../../http/guard.js'
+import { multipartParts, readUpload } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
 import { parsePage } from '../../http/pagination.js'
 import { quotaOf } from '../../limits/quotas.js'
@@ -13,16 +14,8 @@ const MANAGE = { auth: 'session' as const, errorFormat: 'plain' as const, entitl
 const tags = ['image-host']
 
 /** Reads a file stream into memory, refusing (413) as soon as it passes maxBytes. */
-async function readCapped(stream: Readable & { truncated?: boolean }, maxBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  let n = 0
-  for await (const c of stream as AsyncIterable<Buffer>) {
-    n += c.length
-    if (n > maxBytes) throw new AppError('FILE_TOO_LARGE', { params: { limit: maxBytes }, status: 413 })
-    chunks.push(c)
-  }
-  if (stream.truncated) throw new AppError('FILE_TOO_LARGE', { params: { limit: maxBytes }, status: 413 })
-  return Buffer.concat(chunks)
+function readCapped(stream: Readable & { truncated?: boolean }, maxBytes: number): Promise<Buffer> {
+  return readUpload(stream, maxBytes, () => new AppError('FILE_TOO_LARGE', { params: { limit: maxBytes }, status: 413 }))
 }
 
 const FLAG_TRUE = new Set(['1', 'true', 'yes', 'on'])
@@ -44,12 +37,13 @@ function multipartFiles(req: FastifyRequest, maxBytes: number): { files: AsyncIt
   const fields: Record<string, string> = {}
   const query = req.query as { keep_metadata?: string; remark?: string }
   async function* files(): AsyncGenerator<IncomingFile> {
-    for await (const part of req.parts({ limits: { fileSize: maxBytes + 1 }, throwFileSizeLimit: false } as Parameters<FastifyRequest['parts']>[0])) {
+    for await (const part of multipartParts(req, { limits: { fileSize: maxBytes + 1 }, throwFileSizeLimit: false } as Parameters<FastifyRequest['parts']>[0])) {
       if (part.type === 'field') {
         fields[part.fieldname] = String(part.value)
         continue
       }
-      if (part.fieldname !== 'file') throw new AppError('INVALID_PARAMETER', { params: { detail: `unexpected file field "${part.fieldname}"; send images in the field "file"` } })
+      if (part.fieldname !== 'file')
+        throw new AppError('INVALID_PARAMETER', { params: { detail: `unexpected file field "${part.fieldname}"; send images in the field "file"` } })
       yield { fileName: part.filename, read: (max) => readCapped(part.file, max) }
     }
   }
@@ -65,61 +59,109 @@ export function imageHostApi(app: FastifyInstance, deps: Deps, host: ImageHost):
   const origin = (req: FastifyRequest) => contentOrigin(req, deps.config)
   const maxImageBytes = (req: FastifyRequest) => quotaOf(caller(req).user.limits, 'image_max_bytes')
 
-  app.get('/api/image-host/status', {
-    config: { auth: 'session', errorFormat: 'plain' },
-    schema: { tags, summary: 'Entitlement and quotas (200 with entitled:false before an entitlement)', description: ERROR_DOC, response: { 200: StatusReply } },
-  }, async (req) => host.status(caller(req).user))
+  app.get(
+    '/api/image-host/status',
+    {
+      config: { auth: 'session', errorFormat: 'plain' },
+      schema: {
+        tags,
+        summary: 'Entitlement and quotas (200 with entitled:false before an entitlement)',
+        description: ERROR_DOC,
+        response: { 200: StatusReply },
+      },
+    },
+    async (req) => host.status(caller(req).user),
+  )
 
-  app.post('/api/image-host/upload', {
-    config: MANAGE,
-    schema: { tags, summary: 'Upload one or several images (multipart field "file")', description: `Type from the bytes; EXIF/GPS removed unless keep_metadata=true. All files are stored or none. ${ERROR_DOC}`, consumes: ['multipart/form-data'], querystring: UploadQuery, response: { 200: ImagesReply } },
-  }, async (req) => {
-    const { files, options } = multipartFiles(req, maxImageBytes(req))
-    const images = await host.upload(caller(req).user, files, options, origin(req))
-    return { success: true, images }
-  })
+  app.post(
+    '/api/image-host/upload',
+    {
+      config: MANAGE,
+      schema: {
+        tags,
+        summary: 'Upload one or several images (multipart field "file")',
+        description: `Type from the bytes; EXIF/GPS removed unless keep_metadata=true. All files are stored or none. ${ERROR_DOC}`,
+        consumes: ['multipart/form-data'],
+        querystring: UploadQuery,
+        response: { 200: ImagesReply },
+      },
+    },
+    async (req) => {
+      const { files, options } = multipartFiles(req, maxImageBytes(req))
+      const images = await host.upload(caller(req).user, files, options, origin(req))
+      return { success: true, images }
+    },
+  )
 
-  app.get('/api/image-host/images', {
-    config: MANAGE,
-    schema: { tags, summary: 'The caller\'s images, newest first', description: ERROR_DOC, querystring: ListQuery, response: { 200: ListReply } },
-  }, async (req) => {
-    const page = parsePage(req.query as Record<string, unknown>, { perPage: 50, maxPerPage: 100 })
-    return { success: true, ...(await host.list(caller(req).user, page, origin(req))) }
-  })
+  app.get(
+    '/api/image-host/images',
+    {
+      config: MANAGE,
+      schema: { tags, summary: "The caller's images, newest first", description: ERROR_DOC, querystring: ListQuery, response: { 200: ListReply } },
+    },
+    async (req) => {
+      const page = parsePage(req.query as Record<string, unknown>, { perPage: 50, maxPerPage: 100 })
+      return { success: true, ...(await host.list(caller(req).user, page, origin(req))) }
+    },
+  )
 
-  app.get('/api/image-host/images/:public_token', {
-    config: MANAGE,
-    schema: { tags, summary: 'One of the caller\'s images (beyond the spec)', description: ERROR_DOC, params: TokenParams, response: { 200: ImageReply } },
-  }, async (req) => {
-    const { public_token } = req.params as { public_token: string }
-    return { success: true, image: imageView(await host.get(caller(req).user, public_token), origin(req)) }
-  })
+  app.get(
+    '/api/image-host/images/:public_token',
+    {
+      config: MANAGE,
+      schema: { tags, summary: "One of the caller's images (beyond the spec)", description: ERROR_DOC, params: TokenParams, response: { 200: ImageReply } },
+    },
+    async (req) => {
+      const { public_token } = req.params as { public_token: string }
+      return { success: true, image: imageView(await host.get(caller(req).user, public_token), origin(req)) }
+    },
+  )
 
-  app.patch('/api/image-host/images/:public_token', {
-    config: MANAGE,
-    schema: { tags, summary: 'Update remark and file name', description: ERROR_DOC, params: TokenParams, body: PatchBody, response: { 200: ImageReply } },
-  }, async (req) => {
-    const { public_token } = req.params as { public_token: string }
-    const image = await host.update(caller(req).user, public_token, req.body as { remark?: string; file_name?: string }, origin(req))
-    return { success: true, image }
-  })
+  app.patch(
+    '/api/image-host/images/:public_token',
+    {
+      config: MANAGE,
+      schema: { tags, summary: 'Update remark and file name', description: ERROR_DOC, params: TokenParams, body: PatchBody, response: { 200: ImageReply } },
+    },
+    async (req) => {
+      const { public_token } = req.params as { public_token: string }
+      const image = await host.update(caller(req).user, public_token, req.body as { remark?: string; file_name?: string }, origin(req))
+      return { success: true, image }
+    },
+  )
 
-  app.post('/api/image-host/images/:public_token/replace', {
-    config: MANAGE,
-    schema: { tags, summary: 'Replace the bytes; same token and URL, served at once', description: ERROR_DOC, consumes: ['multipart/form-data'], params: TokenParams, querystring: UploadQuery, response: { 200: ImageReply } },
-  }, async (req) => {
-    const { public_token } = req.params as { public_token: string }
-    const { files, options } = multipartFiles(req, maxImageBytes(req))
-    const image = await host.replace(caller(req).user, public_token, files, options, origin(req))
-    return { success: true, image }
-  })
+  app.post(
+    '/api/image-host/images/:public_token/replace',
+    {
+      config: MANAGE,
+      schema: {
+        tags,
+        summary: 'Replace the bytes; same token and URL, served at once',
+        description: ERROR_DOC,
+        consumes: ['multipart/form-data'],
+        params: TokenParams,
+        querystring: UploadQuery,
+        response: { 200: ImageReply },
+      },
+    },
+    async (req) => {
+      const { public_token } = req.params as { public_token: string }
+      const { files, options } = multipartFiles(req, maxImageBytes(req))
+      const image = await host.replace(caller(req).user, public_token, files, options, origin(req))
+      return { success: true, image }
+    },
+  )
 
-  app.delete('/api/image-host/images/:public_token', {
-    config: MANAGE,
-    schema: { tags, summary: 'Delete an image (423 when locked)', description: ERROR_DOC, params: TokenParams, response: { 200: DeleteReply } },
-  }, async (req) => {
-    const { public_token } = req.params as { public_token: string }
-    await host.remove(caller(req).user, public_token)
-    return { success: true }
-  })
+  app.delete(
+    '/api/image-host/images/:public_token',
+    {
+      config: MANAGE,
+      schema: { tags, summary: 'Delete an image (423 when locked)', description: ERROR_DOC, params: TokenParams, response: { 200: DeleteReply } },
+    },
+    async (req) => {
+      const { public_token } = req.params as { public_token: string }
+      await host.remove(caller(req).user, public_token)
+      return { success: true }
+    },
+  )
 }

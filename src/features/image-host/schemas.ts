@@ -57,4 +57,5 @@ export const PublicQuery = Type.Object({
   v: Type.Optional(Type.String({ description: 'content version from versioned_url: served as immutable when current' })),
 })
 
-export const ERROR_DOC = 'Errors: {success:false, message}. 401 not logged in; 403 API key (session only) or no image-host entitlement; 404 missing or another user\'s image; 400 bad type or parameter; 413 over the per-image size; 400 over the count or total-size quota; 423 locked.'
+export const ERROR_DOC =
+  "Errors: {success:false, message}. 401 not logged in; 403 API key (session only) or no image-host entitlement; 404 missing or another user's image; 400 bad type or parameter; 413 over the per-image size; 400 over the count or total-size quota; 423 locked."

@@ -7,7 +7,7 @@ import { beijingTime } from '../../util/time.js'
 import type { Page } from '../../http/pagination.js'
 import { prepareImage } from './inspect.js'
 import { createImageStore, type ImageRow, type PublicImage } from './store.js'
-import { FLUSH_ALL, isReliable } from '../../util/bus.js'
+import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 
 export const FEATURE = 'image-host'
 /** Bus channel: a message is a public token whose cached lookup must be dropped. */
@@ -57,8 +57,10 @@ export const versionOf = (digest: string) => digest.slice(0, 16)
 /** File names are metadata only: no directories, no control characters, at most 255 characters. */
 export function cleanFileName(name: string | undefined): string {
   const base = (name ?? '').normalize('NFC').split(/[\\/]/).pop() ?? ''
-  // eslint-disable-next-line no-control-regex
-  const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, NAME_MAX)
+  const clean = base
+    .replace(/[\u0000-\u001f\u007f]/g, '')
+    .trim()
+    .slice(0, NAME_MAX)
   return clean || 'image'
 }
 
@@ -83,29 +85,18 @@ const bytesQuota = (used: number, adding: number, limit: number) =>
   new AppError('QUOTA_EXCEEDED', { params: { detail: `total image size limit reached (${used} + ${adding} > ${limit} bytes)` } })
 
 /**
- * The image host's rules: entitlement status, quotas (checked again inside the write
- * transaction, under the user lock), blob-first writes, and the public token -> blob cache
+ * The image host's rules: entitlement status, quotas (read from the usage counters before
+ * the blobs are written, and taken in the write transaction), blob-first writes, and the public token -> blob cache
  * that replace and delete invalidate on every instance through the bus.
  */
 export function createImageHost(deps: Pick<Deps, 'db' | 'blobs' | 'bus' | 'clock'>) {
   const { db, blobs, bus, clock } = deps
   const store = createImageStore(db)
 
-  // token -> (digest, type, size); `epoch` moves on every invalidation so a lookup that
-  // raced with a replace never caches what it read before the change
-  const cache = new Map<string, PublicImage>()
-  let epoch = 0
-  const drop = (token: string) => {
-    epoch++
-    // FLUSH_ALL: the bus may have lost invalidations (Redis subscription dropped)
-    if (token === FLUSH_ALL) cache.clear()
-    else cache.delete(token)
-  }
-  bus.subscribe(BUS_CHANNEL, drop)
-  const invalidate = async (token: string) => {
-    drop(token)
-    await bus.publish(BUS_CHANNEL, token)
-  }
+  // token -> (digest, type, size), dropped on every instance by a replace or delete (a message
+  // is the token); a lookup that raced with one never caches what it read before the change
+  const cache = createInvalidatedCache<string, PublicImage>({ bus, channel: BUS_CHANNEL, maxEntries: CACHE_ENTRIES })
+  const invalidate = (token: string): Promise<void> => cache.publish(token)
 
   const notFound = () => new AppError('RESOURCE_NOT_FOUND')
 
@@ -143,7 +134,8 @@ export function createImageHost(deps: Pick<Deps, 'db' | 'blobs' | 'bus' | 'clock
       const rows: ImageRow[] = []
       let adding = 0
       for await (const file of files) {
-        if (rows.length >= MAX_FILES_PER_UPLOAD) throw new AppError('TOO_MANY_PARTS', { params: { detail: `at most ${MAX_FILES_PER_UPLOAD} files per upload` } })
+        if (rows.length >= MAX_FILES_PER_UPLOAD)
+          throw new AppError('TOO_MANY_PARTS', { params: { detail: `at most ${MAX_FILES_PER_UPLOAD} files per upload` } })
         const o = opts()
         const remark = checkText(o.remark ?? '', 'remark', REMARK_MAX)
         const fileName = cleanFileName(file.fileName)
@@ -153,20 +145,29 @@ export function createImageHost(deps: Pick<Deps, 'db' | 'blobs' | 'bus' | 'clock
         const blob = await blobs.put(p.bytes)
         adding += blob.size
         rows.push({
-          id: newId(), user_id: user.id, public_token: newPublicToken(), file_name: fileName, remark,
-          content_type: p.contentType, size: blob.size, digest: blob.digest, width: p.width, height: p.height,
-          locked: 0, created_at: now + rows.length, updated_at: now + rows.length,
+          id: newId(),
+          user_id: user.id,
+          public_token: newPublicToken(),
+          file_name: fileName,
+          remark,
+          content_type: p.contentType,
+          size: blob.size,
+          digest: blob.digest,
+          width: p.width,
+          height: p.height,
+          locked: 0,
+          created_at: now + rows.length,
+          updated_at: now + rows.length,
         })
       }
       if (rows.length === 0) throw new AppError('NO_FILE')
       await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
         const fresh = quotas(await store.userLimits(trx, user.id))
-        const used = await store.usage(user.id, trx)
-        if (used.count + rows.length > fresh.maxImages) throw countQuota(used.count, fresh.maxImages)
-        if (used.bytes + adding > fresh.maxTotalBytes) throw bytesQuota(used.bytes, adding, fresh.maxTotalBytes)
         for (const r of rows) if (r.size > fresh.maxImageBytes) throw tooLarge(fresh.maxImageBytes)
-        await store.insert(trx, rows)
+        const over = await store.insert(trx, user.id, rows, { images: fresh.maxImages, bytes: fresh.maxTotalBytes })
+        if (over?.over === 'count') throw countQuota(over.used, fresh.maxImages)
+        if (over?.over === 'bytes') throw bytesQuota(over.used, adding, fresh.maxTotalBytes)
       })
       return rows.map((r) => imageView(r, origin))
     },
@@ -205,7 +206,8 @@ export function createImageHost(deps: Pick<Deps, 'db' | 'blobs' | 'bus' | 'clock
         fileName = cleanFileName(file.fileName)
         prepared = await ingest(file, q.maxImageBytes, opts().keepMetadata)
         const used = await store.usage(user.id)
-        if (used.bytes - existing.size + prepared.bytes.length > q.maxTotalBytes) throw bytesQuota(used.bytes - existing.size, prepared.bytes.length, q.maxTotalBytes)
+        if (used.bytes - existing.size + prepared.bytes.length > q.maxTotalBytes)
+          throw bytesQuota(used.bytes - existing.size, prepared.bytes.length, q.maxTotalBytes)
       }
       if (!prepared) throw new AppError('NO_FILE')
       const blob = await blobs.put(prepared.bytes)
@@ -215,10 +217,18 @@ export function createImageHost(deps: Pick<Deps, 'db' | 'blobs' | 'bus' | 'clock
         const current = await store.get(user.id, token, trx)
         if (!current) throw notFound()
         const fresh = quotas(await store.userLimits(trx, user.id))
-        const used = await store.usage(user.id, trx)
         if (blob.size > fresh.maxImageBytes) throw tooLarge(fresh.maxImageBytes)
-        if (used.bytes - current.size + blob.size > fresh.maxTotalBytes) throw bytesQuota(used.bytes - current.size, blob.size, fresh.maxTotalBytes)
-        const set = { digest: blob.digest, size: blob.size, content_type: p.contentType, width: p.width, height: p.height, file_name: fileName, updated_at: Math.max(clock.now(), current.updated_at + 1) }
+        const used = await store.resize(trx, user.id, blob.size - current.size, fresh.maxTotalBytes)
+        if (used !== null) throw bytesQuota(used - current.size, blob.size, fresh.maxTotalBytes)
+        const set = {
+          digest: blob.digest,
+          size: blob.size,
+          content_type: p.contentType,
+          width: p.width,
+          height: p.height,
+          file_name: fileName,
+          updated_at: Math.max(clock.now(), current.updated_at + 1),
+        }
         await store.replaceContent(trx, current.id, set)
         return { ...current, ...set }
       })
@@ -238,12 +248,9 @@ export function createImageHost(deps: Pick<Deps, 'db' | 'blobs' | 'bus' | 'clock
     async lookup(token: string): Promise<PublicImage | undefined> {
       const hit = cache.get(token)
       if (hit) return hit
-      const seen = epoch
+      const seen = cache.ticket()
       const row = await store.publicGet(token)
-      if (row && seen === epoch && isReliable(bus)) {
-        if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value as string)
-        cache.set(token, row)
-      }
+      if (row) cache.set(token, row, seen)
       return row
     },
   }
@@ -253,10 +260,3 @@ export type ImageHost = ReturnType<typeof createImageHost>
 
 /** Strong ETag of an original: its content digest. */
 export const originalEtag = (digest: string) => `"${digest}"`
-
-/** Whether If-None-Match names this ETag (weak comparison, lists and * included). */
-export function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
-  if (!ifNoneMatch) return false
-  if (ifNoneMatch.trim() === '*') return true
-  return ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)
-}

@@ -1,5 +1,5 @@
-import { sql, type Kysely, type Migration } from 'kysely'
 import type { DB, Db, Trx } from '../../db/kysely.js'
+import { addUsage, claimUsage, usagesOf } from '../../db/usage.js'
 
 /** One hosted image. `digest` points to the blob; `locked` is set by `svc lock image`. */
 export interface ImagesTable {
@@ -24,33 +24,21 @@ declare module '../../db/schema.js' {
   }
 }
 
-export const imageMigrations: Record<string, Migration> = {
-  '0400-images': {
-    async up(db: Kysely<any>) {
-      await db.schema.createTable('images')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
-        .addColumn('public_token', 'text', (c) => c.notNull().unique())
-        .addColumn('file_name', 'text', (c) => c.notNull())
-        .addColumn('remark', 'text', (c) => c.notNull().defaultTo(''))
-        .addColumn('content_type', 'text', (c) => c.notNull())
-        .addColumn('size', 'bigint', (c) => c.notNull())
-        .addColumn('digest', 'text', (c) => c.notNull())
-        .addColumn('width', 'integer')
-        .addColumn('height', 'integer')
-        .addColumn('locked', 'integer', (c) => c.notNull().defaultTo(0))
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('updated_at', 'bigint', (c) => c.notNull())
-        .execute()
-      await db.schema.createIndex('images_user_created').on('images').columns(['user_id', 'created_at']).execute()
-    },
-    async down(db: Kysely<any>) {
-      await db.schema.dropTable('images').execute()
-    },
-  },
-}
-
-const COLUMNS = ['id', 'user_id', 'public_token', 'file_name', 'remark', 'content_type', 'size', 'digest', 'width', 'height', 'locked', 'created_at', 'updated_at'] as const
+const COLUMNS = [
+  'id',
+  'user_id',
+  'public_token',
+  'file_name',
+  'remark',
+  'content_type',
+  'size',
+  'digest',
+  'width',
+  'height',
+  'locked',
+  'created_at',
+  'updated_at',
+] as const
 export type ImageRow = ImagesTable
 
 /** What the public link needs, by token. */
@@ -61,20 +49,29 @@ export interface PublicImage {
 }
 
 const toRow = (r: ImagesTable): ImageRow => ({
-  ...r, size: Number(r.size), locked: Number(r.locked), created_at: Number(r.created_at), updated_at: Number(r.updated_at),
-  width: r.width === null ? null : Number(r.width), height: r.height === null ? null : Number(r.height),
+  ...r,
+  size: Number(r.size),
+  locked: Number(r.locked),
+  created_at: Number(r.created_at),
+  updated_at: Number(r.updated_at),
+  width: r.width === null ? null : Number(r.width),
+  height: r.height === null ? null : Number(r.height),
 })
+
+/** Takes a deleted image out of its owner's counters (in the deleting transaction). */
+export async function uncountImage(trx: Trx, userId: string, size: number): Promise<void> {
+  await addUsage(trx, userId, 'images', -1)
+  await addUsage(trx, userId, 'image_bytes', -size)
+}
 
 /** Kysely queries of the image host (named columns only). */
 export function createImageStore(db: Db) {
   const k = db.k
   return {
-    /** Image count and total bytes of a user (inside a transaction when `q` is one). */
+    /** Image count and total bytes of a user: the usage counters, O(1). */
     async usage(userId: string, q: DB | Trx = k): Promise<{ count: number; bytes: number }> {
-      const r = await q.selectFrom('images')
-        .select([sql<number>`count(*)`.as('n'), sql<number>`coalesce(sum(size), 0)`.as('b')])
-        .where('user_id', '=', userId).executeTakeFirstOrThrow()
-      return { count: Number(r.n), bytes: Number(r.b) }
+      const u = await usagesOf(q, userId, ['images', 'image_bytes'] as const)
+      return { count: u.images, bytes: u.image_bytes }
     },
     /** The user's quota overrides (JSON text), read in the write transaction. */
     async userLimits(trx: Trx, userId: string): Promise<string> {
@@ -85,12 +82,41 @@ export function createImageStore(db: Db) {
       const r = await k.selectFrom('entitlements').select('feature').where('user_id', '=', userId).where('feature', '=', feature).executeTakeFirst()
       return !!r
     },
-    async insert(trx: Trx, rows: ImageRow[]): Promise<void> {
-      if (rows.length > 0) await trx.insertInto('images').values(rows).execute()
+    /**
+     * Inserts the rows if the user's image count and bytes stay within the limits, counting
+     * them in the same transaction. Returns null when inserted, else which counter refused
+     * and its value.
+     */
+    async insert(
+      trx: Trx,
+      userId: string,
+      rows: ImageRow[],
+      max: { images: number; bytes: number },
+    ): Promise<{ over: 'count' | 'bytes'; used: number } | null> {
+      if (rows.length === 0) return null
+      const n = await claimUsage(trx, userId, 'images', rows.length, max.images)
+      if (n !== null) return { over: 'count', used: n }
+      const b = await claimUsage(
+        trx,
+        userId,
+        'image_bytes',
+        rows.reduce((a, r) => a + r.size, 0),
+        max.bytes,
+      )
+      if (b !== null) return { over: 'bytes', used: b }
+      await trx.insertInto('images').values(rows).execute()
+      return null
     },
     async list(userId: string, offset: number, limit: number): Promise<ImageRow[]> {
-      const rows = await k.selectFrom('images').select(COLUMNS).where('user_id', '=', userId)
-        .orderBy('created_at', 'desc').orderBy('id', 'desc').offset(offset).limit(limit).execute()
+      const rows = await k
+        .selectFrom('images')
+        .select(COLUMNS)
+        .where('user_id', '=', userId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .offset(offset)
+        .limit(limit)
+        .execute()
       return rows.map(toRow)
     },
     async get(userId: string, token: string, q: DB | Trx = k): Promise<ImageRow | undefined> {
@@ -102,12 +128,30 @@ export function createImageStore(db: Db) {
       return r && { digest: r.digest, content_type: r.content_type, size: Number(r.size) }
     },
     async updateMeta(userId: string, token: string, set: { remark?: string; file_name?: string }, now: number): Promise<boolean> {
-      const r = await k.updateTable('images').set({ ...set, updated_at: now })
-        .where('user_id', '=', userId).where('public_token', '=', token).executeTakeFirst()
+      const r = await k
+        .updateTable('images')
+        .set({ ...set, updated_at: now })
+        .where('user_id', '=', userId)
+        .where('public_token', '=', token)
+        .executeTakeFirst()
       return Number(r.numUpdatedRows) === 1
     },
-    async replaceContent(trx: Trx, id: string, set: Pick<ImageRow, 'digest' | 'size' | 'content_type' | 'width' | 'height' | 'file_name' | 'updated_at'>): Promise<void> {
+    async replaceContent(
+      trx: Trx,
+      id: string,
+      set: Pick<ImageRow, 'digest' | 'size' | 'content_type' | 'width' | 'height' | 'file_name' | 'updated_at'>,
+    ): Promise<void> {
       await trx.updateTable('images').set(set).where('id', '=', id).execute()
+    },
+    /**
+     * Moves the user's byte counter by a replacement's size change (the caller holds the user's
+     * lock, so `delta` is from the row as it is); returns null when done, else the counter
+     * that refused a growth past `max`.
+     */
+    async resize(trx: Trx, userId: string, delta: number, max: number): Promise<number | null> {
+      if (delta > 0) return claimUsage(trx, userId, 'image_bytes', delta, max)
+      await addUsage(trx, userId, 'image_bytes', delta)
+      return null
     },
     /** Deletes an unlocked image; 'locked' or 'missing' otherwise. */
     async remove(userId: string, token: string): Promise<'deleted' | 'locked' | 'missing'> {
@@ -115,8 +159,11 @@ export function createImageStore(db: Db) {
         const r = await trx.selectFrom('images').select(['id', 'locked']).where('user_id', '=', userId).where('public_token', '=', token).executeTakeFirst()
         if (!r) return 'missing'
         if (Number(r.locked)) return 'locked'
-        const d = await trx.deleteFrom('images').where('id', '=', r.id).where('locked', '=', 0).executeTakeFirst()
-        return Number(d.numDeletedRows) === 1 ? 'deleted' : 'locked'
+        // the size as deleted (not as read before), so the byte counter loses exactly it
+        const d = await trx.deleteFrom('images').where('id', '=', r.id).where('locked', '=', 0).returning('size').executeTakeFirst()
+        if (!d) return 'locked'
+        await uncountImage(trx, userId, Number(d.size))
+        return 'deleted'
       })
     },
   }

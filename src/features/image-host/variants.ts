@@ -10,7 +10,11 @@ export type VariantFormat = (typeof VARIANT_FORMATS)[number]
 
 const MIME: Record<VariantFormat, string> = { webp: 'image/webp', avif: 'image/avif', png: 'image/png', jpeg: 'image/jpeg' }
 const FORMAT_OF_TYPE: Record<string, VariantFormat | 'gif'> = {
-  'image/webp': 'webp', 'image/avif': 'avif', 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/gif': 'gif',
+  'image/webp': 'webp',
+  'image/avif': 'avif',
+  'image/png': 'png',
+  'image/jpeg': 'jpeg',
+  'image/gif': 'gif',
 }
 
 export interface VariantParams {
@@ -49,7 +53,11 @@ export const variantKey = (p: VariantParams) => `w${p.w ?? ''}h${p.h ?? ''}f${p.
 
 /** ETag of a variant: derived from the source digest and the parameters, known before any work. */
 export const variantEtag = (digest: string, p: VariantParams) =>
-  `"v${crypto.createHash('sha256').update(`${digest}:${variantKey(p)}`).digest('hex').slice(0, 40)}"`
+  `"v${crypto
+    .createHash('sha256')
+    .update(`${digest}:${variantKey(p)}`)
+    .digest('hex')
+    .slice(0, 40)}"`
 
 export interface Variant {
   bytes: Buffer
@@ -116,11 +124,21 @@ export function createVariants(opts: VariantOptions = {}) {
       img = img.resize({ width: p.w ?? undefined, height: p.h ?? undefined, fit: 'inside', withoutEnlargement: true })
     }
     switch (target) {
-      case 'webp': img = img.webp({ quality: 82 }); break
-      case 'avif': img = img.avif({ quality: 55, effort: 2 }); break
-      case 'png': img = img.png(); break
-      case 'jpeg': img = img.flatten({ background: '#ffffff' }).jpeg({ quality: 85, mozjpeg: true }); break
-      case 'gif': img = img.gif(); break
+      case 'webp':
+        img = img.webp({ quality: 82 })
+        break
+      case 'avif':
+        img = img.avif({ quality: 55, effort: 2 })
+        break
+      case 'png':
+        img = img.png()
+        break
+      case 'jpeg':
+        img = img.flatten({ background: '#ffffff' }).jpeg({ quality: 85, mozjpeg: true })
+        break
+      case 'gif':
+        img = img.gif()
+        break
     }
     const bytes = await img.toBuffer()
     return { bytes, contentType: target === 'gif' ? 'image/gif' : MIME[target] }

@@ -1,8 +1,8 @@
 import type { Feature } from '../feature.js'
+import { kvUi } from './page.js'
 import { kvApi } from './routes.js'
 import { kvPublicFastPath } from './public-fast.js'
 import { createKvService } from './service.js'
-import { kvMigrations } from './store.js'
 
 /** Expired entries are invisible at once; this job only reclaims their rows. */
 const PURGE_EVERY_MS = 10 * 60_000
@@ -10,7 +10,7 @@ const PURGE_EVERY_MS = 10 * 60_000
 /** The key-value store ("my database"): entries per user, public reads, counters, CAS, expiry. */
 export const kvFeature: Feature = {
   name: 'kv',
-  migrations: kvMigrations,
+  ui: kvUi,
   api(app, deps) {
     const kv = createKvService(deps)
     kvApi(app, deps, kv)

@@ -1,6 +1,8 @@
 import { performance } from 'node:perf_hooks'
 import type { Clock } from '../../util/clock.js'
 import type { Prepared } from '../../http/prepared-response.js'
+import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
+import type { Bus } from '../../infra/bus.js'
 
 export interface Cached {
   /** The serialised answer (UTF-8 JSON), or null for "no such public entry" (1604). */
@@ -18,48 +20,45 @@ export interface PublicCacheOptions {
   ttlMs?: number
   maxBytes?: number
   maxBodyBytes?: number
-  /** Whether a fill may be kept now (false while the bus cannot deliver other instances' invalidations). */
-  trusted?: () => boolean
+  /** Tells other instances which keys changed; nothing is cached while it cannot deliver theirs. */
+  bus?: Bus
 }
+
+/** The bus channel of KV writes; a message is JSON [username, key]. */
+export const KV_CHANNEL = 'kv:changed'
+
+const userLine = (username: string, key: string) => `u:${username}\n${key}`
+const legacyLine = (key: string) => `l:${key}`
 
 /**
  * The hot path of public reads: answers (and misses) per (owner, key) and per legacy key,
- * dropped by every write of that key on any instance (through the bus) and after `ttlMs`.
- * A read that raced a write never fills the cache: fills carry the invalidation epoch seen
- * before the database read and are refused when it moved.
+ * dropped by every write of that key on any instance (through the bus) and after `ttlMs`,
+ * within a byte budget (an InvalidatedCache). A read that raced a write never fills the
+ * cache: fills carry the invalidation epoch seen before the database read and are refused
+ * when it moved.
  */
-export function createPublicCache(clock: Clock, o: PublicCacheOptions = {}) {
+export function createKvPublicCache(clock: Clock, o: PublicCacheOptions = {}) {
   const ttlMs = o.ttlMs ?? 1000
-  const maxBytes = o.maxBytes ?? 32 * 1024 * 1024
   const maxBodyBytes = o.maxBodyBytes ?? 16 * 1024
-  const trusted = o.trusted ?? (() => true)
-  const lines = new Map<string, Cached>()
-  let bytes = 0
-  let epoch = 0
-
-  const cost = (k: string, c: Cached) => k.length + (c.body?.length ?? 0) + 64
-  const drop = (k: string) => {
-    const c = lines.get(k)
-    if (c) {
-      bytes -= cost(k, c)
-      lines.delete(k)
-    }
-  }
+  const lines = createInvalidatedCache<string, Cached>({
+    bus: o.bus,
+    channel: KV_CHANNEL,
+    // a write of (owner, key): its line and the legacy line of the key go
+    keysOf: (m) => {
+      const [username, key] = JSON.parse(m) as [string, string]
+      return [userLine(username, key), legacyLine(key)]
+    },
+    maxBytes: o.maxBytes ?? 32 * 1024 * 1024,
+    cost: (k, c) => k.length + (c.body?.length ?? 0) + 64,
+    isFresh: (c) => c.freshUntil > performance.now() && (c.expiresAt === null || c.expiresAt > clock.now()),
+  })
 
   return {
-    userLine: (username: string, key: string) => `u:${username}\n${key}`,
-    legacyLine: (key: string) => `l:${key}`,
+    userLine,
+    legacyLine,
 
     /** A fresh line, or undefined. */
-    get(line: string): Cached | undefined {
-      const c = lines.get(line)
-      if (!c) return undefined
-      if (c.freshUntil <= performance.now() || (c.expiresAt !== null && c.expiresAt <= clock.now())) {
-        drop(line)
-        return undefined
-      }
-      return c
-    },
+    get: (key: string) => lines.get(key),
 
     /**
      * Whether a line in use should be read again now, in the background, so that it is
@@ -69,36 +68,20 @@ export function createPublicCache(clock: Clock, o: PublicCacheOptions = {}) {
     refreshDue: (c: Cached): boolean => c.freshUntil - performance.now() < ttlMs / 4,
 
     /** The epoch to pass to `set` (read it before the database read). */
-    epoch: () => epoch,
+    epoch: () => lines.ticket(),
 
     set(line: string, body: Buffer | null, expiresAt: number | null, seenEpoch: number): void {
-      if (seenEpoch !== epoch || (body !== null && body.length > maxBodyBytes) || !trusted()) return
-      drop(line)
-      const c: Cached = { body, expiresAt, freshUntil: performance.now() + ttlMs }
-      lines.set(line, c)
-      bytes += cost(line, c)
-      // oldest lines first (Map keeps insertion order)
-      for (const k of lines.keys()) {
-        if (bytes <= maxBytes) break
-        drop(k)
-      }
+      if (body !== null && body.length > maxBodyBytes) return
+      lines.set(line, { body, expiresAt, freshUntil: performance.now() + ttlMs }, seenEpoch)
     },
 
-    /** A write of (owner, key): its line and the legacy line of the key go. */
-    invalidate(username: string, key: string): void {
-      epoch++
-      drop(`u:${username}\n${key}`)
-      drop(`l:${key}`)
-    },
+    /** A write of (owner, key) committed: this instance's lines at once, the others through the bus. */
+    changed: (username: string, key: string): Promise<void> => lines.publish(JSON.stringify([username, key])),
 
     /** Everything goes (bus FLUSH_ALL: invalidations may have been lost). */
-    invalidateAll(): void {
-      epoch++
-      lines.clear()
-      bytes = 0
-    },
+    invalidateAll: (): void => lines.invalidateAll(),
 
-    size: () => lines.size,
+    size: () => lines.size(),
   }
 }
-export type PublicCache = ReturnType<typeof createPublicCache>
+export type PublicCache = ReturnType<typeof createKvPublicCache>

@@ -3,11 +3,22 @@ import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { pickLang } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
+import { strictValidator } from '../../http/strict-schema.js'
 import { quotaOf } from '../../limits/quotas.js'
 import type { KvService } from './service.js'
 import {
-  DeleteEnvelope, EntryEnvelope, GetEnvelope, IncrBody, KV_LIMITS, KeyQuery, LegacyParams, ListEnvelope, ListQuery,
-  PublicEnvelope, PublicParams, StoreBody,
+  DeleteEnvelope,
+  EntryEnvelope,
+  GetEnvelope,
+  IncrBody,
+  KV_LIMITS,
+  KeyQuery,
+  LegacyParams,
+  ListEnvelope,
+  ListQuery,
+  PublicEnvelope,
+  PublicParams,
+  StoreBody,
 } from './schemas.js'
 
 const MESSAGES = {
@@ -40,9 +51,12 @@ const REQUEST_HEADERS_RE = /^[A-Za-z0-9-]+(\s*,\s*[A-Za-z0-9-]+)*$/
  * path (public-fast.ts) sends the same list.
  */
 export const PUBLIC_READ_HEADERS = [
-  'Access-Control-Allow-Origin', '*',
-  'Access-Control-Expose-Headers', 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Window, Retry-After',
-  'Cache-Control', 'no-cache',
+  'Access-Control-Allow-Origin',
+  '*',
+  'Access-Control-Expose-Headers',
+  'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Window, Retry-After',
+  'Cache-Control',
+  'no-cache',
 ] as const
 
 async function publicHeaders(req: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -51,100 +65,139 @@ async function publicHeaders(req: FastifyRequest, reply: FastifyReply): Promise<
   if (req.method === 'OPTIONS') {
     reply.header('Access-Control-Allow-Methods', 'GET, HEAD, OPTIONS')
     const asked = req.headers['access-control-request-headers']
-    reply.header('Access-Control-Allow-Headers', typeof asked === 'string' && REQUEST_HEADERS_RE.test(asked) && asked.length <= 512 ? asked : 'Accept, Accept-Language, Content-Type')
+    reply.header(
+      'Access-Control-Allow-Headers',
+      typeof asked === 'string' && REQUEST_HEADERS_RE.test(asked) && asked.length <= 512 ? asked : 'Accept, Accept-Language, Content-Type',
+    )
     reply.header('Access-Control-Max-Age', '86400')
   }
 }
 
-/**
- * Store and incr bodies are checked by the service, strictly: the shared validator coerces
- * types ("1" -> 1, 0 -> null, true -> "true"), which would store what the client did not send.
- * Their TypeBox schemas still document the bodies in the OpenAPI document.
- */
-const noCoercion = () => () => true
-
 export const PUBLIC_JSON = 'application/json; charset=utf-8'
 
 /** The key-value store's routes (API context: guard, rate limits, HTTPS rule). */
-export function kvApi(app: FastifyInstance, deps: Deps, kv: KvService): void {
+export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
   const any = { auth: 'any' as const }
   const none = { auth: 'none' as const }
   const tags = ['key-value store']
 
-  app.post('/svc_api/data/store', {
-    config: any,
-    bodyLimit: KV_LIMITS.bodyLimit,
-    errorHandler: tooLargeHandler,
-    validatorCompiler: noCoercion,
-    schema: {
-      tags, summary: 'Create or update an entry (a repeated key updates it)',
-      description: 'Beyond the spec: `version` / `if_updated_at` make the write a compare-and-swap (409, code 1409, nothing changed); `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.',
-      body: StoreBody, response: { 200: EntryEnvelope },
+  app.post(
+    '/svc_api/data/store',
+    {
+      config: any,
+      bodyLimit: KV_LIMITS.bodyLimit,
+      errorHandler: tooLargeHandler,
+      // store and incr bodies are validated without coercion: what is stored is what was sent
+      validatorCompiler: strictValidator,
+      schema: {
+        tags,
+        summary: 'Create or update an entry (a repeated key updates it)',
+        description:
+          'Beyond the spec: `version` / `if_updated_at` make the write a compare-and-swap (409, code 1409, nothing changed); `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.',
+        body: StoreBody,
+        response: { 200: EntryEnvelope },
+      },
     },
-  }, async (req) => {
-    const { created, entry } = await kv.put(caller(req).user, req.body)
-    return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
-  })
-
-  app.post('/svc_api/data/incr', {
-    config: any,
-    errorHandler: tooLargeHandler,
-    validatorCompiler: noCoercion,
-    schema: {
-      tags, summary: 'Atomic increment (beyond the spec)',
-      description: 'Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106).',
-      body: IncrBody, response: { 200: EntryEnvelope },
+    async (req) => {
+      const { created, entry } = await kv.put(caller(req).user, req.body)
+      return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
     },
-  }, async (req) => {
-    const { created, entry } = await kv.incr(caller(req).user, req.body)
-    return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
-  })
+  )
 
-  app.get('/svc_api/data/get', {
-    config: any,
-    schema: { tags, summary: 'Read one of the caller\'s entries', querystring: KeyQuery, response: { 200: GetEnvelope } },
-  }, async (req) => ({ success: true, data: await kv.get(caller(req).user, (req.query as { key?: string }).key) }))
-
-  app.get('/svc_api/data/list', {
-    config: any,
-    schema: { tags, summary: 'List the caller\'s entries by key, with quota and usage', querystring: ListQuery, response: { 200: ListEnvelope } },
-  }, async (req) => ({ success: true, data: await kv.list(caller(req).user, req.query as Record<string, unknown>) }))
-
-  app.delete('/svc_api/data/delete', {
-    config: any,
-    schema: { tags, summary: 'Delete an entry', querystring: KeyQuery, response: { 200: DeleteEnvelope } },
-  }, async (req) => {
-    await kv.remove(caller(req).user, (req.query as { key?: string }).key)
-    return { success: true, message: msg(req, 'deleted') }
-  })
-
-  app.get('/svc_api/data/public/:username/:key', {
-    config: none,
-    onSend: publicHeaders,
-    schema: {
-      tags, summary: 'Public read of an entry with is_public true (no authentication)',
-      description: 'CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. A private, expired or missing entry answers the same 1604.',
-      params: PublicParams, response: { 200: PublicEnvelope },
+  app.post(
+    '/svc_api/data/incr',
+    {
+      config: any,
+      errorHandler: tooLargeHandler,
+      validatorCompiler: strictValidator,
+      schema: {
+        tags,
+        summary: 'Atomic increment (beyond the spec)',
+        description:
+          'Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106).',
+        body: IncrBody,
+        response: { 200: EntryEnvelope },
+      },
     },
-  }, async (req, reply) => {
-    const { username, key } = req.params as { username: string; key: string }
-    return reply.type(PUBLIC_JSON).send(await kv.publicRead(username, key))
-  })
-
-  app.get('/svc_api/data/public/:key', {
-    config: none,
-    onSend: publicHeaders,
-    schema: {
-      tags, summary: 'Legacy public read by key across users (discouraged)',
-      description: 'When several users have a live public entry under the key, the one created first wins; on equal created_at, the owner whose username sorts first. `owner` names the winner.',
-      params: LegacyParams, response: { 200: PublicEnvelope },
+    async (req) => {
+      const { created, entry } = await kv.incr(caller(req).user, req.body)
+      return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
     },
-  }, async (req, reply) => {
-    const { key } = req.params as { key: string }
-    return reply.type(PUBLIC_JSON).send(await kv.legacyPublicRead(key))
-  })
+  )
+
+  app.get(
+    '/svc_api/data/get',
+    {
+      config: any,
+      schema: { tags, summary: "Read one of the caller's entries", querystring: KeyQuery, response: { 200: GetEnvelope } },
+    },
+    async (req) => ({ success: true, data: await kv.get(caller(req).user, (req.query as { key?: string }).key) }),
+  )
+
+  app.get(
+    '/svc_api/data/list',
+    {
+      config: any,
+      schema: { tags, summary: "List the caller's entries by key, with quota and usage", querystring: ListQuery, response: { 200: ListEnvelope } },
+    },
+    async (req) => ({ success: true, data: await kv.list(caller(req).user, req.query as Record<string, unknown>) }),
+  )
+
+  app.delete(
+    '/svc_api/data/delete',
+    {
+      config: any,
+      schema: { tags, summary: 'Delete an entry', querystring: KeyQuery, response: { 200: DeleteEnvelope } },
+    },
+    async (req) => {
+      await kv.remove(caller(req).user, (req.query as { key?: string }).key)
+      return { success: true, message: msg(req, 'deleted') }
+    },
+  )
+
+  app.get(
+    '/svc_api/data/public/:username/:key',
+    {
+      config: none,
+      onSend: publicHeaders,
+      schema: {
+        tags,
+        summary: 'Public read of an entry with is_public true (no authentication)',
+        description:
+          'CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. A private, expired or missing entry answers the same 1604.',
+        params: PublicParams,
+        response: { 200: PublicEnvelope },
+      },
+    },
+    async (req, reply) => {
+      const { username, key } = req.params as { username: string; key: string }
+      return reply.type(PUBLIC_JSON).send(await kv.publicRead(username, key))
+    },
+  )
+
+  app.get(
+    '/svc_api/data/public/:key',
+    {
+      config: none,
+      onSend: publicHeaders,
+      schema: {
+        tags,
+        summary: 'Legacy public read by key across users (discouraged)',
+        description:
+          'When several users have a live public entry under the key, the one created first wins; on equal created_at, the owner whose username sorts first. `owner` names the winner.',
+        params: LegacyParams,
+        response: { 200: PublicEnvelope },
+      },
+    },
+    async (req, reply) => {
+      const { key } = req.params as { key: string }
+      return reply.type(PUBLIC_JSON).send(await kv.legacyPublicRead(key))
+    },
+  )
 
   for (const path of ['/svc_api/data/public/:username/:key', '/svc_api/data/public/:key']) {
-    app.options(path, { config: none, onSend: publicHeaders, schema: { tags, summary: 'CORS preflight of the public read' } }, async (_req, reply) => reply.code(204).send())
+    app.options(path, { config: none, onSend: publicHeaders, schema: { tags, summary: 'CORS preflight of the public read' } }, async (_req, reply) =>
+      reply.code(204).send(),
+    )
   }
 }

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 
-/** Limits of the key-value store that are not per-user quotas (documented in the README). */
+/** Limits of the key-value store that are not per-user quotas (documented in docs/api/kv.md). */
 export const KV_LIMITS = {
   keyMaxChars: 100,
   /** Keys read, deleted or renamed from may be legacy keys; longer strings cannot exist. */
@@ -18,23 +18,57 @@ export const KV_LIMITS = {
 export const DATA_TYPES = ['json', 'text', 'number'] as const
 export type DataType = (typeof DATA_TYPES)[number]
 
+/*
+ * Store and incr bodies: validated as written, without coercion (kv/routes.ts uses the strict
+ * validator), 400 / 1106 on a failure. These schemas hold the shape rules only (types,
+ * presence, enums, ranges); rules with their own codes (key length 1601 and format 1606, entry
+ * size 1602) and those JSON Schema cannot state (U+0000, unpaired surrogates, control
+ * characters in tags, value against data_type) are the service's (validate.ts), which also
+ * re-checks the shape.
+ */
 const Key = Type.String({ description: 'Starts with an ASCII letter; only a-zA-Z0-9_-; at most 100 characters (1601 length, 1606 format)' })
 const Ttl = Type.Unsafe<number | null>({
-  type: ['integer', 'null'], minimum: 1, maximum: KV_LIMITS.ttlMaxSeconds,
+  type: ['integer', 'null'],
+  minimum: 1,
+  maximum: KV_LIMITS.ttlMaxSeconds,
   description: 'Seconds until the entry expires (beyond the spec). Omitted: the expiry stays as it was (none for a new entry); null: never expires.',
 })
 
-export const StoreBody = Type.Object({
-  key: Key,
-  value: Type.Unknown({ description: 'Any JSON value for data_type json, a string for text, a finite number for number. At most 64 levels of nesting; no U+0000 and no unpaired surrogate in any string.' }),
-  data_type: Type.Optional(Type.Union(DATA_TYPES.map((t) => Type.Literal(t)), { description: 'json (default), text or number' })),
-  tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: KV_LIMITS.tagMaxChars }), { maxItems: KV_LIMITS.tagsMax, description: 'At most 20 tags of 1-32 characters; default []' })),
-  is_public: Type.Optional(Type.Boolean({ description: 'Allows public read; default false' })),
-  old_key: Type.Optional(Type.String({ description: 'Renames this legacy key (one that breaks the key format) to `key`; 1603 when `key` is taken' })),
-  version: Type.Optional(Type.Integer({ minimum: 0, description: 'Compare-and-swap (beyond the spec): write only if the entry\'s version is this one (0 = only if absent); else 409 / 1409' })),
-  if_updated_at: Type.Optional(Type.String({ description: 'Compare-and-swap (beyond the spec): write only if updated_at is still this value, as returned; else 409 / 1409' })),
-  ttl: Type.Optional(Ttl),
-}, { additionalProperties: true })
+export const StoreBody = Type.Object(
+  {
+    key: Key,
+    value: Type.Unknown({
+      description:
+        'Any JSON value for data_type json, a string for text, a finite number for number. At most 64 levels of nesting; no U+0000 and no unpaired surrogate in any string.',
+    }),
+    data_type: Type.Optional(
+      Type.Union(
+        DATA_TYPES.map((t) => Type.Literal(t)),
+        { description: 'json (default), text or number' },
+      ),
+    ),
+    tags: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: KV_LIMITS.tagMaxChars }), {
+        maxItems: KV_LIMITS.tagsMax,
+        description: 'At most 20 tags of 1-32 characters, no control characters; default []',
+      }),
+    ),
+    is_public: Type.Optional(Type.Boolean({ description: 'Allows public read; default false' })),
+    old_key: Type.Optional(Type.String({ description: 'Renames this legacy key (one that breaks the key format) to `key`; 1603 when `key` is taken' })),
+    version: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: "Compare-and-swap (beyond the spec): write only if the entry's version is this one (0 = only if absent); else 409 / 1409",
+      }),
+    ),
+    if_updated_at: Type.Optional(
+      Type.String({ description: 'Compare-and-swap (beyond the spec): write only if updated_at is still this value, as returned; else 409 / 1409' }),
+    ),
+    ttl: Type.Optional(Ttl),
+  },
+  { additionalProperties: true },
+)
 export type StoreInput = Static<typeof StoreBody>
 
 export const IncrBody = Type.Object({
@@ -44,7 +78,7 @@ export const IncrBody = Type.Object({
 })
 export type IncrInput = Static<typeof IncrBody>
 
-export const KeyQuery = Type.Object({ key: Type.Optional(Type.String({ description: 'The entry\'s key' })) })
+export const KeyQuery = Type.Object({ key: Type.Optional(Type.String({ description: "The entry's key" })) })
 export const ListQuery = Type.Object({
   page: Type.Optional(Type.String({ description: 'default 1' })),
   per_page: Type.Optional(Type.String({ description: '1 to 100, default 50' })),
@@ -62,7 +96,7 @@ export const Entry = Type.Object({
   updated_at: Type.String({ description: 'ISO 8601, Beijing time; strictly increases at every write' }),
   version: Type.Integer({ description: 'Beyond the spec: 1 on creation, +1 on every write' }),
   expires_at: Type.Union([Type.String(), Type.Null()], { description: 'Beyond the spec: when a ttl makes the entry expire' }),
-  size: Type.Integer({ description: 'Beyond the spec: bytes of the value\'s JSON text, counted against kv_entry_bytes' }),
+  size: Type.Integer({ description: "Beyond the spec: bytes of the value's JSON text, counted against kv_entry_bytes" }),
 })
 export type EntryOut = Static<typeof Entry>
 

@@ -5,9 +5,9 @@ import { AppError } from '../../errors/app-error.js'
 import { quotaOf } from '../../limits/quotas.js'
 import { pageInfo, parsePage } from '../../http/pagination.js'
 import { isoMicros } from '../../util/time.js'
-import { FLUSH_ALL, isReliable, type Bus } from '../../util/bus.js'
+import type { Bus } from '../../infra/bus.js'
 import { createKvStore, type KvRow } from './store.js'
-import { createPublicCache, type Cached } from './public-cache.js'
+import { createKvPublicCache, type Cached } from './public-cache.js'
 import { KV_LIMITS, type DataType, type EntryOut } from './schemas.js'
 import { KEY_RE, checkIncrInput, checkKey, checkStoreInput, checkTags, checkType, invalid, lookupKey, parseIsoMs, valueText } from './validate.js'
 
@@ -41,8 +41,6 @@ export interface KvDeps {
   publicCacheTtlMs?: number
 }
 
-const BUS_CHANNEL = 'kv:changed'
-
 /**
  * The key-value store's rules and codes (1601-1606, 1409), without HTTP. Every write runs in
  * one transaction that first takes the user's lock (db.lockUser), purges the user's expired
@@ -50,21 +48,11 @@ const BUS_CHANNEL = 'kv:changed'
  */
 export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
   const store = createKvStore(db)
-  const cache = createPublicCache(clock, { ttlMs: publicCacheTtlMs, trusted: () => (bus ? isReliable(bus) : true) })
-  bus?.subscribe(BUS_CHANNEL, (m) => {
-    // FLUSH_ALL: the bus may have lost invalidations (Redis subscription dropped)
-    if (m === FLUSH_ALL) return cache.invalidateAll()
-    try {
-      const [username, key] = JSON.parse(m) as [string, string]
-      cache.invalidate(username, key)
-    } catch {}
-  })
+  // the bus's FLUSH_ALL drops every line: invalidations may have been lost (Redis subscription dropped)
+  const cache = createKvPublicCache(clock, { ttlMs: publicCacheTtlMs, bus })
   /** After a write commits: this instance's cache at once, the others through the bus. */
   const changed = (user: User, ...keys: string[]) => {
-    for (const key of keys) {
-      cache.invalidate(user.username, key)
-      void bus?.publish(BUS_CHANNEL, JSON.stringify([user.username, key])).catch(() => {})
-    }
+    for (const key of keys) void cache.changed(user.username, key).catch(() => {})
   }
 
   type PublicRow = (Parameters<typeof publicJson>[0] & { expires_at: number | null }) | undefined
@@ -83,13 +71,15 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
     const seen = cache.epoch()
     const running = filling.get(line)
     if (running && running.epoch === seen) return running.body
-    const body: Promise<Buffer | null> = read().then((row) => {
-      const out = row ? Buffer.from(publicJson(row)) : null
-      cache.set(line, out, row?.expires_at === null || row?.expires_at === undefined ? null : Number(row.expires_at), seen)
-      return out
-    }).finally(() => {
-      if (filling.get(line)?.body === body) filling.delete(line)
-    })
+    const body: Promise<Buffer | null> = read()
+      .then((row) => {
+        const out = row ? Buffer.from(publicJson(row)) : null
+        cache.set(line, out, row?.expires_at === null || row?.expires_at === undefined ? null : Number(row.expires_at), seen)
+        return out
+      })
+      .finally(() => {
+        if (filling.get(line)?.body === body) filling.delete(line)
+      })
     filling.set(line, { epoch: seen, body })
     return body
   }
@@ -114,9 +104,17 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
     version: prev ? Number(prev.version) + 1 : 1,
   })
 
+  /**
+   * The key-count quota from the user's counter (O(1)). The counter includes expired rows not
+   * yet purged: only when it says the quota is reached are they purged and the count read
+   * again, so a refusal names the live count, as when every write purged first.
+   */
   async function checkCount(trx: Parameters<typeof store.insert>[0], user: User, now: number): Promise<void> {
     const limit = quotaOf(user.limits, 'kv_keys')
-    const { keys } = await store.usage(trx, user.id, now)
+    let keys = await store.keyCount(trx, user.id)
+    if (keys < limit) return
+    await store.purgeUserExpired(trx, user.id, now)
+    keys = await store.keyCount(trx, user.id)
     if (keys >= limit) throw new AppError('KV_KEY_QUOTA', { params: { current: keys, limit } })
   }
 
@@ -127,10 +125,11 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
     return size
   }
 
-  const conflict = (row: KvRow | undefined) => new AppError('VERSION_CONFLICT', {
-    params: { current: row ? Number(row.version) : 0 },
-    extra: { details: { current_version: row ? Number(row.version) : 0, current_updated_at: row ? isoMicros(Number(row.updated_at)) : null } },
-  })
+  const conflict = (row: KvRow | undefined) =>
+    new AppError('VERSION_CONFLICT', {
+      params: { current: row ? Number(row.version) : 0 },
+      extra: { details: { current_version: row ? Number(row.version) : 0, current_updated_at: row ? isoMicros(Number(row.updated_at)) : null } },
+    })
 
   return {
     store,
@@ -160,16 +159,35 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       const text = valueText(input.value, input.data_type ?? 'json')
       const size = checkSize(text, user)
 
+      // an overwrite of a live entry, with no condition: one statement, no user lock
+      if (oldKey === undefined && input.version === undefined && ifUpdatedAt === undefined) {
+        const row = await store.updateInPlace(user.id, input.key, now, {
+          value: text,
+          size,
+          data_type: input.data_type ?? 'json',
+          // without data_type the value was checked as json: an entry of another type takes the transaction path
+          requireJson: input.data_type === undefined,
+          tags: tags ? JSON.stringify(tags) : undefined,
+          is_public: input.is_public === undefined ? undefined : input.is_public ? 1 : 0,
+          expires_at: input.ttl === undefined ? undefined : input.ttl === null ? null : now + input.ttl * 1000,
+        })
+        if (row) {
+          changed(user, input.key)
+          return { created: false, entry: toEntry(row) }
+        }
+      }
+
       const result = await store.transaction(async (trx) => {
         await db.lockUser(trx, user.id)
-        await store.purgeUserExpired(trx, user.id, now)
+        // an expired row still holds its key until purged
+        await store.purgeExpiredKeys(trx, user.id, oldKey === undefined ? [input.key] : [input.key, oldKey], now)
         const source = await store.get(trx, user.id, oldKey ?? input.key, now)
         if (oldKey !== undefined && !source) throw new AppError('KV_KEY_NOT_FOUND')
         if (input.version !== undefined && (source ? Number(source.version) : 0) !== input.version) throw conflict(source)
         if (ifUpdatedAt !== undefined && (!source || Number(source.updated_at) !== ifUpdatedAt)) throw conflict(source)
         if (oldKey !== undefined && (await store.get(trx, user.id, input.key, now))) throw new AppError('KV_KEY_EXISTS')
 
-        const dataType = (input.data_type ?? (source?.data_type as DataType | undefined) ?? 'json')
+        const dataType = input.data_type ?? (source?.data_type as DataType | undefined) ?? 'json'
         if (dataType !== (input.data_type ?? 'json')) {
           try {
             checkType(input.value, dataType)
@@ -208,9 +226,18 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       const input = checkIncrInput(body)
       checkKey(input.key)
       const by = input.by ?? 1
+      const expiresAt = input.ttl === undefined ? undefined : input.ttl === null ? null : now + input.ttl * 1000
+      // a live integer entry: one statement (an integer of at most 16 digits fits any entry size limit above 16 bytes)
+      if (Number.isSafeInteger(by) && quotaOf(user.limits, 'kv_entry_bytes') > 16) {
+        const row = await store.incrInPlace(user.id, input.key, by, now, expiresAt)
+        if (row) {
+          changed(user, input.key)
+          return { created: false, entry: toEntry(row) }
+        }
+      }
       const result = await store.transaction(async (trx) => {
         await db.lockUser(trx, user.id)
-        await store.purgeUserExpired(trx, user.id, now)
+        await store.purgeExpiredKeys(trx, user.id, [input.key], now)
         const prev = await store.get(trx, user.id, input.key, now)
         if (prev && prev.data_type !== 'number') {
           throw invalid(`entry "${input.key}" has data_type ${prev.data_type}; incr only adds to number entries`)
@@ -219,14 +246,34 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
         if (!Number.isFinite(value)) throw invalid('the result is out of range')
         const text = JSON.stringify(value)
         const size = checkSize(text, user)
-        const expires_at = input.ttl === undefined ? (prev?.expires_at ?? null) : input.ttl === null ? null : now + input.ttl * 1000
+        const expires_at = expiresAt === undefined ? (prev?.expires_at ?? null) : expiresAt
         if (prev) {
-          const fields = { key: prev.key, value: text, data_type: 'number', tags: prev.tags, is_public: prev.is_public, size, expires_at, ...nextStamp(prev, now) }
+          const fields = {
+            key: prev.key,
+            value: text,
+            data_type: 'number',
+            tags: prev.tags,
+            is_public: prev.is_public,
+            size,
+            expires_at,
+            ...nextStamp(prev, now),
+          }
           await store.update(trx, user.id, prev.key, fields)
           return { created: false, entry: toEntry({ ...fields, user_id: user.id, created_at: prev.created_at }) }
         }
         await checkCount(trx, user, now)
-        const row: KvRow = { user_id: user.id, key: input.key, value: text, data_type: 'number', tags: '[]', is_public: 0, size, expires_at, created_at: now, ...nextStamp(undefined, now) }
+        const row: KvRow = {
+          user_id: user.id,
+          key: input.key,
+          value: text,
+          data_type: 'number',
+          tags: '[]',
+          is_public: 0,
+          size,
+          expires_at,
+          created_at: now,
+          ...nextStamp(undefined, now),
+        }
         await store.insert(trx, row)
         return { created: true, entry: toEntry(row) }
       })
@@ -285,7 +332,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
     /** DELETE /svc_api/data/delete: 1604 when there is no such (live) entry. */
     async remove(user: User, key: unknown): Promise<void> {
       const k = lookupKey(key)
-      if (!(await store.remove(db.k, user.id, k, clock.now()))) throw new AppError('KV_KEY_NOT_FOUND')
+      if (!(await store.remove(user.id, k, clock.now()))) throw new AppError('KV_KEY_NOT_FOUND')
       changed(user, k)
     },
 

@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type Kysely, type Migration } from 'kysely'
+import { sql, type ExpressionBuilder } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { Db, DB, Trx } from '../../db/kysely.js'
 
@@ -22,48 +22,34 @@ export interface KvEntriesTable {
   expires_at: number | null
 }
 
+/** One row per user with entries: how many rows kv_entries holds for them (expired ones included). */
+export interface KvUsageTable {
+  user_id: string
+  keys: number
+}
+
 declare module '../../db/schema.js' {
   interface Database {
     kv_entries: KvEntriesTable
+    kv_usage: KvUsageTable
   }
 }
 
 export type KvRow = KvEntriesTable
 
 /** The columns every read selects (all of them, named). */
-export const KV_COLUMNS = [
-  'user_id', 'key', 'value', 'data_type', 'tags', 'is_public', 'version', 'size', 'created_at', 'updated_at', 'expires_at',
-] as const
-
-export const kvMigrations: Record<string, Migration> = {
-  '0200-kv-entries': {
-    async up(db: Kysely<any>) {
-      await db.schema.createTable('kv_entries')
-        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
-        .addColumn('key', 'text', (c) => c.notNull())
-        .addColumn('value', 'text', (c) => c.notNull())
-        .addColumn('data_type', 'text', (c) => c.notNull())
-        .addColumn('tags', 'text', (c) => c.notNull().defaultTo('[]'))
-        .addColumn('is_public', 'integer', (c) => c.notNull().defaultTo(0))
-        .addColumn('version', 'bigint', (c) => c.notNull())
-        .addColumn('size', 'bigint', (c) => c.notNull())
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('updated_at', 'bigint', (c) => c.notNull())
-        .addColumn('expires_at', 'bigint')
-        .addPrimaryKeyConstraint('kv_entries_pk', ['user_id', 'key'])
-        .execute()
-      // legacy public read by key across users
-      await db.schema.createIndex('kv_entries_key').on('kv_entries').column('key').execute()
-      // expiry purge
-      await db.schema.createIndex('kv_entries_expires').on('kv_entries').column('expires_at').execute()
-    },
-    async down(db: Kysely<any>) {
-      await db.schema.dropTable('kv_entries').execute()
-    },
-  },
-}
+export const KV_COLUMNS = ['user_id', 'key', 'value', 'data_type', 'tags', 'is_public', 'version', 'size', 'created_at', 'updated_at', 'expires_at'] as const
 
 type Ex = DB | Trx
+
+/** Adds `delta` to the user's row count (creating the counter row on the first entry). */
+async function addKeys(ex: Ex, userId: string, delta: number): Promise<void> {
+  await ex
+    .insertInto('kv_usage')
+    .values({ user_id: userId, keys: delta })
+    .onConflict((oc) => oc.column('user_id').doUpdateSet({ keys: sql<number>`kv_usage.keys + cast(${delta} as bigint)` }))
+    .execute()
+}
 
 /** Live = not expired at `now`. */
 const live = (now: number) => (eb: ExpressionBuilder<Database, 'kv_entries'>) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])
@@ -82,16 +68,18 @@ export function createKvStore(db: Db) {
 
     /** The caller's live entry under `key`. */
     get: (ex: Ex, userId: string, key: string, now: number): Promise<KvRow | undefined> =>
-      ex.selectFrom('kv_entries').select(KV_COLUMNS)
-        .where('user_id', '=', userId).where('key', '=', key).where(live(now))
-        .executeTakeFirst(),
+      ex.selectFrom('kv_entries').select(KV_COLUMNS).where('user_id', '=', userId).where('key', '=', key).where(live(now)).executeTakeFirst(),
 
     /** A live public entry of an enabled account, by owner name and key. */
     getPublic: (username: string, key: string, now: number) =>
-      k.selectFrom('kv_entries').innerJoin('users', 'users.id', 'kv_entries.user_id')
+      k
+        .selectFrom('kv_entries')
+        .innerJoin('users', 'users.id', 'kv_entries.user_id')
         .select(['kv_entries.key', 'kv_entries.value', 'kv_entries.data_type', 'kv_entries.updated_at', 'kv_entries.expires_at', 'users.username'])
-        .where('users.username', '=', username).where('kv_entries.key', '=', key)
-        .where('kv_entries.is_public', '=', 1).where('users.disabled', '=', 0)
+        .where('users.username', '=', username)
+        .where('kv_entries.key', '=', key)
+        .where('kv_entries.is_public', '=', 1)
+        .where('users.disabled', '=', 0)
         .where((eb) => eb.or([eb('kv_entries.expires_at', 'is', null), eb('kv_entries.expires_at', '>', now)]))
         .executeTakeFirst(),
 
@@ -100,10 +88,13 @@ export function createKvStore(db: Db) {
      * tie of created_at, the owner whose username sorts first (byte order).
      */
     getLegacyPublic: (key: string, now: number) =>
-      k.selectFrom('kv_entries').innerJoin('users', 'users.id', 'kv_entries.user_id')
+      k
+        .selectFrom('kv_entries')
+        .innerJoin('users', 'users.id', 'kv_entries.user_id')
         .select(['kv_entries.key', 'kv_entries.value', 'kv_entries.data_type', 'kv_entries.updated_at', 'kv_entries.expires_at', 'users.username'])
         .where('kv_entries.key', '=', key)
-        .where('kv_entries.is_public', '=', 1).where('users.disabled', '=', 0)
+        .where('kv_entries.is_public', '=', 1)
+        .where('users.disabled', '=', 0)
         .where((eb) => eb.or([eb('kv_entries.expires_at', 'is', null), eb('kv_entries.expires_at', '>', now)]))
         .orderBy('kv_entries.created_at', 'asc')
         .orderBy(db.engine === 'postgres' ? sql`${sql.ref('users.username')} collate "C"` : sql`${sql.ref('users.username')}`)
@@ -112,22 +103,29 @@ export function createKvStore(db: Db) {
 
     /** Live keys and their bytes. */
     async usage(ex: Ex, userId: string, now: number): Promise<{ keys: number; bytes: number }> {
-      const r = await ex.selectFrom('kv_entries')
+      const r = await ex
+        .selectFrom('kv_entries')
         .select((eb) => [eb.fn.countAll<number | string>().as('keys'), eb.fn.coalesce(eb.fn.sum<number | string>('size'), sql<number>`0`).as('bytes')])
-        .where('user_id', '=', userId).where(live(now))
+        .where('user_id', '=', userId)
+        .where(live(now))
         .executeTakeFirstOrThrow()
       return { keys: Number(r.keys), bytes: Number(r.bytes) }
     },
 
     /** A page of the caller's live entries, by key in byte order. */
     list: (userId: string, now: number, offset: number, limit: number): Promise<KvRow[]> =>
-      k.selectFrom('kv_entries').select(KV_COLUMNS)
-        .where('user_id', '=', userId).where(live(now))
-        .orderBy(keyOrder).limit(limit).offset(offset)
-        .execute(),
+      k.selectFrom('kv_entries').select(KV_COLUMNS).where('user_id', '=', userId).where(live(now)).orderBy(keyOrder).limit(limit).offset(offset).execute(),
 
+    /** Rows of the user (live or expired but not purged yet): the counter, O(1). */
+    async keyCount(ex: Ex, userId: string): Promise<number> {
+      const r = await ex.selectFrom('kv_usage').select('keys').where('user_id', '=', userId).executeTakeFirst()
+      return r ? Number(r.keys) : 0
+    },
+
+    /** Inserts a new entry and counts it, in the caller's transaction. */
     insert: async (ex: Ex, row: KvRow): Promise<void> => {
       await ex.insertInto('kv_entries').values(row).execute()
+      await addKeys(ex, row.user_id, 1)
     },
 
     /** Replaces the fields of an existing entry (and optionally its key, for a rename). */
@@ -135,21 +133,102 @@ export function createKvStore(db: Db) {
       await ex.updateTable('kv_entries').set(set).where('user_id', '=', userId).where('key', '=', key).execute()
     },
 
-    /** Deletes a live entry; true when one was deleted. */
-    async remove(ex: Ex, userId: string, key: string, now: number): Promise<boolean> {
-      const r = await ex.deleteFrom('kv_entries').where('user_id', '=', userId).where('key', '=', key).where(live(now)).executeTakeFirst()
-      return Number(r.numDeletedRows) > 0
+    /**
+     * One statement: adds `by` to a live integer entry and returns the row, or undefined when
+     * the entry is missing, expired, not a number, not an integer or would leave 2^53 (the
+     * caller then takes the transaction path). Integers print the same in SQL and in JS.
+     */
+    incrInPlace: (userId: string, key: string, by: number, now: number, expiresAt: number | null | undefined): Promise<KvRow | undefined> => {
+      const isInt =
+        db.engine === 'postgres'
+          ? sql<boolean>`case when value ~ '^-?[0-9]{1,15}$' then abs(value::bigint + ${by}::bigint) <= 9007199254740991 else false end`
+          : sql<boolean>`value = cast(cast(value as integer) as text) and length(value) <= 16 and abs(cast(value as integer) + cast(${by} as integer)) <= 9007199254740991`
+      const sum =
+        db.engine === 'postgres'
+          ? sql<string>`(value::bigint + ${by}::bigint)::text`
+          : sql<string>`cast(cast(value as integer) + cast(${by} as integer) as text)`
+      return k
+        .updateTable('kv_entries')
+        .set({
+          value: sum,
+          size:
+            db.engine === 'postgres'
+              ? sql<number>`length((value::bigint + ${by}::bigint)::text)`
+              : sql<number>`length(cast(cast(value as integer) + cast(${by} as integer) as text))`,
+          version: sql<number>`version + 1`,
+          updated_at: sql<number>`${sql.raw(db.engine === 'postgres' ? 'greatest' : 'max')}(cast(${now} as bigint), updated_at + 1)`,
+          ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
+        })
+        .where('user_id', '=', userId)
+        .where('key', '=', key)
+        .where(live(now))
+        .where('data_type', '=', 'number')
+        .where(isInt)
+        .returning(KV_COLUMNS)
+        .executeTakeFirst()
     },
 
-    /** Deletes a user's expired entries (lazy purge inside a write transaction). */
+    /**
+     * One statement: overwrites a live entry and returns it, or undefined when there is no
+     * live entry (or `requireJson` and its type is not json). Unset fields keep their values.
+     */
+    updateInPlace: (
+      userId: string,
+      key: string,
+      now: number,
+      f: { value: string; size: number; data_type: string; requireJson: boolean; tags?: string; is_public?: number; expires_at?: number | null },
+    ): Promise<KvRow | undefined> => {
+      let q = k
+        .updateTable('kv_entries')
+        .set({
+          value: f.value,
+          size: f.size,
+          data_type: f.data_type,
+          ...(f.tags === undefined ? {} : { tags: f.tags }),
+          ...(f.is_public === undefined ? {} : { is_public: f.is_public }),
+          ...(f.expires_at === undefined ? {} : { expires_at: f.expires_at }),
+          version: sql<number>`version + 1`,
+          updated_at: sql<number>`${sql.raw(db.engine === 'postgres' ? 'greatest' : 'max')}(cast(${now} as bigint), updated_at + 1)`,
+        })
+        .where('user_id', '=', userId)
+        .where('key', '=', key)
+        .where(live(now))
+      if (f.requireJson) q = q.where('data_type', '=', 'json')
+      return q.returning(KV_COLUMNS).executeTakeFirst()
+    },
+
+    /** Deletes a live entry and uncounts it (one transaction); true when one was deleted. */
+    remove: (userId: string, key: string, now: number): Promise<boolean> =>
+      k.transaction().execute(async (trx) => {
+        const r = await trx.deleteFrom('kv_entries').where('user_id', '=', userId).where('key', '=', key).where(live(now)).executeTakeFirst()
+        const n = Number(r.numDeletedRows)
+        if (n > 0) await addKeys(trx, userId, -n)
+        return n > 0
+      }),
+
+    /** Deletes the user's expired rows under these keys (so a new entry can take the key). */
+    async purgeExpiredKeys(ex: Ex, userId: string, keys: string[], now: number): Promise<void> {
+      const r = await ex.deleteFrom('kv_entries').where('user_id', '=', userId).where('key', 'in', keys).where('expires_at', '<=', now).executeTakeFirst()
+      const n = Number(r.numDeletedRows)
+      if (n > 0) await addKeys(ex, userId, -n)
+    },
+
+    /** Deletes all of a user's expired entries (when the counter says the quota is reached). */
     async purgeUserExpired(ex: Ex, userId: string, now: number): Promise<void> {
-      await ex.deleteFrom('kv_entries').where('user_id', '=', userId).where('expires_at', '<=', now).execute()
+      const r = await ex.deleteFrom('kv_entries').where('user_id', '=', userId).where('expires_at', '<=', now).executeTakeFirst()
+      const n = Number(r.numDeletedRows)
+      if (n > 0) await addKeys(ex, userId, -n)
     },
 
-    /** Deletes every expired entry (periodic job); returns how many. */
+    /** Deletes every expired entry (periodic job) and uncounts exactly the rows deleted; returns how many. */
     async purgeExpired(now: number): Promise<number> {
-      const r = await k.deleteFrom('kv_entries').where('expires_at', '<=', now).executeTakeFirst()
-      return Number(r.numDeletedRows)
+      return k.transaction().execute(async (trx) => {
+        const gone = await trx.deleteFrom('kv_entries').where('expires_at', '<=', now).returning('user_id').execute()
+        const per = new Map<string, number>()
+        for (const g of gone) per.set(g.user_id, (per.get(g.user_id) ?? 0) + 1)
+        for (const [userId, n] of per) await addKeys(trx, userId, -n)
+        return gone.length
+      })
     },
   }
 }

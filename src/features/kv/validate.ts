@@ -109,9 +109,9 @@ function checkKeyField(v: Record<string, unknown>): string {
 }
 
 /**
- * The store body, type by type and without coercion (the routes turn off the schema
- * validator's coercion, so `"1"` is never a number and `0` never null). Rules with their own
- * codes (key length and format, sizes) are checked after this.
+ * The store body, type by type and without coercion (`"1"` is never a number and `0` never
+ * null): the route's strict schema already checked this shape; the service checks it again
+ * for any other caller. Rules with their own codes (key length and format, sizes) come after.
  */
 export function checkStoreInput(body: unknown): StoreInput {
   if (!isObject(body)) throw invalid('the body must be a JSON object')
@@ -128,7 +128,17 @@ export function checkStoreInput(body: unknown): StoreInput {
   }
   if (if_updated_at !== undefined && typeof if_updated_at !== 'string') throw invalid('if_updated_at must be a string as returned in updated_at')
   checkTtl(ttl)
-  return { key, value: body.value, data_type: data_type as DataType | undefined, tags: tags as string[] | undefined, is_public, old_key, version, if_updated_at, ttl: ttl as number | null | undefined }
+  return {
+    key,
+    value: body.value,
+    data_type: data_type as DataType | undefined,
+    tags: tags as string[] | undefined,
+    is_public,
+    old_key,
+    version,
+    if_updated_at,
+    ttl: ttl as number | null | undefined,
+  }
 }
 
 /** The incr body, without coercion. */
@@ -137,7 +147,7 @@ export function checkIncrInput(body: unknown): IncrInput {
   const key = checkKeyField(body)
   if (body.by !== undefined && (typeof body.by !== 'number' || !Number.isFinite(body.by))) throw invalid('by must be a finite number')
   checkTtl(body.ttl)
-  return { key, by: body.by as number | undefined, ttl: body.ttl as number | null | undefined }
+  return { key, by: body.by, ttl: body.ttl as number | null | undefined }
 }
 
 const ISO_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/

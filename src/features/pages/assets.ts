@@ -1,13 +1,14 @@
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
+import { notModified } from '../../http/conditional.js'
 
 /**
- * The pages' scripts and stylesheet: plain files in ./static (no build step), read once at
- * start-up and served from the reserved path /static/. Pages name them with a nonce, so a
- * script anywhere else on the origin (user content) can never run on a page.
+ * The pages' scripts and stylesheet: plain files (no build step), the shell's in ./static and
+ * each feature's in its own static/ folder, read once at start-up and served from the reserved
+ * path /static/. Pages name them with a nonce, so a script anywhere else on the origin (user
+ * content) can never run on a page.
  */
 export interface Asset {
   name: string
@@ -18,25 +19,15 @@ export interface Asset {
 
 const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' }
 
-/** Finds the static folder, from src/ (tsx) or from dist/src/ (compiled). */
-function staticDir(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url))
-  const direct = path.join(dir, 'static')
-  if (fs.existsSync(direct)) return direct
-  for (let i = 0; i < 6; i++) {
-    if (fs.existsSync(path.join(dir, 'package.json'))) return path.join(dir, 'src', 'features', 'pages', 'static')
-    dir = path.dirname(dir)
-  }
-  throw new Error('pages: static folder not found')
-}
-
-export function loadAssets(): Map<string, Asset> {
-  const dir = staticDir()
+/** Reads the given files once; each is served at /static/{its file name}, which must be unique. */
+export function loadAssets(files: readonly string[]): Map<string, Asset> {
   const out = new Map<string, Asset>()
-  for (const name of fs.readdirSync(dir)) {
+  for (const file of files) {
+    const name = path.basename(file)
     const type = TYPES[path.extname(name)]
-    if (!type) continue
-    const body = fs.readFileSync(path.join(dir, name))
+    if (!type) throw new Error(`pages: ${name} is not a script or a stylesheet`)
+    if (out.has(name)) throw new Error(`pages: two assets are named ${name}`)
+    const body = fs.readFileSync(file)
     out.set(name, { name, body, type, hash: crypto.createHash('sha256').update(body).digest('hex').slice(0, 16) })
   }
   return out
@@ -53,7 +44,7 @@ export function assetRoutes(app: FastifyInstance, assets: Map<string, Asset>): v
     reply.header('ETag', etag)
     reply.header('Cache-Control', v === a.hash ? 'public, max-age=31536000, immutable' : 'no-cache')
     reply.header('Cross-Origin-Resource-Policy', 'same-origin')
-    if (req.headers['if-none-match'] === etag) return reply.code(304).send()
+    if (notModified(req.headers['if-none-match'], req.headers['if-modified-since'], etag)) return reply.code(304).send()
     return reply.type(a.type).send(a.body)
   })
 }

@@ -7,15 +7,23 @@ import { clientIp, isCrossSite, isHttps, serviceOrigin } from '../../http/origin
 import { formToken, formTokenOk } from '../../http/csrf.js'
 import type { WindowRule } from '../../limits/tiers.js'
 import { sessionCookie } from '../accounts/routes.js'
-import { html, type SafeHtml } from './html.js'
+import { adminFor, type RegistrationMode } from '../admin/service.js'
+import { sha256hex } from '../../auth/tokens.js'
+import { html, type SafeHtml } from '../../web/html.js'
+import type { PageCtx as AnyPageCtx, PageOut } from '../../web/page.js'
 import type { MsgKey } from './i18n.js'
-import type { PageCtx, PageOut, PageRouter } from './page.js'
+import type { PageRouter } from './page.js'
+
+type PageCtx = AnyPageCtx<MsgKey>
 
 /** Successful sign-ups per client address. */
 const REGISTER_RULES: WindowRule[] = [{ name: 'register', kind: 'sliding', ms: 3600_000, limit: 20 }]
 
 const LOGIN_ERRORS: Record<string, MsgKey> = {
-  '1': 'login.error.1', throttled: 'login.error.throttled', disabled: 'login.error.disabled', expired: 'login.error.expired',
+  '1': 'login.error.1',
+  throttled: 'login.error.throttled',
+  disabled: 'login.error.disabled',
+  expired: 'login.error.expired',
 }
 
 function errorList(ctx: PageCtx, errors: MsgKey[]): SafeHtml | string {
@@ -44,8 +52,14 @@ function loginPage(ctx: PageCtx, token: string, registration: boolean): PageOut 
   }
 }
 
-function registerForm(ctx: PageCtx, token: string, username: string, errors: MsgKey[]): PageOut {
+function registerForm(ctx: PageCtx, token: string, username: string, errors: MsgKey[], mode: RegistrationMode = 'open'): PageOut {
   const { t } = ctx
+  const invite =
+    mode === 'invite'
+      ? html`<label for="invite">${t('register.invite')}</label>
+        <input id="invite" name="invite" required maxlength="64" autocomplete="off" spellcheck="false" aria-describedby="invite-hint">
+        <p class="hint" id="invite-hint">${t('register.invite_hint')}</p>`
+      : ''
   return {
     title: t('register.title'),
     status: errors.length ? 400 : 200,
@@ -62,6 +76,7 @@ function registerForm(ctx: PageCtx, token: string, username: string, errors: Msg
         <p class="hint" id="password-hint">${t('register.password_hint')}</p>
         <label for="password2">${t('register.password2')}</label>
         <input id="password2" name="password2" type="password" autocomplete="new-password" required minlength="8" maxlength="1024">
+        ${invite}
         <button type="submit" class="primary">${t('register.submit')}</button>
       </form>
       <p class="narrow">${t('register.have_account')} <a href="/login">${t('nav.login')}</a></p>`,
@@ -76,26 +91,40 @@ function closedPage(ctx: PageCtx): PageOut {
   }
 }
 
-/** /, /login, /register (sign-up), /logout (a confirmation form; the post is in accounts). */
+function pendingPage(ctx: PageCtx): PageOut {
+  return {
+    title: ctx.t('register.pending.title'),
+    status: 202,
+    body: html`<p class="card narrow" id="pending">${ctx.t('register.pending.text')}</p><p class="narrow"><a href="/login">${ctx.t('nav.login')}</a></p>`,
+  }
+}
+
+/**
+ * /, /login, /register (sign-up), /logout (a confirmation form; the post is in accounts).
+ * Sign-up follows the `registration` setting (admin console): open, pending (created
+ * disabled until an admin approves it), invite (a one-time invitation code) or closed.
+ */
 export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): void {
   const { config, users, sessions, limits, clock } = deps
   const { page } = pages
+  const admin = adminFor(deps)
 
   page('/', 'optional', (ctx) => {
     ctx.reply.redirect(ctx.user ? '/dashboard' : '/login', 303)
   })
 
-  page('/login', 'guest', (ctx) => {
+  page('/login', 'guest', async (ctx) => {
     const ft = formToken(ctx.req)
     if (ft.setCookie) ctx.reply.header('Set-Cookie', ft.setCookie)
-    return loginPage(ctx, ft.token, config.registration)
+    return loginPage(ctx, ft.token, (await admin.registrationMode()) !== 'closed')
   })
 
-  page('/register', 'guest', (ctx) => {
-    if (!config.registration) return closedPage(ctx)
+  page('/register', 'guest', async (ctx) => {
+    const mode = await admin.registrationMode()
+    if (mode === 'closed') return closedPage(ctx)
     const ft = formToken(ctx.req)
     if (ft.setCookie) ctx.reply.header('Set-Cookie', ft.setCookie)
-    return registerForm(ctx, ft.token, '', [])
+    return registerForm(ctx, ft.token, '', [], mode)
   })
 
   page('/logout', 'optional', (ctx) => {
@@ -117,14 +146,15 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
     if (!isHttps(req, config)) return reply.redirect(`${serviceOrigin(req, config)}/register`, 301)
     reply.header('Cache-Control', 'no-store')
     const ctx = pages.context(req, reply, null)
-    if (!config.registration) return pages.send(ctx, closedPage(ctx))
+    const mode = await admin.registrationMode()
+    if (mode === 'closed') return pages.send(ctx, closedPage(ctx))
     const body = (req.body ?? {}) as Record<string, unknown>
-    const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : '')
+    const str = (k: string) => (typeof body[k] === 'string' ? body[k] : '')
     const username = str('username').trim().toLowerCase().slice(0, 64)
     const password = str('password')
     const ft = formToken(req)
     if (ft.setCookie) reply.header('Set-Cookie', ft.setCookie)
-    const again = (errors: MsgKey[]) => pages.send(ctx, registerForm(ctx, ft.token, username, errors))
+    const again = (errors: MsgKey[]) => pages.send(ctx, registerForm(ctx, ft.token, username, errors, mode))
 
     if (isCrossSite(req, config) || !formTokenOk(req)) return again(['register.error.expired'])
     const errors: MsgKey[] = []
@@ -136,14 +166,25 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
 
     const ip = clientIp(req, config)
     if (!(await limits.hit(`register:ip:${ip}`, REGISTER_RULES, clock.now(), false)).allowed) return again(['register.error.throttled'])
+    // invite: the code is taken first (one use, atomically) and given back if the name is taken
+    const inviteHash = mode === 'invite' ? sha256hex(str('invite').trim()) : null
+    if (inviteHash !== null && !(await admin.store.useInvite(inviteHash, `registering:${username}`, clock.now()))) return again(['register.error.invite'])
     let userId: string
     try {
       userId = (await users.create(username, password)).id
     } catch (e) {
+      if (inviteHash !== null) await admin.store.releaseInvite(inviteHash)
       if (e instanceof UserInputError) return again(['register.error.taken'])
       throw e
     }
+    if (inviteHash !== null) await admin.store.useInvite(inviteHash, userId, clock.now(), `registering:${username}`)
     await limits.hit(`register:ip:${ip}`, REGISTER_RULES, clock.now(), true)
+    if (mode === 'pending') {
+      // created disabled: an admin approves it by enabling it (admin console)
+      await users.update(username, { disabled: true })
+      await admin.store.addPending(userId, clock.now())
+      return pages.send(ctx, pendingPage(ctx))
+    }
     // signed in at once, with a new session id (a previous session of this browser ends)
     for (const old of sessionCookies(req.headers.cookie)) await sessions.destroy(old).catch(() => {})
     const s = await sessions.create(userId)

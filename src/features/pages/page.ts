@@ -1,53 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import type { Lang } from '../../errors/render.js'
-import type { User } from '../../auth/users.js'
 import type { Principal } from '../../auth/principal.js'
 import { contentOrigin, isHttps, serviceOrigin } from '../../http/origin.js'
-import { html, jsonForScript, raw, type SafeHtml } from './html.js'
-import { LANG_COOKIE, MESSAGES, pageLang, translator, type MsgKey, type T } from './i18n.js'
-import { newNonce, setPageHeaders } from './security.js'
+import { html, jsonForScript, raw } from '../../web/html.js'
+import { newNonce, setPageHeaders } from '../../web/security.js'
+import type { PageAuth, PageCtx, PageOut } from '../../web/page.js'
+import { LANG_COOKIE, pageLang, translator, type MsgKey } from './i18n.js'
 import type { Asset } from './assets.js'
-
-/** What a page handler sees. */
-export interface PageCtx {
-  req: FastifyRequest
-  reply: FastifyReply
-  lang: Lang
-  t: T
-  nonce: string
-  /** The logged-in account (pages with auth 'required' always have one). */
-  user: User | null
-  csrf: string | null
-  /** Origin of the service and of user content, for absolute links. */
-  origin: string
-  contentOrigin: string
-}
-
-/** What a page handler returns: a title, the main content, and its script (static/{script}.js). */
-export interface PageOut {
-  title: string
-  body: SafeHtml
-  script?: string
-  /** Extra data for the page's script (JSON in the page; escaped). */
-  data?: Record<string, unknown>
-  status?: number
-  /** Navigation entry to mark as current. */
-  nav?: string
-}
-
-export type PageAuth = 'required' | 'optional' | 'guest'
-
-const NAV: Array<[string, MsgKey, string]> = [
-  ['dashboard', 'nav.dashboard', '/dashboard'],
-  ['files', 'nav.files', '/dashboard/files'],
-  ['folders', 'nav.folders', '/dashboard/folders'],
-  ['kv', 'nav.kv', '/dashboard/kv'],
-  ['forms', 'nav.forms', '/dashboard/forms'],
-  ['images', 'nav.images', '/dashboard/images'],
-  ['data', 'nav.data', '/dashboard/data'],
-  ['keys', 'nav.keys', '/api-keys'],
-]
+import type { Registry } from './registry.js'
 
 /** The current path with ?lang=... set (for the language switch links). */
 function langHref(req: FastifyRequest, lang: Lang): string {
@@ -56,8 +17,8 @@ function langHref(req: FastifyRequest, lang: Lang): string {
   return u.pathname + u.search
 }
 
-/** The whole document around a page's content. */
-export function layout(ctx: PageCtx, out: PageOut, css: string, assets: Map<string, Asset>): string {
+/** The whole document around a page's content: header, navigation, the page, its scripts. */
+export function layout(ctx: PageCtx, out: PageOut, css: string, assets: Map<string, Asset>, registry: Registry): string {
   const { t, nonce, user, lang } = ctx
   const scripts = ['common', ...(out.script ? [out.script] : [])].map((name) => {
     const a = assets.get(`${name}.js`)
@@ -65,12 +26,18 @@ export function layout(ctx: PageCtx, out: PageOut, css: string, assets: Map<stri
     return html`<script nonce="${nonce}" src="/static/${a.name}?v=${a.hash}" defer></script>`
   })
   const data = {
-    lang, page: out.script ?? null, user: user?.username ?? null,
-    origin: ctx.origin, contentOrigin: ctx.contentOrigin, messages: MESSAGES[lang], ...(out.data ?? {}),
+    lang,
+    page: out.script ?? null,
+    user: user?.username ?? null,
+    origin: ctx.origin,
+    contentOrigin: ctx.contentOrigin,
+    messages: registry.messages[lang],
+    ...(out.data ?? {}),
   }
   const nav = user
-    ? html`<nav class="nav" aria-label="${t('nav.main')}"><ul>${NAV.map(([id, key, href]) =>
-      html`<li><a href="${href}"${out.nav === id ? raw(' aria-current="page"') : ''}>${t(key)}</a></li>`)}</ul></nav>`
+    ? html`<nav class="nav" aria-label="${t('nav.main')}"><ul>${registry.nav
+        .filter((e) => !e.adminOnly || user.is_admin)
+        .map(({ id, label, href }) => html`<li><a href="${href}"${out.nav === id ? raw(' aria-current="page"') : ''}>${t(label)}</a></li>`)}</ul></nav>`
     : ''
   const account = user
     ? html`<form class="logout" method="post" action="/logout">
@@ -111,23 +78,32 @@ ${scripts}
 }
 
 /** Registers GET pages with session handling, language, nonce, security headers and layout. */
-export function createPageRouter(app: FastifyInstance, deps: Deps, css: string, assets: Map<string, Asset>) {
+export function createPageRouter(app: FastifyInstance, deps: Deps, css: string, assets: Map<string, Asset>, registry: Registry) {
   const { config } = deps
 
   /** The page context of a request (the caller's session, if any, resolved by the caller). */
   const context = (req: FastifyRequest, reply: FastifyReply, principal: Principal | null): PageCtx => {
     const lang = pageLang(req)
     return {
-      req, reply, lang, t: translator(lang), nonce: newNonce(),
-      user: principal?.user ?? null, csrf: principal?.csrfToken ?? null,
-      origin: serviceOrigin(req, config), contentOrigin: contentOrigin(req, config),
+      req,
+      reply,
+      lang,
+      t: translator(registry.messages[lang]),
+      nonce: newNonce(),
+      user: principal?.user ?? null,
+      csrf: principal?.csrfToken ?? null,
+      origin: serviceOrigin(req, config),
+      contentOrigin: contentOrigin(req, config),
     }
   }
 
   /** Sends a page with the security headers. */
   const send = (ctx: PageCtx, out: PageOut) => {
     setPageHeaders(ctx.reply, ctx.nonce, config.contentOrigin ? [ctx.contentOrigin] : [])
-    return ctx.reply.code(out.status ?? 200).type('text/html; charset=utf-8').send(layout(ctx, out, css, assets))
+    return ctx.reply
+      .code(out.status ?? 200)
+      .type('text/html; charset=utf-8')
+      .send(layout(ctx, out, css, assets, registry))
   }
 
   /** The session of a page request (never an API key: pages are for browsers). */
@@ -136,7 +112,8 @@ export function createPageRouter(app: FastifyInstance, deps: Deps, css: string, 
     return res.kind === 'ok' ? res.principal : null
   }
 
-  function page(path: string, auth: PageAuth, handler: (ctx: PageCtx) => Promise<PageOut | void> | PageOut | void) {
+  /** A GET page; K: the message keys its handler uses (the shell's own by default). */
+  function page<K extends string = MsgKey>(path: string, auth: PageAuth, handler: (ctx: PageCtx<K>) => Promise<PageOut | void> | PageOut | void) {
     app.get(path, { schema: { hide: true } }, async (req, reply) => {
       if (!isHttps(req, config)) return reply.redirect(`${serviceOrigin(req, config)}${req.url}`, 301)
       reply.header('Cache-Control', 'no-store')

@@ -2,7 +2,7 @@
 // Rules: the DOM is built from text only (textContent, attributes), never parsed as HTML (the
 // page's CSP enforces Trusted Types, so HTML sinks throw). Every write sends the session's
 // CSRF token in X-CSRF-Token.
-(function () {
+;(function () {
   'use strict'
   var data = JSON.parse(document.getElementById('svc-data').textContent)
   var meta = document.querySelector('meta[name="csrf-token"]')
@@ -14,7 +14,9 @@
   function t(key, params) {
     var s = data.messages[key]
     if (s === undefined) return key
-    return s.replace(/\{(\w+)\}/g, function (m, n) { return params && n in params ? String(params[n]) : m })
+    return s.replace(/\{(\w+)\}/g, function (m, n) {
+      return params && n in params ? String(params[n]) : m
+    })
   }
 
   /** Only http(s) and same-origin links (never javascript: or data:). */
@@ -31,8 +33,11 @@
   /**
    * Builds an element: el('a', {href: url, class: 'x', text: 'label', onclick: fn}, child...).
    * Children are nodes or strings (inserted as text).
+   * @param {string} tag
+   * @param {Object<string, any>} [attrs]
+   * @returns {any}
    */
-  function el(tag, attrs) {
+  function el(tag, attrs, ...children) {
     var node = document.createElement(tag)
     attrs = attrs || {}
     Object.keys(attrs).forEach(function (k) {
@@ -45,23 +50,30 @@
         var safe = safeUrl(v)
         if (safe) node.setAttribute(k, safe)
       } else if (k === 'checked' || k === 'disabled' || k === 'hidden' || k === 'selected' || k === 'readOnly') node[k] = !!v
-      else if (k === 'value') node.value = String(v)
+      else if (k === 'value') /** @type {HTMLInputElement} */ (node).value = String(v)
       else if (/^(on|style$|srcdoc$|formaction$)/i.test(k)) throw new Error('refused attribute ' + k)
       else node.setAttribute(k, v === true ? '' : String(v))
     })
-    for (var i = 2; i < arguments.length; i++) append(node, arguments[i])
+    children.forEach(function (c) {
+      append(node, c)
+    })
     return node
   }
   function append(node, c) {
     if (c === null || c === undefined || c === false) return
-    if (Array.isArray(c)) c.forEach(function (x) { append(node, x) })
+    if (Array.isArray(c))
+      c.forEach(function (x) {
+        append(node, x)
+      })
     else node.appendChild(typeof c === 'object' ? c : document.createTextNode(String(c)))
   }
   function clear(node) {
     while (node.firstChild) node.removeChild(node.firstChild)
     return node
   }
-  var $ = function (id) { return document.getElementById(id) }
+  var $ = function (id) {
+    return document.getElementById(id)
+  }
 
   /** An error from the API, carrying its message, status and body. */
   function ApiError(status, body) {
@@ -93,30 +105,50 @@
         xhr.setRequestHeader('Content-Type', 'application/json')
       }
       if (onProgress && xhr.upload) {
-        xhr.upload.addEventListener('progress', function (e) { if (e.lengthComputable) onProgress(e.loaded, e.total) })
+        xhr.upload.addEventListener('progress', function (e) {
+          if (e.lengthComputable) onProgress(e.loaded, e.total)
+        })
       }
       xhr.addEventListener('load', function () {
-        var json = null
-        try { json = JSON.parse(xhr.responseText) } catch (e) { json = null }
+        var json
+        try {
+          json = JSON.parse(xhr.responseText)
+        } catch (e) {
+          json = null
+        }
         if (xhr.status >= 200 && xhr.status < 300 && (!json || json.success !== false)) resolve(json || {})
         else reject(new ApiError(xhr.status, json))
       })
-      xhr.addEventListener('error', function () { reject(new ApiError(0, null)) })
+      xhr.addEventListener('error', function () {
+        reject(new ApiError(0, null))
+      })
       xhr.send(payload)
     })
   }
   var api = {
-    get: function (url) { return send('GET', url) },
-    post: function (url, body, p) { return send('POST', url, body === undefined ? {} : body, p) },
-    put: function (url, body) { return send('PUT', url, body) },
-    patch: function (url, body) { return send('PATCH', url, body) },
-    del: function (url) { return send('DELETE', url) },
+    get: function (url) {
+      return send('GET', url)
+    },
+    post: function (url, body, p) {
+      return send('POST', url, body === undefined ? {} : body, p)
+    },
+    put: function (url, body) {
+      return send('PUT', url, body)
+    },
+    patch: function (url, body) {
+      return send('PATCH', url, body)
+    },
+    del: function (url) {
+      return send('DELETE', url)
+    },
   }
 
   /** Query string from an object, leaving out empty values. */
   function qs(o) {
     var p = new URLSearchParams()
-    Object.keys(o).forEach(function (k) { if (o[k] !== undefined && o[k] !== null && o[k] !== '') p.set(k, String(o[k])) })
+    Object.keys(o).forEach(function (k) {
+      if (o[k] !== undefined && o[k] !== null && o[k] !== '') p.set(k, String(o[k]))
+    })
     var s = p.toString()
     return s ? '?' + s : ''
   }
@@ -127,7 +159,9 @@
     box.textContent = msg
     box.classList.add('show')
     clearTimeout(toastTimer)
-    toastTimer = setTimeout(function () { box.classList.remove('show') }, 2500)
+    toastTimer = setTimeout(function () {
+      box.classList.remove('show')
+    }, 2500)
   }
   /** Shows a message in a status line; kind 'ok' or 'error'. */
   function status(id, msg, kind) {
@@ -140,7 +174,10 @@
   function fail(id) {
     return function (e) {
       status(id, e && e.message ? e.message : t('common.error'), 'error')
-      if (e && e.status === 401) setTimeout(function () { location.href = '/login' }, 1500)
+      if (e && e.status === 401)
+        setTimeout(function () {
+          location.href = '/login'
+        }, 1500)
     }
   }
 
@@ -149,13 +186,19 @@
       var ta = el('textarea', { class: 'sr', readOnly: true, value: text })
       document.body.appendChild(ta)
       ta.select()
-      var ok = false
-      try { ok = document.execCommand('copy') } catch (e) { ok = false }
+      var ok
+      try {
+        ok = document.execCommand('copy')
+      } catch (e) {
+        ok = false
+      }
       ta.remove()
       toast(ok ? t('common.copied') : t('common.copy_failed'))
     }
     if (navigator.clipboard && navigator.clipboard.writeText) {
-      navigator.clipboard.writeText(text).then(function () { toast(t('common.copied')) }, fallback)
+      navigator.clipboard.writeText(text).then(function () {
+        toast(t('common.copied'))
+      }, fallback)
     } else fallback()
   }
 
@@ -165,14 +208,20 @@
     var units = ['KB', 'MB', 'GB', 'TB']
     var v = n
     var i = -1
-    do { v /= 1024; i++ } while (v >= 1024 && i < units.length - 1)
+    do {
+      v /= 1024
+      i++
+    } while (v >= 1024 && i < units.length - 1)
     return (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + ' ' + units[i]
   }
   /** A time from the API: epoch ms or seconds, or a date string (shown without microseconds). */
   function time(v) {
     if (v === null || v === undefined || v === '') return ''
     if (typeof v === 'number') return new Date(v < 1e11 ? v * 1000 : v).toLocaleString(locale)
-    return String(v).replace('T', ' ').replace(/\.\d+/, '').replace(/\+08:00$/, '')
+    return String(v)
+      .replace('T', ' ')
+      .replace(/\.\d+/, '')
+      .replace(/\+08:00$/, '')
   }
 
   /** A progress bar block: show(name), set(loaded,total), done(). */
@@ -181,10 +230,21 @@
     var bar = box.querySelector('progress')
     var label = box.querySelector('span')
     return {
-      show: function (name) { box.hidden = false; bar.value = 0; label.textContent = t('common.uploading', { name: name }) },
-      set: function (loaded, total) { bar.value = total ? Math.round((loaded / total) * 100) : 0 },
-      done: function (msg) { bar.value = 100; label.textContent = msg || t('common.uploaded') },
-      hide: function () { box.hidden = true },
+      show: function (name) {
+        box.hidden = false
+        bar.value = 0
+        label.textContent = t('common.uploading', { name: name })
+      },
+      set: function (loaded, total) {
+        bar.value = total ? Math.round((loaded / total) * 100) : 0
+      },
+      done: function (msg) {
+        bar.value = 100
+        label.textContent = msg || t('common.uploaded')
+      },
+      hide: function () {
+        box.hidden = true
+      },
     }
   }
 
@@ -193,14 +253,38 @@
     var nav = clear($(id))
     nav.hidden = !(totalPages > 1)
     if (nav.hidden) return
-    nav.appendChild(el('button', { type: 'button', text: t('common.prev'), disabled: page <= 1, onclick: function () { onGo(page - 1) } }))
+    nav.appendChild(
+      el('button', {
+        type: 'button',
+        text: t('common.prev'),
+        disabled: page <= 1,
+        onclick: function () {
+          onGo(page - 1)
+        },
+      }),
+    )
     nav.appendChild(el('span', { text: t('common.page', { page: page, pages: totalPages }) }))
-    nav.appendChild(el('button', { type: 'button', text: t('common.next'), disabled: page >= totalPages, onclick: function () { onGo(page + 1) } }))
+    nav.appendChild(
+      el('button', {
+        type: 'button',
+        text: t('common.next'),
+        disabled: page >= totalPages,
+        onclick: function () {
+          onGo(page + 1)
+        },
+      }),
+    )
   }
 
   /** A table row from cells (nodes or text). */
   function row(cells, attrs) {
-    return el('tr', attrs || {}, cells.map(function (c) { return el('td', {}, c) }))
+    return el(
+      'tr',
+      attrs || {},
+      cells.map(function (c) {
+        return el('td', {}, c)
+      }),
+    )
   }
   /** A one-cell row spanning the table, for "nothing yet". */
   function emptyRow(tbody, msg) {
@@ -211,10 +295,15 @@
   /** Turns a drop zone into a file source: onFiles(FileList). */
   function dropZone(zone, onFiles) {
     ;['dragenter', 'dragover'].forEach(function (ev) {
-      zone.addEventListener(ev, function (e) { e.preventDefault(); zone.classList.add('over') })
+      zone.addEventListener(ev, function (e) {
+        e.preventDefault()
+        zone.classList.add('over')
+      })
     })
     ;['dragleave', 'drop'].forEach(function (ev) {
-      zone.addEventListener(ev, function () { zone.classList.remove('over') })
+      zone.addEventListener(ev, function () {
+        zone.classList.remove('over')
+      })
     })
     zone.addEventListener('drop', function (e) {
       e.preventDefault()
@@ -230,27 +319,53 @@
     document.body.appendChild(a)
     a.click()
     a.remove()
-    setTimeout(function () { URL.revokeObjectURL(url) }, 10000)
+    setTimeout(function () {
+      URL.revokeObjectURL(url)
+    }, 10000)
   }
 
   /** Wires the redeem-code form of a page; onDone() after a code was accepted. */
   function redeemForm(statusId, onDone) {
-    var form = $('redeem-form')
+    var form = /** @type {HTMLFormElement} */ ($('redeem-form'))
     form.addEventListener('submit', function (e) {
       e.preventDefault()
-      api.post('/api/redeem', { code: $('redeem-code').value.trim() }).then(function () {
-        status(statusId, t('redeem.done'), 'ok')
-        form.reset()
-        onDone()
-      }).catch(fail(statusId))
+      api
+        .post('/api/redeem', { code: /** @type {HTMLInputElement} */ ($('redeem-code')).value.trim() })
+        .then(function () {
+          status(statusId, t('redeem.done'), 'ok')
+          form.reset()
+          onDone()
+        })
+        .catch(fail(statusId))
     })
     return form
   }
 
   window.SVC = {
-    data: data, lang: lang, t: t, el: el, clear: clear, $: $, api: api, send: send, qs: qs, toast: toast,
-    status: status, fail: fail, copy: copy, bytes: bytes, time: time, progress: progress, pager: pager,
-    row: row, emptyRow: emptyRow, dropZone: dropZone, download: download, safeUrl: safeUrl, ApiError: ApiError,
-    enc: encodeURIComponent, redeemForm: redeemForm,
+    data: data,
+    lang: lang,
+    t: t,
+    el: el,
+    clear: clear,
+    $: $,
+    api: api,
+    send: send,
+    qs: qs,
+    toast: toast,
+    status: status,
+    fail: fail,
+    copy: copy,
+    bytes: bytes,
+    time: time,
+    progress: progress,
+    pager: pager,
+    row: row,
+    emptyRow: emptyRow,
+    dropZone: dropZone,
+    download: download,
+    safeUrl: safeUrl,
+    ApiError: ApiError,
+    enc: encodeURIComponent,
+    redeemForm: redeemForm,
   }
 })()

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Write path under load (issue 22): hot-key incr, distinct-key store and form submit at 64
+# connections, and a neighbour tenant's page with and without a tenant writing ~500/s.
+#
+#   bench/write-path.sh                       this checkout, SQLite and PostgreSQL
+#   BUILDS="before:/path/to/main-checkout after:." ROUNDS=3 bench/write-path.sh
+#   ENGINES=sqlite DURATION=10s bench/write-path.sh
+#
+# Needs dist/ built in every checkout (npm run build), wrk, curl, PostgreSQL at 127.0.0.1:5432
+# (trust, database test) for the postgres engine; loopback only. Each checkout is started with
+# `bin/svc serve` on plain HTTP (TRUST_PROXY=1, requests carry X-Forwarded-Proto: https) and
+# a fresh DATA_DIR (and schema) per run. Rounds alternate the builds, so a machine shared with
+# other work spreads its noise over all of them. Prints one line per measurement, then the
+# range (min-max) per build, engine and scenario.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+cd "$HERE/.."
+
+BUILDS=${BUILDS:-"this:."}
+ENGINES=${ENGINES:-"sqlite postgres"}
+ROUNDS=${ROUNDS:-1}
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-64}
+THREADS=${THREADS:-2}
+WRITE_RATE=${WRITE_RATE:-500}
+PORT=${PORT:-19120}
+PG=${PG:-postgres://postgres@127.0.0.1:5432/test}
+OUT=${OUT:-$(mktemp /tmp/svc-bench-write-path.XXXXXX.tsv)}
+BASE="http://127.0.0.1:$PORT"
+H=(-H 'X-Forwarded-Proto: https')
+SERVER= DATA= SCHEMA=
+
+stop_server() {
+  if [ -n "$SERVER" ]; then
+    kill "$SERVER" 2>/dev/null || true
+    wait "$SERVER" 2>/dev/null || true
+  fi
+  SERVER=
+  [ -z "$DATA" ] || rm -rf "$DATA"
+  DATA=
+  [ -z "$SCHEMA" ] || psql -q "$PG" -c "drop schema if exists $SCHEMA cascade" >/dev/null 2>&1 || true
+  SCHEMA=
+}
+trap stop_server EXIT
+
+# wrk_run NAME ARGS...: one wrk run; appends "build engine round NAME req/s p99_ms non2xx"
+wrk_run() {
+  local name=$1
+  shift
+  local out rps p99 bad
+  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$@")
+  rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+  p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}' <<<"$out")
+  bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$BUILD" "$ENGINE" "$ROUND" "$name" "$rps" "$p99" "${bad:-0}" | tee -a "$OUT"
+}
+
+for ROUND in $(seq 1 "$ROUNDS"); do
+  for ENGINE in $ENGINES; do
+    for B in $BUILDS; do
+      BUILD=${B%%:*}
+      DIR=${B#*:}
+      DATA=$(mktemp -d /tmp/svc-bench-wp.XXXXXX)
+      env=(DATA_DIR="$DATA" PORT="$PORT" HOST=127.0.0.1 TRUST_PROXY=1 LOG_LEVEL=warn
+        RATE_LIMITS='{"default":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000},"authenticated":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000},"vip":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000}}')
+      if [ "$ENGINE" = postgres ]; then
+        SCHEMA=bench_wp_$$_$ROUND
+        env+=(DATABASE_URL="$PG?schema=$SCHEMA")
+      fi
+      svc() { env "${env[@]}" "$DIR/bin/svc" "$@"; }
+      env "${env[@]}" "$DIR/bin/svc" serve >"$DATA/serve.log" 2>&1 &
+      SERVER=$!
+      up=
+      for _ in $(seq 1 600); do
+        curl -sf "$BASE/healthz" >/dev/null 2>&1 && up=1 && break
+        sleep 0.1
+      done
+      [ -n "$up" ] || { echo "$BUILD did not start:" && cat "$DATA/serve.log" && exit 1; }
+      kill -0 "$SERVER" || { echo "port $PORT answers, but not from $BUILD" && exit 1; }
+      svc user add writer --password 'bench password 123' >/dev/null
+      svc user add neighbour --password 'bench password 123' >/dev/null
+      svc user set writer --limit kv_keys=1000000 --limit form_submissions_month=1000000000 >/dev/null
+      WKEY=$(svc key create writer | tail -n 1)
+      NKEY=$(svc key create neighbour | tail -n 1)
+      SLUG=bench-$RANDOM
+      curl -s --fail-with-body "${H[@]}" -H "Authorization: Bearer $WKEY" -H 'Content-Type: application/json' \
+        -d "{\"form_name\":\"Bench\",\"form_slug\":\"$SLUG\"}" "$BASE/svc_api/forms/create" >"$DATA/form.json" || { cat "$DATA/form.json"; exit 1; }
+      node -e 'process.stdout.write("<!doctype html><title>n</title><p>" + "neighbour ".repeat(300) + "</p>\n")' >"$DATA/page.html"
+      curl -sf "${H[@]}" -H "Authorization: Bearer $NKEY" -F "file=@$DATA/page.html;type=text/html" "$BASE/svc_api/upload" >/dev/null
+      PAGE="$BASE/neighbour/page.html"
+      curl -sf "${H[@]}" "$PAGE" -o /dev/null
+
+      MODE=incr API_KEY=$WKEY wrk_run incr -s "$HERE/write-path.lua" "$BASE/svc_api/data/incr"
+      MODE=store API_KEY=$WKEY wrk_run store -s "$HERE/write-path.lua" "$BASE/svc_api/data/store"
+      MODE=submit wrk_run submit -s "$HERE/write-path.lua" "$BASE/api/forms/submit/$SLUG"
+      wrk_run page-alone "${H[@]}" "$PAGE"
+      secs=${DURATION%s}
+      BASE=$BASE API_KEY=$WKEY RATE=$WRITE_RATE DURATION_S=$((secs + 2)) node "$HERE/write-path-writer.mjs" >"$DATA/writer.json" &
+      WRITER=$!
+      sleep 1
+      wrk_run page-with-writer "${H[@]}" "$PAGE"
+      wait "$WRITER"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$BUILD" "$ENGINE" "$ROUND" writer-achieved "$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).per_second)' "$DATA/writer.json")" - - | tee -a "$OUT"
+      stop_server
+    done
+  done
+done
+
+echo
+echo "ranges over $ROUNDS round(s) (min-max): req/s | p99 ms    [raw: $OUT]"
+awk -F'\t' '$5 != "" && $6 != "-" {
+  k = $1 "\t" $2 "\t" $4
+  if (!(k in lo) || $5 < lo[k]) lo[k] = $5; if ($5 > hi[k]) hi[k] = $5
+  if (!(k in plo) || $6 < plo[k]) plo[k] = $6; if ($6 > phi[k]) phi[k] = $6
+} END { for (k in lo) printf "%s\t%d-%d\t%.2f-%.2f\n", k, lo[k], hi[k], plo[k], phi[k] }' "$OUT" | sort

@@ -1,0 +1,217 @@
+import fs from 'node:fs'
+import fsp from 'node:fs/promises'
+import { PassThrough, type Readable } from 'node:stream'
+import { createGzip } from 'node:zlib'
+import tar from 'tar-stream'
+import { ApiClient, encodePath } from './api.js'
+import { ApiError, CliError } from './errors.js'
+import { hashFiles, walkFolder, type LocalFile } from './files.js'
+import { formatBytes, type Reporter } from './progress.js'
+import { defaultProject, type FailedFile } from './deploy.js'
+
+/**
+ * svc deploy through archive deploys (docs/api/deploys.md): the manifest check says which
+ * digests the project lacks, then one tar stream (gzip) carries the manifest and only those
+ * files. Two requests whatever the size of the site; the deploy is the folder exactly.
+ */
+
+export interface ArchiveOptions {
+  dir: string
+  project?: string
+  preview: boolean
+  message?: string
+  dryRun: boolean
+  dotfiles: boolean
+  gzip: boolean
+}
+
+export interface ArchiveResult {
+  success: boolean
+  project: string
+  files: number
+  bytes: number
+  ignored: number
+  /** Files the archive carried (or would carry, with --dry-run). */
+  uploaded: string[]
+  uploaded_bytes: number
+  unchanged: number
+  failed: FailedFile[]
+  requests: number
+  rate_limit_waits: number
+  deploy_id: string | null
+  preview: boolean
+  published: boolean
+  website_url: string | null
+  site_url: string | null
+  preview_url: string | null
+  dry_run: boolean
+  duration_ms: number
+}
+
+/** The manifest entry's name and the server's limits, as the server states them. */
+const MANIFEST_ENTRY = 'svc-deploy.json'
+
+/** The tar (optionally gzipped) of the manifest and the files to send, made as it is read. */
+function archiveStream(manifest: Buffer, files: LocalFile[], gzip: boolean, onBytes: (n: number, fileDone: boolean) => void): Readable {
+  const pack = tar.pack()
+  const out = gzip ? pack.pipe(createGzip({ level: 1 })) : pack.pipe(new PassThrough())
+  const fail = (e: unknown) => out.destroy(e as Error)
+  void (async () => {
+    try {
+      await new Promise<void>((resolve, reject) =>
+        pack.entry({ name: MANIFEST_ENTRY, size: manifest.length, mode: 0o644 }, manifest, (e) => (e ? reject(e) : resolve())),
+      )
+      for (const f of files) {
+        const st = await fsp.stat(f.abs)
+        if (st.size !== f.size) throw new CliError(`${f.path} changed while deploying; run svc deploy again`)
+        await new Promise<void>((resolve, reject) => {
+          const entry = pack.entry({ name: f.path, size: f.size, mode: 0o644, mtime: st.mtime }, (e) => (e ? reject(e) : resolve()))
+          const src = fs.createReadStream(f.abs)
+          src.on('data', (c) => onBytes(c.length, false))
+          src.on('end', () => onBytes(0, true))
+          src.on('error', reject)
+          src.pipe(entry)
+        })
+      }
+      pack.finalize()
+    } catch (e) {
+      fail(e)
+    }
+  })()
+  return out
+}
+
+/** Runs an archive deploy; null when the server has no archive deploys (the caller falls back to batches). */
+export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: Reporter): Promise<ArchiveResult | null> {
+  const started = Date.now()
+  const dirReal = await fsp.realpath(opts.dir).catch(() => {
+    throw new CliError(`no such folder: ${opts.dir}`)
+  })
+  const project = opts.project ?? defaultProject(dirReal)
+  if (!project || project.startsWith('.') || /[\\\u0000-\u001f]/.test(project)) throw new CliError(`invalid project name "${project}"; pass --project NAME`)
+  const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
+  const failed: FailedFile[] = walked.invalid.map((s) => ({ path: s.path, reason: s.reason }))
+  if (walked.files.length === 0 && failed.length === 0) throw new CliError(`nothing to deploy: ${opts.dir} has no files (after ignore rules)`)
+  const hashed = await hashFiles(walked.files, (n) => rep.progress('hashing', n, walked.files.length))
+  rep.clear()
+  failed.push(...hashed.unreadable)
+  const files = hashed.files
+  const result: ArchiveResult = {
+    success: false,
+    project,
+    files: walked.files.length,
+    bytes: walked.files.reduce((a, f) => a + f.size, 0),
+    ignored: walked.ignoredCount,
+    uploaded: [],
+    uploaded_bytes: 0,
+    unchanged: 0,
+    failed,
+    requests: 0,
+    rate_limit_waits: 0,
+    deploy_id: null,
+    preview: opts.preview,
+    published: false,
+    website_url: null,
+    site_url: null,
+    preview_url: null,
+    dry_run: opts.dryRun,
+    duration_ms: 0,
+  }
+  const finish = () => {
+    result.uploaded.sort()
+    result.failed.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+    result.requests = api.requests
+    result.rate_limit_waits = api.rateLimitWaits
+    result.duration_ms = Date.now() - started
+    return result
+  }
+
+  const manifest = { files: Object.fromEntries(files.map((f) => [f.path, f.sha256])) }
+  const check = await api.post(`/api/folders/${encodePath(project)}/deploys/missing`, { json: manifest, okStatuses: [404] })
+  if (check.status === 404) {
+    if (check.json?.error_code === 1404) return null
+    throw ApiError.from(check.status, check.json, check.text, check.headers)
+  }
+  const missing = new Set<string>(check.json?.missing ?? [])
+  const maxFile = Number(check.json?.limits?.max_file_bytes ?? Infinity)
+  // one file per missing digest: the server stores equal bytes once
+  const send: LocalFile[] = []
+  const sent = new Set<string>()
+  for (const f of files) {
+    if (!missing.has(f.sha256)) continue
+    if (f.size > maxFile) {
+      failed.push({
+        path: f.path,
+        reason: `file too large: ${formatBytes(f.size)}; the server takes at most ${formatBytes(maxFile)} (${maxFile} bytes) per file`,
+      })
+      continue
+    }
+    if (sent.has(f.sha256)) continue
+    sent.add(f.sha256)
+    send.push(f)
+  }
+  result.uploaded = send.map((f) => f.path)
+  result.uploaded_bytes = send.reduce((a, f) => a + f.size, 0)
+  result.unchanged = files.length - files.filter((f) => missing.has(f.sha256)).length
+  if (failed.length > 0 || opts.dryRun) {
+    result.success = failed.length === 0
+    return finish()
+  }
+
+  const body = Buffer.from(JSON.stringify({ ...manifest, source: 'cli', preview: opts.preview, ...(opts.message ? { message: opts.message } : {}) }))
+  const total = result.uploaded_bytes
+  let t0 = Date.now()
+  let bytes = 0
+  let done = 0
+  const show = (force = false) => {
+    const secs = Math.max(0.001, (Date.now() - t0) / 1000)
+    rep.progress('uploading', done, send.length, `${formatBytes(bytes)}/${formatBytes(total)}  ${formatBytes(Math.round(bytes / secs))}/s`, force)
+  }
+  const r = await api.post(`/api/folders/${encodePath(project)}/deploys`, {
+    contentType: opts.gzip ? 'application/gzip' : 'application/x-tar',
+    body: () => {
+      // a retry (after a rate-limit wait) sends the whole archive again
+      t0 = Date.now()
+      bytes = 0
+      done = 0
+      return archiveStream(body, send, opts.gzip, (n, fileDone) => {
+        bytes += n
+        if (fileDone) done++
+        show()
+      })
+    },
+  })
+  if (send.length) show(true)
+  rep.clear()
+  const d = r.json ?? {}
+  result.deploy_id = d.deploy?.id ?? null
+  result.published = !opts.preview
+  result.website_url = d.website_url ?? null
+  result.site_url = d.site_url ?? null
+  result.preview_url = d.preview_site_url ?? d.preview_url ?? null
+  result.success = true
+  return finish()
+}
+
+/** The human summary of an archive deploy. */
+export function describeArchive(r: ArchiveResult): string {
+  const lines: string[] = []
+  lines.push(`${r.project}: ${r.files} files (${formatBytes(r.bytes)})${r.ignored ? `, ${r.ignored} ignored` : ''}`)
+  lines.push(
+    `${r.dry_run ? 'would upload' : 'uploaded'} ${r.uploaded.length} file${r.uploaded.length === 1 ? '' : 's'} (${formatBytes(r.uploaded_bytes)}), ${r.unchanged} unchanged`,
+  )
+  if (r.dry_run) for (const p of r.uploaded.slice(0, 200)) lines.push(`  ${p}`)
+  if (r.dry_run && r.uploaded.length > 200) lines.push(`  ... and ${r.uploaded.length - 200} more`)
+  for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.path}: ${f.reason}${f.error_code !== undefined ? ` (error ${f.error_code})` : ''}`)
+  if (r.failed.length > 20) lines.push(`  ... and ${r.failed.length - 20} more`)
+  if (r.failed.length) lines.push(`${r.failed.length} file${r.failed.length === 1 ? '' : 's'} failed; nothing deployed`)
+  else if (r.deploy_id && r.preview) lines.push(`preview ${r.deploy_id}: ${r.preview_url}\n  make it live: svc promote ${r.deploy_id} --project ${r.project}`)
+  else if (r.deploy_id) {
+    lines.push(`deploy ${r.deploy_id} is live: ${r.site_url ?? r.website_url}`)
+    if (r.site_url && r.website_url) lines.push(`  also at ${r.website_url} (for scripts; browsers are sent to the first URL)`)
+  }
+  lines.push(
+    `${(r.duration_ms / 1000).toFixed(1)} s, ${r.requests} request${r.requests === 1 ? '' : 's'}${r.rate_limit_waits ? `, ${r.rate_limit_waits} rate-limit wait${r.rate_limit_waits === 1 ? '' : 's'}` : ''}`,
+  )
+  return lines.join('\n')
+}

@@ -1,0 +1,99 @@
+/** Shared pieces of the client commands: the command context, argument checks, local input, tables and multipart bodies. */
+import fs from 'node:fs'
+import path from 'node:path'
+import { ApiClient } from '../api.js'
+import { type ConnectionFlags } from '../config.js'
+import { CliError, UsageError } from '../errors.js'
+import { type Reporter } from '../progress.js'
+
+export interface Ctx {
+  json: boolean
+  rep: Reporter
+  /** A line (or block) for people on stdout. */
+  out(s: string): void
+  /** A JSON document on stdout (--json). */
+  emit(v: unknown): void
+  /** The API client of this command (created once, from flags, environment and config file). */
+  api(flags: ConnectionFlags): ApiClient
+}
+
+export const flagsOf = (v: { url?: string; key?: string; insecure?: boolean }): ConnectionFlags => ({ url: v.url, key: v.key, insecure: v.insecure })
+
+export const keyHint = (key: string) => `${key.slice(0, 4)}…${key.slice(-4)}`
+
+export function need(v: string | undefined, what: string): string {
+  if (v === undefined || v === '') throw new UsageError(`missing ${what}`)
+  return v
+}
+
+export function noMore(positionals: string[], used: number) {
+  if (positionals.length > used) throw new UsageError(`unexpected argument "${positionals[used]}"`)
+}
+
+export const TEXT_TYPES: Record<string, string> = {
+  '.json': 'application/json',
+  '.csv': 'text/csv',
+  '.tsv': 'text/tab-separated-values',
+  '.txt': 'text/plain',
+  '.md': 'text/markdown',
+  '.xml': 'application/xml',
+  '.yaml': 'application/yaml',
+  '.yml': 'application/yaml',
+  '.html': 'text/html',
+  '.htm': 'text/html',
+  '.css': 'text/css',
+  '.js': 'text/javascript',
+  '.svg': 'image/svg+xml',
+  '.geojson': 'application/geo+json',
+  '.ndjson': 'application/x-ndjson',
+}
+
+/** Content type of a hosted data file from its extension (text/plain when unknown). */
+export const textType = (file: string): string => TEXT_TYPES[path.extname(file).toLowerCase()] ?? 'text/plain'
+
+export function readLocal(file: string): Buffer {
+  try {
+    return fs.readFileSync(file)
+  } catch (e) {
+    throw new CliError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`)
+  }
+}
+
+export async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const c of process.stdin) chunks.push(c as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+/** A small multipart/form-data body (fields, then files). */
+export function multipartBody(
+  fields: Record<string, string>,
+  files: Array<{ name: string; filename: string; type: string; data: Buffer }>,
+): { body: Buffer; contentType: string } {
+  const boundary = `----svc-cli-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`
+  const parts: Buffer[] = []
+  const q = (s: string) => s.replace(/[\r\n"\\]/g, (c) => encodeURIComponent(c))
+  for (const [k, val] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${q(k)}"\r\n\r\n${val}\r\n`))
+  for (const f of files) {
+    parts.push(
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${q(f.name)}"; filename="${q(f.filename)}"\r\nContent-Type: ${f.type}\r\n\r\n`),
+      f.data,
+      Buffer.from('\r\n'),
+    )
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`))
+  return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` }
+}
+
+export function preview(v: unknown): string {
+  const s = typeof v === 'string' ? v : JSON.stringify(v)
+  const one = (s ?? '').replace(/\s+/g, ' ')
+  return one.length > 40 ? `${one.slice(0, 39)}…` : one
+}
+
+/** A left-aligned text table. */
+export function table(head: string[], rows: string[][]): string {
+  const all = [head, ...rows]
+  const w = head.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)))
+  return all.map((r) => r.map((c, i) => (i === r.length - 1 ? c : (c ?? '').padEnd(w[i]))).join('  ')).join('\n')
+}

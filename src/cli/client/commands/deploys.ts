@@ -1,0 +1,63 @@
+/** svc deploys, svc rollback, svc promote: a project's kept deploys and its live pointer. */
+import fs from 'node:fs'
+import { encodePath } from '../api.js'
+import { parse } from '../args.js'
+import { formatBytes } from '../progress.js'
+import { defaultProject } from '../deploy.js'
+import { flagsOf, need, noMore, table, type Ctx } from './context.js'
+
+/** --project, else the name of the current folder (as svc deploy . would name it). */
+const projectOf = (v: { project?: string }): string => v.project ?? defaultProject(fs.realpathSync('.'))
+
+export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> {
+  const { values: v, positionals } = parse(args, { project: { type: 'string', short: 'p' } })
+  if (positionals[0] !== undefined && positionals[0] !== 'list') noMore(positionals, 0)
+  noMore(positionals, 1)
+  const project = projectOf(v)
+  const r = await ctx.api(flagsOf(v)).get(`/api/folders/${encodePath(project)}/deploys`)
+  const deploys: Array<Record<string, any>> = r.json?.deploys ?? []
+  if (ctx.json) {
+    ctx.emit({ success: true, project, live_deploy_id: r.json?.live_deploy_id ?? null, deploys })
+    return 0
+  }
+  if (deploys.length === 0) {
+    ctx.out(`${project}: no deploys yet`)
+    return 0
+  }
+  ctx.out(
+    table(
+      ['', 'ID', 'CREATED', 'FILES', 'SIZE', 'SOURCE', 'MESSAGE'],
+      deploys.map((d) => [
+        d.is_live ? 'live' : d.is_preview ? 'preview' : '',
+        String(d.id),
+        String(d.created_at).slice(0, 19).replace('T', ' '),
+        String(d.file_count),
+        formatBytes(Number(d.bytes)),
+        String(d.source),
+        String(d.message ?? ''),
+      ]),
+    ),
+  )
+  return 0
+}
+
+export async function rollbackCommand(ctx: Ctx, args: string[]): Promise<number> {
+  const { values: v, positionals } = parse(args, { project: { type: 'string', short: 'p' } })
+  noMore(positionals, 1)
+  const project = projectOf(v)
+  const r = await ctx.api(flagsOf(v)).post(`/api/folders/${encodePath(project)}/rollback`, { json: positionals[0] ? { deploy_id: positionals[0] } : {} })
+  if (ctx.json) ctx.emit({ success: true, project, live_deploy_id: r.json?.live_deploy_id })
+  else ctx.out(`${project}: deploy ${r.json?.live_deploy_id} is live`)
+  return 0
+}
+
+export async function promoteCommand(ctx: Ctx, args: string[]): Promise<number> {
+  const { values: v, positionals } = parse(args, { project: { type: 'string', short: 'p' } })
+  const id = need(positionals[0], 'the deploy to make live: svc promote ID')
+  noMore(positionals, 1)
+  const project = projectOf(v)
+  const r = await ctx.api(flagsOf(v)).post(`/api/folders/${encodePath(project)}/deploys/${encodeURIComponent(id)}/promote`)
+  if (ctx.json) ctx.emit({ success: true, project, live_deploy_id: r.json?.live_deploy_id })
+  else ctx.out(`${project}: deploy ${r.json?.live_deploy_id} is live`)
+  return 0
+}

@@ -1,0 +1,132 @@
+/** svc domain (custom domains) and svc access (visitor password and expiry of a project or page). */
+import { parse } from '../args.js'
+import { UsageError } from '../errors.js'
+import { flagsOf, need, noMore, readStdin, table, type Ctx } from './context.js'
+
+interface DomainData {
+  domain: string
+  project: string
+  verified: boolean
+  verification: { type: string; name: string; value: string }
+}
+
+const record = (d: DomainData) => `${d.verification.name}  TXT  "${d.verification.value}"`
+
+export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
+  const [sub, ...rest] = args
+  const { values: v, positionals } = parse(rest, { project: { type: 'string' } })
+  const api = () => ctx.api(flagsOf(v))
+  const path = (name: string) => `/api/domains/${encodeURIComponent(name)}`
+  switch (sub) {
+    case 'add': {
+      const domain = need(positionals[0], 'DOMAIN: svc domain add DOMAIN --project NAME')
+      noMore(positionals, 1)
+      const project = need(v.project, '--project NAME (the folder project this domain serves)')
+      const r = await api().post('/api/domains', { json: { domain, project } })
+      const d = r.json.data as DomainData
+      if (ctx.json) ctx.emit(r.json)
+      else {
+        ctx.out(`added ${d.domain} -> ${d.project} (not verified yet)`)
+        ctx.out('Create this DNS record, then run `svc domain verify ' + d.domain + '`:')
+        ctx.out(`  ${record(d)}`)
+        ctx.out(`and point ${d.domain} at the service (CNAME or A/AAAA).`)
+      }
+      return 0
+    }
+    case 'verify': {
+      const domain = need(positionals[0], 'DOMAIN: svc domain verify DOMAIN')
+      noMore(positionals, 1)
+      const r = await api().post(`${path(domain)}/verify`)
+      if (ctx.json) ctx.emit(r.json)
+      else ctx.out(`verified ${r.json.data.domain}: it serves ${r.json.data.project}`)
+      return 0
+    }
+    case 'ls':
+    case 'list': {
+      noMore(positionals, 0)
+      const r = await api().get('/api/domains')
+      const list = (r.json.data?.domains ?? []) as DomainData[]
+      if (ctx.json) ctx.emit(r.json)
+      else {
+        ctx.out(
+          table(
+            ['DOMAIN', 'PROJECT', 'STATUS', 'DNS RECORD'],
+            list.map((d) => [d.domain, d.project, d.verified ? 'verified' : 'pending', d.verified ? '' : record(d)]),
+          ),
+        )
+        ctx.out(`${list.length} of ${r.json.data?.limit ?? '?'} domains`)
+      }
+      return 0
+    }
+    case 'rm':
+    case 'remove': {
+      const domain = need(positionals[0], 'DOMAIN: svc domain remove DOMAIN')
+      noMore(positionals, 1)
+      const r = await api().delete(path(domain))
+      if (ctx.json) ctx.emit(r.json)
+      else ctx.out(`removed ${domain}`)
+      return 0
+    }
+    default:
+      throw new UsageError('usage: svc domain add DOMAIN --project NAME | verify DOMAIN | list | remove DOMAIN')
+  }
+}
+
+/** An expiry from the command line: ISO 8601, or a duration from now (30m, 12h, 7d). */
+export function expiryOf(text: string, now = Date.now()): string {
+  const m = /^(\d+)(m|h|d)$/.exec(text)
+  if (m) return new Date(now + Number(m[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'm' | 'h' | 'd']).toISOString()
+  if (/^\d{4}-\d{2}-\d{2}T/.test(text) && Number.isFinite(Date.parse(text))) return text
+  throw new UsageError(`--expires "${text}": give an ISO 8601 time with a zone (2026-12-31T23:00:00Z) or a duration (30m, 12h, 7d)`)
+}
+
+export async function accessCommand(ctx: Ctx, args: string[]): Promise<number> {
+  const [sub, ...rest] = args
+  const { values: v, positionals } = parse(rest, {
+    'password-stdin': { type: 'boolean' },
+    'no-password': { type: 'boolean' },
+    expires: { type: 'string' },
+    'no-expiry': { type: 'boolean' },
+  })
+  const api = () => ctx.api(flagsOf(v))
+  const show = (a: { name: string; password: boolean; expires_at: string | null; expired: boolean }) =>
+    `${a.name}: ${a.password ? 'password' : 'no password'}, ${a.expires_at === null ? 'no expiry' : `${a.expired ? 'expired' : 'expires'} ${a.expires_at}`}`
+  switch (sub) {
+    case 'set': {
+      const name = need(positionals[0], 'NAME: svc access set NAME [--password-stdin | --no-password] [--expires WHEN | --no-expiry]')
+      noMore(positionals, 1)
+      const body: Record<string, unknown> = {}
+      if (v['password-stdin'] && v['no-password']) throw new UsageError('--password-stdin and --no-password exclude each other')
+      if (v['password-stdin']) body.password = (await readStdin()).replace(/\r?\n$/, '')
+      else if (v['no-password']) body.password = null
+      else if (process.env.SVC_VISITOR_PASSWORD) body.password = process.env.SVC_VISITOR_PASSWORD
+      if (v.expires !== undefined && v['no-expiry']) throw new UsageError('--expires and --no-expiry exclude each other')
+      if (v.expires !== undefined) body.expires_at = expiryOf(v.expires)
+      else if (v['no-expiry']) body.expires_at = null
+      if (Object.keys(body).length === 0)
+        throw new UsageError('nothing to set: --password-stdin (or SVC_VISITOR_PASSWORD), --no-password, --expires WHEN or --no-expiry')
+      const r = await api().call('PUT', `/api/access/${encodeURIComponent(name)}`, { json: body })
+      if (ctx.json) ctx.emit(r.json)
+      else ctx.out(show(r.json.data))
+      return 0
+    }
+    case 'clear': {
+      const name = need(positionals[0], 'NAME: svc access clear NAME')
+      noMore(positionals, 1)
+      const r = await api().delete(`/api/access/${encodeURIComponent(name)}`)
+      if (ctx.json) ctx.emit(r.json)
+      else ctx.out(`${name}: open to everyone`)
+      return 0
+    }
+    case 'ls':
+    case 'list': {
+      noMore(positionals, 0)
+      const r = await api().get('/api/access')
+      if (ctx.json) ctx.emit(r.json)
+      else for (const a of r.json.data?.access ?? []) ctx.out(show(a))
+      return 0
+    }
+    default:
+      throw new UsageError('usage: svc access set NAME [--password-stdin | --no-password] [--expires WHEN | --no-expiry] | clear NAME | list')
+  }
+}

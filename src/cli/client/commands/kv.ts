@@ -1,0 +1,130 @@
+/** svc kv: get, set, incr, rm and ls on the key-value store. */
+import { intOption, parse } from '../args.js'
+import { UsageError } from '../errors.js'
+import { flagsOf, need, noMore, preview, readLocal, readStdin, table, type Ctx } from './context.js'
+
+const KV_TYPES = ['json', 'text', 'number']
+
+/** The value and data_type to store, from the text given on the command line. */
+export function kvValue(text: string, type: string | undefined): { value: unknown; data_type: string } {
+  if (type !== undefined && !KV_TYPES.includes(type)) throw new UsageError(`--type must be one of ${KV_TYPES.join(', ')}`)
+  if (type === 'text') return { value: text, data_type: 'text' }
+  if (type === 'number') {
+    const n = Number(text)
+    if (text.trim() === '' || !Number.isFinite(n)) throw new UsageError(`"${text}" is not a number`)
+    return { value: n, data_type: 'number' }
+  }
+  try {
+    const value = JSON.parse(text) as unknown
+    // a bare number is stored as a number, so `svc kv incr` can add to it
+    return { value, data_type: type === undefined && typeof value === 'number' ? 'number' : 'json' }
+  } catch {
+    if (type === 'json') throw new UsageError('the value is not valid JSON (use --type text for plain text)')
+    return { value: text, data_type: 'text' }
+  }
+}
+
+const showValue = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v, null, 2))
+
+export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
+  const [sub, ...rest] = args
+  const { values: v, positionals } = parse(rest, {
+    type: { type: 'string' },
+    public: { type: 'boolean' },
+    tags: { type: 'string' },
+    file: { type: 'string' },
+    by: { type: 'string' },
+    page: { type: 'string' },
+    'per-page': { type: 'string' },
+  })
+  const api = () => ctx.api(flagsOf(v))
+  switch (sub) {
+    case 'get': {
+      const key = need(positionals[0], 'KEY: svc kv get KEY')
+      noMore(positionals, 1)
+      const r = await api().get('/svc_api/data/get', { query: { key } })
+      if (ctx.json) ctx.emit(r.json)
+      else ctx.out(showValue(r.json?.data?.value))
+      return 0
+    }
+    case 'set': {
+      const key = need(positionals[0], 'KEY: svc kv set KEY VALUE')
+      let text: string
+      if (v.file !== undefined) {
+        noMore(positionals, 1)
+        text = v.file === '-' ? await readStdin() : readLocal(v.file).toString('utf8')
+      } else if (positionals[1] === '-') {
+        text = await readStdin()
+      } else {
+        text = need(positionals[1], 'VALUE: svc kv set KEY VALUE (or --file F, or - for stdin)')
+        noMore(positionals, 2)
+      }
+      const body: Record<string, unknown> = { key, ...kvValue(text, v.type) }
+      if (v.public !== undefined) body.is_public = v.public
+      if (v.tags !== undefined)
+        body.tags = v.tags
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean)
+      const r = await api().post('/svc_api/data/store', { json: body })
+      const d = r.json?.data ?? {}
+      if (ctx.json) ctx.emit(r.json)
+      else ctx.out(`stored ${d.key ?? key} (${d.data_type ?? body.data_type}, ${d.is_public ? 'public' : 'private'})`)
+      return 0
+    }
+    case 'incr': {
+      const key = need(positionals[0], 'KEY: svc kv incr KEY [BY]')
+      const byText = v.by ?? positionals[1] ?? '1'
+      noMore(positionals, v.by !== undefined ? 1 : 2)
+      const by = Number(byText)
+      if (!Number.isFinite(by) || byText.trim() === '') throw new UsageError(`"${byText}" is not a number`)
+      const r = await api().post('/svc_api/data/incr', { json: { key, by } })
+      if (ctx.json) ctx.emit(r.json)
+      else ctx.out(showValue(r.json?.data?.value))
+      return 0
+    }
+    case 'rm':
+    case 'delete': {
+      const key = need(positionals[0], 'KEY: svc kv rm KEY')
+      noMore(positionals, 1)
+      const r = await api().delete('/svc_api/data/delete', { query: { key } })
+      if (ctx.json) ctx.emit(r.json)
+      else ctx.out(`deleted ${key}`)
+      return 0
+    }
+    case 'ls':
+    case 'list': {
+      noMore(positionals, 0)
+      const perPage = intOption(v['per-page'], 'per-page', 100)
+      const one = v.page !== undefined
+      let page = intOption(v.page, 'page', 1)
+      const items: any[] = []
+      let last: any
+      for (;;) {
+        const r = await api().get('/svc_api/data/list', { query: { page, per_page: perPage } })
+        last = r.json?.data ?? {}
+        const got = Array.isArray(last.items) ? last.items : []
+        items.push(...got)
+        if (one || got.length === 0 || page >= Number(last.total_pages ?? page)) break
+        page++
+      }
+      if (ctx.json) {
+        ctx.emit({ success: true, data: { items, total: last.total ?? items.length, quota: last.quota ?? null, usage: last.usage ?? null } })
+        return 0
+      }
+      const rows = items.map((it) => [
+        String(it.key),
+        String(it.data_type ?? ''),
+        it.is_public ? 'public' : 'private',
+        String(it.updated_at ?? ''),
+        preview(it.value),
+      ])
+      ctx.out(table(['KEY', 'TYPE', 'READ', 'UPDATED', 'VALUE'], rows))
+      const usage = last.usage && last.quota ? `; ${last.usage.keys}/${last.quota.max_keys} keys used` : ''
+      ctx.out(`${last.total ?? items.length} key${(last.total ?? items.length) === 1 ? '' : 's'}${usage}`)
+      return 0
+    }
+    default:
+      throw new UsageError('usage: svc kv get|set|incr|rm|ls ...')
+  }
+}

@@ -1,0 +1,86 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
+import type { ApiClient } from '../api.js'
+import { parse } from '../args.js'
+import { ApiError, CliError } from '../errors.js'
+import { CLIENT_VERSION } from '../api.js'
+import { flagsOf, noMore, type Ctx } from './context.js'
+
+const MCP_ACCEPT = 'application/json, text/event-stream'
+
+/** A failure of the service as an MCP error the client shows its user. */
+function asMcpError(e: unknown, url: string): McpError {
+  if (e instanceof ApiError) {
+    const hint = e.status === 401 ? ' Check SVC_API_KEY (or run `svc login --url URL --key KEY`).' : ''
+    return new McpError(ErrorCode.InvalidRequest, `svc at ${url}: ${e.describe()}${hint}`)
+  }
+  if (e instanceof McpError) return e
+  return new McpError(ErrorCode.InternalError, `svc at ${url}: ${(e as Error).message}`)
+}
+
+let nextId = 1
+
+/**
+ * One JSON-RPC request to the service's POST /mcp (stateless: no initialize needed there).
+ * HTTP errors (401, 429 after the client's waits, 5xx) throw ApiError; a JSON-RPC error
+ * answer throws McpError with the service's code and message.
+ */
+async function forward(api: ApiClient, method: string, params: unknown): Promise<Record<string, unknown>> {
+  const r = await api.post('/mcp', { json: { jsonrpc: '2.0', id: nextId++, method, params: params ?? {} }, headers: { accept: MCP_ACCEPT } })
+  const body = r.json as { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } } | undefined
+  if (body?.error) throw new McpError(body.error.code, body.error.message, body.error.data)
+  if (!body?.result) throw new CliError(`the server's /mcp answered without a result (HTTP ${r.status})`)
+  return body.result
+}
+
+/**
+ * svc mcp: an MCP server on stdin/stdout for clients that launch a command (Claude Desktop,
+ * editors). It answers initialize itself and forwards tools/list and tools/call to the
+ * service's POST /mcp with the CLI's URL and API key, so the tools are the service's own:
+ * one definition set, and a read-only key sees the read-only tools here too. Nothing but
+ * protocol messages goes to stdout; notices go to stderr.
+ */
+export async function mcpCommand(ctx: Ctx, args: string[]): Promise<number> {
+  const { values: v, positionals } = parse(args, {})
+  noMore(positionals, 0)
+  const api = ctx.api(flagsOf(v))
+  api.notify = (m) => process.stderr.write(`svc mcp: ${m}\n`)
+  const url = api.conn.url
+  if (!api.conn.key) throw new CliError('svc mcp needs an API key: set SVC_API_KEY (and SVC_URL), or run `svc login --url URL --key KEY`')
+
+  // the key is checked once at start: a wrong one is reported on stderr at once, and every
+  // request then fails with the same clear error instead of the server going away
+  let startError: McpError | null = null
+  try {
+    await api.get('/svc_api/me')
+  } catch (e) {
+    startError = asMcpError(e, url)
+    process.stderr.write(`${startError.message}\n`)
+  }
+
+  const server = new Server(
+    { name: 'svc', version: CLIENT_VERSION },
+    { capabilities: { tools: {} }, instructions: `svc at ${url}: publish pages and small sites, read form submissions and key-value data.` },
+  )
+  const run = async (method: string, params: unknown) => {
+    if (startError) throw startError
+    try {
+      return await forward(api, method, params)
+    } catch (e) {
+      throw asMcpError(e, url)
+    }
+  }
+  server.setRequestHandler(ListToolsRequestSchema, async (req) => (await run('tools/list', req.params)) as never)
+  server.setRequestHandler(CallToolRequestSchema, async (req) => (await run('tools/call', req.params)) as never)
+
+  const transport = new StdioServerTransport()
+  const closed = new Promise<void>((resolve) => {
+    server.onclose = () => resolve()
+    process.stdin.once('end', () => resolve())
+  })
+  await server.connect(transport)
+  await closed
+  await server.close().catch(() => {})
+  return 0
+}

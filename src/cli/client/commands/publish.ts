@@ -1,0 +1,100 @@
+/** svc deploy (a folder project) and svc page (one HTML file). */
+import path from 'node:path'
+import { intOption, parse, sizeOption } from '../args.js'
+import { CliError, UsageError } from '../errors.js'
+import { formatBytes } from '../progress.js'
+import { flagsOf, need, noMore, multipartBody, readLocal, type Ctx } from './context.js'
+
+/**
+ * svc deploy: an archive deploy (two requests: which files are missing, then one tar stream);
+ * --batch, --delete and the batch options use the batch uploads of the spec's API instead, as
+ * does a server without archive deploys.
+ */
+export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
+  const { values: v, positionals } = parse(args, {
+    project: { type: 'string', short: 'p' },
+    preview: { type: 'boolean' },
+    message: { type: 'string', short: 'm' },
+    'no-gzip': { type: 'boolean' },
+    batch: { type: 'boolean' },
+    'no-publish': { type: 'boolean' },
+    delete: { type: 'boolean' },
+    'dry-run': { type: 'boolean' },
+    dotfiles: { type: 'boolean' },
+    concurrency: { type: 'string' },
+    'batch-files': { type: 'string' },
+    'batch-bytes': { type: 'string' },
+  })
+  const dir = need(positionals[0], 'the folder to deploy: svc deploy <dir>')
+  noMore(positionals, 1)
+  const api = ctx.api(flagsOf(v))
+  const batch = v.batch === true || v.delete === true || v['batch-files'] !== undefined || v['batch-bytes'] !== undefined || v.concurrency !== undefined
+  if (!batch) {
+    const { archiveDeploy, describeArchive } = await import('../archive.js')
+    const r = await archiveDeploy(
+      api,
+      {
+        dir,
+        project: v.project,
+        preview: v.preview === true || v['no-publish'] === true,
+        message: v.message,
+        dryRun: v['dry-run'] === true,
+        dotfiles: v.dotfiles === true,
+        gzip: v['no-gzip'] !== true,
+      },
+      ctx.rep,
+    )
+    if (r) {
+      if (ctx.json) ctx.emit(r)
+      else ctx.out(describeArchive(r))
+      return r.success ? 0 : 1
+    }
+    if (v.preview) throw new CliError('this server has no archive deploys, so no previews')
+    ctx.rep.note('this server has no archive deploys: uploading in batches')
+  }
+  // loaded here: the ignore matcher and MIME table are only needed by deploy
+  const { deploy, describeDeploy } = await import('../deploy.js')
+  const r = await deploy(
+    api,
+    {
+      dir,
+      project: v.project,
+      publish: !v['no-publish'],
+      delete: v.delete === true,
+      dryRun: v['dry-run'] === true,
+      dotfiles: v.dotfiles === true,
+      concurrency: intOption(v.concurrency, 'concurrency', 2),
+      maxBatchFiles: v['batch-files'] !== undefined ? intOption(v['batch-files'], 'batch-files', 1) : undefined,
+      maxBatchBytes: sizeOption(v['batch-bytes'], 'batch-bytes'),
+    },
+    ctx.rep,
+  )
+  if (ctx.json) ctx.emit(r)
+  else ctx.out(describeDeploy(r))
+  return r.success ? 0 : 1
+}
+
+/** svc page: the spec's single-file upload (POST /svc_api/upload). */
+export async function pageCommand(ctx: Ctx, args: string[]): Promise<number> {
+  const { values: v, positionals } = parse(args, {
+    project: { type: 'string', short: 'p' },
+    description: { type: 'string' },
+  })
+  const file = need(positionals[0], 'the HTML file: svc page <file.html>')
+  noMore(positionals, 1)
+  if (!/\.html?$/i.test(file)) throw new UsageError(`${file}: only .html and .htm files can be uploaded as a page (use svc deploy for a folder)`)
+  const data = readLocal(file)
+  const api = ctx.api(flagsOf(v))
+  const fields: Record<string, string> = {}
+  if (v.project !== undefined) fields.project_name = v.project
+  if (v.description !== undefined) fields.description = v.description
+  const { body, contentType } = multipartBody(fields, [{ name: 'file', filename: path.basename(file), type: 'text/html', data }])
+  const r = await api.post('/svc_api/upload', { body, contentType })
+  const d = r.json?.data ?? {}
+  if (ctx.json) ctx.emit(r.json)
+  else
+    ctx.out(
+      `${d.is_update ? 'updated' : 'created'} ${d.file_name} (${formatBytes(Number(d.file_size ?? data.length))}, project ${d.project_name}): ${d.site_url ?? d.url}`,
+    )
+  return 0
+}

@@ -1,0 +1,148 @@
+import type SQLite from 'better-sqlite3'
+import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type QueryResult } from 'kysely'
+import type { DurabilityBarrier } from './durability.js'
+
+/** Prepared statements kept per connection (distinct SQL texts; the app has a few hundred). */
+const STATEMENT_CACHE_SIZE = 512
+const DDL = /^\s*(create|alter|drop)\b/i
+
+/**
+ * better-sqlite3 behind Kysely, one connection, with a durability barrier. The connection
+ * notices each commit of a write (a COMMIT after a writing statement, or a writing statement
+ * outside a transaction) and takes a barrier sequence number after it ran. Kysely awaits
+ * releaseConnection before `execute()` / `transaction().execute()` return; the driver frees
+ * the connection first (the next transaction starts at once) and then waits until that
+ * sequence is durable, so every caller is answered only after its own commit is on disk,
+ * and the commits of all callers waiting meanwhile share one fsync.
+ */
+class WriterConnection implements DatabaseConnection {
+  /** A writing statement ran since the last commit or rollback. */
+  private dirty = false
+  /**
+   * Prepared statements by SQL text, least recently used first: the queries of the request
+   * paths repeat, and preparing one costs more than running it. Statements run synchronously
+   * and are never iterated, so one statement object serves every caller.
+   */
+  private readonly statements = new Map<string, SQLite.Statement>()
+  constructor(
+    private readonly db: SQLite.Database,
+    private readonly committed: () => void,
+  ) {}
+
+  private statement(sql: string): SQLite.Statement {
+    let stmt = this.statements.get(sql)
+    if (stmt !== undefined) {
+      this.statements.delete(sql)
+    } else {
+      stmt = this.db.prepare(sql)
+      if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.delete(this.statements.keys().next().value!)
+    }
+    this.statements.set(sql, stmt)
+    return stmt
+  }
+
+  executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    const { sql, parameters } = compiledQuery
+    // a schema change (migrations) starts the cache afresh: no statement outlives the schema it was prepared on
+    if (DDL.test(sql)) this.statements.clear()
+    const stmt = this.statement(sql)
+    let result: QueryResult<R>
+    if (stmt.reader) {
+      result = { rows: stmt.all(parameters) as R[] }
+    } else {
+      const { changes, lastInsertRowid } = stmt.run(parameters)
+      result = { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] }
+    }
+    // COMMIT and ROLLBACK are "readonly" in SQLite's sense; BEGIN IMMEDIATE is not, yet writes nothing
+    if (!stmt.readonly && !/^\s*begin\b/i.test(sql)) this.dirty = true
+    if (!this.db.inTransaction && this.dirty) {
+      this.dirty = false
+      if (!/^\s*rollback\b/i.test(sql)) this.committed()
+    }
+    return Promise.resolve(result)
+  }
+
+  // eslint-disable-next-line require-yield
+  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    throw new Error('streaming is not used with SQLite')
+  }
+}
+
+/** Kysely's SQLite driver with the connection above; transactions begin IMMEDIATE (the admin CLI may write concurrently). */
+class WriterDriver extends SqliteDriver {
+  private readonly lock = new Mutex()
+  private readonly connection: WriterConnection
+  /** The barrier sequence of the last write committed by the current holder of the connection. */
+  private seq = 0
+
+  constructor(
+    private readonly database: SQLite.Database,
+    private readonly barrier: DurabilityBarrier,
+  ) {
+    super({ database })
+    this.connection = new WriterConnection(database, () => {
+      this.seq = barrier.commit()
+    })
+  }
+
+  override async init(): Promise<void> {}
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    await this.lock.lock()
+    return this.connection
+  }
+
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'))
+  }
+
+  override async releaseConnection(): Promise<void> {
+    const seq = this.seq
+    this.seq = 0
+    this.lock.unlock()
+    if (seq !== 0) await this.barrier.wait(seq)
+  }
+
+  /** Runs `fn` while holding the connection: no statement of this process runs meanwhile. */
+  async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    await this.lock.lock()
+    try {
+      return await fn()
+    } finally {
+      this.lock.unlock()
+    }
+  }
+
+  override async destroy(): Promise<void> {
+    this.database.close()
+  }
+}
+
+export class WriterDialect extends SqliteDialect {
+  readonly driver: WriterDriver
+  constructor(cfg: { database: SQLite.Database; barrier: DurabilityBarrier }) {
+    super({ database: cfg.database })
+    this.driver = new WriterDriver(cfg.database, cfg.barrier)
+  }
+  override createDriver(): WriterDriver {
+    return this.driver
+  }
+}
+
+/** FIFO lock: waiters are served in arrival order. */
+class Mutex {
+  private held = false
+  private queue: Array<() => void> = []
+  lock(): Promise<void> {
+    if (!this.held) {
+      this.held = true
+      return Promise.resolve()
+    }
+    return new Promise((resolve) => this.queue.push(resolve))
+  }
+  unlock(): void {
+    const next = this.queue.shift()
+    if (next) next()
+    else this.held = false
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * Upload-time heuristics: signs of a phishing page, for review (they never block an upload).
+ * Two rules:
+ * - credential harvesting: a password or seed-phrase field together with a form that posts
+ *   to another site (an absolute or protocol-relative action whose host is not the page's);
+ * - brand impersonation: a login page (a password field) that names a brand from the
+ *   `brand_words` setting.
+ * Plain pattern matching on the first bytes of the page: cheap, and wrong in both directions
+ * sometimes, which is why a hit only opens a report.
+ */
+
+/** Bytes of a page the heuristics read. */
+export const SCAN_MAX_BYTES = 512 * 1024
+
+const PASSWORD_INPUT = /<input\b[^>]*\btype\s*=\s*["']?password\b/i
+const SEED_FIELD =
+  /<(?:input|textarea)\b[^>]*\b(?:name|id|placeholder|aria-label)\s*=\s*["']?[^"'>]*(?:seed|mnemonic|recovery[\s_-]*phrase|secret[\s_-]*phrase|private[\s_-]*key|wallet[\s_-]*phrase)/i
+const SEED_TEXT = /\b(?:seed phrase|recovery phrase|secret recovery|mnemonic phrase|12[\s-]word|24[\s-]word)\b/i
+const FORM_ACTION = /<form\b[^>]*\baction\s*=\s*["']?\s*((?:https?:)?\/\/[^\s"'>]+)/gi
+
+export interface ScanContext {
+  /** Hosts that count as the page's own (the service's, the user's origin): lower case. */
+  ownHosts: string[]
+  /** Brand words, lower case. */
+  brands: string[]
+}
+
+/** The reasons a page looks like phishing (empty: nothing found). */
+export function phishingSigns(html: string, ctx: ScanContext): string[] {
+  const reasons: string[] = []
+  const password = PASSWORD_INPUT.test(html)
+  const seed = SEED_FIELD.test(html) || (SEED_TEXT.test(html) && /<(?:input|textarea)\b/i.test(html))
+  if (password || seed) {
+    const foreign: string[] = []
+    for (const m of html.matchAll(FORM_ACTION)) {
+      let host: string
+      try {
+        host = new URL(m[1].startsWith('//') ? `https:${m[1]}` : m[1]).hostname.toLowerCase()
+      } catch {
+        continue
+      }
+      if (!ctx.ownHosts.includes(host)) foreign.push(host)
+    }
+    if (foreign.length > 0)
+      reasons.push(`${password ? 'password' : 'seed-phrase'} field with a form posting to another site (${[...new Set(foreign)].slice(0, 3).join(', ')})`)
+  }
+  if (password) {
+    const text = html
+      .replace(/<script\b[\s\S]*?<\/script>/gi, ' ')
+      .replace(/<[^>]+>/g, ' ')
+      .toLowerCase()
+    const title = /<title\b[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1]?.toLowerCase() ?? ''
+    const hits = ctx.brands.filter((b) => b && new RegExp(`(^|[^a-z0-9])${b.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^a-z0-9])`).test(`${title} ${text}`))
+    if (hits.length > 0) reasons.push(`login page naming ${hits.slice(0, 3).join(', ')}`)
+  }
+  return reasons
+}

@@ -1,0 +1,23 @@
+import type { Feature } from '../feature.js'
+import { abuseApi } from './routes.js'
+import { abusePublic } from './public.js'
+import { abusePages, abuseUi } from './page.js'
+import { abuseFor, type Abuse } from './service.js'
+
+/**
+ * Abuse handling: public reports (no login), the admin queue (quarantine -> 451, takedown ->
+ * removed + SHA-256 blocklist, restore, lift), upload heuristics, security.txt. The public
+ * host, image links and data links ask it whether content is held (public.ts).
+ */
+export const abuseFeature: Feature<Abuse> = {
+  name: 'abuse',
+  ui: abuseUi,
+  async init(deps) {
+    const abuse = abuseFor(deps)
+    await abuse.holds()
+    return abuse
+  },
+  api: (app, deps, abuse) => abuseApi(app, deps, abuse),
+  public: (app, deps) => abusePublic(app, deps),
+  pages: (app, deps) => abusePages(app, deps),
+}

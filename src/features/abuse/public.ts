@@ -1,0 +1,149 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { escapeHtml } from '../../util/html.js'
+import type { Deps } from '../../deps.js'
+import { INERT_CONTENT_CSP } from '../../http/content-headers.js'
+import { isHttps, serviceOrigin } from '../../http/origin.js'
+import { adminFor } from '../admin/service.js'
+import { abuseFor, REPORT_PATH, siteKeyOfPath } from './service.js'
+
+export const SECURITY_TXT_PATH = '/.well-known/security.txt'
+
+/**
+ * The 451 notice of held content: the same on every public route, inert (no script, no
+ * style). Its report link names the page (a sandboxed notice sends no usable Referer).
+ */
+export function noticeOf(state: string, pageUrl: string): { headers: string[]; body: Buffer } {
+  const removed = state === 'removed'
+  const report = `${REPORT_PATH}?url=${encodeURIComponent(pageUrl)}`
+  const body = Buffer.from(
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>451 Unavailable For Legal Reasons</title></head><body>` +
+      `<h1>Unavailable for legal reasons</h1><p>${
+        removed ? 'This content was removed after an abuse report.' : 'This content is held for review after an abuse report.'
+      }</p><p><a href="${escapeHtml(report)}">Report content</a> · <a href="${SECURITY_TXT_PATH}">Contact</a></p></body></html>`,
+  )
+  return {
+    headers: [
+      'Content-Type',
+      'text/html; charset=utf-8',
+      'Content-Length',
+      String(body.length),
+      'Cache-Control',
+      'no-store',
+      'Content-Security-Policy',
+      INERT_CONTENT_CSP,
+      'X-Content-Type-Options',
+      'nosniff',
+      'Cross-Origin-Resource-Policy',
+      'cross-origin',
+      'Access-Control-Allow-Origin',
+      '*',
+      'Link',
+      `<${REPORT_PATH}>; rel="blocked-by"`,
+    ],
+    body,
+  }
+}
+
+/**
+ * The public host's one hook into abuse handling (features/sites/serve.ts): whether a path is
+ * held, the 451 answer, and the two well-known paths every user's origin answers too.
+ */
+export interface HostHolds {
+  /** The hold state of a path-form path (/{username}/{name}/...): null none; undefined not loaded yet. */
+  stateOf(path: string): string | null | undefined
+  /** Loads the holds and answers the path's state from them: also when the index cannot keep them (bus down). */
+  load(path: string): Promise<string | null>
+  notice(state: string, req: IncomingMessage, path: string): { headers: string[]; body: Buffer }
+  /** Answers REPORT_PATH and security.txt on a user's origin; false for any other path. */
+  wellKnown(req: IncomingMessage, res: ServerResponse, path: string): boolean
+}
+
+export function hostHolds(deps: Deps, serviceUrl: (req: IncomingMessage) => string | null): HostHolds {
+  const abuse = abuseFor(deps)
+  const stateIn = (m: ReadonlyMap<string, string>, path: string): string | null => {
+    if (m.size === 0) return null
+    const key = siteKeyOfPath(path)
+    return key === null ? null : (m.get(key) ?? null)
+  }
+  return {
+    stateOf(path) {
+      const m = abuse.holdsNow()
+      return m === undefined ? undefined : stateIn(m, path)
+    },
+    load: async (path) => stateIn(await abuse.holds(), path),
+    notice: (state, req, path) => noticeOf(state, `${isHttps(req, deps.config) ? 'https' : 'http'}://${req.headers.host ?? ''}${path}`),
+    wellKnown(req, res, path) {
+      if (path !== REPORT_PATH && path !== SECURITY_TXT_PATH) return false
+      const base = serviceUrl(req)
+      if (base === null) {
+        res.writeHead(404, ['Content-Type', 'text/plain; charset=utf-8']).end('Not Found')
+        return true
+      }
+      const page = `${isHttps(req, deps.config) ? 'https' : 'http'}://${req.headers.host ?? ''}/`
+      const named = new URL(req.url ?? '/', 'http://x').searchParams.get('url')
+      const to =
+        path === REPORT_PATH
+          ? `${base}/report?url=${encodeURIComponent((named ?? refererOn(req, page) ?? page).slice(0, 2000))}`
+          : `${base}${SECURITY_TXT_PATH}`
+      res.writeHead(302, ['Location', to, 'Cache-Control', 'no-store', 'Content-Length', '0']).end()
+      return true
+    },
+  }
+}
+
+/** The Referer when it is a page of the same origin (the page a visitor wants to report). */
+function refererOn(req: IncomingMessage, origin: string): string | null {
+  const r = req.headers.referer
+  if (typeof r !== 'string') return null
+  try {
+    const u = new URL(r)
+    return new URL(origin).host === u.host ? u.href : null
+  } catch {
+    return null
+  }
+}
+
+/** 451 for a held image or data link (null: not held); loads the holds when needed. */
+export async function heldLink(deps: Deps, req: FastifyRequest, kind: 'image' | 'data', token: string): Promise<{ headers: string[]; body: Buffer } | null> {
+  const abuse = abuseFor(deps)
+  const m = abuse.holdsNow() ?? (await abuse.holds())
+  if (m.size === 0) return null
+  const state = m.get(`${kind}:${token}`)
+  return state === undefined ? null : noticeOf(state, `${serviceOrigin(req, deps.config)}${req.url.split('?')[0]}`)
+}
+
+/** Sends a 451 notice through Fastify. */
+export function sendNotice(reply: FastifyReply, n: { headers: string[]; body: Buffer }, head: boolean) {
+  reply.code(451)
+  for (let i = 0; i < n.headers.length; i += 2) reply.header(n.headers[i], n.headers[i + 1])
+  return reply.send(head ? undefined : n.body)
+}
+
+/** security.txt (RFC 9116): contacts from the settings; expires a year ahead, regenerated on every request. */
+export function securityTxt(settings: Record<string, string>, origin: string, now: number): string {
+  const contacts = [settings.security_contact, settings.abuse_contact].filter((c, i, a) => c && a.indexOf(c) === i)
+  const lines = contacts.length > 0 ? contacts.map((c) => `Contact: ${c}`) : [`Contact: ${origin}/report`]
+  lines.push(`Expires: ${new Date(now + 365 * 86400_000).toISOString().replace(/\.\d{3}Z$/, 'Z')}`)
+  lines.push(`Canonical: ${origin}${SECURITY_TXT_PATH}`)
+  lines.push('Preferred-Languages: en, zh')
+  lines.push(`# Report abusive content (phishing, malware, spam, copyright) without an account: ${origin}/report`)
+  return `${lines.join('\n')}\n`
+}
+
+/** The public context of abuse handling: the well-known paths on the service's own host. */
+export function abusePublic(app: FastifyInstance, deps: Deps): void {
+  const admin = adminFor(deps)
+  app.get(SECURITY_TXT_PATH, { schema: { hide: true } }, async (req, reply) => {
+    const origin = serviceOrigin(req, deps.config)
+    reply.header('Cache-Control', 'public, max-age=3600').header('Access-Control-Allow-Origin', '*')
+    return reply.type('text/plain; charset=utf-8').send(securityTxt(await admin.settings(), origin, deps.clock.now()))
+  })
+  app.get(REPORT_PATH, { schema: { hide: true } }, async (req, reply) => {
+    const q = (req.query as Record<string, unknown>).url
+    const ref = typeof req.headers.referer === 'string' ? req.headers.referer : undefined
+    const url = typeof q === 'string' ? q : ref
+    reply.header('Cache-Control', 'no-store')
+    return reply.redirect(url ? `/report?url=${encodeURIComponent(url.slice(0, 2000))}` : '/report', 302)
+  })
+}

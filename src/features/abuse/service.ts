@@ -1,0 +1,430 @@
+import type { Deps } from '../../deps.js'
+import { AppError } from '../../errors/app-error.js'
+import { newId } from '../../auth/tokens.js'
+import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
+import { DIGEST_RE } from '../../storage/blob-store.js'
+import { siteUserOf } from '../../http/site-origin.js'
+import { decodeSegment } from '../sites/paths.js'
+import { invalidateHosting } from '../sites/invalidate.js'
+import { adminFor, type Actor } from '../admin/service.js'
+import { createAbuseStore, type ReportRow } from './store.js'
+import { phishingSigns, SCAN_MAX_BYTES } from './heuristics.js'
+
+export const CATEGORIES = ['phishing', 'malware', 'spam', 'copyright', 'other'] as const
+export const REPORT_STATUSES = ['open', 'quarantined', 'restored', 'taken_down', 'lifted', 'dismissed'] as const
+/** The path of the report link on the service and on every user's origin. */
+export const REPORT_PATH = '/.well-known/svc-report'
+
+/** Bus channels of the caches the holds concern (their owners' names). */
+const HOLDS_CHANNEL = 'content-holds'
+const IMAGE_CHANNEL = 'image-host'
+const DATA_CHANNEL = 'hosted-data'
+
+/** What a hold is on: a page name of a user (single file and/or folder project), an image or a data link. */
+export type Target = { kind: 'site'; username: string; name: string } | { kind: 'image'; token: string } | { kind: 'data'; token: string }
+
+export const targetKey = (t: Target): string => (t.kind === 'site' ? `site:${t.username}/${t.name}` : `${t.kind}:${t.token}`)
+
+function parseKey(key: string): Target {
+  const colon = key.indexOf(':')
+  const kind = key.slice(0, colon)
+  const rest = key.slice(colon + 1)
+  if (kind === 'site') {
+    const slash = rest.indexOf('/')
+    return { kind: 'site', username: rest.slice(0, slash), name: rest.slice(slash + 1) }
+  }
+  return { kind: kind as 'image' | 'data', token: rest }
+}
+
+/** The hold key of a public-host path (/{username}/{name}/...), or null when it names none. */
+export function siteKeyOfPath(path: string): string | null {
+  const a = path.indexOf('/', 1)
+  if (a < 0) return null
+  const b = path.indexOf('/', a + 1)
+  const user = decodeSegment(path.slice(1, a))
+  const name = decodeSegment(path.slice(a + 1, b < 0 ? undefined : b))
+  if (user === null || name === null || name === '') return null
+  return `site:${user.toLowerCase()}/${name}`
+}
+
+const instances = new WeakMap<Deps, Abuse>()
+
+/** The abuse service of an app's deps (one per deps: its hold index listens on the bus). */
+export function abuseFor(deps: Deps): Abuse {
+  let a = instances.get(deps)
+  if (!a) instances.set(deps, (a = createAbuse(deps)))
+  return a
+}
+
+export interface ReportInput {
+  url: string
+  category: string
+  details?: string
+  contact?: string
+}
+
+function createAbuse(deps: Deps) {
+  const { db, clock, config, bus, blobs } = deps
+  const store = createAbuseStore(db)
+  const admin = adminFor(deps)
+
+  // every hold (target -> state), small: loaded whole, dropped on every change anywhere
+  const index = createInvalidatedCache<'all', Map<string, string>>({ bus, channel: HOLDS_CHANNEL, maxEntries: 1 })
+  // one load at a time, shared only while no change has come since it began: a caller
+  // never gets holds read before the last change it could have seen
+  let loading: { ticket: number; p: Promise<Map<string, string>> } | null = null
+  const loadHolds = (): Promise<Map<string, string>> => {
+    const hit = index.get('all')
+    if (hit) return Promise.resolve(hit)
+    if (loading && index.accepts(loading.ticket)) return loading.p
+    const t = index.ticket()
+    const p: Promise<Map<string, string>> = store
+      .holds()
+      .then((rows) => {
+        const m = new Map(rows.map((r) => [r.target, r.state]))
+        index.set('all', m, t)
+        return m
+      })
+      .finally(() => {
+        if (loading?.p === p) loading = null
+      })
+    loading = { ticket: t, p }
+    return p
+  }
+
+  /** Resolves a reported URL to the content of this service it names. */
+  async function targetOfUrl(raw: string): Promise<{ target: Target; userId: string }> {
+    let u: URL
+    try {
+      u = new URL(raw)
+    } catch {
+      throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: 'not a URL' } })
+    }
+    const path = u.pathname
+    const link = /^\/(svc-img|image-host|svc-data|hosted-data)\/pub\/([A-Za-z0-9_-]{16,64})$/.exec(path)
+    if (link) {
+      const token = link[2]
+      if (link[1] === 'svc-img' || link[1] === 'image-host') {
+        const img = await store.image(db.k, token)
+        if (!img) throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: 'no such image' } })
+        return { target: { kind: 'image', token }, userId: img.user_id }
+      }
+      const f = await store.dataFile(db.k, token)
+      if (!f) throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: 'no such data link' } })
+      return { target: { kind: 'data', token }, userId: f.user_id }
+    }
+    // a user's own origin ({username}.{content domain}/{name}/...) or the path form (/{username}/{name}/...)
+    const siteUser = siteUserOf(u.host, config)
+    const key = siteKeyOfPath(siteUser ? `/${siteUser}${path}` : path)
+    if (!key) throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: 'the URL names no page, image or data link' } })
+    const t = parseKey(key) as Extract<Target, { kind: 'site' }>
+    const user = await store.userByName(t.username)
+    if (!user) throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: `no user "${t.username}"` } })
+    const file = await store.siteFile(db.k, user.id, t.name)
+    const folder = await store.siteFolder(db.k, user.id, t.name)
+    if (!file && !folder) throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: `no page "${t.name}" of ${t.username}` } })
+    return { target: t, userId: user.id }
+  }
+
+  /** The bytes behind a target, as evidence rows. */
+  async function collect(t: Target, userId: string) {
+    const out: Array<{ path: string; digest: string; size: number; content_type: string }> = []
+    if (t.kind === 'site') {
+      const f = await store.siteFile(db.k, userId, t.name)
+      if (f) out.push({ path: t.name, digest: f.digest, size: Number(f.size), content_type: f.content_type })
+      const folder = await store.siteFolder(db.k, userId, t.name)
+      if (folder) for (const r of await store.folderFiles(db.k, folder.id)) out.push({ ...r, path: `${t.name}/${r.path}`, size: Number(r.size) })
+    } else if (t.kind === 'image') {
+      const img = await store.image(db.k, t.token)
+      if (img) out.push({ path: img.file_name || t.token, digest: img.digest, size: Number(img.size), content_type: img.content_type })
+    } else {
+      const f = await store.dataFile(db.k, t.token)
+      if (f)
+        for (const v of await store.dataVersions(db.k, f.id))
+          out.push({ path: `v${v.version}`, digest: v.digest, size: Number(v.size), content_type: v.content_type })
+    }
+    return out
+  }
+
+  /** Drops every cache that may hold the target's answers, on every instance. */
+  async function invalidate(t: Target): Promise<void> {
+    await index.publish('all')
+    if (t.kind === 'site') await invalidateHosting(bus, t.username)
+    else await bus.publish(t.kind === 'image' ? IMAGE_CHANNEL : DATA_CHANNEL, t.token)
+  }
+
+  const needReport = async (id: string): Promise<ReportRow> => {
+    const r = await store.report(id)
+    if (!r) throw new AppError('REPORT_NOT_FOUND')
+    return r
+  }
+
+  /** The report's target, resolved from its URL the first time an admin acts on it. */
+  async function targetOfReport(r: ReportRow): Promise<{ target: Target; userId: string }> {
+    if (r.target && r.target_user_id) return { target: parseKey(r.target), userId: r.target_user_id }
+    const found = await targetOfUrl(r.url)
+    await store.setReport(db.k, r.id, { target: targetKey(found.target), target_user_id: found.userId, updated_at: clock.now() })
+    return found
+  }
+
+  const expect = (r: ReportRow, states: string[], action: string) => {
+    if (!states.includes(r.status)) throw new AppError('HOLD_STATE', { params: { detail: `cannot ${action} a report that is ${r.status}` } })
+  }
+
+  const service = {
+    store,
+    targetOfUrl,
+
+    /** The abuse contact setting (e-mail as mailto:, or a URL; empty when unset). */
+    abuseContact: async (): Promise<string> => (await admin.settings()).abuse_contact,
+
+    /** Sync look-up for hot paths: the holds, or undefined when they must be loaded first. */
+    holdsNow: (): ReadonlyMap<string, string> | undefined => index.get('all'),
+    holds: loadHolds,
+
+    /** A public report (no login; the routes rate-limit it). */
+    async report(input: ReportInput, ip: string, source: 'public' | 'admin' = 'public'): Promise<{ id: string }> {
+      const bad = (detail: string) => new AppError('REPORT_INVALID', { params: { detail } })
+      const url = typeof input.url === 'string' ? input.url.trim() : ''
+      if (url.length === 0 || url.length > 2000) throw bad('url must be 1-2000 characters')
+      let parsed: URL
+      try {
+        parsed = new URL(url)
+      } catch {
+        throw bad('url must be an absolute http(s) URL')
+      }
+      if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw bad('url must be an absolute http(s) URL')
+      if (!(CATEGORIES as readonly string[]).includes(input.category)) throw bad(`category must be one of ${CATEGORIES.join(', ')}`)
+      const details = input.details ?? ''
+      const contact = (input.contact ?? '').trim()
+      if (typeof details !== 'string' || details.length > 5000) throw bad('details must be at most 5000 characters')
+      if (contact.length > 300) throw bad('contact must be at most 300 characters')
+      if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(details + contact + url)) throw bad('control characters are not allowed')
+      const now = clock.now()
+      // the target is filled in when it can be found now; an admin can still act later
+      const found = await targetOfUrl(url).catch(() => null)
+      const id = newId()
+      await store.insertReport({
+        id,
+        url,
+        category: input.category,
+        details,
+        contact,
+        source,
+        reporter_ip: ip,
+        status: 'open',
+        target: found ? targetKey(found.target) : null,
+        target_user_id: found?.userId ?? null,
+        created_at: now,
+        updated_at: now,
+        resolved_by: null,
+      })
+      return { id }
+    },
+
+    async reports(status: string | undefined, limit: number, offset: number) {
+      const { total, rows } = await store.reports(status, limit, offset)
+      const holds = await loadHolds()
+      return {
+        total,
+        reports: rows.map((r) => ({
+          ...r,
+          created_at: Number(r.created_at),
+          updated_at: Number(r.updated_at),
+          hold: r.target ? (holds.get(r.target) ?? null) : null,
+        })),
+      }
+    },
+
+    async detail(id: string) {
+      const r = await needReport(id)
+      const evidence = await store.evidence(id)
+      return {
+        ...r,
+        created_at: Number(r.created_at),
+        updated_at: Number(r.updated_at),
+        evidence: evidence.map((e) => ({ ...e, size: Number(e.size), created_at: Number(e.created_at) })),
+      }
+    },
+
+    /** Quarantine: 451 everywhere the content is served, bytes kept as evidence. */
+    async quarantine(actor: Actor, id: string) {
+      const r = await needReport(id)
+      expect(r, ['open', 'restored'], 'quarantine')
+      const { target, userId } = await targetOfReport(r)
+      const key = targetKey(target)
+      const now = clock.now()
+      const ev = await collect(target, userId)
+      await db.k.transaction().execute(async (trx) => {
+        await store.addEvidence(
+          trx,
+          ev.map((e) => ({ ...e, report_id: id, created_at: now })),
+        )
+        await store.putHold(trx, { target: key, state: 'quarantined', user_id: userId, report_id: id, created_at: now, created_by: actor.name })
+        await store.setReport(trx, id, { status: 'quarantined', updated_at: now, resolved_by: actor.name })
+      })
+      await invalidate(target)
+      await admin.audit(actor, 'abuse.quarantine', key, { report: id, evidence: ev.length })
+      return service.detail(id)
+    },
+
+    /** Restore: the quarantined content is served again; its evidence is released. */
+    async restore(actor: Actor, id: string) {
+      const r = await needReport(id)
+      expect(r, ['quarantined'], 'restore')
+      const { target } = await targetOfReport(r)
+      const key = targetKey(target)
+      await db.k.transaction().execute(async (trx) => {
+        const h = await store.hold(trx, key)
+        if (h?.report_id === id) await store.dropHold(trx, key)
+        await store.dropEvidence(trx, id)
+        await store.setReport(trx, id, { status: 'restored', updated_at: clock.now(), resolved_by: actor.name })
+      })
+      await invalidate(target)
+      await admin.audit(actor, 'abuse.restore', key, { report: id })
+      return service.detail(id)
+    },
+
+    /**
+     * Takedown: the content's rows go, its bytes stay as evidence, their digests go on the
+     * upload blocklist, and the URL keeps answering 451. Optionally disables the account.
+     */
+    async takedown(actor: Actor, id: string, opts: { disableAccount?: boolean } = {}) {
+      const r = await needReport(id)
+      expect(r, ['open', 'quarantined', 'restored'], 'take down')
+      const { target, userId } = await targetOfReport(r)
+      const key = targetKey(target)
+      const now = clock.now()
+      const ev = await collect(target, userId)
+      await db.k.transaction().execute(async (trx) => {
+        await store.addEvidence(
+          trx,
+          ev.map((e) => ({ ...e, report_id: id, created_at: now })),
+        )
+        const all = await store.evidence(id, trx)
+        await store.block(
+          trx,
+          all.map((e) => e.digest),
+          id,
+          now,
+          actor.name,
+        )
+        if (target.kind === 'site') {
+          const f = await store.siteFile(trx, userId, target.name)
+          if (f) await store.deleteFile(trx, userId, f.id)
+          const folder = await store.siteFolder(trx, userId, target.name)
+          if (folder) await store.deleteFolder(trx, folder.id)
+        } else if (target.kind === 'image') {
+          const img = await store.image(trx, target.token)
+          if (img) await store.deleteImage(trx, img.user_id, img.id)
+        } else {
+          const f = await store.dataFile(trx, target.token)
+          if (f) await store.deleteData(trx, f.user_id, f.id)
+        }
+        await store.putHold(trx, { target: key, state: 'removed', user_id: userId, report_id: id, created_at: now, created_by: actor.name })
+        await store.setReport(trx, id, { status: 'taken_down', updated_at: now, resolved_by: actor.name })
+      })
+      await invalidate(target)
+      let disabled = false
+      if (opts.disableAccount) {
+        const u = await store.userById(userId)
+        if (u && u.username !== actor.name) {
+          await deps.users.update(u.username, { disabled: true })
+          disabled = true
+          if (target.kind === 'site') await invalidateHosting(bus, u.username)
+        }
+      }
+      await admin.audit(actor, 'abuse.takedown', key, { report: id, evidence: ev.length, disabled_account: disabled })
+      return service.detail(id)
+    },
+
+    /** Lift a takedown: the digests may be uploaded again and the URL no longer answers 451. */
+    async lift(actor: Actor, id: string) {
+      const r = await needReport(id)
+      expect(r, ['taken_down'], 'lift')
+      const { target } = await targetOfReport(r)
+      const key = targetKey(target)
+      await db.k.transaction().execute(async (trx) => {
+        await store.unblock(trx, id)
+        const h = await store.hold(trx, key)
+        if (h?.report_id === id) await store.dropHold(trx, key)
+        await store.dropEvidence(trx, id)
+        await store.setReport(trx, id, { status: 'lifted', updated_at: clock.now(), resolved_by: actor.name })
+      })
+      await invalidate(target)
+      await admin.audit(actor, 'abuse.lift', key, { report: id })
+      return service.detail(id)
+    },
+
+    async dismiss(actor: Actor, id: string) {
+      const r = await needReport(id)
+      expect(r, ['open'], 'dismiss')
+      await store.setReport(db.k, id, { status: 'dismissed', updated_at: clock.now(), resolved_by: actor.name })
+      await admin.audit(actor, 'abuse.dismiss', r.target ?? r.url, { report: id })
+      return service.detail(id)
+    },
+
+    /** Bytes of one evidence item, for the admin (served inert by the routes). */
+    async evidenceBytes(id: string, digest: string) {
+      if (!DIGEST_RE.test(digest)) throw new AppError('RESOURCE_NOT_FOUND')
+      const e = (await store.evidence(id)).find((x) => x.digest === digest)
+      if (!e) throw new AppError('RESOURCE_NOT_FOUND')
+      return { row: e, bytes: await blobs.read(digest) }
+    },
+
+    /**
+     * Runs the heuristics on freshly stored HTML pages of a user; a hit opens a report (one
+     * open heuristic report per target). Never throws: a scan must not fail an upload.
+     */
+    async scanPages(
+      user: { id: string; username: string },
+      pages: Array<{ name: string; path: string; digest: string; size: number; contentType: string }>,
+      log?: { warn(o: unknown, m: string): void },
+    ) {
+      try {
+        const html = pages.filter((p) => p.contentType.startsWith('text/html')).slice(0, 50)
+        if (html.length === 0) return
+        const settings = await admin.settings()
+        const brands = settings.brand_words
+          .split(',')
+          .map((w) => w.trim())
+          .filter(Boolean)
+        const ownHosts = [
+          config.publicUrl ? new URL(config.publicUrl).hostname : null,
+          config.contentDomain,
+          config.contentDomain ? `${user.username}.${config.contentDomain}` : null,
+        ]
+          .filter((h): h is string => !!h)
+          .map((h) => h.toLowerCase())
+        for (const p of html) {
+          const bytes = p.size > SCAN_MAX_BYTES ? (await blobs.read(p.digest)).subarray(0, SCAN_MAX_BYTES) : await blobs.read(p.digest)
+          const reasons = phishingSigns(bytes.toString('utf8'), { ownHosts, brands })
+          if (reasons.length === 0) continue
+          const key = `site:${user.username}/${p.name}`
+          if (await store.openHeuristic(key)) continue
+          const now = clock.now()
+          const path = p.path ? `${encodeURIComponent(p.name)}/${p.path.split('/').map(encodeURIComponent).join('/')}` : encodeURIComponent(p.name)
+          await store.insertReport({
+            id: newId(),
+            url: `${config.publicUrl ?? 'https://localhost'}/${user.username}/${path}`,
+            category: 'phishing',
+            details: `flagged at upload: ${reasons.join('; ')}`,
+            contact: '',
+            source: 'heuristic',
+            reporter_ip: '',
+            status: 'open',
+            target: key,
+            target_user_id: user.id,
+            created_at: now,
+            updated_at: now,
+            resolved_by: null,
+          })
+        }
+      } catch (err) {
+        log?.warn({ err }, 'upload heuristics failed')
+      }
+    },
+  }
+  return service
+}
+export type Abuse = ReturnType<typeof createAbuse>

@@ -1,0 +1,153 @@
+import type { Db, Trx } from '../../db/kysely.js'
+import { addUsage } from '../../db/usage.js'
+import { uncountImage } from '../image-host/store.js'
+import { deleteHostedFile } from '../hosted-data/store.js'
+
+/** A report: from the public form (source "public") or from the upload heuristics ("heuristic"). */
+export interface AbuseReportsTable {
+  id: string
+  url: string
+  category: string
+  details: string
+  contact: string
+  source: string
+  reporter_ip: string
+  /** open, quarantined, restored, taken_down, lifted, dismissed. */
+  status: string
+  /** The content it is about (service.ts targetKey), once known: site:{user}/{name}, image:{token}, data:{token}. */
+  target: string | null
+  target_user_id: string | null
+  created_at: number
+  updated_at: number
+  resolved_by: string | null
+}
+
+/** Content that answers 451: quarantined (kept, hidden) or removed (taken down). */
+export interface ContentHoldsTable {
+  target: string
+  state: string
+  user_id: string
+  report_id: string
+  created_at: number
+  created_by: string
+}
+
+/** The bytes a report is about, kept as evidence (the sweeper keeps these blobs). */
+export interface AbuseEvidenceTable {
+  report_id: string
+  path: string
+  digest: string
+  size: number
+  content_type: string
+  created_at: number
+}
+
+/** Digests refused at upload (content taken down). */
+export interface BlockedDigestsTable {
+  digest: string
+  report_id: string
+  created_at: number
+  created_by: string
+}
+
+declare module '../../db/schema.js' {
+  interface Database {
+    abuse_reports: AbuseReportsTable
+    content_holds: ContentHoldsTable
+    abuse_evidence: AbuseEvidenceTable
+    blocked_digests: BlockedDigestsTable
+  }
+}
+
+export type ReportRow = AbuseReportsTable
+
+/** Whether uploads of these bytes are refused (the blob store's put check, wired in compose.ts). */
+export async function isBlockedDigest(db: Db, digest: string): Promise<boolean> {
+  return !!(await db.k.selectFrom('blocked_digests').select('digest').where('digest', '=', digest).executeTakeFirst())
+}
+
+type Q = Trx | Db['k']
+
+/** Kysely queries of the abuse tables, and the deletions of a takedown in other features' tables. */
+export function createAbuseStore(db: Db) {
+  const k = db.k
+  return {
+    insertReport: (row: AbuseReportsTable) => k.insertInto('abuse_reports').values(row).execute(),
+    report: (id: string, q: Q = k) => q.selectFrom('abuse_reports').selectAll().where('id', '=', id).executeTakeFirst(),
+    openHeuristic: (target: string) =>
+      k.selectFrom('abuse_reports').select('id').where('target', '=', target).where('source', '=', 'heuristic').where('status', '=', 'open').executeTakeFirst(),
+    async reports(status: string | undefined, limit: number, offset: number) {
+      let q = k.selectFrom('abuse_reports')
+      if (status) q = q.where('status', '=', status)
+      const total = Number((await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n)
+      const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('id').limit(limit).offset(offset).execute()
+      return { total, rows }
+    },
+    setReport: (q: Q, id: string, v: Partial<Pick<AbuseReportsTable, 'status' | 'target' | 'target_user_id' | 'updated_at' | 'resolved_by'>>) =>
+      q.updateTable('abuse_reports').set(v).where('id', '=', id).execute(),
+
+    holds: () => k.selectFrom('content_holds').select(['target', 'state']).execute(),
+    hold: (q: Q, target: string) => q.selectFrom('content_holds').selectAll().where('target', '=', target).executeTakeFirst(),
+    putHold: (q: Q, row: ContentHoldsTable) =>
+      q
+        .insertInto('content_holds')
+        .values(row)
+        .onConflict((oc) =>
+          oc.column('target').doUpdateSet({ state: row.state, report_id: row.report_id, created_at: row.created_at, created_by: row.created_by }),
+        )
+        .execute(),
+    dropHold: (q: Q, target: string) => q.deleteFrom('content_holds').where('target', '=', target).execute(),
+
+    evidence: (reportId: string, q: Q = k) => q.selectFrom('abuse_evidence').selectAll().where('report_id', '=', reportId).orderBy('path').execute(),
+    async addEvidence(q: Q, rows: AbuseEvidenceTable[]): Promise<void> {
+      for (const r of rows)
+        await q
+          .insertInto('abuse_evidence')
+          .values(r)
+          .onConflict((oc) => oc.columns(['report_id', 'path']).doNothing())
+          .execute()
+    },
+    dropEvidence: (q: Q, reportId: string) => q.deleteFrom('abuse_evidence').where('report_id', '=', reportId).execute(),
+
+    async block(q: Q, digests: string[], reportId: string, now: number, by: string): Promise<void> {
+      for (const d of new Set(digests))
+        await q
+          .insertInto('blocked_digests')
+          .values({ digest: d, report_id: reportId, created_at: now, created_by: by })
+          .onConflict((oc) => oc.column('digest').doNothing())
+          .execute()
+    },
+    unblock: (q: Q, reportId: string) => q.deleteFrom('blocked_digests').where('report_id', '=', reportId).execute(),
+    blocked: (limit: number) => k.selectFrom('blocked_digests').selectAll().orderBy('created_at', 'desc').limit(limit).execute(),
+
+    // what a target is, read from the features that own the content
+    userByName: (username: string) => k.selectFrom('users').select(['id', 'username']).where('username', '=', username).executeTakeFirst(),
+    userById: (id: string) => k.selectFrom('users').select(['id', 'username']).where('id', '=', id).executeTakeFirst(),
+    siteFile: (q: Q, userId: string, name: string) =>
+      q.selectFrom('files').select(['id', 'digest', 'size', 'content_type']).where('user_id', '=', userId).where('file_name', '=', name).executeTakeFirst(),
+    siteFolder: (q: Q, userId: string, name: string) =>
+      q.selectFrom('folders').select(['id']).where('user_id', '=', userId).where('name', '=', name).executeTakeFirst(),
+    folderFiles: (q: Q, folderId: string) =>
+      q.selectFrom('folder_files').select(['path', 'digest', 'size', 'content_type']).where('folder_id', '=', folderId).execute(),
+    image: (q: Q, token: string) =>
+      q.selectFrom('images').select(['id', 'user_id', 'digest', 'size', 'content_type', 'file_name']).where('public_token', '=', token).executeTakeFirst(),
+    dataFile: (q: Q, token: string) => q.selectFrom('hosted_files').select(['id', 'user_id']).where('public_token', '=', token).executeTakeFirst(),
+    dataVersions: (q: Q, fileId: string) =>
+      q.selectFrom('hosted_versions').select(['version', 'digest', 'size', 'content_type']).where('file_id', '=', fileId).orderBy('version').execute(),
+    // takedowns delete rows that quotas count: each uncounts exactly what it deleted
+    async deleteFile(q: Q, userId: string, id: string): Promise<void> {
+      const r = await q.deleteFrom('files').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+      await addUsage(q, userId, 'files', -Number(r.numDeletedRows))
+    },
+    async deleteFolder(q: Q, id: string): Promise<void> {
+      await q.deleteFrom('folder_files').where('folder_id', '=', id).execute()
+      await q.deleteFrom('folders').where('id', '=', id).execute()
+    },
+    async deleteImage(q: Trx, userId: string, id: string): Promise<void> {
+      const d = await q.deleteFrom('images').where('id', '=', id).where('user_id', '=', userId).returning('size').executeTakeFirst()
+      if (d) await uncountImage(q, userId, Number(d.size))
+    },
+    deleteData: (q: Trx, userId: string, id: string) => deleteHostedFile(q, userId, id),
+  }
+}
+export type AbuseStore = ReturnType<typeof createAbuseStore>

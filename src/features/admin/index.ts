@@ -1,0 +1,15 @@
+import type { Feature } from '../feature.js'
+import { adminUi } from './page.js'
+import { adminApi } from './routes.js'
+import { adminFor, type Admin } from './service.js'
+
+/**
+ * The admin console (accounts with the admin flag): accounts with usage and quotas, content
+ * search, run-time settings and the audit log of every admin action (web and CLI).
+ */
+export const adminFeature: Feature<Admin> = {
+  name: 'admin',
+  ui: adminUi,
+  init: (deps) => adminFor(deps),
+  api: (app, deps, admin) => adminApi(app, deps, admin),
+}

@@ -1,0 +1,239 @@
+import type { FastifyRequest } from 'fastify'
+import type { Deps } from '../../deps.js'
+import { AppError } from '../../errors/app-error.js'
+import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
+import { clientIp } from '../../http/origin.js'
+import { randomString, sha256hex } from '../../auth/tokens.js'
+import { UserInputError, TIERS, type Tier, type User, type UserSettings } from '../../auth/users.js'
+import { isQuotaName, quotaOf, QUOTA_NAMES } from '../../limits/quotas.js'
+import { createAdminStore, writeAudit, type AuditEntry } from './store.js'
+
+/** Registration modes of new accounts. */
+export const REGISTRATION_MODES = ['open', 'pending', 'invite', 'closed'] as const
+export type RegistrationMode = (typeof REGISTRATION_MODES)[number]
+
+/** Brand names whose presence in a login page flags it for review (the `brand_words` default). */
+export const DEFAULT_BRAND_WORDS =
+  'paypal, apple id, icloud, microsoft, office 365, outlook, google, gmail, facebook, instagram, whatsapp, netflix, amazon, metamask, coinbase, binance, trust wallet, ledger, chase, wells fargo, bank of america, dhl, fedex, usps, docusign, dropbox, adobe'
+
+interface SettingDef {
+  describe: string
+  /** Normalises a value or throws a message. */
+  check(v: string): string
+}
+
+const contact = (v: string): string => {
+  const s = v.trim()
+  if (s === '') return ''
+  if (/^[^\s@<>"]+@[^\s@<>"]+\.[^\s@<>"]+$/.test(s)) return `mailto:${s}`
+  if (/^mailto:[^\s@<>"]+@[^\s@<>"]+$/.test(s)) return s
+  let u: URL
+  try {
+    u = new URL(s)
+  } catch {
+    throw new Error('must be an e-mail address, mailto: or https:// URL')
+  }
+  if (u.protocol !== 'https:') throw new Error('must be an e-mail address, mailto: or https:// URL')
+  return u.href
+}
+
+/**
+ * Settings an admin may change while the service runs (no restart): each is read through the
+ * settings cache, which every instance drops when one of them changes (bus channel
+ * "settings"). Anything that needs a restart (ports, storage, domains) stays in config.ts.
+ */
+export const SETTINGS: Record<string, SettingDef> = {
+  registration: {
+    describe: 'New accounts: open, pending (an admin approves each), invite (an invitation code) or closed',
+    check(v) {
+      if (!(REGISTRATION_MODES as readonly string[]).includes(v)) throw new Error(`must be one of ${REGISTRATION_MODES.join(', ')}`)
+      return v
+    },
+  },
+  abuse_contact: {
+    describe: 'Where abuse reports can also be sent (e-mail or https URL); shown on the report page, 451 notices and security.txt',
+    check: contact,
+  },
+  security_contact: {
+    describe: 'Contact of security.txt (e-mail or https URL); empty: the abuse contact',
+    check: contact,
+  },
+  brand_words: {
+    describe: 'Comma-separated brand names: a login page naming one is flagged for review',
+    check(v) {
+      const words = v
+        .split(',')
+        .map((w) => w.trim().toLowerCase())
+        .filter(Boolean)
+      if (words.length > 200 || words.some((w) => w.length > 60)) throw new Error('at most 200 words of at most 60 characters')
+      return words.join(', ')
+    },
+  },
+}
+export const SETTING_NAMES = Object.keys(SETTINGS)
+
+/** Where an admin action came from, for the audit log. */
+export interface Actor {
+  name: string
+  via: 'web' | 'cli'
+  ip: string
+  userAgent: string
+}
+
+/** The actor of an admin request (the guard has checked the session). */
+export function actorOf(req: FastifyRequest, deps: Deps): Actor {
+  const ua = req.headers['user-agent']
+  return { name: req.principal?.user.username ?? '?', via: 'web', ip: clientIp(req, deps.config), userAgent: typeof ua === 'string' ? ua : '' }
+}
+
+const SETTINGS_CHANNEL = 'settings'
+const instances = new WeakMap<Deps, Admin>()
+
+/** The admin service of an app's deps (one per deps: its settings cache listens on the bus). */
+export function adminFor(deps: Deps): Admin {
+  let a = instances.get(deps)
+  if (!a) instances.set(deps, (a = createAdmin(deps)))
+  return a
+}
+
+function createAdmin(deps: Deps) {
+  const { db, clock, config, users } = deps
+  const store = createAdminStore(db)
+  const cache = createInvalidatedCache<'all', Record<string, string>>({ bus: deps.bus, channel: SETTINGS_CHANNEL, maxEntries: 1 })
+  const defaults = (): Record<string, string> => ({
+    registration: config.registration ? 'open' : 'closed',
+    abuse_contact: '',
+    security_contact: '',
+    brand_words: DEFAULT_BRAND_WORDS,
+  })
+
+  const audit = (actor: Actor, action: string, target: string, details: Record<string, unknown> = {}) => {
+    const e: AuditEntry = { actor: actor.name, via: actor.via, action, target, details, ip: actor.ip, user_agent: actor.userAgent }
+    return writeAudit(db, clock.now(), e)
+  }
+
+  const userByName = async (username: string): Promise<User> => {
+    const row = await users.byName(username)
+    if (!row) throw new AppError('USER_NOT_FOUND')
+    return (await users.byId(row.id))!
+  }
+
+  const service = {
+    store,
+    audit,
+
+    /** Every setting's current value (defaults filled in). */
+    async settings(): Promise<Record<string, string>> {
+      const hit = cache.get('all')
+      if (hit) return hit
+      const t = cache.ticket()
+      const out = defaults()
+      for (const r of await store.settings()) if (r.name in SETTINGS) out[r.name] = r.value
+      cache.set('all', out, t)
+      return out
+    },
+    async registrationMode(): Promise<RegistrationMode> {
+      return (await service.settings()).registration as RegistrationMode
+    },
+
+    /** Changes settings (all checked first, none written on a bad one), then tells every instance. */
+    async setSettings(actor: Actor, patch: Record<string, unknown>): Promise<Record<string, string>> {
+      const clean: Record<string, string> = {}
+      for (const [name, v] of Object.entries(patch)) {
+        const d = SETTINGS[name]
+        if (!d) throw new AppError('SETTING_INVALID', { params: { detail: `unknown setting "${name}" (known: ${SETTING_NAMES.join(', ')})` } })
+        if (typeof v !== 'string') throw new AppError('SETTING_INVALID', { params: { detail: `${name} must be a string` } })
+        try {
+          clean[name] = d.check(v)
+        } catch (e) {
+          throw new AppError('SETTING_INVALID', { params: { detail: `${name} ${(e as Error).message}` } })
+        }
+      }
+      const now = clock.now()
+      const current = await service.settings()
+      // only what changes is written and logged (a form sends every field)
+      for (const [name, v] of Object.entries(clean)) {
+        if (current[name] === v) continue
+        await store.putSetting(name, v, now, actor.name)
+        await audit(actor, 'settings.set', name, { value: v })
+      }
+      await cache.publish('all')
+      return service.settings()
+    },
+
+    /** One page of accounts with what they hold and their effective quotas. */
+    async listUsers(search: string | undefined, limit: number, offset: number) {
+      const { total, rows } = await store.users(search, limit, offset)
+      const usage = await store.usage(rows.map((r) => r.id))
+      return {
+        total,
+        users: rows.map((r) => {
+          let limits: Record<string, number> = {}
+          try {
+            limits = JSON.parse(r.limits) as Record<string, number>
+          } catch {}
+          return {
+            username: r.username,
+            tier: r.tier,
+            disabled: !!r.disabled,
+            pending: r.pending !== null,
+            api_access: !!r.api_access,
+            is_admin: !!r.is_admin,
+            created_at: Number(r.created_at),
+            limits,
+            quotas: Object.fromEntries(QUOTA_NAMES.map((q) => [q, quotaOf(limits, q)])),
+            usage: usage.get(r.id) ?? {},
+          }
+        }),
+      }
+    },
+
+    /**
+     * Changes an account: tier (VIP), disabled, API access, limits. Approving a pending
+     * account enables it. An admin cannot disable or demote their own account.
+     */
+    async updateUser(actor: Actor, username: string, body: { tier?: string; disabled?: boolean; api_access?: boolean; limits?: Record<string, unknown> }) {
+      const target = await userByName(username)
+      const s: UserSettings = {}
+      if (body.tier !== undefined) {
+        if (!(TIERS as string[]).includes(body.tier)) throw new AppError('INVALID_PARAMETER', { params: { detail: `tier must be one of ${TIERS.join(', ')}` } })
+        s.tier = body.tier as Tier
+      }
+      if (body.disabled !== undefined) {
+        if (body.disabled && target.username === actor.name)
+          throw new AppError('INVALID_PARAMETER', { params: { detail: 'you cannot disable your own account' } })
+        s.disabled = body.disabled
+      }
+      if (body.api_access !== undefined) s.api_access = body.api_access
+      if (body.limits !== undefined) {
+        s.limits = {}
+        for (const [k, v] of Object.entries(body.limits)) {
+          if (!isQuotaName(k)) throw new AppError('INVALID_PARAMETER', { params: { detail: `unknown limit "${k}" (known: ${QUOTA_NAMES.join(', ')})` } })
+          if (v !== null && (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 1e15))
+            throw new AppError('INVALID_PARAMETER', { params: { detail: `limit ${k} must be a whole number of 0 or more, or null for the default` } })
+          s.limits[k] = v
+        }
+      }
+      let u: User
+      try {
+        u = await users.update(target.username, s)
+      } catch (e) {
+        if (e instanceof UserInputError) throw new AppError('INVALID_PARAMETER', { params: { detail: e.message } })
+        throw e
+      }
+      if (body.disabled === false) await store.removePending(u.id)
+      await audit(actor, 'user.update', u.username, { ...body })
+      return u
+    },
+
+    /** A new invitation code (shown once; only its hash is kept). */
+    async createInvite(actor: Actor): Promise<string> {
+      const code = `INV-${randomString(20)}`
+      await store.createInvite(sha256hex(code), clock.now(), actor.name)
+      await audit(actor, 'invite.create', `invite ${code.slice(0, 8)}…`)
+      return code
+    },
+  }
+  return service
+}
+export type Admin = ReturnType<typeof createAdmin>

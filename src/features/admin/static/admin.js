@@ -1,0 +1,336 @@
+// The admin console (/admin...): fills the page frames from the admin API. Same rules as every
+// page script: the DOM is built from text only, and every write sends the CSRF token (common.js).
+;(function () {
+  'use strict'
+  var S = window.SVC
+  var t = S.t
+  var el = S.el
+  /**
+   * @param {string} id
+   * @returns {any}
+   */
+  var $ = function (id) {
+    return document.getElementById(id)
+  }
+  var page = S.data.adminPage
+
+  function button(label, onclick, attrs) {
+    return el('button', Object.assign({ type: 'button', text: label, onclick: onclick }, attrs || {}))
+  }
+
+  // accounts ---------------------------------------------------------------------------------
+  function users() {
+    var current = 1
+    var body = $('users-table').querySelector('tbody')
+    function load(p) {
+      current = p
+      var q = $('users-q').value.trim()
+      S.api
+        .get('/svc_api/admin/users?page=' + p + '&per_page=50' + (q ? '&search=' + S.enc(q) : ''))
+        .then(function (r) {
+          S.clear(body)
+          var d = r.data
+          if (d.users.length === 0) S.emptyRow(body, t('admin.users.none'))
+          d.users.forEach(function (u) {
+            body.appendChild(userRow(u))
+          })
+          S.pager('users-pager', p, Math.ceil(d.total / d.per_page), load)
+          S.status('users-status', '')
+        })
+        .catch(S.fail('users-status'))
+    }
+    function change(u, patch) {
+      return S.api
+        .post('/svc_api/admin/users/' + S.enc(u.username), patch)
+        .then(function () {
+          S.toast(t('common.saved'))
+          load(current)
+        })
+        .catch(S.fail('users-status'))
+    }
+    function userRow(u) {
+      var state = u.pending ? t('admin.users.state.pending') : u.disabled ? t('admin.users.state.disabled') : t('admin.users.state.active')
+      var us = u.usage || {}
+      var usage = t('admin.users.usage', {
+        files: us.files || 0,
+        file_bytes: S.bytes(us.file_bytes || 0),
+        folders: us.folders || 0,
+        folder_bytes: S.bytes(us.folder_bytes || 0),
+        kv: us.kv_keys || 0,
+        images: us.images || 0,
+        image_bytes: S.bytes(us.image_bytes || 0),
+        data: us.hosted_files || 0,
+      })
+      var overrides = Object.keys(u.limits || {})
+        .map(function (k) {
+          return k + '=' + u.limits[k]
+        })
+        .join(', ')
+      var select = el(
+        'select',
+        { 'aria-label': t('admin.users.limit.name') + ' (' + u.username + ')' },
+        (S.data.quotaNames || []).map(function (n) {
+          return el('option', { value: n, text: n + ' (' + u.quotas[n] + ')' })
+        }),
+      )
+      var value = el('input', {
+        type: 'number',
+        min: '0',
+        step: '1',
+        inputmode: 'numeric',
+        'aria-label': t('admin.users.limit.value') + ' (' + u.username + ')',
+      })
+      var limitForm = el(
+        'form',
+        {
+          class: 'inline',
+          onsubmit: function (e) {
+            e.preventDefault()
+            var v = value.value.trim()
+            var limits = {}
+            limits[select.value] = v === '' ? null : Number(v)
+            change(u, { limits: limits })
+          },
+        },
+        select,
+        value,
+        el('button', { type: 'submit', text: t('admin.users.limit.set') }),
+      )
+      var actions = el(
+        'div',
+        { class: 'buttons' },
+        button(u.tier === 'vip' ? t('admin.users.unvip') : t('admin.users.vip'), function () {
+          change(u, { tier: u.tier === 'vip' ? 'authenticated' : 'vip' })
+        }),
+        u.disabled
+          ? button(u.pending ? t('admin.users.approve') : t('admin.users.enable'), function () {
+              change(u, { disabled: false })
+            })
+          : button(t('admin.users.disable'), function () {
+              change(u, { disabled: true })
+            }),
+      )
+      return S.row([u.username + (u.is_admin ? ' (' + t('admin.users.admin') + ')' : ''), u.tier, state, usage, [overrides, limitForm], actions], {
+        'data-user': u.username,
+      })
+    }
+    var timer = null
+    $('users-q').addEventListener('input', function () {
+      clearTimeout(timer)
+      timer = setTimeout(function () {
+        load(1)
+      }, 250)
+    })
+    $('users-search').addEventListener('submit', function (e) {
+      e.preventDefault()
+      load(1)
+    })
+    $('invite-create').addEventListener('click', function () {
+      S.api
+        .post('/svc_api/admin/invites', {})
+        .then(function (r) {
+          $('invite-code').value = r.data.code
+          $('invite-box').hidden = false
+          $('invite-hint').hidden = false
+        })
+        .catch(S.fail('users-status'))
+    })
+    load(1)
+  }
+
+  // abuse reports ----------------------------------------------------------------------------
+  function reports() {
+    var body = $('reports-table').querySelector('tbody')
+    var current = 1
+    function load(p) {
+      current = p
+      var st = $('reports-filter').value
+      S.api
+        .get('/svc_api/admin/reports?page=' + p + '&per_page=50' + (st ? '&status=' + S.enc(st) : ''))
+        .then(function (r) {
+          S.clear(body)
+          var d = r.data
+          if (d.reports.length === 0) S.emptyRow(body, t('admin.reports.none'))
+          d.reports.forEach(function (x) {
+            body.appendChild(reportRow(x))
+          })
+          S.pager('reports-pager', p, Math.ceil(d.total / d.per_page), load)
+        })
+        .catch(S.fail('reports-status'))
+    }
+    function act(x, action, payload) {
+      return S.api
+        .post('/svc_api/admin/reports/' + S.enc(x.id) + '/' + action, payload)
+        .then(function () {
+          S.toast(t('common.saved'))
+          load(current)
+        })
+        .catch(S.fail('reports-status'))
+    }
+    function reportRow(x) {
+      var buttons = []
+      var disable = el('input', { type: 'checkbox', 'aria-label': t('admin.reports.disable_account') })
+      if (x.status === 'open' || x.status === 'restored')
+        buttons.push(
+          button(t('admin.reports.quarantine'), function () {
+            act(x, 'quarantine')
+          }),
+        )
+      if (x.status === 'quarantined')
+        buttons.push(
+          button(t('admin.reports.restore'), function () {
+            act(x, 'restore')
+          }),
+        )
+      if (x.status === 'open' || x.status === 'quarantined' || x.status === 'restored') {
+        buttons.push(
+          button(t('admin.reports.takedown'), function () {
+            if (window.confirm(t('admin.reports.confirm_takedown'))) act(x, 'takedown', { disable_account: disable.checked })
+          }),
+        )
+        buttons.push(el('label', { class: 'check' }, disable, ' ' + t('admin.reports.disable_account')))
+      }
+      if (x.status === 'taken_down')
+        buttons.push(
+          button(t('admin.reports.lift'), function () {
+            act(x, 'lift')
+          }),
+        )
+      if (x.status === 'open')
+        buttons.push(
+          button(t('admin.reports.dismiss'), function () {
+            act(x, 'dismiss')
+          }),
+        )
+      var details = (x.source === 'heuristic' ? t('admin.reports.source.heuristic') + ': ' : '') + x.details + (x.contact ? ' — ' + x.contact : '')
+      var link = S.safeUrl(x.url) ? el('a', { href: x.url, text: x.url, rel: 'noopener noreferrer', target: '_blank' }) : x.url
+      return S.row([S.time(x.created_at), link, x.category, details, x.status, el('div', { class: 'buttons' }, buttons)], { 'data-report': x.id })
+    }
+    $('reports-filter').addEventListener('change', function () {
+      load(1)
+    })
+    $('case-form').addEventListener('submit', function (e) {
+      e.preventDefault()
+      S.api
+        .post('/svc_api/admin/reports', { url: $('case-url').value.trim(), category: $('case-category').value })
+        .then(function () {
+          $('case-url').value = ''
+          $('reports-filter').value = 'open'
+          load(1)
+        })
+        .catch(S.fail('reports-status'))
+    })
+    load(1)
+  }
+
+  // content search ---------------------------------------------------------------------------
+  function content() {
+    var body = $('content-table').querySelector('tbody')
+    $('content-form').addEventListener('submit', function (e) {
+      e.preventDefault()
+      var q = []
+      ;[
+        ['user', 'content-user'],
+        ['url', 'content-url'],
+        ['name', 'content-name'],
+        ['hash', 'content-hash'],
+      ].forEach(function (p) {
+        var v = $(p[1]).value.trim()
+        if (v) q.push(p[0] + '=' + S.enc(v))
+      })
+      S.api
+        .get('/svc_api/admin/content?' + q.join('&'))
+        .then(function (r) {
+          S.clear(body)
+          var items = r.data.items
+          if (items.length === 0) S.emptyRow(body, t('admin.content.none'))
+          items.forEach(function (i) {
+            var name = i.kind === 'folder' ? i.name + '/' + i.path : i.path ? i.name + ' (' + i.path + ')' : i.name
+            body.appendChild(S.row([i.kind, i.username, name, S.bytes(i.size), el('code', { text: i.digest }), S.time(i.updated_at), '']))
+          })
+          S.status('content-status', '')
+        })
+        .catch(S.fail('content-status'))
+    })
+  }
+
+  // settings ---------------------------------------------------------------------------------
+  function settings() {
+    var box = $('settings-fields')
+    var inputs = {}
+    S.api
+      .get('/svc_api/admin/settings')
+      .then(function (r) {
+        r.data.settings.forEach(function (s) {
+          var id = 'setting-' + s.name
+          var input
+          if (s.name === 'registration')
+            input = el(
+              'select',
+              { id: id },
+              ['open', 'pending', 'invite', 'closed'].map(function (m) {
+                return el('option', { value: m, text: m, selected: m === s.value })
+              }),
+            )
+          else if (s.name === 'brand_words') input = el('textarea', { id: id, rows: '3', value: s.value, spellcheck: 'false' })
+          else input = el('input', { id: id, value: s.value, maxlength: '300', spellcheck: 'false' })
+          inputs[s.name] = input
+          box.appendChild(el('label', { for: id, text: s.name }))
+          box.appendChild(input)
+          box.appendChild(el('p', { class: 'hint', text: s.description }))
+        })
+      })
+      .catch(S.fail('settings-status'))
+    $('settings-form').addEventListener('submit', function (e) {
+      e.preventDefault()
+      var patch = {}
+      Object.keys(inputs).forEach(function (k) {
+        patch[k] = inputs[k].value
+      })
+      S.api
+        .post('/svc_api/admin/settings', patch)
+        .then(function (r) {
+          Object.keys(r.data.settings).forEach(function (k) {
+            if (inputs[k]) inputs[k].value = r.data.settings[k]
+          })
+          S.status('settings-status', t('common.saved'), 'ok')
+        })
+        .catch(S.fail('settings-status'))
+    })
+  }
+
+  // audit log --------------------------------------------------------------------------------
+  function audit() {
+    var body = $('audit-table').querySelector('tbody')
+    var more = $('audit-more')
+    var next = null
+    function load() {
+      S.api
+        .get('/svc_api/admin/audit?limit=100' + (next ? '&before=' + S.enc(next) : ''))
+        .then(function (r) {
+          var d = r.data
+          if (!next && d.entries.length === 0) S.emptyRow(body, t('admin.audit.none'))
+          d.entries.forEach(function (e) {
+            body.appendChild(
+              S.row([
+                S.time(e.at),
+                e.actor + ' (' + e.via + ')',
+                e.action,
+                e.target,
+                e.ip + (e.user_agent ? ' · ' + e.user_agent : ''),
+                el('code', { text: JSON.stringify(e.details) }),
+              ]),
+            )
+          })
+          next = d.next
+          more.hidden = !next
+        })
+        .catch(S.fail('audit-status'))
+    }
+    more.addEventListener('click', load)
+    load()
+  }
+
+  var pages = { users: users, reports: reports, content: content, settings: settings, audit: audit }
+  if (pages[page]) pages[page]()
+})()

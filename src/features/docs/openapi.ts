@@ -1,0 +1,128 @@
+/**
+ * What the OpenAPI document says beyond the route schemas: security requirements, operationIds,
+ * the shared error response and the servers. Everything here changes the document only: the
+ * `transform` result is never used for validation or serialization, so no answer changes.
+ */
+import type { RouteOptions } from 'fastify'
+import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
+import type { Config } from '../../config.js'
+
+type Json = Record<string, any>
+
+/** The security schemes of the document (names used by every operation's `security`). */
+export const SECURITY_SCHEMES = {
+  apiKey: { type: 'http', scheme: 'bearer', description: 'An API key (dashboard > API keys), sent as `Authorization: Bearer <key>`.' },
+  session: { type: 'apiKey', in: 'cookie', name: 'session', description: 'The session cookie set by POST /login. Browser writes also send `X-CSRF-Token`.' },
+} as const
+
+/**
+ * The error body of every API route, in the route's format: A (numeric `error_code` with type,
+ * solution and doc_link; the default), B (string `error_code`, single-file upload) or plain
+ * (`success` and `message` only). Only `success` and `message` are always present.
+ */
+export const ERROR_SCHEMA = {
+  type: 'object',
+  description:
+    'An error answer. Format A (most routes): numeric error_code with error_type, solution and doc_link (see /docs/errors). Format B (POST /svc_api/upload): string error_code. Plain (image host, hosted data, redeem): success and message only. Rate limits add retry_after and details.',
+  required: ['success', 'message'],
+  properties: {
+    success: { type: 'boolean', const: false },
+    message: { type: 'string' },
+    error_code: { type: ['integer', 'string'], description: 'A number from the error table (format A), or a string code (format B)' },
+    error_type: { type: 'string' },
+    solution: { type: 'string' },
+    doc_link: { type: 'string', description: 'Where the code is explained: /docs/errors#<code>' },
+    retry_after: { type: 'integer', description: 'Seconds to wait (rate limits)' },
+    details: { type: 'object', additionalProperties: true },
+  },
+  additionalProperties: true,
+} as const
+
+/** Security requirement of a route, from the auth mode the API guard enforces (config.auth). */
+function securityOf(route: Pick<RouteOptions, 'config'>): Json[] {
+  switch (route.config?.auth) {
+    case 'any':
+      return [{ apiKey: [] }, { session: [] }]
+    case 'session':
+      return [{ session: [] }]
+    default:
+      return []
+  }
+}
+
+/**
+ * Per route (before the route becomes an operation): declares its security requirement, names
+ * the `*` tail of wildcard routes (`{*}` is not a valid path template), and documents the empty
+ * answer of CORS preflights.
+ */
+export const transformRoute: SwaggerTransform = ({ schema: s, url, route }) => {
+  const schema = s as Json
+  const out: Json = { ...schema, security: schema?.security ?? securityOf(route) }
+  if (url.endsWith('/*')) {
+    url = `${url.slice(0, -2)}/:file_path`
+    out.params = {
+      type: 'object',
+      required: ['file_path'],
+      properties: {
+        ...(schema?.params?.properties ?? {}),
+        ...Object.fromEntries([...url.matchAll(/:(\w+)/g)].map(([, n]) => [n, { type: 'string' }])),
+        file_path: { type: 'string', description: "The file's path inside the project (slashes kept, each segment percent-encoded)" },
+      },
+    }
+  }
+  const methods = Array.isArray(route.method) ? route.method : [route.method]
+  if (methods.includes('OPTIONS') && !schema?.response) out.response = { 204: { description: 'No Content (CORS preflight)', type: 'null' } }
+  return { schema: out, url }
+}
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const
+
+/** `post /svc_api/data/public/{username}/{key}` -> `postSvcApiDataPublicByUsernameByKey`. */
+export function operationIdOf(method: string, path: string): string {
+  const words = path
+    .split('/')
+    .filter(Boolean)
+    .flatMap((seg) => {
+      const param = /^\{(.+)\}$/.exec(seg)
+      return (param ? ['by', ...param[1].split(/[^A-Za-z0-9]+/)] : seg.split(/[^A-Za-z0-9]+/)).filter(Boolean)
+    })
+  return method + words.map((w) => w[0].toUpperCase() + w.slice(1)).join('')
+}
+
+/**
+ * On the whole document: `servers`, an operationId for every operation (derived from method
+ * and path, so unique; a route may set its own), and the shared error answer on every operation
+ * that documents no 4xx of its own (API paths: Error; public links: PublicError). Operations shared by several methods (GET and HEAD of one
+ * route are one object) are copied first so each gets its own operationId.
+ */
+export function transformDocument(config: Readonly<Config>): SwaggerTransformObject {
+  return (input) => {
+    if (!('openapiObject' in input)) return input.swaggerObject
+    const doc = input.openapiObject as Json
+    doc.servers = [{ url: config.publicUrl ?? '/', description: 'This instance' }]
+    doc.components ??= {}
+    doc.components.schemas = { ...(doc.components.schemas ?? {}), Error: ERROR_SCHEMA }
+    doc.components.responses = {
+      ...(doc.components.responses ?? {}),
+      Error: {
+        description: 'Error (the code and its meaning: /docs/errors)',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      },
+      PublicError: {
+        description: 'Error of a public link: image links answer JSON (success and message), data links plain text',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } }, 'text/plain': { schema: { type: 'string' } } },
+      },
+    }
+    for (const [path, item] of Object.entries<Json>(doc.paths ?? {})) {
+      for (const m of METHODS) {
+        if (!item[m]) continue
+        const op: Json = { ...item[m], responses: { ...(item[m].responses ?? {}) } }
+        op.operationId ??= operationIdOf(m, path)
+        const api = /^\/(svc_api|api)\//.test(path)
+        if (!Object.keys(op.responses).some((c) => /^4/.test(c))) op.responses['4XX'] = { $ref: `#/components/responses/${api ? 'Error' : 'PublicError'}` }
+        item[m] = op
+      }
+    }
+    return doc
+  }
+}

@@ -1,0 +1,113 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Deps } from '../../deps.js'
+import { pickLang } from '../../errors/render.js'
+import { caller } from '../../http/guard.js'
+import { AppError } from '../../errors/app-error.js'
+import { AccessEnvelope, AccessList, AddDomainBody, DomainEnvelope, DomainList, DomainParams, NameParams, Ok, SetAccessBody } from './schemas.js'
+import { accessView, domainView, type DomainService } from './service.js'
+import type { DomainRow } from './store.js'
+
+const say = (req: FastifyRequest, zh: string, en: string) => (pickLang(req.headers['accept-language']) === 'en' ? en : zh)
+/** Documentation-only request schemas: the service checks input with its own codes. */
+const passThrough = () => () => true
+
+const objectBody = (req: FastifyRequest): Record<string, unknown> => {
+  const b = req.body ?? {}
+  if (typeof b !== 'object' || Array.isArray(b)) throw new AppError('INVALID_PARAMETER', { params: { detail: 'the body must be a JSON object' } })
+  return b as Record<string, unknown>
+}
+
+/** /api/domains (custom domains) and /api/access (visitor passwords and expiry). */
+export function domainsApi(app: FastifyInstance, deps: Deps, svc: DomainService): void {
+  const cfg = { auth: 'any' as const }
+  const view = (d: DomainRow) => ({ ...domainView(d), site_url: d.verified_at === null ? null : `https://${d.name}/` })
+  const dtags = ['custom domains']
+  const atags = ['visitor access']
+
+  app.get(
+    '/api/domains',
+    { config: cfg, schema: { tags: dtags, summary: "The caller's custom domains, with the DNS record each needs", response: { 200: DomainList } } },
+    async (req) => ({ success: true, data: { domains: (await svc.list(caller(req).user)).map(view), limit: deps.config.domainsPerUser } }),
+  )
+
+  app.post(
+    '/api/domains',
+    {
+      config: cfg,
+      validatorCompiler: passThrough,
+      schema: {
+        tags: dtags,
+        summary: 'Attach a domain to a folder project (unverified until its TXT record is found)',
+        body: AddDomainBody,
+        response: { 200: DomainEnvelope },
+      },
+    },
+    async (req) => {
+      const d = await svc.add(caller(req).user, objectBody(req))
+      return { success: true, message: say(req, '域名已添加，请创建 TXT 记录后验证', 'Domain added; create the TXT record, then verify'), data: view(d) }
+    },
+  )
+
+  app.post(
+    '/api/domains/:domain/verify',
+    {
+      config: cfg,
+      schema: {
+        tags: dtags,
+        summary: 'Look up the TXT record now; the domain serves its project once verified',
+        params: DomainParams,
+        response: { 200: DomainEnvelope },
+      },
+    },
+    async (req) => {
+      const d = await svc.verify(caller(req).user, (req.params as { domain: string }).domain)
+      return { success: true, message: say(req, '域名已验证', 'Domain verified'), data: view(d) }
+    },
+  )
+
+  app.delete(
+    '/api/domains/:domain',
+    {
+      config: cfg,
+      schema: { tags: dtags, summary: 'Remove a domain: it stops serving at once, on every instance', params: DomainParams, response: { 200: Ok } },
+    },
+    async (req) => {
+      await svc.remove(caller(req).user, (req.params as { domain: string }).domain)
+      return { success: true, message: say(req, '域名已删除', 'Domain removed') }
+    },
+  )
+
+  app.get(
+    '/api/access',
+    { config: cfg, schema: { tags: atags, summary: "The caller's projects and pages with a visitor password or an expiry", response: { 200: AccessList } } },
+    async (req) => ({ success: true, data: { access: (await svc.listAccess(caller(req).user)).map((a) => accessView(a, deps.clock.now())) } }),
+  )
+
+  app.put(
+    '/api/access/:name',
+    {
+      config: cfg,
+      validatorCompiler: passThrough,
+      schema: {
+        tags: atags,
+        summary: 'Set a visitor password and/or an expiry on a project or single page',
+        params: NameParams,
+        body: SetAccessBody,
+        response: { 200: AccessEnvelope },
+      },
+    },
+    async (req) => {
+      const a = await svc.setAccess(caller(req).user, (req.params as { name: string }).name, objectBody(req))
+      return { success: true, message: say(req, '访问设置已保存', 'Access setting saved'), data: accessView(a, deps.clock.now()) }
+    },
+  )
+
+  app.delete(
+    '/api/access/:name',
+    { config: cfg, schema: { tags: atags, summary: 'Remove the password and expiry of a project or page', params: NameParams, response: { 200: Ok } } },
+    async (req) => {
+      await svc.removeAccess(caller(req).user, (req.params as { name: string }).name)
+      return { success: true, message: say(req, '访问设置已删除', 'Access setting removed') }
+    },
+  )
+}

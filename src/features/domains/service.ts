@@ -1,0 +1,229 @@
+import crypto from 'node:crypto'
+import type { Deps } from '../../deps.js'
+import { AppError } from '../../errors/app-error.js'
+import { hashPassword, MAX_PASSWORD_BYTES } from '../../auth/passwords.js'
+import { hostName } from '../../http/site-origin.js'
+import { createDomainsStore, type AccessRow, type DomainRow } from './store.js'
+import { challengeName, challengeValue, parseDomain } from './names.js'
+import type { TxtLookup } from './dns.js'
+
+/** Cross-instance drops, applied here at once and on every instance through the bus. */
+export interface Invalidations {
+  domain(name: string): Promise<void>
+  access(username: string): Promise<void>
+}
+
+export interface DomainView {
+  domain: string
+  project: string
+  verified: boolean
+  verified_at: string | null
+  created_at: string
+  verification: { type: 'TXT'; name: string; value: string }
+}
+
+export const domainView = (d: DomainRow): DomainView => ({
+  domain: d.name,
+  project: d.project,
+  verified: d.verified_at !== null,
+  verified_at: d.verified_at === null ? null : new Date(Number(d.verified_at)).toISOString(),
+  created_at: new Date(Number(d.created_at)).toISOString(),
+  verification: { type: 'TXT', name: challengeName(d.name), value: challengeValue(d.token) },
+})
+
+export interface AccessView {
+  name: string
+  password: boolean
+  expires_at: string | null
+  expired: boolean
+  updated_at: string
+}
+
+export const accessView = (a: AccessRow, now: number): AccessView => ({
+  name: a.name,
+  password: a.password_hash !== null,
+  expires_at: a.expires_at === null ? null : new Date(Number(a.expires_at)).toISOString(),
+  expired: a.expires_at !== null && Number(a.expires_at) <= now,
+  updated_at: new Date(Number(a.updated_at)).toISOString(),
+})
+
+interface Owner {
+  id: string
+  username: string
+}
+
+const NAME_MAX = 255
+
+/** Custom domains and visitor access of a user's projects and pages. */
+export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidations) {
+  const store = createDomainsStore(deps.db)
+  const { config, clock } = deps
+  const ownHosts = [config.publicUrl ? hostName(new URL(config.publicUrl).host) : null].filter((h): h is string => h !== null)
+
+  const domainName = (input: unknown): string => {
+    const p = parseDomain(input)
+    if (!p.ok) throw new AppError('DOMAIN_INVALID', { params: { detail: p.reason } })
+    return p.name
+  }
+  const nameParam = (input: unknown, what: string): string => {
+    if (typeof input !== 'string' || input === '' || Buffer.byteLength(input) > NAME_MAX || input.includes('/')) {
+      throw new AppError('ACCESS_INVALID', { params: { detail: `${what} must be a project or page name`, field: what } })
+    }
+    return input.normalize('NFC')
+  }
+  const mine = async (user: Owner, name: string) => {
+    const d = await store.domain(user.id, name)
+    if (!d) throw new AppError('DOMAIN_NOT_FOUND')
+    return d
+  }
+
+  return {
+    store,
+    list: (user: Owner) => store.domains(user.id),
+
+    async add(user: Owner, body: { domain?: unknown; project?: unknown }): Promise<DomainRow> {
+      const name = domainName(body.domain)
+      const cd = config.contentDomain ?? (config.contentDomainAuto ? 'localhost' : null)
+      if (ownHosts.includes(name) || (cd !== null && (name === cd || name.endsWith(`.${cd}`))) || name === 'localhost' || name.endsWith('.localhost')) {
+        throw new AppError('DOMAIN_INVALID', { params: { detail: `${name} belongs to this service` } })
+      }
+      if (typeof body.project !== 'string' || body.project === '') {
+        throw new AppError('DOMAIN_INVALID', { params: { detail: 'send "project", the name of one of your folder projects' } })
+      }
+      const project = body.project.normalize('NFC')
+      if (!(await store.projectExists(user.id, project))) throw new AppError('SITE_TARGET_NOT_FOUND', { params: { name: project, what: 'project' } })
+      const existing = await store.domain(user.id, name)
+      if (existing) throw new AppError('DOMAIN_EXISTS', { params: { project: existing.project } })
+      if ((await store.count(user.id)) >= config.domainsPerUser) throw new AppError('DOMAIN_LIMIT', { params: { limit: config.domainsPerUser } })
+      if (await store.heldByOther(user.id, name)) throw new AppError('DOMAIN_TAKEN')
+      const row: DomainRow = {
+        id: crypto.randomUUID(),
+        user_id: user.id,
+        name,
+        project,
+        token: crypto.randomBytes(16).toString('hex'),
+        verified_at: null,
+        created_at: clock.now(),
+      }
+      try {
+        // the count read above refuses cheaply; this takes the place exactly (concurrent adds)
+        if ((await store.insert(row, config.domainsPerUser)) !== null) throw new AppError('DOMAIN_LIMIT', { params: { limit: config.domainsPerUser } })
+      } catch (e) {
+        if (e instanceof AppError) throw e
+        // a concurrent add of the same name by this user
+        if ((await store.domain(user.id, name)) !== undefined) throw new AppError('DOMAIN_EXISTS', { params: { project } })
+        throw e
+      }
+      return row
+    },
+
+    /** Looks the TXT record up now; verified rows stay verified (a second call re-checks nothing). */
+    async verify(user: Owner, input: unknown): Promise<DomainRow> {
+      const d = await mine(user, domainName(input))
+      if (d.verified_at !== null) return d
+      const record = `${challengeName(d.name)} TXT "${challengeValue(d.token)}"`
+      const answer = await txt(challengeName(d.name))
+      if (!answer.ok) throw new AppError('DOMAIN_NOT_VERIFIED', { params: { detail: answer.reason, record } })
+      if (!answer.values.includes(challengeValue(d.token))) {
+        const seen = answer.values.length === 0 ? 'no TXT record found' : `TXT found, but not ${challengeValue(d.token)}`
+        throw new AppError('DOMAIN_NOT_VERIFIED', { params: { detail: `${seen} at ${challengeName(d.name)}`, record } })
+      }
+      if (await store.heldByOther(user.id, d.name)) throw new AppError('DOMAIN_TAKEN')
+      const at = clock.now()
+      try {
+        await store.setVerified(d.id, at)
+      } catch (e) {
+        // the partial unique index: another account verified it meanwhile
+        if (await store.heldByOther(user.id, d.name)) throw new AppError('DOMAIN_TAKEN')
+        throw e
+      }
+      await inv.domain(d.name)
+      return { ...d, verified_at: at }
+    },
+
+    async remove(user: Owner, input: unknown): Promise<void> {
+      const name = domainName(input)
+      if (!(await store.remove(user.id, name))) throw new AppError('DOMAIN_NOT_FOUND')
+      await inv.domain(name)
+    },
+
+    listAccess: (user: Owner) => store.accessList(user.id),
+
+    /**
+     * Sets a name's visitor access: `password` (a string sets it, null clears it, absent
+     * keeps it) and `expires_at` (ISO 8601 or epoch ms; null clears; absent keeps).
+     */
+    async setAccess(user: Owner, rawName: unknown, body: Record<string, unknown>): Promise<AccessRow> {
+      const name = nameParam(rawName, 'name')
+      for (const k of Object.keys(body)) {
+        if (k !== 'password' && k !== 'expires_at')
+          throw new AppError('ACCESS_INVALID', { params: { detail: `unknown field "${k}" (send password, expires_at)`, field: k } })
+      }
+      let hash: string | null | undefined
+      if (body.password === null) hash = null
+      else if (body.password !== undefined) {
+        const pw = body.password
+        if (typeof pw !== 'string' || pw.length < 4 || Buffer.byteLength(pw) > MAX_PASSWORD_BYTES) {
+          throw new AppError('ACCESS_INVALID', {
+            params: { detail: `password must be a string of 4 characters to ${MAX_PASSWORD_BYTES} bytes, or null to remove it`, field: 'password' },
+          })
+        }
+        hash = await hashPassword(pw)
+      }
+      let expires: number | null | undefined
+      if (body.expires_at === null) expires = null
+      else if (body.expires_at !== undefined) {
+        const v = body.expires_at
+        const t = typeof v === 'number' ? v : typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(v) ? Date.parse(v) : NaN
+        if (!Number.isSafeInteger(t) || t < 0 || t > 253402300799000) {
+          throw new AppError('ACCESS_INVALID', {
+            params: { detail: 'expires_at must be an ISO 8601 time with a zone (2026-12-31T23:00:00Z), epoch milliseconds, or null', field: 'expires_at' },
+          })
+        }
+        expires = t
+      }
+      if (!(await store.projectExists(user.id, name)) && !(await store.pageExists(user.id, name))) {
+        throw new AppError('SITE_TARGET_NOT_FOUND', { params: { name, what: 'project or page' } })
+      }
+      const now = clock.now()
+      const cur = await store.access(user.id, name)
+      let row: AccessRow
+      if (!cur) {
+        row = {
+          id: crypto.randomUUID(),
+          user_id: user.id,
+          name,
+          password_hash: hash ?? null,
+          expires_at: expires ?? null,
+          secret: crypto.randomBytes(32).toString('base64url'),
+          created_at: now,
+          updated_at: now,
+        }
+        try {
+          await store.insertAccess(row)
+        } catch (e) {
+          if (!(await store.access(user.id, name))) throw e
+          return this.setAccess(user, name, body)
+        }
+      } else {
+        const v: Partial<AccessRow> = { updated_at: now }
+        if (hash !== undefined) {
+          v.password_hash = hash
+          v.secret = crypto.randomBytes(32).toString('base64url')
+        }
+        if (expires !== undefined) v.expires_at = expires
+        await store.updateAccess(cur.id, v)
+        row = { ...cur, ...v }
+      }
+      await inv.access(user.username)
+      return row
+    },
+
+    async removeAccess(user: Owner, rawName: unknown): Promise<void> {
+      const name = nameParam(rawName, 'name')
+      if (!(await store.removeAccess(user.id, name))) throw new AppError('ACCESS_NOT_FOUND', { params: { name } })
+      await inv.access(user.username)
+    },
+  }
+}
+export type DomainService = ReturnType<typeof createDomainService>

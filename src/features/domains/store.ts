@@ -1,0 +1,101 @@
+import type { Db } from '../../db/kysely.js'
+import { addUsage, claimUsage, usageOf } from '../../db/usage.js'
+
+export interface DomainsTable {
+  id: string
+  user_id: string
+  name: string
+  project: string
+  token: string
+  verified_at: number | null
+  created_at: number
+}
+
+export interface SiteAccessTable {
+  id: string
+  user_id: string
+  name: string
+  password_hash: string | null
+  expires_at: number | null
+  secret: string
+  created_at: number
+  updated_at: number
+}
+
+declare module '../../db/schema.js' {
+  interface Database {
+    domains: DomainsTable
+    site_access: SiteAccessTable
+  }
+}
+
+export type DomainRow = DomainsTable
+export type AccessRow = SiteAccessTable
+
+/** Kysely queries of domains and site_access; no rules here. */
+export function createDomainsStore(db: Db) {
+  const k = db.k
+  return {
+    domains: (userId: string) => k.selectFrom('domains').selectAll().where('user_id', '=', userId).orderBy('created_at').orderBy('name').execute(),
+    domain: (userId: string, name: string) => k.selectFrom('domains').selectAll().where('user_id', '=', userId).where('name', '=', name).executeTakeFirst(),
+    /** The user's domain count: the usage counter, O(1). */
+    count: (userId: string) => usageOf(k, userId, 'domains'),
+    /** Inserts a domain if the user's count stays within `limit`, counted in the same transaction; null when inserted, else the count. */
+    insert: (row: DomainsTable, limit: number): Promise<number | null> =>
+      k.transaction().execute(async (trx) => {
+        const full = await claimUsage(trx, row.user_id, 'domains', 1, limit)
+        if (full === null) await trx.insertInto('domains').values(row).execute()
+        return full
+      }),
+    /** Whether another user holds the name verified. */
+    heldByOther: async (userId: string, name: string) =>
+      (await k
+        .selectFrom('domains')
+        .select('id')
+        .where('name', '=', name)
+        .where('verified_at', 'is not', null)
+        .where('user_id', '!=', userId)
+        .executeTakeFirst()) !== undefined,
+    setVerified: (id: string, at: number) => k.updateTable('domains').set({ verified_at: at }).where('id', '=', id).execute(),
+    /** Deletes a domain and uncounts it (one transaction). */
+    remove: (userId: string, name: string): Promise<boolean> =>
+      k.transaction().execute(async (trx) => {
+        const n = Number((await trx.deleteFrom('domains').where('user_id', '=', userId).where('name', '=', name).executeTakeFirst()).numDeletedRows)
+        await addUsage(trx, userId, 'domains', -n)
+        return n > 0
+      }),
+    /** The verified domain's project and its owner's name (enabled accounts only). */
+    target: (name: string) =>
+      k
+        .selectFrom('domains')
+        .innerJoin('users', 'users.id', 'domains.user_id')
+        .select(['users.username', 'domains.project'])
+        .where('domains.name', '=', name)
+        .where('domains.verified_at', 'is not', null)
+        .where('users.disabled', '=', 0)
+        .executeTakeFirst(),
+
+    accessList: (userId: string) => k.selectFrom('site_access').selectAll().where('user_id', '=', userId).orderBy('name').execute(),
+    access: (userId: string, name: string) => k.selectFrom('site_access').selectAll().where('user_id', '=', userId).where('name', '=', name).executeTakeFirst(),
+    /** Every access rule of a user, by username (the public host's view). */
+    accessOf: (username: string) =>
+      k
+        .selectFrom('site_access')
+        .innerJoin('users', 'users.id', 'site_access.user_id')
+        .select(['site_access.id', 'site_access.name', 'site_access.password_hash', 'site_access.expires_at', 'site_access.secret'])
+        .where('users.username', '=', username)
+        .execute(),
+    insertAccess: (row: SiteAccessTable) => k.insertInto('site_access').values(row).execute(),
+    updateAccess: (id: string, v: Partial<Pick<SiteAccessTable, 'password_hash' | 'expires_at' | 'secret' | 'updated_at'>>) =>
+      k.updateTable('site_access').set(v).where('id', '=', id).execute(),
+    removeAccess: async (userId: string, name: string) =>
+      Number((await k.deleteFrom('site_access').where('user_id', '=', userId).where('name', '=', name).executeTakeFirst()).numDeletedRows) > 0,
+
+    /** Whether the user has a folder project (any state) or a single page of this name. */
+    projectExists: async (userId: string, name: string) =>
+      (await k.selectFrom('folders').select('id').where('user_id', '=', userId).where('name', '=', name).executeTakeFirst()) !== undefined,
+    pageExists: async (userId: string, name: string) =>
+      (await k.selectFrom('files').select('id').where('user_id', '=', userId).where('file_name', '=', name).executeTakeFirst()) !== undefined,
+  }
+}
+export type DomainsStore = ReturnType<typeof createDomainsStore>

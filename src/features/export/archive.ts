@@ -1,0 +1,572 @@
+import crypto from 'node:crypto'
+import fs from 'node:fs'
+import zlib from 'node:zlib'
+import type { Readable, Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import tar from 'tar-stream'
+import { sql } from 'kysely'
+import type { Db } from '../../db/kysely.js'
+import { addUsage, versionsKind } from '../../db/usage.js'
+import type { BlobStore } from '../../storage/blob-store.js'
+import { hashPassword } from '../../auth/passwords.js'
+import { newId, newPublicToken, randomString } from '../../auth/tokens.js'
+import { USERNAME_RE, RESERVED_USERNAMES } from '../../auth/users.js'
+import { csvExport } from '../forms/export.js'
+import { parseFieldsConfig } from '../forms/fields.js'
+import type { SubmissionRow } from '../forms/store.js'
+
+/**
+ * One user's data as a gzip'd tar archive (docs/operations/export.md). Entries, in order:
+ *   manifest.json   {format, kind, created_at, username, data: {sha256,size}, entries: [{path, sha256, size}]}
+ *   data.json       the user's rows (exact, for import): files, folders with their files, kv,
+ *                   forms with submissions, images, hosted data with versions
+ *   pages/<file>, projects/<project>/<path>, images/<id>, data/<token>/v<N>: the bytes (each
+ *                   entry's sha256 is the blob digest its row names)
+ *   kv.json, forms/<slug>/submissions.csv|json: readable views (not read by import)
+ * Import reads the archive twice: first it checks every entry against the manifest without
+ * writing anything; only then does it store the blobs and insert the rows in one transaction.
+ */
+
+export const EXPORT_FORMAT = 1
+const KIND = 'svc-user-export'
+const MAX_JSON_BYTES = 256 * 1024 * 1024
+const MAX_ENTRIES = 200_000
+
+/** A refused archive or an impossible import, reported as is (exit 1). */
+export class ExportError extends Error {
+  override name = 'ExportError'
+}
+
+/** A row as data.json carries it (checked column by column on import: string, number or null). */
+type Row = Record<string, any>
+
+/** The columns each table's rows carry in data.json (never user_id or internal ids that import renews). */
+const COLUMNS = {
+  files: ['file_name', 'project_name', 'description', 'digest', 'size', 'content_type', 'is_featured', 'created_at', 'updated_at'],
+  folders: ['name', 'is_published', 'created_at', 'updated_at', 'published_at', 'site_rules'],
+  folder_files: ['path', 'digest', 'size', 'content_type', 'created_at', 'updated_at'],
+  kv_entries: ['key', 'value', 'data_type', 'tags', 'is_public', 'version', 'size', 'created_at', 'updated_at', 'expires_at'],
+  forms: [
+    'form_name',
+    'form_slug',
+    'slug_key',
+    'fields_config',
+    'allowed_origins',
+    'redirect_url',
+    'is_active',
+    'honeypot_field',
+    'min_fill_seconds',
+    'created_at',
+    'updated_at',
+  ],
+  form_submissions: ['seq', 'data', 'is_read', 'is_spam', 'spam_reason', 'user_agent', 'ip_prefix', 'created_at'],
+  images: ['public_token', 'file_name', 'remark', 'content_type', 'size', 'digest', 'width', 'height', 'locked', 'created_at', 'updated_at'],
+  hosted_files: ['public_token', 'display_name', 'description', 'default_version', 'latest_version', 'locked', 'created_at', 'updated_at'],
+  hosted_versions: ['version', 'digest', 'size', 'content_type', 'created_at'],
+} as const
+type Table = keyof typeof COLUMNS
+
+export interface ExportData {
+  user: { username: string; tier: string; limits: string; api_access: number; entitlements: string[] }
+  files: Array<Row & { content: string }>
+  folders: Array<Row & { files: Array<Row & { content: string }> }>
+  kv: Row[]
+  forms: Array<Row & { submissions: Row[] }>
+  images: Array<Row & { content: string }>
+  hosted_data: Array<Row & { versions: Array<Row & { content: string }> }>
+}
+
+export interface Manifest {
+  format: number
+  kind: string
+  created_at: string
+  username: string
+  data: { sha256: string; size: number }
+  entries: Array<{ path: string; sha256: string; size: number }>
+}
+
+const pick = (table: Table, r: Record<string, unknown>): Row => {
+  const out: Row = {}
+  for (const c of COLUMNS[table]) {
+    const v = r[c]
+    out[c] = v === undefined || v === null ? null : typeof v === 'number' || typeof v === 'bigint' ? Number(v) : typeof v === 'string' ? v : JSON.stringify(v)
+  }
+  return out
+}
+
+/**
+ * A safe relative entry name: segments of printable characters other than / and \, none of
+ * them "." or "..", no leading slash, at most 1,024 bytes. Anything else is refused on import.
+ */
+export function safeEntryName(name: string): boolean {
+  if (!name || Buffer.byteLength(name) > 1024 || name.startsWith('/')) return false
+  if (/[\\\u0000-\u001f\u007f]/.test(name)) return false
+  return name.split('/').every((s) => s !== '' && s !== '.' && s !== '..')
+}
+
+/** Reads one user's rows (the export's data.json), with the archive path of each blob. */
+async function readUser(db: Db, username: string): Promise<{ userId: string; data: ExportData }> {
+  const u = await db.k.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst()
+  if (!u) throw new ExportError(`no user named ${username}`)
+  const uid = u.id
+  const ents = await db.k.selectFrom('entitlements').select('feature').where('user_id', '=', uid).execute()
+  const used = new Set<string>()
+  /** An archive path for a blob: the readable one if it is safe and unused, else blobs/<digest>. */
+  const place = (want: string, digest: string) => {
+    const p = safeEntryName(want) && !used.has(want) && want !== 'manifest.json' && want !== 'data.json' ? want : `blobs/${digest}`
+    used.add(p)
+    return p
+  }
+  const files = (await db.k.selectFrom('files').selectAll().where('user_id', '=', uid).orderBy('file_name').execute()).map((r) => ({
+    ...pick('files', r),
+    content: place(`pages/${r.file_name}`, r.digest),
+  }))
+  const folders = []
+  for (const f of await db.k.selectFrom('folders').selectAll().where('user_id', '=', uid).orderBy('name').execute()) {
+    const ff = await db.k.selectFrom('folder_files').selectAll().where('folder_id', '=', f.id).orderBy('path').execute()
+    // the rules in force are the live deploy's (folders.site_rules predates deploys)
+    const live = f.live_deploy_id ? await db.k.selectFrom('deploys').select('site_rules').where('id', '=', f.live_deploy_id).executeTakeFirst() : undefined
+    const rules = live ? { site_rules: live.site_rules } : {}
+    folders.push({
+      ...pick('folders', f),
+      ...rules,
+      files: ff.map((r) => ({ ...pick('folder_files', r), content: place(`projects/${f.name}/${r.path}`, r.digest) })),
+    })
+  }
+  const kv = (await db.k.selectFrom('kv_entries').selectAll().where('user_id', '=', uid).orderBy('key').execute()).map((r) => pick('kv_entries', r))
+  const forms = []
+  for (const f of await db.k.selectFrom('forms').selectAll().where('user_id', '=', uid).orderBy('created_at').execute()) {
+    const subs = await db.k.selectFrom('form_submissions').selectAll().where('form_id', '=', f.id).orderBy('seq').execute()
+    forms.push({ ...pick('forms', f), submissions: subs.map((s) => ({ id: s.id, ...pick('form_submissions', s) })) })
+  }
+  const images = (await db.k.selectFrom('images').selectAll().where('user_id', '=', uid).orderBy('created_at').execute()).map((r) => ({
+    ...pick('images', r),
+    content: place(`images/${r.id}`, r.digest),
+  }))
+  const hosted = []
+  for (const f of await db.k.selectFrom('hosted_files').selectAll().where('user_id', '=', uid).orderBy('created_at').execute()) {
+    const vs = await db.k.selectFrom('hosted_versions').selectAll().where('file_id', '=', f.id).orderBy('version').execute()
+    hosted.push({
+      ...pick('hosted_files', f),
+      versions: vs.map((v) => ({ ...pick('hosted_versions', v), content: place(`data/${f.public_token}/v${v.version}`, v.digest) })),
+    })
+  }
+  return {
+    userId: uid,
+    data: {
+      user: { username: u.username, tier: u.tier, limits: u.limits, api_access: Number(u.api_access), entitlements: ents.map((e) => e.feature).sort() },
+      files,
+      folders,
+      kv,
+      forms,
+      images,
+      hosted_data: hosted,
+    },
+  }
+}
+
+/** Every blob of the data with its archive path (each path once). */
+function blobEntries(d: ExportData): Array<{ path: string; digest: string; size: number }> {
+  const out = new Map<string, { path: string; digest: string; size: number }>()
+  const add = (r: Row & { content: string }) => out.set(r.content, { path: r.content, digest: String(r.digest), size: Number(r.size) })
+  d.files.forEach(add)
+  d.folders.forEach((f) => f.files.forEach(add))
+  d.images.forEach(add)
+  d.hosted_data.forEach((f) => f.versions.forEach(add))
+  return [...out.values()]
+}
+
+const sha256 = (b: Buffer | string) => crypto.createHash('sha256').update(b).digest('hex')
+
+/** Writes the export of `username` as tar.gz to `out`. */
+export async function writeExport(db: Db, blobs: BlobStore, username: string, out: Writable, now = new Date()): Promise<void> {
+  const { data } = await readUser(db, username)
+  const views = new Map<string, Buffer>()
+  views.set(
+    'kv.json',
+    Buffer.from(
+      JSON.stringify(
+        data.kv.map((r) => ({
+          key: r.key,
+          value: JSON.parse(String(r.value)) as unknown,
+          type: r.data_type,
+          tags: JSON.parse(String(r.tags)) as unknown,
+          public: !!r.is_public,
+        })),
+        null,
+        2,
+      ),
+    ),
+  )
+  for (const f of data.forms) {
+    const slug = String(f.form_slug)
+    if (!safeEntryName(slug)) continue
+    let fields: ReturnType<typeof parseFieldsConfig> = []
+    try {
+      fields = parseFieldsConfig(JSON.parse(String(f.fields_config)))
+    } catch {}
+    const rows = async function* () {
+      for (const s of f.submissions) yield s as unknown as SubmissionRow
+    }
+    let csv = ''
+    for await (const chunk of csvExport(fields, rows)) csv += chunk
+    views.set(`forms/${slug}/submissions.csv`, Buffer.from(csv))
+    views.set(
+      `forms/${slug}/submissions.json`,
+      Buffer.from(
+        JSON.stringify(
+          f.submissions.map((s) => ({ ...s, data: JSON.parse(String(s.data)) as unknown })),
+          null,
+          2,
+        ),
+      ),
+    )
+  }
+  const json = Buffer.from(JSON.stringify(data))
+  const blobList = blobEntries(data)
+  const manifest: Manifest = {
+    format: EXPORT_FORMAT,
+    kind: KIND,
+    created_at: now.toISOString(),
+    username: data.user.username,
+    data: { sha256: sha256(json), size: json.length },
+    entries: [
+      ...blobList.map((b) => ({ path: b.path, sha256: b.digest, size: b.size })),
+      ...[...views].map(([p, b]) => ({ path: p, sha256: sha256(b), size: b.length })),
+    ],
+  }
+  const pack = tar.pack()
+  const done = pipeline(pack, zlib.createGzip(), out)
+  const mtime = now
+  const addBuf = (name: string, b: Buffer) =>
+    new Promise<void>((res, rej) => pack.entry({ name, size: b.length, mtime, mode: 0o644 }, b, (e) => (e ? rej(e) : res())))
+  try {
+    await addBuf('manifest.json', Buffer.from(JSON.stringify(manifest, null, 2)))
+    await addBuf('data.json', json)
+    for (const b of blobList) {
+      await new Promise<void>((res, rej) => {
+        const entry = pack.entry({ name: b.path, size: b.size, mtime, mode: 0o644 }, (e) => (e ? rej(e) : res()))
+        blobs
+          .get(b.digest)
+          .then((src) => src.on('error', rej).pipe(entry))
+          .catch(rej)
+      })
+    }
+    for (const [p, b] of views) await addBuf(p, b)
+    pack.finalize()
+  } catch (e) {
+    pack.destroy(e as Error)
+  }
+  await done
+}
+
+/** The tar entries of a .tar.gz file, one at a time; refuses anything but plain files with safe names. */
+async function* entries(file: string): AsyncGenerator<{ name: string; size: number; stream: Readable }> {
+  const extract = tar.extract()
+  const src = fs.createReadStream(file)
+  const gunzip = zlib.createGunzip()
+  const fail = (e: Error) => extract.destroy(e)
+  src.on('error', fail)
+  gunzip.on('error', (e) => fail(new ExportError(`not a gzip'd tar archive (${e.message})`)))
+  src.pipe(gunzip).pipe(extract)
+  let n = 0
+  try {
+    for await (const e of extract) {
+      const { name, type, size } = e.header
+      if (type !== 'file') throw new ExportError(`entry ${JSON.stringify(name)}: only plain files are allowed (found ${type})`)
+      if (!safeEntryName(name)) throw new ExportError(`entry ${JSON.stringify(name)}: unsafe path (absolute, "..", "." or control characters)`)
+      if (++n > MAX_ENTRIES) throw new ExportError(`more than ${MAX_ENTRIES} entries`)
+      yield { name, size: size ?? 0, stream: e as unknown as Readable }
+      e.resume()
+    }
+  } catch (e) {
+    if (e instanceof ExportError) throw e
+    throw new ExportError(`unreadable archive: ${(e as Error).message}`)
+  } finally {
+    src.destroy()
+  }
+}
+
+async function readAll(s: Readable, max: number, what: string): Promise<Buffer> {
+  const parts: Buffer[] = []
+  let n = 0
+  for await (const c of s as AsyncIterable<Buffer>) {
+    n += c.length
+    if (n > max) throw new ExportError(`${what} is larger than ${max} bytes`)
+    parts.push(c)
+  }
+  return Buffer.concat(parts)
+}
+
+async function hashStream(s: Readable): Promise<{ sha256: string; size: number }> {
+  const h = crypto.createHash('sha256')
+  let size = 0
+  for await (const c of s as AsyncIterable<Buffer>) {
+    h.update(c)
+    size += c.length
+  }
+  return { sha256: h.digest('hex'), size }
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** The rows of one table from data.json: exactly its columns, each a string, number or null. */
+function rowsOf(table: Table, v: unknown, where: string): Row[] {
+  if (!Array.isArray(v)) throw new ExportError(`data.json: ${where} must be a list`)
+  return v.map((r, i) => {
+    if (!isObj(r)) throw new ExportError(`data.json: ${where}[${i}] must be an object`)
+    for (const c of COLUMNS[table]) {
+      const x = r[c]
+      if (!(x === null || typeof x === 'string' || (typeof x === 'number' && Number.isFinite(x))))
+        throw new ExportError(`data.json: ${where}[${i}].${c} must be a string, a number or null`)
+    }
+    return r
+  })
+}
+
+/**
+ * Pass 1: reads the whole archive and checks it (manifest first, data.json second, every other
+ * entry listed with its size and SHA-256, nothing missing, nothing twice, every row's blob an
+ * entry whose SHA-256 is the row's digest). Writes nothing.
+ */
+export async function verifyArchive(file: string): Promise<{ manifest: Manifest; data: ExportData }> {
+  let manifest: Manifest | null = null
+  let data: ExportData | null = null
+  const seen = new Set<string>()
+  let expected = new Map<string, { sha256: string; size: number }>()
+  for await (const e of entries(file)) {
+    if (seen.has(e.name)) throw new ExportError(`entry ${e.name} appears twice`)
+    seen.add(e.name)
+    if (!manifest) {
+      if (e.name !== 'manifest.json') throw new ExportError('the first entry must be manifest.json: not an svc export')
+      let m: unknown
+      try {
+        m = JSON.parse((await readAll(e.stream, MAX_JSON_BYTES, 'manifest.json')).toString('utf8'))
+      } catch (err) {
+        if (err instanceof ExportError) throw err
+        throw new ExportError('manifest.json is not JSON')
+      }
+      if (!isObj(m) || m.kind !== KIND) throw new ExportError('manifest.json: not an svc user export')
+      if (m.format !== EXPORT_FORMAT) throw new ExportError(`manifest.json: format ${String(m.format)} (this version reads format ${EXPORT_FORMAT})`)
+      if (!isObj(m.data) || !Array.isArray(m.entries) || typeof m.username !== 'string') throw new ExportError('manifest.json: incomplete')
+      manifest = m as unknown as Manifest
+      expected = new Map()
+      for (const x of manifest.entries) {
+        if (!isObj(x) || typeof x.path !== 'string' || typeof x.sha256 !== 'string' || typeof x.size !== 'number' || !safeEntryName(x.path))
+          throw new ExportError('manifest.json: a bad entry')
+        if (expected.has(x.path) || x.path === 'data.json' || x.path === 'manifest.json') throw new ExportError(`manifest.json: ${x.path} listed twice`)
+        expected.set(x.path, { sha256: x.sha256, size: x.size })
+      }
+      continue
+    }
+    if (!data) {
+      if (e.name !== 'data.json') throw new ExportError('the second entry must be data.json')
+      const b = await readAll(e.stream, MAX_JSON_BYTES, 'data.json')
+      if (b.length !== manifest.data.size || sha256(b) !== manifest.data.sha256)
+        throw new ExportError('data.json does not match its checksum in manifest.json (the archive was changed)')
+      try {
+        data = JSON.parse(b.toString('utf8')) as ExportData
+      } catch {
+        throw new ExportError('data.json is not JSON')
+      }
+      continue
+    }
+    const want = expected.get(e.name)
+    if (!want) throw new ExportError(`entry ${e.name} is not listed in manifest.json`)
+    const got = await hashStream(e.stream)
+    if (got.size !== want.size || got.sha256 !== want.sha256)
+      throw new ExportError(`entry ${e.name} does not match its checksum in manifest.json (the archive was changed)`)
+  }
+  if (!manifest) throw new ExportError('empty archive')
+  if (!data) throw new ExportError('data.json is missing')
+  for (const p of expected.keys()) if (!seen.has(p)) throw new ExportError(`entry ${p} is listed in manifest.json but missing`)
+  checkData(data, expected)
+  return { manifest, data }
+}
+
+/** data.json's shape, and every blob reference an entry whose checksum is the row's digest. */
+function checkData(d: ExportData, expected: Map<string, { sha256: string; size: number }>): void {
+  if (!isObj(d) || !isObj(d.user) || typeof d.user.username !== 'string') throw new ExportError('data.json: no user')
+  const blob = (r: Row & { content?: unknown }, where: string) => {
+    const e = typeof r.content === 'string' ? expected.get(r.content) : undefined
+    if (!e || e.sha256 !== r.digest || e.size !== r.size) throw new ExportError(`data.json: ${where} names a missing or different file`)
+  }
+  rowsOf('files', d.files, 'files').forEach((r, i) => blob(r, `files[${i}]`))
+  rowsOf('folders', d.folders, 'folders').forEach((f, i) =>
+    rowsOf('folder_files', (f as { files?: unknown }).files, `folders[${i}].files`).forEach((r, j) => blob(r, `folders[${i}].files[${j}]`)),
+  )
+  rowsOf('kv_entries', d.kv, 'kv')
+  rowsOf('forms', d.forms, 'forms').forEach((f, i) => rowsOf('form_submissions', (f as { submissions?: unknown }).submissions, `forms[${i}].submissions`))
+  rowsOf('images', d.images, 'images').forEach((r, i) => blob(r, `images[${i}]`))
+  rowsOf('hosted_files', d.hosted_data, 'hosted_data').forEach((f, i) =>
+    rowsOf('hosted_versions', (f as { versions?: unknown }).versions, `hosted_data[${i}].versions`).forEach((r, j) =>
+      blob(r, `hosted_data[${i}].versions[${j}]`),
+    ),
+  )
+  if (!Array.isArray(d.user.entitlements) || !d.user.entitlements.every((x) => typeof x === 'string')) throw new ExportError('data.json: user.entitlements')
+}
+
+export interface ImportResult {
+  username: string
+  password: string
+  counts: Record<string, number>
+  /** Public tokens or form slugs that were taken on this instance and got new ones. */
+  renamed: string[]
+}
+
+/**
+ * Imports a verified archive as a new user (`as`, else the exported name): pass 1 checks it
+ * (verifyArchive), pass 2 stores its blobs (each checked again against its digest), then one
+ * transaction creates the user and every row with new ids. Public tokens and form slugs are
+ * kept unless this instance already uses them. On any failure no row is written; blobs stored
+ * before it are unreferenced and the sweeper removes them after its grace period.
+ */
+export async function importArchive(db: Db, blobs: BlobStore, file: string, as?: string, now = Date.now()): Promise<ImportResult> {
+  const { data } = await verifyArchive(file)
+  const username = (as ?? data.user.username).toLowerCase()
+  if (!USERNAME_RE.test(username) || RESERVED_USERNAMES.has(username)) throw new ExportError(`${username} is not a valid user name`)
+  if (await db.k.selectFrom('users').select('id').where('username', '=', username).executeTakeFirst())
+    throw new ExportError(`a user named ${username} exists already (use --as NEWNAME)`)
+
+  const stored = new Set<string>()
+  for await (const e of entries(file)) {
+    if (e.name === 'manifest.json' || e.name === 'data.json' || !isBlobPath(data, e.name)) continue
+    const b = await blobs.put(e.stream)
+    stored.add(b.digest)
+  }
+  const need = blobEntries(data)
+  for (const b of need) if (!stored.has(b.digest)) throw new ExportError(`the archive changed while it was imported (${b.path})`)
+
+  const password = randomString(20)
+  const hash = await hashPassword(password)
+  const counts: Record<string, number> = {}
+  const renamed: string[] = []
+  const count = (t: string) => (counts[t] = (counts[t] ?? 0) + 1)
+  await db.k.transaction().execute(async (trx) => {
+    const uid = newId()
+    await trx
+      .insertInto('users')
+      .values({
+        id: uid,
+        username,
+        password_hash: hash,
+        tier: data.user.tier,
+        disabled: 0,
+        api_access: data.user.api_access ? 1 : 0,
+        is_admin: 0,
+        limits: data.user.limits,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute()
+    for (const feature of data.user.entitlements)
+      await trx.insertInto('entitlements').values({ user_id: uid, feature, source: 'import', created_at: now }).execute()
+    const cols = (t: Table, r: Row): Row => Object.fromEntries(COLUMNS[t].map((c) => [c, r[c] ?? null]))
+    for (const r of data.files) {
+      await trx
+        .insertInto('files')
+        .values({ ...cols('files', r), id: newId(), user_id: uid } as never)
+        .execute()
+      count('files')
+    }
+    for (const f of data.folders) {
+      const id = newId()
+      await trx
+        .insertInto('folders')
+        .values({ ...cols('folders', f), id, user_id: uid } as never)
+        .execute()
+      for (const r of f.files)
+        await trx
+          .insertInto('folder_files')
+          .values({ ...cols('folder_files', r), folder_id: id } as never)
+          .execute()
+      // a published project is served from its live deploy: one deploy of the imported files
+      if (Number(f.is_published) === 1) {
+        const deployId = crypto.randomBytes(8).readBigUInt64BE().toString(36).padStart(13, '0').slice(-12)
+        const at = Number(f.published_at ?? f.updated_at ?? Date.now())
+        await sql`INSERT INTO deploys (id, folder_id, seq, created_at, file_count, bytes, message, source, is_preview, site_rules)
+          SELECT ${deployId}, ${id}, 1, ${at}, COUNT(*), COALESCE(SUM(size), 0), 'import', 'api', 0, ${f.site_rules ?? null}
+          FROM folder_files WHERE folder_id = ${id}`.execute(trx)
+        await sql`INSERT INTO deploy_files (deploy_id, path, digest, size, content_type, updated_at)
+          SELECT ${deployId}, path, digest, size, content_type, updated_at FROM folder_files WHERE folder_id = ${id}`.execute(trx)
+        await trx.updateTable('folders').set({ live_deploy_id: deployId }).where('id', '=', id).execute()
+      }
+      count('folders')
+    }
+    for (const r of data.kv) {
+      await trx
+        .insertInto('kv_entries')
+        .values({ ...cols('kv_entries', r), user_id: uid } as never)
+        .execute()
+      count('kv')
+    }
+    for (const f of data.forms) {
+      const id = newId()
+      const row = cols('forms', f)
+      if (await trx.selectFrom('forms').select('id').where('slug_key', '=', String(row.slug_key)).executeTakeFirst()) {
+        const slug = `${String(row.form_slug).slice(0, 55)}-${randomString(8).toLowerCase()}`
+        renamed.push(`form ${String(row.form_slug)} -> ${slug}`)
+        row.form_slug = slug
+        row.slug_key = slug.toLowerCase()
+      }
+      await trx
+        .insertInto('forms')
+        .values({ ...row, id, user_id: uid } as never)
+        .execute()
+      for (const s of f.submissions)
+        await trx
+          .insertInto('form_submissions')
+          .values({ ...cols('form_submissions', s), id: newId(), form_id: id, user_id: uid } as never)
+          .execute()
+      count('forms')
+    }
+    const freeToken = async (table: 'images' | 'hosted_files', token: string, what: string) => {
+      if (!(await trx.selectFrom(table).select('id').where('public_token', '=', token).executeTakeFirst())) return token
+      const fresh = newPublicToken()
+      renamed.push(`${what} link ${token} -> ${fresh}`)
+      return fresh
+    }
+    for (const r of data.images) {
+      const row = cols('images', r)
+      row.public_token = await freeToken('images', String(row.public_token), 'image')
+      await trx
+        .insertInto('images')
+        .values({ ...row, id: newId(), user_id: uid } as never)
+        .execute()
+      count('images')
+    }
+    for (const f of data.hosted_data) {
+      const id = newId()
+      const row = cols('hosted_files', f)
+      row.public_token = await freeToken('hosted_files', String(row.public_token), 'data')
+      await trx
+        .insertInto('hosted_files')
+        .values({ ...row, id, user_id: uid } as never)
+        .execute()
+      for (const v of f.versions)
+        await trx
+          .insertInto('hosted_versions')
+          .values({ ...cols('hosted_versions', v), file_id: id } as never)
+          .execute()
+      await addUsage(trx, uid, versionsKind(id), f.versions.length)
+      count('hosted_data')
+    }
+    // the quotas' counters start equal to the rows just inserted (same transaction)
+    await addUsage(trx, uid, 'files', data.files.length)
+    await addUsage(trx, uid, 'forms', data.forms.length)
+    await addUsage(trx, uid, 'images', data.images.length)
+    await addUsage(
+      trx,
+      uid,
+      'image_bytes',
+      data.images.reduce((a, r) => a + Number(r.size), 0),
+    )
+    await addUsage(trx, uid, 'hosted_files', data.hosted_data.length)
+    if (data.kv.length > 0) await trx.insertInto('kv_usage').values({ user_id: uid, keys: data.kv.length }).execute()
+  })
+  return { username, password, counts, renamed }
+}
+
+function isBlobPath(d: ExportData, p: string): boolean {
+  return blobEntries(d).some((b) => b.path === p)
+}

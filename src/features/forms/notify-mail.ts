@@ -1,0 +1,55 @@
+import nodemailer from 'nodemailer'
+import { escapeHtml } from '../../util/html.js'
+import type { SubmissionEvent } from './notify-store.js'
+
+export interface MailMessage {
+  to: string
+  subject: string
+  text: string
+  html?: string
+}
+
+/** Sends one mail; rejects when the SMTP server refuses it or cannot be reached. */
+export interface Mailer {
+  send(m: MailMessage): Promise<void>
+  close(): void
+}
+
+/** The SMTP mailer of SMTP_URL (nodemailer), or null when the service has no mail server. */
+export function createMailer(smtpUrl: string | null, from: string): Mailer | null {
+  if (smtpUrl === null) return null
+  const transport = nodemailer.createTransport(smtpUrl)
+  return {
+    async send(m) {
+      await transport.sendMail({ from, to: m.to, subject: m.subject, text: m.text, html: m.html })
+    },
+    close: () => transport.close(),
+  }
+}
+
+const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))
+// a header line may not carry line breaks, and long names are cut
+const oneLine = (s: string) => s.replace(/[\r\n\u0000-\u001f\u007f]+/g, ' ').slice(0, 120)
+
+/**
+ * The mail of one or more submissions: plain text, and HTML where every field name and value
+ * is escaped (a visitor's input never becomes markup in the owner's mail client).
+ */
+export function submissionMail(events: SubmissionEvent[]): { subject: string; text: string; html: string } {
+  const form = events[0].form
+  const subject = oneLine(events.length === 1 ? `New submission to ${form.name}` : `${events.length} new submissions to ${form.name}`)
+  const text = events
+    .map((e) =>
+      [`Submission ${e.submission.id} (${e.submission.created_at})`, ...Object.entries(e.submission.data).map(([k, v]) => `${k}: ${show(v)}`)].join('\n'),
+    )
+    .join('\n\n')
+  const html = events
+    .map(
+      (e) =>
+        `<h3>Submission ${escapeHtml(e.submission.id)} <small>${escapeHtml(e.submission.created_at)}</small></h3><table>${Object.entries(e.submission.data)
+          .map(([k, v]) => `<tr><th align="left">${escapeHtml(k)}</th><td>${escapeHtml(show(v))}</td></tr>`)
+          .join('')}</table>`,
+    )
+    .join('<hr>')
+  return { subject, text: `Form: ${form.name}\n\n${text}\n`, html: `<!doctype html><meta charset="utf-8"><p>Form: ${escapeHtml(form.name)}</p>${html}` }
+}

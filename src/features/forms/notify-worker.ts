@@ -1,0 +1,181 @@
+import crypto from 'node:crypto'
+import http from 'node:http'
+import https from 'node:https'
+import type { Deps } from '../../deps.js'
+import { claimDue, notifyStore, type DeliveryRow } from './notify-store.js'
+import { guardedLookup } from './ssrf.js'
+import { submissionMail, type Mailer } from './notify-mail.js'
+import type { SubmissionEvent } from './notify-store.js'
+
+const BATCH = 20
+/** How long a claim holds a row; an instance that dies mid-delivery frees it after this. */
+const LEASE_MS = 2 * 60_000
+const WEBHOOK_TIMEOUT_MS = 10_000
+/** The longest wait between two tries, however many failed before. */
+const MAX_BACKOFF_MS = 3_600_000
+
+/** HMAC-SHA256 of `${timestamp}.${body}` with the form's secret, hex: the v1 of X-Svc-Signature. */
+export function signature(secret: string, timestamp: number, body: string): string {
+  return crypto.createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')
+}
+
+interface Outcome {
+  ok: boolean
+  status: number | null
+  error: string | null
+}
+
+/** One POST of a webhook: 2xx is delivered; anything else (redirects included) is a failed try. */
+function postWebhook(url: string, body: string, headers: Record<string, string>, blockPrivate: boolean): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const u = new URL(url)
+    const mod = u.protocol === 'https:' ? https : http
+    const req = mod.request(
+      u,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+        lookup: guardedLookup(blockPrivate),
+        timeout: WEBHOOK_TIMEOUT_MS,
+        agent: false,
+      },
+      (res) => {
+        res.resume()
+        res.on('end', () => {
+          const status = res.statusCode ?? 0
+          resolve({ ok: status >= 200 && status < 300, status, error: status >= 200 && status < 300 ? null : `answered HTTP ${String(status)}` })
+        })
+        res.on('error', (e) => resolve({ ok: false, status: res.statusCode ?? null, error: e.message }))
+      },
+    )
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${WEBHOOK_TIMEOUT_MS / 1000} s`)))
+    req.on('error', (e) => resolve({ ok: false, status: null, error: e.message.slice(0, 500) }))
+    req.end(body)
+  })
+}
+
+export interface Notifier {
+  /** Delivers what is due now; returns how many attempts were made. */
+  runOnce(): Promise<number>
+  stop(): Promise<void>
+}
+
+/**
+ * The outbox worker of one instance: every NOTIFY_POLL it claims due deliveries (claimDue:
+ * no two instances hold the same row), tries each once, and records the outcome. A failed
+ * try is retried with exponential backoff (NOTIFY_RETRY_BASE, doubling, at most an hour
+ * apart) until its deadline (NOTIFY_MAX_AGE), then marked failed for the owner to redeliver.
+ * The outbox is in the database, so a restart loses nothing: rows claimed by a process that
+ * died are taken again once their lease ends.
+ */
+export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, mailer: Mailer | null, log: { warn(o: object, m: string): void }): Notifier {
+  const { db, clock, config } = deps
+  const worker = crypto.randomUUID()
+  let timer: NodeJS.Timeout | null = null
+  let running: Promise<number> | null = null
+  let stopped = false
+
+  async function record(r: DeliveryRow, o: Outcome): Promise<void> {
+    const now = clock.now()
+    const tries = Number(r.tries) + 1
+    if (o.ok) {
+      await notifyStore.finish(db.k, r.id, worker, { status: 'delivered', tries, last_status: o.status, last_error: null, delivered_at: now, updated_at: now })
+      return
+    }
+    const next = now + Math.min(config.notifyRetryBaseMs * 2 ** (tries - 1), MAX_BACKOFF_MS)
+    const status = next > Number(r.deadline_at) ? 'failed' : 'pending'
+    await notifyStore.finish(db.k, r.id, worker, { status, tries, next_at: next, last_status: o.status, last_error: o.error, updated_at: now })
+  }
+
+  async function deliverWebhook(r: DeliveryRow): Promise<Outcome> {
+    const hook = await notifyStore.webhook(db.k, r.form_id)
+    if (!hook) return { ok: false, status: null, error: 'the form has no webhook any more' }
+    const t = Math.floor(clock.now() / 1000)
+    return postWebhook(
+      r.target,
+      r.payload,
+      {
+        'user-agent': 'svc-webhook/1',
+        'x-svc-event': 'form.submission',
+        'x-svc-delivery': r.id,
+        'x-svc-timestamp': String(t),
+        'x-svc-signature': `t=${t},v1=${signature(hook.secret, t, r.payload)}`,
+      },
+      config.webhookBlockPrivate,
+    )
+  }
+
+  async function deliverMail(rows: DeliveryRow[]): Promise<Outcome> {
+    if (!mailer) return { ok: false, status: null, error: 'no SMTP server configured (SMTP_URL)' }
+    const events = rows.map((r) => JSON.parse(r.payload) as SubmissionEvent)
+    try {
+      await mailer.send({ to: rows[0].target, ...submissionMail(events) })
+      return { ok: true, status: null, error: null }
+    } catch (e) {
+      return { ok: false, status: null, error: (e as Error).message.slice(0, 500) }
+    }
+  }
+
+  async function tick(): Promise<number> {
+    let attempts = 0
+    for (let round = 0; round < 10 && !stopped; round++) {
+      const now = clock.now()
+      const rows = await claimDue(db, worker, now, now + LEASE_MS, BATCH)
+      if (rows.length === 0) break
+      // digests: every claimed row of a (form, address) goes out in one mail
+      const digests = new Map<string, DeliveryRow[]>()
+      for (const r of rows) {
+        if (r.kind === 'digest') {
+          const k = `${r.form_id}\n${r.target}`
+          digests.set(k, [...(digests.get(k) ?? []), r])
+        }
+      }
+      await Promise.all([
+        ...rows
+          .filter((r) => r.kind !== 'digest')
+          .map(async (r) => {
+            const o = r.kind === 'webhook' ? await deliverWebhook(r) : await deliverMail([r])
+            if (!o.ok) log.warn({ delivery: r.id, kind: r.kind, tries: Number(r.tries) + 1, error: o.error }, 'form notification failed')
+            await record(r, o)
+          }),
+        ...[...digests.values()].map(async (group) => {
+          const o = await deliverMail(group)
+          if (!o.ok) log.warn({ deliveries: group.length, error: o.error }, 'form notification digest failed')
+          for (const r of group) await record(r, o)
+        }),
+      ])
+      attempts += rows.length
+    }
+    return attempts
+  }
+
+  const runOnce = async (): Promise<number> => {
+    while (running) await running.catch(() => 0)
+    running = tick()
+    try {
+      return await running
+    } finally {
+      running = null
+    }
+  }
+
+  const schedule = () => {
+    if (stopped) return
+    timer = setTimeout(() => {
+      runOnce()
+        .catch((err: unknown) => log.warn({ err }, 'form notification worker failed'))
+        .finally(schedule)
+    }, config.notifyPollMs)
+    timer.unref()
+  }
+  schedule()
+
+  return {
+    runOnce,
+    async stop() {
+      stopped = true
+      if (timer) clearTimeout(timer)
+      await running?.catch(() => {})
+    },
+  }
+}

@@ -1,0 +1,101 @@
+import dns from 'node:dns'
+import net from 'node:net'
+import type { LookupFunction } from 'node:net'
+import { AppError } from '../../errors/app-error.js'
+
+/**
+ * Addresses a webhook may not reach when the operator forbids private targets
+ * (WEBHOOK_BLOCK_PRIVATE, default on): loopback, private, shared, link-local (cloud metadata),
+ * multicast, reserved and unspecified ranges, in IPv4 and IPv6 (IPv4-mapped included).
+ */
+const BLOCKED = new net.BlockList()
+for (const [a, p] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  BLOCKED.addSubnet(a, p, 'ipv4')
+for (const [a, p] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+  ['64:ff9b::', 96],
+  ['2001:db8::', 32],
+] as const)
+  BLOCKED.addSubnet(a, p, 'ipv6')
+
+export function isForbiddenAddress(ip: string): boolean {
+  const v = net.isIP(ip)
+  if (v === 4) return BLOCKED.check(ip, 'ipv4')
+  if (v === 6) {
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)
+    if (mapped) return BLOCKED.check(mapped[1], 'ipv4')
+    return BLOCKED.check(ip, 'ipv6')
+  }
+  return true
+}
+
+const forbidden = (host: string, ip: string) =>
+  new AppError('WEBHOOK_URL_FORBIDDEN', { params: { detail: `${host} resolves to ${ip}, a private, loopback or reserved address` } })
+
+/** A webhook URL: absolute http(s), no credentials, at most 2048 characters. */
+export function parseWebhookUrl(raw: unknown): URL {
+  const invalid = (detail: string) => new AppError('WEBHOOK_URL_INVALID', { params: { detail } })
+  if (typeof raw !== 'string' || raw.trim() === '') throw invalid('url is required (an http or https URL)')
+  const s = raw.trim()
+  if (s.length > 2048 || /[\s\u0000-\u001f\u007f]/.test(s)) throw invalid('at most 2048 characters, without spaces or control characters')
+  let u: URL
+  try {
+    u = new URL(s)
+  } catch {
+    throw invalid('not an absolute URL')
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw invalid(`only http and https are allowed, not "${u.protocol}"`)
+  if (u.username || u.password) throw invalid('credentials in the URL are not allowed; check the signature instead')
+  return u
+}
+
+/** Refuses a URL whose host is, or resolves to, a forbidden address (when `block`). */
+export async function checkTarget(u: URL, block: boolean): Promise<void> {
+  if (!block) return
+  const host = u.hostname.replace(/^\[|\]$/g, '')
+  if (net.isIP(host)) {
+    if (isForbiddenAddress(host)) throw forbidden(host, host)
+    return
+  }
+  let addrs: dns.LookupAddress[]
+  try {
+    addrs = await dns.promises.lookup(host, { all: true, verbatim: true })
+  } catch {
+    throw new AppError('WEBHOOK_URL_INVALID', { params: { detail: `the host ${host} does not resolve` } })
+  }
+  for (const a of addrs) if (isForbiddenAddress(a.address)) throw forbidden(host, a.address)
+}
+
+/**
+ * dns.lookup for delivery connections: with `block`, every address the name resolves to is
+ * checked at connect time, so a name that changes to a private address after the URL was
+ * saved (DNS rebinding) is refused too.
+ */
+export function guardedLookup(block: boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 0)
+      const list = addresses
+      const bad = block ? list.find((a) => isForbiddenAddress(a.address)) : undefined
+      if (bad) return callback(Object.assign(new Error(`${hostname} resolves to ${bad.address}, a forbidden address`), { code: 'EFORBIDDEN' }), '', 0)
+      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list)
+      callback(null, list[0].address, list[0].family)
+    })
+  }
+}

@@ -1,0 +1,154 @@
+// Images: entitlement status, redeem a code, upload with progress, copy link, remark,
+// replace, delete (locked images cannot be deleted).
+;(function () {
+  'use strict'
+  var S = window.SVC
+  var t = S.t
+  var el = S.el
+  var bar = S.progress('img-progress')
+  var redeem = S.redeemForm('img-status', status)
+
+  function status() {
+    return S.api
+      .get('/api/image-host/status')
+      .then(function (r) {
+        var q = r.quota || {}
+        S.$('img-state').textContent = r.entitled
+          ? t('images.entitled') +
+            ' ' +
+            t('images.quota', {
+              count: q.used_images,
+              max: q.max_images,
+              used: S.bytes(q.used_bytes),
+              total: S.bytes(q.max_total_bytes),
+              each: S.bytes(q.max_image_bytes),
+            })
+          : t('images.not_entitled')
+        redeem.hidden = !!r.entitled
+        S.$('img-form').hidden = !r.entitled
+        if (r.entitled) load()
+      })
+      .catch(function (e) {
+        // without the entitlement some servers refuse the status call itself
+        if (e.status === 403) {
+          S.$('img-state').textContent = t('images.not_entitled')
+          redeem.hidden = false
+        } else S.fail('img-status')(e)
+      })
+  }
+
+  function load() {
+    return S.api
+      .get('/api/image-host/images')
+      .then(function (r) {
+        var list = S.clear(S.$('img-list'))
+        var images = r.images || []
+        if (images.length === 0) list.appendChild(el('li', { class: 'hint', text: t('images.none') }))
+        images.forEach(function (img) {
+          list.appendChild(item(img))
+        })
+      })
+      .catch(S.fail('img-status'))
+  }
+
+  function item(img) {
+    var id = 'img-' + img.public_token
+    var remark = el('input', { id: id + '-remark', maxlength: 500, value: img.remark || '' })
+    var replace = el('input', { id: id + '-replace', type: 'file', accept: 'image/*', class: 'sr' })
+    replace.addEventListener('change', function () {
+      if (!replace.files.length) return
+      var fd = new FormData()
+      fd.append('file', replace.files[0], replace.files[0].name)
+      bar.show(replace.files[0].name)
+      S.send('POST', '/api/image-host/images/' + S.enc(img.public_token) + '/replace', fd, bar.set)
+        .then(function () {
+          bar.done()
+          return load()
+        })
+        .catch(S.fail('img-status'))
+    })
+    return el(
+      'li',
+      {},
+      el(
+        'a',
+        { href: img.public_url, target: '_blank', rel: 'noopener noreferrer' },
+        el('img', { src: img.public_url, alt: img.remark || img.file_name || '', loading: 'lazy' }),
+      ),
+      el(
+        'p',
+        {},
+        el('strong', { text: img.file_name || img.public_token }),
+        ' ',
+        el('span', { class: 'hint', text: S.bytes(img.size) }),
+        img.locked ? el('span', { class: 'badge', text: ' ' + t('images.locked') }) : null,
+      ),
+      el('label', { for: id + '-remark', text: t('images.remark') }),
+      remark,
+      el(
+        'div',
+        { class: 'buttons' },
+        el('button', {
+          type: 'button',
+          text: t('images.save_remark'),
+          onclick: function () {
+            S.api
+              .patch('/api/image-host/images/' + S.enc(img.public_token), { remark: remark.value })
+              .then(function () {
+                S.toast(t('common.saved'))
+              })
+              .catch(S.fail('img-status'))
+          },
+        }),
+        el('button', {
+          type: 'button',
+          text: t('images.copy'),
+          onclick: function () {
+            S.copy(img.public_url)
+          },
+        }),
+        el('label', { for: id + '-replace', class: 'button-like', text: t('images.replace') }),
+        replace,
+        el('button', {
+          type: 'button',
+          class: 'danger',
+          text: t('common.delete'),
+          disabled: !!img.locked,
+          onclick: function () {
+            if (!window.confirm(t('images.delete_confirm'))) return
+            S.api
+              .del('/api/image-host/images/' + S.enc(img.public_token))
+              .then(function () {
+                S.toast(t('common.deleted'))
+                status()
+              })
+              .catch(S.fail('img-status'))
+          },
+        }),
+      ),
+    )
+  }
+
+  function uploadAll(files) {
+    if (!files.length) return
+    var fd = new FormData()
+    Array.prototype.forEach.call(files, function (f) {
+      fd.append('file', f, f.name)
+    })
+    bar.show(files.length === 1 ? files[0].name : files.length + ' × ' + t('nav.images'))
+    S.status('img-status', '')
+    S.send('POST', '/api/image-host/upload', fd, bar.set)
+      .then(function () {
+        bar.done()
+        S.$('img-input').value = ''
+        return status()
+      })
+      .catch(S.fail('img-status'))
+  }
+  S.$('img-form').addEventListener('submit', function (e) {
+    e.preventDefault()
+    uploadAll(S.$('img-input').files)
+  })
+  S.dropZone(S.$('img-drop'), uploadAll)
+  status()
+})()

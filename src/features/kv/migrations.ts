@@ -1,0 +1,46 @@
+import { sql, type Kysely, type Migration } from 'kysely'
+
+/** The key-value store's table. */
+export const kvMigrations: Record<string, Migration> = {
+  '0200-kv-entries': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('kv_entries')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .addColumn('data_type', 'text', (c) => c.notNull())
+        .addColumn('tags', 'text', (c) => c.notNull().defaultTo('[]'))
+        .addColumn('is_public', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('version', 'bigint', (c) => c.notNull())
+        .addColumn('size', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint')
+        .addPrimaryKeyConstraint('kv_entries_pk', ['user_id', 'key'])
+        .execute()
+      // legacy public read by key across users
+      await db.schema.createIndex('kv_entries_key').on('kv_entries').column('key').execute()
+      // expiry purge
+      await db.schema.createIndex('kv_entries_expires').on('kv_entries').column('expires_at').execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable('kv_entries').execute()
+    },
+  },
+  // the key-count quota reads this row instead of counting the user's entries on every write
+  '0700-kv-usage': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('kv_usage')
+        .addColumn('user_id', 'text', (c) => c.primaryKey().references('users.id').onDelete('cascade'))
+        // rows in kv_entries, expired ones not yet purged included
+        .addColumn('keys', 'bigint', (c) => c.notNull())
+        .execute()
+      await sql`insert into kv_usage (user_id, keys) select user_id, count(*) from kv_entries group by user_id`.execute(db)
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable('kv_usage').execute()
+    },
+  },
+}

@@ -1,0 +1,46 @@
+import { html } from '../../web/html.js'
+import { sourceFile } from '../../web/assets.js'
+import type { FeatureUi } from '../../web/page.js'
+import { pager, status, table } from '../../web/parts.js'
+import { KV_MESSAGES, type KvKey } from './messages.js'
+
+/** /dashboard/kv ("my database"): the frame that static/kv.js fills from the KV API. */
+export const kvUi: FeatureUi<KvKey> = {
+  messages: KV_MESSAGES,
+  scripts: [sourceFile(import.meta.url, 'static/kv.js')],
+  pages: [
+    {
+      path: '/dashboard/kv',
+      nav: { id: 'kv', order: 30, label: 'nav.kv', card: 'dash.kv.text' },
+      render(ctx) {
+        const { t } = ctx
+        return {
+          title: t('kv.title'),
+          script: 'kv',
+          body: html`
+        <form id="kv-form" class="card">
+          <h2>${t('kv.editor')}</h2>
+          <label for="kv-key">${t('kv.key')}</label>
+          <input id="kv-key" required maxlength="100" pattern="[A-Za-z][A-Za-z0-9_\\-]*" autocapitalize="none" spellcheck="false" aria-describedby="kv-key-hint">
+          <p class="hint" id="kv-key-hint">${t('kv.key_hint')}</p>
+          <label for="kv-type">${t('kv.type')}</label>
+          <select id="kv-type"><option value="json">json</option><option value="text">text</option><option value="number">number</option></select>
+          <label for="kv-value">${t('kv.value')}</label>
+          <textarea id="kv-value" rows="8" spellcheck="false" required></textarea>
+          <label for="kv-tags">${t('kv.tags')}</label>
+          <input id="kv-tags" maxlength="1000">
+          <label class="check"><input id="kv-public" type="checkbox"> ${t('kv.public')}</label>
+          <div class="buttons">
+            <button type="submit" class="primary">${t('kv.save')}</button>
+            <button type="button" id="kv-new">${t('kv.new')}</button>
+          </div>
+        </form>
+        <p id="kv-usage" class="hint"></p>
+        ${status('kv-status')}
+        ${table(ctx, 'kv-table', ['kv.col.key', 'kv.col.type', 'kv.col.value', 'kv.col.public', 'kv.col.updated'])}
+        ${pager('kv-pager')}`,
+        }
+      },
+    },
+  ],
+}

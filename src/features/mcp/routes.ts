@@ -1,0 +1,117 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import type { Deps } from '../../deps.js'
+import { AppError } from '../../errors/app-error.js'
+import { caller } from '../../http/guard.js'
+import { contentOrigin, serviceOrigin } from '../../http/origin.js'
+import { hostName, siteOriginFor } from '../../http/site-origin.js'
+import { API_VERSION } from '../sites/files-service.js'
+import type { McpServices } from './services.js'
+import { MCP_BODY_LIMIT, toolsFor, type ToolContext } from './tools.js'
+
+export const MCP_PATH = '/mcp'
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
+const IP_LITERAL = /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\])$/i
+
+/**
+ * DNS-rebinding protection: the Host must name this service (PUBLIC_URL's host, a loopback
+ * name, an IP address, or one of MCP_ALLOWED_HOSTS), and a browser's Origin, when sent, must
+ * be such a host too. A page on another domain that rebinds its name to this server's address
+ * sends its own name as Host and is refused before anything runs.
+ */
+export function hostAllowed(host: string | undefined, deps: Pick<Deps, 'config'>): boolean {
+  const h = hostName(host)
+  if (h === '') return false
+  if (deps.config.mcpAllowedHosts.includes(h)) return true
+  if (deps.config.publicUrl) return h === new URL(deps.config.publicUrl).hostname.toLowerCase()
+  return LOOPBACK.has(h) || h.endsWith('.localhost') || IP_LITERAL.test(h)
+}
+
+function checkRebinding(req: FastifyRequest, deps: Deps): void {
+  if (!hostAllowed(req.headers.host, deps)) throw new AppError('MCP_HOST_REFUSED')
+  const origin = req.headers.origin
+  if (origin !== undefined) {
+    let host: string
+    try {
+      host = new URL(origin).host
+    } catch {
+      throw new AppError('MCP_HOST_REFUSED')
+    }
+    if (!hostAllowed(host, deps)) throw new AppError('MCP_HOST_REFUSED')
+  }
+}
+
+/**
+ * POST /mcp: the MCP server over stateless streamable HTTP (JSON answers, no session id). The
+ * API guard has authenticated the key and counted the request against its rate limits; each
+ * request gets a server with the tools its key may use, and nothing outlives the request.
+ * GET (server-initiated streams) and DELETE (session end) have no meaning without sessions: 405.
+ */
+export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices): void {
+  const methodNotAllowed = async (_req: FastifyRequest, reply: FastifyReply) => {
+    reply.header('Allow', 'POST')
+    throw new AppError('MCP_METHOD')
+  }
+  for (const method of ['GET', 'DELETE'] as const) {
+    app.route({ method, url: MCP_PATH, config: { auth: 'none', rateLimit: false }, schema: { hide: true }, handler: methodNotAllowed })
+  }
+
+  app.post(
+    MCP_PATH,
+    {
+      // a read-only key may call it: the server then lists and runs the read-only tools only
+      config: { auth: 'any', readOnlySafe: true },
+      bodyLimit: MCP_BODY_LIMIT,
+      schema: {
+        tags: ['mcp'],
+        summary: 'MCP server (stateless streamable HTTP, JSON-RPC 2.0); Authorization: Bearer <API key>',
+        description:
+          'Model Context Protocol endpoint for AI agents: initialize, tools/list, tools/call. A read-only key sees only the read-only tools. GET and DELETE answer 405. See docs/mcp.md.',
+      },
+    },
+    async (req, reply) => {
+      checkRebinding(req, deps)
+      const p = caller(req)
+      // agents authenticate with an API key; a browser session is not an MCP client
+      if (p.via !== 'key') throw new AppError('AUTH_MISSING')
+      const readOnly = p.readOnly === true
+      const ctx: ToolContext = {
+        user: p.user,
+        readOnly,
+        serviceOrigin: serviceOrigin(req, deps.config),
+        contentOrigin: contentOrigin(req, deps.config),
+        siteOrigin: siteOriginFor(req, deps.config, p.user.username),
+        entitled: async (feature) =>
+          !!(await deps.db.k.selectFrom('entitlements').select('feature').where('user_id', '=', p.user.id).where('feature', '=', feature).executeTakeFirst()),
+      }
+      const server = new McpServer(
+        { name: 'svc', version: API_VERSION },
+        {
+          capabilities: { tools: {} },
+          instructions: `svc hosts HTML pages and small sites for ${p.user.username}. Publish with publish_html or deploy_files; every answer carries the URL to open.${readOnly ? ' This key is read-only: only reading tools are available.' : ''}`,
+        },
+      )
+      for (const t of toolsFor(readOnly)) t.register(server, services, ctx)
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+      await server.connect(transport)
+      // the guard's headers (X-RateLimit-*, X-Request-Id) go out with the transport's answer
+      for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value)
+      reply.hijack()
+      reply.raw.once('close', () => {
+        void transport.close().catch(() => {})
+        void server.close().catch(() => {})
+      })
+      try {
+        await transport.handleRequest(req.raw, reply.raw, req.body)
+      } catch (err) {
+        req.log.error({ err }, 'mcp request failed')
+        if (!reply.raw.headersSent) {
+          reply.raw.writeHead(500, { 'content-type': 'application/json' })
+          reply.raw.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null }))
+        }
+      }
+    },
+  )
+}

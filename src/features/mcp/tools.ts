@@ -1,0 +1,634 @@
+import crypto from 'node:crypto'
+import { Readable } from 'node:stream'
+import tar from 'tar-stream'
+import * as z from 'zod'
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import type { User } from '../../auth/users.js'
+import { AppError, isAppError } from '../../errors/app-error.js'
+import { errorMessage } from '../../errors/render.js'
+import { ERRORS } from '../../errors/codes.js'
+import type { IncomingFile } from '../image-host/service.js'
+import { checkContent, checkDisplayName, encodeText, normalizeContentType } from '../hosted-data/content.js'
+import { formView } from '../forms/service.js'
+import { MANIFEST_ENTRY } from '../sites/deploys-service.js'
+import type { FolderRef } from '../sites/folders-service.js'
+import { RULE_FILES } from '../sites/site-rules.js'
+import type { McpServices } from './services.js'
+
+/**
+ * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
+ * (stdio) forwards to that endpoint, so every client sees these same definitions.
+ */
+
+/** Largest inline payload of one tool call (decoded bytes); bigger sites go through `svc deploy`. */
+export const MAX_INLINE_BYTES = 4 * 1024 * 1024
+/** Files per deploy_files call (the folder batch upload's own limit). */
+export const MAX_INLINE_FILES = 200
+/** The body limit of POST /mcp: the inline limit in base64, plus the JSON-RPC envelope. */
+export const MCP_BODY_LIMIT = Math.ceil((MAX_INLINE_BYTES * 4) / 3) + 1024 * 1024
+
+/** Who calls, and the origins the answers' URLs are built on. */
+export interface ToolContext {
+  user: User
+  readOnly: boolean
+  /** Origin of the service (PUBLIC_URL or the request's). */
+  serviceOrigin: string
+  /** Origin of user content (CONTENT_ORIGIN or the service origin). */
+  contentOrigin: string
+  /** The user's own site origin ({username}.{CONTENT_DOMAIN}), or null. */
+  siteOrigin: string | null
+  /** Whether the account holds an entitlement (image-host, hosted-data). */
+  entitled(feature: string): Promise<boolean>
+}
+
+interface ToolOutput {
+  /** One or two lines for the model, with the URL to open when there is one. */
+  summary: string
+  data: Record<string, unknown>
+}
+
+interface ToolDef<S extends z.ZodRawShape> {
+  name: string
+  title: string
+  description: string
+  readOnly: boolean
+  destructive?: boolean
+  idempotent?: boolean
+  input: S
+  run(s: McpServices, ctx: ToolContext, args: z.infer<z.ZodObject<S>>): Promise<ToolOutput>
+}
+
+export interface McpTool {
+  name: string
+  readOnly: boolean
+  register(server: McpServer, s: McpServices, ctx: ToolContext): void
+}
+
+const payloadTooLarge = (what: string) =>
+  new AppError('FILE_TOO_LARGE', {
+    status: 413,
+    params: { limit: MAX_INLINE_BYTES },
+    extra: {
+      details: {
+        info: `${what} is over the MCP inline limit of ${MAX_INLINE_BYTES} bytes; deploy larger sites with the CLI: \`svc deploy ./folder --project NAME\` (archive upload)`,
+      },
+    },
+  })
+
+const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
+
+/** A tool's failure as the model reads it: the service's code, message and solution. */
+function errorResult(e: unknown): CallToolResult {
+  if (isAppError(e)) {
+    const d = ERRORS[e.key]
+    const message = errorMessage(e.key, 'en', e.options.params)
+    const solution = fillSolution(d.solutionEn, e.options.params)
+    const details = e.options.extra?.details as { info?: string } | undefined
+    const info = typeof details?.info === 'string' ? ` ${details.info}` : ''
+    const error = { error_code: d.code, error_type: d.type, message, solution, ...(e.options.extra ?? {}) }
+    return {
+      isError: true,
+      content: [{ type: 'text', text: `Error ${d.code} (${d.type}): ${message}.${info} ${solution}`.trim() }],
+      structuredContent: { success: false, ...error },
+    }
+  }
+  throw e
+}
+
+function fillSolution(tpl: string, params?: Record<string, string | number>): string {
+  return tpl.replace(/\{(\w+)\}/g, (m, k: string) => (params && k in params ? String(params[k]) : m))
+}
+
+function tool<S extends z.ZodRawShape>(d: ToolDef<S>): McpTool {
+  return {
+    name: d.name,
+    readOnly: d.readOnly,
+    register(server, s, ctx) {
+      const cb = async (args: Record<string, unknown>): Promise<CallToolResult> => {
+        try {
+          const out = await d.run(s, ctx, args as z.infer<z.ZodObject<S>>)
+          return { content: [{ type: 'text', text: out.summary }], structuredContent: { success: true, ...out.data } }
+        } catch (e) {
+          return errorResult(e)
+        }
+      }
+      server.registerTool(
+        d.name,
+        {
+          title: d.title,
+          description: d.description,
+          inputSchema: z.object(d.input).strict(),
+          annotations: {
+            title: d.title,
+            readOnlyHint: d.readOnly,
+            destructiveHint: d.readOnly ? false : (d.destructive ?? false),
+            idempotentHint: d.idempotent ?? d.readOnly,
+            openWorldHint: false,
+          },
+        },
+        cb,
+      )
+    },
+  }
+}
+
+const siteUrlOf = (ctx: ToolContext, path: string) => (ctx.siteOrigin === null ? null : ctx.siteOrigin + path)
+const projectName = z.string().min(1).max(100).describe('Project (site) name: letters, digits, "-", "_" or "."')
+
+const publishHtml = tool({
+  name: 'publish_html',
+  title: 'Publish an HTML page',
+  description:
+    'Publishes one self-contained HTML page (inline CSS/JS) as a single-file site and returns its URL. Publishing again with the same name replaces the page. For several files use deploy_files.',
+  readOnly: false,
+  idempotent: true,
+  input: {
+    name: z.string().min(1).max(200).describe('Page name; ".html" is added when missing (e.g. "landing" -> landing.html)'),
+    html: z.string().min(1).describe(`The complete HTML document (at most ${MAX_INLINE_BYTES} bytes)`),
+    title: z.string().max(100).optional().describe('Project name shown in the dashboard'),
+  },
+  async run(s, ctx, a) {
+    const bytes = Buffer.from(a.html, 'utf8')
+    if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('html')
+    const fileName = s.files.checkFileName(/\.html?$/i.test(a.name) ? a.name : `${a.name}.html`)
+    const staged = await s.files.stage(Readable.from([bytes]))
+    const rec = await s.files.commit(ctx.user, { fileName, staged, projectName: a.title }, ctx.contentOrigin)
+    const site = siteUrlOf(ctx, `/${encodeURIComponent(rec.file_name)}`)
+    const open = site ?? rec.url
+    return {
+      summary: `${rec.is_update ? 'Updated' : 'Published'} ${rec.file_name}: ${open}`,
+      data: { ...rec, site_url: site, open_url: open },
+    }
+  },
+})
+
+const deployFiles = tool({
+  name: 'deploy_files',
+  title: 'Deploy a small site',
+  description: `Uploads files into a folder project (created if absent; existing paths are replaced) and publishes it at /{username}/{project}/ as a new live deploy (needs an index.html at the root). With publish false it instead makes a preview deploy of exactly the given files (the whole site, with its own index.html): the live site and the project's files stay as they are, and the answer's preview URL shows it until promote makes it live. At most ${MAX_INLINE_FILES} files and ${MAX_INLINE_BYTES} bytes per call; for larger sites use the CLI: svc deploy ./folder.`,
+  readOnly: false,
+  idempotent: true,
+  input: {
+    project: projectName,
+    files: z
+      .array(
+        z
+          .object({
+            path: z.string().min(1).max(1024).describe('Relative path, e.g. "index.html" or "css/site.css"; no "..", no leading "/"'),
+            content: z.string().describe('File content: UTF-8 text, or base64 with encoding "base64"'),
+            encoding: z.enum(['utf8', 'base64']).optional().describe('default utf8'),
+          })
+          .strict(),
+      )
+      .min(1)
+      .describe('The files to upload'),
+    publish: z.boolean().optional().describe('true (default): upload and publish live; false: a preview deploy of these files only, not live'),
+  },
+  async run(s, ctx, a) {
+    if (a.files.length > MAX_INLINE_FILES) throw payloadTooLarge(`${a.files.length} files`)
+    const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(a.project)])
+    // every path and the total size are checked before any byte is stored
+    const seen = new Set<string>()
+    const decoded: Array<{ name: string; path: string; bytes: Buffer }> = []
+    let total = 0
+    for (const f of a.files) {
+      const checked = s.folders.checkUploadName(f.path)
+      if ('failure' in checked) throw new AppError('INVALID_PATH', { params: { detail: `${f.path}: ${checked.failure.message}` } })
+      if (seen.has(checked.path)) throw bad(`the call carries ${checked.path} twice`)
+      seen.add(checked.path)
+      if (f.encoding === 'base64' && !/^[A-Za-z0-9+/]*={0,2}$/.test(f.content.replace(/\s+/g, ''))) throw bad(`${f.path}: content is not valid base64`)
+      const bytes = f.encoding === 'base64' ? Buffer.from(f.content, 'base64') : Buffer.from(f.content, 'utf8')
+      total += bytes.length
+      if (total > MAX_INLINE_BYTES) throw payloadTooLarge('the files')
+      decoded.push({ name: f.path, path: checked.path, bytes })
+    }
+    if (a.publish === false) return previewDeploy(s, ctx, ref, decoded)
+    const wasLive = (await s.folders.projects(ctx.user, ctx.contentOrigin)).some((p) => p.name === ref.name && p.is_published)
+    const staged = []
+    for (const f of decoded) staged.push(await s.folders.stage(Readable.from([f.bytes]), f.name, f.path, MAX_INLINE_BYTES))
+    const r = await s.folders.commitBatch(ctx.user, ref, staged, true)
+    if (r.failures.length > 0) throw bad(r.failures.map((x) => `${x.file}: ${x.message}`).join('; '))
+    const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/`)
+    // an upload to a live project is already a new live deploy (with the live site rules); a
+    // publish is added only when it is not live yet or the call changes _redirects/_headers,
+    // so one call is one deploy and rollback goes back one call
+    let websiteUrl = `${ctx.contentOrigin}/${ctx.user.username}/${encodeURIComponent(ref.name)}/`
+    if (!wasLive || decoded.some((f) => (RULE_FILES as readonly string[]).includes(f.path)))
+      websiteUrl = (await s.folders.publish(ctx.user, ref, ctx.contentOrigin)).website_url
+    const open = site ?? websiteUrl
+    return {
+      summary: `Uploaded ${r.uploaded} file(s) to ${ref.name}, published: ${open}`,
+      data: { project: ref.name, uploaded_count: r.uploaded, is_published: true, website_url: websiteUrl, site_url: site, open_url: open },
+    }
+  },
+})
+
+/**
+ * deploy_files with publish false: one archive deploy (manifest first, then every file) made
+ * as a preview through the deploys service, so nothing live and no project file changes.
+ */
+async function previewDeploy(s: McpServices, ctx: ToolContext, ref: FolderRef, files: Array<{ path: string; bytes: Buffer }>): Promise<ToolOutput> {
+  const digests = Object.fromEntries(files.map((f) => [f.path, crypto.createHash('sha256').update(f.bytes).digest('hex')]))
+  const pack = tar.pack()
+  pack.entry({ name: MANIFEST_ENTRY }, Buffer.from(JSON.stringify({ files: digests, preview: true, source: 'api', message: 'preview (MCP deploy_files)' })))
+  for (const f of files) pack.entry({ name: f.path }, f.bytes)
+  pack.finalize()
+  // the archive is at most the inline limit plus headers: held whole, then read as a node stream
+  const chunks: Buffer[] = []
+  for await (const c of pack as AsyncIterable<Buffer>) chunks.push(c)
+  const r = await s.deploys.deployArchive(ctx.user, ref, Readable.from([Buffer.concat(chunks)]), false, ctx.contentOrigin)
+  const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/`)
+  const previewSite = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}@${r.deploy.id}/`)
+  const open = previewSite ?? r.preview_url
+  return {
+    summary: `Preview deploy ${r.deploy.id} of ${ref.name} (${r.deploy.file_count} files, not live): ${open}\nMake it live with promote {project: "${ref.name}", deploy_id: "${r.deploy.id}"}.`,
+    data: {
+      project: ref.name,
+      uploaded_count: files.length,
+      is_published: false,
+      deploy: r.deploy,
+      website_url: r.website_url,
+      site_url: site,
+      preview_url: r.preview_url,
+      preview_site_url: previewSite,
+      open_url: open,
+    },
+  }
+}
+
+const deployId = z.string().min(1).max(64).describe('A deploy id, as list_deploys shows it')
+
+/** A deploy's own URLs (path form, and on the user's site origin when there is one). */
+function deployUrls(ctx: ToolContext, project: string, id: string) {
+  const path = `/${encodeURIComponent(project)}@${id}/`
+  return { preview_url: `${ctx.contentOrigin}/${ctx.user.username}${path}`, preview_site_url: siteUrlOf(ctx, path) }
+}
+
+/** The URL a project's live deploy answers at. */
+const liveUrl = (ctx: ToolContext, project: string) =>
+  siteUrlOf(ctx, `/${encodeURIComponent(project)}/`) ?? `${ctx.contentOrigin}/${ctx.user.username}/${encodeURIComponent(project)}/`
+
+const listDeploys = tool({
+  name: 'list_deploys',
+  title: 'List the deploys of a project',
+  description:
+    'Lists the kept deploys (versions) of a folder project, newest first: id, time, files, bytes, whether it is live or a preview, and the URL that shows each one. Use the ids with rollback and promote.',
+  readOnly: true,
+  input: { project: projectName },
+  async run(s, ctx, a) {
+    const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(a.project)])
+    const r = await s.deploys.list(ctx.user, ref)
+    const deploys = r.deploys.map((d) => ({ ...d, ...deployUrls(ctx, ref.name, d.id) }))
+    const live = liveUrl(ctx, ref.name)
+    const lines = deploys.map(
+      (d) =>
+        `${d.id} ${d.created_at} ${d.file_count} files${d.is_live ? ' (live)' : ''}${d.is_preview ? ' (preview)' : ''}: ${d.preview_site_url ?? d.preview_url}`,
+    )
+    return {
+      summary: `${ref.name}: ${deploys.length} deploy(s); live ${r.live_deploy_id ?? 'none'} at ${live}${lines.length ? `\n${lines.join('\n')}` : ''}`,
+      data: { project: ref.name, live_deploy_id: r.live_deploy_id, open_url: live, deploys },
+    }
+  },
+})
+
+const rollback = tool({
+  name: 'rollback',
+  title: 'Roll back a project',
+  description:
+    'Makes an earlier deploy of a folder project live again: deploy_id, or by default the newest non-preview deploy older than the live one. Nothing is deleted (roll forward with promote). Pass deploy_id to make a repeated call land on the same deploy.',
+  readOnly: false,
+  destructive: false,
+  idempotent: true,
+  input: { project: projectName, deploy_id: deployId.optional() },
+  async run(s, ctx, a) {
+    const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(a.project)])
+    const r = await s.deploys.rollback(ctx.user, ref, a.deploy_id)
+    const open = liveUrl(ctx, ref.name)
+    return {
+      summary: `Rolled back ${ref.name} to deploy ${r.live_deploy_id}, now live: ${open}`,
+      data: { project: ref.name, live_deploy_id: r.live_deploy_id, open_url: open },
+    }
+  },
+})
+
+const promote = tool({
+  name: 'promote',
+  title: 'Make a deploy live',
+  description: 'Makes a kept deploy of a folder project live (a preview made with deploy_files publish false, or any earlier deploy).',
+  readOnly: false,
+  destructive: false,
+  idempotent: true,
+  input: { project: projectName, deploy_id: deployId },
+  async run(s, ctx, a) {
+    const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(a.project)])
+    const r = await s.deploys.promote(ctx.user, ref, a.deploy_id)
+    const open = liveUrl(ctx, ref.name)
+    return {
+      summary: `Deploy ${r.live_deploy_id} of ${ref.name} is live: ${open}`,
+      data: { project: ref.name, live_deploy_id: r.live_deploy_id, open_url: open },
+    }
+  },
+})
+
+const listSites = tool({
+  name: 'list_sites',
+  title: 'List sites',
+  description: "Lists the caller's sites: single-file pages and folder projects, with their URLs.",
+  readOnly: true,
+  input: {},
+  async run(s, ctx) {
+    const [files, projects] = await Promise.all([s.files.list(ctx.user, {}, 100, 0, ctx.contentOrigin), s.folders.projects(ctx.user, ctx.contentOrigin)])
+    const pages = files.files.map((f) => ({ ...f, site_url: siteUrlOf(ctx, `/${encodeURIComponent(f.file_name)}`) }))
+    const folders = projects.map((p) => ({ ...p, site_url: siteUrlOf(ctx, `/${encodeURIComponent(p.name)}/`) }))
+    const lines = [
+      ...pages.map((f) => `page ${f.file_name}: ${f.site_url ?? f.url}`),
+      ...folders.map((p) => `project ${p.name} (${p.is_published ? 'published' : 'not published'}, ${p.file_count} files): ${p.site_url ?? p.website_url}`),
+    ]
+    return {
+      summary: lines.length ? lines.join('\n') : 'No sites yet.',
+      data: { pages, pages_total: files.total, projects: folders },
+    }
+  },
+})
+
+const getSite = tool({
+  name: 'get_site',
+  title: 'Get a site',
+  description: 'Details of one site: a folder project (its files) or a single-file page, by name.',
+  readOnly: true,
+  input: { name: z.string().min(1).max(200).describe('Project name, or page file name (e.g. landing.html)') },
+  async run(s, ctx, a) {
+    const projects = await s.folders.projects(ctx.user, ctx.contentOrigin)
+    const p = projects.find((x) => x.name === a.name)
+    if (p) {
+      const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(p.name)])
+      const files = await s.folders.list(ctx.user, ref, ctx.contentOrigin)
+      const site = siteUrlOf(ctx, `/${encodeURIComponent(p.name)}/`)
+      return {
+        summary: `project ${p.name}: ${p.is_published ? 'published' : 'not published'}, ${files.length} files; ${site ?? p.website_url}`,
+        data: { type: 'project', ...p, site_url: site, files },
+      }
+    }
+    const list = await s.files.list(ctx.user, { search: a.name }, 100, 0, ctx.contentOrigin)
+    const f = list.files.find((x) => x.file_name === a.name || x.file_name === `${a.name}.html`)
+    if (!f) throw new AppError('FILE_NOT_FOUND')
+    const site = siteUrlOf(ctx, `/${encodeURIComponent(f.file_name)}`)
+    return { summary: `page ${f.file_name} (${f.file_size} bytes): ${site ?? f.url}`, data: { type: 'page', ...f, site_url: site } }
+  },
+})
+
+const deleteSite = tool({
+  name: 'delete_site',
+  title: 'Delete a site',
+  description: 'Deletes a single-file page (by file name), or takes a folder project offline and deletes its files (by project name). Cannot be undone.',
+  readOnly: false,
+  destructive: true,
+  input: { name: z.string().min(1).max(200).describe('Page file name (landing.html) or project name') },
+  async run(s, ctx, a) {
+    const projects = await s.folders.projects(ctx.user, ctx.contentOrigin)
+    const p = projects.find((x) => x.name === a.name)
+    if (p) {
+      const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(p.name)])
+      await s.folders.unpublish(ctx.user, ref)
+      const files = await s.folders.list(ctx.user, ref, null)
+      for (const f of files) await s.folders.removeFile(ctx.user, ref, f.path)
+      return {
+        summary: `Deleted project ${p.name} (${files.length} files) and took it offline.`,
+        data: { type: 'project', name: p.name, deleted_files: files.length },
+      }
+    }
+    await s.files.remove(ctx.user, a.name)
+    return { summary: `Deleted page ${a.name}.`, data: { type: 'page', name: a.name } }
+  },
+})
+
+const kvKey = z.string().min(1).max(200).describe('Key: starts with a letter, then a-z A-Z 0-9 _ - (at most 100 characters)')
+const kvPublicUrl = (ctx: ToolContext, key: string) =>
+  `${ctx.serviceOrigin}/svc_api/data/public/${encodeURIComponent(ctx.user.username)}/${encodeURIComponent(key)}`
+
+const kvGet = tool({
+  name: 'kv_get',
+  title: 'Read a key-value entry',
+  description: "Reads one entry of the caller's key-value store.",
+  readOnly: true,
+  input: { key: kvKey },
+  async run(s, ctx, a) {
+    const e = await s.kv.get(ctx.user, a.key)
+    return { summary: `${e.key} = ${JSON.stringify(e.value).slice(0, 500)} (version ${e.version})`, data: { entry: e } }
+  },
+})
+
+const kvSet = tool({
+  name: 'kv_set',
+  title: 'Write a key-value entry',
+  description: "Creates or replaces an entry of the caller's key-value store. A public entry can be read by anyone (pages, scripts) at the URL in the answer.",
+  readOnly: false,
+  idempotent: true,
+  input: {
+    key: kvKey,
+    value: z.unknown().describe('Any JSON value (json), a string (text) or a number (number)'),
+    data_type: z.enum(['json', 'text', 'number']).optional(),
+    is_public: z.boolean().optional().describe('Readable without a key at the public URL (default false)'),
+    ttl: z.number().int().positive().optional().describe('Seconds until the entry expires'),
+    expected_version: z.number().int().nonnegative().optional().describe('Write only if the entry is at this version (0: only if absent)'),
+  },
+  async run(s, ctx, a) {
+    if (Buffer.byteLength(JSON.stringify(a.value ?? null)) > MAX_INLINE_BYTES) throw payloadTooLarge('value')
+    const r = await s.kv.put(ctx.user, a)
+    const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
+    return {
+      summary: `${r.created ? 'Created' : 'Updated'} ${r.entry.key} (version ${r.entry.version})${url ? `; public at ${url}` : ''}`,
+      data: { created: r.created, entry: r.entry, public_url: url },
+    }
+  },
+})
+
+const kvIncr = tool({
+  name: 'kv_incr',
+  title: 'Add to a counter',
+  description: 'Atomically adds to a number entry (a missing entry starts at 0), e.g. a visit counter.',
+  readOnly: false,
+  input: { key: kvKey, by: z.number().optional().describe('Amount to add, default 1 (may be negative)'), ttl: z.number().int().positive().optional() },
+  async run(s, ctx, a) {
+    const r = await s.kv.incr(ctx.user, a)
+    return { summary: `${r.entry.key} = ${String(r.entry.value)}`, data: { created: r.created, entry: r.entry } }
+  },
+})
+
+const kvList = tool({
+  name: 'kv_list',
+  title: 'List key-value entries',
+  description: "Lists the caller's key-value entries, by key, a page at a time.",
+  readOnly: true,
+  input: { page: z.number().int().positive().optional(), per_page: z.number().int().min(1).max(100).optional() },
+  async run(s, ctx, a) {
+    const q: Record<string, unknown> = {}
+    if (a.page !== undefined) q.page = String(a.page)
+    if (a.per_page !== undefined) q.per_page = String(a.per_page)
+    const r = await s.kv.list(ctx.user, q)
+    return {
+      summary: `${r.total} entries${r.items.length ? `: ${r.items.map((e) => e.key).join(', ')}` : ''}`,
+      data: r,
+    }
+  },
+})
+
+const createForm = tool({
+  name: 'create_form',
+  title: 'Create a form',
+  description:
+    'Creates a form that pages can post to (JSON, form-encoded or multipart) and returns its submit_url, e.g. <form method="post" action="{submit_url}">.',
+  readOnly: false,
+  input: {
+    form_name: z.string().min(1).max(100),
+    form_slug: z.string().optional().describe('3-64 characters A-Z a-z 0-9 _ -, unique; generated when omitted'),
+    fields_config: z
+      .array(
+        z.object({
+          name: z.string(),
+          label: z.string().optional(),
+          type: z.string().optional(),
+          required: z.boolean().optional(),
+          options: z.array(z.string()).optional(),
+        }),
+      )
+      .max(50)
+      .optional()
+      .describe('Fields to accept (empty: any field names)'),
+    allowed_origins: z.array(z.string()).max(20).optional().describe('Origins allowed to submit (empty: any)'),
+    redirect_url: z.string().optional(),
+  },
+  async run(s, ctx, a) {
+    const f = formView(await s.forms.create(ctx.user, a), ctx.serviceOrigin)
+    return { summary: `Created form ${f.form_name}; submit to ${f.submit_url}`, data: { form: f } }
+  },
+})
+
+const listSubmissions = tool({
+  name: 'list_submissions',
+  title: 'Read form submissions',
+  description: "Lists the caller's forms, or with form_id one form's submissions, newest first (spam is flagged, not hidden).",
+  readOnly: true,
+  input: {
+    form_id: z.string().max(64).optional().describe('The form id (omit to list the forms)'),
+    page: z.number().int().positive().optional(),
+    per_page: z.number().int().min(1).max(100).optional(),
+    is_spam: z.boolean().optional().describe('Only spam (true) or only not spam (false)'),
+  },
+  async run(s, ctx, a) {
+    if (a.form_id === undefined) {
+      const r = await s.forms.list(ctx.user)
+      const forms = r.forms.map(({ row, stats }) => ({ ...formView(row, ctx.serviceOrigin), ...stats }))
+      return {
+        summary: forms.length ? forms.map((f) => `${f.form_name} (id ${f.id}): ${f.submission_count} submissions`).join('\n') : 'No forms yet.',
+        data: { forms },
+      }
+    }
+    const q: Record<string, unknown> = {}
+    if (a.page !== undefined) q.page = String(a.page)
+    if (a.per_page !== undefined) q.per_page = String(a.per_page)
+    if (a.is_spam !== undefined) q.is_spam = String(a.is_spam)
+    const r = await s.forms.data(ctx.user, a.form_id, q)
+    return { summary: `${r.total} submissions; this page: ${r.submissions.length}`, data: r }
+  },
+})
+
+const dataInput = {
+  content: z.string().describe('UTF-8 text or JSON'),
+  content_type: z.string().optional().describe('application/json (default), text/plain, text/csv, ...'),
+}
+
+async function needEntitlement(ctx: ToolContext, feature: string) {
+  if (!(await ctx.entitled(feature))) throw new AppError('ENTITLEMENT_REQUIRED')
+}
+
+function dataUpload(content: string, type: string | undefined) {
+  const bytes = encodeText(content)
+  if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('content')
+  const contentType = normalizeContentType(type ?? 'application/json')
+  checkContent(bytes, contentType)
+  return { bytes, contentType }
+}
+
+const createData = tool({
+  name: 'create_data',
+  title: 'Host a data file',
+  description: 'Creates a hosted data file (JSON, CSV, text ...) with a public raw URL pages can fetch. Needs the hosted-data entitlement.',
+  readOnly: false,
+  input: { display_name: z.string().min(1).max(255), description: z.string().max(1000).optional(), ...dataInput },
+  async run(s, ctx, a) {
+    await needEntitlement(ctx, 'hosted-data')
+    const upload = dataUpload(a.content, a.content_type)
+    const r = await s.data.create(ctx.user, { displayName: checkDisplayName(a.display_name), description: a.description ?? '', upload }, ctx.contentOrigin)
+    return { summary: `Created ${r.file.display_name}: ${r.file.public_url}`, data: { file: r.file } }
+  },
+})
+
+const updateData = tool({
+  name: 'update_data',
+  title: 'Update a data file',
+  description: 'Uploads a new version of a hosted data file and makes it the one its public URL serves.',
+  readOnly: false,
+  input: { file_id: z.string().min(1).max(64), ...dataInput },
+  async run(s, ctx, a) {
+    await needEntitlement(ctx, 'hosted-data')
+    const type = a.content_type ?? (await s.data.currentType(ctx.user, a.file_id))
+    const r = await s.data.addVersion(ctx.user, a.file_id, { upload: dataUpload(a.content, type), setDefault: true }, ctx.contentOrigin)
+    return { summary: `${r.file.display_name} is now version ${r.file.default_version}: ${r.file.public_url}`, data: { file: r.file } }
+  },
+})
+
+const uploadImage = tool({
+  name: 'upload_image',
+  title: 'Upload an image',
+  description: 'Uploads one image (PNG, JPEG, GIF, WebP, AVIF, SVG) given as base64 and returns its public URL. Needs the image-host entitlement.',
+  readOnly: false,
+  input: {
+    base64: z.string().min(1).describe('The image bytes, base64-encoded (a data: URL prefix is accepted)'),
+    file_name: z.string().max(255).optional(),
+    remark: z.string().max(500).optional(),
+  },
+  async run(s, ctx, a) {
+    await needEntitlement(ctx, 'image-host')
+    const b64 = a.base64.replace(/^data:[^,]*;base64,/, '').replace(/\s+/g, '')
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64)) throw bad('base64 is not valid base64')
+    const bytes = Buffer.from(b64, 'base64')
+    if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('the image')
+    async function* one(): AsyncGenerator<IncomingFile> {
+      yield {
+        fileName: a.file_name ?? 'image',
+        async read(max: number) {
+          if (bytes.length > max) throw new AppError('FILE_TOO_LARGE', { params: { limit: max } })
+          return bytes
+        },
+      }
+    }
+    const [img] = await s.images.upload(ctx.user, one(), () => ({ remark: a.remark, keepMetadata: false }), ctx.contentOrigin)
+    return { summary: `Uploaded ${img.file_name} (${img.width}x${img.height}): ${img.public_url}`, data: { image: img } }
+  },
+})
+
+/** Every tool. */
+export const TOOLS: readonly McpTool[] = [
+  publishHtml,
+  deployFiles,
+  listSites,
+  getSite,
+  listDeploys,
+  rollback,
+  promote,
+  deleteSite,
+  kvGet,
+  kvSet,
+  kvIncr,
+  kvList,
+  createForm,
+  listSubmissions,
+  createData,
+  updateData,
+  uploadImage,
+]
+
+/** The tools a caller sees: a read-only key gets the read-only ones only. */
+export const toolsFor = (readOnly: boolean): readonly McpTool[] => (readOnly ? TOOLS.filter((t) => t.readOnly) : TOOLS)

@@ -1,0 +1,224 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Readable } from 'node:stream'
+import { Type } from '@sinclair/typebox'
+import type { Deps } from '../../deps.js'
+import { AppError } from '../../errors/app-error.js'
+import { caller } from '../../http/guard.js'
+import { drainRequest } from '../../http/multipart.js'
+import { contentOrigin } from '../../http/origin.js'
+import { siteOriginFor, siteUrl } from '../../http/site-origin.js'
+import { createFoldersService, type FolderRef } from './folders-service.js'
+import { createDeploysService, MANIFEST_ENTRY, MANIFEST_MAX_BYTES } from './deploys-service.js'
+
+const TAR_TYPES = ['application/x-tar', 'application/tar', 'application/gzip', 'application/x-gzip']
+
+const Deploy = Type.Object({
+  id: Type.String({ description: '12 characters [0-9a-z]' }),
+  created_at: Type.String({ description: 'ISO 8601 with microseconds and offset (Beijing time)' }),
+  file_count: Type.Integer(),
+  bytes: Type.Integer(),
+  message: Type.String(),
+  source: Type.String({ description: 'cli, api or dashboard' }),
+  is_preview: Type.Boolean({ description: 'made without going live (it may have been promoted since)' }),
+  is_live: Type.Boolean(),
+})
+const Manifest = Type.Object({
+  files: Type.Record(Type.String(), Type.String({ description: 'sha256 hex' }), { description: 'every path of the deploy with its SHA-256' }),
+})
+const Limits = Type.Object({
+  max_files: Type.Integer(),
+  max_manifest_bytes: Type.Integer(),
+  max_deploy_bytes: Type.Integer(),
+  max_file_bytes: Type.Integer(),
+  keep: Type.Integer({ description: 'deploys each project keeps (DEPLOYS_KEEP)' }),
+})
+const Switched = Type.Object({ success: Type.Boolean(), message: Type.String(), live_deploy_id: Type.String() })
+const FOLDER_PATH_DOC =
+  "{folder_path} is a project name, or {username}/{project} (literal or %2F) with the caller's own username. Names are NFC-normalised and case-sensitive."
+
+/** The raw path segments after /api/folders/ (before any decoding), query string removed. */
+function rawSegments(req: FastifyRequest): string[] {
+  const url = req.raw.url ?? ''
+  const q = url.indexOf('?')
+  return (q < 0 ? url : url.slice(0, q)).split('/').slice(3)
+}
+
+/**
+ * Deploys of folder projects (beyond the spec, docs/api/deploys.md): the manifest check, the
+ * archive deploy, the list, rollback and promote. Each route exists as
+ * /api/folders/{project}/... and /api/folders/{username}/{project}/...
+ */
+export function deploysApi(app: FastifyInstance, deps: Deps): void {
+  const folders = createFoldersService(deps)
+  const svc = createDeploysService(deps)
+  const cfg = { auth: 'any' as const }
+  // the archive is read as a stream by its route: never buffered, never limited by bodyLimit
+  app.addContentTypeParser(TAR_TYPES, (_req, payload, done) => done(null, payload))
+
+  app.get(
+    '/api/folders/deploy_limits',
+    {
+      config: cfg,
+      schema: {
+        tags: ['deploys'],
+        summary: 'Limits of one archive deploy, and how many deploys a project keeps',
+        response: {
+          200: Type.Object({
+            success: Type.Boolean(),
+            data: Limits,
+          }),
+        },
+      },
+    },
+    async () => ({ success: true, data: svc.limits() }),
+  )
+
+  for (const [prefix, n, params] of [
+    ['/api/folders/:folder_path', 1, Type.Object({ folder_path: Type.String({ description: FOLDER_PATH_DOC }) })],
+    ['/api/folders/:username/:project', 2, Type.Object({ username: Type.String(), project: Type.String() })],
+  ] as const) {
+    const ref = (req: FastifyRequest): FolderRef => folders.folderRef(caller(req).user, rawSegments(req).slice(0, n))
+    const hide = n === 2
+
+    app.post(
+      `${prefix}/deploys/missing`,
+      {
+        config: cfg,
+        bodyLimit: MANIFEST_MAX_BYTES,
+        schema: {
+          hide,
+          tags: ['deploys'],
+          params,
+          summary: 'Which files of a deploy the project lacks',
+          description:
+            'The first step of an archive deploy: send every path with its SHA-256; the answer lists the digests the archive must carry. The others are held by the project (its files or a kept deploy).',
+          body: Manifest,
+          response: {
+            200: Type.Object({
+              success: Type.Boolean(),
+              missing: Type.Array(Type.String()),
+              file_count: Type.Integer(),
+              known_count: Type.Integer(),
+              limits: Limits,
+            }),
+          },
+        },
+      },
+      async (req) => ({ success: true, ...(await svc.missing(caller(req).user, ref(req), req.body)) }),
+    )
+
+    app.post(
+      `${prefix}/deploys`,
+      {
+        config: cfg,
+        schema: {
+          hide,
+          tags: ['deploys'],
+          params,
+          summary: 'Deploy a project from one tar stream (optionally gzip)',
+          description: `Body: a tar (Content-Type application/x-tar) or gzipped tar (application/gzip). Its first entry is ${MANIFEST_ENTRY}: {"files": {"path": "<sha256>"}, "message"?: string, "preview"?: boolean, "source"?: "cli" | "api"}, listing every file of the new deploy; the other entries are the files the project lacks (POST .../deploys/missing). Regular files and directories only. The deploy goes live at once unless preview is true; a preview answers at /{username}/{project}@{deploy id}/ until it is promoted.`,
+          consumes: TAR_TYPES,
+          response: {
+            201: Type.Object({
+              success: Type.Boolean(),
+              message: Type.String(),
+              deploy: Type.Object({
+                id: Type.String(),
+                file_count: Type.Integer(),
+                bytes: Type.Integer(),
+                is_preview: Type.Boolean(),
+                is_live: Type.Boolean(),
+              }),
+              uploaded_files: Type.Integer({ description: 'files the archive carried' }),
+              website_url: Type.String(),
+              preview_url: Type.String({ description: "this deploy's own URL, live or not (path form)" }),
+              site_url: Type.Union([Type.String(), Type.Null()], { description: "the project on the user's own origin; null without a content domain" }),
+              preview_site_url: Type.Union([Type.String(), Type.Null()], { description: "this deploy's own URL on the user's own origin" }),
+            }),
+          },
+        },
+      },
+      async (req, reply) => {
+        const user = caller(req).user
+        try {
+          const ct = String(req.headers['content-type'] ?? '')
+            .split(';')[0]
+            .trim()
+            .toLowerCase()
+          if (!TAR_TYPES.includes(ct)) throw new AppError('ARCHIVE_CONTENT_TYPE')
+          const folder = ref(req)
+          const r = await svc.deployArchive(user, folder, req.body as Readable, ct.endsWith('gzip'), contentOrigin(req, deps.config))
+          const site = siteOriginFor(req, deps.config, user.username)
+          const name = encodeURIComponent(folder.name)
+          reply.code(201)
+          return {
+            success: true,
+            message: r.deploy.is_preview ? 'Preview deployed' : 'Deployed',
+            ...r,
+            site_url: siteUrl(site, `/${name}/`),
+            preview_site_url: siteUrl(site, `/${name}@${r.deploy.id}/`),
+          }
+        } catch (e) {
+          drainRequest(req)
+          throw e
+        }
+      },
+    )
+
+    app.get(
+      `${prefix}/deploys`,
+      {
+        config: cfg,
+        schema: {
+          hide,
+          tags: ['deploys'],
+          params,
+          summary: "A project's kept deploys, newest first",
+          response: { 200: Type.Object({ success: Type.Boolean(), live_deploy_id: Type.Union([Type.String(), Type.Null()]), deploys: Type.Array(Deploy) }) },
+        },
+      },
+      async (req) => ({ success: true, ...(await svc.list(caller(req).user, ref(req))) }),
+    )
+
+    app.post(
+      `${prefix}/deploys/:deploy_id/promote`,
+      {
+        config: cfg,
+        schema: {
+          hide,
+          tags: ['deploys'],
+          params: Type.Composite([params, Type.Object({ deploy_id: Type.String() })]),
+          summary: 'Make a kept deploy (a preview, or any other) live',
+          response: { 200: Switched },
+        },
+      },
+      async (req) => {
+        const id = (req.params as { deploy_id: string }).deploy_id
+        const r = await svc.promote(caller(req).user, ref(req), id)
+        return { success: true, message: 'Promoted', ...r }
+      },
+    )
+
+    app.post(
+      `${prefix}/rollback`,
+      {
+        config: cfg,
+        schema: {
+          hide,
+          tags: ['deploys'],
+          params,
+          summary: 'Make an earlier deploy live again (by default the one before the live one)',
+          description: 'Body (optional): {"deploy_id": "..."}; without it, the newest kept deploy older than the live one that was not a preview.',
+          response: { 200: Switched },
+        },
+      },
+      async (req) => {
+        const body = req.body as { deploy_id?: unknown } | null | undefined
+        const id = body?.deploy_id
+        if (id !== undefined && typeof id !== 'string') throw new AppError('INVALID_PARAMETER', { params: { detail: 'deploy_id must be a string' } })
+        const r = await svc.rollback(caller(req).user, ref(req), id)
+        return { success: true, message: 'Rolled back', ...r }
+      },
+    )
+  }
+}

@@ -1,0 +1,434 @@
+import crypto from 'node:crypto'
+import { isUtf8 } from 'node:buffer'
+import { Transform, type Readable, type TransformCallback } from 'node:stream'
+import { createGunzip } from 'node:zlib'
+import tar from 'tar-stream'
+import type { Deps } from '../../deps.js'
+import { AppError } from '../../errors/app-error.js'
+import type { User } from '../../auth/users.js'
+import { newId } from '../../auth/tokens.js'
+import { isoMicros } from '../../util/time.js'
+import { ContentWatcher } from './sniff.js'
+import { invalidateHosting } from './invalidate.js'
+import { checkRelativePath } from './paths.js'
+import { createFoldersStore, type FolderRow } from './folders-store.js'
+import { createDeploysStore, type DeployFileRow, type DeployRow } from './deploys-store.js'
+import { contentTypeFor, type FolderRef } from './folders-service.js'
+import { parseHeaders, parseRedirects, RULE_FILES, RuleSyntaxError } from './site-rules.js'
+
+/** Limits of one deploy (docs/limits.md). */
+export const DEPLOY_MAX_FILES = 50_000
+export const MANIFEST_MAX_BYTES = 16 * 1024 * 1024
+export const DEPLOY_MAX_BYTES = 2 * 1024 * 1024 * 1024
+export const MESSAGE_MAX = 500
+/** The first entry of a deploy archive. */
+export const MANIFEST_ENTRY = 'svc-deploy.json'
+const RULE_FILE_MAX = 256 * 1024
+/** Entries up to this size are read whole and stored in batches (one durability step per batch). */
+const SMALL_ENTRY = 1024 * 1024
+/** A batch of small entries is stored when it holds this many bytes or files. */
+const BATCH_BYTES = 16 * 1024 * 1024
+const BATCH_FILES = 4096
+const SOURCES = new Set(['cli', 'api'])
+
+export type DeploySource = 'cli' | 'api' | 'dashboard'
+
+/** A parsed manifest: every path of the deploy with its SHA-256. */
+export interface Manifest {
+  files: Map<string, string>
+  message: string
+  preview: boolean
+  source: DeploySource
+}
+
+/** What an uploaded entry gave: its size and whether it is valid UTF-8 (for the charset). */
+interface Uploaded {
+  size: number
+  utf8: boolean
+}
+
+/** Checks a manifest object; throws MANIFEST_INVALID / MANIFEST_TOO_LARGE naming the entry. */
+export function parseManifest(body: unknown, defaults: { source?: DeploySource } = {}): Manifest {
+  const invalid = (detail: string) => new AppError('MANIFEST_INVALID', { params: { detail } })
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('expected a JSON object {"files": {...}}')
+  const o = body as Record<string, unknown>
+  const files = o.files
+  if (typeof files !== 'object' || files === null || Array.isArray(files)) throw invalid('files must be an object {"relative/path": "<sha256 hex>"}')
+  const entries = Object.entries(files as Record<string, unknown>)
+  if (entries.length > DEPLOY_MAX_FILES)
+    throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `${entries.length} files, at most ${DEPLOY_MAX_FILES}` } })
+  if (entries.length === 0) throw invalid('files is empty')
+  const out = new Map<string, string>()
+  for (const [key, digest] of entries) {
+    const r = checkRelativePath(key)
+    if (!r.ok) throw invalid(`${JSON.stringify(key)}: ${r.reason}`)
+    if (typeof digest !== 'string' || !/^[0-9a-fA-F]{64}$/.test(digest)) throw invalid(`${JSON.stringify(key)}: value must be a sha256 hex digest`)
+    if (out.has(r.path)) throw invalid(`${JSON.stringify(key)} appears twice (after NFC normalisation)`)
+    out.set(r.path, digest.toLowerCase())
+  }
+  const message = o.message ?? ''
+  if (typeof message !== 'string') throw invalid('message must be a string')
+  if (message.length > MESSAGE_MAX) throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `message longer than ${MESSAGE_MAX} characters` } })
+  const preview = o.preview ?? false
+  if (typeof preview !== 'boolean') throw invalid('preview must be true or false')
+  const source = o.source ?? defaults.source ?? 'api'
+  if (typeof source !== 'string' || !SOURCES.has(source)) throw invalid('source must be "cli" or "api"')
+  return { files: out, message, preview, source: source as DeploySource }
+}
+
+/** An error of the tar or gzip reader (or of the request stream): the archive is truncated or unreadable. */
+function archiveError(e: unknown): AppError {
+  if (e instanceof AppError) return e
+  const { code, message } = (e ?? {}) as { code?: string; message?: string }
+  let detail = message ?? 'unreadable'
+  if (code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || message === 'aborted') detail = 'the request ended before the archive was complete'
+  else if (code === 'Z_BUF_ERROR' || /unexpected end/i.test(detail)) detail = `unexpected end of data (${detail})`
+  return new AppError('ARCHIVE_TRUNCATED', { params: { detail } })
+}
+
+/** Passes bytes through, refusing at the end when their SHA-256 is not `expected` (the blob store then keeps nothing). */
+class DigestCheck extends Transform {
+  private readonly hash = crypto.createHash('sha256')
+  failure: AppError | null = null
+  constructor(
+    private readonly expected: string,
+    private readonly path: string,
+  ) {
+    super()
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.hash.update(chunk)
+    cb(null, chunk)
+  }
+  override _flush(cb: TransformCallback): void {
+    if (this.hash.digest('hex') === this.expected) return cb()
+    this.failure = new AppError('ARCHIVE_HASH_MISMATCH', { params: { path: this.path } })
+    cb(this.failure)
+  }
+}
+
+/** The kind of a tar entry that is refused, with its own error. */
+function refuseType(type: string, path: string): AppError | null {
+  switch (type) {
+    case 'file':
+    case 'contiguous-file':
+    case 'directory':
+      return null
+    case 'symlink':
+      return new AppError('ARCHIVE_SYMLINK', { params: { path } })
+    case 'link':
+      return new AppError('ARCHIVE_HARDLINK', { params: { path } })
+    case 'character-device':
+    case 'block-device':
+    case 'fifo':
+      return new AppError('ARCHIVE_DEVICE', { params: { path, kind: type } })
+    default:
+      return new AppError('ARCHIVE_UNEXPECTED', { params: { path, detail: `entries of type ${type} are not accepted` } })
+  }
+}
+
+/** An entry name as a project path: refuses absolute paths and ".." with their own errors. */
+function entryPath(name: string): string {
+  const shown = JSON.stringify(name)
+  if (name.startsWith('/') || /^[a-zA-Z]:[\\/]/.test(name)) throw new AppError('ARCHIVE_ABSOLUTE', { params: { path: shown } })
+  if (name.split(/[\\/]/).includes('..')) throw new AppError('ARCHIVE_TRAVERSAL', { params: { path: shown } })
+  const trimmed = name.replace(/^(\.\/)+/, '').replace(/\/+$/, '')
+  const r = checkRelativePath(trimmed)
+  if (!r.ok) throw new AppError('ARCHIVE_BAD_PATH', { params: { path: shown, detail: r.reason } })
+  return r.path
+}
+
+/** Deploys of folder projects: archive deploys, list, rollback, promote, previews, retention. */
+export function createDeploysService(deps: Deps) {
+  const { db, blobs, clock, config } = deps
+  const folders = createFoldersStore(db)
+  const store = createDeploysStore()
+
+  const noAccess = (name: string) =>
+    new AppError('FOLDER_PERMISSION', {
+      extra: { details: { info: `folder project "${name}" does not exist or does not belong to the caller` } },
+    })
+
+  async function ownFolder(user: User, ref: FolderRef): Promise<FolderRow & { live_deploy_id: string | null }> {
+    const f = await db.k
+      .selectFrom('folders')
+      .select(['id', 'user_id', 'name', 'is_published', 'created_at', 'updated_at', 'published_at', 'live_deploy_id'])
+      .where('user_id', '=', user.id)
+      .where('name', '=', ref.name)
+      .executeTakeFirst()
+    if (!f) throw noAccess(ref.display)
+    return f
+  }
+
+  /** The parsed rule files of a deploy, as stored JSON (null: none); a bad line is 1314 with file and line. */
+  async function siteRules(files: Map<string, { digest: string; size: number }>): Promise<string | null> {
+    const [redirects, headers] = RULE_FILES.map((f) => files.get(f))
+    if (!redirects && !headers) return null
+    const text = async (f: { digest: string; size: number } | undefined, name: string): Promise<string> => {
+      if (!f) return ''
+      if (Number(f.size) > RULE_FILE_MAX) throw new AppError('SITE_RULES_INVALID', { params: { detail: `${name} is larger than ${RULE_FILE_MAX} bytes` } })
+      return (await blobs.read(f.digest)).toString('utf8')
+    }
+    try {
+      return JSON.stringify({ redirects: parseRedirects(await text(redirects, '_redirects')), headers: parseHeaders(await text(headers, '_headers')) })
+    } catch (e) {
+      if (e instanceof RuleSyntaxError) throw new AppError('SITE_RULES_INVALID', { params: { detail: e.message } })
+      throw e
+    }
+  }
+
+  /** Whether stored bytes are valid UTF-8, from a row that holds them, else from the bytes. */
+  async function utf8Of(row: DeployFileRow): Promise<boolean> {
+    if (/;\s*charset=/i.test(row.content_type)) return true
+    if (/;\s*charset=/i.test(contentTypeFor(row.path, true))) return false
+    if (Number(row.size) > 8 * 1024 * 1024) return false
+    return isUtf8(await blobs.read(row.digest))
+  }
+
+  const view = (d: DeployRow, liveId: string | null) => ({
+    id: d.id,
+    created_at: isoMicros(Number(d.created_at)),
+    file_count: Number(d.file_count),
+    bytes: Number(d.bytes),
+    message: d.message,
+    source: d.source,
+    is_preview: !!d.is_preview,
+    is_live: d.id === liveId,
+  })
+
+  /**
+   * Makes a kept deploy live: in one transaction, the pointer (one row update) and the working
+   * set the spec's file API lists; then every instance drops its cached pages.
+   */
+  async function makeLive(user: User, folder: { id: string }, deployId: string): Promise<void> {
+    await db.k.transaction().execute(async (trx) => {
+      await db.lockUser(trx, user.id)
+      if (!(await store.get(trx, folder.id, deployId))) throw new AppError('DEPLOY_NOT_FOUND', { params: { id: deployId } })
+      await store.setLive(trx, folder.id, deployId, clock.now())
+      await store.syncWorkingSet(trx, folder.id, deployId)
+    })
+    await invalidateHosting(deps.bus, user.username)
+  }
+
+  const limits = () => ({
+    max_files: DEPLOY_MAX_FILES,
+    max_manifest_bytes: MANIFEST_MAX_BYTES,
+    max_deploy_bytes: DEPLOY_MAX_BYTES,
+    max_file_bytes: config.maxUploadBytes,
+    keep: config.deploysKeep,
+  })
+
+  return {
+    store,
+
+    /** Which of a manifest's digests the project lacks (the files an archive must carry). */
+    async missing(user: User, ref: FolderRef, body: unknown) {
+      const m = parseManifest(body)
+      const digests = new Set(m.files.values())
+      const folder = await folders.folder(db.k, user.id, ref.name)
+      const known = folder ? await store.known(db.k, folder.id, digests) : new Map<string, DeployFileRow>()
+      const missing = [...digests].filter((d) => !known.has(d))
+      return { missing, file_count: m.files.size, known_count: digests.size - missing.length, limits: limits() }
+    },
+
+    /**
+     * An archive deploy: a tar (or gzipped tar) whose first entry is the manifest
+     * (svc-deploy.json) and whose other entries are the files the project lacks. Entries stream
+     * into the blob store, each checked against its manifest digest; nothing is recorded unless
+     * the whole archive is good. Then, in one transaction, the deploy and its files are written
+     * and, unless it is a preview, the live pointer moves to it. Blobs stored before a refusal
+     * are referenced by no row and go with the sweeper.
+     */
+    async deployArchive(user: User, ref: FolderRef, body: Readable, gzip: boolean, origin: string) {
+      const extract = tar.extract()
+      const source: Readable = gzip ? body.pipe(createGunzip()) : body
+      let streamError: unknown = null
+      const fail = (e: unknown) => {
+        streamError ??= e
+        extract.destroy(archiveError(e))
+      }
+      body.on('error', fail)
+      body.on('close', () => {
+        if (!body.readableEnded) fail(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }))
+      })
+      if (gzip) source.on('error', fail)
+      source.pipe(extract)
+
+      let manifest: Manifest | null = null
+      const uploaded = new Map<string, Uploaded>()
+      const seen = new Set<string>()
+      // small entries wait here (at most BATCH_BYTES) and are stored together (blobs.putBatch)
+      let batch: Buffer[] = []
+      let batchBytes = 0
+      const flush = async () => {
+        if (batch.length === 0) return
+        const bodies = batch
+        batch = []
+        batchBytes = 0
+        if (blobs.putBatch) await blobs.putBatch(bodies)
+        else await Promise.all(bodies.map((b) => blobs.put(b)))
+      }
+      try {
+        for await (const entry of extract) {
+          const h = entry.header
+          if (manifest === null) {
+            if (h.name !== MANIFEST_ENTRY || h.type !== 'file')
+              throw new AppError('MANIFEST_INVALID', { params: { detail: `the archive's first entry must be the file ${MANIFEST_ENTRY}` } })
+            if ((h.size ?? 0) > MANIFEST_MAX_BYTES)
+              throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `${MANIFEST_ENTRY} is larger than ${MANIFEST_MAX_BYTES} bytes` } })
+            const chunks: Buffer[] = []
+            for await (const c of entry as AsyncIterable<Buffer>) chunks.push(c)
+            let parsed: unknown
+            try {
+              parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+            } catch {
+              throw new AppError('MANIFEST_INVALID', { params: { detail: `${MANIFEST_ENTRY} is not valid JSON` } })
+            }
+            manifest = parseManifest(parsed)
+            continue
+          }
+          const refused = refuseType(h.type ?? 'file', JSON.stringify(h.name))
+          if (refused) throw refused
+          const path = entryPath(h.name)
+          if (h.type === 'directory') {
+            entry.resume()
+            continue
+          }
+          const digest = manifest.files.get(path)
+          if (digest === undefined) throw new AppError('ARCHIVE_UNEXPECTED', { params: { path: JSON.stringify(path), detail: 'not in the manifest' } })
+          if (seen.has(path)) throw new AppError('ARCHIVE_UNEXPECTED', { params: { path: JSON.stringify(path), detail: 'appears twice in the archive' } })
+          seen.add(path)
+          const size = h.size ?? 0
+          if (size > config.maxUploadBytes)
+            throw new AppError('ARCHIVE_FILE_TOO_LARGE', { params: { path: JSON.stringify(path), limit: config.maxUploadBytes } })
+          if (uploaded.has(digest)) {
+            // the same bytes under a second path: checked, not stored twice
+            const hash = crypto.createHash('sha256')
+            for await (const c of entry as AsyncIterable<Buffer>) hash.update(c)
+            if (hash.digest('hex') !== digest) throw new AppError('ARCHIVE_HASH_MISMATCH', { params: { path: JSON.stringify(path) } })
+            continue
+          }
+          if (size <= SMALL_ENTRY) {
+            const chunks: Buffer[] = []
+            for await (const c of entry as AsyncIterable<Buffer>) chunks.push(c)
+            const bytes = Buffer.concat(chunks)
+            if (crypto.createHash('sha256').update(bytes).digest('hex') !== digest)
+              throw new AppError('ARCHIVE_HASH_MISMATCH', { params: { path: JSON.stringify(path) } })
+            uploaded.set(digest, { size: bytes.length, utf8: isUtf8(bytes) })
+            batch.push(bytes)
+            batchBytes += bytes.length
+            if (batchBytes >= BATCH_BYTES || batch.length >= BATCH_FILES) await flush()
+            continue
+          }
+          const watcher = new ContentWatcher(0)
+          const check = new DigestCheck(digest, JSON.stringify(path))
+          try {
+            await blobs.put(entry.pipe(watcher).pipe(check), { maxBytes: config.maxUploadBytes })
+          } catch (e) {
+            throw check.failure ?? streamError ?? e
+          }
+          uploaded.set(digest, { size: watcher.size, utf8: watcher.validUtf8 })
+        }
+        if (streamError) throw archiveError(streamError)
+        await flush()
+      } catch (e) {
+        extract.destroy()
+        throw archiveError(streamError ?? e)
+      }
+      if (manifest === null) throw new AppError('ARCHIVE_TRUNCATED', { params: { detail: `the archive is empty (its first entry must be ${MANIFEST_ENTRY})` } })
+      const m = manifest
+
+      const now = clock.now()
+      const result = await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, user.id)
+        let folder = await folders.folder(trx, user.id, ref.name)
+        if (!folder) {
+          folder = { id: newId(), user_id: user.id, name: ref.name, is_published: 0, created_at: now, updated_at: now, published_at: null }
+          await folders.insertFolder(trx, folder)
+        }
+        // files not carried by the archive must be held by the project, checked under the user's lock
+        const notSent = new Set([...m.files.values()].filter((d) => !uploaded.has(d)))
+        const known = await store.known(trx, folder.id, notSent)
+        const working = new Map((await folders.filesOf(trx, folder.id)).map((r) => [r.path, r]))
+        const rows: DeployFileRow[] = []
+        let bytes = 0
+        for (const [path, digest] of m.files) {
+          const up = uploaded.get(digest)
+          const same = working.get(path)
+          let row: DeployFileRow
+          if (same && same.digest === digest)
+            row = { path, digest, size: Number(same.size), content_type: same.content_type, updated_at: Number(same.updated_at) }
+          else if (up) row = { path, digest, size: up.size, content_type: contentTypeFor(path, up.utf8), updated_at: now }
+          else {
+            const k = known.get(digest)
+            if (!k) throw new AppError('ARCHIVE_MISSING', { params: { path: JSON.stringify(path), digest } })
+            row = { path, digest, size: Number(k.size), content_type: contentTypeFor(path, await utf8Of(k)), updated_at: now }
+          }
+          bytes += row.size
+          rows.push(row)
+        }
+        if (bytes > DEPLOY_MAX_BYTES) throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `${bytes} bytes in all, at most ${DEPLOY_MAX_BYTES}` } })
+        if (!m.files.has('index.html')) throw new AppError('PUBLISH_NO_INDEX')
+        const rules = await siteRules(new Map(rows.map((r) => [r.path, r])))
+        const id = await store.newDeploy(trx, folder.id, { source: m.source, message: m.message, preview: m.preview, siteRules: rules, now })
+        let liveId = (await trx.selectFrom('folders').select('live_deploy_id').where('id', '=', folder.id).executeTakeFirstOrThrow()).live_deploy_id
+        if (m.preview) await store.insertFiles(trx, id, rows)
+        else {
+          // the project's files become the deploy's (only differing rows written), then the
+          // deploy is a copy of them in SQL: a one-file change writes two rows, not a whole site
+          const changed = rows.filter((r) => {
+            const w = working.get(r.path)
+            return !w || w.digest !== r.digest || w.content_type !== r.content_type
+          })
+          const gone = [...working.keys()].filter((p) => !m.files.has(p))
+          await store.replaceWorking(trx, folder.id, changed, gone, now)
+          await store.snapshotWorkingSet(trx, id, folder.id)
+          await store.setLive(trx, folder.id, id, now)
+          liveId = id
+        }
+        await store.setCounts(trx, id, rows.length, bytes)
+        await store.prune(trx, folder.id, config.deploysKeep, liveId)
+        return { id, file_count: rows.length, bytes }
+      })
+      await invalidateHosting(deps.bus, user.username)
+      const base = `${origin}/${user.username}/`
+      return {
+        deploy: { ...result, is_preview: m.preview, is_live: !m.preview },
+        uploaded_files: uploaded.size,
+        website_url: `${base}${encodeURIComponent(ref.name)}/`,
+        preview_url: `${base}${encodeURIComponent(ref.name)}@${result.id}/`,
+      }
+    },
+
+    /** A project's kept deploys, newest first, with the live one marked. */
+    async list(user: User, ref: FolderRef) {
+      const folder = await ownFolder(user, ref)
+      const liveId = folder.is_published ? folder.live_deploy_id : null
+      return { live_deploy_id: liveId, deploys: (await store.list(db.k, folder.id)).map((d) => view(d, liveId)) }
+    },
+
+    /** Makes a kept deploy live (rollback or promote: the same pointer switch). */
+    async promote(user: User, ref: FolderRef, deployId: string) {
+      const folder = await ownFolder(user, ref)
+      await makeLive(user, folder, deployId)
+      return { live_deploy_id: deployId }
+    },
+
+    /** Rolls back to `deployId`, or by default to the newest kept non-preview deploy older than the live one. */
+    async rollback(user: User, ref: FolderRef, deployId: string | undefined) {
+      const folder = await ownFolder(user, ref)
+      let target = deployId
+      if (target === undefined) {
+        const all = await store.list(db.k, folder.id)
+        const at = all.findIndex((d) => d.id === folder.live_deploy_id)
+        target = (at < 0 ? undefined : all.slice(at + 1).find((d) => !d.is_preview))?.id
+        if (target === undefined) throw new AppError('NO_PREVIOUS_DEPLOY')
+      }
+      await makeLive(user, folder, target)
+      return { live_deploy_id: target }
+    },
+
+    limits,
+  }
+}
+export type DeploysService = ReturnType<typeof createDeploysService>

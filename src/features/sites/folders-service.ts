@@ -1,0 +1,354 @@
+import type { Readable } from 'node:stream'
+import { isUtf8 } from 'node:buffer'
+import mime from 'mime-types'
+import type { Deps } from '../../deps.js'
+import type { Trx } from '../../db/kysely.js'
+import { AppError } from '../../errors/app-error.js'
+import type { User } from '../../auth/users.js'
+import { abuseFor } from '../abuse/service.js'
+import { newId } from '../../auth/tokens.js'
+import { isoLocal, isoMicros } from '../../util/time.js'
+import { guardUpload } from '../../http/multipart.js'
+import { ContentWatcher } from './sniff.js'
+import { invalidateHosting } from './invalidate.js'
+import { checkName, checkRelativePath, decodeSegment, decodeUrlPath, encodePath } from './paths.js'
+import { createFoldersStore, type FolderFileRow, type FolderRow } from './folders-store.js'
+import { createDeploysStore } from './deploys-store.js'
+import { parseHeaders, parseRedirects, RULE_FILES, RuleSyntaxError } from './site-rules.js'
+const RULE_FILE_MAX = 256 * 1024
+
+/** Per-request limits of a batch upload (defaults; the per-file limit is MAX_UPLOAD_BYTES). */
+export const MAX_FILES_PER_REQUEST = 200
+export const MAX_REQUEST_BYTES = 64 * 1024 * 1024
+/** File reads return the content up to this size; above it only metadata. */
+export const READ_CONTENT_MAX = 5 * 1024 * 1024
+const DIFF_MAX_ENTRIES = 10_000
+
+/** One failed file of a batch upload, as the spec's errors[] items. */
+export interface FileFailure {
+  type: 'duplicate' | 'invalid_path'
+  error_code: number
+  message: string
+  file: string
+}
+
+/** A batch file already in the blob store, waiting for the commit. */
+export interface StagedFile {
+  name: string
+  path: string
+  digest: string
+  size: number
+  contentType: string
+}
+
+/** The project a {folder_path} names: the caller's own, by name. */
+export interface FolderRef {
+  name: string
+  display: string
+}
+
+/** Content-Type from the extension (never from the client); charset only for valid UTF-8 text. */
+export function contentTypeFor(path: string, validUtf8: boolean): string {
+  const ct = mime.contentType(path.slice(path.lastIndexOf('/') + 1)) || 'application/octet-stream'
+  return validUtf8 ? ct : ct.replace(/;\s*charset=[^;]+/i, '')
+}
+
+/** Folder projects: batch upload, list, read, publish, unpublish, diff, delete. */
+export function createFoldersService(deps: Deps) {
+  const { db, blobs, clock, config } = deps
+  const store = createFoldersStore(db)
+  const deploys = createDeploysStore()
+  /** A write through the spec's file API to a live project goes live as a new deploy (same rules as the live one). */
+  const redeploy = async (trx: Trx, folderId: string, now: number) => {
+    const live = await trx
+      .selectFrom('folders')
+      .leftJoin('deploys', 'deploys.id', 'folders.live_deploy_id')
+      .select(['folders.is_published', 'deploys.site_rules'])
+      .where('folders.id', '=', folderId)
+      .executeTakeFirstOrThrow()
+    if (live.is_published) await deploys.deployWorkingSet(trx, folderId, { source: 'api', siteRules: live.site_rules, now, keep: config.deploysKeep })
+  }
+
+  const noAccess = (name: string) =>
+    new AppError('FOLDER_PERMISSION', {
+      extra: { details: { info: `folder project "${name}" does not exist or does not belong to the caller` } },
+    })
+
+  async function ownFolder(user: User, ref: FolderRef): Promise<FolderRow> {
+    const f = await store.folder(db.k, user.id, ref.name)
+    if (!f) throw noAccess(ref.display)
+    return f
+  }
+
+  /** The parsed rule files of a project as stored JSON, or null when it has none. */
+  async function siteRulesOf(folderId: string): Promise<string | null> {
+    const [redirects, headers] = await Promise.all(RULE_FILES.map((f) => store.file(db.k, folderId, f)))
+    if (!redirects && !headers) return null
+    const text = async (f: FolderFileRow | undefined, name: string): Promise<string> => {
+      if (!f) return ''
+      if (Number(f.size) > RULE_FILE_MAX) throw new AppError('SITE_RULES_INVALID', { params: { detail: `${name} is larger than ${RULE_FILE_MAX} bytes` } })
+      return (await blobs.read(f.digest)).toString('utf8')
+    }
+    try {
+      return JSON.stringify({
+        redirects: parseRedirects(await text(redirects, '_redirects')),
+        headers: parseHeaders(await text(headers, '_headers')),
+      })
+    } catch (e) {
+      if (e instanceof RuleSyntaxError) throw new AppError('SITE_RULES_INVALID', { params: { detail: e.message } })
+      throw e
+    }
+  }
+
+  const siteUrl = (origin: string, user: User, name: string) => `${origin}/${user.username}/${encodeURIComponent(name)}/`
+
+  return {
+    store,
+
+    /**
+     * Resolves {folder_path} from its raw URL segments: `project`, `user/project`, or
+     * `user%2Fproject`. Another user's prefix is 403 / 1312; a bad name is 400 / 1110.
+     */
+    folderRef(user: User, rawSegments: string[]): FolderRef {
+      const decoded: string[] = []
+      for (const raw of rawSegments) {
+        let d: string
+        try {
+          d = decodeURIComponent(raw)
+        } catch {
+          throw new AppError('INVALID_PATH', { params: { detail: 'malformed percent-encoding in folder_path' } })
+        }
+        decoded.push(...d.split('/'))
+      }
+      const display = decoded.join('/')
+      if (decoded.length === 2) {
+        if (decoded[0].toLowerCase() !== user.username) throw noAccess(display)
+        decoded.shift()
+      }
+      if (decoded.length !== 1) throw new AppError('INVALID_PATH', { params: { detail: 'folder_path must be a project name or {username}/{project}' } })
+      const r = checkName(decoded[0])
+      if (!r.ok) throw new AppError('INVALID_PATH', { params: { detail: `folder_path: ${r.reason}` } })
+      return { name: r.path, display }
+    },
+
+    /** A file path from a raw URL tail (decoded once, strictly). */
+    filePath(rawTail: string): string {
+      const r = decodeUrlPath(rawTail)
+      if (!r.ok) throw new AppError('INVALID_PATH', { params: { detail: r.reason } })
+      return r.path
+    },
+
+    /** Checks a multipart file name; returns the stored path or the failure to report. */
+    checkUploadName(name: string): { path: string } | { failure: FileFailure } {
+      const r = checkRelativePath(name)
+      if (r.ok) return { path: r.path }
+      return { failure: { type: 'invalid_path', error_code: 1110, message: `invalid path: ${r.reason}`, file: name } }
+    },
+
+    /**
+     * Streams one batch file into the blob store. `remaining` is what is left of the request's
+     * total budget: passing it is 413 / 1109, passing MAX_UPLOAD_BYTES is 413 / 1104.
+     */
+    async stage(stream: Readable, name: string, path: string, remaining: number): Promise<StagedFile> {
+      const perFile = config.maxUploadBytes
+      const max = Math.min(perFile, remaining)
+      const tooLarge = () =>
+        max < perFile
+          ? new AppError('BODY_TOO_LARGE', { params: { limit: MAX_REQUEST_BYTES } })
+          : new AppError('FILE_TOO_LARGE', { status: 413, params: { limit: perFile }, extra: { file: name } })
+      const watcher = new ContentWatcher(0)
+      try {
+        const stored = await blobs.put(guardUpload(stream, watcher), { maxBytes: max, tooLarge })
+        return { name, path, digest: stored.digest, size: stored.size, contentType: contentTypeFor(path, watcher.validUtf8) }
+      } catch (e) {
+        stream.resume()
+        if ((e as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge()
+        throw e
+      }
+    },
+
+    /**
+     * Commits a batch: creates the project if absent, writes every staged file that does not
+     * conflict (or overwrites when asked), in one transaction; then invalidates the host cache.
+     */
+    async commitBatch(user: User, ref: FolderRef, staged: StagedFile[], overwrite: boolean) {
+      const failures: FileFailure[] = []
+      let uploaded = 0
+      if (staged.length > 0) {
+        const now = clock.now()
+        await db.k.transaction().execute(async (trx) => {
+          await db.lockUser(trx, user.id)
+          let folder = await store.folder(trx, user.id, ref.name)
+          const existing = folder
+            ? await store.existing(
+                trx,
+                folder.id,
+                staged.map((f) => f.path),
+              )
+            : new Map<string, FolderFileRow>()
+          for (const f of staged) {
+            const old = existing.get(f.path)
+            if (old && !overwrite) {
+              failures.push({ type: 'duplicate', error_code: 1312, message: `file already exists: ${f.path}`, file: f.name })
+              continue
+            }
+            if (!folder) {
+              folder = { id: newId(), user_id: user.id, name: ref.name, is_published: 0, created_at: now, updated_at: now, published_at: null }
+              await store.insertFolder(trx, folder)
+            }
+            if (old) await store.updateFile(trx, folder.id, f.path, { digest: f.digest, size: f.size, content_type: f.contentType, updated_at: now })
+            else
+              await store.insertFile(trx, {
+                folder_id: folder.id,
+                path: f.path,
+                digest: f.digest,
+                size: f.size,
+                content_type: f.contentType,
+                created_at: now,
+                updated_at: now,
+              })
+            uploaded++
+          }
+          if (folder && uploaded > 0) {
+            await store.touchFolder(trx, folder.id, now)
+            await redeploy(trx, folder.id, now)
+          }
+        })
+        if (uploaded > 0) {
+          await invalidateHosting(deps.bus, user.username)
+          // upload heuristics on the batch's pages: a report for review, never a refusal
+          await abuseFor(deps).scanPages(
+            user,
+            staged.map((f) => ({ name: ref.name, path: f.path, digest: f.digest, size: f.size, contentType: f.contentType })),
+          )
+        }
+      }
+      return { uploaded, failures }
+    },
+
+    /** The caller's projects (beyond the spec: the spec has no project list). */
+    async projects(user: User, origin: string) {
+      const rows = await store.projects(user.id)
+      return rows.map((r) => ({
+        name: r.name,
+        is_published: !!r.is_published,
+        file_count: Number(r.file_count),
+        updated_at: isoMicros(Number(r.updated_at)),
+        website_url: siteUrl(origin, user, r.name),
+      }))
+    },
+
+    async list(user: User, ref: FolderRef, origin: string | null) {
+      const folder = await ownFolder(user, ref)
+      const rows = (await store.files(folder.id)).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+      const base = `${origin ?? ''}/${user.username}/${encodeURIComponent(folder.name)}/`
+      return rows.map((r) => ({
+        type: 'file' as const,
+        name: r.path.slice(r.path.lastIndexOf('/') + 1),
+        path: r.path,
+        size: Number(r.size),
+        modified: isoLocal(Number(r.updated_at)),
+        url: base + encodePath(r.path),
+      }))
+    },
+
+    async read(user: User, ref: FolderRef, path: string) {
+      const folder = await ownFolder(user, ref)
+      const f = await store.file(db.k, folder.id, path)
+      if (!f) throw new AppError('FILE_NOT_FOUND')
+      const size = Number(f.size)
+      const out: { name: string; path: string; content?: string | null; size: number; modified: number; folder_path: string } = {
+        name: f.path.slice(f.path.lastIndexOf('/') + 1),
+        path: f.path,
+        size,
+        modified: Number(f.updated_at) / 1000,
+        folder_path: ref.display,
+      }
+      if (size <= READ_CONTENT_MAX) {
+        const buf = await blobs.read(f.digest)
+        out.content = buf.includes(0) || !isUtf8(buf) ? null : buf.toString('utf8')
+      }
+      return out
+    },
+
+    /**
+     * Publishes a project, taking its site rules (_redirects, _headers) as they are now; a
+     * project already live takes its current rules again. A rule file with a bad line is
+     * refused (1314, file and line named) and nothing changes.
+     */
+    async publish(user: User, ref: FolderRef, origin: string) {
+      const folder = await ownFolder(user, ref)
+      const website_url = siteUrl(origin, user, folder.name)
+      const rules = await siteRulesOf(folder.id)
+      const already = !!folder.is_published
+      if (!already && !(await store.file(db.k, folder.id, 'index.html'))) throw new AppError('PUBLISH_NO_INDEX')
+      // every publish is a new deploy of the project's files (source api), made live at once
+      await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, user.id)
+        await deploys.deployWorkingSet(trx, folder.id, { source: 'api', siteRules: rules, now: clock.now(), keep: config.deploysKeep })
+      })
+      await invalidateHosting(deps.bus, user.username)
+      return { website_url, already_published: already }
+    },
+
+    async unpublish(user: User, ref: FolderRef) {
+      const folder = await ownFolder(user, ref)
+      const changed = await store.setPublished(db.k, folder.id, false, clock.now())
+      if (changed) await invalidateHosting(deps.bus, user.username)
+      return { was_published: changed }
+    },
+
+    async removeFile(user: User, ref: FolderRef, path: string) {
+      const folder = await ownFolder(user, ref)
+      await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, user.id)
+        if (!(await store.removeFile(trx, folder.id, path))) throw new AppError('FILE_NOT_FOUND')
+        await redeploy(trx, folder.id, clock.now())
+      })
+      await invalidateHosting(deps.bus, user.username)
+    },
+
+    /** Which local files a deploy must upload, which are unchanged, which the project has extra. */
+    async diff(user: User, ref: FolderRef, files: unknown) {
+      if (typeof files !== 'object' || files === null || Array.isArray(files)) {
+        throw new AppError('INVALID_PARAMETER', { params: { detail: 'files must be an object {"relative/path": "<sha256 hex>"}' } })
+      }
+      const entries = Object.entries(files as Record<string, unknown>)
+      if (entries.length > DIFF_MAX_ENTRIES) throw new AppError('INVALID_PARAMETER', { params: { detail: `at most ${DIFF_MAX_ENTRIES} files` } })
+      const wanted = new Map<string, { key: string; digest: string }>()
+      for (const [key, digest] of entries) {
+        const r = checkRelativePath(key)
+        if (!r.ok) throw new AppError('INVALID_PATH', { params: { detail: `${JSON.stringify(key)}: ${r.reason}` } })
+        if (typeof digest !== 'string' || !/^[0-9a-fA-F]{64}$/.test(digest)) {
+          throw new AppError('INVALID_PARAMETER', { params: { detail: `${JSON.stringify(key)}: value must be a sha256 hex digest` } })
+        }
+        if (wanted.has(r.path))
+          throw new AppError('INVALID_PARAMETER', { params: { detail: `${JSON.stringify(key)} appears twice (after NFC normalisation)` } })
+        wanted.set(r.path, { key, digest: digest.toLowerCase() })
+      }
+      const folder = await store.folder(db.k, user.id, ref.name)
+      const held = new Map((folder ? await store.files(folder.id) : []).map((r) => [r.path, r.digest]))
+      const upload: string[] = []
+      const unchanged: string[] = []
+      for (const [p, w] of wanted) (held.get(p) === w.digest ? unchanged : upload).push(w.key)
+      const extra = [...held.keys()].filter((p) => !wanted.has(p)).sort()
+      return { upload, unchanged, extra }
+    },
+
+    limits() {
+      return { max_files_per_request: MAX_FILES_PER_REQUEST, max_request_bytes: MAX_REQUEST_BYTES, max_file_bytes: config.maxUploadBytes }
+    },
+
+    /** Parses the overwrite_files field: true/1 overwrite, false/0/absent report conflicts. */
+    parseOverwrite(v: string | undefined): boolean {
+      if (v === undefined) return false
+      const l = v.trim().toLowerCase()
+      if (l === 'true' || l === '1') return true
+      if (l === 'false' || l === '0' || l === '') return false
+      throw new AppError('INVALID_PARAMETER', { params: { detail: 'overwrite_files must be true or false' } })
+    },
+
+    decodeSegment,
+  }
+}
+export type FoldersService = ReturnType<typeof createFoldersService>

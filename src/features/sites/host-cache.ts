@@ -1,0 +1,119 @@
+import { performance } from 'node:perf_hooks'
+import type { Prepared } from '../../http/prepared-response.js'
+import type { Representation } from '../../http/representation.js'
+import type { LocalBlobFile } from '../../storage/blob-store.js'
+import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
+import type { Bus } from '../../infra/bus.js'
+import { HOSTING_CHANNEL } from './invalidate.js'
+
+/** What a public path resolves to; built once per (path, content) and reused by every hit. */
+export type HostEntry = FileEntry | RedirectEntry | MissingEntry
+
+export interface FileEntry extends Representation {
+  kind: 'file'
+  /** 200, or the status a site rule gives this path (a custom 404 page, a 404/410 rule). */
+  status: number
+  digest: string
+  size: number
+  contentType: string
+  etag: string
+  /** The ETags of every encoding of the content (identity, br, gzip): If-None-Match matches any. */
+  etags: readonly string[]
+  lastModified: string
+  /** Seconds since the epoch of Last-Modified (for If-Modified-Since). */
+  lastModifiedSec: number
+  compressible: boolean
+  /** Small enough to send from its open file in one read or sendfile; larger ones are streamed. */
+  fromFile: boolean
+  /**
+   * The blob's local file (BlobStore.localFile), looked up on the first answer; null: the
+   * store keeps none (S3 without a disk cache): streamed. Bodies are never kept in memory:
+   * they go out from the open-file cache (src/storage/open-files.ts), by digest.
+   */
+  file: LocalBlobFile | null | undefined
+  /** The 200 answer with the identity body, status line and headers encoded once. */
+  ok: Prepared
+  /** Headers shared by every answer about this entry (no length, no encoding). */
+  common: string[]
+  /** The compressed answers' heads, with the variant digest they were made for. */
+  okGzip: { digest: string; p: Prepared } | null
+  okBr: { digest: string; p: Prepared } | null
+  freshUntil: number
+}
+
+export interface RedirectEntry {
+  kind: 'redirect'
+  /** 301 (a directory's slash form), or the status of a site rule. */
+  status: number
+  /** Location without the query string (appended per request). */
+  location: string
+  freshUntil: number
+}
+
+export interface MissingEntry {
+  kind: 'missing'
+  freshUntil: number
+}
+
+export interface HostCacheOptions {
+  /** How long an entry may serve without a write telling us about a change. */
+  ttlMs?: number
+  maxEntries?: number
+  maxMissing?: number
+  /**
+   * The bus whose HOSTING_CHANNEL messages (a username, or FLUSH_ALL) drop paths; nothing is
+   * cached while it cannot deliver other instances' invalidations. Absent: `invalidate` only.
+   */
+  bus?: Bus
+}
+
+/**
+ * The public host's memory: path -> entry (files, redirects and misses, grouped per user so a
+ * write drops all of a user's paths: an InvalidatedCache). Metadata only: an entry names its
+ * blob by digest and carries its prepared headers; the bytes stay in the blob files and the
+ * operating system's page cache, as nginx serves files. Fills carry the user's generation read before
+ * the database lookup, so a lookup that raced a write never fills the cache with the old answer.
+ */
+export function createHostCache(o: HostCacheOptions = {}) {
+  // every write through the service drops its paths at once (here and, by the bus, on every
+  // instance); the life only bounds what a write from outside (the admin CLI's process with no
+  // Redis) takes to show. Lives are spread over +-20%, so entries filled together (a crawl, a
+  // benchmark) do not all fall to the database at once.
+  const ttlMs = o.ttlMs ?? 300_000
+  const maxEntries = o.maxEntries ?? 50_000
+  const maxMissing = o.maxMissing ?? 10_000
+  const paths = createInvalidatedCache<string, HostEntry>({
+    bus: o.bus,
+    channel: HOSTING_CHANNEL,
+    messages: 'groups',
+    maxEntries,
+    maxMisses: maxMissing,
+    isMiss: (e) => e.kind === 'missing',
+    isFresh: (e) => e.freshUntil > performance.now(),
+  })
+  return {
+    /** A fresh entry for a raw request path, or undefined. */
+    get: (key: string) => paths.get(key),
+
+    /** The user's generation: read it before a database lookup, pass it to set(). */
+    gen: (username: string): number => paths.ticket(username),
+
+    freshUntil: () => performance.now() + ttlMs * (0.8 + 0.4 * Math.random()),
+
+    set(path: string, username: string, entry: HostEntry, seenGen: number): void {
+      paths.set(path, entry, seenGen, username)
+    },
+
+    /** A user's content changed: every path of theirs goes, and fills in flight are refused. */
+    invalidate: (username: string): void => paths.invalidateGroup(username),
+
+    /** Every path of every user goes (bus FLUSH_ALL: invalidations may have been lost); bytes stay (content-addressed). */
+    invalidateAll: (): void => paths.invalidateAll(),
+
+    stats: () => {
+      const p = paths.stats()
+      return { entries: p.entries, missing: p.misses }
+    },
+  }
+}
+export type HostCache = ReturnType<typeof createHostCache>

@@ -1,0 +1,119 @@
+/**
+ * Path rules for everything a user names inside their space: single file names, folder
+ * project names, and relative paths inside a project. One validator serves uploads (multipart
+ * file names), API path parameters and the public host, so a name that can be stored can be
+ * served, and a name that is refused is refused everywhere.
+ *
+ * Policy (documented in docs/api/files-and-folders.md):
+ * - names are Unicode NFC-normalised: NFC and NFD spellings of `é.html` are the same file;
+ * - names are case-sensitive: `Index.html` and `index.html` are two files (publish needs
+ *   exactly `index.html`);
+ * - segments are never '', '.', '..'; no '/', '\', NUL, C0/C1 controls, Unicode format
+ *   characters (bidi overrides, zero-width), slash look-alikes, or anything whose NFKC form
+ *   hides a separator or dot segment (`．．／`); no drive (`C:`) or absolute prefix;
+ * - no `%XX` sequences in a stored name: percent-decoding happens exactly once, at the URL, so
+ *   a name that still looks encoded is refused instead of being decoded a second time;
+ * - at most 255 UTF-8 bytes per segment, 1024 in total, 32 segments deep.
+ */
+export const MAX_SEGMENT_BYTES = 255
+export const MAX_PATH_BYTES = 1024
+export const MAX_DEPTH = 32
+
+export type PathResult = { ok: true; path: string; segments: string[] } | { ok: false; reason: string }
+
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+const FORMAT = /\p{Cf}/u
+const SLASH_LIKE = /[\u2044\u2215\u29f8\u29f9\uff0f\uff3c\ufe68\u2216\u29f5]/
+const PERCENT_SEQ = /%[0-9a-fA-F]{2}/
+const DRIVE = /^[a-zA-Z]:/
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** True when a string has no lone UTF-16 surrogate (it can be encoded as UTF-8). */
+export const isWellFormed = (s: string): boolean => !LONE_SURROGATE.test(s)
+
+const bad = (reason: string): PathResult => ({ ok: false, reason })
+
+function checkSegment(seg: string): string | null {
+  if (seg === '') return 'empty path segment'
+  if (seg === '.' || seg === '..') return 'dot segment ("." or "..")'
+  if (Buffer.byteLength(seg, 'utf8') > MAX_SEGMENT_BYTES) return `path segment longer than ${MAX_SEGMENT_BYTES} bytes`
+  return null
+}
+
+/**
+ * Validates and normalises a relative path that has already been decoded once (a multipart
+ * file name, or a URL path whose segments were percent-decoded). Returns the NFC path.
+ */
+export function checkRelativePath(input: unknown): PathResult {
+  if (typeof input !== 'string' || input.length === 0) return bad('empty path')
+  if (input.length > MAX_PATH_BYTES * 2) return bad(`path longer than ${MAX_PATH_BYTES} bytes`)
+  if (!isWellFormed(input)) return bad('invalid Unicode (lone surrogate)')
+  const s = input.normalize('NFC')
+  if (CONTROL.test(s)) return bad('control character (NUL, C0 or C1)')
+  if (FORMAT.test(s)) return bad('invisible Unicode format character')
+  if (s.includes('\\')) return bad('backslash')
+  if (SLASH_LIKE.test(s)) return bad('slash look-alike character')
+  if (s.startsWith('/')) return bad('absolute path')
+  if (DRIVE.test(s)) return bad('drive prefix')
+  if (PERCENT_SEQ.test(s)) return bad('percent-encoded sequence in a name (send the raw name)')
+  if (Buffer.byteLength(s, 'utf8') > MAX_PATH_BYTES) return bad(`path longer than ${MAX_PATH_BYTES} bytes`)
+  const segments = s.split('/')
+  if (segments.length > MAX_DEPTH) return bad(`path deeper than ${MAX_DEPTH} levels`)
+  for (const seg of segments) {
+    const p = checkSegment(seg)
+    if (p) return bad(p)
+  }
+  // a compatibility form that turns into a separator or a dot segment is a disguise
+  const k = s.normalize('NFKC')
+  if (k !== s) {
+    if (k.includes('\\') || k.startsWith('/') || DRIVE.test(k) || CONTROL.test(k)) return bad('look-alike of a path separator')
+    const ks = k.split('/')
+    if (ks.length !== segments.length || ks.some((x) => x === '' || x === '.' || x === '..')) return bad('look-alike of a path separator or dot segment')
+  }
+  return { ok: true, path: s, segments }
+}
+
+/** Validates a single name (file name or project name): one segment of a relative path. */
+export function checkName(input: unknown): PathResult {
+  const r = checkRelativePath(input)
+  if (!r.ok) return r
+  if (r.segments.length !== 1) return bad('a name cannot contain "/"')
+  return r
+}
+
+/**
+ * Percent-decodes one raw URL segment, once and strictly: malformed escapes fail, and an
+ * encoded '/' or '\' (which would change the path's structure) fails.
+ */
+export function decodeSegment(raw: string): string | null {
+  let s: string
+  if (raw.indexOf('%') < 0) s = raw
+  else {
+    try {
+      s = decodeURIComponent(raw)
+    } catch {
+      return null
+    }
+  }
+  if (s.includes('/') || s.includes('\\')) return null
+  return s
+}
+
+/** Decodes and validates a raw URL path tail (`a/b%20c/d.html`); '' segments are refused. */
+export function decodeUrlPath(rawTail: string): PathResult {
+  const parts = rawTail.split('/')
+  if (parts.length > MAX_DEPTH) return bad(`path deeper than ${MAX_DEPTH} levels`)
+  const decoded: string[] = []
+  for (const p of parts) {
+    const d = decodeSegment(p)
+    if (d === null) return bad('malformed percent-encoding or encoded separator')
+    decoded.push(d)
+  }
+  return checkRelativePath(decoded.join('/'))
+}
+
+/** Percent-encodes each segment of a stored path for use in a URL. */
+export function encodePath(p: string): string {
+  return p.split('/').map(encodeURIComponent).join('/')
+}

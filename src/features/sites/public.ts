@@ -1,0 +1,96 @@
+import type { FastifyInstance } from 'fastify'
+import type { Deps } from '../../deps.js'
+import { createHostCache } from './host-cache.js'
+import { createResolver } from './resolver.js'
+import { createEncodings } from './encodings.js'
+import { createOpenFiles } from '../../storage/open-files.js'
+import { createHostHandler, type SiteRouting } from './serve.js'
+import { tlsAsk } from './tls-ask.js'
+import { isHttps } from '../../http/origin.js'
+import { hostName, siteUserOf, userSiteOrigin, type ListenPorts } from '../../http/site-origin.js'
+import { RESERVED_USERNAMES, USERNAME_RE } from '../../auth/users.js'
+import { decodeSegment } from './paths.js'
+import type { Config } from '../../config.js'
+import { OPEN_SITES, type SiteHooks } from '../../http/site-hooks.js'
+
+/** Custom domains and visitor access, when the domains feature is part of the app (its state). */
+export const siteHooksOf = (app: FastifyInstance): SiteHooks => (app.featureState('domains') as SiteHooks | undefined) ?? OPEN_SITES
+import { hostHolds } from '../abuse/public.js'
+
+/** The public host's view of users' origins (src/http/site-origin.ts) under this config. */
+export function siteRouting(config: Config, ports: ListenPorts): SiteRouting {
+  return {
+    userOf: (req) => siteUserOf(req.headers.host, config),
+    documentTarget(req, path) {
+      const slash = path.indexOf('/', 1)
+      if (slash < 0) return null
+      const username = decodeSegment(path.slice(1, slash))?.toLowerCase()
+      if (username === undefined || !USERNAME_RE.test(username) || RESERVED_USERNAMES.has(username)) return null
+      const origin = userSiteOrigin(username, req, config, ports)
+      return origin === null ? null : origin + path.slice(slash)
+    },
+    upgrade(req) {
+      // behind a proxy, a user's origin answers over HTTPS only (loopback names excepted)
+      if (!config.trustProxy || isHttps(req, config) || hostName(req.headers.host).endsWith('.localhost')) return null
+      return `https://${req.headers.host}${req.url ?? '/'}`
+    },
+  }
+}
+
+/**
+ * The public host: GET/HEAD /{username}/{file} and /{username}/{folder}/... of published
+ * projects. Registered in the public context (no API guard, no rate limits, no cookies read
+ * or set). Answers are written straight to the Node response from precomputed headers; every
+ * write anywhere (any instance, through the bus) drops the user's cached paths.
+ */
+export function hostingPublic(app: FastifyInstance, deps: Deps): void {
+  // with REDIS_URL, nothing is cached while the subscription is down, and everything cached
+  // goes when it is lost and when it is back (FLUSH_ALL): invalidations may have been missed
+  const cache = createHostCache({ bus: deps.bus })
+  // bodies go out from the blob files (open-file cache by digest), never from memory
+  const files = createOpenFiles()
+  const encodings = createEncodings(deps.blobs, app.log)
+  app.addHook('onClose', async () => {
+    await encodings.close()
+    files.closeAll()
+  })
+  const { config } = deps
+  const sites = siteRouting(config, app.ports)
+  const hooks = siteHooksOf(app)
+  // abuse handling: held paths answer 451; a user's origin answers the report link and
+  // security.txt by sending the visitor to the service's own (PUBLIC_URL, or loopback's)
+  const holds = hostHolds(
+    deps,
+    (req) => config.publicUrl ?? (hostName(req.headers.host).endsWith('.localhost') && app.ports.main !== null ? `https://localhost:${app.ports.main}` : null),
+  )
+  const host = createHostHandler(
+    cache,
+    createResolver(deps.db, cache),
+    { blobs: deps.blobs, files, encodings, sendfile: config.sendfile },
+    app.log,
+    sites,
+    deps.clock,
+    hooks,
+    holds,
+  )
+  // cached answers skip the router (docs/benchmarks/2026-11-22-public-host-machines-b-c.md); behind
+  // a proxy, a path-form request that did not arrive over HTTPS goes through the router's
+  // redirect (a user's origin upgrades itself)
+  app.addFastPath(
+    (req, res, route) =>
+      (!config.trustProxy || isHttps(req, config) || sites.userOf(req) !== null || hooks.domain(hostName(req.headers.host)) !== null) &&
+      host.fast(req, res, route),
+  )
+  tlsAsk(app, deps, hooks)
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: '/:username/*',
+    exposeHeadRoute: false,
+    logLevel: 'warn',
+    schema: { hide: true },
+    handler(req, reply) {
+      reply.hijack()
+      host.handle(req.raw, reply.raw)
+    },
+  })
+}

@@ -1,0 +1,223 @@
+import type { Db } from '../../db/kysely.js'
+import { userContentHeaderList } from '../../http/content-headers.js'
+import { prepareShared, type Prepared } from '../../http/prepared-response.js'
+import { USERNAME_RE, RESERVED_USERNAMES } from '../../auth/users.js'
+import { checkName, checkRelativePath, decodeSegment } from './paths.js'
+import { hostedFile } from './files-store.js'
+import { hostedFolderFile, publishedFolder } from './folders-store.js'
+import type { HostCache, HostEntry, FileEntry } from './host-cache.js'
+import { compileRules, headersFor, matchRedirect, RULE_FILES, type HeaderRule, type RedirectRule, type SiteRules } from './site-rules.js'
+
+/** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
+export const FROM_FILE_MAX = 2 * 1024 * 1024
+/** Updates must show at once: browsers revalidate every time (cheap: ETag -> 304). */
+export const CACHE_CONTROL = 'public, max-age=0, must-revalidate'
+
+// public content is readable cross-origin (never with credentials): module scripts, fonts
+// and fetches of a site's own files load from an opaque (sandboxed) origin too
+const CORS_HEADERS = ['Access-Control-Allow-Origin', '*']
+const RULE_FILE_SET = new Set<string>(RULE_FILES)
+const NOINDEX: Array<[string, string]> = [['X-Robots-Tag', 'noindex']]
+/** Path form (/{user}/...): the sandbox keeps pages out of the service's origin. */
+const CONTENT_HEADERS = [...userContentHeaderList('page').flat(), ...CORS_HEADERS]
+/** A user's own origin: the full web platform; only nosniff and the CORS grant are added. */
+const SITE_HEADERS = ['X-Content-Type-Options', 'nosniff', 'Cross-Origin-Resource-Policy', 'cross-origin', ...CORS_HEADERS]
+
+/** Cache key of a path: the path form, the user's origin and a custom domain cache different headers or redirects. */
+export const siteKey = (path: string): string => `@${path}`
+export const domainKey = (path: string): string => `!${path}`
+
+/**
+ * Where a request came: false, the path form (/{user}/...); true, the user's own origin
+ * (/{name}/...); 'domain', a custom domain serving one project (/...).
+ */
+export type SiteMode = boolean | 'domain'
+const COMPRESSIBLE =
+  /^(text\/|application\/(javascript|json|xml|wasm|manifest\+json|ld\+json|x-javascript|rss\+xml|atom\+xml|xhtml\+xml|[a-z.+-]*\+(json|xml))|image\/(svg\+xml|x-icon|vnd\.microsoft\.icon|bmp)|font\/(ttf|otf))/i
+
+/** Plain-text answers of the host (404 and friends), with the sandbox headers too. */
+export function plainHeaders(length: number): string[] {
+  return ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(length), 'Cache-Control', 'no-cache', ...CONTENT_HEADERS]
+}
+
+/** Headers a site rule replaces rather than adds to; any other header the service sets stays as it is. */
+const RULE_REPLACES = new Set(['content-type', 'cache-control', 'access-control-allow-origin', 'cross-origin-resource-policy'])
+
+/** Adds a path's _headers values to a header list: replaced when allowed, CSP added as a further policy, else kept. */
+function withRuleHeaders(list: string[], extra: Array<[string, string]>): string[] {
+  for (const [name, value] of extra) {
+    const lower = name.toLowerCase()
+    const at = list.findIndex((h, i) => i % 2 === 0 && h.toLowerCase() === lower)
+    if (at < 0 || lower === 'content-security-policy') list.push(name, value)
+    else if (RULE_REPLACES.has(lower)) list[at + 1] = value
+  }
+  return list
+}
+
+/** Headers that differ from file to file; the others are encoded once for all entries that share them. */
+const OWN_HEADERS = new Set(['content-type', 'last-modified'])
+
+/** The 200 answer of an entry: its common headers shared between entries, its own lines apart. */
+function prepareEntry(status: number, common: readonly string[], etag: string, size: number): Prepared {
+  const shared: string[] = []
+  const own: string[] = []
+  for (let i = 0; i < common.length; i += 2) (OWN_HEADERS.has(common[i].toLowerCase()) ? own : shared).push(common[i], common[i + 1])
+  own.push('ETag', etag, 'Content-Length', String(size))
+  return prepareShared(status, shared, own)
+}
+
+/**
+ * Builds the entry of a stored file: every header of its answer computed once. `status` is
+ * 200 unless a site rule says otherwise; `extra` are the path's _headers values.
+ */
+export function fileEntry(
+  cache: HostCache,
+  r: { digest: string; size: number; content_type: string; mtime: number },
+  site = false,
+  status = 200,
+  extra: Array<[string, string]> = [],
+): FileEntry {
+  const size = Number(r.size)
+  const lastModifiedSec = Math.floor(Number(r.mtime) / 1000)
+  const lastModified = new Date(lastModifiedSec * 1000).toUTCString()
+  const compressible = COMPRESSIBLE.test(r.content_type) && size >= 256
+  const etag = `"${r.digest}"`
+  const common = ['Content-Type', r.content_type, 'Last-Modified', lastModified, 'Cache-Control', CACHE_CONTROL, 'Accept-Ranges', 'bytes']
+  if (compressible) common.push('Vary', 'Accept-Encoding')
+  common.push(...(site ? SITE_HEADERS : CONTENT_HEADERS))
+  withRuleHeaders(common, extra)
+  return {
+    kind: 'file',
+    status,
+    digest: r.digest,
+    size,
+    contentType: r.content_type,
+    etag,
+    etags: [etag, `"${r.digest}-br"`, `"${r.digest}-gz"`],
+    lastModified,
+    lastModifiedSec,
+    compressible,
+    fromFile: size <= FROM_FILE_MAX,
+    file: undefined,
+    common,
+    ok: prepareEntry(status, common, etag, size),
+    okGzip: null,
+    okBr: null,
+    freshUntil: cache.freshUntil(),
+  }
+}
+
+export type Resolution = { status: 400 } | { username: string; entry: HostEntry; cacheable: boolean }
+
+/**
+ * Resolves a raw public path (/{username}/{file} or /{username}/{folder}/{path...}) with the
+ * database: single file first, then a published folder project (through the files and folders
+ * stores: those features own the tables). Segments are percent-decoded once, strictly;
+ * anything that is not a valid stored name is simply not found. `site`: the request came to
+ * the user's own origin (cached under siteKey, headers and redirects of that origin, where
+ * the path has no /{username} prefix).
+ */
+export function createResolver(db: Db, cache: HostCache) {
+  const missing = (): HostEntry => ({ kind: 'missing', freshUntil: cache.freshUntil() })
+  const redirect = (location: string, status = 301): HostEntry => ({ kind: 'redirect', status, location, freshUntil: cache.freshUntil() })
+  // compiled rules per project, recompiled when a publish changed them
+  const compiled = new Map<string, { json: string; rules: SiteRules }>()
+  const rulesOf = (folder: { id: string; site_rules: string | null }): SiteRules | null => {
+    if (folder.site_rules === null) return null
+    const hit = compiled.get(folder.id)
+    if (hit && hit.json === folder.site_rules) return hit.rules
+    const parsed = JSON.parse(folder.site_rules) as { redirects: RedirectRule[]; headers: HeaderRule[] }
+    const rules = compileRules(parsed.redirects, parsed.headers)
+    if (compiled.size >= 1000) compiled.delete(compiled.keys().next().value as string)
+    compiled.set(folder.id, { json: folder.site_rules, rules })
+    return rules
+  }
+  const inFlight = new Map<string, { gen: number; lookup: Promise<Resolution> }>()
+
+  return async function resolve(path: string, site: SiteMode = false): Promise<Resolution> {
+    const raw = path.split('/')
+    const username = decodeSegment(raw[1] ?? '')?.toLowerCase()
+    if (username === undefined) return { status: 400 }
+    if (!USERNAME_RE.test(username) || RESERVED_USERNAMES.has(username)) return { username: '', entry: missing(), cacheable: false }
+    const rest: string[] = []
+    for (const seg of raw.slice(2)) {
+      const d = decodeSegment(seg)
+      if (d === null) return { status: 400 }
+      rest.push(d)
+    }
+    const gen = cache.gen(username)
+    // requests for a path that is being looked up share that lookup, unless the user's
+    // content changed since it started (it could return what the write replaced)
+    const key = site === 'domain' ? domainKey(path) : site ? siteKey(path) : path
+    const running = inFlight.get(key)
+    if (running && running.gen === gen) return running.lookup
+    const lookup = lookUp(path, username, rest, gen, site).finally(() => {
+      if (inFlight.get(key)?.lookup === lookup) inFlight.delete(key)
+    })
+    inFlight.set(key, { gen, lookup })
+    return lookup
+  }
+
+  async function lookUp(path: string, username: string, rest: string[], gen: number, site: SiteMode): Promise<Resolution> {
+    const done = (entry: HostEntry) => {
+      cache.set(site === 'domain' ? domainKey(path) : site ? siteKey(path) : path, username, entry, gen)
+      return { username, entry, cacheable: true }
+    }
+    // the path as this origin spells it: /{user}/..., /{name}/... or, on a domain, /...
+    const own = (p: string) => (site === 'domain' ? p.slice(p.indexOf('/', p.indexOf('/', 1) + 1)) : site ? p.slice(p.indexOf('/', 1)) : p)
+    // the slash form of a directory
+    const slashed = () => redirect(`${own(path)}/`)
+    // a disabled account's pages go offline (like its other public links)
+    const user = await db.k.selectFrom('users').select('id').where('username', '=', username).where('disabled', '=', 0).executeTakeFirst()
+    if (!user || rest.length === 0 || rest[0] === '') return done(missing())
+
+    if (rest.length === 1) {
+      const name = checkName(rest[0])
+      if (!name.ok) return done(missing())
+      const f = await hostedFile(db, user.id, name.path)
+      if (f) return done(fileEntry(cache, { ...f, mtime: Number(f.updated_at ?? f.created_at) }, site !== false))
+      const folder = await publishedFolder(db, user.id, name.path)
+      return done(folder ? slashed() : missing())
+    }
+
+    const name = checkName(rest[0])
+    if (!name.ok) return done(missing())
+    const folder = await publishedFolder(db, user.id, name.path)
+    if (!folder) return done(missing())
+    const inner = rest.slice(1)
+    // the path inside the project as rules see it, decoded: /, /about, /docs/
+    const inProject = `/${inner.join('/')}`
+    const isDir = inner[inner.length - 1] === ''
+    if (isDir) inner[inner.length - 1] = 'index.html'
+    const p = checkRelativePath(inner.join('/'))
+    const stored = async (rel: string) => (RULE_FILE_SET.has(rel) ? undefined : hostedFolderFile(db, folder.id, rel))
+    // the file at the path, else its clean-URL form (/about -> about.html)
+    let f = p.ok ? await stored(p.path) : undefined
+    if (!f && p.ok && !isDir && !p.path.endsWith('.html')) f = await stored(`${p.path}.html`)
+    // a directory named without its trailing slash counts as existing: it goes to the slash form
+    const dirIndex = !f && p.ok && !isDir ? await stored(`${p.path}/index.html`) : undefined
+    const rules = rulesOf(folder)
+    // a preview ({project}@{deploy}) stays out of search engines
+    const ruleHeaders = (p: string): Array<[string, string]> => [...(rules ? headersFor(rules, p) : []), ...(folder.preview ? NOINDEX : [])]
+    const extra = ruleHeaders(inProject)
+    const match = rules ? matchRedirect(rules, inProject, f !== undefined || dirIndex !== undefined) : null
+    if (match) {
+      if (/^https?:\/\//i.test(match.to)) return done(redirect(match.to, match.status))
+      const base = site === 'domain' ? '' : site ? `/${encodeURIComponent(name.path)}` : `/${username}/${encodeURIComponent(name.path)}`
+      if (match.status !== 200 && match.status !== 404 && match.status !== 410) return done(redirect(base + encodeURI(match.to), match.status))
+      // a rewrite (200) or a rule's own 404/410 page: the target's bytes under this path
+      const target = match.to.split(/[?#]/)[0]
+      const t = checkRelativePath((target.endsWith('/') ? `${target}index.html` : target).slice(1))
+      const tf = t.ok ? await stored(t.path) : undefined
+      if (tf) return done(fileEntry(cache, { ...tf, mtime: Number(tf.updated_at) }, site !== false, match.status, ruleHeaders(target)))
+    } else {
+      if (f) return done(fileEntry(cache, { ...f, mtime: Number(f.updated_at) }, site !== false, 200, extra))
+      if (dirIndex) return done(slashed())
+    }
+    // the project's own 404 page, when it has one
+    const nf = await stored('404.html')
+    if (nf) return done(fileEntry(cache, { ...nf, mtime: Number(nf.updated_at) }, site !== false, 404, extra))
+    return done(missing())
+  }
+}
+export type Resolver = ReturnType<typeof createResolver>

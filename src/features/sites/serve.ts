@@ -1,0 +1,407 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { BlobStore } from '../../storage/blob-store.js'
+import type { OpenBlobFile, OpenFiles } from '../../storage/open-files.js'
+import { hotCount } from '../../observability/registry.js'
+import { metrics } from '../../observability/metrics.js'
+import { prepare, sendPrepared, sendPreparedFile, type Prepared } from '../../http/prepared-response.js'
+import { readFully } from '../../http/sendfile.js'
+import { decide, partialHeaders, pickEncoding, unsatisfiableHeaders, type Decision } from '../../http/representation.js'
+import { systemClock, type Clock } from '../../util/clock.js'
+import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
+import type { Encoded, Encodings } from './encodings.js'
+import { decodeSegment } from './paths.js'
+import { plainHeaders, siteKey, domainKey, type Resolver, type SiteMode } from './resolver.js'
+import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
+import { hostName } from '../../http/site-origin.js'
+import type { HostHolds } from '../abuse/public.js'
+
+type Log = { warn(obj: unknown, msg: string): void }
+
+const NOT_FOUND = Buffer.from('Not Found')
+const FORBIDDEN = Buffer.from('Forbidden')
+const BAD_REQUEST = Buffer.from('Bad Request')
+const UNAVAILABLE = Buffer.from('Service Unavailable')
+const P404 = prepare(404, plainHeaders(NOT_FOUND.length))
+const H403 = plainHeaders(FORBIDDEN.length)
+const H400 = plainHeaders(BAD_REQUEST.length)
+const H503 = plainHeaders(UNAVAILABLE.length)
+const NOT_ALLOWED = Buffer.from('Method Not Allowed')
+const H405 = [...plainHeaders(NOT_ALLOWED.length), 'Allow', 'GET, HEAD, OPTIONS']
+const H204 = ['Allow', 'GET, HEAD, OPTIONS', 'Access-Control-Allow-Origin', '*', 'Access-Control-Allow-Methods', 'GET, HEAD', 'Access-Control-Max-Age', '86400']
+
+/** How the host tells the service's own host from a user's origin (src/http/site-origin.ts). */
+export interface SiteRouting {
+  /** The user whose own origin the request was made to; null: the service's host (path form). */
+  userOf(req: IncomingMessage): string | null
+  /** Where a browser navigating to a path-form page is sent (that page on its user's origin), or null. */
+  documentTarget(req: IncomingMessage, path: string): string | null
+  /** The https:// URL to send a plain-HTTP request on a user's origin to, or null to serve it. */
+  upgrade(req: IncomingMessage): string | null
+}
+const NO_SITES: SiteRouting = { userOf: () => null, documentTarget: () => null, upgrade: () => null }
+
+/**
+ * The public host's request handling, on the raw Node request and response: cached answers
+ * cost a Map lookup and one write of precomputed headers; misses go through the resolver.
+ */
+/** Where the host's bodies come from: the blob store, its open-file cache, the compressed forms. */
+export interface HostBodies {
+  blobs: BlobStore
+  files: OpenFiles
+  encodings: Encodings
+  /** Send large bodies with sendfile(2) when the socket allows (config SENDFILE). */
+  sendfile: boolean
+}
+
+export function createHostHandler(
+  cache: HostCache,
+  resolve: Resolver,
+  bodies: HostBodies,
+  log: Log,
+  sites: SiteRouting = NO_SITES,
+  clock: Clock = systemClock,
+  hooks: SiteHooks = OPEN_SITES,
+  holds: HostHolds | null = null,
+) {
+  const { blobs, files, encodings } = bodies
+  // body bytes sent, for /metrics (svc_blob_bytes_served_total{source="hosting"}); HEAD sends none
+  const servedBytes = hotCount(metrics.blobBytesServed, { source: 'hosting' })
+  const sent = (head: boolean, n: number) => {
+    if (!head) servedBytes.n += n
+  }
+  const tagOf = (e: FileEntry, enc: 'br' | 'gzip') => `"${e.digest}-${enc === 'br' ? 'br' : 'gz'}"`
+
+  /** The prepared 200 of a compressed form for this entry (its headers), made once per form. */
+  function preparedFor(e: FileEntry, enc: 'br' | 'gzip', v: Encoded): Prepared {
+    const field = enc === 'br' ? 'okBr' : 'okGzip'
+    const had = e[field]
+    if (had !== null && had.digest === v.digest) return had.p
+    const p = prepare(e.status, [...e.common, 'ETag', tagOf(e, enc), 'Content-Encoding', enc, 'Content-Length', String(v.size)])
+    e[field] = { digest: v.digest, p }
+    return p
+  }
+
+  /** The open file of an entry's blob; null: its file vanished (evicted, swept): look it up again. */
+  function openOf(e: FileEntry, path: string): OpenBlobFile | null {
+    return files.get(e.digest) ?? files.openSync(e.digest, path, e.size)
+  }
+
+  /** The compressed form to send for this request, if it is made; asks for it otherwise. */
+  function formFor(req: IncomingMessage, e: FileEntry): { enc: 'br' | 'gzip'; v: Encoded; f: OpenBlobFile } | null {
+    const ae = req.headers['accept-encoding']
+    if (!e.compressible || !e.fromFile || ae === undefined) return null
+    const enc = pickEncoding(ae)
+    if (enc === null) return null
+    const v = encodings.get(e.digest, enc)
+    if (v === undefined) {
+      // never compressed on the request path: identity now, the form made in the background
+      encodings.request(e.digest, enc)
+      return null
+    }
+    if (v === null) return null
+    const f = files.get(v.digest) ?? files.openSync(v.digest, v.path, v.size)
+    if (f === null) {
+      encodings.forget(e.digest, enc)
+      return null
+    }
+    return { enc, v, f }
+  }
+
+  /** 304 and 416: no body, nothing to read. */
+  function answerBodiless(req: IncomingMessage, res: ServerResponse, e: FileEntry, d: Decision): boolean {
+    if (d.kind === 'not-modified') {
+      const ae = req.headers['accept-encoding']
+      const enc = e.compressible && ae !== undefined ? pickEncoding(ae) : null
+      const tag = enc !== null && encodings.get(e.digest, enc) ? tagOf(e, enc) : e.etag
+      res.writeHead(304, [...e.common, 'ETag', tag])
+      res.end()
+      return true
+    }
+    if (d.kind === 'unsatisfiable') {
+      res.writeHead(416, [...e.common, 'ETag', e.etag, ...unsatisfiableHeaders(e)])
+      res.end()
+      return true
+    }
+    return false
+  }
+
+  /**
+   * Answers a file at once from its open blob file (one read or sendfile, as nginx does);
+   * false when that needs I/O first: the local file not looked up yet or gone, a file too
+   * large to send in one piece, or a store with no local file (streamed).
+   */
+  function answerFile(req: IncomingMessage, res: ServerResponse, e: FileEntry, head: boolean): boolean {
+    const d = decide(req.headers, e)
+    if (answerBodiless(req, res, e, d)) return true
+    const file = e.file
+    if (!e.fromFile || file == null) return false
+    if (d.kind === 'whole') {
+      const form = formFor(req, e)
+      if (form !== null) {
+        sendPreparedFile(req, res, preparedFor(e, form.enc, form.v), form.f.fd, form.v.size, bodies.sendfile, clock)
+        sent(head, form.v.size)
+        return true
+      }
+    }
+    const f = openOf(e, file.path)
+    if (f === null) {
+      e.file = undefined
+      return false
+    }
+    if (d.kind === 'range') {
+      const n = d.end - d.start + 1
+      let body: Buffer | undefined
+      if (!head) {
+        body = Buffer.allocUnsafe(n)
+        if (!readFully(f.fd, body, 0, n, d.start)) throw new Error('blob file shorter than its blob')
+      }
+      res.writeHead(206, [...e.common, 'ETag', e.etag, ...partialHeaders(e, d)])
+      res.end(body)
+      sent(head, n)
+      return true
+    }
+    sendPreparedFile(req, res, e.ok, f.fd, e.size, bodies.sendfile, clock)
+    sent(head, e.size)
+    return true
+  }
+
+  async function serveFile(req: IncomingMessage, res: ServerResponse, e: FileEntry, head: boolean): Promise<void> {
+    if (e.fromFile && e.file === undefined) {
+      e.file = await blobs.localFile(e.digest)
+      if (answerFile(req, res, e, head)) return
+    }
+    // large, or no local file: streamed from the blob store, never buffered whole
+    const d = decide(req.headers, e)
+    if (answerBodiless(req, res, e, d)) return
+    const range = d.kind === 'range' ? d : null
+    const h = range ? [...e.common, 'ETag', e.etag, ...partialHeaders(e, range)] : (e.ok.headers as string[])
+    if (head) {
+      res.writeHead(range ? 206 : e.status, h)
+      res.end()
+      return
+    }
+    const stream = await blobs.get(e.digest, range ?? undefined)
+    res.writeHead(range ? 206 : e.status, h)
+    res.once('close', () => stream.destroy())
+    stream.once('error', (err) => {
+      log.warn({ err, digest: e.digest }, 'hosted file stream failed')
+      res.destroy()
+    })
+    res.once('finish', () => sent(false, range ? range.end - range.start + 1 : e.size))
+    stream.pipe(res)
+  }
+
+  /**
+   * Answers at once when nothing needs waiting for (the blob file known, 304, redirect, 404);
+   * false when the answer needs I/O first.
+   */
+  function answerNow(req: IncomingMessage, res: ServerResponse, e: HostEntry, query: string, head: boolean): boolean {
+    if (e.kind === 'file') return answerFile(req, res, e, head)
+    if (e.kind === 'redirect') {
+      res.writeHead(e.status, ['Location', e.location + query, ...plainHeaders(0)])
+      res.end()
+      return true
+    }
+    sendPrepared(req, res, P404, NOT_FOUND, undefined, -1, clock)
+    return true
+  }
+
+  function serve(req: IncomingMessage, res: ServerResponse, e: HostEntry, query: string, head: boolean): void | Promise<void> {
+    if (answerNowSafe(req, res, e, query, head)) return
+    return serveFile(req, res, e as FileEntry, head)
+  }
+
+  /** answerNow for the fast path: a failed read answers 503 there rather than reaching the router. */
+  function answerNowSafe(req: IncomingMessage, res: ServerResponse, e: HostEntry, query: string, head: boolean): boolean {
+    try {
+      return answerNow(req, res, e, query, head)
+    } catch (err) {
+      fail(res, err)
+      return true
+    }
+  }
+
+  const fail = (res: ServerResponse, err: unknown) => {
+    log.warn({ err }, 'public host lookup failed')
+    if (res.headersSent) {
+      res.destroy()
+      return
+    }
+    res.writeHead(503, H503)
+    res.end(UNAVAILABLE)
+  }
+
+  /** Splits a request URL; the path is the cache key. */
+  const split = (url: string) => {
+    const q = url.indexOf('?')
+    return q < 0 ? { path: url, query: '' } : { path: url.slice(0, q), query: url.slice(q) }
+  }
+
+  /** Answers a path from the cache, or after resolving it; held content (abuse handling) answers 451 first. */
+  function serveAt(req: IncomingMessage, res: ServerResponse, path: string, site: SiteMode, query: string, head: boolean, loaded?: string | null): void {
+    if (holds !== null) {
+      // `loaded`: the state just loaded, for when the index cannot keep it (bus down)
+      const state = loaded !== undefined ? loaded : holds.stateOf(path)
+      if (state === undefined) {
+        holds.load(path).then(
+          (s) => serveAt(req, res, path, site, query, head, s),
+          (err) => fail(res, err),
+        )
+        return
+      }
+      if (state !== null) {
+        const n = holds.notice(state, req, site !== false ? path.slice(path.indexOf('/', 1)) : path)
+        res.writeHead(451, n.headers)
+        res.end(head ? undefined : n.body)
+        return
+      }
+    }
+    const e = cache.get(site === 'domain' ? domainKey(path) : site ? siteKey(path) : path)
+    if (e !== undefined) {
+      const r = serve(req, res, e, query, head)
+      if (r) r.catch((err) => fail(res, err))
+      return
+    }
+    resolve(path, site)
+      .then((r) => {
+        if ('status' in r) {
+          res.writeHead(400, H400)
+          res.end(head ? undefined : BAD_REQUEST)
+          return
+        }
+        return serve(req, res, r.entry, query, head)
+      })
+      .catch((err) => fail(res, err))
+  }
+
+  /** Serves `path` once visitor access allows it (the hook answers otherwise); a POST that passes gets 405. */
+  function gated(req: IncomingMessage, res: ServerResponse, username: string, rawName: string, cookiePath: string | null, then: () => void): void {
+    const ok = hooks.access(req, res, { username, rawName, cookiePath })
+    if (ok === true) then()
+    else if (ok !== false) ok.then((yes) => yes && then()).catch((err) => fail(res, err))
+  }
+
+  /**
+   * Every request made to a user's own origin or to a custom domain (`target`): GET and HEAD
+   * of that user's content at /{name} and /{project}/... (a domain: its project's /...),
+   * POST only for the visitor password form; nothing else (no API, no pages, no cookies).
+   */
+  function serveSite(req: IncomingMessage, res: ServerResponse, username: string, target: DomainTarget | null = null): void {
+    const m = req.method
+    const head = m === 'HEAD'
+    if (m !== 'GET' && !head && m !== 'POST') {
+      if (m === 'OPTIONS') res.writeHead(204, H204).end()
+      else res.writeHead(405, H405).end(NOT_ALLOWED)
+      return
+    }
+    const to = sites.upgrade(req)
+    if (to !== null) {
+      res.writeHead(m === 'POST' ? 308 : 301, ['Location', to, ...plainHeaders(0)])
+      res.end()
+      return
+    }
+    const url = req.url ?? '/'
+    if (url[0] !== '/') {
+      res.writeHead(400, H400)
+      res.end(head ? undefined : BAD_REQUEST)
+      return
+    }
+    const { path, query } = split(url)
+    if (holds !== null && path.startsWith('/.well-known/') && holds.wellKnown(req, res, path)) return
+    const slash = path.indexOf('/', 1)
+    const rawName = target ? encodeURIComponent(target.project) : path.slice(1, slash < 0 ? undefined : slash)
+    const cookiePath = target ? '/' : `/${rawName}${slash < 0 ? '' : '/'}`
+    const full = target ? `/${username}/${rawName}${path}` : `/${username}${path}`
+    gated(req, res, username, rawName, cookiePath, () => {
+      if (m === 'POST') res.writeHead(405, H405).end(NOT_ALLOWED)
+      else serveAt(req, res, full, target ? 'domain' : true, query, head)
+    })
+  }
+
+  /** A browser navigating to a path-form page goes to the page on its user's origin (302: the setting may change). */
+  function toSite(req: IncomingMessage, res: ServerResponse, path: string, query: string): boolean {
+    if (req.headers['sec-fetch-dest'] !== 'document') return false
+    const to = sites.documentTarget(req, path)
+    if (to === null) return false
+    res.writeHead(302, ['Location', to + query, ...plainHeaders(0)])
+    res.end()
+    return true
+  }
+
+  /** The raw name after /{username}/ of a path-form path ('' when there is none). */
+  const pathFormName = (path: string): { username: string; rawName: string } => {
+    const a = path.indexOf('/', 1)
+    if (a < 0) return { username: path.slice(1), rawName: '' }
+    const b = path.indexOf('/', a + 1)
+    return { username: path.slice(1, a), rawName: path.slice(a + 1, b < 0 ? undefined : b) }
+  }
+
+  /** The user of a path-form path as the resolver reads it (lowercased), or null when it cannot be one. */
+  const pathUser = (raw: string): string | null => {
+    const d = decodeSegment(raw)
+    return d === null ? null : d.toLowerCase()
+  }
+
+  return {
+    /**
+     * Before routing: takes every request made to a user's own origin or to a verified
+     * custom domain, and answers a cached path-form path that needs no I/O (the hot path, at
+     * the cost of a Map lookup and one write); false lets the router handle the request.
+     */
+    fast(req: IncomingMessage, res: ServerResponse, route?: (req: IncomingMessage, res: ServerResponse) => void): boolean {
+      const site = sites.userOf(req)
+      if (site !== null) {
+        serveSite(req, res, site)
+        return true
+      }
+      const d = hooks.domain(hostName(req.headers.host))
+      if (d !== null) {
+        if (!(d instanceof Promise)) serveSite(req, res, d.username, d)
+        else if (route === undefined) return false
+        else
+          d.then((t) => (t === null ? route(req, res) : serveSite(req, res, t.username, t))).catch((err) => {
+            log.warn({ err }, 'custom domain lookup failed')
+            route(req, res)
+          })
+        return true
+      }
+      const m = req.method
+      if ((m !== 'GET' && m !== 'HEAD') || req.headers['service-worker'] !== undefined) return false
+      const { path, query } = split(req.url ?? '/')
+      if (toSite(req, res, path, query)) return true
+      // held content (abuse handling) and holds not loaded yet go through the router
+      if (holds !== null && holds.stateOf(path) !== null) return false
+      // visitor access known to be open from memory; anything else goes through handle()
+      const p = pathFormName(path)
+      const user = pathUser(p.username)
+      if (user === null || !hooks.openNow(user, p.rawName)) return false
+      const e = cache.get(path)
+      return e !== undefined && answerNowSafe(req, res, e, query, m === 'HEAD')
+    },
+
+    /** Handles GET and HEAD of /{username}/... on the raw request and response. */
+    handle(req: IncomingMessage, res: ServerResponse): void {
+      const site = sites.userOf(req)
+      if (site !== null) {
+        serveSite(req, res, site)
+        return
+      }
+      const { path, query } = split(req.url ?? '/')
+      const head = req.method === 'HEAD'
+      if (toSite(req, res, path, query)) return
+      if (req.headers['service-worker'] !== undefined) {
+        // a hosted script may never become a service worker over the user's (or anyone's) pages
+        res.writeHead(403, H403)
+        res.end(head ? undefined : FORBIDDEN)
+        return
+      }
+      const p = pathFormName(path)
+      const user = pathUser(p.username)
+      if (user === null) {
+        serveAt(req, res, path, false, query, head)
+        return
+      }
+      gated(req, res, user, p.rawName, null, () => serveAt(req, res, path, false, query, head))
+    },
+  }
+}

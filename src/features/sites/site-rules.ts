@@ -1,0 +1,255 @@
+/**
+ * Site rules of a published project, in the conventions users know from Netlify and
+ * Cloudflare Pages: `_redirects` (redirects, rewrites, the SPA fallback) and `_headers`
+ * (extra headers by path pattern). Parsing is strict: a bad line is refused with its file
+ * and line number, so a publish either takes every rule or none. Matching is pure and
+ * allocation-light: patterns compile once to regular expressions.
+ */
+
+/** Statuses a `_redirects` line may give: 200 rewrites, redirects, and 404/410 answers. */
+export const RULE_STATUSES = [200, 301, 302, 303, 307, 308, 404, 410] as const
+export type RuleStatus = (typeof RULE_STATUSES)[number]
+
+export const MAX_RULES = 1000
+/** The rule files of a project, at its root: read at publish, never served. */
+export const RULE_FILES = ['_redirects', '_headers'] as const
+const MAX_LINE = 2000
+
+export interface RedirectRule {
+  from: string
+  to: string
+  status: RuleStatus
+  /** `!` after the status: applies even when a file exists at the path (no shadowing). */
+  force: boolean
+  line: number
+}
+
+export interface HeaderRule {
+  pattern: string
+  headers: Array<[string, string]>
+  line: number
+}
+
+/** A rule file that cannot be taken; the message names the file and the line. */
+export class RuleSyntaxError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    readonly reason: string,
+  ) {
+    super(`${file}, line ${line}: ${reason}`)
+  }
+}
+
+/**
+ * Headers a `_headers` rule may not set: framing and caching the service computes, cookies,
+ * and credentials on public content. The service's own security headers are sent whatever
+ * the rules say; a rule's Content-Security-Policy is an extra policy, which only narrows.
+ */
+const FORBIDDEN_HEADERS = new Set([
+  'content-length',
+  'content-encoding',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'trailer',
+  'te',
+  'etag',
+  'last-modified',
+  'content-range',
+  'accept-ranges',
+  'date',
+  'server',
+  'location',
+  'vary',
+  'age',
+  'set-cookie',
+  'access-control-allow-credentials',
+  'strict-transport-security',
+  'x-content-type-options',
+  'alt-svc',
+])
+const TOKEN_RE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+// visible ASCII and spaces, and any non-ASCII text; never CR, LF or other controls
+const VALUE_RE = /^[^\u0000-\u0008\u000a-\u001f\u007f]*$/
+
+/** Splits a rule file into its lines, numbered from 1, without comments and blank lines. */
+function lines(text: string, file: string): Array<{ n: number; raw: string }> {
+  const out: Array<{ n: number; raw: string }> = []
+  text
+    .replace(/^\uFEFF/, '')
+    .split(/\r?\n/)
+    .forEach((raw, i) => {
+      if (raw.length > MAX_LINE) throw new RuleSyntaxError(file, i + 1, `line longer than ${MAX_LINE} characters`)
+      const t = raw.trim()
+      if (t === '' || t.startsWith('#')) return
+      out.push({ n: i + 1, raw })
+    })
+  return out
+}
+
+/** Checks a path pattern: absolute, with `:name` segments and at most one `*`, at its end. */
+function checkPattern(p: string, file: string, n: number, what: string): void {
+  if (/^https?:\/\//i.test(p)) throw new RuleSyntaxError(file, n, `${what} "${p}": rules match paths of this site only; start it with /`)
+  if (!p.startsWith('/')) throw new RuleSyntaxError(file, n, `${what} "${p}" must start with /`)
+  const star = p.indexOf('*')
+  if (star >= 0 && star !== p.length - 1) throw new RuleSyntaxError(file, n, `${what} "${p}": * may only end the pattern`)
+  if (/[?#]/.test(p)) throw new RuleSyntaxError(file, n, `${what} "${p}": query strings and fragments are not matched`)
+  for (const seg of p.split('/')) {
+    if (seg.startsWith(':') && !/^:[A-Za-z_][A-Za-z0-9_]*$/.test(seg)) throw new RuleSyntaxError(file, n, `${what} "${p}": bad placeholder "${seg}"`)
+  }
+}
+
+/** Parses `_redirects`: lines `from to [status][!]`; the first matching line wins. */
+export function parseRedirects(text: string, file = '_redirects'): RedirectRule[] {
+  const rules: RedirectRule[] = []
+  for (const { n, raw } of lines(text, file)) {
+    const parts = raw.trim().split(/\s+/)
+    if (parts.length < 2) throw new RuleSyntaxError(file, n, 'expected "from to [status]"')
+    if (parts.length > 3)
+      throw new RuleSyntaxError(file, n, `unexpected "${parts.slice(3).join(' ')}" (conditions are not supported; expected "from to [status]")`)
+    const [from, to, statusRaw = '301'] = parts
+    checkPattern(from, file, n, 'from')
+    const m = /^(\d{3})(!?)$/.exec(statusRaw)
+    const status = m ? Number(m[1]) : NaN
+    if (!m || !(RULE_STATUSES as readonly number[]).includes(status)) {
+      throw new RuleSyntaxError(file, n, `status "${statusRaw}" must be one of ${RULE_STATUSES.join(', ')} (optionally followed by !)`)
+    }
+    const external = /^https?:\/\/[^/\s]+/i.test(to)
+    if (!external && !to.startsWith('/')) throw new RuleSyntaxError(file, n, `target "${to}" must start with / or be an http(s) URL`)
+    if (external && status !== 301 && status !== 302 && status !== 303 && status !== 307 && status !== 308) {
+      throw new RuleSyntaxError(file, n, `target "${to}": another site can only be a redirect (301, 302, 303, 307, 308), not ${status}`)
+    }
+    const names = new Set(
+      from
+        .split('/')
+        .filter((s) => s.startsWith(':'))
+        .map((s) => s.slice(1)),
+    )
+    if (from.endsWith('*')) names.add('splat')
+    for (const used of to.match(/:[A-Za-z_][A-Za-z0-9_]*/g) ?? []) {
+      if (!names.has(used.slice(1))) throw new RuleSyntaxError(file, n, `target uses ${used}, which "${from}" does not capture`)
+    }
+    if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, `more than ${MAX_RULES} rules`)
+    rules.push({ from, to, status: status as RuleStatus, force: m[2] === '!', line: n })
+  }
+  return rules
+}
+
+/** Parses `_headers`: a path pattern at the start of a line, then indented `Name: value` lines. */
+export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
+  const rules: HeaderRule[] = []
+  let current: HeaderRule | null = null
+  for (const { n, raw } of lines(text, file)) {
+    if (!/^\s/.test(raw)) {
+      const pattern = raw.trim()
+      if (/\s/.test(pattern)) throw new RuleSyntaxError(file, n, `"${pattern}": a path pattern has no spaces; indent header lines`)
+      checkPattern(pattern, file, n, 'pattern')
+      if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, `"${current.pattern}" has no headers under it`)
+      if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, `more than ${MAX_RULES} rules`)
+      current = { pattern, headers: [], line: n }
+      rules.push(current)
+      continue
+    }
+    if (!current) throw new RuleSyntaxError(file, n, 'a header line comes before any path pattern')
+    const t = raw.trim()
+    const colon = t.indexOf(':')
+    if (colon <= 0) throw new RuleSyntaxError(file, n, `expected "Name: value", got "${t}"`)
+    const name = t.slice(0, colon).trim()
+    const value = t.slice(colon + 1).trim()
+    if (!TOKEN_RE.test(name)) throw new RuleSyntaxError(file, n, `"${name}" is not a valid header name`)
+    if (FORBIDDEN_HEADERS.has(name.toLowerCase())) throw new RuleSyntaxError(file, n, `${name} is set by the service and cannot be changed`)
+    if (!VALUE_RE.test(value)) throw new RuleSyntaxError(file, n, `the value of ${name} contains control characters`)
+    current.headers.push([name, value])
+  }
+  if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, `"${current.pattern}" has no headers under it`)
+  return rules
+}
+
+interface Compiled {
+  re: RegExp
+  names: string[]
+}
+
+/** Compiles a pattern: `:name` takes one segment, a final `*` the rest; a trailing slash is optional. */
+function compile(pattern: string): Compiled {
+  const names: string[] = []
+  let body = pattern
+  const splat = body.endsWith('*')
+  if (splat) body = body.slice(0, -1)
+  // "/docs/*" also matches "/docs": the splat then captures nothing
+  const dirSplat = splat && body.endsWith('/')
+  if (dirSplat) body = body.slice(0, -1)
+  let re = body
+    .split('/')
+    .map((seg) => {
+      if (seg.startsWith(':')) {
+        names.push(seg.slice(1))
+        return '([^/]+)'
+      }
+      return seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+    })
+    .join('/')
+  if (splat) {
+    names.push('splat')
+    re += dirSplat ? '(?:/(.*))?' : '(.*)'
+  } else if (re.length > 1 && re.endsWith('/')) {
+    re = `${re.slice(0, -1)}/?`
+  } else if (re.length > 1) {
+    re += '/?'
+  }
+  return { re: new RegExp(`^${re}$`), names }
+}
+
+/** The answer a redirect rule gives for a path. */
+export interface RuleMatch {
+  status: RuleStatus
+  /** Target path (200, 404, 410: a file of the site) or URL (redirects), placeholders filled. */
+  to: string
+  force: boolean
+}
+
+/** The compiled rules of one project, ready to match request paths (relative to the project, starting with /). */
+export interface SiteRules {
+  redirects: Array<RedirectRule & Compiled>
+  headers: Array<HeaderRule & Compiled>
+}
+
+export function compileRules(redirects: RedirectRule[], headers: HeaderRule[]): SiteRules {
+  return {
+    redirects: redirects.map((r) => ({ ...r, ...compile(r.from) })),
+    headers: headers.map((h) => ({ ...h, ...compile(h.pattern) })),
+  }
+}
+
+/**
+ * The first redirect rule matching `path`. With `fileExists`, only forced rules apply
+ * (a file at the path shadows the others, as on Netlify).
+ */
+export function matchRedirect(rules: SiteRules, path: string, fileExists: boolean): RuleMatch | null {
+  for (const r of rules.redirects) {
+    if (fileExists && !r.force) continue
+    const m = r.re.exec(path)
+    if (!m) continue
+    const values = new Map<string, string>()
+    r.names.forEach((name, i) => values.set(name, m[i + 1] ?? ''))
+    const to = r.to.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (whole, name: string) => values.get(name) ?? whole)
+    return { status: r.status, to, force: r.force }
+  }
+  return null
+}
+
+/** The extra headers of every `_headers` rule matching `path`, in file order; a repeated name is joined with ", ". */
+export function headersFor(rules: SiteRules, path: string): Array<[string, string]> {
+  const out = new Map<string, [string, string]>()
+  for (const h of rules.headers) {
+    if (!h.re.test(path)) continue
+    for (const [name, value] of h.headers) {
+      const k = name.toLowerCase()
+      const prev = out.get(k)
+      out.set(k, prev ? [prev[0], `${prev[1]}, ${value}`] : [name, value])
+    }
+  }
+  return [...out.values()]
+}

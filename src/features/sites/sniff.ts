@@ -1,0 +1,86 @@
+import { Transform, type TransformCallback } from 'node:stream'
+
+const HEAD_BYTES = 64 * 1024
+
+/**
+ * A pass-through stream that watches the bytes of an upload on their way to the blob store:
+ * keeps the first 64 KiB (for magic-byte and HTML detection), notes NUL bytes, and checks
+ * whether the whole body is valid UTF-8 (so text is served with `charset=utf-8` only when true).
+ */
+export class ContentWatcher extends Transform {
+  /** @param headBytes how many leading bytes to keep for head() (0 for none) */
+  constructor(private readonly headBytes = HEAD_BYTES) {
+    super()
+  }
+  private headChunks: Buffer[] = []
+  private headLen = 0
+  private decoder: TextDecoder | null = new TextDecoder('utf-8', { fatal: true })
+  hasNul = false
+  validUtf8 = true
+  size = 0
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.size += chunk.length
+    if (this.headLen < this.headBytes) {
+      const take = chunk.subarray(0, this.headBytes - this.headLen)
+      this.headChunks.push(take)
+      this.headLen += take.length
+    }
+    if (!this.hasNul && chunk.includes(0)) this.hasNul = true
+    if (this.decoder) {
+      try {
+        this.decoder.decode(chunk, { stream: true })
+      } catch {
+        this.validUtf8 = false
+        this.decoder = null
+      }
+    }
+    cb(null, chunk)
+  }
+
+  override _flush(cb: TransformCallback): void {
+    if (this.decoder) {
+      try {
+        this.decoder.decode()
+      } catch {
+        this.validUtf8 = false
+      }
+      this.decoder = null
+    }
+    cb()
+  }
+
+  head(): Buffer {
+    return Buffer.concat(this.headChunks)
+  }
+}
+
+/** Whether a text looks like HTML: a tag, comment or doctype appears near its start. */
+export function looksLikeHtml(head: Buffer): boolean {
+  // decode leniently (pages in GBK and other encodings are HTML too: their tags are ASCII)
+  const text = head.toString('latin1')
+  return /<(!doctype|!--|\/?[a-zA-Z][a-zA-Z0-9-]*[\s>/])/i.test(text)
+}
+
+/**
+ * The detected MIME type of an upload that claims to be HTML, or null when it is HTML:
+ * magic bytes of a binary format, NUL bytes (binary), or text without any markup.
+ */
+export async function detectNonHtml(head: Buffer, hasNul: boolean): Promise<string | null> {
+  const { fileTypeFromBuffer } = await import('file-type')
+  const ft = await fileTypeFromBuffer(head).catch(() => undefined)
+  if (ft && ft.mime !== 'text/html' && ft.mime !== 'application/xml') return ft.mime
+  if (hasNul) return 'application/octet-stream'
+  if (looksLikeHtml(head)) return null
+  const t = head
+    .toString('utf8')
+    .replace(/^\uFEFF/, '')
+    .trimStart()
+  if (/^[[{]/.test(t)) {
+    try {
+      JSON.parse(head.toString('utf8').replace(/^\uFEFF/, ''))
+      return 'application/json'
+    } catch {}
+  }
+  return 'text/plain'
+}

@@ -1,0 +1,138 @@
+// Single files: drag-and-drop upload with progress, list with search and paging, open, delete.
+;(function () {
+  'use strict'
+  var S = window.SVC
+  var t = S.t
+  var el = S.el
+  var state = { page: 1, per_page: 20, search: '' }
+  var bar = S.progress('file-progress')
+
+  function info() {
+    S.api
+      .get('/svc_api/upload/info')
+      .then(function (r) {
+        var d = r.data
+        S.$('files-quota').textContent = t('files.quota', { count: d.current_file_count, max: d.max_files_per_user, size: S.bytes(d.max_file_size) })
+      })
+      .catch(function () {})
+  }
+
+  function load() {
+    return S.api
+      .get('/svc_api/files' + S.qs(state))
+      .then(function (r) {
+        var d = r.data
+        var tbody = S.clear(S.$('files-table').querySelector('tbody'))
+        if (d.files.length === 0) S.emptyRow(tbody, t('files.none'))
+        d.files.forEach(function (f) {
+          tbody.appendChild(
+            S.row([
+              // the page on the user's own origin when there is one; the sandboxed path form otherwise
+              el(
+                'span',
+                {},
+                el('a', { href: f.site_url || f.url, target: '_blank', rel: 'noopener noreferrer', text: f.file_name }),
+                f.site_url ? null : el('small', { class: 'hint', text: ' ' + t('common.sandboxed') }),
+              ),
+              f.project_name,
+              S.bytes(f.file_size),
+              S.time(f.updated_at || f.created_at),
+              el(
+                'div',
+                { class: 'buttons' },
+                el('button', {
+                  type: 'button',
+                  text: t('common.copy'),
+                  onclick: function () {
+                    S.copy(f.site_url || f.url)
+                  },
+                }),
+                el('button', {
+                  type: 'button',
+                  class: 'danger',
+                  text: t('common.delete'),
+                  'aria-label': t('common.delete') + ' ' + f.file_name,
+                  onclick: function () {
+                    remove(f)
+                  },
+                }),
+              ),
+            ]),
+          )
+        })
+        S.pager('files-pager', d.page, d.total_pages, function (p) {
+          state.page = p
+          load()
+        })
+      })
+      .catch(S.fail('files-status'))
+  }
+
+  function remove(f) {
+    if (!window.confirm(t('files.delete_confirm', { name: f.file_name }))) return
+    S.api
+      .del('/svc_api/files/' + S.enc(f.file_name))
+      .then(function () {
+        S.toast(t('common.deleted'))
+        info()
+        return load()
+      })
+      .catch(S.fail('files-status'))
+  }
+
+  /** Uploads files one after another, each with its progress. */
+  function uploadAll(files) {
+    var list = Array.prototype.slice.call(files)
+    if (list.length === 0) return
+    S.status('files-status', '')
+    var done = 0
+    var errors = []
+    var next = function () {
+      if (list.length === 0) {
+        bar.done(t('common.uploaded') + ' ' + done + '/' + (done + errors.length))
+        if (errors.length) S.status('files-status', errors.join('\n'), 'error')
+        else S.status('files-status', t('common.uploaded'), 'ok')
+        state.page = 1
+        info()
+        return load()
+      }
+      var f = list.shift()
+      var fd = new FormData()
+      fd.append('file', f, f.name)
+      var project = S.$('file-project').value.trim()
+      var description = S.$('file-description').value.trim()
+      if (project) fd.append('project_name', project)
+      if (description) fd.append('description', description)
+      bar.show(f.name)
+      return S.send('POST', '/svc_api/upload', fd, bar.set)
+        .then(
+          function () {
+            done++
+          },
+          function (e) {
+            errors.push(f.name + ': ' + e.message)
+          },
+        )
+        .then(next)
+    }
+    next()
+  }
+
+  S.$('upload-form').addEventListener('submit', function (e) {
+    e.preventDefault()
+    uploadAll(S.$('file-input').files)
+    S.$('file-input').value = ''
+  })
+  S.dropZone(S.$('drop'), uploadAll)
+  var timer = null
+  S.$('file-search').addEventListener('input', function () {
+    clearTimeout(timer)
+    timer = setTimeout(function () {
+      state.search = S.$('file-search').value.trim()
+      state.page = 1
+      load()
+    }, 300)
+  })
+  info()
+  load()
+})()

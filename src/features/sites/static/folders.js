@@ -1,0 +1,341 @@
+// Folder projects: upload a whole folder (sub-folders kept: the multipart file name is the
+// file's path inside the chosen folder), list projects, file tree, publish / unpublish.
+;(function () {
+  'use strict'
+  var S = window.SVC
+  var t = S.t
+  var el = S.el
+  var bar = S.progress('folder-progress')
+  var current = null
+  // one request carries at most this many files / bytes (raised or lowered by /api/folders/limits)
+  var batch = { files: 100, bytes: 32 * 1024 * 1024 }
+
+  S.api
+    .get('/api/folders/limits')
+    .then(function (r) {
+      var l = r.limits || r.data || r
+      var files = l.max_files_per_request || l.max_files_per_batch || l.max_files
+      var bytes = l.max_request_bytes || l.max_batch_bytes || l.max_total_bytes
+      if (files > 0) batch.files = Math.min(files, 500)
+      if (bytes > 0) batch.bytes = bytes
+    })
+    .catch(function () {})
+
+  /** The path of a chosen file inside the chosen folder (its first segment is the folder). */
+  function relPath(f) {
+    var p = f.webkitRelativePath || f.name
+    var i = p.indexOf('/')
+    return i >= 0 ? p.slice(i + 1) : p
+  }
+
+  S.$('folder-input').addEventListener('change', function () {
+    var files = S.$('folder-input').files
+    if (files.length && !S.$('folder-name').value) {
+      var top = (files[0].webkitRelativePath || '').split('/')[0]
+      S.$('folder-name').value = top
+    }
+  })
+
+  S.$('folder-form').addEventListener('submit', function (e) {
+    e.preventDefault()
+    var files = Array.prototype.slice.call(S.$('folder-input').files)
+    var name = S.$('folder-name').value.trim()
+    if (!files.length) return S.status('folders-status', t('folders.pick_folder'), 'error')
+    if (!name) return S.status('folders-status', t('folders.pick_name'), 'error')
+    S.status('folders-status', '')
+    // split into requests within the batch limits
+    var batches = []
+    var cur = []
+    var size = 0
+    files.forEach(function (f) {
+      if (cur.length && (cur.length >= batch.files || size + f.size > batch.bytes)) {
+        batches.push(cur)
+        cur = []
+        size = 0
+      }
+      cur.push(f)
+      size += f.size
+    })
+    if (cur.length) batches.push(cur)
+    var total =
+      files.reduce(function (a, f) {
+        return a + f.size
+      }, 0) || 1
+    var sent = 0
+    var ok = 0
+    var failed = []
+    var overwrite = S.$('folder-overwrite').checked ? 'true' : 'false'
+    bar.show(name)
+    var next = function () {
+      var b = batches.shift()
+      if (!b) return finish()
+      var fd = new FormData()
+      b.forEach(function (f) {
+        fd.append('files[]', f, relPath(f))
+      })
+      fd.append('overwrite_files', overwrite)
+      var bytes = b.reduce(function (a, f) {
+        return a + f.size
+      }, 0)
+      return S.send('POST', '/api/folders/' + S.enc(name) + '/batch_upload', fd, function (loaded, all) {
+        bar.set(sent + (loaded / all) * bytes, total)
+      })
+        .then(
+          function (r) {
+            ok += r.uploaded_count || 0
+            failed = failed.concat(r.failed_files || [])
+          },
+          function (err) {
+            var body = err.body || {}
+            if (typeof body.uploaded_count === 'number') {
+              ok += body.uploaded_count
+              failed = failed.concat(body.failed_files || [])
+            } else {
+              failed = failed.concat(b.map(relPath))
+            }
+            S.status('folders-status', err.message, 'error')
+          },
+        )
+        .then(function () {
+          sent += bytes
+          return next()
+        })
+    }
+    var finish = function () {
+      var msg = t('folders.result', { ok: ok, failed: failed.length })
+      bar.done(msg)
+      if (failed.length) S.status('folders-status', msg + ': ' + failed.slice(0, 20).join(', ') + (failed.length > 20 ? ' …' : ''), 'error')
+      else S.status('folders-status', msg, 'ok')
+      S.$('folder-input').value = ''
+      loadProjects()
+      show(name)
+    }
+    next()
+  })
+
+  function siteUrl(name) {
+    return S.data.contentOrigin + '/' + S.enc(S.data.user) + '/' + S.enc(name) + '/'
+  }
+
+  function loadProjects() {
+    return S.api
+      .get('/api/folders')
+      .then(function (r) {
+        var list = r.folders || (r.data && r.data.folders) || []
+        var tbody = S.clear(S.$('projects-table').querySelector('tbody'))
+        if (list.length === 0) S.emptyRow(tbody, t('folders.none'))
+        list.forEach(function (p) {
+          tbody.appendChild(
+            S.row([
+              el('button', {
+                type: 'button',
+                class: 'link',
+                text: p.name,
+                onclick: function () {
+                  show(p.name, p)
+                },
+              }),
+              el('span', { class: 'badge' + (p.is_published ? ' on' : ''), text: p.is_published ? t('folders.published') : t('folders.unpublished') }),
+              p.file_count === undefined ? '' : String(p.file_count),
+              el(
+                'div',
+                { class: 'buttons' },
+                el('button', {
+                  type: 'button',
+                  text: t('folders.open'),
+                  onclick: function () {
+                    show(p.name, p)
+                  },
+                }),
+                p.is_published
+                  ? el('a', {
+                      href: p.site_url || p.website_url || siteUrl(p.name),
+                      target: '_blank',
+                      rel: 'noopener noreferrer',
+                      text: t('folders.open_site'),
+                    })
+                  : null,
+              ),
+            ]),
+          )
+        })
+      })
+      .catch(function (e) {
+        var tbody = S.clear(S.$('projects-table').querySelector('tbody'))
+        S.emptyRow(tbody, e.status === 404 ? t('common.unavailable') : e.message)
+      })
+  }
+
+  /** Builds a nested list from the flat file entries. */
+  function tree(files) {
+    var root = { dirs: {}, files: [] }
+    files.forEach(function (f) {
+      var parts = String(f.path || f.name).split('/')
+      var node = root
+      for (var i = 0; i < parts.length - 1; i++) {
+        node = node.dirs[parts[i]] = node.dirs[parts[i]] || { dirs: {}, files: [] }
+      }
+      node.files.push({ name: parts[parts.length - 1], f: f })
+    })
+    function render(node) {
+      var ul = el('ul')
+      Object.keys(node.dirs)
+        .sort()
+        .forEach(function (d) {
+          ul.appendChild(el('li', {}, el('details', { open: true }, el('summary', { text: d + '/' }), render(node.dirs[d]))))
+        })
+      node.files
+        .sort(function (a, b) {
+          return a.name < b.name ? -1 : 1
+        })
+        .forEach(function (x) {
+          var href = x.f.url ? new URL(x.f.url, S.data.contentOrigin).href : null
+          ul.appendChild(
+            el(
+              'li',
+              {},
+              href ? el('a', { href: href, target: '_blank', rel: 'noopener noreferrer', text: x.name }) : x.name,
+              ' ',
+              el('span', { class: 'size', text: S.bytes(x.f.size) }),
+            ),
+          )
+        })
+      return ul
+    }
+    return render(root)
+  }
+
+  function setState(published, url) {
+    current.published = published
+    S.$('project-state').textContent = published === null ? '' : published ? t('folders.published') : t('folders.unpublished')
+    var link = S.$('project-site')
+    link.hidden = !published
+    if (published) link.setAttribute('href', S.safeUrl(url || siteUrl(current.name)) || '#')
+    S.$('project-publish').disabled = published === true
+    S.$('project-unpublish').disabled = published === false
+  }
+
+  /** The project's kept deploys: live and preview badges, a link to each, rollback / promote buttons. */
+  function loadDeploys(name) {
+    var tbody = S.clear(S.$('deploys-table').querySelector('tbody'))
+    return S.api
+      .get('/api/folders/' + S.enc(name) + '/deploys')
+      .then(function (r) {
+        if (!current || current.name !== name) return
+        var list = r.deploys || []
+        if (list.length === 0) S.emptyRow(tbody, t('deploys.none'))
+        var liveAt = -1
+        list.forEach(function (d, i) {
+          if (d.is_live) liveAt = i
+        })
+        list.forEach(function (d, i) {
+          var badge = d.is_live ? t('deploys.live') : d.is_preview ? t('deploys.preview') : ''
+          var action = null
+          if (!d.is_live) {
+            // older than the live one: a rollback; newer (a preview): a promote
+            var label = liveAt >= 0 && i > liveAt ? t('deploys.rollback') : t('deploys.promote')
+            action = el('button', {
+              type: 'button',
+              class: 'deploy-switch',
+              'data-deploy': d.id,
+              text: label,
+              onclick: function () {
+                S.api
+                  .post('/api/folders/' + S.enc(name) + '/deploys/' + S.enc(d.id) + '/promote')
+                  .then(function () {
+                    S.status('folders-status', t('deploys.switched', { id: d.id }), 'ok')
+                    loadDeploys(name)
+                    loadProjects()
+                  })
+                  .catch(S.fail('folders-status'))
+              },
+            })
+          }
+          var view = S.data.contentOrigin + '/' + S.enc(S.data.user) + '/' + S.enc(name) + '@' + d.id + '/'
+          tbody.appendChild(
+            S.row([
+              el(
+                'span',
+                {},
+                el('code', { text: d.id }),
+                badge ? ' ' : '',
+                badge ? el('span', { class: 'badge' + (d.is_live ? ' on' : ''), text: badge }) : null,
+              ),
+              new Date(d.created_at).toLocaleString(),
+              String(d.file_count) + ' · ' + S.bytes(d.bytes),
+              d.source,
+              d.message || '',
+              el(
+                'div',
+                { class: 'buttons' },
+                el('a', { href: S.safeUrl(view) || '#', target: '_blank', rel: 'noopener noreferrer', text: t('deploys.view') }),
+                action,
+              ),
+            ]),
+          )
+        })
+      })
+      .catch(function (e) {
+        S.emptyRow(tbody, e.status === 403 ? t('deploys.none') : e.message)
+      })
+  }
+
+  function show(name, info) {
+    current = { name: name, published: null }
+    S.$('project').hidden = false
+    S.$('project-name').textContent = name
+    setState(info ? !!info.is_published : null, info && (info.site_url || info.website_url))
+    var box = S.clear(S.$('project-tree'))
+    box.appendChild(el('p', { class: 'hint', text: t('common.loading') }))
+    loadDeploys(name)
+    return S.api
+      .get('/api/folders/' + S.enc(name) + '/files')
+      .then(function (r) {
+        S.clear(box).appendChild(tree(r.files || []))
+        if (!info) {
+          // the state comes from the project list when available
+          S.api
+            .get('/api/folders')
+            .then(function (l) {
+              var p = (l.folders || []).filter(function (x) {
+                return x.name === name
+              })[0]
+              if (p && current.name === name) setState(!!p.is_published, p.site_url || p.website_url)
+            })
+            .catch(function () {})
+        }
+      })
+      .catch(function (e) {
+        S.clear(box).appendChild(el('p', { class: 'error', text: e.message }))
+      })
+  }
+
+  S.$('project-publish').addEventListener('click', function () {
+    var name = current.name
+    S.api
+      .post('/api/folders/' + S.enc(name) + '/publish')
+      .then(function (r) {
+        setState(true, r.site_url || r.website_url)
+        S.status('folders-status', r.message || t('folders.published'), 'ok')
+        loadProjects()
+        loadDeploys(name)
+      })
+      .catch(S.fail('folders-status'))
+  })
+  S.$('project-unpublish').addEventListener('click', function () {
+    var name = current.name
+    S.api
+      .post('/api/folders/' + S.enc(name) + '/unpublish')
+      .then(function (r) {
+        setState(false)
+        S.status('folders-status', r.message || t('folders.unpublished'), 'ok')
+        loadProjects()
+      })
+      .catch(S.fail('folders-status'))
+  })
+  S.$('open-form').addEventListener('submit', function (e) {
+    e.preventDefault()
+    show(S.$('open-name').value.trim())
+  })
+  loadProjects()
+})()

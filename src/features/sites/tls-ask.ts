@@ -1,0 +1,33 @@
+import type { FastifyInstance } from 'fastify'
+import type { Deps } from '../../deps.js'
+import { TLS_ASK_PATH, hostName, siteUserOf } from '../../http/site-origin.js'
+import { OPEN_SITES, type SiteHooks } from '../../http/site-hooks.js'
+
+/**
+ * GET /.well-known/svc/tls-allowed?domain=NAME: the `ask` endpoint of a TLS proxy that gets
+ * certificates on demand (Caddy's on_demand_tls, deploy/Caddyfile). 200 only for the names
+ * this service answers for: the host of PUBLIC_URL, and {username}.{CONTENT_DOMAIN} of an
+ * existing account that is not disabled, and verified custom domains (hooks.domain); 404 for everything else, so nobody can make the
+ * proxy request certificates (and spend the CA's rate limits) for names of their choosing.
+ * Answered over plain HTTP too (the proxy asks the instance directly), never cached.
+ */
+export function tlsAsk(app: FastifyInstance, deps: Deps, hooks: SiteHooks = OPEN_SITES): void {
+  const { config } = deps
+  const ownHost = config.publicUrl ? hostName(new URL(config.publicUrl).host) : null
+  app.get(TLS_ASK_PATH, { schema: { hide: true }, logLevel: 'warn' }, async (req, reply) => {
+    const q = req.query as Record<string, unknown>
+    const raw = typeof q.domain === 'string' ? q.domain.toLowerCase() : ''
+    // a bare host name only: no port, no path, no trailing dot
+    const name = /^[a-z0-9._-]{1,253}$/.test(raw) && hostName(raw) === raw ? raw : ''
+    let allowed = name !== '' && name === ownHost
+    if (!allowed && name !== '') {
+      const username = siteUserOf(name, config)
+      if (username !== null) {
+        const user = await deps.users.byName(username)
+        allowed = user !== undefined && !user.disabled
+      } else allowed = (await hooks.domain(name)) !== null
+    }
+    reply.header('Cache-Control', 'no-store').type('text/plain; charset=utf-8')
+    return allowed ? reply.code(200).send('allowed') : reply.code(404).send('Not Found')
+  })
+}

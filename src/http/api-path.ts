@@ -1,0 +1,12 @@
+/**
+ * The API context's paths: /svc_api and /api, alone or followed by '/' or a query string.
+ * The one definition shared by the plain-HTTP redirector (server.ts) and the app (app.ts:
+ * TRUST_PROXY redirect, malformed-URL and 404 formats), so a URL is an API path for all of
+ * them or for none: `/api?x=1` answers 1116 over plain HTTP, never a redirect.
+ */
+export const API_PATH = /^\/(?:svc_api|api)(?:[/?]|$)/
+
+/** Whether a request URL (path and query, as on the request line) is in the API context. */
+export function isApiPath(url: string): boolean {
+  return API_PATH.test(url)
+}

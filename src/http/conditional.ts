@@ -1,0 +1,95 @@
+/**
+ * Conditional GET/HEAD (RFC 9110 section 13): the one If-None-Match / If-Modified-Since
+ * matcher of the service. Parses without allocating: the public host calls it per request.
+ */
+
+const SP = 32
+const TAB = 9
+const COMMA = 44
+const DQUOTE = 34
+const STAR = 42
+const W = 87
+const SLASH = 47
+
+const isOws = (c: number) => c === SP || c === TAB
+
+/** Whether field[start, end) equals `etag`'s opaque tag (its `W/` prefix, if any, ignored). */
+function sameOpaqueTag(field: string, start: number, end: number, etag: string): boolean {
+  const off = etag.charCodeAt(0) === W && etag.charCodeAt(1) === SLASH ? 2 : 0
+  if (end - start !== etag.length - off) return false
+  if (off === 0) return field.startsWith(etag, start)
+  for (let k = start; k < end; k++) if (field.charCodeAt(k) !== etag.charCodeAt(k - start + off)) return false
+  return true
+}
+
+function matchesOne(field: string, start: number, end: number, etags: string | readonly string[]): boolean {
+  if (typeof etags === 'string') return sameOpaqueTag(field, start, end, etags)
+  for (let i = 0; i < etags.length; i++) if (sameOpaqueTag(field, start, end, etags[i])) return true
+  return false
+}
+
+/**
+ * Whether an If-None-Match field value matches (so a GET/HEAD answers 304): the value is `*`,
+ * or its comma-separated list holds an entity tag that weakly matches (RFC 9110 8.8.3.2:
+ * `W/` ignored on both sides) one of `etags` (the current representation's tag, or the tags
+ * of all its encodings). A comma inside a quoted tag belongs to the tag; a malformed member
+ * (unquoted, unterminated, `*` inside a list) matches nothing and the parse goes on at the
+ * next comma.
+ */
+export function ifNoneMatchHits(field: string, etags: string | readonly string[]): boolean {
+  const n = field.length
+  let i = 0
+  while (i < n && isOws(field.charCodeAt(i))) i++
+  if (i < n && field.charCodeAt(i) === STAR) {
+    i++
+    while (i < n && isOws(field.charCodeAt(i))) i++
+    return i === n
+  }
+  while (i < n) {
+    let c = field.charCodeAt(i)
+    if (c === COMMA || isOws(c)) {
+      i++
+      continue
+    }
+    if (c === W && field.charCodeAt(i + 1) === SLASH) {
+      i += 2
+      c = field.charCodeAt(i)
+    }
+    if (c === DQUOTE) {
+      const close = field.indexOf('"', i + 1)
+      if (close < 0) return false
+      if (matchesOne(field, i, close + 1, etags)) return true
+      i = close + 1
+      // past the tag only OWS may come before the next comma; anything else: skip to it
+      while (i < n && isOws(field.charCodeAt(i))) i++
+      if (i < n && field.charCodeAt(i) !== COMMA) {
+        const next = field.indexOf(',', i)
+        if (next < 0) return false
+        i = next
+      }
+      continue
+    }
+    const next = field.indexOf(',', i)
+    if (next < 0) return false
+    i = next
+  }
+  return false
+}
+
+/**
+ * Whether a GET/HEAD may answer 304 Not Modified (RFC 9110 13.2.2): If-None-Match, when
+ * present, decides alone; otherwise If-Modified-Since, a valid HTTP-date not earlier than the
+ * last modification (`lastModifiedSec`: whole seconds since the epoch, the precision of
+ * Last-Modified; undefined: the resource has none). An invalid date is ignored.
+ */
+export function notModified(
+  ifNoneMatch: string | undefined,
+  ifModifiedSince: string | undefined,
+  etags: string | readonly string[],
+  lastModifiedSec?: number,
+): boolean {
+  if (ifNoneMatch !== undefined) return ifNoneMatchHits(ifNoneMatch, etags)
+  if (ifModifiedSince === undefined || lastModifiedSec === undefined) return false
+  const t = Date.parse(ifModifiedSince)
+  return Number.isFinite(t) && lastModifiedSec * 1000 <= t
+}

@@ -1,0 +1,139 @@
+import type { FastifyRequest } from 'fastify'
+import type { Multipart } from '@fastify/multipart'
+import { PassThrough, type Readable, type Transform } from 'node:stream'
+import { AppError } from '../errors/app-error.js'
+
+/**
+ * The one way every multipart route reads its body. Invariants:
+ * - an error of the parser or of the client (malformed, truncated, aborted body) always
+ *   reaches the handler as a client error (400, INVALID_PARAMETER), never as a 5xx;
+ * - a file stream handed to a consumer always has an error listener, and ends or fails even
+ *   when the parser gave up on it before the consumer came (no uncaught 'error', no hang);
+ * - once the handler fails, the rest of the request body is read and dropped, so the answer
+ *   gets through; a client that has gone only gets its socket closed.
+ */
+
+type PartsOptions = Parameters<FastifyRequest['parts']>[0]
+
+/** Messages of the parser's own errors (busboy and dicer), which all mean a malformed body. */
+const PARSER_ERRORS =
+  /^(Multipart: Boundary not found|Boundary required|Unexpected end of multipart data|\w+ terminated early due to unexpected end of multipart data|The needle cannot .*|Malformed .*)$/
+
+const malformed = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail: `malformed multipart body: ${detail}` } })
+
+/** The client error behind an error of the multipart parser or the request stream; null for any other error. */
+export function multipartClientError(e: unknown): AppError | null {
+  if (e instanceof AppError || typeof e !== 'object' || e === null) return null
+  const { code, message } = e as { code?: string; message?: string }
+  switch (code) {
+    case 'FST_MP_PREMATURE_CLOSE':
+    case 'ERR_STREAM_PREMATURE_CLOSE':
+    case 'ECONNRESET':
+    case 'ECONNABORTED':
+      return malformed('the request ended before the body was complete')
+    case 'FST_PROTO_VIOLATION':
+      return malformed('a part name is not allowed')
+    case 'FST_INVALID_JSON_FIELD_ERROR':
+      return malformed('a part declared as JSON is not valid JSON')
+    default:
+      break // other codes, and the parser's errors without one: below
+  }
+  if (code === undefined && typeof message === 'string' && PARSER_ERRORS.test(message)) {
+    return malformed(message.replace(/^Multipart: /, '').toLowerCase())
+  }
+  if (message === 'aborted') return malformed('the request ended before the body was complete')
+  return null
+}
+
+/** Rethrows `e` as the client error it stands for, or unchanged. */
+export function asClientError(e: unknown): unknown {
+  return multipartClientError(e) ?? e
+}
+
+/**
+ * The parts of a multipart request, as `req.parts()` yields them, with parser errors turned
+ * into client errors. Errors thrown by the consumer's own loop body pass through unchanged.
+ * When iteration stops early (an error, a break), the rest of the body is drained.
+ */
+export async function* multipartParts(req: FastifyRequest, options?: PartsOptions): AsyncGenerator<Multipart> {
+  let complete = false
+  try {
+    const parts = req.parts(options)
+    for (;;) {
+      let r: IteratorResult<Multipart>
+      try {
+        r = await parts.next()
+      } catch (e) {
+        throw asClientError(e)
+      }
+      if (r.done) break
+      yield r.value
+    }
+    complete = true
+  } finally {
+    if (!complete) drainRequest(req)
+  }
+}
+
+/**
+ * A file part's stream made safe to consume after any number of awaits: the returned stream
+ * (the `through` transform when given, else a PassThrough) carries the source's bytes, and
+ * is destroyed with the client error when the source fails or closes before its end,
+ * including when that already happened. It always has an error listener of its own, so an
+ * early failure waits, unthrown, for whoever reads it (a blob store's pipeline, an iterator).
+ */
+export function guardUpload(source: Readable, through?: Transform): Readable {
+  const out: Transform = through ?? new PassThrough()
+  out.on('error', () => {
+    /* read by the consumer; this listener only keeps it from being uncaught */
+  })
+  const fail = (e: unknown) => {
+    if (!out.destroyed) out.destroy((multipartClientError(e) ?? e ?? malformed('the request ended before the body was complete')) as Error)
+  }
+  if (source.errored || (source.destroyed && !source.readableEnded)) {
+    fail(source.errored)
+    return out
+  }
+  source.on('error', fail)
+  source.on('close', () => {
+    if (!source.readableEnded) fail(source.errored)
+  })
+  source.pipe(out)
+  return out
+}
+
+/** Reads a file part whole, refusing it with `tooLarge` past `maxBytes` (nothing kept). */
+export async function readUpload(source: Readable & { truncated?: boolean }, maxBytes: number, tooLarge: () => AppError): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  let n = 0
+  try {
+    for await (const c of guardUpload(source) as AsyncIterable<Buffer>) {
+      n += c.length
+      if (n > maxBytes) throw tooLarge()
+      chunks.push(c)
+    }
+  } catch (e) {
+    source.resume()
+    if ((e as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge()
+    throw e
+  }
+  if (source.truncated) throw tooLarge()
+  return Buffer.concat(chunks, n)
+}
+
+/** Drops a file part that will not be kept; its errors are the parts iterator's to report. */
+export async function discardUpload(source: Readable): Promise<void> {
+  try {
+    for await (const _ of guardUpload(source)) {
+      /* drop */
+    }
+  } catch {
+    /* the parts iterator throws the same error next */
+  }
+}
+
+/** Drops whatever is left of a request body after the handler failed, so the answer gets through. */
+export function drainRequest(req: FastifyRequest): void {
+  req.raw.unpipe()
+  req.raw.resume()
+}

@@ -1,0 +1,43 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+
+/**
+ * What the public host asks the rest of the service about a request before it answers with
+ * hosted bytes (implemented by src/features/domains/, handed over as that feature's state).
+ * Invariants:
+ * - a Host that is a verified custom domain serves exactly one project of one user;
+ * - no hosted byte, status or validator of a protected name is sent before `access` said yes.
+ */
+export interface SiteHooks {
+  /**
+   * The project a custom domain (a host name, lowercased, no port) serves: the target; null:
+   * not a verified domain. Answers at once from memory when it can, else a promise.
+   */
+  domain(host: string): DomainTarget | null | Promise<DomainTarget | null>
+  /**
+   * Visitor access of `/{name}/...` of a user (a project or a single page): true when it may
+   * be served; false when the hook has answered (401, the password form, 410, 429, a 303
+   * after a right password). Answers at once when it can, else a promise.
+   */
+  access(req: IncomingMessage, res: ServerResponse, at: AccessPoint): boolean | Promise<boolean>
+  /** True only when `access` is known, from memory and at once, to let this name through. */
+  openNow(username: string, name: string): boolean
+}
+
+export interface DomainTarget {
+  username: string
+  project: string
+}
+
+export interface AccessPoint {
+  username: string
+  /** The raw (still percent-encoded) first path segment after the user: a project or page name. */
+  rawName: string
+  /**
+   * Where the content lives for a cookie: the path on this origin (`/{project}/` on a user's
+   * origin, `/` on a custom domain); null on the path form (service host: HTTP Basic only).
+   */
+  cookiePath: string | null
+}
+
+/** Lets everything through: no custom domains, no visitor access. */
+export const OPEN_SITES: SiteHooks = { domain: () => null, access: () => true, openNow: () => true }

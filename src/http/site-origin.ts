@@ -1,0 +1,88 @@
+import type { IncomingMessage } from 'node:http'
+import type { FastifyRequest } from 'fastify'
+import type { Config } from '../config.js'
+
+/**
+ * Per-user origins: each user's content at {username}.{content domain}, as GitHub Pages and
+ * Neocities do it, so the browser's same-origin policy is the wall between users and
+ * between user content and the service. Invariants:
+ * - a host names a user only as exactly one DNS label directly under the content domain;
+ * - the service's own host is never read as a user's origin, even under the content domain;
+ * - on loopback (`*.localhost`, which browsers resolve to 127.0.0.1 and treat as a secure
+ *   context over plain HTTP) the content domain defaults to "localhost".
+ */
+
+type OriginConfig = Pick<Config, 'contentDomain' | 'contentDomainAuto' | 'publicUrl' | 'trustProxy'>
+
+/** A user's site origin as seen from an API request (the `site_url` fields), or null. */
+export function siteOriginFor(req: FastifyRequest, config: OriginConfig, username: string): string | null {
+  return userSiteOrigin(username, req.raw, config, req.server.ports)
+}
+
+/** A site_url field: the page of a user's origin at a path (names percent-encoded by the caller), or null. */
+export const siteUrl = (origin: string | null, path: string): string | null => (origin === null ? null : origin + path)
+
+/** Ports the server actually listens on, filled in by listen(); null until then. */
+export interface ListenPorts {
+  main: number | null
+  http: number | null
+}
+
+/** The `ask` endpoint of on-demand TLS (src/features/sites/tls-ask.ts). */
+export const TLS_ASK_PATH = '/.well-known/svc/tls-allowed'
+
+const LABEL_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/
+const LOOPBACK_RE = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/
+
+/** The host name of a Host header: lowercased, without port or trailing dot. */
+export function hostName(host: string | undefined): string {
+  if (!host) return ''
+  const h = host.toLowerCase()
+  if (h.startsWith('[')) return h.slice(0, h.indexOf(']') + 1)
+  const colon = h.indexOf(':')
+  const name = colon < 0 ? h : h.slice(0, colon)
+  return name.endsWith('.') ? name.slice(0, -1) : name
+}
+
+const portOf = (host: string | undefined): string => {
+  const m = host ? /:(\d+)$/.exec(host) : null
+  return m ? `:${m[1]}` : ''
+}
+
+/** The content domain for requests made to `host` (a host name), or null when there is none. */
+export function contentDomainFor(host: string, config: OriginConfig): string | null {
+  if (config.contentDomain) return config.contentDomain
+  if (config.contentDomainAuto && (LOOPBACK_RE.test(host) || host.endsWith('.localhost'))) return 'localhost'
+  return null
+}
+
+/** The username whose origin a request's Host names, or null for the service's own hosts. */
+export function siteUserOf(hostHeader: string | undefined, config: OriginConfig): string | null {
+  // on every request of the public host: no work when no content domain can apply
+  const domain = config.contentDomain ?? (config.contentDomainAuto ? 'localhost' : null)
+  if (domain === null || hostHeader === undefined) return null
+  const host = hostName(hostHeader)
+  if (host.length <= domain.length + 1 || !host.endsWith(domain) || host[host.length - domain.length - 1] !== '.') return null
+  if (config.publicUrl && hostName(new URL(config.publicUrl).host) === host) return null
+  const label = host.slice(0, host.length - domain.length - 1)
+  return LABEL_RE.test(label) ? label : null
+}
+
+/**
+ * The origin of a user's site as a visitor reaches it from this request, or null when no
+ * content domain applies. On loopback it is the plain-HTTP listener when there is one (no
+ * certificate warning, and still a secure context); otherwise HTTPS on the service's port.
+ */
+export function userSiteOrigin(
+  username: string,
+  req: IncomingMessage | { headers: IncomingMessage['headers'] },
+  config: OriginConfig,
+  ports: ListenPorts,
+): string | null {
+  const reqHost = req.headers.host
+  const serviceHost = config.publicUrl ? new URL(config.publicUrl).host : reqHost
+  const domain = contentDomainFor(hostName(serviceHost), config)
+  if (domain === null) return null
+  if (domain === 'localhost' && !config.trustProxy && ports.http !== null) return `http://${username}.localhost:${ports.http}`
+  return `https://${username}.${domain}${portOf(serviceHost)}`
+}

@@ -1,0 +1,118 @@
+import fs from 'node:fs'
+
+/** One open blob file: a read-only descriptor and the blob's size. */
+export interface OpenBlobFile {
+  readonly digest: string
+  readonly fd: number
+  readonly size: number
+  /** Second-chance bit for eviction (set on every hit). */
+  hot: boolean
+  /** Set when the descriptor was closed: a holder must not use `fd` any more. */
+  closed: boolean
+}
+
+export interface OpenFilesOptions {
+  /** Descriptors kept open at most (least recently used closed first). */
+  max?: number
+}
+
+/** The soft limit on open files (Node raises it to the hard limit at start), from /proc. */
+function openFileLimit(): number {
+  try {
+    const m = /^Max open files\s+(\d+|unlimited)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'))
+    return m === null ? 4096 : m[1] === 'unlimited' ? Infinity : Number(m[1])
+  } catch {
+    return 4096
+  }
+}
+
+/**
+ * An open-file cache of blob files, as nginx's open_file_cache: digest -> descriptor, at most
+ * `max` open (default 1,024, or a quarter of the open-file limit when lower, so the cache never
+ * keeps the server from accepting connections), evicted by second chance and closed on
+ * eviction. Keyed by digest: a blob's bytes never change, so a descriptor always reads exactly
+ * the bytes its digest names, even after the file was unlinked (swept, evicted from the disk
+ * cache); a replaced file has a new digest and so a new entry. Callers use a descriptor only
+ * synchronously (read, sendfile) within one turn of the event loop, so closing on eviction
+ * never pulls a descriptor from under a read in flight. `forget` closes a deleted blob's.
+ */
+export function createOpenFiles(o: OpenFilesOptions = {}) {
+  const max = Math.max(1, o.max ?? Math.min(1024, Math.floor(openFileLimit() / 4)))
+  const files = new Map<string, OpenBlobFile>()
+  const stats = { opened: 0, hits: 0, evicted: 0 }
+
+  const close = (f: OpenBlobFile) => {
+    if (f.closed) return
+    f.closed = true
+    try {
+      fs.closeSync(f.fd)
+    } catch {
+      /* already closed: nothing to release */
+    }
+  }
+
+  const trim = () => {
+    let guard = files.size * 2
+    while (files.size > max && guard-- > 0) {
+      const first = files.entries().next()
+      if (first.done) break
+      const [d, f] = first.value
+      files.delete(d)
+      if (f.hot) {
+        f.hot = false
+        files.set(d, f)
+        continue
+      }
+      stats.evicted++
+      close(f)
+    }
+  }
+
+  return {
+    stats,
+    /** The open file of a digest, or undefined. */
+    get(digest: string): OpenBlobFile | undefined {
+      const f = files.get(digest)
+      if (f !== undefined) {
+        f.hot = true
+        stats.hits++
+      }
+      return f
+    },
+    /**
+     * Opens the local file of a blob (synchronously: a stat-free open of a local path, as nginx
+     * does) and keeps it; null when the file is gone (evicted, swept: ask the store again).
+     */
+    openSync(digest: string, path: string, size: number): OpenBlobFile | null {
+      const had = files.get(digest)
+      if (had !== undefined) return had
+      let fd: number
+      try {
+        fd = fs.openSync(path, 'r')
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null
+        throw e
+      }
+      const f: OpenBlobFile = { digest, fd, size, hot: false, closed: false }
+      stats.opened++
+      files.set(digest, f)
+      trim()
+      return f
+    },
+    /** Closes a digest's descriptor (the blob was deleted). */
+    forget(digest: string): void {
+      const f = files.get(digest)
+      if (f === undefined) return
+      files.delete(digest)
+      close(f)
+    },
+    /** Descriptors open now. */
+    size: () => files.size,
+    max,
+    closeAll(): void {
+      for (const f of files.values()) close(f)
+      files.clear()
+    },
+  }
+}
+export type OpenFiles = ReturnType<typeof createOpenFiles>

@@ -1,0 +1,37 @@
+import path from 'node:path'
+import type { Config } from '../config.js'
+import type { BlobStore } from './blob-store.js'
+import { createLocalBlobStore } from './local.js'
+import { createBlobCache, removingCachedCopies, type BlobCacheEvents } from './disk-cache.js'
+
+export interface OpenBlobStoreOptions {
+  /**
+   * 'serve' (the server): S3 storage gets its disk cache (BLOB_CACHE_SIZE). 'tool' (operator
+   * commands, the default): no cache is opened, the server owns it; deletes still remove
+   * cached copies from its folder.
+   */
+  mode?: 'serve' | 'tool'
+  /** Wraps the driver itself, under the cache (metrics count what the driver reads). */
+  wrap?: (store: BlobStore) => BlobStore
+  cacheEvents?: BlobCacheEvents
+}
+
+/** Opens the blob store named by STORAGE_URL (unset: DATA_DIR/blobs). */
+export async function openBlobStore(config: Config, o: OpenBlobStoreOptions = {}): Promise<BlobStore> {
+  const wrap = o.wrap ?? ((s: BlobStore) => s)
+  const url = config.storageUrl
+  if (url?.startsWith('s3://')) {
+    // loaded only when configured, so the embedded default never loads the AWS SDK
+    const s3Module = './s3.js'
+    const { createS3BlobStore } = (await import(s3Module)) as { createS3BlobStore: (url: string) => Promise<BlobStore> | BlobStore }
+    const driver = wrap(await createS3BlobStore(url))
+    if (config.blobCacheBytes === 0) return driver
+    if (o.mode !== 'serve') return removingCachedCopies(driver, config.blobCacheDir)
+    return createBlobCache(driver, { dir: config.blobCacheDir, maxBytes: config.blobCacheBytes, events: o.cacheEvents }).catch(async (e) => {
+      await driver.close()
+      throw e
+    })
+  }
+  if (url?.startsWith('file://')) return wrap(createLocalBlobStore(new URL(url).pathname))
+  return wrap(createLocalBlobStore(path.join(config.dataDir, 'blobs')))
+}

@@ -1,0 +1,265 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HTML, HIGH_LIMITS, uploadFile } from '../support/hosting.js'
+import { chromiumOptions } from '../support/browser.js'
+
+// The console's pages and their CSP are the same on both engines; the API suites
+// (test/http/abuse.test.ts) cover both.
+const engine = ENGINES[0]
+
+const ADMIN_PAGES = ['/admin', '/admin/reports', '/admin/content', '/admin/settings', '/admin/audit']
+/** Every admin API route with a body a browser would send. */
+const ADMIN_API: Array<[string, string, unknown?]> = [
+  ['GET', '/svc_api/admin/users'],
+  ['POST', '/svc_api/admin/users/someone', { disabled: true }],
+  ['POST', '/svc_api/admin/invites', {}],
+  ['GET', '/svc_api/admin/content?user=someone'],
+  ['GET', '/svc_api/admin/settings'],
+  ['POST', '/svc_api/admin/settings', { registration: 'closed' }],
+  ['GET', '/svc_api/admin/audit'],
+  ['GET', '/svc_api/admin/audit?format=json'],
+  ['GET', '/svc_api/admin/reports'],
+  ['POST', '/svc_api/admin/reports', { url: 'https://x.example/a', category: 'spam' }],
+  ['GET', '/svc_api/admin/reports/x'],
+  ['POST', '/svc_api/admin/reports/x/quarantine', {}],
+  ['POST', '/svc_api/admin/reports/x/restore', {}],
+  ['POST', '/svc_api/admin/reports/x/takedown', {}],
+  ['POST', '/svc_api/admin/reports/x/lift', {}],
+  ['POST', '/svc_api/admin/reports/x/dismiss', {}],
+  ['GET', `/svc_api/admin/reports/x/evidence/${'a'.repeat(64)}`],
+  ['GET', '/svc_api/admin/blocklist'],
+]
+
+describe(`admin console and report page in Chromium [${engine}]`, () => {
+  let s: TestServer
+  let browser: Browser
+  let admin: Awaited<ReturnType<TestServer['user']>>
+  let alice: Awaited<ReturnType<TestServer['user']>>
+  const problems: string[] = []
+
+  const open = async (): Promise<{ ctx: BrowserContext; page: Page }> => {
+    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
+    const page = await ctx.newPage()
+    page.setDefaultTimeout(10_000)
+    // a CSP or Trusted Types violation, or a script error, fails the run
+    page.on('console', (m) => {
+      if (m.type() === 'error' && /Content Security Policy|TrustedHTML|Trusted Type|Refused to/i.test(m.text())) problems.push(m.text())
+    })
+    page.on('pageerror', (e) => problems.push(String(e)))
+    page.on('dialog', (d) => void d.accept())
+    return { ctx, page }
+  }
+  const login = async (page: Page, u: { username: string; password: string }) => {
+    await page.goto(`${s.url}/login`)
+    await page.getByLabel('Username').fill(u.username)
+    await page.getByLabel('Password').fill(u.password)
+    await page.getByRole('button', { name: 'Log in' }).click()
+    await page.waitForURL('**/dashboard')
+  }
+  /** A same-origin API call from the page, as the console's script makes it (CSRF token included). */
+  const call = (page: Page, method: string, p: string, body?: unknown) =>
+    page.evaluate(
+      async ([m, url, b]) => {
+        const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? ''
+        const r = await fetch(url, {
+          method: m,
+          headers: { 'content-type': 'application/json', 'x-csrf-token': csrf, accept: 'application/json' },
+          body: b === undefined ? undefined : JSON.stringify(b),
+        })
+        return { status: r.status, body: await r.text() }
+      },
+      [method, p, body] as const,
+    )
+  const auditActions = async () =>
+    (await s.deps.db.k.selectFrom('audit_log').select(['action', 'target', 'actor', 'via', 'ip', 'user_agent', 'details']).orderBy('id').execute()).map(
+      (r) => ({
+        ...r,
+        details: JSON.parse(r.details) as Record<string, unknown>,
+      }),
+    )
+
+  before(async () => {
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    browser = await chromium.launch(chromiumOptions)
+    admin = await s.user({ admin: true })
+    alice = await s.user()
+  })
+  after(async () => {
+    await browser?.close().catch(() => {})
+    await s?.close()
+  })
+
+  it('gives a signed-in non-admin 403 on every admin page and admin API route, and changes nothing', async () => {
+    const { ctx, page } = await open()
+    try {
+      await login(page, alice)
+      for (const p of ADMIN_PAGES) {
+        const r = await page.goto(s.url + p)
+        assert.equal(r?.status(), 403, p)
+        assert.equal(await page.locator('#forbidden').count(), 1, p)
+        assert.equal(await page.locator('#users-table, #reports-table, #settings-form, #audit-table, #content-form').count(), 0, `${p}: no console frame`)
+      }
+      await page.goto(`${s.url}/dashboard`)
+      assert.equal(await page.locator('nav.nav a[href="/admin"], #card-admin').count(), 0, 'no admin link or card for a non-admin')
+      for (const [method, p, body] of ADMIN_API) {
+        const r = await call(page, method, p, body)
+        assert.equal(r.status, 403, `${method} ${p}: ${r.body}`)
+        assert.equal(JSON.parse(r.body).error_code, 1011, `${method} ${p}`)
+      }
+      assert.deepEqual(await auditActions(), [])
+      assert.equal((await s.deps.users.byId(alice.id))?.disabled, false)
+    } finally {
+      await ctx.close()
+    }
+  })
+
+  it('lets an admin manage accounts, settings, reports and content, and logs every write', { timeout: 120_000 }, async () => {
+    const page = (await open()).page
+    await login(page, admin)
+    // the console is reached from the navigation and the dashboard
+    await page.goto(`${s.url}/dashboard`)
+    assert.equal(await page.locator('#card-admin a[href="/admin"]').count(), 1, 'the dashboard has the admin card')
+    await page.locator('nav.nav a[href="/admin"]').click()
+    await page.waitForSelector('#users-table')
+    const ua = await page.evaluate(() => navigator.userAgent)
+    const sitePage = HTML('shady page', '<p>give me your password</p>')
+    await uploadFile(s, { key: alice.key }, 'shady.html', sitePage)
+
+    // accounts: VIP, a quota, disable, enable
+    await page.goto(`${s.url}/admin`)
+    const row = page.locator(`#users-table tbody tr[data-user="${alice.username}"]`)
+    await row.waitFor()
+    assert.match((await row.textContent()) ?? '', /1 files/)
+    await row.getByRole('button', { name: 'Make VIP' }).click()
+    await page.locator(`#users-table tbody tr[data-user="${alice.username}"]`, { hasText: 'vip' }).getByRole('button', { name: 'Remove VIP' }).waitFor()
+    assert.equal((await s.deps.users.byId(alice.id))?.tier, 'vip')
+    await row.locator('select').selectOption('files')
+    await row.locator('input[type="number"]').fill('42')
+    await row.getByRole('button', { name: 'Set' }).click()
+    await page.locator(`#users-table tbody tr[data-user="${alice.username}"]`, { hasText: 'files=42' }).waitFor()
+    await row.getByRole('button', { name: 'Disable' }).click()
+    await page.locator(`#users-table tbody tr[data-user="${alice.username}"]`, { hasText: 'disabled' }).getByRole('button', { name: 'Enable' }).click()
+    await page.locator(`#users-table tbody tr[data-user="${alice.username}"]`, { hasText: 'active' }).waitFor()
+    assert.equal((await s.deps.users.byId(alice.id))?.disabled, false)
+    await page.getByRole('button', { name: 'Create a code' }).click()
+    await page.locator('#invite-box').waitFor({ state: 'visible' })
+    // the code arrives with the answer to the click; wait for it rather than sample once
+    await page.waitForFunction(() => document.querySelector<HTMLInputElement>('#invite-code')?.value.startsWith('INV-'))
+    assert.match(await page.locator('#invite-code').inputValue(), /^INV-/)
+
+    // settings, applied at once
+    await page.goto(`${s.url}/admin/settings`)
+    await page.locator('#setting-registration').waitFor()
+    await page.locator('#setting-registration').selectOption('pending')
+    await page.locator('#setting-abuse_contact').fill('abuse@example.org')
+    await page.getByRole('button', { name: 'Save settings' }).click()
+    await page.locator('#settings-status.ok').waitFor()
+    assert.equal(await page.locator('#setting-abuse_contact').inputValue(), 'mailto:abuse@example.org')
+    assert.match((await s.get('/.well-known/security.txt')).text, /Contact: mailto:abuse@example\.org/)
+    // a bad value: the error shows, nothing changes
+    await page.locator('#setting-security_contact').fill('ftp://nope')
+    await page.getByRole('button', { name: 'Save settings' }).click()
+    await page.locator('#settings-status.error').waitFor()
+    assert.doesNotMatch((await s.get('/.well-known/security.txt')).text, /ftp:/)
+
+    // a case on alice's page: quarantine (451 in the browser on her origin), restore, take down
+    const siteUrl = `http://${alice.username}.localhost:${new URL(s.httpUrl).port}/shady.html`
+    await page.goto(`${s.url}/admin/reports`)
+    await page.getByLabel('URL of the page, image or data link').fill(siteUrl)
+    await page.getByLabel('Category').selectOption('phishing')
+    await page.getByRole('button', { name: 'Open case' }).click()
+    const caseRow = page.locator('#reports-table tbody tr', { hasText: siteUrl })
+    await caseRow.getByRole('button', { name: 'Quarantine' }).click()
+    await page.locator('#reports-filter').selectOption('quarantined')
+    await page.locator('#reports-table tbody tr', { hasText: siteUrl }).getByRole('button', { name: 'Restore' }).waitFor()
+    const visitor = await open()
+    const held = await visitor.page.goto(siteUrl)
+    assert.equal(held?.status(), 451)
+    assert.match((await visitor.page.textContent('body')) ?? '', /held for review/)
+    // the notice's report link leads to the service's report form, with the page filled in
+    await visitor.page.getByRole('link', { name: 'Report content' }).click()
+    await visitor.page.waitForURL('**/report?url=*')
+    assert.equal(await visitor.page.locator('#report-url').inputValue(), siteUrl)
+    await page.locator('#reports-table tbody tr', { hasText: siteUrl }).getByRole('button', { name: 'Restore' }).click()
+    await page.locator('#reports-filter').selectOption('restored')
+    const restored = page.locator('#reports-table tbody tr', { hasText: siteUrl })
+    await restored.getByRole('button', { name: 'Take down' }).waitFor()
+    assert.equal((await visitor.page.goto(siteUrl))?.status(), 200)
+    await restored.getByRole('checkbox').check()
+    await restored.getByRole('button', { name: 'Take down' }).click()
+    await page.locator('#reports-filter').selectOption('taken_down')
+    await page.locator('#reports-table tbody tr', { hasText: siteUrl }).getByRole('button', { name: 'Lift' }).waitFor()
+    assert.equal((await visitor.page.goto(siteUrl))?.status(), 451)
+    assert.equal((await s.deps.users.byId(alice.id))?.disabled, true, 'the account was disabled with the takedown')
+    await visitor.ctx.close()
+
+    // content search by hash finds nothing of the removed page, but finds another copy's owner
+    const digest = crypto.createHash('sha256').update(sitePage).digest('hex')
+    await page.goto(`${s.url}/admin/content`)
+    await page.getByLabel('SHA-256', { exact: true }).fill(digest)
+    await page.getByRole('button', { name: 'Search' }).click()
+    await page.locator('#content-table tbody tr', { hasText: 'Nothing found.' }).waitFor()
+    await page.getByLabel('SHA-256', { exact: true }).fill('')
+    await page.getByLabel('Owner (username)').fill(admin.username)
+    await page.getByRole('button', { name: 'Search' }).click()
+    await page.locator('#content-table tbody tr', { hasText: 'Nothing found.' }).waitFor()
+
+    // the audit log page shows the actions, and its downloads work
+    await page.goto(`${s.url}/admin/audit`)
+    await page.locator('#audit-table tbody tr', { hasText: 'abuse.takedown' }).waitFor()
+    const csv = await call(page, 'GET', '/svc_api/admin/audit?format=csv')
+    assert.equal(csv.status, 200)
+    assert.match(csv.body, /abuse\.quarantine/)
+
+    // every write made from the pages is in the audit log: who, what, from where
+    const log = await auditActions()
+    assert.deepEqual(
+      log.map((e) => `${e.action} ${e.target}`),
+      [
+        `user.update ${alice.username}`,
+        `user.update ${alice.username}`,
+        `user.update ${alice.username}`,
+        `user.update ${alice.username}`,
+        `invite.create ${log[4].target}`,
+        'settings.set registration',
+        'settings.set abuse_contact',
+        `abuse.quarantine site:${alice.username}/shady.html`,
+        `abuse.restore site:${alice.username}/shady.html`,
+        `abuse.takedown site:${alice.username}/shady.html`,
+      ],
+    )
+    for (const e of log) {
+      assert.equal(e.actor, admin.username)
+      assert.equal(e.via, 'web')
+      assert.equal(e.ip, '127.0.0.1')
+      assert.equal(e.user_agent, ua, 'the browser that made the change')
+    }
+    assert.deepEqual(log[0].details, { tier: 'vip' })
+    assert.deepEqual(log[1].details, { limits: { files: 42 } })
+    assert.equal(log[9].details.disabled_account, true)
+    assert.deepEqual(problems, [])
+  })
+
+  it('takes a report from the public form without an account', async () => {
+    const { ctx, page } = await open()
+    try {
+      await page.goto(`${s.url}/report?url=${encodeURIComponent('https://example.net/somewhere')}`)
+      assert.match((await page.textContent('main')) ?? '', /abuse@example\.org/)
+      await page.getByLabel('Spam').check()
+      await page.getByLabel('Details (optional)').fill('unsolicited ads')
+      await page.getByRole('button', { name: 'Send report' }).click()
+      await page.locator('#report-sent').waitFor()
+      const rows = await s.deps.db.k.selectFrom('abuse_reports').selectAll().where('url', '=', 'https://example.net/somewhere').execute()
+      assert.equal(rows.length, 1)
+      assert.equal(rows[0].category, 'spam')
+      assert.equal(rows[0].details, 'unsolicited ads')
+      assert.equal(rows[0].source, 'public')
+      assert.deepEqual(problems, [])
+    } finally {
+      await ctx.close()
+    }
+  })
+})

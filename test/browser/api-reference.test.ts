@@ -1,0 +1,88 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { chromium, type BrowserContext } from 'playwright-core'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { chromiumOptions } from '../support/browser.js'
+
+// The reference is a static page over /openapi.json, the same on both engines: one is enough.
+const engine = ENGINES[0]
+
+describe(`the API reference at /docs in Chromium [${engine}]`, () => {
+  let s: TestServer
+  let ctx: BrowserContext
+  let profile: string
+  before(async () => {
+    s = await startServer({ engine })
+    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
+    ctx = await chromium.launchPersistentContext(profile, chromiumOptions)
+  })
+  after(async () => {
+    await ctx?.close()
+    await s.close()
+    fs.rmSync(profile, { recursive: true, force: true })
+  })
+
+  it('renders every operation from /openapi.json under its CSP, self-hosted, with no console error', async () => {
+    const page = await ctx.newPage()
+    const problems: string[] = []
+    const origins = new Set<string>()
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`)
+    })
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`))
+    page.on('requestfailed', (r) => problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`))
+    page.on('request', (r) => origins.add(new URL(r.url()).origin))
+    try {
+      const res = await page.goto(`${s.url}/docs`)
+      assert.equal(res?.status(), 200)
+      const csp = res.headers()['content-security-policy']
+      assert.match(csp, /script-src 'nonce-[^']+'(;|$)/, 'scripts only with the nonce: no self, no unsafe-inline')
+      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https?:/)
+      await page.waitForSelector('.opblock', { timeout: 30_000 })
+      await page.waitForLoadState('networkidle')
+
+      const doc = (await s.get('/openapi.json')).json
+      let operations = 0
+      for (const item of Object.values(doc.paths as Record<string, Record<string, unknown>>)) operations += Object.keys(item).length
+      assert.equal(await page.locator('.opblock').count(), operations)
+      assert.equal(
+        await page
+          .locator('.info .title')
+          .first()
+          .evaluate((e) => e.firstChild?.textContent?.trim()),
+        doc.info.title,
+      )
+      // an operation opens with its parameters and responses
+      await page.locator('#operations-key-value_store-postSvcApiDataStore .opblock-summary').click()
+      await page.waitForSelector('#operations-key-value_store-postSvcApiDataStore .responses-table')
+
+      assert.deepEqual([...origins], [s.url], 'every request goes to the service itself')
+      assert.deepEqual(problems, [])
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('is linked from the dashboard', async () => {
+    const u = await s.user()
+    const dash = await s.get('/dashboard', { cookie: await s.login(u.username, u.password) })
+    assert.match(dash.text, /<a href="\/docs" id="api-reference">/)
+  })
+
+  it('serves the assets compressed and cacheable, and answers 404 for any other name', async () => {
+    const html = (await s.get('/docs')).text
+    const css = /href="(\/docs\/assets\/[^"]+\/swagger-ui\.css)"/.exec(html)![1]
+    const gz = await s.get(css, { headers: { 'accept-encoding': 'gzip' } })
+    assert.equal(gz.status, 200)
+    assert.equal(gz.header('content-encoding'), 'gzip')
+    assert.match(gz.header('cache-control')!, /immutable/)
+    const plain = await s.get(css)
+    assert.equal(plain.header('content-encoding'), undefined)
+    assert.match(plain.text, /swagger-ui/)
+    assert.equal((await s.get(css.replace('swagger-ui.css', 'package.json'))).status, 404)
+    assert.equal((await s.get(css.replace('swagger-ui.css', '..%2Fpackage.json'))).status, 404)
+  })
+})

@@ -1,0 +1,85 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS } from '../support/hosting.js'
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
+import { deploySite } from '../support/deploys.js'
+
+/** The dashboard's deploy list of a folder project, with its rollback and promote buttons, in Chromium. */
+describe('deploys in the dashboard (Chromium)', () => {
+  let s: TestServer
+  let ctx: BrowserContext
+  let page: Page
+  let tmp: string
+  const problems: string[] = []
+  let u: Awaited<ReturnType<TestServer['user']>>
+
+  before(async () => {
+    s = await startServer({ env: { RATE_LIMITS: HIGH_LIMITS } })
+    u = await s.user()
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-deploys-web-'))
+    ctx = await chromium.launchPersistentContext(path.join(tmp, 'profile'), {
+      executablePath: CHROMIUM_PATH,
+      args: CHROMIUM_ARGS,
+      ignoreHTTPSErrors: true,
+      locale: 'en-US',
+      viewport: { width: 1200, height: 900 },
+    })
+    page = ctx.pages()[0] ?? (await ctx.newPage())
+    page.setDefaultTimeout(15_000)
+    page.on('console', (m) => {
+      if (m.type() === 'error' && /Content Security Policy|TrustedHTML|Trusted Type|Refused to/i.test(m.text())) problems.push(m.text())
+    })
+    page.on('pageerror', (e) => problems.push(String(e)))
+  })
+  after(async () => {
+    await ctx?.close().catch(() => {})
+    await s?.close()
+    fs.rmSync(tmp, { recursive: true, force: true })
+  })
+
+  it('lists the deploys, rolls back and promotes with the buttons', async () => {
+    const one = await deploySite(s, u.key, 'blog', { 'index.html': '<h1>one</h1>' }, { message: 'first <b id=inj>post</b>' })
+    const two = await deploySite(s, u.key, 'blog', { 'index.html': '<h1>two</h1>' })
+    const three = await deploySite(s, u.key, 'blog', { 'index.html': '<h1>three</h1>' }, { preview: true })
+    const [id1, id2, id3] = [one, two, three].map((d) => d.res.json.deploy.id as string)
+    const live = async () => (await s.get(`/${u.username}/blog/`)).text
+
+    await page.goto(`${s.url}/login`)
+    await page.getByLabel('Username').fill(u.username)
+    await page.getByLabel('Password', { exact: true }).fill(u.password)
+    await page.getByRole('button', { name: 'Log in' }).click()
+    await page.waitForURL('**/dashboard')
+    await page.goto(`${s.url}/dashboard/folders`)
+    await page.locator('#projects-table').getByRole('button', { name: 'blog' }).click()
+    const rows = page.locator('#deploys-table tbody tr')
+    await rows.nth(2).waitFor()
+    assert.equal(await rows.count(), 3)
+    // newest first: the preview, the live one, the first (its message shown as text)
+    assert.match((await rows.nth(0).textContent()) ?? '', new RegExp(`${id3}.*preview`))
+    assert.match((await rows.nth(1).textContent()) ?? '', new RegExp(`${id2}.*live`))
+    assert.match((await rows.nth(2).textContent()) ?? '', /first <b id=inj>post<\/b>/)
+    assert.equal(await page.locator('#inj').count(), 0)
+    assert.equal(await rows.nth(1).getByRole('button').count(), 0, 'no button on the live deploy')
+
+    await rows.nth(2).getByRole('button', { name: 'Roll back to this' }).click()
+    await page.locator('#folders-status', { hasText: `Deploy ${id1} is live.` }).waitFor()
+    assert.equal(await live(), '<h1>one</h1>')
+    await rows.nth(2).getByText('live').waitFor()
+
+    await rows.nth(0).getByRole('button', { name: 'Promote' }).click()
+    await page.locator('#folders-status', { hasText: `Deploy ${id3} is live.` }).waitFor()
+    assert.equal(await live(), '<h1>three</h1>')
+    await rows.nth(0).getByText('live').waitFor()
+    // the View link opens the deploy's own URL
+    const href = await rows.nth(1).getByRole('link', { name: 'View' }).getAttribute('href')
+    assert.ok(href?.endsWith(`/${u.username}/blog@${id2}/`), String(href))
+    assert.equal((await s.get(new URL(href!).pathname)).text, '<h1>two</h1>')
+    await page.screenshot({ path: path.join(tmp, 'deploys.png') })
+    assert.deepEqual(problems, [])
+  })
+})

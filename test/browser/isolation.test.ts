@@ -1,0 +1,286 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS, uploadFile } from '../support/hosting.js'
+import { chromiumOptions, waitFor } from '../support/browser.js'
+
+// Isolation is the browser's same-origin policy applied to the service's headers and hosts:
+// the same on both engines.
+const engine = ENGINES[0]
+
+type User = Awaited<ReturnType<TestServer['user']>>
+
+/**
+ * A content domain under a real registry (.com), resolved to loopback by Chromium only: the
+ * service at its apex, users' origins below it. No request leaves the machine.
+ */
+const TOSS_DOMAIN = 'svc-test.example.com'
+const launchOptions = {
+  ...chromiumOptions,
+  args: [...chromiumOptions.args, `--host-resolver-rules=MAP ${TOSS_DOMAIN} 127.0.0.1, MAP *.${TOSS_DOMAIN} 127.0.0.1`],
+}
+type Out = Record<string, unknown>
+
+/** Bob's page: keeps something in each of its origin's storages. */
+const BOB_PAGE = `<!doctype html><html><head><title>loading</title><link rel="icon" href="data:,"></head><body><script>
+localStorage.setItem('secret', 'bob-local')
+sessionStorage.setItem('secret', 'bob-session')
+const open = indexedDB.open('bob-db', 1)
+open.onupgradeneeded = () => open.result.createObjectStore('kv')
+open.onsuccess = () => { open.result.close(); document.title = 'ready' }
+</script></body></html>`
+
+/** Alice's page: tries to reach Bob's storage, the service's cookies, the API and the dashboard. */
+const evilPage = (service: string, bobOrigin: string) => `<!doctype html><html><head><title>loading</title><link rel="icon" href="data:,"></head><body><script>
+(async () => {
+  const SERVICE = ${JSON.stringify(service)}
+  const BOB = ${JSON.stringify(bobOrigin)}
+  const out = {}
+  const attempt = async (name, fn) => { try { out[name] = await fn() } catch (e) { out[name] = 'threw:' + (e && e.name) } }
+  const frame = (src) => new Promise((resolve) => {
+    const f = document.createElement('iframe')
+    f.src = src
+    f.onload = () => resolve(f)
+    document.body.append(f)
+  })
+  await attempt('localStorage', () => localStorage.getItem('secret'))
+  await attempt('sessionStorage', () => sessionStorage.getItem('secret'))
+  await attempt('databases', async () => (await indexedDB.databases()).map((d) => d.name))
+  await attempt('bobDb', () => new Promise((resolve) => {
+    const open = indexedDB.open('bob-db')
+    open.onupgradeneeded = () => { open.transaction.abort(); resolve('absent') }
+    open.onsuccess = () => { const names = [...open.result.objectStoreNames]; open.result.close(); resolve(names) }
+    open.onerror = () => resolve('absent')
+  }))
+  await attempt('bobFrameStorage', async () => (await frame(BOB + '/bob.html')).contentWindow.localStorage.getItem('secret'))
+  await attempt('cookie', () => document.cookie)
+  await attempt('apiRead', async () => { const r = await fetch(SERVICE + '/svc_api/me', { credentials: 'include' }); return { status: r.status, body: await r.text() } })
+  await attempt('apiWrite', async () => { const r = await fetch(SERVICE + '/svc_api/data/store', { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify({ key: 'pwned', value: 1 }) }); return r.type })
+  await attempt('dashboardFrame', async () => { const f = await frame(SERVICE + '/dashboard'); try { return f.contentDocument ? f.contentDocument.body.innerText : 'no document' } catch (e) { return 'threw:' + e.name } })
+  window.__out = out
+  document.title = 'done'
+})()
+</script></body></html>`
+
+const done = async (page: Page, title = 'done'): Promise<Out> => {
+  await page.waitForFunction((t) => document.title === t, title, { timeout: 15_000 })
+  return page.evaluate(() => (window as unknown as { __out?: Out }).__out ?? {})
+}
+
+describe(`a user's page is walled off from other users and from the service (Chromium) [${engine}]`, () => {
+  let s: TestServer
+  let browser: Browser
+  let ctx: BrowserContext
+  let alice: User
+  let bob: User
+  let visitor: User
+  let service: string
+  let siteOf: (u: User) => string
+  let visitorCookie: string
+  before(async () => {
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    ;[alice, bob, visitor] = await Promise.all([s.user(), s.user(), s.user()])
+    // "localhost", not 127.0.0.1: the service's host is then the parent of every user's
+    // origin, where a cookie set with Domain=localhost would also be sent
+    service = `https://localhost:${new URL(s.url).port}`
+    siteOf = (u) => `http://${u.username}.localhost:${new URL(s.httpUrl).port}`
+    assert.equal((await uploadFile(s, { key: bob.key }, 'bob.html', BOB_PAGE)).status, 200)
+    assert.equal((await uploadFile(s, { key: alice.key }, 'evil.html', evilPage(service, siteOf(bob)))).status, 200)
+    browser = await chromium.launch(launchOptions)
+    ctx = await browser.newContext({ ignoreHTTPSErrors: true })
+    // the visitor is signed in to the service in this browser
+    visitorCookie = await s.login(visitor.username, visitor.password)
+    await ctx.addCookies([{ name: 'session', value: visitorCookie.slice('session='.length), url: service, httpOnly: true, secure: true, sameSite: 'Lax' }])
+  })
+  after(async () => {
+    await ctx?.close()
+    await browser?.close()
+    await s?.close()
+  })
+
+  it("cannot read another user's storage, the service's cookies, the API with the visitor's session, or frame the dashboard", async () => {
+    const page = await ctx.newPage()
+    try {
+      await page.goto(`${siteOf(bob)}/bob.html`)
+      await page.waitForFunction(() => document.title === 'ready')
+      const me = await page.goto(`${service}/svc_api/me`)
+      assert.equal(me?.status(), 200, "the visitor's session works on the service")
+
+      const seen: Array<string | undefined> = []
+      const resolve = s.deps.resolvePrincipal
+      s.deps.resolvePrincipal = (authorization, cookieHeader) => {
+        seen.push(cookieHeader)
+        return resolve(authorization, cookieHeader)
+      }
+      const fromService: Array<{ url: string; status: number; headers: Record<string, string> }> = []
+      page.on('response', (r) => {
+        if (r.url().startsWith(service)) fromService.push({ url: r.url(), status: r.status(), headers: r.headers() })
+      })
+      try {
+        await page.goto(`${siteOf(alice)}/evil.html`)
+        const out = await done(page)
+        assert.equal(out.localStorage, null, "Bob's localStorage is not Alice's")
+        assert.equal(out.sessionStorage, null)
+        assert.deepEqual(out.databases, [], "Bob's IndexedDB is not listed")
+        assert.equal(out.bobDb, 'absent')
+        assert.equal(out.bobFrameStorage, 'threw:SecurityError', "Bob's page in a frame is another origin")
+        assert.equal(out.cookie, '', 'no cookie of the service is visible')
+        assert.equal(out.apiRead, 'threw:TypeError', "the API's answer cannot be read")
+        assert.equal(out.dashboardFrame, 'no document')
+        // the frame never shows a page of the service: Chromium replaced it with its error page
+        assert.deepEqual(
+          page
+            .frames()
+            .map((f) => f.url())
+            .filter((u) => u.startsWith(service)),
+          [],
+        )
+        // Chromium swaps in its error page a moment after the refused load event
+        const refused = await waitFor(() => page.frames().some((f) => f.url().startsWith('chrome-error:')), 5000)
+        assert.ok(refused, 'the framed page was refused')
+        const framed = fromService.filter((r) => r.status === 200 && r.headers['content-type']?.startsWith('text/html'))
+        assert.ok(framed.length > 0, 'the frame did ask the service')
+        for (const r of framed) assert.match(r.headers['content-security-policy'] ?? '', /frame-ancestors 'none'/, r.url)
+      } finally {
+        s.deps.resolvePrincipal = resolve
+      }
+      const sid = visitorCookie.slice('session='.length)
+      for (const c of seen) assert.ok(!(c ?? '').includes(sid), `no request from Alice's page carried the visitor's session: ${c}`)
+      const keys = await s.get('/svc_api/data/list', { key: visitor.key })
+      if (keys.status === 200) assert.equal(keys.json.data.items.length, 0, 'nothing was stored for the visitor')
+      // the dashboard itself, which the visitor sees at the top level, forbids every framer
+      const dash = await page.goto(`${service}/dashboard`)
+      assert.equal(dash?.status(), 200)
+      assert.equal(new URL(page.url()).pathname, '/dashboard')
+      assert.match(dash?.headers()['content-security-policy'] ?? '', /frame-ancestors 'none'/)
+      assert.equal(dash?.headers()['x-frame-options'], 'DENY')
+    } finally {
+      await page.close()
+    }
+  })
+
+  /** Records the Cookie header of every API and page request the guard resolves. */
+  const recordCookies = (server: TestServer) => {
+    const seen: Array<string | undefined> = []
+    const resolve = server.deps.resolvePrincipal
+    server.deps.resolvePrincipal = (authorization, cookieHeader) => {
+      seen.push(cookieHeader)
+      return resolve(authorization, cookieHeader)
+    }
+    return {
+      seen,
+      stop: () => {
+        server.deps.resolvePrincipal = resolve
+      },
+    }
+  }
+
+  for (const where of ['http', 'https'] as const) {
+    it(`a session cookie tossed from a user's origin (${where}) never reaches the service on localhost`, async () => {
+      // Alice signs in herself, then her page plants her own session for the parent domain:
+      // were it taken, the visitor would act as Alice (login CSRF, then whatever they upload)
+      const attackerSid = (await s.login(alice.username, alice.password)).slice('session='.length)
+      const sid = visitorCookie.slice('session='.length)
+      const aliceOrigin = where === 'http' ? siteOf(alice) : `https://${alice.username}.localhost:${new URL(s.url).port}`
+      const page = await ctx.newPage()
+      const rec = recordCookies(s)
+      try {
+        await page.goto(`${aliceOrigin}/evil.html`)
+        await done(page)
+        const planted = await page.evaluate((v) => {
+          document.cookie = `session=${v}; Domain=localhost; Path=/${location.protocol === 'https:' ? '; Secure' : ''}`
+          return document.cookie
+        }, attackerSid)
+        // Chromium takes "localhost" for a registry of its own (like a TLD): no cookie may name it
+        assert.equal(planted, '', 'the cookie for Domain=localhost was refused by the browser')
+        assert.deepEqual(
+          (await ctx.cookies(service)).map((c) => `${c.name}=${c.value}`),
+          [`session=${sid}`],
+        )
+        const me = await page.goto(`${service}/svc_api/me`)
+        assert.equal(me?.status(), 200)
+        assert.equal((await me.json()).data.username, visitor.username, 'the visitor is still themselves, never Alice')
+        for (const c of rec.seen) assert.ok(!(c ?? '').includes(attackerSid), "Alice's session never reached the service")
+      } finally {
+        rec.stop()
+        await page.close()
+      }
+    })
+  }
+
+  // Under a real domain (the service at CONTENT_DOMAIN's apex, users below it) a user's page
+  // can set a cookie for the parent domain: the guard must refuse the request that carries
+  // both sessions, so the visitor never acts as the attacker.
+  describe('under a real content domain, where Chromium takes the tossed cookie', () => {
+    let t: TestServer
+    let tService: string
+    let mallory: User
+    let victim: User
+    let victimSid: string
+    before(async () => {
+      t = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, CONTENT_DOMAIN: TOSS_DOMAIN } })
+      ;[mallory, victim] = await Promise.all([t.user(), t.user()])
+      tService = `https://${TOSS_DOMAIN}:${new URL(t.url).port}`
+      assert.equal((await uploadFile(t, { key: mallory.key }, 'evil.html', evilPage(tService, tService))).status, 200)
+      victimSid = (await t.login(victim.username, victim.password)).slice('session='.length)
+    })
+    after(async () => {
+      await t?.close()
+    })
+
+    it("refuses the request with both session cookies (AUTH_AMBIGUOUS), and the dashboard shows no one's", async () => {
+      const tctx = await browser.newContext({ ignoreHTTPSErrors: true })
+      await tctx.addCookies([{ name: 'session', value: victimSid, url: tService, httpOnly: true, secure: true, sameSite: 'Lax' }])
+      const attackerSid = (await t.login(mallory.username, mallory.password)).slice('session='.length)
+      const page = await tctx.newPage()
+      const rec = recordCookies(t)
+      try {
+        const before = await page.goto(`${tService}/svc_api/me`)
+        assert.equal((await before!.json()).data.username, victim.username, 'the victim is signed in')
+        const site = `https://${mallory.username}.${TOSS_DOMAIN}:${new URL(t.url).port}`
+        const res = await page.goto(`${site}/evil.html`)
+        assert.equal(res?.status(), 200, "the page is served on Mallory's own origin")
+        await done(page)
+        const planted = await page.evaluate((v) => {
+          document.cookie = `session=${v}; Domain=${location.hostname.split('.').slice(1).join('.')}; Path=/; Secure; SameSite=Lax`
+          return document.cookie
+        }, attackerSid)
+        assert.equal(planted, `session=${attackerSid}`, 'the browser took the cookie for the parent domain')
+        assert.deepEqual((await tctx.cookies(tService)).map((c) => c.value).sort(), [victimSid, attackerSid].sort(), 'both would be sent')
+
+        rec.seen.length = 0
+        const me = await page.goto(`${tService}/svc_api/me`)
+        const body = await me?.json()
+        assert.equal(me?.status(), 400, JSON.stringify(body))
+        assert.equal(body.success, false)
+        assert.equal(body.error_code, 1003, 'AUTH_AMBIGUOUS: more than one session cookie')
+        assert.ok(
+          rec.seen.some((c) => (c ?? '').includes(attackerSid) && (c ?? '').includes(victimSid)),
+          'the request did carry both',
+        )
+
+        // an unsafe API call from the service's own page is refused too, before any write
+        const write = await page.evaluate(async () => {
+          const r = await fetch('/svc_api/data/store', {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify({ key: 'k', value: 1 }),
+          })
+          return { status: r.status, code: (await r.json()).error_code }
+        })
+        assert.deepEqual(write, { status: 400, code: 1003 })
+
+        // the dashboard takes neither session: it asks to sign in
+        const dash = await page.goto(`${tService}/dashboard`)
+        assert.equal(dash?.status(), 200)
+        assert.equal(new URL(page.url()).pathname, '/login')
+        const text = await page.locator('body').innerText()
+        assert.ok(!text.includes(mallory.username) && !text.includes(victim.username), 'no account is shown')
+      } finally {
+        rec.stop()
+        await tctx.close()
+      }
+    })
+  })
+})

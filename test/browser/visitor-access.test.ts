@@ -1,0 +1,79 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { chromium, type Browser } from 'playwright-core'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+import { chromiumOptions } from '../support/browser.js'
+
+// The visitor password form in a real Chromium, on the user's origin (http://alice.localhost:PORT):
+// the form shows instead of the page (no browser dialog), a wrong password says so, the right
+// one opens the project and its other pages, and the cookie is kept from scripts (HttpOnly).
+const engine = ENGINES[0]
+
+describe(`visitor password form in Chromium [${engine}]`, () => {
+  let s: TestServer
+  let browser: Browser
+  let origin = ''
+
+  before(async () => {
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    const alice = await s.user({ name: 'alice' })
+    const up = await batchUpload(s, { key: alice.key }, 'secret', [
+      { filename: 'index.html', data: '<!doctype html><title>inside</title><h1 id="t">the secret page</h1><a href="more.html">more</a>' },
+      { filename: 'more.html', data: '<!doctype html><title>more</title><h1 id="t">more secrets</h1>' },
+    ])
+    assert.equal(up.status, 200, up.text)
+    assert.equal((await s.post('/api/folders/secret/publish', { key: alice.key })).status, 200)
+    const put = await s.request('PUT', '/api/access/secret', { key: alice.key, json: { password: 'open sesame' } })
+    assert.equal(put.status, 200, put.text)
+    origin = `http://alice.localhost:${new URL(s.httpUrl).port}`
+    browser = await chromium.launch(chromiumOptions)
+  })
+  after(async () => {
+    await browser?.close()
+    await s?.close()
+  })
+
+  it('asks for the password, refuses a wrong one, and the right one opens the project', async () => {
+    const ctx = await browser.newContext()
+    const page = await ctx.newPage()
+    let dialogs = 0
+    page.on('dialog', () => dialogs++)
+    const first = await page.goto(`${origin}/secret/`)
+    assert.equal(first?.status(), 401)
+    assert.equal(await page.title(), 'Password required')
+    assert.ok(!(await page.content()).includes('the secret page'))
+
+    await page.fill('input[type=password]', 'wrong guess')
+    await Promise.all([page.waitForLoadState('load'), page.click('button[type=submit]')])
+    assert.match((await page.textContent('.err')) ?? '', /Wrong password/)
+    assert.ok(!(await page.content()).includes('the secret page'))
+
+    await page.fill('input[type=password]', 'open sesame')
+    const [answer] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')])
+    assert.equal(answer?.status(), 200)
+    assert.equal(page.url(), `${origin}/secret/`)
+    assert.equal(await page.textContent('#t'), 'the secret page')
+    // the other pages of the project, and a reload, need nothing more
+    await page.click('a')
+    await page.waitForURL(`${origin}/secret/more.html`)
+    assert.equal(await page.textContent('#t'), 'more secrets')
+    await page.reload()
+    assert.equal(await page.textContent('#t'), 'more secrets')
+    // the cookie is the project's only, and hidden from its scripts
+    const cookies = await ctx.cookies(`${origin}/secret/`)
+    assert.equal(cookies.length, 1)
+    assert.equal(cookies[0].path, '/secret/')
+    assert.equal(cookies[0].httpOnly, true)
+    assert.equal(cookies[0].sameSite, 'Lax')
+    assert.equal(await page.evaluate(() => document.cookie), '')
+    assert.equal(dialogs, 0)
+    // a fresh visitor still gets the form
+    const other = await browser.newContext()
+    const p2 = await other.newPage()
+    assert.equal((await p2.goto(`${origin}/secret/more.html`))?.status(), 401)
+    assert.ok(!(await p2.content()).includes('more secrets'))
+    await other.close()
+    await ctx.close()
+  })
+})

@@ -1,0 +1,123 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { build, preview, type PreviewServer } from 'vite'
+import { chromium, type Browser } from 'playwright-core'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS } from '../support/hosting.js'
+import { chromiumOptions, watchErrors } from '../support/browser.js'
+import { closedPort } from '../support/ports.js'
+import { runCli } from '../cli/run.js'
+
+// Issue 19's "done when": a Vite-built site deployed with `svc deploy` to the one-command
+// start works in Chromium exactly as it does under `vite preview`.
+const engine = ENGINES[0]
+
+/** The repository's root (tests run from dist/, fixtures stay in test/fixtures). */
+function repoRoot(): string {
+  let dir = path.dirname(new URL(import.meta.url).pathname)
+  while (!fs.existsSync(path.join(dir, 'package.json'))) {
+    const up = path.dirname(dir)
+    if (up === dir) throw new Error('package.json not found above the test')
+    dir = up
+  }
+  return dir
+}
+const FIXTURE = path.join(repoRoot(), 'test', 'fixtures', 'vite-site')
+
+describe(`a Vite-built site: svc deploy vs vite preview, in Chromium [${engine}]`, () => {
+  let s: TestServer
+  let browser: Browser
+  let work: string
+  let out: string
+  let vitePreview: PreviewServer | undefined
+  // the same options for build and preview: the fixture's own (there is no vite.config)
+  const viteConfig = () => ({
+    root: FIXTURE,
+    base: './',
+    configFile: false as const,
+    logLevel: 'silent' as const,
+    cacheDir: path.join(work, 'vite-cache'),
+    build: { outDir: out, emptyOutDir: true },
+  })
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-vite-'))
+    out = path.join(work, 'dist')
+    const [server] = await Promise.all([startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } }), build(viteConfig())])
+    s = server
+    browser = await chromium.launch(chromiumOptions)
+  })
+  after(async () => {
+    await vitePreview?.close()
+    await browser?.close()
+    await s?.close()
+    if (work) fs.rmSync(work, { recursive: true, force: true })
+  })
+
+  /** What the page shows along a visit: first load, a client-side navigation, a reload of its route, back, the route opened directly. */
+  async function visit(start: string): Promise<{ shown: string[]; errors: string[] }> {
+    const ctx = await browser.newContext({ ignoreHTTPSErrors: true })
+    const page = await ctx.newPage()
+    const errors = watchErrors(page)
+    const shown: string[] = []
+    const snap = async (page_: string) => {
+      await page.waitForFunction((p) => document.title === `Vite site - ${p}`, page_, { timeout: 15_000 })
+      shown.push(`${new URL(page.url()).pathname.slice(new URL(start).pathname.length - 1)}\n${await page.locator('#app').innerText()}`)
+    }
+    try {
+      const first = await page.goto(start)
+      assert.equal(first?.status(), 200)
+      await snap('home')
+      await page.getByRole('link', { name: 'About' }).click()
+      await snap('about')
+      const again = await page.reload()
+      assert.equal(again?.status(), 200, 'the deep route is answered with the app (SPA fallback)')
+      await snap('about')
+      await page.goBack()
+      await snap('home')
+      const direct = await page.goto(new URL('about', start).href)
+      assert.equal(direct?.status(), 200)
+      await snap('about')
+      return { shown, errors }
+    } finally {
+      await ctx.close()
+    }
+  }
+
+  it('shows the same pages, with no console errors, as vite preview does', async () => {
+    // the build: hashed module chunks and CSS under assets/, public/ copied as is
+    const assets = fs.readdirSync(path.join(out, 'assets'))
+    assert.ok(assets.some((f) => /^index-.+\.js$/.test(f)) && assets.some((f) => /\.css$/.test(f)), assets.join(' '))
+    assert.ok(fs.existsSync(path.join(out, '_redirects')) && fs.existsSync(path.join(out, 'data.json')))
+
+    const user = await s.user()
+    const env = { SVC_URL: s.url, SVC_API_KEY: user.key, SVC_INSECURE: '1', SVC_CONFIG: path.join(s.dataDir, 'no-config.json') }
+    const r = await runCli(['deploy', out, '--project', 'vite-app', '--json'], { env })
+    assert.equal(r.code, 0, r.stderr)
+    assert.equal(r.json.published, true)
+    assert.ok(r.json.uploaded.includes('_redirects'))
+    assert.equal(r.json.site_url, `http://${user.username}.localhost:${new URL(s.httpUrl).port}/vite-app/`)
+
+    const port = await closedPort()
+    vitePreview = await preview({ ...viteConfig(), preview: { host: '127.0.0.1', port, strictPort: true } })
+    const previewed = await visit(`http://127.0.0.1:${port}/`)
+    await vitePreview.close()
+    vitePreview = undefined
+    const hosted = await visit(r.json.site_url)
+
+    assert.deepEqual(previewed.errors, [], 'vite preview: no console errors, page errors or failed requests')
+    assert.deepEqual(hosted.errors, [], 'svc: no console errors, page errors or failed requests')
+    const expected = (route: string, page: string, visits: number) =>
+      `${route}\npage: ${page}\n\ndata: hello from public/data.json (one, two, three)\n\nvisits: ${visits}\n\ncolor: rgb(10, 20, 30)`
+    assert.deepEqual(previewed.shown, [
+      expected('/', 'home', 1),
+      expected('/about', 'about', 1),
+      expected('/about', 'about', 2),
+      expected('/', 'home', 2),
+      expected('/about', 'about', 3),
+    ])
+    assert.deepEqual(hosted.shown, previewed.shown, 'the site on svc shows exactly what vite preview shows')
+  })
+})

@@ -1,0 +1,120 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { FakeClock } from '../../src/util/clock.js'
+import { makeTree, runCli } from './run.js'
+
+/** Requests this key has made in the current minute window, read from the server's own counter. */
+async function requestsCounted(s: TestServer, key: string): Promise<number> {
+  const r = await s.get('/svc_api/me', { key })
+  return Number(r.header('x-ratelimit-limit')) - Number(r.header('x-ratelimit-remaining'))
+}
+
+const page = (v: string) => `<!doctype html><title>${v}</title><link rel="stylesheet" href="css/site.css"><h1>${v}</h1>`
+
+for (const engine of ENGINES) {
+  describe(`svc deploy (archive), deploys, rollback, promote [${engine}]`, () => {
+    let s: TestServer
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    let env: Record<string, string>
+    const clock = new FakeClock()
+    let dir: string
+    before(async () => {
+      // a still clock keeps the suite in one rate-limit minute: the counter tells each command's requests
+      s = await startServer({ engine, clock, env: { RATE_LIMITS: '{"authenticated":{"minute":1000}}' } })
+      alice = await s.user()
+      env = { SVC_URL: s.url, SVC_API_KEY: alice.key, SVC_INSECURE: '1', SVC_CONFIG: path.join(s.dataDir, 'no-config.json') }
+      const files: Record<string, string> = { 'index.html': page('one'), 'css/site.css': 'body { color: #333 }', '.env': 'SECRET=1' }
+      for (let i = 0; i < 300; i++) files[`pages/d${i % 10}/p${i}.html`] = `<p>page ${i}</p>`
+      dir = makeTree(files)
+    })
+    after(async () => {
+      await s.close()
+      fs.rmSync(dir, { recursive: true, force: true })
+    })
+    const live = async (p = '') => (await s.get(`/${alice.username}/site/${p}`)).text
+
+    it('--dry-run lists what would go and changes nothing; a deploy costs two requests and prints plain progress', async () => {
+      const dry = await runCli(['deploy', dir, '--project', 'site', '--dry-run', '--json'], { env })
+      assert.equal(dry.code, 0, dry.stderr)
+      assert.equal(dry.json.uploaded.length, 302)
+      assert.ok(!dry.json.uploaded.includes('.env'))
+      assert.equal((await s.get('/api/folders/site/deploys', { key: alice.key })).status, 403, 'no project yet')
+
+      const before = await requestsCounted(s, alice.key)
+      const r = await runCli(['deploy', dir, '--project', 'site', '-m', 'first'], { env })
+      assert.equal(r.code, 0, r.stderr)
+      assert.equal((await requestsCounted(s, alice.key)) - before, 3, 'the check, the archive, and this count')
+      assert.match(r.stdout, /uploaded 302 files/)
+      assert.match(r.stdout, /deploy [0-9a-z]{12} is live: /)
+      // not a terminal: no carriage returns, plain lines
+      assert.ok(!r.stderr.includes('\r'))
+      assert.equal(await live(), page('one'))
+      assert.equal(await live('pages/d3/p13.html'), '<p>page 13</p>')
+    })
+
+    it('a one-file change sends one file; --json describes the deploy', async () => {
+      fs.writeFileSync(path.join(dir, 'index.html'), page('two'))
+      const r = await runCli(['deploy', dir, '--project', 'site', '--json'], { env })
+      assert.equal(r.code, 0, r.stderr)
+      assert.deepEqual(r.json.uploaded, ['index.html'])
+      assert.equal(r.json.unchanged, 301)
+      assert.equal(r.json.requests, 2)
+      assert.match(r.json.deploy_id, /^[0-9a-z]{12}$/)
+      assert.equal(await live(), page('two'))
+    })
+
+    it('svc deploys lists them; svc rollback goes back, to the previous one or an ID', async () => {
+      const list = await runCli(['deploys', '--project', 'site', '--json'], { env })
+      assert.equal(list.code, 0, list.stderr)
+      assert.equal(list.json.deploys.length, 2)
+      const [second, first] = list.json.deploys
+      assert.equal(second.is_live, true)
+      assert.equal(first.message, 'first')
+      assert.equal(first.source, 'cli')
+      const human = await runCli(['deploys', 'list', '--project', 'site'], { env })
+      assert.match(human.stdout, new RegExp(`live\\s+${second.id}`))
+      const back = await runCli(['rollback', '--project', 'site'], { env })
+      assert.equal(back.code, 0, back.stderr)
+      assert.match(back.stdout, new RegExp(`deploy ${first.id} is live`))
+      assert.equal(await live(), page('one'))
+      const to = await runCli(['rollback', second.id, '--project', 'site', '--json'], { env })
+      assert.equal(to.json.live_deploy_id, second.id)
+      assert.equal(await live(), page('two'))
+      const bad = await runCli(['rollback', 'nosuchdeploy', '--project', 'site'], { env })
+      assert.equal(bad.code, 1)
+      assert.match(bad.stderr, /1331/)
+    })
+
+    it('svc deploy --preview leaves the live site; svc promote makes it live', async () => {
+      fs.writeFileSync(path.join(dir, 'index.html'), page('three'))
+      const r = await runCli(['deploy', dir, '--project', 'site', '--preview', '--json'], { env })
+      assert.equal(r.code, 0, r.stderr)
+      assert.equal(r.json.preview, true)
+      assert.equal(await live(), page('two'))
+      const pv = await s.get(`/${alice.username}/site@${r.json.deploy_id}/`)
+      assert.equal(pv.text, page('three'))
+      assert.equal(pv.header('x-robots-tag'), 'noindex')
+      const human = await runCli(['deploy', dir, '--project', 'site', '--preview'], { env })
+      assert.match(human.stdout, /svc promote [0-9a-z]{12} --project site/)
+      const p = await runCli(['promote', r.json.deploy_id, '--project', 'site'], { env })
+      assert.equal(p.code, 0, p.stderr)
+      assert.equal(await live(), page('three'))
+    })
+
+    it('reports a server refusal with its code and path, and deploys nothing', async () => {
+      const d = makeTree({ 'index.html': page('x'), _redirects: '/a /b 418\n' })
+      try {
+        const r = await runCli(['deploy', d, '--project', 'rules'], { env })
+        assert.equal(r.code, 1)
+        assert.match(r.stderr, /1314/)
+        assert.match(r.stderr, /_redirects, line 1/)
+        assert.equal((await s.get(`/${alice.username}/rules/`)).status, 404)
+      } finally {
+        fs.rmSync(d, { recursive: true, force: true })
+      }
+    })
+  })
+}

@@ -1,0 +1,87 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+import { startDns, type TestDns } from '../support/dns.js'
+import { runCli } from './run.js'
+import { expiryOf } from '../../src/cli/client/commands/domains.js'
+
+// svc domain add|verify|list|remove and svc access set|clear|list, as child processes against
+// a real server whose DNS checks go to a DNS server on loopback.
+for (const engine of ENGINES) {
+  describe(`svc domain and svc access [${engine}]`, () => {
+    let s: TestServer
+    let dns: TestDns
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    let env: Record<string, string>
+    const at = (host: string, p: string) => s.get(p, { headers: { host } })
+
+    before(async () => {
+      dns = await startDns()
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, DNS_RESOLVER: dns.addr } })
+      alice = await s.user({ name: 'alice' })
+      env = { SVC_URL: s.url, SVC_API_KEY: alice.key, SVC_INSECURE: '1' }
+      assert.equal((await batchUpload(s, { key: alice.key }, 'site', [{ filename: 'index.html', data: '<p>cli site</p>' }])).status, 200)
+      assert.equal((await s.post('/api/folders/site/publish', { key: alice.key })).status, 200)
+    })
+    after(async () => {
+      await s?.close()
+      await dns?.close()
+    })
+
+    it('adds, lists with the DNS record, verifies and removes a domain', async () => {
+      const add = await runCli(['domain', 'add', 'blog.example.test', '--project', 'site'], { env })
+      assert.equal(add.code, 0, add.stderr)
+      const rec = /(_svc-challenge\.blog\.example\.test)\s+TXT\s+"(svc-verify=[0-9a-f]{32})"/.exec(add.stdout)
+      assert.ok(rec, add.stdout)
+      const early = await runCli(['domain', 'verify', 'blog.example.test'], { env })
+      assert.equal(early.code, 1)
+      assert.match(early.stderr, /^error 1343 /m)
+      dns.txt.set(rec[1], [rec[2]])
+      const list = await runCli(['domain', 'list', '--json'], { env })
+      assert.equal(list.code, 0, list.stderr)
+      assert.equal(list.json.data.domains[0].verified, false)
+      const ok = await runCli(['domain', 'verify', 'blog.example.test'], { env })
+      assert.equal(ok.code, 0, ok.stderr)
+      assert.match(ok.stdout, /verified blog\.example\.test: it serves site/)
+      assert.equal((await at('blog.example.test', '/')).text, '<p>cli site</p>')
+      const table = await runCli(['domain', 'list'], { env })
+      assert.match(table.stdout, /blog\.example\.test\s+site\s+verified/)
+      const rm = await runCli(['domain', 'remove', 'blog.example.test'], { env })
+      assert.equal(rm.code, 0, rm.stderr)
+      assert.notEqual((await at('blog.example.test', '/')).text, '<p>cli site</p>')
+      const usage = await runCli(['domain', 'add', 'x.example.test'], { env })
+      assert.equal(usage.code, 2)
+      assert.match(usage.stderr, /--project/)
+    })
+
+    it('sets a visitor password from stdin and an expiry, lists and clears them', async () => {
+      const set = await runCli(['access', 'set', 'site', '--password-stdin', '--expires', '7d'], { env, input: 'cli-secret\n' })
+      assert.equal(set.code, 0, set.stderr)
+      assert.match(set.stdout, /^site: password, expires \d{4}-/)
+      assert.equal((await s.get('/alice/site/')).status, 401)
+      const auth = `Basic ${Buffer.from('v:cli-secret').toString('base64')}`
+      assert.equal((await s.get('/alice/site/', { headers: { authorization: auth } })).status, 200)
+      const past = await runCli(['access', 'set', 'site', '--expires', '2020-01-01T00:00:00Z', '--json'], { env })
+      assert.equal(past.code, 0, past.stderr)
+      assert.equal(past.json.data.expired, true)
+      assert.equal((await s.get('/alice/site/', { headers: { authorization: auth } })).status, 410)
+      const list = await runCli(['access', 'list'], { env })
+      assert.match(list.stdout, /site: password, expired 2020-01-01T00:00:00\.000Z/)
+      const bad = await runCli(['access', 'set', 'site', '--expires', 'soon'], { env })
+      assert.equal(bad.code, 2)
+      const none = await runCli(['access', 'set', 'nope', '--no-password'], { env })
+      assert.equal(none.code, 1)
+      assert.match(none.stderr, /^error 1346 /m)
+      const clear = await runCli(['access', 'clear', 'site'], { env })
+      assert.equal(clear.code, 0, clear.stderr)
+      assert.equal((await s.get('/alice/site/')).status, 200)
+    })
+
+    it('reads expiries as ISO times or durations', () => {
+      assert.equal(expiryOf('2h', Date.UTC(2026, 0, 1)), '2026-01-01T02:00:00.000Z')
+      assert.equal(expiryOf('2026-12-31T23:00:00Z'), '2026-12-31T23:00:00Z')
+      assert.throws(() => expiryOf('2026-12-31'), /ISO 8601/)
+    })
+  })
+}

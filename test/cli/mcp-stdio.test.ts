@@ -1,0 +1,125 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { mcpHttpClient, textOf } from '../support/mcp.js'
+import { makeImage, svc } from '../support/images.js'
+import { runCli, SVC_BIN } from './run.js'
+
+for (const engine of ENGINES) {
+  describe(`svc mcp over stdio [${engine}]`, () => {
+    let s: TestServer
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    let home: string
+    const clients: Client[] = []
+
+    /** Spawns `bin/svc mcp` with SVC_URL / SVC_API_KEY, connected to the SDK's own client; stderr is collected. */
+    async function stdioClient(key: string): Promise<{ client: Client; stderr: () => string }> {
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [SVC_BIN, 'mcp'],
+        env: { PATH: process.env.PATH ?? '', HOME: home, SVC_URL: s.url, SVC_API_KEY: key, SVC_INSECURE: '1', LANG: 'C' },
+        stderr: 'pipe',
+      })
+      let err = ''
+      transport.stderr?.on('data', (c: Buffer) => (err += c.toString()))
+      const client = new Client({ name: 'svc-test', version: '1.0.0' })
+      await client.connect(transport)
+      clients.push(client)
+      return { client, stderr: () => err }
+    }
+
+    before(async () => {
+      s = await startServer({ engine })
+      alice = await s.user()
+      home = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-mcp-home-'))
+    })
+    after(async () => {
+      for (const c of clients) await c.close().catch(() => {})
+      await s.close()
+      fs.rmSync(home, { recursive: true, force: true })
+    })
+
+    it('lists the same tools as POST /mcp and runs each one against the service', { timeout: 120_000 }, async () => {
+      const { client } = await stdioClient(alice.key)
+      const http = await mcpHttpClient(s.url, alice.key)
+      clients.push(http)
+      const viaStdio = (await client.listTools()).tools
+      const viaHttp = (await http.listTools()).tools
+      assert.deepEqual(viaStdio, viaHttp)
+      assert.equal(viaStdio.length, 17)
+
+      const ok = async (name: string, args: Record<string, unknown> = {}) => {
+        const r = (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent: any; content: unknown }
+        assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+        return r
+      }
+      const page = await ok('publish_html', { name: 'stdio', html: '<h1>stdio</h1>' })
+      assert.ok(textOf(page).includes(page.structuredContent.open_url))
+      assert.equal((await s.get(`/${alice.username}/stdio.html`)).text, '<h1>stdio</h1>')
+
+      await ok('deploy_files', { project: 'tiny', files: [{ path: 'index.html', content: '<p>tiny</p>' }] })
+      assert.equal((await s.get(`/${alice.username}/tiny/`)).text, '<p>tiny</p>')
+      const site = await ok('get_site', { name: 'tiny' })
+      assert.deepEqual(
+        site.structuredContent.files.map((f: any) => f.path),
+        ['index.html'],
+      )
+      const sites = await ok('list_sites')
+      assert.deepEqual(
+        sites.structuredContent.pages.map((p: any) => p.file_name),
+        (await s.get('/svc_api/files', { key: alice.key })).json.data.files.map((f: any) => f.file_name),
+      )
+
+      await ok('kv_set', { key: 'color', value: 'teal', data_type: 'text' })
+      assert.equal((await s.get('/svc_api/data/get?key=color', { key: alice.key })).json.data.value, 'teal')
+      assert.equal((await ok('kv_get', { key: 'color' })).structuredContent.entry.value, 'teal')
+      assert.equal((await ok('kv_incr', { key: 'n', by: 5 })).structuredContent.entry.value, 5)
+      assert.equal((await s.get('/svc_api/data/get?key=n', { key: alice.key })).json.data.value, 5)
+      assert.deepEqual(
+        (await ok('kv_list')).structuredContent.items.map((e: any) => e.key),
+        ['color', 'n'],
+      )
+
+      const form = (await ok('create_form', { form_name: 'Feedback' })).structuredContent.form
+      await s.post(new URL(form.submit_url).pathname, { json: { msg: 'hi' } })
+      assert.deepEqual((await ok('list_submissions', { form_id: form.id })).structuredContent.submissions[0].data, { msg: 'hi' })
+
+      await svc(s, 'grant', alice.username, 'hosted-data')
+      await svc(s, 'grant', alice.username, 'image-host')
+      const data = (await ok('create_data', { display_name: 'x.json', content: '[1]' })).structuredContent.file
+      await ok('update_data', { file_id: data.id, content: '[1,2]' })
+      assert.deepEqual((await s.get(new URL(data.public_url).pathname)).json, [1, 2])
+      const img = (await ok('upload_image', { base64: (await makeImage('png')).toString('base64') })).structuredContent.image
+      assert.equal((await s.get(new URL(img.public_url).pathname)).status, 200)
+
+      await ok('delete_site', { name: 'stdio.html' })
+      assert.equal((await s.get(`/${alice.username}/stdio.html`)).status, 404)
+    })
+
+    it('a read-only key sees only the read-only tools', async () => {
+      const { key } = await s.deps.apiKeys.create(alice.id, { name: 'ro', readOnly: true })
+      const { client } = await stdioClient(key)
+      const { tools } = await client.listTools()
+      assert.deepEqual(tools.map((t) => t.name).sort(), ['get_site', 'kv_get', 'kv_list', 'list_deploys', 'list_sites', 'list_submissions'])
+    })
+
+    it('a wrong key gives a clear error on stderr and on every request', async () => {
+      const { client, stderr } = await stdioClient(`svc_${'z'.repeat(60)}`)
+      await assert.rejects(client.listTools(), (e: Error) => /error 1002 \(AUTH_ERROR, HTTP 401\)/.test(e.message) && /SVC_API_KEY/.test(e.message))
+      await assert.rejects(client.callTool({ name: 'list_sites', arguments: {} }), /1002/)
+      assert.match(stderr(), /error 1002/)
+    })
+
+    it('without a key it exits 1 and says how to configure one', async () => {
+      const r = await runCli(['mcp'], { env: { SVC_URL: s.url, SVC_INSECURE: '1' } })
+      assert.equal(r.code, 1)
+      assert.match(r.stderr, /SVC_API_KEY/)
+      assert.equal(r.stdout, '')
+    })
+  })
+}

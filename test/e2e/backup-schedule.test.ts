@@ -1,0 +1,56 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { spawn } from 'node:child_process'
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..')
+const bin = path.join(root, 'bin', 'svc')
+
+/** Snapshot folders (not the shared blobs, not one in progress) in a backup folder. */
+const snapshots = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).filter((n) => n !== 'blobs' && !n.endsWith('.partial') && !n.startsWith('.')) : [])
+
+describe('scheduled backups (BACKUP_DIR)', () => {
+  it('svc serve takes a snapshot every BACKUP_EVERY, keeps BACKUP_KEEP, and each one restores', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-sched-'))
+    const backupDir = path.join(dataDir, 'bk')
+    const env = {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: '0',
+      HTTP_PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      BACKUP_DIR: backupDir,
+      BACKUP_EVERY: '1s',
+      BACKUP_KEEP: '2',
+    }
+    const child = spawn(process.execPath, [bin, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString()
+    })
+    try {
+      const deadline = Date.now() + 20_000
+      while ((out.match(/^backup: /gm) ?? []).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+      assert.ok((out.match(/^backup: /gm) ?? []).length >= 3, `three scheduled snapshots: ${out}`)
+      assert.equal(snapshots(backupDir).length, 2, 'BACKUP_KEEP=2 keeps two')
+    } finally {
+      child.kill('SIGTERM')
+      await new Promise((r) => child.once('close', r))
+    }
+    const newest = snapshots(backupDir).sort().pop()!
+    const target = path.join(dataDir, 'restored')
+    const r = spawn(process.execPath, [bin, 'restore', path.join(backupDir, newest), '--data-dir', target], { env, stdio: 'ignore' })
+    assert.equal(await new Promise((res) => r.once('close', res)), 0, 'the scheduled snapshot verifies and restores')
+    assert.ok(fs.existsSync(path.join(target, 'svc.db')))
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it('refuses a BACKUP_EVERY that is not a duration', async () => {
+    const { loadConfig } = await import('../../src/config.js')
+    assert.throws(() => loadConfig({ BACKUP_EVERY: 'daily' }), /BACKUP_EVERY/)
+    assert.equal(loadConfig({ BACKUP_EVERY: '6h' }).backupEveryMs, 6 * 3_600_000)
+  })
+})

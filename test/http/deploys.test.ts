@@ -1,0 +1,311 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { request } from 'undici'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HTML, HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+import { expectClientError, expectError } from '../support/errors.js'
+import { deploySite, manifestOf, postArchive, sha, tarOf, type Site, type TarEntry } from '../support/deploys.js'
+import { BLOB_COLUMNS } from '../../src/features/tables.js'
+import { sweepBlobs } from '../../src/storage/sweeper.js'
+
+/** A small site whose every page and asset carries a version marker. */
+const site = (v: string, extra: Site = {}): Site => ({
+  'index.html': HTML(`home ${v}`, '<link rel="stylesheet" href="s.css">'),
+  's.css': `/* ${v} */ body { color: red }`,
+  'docs/a.html': HTML(`a ${v}`),
+  'shared.txt': 'the same in every version',
+  ...extra,
+})
+
+async function blobSet(s: TestServer): Promise<Set<string>> {
+  const out = new Set<string>()
+  for await (const b of s.deps.blobs.list()) out.add(b.digest)
+  return out
+}
+
+for (const engine of ENGINES) {
+  describe(`archive deploys [${engine}]`, () => {
+    let s: TestServer
+    let u: Awaited<ReturnType<TestServer['user']>>
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, DEPLOYS_KEEP: '4' } })
+      u = await s.user()
+    })
+    after(() => s.close())
+
+    const page = (project: string, p = '') => s.get(`/${u.username}/${project}/${p}`)
+    const list = async (project: string) => (await s.get(`/api/folders/${project}/deploys`, { key: u.key })).json
+
+    it('deploys a whole site in two requests, then only what changed; gzip or plain tar', async () => {
+      const { check, res } = await deploySite(s, u.key, 'web', site('v1'), { gzip: true, message: 'first' })
+      assert.equal(check.status, 200)
+      assert.equal(check.json.missing.length, 4)
+      assert.equal(res.status, 201, res.text)
+      assert.equal(res.json.uploaded_files, 4)
+      assert.equal(res.json.deploy.file_count, 4)
+      assert.equal(res.json.deploy.is_live, true)
+      assert.equal((await page('web')).text, site('v1')['index.html'])
+      assert.equal((await page('web', 'docs/a.html')).text, site('v1')['docs/a.html'])
+      const css = await page('web', 's.css')
+      assert.match(String(css.header('content-type')), /^text\/css; charset=utf-8/)
+
+      // the project lists the deployed files through the spec's API too
+      const files = (await s.get('/api/folders/web/files', { key: u.key })).json
+      assert.deepEqual(files.files.map((f: { path: string }) => f.path).sort(), Object.keys(site('v1')).sort())
+
+      // one changed file: the check names only its digest; the archive carries one file
+      const v2 = { ...site('v1'), 'index.html': HTML('home v2') }
+      const again = await deploySite(s, u.key, 'web', v2)
+      assert.deepEqual(again.check.json.missing, [sha(v2['index.html'])])
+      assert.equal(again.res.status, 201, again.res.text)
+      assert.equal(again.res.json.uploaded_files, 1)
+      assert.equal((await page('web')).text, HTML('home v2'))
+      assert.equal((await page('web', 's.css')).text, site('v1')['s.css'])
+
+      const l = await list('web')
+      assert.equal(l.deploys.length, 2)
+      assert.equal(l.live_deploy_id, again.res.json.deploy.id)
+      assert.deepEqual(
+        l.deploys.map((d: { source: string; is_live: boolean; message: string }) => [d.source, d.is_live, d.message]),
+        [
+          ['api', true, ''],
+          ['api', false, 'first'],
+        ],
+      )
+      // a file removed from the manifest is gone from the live site
+      const v3 = { 'index.html': HTML('home v3') }
+      assert.equal((await deploySite(s, u.key, 'web', v3)).res.status, 201)
+      assert.equal((await page('web', 'docs/a.html')).status, 404)
+    })
+
+    it('rolls back (by default to the previous deploy) and promotes, as a pointer switch; the file API follows', async () => {
+      await deploySite(s, u.key, 'rb', site('r1'))
+      await deploySite(s, u.key, 'rb', site('r2'))
+      const [live, prev] = (await list('rb')).deploys
+      const back = await s.post('/api/folders/rb/rollback', { key: u.key })
+      assert.equal(back.status, 200, back.text)
+      assert.equal(back.json.live_deploy_id, prev.id)
+      assert.equal((await page('rb')).text, site('r1')['index.html'])
+      const read = await s.get('/api/folders/rb/file/index.html', { key: u.key })
+      assert.equal(read.json.content, site('r1')['index.html'])
+      const fwd = await s.post(`/api/folders/${u.username}/rb/deploys/${live.id}/promote`, { key: u.key })
+      assert.equal(fwd.status, 200, fwd.text)
+      assert.equal((await page('rb')).text, site('r2')['index.html'])
+      // an explicit id, an unknown one, another user's
+      assert.equal((await s.post('/api/folders/rb/rollback', { key: u.key, json: { deploy_id: prev.id } })).json.live_deploy_id, prev.id)
+      const unknown = await s.post('/api/folders/rb/deploys/zzzzzzzzzzzz/promote', { key: u.key })
+      assert.equal(unknown.status, 404)
+      assert.equal(unknown.json.error_code, 1331)
+      const other = await s.user()
+      const theirs = await s.post(`/api/folders/rb/deploys/${live.id}/promote`, { key: other.key })
+      assert.equal(theirs.status, 403)
+      assert.equal((await page('rb')).text, site('r1')['index.html'])
+      // nothing before the first deploy
+      await deploySite(s, u.key, 'one', site('o1'))
+      const none = await s.post('/api/folders/one/rollback', { key: u.key })
+      assert.equal(none.status, 409)
+      assert.equal(none.json.error_code, 1334)
+    })
+
+    it('previews: a URL of their own, noindex, not live until promoted', async () => {
+      await deploySite(s, u.key, 'pv', site('live'))
+      const { res } = await deploySite(s, u.key, 'pv', site('preview'), { preview: true })
+      assert.equal(res.status, 201, res.text)
+      assert.equal(res.json.deploy.is_live, false)
+      const id = res.json.deploy.id
+      assert.ok(res.json.preview_url.endsWith(`/${u.username}/pv@${id}/`))
+      assert.equal((await page('pv')).text, site('live')['index.html'])
+      const p = await s.get(`/${u.username}/pv@${id}/`)
+      assert.equal(p.text, site('preview')['index.html'])
+      assert.equal(p.header('x-robots-tag'), 'noindex')
+      assert.equal((await s.get(`/${u.username}/pv@${id}/s.css`)).header('x-robots-tag'), 'noindex')
+      assert.equal((await page('pv')).header('x-robots-tag'), undefined)
+      // on the user's own origin too
+      const onSite = await request(`${s.httpUrl}/pv@${id}/docs/a.html`, { headers: { host: `${u.username}.localhost` } })
+      assert.equal(onSite.statusCode, 200)
+      assert.equal(onSite.headers['x-robots-tag'], 'noindex')
+      assert.equal(await onSite.body.text(), site('preview')['docs/a.html'])
+      // another user's project under the same id is not found
+      const other = await s.user()
+      assert.equal((await s.get(`/${other.username}/pv@${id}/`)).status, 404)
+      const promote = await s.post(`/api/folders/pv/deploys/${id}/promote`, { key: u.key })
+      assert.equal(promote.status, 200)
+      assert.equal((await page('pv')).text, site('preview')['index.html'])
+      // a preview of a project that was never published works, and the project stays unpublished
+      const draft = await deploySite(s, u.key, 'draft', site('d'), { preview: true })
+      assert.equal((await s.get(`/${u.username}/draft@${draft.res.json.deploy.id}/`)).status, 200)
+      assert.equal((await page('draft')).status, 404)
+    })
+
+    it("the spec's publish and writes to a live project each make a deploy (source api)", async () => {
+      await batchUpload(s, { key: u.key }, 'spec', [{ filename: 'index.html', data: HTML('s1') }])
+      assert.equal((await list('spec')).deploys.length, 0)
+      assert.equal((await s.post('/api/folders/spec/publish', { key: u.key })).json.already_published, false)
+      assert.equal((await page('spec')).text, HTML('s1'))
+      await batchUpload(s, { key: u.key }, 'spec', [{ filename: 'index.html', data: HTML('s2') }], true)
+      assert.equal((await page('spec')).text, HTML('s2'))
+      const l = await list('spec')
+      assert.equal(l.deploys.length, 2)
+      assert.ok(l.deploys.every((d: { source: string }) => d.source === 'api'))
+      assert.equal((await s.post('/api/folders/spec/rollback', { key: u.key })).status, 200)
+      assert.equal((await page('spec')).text, HTML('s1'))
+      assert.equal((await s.post('/api/folders/spec/publish', { key: u.key })).json.already_published, true)
+      assert.equal((await list('spec')).deploys.length, 3)
+    })
+
+    it('keeps the last DEPLOYS_KEEP deploys (and the live one); the sweeper frees what only old ones used', async () => {
+      const ids: string[] = []
+      for (let i = 0; i < 6; i++) ids.push((await deploySite(s, u.key, 'keep', { 'index.html': HTML(`keep unique ${i} 9d1c`) })).res.json.deploy.id)
+      let l = await list('keep')
+      assert.deepEqual(
+        l.deploys.map((d: { id: string }) => d.id),
+        ids.slice(2).reverse(),
+      )
+      // roll back to the oldest kept, deploy more: the live one stays although it is old
+      await s.post('/api/folders/keep/rollback', { key: u.key, json: { deploy_id: ids[2] } })
+      for (let i = 6; i < 10; i++) await deploySite(s, u.key, 'keep', { 'index.html': HTML(`keep unique ${i} 9d1c`) }, { preview: true })
+      l = await list('keep')
+      assert.equal(l.deploys.length, 5)
+      assert.ok(l.deploys.some((d: { id: string; is_live: boolean }) => d.id === ids[2] && d.is_live))
+      await sweepBlobs(s.deps.db, s.deps.blobs, BLOB_COLUMNS, 0, Date.now() + 1000)
+      const blobs = await blobSet(s)
+      assert.ok(!blobs.has(sha(HTML('keep unique 0 9d1c'))), 'a pruned deploy only')
+      assert.ok(blobs.has(sha(HTML('keep unique 2 9d1c'))), 'the live deploy')
+      assert.ok(blobs.has(sha(HTML('keep unique 9 9d1c'))), 'a kept preview')
+      assert.equal((await page('keep')).text, HTML('keep unique 2 9d1c'))
+    })
+
+    describe('refuses each bad archive with its own error and changes nothing', () => {
+      const good = site('g1')
+      const next = { ...good, 'index.html': HTML('never live'), 'new.txt': 'never stored 4b1e' }
+      const m = manifestOf(next)
+      // what must not change: the live site, the deploys, the files, and (after a sweep) the blobs
+      let deploysBefore: unknown
+      let filesBefore: unknown
+      let blobsBefore: Set<string>
+      before(async () => {
+        await deploySite(s, u.key, 'bad', good)
+        deploysBefore = await list('bad')
+        filesBefore = (await s.get('/api/folders/bad/files', { key: u.key })).json.files
+        await sweepBlobs(s.deps.db, s.deps.blobs, BLOB_COLUMNS, 0, Date.now() + 1000)
+        blobsBefore = await blobSet(s)
+      })
+
+      const cases: Array<[string, TarEntry[], number, number, RegExp]> = [
+        ['dot-dot', [m, { name: 'new.txt', data: next['new.txt'] }, { name: '../index.html', data: 'x' }], 400, 1320, /"\.\.\/index\.html"/],
+        ['nested dot-dot', [m, { name: 'docs/../../x', data: 'x' }], 400, 1320, /docs\/\.\.\/\.\.\/x/],
+        ['absolute', [m, { name: '/etc/passwd', data: 'x' }], 400, 1321, /"\/etc\/passwd"/],
+        ['symlink', [m, { name: 'index.html', type: 'symlink', linkname: '/etc/passwd' }], 400, 1322, /"index\.html"/],
+        ['hard link', [m, { name: 'new.txt', data: next['new.txt'] }, { name: 'index.html', type: 'link', linkname: 'new.txt' }], 400, 1323, /"index\.html"/],
+        ['char device', [m, { name: 'dev', type: 'character-device' }], 400, 1324, /"dev".*character-device/],
+        ['fifo', [m, { name: 'pipe', type: 'fifo' }], 400, 1324, /"pipe"/],
+        ['hash mismatch', [m, { name: 'new.txt', data: next['new.txt'] }, { name: 'index.html', data: HTML('other bytes') }], 400, 1325, /"index\.html"/],
+        [
+          'big hash mismatch',
+          [manifestOf({ ...next, 'big.bin': Buffer.alloc(2 * 1024 * 1024, 1) }), { name: 'big.bin', data: Buffer.alloc(2 * 1024 * 1024, 2) }],
+          400,
+          1325,
+          /"big\.bin"/,
+        ],
+        ['not in manifest', [m, { name: 'extra.txt', data: 'x' }], 400, 1329, /"extra\.txt".*not in the manifest/],
+        ['missing file', [m, { name: 'new.txt', data: next['new.txt'] }], 400, 1330, /"index\.html"/],
+        ['no manifest first', [{ name: 'index.html', data: 'x' }, m], 400, 1327, /svc-deploy\.json/],
+        ['bad manifest json', [{ name: 'svc-deploy.json', data: '{"files":' }], 400, 1327, /not valid JSON/],
+        ['bad manifest path', [{ name: 'svc-deploy.json', data: JSON.stringify({ files: { '../x': sha('x') } }) }], 400, 1327, /"\.\.\/x"/],
+        ['bad manifest digest', [{ name: 'svc-deploy.json', data: JSON.stringify({ files: { 'index.html': 'abc' } }) }], 400, 1327, /sha256/],
+        [
+          'too many files',
+          [{ name: 'svc-deploy.json', data: JSON.stringify({ files: Object.fromEntries(Array.from({ length: 50_001 }, (_, i) => [`f${i}`, sha('x')])) }) }],
+          413,
+          1328,
+          /50001 files/,
+        ],
+        ['message too long', [manifestOf(next, { message: 'm'.repeat(501) })], 413, 1328, /message/],
+        [
+          'bad rule file',
+          [
+            manifestOf({ ...next, _redirects: '/a /b 418\n' }),
+            { name: '_redirects', data: '/a /b 418\n' },
+            { name: 'index.html', data: next['index.html'] },
+            { name: 'new.txt', data: next['new.txt'] },
+          ],
+          400,
+          1314,
+          /_redirects, line 1/,
+        ],
+      ]
+      for (const [label, entries, status, code, detail] of cases) {
+        it(`${label}: ${status} / ${code}`, async () => {
+          const r = await postArchive(s, u.key, 'bad', await tarOf(entries), false)
+          expectError(r, status, code)
+          assert.match(r.json.message, detail)
+        })
+      }
+
+      // a stream cut in the middle of a file (plain and gzip), or no tar at all
+      const whole = () => tarOf([m, { name: 'new.txt', data: next['new.txt'] }, { name: 'index.html', data: next['index.html'] }])
+      const unreadable: Array<[string, () => Promise<Buffer>, boolean]> = [
+        [
+          'truncated tar',
+          async () => {
+            const w = await whole()
+            return w.subarray(0, w.length - 1100)
+          },
+          false,
+        ],
+        ['truncated gzip', async () => (await tarOf([m, { name: 'index.html', data: next['index.html'] }], true)).subarray(0, 60), true],
+        ['not a tar', async () => Buffer.from('hello, this is not a tar archive at all'.repeat(20)), false],
+        ['empty', async () => Buffer.alloc(0), false],
+      ]
+      for (const [label, body, gz] of unreadable) {
+        it(`${label}: 400 / 1326`, async () => expectError(await postArchive(s, u.key, 'bad', await body(), gz), 400, 1326))
+      }
+
+      it('a body that is not a tar type: 4xx', async () => {
+        const wrongType = await s.post('/api/folders/bad/deploys', { key: u.key, body: await whole(), headers: { 'content-type': 'text/plain' } })
+        expectClientError(wrongType)
+      })
+
+      it('after them all, nothing changed: the live site, the deploys, the files, the blobs', async () => {
+        assert.equal((await page('bad')).text, good['index.html'])
+        assert.deepEqual(await list('bad'), deploysBefore)
+        assert.deepEqual((await s.get('/api/folders/bad/files', { key: u.key })).json.files, filesBefore)
+        await sweepBlobs(s.deps.db, s.deps.blobs, BLOB_COLUMNS, 0, Date.now() + 1000)
+        assert.deepEqual([...(await blobSet(s))].sort(), [...blobsBefore].sort())
+      })
+    })
+
+    it('a switch is atomic for visitors: every answer is one whole version, and none older after it', async () => {
+      const a = site('AAAA')
+      const b = site('BBBB')
+      await deploySite(s, u.key, 'atom', a)
+      await deploySite(s, u.key, 'atom', b)
+      const [vb, va] = (await list('atom')).deploys.map((d: { id: string }) => d.id)
+      const seen = { A: 0, B: 0 }
+      for (let round = 0; round < 6; round++) {
+        const target = round % 2 === 0 ? { id: va, v: 'AAAA', old: 'BBBB' } : { id: vb, v: 'BBBB', old: 'AAAA' }
+        let switched = false
+        const loop = async () => {
+          for (let i = 0; i < 25; i++) {
+            const startedAfter = switched
+            const [p, c] = await Promise.all([page('atom'), page('atom', 's.css')])
+            for (const body of [p.text, c.text]) {
+              const v = body.includes('AAAA') ? 'AAAA' : body.includes('BBBB') ? 'BBBB' : null
+              assert.ok(v, `an answer of neither version: ${body.slice(0, 80)}`)
+              seen[v === 'AAAA' ? 'A' : 'B']++
+              if (startedAfter) assert.equal(v, target.v, 'an old answer after the switch')
+            }
+          }
+        }
+        const loops = Promise.all([loop(), loop(), loop()])
+        const r = await s.post(`/api/folders/atom/deploys/${target.id}/promote`, { key: u.key })
+        assert.equal(r.status, 200)
+        switched = true
+        await loops
+        const after = await Promise.all([page('atom'), page('atom', 's.css'), page('atom', 'docs/a.html')])
+        for (const x of after) assert.ok(x.text.includes(target.v) && !x.text.includes(target.old))
+      }
+      assert.ok(seen.A > 0 && seen.B > 0)
+    })
+  })
+}

@@ -1,0 +1,171 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+import { expectError } from '../support/errors.js'
+import { startDns, type TestDns } from '../support/dns.js'
+
+// Custom domains: attach, verify through a real DNS server on loopback (dns2), serve the
+// project with its site rules on that Host, answer the TLS ask endpoint, and stop at once
+// when removed. Bad input each gets its own error and changes nothing.
+for (const engine of ENGINES) {
+  describe(`custom domains [${engine}]`, () => {
+    let s: TestServer
+    let dns: TestDns
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    let bob: Awaited<ReturnType<TestServer['user']>>
+    const ASK = '/.well-known/svc/tls-allowed?domain='
+
+    /** A request to the service (HTTPS) with this Host. */
+    const at = (host: string, p: string, headers: Record<string, string> = {}) => s.get(p, { headers: { host, ...headers } })
+
+    before(async () => {
+      dns = await startDns()
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, DNS_RESOLVER: dns.addr, DOMAINS_PER_USER: '2' } })
+      alice = await s.user({ name: 'alice' })
+      bob = await s.user({ name: 'bob' })
+      const up = await batchUpload(s, { key: alice.key }, 'site', [
+        { filename: 'index.html', data: '<p>alice home</p>' },
+        { filename: 'about.html', data: '<p>about alice</p>' },
+        { filename: 'docs/index.html', data: '<p>docs</p>' },
+        { filename: '_redirects', data: '/old /about 301\n/app/* /index.html 200\n' },
+        { filename: '_headers', data: '/*\n  X-Site: yes\n' },
+      ])
+      assert.equal(up.status, 200, up.text)
+      assert.equal((await s.post('/api/folders/site/publish', { key: alice.key })).status, 200)
+      const b = await batchUpload(s, { key: bob.key }, 'blog', [{ filename: 'index.html', data: '<p>bob blog</p>' }])
+      assert.equal(b.status, 200, b.text)
+      assert.equal((await s.post('/api/folders/blog/publish', { key: bob.key })).status, 200)
+    })
+    after(async () => {
+      await s?.close()
+      await dns?.close()
+    })
+
+    it('refuses bad domains and unknown projects, each with its own error, and stores nothing', async () => {
+      const add = (json: unknown) => s.post('/api/domains', { key: alice.key, json })
+      for (const domain of [
+        '',
+        'http://www.example.test',
+        'www.example.test:443',
+        '1.2.3.4',
+        'example',
+        'bad_label.test',
+        '-a.test',
+        'a..test',
+        `${'a'.repeat(64)}.test`,
+      ]) {
+        expectError(await add({ domain, project: 'site' }), 400, 1340)
+      }
+      // the service's own names
+      for (const domain of ['alice.localhost', 'localhost']) expectError(await add({ domain, project: 'site' }), 400, 1340)
+      expectError(await add({ domain: 'www.example.test' }), 400, 1340)
+      expectError(await add({ domain: 'www.example.test', project: 'nope' }), 404, 1346)
+      expectError(await s.post('/api/domains', { key: alice.key, body: '[1]', headers: { 'content-type': 'application/json' } }), 400, 1106)
+      expectError(await s.post('/api/domains', { json: { domain: 'www.example.test', project: 'site' } }), 401, 1001)
+      const list = await s.get('/api/domains', { key: alice.key })
+      assert.equal(list.status, 200)
+      assert.deepEqual(list.json.data.domains, [])
+      assert.equal(list.json.data.limit, 2)
+    })
+
+    it('adds a domain with the TXT record to create; the host does not serve before verification', async () => {
+      const r = await s.post('/api/domains', { key: alice.key, json: { domain: 'WWW.Example.TEST.', project: 'site' } })
+      assert.equal(r.status, 200, r.text)
+      const d = r.json.data
+      assert.equal(d.domain, 'www.example.test')
+      assert.equal(d.verified, false)
+      assert.equal(d.site_url, null)
+      assert.equal(d.verification.type, 'TXT')
+      assert.equal(d.verification.name, '_svc-challenge.www.example.test')
+      assert.match(d.verification.value, /^svc-verify=[0-9a-f]{32}$/)
+      expectError(await s.post('/api/domains', { key: alice.key, json: { domain: 'www.example.test', project: 'site' } }), 409, 1345)
+
+      // the service's own routes answer an unknown Host as before; none of them is the project
+      const home = await at('www.example.test', '/')
+      assert.notEqual(home.status, 200)
+      assert.ok(!home.text.includes('alice home'))
+      assert.equal((await at('www.example.test', '/about.html')).status, 404)
+      assert.equal((await s.get(ASK + 'www.example.test')).status, 404)
+    })
+
+    it('verifies only with the right TXT record', async () => {
+      const verify = () => s.post('/api/domains/www.example.test/verify', { key: alice.key })
+      const none = await verify()
+      expectError(none, 400, 1343)
+      assert.match(none.json.message, /no TXT record found at _svc-challenge\.www\.example\.test/)
+      dns.txt.set('_svc-challenge.www.example.test', ['svc-verify=00000000000000000000000000000000', 'v=spf1 -all'])
+      const wrong = await verify()
+      expectError(wrong, 400, 1343)
+      assert.match(wrong.json.message, /TXT found, but not svc-verify=/)
+      dns.failing.add('_svc-challenge.www.example.test')
+      const failed = await verify()
+      expectError(failed, 400, 1343)
+      assert.match(failed.json.message, /DNS lookup of _svc-challenge\.www\.example\.test failed/)
+      dns.failing.clear()
+      expectError(await s.post('/api/domains/other.example.test/verify', { key: alice.key }), 404, 1344)
+      expectError(await s.post('/api/domains/www.example.test/verify', { key: bob.key }), 404, 1344)
+
+      const list = await s.get('/api/domains', { key: alice.key })
+      const value = list.json.data.domains[0].verification.value as string
+      dns.txt.set('_svc-challenge.www.example.test', ['v=spf1 -all', value])
+      const ok = await verify()
+      assert.equal(ok.status, 200, ok.text)
+      assert.equal(ok.json.data.verified, true)
+      assert.equal(ok.json.data.site_url, 'https://www.example.test/')
+      assert.ok(dns.asked.includes('_svc-challenge.www.example.test'))
+    })
+
+    it('serves the project on the verified host, with its site rules', async () => {
+      const home = await at('www.example.test', '/')
+      assert.equal(home.status, 200, home.text)
+      assert.equal(home.text, '<p>alice home</p>')
+      assert.equal(home.header('x-site'), 'yes')
+      assert.doesNotMatch(home.header('content-security-policy') ?? '', /sandbox/)
+      assert.equal((await at('www.example.test:8080', '/about')).text, '<p>about alice</p>')
+      const old = await at('www.example.test', '/old?x=1')
+      assert.equal(old.status, 301)
+      assert.equal(old.header('location'), '/about?x=1')
+      const docs = await at('www.example.test', '/docs')
+      assert.equal(docs.status, 301)
+      assert.equal(docs.header('location'), '/docs/')
+      assert.equal((await at('www.example.test', '/app/x/y')).text, '<p>alice home</p>')
+      assert.equal((await at('www.example.test', '/missing')).status, 404)
+      // only alice's project: no other project, user, API or page on that host
+      assert.equal((await at('www.example.test', '/svc_api/me', { authorization: `Bearer ${alice.key}` })).status, 404)
+      assert.equal((await at('www.example.test', '/bob/blog/')).status, 404)
+      assert.equal((await s.request('POST', '/', { headers: { host: 'www.example.test' }, body: 'x' })).status, 405)
+      // the second request comes from the cache: same answer
+      assert.equal((await at('www.example.test', '/')).text, '<p>alice home</p>')
+      assert.equal((await s.get(ASK + 'www.example.test')).status, 200)
+      assert.equal((await s.get(ASK + 'nope.example.test')).status, 404)
+    })
+
+    it("another account cannot take a verified domain, and the limit counts each user's domains", async () => {
+      const r = await s.post('/api/domains', { key: bob.key, json: { domain: 'www.example.test', project: 'blog' } })
+      expectError(r, 409, 1342)
+      assert.equal((await s.post('/api/domains', { key: alice.key, json: { domain: 'b.example.test', project: 'site' } })).status, 200)
+      expectError(await s.post('/api/domains', { key: alice.key, json: { domain: 'c.example.test', project: 'site' } }), 403, 1341)
+      assert.equal((await s.get('/api/domains', { key: alice.key })).json.data.domains.length, 2)
+    })
+
+    it('a removed domain stops at once, and its name is free again', async () => {
+      expectError(await s.request('DELETE', '/api/domains/www.example.test', { key: bob.key }), 404, 1344)
+      assert.equal((await at('www.example.test', '/')).status, 200)
+      const del = await s.request('DELETE', '/api/domains/www.example.test', { key: alice.key })
+      assert.equal(del.status, 200, del.text)
+      const after = await at('www.example.test', '/')
+      assert.notEqual(after.status, 200)
+      assert.ok(!after.text.includes('alice home'))
+      assert.equal((await at('www.example.test', '/about')).status, 404)
+      assert.equal((await s.get(ASK + 'www.example.test')).status, 404)
+      expectError(await s.request('DELETE', '/api/domains/www.example.test', { key: alice.key }), 404, 1344)
+      // bob can now attach and verify it with his own token
+      const add = await s.post('/api/domains', { key: bob.key, json: { domain: 'www.example.test', project: 'blog' } })
+      assert.equal(add.status, 200, add.text)
+      dns.txt.set('_svc-challenge.www.example.test', [add.json.data.verification.value])
+      assert.equal((await s.post('/api/domains/www.example.test/verify', { key: bob.key })).status, 200)
+      assert.equal((await at('www.example.test', '/')).text, '<p>bob blog</p>')
+    })
+  })
+}

@@ -1,0 +1,172 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { decodeQp, smtpSink } from '../support/smtp.js'
+import { expectError } from '../support/errors.js'
+
+async function until(check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('timed out')
+    await new Promise((r) => setTimeout(r, 25))
+  }
+}
+
+const engine = ENGINES[0]
+
+describe(`form e-mail notifications [${engine}]`, () => {
+  let s: TestServer
+  let smtp: Awaited<ReturnType<typeof smtpSink>>
+  before(async () => {
+    smtp = await smtpSink()
+    s = await startServer({ engine, env: { SMTP_URL: smtp.url, SMTP_FROM: 'svc <svc@localhost>', NOTIFY_POLL: '20ms' } })
+  })
+  after(async () => {
+    await s.close()
+    await smtp.close()
+  })
+
+  it('verifies the address, then mails each submission with its fields escaped; spam sends nothing', async () => {
+    const u = await s.user()
+    const add = await s.post('/svc_api/notify/addresses', { key: u.key, json: { address: 'Owner@Example.com' } })
+    assert.equal(add.status, 200, add.text)
+    assert.equal(add.json.data.verified, false)
+    await until(() => smtp.mails.length === 1)
+    assert.deepEqual(smtp.mails[0].to, ['owner@example.com'])
+    const token = /verify\?token=([A-Za-z0-9]{40})/.exec(decodeQp(smtp.mails[0].raw))?.[1]
+    assert.ok(token, smtp.mails[0].raw)
+
+    const form = (await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Contact <us>' } })).json.data
+    // an unverified address gets nothing: e-mail can be switched on, but has no recipient yet
+    const on = await s.request('PUT', `/svc_api/forms/email/${form.id}`, { key: u.key, json: { enabled: true } })
+    assert.equal(on.status, 200, on.text)
+    assert.deepEqual(on.json.data.recipients, [])
+    assert.equal((await s.get(`/svc_api/notify/verify?token=${token}`)).json.data.verified, true)
+    assert.equal((await s.get(`/svc_api/notify/verify?token=${token}`)).json.error_code, 1426)
+    assert.deepEqual((await s.get(`/svc_api/forms/email/${form.id}`, { key: u.key })).json.data.recipients, ['owner@example.com'])
+
+    await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: 'spam', _gotcha: 'x' } })
+    const sub = await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: '<script>alert(1)</script>', note: 'a & b "q"' } })
+    assert.equal(sub.status, 200)
+    await until(() => smtp.mails.length === 2)
+    await new Promise((r) => setTimeout(r, 300))
+    assert.equal(smtp.mails.length, 2, 'the spam submission sent no mail')
+    const mail = decodeQp(smtp.mails[1].raw)
+    assert.deepEqual(smtp.mails[1].to, ['owner@example.com'])
+    assert.match(mail, /Subject: New submission to Contact <us>/)
+    assert.ok(mail.includes('&lt;script&gt;alert(1)&lt;/script&gt;'), mail)
+    assert.ok(mail.includes('a &amp; b &quot;q&quot;'), mail)
+    assert.ok(!/<td><script>/.test(mail))
+    const log = (await s.get(`/svc_api/forms/deliveries/${form.id}`, { key: u.key })).json.data
+    assert.equal(log.length, 1)
+    assert.equal(log[0].kind, 'email')
+    assert.equal(log[0].status, 'delivered')
+    assert.equal(log[0].submission_id, sub.json.data.submission_id)
+  })
+
+  describe('refuses a bad address', () => {
+    let u: Awaited<ReturnType<TestServer['user']>>
+    before(async () => {
+      u = await s.user()
+    })
+    for (const address of ['nope', 'a@b@c', 'x@-bad-.com', '']) {
+      it(`${JSON.stringify(address)}: 400 / 1424`, async () => {
+        expectError(await s.post('/svc_api/notify/addresses', { key: u.key, json: { address } }), 400, 1424)
+      })
+    }
+    it('after them all, no address is stored', async () => {
+      assert.deepEqual((await s.get('/svc_api/notify/addresses', { key: u.key })).json.data, [])
+    })
+  })
+})
+
+for (const engine of ENGINES) {
+  describe(`form e-mail: digest and SMTP retry [${engine}]`, () => {
+    let s: TestServer
+    let smtp: Awaited<ReturnType<typeof smtpSink>>
+    before(async () => {
+      smtp = await smtpSink()
+      s = await startServer({
+        engine,
+        env: { SMTP_URL: smtp.url, SMTP_FROM: 'svc <svc@localhost>', NOTIFY_POLL: '20ms', NOTIFY_RETRY_BASE: '50ms', NOTIFY_DIGEST_EVERY: '3s' },
+      })
+    })
+    after(async () => {
+      await s.close()
+      await smtp.close()
+    })
+
+    /** A user with one verified address, and a form with e-mail in `mode`. */
+    async function owner(address: string, mode: 'each' | 'digest') {
+      const u = await s.user()
+      const seen = smtp.mails.length
+      assert.equal((await s.post('/svc_api/notify/addresses', { key: u.key, json: { address } })).status, 200)
+      await until(() => smtp.mails.length > seen)
+      const token = /verify\?token=([A-Za-z0-9]{40})/.exec(decodeQp(smtp.mails[seen].raw))?.[1]
+      assert.ok(token)
+      assert.equal((await s.get(`/svc_api/notify/verify?token=${token}`)).json.data.verified, true)
+      const form = (await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: `Form ${mode}` } })).json.data
+      const on = await s.request('PUT', `/svc_api/forms/email/${form.id}`, { key: u.key, json: { enabled: true, mode } })
+      assert.equal(on.status, 200, on.text)
+      assert.equal(on.json.data.mode, mode)
+      assert.deepEqual(on.json.data.recipients, [address])
+      return { u, form: form as { id: string; form_slug: string } }
+    }
+    const mailsTo = (a: string) => smtp.mails.filter((m) => m.to.includes(a) && !decodeQp(m.raw).includes('verify?token='))
+
+    it('a digest sends the submissions of one period in one mail', async () => {
+      const address = `digest-${engine}@example.com`
+      const { u, form } = await owner(address, 'digest')
+      // start early in a period so the three submissions fall into the same one
+      while (Date.now() % 3000 > 300) await new Promise((r) => setTimeout(r, 20))
+      const ids: string[] = []
+      for (const name of ['Ann', 'Bo <b>', 'Cy']) {
+        const r = await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name } })
+        assert.equal(r.status, 200)
+        ids.push(r.json.data.submission_id)
+      }
+      await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: 'spam', _gotcha: 'x' } })
+      // nothing before the period ends
+      assert.equal(mailsTo(address).length, 0)
+      const pending = (await s.get(`/svc_api/forms/deliveries/${form.id}`, { key: u.key })).json.data as any[]
+      assert.deepEqual(
+        pending.map((d) => [d.kind, d.status]),
+        [
+          ['digest', 'pending'],
+          ['digest', 'pending'],
+          ['digest', 'pending'],
+        ],
+      )
+      await until(() => mailsTo(address).length === 1, 10_000)
+      await new Promise((r) => setTimeout(r, 300))
+      assert.equal(mailsTo(address).length, 1, 'one mail for the period')
+      const mail = decodeQp(mailsTo(address)[0].raw)
+      assert.match(mail, /Subject: 3 new submissions to Form digest/)
+      for (const id of ids) assert.ok(mail.includes(id), id)
+      assert.ok(mail.includes('Bo &lt;b&gt;'))
+      assert.ok(!mail.includes('spam'))
+      await until(async () => ((await s.get(`/svc_api/forms/deliveries/${form.id}`, { key: u.key })).json.data as any[]).every((d) => d.status === 'delivered'))
+    })
+
+    it('retries a mail the SMTP server refused once; the submission is not held up', async () => {
+      const address = `retry-${engine}@example.com`
+      const { u, form } = await owner(address, 'each')
+      smtp.state.failNext = 1
+      const refusedBefore = smtp.state.refused
+      const sub = await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: 'Dee' } })
+      assert.equal(sub.status, 200)
+      await until(() => mailsTo(address).length === 1, 10_000)
+      assert.equal(smtp.state.refused, refusedBefore + 1)
+      assert.match(decodeQp(mailsTo(address)[0].raw), /Subject: New submission to Form each/)
+      let log: any[] = []
+      await until(async () => {
+        log = (await s.get(`/svc_api/forms/deliveries/${form.id}`, { key: u.key })).json.data
+        return log[0]?.status === 'delivered'
+      })
+      assert.equal(log.length, 1)
+      assert.equal(log[0].kind, 'email')
+      assert.equal(log[0].tries, 2)
+      assert.equal(log[0].submission_id, sub.json.data.submission_id)
+    })
+  })
+}

@@ -1,0 +1,56 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+
+const ASK = '/.well-known/svc/tls-allowed'
+const ask = (s: TestServer, domain?: string) => s.get(domain === undefined ? ASK : `${ASK}?domain=${encodeURIComponent(domain)}`)
+
+for (const engine of ENGINES) {
+  describe(`on-demand TLS ask endpoint [${engine}]`, () => {
+    let s: TestServer
+    let off: TestServer
+    before(async () => {
+      const env = { TRUST_PROXY: '1', CONTENT_DOMAIN: 'pages.test', PUBLIC_URL: 'https://svc.test' }
+      ;[s, off] = await Promise.all([startServer({ engine, env }), startServer({ engine, env: { ...env, CONTENT_DOMAIN: 'off' } })])
+      await s.user({ name: 'alice' })
+      await s.user({ name: 'carol' })
+      await s.deps.users.update('carol', { disabled: true })
+      await off.user({ name: 'alice' })
+    })
+    after(() => Promise.all([s.close(), off.close()]))
+
+    it('allows the origin of an existing, enabled user and the service host, over plain HTTP', async () => {
+      for (const d of ['alice.pages.test', 'ALICE.Pages.Test', 'svc.test']) {
+        const r = await ask(s, d)
+        assert.equal(r.status, 200, d)
+        assert.equal(r.header('cache-control'), 'no-store', d)
+      }
+    })
+
+    it('refuses every other name', async () => {
+      for (const d of [
+        'bob.pages.test',
+        'carol.pages.test',
+        'x.alice.pages.test',
+        'alice.pages.test.evil.example',
+        'pages.test',
+        'alice.pages.test:443',
+        'alice.pages.test.',
+        'alice',
+        'evil.example',
+        'api.pages.test',
+        '',
+        'alice.pages.test/x',
+      ]) {
+        assert.equal((await ask(s, d)).status, 404, d)
+      }
+      assert.equal((await ask(s)).status, 404, 'no domain')
+      assert.equal((await s.get(`${ASK}?domain=alice.pages.test&domain=svc.test`)).status, 404, 'two domains')
+    })
+
+    it("refuses users' origins when CONTENT_DOMAIN=off", async () => {
+      assert.equal((await ask(off, 'alice.pages.test')).status, 404)
+      assert.equal((await ask(off, 'svc.test')).status, 200)
+    })
+  })
+}

@@ -1,0 +1,338 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { mcpHttpClient, textOf } from '../support/mcp.js'
+import { makeImage, svc } from '../support/images.js'
+
+type User = Awaited<ReturnType<TestServer['user']>>
+
+const WRITE_TOOLS = [
+  'publish_html',
+  'deploy_files',
+  'rollback',
+  'promote',
+  'delete_site',
+  'kv_set',
+  'kv_incr',
+  'create_form',
+  'create_data',
+  'update_data',
+  'upload_image',
+]
+const READ_TOOLS = ['list_sites', 'get_site', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions']
+
+for (const engine of ENGINES) {
+  describe(`MCP over streamable HTTP [${engine}]`, () => {
+    let s: TestServer
+    let alice: User
+    let client: Client
+    const call = async (name: string, args: Record<string, unknown> = {}) => {
+      const r = await client.callTool({ name, arguments: args })
+      return r as { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: any }
+    }
+    const ok = async (name: string, args: Record<string, unknown> = {}) => {
+      const r = await call(name, args)
+      assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+      return r
+    }
+    const rpc = (key: string | null, body: unknown, headers: Record<string, string> = {}) =>
+      s.post('/mcp', {
+        ...(key ? { key } : {}),
+        json: body,
+        headers: { accept: 'application/json, text/event-stream', ...headers },
+      })
+    const LIST = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }
+
+    before(async () => {
+      s = await startServer({ engine })
+      alice = await s.user()
+      client = await mcpHttpClient(s.url, alice.key)
+    })
+    after(async () => {
+      await client.close()
+      await s.close()
+    })
+
+    it('lists every tool with a description, an input schema and read-only/destructive hints', async () => {
+      const { tools } = await client.listTools()
+      assert.deepEqual(tools.map((t) => t.name).sort(), [...WRITE_TOOLS, ...READ_TOOLS].sort())
+      for (const t of tools) {
+        assert.ok((t.description ?? '').length > 20, t.name)
+        assert.equal(t.inputSchema.type, 'object', t.name)
+        assert.equal(t.annotations?.readOnlyHint, READ_TOOLS.includes(t.name), t.name)
+        assert.equal(typeof t.annotations?.destructiveHint, 'boolean', t.name)
+      }
+      assert.equal(tools.find((t) => t.name === 'delete_site')?.annotations?.destructiveHint, true)
+      const rb = tools.find((t) => t.name === 'rollback')?.annotations
+      assert.deepEqual([rb?.destructiveHint, rb?.idempotentHint], [false, true])
+      assert.deepEqual(tools.find((t) => t.name === 'promote')?.inputSchema.required, ['project', 'deploy_id'])
+      assert.deepEqual((tools.find((t) => t.name === 'deploy_files')?.inputSchema.required as string[]).sort(), ['files', 'project'])
+    })
+
+    it('publish_html stores the page the REST API and the public host then show', async () => {
+      const html = '<!doctype html><title>Hi</title><h1>Hello from an agent</h1>'
+      const r = await ok('publish_html', { name: 'agent-page', html })
+      assert.equal(r.structuredContent.file_name, 'agent-page.html')
+      assert.ok(textOf(r).includes(r.structuredContent.open_url), textOf(r))
+      const list = await s.get('/svc_api/files', { key: alice.key })
+      assert.ok(
+        list.json.data.files.some((f: any) => f.file_name === 'agent-page.html' && f.file_size === Buffer.byteLength(html)),
+        list.text,
+      )
+      const page = await s.get(`/${alice.username}/agent-page.html`)
+      assert.equal(page.status, 200)
+      assert.equal(page.text, html)
+    })
+
+    it('deploy_files uploads and publishes a small site; get_site and list_sites match the REST API', async () => {
+      const r = await ok('deploy_files', {
+        project: 'agent-site',
+        files: [
+          { path: 'index.html', content: '<!doctype html><link rel=stylesheet href="css/a.css"><p>site</p>' },
+          { path: 'css/a.css', content: Buffer.from('p{color:red}').toString('base64'), encoding: 'base64' },
+        ],
+      })
+      assert.equal(r.structuredContent.uploaded_count, 2)
+      assert.equal(r.structuredContent.is_published, true)
+      const files = await s.get('/api/folders/agent-site/files', { key: alice.key })
+      assert.deepEqual(files.json.files.map((f: any) => f.path).sort(), ['css/a.css', 'index.html'])
+      assert.equal((await s.get(`/${alice.username}/agent-site/css/a.css`)).text, 'p{color:red}')
+
+      const site = await ok('get_site', { name: 'agent-site' })
+      assert.equal(site.structuredContent.type, 'project')
+      assert.equal(site.structuredContent.is_published, true)
+      assert.deepEqual(site.structuredContent.files.map((f: any) => f.path).sort(), ['css/a.css', 'index.html'])
+
+      const all = await ok('list_sites')
+      const rest = await s.get('/api/folders', { key: alice.key })
+      assert.deepEqual(
+        all.structuredContent.projects.map((p: any) => [p.name, p.file_count, p.is_published]),
+        rest.json.folders.map((p: any) => [p.name, p.file_count, p.is_published]),
+      )
+      assert.ok(all.structuredContent.pages.some((p: any) => p.file_name === 'agent-page.html'))
+    })
+
+    it('list_deploys, rollback and promote move the live deploy; deploy_files publish false makes a preview', async () => {
+      const live = `/${alice.username}/versions/`
+      await ok('deploy_files', { project: 'versions', files: [{ path: 'index.html', content: '<p>v1</p>' }] })
+      await ok('deploy_files', { project: 'versions', files: [{ path: 'index.html', content: '<p>v2</p>' }] })
+      assert.equal((await s.get(live)).text, '<p>v2</p>')
+
+      const list = await ok('list_deploys', { project: 'versions' })
+      const rest = await s.get('/api/folders/versions/deploys', { key: alice.key })
+      assert.equal(rest.status, 200, rest.text)
+      const shape = (d: any) => [d.id, d.is_live, d.is_preview, d.file_count]
+      assert.deepEqual(list.structuredContent.deploys.map(shape), rest.json.deploys.map(shape))
+      assert.ok(list.structuredContent.deploys.length >= 2, textOf(list))
+      assert.equal(list.structuredContent.live_deploy_id, rest.json.live_deploy_id)
+      assert.equal(list.structuredContent.deploys[0].is_live, true)
+      assert.ok(textOf(list).includes(list.structuredContent.open_url), textOf(list))
+      // each deploy's own URL shows that deploy's content
+      const newest = list.structuredContent.deploys[0]
+      assert.equal((await s.get(new URL(newest.preview_url).pathname)).text, '<p>v2</p>')
+
+      const back = await ok('rollback', { project: 'versions' })
+      assert.ok(textOf(back).includes(back.structuredContent.open_url), textOf(back))
+      assert.notEqual(back.structuredContent.live_deploy_id, newest.id)
+      assert.equal((await s.get(live)).text, '<p>v1</p>')
+      assert.equal((await s.get('/api/folders/versions/deploys', { key: alice.key })).json.live_deploy_id, back.structuredContent.live_deploy_id)
+
+      const pre = await ok('deploy_files', { project: 'versions', publish: false, files: [{ path: 'index.html', content: '<p>v3</p>' }] })
+      assert.equal(pre.structuredContent.is_published, false)
+      assert.equal(pre.structuredContent.deploy.is_preview, true)
+      assert.ok(textOf(pre).includes(pre.structuredContent.open_url), textOf(pre))
+      const preview = await s.get(new URL(pre.structuredContent.preview_url).pathname)
+      assert.equal(preview.text, '<p>v3</p>')
+      assert.equal(preview.header('x-robots-tag'), 'noindex')
+      assert.equal((await s.get(live)).text, '<p>v1</p>', 'a preview does not go live')
+
+      const prom = await ok('promote', { project: 'versions', deploy_id: pre.structuredContent.deploy.id })
+      assert.equal(prom.structuredContent.live_deploy_id, pre.structuredContent.deploy.id)
+      assert.equal((await s.get(live)).text, '<p>v3</p>')
+      const after = await ok('list_deploys', { project: 'versions' })
+      assert.equal(after.structuredContent.deploys.find((d: any) => d.is_live).id, pre.structuredContent.deploy.id)
+
+      const unknown = await call('promote', { project: 'versions', deploy_id: 'zzzzzzzzzzzz' })
+      assert.equal(unknown.isError, true)
+      assert.match(textOf(unknown), /1331/)
+      assert.equal((await s.get(live)).text, '<p>v3</p>')
+      const noIndex = await call('deploy_files', { project: 'versions', publish: false, files: [{ path: 'a.css', content: 'p{}' }] })
+      assert.equal(noIndex.isError, true)
+      assert.match(textOf(noIndex), /1313/)
+      const nope = await call('list_deploys', { project: 'no-such-project' })
+      assert.equal(nope.isError, true)
+    })
+
+    it('delete_site removes a page and takes a project offline', async () => {
+      await ok('publish_html', { name: 'doomed', html: '<p>bye</p>' })
+      await ok('delete_site', { name: 'doomed.html' })
+      const list = await s.get('/svc_api/files', { key: alice.key })
+      assert.ok(!list.json.data.files.some((f: any) => f.file_name === 'doomed.html'))
+      assert.equal((await s.get(`/${alice.username}/doomed.html`)).status, 404)
+
+      await ok('deploy_files', { project: 'gone', files: [{ path: 'index.html', content: '<p>x</p>' }] })
+      await ok('delete_site', { name: 'gone' })
+      assert.equal((await s.get(`/${alice.username}/gone/`)).status, 404)
+      const files = await s.get('/api/folders/gone/files', { key: alice.key })
+      assert.deepEqual(files.json.files, [])
+    })
+
+    it('kv tools read and write the same entries as the REST API', async () => {
+      const set = await ok('kv_set', { key: 'greeting', value: { hello: 'world' }, is_public: true })
+      assert.equal(set.structuredContent.created, true)
+      assert.ok(textOf(set).includes(set.structuredContent.public_url))
+      const pub = await s.get(new URL(set.structuredContent.public_url).pathname)
+      assert.deepEqual(pub.json.data.value, { hello: 'world' })
+      const rest = await s.get('/svc_api/data/get?key=greeting', { key: alice.key })
+      assert.deepEqual(rest.json.data.value, { hello: 'world' })
+
+      await s.post('/svc_api/data/store', { key: alice.key, json: { key: 'visits', value: 41, data_type: 'number' } })
+      const incr = await ok('kv_incr', { key: 'visits' })
+      assert.equal(incr.structuredContent.entry.value, 42)
+      assert.equal((await s.get('/svc_api/data/get?key=visits', { key: alice.key })).json.data.value, 42)
+
+      const got = await ok('kv_get', { key: 'visits' })
+      assert.equal(got.structuredContent.entry.value, 42)
+      const list = await ok('kv_list', { per_page: 100 })
+      const restList = await s.get('/svc_api/data/list?per_page=100', { key: alice.key })
+      assert.deepEqual(
+        list.structuredContent.items.map((e: any) => e.key),
+        restList.json.data.items.map((e: any) => e.key),
+      )
+
+      const missing = await call('kv_get', { key: 'nope' })
+      assert.equal(missing.isError, true)
+      assert.match(textOf(missing), /1604/)
+    })
+
+    it('create_form and list_submissions see what visitors submit', async () => {
+      const r = await ok('create_form', { form_name: 'Contact', fields_config: [{ name: 'email', type: 'email', required: true }] })
+      const form = r.structuredContent.form
+      assert.ok(textOf(r).includes(form.submit_url))
+      const rest = await s.get('/svc_api/forms/list', { key: alice.key })
+      assert.ok(rest.json.data.forms.some((f: any) => f.id === form.id))
+      const sub = await s.post(new URL(form.submit_url).pathname, { json: { email: 'v@example.com' } })
+      assert.equal(sub.status, 200, sub.text)
+      const subs = await ok('list_submissions', { form_id: form.id })
+      assert.equal(subs.structuredContent.total, 1)
+      assert.deepEqual(subs.structuredContent.submissions[0].data, { email: 'v@example.com' })
+      const forms = await ok('list_submissions')
+      assert.equal(forms.structuredContent.forms.find((f: any) => f.id === form.id).submission_count, 1)
+    })
+
+    it('create_data, update_data and upload_image need their entitlement, then serve public URLs', async () => {
+      const refused = await call('create_data', { display_name: 'd.json', content: '{"a":1}' })
+      assert.equal(refused.isError, true)
+      assert.match(textOf(refused), /1010/)
+      await svc(s, 'grant', alice.username, 'hosted-data')
+      await svc(s, 'grant', alice.username, 'image-host')
+
+      const d = await ok('create_data', { display_name: 'd.json', content: '{"a":1}' })
+      const url = new URL(d.structuredContent.file.public_url)
+      assert.deepEqual((await s.get(url.pathname)).json, { a: 1 })
+      const v2 = await ok('update_data', { file_id: d.structuredContent.file.id, content: '{"a":2}' })
+      assert.equal(v2.structuredContent.file.default_version, 2)
+      assert.deepEqual((await s.get(url.pathname)).json, { a: 2 })
+      const badJson = await call('update_data', { file_id: d.structuredContent.file.id, content: '{nope' })
+      assert.equal(badJson.isError, true)
+      assert.match(textOf(badJson), /not valid JSON/)
+
+      const png = await makeImage('png', { width: 7, height: 5 })
+      const img = await ok('upload_image', { base64: png.toString('base64'), file_name: 'dot.png' })
+      assert.equal(img.structuredContent.image.width, 7)
+      const got = await s.get(new URL(img.structuredContent.image.public_url).pathname)
+      assert.equal(got.status, 200)
+      assert.equal(got.header('content-type'), 'image/png')
+    })
+
+    it('refuses bad input with a clear error and stores nothing', async () => {
+      const before = (await s.get('/svc_api/files', { key: alice.key })).json.data.files.length
+      const big = await call('publish_html', { name: 'big', html: `<p>${'x'.repeat(4 * 1024 * 1024 + 10)}</p>` })
+      assert.equal(big.isError, true)
+      assert.match(textOf(big), /svc deploy/)
+      assert.equal((await s.get('/svc_api/files', { key: alice.key })).json.data.files.length, before)
+
+      const trav = await call('deploy_files', {
+        project: 'evil',
+        files: [
+          { path: 'index.html', content: '<p>ok</p>' },
+          { path: '../../etc/passwd', content: 'x' },
+        ],
+      })
+      assert.equal(trav.isError, true)
+      assert.match(textOf(trav), /1110/)
+      const folders = await s.get('/api/folders', { key: alice.key })
+      assert.ok(!folders.json.folders.some((f: any) => f.name === 'evil'), folders.text)
+
+      const badArgs = await call('kv_set', { key: 'k', value: 1, unknown_field: true })
+      assert.equal(badArgs.isError, true)
+    })
+
+    it('answers 401 without a key or with a wrong one, 405 to GET and DELETE, 403 to a foreign Host', async () => {
+      const none = await rpc(null, LIST)
+      assert.equal(none.status, 401)
+      assert.equal(none.json.error_code, 1001)
+      const wrong = await rpc(`svc_${'x'.repeat(60)}`, LIST)
+      assert.equal(wrong.status, 401)
+      assert.equal(wrong.json.error_code, 1002)
+      await assert.rejects(mcpHttpClient(s.url, `svc_${'y'.repeat(60)}`), (e: any) => e.code === 401 && /1002/.test(e.message))
+
+      for (const m of ['GET', 'DELETE']) {
+        const r = await s.request(m, '/mcp', { key: alice.key })
+        assert.equal(r.status, 405, m)
+        assert.equal(r.header('allow'), 'POST')
+        assert.equal(r.json.error_code, 1442)
+      }
+      const rebound = await rpc(alice.key, LIST, { host: 'attacker.example' })
+      assert.equal(rebound.status, 403)
+      assert.equal(rebound.json.error_code, 1441)
+      const foreign = await rpc(alice.key, LIST, { origin: 'https://attacker.example' })
+      assert.equal(foreign.status, 403)
+      assert.equal(foreign.json.error_code, 1441)
+    })
+
+    it("counts each MCP request against the key's rate limits, with the REST API's headers", async () => {
+      const a = await rpc(alice.key, LIST)
+      assert.equal(a.status, 200, a.text)
+      const b = await s.get('/svc_api/me', { key: alice.key })
+      const c = await rpc(alice.key, LIST)
+      const left = (r: typeof a) => Number(r.header('x-ratelimit-remaining'))
+      assert.equal(a.header('x-ratelimit-window'), b.header('x-ratelimit-window'))
+      assert.equal(left(b), left(a) - 1)
+      assert.equal(left(c), left(b) - 1)
+      assert.ok(a.json.result.tools.length > 0)
+    })
+
+    it('a read-only key lists only read-only tools, and the REST API refuses its writes (1440)', async () => {
+      const { key } = await s.deps.apiKeys.create(alice.id, { name: 'agent-ro', readOnly: true })
+      const ro = await mcpHttpClient(s.url, key)
+      try {
+        const { tools } = await ro.listTools()
+        assert.deepEqual(tools.map((t) => t.name).sort(), [...READ_TOOLS].sort())
+        for (const t of tools) assert.equal(t.annotations?.readOnlyHint, true)
+        assert.ok(!tools.some((t) => t.name === 'rollback' || t.name === 'promote'))
+        const r = await ro.callTool({ name: 'kv_set', arguments: { key: 'x', value: 1 } })
+        assert.equal(r.isError, true)
+        const rb = await ro.callTool({ name: 'rollback', arguments: { project: 'versions' } })
+        assert.equal(rb.isError, true)
+        assert.equal((await s.get(`/${alice.username}/versions/`)).text, '<p>v3</p>')
+        const deploys = await ro.callTool({ name: 'list_deploys', arguments: { project: 'versions' } })
+        assert.ok(!deploys.isError, textOf(deploys as { content?: unknown }))
+        const got = await ro.callTool({ name: 'kv_get', arguments: { key: 'visits' } })
+        assert.equal((got.structuredContent as any).entry.value, 42)
+      } finally {
+        await ro.close()
+      }
+      const write = await s.post('/svc_api/data/store', { key, json: { key: 'x', value: 1 } })
+      assert.equal(write.status, 403)
+      assert.equal(write.json.error_code, 1440)
+      assert.equal((await s.get('/svc_api/data/get?key=x', { key: alice.key })).status, 404)
+      const del = await s.request('DELETE', '/svc_api/data/delete?key=visits', { key })
+      assert.equal(del.json.error_code, 1440)
+      const read = await s.get('/svc_api/data/get?key=visits', { key })
+      assert.equal(read.status, 200)
+      assert.equal((await s.get('/svc_api/me', { key })).json.data.read_only, true)
+    })
+  })
+}

@@ -1,0 +1,100 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { startServer, type TestServer } from '../support/server.js'
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..')
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch']
+const LIMITS = { minute: 100000, hour: 100000, day: 100000, concurrent: 100 }
+
+type Op = { method: string; path: string; operationId: string; security: Array<Record<string, string[]>>; responses: Record<string, unknown> }
+
+/**
+ * The OpenAPI document is clean (Redocly's recommended rules, as `npm run lint:openapi` runs
+ * them) and its security requirements are the ones the API guard enforces.
+ */
+describe('the OpenAPI document', () => {
+  let s: TestServer
+  let doc: any
+  const ops: Op[] = []
+  let tmp = ''
+  before(async () => {
+    s = await startServer({ engine: 'sqlite', env: { RATE_LIMITS: JSON.stringify({ default: LIMITS, authenticated: LIMITS }) } })
+    doc = (await s.get('/openapi.json')).json
+    for (const [p, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const m of METHODS) if (item[m]) ops.push({ method: m.toUpperCase(), path: p, ...item[m] })
+    }
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-openapi-'))
+  })
+  after(async () => {
+    await s.close()
+    fs.rmSync(tmp, { recursive: true, force: true })
+  })
+
+  it("passes Redocly's recommended rules with no error (offline)", () => {
+    const file = path.join(tmp, 'openapi.json')
+    fs.writeFileSync(file, JSON.stringify(doc))
+    const r = spawnSync(
+      path.join(root, 'node_modules', '.bin', 'redocly'),
+      ['lint', file, '--config', path.join(root, 'redocly.yaml'), '--format', 'json', '--max-problems', '1000'],
+      {
+        cwd: root,
+        encoding: 'utf8',
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+      },
+    )
+    const out = JSON.parse(r.stdout.slice(r.stdout.indexOf('{')))
+    const problems = (out.problems as Array<{ ruleId: string; severity: string; message: string }>).map((p) => `${p.severity} ${p.ruleId}: ${p.message}`)
+    assert.equal(out.totals.errors, 0, problems.join('\n'))
+    // the one warning left: the project has not chosen a license to declare
+    assert.deepEqual(
+      problems.filter((p) => !p.includes('info-license')),
+      [],
+    )
+  })
+
+  it('gives every operation a unique operationId, a security requirement and a 4xx answer', () => {
+    assert.ok(ops.length >= 50, `${ops.length} operations`)
+    assert.equal(new Set(ops.map((o) => o.operationId)).size, ops.length)
+    for (const o of ops) {
+      assert.ok(Array.isArray(o.security), `${o.method} ${o.path}: security`)
+      assert.ok(
+        Object.keys(o.responses).some((c) => c.startsWith('4')),
+        `${o.method} ${o.path}: 4xx`,
+      )
+    }
+    assert.ok(doc.servers?.length >= 1)
+  })
+
+  it('declares the security the guard enforces: none, API key or session, or session only', async () => {
+    const u = await s.user()
+    const api = ops.filter((o) => /^\/(svc_api|api)\//.test(o.path))
+    assert.ok(api.length >= 40)
+    for (const o of api) {
+      const url = o.path.replace(/\{[^}]+\}/g, 'x')
+      const schemes = o.security
+        .flatMap((r) => Object.keys(r))
+        .sort()
+        .join(',')
+      const anon = await s.request(o.method, url, { headers: { accept: 'application/json' } })
+      const withKey = await s.request(o.method, url, { key: u.key, headers: { accept: 'application/json' } })
+      const what = `${o.method} ${o.path} [${schemes || 'public'}]: ${anon.status} / ${withKey.status} ${withKey.text.slice(0, 120)}`
+      if (schemes === '') {
+        assert.notEqual(anon.status, 401, what)
+      } else if (schemes === 'apiKey,session') {
+        assert.equal(anon.status, 401, what)
+        assert.notEqual(withKey.status, 401, what)
+        assert.notEqual(withKey.json?.error_code, 1009, what)
+      } else if (schemes === 'session') {
+        assert.equal(anon.status, 401, what)
+        assert.equal(withKey.status, 403, what)
+        if (withKey.json?.error_code !== undefined) assert.equal(withKey.json.error_code, 1009, what)
+      } else {
+        assert.fail(`unexpected security ${schemes}: ${what}`)
+      }
+    }
+  })
+})

@@ -1,0 +1,117 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { request } from 'undici'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+
+// Site rules (_redirects, _headers, 404.html, clean URLs) as a visitor meets them, on the path
+// form and on the user's own origin, and how a publish takes or refuses them.
+const REDIRECTS = [
+  '# rules of the test site',
+  '/old /about 301',
+  '/blog/:slug /posts/:slug.html 200',
+  '/ext/* https://example.com/:splat 302',
+  '/gone /404.html 410',
+  '/forced /about 302!',
+  '/app/* /index.html 200',
+].join('\n')
+const HEADERS = "/*\n  X-Site: yes\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n"
+
+for (const engine of ENGINES) {
+  describe(`site rules [${engine}]`, () => {
+    let s: TestServer
+    let user: Awaited<ReturnType<TestServer['user']>>
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      user = await s.user()
+      const r = await batchUpload(s, { key: user.key }, 'site', [
+        { filename: 'index.html', data: '<p>home</p>' },
+        { filename: 'about.html', data: '<p>about</p>' },
+        { filename: 'posts/hello.html', data: '<p>hello post</p>' },
+        { filename: 'forced.html', data: '<p>shadowed</p>' },
+        { filename: 'docs/index.html', data: '<p>docs</p>' },
+        { filename: '404.html', data: '<p>custom 404</p>' },
+        { filename: '_redirects', data: REDIRECTS },
+        { filename: '_headers', data: HEADERS },
+      ])
+      assert.equal(r.status, 200, r.text)
+      const p = await s.post('/api/folders/site/publish', { key: user.key })
+      assert.equal(p.status, 200, p.text)
+    })
+    after(() => s.close())
+
+    /** GET on the path form (over HTTPS) or on the user's origin (plain HTTP on loopback). */
+    const get = async (where: 'path' | 'site', p: string) => {
+      if (where === 'path') return s.get(`/${user.username}/site${p}`)
+      const r = await request(`${s.httpUrl}/site${p}`, { headers: { host: `${user.username}.localhost` } })
+      const text = await r.body.text()
+      const h = r.headers as Record<string, string | undefined>
+      return { status: r.statusCode, text, header: (n: string) => h[n.toLowerCase()] }
+    }
+
+    for (const where of ['path', 'site'] as const) {
+      const prefix = () => (where === 'path' ? `/${user.username}/site` : '/site')
+      const cases: Array<[string, number, RegExp | null, (() => string) | null]> = [
+        ['/', 200, /home/, null],
+        ['/about', 200, /about/, null],
+        ['/about.html', 200, /about/, null],
+        ['/old', 301, null, () => `${prefix()}/about`],
+        ['/blog/hello', 200, /hello post/, null],
+        ['/ext/a/b', 302, null, () => 'https://example.com/a/b'],
+        ['/gone', 410, /custom 404/, null],
+        ['/forced', 302, null, () => `${prefix()}/about`],
+        ['/app/settings/profile', 200, /home/, null],
+        ['/docs', 301, null, () => `${prefix()}/docs/`],
+        ['/docs/', 200, /docs/, null],
+        ['/missing', 404, /custom 404/, null],
+        ['/_redirects', 404, /custom 404/, null],
+        ['/_headers', 404, /custom 404/, null],
+      ]
+      for (const [p, status, body, location] of cases) {
+        it(`${where} form: ${p} -> ${status}`, async () => {
+          const r = await get(where, p)
+          assert.equal(r.status, status, r.text)
+          if (body) assert.match(r.text, body)
+          if (location) assert.equal(r.header('location'), location())
+          if (status === 200 || status === 404 || status === 410) assert.equal(r.header('x-site'), 'yes')
+        })
+      }
+      it(`${where} form: _headers replaces Cache-Control, adds a CSP, keeps the service's own headers`, async () => {
+        const r = await get(where, '/about')
+        assert.equal(r.header('cache-control'), 'public, max-age=60')
+        assert.equal(r.header('x-content-type-options'), 'nosniff')
+        const csp = String(r.header('content-security-policy'))
+        assert.match(csp, /frame-ancestors 'none'/)
+        // the path form keeps its sandbox whatever the rules say; the user's origin has none
+        if (where === 'path') assert.match(csp, /sandbox/)
+        else assert.doesNotMatch(csp, /sandbox/)
+      })
+    }
+
+    it('refuses a bad rule at publish with the file and line, and changes nothing', async () => {
+      const u = await s.user()
+      await batchUpload(s, { key: u.key }, 'bad', [
+        { filename: 'index.html', data: '<p>x</p>' },
+        { filename: '_redirects', data: '/a /b\n/c /d 418\n' },
+      ])
+      const p = await s.post('/api/folders/bad/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 400, p.text)
+      assert.equal(p.json.error_code, 1314)
+      assert.match(p.json.message, /_redirects, line 2: status "418"/)
+      assert.equal((await s.get(`/${u.username}/bad/`)).status, 404, 'not published')
+    })
+
+    it('a live project keeps its rules when a new rule file is refused, and takes a good one at the next publish', async () => {
+      const bad = await batchUpload(s, { key: user.key }, 'site', [{ filename: '_headers', data: '/*\n  Set-Cookie: a=b\n' }], true)
+      assert.equal(bad.status, 200, bad.text)
+      const p = await s.post('/api/folders/site/publish', { key: user.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 400)
+      assert.match(p.json.message, /_headers, line 2: Set-Cookie is set by the service/)
+      assert.equal((await get('site', '/about')).header('x-site'), 'yes', 'the published rules still apply')
+      await batchUpload(s, { key: user.key }, 'site', [{ filename: '_headers', data: '/*\n  X-Site: two\n' }], true)
+      assert.equal((await get('site', '/about')).header('x-site'), 'yes', 'rules change only at publish')
+      assert.equal((await s.post('/api/folders/site/publish', { key: user.key })).status, 200)
+      assert.equal((await get('site', '/about')).header('x-site'), 'two')
+    })
+  })
+}

@@ -1,0 +1,204 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { request } from 'undici'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
+import { expectError } from '../support/errors.js'
+
+// Visitor access: a project or single page behind a password (a form and a cookie on the
+// user's origin, HTTP Basic everywhere) or past its expiry (410). A protected name never
+// answers its bytes, status, length or validators without the password, on any URL form.
+const SECRET = 'TOP-SECRET-CONTENT'
+const BIG = `${SECRET} ${'x'.repeat(3 * 1024 * 1024)}`
+
+for (const engine of ENGINES) {
+  describe(`visitor access [${engine}]`, () => {
+    let s: TestServer
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    let etag = ''
+    const basic = (pw: string) => `Basic ${Buffer.from(`visitor:${pw}`).toString('base64')}`
+
+    /** A request to alice's own origin (plain HTTP on loopback). */
+    const site = async (p: string, o: { method?: string; headers?: Record<string, string>; body?: string } = {}) => {
+      const r = await request(`${s.httpUrl}${p}`, { method: (o.method ?? 'GET') as 'GET', headers: { host: 'alice.localhost', ...o.headers }, body: o.body })
+      const text = await r.body.text()
+      const h = r.headers as Record<string, string | string[] | undefined>
+      return { status: r.statusCode, text, header: (n: string) => [h[n.toLowerCase()]].flat().join(', ') || undefined }
+    }
+    const leaks = (text: string) => text.includes(SECRET) || text.includes('xxxx')
+
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      alice = await s.user({ name: 'alice' })
+      const up = await batchUpload(s, { key: alice.key }, 'secret', [
+        { filename: 'index.html', data: `<p>${SECRET}</p>` },
+        { filename: 'big.txt', data: BIG },
+        { filename: '404.html', data: `<p>${SECRET} 404</p>` },
+      ])
+      assert.equal(up.status, 200, up.text)
+      assert.equal((await s.post('/api/folders/secret/publish', { key: alice.key })).status, 200)
+      const open = await batchUpload(s, { key: alice.key }, 'open', [{ filename: 'index.html', data: '<p>open</p>' }])
+      assert.equal(open.status, 200)
+      assert.equal((await s.post('/api/folders/open/publish', { key: alice.key })).status, 200)
+      assert.equal((await uploadFile(s, { key: alice.key }, 'note.html', `<p>${SECRET} note</p>`)).status, 200)
+      // warm every cache before protecting: the check must come before cached answers too
+      const warm = await s.get('/alice/secret/')
+      assert.equal(warm.status, 200)
+      etag = warm.header('etag') ?? ''
+      assert.equal((await site('/secret/')).status, 200)
+      assert.equal((await s.get('/alice/secret/big.txt')).status, 200)
+    })
+    after(() => s?.close())
+
+    it('refuses bad settings with their own errors and changes nothing', async () => {
+      const put = (name: string, json: unknown) => s.request('PUT', `/api/access/${encodeURIComponent(name)}`, { key: alice.key, json })
+      expectError(await put('secret', { password: 'abc' }), 400, 1347)
+      expectError(await put('secret', { password: 12345678 }), 400, 1347)
+      expectError(await put('secret', { password: 'x'.repeat(1025) }), 400, 1347)
+      expectError(await put('secret', { expires_at: 'tomorrow' }), 400, 1347)
+      expectError(await put('secret', { expires_at: -5 }), 400, 1347)
+      expectError(await put('secret', { passwd: 'hunter22' }), 400, 1347)
+      expectError(await put('nope', { password: 'hunter22' }), 404, 1346)
+      expectError(await s.request('PUT', '/api/access/secret', { json: { password: 'hunter22' } }), 401, 1001)
+      expectError(await s.request('DELETE', '/api/access/secret', { key: alice.key }), 404, 1348)
+      const list = await s.get('/api/access', { key: alice.key })
+      assert.deepEqual(list.json.data.access, [])
+      assert.equal((await s.get('/alice/secret/')).status, 200)
+    })
+
+    it('protects a project: 401 and never its content, on every URL form', async () => {
+      const r = await s.request('PUT', '/api/access/secret', { key: alice.key, json: { password: 'hunter22' } })
+      assert.equal(r.status, 200, r.text)
+      assert.deepEqual({ ...r.json.data, updated_at: undefined }, { name: 'secret', password: true, expires_at: null, expired: false, updated_at: undefined })
+
+      const pathForms = [
+        '/alice/secret/',
+        '/alice/secret/index.html',
+        '/alice/secret',
+        '/ALICE/secret/',
+        '/alice/secre%74/',
+        '/%61lice/secret/big.txt',
+        '/alice/secret/missing',
+        '/alice/secret/big.txt',
+      ]
+      for (const p of pathForms) {
+        const variants: Array<Record<string, string>> = [{}, { range: 'bytes=0-20' }, { 'if-none-match': etag }, { 'accept-encoding': 'gzip, br' }]
+        for (const headers of variants) {
+          const a = await s.get(p, { headers })
+          assert.equal(a.status, 401, `${p} ${JSON.stringify(headers)}: ${a.status}`)
+          assert.ok(!leaks(a.text), p)
+          assert.match(a.header('www-authenticate') ?? '', /^Basic realm="alice\/secret"/)
+          assert.equal(a.header('etag'), undefined)
+          assert.equal(a.header('cache-control'), 'no-store')
+        }
+        const h = await s.request('HEAD', p)
+        assert.equal(h.status, 401, `HEAD ${p}`)
+      }
+      // the user's origin: the form for a browser, Basic for scripts
+      const form = await site('/secret/', { headers: { accept: 'text/html', 'sec-fetch-mode': 'navigate' } })
+      assert.equal(form.status, 401)
+      assert.match(form.text, /<form method="post">/)
+      assert.match(form.text, /type="password"/)
+      assert.ok(!leaks(form.text))
+      assert.doesNotMatch(form.header('www-authenticate') ?? '', /Basic/)
+      const script = await site('/secret/big.txt', { headers: { range: 'bytes=0-5' } })
+      assert.equal(script.status, 401)
+      assert.ok(!leaks(script.text))
+      assert.match(script.header('www-authenticate') ?? '', /^Basic/)
+      // other names stay open
+      assert.equal((await s.get('/alice/open/')).status, 200)
+      assert.equal((await site('/note.html')).status, 200)
+    })
+
+    it('lets HTTP Basic with the right password through, and not a wrong one', async () => {
+      const wrong = await s.get('/alice/secret/', { headers: { authorization: basic('nope-nope') } })
+      assert.equal(wrong.status, 401)
+      assert.ok(!leaks(wrong.text))
+      const ok = await s.get('/alice/secret/', { headers: { authorization: basic('hunter22') } })
+      assert.equal(ok.status, 200)
+      assert.equal(ok.text, `<p>${SECRET}</p>`)
+      const part = await s.get('/alice/secret/big.txt', { headers: { authorization: basic('hunter22'), range: 'bytes=0-17' } })
+      assert.equal(part.status, 206)
+      assert.equal(part.text, SECRET)
+      assert.equal((await site('/secret/', { headers: { authorization: basic('hunter22') } })).status, 200)
+    })
+
+    it('the form sets a scoped HttpOnly cookie holding no password; the cookie opens the project only', async () => {
+      const post = (pw: string) =>
+        site('/secret/?a=1', {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
+          body: new URLSearchParams({ password: pw }).toString(),
+        })
+      const bad = await post('wrong-one')
+      assert.equal(bad.status, 401)
+      assert.match(bad.text, /Wrong password/)
+      assert.equal(bad.header('set-cookie'), undefined)
+      const good = await post('hunter22')
+      assert.equal(good.status, 303)
+      assert.equal(good.header('location'), '/secret/?a=1')
+      const cookie = good.header('set-cookie') ?? ''
+      assert.match(cookie, /^svc_access_[0-9a-f]{32}=\d+\.[A-Za-z0-9_-]{43}; Path=\/secret\/; Max-Age=\d+; HttpOnly; SameSite=Lax$/)
+      assert.ok(!cookie.includes('hunter22'))
+      const pair = cookie.split(';')[0]
+      const page = await site('/secret/', { headers: { cookie: pair } })
+      assert.equal(page.status, 200)
+      assert.equal(page.text, `<p>${SECRET}</p>`)
+      // a forged or altered cookie is refused
+      const forged = pair.replace(/=(\d+)\./, (_m, t: string) => `=${Number(t) + 1}.`)
+      assert.equal((await site('/secret/', { headers: { cookie: forged } })).status, 401)
+      // the path form has no cookies (the service's host): Basic only
+      assert.equal((await s.get('/alice/secret/', { cookie: pair })).status, 401)
+      // a new password ends every cookie given before
+      assert.equal((await s.request('PUT', '/api/access/secret', { key: alice.key, json: { password: 'correct-horse' } })).status, 200)
+      assert.equal((await site('/secret/', { headers: { cookie: pair } })).status, 401)
+      assert.equal((await site('/secret/', { headers: { authorization: basic('correct-horse') } })).status, 200)
+    })
+
+    it('an expired page answers 410 to everybody, password or not', async () => {
+      const past = new Date(Date.now() - 60_000).toISOString()
+      const r = await s.request('PUT', '/api/access/note.html', { key: alice.key, json: { expires_at: past } })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.data.expired, true)
+      assert.equal(r.json.data.password, false)
+      for (const get of [() => s.get('/alice/note.html'), () => site('/note.html'), () => s.request('HEAD', '/alice/note.html')]) {
+        const a = await get()
+        assert.equal(a.status, 410)
+        assert.ok(!leaks(a.text))
+      }
+      // a later expiry serves it again; removing the setting too
+      const future = Date.now() + 3_600_000
+      const later = await s.request('PUT', '/api/access/note.html', { key: alice.key, json: { expires_at: future } })
+      assert.equal(later.json.data.expires_at, new Date(future).toISOString())
+      assert.equal((await s.get('/alice/note.html')).status, 200)
+      assert.equal((await s.request('PUT', '/api/access/note.html', { key: alice.key, json: { expires_at: past } })).status, 200)
+      assert.equal((await s.get('/alice/note.html')).status, 410)
+      assert.equal((await s.request('DELETE', '/api/access/note.html', { key: alice.key })).status, 200)
+      assert.equal((await s.get('/alice/note.html')).text, `<p>${SECRET} note</p>`)
+      const list = await s.get('/api/access', { key: alice.key })
+      assert.deepEqual(
+        list.json.data.access.map((a: { name: string }) => a.name),
+        ['secret'],
+      )
+    })
+
+    it('limits wrong passwords: the 11th try from one client waits, even with the right password', async () => {
+      assert.equal((await s.request('PUT', '/api/access/open', { key: alice.key, json: { password: 'open-sesame' } })).status, 200)
+      for (let i = 0; i < 10; i++) assert.equal((await s.get('/alice/open/', { headers: { authorization: basic(`guess-${i}`) } })).status, 401)
+      const blocked = await s.get('/alice/open/', { headers: { authorization: basic('open-sesame') } })
+      assert.equal(blocked.status, 429)
+      assert.ok(Number(blocked.header('retry-after')) > 0)
+      assert.ok(!blocked.text.includes('open</p>'))
+      const form = await site('/open/', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'password=open-sesame' })
+      assert.equal(form.status, 429)
+      // other names of the same user are counted apart
+      assert.equal((await s.get('/alice/secret/', { headers: { authorization: basic('correct-horse') } })).status, 200)
+    })
+
+    it('removing the setting opens the project at once', async () => {
+      assert.equal((await s.request('DELETE', '/api/access/secret', { key: alice.key })).status, 200)
+      assert.equal((await s.get('/alice/secret/')).text, `<p>${SECRET}</p>`)
+      assert.equal((await site('/secret/')).status, 200)
+    })
+  })
+}

@@ -1,0 +1,159 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { sql } from 'kysely'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { FakeClock } from '../../src/util/clock.js'
+import { raceAtQuota } from '../support/quota-race.js'
+
+const RATE_LIMITS = JSON.stringify(
+  Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 1000 }])),
+)
+
+type User = Awaited<ReturnType<TestServer['user']>>
+
+for (const engine of ENGINES) {
+  describe(`write path: counters and durability [${engine}]`, () => {
+    let s: TestServer
+    let clock: FakeClock
+    const store = (u: User, body: unknown) => s.post('/svc_api/data/store', { key: u.key, json: body })
+    const incr = (u: User, body: unknown) => s.post('/svc_api/data/incr', { key: u.key, json: body })
+    const del = (u: User, key: string) => s.request('DELETE', `/svc_api/data/delete?key=${encodeURIComponent(key)}`, { key: u.key })
+    const setLimits = (u: User, limits: Record<string, number | null>) => s.deps.users.update(u.username, { limits })
+    /** The counter row against the rows it counts. */
+    const counted = async (u: User) => {
+      const c = await s.deps.db.k.selectFrom('kv_usage').select('keys').where('user_id', '=', u.id).executeTakeFirst()
+      const n = await s.deps.db.k
+        .selectFrom('kv_entries')
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .where('user_id', '=', u.id)
+        .executeTakeFirstOrThrow()
+      return { counter: c ? Number(c.keys) : 0, rows: Number(n.n) }
+    }
+
+    before(async () => {
+      clock = new FakeClock()
+      s = await startServer({ engine, clock, env: { RATE_LIMITS } })
+    })
+    after(() => s.close())
+
+    for (const route of ['store', 'incr'] as const) {
+      it(`20 parallel ${route}s of new keys at quota - 1: exactly one succeeds, the counter stays exact`, async () => {
+        const u = await s.user()
+        await setLimits(u, { kv_keys: 10 })
+        await raceAtQuota({
+          quota: 10,
+          // setup: k0..k8, numbers (incremented below)
+          write: (i) =>
+            i < 0
+              ? store(u, { key: `k${-i - 1}`, value: -i - 1, data_type: 'number' })
+              : route === 'store'
+                ? store(u, { key: `new${i}`, value: i })
+                : incr(u, { key: `new${i}` }),
+          refused: (r) => {
+            assert.equal(r.status, 400)
+            assert.equal(r.json.error_code, 1605)
+            assert.match(r.json.message, /10/)
+          },
+          counted: () => counted(u),
+        })
+        // updates of existing keys and increments of existing counters are never refused
+        assert.equal((await store(u, { key: 'k1', value: 42 })).json.data.value, 42)
+        assert.equal((await incr(u, { key: 'k2' })).json.data.value, 3)
+        // a delete frees one place
+        assert.equal((await del(u, 'k0')).status, 200)
+        assert.deepEqual(await counted(u), { counter: 9, rows: 9 })
+        assert.equal((await store(u, { key: 'again', value: 1 })).status, 200)
+        assert.equal((await store(u, { key: 'over', value: 1 })).json.error_code, 1605)
+      })
+    }
+
+    it('expired entries stop counting: at the quota they are purged and the write goes through', async () => {
+      const u = await s.user()
+      await setLimits(u, { kv_keys: 3 })
+      assert.equal((await store(u, { key: 'short', value: 1, ttl: 1 })).status, 200)
+      assert.equal((await incr(u, { key: 'n', ttl: 1 })).status, 200)
+      assert.equal((await store(u, { key: 'keep', value: 1 })).status, 200)
+      const full = await store(u, { key: 'x', value: 1 })
+      assert.equal(full.json.error_code, 1605)
+      assert.match(full.json.message, /3/)
+      clock.advance(1500)
+      // the expired counter restarts from nothing (not from its old value) under its own key
+      const n = await incr(u, { key: 'n', by: 5 })
+      assert.equal(n.json.data.value, 5)
+      assert.equal(n.json.data.version, 1)
+      assert.equal(n.json.data.expires_at, null)
+      assert.deepEqual(await counted(u), { counter: 3, rows: 3 })
+      // at the quota (short, n, keep): the expired row is purged, then the new key fits
+      assert.equal((await store(u, { key: 'x', value: 1 })).status, 200)
+      assert.deepEqual(await counted(u), { counter: 3, rows: 3 })
+      const refused = await store(u, { key: 'y', value: 1 })
+      assert.equal(refused.json.error_code, 1605)
+      assert.match(refused.json.message, /current 3|当前 3/)
+      // the periodic purge uncounts exactly what it deletes
+      await store(u, { key: 'x', value: 2, ttl: 1 })
+      clock.advance(1500)
+      const kv = await s.deps.db.k.selectFrom('kv_entries').select('key').where('user_id', '=', u.id).execute()
+      assert.equal(kv.length, 3)
+      const { createKvService } = await import('../../src/features/kv/service.js')
+      await createKvService({ db: s.deps.db, clock }).purgeExpired()
+      assert.deepEqual(await counted(u), { counter: 2, rows: 2 })
+    })
+
+    it('an increment of a live integer, a float and a non-number entry keep their answers', async () => {
+      const u = await s.user()
+      await store(u, { key: 'big', value: 9007199254740990, data_type: 'number' })
+      const a = await incr(u, { key: 'big' })
+      assert.equal(a.json.data.value, 9007199254740991)
+      // past 2^53 the transaction path adds as JavaScript does
+      const b = await incr(u, { key: 'big', by: 2 })
+      assert.equal(b.json.data.value, 9007199254740991 + 2)
+      await store(u, { key: 'f', value: 1.5, data_type: 'number' })
+      assert.equal((await incr(u, { key: 'f', by: 2 })).json.data.value, 3.5)
+      assert.equal((await incr(u, { key: 'f', by: 0.25 })).json.data.value, 3.75)
+      await store(u, { key: 'neg', value: -3, data_type: 'number' })
+      const n = await incr(u, { key: 'neg', by: 1, ttl: 60 })
+      assert.equal(n.json.data.value, -2)
+      assert.equal(n.json.data.size, 2)
+      assert.equal(n.json.data.version, 2)
+      assert.notEqual(n.json.data.expires_at, null)
+      await store(u, { key: 't', value: 'x', data_type: 'text' })
+      assert.equal((await incr(u, { key: 't' })).status, 400)
+      // a store without data_type onto a text entry still checks the value against text
+      assert.equal((await store(u, { key: 't', value: 5 })).status, 400)
+      assert.equal((await store(u, { key: 't', value: 'y' })).json.data.data_type, 'text')
+    })
+
+    if (engine === 'sqlite') {
+      it('a failed fsync answers 503 (1503) to the writes it covered, and the next writes work', async () => {
+        const u = await s.user()
+        const barrier = s.deps.db.barrier!
+        const real = (barrier as unknown as { sync: () => Promise<void> }).sync
+        let fail = 1
+        barrier.setSync(async () => {
+          if (fail-- > 0) throw Object.assign(new Error('EIO: i/o error, fdatasync (injected)'), { code: 'EIO' })
+          await real()
+        })
+        try {
+          const r = await store(u, { key: 'a', value: 1 })
+          assert.equal(r.status, 503, r.text)
+          assert.equal(r.json.success, false)
+          assert.equal(r.json.error_code, 1503)
+          assert.equal(r.json.error_type, 'SERVER_ERROR')
+          assert.match(r.json.details.reason, /durable/)
+          const next = await Promise.all([store(u, { key: 'b', value: 1 }), incr(u, { key: 'c' }), store(u, { key: 'a', value: 2 })])
+          assert.deepEqual(
+            next.map((x) => x.status),
+            [200, 200, 200],
+          )
+          const rows = await sql<{ key: string }>`select key from kv_entries where user_id = ${u.id} order by key`.execute(s.deps.db.k)
+          assert.deepEqual(
+            rows.rows.map((x) => x.key),
+            ['a', 'b', 'c'],
+          )
+        } finally {
+          barrier.setSync(real)
+        }
+      })
+    }
+  })
+}

@@ -1,0 +1,71 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { URL } from 'node:url'
+import { ENGINES, PG_URL, REDIS_URL, startServer, type TestServer } from '../support/server.js'
+import { startS3, type TestS3 } from '../support/s3.js'
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js'
+
+// /readyz against real PostgreSQL, Redis and S3 (s3rver), each reached through a relay the
+// test cuts and restores: the probe must go non-200 within its timeout, naming the
+// dependency, and come back on its own. /livez never asks a dependency.
+const engine = ENGINES.includes('postgres') ? 'postgres' : ENGINES[0]
+
+describe(`readiness follows its dependencies [${engine}, Redis, S3]`, () => {
+  let s: TestServer
+  let s3: TestS3
+  const relays: Record<string, TcpProxy> = {}
+  let pgUrl: string | undefined
+  before(async () => {
+    s3 = await startS3()
+    relays.redis = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379))
+    relays.storage = await startTcpProxy(Number(new URL(s3.endpoint).port))
+    const env: Record<string, string> = {
+      REDIS_URL: `redis://127.0.0.1:${relays.redis.port}`,
+      STORAGE_URL: s3.storageUrl(undefined, `http://127.0.0.1:${relays.storage.port}`),
+    }
+    if (engine === 'postgres') {
+      relays.database = await startTcpProxy(Number(new URL(PG_URL).port || 5432))
+      const u = new URL(PG_URL)
+      u.port = String(relays.database.port)
+      pgUrl = u.toString()
+    }
+    s = await startServer({ engine, env, pgUrl })
+  })
+  after(async () => {
+    await s?.close()
+    for (const r of Object.values(relays)) await r.close()
+    await s3?.close()
+  })
+
+  /** Polls /readyz until `ok(status)` or the deadline; returns the last answer and when it came. */
+  const waitReady = async (want: number, deadlineMs: number) => {
+    const t0 = Date.now()
+    for (;;) {
+      const r = await s.get('/readyz')
+      if (r.status === want || Date.now() - t0 > deadlineMs) return { r, ms: Date.now() - t0 }
+      await new Promise((res) => setTimeout(res, 200))
+    }
+  }
+
+  it('answers 200 with every dependency ok', async () => {
+    const r = await s.get('/readyz')
+    assert.equal(r.status, 200, r.text)
+    assert.deepEqual(Object.keys(r.json.checks).sort(), ['database', 'redis', 'storage'])
+    assert.equal((await s.get('/livez')).status, 200)
+  })
+
+  for (const dep of ['redis', 'storage', 'database'] as const) {
+    it(`${dep} down: 503 naming it within the timeout, and 200 again once it is back`, async (t) => {
+      if (!relays[dep]) return t.skip(`${dep} is not reached over the network on ${engine}`)
+      await relays[dep].cut()
+      const down = await waitReady(503, 6000)
+      assert.equal(down.r.status, 503, down.r.text)
+      assert.notEqual(down.r.json.checks[dep], 'ok')
+      assert.ok(down.ms < 6000, `went non-200 after ${down.ms} ms`)
+      assert.equal((await s.get('/livez')).status, 200, 'liveness asks no dependency')
+      await relays[dep].restore()
+      const up = await waitReady(200, 20_000)
+      assert.equal(up.r.status, 200, `not ready again: ${up.r.text}`)
+    })
+  }
+})

@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict'
+import type { Res } from './server.js'
+
+/**
+ * Asserts an error answer of the service, in the format its route uses:
+ * - a number: format A, `{success:false, error_code, error_type, message, solution, doc_link}`;
+ * - 'plain': image hosting and hosted data, `{success:false, message}` with no code;
+ * - any other string: format B (single-file upload), `{success:false, error_code: 'NO_FILE', message}`.
+ */
+export function expectError(r: Res, status: number, code: number | string): void {
+  assert.equal(r.status, status, `${r.status} ${r.text.slice(0, 300)}`)
+  assert.equal(r.json?.success, false, r.text.slice(0, 300))
+  assert.equal(typeof r.json.message, 'string')
+  assert.ok(r.json.message.length > 0, 'a message for people')
+  if (code === 'plain') {
+    assert.equal(r.json.error_code, undefined, 'plain errors carry no code')
+    return
+  }
+  assert.equal(r.json.error_code, code, r.text.slice(0, 300))
+  if (typeof code === 'number') for (const k of ['error_type', 'solution', 'doc_link']) assert.equal(typeof r.json[k], 'string', k)
+}
+
+/**
+ * Asserts a refusal whose exact status and code the row does not pin down (a body the parser
+ * refuses, a media type no route takes): a 4xx, never a 500, in the `{success:false}` shape.
+ */
+export function expectClientError(r: Res): void {
+  assert.ok(r.status >= 400 && r.status < 500, `${r.status} ${r.text.slice(0, 300)}`)
+  assert.equal(r.json?.success, false, r.text.slice(0, 300))
+}
+
+/** A short test name for a request body: its JSON, cut to `max` characters. */
+export function rowLabel(body: unknown, max = 90): string {
+  const s = typeof body === 'string' ? body : JSON.stringify(body)
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s
+}

@@ -1,0 +1,52 @@
+import net from 'node:net'
+
+/** A loopback TCP relay to a real service that a test can cut and restore, as if the service went down. */
+export interface TcpProxy {
+  port: number
+  /** Stops accepting and drops every open connection (the service looks down). */
+  cut(): Promise<void>
+  /** Accepts again on the same port. */
+  restore(): Promise<void>
+  close(): Promise<void>
+}
+
+export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
+  const open = new Set<net.Socket>()
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, targetHost)
+    open.add(client).add(upstream)
+    const drop = () => {
+      client.destroy()
+      upstream.destroy()
+      open.delete(client)
+      open.delete(upstream)
+    }
+    client.on('error', drop).on('close', drop)
+    upstream.on('error', drop).on('close', drop)
+    client.pipe(upstream).pipe(client)
+  })
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+  await listen(0)
+  const port = (server.address() as net.AddressInfo).port
+  const cut = async () => {
+    const closed = new Promise<void>((r) => server.close(() => r()))
+    for (const s of open) s.destroy()
+    open.clear()
+    await closed
+  }
+  return {
+    port,
+    cut,
+    restore: () => listen(port),
+    async close() {
+      if (server.listening) await cut()
+    },
+  }
+}

@@ -1,0 +1,69 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { ifNoneMatchHits, notModified } from '../../src/http/conditional.js'
+
+describe('If-None-Match (RFC 9110 13.1.2, weak comparison)', () => {
+  // [field, etag(s), matches]
+  const cases: [string, string | string[], boolean][] = [
+    ['"a"', '"a"', true],
+    ['"a"', '"b"', false],
+    ['W/"a"', '"a"', true],
+    ['"a"', 'W/"a"', true],
+    ['W/"a"', 'W/"a"', true],
+    ['"b", "a"', '"a"', true],
+    ['"b","a"', '"a"', true],
+    ['"b" ,\t"a"  ', '"a"', true],
+    [' "b", W/"a" ', '"a"', true],
+    ['"b", "c"', '"a"', false],
+    ['*', '"a"', true],
+    ['  *  ', '"a"', true],
+    ['"b", *', '"a"', false], // * only as the whole field
+    ['*, "a"', '"a"', false],
+    ['', '"a"', false],
+    ['   ', '"a"', false],
+    [',,', '"a"', false],
+    ['a', '"a"', false], // unquoted
+    ['a, "a"', '"a"', true], // a malformed member does not hide the next one
+    ['"a', '"a"', false], // unterminated
+    ['"a"x, "b"', '"b"', true],
+    ['"a"x', '"a"', true], // trailing junk after a complete tag
+    ['"x,y"', '"x,y"', true], // a comma inside a tag belongs to it
+    ['"x,y"', '"x"', false],
+    ['"x", "y"', '"x,y"', false],
+    ['"abc"', '"ab"', false], // no prefix or substring matches
+    ['"ab"', '"abc"', false],
+    ['"abc-gz"', '"abc"', false],
+    ['"ABC"', '"abc"', false], // case-sensitive
+    ['w/"a"', '"a"', false], // the weak prefix is case-sensitive
+    ['""', '""', true],
+    // several tags of one content (the public host: identity, br, gzip)
+    ['"d-gz"', ['"d"', '"d-br"', '"d-gz"'], true],
+    ['W/"d-br", "x"', ['"d"', '"d-br"', '"d-gz"'], true],
+    ['"e"', ['"d"', '"d-br"', '"d-gz"'], false],
+    ['"d"', [], false],
+  ]
+  for (const [field, etags, want] of cases) {
+    it(`${JSON.stringify(field)} vs ${JSON.stringify(etags)} -> ${want}`, () => assert.equal(ifNoneMatchHits(field, etags), want))
+  }
+})
+
+describe('notModified (If-None-Match, else If-Modified-Since)', () => {
+  const lm = Date.UTC(2026, 0, 15, 4, 0, 0) / 1000
+  const at = (s: number) => new Date(s * 1000).toUTCString()
+  // [If-None-Match, If-Modified-Since, lastModifiedSec, 304?]
+  const cases: [string | undefined, string | undefined, number | undefined, boolean][] = [
+    [undefined, undefined, lm, false],
+    ['"a"', undefined, lm, true],
+    ['"b"', undefined, lm, false],
+    [undefined, at(lm), lm, true],
+    [undefined, at(lm + 60), lm, true],
+    [undefined, at(lm - 1), lm, false],
+    [undefined, 'not a date', lm, false],
+    [undefined, at(lm), undefined, false], // no Last-Modified: If-Modified-Since means nothing
+    ['"b"', at(lm + 60), lm, false], // If-None-Match present: If-Modified-Since is ignored
+    ['"a"', at(lm - 60), lm, true],
+  ]
+  for (const [inm, ims, sec, want] of cases) {
+    it(`${inm} / ${ims} / ${sec} -> ${want}`, () => assert.equal(notModified(inm, ims, '"a"', sec), want))
+  }
+})

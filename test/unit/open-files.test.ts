@@ -1,0 +1,80 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import crypto from 'node:crypto'
+import { createLocalBlobStore } from '../../src/storage/local.js'
+import { createOpenFiles } from '../../src/storage/open-files.js'
+import type { BlobStore } from '../../src/storage/blob-store.js'
+
+/** Descriptors of this process open on files under `dir` (what /proc says). */
+const openUnder = (dir: string): number =>
+  fs.readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(dir)
+    } catch {
+      return false
+    }
+  }).length
+/** Whether this process has `fd` open on a file under `dir`. */
+const openOn = (fd: number, dir: string): boolean => {
+  try {
+    return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(dir)
+  } catch {
+    return false
+  }
+}
+const readAll = (fd: number, size: number) => {
+  const b = Buffer.alloc(size)
+  fs.readSync(fd, b, 0, size, 0)
+  return b
+}
+
+describe('open-file cache of blob files', () => {
+  let root: string
+  let blobs: BlobStore
+  before(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-open-files-'))
+    blobs = createLocalBlobStore(root)
+  })
+  after(() => fs.rmSync(root, { recursive: true, force: true }))
+
+  it('keeps at most `max` descriptors, closing the ones it evicts', async () => {
+    const files = createOpenFiles({ max: 4 })
+    const stored = []
+    for (let i = 0; i < 10; i++) stored.push(await blobs.put(Buffer.from(`blob ${i} ${crypto.randomUUID()}`)))
+    for (const b of stored) {
+      const f = await blobs.localFile(b.digest)
+      const o = files.openSync(b.digest, f!.path, f!.size)!
+      assert.ok(readAll(o.fd, o.size).equals(await blobs.read(b.digest)))
+    }
+    assert.equal(files.size(), 4)
+    assert.equal(openUnder(root), 4, 'evicted descriptors are closed')
+    files.closeAll()
+    assert.equal(openUnder(root), 0)
+  })
+
+  it('never serves a replaced or deleted blob: keyed by digest, a gone file is not reopened, forget closes', async () => {
+    const files = createOpenFiles({ max: 8 })
+    const a = await blobs.put(Buffer.from(`version A ${crypto.randomUUID()}`))
+    const b = await blobs.put(Buffer.from(`version B, longer ${crypto.randomUUID()}`))
+    const fa = (await blobs.localFile(a.digest))!
+    const oa = files.openSync(a.digest, fa.path, fa.size)!
+    // a replaced file has a new digest: its own entry, its own bytes
+    const fb = (await blobs.localFile(b.digest))!
+    const ob = files.openSync(b.digest, fb.path, fb.size)!
+    assert.notEqual(oa.fd, ob.fd)
+    assert.equal(files.get(b.digest), ob)
+    assert.ok(readAll(ob.fd, ob.size).equals(await blobs.read(b.digest)))
+    // a deleted blob: the store has no file, and a cache without an entry does not find one
+    await blobs.delete(a.digest)
+    files.forget(a.digest)
+    assert.equal(oa.closed, true)
+    assert.equal(openOn(oa.fd, root) && fs.readlinkSync(`/proc/self/fd/${oa.fd}`).includes(a.digest), false)
+    assert.equal(files.get(a.digest), undefined)
+    assert.equal(files.openSync(a.digest, fa.path, fa.size), null, 'the unlinked file is not opened again')
+    await assert.rejects(blobs.localFile(a.digest))
+    files.closeAll()
+  })
+})

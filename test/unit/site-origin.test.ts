@@ -1,0 +1,53 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { loadConfig } from '../../src/config.js'
+import { hostName, siteUserOf, userSiteOrigin } from '../../src/http/site-origin.js'
+
+describe("users' origins: which host names a user", () => {
+  const auto = loadConfig({})
+  const set = loadConfig({ CONTENT_DOMAIN: 'pages.example.net', PUBLIC_URL: 'https://svc.example.net' })
+  const under = loadConfig({ CONTENT_DOMAIN: 'example.net', PUBLIC_URL: 'https://svc.example.net' })
+  const off = loadConfig({ CONTENT_DOMAIN: 'off' })
+  const cases: Array<[string, ReturnType<typeof loadConfig>, string | undefined, string | null]> = [
+    ['a loopback user host (auto)', auto, 'alice.localhost:8080', 'alice'],
+    ['upper case and a trailing dot', auto, 'ALICE.localhost.:8443', 'alice'],
+    ['localhost itself', auto, 'localhost:8443', null],
+    ['an IP', auto, '127.0.0.1:8443', null],
+    ['two labels deep', auto, 'a.b.localhost', null],
+    ['a label that cannot be a username', auto, 'a!b.localhost', null],
+    ['no Host', auto, undefined, null],
+    ['a configured domain', set, 'bob.pages.example.net', 'bob'],
+    ['a look-alike suffix', set, 'bob.evilpages.example.net', null],
+    ['the bare content domain', set, 'pages.example.net', null],
+    ['*.localhost when a domain is configured', set, 'bob.localhost', null],
+    ['the service host under the content domain', under, 'svc.example.net', null],
+    ['a user next to it', under, 'carol.example.net', 'carol'],
+    ["users' origins off", off, 'alice.localhost', null],
+  ]
+  for (const [name, config, host, want] of cases) it(`${name}: ${host} -> ${want}`, () => assert.equal(siteUserOf(host, config), want))
+
+  it('hostName drops the port, case and trailing dot, and keeps IPv6 brackets', () => {
+    assert.equal(hostName('Example.COM.:443'), 'example.com')
+    assert.equal(hostName('[::1]:8443'), '[::1]')
+    assert.equal(hostName(undefined), '')
+  })
+})
+
+describe("users' origins: the URL of a user's site", () => {
+  const req = (host: string) => ({ headers: { host } })
+  it('on loopback, the plain-HTTP listener when there is one, else HTTPS on the same port', () => {
+    const c = loadConfig({})
+    assert.equal(userSiteOrigin('alice', req('localhost:8443'), c, { main: 8443, http: 8080 }), 'http://alice.localhost:8080')
+    assert.equal(userSiteOrigin('alice', req('127.0.0.1:8443'), c, { main: 8443, http: null }), 'https://alice.localhost:8443')
+  })
+  it('a public host without CONTENT_DOMAIN has none (no guessing a domain for remote visitors)', () => {
+    assert.equal(userSiteOrigin('alice', req('svc.example.net'), loadConfig({}), { main: 443, http: 80 }), null)
+  })
+  it("a configured domain, with PUBLIC_URL's port", () => {
+    const c = loadConfig({ CONTENT_DOMAIN: 'pages.test', PUBLIC_URL: 'https://svc.test:9443', TRUST_PROXY: '1' })
+    assert.equal(userSiteOrigin('bob', req('internal:8080'), c, { main: 8080, http: null }), 'https://bob.pages.test:9443')
+  })
+  it('refuses a CONTENT_DOMAIN that is not a domain name', () => {
+    assert.throws(() => loadConfig({ CONTENT_DOMAIN: 'https://x.com/' }), /CONTENT_DOMAIN/)
+  })
+})

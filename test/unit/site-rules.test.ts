@@ -1,0 +1,162 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { compileRules, headersFor, matchRedirect, parseHeaders, parseRedirects, RuleSyntaxError } from '../../src/features/sites/site-rules.js'
+
+describe('_redirects parser', () => {
+  const good: Array<[string, string, unknown]> = [
+    ['a redirect with the default status', '/old /new', [{ from: '/old', to: '/new', status: 301, force: false, line: 1 }]],
+    ['comments, blank lines and CRLF', '# top\r\n\r\n  /a   /b   302  \r\n', [{ from: '/a', to: '/b', status: 302, force: false, line: 3 }]],
+    ['the SPA fallback', '/* /index.html 200', [{ from: '/*', to: '/index.html', status: 200, force: false, line: 1 }]],
+    ['a forced rule', '/a /b 200!', [{ from: '/a', to: '/b', status: 200, force: true, line: 1 }]],
+    [
+      'placeholders and a splat',
+      '/blog/:year/:slug/* /posts/:year-:slug/:splat 301',
+      [{ from: '/blog/:year/:slug/*', to: '/posts/:year-:slug/:splat', status: 301, force: false, line: 1 }],
+    ],
+    [
+      'an external redirect',
+      '/docs/* https://docs.example.com/:splat 302',
+      [{ from: '/docs/*', to: 'https://docs.example.com/:splat', status: 302, force: false, line: 1 }],
+    ],
+    ['a custom 404 for a section', '/shop/* /shop/404.html 404', [{ from: '/shop/*', to: '/shop/404.html', status: 404, force: false, line: 1 }]],
+    ['a byte-order mark', '\uFEFF/a /b', [{ from: '/a', to: '/b', status: 301, force: false, line: 1 }]],
+  ]
+  for (const [name, text, want] of good) {
+    it(`takes ${name}`, () => assert.deepEqual(parseRedirects(text), want))
+  }
+
+  const bad: Array<[string, string, number, RegExp]> = [
+    ['one token', '/only', 1, /expected "from to/],
+    ['a condition', '/a /b 200 Country=us', 1, /conditions are not supported/],
+    ['a relative from', 'a /b', 1, /must start with \//],
+    ['a full URL as from', 'https://x.com/a /b', 1, /paths of this site only/],
+    ['a splat inside the pattern', '/a/*/b /c', 1, /may only end/],
+    ['an unknown status', '/a /b 418', 1, /must be one of/],
+    ['a status that is not a number', '/a /b abc', 1, /must be one of/],
+    ['a relative target', '/a b', 1, /must start with \/ or be an http/],
+    ['a proxy to another site', '/api/* https://api.example.com/:splat 200', 1, /can only be a redirect/],
+    ['an uncaptured placeholder', '/a/:id /b/:name', 1, /does not capture/],
+    ['a splat without *', '/a /b/:splat', 1, /does not capture/],
+    ['a bad placeholder', '/a/:1x /b', 1, /bad placeholder/],
+    ['a query string in from', '/a?x=1 /b', 1, /query strings/],
+    ['the line of the error', '# c\n/a /b\n\n/c', 4, /expected "from to/],
+    ['a line too long', `/a /${'b'.repeat(3000)}`, 1, /longer than/],
+  ]
+  for (const [name, text, line, msg] of bad) {
+    it(`refuses ${name}, naming the file and line`, () => {
+      assert.throws(
+        () => parseRedirects(text),
+        (e: unknown) => {
+          assert.ok(e instanceof RuleSyntaxError)
+          assert.equal(e.line, line)
+          assert.match(e.message, /^_redirects, line \d+: /)
+          assert.match(e.message, msg)
+          return true
+        },
+      )
+    })
+  }
+
+  it('refuses more than 1000 rules', () => {
+    assert.throws(() => parseRedirects(Array.from({ length: 1001 }, (_, i) => `/a${i} /b`).join('\n')), /more than 1000 rules/)
+  })
+})
+
+describe('_redirects matching', () => {
+  const rules = compileRules(
+    parseRedirects(
+      [
+        '/old /new 301',
+        '/blog/:year/:slug /posts/:year/:slug.html 200',
+        '/docs/* https://docs.example.com/:splat 302',
+        '/forced /elsewhere 302!',
+        '/app/* /app/index.html 200',
+        '/* /index.html 200',
+      ].join('\n'),
+    ),
+    [],
+  )
+  const cases: Array<[string, boolean, unknown]> = [
+    ['/old', false, { status: 301, to: '/new', force: false }],
+    ['/old/', false, { status: 301, to: '/new', force: false }],
+    ['/blog/2026/hello', false, { status: 200, to: '/posts/2026/hello.html', force: false }],
+    ['/docs/a/b', false, { status: 302, to: 'https://docs.example.com/a/b', force: false }],
+    ['/docs', false, { status: 302, to: 'https://docs.example.com/', force: false }],
+    ['/app/settings/profile', false, { status: 200, to: '/app/index.html', force: false }],
+    ['/anything/else', false, { status: 200, to: '/index.html', force: false }],
+    // a file at the path shadows every rule but the forced ones
+    ['/old', true, null],
+    ['/forced', true, { status: 302, to: '/elsewhere', force: true }],
+  ]
+  for (const [path, exists, want] of cases) {
+    it(`${path}${exists ? ' (file exists)' : ''} -> ${want ? JSON.stringify(want) : 'no rule'}`, () =>
+      assert.deepEqual(matchRedirect(rules, path, exists), want))
+  }
+  it('first match wins', () => {
+    const r = compileRules(parseRedirects('/a /first\n/a /second'), [])
+    assert.equal(matchRedirect(r, '/a', false)?.to, '/first')
+  })
+  it('a pattern never matches across segments or by prefix', () => {
+    const r = compileRules(parseRedirects('/a/:x /b\n/old /new'), [])
+    assert.equal(matchRedirect(r, '/a/b/c', false), null)
+    assert.equal(matchRedirect(r, '/older', false), null)
+    assert.equal(matchRedirect(r, '/a.b', false), null)
+  })
+})
+
+describe('_headers parser and matching', () => {
+  it('takes path blocks with indented headers, comments and blank lines', () => {
+    const text = '# headers\n/*\n  X-Frame-Options: DENY\n  Referrer-Policy: strict-origin\n\n/assets/*\n\tCache-Control: public, max-age=31536000, immutable\n'
+    assert.deepEqual(parseHeaders(text), [
+      {
+        pattern: '/*',
+        headers: [
+          ['X-Frame-Options', 'DENY'],
+          ['Referrer-Policy', 'strict-origin'],
+        ],
+        line: 2,
+      },
+      { pattern: '/assets/*', headers: [['Cache-Control', 'public, max-age=31536000, immutable']], line: 6 },
+    ])
+  })
+  const bad: Array<[string, string, number, RegExp]> = [
+    ['a header before any pattern', '  X-A: b', 1, /before any path pattern/],
+    ['a pattern with no headers', '/a\n/b\n  X-A: 1', 1, /has no headers/],
+    ['a last pattern with no headers', '/a\n  X-A: 1\n/b', 3, /has no headers/],
+    ['a line without a colon', '/a\n  X-A b', 2, /expected "Name: value"/],
+    ['a bad header name', '/a\n  X A: b', 2, /not a valid header name/],
+    ['Set-Cookie', '/a\n  Set-Cookie: a=b', 2, /set by the service/],
+    ['Content-Length', '/a\n  content-length: 5', 2, /set by the service/],
+    ['X-Content-Type-Options', '/a\n  X-Content-Type-Options: sniff', 2, /set by the service/],
+    ['Access-Control-Allow-Credentials', '/a\n  Access-Control-Allow-Credentials: true', 2, /set by the service/],
+    ['a control character', '/a\n  X-A: b\u0001c', 2, /control characters/],
+    ['a pattern with spaces', '/a b\n  X-A: 1', 1, /has no spaces/],
+    ['a relative pattern', 'a\n  X-A: 1', 1, /must start with \//],
+  ]
+  for (const [name, text, line, msg] of bad) {
+    it(`refuses ${name}, naming the file and line`, () => {
+      assert.throws(
+        () => parseHeaders(text),
+        (e: unknown) => {
+          assert.ok(e instanceof RuleSyntaxError)
+          assert.equal(e.line, line)
+          assert.match(e.message, /^_headers, line \d+: /)
+          assert.match(e.message, msg)
+          return true
+        },
+      )
+    })
+  }
+  it('applies every matching block in order and joins a repeated name', () => {
+    const rules = compileRules([], parseHeaders('/*\n  X-A: 1\n  Link: </a.css>; rel=preload\n/page\n  X-B: 2\n  link: </b.js>; rel=preload\n'))
+    assert.deepEqual(headersFor(rules, '/page'), [
+      ['X-A', '1'],
+      ['Link', '</a.css>; rel=preload, </b.js>; rel=preload'],
+      ['X-B', '2'],
+    ])
+    assert.deepEqual(headersFor(rules, '/other'), [
+      ['X-A', '1'],
+      ['Link', '</a.css>; rel=preload'],
+    ])
+  })
+})
