@@ -142,12 +142,16 @@
   function reports() {
     var body = $('reports-table').querySelector('tbody')
     var current = 1
+    // only the latest load renders: an older answer (another filter, before an action) is dropped
+    var seq = 0
     function load(p) {
       current = p
+      var mine = ++seq
       var st = $('reports-filter').value
       S.api
         .get('/svc_api/admin/reports?page=' + p + '&per_page=50' + (st ? '&status=' + S.enc(st) : ''))
         .then(function (r) {
+          if (mine !== seq) return
           S.clear(body)
           var d = r.data
           if (d.reports.length === 0) S.emptyRow(body, t('admin.reports.none'))
