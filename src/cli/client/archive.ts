@@ -50,6 +50,8 @@ export interface ArchiveResult {
 
 /** The manifest entry's name and the server's limits, as the server states them. */
 const MANIFEST_ENTRY = 'svc-deploy.json'
+/** Files up to this size are read whole; larger ones are streamed. */
+const SMALL_FILE = 1024 * 1024
 
 /** The tar (optionally gzipped) of the manifest and the files to send, made as it is read. */
 function archiveStream(manifest: Buffer, files: LocalFile[], gzip: boolean, onBytes: (n: number, fileDone: boolean) => void): Readable {
@@ -62,8 +64,20 @@ function archiveStream(manifest: Buffer, files: LocalFile[], gzip: boolean, onBy
         pack.entry({ name: MANIFEST_ENTRY, size: manifest.length, mode: 0o644 }, manifest, (e) => (e ? reject(e) : resolve())),
       )
       for (const f of files) {
-        const st = await fsp.stat(f.abs)
-        if (st.size !== f.size) throw new CliError(`${f.path} changed while deploying; run svc deploy again`)
+        const changed = () => new CliError(`${f.path} changed while deploying; run svc deploy again`)
+        const st = fs.statSync(f.abs)
+        if (st.size !== f.size) throw changed()
+        if (f.size <= SMALL_FILE) {
+          // small files: one synchronous read, handed to the packer whole (it calls back once
+          // the entry is in its buffer, so the loop still waits for the socket)
+          const bytes = fs.readFileSync(f.abs)
+          if (bytes.length !== f.size) throw changed()
+          await new Promise<void>((resolve, reject) =>
+            pack.entry({ name: f.path, size: f.size, mode: 0o644, mtime: st.mtime }, bytes, (e) => (e ? reject(e) : resolve())),
+          )
+          onBytes(bytes.length, true)
+          continue
+        }
         await new Promise<void>((resolve, reject) => {
           const entry = pack.entry({ name: f.path, size: f.size, mode: 0o644, mtime: st.mtime }, (e) => (e ? reject(e) : resolve()))
           const src = fs.createReadStream(f.abs)
