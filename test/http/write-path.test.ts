@@ -123,6 +123,37 @@ for (const engine of ENGINES) {
       assert.equal((await store(u, { key: 't', value: 'y' })).json.data.data_type, 'text')
     })
 
+    for (const [name, bys] of [
+      ['of one sign', Array.from({ length: 120 }, (_, i) => 1 + (i % 3))],
+      ['of both signs', Array.from({ length: 120 }, (_, i) => (i % 3 === 0 ? -2 : 1 + (i % 2)))],
+    ] as const) {
+      it(`120 parallel increments ${name} of one key: every answer fits one serial order`, async () => {
+        const u = await s.user()
+        await store(u, { key: 'hot', value: 1000, data_type: 'number' })
+        const before = (await s.get('/svc_api/data/get?key=hot', { key: u.key })).json.data
+        const answers = await Promise.all(bys.map((by) => incr(u, { key: 'hot', by })))
+        // merged or not, the answers read as if the increments ran one after another:
+        // versions before+1..before+120, each value the previous one plus its own increment
+        const seen = answers.map((r, i) => {
+          assert.equal(r.status, 200, r.text)
+          return { by: bys[i], ...(r.json.data as { value: number; version: number; updated_at: string; size: number }) }
+        })
+        seen.sort((a, b) => a.version - b.version)
+        let prev = { value: before.value as number, version: before.version as number, updated_at: before.updated_at as string }
+        for (const e of seen) {
+          assert.equal(e.version, prev.version + 1)
+          assert.equal(e.value, prev.value + e.by)
+          assert.equal(e.size, String(e.value).length)
+          assert.ok(e.updated_at > prev.updated_at, `${e.updated_at} after ${prev.updated_at}`)
+          prev = e
+        }
+        const after = (await s.get('/svc_api/data/get?key=hot', { key: u.key })).json.data
+        assert.equal(after.value, 1000 + bys.reduce((a: number, b: number) => a + b, 0))
+        assert.equal(after.version, prev.version)
+        assert.equal(after.updated_at, prev.updated_at)
+      })
+    }
+
     if (engine === 'sqlite') {
       it('a failed fsync answers 503 (1503) to the writes it covered, and the next writes work', async () => {
         const u = await s.user()

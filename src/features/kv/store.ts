@@ -137,8 +137,10 @@ export function createKvStore(db: Db) {
      * One statement: adds `by` to a live integer entry and returns the row, or undefined when
      * the entry is missing, expired, not a number, not an integer or would leave 2^53 (the
      * caller then takes the transaction path). Integers print the same in SQL and in JS.
+     * `count`: how many increments `by` sums (merged writes): version moves by `count` and
+     * updated_at by at least `count`, so each of them can be given its own.
      */
-    incrInPlace: (userId: string, key: string, by: number, now: number, expiresAt: number | null | undefined): Promise<KvRow | undefined> => {
+    incrInPlace: (userId: string, key: string, by: number, now: number, expiresAt: number | null | undefined, count = 1): Promise<KvRow | undefined> => {
       const isInt =
         db.engine === 'postgres'
           ? sql<boolean>`case when value ~ '^-?[0-9]{1,15}$' then abs(value::bigint + ${by}::bigint) <= 9007199254740991 else false end`
@@ -155,8 +157,8 @@ export function createKvStore(db: Db) {
             db.engine === 'postgres'
               ? sql<number>`length((value::bigint + ${by}::bigint)::text)`
               : sql<number>`length(cast(cast(value as integer) + cast(${by} as integer) as text))`,
-          version: sql<number>`version + 1`,
-          updated_at: sql<number>`${sql.raw(db.engine === 'postgres' ? 'greatest' : 'max')}(cast(${now} as bigint), updated_at + 1)`,
+          version: sql<number>`version + cast(${count} as integer)`,
+          updated_at: sql<number>`${sql.raw(db.engine === 'postgres' ? 'greatest' : 'max')}(cast(${now + count - 1} as bigint), updated_at + cast(${count} as integer))`,
           ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
         })
         .where('user_id', '=', userId)
