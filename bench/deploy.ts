@@ -2,7 +2,7 @@
  * Archive deploys benchmark (not a test), issue 23's figures, on this machine:
  *   1. first deploy of a 20,000-page site (2 KB each, 200 folders): time and requests, with
  *      `svc deploy` (archive) and the old batch path (`svc deploy --batch`) in the same run,
- *      and `tar -cz` of the same tree as the floor;
+ *      and `tar -cz` of the same tree (reading it) and `tar -xz` (writing it) as the floors;
  *   2. a one-file redeploy, both paths;
  *   3. rollback: the HTTP request alone, and `svc rollback` (process start included);
  *   4. the server's memory (VmRSS, sampled every 20 ms) during a 200 MB archive deploy of
@@ -116,6 +116,12 @@ makeBig(bigDir, Number(o['big-mb']))
 const tarT0 = Date.now()
 spawnSync('tar', ['-czf', path.join(work, 'pages.tgz'), '-C', pagesDir, '.'])
 const tarMs = Date.now() - tarT0
+// the write-side floor: unpacking the same tree makes the 20,000 files a deploy must store
+const untar = path.join(work, 'untar')
+fs.mkdirSync(untar)
+const untarT0 = Date.now()
+spawnSync('tar', ['-xzf', path.join(work, 'pages.tgz'), '-C', untar])
+const untarMs = Date.now() - untarT0
 
 const admin = (args: string[]) => {
   const r = spawnSync(process.execPath, [bin, ...args], { env: serverEnv, encoding: 'utf8' })
@@ -187,6 +193,7 @@ try {
         cpus: os.cpus().length,
         loadavg: os.loadavg().map((x) => x.toFixed(2)),
         tar_cz_ms: tarMs,
+        tar_xz_ms: untarMs,
         archive: { first: archiveFirst, one_file: archiveOne, rollback_http_ms: rollbackMs, rollback_cli_ms: rollbackCli },
         big_deploy: {
           ...big,
