@@ -1,4 +1,5 @@
 import type { Db } from '../db/kysely.js'
+import { prepared } from '../db/prepared.js'
 import type { Clock } from '../util/clock.js'
 import type { ErrorKey } from '../errors/codes.js'
 import { USER_COLUMNS, toUser, type User } from './users.js'
@@ -37,23 +38,32 @@ const LAST_USED_EVERY_MS = 60_000
  * logout take effect on the next request on every instance.
  */
 export function createPrincipalResolver(db: Db, clock: Clock) {
+  const keyRow = prepared(db, 1, (keyHash: string) =>
+    db.k
+      .selectFrom('api_keys')
+      .innerJoin('users', 'users.id', 'api_keys.user_id')
+      .select([
+        'api_keys.id as key_id',
+        'api_keys.enabled',
+        'api_keys.read_only',
+        'api_keys.expires_at',
+        'api_keys.last_used_at',
+        ...USER_COLUMNS.map((c) => `users.${c}` as const),
+      ])
+      .where('api_keys.key_hash', '=', keyHash),
+  )
+  const sessionRow = prepared(db, 1, (idHash: string) =>
+    db.k
+      .selectFrom('sessions')
+      .innerJoin('users', 'users.id', 'sessions.user_id')
+      .select(['sessions.expires_at', 'sessions.csrf_token', ...USER_COLUMNS.map((c) => `users.${c}` as const)])
+      .where('sessions.id_hash', '=', idHash),
+  )
   return async function resolve(authorization: string | undefined, cookieHeader: string | undefined): Promise<Resolution> {
     if (authorization !== undefined) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
       if (!m || !API_KEY_RE.test(m[1])) return { kind: 'error', error: 'AUTH_INVALID' }
-      const row = await db.k
-        .selectFrom('api_keys')
-        .innerJoin('users', 'users.id', 'api_keys.user_id')
-        .select([
-          'api_keys.id as key_id',
-          'api_keys.enabled',
-          'api_keys.read_only',
-          'api_keys.expires_at',
-          'api_keys.last_used_at',
-          ...USER_COLUMNS.map((c) => `users.${c}` as const),
-        ])
-        .where('api_keys.key_hash', '=', sha256hex(m[1]))
-        .executeTakeFirst()
+      const [row] = await keyRow(sha256hex(m[1]))
       const now = clock.now()
       if (!row || !row.enabled || (row.expires_at !== null && Number(row.expires_at) <= now)) return { kind: 'error', error: 'AUTH_INVALID' }
       const user = toUser(row)
@@ -69,12 +79,7 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
     if (cookies.length > 1) return { kind: 'error', error: 'AUTH_AMBIGUOUS' }
     const sid = cookies[0]
     if (!SESSION_ID_RE.test(sid)) return { kind: 'error', error: 'AUTH_INVALID' }
-    const row = await db.k
-      .selectFrom('sessions')
-      .innerJoin('users', 'users.id', 'sessions.user_id')
-      .select(['sessions.expires_at', 'sessions.csrf_token', ...USER_COLUMNS.map((c) => `users.${c}` as const)])
-      .where('sessions.id_hash', '=', sha256hex(sid))
-      .executeTakeFirst()
+    const [row] = await sessionRow(sha256hex(sid))
     if (!row || Number(row.expires_at) <= clock.now()) return { kind: 'error', error: 'AUTH_INVALID' }
     const user = toUser(row)
     if (user.disabled) return { kind: 'error', error: 'ACCOUNT_DISABLED' }
