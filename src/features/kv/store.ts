@@ -1,6 +1,7 @@
 import { sql, type ExpressionBuilder } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { Db, DB, Trx } from '../../db/kysely.js'
+import { prepared } from '../../db/prepared.js'
 
 /** One row of kv_entries: a user's entry. The value is kept as its JSON text. */
 export interface KvEntriesTable {
@@ -59,6 +60,65 @@ const live = (now: number) => (eb: ExpressionBuilder<Database, 'kv_entries'>) =>
  * expired rows, so an expired entry is missing everywhere even before it is purged.
  */
 export function createKvStore(db: Db) {
+  const greatest = sql.raw(db.engine === 'postgres' ? 'greatest' : 'max')
+  /**
+   * The in-place increment, prepared (db/prepared.ts), with and without a new expiry: adds
+   * `by` when the entry is a live integer and the sum stays within 2^53; `nowLast` and
+   * `count` are those of merged increments (nowLast = now + count - 1).
+   */
+  const incrQuery = (withExpiry: boolean) =>
+    prepared(db, withExpiry ? 7 : 6, (userId: string, key: string, by: number, now: number, nowLast: number, count: number, expiresAt: number | null) => {
+      const pg = db.engine === 'postgres'
+      const isInt = pg
+        ? sql<boolean>`case when value ~ '^-?[0-9]{1,15}$' then abs(value::bigint + ${by}::bigint) <= 9007199254740991 else false end`
+        : sql<boolean>`value = cast(cast(value as integer) as text) and length(value) <= 16 and abs(cast(value as integer) + cast(${by} as integer)) <= 9007199254740991`
+      return db.k
+        .updateTable('kv_entries')
+        .set({
+          value: pg ? sql<string>`(value::bigint + ${by}::bigint)::text` : sql<string>`cast(cast(value as integer) + cast(${by} as integer) as text)`,
+          size: pg
+            ? sql<number>`length((value::bigint + ${by}::bigint)::text)`
+            : sql<number>`length(cast(cast(value as integer) + cast(${by} as integer) as text))`,
+          version: sql<number>`version + cast(${count} as integer)`,
+          updated_at: sql<number>`${greatest}(cast(${nowLast} as bigint), updated_at + cast(${count} as integer))`,
+          ...(withExpiry ? { expires_at: expiresAt } : {}),
+        })
+        .where('user_id', '=', userId)
+        .where('key', '=', key)
+        .where(live(now))
+        .where('data_type', '=', 'number')
+        .where(isInt)
+        .returning(KV_COLUMNS)
+    })
+  const incrQueries = [incrQuery(false), incrQuery(true)] as const
+  /** The in-place overwrite, prepared per shape: which optional fields it sets, and whether the entry must be json. */
+  const updateQuery = (has: [tags: boolean, isPublic: boolean, expiresAt: boolean], requireJson: boolean) =>
+    prepared(db, 6 + has.filter(Boolean).length, (...a: unknown[]) => {
+      const [userId, key, now, value, size, dataType, ...rest] = a as [string, string, number, string, number, string, ...unknown[]]
+      // the optional fields present, in this order, follow the six fixed arguments
+      const values = [...rest]
+      const optional = {
+        ...(has[0] ? { tags: values.shift() as string } : {}),
+        ...(has[1] ? { is_public: values.shift() as number } : {}),
+        ...(has[2] ? { expires_at: values.shift() as number | null } : {}),
+      }
+      let q = db.k
+        .updateTable('kv_entries')
+        .set({
+          value,
+          size,
+          data_type: dataType,
+          ...optional,
+          version: sql<number>`version + 1`,
+          updated_at: sql<number>`${greatest}(cast(${now} as bigint), updated_at + 1)`,
+        })
+        .where('user_id', '=', userId)
+        .where('key', '=', key)
+        .where(live(now))
+      if (requireJson) q = q.where('data_type', '=', 'json')
+      return q.returning(KV_COLUMNS)
+    })
+  const updateQueries = new Map<string, ReturnType<typeof updateQuery>>()
   const k = db.k
   /** Byte order on both engines (PostgreSQL's collation could otherwise differ from SQLite's). */
   const keyOrder = db.engine === 'postgres' ? sql`${sql.ref('key')} collate "C"` : sql`${sql.ref('key')}`
@@ -140,63 +200,30 @@ export function createKvStore(db: Db) {
      * `count`: how many increments `by` sums (merged writes): version moves by `count` and
      * updated_at by at least `count`, so each of them can be given its own.
      */
-    incrInPlace: (userId: string, key: string, by: number, now: number, expiresAt: number | null | undefined, count = 1): Promise<KvRow | undefined> => {
-      const isInt =
-        db.engine === 'postgres'
-          ? sql<boolean>`case when value ~ '^-?[0-9]{1,15}$' then abs(value::bigint + ${by}::bigint) <= 9007199254740991 else false end`
-          : sql<boolean>`value = cast(cast(value as integer) as text) and length(value) <= 16 and abs(cast(value as integer) + cast(${by} as integer)) <= 9007199254740991`
-      const sum =
-        db.engine === 'postgres'
-          ? sql<string>`(value::bigint + ${by}::bigint)::text`
-          : sql<string>`cast(cast(value as integer) + cast(${by} as integer) as text)`
-      return k
-        .updateTable('kv_entries')
-        .set({
-          value: sum,
-          size:
-            db.engine === 'postgres'
-              ? sql<number>`length((value::bigint + ${by}::bigint)::text)`
-              : sql<number>`length(cast(cast(value as integer) + cast(${by} as integer) as text))`,
-          version: sql<number>`version + cast(${count} as integer)`,
-          updated_at: sql<number>`${sql.raw(db.engine === 'postgres' ? 'greatest' : 'max')}(cast(${now + count - 1} as bigint), updated_at + cast(${count} as integer))`,
-          ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
-        })
-        .where('user_id', '=', userId)
-        .where('key', '=', key)
-        .where(live(now))
-        .where('data_type', '=', 'number')
-        .where(isInt)
-        .returning(KV_COLUMNS)
-        .executeTakeFirst()
+    incrInPlace: async (userId: string, key: string, by: number, now: number, expiresAt: number | null | undefined, count = 1): Promise<KvRow | undefined> => {
+      const rows =
+        expiresAt === undefined
+          ? await incrQueries[0](userId, key, by, now, now + count - 1, count, null)
+          : await incrQueries[1](userId, key, by, now, now + count - 1, count, expiresAt)
+      return rows[0]
     },
 
     /**
      * One statement: overwrites a live entry and returns it, or undefined when there is no
      * live entry (or `requireJson` and its type is not json). Unset fields keep their values.
      */
-    updateInPlace: (
+    updateInPlace: async (
       userId: string,
       key: string,
       now: number,
       f: { value: string; size: number; data_type: string; requireJson: boolean; tags?: string; is_public?: number; expires_at?: number | null },
     ): Promise<KvRow | undefined> => {
-      let q = k
-        .updateTable('kv_entries')
-        .set({
-          value: f.value,
-          size: f.size,
-          data_type: f.data_type,
-          ...(f.tags === undefined ? {} : { tags: f.tags }),
-          ...(f.is_public === undefined ? {} : { is_public: f.is_public }),
-          ...(f.expires_at === undefined ? {} : { expires_at: f.expires_at }),
-          version: sql<number>`version + 1`,
-          updated_at: sql<number>`${sql.raw(db.engine === 'postgres' ? 'greatest' : 'max')}(cast(${now} as bigint), updated_at + 1)`,
-        })
-        .where('user_id', '=', userId)
-        .where('key', '=', key)
-        .where(live(now))
-      if (f.requireJson) q = q.where('data_type', '=', 'json')
-      return q.returning(KV_COLUMNS).executeTakeFirst()
+      const optional = [f.tags, f.is_public, f.expires_at]
+      const shape = `${optional.map((v) => (v === undefined ? 0 : 1)).join('')}${f.requireJson ? 1 : 0}`
+      let run = updateQueries.get(shape)
+      if (run === undefined) updateQueries.set(shape, (run = updateQuery(optional.map((v) => v !== undefined) as [boolean, boolean, boolean], f.requireJson)))
+      const rows = await run(userId, key, now, f.value, f.size, f.data_type, ...optional.filter((v) => v !== undefined))
+      return rows[0]
     },
 
     /** Deletes a live entry and uncounts it (one transaction); true when one was deleted. */
