@@ -226,8 +226,17 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config'>,
      * transaction: one per enabled webhook, one per verified address (each mode), or one
      * per address due at the end of the digest period. Spam triggers nothing.
      */
-    async enqueue(trx: Trx, form: FormRow, submission: { id: string; data: Record<string, unknown>; createdAt: number }, spam: boolean) {
-      if (spam) return
+    /**
+     * The deliveries a submission queues (webhook, e-mail each or digest), read from the
+     * form's settings; the caller inserts them with the submission (notifyStore.insertDeliveries).
+     */
+    async deliveriesFor(
+      trx: Trx,
+      form: FormRow,
+      submission: { id: string; data: Record<string, unknown>; createdAt: number },
+      spam: boolean,
+    ): Promise<DeliveryRow[]> {
+      if (spam) return []
       const [hook, email] = await Promise.all([notifyStore.webhook(trx, form.id), notifyStore.emailSetting(trx, form.id)])
       const now = clock.now()
       const payload = JSON.stringify({
@@ -263,8 +272,10 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config'>,
         const due = digest ? Math.ceil((now + 1) / config.notifyDigestMs) * config.notifyDigestMs : now
         for (const a of await notifyStore.verifiedAddresses(trx, form.user_id)) rows.push(row(digest ? 'digest' : 'email', a.address, due))
       }
-      await notifyStore.insertDeliveries(trx, rows)
+      return rows
     },
+
+    insertDeliveries: (trx: Trx, rows: DeliveryRow[]) => notifyStore.insertDeliveries(trx, rows),
   }
 }
 export type NotifyService = ReturnType<typeof createNotifyService>

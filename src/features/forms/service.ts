@@ -163,8 +163,8 @@ export interface FormServiceDeps {
   db: Db
   clock: Clock
   limits: LimitStore
-  /** Writes a stored submission's notifications into the outbox, in its transaction. */
-  notify?: Pick<NotifyService, 'enqueue'>
+  /** The notifications a submission queues, read before the owner's lock and written in its transaction. */
+  notify?: Pick<NotifyService, 'deliveriesFor' | 'insertDeliveries'>
 }
 
 /** The rules of the forms part: management, submission, quotas. No Fastify here. */
@@ -364,15 +364,23 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       const ua = meta.userAgent && !/[\u0000]/.test(meta.userAgent) ? meta.userAgent.slice(0, 512) : null
       const id = newId()
       await db.k.transaction().execute(async (trx) => {
-        await db.lockUser(trx, form.user_id)
+        // reads first: the owner's lock is held only for the writes, so one owner's
+        // submissions wait on each other for a few statements, not the whole transaction
         const owner = await trx.selectFrom('users').select(['limits', 'disabled']).where('id', '=', form.user_id).executeTakeFirst()
-        const current = await formStore.byId(trx, form.user_id, form.id)
-        if (!owner || !current) throw notFound()
-        if (!current.is_active || owner.disabled) throw new AppError('FORM_DISABLED')
+        const settings = await formStore.byId(trx, form.user_id, form.id)
+        if (!owner || !settings) throw notFound()
+        if (!settings.is_active || owner.disabled) throw new AppError('FORM_DISABLED')
+        const deliveries = (await notify?.deliveriesFor(trx, settings, { id, data, createdAt: now }, spam !== null)) ?? []
         const month = beijingMonth(now)
         const limit = quotaOf(owner.limits, 'form_submissions_month')
-        const used = await formStore.monthUsage(trx, form.user_id, month)
-        if (used >= limit) {
+        await db.lockUser(trx, form.user_id)
+        // under the lock: the form still there and active (a delete or disable may have
+        // committed since), and the next number of its submissions
+        const current = await formStore.activeAndNextSeq(trx, form.user_id, form.id)
+        if (!current) throw notFound()
+        if (!current.active) throw new AppError('FORM_DISABLED')
+        const used = await formStore.claimMonth(trx, form.user_id, month, limit)
+        if (used !== null) {
           throw new AppError('FORM_QUOTA', {
             params: { detail: `monthly submissions ${used}/${limit} (${month}, Beijing time)`, limit },
             extra: { details: { quota: 'form_submissions_month', used, limit, month } },
@@ -382,7 +390,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
           id,
           form_id: form.id,
           user_id: form.user_id,
-          seq: await formStore.nextSeq(trx, form.id),
+          seq: current.seq,
           data: JSON.stringify(data),
           is_read: 0,
           is_spam: spam ? 1 : 0,
@@ -391,8 +399,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
           ip_prefix: ipPrefix(meta.ip),
           created_at: now,
         })
-        await formStore.bumpUsage(trx, form.user_id, month, used)
-        await notify?.enqueue(trx, current, { id, data, createdAt: now }, spam !== null)
+        if (deliveries.length > 0) await notify!.insertDeliveries(trx, deliveries)
       })
       return { id, spam }
     },

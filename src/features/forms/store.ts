@@ -152,30 +152,44 @@ export const formStore = {
     return r ? num(r.submissions) : 0
   },
 
-  /** Adds one to the owner's submission count of a month (caller holds the owner's lock). */
-  async bumpUsage(q: Q, userId: string, month: string, current: number): Promise<void> {
-    if (current === 0) {
-      const had = await q.selectFrom('form_usage').select('submissions').where('user_id', '=', userId).where('month', '=', month).executeTakeFirst()
-      if (!had) {
-        await q.insertInto('form_usage').values({ user_id: userId, month, submissions: 1 }).execute()
-        return
-      }
-    }
-    await q
-      .updateTable('form_usage')
-      .set({ submissions: sql<number>`submissions + 1` })
-      .where('user_id', '=', userId)
-      .where('month', '=', month)
-      .execute()
+  /**
+   * Counts one submission in the owner's month if the count stays at or under `limit`: one
+   * conditional upsert (as claimUsage in db/usage.ts). Returns null when counted, else the
+   * month's count, for the error.
+   */
+  async claimMonth(q: Q, userId: string, month: string, limit: number): Promise<number | null> {
+    const max = Math.floor(limit)
+    if (max < 1) return this.monthUsage(q, userId, month)
+    const r = await q
+      .insertInto('form_usage')
+      .values({ user_id: userId, month, submissions: 1 })
+      .onConflict((oc) =>
+        oc
+          .columns(['user_id', 'month'])
+          .doUpdateSet({ submissions: sql<number>`form_usage.submissions + 1` })
+          .where(sql<boolean>`form_usage.submissions + 1 <= ${max}`),
+      )
+      .returning('submissions')
+      .executeTakeFirst()
+    return r ? null : this.monthUsage(q, userId, month)
   },
 
-  async nextSeq(q: Q, formId: string): Promise<number> {
+  /** Under the owner's lock: whether the form still exists and is active, and its next submission number. */
+  async activeAndNextSeq(q: Q, userId: string, formId: string): Promise<{ active: boolean; seq: number } | undefined> {
     const r = await q
-      .selectFrom('form_submissions')
-      .select((eb) => eb.fn.max('seq').as('m'))
-      .where('form_id', '=', formId)
+      .selectFrom('forms')
+      .select((eb) => [
+        'forms.is_active',
+        eb
+          .selectFrom('form_submissions')
+          .select((e) => e.fn.max('seq').as('m'))
+          .whereRef('form_submissions.form_id', '=', 'forms.id')
+          .as('m'),
+      ])
+      .where('forms.id', '=', formId)
+      .where('forms.user_id', '=', userId)
       .executeTakeFirst()
-    return num(r?.m) + 1
+    return r ? { active: !!r.is_active, seq: num(r.m) + 1 } : undefined
   },
 
   insertSubmission: (q: Q, row: FormSubmissionsTable) => q.insertInto('form_submissions').values(row).execute(),
