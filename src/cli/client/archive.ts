@@ -5,7 +5,7 @@ import { createGzip } from 'node:zlib'
 import tar from 'tar-stream'
 import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
-import { hashFiles, walkFolder, type LocalFile } from './files.js'
+import { hashFiles, SMALL_FILE, walkFolder, type LocalFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
 import { defaultProject, type FailedFile } from './deploy.js'
 
@@ -50,8 +50,6 @@ export interface ArchiveResult {
 
 /** The manifest entry's name and the server's limits, as the server states them. */
 const MANIFEST_ENTRY = 'svc-deploy.json'
-/** Files up to this size are read whole; larger ones are streamed. */
-const SMALL_FILE = 1024 * 1024
 
 /** The tar (optionally gzipped) of the manifest and the files to send, made as it is read. */
 function archiveStream(manifest: Buffer, files: LocalFile[], gzip: boolean, onBytes: (n: number, fileDone: boolean) => void): Readable {

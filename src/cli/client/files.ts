@@ -190,9 +190,12 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
   return { files, invalid, ignoredCount }
 }
 
+/** Files up to this size are read whole and synchronously (hashing, archiving); larger ones are streamed. */
+export const SMALL_FILE = 1024 * 1024
+
 /** SHA-256 of a file, hex; small files in one synchronous read, larger ones streamed. */
 export async function hashFile(abs: string, size: number): Promise<string> {
-  if (size <= 1024 * 1024) return crypto.createHash('sha256').update(fs.readFileSync(abs)).digest('hex')
+  if (size <= SMALL_FILE) return crypto.createHash('sha256').update(fs.readFileSync(abs)).digest('hex')
   const h = crypto.createHash('sha256')
   for await (const chunk of fs.createReadStream(abs, { highWaterMark: 1024 * 1024 })) h.update(chunk as Buffer)
   return h.digest('hex')

@@ -399,7 +399,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
           ip_prefix: ipPrefix(meta.ip),
           created_at: now,
         })
-        if (deliveries.length > 0) await notify!.insertDeliveries(trx, deliveries)
+        await notify?.insertDeliveries(trx, deliveries)
       })
       return { id, spam }
     },
