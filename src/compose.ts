@@ -78,6 +78,7 @@ export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}
     (config.redisUrl
       ? createRedisBus(config.redisUrl, `${config.redisPrefix}bus:`, {
           onPublishError: () => metrics.dependencyErrors.inc({ dependency: 'redis-bus' }),
+          onAckTimeout: () => metrics.dependencyErrors.inc({ dependency: 'redis-bus-ack' }),
         })
       : createLocalBus())
   return {

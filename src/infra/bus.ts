@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { Redis } from 'ioredis'
 
@@ -9,6 +10,10 @@ import { Redis } from 'ioredis'
  * bus follows two rules: cache only while `reliable()` is true, and treat the message
  * FLUSH_ALL ('*') as "drop everything cached for this channel". The Redis bus sends '*' to
  * every local subscriber when its subscription is lost and again when it is back.
+ *
+ * `publish` resolves once every instance that received the message has applied it (the Redis
+ * bus waits for their acknowledgements, at most ACK_WAIT_MS), so a write that returns is seen
+ * by every instance's next request, not only by those whose socket happened to be read first.
  */
 export interface Bus {
   publish(channel: string, message: string): Promise<void>
@@ -49,6 +54,28 @@ export function createLocalBus(): Bus {
 export interface RedisBusOptions {
   /** Called when a publish to Redis fails (the server counts it for /metrics). */
   onPublishError?: () => void
+  /** Called when some instance did not acknowledge a message within `ackWaitMs`. */
+  onAckTimeout?: () => void
+  /** How long `publish` waits for the other instances' acknowledgements (default ACK_WAIT_MS). */
+  ackWaitMs?: number
+}
+
+/**
+ * The longest a publish waits for acknowledgements. An instance that stays silent longer is
+ * stalled or cut off (its subscription then drops and it flushes its caches), or it runs a
+ * version that does not acknowledge (during a rolling upgrade).
+ */
+export const ACK_WAIT_MS = 250
+
+/** On the wire a message is `<publisher id>.<seq>\n<message>`; a bare message (no header) is
+ * still applied, unacknowledged, so instances of the previous version keep invalidating. */
+const HEADER = /^([0-9a-f]{16})\.(\d+)\n/
+
+interface Waiter {
+  seq: number
+  /** Instances that must acknowledge (PUBLISH's receiver count). */
+  need: number
+  done: () => void
 }
 
 export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusOptions = {}): Bus {
@@ -64,6 +91,29 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
   sub.on('error', () => {})
   const local = new EventEmitter()
   local.setMaxListeners(0)
+  const id = crypto.randomBytes(8).toString('hex')
+  const ackWaitMs = opts.ackWaitMs ?? ACK_WAIT_MS
+  // acknowledgements to this instance arrive on its own channel: `<acker id> <highest seq>`
+  const ackChannel = `_ack:${id}` // under `prefix`, as every channel
+  let seq = 0
+  // per acker, the highest of this instance's seqs it has applied
+  const acked = new Map<string, number>()
+  const waiters = new Set<Waiter>()
+  // what this instance owes: publisher id → highest seq applied, sent on the next tick
+  const owed = new Map<string, number>()
+  let ackScheduled = false
+  const sendAcks = (): void => {
+    ackScheduled = false
+    for (const [publisher, upTo] of owed) pub.publish(`${prefix}_ack:${publisher}`, `${id} ${upTo}`).catch(() => {})
+    owed.clear()
+  }
+  const settle = (): void => {
+    for (const w of waiters) {
+      let n = 0
+      for (const upTo of acked.values()) if (upTo >= w.seq) n++
+      if (n >= w.need) w.done()
+    }
+  }
   const channels = new Set<string>()
   let ready = false // subscription up, every channel confirmed at least once since
   let pending = 0 // SUBSCRIBE calls in flight
@@ -80,13 +130,34 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
       pending--
     }
   }
-  sub.on('message', (ch: string, msg: string) => {
-    if (ch.startsWith(prefix)) local.emit(ch.slice(prefix.length), msg)
+  sub.on('message', (ch: string, raw: string) => {
+    if (ch === prefix + ackChannel) {
+      const sp = raw.indexOf(' ')
+      const acker = raw.slice(0, sp)
+      const upTo = Number(raw.slice(sp + 1))
+      if (upTo > (acked.get(acker) ?? -1)) acked.set(acker, upTo)
+      settle()
+      return
+    }
+    if (!ch.startsWith(prefix)) return
+    const h = HEADER.exec(raw)
+    if (h === null) {
+      local.emit(ch.slice(prefix.length), raw)
+      return
+    }
+    const [, publisher, n] = h
+    // this instance's own message was applied when it was published
+    if (publisher !== id) local.emit(ch.slice(prefix.length), raw.slice(h[0].length))
+    owed.set(publisher, Math.max(owed.get(publisher) ?? 0, Number(n)))
+    if (!ackScheduled) {
+      ackScheduled = true
+      setImmediate(sendAcks)
+    }
   })
   // (re)connected: subscribe to every channel, then caches may trust the bus again; they
   // flush first, since messages published meanwhile were lost
   sub.on('ready', () => {
-    subscribeNow([...channels]).then(
+    subscribeNow([ackChannel, ...channels]).then(
       () => {
         if (closed) return
         ready = true
@@ -104,8 +175,34 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
     async publish(channel, message) {
       // deliver locally at once too, so this instance never serves stale data even if Redis is slow
       local.emit(channel, message)
-      // a lost message only matters to instances whose own subscription works; count it
-      await pub.publish(prefix + channel, message).catch(() => opts.onPublishError?.())
+      const s = ++seq
+      let receivers: number
+      try {
+        receivers = await pub.publish(prefix + channel, `${id}.${s}\n${message}`)
+      } catch {
+        // a lost message only matters to instances whose own subscription works; count it
+        opts.onPublishError?.()
+        return
+      }
+      // acknowledgements reach this instance only through its own subscription
+      if (receivers === 0 || !ready || closed) return
+      await new Promise<void>((resolve) => {
+        const w: Waiter = {
+          seq: s,
+          need: receivers,
+          done: () => {
+            clearTimeout(timer)
+            waiters.delete(w)
+            resolve()
+          },
+        }
+        const timer = setTimeout(() => {
+          opts.onAckTimeout?.()
+          w.done()
+        }, ackWaitMs)
+        waiters.add(w)
+        settle()
+      })
     },
     subscribe(channel, fn) {
       local.on(channel, fn)
@@ -122,6 +219,7 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
     async close() {
       closed = true
       ready = false
+      for (const w of waiters) w.done()
       pub.disconnect()
       sub.disconnect()
     },

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { Redis } from 'ioredis'
 import { REDIS_URL, needs } from '../support/server.js'
-import { createLocalBus, createRedisBus, FLUSH_ALL, isReliable } from '../../src/infra/bus.js'
+import { createLocalBus, createRedisBus, FLUSH_ALL, isReliable, type Bus } from '../../src/infra/bus.js'
 
 /** Polls (every 10 ms, at most 5 s) until `cond` holds. */
 async function until(cond: () => boolean, what: string): Promise<void> {
@@ -44,8 +44,8 @@ describe('bus', () => {
       const mine = list.split('\n').filter((l) => l.includes(` name=${name} `))
       assert.equal(mine.length, 2, 'one subscriber connection per bus')
       const bSubId = await (async () => {
-        // B subscribed to 'hosting'; A subscribed to nothing
-        for (const l of mine) if (/ sub=1 /.test(l)) return /\bid=(\d+)/.exec(l)![1]
+        // B subscribed to 'hosting' and its acknowledgements; A to its acknowledgements only
+        for (const l of mine) if (/ sub=2 /.test(l)) return /\bid=(\d+)/.exec(l)![1]
         throw new Error('no subscribed connection')
       })()
       onB.length = 0
@@ -58,6 +58,70 @@ describe('bus', () => {
       await until(() => onB.includes('bob'), 'message after reconnect')
     } finally {
       await a.close()
+      await b.close()
+      admin.disconnect()
+    }
+  })
+
+  it('Redis bus: a publish returns only after every other instance has applied it', needs('redis'), async () => {
+    const prefix = `svc-test-${crypto.randomBytes(5).toString('hex')}:bus:`
+    const buses = [createRedisBus(REDIS_URL, prefix), createRedisBus(REDIS_URL, prefix), createRedisBus(REDIS_URL, prefix)]
+    const [a, b, c] = buses as [Bus, Bus, Bus]
+    try {
+      const onB: string[] = []
+      const onC: string[] = []
+      b.subscribe('hosting', (m) => onB.push(m))
+      c.subscribe('hosting', (m) => onC.push(m))
+      await until(() => buses.every(isReliable), 'all subscribed')
+      for (let i = 0; i < 300; i++) {
+        const msg = `user-${i}`
+        // several at once too: each waits for its own acknowledgements
+        await Promise.all([a.publish('hosting', msg), b.publish('hosting', `${msg}-b`)])
+        assert.ok(onB.includes(msg) && onC.includes(msg) && onC.includes(`${msg}-b`), `applied everywhere before publish returned (${i})`)
+      }
+      assert.equal(onB.filter((m) => m === 'user-7-b').length, 1, "a publisher's own message is applied once")
+    } finally {
+      await Promise.all(buses.map((x) => x.close()))
+    }
+  })
+
+  it('Redis bus: a receiver that never acknowledges costs one bounded wait, not a hang', needs('redis'), async () => {
+    const prefix = `svc-test-${crypto.randomBytes(5).toString('hex')}:bus:`
+    let timeouts = 0
+    const a = createRedisBus(REDIS_URL, prefix, { ackWaitMs: 100, onAckTimeout: () => timeouts++ })
+    // an instance of an older version: receives, never acknowledges
+    const old = new Redis(REDIS_URL)
+    const got: string[] = []
+    try {
+      await old.subscribe(`${prefix}hosting`)
+      old.on('message', (_ch: string, m: string) => got.push(m))
+      await until(() => isReliable(a), 'A subscribed')
+      const t0 = Date.now()
+      await a.publish('hosting', 'alice')
+      const took = Date.now() - t0
+      assert.ok(took >= 90 && took < 1000, `waited ${took} ms`)
+      assert.equal(timeouts, 1)
+      assert.ok(
+        got.some((m) => m.endsWith('\nalice')),
+        'the message carries its header and body',
+      )
+    } finally {
+      await a.close()
+      old.disconnect()
+    }
+  })
+
+  it('Redis bus: a message without header (a previous version) is still applied', needs('redis'), async () => {
+    const prefix = `svc-test-${crypto.randomBytes(5).toString('hex')}:bus:`
+    const b = createRedisBus(REDIS_URL, prefix)
+    const admin = new Redis(REDIS_URL)
+    try {
+      const onB: string[] = []
+      b.subscribe('hosting', (m) => onB.push(m))
+      await until(() => isReliable(b), 'B subscribed')
+      await admin.publish(`${prefix}hosting`, 'carol')
+      await until(() => onB.includes('carol'), 'bare message applied')
+    } finally {
       await b.close()
       admin.disconnect()
     }
