@@ -209,7 +209,17 @@ for (const engine of ENGINES) {
       await sub.getByRole('button', { name: 'Mark read' }).click()
       const marked = await put
       assert.equal(marked.status(), 200, await marked.text())
-      await page.locator('#subs-table tbody tr', { hasText: 'Visitor' }).getByRole('button', { name: 'Mark unread' }).waitFor({ timeout: 30_000 })
+      await page
+        .locator('#subs-table tbody tr', { hasText: 'Visitor' })
+        .getByRole('button', { name: 'Mark unread' })
+        .waitFor()
+        .catch(async (e: unknown) => {
+          // say what the page showed instead: its status line and the rows, and what was sent
+          const status = await page.locator('#forms-status').textContent()
+          const rowText = await page.locator('#subs-table tbody').textContent()
+          const sent = `${marked.request().postData()} -> ${await marked.text()}`
+          throw new Error(`no "Mark unread" after the PUT (${sent}); status: ${JSON.stringify(status)}, rows: ${JSON.stringify(rowText)}`, { cause: e })
+        })
       await shot('forms-submissions')
     })
 

@@ -248,12 +248,16 @@
     return typeof v === 'string' ? v : JSON.stringify(v)
   }
 
+  // only the latest load renders: an older one answering last must not undo a newer list
+  var subsSeq = 0
   function loadSubs() {
     var f = current
+    var mine = ++subsSeq
     return S.api
       .get('/svc_api/forms/data/' + S.enc(f.id) + S.qs(subState))
       .then(function (r) {
-        if (current !== f) return
+        // by id: loadForms replaces `current` with a fresh copy of the same form
+        if (!current || current.id !== f.id || mine !== subsSeq) return
         var d = r.data
         var cols = columns(d.submissions)
         var table = S.$('subs-table')
