@@ -5,7 +5,7 @@ import formbody from '@fastify/formbody'
 import multipart from '@fastify/multipart'
 import swagger from '@fastify/swagger'
 import type { Deps } from './deps.js'
-import type { FastPath } from './http/types.js'
+import type { FastPath, Handover } from './http/types.js'
 import { installErrorHandling, sendAppError } from './http/errors.js'
 import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
@@ -62,15 +62,14 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   // first look at every request and returns true when it answered
   const fastPaths: FastPath[] = []
   const factory = opts.serverFactory
-  // requests a fast path took and then handed to the router: Fastify's hook counts those
-  const handedOver = new WeakSet<IncomingMessage>()
   const app = Fastify({
     logger: opts.logger ?? loggerOptions(config.logLevel),
     serverFactory:
       factory &&
       ((handler, o) => {
-        const route = (req: IncomingMessage, res: ServerResponse) => {
-          handedOver.add(req)
+        // a request a fast path hands over carries `handedOver`: Fastify's hook counts it
+        const route = (req: IncomingMessage, res: ServerResponse, handover: Handover = {}) => {
+          req.handedOver = handover
           handler(req, res)
         }
         return factory((req, res) => {
@@ -78,10 +77,10 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
             const t0 = performance.now()
             for (let i = 0; i < fastPaths.length; i++) {
               if (fastPaths[i](req, res, route)) {
-                if (handedOver.has(req)) return
+                if (req.handedOver !== undefined) return
                 const count = () => countFastPath(req.method ?? 'GET', res.statusCode, (performance.now() - t0) / 1000)
                 if (res.writableEnded) count()
-                else res.once('finish', () => handedOver.has(req) || count())
+                else res.once('finish', () => req.handedOver !== undefined || count())
                 return
               }
             }

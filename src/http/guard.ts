@@ -1,5 +1,5 @@
 import crypto from 'node:crypto'
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../deps.js'
 import { AppError } from '../errors/app-error.js'
@@ -9,7 +9,9 @@ import type { TierRules } from '../limits/tiers.js'
 import { beijingTime } from '../util/time.js'
 import { clientIp, isCrossSite, isHttps } from './origin.js'
 import { fromBrowser, tokensEqual } from './csrf.js'
-import type { AuthMode } from './types.js'
+import type { Admission, AuthMode } from './types.js'
+
+export type { Admission }
 
 const SLOT_TTL_MS = 10 * 60_000
 // concurrency slot ids: unique per process (random prefix, for Redis shared by instances) and per request
@@ -52,9 +54,6 @@ function rateError(key: ErrorKey, w: { limit: number; count: number; resetAt: nu
     headers: { 'Retry-After': String(retryAfter) },
   })
 }
-
-/** The outcome of counting a request against its caller's limits; `window` gives the X-RateLimit-* headers. */
-export type Admission = { ok: true; window: WindowState } | { ok: false; window: WindowState; error: AppError }
 
 /** The refusal of a request that found every concurrency slot taken. */
 function concurrencyRefusal(peek: HitResult, current: number, rules: TierRules, now: number): Admission {
@@ -165,15 +164,6 @@ async function admitAsync(limits: LimitStore, identity: string, token: string, r
 }
 
 /**
- * Admissions made by a fast path that then handed the request to the router (to render an
- * error, or for an answer it does not keep): the guard uses them instead of counting again.
- */
-const preAdmitted = new WeakMap<IncomingMessage, Admission | { failed: unknown }>()
-export function handOverAdmission(req: IncomingMessage, a: Admission | { failed: unknown }): void {
-  preAdmitted.set(req, a)
-}
-
-/**
  * The API guard, applied to every /svc_api and /api route (and their 404s), in this order:
  * resolve the caller; HTTPS rule (1116, before any auth error); concurrency and window limits
  * per API key, account or client IP, with X-RateLimit-* headers on every answer; then the
@@ -198,7 +188,8 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
     }
 
     if (cfg.rateLimit !== false) {
-      const pre = preAdmitted.get(req.raw)
+      // a fast path that handed the request over may have admitted it already (FastPath)
+      const pre = req.raw.handedOver?.admission
       if (pre !== undefined && 'failed' in pre) throw pre.failed
       const a = pre ?? (await admit(limits, identity, rules, now, reply.raw))
       setRateHeaders(reply, a.window)

@@ -1,15 +1,39 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Principal } from '../auth/principal.js'
 import type { ErrorFormat } from '../errors/render.js'
+import type { AppError } from '../errors/app-error.js'
+import type { WindowState } from '../limits/store.js'
 import type { ListenPorts } from './site-origin.js'
 
 /**
  * A handler that sees a request before the router, for hot paths that need no hooks (the
  * public host's cached answers, the KV public read). It returns true when it takes the
- * request: it then answers it, now or later, or hands it to the router with `route(req, res)`
- * (once, before writing anything). False: the router handles the request as usual.
+ * request: it then answers it, now or later, or hands it to the router with
+ * `route(req, res, handover)` (once, before writing anything). False: the router handles the
+ * request as usual.
  */
-export type FastPath = (req: IncomingMessage, res: ServerResponse, route: (req: IncomingMessage, res: ServerResponse) => void) => boolean
+export type FastPath = (req: IncomingMessage, res: ServerResponse, route: (req: IncomingMessage, res: ServerResponse, handover?: Handover) => void) => boolean
+
+/** The outcome of counting a request against its caller's limits; `window` gives the X-RateLimit-* headers. */
+export type Admission = { ok: true; window: WindowState } | { ok: false; window: WindowState; error: AppError }
+
+/**
+ * What a fast path tells the router when it hands a request over: the only state the two
+ * share, carried on the request itself (`req.handedOver`, set by the app's `route`).
+ */
+export interface Handover {
+  /** The rate-limit admission the fast path already made (or its failure): the API guard
+   * uses it instead of counting the request twice. */
+  admission?: Admission | { failed: unknown }
+}
+
+declare module 'node:http' {
+  interface IncomingMessage {
+    /** Set when a fast path handed this request to the router; the app then counts it as a
+     * routed request, not a fast-path answer. */
+    handedOver?: Handover
+  }
+}
 
 /** How a route authenticates its caller. */
 export type AuthMode = 'none' | 'any' | 'session'

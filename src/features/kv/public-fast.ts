@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps.js'
 import type { FastPath } from '../../http/types.js'
-import { admitNow, handOverAdmission, rateHeaderList, type Admission } from '../../http/guard.js'
+import { admitNow, rateHeaderList, type Admission } from '../../http/guard.js'
 import { clientIp, isHttps } from '../../http/origin.js'
 import { prepare, sendPrepared, type Prepared } from '../../http/prepared-response.js'
 import type { Cached } from './public-cache.js'
@@ -51,13 +51,9 @@ export function kvPublicFastPath(deps: Deps, kv: KvService): FastPath {
         sendPrepared(req, res, head, body, rateHeaderList(a.window), -1, clock)
         return
       }
-      handOverAdmission(req, a)
-      route(req, res)
+      route(req, res, { admission: a })
     }
-    const failed = (err: unknown) => {
-      handOverAdmission(req, { failed: err })
-      route(req, res)
-    }
+    const failed = (err: unknown) => route(req, res, { admission: { failed: err } })
     // the memory store answers at once (the whole read is then synchronous, and holds its
     // concurrency slot only while it runs); Redis later, holding the slot until the answer closes
     let a: Admission | Promise<Admission>
