@@ -52,6 +52,9 @@ export function loggerOptions(level: string) {
   }
 }
 
+/** `handedOver` of a request that met every fast path and none took it. */
+const PAST_FAST_PATHS: Handover = Object.freeze({})
+
 /**
  * Builds the Fastify app: shared plugins, the three route contexts (api, public, pages), and
  * the explicit list of features. Does not listen.
@@ -85,6 +88,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
               }
             }
           }
+          req.handedOver = PAST_FAST_PATHS
           handler(req, res)
         }, o)
       }),
@@ -144,6 +148,36 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   startDefaultMetrics()
   observeSendfile(sendfileStats)
 
+  // app.inject (and a server without a factory) reaches the router directly: the fast paths
+  // run here instead, first, so every way in answers alike. A request from the factory has
+  // met them already and carries `handedOver`.
+  app.addHook('onRequest', (req, reply, done) => {
+    const raw = req.raw
+    if (raw.handedOver !== undefined) return done()
+    for (let i = 0; i < fastPaths.length; i++) {
+      let taken = false
+      let settled = false
+      const settle = (answered: boolean) => {
+        if (settled) return
+        settled = true
+        if (answered) reply.hijack()
+        done()
+      }
+      const route = (_req: IncomingMessage, _res: ServerResponse, handover: Handover = {}) => {
+        raw.handedOver = handover
+        if (taken) settle(false)
+      }
+      if (!fastPaths[i](raw, reply.raw, route)) continue
+      taken = true
+      // handed to the router at once, answered at once, or either later
+      if (raw.handedOver !== undefined) return settle(false)
+      if (reply.raw.writableEnded) return settle(true)
+      reply.raw.once('finish', () => settle(true))
+      reply.raw.once('close', () => settle(true))
+      return
+    }
+    done()
+  })
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('X-Request-Id', req.id)
     done()

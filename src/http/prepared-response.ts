@@ -1,4 +1,5 @@
 import { STATUS_CODES, validateHeaderName, validateHeaderValue, type IncomingMessage, type ServerResponse } from 'node:http'
+import { Socket } from 'node:net'
 import { readFully, sendfileAvailable, sendWithFile, SENDFILE_MIN_BODY } from './sendfile.js'
 import { systemClock, type Clock } from '../util/clock.js'
 
@@ -222,9 +223,19 @@ export function wholeBytesHeld(): number {
   return n
 }
 
-/** Whether this response can take the prepared bytes (see the module comment). */
+/**
+ * Whether this response can take the prepared bytes (see the module comment). Only over a
+ * real socket: `app.inject` hands a response whose writes are the body, not the wire.
+ */
 function canWriteRaw(req: IncomingMessage, res: NodeResponse): boolean {
-  return res._header === null && res._headerSent === false && res.shouldKeepAlive === true && req.method !== 'HEAD' && !res._maxRequestsPerSocket
+  return (
+    res._header === null &&
+    res._headerSent === false &&
+    res.shouldKeepAlive === true &&
+    req.method !== 'HEAD' &&
+    !res._maxRequestsPerSocket &&
+    req.socket instanceof Socket
+  )
 }
 
 /**
