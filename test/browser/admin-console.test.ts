@@ -179,6 +179,14 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     const held = await visitor.page.goto(siteUrl)
     assert.equal(held?.status(), 451)
     assert.match((await visitor.page.textContent('body')) ?? '', /held for review/)
+    // the owner sees which of her pages is held, in her dashboard
+    const owner = await open()
+    await login(owner.page, alice)
+    await owner.page.goto(`${s.url}/dashboard/files`)
+    const ownRow = owner.page.locator('#files-table tbody tr', { hasText: 'shady.html' })
+    await ownRow.locator('.badge.held').waitFor()
+    assert.match((await ownRow.textContent()) ?? '', /held for review: visitors get 451/)
+    await owner.ctx.close()
     // the notice's report link leads to the service's report form, with the page filled in
     await visitor.page.getByRole('link', { name: 'Report content' }).click()
     await visitor.page.waitForURL('**/report?url=*')

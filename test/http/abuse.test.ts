@@ -238,10 +238,15 @@ for (const engine of ENGINES) {
       await uploadFile(s, { key: alice.key }, 'fine.html', HTML('fine'))
       assert.equal((await s.get(`/${alice.username}/fine.html`)).status, 200)
       expectError(await adminCall('POST', `/svc_api/admin/reports/${id}/quarantine`), 409, 1706)
+      // the owner's listing says which page is held, and only that one
+      const marked = async () =>
+        Object.fromEntries(((await s.get('/svc_api/files', { key: alice.key })).json.data.files as any[]).map((f) => [f.file_name, f.quarantined ?? false]))
+      assert.deepEqual(await marked(), { 'bank.html': true, 'fine.html': false })
 
       // restore: served again
       r = await adminCall('POST', `/svc_api/admin/reports/${id}/restore`)
       assert.equal(r.json.data.status, 'restored')
+      assert.deepEqual(await marked(), { 'bank.html': false, 'fine.html': false })
       assert.equal((await s.get(pathForm)).text, page)
       assert.equal((await onSite(s, alice.username, '/bank.html')).status, 200)
 
@@ -296,6 +301,9 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${bob.username}/proj/`)).status, 451)
       assert.equal((await onSite(s, bob.username, '/proj/a/b.html')).status, 451)
       assert.equal((await s.get(`/${bob.username}/other.html`)).status, 200)
+      const projects = (await s.get('/api/folders', { key: bob.key })).json.folders as any[]
+      assert.equal(projects.find((p) => p.name === 'proj').quarantined, true)
+      assert.ok(projects.filter((p) => p.name !== 'proj').every((p) => p.quarantined === undefined))
 
       await svc(s, 'grant', bob.username, 'image-host')
       const form = imageForm([{ name: 'x.png', data: await makeImage('png', { width: 8, height: 8, color: '#ff0000' }) }])

@@ -4272,6 +4272,11 @@ export interface operations {
                                 url: string;
                                 /** @description the same page on the user's own origin ({username}.{CONTENT_DOMAIN}), where the full web platform works; null when the service has no content domain */
                                 site_url: string | null;
+                                /**
+                                 * @description present when the page is held for review (abuse handling): it answers 451 until an admin acts
+                                 * @enum {boolean}
+                                 */
+                                quarantined?: true;
                             }[];
                         };
                     };
@@ -4361,6 +4366,11 @@ export interface operations {
                             website_url: string;
                             /** @description the same page on the user's own origin ({username}.{CONTENT_DOMAIN}), where the full web platform works; null when the service has no content domain */
                             site_url: string | null;
+                            /**
+                             * @description present when the project is held for review (abuse handling): it answers 451 until an admin acts
+                             * @enum {boolean}
+                             */
+                            quarantined?: true;
                         }[];
                     };
                 };

@@ -182,6 +182,17 @@ function createAbuse(deps: Deps) {
     holdsNow: (): ReadonlyMap<string, string> | undefined => index.get('all'),
     holds: loadHolds,
 
+    /**
+     * For owners' listings: whether a user's page or project (`name`, its first path
+     * segment) is held for review. Taken-down content is gone from the listings already.
+     */
+    async quarantinedSites(username: string): Promise<(name: string) => boolean> {
+      const holds = await loadHolds()
+      if (holds.size === 0) return () => false
+      const prefix = `site:${username.toLowerCase()}/`
+      return (name) => holds.get(prefix + name) === 'quarantined'
+    },
+
     /** A public report (no login; the routes rate-limit it). */
     async report(input: ReportInput, ip: string, source: 'public' | 'admin' = 'public'): Promise<{ id: string }> {
       const bad = (detail: string) => new AppError('REPORT_INVALID', { params: { detail } })

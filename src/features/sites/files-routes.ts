@@ -36,6 +36,9 @@ const FileListItem = Type.Object({
     description:
       "the same page on the user's own origin ({username}.{CONTENT_DOMAIN}), where the full web platform works; null when the service has no content domain",
   }),
+  quarantined: Type.Optional(
+    Type.Literal(true, { description: 'present when the page is held for review (abuse handling): it answers 451 until an admin acts' }),
+  ),
 })
 
 const UploadConfig = Type.Object({

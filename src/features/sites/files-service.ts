@@ -173,7 +173,8 @@ export function createFilesService(deps: Deps) {
     async list(user: User, q: { search?: string; featured?: boolean }, limit: number, offset: number, origin: string) {
       const search = checkText('search', q.search, 200, false)
       const { total, rows } = await store.list(user.id, { search, featured: q.featured }, limit, offset)
-      return { total, files: rows.map((r) => listItem(r, origin, user.username)) }
+      const held = await abuseFor(deps).quarantinedSites(user.username)
+      return { total, files: rows.map((r) => ({ ...listItem(r, origin, user.username), ...(held(r.file_name) ? { quarantined: true } : {}) })) }
     },
 
     async remove(user: User, fileName: string): Promise<void> {

@@ -104,6 +104,9 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
                   description:
                     "the same page on the user's own origin ({username}.{CONTENT_DOMAIN}), where the full web platform works; null when the service has no content domain",
                 }),
+                quarantined: Type.Optional(
+                  Type.Literal(true, { description: 'present when the project is held for review (abuse handling): it answers 451 until an admin acts' }),
+                ),
               }),
             ),
           }),

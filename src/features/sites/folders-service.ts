@@ -229,12 +229,15 @@ export function createFoldersService(deps: Deps) {
     /** The caller's projects (beyond the spec: the spec has no project list). */
     async projects(user: User, origin: string) {
       const rows = await store.projects(user.id)
+      const held = await abuseFor(deps).quarantinedSites(user.username)
       return rows.map((r) => ({
         name: r.name,
         is_published: !!r.is_published,
         file_count: Number(r.file_count),
         updated_at: isoMicros(Number(r.updated_at)),
         website_url: siteUrl(origin, user, r.name),
+        // held for review (abuse handling): it answers 451 until an admin acts
+        ...(held(r.name) ? { quarantined: true } : {}),
       }))
     },
 

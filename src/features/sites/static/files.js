@@ -33,6 +33,7 @@
                 {},
                 el('a', { href: f.site_url || f.url, target: '_blank', rel: 'noopener noreferrer', text: f.file_name }),
                 f.site_url ? null : el('small', { class: 'hint', text: ' ' + t('common.sandboxed') }),
+                f.quarantined ? el('span', { class: 'badge held', text: t('common.quarantined') }) : null,
               ),
               f.project_name,
               S.bytes(f.file_size),

@@ -135,7 +135,12 @@
                   show(p.name, p)
                 },
               }),
-              el('span', { class: 'badge' + (p.is_published ? ' on' : ''), text: p.is_published ? t('folders.published') : t('folders.unpublished') }),
+              el(
+                'span',
+                {},
+                el('span', { class: 'badge' + (p.is_published ? ' on' : ''), text: p.is_published ? t('folders.published') : t('folders.unpublished') }),
+                p.quarantined ? el('span', { class: 'badge held', text: t('common.quarantined') }) : null,
+              ),
               p.file_count === undefined ? '' : String(p.file_count),
               el(
                 'div',
