@@ -5,6 +5,11 @@
 #   bench/write-path.sh                       this checkout, SQLite and PostgreSQL
 #   BUILDS="before:/path/to/main-checkout after:." ROUNDS=3 bench/write-path.sh
 #   ENGINES=sqlite DURATION=10s bench/write-path.sh
+#   PIN=1 SCENARIOS=neighbour bench/write-path.sh
+#
+# SCENARIOS: any of "incr store submit neighbour" (default all). PIN=1 (on 2+ cores): the
+# server on CPU 1, wrk and the writer on CPU 0, so the neighbour figures measure what the
+# writes cost the server, not the load generators' share of a small machine.
 #
 # Needs dist/ built in every checkout (npm run build), wrk, curl, PostgreSQL at 127.0.0.1:5432
 # (trust, database test) for the postgres engine; loopback only. Each checkout is started with
@@ -25,6 +30,14 @@ THREADS=${THREADS:-2}
 WRITE_RATE=${WRITE_RATE:-500}
 PORT=${PORT:-19120}
 PG=${PG:-postgres://postgres@127.0.0.1:5432/test}
+SCENARIOS=${SCENARIOS:-"incr store submit neighbour"}
+PIN=${PIN:-0}
+SRV_PIN=() LOAD_PIN=()
+if [ "$PIN" = 1 ]; then
+  SRV_PIN=(taskset -c 1)
+  LOAD_PIN=(taskset -c 0)
+fi
+has() { [[ " $SCENARIOS " == *" $1 "* ]]; }
 OUT=${OUT:-$(mktemp /tmp/svc-bench-write-path.XXXXXX.tsv)}
 BASE="http://127.0.0.1:$PORT"
 H=(-H 'X-Forwarded-Proto: https')
@@ -48,7 +61,7 @@ wrk_run() {
   local name=$1
   shift
   local out rps p99 bad
-  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$@")
+  out=$("${LOAD_PIN[@]}" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$@")
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}' <<<"$out")
   bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
@@ -68,7 +81,7 @@ for ROUND in $(seq 1 "$ROUNDS"); do
         env+=(DATABASE_URL="$PG?schema=$SCHEMA")
       fi
       svc() { env "${env[@]}" "$DIR/bin/svc" "$@"; }
-      env "${env[@]}" "$DIR/bin/svc" serve >"$DATA/serve.log" 2>&1 &
+      "${SRV_PIN[@]}" env "${env[@]}" "$DIR/bin/svc" serve >"$DATA/serve.log" 2>&1 &
       SERVER=$!
       up=
       for _ in $(seq 1 600); do
@@ -90,17 +103,19 @@ for ROUND in $(seq 1 "$ROUNDS"); do
       PAGE="$BASE/neighbour/page.html"
       curl -sf "${H[@]}" "$PAGE" -o /dev/null
 
-      MODE=incr API_KEY=$WKEY wrk_run incr -s "$HERE/write-path.lua" "$BASE/svc_api/data/incr"
-      MODE=store API_KEY=$WKEY wrk_run store -s "$HERE/write-path.lua" "$BASE/svc_api/data/store"
-      MODE=submit wrk_run submit -s "$HERE/write-path.lua" "$BASE/api/forms/submit/$SLUG"
-      wrk_run page-alone "${H[@]}" "$PAGE"
-      secs=${DURATION%s}
-      BASE=$BASE API_KEY=$WKEY RATE=$WRITE_RATE DURATION_S=$((secs + 2)) node "$HERE/write-path-writer.mjs" >"$DATA/writer.json" &
-      WRITER=$!
-      sleep 1
-      wrk_run page-with-writer "${H[@]}" "$PAGE"
-      wait "$WRITER"
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$BUILD" "$ENGINE" "$ROUND" writer-achieved "$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).per_second)' "$DATA/writer.json")" - - | tee -a "$OUT"
+      if has incr; then MODE=incr API_KEY=$WKEY wrk_run incr -s "$HERE/write-path.lua" "$BASE/svc_api/data/incr"; fi
+      if has store; then MODE=store API_KEY=$WKEY wrk_run store -s "$HERE/write-path.lua" "$BASE/svc_api/data/store"; fi
+      if has submit; then MODE=submit wrk_run submit -s "$HERE/write-path.lua" "$BASE/api/forms/submit/$SLUG"; fi
+      if has neighbour; then
+        wrk_run page-alone "${H[@]}" "$PAGE"
+        secs=${DURATION%s}
+        BASE=$BASE API_KEY=$WKEY RATE=$WRITE_RATE DURATION_S=$((secs + 2)) "${LOAD_PIN[@]}" node "$HERE/write-path-writer.mjs" >"$DATA/writer.json" &
+        WRITER=$!
+        sleep 1
+        wrk_run page-with-writer "${H[@]}" "$PAGE"
+        wait "$WRITER"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$BUILD" "$ENGINE" "$ROUND" writer-achieved "$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).per_second)' "$DATA/writer.json")" - - | tee -a "$OUT"
+      fi
       stop_server
     done
   done
