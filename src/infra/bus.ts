@@ -93,8 +93,10 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
   local.setMaxListeners(0)
   const id = crypto.randomBytes(8).toString('hex')
   const ackWaitMs = opts.ackWaitMs ?? ACK_WAIT_MS
-  // acknowledgements to this instance arrive on its own channel: `<acker id> <highest seq>`
-  const ackChannel = `_ack:${id}` // under `prefix`, as every channel
+  // acknowledgements to an instance arrive on its own channel (under `prefix`, as every
+  // channel): `<acker id> <highest seq>`
+  const ackChannelOf = (instance: string) => `_ack:${instance}`
+  const ackChannel = ackChannelOf(id)
   let seq = 0
   // per acker, the highest of this instance's seqs it has applied
   const acked = new Map<string, number>()
@@ -104,7 +106,7 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
   let ackScheduled = false
   const sendAcks = (): void => {
     ackScheduled = false
-    for (const [publisher, upTo] of owed) pub.publish(`${prefix}_ack:${publisher}`, `${id} ${upTo}`).catch(() => {})
+    for (const [publisher, upTo] of owed) pub.publish(prefix + ackChannelOf(publisher), `${id} ${upTo}`).catch(() => {})
     owed.clear()
   }
   const settle = (): void => {

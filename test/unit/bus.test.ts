@@ -14,6 +14,17 @@ async function until(cond: () => boolean, what: string): Promise<void> {
   assert.fail(`timed out waiting for ${what}`)
 }
 
+/** A fresh bus prefix, so runs and tests never hear each other. */
+const newPrefix = () => `svc-test-${crypto.randomBytes(5).toString('hex')}:bus:`
+
+/** Subscribes `bus` to 'hosting' and waits until it is reliable; returns what it receives. */
+async function listen(bus: Bus, name: string): Promise<string[]> {
+  const got: string[] = []
+  bus.subscribe('hosting', (m) => got.push(m))
+  await until(() => isReliable(bus), `${name} subscribed`)
+  return got
+}
+
 describe('bus', () => {
   it('local bus: delivers in process and is always reliable', async () => {
     const bus = createLocalBus()
@@ -26,14 +37,12 @@ describe('bus', () => {
   })
 
   it('Redis bus: delivers across instances; a lost subscription flushes caches and reports unreliable until it is back', needs('redis'), async () => {
-    const prefix = `svc-test-${crypto.randomBytes(5).toString('hex')}:bus:`
+    const prefix = newPrefix()
     const a = createRedisBus(REDIS_URL, prefix)
     const b = createRedisBus(REDIS_URL, prefix)
     const admin = new Redis(REDIS_URL)
     try {
-      const onB: string[] = []
-      b.subscribe('hosting', (m) => onB.push(m))
-      await until(() => isReliable(b), 'B subscribed')
+      const onB = await listen(b, 'B')
       onB.length = 0
       await a.publish('hosting', 'alice')
       await until(() => onB.includes('alice'), 'message on B')
@@ -64,15 +73,12 @@ describe('bus', () => {
   })
 
   it('Redis bus: a publish returns only after every other instance has applied it', needs('redis'), async () => {
-    const prefix = `svc-test-${crypto.randomBytes(5).toString('hex')}:bus:`
+    const prefix = newPrefix()
     const buses = [createRedisBus(REDIS_URL, prefix), createRedisBus(REDIS_URL, prefix), createRedisBus(REDIS_URL, prefix)]
     const [a, b, c] = buses as [Bus, Bus, Bus]
     try {
-      const onB: string[] = []
-      const onC: string[] = []
-      b.subscribe('hosting', (m) => onB.push(m))
-      c.subscribe('hosting', (m) => onC.push(m))
-      await until(() => buses.every(isReliable), 'all subscribed')
+      const [onB, onC] = await Promise.all([listen(b, 'B'), listen(c, 'C')])
+      await until(() => isReliable(a), 'A subscribed')
       for (let i = 0; i < 300; i++) {
         const msg = `user-${i}`
         // several at once too: each waits for its own acknowledgements
@@ -86,7 +92,7 @@ describe('bus', () => {
   })
 
   it('Redis bus: a receiver that never acknowledges costs one bounded wait, not a hang', needs('redis'), async () => {
-    const prefix = `svc-test-${crypto.randomBytes(5).toString('hex')}:bus:`
+    const prefix = newPrefix()
     let timeouts = 0
     const a = createRedisBus(REDIS_URL, prefix, { ackWaitMs: 100, onAckTimeout: () => timeouts++ })
     // an instance of an older version: receives, never acknowledges
@@ -112,13 +118,11 @@ describe('bus', () => {
   })
 
   it('Redis bus: a message without header (a previous version) is still applied', needs('redis'), async () => {
-    const prefix = `svc-test-${crypto.randomBytes(5).toString('hex')}:bus:`
+    const prefix = newPrefix()
     const b = createRedisBus(REDIS_URL, prefix)
     const admin = new Redis(REDIS_URL)
     try {
-      const onB: string[] = []
-      b.subscribe('hosting', (m) => onB.push(m))
-      await until(() => isReliable(b), 'B subscribed')
+      const onB = await listen(b, 'B')
       await admin.publish(`${prefix}hosting`, 'carol')
       await until(() => onB.includes('carol'), 'bare message applied')
     } finally {
@@ -128,7 +132,7 @@ describe('bus', () => {
   })
 
   it('Redis bus on an unreachable Redis: never reliable, publish does not hang or throw', async () => {
-    const bus = createRedisBus('redis://127.0.0.1:1', `svc-test-${crypto.randomBytes(5).toString('hex')}:bus:`)
+    const bus = createRedisBus('redis://127.0.0.1:1', newPrefix())
     const got: string[] = []
     bus.subscribe('hosting', (m) => got.push(m))
     const t0 = Date.now()
