@@ -99,6 +99,26 @@ for (const engine of ENGINES) {
       assert.deepEqual(await counted(u), { counter: 2, rows: 2 })
     })
 
+    it('a create over an expired row, and creates racing deletes of the same keys, answer 200 or 404 only', async () => {
+      const u = await s.user()
+      assert.equal((await store(u, { key: 'e', value: 1, ttl: 1 })).status, 200)
+      clock.advance(1500)
+      // the one-statement create meets the expired row; the transaction path purges it and creates
+      const again = await store(u, { key: 'e', value: 2 })
+      assert.equal(again.status, 200, again.text)
+      assert.equal(again.json.data.version, 1)
+      assert.equal(again.json.data.value, 2)
+      assert.deepEqual(await counted(u), { counter: 1, rows: 1 })
+      const ops = Array.from({ length: 60 }, (_, i) => (i % 3 === 2 ? del(u, `r${i % 4}`) : store(u, { key: `r${i % 4}`, value: i })))
+      const statuses = (await Promise.all(ops)).map((r) => r.status)
+      assert.deepEqual(
+        statuses.filter((st) => st !== 200 && st !== 404),
+        [],
+      )
+      const c = await counted(u)
+      assert.equal(c.counter, c.rows)
+    })
+
     it('an increment of a live integer, a float and a non-number entry keep their answers', async () => {
       const u = await s.user()
       await store(u, { key: 'big', value: 9007199254740990, data_type: 'number' })

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/kysely.js'
+import { isUniqueViolation, type Db } from '../../db/kysely.js'
 import type { Clock } from '../../util/clock.js'
 import type { User } from '../../auth/users.js'
 import { AppError } from '../../errors/app-error.js'
@@ -175,6 +175,20 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
     if (keys >= limit) throw new AppError('KV_KEY_QUOTA', { params: { current: keys, limit } })
   }
 
+  /**
+   * The create without the transaction path's purge and lookups; undefined when that path
+   * must decide: the counter says the quota is reached, or a row (expired, or created
+   * meanwhile) holds the key.
+   */
+  async function createFast(user: User, row: KvRow): Promise<KvRow | undefined> {
+    try {
+      return await store.create(row, quotaOf(user.limits, 'kv_keys'))
+    } catch (e) {
+      if (isUniqueViolation(e)) return undefined
+      throw e
+    }
+  }
+
   function checkSize(text: string, user: User): number {
     const size = Buffer.byteLength(text, 'utf8')
     const limit = quotaOf(user.limits, 'kv_entry_bytes')
@@ -231,6 +245,23 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
         if (row) {
           changed(user, input.key)
           return { created: false, entry: toEntry(row) }
+        }
+        // no live entry: a create in one statement, while under the quota and no row holds the key
+        const created = await createFast(user, {
+          user_id: user.id,
+          key: input.key,
+          value: text,
+          data_type: input.data_type ?? 'json',
+          tags: tags ? JSON.stringify(tags) : '[]',
+          is_public: input.is_public ? 1 : 0,
+          size,
+          expires_at: input.ttl === undefined || input.ttl === null ? null : now + input.ttl * 1000,
+          created_at: now,
+          ...nextStamp(undefined, now),
+        })
+        if (created) {
+          changed(user, input.key)
+          return { created: true, entry: toEntry(created) }
         }
       }
 

@@ -119,6 +119,50 @@ export function createKvStore(db: Db) {
       return q.returning(KV_COLUMNS)
     })
   const updateQueries = new Map<string, ReturnType<typeof updateQuery>>()
+  /**
+   * PostgreSQL's create in one statement, prepared: the user's row lock (as db.lockUser takes
+   * it, so it orders with every KV transaction), the counter raised only while under the
+   * limit, then the entry. No row back: the quota is reached; a row under the key (an expired
+   * one not purged yet) fails the whole statement with a unique violation.
+   */
+  const pgCreate = prepared(db, 12, (userId: string, limit: number, ...v: unknown[]) => {
+    const [key, value, dataType, tags, isPublic, version, size, createdAt, updatedAt, expiresAt] = v
+    return db.k
+      .with('u', (q) => q.selectFrom('users').select('id').where('id', '=', userId).forUpdate())
+      .with('c', (q) =>
+        q
+          .insertInto('kv_usage')
+          .columns(['user_id', 'keys'])
+          .expression((eb) => eb.selectFrom('u').select(['u.id', sql<number>`1`.as('keys')]))
+          .onConflict((oc) =>
+            oc
+              .column('user_id')
+              .doUpdateSet({ keys: sql<number>`kv_usage.keys + 1` })
+              .where('kv_usage.keys', '<', limit),
+          )
+          .returning('user_id'),
+      )
+      .insertInto('kv_entries')
+      .columns([...KV_COLUMNS])
+      .expression((eb) =>
+        eb
+          .selectFrom('c')
+          .select([
+            'c.user_id',
+            sql<string>`cast(${key} as text)`.as('key'),
+            sql<string>`cast(${value} as text)`.as('value'),
+            sql<string>`cast(${dataType} as text)`.as('data_type'),
+            sql<string>`cast(${tags} as text)`.as('tags'),
+            sql<number>`cast(${isPublic} as integer)`.as('is_public'),
+            sql<number>`cast(${version} as bigint)`.as('version'),
+            sql<number>`cast(${size} as bigint)`.as('size'),
+            sql<number>`cast(${createdAt} as bigint)`.as('created_at'),
+            sql<number>`cast(${updatedAt} as bigint)`.as('updated_at'),
+            sql<number | null>`cast(${expiresAt} as bigint)`.as('expires_at'),
+          ]),
+      )
+      .returning(KV_COLUMNS)
+  })
   const k = db.k
   /** Byte order on both engines (PostgreSQL's collation could otherwise differ from SQLite's). */
   const keyOrder = db.engine === 'postgres' ? sql`${sql.ref('key')} collate "C"` : sql`${sql.ref('key')}`
@@ -188,6 +232,36 @@ export function createKvStore(db: Db) {
       await addKeys(ex, row.user_id, 1)
     },
 
+    /**
+     * Creates an entry with no user lock held by the caller and counts it, in one statement on
+     * PostgreSQL and one short transaction on SQLite. Undefined when the user's counter is at
+     * `limit` (expired rows count until purged: the caller's transaction purges and decides);
+     * a unique violation when a row holds the key. Exact under concurrency: the counter's
+     * conditional upsert runs under its row lock.
+     */
+    async create(row: KvRow, limit: number): Promise<KvRow | undefined> {
+      if (limit < 1) return undefined
+      if (db.engine === 'postgres') {
+        return (await pgCreate(row.user_id, limit, ...KV_COLUMNS.slice(1).map((c) => row[c])))[0]
+      }
+      return k.transaction().execute(async (trx) => {
+        const counted = await trx
+          .insertInto('kv_usage')
+          .values({ user_id: row.user_id, keys: 1 })
+          .onConflict((oc) =>
+            oc
+              .column('user_id')
+              .doUpdateSet({ keys: sql<number>`kv_usage.keys + 1` })
+              .where('kv_usage.keys', '<', limit),
+          )
+          .returning('keys')
+          .executeTakeFirst()
+        if (!counted) return undefined
+        await trx.insertInto('kv_entries').values(row).execute()
+        return row
+      })
+    },
+
     /** Replaces the fields of an existing entry (and optionally its key, for a rename). */
     update: async (ex: Ex, userId: string, key: string, set: Omit<KvRow, 'user_id' | 'created_at'>): Promise<void> => {
       await ex.updateTable('kv_entries').set(set).where('user_id', '=', userId).where('key', '=', key).execute()
@@ -226,9 +300,13 @@ export function createKvStore(db: Db) {
       return rows[0]
     },
 
-    /** Deletes a live entry and uncounts it (one transaction); true when one was deleted. */
+    /**
+     * Deletes a live entry and uncounts it (one transaction, under the user's lock as every
+     * KV write: the same lock order as create); true when one was deleted.
+     */
     remove: (userId: string, key: string, now: number): Promise<boolean> =>
       k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, userId)
         const r = await trx.deleteFrom('kv_entries').where('user_id', '=', userId).where('key', '=', key).where(live(now)).executeTakeFirst()
         const n = Number(r.numDeletedRows)
         if (n > 0) await addKeys(trx, userId, -n)
@@ -249,9 +327,21 @@ export function createKvStore(db: Db) {
       if (n > 0) await addKeys(ex, userId, -n)
     },
 
-    /** Deletes every expired entry (periodic job) and uncounts exactly the rows deleted; returns how many. */
+    /**
+     * Deletes every expired entry (periodic job) and uncounts exactly the rows deleted; returns
+     * how many. On PostgreSQL the owners' rows are locked first, in id order, as KV writes do.
+     */
     async purgeExpired(now: number): Promise<number> {
       return k.transaction().execute(async (trx) => {
+        if (db.engine === 'postgres') {
+          await trx
+            .selectFrom('users')
+            .select('id')
+            .where('id', 'in', trx.selectFrom('kv_entries').select('user_id').where('expires_at', '<=', now))
+            .orderBy('id')
+            .forUpdate()
+            .execute()
+        }
         const gone = await trx.deleteFrom('kv_entries').where('expires_at', '<=', now).returning('user_id').execute()
         const per = new Map<string, number>()
         for (const g of gone) per.set(g.user_id, (per.get(g.user_id) ?? 0) + 1)
