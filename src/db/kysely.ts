@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
-import pg from 'pg'
+import type { default as Pg } from 'pg'
 import {
   Kysely,
   PostgresDialect,
@@ -18,6 +18,7 @@ import type { Database } from './schema.js'
 import { DurabilityBarrier, walSyncer } from './durability.js'
 import { Checkpointer } from './checkpointer.js'
 import { WriterDialect } from './sqlite-writer.js'
+import { lazy } from '../util/lazy.js'
 
 export type Engine = 'sqlite' | 'postgres'
 export type DB = Kysely<Database>
@@ -36,8 +37,13 @@ export interface Db {
   close(): Promise<void>
 }
 
-// int8 (bigint) as JS numbers: all our bigints are epoch milliseconds or byte counts (< 2^53).
-pg.types.setTypeParser(20, (v: string) => Number(v))
+/** pg, loaded when a PostgreSQL database is opened (a SQLite install never loads it). */
+const loadPg = lazy(async (): Promise<typeof Pg> => {
+  const { default: pg } = await import('pg')
+  // int8 (bigint) as JS numbers: all our bigints are epoch milliseconds or byte counts (< 2^53)
+  pg.types.setTypeParser(20, (v: string) => Number(v))
+  return pg
+})
 
 export interface DbOptions {
   databaseUrl: string | null
@@ -162,6 +168,7 @@ class ScopedPostgresDialect extends PostgresDialect {
 export const POOL_SIZE = Math.min(64, Math.max(16, 8 * os.availableParallelism()))
 
 async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserver): Promise<Db> {
+  const pg = await loadPg()
   const url = new URL(databaseUrl)
   const schema = url.searchParams.get('schema')
   url.searchParams.delete('schema')

@@ -1,6 +1,9 @@
 import crypto from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { Redis } from 'ioredis'
+import { lazyRequire } from '../util/lazy.js'
+
+/** ioredis, loaded when a Redis client is first made (a server without REDIS_URL never loads it). */
+const ioredis = lazyRequire<typeof import('ioredis')>('ioredis')
 
 /**
  * Cross-instance notifications (cache invalidation). In-process by default; with REDIS_URL
@@ -79,8 +82,8 @@ interface Waiter {
 }
 
 export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusOptions = {}): Bus {
-  const pub = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 1000, connectTimeout: 1000 })
-  const sub = new Redis(url, {
+  const pub = new (ioredis().Redis)(url, { maxRetriesPerRequest: 1, commandTimeout: 1000, connectTimeout: 1000 })
+  const sub = new (ioredis().Redis)(url, {
     maxRetriesPerRequest: null,
     connectTimeout: 1000,
     autoResubscribe: false,

@@ -1,7 +1,11 @@
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
+import { lazyRequire } from '../util/lazy.js'
 import type { WindowRule } from './tiers.js'
 import type { HitResult, LimitStore } from './store.js'
 import { AppError } from '../errors/app-error.js'
+
+/** ioredis, loaded when a Redis client is first made (a server without REDIS_URL never loads it). */
+const ioredis = lazyRequire<typeof import('ioredis')>('ioredis')
 
 /**
  * One atomic check for all windows of an identity. KEYS: one per window. ARGV: now (0 = use
@@ -87,7 +91,7 @@ export interface RedisLimitOptions {
  * checks fail with 503 (fail closed) rather than hang or let requests through unlimited.
  */
 export function createRedisLimitStore(url: string, opts: RedisLimitOptions): LimitStore {
-  const redis = new Redis(url, {
+  const redis = new (ioredis().Redis)(url, {
     maxRetriesPerRequest: 1,
     commandTimeout: 1000,
     connectTimeout: 1000,

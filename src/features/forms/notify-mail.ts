@@ -1,5 +1,5 @@
-import nodemailer from 'nodemailer'
 import { escapeHtml } from '../../util/html.js'
+import { lazy } from '../../util/lazy.js'
 import type { SubmissionEvent } from './notify-store.js'
 
 export interface MailMessage {
@@ -18,12 +18,19 @@ export interface Mailer {
 /** The SMTP mailer of SMTP_URL (nodemailer), or null when the service has no mail server. */
 export function createMailer(smtpUrl: string | null, from: string): Mailer | null {
   if (smtpUrl === null) return null
-  const transport = nodemailer.createTransport(smtpUrl)
+  // nodemailer is loaded with the first mail
+  let made: { close(): void } | null = null
+  const transport = lazy(async () => {
+    const { default: nodemailer } = await import('nodemailer')
+    const t = nodemailer.createTransport(smtpUrl)
+    made = t
+    return t
+  })
   return {
     async send(m) {
-      await transport.sendMail({ from, to: m.to, subject: m.subject, text: m.text, html: m.html })
+      await (await transport()).sendMail({ from, to: m.to, subject: m.subject, text: m.text, html: m.html })
     },
-    close: () => transport.close(),
+    close: () => made?.close(),
   }
 }
 

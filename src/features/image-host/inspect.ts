@@ -1,12 +1,9 @@
-import sharp, { type Metadata } from 'sharp'
+import type { Metadata } from 'sharp'
 import { fileTypeFromBuffer } from 'file-type'
 import { AppError } from '../../errors/app-error.js'
 import { stripGif, stripJpeg, stripPng, stripWebp } from './strip.js'
 
-// one libvips worker thread per operation and no operation cache: memory stays predictable,
-// and the variant semaphore (variants.ts) bounds how many run at once
-sharp.concurrency(1)
-sharp.cache(false)
+import { loadSharp } from './sharp.js'
 
 /** Largest image (in pixels) sharp will decode; bigger ones are refused (decompression bombs). */
 export const MAX_INPUT_PIXELS = 50_000_000
@@ -84,7 +81,7 @@ export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<
   }
   let meta: Metadata
   try {
-    meta = await sharp(buf, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()
+    meta = await (await loadSharp())(buf, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()
   } catch {
     throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `unreadable ${type}`, allowed: ALLOWED_TYPES } })
   }
@@ -127,7 +124,7 @@ async function stripMetadata(buf: Buffer, type: ImageType, meta: Metadata): Prom
 /** True when sharp can read the image and finds no metadata beyond an orientation-only EXIF. */
 async function isClean(buf: Buffer, orientation?: number): Promise<boolean> {
   try {
-    const m = await sharp(buf, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()
+    const m = await (await loadSharp())(buf, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()
     if (m.xmp || m.iptc || m.comments?.length) return false
     if (m.exif && m.exif.length > 64) return false
     return (m.orientation ?? 1) === (orientation ?? 1)
@@ -140,7 +137,7 @@ async function isClean(buf: Buffer, orientation?: number): Promise<boolean> {
 async function reencode(buf: Buffer, type: ImageType): Promise<Buffer> {
   try {
     const animated = type === 'image/gif' || type === 'image/webp'
-    const img = sharp(buf, { limitInputPixels: MAX_INPUT_PIXELS, animated }).autoOrient().keepIccProfile()
+    const img = (await loadSharp())(buf, { limitInputPixels: MAX_INPUT_PIXELS, animated }).autoOrient().keepIccProfile()
     switch (type) {
       case 'image/jpeg':
         return await img.jpeg({ quality: 92 }).toBuffer()

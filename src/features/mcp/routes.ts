@@ -1,6 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { caller } from '../../http/guard.js'
@@ -9,6 +7,16 @@ import { hostName, siteOriginFor } from '../../http/site-origin.js'
 import { API_VERSION } from '../sites/files-service.js'
 import type { McpServices } from './services.js'
 import { MCP_BODY_LIMIT, toolsFor, type ToolContext } from './tools.js'
+import { lazy } from '../../util/lazy.js'
+
+/** The MCP SDK's server side, loaded on the first MCP request. */
+const loadSdk = lazy(async () => {
+  const [{ McpServer }, { StreamableHTTPServerTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/mcp.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+  ])
+  return { McpServer, StreamableHTTPServerTransport }
+})
 
 export const MCP_PATH = '/mcp'
 
@@ -86,6 +94,7 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
         entitled: async (feature) =>
           !!(await deps.db.k.selectFrom('entitlements').select('feature').where('user_id', '=', p.user.id).where('feature', '=', feature).executeTakeFirst()),
       }
+      const { McpServer, StreamableHTTPServerTransport } = await loadSdk()
       const server = new McpServer(
         { name: 'svc', version: API_VERSION },
         {

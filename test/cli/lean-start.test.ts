@@ -1,0 +1,60 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import url from 'node:url'
+
+const root = path.resolve(path.dirname(url.fileURLToPath(import.meta.url)), '../..')
+
+/**
+ * The packages (node_modules) a fresh process resolves from the service's own code while it
+ * loads and builds the server as `svc serve` does (compiled dist/, SQLite, no Redis, no SMTP),
+ * reported by a module resolve hook.
+ */
+function packagesLoadedByServe(): Set<string> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-lean-'))
+  try {
+    const hooks = path.join(dir, 'hooks.mjs')
+    fs.writeFileSync(
+      hooks,
+      `export async function resolve(spec, ctx, next) {
+        const r = await next(spec, ctx)
+        const m = /node_modules\\/((@[^/]+\\/)?[^/]+)/.exec(r.url)
+        if (m && ctx.parentURL && !ctx.parentURL.includes('/node_modules/')) process.stderr.write('PKG ' + m[1] + '\\n')
+        return r
+      }`,
+    )
+    const dist = (f: string) => JSON.stringify(url.pathToFileURL(path.join(root, 'dist', 'src', f)).href)
+    const code = `
+      import { register } from 'node:module'
+      register(${JSON.stringify(url.pathToFileURL(hooks).href)})
+      const { loadConfig } = await import(${dist('config.js')})
+      const { createDeps } = await import(${dist('compose.js')})
+      const { buildApp } = await import(${dist('app.js')})
+      const { serverFactoryFor } = await import(${dist('server.js')})
+      const deps = await createDeps(loadConfig({ DATA_DIR: ${JSON.stringify(path.join(dir, 'data'))}, TRUST_PROXY: '1' }))
+      const app = await buildApp(deps, { serverFactory: serverFactoryFor(null) })
+      await app.ready()
+      await app.close()
+      await deps.close()
+    `
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', env: { ...process.env, NODE_ENV: 'production' } })
+    assert.equal(r.status, 0, r.stderr)
+    return new Set([...r.stderr.matchAll(/^PKG (\S+)$/gm)].map((m) => m[1]))
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+// heavy packages load on first use only: a SQLite server without Redis or SMTP starts without them
+describe('svc serve loads only what its settings use', () => {
+  it('builds the server without sharp, the MCP SDK, nodemailer, pg, ioredis or the S3 client', () => {
+    const loaded = packagesLoadedByServe()
+    assert.ok(loaded.has('fastify') && loaded.has('better-sqlite3'), `the hook saw the server's own packages: ${[...loaded].join(', ')}`)
+    for (const heavy of ['sharp', '@modelcontextprotocol/sdk', 'nodemailer', 'pg', 'ioredis', '@aws-sdk/client-s3', '@aws-sdk/lib-storage']) {
+      assert.ok(!loaded.has(heavy), `${heavy} was loaded at start`)
+    }
+  })
+})
