@@ -104,6 +104,9 @@ const args = [
   `--test-concurrency=${concurrency}`,
   '--test-timeout=600000',
   '--test-reporter=spec',
+  '--test-reporter-destination=stdout',
+  '--test-reporter=./scripts/test-file-times.mjs',
+  '--test-reporter-destination=stderr',
   ...selected,
 ]
 // async spawn: the embedded PostgreSQL (if any) runs in this process's care meanwhile
