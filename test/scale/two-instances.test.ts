@@ -38,7 +38,7 @@ describe('two instances over one PostgreSQL, Redis and S3', needs('postgres', 'r
       REDIS_URL,
       REDIS_PREFIX: redisPrefix,
       STORAGE_URL: s3.storageUrl(),
-      RATE_LIMITS: JSON.stringify({ authenticated: { minute: LIMIT, concurrent: 100 } }),
+      RATE_LIMITS: JSON.stringify({ authenticated: { minute: LIMIT, concurrent: 100 }, default: { minute: 1000, concurrent: 100 } }),
     }
     a = await startServer({ engine: 'postgres', pgSchema, keepData: true, env })
     b = await startServer({ engine: 'postgres', pgSchema, keepData: true, env })
@@ -115,6 +115,30 @@ describe('two instances over one PostgreSQL, Redis and S3', needs('postgres', 'r
         assert.equal(got.status, 200)
         assert.equal(got.text, html, `version ${i} through ${s === a ? 'A' : 'B'}`)
       }
+    }
+  })
+
+  it("a key-value write through either instance shows at once in the other's public reads", async () => {
+    // three accounts, seven writes each (the authenticated tier allows LIMIT a minute here)
+    for (let n = 0; n < 3; n++) {
+      const u = await a.user()
+      const path = `/svc_api/data/public/${u.username}/score`
+      const write = (s: TestServer, body: unknown, route = 'store') => s.post(`/svc_api/data/${route}`, { key: u.key, json: body })
+      // both instances cache the miss, then every write is read back at once on both
+      for (const s of [a, b]) assert.equal((await s.get(path)).status, 404)
+      assert.equal((await write(a, { key: 'score', value: 0, data_type: 'number', is_public: true })).status, 200)
+      for (let i = 1; i <= LIMIT - 2; i++) {
+        const by = (i + n) % 2 ? a : b
+        const r = i % 3 === 0 ? await write(by, { key: 'score', value: 10 * i, data_type: 'number' }) : await write(by, { key: 'score', by: 1 }, 'incr')
+        assert.equal(r.status, 200, r.text)
+        const want = r.json.data.value
+        for (const s of [b, a]) {
+          const got = await s.get(path)
+          assert.equal(got.json.data?.value, want, `write ${i} through ${by === a ? 'A' : 'B'}, read on ${s === a ? 'A' : 'B'}: ${got.status} ${got.text}`)
+        }
+      }
+      assert.equal((await (n % 2 ? b : a).request('DELETE', '/svc_api/data/delete?key=score', { key: u.key })).status, 200)
+      for (const s of [b, a]) assert.equal((await s.get(path)).status, 404)
     }
   })
 

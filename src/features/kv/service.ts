@@ -50,9 +50,13 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
   const store = createKvStore(db)
   // the bus's FLUSH_ALL drops every line: invalidations may have been lost (Redis subscription dropped)
   const cache = createKvPublicCache(clock, { ttlMs: publicCacheTtlMs, bus })
-  /** After a write commits: this instance's cache at once, the others through the bus. */
-  const changed = (user: User, ...keys: string[]) => {
-    for (const key of keys) void cache.changed(user.username, key).catch(() => {})
+  /**
+   * After a write commits and before it is answered: this instance's cache at once, the
+   * others through the bus, which resolves once they have dropped the lines (a read on any
+   * instance after the answer sees the write). A failed publish is the bus's to count.
+   */
+  const changed = async (user: User, ...keys: string[]): Promise<void> => {
+    await Promise.all(keys.map((key) => cache.changed(user.username, key).catch(() => {})))
   }
 
   type PublicRow = (Parameters<typeof publicJson>[0] & { expires_at: number | null }) | undefined
@@ -125,7 +129,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       const total = round.reduce((a, w) => a + w.by, 0)
       try {
         const row = await store.incrInPlace(user.id, key, total, clock.now(), undefined, round.length)
-        if (row) changed(user, key)
+        if (row) await changed(user, key)
         let value = row ? Number(row.value) - total : 0
         round.forEach((w, i) => {
           if (!row) return w.resolve(undefined)
@@ -243,7 +247,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           expires_at: input.ttl === undefined ? undefined : input.ttl === null ? null : now + input.ttl * 1000,
         })
         if (row) {
-          changed(user, input.key)
+          await changed(user, input.key)
           return { created: false, entry: toEntry(row) }
         }
         // no live entry: a create in one statement, while under the quota and no row holds the key
@@ -260,7 +264,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           ...nextStamp(undefined, now),
         })
         if (created) {
-          changed(user, input.key)
+          await changed(user, input.key)
           return { created: true, entry: toEntry(created) }
         }
       }
@@ -303,8 +307,8 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
         await store.insert(trx, row)
         return { created: true, entry: toEntry(row) }
       })
-      if (oldKey !== undefined) changed(user, oldKey, input.key)
-      else changed(user, input.key)
+      if (oldKey !== undefined) await changed(user, oldKey, input.key)
+      else await changed(user, input.key)
       return result
     },
 
@@ -319,7 +323,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       if (Number.isSafeInteger(by) && quotaOf(user.limits, 'kv_entry_bytes') > 16) {
         const row = expiresAt === undefined ? await incrMerged(user, input.key, by) : await store.incrInPlace(user.id, input.key, by, now, expiresAt)
         if (row) {
-          if (expiresAt !== undefined) changed(user, input.key)
+          if (expiresAt !== undefined) await changed(user, input.key)
           return { created: false, entry: toEntry(row) }
         }
       }
@@ -365,7 +369,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
         await store.insert(trx, row)
         return { created: true, entry: toEntry(row) }
       })
-      changed(user, input.key)
+      await changed(user, input.key)
       return result
     },
 
@@ -421,7 +425,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
     async remove(user: User, key: unknown): Promise<void> {
       const k = lookupKey(key)
       if (!(await store.remove(user.id, k, clock.now()))) throw new AppError('KV_KEY_NOT_FOUND')
-      changed(user, k)
+      await changed(user, k)
     },
 
     /** Deletes every expired entry (the periodic job; reads already ignore them). */
