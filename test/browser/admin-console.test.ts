@@ -186,6 +186,26 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     const ownRow = owner.page.locator('#files-table tbody tr', { hasText: 'shady.html' })
     await ownRow.locator('.badge.held').waitFor()
     assert.match((await ownRow.textContent()) ?? '', /held for review: visitors get 451/)
+    // and which data link is held, on her data page (the case opened through the admin API)
+    const aliceCookie = await s.login(alice.username, alice.password)
+    const adminCookie = await s.login(admin.username, admin.password)
+    await s.deps.db.k.insertInto('entitlements').values({ user_id: alice.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
+    const made = await s.post('/api/hosted-data/files', { cookie: aliceCookie, json: { display_name: 'held.json', content: '{"held":true}' } })
+    assert.equal(made.status, 200, made.text)
+    assert.equal((await s.post('/api/hosted-data/files', { cookie: aliceCookie, json: { display_name: 'kept.json', content: '{}' } })).status, 200)
+    const dataCase = await s.post('/svc_api/admin/reports', {
+      cookie: adminCookie,
+      headers: { 'user-agent': ua },
+      json: { url: `${s.url}/svc-data/pub/${made.json.file.public_token}`, category: 'spam' },
+    })
+    assert.equal(dataCase.status, 201, dataCase.text)
+    assert.equal(
+      (await s.post(`/svc_api/admin/reports/${dataCase.json.data.id}/quarantine`, { cookie: adminCookie, headers: { 'user-agent': ua } })).status,
+      200,
+    )
+    await owner.page.goto(`${s.url}/dashboard/data`)
+    await owner.page.locator('#data-table tbody tr', { hasText: 'held.json' }).locator('.badge.held').waitFor()
+    assert.equal(await owner.page.locator('#data-table tbody tr', { hasText: 'kept.json' }).locator('.badge.held').count(), 0)
     await owner.ctx.close()
     // the notice's report link leads to the service's report form, with the page filled in
     await visitor.page.getByRole('link', { name: 'Report content' }).click()
@@ -236,6 +256,7 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
         'settings.set registration',
         'settings.set abuse_contact',
         `abuse.quarantine site:${alice.username}/shady.html`,
+        `abuse.quarantine data:${made.json.file.public_token}`,
         `abuse.restore site:${alice.username}/shady.html`,
         `abuse.takedown site:${alice.username}/shady.html`,
       ],
@@ -248,7 +269,7 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     }
     assert.deepEqual(log[0].details, { tier: 'vip' })
     assert.deepEqual(log[1].details, { limits: { files: 42 } })
-    assert.equal(log[9].details.disabled_account, true)
+    assert.equal(log[10].details.disabled_account, true)
     assert.deepEqual(problems, [])
   })
 

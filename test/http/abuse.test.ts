@@ -313,6 +313,18 @@ for (const engine of ENGINES) {
       rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/svc-img/pub/${token}`, category: 'copyright' })
       await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`)
       for (const p of [`/svc-img/pub/${token}`, `/image-host/pub/${token}`]) assert.equal((await s.get(p)).status, 451, p)
+      // the owner's list marks the held image, and only it
+      const other = imageForm([{ name: 'y.png', data: await makeImage('png', { width: 8, height: 8, color: '#00ff00' }) }])
+      assert.equal(
+        (await s.post('/api/image-host/upload', { cookie: bob.cookie, body: other.body, headers: { 'content-type': other.contentType } })).status,
+        200,
+      )
+      const images = (await s.get('/api/image-host/images', { cookie: bob.cookie })).json.images as any[]
+      assert.equal(images.length, 2)
+      assert.deepEqual(images.map((i) => [i.public_token === token, i.quarantined ?? false]).sort(), [
+        [false, false],
+        [true, true],
+      ])
 
       const d = await s.post('/api/hosted-data/files', { cookie: bob.cookie, json: { display_name: 'list.json', content: '{"a":1}' } })
       const dtoken = d.json.file.public_token as string
@@ -321,8 +333,12 @@ for (const engine of ENGINES) {
       q = await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`)
       assert.equal(q.status, 200, q.text)
       for (const p of [`/svc-data/pub/${dtoken}`, `/hosted-data/pub/${dtoken}?v=1`]) assert.equal((await s.get(p)).status, 451, p)
+      const heldData = async () =>
+        ((await s.get('/api/hosted-data/files', { cookie: bob.cookie })).json.files as any[]).find((f) => f.public_token === dtoken).quarantined
+      assert.equal(await heldData(), true)
       await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/restore`)
       assert.equal((await s.get(`/svc-data/pub/${dtoken}`)).text, '{"a":1}')
+      assert.equal(await heldData(), undefined)
     })
 
     it('flags phishing-like pages at upload without blocking them; leaves ordinary pages alone', async () => {

@@ -650,7 +650,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List files with public_url and a version summary, most recently updated first */
+        /**
+         * List files with public_url and a version summary, most recently updated first
+         * @description A file held for review (abuse handling) carries quarantined: true; its link answers 451 until an admin acts.
+         */
         get: operations["getApiHostedDataFiles"];
         put?: never;
         /** Create a file: JSON {display_name, content, content_type?, description?}, or multipart/form-data: one file part (UTF-8 text), optional fields display_name, description, content_type, set_default. */
@@ -2989,6 +2992,11 @@ export interface operations {
                             created_at: string;
                             /** @description Beijing time, YYYY-MM-DD HH:MM:SS */
                             updated_at: string;
+                            /**
+                             * @description in listings: present when the image is held for review (abuse handling); its link answers 451 until an admin acts
+                             * @enum {boolean}
+                             */
+                            quarantined?: true;
                         }[];
                     };
                 };
@@ -3039,6 +3047,11 @@ export interface operations {
                             created_at: string;
                             /** @description Beijing time, YYYY-MM-DD HH:MM:SS */
                             updated_at: string;
+                            /**
+                             * @description in listings: present when the image is held for review (abuse handling); its link answers 451 until an admin acts
+                             * @enum {boolean}
+                             */
+                            quarantined?: true;
                         }[];
                         total: number;
                     };
@@ -3087,6 +3100,11 @@ export interface operations {
                             created_at: string;
                             /** @description Beijing time, YYYY-MM-DD HH:MM:SS */
                             updated_at: string;
+                            /**
+                             * @description in listings: present when the image is held for review (abuse handling); its link answers 451 until an admin acts
+                             * @enum {boolean}
+                             */
+                            quarantined?: true;
                         };
                     };
                 };
@@ -3166,6 +3184,11 @@ export interface operations {
                             created_at: string;
                             /** @description Beijing time, YYYY-MM-DD HH:MM:SS */
                             updated_at: string;
+                            /**
+                             * @description in listings: present when the image is held for review (abuse handling); its link answers 451 until an admin acts
+                             * @enum {boolean}
+                             */
+                            quarantined?: true;
                         };
                     };
                 };
@@ -3218,6 +3241,11 @@ export interface operations {
                             created_at: string;
                             /** @description Beijing time, YYYY-MM-DD HH:MM:SS */
                             updated_at: string;
+                            /**
+                             * @description in listings: present when the image is held for review (abuse handling); its link answers 451 until an admin acts
+                             * @enum {boolean}
+                             */
+                            quarantined?: true;
                         };
                     };
                 };

@@ -92,6 +92,13 @@ function createAbuse(deps: Deps) {
     return p
   }
 
+  /** Whether the target `prefix` + name is held for review (quarantined), for listings. */
+  async function heldUnder(prefix: string): Promise<(name: string) => boolean> {
+    const holds = await loadHolds()
+    if (holds.size === 0) return () => false
+    return (name) => holds.get(prefix + name) === 'quarantined'
+  }
+
   /** Resolves a reported URL to the content of this service it names. */
   async function targetOfUrl(raw: string): Promise<{ target: Target; userId: string }> {
     let u: URL
@@ -187,10 +194,12 @@ function createAbuse(deps: Deps) {
      * segment) is held for review. Taken-down content is gone from the listings already.
      */
     async quarantinedSites(username: string): Promise<(name: string) => boolean> {
-      const holds = await loadHolds()
-      if (holds.size === 0) return () => false
-      const prefix = `site:${username.toLowerCase()}/`
-      return (name) => holds.get(prefix + name) === 'quarantined'
+      return heldUnder(`site:${username.toLowerCase()}/`)
+    },
+
+    /** For owners' listings of images and data links: whether a public token is held for review. */
+    async quarantinedLinks(kind: 'image' | 'data'): Promise<(token: string) => boolean> {
+      return heldUnder(`${kind}:`)
     },
 
     /** A public report (no login; the routes rate-limit it). */

@@ -153,7 +153,11 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
     '/api/hosted-data/files',
     {
       config: managed,
-      schema: { tags, summary: 'List files with public_url and a version summary, most recently updated first' },
+      schema: {
+        tags,
+        summary: 'List files with public_url and a version summary, most recently updated first',
+        description: 'A file held for review (abuse handling) carries quarantined: true; its link answers 451 until an admin acts.',
+      },
     },
     async (req) => svc.list(caller(req).user, origin(req)),
   )

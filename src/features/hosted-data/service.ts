@@ -8,6 +8,7 @@ import { isoMicros } from '../../util/time.js'
 import { createHostedStore, type FileRow, type VersionRow } from './store.js'
 import { createHostedDataCache, type ServedEntry } from './cache.js'
 import { checkContent } from './content.js'
+import { abuseFor } from '../abuse/service.js'
 
 /** One version's content, already read (bounded by the per-version limit) and typed. */
 export interface Upload {
@@ -109,8 +110,12 @@ export function createHostedData(deps: Deps) {
     },
 
     async list(user: User, origin: string) {
-      const rows = await store.list(user.id)
-      return { success: true, files: rows.map((f) => present(f, origin)), total: rows.length }
+      const [rows, held] = await Promise.all([store.list(user.id), abuseFor(deps).quarantinedLinks('data')])
+      return {
+        success: true,
+        files: rows.map((f) => ({ ...present(f, origin), ...(held(f.public_token) ? { quarantined: true as const } : {}) })),
+        total: rows.length,
+      }
     },
 
     async details(user: User, fileId: string, origin: string) {

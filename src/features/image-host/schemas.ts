@@ -14,6 +14,9 @@ export const Image = Type.Object({
   locked: Type.Boolean({ description: 'set by the operator (svc lock image); a locked image cannot be deleted' }),
   created_at: Type.String({ description: 'Beijing time, YYYY-MM-DD HH:MM:SS' }),
   updated_at: Type.String({ description: 'Beijing time, YYYY-MM-DD HH:MM:SS' }),
+  quarantined: Type.Optional(
+    Type.Literal(true, { description: 'in listings: present when the image is held for review (abuse handling); its link answers 451 until an admin acts' }),
+  ),
 })
 
 export const StatusReply = Type.Object({

@@ -8,6 +8,7 @@ import type { Page } from '../../http/pagination.js'
 import { prepareImage } from './inspect.js'
 import { createImageStore, type ImageRow, type PublicImage } from './store.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
+import { abuseFor } from '../abuse/service.js'
 
 export const FEATURE = 'image-host'
 /** Bus channel: a message is a public token whose cached lookup must be dropped. */
@@ -89,7 +90,7 @@ const bytesQuota = (used: number, adding: number, limit: number) =>
  * the blobs are written, and taken in the write transaction), blob-first writes, and the public token -> blob cache
  * that replace and delete invalidate on every instance through the bus.
  */
-export function createImageHost(deps: Pick<Deps, 'db' | 'blobs' | 'bus' | 'clock'>) {
+export function createImageHost(deps: Deps) {
   const { db, blobs, bus, clock } = deps
   const store = createImageStore(db)
 
@@ -173,8 +174,12 @@ export function createImageHost(deps: Pick<Deps, 'db' | 'blobs' | 'bus' | 'clock
     },
 
     async list(user: User, page: Page, origin: string) {
-      const [rows, used] = await Promise.all([store.list(user.id, page.offset, page.perPage), store.usage(user.id)])
-      return { images: rows.map((r) => imageView(r, origin)), total: used.count }
+      const [rows, used, held] = await Promise.all([
+        store.list(user.id, page.offset, page.perPage),
+        store.usage(user.id),
+        abuseFor(deps).quarantinedLinks('image'),
+      ])
+      return { images: rows.map((r) => ({ ...imageView(r, origin), ...(held(r.public_token) ? { quarantined: true as const } : {}) })), total: used.count }
     },
 
     async get(user: User, token: string): Promise<ImageRow> {

@@ -39,7 +39,12 @@
         files.forEach(function (f) {
           tbody.appendChild(
             S.row([
-              el('a', { href: f.public_url, target: '_blank', rel: 'noopener noreferrer', text: f.display_name }),
+              el(
+                'span',
+                {},
+                el('a', { href: f.public_url, target: '_blank', rel: 'noopener noreferrer', text: f.display_name }),
+                f.quarantined ? el('span', { class: 'badge held', text: t('common.quarantined') }) : null,
+              ),
               f.content_type,
               String(f.default_version),
               String(f.version_count),

@@ -82,6 +82,7 @@
         ' ',
         el('span', { class: 'hint', text: S.bytes(img.size) }),
         img.locked ? el('span', { class: 'badge', text: ' ' + t('images.locked') }) : null,
+        img.quarantined ? el('span', { class: 'badge held', text: t('common.quarantined') }) : null,
       ),
       el('label', { for: id + '-remark', text: t('images.remark') }),
       remark,
