@@ -18,8 +18,8 @@ import { BLOB_COLUMNS } from '../../src/features/tables.js'
 v8.setFlagsFromString('--expose-gc')
 const gc = vm.runInNewContext('gc') as () => void
 
-const PAGES = Number(process.env.SERVING_MEMORY_PAGES ?? 20_000)
-const page = (i: number) => HTML(`page ${i}`, `<p>${`page ${i} of the long tail; `.repeat(70)}</p>`)
+const PAGES = Number(process.env.SERVING_MEMORY_PAGES ?? 10_000)
+const page = (i: number) => HTML(`page ${i}`, `<p>${`page ${i} of the long tail; `.repeat(140)}</p>`)
 
 /** Descriptors of this process open on files under `dir` (what /proc says). */
 const openUnder = (dir: string): string[] =>
@@ -106,14 +106,15 @@ describe('public host: bounded memory, blob files by digest [sqlite]', () => {
     console.log(
       `deploy ${t1 - t0} ms, serve ${Date.now() - t1} ms, RSS +${grown.toFixed(1)} MiB heap +${mib('heapUsed')} total +${mib('heapTotal')} external +${mib('external')} ab +${mib('arrayBuffers')}`,
     )
-    // bodies are not held in memory; the metadata of 20,000 entries is, and the test client
+    // bodies are not held in memory; the metadata of 10,000 entries is, and the test client
     // shares the process. What is kept (heap in use + external buffers, after a full GC) is
-    // the measure: 49-65 MiB in runs, where the 40 MB of bodies would add at least 40 MiB.
+    // the measure: 27-28 MiB in runs, where the 40 MB of bodies (10,000 of 4 KB) would add at
+    // least 40 MiB.
     // RSS also counts heap V8 reserved but does not use, memory the allocator keeps after the
     // deploy's buffers are freed, and the test client's own (+55 to +218 MiB in runs): only a
     // guard against runaway growth, far above what the bound on kept memory allows.
     const kept = (m1.heapUsed + m1.external - m0.heapUsed - m0.external) / 1048576
-    assert.ok(kept < 90, `heap in use + external grew by ${kept.toFixed(1)} MiB`)
+    assert.ok(kept < 55, `heap in use + external grew by ${kept.toFixed(1)} MiB`)
     assert.ok(grown < 320, `RSS grew by ${grown.toFixed(1)} MiB`)
     const files = openUnder(path.join(s.dataDir, 'blobs'))
     assert.ok(files.length <= 1024, `${files.length} blob files open`)
