@@ -58,29 +58,44 @@ export function slidingReset(log: { length: number; at(i: number): number }, lim
 }
 
 const CHUNK = 4096
+/** Slots of a new log's only chunk: most identities (a visitor, a form's client) send a few requests. */
+const FIRST = 8
 
 /**
- * A sliding window's request times, oldest first, in fixed chunks: a push fills the last
- * chunk, aging out moves a head index and drops whole chunks. Every operation is O(1)
- * amortised and nothing is ever copied, so a window holding millions of requests (an
- * operator's very high limit) costs the same per request as a small one, without the
- * pauses of copying one big array (`splice(0, n)` here once moved the whole log on every
- * request; a growing array copies itself on each doubling).
+ * A sliding window's request times, oldest first, in chunks: a push fills the last chunk,
+ * aging out moves a head index and drops whole chunks. A log starts with one chunk of 8
+ * slots that doubles (one copy) while it is the only one, up to 4,096; later chunks have
+ * 4,096. Every operation is O(1) amortised and a big log is never copied whole, so a window
+ * holding millions of requests (an operator's very high limit) costs the same per request
+ * as a small one, without the pauses of copying one big array (`splice(0, n)` here once
+ * moved the whole log on every request), and an identity with a few requests costs bytes,
+ * not the 32 KB of a full chunk per window (10,000 client addresses once took 625 MiB).
  */
 export class TimeLog {
   private chunks: Float64Array[] = []
   /** Index of the oldest live time in chunks[0]. */
   private head = 0
   /** Used slots of the last chunk. */
-  private fill = CHUNK
+  private fill = 0
   length = 0
 
   push(t: number): void {
-    if (this.fill === CHUNK) {
-      this.chunks.push(new Float64Array(CHUNK))
+    let last = this.chunks[this.chunks.length - 1]
+    if (last === undefined) {
+      this.chunks.push((last = new Float64Array(FIRST)))
       this.fill = 0
+    } else if (this.fill === last.length) {
+      if (this.chunks.length === 1 && last.length < CHUNK) {
+        // the only chunk is small: double it in place of itself (indices stay the same)
+        const bigger = new Float64Array(Math.min(CHUNK, last.length * 2))
+        bigger.set(last)
+        this.chunks[0] = last = bigger
+      } else {
+        this.chunks.push((last = new Float64Array(CHUNK)))
+        this.fill = 0
+      }
     }
-    this.chunks[this.chunks.length - 1][this.fill++] = t
+    last[this.fill++] = t
     this.length++
   }
 
@@ -90,16 +105,17 @@ export class TimeLog {
     return this.chunks[Math.floor(j / CHUNK)][j % CHUNK]
   }
 
-  /** Drops the times at or before `cutoff`. */
+  /** Drops the times at or before `cutoff`; an emptied log holds no chunk. */
   ageOut(cutoff: number): void {
     while (this.length > 0) {
       const first = this.chunks[0]
-      const end = this.chunks.length === 1 ? this.fill : CHUNK
+      // a chunk before the last is full (only the first can be smaller, and only while alone)
+      const end = this.chunks.length === 1 ? this.fill : first.length
       if (first[end - 1] <= cutoff) {
         this.length -= end - this.head
         this.chunks.shift()
         this.head = 0
-        if (this.chunks.length === 0) this.fill = CHUNK
+        if (this.chunks.length === 0) this.fill = 0
         continue
       }
       while (first[this.head] <= cutoff) {

@@ -1,10 +1,14 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
+import v8 from 'node:v8'
+import vm from 'node:vm'
 import { HAVE_REDIS, REDIS_URL, needs } from '../support/server.js'
 import { createRedisLimitStore } from '../../src/limits/redis.js'
 import { createMemoryLimitStore, TimeLog } from '../../src/limits/store.js'
-import { tierRules } from '../../src/limits/tiers.js'
+import { tierRules, type WindowRule } from '../../src/limits/tiers.js'
+
+v8.setFlagsFromString('--expose-gc')
 
 const rules = tierRules({ authenticated: { minute: 60, hour: 1000, day: 10000, concurrent: 10 } }).authenticated
 
@@ -99,6 +103,56 @@ describe('limit stores', () => {
     assert.equal(log.length, 0)
     push(4097) // a fresh chunk after emptying, and one more
     age(model[2])
+  })
+
+  it('TimeLog: a small log grows its one chunk while ageing out, like a plain array would', () => {
+    const log = new TimeLog()
+    const model: number[] = []
+    let t = 0
+    const check = () => {
+      assert.equal(log.length, model.length)
+      for (let i = 0; i < model.length; i++) assert.equal(log.at(i), model[i], `at(${i})`)
+    }
+    // pushes across every doubling (8, 16, ... 4,096) and into a second chunk, ageing out as it goes
+    for (const [n, keep] of [
+      [3, 3],
+      [6, 4],
+      [9, 9],
+      [40, 20],
+      [100, 100],
+      [4000, 3000],
+      [2000, 10],
+    ] as const) {
+      for (let i = 0; i < n; i++) {
+        log.push(++t)
+        model.push(t)
+      }
+      check()
+      const cutoff = model[model.length - keep - 1] ?? -1
+      log.ageOut(cutoff)
+      while (model.length > 0 && model[0] <= cutoff) model.shift()
+      check()
+    }
+  })
+
+  it('keeps about 2 KB per identity: 10,000 client addresses with two windows stay under 40 MiB', async () => {
+    const store = createMemoryLimitStore()
+    const two: WindowRule[] = [
+      { name: 'minute', kind: 'sliding', ms: 60_000, limit: 10 },
+      { name: 'hour', kind: 'sliding', ms: 3_600_000, limit: 100 },
+    ]
+    const gc = vm.runInNewContext('gc') as () => void
+    gc()
+    const before = process.memoryUsage()
+    const now = Date.now()
+    for (let i = 0; i < 10_000; i++) assert.equal((await store.hit(`form-submit:f:10.0.${i >> 8}.${i & 255}`, two, now, true)).allowed, true)
+    gc()
+    const after = process.memoryUsage()
+    const grown = (after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers) / 1048576
+    // 16.6 MiB in runs (maps and strings per identity, 64 bytes per log); a full chunk per
+    // window took 625 MiB
+    assert.ok(grown < 40, `heap + array buffers grew by ${grown.toFixed(1)} MiB`)
+    await store.close()
   })
 
   it('fails fast with 1504 when Redis is unreachable', async () => {
