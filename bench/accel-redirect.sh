@@ -46,31 +46,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-export DATA_DIR=$DATA/svc HOST=127.0.0.1 LOG_LEVEL=warn PORT PLAIN_PORT HTTP_PORT
-node bench/hosting-server.mjs >"$DATA/server.out" 2>"$DATA/server.err" &
-PIDS+=($!)
-for _ in $(seq 1 100); do
-  grep -q '"plain"' "$DATA/server.out" 2>/dev/null && break
-  sleep 0.1
-done
-grep -q '"plain"' "$DATA/server.out" || { cat "$DATA/server.err" >&2; exit 2; }
+# shellcheck source=bench/lib/hosting-setup.sh
+. bench/lib/hosting-setup.sh
+export DATA_DIR=$DATA/svc PORT PLAIN_PORT HTTP_PORT
+start_hosting_server "$DATA"
+PIDS+=("$SERVER")
 
 USER=benchaccel
-bin/svc user add "$USER" --password 'bench password 123' >/dev/null
-KEY=$(bin/svc key create "$USER" | tail -n 1)
+bench_account "$USER"
 mkdir -p "$DATA/www/$USER"
-page() {
-  node -e '
-    const n = Number(process.argv[1]); const head = "<!doctype html><html><head><meta charset=\"utf-8\"><title>bench</title></head><body>\n"
-    const tail = "</body></html>\n"; let body = ""; let i = 0
-    while (head.length + body.length + tail.length < n) body += `<p>paragraph ${i++} lorem ipsum dolor sit amet</p>\n`
-    process.stdout.write((head + body).slice(0, n - tail.length) + tail)' "$1" >"$2"
-}
-page 2048 "$DATA/www/$USER/page-2k.html"
-page 51200 "$DATA/www/$USER/page-50k.html"
-for f in page-2k.html page-50k.html; do
-  curl -sfk -H "Authorization: Bearer $KEY" -F "file=@$DATA/www/$USER/$f" "https://127.0.0.1:$PORT/svc_api/upload" >/dev/null
-done
+bench_page 2048 "$DATA/www/$USER/page-2k.html"
+bench_page 51200 "$DATA/www/$USER/page-50k.html"
+for f in page-2k.html page-50k.html; do bench_upload "$DATA/www/$USER/$f"; done
 
 # the bare upstreams: one answers X-Accel-Redirect (headers only), one sends the body; both
 # send the headers the service sends for the page

@@ -43,45 +43,31 @@ fi
 
 [ -f dist/src/cli/main.js ] || npm run build
 
-export DATA_DIR=$DATA HOST=127.0.0.1 LOG_LEVEL=warn PORT PLAIN_PORT HTTP_PORT
-"${SERVER_CPU[@]}" node bench/hosting-server.mjs >"$DATA/server.out" 2>"$DATA/server.err" &
-SERVER=$!
+# shellcheck source=bench/lib/hosting-setup.sh
+. bench/lib/hosting-setup.sh
+export DATA_DIR=$DATA PORT PLAIN_PORT HTTP_PORT
+start_hosting_server "$DATA" "${SERVER_CPU[@]}"
 cleanup() {
   kill "$SERVER" 2>/dev/null || true
   wait "$SERVER" 2>/dev/null || true
   rm -rf "$DATA"
 }
 trap cleanup EXIT
-for _ in $(seq 1 100); do
-  grep -q '"plain"' "$DATA/server.out" 2>/dev/null && break
-  sleep 0.1
-done
-grep -q '"plain"' "$DATA/server.out" || { cat "$DATA/server.err" >&2; exit 2; }
 
 USER=benchhost
-bin/svc user add "$USER" --password 'bench password 123' >/dev/null
-KEY=$(bin/svc key create "$USER" | tail -n 1)
-API="https://127.0.0.1:$PORT"
-upload() { curl -sfk -H "Authorization: Bearer $KEY" -F "file=@$1" "$API/svc_api/upload" >/dev/null; }
+bench_account "$USER"
 
 # pages of exactly 2 KB and 50 KB
-page() {
-  node -e '
-    const n = Number(process.argv[1]); const head = "<!doctype html><html><head><meta charset=\"utf-8\"><title>bench</title></head><body>\n"
-    const tail = "</body></html>\n"; let body = ""; let i = 0
-    while (head.length + body.length + tail.length < n) body += `<p>paragraph ${i++} lorem ipsum dolor sit amet</p>\n`
-    process.stdout.write((head + body).slice(0, n - tail.length) + tail)' "$1" >"$2"
-}
-page 2048 "$DATA/page-2k.html"
-page 51200 "$DATA/page-50k.html"
-upload "$DATA/page-2k.html"
-upload "$DATA/page-50k.html"
+bench_page 2048 "$DATA/page-2k.html"
+bench_page 51200 "$DATA/page-50k.html"
+bench_upload "$DATA/page-2k.html"
+bench_upload "$DATA/page-50k.html"
 
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$SERVER/status"; }
 echo "== memory: one 16 MiB upload"
 head -c $((16 * 1024 * 1024 - 64)) /dev/zero | tr '\0' 'a' | { printf '<!doctype html><html><body><p>'; cat; printf '</p></body></html>'; } | head -c $((16 * 1024 * 1024)) >"$DATA/big.html"
 before=$(rss_kb)
-upload "$DATA/big.html"
+bench_upload "$DATA/big.html"
 after=$(rss_kb)
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$SERVER/status")
 echo "RSS before ${before} kB, after ${after} kB, growth $(( (after - before) / 1024 )) MiB (peak RSS of the process ${hwm} kB); target < 64 MiB"
