@@ -1,5 +1,6 @@
 import type { Db } from '../db/kysely.js'
 import { prepared } from '../db/prepared.js'
+import { rounds } from '../util/rounds.js'
 import type { Clock } from '../util/clock.js'
 import type { ErrorKey } from '../errors/codes.js'
 import { USER_COLUMNS, toUser, type User } from './users.js'
@@ -35,7 +36,9 @@ const LAST_USED_EVERY_MS = 60_000
 /**
  * Resolves the caller from `Authorization: Bearer <key>` or the `session` cookie. Keys in the
  * query string are ignored. Every lookup reads the account, so tier changes, disabling and
- * logout take effect on the next request on every instance.
+ * logout take effect on the next request on every instance. Lookups of one key or session
+ * that arrive while one runs share the next read (util/rounds.ts): it starts after they
+ * arrived, so it sees what they would have seen alone.
  */
 export function createPrincipalResolver(db: Db, clock: Clock) {
   const keyRow = prepared(db, 1, (keyHash: string) =>
@@ -59,11 +62,21 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
       .select(['sessions.expires_at', 'sessions.csrf_token', ...USER_COLUMNS.map((c) => `users.${c}` as const)])
       .where('sessions.id_hash', '=', idHash),
   )
+  /** One read per round of callers of the same hash; every caller gets the row. */
+  const shared = <Row>(read: (hash: string) => Promise<Row[]>) => {
+    const round = rounds<string, Row | undefined>(async (hashes) => {
+      const [row] = await read(hashes[0])
+      return hashes.map(() => row)
+    })
+    return (hash: string) => round(hash, hash)
+  }
+  const keyLookup = shared(keyRow)
+  const sessionLookup = shared(sessionRow)
   return async function resolve(authorization: string | undefined, cookieHeader: string | undefined): Promise<Resolution> {
     if (authorization !== undefined) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
       if (!m || !API_KEY_RE.test(m[1])) return { kind: 'error', error: 'AUTH_INVALID' }
-      const [row] = await keyRow(sha256hex(m[1]))
+      const row = await keyLookup(sha256hex(m[1]))
       const now = clock.now()
       if (!row || !row.enabled || (row.expires_at !== null && Number(row.expires_at) <= now)) return { kind: 'error', error: 'AUTH_INVALID' }
       const user = toUser(row)
@@ -79,7 +92,7 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
     if (cookies.length > 1) return { kind: 'error', error: 'AUTH_AMBIGUOUS' }
     const sid = cookies[0]
     if (!SESSION_ID_RE.test(sid)) return { kind: 'error', error: 'AUTH_INVALID' }
-    const [row] = await sessionRow(sha256hex(sid))
+    const row = await sessionLookup(sha256hex(sid))
     if (!row || Number(row.expires_at) <= clock.now()) return { kind: 'error', error: 'AUTH_INVALID' }
     const user = toUser(row)
     if (user.disabled) return { kind: 'error', error: 'ACCOUNT_DISABLED' }
