@@ -4,6 +4,7 @@ import { sql } from 'kysely'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { FakeClock } from '../../src/util/clock.js'
 import { raceAtQuota } from '../support/quota-race.js'
+import { createKvStore, type KvRow, type Overwrite } from '../../src/features/kv/store.js'
 
 const RATE_LIMITS = JSON.stringify(
   Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 1000 }])),
@@ -173,6 +174,110 @@ for (const engine of ENGINES) {
         assert.equal(after.updated_at, prev.updated_at)
       })
     }
+
+    it('a batch of overwrites writes each entry as one overwrite alone would', async () => {
+      // two users with the same entries: one user's are overwritten one by one, the other's in
+      // one statement; apart from the owner, every row back and every row stored is the same
+      const kv = createKvStore(s.deps.db)
+      const [one, many] = [await s.user(), await s.user()]
+      for (const u of [one, many]) {
+        await store(u, { key: 'a', value: { n: 1 }, tags: ['x'], is_public: true })
+        await store(u, { key: 'b', value: 'text', data_type: 'text' })
+        await store(u, { key: 'c', value: 1, ttl: 1 })
+        await store(u, { key: 'e', value: 2, ttl: 600 })
+        await store(u, { key: 'f', value: [1] })
+      }
+      clock.advance(2000) // c has expired
+      const now = clock.now()
+      const items = (userId: string): Overwrite[] => [
+        // optional fields unset: tags, public flag and expiry are kept
+        { userId, key: 'a', now, value: '{"n":2}', size: 7, data_type: 'json', requireJson: true },
+        // a text entry and a json-only write: no row
+        { userId, key: 'b', now, value: '"t"', size: 3, data_type: 'json', requireJson: true },
+        // expired and missing entries: no row
+        { userId, key: 'c', now, value: '3', size: 1, data_type: 'json', requireJson: true },
+        { userId, key: 'd', now, value: '4', size: 1, data_type: 'json', requireJson: true },
+        // every optional field set, the expiry cleared, and the type changed
+        { userId, key: 'e', now, value: '"five"', size: 6, data_type: 'text', requireJson: false, tags: '["y","z"]', is_public: 1, expires_at: null },
+        { userId, key: 'f', now, value: '[2]', size: 3, data_type: 'json', requireJson: true, is_public: 0, expires_at: now + 5000 },
+      ]
+      const alone = []
+      for (const f of items(one.id)) alone.push(await kv.updateInPlace(f))
+      const batch = await kv.updateManyInPlace(items(many.id))
+      const owned = (r: KvRow | undefined) => r && { ...r, user_id: 'x', version: Number(r.version), updated_at: Number(r.updated_at) }
+      const byKey = new Map(batch.map((r) => [r.key, owned(r)]))
+      assert.deepEqual(
+        items(many.id).map((f) => byKey.get(f.key)),
+        alone.map(owned),
+      )
+      assert.deepEqual(
+        alone.map((r) => r?.key),
+        ['a', undefined, undefined, undefined, 'e', 'f'],
+      )
+      const rows = async (u: User) =>
+        (await s.deps.db.k.selectFrom('kv_entries').selectAll().where('user_id', '=', u.id).orderBy('key').execute()).map((r) => owned(r))
+      assert.deepEqual(await rows(many), await rows(one))
+    })
+
+    it('parallel chains of writes to 40 keys: the writes of each key land once, in order', async () => {
+      const u = await s.user()
+      const keys = Array.from({ length: 40 }, (_, i) => `k${i}`)
+      // a quarter of the entries are text: a write without data_type takes the transaction path
+      for (const key of keys) await store(u, key.endsWith('3') ? { key, value: 'start', data_type: 'text' } : { key, value: 0, tags: ['t'] })
+      const chains = await Promise.all(
+        keys.map(async (key) => {
+          const seen: Array<{ version: number; value: unknown }> = []
+          for (let n = 1; n <= 4; n++) {
+            const text = key.endsWith('3')
+            const body = text ? { key, value: `v${n}` } : n === 3 ? { key, value: n, tags: ['u'], is_public: true } : { key, value: n }
+            const r = await store(u, body)
+            assert.equal(r.status, 200, r.text)
+            seen.push({ version: r.json.data.version, value: r.json.data.value })
+          }
+          return { key, seen }
+        }),
+      )
+      for (const { key, seen } of chains) {
+        const text = key.endsWith('3')
+        assert.deepEqual(
+          seen,
+          [1, 2, 3, 4].map((n) => ({ version: 1 + n, value: text ? `v${n}` : n })),
+        )
+        const e = (await s.get(`/svc_api/data/get?key=${key}`, { key: u.key })).json.data
+        assert.equal(e.version, 5)
+        assert.equal(e.data_type, text ? 'text' : 'json')
+        // tags and the public flag set by the third write are kept by the fourth
+        if (!text) assert.deepEqual([e.tags, e.is_public], [['u'], true])
+      }
+    })
+
+    it('a key lookup shared by parallel requests never admits a request sent after the account was disabled', async () => {
+      const u = await s.user()
+      let disabled = false
+      let stop = false
+      const results: Array<{ after: boolean; status: number }> = []
+      const worker = async () => {
+        while (!stop) {
+          const after = disabled
+          const r = await s.get('/svc_api/me', { key: u.key })
+          results.push({ after, status: r.status })
+        }
+      }
+      const workers = Array.from({ length: 24 }, worker)
+      await new Promise((r) => setTimeout(r, 300))
+      await s.deps.users.update(u.username, { disabled: true })
+      disabled = true
+      await new Promise((r) => setTimeout(r, 300))
+      stop = true
+      await Promise.all(workers)
+      const before = results.filter((x) => !x.after)
+      const after = results.filter((x) => x.after)
+      assert.ok(before.some((x) => x.status === 200) && after.length > 20, `${before.length} before, ${after.length} after`)
+      assert.deepEqual(
+        after.filter((x) => x.status !== 403),
+        [],
+      )
+    })
 
     if (engine === 'sqlite') {
       it('a failed fsync answers 503 (1503) to the writes it covered, and the next writes work', async () => {

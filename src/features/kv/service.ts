@@ -6,7 +6,9 @@ import { quotaOf } from '../../limits/quotas.js'
 import { pageInfo, parsePage } from '../../http/pagination.js'
 import { isoMicros } from '../../util/time.js'
 import type { Bus } from '../../infra/bus.js'
-import { createKvStore, type KvRow } from './store.js'
+import { createKvStore, type KvRow, type Overwrite } from './store.js'
+import { DurabilityError } from '../../db/durability.js'
+import { rounds } from '../../util/rounds.js'
 import { createKvPublicCache, type Cached } from './public-cache.js'
 import { KV_LIMITS, type DataType, type EntryOut } from './schemas.js'
 import { KEY_RE, checkIncrInput, checkKey, checkStoreInput, checkTags, checkType, invalid, lookupKey, parseIsoMs, valueText } from './validate.js'
@@ -112,52 +114,74 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
    * the result, and the statement's range check covers them all. Undefined: the entry is not
    * a live integer (or the sum would leave the range); each caller takes its own transaction.
    */
-  type Waiter = { by: number; resolve: (row: KvRow | undefined) => void; reject: (e: unknown) => void }
-  const incrLines = new Map<string, Waiter[]>()
   const ROUND_MAX = 256
-  function incrMerged(user: User, key: string, by: number): Promise<KvRow | undefined> {
-    return new Promise((resolve, reject) => {
-      const line = `${user.id}\n${key}`
-      const waiting = incrLines.get(line)
-      if (waiting) return void waiting.push({ by, resolve, reject })
-      incrLines.set(line, [])
-      void incrRounds(user, key, line, [{ by, resolve, reject }])
-    })
-  }
-  async function incrRounds(user: User, key: string, line: string, round: Waiter[]): Promise<void> {
-    while (round.length > 0) {
-      const total = round.reduce((a, w) => a + w.by, 0)
-      try {
-        const row = await store.incrInPlace(user.id, key, total, clock.now(), undefined, round.length)
-        if (row) await changed(user, key)
-        let value = row ? Number(row.value) - total : 0
-        round.forEach((w, i) => {
-          if (!row) return w.resolve(undefined)
-          value += w.by
-          const text = String(value)
-          const later = round.length - 1 - i
-          w.resolve({ ...row, value: text, size: text.length, version: Number(row.version) - later, updated_at: Number(row.updated_at) - later })
-        })
-      } catch (e) {
-        for (const w of round) w.reject(e)
-      }
-      // the next round: the waiting increments of the first one's sign, in order, up to ROUND_MAX
-      const waiting = incrLines.get(line)!
-      round = []
-      if (waiting.length === 0) break
+  type Incr = { user: User; key: string; by: number }
+  const incrRound = rounds<Incr, KvRow | undefined>(
+    async (round) => {
+      const { user, key } = round[0]
+      const total = round.reduce((a, c) => a + c.by, 0)
+      const row = await store.incrInPlace(user.id, key, total, clock.now(), undefined, round.length)
+      if (!row) return round.map(() => undefined)
+      await changed(user, key)
+      let value = Number(row.value) - total
+      return round.map((c, i) => {
+        value += c.by
+        const text = String(value)
+        const later = round.length - 1 - i
+        return { ...row, value: text, size: text.length, version: Number(row.version) - later, updated_at: Number(row.updated_at) - later }
+      })
+    },
+    // the waiting increments of the first one's sign, in order, up to ROUND_MAX
+    (waiting) => {
       const up = waiting[0].by >= 0
       let sum = 0
-      const rest: Waiter[] = []
-      for (const w of waiting) {
-        if (w.by >= 0 === up && round.length < ROUND_MAX && Number.isSafeInteger(sum + w.by)) {
-          round.push(w)
-          sum += w.by
-        } else rest.push(w)
+      const picked: number[] = []
+      waiting.forEach((c, i) => {
+        if (c.by >= 0 === up && picked.length < ROUND_MAX && Number.isSafeInteger(sum + c.by)) {
+          picked.push(i)
+          sum += c.by
+        }
+      })
+      return picked
+    },
+  )
+  const incrMerged = (user: User, key: string, by: number) => incrRound(`${user.id}\n${key}`, { user, key, by })
+
+  /**
+   * Overwrites of live entries that arrive while a round of them runs wait; the next round
+   * writes them together in one statement (store.updateManyInPlace): group commit across
+   * keys, as increments of one key merge above. A round holds each entry at most once, in
+   * arrival order: a later write of an entry in the round waits for the next one. A round the
+   * database refused as a whole (on PostgreSQL, a deadlock with another instance's round)
+   * rolled back, and its writes run one by one; a failed sync (DurabilityError) is every
+   * caller's answer, as it is when writes run alone.
+   */
+  const entryOf = (f: Overwrite) => `${f.userId}\n${f.key}`
+  const overwriteRound = rounds<Overwrite, KvRow | undefined>(
+    async (round) => {
+      if (round.length === 1) return [await store.updateInPlace(round[0])]
+      try {
+        const rows = await store.updateManyInPlace(round)
+        const byEntry = new Map(rows.map((r) => [`${r.user_id}\n${r.key}`, r]))
+        return round.map((f) => byEntry.get(entryOf(f)))
+      } catch (e) {
+        if (e instanceof DurabilityError) throw e
+        return Promise.all(round.map((f) => store.updateInPlace(f).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))))
       }
-      incrLines.set(line, rest)
-    }
-    incrLines.delete(line)
-  }
+    },
+    (waiting) => {
+      const seen = new Set<string>()
+      const picked: number[] = []
+      waiting.forEach((f, i) => {
+        const entry = entryOf(f)
+        if (picked.length < ROUND_MAX && !seen.has(entry)) picked.push(i)
+        seen.add(entry)
+      })
+      return picked
+    },
+  )
+  /** Every overwrite is on one line: a round writes entries of any users and keys. */
+  const overwrite = (f: Overwrite) => overwriteRound('', f)
 
   /** The row written after `prev`: updated_at strictly increases, version counts writes. */
   const nextStamp = (prev: KvRow | undefined, now: number) => ({
@@ -236,7 +260,10 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
 
       // an overwrite of a live entry, with no condition: one statement, no user lock
       if (oldKey === undefined && input.version === undefined && ifUpdatedAt === undefined) {
-        const row = await store.updateInPlace(user.id, input.key, now, {
+        const row = await overwrite({
+          userId: user.id,
+          key: input.key,
+          now,
           value: text,
           size,
           data_type: input.data_type ?? 'json',

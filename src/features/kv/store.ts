@@ -38,6 +38,21 @@ declare module '../../db/schema.js' {
 
 export type KvRow = KvEntriesTable
 
+/** One overwrite of a live entry: the fields written; an optional one left undefined keeps its value. */
+export interface Overwrite {
+  userId: string
+  key: string
+  now: number
+  value: string
+  size: number
+  data_type: string
+  /** Only an entry of type json is written (the value was checked as json). */
+  requireJson: boolean
+  tags?: string
+  is_public?: number
+  expires_at?: number | null
+}
+
 /** The columns every read selects (all of them, named). */
 export const KV_COLUMNS = ['user_id', 'key', 'value', 'data_type', 'tags', 'is_public', 'version', 'size', 'created_at', 'updated_at', 'expires_at'] as const
 
@@ -163,6 +178,32 @@ export function createKvStore(db: Db) {
       )
       .returning(KV_COLUMNS)
   })
+  /**
+   * The batch overwrite: `v` is the items, one row each, read from the JSON parameter (keys of
+   * updateManyInPlace); the same SET and liveness rules as updateQuery.
+   */
+  const overwriteMany = (json: string) =>
+    db.engine === 'postgres'
+      ? sql<KvRow>`update kv_entries as e set value = v.v, size = v.s, data_type = v.d,
+          tags = coalesce(v.t, e.tags), is_public = coalesce(v.p, e.is_public),
+          expires_at = case when v.x = 1 then v.e else e.expires_at end,
+          version = e.version + 1, updated_at = greatest(v.n, e.updated_at + 1)
+        from jsonb_to_recordset(cast(${json} as jsonb))
+          as v(u text, k text, n bigint, v text, s bigint, d text, j integer, t text, p integer, x integer, e bigint)
+        where e.user_id = v.u and e.key = v.k and (e.expires_at is null or e.expires_at > v.n)
+          and (v.j = 0 or e.data_type = 'json')
+        returning ${sql.join(KV_COLUMNS.map((c) => sql.ref(`e.${c}`)))}`
+      : sql<KvRow>`update kv_entries set value = v.v, size = v.s, data_type = v.d,
+          tags = coalesce(v.t, kv_entries.tags), is_public = coalesce(v.p, kv_entries.is_public),
+          expires_at = case when v.x = 1 then v.e else kv_entries.expires_at end,
+          version = kv_entries.version + 1, updated_at = max(v.n, kv_entries.updated_at + 1)
+        from (select i.value ->> 'u' as u, i.value ->> 'k' as k, i.value ->> 'n' as n, i.value ->> 'v' as v,
+            i.value ->> 's' as s, i.value ->> 'd' as d, i.value ->> 'j' as j, i.value ->> 't' as t,
+            i.value ->> 'p' as p, i.value ->> 'x' as x, i.value ->> 'e' as e from json_each(${json}) as i) as v
+        where kv_entries.user_id = v.u and kv_entries.key = v.k
+          and (kv_entries.expires_at is null or kv_entries.expires_at > v.n)
+          and (v.j = 0 or kv_entries.data_type = 'json')
+        returning ${sql.join(KV_COLUMNS.map((c) => sql.ref(c)))}`
   const k = db.k
   /** Byte order on both engines (PostgreSQL's collation could otherwise differ from SQLite's). */
   const keyOrder = db.engine === 'postgres' ? sql`${sql.ref('key')} collate "C"` : sql`${sql.ref('key')}`
@@ -286,18 +327,38 @@ export function createKvStore(db: Db) {
      * One statement: overwrites a live entry and returns it, or undefined when there is no
      * live entry (or `requireJson` and its type is not json). Unset fields keep their values.
      */
-    updateInPlace: async (
-      userId: string,
-      key: string,
-      now: number,
-      f: { value: string; size: number; data_type: string; requireJson: boolean; tags?: string; is_public?: number; expires_at?: number | null },
-    ): Promise<KvRow | undefined> => {
+    updateInPlace: async (f: Overwrite): Promise<KvRow | undefined> => {
       const optional = [f.tags, f.is_public, f.expires_at]
       const shape = `${optional.map((v) => (v === undefined ? 0 : 1)).join('')}${f.requireJson ? 1 : 0}`
       let run = updateQueries.get(shape)
       if (run === undefined) updateQueries.set(shape, (run = updateQuery(optional.map((v) => v !== undefined) as [boolean, boolean, boolean], f.requireJson)))
-      const rows = await run(userId, key, now, f.value, f.size, f.data_type, ...optional.filter((v) => v !== undefined))
+      const rows = await run(f.userId, f.key, f.now, f.value, f.size, f.data_type, ...optional.filter((v) => v !== undefined))
       return rows[0]
+    },
+
+    /**
+     * Several overwrites of live entries in one statement (one transaction): each item as
+     * updateInPlace would write it, given as one JSON parameter. Returns the rows written;
+     * an item with no row back had no live entry (or not a json one when `requireJson`).
+     * Invariant: no two items name the same entry (one UPDATE writes a row once).
+     */
+    updateManyInPlace: async (items: readonly Overwrite[]): Promise<KvRow[]> => {
+      const json = JSON.stringify(
+        items.map((f) => ({
+          u: f.userId,
+          k: f.key,
+          n: f.now,
+          v: f.value,
+          s: f.size,
+          d: f.data_type,
+          j: f.requireJson ? 1 : 0,
+          t: f.tags ?? null,
+          p: f.is_public ?? null,
+          x: f.expires_at === undefined ? 0 : 1,
+          e: f.expires_at ?? null,
+        })),
+      )
+      return (await overwriteMany(json).execute(k)).rows
     },
 
     /**
