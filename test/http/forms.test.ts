@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Readable } from 'node:stream'
+import https from 'node:https'
 import { expectClientError, expectError, rowLabel } from '../support/errors.js'
 import { ENGINES, startServer, multipart, type Res, type TestServer } from '../support/server.js'
 import { FakeClock } from '../../src/util/clock.js'
@@ -684,6 +685,69 @@ for (const engine of ENGINES) {
         q.forms.reduce((n: number, x: any) => n + x.submission_count, 0),
         5,
       )
+    })
+
+    it('60 parallel submissions to one form with 40 left: 40 kept, numbered in order, 20 refused (1613)', async () => {
+      const gil = await s.user()
+      await s.deps.users.update(gil.username, { limits: { form_submissions_month: 40 } })
+      const f = await make(gil)
+      // a webhook nobody answers: the deliveries stay queued in the outbox
+      const hook = await s.request('PUT', `/svc_api/forms/webhook/${f.id}`, { key: gil.key, json: { url: 'http://127.0.0.1:9/hook' } })
+      assert.equal(hook.status, 200, hook.text)
+      // 10 a minute per client address: each submission comes from its own loopback address
+      const target = new URL(`${s.url}/api/forms/submit/${f.form_slug}`)
+      const post = (localAddress: string, body: string) =>
+        new Promise<{ status: number; json: any }>((resolve, reject) => {
+          const req = https.request(
+            {
+              host: target.hostname,
+              port: target.port,
+              path: target.pathname,
+              method: 'POST',
+              localAddress,
+              rejectUnauthorized: false,
+              headers: { 'content-type': 'application/json' },
+            },
+            (res) => {
+              const chunks: Buffer[] = []
+              res.on('data', (c: Buffer) => chunks.push(c))
+              res.on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) }))
+            },
+          )
+          req.on('error', reject)
+          req.end(body)
+        })
+      // every fifth fills the honeypot: stored as spam, counted all the same
+      const results = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => post(`127.0.1.${i + 1}`, JSON.stringify(i % 5 === 0 ? { i, _gotcha: 'bot' } : { i }))),
+      )
+      const kept = results.filter((r) => r.status === 200)
+      const refused = results.filter((r) => r.status !== 200)
+      assert.equal(kept.length, 40, JSON.stringify(refused[0]?.json))
+      for (const r of refused) {
+        assert.equal(r.status, 429)
+        assert.equal(r.json.error_code, 1613)
+      }
+      const rows = await s.deps.db.k.selectFrom('form_submissions').select(['id', 'seq', 'is_spam']).where('form_id', '=', f.id).orderBy('seq').execute()
+      assert.deepEqual(
+        rows.map((r) => Number(r.seq)),
+        Array.from({ length: 40 }, (_, i) => i + 1),
+      )
+      const idOf = (r: (typeof results)[number]) => r.json.data.submission_id as string
+      assert.deepEqual(new Set(rows.map((r) => r.id)), new Set(kept.map(idOf)))
+      const spam = results.flatMap((r, i) => (r.status === 200 && i % 5 === 0 ? [idOf(r)] : []))
+      assert.deepEqual(new Set(rows.filter((r) => Number(r.is_spam) === 1).map((r) => r.id)), new Set(spam))
+      // one webhook delivery per kept submission that is not spam
+      const queued = await s.deps.db.k.selectFrom('notify_deliveries').select('submission_id').where('form_id', '=', f.id).execute()
+      assert.deepEqual(
+        queued.map((d) => d.submission_id).sort(),
+        kept
+          .map(idOf)
+          .filter((id) => !spam.includes(id))
+          .sort(),
+      )
+      const q = (await s.get('/svc_api/forms/list', { key: gil.key })).json.data.quota.submissions_month
+      assert.equal(q.used, 40)
     })
 
     it('exports JSON and CSV, newest first, capped at form_export_rows', async () => {

@@ -222,55 +222,55 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config'>,
     },
 
     /**
-     * Writes the deliveries of a new submission into the outbox, in the submission's own
-     * transaction: one per enabled webhook, one per verified address (each mode), or one
-     * per address due at the end of the digest period. Spam triggers nothing.
-     */
-    /**
-     * The deliveries a submission queues (webhook, e-mail each or digest), read from the
-     * form's settings; the caller inserts them with the submission (notifyStore.insertDeliveries).
+     * The deliveries new submissions queue (webhook, e-mail each or digest), from the form's
+     * settings read once: one per enabled webhook and one per verified address (each mode),
+     * or one per address due at the end of the digest period. Spam triggers nothing. The
+     * caller inserts them with the submissions, in their transaction (insertDeliveries).
      */
     async deliveriesFor(
       trx: Trx,
       form: FormRow,
-      submission: { id: string; data: Record<string, unknown>; createdAt: number },
-      spam: boolean,
+      submissions: Array<{ id: string; data: Record<string, unknown>; createdAt: number; spam: boolean }>,
     ): Promise<DeliveryRow[]> {
-      if (spam) return []
+      const wanted = submissions.filter((x) => !x.spam)
+      if (wanted.length === 0) return []
       const [hook, email] = await Promise.all([notifyStore.webhook(trx, form.id), notifyStore.emailSetting(trx, form.id)])
+      const addresses = email?.enabled && mailer ? await notifyStore.verifiedAddresses(trx, form.user_id) : []
       const now = clock.now()
-      const payload = JSON.stringify({
-        event: 'form.submission',
-        form: { id: form.id, name: form.form_name, slug: form.form_slug },
-        submission: { id: submission.id, data: submission.data, created_at: isoMicros(submission.createdAt) },
-      } satisfies SubmissionEvent)
-      const row = (kind: DeliveryRow['kind'], target: string, nextAt: number): DeliveryRow => ({
-        id: newId(),
-        form_id: form.id,
-        user_id: form.user_id,
-        submission_id: submission.id,
-        kind,
-        target,
-        payload,
-        status: 'pending',
-        tries: 0,
-        next_at: nextAt,
-        deadline_at: nextAt + config.notifyMaxAgeMs,
-        claimed_by: null,
-        claimed_until: null,
-        last_status: null,
-        last_error: null,
-        created_at: now,
-        updated_at: now,
-        delivered_at: null,
-      })
       const rows: DeliveryRow[] = []
-      if (hook?.enabled) rows.push(row('webhook', hook.url, now))
-      if (email?.enabled && mailer) {
-        const digest = email.mode === 'digest'
-        // a digest row waits for the end of its period; every row of a period goes out in one mail
-        const due = digest ? Math.ceil((now + 1) / config.notifyDigestMs) * config.notifyDigestMs : now
-        for (const a of await notifyStore.verifiedAddresses(trx, form.user_id)) rows.push(row(digest ? 'digest' : 'email', a.address, due))
+      for (const submission of wanted) {
+        const payload = JSON.stringify({
+          event: 'form.submission',
+          form: { id: form.id, name: form.form_name, slug: form.form_slug },
+          submission: { id: submission.id, data: submission.data, created_at: isoMicros(submission.createdAt) },
+        } satisfies SubmissionEvent)
+        const row = (kind: DeliveryRow['kind'], target: string, nextAt: number): DeliveryRow => ({
+          id: newId(),
+          form_id: form.id,
+          user_id: form.user_id,
+          submission_id: submission.id,
+          kind,
+          target,
+          payload,
+          status: 'pending',
+          tries: 0,
+          next_at: nextAt,
+          deadline_at: nextAt + config.notifyMaxAgeMs,
+          claimed_by: null,
+          claimed_until: null,
+          last_status: null,
+          last_error: null,
+          created_at: now,
+          updated_at: now,
+          delivered_at: null,
+        })
+        if (hook?.enabled) rows.push(row('webhook', hook.url, now))
+        if (email?.enabled && mailer) {
+          const digest = email.mode === 'digest'
+          // a digest row waits for the end of its period; every row of a period goes out in one mail
+          const due = digest ? Math.ceil((now + 1) / config.notifyDigestMs) * config.notifyDigestMs : now
+          for (const a of addresses) rows.push(row(digest ? 'digest' : 'email', a.address, due))
+        }
       }
       return rows
     },

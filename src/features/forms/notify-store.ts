@@ -129,8 +129,13 @@ export const notifyStore = {
   verifiedAddresses: (q: Q, userId: string) =>
     q.selectFrom('notify_addresses').selectAll().where('user_id', '=', userId).where('verified_at', 'is not', null).orderBy('created_at').execute(),
   addresses: (q: Q, userId: string) => q.selectFrom('notify_addresses').selectAll().where('user_id', '=', userId).orderBy('created_at').execute(),
+  /** In statements of at most 500 rows, within both engines' limits on bound parameters. */
   insertDeliveries: async (q: Q, rows: DeliveryRow[]) => {
-    if (rows.length > 0) await q.insertInto('notify_deliveries').values(rows).execute()
+    for (let i = 0; i < rows.length; i += 500)
+      await q
+        .insertInto('notify_deliveries')
+        .values(rows.slice(i, i + 500))
+        .execute()
   },
   deliveries: (q: Q, formId: string, limit: number) =>
     q.selectFrom('notify_deliveries').selectAll().where('form_id', '=', formId).orderBy('created_at', 'desc').orderBy('id').limit(limit).execute(),

@@ -9,6 +9,7 @@ import type { WindowRule } from '../../limits/tiers.js'
 import { quotaOf } from '../../limits/quotas.js'
 import type { Clock } from '../../util/clock.js'
 import { beijingTime } from '../../util/time.js'
+import { rounds } from '../../util/rounds.js'
 import { checkText, FIELD_NAME_RE, parseFieldsConfig, validateSubmission, type FieldDef } from './fields.js'
 import { ipLimitKey, ipPrefix, parseAllowedOrigins } from './origins.js'
 import { formStore, type FormRow, type SubmissionFilter, type SubmissionRow } from './store.js'
@@ -163,7 +164,7 @@ export interface FormServiceDeps {
   db: Db
   clock: Clock
   limits: LimitStore
-  /** The notifications a submission queues, read before the owner's lock and written in its transaction. */
+  /** The notifications submissions queue, read before the owner's lock and written in their transaction. */
   notify?: Pick<NotifyService, 'deliveriesFor' | 'insertDeliveries'>
 }
 
@@ -174,6 +175,80 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
     if (!f) throw notFound()
     return f
   }
+
+  /**
+   * Submissions of one form that arrive while a round of them runs go together in the next
+   * (util/rounds.ts): one transaction, one take of the owner's lock, numbers and quota
+   * claimed for the round at once, in arrival order. The owner's lock was held for several
+   * round trips per submission, so one owner's submissions ran one lock at a time. Each
+   * caller gets what it would have got alone: the rules that hold for the form (gone,
+   * disabled) fail the whole round; past the monthly quota, the later submissions each get
+   * 1613. A round holds one month (Beijing time) of at most ROUND_MAX submissions.
+   */
+  type Submission = { form: FormRow; id: string; data: Record<string, unknown>; spam: string | null; ua: string | null; ip: string; now: number }
+  const ROUND_MAX = 256
+  const submitRound = rounds<Submission, { id: string; spam: string | null }>(
+    (round) =>
+      db.k.transaction().execute(async (trx) => {
+        const form = round[0].form
+        // reads first: the owner's lock is held only for the writes
+        const owner = await trx.selectFrom('users').select(['limits', 'disabled']).where('id', '=', form.user_id).executeTakeFirst()
+        const settings = await formStore.byId(trx, form.user_id, form.id)
+        if (!owner || !settings) throw notFound()
+        if (!settings.is_active || owner.disabled) throw new AppError('FORM_DISABLED')
+        const deliveries =
+          (await notify?.deliveriesFor(
+            trx,
+            settings,
+            round.map((x) => ({ id: x.id, data: x.data, createdAt: x.now, spam: x.spam !== null })),
+          )) ?? []
+        const month = beijingMonth(round[0].now)
+        const limit = quotaOf(owner.limits, 'form_submissions_month')
+        await db.lockUser(trx, form.user_id)
+        // under the lock: the form still there and active (a delete or disable may have
+        // committed since), and the next number of its submissions
+        const current = await formStore.activeAndNextSeq(trx, form.user_id, form.id)
+        if (!current) throw notFound()
+        if (!current.active) throw new AppError('FORM_DISABLED')
+        const { granted, used } = await formStore.claimMonth(trx, form.user_id, month, limit, round.length)
+        const kept = round.slice(0, granted)
+        await formStore.insertSubmissions(
+          trx,
+          kept.map((x, i) => ({
+            id: x.id,
+            form_id: form.id,
+            user_id: form.user_id,
+            seq: current.seq + i,
+            data: JSON.stringify(x.data),
+            is_read: 0,
+            is_spam: x.spam ? 1 : 0,
+            spam_reason: x.spam,
+            user_agent: x.ua,
+            ip_prefix: ipPrefix(x.ip),
+            created_at: x.now,
+          })),
+        )
+        // the deliveries of the submissions kept (read before the lock, for all of the round)
+        const keptIds = new Set(kept.map((x) => x.id))
+        await notify?.insertDeliveries(
+          trx,
+          deliveries.filter((d) => keptIds.has(d.submission_id)),
+        )
+        return round.map((x, i) =>
+          i < granted
+            ? { id: x.id, spam: x.spam }
+            : new AppError('FORM_QUOTA', {
+                params: { detail: `monthly submissions ${used}/${limit} (${month}, Beijing time)`, limit },
+                extra: { details: { quota: 'form_submissions_month', used, limit, month } },
+              }),
+        )
+      }),
+    // the waiting submissions of the first one's month, in order, up to ROUND_MAX
+    (waiting) => {
+      const month = beijingMonth(waiting[0].now)
+      return waiting.flatMap((x, i) => (i < ROUND_MAX && beijingMonth(x.now) === month ? [i] : []))
+    },
+  )
 
   return {
     /** Creates a form; its place in the form count quota is taken in the inserting transaction (1613). */
@@ -354,7 +429,8 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
 
     /**
      * Validates and stores one submission. Spam (honeypot, too fast) is stored flagged, not
-     * dropped. The owner's monthly quota is checked under the owner's lock (1613).
+     * dropped. The owner's monthly quota is checked under the owner's lock (1613), in the
+     * submission round of its form (submitRound).
      */
     async submit(form: FormRow, body: Map<string, unknown>, meta: { ip: string; userAgent?: string }): Promise<{ id: string; spam: string | null }> {
       const defs = JSON.parse(form.fields_config) as FieldDef[]
@@ -362,46 +438,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       const now = clock.now()
       const spam = spamReason(form, body, now)
       const ua = meta.userAgent && !/[\u0000]/.test(meta.userAgent) ? meta.userAgent.slice(0, 512) : null
-      const id = newId()
-      await db.k.transaction().execute(async (trx) => {
-        // reads first: the owner's lock is held only for the writes, so one owner's
-        // submissions wait on each other for a few statements, not the whole transaction
-        const owner = await trx.selectFrom('users').select(['limits', 'disabled']).where('id', '=', form.user_id).executeTakeFirst()
-        const settings = await formStore.byId(trx, form.user_id, form.id)
-        if (!owner || !settings) throw notFound()
-        if (!settings.is_active || owner.disabled) throw new AppError('FORM_DISABLED')
-        const deliveries = (await notify?.deliveriesFor(trx, settings, { id, data, createdAt: now }, spam !== null)) ?? []
-        const month = beijingMonth(now)
-        const limit = quotaOf(owner.limits, 'form_submissions_month')
-        await db.lockUser(trx, form.user_id)
-        // under the lock: the form still there and active (a delete or disable may have
-        // committed since), and the next number of its submissions
-        const current = await formStore.activeAndNextSeq(trx, form.user_id, form.id)
-        if (!current) throw notFound()
-        if (!current.active) throw new AppError('FORM_DISABLED')
-        const used = await formStore.claimMonth(trx, form.user_id, month, limit)
-        if (used !== null) {
-          throw new AppError('FORM_QUOTA', {
-            params: { detail: `monthly submissions ${used}/${limit} (${month}, Beijing time)`, limit },
-            extra: { details: { quota: 'form_submissions_month', used, limit, month } },
-          })
-        }
-        await formStore.insertSubmission(trx, {
-          id,
-          form_id: form.id,
-          user_id: form.user_id,
-          seq: current.seq,
-          data: JSON.stringify(data),
-          is_read: 0,
-          is_spam: spam ? 1 : 0,
-          spam_reason: spam,
-          user_agent: ua,
-          ip_prefix: ipPrefix(meta.ip),
-          created_at: now,
-        })
-        await notify?.insertDeliveries(trx, deliveries)
-      })
-      return { id, spam }
+      return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now })
     },
   }
 }

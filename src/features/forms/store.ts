@@ -153,25 +153,27 @@ export const formStore = {
   },
 
   /**
-   * Counts one submission in the owner's month if the count stays at or under `limit`: one
-   * conditional upsert (as claimUsage in db/usage.ts). Returns null when counted, else the
-   * month's count, for the error.
+   * Under the owner's lock: counts up to `n` submissions in the owner's month while the count
+   * stays at or under `limit`, by one conditional upsert (as claimUsage in db/usage.ts).
+   * Returns how many were counted and the month's count after.
    */
-  async claimMonth(q: Q, userId: string, month: string, limit: number): Promise<number | null> {
+  async claimMonth(q: Q, userId: string, month: string, limit: number, n: number): Promise<{ granted: number; used: number }> {
+    const used = await this.monthUsage(q, userId, month)
     const max = Math.floor(limit)
-    if (max < 1) return this.monthUsage(q, userId, month)
+    const granted = Math.max(0, Math.min(n, max - used))
+    if (granted === 0) return { granted, used }
     const r = await q
       .insertInto('form_usage')
-      .values({ user_id: userId, month, submissions: 1 })
+      .values({ user_id: userId, month, submissions: granted })
       .onConflict((oc) =>
         oc
           .columns(['user_id', 'month'])
-          .doUpdateSet({ submissions: sql<number>`form_usage.submissions + 1` })
-          .where(sql<boolean>`form_usage.submissions + 1 <= ${max}`),
+          .doUpdateSet({ submissions: sql<number>`form_usage.submissions + ${granted}` })
+          .where(sql<boolean>`form_usage.submissions + ${granted} <= ${max}`),
       )
       .returning('submissions')
       .executeTakeFirst()
-    return r ? null : this.monthUsage(q, userId, month)
+    return r ? { granted, used: num(r.submissions) } : { granted: 0, used: await this.monthUsage(q, userId, month) }
   },
 
   /** Under the owner's lock: whether the form still exists and is active, and its next submission number. */
@@ -192,7 +194,14 @@ export const formStore = {
     return r ? { active: !!r.is_active, seq: num(r.m) + 1 } : undefined
   },
 
-  insertSubmission: (q: Q, row: FormSubmissionsTable) => q.insertInto('form_submissions').values(row).execute(),
+  insertSubmissions: (q: Q, rows: FormSubmissionsTable[]) =>
+    rows.length === 0
+      ? Promise.resolve()
+      : q
+          .insertInto('form_submissions')
+          .values(rows)
+          .execute()
+          .then(() => undefined),
 
   async countSubmissions(q: Q, formId: string, f: SubmissionFilter): Promise<number> {
     let query = q
