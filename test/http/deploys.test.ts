@@ -36,6 +36,20 @@ for (const engine of ENGINES) {
     const page = (project: string, p = '') => s.get(`/${u.username}/${project}/${p}`)
     const list = async (project: string) => (await s.get(`/api/folders/${project}/deploys`, { key: u.key })).json
 
+    it('the check counts files held only by a kept deploy as known, and asks for new ones only', async () => {
+      const v1 = site('v1')
+      await deploySite(s, u.key, 'kept', v1)
+      const v2 = { ...v1, 'index.html': HTML('kept v2') }
+      assert.equal((await deploySite(s, u.key, 'kept', v2)).res.status, 201)
+      // v1's home page is in the first deploy only (the working set holds v2's); two new files
+      const v3 = { ...v1, 'n1.txt': 'one', 'n2.txt': 'two' }
+      const third = await deploySite(s, u.key, 'kept', v3)
+      assert.deepEqual([...third.check.json.missing].sort(), [sha('one'), sha('two')].sort())
+      assert.equal(third.check.json.known_count, Object.keys(v1).length)
+      assert.equal(third.res.json.uploaded_files, 2)
+      assert.equal((await page('kept')).text, v1['index.html'])
+    })
+
     it('deploys a whole site in two requests, then only what changed; gzip or plain tar', async () => {
       const { check, res } = await deploySite(s, u.key, 'web', site('v1'), { gzip: true, message: 'first' })
       assert.equal(check.status, 200)

@@ -143,14 +143,20 @@ export function createDeploysStore() {
         .execute()
       for (const r of rows) if (digests.has(r.digest) && !out.has(r.digest)) out.set(r.digest, r)
       if (out.size === digests.size) return out
-      const more = await q
-        .selectFrom('deploy_files')
-        .innerJoin('deploys', 'deploys.id', 'deploy_files.deploy_id')
-        .select(['deploy_files.path', 'deploy_files.digest', 'deploy_files.size', 'deploy_files.content_type', 'deploy_files.updated_at'])
-        .where('deploys.folder_id', '=', folderId)
-        .orderBy('deploys.seq', 'desc')
-        .execute()
-      for (const r of more) if (digests.has(r.digest) && !out.has(r.digest)) out.set(r.digest, r)
+      // the kept deploys hold every file of each: only the rows of the digests still missing
+      // leave the database (a one-file redeploy asked for one, and once read them all)
+      const rest = [...digests].filter((d) => !out.has(d))
+      for (let i = 0; i < rest.length; i += CHUNK) {
+        const more = await q
+          .selectFrom('deploy_files')
+          .innerJoin('deploys', 'deploys.id', 'deploy_files.deploy_id')
+          .select(['deploy_files.path', 'deploy_files.digest', 'deploy_files.size', 'deploy_files.content_type', 'deploy_files.updated_at'])
+          .where('deploys.folder_id', '=', folderId)
+          .where('deploy_files.digest', 'in', rest.slice(i, i + CHUNK))
+          .orderBy('deploys.seq', 'desc')
+          .execute()
+        for (const r of more) if (!out.has(r.digest)) out.set(r.digest, r)
+      }
       return out
     },
 
