@@ -5,6 +5,8 @@ import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { FakeClock } from '../../src/util/clock.js'
 import { raceAtQuota } from '../support/quota-race.js'
 import { createKvStore, type KvRow, type Overwrite } from '../../src/features/kv/store.js'
+import { createKvService } from '../../src/features/kv/service.js'
+import { DurabilityError } from '../../src/db/durability.js'
 
 const RATE_LIMITS = JSON.stringify(
   Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 1000 }])),
@@ -218,6 +220,47 @@ for (const engine of ENGINES) {
         (await s.deps.db.k.selectFrom('kv_entries').selectAll().where('user_id', '=', u.id).orderBy('key').execute()).map((r) => owned(r))
       assert.deepEqual(await rows(many), await rows(one))
     })
+
+    for (const [name, failure, expect] of [
+      [
+        'refused as a whole (a deadlock): its overwrites run one by one',
+        () => Object.assign(new Error('deadlock detected'), { code: '40P01' }),
+        'each its own',
+      ],
+      ['whose sync failed: every caller gets the durability error', () => new DurabilityError(new Error('EIO (injected)')), 'all fail'],
+    ] as const) {
+      it(`a round of overwrites ${name}`, async () => {
+        // a service of its own, so its store's batch statement can be made to fail
+        const kv = createKvService({ db: s.deps.db, clock })
+        const u = await s.user()
+        const user = await s.deps.users.update(u.username, {})
+        const keys = Array.from({ length: 12 }, (_, i) => `r${i}`)
+        for (const key of keys) await kv.put(user, { key, value: 0 })
+        let rounds = 0
+        const real = kv.store.updateManyInPlace
+        kv.store.updateManyInPlace = () => {
+          rounds++
+          return Promise.reject(failure())
+        }
+        try {
+          const out = await Promise.allSettled(keys.map((key) => kv.put(user, { key, value: 1 })))
+          assert.ok(rounds >= 1, 'the writes went in at least one round')
+          if (expect === 'each its own') {
+            for (const r of out) {
+              assert.equal(r.status, 'fulfilled')
+              if (r.status === 'fulfilled') assert.deepEqual([r.value.created, r.value.entry.version, r.value.entry.value], [false, 2, 1])
+            }
+          } else {
+            // the first write ran alone and was made durable; the round after it failed whole
+            const failed = out.filter((r) => r.status === 'rejected')
+            assert.equal(failed.length, keys.length - 1)
+            for (const r of failed) assert.ok(r.status === 'rejected' && r.reason instanceof DurabilityError)
+          }
+        } finally {
+          kv.store.updateManyInPlace = real
+        }
+      })
+    }
 
     it('parallel chains of writes to 40 keys: the writes of each key land once, in order', async () => {
       const u = await s.user()

@@ -142,6 +142,29 @@ describe('two instances over one PostgreSQL, Redis and S3', needs('postgres', 'r
     }
   })
 
+  it('parallel overwrites of the same 30 keys through A and B, in opposite orders: every write lands once', async () => {
+    // rounds on two instances can lock the same rows in opposite orders; a round the database
+    // refuses (deadlock) runs its writes one by one, so every caller still gets its own answer
+    const u = await a.user({ vip: true })
+    const keys = Array.from({ length: 30 }, (_, i) => `k${i}`)
+    const write = (s: TestServer, key: string, value: string) => s.post('/svc_api/data/store', { key: u.key, json: { key, value } })
+    for (let i = 0; i < keys.length; i += 10) await Promise.all(keys.slice(i, i + 10).map((k) => write(a, k, 'start')))
+    const [viaA, viaB] = await Promise.all([
+      Promise.all(keys.map((k) => write(a, k, `a-${k}`))),
+      Promise.all([...keys].reverse().map((k) => write(b, k, `b-${k}`))),
+    ])
+    for (const r of [...viaA, ...viaB]) assert.equal(r.status, 200, r.text)
+    for (const k of keys) {
+      const mine = [viaA[keys.indexOf(k)], viaB[keys.length - 1 - keys.indexOf(k)]].map((r) => r.json.data.version as number)
+      assert.deepEqual(mine.sort(), [2, 3], k)
+      const e = (await b.get(`/svc_api/data/get?key=${k}`, { key: u.key })).json.data
+      assert.equal(e.version, 3)
+      // the value is that of the write answered with version 3
+      const last = [viaA[keys.indexOf(k)], viaB[keys.length - 1 - keys.indexOf(k)]].find((r) => r.json.data.version === 3)!
+      assert.equal(e.value, last.json.data.value)
+    }
+  })
+
   it('a folder batch-uploaded and published through A is visible through B', async () => {
     const u = await a.user()
     const index = `<!doctype html><link rel="stylesheet" href="css/site.css"><p>site ${crypto.randomUUID()}</p>`
