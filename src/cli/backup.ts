@@ -7,6 +7,7 @@ import { Transform } from 'node:stream'
 import SQLite from 'better-sqlite3'
 import type { BlobStore } from '../storage/blob-store.js'
 import { DIGEST_RE } from '../storage/blob-store.js'
+import { legacyBlobRel, localBlobRel } from '../storage/local.js'
 import type { BlobColumn } from '../storage/sweeper.js'
 import { copySqlite } from '../db/snapshot.js'
 
@@ -39,6 +40,7 @@ export interface Manifest {
 /** A failure to report to the operator as is (exit 1), no stack. */
 export class BackupError extends Error {}
 
+/** A blob in a snapshot folder: DIR/blobs/ab/cd/<sha256> (the snapshot format, whatever the store's layout). */
 const blobRel = (digest: string) => path.join(digest.slice(0, 2), digest.slice(2, 4), digest)
 
 async function sha256File(file: string): Promise<{ sha256: string; size: number }> {
@@ -323,8 +325,9 @@ export async function restoreSqlite(o: RestoreOptions): Promise<{ manifest: Mani
   let written = 0
   const tmpDir = path.join(o.blobRoot, 'tmp')
   for (const b of manifest.blobs) {
-    const dst = path.join(o.blobRoot, blobRel(b.digest))
-    if (fs.existsSync(dst)) continue
+    // into the disk store's own layout; a blob it holds in either layout is kept
+    const dst = path.join(o.blobRoot, localBlobRel(b.digest))
+    if (fs.existsSync(dst) || fs.existsSync(path.join(o.blobRoot, legacyBlobRel(b.digest)))) continue
     await atomicCopy(fs.createReadStream(path.join(blobRoot, blobRel(b.digest))), dst, tmpDir, b.digest, `blob ${b.digest}`)
     written++
   }

@@ -8,10 +8,19 @@ import { pipeline } from 'node:stream/promises'
 import { AppError } from '../errors/app-error.js'
 import { DIGEST_RE, type BlobStore, type PutOptions, type StoredBlob } from './blob-store.js'
 
+/** Where the disk driver writes a blob, below its root: `ab/<sha256>` (256 folders in all). */
+export const localBlobRel = (digest: string): string => path.join(digest.slice(0, 2), digest)
 /**
- * Local-disk driver: blobs at ROOT/ab/cd/<sha256>. A write goes to ROOT/tmp, is fsynced,
- * renamed into place and the directory fsynced, so a crash leaves either no blob or the
- * whole blob, never a torn one.
+ * Where stores made before 2026-11-27 wrote blobs: `ab/cd/<sha256>`. Still read, listed and
+ * deleted there, never written: a first deploy of 20,000 files made 17,000 folders.
+ */
+export const legacyBlobRel = (digest: string): string => path.join(digest.slice(0, 2), digest.slice(2, 4), digest)
+
+/**
+ * Local-disk driver: blobs at ROOT/ab/<sha256> (or the legacy ROOT/ab/cd/<sha256>). A write
+ * goes to ROOT/tmp, is fsynced, renamed into place and the directory fsynced, so a crash
+ * leaves either no blob or the whole blob, never a torn one. A blob is in one layout only: a
+ * put of a blob that either holds keeps that file.
  */
 export function createLocalBlobStore(root: string): BlobStore {
   const tmpDir = path.join(root, 'tmp')
@@ -19,7 +28,30 @@ export function createLocalBlobStore(root: string): BlobStore {
 
   const blobPath = (digest: string): string => {
     if (!DIGEST_RE.test(digest)) throw new Error('invalid digest')
-    return path.join(root, digest.slice(0, 2), digest.slice(2, 4), digest)
+    return path.join(root, localBlobRel(digest))
+  }
+  const legacyPath = (digest: string): string => path.join(root, legacyBlobRel(digest))
+  /** The blob's file and its stat, in the current layout first; null when neither holds it. */
+  const statOf = async (digest: string): Promise<{ path: string; st: fs.Stats } | null> => {
+    for (const p of [blobPath(digest), legacyPath(digest)]) {
+      try {
+        return { path: p, st: await fsp.stat(p) }
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e
+      }
+    }
+    return null
+  }
+  const fileOf = async (digest: string): Promise<string> => {
+    const found = await statOf(digest).catch(() => null)
+    return found ? found.path : storageError(new Error('missing blob'))
+  }
+  // the 256 folders of the layout, made once each per process (nothing removes them)
+  const madeDirs = new Set<string>()
+  const ensureDir = (dir: string): void => {
+    if (madeDirs.has(dir)) return
+    fs.mkdirSync(dir, { recursive: true })
+    madeDirs.add(dir)
   }
 
   const fsyncDir = async (dir: string) => {
@@ -85,14 +117,14 @@ export function createLocalBlobStore(root: string): BlobStore {
         }
         const digest = hash.digest('hex')
         const target = blobPath(digest)
-        await fsp.mkdir(path.dirname(target), { recursive: true })
-        try {
-          await fsp.access(target)
+        const held = await statOf(digest)
+        if (held) {
           // already stored: keep the old one, refresh its time so a sweep in progress spares it
           const now = new Date()
-          await fsp.utimes(target, now, now)
+          await fsp.utimes(held.path, now, now)
           await fsp.unlink(tmp)
-        } catch {
+        } else {
+          ensureDir(path.dirname(target))
           await fsp.rename(tmp, target)
           await fsyncDir(path.dirname(target))
         }
@@ -134,11 +166,12 @@ export function createLocalBlobStore(root: string): BlobStore {
         await slices((i) => {
           const t = staged[i]
           const target = blobPath(t.digest)
-          if (fs.existsSync(target)) {
-            fs.utimesSync(target, now, now)
+          const held = fs.existsSync(target) ? target : fs.existsSync(legacyPath(t.digest)) ? legacyPath(t.digest) : null
+          if (held) {
+            fs.utimesSync(held, now, now)
             fs.unlinkSync(t.tmp)
           } else {
-            fs.mkdirSync(path.dirname(target), { recursive: true })
+            ensureDir(path.dirname(target))
             fs.renameSync(t.tmp, target)
           }
         })
@@ -150,46 +183,45 @@ export function createLocalBlobStore(root: string): BlobStore {
       }
     },
     async get(digest, range) {
-      const p = blobPath(digest)
-      await fsp.access(p).catch(() => storageError(new Error('missing blob')))
+      const p = await fileOf(digest)
       return fs.createReadStream(p, range ? { start: range.start, end: range.end } : {})
     },
     async localFile(digest) {
-      const p = blobPath(digest)
-      const st = await fsp.stat(p).catch(() => storageError(new Error('missing blob')))
-      return { path: p, size: st.size }
+      const found = await statOf(digest).catch(() => null)
+      return found ? { path: found.path, size: found.st.size } : storageError(new Error('missing blob'))
     },
     async read(digest) {
-      return fsp.readFile(blobPath(digest)).catch(storageError)
+      return fsp.readFile(await fileOf(digest)).catch(storageError)
     },
     async exists(digest) {
-      return fsp.access(blobPath(digest)).then(
-        () => true,
-        () => false,
-      )
+      blobPath(digest) // an invalid digest is refused, not reported missing
+      return (await statOf(digest).catch(() => null)) !== null
     },
     async modifiedMs(digest) {
-      return fsp.stat(blobPath(digest)).then(
-        (st) => st.mtimeMs,
-        (e: NodeJS.ErrnoException) => {
-          if (e.code === 'ENOENT') return null
-          return storageError(e)
-        },
-      )
+      return statOf(digest).then((found) => (found ? found.st.mtimeMs : null), storageError)
     },
     async delete(digest) {
-      await fsp.unlink(blobPath(digest)).catch((e: NodeJS.ErrnoException) => {
-        if (e.code !== 'ENOENT') throw e
-      })
+      for (const p of [blobPath(digest), legacyPath(digest)]) {
+        await fsp.unlink(p).catch((e: NodeJS.ErrnoException) => {
+          if (e.code !== 'ENOENT') throw e
+        })
+      }
     },
     async *list() {
       for (const a of await fsp.readdir(root).catch(() => [] as string[])) {
         if (!/^[0-9a-f]{2}$/.test(a)) continue
-        for (const b of await fsp.readdir(path.join(root, a)).catch(() => [] as string[])) {
-          for (const name of await fsp.readdir(path.join(root, a, b)).catch(() => [] as string[])) {
-            if (!DIGEST_RE.test(name)) continue
-            const st = await fsp.stat(path.join(root, a, b, name)).catch(() => null)
-            if (st) yield { digest: name, modifiedMs: st.mtimeMs }
+        for (const name of await fsp.readdir(path.join(root, a)).catch(() => [] as string[])) {
+          // ab/<sha256>, or a legacy ab/cd/ folder of blobs
+          const files = DIGEST_RE.test(name)
+            ? [[name, path.join(root, a, name)]]
+            : /^[0-9a-f]{2}$/.test(name)
+              ? (await fsp.readdir(path.join(root, a, name)).catch(() => [] as string[]))
+                  .filter((n) => DIGEST_RE.test(n))
+                  .map((n) => [n, path.join(root, a, name, n)])
+              : []
+          for (const [digest, p] of files) {
+            const st = await fsp.stat(p).catch(() => null)
+            if (st) yield { digest, modifiedMs: st.mtimeMs }
           }
         }
       }

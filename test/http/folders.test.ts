@@ -146,7 +146,7 @@ for (const engine of ENGINES) {
       // every new file under DATA_DIR is a content-addressed blob (or the database's own files)
       for (const f of walk(s.dataDir)) {
         if (before.has(f)) continue
-        assert.match(f, /^(blobs\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}|svc\.db.*)$/, f)
+        assert.match(f, /^(blobs\/[0-9a-f]{2}\/[0-9a-f]{64}|svc\.db.*)$/, f)
       }
     })
 

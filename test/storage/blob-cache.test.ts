@@ -409,7 +409,7 @@ describe('disk cache settings', () => {
     const local = await openBlobStore(loadConfig({ DATA_DIR: dataDir }), { mode: 'serve' })
     assert.equal('cache' in local, false)
     const l = await local.put(Buffer.from('on disk'))
-    assert.equal((await local.localFile(l.digest))?.path, path.join(dataDir, 'blobs', l.digest.slice(0, 2), l.digest.slice(2, 4), l.digest))
+    assert.equal((await local.localFile(l.digest))?.path, path.join(dataDir, 'blobs', l.digest.slice(0, 2), l.digest))
     await local.close()
   })
 })

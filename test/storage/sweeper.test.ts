@@ -15,7 +15,7 @@ describe('blob sweeper (real SQLite and disk)', () => {
   })
   after(() => s.close())
 
-  const blobFile = (digest: string) => path.join(s.dataDir, 'blobs', digest.slice(0, 2), digest.slice(2, 4), digest)
+  const blobFile = (digest: string) => path.join(s.dataDir, 'blobs', digest.slice(0, 2), digest)
   const age = (digest: string, ms: number) => {
     const t = new Date(Date.now() - ms)
     fs.utimesSync(blobFile(digest), t, t)

@@ -34,11 +34,43 @@ describe('local blob store', () => {
     const data = crypto.randomBytes(300_000)
     const stored = await blobs.put(Readable.from([data.subarray(0, 1000), data.subarray(1000)]))
     assert.deepEqual(stored, { digest: sha(data), size: data.length })
-    assert.ok(fs.existsSync(path.join(root, stored.digest.slice(0, 2), stored.digest.slice(2, 4), stored.digest)))
+    // one folder level: ab/<sha256>
+    assert.ok(fs.existsSync(path.join(root, stored.digest.slice(0, 2), stored.digest)))
     assert.deepEqual(await collect(await blobs.get(stored.digest)), data)
     assert.deepEqual(await collect(await blobs.get(stored.digest, { start: 10, end: 19 })), data.subarray(10, 20))
     assert.deepEqual(await blobs.read(stored.digest), data)
     assert.equal(await blobs.exists(stored.digest), true)
+  })
+
+  it('reads, lists, keeps and deletes blobs of the legacy layout (ab/cd/<sha256>); writes only the new one', async () => {
+    const old = Buffer.from(`made by an older version ${crypto.randomUUID()}`)
+    const d = sha(old)
+    const legacy = path.join(root, d.slice(0, 2), d.slice(2, 4), d)
+    fs.mkdirSync(path.dirname(legacy), { recursive: true })
+    fs.writeFileSync(legacy, old)
+    const past = new Date(Date.now() - 3_600_000)
+    fs.utimesSync(legacy, past, past)
+    assert.equal(await blobs.exists(d), true)
+    assert.deepEqual(await blobs.read(d), old)
+    assert.deepEqual(await collect(await blobs.get(d, { start: 0, end: 4 })), old.subarray(0, 5))
+    assert.deepEqual(await blobs.localFile(d), { path: legacy, size: old.length })
+    assert.ok(Math.abs((await blobs.modifiedMs(d))! - past.getTime()) < 1)
+    const listed: string[] = []
+    for await (const b of blobs.list()) listed.push(b.digest)
+    assert.ok(listed.includes(d))
+    // stored again, one by one or in a batch: the legacy file stays the only copy, its time refreshed
+    assert.deepEqual(await blobs.put(old), { digest: d, size: old.length })
+    assert.deepEqual(await blobs.putBatch!([old]), [{ digest: d, size: old.length }])
+    assert.equal(fs.existsSync(path.join(root, d.slice(0, 2), d)), false)
+    assert.ok((await blobs.modifiedMs(d))! > past.getTime())
+    await blobs.delete(d)
+    assert.equal(fs.existsSync(legacy), false)
+    assert.equal(await blobs.exists(d), false)
+    // a new blob next to legacy folders: both listed once
+    const fresh = await blobs.put(Buffer.from(`new ${crypto.randomUUID()}`))
+    const all: string[] = []
+    for await (const b of blobs.list()) all.push(b.digest)
+    assert.equal(all.filter((x) => x === fresh.digest).length, 1)
   })
 
   it('stores equal content once', async () => {
