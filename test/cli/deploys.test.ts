@@ -1,6 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { FakeClock } from '../../src/util/clock.js'
@@ -102,6 +104,55 @@ for (const engine of ENGINES) {
       const p = await runCli(['promote', r.json.deploy_id, '--project', 'site'], { env })
       assert.equal(p.code, 0, p.stderr)
       assert.equal(await live(), page('three'))
+    })
+
+    it('reuses the hashes of unchanged files from the last deploy, never those of a changed or recent file', async () => {
+      const cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cache-'))
+      const sha = (t: string) => crypto.createHash('sha256').update(t).digest('hex')
+      const d = makeTree({ 'index.html': page('cached'), 'a.html': 'AAAA', 'b.html': 'BBBB' })
+      const e = { ...env, SVC_CACHE_DIR: cacheDir }
+      const served = async (p: string) => (await s.get(`/${alice.username}/cached/${p}`)).text
+      const deploy = async () => assert.equal((await runCli(['deploy', d, '--project', 'cached'], { env: e })).code, 0)
+      try {
+        // files last changed an hour ago: well before the walk that records them
+        const hourAgo = new Date(Date.now() - 3_600_000)
+        for (const f of ['index.html', 'a.html', 'b.html']) fs.utimesSync(path.join(d, f), hourAgo, hourAgo)
+        await deploy()
+        const dir = path.join(cacheDir, 'deploy-hashes')
+        const file = path.join(dir, fs.readdirSync(dir)[0])
+        const edit = (fn: (c: any) => void) => {
+          const c = JSON.parse(fs.readFileSync(file, 'utf8'))
+          fn(c)
+          fs.writeFileSync(file, JSON.stringify(c))
+        }
+        assert.equal(JSON.parse(fs.readFileSync(file, 'utf8')).files['a.html'][4], sha('AAAA'))
+        // used: a hash recorded for an unchanged file is believed without reading it (a wrong
+        // one planted here makes b's bytes go live under a's name). The files' ctimes are from
+        // just now (utimes sets them), so the recording walk is moved 10 s later: else every
+        // file counts as changed too close to it, and is read again
+        edit((c) => {
+          c.files['a.html'][4] = sha('BBBB')
+          c.at = Date.now() + 10_000
+        })
+        await deploy()
+        assert.equal(await served('a.html'), 'BBBB')
+        // a changed file is read again, even with its size and mtime put back: its ctime moved
+        fs.writeFileSync(path.join(d, 'a.html'), 'CCCC')
+        fs.utimesSync(path.join(d, 'a.html'), hourAgo, hourAgo)
+        await deploy()
+        assert.equal(await served('a.html'), 'CCCC')
+        // an entry recorded by a walk that began less than 3 s after the file's last change
+        // is not trusted (a change in the same timestamp tick would look unchanged)
+        const bStat = fs.statSync(path.join(d, 'b.html'))
+        edit((c) => {
+          c.files['b.html'][4] = sha('AAAA')
+          c.at = Math.max(bStat.mtimeMs, bStat.ctimeMs) + 1000
+        })
+        await deploy()
+        assert.equal(await served('b.html'), 'BBBB')
+      } finally {
+        fs.rmSync(cacheDir, { recursive: true, force: true })
+      }
     })
 
     it('reports a server refusal with its code and path, and deploys nothing', async () => {

@@ -5,7 +5,7 @@ import { createGzip } from 'node:zlib'
 import tar from 'tar-stream'
 import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
-import { hashFiles, SMALL_FILE, walkFolder, type LocalFile } from './files.js'
+import { hashCacheDir, hashFiles, SMALL_FILE, walkFolder, type LocalFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
 import { defaultProject, type FailedFile } from './deploy.js'
 
@@ -104,7 +104,11 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s) => ({ path: s.path, reason: s.reason }))
   if (walked.files.length === 0 && failed.length === 0) throw new CliError(`nothing to deploy: ${opts.dir} has no files (after ignore rules)`)
-  const hashed = await hashFiles(walked.files, (n) => rep.progress('hashing', n, walked.files.length))
+  const hashed = await hashFiles(walked.files, (n) => rep.progress('hashing', n, walked.files.length), {
+    dir: hashCacheDir(),
+    folder: dirReal,
+    startedAt: walked.startedAt,
+  })
   rep.clear()
   failed.push(...hashed.unreadable)
   const files = hashed.files

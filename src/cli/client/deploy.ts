@@ -4,7 +4,7 @@ import path from 'node:path'
 import mime from 'mime-types'
 import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
-import { hashFiles, mapLimit, walkFolder, type LocalFile, type SkippedFile } from './files.js'
+import { hashCacheDir, hashFiles, mapLimit, walkFolder, type LocalFile, type SkippedFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
 
 /** Per-request limits of the server (GET /api/folders/limits). */
@@ -284,7 +284,11 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
   const totalBytes = walked.files.reduce((a, f) => a + f.size, 0)
   if (walked.files.length === 0 && failed.length === 0) throw new CliError(`nothing to deploy: ${opts.dir} has no files (after ignore rules)`)
 
-  const hashed = await hashFiles(walked.files, (n) => rep.progress('hashing', n, walked.files.length))
+  const hashed = await hashFiles(walked.files, (n) => rep.progress('hashing', n, walked.files.length), {
+    dir: hashCacheDir(),
+    folder: dirReal,
+    startedAt: walked.startedAt,
+  })
   rep.clear()
   const files = hashed.files
   failed.push(...hashed.unreadable)

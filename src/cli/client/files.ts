@@ -1,5 +1,6 @@
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
 import ignore, { type Ignore } from 'ignore'
@@ -26,10 +27,15 @@ export interface WalkOptions {
   warn?: (message: string) => void
 }
 
+/** A walked file: its stat's identity too, which the hash cache compares. */
+export type WalkedFile = Omit<LocalFile, 'sha256'> & { mtimeMs: number; ctimeMs: number; ino: number }
+
 export interface WalkResult {
-  files: Array<Omit<LocalFile, 'sha256'>>
+  files: WalkedFile[]
   invalid: SkippedFile[]
   ignoredCount: number
+  /** When the walk began, before its first stat (the hash cache's racy-file cutoff). */
+  startedAt: number
 }
 
 const IGNORE_FILES = ['.gitignore', '.svcignore']
@@ -94,6 +100,7 @@ function isIgnored(matchers: Matcher[], rel: string): boolean {
  */
 export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<WalkResult> {
   const warn = opts.warn ?? (() => {})
+  const startedAt = Date.now()
   let rootReal: string
   try {
     rootReal = await fsp.realpath(root)
@@ -183,11 +190,11 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
       seen.set(relPath, abs)
       // synchronous: one stat per file, and a threadpool round trip costs more than the call
       const st = fs.statSync(abs)
-      files.push({ path: relPath, abs, size: st.size })
+      files.push({ path: relPath, abs, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino })
     }
   }
   await walk(rootReal, '', [])
-  return { files, invalid, ignoredCount }
+  return { files, invalid, ignoredCount, startedAt }
 }
 
 /** Files up to this size are read whole and synchronously (hashing, archiving); larger ones are streamed. */
@@ -215,19 +222,103 @@ export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, i:
   return out
 }
 
-/** Hashes every file (a few at a time), reporting progress; unreadable files are reported. */
-export async function hashFiles(files: WalkResult['files'], onProgress?: (done: number) => void): Promise<{ files: LocalFile[]; unreadable: SkippedFile[] }> {
+/**
+ * The hashes of a folder's last deploy, to skip reading files that did not change (as git's
+ * index does): one JSON file per folder under the cache dir. An entry is used only when the
+ * file's size, mtime, ctime and inode are those recorded, and the file was last changed at
+ * least RACY_MS before the walk that recorded it began: a change within the same timestamp
+ * tick as that walk could leave the times equal with other bytes, so such files are hashed
+ * again. Any unreadable or malformed cache is ignored.
+ */
+interface HashCache {
+  v: 1
+  /** WalkResult.startedAt of the run that wrote it. */
+  at: number
+  files: Record<string, [size: number, mtimeMs: number, ctimeMs: number, ino: number, sha256: string]>
+}
+const RACY_MS = 3000
+/** Cache files kept: the most recently used folders. */
+const CACHE_KEEP = 50
+
+/** The hash cache's folder: SVC_CACHE_DIR, else $XDG_CACHE_HOME/svc, else ~/.cache/svc. */
+export function hashCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.SVC_CACHE_DIR) return path.resolve(env.SVC_CACHE_DIR)
+  const base = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.join(os.homedir(), '.cache')
+  return path.join(base, 'svc')
+}
+
+const cacheFileOf = (dir: string, folder: string) =>
+  path.join(dir, 'deploy-hashes', `${crypto.createHash('sha256').update(folder).digest('hex').slice(0, 32)}.json`)
+
+function readCache(file: string): HashCache | null {
+  try {
+    const c = JSON.parse(fs.readFileSync(file, 'utf8')) as HashCache
+    return c && c.v === 1 && typeof c.at === 'number' && c.files && typeof c.files === 'object' ? c : null
+  } catch {
+    return null
+  }
+}
+
+/** Best effort: a cache that cannot be written only costs the next deploy its reads. */
+function writeCache(file: string, cache: HashCache): void {
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+    const tmp = `${file}.${process.pid}.tmp`
+    fs.writeFileSync(tmp, JSON.stringify(cache), { mode: 0o600 })
+    fs.renameSync(tmp, file)
+    const all = fs
+      .readdirSync(path.dirname(file))
+      .filter((n) => n.endsWith('.json'))
+      .map((n) => path.join(path.dirname(file), n))
+    if (all.length > CACHE_KEEP) {
+      const byAge = all.map((f) => ({ f, t: fs.statSync(f).mtimeMs })).sort((a, b) => a.t - b.t)
+      for (const { f } of byAge.slice(0, all.length - CACHE_KEEP)) fs.rmSync(f, { force: true })
+    }
+  } catch {
+    // ignored
+  }
+}
+
+/**
+ * Hashes every file (a few at a time), reporting progress; unreadable files are reported.
+ * With `cache` (the walked folder and the walk's start), unchanged files are not read again.
+ */
+export async function hashFiles(
+  files: WalkedFile[],
+  onProgress?: (done: number) => void,
+  cache?: { dir: string; folder: string; startedAt: number },
+): Promise<{ files: LocalFile[]; unreadable: SkippedFile[] }> {
   let done = 0
   const unreadable: SkippedFile[] = []
+  const file = cache ? cacheFileOf(cache.dir, cache.folder) : null
+  const old = file ? readCache(file) : null
+  const known = (f: WalkedFile): string | null => {
+    const e = old ? old.files[f.path] : undefined
+    if (!old || !Array.isArray(e) || e.length !== 5) return null
+    const [size, mtimeMs, ctimeMs, ino, sha256] = e
+    if (size !== f.size || mtimeMs !== f.mtimeMs || ctimeMs !== f.ctimeMs || ino !== f.ino) return null
+    if (Math.max(f.mtimeMs, f.ctimeMs) >= old.at - RACY_MS) return null
+    return typeof sha256 === 'string' && /^[0-9a-f]{64}$/.test(sha256) ? sha256 : null
+  }
   const out = await mapLimit(files, 4, async (f) => {
-    let sha256: string | null = null
-    try {
-      sha256 = await hashFile(f.abs, f.size)
-    } catch (e) {
-      unreadable.push({ path: f.path, reason: `cannot read: ${(e as Error).message}` })
+    let sha256: string | null = known(f)
+    if (sha256 === null) {
+      try {
+        sha256 = await hashFile(f.abs, f.size)
+      } catch (e) {
+        unreadable.push({ path: f.path, reason: `cannot read: ${(e as Error).message}` })
+      }
     }
     onProgress?.(++done)
-    return sha256 === null ? null : { ...f, sha256 }
+    return sha256 === null ? null : { path: f.path, abs: f.abs, size: f.size, sha256, stat: f }
   })
-  return { files: out.filter((f): f is LocalFile => f !== null), unreadable }
+  const hashed = out.filter((f) => f !== null)
+  if (file && cache) {
+    writeCache(file, {
+      v: 1,
+      at: cache.startedAt,
+      files: Object.fromEntries(hashed.map((h) => [h.path, [h.size, h.stat.mtimeMs, h.stat.ctimeMs, h.stat.ino, h.sha256]])),
+    })
+  }
+  return { files: hashed.map(({ path: p, abs, size, sha256 }) => ({ path: p, abs, size, sha256 })), unreadable }
 }
