@@ -1,7 +1,8 @@
 /**
  * Group commit in user space. Calls on one line (a hot key, an API key hash, every overwrite)
  * that arrive while a round of that line runs wait; when it ends, `take` picks the next round
- * from them (`take` gives their indices; all of them by default), and `run` serves the whole round in one database statement.
+ * from them (their indices; all of them by default), and `run` serves the whole round in one
+ * database statement.
  *
  * Invariant: a round starts after each of its calls arrived, so it sees every write committed
  * before any of them was made, as a call running alone would: a waiter never joins a round
