@@ -25,6 +25,7 @@ import { FEATURE_TABLES } from './features/tables.js'
 import { isBlockedDigest } from './features/abuse/store.js'
 import { withBlocklist } from './storage/blocklist.js'
 import { AppError } from './errors/app-error.js'
+import { createScope } from './util/scope.js'
 
 export type { Deps } from './deps.js'
 export { openBlobStore }
@@ -81,7 +82,7 @@ export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}
           onAckTimeout: () => metrics.dependencyErrors.inc({ dependency: 'redis-bus-ack' }),
         })
       : createLocalBus())
-  return {
+  const deps: Deps = {
     config,
     db,
     blobs,
@@ -93,9 +94,11 @@ export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}
     sessions: createSessions(db, clock, config.sessionTtlSeconds),
     resolvePrincipal: createPrincipalResolver(db, clock),
     tiers: tierRules(config.rateLimits),
+    services: createScope(() => deps),
     async close() {
       await Promise.allSettled([limits.close(), bus.close(), blobs.close()])
       await db.close()
     },
   }
+  return deps
 }

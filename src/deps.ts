@@ -9,6 +9,7 @@ import type { Users, Tier } from './auth/users.js'
 import type { ApiKeys } from './auth/api-keys.js'
 import type { Sessions } from './auth/sessions.js'
 import type { PrincipalResolver } from './auth/principal.js'
+import type { Scope } from './util/scope.js'
 
 /**
  * What features and the HTTP layer are handed: types only. compose.ts builds it. This module
@@ -37,5 +38,11 @@ export interface AccountServices {
 
 /** Built once at start and passed down; `close` releases the infrastructure. */
 export interface Deps extends Infra, AccountServices {
+  /**
+   * The features' services that hold state (caches, bus subscriptions, write rounds), one of
+   * each per Deps: `deps.services.get(createKvService)` is the same KV service for the KV
+   * routes, the MCP tools and every other caller.
+   */
+  services: Scope<Deps>
   close(): Promise<void>
 }

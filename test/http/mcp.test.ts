@@ -4,6 +4,10 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { makeImage, svc } from '../support/images.js'
+import type { McpServices } from '../../src/features/mcp/services.js'
+import type { ImageHostState } from '../../src/features/image-host/index.js'
+import { createKvService } from '../../src/features/kv/service.js'
+import { createHostedData } from '../../src/features/hosted-data/service.js'
 
 type User = Awaited<ReturnType<TestServer['user']>>
 
@@ -204,6 +208,29 @@ for (const engine of ENGINES) {
       const missing = await call('kv_get', { key: 'nope' })
       assert.equal(missing.isError, true)
       assert.match(textOf(missing), /1604/)
+    })
+
+    it('the tools use the same service instances as the REST routes (one cache, one line of write rounds each)', async () => {
+      const mcp = s.app.featureState('mcp') as McpServices
+      assert.equal(mcp.kv, s.deps.services.get(createKvService))
+      assert.equal(mcp.data, s.deps.services.get(createHostedData))
+      assert.equal(mcp.images, (s.app.featureState('image-host') as ImageHostState).host)
+      // increments from both sides on one key, at once (a user of its own: the key's per-minute
+      // limit is shared with the other tests): every one counted exactly once
+      const carol = await s.user()
+      const agent = await mcpHttpClient(s.url, carol.key)
+      try {
+        await s.post('/svc_api/data/store', { key: carol.key, json: { key: 'shared', value: 0, data_type: 'number' } })
+        const n = 10
+        const answers = await Promise.all([
+          ...Array.from({ length: n }, () => agent.callTool({ name: 'kv_incr', arguments: { key: 'shared' } })),
+          ...Array.from({ length: n }, () => s.post('/svc_api/data/incr', { key: carol.key, json: { key: 'shared' } })),
+        ])
+        for (const a of answers) assert.ok('status' in a ? a.status === 200 : !a.isError, JSON.stringify(a).slice(0, 300))
+        assert.equal((await s.get('/svc_api/data/get?key=shared', { key: carol.key })).json.data.value, 2 * n)
+      } finally {
+        await agent.close()
+      }
     })
 
     it('create_form and list_submissions see what visitors submit', async () => {

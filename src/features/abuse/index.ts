@@ -2,7 +2,7 @@ import type { Feature } from '../feature.js'
 import { abuseApi } from './routes.js'
 import { abusePublic } from './public.js'
 import { abusePages, abuseUi } from './page.js'
-import { abuseFor, type Abuse } from './service.js'
+import { createAbuse, type Abuse } from './service.js'
 
 /**
  * Abuse handling: public reports (no login), the admin queue (quarantine -> 451, takedown ->
@@ -13,7 +13,7 @@ export const abuseFeature: Feature<Abuse> = {
   name: 'abuse',
   ui: abuseUi,
   async init(deps) {
-    const abuse = abuseFor(deps)
+    const abuse = deps.services.get(createAbuse)
     await abuse.holds()
     return abuse
   },

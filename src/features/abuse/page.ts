@@ -7,7 +7,7 @@ import { html, raw } from '../../web/html.js'
 import type { FeatureUi } from '../../web/page.js'
 import { ABUSE_MESSAGES, type AbuseKey } from './messages.js'
 import { admitReport } from './routes.js'
-import { CATEGORIES, abuseFor, type Abuse } from './service.js'
+import { CATEGORIES, createAbuse, type Abuse } from './service.js'
 
 const ERRORS: Record<string, AbuseKey> = { invalid: 'report.error.invalid', throttled: 'report.error.throttled', expired: 'report.error.expired' }
 
@@ -65,7 +65,7 @@ export const abuseUi: FeatureUi<AbuseKey> = {
 
 /** POST /report: the form's post; answers with a redirect to /report (sent, or the error). */
 export function abusePages(app: FastifyInstance, deps: Deps): void {
-  const abuse = abuseFor(deps)
+  const abuse = deps.services.get(createAbuse)
   app.post('/report', { schema: { hide: true } }, async (req, reply) => {
     if (!isHttps(req, deps.config)) return reply.redirect(`${serviceOrigin(req, deps.config)}/report`, 301)
     reply.header('Cache-Control', 'no-store')

@@ -4,8 +4,8 @@ import { escapeHtml } from '../../util/html.js'
 import type { Deps } from '../../deps.js'
 import { INERT_CONTENT_CSP } from '../../http/content-headers.js'
 import { isHttps, serviceOrigin } from '../../http/origin.js'
-import { adminFor } from '../admin/service.js'
-import { abuseFor, REPORT_PATH, siteKeyOfPath } from './service.js'
+import { createAdmin } from '../admin/service.js'
+import { createAbuse, REPORT_PATH, siteKeyOfPath } from './service.js'
 
 export const SECURITY_TXT_PATH = '/.well-known/security.txt'
 
@@ -60,7 +60,7 @@ export interface HostHolds {
 }
 
 export function hostHolds(deps: Deps, serviceUrl: (req: IncomingMessage) => string | null): HostHolds {
-  const abuse = abuseFor(deps)
+  const abuse = deps.services.get(createAbuse)
   const stateIn = (m: ReadonlyMap<string, string>, path: string): string | null => {
     if (m.size === 0) return null
     const key = siteKeyOfPath(path)
@@ -106,7 +106,7 @@ function refererOn(req: IncomingMessage, origin: string): string | null {
 
 /** 451 for a held image or data link (null: not held); loads the holds when needed. */
 export async function heldLink(deps: Deps, req: FastifyRequest, kind: 'image' | 'data', token: string): Promise<{ headers: string[]; body: Buffer } | null> {
-  const abuse = abuseFor(deps)
+  const abuse = deps.services.get(createAbuse)
   const m = abuse.holdsNow() ?? (await abuse.holds())
   if (m.size === 0) return null
   const state = m.get(`${kind}:${token}`)
@@ -133,7 +133,7 @@ export function securityTxt(settings: Record<string, string>, origin: string, no
 
 /** The public context of abuse handling: the well-known paths on the service's own host. */
 export function abusePublic(app: FastifyInstance, deps: Deps): void {
-  const admin = adminFor(deps)
+  const admin = deps.services.get(createAdmin)
   app.get(SECURITY_TXT_PATH, { schema: { hide: true } }, async (req, reply) => {
     const origin = serviceOrigin(req, deps.config)
     reply.header('Cache-Control', 'public, max-age=3600').header('Access-Control-Allow-Origin', '*')

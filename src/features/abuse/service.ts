@@ -6,7 +6,7 @@ import { DIGEST_RE } from '../../storage/blob-store.js'
 import { siteUserOf } from '../../http/site-origin.js'
 import { decodeSegment } from '../sites/paths.js'
 import { invalidateHosting } from '../sites/invalidate.js'
-import { adminFor, type Actor } from '../admin/service.js'
+import { createAdmin, type Actor } from '../admin/service.js'
 import { createAbuseStore, type ReportRow } from './store.js'
 import { phishingSigns, SCAN_MAX_BYTES } from './heuristics.js'
 
@@ -47,15 +47,6 @@ export function siteKeyOfPath(path: string): string | null {
   return `site:${user.toLowerCase()}/${name}`
 }
 
-const instances = new WeakMap<Deps, Abuse>()
-
-/** The abuse service of an app's deps (one per deps: its hold index listens on the bus). */
-export function abuseFor(deps: Deps): Abuse {
-  let a = instances.get(deps)
-  if (!a) instances.set(deps, (a = createAbuse(deps)))
-  return a
-}
-
 export interface ReportInput {
   url: string
   category: string
@@ -63,10 +54,11 @@ export interface ReportInput {
   contact?: string
 }
 
-function createAbuse(deps: Deps) {
+/** The abuse service; one per Deps: `deps.services.get(createAbuse)` (its hold index listens on the bus). */
+export function createAbuse(deps: Deps) {
   const { db, clock, config, bus, blobs } = deps
   const store = createAbuseStore(db)
-  const admin = adminFor(deps)
+  const admin = deps.services.get(createAdmin)
 
   // every hold (target -> state), small: loaded whole, dropped on every change anywhere
   const index = createInvalidatedCache<'all', Map<string, string>>({ bus, channel: HOLDS_CHANNEL, maxEntries: 1 })

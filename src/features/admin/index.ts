@@ -1,7 +1,7 @@
 import type { Feature } from '../feature.js'
 import { adminUi } from './page.js'
 import { adminApi } from './routes.js'
-import { adminFor, type Admin } from './service.js'
+import { createAdmin, type Admin } from './service.js'
 
 /**
  * The admin console (accounts with the admin flag): accounts with usage and quotas, content
@@ -10,6 +10,6 @@ import { adminFor, type Admin } from './service.js'
 export const adminFeature: Feature<Admin> = {
   name: 'admin',
   ui: adminUi,
-  init: (deps) => adminFor(deps),
+  init: (deps) => deps.services.get(createAdmin),
   api: (app, deps, admin) => adminApi(app, deps, admin),
 }

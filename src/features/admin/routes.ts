@@ -3,7 +3,7 @@ import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { caller } from '../../http/guard.js'
 import { strictValidator } from '../../http/strict-schema.js'
-import { abuseFor } from '../abuse/service.js'
+import { createAbuse } from '../abuse/service.js'
 import { csvCell } from '../forms/export.js'
 import { actorOf, SETTINGS, type Admin } from './service.js'
 import { AuditQuery, ContentQuery, SettingsBody, TAGS, UsernameParams, UserPatch, UsersQuery } from './schemas.js'
@@ -52,7 +52,7 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
     const q = req.query as { user?: string; url?: string; name?: string; hash?: string; limit?: number }
     const f: Parameters<Admin['store']['content']>[0] = { user: q.user?.trim() || undefined, name: q.name?.trim() || undefined, digest: q.hash?.toLowerCase() }
     if (q.url) {
-      const { target } = await abuseFor(deps).targetOfUrl(q.url)
+      const { target } = await deps.services.get(createAbuse).targetOfUrl(q.url)
       if (target.kind === 'site') {
         f.user = target.username
         f.exactName = target.name

@@ -87,16 +87,9 @@ export function actorOf(req: FastifyRequest, deps: Deps): Actor {
 }
 
 const SETTINGS_CHANNEL = 'settings'
-const instances = new WeakMap<Deps, Admin>()
 
-/** The admin service of an app's deps (one per deps: its settings cache listens on the bus). */
-export function adminFor(deps: Deps): Admin {
-  let a = instances.get(deps)
-  if (!a) instances.set(deps, (a = createAdmin(deps)))
-  return a
-}
-
-function createAdmin(deps: Deps) {
+/** The admin service; one per Deps: `deps.services.get(createAdmin)` (its settings cache listens on the bus). */
+export function createAdmin(deps: Deps) {
   const { db, clock, config, users } = deps
   const store = createAdminStore(db)
   const cache = createInvalidatedCache<'all', Record<string, string>>({ bus: deps.bus, channel: SETTINGS_CHANNEL, maxEntries: 1 })

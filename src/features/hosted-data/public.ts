@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { setPublicCors, setUserContentHeaders } from '../../http/content-headers.js'
-import { hostedDataFor, PUBLIC_TOKEN_RE } from './service.js'
+import { createHostedData, PUBLIC_TOKEN_RE } from './service.js'
 import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
 import { replyRange } from '../../http/representation.js'
@@ -21,7 +21,7 @@ const text = (reply: FastifyReply, code: number, body: string) => {
  * versions are immutable and cached for a year. One `bytes=` range: 206 (If-Range), 416.
  */
 export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
-  const svc = hostedDataFor(deps)
+  const svc = deps.services.get(createHostedData)
 
   const serve = async (req: FastifyRequest, reply: FastifyReply) => {
     const { token } = req.params as { token: string }

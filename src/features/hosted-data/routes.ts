@@ -6,7 +6,7 @@ import { AppError } from '../../errors/app-error.js'
 import { caller } from '../../http/guard.js'
 import { multipartParts, readUpload } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
-import { hostedDataFor, maxFileBytes, tooLarge, type Upload } from './service.js'
+import { createHostedData, maxFileBytes, tooLarge, type Upload } from './service.js'
 import { checkDescription, checkDisplayName, encodeText, isJsonType, normalizeContentType, typeFromName } from './content.js'
 import { CreateBody, DefaultVersionBody, FileParams, MULTIPART_DOC, MetaBody, VersionBody, VersionParams, jsonOrMultipart } from './schemas.js'
 
@@ -108,7 +108,7 @@ const fileId = (req: FastifyRequest): string => {
  * entitlement (403 without) except on status, which answers entitled:false instead.
  */
 export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
-  const svc = hostedDataFor(deps)
+  const svc = deps.services.get(createHostedData)
   const managed = { auth: 'session' as const, errorFormat: 'plain' as const, entitlement: 'hosted-data' }
   const origin = (req: FastifyRequest) => contentOrigin(req, deps.config)
   const tags = ['hosted-data']

@@ -8,7 +8,7 @@ import { isoMicros } from '../../util/time.js'
 import { createHostedStore, type FileRow, type VersionRow } from './store.js'
 import { createHostedDataCache, type ServedEntry } from './cache.js'
 import { checkContent } from './content.js'
-import { abuseFor } from '../abuse/service.js'
+import { createAbuse } from '../abuse/service.js'
 
 /** One version's content, already read (bounded by the per-version limit) and typed. */
 export interface Upload {
@@ -33,7 +33,8 @@ const etagOf = (digest: string, contentType: string) => `"${digest.slice(0, 48)}
 /**
  * Hosted data rules: entitlement status and quotas, files with numbered versions, a default
  * version served by the file's public link, locking, and the public link's cached lookup.
- * No Fastify here; routes parse requests into these calls.
+ * No Fastify here; routes parse requests into these calls. One per Deps:
+ * `deps.services.get(createHostedData)` (its public-link cache listens on the bus).
  */
 export function createHostedData(deps: Deps) {
   const { db, blobs, clock } = deps
@@ -110,7 +111,7 @@ export function createHostedData(deps: Deps) {
     },
 
     async list(user: User, origin: string) {
-      const [rows, held] = await Promise.all([store.list(user.id), abuseFor(deps).quarantinedLinks('data')])
+      const [rows, held] = await Promise.all([store.list(user.id), deps.services.get(createAbuse).quarantinedLinks('data')])
       return {
         success: true,
         files: rows.map((f) => ({ ...present(f, origin), ...(held(f.public_token) ? { quarantined: true as const } : {}) })),
@@ -254,15 +255,3 @@ export function createHostedData(deps: Deps) {
 }
 
 export type HostedData = ReturnType<typeof createHostedData>
-
-const instances = new WeakMap<Deps, HostedData>()
-
-/** One service (and one cache, one bus subscription) per set of dependencies. */
-export function hostedDataFor(deps: Deps): HostedData {
-  let s = instances.get(deps)
-  if (!s) {
-    s = createHostedData(deps)
-    instances.set(deps, s)
-  }
-  return s
-}

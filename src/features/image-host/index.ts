@@ -5,7 +5,7 @@ import { imagePublic } from './public.js'
 import { createImageHost, type ImageHost } from './service.js'
 import { createVariants, type Variants } from './variants.js'
 
-/** The image host's state: one service and variant cache per app, shared by its contexts. */
+/** The image host's state: its service (one per Deps) and a variant cache per app, shared by its contexts. */
 export interface ImageHostState {
   host: ImageHost
   variants: Variants
@@ -15,7 +15,7 @@ export interface ImageHostState {
 export const imageHostFeature: Feature<ImageHostState> = {
   name: 'image-host',
   ui: imageHostUi,
-  init: (deps) => ({ host: createImageHost(deps), variants: createVariants() }),
+  init: (deps) => ({ host: deps.services.get(createImageHost), variants: createVariants() }),
   api: (app, deps, { host }) => imageHostApi(app, deps, host),
   public: (app, deps, { host, variants }) => imagePublic(app, deps, host, variants),
 }

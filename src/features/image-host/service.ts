@@ -8,7 +8,7 @@ import type { Page } from '../../http/pagination.js'
 import { prepareImage } from './inspect.js'
 import { createImageStore, type ImageRow, type PublicImage } from './store.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
-import { abuseFor } from '../abuse/service.js'
+import { createAbuse } from '../abuse/service.js'
 
 export const FEATURE = 'image-host'
 /** Bus channel: a message is a public token whose cached lookup must be dropped. */
@@ -177,7 +177,7 @@ export function createImageHost(deps: Deps) {
       const [rows, used, held] = await Promise.all([
         store.list(user.id, page.offset, page.perPage),
         store.usage(user.id),
-        abuseFor(deps).quarantinedLinks('image'),
+        deps.services.get(createAbuse).quarantinedLinks('image'),
       ])
       return { images: rows.map((r) => ({ ...imageView(r, origin), ...(held(r.public_token) ? { quarantined: true as const } : {}) })), total: used.count }
     },

@@ -12,7 +12,7 @@ export const kvFeature: Feature = {
   name: 'kv',
   ui: kvUi,
   api(app, deps) {
-    const kv = createKvService(deps)
+    const kv = deps.services.get(createKvService)
     kvApi(app, deps, kv)
     app.addFastPath(kvPublicFastPath(deps, kv))
     const timer = setInterval(() => {

@@ -4,15 +4,14 @@ import { createFormService, type FormService } from '../forms/service.js'
 import { createFilesService, type FilesService } from '../sites/files-service.js'
 import { createFoldersService, type FoldersService } from '../sites/folders-service.js'
 import { createDeploysService, type DeploysService } from '../sites/deploys-service.js'
-import { hostedDataFor, type HostedData } from '../hosted-data/service.js'
+import { createHostedData, type HostedData } from '../hosted-data/service.js'
 import { createImageHost, type ImageHost } from '../image-host/service.js'
 
 /**
- * The other features' services the MCP tools call: their public service modules (the same
- * rules, quotas, codes and bus invalidations as the REST routes), never their stores. Each is
- * built from the same deps as the feature's own; the ones that cache public answers (KV,
- * hosted data) keep those caches right through the bus, which delivers every write to every
- * cache of the process (and, with Redis, of every instance).
+ * The other features' services the MCP tools call: the very instances the REST routes use
+ * (deps.services), so the same rules, quotas, codes, caches and write rounds apply, never
+ * their stores. Forms are the exception: the tools only manage forms and read submissions,
+ * so their service has no notification queue (submissions come in through the forms routes).
  */
 export interface McpServices {
   kv: KvService
@@ -26,12 +25,12 @@ export interface McpServices {
 
 export function mcpServices(deps: Deps): McpServices {
   return {
-    kv: createKvService(deps),
+    kv: deps.services.get(createKvService),
     forms: createFormService(deps),
-    files: createFilesService(deps),
-    folders: createFoldersService(deps),
-    deploys: createDeploysService(deps),
-    data: hostedDataFor(deps),
-    images: createImageHost(deps),
+    files: deps.services.get(createFilesService),
+    folders: deps.services.get(createFoldersService),
+    deploys: deps.services.get(createDeploysService),
+    data: deps.services.get(createHostedData),
+    images: deps.services.get(createImageHost),
   }
 }

@@ -7,7 +7,7 @@ import { clientIp, isCrossSite, isHttps, serviceOrigin } from '../../http/origin
 import { formToken, formTokenOk } from '../../http/csrf.js'
 import type { WindowRule } from '../../limits/tiers.js'
 import { sessionCookie } from '../accounts/routes.js'
-import { adminFor, type RegistrationMode } from '../admin/service.js'
+import { createAdmin, type RegistrationMode } from '../admin/service.js'
 import { sha256hex } from '../../auth/tokens.js'
 import { html, type SafeHtml } from '../../web/html.js'
 import type { PageCtx as AnyPageCtx, PageOut } from '../../web/page.js'
@@ -107,7 +107,7 @@ function pendingPage(ctx: PageCtx): PageOut {
 export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): void {
   const { config, users, sessions, limits, clock } = deps
   const { page } = pages
-  const admin = adminFor(deps)
+  const admin = deps.services.get(createAdmin)
 
   page('/', 'optional', (ctx) => {
     ctx.reply.redirect(ctx.user ? '/dashboard' : '/login', 303)

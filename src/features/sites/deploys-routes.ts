@@ -49,8 +49,8 @@ function rawSegments(req: FastifyRequest): string[] {
  * /api/folders/{project}/... and /api/folders/{username}/{project}/...
  */
 export function deploysApi(app: FastifyInstance, deps: Deps): void {
-  const folders = createFoldersService(deps)
-  const svc = createDeploysService(deps)
+  const folders = deps.services.get(createFoldersService)
+  const svc = deps.services.get(createDeploysService)
   const cfg = { auth: 'any' as const }
   // the archive is read as a stream by its route: never buffered, never limited by bodyLimit
   app.addContentTypeParser(TAR_TYPES, (_req, payload, done) => done(null, payload))

@@ -79,7 +79,7 @@ function parseFeatured(v: unknown): boolean | undefined {
 
 /** POST /svc_api/upload, GET /svc_api/upload/info, GET /svc_api/files, DELETE /svc_api/files/{file_name}. */
 export function filesApi(app: FastifyInstance, deps: Deps): void {
-  const svc = createFilesService(deps)
+  const svc = deps.services.get(createFilesService)
   const max = deps.config.maxUploadBytes
 
   app.post(

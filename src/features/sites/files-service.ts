@@ -10,7 +10,7 @@ import { checkName, isWellFormed } from './paths.js'
 import { invalidateHosting } from './invalidate.js'
 import { ContentWatcher, detectNonHtml } from './sniff.js'
 import { createFilesStore, type FileRow } from './files-store.js'
-import { abuseFor } from '../abuse/service.js'
+import { createAbuse } from '../abuse/service.js'
 
 export const API_VERSION = '1.1.2'
 export const ALLOWED_EXTENSIONS = ['.html', '.htm']
@@ -143,7 +143,7 @@ export function createFilesService(deps: Deps) {
       await invalidateHosting(deps.bus, user.username)
       const r = out.row
       // upload heuristics: a phishing-like page opens a report for review (never blocks)
-      await abuseFor(deps).scanPages(user, [{ name: r.file_name, path: '', digest: staged.digest, size: staged.size, contentType }])
+      await deps.services.get(createAbuse).scanPages(user, [{ name: r.file_name, path: '', digest: staged.digest, size: staged.size, contentType }])
       return {
         file_name: r.file_name,
         project_name: r.project_name,
@@ -173,7 +173,7 @@ export function createFilesService(deps: Deps) {
     async list(user: User, q: { search?: string; featured?: boolean }, limit: number, offset: number, origin: string) {
       const search = checkText('search', q.search, 200, false)
       const { total, rows } = await store.list(user.id, { search, featured: q.featured }, limit, offset)
-      const held = await abuseFor(deps).quarantinedSites(user.username)
+      const held = await deps.services.get(createAbuse).quarantinedSites(user.username)
       return { total, files: rows.map((r) => ({ ...listItem(r, origin, user.username), ...(held(r.file_name) ? { quarantined: true } : {}) })) }
     },
 

@@ -61,7 +61,7 @@ function rawSegments(req: FastifyRequest): string[] {
 
 /** Folder project endpoints; each route exists as /api/folders/{project}/... and /api/folders/{username}/{project}/... */
 export function foldersApi(app: FastifyInstance, deps: Deps): void {
-  const svc = createFoldersService(deps)
+  const svc = deps.services.get(createFoldersService)
   const cfg = { auth: 'any' as const }
   const lang = (req: FastifyRequest) => pickLang(req.headers['accept-language'])
 

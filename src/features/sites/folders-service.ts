@@ -5,7 +5,7 @@ import type { Deps } from '../../deps.js'
 import type { Trx } from '../../db/kysely.js'
 import { AppError } from '../../errors/app-error.js'
 import type { User } from '../../auth/users.js'
-import { abuseFor } from '../abuse/service.js'
+import { createAbuse } from '../abuse/service.js'
 import { newId } from '../../auth/tokens.js'
 import { isoLocal, isoMicros } from '../../util/time.js'
 import { guardUpload } from '../../http/multipart.js'
@@ -217,7 +217,7 @@ export function createFoldersService(deps: Deps) {
         if (uploaded > 0) {
           await invalidateHosting(deps.bus, user.username)
           // upload heuristics on the batch's pages: a report for review, never a refusal
-          await abuseFor(deps).scanPages(
+          await deps.services.get(createAbuse).scanPages(
             user,
             staged.map((f) => ({ name: ref.name, path: f.path, digest: f.digest, size: f.size, contentType: f.contentType })),
           )
@@ -229,7 +229,7 @@ export function createFoldersService(deps: Deps) {
     /** The caller's projects (beyond the spec: the spec has no project list). */
     async projects(user: User, origin: string) {
       const rows = await store.projects(user.id)
-      const held = await abuseFor(deps).quarantinedSites(user.username)
+      const held = await deps.services.get(createAbuse).quarantinedSites(user.username)
       return rows.map((r) => ({
         name: r.name,
         is_published: !!r.is_published,
