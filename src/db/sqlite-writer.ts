@@ -1,6 +1,7 @@
 import type SQLite from 'better-sqlite3'
 import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type QueryResult } from 'kysely'
 import type { DurabilityBarrier } from './durability.js'
+import { dropOldest } from '../util/oldest.js'
 
 /** Prepared statements kept per connection (distinct SQL texts; the app has a few hundred). */
 const STATEMENT_CACHE_SIZE = 512
@@ -35,7 +36,7 @@ class WriterConnection implements DatabaseConnection {
       this.statements.delete(sql)
     } else {
       stmt = this.db.prepare(sql)
-      if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.delete(this.statements.keys().next().value!)
+      if (this.statements.size >= STATEMENT_CACHE_SIZE) dropOldest(this.statements)
     }
     this.statements.set(sql, stmt)
     return stmt

@@ -1,4 +1,5 @@
 import { FLUSH_ALL, isReliable, type Bus } from './bus.js'
+import { oldestKey } from '../util/oldest.js'
 
 /**
  * The service's one in-memory cache invalidated through the bus (the public host's paths, the
@@ -94,8 +95,8 @@ export function createInvalidatedCache<K, V>(o: InvalidatedCacheOptions<K, V>): 
     }
   }
   const evictOldest = (map: Map<K, V>): void => {
-    const first = map.keys().next()
-    if (!first.done) remove(first.value)
+    const k = oldestKey(map)
+    if (k !== undefined) remove(k)
   }
   const ticket = (group?: string): number => (group === undefined ? epoch : epoch + (gens.get(group) ?? 0))
   const trusted = (): boolean => bus === undefined || isReliable(bus)

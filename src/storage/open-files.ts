@@ -1,4 +1,5 @@
 import fs from 'node:fs'
+import { oldestKey } from '../util/oldest.js'
 
 /** One open blob file: a read-only descriptor and the blob's size. */
 export interface OpenBlobFile {
@@ -54,9 +55,9 @@ export function createOpenFiles(o: OpenFilesOptions = {}) {
   const trim = () => {
     let guard = files.size * 2
     while (files.size > max && guard-- > 0) {
-      const first = files.entries().next()
-      if (first.done) break
-      const [d, f] = first.value
+      const d = oldestKey(files)
+      if (d === undefined) break
+      const f = files.get(d)!
       files.delete(d)
       if (f.hot) {
         f.hot = false

@@ -1,6 +1,7 @@
 import zlib from 'node:zlib'
 import { promisify } from 'node:util'
 import type { BlobStore } from '../../storage/blob-store.js'
+import { dropOldest } from '../../util/oldest.js'
 
 const gzip = promisify(zlib.gzip)
 const brotli = promisify(zlib.brotliCompress)
@@ -55,7 +56,7 @@ export function createEncodings(blobs: BlobStore, log: Log, o: EncodingsOptions 
       form = file === null ? null : { digest: stored.digest, size: stored.size, path: file.path }
     }
     made.set(key(digest, enc), form)
-    if (made.size > maxEntries) made.delete(made.keys().next().value as string)
+    if (made.size > maxEntries) dropOldest(made)
   }
 
   async function drain(): Promise<void> {
