@@ -42,14 +42,24 @@ import { systemClock, type Clock } from '../util/clock.js'
  */
 export interface Prepared {
   readonly status: number
-  /** Raw header list (name, value, ...), for the fallback path. */
+  /**
+   * Raw header list (name, value, ...), for the fallback path (headerList): every header, or
+   * with `own`, the lines shared with other answers (one array for all of them).
+   */
   readonly headers: readonly string[]
+  /** prepareShared: this answer's own header lines (encoded in `block`); null otherwise. */
+  readonly own: readonly string[] | null
   /** "HTTP/1.1 <status> <reason>\r\n" and every header line, latin1 (after `prefix`, if any). */
   readonly block: Buffer
   /** The status line and header lines shared by many answers (prepareShared), or undefined. */
-  readonly prefix?: Buffer
+  readonly prefix: Buffer | undefined
   /** This second's whole answer (block + tail + body), when one was joined. */
   whole: Whole | null
+}
+
+/** An answer's whole raw header list (name, value, ...), for `res.writeHead`. */
+export function headerList(p: Prepared): string[] {
+  return p.own === null ? (p.headers as string[]) : [...p.headers, ...p.own]
 }
 
 interface Whole {
@@ -82,10 +92,11 @@ export function prepare(status: number, headers: readonly string[]): Prepared {
   // slab alive, and caches keep one block per entry
   const block = Buffer.allocUnsafeSlow(Buffer.byteLength(s, 'latin1'))
   block.write(s, 0, 'latin1')
-  return { status, headers, block, whole: null }
+  return { status, headers, own: null, block, prefix: undefined, whole: null }
 }
 
-const prefixes = new Map<string, Buffer>()
+/** Shared heads by their text: the encoded bytes and the header list they were made from. */
+const prefixes = new Map<string, { bytes: Buffer; shared: readonly string[] }>()
 /** Distinct shared prefixes kept at most; past it, answers get their own. */
 const MAX_PREFIXES = 4096
 
@@ -107,28 +118,20 @@ const ownBuffer = (s: string) => {
 
 /**
  * A prepared answer whose status line and `shared` headers are encoded once for every answer
- * that has the same ones (a cache of many entries keeps one copy of its common headers, and
- * per entry only the `own` lines: type, dates, ETag, length). Sent as prepare()'s answers are.
+ * that has the same ones (a cache of many entries keeps one copy of its common headers, bytes
+ * and list, and per entry only the `own` lines: type, dates, ETag, length). Sent as prepare()'s
+ * answers are. A plain object of one shape: a cache holds tens of thousands of them.
  */
 export function prepareShared(status: number, shared: readonly string[], own: readonly string[]): Prepared {
   const reason = STATUS_CODES[status]
   if (reason === undefined) throw new Error(`no reason phrase for status ${status}`)
   const head = headerLines(`HTTP/1.1 ${status} ${reason}\r\n`, shared)
-  let prefix = prefixes.get(head)
-  if (prefix === undefined) {
-    prefix = ownBuffer(head)
-    if (prefixes.size < MAX_PREFIXES) prefixes.set(head, prefix)
+  let common = prefixes.get(head)
+  if (common === undefined) {
+    common = { bytes: ownBuffer(head), shared }
+    if (prefixes.size < MAX_PREFIXES) prefixes.set(head, common)
   }
-  return {
-    status,
-    // the fallback path's list, made when it is needed (rare: HEAD, Connection: close)
-    get headers() {
-      return [...shared, ...own]
-    },
-    block: ownBuffer(headerLines('', own)),
-    prefix,
-    whole: null,
-  }
+  return { status, headers: common.shared, own, block: ownBuffer(headerLines('', own)), prefix: common.bytes, whole: null }
 }
 
 /** The whole head block of an answer (its shared prefix and its own lines joined, when it has a prefix). */
@@ -276,7 +279,7 @@ export function sendPrepared(
     r.end(body)
     return
   }
-  res.writeHead(p.status, extra !== undefined && extra.length > 0 ? [...p.headers, ...extra] : (p.headers as string[]))
+  res.writeHead(p.status, extra !== undefined && extra.length > 0 ? [...headerList(p), ...extra] : headerList(p))
   res.end(req.method === 'HEAD' ? undefined : body)
 }
 
@@ -329,6 +332,6 @@ export function sendPreparedFile(
     body = Buffer.allocUnsafe(size)
     if (!readFully(fd, body, 0, size, 0)) throw new Error('blob file shorter than its blob')
   }
-  res.writeHead(p.status, p.headers as string[])
+  res.writeHead(p.status, headerList(p))
   res.end(body)
 }

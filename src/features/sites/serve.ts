@@ -3,7 +3,7 @@ import type { BlobStore } from '../../storage/blob-store.js'
 import type { OpenBlobFile, OpenFiles } from '../../storage/open-files.js'
 import { hotCount } from '../../observability/registry.js'
 import { metrics } from '../../observability/metrics.js'
-import { prepare, sendPrepared, sendPreparedFile, type Prepared } from '../../http/prepared-response.js'
+import { headerList, prepare, sendPrepared, sendPreparedFile, type Prepared } from '../../http/prepared-response.js'
 import { readFully } from '../../http/sendfile.js'
 import { decide, partialHeaders, pickEncoding, unsatisfiableHeaders, type Decision } from '../../http/representation.js'
 import { systemClock, type Clock } from '../../util/clock.js'
@@ -174,7 +174,7 @@ export function createHostHandler(
     const d = decide(req.headers, e)
     if (answerBodiless(req, res, e, d)) return
     const range = d.kind === 'range' ? d : null
-    const h = range ? [...e.common, 'ETag', e.etag, ...partialHeaders(e, range)] : (e.ok.headers as string[])
+    const h = range ? [...e.common, 'ETag', e.etag, ...partialHeaders(e, range)] : headerList(e.ok)
     if (head) {
       res.writeHead(range ? 206 : e.status, h)
       res.end()
