@@ -38,18 +38,20 @@ stop_nginx() {
 }
 trap 'stop_svc; stop_nginx; [ -s "$WORK/nginx.err" ] && tail -3 "$WORK/nginx.err" >&2; rm -rf "$WORK"' EXIT
 
-# the site: index.html and PAGES-1 pages in 200 folders, 2 KB each, text as HTML compresses
-node - "$WORK/site" "$PAGES" <<'JS'
+# the site: index.html and PAGES-1 pages in 200 folders, 2 KB each, text as HTML compresses;
+# over 50,000 pages (a deploy's manifest limit), in projects of 50,000: site, site2, site3...
+node - "$WORK/sites" "$PAGES" <<'JS'
 const fs = require('node:fs'), path = require('node:path'), crypto = require('node:crypto')
 const [dir, n] = [process.argv[2], Number(process.argv[3])]
 const list = []
 for (let i = 0; i < n; i++) {
-  const rel = i === 0 ? 'index.html' : `f${i % 200}/page-${i}.html`
+  const k = Math.floor(i / 50000)
+  const rel = `${k === 0 ? 'site' : `site${k + 1}`}/${i % 50000 === 0 ? 'index.html' : `f${i % 200}/page-${i}.html`}`
   fs.mkdirSync(path.join(dir, path.dirname(rel)), { recursive: true })
   const filler = crypto.randomBytes(700).toString('base64').replace(/[+/=]/g, ' ')
   const body = `<!doctype html><html><head><title>Page ${i}</title></head><body><h1>Page ${i}</h1><p>${filler}</p>${'<p>lorem ipsum dolor sit amet</p>'.repeat(40)}</body></html>`
   fs.writeFileSync(path.join(dir, rel), body.padEnd(2048, ' ').slice(0, 2048))
-  list.push(`/bench/site/${rel}`)
+  list.push(`/bench/${rel}`)
 }
 fs.writeFileSync(path.join(dir, '..', 'paths.txt'), list.join('\n') + '\n')
 JS
@@ -63,17 +65,23 @@ start_svc() {
   for _ in $(seq 1 300); do grep -q plain "$WORK/svc.out" 2>/dev/null && return 0; sleep 0.1; done
   echo "the service did not start:" >&2; cat "$WORK/svc.err" >&2; exit 2
 }
+rss() { awk '/VmRSS/ {printf "%.0f MB", $2 / 1024}' "/proc/$SVC_PID/status"; }
 start_svc
+echo "svc VmRSS after start: $(rss)"
 env "${env[@]}" bin/svc user add bench --password 'bench password 123' >/dev/null
 KEY=$(env "${env[@]}" bin/svc key create bench | tail -n 1)
 t0=$(date +%s.%N)
-SVC_URL=https://127.0.0.1:$PORT SVC_API_KEY=$KEY SVC_INSECURE=1 SVC_CONFIG="$WORK/cfg.json" bin/svc deploy "$WORK/site" --project site >/dev/null 2>&1
+for project in $(ls "$WORK/sites"); do
+  SVC_URL=https://127.0.0.1:$PORT SVC_API_KEY=$KEY SVC_INSECURE=1 SVC_CONFIG="$WORK/cfg.json" bin/svc deploy "$WORK/sites/$project" --project "$project" \
+    >/dev/null 2>"$WORK/deploy.err" || { cat "$WORK/deploy.err" >&2; exit 1; }
+done
 printf 'deployed %s pages in %.1f s\n' "$PAGES" "$(echo "$(date +%s.%N) - $t0" | bc)"
+echo "svc VmRSS after the deploy: $(rss)"
 
 # nginx: the same files under the same paths
-mkdir -p "$WORK/root/bench" "$WORK/ntmp"
-ln -s "$WORK/site" "$WORK/root/bench/site"
-chmod a+rx "$WORK" && chmod -R a+rX "$WORK/site" "$WORK/root"  # nginx's workers run as www-data
+mkdir -p "$WORK/root" "$WORK/ntmp"
+ln -s "$WORK/sites" "$WORK/root/bench"
+chmod a+rx "$WORK" && chmod -R a+rX "$WORK/sites" "$WORK/root"  # nginx's workers run as www-data
 MIME=""; [ -f /etc/nginx/mime.types ] && MIME="include /etc/nginx/mime.types;"
 cat >"$WORK/nginx.conf" <<CONF
 worker_processes 1;
@@ -131,6 +139,7 @@ show() { read -r rps p50 p99 se bad req <<<"$2"; printf '%-22s rps=%-9s p50=%sms
 echo "pages: $PAGES; wrk -c$CONNS, ${SECS}s rounds${SRV:+; servers on CPU 1, wrk on CPU 0}"
 # cold: a fresh start of each server, then every page once (1 thread, 16 connections)
 stop_svc; start_svc; stop_nginx; start_nginx
+echo "svc VmRSS after a restart: $(rss)"
 # one pass: every page once, in order, over 16 keep-alive connections (a Node client on wrk's
 # CPU; wrk cannot stop after a set number of requests) -> "rps p50 p99 errors non2xx requests"
 cold() {
@@ -160,6 +169,7 @@ Promise.all(Array.from({ length: 16 }, worker)).then(() => {
 JS
 }
 show "cold svc (one pass)" "$(cold "$SVC_BASE")"
+echo "svc VmRSS after the cold pass: $(rss)"
 show "cold nginx (one pass)" "$(cold "$NGINX_BASE")"
 : >"$WORK/r.svc"; : >"$WORK/r.nginx"
 for r in $(seq 1 "$ROUNDS"); do
@@ -176,5 +186,5 @@ for who in svc nginx; do
   printf 'median random %-6s rps=%s p99=%sms\n' "$who" "$(cut -d' ' -f1 "$WORK/r.$who" | median)" "$(cut -d' ' -f3 "$WORK/r.$who" | median)"
 done
 awk -v a="$(cut -d' ' -f1 "$WORK/r.svc" | median)" -v b="$(cut -d' ' -f1 "$WORK/r.nginx" | median)" 'BEGIN {printf "RATIO random svc/nginx = %.3f\n", a / b}'
-echo "svc VmRSS after the random rounds: $(awk '/VmRSS/ {printf "%.0f MB", $2 / 1024}' "/proc/$SVC_PID/status")"
+echo "svc VmRSS after the random rounds: $(rss)"
 echo "nginx worker VmRSS: $(for p in $(pgrep -P "$NGINX_PID"); do awk '/VmRSS/ {printf "%.0f MB ", $2 / 1024}' "/proc/$p/status"; done)"

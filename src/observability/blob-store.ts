@@ -55,6 +55,7 @@ export function instrumentBlobStore(store: BlobStore): BlobStore {
       })
     },
     localFile: (digest) => store.localFile(digest).catch(failed('localFile')),
+    ...(store.localPathNow ? { localPathNow: store.localPathNow.bind(store) } : {}),
     async read(digest) {
       const b = await store.read(digest).catch(failed('read'))
       metrics.blobBytesRead.inc({ driver }, b.length)

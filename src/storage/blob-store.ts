@@ -47,6 +47,12 @@ export interface BlobStore {
    * reading the same bytes after an unlink.
    */
   localFile(digest: string): Promise<LocalBlobFile | null>
+  /**
+   * Optional: where this blob's file is when the store keeps it in its current layout, with no
+   * I/O (the disk driver). The caller opens it at once and, when that fails with ENOENT (an
+   * older layout, a missing blob), asks localFile. Saves the public host a stat per new path.
+   */
+  localPathNow?(digest: string): string
   /** Reads a whole (small) blob. */
   read(digest: string): Promise<Buffer>
   exists(digest: string): Promise<boolean>

@@ -42,5 +42,6 @@ function bind(s: BlobStore): BlobStore {
     ping: s.ping.bind(s),
     close: s.close.bind(s),
     localFile: s.localFile.bind(s),
+    ...(s.localPathNow ? { localPathNow: s.localPathNow.bind(s) } : {}),
   }
 }

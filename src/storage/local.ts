@@ -186,6 +186,7 @@ export function createLocalBlobStore(root: string): BlobStore {
       const p = await fileOf(digest)
       return fs.createReadStream(p, range ? { start: range.start, end: range.end } : {})
     },
+    localPathNow: blobPath,
     async localFile(digest) {
       const found = await statOf(digest).catch(() => null)
       return found ? { path: found.path, size: found.st.size } : storageError(new Error('missing blob'))

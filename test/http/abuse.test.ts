@@ -96,12 +96,16 @@ for (const engine of ENGINES) {
       assert.equal(r.status, 200, r.text)
       assert.equal(r.json.data.tier, 'vip')
       assert.deepEqual(r.json.data.limits, { files: 3 })
+      // the page is served (and so cached) before the account is disabled
+      assert.equal((await s.get(`/${bob.username}/one.html`)).status, 200)
       r = await adminCall('POST', `/svc_api/admin/users/${bob.username}`, { disabled: true })
       assert.equal(r.json.data.disabled, true)
       assert.equal((await s.get('/svc_api/me', { key: bob.key })).status, 403)
+      assert.equal((await s.get(`/${bob.username}/one.html`)).status, 404, "a disabled account's pages go offline at once")
       r = await adminCall('POST', `/svc_api/admin/users/${bob.username}`, { disabled: false, limits: { files: null } })
       assert.equal(r.json.data.disabled, false)
       assert.equal((await s.get('/svc_api/me', { key: bob.key })).status, 200)
+      assert.equal((await s.get(`/${bob.username}/one.html`)).status, 200, 'and come back when it is enabled')
       // disabling ended bob's sessions
       assert.equal((await s.get('/svc_api/me', { cookie: bob.cookie })).status, 401)
       bob.cookie = await s.login(bob.username, bob.password)

@@ -36,7 +36,7 @@ for (const engine of ENGINES) {
     // behind a proxy that says HTTPS, so inject (plain, no TLS socket) takes the same branches
     const proxied = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '192.0.2.7' }
 
-    // one file per case, so the case's first read finds its cache cold and is routed
+    // one file per case, so the case's first read finds its cache cold
     const NAMES = ['plain', 'etag', 'range', 'range416']
     before(async () => {
       s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, TRUST_PROXY: '1' } })
@@ -53,12 +53,14 @@ for (const engine of ENGINES) {
     })
     after(() => s?.close())
 
-    // [name, request, whether the first read goes through the router]
+    // [name, request, whether the first read (a cache miss) goes through the router]
     const cases: Array<[string, () => { url: string; headers: Record<string, string> }, boolean]> = [
-      ['a hosted page', () => ({ url: `/${u.username}/plain.html`, headers: {} }), true],
-      ['a hosted page, If-None-Match (304)', () => ({ url: `/${u.username}/etag.html`, headers: { 'if-none-match': etag } }), true],
-      ['a hosted page, Range', () => ({ url: `/${u.username}/range.html`, headers: { range: 'bytes=5-99' } }), true],
-      ['a hosted page, unsatisfiable Range (416)', () => ({ url: `/${u.username}/range416.html`, headers: { range: 'bytes=999999-' } }), true],
+      // a path-form page whose holds and visitor access are known is taken before routing,
+      // its misses too (resolved there); the router's handler serves the others the same way
+      ['a hosted page', () => ({ url: `/${u.username}/plain.html`, headers: {} }), false],
+      ['a hosted page, If-None-Match (304)', () => ({ url: `/${u.username}/etag.html`, headers: { 'if-none-match': etag } }), false],
+      ['a hosted page, Range', () => ({ url: `/${u.username}/range.html`, headers: { range: 'bytes=5-99' } }), false],
+      ['a hosted page, unsatisfiable Range (416)', () => ({ url: `/${u.username}/range416.html`, headers: { range: 'bytes=999999-' } }), false],
       // a user's origin is always taken before routing (its misses are read there too)
       ["a page on the user's origin", () => ({ url: '/origin.html', headers: { host: `${u.username}.localhost:${new URL(s.url).port}` } }), false],
       ['the KV public read', () => ({ url: `/svc_api/data/public/${u.username}/parity`, headers: {} }), true],

@@ -4,9 +4,11 @@ import { prepareShared, type Prepared } from '../../http/prepared-response.js'
 import { USERNAME_RE, RESERVED_USERNAMES } from '../../auth/users.js'
 import { checkName, checkRelativePath, decodeSegment } from './paths.js'
 import { hostedFile } from './files-store.js'
-import { hostedFolderFile, publishedFolder } from './folders-store.js'
+import { publishedFolder } from './folders-store.js'
+import { createDeployIndex, type DeployIndex } from './deploy-index.js'
 import type { HostCache, HostEntry, FileEntry } from './host-cache.js'
 import { compileRules, headersFor, matchRedirect, RULE_FILES, type HeaderRule, type RedirectRule, type SiteRules } from './site-rules.js'
+import { dropOldest } from '../../util/oldest.js'
 
 /** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
 export const FROM_FILE_MAX = 2 * 1024 * 1024
@@ -117,7 +119,20 @@ export type Resolution = { status: 400 } | { username: string; entry: HostEntry;
  * the user's own origin (cached under siteKey, headers and redirects of that origin, where
  * the path has no /{username} prefix).
  */
-export function createResolver(db: Db, cache: HostCache) {
+export function createResolver(db: Db, cache: HostCache, index: DeployIndex = createDeployIndex(db)) {
+  // the account and the project a path names, per user generation and with the cache's life:
+  // any change of the user's content (publish, rollback, delete, disabling the account) moves
+  // the generation, and these answers are asked again, as the paths' entries are
+  const known = new Map<string, { gen: number; until: number; value: unknown }>()
+  const memo = async <T>(key: string, gen: number, load: () => Promise<T>): Promise<T> => {
+    const hit = known.get(key)
+    if (hit !== undefined && hit.gen === gen && hit.until > performance.now()) return hit.value as T
+    const value = await load()
+    known.delete(key)
+    known.set(key, { gen, until: cache.freshUntil(), value })
+    if (known.size > 20_000) dropOldest(known)
+    return value
+  }
   const missing = (): HostEntry => ({ kind: 'missing', freshUntil: cache.freshUntil() })
   const redirect = (location: string, status = 301): HostEntry => ({ kind: 'redirect', status, location, freshUntil: cache.freshUntil() })
   // compiled rules per project, recompiled when a publish changed them
@@ -128,7 +143,7 @@ export function createResolver(db: Db, cache: HostCache) {
     if (hit && hit.json === folder.site_rules) return hit.rules
     const parsed = JSON.parse(folder.site_rules) as { redirects: RedirectRule[]; headers: HeaderRule[] }
     const rules = compileRules(parsed.redirects, parsed.headers)
-    if (compiled.size >= 1000) compiled.delete(compiled.keys().next().value as string)
+    if (compiled.size >= 1000) dropOldest(compiled)
     compiled.set(folder.id, { json: folder.site_rules, rules })
     return rules
   }
@@ -168,7 +183,9 @@ export function createResolver(db: Db, cache: HostCache) {
     // the slash form of a directory
     const slashed = () => redirect(`${own(path)}/`)
     // a disabled account's pages go offline (like its other public links)
-    const user = await db.k.selectFrom('users').select('id').where('username', '=', username).where('disabled', '=', 0).executeTakeFirst()
+    const user = await memo(`u:${username}`, gen, () =>
+      db.k.selectFrom('users').select('id').where('username', '=', username).where('disabled', '=', 0).executeTakeFirst(),
+    )
     if (!user || rest.length === 0 || rest[0] === '') return done(missing())
 
     if (rest.length === 1) {
@@ -176,13 +193,13 @@ export function createResolver(db: Db, cache: HostCache) {
       if (!name.ok) return done(missing())
       const f = await hostedFile(db, user.id, name.path)
       if (f) return done(fileEntry(cache, { ...f, mtime: Number(f.updated_at ?? f.created_at) }, site !== false))
-      const folder = await publishedFolder(db, user.id, name.path)
+      const folder = await memo(`p:${username}/${name.path}`, gen, () => publishedFolder(db, user.id, name.path))
       return done(folder ? slashed() : missing())
     }
 
     const name = checkName(rest[0])
     if (!name.ok) return done(missing())
-    const folder = await publishedFolder(db, user.id, name.path)
+    const folder = await memo(`p:${username}/${name.path}`, gen, () => publishedFolder(db, user.id, name.path))
     if (!folder) return done(missing())
     const inner = rest.slice(1)
     // the path inside the project as rules see it, decoded: /, /about, /docs/
@@ -190,7 +207,7 @@ export function createResolver(db: Db, cache: HostCache) {
     const isDir = inner[inner.length - 1] === ''
     if (isDir) inner[inner.length - 1] = 'index.html'
     const p = checkRelativePath(inner.join('/'))
-    const stored = async (rel: string) => (RULE_FILE_SET.has(rel) ? undefined : hostedFolderFile(db, folder.id, rel))
+    const stored = async (rel: string) => (RULE_FILE_SET.has(rel) ? undefined : index.file(folder.id, rel))
     // the file at the path, else its clean-URL form (/about -> about.html)
     let f = p.ok ? await stored(p.path) : undefined
     if (!f && p.ok && !isDir && !p.path.endsWith('.html')) f = await stored(`${p.path}.html`)

@@ -133,7 +133,10 @@ export function createHostHandler(
   function answerFile(req: IncomingMessage, res: ServerResponse, e: FileEntry, head: boolean): boolean {
     const d = decide(req.headers, e)
     if (answerBodiless(req, res, e, d)) return true
-    const file = e.file
+    let file = e.file
+    // the disk driver's file where it should be, opened below without a stat first; gone
+    // (an older layout, a missing blob): serveFile asks the store
+    if (file === undefined && e.fromFile && blobs.localPathNow !== undefined) file = e.file = { path: blobs.localPathNow(e.digest), size: e.size }
     if (!e.fromFile || file == null) return false
     if (d.kind === 'whole') {
       const form = formFor(req, e)
@@ -345,8 +348,9 @@ export function createHostHandler(
   return {
     /**
      * Before routing: takes every request made to a user's own origin or to a verified
-     * custom domain, and answers a cached path-form path that needs no I/O (the hot path, at
-     * the cost of a Map lookup and one write); false lets the router handle the request.
+     * custom domain, and a path-form GET or HEAD whose visitor access and holds are known
+     * from memory (cached: a Map lookup and one write; not cached: resolved, then answered);
+     * false lets the router handle the request.
      */
     fast(req: IncomingMessage, res: ServerResponse, route?: (req: IncomingMessage, res: ServerResponse) => void): boolean {
       const site = sites.userOf(req)
@@ -375,8 +379,9 @@ export function createHostHandler(
       const p = pathFormName(path)
       const user = pathUser(p.username)
       if (user === null || !hooks.openNow(user, p.rawName)) return false
-      const e = cache.get(path)
-      return e !== undefined && answerNowSafe(req, res, e, query, m === 'HEAD')
+      // cached or not: a miss is resolved here too, as handle() would after routing
+      serveAt(req, res, path, false, query, m === 'HEAD')
+      return true
     },
 
     /** Handles GET and HEAD of /{username}/... on the raw request and response. */
