@@ -6,7 +6,8 @@
 #
 # Needs: built dist/ (npm run build), nginx, wrk, curl; loopback only. Writes the site to a
 # temp folder, starts the service as bench/hosting-server.mjs runs it (plain HTTP listener on
-# the same app, as behind a TLS-terminating proxy), deploys the folder with `svc deploy`, and
+# the same app, as behind a TLS-terminating proxy), deploys the folder with `svc deploy` (over
+# 50,000 pages, in projects of 50,000: the manifest's limit), prints the server's RSS, and
 # starts nginx (1 worker, sendfile, open_file_cache) on the same files under the same paths.
 # Then, for each server:
 #   cold   one pass over every page once, in order, right after a fresh start of the server
