@@ -49,8 +49,12 @@ export interface Prepared {
   readonly headers: readonly string[]
   /** prepareShared: this answer's own header lines (encoded in `block`); null otherwise. */
   readonly own: readonly string[] | null
-  /** "HTTP/1.1 <status> <reason>\r\n" and every header line, latin1 (after `prefix`, if any). */
-  readonly block: Buffer
+  /**
+   * "HTTP/1.1 <status> <reason>\r\n" and every header line, latin1 (after `prefix`, if any).
+   * prepareShared keeps its own lines as a latin1 string: a cache holds one per entry, and a
+   * short string costs a third of a Buffer with its ArrayBuffer and backing store.
+   */
+  readonly block: Buffer | string
   /** The status line and header lines shared by many answers (prepareShared), or undefined. */
   readonly prefix: Buffer | undefined
   /** This second's whole answer (block + tail + body), when one was joined. */
@@ -131,12 +135,23 @@ export function prepareShared(status: number, shared: readonly string[], own: re
     common = { bytes: ownBuffer(head), shared }
     if (prefixes.size < MAX_PREFIXES) prefixes.set(head, common)
   }
-  return { status, headers: common.shared, own, block: ownBuffer(headerLines('', own)), prefix: common.bytes, whole: null }
+  return { status, headers: common.shared, own, block: headerLines('', own), prefix: common.bytes, whole: null }
+}
+
+/** Writes an answer's own block into `b` at `at` (a string block is latin1: one byte a character). */
+function copyBlock(p: Prepared, b: Buffer, at: number): void {
+  if (typeof p.block === 'string') b.write(p.block, at, 'latin1')
+  else p.block.copy(b, at)
 }
 
 /** The whole head block of an answer (its shared prefix and its own lines joined, when it has a prefix). */
 function headOf(p: Prepared): Buffer {
-  return p.prefix === undefined ? p.block : Buffer.concat([p.prefix, p.block])
+  if (p.prefix === undefined && typeof p.block !== 'string') return p.block
+  const pre = p.prefix?.length ?? 0
+  const b = Buffer.allocUnsafe(pre + p.block.length)
+  if (p.prefix !== undefined) p.prefix.copy(b, 0)
+  copyBlock(p, b, pre)
+  return b
 }
 
 /** The private fields of Node's OutgoingMessage this module relies on. */
@@ -322,7 +337,7 @@ export function sendPreparedFile(
       return
     }
     if (p.prefix !== undefined) p.prefix.copy(b, 0)
-    p.block.copy(b, pre)
+    copyBlock(p, b, pre)
     t.copy(b, pre + p.block.length)
     r.end(b)
     return
