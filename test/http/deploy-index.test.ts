@@ -1,26 +1,12 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import type { KyselyPlugin } from 'kysely'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { counting } from '../support/queries.js'
 import { HTML, HIGH_LIMITS } from '../support/hosting.js'
 import { deploySite, sha, type Site } from '../support/deploys.js'
-import type { Db } from '../../src/db/kysely.js'
 import { createHostCache, type HostEntry } from '../../src/features/sites/host-cache.js'
 import { createResolver } from '../../src/features/sites/resolver.js'
 import { createDeployIndex } from '../../src/features/sites/deploy-index.js'
-
-/** The service's database, counting the queries run through it. */
-function counting(db: Db): { db: Db; queries: () => number } {
-  let n = 0
-  const plugin: KyselyPlugin = {
-    transformQuery: (args) => {
-      n++
-      return args.node
-    },
-    transformResult: async (args) => args.result,
-  }
-  return { db: { ...db, k: db.k.withPlugin(plugin) }, queries: () => n }
-}
 
 /** A site of `n` pages plus its home, a clean-URL page, a directory index and a 404 page. */
 const siteOf = (v: string, n: number): Site => {

@@ -1,25 +1,11 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import type { KyselyPlugin } from 'kysely'
 import { startServer, type TestServer } from '../support/server.js'
+import { counting } from '../support/queries.js'
 import { HTML, uploadFile } from '../support/hosting.js'
-import type { Db } from '../../src/db/kysely.js'
 import { createHostCache } from '../../src/features/sites/host-cache.js'
 import { createResolver } from '../../src/features/sites/resolver.js'
 import { createKvService } from '../../src/features/kv/service.js'
-
-/** The service's database, counting the queries run through it. */
-function counting(db: Db): { db: Db; queries: () => number } {
-  let n = 0
-  const plugin: KyselyPlugin = {
-    transformQuery: (args) => {
-      n++
-      return args.node
-    },
-    transformResult: async (args) => args.result,
-  }
-  return { db: { ...db, k: db.k.withPlugin(plugin) }, queries: () => n }
-}
 
 // hot paths that miss together: one database read for all of them, never one that began before a write
 describe('cache fills of the public host and the KV public read (real SQLite)', () => {
