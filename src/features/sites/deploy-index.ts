@@ -36,7 +36,7 @@ interface Loaded {
  * needs no invalidation: which deploy a project serves is the resolver's question, asked
  * anew whenever the user's content changes.
  *
- * A deploy is loaded whole once LOAD_AFTER of its paths have been looked up (in pages of
+ * A deploy is loaded whole once `loadAfter` of its paths have been looked up (in pages of
  * `pageRows`, keyset by path, in the background); until then each path is one query, as
  * before, so a site visited once costs no more than that. Loaded, every further path (the
  * long tail: a crawler, a big docs site) is a Map lookup instead of a query. Bounded by
