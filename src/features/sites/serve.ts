@@ -243,7 +243,8 @@ export function createHostHandler(
   /** Answers a path from the cache, or after resolving it; held content (abuse handling) answers 451 first. */
   function serveAt(req: IncomingMessage, res: ServerResponse, path: string, site: SiteMode, query: string, head: boolean, loaded?: string | null): void {
     if (holds !== null) {
-      // `loaded`: the state just loaded, for when the index cannot keep it (bus down)
+      // `loaded`: the state already read (the fast path) or just loaded, for when the index
+      // cannot keep it (bus down)
       const state = loaded !== undefined ? loaded : holds.stateOf(path)
       if (state === undefined) {
         holds.load(path).then(
@@ -379,8 +380,9 @@ export function createHostHandler(
       const p = pathFormName(path)
       const user = pathUser(p.username)
       if (user === null || !hooks.openNow(user, p.rawName)) return false
-      // cached or not: a miss is resolved here too, as handle() would after routing
-      serveAt(req, res, path, false, query, m === 'HEAD')
+      // cached or not: a miss is resolved here too, as handle() would after routing (the
+      // holds were read above: null, not held)
+      serveAt(req, res, path, false, query, m === 'HEAD', null)
       return true
     },
 
