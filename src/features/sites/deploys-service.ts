@@ -226,7 +226,7 @@ export function createDeploysService(deps: Deps) {
       const m = parseManifest(body)
       const digests = new Set(m.files.values())
       const folder = await folders.folder(db.k, user.id, ref.name)
-      const known = folder ? await store.known(db.k, folder.id, digests) : new Map<string, DeployFileRow>()
+      const known = folder ? await store.held(db.k, folder.id, digests) : new Set<string>()
       const missing = [...digests].filter((d) => !known.has(d))
       return { missing, file_count: m.files.size, known_count: digests.size - missing.length, limits: limits() }
     },
@@ -348,8 +348,9 @@ export function createDeploysService(deps: Deps) {
         }
         // files not carried by the archive must be held by the project, checked under the user's lock
         const notSent = new Set([...m.files.values()].filter((d) => !uploaded.has(d)))
-        const known = await store.known(trx, folder.id, notSent)
-        const working = new Map((await folders.filesOf(trx, folder.id)).map((r) => [r.path, r]))
+        const workingRows = await folders.filesOf(trx, folder.id)
+        const known = await store.known(trx, folder.id, notSent, workingRows)
+        const working = new Map(workingRows.map((r) => [r.path, r]))
         const rows: DeployFileRow[] = []
         let bytes = 0
         for (const [path, digest] of m.files) {

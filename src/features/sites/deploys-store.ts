@@ -131,16 +131,15 @@ export function createDeploysStore() {
     /**
      * Files the project holds for some digests: its working set first (the usual case: a file
      * unchanged since the last deploy), then its kept deploys for what is still missing.
+     * `working`: the working set's rows when the caller has read them already.
      * Scoped to the project, so a deploy never learns whether another user stored some bytes.
      */
-    async known(q: Q, folderId: string, digests: Set<string>): Promise<Map<string, DeployFileRow>> {
+    async known(q: Q, folderId: string, digests: Set<string>, working?: readonly DeployFileRow[]): Promise<Map<string, DeployFileRow>> {
       const out = new Map<string, DeployFileRow>()
       if (digests.size === 0) return out
-      const rows = await q
-        .selectFrom('folder_files')
-        .select(['path', 'digest', 'size', 'content_type', 'updated_at'])
-        .where('folder_id', '=', folderId)
-        .execute()
+      const rows =
+        working ??
+        (await q.selectFrom('folder_files').select(['path', 'digest', 'size', 'content_type', 'updated_at']).where('folder_id', '=', folderId).execute())
       for (const r of rows) if (digests.has(r.digest) && !out.has(r.digest)) out.set(r.digest, r)
       if (out.size === digests.size) return out
       // the kept deploys hold every file of each: only the rows of the digests still missing
@@ -157,6 +156,18 @@ export function createDeploysStore() {
           .execute()
         for (const r of more) if (!out.has(r.digest)) out.set(r.digest, r)
       }
+      return out
+    },
+
+    /** Which of some digests the project holds (as known, but only the digests are read). */
+    async held(q: Q, folderId: string, digests: Set<string>): Promise<Set<string>> {
+      const out = new Set<string>()
+      if (digests.size === 0) return out
+      const working = await q.selectFrom('folder_files').select('digest').where('folder_id', '=', folderId).execute()
+      for (const r of working) if (digests.has(r.digest)) out.add(r.digest)
+      if (out.size === digests.size) return out
+      const rest = new Set([...digests].filter((d) => !out.has(d)))
+      for (const d of (await store.known(q, folderId, rest, [])).keys()) out.add(d)
       return out
     },
 
