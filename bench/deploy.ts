@@ -3,7 +3,8 @@
  *   1. first deploy of a 20,000-page site (2 KB each, 200 folders): time and requests, with
  *      `svc deploy` (archive) and the old batch path (`svc deploy --batch`) in the same run,
  *      and `tar -cz` of the same tree (reading it) and `tar -xz` + `sync` (writing it) as the floors;
- *   2. a one-file redeploy, both paths, then (archive path) nine more, up to 10 kept deploys;
+ *   2. a one-file redeploy, both paths, then (archive path) nine more, up to 10 kept deploys,
+ *      then the same site as a second project (its blobs already stored);
  *   3. rollback: the HTTP request alone, and `svc rollback` (process start included);
  *   4. the server's memory (VmRSS, sampled every 20 ms) during a 200 MB archive deploy of
  *      incompressible 1 MB files.
@@ -162,6 +163,10 @@ try {
     archiveOneKept.push((await cli(['deploy', pagesDir, '--project', 'site', '--json'], env)).ms)
   }
 
+  // the same site as a second project: every blob is already stored (the manifest check is
+  // per project, so all 20,000 files are sent again, and the store finds it holds them)
+  const copy = summary(await cli(['deploy', pagesDir, '--project', 'copy', '--json'], env))
+
   // 3: rollback (HTTP request alone, five times back and forth), then through the CLI
   const rollbackMs: number[] = []
   const list = await request(`${url}/api/folders/site/deploys`, { headers: { authorization: `Bearer ${key}` }, dispatcher: agent })
@@ -207,7 +212,14 @@ try {
         loadavg: os.loadavg().map((x) => x.toFixed(2)),
         tar_cz_ms: tarMs,
         tar_xz_ms: untarMs,
-        archive: { first: archiveFirst, one_file: archiveOne, one_file_then_ms: archiveOneKept, rollback_http_ms: rollbackMs, rollback_cli_ms: rollbackCli },
+        archive: {
+          first: archiveFirst,
+          one_file: archiveOne,
+          one_file_then_ms: archiveOneKept,
+          second_project: copy,
+          rollback_http_ms: rollbackMs,
+          rollback_cli_ms: rollbackCli,
+        },
         big_deploy: {
           ...big,
           mb: Number(o['big-mb']),

@@ -140,43 +140,49 @@ export function createLocalBlobStore(root: string): BlobStore {
     async putBatch(bodies) {
       // temp files first, then one filesystem sync (their bytes), renames, one more sync (the
       // names): a crash anywhere leaves temp files (cleanTemp) or whole blobs, never a torn one.
-      // Small files take synchronous calls, in slices with a yield between: a threadpool round
-      // trip per call costs more than the call itself.
-      const staged: Array<{ tmp: string; digest: string; size: number }> = []
-      const slices = async (fn: (i: number) => void) => {
-        for (let i = 0; i < bodies.length; i++) {
+      // A blob already stored is not written again: its time is refreshed (so a sweep in
+      // progress spares it), as put does. Small files take synchronous calls, in slices with a
+      // yield between: a threadpool round trip per call costs more than the call itself.
+      const out: StoredBlob[] = []
+      const staged: Array<{ tmp: string; digest: string }> = []
+      const slices = async (n: number, fn: (i: number) => void) => {
+        for (let i = 0; i < n; i++) {
           fn(i)
           if (i % 64 === 63) await new Promise((r) => setImmediate(r))
         }
       }
+      const heldPath = (digest: string) => {
+        const target = blobPath(digest)
+        return fs.existsSync(target) ? target : fs.existsSync(legacyPath(digest)) ? legacyPath(digest) : null
+      }
       try {
-        await slices((i) => {
+        const now = new Date()
+        await slices(bodies.length, (i) => {
           const b = bodies[i]
+          const digest = crypto.createHash('sha256').update(b).digest('hex')
+          out.push({ digest, size: b.length })
+          const held = heldPath(digest)
+          if (held) return fs.utimesSync(held, now, now)
           const tmp = path.join(tmpDir, `${Date.now()}-${crypto.randomBytes(8).toString('hex')}`)
-          staged.push({ tmp, digest: crypto.createHash('sha256').update(b).digest('hex'), size: b.length })
+          staged.push({ tmp, digest })
           fs.writeFileSync(tmp, b, { mode: 0o640, flag: 'wx' })
         })
+        if (staged.length === 0) return out
         if (!(await syncFs())) {
           await Promise.all(staged.map((t) => fsp.unlink(t.tmp).catch(() => {})))
-          const out: StoredBlob[] = []
-          for (const b of bodies) out.push(await this.put(b))
-          return out
+          const each: StoredBlob[] = []
+          for (const b of bodies) each.push(await this.put(b))
+          return each
         }
-        const now = new Date()
-        await slices((i) => {
-          const t = staged[i]
-          const target = blobPath(t.digest)
-          const held = fs.existsSync(target) ? target : fs.existsSync(legacyPath(t.digest)) ? legacyPath(t.digest) : null
-          if (held) {
-            fs.utimesSync(held, now, now)
-            fs.unlinkSync(t.tmp)
-          } else {
-            ensureDir(path.dirname(target))
-            fs.renameSync(t.tmp, target)
-          }
+        await slices(staged.length, (i) => {
+          // a request that stored the same blob meanwhile wrote the same bytes: replacing its
+          // file (one atomic rename) changes nothing a reader can see
+          const target = blobPath(staged[i].digest)
+          ensureDir(path.dirname(target))
+          fs.renameSync(staged[i].tmp, target)
         })
         if (!(await syncFs())) throw new Error('sync -f failed')
-        return staged.map((t) => ({ digest: t.digest, size: t.size }))
+        return out
       } catch (e) {
         await Promise.all(staged.map((t) => fsp.unlink(t.tmp).catch(() => {})))
         return storageError(e)

@@ -81,6 +81,31 @@ describe('local blob store', () => {
     assert.equal(files(root).filter((f) => f.endsWith(a.digest)).length, 1)
   })
 
+  it('stores a batch: blobs it already holds are kept (same file, time refreshed), new ones written once', async () => {
+    const held = Buffer.from(`held ${crypto.randomUUID()}`)
+    const first = await blobs.put(held)
+    const heldFile = path.join(root, first.digest.slice(0, 2), first.digest)
+    const past = new Date(Date.now() - 3_600_000)
+    fs.utimesSync(heldFile, past, past)
+    const ino = fs.statSync(heldFile).ino
+    const fresh = Buffer.from(`fresh ${crypto.randomUUID()}`)
+    // the held blob, a new one, and the new one again in the same batch
+    const stored = await blobs.putBatch!([held, fresh, fresh])
+    assert.deepEqual(stored, [
+      { digest: sha(held), size: held.length },
+      { digest: sha(fresh), size: fresh.length },
+      { digest: sha(fresh), size: fresh.length },
+    ])
+    const st = fs.statSync(heldFile)
+    assert.equal(st.ino, ino, 'the held blob is the same file, not written again')
+    assert.ok(st.mtimeMs > past.getTime(), 'its time is refreshed, so a sweep spares it')
+    assert.deepEqual(await blobs.read(sha(fresh)), fresh)
+    assert.deepEqual(fs.readdirSync(path.join(root, 'tmp')), [], 'no temp file left')
+    // a batch of held blobs only: nothing to write, nothing left
+    assert.deepEqual(await blobs.putBatch!([held, fresh]), [stored[0], stored[1]])
+    assert.deepEqual(fs.readdirSync(path.join(root, 'tmp')), [])
+  })
+
   it('refuses a body over maxBytes and leaves no file behind', async () => {
     const before = files(root).length
     await assert.rejects(
