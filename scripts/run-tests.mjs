@@ -96,6 +96,9 @@ const concurrency = process.env.TEST_CONCURRENCY ?? '2'
 // legitimately needs more sets its own { timeout } option. On Node 20 and 22 --test-timeout
 // times out a whole file, so it is only a backstop here, for a hung hook.
 const args = [
+  // before tsx: the dependencies made of hundreds of ES modules load without its hooks
+  '--import',
+  './scripts/test-preload.mjs',
   '--import',
   'tsx',
   '--import',
