@@ -37,17 +37,53 @@ for (const engine of ENGINES) {
     const list = async (project: string) => (await s.get(`/api/folders/${project}/deploys`, { key: u.key })).json
 
     it('the check counts files held only by a kept deploy as known, and asks for new ones only', async () => {
+      const k = await s.user()
       const v1 = site('v1')
-      await deploySite(s, u.key, 'kept', v1)
+      await deploySite(s, k.key, 'kept', v1)
       const v2 = { ...v1, 'index.html': HTML('kept v2') }
-      assert.equal((await deploySite(s, u.key, 'kept', v2)).res.status, 201)
+      assert.equal((await deploySite(s, k.key, 'kept', v2)).res.status, 201)
       // v1's home page is in the first deploy only (the working set holds v2's); two new files
       const v3 = { ...v1, 'n1.txt': 'one', 'n2.txt': 'two' }
-      const third = await deploySite(s, u.key, 'kept', v3)
+      const third = await deploySite(s, k.key, 'kept', v3)
       assert.deepEqual([...third.check.json.missing].sort(), [sha('one'), sha('two')].sort())
       assert.equal(third.check.json.known_count, Object.keys(v1).length)
       assert.equal(third.res.json.uploaded_files, 2)
-      assert.equal((await page('kept')).text, v1['index.html'])
+      assert.equal((await s.get(`/${k.username}/kept/`)).text, v1['index.html'])
+    })
+
+    it("a new project sends nothing the user's other projects hold; another user's files count for nothing", async () => {
+      const k = await s.user()
+      const original = site('copy', { 'data.json': '{"a":1}', 'img/x.svg': '<svg xmlns="http://www.w3.org/2000/svg"/>' })
+      assert.equal((await deploySite(s, k.key, 'original', original)).res.status, 201)
+      // the same site under a new name (and a new path for one file): no file is sent again
+      const copy = { ...original, 'renamed.json': original['data.json'] }
+      const { check, res } = await deploySite(s, k.key, 'copy', copy)
+      assert.deepEqual(check.json.missing, [])
+      assert.equal(check.json.known_count, new Set(Object.values(copy).map(sha)).size)
+      assert.equal(res.status, 201, res.text)
+      assert.equal(res.json.uploaded_files, 0)
+      assert.equal(res.json.deploy.file_count, Object.keys(copy).length)
+      // every file answers with its own bytes and the type of its own path
+      for (const [p, body] of Object.entries(copy)) {
+        const r = await s.get(`/${k.username}/copy/${p}`)
+        assert.equal(r.status, 200, p)
+        assert.equal(r.text, String(body), p)
+      }
+      assert.match(String((await s.get(`/${k.username}/copy/renamed.json`)).header('content-type')), /^application\/json/)
+      assert.match(String((await s.get(`/${k.username}/copy/img/x.svg`)).header('content-type')), /^image\/svg\+xml/)
+      // the original replaced by other content: a third copy finds the files in the copy
+      assert.equal((await deploySite(s, k.key, 'original', site('other'))).res.status, 201)
+      assert.equal((await s.get(`/${k.username}/copy/data.json`)).text, original['data.json'])
+      const third = await deploySite(s, k.key, 'third', original)
+      assert.deepEqual(third.check.json.missing, [])
+      assert.equal(third.res.status, 201, third.res.text)
+      // another user with the same bytes: an archive without them is refused, naming a file,
+      // and the check asks for every file, which the archive then carries
+      const other = await s.user()
+      expectError(await postArchive(s, other.key, 'bare', await tarOf([manifestOf(original)])), 400, 1330)
+      const theirs = await deploySite(s, other.key, 'copy', original)
+      assert.equal(theirs.check.json.missing.length, new Set(Object.values(original).map(sha)).size)
+      assert.equal(theirs.res.status, 201, theirs.res.text)
     })
 
     it('deploys a whole site in two requests, then only what changed; gzip or plain tar', async () => {

@@ -1355,8 +1355,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Which files of a deploy the project lacks
-         * @description The first step of an archive deploy: send every path with its SHA-256; the answer lists the digests the archive must carry. The others are held by the project (its files or a kept deploy).
+         * Which files of a deploy the server lacks
+         * @description The first step of an archive deploy: send every path with its SHA-256; the answer lists the digests the archive must carry. The others are held by the caller: the project's files or kept deploys, or the files of the caller's other projects.
          */
         post: operations["postApiFoldersByFolderPathDeploysMissing"];
         delete?: never;

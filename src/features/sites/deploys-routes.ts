@@ -89,9 +89,9 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
           hide,
           tags: ['deploys'],
           params,
-          summary: 'Which files of a deploy the project lacks',
+          summary: 'Which files of a deploy the server lacks',
           description:
-            'The first step of an archive deploy: send every path with its SHA-256; the answer lists the digests the archive must carry. The others are held by the project (its files or a kept deploy).',
+            "The first step of an archive deploy: send every path with its SHA-256; the answer lists the digests the archive must carry. The others are held by the caller: the project's files or kept deploys, or the files of the caller's other projects.",
           body: Manifest,
           response: {
             200: Type.Object({

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto'
+import fs from 'node:fs'
 import { isUtf8 } from 'node:buffer'
 import { Transform, type Readable, type TransformCallback } from 'node:stream'
 import { createGunzip } from 'node:zlib'
@@ -185,6 +186,16 @@ export function createDeploysService(deps: Deps) {
     return isUtf8(await blobs.read(row.digest))
   }
 
+  /**
+   * False when the blob store surely lacks a digest (a local store without its file): no
+   * deploy or project can hold it then. A miss of a blob in the older layout only costs its
+   * upload again. Other stores: true (the lookups decide).
+   */
+  const mayHold = (digest: string): boolean => {
+    const local = blobs.localPathNow?.(digest)
+    return local === undefined || fs.existsSync(local)
+  }
+
   const view = (d: DeployRow, liveId: string | null) => ({
     id: d.id,
     created_at: isoMicros(Number(d.created_at)),
@@ -225,8 +236,9 @@ export function createDeploysService(deps: Deps) {
     async missing(user: User, ref: FolderRef, body: unknown) {
       const m = parseManifest(body)
       const digests = new Set(m.files.values())
-      const folder = await folders.folder(db.k, user.id, ref.name)
-      const known = folder ? await store.held(db.k, folder.id, digests) : new Set<string>()
+      // a project not made yet holds nothing itself (no row has the id ''): the user's others may
+      const project = (await folders.folder(db.k, user.id, ref.name)) ?? { id: '', user_id: user.id }
+      const known = await store.held(db.k, project, digests, mayHold)
       const missing = [...digests].filter((d) => !known.has(d))
       return { missing, file_count: m.files.size, known_count: digests.size - missing.length, limits: limits() }
     },
@@ -349,7 +361,7 @@ export function createDeploysService(deps: Deps) {
         // files not carried by the archive must be held by the project, checked under the user's lock
         const notSent = new Set([...m.files.values()].filter((d) => !uploaded.has(d)))
         const workingRows = await folders.filesOf(trx, folder.id)
-        const known = await store.known(trx, folder.id, notSent, workingRows)
+        const known = await store.known(trx, folder, notSent, workingRows)
         const working = new Map(workingRows.map((r) => [r.path, r]))
         const rows: DeployFileRow[] = []
         let bytes = 0

@@ -41,6 +41,18 @@ export type DeployFileRow = Omit<DeployFilesTable, 'deploy_id'>
 
 type Q = Trx | Db['k']
 const CHUNK = 500
+const FILE_COLUMNS = ['path', 'digest', 'size', 'content_type', 'updated_at'] as const
+
+/** The working-set rows of a user's projects other than `project`. */
+function otherProjects(q: Q, project: { id: string; user_id: string }): Promise<DeployFileRow[]> {
+  return q
+    .selectFrom('folder_files')
+    .innerJoin('folders', 'folders.id', 'folder_files.folder_id')
+    .select(FILE_COLUMNS.map((c) => `folder_files.${c}` as const))
+    .where('folders.user_id', '=', project.user_id)
+    .where('folders.id', '!=', project.id)
+    .execute()
+}
 
 /** Kysely queries of deploys and deploy_files; no rules here. */
 export function createDeploysStore() {
@@ -129,17 +141,16 @@ export function createDeploysStore() {
     },
 
     /**
-     * Files the project holds for some digests: its working set first (the usual case: a file
-     * unchanged since the last deploy), then its kept deploys for what is still missing.
-     * `working`: the working set's rows when the caller has read them already.
-     * Scoped to the project, so a deploy never learns whether another user stored some bytes.
+     * Files the user holds for some digests, for a deploy of one project: the project's working
+     * set first (the usual case: a file unchanged since the last deploy), then its kept deploys,
+     * then the working sets of the user's other projects (a copy of a site sends nothing again).
+     * `working`: the project's working set when the caller has read it already.
+     * Scoped to the user, so a deploy never learns whether another user stored some bytes.
      */
-    async known(q: Q, folderId: string, digests: Set<string>, working?: readonly DeployFileRow[]): Promise<Map<string, DeployFileRow>> {
+    async known(q: Q, project: { id: string; user_id: string }, digests: Set<string>, working?: readonly DeployFileRow[]): Promise<Map<string, DeployFileRow>> {
       const out = new Map<string, DeployFileRow>()
       if (digests.size === 0) return out
-      const rows =
-        working ??
-        (await q.selectFrom('folder_files').select(['path', 'digest', 'size', 'content_type', 'updated_at']).where('folder_id', '=', folderId).execute())
+      const rows = working ?? (await q.selectFrom('folder_files').select(FILE_COLUMNS).where('folder_id', '=', project.id).execute())
       for (const r of rows) if (digests.has(r.digest) && !out.has(r.digest)) out.set(r.digest, r)
       if (out.size === digests.size) return out
       // the kept deploys hold every file of each: only the rows of the digests still missing
@@ -150,24 +161,30 @@ export function createDeploysStore() {
           .selectFrom('deploy_files')
           .innerJoin('deploys', 'deploys.id', 'deploy_files.deploy_id')
           .select(['deploy_files.path', 'deploy_files.digest', 'deploy_files.size', 'deploy_files.content_type', 'deploy_files.updated_at'])
-          .where('deploys.folder_id', '=', folderId)
+          .where('deploys.folder_id', '=', project.id)
           .where('deploy_files.digest', 'in', rest.slice(i, i + CHUNK))
           .orderBy('deploys.seq', 'desc')
           .execute()
         for (const r of more) if (!out.has(r.digest)) out.set(r.digest, r)
       }
+      if (out.size === digests.size) return out
+      for (const r of await otherProjects(q, project)) if (digests.has(r.digest) && !out.has(r.digest)) out.set(r.digest, r)
       return out
     },
 
-    /** Which of some digests the project holds (as known, but only the digests are read). */
-    async held(q: Q, folderId: string, digests: Set<string>): Promise<Set<string>> {
+    /**
+     * Which of some digests the user holds for a deploy of one project (as known, reading only
+     * digests). Past the project's working set, only digests `mayHold` lets through are looked
+     * up: a new file's bytes, stored nowhere, need no search of the deploys and projects.
+     */
+    async held(q: Q, project: { id: string; user_id: string }, digests: Set<string>, mayHold: (digest: string) => boolean = () => true): Promise<Set<string>> {
       const out = new Set<string>()
       if (digests.size === 0) return out
-      const working = await q.selectFrom('folder_files').select('digest').where('folder_id', '=', folderId).execute()
+      const working = await q.selectFrom('folder_files').select('digest').where('folder_id', '=', project.id).execute()
       for (const r of working) if (digests.has(r.digest)) out.add(r.digest)
-      if (out.size === digests.size) return out
-      const rest = new Set([...digests].filter((d) => !out.has(d)))
-      for (const d of (await store.known(q, folderId, rest, [])).keys()) out.add(d)
+      const rest = new Set([...digests].filter((d) => !out.has(d) && mayHold(d)))
+      if (rest.size === 0) return out
+      for (const d of (await store.known(q, project, rest, [])).keys()) out.add(d)
       return out
     },
 
