@@ -360,7 +360,7 @@ export function createDeploysService(deps: Deps) {
         }
         // files not carried by the archive must be held by the project, checked under the user's lock
         const notSent = new Set([...m.files.values()].filter((d) => !uploaded.has(d)))
-        const workingRows = await folders.filesOf(trx, folder.id)
+        const workingRows = await store.working(trx, folder.id)
         const known = await store.known(trx, folder, notSent, workingRows)
         const working = new Map(workingRows.map((r) => [r.path, r]))
         const rows: DeployFileRow[] = []
@@ -382,7 +382,7 @@ export function createDeploysService(deps: Deps) {
         }
         if (bytes > DEPLOY_MAX_BYTES) throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `${bytes} bytes in all, at most ${DEPLOY_MAX_BYTES}` } })
         if (!m.files.has('index.html')) throw new AppError('PUBLISH_NO_INDEX')
-        const rules = await siteRules(new Map(rows.map((r) => [r.path, r])))
+        const rules = await siteRules(new Map(rows.filter((r) => (RULE_FILES as readonly string[]).includes(r.path)).map((r) => [r.path, r])))
         const id = await store.newDeploy(trx, folder.id, { source: m.source, message: m.message, preview: m.preview, siteRules: rules, now })
         let liveId = (await trx.selectFrom('folders').select('live_deploy_id').where('id', '=', folder.id).executeTakeFirstOrThrow()).live_deploy_id
         if (m.preview) await store.insertFiles(trx, id, rows)

@@ -97,10 +97,14 @@ export function createDeploysStore() {
       }
     },
 
-    /** Copies the project's working set (folder_files) into a new deploy; returns its count and bytes. */
-    async snapshotWorkingSet(trx: Trx, deployId: string, folderId: string): Promise<{ count: number; bytes: number }> {
+    /** Copies the project's working set (folder_files) into a new deploy. */
+    async snapshotWorkingSet(trx: Trx, deployId: string, folderId: string): Promise<void> {
       await sql`INSERT INTO deploy_files (deploy_id, path, digest, size, content_type, updated_at)
         SELECT ${deployId}, path, digest, size, content_type, updated_at FROM folder_files WHERE folder_id = ${folderId}`.execute(trx)
+    },
+
+    /** A deploy's file count and bytes, from its rows. */
+    async countFiles(trx: Trx, deployId: string): Promise<{ count: number; bytes: number }> {
       const r = await trx
         .selectFrom('deploy_files')
         .select([(eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.sum<number>('size').as('b')])
@@ -120,6 +124,10 @@ export function createDeploysStore() {
 
     /** A project's deploys, newest first. */
     list: (q: Q, folderId: string) => q.selectFrom('deploys').selectAll().where('folder_id', '=', folderId).orderBy('seq', 'desc').execute(),
+
+    /** A project's working set, the columns a deploy's rows take. */
+    working: (q: Q, folderId: string): Promise<DeployFileRow[]> =>
+      q.selectFrom('folder_files').select(FILE_COLUMNS).where('folder_id', '=', folderId).execute(),
 
     files: (q: Q, deployId: string) =>
       q.selectFrom('deploy_files').select(['path', 'digest', 'size', 'content_type', 'updated_at']).where('deploy_id', '=', deployId).execute(),
@@ -150,7 +158,7 @@ export function createDeploysStore() {
     async known(q: Q, project: { id: string; user_id: string }, digests: Set<string>, working?: readonly DeployFileRow[]): Promise<Map<string, DeployFileRow>> {
       const out = new Map<string, DeployFileRow>()
       if (digests.size === 0) return out
-      const rows = working ?? (await q.selectFrom('folder_files').select(FILE_COLUMNS).where('folder_id', '=', project.id).execute())
+      const rows = working ?? (await store.working(q, project.id))
       for (const r of rows) if (digests.has(r.digest) && !out.has(r.digest)) out.set(r.digest, r)
       if (out.size === digests.size) return out
       // the kept deploys hold every file of each: only the rows of the digests still missing
@@ -222,7 +230,8 @@ export function createDeploysStore() {
      */
     async deployWorkingSet(trx: Trx, folderId: string, v: { source: string; siteRules: string | null; now: number; keep: number }): Promise<string> {
       const id = await store.newDeploy(trx, folderId, { source: v.source, message: '', preview: false, siteRules: v.siteRules, now: v.now })
-      const { count, bytes } = await store.snapshotWorkingSet(trx, id, folderId)
+      await store.snapshotWorkingSet(trx, id, folderId)
+      const { count, bytes } = await store.countFiles(trx, id)
       await store.setCounts(trx, id, count, bytes)
       await store.setLive(trx, folderId, id, v.now)
       await store.prune(trx, folderId, v.keep, id)
