@@ -43,16 +43,13 @@ type Q = Trx | Db['k']
 const CHUNK = 500
 const FILE_COLUMNS = ['path', 'digest', 'size', 'content_type', 'updated_at'] as const
 
-/** The working-set rows of a user's projects other than `project`. */
-function otherProjects(q: Q, project: { id: string; user_id: string }): Promise<DeployFileRow[]> {
-  return q
+/** The working-set rows of a user's projects other than `project` (a query to select from). */
+const otherProjects = (q: Q, project: { id: string; user_id: string }) =>
+  q
     .selectFrom('folder_files')
     .innerJoin('folders', 'folders.id', 'folder_files.folder_id')
-    .select(FILE_COLUMNS.map((c) => `folder_files.${c}` as const))
     .where('folders.user_id', '=', project.user_id)
     .where('folders.id', '!=', project.id)
-    .execute()
-}
 
 /** Kysely queries of deploys and deploy_files; no rules here. */
 export function createDeploysStore() {
@@ -152,10 +149,17 @@ export function createDeploysStore() {
      * Files the user holds for some digests, for a deploy of one project: the project's working
      * set first (the usual case: a file unchanged since the last deploy), then its kept deploys,
      * then the working sets of the user's other projects (a copy of a site sends nothing again).
-     * `working`: the project's working set when the caller has read it already.
+     * `working`: the project's working set when the caller has read it already; `others`
+     * false: not the other projects.
      * Scoped to the user, so a deploy never learns whether another user stored some bytes.
      */
-    async known(q: Q, project: { id: string; user_id: string }, digests: Set<string>, working?: readonly DeployFileRow[]): Promise<Map<string, DeployFileRow>> {
+    async known(
+      q: Q,
+      project: { id: string; user_id: string },
+      digests: Set<string>,
+      working?: readonly DeployFileRow[],
+      others = true,
+    ): Promise<Map<string, DeployFileRow>> {
       const out = new Map<string, DeployFileRow>()
       if (digests.size === 0) return out
       const rows = working ?? (await store.working(q, project.id))
@@ -175,15 +179,19 @@ export function createDeploysStore() {
           .execute()
         for (const r of more) if (!out.has(r.digest)) out.set(r.digest, r)
       }
-      if (out.size === digests.size) return out
-      for (const r of await otherProjects(q, project)) if (digests.has(r.digest) && !out.has(r.digest)) out.set(r.digest, r)
+      if (out.size === digests.size || !others) return out
+      const theirs = await otherProjects(q, project)
+        .select(FILE_COLUMNS.map((c) => `folder_files.${c}` as const))
+        .execute()
+      for (const r of theirs) if (digests.has(r.digest) && !out.has(r.digest)) out.set(r.digest, r)
       return out
     },
 
     /**
-     * Which of some digests the user holds for a deploy of one project (as known, reading only
-     * digests). Past the project's working set, only digests `mayHold` lets through are looked
-     * up: a new file's bytes, stored nowhere, need no search of the deploys and projects.
+     * Which of some digests the user holds for a deploy of one project (as known; the working
+     * sets are read as digests only). Past the project's working set, only digests `mayHold`
+     * lets through are looked up: a new file's bytes, stored nowhere, need no search of the
+     * deploys and projects.
      */
     async held(q: Q, project: { id: string; user_id: string }, digests: Set<string>, mayHold: (digest: string) => boolean = () => true): Promise<Set<string>> {
       const out = new Set<string>()
@@ -192,7 +200,12 @@ export function createDeploysStore() {
       for (const r of working) if (digests.has(r.digest)) out.add(r.digest)
       const rest = new Set([...digests].filter((d) => !out.has(d) && mayHold(d)))
       if (rest.size === 0) return out
-      for (const d of (await store.known(q, project, rest, [])).keys()) out.add(d)
+      for (const d of (await store.known(q, project, rest, [], false)).keys()) {
+        out.add(d)
+        rest.delete(d)
+      }
+      if (rest.size === 0) return out
+      for (const r of await otherProjects(q, project).select('folder_files.digest').execute()) if (rest.has(r.digest)) out.add(r.digest)
       return out
     },
 
