@@ -11,8 +11,9 @@ import { defaultProject, type FailedFile } from './deploy.js'
 
 /**
  * svc deploy through archive deploys (docs/api/deploys.md): the manifest check says which
- * digests the project lacks, then one tar stream (gzip) carries the manifest and only those
- * files. Two requests whatever the size of the site; the deploy is the folder exactly.
+ * digests the server lacks for the user, then one tar stream (gzip) carries the manifest and
+ * only those files. Two requests whatever the size of the site; the deploy is the folder
+ * exactly.
  */
 
 export interface ArchiveOptions {

@@ -116,7 +116,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
           tags: ['deploys'],
           params,
           summary: 'Deploy a project from one tar stream (optionally gzip)',
-          description: `Body: a tar (Content-Type application/x-tar) or gzipped tar (application/gzip). Its first entry is ${MANIFEST_ENTRY}: {"files": {"path": "<sha256>"}, "message"?: string, "preview"?: boolean, "source"?: "cli" | "api"}, listing every file of the new deploy; the other entries are the files the project lacks (POST .../deploys/missing). Regular files and directories only. The deploy goes live at once unless preview is true; a preview answers at /{username}/{project}@{deploy id}/ until it is promoted.`,
+          description: `Body: a tar (Content-Type application/x-tar) or gzipped tar (application/gzip). Its first entry is ${MANIFEST_ENTRY}: {"files": {"path": "<sha256>"}, "message"?: string, "preview"?: boolean, "source"?: "cli" | "api"}, listing every file of the new deploy; the other entries are the files the check asks for (POST .../deploys/missing). Regular files and directories only. The deploy goes live at once unless preview is true; a preview answers at /{username}/{project}@{deploy id}/ until it is promoted.`,
           consumes: TAR_TYPES,
           response: {
             201: Type.Object({

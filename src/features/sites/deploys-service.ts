@@ -232,7 +232,7 @@ export function createDeploysService(deps: Deps) {
   return {
     store,
 
-    /** Which of a manifest's digests the project lacks (the files an archive must carry). */
+    /** Which of a manifest's digests the user holds nowhere (the files an archive must carry). */
     async missing(user: User, ref: FolderRef, body: unknown) {
       const m = parseManifest(body)
       const digests = new Set(m.files.values())
@@ -245,7 +245,7 @@ export function createDeploysService(deps: Deps) {
 
     /**
      * An archive deploy: a tar (or gzipped tar) whose first entry is the manifest
-     * (svc-deploy.json) and whose other entries are the files the project lacks. Entries stream
+     * (svc-deploy.json) and whose other entries are the files the check asked for. Entries stream
      * into the blob store, each checked against its manifest digest; nothing is recorded unless
      * the whole archive is good. Then, in one transaction, the deploy and its files are written
      * and, unless it is a preview, the live pointer moves to it. Blobs stored before a refusal
