@@ -358,7 +358,7 @@ export function createDeploysService(deps: Deps) {
           folder = { id: newId(), user_id: user.id, name: ref.name, is_published: 0, created_at: now, updated_at: now, published_at: null }
           await folders.insertFolder(trx, folder)
         }
-        // files not carried by the archive must be held by the project, checked under the user's lock
+        // files not carried by the archive must be held by the user, checked under the user's lock
         const notSent = new Set([...m.files.values()].filter((d) => !uploaded.has(d)))
         const workingRows = await store.working(trx, folder.id)
         const known = await store.known(trx, folder, notSent, workingRows)
