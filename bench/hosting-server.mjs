@@ -32,5 +32,13 @@ const stop = async () => {
   await deps.close().catch(() => {})
   process.exit(0)
 }
+// SIGUSR2: one JSON line of the process's memory on stderr, after a full GC when --expose-gc
+process.on('SIGUSR2', () => {
+  const before = process.memoryUsage()
+  globalThis.gc?.()
+  const after = process.memoryUsage()
+  const mb = (m) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round(v / 1048576)]))
+  process.stderr.write(`MEMORY ${JSON.stringify({ before: mb(before), afterGc: globalThis.gc ? mb(after) : null })}\n`)
+})
 process.on('SIGTERM', stop)
 process.on('SIGINT', stop)

@@ -61,12 +61,19 @@ env=(DATA_DIR="$WORK/data" PORT=$PORT HTTP_PORT=$HTTP_PORT PLAIN_PORT=$PLAIN_POR
   RATE_LIMITS='{"default":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000},"authenticated":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000},"vip":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000}}')
 mkdir -p "$WORK/data"
 start_svc() {
-  env "${env[@]}" "${SRV[@]}" node bench/hosting-server.mjs >"$WORK/svc.out" 2>"$WORK/svc.err" &
+  env "${env[@]}" "${SRV[@]}" node ${MEM:+--expose-gc} bench/hosting-server.mjs >"$WORK/svc.out" 2>"$WORK/svc.err" &
   SVC_PID=$!
   for _ in $(seq 1 300); do grep -q plain "$WORK/svc.out" 2>/dev/null && return 0; sleep 0.1; done
   echo "the service did not start:" >&2; cat "$WORK/svc.err" >&2; exit 2
 }
-rss() { awk '/VmRSS/ {printf "%.0f MB", $2 / 1024}' "/proc/$SVC_PID/status"; }
+rss() {
+  awk '/VmRSS/ {printf "%.0f MB", $2 / 1024}' "/proc/$SVC_PID/status"
+  # MEM=1: the heap's figures (MB) before and after a full GC, from the server's SIGUSR2 report
+  if [ -n "${MEM:-}" ]; then
+    kill -USR2 "$SVC_PID"; sleep 1
+    printf ' %s' "$(grep MEMORY "$WORK/svc.err" | tail -n 1)"
+  fi
+}
 start_svc
 echo "svc VmRSS after start: $(rss)"
 env "${env[@]}" bin/svc user add bench --password 'bench password 123' >/dev/null
