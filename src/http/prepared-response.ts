@@ -44,11 +44,9 @@ export interface Prepared {
   readonly status: number
   /**
    * Raw header list (name, value, ...), for the fallback path (headerList): every header, or
-   * with `own`, the lines shared with other answers (one array for all of them).
+   * with a `prefix`, the lines shared with other answers (one array for all of them).
    */
   readonly headers: readonly string[]
-  /** prepareShared: this answer's own header lines (encoded in `block`); null otherwise. */
-  readonly own: readonly string[] | null
   /**
    * "HTTP/1.1 <status> <reason>\r\n" and every header line, latin1 (after `prefix`, if any).
    * prepareShared keeps its own lines as a latin1 string: a cache holds one per entry, and a
@@ -61,9 +59,26 @@ export interface Prepared {
   whole: Whole | null
 }
 
-/** An answer's whole raw header list (name, value, ...), for `res.writeHead`. */
+/**
+ * An answer's whole raw header list (name, value, ...), for `res.writeHead`: with a shared
+ * prefix, its shared list then its own lines read back from `block` (a cache keeps no second
+ * copy of them as an array; these answers are the rare ones: HEAD, closing connections).
+ */
 export function headerList(p: Prepared): string[] {
-  return p.own === null ? (p.headers as string[]) : [...p.headers, ...p.own]
+  if (p.prefix === undefined) return p.headers as string[]
+  return [...p.headers, ...linesOf(p.block.toString('latin1'))]
+}
+
+/** "Name: value\r\n" lines (validated when encoded) back to a raw list (name, value, ...). */
+export function linesOf(block: string): string[] {
+  const list: string[] = []
+  for (let at = 0; at < block.length;) {
+    const end = block.indexOf('\r\n', at)
+    const colon = block.indexOf(': ', at)
+    list.push(block.slice(at, colon), block.slice(colon + 2, end))
+    at = end + 2
+  }
+  return list
 }
 
 interface Whole {
@@ -96,11 +111,18 @@ export function prepare(status: number, headers: readonly string[]): Prepared {
   // slab alive, and caches keep one block per entry
   const block = Buffer.allocUnsafeSlow(Buffer.byteLength(s, 'latin1'))
   block.write(s, 0, 'latin1')
-  return { status, headers, own: null, block, prefix: undefined, whole: null }
+  return { status, headers, block, prefix: undefined, whole: null }
+}
+
+/** A status line and header lines shared by many answers, encoded once (sharedHead). */
+export interface SharedHead {
+  readonly status: number
+  readonly bytes: Buffer
+  readonly shared: readonly string[]
 }
 
 /** Shared heads by their text: the encoded bytes and the header list they were made from. */
-const prefixes = new Map<string, { bytes: Buffer; shared: readonly string[] }>()
+const prefixes = new Map<string, SharedHead>()
 /** Distinct shared prefixes kept at most; past it, answers get their own. */
 const MAX_PREFIXES = 4096
 
@@ -121,21 +143,30 @@ const ownBuffer = (s: string) => {
 }
 
 /**
- * A prepared answer whose status line and `shared` headers are encoded once for every answer
- * that has the same ones (a cache of many entries keeps one copy of its common headers, bytes
- * and list, and per entry only the `own` lines: type, dates, ETag, length). Sent as prepare()'s
- * answers are. A plain object of one shape: a cache holds tens of thousands of them.
+ * The status line and `shared` headers, validated and encoded once for every answer that has
+ * the same ones (one copy per distinct text). A caller that makes many answers with the same
+ * shared headers may keep the result and skip even this lookup.
  */
-export function prepareShared(status: number, shared: readonly string[], own: readonly string[]): Prepared {
+export function sharedHead(status: number, shared: readonly string[]): SharedHead {
   const reason = STATUS_CODES[status]
   if (reason === undefined) throw new Error(`no reason phrase for status ${status}`)
-  const head = headerLines(`HTTP/1.1 ${status} ${reason}\r\n`, shared)
-  let common = prefixes.get(head)
-  if (common === undefined) {
-    common = { bytes: ownBuffer(head), shared }
-    if (prefixes.size < MAX_PREFIXES) prefixes.set(head, common)
+  const text = headerLines(`HTTP/1.1 ${status} ${reason}\r\n`, shared)
+  let head = prefixes.get(text)
+  if (head === undefined) {
+    head = { status, bytes: ownBuffer(text), shared }
+    if (prefixes.size < MAX_PREFIXES) prefixes.set(text, head)
   }
-  return { status, headers: common.shared, own, block: headerLines('', own), prefix: common.bytes, whole: null }
+  return head
+}
+
+/**
+ * A prepared answer of a shared head (a cache of many entries keeps one copy of its common
+ * headers, bytes and list, and per entry only the `own` lines: type, dates, ETag, length).
+ * Sent as prepare()'s answers are. A plain object of one shape: a cache holds tens of
+ * thousands of them.
+ */
+export function prepareShared(head: SharedHead, own: readonly string[]): Prepared {
+  return { status: head.status, headers: head.shared, block: headerLines('', own), prefix: head.bytes, whole: null }
 }
 
 /** Writes an answer's own block into `b` at `at` (a string block is latin1: one byte a character). */

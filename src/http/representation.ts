@@ -32,7 +32,8 @@ export interface Representation {
 
 export type Decision = { kind: 'whole' } | { kind: 'not-modified' } | { kind: 'unsatisfiable' } | { kind: 'range'; start: number; end: number }
 
-const WHOLE: Decision = { kind: 'whole' }
+/** The whole body, 200: no conditional or range header applies. */
+export const WHOLE: Decision = { kind: 'whole' }
 const NOT_MODIFIED: Decision = { kind: 'not-modified' }
 const UNSATISFIABLE: Decision = { kind: 'unsatisfiable' }
 
@@ -73,12 +74,12 @@ export function parseRange(h: string, size: number): { start: number; end: numbe
 }
 
 /** Headers of a 206 (after the representation's own, ETag included), name/value pairs. */
-export function partialHeaders(r: Representation, d: { start: number; end: number }): string[] {
+export function partialHeaders(r: Pick<Representation, 'size'>, d: { start: number; end: number }): string[] {
   return ['Content-Range', `bytes ${d.start}-${d.end}/${r.size}`, 'Content-Length', String(d.end - d.start + 1)]
 }
 
 /** Headers of a 416. */
-export function unsatisfiableHeaders(r: Representation): string[] {
+export function unsatisfiableHeaders(r: Pick<Representation, 'size'>): string[] {
   return ['Content-Range', `bytes */${r.size}`, 'Content-Length', '0']
 }
 

@@ -26,9 +26,11 @@ export function createLocalBlobStore(root: string): BlobStore {
   const tmpDir = path.join(root, 'tmp')
   fs.mkdirSync(tmpDir, { recursive: true })
 
+  // joined by hand: the public host asks for a blob's path on every open-file cache miss
+  const base = path.resolve(root) + path.sep
   const blobPath = (digest: string): string => {
     if (!DIGEST_RE.test(digest)) throw new Error('invalid digest')
-    return path.join(root, localBlobRel(digest))
+    return `${base}${digest.slice(0, 2)}${path.sep}${digest}`
   }
   const legacyPath = (digest: string): string => path.join(root, legacyBlobRel(digest))
   /** The blob's file and its stat, in the current layout first; null when neither holds it. */

@@ -7,6 +7,7 @@ import { deploySite, sha, type Site } from '../support/deploys.js'
 import { createHostCache, type HostEntry } from '../../src/features/sites/host-cache.js'
 import { createResolver } from '../../src/features/sites/resolver.js'
 import { createDeployIndex } from '../../src/features/sites/deploy-index.js'
+import { headerList } from '../../src/http/prepared-response.js'
 
 /** A site of `n` pages plus its home, a clean-URL page, a directory index and a 404 page. */
 const siteOf = (v: string, n: number): Site => {
@@ -18,7 +19,7 @@ const siteOf = (v: string, n: number): Site => {
 /** What a resolved entry says, to compare two resolvers. */
 const shape = (e: HostEntry) =>
   e.kind === 'file'
-    ? { kind: e.kind, status: e.status, digest: e.digest, size: e.size, type: e.contentType }
+    ? { kind: e.kind, status: e.status, digest: e.digest, size: e.size, headers: headerList(e.ok) }
     : e.kind === 'redirect'
       ? { kind: e.kind, status: e.status, location: e.location }
       : { kind: e.kind }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exchange } from '../support/raw-http.js'
-import { prepare, sendPrepared, wholeBytesHeld, WHOLE_BUDGET, WHOLE_MAX_BODY } from '../../src/http/prepared-response.js'
+import { headerList, prepare, prepareShared, sendPrepared, sharedHead, wholeBytesHeld, WHOLE_BUDGET, WHOLE_MAX_BODY } from '../../src/http/prepared-response.js'
 import { FakeClock } from '../../src/util/clock.js'
 
 const BODY = Buffer.from('<!doctype html><p>prepared ünïcode</p>\n')
@@ -18,6 +18,10 @@ const HEADERS = [
   String(BODY.length),
 ]
 const OK = prepare(200, HEADERS)
+// the same answer with its first two headers shared (one encoded head for many answers) and
+// the rest its own; a value with ': ' in it reads back whole
+const SHARED = sharedHead(200, HEADERS.slice(2, 4))
+const OK_SHARED = prepareShared(SHARED, [...HEADERS.slice(0, 2), ...HEADERS.slice(4), 'X-Note', 'a: b'])
 // a body too large to be joined with its head, and many bodies that together pass the budget
 const LARGE = Buffer.alloc(WHOLE_MAX_BODY + 1, 'L')
 const OK_LARGE = prepare(200, ['Content-Type', 'text/plain', 'Content-Length', String(LARGE.length)])
@@ -65,6 +69,10 @@ describe("prepared responses (the hot paths' precomputed heads)", () => {
       if (req.url?.startsWith('/many/')) {
         const m = MANY[Number(req.url.slice(6))]
         sendPrepared(req, res, m.p, m.body, undefined, -1, clock)
+        return
+      }
+      if (req.url === '/shared') {
+        sendPrepared(req, res, OK_SHARED, BODY, undefined, -1, clock)
         return
       }
       if (req.url === '/with') {
@@ -198,6 +206,21 @@ describe("prepared responses (the hot paths' precomputed heads)", () => {
     await exchange(port, 'GET /listened HTTP/1.1\r\nHost: x\r\n\r\n', [false])
     assert.deepEqual(marks, [false])
     assert.deepEqual(closes, ['/listened'])
+  })
+
+  it('a shared head: one encoded copy per text, the whole header list read back, the same bytes on the wire', async () => {
+    assert.equal(sharedHead(200, [...HEADERS.slice(2, 4)]), SHARED)
+    assert.notEqual(sharedHead(404, HEADERS.slice(2, 4)), SHARED)
+    const list = headerList(OK_SHARED)
+    assert.deepEqual(list, [...HEADERS.slice(2, 4), ...HEADERS.slice(0, 2), ...HEADERS.slice(4), 'X-Note', 'a: b'])
+    const req = (path: string, method = 'GET') => `${method} ${path} HTTP/1.1\r\nHost: x\r\n\r\n`
+    // GET takes the prepared bytes, HEAD the header list (writeHead): both carry every header
+    const { responses } = await exchange(port, req('/shared') + req('/shared', 'HEAD'), [false, true])
+    for (const r of responses) {
+      assert.equal(r.status, 'HTTP/1.1 200 OK')
+      for (let i = 0; i < list.length; i += 2) assert.equal(r.headers.get(list[i].toLowerCase()), list[i + 1], list[i])
+    }
+    assert.deepEqual(responses[0].body, BODY)
   })
 
   it('refuses, when prepared, a header writeHead would refuse', () => {

@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks'
 import type { Prepared } from '../../http/prepared-response.js'
-import type { Representation } from '../../http/representation.js'
 import type { LocalBlobFile } from '../../storage/blob-store.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import type { Bus } from '../../infra/bus.js'
@@ -9,32 +8,32 @@ import { HOSTING_CHANNEL } from './invalidate.js'
 /** What a public path resolves to; built once per (path, content) and reused by every hit. */
 export type HostEntry = FileEntry | RedirectEntry | MissingEntry
 
-export interface FileEntry extends Representation {
+/**
+ * A file's answer, kept small: a cache holds tens of thousands, and on the long tail each one
+ * is made, kept a while and dropped, so its size is the heap's growth (issue 21's memory
+ * goal). What follows from other fields (the ETags, the Last-Modified text, the blob file's
+ * path, the header list of the rarer answers) is computed when asked for (serve.ts), not kept.
+ */
+export interface FileEntry {
   kind: 'file'
   /** 200, or the status a site rule gives this path (a custom 404 page, a 404/410 rule). */
   status: number
   digest: string
   size: number
-  contentType: string
-  etag: string
-  /** The ETags of every encoding of the content (identity, br, gzip): If-None-Match matches any. */
-  etags: readonly string[]
-  lastModified: string
-  /** Seconds since the epoch of Last-Modified (for If-Modified-Since). */
+  /** Seconds since the epoch of Last-Modified. */
   lastModifiedSec: number
   compressible: boolean
   /** Small enough to send from its open file in one read or sendfile; larger ones are streamed. */
   fromFile: boolean
   /**
-   * The blob's local file (BlobStore.localFile), looked up on the first answer; null: the
-   * store keeps none (S3 without a disk cache): streamed. Bodies are never kept in memory:
-   * they go out from the open-file cache (src/storage/open-files.ts), by digest.
+   * The blob's local file as the store's async lookup (BlobStore.localFile) found it; null:
+   * the store keeps none (S3 without a disk cache): streamed; undefined: not looked up (a
+   * store with `localPathNow` is opened by digest without one). Bodies are never kept in
+   * memory: they go out from the open-file cache (src/storage/open-files.ts), by digest.
    */
   file: LocalBlobFile | null | undefined
-  /** The 200 answer with the identity body, status line and headers encoded once. */
+  /** The 200 answer with the identity body: its own header lines encoded once (the rest shared). */
   ok: Prepared
-  /** Headers shared by every answer about this entry (no length, no encoding). */
-  common: string[]
   /** The compressed answers' heads, with the variant digest they were made for. */
   okGzip: { digest: string; p: Prepared } | null
   okBr: { digest: string; p: Prepared } | null

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/kysely.js'
 import { userContentHeaderList } from '../../http/content-headers.js'
-import { prepareShared, type Prepared } from '../../http/prepared-response.js'
+import { linesOf, prepareShared, sharedHead, type Prepared, type SharedHead } from '../../http/prepared-response.js'
+import type { Representation } from '../../http/representation.js'
 import { USERNAME_RE, RESERVED_USERNAMES } from '../../auth/users.js'
 import { checkName, checkRelativePath, decodeSegment } from './paths.js'
 import { hostedFile } from './files-store.js'
@@ -65,7 +66,24 @@ function prepareEntry(status: number, common: readonly string[], etag: string, s
   const own: string[] = []
   for (let i = 0; i < common.length; i += 2) (OWN_HEADERS.has(common[i].toLowerCase()) ? own : shared).push(common[i], common[i + 1])
   own.push('ETag', etag, 'Content-Length', String(size))
-  return prepareShared(status, shared, own)
+  return prepareShared(sharedHead(status, shared), own)
+}
+
+/**
+ * The shared head of entries without _headers values, per (status, origin, compressible):
+ * made once, so a miss on the long tail encodes only its own four lines.
+ */
+const plainHeads = new Map<string, SharedHead>()
+function plainHead(status: number, site: boolean, compressible: boolean): SharedHead {
+  const key = `${status}${site ? 's' : 'p'}${compressible ? 'c' : 'i'}`
+  let head = plainHeads.get(key)
+  if (head === undefined) {
+    const shared = ['Cache-Control', CACHE_CONTROL, 'Accept-Ranges', 'bytes']
+    if (compressible) shared.push('Vary', 'Accept-Encoding')
+    shared.push(...(site ? SITE_HEADERS : CONTENT_HEADERS))
+    plainHeads.set(key, (head = sharedHead(status, shared)))
+  }
+  return head
 }
 
 /**
@@ -81,31 +99,74 @@ export function fileEntry(
 ): FileEntry {
   const size = Number(r.size)
   const lastModifiedSec = Math.floor(Number(r.mtime) / 1000)
-  const lastModified = new Date(lastModifiedSec * 1000).toUTCString()
   const compressible = COMPRESSIBLE.test(r.content_type) && size >= 256
-  const etag = `"${r.digest}"`
-  const common = ['Content-Type', r.content_type, 'Last-Modified', lastModified, 'Cache-Control', CACHE_CONTROL, 'Accept-Ranges', 'bytes']
-  if (compressible) common.push('Vary', 'Accept-Encoding')
-  common.push(...(site ? SITE_HEADERS : CONTENT_HEADERS))
-  withRuleHeaders(common, extra)
+  const etag = etagOf(r.digest)
+  let ok: Prepared
+  if (extra.length === 0) {
+    ok = prepareShared(plainHead(status, site, compressible), [
+      'Content-Type',
+      r.content_type,
+      'Last-Modified',
+      httpDate(lastModifiedSec),
+      'ETag',
+      etag,
+      'Content-Length',
+      String(size),
+    ])
+  } else {
+    const common = ['Content-Type', r.content_type, 'Last-Modified', httpDate(lastModifiedSec), 'Cache-Control', CACHE_CONTROL, 'Accept-Ranges', 'bytes']
+    if (compressible) common.push('Vary', 'Accept-Encoding')
+    common.push(...(site ? SITE_HEADERS : CONTENT_HEADERS))
+    ok = prepareEntry(status, withRuleHeaders(common, extra), etag, size)
+  }
   return {
     kind: 'file',
     status,
     digest: r.digest,
     size,
-    contentType: r.content_type,
-    etag,
-    etags: [etag, `"${r.digest}-br"`, `"${r.digest}-gz"`],
-    lastModified,
     lastModifiedSec,
     compressible,
     fromFile: size <= FROM_FILE_MAX,
     file: undefined,
-    common,
-    ok: prepareEntry(status, common, etag, size),
+    ok,
     okGzip: null,
     okBr: null,
     freshUntil: cache.freshUntil(),
+  }
+}
+
+/** A stored file's strong ETag (its digest, quoted); its compressed forms add -br and -gz. */
+export const etagOf = (digest: string, suffix = ''): string => `"${digest}${suffix}"`
+
+let dateSec = NaN
+let dateText = ''
+/** An HTTP date (Last-Modified) of seconds since the epoch (the last one kept: a deploy's files share theirs). */
+export function httpDate(sec: number): string {
+  if (sec !== dateSec) {
+    dateText = new Date(sec * 1000).toUTCString()
+    dateSec = sec
+  }
+  return dateText
+}
+
+/** The headers every answer about an entry shares (no ETag, no length, no encoding). */
+export function commonOf(e: FileEntry): string[] {
+  const own = linesOf(typeof e.ok.block === 'string' ? e.ok.block : e.ok.block.toString('latin1'))
+  const list: string[] = []
+  for (let i = 0; i < own.length; i += 2) if (own[i] !== 'ETag' && own[i] !== 'Content-Length') list.push(own[i], own[i + 1])
+  return [...list, ...e.ok.headers]
+}
+
+/** The entry as conditional and range requests see it (representation.ts), made when one is asked. */
+export function representationOf(e: FileEntry): Representation {
+  const etag = etagOf(e.digest)
+  return {
+    status: e.status,
+    size: e.size,
+    etag,
+    etags: [etag, etagOf(e.digest, '-br'), etagOf(e.digest, '-gz')],
+    lastModified: httpDate(e.lastModifiedSec),
+    lastModifiedSec: e.lastModifiedSec,
   }
 }
 

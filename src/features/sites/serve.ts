@@ -5,12 +5,12 @@ import { hotCount } from '../../observability/registry.js'
 import { metrics } from '../../observability/metrics.js'
 import { headerList, prepare, sendPrepared, sendPreparedFile, type Prepared } from '../../http/prepared-response.js'
 import { readFully } from '../../http/sendfile.js'
-import { decide, partialHeaders, pickEncoding, unsatisfiableHeaders, type Decision } from '../../http/representation.js'
+import { decide, partialHeaders, pickEncoding, unsatisfiableHeaders, WHOLE, type Decision } from '../../http/representation.js'
 import { systemClock, type Clock } from '../../util/clock.js'
 import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
 import type { Encoded, Encodings } from './encodings.js'
 import { decodeSegment } from './paths.js'
-import { plainHeaders, siteKey, domainKey, type Resolver, type SiteMode } from './resolver.js'
+import { commonOf, etagOf, plainHeaders, representationOf, siteKey, domainKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
 import { hostName } from '../../http/site-origin.js'
 import type { HostHolds } from '../abuse/public.js'
@@ -69,21 +69,31 @@ export function createHostHandler(
   const sent = (head: boolean, n: number) => {
     if (!head) servedBytes.n += n
   }
-  const tagOf = (e: FileEntry, enc: 'br' | 'gzip') => `"${e.digest}-${enc === 'br' ? 'br' : 'gz'}"`
+  const tagOf = (e: FileEntry, enc: 'br' | 'gzip') => etagOf(e.digest, enc === 'br' ? '-br' : '-gz')
+
+  /** What to answer: without conditional or range headers (most requests) the whole entry, read from nothing else. */
+  const decideFor = (req: IncomingMessage, e: FileEntry): Decision => {
+    const h = req.headers
+    if (e.status !== 200 || (h['if-none-match'] === undefined && h['if-modified-since'] === undefined && h.range === undefined)) return WHOLE
+    return decide(h, representationOf(e))
+  }
 
   /** The prepared 200 of a compressed form for this entry (its headers), made once per form. */
   function preparedFor(e: FileEntry, enc: 'br' | 'gzip', v: Encoded): Prepared {
     const field = enc === 'br' ? 'okBr' : 'okGzip'
     const had = e[field]
     if (had !== null && had.digest === v.digest) return had.p
-    const p = prepare(e.status, [...e.common, 'ETag', tagOf(e, enc), 'Content-Encoding', enc, 'Content-Length', String(v.size)])
+    const p = prepare(e.status, [...commonOf(e), 'ETag', tagOf(e, enc), 'Content-Encoding', enc, 'Content-Length', String(v.size)])
     e[field] = { digest: v.digest, p }
     return p
   }
 
-  /** The open file of an entry's blob; null: its file vanished (evicted, swept): look it up again. */
-  function openOf(e: FileEntry, path: string): OpenBlobFile | null {
-    return files.get(e.digest) ?? files.openSync(e.digest, path, e.size)
+  /**
+   * The open file of an entry's blob (its path: as the store's lookup found it, else where the
+   * disk driver keeps it); null: its file vanished (evicted, swept): look it up again.
+   */
+  function openOf(e: FileEntry): OpenBlobFile | null {
+    return files.get(e.digest) ?? files.openSync(e.digest, e.file?.path ?? blobs.localPathNow!(e.digest), e.size)
   }
 
   /** The compressed form to send for this request, if it is made; asks for it otherwise. */
@@ -112,13 +122,13 @@ export function createHostHandler(
     if (d.kind === 'not-modified') {
       const ae = req.headers['accept-encoding']
       const enc = e.compressible && ae !== undefined ? pickEncoding(ae) : null
-      const tag = enc !== null && encodings.get(e.digest, enc) ? tagOf(e, enc) : e.etag
-      res.writeHead(304, [...e.common, 'ETag', tag])
+      const tag = enc !== null && encodings.get(e.digest, enc) ? tagOf(e, enc) : etagOf(e.digest)
+      res.writeHead(304, [...commonOf(e), 'ETag', tag])
       res.end()
       return true
     }
     if (d.kind === 'unsatisfiable') {
-      res.writeHead(416, [...e.common, 'ETag', e.etag, ...unsatisfiableHeaders(e)])
+      res.writeHead(416, [...commonOf(e), 'ETag', etagOf(e.digest), ...unsatisfiableHeaders(e)])
       res.end()
       return true
     }
@@ -131,13 +141,11 @@ export function createHostHandler(
    * large to send in one piece, or a store with no local file (streamed).
    */
   function answerFile(req: IncomingMessage, res: ServerResponse, e: FileEntry, head: boolean): boolean {
-    const d = decide(req.headers, e)
+    const d = decideFor(req, e)
     if (answerBodiless(req, res, e, d)) return true
-    let file = e.file
     // the disk driver's file where it should be, opened below without a stat first; gone
     // (an older layout, a missing blob): serveFile asks the store
-    if (file === undefined && e.fromFile && blobs.localPathNow !== undefined) file = e.file = { path: blobs.localPathNow(e.digest), size: e.size }
-    if (!e.fromFile || file == null) return false
+    if (!e.fromFile || e.file === null || (e.file === undefined && blobs.localPathNow === undefined)) return false
     if (d.kind === 'whole') {
       const form = formFor(req, e)
       if (form !== null) {
@@ -146,7 +154,7 @@ export function createHostHandler(
         return true
       }
     }
-    const f = openOf(e, file.path)
+    const f = openOf(e)
     if (f === null) {
       e.file = undefined
       return false
@@ -158,7 +166,7 @@ export function createHostHandler(
         body = Buffer.allocUnsafe(n)
         if (!readFully(f.fd, body, 0, n, d.start)) throw new Error('blob file shorter than its blob')
       }
-      res.writeHead(206, [...e.common, 'ETag', e.etag, ...partialHeaders(e, d)])
+      res.writeHead(206, [...commonOf(e), 'ETag', etagOf(e.digest), ...partialHeaders(e, d)])
       res.end(body)
       sent(head, n)
       return true
@@ -174,10 +182,10 @@ export function createHostHandler(
       if (answerFile(req, res, e, head)) return
     }
     // large, or no local file: streamed from the blob store, never buffered whole
-    const d = decide(req.headers, e)
+    const d = decideFor(req, e)
     if (answerBodiless(req, res, e, d)) return
     const range = d.kind === 'range' ? d : null
-    const h = range ? [...e.common, 'ETag', e.etag, ...partialHeaders(e, range)] : headerList(e.ok)
+    const h = range ? [...commonOf(e), 'ETag', etagOf(e.digest), ...partialHeaders(e, range)] : headerList(e.ok)
     if (head) {
       res.writeHead(range ? 206 : e.status, h)
       res.end()
