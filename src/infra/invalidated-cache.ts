@@ -74,7 +74,9 @@ export function createInvalidatedCache<K, V>(o: InvalidatedCacheOptions<K, V>): 
   // moved by every key invalidation and FLUSH_ALL: counts in every ticket
   let epoch = 0
   const gens = new Map<string, number>()
-  const groupOf = new Map<K, string>()
+  // a key's group as the group's member set (not its name: a cache of many keys of one group
+  // keeps one copy of the name, however the caller made its string)
+  const groupOf = new Map<K, Set<K>>()
   const members = new Map<string, Set<K>>()
 
   const remove = (k: K): void => {
@@ -90,7 +92,7 @@ export function createInvalidatedCache<K, V>(o: InvalidatedCacheOptions<K, V>): 
       const g = groupOf.get(k)
       if (g !== undefined) {
         groupOf.delete(k)
-        members.get(g)?.delete(k)
+        g.delete(k)
       }
     }
   }
@@ -127,10 +129,10 @@ export function createInvalidatedCache<K, V>(o: InvalidatedCacheOptions<K, V>): 
       map.set(key, value)
       if (cost !== undefined) bytes += cost(key, value)
       if (byGroup && group !== undefined) {
-        groupOf.set(key, group)
         let set = members.get(group)
         if (!set) members.set(group, (set = new Set()))
         set.add(key)
+        groupOf.set(key, set)
       }
       if (map.size > (miss ? maxMisses : maxEntries)) evictOldest(map)
       // oldest first (Maps keep insertion order); this entry last

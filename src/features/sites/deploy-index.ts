@@ -60,10 +60,22 @@ export function createDeployIndex(db: Db, o: DeployIndexOptions = {}) {
     updated_at: d.mtimes[i],
   })
 
-  /** Reads a deploy's rows page by page; kept only if it fits the budget. */
+  /**
+   * Reads a deploy's rows page by page into the flat arrays (each page's row objects die
+   * young: nothing but the paths outlives its page); kept only if it fits the budget.
+   */
   async function load(deployId: string): Promise<void> {
-    const paths: string[] = []
-    const rows: Array<{ digest: string; size: number; content_type: string; updated_at: number }> = []
+    let cap = pageRows
+    const d: Loaded = {
+      rows: new Map(),
+      digests: Buffer.alloc(cap * 32),
+      sizes: new Float64Array(cap),
+      mtimes: new Float64Array(cap),
+      types: new Uint16Array(cap),
+      typeNames: [],
+    }
+    const typeIds = new Map<string, number>()
+    let n = 0
     let after = ''
     for (;;) {
       const page = await db.k
@@ -74,40 +86,27 @@ export function createDeployIndex(db: Db, o: DeployIndexOptions = {}) {
         .orderBy('path')
         .limit(pageRows)
         .execute()
+      if (n + page.length > maxPaths) return
+      if (n + page.length > cap) grow(d, (cap = Math.max(cap * 2, n + page.length)), n)
       for (const r of page) {
-        paths.push(r.path)
-        rows.push({ digest: r.digest, size: Number(r.size), content_type: r.content_type, updated_at: Number(r.updated_at) })
+        let t = typeIds.get(r.content_type)
+        if (t === undefined) {
+          // more than 65,536 distinct types: not worth indexing
+          if (typeIds.size === 0xffff) return
+          typeIds.set(r.content_type, (t = d.typeNames.length))
+          d.typeNames.push(r.content_type)
+        }
+        d.rows.set(r.path, n)
+        d.digests.write(r.digest, n * 32, 32, 'hex')
+        d.sizes[n] = Number(r.size)
+        d.mtimes[n] = Number(r.updated_at)
+        d.types[n] = t
+        n++
       }
       if (page.length < pageRows) break
       after = page[page.length - 1].path
-      if (paths.length > maxPaths) return
     }
-    if (paths.length > maxPaths) return
-    const n = paths.length
-    const d: Loaded = {
-      rows: new Map(),
-      digests: Buffer.alloc(n * 32),
-      sizes: new Float64Array(n),
-      mtimes: new Float64Array(n),
-      types: new Uint16Array(n),
-      typeNames: [],
-    }
-    const typeIds = new Map<string, number>()
-    for (let i = 0; i < n; i++) {
-      const r = rows[i]
-      d.rows.set(paths[i], i)
-      d.digests.write(r.digest, i * 32, 32, 'hex')
-      d.sizes[i] = r.size
-      d.mtimes[i] = r.updated_at
-      let t = typeIds.get(r.content_type)
-      if (t === undefined) {
-        // more than 65,536 distinct types: not worth indexing
-        if (typeIds.size === 0xffff) return
-        typeIds.set(r.content_type, (t = d.typeNames.length))
-        d.typeNames.push(r.content_type)
-      }
-      d.types[i] = t
-    }
+    if (n < cap) grow(d, n, n)
     held += n
     loaded.set(deployId, d)
     stats.loads++
@@ -118,6 +117,22 @@ export function createDeployIndex(db: Db, o: DeployIndexOptions = {}) {
       held -= od.rows.size
       stats.dropped++
     }
+  }
+
+  /** Moves a loading deploy's arrays to `size` slots (more while loading, exactly `n` at the end). */
+  function grow(d: Loaded, size: number, n: number): void {
+    const digests = Buffer.alloc(size * 32)
+    d.digests.copy(digests, 0, 0, n * 32)
+    d.digests = digests
+    const sizes = new Float64Array(size)
+    sizes.set(d.sizes.subarray(0, n))
+    d.sizes = sizes
+    const mtimes = new Float64Array(size)
+    mtimes.set(d.mtimes.subarray(0, n))
+    d.mtimes = mtimes
+    const types = new Uint16Array(size)
+    types.set(d.types.subarray(0, n))
+    d.types = types
   }
 
   return {
