@@ -79,7 +79,9 @@ export function createHostCache(o: HostCacheOptions = {}) {
   // Redis) takes to show. Lives are spread over +-20%, so entries filled together (a crawl, a
   // benchmark) do not all fall to the database at once.
   const ttlMs = o.ttlMs ?? 300_000
-  const maxEntries = o.maxEntries ?? 50_000
+  // 25,000: the entries of a 20,000-page site all fit; past that, each entry kept is heap the
+  // long tail churns through (docs/decisions.md 53)
+  const maxEntries = o.maxEntries ?? 25_000
   const maxMissing = o.maxMissing ?? 10_000
   const paths = createInvalidatedCache<string, HostEntry>({
     bus: o.bus,
