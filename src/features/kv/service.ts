@@ -402,7 +402,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
 
     /** GET /svc_api/data/get: the caller's own entry (public or not). */
     async get(user: User, key: unknown): Promise<EntryOut> {
-      const row = await store.get(db.k, user.id, lookupKey(key), clock.now())
+      const row = await store.read(user.id, lookupKey(key), clock.now())
       if (!row) throw new AppError('KV_KEY_NOT_FOUND')
       return toEntry(row)
     },

@@ -205,15 +205,22 @@ export function createKvStore(db: Db) {
           and (v.j = 0 or kv_entries.data_type = 'json')
         returning ${sql.join(KV_COLUMNS.map((c) => sql.ref(c)))}`
   const k = db.k
+  // the read of GET /svc_api/data/get, outside any transaction: built once (db/prepared.ts)
+  const liveRow = prepared(db, 3, (userId: string, key: string, now: number) =>
+    k.selectFrom('kv_entries').select(KV_COLUMNS).where('user_id', '=', userId).where('key', '=', key).where(live(now)),
+  )
   /** Byte order on both engines (PostgreSQL's collation could otherwise differ from SQLite's). */
   const keyOrder = db.engine === 'postgres' ? sql`${sql.ref('key')} collate "C"` : sql`${sql.ref('key')}`
 
   return {
     transaction: <T>(fn: (trx: Trx) => Promise<T>) => k.transaction().execute(fn),
 
-    /** The caller's live entry under `key`. */
+    /** The caller's live entry under `key` (in a transaction, or `read` outside one). */
     get: (ex: Ex, userId: string, key: string, now: number): Promise<KvRow | undefined> =>
       ex.selectFrom('kv_entries').select(KV_COLUMNS).where('user_id', '=', userId).where('key', '=', key).where(live(now)).executeTakeFirst(),
+
+    /** `get` outside a transaction, with the query built once. */
+    read: async (userId: string, key: string, now: number): Promise<KvRow | undefined> => (await liveRow(userId, key, now))[0],
 
     /** A live public entry of an enabled account, by owner name and key. */
     getPublic: (username: string, key: string, now: number) =>
