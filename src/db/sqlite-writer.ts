@@ -6,6 +6,8 @@ import { dropOldest } from '../util/oldest.js'
 /** Prepared statements kept per connection (distinct SQL texts; the app has a few hundred). */
 const STATEMENT_CACHE_SIZE = 512
 const DDL = /^\s*(create|alter|drop)\b/i
+/** Row statements: when they touch no row they write nothing (no trigger or cascade fires either). */
+const DML = /^\s*(insert|update|delete|replace)\b/i
 
 /**
  * better-sqlite3 behind Kysely, one connection, with a durability barrier. The connection
@@ -48,14 +50,20 @@ class WriterConnection implements DatabaseConnection {
     if (DDL.test(sql)) this.statements.clear()
     const stmt = this.statement(sql)
     let result: QueryResult<R>
+    // rows touched: a RETURNING statement returns one row per row it touched
+    let touched: number
     if (stmt.reader) {
       result = { rows: stmt.all(parameters) as R[] }
+      touched = result.rows.length
     } else {
       const { changes, lastInsertRowid } = stmt.run(parameters)
       result = { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] }
+      touched = changes
     }
-    // COMMIT and ROLLBACK are "readonly" in SQLite's sense; BEGIN IMMEDIATE is not, yet writes nothing
-    if (!stmt.readonly && !/^\s*begin\b/i.test(sql)) this.dirty = true
+    // COMMIT and ROLLBACK are "readonly" in SQLite's sense; BEGIN IMMEDIATE is not, yet writes
+    // nothing; nor does a row statement that touched no row (a refused conditional write, an
+    // update of a missing row): its caller need not wait for a sync, as a read does not
+    if (!stmt.readonly && !/^\s*begin\b/i.test(sql) && !(touched === 0 && DML.test(sql))) this.dirty = true
     if (!this.db.inTransaction && this.dirty) {
       this.dirty = false
       if (!/^\s*rollback\b/i.test(sql)) this.committed()

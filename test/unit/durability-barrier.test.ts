@@ -82,6 +82,35 @@ describe('durability barrier', () => {
     })
   })
 
+  it('a row statement that touches no row waits for no sync; one that touches a row, or DDL, does', async () => {
+    await withDb(async (db) => {
+      const real = (db.barrier as unknown as { sync: () => Promise<void> }).sync
+      const st = instrument(db, real)
+      await insert(db, 'here')
+      const after = st.syncs
+      // nothing written: an update or delete of a missing row, an insert refused by its conflict clause
+      await sql`update t set v = 2 where k = 'missing'`.execute(db.k)
+      await sql`delete from t where k = 'missing' returning k`.execute(db.k)
+      await sql`insert into t (k, v) values ('here', 9) on conflict do nothing returning k`.execute(db.k)
+      await db.k.transaction().execute(async (trx) => {
+        await sql`update t set v = 3 where k = 'missing'`.execute(trx)
+        await sql`insert into t (k, v) values ('here', 9) on conflict do nothing`.execute(trx)
+      })
+      assert.equal(st.syncs, after, 'statements that wrote nothing waited for a sync')
+      // written: each waits for its sync (a RETURNING statement that returned its row, a plain update, DDL)
+      await sql`update t set v = 4 where k = 'here' returning k`.execute(db.k)
+      assert.equal(st.syncs, after + 1)
+      await db.k.transaction().execute(async (trx) => {
+        await sql`update t set v = 3 where k = 'missing'`.execute(trx)
+        await sql`update t set v = 5 where k = 'here'`.execute(trx)
+      })
+      assert.equal(st.syncs, after + 2)
+      await sql`create table u (x integer)`.execute(db.k)
+      assert.equal(st.syncs, after + 3)
+      assert.deepEqual((await sql<{ v: number }>`select v from t where k = 'here'`.execute(db.k)).rows, [{ v: 5 }])
+    })
+  })
+
   it('fails only the transaction with a constraint error in a group; the next group works', async () => {
     await withDb(async (db) => {
       await insert(db, 'taken')
