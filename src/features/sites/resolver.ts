@@ -77,13 +77,16 @@ const plainHeads = new Map<string, SharedHead>()
 function plainHead(status: number, site: boolean, compressible: boolean): SharedHead {
   const key = `${status}${site ? 's' : 'p'}${compressible ? 'c' : 'i'}`
   let head = plainHeads.get(key)
-  if (head === undefined) {
-    const shared = ['Cache-Control', CACHE_CONTROL, 'Accept-Ranges', 'bytes']
-    if (compressible) shared.push('Vary', 'Accept-Encoding')
-    shared.push(...(site ? SITE_HEADERS : CONTENT_HEADERS))
-    plainHeads.set(key, (head = sharedHead(status, shared)))
-  }
+  if (head === undefined) plainHeads.set(key, (head = sharedHead(status, fileHeaders(site, compressible))))
   return head
+}
+
+/** The headers every file answer carries past its type and date (before any _headers values). */
+function fileHeaders(site: boolean, compressible: boolean): string[] {
+  const list = ['Cache-Control', CACHE_CONTROL, 'Accept-Ranges', 'bytes']
+  if (compressible) list.push('Vary', 'Accept-Encoding')
+  list.push(...(site ? SITE_HEADERS : CONTENT_HEADERS))
+  return list
 }
 
 /**
@@ -114,9 +117,7 @@ export function fileEntry(
       String(size),
     ])
   } else {
-    const common = ['Content-Type', r.content_type, 'Last-Modified', httpDate(lastModifiedSec), 'Cache-Control', CACHE_CONTROL, 'Accept-Ranges', 'bytes']
-    if (compressible) common.push('Vary', 'Accept-Encoding')
-    common.push(...(site ? SITE_HEADERS : CONTENT_HEADERS))
+    const common = ['Content-Type', r.content_type, 'Last-Modified', httpDate(lastModifiedSec), ...fileHeaders(site, compressible)]
     ok = prepareEntry(status, withRuleHeaders(common, extra), etag, size)
   }
   return {
@@ -151,7 +152,7 @@ export function httpDate(sec: number): string {
 
 /** The headers every answer about an entry shares (no ETag, no length, no encoding). */
 export function commonOf(e: FileEntry): string[] {
-  const own = linesOf(typeof e.ok.block === 'string' ? e.ok.block : e.ok.block.toString('latin1'))
+  const own = linesOf(e.ok.block.toString('latin1'))
   const list: string[] = []
   for (let i = 0; i < own.length; i += 2) if (own[i] !== 'ETag' && own[i] !== 'Content-Length') list.push(own[i], own[i + 1])
   return [...list, ...e.ok.headers]
