@@ -7,6 +7,13 @@
 #   ENGINES=sqlite DURATION=10s bench/write-path.sh
 #   PIN=1 SCENARIOS=neighbour bench/write-path.sh
 #
+# Each of incr, store and submit first runs WARMUP (default 3s) on its own, reported as
+# NAME-first (a fresh start: V8 still compiling the path, the first of the 1,000 store keys
+# being created), then DURATION measured, reported as NAME: the steady state.
+#
+# neighbour: the page alone; with a control client (the writer's process and rate, reading a
+# public page: what the client itself takes from a shared machine); with the writer.
+#
 # SCENARIOS: any of "incr store submit neighbour" (default all). PIN=1 (on 2+ cores): the
 # server on CPU 1, wrk and the writer on CPU 0, so the neighbour figures measure what the
 # writes cost the server, not the load generators' share of a small machine.
@@ -25,6 +32,7 @@ BUILDS=${BUILDS:-"this:."}
 ENGINES=${ENGINES:-"sqlite postgres"}
 ROUNDS=${ROUNDS:-1}
 DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-3s}
 CONNS=${CONNS:-64}
 THREADS=${THREADS:-2}
 WRITE_RATE=${WRITE_RATE:-500}
@@ -61,7 +69,7 @@ wrk_run() {
   local name=$1
   shift
   local out rps p99 bad
-  out=$("${LOAD_PIN[@]}" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$@")
+  out=$("${LOAD_PIN[@]}" wrk -t"$THREADS" -c"$CONNS" -d"${RUN_FOR:-$DURATION}" --latency "$@")
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}' <<<"$out")
   bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
@@ -103,18 +111,28 @@ for ROUND in $(seq 1 "$ROUNDS"); do
       PAGE="$BASE/neighbour/page.html"
       curl -sf "${H[@]}" "$PAGE" -o /dev/null
 
-      if has incr; then MODE=incr API_KEY=$WKEY wrk_run incr -s "$HERE/write-path.lua" "$BASE/svc_api/data/incr"; fi
-      if has store; then MODE=store API_KEY=$WKEY wrk_run store -s "$HERE/write-path.lua" "$BASE/svc_api/data/store"; fi
-      if has submit; then MODE=submit wrk_run submit -s "$HERE/write-path.lua" "$BASE/api/forms/submit/$SLUG"; fi
+      # scenario NAME URL: the first WARMUP seconds, then the measured run
+      scenario() {
+        RUN_FOR=$WARMUP MODE=$1 API_KEY=$WKEY wrk_run "$1-first" -s "$HERE/write-path.lua" "$2"
+        MODE=$1 API_KEY=$WKEY wrk_run "$1" -s "$HERE/write-path.lua" "$2"
+      }
+      if has incr; then scenario incr "$BASE/svc_api/data/incr"; fi
+      if has store; then scenario store "$BASE/svc_api/data/store"; fi
+      if has submit; then scenario submit "$BASE/api/forms/submit/$SLUG"; fi
       if has neighbour; then
         wrk_run page-alone "${H[@]}" "$PAGE"
         secs=${DURATION%s}
-        BASE=$BASE API_KEY=$WKEY RATE=$WRITE_RATE DURATION_S=$((secs + 2)) "${LOAD_PIN[@]}" node "$HERE/write-path-writer.mjs" >"$DATA/writer.json" &
-        WRITER=$!
-        sleep 1
-        wrk_run page-with-writer "${H[@]}" "$PAGE"
-        wait "$WRITER"
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$BUILD" "$ENGINE" "$ROUND" writer-achieved "$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).per_second)' "$DATA/writer.json")" - - | tee -a "$OUT"
+        # with CLIENT_MODE=page (the control: public page reads) and incr (the writer)
+        for mode in page incr; do
+          BASE=$BASE PAGE=$PAGE MODE=$mode API_KEY=$WKEY RATE=$WRITE_RATE DURATION_S=$((secs + 2)) "${LOAD_PIN[@]}" node "$HERE/write-path-writer.mjs" >"$DATA/writer.json" &
+          WRITER=$!
+          sleep 1
+          name=page-with-writer
+          [ "$mode" = incr ] || name=page-with-control
+          wrk_run "$name" "${H[@]}" "$PAGE"
+          wait "$WRITER"
+          printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$BUILD" "$ENGINE" "$ROUND" "${name#page-with-}-achieved" "$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).per_second)' "$DATA/writer.json")" - - | tee -a "$OUT"
+        done
       fi
       stop_server
     done
