@@ -209,6 +209,35 @@ for (const engine of ENGINES) {
       assert.equal((await store(u, { key: 'd', value: 1 })).status, 200)
     })
 
+    it('refuses creates at the key quota alike from the read and the write path; expiry, deletes and overwrites still pass', async () => {
+      const u = await s.user()
+      await setLimits(u, { kv_keys: 2 })
+      assert.equal((await store(u, { key: 'a', value: 1, ttl: 60 })).status, 200)
+      assert.equal((await store(u, { key: 'b', value: 1 })).status, 200)
+      // the first refusal comes from the write path, the next ones from one read (the user is known at the quota)
+      const first = await store(u, { key: 'c', value: 1 })
+      code(first, 400, 1605)
+      const again = await store(u, { key: 'c', value: 1 })
+      assert.deepEqual(again.json, first.json)
+      code(await incr(u, { key: 'd' }), 400, 1605)
+      assert.equal((await store(u, { key: 'b', value: 2, data_type: 'number' })).json.data.version, 2)
+      assert.equal((await incr(u, { key: 'b' })).json.data.value, 3)
+      // an expired entry frees its place: the read sees it and leaves the create to the write path
+      clock.advance(60_000)
+      assert.equal((await store(u, { key: 'c', value: 1 })).status, 200)
+      const full = await incr(u, { key: 'e' })
+      code(full, 400, 1605)
+      assert.match(full.json.message, /2.*2/)
+      assert.equal((await del(u, 'b')).status, 200)
+      assert.equal((await incr(u, { key: 'e' })).json.data.value, 1)
+      const l = await list(u)
+      assert.deepEqual(
+        l.json.data.items.map((i: any) => i.key),
+        ['c', 'e'],
+      )
+      assert.equal(l.json.data.usage.keys, 2)
+    })
+
     it('never lets concurrent stores pass the key count quota together', async () => {
       const u = await s.user()
       await setLimits(u, { kv_keys: 5 })

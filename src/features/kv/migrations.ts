@@ -43,4 +43,19 @@ export const kvMigrations: Record<string, Migration> = {
       await db.schema.dropTable('kv_usage').execute()
     },
   },
+  // a refused create asks whether any of the user's entries has expired (kvStore.quotaState):
+  // only entries with an expiry are in this index, so the question costs one index probe
+  '0756-kv-expiring': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createIndex('kv_entries_user_expiring')
+        .on('kv_entries')
+        .columns(['user_id', 'expires_at'])
+        .where(sql.ref('expires_at'), 'is not', null)
+        .execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropIndex('kv_entries_user_expiring').execute()
+    },
+  },
 }

@@ -43,6 +43,9 @@ export interface KvDeps {
   publicCacheTtlMs?: number
 }
 
+/** Users remembered as being at their key quota (a hint for refuseAtQuota); the set starts over beyond this. */
+const AT_QUOTA_MAX = 10_000
+
 /**
  * The key-value store's rules and codes (1601-1606, 1409), without HTTP. Every write runs in
  * one transaction that first takes the user's lock (db.lockUser), purges the user's expired
@@ -200,7 +203,33 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
     if (keys < limit) return
     await store.purgeUserExpired(trx, user.id, now)
     keys = await store.keyCount(trx, user.id)
-    if (keys >= limit) throw new AppError('KV_KEY_QUOTA', { params: { current: keys, limit } })
+    if (keys >= limit) throw quotaReached(user, keys, limit)
+  }
+
+  /**
+   * Users whose last create was refused for the key count (bounded). A hint only: their next
+   * create of a missing key first asks one read (refuseAtQuota), which decides; a user absent
+   * from it, or on another instance, takes the write path, which decides the same.
+   */
+  const atQuota = new Set<string>()
+  const quotaReached = (user: User, current: number, limit: number) => {
+    if (atQuota.size >= AT_QUOTA_MAX) atQuota.clear()
+    atQuota.add(user.id)
+    return new AppError('KV_KEY_QUOTA', { params: { current, limit } })
+  }
+  /**
+   * For a user at the key quota, a create of `key` is refused from one read, as the write
+   * path would refuse it: the count is at the limit, none of the user's rows has expired (a
+   * purge would free none) and no row holds the key. The read is one snapshot, so the refusal
+   * is what a write at that instant would have met. Otherwise the caller goes on.
+   */
+  async function refuseAtQuota(user: User, key: string, now: number): Promise<void> {
+    if (!atQuota.has(user.id)) return
+    const limit = quotaOf(user.limits, 'kv_keys')
+    const q = await store.quotaState(user.id, key, now)
+    if (q.taken) return
+    if (q.keys >= limit && !q.expired) throw quotaReached(user, q.keys, limit)
+    atQuota.delete(user.id)
   }
 
   /**
@@ -277,6 +306,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           await changed(user, input.key)
           return { created: false, entry: toEntry(row) }
         }
+        await refuseAtQuota(user, input.key, now)
         // no live entry: a create in one statement, while under the quota and no row holds the key
         const created = await createFast(user, {
           user_id: user.id,
@@ -353,6 +383,8 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           if (expiresAt !== undefined) await changed(user, input.key)
           return { created: false, entry: toEntry(row) }
         }
+        // no live integer entry: a missing key's start (0 + by, within the entry size) can only meet the quota
+        await refuseAtQuota(user, input.key, now)
       }
       const result = await store.transaction(async (trx) => {
         await db.lockUser(trx, user.id)

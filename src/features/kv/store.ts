@@ -209,6 +209,19 @@ export function createKvStore(db: Db) {
   const liveRow = prepared(db, 3, (userId: string, key: string, now: number) =>
     k.selectFrom('kv_entries').select(KV_COLUMNS).where('user_id', '=', userId).where('key', '=', key).where(live(now)),
   )
+  /**
+   * In one read: the user's row count, whether one of their rows has expired (a purge would
+   * free it), whether a row (live or not) holds `key`. Built once (db/prepared.ts).
+   */
+  const quotaRow = prepared(db, 3, (userId: string, key: string, now: number) =>
+    k.selectNoFrom((eb) => [
+      eb.selectFrom('kv_usage').select('keys').where('user_id', '=', userId).as('keys'),
+      eb
+        .exists(eb.selectFrom('kv_entries').select('key').where('user_id', '=', userId).where('expires_at', 'is not', null).where('expires_at', '<=', now))
+        .as('expired'),
+      eb.exists(eb.selectFrom('kv_entries').select('key').where('user_id', '=', userId).where('key', '=', key)).as('taken'),
+    ]),
+  )
   /** Byte order on both engines (PostgreSQL's collation could otherwise differ from SQLite's). */
   const keyOrder = db.engine === 'postgres' ? sql`${sql.ref('key')} collate "C"` : sql`${sql.ref('key')}`
 
@@ -218,6 +231,13 @@ export function createKvStore(db: Db) {
     /** The caller's live entry under `key` (in a transaction, or `read` outside one). */
     get: (ex: Ex, userId: string, key: string, now: number): Promise<KvRow | undefined> =>
       ex.selectFrom('kv_entries').select(KV_COLUMNS).where('user_id', '=', userId).where('key', '=', key).where(live(now)).executeTakeFirst(),
+
+    /** The user's key count and what a create of `key` would meet; outside any transaction (one read). */
+    quotaState: async (userId: string, key: string, now: number): Promise<{ keys: number; expired: boolean; taken: boolean }> => {
+      const [r] = await quotaRow(userId, key, now)
+      // PostgreSQL answers booleans and bigint text, SQLite 0/1 and numbers
+      return { keys: Number(r?.keys ?? 0), expired: Boolean(Number(r?.expired)), taken: Boolean(Number(r?.taken)) }
+    },
 
     /** `get` outside a transaction, with the query built once. */
     read: async (userId: string, key: string, now: number): Promise<KvRow | undefined> => (await liveRow(userId, key, now))[0],
