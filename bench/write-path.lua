@@ -1,5 +1,6 @@
 -- wrk script for bench/write-path.sh: POST bodies per scenario (MODE env):
---   incr  one hot key; store  1,000 distinct keys in turn; submit  a form, one client address per request
+--   incr  one hot key; store  1,000 distinct keys in turn; submit  a form, one client address per request;
+--   refuse  a new key every request (the user is at its key quota)
 local mode = os.getenv("MODE")
 local key = os.getenv("API_KEY")
 wrk.method = "POST"
@@ -17,6 +18,8 @@ function request()
   n = n + 1
   if mode == "incr" then
     return wrk.format(nil, nil, nil, '{"key":"hot"}')
+  elseif mode == "refuse" then
+    return wrk.format(nil, nil, nil, '{"key":"new' .. tid .. '-' .. n .. '","value":1}')
   elseif mode == "store" then
     return wrk.format(nil, nil, nil, '{"key":"k' .. ((n * 2 + tid) % 1000) .. '","value":{"n":' .. n .. '}}')
   else

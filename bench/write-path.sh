@@ -14,7 +14,11 @@
 # neighbour: the page alone; with a control client (the writer's process and rate, reading a
 # public page: what the client itself takes from a shared machine); with the writer.
 #
-# SCENARIOS: any of "incr store submit neighbour" (default all). PIN=1 (on 2+ cores): the
+# refuse: a user at a 10-key quota; authenticated reads of one of its keys (refuse-read, the
+# yardstick), then stores of new keys, every one refused with 1605 (refuse; its non-2xx column
+# counts them).
+#
+# SCENARIOS: any of "incr store submit neighbour refuse" (default all). PIN=1 (on 2+ cores): the
 # server on CPU 1, wrk and the writer on CPU 0, so the neighbour figures measure what the
 # writes cost the server, not the load generators' share of a small machine.
 #
@@ -38,7 +42,7 @@ THREADS=${THREADS:-2}
 WRITE_RATE=${WRITE_RATE:-500}
 PORT=${PORT:-19120}
 PG=${PG:-postgres://postgres@127.0.0.1:5432/test}
-SCENARIOS=${SCENARIOS:-"incr store submit neighbour"}
+SCENARIOS=${SCENARIOS:-"incr store submit neighbour refuse"}
 PIN=${PIN:-0}
 SRV_PIN=() LOAD_PIN=()
 if [ "$PIN" = 1 ]; then
@@ -119,6 +123,19 @@ for ROUND in $(seq 1 "$ROUNDS"); do
       if has incr; then scenario incr "$BASE/svc_api/data/incr"; fi
       if has store; then scenario store "$BASE/svc_api/data/store"; fi
       if has submit; then scenario submit "$BASE/api/forms/submit/$SLUG"; fi
+      if has refuse; then
+        svc user add full --password 'bench password 123' >/dev/null
+        svc user set full --limit kv_keys=10 >/dev/null
+        FKEY=$(svc key create full | tail -n 1)
+        for i in $(seq 0 9); do
+          curl -sf "${H[@]}" -H "Authorization: Bearer $FKEY" -H 'Content-Type: application/json' -d "{\"key\":\"k$i\",\"value\":$i}" "$BASE/svc_api/data/store" >/dev/null
+        done
+        for name in refuse-read-first refuse-read; do
+          RUN_FOR=$([ "$name" = refuse-read ] && echo "$DURATION" || echo "$WARMUP") wrk_run "$name" "${H[@]}" -H "Authorization: Bearer $FKEY" "$BASE/svc_api/data/get?key=k1"
+        done
+        RUN_FOR=$WARMUP MODE=refuse API_KEY=$FKEY wrk_run refuse-first -s "$HERE/write-path.lua" "$BASE/svc_api/data/store"
+        MODE=refuse API_KEY=$FKEY wrk_run refuse -s "$HERE/write-path.lua" "$BASE/svc_api/data/store"
+      fi
       if has neighbour; then
         wrk_run page-alone "${H[@]}" "$PAGE"
         secs=${DURATION%s}
