@@ -2,7 +2,9 @@
 // Runs the test files (test/**/*.test.ts) from source with node's test runner and tsx: no
 // compiled copy of the tests. Options: SVC_TEST_ENGINES=sqlite,postgres (default both),
 // TEST_FILTER=substring of the path below test/ (e.g. unit/, cli/, http/kv) to run some files
-// only, TEST_CONCURRENCY=files run at once (default 2), TEST_TIMEOUT_MS=per-test timeout (60000).
+// only, TEST_CONCURRENCY=processes run at once (default 2), TEST_TIMEOUT_MS=per-test timeout
+// (60000), TEST_GROUPED / TEST_GROUP_FILES: which folders share processes, how many files each
+// (below).
 //
 // Tests that spawn the CLI as a child process (test/cli, test/e2e/cli, test/e2e/hosting-crash,
 // test/scale/migrate-step, test/http/hosted-data) run `bin/svc`, which loads the compiled
@@ -16,7 +18,7 @@ import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const build = spawnSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
@@ -91,6 +93,42 @@ if (missing.length > 0 && ci) {
 }
 warn()
 
+// The files of the TEST_GROUPED folders run up to TEST_GROUP_FILES (6) to a process: a generated
+// file imports them in order, so their tests run one file after another, and the start-up each
+// process pays (Node, tsx, the source's modules, the JIT's warm-up) is paid once per group.
+// e2e/ (kill -9 loops) and scale/ (memory, several instances) keep a process per file.
+// TEST_GROUP_FILES=1 runs every file in its own process. A file must not assume it is alone in
+// its process: what it sets up at load time is older, by the files ahead of it, when it runs.
+const GROUPED = (process.env.TEST_GROUPED ?? 'unit/,storage/,http/,browser/,cli/').split(',')
+const groupFiles = Number(process.env.TEST_GROUP_FILES ?? 6)
+const groupDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-groups-'))
+const runFiles = []
+const pending = new Map()
+for (const f of selected) {
+  const prefix = GROUPED.find((g) => path.relative(testRoot, f).startsWith(g))
+  if (prefix === undefined || groupFiles <= 1) {
+    runFiles.push(f)
+    continue
+  }
+  const list = pending.get(prefix) ?? []
+  list.push(f)
+  pending.set(prefix, list)
+}
+for (const [prefix, list] of pending) {
+  const count = Math.ceil(list.length / groupFiles)
+  for (let g = 0; g < count; g++) {
+    // dealt round-robin, so each group gets a share of the long files
+    const members = list.filter((_, i) => i % count === g)
+    if (members.length === 1) {
+      runFiles.push(members[0])
+      continue
+    }
+    const file = path.join(groupDir, `${prefix.replace('/', '')}-${g + 1}.test.mjs`)
+    fs.writeFileSync(file, members.map((m) => `import ${JSON.stringify(pathToFileURL(m).href)}\n`).join(''))
+    runFiles.push(file)
+  }
+}
+
 const concurrency = process.env.TEST_CONCURRENCY ?? '2'
 // Timeouts: 60 s per test (TEST_TIMEOUT_MS), set by test/support/default-timeout.ts; a test that
 // legitimately needs more sets its own { timeout } option. On Node 20 and 22 --test-timeout
@@ -110,7 +148,7 @@ const args = [
   '--test-reporter-destination=stdout',
   '--test-reporter=./scripts/test-file-times.mjs',
   '--test-reporter-destination=stderr',
-  ...selected,
+  ...runFiles,
 ]
 // async spawn: the embedded PostgreSQL (if any) runs in this process's care meanwhile
 const status = await new Promise((resolve) => {
@@ -119,6 +157,7 @@ const status = await new Promise((resolve) => {
   child.on('exit', (code) => resolve(code ?? 1))
 })
 if (embedded) await embedded.stop()
+fs.rmSync(groupDir, { recursive: true, force: true })
 warn() // again below the report, where it is seen
 process.exit(status)
 

@@ -33,11 +33,14 @@ const MANY = Array.from({ length: Math.ceil(WHOLE_BUDGET / WHOLE_MAX_BODY) + 4 }
 describe("prepared responses (the hot paths' precomputed heads)", () => {
   const marks: (boolean | undefined)[] = []
   const closes: (string | undefined)[] = []
-  // the service clock the answers are dated by: tests move it instead of waiting for seconds
-  const clock = new FakeClock(Date.now())
+  // the service clock the answers are dated by: tests move it instead of waiting for seconds.
+  // Set to now when the tests start, not when the file loads: in a group of files (run-tests)
+  // the file loads before the files ahead of it have run
+  const clock = new FakeClock()
   let server: http.Server
   let port = 0
   before(async () => {
+    clock.set(Date.now())
     server = http.createServer((req, res) => {
       if (req.url === '/slow') {
         // an ordinary answer that finishes later: pipelined requests queue behind it
