@@ -96,17 +96,20 @@ warn()
 // The files of the TEST_GROUPED folders run up to TEST_GROUP_FILES (6) to a process: a generated
 // file imports them in order, so their tests run one file after another, and the start-up each
 // process pays (Node, tsx, the source's modules, the JIT's warm-up) is paid once per group.
-// e2e/ (kill -9 loops) and scale/ (memory, several instances) keep a process per file.
+// e2e/ (kill -9 loops, Caddy, long browser flows) and scale/serving-memory (it measures its
+// process's memory) keep a process per file.
 // TEST_GROUP_FILES=1 runs every file in its own process. A file must not assume it is alone in
 // its process: what it sets up at load time is older, by the files ahead of it, when it runs.
-const GROUPED = (process.env.TEST_GROUPED ?? 'unit/,storage/,http/,browser/,cli/').split(',')
+const GROUPED = (process.env.TEST_GROUPED ?? 'unit/,storage/,http/,browser/,cli/,scale/').split(',')
+const ALONE = ['scale/serving-memory']
 const groupFiles = Number(process.env.TEST_GROUP_FILES ?? 6)
 const groupDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-groups-'))
 const runFiles = []
 const pending = new Map()
 for (const f of selected) {
-  const prefix = GROUPED.find((g) => path.relative(testRoot, f).startsWith(g))
-  if (prefix === undefined || groupFiles <= 1) {
+  const rel = path.relative(testRoot, f)
+  const prefix = GROUPED.find((g) => rel.startsWith(g))
+  if (prefix === undefined || groupFiles <= 1 || ALONE.some((a) => rel.startsWith(a))) {
     runFiles.push(f)
     continue
   }
