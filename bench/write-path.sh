@@ -130,16 +130,15 @@ for ROUND in $(seq 1 "$ROUNDS"); do
         for i in $(seq 0 9); do
           curl -sf "${H[@]}" -H "Authorization: Bearer $FKEY" -H 'Content-Type: application/json' -d "{\"key\":\"k$i\",\"value\":$i}" "$BASE/svc_api/data/store" >/dev/null
         done
-        for name in refuse-read-first refuse-read; do
-          RUN_FOR=$([ "$name" = refuse-read ] && echo "$DURATION" || echo "$WARMUP") wrk_run "$name" "${H[@]}" -H "Authorization: Bearer $FKEY" "$BASE/svc_api/data/get?key=k1"
-        done
+        RUN_FOR=$WARMUP wrk_run refuse-read-first "${H[@]}" -H "Authorization: Bearer $FKEY" "$BASE/svc_api/data/get?key=k1"
+        wrk_run refuse-read "${H[@]}" -H "Authorization: Bearer $FKEY" "$BASE/svc_api/data/get?key=k1"
         RUN_FOR=$WARMUP MODE=refuse API_KEY=$FKEY wrk_run refuse-first -s "$HERE/write-path.lua" "$BASE/svc_api/data/store"
         MODE=refuse API_KEY=$FKEY wrk_run refuse -s "$HERE/write-path.lua" "$BASE/svc_api/data/store"
       fi
       if has neighbour; then
         wrk_run page-alone "${H[@]}" "$PAGE"
         secs=${DURATION%s}
-        # with CLIENT_MODE=page (the control: public page reads) and incr (the writer)
+        # the same client process and rate: MODE=page (the control, public page reads), then MODE=incr (the writer)
         for mode in page incr; do
           BASE=$BASE PAGE=$PAGE MODE=$mode API_KEY=$WKEY RATE=$WRITE_RATE DURATION_S=$((secs + 2)) "${LOAD_PIN[@]}" node "$HERE/write-path-writer.mjs" >"$DATA/writer.json" &
           WRITER=$!
