@@ -238,6 +238,34 @@ for (const engine of ENGINES) {
       assert.equal(l.json.data.usage.keys, 2)
     })
 
+    // row locks are PostgreSQL's (on SQLite the server runs its writes one at a time itself)
+    if (engine === 'postgres')
+      it("refuses a create at the key quota without queuing on the user's lock", async () => {
+        const u = await s.user()
+        await setLimits(u, { kv_keys: 1 })
+        assert.equal((await store(u, { key: 'a', value: 1 })).status, 200)
+        code(await store(u, { key: 'b', value: 1 }), 400, 1605)
+        // another transaction holds the user's row lock, as every KV write path takes it
+        let release!: () => void
+        const released = new Promise<void>((r) => (release = r))
+        let locked!: () => void
+        const isLocked = new Promise<void>((r) => (locked = r))
+        const holder = s.deps.db.k.transaction().execute(async (trx) => {
+          await trx.selectFrom('users').select('id').where('id', '=', u.id).forUpdate().execute()
+          locked()
+          await released
+        })
+        await isLocked
+        const refused = store(u, { key: 'c', value: 1 })
+        // answered while the lock is still held (the write path would wait for it)
+        const first = await Promise.race([refused, new Promise<null>((r) => setTimeout(() => r(null), 5000))])
+        release()
+        await holder
+        await refused
+        assert.ok(first, "the refusal waited for the user's lock")
+        code(first, 400, 1605)
+      })
+
     it('never lets concurrent stores pass the key count quota together', async () => {
       const u = await s.user()
       await setLimits(u, { kv_keys: 5 })
