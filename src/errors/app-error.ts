@@ -16,7 +16,11 @@ export class AppError extends Error {
   readonly key: ErrorKey
   readonly options: AppErrorOptions
   constructor(key: ErrorKey, options: AppErrorOptions = {}) {
+    // a client's error (below 500) is an answer, not a fault: no stack trace is captured
+    const limit = Error.stackTraceLimit
+    if ((options.status ?? ERRORS[key].http) < 500) Error.stackTraceLimit = 0
     super(`${key} (${ERRORS[key].code})`)
+    Error.stackTraceLimit = limit
     this.key = key
     this.options = options
   }

@@ -5,8 +5,16 @@ import type { AppErrorOptions } from './app-error.js'
 export type ErrorFormat = 'A' | 'B' | 'plain'
 export type Lang = 'zh' | 'en'
 
-const fill = (text: string, params: Record<string, string | number> = {}): string =>
-  text.replace(/\{(\w+)\}/g, (m, name: string) => (name in params ? String(params[name]) : m))
+/** The table's texts (a fixed set), each split once at its {placeholders}: literal, name, literal, ... */
+const templates = new Map<string, string[]>()
+const fill = (text: string, params: Record<string, string | number> = {}): string => {
+  let parts = templates.get(text)
+  if (parts === undefined) templates.set(text, (parts = text.split(/\{(\w+)\}/)))
+  if (parts.length === 1) return text
+  let out = parts[0]
+  for (let i = 1; i < parts.length; i += 2) out += (parts[i] in params ? String(params[parts[i]]) : `{${parts[i]}}`) + parts[i + 1]
+  return out
+}
 
 /** Picks the response language: English when Accept-Language prefers it, Chinese otherwise. */
 export function pickLang(acceptLanguage: string | undefined): Lang {

@@ -1,5 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { sql } from 'kysely'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { FakeClock } from '../../src/util/clock.js'
 import { createKvStore } from '../../src/features/kv/store.js'
@@ -238,31 +239,34 @@ for (const engine of ENGINES) {
       assert.equal(l.json.data.usage.keys, 2)
     })
 
-    // row locks are PostgreSQL's (on SQLite the server runs its writes one at a time itself)
+    // PostgreSQL's locks (on SQLite one connection serves reads and writes in turn: an open
+    // transaction holds both)
     if (engine === 'postgres')
-      it("refuses a create at the key quota without queuing on the user's lock", async () => {
+      it('refuses a create at the key quota while another transaction holds the writes', async () => {
         const u = await s.user()
         await setLimits(u, { kv_keys: 1 })
         assert.equal((await store(u, { key: 'a', value: 1 })).status, 200)
         code(await store(u, { key: 'b', value: 1 }), 400, 1605)
-        // another transaction holds the user's row lock, as every KV write path takes it
+        // another transaction holds the user's row lock, as every KV write path takes it, and
+        // keeps every other writer off kv_entries (reads go on)
         let release!: () => void
         const released = new Promise<void>((r) => (release = r))
         let locked!: () => void
         const isLocked = new Promise<void>((r) => (locked = r))
         const holder = s.deps.db.k.transaction().execute(async (trx) => {
           await trx.selectFrom('users').select('id').where('id', '=', u.id).forUpdate().execute()
+          await sql`lock table kv_entries in exclusive mode`.execute(trx)
           locked()
           await released
         })
         await isLocked
         const refused = store(u, { key: 'c', value: 1 })
-        // answered while the lock is still held (the write path would wait for it)
+        // answered while the transaction is still open: the refusal is one read, no write
         const first = await Promise.race([refused, new Promise<null>((r) => setTimeout(() => r(null), 5000))])
         release()
         await holder
         await refused
-        assert.ok(first, "the refusal waited for the user's lock")
+        assert.ok(first, 'the refusal waited for the open transaction')
         code(first, 400, 1605)
       })
 

@@ -289,6 +289,8 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
 
       // an overwrite of a live entry, with no condition: one statement, no user lock
       if (oldKey === undefined && input.version === undefined && ifUpdatedAt === undefined) {
+        // a user refused at the key quota is asked first, so a refusal costs one read and no write
+        await refuseAtQuota(user, input.key, now)
         const row = await overwrite({
           userId: user.id,
           key: input.key,
@@ -306,7 +308,6 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           await changed(user, input.key)
           return { created: false, entry: toEntry(row) }
         }
-        await refuseAtQuota(user, input.key, now)
         // no live entry: a create in one statement, while under the quota and no row holds the key
         const created = await createFast(user, {
           user_id: user.id,
