@@ -6,6 +6,7 @@ import multipart from '@fastify/multipart'
 import swagger from '@fastify/swagger'
 import type { Deps } from './deps.js'
 import type { FastPath, Handover } from './http/types.js'
+import { lazySchemaCompilers } from './http/lazy-schemas.js'
 import { installErrorHandling, sendAppError } from './http/errors.js'
 import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
@@ -65,7 +66,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   // first look at every request and returns true when it answered
   const fastPaths: FastPath[] = []
   const factory = opts.serverFactory
+  const schemas = lazySchemaCompilers()
   const app = Fastify({
+    schemaController: { compilersFactory: schemas.compilersFactory },
     logger: opts.logger ?? loggerOptions(config.logLevel),
     serverFactory:
       factory &&
@@ -120,6 +123,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     fastPaths.push(fn)
   })
   app.decorate('ports', { main: null, http: null })
+  app.decorate('compileSchemas', schemas.compileAll)
 
   await app.register(swagger, {
     openapi: {

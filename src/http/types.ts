@@ -58,6 +58,8 @@ declare module 'fastify' {
     ports: ListenPorts
     /** The state a feature's `init` built for this app (undefined without init); for tests. */
     featureState(name: string): unknown
+    /** Compiles every route schema not compiled yet (they compile on first use); for tests. */
+    compileSchemas(): void
   }
   interface FastifyRequest {
     principal: Principal | null
