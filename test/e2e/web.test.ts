@@ -7,7 +7,7 @@ import zlib from 'node:zlib'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { sha256hex } from '../../src/auth/tokens.js'
-import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
+import { CHROMIUM_ARGS, CHROMIUM_PATH, networkQuiet } from '../support/browser.js'
 
 /**
  * The web interface end to end in headless Chromium (Debian's, no download): a new user signs
@@ -56,10 +56,14 @@ for (const engine of ENGINES) {
     const username = `web${Date.now().toString(36).slice(-6)}`
     const password = 'a long e2e password'
     let submitUrl = ''
-    const shot = (name: string) => page.screenshot({ path: path.join(shots, `${engine}-${name}.png`), fullPage: true })
+    // the pages are the same on both engines: screenshots of the first engine's run only
+    const shot = async (name: string) => {
+      if (engine === ENGINES[0]) await page.screenshot({ path: path.join(shots, `${engine}-${name}.png`), fullPage: true })
+    }
+    let quiet: ReturnType<typeof networkQuiet>
     const go = async (p: string) => {
       await page.goto(s.url + p)
-      await page.waitForLoadState('networkidle')
+      await quiet()
     }
 
     before(async () => {
@@ -75,6 +79,7 @@ for (const engine of ENGINES) {
         permissions: ['clipboard-read', 'clipboard-write'],
       })
       page = ctx.pages()[0] ?? (await ctx.newPage())
+      quiet = networkQuiet(page)
       page.setDefaultTimeout(10_000)
       // a CSP or Trusted Types violation, or a script error, on the service's pages fails the run
       page.on('console', (m) => {

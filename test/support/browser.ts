@@ -47,3 +47,30 @@ export async function waitFor(check: () => boolean, ms: number): Promise<boolean
   }
   return true
 }
+
+/**
+ * Tracks `page`'s requests; the function returned resolves once none has been in flight for
+ * `quietMs` (what the page fetches after its load event has arrived). Playwright's
+ * 'networkidle' waits a fixed 500 ms of quiet instead, on every navigation.
+ */
+export function networkQuiet(page: Page): (quietMs?: number, timeoutMs?: number) => Promise<void> {
+  let inFlight = 0
+  let last = Date.now()
+  const ended = () => {
+    inFlight = Math.max(0, inFlight - 1)
+    last = Date.now()
+  }
+  page.on('request', () => {
+    inFlight++
+    last = Date.now()
+  })
+  page.on('requestfinished', ended)
+  page.on('requestfailed', ended)
+  return async (quietMs = 100, timeoutMs = 10_000) => {
+    const end = Date.now() + timeoutMs
+    while (inFlight > 0 || Date.now() - last < quietMs) {
+      if (Date.now() > end) throw new Error(`the page still had ${inFlight} request(s) in flight after ${timeoutMs} ms`)
+      await new Promise((r) => setTimeout(r, 20))
+    }
+  }
+}
