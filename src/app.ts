@@ -7,6 +7,7 @@ import swagger from '@fastify/swagger'
 import type { Deps } from './deps.js'
 import type { FastPath, Handover } from './http/types.js'
 import { lazySchemaCompilers } from './http/lazy-schemas.js'
+import { compileStrictValidators } from './http/strict-schema.js'
 import { installErrorHandling, sendAppError } from './http/errors.js'
 import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
@@ -123,7 +124,10 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     fastPaths.push(fn)
   })
   app.decorate('ports', { main: null, http: null })
-  app.decorate('compileSchemas', schemas.compileAll)
+  app.decorate('compileSchemas', () => {
+    schemas.compileAll()
+    compileStrictValidators()
+  })
 
   await app.register(swagger, {
     openapi: {

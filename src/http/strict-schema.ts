@@ -10,5 +10,13 @@ import { lazyCompiled, type Compiled } from './lazy-schemas.js'
  */
 const ajv = new Ajv({ coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false, strict: false })
 
+/** Strict validators not compiled yet (one per route schema; emptied as they compile). */
+const pending = new Set<() => unknown>()
+
 export const strictValidator: FastifySchemaCompiler<unknown> = ({ schema }) =>
-  lazyCompiled(() => ajv.compile(schema as object) as Compiled) as ReturnType<FastifySchemaCompiler<unknown>>
+  lazyCompiled(() => ajv.compile(schema as object) as Compiled, pending) as ReturnType<FastifySchemaCompiler<unknown>>
+
+/** Compiles every strict validator handed out so far (app.compileSchemas, for tests). */
+export function compileStrictValidators(): void {
+  for (const get of [...pending]) get()
+}
