@@ -4,7 +4,6 @@ import path from 'node:path'
 import http from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
-import selfsigned from 'selfsigned'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import { hostName, siteUserOf } from './http/site-origin.js'
@@ -31,6 +30,8 @@ export async function tlsMaterial(config: Config): Promise<{ cert: Buffer; key: 
     fs.mkdirSync(config.dataDir, { recursive: true })
     const notAfter = new Date()
     notAfter.setFullYear(notAfter.getFullYear() + 5)
+    // loaded only here: the certificate library and its ASN.1 modules are a fifth of a start's imports
+    const { default: selfsigned } = await import('selfsigned')
     const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
       keyType: 'ec',
       curve: 'P-256',
