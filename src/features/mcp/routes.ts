@@ -6,16 +6,18 @@ import { contentOrigin, serviceOrigin } from '../../http/origin.js'
 import { hostName, siteOriginFor } from '../../http/site-origin.js'
 import { API_VERSION } from '../sites/files-service.js'
 import type { McpServices } from './services.js'
-import { MCP_BODY_LIMIT, toolsFor, type ToolContext } from './tools.js'
+import type { ToolContext } from './tools.js'
+import { MCP_BODY_LIMIT } from './limits.js'
 import { lazy } from '../../util/lazy.js'
 
-/** The MCP SDK's server side, loaded on the first MCP request. */
+/** The MCP SDK's server side and the tools (with zod, their schemas' library), loaded on the first MCP request. */
 const loadSdk = lazy(async () => {
-  const [{ McpServer }, { StreamableHTTPServerTransport }] = await Promise.all([
+  const [{ McpServer }, { StreamableHTTPServerTransport }, { toolsFor }] = await Promise.all([
     import('@modelcontextprotocol/sdk/server/mcp.js'),
     import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('./tools.js'),
   ])
-  return { McpServer, StreamableHTTPServerTransport }
+  return { McpServer, StreamableHTTPServerTransport, toolsFor }
 })
 
 export const MCP_PATH = '/mcp'
@@ -94,7 +96,7 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
         entitled: async (feature) =>
           !!(await deps.db.k.selectFrom('entitlements').select('feature').where('user_id', '=', p.user.id).where('feature', '=', feature).executeTakeFirst()),
       }
-      const { McpServer, StreamableHTTPServerTransport } = await loadSdk()
+      const { McpServer, StreamableHTTPServerTransport, toolsFor } = await loadSdk()
       const server = new McpServer(
         { name: 'svc', version: API_VERSION },
         {

@@ -15,18 +15,12 @@ import { MANIFEST_ENTRY } from '../sites/deploys-service.js'
 import type { FolderRef } from '../sites/folders-service.js'
 import { RULE_FILES } from '../sites/site-rules.js'
 import type { McpServices } from './services.js'
+import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
  * (stdio) forwards to that endpoint, so every client sees these same definitions.
  */
-
-/** Largest inline payload of one tool call (decoded bytes); bigger sites go through `svc deploy`. */
-export const MAX_INLINE_BYTES = 4 * 1024 * 1024
-/** Files per deploy_files call (the folder batch upload's own limit). */
-export const MAX_INLINE_FILES = 200
-/** The body limit of POST /mcp: the inline limit in base64, plus the JSON-RPC envelope. */
-export const MCP_BODY_LIMIT = Math.ceil((MAX_INLINE_BYTES * 4) / 3) + 1024 * 1024
 
 /** Who calls, and the origins the answers' URLs are built on. */
 export interface ToolContext {

@@ -1,0 +1,7 @@
+// What one MCP tool call may carry: the route needs these before the tools load (routes.ts)
+/** Largest inline payload of one tool call (decoded bytes); bigger sites go through `svc deploy`. */
+export const MAX_INLINE_BYTES = 4 * 1024 * 1024
+/** Files per deploy_files call (the folder batch upload's own limit). */
+export const MAX_INLINE_FILES = 200
+/** The body limit of POST /mcp: the inline limit in base64, plus the JSON-RPC envelope. */
+export const MCP_BODY_LIMIT = Math.ceil((MAX_INLINE_BYTES * 4) / 3) + 1024 * 1024
