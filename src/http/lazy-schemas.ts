@@ -39,19 +39,15 @@ export function lazySchemaCompilers(): {
   compileAll: () => void
 } {
   const pending = new Set<() => unknown>()
-  const lazy = (build: () => Compiled) => lazyCompiled(build, pending)
-  const validators = ValidatorSelector()
-  const serializers = SerializerSelector()
+  // Fastify calls a factory with its shared schemas and options, then the result per route schema
+  const lazyFactory = (factory: (externalSchemas: never, options: never) => (route: unknown) => unknown) => (externalSchemas: never, options: never) => {
+    const compile = factory(externalSchemas, options)
+    return (route: unknown) => lazyCompiled(() => compile(route) as Compiled, pending)
+  }
   return {
     compilersFactory: {
-      buildValidator: ((externalSchemas: never, options: never) => {
-        const compile = validators(externalSchemas, options) as (route: unknown) => Compiled
-        return (route: unknown) => lazy(() => compile(route))
-      }) as unknown as ValidatorFactory,
-      buildSerializer: ((externalSchemas: never, options: never) => {
-        const compile = serializers(externalSchemas, options) as (route: unknown) => Compiled
-        return (route: unknown) => lazy(() => compile(route))
-      }) as unknown as SerializerFactory,
+      buildValidator: lazyFactory(ValidatorSelector() as never) as unknown as ValidatorFactory,
+      buildSerializer: lazyFactory(SerializerSelector() as never) as unknown as SerializerFactory,
     },
     compileAll: () => {
       for (const get of [...pending]) get()

@@ -67,10 +67,8 @@ export function networkQuiet(page: Page): (quietMs?: number, timeoutMs?: number)
   page.on('requestfinished', ended)
   page.on('requestfailed', ended)
   return async (quietMs = 100, timeoutMs = 10_000) => {
-    const end = Date.now() + timeoutMs
-    while (inFlight > 0 || Date.now() - last < quietMs) {
-      if (Date.now() > end) throw new Error(`the page still had ${inFlight} request(s) in flight after ${timeoutMs} ms`)
-      await new Promise((r) => setTimeout(r, 20))
+    if (!(await waitFor(() => inFlight === 0 && Date.now() - last >= quietMs, timeoutMs))) {
+      throw new Error(`the page still had ${inFlight} request(s) in flight after ${timeoutMs} ms`)
     }
   }
 }
