@@ -61,7 +61,7 @@ env=(DATA_DIR="$WORK/data" PORT=$PORT HTTP_PORT=$HTTP_PORT PLAIN_PORT=$PLAIN_POR
   RATE_LIMITS='{"default":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000},"authenticated":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000},"vip":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000}}')
 mkdir -p "$WORK/data"
 start_svc() {
-  env "${env[@]}" "${SRV[@]}" node ${MEM:+--expose-gc} bench/hosting-server.mjs >"$WORK/svc.out" 2>"$WORK/svc.err" &
+  env "${env[@]}" "${SRV[@]}" node ${MEM:+--expose-gc} ${SVC_NODE_ARGS:-} bench/hosting-server.mjs >"$WORK/svc.out" 2>"$WORK/svc.err" &
   SVC_PID=$!
   for _ in $(seq 1 300); do grep -q plain "$WORK/svc.out" 2>/dev/null && return 0; sleep 0.1; done
   echo "the service did not start:" >&2; cat "$WORK/svc.err" >&2; exit 2

@@ -3,6 +3,7 @@ import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import type { ServerResponse } from 'node:http'
+import { OPEN_FILE_LIMIT } from '../util/open-file-limit.js'
 
 /**
  * Zero-copy sending: the public host's files go to the socket with sendfile(2) from their blob
@@ -46,17 +47,7 @@ export const SENDFILE_MIN_BODY = 16 * 1024
  * or a quarter of the process's open-file limit when that is lower, so memfds never keep the
  * server from accepting connections.
  */
-export const SENDFILE_MAX_FDS = Math.min(1024, Math.floor(openFileLimit() / 4))
-
-/** The soft limit on open files (Node raises it to the hard limit at start), from /proc. */
-function openFileLimit(): number {
-  try {
-    const m = /^Max open files\s+(\d+|unlimited)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'))
-    return m === null ? 4096 : m[1] === 'unlimited' ? Infinity : Number(m[1])
-  } catch {
-    return 4096
-  }
-}
+export const SENDFILE_MAX_FDS = Math.min(1024, Math.floor(OPEN_FILE_LIMIT / 4))
 
 const ADDON_FILE = path.join('native', 'sendfile', 'build', 'Release', 'svc_sendfile.node')
 

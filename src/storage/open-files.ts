@@ -1,5 +1,6 @@
 import fs from 'node:fs'
 import { oldestKey } from '../util/oldest.js'
+import { OPEN_FILE_LIMIT } from '../util/open-file-limit.js'
 
 /** One open blob file: a read-only descriptor and the blob's size. */
 export interface OpenBlobFile {
@@ -17,20 +18,10 @@ export interface OpenFilesOptions {
   max?: number
 }
 
-/** The soft limit on open files (Node raises it to the hard limit at start), from /proc. */
-function openFileLimit(): number {
-  try {
-    const m = /^Max open files\s+(\d+|unlimited)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'))
-    return m === null ? 4096 : m[1] === 'unlimited' ? Infinity : Number(m[1])
-  } catch {
-    return 4096
-  }
-}
-
 /**
  * An open-file cache of blob files, as nginx's open_file_cache: digest -> descriptor, at most
- * `max` open (default 1,024, or a quarter of the open-file limit when lower, so the cache never
- * keeps the server from accepting connections), evicted by second chance and closed on
+ * `max` open (default a quarter of the open-file limit, at most 65,536, so the cache never keeps
+ * the server from accepting connections), evicted by second chance and closed on
  * eviction. Keyed by digest: a blob's bytes never change, so a descriptor always reads exactly
  * the bytes its digest names, even after the file was unlinked (swept, evicted from the disk
  * cache); a replaced file has a new digest and so a new entry. Callers use a descriptor only
@@ -38,7 +29,7 @@ function openFileLimit(): number {
  * never pulls a descriptor from under a read in flight. `forget` closes a deleted blob's.
  */
 export function createOpenFiles(o: OpenFilesOptions = {}) {
-  const max = Math.max(1, o.max ?? Math.min(1024, Math.floor(openFileLimit() / 4)))
+  const max = Math.max(1, o.max ?? Math.min(65536, Math.floor(OPEN_FILE_LIMIT / 4)))
   const files = new Map<string, OpenBlobFile>()
   const stats = { opened: 0, hits: 0, evicted: 0 }
 
