@@ -4,6 +4,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
+import { spawnSync } from 'node:child_process'
 import { createLocalBlobStore } from '../../src/storage/local.js'
 import { createOpenFiles } from '../../src/storage/open-files.js'
 import type { BlobStore } from '../../src/storage/blob-store.js'
@@ -76,5 +77,22 @@ describe('open-file cache of blob files', () => {
     assert.equal(files.openSync(a.digest, fa.path, fa.size), null, 'the unlinked file is not opened again')
     await assert.rejects(blobs.localFile(a.digest))
     files.closeAll()
+  })
+})
+
+describe('open-file cache: its default size', () => {
+  it('keeps at most a quarter of the open-file limit open, so connections can still be accepted', () => {
+    // a child with a limit of 400 loads the TypeScript source through tsx, as the tests run
+    const moduleUrl = new URL('../../src/storage/open-files.ts', import.meta.url).href
+    const r = spawnSync(
+      'bash',
+      [
+        '-c',
+        `ulimit -n 400 && "${process.execPath}" --import tsx --input-type=module -e 'const m = await import("${moduleUrl}"); console.log(m.createOpenFiles().max)'`,
+      ],
+      { encoding: 'utf8' },
+    )
+    assert.equal(r.status, 0, r.stderr)
+    assert.equal(r.stdout.trim(), '100')
   })
 })
