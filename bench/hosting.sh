@@ -77,7 +77,7 @@ echo "== 2 KB page (threshold 0.8)"
 "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-2k.html" "$DATA/page-2k.html" 0.8 || true
 echo "== 50 KB page (threshold 0.7)"
 "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-50k.html" "$DATA/page-50k.html" 0.7 || true
-# how the service's 50 KB answers went out (plain HTTP: sendfile from a memfd when the addon is built)
+# how the service's 50 KB answers went out (plain HTTP: sendfile from the blob file when the addon is built)
 curl -s "http://127.0.0.1:$PLAIN_PORT/metrics" | grep '^svc_hosting_sendfile_total' || echo "svc_hosting_sendfile_total: not in /metrics"
 if [ "${CONTROL:-1}" != 0 ]; then
   # the ceiling of Node's HTTP stack on this machine right now: a bare node:http server writing
@@ -97,23 +97,25 @@ if [ "${CONTROL:-1}" != 0 ]; then
     # sending the headers the service sends through src/http/prepared-response.ts (prepared
     # head, one Buffer per answer, request marked drained). The gap between it and the service
     # is the service's own cost (dispatch, cache, metrics, and a busier process).
+    # Both send each page from its file, open once (as the service holds its blob files open:
+    # src/storage/open-files.ts), through sendPreparedFile: read into the answer's Buffer.
     # CONTROL=3 adds the same bare server sending bodies of 16 KB and more with sendfile(2) from
-    # a memfd, as the service does on plain HTTP (src/http/sendfile.ts; needs the native addon
+    # the file, as the service does on plain HTTP (src/http/sendfile.ts; needs the native addon
     # that `npm install` builds).
     HEADERS=$(curl -sI "http://127.0.0.1:$PLAIN_PORT/$USER/page-2k.html" | tr -d '\r' | awk -F': ' 'NR > 1 && NF > 1 && $1 !~ /^(Date|Connection|Keep-Alive|Content-Length|ETag|Last-Modified)$/ {print}')
     bare_prepared() { # PORT SENDFILE(0/1)
       "${SERVER_CPU[@]}" node --input-type=module -e '
         import http from "node:http"; import fs from "node:fs"; import path from "node:path"
-        const { prepare, sendPrepared } = await import(path.resolve("dist/src/http/prepared-response.js"))
-        const { bodyFd, sendfileAvailable } = await import(path.resolve("dist/src/http/sendfile.js"))
+        const { prepare, sendPreparedFile } = await import(path.resolve("dist/src/http/prepared-response.js"))
+        const { sendfileAvailable } = await import(path.resolve("dist/src/http/sendfile.js"))
         const [port, sendfile, headerText, ...files] = process.argv.slice(1)
         if (sendfile === "1" && !sendfileAvailable()) { console.error("native addon not built: run npm install"); process.exit(2) }
         const common = headerText.split("\n").filter(Boolean).flatMap((l) => [l.slice(0, l.indexOf(": ")), l.slice(l.indexOf(": ") + 2)])
-        const pages = new Map(files.map((f) => { const b = fs.readFileSync(f); return ["/'"$USER"'/" + path.basename(f), { b, fd: sendfile === "1" ? bodyFd(b) : -1, p: prepare(200, [...common, "Content-Length", String(b.length)]) }] }))
+        const pages = new Map(files.map((f) => { const fd = fs.openSync(f, "r"); const size = fs.fstatSync(fd).size; return ["/'"$USER"'/" + path.basename(f), { fd, size, p: prepare(200, [...common, "Content-Length", String(size)]) }] }))
         http.createServer((req, res) => {
           const e = pages.get(req.url)
           if (!e) { res.writeHead(404, ["Content-Length", "0"]); res.end(); return }
-          sendPrepared(req, res, e.p, e.b, undefined, e.fd)
+          sendPreparedFile(req, res, e.p, e.fd, e.size, sendfile === "1")
         }).listen(Number(port), "127.0.0.1")' "$1" "$2" "$HEADERS" "$DATA/page-2k.html" "$DATA/page-50k.html" &
     }
     bare_prepared 19005 0

@@ -18,7 +18,7 @@ if (process.env.SVC_NATIVE === '0') {
   process.exit(0)
 }
 if (process.platform !== 'linux') {
-  console.log(`native addon: not built on ${process.platform} (it uses Linux's memfd and sendfile); bodies are copied`)
+  console.log(`native addon: not built on ${process.platform} (it uses Linux's sendfile); bodies are copied`)
   process.exit(0)
 }
 // npm sets npm_config_node_gyp to its bundled node-gyp.js; outside npm, try one on PATH

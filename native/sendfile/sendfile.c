@@ -1,60 +1,34 @@
 /*
- * Zero-copy sending for the public host's hot bodies (src/http/sendfile.ts explains when it is
- * used). Node can only write() a Buffer, which the kernel copies into the socket buffer; nginx
- * sends files with sendfile(2), which hands the socket references to the pages instead. On a
- * 50 KB page that copy was a quarter of the service's CPU (perf: docs/benchmarks/2026-11-24-public-host-machines-e-f.md).
+ * Zero-copy sending for the public host's bodies, from their blob files (src/http/sendfile.ts
+ * explains when it is used). Node can only write() a Buffer, which the kernel copies into the
+ * socket buffer; nginx sends files with sendfile(2), which hands the socket references to the
+ * pages instead. On a 50 KB page that copy was a quarter of the service's CPU (perf: docs/benchmarks/2026-11-24-public-host-machines-e-f.md).
  *
- *   memfdFrom(buffer)                        -> fd of a sealed memfd holding the bytes, or -errno
+ * Exports one function:
+ *
  *   sendHeadFile(sock, block, tail, fd, len) -> bytes of block + tail + body the kernel took:
- *       sendmsg(block, tail, MSG_MORE) then sendfile(fd) on the non-blocking socket, until
- *       everything went, the socket is full (EAGAIN) or the kernel refused (the caller writes
- *       the rest through Node, which meets the same error and handles it as for any write);
- *       -errno only when the peer is gone (EPIPE, ECONNRESET): the caller closes the socket.
+ *       sendmsg(block, tail, MSG_MORE) then sendfile of `len` bytes of `fd` (an open blob
+ *       file, from its start) on the non-blocking socket, until everything went, the socket
+ *       is full (EAGAIN) or the kernel refused (the caller writes the rest through Node, which
+ *       meets the same error and handles it as for any write); -errno only when the peer is
+ *       gone (EPIPE, ECONNRESET): the caller closes the socket.
  *
- * Linux only (memfd_create, sendfile to a socket). Elsewhere the module exports nothing and
- * the service copies as before.
+ * Linux only (sendfile to a socket). Elsewhere the module exports nothing and the service
+ * copies as before.
  */
 #define _GNU_SOURCE
 #include <node_api.h>
 
 #ifdef __linux__
 #include <errno.h>
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 static napi_value number(napi_env env, double v) {
   napi_value out;
   napi_create_double(env, v, &out);
   return out;
-}
-
-static napi_value memfd_from(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  void *data;
-  size_t len;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1
-      || napi_get_buffer_info(env, argv[0], &data, &len) != napi_ok) return number(env, -EINVAL);
-  int fd = memfd_create("svc-hosted-body", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return number(env, -errno);
-  for (size_t off = 0; off < len;) {
-    ssize_t n = write(fd, (char *)data + off, len - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) { int e = n < 0 ? errno : EIO; close(fd); return number(env, -e); }
-    off += (size_t)n;
-  }
-  /* sockets keep references to these pages until the peer has read them: the bytes may never
-     change, so the memfd is sealed against writes and resizing (and against unsealing) */
-  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
-    int e = errno;
-    close(fd);
-    return number(env, -e);
-  }
-  return number(env, fd);
 }
 
 static int peer_gone(int e) {
@@ -108,8 +82,6 @@ static napi_value send_head_file(napi_env env, napi_callback_info info) {
 static napi_value init(napi_env env, napi_value exports) {
 #ifdef __linux__
   napi_value f;
-  napi_create_function(env, "memfdFrom", NAPI_AUTO_LENGTH, memfd_from, NULL, &f);
-  napi_set_named_property(env, exports, "memfdFrom", f);
   napi_create_function(env, "sendHeadFile", NAPI_AUTO_LENGTH, send_head_file, NULL, &f);
   napi_set_named_property(env, exports, "sendHeadFile", f);
 #endif

@@ -30,8 +30,8 @@ import { systemClock, type Clock } from '../util/clock.js'
  * at most WHOLE_BUDGET bytes of shared copies are made per second, and every one is dropped
  * when the second (and so the Date) changes, so they never hold more than that budget.
  *
- * Zero copy: given `bodyFd` (a sealed memfd holding the body, from ./sendfile.ts) and no
- * per-request headers, the block, the tail and the body go out through sendfile(2) when the
+ * Zero copy: `sendPreparedFile()` sends a body held in an open file (a blob file): the block,
+ * the tail and the body go out through sendfile(2) when the body is large enough and the
  * socket allows it (plain HTTP, nothing queued); see sendfile.ts.
  *
  * Falls back to the ordinary `writeHead` whenever the shortcut would differ from Node's own
@@ -291,9 +291,9 @@ function canWriteRaw(req: IncomingMessage, res: NodeResponse): boolean {
  * Sends a prepared answer with `body` (whose length the prepared Content-Length must state;
  * omit it for a bodiless answer). HEAD requests get the same headers and no body. `extra`
  * adds a few headers that change per request (name, value, ...: e.g. X-RateLimit-*); they
- * are not validated, so they must come from the service, never from the request. `bodyFd`:
- * a memfd holding the same bytes as `body` (./sendfile.ts), or -1. `clock`: the service clock
- * (Deps.clock), which dates the answer and so decides when shared whole answers go.
+ * are not validated, so they must come from the service, never from the request. `clock`:
+ * the service clock (Deps.clock), which dates the answer and so decides when shared whole
+ * answers go.
  */
 export function sendPrepared(
   req: IncomingMessage,
@@ -301,7 +301,6 @@ export function sendPrepared(
   p: Prepared,
   body?: Buffer,
   extra?: readonly string[],
-  bodyFd = -1,
   clock: Clock = systemClock,
 ): void {
   const r = res as NodeResponse
@@ -311,7 +310,6 @@ export function sendPrepared(
     r._headerSent = true
     skipDrain(req)
     const t = tailFor(r._keepAliveTimeout ?? 0, clock.now())
-    if (bodyFd >= 0 && extra === undefined && body !== undefined && sendWithFile(r, headOf(p), t, body, bodyFd)) return
     let lines = ''
     if (extra !== undefined) for (let i = 0; i < extra.length; i += 2) lines += `${extra[i]}: ${extra[i + 1]}\r\n`
     if (body === undefined || body.length <= WHOLE_MAX_BODY) {
@@ -359,7 +357,7 @@ export function sendPreparedFile(
     skipDrain(req)
     if (b === null) {
       const block = headOf(p)
-      if (sendWithFile(r, block, t, null, fd, size)) return
+      if (sendWithFile(r, block, t, fd, size)) return
       const body = Buffer.allocUnsafe(size)
       if (!readFully(fd, body, 0, size, 0)) throw new Error('blob file shorter than its blob')
       r.write(block)

@@ -3,7 +3,6 @@ import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import type { ServerResponse } from 'node:http'
-import { OPEN_FILE_LIMIT } from '../util/open-file-limit.js'
 
 /**
  * Zero-copy sending: the public host's files go to the socket with sendfile(2) from their blob
@@ -22,8 +21,7 @@ import { OPEN_FILE_LIMIT } from '../util/open-file-limit.js'
  * and libuv's write queue both empty), so bytes keep their order. Whatever the kernel did not
  * take at once (socket buffer full: EAGAIN) is read from the file and goes through Node's
  * ordinary socket write, which then waits for the socket as usual. Node's bookkeeping runs
- * unchanged: the answer ends with `res.end()`, as prepared answers do. `bodyFd` (a sealed
- * memfd holding a Buffer) remains for callers with bytes in memory and no file.
+ * unchanged: the answer ends with `res.end()`, as prepared answers do.
  *
  * When it does not apply, bodies are copied as before: the addon not built (not Linux, no
  * compiler: `npm install` prints why), SENDFILE=0, a TLS connection (the default HTTPS listener
@@ -36,18 +34,11 @@ import { OPEN_FILE_LIMIT } from '../util/open-file-limit.js'
  * answer is copied.
  */
 interface Addon {
-  memfdFrom(b: Buffer): number
   sendHeadFile(sock: number, block: Buffer, tail: Buffer, fd: number, len: number): number
 }
 
 /** Bodies smaller than this are copied: for them one write is as cheap (docs/benchmarks/, 2 KB page). */
 export const SENDFILE_MIN_BODY = 16 * 1024
-/**
- * At most this many memfds are open at once (the host cache asks for one per hot body): 1,024,
- * or a quarter of the process's open-file limit when that is lower, so memfds never keep the
- * server from accepting connections.
- */
-export const SENDFILE_MAX_FDS = Math.min(1024, Math.floor(OPEN_FILE_LIMIT / 4))
 
 const ADDON_FILE = path.join('native', 'sendfile', 'build', 'Release', 'svc_sendfile.node')
 
@@ -60,7 +51,7 @@ function loadAddon(): Addon | null {
     if (!fs.existsSync(file)) continue
     try {
       const a = createRequire(import.meta.url)(file) as Partial<Addon>
-      return typeof a.memfdFrom === 'function' && typeof a.sendHeadFile === 'function' ? (a as Addon) : null
+      return typeof a.sendHeadFile === 'function' ? (a as Addon) : null
     } catch {
       return null
     }
@@ -69,11 +60,10 @@ function loadAddon(): Addon | null {
 }
 
 const addon = loadAddon()
-let openFds = 0
 
 /** What the sendfile path did, for tests and /metrics. */
 export const sendfileStats = {
-  /** Answers sent whole by the kernel from the memfd. */
+  /** Answers sent whole by the kernel from the blob file. */
   whole: 0,
   /** Answers the kernel took part of (socket full, or it refused sendfile); Node wrote the rest. */
   finishedByCopy: 0,
@@ -84,27 +74,6 @@ export const sendfileStats = {
 /** Whether the native addon is loaded (built by `npm install`, Linux only). */
 export function sendfileAvailable(): boolean {
   return addon !== null
-}
-
-/** Memfds open now. */
-export function openBodyFds(): number {
-  return openFds
-}
-
-/** A sealed memfd holding `raw`, or -1 (no addon, too small, too many open, or the kernel refused). */
-export function bodyFd(raw: Buffer): number {
-  if (addon === null || raw.length < SENDFILE_MIN_BODY || openFds >= SENDFILE_MAX_FDS) return -1
-  const fd = addon.memfdFrom(raw)
-  if (fd < 0) return -1
-  openFds++
-  return fd
-}
-
-/** Closes a memfd made by bodyFd (sockets still sending from it keep their page references). */
-export function closeBodyFd(fd: number): void {
-  if (fd < 0) return
-  openFds--
-  fs.closeSync(fd)
 }
 
 interface StreamHandle {
@@ -119,13 +88,13 @@ interface NodeSocket {
 }
 
 /**
- * Sends `block` + `tail` + `len` body bytes read from `fd` (a blob file or a memfd) on the
- * response's socket, and ends the response. `body`: the same bytes in memory, or null (what the
- * kernel did not take is then read from `fd`). Returns false, having done nothing, when the
- * socket cannot take it this way (TLS, not yet assigned, bytes queued): the caller then writes
- * as usual. The response's head must already be marked sent (prepared-response.ts does that).
+ * Sends `block` + `tail` + `len` body bytes read from `fd` (a blob file) on the response's
+ * socket, and ends the response; what the kernel did not take is then read from `fd` and
+ * written by Node. Returns false, having done nothing, when the socket cannot take it this way
+ * (TLS, not yet assigned, bytes queued): the caller then writes as usual. The response's head
+ * must already be marked sent (prepared-response.ts does that).
  */
-export function sendWithFile(res: ServerResponse, block: Buffer, tail: Buffer, body: Buffer | null, fd: number, len: number = body?.length ?? 0): boolean {
+export function sendWithFile(res: ServerResponse, block: Buffer, tail: Buffer, fd: number, len: number): boolean {
   if (addon === null) return false
   const sock = res.socket as unknown as NodeSocket | null
   if (sock === null || sock.encrypted === true || !sock.writable || sock.writableLength !== 0) return false
@@ -148,10 +117,6 @@ export function sendWithFile(res: ServerResponse, block: Buffer, tail: Buffer, b
   if (n < block.length) res.write(block.subarray(n))
   if (n < headLen) res.write(tail.subarray(Math.max(0, n - block.length)))
   const from = Math.max(0, n - headLen)
-  if (body !== null) {
-    res.end(body.subarray(from))
-    return true
-  }
   const rest = Buffer.allocUnsafe(len - from)
   if (!readFully(fd, rest, 0, rest.length, from)) {
     // the file is shorter than its blob: never send a torn answer

@@ -92,7 +92,7 @@ export const metrics = {
   }),
   sendfile: new Counter({
     name: 'svc_hosting_sendfile_total',
-    help: 'Public host answers sent with sendfile from a memfd (src/http/sendfile.ts), by result: whole, rest_copied (the kernel took a part: Node wrote the rest), failed (peer gone)',
+    help: 'Public host answers sent with sendfile from the blob file (src/http/sendfile.ts), by result: whole, rest_copied (the kernel took a part: Node wrote the rest), failed (peer gone)',
     labelNames: ['result'] as const,
     registers: [registry],
     collect: collectSendfile,

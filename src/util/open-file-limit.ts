@@ -2,8 +2,8 @@ import fs from 'node:fs'
 
 /**
  * The process's soft limit on open files (Node raises it to the hard limit at start), read
- * once from /proc; 4,096 where /proc cannot tell. Descriptor budgets (the open-file cache, the
- * memfds) take a share of it, so they never keep the server from accepting connections.
+ * once from /proc; 4,096 where /proc cannot tell. Descriptor budgets (the open-file cache) take
+ * a share of it, so they never keep the server from accepting connections.
  */
 export const OPEN_FILE_LIMIT: number = (() => {
   try {

@@ -57,32 +57,32 @@ describe("prepared responses (the hot paths' precomputed heads)", () => {
       }
       if (req.url === '/mark' || req.url === '/listened') {
         if (req.url === '/listened') req.once('close', () => closes.push(req.url))
-        sendPrepared(req, res, OK, BODY, undefined, -1, clock)
+        sendPrepared(req, res, OK, BODY, undefined, clock)
         marks.push((req as { _dumped?: boolean })._dumped)
         return
       }
       if (req.url === '/large') {
-        sendPrepared(req, res, OK_LARGE, LARGE, undefined, -1, clock)
+        sendPrepared(req, res, OK_LARGE, LARGE, undefined, clock)
         return
       }
       if (req.url === '/large-with') {
-        sendPrepared(req, res, OK_LARGE, LARGE, ['X-RateLimit-Remaining', '3'], -1, clock)
+        sendPrepared(req, res, OK_LARGE, LARGE, ['X-RateLimit-Remaining', '3'], clock)
         return
       }
       if (req.url?.startsWith('/many/')) {
         const m = MANY[Number(req.url.slice(6))]
-        sendPrepared(req, res, m.p, m.body, undefined, -1, clock)
+        sendPrepared(req, res, m.p, m.body, undefined, clock)
         return
       }
       if (req.url === '/shared') {
-        sendPrepared(req, res, OK_SHARED, BODY, undefined, -1, clock)
+        sendPrepared(req, res, OK_SHARED, BODY, undefined, clock)
         return
       }
       if (req.url === '/with') {
-        sendPrepared(req, res, OK, BODY, ['X-RateLimit-Remaining', '7'], -1, clock)
+        sendPrepared(req, res, OK, BODY, ['X-RateLimit-Remaining', '7'], clock)
         return
       }
-      sendPrepared(req, res, OK, BODY, undefined, -1, clock)
+      sendPrepared(req, res, OK, BODY, undefined, clock)
     })
     server.keepAliveTimeout = 5000
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))

@@ -48,7 +48,7 @@ export function kvPublicFastPath(deps: Deps, kv: KvService): FastPath {
     const head = headOf(hit as Cached & { body: Buffer })
     const answer = (a: Admission) => {
       if (a.ok) {
-        sendPrepared(req, res, head, body, rateHeaderList(a.window), -1, clock)
+        sendPrepared(req, res, head, body, rateHeaderList(a.window), clock)
         return
       }
       route(req, res, { admission: a })

@@ -213,7 +213,7 @@ export function createHostHandler(
       res.end()
       return true
     }
-    sendPrepared(req, res, P404, NOT_FOUND, undefined, -1, clock)
+    sendPrepared(req, res, P404, NOT_FOUND, undefined, clock)
     return true
   }
 
