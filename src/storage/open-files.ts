@@ -9,6 +9,8 @@ export interface OpenBlobFile {
   readonly size: number
   /** Second-chance bit for eviction (set on every hit). */
   hot: boolean
+  /** The inactivity sweep's tick at the last open or hit. */
+  seen: number
   /** Set when the descriptor was closed: a holder must not use `fd` any more. */
   closed: boolean
 }
@@ -16,6 +18,12 @@ export interface OpenBlobFile {
 export interface OpenFilesOptions {
   /** Descriptors kept open at most (least recently used closed first). */
   max?: number
+  /**
+   * A descriptor neither opened nor hit for this long (and at most twice this long) is closed,
+   * as nginx's `open_file_cache inactive=`: the disk space of a deleted blob is then given back
+   * even when no new file pushes it out. Default 60 s; 0 never.
+   */
+  inactiveMs?: number
 }
 
 /**
@@ -26,12 +34,18 @@ export interface OpenFilesOptions {
  * the bytes its digest names, even after the file was unlinked (swept, evicted from the disk
  * cache); a replaced file has a new digest and so a new entry. Callers use a descriptor only
  * synchronously (read, sendfile) within one turn of the event loop, so closing on eviction
- * never pulls a descriptor from under a read in flight. `forget` closes a deleted blob's.
+ * never pulls a descriptor from under a read in flight. `forget` closes a deleted blob's; one
+ * deleted elsewhere (the sweeper, another instance, the disk cache's eviction) is closed once
+ * inactive, so an unlinked file's space is held for at most twice `inactiveMs`.
  */
 export function createOpenFiles(o: OpenFilesOptions = {}) {
   const max = Math.max(1, o.max ?? Math.min(65536, Math.floor(OPEN_FILE_LIMIT / 4)))
   const files = new Map<string, OpenBlobFile>()
-  const stats = { opened: 0, hits: 0, evicted: 0 }
+  const stats = { opened: 0, hits: 0, evicted: 0, inactive: 0 }
+  const inactiveMs = o.inactiveMs ?? 60_000
+  // moved by the sweep every `inactiveMs`: an entry last seen two ticks ago was idle at least that long
+  let tick = 0
+  let sweeper: NodeJS.Timeout | null = null
 
   const close = (f: OpenBlobFile) => {
     if (f.closed) return
@@ -60,6 +74,20 @@ export function createOpenFiles(o: OpenFilesOptions = {}) {
     }
   }
 
+  const sweep = () => {
+    tick++
+    for (const [d, f] of files) {
+      if (f.seen >= tick - 1) continue
+      files.delete(d)
+      stats.inactive++
+      close(f)
+    }
+    if (files.size === 0 && sweeper !== null) {
+      clearInterval(sweeper)
+      sweeper = null
+    }
+  }
+
   return {
     stats,
     /** The open file of a digest, or undefined. */
@@ -67,6 +95,7 @@ export function createOpenFiles(o: OpenFilesOptions = {}) {
       const f = files.get(digest)
       if (f !== undefined) {
         f.hot = true
+        f.seen = tick
         stats.hits++
       }
       return f
@@ -77,7 +106,10 @@ export function createOpenFiles(o: OpenFilesOptions = {}) {
      */
     openSync(digest: string, path: string, size: number): OpenBlobFile | null {
       const had = files.get(digest)
-      if (had !== undefined) return had
+      if (had !== undefined) {
+        had.seen = tick
+        return had
+      }
       let fd: number
       try {
         fd = fs.openSync(path, 'r')
@@ -85,10 +117,14 @@ export function createOpenFiles(o: OpenFilesOptions = {}) {
         if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null
         throw e
       }
-      const f: OpenBlobFile = { digest, fd, size, hot: false, closed: false }
+      const f: OpenBlobFile = { digest, fd, size, hot: false, seen: tick, closed: false }
       stats.opened++
       files.set(digest, f)
       trim()
+      if (sweeper === null && inactiveMs > 0) {
+        sweeper = setInterval(sweep, inactiveMs)
+        sweeper.unref()
+      }
       return f
     },
     /** Closes a digest's descriptor (the blob was deleted). */
@@ -102,6 +138,8 @@ export function createOpenFiles(o: OpenFilesOptions = {}) {
     size: () => files.size,
     max,
     closeAll(): void {
+      if (sweeper !== null) clearInterval(sweeper)
+      sweeper = null
       for (const f of files.values()) close(f)
       files.clear()
     },

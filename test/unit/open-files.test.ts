@@ -78,6 +78,33 @@ describe('open-file cache of blob files', () => {
     await assert.rejects(blobs.localFile(a.digest))
     files.closeAll()
   })
+
+  it('closes a descriptor left unused for `inactiveMs`, so a blob deleted elsewhere gives its space back', async () => {
+    const files = createOpenFiles({ max: 8, inactiveMs: 100 })
+    const idle = await blobs.put(Buffer.from(`idle ${crypto.randomUUID()}`))
+    const busy = await blobs.put(Buffer.from(`busy ${crypto.randomUUID()}`))
+    const fi = (await blobs.localFile(idle.digest))!
+    const fb = (await blobs.localFile(busy.digest))!
+    const oi = files.openSync(idle.digest, fi.path, fi.size)!
+    const ob = files.openSync(busy.digest, fb.path, fb.size)!
+    // deleted by someone who does not know this cache (the sweeper, another instance): the
+    // unlinked file lives on while a descriptor holds it
+    await blobs.delete(idle.digest)
+    assert.ok(fs.readlinkSync(`/proc/self/fd/${oi.fd}`).endsWith('(deleted)'))
+    // the busy file is read every 20 ms, the idle one never, for four intervals
+    for (let i = 0; i < 20; i++) {
+      assert.equal(files.get(busy.digest), ob)
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    assert.equal(oi.closed, true, 'the idle descriptor was closed')
+    assert.equal(files.get(idle.digest), undefined)
+    assert.equal(files.stats.inactive, 1)
+    assert.equal(ob.closed, false, 'a descriptor in use stays open')
+    assert.ok(readAll(ob.fd, ob.size).equals(await blobs.read(busy.digest)))
+    assert.equal(openUnder(root), 1, 'only the busy file is open')
+    files.closeAll()
+    assert.equal(openUnder(root), 0)
+  })
 })
 
 describe('open-file cache: its default size', () => {
