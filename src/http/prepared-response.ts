@@ -329,10 +329,11 @@ export function sendPrepared(
 
 /**
  * Sends a prepared answer whose body is `size` bytes of the open file `fd` (a blob file from
- * the open-file cache): with sendfile(2) when `sendfile` is on, the body is large enough and
+ * the open-file cache): with sendfile(2) when `sendfile` is on, the body is not empty and
  * the socket allows it; otherwise read (pread, as nginx reads a file it does not sendfile)
- * straight into one Buffer after the head. The read happens before anything is written, so a
- * short file throws with nothing sent. HEAD gets the head alone, read nothing.
+ * straight into one Buffer after the head. A short file never goes out as a whole answer: read,
+ * it throws with nothing sent; sent by sendfile, its connection is closed (./sendfile.ts). HEAD
+ * gets the head alone, read nothing.
  */
 export function sendPreparedFile(
   req: IncomingMessage,

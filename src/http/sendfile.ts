@@ -12,10 +12,11 @@ import type { ServerResponse } from 'node:http'
  * Why: Node can only write() a Buffer, and the kernel copies every byte of it into the socket
  * buffer; for large bodies that copy costs more than all of the service's own code. sendfile
  * hands the socket references to the file's pages instead, as nginx does (measured with
- * bench/hosting.sh: docs/benchmarks/2026-11-24-public-host-machines-e-f.md).
+ * bench/hosting.sh: docs/benchmarks/2026-11-24-public-host-machines-e-f.md). For small bodies
+ * the copy is cheap, but the read into a Buffer and Node's stream write around it are not.
  *
- * How: `sendPreparedFile` (prepared-response.ts) calls `sendWithFile` for a body of
- * SENDFILE_MIN_BODY bytes or more; it sends the head and the body in one call of the addon
+ * How: `sendPreparedFile` (prepared-response.ts) calls `sendWithFile` for every
+ * non-empty body; it sends the head and the body in one call of the addon
  * (native/sendfile/sendfile.c: sendmsg with MSG_MORE, then sendfile) on the socket's own
  * non-blocking descriptor, and only when nothing is queued on that socket (Node's stream buffer
  * and libuv's write queue both empty), so bytes keep their order. Whatever the kernel did not
@@ -37,8 +38,11 @@ interface Addon {
   sendHeadFile(sock: number, block: Buffer, tail: Buffer, fd: number, len: number): number
 }
 
-/** Bodies smaller than this are copied: for them one write is as cheap (docs/benchmarks/, 2 KB page). */
-export const SENDFILE_MIN_BODY = 16 * 1024
+/**
+ * Bodies of at least this many bytes go by sendfile: every non-empty one. Even for a 2 KB page
+ * it skips the read into a Buffer and Node's stream write (docs/benchmarks/2026-11-29-sendfile-small-bodies.md).
+ */
+export const SENDFILE_MIN_BODY = 1
 
 const ADDON_FILE = path.join('native', 'sendfile', 'build', 'Release', 'svc_sendfile.node')
 

@@ -28,6 +28,7 @@ const MEDIUM = pageOf(50 * 1024, 'm')
 // more than a loopback connection's buffers take at once (tcp_wmem 4 MiB + tcp_rmem 6 MiB at most)
 const LARGE = pageOf(16 * 1024 * 1024, 'l')
 const SMALL = Buffer.from('<!doctype html><p>small</p>')
+const EMPTY = Buffer.alloc(0)
 const headersFor = (b: Buffer) => ['Content-Type', 'application/octet-stream', 'ETag', `"${b.length}"`, 'Content-Length', String(b.length)]
 
 const snapshot = () => ({ ...sendfileStats })
@@ -80,6 +81,7 @@ describe('sendfile: bodies sent from their files', { skip: SKIP }, () => {
       ['/medium', MEDIUM],
       ['/large', LARGE],
       ['/small', SMALL],
+      ['/empty', EMPTY],
       ['/medium-with', MEDIUM],
       ['/block', MEDIUM],
     ] as const) {
@@ -119,15 +121,23 @@ describe('sendfile: bodies sent from their files', { skip: SKIP }, () => {
     fs.rmSync(filesDir, { recursive: true, force: true })
   })
 
-  it('sends from the file only for bodies worth it', async () => {
-    assert.ok(SMALL.length < SENDFILE_MIN_BODY && MEDIUM.length >= SENDFILE_MIN_BODY)
+  it('sends every non-empty body from its file, small ones too; an empty one is written as usual', async () => {
+    assert.equal(SENDFILE_MIN_BODY, 1)
     const s0 = snapshot()
-    const small = await exchange(port, 'GET /small HTTP/1.1\r\nHost: x\r\n\r\n', [false])
-    assert.ok(small.responses[0].body.equals(SMALL))
-    assert.deepEqual(snapshot(), s0, 'a small body is read and copied')
-    const medium = await exchange(port, 'GET /medium HTTP/1.1\r\nHost: x\r\n\r\n', [false])
-    assert.ok(medium.responses[0].body.equals(MEDIUM))
-    assert.equal(sendfileStats.whole, s0.whole + 1, 'a body of SENDFILE_MIN_BODY or more goes by sendfile')
+    const empty = await exchange(port, 'GET /empty HTTP/1.1\r\nHost: x\r\n\r\n', [false])
+    assert.equal(empty.responses[0].status, 'HTTP/1.1 200 OK')
+    assert.equal(empty.responses[0].headers.get('content-length'), '0')
+    assert.equal(empty.responses[0].body.length, 0)
+    assert.deepEqual(snapshot(), s0, 'nothing to send from the file')
+    for (const [path, body] of [
+      ['/small', SMALL],
+      ['/medium', MEDIUM],
+    ] as const) {
+      const r = await exchange(port, `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`, [false])
+      assert.ok(r.responses[0].body.equals(body), path)
+      assert.equal(r.responses[0].headers.get('content-length'), String(body.length))
+    }
+    assert.equal(sendfileStats.whole, s0.whole + 2, 'the 27-byte and the 50 KB body both went by sendfile')
   })
 
   it('sends the same bytes as the copying path, keeps the connection, and keeps pipelined answers in order', async () => {
