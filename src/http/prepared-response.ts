@@ -31,8 +31,8 @@ import { systemClock, type Clock } from '../util/clock.js'
  * when the second (and so the Date) changes, so they never hold more than that budget.
  *
  * Zero copy: `sendPreparedFile()` sends a body held in an open file (a blob file): the block,
- * the tail and the body go out through sendfile(2) when the body is large enough and the
- * socket allows it (plain HTTP, nothing queued); see sendfile.ts.
+ * the tail and the body go out through sendfile(2) when the body is not empty and the socket
+ * allows it (plain HTTP, nothing queued); see sendfile.ts.
  *
  * Falls back to the ordinary `writeHead` whenever the shortcut would differ from Node's own
  * answer: HEAD (Node drops a HEAD response's body writes, which would drop the block too),
