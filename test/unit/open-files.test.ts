@@ -122,4 +122,20 @@ describe('open-file cache: its default size', () => {
     assert.equal(r.status, 0, r.stderr)
     assert.equal(r.stdout.trim(), '100')
   })
+
+  it('takes a quarter of a larger limit too, past the old fixed 1,024', () => {
+    // 8,000 where the hard limit allows it (a quarter: 2,000), else the hard limit itself
+    const moduleUrl = new URL('../../src/storage/open-files.ts', import.meta.url).href
+    const r = spawnSync(
+      'bash',
+      [
+        '-c',
+        `{ ulimit -n 8000 2>/dev/null || ulimit -n "$(ulimit -Hn)"; } && echo "$(ulimit -n)" && "${process.execPath}" --import tsx --input-type=module -e 'const m = await import("${moduleUrl}"); console.log(m.createOpenFiles().max)'`,
+      ],
+      { encoding: 'utf8' },
+    )
+    assert.equal(r.status, 0, r.stderr)
+    const [limit, max] = r.stdout.trim().split('\n').map(Number)
+    assert.equal(max, Math.min(65536, Math.floor(limit / 4)))
+  })
 })
