@@ -31,8 +31,15 @@ export function userContentHeaderList(kind: 'page' | 'inert'): Array<[string, st
   ]
 }
 
-/** CORS for public, credential-less reads: any origin, never Allow-Credentials. */
+/** CORS for public, credential-less reads: any origin, never Allow-Credentials (name, value, ...). */
+export const PUBLIC_CORS_HEADERS: readonly string[] = [
+  'Access-Control-Allow-Origin',
+  '*',
+  'Access-Control-Expose-Headers',
+  'ETag, Content-Length, Content-Type, Content-Range, Accept-Ranges',
+]
+
+/** Sets PUBLIC_CORS_HEADERS on a Fastify reply. */
 export function setPublicCors(reply: FastifyReply): void {
-  reply.header('Access-Control-Allow-Origin', '*')
-  reply.header('Access-Control-Expose-Headers', 'ETag, Content-Length, Content-Type, Content-Range, Accept-Ranges')
+  for (let i = 0; i < PUBLIC_CORS_HEADERS.length; i += 2) reply.header(PUBLIC_CORS_HEADERS[i], PUBLIC_CORS_HEADERS[i + 1])
 }

@@ -3,7 +3,7 @@ import type { Deps } from '../../deps.js'
 import { createHostCache } from './host-cache.js'
 import { createResolver } from './resolver.js'
 import { createEncodings } from './encodings.js'
-import { createOpenFiles } from '../../storage/open-files.js'
+import { publicFiles } from '../../http/public-link.js'
 import { createHostHandler, type SiteRouting } from './serve.js'
 import { tlsAsk } from './tls-ask.js'
 import { isHttps } from '../../http/origin.js'
@@ -47,8 +47,8 @@ export function hostingPublic(app: FastifyInstance, deps: Deps): void {
   // with REDIS_URL, nothing is cached while the subscription is down, and everything cached
   // goes when it is lost and when it is back (FLUSH_ALL): invalidations may have been missed
   const cache = createHostCache({ bus: deps.bus })
-  // bodies go out from the blob files (open-file cache by digest), never from memory
-  const files = createOpenFiles()
+  // bodies go out from the blob files (the public links' open-file cache, by digest), never from memory
+  const files = deps.services.get(publicFiles)
   const encodings = createEncodings(deps.blobs, app.log)
   app.addHook('onClose', async () => {
     await encodings.close()
