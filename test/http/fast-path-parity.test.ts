@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, HTML, uploadFile } from '../support/hosting.js'
 import { registry } from '../../src/observability/registry.js'
+import { imageForm, makeImage, svc } from '../support/images.js'
 
 /**
  * Fast paths (answers written before routing) must not show: for each cached public answer,
@@ -38,6 +39,13 @@ for (const engine of ENGINES) {
 
     // one file per case, so the case's first read finds its cache cold
     const NAMES = ['plain', 'etag', 'range', 'range416']
+    const LINKS = ['plain', 'etag', 'versioned', 'variant']
+    const images = new Map<string, { public_url: string; versioned_url: string }>()
+    const data = new Map<string, string>()
+    const etags = new Map<'image' | 'data', string>()
+    const imagePath = (n: string) => new URL(images.get(n)!.public_url).pathname
+    /** A link's ETag, as the router gives it. */
+    const linkEtag = async (path: string) => (await s.app.inject({ method: 'HEAD', url: path, headers: proxied })).headers.etag as string
     before(async () => {
       s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, TRUST_PROXY: '1' } })
       u = await s.user()
@@ -50,6 +58,26 @@ for (const engine of ENGINES) {
       // the ETag is the content's, the same for every file: learnt from the router
       etag = (await s.app.inject({ method: 'HEAD', url: `/${u.username}/origin.html`, headers: proxied })).headers.etag as string
       assert.ok(etag)
+      // public links: an image and a hosted-data file per case
+      await svc(s, 'grant', u.username, 'image-host')
+      await svc(s, 'grant', u.username, 'hosted-data')
+      const login = await s.post('/login', { form: { username: u.username, password: u.password }, headers: { accept: 'application/json', ...proxied } })
+      assert.equal(login.status, 200, login.text)
+      const cookie = login.header('set-cookie')!.split(';')[0]
+      // 'etag' and its twin hold the same bytes, so the twin's ETag (read through the router,
+      // which fills the twin's lookup cache, not the case's) is the case's
+      for (const n of [...LINKS, 'twin']) {
+        const form = imageForm([{ name: `${n}.png`, data: await makeImage('png', { width: 40 + (n === 'twin' ? 4 : n.length), height: 30 }) }])
+        const up = await s.post('/api/image-host/upload', { cookie, body: form.body, headers: { 'content-type': form.contentType, ...proxied } })
+        assert.equal(up.status, 200, up.text)
+        images.set(n, up.json.images[0])
+        const content = `{"case":"${n === 'twin' ? 'etag' : n}"}`
+        const hd = await s.post('/api/hosted-data/files', { cookie, json: { display_name: `${n}.json`, content }, headers: proxied })
+        assert.equal(hd.status, 200, hd.text)
+        data.set(n, new URL(hd.json.file.public_url).pathname)
+      }
+      etags.set('image', await linkEtag(imagePath('twin')))
+      etags.set('data', await linkEtag(data.get('twin')!))
     })
     after(() => s?.close())
 
@@ -64,6 +92,18 @@ for (const engine of ENGINES) {
       // a user's origin is always taken before routing (its misses are read there too)
       ["a page on the user's origin", () => ({ url: '/origin.html', headers: { host: `${u.username}.localhost:${new URL(s.url).port}` } }), false],
       ['the KV public read', () => ({ url: `/svc_api/data/public/${u.username}/parity`, headers: {} }), true],
+      // public links: the first read fills the lookup cache (and makes the variant)
+      ['an image link', () => ({ url: imagePath('plain'), headers: {} }), true],
+      ['an image link, If-None-Match (304)', () => ({ url: imagePath('etag'), headers: { 'if-none-match': etags.get('image')! } }), true],
+      [
+        'an image link, versioned (immutable)',
+        () => ({ url: new URL(images.get('versioned')!.versioned_url).pathname + new URL(images.get('versioned')!.versioned_url).search, headers: {} }),
+        true,
+      ],
+      ['an image variant', () => ({ url: `${imagePath('variant')}?w=20&format=webp`, headers: {} }), true],
+      ['a hosted-data link', () => ({ url: data.get('plain')!, headers: {} }), true],
+      ['a hosted-data link, If-None-Match (304)', () => ({ url: data.get('etag')!, headers: { 'if-none-match': etags.get('data')! } }), true],
+      ['a hosted-data link, pinned version', () => ({ url: `${data.get('versioned')!}?v=1`, headers: {} }), true],
     ]
     for (const [name, make, routedFirst] of cases) {
       it(name, async () => {

@@ -113,6 +113,12 @@ export async function heldLink(deps: Deps, req: FastifyRequest, kind: 'image' | 
   return state === undefined ? null : noticeOf(state, `${serviceOrigin(req, deps.config)}${req.url.split('?')[0]}`)
 }
 
+/** For hot paths: whether a public link is held (451), or undefined when the holds are not loaded yet. */
+export function linkHeldNow(deps: Deps, kind: 'image' | 'data', token: string): boolean | undefined {
+  const m = deps.services.get(createAbuse).holdsNow()
+  return m === undefined ? undefined : m.size > 0 && m.has(`${kind}:${token}`)
+}
+
 /** Sends a 451 notice through Fastify. */
 export function sendNotice(reply: FastifyReply, n: { headers: string[]; body: Buffer }, head: boolean) {
   reply.code(451)

@@ -1,11 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
-import { setPublicCors, setUserContentHeaders } from '../../http/content-headers.js'
+import { PUBLIC_CORS_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { createHostedData, PUBLIC_TOKEN_RE } from './service.js'
 import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
 import { replyRange } from '../../http/representation.js'
-import { heldLink, sendNotice } from '../abuse/public.js'
+import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../http/public-link.js'
+import { heldLink, linkHeldNow, sendNotice } from '../abuse/public.js'
+
+const CACHE_DEFAULT = 'public, no-cache'
+const CACHE_PINNED = 'public, max-age=31536000, immutable'
 
 const text = (reply: FastifyReply, code: number, body: string) => {
   setUserContentHeaders(reply, 'inert')
@@ -41,7 +45,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
 
     const headers = (e: ServedEntry) => {
       setUserContentHeaders(reply, 'inert')
-      reply.header('Cache-Control', version === null ? 'public, no-cache' : 'public, max-age=31536000, immutable')
+      reply.header('Cache-Control', version === null ? CACHE_DEFAULT : CACHE_PINNED)
       reply.header('X-Data-Version', String(e.version))
       reply.type(servedContentType(e.content_type))
       // ETag, 304, Range (206, 416, If-Range) and HEAD: one implementation for every public body
@@ -74,6 +78,43 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
       .header('Access-Control-Max-Age', '86400')
       .send()
   }
+
+  // cached answers skip the router: the same headers, prepared once per cached version
+  const files = deps.services.get(publicFiles)
+  app.addHook('onClose', async () => files.closeAll())
+  const hits = new WeakMap<ServedEntry, LinkHit>()
+  app.addFastPath(
+    publicLinkFastPath(deps, files, {
+      prefixes: ['/svc-data/pub/', '/hosted-data/pub/'],
+      peek(token, query) {
+        if (!PUBLIC_TOKEN_RE.test(token) || linkHeldNow(deps, 'data', token) !== false) return null
+        let version: number | null = null
+        if (query !== '') {
+          const m = /^v=([1-9]\d{0,9})$/.exec(query)
+          if (m === null) return null
+          version = Number(m[1])
+        }
+        const e = svc.cache.get(token, version)
+        if (e === undefined) return null
+        let hit = hits.get(e)
+        if (hit === undefined) {
+          const headers = [
+            ...PUBLIC_CORS_HEADERS,
+            ...userContentHeaderList('inert').flat(),
+            'Cache-Control',
+            version === null ? CACHE_DEFAULT : CACHE_PINNED,
+            'X-Data-Version',
+            String(e.version),
+            'Content-Type',
+            servedContentType(e.content_type),
+          ]
+          hit = linkHit(headers, e.etag, Number(e.size), e.digest)
+          hits.set(e, hit)
+        }
+        return hit
+      },
+    }),
+  )
 
   for (const prefix of ['/svc-data/pub', '/hosted-data/pub']) {
     app.route({

@@ -2,12 +2,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, pickLang } from '../../errors/render.js'
-import { setUserContentHeaders } from '../../http/content-headers.js'
+import { PUBLIC_CORS_HEADERS, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { decide, replyRange } from '../../http/representation.js'
+import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../http/public-link.js'
 import { originalEtag, TOKEN_RE, versionOf, type ImageHost } from './service.js'
-import { parseVariantParams, variantEtag, type Variants, type VariantParams } from './variants.js'
+import { parseVariantParams, variantEtag, type Variant, type Variants, type VariantParams } from './variants.js'
 import { PublicQuery } from './schemas.js'
-import { heldLink, sendNotice } from '../abuse/public.js'
+import { heldLink, linkHeldNow, sendNotice } from '../abuse/public.js'
+import type { PublicImage } from './store.js'
 
 /** Stable URL: caches keep it but revalidate every use (ETag -> 304), so a replace shows at once. */
 export const CACHE_STABLE = 'public, no-cache'
@@ -71,6 +73,51 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     return reply.send(part === null ? undefined : await blobs.get(img.digest, part))
   }
 
+  // cached answers skip the router: the same headers, prepared once per cached image or variant
+  const files = deps.services.get(publicFiles)
+  app.addHook('onClose', async () => files.closeAll())
+  const originals = new WeakMap<PublicImage, Partial<Record<string, LinkHit>>>()
+  const resized = new WeakMap<Variant, Partial<Record<string, LinkHit>>>()
+  const headers = (cacheControl: string, type: string) => [
+    ...userContentHeaderList('inert').flat(),
+    ...PUBLIC_CORS_HEADERS,
+    'Cache-Control',
+    cacheControl,
+    'Content-Type',
+    type,
+  ]
+  app.addFastPath(
+    publicLinkFastPath(deps, files, {
+      prefixes: ['/svc-img/pub/', '/image-host/pub/'],
+      peek(token, query) {
+        if (!TOKEN_RE.test(token) || linkHeldNow(deps, 'image', token) !== false) return null
+        const img = host.peek(token)
+        if (img === undefined) return null
+        const q = plainQuery(query)
+        if (q === null) return null
+        let params: VariantParams | null
+        try {
+          params = parseVariantParams(q)
+        } catch {
+          return null
+        }
+        const cc = q.v === versionOf(img.digest) ? CACHE_IMMUTABLE : CACHE_STABLE
+        if (params === null) {
+          const hits = originals.get(img) ?? {}
+          originals.set(img, hits)
+          return (hits[cc] ??= linkHit(headers(cc, img.content_type), originalEtag(img.digest), img.size, img.digest))
+        }
+        if (img.content_type === 'image/svg+xml') return null
+        const v = variants.peek(img.digest, params)
+        if (v === undefined) return null
+        const hits = resized.get(v) ?? {}
+        resized.set(v, hits)
+        // a variant's 304 is the route's: it answers before the variant is made
+        return (hits[cc] ??= linkHit(headers(cc, v.contentType), variantEtag(img.digest, params), v.bytes.length, v.bytes, false))
+      },
+    }),
+  )
+
   for (const url of ['/svc-img/pub/:token', '/image-host/pub/:token']) {
     app.route({
       method: ['GET', 'HEAD'],
@@ -79,4 +126,23 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
       handler,
     })
   }
+}
+
+const QUERY_NAMES = new Set(['v', 'w', 'h', 'format'])
+
+/**
+ * A public link's query string when it needs no decoding: the names the route reads, once
+ * each, with letters and digits as values; null otherwise (the route parses it).
+ */
+function plainQuery(query: string): Record<string, string> | null {
+  const q: Record<string, string> = {}
+  if (query === '') return q
+  for (const part of query.split('&')) {
+    const eq = part.indexOf('=')
+    const name = eq < 0 ? part : part.slice(0, eq)
+    const value = eq < 0 ? '' : part.slice(eq + 1)
+    if (!QUERY_NAMES.has(name) || name in q || !/^[A-Za-z0-9]*$/.test(value)) return null
+    q[name] = value
+  }
+  return q
 }

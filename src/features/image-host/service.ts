@@ -249,6 +249,9 @@ export function createImageHost(deps: Deps) {
       await invalidate(token)
     },
 
+    /** Public link lookup from memory only (the hot path); undefined: not cached, ask lookup. */
+    peek: (token: string): PublicImage | undefined => cache.get(token),
+
     /** Public link lookup: memory first, then one indexed query. */
     async lookup(token: string): Promise<PublicImage | undefined> {
       const hit = cache.get(token)

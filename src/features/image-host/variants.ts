@@ -146,6 +146,8 @@ export function createVariants(opts: VariantOptions = {}) {
 
   return {
     stats,
+    /** A cached variant, from memory only (the hot path; it does not count as a use). */
+    peek: (digest: string, p: VariantParams): Variant | undefined => cache.get(`${digest}:${variantKey(p)}`),
     /** The variant of a source blob; `load` reads the source only when the variant is not cached. */
     async get(digest: string, sourceType: string, p: VariantParams, load: () => Promise<Buffer>): Promise<Variant> {
       const key = `${digest}:${variantKey(p)}`
