@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -13,6 +14,8 @@ import {
   type TableMetadata,
   type Transaction,
   type LogEvent,
+  type PostgresPool,
+  type PostgresPoolClient,
 } from 'kysely'
 import type { Database } from './schema.js'
 import { DurabilityBarrier, walSyncer } from './durability.js'
@@ -34,6 +37,12 @@ export interface Db {
   lockUser(trx: Trx, userId: string): Promise<void>
   /** SQLite: the group commit every write waits on (tests inject a failing sync through it). */
   barrier?: DurabilityBarrier
+  /**
+   * PostgreSQL: from now on, runs this SQL text as a named (server-side prepared) statement,
+   * parsed and planned once per connection (db/prepared.ts registers its fixed-shape queries).
+   * SQLite has no need: its one connection keeps every statement prepared.
+   */
+  prepare?(sql: string): void
   close(): Promise<void>
 }
 
@@ -203,7 +212,8 @@ async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserv
   // the next query on it fails like any other query
   pool.on('error', () => {})
   pool.on('connect', (client) => client.on('error', () => {}))
-  const k = new Kysely<Database>({ dialect: new ScopedPostgresDialect({ pool }), log: reportErrors('postgres', onQueryError) })
+  const named = new Map<string, string>()
+  const k = new Kysely<Database>({ dialect: new ScopedPostgresDialect({ pool: namingPool(pool, named) }), log: reportErrors('postgres', onQueryError) })
   // fail fast when the server is unreachable
   await sql`select 1`.execute(k)
   return {
@@ -213,7 +223,39 @@ async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserv
     lockUser: async (trx, userId) => {
       await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute()
     },
+    prepare(text) {
+      if (!named.has(text)) named.set(text, `svc_${crypto.createHash('sha256').update(text).digest('hex').slice(0, 24)}`)
+    },
     close: () => k.destroy(),
+  }
+}
+
+/**
+ * The pool Kysely sees: its clients run the SQL texts in `named` as named statements (pg
+ * parses and plans one once per connection, then only binds and executes it), every other
+ * text as before. A name is a digest of its text, so one name never stands for two texts.
+ */
+function namingPool(pool: Pg.Pool, named: ReadonlyMap<string, string>): PostgresPool {
+  // one wrapper per pg client, so Kysely (which keys its connections by client) keeps one too
+  const wrappers = new WeakMap<Pg.PoolClient, PostgresPoolClient>()
+  return {
+    async connect() {
+      const client = await pool.connect()
+      let w = wrappers.get(client)
+      if (w === undefined) {
+        w = {
+          // Kysely calls query(sql, parameters) only: streaming (a cursor) is not configured
+          query: ((text: string, values: unknown[]) => {
+            const name = named.get(text)
+            return name === undefined ? client.query(text, values) : client.query({ name, text, values })
+          }) as unknown as PostgresPoolClient['query'],
+          release: () => client.release(),
+        }
+        wrappers.set(client, w)
+      }
+      return w
+    },
+    end: () => pool.end(),
   }
 }
 

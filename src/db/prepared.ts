@@ -13,7 +13,8 @@ const mark = (i: number) => `\u0000svc-arg-${i}\u0000`
  * shape of the query (no branching on them, no `sql.raw`, no arithmetic); the first call
  * throws when an argument does not come out as a parameter. A query whose shape varies is
  * one prepared query per shape. `arity`: how many leading arguments the query uses. Runs on
- * `db.k` (not inside a transaction).
+ * `db.k` (not inside a transaction). On PostgreSQL the SQL runs as a named statement
+ * (`db.prepare`): the server parses and plans it once per connection.
  */
 export function prepared<A extends unknown[], O>(db: Db, arity: number, build: (...args: A) => Compilable<O>): (...args: A) => Promise<O[]> {
   let plan: { sql: string; parameters: readonly unknown[]; slots: Array<[at: number, arg: number]> } | null = null
@@ -28,6 +29,7 @@ export function prepared<A extends unknown[], O>(db: Db, arity: number, build: (
       })
       for (let i = 0; i < arity; i++) if (!slots.some(([, arg]) => arg === i)) throw new Error(`prepared query: argument ${i} is not a parameter of ${q.sql}`)
       plan = { sql: q.sql, parameters: q.parameters, slots }
+      db.prepare?.(plan.sql)
     }
     const parameters = plan.parameters.slice()
     for (const [at, arg] of plan.slots) parameters[at] = args[arg]
