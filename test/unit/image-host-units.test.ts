@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
@@ -80,6 +81,24 @@ describe('image host units', () => {
     for (const q of [{ w: '0' }, { h: '4097' }, { w: '1e3' }, { w: ['1', 'x'] }, { format: 'tiff' }, { w: '00000001000' }]) {
       assert.throws(() => parseVariantParams(q), AppError, JSON.stringify(q))
     }
+  })
+
+  it('keeps the variants the hot path reads (peek) when the cache is full', async () => {
+    const png = await sharp(crypto.randomBytes(64 * 64 * 3), { raw: { width: 64, height: 64, channels: 3 } })
+      .png()
+      .toBuffer()
+    const load = async () => png
+    const p = (w: number) => ({ w, h: null, format: null })
+    // noise: a narrower variant is smaller; the budget holds eight of the widest one
+    const size = (await createVariants().get('d', 'image/png', p(40), load)).bytes.length
+    const v = createVariants({ cacheBytes: size * 8 })
+    await v.get('d', 'image/png', p(40), load)
+    for (let w = 39; w >= 16; w--) {
+      assert.ok(v.peek('d', p(40)), `the variant read through peek was evicted (w=${w})`)
+      await v.get('d', 'image/png', p(w), load)
+    }
+    assert.ok(v.peek('d', p(40)))
+    assert.equal(v.peek('d', p(39)), undefined, 'a variant not read again went')
   })
 
   it('runs at most `concurrency` transformations at once and refuses past the queue', async () => {

@@ -144,20 +144,26 @@ export function createVariants(opts: VariantOptions = {}) {
     return { bytes, contentType: target === 'gif' ? 'image/gif' : MIME[target] }
   }
 
+  /** A cached variant, from memory only (the hot path); a hit counts as a use. */
+  const peek = (digest: string, p: VariantParams): Variant | undefined => {
+    const key = `${digest}:${variantKey(p)}`
+    const hit = cache.get(key)
+    if (hit !== undefined) {
+      cache.delete(key)
+      cache.set(key, hit)
+      stats.hits++
+    }
+    return hit
+  }
+
   return {
     stats,
-    /** A cached variant, from memory only (the hot path; it does not count as a use). */
-    peek: (digest: string, p: VariantParams): Variant | undefined => cache.get(`${digest}:${variantKey(p)}`),
+    peek,
     /** The variant of a source blob; `load` reads the source only when the variant is not cached. */
     async get(digest: string, sourceType: string, p: VariantParams, load: () => Promise<Buffer>): Promise<Variant> {
+      const hit = peek(digest, p)
+      if (hit) return hit
       const key = `${digest}:${variantKey(p)}`
-      const hit = cache.get(key)
-      if (hit) {
-        cache.delete(key)
-        cache.set(key, hit)
-        stats.hits++
-        return hit
-      }
       const pending = inflight.get(key)
       if (pending) {
         stats.shared++
