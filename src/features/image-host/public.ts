@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, pickLang } from '../../errors/render.js'
-import { PUBLIC_CORS_HEADERS, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
+import { PUBLIC_CORS_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { decide, replyRange } from '../../http/representation.js'
 import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../http/public-link.js'
 import { originalEtag, TOKEN_RE, versionOf, type ImageHost } from './service.js'
@@ -56,8 +56,7 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
 
     const etag = params ? variantEtag(img.digest, params) : originalEtag(img.digest)
     const v = Array.isArray(query.v) ? query.v[query.v.length - 1] : query.v
-    reply.header('Access-Control-Allow-Origin', '*')
-    reply.header('Access-Control-Expose-Headers', 'ETag, Content-Length, Content-Type, Content-Range, Accept-Ranges')
+    setPublicCors(reply)
     reply.header('Cache-Control', v === versionOf(img.digest) ? CACHE_IMMUTABLE : CACHE_STABLE)
     // ETag, 304, Range (206, 416, If-Range) and HEAD: one implementation for every public body
     if (params) {
@@ -103,15 +102,15 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
         }
         const cc = q.v === versionOf(img.digest) ? CACHE_IMMUTABLE : CACHE_STABLE
         if (params === null) {
-          const hits = originals.get(img) ?? {}
-          originals.set(img, hits)
+          let hits = originals.get(img)
+          if (hits === undefined) originals.set(img, (hits = {}))
           return (hits[cc] ??= linkHit(headers(cc, img.content_type), originalEtag(img.digest), img.size, img.digest))
         }
         if (img.content_type === 'image/svg+xml') return null
         const v = variants.peek(img.digest, params)
         if (v === undefined) return null
-        const hits = resized.get(v) ?? {}
-        resized.set(v, hits)
+        let hits = resized.get(v)
+        if (hits === undefined) resized.set(v, (hits = {}))
         // a variant's 304 is the route's: it answers before the variant is made
         return (hits[cc] ??= linkHit(headers(cc, v.contentType), variantEtag(img.digest, params), v.bytes.length, v.bytes, false))
       },
