@@ -1,10 +1,10 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { type BrowserContext, type Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, uploadFile } from '../support/hosting.js'
-import { chromiumOptions } from '../support/browser.js'
+import { openBrowser, type BrowserLease } from '../support/browser.js'
 
 // The console's pages and their CSP are the same on both engines; the API suites
 // (test/http/abuse.test.ts) cover both.
@@ -35,7 +35,7 @@ const ADMIN_API: Array<[string, string, unknown?]> = [
 
 describe(`admin console and report page in Chromium [${engine}]`, () => {
   let s: TestServer
-  let browser: Browser
+  let browser: BrowserLease
   let admin: Awaited<ReturnType<TestServer['user']>>
   let alice: Awaited<ReturnType<TestServer['user']>>
   const problems: string[] = []
@@ -83,7 +83,7 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
 
   before(async () => {
     s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
-    browser = await chromium.launch(chromiumOptions)
+    browser = await openBrowser()
     admin = await s.user({ admin: true })
     alice = await s.user()
   })

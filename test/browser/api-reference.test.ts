@@ -1,11 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
-import { chromium, type BrowserContext } from 'playwright-core'
+import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { chromiumOptions } from '../support/browser.js'
+import { openContext } from '../support/browser.js'
 
 // The reference is a static page over /openapi.json, the same on both engines: one is enough.
 const engine = ENGINES[0]
@@ -13,16 +10,13 @@ const engine = ENGINES[0]
 describe(`the API reference at /docs in Chromium [${engine}]`, () => {
   let s: TestServer
   let ctx: BrowserContext
-  let profile: string
   before(async () => {
     s = await startServer({ engine })
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
-    ctx = await chromium.launchPersistentContext(profile, chromiumOptions)
+    ctx = await openContext()
   })
   after(async () => {
     await ctx?.close()
     await s.close()
-    fs.rmSync(profile, { recursive: true, force: true })
   })
 
   it('renders every operation from /openapi.json under its CSP, self-hosted, with no console error', async () => {

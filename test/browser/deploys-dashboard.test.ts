@@ -3,10 +3,10 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
+import { openContext } from '../support/browser.js'
 import { deploySite } from '../support/deploys.js'
 
 /** The dashboard's deploy list of a folder project, with its rollback and promote buttons, in Chromium. */
@@ -22,10 +22,7 @@ describe('deploys in the dashboard (Chromium)', () => {
     s = await startServer({ env: { RATE_LIMITS: HIGH_LIMITS } })
     u = await s.user()
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-deploys-web-'))
-    ctx = await chromium.launchPersistentContext(path.join(tmp, 'profile'), {
-      executablePath: CHROMIUM_PATH,
-      args: CHROMIUM_ARGS,
-      ignoreHTTPSErrors: true,
+    ctx = await openContext({
       locale: 'en-US',
       viewport: { width: 1200, height: 900 },
     })

@@ -1,9 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { chromium, type Browser } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
-import { chromiumOptions, watchErrors } from '../support/browser.js'
+import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
 import { startDns, type TestDns } from '../support/dns.js'
 
 // The dashboard's domain page in Chromium: add a domain, read the DNS record to create, verify
@@ -13,7 +12,7 @@ const engine = ENGINES[0]
 describe(`dashboard: domains and visitor access in Chromium [${engine}]`, () => {
   let s: TestServer
   let dns: TestDns
-  let browser: Browser
+  let browser: BrowserLease
   let alice: Awaited<ReturnType<TestServer['user']>>
 
   before(async () => {
@@ -22,7 +21,7 @@ describe(`dashboard: domains and visitor access in Chromium [${engine}]`, () => 
     alice = await s.user({ name: 'alice' })
     assert.equal((await batchUpload(s, { key: alice.key }, 'site', [{ filename: 'index.html', data: '<p>dash site</p>' }])).status, 200)
     assert.equal((await s.post('/api/folders/site/publish', { key: alice.key })).status, 200)
-    browser = await chromium.launch(chromiumOptions)
+    browser = await openBrowser()
   })
   after(async () => {
     await browser?.close()

@@ -1,11 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
-import { chromium, type BrowserContext } from 'playwright-core'
+import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
+import { openContext } from '../support/browser.js'
 
 /**
  * A hosted data file of type text/html with a script, opened in headless Chromium by a
@@ -15,15 +12,12 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
 describe('hosted data in a browser', () => {
   let s: TestServer
   let ctx: BrowserContext
-  let userDir: string
   before(async () => {
     s = await startServer({ engine: ENGINES[0] })
-    userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
-    ctx = await chromium.launchPersistentContext(userDir, { executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, ignoreHTTPSErrors: true })
+    ctx = await openContext()
   })
   after(async () => {
     await ctx?.close()
-    fs.rmSync(userDir, { recursive: true, force: true })
     await s.close()
   })
 

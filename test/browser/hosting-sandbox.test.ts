@@ -1,12 +1,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
-import { chromium, type BrowserContext } from 'playwright-core'
+import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
-import { chromiumOptions } from '../support/browser.js'
+import { openContext } from '../support/browser.js'
 
 // Browser isolation is a property of the response headers, the same on both engines.
 const engine = ENGINES[0]
@@ -30,17 +27,14 @@ const EVIL_PAGE = `<!doctype html><html><head><title>loading</title></head><body
 describe(`hosted pages cannot act with a visitor's session (headless Chromium) [${engine}]`, () => {
   let s: TestServer
   let ctx: BrowserContext
-  let profile: string
   before(async () => {
     // no users' origins: a browser is not sent away from the path form, whose sandbox is tested here
     s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, CONTENT_DOMAIN: 'off' } })
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
-    ctx = await chromium.launchPersistentContext(profile, chromiumOptions)
+    ctx = await openContext()
   })
   after(async () => {
     await ctx?.close()
     await s.close()
-    fs.rmSync(profile, { recursive: true, force: true })
   })
 
   for (const where of ['single file', 'folder project'] as const) {

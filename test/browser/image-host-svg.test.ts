@@ -1,12 +1,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
-import { chromium, type BrowserContext } from 'playwright-core'
+import type { BrowserContext } from 'playwright-core'
 import { startServer, type TestServer } from '../support/server.js'
 import { imageForm, svc, SVG_WITH_SCRIPT } from '../support/images.js'
-import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
+import { openContext } from '../support/browser.js'
 
 /**
  * A logged-in visitor opens the public link of an uploaded SVG whose script would set the
@@ -16,7 +13,6 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
 describe('image host SVG in a real browser [sqlite]', () => {
   let s: TestServer
   let ctx: BrowserContext
-  let close: () => Promise<void>
   let link: string
   before(async () => {
     s = await startServer({ engine: 'sqlite' })
@@ -27,17 +23,12 @@ describe('image host SVG in a real browser [sqlite]', () => {
     const up = await s.post('/api/image-host/upload', { cookie, body: form.body, headers: { 'content-type': form.contentType } })
     assert.equal(up.status, 200, up.text)
     link = up.json.images[0].public_url
-    const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
-    ctx = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, ignoreHTTPSErrors: true })
-    close = async () => {
-      await ctx.close()
-      fs.rmSync(userDataDir, { recursive: true, force: true })
-    }
+    ctx = await openContext()
     const [name, value] = cookie.split('=')
     await ctx.addCookies([{ name, value, domain: '127.0.0.1', path: '/', secure: true, httpOnly: true, sameSite: 'Lax' }])
   })
   after(async () => {
-    await close?.()
+    await ctx?.close()
     await s?.close()
   })
 

@@ -1,9 +1,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, uploadFile } from '../support/hosting.js'
-import { chromiumOptions, waitFor } from '../support/browser.js'
+import { openBrowser, waitFor, type BrowserLease } from '../support/browser.js'
 
 // Isolation is the browser's same-origin policy applied to the service's headers and hosts:
 // the same on both engines.
@@ -16,10 +16,7 @@ type User = Awaited<ReturnType<TestServer['user']>>
  * service at its apex, users' origins below it. No request leaves the machine.
  */
 const TOSS_DOMAIN = 'svc-test.example.com'
-const launchOptions = {
-  ...chromiumOptions,
-  args: [...chromiumOptions.args, `--host-resolver-rules=MAP ${TOSS_DOMAIN} 127.0.0.1, MAP *.${TOSS_DOMAIN} 127.0.0.1`],
-}
+const RESOLVER_RULES = `--host-resolver-rules=MAP ${TOSS_DOMAIN} 127.0.0.1, MAP *.${TOSS_DOMAIN} 127.0.0.1`
 type Out = Record<string, unknown>
 
 /** Bob's page: keeps something in each of its origin's storages. */
@@ -70,7 +67,7 @@ const done = async (page: Page, title = 'done'): Promise<Out> => {
 
 describe(`a user's page is walled off from other users and from the service (Chromium) [${engine}]`, () => {
   let s: TestServer
-  let browser: Browser
+  let browser: BrowserLease
   let ctx: BrowserContext
   let alice: User
   let bob: User
@@ -87,7 +84,7 @@ describe(`a user's page is walled off from other users and from the service (Chr
     siteOf = (u) => `http://${u.username}.localhost:${new URL(s.httpUrl).port}`
     assert.equal((await uploadFile(s, { key: bob.key }, 'bob.html', BOB_PAGE)).status, 200)
     assert.equal((await uploadFile(s, { key: alice.key }, 'evil.html', evilPage(service, siteOf(bob)))).status, 200)
-    browser = await chromium.launch(launchOptions)
+    browser = await openBrowser([RESOLVER_RULES])
     ctx = await browser.newContext({ ignoreHTTPSErrors: true })
     // the visitor is signed in to the service in this browser
     visitorCookie = await s.login(visitor.username, visitor.password)

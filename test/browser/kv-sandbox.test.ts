@@ -1,13 +1,10 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { chromium, type BrowserContext } from 'playwright-core'
+import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { chromiumOptions } from '../support/browser.js'
+import { openContext } from '../support/browser.js'
 
 // The public read is plain HTTP semantics, the same on both engines: one engine is enough here.
 const engine = ENGINES[0]
@@ -15,18 +12,15 @@ const engine = ENGINES[0]
 describe(`key-value public read from a sandboxed hosted page [${engine}]`, () => {
   let s: TestServer
   let ctx: BrowserContext
-  let profile: string
   const pages: http.Server[] = []
   before(async () => {
     s = await startServer({ engine })
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
-    ctx = await chromium.launchPersistentContext(profile, chromiumOptions)
+    ctx = await openContext()
   })
   after(async () => {
     await ctx?.close()
     for (const p of pages) await new Promise((resolve) => p.close(resolve))
     await s.close()
-    fs.rmSync(profile, { recursive: true, force: true })
   })
 
   it('reads a public entry with fetch() from an opaque origin (Origin: null), and gets 1604 bodies too', async () => {

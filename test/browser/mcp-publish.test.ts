@@ -1,12 +1,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
-import { chromium, type BrowserContext } from 'playwright-core'
+import type { BrowserContext } from 'playwright-core'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { chromiumOptions, watchErrors } from '../support/browser.js'
+import { openContext, watchErrors } from '../support/browser.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 
 const engine = ENGINES[0]
@@ -14,18 +11,15 @@ const engine = ENGINES[0]
 describe(`a page published through MCP opens in Chromium [${engine}]`, () => {
   let s: TestServer
   let ctx: BrowserContext
-  let profile: string
   let client: Client
   before(async () => {
     s = await startServer({ engine })
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
-    ctx = await chromium.launchPersistentContext(profile, chromiumOptions)
+    ctx = await openContext()
   })
   after(async () => {
     await client?.close()
     await ctx?.close()
     await s.close()
-    fs.rmSync(profile, { recursive: true, force: true })
   })
 
   it('publish_html and deploy_files answer URLs that a browser opens and runs', async () => {

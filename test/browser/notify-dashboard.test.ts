@@ -1,11 +1,11 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
-import { chromium, type Browser, type BrowserContext } from 'playwright-core'
+import { type BrowserContext } from 'playwright-core'
 import { until, webhookReceiver } from '../support/webhooks.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { chromiumOptions, watchErrors } from '../support/browser.js'
+import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
 import { decodeQp, smtpSink } from '../support/smtp.js'
 
 // The forms page's notifications and the API keys page in Chromium: set a webhook (the secret
@@ -16,7 +16,7 @@ import { decodeQp, smtpSink } from '../support/smtp.js'
 for (const engine of ENGINES) {
   describe(`dashboard: form notifications and read-only keys in Chromium [${engine}]`, () => {
     let s: TestServer
-    let browser: Browser
+    let browser: BrowserLease
     let rx: Awaited<ReturnType<typeof webhookReceiver>>
     let alice: Awaited<ReturnType<TestServer['user']>>
 
@@ -32,7 +32,7 @@ for (const engine of ENGINES) {
       // deliveries give up fast, so a failed one can be redelivered within the test
       s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, NOTIFY_RETRY_BASE: '50ms', NOTIFY_POLL: '20ms', NOTIFY_MAX_AGE: '1s' } })
       alice = await s.user({ name: 'alice' })
-      browser = await chromium.launch(chromiumOptions)
+      browser = await openBrowser()
     })
     after(async () => {
       await browser?.close()
@@ -165,13 +165,13 @@ for (const engine of ENGINES) {
 
 describe(`dashboard: e-mail notifications in Chromium [${ENGINES[0]}]`, () => {
   let s: TestServer
-  let browser: Browser
+  let browser: BrowserLease
   let smtp: Awaited<ReturnType<typeof smtpSink>>
 
   before(async () => {
     smtp = await smtpSink()
     s = await startServer({ engine: ENGINES[0], env: { RATE_LIMITS: HIGH_LIMITS, SMTP_URL: smtp.url, SMTP_FROM: 'svc <svc@localhost>', NOTIFY_POLL: '20ms' } })
-    browser = await chromium.launch(chromiumOptions)
+    browser = await openBrowser()
   })
   after(async () => {
     await browser?.close()

@@ -1,9 +1,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { type BrowserContext, type Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload, type BatchFile } from '../support/hosting.js'
-import { chromiumOptions, watchErrors } from '../support/browser.js'
+import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
 import { tinyFont } from '../support/font.js'
 
 // What a browser does with a hosted site is a matter of headers and paths, the same on both engines.
@@ -95,9 +95,9 @@ async function ready(page: Page): Promise<Out> {
 const routeText = (page: Page) => page.locator('#route').textContent()
 
 // one Chromium for the file; each suite makes its own contexts
-let browser: Browser
+let browser: BrowserLease
 before(async () => {
-  browser = await chromium.launch(chromiumOptions)
+  browser = await openBrowser()
 })
 after(async () => {
   await browser?.close()

@@ -3,10 +3,9 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
-import { chromium, type Browser } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { chromiumOptions, watchErrors } from '../support/browser.js'
+import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
 import { makeTree, runCli } from '../cli/run.js'
 
 // A real third-party site, as published on npm and unchanged but for its configuration file.
@@ -29,7 +28,7 @@ const INITIALIZER = `window.onload = function () {
 
 describe(`swagger-ui-dist deployed with svc deploy, in Chromium [${engine}]`, () => {
   let s: TestServer
-  let browser: Browser
+  let browser: BrowserLease
   let dir: string
   before(async () => {
     s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
@@ -40,7 +39,7 @@ describe(`swagger-ui-dist deployed with svc deploy, in Chromium [${engine}]`, ()
     for (const f of fs.readdirSync(SWAGGER_DIST)) {
       if (!fs.existsSync(path.join(dir, f))) fs.copyFileSync(path.join(SWAGGER_DIST, f), path.join(dir, f))
     }
-    browser = await chromium.launch(chromiumOptions)
+    browser = await openBrowser()
   })
   after(async () => {
     await browser?.close()

@@ -1,9 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { chromium, type Browser } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
-import { chromiumOptions } from '../support/browser.js'
+import { openBrowser, type BrowserLease } from '../support/browser.js'
 
 // The visitor password form in a real Chromium, on the user's origin (http://alice.localhost:PORT):
 // the form shows instead of the page (no browser dialog), a wrong password says so, the right
@@ -12,7 +11,7 @@ const engine = ENGINES[0]
 
 describe(`visitor password form in Chromium [${engine}]`, () => {
   let s: TestServer
-  let browser: Browser
+  let browser: BrowserLease
   let origin = ''
 
   before(async () => {
@@ -27,7 +26,7 @@ describe(`visitor password form in Chromium [${engine}]`, () => {
     const put = await s.request('PUT', '/api/access/secret', { key: alice.key, json: { password: 'open sesame' } })
     assert.equal(put.status, 200, put.text)
     origin = `http://alice.localhost:${new URL(s.httpUrl).port}`
-    browser = await chromium.launch(chromiumOptions)
+    browser = await openBrowser()
   })
   after(async () => {
     await browser?.close()

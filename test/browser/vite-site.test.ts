@@ -4,10 +4,9 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { build, preview, type PreviewServer } from 'vite'
-import { chromium, type Browser } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { chromiumOptions, watchErrors } from '../support/browser.js'
+import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
 import { closedPort } from '../support/ports.js'
 import { runCli } from '../cli/run.js'
 
@@ -29,7 +28,7 @@ const FIXTURE = path.join(repoRoot(), 'test', 'fixtures', 'vite-site')
 
 describe(`a Vite-built site: svc deploy vs vite preview, in Chromium [${engine}]`, () => {
   let s: TestServer
-  let browser: Browser
+  let browser: BrowserLease
   let work: string
   let out: string
   let vitePreview: PreviewServer | undefined
@@ -47,7 +46,7 @@ describe(`a Vite-built site: svc deploy vs vite preview, in Chromium [${engine}]
     out = path.join(work, 'dist')
     const [server] = await Promise.all([startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } }), build(viteConfig())])
     s = server
-    browser = await chromium.launch(chromiumOptions)
+    browser = await openBrowser()
   })
   after(async () => {
     await vitePreview?.close()

@@ -2,12 +2,11 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import https from 'node:https'
-import os from 'node:os'
 import path from 'node:path'
 import type { AddressInfo } from 'node:net'
-import { chromium, type BrowserContext } from 'playwright-core'
+import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../support/browser.js'
+import { openContext } from '../support/browser.js'
 
 const HIGH = JSON.stringify(
   Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 200 }])),
@@ -77,19 +76,11 @@ async function startPageServer(dataDir: string, html: () => string) {
 
 describe('forms in a real browser (chromium)', () => {
   let context: BrowserContext
-  let userDataDir: string
   before(async () => {
-    userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-chromium-'))
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM_PATH,
-      args: CHROMIUM_ARGS,
-      headless: true,
-      ignoreHTTPSErrors: true,
-    })
+    context = await openContext()
   })
   after(async () => {
     await context?.close()
-    fs.rmSync(userDataDir, { recursive: true, force: true })
   })
 
   for (const engine of ENGINES) {

@@ -4,10 +4,10 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import zlib from 'node:zlib'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { sha256hex } from '../../src/auth/tokens.js'
-import { CHROMIUM_ARGS, CHROMIUM_PATH, networkQuiet } from '../support/browser.js'
+import { networkQuiet, openContext } from '../support/browser.js'
 
 /**
  * The web interface end to end in headless Chromium (Debian's, no download): a new user signs
@@ -70,10 +70,7 @@ for (const engine of ENGINES) {
       fs.mkdirSync(shots, { recursive: true })
       s = await startServer({ engine, env: { RATE_LIMITS: '{"authenticated":{"minute":1000,"hour":10000}}' } })
       tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-web-'))
-      ctx = await chromium.launchPersistentContext(path.join(tmp, 'profile'), {
-        executablePath: CHROMIUM_PATH,
-        args: CHROMIUM_ARGS,
-        ignoreHTTPSErrors: true,
+      ctx = await openContext({
         locale: 'en-US',
         viewport: { width: 1200, height: 900 },
         permissions: ['clipboard-read', 'clipboard-write'],

@@ -1,3 +1,6 @@
+import { after } from 'node:test'
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core'
+
 /** Debian's Chromium, headless, as this machine runs it (no browser download, no network calls). */
 export const CHROMIUM_PATH = '/usr/bin/chromium'
 export const CHROMIUM_ARGS = [
@@ -11,10 +14,62 @@ export const CHROMIUM_ARGS = [
   '--disable-sync',
 ]
 
-/** Launch options for playwright-core against the test server's self-signed certificate. */
-export const chromiumOptions = { executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, ignoreHTTPSErrors: true }
+/** Chromium processes of this test process, by their extra arguments. */
+const browsers = new Map<string, Promise<Browser>>()
+// this module is imported at a test file's top level, so the hook is the process's root one:
+// it runs once every file of the process (a group, scripts/run-tests.mjs) is done
+after(async () => {
+  const open = [...browsers.values()]
+  browsers.clear()
+  for (const b of open) await (await b.catch(() => null))?.close()
+})
 
-import type { Page } from 'playwright-core'
+/** What a test file holds of a shared Chromium: its own contexts, closed by close(). */
+export interface BrowserLease {
+  /** A fresh context (its own cookies, storage, cache), trusting the test server's certificate. */
+  newContext(options?: BrowserContextOptions): Promise<BrowserContext>
+  /** Closes this lease's contexts; the browser stays for the process's other files. */
+  close(): Promise<void>
+}
+
+/**
+ * Chromium for a test file. A launch costs about a CPU-second more than a context, so the
+ * files of one test process share one browser per set of `extraArgs` (launch-time switches
+ * such as --host-resolver-rules), relaunched if it went away. Nothing crosses between files:
+ * each works in contexts of its own, which hold Chromium's cookies, storage, caches, HSTS
+ * state and permissions.
+ */
+export async function openBrowser(extraArgs: string[] = []): Promise<BrowserLease> {
+  const key = extraArgs.join('\n')
+  let launched = browsers.get(key)
+  if (launched === undefined) {
+    const mine = chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS, ...extraArgs] })
+    launched = mine
+    browsers.set(key, mine)
+    const forget = () => {
+      if (browsers.get(key) === mine) browsers.delete(key)
+    }
+    mine.then((b) => b.on('disconnected', forget), forget)
+  }
+  const browser = await launched
+  const contexts = new Set<BrowserContext>()
+  return {
+    async newContext(options = {}) {
+      const ctx = await browser.newContext({ ignoreHTTPSErrors: true, ...options })
+      contexts.add(ctx)
+      ctx.on('close', () => contexts.delete(ctx))
+      return ctx
+    },
+    async close() {
+      for (const ctx of [...contexts]) await ctx.close().catch(() => {})
+    },
+  }
+}
+
+/** One context of a shared Chromium (openBrowser), for a file that needs one; ctx.close() ends it. */
+export async function openContext(options: BrowserContextOptions = {}): Promise<BrowserContext> {
+  return (await openBrowser()).newContext(options)
+}
 
 /**
  * Everything that went wrong on a page, as a visitor's devtools would show it: console
