@@ -22,6 +22,8 @@
 # server on CPU 1, wrk and the writer on CPU 0, so the neighbour figures measure what the
 # writes cost the server, not the load generators' share of a small machine.
 #
+# Each line ends with the server's CPU microseconds per request over that run (cpu_us).
+#
 # Needs dist/ built in every checkout (npm run build), wrk, curl, PostgreSQL at 127.0.0.1:5432
 # (trust, database test) for the postgres engine; loopback only. Each checkout is started with
 # `bin/svc serve` on plain HTTP (TRUST_PROXY=1, requests carry X-Forwarded-Proto: https) and
@@ -68,16 +70,25 @@ stop_server() {
 }
 trap stop_server EXIT
 
-# wrk_run NAME ARGS...: one wrk run; appends "build engine round NAME req/s p99_ms non2xx"
+# the server's CPU time (user + system, all threads) in clock ticks, from /proc
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER/stat"; }
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+# wrk_run NAME ARGS...: one wrk run; appends "build engine round NAME req/s p99_ms non2xx
+# cpu_us": cpu_us is the server's CPU microseconds per request over the run, what a request
+# costs the server, which a machine shared with other work disturbs less than req/s
 wrk_run() {
   local name=$1
   shift
-  local out rps p99 bad
+  local out rps p99 bad reqs t0 t1 cpu
+  t0=$(cpu_ticks)
   out=$("${LOAD_PIN[@]}" wrk -t"$THREADS" -c"$CONNS" -d"${RUN_FOR:-$DURATION}" --latency "$@")
+  t1=$(cpu_ticks)
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}' <<<"$out")
   bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$BUILD" "$ENGINE" "$ROUND" "$name" "$rps" "$p99" "${bad:-0}" | tee -a "$OUT"
+  reqs=$(awk '/ requests in / {print $1}' <<<"$out")
+  cpu=$(awk -v d=$((t1 - t0)) -v us="$TICK_US" -v n="$reqs" 'BEGIN {printf "%.1f", (n > 0) ? d * us / n : 0}')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$BUILD" "$ENGINE" "$ROUND" "$name" "$rps" "$p99" "${bad:-0}" "$cpu" | tee -a "$OUT"
 }
 
 for ROUND in $(seq 1 "$ROUNDS"); do
@@ -147,7 +158,7 @@ for ROUND in $(seq 1 "$ROUNDS"); do
           [ "$mode" = incr ] || name=page-with-control
           wrk_run "$name" "${H[@]}" "$PAGE"
           wait "$WRITER"
-          printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$BUILD" "$ENGINE" "$ROUND" "${name#page-with-}-achieved" "$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).per_second)' "$DATA/writer.json")" - - | tee -a "$OUT"
+          printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$BUILD" "$ENGINE" "$ROUND" "${name#page-with-}-achieved" "$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).per_second)' "$DATA/writer.json")" - - - | tee -a "$OUT"
         done
       fi
       stop_server
@@ -156,9 +167,10 @@ for ROUND in $(seq 1 "$ROUNDS"); do
 done
 
 echo
-echo "ranges over $ROUNDS round(s) (min-max): req/s | p99 ms    [raw: $OUT]"
+echo "ranges over $ROUNDS round(s) (min-max): req/s | p99 ms | server CPU us per request    [raw: $OUT]"
 awk -F'\t' '$5 != "" && $6 != "-" {
   k = $1 "\t" $2 "\t" $4
   if (!(k in lo) || $5 < lo[k]) lo[k] = $5; if ($5 > hi[k]) hi[k] = $5
   if (!(k in plo) || $6 < plo[k]) plo[k] = $6; if ($6 > phi[k]) phi[k] = $6
-} END { for (k in lo) printf "%s\t%d-%d\t%.2f-%.2f\n", k, lo[k], hi[k], plo[k], phi[k] }' "$OUT" | sort
+  if (!(k in clo) || $8 < clo[k]) clo[k] = $8; if ($8 > chi[k]) chi[k] = $8
+} END { for (k in lo) printf "%s\t%d-%d\t%.2f-%.2f\t%.0f-%.0f\n", k, lo[k], hi[k], plo[k], phi[k], clo[k], chi[k] }' "$OUT" | sort
