@@ -7,7 +7,7 @@ import { ACCOUNTS_MESSAGES, type AccountsKey } from './messages.js'
 /** /api-keys: create, list, enable/disable and delete API keys (static/keys.js). */
 export const accountsUi: FeatureUi<AccountsKey> = {
   messages: ACCOUNTS_MESSAGES,
-  scripts: [sourceFile(import.meta.url, 'static/keys.js')],
+  scripts: [sourceFile('features/accounts/static/keys.js')],
   pages: [
     {
       path: '/api-keys',

@@ -44,7 +44,7 @@ const STATUSES = ['open', 'quarantined', 'restored', 'taken_down', 'lifted', 'di
 /** /admin...: accounts, abuse reports, content search, settings and the audit log (admin flag only). */
 export const adminUi: FeatureUi<AdminKey> = {
   messages: ADMIN_MESSAGES,
-  scripts: [sourceFile(import.meta.url, 'static/admin.js')],
+  scripts: [sourceFile('features/admin/static/admin.js')],
   pages: [
     adminPage(
       '/admin',

@@ -7,7 +7,7 @@ import { DOMAIN_MESSAGES, type DomainKey } from './messages.js'
 /** /dashboard/domains: custom domains with the DNS record each needs, and visitor access; static/domains.js fills it. */
 export const domainsUi: FeatureUi<DomainKey> = {
   messages: DOMAIN_MESSAGES,
-  scripts: [sourceFile(import.meta.url, 'static/domains.js')],
+  scripts: [sourceFile('features/domains/static/domains.js')],
   pages: [
     {
       path: '/dashboard/domains',

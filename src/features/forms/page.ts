@@ -7,7 +7,7 @@ import { FORMS_MESSAGES, type FormsKey } from './messages.js'
 /** /dashboard/forms: form builder, submissions and each form's notifications (webhook, e-mail, delivery log), filled by static/forms.js. */
 export const formsUi: FeatureUi<FormsKey> = {
   messages: FORMS_MESSAGES,
-  scripts: [sourceFile(import.meta.url, 'static/forms.js')],
+  scripts: [sourceFile('features/forms/static/forms.js')],
   pages: [
     {
       path: '/dashboard/forms',

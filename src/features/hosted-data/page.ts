@@ -7,7 +7,7 @@ import { HOSTED_DATA_MESSAGES, type HostedDataKey } from './messages.js'
 /** /dashboard/data: activation, data files and their versions (static/data.js). */
 export const hostedDataUi: FeatureUi<HostedDataKey> = {
   messages: HOSTED_DATA_MESSAGES,
-  scripts: [sourceFile(import.meta.url, 'static/data.js')],
+  scripts: [sourceFile('features/hosted-data/static/data.js')],
   pages: [
     {
       path: '/dashboard/data',

@@ -7,7 +7,7 @@ import { IMAGE_HOST_MESSAGES, type ImageHostKey } from './messages.js'
 /** /dashboard/images: activation, upload and the gallery (static/images.js). */
 export const imageHostUi: FeatureUi<ImageHostKey> = {
   messages: IMAGE_HOST_MESSAGES,
-  scripts: [sourceFile(import.meta.url, 'static/images.js')],
+  scripts: [sourceFile('features/image-host/static/images.js')],
   pages: [
     {
       path: '/dashboard/images',

@@ -7,7 +7,7 @@ import { KV_MESSAGES, type KvKey } from './messages.js'
 /** /dashboard/kv ("my database"): the frame that static/kv.js fills from the KV API. */
 export const kvUi: FeatureUi<KvKey> = {
   messages: KV_MESSAGES,
-  scripts: [sourceFile(import.meta.url, 'static/kv.js')],
+  scripts: [sourceFile('features/kv/static/kv.js')],
   pages: [
     {
       path: '/dashboard/kv',

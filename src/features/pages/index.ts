@@ -19,7 +19,7 @@ export function pagesFeature(features: readonly AnyFeature[]): Feature {
     name: 'pages',
     pages(app: FastifyInstance, deps: Deps) {
       const registry = buildRegistry(features.flatMap((f) => (f.ui ? [f.ui] : [])))
-      const shell = [sourceFile(import.meta.url, 'static/app.css'), sourceFile(import.meta.url, 'static/common.js')]
+      const shell = [sourceFile('features/pages/static/app.css'), sourceFile('features/pages/static/common.js')]
       const assets = loadAssets([...shell, ...registry.scripts])
       const css = assets.get('app.css')?.body.toString('utf8') ?? ''
       assetRoutes(app, assets)

@@ -7,7 +7,7 @@ import { SITES_MESSAGES, type SitesKey } from './messages.js'
 /** /dashboard/files and /dashboard/folders: single files and folder projects (static/files.js, static/folders.js). */
 export const sitesUi: FeatureUi<SitesKey> = {
   messages: SITES_MESSAGES,
-  scripts: [sourceFile(import.meta.url, 'static/files.js'), sourceFile(import.meta.url, 'static/folders.js')],
+  scripts: [sourceFile('features/sites/static/files.js'), sourceFile('features/sites/static/folders.js')],
   pages: [
     {
       path: '/dashboard/files',
