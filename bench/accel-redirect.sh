@@ -32,7 +32,7 @@ PORT=$BASE_PORT HTTP_PORT=$((BASE_PORT + 1)) PLAIN_PORT=$((BASE_PORT + 2))
 STATIC=$((BASE_PORT + 3)) PROXY=$((BASE_PORT + 4)) ACCEL=$((BASE_PORT + 5)) BARE=$((BASE_PORT + 6))
 BARE_ACCEL_UP=$((BASE_PORT + 7)) BARE_BODY_UP=$((BASE_PORT + 8))
 for t in nginx wrk curl; do command -v $t >/dev/null || { echo "needs $t" >&2; exit 2; }; done
-[ -f dist/src/cli/main.js ] || npm run build
+[ -f dist/bin/main.js ] || npm run build
 
 DATA=$(mktemp -d /tmp/svc-bench-accel.XXXXXX)
 # nginx's worker runs as an unprivileged user: it must read the pages

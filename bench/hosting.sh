@@ -41,7 +41,7 @@ else
   echo "not pinned"
 fi
 
-[ -f dist/src/cli/main.js ] || npm run build
+[ -f dist/bin/main.js ] || npm run build
 
 # shellcheck source=bench/lib/hosting-setup.sh
 . bench/lib/hosting-setup.sh

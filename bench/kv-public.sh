@@ -39,7 +39,7 @@ if [ "$ENGINE" = postgres ] && [ -z "${DATABASE_URL:-}" ]; then
   export DATABASE_URL="postgres://postgres@127.0.0.1:5432/test?schema=$DROP_SCHEMA"
 fi
 
-[ -f dist/src/cli/main.js ] || npm run build
+[ -f dist/bin/main.js ] || npm run build
 
 "${SERVER_CPU[@]}" bin/svc serve >"$DATA/serve.log" 2>&1 &
 SERVER=$!

@@ -7,10 +7,10 @@
 // (below).
 //
 // Tests that spawn the CLI as a child process (test/cli, test/e2e/cli, test/e2e/hosting-crash,
-// test/scale/migrate-step, test/http/hosted-data) run `bin/svc`, which loads the compiled
-// dist/src. So this script first builds src once (tsconfig.build.json, a few seconds): the
-// children then start as fast as the shipped CLI does, and the tests exercise the real entry
-// point. Spawning through tsx instead was measured at +0.4 s per client command and +2 s per
+// test/scale/migrate-step, test/http/hosted-data) run `bin/svc`, which loads the bundle in
+// dist/bin. So this script first builds src once as `npm run build` does (tsconfig.build.json,
+// then scripts/bundle.mjs; a few seconds): the children then start as fast as the shipped CLI
+// does, and the tests exercise the real entry point. Spawning through tsx instead was measured at +0.4 s per client command and +2 s per
 // `svc serve` start, for hundreds of spawns. Running one of those files directly
 // (node --import tsx --test test/cli/x.test.ts) needs `npm run build` first, or it tests a stale dist.
 import { spawn, spawnSync } from 'node:child_process'
@@ -26,6 +26,8 @@ const build = spawnSync(process.execPath, [path.join(root, 'node_modules', 'type
   stdio: 'inherit',
 })
 if (build.status !== 0) process.exit(build.status ?? 1)
+const bundle = spawnSync(process.execPath, [path.join(root, 'scripts', 'bundle.mjs')], { cwd: root, stdio: 'inherit' })
+if (bundle.status !== 0) process.exit(bundle.status ?? 1)
 
 const testRoot = path.join(root, 'test')
 const files = []

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -48,13 +48,58 @@ function packagesLoadedByServe(): Set<string> {
   }
 }
 
+/**
+ * The packages `bin/svc serve` (the bundle in dist/bin) resolves from node_modules until it
+ * listens: those the bundle leaves out (scripts/bundle.mjs), as the same hook reports them.
+ */
+async function packagesLoadedByBundledServe(): Promise<Set<string>> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-lean-'))
+  try {
+    const hooks = path.join(dir, 'hooks.mjs')
+    fs.writeFileSync(
+      hooks,
+      `export async function resolve(spec, ctx, next) {
+        const r = await next(spec, ctx)
+        const m = /node_modules\\/((@[^/]+\\/)?[^/]+)/.exec(r.url)
+        if (m && ctx.parentURL && !ctx.parentURL.includes('/node_modules/')) process.stderr.write('PKG ' + m[1] + '\\n')
+        return r
+      }`,
+    )
+    const register = path.join(dir, 'register.mjs')
+    fs.writeFileSync(register, `import { register } from 'node:module'\nregister(${JSON.stringify(url.pathToFileURL(hooks).href)})\n`)
+    const child = spawn(process.execPath, ['--import', url.pathToFileURL(register).href, path.join(root, 'bin', 'svc'), 'serve'], {
+      env: { ...process.env, NODE_ENV: 'production', DATA_DIR: path.join(dir, 'data'), PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (err += d))
+    const exited = new Promise((r) => child.once('exit', r))
+    for (let i = 0; i < 600 && !/svc listening on/.test(out) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
+    assert.match(out, /svc listening on/, err)
+    child.kill('SIGTERM')
+    await exited
+    return new Set([...err.matchAll(/^PKG (\S+)$/gm)].map((m) => m[1]))
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const HEAVY = ['sharp', '@modelcontextprotocol/sdk', 'nodemailer', 'pg', 'ioredis', '@aws-sdk/client-s3', '@aws-sdk/lib-storage']
+
 // heavy packages load on first use only: a SQLite server without Redis or SMTP starts without them
 describe('svc serve loads only what its settings use', () => {
   it('builds the server without sharp, the MCP SDK, nodemailer, pg, ioredis or the S3 client', () => {
     const loaded = packagesLoadedByServe()
     assert.ok(loaded.has('fastify') && loaded.has('better-sqlite3'), `the hook saw the server's own packages: ${[...loaded].join(', ')}`)
-    for (const heavy of ['sharp', '@modelcontextprotocol/sdk', 'nodemailer', 'pg', 'ioredis', '@aws-sdk/client-s3', '@aws-sdk/lib-storage']) {
-      assert.ok(!loaded.has(heavy), `${heavy} was loaded at start`)
-    }
+    for (const heavy of HEAVY) assert.ok(!loaded.has(heavy), `${heavy} was loaded at start`)
+  })
+
+  it('bin/svc serve (the bundle) listens without them too', async () => {
+    const loaded = await packagesLoadedByBundledServe()
+    // fastify is inside the bundle: only what it leaves out is resolved from node_modules
+    assert.ok(loaded.has('better-sqlite3') && !loaded.has('fastify'), `packages resolved: ${[...loaded].join(', ')}`)
+    for (const heavy of HEAVY) assert.ok(!loaded.has(heavy), `${heavy} was loaded at start`)
   })
 })
