@@ -42,8 +42,11 @@ describe('scheduled backups (BACKUP_DIR)', () => {
     }
     const newest = snapshots(backupDir).sort().pop()!
     const target = path.join(dataDir, 'restored')
-    const r = spawn(process.execPath, [bin, 'restore', path.join(backupDir, newest), '--data-dir', target], { env, stdio: 'ignore' })
-    assert.equal(await new Promise((res) => r.once('close', res)), 0, 'the scheduled snapshot verifies and restores')
+    const r = spawn(process.execPath, [bin, 'restore', path.join(backupDir, newest), '--data-dir', target], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let said = ''
+    r.stdout.on('data', (d: Buffer) => (said += d.toString()))
+    r.stderr.on('data', (d: Buffer) => (said += d.toString()))
+    assert.equal(await new Promise((res) => r.once('close', res)), 0, `the scheduled snapshot verifies and restores: ${said}`)
     assert.ok(fs.existsSync(path.join(target, 'svc.db')))
     fs.rmSync(dataDir, { recursive: true, force: true })
   })
