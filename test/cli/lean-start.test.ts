@@ -9,6 +9,24 @@ import url from 'node:url'
 const root = path.resolve(path.dirname(url.fileURLToPath(import.meta.url)), '../..')
 
 /**
+ * Writes DIR/hooks.mjs: a module resolve hook that prints `PKG <name>` on stderr for each
+ * package the service's own code (any module outside node_modules) resolves.
+ */
+function writeHooks(dir: string): string {
+  const hooks = path.join(dir, 'hooks.mjs')
+  fs.writeFileSync(
+    hooks,
+    `export async function resolve(spec, ctx, next) {
+      const r = await next(spec, ctx)
+      const m = /node_modules\\/((@[^/]+\\/)?[^/]+)/.exec(r.url)
+      if (m && ctx.parentURL && !ctx.parentURL.includes('/node_modules/')) process.stderr.write('PKG ' + m[1] + '\\n')
+      return r
+    }`,
+  )
+  return hooks
+}
+
+/**
  * The packages (node_modules) a fresh process resolves from the service's own code while it
  * loads and builds the server as `svc serve` does (compiled dist/, SQLite, no Redis, no SMTP),
  * reported by a module resolve hook.
@@ -16,16 +34,7 @@ const root = path.resolve(path.dirname(url.fileURLToPath(import.meta.url)), '../
 function packagesLoadedByServe(): Set<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-lean-'))
   try {
-    const hooks = path.join(dir, 'hooks.mjs')
-    fs.writeFileSync(
-      hooks,
-      `export async function resolve(spec, ctx, next) {
-        const r = await next(spec, ctx)
-        const m = /node_modules\\/((@[^/]+\\/)?[^/]+)/.exec(r.url)
-        if (m && ctx.parentURL && !ctx.parentURL.includes('/node_modules/')) process.stderr.write('PKG ' + m[1] + '\\n')
-        return r
-      }`,
-    )
+    const hooks = writeHooks(dir)
     const dist = (f: string) => JSON.stringify(url.pathToFileURL(path.join(root, 'dist', 'src', f)).href)
     const code = `
       import { register } from 'node:module'
@@ -55,16 +64,7 @@ function packagesLoadedByServe(): Set<string> {
 async function packagesLoadedByBundledServe(): Promise<Set<string>> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-lean-'))
   try {
-    const hooks = path.join(dir, 'hooks.mjs')
-    fs.writeFileSync(
-      hooks,
-      `export async function resolve(spec, ctx, next) {
-        const r = await next(spec, ctx)
-        const m = /node_modules\\/((@[^/]+\\/)?[^/]+)/.exec(r.url)
-        if (m && ctx.parentURL && !ctx.parentURL.includes('/node_modules/')) process.stderr.write('PKG ' + m[1] + '\\n')
-        return r
-      }`,
-    )
+    const hooks = writeHooks(dir)
     const register = path.join(dir, 'register.mjs')
     fs.writeFileSync(register, `import { register } from 'node:module'\nregister(${JSON.stringify(url.pathToFileURL(hooks).href)})\n`)
     const child = spawn(process.execPath, ['--import', url.pathToFileURL(register).href, path.join(root, 'bin', 'svc'), 'serve'], {
