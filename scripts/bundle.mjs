@@ -20,7 +20,9 @@ const outdir = `${final}.new`
 fs.rmSync(outdir, { recursive: true, force: true })
 
 await build({
-  entryPoints: [path.join(root, 'dist', 'src', 'cli', 'main.js')],
+  // serve.js is an entry of its own (dist/bin/serve.js, a stable name): main.js imports it on
+  // `svc serve`, and a process can load it ahead of starting (test/support/write-crash.ts)
+  entryPoints: [path.join(root, 'dist', 'src', 'cli', 'main.js'), path.join(root, 'dist', 'src', 'cli', 'serve.js')],
   outdir,
   bundle: true,
   splitting: true,

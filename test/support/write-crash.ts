@@ -33,13 +33,14 @@ function rng(seed: number) {
 
 /**
  * `svc serve` behind a (pretend) TLS proxy: plain HTTP, so each submit can carry its own client
- * address. The child loads the server's modules at once but runs bin/svc's entry point (which
- * opens the database) only on `go()`: the next round's process is spawned while the current one
- * works, and only the start after the kill (recovery, migrations check, listen) stays on the
- * round's path. Module loading is most of a start and touches no data.
+ * address. The child loads the server's code at once (the bundle's serve.js, which bin/svc
+ * runs) but runs bin/svc's entry point (which opens the database) only on `go()`: the next
+ * round's process is spawned while the current one works, and only the start after the kill
+ * (recovery, migrations check, listen) stays on the round's path. Loading code is most of a
+ * start and touches no data.
  */
 function spawnServer(env: Record<string, string>, log: string): { child: ChildProcess; go(): Promise<string> } {
-  const dist = (f: string) => JSON.stringify(url.pathToFileURL(path.join(root, 'dist', 'src', 'cli', f)).href)
+  const dist = (f: string) => JSON.stringify(url.pathToFileURL(path.join(root, 'dist', 'bin', f)).href)
   const code = [
     `await import(${dist('serve.js')})`,
     // the test went away: nothing to wait for
