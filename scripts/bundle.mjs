@@ -7,7 +7,7 @@
 //
 // Left out of the bundle and resolved from node_modules at run time: native addons, the heavy
 // packages the service loads on first use only, and packages whose own files are read at run
-// time (swagger-ui-dist's assets). dist/src stays: the benches and the in-process tests import it.
+// time (swagger-ui-dist's assets). dist/src stays: the benches and test/cli/lean-start import it.
 import path from 'node:path'
 import fs from 'node:fs'
 import { fileURLToPath } from 'node:url'
