@@ -127,6 +127,31 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       await p.body.dump()
     })
 
+    it("serves the dashboard's pages, browser scripts and API reference from the bundle", async () => {
+      const get = async (p: string) => {
+        const r = await request(`${server.url}${p}`, { dispatcher: insecureAgent })
+        return { status: r.statusCode, type: String(r.headers['content-type']), body: await r.body.text() }
+      }
+      const login = await get('/login')
+      assert.equal(login.status, 200)
+      assert.match(login.type, /^text\/html/)
+      // the scripts are src/ files read at start (web/assets.ts), not modules of the bundle
+      for (const [url, file] of [
+        ['/static/common.js', 'src/features/pages/static/common.js'],
+        ['/static/app.css', 'src/features/pages/static/app.css'],
+        ['/static/kv.js', 'src/features/kv/static/kv.js'],
+      ]) {
+        const r = await get(url)
+        assert.equal(r.status, 200, url)
+        assert.equal(r.body, fs.readFileSync(path.join(root, file), 'utf8'), url)
+      }
+      const docs = await get('/docs')
+      assert.equal(docs.status, 200)
+      const asset = /src="(\/docs\/assets\/[^"]+\.js)"/.exec(docs.body)?.[1]
+      assert.ok(asset, docs.body)
+      assert.equal((await get(asset)).status, 200, asset)
+    })
+
     it('grants entitlements and creates redeem codes', async () => {
       assert.equal((await svc(['grant', 'carol', 'image-host'], env)).status, 0)
       const code = await svc(['redeem-code', 'create', 'hosted-data'], env)
