@@ -8,10 +8,10 @@
 //
 // Tests that spawn the CLI as a child process (test/cli, test/e2e/cli, test/e2e/hosting-crash,
 // test/scale/migrate-step, test/http/hosted-data) run `bin/svc`, which loads the bundle in
-// dist/bin. So this script first builds src once as `npm run build` does (tsconfig.build.json,
-// then scripts/bundle.mjs; a few seconds): the children then start as fast as the shipped CLI
-// does, and the tests exercise the real entry point. Spawning through tsx instead was measured at +0.4 s per client command and +2 s per
-// `svc serve` start, for hundreds of spawns. Running one of those files directly
+// dist/bin. So this script first runs `npm run build` once (tsc, then scripts/bundle.mjs; a
+// few seconds): the children then start as fast as the shipped CLI does, and the tests
+// exercise the real entry point. Spawning through tsx instead was measured at +0.4 s per
+// client command and +2 s per `svc serve` start, for hundreds of spawns. Running one of those files directly
 // (node --import tsx --test test/cli/x.test.ts) needs `npm run build` first, or it tests a stale dist.
 import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -21,13 +21,9 @@ import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const build = spawnSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-  cwd: root,
-  stdio: 'inherit',
-})
+// package.json's build script is the one definition of the build (tsc, then the bundle)
+const build = spawnSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: 'inherit' })
 if (build.status !== 0) process.exit(build.status ?? 1)
-const bundle = spawnSync(process.execPath, [path.join(root, 'scripts', 'bundle.mjs')], { cwd: root, stdio: 'inherit' })
-if (bundle.status !== 0) process.exit(bundle.status ?? 1)
 
 const testRoot = path.join(root, 'test')
 const files = []
