@@ -17,7 +17,7 @@ export const CLIENT_USAGE = `Client commands (talk to a server over its API; see
   svc logout | svc whoami
   svc deploy <dir> [--project NAME] [--preview] [-m MESSAGE] [--dry-run] [--dotfiles] [--no-gzip]
              [--batch [--no-publish] [--delete] [--concurrency N] [--batch-files N] [--batch-bytes SIZE]]
-  svc deploys [list] [--project NAME]                       the project's kept deploys
+  svc deploys [list] [PROJECT] [--project NAME]             the project's kept deploys
   svc rollback [ID] [--project NAME] | svc promote ID [--project NAME]   make a deploy live
   svc page <file.html> [--project NAME] [--description TEXT]
   svc kv get KEY | set KEY VALUE [--type json|text|number] [--public] [--tags a,b] [--file F]

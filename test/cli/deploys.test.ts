@@ -78,6 +78,19 @@ for (const engine of ENGINES) {
       assert.equal(first.source, 'cli')
       const human = await runCli(['deploys', 'list', '--project', 'site'], { env })
       assert.match(human.stdout, new RegExp(`live\\s+${second.id}`))
+      // the project as the argument, with or without "list"; two different names are refused
+      for (const args of [
+        ['deploys', 'site'],
+        ['deploys', 'list', 'site'],
+        ['deploys', 'site', '--project', 'site'],
+      ]) {
+        const named = await runCli([...args, '--json'], { env })
+        assert.equal(named.code, 0, named.stderr)
+        assert.deepEqual(named.json.deploys, list.json.deploys, args.join(' '))
+      }
+      const two = await runCli(['deploys', 'site', '--project', 'other'], { env })
+      assert.equal(two.code, 2)
+      assert.match(two.stderr, /two projects named: "site" and --project "other"/)
       const back = await runCli(['rollback', '--project', 'site'], { env })
       assert.equal(back.code, 0, back.stderr)
       assert.match(back.stdout, new RegExp(`deploy ${first.id} is live`))

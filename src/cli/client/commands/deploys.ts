@@ -4,16 +4,22 @@ import { encodePath } from '../api.js'
 import { parse } from '../args.js'
 import { formatBytes } from '../progress.js'
 import { defaultProject } from '../deploy.js'
+import { UsageError } from '../errors.js'
 import { flagsOf, need, noMore, table, type Ctx } from './context.js'
 
 /** --project, else the name of the current folder (as svc deploy . would name it). */
 const projectOf = (v: { project?: string }): string => v.project ?? defaultProject(fs.realpathSync('.'))
 
+/** svc deploys [list] [PROJECT] [--project NAME]: the project named either way, else the current folder's. */
 export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { values: v, positionals } = parse(args, { project: { type: 'string', short: 'p' } })
-  if (positionals[0] !== undefined && positionals[0] !== 'list') noMore(positionals, 0)
-  noMore(positionals, 1)
-  const project = projectOf(v)
+  const rest = positionals[0] === 'list' ? positionals.slice(1) : positionals
+  noMore(rest, 1)
+  const named = rest[0]
+  if (named !== undefined && v.project !== undefined && named !== v.project) {
+    throw new UsageError(`two projects named: "${named}" and --project "${v.project}"`)
+  }
+  const project = named ?? projectOf(v)
   const r = await ctx.api(flagsOf(v)).get(`/api/folders/${encodePath(project)}/deploys`)
   const deploys: Array<Record<string, any>> = r.json?.deploys ?? []
   if (ctx.json) {
