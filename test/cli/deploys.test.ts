@@ -76,8 +76,11 @@ for (const engine of ENGINES) {
       assert.equal(second.is_live, true)
       assert.equal(first.message, 'first')
       assert.equal(first.source, 'cli')
-      const human = await runCli(['deploys', 'list', '--project', 'site'], { env })
+      const human = await runCli(['deploys', 'list', '--project', 'site'], { env: { ...env, TZ: 'UTC' } })
       assert.match(human.stdout, new RegExp(`live\\s+${second.id}`))
+      // the API's +08:00 timestamp, shown in the machine's own time zone
+      const utc = new Date(second.created_at).toISOString().slice(0, 19).replace('T', ' ')
+      assert.match(human.stdout, new RegExp(`${second.id}\\s+${utc}\\s`), `${second.created_at} as UTC`)
       // the project as the argument, with or without "list"; two different names are refused
       for (const args of [
         ['deploys', 'site'],

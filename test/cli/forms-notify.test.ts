@@ -107,10 +107,12 @@ for (const engine of ENGINES) {
         'a failed delivery',
       )
       assert.ok(rx.hits.length >= 2 && rx.hits.every((h) => signedWith(h, secret)))
-      const table = await runCli(['forms', 'deliveries', form.id], { env })
+      const table = await runCli(['forms', 'deliveries', form.id], { env: { ...env, TZ: 'UTC' } })
       assert.equal(table.code, 0, table.stderr)
       assert.match(table.stdout, /^ID\s+CREATED\s+KIND\s+TARGET\s+STATUS\s+TRIES\s+LAST ERROR$/m)
-      assert.match(table.stdout, new RegExp(`^${failed.id}\\s+\\S+\\s+webhook\\s+${rx.url}\\s+failed\\s+${failed.tries}\\s+answered HTTP 500$`, 'm'))
+      // CREATED: the API's timestamp in the machine's time zone (UTC here)
+      const created = new Date(failed.created_at).toISOString().slice(0, 19).replace('T', ' ')
+      assert.match(table.stdout, new RegExp(`^${failed.id}\\s+${created}\\s+webhook\\s+${rx.url}\\s+failed\\s+${failed.tries}\\s+answered HTTP 500$`, 'm'))
 
       rx.status.value = 200
       const re = await runCli(['forms', 'redeliver', failed.id], { env })

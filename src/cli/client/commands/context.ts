@@ -92,6 +92,19 @@ export function preview(v: unknown): string {
 }
 
 /** A left-aligned text table. */
+/**
+ * An API timestamp (ISO 8601 with its offset: the spec's +08:00) for a human table: this
+ * machine's local time to the second, as `ls -l` and git show dates. Anything that does not
+ * parse is shown as it came; --json and exports keep the API's own text.
+ */
+export function localTime(iso: unknown): string {
+  if (typeof iso !== 'string' || iso === '') return ''
+  const d = new Date(iso)
+  if (Number.isNaN(d.getTime())) return iso
+  const p = (n: number) => String(n).padStart(2, '0')
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`
+}
+
 export function table(head: string[], rows: string[][]): string {
   const all = [head, ...rows]
   const w = head.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)))

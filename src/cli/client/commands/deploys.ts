@@ -5,7 +5,7 @@ import { parse } from '../args.js'
 import { formatBytes } from '../progress.js'
 import { defaultProject } from '../deploy.js'
 import { UsageError } from '../errors.js'
-import { flagsOf, need, noMore, table, type Ctx } from './context.js'
+import { flagsOf, localTime, need, noMore, table, type Ctx } from './context.js'
 
 /** --project, else the name of the current folder (as svc deploy . would name it). */
 const projectOf = (v: { project?: string }): string => v.project ?? defaultProject(fs.realpathSync('.'))
@@ -36,7 +36,7 @@ export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> 
       deploys.map((d) => [
         d.is_live ? 'live' : d.is_preview ? 'preview' : '',
         String(d.id),
-        String(d.created_at).slice(0, 19).replace('T', ' '),
+        localTime(d.created_at),
         String(d.file_count),
         formatBytes(Number(d.bytes)),
         String(d.source),

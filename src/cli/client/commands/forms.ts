@@ -5,7 +5,7 @@ import { parse } from '../args.js'
 import { ApiError, UsageError } from '../errors.js'
 import { formatBytes } from '../progress.js'
 import { toCsv } from '../csv.js'
-import { flagsOf, need, noMore, preview, table, type Ctx } from './context.js'
+import { flagsOf, localTime, need, noMore, preview, table, type Ctx } from './context.js'
 
 export const FORMS_USAGE =
   'usage: svc forms ls | export FORM_ID [--csv] [-o FILE] | notify FORM_ID [--webhook URL [--paused] | --no-webhook] [--email each|digest|off]\n' +
@@ -164,10 +164,10 @@ async function deliveriesCommand(ctx: Ctx, rest: string[]): Promise<number> {
           ['ID', 'CREATED', 'KIND', 'TARGET', 'STATUS', 'TRIES', 'LAST ERROR'],
           list.map((d) => [
             String(d.id),
-            String(d.created_at),
+            localTime(d.created_at),
             String(d.kind),
             String(d.target),
-            d.status === 'pending' && d.next_try_at ? `pending (next ${d.next_try_at})` : String(d.status),
+            d.status === 'pending' && d.next_try_at ? `pending (next ${localTime(d.next_try_at)})` : String(d.status),
             String(d.tries),
             d.last_error ?? (d.last_status ? `HTTP ${d.last_status}` : ''),
           ]),

@@ -1,7 +1,7 @@
 /** svc kv: get, set, incr, rm and ls on the key-value store. */
 import { intOption, parse } from '../args.js'
 import { UsageError } from '../errors.js'
-import { flagsOf, need, noMore, preview, readLocal, readStdin, table, type Ctx } from './context.js'
+import { flagsOf, localTime, need, noMore, preview, readLocal, readStdin, table, type Ctx } from './context.js'
 
 const KV_TYPES = ['json', 'text', 'number']
 
@@ -116,7 +116,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
         String(it.key),
         String(it.data_type ?? ''),
         it.is_public ? 'public' : 'private',
-        String(it.updated_at ?? ''),
+        localTime(it.updated_at),
         preview(it.value),
       ])
       ctx.out(table(['KEY', 'TYPE', 'READ', 'UPDATED', 'VALUE'], rows))
