@@ -3,6 +3,7 @@
 #
 #   bench/long-tail.sh                        20,000 pages of 2 KB in 200 folders
 #   PAGES=100000 ROUNDS=3 SECS=8 bench/long-tail.sh
+#   PAGES=100000 ROUNDS=1 SECS=2 KEEP_DATA=/tmp/lt100k bench/long-tail.sh   then bench/resolve-miss.mjs
 #
 # Needs: built dist/ (npm run build), nginx, wrk, curl; loopback only. Writes the site to a
 # temp folder, starts the service as bench/hosting-server.mjs runs it (plain HTTP listener on
@@ -37,7 +38,10 @@ stop_nginx() {
   if [ -n "$NGINX_PID" ]; then kill "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true; fi
   NGINX_PID=""
 }
-trap 'stop_svc; stop_nginx; [ -s "$WORK/nginx.err" ] && tail -3 "$WORK/nginx.err" >&2; rm -rf "$WORK"' EXIT
+# KEEP_DATA=DIR: the deployed data folder and paths.txt are copied there once the server has
+# stopped (for bench/resolve-miss.mjs)
+keep_data() { if [ -n "${KEEP_DATA:-}" ] && [ -d "$WORK/data" ]; then mkdir -p "$KEEP_DATA" && cp -r "$WORK/data" "$WORK/paths.txt" "$KEEP_DATA/"; fi; }
+trap 'stop_svc; stop_nginx; keep_data; [ -s "$WORK/nginx.err" ] && tail -3 "$WORK/nginx.err" >&2; rm -rf "$WORK"' EXIT
 
 # the site: index.html and PAGES-1 pages in 200 folders, 2 KB each, text as HTML compresses;
 # over 50,000 pages (a deploy's manifest limit), in projects of 50,000: site, site2, site3...
