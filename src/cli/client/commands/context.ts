@@ -91,7 +91,6 @@ export function preview(v: unknown): string {
   return one.length > 40 ? `${one.slice(0, 39)}…` : one
 }
 
-/** A left-aligned text table. */
 /**
  * An API timestamp (ISO 8601 with its offset: the spec's +08:00) for a human table: this
  * machine's local time to the second, as `ls -l` and git show dates. Anything that does not
@@ -105,6 +104,7 @@ export function localTime(iso: unknown): string {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`
 }
 
+/** A left-aligned text table. */
 export function table(head: string[], rows: string[][]): string {
   const all = [head, ...rows]
   const w = head.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)))
