@@ -5,7 +5,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { sql } from 'kysely'
 import { openDatabase, isUniqueViolation, type Db } from '../../src/db/kysely.js'
-import { DurabilityBarrier, DurabilityError } from '../../src/db/durability.js'
+import { DurabilityBarrier, DurabilityError, walSyncer } from '../../src/db/durability.js'
 
 /** A SQLite database in a temp folder with one table `t (k text primary key, v integer)`. */
 async function withDb(fn: (db: Db) => Promise<void>): Promise<void> {
@@ -166,5 +166,42 @@ describe('durability barrier', () => {
     assert.equal(recovered, 2, 'each sync after a failure first runs the recovery')
     await b.wait(b.commit())
     assert.equal(recovered, 2, 'a healthy barrier does not recover again')
+  })
+
+  it('the WAL syncer follows the file at the path: a replaced WAL is synced, a removed one is not', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-walsync-'))
+    const db = path.join(dir, 'x.db')
+    const synced: number[] = []
+    const real = fs.fdatasync
+    // durability.ts calls fs.fdatasync through the same module object: record which file each sync covers
+    fs.fdatasync = ((fd: number, cb: (e: NodeJS.ErrnoException | null) => void) => {
+      synced.push(fs.fstatSync(fd).ino)
+      real(fd, cb)
+    }) as typeof fs.fdatasync
+    const syncer = walSyncer(db)
+    try {
+      await syncer.sync()
+      assert.deepEqual(synced, [], 'no WAL file: nothing to sync')
+      fs.writeFileSync(`${db}-wal`, 'first')
+      const first = fs.statSync(`${db}-wal`).ino
+      await syncer.sync()
+      await syncer.sync()
+      assert.deepEqual(synced, [first, first])
+      // a new file under the name (the old one unlinked while still open)
+      fs.renameSync(`${db}-wal`, path.join(dir, 'held'))
+      fs.writeFileSync(`${db}-wal`, 'second')
+      fs.rmSync(path.join(dir, 'held'))
+      const second = fs.statSync(`${db}-wal`).ino
+      assert.notEqual(second, first)
+      await syncer.sync()
+      assert.deepEqual(synced, [first, first, second])
+      fs.rmSync(`${db}-wal`)
+      await syncer.sync()
+      assert.deepEqual(synced, [first, first, second], 'a removed WAL is not synced')
+    } finally {
+      fs.fdatasync = real
+      syncer.close()
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
