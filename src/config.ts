@@ -223,7 +223,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
   const config: Config = {
     port: port('PORT', 8443),
     httpPort: port('HTTP_PORT', 8080),
-    host: str('HOST') ?? '0.0.0.0',
+    // loopback unless asked: a laptop's start (registration open) is not reachable from its network
+    host: str('HOST') ?? '127.0.0.1',
     dataDir,
     databaseUrl,
     storageUrl,

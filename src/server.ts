@@ -119,7 +119,7 @@ export async function listen(app: FastifyInstance, config: Config, tlsOn: boolea
   }
   app.ports.main = port
   app.ports.http = httpPort
-  const shown = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host
+  const shown = ['0.0.0.0', '::', '127.0.0.1', '::1'].includes(config.host) ? 'localhost' : config.host
   return {
     port,
     httpPort,

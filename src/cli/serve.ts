@@ -33,6 +33,9 @@ export async function serve(config: Config): Promise<void> {
     const sendfile = !config.sendfile ? 'off (SENDFILE=0)' : sendfileAvailable() ? 'on' : 'off (native addon not built: run npm install, see its output)'
     process.stdout.write(`public host sendfile: ${sendfile}\n`)
   }
+  if (config.host === '127.0.0.1' || config.host === '::1') {
+    process.stdout.write(`only this machine can connect (HOST=${config.host}); HOST=0.0.0.0 listens on every interface\n`)
+  }
   const timer = setInterval(() => {
     void Promise.all([
       sweepBlobs(deps.db, deps.blobs, BLOB_COLUMNS, SWEEP_GRACE_MS).catch((err) => app.log.warn({ err }, 'blob sweep failed')),

@@ -7,7 +7,7 @@ describe('configuration', () => {
     const c = loadConfig({})
     assert.equal(c.port, 8443)
     assert.equal(c.httpPort, 8080)
-    assert.equal(c.host, '0.0.0.0')
+    assert.equal(c.host, '127.0.0.1')
     assert.match(c.dataDir, /\/data$/)
     assert.equal(c.databaseUrl, null)
     assert.equal(c.storageUrl, null)

@@ -1,0 +1,55 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import url from 'node:url'
+
+const root = path.resolve(path.dirname(url.fileURLToPath(import.meta.url)), '../..')
+
+/** Whether a TCP connection to host:port is accepted ('refused' when nothing listens there). */
+function connect(host: string, port: number): Promise<'accepted' | 'refused'> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect({ host, port })
+    s.once('connect', () => {
+      s.destroy()
+      resolve('accepted')
+    })
+    s.once('error', (e: NodeJS.ErrnoException) => (e.code === 'ECONNREFUSED' ? resolve('refused') : reject(e)))
+  })
+}
+
+// decision 61: without HOST the one-command start is reachable from this machine only
+describe('svc serve without HOST', () => {
+  it('listens on loopback only, and says so', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-host-'))
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: path.join(dir, 'data'), PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'warn' }
+    delete env.HOST
+    const child = spawn(process.execPath, [path.join(root, 'bin', 'svc'), 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (err += d))
+    const exited = new Promise((r) => child.once('exit', r))
+    try {
+      for (let i = 0; i < 600 && !/only this machine/.test(out) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
+      const m = /svc listening on https:\/\/localhost:(\d+) \(HTTP on http:\/\/localhost:(\d+)/.exec(out)
+      assert.ok(m, `${out}\n${err}`)
+      assert.match(out, /only this machine can connect \(HOST=127\.0\.0\.1\); HOST=0\.0\.0\.0 listens on every interface/)
+      const ports = [Number(m[1]), Number(m[2])]
+      for (const port of ports) assert.equal(await connect('127.0.0.1', port), 'accepted')
+      // every other address of this machine is refused (the CI machine has at least one)
+      const others = Object.values(os.networkInterfaces())
+        .flat()
+        .filter((a) => a !== undefined && a.family === 'IPv4' && !a.internal)
+        .map((a) => a!.address)
+      for (const host of others) for (const port of ports) assert.equal(await connect(host, port), 'refused', `${host}:${port}`)
+    } finally {
+      child.kill('SIGTERM')
+      await exited
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
