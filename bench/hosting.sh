@@ -7,7 +7,8 @@
 # Starts the service as `svc serve` runs it (bench/hosting-server.mjs: self-signed HTTPS on
 # 127.0.0.1:19001) plus a plain-HTTP listener on 127.0.0.1:19002 that hands requests to the same
 # app, as a TLS-terminating proxy in front of it would: the comparison measures the public host,
-# not TLS (nginx serves plain HTTP too). Uploads a 2 KB and a 50 KB page through the API, then
+# not TLS (nginx serves plain HTTP too). The 2 KB page is then compared over TLS as well: the
+# service's own HTTPS port against nginx with TLS (threshold 0.8). Uploads a 2 KB and a 50 KB page through the API, then
 # runs bench/serve-vs-nginx.sh for each (one Node process vs nginx with one worker,
 # 64 connections, alternating rounds; COMPARE=script uses another script with the same arguments). Then uploads a 16 MiB page and reports how much the
 # server's resident memory grew (target: < 64 MiB).
@@ -75,6 +76,8 @@ rm -f "$DATA/big.html"
 
 echo "== 2 KB page (threshold 0.8)"
 "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-2k.html" "$DATA/page-2k.html" 0.8 || true
+echo "== 2 KB page over TLS (threshold 0.8): the service's own HTTPS port against nginx with TLS"
+"${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "https://127.0.0.1:$PORT/$USER/page-2k.html" "$DATA/page-2k.html" 0.8 || true
 echo "== 50 KB page (threshold 0.7)"
 "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:$PLAIN_PORT/$USER/page-50k.html" "$DATA/page-50k.html" 0.7 || true
 # how the service's 50 KB answers went out (plain HTTP: sendfile from the blob file when the addon is built)

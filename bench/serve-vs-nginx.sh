@@ -3,7 +3,9 @@
 # wrk rounds. Used by bench/hosting.sh; usable on its own.
 #
 #   bench/serve-vs-nginx.sh [options] URL FILE THRESHOLD
-#     URL        http://127.0.0.1:PORT/path of a file the service serves (loopback, plain HTTP)
+#     URL        http://127.0.0.1:PORT/path of a file the service serves (loopback); an https://
+#                URL compares over TLS: nginx then listens with TLS too (a self-signed RSA 2048
+#                certificate made here by openssl), and certificates are not verified
 #     FILE       the same bytes on disk; nginx serves them at the same path
 #     THRESHOLD  the lowest acceptable ratio service/nginx (0 = just report)
 #   options: -r rounds (3)  -d seconds per round (8)  -c connections (64)  -t wrk threads (1)
@@ -27,8 +29,9 @@ done
 shift $((OPTIND - 1))
 [ $# -eq 3 ] || { sed -n '2,16p' "$0"; exit 2; }
 URL=$1 FILE=$2 THRESHOLD=$3
-[[ $URL =~ ^http://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?(/[^?#]+)$ ]] || { echo "need a loopback http:// URL naming a file, got $URL" >&2; exit 2; }
-URLPATH=${BASH_REMATCH[3]}
+[[ $URL =~ ^(https?)://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?(/[^?#]+)$ ]] || { echo "need a loopback http:// or https:// URL naming a file, got $URL" >&2; exit 2; }
+SCHEME=${BASH_REMATCH[1]}
+URLPATH=${BASH_REMATCH[4]}
 [ -r "$FILE" ] || { echo "cannot read $FILE" >&2; exit 2; }
 for tool in nginx wrk curl; do
   command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "$tool is required" >&2; exit 2; }
@@ -53,6 +56,12 @@ chmod -R a+rX "$DIR"
 free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 if [ -z "$NPORT" ]; then NPORT=18480; until free "$NPORT"; do NPORT=$((NPORT + 1)); done; fi
 MIME=""; [ -f /etc/nginx/mime.types ] && MIME="include /etc/nginx/mime.types;"
+LISTEN="listen 127.0.0.1:$NPORT;"
+if [ "$SCHEME" = https ]; then
+  openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 1 -keyout "$DIR/key.pem" -out "$DIR/cert.pem" >/dev/null 2>&1 ||
+    { echo "openssl could not make a certificate" >&2; exit 2; }
+  LISTEN="listen 127.0.0.1:$NPORT ssl; ssl_certificate $DIR/cert.pem; ssl_certificate_key $DIR/key.pem;"
+fi
 cat >"$DIR/nginx.conf" <<CONF
 worker_processes $WORKERS;
 pid $DIR/nginx.pid;
@@ -65,19 +74,19 @@ http {
   keepalive_timeout 65; keepalive_requests 1000000;
   client_body_temp_path $DIR/tmp; proxy_temp_path $DIR/tmp; fastcgi_temp_path $DIR/tmp;
   uwsgi_temp_path $DIR/tmp; scgi_temp_path $DIR/tmp;
-  server { listen 127.0.0.1:$NPORT; root $DIR/root; }
+  server { $LISTEN root $DIR/root; }
 }
 CONF
 "$NGINX" -p "$DIR" -c "$DIR/nginx.conf" -g 'daemon off;' >"$DIR/nginx.out" 2>&1 &
 NGINX_PID=$!
 for _ in $(seq 1 50); do free "$NPORT" || break; sleep 0.1; done
 free "$NPORT" && { echo "nginx did not start:" >&2; cat "$DIR/nginx.out" "$DIR/error.log" >&2 2>/dev/null; exit 2; }
-NGINX_URL="http://127.0.0.1:$NPORT$URLPATH"
+NGINX_URL="$SCHEME://127.0.0.1:$NPORT$URLPATH"
 
 # both must answer 200 with exactly the file's bytes
 WANT=$(sha256sum <"$FILE" | cut -d' ' -f1)
 for u in "$URL" "$NGINX_URL"; do
-  code=$(curl -s --max-time 30 -o "$DIR/body" -w '%{http_code}' "$u")
+  code=$(curl -sk --max-time 30 -o "$DIR/body" -w '%{http_code}' "$u")
   got=$(sha256sum <"$DIR/body" | cut -d' ' -f1)
   [ "$code" = 200 ] && [ "$got" = "$WANT" ] || { echo "$u: status $code, body differs from $FILE" >&2; exit 2; }
 done
@@ -95,7 +104,7 @@ measure() { "${WRK[@]}" -t"$THREADS" -c"$CONNS" -d"$2s" -s "$DIR/done.lua" "$1" 
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 echo "project: $URL"
-echo "nginx:   $NGINX_URL ($WORKERS worker(s), sendfile on, access_log off)"
+echo "nginx:   $NGINX_URL ($WORKERS worker(s), sendfile on, access_log off${LISTEN/*ssl*/, TLS})"
 echo "file:    $FILE ($(stat -c %s "$FILE") bytes); wrk -t$THREADS -c$CONNS -d${SECS}s, $ROUNDS rounds alternating${PIN:+, wrk on CPU $PIN}"
 INVALID=0
 : >"$DIR/project"; : >"$DIR/nginx"
