@@ -20,7 +20,8 @@
 # to wrk on one core, and single rounds swing by 20-45%.
 #
 # Controls (CONTROL=1, the default): a bare node:http server with two headers, against the same
-# nginx: the ceiling of one Node process on this machine. CONTROL=2 adds a bare server that
+# nginx: the ceiling of one Node process on this machine; and a bare node:https server on the
+# 2 KB page against nginx with TLS. CONTROL=2 adds a bare server that
 # uses the service's prepared responses; CONTROL=3 adds, after those, the same bare server
 # sending with sendfile(2) as the service does (src/http/sendfile.ts); CONTROL=0 skips them.
 #
@@ -95,6 +96,17 @@ if [ "${CONTROL:-1}" != 0 ]; then
     }).listen(19004, "127.0.0.1")' "$DATA/page-2k.html" "$DATA/page-50k.html" &
   CONTROL_PID=$!
   CONTROLS=("19004 bare node:http server")
+  # and the same over TLS (node:https, a self-signed RSA 2048 certificate as nginx gets): the
+  # ceiling of the 2 KB page over TLS
+  openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 1 -keyout "$DATA/bare-key.pem" -out "$DATA/bare-cert.pem" >/dev/null 2>&1
+  "${SERVER_CPU[@]}" node -e '
+    const https = require("https"); const fs = require("fs"); const [key, cert, file] = process.argv.slice(1)
+    const body = fs.readFileSync(file)
+    https.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, (req, res) => {
+      res.writeHead(200, ["Content-Type", "text/html; charset=utf-8", "Content-Length", String(body.length)])
+      res.end(body)
+    }).listen(19007, "127.0.0.1")' "$DATA/bare-key.pem" "$DATA/bare-cert.pem" "$DATA/page-2k.html" &
+  CONTROL_TLS_PID=$!
   if [ "${CONTROL:-1}" -ge 2 ]; then
     # CONTROL=2 adds the service's own answer mechanism without the service: a bare server
     # sending the headers the service sends through src/http/prepared-response.ts (prepared
@@ -137,7 +149,9 @@ if [ "${CONTROL:-1}" != 0 ]; then
       "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "http://127.0.0.1:${c%% *}/$USER/page-$size.html" "$DATA/page-$size.html" 0 || true
     done
   done
-  kill "$CONTROL_PID" ${CONTROL2_PID:-} ${CONTROL3_PID:-} 2>/dev/null || true
-  wait "$CONTROL_PID" ${CONTROL2_PID:-} ${CONTROL3_PID:-} 2>/dev/null || true
+  echo "== control: bare node:https server, same 2 KB page over TLS (what one Node process can do here)"
+  "${CMP[@]}" -r "$ROUNDS" -d "$DURATION" -p "$NGINX_PORT" "https://127.0.0.1:19007/$USER/page-2k.html" "$DATA/page-2k.html" 0 || true
+  kill "$CONTROL_PID" "$CONTROL_TLS_PID" ${CONTROL2_PID:-} ${CONTROL3_PID:-} 2>/dev/null || true
+  wait "$CONTROL_PID" "$CONTROL_TLS_PID" ${CONTROL2_PID:-} ${CONTROL3_PID:-} 2>/dev/null || true
 fi
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
