@@ -22,6 +22,9 @@ Server and operator commands (configuration from the environment, see docs/opera
   svc import FILE.tar.gz [--as NEWNAME]      verify an export, then load it as a new user
 `
 
+/** `--help` or `-h` among a command's arguments: its section of the usage, exit 0 (as client commands do). */
+const wantsHelp = (args: readonly string[]): boolean => args.includes('--help') || args.includes('-h')
+
 /** Entry point of bin/svc. */
 export async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv
@@ -36,6 +39,10 @@ export async function main(argv: string[]): Promise<void> {
       return
     }
     if (cmd === 'serve') {
+      if (wantsHelp(rest)) {
+        process.stdout.write(USAGE)
+        return
+      }
       parseArgs({ args: rest, options: {}, allowPositionals: false })
       const { serve } = await import('./serve.js')
       await serve(loadConfig(process.env))
@@ -43,6 +50,10 @@ export async function main(argv: string[]): Promise<void> {
     }
     const { adminCommand, ADMIN_COMMANDS } = await import('./admin.js')
     if (ADMIN_COMMANDS.includes(cmd)) {
+      if (wantsHelp(rest)) {
+        process.stdout.write(USAGE)
+        return
+      }
       const code = await adminCommand(cmd, rest, loadConfig(process.env))
       process.exitCode = code
       return

@@ -1,0 +1,49 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { runCli } from './run.js'
+
+const OPERATOR = 'Server and operator commands'
+const CLIENT = 'Client commands'
+
+// --help and -h after any command print that command's section of the usage and exit 0: no
+// server starts, no database is opened or created
+describe('svc help', () => {
+  const rows: Array<[args: string[], sections: string[]]> = [
+    [['--help'], [OPERATOR, CLIENT]],
+    [['help'], [OPERATOR, CLIENT]],
+    [['serve', '--help'], [OPERATOR]],
+    [['serve', '-h'], [OPERATOR]],
+    [['user', '--help'], [OPERATOR]],
+    [['user', 'add', 'bob', '-h'], [OPERATOR]],
+    [['backup', '--help'], [OPERATOR]],
+    [['migrate', '--help'], [OPERATOR]],
+    [['deploy', '--help'], [CLIENT]],
+    [['kv', '-h'], [CLIENT]],
+  ]
+  for (const [args, sections] of rows) {
+    it(`svc ${args.join(' ')}`, async () => {
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-help-'))
+      try {
+        const r = await runCli(args, { env: { DATA_DIR: path.join(dataDir, 'data'), PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1' } })
+        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.stderr, '')
+        for (const s of [OPERATOR, CLIENT]) assert.equal(r.stdout.includes(s), sections.includes(s), `${s} in:\n${r.stdout}`)
+        assert.ok(!r.stdout.includes('svc listening'), 'no server started')
+        assert.equal(fs.existsSync(path.join(dataDir, 'data')), false, 'no data folder made')
+      } finally {
+        fs.rmSync(dataDir, { recursive: true, force: true })
+      }
+    })
+  }
+
+  it('an unknown command: exit 2, the usage on stderr', async () => {
+    const r = await runCli(['nope'])
+    assert.equal(r.code, 2)
+    assert.equal(r.stdout, '')
+    assert.match(r.stderr, /^unknown command "nope"/)
+    assert.ok(r.stderr.includes(OPERATOR) && r.stderr.includes(CLIENT))
+  })
+})
