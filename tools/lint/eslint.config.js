@@ -34,8 +34,8 @@ export default tseslint.config(
         projectService: {
           allowDefaultProject: ['scripts/*.mjs', 'bench/*.mjs', 'tools/lint/*.js', 'eslint.config.js'],
           defaultProject: 'tsconfig.json',
-          // the .mjs scripts and benchmarks above are more than the default 8
-          maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 16,
+          // the .mjs scripts and benchmarks above are more than the default 8 (17 of them, with room)
+          maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 24,
         },
         tsconfigRootDir: root,
       },
