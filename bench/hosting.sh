@@ -7,10 +7,11 @@
 # Starts the service as `svc serve` runs it (bench/hosting-server.mjs: self-signed HTTPS on
 # 127.0.0.1:19001) plus a plain-HTTP listener on 127.0.0.1:19002 that hands requests to the same
 # app, as a TLS-terminating proxy in front of it would: the comparison measures the public host,
-# not TLS (nginx serves plain HTTP too). The 2 KB page is then compared over TLS as well: the
-# service's own HTTPS port against nginx with TLS (threshold 0.8). Uploads a 2 KB and a 50 KB page through the API, then
+# not TLS (nginx serves plain HTTP too). Uploads a 2 KB and a 50 KB page through the API, then
 # runs bench/serve-vs-nginx.sh for each (one Node process vs nginx with one worker,
-# 64 connections, alternating rounds; COMPARE=script uses another script with the same arguments). Then uploads a 16 MiB page and reports how much the
+# 64 connections, alternating rounds; COMPARE=script uses another script with the same arguments).
+# The 2 KB page is compared over TLS as well: the service's own HTTPS port against nginx with
+# TLS (threshold 0.8). Then uploads a 16 MiB page and reports how much the
 # server's resident memory grew (target: < 64 MiB).
 #
 # Pinning (default on a machine with 2+ cores; PIN=0 turns it off): the fair pair the issue
@@ -21,8 +22,8 @@
 #
 # Controls (CONTROL=1, the default): a bare node:http server with two headers, against the same
 # nginx: the ceiling of one Node process on this machine; and a bare node:https server on the
-# 2 KB page against nginx with TLS. CONTROL=2 adds a bare server that
-# uses the service's prepared responses; CONTROL=3 adds, after those, the same bare server
+# 2 KB page against nginx with TLS. CONTROL=2 adds a bare server that uses the service's
+# prepared responses; CONTROL=3 adds, after those, the same bare server
 # sending with sendfile(2) as the service does (src/http/sendfile.ts); CONTROL=0 skips them.
 #
 # Figures depend on the machine's load: on a shared machine, run it more than once. Recorded

@@ -18,6 +18,8 @@
 # and the service's VmRSS after the random rounds. Servers on CPU 1, wrk on CPU 0 (PIN=0: off).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib/limits.sh
+. bench/lib/limits.sh
 
 PAGES=${PAGES:-20000}
 ROUNDS=${ROUNDS:-3}
@@ -62,7 +64,7 @@ fs.writeFileSync(path.join(dir, '..', 'paths.txt'), list.join('\n') + '\n')
 JS
 
 env=(DATA_DIR="$WORK/data" PORT=$PORT HTTP_PORT=$HTTP_PORT PLAIN_PORT=$PLAIN_PORT HOST=127.0.0.1 LOG_LEVEL=warn
-  RATE_LIMITS='{"default":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000},"authenticated":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000},"vip":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000}}')
+  RATE_LIMITS="$BENCH_RATE_LIMITS")
 mkdir -p "$WORK/data"
 start_svc() {
   env "${env[@]}" "${SRV[@]}" node ${MEM:+--expose-gc} ${SVC_NODE_ARGS:-} bench/hosting-server.mjs >"$WORK/svc.out" 2>"$WORK/svc.err" &

@@ -41,9 +41,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-unlimited='{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000}'
-env=(DATA_DIR="$DATA/data" PORT="$PORT" HOST=127.0.0.1 TRUST_PROXY=1 LOG_LEVEL=warn
-  RATE_LIMITS="{\"default\":$unlimited,\"authenticated\":$unlimited,\"vip\":$unlimited}")
+# shellcheck source=bench/lib/limits.sh
+. "$HERE/lib/limits.sh"
+env=(DATA_DIR="$DATA/data" PORT="$PORT" HOST=127.0.0.1 TRUST_PROXY=1 LOG_LEVEL=warn RATE_LIMITS="$BENCH_RATE_LIMITS")
 [ -z "${DATABASE_URL:-}" ] || env+=(DATABASE_URL="$DATABASE_URL")
 # word splitting of NODE_ARGS is wanted: several flags
 # shellcheck disable=SC2086

@@ -33,6 +33,8 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/.."
+# shellcheck source=bench/lib/limits.sh
+. bench/lib/limits.sh
 
 BUILDS=${BUILDS:-"this:."}
 ENGINES=${ENGINES:-"sqlite postgres"}
@@ -98,7 +100,7 @@ for ROUND in $(seq 1 "$ROUNDS"); do
       DIR=${B#*:}
       DATA=$(mktemp -d /tmp/svc-bench-wp.XXXXXX)
       env=(DATA_DIR="$DATA" PORT="$PORT" HOST=127.0.0.1 TRUST_PROXY=1 LOG_LEVEL=warn
-        RATE_LIMITS='{"default":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000},"authenticated":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000},"vip":{"minute":1000000000,"hour":1000000000,"day":1000000000,"concurrent":100000}}')
+        RATE_LIMITS="$BENCH_RATE_LIMITS")
       if [ "$ENGINE" = postgres ]; then
         SCHEMA=bench_wp_$$_$ROUND
         env+=(DATABASE_URL="$PG?schema=$SCHEMA")
