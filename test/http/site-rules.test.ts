@@ -13,9 +13,14 @@ const REDIRECTS = [
   '/ext/* https://example.com/:splat 302',
   '/gone /404.html 410',
   '/forced /about 302!',
+  '/q /about?from=q 301',
+  '/frag /about#top 301',
+  '/news/* /blog/:splat 301',
+  '/clean-target /about 200',
   '/app/* /index.html 200',
 ].join('\n')
-const HEADERS = "/*\n  X-Site: yes\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n"
+const HEADERS =
+  "/*\n  X-Site: yes\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n"
 
 for (const engine of ENGINES) {
   describe(`site rules [${engine}]`, () => {
@@ -30,6 +35,8 @@ for (const engine of ENGINES) {
         { filename: 'posts/hello.html', data: '<p>hello post</p>' },
         { filename: 'forced.html', data: '<p>shadowed</p>' },
         { filename: 'docs/index.html', data: '<p>docs</p>' },
+        { filename: 'guide.html', data: '<p>guide</p>' },
+        { filename: 'assets/app-1234.js', data: 'console.log(1)' },
         { filename: '404.html', data: '<p>custom 404</p>' },
         { filename: '_redirects', data: REDIRECTS },
         { filename: '_headers', data: HEADERS },
@@ -64,6 +71,21 @@ for (const engine of ENGINES) {
         ['/docs', 301, null, () => `${prefix()}/docs/`],
         ['/docs/', 200, /docs/, null],
         ['/missing', 404, /custom 404/, null],
+        // the request's query is passed on: joined to the target's, before its fragment
+        ['/q?x=2', 301, null, () => `${prefix()}/about?from=q&x=2`],
+        ['/frag?x=1', 301, null, () => `${prefix()}/about?x=1#top`],
+        // a splat's ? and # stay in the path
+        ['/news/a%3Fb', 301, null, () => `${prefix()}/blog/a%3Fb`],
+        ['/news/a%20b%23c', 301, null, () => `${prefix()}/blog/a%20b%23c`],
+        ['/ext/a%3Fb?x=1', 302, null, () => 'https://example.com/a%3Fb?x=1'],
+        // a rewrite's target is found by its clean URL too
+        ['/clean-target', 200, /about/, null],
+        // a slash form whose clean-URL file exists goes to the slashless form
+        ['/guide/', 301, null, () => `${prefix()}/guide`],
+        ['/guide/?x=1', 301, null, () => `${prefix()}/guide?x=1`],
+        ['/guide', 200, /guide/, null],
+        ['/assets/app-1234.js', 200, /console/, null],
+        ['/assets/missing-5678.js', 404, /custom 404/, null],
         ['/_redirects', 404, /custom 404/, null],
         ['/_headers', 404, /custom 404/, null],
       ]
@@ -76,6 +98,13 @@ for (const engine of ENGINES) {
           if (status === 200 || status === 404 || status === 410) assert.equal(r.header('x-site'), 'yes')
         })
       }
+      it(`${where} form: a 404 takes the path's _headers but never its Cache-Control`, async () => {
+        assert.equal((await get(where, '/assets/app-1234.js')).header('cache-control'), 'public, max-age=31536000, immutable')
+        const r = await get(where, '/assets/missing-5678.js')
+        assert.equal(r.status, 404)
+        assert.equal(r.header('x-site'), 'yes')
+        assert.doesNotMatch(String(r.header('cache-control')), /immutable|31536000/)
+      })
       it(`${where} form: _headers replaces Cache-Control, adds a CSP, keeps the service's own headers`, async () => {
         const r = await get(where, '/about')
         assert.equal(r.header('cache-control'), 'public, max-age=60')

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { compileRules, headersFor, matchRedirect, parseHeaders, parseRedirects, RuleSyntaxError } from '../../src/features/sites/site-rules.js'
+import { compileRules, headersFor, matchRedirect, parseHeaders, parseRedirects, RuleSyntaxError, withQuery } from '../../src/features/sites/site-rules.js'
 
 describe('_redirects parser', () => {
   const good: Array<[string, string, unknown]> = [
@@ -70,6 +70,7 @@ describe('_redirects matching', () => {
         '/blog/:year/:slug /posts/:year/:slug.html 200',
         '/docs/* https://docs.example.com/:splat 302',
         '/forced /elsewhere 302!',
+        '/search/:q /find?q=:q&src=old#top 301',
         '/app/* /app/index.html 200',
         '/* /index.html 200',
       ].join('\n'),
@@ -77,21 +78,37 @@ describe('_redirects matching', () => {
     [],
   )
   const cases: Array<[string, boolean, unknown]> = [
-    ['/old', false, { status: 301, to: '/new', force: false }],
-    ['/old/', false, { status: 301, to: '/new', force: false }],
-    ['/blog/2026/hello', false, { status: 200, to: '/posts/2026/hello.html', force: false }],
-    ['/docs/a/b', false, { status: 302, to: 'https://docs.example.com/a/b', force: false }],
-    ['/docs', false, { status: 302, to: 'https://docs.example.com/', force: false }],
-    ['/app/settings/profile', false, { status: 200, to: '/app/index.html', force: false }],
-    ['/anything/else', false, { status: 200, to: '/index.html', force: false }],
+    ['/old', false, { status: 301, to: '/new', href: '/new', force: false }],
+    ['/old/', false, { status: 301, to: '/new', href: '/new', force: false }],
+    ['/blog/2026/hello', false, { status: 200, to: '/posts/2026/hello.html', href: '/posts/2026/hello.html', force: false }],
+    ['/docs/a/b', false, { status: 302, to: 'https://docs.example.com/a/b', href: 'https://docs.example.com/a/b', force: false }],
+    ['/docs', false, { status: 302, to: 'https://docs.example.com/', href: 'https://docs.example.com/', force: false }],
+    // a value keeps its meaning: its ?, #, % and spaces are encoded, never a query or fragment
+    ['/docs/a?b#c d%', false, { status: 302, to: 'https://docs.example.com/a?b#c d%', href: 'https://docs.example.com/a%3Fb%23c%20d%25', force: false }],
+    ['/search/x y', false, { status: 301, to: '/find', href: '/find?q=x%20y&src=old#top', force: false }],
+    ['/app/settings/profile', false, { status: 200, to: '/app/index.html', href: '/app/index.html', force: false }],
+    ['/anything/else', false, { status: 200, to: '/index.html', href: '/index.html', force: false }],
     // a file at the path shadows every rule but the forced ones
     ['/old', true, null],
-    ['/forced', true, { status: 302, to: '/elsewhere', force: true }],
+    ['/forced', true, { status: 302, to: '/elsewhere', href: '/elsewhere', force: true }],
   ]
   for (const [path, exists, want] of cases) {
     it(`${path}${exists ? ' (file exists)' : ''} -> ${want ? JSON.stringify(want) : 'no rule'}`, () =>
       assert.deepEqual(matchRedirect(rules, path, exists), want))
   }
+  it("keeps a %XX sequence of the rule's own target, encodes its other characters", () => {
+    const r = compileRules(parseRedirects('/a /caf%C3%A9 301\n/b /café<x> 301'), [])
+    assert.equal(matchRedirect(r, '/a', false)?.href, '/caf%C3%A9')
+    assert.equal(matchRedirect(r, '/b', false)?.href, '/caf%C3%A9%3Cx%3E')
+  })
+  it("passes the query on, joined to the target's own and before its fragment", () => {
+    assert.equal(withQuery('/a', ''), '/a')
+    assert.equal(withQuery('/a', '?'), '/a')
+    assert.equal(withQuery('/a', '?x=1'), '/a?x=1')
+    assert.equal(withQuery('/a?from=q', '?x=1'), '/a?from=q&x=1')
+    assert.equal(withQuery('/a#top', '?x=1'), '/a?x=1#top')
+    assert.equal(withQuery('https://e.test/a?b=1#c', '?x=1'), 'https://e.test/a?b=1&x=1#c')
+  })
   it('first match wins', () => {
     const r = compileRules(parseRedirects('/a /first\n/a /second'), [])
     assert.equal(matchRedirect(r, '/a', false)?.to, '/first')

@@ -21,6 +21,14 @@ export const CACHE_CONTROL = 'public, max-age=0, must-revalidate'
 const CORS_HEADERS = ['Access-Control-Allow-Origin', '*']
 const RULE_FILE_SET = new Set<string>(RULE_FILES)
 const NOINDEX: Array<[string, string]> = [['X-Robots-Tag', 'noindex']]
+
+/**
+ * The _headers values an answer takes: a 404 or 410 keeps them all but Cache-Control, so a
+ * rule meant for the files under a path (`/assets/*` immutable for a year) never makes a
+ * browser or CDN keep the error for that long; the error keeps the default revalidation.
+ */
+const errorHeaders = (status: number, extra: Array<[string, string]>): Array<[string, string]> =>
+  status === 404 || status === 410 ? extra.filter(([name]) => name.toLowerCase() !== 'cache-control') : extra
 /** Path form (/{user}/...): the sandbox keeps pages out of the service's origin. */
 const CONTENT_HEADERS = [...userContentHeaderList('page').flat(), ...CORS_HEADERS]
 /** A user's own origin: the full web platform; only nosniff and the CORS grant are added. */
@@ -275,27 +283,34 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     if (!f && p.ok && !isDir && !p.path.endsWith('.html')) f = await stored(`${p.path}.html`)
     // a directory named without its trailing slash counts as existing: it goes to the slash form
     const dirIndex = !f && p.ok && !isDir ? await stored(`${p.path}/index.html`) : undefined
+    // a slash form with no index.html whose clean-URL file exists (/about/ with about.html): it
+    // goes to the slashless form, as Cloudflare Pages answers
+    const slashless = !f && p.ok && isDir && inner.length > 1 ? await stored(`${p.path.slice(0, -'/index.html'.length)}.html`) : undefined
     const rules = rulesOf(folder)
     // a preview ({project}@{deploy}) stays out of search engines
     const ruleHeaders = (p: string): Array<[string, string]> => [...(rules ? headersFor(rules, p) : []), ...(folder.preview ? NOINDEX : [])]
     const extra = ruleHeaders(inProject)
-    const match = rules ? matchRedirect(rules, inProject, f !== undefined || dirIndex !== undefined) : null
+    const match = rules ? matchRedirect(rules, inProject, f !== undefined || dirIndex !== undefined || slashless !== undefined) : null
     if (match) {
-      if (/^https?:\/\//i.test(match.to)) return done(redirect(match.to, match.status))
+      if (/^https?:\/\//i.test(match.to)) return done(redirect(match.href, match.status))
       const base = site === 'domain' ? '' : site ? `/${encodeURIComponent(name.path)}` : `/${username}/${encodeURIComponent(name.path)}`
-      if (match.status !== 200 && match.status !== 404 && match.status !== 410) return done(redirect(base + encodeURI(match.to), match.status))
-      // a rewrite (200) or a rule's own 404/410 page: the target's bytes under this path
-      const target = match.to.split(/[?#]/)[0]
+      if (match.status !== 200 && match.status !== 404 && match.status !== 410) return done(redirect(base + match.href, match.status))
+      // a rewrite (200) or a rule's own 404/410 page: the target's bytes under this path, found
+      // as a request for the target would find them (its clean-URL form included)
+      const target = match.to
       const t = checkRelativePath((target.endsWith('/') ? `${target}index.html` : target).slice(1))
-      const tf = t.ok ? await stored(t.path) : undefined
-      if (tf) return done(fileEntry(cache, { ...tf, mtime: Number(tf.updated_at) }, site !== false, match.status, ruleHeaders(target)))
+      let tf = t.ok ? await stored(t.path) : undefined
+      if (!tf && t.ok && !target.endsWith('/') && !t.path.endsWith('.html')) tf = await stored(`${t.path}.html`)
+      if (tf)
+        return done(fileEntry(cache, { ...tf, mtime: Number(tf.updated_at) }, site !== false, match.status, errorHeaders(match.status, ruleHeaders(target))))
     } else {
       if (f) return done(fileEntry(cache, { ...f, mtime: Number(f.updated_at) }, site !== false, 200, extra))
       if (dirIndex) return done(slashed())
+      if (slashless) return done(redirect(own(path).slice(0, -1)))
     }
     // the project's own 404 page, when it has one
     const nf = await stored('404.html')
-    if (nf) return done(fileEntry(cache, { ...nf, mtime: Number(nf.updated_at) }, site !== false, 404, extra))
+    if (nf) return done(fileEntry(cache, { ...nf, mtime: Number(nf.updated_at) }, site !== false, 404, errorHeaders(404, extra)))
     return done(missing())
   }
 }

@@ -10,6 +10,7 @@ import { systemClock, type Clock } from '../../util/clock.js'
 import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
 import type { Encoded, Encodings } from './encodings.js'
 import { decodeSegment } from './paths.js'
+import { withQuery } from './site-rules.js'
 import { commonOf, etagOf, plainHeaders, representationOf, siteKey, domainKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
 import { hostName } from '../../http/site-origin.js'
@@ -209,7 +210,7 @@ export function createHostHandler(
   function answerNow(req: IncomingMessage, res: ServerResponse, e: HostEntry, query: string, head: boolean): boolean {
     if (e.kind === 'file') return answerFile(req, res, e, head)
     if (e.kind === 'redirect') {
-      res.writeHead(e.status, ['Location', e.location + query, ...plainHeaders(0)])
+      res.writeHead(e.status, ['Location', withQuery(e.location, query), ...plainHeaders(0)])
       res.end()
       return true
     }

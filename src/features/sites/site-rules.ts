@@ -205,8 +205,17 @@ function compile(pattern: string): Compiled {
 /** The answer a redirect rule gives for a path. */
 export interface RuleMatch {
   status: RuleStatus
-  /** Target path (200, 404, 410: a file of the site) or URL (redirects), placeholders filled. */
+  /**
+   * The target's path (or, for an external target, its URL) before any query or fragment,
+   * placeholders filled with their decoded values: the file a 200, 404 or 410 answers with.
+   */
   to: string
+  /**
+   * The whole target as a Location value: the rule's own text percent-encoded as `encodeURI`
+   * does (a `%XX` already there is kept), each placeholder's value encoded whole (in the path, all but its slashes), so a
+   * value's `?`, `#`, `%` or space never changes where the URL points.
+   */
+  href: string
   force: boolean
 }
 
@@ -234,8 +243,19 @@ export function matchRedirect(rules: SiteRules, path: string, fileExists: boolea
     if (!m) continue
     const values = new Map<string, string>()
     r.names.forEach((name, i) => values.set(name, m[i + 1] ?? ''))
-    const to = r.to.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (whole, name: string) => values.get(name) ?? whole)
-    return { status: r.status, to, force: r.force }
+    const cut = r.to.search(/[?#]/)
+    const [pathPart, rest] = cut < 0 ? [r.to, ''] : [r.to.slice(0, cut), r.to.slice(cut)]
+    return {
+      status: r.status,
+      to: fill(
+        pathPart,
+        values,
+        (v) => v,
+        (t) => t,
+      ),
+      href: fill(pathPart, values, encodePath, encodeText) + fill(rest, values, encodeURIComponent, encodeText),
+      force: r.force,
+    }
   }
   return null
 }
@@ -252,4 +272,36 @@ export function headersFor(rules: SiteRules, path: string): Array<[string, strin
     }
   }
   return [...out.values()]
+}
+
+const PLACEHOLDER = /:([A-Za-z_][A-Za-z0-9_]*)/g
+
+/** A rule's target text with its placeholders replaced: values through `value`, the text around them through `text`. */
+function fill(template: string, values: Map<string, string>, value: (v: string) => string, text: (t: string) => string): string {
+  let out = ''
+  let at = 0
+  for (const m of template.matchAll(PLACEHOLDER)) {
+    const v = values.get(m[1])
+    if (v === undefined) continue
+    out += text(template.slice(at, m.index)) + value(v)
+    at = m.index + m[0].length
+  }
+  return out + text(template.slice(at))
+}
+
+/** A decoded path as URL text: every character of each segment encoded but the slashes between them. */
+const encodePath = (v: string): string => v.split('/').map(encodeURIComponent).join('/')
+
+/** A rule's own target text as URL text: encodeURI, keeping the %XX sequences it already has. */
+const encodeText = (t: string): string => encodeURI(t).replace(/%25([0-9A-Fa-f]{2})/g, '%$1')
+
+/**
+ * A redirect's Location with the request's query (`?...` or '') passed on, as Netlify does:
+ * joined to a query the target has with `&`, and placed before the target's fragment.
+ */
+export function withQuery(location: string, query: string): string {
+  if (query.length <= 1) return location
+  const hash = location.indexOf('#')
+  const [url, fragment] = hash < 0 ? [location, ''] : [location.slice(0, hash), location.slice(hash)]
+  return url + (url.includes('?') ? `&${query.slice(1)}` : query) + fragment
 }
