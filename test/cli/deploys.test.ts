@@ -68,6 +68,22 @@ for (const engine of ENGINES) {
       assert.equal(await live(), page('two'))
     })
 
+    it('new files with the same bytes are sent once, and the summary counts every file', async () => {
+      const copies = ['copy-a.html', 'copy-b.html', 'copy-c.html']
+      for (const c of copies) fs.writeFileSync(path.join(dir, c), page('copied'))
+      try {
+        const r = await runCli(['deploy', dir, '--project', 'site', '--dry-run', '--json'], { env })
+        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.json.uploaded.length, 1)
+        assert.equal(r.json.copies, 2)
+        assert.equal(r.json.uploaded.length + r.json.copies + r.json.unchanged, r.json.files)
+        const text = await runCli(['deploy', dir, '--project', 'site', '--dry-run'], { env })
+        assert.match(text.stdout, /would upload 1 file \(.*\), 2 more with the same bytes as one of those, 302 unchanged/)
+      } finally {
+        for (const c of copies) fs.rmSync(path.join(dir, c))
+      }
+    })
+
     it('svc deploys lists them; svc rollback goes back, to the previous one or an ID', async () => {
       const list = await runCli(['deploys', '--project', 'site', '--json'], { env })
       assert.equal(list.code, 0, list.stderr)

@@ -35,6 +35,8 @@ export interface ArchiveResult {
   /** Files the archive carried (or would carry, with --dry-run). */
   uploaded: string[]
   uploaded_bytes: number
+  /** Files not sent because another file of this deploy has the same bytes (stored once). */
+  copies: number
   unchanged: number
   failed: FailedFile[]
   requests: number
@@ -121,6 +123,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
     ignored: walked.ignoredCount,
     uploaded: [],
     uploaded_bytes: 0,
+    copies: 0,
     unchanged: 0,
     failed,
     requests: 0,
@@ -163,7 +166,10 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
       })
       continue
     }
-    if (sent.has(f.sha256)) continue
+    if (sent.has(f.sha256)) {
+      result.copies++
+      continue
+    }
     sent.add(f.sha256)
     send.push(f)
   }
@@ -215,7 +221,7 @@ export function describeArchive(r: ArchiveResult): string {
   const lines: string[] = []
   lines.push(`${r.project}: ${r.files} files (${formatBytes(r.bytes)})${r.ignored ? `, ${r.ignored} ignored` : ''}`)
   lines.push(
-    `${r.dry_run ? 'would upload' : 'uploaded'} ${r.uploaded.length} file${r.uploaded.length === 1 ? '' : 's'} (${formatBytes(r.uploaded_bytes)}), ${r.unchanged} unchanged`,
+    `${r.dry_run ? 'would upload' : 'uploaded'} ${r.uploaded.length} file${r.uploaded.length === 1 ? '' : 's'} (${formatBytes(r.uploaded_bytes)})${r.copies ? `, ${r.copies} more with the same bytes as one of those` : ''}, ${r.unchanged} unchanged`,
   )
   if (r.dry_run) for (const p of r.uploaded.slice(0, 200)) lines.push(`  ${p}`)
   if (r.dry_run && r.uploaded.length > 200) lines.push(`  ... and ${r.uploaded.length - 200} more`)
