@@ -297,6 +297,8 @@ for (const engine of ENGINES) {
       const pub = await s.post('/api/folders/proj/publish', { key: bob.key })
       assert.equal(pub.status, 200, pub.text)
       assert.equal((await s.get(`/${bob.username}/proj/a/b.html`)).status, 200)
+      const deployId = (await s.get('/api/folders/proj/deploys', { key: bob.key })).json.live_deploy_id as string
+      assert.equal((await s.get(`/${bob.username}/proj@${deployId}/a/b.html`)).status, 200)
       let rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/${bob.username}/proj/`, category: 'malware' })
       assert.equal(rep.status, 201, rep.text)
       let q = await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`)
@@ -304,6 +306,9 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${bob.username}/proj/a/b.html`)).status, 451)
       assert.equal((await s.get(`/${bob.username}/proj/`)).status, 451)
       assert.equal((await onSite(s, bob.username, '/proj/a/b.html')).status, 451)
+      // its deploys' own URLs ({project}@{deploy}) are held with it
+      assert.equal((await s.get(`/${bob.username}/proj@${deployId}/a/b.html`)).status, 451)
+      assert.equal((await onSite(s, bob.username, `/proj@${deployId}/`)).status, 451)
       assert.equal((await s.get(`/${bob.username}/other.html`)).status, 200)
       const projects = (await s.get('/api/folders', { key: bob.key })).json.folders as any[]
       assert.equal(projects.find((p) => p.name === 'proj').quarantined, true)

@@ -16,6 +16,8 @@ for (const engine of ENGINES) {
     let s: TestServer
     let alice: Awaited<ReturnType<TestServer['user']>>
     let etag = ''
+    // the live deploy of 'secret': its preview URL ({project}@{deploy}) is a URL of the name too
+    let deployId = ''
     const basic = (pw: string) => `Basic ${Buffer.from(`visitor:${pw}`).toString('base64')}`
 
     /** A request to alice's own origin (plain HTTP on loopback). */
@@ -41,6 +43,10 @@ for (const engine of ENGINES) {
       assert.equal(open.status, 200)
       assert.equal((await s.post('/api/folders/open/publish', { key: alice.key })).status, 200)
       assert.equal((await uploadFile(s, { key: alice.key }, 'note.html', `<p>${SECRET} note</p>`)).status, 200)
+      deployId = (await s.get('/api/folders/secret/deploys', { key: alice.key })).json.live_deploy_id
+      assert.match(deployId, /^[0-9a-z]{12}$/)
+      assert.equal((await s.get(`/alice/secret@${deployId}/`)).status, 200)
+      assert.equal((await site(`/secret@${deployId}/big.txt`)).status, 200)
       // warm every cache before protecting: the check must come before cached answers too
       const warm = await s.get('/alice/secret/')
       assert.equal(warm.status, 200)
@@ -80,6 +86,8 @@ for (const engine of ENGINES) {
         '/%61lice/secret/big.txt',
         '/alice/secret/missing',
         '/alice/secret/big.txt',
+        `/alice/secret@${deployId}/`,
+        `/alice/secret%40${deployId}/big.txt`,
       ]
       for (const p of pathForms) {
         const variants: Array<Record<string, string>> = [{}, { range: 'bytes=0-20' }, { 'if-none-match': etag }, { 'accept-encoding': 'gzip, br' }]
@@ -104,6 +112,9 @@ for (const engine of ENGINES) {
       const script = await site('/secret/big.txt', { headers: { range: 'bytes=0-5' } })
       assert.equal(script.status, 401)
       assert.ok(!leaks(script.text))
+      const preview = await site(`/secret@${deployId}/big.txt`)
+      assert.equal(preview.status, 401)
+      assert.ok(!leaks(preview.text))
       assert.match(script.header('www-authenticate') ?? '', /^Basic/)
       // other names stay open
       assert.equal((await s.get('/alice/open/')).status, 200)

@@ -4,7 +4,7 @@ import { newId } from '../../auth/tokens.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import { DIGEST_RE } from '../../storage/blob-store.js'
 import { siteUserOf } from '../../http/site-origin.js'
-import { decodeSegment } from '../sites/paths.js'
+import { decodeSegment, projectOf } from '../sites/paths.js'
 import { invalidateHosting } from '../sites/invalidate.js'
 import { createAdmin, type Actor } from '../admin/service.js'
 import { createAbuseStore, type ReportRow } from './store.js'
@@ -44,7 +44,8 @@ export function siteKeyOfPath(path: string): string | null {
   const user = decodeSegment(path.slice(1, a))
   const name = decodeSegment(path.slice(a + 1, b < 0 ? undefined : b))
   if (user === null || name === null || name === '') return null
-  return `site:${user.toLowerCase()}/${name}`
+  // a preview ({project}@{deploy}) is held with its project
+  return `site:${user.toLowerCase()}/${projectOf(name)}`
 }
 
 export interface ReportInput {

@@ -9,6 +9,7 @@ import type { AccessPoint } from '../../http/site-hooks.js'
 import type { WindowRule } from '../../limits/tiers.js'
 import { escapeHtml } from '../../util/html.js'
 import type { DomainsStore } from './store.js'
+import { projectOf } from '../sites/paths.js'
 
 /** Bus channel of visitor access changes: the message is the username (FLUSH_ALL: all). */
 export const ACCESS_CHANNEL = 'site-access'
@@ -259,7 +260,9 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
 
   const ruleFor = (u: UserRules, raw: string): [string, Rule] | null => {
     if (u.rules.size === 0) return null
-    const name = decodeName(raw)
+    const decoded = decodeName(raw)
+    // a preview ({project}@{deploy}) is held by its project's rule
+    const name = decoded === null ? null : projectOf(decoded)
     const rule = name === null ? undefined : u.rules.get(name)
     return rule === undefined ? null : [name as string, rule]
   }

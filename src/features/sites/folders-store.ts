@@ -1,4 +1,5 @@
 import type { Db, Trx } from '../../db/kysely.js'
+import { PREVIEW_SEGMENT } from './paths.js'
 
 /** A folder project: created by the first batch upload, published explicitly. */
 export interface FoldersTable {
@@ -39,9 +40,6 @@ export type FolderRow = Pick<FoldersTable, (typeof FOLDER_COLUMNS)[number]>
 export type FolderFileRow = Pick<FolderFilesTable, (typeof FOLDER_FILE_COLUMNS)[number]>
 
 type Q = Trx | Db['k']
-
-/** A preview's project segment: `{project}@{deploy id}` (docs/decisions.md). */
-const PREVIEW_SEGMENT = /^(.+)@([a-z0-9]{12})$/
 
 /**
  * What the public host serves for a project segment (hosting/resolver.ts): the deploy that is

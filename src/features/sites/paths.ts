@@ -99,6 +99,16 @@ export function checkName(input: unknown): PathResult {
   return r
 }
 
+/** A preview's project segment: `{project}@{deploy id}` (docs/decisions.md). */
+export const PREVIEW_SEGMENT = /^(.+)@([a-z0-9]{12})$/
+
+/**
+ * The project a decoded name segment serves: a preview's (`{project}@{deploy id}`) project,
+ * else the name. Whatever holds a project (a visitor password, an expiry, an abuse hold) holds
+ * every URL of it, its previews included.
+ */
+export const projectOf = (name: string): string => PREVIEW_SEGMENT.exec(name)?.[1] ?? name
+
 /**
  * Percent-decodes one raw URL segment, once and strictly: malformed escapes fail, and an
  * encoded '/' or '\' (which would change the path's structure) fails.
