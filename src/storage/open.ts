@@ -21,10 +21,10 @@ export async function openBlobStore(config: Config, o: OpenBlobStoreOptions = {}
   const wrap = o.wrap ?? ((s: BlobStore) => s)
   const url = config.storageUrl
   if (url?.startsWith('s3://')) {
-    // loaded only when configured, so the embedded default never loads the AWS SDK
-    const s3Module = './s3.js'
-    const { createS3BlobStore } = (await import(s3Module)) as { createS3BlobStore: (url: string) => Promise<BlobStore> | BlobStore }
-    const driver = wrap(await createS3BlobStore(url))
+    // loaded only when configured, so the embedded default never loads the AWS SDK; a literal
+    // specifier, so the bundle (scripts/bundle.mjs) makes it a chunk of its own and finds it
+    const { createS3BlobStore } = await import('./s3.js')
+    const driver = wrap(createS3BlobStore(url))
     if (config.blobCacheBytes === 0) return driver
     if (o.mode !== 'serve') return removingCachedCopies(driver, config.blobCacheDir)
     return createBlobCache(driver, { dir: config.blobCacheDir, maxBytes: config.blobCacheBytes, events: o.cacheEvents }).catch(async (e) => {
