@@ -359,3 +359,33 @@ for (const engine of ENGINES) {
     })
   })
 }
+
+// A deploy's total (DEPLOY_MAX_BYTES) is checked as the archive streams: a small gzip that
+// inflates past it is refused at the entry that crosses it, before the rest reach the disk.
+describe('archive deploys: the total is checked as the archive streams', () => {
+  let s: TestServer
+  before(async () => {
+    s = await startServer({ engine: 'sqlite', env: { RATE_LIMITS: HIGH_LIMITS, DEPLOY_MAX_BYTES: String(3 * 1024 * 1024) } })
+  })
+  after(() => s?.close())
+
+  it('refuses with 413 / 1328 at the entry past the limit; the entries after it are never stored', async () => {
+    const u = await s.user()
+    // ten distinct 1 MiB files of zeros but one byte: 10 MiB, a few KiB gzipped
+    const files: Site = { 'index.html': HTML('big') }
+    for (let i = 0; i < 10; i++) {
+      const b = Buffer.alloc(1024 * 1024)
+      b[0] = i + 1
+      files[`f${i}.bin`] = b
+    }
+    const body = await tarOf([manifestOf(files), ...Object.entries(files).map(([name, data]) => ({ name, data }))], true)
+    assert.ok(body.length < 100 * 1024, `${body.length} bytes gzipped`)
+    const before = await blobSet(s)
+    const r = await postArchive(s, u.key, 'bomb', body, true)
+    expectError(r, 413, 1328)
+    assert.match(r.json.message, /over 3145728 bytes in all/)
+    const stored = [...(await blobSet(s))].filter((d) => !before.has(d))
+    assert.ok(stored.length <= 3, `${stored.length} new blobs: stored past the limit`)
+    assert.equal((await s.get(`/${u.username}/bomb/`)).status, 404)
+  })
+})

@@ -20,7 +20,6 @@ import { parseHeaders, parseRedirects, RULE_FILES, RuleSyntaxError } from './sit
 /** Limits of one deploy (docs/limits.md). */
 export const DEPLOY_MAX_FILES = 50_000
 export const MANIFEST_MAX_BYTES = 16 * 1024 * 1024
-export const DEPLOY_MAX_BYTES = 2 * 1024 * 1024 * 1024
 export const MESSAGE_MAX = 500
 /** The first entry of a deploy archive. */
 export const MANIFEST_ENTRY = 'svc-deploy.json'
@@ -224,7 +223,7 @@ export function createDeploysService(deps: Deps) {
   const limits = () => ({
     max_files: DEPLOY_MAX_FILES,
     max_manifest_bytes: MANIFEST_MAX_BYTES,
-    max_deploy_bytes: DEPLOY_MAX_BYTES,
+    max_deploy_bytes: config.deployMaxBytes,
     max_file_bytes: config.maxUploadBytes,
     keep: config.deploysKeep,
   })
@@ -272,6 +271,9 @@ export function createDeploysService(deps: Deps) {
       // small entries wait here (at most BATCH_BYTES) and are stored together (blobs.putBatch)
       let batch: Buffer[] = []
       let batchBytes = 0
+      // bytes of the entries so far, by their headers, before any is read: a deploy's total can
+      // only be larger, so past the limit the archive is refused before it fills the disk
+      let carried = 0
       const flush = async () => {
         if (batch.length === 0) return
         const bodies = batch
@@ -313,6 +315,8 @@ export function createDeploysService(deps: Deps) {
           const size = h.size ?? 0
           if (size > config.maxUploadBytes)
             throw new AppError('ARCHIVE_FILE_TOO_LARGE', { params: { path: JSON.stringify(path), limit: config.maxUploadBytes } })
+          carried += size
+          if (carried > config.deployMaxBytes) throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `over ${config.deployMaxBytes} bytes in all` } })
           if (uploaded.has(digest)) {
             // the same bytes under a second path: checked, not stored twice
             const hash = crypto.createHash('sha256')
@@ -380,7 +384,8 @@ export function createDeploysService(deps: Deps) {
           bytes += row.size
           rows.push(row)
         }
-        if (bytes > DEPLOY_MAX_BYTES) throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `${bytes} bytes in all, at most ${DEPLOY_MAX_BYTES}` } })
+        if (bytes > config.deployMaxBytes)
+          throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `${bytes} bytes in all, at most ${config.deployMaxBytes}` } })
         if (!m.files.has('index.html')) throw new AppError('PUBLISH_NO_INDEX')
         const rules = await siteRules(new Map(rows.filter((r) => (RULE_FILES as readonly string[]).includes(r.path)).map((r) => [r.path, r])))
         const id = await store.newDeploy(trx, folder.id, { source: m.source, message: m.message, preview: m.preview, siteRules: rules, now })
