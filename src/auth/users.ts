@@ -91,13 +91,43 @@ export const RESERVED_USERNAMES = new Set([
   'ads.txt',
   'security.txt',
   'well-known',
+  'report',
+  'mcp',
+])
+
+/**
+ * Names a new account may not take, though an existing one keeps working: a per-user origin
+ * ({username}.{CONTENT_DOMAIN}) would be a host that browsers, mail clients and operating
+ * systems ask for by name (proxy and mail autoconfiguration), or a mailbox RFC 2142 reserves.
+ */
+const REFUSED_FOR_NEW = new Set([
+  'wpad',
+  'autodiscover',
+  'autoconfig',
+  'isatap',
+  'postmaster',
+  'abuse',
+  'hostmaster',
+  'webmaster',
+  'noc',
+  'security',
+  'mail',
+  'smtp',
+  'imap',
+  'pop',
+  'ftp',
+  'ns1',
+  'ns2',
 ])
 export const USERNAME_RE = /^[a-z0-9][a-z0-9_-]{1,31}$/
 
 /** Why a username cannot be used, or null. */
 export function usernameProblem(username: string): string | null {
-  if (RESERVED_USERNAMES.has(username.toLowerCase())) return `"${username}" is reserved`
+  if (RESERVED_USERNAMES.has(username.toLowerCase()) || REFUSED_FOR_NEW.has(username.toLowerCase())) return `"${username}" is reserved`
   if (!USERNAME_RE.test(username)) return 'username must be 2-32 characters of a-z, 0-9, _ and -, starting with a letter or digit'
+  // a DNS label of the user's origin: no hyphen at its end, and none in its third and fourth
+  // places (the form of IDN labels, xn--, which a browser would show as other letters)
+  if (username.endsWith('-') || username.slice(2, 4) === '--') return 'username must not end with "-" or have "--" as its third and fourth characters'
   return null
 }
 

@@ -1,0 +1,53 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { startServer, type TestServer } from '../support/server.js'
+import { usernameProblem } from '../../src/auth/users.js'
+
+// The path form serves /{username}/..., so no user may take the first segment of one of the
+// service's own routes: the list of reserved names must cover every route the app registers.
+describe('reserved usernames', () => {
+  let s: TestServer
+  before(async () => {
+    s = await startServer({ engine: 'sqlite' })
+  })
+  after(() => s?.close())
+
+  it("covers the first segment of every route of the service's own", () => {
+    // printRoutes draws a tree: each line extends the path of the line above it one level up
+    const firsts = new Set<string>()
+    const stack: string[] = []
+    for (const line of s.app.printRoutes({ commonPrefix: false }).split('\n')) {
+      const m = /^([│ ]*)[├└]── (\S+)/.exec(line)
+      if (!m) continue
+      const depth = m[1].length / 4
+      const parent = depth === 0 ? '' : stack[depth - 1]
+      const full = parent.endsWith('/') || m[2].startsWith('/') ? parent + m[2] : `${parent}/${m[2]}`
+      stack[depth] = full
+      const first = full.split('/')[1]
+      if (first !== undefined && first !== '' && !first.startsWith(':') && !first.startsWith('*')) firsts.add(first)
+    }
+    assert.ok(firsts.size > 15, [...firsts].join(' '))
+    const takeable = [...firsts].filter((f) => usernameProblem(f) === null)
+    assert.deepEqual(takeable, [], 'route segments a user could register as a name')
+  })
+
+  it('refuses names that cannot be a DNS label of a per-user origin, or that mail and autoconfiguration use', () => {
+    for (const name of [
+      'ab-',
+      'ab--cd',
+      'xn--80ak6aa92e',
+      'wpad',
+      'autodiscover',
+      'autoconfig',
+      'isatap',
+      'postmaster',
+      'abuse',
+      'hostmaster',
+      'webmaster',
+      'report',
+      'mcp',
+    ])
+      assert.notEqual(usernameProblem(name), null, name)
+    for (const name of ['ab', 'a-b', 'alice_2', '9lives']) assert.equal(usernameProblem(name), null, name)
+  })
+})
