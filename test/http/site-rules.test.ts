@@ -117,6 +117,25 @@ for (const engine of ENGINES) {
       })
     }
 
+    it("never serves a user's file at an ACME challenge path, on any URL form", async () => {
+      const u = await s.user()
+      const up = await batchUpload(s, { key: u.key }, '.well-known', [
+        { filename: 'index.html', data: '<p>wk</p>' },
+        { filename: 'acme-challenge/tok', data: 'tok.thumbprint' },
+        { filename: 'other.txt', data: 'other' },
+      ])
+      assert.equal(up.status, 200, up.text)
+      assert.equal((await s.post('/api/folders/.well-known/publish', { key: u.key })).status, 200)
+      const onOrigin = (p: string) => request(`${s.httpUrl}${p}`, { headers: { host: `${u.username}.localhost` } })
+      const challenge = await onOrigin('/.well-known/acme-challenge/tok')
+      assert.equal(challenge.statusCode, 404)
+      assert.doesNotMatch(await challenge.body.text(), /thumbprint/)
+      const pathForm = await s.get(`/${u.username}/.well-known/acme-challenge/tok`)
+      assert.equal(pathForm.status, 404)
+      // the rest of that project is the user's as any other
+      assert.equal(await (await onOrigin('/.well-known/other.txt')).body.text(), 'other')
+    })
+
     it('refuses a bad rule at publish with the file and line, and changes nothing', async () => {
       const u = await s.user()
       await batchUpload(s, { key: u.key }, 'bad', [

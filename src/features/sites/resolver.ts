@@ -230,6 +230,10 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
       if (d === null) return { status: 400 }
       rest.push(d)
     }
+    // an ACME HTTP-01 challenge path is never user content, on any origin: a user must not be
+    // able to answer a certificate authority for their origin's or a domain's host
+    const acme = site === 'domain' ? 1 : 0
+    if (rest[acme] === '.well-known' && rest[acme + 1] === 'acme-challenge') return { username: '', entry: missing(), cacheable: false }
     const gen = cache.gen(username)
     // requests for a path that is being looked up share that lookup, unless the user's
     // content changed since it started (it could return what the write replaced)
