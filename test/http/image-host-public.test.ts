@@ -4,6 +4,7 @@ import sharp from 'sharp'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { imageForm, makeImage, svc } from '../support/images.js'
 import { createLocalBus, type Bus } from '../../src/infra/bus.js'
+import { FakeClock } from '../../src/util/clock.js'
 import type { ImageHostState } from '../../src/features/image-host/index.js'
 
 const INERT = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
@@ -211,6 +212,31 @@ for (const engine of ENGINES) {
       } finally {
         await b.close()
         await a.close()
+      }
+    })
+  })
+
+  describe(`image host public links of a disabled account [${engine}]`, () => {
+    it("go offline within the cache's life, and come back when the account is enabled", async () => {
+      const clock = new FakeClock(Date.now())
+      const s = await startServer({ engine, clock })
+      try {
+        const a = await s.user()
+        await svc(s, 'grant', a.username, 'image-host')
+        const cookie = await s.login(a.username, a.password)
+        const [img] = await uploadAs(s, cookie, [{ name: 'a.png', data: await makeImage('png', { width: 8, height: 8, color: '#123456' }) }])
+        const link = `/svc-img/pub/${img.public_token}`
+        assert.equal((await s.get(link)).status, 200)
+        // as `svc user set --disable` does it: the row only, no message to the serving instance
+        await s.deps.users.update(a.username, { disabled: true })
+        clock.advance(5_001)
+        assert.equal((await s.get(link)).status, 404)
+        assert.equal((await s.get(`/image-host/pub/${img.public_token}`)).status, 404)
+        await s.deps.users.update(a.username, { disabled: false })
+        clock.advance(5_001)
+        assert.equal((await s.get(link)).status, 200)
+      } finally {
+        await s.close()
       }
     })
   })

@@ -18,6 +18,7 @@ export const MAX_FILES_PER_UPLOAD = 20
 /** Public tokens: URL-safe, 16 to 64 characters (ours are 22). */
 export const TOKEN_RE = /^[A-Za-z0-9_-]{16,64}$/
 const CACHE_ENTRIES = 10_000
+const CACHE_TTL_MS = 5_000
 const REMARK_MAX = 500
 const NAME_MAX = 255
 
@@ -95,8 +96,18 @@ export function createImageHost(deps: Deps) {
   const store = createImageStore(db)
 
   // token -> (digest, type, size), dropped on every instance by a replace or delete (a message
-  // is the token); a lookup that raced with one never caches what it read before the change
-  const cache = createInvalidatedCache<string, PublicImage>({ bus, channel: BUS_CHANNEL, maxEntries: CACHE_ENTRIES })
+  // is the token); a lookup that raced with one never caches what it read before the change.
+  // Entries live CACHE_TTL_MS: the bound on what a change made elsewhere takes to show (an
+  // account disabled from the admin console or the CLI), as the hosted-data links' cache does
+  const cache = createInvalidatedCache<string, PublicImage & { at: number }>({
+    bus,
+    channel: BUS_CHANNEL,
+    maxEntries: CACHE_ENTRIES,
+    isFresh: (e) => {
+      const age = clock.now() - e.at
+      return age <= CACHE_TTL_MS && age >= 0
+    },
+  })
   const invalidate = (token: string): Promise<void> => cache.publish(token)
 
   const notFound = () => new AppError('RESOURCE_NOT_FOUND')
@@ -258,7 +269,7 @@ export function createImageHost(deps: Deps) {
       if (hit) return hit
       const seen = cache.ticket()
       const row = await store.publicGet(token)
-      if (row) cache.set(token, row, seen)
+      if (row) cache.set(token, { ...row, at: clock.now() }, seen)
       return row
     },
   }

@@ -123,8 +123,15 @@ export function createImageStore(db: Db) {
       const r = await q.selectFrom('images').select(COLUMNS).where('user_id', '=', userId).where('public_token', '=', token).executeTakeFirst()
       return r && toRow(r)
     },
+    /** What a public link serves; images of a disabled account are not served. */
     async publicGet(token: string): Promise<PublicImage | undefined> {
-      const r = await k.selectFrom('images').select(['digest', 'content_type', 'size']).where('public_token', '=', token).executeTakeFirst()
+      const r = await k
+        .selectFrom('images as i')
+        .innerJoin('users as u', 'u.id', 'i.user_id')
+        .select(['i.digest', 'i.content_type', 'i.size'])
+        .where('i.public_token', '=', token)
+        .where('u.disabled', '=', 0)
+        .executeTakeFirst()
       return r && { digest: r.digest, content_type: r.content_type, size: Number(r.size) }
     },
     async updateMeta(userId: string, token: string, set: { remark?: string; file_name?: string }, now: number): Promise<boolean> {
