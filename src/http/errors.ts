@@ -18,12 +18,16 @@ export function sendAppError(req: FastifyRequest, reply: FastifyReply, err: AppE
   return reply.code(err.status).type('application/json; charset=utf-8').send(body)
 }
 
-/** Maps Fastify's own errors (parsing, limits, validation) to rows of the table. */
-function fromFastifyError(e: FastifyError): AppError | null {
+/**
+ * Maps Fastify's own errors (parsing, limits, validation) to rows of the table. `bodyLimit`:
+ * the route's body limit, `fileLimit`: a multipart file's (the numbers a 413 names).
+ */
+function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: number): AppError | null {
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('BODY_TOO_LARGE', { params: { limit: bodyLimit } })
     case 'FST_REQ_FILE_TOO_LARGE':
-      return new AppError('BODY_TOO_LARGE', { params: { limit: 'the configured' } })
+      return new AppError('BODY_TOO_LARGE', { params: { limit: fileLimit } })
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'application/json' } })
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -52,7 +56,7 @@ function fromFastifyError(e: FastifyError): AppError | null {
     return new AppError('DEPENDENCY_UNAVAILABLE')
   }
   if (e instanceof SyntaxError || (/JSON/.test(e.message ?? '') && e.statusCode === 400)) return new AppError('INVALID_JSON')
-  if (e.statusCode === 413) return new AppError('BODY_TOO_LARGE', { params: { limit: 'the configured' } })
+  if (e.statusCode === 413) return new AppError('BODY_TOO_LARGE', { params: { limit: bodyLimit } })
   if (e.statusCode === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'application/json' } })
   if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
     return new AppError('INVALID_PARAMETER', { params: { detail: e.message }, status: e.statusCode })
@@ -63,7 +67,8 @@ function fromFastifyError(e: FastifyError): AppError | null {
 /** Installs the single error handler and the not-found handler of the service. */
 export function installErrorHandling(app: FastifyInstance, config: Config): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    let appErr = err instanceof AppError ? err : fromFastifyError(err)
+    let appErr =
+      err instanceof AppError ? err : fromFastifyError(err, req.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 1024 * 1024, config.maxUploadBytes)
     if (!appErr) {
       req.log.error({ err }, 'unexpected error')
       appErr = new AppError('INTERNAL', { params: { request_id: String(req.id) } })

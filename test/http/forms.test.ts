@@ -346,7 +346,10 @@ for (const engine of ENGINES) {
       clock.advance(61_000)
       const f = await make(alice)
       const big = 'x'.repeat(70 * 1024)
-      expectError(await submit(f.form_slug, { json: { m: big } }), 413, 1109)
+      const tooBig = await submit(f.form_slug, { json: { m: big }, headers: { 'accept-language': 'en' } })
+      expectError(tooBig, 413, 1109)
+      // the message names the route's own limit
+      assert.match(tooBig.json.message, /the maximum is 65536 bytes/)
       expectError(await submit(f.form_slug, { form: { m: big } }), 413, 1109)
       const mp = multipart([{ name: 'm', data: big }])
       expectError(await submit(f.form_slug, { body: mp.body, headers: { 'content-type': mp.contentType } }), 413, 1109)
