@@ -609,6 +609,24 @@ export const ERRORS = {
     '稍后重试；如持续出现请联系运维方',
     'Retry later; if it persists, tell the operator',
   ),
+  NOTIFY_MAIL_WAIT: def(
+    1430,
+    'BUSINESS_ERROR',
+    429,
+    '验证邮件发送过于频繁，请 {seconds} 秒后再试',
+    'Too many verification mails; try again in {seconds} s',
+    '等待后重试；每个地址每 10 分钟一封，每个账户每天 20 封',
+    'Wait, then retry: one mail per address per 10 minutes, 20 per account per day',
+  ),
+  PUBLIC_URL_REQUIRED: def(
+    1431,
+    'BUSINESS_ERROR',
+    409,
+    '此服务未设置 PUBLIC_URL，不能发送带链接的邮件',
+    'This service has no PUBLIC_URL set, so it cannot mail links',
+    '联系运维方设置 PUBLIC_URL',
+    'Ask the operator to set PUBLIC_URL',
+  ),
   // 1440-1449: MCP and read-only API keys (beyond the spec)
   READ_ONLY_KEY: def(
     1440,

@@ -20,6 +20,23 @@ export function serviceOrigin(req: FastifyRequest, config: Pick<Config, 'publicU
   return `https://${host.split(',')[0].trim()}`
 }
 
+/**
+ * The service's origin for links sent out of band (mail), where a forged Host would lead
+ * someone else to another site: PUBLIC_URL, else the request's own origin only when its host
+ * is loopback (the one-command start); null otherwise.
+ */
+export function linkOrigin(req: FastifyRequest, config: Pick<Config, 'publicUrl' | 'trustProxy'>): string | null {
+  if (config.publicUrl) return config.publicUrl
+  const o = serviceOrigin(req, config)
+  let host: string
+  try {
+    host = new URL(o).hostname
+  } catch {
+    return null
+  }
+  return host === 'localhost' || host === '127.0.0.1' || host === '[::1]' ? o : null
+}
+
 /** The origin of user content: CONTENT_ORIGIN when set, else the service origin. */
 export function contentOrigin(req: FastifyRequest, config: Pick<Config, 'publicUrl' | 'trustProxy' | 'contentOrigin'>): string {
   return config.contentOrigin ?? serviceOrigin(req, config)

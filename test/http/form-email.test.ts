@@ -64,6 +64,24 @@ describe(`form e-mail notifications [${engine}]`, () => {
     assert.equal(log[0].submission_id, sub.json.data.submission_id)
   })
 
+  it('mails an address at most once per 10 minutes, and never a link to a host it was told', async () => {
+    const u = await s.user()
+    const before = smtp.mails.length
+    assert.equal((await s.post('/svc_api/notify/addresses', { key: u.key, json: { address: 'once@example.com' } })).status, 200)
+    await until(() => smtp.mails.length === before + 1)
+    const again = await s.post('/svc_api/notify/addresses', { key: u.key, json: { address: 'once@example.com' }, headers: { 'accept-language': 'en' } })
+    expectError(again, 429, 1430)
+    assert.ok(Number(again.header('retry-after')) > 500, again.header('retry-after'))
+    // another user asking for the same stranger's address waits too
+    const other = await s.user()
+    expectError(await s.post('/svc_api/notify/addresses', { key: other.key, json: { address: 'once@example.com' } }), 429, 1430)
+    // without PUBLIC_URL, a Host that is not loopback cannot be where the link points
+    const forged = await s.post('/svc_api/notify/addresses', { key: u.key, json: { address: 'victim@example.com' }, headers: { host: 'evil.test' } })
+    expectError(forged, 409, 1431)
+    await new Promise((r) => setTimeout(r, 200))
+    assert.equal(smtp.mails.length, before + 1, 'one mail in all')
+  })
+
   describe('refuses a bad address', () => {
     let u: Awaited<ReturnType<TestServer['user']>>
     before(async () => {

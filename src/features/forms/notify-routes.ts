@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { pickLang } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
-import { serviceOrigin } from '../../http/origin.js'
+import { linkOrigin } from '../../http/origin.js'
 import type { NotifyService } from './notify-service.js'
 
 const passThrough = () => () => true
@@ -167,7 +167,7 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
     async (req) => ({
       success: true,
       message: say(req, '验证邮件已发送', 'Verification mail sent'),
-      data: await notify.addAddress(caller(req).user, req.body, serviceOrigin(req, deps.config)),
+      data: await notify.addAddress(caller(req).user, req.body, linkOrigin(req, deps.config)),
     }),
   )
   app.delete('/svc_api/notify/addresses/:id', { config: cfg, schema: { tags, summary: 'Remove a notification address', params: IdParams } }, async (req) => {

@@ -8,9 +8,13 @@ import { formStore, type FormRow } from './store.js'
 import { notifyStore, type DeliveryRow, type SubmissionEvent } from './notify-store.js'
 import { checkTarget, parseWebhookUrl } from './ssrf.js'
 import type { Mailer } from './notify-mail.js'
+import type { WindowRule } from '../../limits/tiers.js'
 
 export const MAX_ADDRESSES = 5
 const DELIVERY_LOG_LIMIT = 100
+/** Verification mails: one per address per 10 minutes, 20 per account per day. */
+const VERIFY_PER_ADDRESS: WindowRule[] = [{ name: 'notify-verify-address', kind: 'sliding', ms: 10 * 60_000, limit: 1 }]
+const VERIFY_PER_USER: WindowRule[] = [{ name: 'notify-verify-user', kind: 'sliding', ms: 24 * 3600_000, limit: 20 }]
 const ADDRESS_RE = /^[^\s@<>()",;:\\[\]]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/
 
 const newSecret = () => `whsec_${randomString(40)}`
@@ -38,8 +42,8 @@ export function deliveryView(r: DeliveryRow) {
  * addresses, and the outbox. `enqueue` runs inside the submission's transaction, so a stored
  * submission always has its deliveries and a refused one has none.
  */
-export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config'>, mailer: Mailer | null) {
-  const { db, clock, config } = deps
+export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' | 'limits'>, mailer: Mailer | null) {
+  const { db, clock, config, limits } = deps
   const owned = async (user: User, formId: string): Promise<FormRow> => {
     const f = formId.length <= 64 ? await formStore.byId(db.k, user.id, formId) : undefined
     if (!f) throw new AppError('FORM_NOT_FOUND')
@@ -138,9 +142,15 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config'>,
       return rows.map((a) => ({ id: a.id, address: a.address, verified: a.verified_at !== null, created_at: isoMicros(Number(a.created_at)) }))
     },
 
-    /** Adds an address (or restarts its verification) and mails it a one-time verification link. */
-    async addAddress(user: User, body: unknown, serviceOrigin: string) {
+    /**
+     * Adds an address (or restarts its verification) and mails it a one-time verification link.
+     * `linkOrigin`: where the link points, from a source the caller cannot forge (PUBLIC_URL, or
+     * a loopback Host), null when there is none. The mails are throttled per address and per
+     * account, so the service cannot be made to mail a stranger over and over.
+     */
+    async addAddress(user: User, body: unknown, linkOrigin: string | null) {
       if (!mailer) throw new AppError('EMAIL_NOT_CONFIGURED')
+      if (linkOrigin === null) throw new AppError('PUBLIC_URL_REQUIRED')
       const raw = (body as { address?: unknown } | null)?.address
       if (typeof raw !== 'string' || raw.length > 254 || !ADDRESS_RE.test(raw.trim()))
         throw new AppError('NOTIFY_ADDRESS_INVALID', { params: { detail: 'expected name@domain' } })
@@ -149,6 +159,16 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config'>,
       const now = clock.now()
       const existing = (await notifyStore.addresses(db.k, user.id)).find((a) => a.address === address)
       if (existing?.verified_at) return { id: existing.id, address, verified: true }
+      for (const [id, rules] of [
+        [`notify-verify:address:${address}`, VERIFY_PER_ADDRESS],
+        [`notify-verify:user:${user.id}`, VERIFY_PER_USER],
+      ] as const) {
+        const r = await limits.hit(id, rules, now, true)
+        if (!r.allowed) {
+          const wait = Math.max(1, Math.ceil((r.windows[0].resetAt - now) / 1000))
+          throw new AppError('NOTIFY_MAIL_WAIT', { params: { seconds: wait }, headers: { 'Retry-After': String(wait) } })
+        }
+      }
       const id = existing?.id ?? newId()
       await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
@@ -167,7 +187,7 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config'>,
           .values({ id, user_id: user.id, address, token_hash: sha256hex(token), verified_at: null, created_at: now })
           .execute()
       })
-      const link = `${serviceOrigin}/svc_api/notify/verify?token=${token}`
+      const link = `${linkOrigin}/svc_api/notify/verify?token=${token}`
       try {
         await mailer.send({
           to: address,
