@@ -324,6 +324,6 @@ async function restoreCommand(args: string[], config: Config): Promise<void> {
     dataDir = config.dataDir
     blobRoot = config.storageUrl?.startsWith('file://') ? new URL(config.storageUrl).pathname : path.join(dataDir, 'blobs')
   }
-  const r = await restoreSqlite({ snapshot: positionals[0], dataDir, blobRoot, force: values.force })
+  const r = await restoreSqlite({ snapshot: positionals[0], dataDir, blobRoot, blobColumns: BLOB_COLUMNS, force: values.force })
   out(`restored ${r.manifest.created_at} into ${dataDir}: svc.db and ${r.blobs} blobs verified (${r.written} written)`)
 }

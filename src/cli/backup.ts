@@ -278,12 +278,15 @@ export interface RestoreOptions {
   dataDir: string
   /** Folder that receives the blobs (DATA_DIR/blobs, or STORAGE_URL's file:// path). */
   blobRoot: string
+  /** The tables and columns holding blob digests: every one the database holds must be in the snapshot. */
+  blobColumns: readonly BlobColumn[]
   force?: boolean
 }
 
 /**
  * Restores a snapshot. Verification comes first and writes nothing: the manifest, the
- * database file's SHA-256 and size, and each blob's SHA-256 recomputed from its bytes. Then
+ * database file's SHA-256 and size, every blob the database references listed by the
+ * manifest, and each blob's SHA-256 recomputed from its bytes. Then
  * the blobs, then svc.db last (each temp + rename), so the database never points to a blob
  * that is not there yet.
  */
@@ -307,6 +310,25 @@ export async function restoreSqlite(o: RestoreOptions): Promise<{ manifest: Mani
   if (!db) problems.push(`svc.db: missing from ${o.snapshot}`)
   else if (db.sha256 !== manifest.database.sha256 || db.size !== manifest.database.size) {
     problems.push(`svc.db: sha256 ${db.sha256} (${db.size} bytes) does not match the manifest's ${manifest.database.sha256} (${manifest.database.size} bytes)`)
+  }
+  // the manifest cannot be trusted to list what the database needs: a blob the database
+  // references and the manifest omits would be a restored row pointing at nothing
+  if (db && db.sha256 === manifest.database.sha256) {
+    const listed = new Set(manifest.blobs.map((b) => b.digest))
+    let snap: SQLite.Database | null = null
+    try {
+      snap = new SQLite(dbFile, { readonly: true, fileMustExist: true })
+      for (const { table, column } of o.blobColumns) {
+        const q = `select distinct "${column.replace(/"/g, '""')}" as d from "${table.replace(/"/g, '""')}"`
+        for (const r of snap.prepare(q).all() as Array<{ d: string | null }>) {
+          if (r.d && !listed.has(r.d)) problems.push(`blob ${r.d}: referenced by svc.db (${table}.${column}) but not in the manifest`)
+        }
+      }
+    } catch (e) {
+      problems.push(`svc.db: cannot be read (${(e as Error).message})`)
+    } finally {
+      snap?.close()
+    }
   }
   const blobRoot = path.join(o.snapshot, '..', 'blobs')
   for (const b of manifest.blobs) {

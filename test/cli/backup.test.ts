@@ -154,6 +154,19 @@ describe('svc backup and restore [sqlite]', () => {
     assert.equal(fs.existsSync(bad2), false, 'nothing written')
     flipByte(path.join(snap1, 'svc.db'), 200)
 
+    // a manifest that leaves out a blob the database references (still valid JSON)
+    const manifestFile = path.join(snap1, 'manifest.json')
+    const original = fs.readFileSync(manifestFile, 'utf8')
+    const short = JSON.parse(original)
+    const dropped = short.blobs.shift().digest as string
+    fs.writeFileSync(manifestFile, JSON.stringify(short))
+    const bad3 = path.join(tmp, 'bad-manifest')
+    const t3 = await runCli(['restore', snap1, '--data-dir', bad3], { env: cliEnv(path.join(tmp, 'unused')) })
+    assert.equal(t3.code, 1)
+    assert.match(t3.stderr, new RegExp(`blob ${dropped}: referenced by svc\\.db \\(\\w+\\.\\w+\\) but not in the manifest`))
+    assert.equal(fs.existsSync(bad3), false, 'nothing written')
+    fs.writeFileSync(manifestFile, original)
+
     // retention: delete a file on the live server, back up with --keep 1; the older snapshots
     // go, and so does the blob only they referenced
     const gone = beforeBackup.find((w) => w.kind === 'file')!
