@@ -72,8 +72,19 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
   }
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   try {
-    await migrateToLatest(db, FEATURE_TABLES, snapshotFirst(config))
-    await run(cmd, args, db, config)
+    const taken: { copy?: string } = {}
+    const applied = await migrateToLatest(
+      db,
+      FEATURE_TABLES,
+      snapshotFirst(config, (c) => (taken.copy = c)),
+    )
+    if (cmd === 'migrate')
+      out(
+        applied.length === 0
+          ? 'migrations up to date'
+          : `applied ${applied.length} migration${applied.length === 1 ? '' : 's'}: ${applied.join(', ')}${taken.copy ? `\nthe database as it was before them: ${taken.copy}` : ''}`,
+      )
+    else await run(cmd, args, db, config)
     if (AUDITED.has(cmd)) {
       const sub = ['user', 'key', 'redeem-code'].includes(cmd) ? args[0] : undefined
       const rest = sub === undefined ? args : args.slice(1)
@@ -116,10 +127,6 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
   }
 
   switch (cmd) {
-    case 'migrate': {
-      out('migrations up to date')
-      return
-    }
     case 'user': {
       const [sub, ...rest] = args
       if (sub === 'add') {

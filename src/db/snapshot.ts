@@ -55,12 +55,20 @@ export function rollbackHint(dataDir: string, copy: string): string {
   )
 }
 
-/** Migration options that snapshot a SQLite database first (PostgreSQL: none; see docs/operations/backups.md). */
-export function snapshotFirst(o: { databaseUrl: string | null; dataDir: string }): { before?(pending: string[]): Promise<string | undefined> } {
+/**
+ * Migration options that snapshot a SQLite database first (PostgreSQL: none; see
+ * docs/operations/backups.md). `taken` hears the copy's path, when one was made.
+ */
+export function snapshotFirst(
+  o: { databaseUrl: string | null; dataDir: string },
+  taken?: (copy: string) => void,
+): { before?(pending: string[]): Promise<string | undefined> } {
   if (o.databaseUrl) return {}
   return {
     async before() {
-      return rollbackHint(o.dataDir, await snapshotBeforeMigration(o.dataDir))
+      const copy = await snapshotBeforeMigration(o.dataDir)
+      taken?.(copy)
+      return rollbackHint(o.dataDir, copy)
     },
   }
 }

@@ -31,6 +31,10 @@ for (const engine of ENGINES) {
       )
       const r = spawnSync(process.execPath, [bin, 'migrate'], { env: { ...process.env, ...dbEnv, LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 60_000 })
       assert.equal(r.status, 0, r.stderr)
+      // it says what it did: the migrations it applied, then, run again, that there were none
+      assert.match(r.stdout, /^applied \d+ migrations: 0001[^,]*, /)
+      const again = spawnSync(process.execPath, [bin, 'migrate'], { env: { ...process.env, ...dbEnv, LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 60_000 })
+      assert.equal(again.stdout.trim(), 'migrations up to date')
       const s = await startServer({ engine, pgSchema, dataDir, keepData: true, env: { MIGRATE_ON_START: '0' } })
       try {
         assert.equal((await s.get('/healthz')).status, 200)
