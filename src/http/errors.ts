@@ -67,8 +67,13 @@ function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: number)
 /** Installs the single error handler and the not-found handler of the service. */
 export function installErrorHandling(app: FastifyInstance, config: Config): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
+    const mediaTypeError = err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? req.routeOptions.config?.mediaTypeError : undefined
     let appErr =
-      err instanceof AppError ? err : fromFastifyError(err, req.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 1024 * 1024, config.maxUploadBytes)
+      err instanceof AppError
+        ? err
+        : mediaTypeError
+          ? new AppError(mediaTypeError)
+          : fromFastifyError(err, req.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 1024 * 1024, config.maxUploadBytes)
     if (!appErr) {
       req.log.error({ err }, 'unexpected error')
       appErr = new AppError('INTERNAL', { params: { request_id: String(req.id) } })

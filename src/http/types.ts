@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Principal } from '../auth/principal.js'
 import type { ErrorFormat } from '../errors/render.js'
 import type { AppError } from '../errors/app-error.js'
+import type { ErrorKey } from '../errors/codes.js'
 import type { WindowState } from '../limits/store.js'
 import type { ListenPorts } from './site-origin.js'
 
@@ -50,6 +51,8 @@ declare module 'fastify' {
     readOnlySafe?: boolean
     /** Skip the API rate limit for this route (login has its own throttle). */
     rateLimit?: false
+    /** The error a body of a media type the route does not take answers (default: 'expected application/json'). */
+    mediaTypeError?: ErrorKey
   }
   interface FastifyInstance {
     /** Registers a FastPath (see above); it runs only when the app has a server factory. */

@@ -314,6 +314,12 @@ for (const engine of ENGINES) {
       it('a body that is not a tar type: 4xx', async () => {
         const wrongType = await s.post('/api/folders/bad/deploys', { key: u.key, body: await whole(), headers: { 'content-type': 'text/plain' } })
         expectClientError(wrongType)
+        // any type it does not take answers the deploy's own error, which names the types it does
+        for (const type of ['text/plain', 'application/zip', 'application/octet-stream']) {
+          const r = await s.post('/api/folders/bad/deploys', { key: u.key, body: await whole(), headers: { 'content-type': type, 'accept-language': 'en' } })
+          expectError(r, 415, 1335)
+          assert.match(r.json.message, /tar or a gzipped tar/)
+        }
       })
 
       it('after them all, nothing changed: the live site, the deploys, the files, the blobs', async () => {

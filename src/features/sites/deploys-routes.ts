@@ -110,7 +110,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
     app.post(
       `${prefix}/deploys`,
       {
-        config: cfg,
+        config: { ...cfg, mediaTypeError: 'ARCHIVE_CONTENT_TYPE' },
         schema: {
           hide,
           tags: ['deploys'],
