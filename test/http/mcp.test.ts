@@ -295,6 +295,24 @@ for (const engine of ENGINES) {
 
       const badArgs = await call('kv_set', { key: 'k', value: 1, unknown_field: true })
       assert.equal(badArgs.isError, true)
+
+      // too many files: the message names the file limit, not a byte limit
+      const many = await call('deploy_files', { project: 'many', files: Array.from({ length: 201 }, (_, i) => ({ path: `p${i}.html`, content: 'x' })) })
+      assert.equal(many.isError, true)
+      assert.match(textOf(many), /201 files; deploy_files takes at most 200/)
+      assert.doesNotMatch(textOf(many), /bytes/)
+
+      // a value nested past the JSON depth limit: the service's own error, not a stack overflow
+      // (sent as text: this side's JSON.stringify would overflow its own stack first)
+      const depth = 100_000
+      const body = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"kv_set","arguments":{"key":"deep","value":${'['.repeat(depth)}1${']'.repeat(depth)}}}}`
+      const nested = await s.post('/mcp', {
+        key: alice.key,
+        body,
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      })
+      assert.doesNotMatch(nested.text, /call stack/i)
+      assert.match(nested.text, /1106/)
     })
 
     it('answers 401 without a key or with a wrong one, 405 to GET and DELETE, 403 to a foreign Host', async () => {

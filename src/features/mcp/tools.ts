@@ -16,6 +16,7 @@ import type { FolderRef } from '../sites/folders-service.js'
 import { RULE_FILES } from '../sites/site-rules.js'
 import type { McpServices } from './services.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
+import { checkJsonValue } from '../kv/validate.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -180,7 +181,11 @@ const deployFiles = tool({
     publish: z.boolean().optional().describe('true (default): upload and publish live; false: a preview deploy of these files only, not live'),
   },
   async run(s, ctx, a) {
-    if (a.files.length > MAX_INLINE_FILES) throw payloadTooLarge(`${a.files.length} files`)
+    if (a.files.length > MAX_INLINE_FILES)
+      throw new AppError('TOO_MANY_PARTS', {
+        params: { detail: `${a.files.length} files; deploy_files takes at most ${MAX_INLINE_FILES}` },
+        extra: { details: { info: 'deploy larger sites with the CLI: `svc deploy ./folder --project NAME` (archive upload)' } },
+      })
     const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(a.project)])
     // every path and the total size are checked before any byte is stored
     const seen = new Set<string>()
@@ -428,6 +433,8 @@ const kvSet = tool({
     expected_version: z.number().int().nonnegative().optional().describe('Write only if the entry is at this version (0: only if absent)'),
   },
   async run(s, ctx, a) {
+    // checked without recursion first: JSON.stringify of a value nested 100,000 deep overflows the stack
+    if (a.value !== undefined) checkJsonValue(a.value)
     if (Buffer.byteLength(JSON.stringify(a.value ?? null)) > MAX_INLINE_BYTES) throw payloadTooLarge('value')
     const r = await s.kv.put(ctx.user, a)
     const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
