@@ -150,6 +150,13 @@ for (const engine of ENGINES) {
         assert.equal((await listing(s, alice.key, 'many')).size, 13)
         const page = await s.get(`/${alice.username}/many/`)
         assert.equal(page.status, 404)
+        // once it is live, --no-publish cannot hold batch uploads back: refused, nothing sent
+        assert.equal((await runCli(['deploy', d, '--batch', '--project', 'many'], { env })).code, 0)
+        fs.writeFileSync(path.join(d, 'index.html'), '<p>changed</p>')
+        const held = await runCli(['deploy', d, '--batch', '--project', 'many', '--no-publish'], { env })
+        assert.equal(held.code, 1)
+        assert.match(held.stderr, /many is live: batch uploads to it go live file by file/)
+        assert.equal((await s.get(`/${alice.username}/many/`)).text, '<p>many</p>')
       } finally {
         fs.rmSync(d, { recursive: true, force: true })
       }

@@ -341,6 +341,17 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     return finish(result, api, started)
   }
 
+  // uploads to a live project go live file by file: --no-publish cannot hold them back, so it
+  // is refused before anything is sent (an archive deploy, without --batch, makes a preview)
+  if (!opts.publish) {
+    const list = await api.get('/api/folders', { okStatuses: [404] })
+    const live = ((list.json?.folders ?? []) as Array<{ name: string; is_published?: boolean }>).some((f) => f.name === project && f.is_published)
+    if (live)
+      throw new CliError(
+        `${project} is live: batch uploads to it go live file by file, so --no-publish cannot hold them back. Deploy without --batch for a preview (svc deploy ${opts.dir} --project ${project} --preview), or unpublish the project first`,
+      )
+  }
+
   // upload
   let sentDone = 0
   const inFlight = new Map<number, number>()
