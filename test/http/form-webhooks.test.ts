@@ -207,6 +207,15 @@ for (const engine of ENGINES) {
         'http://10.1.2.3/',
         'https://192.168.0.1/',
         'http://[::ffff:127.0.0.1]/',
+        // IPv4 embedded in IPv6 (compatible, translated, 6to4, Teredo), deprecated and documentation ranges
+        'http://[::127.0.0.1]/',
+        'http://[::ffff:0:7f00:1]/',
+        'http://[2002:7f00:1::]/',
+        'http://[2001::1]/',
+        'http://[fec0::1]/',
+        'http://[100::1]/',
+        'http://192.0.2.1/',
+        'http://203.0.113.9/',
       ]) {
         it(`${url}: 400 / 1421`, async () => {
           const r = await s.request('PUT', `/svc_api/forms/webhook/${form.id}`, { key: u.key, json: { url } })

@@ -1,12 +1,16 @@
 import dns from 'node:dns'
 import net from 'node:net'
 import type { LookupFunction } from 'node:net'
+import ipaddr from 'ipaddr.js'
 import { AppError } from '../../errors/app-error.js'
 
 /**
  * Addresses a webhook may not reach when the operator forbids private targets
  * (WEBHOOK_BLOCK_PRIVATE, default on): loopback, private, shared, link-local (cloud metadata),
- * multicast, reserved and unspecified ranges, in IPv4 and IPv6 (IPv4-mapped included).
+ * multicast, reserved and unspecified ranges, in IPv4 and IPv6 (IPv4-mapped included). Two
+ * checks, either one refuses: this list, and ipaddr.js's classification of IANA's
+ * special-purpose registries (only 'unicast', a global address, passes), which also covers
+ * the forms that embed an IPv4 address (6to4, Teredo, IPv4-translated) and documentation ranges.
  */
 const BLOCKED = new net.BlockList()
 for (const [a, p] of [
@@ -24,8 +28,8 @@ for (const [a, p] of [
 ] as const)
   BLOCKED.addSubnet(a, p, 'ipv4')
 for (const [a, p] of [
-  ['::', 128],
-  ['::1', 128],
+  // IPv4-compatible addresses (::a.b.c.d, deprecated), :: and ::1 among them
+  ['::', 96],
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],
@@ -36,13 +40,11 @@ for (const [a, p] of [
 
 export function isForbiddenAddress(ip: string): boolean {
   const v = net.isIP(ip)
-  if (v === 4) return BLOCKED.check(ip, 'ipv4')
-  if (v === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)
-    if (mapped) return BLOCKED.check(mapped[1], 'ipv4')
-    return BLOCKED.check(ip, 'ipv6')
-  }
-  return true
+  if (v === 0) return true
+  let parsed = ipaddr.parse(ip)
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address()
+  if (parsed.range() !== 'unicast') return true
+  return parsed.kind() === 'ipv4' ? BLOCKED.check(parsed.toString(), 'ipv4') : BLOCKED.check(parsed.toString(), 'ipv6')
 }
 
 const forbidden = (host: string, ip: string) =>
