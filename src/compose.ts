@@ -44,6 +44,7 @@ export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     onQueryError: (engine, kind) => metrics.dbErrors.inc({ engine, kind }),
+    queryTimeoutMs: config.databaseQueryTimeoutMs,
   })
   if (config.migrateOnStart) {
     // a failed migration must not leave the pool open (the process would never exit)

@@ -59,6 +59,11 @@ export interface DbOptions {
   dataDir: string
   /** Called for every failed query (the server counts them for /metrics; admin commands pass nothing). */
   onQueryError?: QueryErrorObserver
+  /**
+   * PostgreSQL: a query unanswered this long fails (the request answers 503 instead of waiting
+   * on a hung server or network for ever); 0 or absent: no limit (admin commands, migrations).
+   */
+  queryTimeoutMs?: number
 }
 
 /** `kind` is 'constraint' for constraint violations (expected conflicts), else 'other'. */
@@ -66,7 +71,7 @@ export type QueryErrorObserver = (engine: Engine, kind: 'constraint' | 'other') 
 
 /** Opens SQLite (DATA_DIR/svc.db) or PostgreSQL from DATABASE_URL (`?schema=NAME` selects a schema). */
 export async function openDatabase(opts: DbOptions): Promise<Db> {
-  if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.onQueryError)
+  if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.onQueryError, opts.queryTimeoutMs)
   fs.mkdirSync(opts.dataDir, { recursive: true })
   const file = path.join(opts.dataDir, 'svc.db')
   const database = new SQLite(file)
@@ -180,7 +185,7 @@ class ScopedPostgresDialect extends PostgresDialect {
 /** PostgreSQL connections per instance: 8 per core, between 16 and 64. */
 export const POOL_SIZE = Math.min(64, Math.max(16, 8 * os.availableParallelism()))
 
-async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserver): Promise<Db> {
+async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserver, queryTimeoutMs = 0): Promise<Db> {
   const pg = await loadPg()
   const url = new URL(databaseUrl)
   const schema = url.searchParams.get('schema')
@@ -203,7 +208,8 @@ async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserv
     // are in flight: more connections than cores, as I/O waits dominate a short write
     max: POOL_SIZE,
     // time to get a connection, including the wait for a free one under load
-    connectionTimeoutMillis: 30000,
+    connectionTimeoutMillis: 5_000,
+    ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}),
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   })
   // a connection that drops (server restart, network cut) emits 'error': on the pool when
@@ -243,13 +249,21 @@ function namingPool(pool: Pg.Pool, named: ReadonlyMap<string, string>): Postgres
       const client = await pool.connect()
       let w = wrappers.get(client)
       if (w === undefined) {
+        // a query that timed out (query_timeout) is still the connection's active query: a
+        // client released with an error is closed by the pool, never handed out again
+        let timedOut: Error | undefined
         w = {
           // Kysely calls query(sql, parameters) only: streaming (a cursor) is not configured
-          query: ((text: string, values: unknown[]) => {
+          query: (async (text: string, values: unknown[]) => {
             const name = named.get(text)
-            return name === undefined ? client.query(text, values) : client.query({ name, text, values })
+            try {
+              return await (name === undefined ? client.query(text, values) : client.query({ name, text, values }))
+            } catch (e) {
+              if ((e as Error).message === 'Query read timeout') timedOut = e as Error
+              throw e
+            }
           }) as unknown as PostgresPoolClient['query'],
-          release: () => client.release(),
+          release: () => client.release(timedOut),
         }
         wrappers.set(client, w)
       }

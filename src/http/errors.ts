@@ -51,8 +51,9 @@ function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: number)
   if (pgCode === 'SVC_NOT_DURABLE') {
     return new AppError('STORAGE_UNAVAILABLE', { extra: { details: { reason: 'the write could not be made durable and may not have been saved' } } })
   }
-  // the database pool could not hand out a connection in time, or the server went away
-  if (/timeout exceeded when trying to connect|Connection terminated|ECONNREFUSED/.test(e.message ?? '')) {
+  // the database pool could not hand out a connection in time, the server went away, or a
+  // query went unanswered past DATABASE_QUERY_TIMEOUT
+  if (/timeout exceeded when trying to connect|Connection terminated|ECONNREFUSED|Query read timeout/.test(e.message ?? '')) {
     return new AppError('DEPENDENCY_UNAVAILABLE')
   }
   if (e instanceof SyntaxError || (/JSON/.test(e.message ?? '') && e.statusCode === 400)) return new AppError('INVALID_JSON')

@@ -29,7 +29,8 @@ describe(`readiness follows its dependencies [${engine}, Redis, S3]`, () => {
       u.port = String(relays.database.port)
       pgUrl = u.toString()
     }
-    s = await startServer({ engine, env, pgUrl })
+    // a query unanswered for 1 s fails (the default is 30 s)
+    s = await startServer({ engine, env: { ...env, DATABASE_QUERY_TIMEOUT: '1s' }, pgUrl })
   })
   after(async () => {
     await s?.close()
@@ -68,4 +69,31 @@ describe(`readiness follows its dependencies [${engine}, Redis, S3]`, () => {
       assert.equal(up.r.status, 200, `not ready again: ${up.r.text}`)
     })
   }
+
+  it('a hung database: API requests answer 503 / 1504 within the timeouts, and work again when it answers', async (t) => {
+    if (!relays.database) return t.skip(`the database is not reached over the network on ${engine}`)
+    const u = await s.user()
+    const read = () => s.get('/svc_api/data/get?key=k', { key: u.key })
+    assert.equal((await read()).status, 404)
+    relays.database.hang()
+    try {
+      for (let i = 0; i < 2; i++) {
+        const t0 = Date.now()
+        const r = await read()
+        const ms = Date.now() - t0
+        assert.equal(r.status, 503, r.text)
+        assert.equal(r.json.error_code, 1504)
+        // a query times out after 1 s; a new connection, whose handshake hangs too, after 5 s
+        assert.ok(ms < 7000, `answered after ${ms} ms`)
+      }
+    } finally {
+      relays.database.resume()
+    }
+    let status = 0
+    for (let i = 0; i < 50 && status !== 404; i++) {
+      status = (await read()).status
+      if (status !== 404) await new Promise((r) => setTimeout(r, 200))
+    }
+    assert.equal(status, 404, 'reads work again')
+  })
 })

@@ -7,11 +7,18 @@ export interface TcpProxy {
   cut(): Promise<void>
   /** Accepts again on the same port. */
   restore(): Promise<void>
+  /**
+   * Stops moving bytes either way, connections kept open and new ones accepted: the service
+   * hangs (a stuck server, a network that drops packets). `resume` delivers what waited.
+   */
+  hang(): void
+  resume(): void
   close(): Promise<void>
 }
 
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   const open = new Set<net.Socket>()
+  let hung = false
   const server = net.createServer((client) => {
     const upstream = net.connect(targetPort, targetHost)
     open.add(client).add(upstream)
@@ -24,6 +31,10 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     client.on('error', drop).on('close', drop)
     upstream.on('error', drop).on('close', drop)
     client.pipe(upstream).pipe(client)
+    if (hung) {
+      client.pause()
+      upstream.pause()
+    }
   })
   const listen = (port: number) =>
     new Promise<void>((resolve, reject) => {
@@ -45,6 +56,14 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     port,
     cut,
     restore: () => listen(port),
+    hang() {
+      hung = true
+      for (const s of open) s.pause()
+    },
+    resume() {
+      hung = false
+      for (const s of open) s.resume()
+    },
     async close() {
       if (server.listening) await cut()
     },
