@@ -165,6 +165,13 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     await page.locator('#settings-status.error').waitFor()
     assert.doesNotMatch((await s.get('/.well-known/security.txt')).text, /ftp:/)
 
+    // a reporter's text cannot reorder the table around it (a U+202E in its details): it
+    // runs in <bdi>, one per reporter-written field
+    const spoof = await s.post('/svc_api/abuse/reports', { json: { url: `${s.url}/${alice.username}/shady.html`, category: 'spam', details: 'abc\u202Edef' } })
+    assert.ok(spoof.status < 300, spoof.text)
+    await page.goto(`${s.url}/admin/reports`)
+    await page.locator('#reports-table tbody tr bdi', { hasText: 'abc\u202Edef' }).waitFor()
+
     // a case on alice's page: quarantine (451 in the browser on her origin), restore, take down
     const siteUrl = `http://${alice.username}.localhost:${new URL(s.httpUrl).port}/shady.html`
     await page.goto(`${s.url}/admin/reports`)

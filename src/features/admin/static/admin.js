@@ -206,8 +206,16 @@
             act(x, 'dismiss')
           }),
         )
-      var details = (x.source === 'heuristic' ? t('admin.reports.source.heuristic') + ': ' : '') + x.details + (x.contact ? ' — ' + x.contact : '')
-      var link = S.safeUrl(x.url) ? el('a', { href: x.url, text: x.url, rel: 'noopener noreferrer', target: '_blank' }) : x.url
+      // a reporter's text runs in <bdi>: its direction marks (U+202E...) cannot reorder the rest
+      var details = el('span', {}, [
+        x.source === 'heuristic' ? t('admin.reports.source.heuristic') + ': ' : '',
+        el('bdi', { text: x.details }),
+        x.contact ? ' — ' : '',
+        x.contact ? el('bdi', { text: x.contact }) : '',
+      ])
+      var link = S.safeUrl(x.url)
+        ? el('a', { href: x.url, rel: 'noopener noreferrer', target: '_blank' }, [el('bdi', { text: x.url })])
+        : el('bdi', { text: x.url })
       return S.row([S.time(x.created_at), link, x.category, details, x.status, el('div', { class: 'buttons' }, buttons)], { 'data-report': x.id })
     }
     $('reports-filter').addEventListener('change', function () {
