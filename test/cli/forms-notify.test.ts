@@ -109,7 +109,7 @@ for (const engine of ENGINES) {
       assert.ok(rx.hits.length >= 2 && rx.hits.every((h) => signedWith(h, secret)))
       const table = await runCli(['forms', 'deliveries', form.id], { env: { ...env, TZ: 'UTC' } })
       assert.equal(table.code, 0, table.stderr)
-      assert.match(table.stdout, /^ID\s+CREATED\s+KIND\s+TARGET\s+STATUS\s+TRIES\s+LAST ERROR$/m)
+      assert.match(table.stdout, /^ID\s+CREATED\s+KIND\s+TARGET\s+STATUS\s+TRIES\s+LAST ANSWER$/m)
       // CREATED: the API's timestamp in the machine's time zone (UTC here)
       const created = new Date(failed.created_at).toISOString().slice(0, 19).replace('T', ' ')
       assert.match(table.stdout, new RegExp(`^${failed.id}\\s+${created}\\s+webhook\\s+${rx.url}\\s+failed\\s+${failed.tries}\\s+answered HTTP 500$`, 'm'))

@@ -161,7 +161,7 @@ async function deliveriesCommand(ctx: Ctx, rest: string[]): Promise<number> {
     else
       ctx.out(
         table(
-          ['ID', 'CREATED', 'KIND', 'TARGET', 'STATUS', 'TRIES', 'LAST ERROR'],
+          ['ID', 'CREATED', 'KIND', 'TARGET', 'STATUS', 'TRIES', 'LAST ANSWER'],
           list.map((d) => [
             String(d.id),
             localTime(d.created_at),
