@@ -193,9 +193,16 @@ async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserv
   if (schema !== null && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
     throw new Error('DATABASE_URL: schema must match [a-z_][a-z0-9_]*')
   }
+  // a server that cannot be reached is named (without its password) in the error
+  const unreachable = (e: unknown) => {
+    const shown = `${url.protocol}//${url.username ? `${url.username}@` : ''}${url.host}${url.pathname}`
+    return new Error(`cannot reach PostgreSQL at DATABASE_URL ${shown}: ${(e as Error).message}`, { cause: e })
+  }
   if (schema) {
     const admin = new pg.Client({ connectionString: url.toString() })
-    await admin.connect()
+    await admin.connect().catch((e: unknown) => {
+      throw unreachable(e)
+    })
     try {
       await admin.query(`create schema if not exists "${schema}"`)
     } finally {
@@ -221,7 +228,10 @@ async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserv
   const named = new Map<string, string>()
   const k = new Kysely<Database>({ dialect: new ScopedPostgresDialect({ pool: namingPool(pool, named) }), log: reportErrors('postgres', onQueryError) })
   // fail fast when the server is unreachable
-  await sql`select 1`.execute(k)
+  await sql`select 1`.execute(k).catch(async (e: unknown) => {
+    await k.destroy().catch(() => {})
+    throw unreachable(e)
+  })
   return {
     k,
     engine: 'postgres',
