@@ -54,13 +54,11 @@ describe('client: folder walk and ignore rules', () => {
   })
 
   it('reports names the upload cannot carry instead of sending them', async () => {
-    const dir = makeTree({ 'index.html': 'x', 'a"b.html': 'x', 'c\\d.html': 'x' })
+    const dir = makeTree({ 'index.html': 'x', 'a"b.html': 'x', 'c\\d.html': 'x', 'p%41.txt': 'x', '100% sure.txt': 'x' })
     const r = await walkFolder(dir)
-    assert.deepEqual(
-      r.files.map((f) => f.path),
-      ['index.html'],
-    )
-    assert.deepEqual(r.invalid.map((f) => f.path).sort(), ['a"b.html', 'c\\d.html'])
+    assert.deepEqual(r.files.map((f) => f.path).sort(), ['100% sure.txt', 'index.html'])
+    assert.deepEqual(r.invalid.map((f) => f.path).sort(), ['a"b.html', 'c\\d.html', 'p%41.txt'])
+    assert.match(r.invalid.find((f) => f.path === 'p%41.txt')!.reason, /%XX sequence; rename the file/)
   })
 })
 

@@ -30,7 +30,7 @@ describe('checkRelativePath', () => {
     ['too long, non-plain', Array.from({ length: 5 }, () => seg(249) + ' ').join('/'), `path longer than ${MAX_PATH_BYTES} bytes`],
     ['backslash', 'a\\b', 'backslash'],
     ['drive prefix', 'C:/x', 'drive prefix'],
-    ['percent sequence', 'a%2e.html', 'percent-encoded sequence in a name (send the raw name)'],
+    ['percent sequence', 'a%2e.html', 'a %XX sequence in a name (rename it: its URL would read as another name)'],
     ['NUL', 'a\u0000b', 'control character (NUL, C0 or C1)'],
     ['bidi override', 'a\u202eb', 'invisible Unicode format character'],
     ['fullwidth dots and slash', '\uff0e\uff0e\uff0fx', 'slash look-alike character'],

@@ -42,12 +42,14 @@ const IGNORE_FILES = ['.gitignore', '.svcignore']
 
 /**
  * Names the server could not take as a path, or that the multipart filename cannot carry
- * unchanged: control characters, backslashes, double quotes.
+ * unchanged: control characters, backslashes, double quotes, %XX sequences.
  */
 export function badNameReason(name: string): string | null {
   if (/[\u0000-\u001f\u007f]/.test(name)) return 'the name contains a control character'
   if (name.includes('\\')) return 'the name contains a backslash'
   if (name.includes('"')) return 'the name contains a double quote'
+  // the server refuses these too (a URL of such a name would read as its decoded form)
+  if (/%[0-9A-Fa-f]{2}/.test(name)) return 'the name contains a %XX sequence; rename the file'
   return null
 }
 

@@ -77,7 +77,7 @@ export function checkRelativePath(input: unknown): PathResult {
   if (SLASH_LIKE.test(s)) return bad('slash look-alike character')
   if (s.startsWith('/')) return bad('absolute path')
   if (DRIVE.test(s)) return bad('drive prefix')
-  if (PERCENT_SEQ.test(s)) return bad('percent-encoded sequence in a name (send the raw name)')
+  if (PERCENT_SEQ.test(s)) return bad('a %XX sequence in a name (rename it: its URL would read as another name)')
   const r = checkStructure(s)
   if (!r.ok) return r
   const { segments } = r
