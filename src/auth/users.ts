@@ -121,6 +121,12 @@ const REFUSED_FOR_NEW = new Set([
 ])
 export const USERNAME_RE = /^[a-z0-9][a-z0-9_-]{1,31}$/
 
+/**
+ * Whether a lower-case path segment can name an account: its form, and not one of the
+ * service's own first path segments (the public host never takes those, whatever the case).
+ */
+export const canNameUser = (name: string): boolean => USERNAME_RE.test(name) && !RESERVED_USERNAMES.has(name)
+
 /** Why a username cannot be used, or null. */
 export function usernameProblem(username: string): string | null {
   if (RESERVED_USERNAMES.has(username.toLowerCase()) || REFUSED_FOR_NEW.has(username.toLowerCase())) return `"${username}" is reserved`

@@ -50,4 +50,18 @@ describe('reserved usernames', () => {
       assert.notEqual(usernameProblem(name), null, name)
     for (const name of ['ab', 'a-b', 'alice_2', '9lives']) assert.equal(usernameProblem(name), null, name)
   })
+
+  it("a service path asked for in another case never becomes a user's path", async () => {
+    const u = await s.user()
+    for (const [upper, lower] of [
+      ['/SVC_API/files', '/svc_api/files'],
+      ['/API/folders', '/api/folders'],
+      ['/DOCS/errors', '/docs/errors'],
+    ]) {
+      assert.equal((await s.get(upper)).status, 404, upper)
+      const r = await s.get(lower, { key: u.key })
+      assert.equal(r.status, 200, `${lower} after ${upper}: ${r.status} ${r.text.slice(0, 80)}`)
+      assert.match(String(r.header('content-type')), /json|html/)
+    }
+  })
 })

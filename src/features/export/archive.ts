@@ -10,7 +10,7 @@ import { addUsage, versionsKind } from '../../db/usage.js'
 import type { BlobStore } from '../../storage/blob-store.js'
 import { hashPassword } from '../../auth/passwords.js'
 import { newId, newPublicToken, randomString } from '../../auth/tokens.js'
-import { USERNAME_RE, RESERVED_USERNAMES } from '../../auth/users.js'
+import { canNameUser } from '../../auth/users.js'
 import { csvExport } from '../forms/export.js'
 import { parseFieldsConfig } from '../forms/fields.js'
 import type { SubmissionRow } from '../forms/store.js'
@@ -424,7 +424,7 @@ export interface ImportResult {
 export async function importArchive(db: Db, blobs: BlobStore, file: string, as?: string, now = Date.now()): Promise<ImportResult> {
   const { data } = await verifyArchive(file)
   const username = (as ?? data.user.username).toLowerCase()
-  if (!USERNAME_RE.test(username) || RESERVED_USERNAMES.has(username)) throw new ExportError(`${username} is not a valid user name`)
+  if (!canNameUser(username)) throw new ExportError(`${username} is not a valid user name`)
   if (await db.k.selectFrom('users').select('id').where('username', '=', username).executeTakeFirst())
     throw new ExportError(`a user named ${username} exists already (use --as NEWNAME)`)
 

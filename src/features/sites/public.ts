@@ -8,7 +8,7 @@ import { createHostHandler, type SiteRouting } from './serve.js'
 import { tlsAsk } from './tls-ask.js'
 import { isHttps } from '../../http/origin.js'
 import { hostName, siteUserOf, userSiteOrigin, type ListenPorts } from '../../http/site-origin.js'
-import { RESERVED_USERNAMES, USERNAME_RE } from '../../auth/users.js'
+import { canNameUser } from '../../auth/users.js'
 import { decodeSegment } from './paths.js'
 import type { Config } from '../../config.js'
 import { OPEN_SITES, type SiteHooks } from '../../http/site-hooks.js'
@@ -25,7 +25,7 @@ export function siteRouting(config: Config, ports: ListenPorts): SiteRouting {
       const slash = path.indexOf('/', 1)
       if (slash < 0) return null
       const username = decodeSegment(path.slice(1, slash))?.toLowerCase()
-      if (username === undefined || !USERNAME_RE.test(username) || RESERVED_USERNAMES.has(username)) return null
+      if (username === undefined || !canNameUser(username)) return null
       const origin = userSiteOrigin(username, req, config, ports)
       return origin === null ? null : origin + path.slice(slash)
     },

@@ -2,7 +2,7 @@ import type { Db } from '../../db/kysely.js'
 import { userContentHeaderList } from '../../http/content-headers.js'
 import { linesOf, prepareShared, sharedHead, type Prepared, type SharedHead } from '../../http/prepared-response.js'
 import type { Representation } from '../../http/representation.js'
-import { USERNAME_RE, RESERVED_USERNAMES } from '../../auth/users.js'
+import { canNameUser } from '../../auth/users.js'
 import { checkName, checkRelativePath, decodeSegment } from './paths.js'
 import { hostedFile } from './files-store.js'
 import { publishedFolder } from './folders-store.js'
@@ -223,7 +223,7 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     const raw = path.split('/')
     const username = decodeSegment(raw[1] ?? '')?.toLowerCase()
     if (username === undefined) return { status: 400 }
-    if (!USERNAME_RE.test(username) || RESERVED_USERNAMES.has(username)) return { username: '', entry: missing(), cacheable: false }
+    if (!canNameUser(username)) return { username: '', entry: missing(), cacheable: false }
     const rest: string[] = []
     for (const seg of raw.slice(2)) {
       const d = decodeSegment(seg)

@@ -11,6 +11,7 @@ import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
 import type { Encoded, Encodings } from './encodings.js'
 import { decodeSegment } from './paths.js'
 import { withQuery } from './site-rules.js'
+import { canNameUser } from '../../auth/users.js'
 import { commonOf, etagOf, plainHeaders, representationOf, siteKey, domainKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
 import { hostName } from '../../http/site-origin.js'
@@ -350,9 +351,11 @@ export function createHostHandler(
   }
 
   /** The user of a path-form path as the resolver reads it (lowercased), or null when it cannot be one. */
+  // the account a path form names, or null: never one of the service's own first segments
+  // (in any case: /SVC_API/... must not make /svc_api/... a user's path)
   const pathUser = (raw: string): string | null => {
-    const d = decodeSegment(raw)
-    return d === null ? null : d.toLowerCase()
+    const d = decodeSegment(raw)?.toLowerCase()
+    return d === undefined || !canNameUser(d) ? null : d
   }
 
   return {
