@@ -142,7 +142,7 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
           params,
           consumes: ['multipart/form-data'],
           summary: 'Upload files into a project (created if absent); file names may carry relative paths',
-          description: `multipart/form-data: repeated \`files[]\` parts whose filename is the relative path, and \`overwrite_files\` (true|false, default false). At most ${MAX_FILES_PER_REQUEST} files and ${MAX_REQUEST_BYTES} bytes per request, each file at most MAX_UPLOAD_BYTES; over a limit: 413 and nothing stored. Every file conflicting: 400 with errors[] of type duplicate (1312). Some failing: 200 with failed_count.`,
+          description: `multipart/form-data: repeated \`files[]\` parts whose filename is the relative path, and \`overwrite_files\` (true|false, default false). At most ${MAX_FILES_PER_REQUEST} files and ${MAX_REQUEST_BYTES} bytes per request, each file at most MAX_UPLOAD_BYTES; over a limit: 413 (400 / 1104 for one file over MAX_UPLOAD_BYTES) and nothing stored. Every file conflicting: 400 with errors[] of type duplicate (1312). Some failing: 200 with failed_count.`,
           response: { 200: BatchResult },
         },
       },
@@ -199,7 +199,7 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
           }
         } catch (e) {
           const code = (e as { code?: string }).code
-          if (code === 'FST_REQ_FILE_TOO_LARGE') throw new AppError('FILE_TOO_LARGE', { status: 413, params: { limit: deps.config.maxUploadBytes } })
+          if (code === 'FST_REQ_FILE_TOO_LARGE') throw new AppError('FILE_TOO_LARGE', { params: { limit: deps.config.maxUploadBytes } })
           if (code === 'FST_FILES_LIMIT') throw new AppError('TOO_MANY_PARTS', { params: { detail: `at most ${MAX_FILES_PER_REQUEST} files per request` } })
           throw e
         }

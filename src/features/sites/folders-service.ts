@@ -147,7 +147,8 @@ export function createFoldersService(deps: Deps) {
 
     /**
      * Streams one batch file into the blob store. `remaining` is what is left of the request's
-     * total budget: passing it is 413 / 1109, passing MAX_UPLOAD_BYTES is 413 / 1104.
+     * total budget: passing it is 413 / 1109, passing MAX_UPLOAD_BYTES is 400 / 1104 (the spec's
+     * status for 1104, as a single upload answers).
      */
     async stage(stream: Readable, name: string, path: string, remaining: number): Promise<StagedFile> {
       const perFile = config.maxUploadBytes
@@ -155,7 +156,7 @@ export function createFoldersService(deps: Deps) {
       const tooLarge = () =>
         max < perFile
           ? new AppError('BODY_TOO_LARGE', { params: { limit: MAX_REQUEST_BYTES } })
-          : new AppError('FILE_TOO_LARGE', { status: 413, params: { limit: perFile }, extra: { file: name } })
+          : new AppError('FILE_TOO_LARGE', { params: { limit: perFile }, extra: { file: name } })
       const watcher = new ContentWatcher(0)
       try {
         const stored = await blobs.put(guardUpload(stream, watcher), { maxBytes: max, tooLarge })
