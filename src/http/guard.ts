@@ -50,7 +50,8 @@ function rateError(key: ErrorKey, w: { limit: number; count: number; resetAt: nu
   const retryAfter = Math.max(1, Math.ceil((w.resetAt - now) / 1000))
   return new AppError(key, {
     params: { limit: w.limit, retry_after: retryAfter },
-    extra: { retry_after: retryAfter, details: { current: w.count, limit: w.limit, reset_time: beijingTime(w.resetAt) } },
+    // reset_time names the same second as X-RateLimit-Reset (rounded up to a whole second)
+    extra: { retry_after: retryAfter, details: { current: w.count, limit: w.limit, reset_time: beijingTime(Math.ceil(w.resetAt / 1000) * 1000) } },
     headers: { 'Retry-After': String(retryAfter) },
   })
 }
