@@ -166,6 +166,12 @@ for (const engine of ENGINES) {
       assert.ok(expires && Date.parse(expires) > Date.now() + 300 * 86400_000, 'Expires about a year ahead')
       const log = (await audit()).filter((e) => e.action === 'settings.set')
       assert.deepEqual(log.map((e) => e.target).sort(), ['abuse_contact', 'security_contact'])
+      // the console sends every field back on each save: a stored mailto: value stays as it is
+      for (let i = 0; i < 2; i++) {
+        const again = await adminCall('POST', '/svc_api/admin/settings', { abuse_contact: 'mailto:abuse@example.org' })
+        assert.equal(again.json.data.settings.abuse_contact, 'mailto:abuse@example.org')
+      }
+      assert.match((await s.get('/.well-known/security.txt')).text, /^Contact: mailto:abuse@example\.org$/m)
       // a user's origin sends security.txt and the report link to the service's own
       const site = await onSite(s, alice.username, '/.well-known/security.txt')
       assert.equal(site.status, 302)

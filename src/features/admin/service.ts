@@ -26,8 +26,10 @@ interface SettingDef {
 const contact = (v: string): string => {
   const s = v.trim()
   if (s === '') return ''
-  if (/^[^\s@<>"]+@[^\s@<>"]+\.[^\s@<>"]+$/.test(s)) return `mailto:${s}`
-  if (/^mailto:[^\s@<>"]+@[^\s@<>"]+$/.test(s)) return s
+  // a mailto: value first: the address pattern below would take "mailto:a" for a local part,
+  // and every save of the stored value would add another "mailto:"
+  if (/^mailto:[^\s@<>"]+@[^\s@<>"]+$/i.test(s)) return `mailto:${s.slice(7)}`
+  if (/^[^\s@<>":]+@[^\s@<>"]+\.[^\s@<>"]+$/.test(s)) return `mailto:${s}`
   let u: URL
   try {
     u = new URL(s)
