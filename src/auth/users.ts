@@ -127,14 +127,28 @@ export const USERNAME_RE = /^[a-z0-9][a-z0-9_-]{1,31}$/
  */
 export const canNameUser = (name: string): boolean => USERNAME_RE.test(name) && !RESERVED_USERNAMES.has(name)
 
-/** Why a username cannot be used, or null. */
-export function usernameProblem(username: string): string | null {
-  if (RESERVED_USERNAMES.has(username.toLowerCase()) || REFUSED_FOR_NEW.has(username.toLowerCase())) return `"${username}" is reserved`
-  if (!USERNAME_RE.test(username)) return 'username must be 2-32 characters of a-z, 0-9, _ and -, starting with a letter or digit'
+/** What is wrong with a name for a new account: reserved, its form, or its DNS label; null: nothing. */
+export function usernameIssue(username: string): 'reserved' | 'format' | 'label' | null {
+  if (RESERVED_USERNAMES.has(username.toLowerCase()) || REFUSED_FOR_NEW.has(username.toLowerCase())) return 'reserved'
+  if (!USERNAME_RE.test(username)) return 'format'
   // a DNS label of the user's origin: no hyphen at its end, and none in its third and fourth
   // places (the form of IDN labels, xn--, which a browser would show as other letters)
-  if (username.endsWith('-') || username.slice(2, 4) === '--') return 'username must not end with "-" or have "--" as its third and fourth characters'
+  if (username.endsWith('-') || username.slice(2, 4) === '--') return 'label'
   return null
+}
+
+/** Why a username cannot be used, or null. */
+export function usernameProblem(username: string): string | null {
+  switch (usernameIssue(username)) {
+    case 'reserved':
+      return `"${username}" is reserved`
+    case 'format':
+      return 'username must be 2-32 characters of a-z, 0-9, _ and -, starting with a letter or digit'
+    case 'label':
+      return 'username must not end with "-" or have "--" as its third and fourth characters'
+    case null:
+      return null
+  }
 }
 
 export class UserInputError extends Error {}

@@ -240,6 +240,10 @@ for (const engine of ENGINES) {
         ['a reserved name', { username: 'dashboard', password: 'a long password', password2: 'a long password' }, /reserved/],
         ['a reserved name in other case', { username: 'API-Keys', password: 'a long password', password2: 'a long password' }, /reserved/],
         ['a one-letter name', { username: 'a', password: 'a long password', password2: 'a long password' }, /2-32 characters/],
+        // free names a new account may not take, with their own reason (not "taken")
+        ['a mailbox name', { username: 'postmaster', password: 'a long password', password2: 'a long password' }, /reserved/],
+        ['a trailing hyphen', { username: 'bob-', password: 'a long password', password2: 'a long password' }, /may not end with/],
+        ['an IDN-like label', { username: 'xn--abc', password: 'a long password', password2: 'a long password' }, /third and fourth/],
         ['a short password', { username: 'okname1', password: 'short', password2: 'short' }, /at least 8/],
         ['passwords that differ', { username: 'okname1', password: 'a long password', password2: 'another one!' }, /differ/],
       ]

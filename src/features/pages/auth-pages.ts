@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { Deps } from '../../deps.js'
-import { RESERVED_USERNAMES, USERNAME_RE, UserInputError } from '../../auth/users.js'
+import { usernameIssue, UserInputError } from '../../auth/users.js'
 import { passwordProblem } from '../../auth/passwords.js'
 import { sessionCookies } from '../../auth/principal.js'
 import { clientIp, isCrossSite, isHttps, serviceOrigin } from '../../http/origin.js'
@@ -158,8 +158,8 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
 
     if (isCrossSite(req, config) || !formTokenOk(req)) return again(['register.error.expired'])
     const errors: MsgKey[] = []
-    if (RESERVED_USERNAMES.has(username)) errors.push('register.error.reserved')
-    else if (!USERNAME_RE.test(username)) errors.push('register.error.format')
+    const issue = usernameIssue(username)
+    if (issue !== null) errors.push(`register.error.${issue}`)
     if (passwordProblem(password)) errors.push('register.error.password')
     else if (password !== str('password2')) errors.push('register.error.mismatch')
     if (errors.length) return again(errors)
