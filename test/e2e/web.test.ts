@@ -186,6 +186,21 @@ for (const engine of ENGINES) {
       await page.locator('#projects-table tbody tr', { hasText: 'mysite' }).getByText('published').waitFor()
       await shot('folders')
 
+      // the project name follows the next folder chosen (it was filled from the last one)
+      const other = path.join(tmp, 'othersite')
+      fs.mkdirSync(other, { recursive: true })
+      fs.writeFileSync(path.join(other, 'index.html'), '<p>other</p>')
+      await page.locator('#folder-input').setInputFiles(other)
+      assert.equal(await page.getByLabel('Project name').inputValue(), 'othersite')
+      // uploading into the live project asks first (this page accepts every dialog)
+      await page.locator('#folder-input').setInputFiles(site)
+      assert.equal(await page.getByLabel('Project name').inputValue(), 'mysite')
+      const asked = page.waitForEvent('dialog')
+      const uploaded = page.waitForResponse((r) => r.url().endsWith('/api/folders') && r.request().method() === 'GET')
+      await page.getByRole('button', { name: 'Upload folder' }).click()
+      assert.match((await asked).message(), /mysite is live/)
+      await uploaded
+
       // open the site from the page (a new tab), and post the form from the hosted page
       const [tab] = await Promise.all([ctx.waitForEvent('page'), page.locator('#project-site').click()])
       await tab.waitForLoadState()

@@ -28,11 +28,17 @@
     return i >= 0 ? p.slice(i + 1) : p
   }
 
+  // the project name follows the chosen folder, unless the user typed one of their own
+  var autoName = ''
+  /** Published state of each of the user's projects by name, from the last list. */
+  var liveProjects = {}
   S.$('folder-input').addEventListener('change', function () {
     var files = S.$('folder-input').files
-    if (files.length && !S.$('folder-name').value) {
+    var current = S.$('folder-name').value
+    if (files.length && (!current || current === autoName)) {
       var top = (files[0].webkitRelativePath || '').split('/')[0]
       S.$('folder-name').value = top
+      autoName = top
     }
   })
 
@@ -42,6 +48,8 @@
     var name = S.$('folder-name').value.trim()
     if (!files.length) return S.status('folders-status', t('folders.pick_folder'), 'error')
     if (!name) return S.status('folders-status', t('folders.pick_name'), 'error')
+    // files uploaded into a live project are live at once: ask first
+    if (liveProjects[name] && !window.confirm(t('folders.live_confirm', { name: name }))) return
     S.status('folders-status', '')
     // split into requests within the batch limits
     var batches = []
@@ -122,6 +130,10 @@
       .get('/api/folders')
       .then(function (r) {
         var list = r.folders || (r.data && r.data.folders) || []
+        liveProjects = {}
+        list.forEach(function (p) {
+          liveProjects[p.name] = !!p.is_published
+        })
         var tbody = S.clear(S.$('projects-table').querySelector('tbody'))
         if (list.length === 0) S.emptyRow(tbody, t('folders.none'))
         list.forEach(function (p) {
