@@ -107,7 +107,7 @@
               change(u, { disabled: false })
             })
           : button(t('admin.users.disable'), function () {
-              change(u, { disabled: true })
+              if (window.confirm(t('admin.users.confirm_disable', { name: u.username }))) change(u, { disabled: true })
             }),
       )
       return S.row([u.username + (u.is_admin ? ' (' + t('admin.users.admin') + ')' : ''), u.tier, state, usage, [overrides, limitForm], actions], {
@@ -177,7 +177,7 @@
       if (x.status === 'open' || x.status === 'restored')
         buttons.push(
           button(t('admin.reports.quarantine'), function () {
-            act(x, 'quarantine')
+            if (window.confirm(t('admin.reports.confirm_quarantine'))) act(x, 'quarantine')
           }),
         )
       if (x.status === 'quarantined')
