@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
 import { createLocalBus, FLUSH_ALL, type Bus } from '../../src/infra/bus.js'
+import { batchUpload } from '../support/hosting.js'
 
 /**
  * B's view of a shared bus whose subscription can be cut, as the Redis bus behaves: while cut,
@@ -77,6 +78,24 @@ for (const engine of ENGINES) {
       assert.equal((await b.get(path)).text, html)
       html = await put(4)
       assert.equal((await b.get(path)).text, html, 'after restore')
+    })
+
+    it("a project's new files, and its unpublishing, show on B while B cannot hear A", async () => {
+      const u = await a.user()
+      const page = (v: string) => `<!doctype html><p>${v}</p>`
+      const up = await batchUpload(a, { key: u.key }, 'proj', [{ filename: 'index.html', data: page('one') }])
+      assert.equal(up.status, 200, up.text)
+      assert.equal((await a.post('/api/folders/proj/publish', { key: u.key })).status, 200)
+      // B has the account and the project in memory, and the page cached
+      for (let k = 0; k < 2; k++) assert.equal((await b.get(`/${u.username}/proj/`)).text, page('one'))
+      lossy.cut()
+      const again = await batchUpload(a, { key: u.key }, 'proj', [{ filename: 'index.html', data: page('two') }], true)
+      assert.equal(again.status, 200, again.text)
+      for (let k = 0; k < 2; k++) assert.equal((await b.get(`/${u.username}/proj/`)).text, page('two'), 'the new live deploy while cut')
+      assert.equal((await a.post('/api/folders/proj/unpublish', { key: u.key })).status, 200)
+      assert.equal((await b.get(`/${u.username}/proj/`)).status, 404, 'unpublished while cut')
+      lossy.restore()
+      assert.equal((await b.get(`/${u.username}/proj/`)).status, 404)
     })
 
     it("the key-value store's public reads are never stale while B cannot hear A either", async () => {

@@ -99,6 +99,12 @@ export function createHostCache(o: HostCacheOptions = {}) {
     /** The user's generation: read it before a database lookup, pass it to set(). */
     gen: (username: string): number => paths.ticket(username),
 
+    /**
+     * Whether an answer read at `gen` may still be kept and reused: no change of the user's
+     * content since, and the bus delivering other instances' invalidations.
+     */
+    accepts: (username: string, gen: number): boolean => paths.accepts(gen, username),
+
     freshUntil: () => performance.now() + ttlMs * (0.8 + 0.4 * Math.random()),
 
     set(path: string, username: string, entry: HostEntry, seenGen: number): void {

@@ -192,15 +192,19 @@ export type Resolution = { status: 400 } | { username: string; entry: HostEntry;
 export function createResolver(db: Db, cache: HostCache, index: DeployIndex = createDeployIndex(db)) {
   // the account and the project a path names, per user generation and with the cache's life:
   // any change of the user's content (publish, rollback, delete, disabling the account) moves
-  // the generation, and these answers are asked again, as the paths' entries are
+  // the generation, and these answers are asked again, as the paths' entries are. As the
+  // paths' entries, they are neither kept nor reused while the bus cannot deliver other
+  // instances' invalidations (a lost Redis subscription): each lookup reads the database
   const known = new Map<string, { gen: number; until: number; value: unknown }>()
-  const memo = async <T>(key: string, gen: number, load: () => Promise<T>): Promise<T> => {
+  const memo = async <T>(username: string, key: string, gen: number, load: () => Promise<T>): Promise<T> => {
     const hit = known.get(key)
-    if (hit !== undefined && hit.gen === gen && hit.until > performance.now()) return hit.value as T
+    if (hit !== undefined && hit.gen === gen && hit.until > performance.now() && cache.accepts(username, gen)) return hit.value as T
     const value = await load()
     known.delete(key)
-    known.set(key, { gen, until: cache.freshUntil(), value })
-    if (known.size > 20_000) dropOldest(known)
+    if (cache.accepts(username, gen)) {
+      known.set(key, { gen, until: cache.freshUntil(), value })
+      if (known.size > 20_000) dropOldest(known)
+    }
     return value
   }
   const missing = (): HostEntry => ({ kind: 'missing', freshUntil: cache.freshUntil() })
@@ -257,7 +261,7 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     // the slash form of a directory
     const slashed = () => redirect(`${own(path)}/`)
     // a disabled account's pages go offline (like its other public links)
-    const user = await memo(`u:${username}`, gen, () =>
+    const user = await memo(username, `u:${username}`, gen, () =>
       db.k.selectFrom('users').select('id').where('username', '=', username).where('disabled', '=', 0).executeTakeFirst(),
     )
     if (!user || rest.length === 0 || rest[0] === '') return done(missing())
@@ -267,13 +271,13 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
       if (!name.ok) return done(missing())
       const f = await hostedFile(db, user.id, name.path)
       if (f) return done(fileEntry(cache, { ...f, mtime: Number(f.updated_at ?? f.created_at) }, site !== false))
-      const folder = await memo(`p:${username}/${name.path}`, gen, () => publishedFolder(db, user.id, name.path))
+      const folder = await memo(username, `p:${username}/${name.path}`, gen, () => publishedFolder(db, user.id, name.path))
       return done(folder ? slashed() : missing())
     }
 
     const name = checkName(rest[0])
     if (!name.ok) return done(missing())
-    const folder = await memo(`p:${username}/${name.path}`, gen, () => publishedFolder(db, user.id, name.path))
+    const folder = await memo(username, `p:${username}/${name.path}`, gen, () => publishedFolder(db, user.id, name.path))
     if (!folder) return done(missing())
     const inner = rest.slice(1)
     // the path inside the project as rules see it, decoded: /, /about, /docs/
