@@ -188,6 +188,24 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
         out(
           `updated ${u.username}: tier ${u.tier}, ${u.disabled ? 'disabled' : 'enabled'}, api access ${u.api_access ? 'on' : 'off'}, limits ${JSON.stringify(u.limits)}`,
         )
+        // the account's pages go offline (or come back) on every running instance at once,
+        // as the admin console does it; without Redis, a running server's cache takes up to
+        // its life (5 minutes) to see the change
+        if (s.disabled !== undefined) {
+          if (config.redisUrl === null) out(`a running server shows this within 5 minutes (set REDIS_URL, or use the admin console, for at once)`)
+          else {
+            const { createRedisBus } = await import('../infra/bus.js')
+            const { invalidateHosting } = await import('../features/sites/invalidate.js')
+            const bus = createRedisBus(config.redisUrl, `${config.redisPrefix}bus:`)
+            try {
+              await invalidateHosting(bus, u.username)
+            } catch (e) {
+              out(`could not tell the running servers (${(e as Error).message}): they show this within 5 minutes`)
+            } finally {
+              await bus.close()
+            }
+          }
+        }
         return
       }
       throw new UsageError('usage: svc user add|set <username> ...')

@@ -8,6 +8,7 @@ import { startS3, type TestS3 } from '../support/s3.js'
 import { FLUSH_ALL, isReliable } from '../../src/infra/bus.js'
 import { HOSTING_CHANNEL } from '../../src/features/sites/invalidate.js'
 import { clearRedisPrefix } from '../support/redis.js'
+import { runCli } from '../cli/run.js'
 
 /** Polls (every 10 ms, at most 10 s) until `cond` holds. */
 async function until(cond: () => boolean, what: string): Promise<void> {
@@ -116,6 +117,20 @@ describe('two instances over one PostgreSQL, Redis and S3', needs('postgres', 'r
         assert.equal(got.text, html, `version ${i} through ${s === a ? 'A' : 'B'}`)
       }
     }
+  })
+
+  it('svc user set --disable from the CLI takes the pages offline on both instances at once, and --enable brings them back', async () => {
+    const u = await a.user()
+    assert.equal((await upload(a, u.key, 'cli.html', '<p>cli</p>')).status, 200)
+    const path = `/${u.username}/cli.html`
+    for (const s of [a, b]) for (let k = 0; k < 2; k++) assert.equal((await s.get(path)).status, 200) // cached on both
+    const env = { DATA_DIR: a.dataDir, DATABASE_URL: a.env.DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix }
+    const off = await runCli(['user', 'set', u.username, '--disable'], { env })
+    assert.equal(off.code, 0, off.stderr)
+    for (const s of [a, b]) assert.equal((await s.get(path)).status, 404, 'offline at once')
+    const on = await runCli(['user', 'set', u.username, '--enable'], { env })
+    assert.equal(on.code, 0, on.stderr)
+    for (const s of [a, b]) assert.equal((await s.get(path)).status, 200, 'back at once')
   })
 
   it("a key-value write through either instance shows at once in the other's public reads", async () => {
