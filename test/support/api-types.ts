@@ -1230,7 +1230,7 @@ export interface paths {
         put?: never;
         /**
          * Upload files into a project (created if absent); file names may carry relative paths
-         * @description multipart/form-data: repeated `files[]` parts whose filename is the relative path, and `overwrite_files` (true|false, default false). At most 200 files and 67108864 bytes per request, each file at most MAX_UPLOAD_BYTES; over a limit: 413 and nothing stored. Every file conflicting: 400 with errors[] of type duplicate (1312). Some failing: 200 with failed_count.
+         * @description multipart/form-data: repeated `files[]` parts whose filename is the relative path, and `overwrite_files` (true|false, default false). At most 200 files and 67108864 bytes per request, each file at most MAX_UPLOAD_BYTES; over a limit: 413 (400 / 1104 for one file over MAX_UPLOAD_BYTES) and nothing stored. Every file conflicting: 400 with errors[] of type duplicate (1312). Some failing: 200 with failed_count.
          */
         post: operations["postApiFoldersByFolderPathBatchUpload"];
         delete?: never;
