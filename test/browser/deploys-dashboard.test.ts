@@ -24,6 +24,8 @@ describe('deploys in the dashboard (Chromium)', () => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-deploys-web-'))
     ctx = await openContext({
       locale: 'en-US',
+      // a zone that is neither UTC nor Beijing: times must be shown in it, whatever form the API gives
+      timezoneId: 'America/New_York',
       viewport: { width: 1200, height: 900 },
     })
     page = ctx.pages()[0] ?? (await ctx.newPage())
@@ -78,5 +80,16 @@ describe('deploys in the dashboard (Chromium)', () => {
     assert.equal((await s.get(new URL(href!).pathname)).text, '<h1>two</h1>')
     await page.screenshot({ path: path.join(tmp, 'deploys.png') })
     assert.deepEqual(problems, [])
+  })
+
+  it("shows every time the API gives in the browser's own zone, in one format", async () => {
+    // one instant (2026-12-02 00:30:21 UTC) in each form the API uses
+    const shown = await page.evaluate(() => {
+      const time = (window as unknown as { SVC: { time: (v: unknown) => string } }).SVC.time
+      return [time('2026-12-02 08:30:21'), time('2026-12-02T08:30:21.123456+08:00'), time('2026-12-02T00:30:21Z'), time(1796171421), time(1796171421000)]
+    })
+    assert.equal(new Set(shown).size, 1, shown.join(' | '))
+    // New York is 5 hours behind UTC in December
+    assert.match(shown[0], /12\/1\/2026.*7:30:21/)
   })
 })

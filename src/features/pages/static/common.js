@@ -214,14 +214,20 @@
     } while (v >= 1024 && i < units.length - 1)
     return (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + ' ' + units[i]
   }
-  /** A time from the API: epoch ms or seconds, or a date string (shown without microseconds). */
+  /**
+   * A time from the API, shown in the browser's time zone and the page's language, whatever
+   * form it came in: epoch ms or seconds, ISO 8601 with an offset or Z (microseconds too), or
+   * the spec's "YYYY-MM-DD HH:MM:SS", which is Beijing time. Unreadable text is shown as is.
+   */
   function time(v) {
     if (v === null || v === undefined || v === '') return ''
     if (typeof v === 'number') return new Date(v < 1e11 ? v * 1000 : v).toLocaleString(locale)
-    return String(v)
-      .replace('T', ' ')
-      .replace(/\.\d+/, '')
-      .replace(/\+08:00$/, '')
+    var s = String(v)
+    // the spec's form has no zone: Beijing time (UTC+8)
+    if (/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/.test(s)) s = s.replace(' ', 'T') + '+08:00'
+    // at most milliseconds: Date.parse is only specified for three fraction digits
+    var d = new Date(s.replace(/(\.\d{3})\d+/, '$1'))
+    return isNaN(d.getTime()) ? s : d.toLocaleString(locale)
   }
 
   /** A progress bar block: show(name), set(loaded,total), done(). */

@@ -278,7 +278,7 @@
                 badge ? ' ' : '',
                 badge ? el('span', { class: 'badge' + (d.is_live ? ' on' : ''), text: badge }) : null,
               ),
-              new Date(d.created_at).toLocaleString(),
+              S.time(d.created_at),
               String(d.file_count) + ' · ' + S.bytes(d.bytes),
               d.source,
               d.message || '',
