@@ -153,6 +153,9 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     // settings, applied at once
     await page.goto(`${s.url}/admin/settings`)
     await page.locator('#setting-registration').waitFor()
+    // named in the page's language, not by their keys
+    await page.getByLabel('Abuse contact').waitFor()
+    assert.equal(await page.locator('#setting-registration option[value="invite"]').textContent(), 'By invitation code')
     await page.locator('#setting-registration').selectOption('pending')
     await page.locator('#setting-abuse_contact').fill('abuse@example.org')
     await page.getByRole('button', { name: 'Save settings' }).click()

@@ -281,15 +281,18 @@
               'select',
               { id: id },
               ['open', 'pending', 'invite', 'closed'].map(function (m) {
-                return el('option', { value: m, text: m, selected: m === s.value })
+                return el('option', { value: m, text: t('admin.setting.registration.' + m), selected: m === s.value })
               }),
             )
           else if (s.name === 'brand_words') input = el('textarea', { id: id, rows: '3', value: s.value, spellcheck: 'false' })
           else input = el('input', { id: id, value: s.value, maxlength: '300', spellcheck: 'false' })
           inputs[s.name] = input
-          box.appendChild(el('label', { for: id, text: s.name }))
+          // the page's language when it knows the setting, the service's description otherwise
+          var label = t('admin.setting.' + s.name)
+          var known = label !== 'admin.setting.' + s.name
+          box.appendChild(el('label', { for: id, text: known ? label : s.name }))
           box.appendChild(input)
-          box.appendChild(el('p', { class: 'hint', text: s.description }))
+          box.appendChild(el('p', { class: 'hint', text: known ? t('admin.setting.' + s.name + '.help') : s.description }))
         })
       })
       .catch(S.fail('settings-status'))
