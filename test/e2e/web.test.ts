@@ -20,7 +20,7 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../.
 const shots = path.join(root, 'test-output', 'screenshots')
 
 /** A 1x1 PNG. */
-function png(): Buffer {
+function png(rgb: [number, number, number] = [255, 0, 0]): Buffer {
   const crc = (buf: Buffer) => {
     let c = ~0
     for (const b of buf) {
@@ -41,7 +41,7 @@ function png(): Buffer {
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     chunk('IHDR', ihdr),
-    chunk('IDAT', zlib.deflateSync(Buffer.from([0, 255, 0, 0]))),
+    chunk('IDAT', zlib.deflateSync(Buffer.from([0, ...rgb]))),
     chunk('IEND', Buffer.alloc(0)),
   ])
 }
@@ -311,6 +311,14 @@ for (const engine of ENGINES) {
       await shot('images')
       const list = await page.evaluate(() => fetch('/api/image-host/images').then((r) => r.json()))
       assert.equal(list.images[0].remark, 'a red dot')
+      // a replace shows its new bytes at once (the thumbnail by its versioned link) and says so
+      const thumb = page.locator('#img-list li img').first()
+      const before = await thumb.getAttribute('src')
+      fs.writeFileSync(path.join(tmp, 'green.png'), png([0, 255, 0]))
+      await page.locator('#img-list li input[type=file]').first().setInputFiles(path.join(tmp, 'green.png'))
+      await page.locator('#img-status', { hasText: 'Uploaded.' }).waitFor()
+      await page.waitForFunction((b) => document.querySelector('#img-list li img')?.getAttribute('src') !== b, before)
+      assert.match((await thumb.getAttribute('src')) ?? '', /\?v=/)
     })
 
     it('activates hosted data, creates a file with two versions and switches the default', async () => {

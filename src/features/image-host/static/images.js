@@ -60,12 +60,18 @@
       var fd = new FormData()
       fd.append('file', replace.files[0], replace.files[0].name)
       bar.show(replace.files[0].name)
+      S.status('img-status', '')
       S.send('POST', '/api/image-host/images/' + S.enc(img.public_token) + '/replace', fd, bar.set)
         .then(function () {
           bar.done()
-          return load()
+          S.status('img-status', t('common.uploaded'), 'ok')
+          // the quota line and the list (thumbnails by their versioned link: the new bytes)
+          return status()
         })
-        .catch(S.fail('img-status'))
+        .catch(function (e) {
+          bar.hide()
+          S.fail('img-status')(e)
+        })
     })
     return el(
       'li',
@@ -73,7 +79,8 @@
       el(
         'a',
         { href: img.public_url, target: '_blank', rel: 'noopener noreferrer' },
-        el('img', { src: img.public_url, alt: img.remark || img.file_name || '', loading: 'lazy' }),
+        // the versioned link names these bytes: a replaced image is never shown from the cache
+        el('img', { src: img.versioned_url || img.public_url, alt: img.remark || img.file_name || '', loading: 'lazy' }),
       ),
       el(
         'p',
@@ -141,10 +148,14 @@
     S.send('POST', '/api/image-host/upload', fd, bar.set)
       .then(function () {
         bar.done()
+        S.status('img-status', t('common.uploaded'), 'ok')
         S.$('img-input').value = ''
         return status()
       })
-      .catch(S.fail('img-status'))
+      .catch(function (e) {
+        bar.hide()
+        S.fail('img-status')(e)
+      })
   }
   S.$('img-form').addEventListener('submit', function (e) {
     e.preventDefault()
