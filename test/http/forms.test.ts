@@ -452,9 +452,22 @@ for (const engine of ENGINES) {
       }
       assert.equal((await submit(f.form_slug, { form: { a: '6' }, headers: { accept: nav, 'sec-fetch-mode': 'navigate' } })).status, 303)
       const plain = await make(alice)
-      const noRedirect = await submit(plain.form_slug, { form: { a: '1' }, headers: { accept: nav } })
+      // without redirect_url a browser lands on the service's short thank-you page, not JSON
+      const noRedirect = await submit(plain.form_slug, {
+        form: { a: '1' },
+        headers: { accept: nav, 'accept-language': 'en', referer: 'https://site.example/contact.html' },
+      })
       assert.equal(noRedirect.status, 200)
-      assert.equal(noRedirect.json.success, true)
+      assert.match(String(noRedirect.header('content-type')), /^text\/html/)
+      assert.match(noRedirect.text, /Your submission was received/)
+      assert.match(noRedirect.text, /<a href="https:\/\/site\.example\/contact\.html">Back<\/a>/)
+      assert.match(String(noRedirect.header('content-security-policy')), /default-src 'none'/)
+      assert.doesNotMatch(noRedirect.text, /<script/)
+      // a refused browser post: a page with the reason and the error's status
+      const refused = await submit('no-such-form-here', { form: { a: '1' }, headers: { accept: nav, 'accept-language': 'en' } })
+      assert.equal(refused.status, 404)
+      assert.match(String(refused.header('content-type')), /^text\/html/)
+      assert.match(refused.text, /Not sent/)
       assert.equal((await data(alice, f.id)).json.data.total, 6)
       // redirect_url can be changed and cleared, never to a script URL
       expectError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { redirect_url: 'javascript:alert(1)' } }), 400, 1106)

@@ -2,7 +2,8 @@ import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
-import { pickLang } from '../../errors/render.js'
+import { errorMessage, pickLang } from '../../errors/render.js'
+import { escapeHtml } from '../../util/html.js'
 import { caller } from '../../http/guard.js'
 import { multipartParts } from '../../http/multipart.js'
 import { clientIp, serviceOrigin } from '../../http/origin.js'
@@ -43,6 +44,28 @@ const wantsHtml = (req: FastifyRequest) => {
   const mode = req.headers['sec-fetch-mode']
   if ((mode !== undefined && mode !== 'navigate') || req.headers['x-requested-with'] !== undefined) return false
   return accept.includes('text/html') && !accept.includes('application/json')
+}
+
+/**
+ * The page a browser form post lands on when its form has no redirect_url, or when the post
+ * was refused: the service's own short page (no script, nothing loaded), with a link back to
+ * the site the visitor came from when the browser said which.
+ */
+function formPage(req: FastifyRequest, reply: FastifyReply, status: number, title: string, text: string) {
+  const lang = pickLang(req.headers['accept-language'])
+  const ref = typeof req.headers.referer === 'string' && /^https?:\/\//i.test(req.headers.referer) ? req.headers.referer : null
+  const back = ref ? `<p><a href="${escapeHtml(ref)}">${escapeHtml(say(req, '返回', 'Back'))}</a></p>` : ''
+  const html =
+    `<!doctype html><html lang="${lang === 'en' ? 'en' : 'zh-CN'}"><head><meta charset="utf-8">` +
+    `<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex"><title>${escapeHtml(title)}</title>` +
+    `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1d2330}</style></head>` +
+    `<body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p>${back}</body></html>`
+  return reply
+    .code(status)
+    .header('Content-Type', 'text/html; charset=utf-8')
+    .header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+    .header('Cache-Control', 'no-store')
+    .send(html)
 }
 
 /** Documentation-only request schemas: the service checks input with its own codes. */
@@ -129,17 +152,27 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       },
     },
     async (req, reply) => {
-      const form = await lookup(req)
-      if (!form) throw new AppError('FORM_NOT_FOUND')
-      if (!(await decision(req)).allowed) throw new AppError('FORM_ORIGIN_REFUSED')
-      if (!form.is_active) throw new AppError('FORM_DISABLED')
-      const ip = clientIp(req, deps.config)
-      await forms.throttle(form, ip)
-      const body = await readFields(req)
-      const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
-      const r = await forms.submit(form, body, { ip, userAgent: ua })
-      if (wantsHtml(req) && form.redirect_url) return reply.redirect(new URL(form.redirect_url).href, 303)
-      return { success: true, message: say(req, '提交成功', 'Submitted'), data: { submission_id: r.id } }
+      // a browser form post gets pages (its redirect_url, or the service's short page); a
+      // script gets JSON, errors included
+      const html = wantsHtml(req)
+      try {
+        const form = await lookup(req)
+        if (!form) throw new AppError('FORM_NOT_FOUND')
+        if (!(await decision(req)).allowed) throw new AppError('FORM_ORIGIN_REFUSED')
+        if (!form.is_active) throw new AppError('FORM_DISABLED')
+        const ip = clientIp(req, deps.config)
+        await forms.throttle(form, ip)
+        const body = await readFields(req)
+        const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
+        const r = await forms.submit(form, body, { ip, userAgent: ua })
+        if (html && form.redirect_url) return reply.redirect(new URL(form.redirect_url).href, 303)
+        if (html) return formPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'))
+        return { success: true, message: say(req, '提交成功', 'Submitted'), data: { submission_id: r.id } }
+      } catch (e) {
+        if (!html || !(e instanceof AppError) || e.status >= 500) throw e
+        for (const [k, v] of Object.entries(e.options.headers ?? {})) reply.header(k, v)
+        return formPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), errorMessage(e.key, pickLang(req.headers['accept-language']), e.options.params))
+      }
     },
   )
 }
