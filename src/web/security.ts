@@ -37,3 +37,13 @@ export function setPageHeaders(reply: FastifyReply, nonce: string, imageOrigins:
   reply.header('Vary', 'Cookie, Accept-Language')
   reply.header('Permissions-Policy', 'camera=(), microphone=(), geolocation=(), payment=()')
 }
+
+/**
+ * Where a login may send the browser back to: a path of the dashboard or the admin console
+ * (with its query), nothing else: never another origin (`//host`, a scheme), never a path
+ * with a backslash or control character. null: not such a path.
+ */
+export function safeNext(v: unknown): string | null {
+  if (typeof v !== 'string' || v.length > 512) return null
+  return /^\/(dashboard|admin)(\/[A-Za-z0-9_\-./%]*)?(\?[A-Za-z0-9_\-.=&%]*)?$/.test(v) && !v.includes('//') ? v : null
+}

@@ -107,16 +107,22 @@ for (const engine of ENGINES) {
     })
 
     it('sends visitors without a session to /login, and signed-in users away from /login', async () => {
-      for (const p of ['/dashboard', '/api-keys', '/dashboard/kv', '/']) {
+      // a dashboard or console page is named in ?next=, for the login to come back to it
+      for (const [p, to] of [
+        ['/dashboard', '/login?next=%2Fdashboard'],
+        ['/api-keys', '/login'],
+        ['/dashboard/kv', '/login?next=%2Fdashboard%2Fkv'],
+        ['/', '/login'],
+      ]) {
         const r = await s.get(p)
         assert.equal(r.status, 303, p)
-        assert.equal(r.header('location'), '/login')
+        assert.equal(r.header('location'), to)
       }
       const r = await s.get('/login', { cookie })
       assert.equal(r.header('location'), '/dashboard')
       // an ended session is treated as none
       const bad = await s.get('/dashboard', { cookie: 'session=' + 'A'.repeat(43) })
-      assert.equal(bad.header('location'), '/login')
+      assert.equal(bad.header('location'), '/login?next=%2Fdashboard')
     })
 
     it('puts the session CSRF token in the page, and requires it on browser cookie writes', async () => {
@@ -171,11 +177,11 @@ for (const engine of ENGINES) {
       for (const form of [creds, { ...creds, _csrf: 'B'.repeat(32) }]) {
         const r = await s.post('/login', { form, cookie: formCookie, headers: BROWSER })
         assert.equal(r.status, 303)
-        assert.equal(r.header('location'), '/login?error=expired')
+        assert.equal(r.header('location'), `/login?error=expired&username=${alice.username}`)
         assert.equal(cookieOf(r, 'session'), undefined)
       }
       const none = await s.post('/login', { form: { ...creds, _csrf: token }, headers: BROWSER })
-      assert.equal(none.header('location'), '/login?error=expired')
+      assert.equal(none.header('location'), `/login?error=expired&username=${alice.username}`)
       // with the page's token: signed in
       const ok = await s.post('/login', { form: { ...creds, _csrf: token }, cookie: formCookie, headers: BROWSER })
       assert.equal(ok.status, 303)
@@ -186,8 +192,25 @@ for (const engine of ENGINES) {
       assert.equal(cookieOf(evil, 'session'), undefined)
       // wrong password from the page: the usual error
       const wrong = await s.post('/login', { form: { ...creds, password: 'wrong-password', _csrf: token }, cookie: formCookie, headers: BROWSER })
-      assert.equal(wrong.header('location'), '/login?error=1')
-      assert.match((await s.get('/login?error=1', { headers: { 'accept-language': 'en' } })).text, /Wrong username or password/)
+      assert.equal(wrong.header('location'), `/login?error=1&username=${alice.username}`)
+      const again = await s.get(`/login?error=1&username=${alice.username}`, { headers: { 'accept-language': 'en' } })
+      assert.match(again.text, /Wrong username or password/)
+      assert.match(again.text, new RegExp(`id="username" name="username" value="${alice.username}"`), 'the name typed is kept')
+    })
+
+    it('comes back to the page that asked for a login, and to no other site', async () => {
+      const page = await s.get('/login?next=%2Fdashboard%2Fforms')
+      const formCookie = cookieOf(page, 'form_csrf')!
+      const _csrf = formField(page.text, '_csrf')!
+      assert.equal(formField(page.text, 'next'), '/dashboard/forms')
+      const creds = { username: alice.username, password: alice.password, _csrf }
+      const post = (next: string, password = alice.password) => s.post('/login', { form: { ...creds, password, next }, cookie: formCookie, headers: BROWSER })
+      assert.equal((await post('/dashboard/forms')).header('location'), '/dashboard/forms')
+      assert.equal((await post('/admin/reports?status=open')).header('location'), '/admin/reports?status=open')
+      for (const evil of ['//evil.test/x', 'https://evil.test/', '/dashboard//evil.test', '/\\evil.test', 'javascript:alert(1)', '/svc_api/files'])
+        assert.equal((await post(evil)).header('location'), '/dashboard', evil)
+      // a refusal keeps where to go back to
+      assert.equal((await post('/dashboard/forms', 'wrong-password')).header('location'), `/login?error=1&username=${alice.username}&next=%2Fdashboard%2Fforms`)
     })
 
     it('logs out from the page only with the session token', async () => {

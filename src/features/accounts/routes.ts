@@ -10,6 +10,7 @@ import { sessionCookies } from '../../auth/principal.js'
 import { sha256hex } from '../../auth/tokens.js'
 import { createLoginThrottle } from './throttle.js'
 import { formTokenOk, sessionCsrfOk } from '../../http/csrf.js'
+import { safeNext } from '../../web/security.js'
 
 const wantsHtml = (req: FastifyRequest) => {
   const accept = req.headers.accept ?? ''
@@ -34,10 +35,20 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
   const { config, users, sessions } = deps
   const throttle = createLoginThrottle(deps.limits, deps.clock)
 
+  /** The login page again with a reason, keeping the name typed and the page to go back to. */
+  const again = (req: FastifyRequest, reply: FastifyReply, reason: string) => {
+    const body = (req.body ?? {}) as Record<string, unknown>
+    const q = new URLSearchParams({ error: reason })
+    if (typeof body.username === 'string' && body.username.trim() !== '') q.set('username', body.username.trim().slice(0, 32))
+    const next = safeNext(body.next)
+    if (next) q.set('next', next)
+    return reply.redirect(`/login?${q}`, 303)
+  }
   const refuse = (req: FastifyRequest, reply: FastifyReply, err: AppError) => {
-    if (wantsHtml(req) && err.key === 'LOGIN_FAILED') return reply.redirect('/login?error=1', 303)
+    if (wantsHtml(req) && err.key === 'LOGIN_FAILED') return again(req, reply, '1')
     // other refusals of the login page's own form go back to it with a reason to show
-    if (wantsHtml(req) && HTML_LOGIN_ERRORS[err.key]) return reply.redirect(`/login?error=${HTML_LOGIN_ERRORS[err.key]}`, 303)
+    const reason = HTML_LOGIN_ERRORS[err.key]
+    if (wantsHtml(req) && reason !== undefined) return again(req, reply, reason)
     return sendAppError(req, reply, err, config, 'A')
   }
 
@@ -76,7 +87,7 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
       const s = await sessions.create(row.id)
       reply.header('Set-Cookie', sessionCookie(s.id, config.sessionTtlSeconds))
       reply.header('Cache-Control', 'no-store')
-      if (wantsHtml(req)) return reply.redirect('/dashboard', 303)
+      if (wantsHtml(req)) return reply.redirect(safeNext(body.next) ?? '/dashboard', 303)
       return { success: true, message: 'ok', data: { username: row.username } }
     },
   )

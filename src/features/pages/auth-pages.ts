@@ -11,6 +11,7 @@ import { createAdmin, type RegistrationMode } from '../admin/service.js'
 import { sha256hex } from '../../auth/tokens.js'
 import { html, type SafeHtml } from '../../web/html.js'
 import type { PageCtx as AnyPageCtx, PageOut } from '../../web/page.js'
+import { safeNext } from '../../web/security.js'
 import type { MsgKey } from './i18n.js'
 import type { PageRouter } from './page.js'
 
@@ -36,14 +37,18 @@ function loginPage(ctx: PageCtx, token: string, registration: boolean): PageOut 
   const { t } = ctx
   const q = ctx.req.query as Record<string, unknown>
   const err = typeof q.error === 'string' ? LOGIN_ERRORS[q.error] : undefined
+  // the page to go back to once signed in, and the name typed before a refusal
+  const next = safeNext(q.next)
+  const username = typeof q.username === 'string' ? q.username.slice(0, 32) : ''
   return {
     title: t('login.title'),
     body: html`
       ${err ? errorList(ctx, [err]) : ''}
       <form class="card narrow" method="post" action="/login">
         <input type="hidden" name="_csrf" value="${token}">
+        ${next ? html`<input type="hidden" name="next" value="${next}">` : ''}
         <label for="username">${t('login.username')}</label>
-        <input id="username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="32" autofocus>
+        <input id="username" name="username" value="${username}" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="32" autofocus>
         <label for="password">${t('login.password')}</label>
         <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024">
         <button type="submit" class="primary">${t('login.submit')}</button>

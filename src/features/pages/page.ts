@@ -4,7 +4,7 @@ import type { Lang } from '../../errors/render.js'
 import type { Principal } from '../../auth/principal.js'
 import { contentOrigin, isHttps, serviceOrigin } from '../../http/origin.js'
 import { html, jsonForScript, raw } from '../../web/html.js'
-import { newNonce, setPageHeaders } from '../../web/security.js'
+import { newNonce, safeNext, setPageHeaders } from '../../web/security.js'
 import type { PageAuth, PageCtx, PageOut } from '../../web/page.js'
 import { LANG_COOKIE, pageLang, translator, type MsgKey } from './i18n.js'
 import type { Asset } from './assets.js'
@@ -126,7 +126,11 @@ export function createPageRouter(app: FastifyInstance, deps: Deps, css: string, 
         return reply.redirect(u.pathname + u.search, 303)
       }
       const principal = await sessionOf(req)
-      if (auth === 'required' && !principal) return reply.redirect('/login', 303)
+      // signed out: the login page, which comes back here once signed in
+      if (auth === 'required' && !principal) {
+        const next = safeNext(req.url)
+        return reply.redirect(next ? `/login?next=${encodeURIComponent(next)}` : '/login', 303)
+      }
       if (auth === 'guest' && principal) return reply.redirect('/dashboard', 303)
       const ctx = context(req, reply, principal)
       const out = await handler(ctx)
