@@ -3,6 +3,7 @@ import { Transform, type Readable } from 'node:stream'
 import type { Deps } from '../../deps.js'
 import type { User } from '../../auth/users.js'
 import { AppError } from '../../errors/app-error.js'
+import { pickLang } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { multipartParts, readUpload } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
@@ -250,7 +251,10 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
       config: managed,
       schema: { tags, summary: 'Delete a file and all its versions (423 when locked)', params: FileParams },
     },
-    async (req) => svc.remove(caller(req).user, fileId(req)),
+    async (req) => {
+      await svc.remove(caller(req).user, fileId(req))
+      return { success: true, message: pickLang(req.headers['accept-language']) === 'en' ? 'Deleted' : '已删除' }
+    },
   )
 
   app.delete(

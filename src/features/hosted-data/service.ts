@@ -224,7 +224,6 @@ export function createHostedData(deps: Deps) {
         if (f.locked) throw new AppError('LOCKED')
         await store.deleteFile(trx, user.id, f.id)
       })
-      return { success: true, message: 'deleted' }
     },
 
     async removeVersion(user: User, fileId: string, version: number, origin: string) {
