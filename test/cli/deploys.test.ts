@@ -133,6 +133,18 @@ for (const engine of ENGINES) {
       assert.equal(pv.header('x-robots-tag'), 'noindex')
       const human = await runCli(['deploy', dir, '--project', 'site', '--preview'], { env })
       assert.match(human.stdout, /svc promote [0-9a-z]{12} --project site/)
+      // batch uploads cannot make a preview: refused before anything is sent, the live site kept
+      const batch = await runCli(['deploy', dir, '--project', 'site', '--preview', '--batch'], { env })
+      assert.equal(batch.code, 1)
+      assert.match(batch.stderr, /--preview needs the archive deploy/)
+      assert.equal(await live(), page('two'))
+      // a project name the server would read as a path is refused here, with the reason
+      for (const bad of ['a/b', 'bad name/..']) {
+        const r2 = await runCli(['deploy', dir, '--project', bad], { env })
+        assert.equal(r2.code, 1, bad)
+        assert.match(r2.stderr, /invalid project name .*without "\/"/)
+        assert.doesNotMatch(r2.stderr, /no archive deploys/)
+      }
       const p = await runCli(['promote', r.json.deploy_id, '--project', 'site'], { env })
       assert.equal(p.code, 0, p.stderr)
       assert.equal(await live(), page('three'))

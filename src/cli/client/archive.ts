@@ -7,7 +7,7 @@ import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
 import { hashCacheDir, hashFiles, SMALL_FILE, walkFolder, type LocalFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
-import { defaultProject, type FailedFile } from './deploy.js'
+import { checkProjectName, defaultProject, type FailedFile } from './deploy.js'
 
 /**
  * svc deploy through archive deploys (docs/api/deploys.md): the manifest check says which
@@ -103,7 +103,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
     throw new CliError(`no such folder: ${opts.dir}`)
   })
   const project = opts.project ?? defaultProject(dirReal)
-  if (!project || project.startsWith('.') || /[\\\u0000-\u001f]/.test(project)) throw new CliError(`invalid project name "${project}"; pass --project NAME`)
+  checkProjectName(project)
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s) => ({ path: s.path, reason: s.reason }))
   if (walked.files.length === 0 && failed.length === 0) throw new CliError(`nothing to deploy: ${opts.dir} has no files (after ignore rules)`)

@@ -266,6 +266,12 @@ export function defaultProject(dirReal: string): string {
   return path.basename(dirReal)
 }
 
+/** Refuses a project name the server could not take as one name (checked before any request). */
+export function checkProjectName(project: string): void {
+  if (!project || project.startsWith('.') || /[/\\\u0000-\u001f]/.test(project))
+    throw new CliError(`invalid project name "${project}": one name, without "/", "\\" or control characters, not starting with "."; pass --project NAME`)
+}
+
 /**
  * svc deploy: walk, hash, diff, upload what changed in batches within the server's limits,
  * optionally delete what is gone, publish. Failures of single files are collected; when any
@@ -277,7 +283,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     throw new CliError(`no such folder: ${opts.dir}`)
   })
   const project = opts.project ?? defaultProject(dirReal)
-  if (!project || project.startsWith('.') || /[\\\u0000-\u001f]/.test(project)) throw new CliError(`invalid project name "${project}"; pass --project NAME`)
+  checkProjectName(project)
 
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s: SkippedFile) => ({ path: s.path, reason: s.reason }))

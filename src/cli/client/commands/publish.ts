@@ -29,6 +29,9 @@ export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
   noMore(positionals, 1)
   const api = ctx.api(flagsOf(v))
   const batch = v.batch === true || v.delete === true || v['batch-files'] !== undefined || v['batch-bytes'] !== undefined || v.concurrency !== undefined
+  // batch uploads write into the project itself: they cannot make a preview
+  if (batch && v.preview === true)
+    throw new CliError('--preview needs the archive deploy: leave out --batch (and --delete, --concurrency, --batch-files, --batch-bytes)')
   if (!batch) {
     const { archiveDeploy, describeArchive } = await import('../archive.js')
     const r = await archiveDeploy(
