@@ -115,6 +115,31 @@ for (const engine of ENGINES) {
       assert.match(stderr(), /error 1002/)
     })
 
+    it('answers every request of a client that pipes them and closes its stdin', async () => {
+      const requests = [
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'pipe', version: '1' } },
+        },
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
+        { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_sites', arguments: {} } },
+      ]
+      const r = await runCli(['mcp'], {
+        env: { SVC_URL: s.url, SVC_API_KEY: alice.key, SVC_INSECURE: '1' },
+        input: requests.map((m) => JSON.stringify(m)).join('\n') + '\n',
+      })
+      assert.equal(r.code, 0, r.stderr)
+      const ids = r.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { id?: number; error?: unknown }).id)
+      assert.deepEqual(ids.sort(), [1, 2, 3], r.stdout + r.stderr)
+      assert.doesNotMatch(r.stderr, /hang up/)
+    })
+
     it('without a key it exits 1 and says how to configure one', async () => {
       const r = await runCli(['mcp'], { env: { SVC_URL: s.url, SVC_INSECURE: '1' } })
       assert.equal(r.code, 1)

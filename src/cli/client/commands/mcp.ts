@@ -1,5 +1,6 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
 import type { ApiClient } from '../api.js'
 import { parse } from '../args.js'
@@ -80,7 +81,26 @@ export async function mcpCommand(ctx: Ctx, args: string[]): Promise<number> {
     process.stdin.once('end', () => resolve())
   })
   await server.connect(transport)
+  // requests read and not yet answered, by id: when stdin ends (a client that pipes its
+  // requests and closes it), every one is answered before the server closes
+  const open = new Set<string | number>()
+  let idle: (() => void) | null = null
+  const received = transport.onmessage
+  transport.onmessage = (m: JSONRPCMessage) => {
+    if ('method' in m && 'id' in m) open.add(m.id)
+    received?.(m)
+  }
+  const send = transport.send.bind(transport)
+  transport.send = async (m: JSONRPCMessage) => {
+    await send(m)
+    if (!('method' in m) && 'id' in m && m.id !== undefined && open.delete(m.id) && open.size === 0) idle?.()
+  }
   await closed
+  if (open.size > 0)
+    await new Promise<void>((resolve) => {
+      idle = resolve
+      setTimeout(resolve, 120_000).unref()
+    })
   await server.close().catch(() => {})
   return 0
 }
