@@ -47,6 +47,22 @@ for (const engine of ENGINES) {
       assert.equal(fs.statSync(cfg).mode & 0o777, 0o600)
     })
 
+    it('a config file that is not JSON: login replaces it and logout removes it', async () => {
+      const cfg = path.join(tmp, 'corrupt.json')
+      fs.writeFileSync(cfg, 'not json', { mode: 0o600 })
+      const who = await runCli(['whoami'], { env: { SVC_CONFIG: cfg } })
+      assert.equal(who.code, 2)
+      assert.match(who.stderr, /run svc login again/)
+      const login = await runCli(['login', '--url', s.url, '--key', alice.key, '--insecure'], { env: { SVC_CONFIG: cfg } })
+      assert.equal(login.code, 0, login.stderr)
+      assert.match(login.stderr, /is not a config file .* it is replaced/)
+      assert.equal(JSON.parse(fs.readFileSync(cfg, 'utf8')).url, s.url)
+      fs.writeFileSync(cfg, '{broken', { mode: 0o600 })
+      const out = await runCli(['logout'], { env: { SVC_CONFIG: cfg } })
+      assert.equal(out.code, 0, out.stderr)
+      assert.ok(!fs.existsSync(cfg))
+    })
+
     it('refuses a bad key at login without writing the file, printing the server code; exit 1', async () => {
       const cfg = path.join(tmp, 'bad.json')
       const r = await runCli(['login', '--url', s.url, '--key', `svc_${'x'.repeat(60)}`, '--insecure'], { env: { SVC_CONFIG: cfg } })

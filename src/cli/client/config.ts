@@ -29,8 +29,12 @@ export function configPath(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(base, 'svc', 'config.json')
 }
 
-/** Reads the config file; a missing file is an empty config. Warns when others can read it. */
-export function readConfig(file = configPath()): StoredConfig {
+/**
+ * Reads the config file; a missing file is an empty config. Warns when others can read it.
+ * `orEmpty`: an unreadable file (not JSON) is an empty config, with a warning, for the
+ * commands that replace or remove it (login, logout), which must be the way out of it.
+ */
+export function readConfig(file = configPath(), o: { orEmpty?: boolean } = {}): StoredConfig {
   let text: string
   try {
     text = fs.readFileSync(file, 'utf8')
@@ -47,6 +51,10 @@ export function readConfig(file = configPath()): StoredConfig {
     if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('not an object')
     return v
   } catch (e) {
+    if (o.orEmpty) {
+      process.stderr.write(`warning: ${file} is not a config file (${(e as Error).message}); it is replaced\n`)
+      return {}
+    }
     throw new UsageError(`cannot read ${file}: ${(e as Error).message}; fix it or run svc login again`)
   }
 }

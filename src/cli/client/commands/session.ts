@@ -19,7 +19,7 @@ export async function loginCommand(ctx: Ctx, args: string[]): Promise<number> {
   })
   noMore(positionals, 0)
   const file = configPath()
-  const stored = readConfig(file)
+  const stored = readConfig(file, { orEmpty: true })
   const url = normaliseUrl(need(v.url ?? process.env.SVC_URL ?? stored.url, '--url (the server, e.g. https://host)'))
   const sameServer = stored.url !== undefined && normaliseUrl(stored.url) === url
   const insecure = v.insecure === true || /^(1|true|yes|on)$/i.test(process.env.SVC_INSECURE ?? '') || (sameServer && stored.insecure === true)
@@ -90,7 +90,7 @@ export async function logoutCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { positionals } = parse(args, {})
   noMore(positionals, 0)
   const file = configPath()
-  const stored = readConfig(file)
+  const stored = readConfig(file, { orEmpty: true })
   if (stored.session && stored.url) {
     const api = new ApiClient(
       { url: normaliseUrl(stored.url), session: stored.session, insecure: stored.insecure === true, source: { url: 'config' } },
