@@ -113,7 +113,12 @@ describe('client: configuration, arguments, values', () => {
     assert.equal(parse(['hits', '--by', '-5'], { by: { type: 'string' } }).values.by, '-5')
     assert.equal(sizeOption('5MB', 'x'), 5_000_000)
     assert.equal(sizeOption('4MiB', 'x'), 4 * 1024 * 1024)
-    assert.throws(() => parse(['--nope'], {}), /Unknown option/)
+    assert.throws(() => parse(['--nope'], {}), /unknown option --nope \(and the connection options/)
+    // a mistyped option is named, with the ones the command takes (not Node's '-- "--flag"' advice)
+    assert.throws(
+      () => parse(['--projcet', 'x'], { project: { type: 'string' }, preview: { type: 'boolean' } }),
+      (e: Error) => /unknown option --projcet; this command takes --project, --preview/.test(e.message) && !e.message.includes('-- "'),
+    )
   })
 
   it('infers kv value types', () => {

@@ -46,6 +46,16 @@ export function parse<O extends Options>(args: string[], options: O) {
   try {
     return parseArgs({ args: tail.length ? [...fixed, '--', ...tail] : fixed, options: all, allowPositionals: true, strict: true })
   } catch (e) {
+    // Node's own text suggests '-- "--flag"' (for a positional that starts with '-'), which a
+    // mistyped option does not need: name the option and the options there are instead
+    const code = (e as NodeJS.ErrnoException).code
+    const unknown = /^Unknown option '([^']+)'/.exec((e as Error).message)
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && unknown) {
+      const names = Object.keys(options).map((n) => `--${n}`)
+      throw new UsageError(
+        `unknown option ${unknown[1]}${names.length ? `; this command takes ${names.join(', ')}` : ''} (and the connection options: svc --help)`,
+      )
+    }
     throw new UsageError((e as Error).message)
   }
 }
