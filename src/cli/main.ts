@@ -1,11 +1,13 @@
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../config.js'
 import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand } from './client.js'
+import { CLIENT_VERSION } from './client/api.js'
 
 const USAGE = `svc — self-hostable HTML and static hosting
 
 Server and operator commands (configuration from the environment, see docs/operations/configuration.md):
   svc serve                                   start the service
+  svc --version                               print the version
   svc migrate                                 run database migrations and exit
   svc user add <username> --password <pw> [--vip] [--admin]
   svc user set <username> [--vip|--no-vip] [--disable|--enable] [--api-access on|off]
@@ -30,6 +32,10 @@ export async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv
   if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
     process.stdout.write(`${USAGE}\n${CLIENT_USAGE}`)
+    return
+  }
+  if (cmd === '--version' || cmd === '-V' || cmd === 'version') {
+    process.stdout.write(`svc ${CLIENT_VERSION}\n`)
     return
   }
   try {

@@ -39,6 +39,17 @@ describe('svc help', () => {
     })
   }
 
+  it('svc --version (and -V, version) prints the version, as package.json has it', async () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'package.json'), 'utf8')) as {
+      version: string
+    }
+    for (const a of ['--version', '-V', 'version']) {
+      const r = await runCli([a])
+      assert.equal(r.code, 0, r.stderr)
+      assert.equal(r.stdout, `svc ${pkg.version}\n`)
+    }
+  })
+
   it('an unknown command: exit 2, the usage on stderr', async () => {
     const r = await runCli(['nope'])
     assert.equal(r.code, 2)
