@@ -79,6 +79,17 @@ for (const engine of ENGINES) {
         assert.equal(r.json.uploaded.length + r.json.copies + r.json.unchanged, r.json.files)
         const text = await runCli(['deploy', dir, '--project', 'site', '--dry-run'], { env })
         assert.match(text.stdout, /would upload 1 file \(.*\), 2 more with the same bytes as one of those, 302 unchanged/)
+        // a file the CLI refuses: nothing is sent, and the summary does not say "uploaded"
+        fs.writeFileSync(path.join(dir, 'bad"name.txt'), 'x')
+        try {
+          const refused = await runCli(['deploy', dir, '--project', 'site'], { env })
+          assert.equal(refused.code, 1)
+          assert.match(refused.stdout, /would upload 1 file/)
+          assert.doesNotMatch(refused.stdout, /^uploaded/m)
+          assert.match(refused.stdout, /1 file failed; nothing deployed/)
+        } finally {
+          fs.rmSync(path.join(dir, 'bad"name.txt'))
+        }
       } finally {
         for (const c of copies) fs.rmSync(path.join(dir, c))
       }

@@ -221,7 +221,7 @@ export function describeArchive(r: ArchiveResult): string {
   const lines: string[] = []
   lines.push(`${r.project}: ${r.files} files (${formatBytes(r.bytes)})${r.ignored ? `, ${r.ignored} ignored` : ''}`)
   lines.push(
-    `${r.dry_run ? 'would upload' : 'uploaded'} ${r.uploaded.length} file${r.uploaded.length === 1 ? '' : 's'} (${formatBytes(r.uploaded_bytes)})${r.copies ? `, ${r.copies} more with the same bytes as one of those` : ''}, ${r.unchanged} unchanged`,
+    `${r.dry_run || r.failed.length > 0 ? 'would upload' : 'uploaded'} ${r.uploaded.length} file${r.uploaded.length === 1 ? '' : 's'} (${formatBytes(r.uploaded_bytes)})${r.copies ? `, ${r.copies} more with the same bytes as one of those` : ''}, ${r.unchanged} unchanged`,
   )
   if (r.dry_run) for (const p of r.uploaded.slice(0, 200)) lines.push(`  ${p}`)
   if (r.dry_run && r.uploaded.length > 200) lines.push(`  ... and ${r.uploaded.length - 200} more`)
