@@ -47,6 +47,21 @@ for (const engine of ENGINES) {
       assert.equal(fs.statSync(cfg).mode & 0o777, 0o600)
     })
 
+    it('SVC_INSECURE lets a login through a self-signed certificate without turning checks off in the file', async () => {
+      const cfg = path.join(tmp, 'env-insecure.json')
+      const r = await runCli(['login', '--url', s.url, '--key', alice.key], { env: { SVC_CONFIG: cfg, SVC_INSECURE: '1' } })
+      assert.equal(r.code, 0, r.stderr)
+      assert.equal(JSON.parse(fs.readFileSync(cfg, 'utf8')).insecure, undefined)
+      // a later command without it meets the certificate check, and says so
+      const who = await runCli(['whoami'], { env: { SVC_CONFIG: cfg } })
+      assert.notEqual(who.code, 0)
+      assert.match(who.stderr, /certificate/i)
+      // --insecure is kept, as asked
+      const flag = await runCli(['login', '--url', s.url, '--key', alice.key, '--insecure'], { env: { SVC_CONFIG: cfg } })
+      assert.equal(flag.code, 0, flag.stderr)
+      assert.equal(JSON.parse(fs.readFileSync(cfg, 'utf8')).insecure, true)
+    })
+
     it('a config file that is not JSON: login replaces it and logout removes it', async () => {
       const cfg = path.join(tmp, 'corrupt.json')
       fs.writeFileSync(cfg, 'not json', { mode: 0o600 })

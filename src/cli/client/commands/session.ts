@@ -22,10 +22,13 @@ export async function loginCommand(ctx: Ctx, args: string[]): Promise<number> {
   const stored = readConfig(file, { orEmpty: true })
   const url = normaliseUrl(need(v.url ?? process.env.SVC_URL ?? stored.url, '--url (the server, e.g. https://host)'))
   const sameServer = stored.url !== undefined && normaliseUrl(stored.url) === url
-  const insecure = v.insecure === true || /^(1|true|yes|on)$/i.test(process.env.SVC_INSECURE ?? '') || (sameServer && stored.insecure === true)
+  // the file keeps certificate checks off only when asked with --insecure (or already so for
+  // this server): SVC_INSECURE in the environment applies to this login, not to later commands
+  const keepInsecure = v.insecure === true || (sameServer && stored.insecure === true)
+  const insecure = keepInsecure || /^(1|true|yes|on)$/i.test(process.env.SVC_INSECURE ?? '')
   const next = sameServer ? { ...stored } : {}
   next.url = url
-  next.insecure = insecure || undefined
+  next.insecure = keepInsecure || undefined
 
   if (v.username !== undefined) {
     const username = need(v.username, '--username')
