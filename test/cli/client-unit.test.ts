@@ -123,6 +123,12 @@ describe('client: configuration, arguments, values', () => {
 
   it('infers kv value types', () => {
     assert.deepEqual(kvValue('{"a":1}', undefined), { value: { a: 1 }, data_type: 'json' })
+    // a whole number a double cannot hold exactly is refused, never stored as another number
+    for (const type of ['number', 'json']) assert.throws(() => kvValue('12345678901234567890', type), /cannot be stored exactly as a number.*--type text/)
+    // without a type it is inferred as text, every digit kept
+    assert.deepEqual(kvValue('12345678901234567890', undefined), { value: '12345678901234567890', data_type: 'text' })
+    assert.deepEqual(kvValue('12345678901234567890', 'text'), { value: '12345678901234567890', data_type: 'text' })
+    assert.deepEqual(kvValue('9007199254740991', undefined), { value: 9007199254740991, data_type: 'number' })
     assert.deepEqual(kvValue('hello', undefined), { value: 'hello', data_type: 'text' })
     assert.deepEqual(kvValue('42', 'number'), { value: 42, data_type: 'number' })
     assert.deepEqual(kvValue('-3.5', undefined), { value: -3.5, data_type: 'number' })

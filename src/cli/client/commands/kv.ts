@@ -6,22 +6,39 @@ import { flagsOf, localTime, need, noMore, preview, readLocal, readStdin, table,
 const KV_TYPES = ['json', 'text', 'number']
 
 /** The value and data_type to store, from the text given on the command line. */
+/**
+ * A whole number written with more digits than a double holds exactly (above 2^53) would be
+ * stored as another number, silently: refused when a number type was asked for, with the way
+ * to keep it as text (without a type it is inferred as text).
+ */
+function exactNumber(text: string, n: number): number {
+  if (/^\s*-?\d+\s*$/.test(text) && !Number.isSafeInteger(n))
+    throw new UsageError(`${text.trim()} cannot be stored exactly as a number (at most ${Number.MAX_SAFE_INTEGER}); keep it as text with --type text`)
+  return n
+}
+
 export function kvValue(text: string, type: string | undefined): { value: unknown; data_type: string } {
   if (type !== undefined && !KV_TYPES.includes(type)) throw new UsageError(`--type must be one of ${KV_TYPES.join(', ')}`)
   if (type === 'text') return { value: text, data_type: 'text' }
   if (type === 'number') {
     const n = Number(text)
     if (text.trim() === '' || !Number.isFinite(n)) throw new UsageError(`"${text}" is not a number`)
-    return { value: n, data_type: 'number' }
+    return { value: exactNumber(text, n), data_type: 'number' }
   }
+  let value: unknown
   try {
-    const value = JSON.parse(text) as unknown
-    // a bare number is stored as a number, so `svc kv incr` can add to it
-    return { value, data_type: type === undefined && typeof value === 'number' ? 'number' : 'json' }
+    value = JSON.parse(text) as unknown
   } catch {
     if (type === 'json') throw new UsageError('the value is not valid JSON (use --type text for plain text)')
     return { value: text, data_type: 'text' }
   }
+  if (typeof value === 'number' && /^\s*-?\d+\s*$/.test(text) && !Number.isSafeInteger(value)) {
+    // too many digits for a number: without a type it stays text (every digit kept)
+    if (type === undefined) return { value: text.trim(), data_type: 'text' }
+    exactNumber(text, value)
+  }
+  // a bare number is stored as a number, so `svc kv incr` can add to it
+  return { value, data_type: type === undefined && typeof value === 'number' ? 'number' : 'json' }
 }
 
 const showValue = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v, null, 2))
