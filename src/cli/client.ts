@@ -13,6 +13,7 @@ import { loginCommand, logoutCommand, whoamiCommand } from './client/commands/se
 
 export const CLIENT_USAGE = `Client commands (talk to a server over its API; see docs/cli.md):
   svc login --url https://host --key KEY [--insecure]      store the server and API key (0600 file)
+  svc login --url https://host --key-stdin                 the same, the key read from stdin (not in ps or history)
   svc login [--url URL] --username NAME [--password-stdin]   also store a login session (hosted data)
   svc logout | svc whoami
   svc deploy <dir> [--project NAME] [--preview] [-m MESSAGE] [--dry-run] [--dotfiles] [--no-gzip]
