@@ -4,7 +4,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 import fc from 'fast-check'
 import { walkFolder } from '../../src/cli/client/files.js'
-import { multipartSize, planBatches } from '../../src/cli/client/deploy.js'
+import { describeDeploy, multipartSize, planBatches } from '../../src/cli/client/deploy.js'
+import { describeArchive } from '../../src/cli/client/archive.js'
 import { normaliseUrl, resolveConnection } from '../../src/cli/client/config.js'
 import { parse, sizeOption } from '../../src/cli/client/args.js'
 import { kvValue } from '../../src/cli/client/commands/kv.js'
@@ -59,6 +60,15 @@ describe('client: folder walk and ignore rules', () => {
     assert.deepEqual(r.files.map((f) => f.path).sort(), ['100% sure.txt', 'index.html'])
     assert.deepEqual(r.invalid.map((f) => f.path).sort(), ['a"b.html', 'c\\d.html', 'p%41.txt'])
     assert.match(r.invalid.find((f) => f.path === 'p%41.txt')!.reason, /%XX sequence; rename the file/)
+  })
+})
+
+describe('client: deploy summaries', () => {
+  it('count one file as one file', () => {
+    const base = { project: 'p', files: 1, bytes: 11, ignored: 0, uploaded: ['index.html'], uploaded_bytes: 11, unchanged: 0, failed: [], dry_run: true }
+    assert.match(describeArchive({ ...base, copies: 0 } as unknown as Parameters<typeof describeArchive>[0]), /^p: 1 file \(/)
+    assert.match(describeDeploy({ ...base, deleted: [], extra: [] } as unknown as Parameters<typeof describeDeploy>[0]), /^p: 1 file \(/)
+    assert.match(describeArchive({ ...base, files: 2, copies: 0 } as unknown as Parameters<typeof describeArchive>[0]), /^p: 2 files \(/)
   })
 })
 

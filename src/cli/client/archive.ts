@@ -219,7 +219,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
 /** The human summary of an archive deploy. */
 export function describeArchive(r: ArchiveResult): string {
   const lines: string[] = []
-  lines.push(`${r.project}: ${r.files} files (${formatBytes(r.bytes)})${r.ignored ? `, ${r.ignored} ignored` : ''}`)
+  lines.push(`${r.project}: ${r.files} file${r.files === 1 ? '' : 's'} (${formatBytes(r.bytes)})${r.ignored ? `, ${r.ignored} ignored` : ''}`)
   lines.push(
     `${r.dry_run || r.failed.length > 0 ? 'would upload' : 'uploaded'} ${r.uploaded.length} file${r.uploaded.length === 1 ? '' : 's'} (${formatBytes(r.uploaded_bytes)})${r.copies ? `, ${r.copies} more with the same bytes as one of those` : ''}, ${r.unchanged} unchanged`,
   )

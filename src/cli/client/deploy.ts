@@ -461,7 +461,7 @@ function finish(r: DeployResult, api: ApiClient, started: number): DeployResult 
 export function describeDeploy(r: DeployResult): string {
   const lines: string[] = []
   const verb = r.dry_run ? 'would upload' : 'uploaded'
-  lines.push(`${r.project}: ${r.files} files (${formatBytes(r.bytes)})${r.ignored ? `, ${r.ignored} ignored` : ''}`)
+  lines.push(`${r.project}: ${r.files} file${r.files === 1 ? '' : 's'} (${formatBytes(r.bytes)})${r.ignored ? `, ${r.ignored} ignored` : ''}`)
   lines.push(
     `${verb} ${r.uploaded.length} file${r.uploaded.length === 1 ? '' : 's'} (${formatBytes(r.uploaded_bytes)})${r.dry_run ? '' : ` in ${r.upload_requests} request${r.upload_requests === 1 ? '' : 's'}`}, ${r.unchanged} unchanged`,
   )
