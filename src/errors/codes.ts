@@ -696,8 +696,8 @@ export const ERRORS = {
     404,
     '键不存在',
     'Key does not exist',
-    '公开读取时用户名和键名须匹配且数据须公开',
-    'For public reads the username and key must match and the entry must be public',
+    '检查键名；公开读取时用户名和键名须匹配且数据须公开',
+    'Check the key name; for a public read, the username and key must match and the entry must be public',
   ),
   KV_KEY_QUOTA: def(
     1605,
