@@ -36,6 +36,9 @@ export const SHARED_MESSAGES = defineMessages(
     'redeem.code': 'Code',
     'redeem.submit': 'Redeem',
     'redeem.done': 'Activated.',
+    'redeem.other': "This code activated {feature}, not this page's feature.",
+    'feature.image-host': 'image hosting',
+    'feature.hosted-data': 'hosted data',
 
     'common.delete': 'Delete',
     'common.open': 'Open',
@@ -69,6 +72,9 @@ export const SHARED_MESSAGES = defineMessages(
     'redeem.code': '兑换码',
     'redeem.submit': '兑换',
     'redeem.done': '已开通。',
+    'redeem.other': '此兑换码开通的是{feature}，不是本页的功能。',
+    'feature.image-host': '图片托管',
+    'feature.hosted-data': '数据托管',
 
     'common.delete': '删除',
     'common.open': '打开',

@@ -6,7 +6,7 @@
   var t = S.t
   var el = S.el
   var bar = S.progress('data-progress')
-  var redeem = S.redeemForm('data-status', status)
+  var redeem = S.redeemForm('data-status', status, 'hosted-data')
   var current = null
 
   function status() {

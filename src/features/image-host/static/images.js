@@ -6,7 +6,7 @@
   var t = S.t
   var el = S.el
   var bar = S.progress('img-progress')
-  var redeem = S.redeemForm('img-status', status)
+  var redeem = S.redeemForm('img-status', status, 'image-host')
 
   function status() {
     return S.api

@@ -331,14 +331,17 @@
   }
 
   /** Wires the redeem-code form of a page; onDone() after a code was accepted. */
-  function redeemForm(statusId, onDone) {
+  /** The redeem form of a feature's page; `feature` is the page's own (image-host, hosted-data). */
+  function redeemForm(statusId, onDone, feature) {
     var form = /** @type {HTMLFormElement} */ ($('redeem-form'))
     form.addEventListener('submit', function (e) {
       e.preventDefault()
       api
         .post('/api/redeem', { code: /** @type {HTMLInputElement} */ ($('redeem-code')).value.trim() })
-        .then(function () {
-          status(statusId, t('redeem.done'), 'ok')
+        .then(function (r) {
+          // a code of another feature activates that one: say which, so nobody waits for this page
+          var other = feature && r && r.feature && r.feature !== feature
+          status(statusId, other ? t('redeem.other', { feature: t('feature.' + r.feature) }) : t('redeem.done'), other ? 'error' : 'ok')
           form.reset()
           onDone()
         })
