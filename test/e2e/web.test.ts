@@ -336,10 +336,15 @@ for (const engine of ENGINES) {
       await page.locator('#data-content').fill('{"v": 1}')
       await page.getByRole('button', { name: 'Create', exact: true }).click()
       await page.locator('#data-detail').waitFor({ state: 'visible' })
+      // bad JSON is refused in the page; the message goes once a good version is sent
+      await page.locator('#version-content').fill('{"v": ')
+      await page.getByRole('button', { name: 'Add version' }).click()
+      await page.locator('#data-status.error').waitFor()
       await page.locator('#version-content').fill('{"v": 2}')
       await page.getByLabel('Make it the default version').uncheck()
       await page.getByRole('button', { name: 'Add version' }).click()
       await page.locator('#versions-table tbody tr').nth(1).waitFor()
+      assert.equal(((await page.locator('#data-status').textContent()) ?? '').trim(), '')
       const row = page.locator('#data-table tbody tr', { hasText: 'scores' })
       const link = await row.getByRole('link', { name: 'scores' }).getAttribute('href')
       const pathOf = (u: string) => new URL(u).pathname

@@ -119,6 +119,7 @@
     S.api
       .post('/api/hosted-data/files/' + S.enc(id) + '/default-version', { version: version })
       .then(function () {
+        S.status('data-status', '')
         S.toast(t('common.saved'))
         load()
         return details(id)
@@ -171,7 +172,10 @@
           },
         )
       })
-      .catch(S.fail('data-status'))
+      .catch(function (e) {
+        bar.hide()
+        S.fail('data-status')(e)
+      })
   })
 
   S.$('version-form').addEventListener('submit', function (e) {
@@ -181,6 +185,8 @@
     contentOf('version-content', 'version-file')
       .then(function (content) {
         if (!checkJson(f.content_type || '', content)) return
+        // a message of an earlier try (bad JSON, an error) goes once this one is sent
+        S.status('data-status', '')
         return S.send('POST', '/api/hosted-data/files/' + S.enc(f.id) + '/versions', { content: content, set_default: S.$('version-default').checked }).then(
           function () {
             S.toast(t('common.saved'))
