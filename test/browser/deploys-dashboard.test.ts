@@ -6,7 +6,7 @@ import path from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import { startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { openContext } from '../support/browser.js'
+import { logInPage, openContext } from '../support/browser.js'
 import { deploySite } from '../support/deploys.js'
 
 /** The dashboard's deploy list of a folder project, with its rollback and promote buttons, in Chromium. */
@@ -48,11 +48,7 @@ describe('deploys in the dashboard (Chromium)', () => {
     const [id1, id2, id3] = [one, two, three].map((d) => d.res.json.deploy.id as string)
     const live = async () => (await s.get(`/${u.username}/blog/`)).text
 
-    await page.goto(`${s.url}/login`)
-    await page.getByLabel('Username').fill(u.username)
-    await page.getByLabel('Password', { exact: true }).fill(u.password)
-    await page.getByRole('button', { name: 'Log in' }).click()
-    await page.waitForURL('**/dashboard')
+    await logInPage(page, s.url, u)
     await page.goto(`${s.url}/dashboard/folders`)
     await page.locator('#projects-table').getByRole('button', { name: 'blog' }).click()
     const rows = page.locator('#deploys-table tbody tr')

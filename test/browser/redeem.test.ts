@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import type { BrowserContext, Page } from 'playwright-core'
 import { startServer, type TestServer } from '../support/server.js'
-import { openContext } from '../support/browser.js'
+import { logInPage, openContext } from '../support/browser.js'
 import { sha256hex } from '../../src/auth/tokens.js'
 
 /** A redeem code of another feature, entered on a feature's page, says which feature it activated. */
@@ -28,11 +28,7 @@ describe('redeem codes in the dashboard (Chromium)', () => {
       .insertInto('redeem_codes')
       .values({ code_hash: sha256hex(code), feature: 'hosted-data', created_at: Date.now(), redeemed_by: null, redeemed_at: null })
       .execute()
-    await page.goto(`${s.url}/login`)
-    await page.getByLabel('Username').fill(u.username)
-    await page.getByLabel('Password', { exact: true }).fill(u.password)
-    await page.getByRole('button', { name: 'Log in' }).click()
-    await page.waitForURL('**/dashboard')
+    await logInPage(page, s.url, u)
     await page.goto(`${s.url}/dashboard/images`)
     await page.getByLabel('Code').fill(code)
     await page.getByRole('button', { name: 'Redeem' }).click()

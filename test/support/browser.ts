@@ -127,3 +127,12 @@ export function networkQuiet(page: Page): (quietMs?: number, timeoutMs?: number)
     }
   }
 }
+
+/** Signs `user` in through the login page, as a visitor would; resolves on the dashboard. */
+export async function logInPage(page: Page, baseUrl: string, user: { username: string; password: string }): Promise<void> {
+  await page.goto(`${baseUrl}/login`)
+  await page.getByLabel('Username').fill(user.username)
+  await page.getByLabel('Password', { exact: true }).fill(user.password)
+  await page.getByRole('button', { name: 'Log in' }).click()
+  await page.waitForURL('**/dashboard')
+}
