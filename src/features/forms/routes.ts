@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, pickLang } from '../../errors/render.js'
-import { escapeHtml } from '../../util/html.js'
+import { html } from '../../web/html.js'
 import { caller } from '../../http/guard.js'
 import { multipartParts } from '../../http/multipart.js'
 import { clientIp, serviceOrigin } from '../../http/origin.js'
@@ -54,18 +54,16 @@ const wantsHtml = (req: FastifyRequest) => {
 function formPage(req: FastifyRequest, reply: FastifyReply, status: number, title: string, text: string) {
   const lang = pickLang(req.headers['accept-language'])
   const ref = typeof req.headers.referer === 'string' && /^https?:\/\//i.test(req.headers.referer) ? req.headers.referer : null
-  const back = ref ? `<p><a href="${escapeHtml(ref)}">${escapeHtml(say(req, '返回', 'Back'))}</a></p>` : ''
-  const html =
-    `<!doctype html><html lang="${lang === 'en' ? 'en' : 'zh-CN'}"><head><meta charset="utf-8">` +
-    `<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex"><title>${escapeHtml(title)}</title>` +
-    `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1d2330}</style></head>` +
-    `<body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p>${back}</body></html>`
+  const page = html`<!doctype html><html lang="${lang === 'en' ? 'en' : 'zh-CN'}"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex"><title>${title}</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1d2330}</style></head>
+<body><h1>${title}</h1><p>${text}</p>${ref ? html`<p><a href="${ref}">${say(req, '返回', 'Back')}</a></p>` : ''}</body></html>`
   return reply
     .code(status)
     .header('Content-Type', 'text/html; charset=utf-8')
     .header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
     .header('Cache-Control', 'no-store')
-    .send(html)
+    .send(page.toString())
 }
 
 /** Documentation-only request schemas: the service checks input with its own codes. */
@@ -154,7 +152,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     async (req, reply) => {
       // a browser form post gets pages (its redirect_url, or the service's short page); a
       // script gets JSON, errors included
-      const html = wantsHtml(req)
+      const browser = wantsHtml(req)
       try {
         const form = await lookup(req)
         if (!form) throw new AppError('FORM_NOT_FOUND')
@@ -165,11 +163,11 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
         const body = await readFields(req)
         const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
         const r = await forms.submit(form, body, { ip, userAgent: ua })
-        if (html && form.redirect_url) return reply.redirect(new URL(form.redirect_url).href, 303)
-        if (html) return formPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'))
+        if (browser && form.redirect_url) return reply.redirect(new URL(form.redirect_url).href, 303)
+        if (browser) return formPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'))
         return { success: true, message: say(req, '提交成功', 'Submitted'), data: { submission_id: r.id } }
       } catch (e) {
-        if (!html || !(e instanceof AppError) || e.status >= 500) throw e
+        if (!browser || !(e instanceof AppError) || e.status >= 500) throw e
         for (const [k, v] of Object.entries(e.options.headers ?? {})) reply.header(k, v)
         return formPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), errorMessage(e.key, pickLang(req.headers['accept-language']), e.options.params))
       }
