@@ -34,8 +34,13 @@ export function linkOrigin(req: FastifyRequest, config: Pick<Config, 'publicUrl'
   } catch {
     return null
   }
-  return host === 'localhost' || host === '127.0.0.1' || host === '[::1]' ? o : null
+  return isLoopbackHost(host) ? o : null
 }
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
+
+/** A host name (as URL.hostname or a Host header's name spells it) that names this machine. */
+export const isLoopbackHost = (host: string): boolean => LOOPBACK_HOSTS.has(host)
 
 /** The origin of user content: CONTENT_ORIGIN when set, else the service origin. */
 export function contentOrigin(req: FastifyRequest, config: Pick<Config, 'publicUrl' | 'trustProxy' | 'contentOrigin'>): string {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { caller } from '../../http/guard.js'
-import { contentOrigin, serviceOrigin } from '../../http/origin.js'
+import { contentOrigin, isLoopbackHost, serviceOrigin } from '../../http/origin.js'
 import { hostName, siteOriginFor } from '../../http/site-origin.js'
 import { API_VERSION } from '../sites/files-service.js'
 import type { McpServices } from './services.js'
@@ -22,7 +22,6 @@ const loadSdk = lazy(async () => {
 
 export const MCP_PATH = '/mcp'
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
 const IP_LITERAL = /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\])$/i
 
 /**
@@ -36,7 +35,7 @@ export function hostAllowed(host: string | undefined, deps: Pick<Deps, 'config'>
   if (h === '') return false
   if (deps.config.mcpAllowedHosts.includes(h)) return true
   if (deps.config.publicUrl) return h === new URL(deps.config.publicUrl).hostname.toLowerCase()
-  return LOOPBACK.has(h) || h.endsWith('.localhost') || IP_LITERAL.test(h)
+  return isLoopbackHost(h) || h.endsWith('.localhost') || IP_LITERAL.test(h)
 }
 
 function checkRebinding(req: FastifyRequest, deps: Deps): void {

@@ -11,8 +11,9 @@ const KV_TYPES = ['json', 'text', 'number']
  * stored as another number, silently: refused when a number type was asked for, with the way
  * to keep it as text (without a type it is inferred as text).
  */
+const inexactWhole = (text: string, n: number): boolean => /^\s*-?\d+\s*$/.test(text) && !Number.isSafeInteger(n)
 function exactNumber(text: string, n: number): number {
-  if (/^\s*-?\d+\s*$/.test(text) && !Number.isSafeInteger(n))
+  if (inexactWhole(text, n))
     throw new UsageError(`${text.trim()} cannot be stored exactly as a number (at most ${Number.MAX_SAFE_INTEGER}); keep it as text with --type text`)
   return n
 }
@@ -32,11 +33,9 @@ export function kvValue(text: string, type: string | undefined): { value: unknow
     if (type === 'json') throw new UsageError('the value is not valid JSON (use --type text for plain text)')
     return { value: text, data_type: 'text' }
   }
-  if (typeof value === 'number' && /^\s*-?\d+\s*$/.test(text) && !Number.isSafeInteger(value)) {
-    // too many digits for a number: without a type it stays text (every digit kept)
-    if (type === undefined) return { value: text.trim(), data_type: 'text' }
-    exactNumber(text, value)
-  }
+  // too many digits for a number: without a type it stays text (every digit kept)
+  if (typeof value === 'number' && type === undefined && inexactWhole(text, value)) return { value: text.trim(), data_type: 'text' }
+  if (typeof value === 'number') exactNumber(text, value)
   // a bare number is stored as a number, so `svc kv incr` can add to it
   return { value, data_type: type === undefined && typeof value === 'number' ? 'number' : 'json' }
 }
