@@ -6,7 +6,10 @@ import type { Config } from '../config.js'
  * Per-user origins: each user's content at {username}.{content domain}, as GitHub Pages and
  * Neocities do it, so the browser's same-origin policy is the wall between users and
  * between user content and the service. Invariants:
- * - a host names a user only as exactly one DNS label directly under the content domain;
+ * - a host names a user only as exactly one DNS label directly under the content domain, and
+ *   one of the user's projects (at the root of its own origin) as one label more:
+ *   {project}.{username}.{content domain} (usernames have no dots, so neither form can be
+ *   read as the other);
  * - the service's own host is never read as a user's origin, even under the content domain;
  * - on loopback (`*.localhost`, which browsers resolve to 127.0.0.1 and treat as a secure
  *   context over plain HTTP) the content domain defaults to "localhost".
@@ -32,6 +35,9 @@ export interface ListenPorts {
 export const TLS_ASK_PATH = '/.well-known/svc/tls-allowed'
 
 const LABEL_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/
+// a project's label: as a user's, and not ending in '-' nor shaped as an IDN label (xn--),
+// which a browser would show as other letters
+const PROJECT_LABEL_RE = /^(?!..--)[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/
 const LOOPBACK_RE = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/
 
 /** The host name of a Host header: lowercased, without port or trailing dot. */
@@ -56,8 +62,14 @@ export function contentDomainFor(host: string, config: OriginConfig): string | n
   return null
 }
 
-/** The username whose origin a request's Host names, or null for the service's own hosts. */
-export function siteUserOf(hostHeader: string | undefined, config: OriginConfig): string | null {
+/** What a content host names: a user's origin (project null), or one project's own origin. */
+export interface SiteHost {
+  username: string
+  project: string | null
+}
+
+/** The user (and project) whose origin a request's Host names, or null for the service's own hosts. */
+export function siteOf(hostHeader: string | undefined, config: OriginConfig): SiteHost | null {
   // on every request of the public host: no work when no content domain can apply
   const domain = config.contentDomain ?? (config.contentDomainAuto ? 'localhost' : null)
   if (domain === null || hostHeader === undefined) return null
@@ -65,8 +77,18 @@ export function siteUserOf(hostHeader: string | undefined, config: OriginConfig)
   if (host.length <= domain.length + 1 || !host.endsWith(domain) || host[host.length - domain.length - 1] !== '.') return null
   if (config.publicUrl && hostName(new URL(config.publicUrl).host) === host) return null
   const label = host.slice(0, host.length - domain.length - 1)
-  return LABEL_RE.test(label) ? label : null
+  const dot = label.indexOf('.')
+  if (dot < 0) return LABEL_RE.test(label) ? { username: label, project: null } : null
+  const project = label.slice(0, dot)
+  const username = label.slice(dot + 1)
+  return PROJECT_LABEL_RE.test(project) && LABEL_RE.test(username) ? { username, project } : null
 }
+
+/** The username whose origin (or one of whose projects' origins) a request's Host names, or null. */
+export const siteUserOf = (hostHeader: string | undefined, config: OriginConfig): string | null => siteOf(hostHeader, config)?.username ?? null
+
+/** Whether a project name can be a host label, so the project has an origin of its own. */
+export const hasProjectOrigin = (name: string): boolean => PROJECT_LABEL_RE.test(name)
 
 /**
  * The origin of a user's site as a visitor reaches it from this request, or null when no
@@ -85,4 +107,20 @@ export function userSiteOrigin(
   if (domain === null) return null
   if (domain === 'localhost' && !config.trustProxy && ports.http !== null) return `http://${username}.localhost:${ports.http}`
   return `https://${username}.${domain}${portOf(serviceHost)}`
+}
+
+/** An origin_url field: the root of a project's own origin (projectOrigin), or null. */
+export const originUrl = (userOrigin: string | null, project: string): string | null => {
+  const o = projectOrigin(userOrigin, project)
+  return o === null ? null : `${o}/`
+}
+
+/**
+ * A project's own origin, from its user's origin (userSiteOrigin): the project's name as one
+ * more label. null when there is no user origin or the name cannot be a host label.
+ */
+export function projectOrigin(userOrigin: string | null, project: string): string | null {
+  if (userOrigin === null || !hasProjectOrigin(project)) return null
+  const at = userOrigin.indexOf('//') + 2
+  return `${userOrigin.slice(0, at)}${project}.${userOrigin.slice(at)}`
 }

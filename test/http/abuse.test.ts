@@ -305,13 +305,18 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${bob.username}/proj/a/b.html`)).status, 200)
       const deployId = (await s.get('/api/folders/proj/deploys', { key: bob.key })).json.live_deploy_id as string
       assert.equal((await s.get(`/${bob.username}/proj@${deployId}/a/b.html`)).status, 200)
-      let rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/${bob.username}/proj/`, category: 'malware' })
+      const onProject = (path: string) => request(`${s.httpUrl}${path}`, { headers: { host: `proj.${bob.username}.localhost` } })
+      assert.equal((await onProject('/a/b.html')).statusCode, 200)
+      // a report of a URL on the project's own origin names the project
+      let rep = await adminCall('POST', '/svc_api/admin/reports', { url: `http://proj.${bob.username}.localhost:8080/a/b.html`, category: 'malware' })
       assert.equal(rep.status, 201, rep.text)
+      assert.equal(rep.json.data.target, `site:${bob.username}/proj`)
       let q = await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`)
       assert.equal(q.json.data.evidence.length, 2)
       assert.equal((await s.get(`/${bob.username}/proj/a/b.html`)).status, 451)
       assert.equal((await s.get(`/${bob.username}/proj/`)).status, 451)
       assert.equal((await onSite(s, bob.username, '/proj/a/b.html')).status, 451)
+      for (const p of ['/a/b.html', '/', '/missing']) assert.equal((await onProject(p)).statusCode, 451, `project origin ${p}`)
       // its deploys' own URLs ({project}@{deploy}) are held with it
       assert.equal((await s.get(`/${bob.username}/proj@${deployId}/a/b.html`)).status, 451)
       assert.equal((await onSite(s, bob.username, `/proj@${deployId}/`)).status, 451)

@@ -417,11 +417,17 @@ for (const engine of ENGINES) {
       assert.equal(fromOwn.status, 200, fromOwn.text)
       assert.equal(fromOwn.header('access-control-allow-origin'), own)
       expectError(await submit(strict.form_slug, { json: { a: 5 }, headers: { origin: `http://${bob.username}.localhost:8080` } }), 403, 1620)
+      // and so do the owner's projects' own origins ({project}.{username}); another user's are refused
+      const ownProject = `http://blog.${alice.username}.localhost:8080`
+      const fromProject = await submit(strict.form_slug, { json: { a: 6 }, headers: { origin: ownProject } })
+      assert.equal(fromProject.status, 200, fromProject.text)
+      assert.equal(fromProject.header('access-control-allow-origin'), ownProject)
+      expectError(await submit(strict.form_slug, { json: { a: 7 }, headers: { origin: `http://blog.${bob.username}.localhost:8080` } }), 403, 1620)
       // errors the page may read carry ACAO for an allowed origin
       const bad = await submit(strict.form_slug, { body: '{', headers: { origin: 'https://good.example', 'content-type': 'application/json' } })
       expectError(bad, 400, 1113)
       assert.equal(bad.header('access-control-allow-origin'), 'https://good.example')
-      assert.equal((await data(alice, strict.id)).json.data.total, 3)
+      assert.equal((await data(alice, strict.id)).json.data.total, 4)
 
       // the literal "null" origin can be allowed
       const sandboxed = await make(alice, { allowed_origins: ['null'] })

@@ -5,7 +5,8 @@ import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
 
 // Site rules (_redirects, _headers, 404.html, clean URLs) as a visitor meets them, on the path
-// form and on the user's own origin, and how a publish takes or refuses them.
+// form, on the user's own origin and on the project's own origin, and how a publish takes or
+// refuses them.
 const REDIRECTS = [
   '# rules of the test site',
   '/old /about 301',
@@ -47,17 +48,20 @@ for (const engine of ENGINES) {
     })
     after(() => s.close())
 
-    /** GET on the path form (over HTTPS) or on the user's origin (plain HTTP on loopback). */
-    const get = async (where: 'path' | 'site', p: string) => {
+    /** GET on the path form (over HTTPS), the user's origin or the project's origin (plain HTTP on loopback). */
+    const get = async (where: 'path' | 'site' | 'project', p: string) => {
       if (where === 'path') return s.get(`/${user.username}/site${p}`)
-      const r = await request(`${s.httpUrl}/site${p}`, { headers: { host: `${user.username}.localhost` } })
+      const r =
+        where === 'site'
+          ? await request(`${s.httpUrl}/site${p}`, { headers: { host: `${user.username}.localhost` } })
+          : await request(`${s.httpUrl}${p}`, { headers: { host: `site.${user.username}.localhost` } })
       const text = await r.body.text()
       const h = r.headers as Record<string, string | undefined>
       return { status: r.statusCode, text, header: (n: string) => h[n.toLowerCase()] }
     }
 
-    for (const where of ['path', 'site'] as const) {
-      const prefix = () => (where === 'path' ? `/${user.username}/site` : '/site')
+    for (const where of ['path', 'site', 'project'] as const) {
+      const prefix = () => (where === 'path' ? `/${user.username}/site` : where === 'site' ? '/site' : '')
       const cases: Array<[string, number, RegExp | null, (() => string) | null]> = [
         ['/', 200, /home/, null],
         ['/about', 200, /about/, null],
@@ -111,7 +115,7 @@ for (const engine of ENGINES) {
         assert.equal(r.header('x-content-type-options'), 'nosniff')
         const csp = String(r.header('content-security-policy'))
         assert.match(csp, /frame-ancestors 'none'/)
-        // the path form keeps its sandbox whatever the rules say; the user's origin has none
+        // the path form keeps its sandbox whatever the rules say; the user's and project's origins have none
         if (where === 'path') assert.match(csp, /sandbox/)
         else assert.doesNotMatch(csp, /sandbox/)
       })

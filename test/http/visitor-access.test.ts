@@ -116,8 +116,15 @@ for (const engine of ENGINES) {
       assert.equal(preview.status, 401)
       assert.ok(!leaks(preview.text))
       assert.match(script.header('www-authenticate') ?? '', /^Basic/)
+      // the project's own origin: held the same way
+      for (const p of ['/', '/big.txt', '/missing']) {
+        const r = await site(p, { headers: { host: 'secret.alice.localhost', range: 'bytes=0-5' } })
+        assert.equal(r.status, 401, `project origin ${p}`)
+        assert.ok(!leaks(r.text))
+      }
       // other names stay open
       assert.equal((await s.get('/alice/open/')).status, 200)
+      assert.equal((await site('/', { headers: { host: 'open.alice.localhost' } })).status, 200)
       assert.equal((await site('/note.html')).status, 200)
     })
 
@@ -132,6 +139,10 @@ for (const engine of ENGINES) {
       assert.equal(part.status, 206)
       assert.equal(part.text, SECRET)
       assert.equal((await site('/secret/', { headers: { authorization: basic('hunter22') } })).status, 200)
+      assert.equal(
+        (await site('/big.txt', { headers: { host: 'secret.alice.localhost', authorization: basic('hunter22'), range: 'bytes=0-17' } })).text,
+        SECRET,
+      )
     })
 
     it('the form sets a scoped HttpOnly cookie holding no password; the cookie opens the project only', async () => {

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { loadConfig } from '../../src/config.js'
-import { hostName, siteUserOf, userSiteOrigin } from '../../src/http/site-origin.js'
+import { hostName, originUrl, siteOf, siteUserOf, userSiteOrigin } from '../../src/http/site-origin.js'
 
 describe("users' origins: which host names a user", () => {
   const auto = loadConfig({})
@@ -13,7 +13,8 @@ describe("users' origins: which host names a user", () => {
     ['upper case and a trailing dot', auto, 'ALICE.localhost.:8443', 'alice'],
     ['localhost itself', auto, 'localhost:8443', null],
     ['an IP', auto, '127.0.0.1:8443', null],
-    ['two labels deep', auto, 'a.b.localhost', null],
+    ['a project of a user (two labels deep)', auto, 'a.b.localhost', 'b'],
+    ['three labels deep', auto, 'a.b.c.localhost', null],
     ['a label that cannot be a username', auto, 'a!b.localhost', null],
     ['no Host', auto, undefined, null],
     ['a configured domain', set, 'bob.pages.example.net', 'bob'],
@@ -25,6 +26,17 @@ describe("users' origins: which host names a user", () => {
     ["users' origins off", off, 'alice.localhost', null],
   ]
   for (const [name, config, host, want] of cases) it(`${name}: ${host} -> ${want}`, () => assert.equal(siteUserOf(host, config), want))
+
+  const projects: Array<[string, ReturnType<typeof loadConfig>, string, { username: string; project: string | null } | null]> = [
+    ['a user origin', auto, 'alice.localhost:8080', { username: 'alice', project: null }],
+    ['a project origin', auto, 'blog.alice.localhost:8080', { username: 'alice', project: 'blog' }],
+    ['a project origin under a configured domain', set, 'my-app.bob.pages.example.net', { username: 'bob', project: 'my-app' }],
+    ['a project label ending in -', auto, 'blog-.alice.localhost', null],
+    ['an IDN-shaped project label', auto, 'xn--80ak6aa92e.alice.localhost', null],
+    ['an empty project label', auto, '.alice.localhost', null],
+    ['a project of an impossible user', auto, 'blog.a!b.localhost', null],
+  ]
+  for (const [name, config, host, want] of projects) it(`${name}: ${host}`, () => assert.deepEqual(siteOf(host, config), want))
 
   it('hostName drops the port, case and trailing dot, and keeps IPv6 brackets', () => {
     assert.equal(hostName('Example.COM.:443'), 'example.com')
@@ -46,6 +58,12 @@ describe("users' origins: the URL of a user's site", () => {
   it("a configured domain, with PUBLIC_URL's port", () => {
     const c = loadConfig({ CONTENT_DOMAIN: 'pages.test', PUBLIC_URL: 'https://svc.test:9443', TRUST_PROXY: '1' })
     assert.equal(userSiteOrigin('bob', req('internal:8080'), c, { main: 8080, http: null }), 'https://bob.pages.test:9443')
+  })
+  it("a project's own origin: one label more than its user's, only for names that are host labels", () => {
+    assert.equal(originUrl('http://alice.localhost:8080', 'blog'), 'http://blog.alice.localhost:8080/')
+    assert.equal(originUrl('https://bob.pages.test:9443', 'my-app'), 'https://my-app.bob.pages.test:9443/')
+    for (const name of ['Blog', 'my site', 'a.b', 'x@y', 'blog-', 'ab--c', 'é']) assert.equal(originUrl('http://alice.localhost:8080', name), null, name)
+    assert.equal(originUrl(null, 'blog'), null)
   })
   it('refuses a CONTENT_DOMAIN that is not a domain name', () => {
     assert.throws(() => loadConfig({ CONTENT_DOMAIN: 'https://x.com/' }), /CONTENT_DOMAIN/)

@@ -7,7 +7,7 @@ import { publicFiles } from '../../http/public-link.js'
 import { createHostHandler, type SiteRouting } from './serve.js'
 import { tlsAsk } from './tls-ask.js'
 import { isHttps } from '../../http/origin.js'
-import { hostName, siteUserOf, userSiteOrigin, type ListenPorts } from '../../http/site-origin.js'
+import { hostName, siteOf, userSiteOrigin, type ListenPorts } from '../../http/site-origin.js'
 import { canNameUser } from '../../auth/users.js'
 import { decodeSegment } from './paths.js'
 import type { Config } from '../../config.js'
@@ -20,7 +20,7 @@ import { hostHolds } from '../abuse/public.js'
 /** The public host's view of users' origins (src/http/site-origin.ts) under this config. */
 export function siteRouting(config: Config, ports: ListenPorts): SiteRouting {
   return {
-    userOf: (req) => siteUserOf(req.headers.host, config),
+    siteOf: (req) => siteOf(req.headers.host, config),
     documentTarget(req, path) {
       const slash = path.indexOf('/', 1)
       if (slash < 0) return null
@@ -78,7 +78,7 @@ export function hostingPublic(app: FastifyInstance, deps: Deps): void {
   // redirect (a user's origin upgrades itself)
   app.addFastPath(
     (req, res, route) =>
-      (!config.trustProxy || isHttps(req, config) || sites.userOf(req) !== null || hooks.domain(hostName(req.headers.host)) !== null) &&
+      (!config.trustProxy || isHttps(req, config) || sites.siteOf(req) !== null || hooks.domain(hostName(req.headers.host)) !== null) &&
       host.fast(req, res, route),
   )
   tlsAsk(app, deps, hooks)

@@ -14,7 +14,7 @@ import { withQuery } from './site-rules.js'
 import { canNameUser } from '../../auth/users.js'
 import { commonOf, etagOf, plainHeaders, representationOf, siteKey, domainKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
-import { hostName } from '../../http/site-origin.js'
+import { hostName, type SiteHost } from '../../http/site-origin.js'
 import type { HostHolds } from '../abuse/public.js'
 
 type Log = { warn(obj: unknown, msg: string): void }
@@ -33,14 +33,14 @@ const H204 = ['Allow', 'GET, HEAD, OPTIONS', 'Access-Control-Allow-Origin', '*',
 
 /** How the host tells the service's own host from a user's origin (src/http/site-origin.ts). */
 export interface SiteRouting {
-  /** The user whose own origin the request was made to; null: the service's host (path form). */
-  userOf(req: IncomingMessage): string | null
+  /** The user (and project) whose own origin the request was made to; null: the service's host (path form). */
+  siteOf(req: IncomingMessage): SiteHost | null
   /** Where a browser navigating to a path-form page is sent (that page on its user's origin), or null. */
   documentTarget(req: IncomingMessage, path: string): string | null
   /** The https:// URL to send a plain-HTTP request on a user's origin to, or null to serve it. */
   upgrade(req: IncomingMessage): string | null
 }
-const NO_SITES: SiteRouting = { userOf: () => null, documentTarget: () => null, upgrade: () => null }
+const NO_SITES: SiteRouting = { siteOf: () => null, documentTarget: () => null, upgrade: () => null }
 
 /**
  * The public host's request handling, on the raw Node request and response: cached answers
@@ -296,8 +296,9 @@ export function createHostHandler(
   }
 
   /**
-   * Every request made to a user's own origin or to a custom domain (`target`): GET and HEAD
-   * of that user's content at /{name} and /{project}/... (a domain: its project's /...),
+   * Every request made to a user's own origin, or to a project's own origin or a custom domain
+   * (`target`): GET and HEAD of that user's content at /{name} and /{project}/... (a target:
+   * its project's /...),
    * POST only for the visitor password form; nothing else (no API, no pages, no cookies).
    */
   function serveSite(req: IncomingMessage, res: ServerResponse, username: string, target: DomainTarget | null = null): void {
@@ -331,6 +332,9 @@ export function createHostHandler(
       else serveAt(req, res, full, target ? 'domain' : true, query, head)
     })
   }
+
+  /** A project's own origin serves that project at its root, as a custom domain does. */
+  const targetOf = (site: SiteHost): DomainTarget | null => (site.project === null ? null : { username: site.username, project: site.project })
 
   /** A browser navigating to a path-form page goes to the page on its user's origin (302: the setting may change). */
   function toSite(req: IncomingMessage, res: ServerResponse, path: string, query: string): boolean {
@@ -366,9 +370,9 @@ export function createHostHandler(
      * false lets the router handle the request.
      */
     fast(req: IncomingMessage, res: ServerResponse, route?: (req: IncomingMessage, res: ServerResponse) => void): boolean {
-      const site = sites.userOf(req)
+      const site = sites.siteOf(req)
       if (site !== null) {
-        serveSite(req, res, site)
+        serveSite(req, res, site.username, targetOf(site))
         return true
       }
       const d = hooks.domain(hostName(req.headers.host))
@@ -400,9 +404,9 @@ export function createHostHandler(
 
     /** Handles GET and HEAD of /{username}/... on the raw request and response. */
     handle(req: IncomingMessage, res: ServerResponse): void {
-      const site = sites.userOf(req)
+      const site = sites.siteOf(req)
       if (site !== null) {
-        serveSite(req, res, site)
+        serveSite(req, res, site.username, targetOf(site))
         return
       }
       const { path, query } = split(req.url ?? '/')

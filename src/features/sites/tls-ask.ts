@@ -1,13 +1,15 @@
 import type { FastifyInstance } from 'fastify'
 import type { Deps } from '../../deps.js'
-import { TLS_ASK_PATH, hostName, siteUserOf } from '../../http/site-origin.js'
+import { TLS_ASK_PATH, hostName, siteOf } from '../../http/site-origin.js'
+import { publishedFolder } from './folders-store.js'
 import { OPEN_SITES, type SiteHooks } from '../../http/site-hooks.js'
 
 /**
  * GET /.well-known/svc/tls-allowed?domain=NAME: the `ask` endpoint of a TLS proxy that gets
  * certificates on demand (Caddy's on_demand_tls, deploy/Caddyfile). 200 only for the names
- * this service answers for: the host of PUBLIC_URL, and {username}.{CONTENT_DOMAIN} of an
- * existing account that is not disabled, and verified custom domains (hooks.domain); 404 for everything else, so nobody can make the
+ * this service answers for: the host of PUBLIC_URL, {username}.{CONTENT_DOMAIN} of an
+ * existing account that is not disabled, {project}.{username}.{CONTENT_DOMAIN} of such an
+ * account's published project, and verified custom domains (hooks.domain); 404 for everything else, so nobody can make the
  * proxy request certificates (and spend the CA's rate limits) for names of their choosing.
  * Answered over plain HTTP too (the proxy asks the instance directly), never cached.
  */
@@ -21,10 +23,10 @@ export function tlsAsk(app: FastifyInstance, deps: Deps, hooks: SiteHooks = OPEN
     const name = /^[a-z0-9._-]{1,253}$/.test(raw) && hostName(raw) === raw ? raw : ''
     let allowed = name !== '' && name === ownHost
     if (!allowed && name !== '') {
-      const username = siteUserOf(name, config)
-      if (username !== null) {
-        const user = await deps.users.byName(username)
-        allowed = user !== undefined && !user.disabled
+      const site = siteOf(name, config)
+      if (site !== null) {
+        const user = await deps.users.byName(site.username)
+        allowed = user !== undefined && !user.disabled && (site.project === null || (await publishedFolder(deps.db, user.id, site.project)) !== undefined)
       } else allowed = (await hooks.domain(name)) !== null
     }
     reply.header('Cache-Control', 'no-store').type('text/plain; charset=utf-8')
