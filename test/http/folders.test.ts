@@ -280,6 +280,7 @@ for (const engine of ENGINES) {
         message: first.json.message,
         website_url: `${s.url}/${u.username}/pub/`,
         site_url: `http://${u.username}.localhost:${new URL(s.httpUrl).port}/pub/`,
+        origin_url: `http://pub.${u.username}.localhost:${new URL(s.httpUrl).port}/`,
         is_published: true,
         already_published: false,
         access_control_type: 'public',

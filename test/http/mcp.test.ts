@@ -115,6 +115,13 @@ for (const engine of ENGINES) {
         rest.json.folders.map((p: any) => [p.name, p.file_count, p.is_published]),
       )
       assert.ok(all.structuredContent.pages.some((p: any) => p.file_name === 'agent-page.html'))
+      // the project's own origin, as the REST API gives it, in each answer that names the project
+      const root = rest.json.folders.find((p: any) => p.name === 'agent-site').origin_url
+      assert.match(root, /^http:\/\/agent-site\.[^.]+\.localhost:\d+\/$/)
+      assert.equal(r.structuredContent.origin_url, root)
+      assert.ok(r.content[0].text.includes(root), r.content[0].text)
+      assert.equal(site.structuredContent.origin_url, root)
+      assert.equal(all.structuredContent.projects.find((p: any) => p.name === 'agent-site').origin_url, root)
     })
 
     it('list_deploys, rollback and promote move the live deploy; deploy_files publish false makes a preview', async () => {

@@ -4394,6 +4394,8 @@ export interface operations {
                             website_url: string;
                             /** @description the same page on the user's own origin ({username}.{CONTENT_DOMAIN}), where the full web platform works; null when the service has no content domain */
                             site_url: string | null;
+                            /** @description the project at the root of its own origin ({project}.{username}.{CONTENT_DOMAIN}), for sites built to live at / ; null without a content domain, or when the name is not a lowercase host label */
+                            origin_url: string | null;
                             /**
                              * @description present when the project is held for review (abuse handling): it answers 451 until an admin acts
                              * @enum {boolean}
@@ -4569,6 +4571,8 @@ export interface operations {
                         website_url: string;
                         /** @description the same page on the user's own origin ({username}.{CONTENT_DOMAIN}), where the full web platform works; null when the service has no content domain */
                         site_url: string | null;
+                        /** @description the project at the root of its own origin ({project}.{username}.{CONTENT_DOMAIN}), for sites built to live at / ; null without a content domain, or when the name is not a lowercase host label */
+                        origin_url: string | null;
                         is_published: boolean;
                         already_published: boolean;
                         access_control_type: string;
@@ -4801,6 +4805,8 @@ export interface operations {
                         site_url: string | null;
                         /** @description this deploy's own URL on the user's own origin */
                         preview_site_url: string | null;
+                        /** @description the project at the root of its own origin ({project}.{username}.{CONTENT_DOMAIN}), for sites built to live at / ; null without a content domain, or when the name is not a lowercase host label */
+                        origin_url: string | null;
                     };
                 };
             };

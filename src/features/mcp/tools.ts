@@ -17,6 +17,7 @@ import { RULE_FILES } from '../sites/site-rules.js'
 import type { McpServices } from './services.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 import { checkJsonValue } from '../kv/validate.js'
+import { originUrl } from '../../http/site-origin.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -216,9 +217,10 @@ const deployFiles = tool({
     if (!wasLive || decoded.some((f) => (RULE_FILES as readonly string[]).includes(f.path)))
       websiteUrl = (await s.folders.publish(ctx.user, ref, ctx.contentOrigin)).website_url
     const open = site ?? websiteUrl
+    const root = originUrl(ctx.siteOrigin, ref.name)
     return {
-      summary: `Uploaded ${r.uploaded} file(s) to ${ref.name}, published: ${open}`,
-      data: { project: ref.name, uploaded_count: r.uploaded, is_published: true, website_url: websiteUrl, site_url: site, open_url: open },
+      summary: `Uploaded ${r.uploaded} file(s) to ${ref.name}, published: ${open}${root === null ? '' : `\nAt the root of its own origin (for a site whose files load from /): ${root}`}`,
+      data: { project: ref.name, uploaded_count: r.uploaded, is_published: true, website_url: websiteUrl, site_url: site, origin_url: root, open_url: open },
     }
   },
 })
@@ -249,6 +251,7 @@ async function previewDeploy(s: McpServices, ctx: ToolContext, ref: FolderRef, f
       deploy: r.deploy,
       website_url: r.website_url,
       site_url: site,
+      origin_url: originUrl(ctx.siteOrigin, ref.name),
       preview_url: r.preview_url,
       preview_site_url: previewSite,
       open_url: open,
@@ -339,7 +342,7 @@ const listSites = tool({
   async run(s, ctx) {
     const [files, projects] = await Promise.all([s.files.list(ctx.user, {}, 100, 0, ctx.contentOrigin), s.folders.projects(ctx.user, ctx.contentOrigin)])
     const pages = files.files.map((f) => ({ ...f, site_url: siteUrlOf(ctx, `/${encodeURIComponent(f.file_name)}`) }))
-    const folders = projects.map((p) => ({ ...p, site_url: siteUrlOf(ctx, `/${encodeURIComponent(p.name)}/`) }))
+    const folders = projects.map((p) => ({ ...p, site_url: siteUrlOf(ctx, `/${encodeURIComponent(p.name)}/`), origin_url: originUrl(ctx.siteOrigin, p.name) }))
     const lines = [
       ...pages.map((f) => `page ${f.file_name}: ${f.site_url ?? f.url}`),
       ...folders.map((p) => `project ${p.name} (${p.is_published ? 'published' : 'not published'}, ${p.file_count} files): ${p.site_url ?? p.website_url}`),
@@ -366,7 +369,7 @@ const getSite = tool({
       const site = siteUrlOf(ctx, `/${encodeURIComponent(p.name)}/`)
       return {
         summary: `project ${p.name}: ${p.is_published ? 'published' : 'not published'}, ${files.length} files; ${site ?? p.website_url}`,
-        data: { type: 'project', ...p, site_url: site, files },
+        data: { type: 'project', ...p, site_url: site, origin_url: originUrl(ctx.siteOrigin, p.name), files },
       }
     }
     const list = await s.files.list(ctx.user, { search: a.name }, 100, 0, ctx.contentOrigin)

@@ -6,7 +6,8 @@ import { AppError } from '../../errors/app-error.js'
 import { caller } from '../../http/guard.js'
 import { drainRequest } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
-import { siteOriginFor, siteUrl } from '../../http/site-origin.js'
+import { originUrl, siteOriginFor, siteUrl } from '../../http/site-origin.js'
+import { ORIGIN_URL } from './folders-routes.js'
 import { createFoldersService, type FolderRef } from './folders-service.js'
 import { createDeploysService, MANIFEST_ENTRY, MANIFEST_MAX_BYTES } from './deploys-service.js'
 
@@ -134,6 +135,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
               preview_url: Type.String({ description: "this deploy's own URL, live or not (path form)" }),
               site_url: Type.Union([Type.String(), Type.Null()], { description: "the project on the user's own origin; null without a content domain" }),
               preview_site_url: Type.Union([Type.String(), Type.Null()], { description: "this deploy's own URL on the user's own origin" }),
+              origin_url: ORIGIN_URL,
             }),
           },
         },
@@ -157,6 +159,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
             ...r,
             site_url: siteUrl(site, `/${name}/`),
             preview_site_url: siteUrl(site, `/${name}@${r.deploy.id}/`),
+            origin_url: originUrl(site, folder.name),
           }
         } catch (e) {
           drainRequest(req)

@@ -6,7 +6,7 @@ import { pickLang } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { discardUpload, drainRequest, multipartParts } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
-import { siteOriginFor, siteUrl } from '../../http/site-origin.js'
+import { originUrl, siteOriginFor, siteUrl } from '../../http/site-origin.js'
 import { createFoldersService, MAX_FILES_PER_REQUEST, MAX_REQUEST_BYTES, type FileFailure, type FolderRef, type StagedFile } from './folders-service.js'
 
 const FailureItem = Type.Object({ type: Type.String(), error_code: Type.Integer(), message: Type.String(), file: Type.String() })
@@ -26,6 +26,11 @@ const FolderFileEntry = Type.Object({
   modified: Type.String({ description: 'ISO 8601 local (Beijing) time without offset' }),
   url: Type.String({ description: '/{username}/{folder}/{path} (prefixed with CONTENT_ORIGIN when set)' }),
 })
+/** The origin_url field of a project (src/http/site-origin.ts projectOrigin). */
+export const ORIGIN_URL = Type.Union([Type.String(), Type.Null()], {
+  description:
+    'the project at the root of its own origin ({project}.{username}.{CONTENT_DOMAIN}), for sites built to live at / ; null without a content domain, or when the name is not a lowercase host label',
+})
 const PublishResult = Type.Object({
   success: Type.Boolean(),
   message: Type.String(),
@@ -34,6 +39,7 @@ const PublishResult = Type.Object({
     description:
       "the same page on the user's own origin ({username}.{CONTENT_DOMAIN}), where the full web platform works; null when the service has no content domain",
   }),
+  origin_url: ORIGIN_URL,
   is_published: Type.Boolean(),
   already_published: Type.Boolean(),
   access_control_type: Type.String(),
@@ -104,6 +110,7 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
                   description:
                     "the same page on the user's own origin ({username}.{CONTENT_DOMAIN}), where the full web platform works; null when the service has no content domain",
                 }),
+                origin_url: ORIGIN_URL,
                 quarantined: Type.Optional(
                   Type.Literal(true, { description: 'present when the project is held for review (abuse handling): it answers 451 until an admin acts' }),
                 ),
@@ -117,7 +124,10 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
       const user = caller(req).user
       const site = siteOriginFor(req, deps.config, user.username)
       const folders = await svc.projects(user, contentOrigin(req, deps.config))
-      return { success: true, folders: folders.map((f) => ({ ...f, site_url: siteUrl(site, `/${encodeURIComponent(f.name)}/`) })) }
+      return {
+        success: true,
+        folders: folders.map((f) => ({ ...f, site_url: siteUrl(site, `/${encodeURIComponent(f.name)}/`), origin_url: originUrl(site, f.name) })),
+      }
     },
   )
 
@@ -308,11 +318,13 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
         const folder = ref(req)
         const user = caller(req).user
         const r = await svc.publish(user, folder, contentOrigin(req, deps.config))
+        const site = siteOriginFor(req, deps.config, user.username)
         return {
           success: true,
           message: (r.already_published ? MSG.already : MSG.published)[lang(req)],
           website_url: r.website_url,
-          site_url: siteUrl(siteOriginFor(req, deps.config, user.username), `/${encodeURIComponent(folder.name)}/`),
+          site_url: siteUrl(site, `/${encodeURIComponent(folder.name)}/`),
+          origin_url: originUrl(site, folder.name),
           is_published: true,
           already_published: r.already_published,
           access_control_type: 'public',

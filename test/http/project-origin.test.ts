@@ -1,0 +1,124 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { request } from 'undici'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+
+// A project's own origin, {project}.{username}.{content domain}: the project at the root of
+// an origin, as a custom domain serves it, so a site built for / (Vite's default base) works.
+// Its user's origin and the path form keep serving it under /{project}/.
+const INDEX = '<!doctype html><script type="module" src="/assets/app.js"></script><link rel="stylesheet" href="/assets/app.css"><p>home</p>'
+
+for (const engine of ENGINES) {
+  describe(`a project's own origin [${engine}]`, () => {
+    let s: TestServer
+    let user: Awaited<ReturnType<TestServer['user']>>
+    let port = ''
+    /** GET on a host of the loopback content domain (plain HTTP). */
+    const on = async (host: string, p: string, headers: Record<string, string> = {}) => {
+      const r = await request(`${s.httpUrl}${p}`, { headers: { host, ...headers } })
+      const text = await r.body.text()
+      const h = r.headers as Record<string, string | undefined>
+      return { status: r.statusCode, text, header: (n: string) => h[n.toLowerCase()] }
+    }
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      port = new URL(s.httpUrl).port
+      user = await s.user()
+      const files = [
+        { filename: 'index.html', data: INDEX },
+        { filename: 'assets/app.js', data: 'document.title = "app"' },
+        { filename: 'assets/app.css', data: 'p { color: red }' },
+        { filename: 'docs/index.html', data: '<p>docs</p>' },
+        { filename: 'about.html', data: '<p>about</p>' },
+        { filename: '_redirects', data: '/app/* /index.html 200\n' },
+      ]
+      for (const name of ['blog', 'Upper', 'draft']) assert.equal((await batchUpload(s, { key: user.key }, name, files)).status, 200)
+      for (const name of ['blog', 'Upper']) assert.equal((await s.post(`/api/folders/${name}/publish`, { key: user.key })).status, 200)
+    })
+    after(() => s?.close())
+
+    const host = (project: string) => `${project}.${user.username}.localhost`
+
+    const cases: Array<[string, number, RegExp | null, string | null]> = [
+      ['/', 200, /<p>home<\/p>/, null],
+      ['/index.html', 200, /home/, null],
+      ['/assets/app.js', 200, /document\.title/, null],
+      ['/assets/app.css', 200, /color: red/, null],
+      ['/about', 200, /about/, null],
+      ['/docs', 301, null, '/docs/'],
+      ['/docs/', 200, /docs/, null],
+      ['/app/settings', 200, /home/, null],
+      ['/missing.js', 404, null, null],
+      ['/_redirects', 404, null, null],
+    ]
+    for (const [p, status, body, location] of cases) {
+      it(`serves the project at the root: ${p} -> ${status}`, async () => {
+        const r = await on(host('blog'), p)
+        assert.equal(r.status, status, r.text)
+        if (body) assert.match(r.text, body)
+        if (location !== null) assert.equal(r.header('location'), location)
+        // the full web platform: no sandbox, as on the user's origin
+        if (status === 200) assert.doesNotMatch(r.header('content-security-policy') ?? '', /sandbox/)
+      })
+    }
+
+    it('answers the same bytes as the project under its user origin and the path form', async () => {
+      const root = await on(host('blog'), '/assets/app.js')
+      const under = await on(`${user.username}.localhost`, '/blog/assets/app.js')
+      const path = await s.get(`/${user.username}/blog/assets/app.js`)
+      assert.equal(root.text, under.text)
+      assert.equal(root.text, path.text)
+      assert.equal(root.header('etag'), path.header('etag'))
+    })
+
+    it('serves nothing for a project that is not published, does not exist, or is not named as a host label', async () => {
+      for (const project of ['draft', 'nope', 'upper']) {
+        const r = await on(host(project), '/')
+        assert.equal(r.status, 404, project)
+        assert.doesNotMatch(r.text, /home/, project)
+      }
+      // a project whose name is no host label is still served under /{project}/
+      assert.equal((await on(`${user.username}.localhost`, '/Upper/')).status, 200)
+    })
+
+    it('is never the service: no API, no dashboard, no login on a project origin', async () => {
+      const api = await on(host('blog'), '/api/folders', { authorization: `Bearer ${user.key}` })
+      assert.equal(api.status, 404)
+      assert.doesNotMatch(api.text, /"folders"/)
+      assert.equal((await on(host('blog'), '/dashboard')).status, 404)
+      const post = await request(`${s.httpUrl}/api/folders/blog/publish`, {
+        method: 'POST',
+        headers: { host: host('blog'), authorization: `Bearer ${user.key}` },
+      })
+      await post.body.text()
+      assert.equal(post.statusCode, 405)
+    })
+
+    it('gives each project its origin_url in the API: lists, publish and archive deploys', async () => {
+      const want = `http://blog.${user.username}.localhost:${port}/`
+      const list = (await s.get('/api/folders', { key: user.key })).json.folders as Array<{ name: string; origin_url: string | null; site_url: string | null }>
+      const byName = Object.fromEntries(list.map((f) => [f.name, f]))
+      assert.equal(byName.blog.origin_url, want)
+      assert.equal(byName.blog.site_url, `http://${user.username}.localhost:${port}/blog/`)
+      assert.equal(byName.Upper.origin_url, null, 'not a host label')
+      const pub = await s.post('/api/folders/blog/publish', { key: user.key })
+      assert.equal(pub.json.origin_url, want)
+      assert.equal((await on(new URL(want).host, '/')).status, 200)
+    })
+
+    it("goes offline with its user's account", async () => {
+      const u = await s.user()
+      assert.equal((await batchUpload(s, { key: u.key }, 'site', [{ filename: 'index.html', data: '<p>x</p>' }])).status, 200)
+      assert.equal((await s.post('/api/folders/site/publish', { key: u.key })).status, 200)
+      assert.equal((await on(`site.${u.username}.localhost`, '/')).status, 200)
+      const admin = await s.user({ admin: true })
+      const r = await s.request('POST', `/svc_api/admin/users/${u.username}`, {
+        cookie: await s.login(admin.username, admin.password),
+        json: { disabled: true },
+      })
+      assert.equal(r.status, 200, r.text)
+      assert.equal((await on(`site.${u.username}.localhost`, '/')).status, 404)
+    })
+  })
+}
