@@ -11,7 +11,9 @@ import { closedPort } from '../support/ports.js'
 import { runCli } from '../cli/run.js'
 
 // Issue 19's "done when": a Vite-built site deployed with `svc deploy` to the one-command
-// start works in Chromium exactly as it does under `vite preview`.
+// start works in Chromium exactly as it does under `vite preview`: built with a relative base
+// (opened under its user's origin) and with Vite's default base / (opened at the root of the
+// project's own origin).
 const engine = ENGINES[0]
 
 /** The repository's root (tests run from dist/, fixtures stay in test/fixtures). */
@@ -30,21 +32,23 @@ describe(`a Vite-built site: svc deploy vs vite preview, in Chromium [${engine}]
   let s: TestServer
   let browser: BrowserLease
   let work: string
-  let out: string
   let vitePreview: PreviewServer | undefined
-  // the same options for build and preview: the fixture's own (there is no vite.config)
-  const viteConfig = () => ({
+  // the same options for build and preview: the fixture's own (there is no vite.config), with
+  // a relative base ('./', which works under any path) or Vite's default ('/', a site for the
+  // root of an origin)
+  const viteConfig = (base: './' | '/') => ({
     root: FIXTURE,
-    base: './',
+    base,
     configFile: false as const,
     logLevel: 'silent' as const,
     cacheDir: path.join(work, 'vite-cache'),
-    build: { outDir: out, emptyOutDir: true },
+    build: { outDir: outOf(base), emptyOutDir: true },
   })
+  const outOf = (base: './' | '/') => path.join(work, base === '/' ? 'dist-root' : 'dist')
   before(async () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-vite-'))
-    out = path.join(work, 'dist')
-    const [server] = await Promise.all([startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } }), build(viteConfig())])
+    const [server] = await Promise.all([startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } }), build(viteConfig('./'))])
+    await build(viteConfig('/'))
     s = server
     browser = await openBrowser()
   })
@@ -85,7 +89,29 @@ describe(`a Vite-built site: svc deploy vs vite preview, in Chromium [${engine}]
     }
   }
 
+  /** The pages vite preview shows along a visit, and its errors. */
+  async function previewed(base: './' | '/') {
+    const port = await closedPort()
+    vitePreview = await preview({ ...viteConfig(base), preview: { host: '127.0.0.1', port, strictPort: true } })
+    try {
+      return await visit(`http://127.0.0.1:${port}/`)
+    } finally {
+      await vitePreview.close()
+      vitePreview = undefined
+    }
+  }
+  const expected = (route: string, page: string, visits: number) =>
+    `${route}\npage: ${page}\n\ndata: hello from public/data.json (one, two, three)\n\nvisits: ${visits}\n\ncolor: rgb(10, 20, 30)`
+  const EXPECTED = [
+    expected('/', 'home', 1),
+    expected('/about', 'about', 1),
+    expected('/about', 'about', 2),
+    expected('/', 'home', 2),
+    expected('/about', 'about', 3),
+  ]
+
   it('shows the same pages, with no console errors, as vite preview does', async () => {
+    const out = outOf('./')
     // the build: hashed module chunks and CSS under assets/, public/ copied as is
     const assets = fs.readdirSync(path.join(out, 'assets'))
     assert.ok(assets.some((f) => /^index-.+\.js$/.test(f)) && assets.some((f) => /\.css$/.test(f)), assets.join(' '))
@@ -99,24 +125,34 @@ describe(`a Vite-built site: svc deploy vs vite preview, in Chromium [${engine}]
     assert.ok(r.json.uploaded.includes('_redirects'))
     assert.equal(r.json.site_url, `http://${user.username}.localhost:${new URL(s.httpUrl).port}/vite-app/`)
 
-    const port = await closedPort()
-    vitePreview = await preview({ ...viteConfig(), preview: { host: '127.0.0.1', port, strictPort: true } })
-    const previewed = await visit(`http://127.0.0.1:${port}/`)
-    await vitePreview.close()
-    vitePreview = undefined
+    const shown = await previewed('./')
     const hosted = await visit(r.json.site_url)
 
-    assert.deepEqual(previewed.errors, [], 'vite preview: no console errors, page errors or failed requests')
+    assert.deepEqual(shown.errors, [], 'vite preview: no console errors, page errors or failed requests')
     assert.deepEqual(hosted.errors, [], 'svc: no console errors, page errors or failed requests')
-    const expected = (route: string, page: string, visits: number) =>
-      `${route}\npage: ${page}\n\ndata: hello from public/data.json (one, two, three)\n\nvisits: ${visits}\n\ncolor: rgb(10, 20, 30)`
-    assert.deepEqual(previewed.shown, [
-      expected('/', 'home', 1),
-      expected('/about', 'about', 1),
-      expected('/about', 'about', 2),
-      expected('/', 'home', 2),
-      expected('/about', 'about', 3),
-    ])
-    assert.deepEqual(hosted.shown, previewed.shown, 'the site on svc shows exactly what vite preview shows')
+    assert.deepEqual(shown.shown, EXPECTED)
+    assert.deepEqual(hosted.shown, shown.shown, 'the site on svc shows exactly what vite preview shows')
+  })
+
+  it("Vite's default build (base /): svc deploy prints the project's own origin, which shows what vite preview shows", async () => {
+    const out = outOf('/')
+    assert.match(fs.readFileSync(path.join(out, 'index.html'), 'utf8'), /src="\/assets\/index-[^"]+\.js"/, 'built for /')
+    const user = await s.user()
+    const env = { SVC_URL: s.url, SVC_API_KEY: user.key, SVC_INSECURE: '1', SVC_CONFIG: path.join(s.dataDir, 'no-config.json') }
+    // the human output: its first URL is the one to open
+    const r = await runCli(['deploy', out, '--project', 'vite-root'], { env })
+    assert.equal(r.code, 0, r.stderr)
+    const port = new URL(s.httpUrl).port
+    const open = `http://vite-root.${user.username}.localhost:${port}/`
+    assert.match(r.stdout, new RegExp(`is live: ${open.replace(/[.]/g, '\\.')}\n`), r.stdout)
+    assert.match(r.stdout, /loads files from \//)
+    assert.ok(r.stdout.includes(`also at http://${user.username}.localhost:${port}/vite-root/`), r.stdout)
+
+    const shown = await previewed('/')
+    const hosted = await visit(open)
+    assert.deepEqual(shown.errors, [], 'vite preview: no console errors, page errors or failed requests')
+    assert.deepEqual(hosted.errors, [], 'svc: no console errors, page errors or failed requests')
+    assert.deepEqual(shown.shown, EXPECTED)
+    assert.deepEqual(hosted.shown, shown.shown, 'the site on svc shows exactly what vite preview shows')
   })
 })

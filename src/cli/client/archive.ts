@@ -8,6 +8,7 @@ import { ApiError, CliError } from './errors.js'
 import { hashCacheDir, hashFiles, SMALL_FILE, walkFolder, type LocalFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
 import { checkProjectName, defaultProject, type FailedFile } from './deploy.js'
+import { builtForRoot, linkLines } from './site-links.js'
 
 /**
  * svc deploy through archive deploys (docs/api/deploys.md): the manifest check says which
@@ -46,6 +47,10 @@ export interface ArchiveResult {
   published: boolean
   website_url: string | null
   site_url: string | null
+  /** The project at the root of its own origin, when the server has one. */
+  origin_url: string | null
+  /** The folder's index.html loads files from / (site-links.ts). */
+  built_for_root: boolean
   preview_url: string | null
   dry_run: boolean
   duration_ms: number
@@ -133,6 +138,8 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
     published: false,
     website_url: null,
     site_url: null,
+    origin_url: null,
+    built_for_root: false,
     preview_url: null,
     dry_run: opts.dryRun,
     duration_ms: 0,
@@ -211,6 +218,8 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   result.published = !opts.preview
   result.website_url = d.website_url ?? null
   result.site_url = d.site_url ?? null
+  result.origin_url = d.origin_url ?? null
+  result.built_for_root = await builtForRoot(dirReal)
   result.preview_url = d.preview_site_url ?? d.preview_url ?? null
   result.success = true
   return finish()
@@ -229,10 +238,7 @@ export function describeArchive(r: ArchiveResult): string {
   if (r.failed.length > 20) lines.push(`  ... and ${r.failed.length - 20} more`)
   if (r.failed.length) lines.push(`${r.failed.length} file${r.failed.length === 1 ? '' : 's'} failed; nothing deployed`)
   else if (r.deploy_id && r.preview) lines.push(`preview ${r.deploy_id}: ${r.preview_url}\n  make it live: svc promote ${r.deploy_id} --project ${r.project}`)
-  else if (r.deploy_id) {
-    lines.push(`deploy ${r.deploy_id} is live: ${r.site_url ?? r.website_url}`)
-    if (r.site_url && r.website_url) lines.push(`  also at ${r.website_url} (for scripts; browsers are sent to the first URL)`)
-  }
+  else if (r.deploy_id) lines.push(...linkLines(`deploy ${r.deploy_id} is live`, r))
   lines.push(
     `${(r.duration_ms / 1000).toFixed(1)} s, ${r.requests} request${r.requests === 1 ? '' : 's'}${r.rate_limit_waits ? `, ${r.rate_limit_waits} rate-limit wait${r.rate_limit_waits === 1 ? '' : 's'}` : ''}`,
   )

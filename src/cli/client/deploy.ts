@@ -6,6 +6,7 @@ import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
 import { hashCacheDir, hashFiles, mapLimit, walkFolder, type LocalFile, type SkippedFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
+import { builtForRoot, linkLines } from './site-links.js'
 
 /** Per-request limits of the server (GET /api/folders/limits). */
 export interface FolderLimits {
@@ -57,8 +58,12 @@ export interface DeployResult {
   published: boolean
   already_published: boolean | null
   website_url: string | null
-  /** The site on the user's own origin (the URL to open in a browser), when the server has one. */
+  /** The site on the user's own origin, when the server has one. */
   site_url: string | null
+  /** The project at the root of its own origin, when the server has one. */
+  origin_url: string | null
+  /** The folder's index.html loads files from / (site-links.ts). */
+  built_for_root: boolean
   dry_run: boolean
   duration_ms: number
 }
@@ -335,6 +340,8 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     already_published: null,
     website_url: null,
     site_url: null,
+    origin_url: null,
+    built_for_root: false,
     dry_run: opts.dryRun,
     duration_ms: 0,
   }
@@ -442,6 +449,8 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     result.already_published = typeof r.json?.already_published === 'boolean' ? r.json.already_published : null
     result.website_url = typeof r.json?.website_url === 'string' ? r.json.website_url : null
     result.site_url = typeof r.json?.site_url === 'string' ? r.json.site_url : null
+    result.origin_url = typeof r.json?.origin_url === 'string' ? r.json.origin_url : null
+    result.built_for_root = await builtForRoot(dirReal)
   }
   result.success = true
   return finish(result, api, started)
@@ -475,10 +484,8 @@ export function describeDeploy(r: DeployResult): string {
   for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.path}: ${f.reason}${f.error_code !== undefined ? ` (error ${f.error_code})` : ''}`)
   if (r.failed.length > 20) lines.push(`  ... and ${r.failed.length - 20} more`)
   if (r.failed.length) lines.push(`${r.failed.length} file${r.failed.length === 1 ? '' : 's'} failed; not ${r.dry_run ? 'deploying' : 'published'}`)
-  else if (r.published) {
-    lines.push(`published${r.already_published ? ' (already published)' : ''}: ${r.site_url ?? r.website_url ?? '(the server gave no URL)'}`)
-    if (r.site_url && r.website_url) lines.push(`  also at ${r.website_url} (for scripts; browsers are sent to the first URL)`)
-  } else if (!r.dry_run) lines.push('not published (--no-publish)')
+  else if (r.published) lines.push(...linkLines(`published${r.already_published ? ' (already published)' : ''}`, r))
+  else if (!r.dry_run) lines.push('not published (--no-publish)')
   lines.push(
     `${(r.duration_ms / 1000).toFixed(1)} s, ${r.requests} request${r.requests === 1 ? '' : 's'}${r.rate_limit_waits ? `, ${r.rate_limit_waits} rate-limit wait${r.rate_limit_waits === 1 ? '' : 's'}` : ''}`,
   )

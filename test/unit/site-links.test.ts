@@ -1,0 +1,57 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { builtForRoot, linkLines } from '../../src/cli/client/site-links.js'
+
+// svc deploy's URLs: which one it says to open, from how the folder's index.html loads its files.
+describe('svc deploy: the URL to open', () => {
+  let dir: string
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-links-'))
+  })
+  after(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+  const pages: Array<[string, string | null, boolean]> = [
+    ["Vite's default build", '<script type="module" crossorigin src="/assets/index-a1.js"></script>', true],
+    ['a root-absolute stylesheet', "<link rel=stylesheet href='/style.css'>", true],
+    ['an unquoted root-absolute src', '<img src=/logo.png>', true],
+    ['a relative build', '<script type="module" src="./assets/index-a1.js"></script>', false],
+    ['a scheme-relative CDN script', '<script src="//cdn.example.net/x.js"></script>', false],
+    ['an absolute URL', '<a href="https://example.net/">x</a>', false],
+    ['no index.html', null, false],
+  ]
+  for (const [name, html, want] of pages)
+    it(`${name} -> ${want ? 'built for /' : 'not built for /'}`, async () => {
+      const d = fs.mkdtempSync(path.join(dir, 'site-'))
+      if (html !== null) fs.writeFileSync(path.join(d, 'index.html'), `<!doctype html><html><head>${html}</head></html>`)
+      assert.equal(await builtForRoot(d), want)
+    })
+
+  const urls = {
+    website_url: 'https://localhost:8443/alice/blog/',
+    site_url: 'http://alice.localhost:8080/blog/',
+    origin_url: 'http://blog.alice.localhost:8080/',
+  }
+  it("a site built for / opens at the project's own origin, then names the others", () => {
+    assert.deepEqual(linkLines('published', { ...urls, built_for_root: true }), [
+      'published: http://blog.alice.localhost:8080/',
+      '  (its index.html loads files from /, so open it at the root of its own origin)',
+      "  also at http://alice.localhost:8080/blog/ (under its user's origin, for sites built for /{project}/)",
+      '  for scripts: https://localhost:8443/alice/blog/ (browsers are sent to http://alice.localhost:8080/blog/)',
+    ])
+  })
+  it("any other site opens under its user's origin, and names its own origin", () => {
+    assert.deepEqual(linkLines('published', { ...urls, built_for_root: false }), [
+      'published: http://alice.localhost:8080/blog/',
+      '  at the root of its own origin: http://blog.alice.localhost:8080/ (for sites built for /)',
+      '  for scripts: https://localhost:8443/alice/blog/ (browsers are sent to http://alice.localhost:8080/blog/)',
+    ])
+  })
+  it('without a content domain, the path form is the one URL', () => {
+    assert.deepEqual(linkLines('published', { website_url: urls.website_url, site_url: null, origin_url: null, built_for_root: true }), [
+      'published: https://localhost:8443/alice/blog/',
+    ])
+  })
+})
