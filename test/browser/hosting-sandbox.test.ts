@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
-import { openContext } from '../support/browser.js'
+import { logInPage, openContext } from '../support/browser.js'
 
 // Browser isolation is a property of the response headers, the same on both engines.
 const engine = ENGINES[0]
@@ -103,4 +103,26 @@ describe(`hosted pages cannot act with a visitor's session (headless Chromium) [
       }
     })
   }
+
+  it('the dashboard says, next to a sandboxed link, what the sandbox takes away', async () => {
+    const u = await s.user()
+    await batchUpload(s, { key: u.key }, 'site', [{ filename: 'index.html', data: '<p>x</p>' }])
+    assert.equal((await s.post('/api/folders/site/publish', { key: u.key })).status, 200)
+    const page = await ctx.newPage()
+    try {
+      await logInPage(page, s.url, u)
+      await page.goto(`${s.url}/dashboard/folders`)
+      const row = page.locator('#projects-table tbody tr', { hasText: 'site' })
+      await row.getByText(/sandboxed: no storage, cookies or service workers/).waitFor()
+      assert.equal(await row.getByRole('link', { name: 'Open at its own origin' }).count(), 0, 'no own origin without a content domain')
+      await row.getByRole('button', { name: 'Show' }).click()
+      await page.locator('#project-site').waitFor({ state: 'visible' })
+      assert.equal(await page.locator('#project-site').getAttribute('href'), `${s.url}/${u.username}/site/`)
+      assert.match(await page.locator('#project-sandboxed').innerText(), /sandboxed: no storage, cookies or service workers/)
+      assert.equal(await page.locator('#project-root').isHidden(), true)
+    } finally {
+      await page.close()
+      await ctx.clearCookies()
+    }
+  })
 })

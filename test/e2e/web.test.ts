@@ -183,6 +183,12 @@ for (const engine of ENGINES) {
       const siteUrl = await page.locator('#project-site').getAttribute('href')
       // the dashboard links the site on the user's own origin
       assert.equal(siteUrl, `http://${username}.localhost:${new URL(s.httpUrl).port}/mysite/`)
+      // and at the root of the project's own origin, with what each link is for; no sandbox note
+      assert.equal(await page.locator('#project-root').getAttribute('href'), `http://mysite.${username}.localhost:${new URL(s.httpUrl).port}/`)
+      assert.match((await page.locator('#project-root-hint').innerText()) ?? '', /built to live at \//)
+      assert.equal(await page.locator('#project-sandboxed').isHidden(), true)
+      const row = page.locator('#projects-table tbody tr', { hasText: 'mysite' })
+      await row.getByRole('link', { name: 'Open at its own origin' }).waitFor()
       await page.locator('#projects-table tbody tr', { hasText: 'mysite' }).getByText('published').waitFor()
       await shot('folders')
 

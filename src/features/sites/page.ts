@@ -71,7 +71,10 @@ export const sitesUi: FeatureUi<SitesKey> = {
         </form>
         <section id="project" class="card" hidden>
           <h2 id="project-name"></h2>
-          <p><span id="project-state"></span> <a id="project-site" target="_blank" rel="noopener noreferrer" hidden>${t('folders.open_site')}</a></p>
+          <p><span id="project-state"></span> <a id="project-site" target="_blank" rel="noopener noreferrer" hidden>${t('folders.open_site')}</a>
+            <small id="project-sandboxed" class="hint" hidden>${t('common.sandboxed')}</small>
+            <a id="project-root" target="_blank" rel="noopener noreferrer" hidden>${t('folders.open_root')}</a></p>
+          <p id="project-root-hint" class="hint" hidden>${t('folders.root_hint')}</p>
           <p class="hint">${t('folders.need_index')}</p>
           <div class="buttons">
             <button type="button" id="project-publish" class="primary">${t('folders.publish')}</button>

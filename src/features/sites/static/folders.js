@@ -172,6 +172,10 @@
                       text: t('folders.open_site'),
                     })
                   : null,
+                p.is_published && !p.site_url ? el('small', { class: 'hint', text: ' ' + t('common.sandboxed') }) : null,
+                p.is_published && p.origin_url
+                  ? el('a', { href: S.safeUrl(p.origin_url) || '#', target: '_blank', rel: 'noopener noreferrer', text: t('folders.open_root') })
+                  : null,
               ),
             ]),
           )
@@ -222,12 +226,21 @@
     return render(root)
   }
 
-  function setState(published, url) {
+  /**
+   * The project's state and links, from its API entry `p` (site_url, website_url, origin_url):
+   * under its user's origin (or the sandboxed path form, said so), and at its own origin.
+   */
+  function setState(published, p) {
     current.published = published
     S.$('project-state').textContent = published === null ? '' : published ? t('folders.published') : t('folders.unpublished')
     var link = S.$('project-site')
     link.hidden = !published
-    if (published) link.setAttribute('href', S.safeUrl(url || siteUrl(current.name)) || '#')
+    if (published) link.setAttribute('href', S.safeUrl((p && (p.site_url || p.website_url)) || siteUrl(current.name)) || '#')
+    S.$('project-sandboxed').hidden = !published || !p || !!p.site_url
+    var root = S.$('project-root')
+    root.hidden = !published || !p || !p.origin_url
+    S.$('project-root-hint').hidden = root.hidden
+    if (!root.hidden) root.setAttribute('href', S.safeUrl(p.origin_url) || '#')
     S.$('project-publish').disabled = published === true
     S.$('project-unpublish').disabled = published === false
   }
@@ -301,7 +314,7 @@
     current = { name: name, published: null }
     S.$('project').hidden = false
     S.$('project-name').textContent = name
-    setState(info ? !!info.is_published : null, info && (info.site_url || info.website_url))
+    setState(info ? !!info.is_published : null, info)
     var box = S.clear(S.$('project-tree'))
     box.appendChild(el('p', { class: 'hint', text: t('common.loading') }))
     loadDeploys(name)
@@ -317,7 +330,7 @@
               var p = (l.folders || []).filter(function (x) {
                 return x.name === name
               })[0]
-              if (p && current.name === name) setState(!!p.is_published, p.site_url || p.website_url)
+              if (p && current.name === name) setState(!!p.is_published, p)
             })
             .catch(function () {})
         }
@@ -332,7 +345,7 @@
     S.api
       .post('/api/folders/' + S.enc(name) + '/publish')
       .then(function (r) {
-        setState(true, r.site_url || r.website_url)
+        setState(true, r)
         S.status('folders-status', r.message || t('folders.published'), 'ok')
         loadProjects()
         loadDeploys(name)
