@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
@@ -91,6 +92,26 @@ describe('HTTPS modes', () => {
     } finally {
       await s.close()
       fs.rmSync(certDir, { recursive: true, force: true })
+    }
+  })
+
+  it("the generated certificate covers users' origins: *.localhost, and *.CONTENT_DOMAIN once it is set", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-self-'))
+    try {
+      const plain = await tlsMaterial(loadConfig({ DATA_DIR: dir }))
+      const x = new crypto.X509Certificate(plain!.cert)
+      // (OpenSSL's host check, as some clients', takes no wildcard over a single label: the name is checked as written)
+      assert.match(x.subjectAltName ?? '', /DNS:\*\.localhost(,|$)/)
+      assert.equal(x.checkHost('localhost'), 'localhost')
+      assert.equal(x.checkIP('127.0.0.1'), '127.0.0.1')
+      assert.equal(x.checkHost('alice.pages.test'), undefined)
+      // a certificate that does not cover a newly set content domain is made again
+      const withDomain = await tlsMaterial(loadConfig({ DATA_DIR: dir, CONTENT_DOMAIN: 'pages.test' }))
+      const y = new crypto.X509Certificate(withDomain!.cert)
+      assert.equal(y.checkHost('alice.pages.test'), '*.pages.test')
+      assert.match(y.subjectAltName ?? '', /DNS:\*\.localhost(,|$)/)
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
     }
   })
 
