@@ -223,6 +223,29 @@ describe("deploy/Caddyfile: svc behind Caddy, users' origins with on-demand TLS"
     assert.equal((await get(svcUrl('/metrics'))).status, 404)
   })
 
+  it('serves a published project at the root of its own origin, blog.alice.pages.test, on a certificate of its own', async () => {
+    // through Caddy, as alice's client would publish it
+    const mp = multipart([
+      { name: 'files[]', filename: 'index.html', type: 'text/html', data: '<script type="module" src="/assets/app.js"></script><p>blog</p>' },
+      { name: 'files[]', filename: 'assets/app.js', type: 'text/javascript', data: 'export {}' },
+    ])
+    const auth = { authorization: `Bearer ${alice.key}` }
+    const up = await get(svcUrl('/api/folders/blog/batch_upload'), { method: 'POST', body: mp.body, headers: { ...auth, 'content-type': mp.contentType } })
+    assert.equal(up.status, 200, up.text)
+    assert.equal((await get(svcUrl('/api/folders/blog/publish'), { method: 'POST', headers: auth })).status, 200)
+    const blog = (p: string) => `https://blog.alice.pages.test:${port}${p}`
+    const r = await get(blog('/'))
+    assert.equal(r.status, 200, r.text)
+    assert.match(r.text, /<p>blog<\/p>/)
+    assert.equal((await get(blog('/assets/app.js'))).text, 'export {}')
+    assert.equal((await get(blog('/svc_api/me'), { headers: auth })).status, 404)
+    const cert = await handshake('blog.alice.pages.test')
+    assert.ok(!(cert instanceof Error), cert instanceof Error ? cert.message : '')
+    assert.equal(cert.subjectaltname, 'DNS:blog.alice.pages.test')
+    // a project that is not published gets no certificate
+    assert.ok((await handshake('draft.alice.pages.test')) instanceof Error)
+  })
+
   it("redirects a browser navigating to the path form to the user's origin", async () => {
     const r = await get(svcUrl('/alice/home.html?x=1'), { headers: { 'sec-fetch-dest': 'document' } })
     assert.equal(r.status, 302)
