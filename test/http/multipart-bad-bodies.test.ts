@@ -4,12 +4,22 @@ import { ENGINES, FormData, startServer, type TestServer } from '../support/serv
 import { expectError } from '../support/errors.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { FakeClock } from '../../src/util/clock.js'
-import { ATTACKS, eventually, multipartRoutes, outcomeRes, requestFds, tmpEntries, type MultipartRoute } from '../support/multipart-attacks.js'
+import {
+  ATTACKS,
+  eventually,
+  multipartRoutes,
+  outcomeRes,
+  recorded,
+  requestFds,
+  tmpEntries,
+  type MultipartRoute,
+  type Records,
+} from '../support/multipart-attacks.js'
 
 // Malformed, truncated, late and abandoned multipart bodies on every multipart route: each is
 // a client error (400, code 1106 in the route's format) answered within a second, with no
-// error-level log line; the process stays up, and no descriptor or temp file outlives the
-// request.
+// error-level log line; the process stays up, nothing is recorded, and no descriptor or temp
+// file outlives the request.
 
 /** Runs a route's assertions with the route's name in front of a failure's message. */
 const onRoute = (r: MultipartRoute, check: () => void) => {
@@ -30,12 +40,14 @@ for (const engine of ENGINES) {
     let s: TestServer
     let routes: MultipartRoute[] = []
     let port = 0
+    let start: Records
     const clock = new FakeClock(Date.now())
     before(async () => {
       // high limits: a 429 would hide the answer a route gives the body
       s = await startServer({ engine, clock, env: { RATE_LIMITS: HIGH_LIMITS }, captureLogs: true })
       routes = await multipartRoutes(s)
       port = Number(new URL(s.url).port)
+      start = await recorded(s, routes)
     })
     after(() => s.close())
 
@@ -84,6 +96,10 @@ for (const engine of ENGINES) {
           [],
           'blobs/tmp is empty again',
         )
+        const now = await recorded(s, routes)
+        for (const r of routes) for (const t of r.tables) assert.deepEqual(now.rows[t], start.rows[t], `${r.name}: rows of ${t} changed`)
+        assert.deepEqual(now.rows.usage, start.rows.usage, 'usage counters changed')
+        assert.deepEqual(now.blobs, start.blobs, 'blobs were kept')
         noErrorLog()
       })
     }

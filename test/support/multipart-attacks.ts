@@ -1,6 +1,8 @@
 import fs from 'node:fs'
 import tls from 'node:tls'
 import zlib from 'node:zlib'
+import path from 'node:path'
+import { sql } from 'kysely'
 import { multipart, type Res, type TestServer } from './server.js'
 import { makeImage, svc } from './images.js'
 
@@ -17,6 +19,8 @@ export interface MultipartRoute {
    * or 'plain' ({success:false, message}) on the image-hosting and hosted-data routes.
    */
   error: 1106 | 'plain'
+  /** The tables the route writes when it accepts a body (usage counters aside). */
+  tables: string[]
 }
 
 /**
@@ -40,7 +44,7 @@ export async function multipartRoutes(s: TestServer): Promise<MultipartRoute[]> 
   const key = { authorization: `Bearer ${u.key}` }
   const session = { cookie }
   return [
-    { name: 'single-file upload', path: '/svc_api/upload', headers: key, field: 'file', filename: 'a.html', error: 1106 },
+    { name: 'single-file upload', path: '/svc_api/upload', headers: key, field: 'file', filename: 'a.html', error: 1106, tables: ['files'] },
     {
       name: 'folder batch upload',
       path: '/api/folders/p1/batch_upload',
@@ -48,8 +52,9 @@ export async function multipartRoutes(s: TestServer): Promise<MultipartRoute[]> 
       field: 'files[]',
       filename: 'a.html',
       error: 1106,
+      tables: ['folders', 'folder_files', 'deploys', 'deploy_files'],
     },
-    { name: 'image upload', path: '/api/image-host/upload', headers: session, field: 'file', filename: 'a.png', error: 'plain' },
+    { name: 'image upload', path: '/api/image-host/upload', headers: session, field: 'file', filename: 'a.png', error: 'plain', tables: ['images'] },
     {
       name: 'image replace',
       path: `/api/image-host/images/${token}/replace`,
@@ -57,6 +62,7 @@ export async function multipartRoutes(s: TestServer): Promise<MultipartRoute[]> 
       field: 'file',
       filename: 'a.png',
       error: 'plain',
+      tables: ['images'],
     },
     {
       name: 'hosted data create',
@@ -65,6 +71,7 @@ export async function multipartRoutes(s: TestServer): Promise<MultipartRoute[]> 
       field: 'file',
       filename: 'd.json',
       error: 'plain',
+      tables: ['hosted_files', 'hosted_versions'],
     },
     {
       name: 'hosted data version',
@@ -73,6 +80,7 @@ export async function multipartRoutes(s: TestServer): Promise<MultipartRoute[]> 
       field: 'file',
       filename: 'd.json',
       error: 'plain',
+      tables: ['hosted_files', 'hosted_versions'],
     },
     {
       name: 'form submit',
@@ -83,8 +91,36 @@ export async function multipartRoutes(s: TestServer): Promise<MultipartRoute[]> 
       // refused (1614) before the end of the body is reached
       filename: '',
       error: 1106,
+      tables: ['form_submissions', 'form_usage', 'notify_deliveries'],
     },
   ]
+}
+
+/** What the multipart routes have recorded (see `recorded`). */
+export interface Records {
+  /** Every row, as JSON, of each route's tables and of `usage` (the per-user counters), by table. */
+  rows: Record<string, string[]>
+  /** The blob store's files outside tmp/. */
+  blobs: string[]
+}
+
+/**
+ * A snapshot of what the multipart routes record: two are equal when no refused body left a
+ * row, an update, a counter change or a blob behind.
+ */
+export async function recorded(s: TestServer, routes: MultipartRoute[]): Promise<Records> {
+  const rows: Record<string, string[]> = {}
+  for (const t of new Set([...routes.flatMap((r) => r.tables), 'usage'])) {
+    const all = (await sql<Record<string, unknown>>`select * from ${sql.table(t)}`.execute(s.deps.db.k)).rows
+    // sorted: the same rows in whatever order the engine returns them
+    rows[t] = all.map((r) => JSON.stringify(r, (_, v) => (typeof v === 'bigint' ? String(v) : v))).sort()
+  }
+  const root = path.join(s.dataDir, 'blobs')
+  const blobs = fs
+    .readdirSync(root, { recursive: true, encoding: 'utf8' })
+    .filter((f) => !f.startsWith(`tmp${path.sep}`) && fs.statSync(path.join(root, f)).isFile())
+    .sort()
+  return { rows, blobs }
 }
 
 /** What a raw exchange saw: the status line's code (null when the server closed without answering) and the answer's time after the body ended. */
