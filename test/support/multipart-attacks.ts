@@ -273,6 +273,26 @@ export function outcomeRes(out: Outcome): Res {
 }
 
 /**
+ * Records the process's uncaught exceptions and unhandled rejections while installed. The
+ * server runs in the test process, and node's test runner blames such an error on the hook
+ * that started the server, not on the test that caused it: a test that must keep the process
+ * up reads `take()` (the errors since the last take) itself.
+ */
+export function recordUncaught(): { take(): string[]; stop(): void } {
+  const errors: string[] = []
+  const record = (e: unknown) => void errors.push(e instanceof Error ? (e.stack ?? e.message) : String(e))
+  process.on('uncaughtException', record)
+  process.on('unhandledRejection', record)
+  return {
+    take: () => errors.splice(0),
+    stop: () => {
+      process.off('uncaughtException', record)
+      process.off('unhandledRejection', record)
+    },
+  }
+}
+
+/**
  * The descriptors a request could leak: open files below `dataDir`'s blobs/ (temp files of
  * uploads) and connections accepted on `port` whose client (in this process too) has closed
  * its end. Database pool connections, the WAL and idle keep-alive pairs stay out.
