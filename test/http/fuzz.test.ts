@@ -1,8 +1,11 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
+import zlib from 'node:zlib'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { multipartRoutes, rawMultipart, tmpEntries, eventually, type MultipartRoute } from '../support/multipart-attacks.js'
+import { HIGH_LIMITS } from '../support/hosting.js'
+import { FakeClock } from '../../src/util/clock.js'
+import { multipartRoutes, rawMultipart, recordUncaught, tmpEntries, eventually, type MultipartRoute } from '../support/multipart-attacks.js'
 
 /** Strings that have broken HTTP APIs before: traversal, encodings, huge numbers, odd unicode. */
 const NAUGHTY = [
@@ -91,7 +94,7 @@ for (const engine of ENGINES) {
           fc.dictionary(fc.constantFrom('page', 'per_page', 'key', 'search', 'is_read', 'format', 'is_featured'), naughty, { maxKeys: 3 }),
           jsonValue,
           fc.constantFrom('key', 'cookie', 'none'),
-          fc.constantFrom('json', 'form', 'raw'),
+          fc.constantFrom('json', 'form', 'raw', 'multipart'),
           async (route, param, query, body, auth, kind) => {
             const path = route.path.replace(/\{[^}]+\}/g, () => pct(param) || 'x')
             const qs = new URLSearchParams(query).toString()
@@ -101,7 +104,11 @@ for (const engine of ENGINES) {
             if (route.method !== 'GET' && route.method !== 'DELETE') {
               if (kind === 'json') opts.json = body
               else if (kind === 'form') opts.form = { v: String(param) }
-              else {
+              else if (kind === 'multipart') {
+                // JSON sent as multipart: a body the multipart parser cannot read
+                opts.body = JSON.stringify(body) ?? 'null'
+                opts.headers!['content-type'] = 'multipart/form-data; boundary=svcfuzz'
+              } else {
                 opts.body = String(param)
                 opts.headers!['content-type'] = 'application/octet-stream'
               }
@@ -126,12 +133,21 @@ for (const engine of ENGINES) {
     let s: TestServer
     let routes: MultipartRoute[] = []
     let port = 0
+    let uncaught: ReturnType<typeof recordUncaught>
+    const clock = new FakeClock(Date.now())
     before(async () => {
-      s = await startServer({ engine })
+      // the server runs in this process: an uncaught error there must fail the test, not the hook
+      uncaught = recordUncaught()
+      // high limits: a 429 would hide the answer a route gives the body; the logs, so that a
+      // 5xx a client that went away never reads still fails the test
+      s = await startServer({ engine, clock, env: { RATE_LIMITS: HIGH_LIMITS }, captureLogs: true })
       routes = await multipartRoutes(s)
       port = Number(new URL(s.url).port)
     })
-    after(() => s.close())
+    after(async () => {
+      uncaught.stop()
+      await s.close()
+    })
 
     /** A well-formed body for a route, with `boundary`. */
     const goodBody = (r: MultipartRoute, boundary: string, content: string) =>
@@ -140,10 +156,15 @@ for (const engine of ENGINES) {
           `--${boundary}\r\nContent-Disposition: form-data; name="${r.field}"; filename="${r.filename}"\r\nContent-Type: text/plain\r\n\r\n${content}\r\n--${boundary}--\r\n`,
       )
 
+    /** `body` compressed as a Content-Encoding says (an unknown one: gzip). */
+    const compress = (encoding: string, body: Buffer) =>
+      encoding === 'deflate' ? zlib.deflateSync(body) : encoding === 'br' ? zlib.brotliCompressSync(body) : zlib.gzipSync(body)
+
     it('never answers 5xx, never leaves a temp file, and always answers', async () => {
+      const cut = fc.double({ min: 0, max: 1, noNaN: true })
       const damage = fc.oneof(
-        fc.record({ kind: fc.constant('truncate' as const), at: fc.double({ min: 0, max: 1, noNaN: true }) }),
-        fc.record({ kind: fc.constant('flip' as const), at: fc.double({ min: 0, max: 1, noNaN: true }), byte: fc.integer({ min: 0, max: 255 }) }),
+        fc.record({ kind: fc.constant('truncate' as const), at: cut }),
+        fc.record({ kind: fc.constant('flip' as const), at: cut, byte: fc.integer({ min: 0, max: 255 }) }),
         fc.record({
           kind: fc.constant('content-type' as const),
           ct: fc.constantFrom(
@@ -157,11 +178,28 @@ for (const engine of ENGINES) {
           ),
         }),
         fc.record({ kind: fc.constant('noise' as const), bytes: fc.uint8Array({ maxLength: 400 }) }),
+        // a Content-Encoding the service does not decode, over compressed bytes or (a lying
+        // header) plain ones, whole or cut short
+        fc.record({
+          kind: fc.constant('encoded' as const),
+          encoding: fc.constantFrom('gzip', 'deflate', 'br', 'gzip, identity', 'x-unknown'),
+          compressed: fc.boolean(),
+          cut: fc.option(cut),
+        }),
+        // JSON sent as multipart, with or without a boundary
+        fc.record({ kind: fc.constant('json' as const), value: jsonValue, boundary: fc.boolean() }),
+      )
+      // how the client sends: at once, its body late, or going away mid-body (half-close or reset)
+      const client = fc.oneof(
+        { weight: 8, arbitrary: fc.constant({ kind: 'prompt' as const }) },
+        { weight: 1, arbitrary: fc.record({ kind: fc.constant('late' as const), delayMs: fc.integer({ min: 5, max: 60 }) }) },
+        { weight: 1, arbitrary: fc.record({ kind: fc.constant('gone' as const), then: fc.constantFrom('end' as const, 'destroy' as const) }) },
       )
       await fc.assert(
-        fc.asyncProperty(fc.constantFrom(...routes), damage, fc.constantFrom('{"a":1}', '<p>x</p>', ''), async (r, d, content) => {
+        fc.asyncProperty(fc.constantFrom(...routes), damage, fc.constantFrom('{"a":1}', '<p>x</p>', ''), client, async (r, d, content, c) => {
           let body = goodBody(r, 'b', content)
           let contentType = 'multipart/form-data; boundary=b'
+          const extraHeaders: Record<string, string> = {}
           if (d.kind === 'truncate') body = body.subarray(0, Math.floor(d.at * body.length))
           if (d.kind === 'flip') {
             body = Buffer.from(body)
@@ -169,11 +207,30 @@ for (const engine of ENGINES) {
           }
           if (d.kind === 'content-type') contentType = d.ct
           if (d.kind === 'noise') body = Buffer.from(d.bytes)
-          const out = await rawMultipart(port, r, body, { contentType })
-          assert.ok(out.status !== null, `${r.name} ${JSON.stringify(d)}: no answer`)
-          assert.ok(out.status < 500, `${r.name} ${JSON.stringify(d)}: ${out.status} ${out.body.slice(0, 200)}`)
+          if (d.kind === 'encoded') {
+            extraHeaders['content-encoding'] = d.encoding
+            if (d.compressed) body = compress(d.encoding, body)
+            if (d.cut !== null) body = body.subarray(0, Math.floor(d.cut * body.length))
+          }
+          if (d.kind === 'json') {
+            body = Buffer.from(JSON.stringify(d.value) ?? 'null')
+            if (!d.boundary) contentType = 'multipart/form-data'
+          }
+          // a new minute: the form route's own limit (10 a minute per address and form) counts every attempt
+          clock.advance(61_000)
+          const out = await rawMultipart(port, r, body, {
+            contentType,
+            extraHeaders,
+            ...(c.kind === 'late' ? { delayMs: c.delayMs } : {}),
+            // gone: the declared length promises more than is sent
+            ...(c.kind === 'gone' ? { then: c.then, length: body.length + 1000, waitMs: 1500 } : {}),
+          })
+          const what = `${r.name} ${JSON.stringify(d)} ${JSON.stringify(c)}`
+          assert.deepEqual(uncaught.take(), [], `${what}: uncaught errors in the process (the server runs in it)`)
+          if (c.kind !== 'gone') assert.ok(out.status !== null, `${what}: no answer`)
+          assert.ok(out.status === null || out.status < 500, `${what}: ${out.status} ${out.body.slice(0, 200)}`)
         }),
-        { numRuns: 150, seed: Number(process.env.FUZZ_SEED ?? 20261125) },
+        { numRuns: 200, seed: Number(process.env.FUZZ_SEED ?? 20261125) },
       )
       assert.deepEqual(
         await eventually(
@@ -183,6 +240,12 @@ for (const engine of ENGINES) {
         [],
       )
       assert.equal((await s.get('/healthz')).status, 200)
+      assert.deepEqual(uncaught.take(), [], 'uncaught errors in the process (the server runs in it)')
+      assert.deepEqual(
+        s.logs.filter((l) => l.level >= 50),
+        [],
+        'error-level log lines (a 5xx, read or not)',
+      )
     })
   })
 }

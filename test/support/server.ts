@@ -6,7 +6,7 @@ import { Agent, request as undiciRequest, FormData } from 'undici'
 import pg from 'pg'
 import { loadConfig } from '../../src/config.js'
 import { createDeps, type Deps, type DepsOverrides } from '../../src/compose.js'
-import { buildApp } from '../../src/app.js'
+import { buildApp, loggerOptions } from '../../src/app.js'
 import { listen, serverFactoryFor, tlsMaterial, type Listening } from '../../src/server.js'
 import type { FastifyInstance } from 'fastify'
 import type { Engine } from '../../src/db/kysely.js'
@@ -95,7 +95,16 @@ export interface TestServer {
    * or Origin present) must send it as X-CSRF-Token.
    */
   csrfToken(cookie: string): Promise<string>
+  /** The server's log lines at warn and above, parsed, when started with `captureLogs` (else none). */
+  logs: LogLine[]
   close(): Promise<void>
+}
+
+/** One pino log line: `level` 40 warn, 50 error, 60 fatal. */
+export interface LogLine {
+  level: number
+  msg?: string
+  [k: string]: unknown
 }
 
 export interface StartOptions extends DepsOverrides {
@@ -107,6 +116,8 @@ export interface StartOptions extends DepsOverrides {
   keepData?: boolean
   /** PostgreSQL server URL to use instead of PG_URL (e.g. through a relay); the schema is added. */
   pgUrl?: string
+  /** Keep the server's warn and error log lines in `logs` (instead of LOG_LEVEL's output). */
+  captureLogs?: boolean
 }
 
 const uid = () => crypto.randomBytes(5).toString('hex')
@@ -149,7 +160,9 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     throw e
   })
   const tls = await tlsMaterial(config)
-  const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls) })
+  const logs: LogLine[] = []
+  const logger = opts.captureLogs ? { ...loggerOptions('warn'), stream: { write: (line: string) => void logs.push(JSON.parse(line)) } } : undefined
+  const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls), logger })
   const l: Listening = await listen(app, config, tls !== null)
   const url = tls ? `https://127.0.0.1:${l.port}` : `http://127.0.0.1:${l.port}`
   const httpUrl = `http://127.0.0.1:${l.httpPort ?? l.port}`
@@ -221,6 +234,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
         .executeTakeFirstOrThrow()
       return row.csrf_token
     },
+    logs,
     async close() {
       await l.close().catch(() => {})
       await deps.close().catch(() => {})
