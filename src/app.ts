@@ -8,7 +8,7 @@ import type { Deps } from './deps.js'
 import type { FastPath, Handover } from './http/types.js'
 import { lazySchemaCompilers } from './http/lazy-schemas.js'
 import { compileStrictValidators } from './http/strict-schema.js'
-import { installErrorHandling, sendAppError } from './http/errors.js'
+import { answerClientError, installErrorHandling, sendAppError } from './http/errors.js'
 import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
 import { FEATURES } from './features/index.js'
@@ -107,6 +107,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 2048 },
     return503OnClosing: true,
+    // a request the HTTP parser refuses never reaches a route: answered in the spec's format
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, config.publicUrl ?? ''),
     // a URL whose percent-encoding is malformed never reaches a route: answer it in the
     // service's formats (format A on API paths, plain text elsewhere) instead of Fastify's own
     // (it returns nothing: Fastify does not await it)

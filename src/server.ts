@@ -4,10 +4,12 @@ import path from 'node:path'
 import http from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
+import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import { hostName, siteUserOf } from './http/site-origin.js'
 import { isApiPath } from './http/api-path.js'
+import { answerClientError } from './http/errors.js'
 
 /** Server timeouts against slow clients (slowloris, stalled uploads). */
 export const SERVER_TIMEOUTS = { headersTimeout: 20_000, requestTimeout: 300_000, keepAliveTimeout: 5_000 }
@@ -86,6 +88,8 @@ export function createHttpRedirector(app: FastifyInstance, config: Config, https
     res.writeHead(301, { Location: location, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 0 })
     res.end()
   })
+  // requests its parser refuses are answered as the main port answers them
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, config.publicUrl ?? ''))
   server.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveTimeout
   return server
 }

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors/app-error.js'
 import { ERRORS, type ErrorKey } from '../errors/codes.js'
@@ -8,6 +9,31 @@ import { serviceOrigin } from './origin.js'
 /** The error format of the route that answers this request. */
 export function routeErrorFormat(req: FastifyRequest): ErrorFormat {
   return req.routeOptions?.config?.errorFormat ?? 'A'
+}
+
+/**
+ * The raw answer to a request Node's HTTP parser refused before any route saw it (a malformed
+ * or cut-short request, a client that half-closed mid-body, headers over the limit, a client
+ * too slow): error 1106 in format A, with the status the HTTP layer chose (400, 408, 431).
+ * The connection closes after it.
+ */
+export function clientErrorAnswer(code: string | undefined, docBase: string): string {
+  const [status, detail] =
+    code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'the request was not received in time']
+      : code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'the request headers are too large']
+        : [400, 'malformed HTTP request']
+  const body = JSON.stringify(renderError('INVALID_PARAMETER', 'A', 'zh', { params: { detail } }, docBase))
+  const reason = status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+}
+
+/** Answers a refused request on its socket (clientErrorAnswer) and closes it; a reset connection has no one to answer. */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, docBase: string): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  if (socket.writable) socket.write(clientErrorAnswer(err.code, docBase))
+  socket.destroy(err)
 }
 
 /** Sends an AppError in the route's format. */
