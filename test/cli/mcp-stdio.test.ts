@@ -9,6 +9,7 @@ import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { makeImage, svc } from '../support/images.js'
 import { runCli, SVC_BIN } from './run.js'
+import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
 
 for (const engine of ENGINES) {
   describe(`svc mcp over stdio [${engine}]`, () => {
@@ -106,6 +107,25 @@ for (const engine of ENGINES) {
       const { client } = await stdioClient(key)
       const { tools } = await client.listTools()
       assert.deepEqual(tools.map((t) => t.name).sort(), ['get_site', 'kv_get', 'kv_list', 'list_deploys', 'list_sites', 'list_submissions'])
+    })
+
+    it('a call over the body limit of /mcp comes back as a clear error naming the limit and the archive deploy', async () => {
+      // a user of its own: the key's per-minute limit is shared with the other tests
+      const bob = await s.user()
+      const { client, stderr } = await stdioClient(bob.key)
+      const huge = 'x'.repeat(MCP_BODY_LIMIT)
+      await assert.rejects(
+        client.callTool({ name: 'publish_html', arguments: { name: 'huge', html: huge } }),
+        (e: Error) =>
+          /error 1443 \(BUSINESS_ERROR, HTTP 413\)/.test(e.message) &&
+          e.message.includes(String(MCP_BODY_LIMIT)) &&
+          /svc deploy \.\/folder --project NAME/.test(e.message) &&
+          /POST \/api\/folders\/\{project\}\/deploys/.test(e.message),
+      )
+      assert.doesNotMatch(stderr(), /retrying|connection problem/)
+      // the server keeps answering, and nothing was stored
+      assert.equal((await client.listTools()).tools.length, 17)
+      assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
     })
 
     it('a wrong key gives a clear error on stderr and on every request', async () => {

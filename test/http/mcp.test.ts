@@ -8,6 +8,7 @@ import type { McpServices } from '../../src/features/mcp/services.js'
 import type { ImageHostState } from '../../src/features/image-host/index.js'
 import { createKvService } from '../../src/features/kv/service.js'
 import { createHostedData } from '../../src/features/hosted-data/service.js'
+import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
 
 type User = Awaited<ReturnType<TestServer['user']>>
 
@@ -313,6 +314,34 @@ for (const engine of ENGINES) {
       })
       assert.doesNotMatch(nested.text, /call stack/i)
       assert.match(nested.text, /1106/)
+    })
+
+    it('a body over the route limit answers 413 / 1443 naming the limit and the archive deploy; the SDK client shows it', async () => {
+      // a user of its own: the key's per-minute limit is shared with the other tests
+      const dave = await s.user()
+      const agent = await mcpHttpClient(s.url, dave.key)
+      const huge = 'x'.repeat(MCP_BODY_LIMIT)
+      const body = { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'publish_html', arguments: { name: 'huge', html: huge } } }
+      for (const lang of ['en', 'zh']) {
+        const r = await rpc(dave.key, body, { 'accept-language': lang })
+        assert.equal(r.status, 413, r.text.slice(0, 300))
+        assert.deepEqual([r.json.success, r.json.error_code, r.json.error_type], [false, 1443, 'BUSINESS_ERROR'])
+        assert.ok(r.json.message.includes(String(MCP_BODY_LIMIT)), r.json.message)
+        assert.match(r.json.solution, /svc deploy \.\/folder --project NAME/)
+        assert.match(r.json.solution, /POST \/api\/folders\/\{project\}\/deploys/)
+        assert.match(r.json.doc_link, /\/docs\/errors#1443$/)
+      }
+      try {
+        await assert.rejects(
+          agent.callTool({ name: 'publish_html', arguments: { name: 'huge', html: huge } }),
+          (e: any) => e.code === 413 && /1443/.test(e.message) && /svc deploy/.test(e.message) && e.message.includes(String(MCP_BODY_LIMIT)),
+        )
+        // the client stays usable after the refusal, and nothing was stored
+        assert.ok((await agent.listTools()).tools.length > 0)
+      } finally {
+        await agent.close()
+      }
+      assert.deepEqual((await s.get('/svc_api/files', { key: dave.key })).json.data.files, [])
     })
 
     it('answers 401 without a key or with a wrong one, 405 to GET and DELETE, 403 to a foreign Host', async () => {
