@@ -54,7 +54,9 @@ for (const engine of ENGINES) {
       assert.deepEqual(viaStdio, viaHttp)
       assert.equal(viaStdio.length, 17)
 
+      const called = new Set<string>()
       const ok = async (name: string, args: Record<string, unknown> = {}) => {
+        called.add(name)
         const r = (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent: any; content: unknown }
         assert.ok(!r.isError, `${name}: ${textOf(r)}`)
         return r
@@ -70,6 +72,27 @@ for (const engine of ENGINES) {
         site.structuredContent.files.map((f: any) => f.path),
         ['index.html'],
       )
+      // the deploy tools: a second deploy, the list as the REST API shows it, rollback, promote
+      await ok('deploy_files', { project: 'tiny', files: [{ path: 'index.html', content: '<p>tiny 2</p>' }] })
+      assert.equal((await s.get(`/${alice.username}/tiny/`)).text, '<p>tiny 2</p>')
+      const deploysOf = async () => (await s.get('/api/folders/tiny/deploys', { key: alice.key })).json
+      const list = await ok('list_deploys', { project: 'tiny' })
+      const rest = await deploysOf()
+      const shape = (d: any) => [d.id, d.is_live, d.is_preview, d.file_count]
+      assert.deepEqual(list.structuredContent.deploys.map(shape), rest.deploys.map(shape))
+      assert.equal(list.structuredContent.live_deploy_id, rest.live_deploy_id)
+      assert.ok(textOf(list).includes(list.structuredContent.open_url), textOf(list))
+      const [newest, older] = list.structuredContent.deploys
+      assert.equal(newest.is_live, true)
+      const back = await ok('rollback', { project: 'tiny' })
+      assert.equal(back.structuredContent.live_deploy_id, older.id)
+      assert.equal((await deploysOf()).live_deploy_id, older.id)
+      assert.equal((await s.get(`/${alice.username}/tiny/`)).text, '<p>tiny</p>')
+      const prom = await ok('promote', { project: 'tiny', deploy_id: newest.id })
+      assert.equal(prom.structuredContent.live_deploy_id, newest.id)
+      assert.equal((await deploysOf()).live_deploy_id, newest.id)
+      assert.equal((await s.get(`/${alice.username}/tiny/`)).text, '<p>tiny 2</p>')
+
       const sites = await ok('list_sites')
       assert.deepEqual(
         sites.structuredContent.pages.map((p: any) => p.file_name),
@@ -100,6 +123,7 @@ for (const engine of ENGINES) {
 
       await ok('delete_site', { name: 'stdio.html' })
       assert.equal((await s.get(`/${alice.username}/stdio.html`)).status, 404)
+      assert.deepEqual([...called].sort(), viaStdio.map((t) => t.name).sort(), 'every tool was called')
     })
 
     it('a read-only key sees only the read-only tools', async () => {
