@@ -126,8 +126,26 @@ for (const engine of ENGINES) {
       assert.deepEqual([...called].sort(), viaStdio.map((t) => t.name).sort(), 'every tool was called')
     })
 
-    it('a read-only key sees only the read-only tools', async () => {
-      const { key } = await s.deps.apiKeys.create(alice.id, { name: 'ro', readOnly: true })
+    it('a key from `svc key create --read-only` only reads: the API refuses its writes (1440), svc mcp lists the read-only tools', async () => {
+      const create = async (...flags: string[]) => {
+        const r = await runCli(['key', 'create', alice.username, ...flags], { env: s.env })
+        assert.equal(r.code, 0, r.stderr)
+        const key = r.stdout.trim().split('\n').pop()!
+        assert.match(key, /^[A-Za-z0-9_]{64}$/)
+        return key
+      }
+      const key = await create('--read-only', '--name', 'agent-ro')
+      assert.equal((await s.get('/svc_api/me', { key })).json.data.read_only, true)
+      const write = await s.post('/svc_api/data/store', { key, json: { key: 'ro_write', value: 1 } })
+      assert.equal(write.status, 403, write.text)
+      assert.equal(write.json.error_code, 1440)
+      assert.equal((await s.get('/svc_api/data/get?key=ro_write', { key: alice.key })).status, 404)
+      assert.equal((await s.get('/svc_api/data/list', { key })).status, 200)
+      // the same command without the flag makes a key that writes
+      const rw = await create('--name', 'agent-rw')
+      assert.equal((await s.get('/svc_api/me', { key: rw })).json.data.read_only, false)
+      assert.equal((await s.post('/svc_api/data/store', { key: rw, json: { key: 'rw_write', value: 1 } })).status, 200)
+
       const { client } = await stdioClient(key)
       const { tools } = await client.listTools()
       assert.deepEqual(tools.map((t) => t.name).sort(), ['get_site', 'kv_get', 'kv_list', 'list_deploys', 'list_sites', 'list_submissions'])
