@@ -655,6 +655,15 @@ export const ERRORS = {
     '用 POST 发送 JSON-RPC 消息',
     'Send JSON-RPC messages with POST',
   ),
+  MCP_BODY_TOO_LARGE: def(
+    1443,
+    'BUSINESS_ERROR',
+    413,
+    'MCP 请求体过大，最大 {limit} 字节（一次工具调用内联的文件最多 {inline} 字节）',
+    'MCP request body too large; the maximum is {limit} bytes (one tool call carries at most {inline} bytes of files inline)',
+    '更大的站点请用归档部署：`svc deploy ./folder --project NAME`，或 POST /api/folders/{project}/deploys（tar 归档）',
+    'Deploy larger sites as an archive: `svc deploy ./folder --project NAME`, or POST /api/folders/{project}/deploys (a tar archive)',
+  ),
   LOCKED: def(1423, 'BUSINESS_ERROR', 423, '已锁定，不能删除', 'Locked; it cannot be deleted', '联系管理员解锁', 'Ask the administrator to unlock it'),
 
   // 1500-1599 server

@@ -9,6 +9,7 @@ import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { makeImage, svc } from '../support/images.js'
 import { runCli, SVC_BIN } from './run.js'
+import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
 
 for (const engine of ENGINES) {
   describe(`svc mcp over stdio [${engine}]`, () => {
@@ -53,7 +54,9 @@ for (const engine of ENGINES) {
       assert.deepEqual(viaStdio, viaHttp)
       assert.equal(viaStdio.length, 17)
 
+      const called = new Set<string>()
       const ok = async (name: string, args: Record<string, unknown> = {}) => {
+        called.add(name)
         const r = (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent: any; content: unknown }
         assert.ok(!r.isError, `${name}: ${textOf(r)}`)
         return r
@@ -69,6 +72,27 @@ for (const engine of ENGINES) {
         site.structuredContent.files.map((f: any) => f.path),
         ['index.html'],
       )
+      // the deploy tools: a second deploy, the list as the REST API shows it, rollback, promote
+      await ok('deploy_files', { project: 'tiny', files: [{ path: 'index.html', content: '<p>tiny 2</p>' }] })
+      assert.equal((await s.get(`/${alice.username}/tiny/`)).text, '<p>tiny 2</p>')
+      const deploysOf = async () => (await s.get('/api/folders/tiny/deploys', { key: alice.key })).json
+      const list = await ok('list_deploys', { project: 'tiny' })
+      const rest = await deploysOf()
+      const shape = (d: any) => [d.id, d.is_live, d.is_preview, d.file_count]
+      assert.deepEqual(list.structuredContent.deploys.map(shape), rest.deploys.map(shape))
+      assert.equal(list.structuredContent.live_deploy_id, rest.live_deploy_id)
+      assert.ok(textOf(list).includes(list.structuredContent.open_url), textOf(list))
+      const [newest, older] = list.structuredContent.deploys
+      assert.equal(newest.is_live, true)
+      const back = await ok('rollback', { project: 'tiny' })
+      assert.equal(back.structuredContent.live_deploy_id, older.id)
+      assert.equal((await deploysOf()).live_deploy_id, older.id)
+      assert.equal((await s.get(`/${alice.username}/tiny/`)).text, '<p>tiny</p>')
+      const prom = await ok('promote', { project: 'tiny', deploy_id: newest.id })
+      assert.equal(prom.structuredContent.live_deploy_id, newest.id)
+      assert.equal((await deploysOf()).live_deploy_id, newest.id)
+      assert.equal((await s.get(`/${alice.username}/tiny/`)).text, '<p>tiny 2</p>')
+
       const sites = await ok('list_sites')
       assert.deepEqual(
         sites.structuredContent.pages.map((p: any) => p.file_name),
@@ -99,13 +123,51 @@ for (const engine of ENGINES) {
 
       await ok('delete_site', { name: 'stdio.html' })
       assert.equal((await s.get(`/${alice.username}/stdio.html`)).status, 404)
+      assert.deepEqual([...called].sort(), viaStdio.map((t) => t.name).sort(), 'every tool was called')
     })
 
-    it('a read-only key sees only the read-only tools', async () => {
-      const { key } = await s.deps.apiKeys.create(alice.id, { name: 'ro', readOnly: true })
+    it('a key from `svc key create --read-only` only reads: the API refuses its writes (1440), svc mcp lists the read-only tools', async () => {
+      const create = async (...flags: string[]) => {
+        const r = await runCli(['key', 'create', alice.username, ...flags], { env: s.env })
+        assert.equal(r.code, 0, r.stderr)
+        const key = r.stdout.trim().split('\n').pop()!
+        assert.match(key, /^[A-Za-z0-9_]{64}$/)
+        return key
+      }
+      const key = await create('--read-only', '--name', 'agent-ro')
+      assert.equal((await s.get('/svc_api/me', { key })).json.data.read_only, true)
+      const write = await s.post('/svc_api/data/store', { key, json: { key: 'ro_write', value: 1 } })
+      assert.equal(write.status, 403, write.text)
+      assert.equal(write.json.error_code, 1440)
+      assert.equal((await s.get('/svc_api/data/get?key=ro_write', { key: alice.key })).status, 404)
+      assert.equal((await s.get('/svc_api/data/list', { key })).status, 200)
+      // the same command without the flag makes a key that writes
+      const rw = await create('--name', 'agent-rw')
+      assert.equal((await s.get('/svc_api/me', { key: rw })).json.data.read_only, false)
+      assert.equal((await s.post('/svc_api/data/store', { key: rw, json: { key: 'rw_write', value: 1 } })).status, 200)
+
       const { client } = await stdioClient(key)
       const { tools } = await client.listTools()
       assert.deepEqual(tools.map((t) => t.name).sort(), ['get_site', 'kv_get', 'kv_list', 'list_deploys', 'list_sites', 'list_submissions'])
+    })
+
+    it('a call over the body limit of /mcp comes back as a clear error naming the limit and the archive deploy', async () => {
+      // a user of its own: the key's per-minute limit is shared with the other tests
+      const bob = await s.user()
+      const { client, stderr } = await stdioClient(bob.key)
+      const huge = 'x'.repeat(MCP_BODY_LIMIT)
+      await assert.rejects(
+        client.callTool({ name: 'publish_html', arguments: { name: 'huge', html: huge } }),
+        (e: Error) =>
+          /error 1443 \(BUSINESS_ERROR, HTTP 413\)/.test(e.message) &&
+          e.message.includes(String(MCP_BODY_LIMIT)) &&
+          /svc deploy \.\/folder --project NAME/.test(e.message) &&
+          /POST \/api\/folders\/\{project\}\/deploys/.test(e.message),
+      )
+      assert.doesNotMatch(stderr(), /retrying|connection problem/)
+      // the server keeps answering, and nothing was stored
+      assert.equal((await client.listTools()).tools.length, 17)
+      assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
     })
 
     it('a wrong key gives a clear error on stderr and on every request', async () => {

@@ -8,6 +8,7 @@ import type { McpServices } from '../../src/features/mcp/services.js'
 import type { ImageHostState } from '../../src/features/image-host/index.js'
 import { createKvService } from '../../src/features/kv/service.js'
 import { createHostedData } from '../../src/features/hosted-data/service.js'
+import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
 
 type User = Awaited<ReturnType<TestServer['user']>>
 
@@ -241,6 +242,66 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('kv and form summaries carry the URL to open: the public read URL, the submit URL, the dashboard', async () => {
+      // a user of its own: the key's per-minute limit is shared with the other tests
+      const erin = await s.user()
+      const agent = await mcpHttpClient(s.url, erin.key)
+      const ok = async (name: string, args: Record<string, unknown> = {}) => {
+        const r = (await agent.callTool({ name, arguments: args })) as { isError?: boolean; content: unknown; structuredContent: any }
+        assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+        return r
+      }
+      try {
+        const cookie = await s.login(erin.username, erin.password)
+        const opens = async (url: string) => assert.equal((await s.get(new URL(url).pathname, { cookie })).status, 200, url)
+
+        // a public entry: kv_get and kv_incr name the public URL, which serves the entry
+        await s.post('/svc_api/data/store', { key: erin.key, json: { key: 'hits', value: 1, data_type: 'number', is_public: true } })
+        const pubGet = await ok('kv_get', { key: 'hits' })
+        const hitsUrl = pubGet.structuredContent.public_url
+        assert.match(hitsUrl, /\/svc_api\/data\/public\/[^/]+\/hits$/)
+        assert.ok(textOf(pubGet).includes(hitsUrl), textOf(pubGet))
+        const pubIncr = await ok('kv_incr', { key: 'hits' })
+        assert.equal(pubIncr.structuredContent.public_url, hitsUrl)
+        assert.ok(textOf(pubIncr).includes(hitsUrl), textOf(pubIncr))
+        assert.equal((await s.get(new URL(hitsUrl).pathname)).json.data.value, 2)
+
+        // a private entry has no public URL: the summaries name the dashboard, which opens
+        await s.post('/svc_api/data/store', { key: erin.key, json: { key: 'secret', value: 1, data_type: 'number' } })
+        const privGet = await ok('kv_get', { key: 'secret' })
+        const privIncr = await ok('kv_incr', { key: 'secret' })
+        for (const r of [privGet, privIncr]) {
+          assert.equal(r.structuredContent.public_url, null)
+          assert.ok(textOf(r).includes(r.structuredContent.dashboard_url), textOf(r))
+          assert.doesNotMatch(textOf(r), /\/svc_api\/data\/public\//)
+        }
+        await opens(privGet.structuredContent.dashboard_url)
+
+        // kv_list: each public entry's URL and the dashboard
+        const list = await ok('kv_list', { per_page: 100 })
+        const hits = list.structuredContent.items.find((e: any) => e.key === 'hits')
+        assert.equal(hits.public_url, hitsUrl)
+        assert.equal(list.structuredContent.items.find((e: any) => e.key === 'secret').public_url, null)
+        assert.ok(textOf(list).includes(`hits (public at ${hitsUrl})`), textOf(list))
+        assert.ok(textOf(list).includes(list.structuredContent.dashboard_url), textOf(list))
+
+        // list_submissions: each form's submit URL, the dashboard, and one form's submissions in the API
+        const form = (await ok('create_form', { form_name: 'Links' })).structuredContent.form
+        await s.post(new URL(form.submit_url).pathname, { json: { m: 'hi' } })
+        const forms = await ok('list_submissions')
+        assert.ok(textOf(forms).includes(`Links (id ${form.id}): 1 submissions; submit to ${form.submit_url}`), textOf(forms))
+        assert.ok(textOf(forms).includes(forms.structuredContent.dashboard_url), textOf(forms))
+        await opens(forms.structuredContent.dashboard_url)
+        const subs = await ok('list_submissions', { form_id: form.id })
+        assert.ok(textOf(subs).includes(subs.structuredContent.dashboard_url), textOf(subs))
+        assert.ok(textOf(subs).includes(subs.structuredContent.submissions_url), textOf(subs))
+        const api = await s.get(new URL(subs.structuredContent.submissions_url).pathname, { key: erin.key })
+        assert.deepEqual(api.json.data.submissions[0].data, { m: 'hi' })
+      } finally {
+        await agent.close()
+      }
+    })
+
     it('create_form and list_submissions see what visitors submit', async () => {
       const r = await ok('create_form', { form_name: 'Contact', fields_config: [{ name: 'email', type: 'email', required: true }] })
       const form = r.structuredContent.form
@@ -320,6 +381,34 @@ for (const engine of ENGINES) {
       })
       assert.doesNotMatch(nested.text, /call stack/i)
       assert.match(nested.text, /1106/)
+    })
+
+    it('a body over the route limit answers 413 / 1443 naming the limit and the archive deploy; the SDK client shows it', async () => {
+      // a user of its own: the key's per-minute limit is shared with the other tests
+      const dave = await s.user()
+      const agent = await mcpHttpClient(s.url, dave.key)
+      const huge = 'x'.repeat(MCP_BODY_LIMIT)
+      const body = { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'publish_html', arguments: { name: 'huge', html: huge } } }
+      for (const lang of ['en', 'zh']) {
+        const r = await rpc(dave.key, body, { 'accept-language': lang })
+        assert.equal(r.status, 413, r.text.slice(0, 300))
+        assert.deepEqual([r.json.success, r.json.error_code, r.json.error_type], [false, 1443, 'BUSINESS_ERROR'])
+        assert.ok(r.json.message.includes(String(MCP_BODY_LIMIT)), r.json.message)
+        assert.match(r.json.solution, /svc deploy \.\/folder --project NAME/)
+        assert.match(r.json.solution, /POST \/api\/folders\/\{project\}\/deploys/)
+        assert.match(r.json.doc_link, /\/docs\/errors#1443$/)
+      }
+      try {
+        await assert.rejects(
+          agent.callTool({ name: 'publish_html', arguments: { name: 'huge', html: huge } }),
+          (e: any) => e.code === 413 && /1443/.test(e.message) && /svc deploy/.test(e.message) && e.message.includes(String(MCP_BODY_LIMIT)),
+        )
+        // the client stays usable after the refusal, and nothing was stored
+        assert.ok((await agent.listTools()).tools.length > 0)
+      } finally {
+        await agent.close()
+      }
+      assert.deepEqual((await s.get('/svc_api/files', { key: dave.key })).json.data.files, [])
     })
 
     it('answers 401 without a key or with a wrong one, 405 to GET and DELETE, 403 to a foreign Host', async () => {

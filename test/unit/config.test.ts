@@ -17,6 +17,18 @@ describe('configuration', () => {
     assert.ok(Object.isFrozen(c))
   })
 
+  it('blocks webhooks to private addresses and retries notifications for 24 h by default, in production too', () => {
+    for (const env of [{}, { NODE_ENV: 'production' }]) {
+      const c = loadConfig(env)
+      assert.equal(c.webhookBlockPrivate, true, JSON.stringify(env))
+      assert.equal(c.notifyMaxAgeMs, 24 * 3_600_000, JSON.stringify(env))
+      assert.equal(c.notifyRetryBaseMs, 30_000, JSON.stringify(env))
+    }
+    // the operator's switches (the test suite's servers turn the SSRF block off)
+    assert.equal(loadConfig({ WEBHOOK_BLOCK_PRIVATE: '0' }).webhookBlockPrivate, false)
+    assert.equal(loadConfig({ NOTIFY_MAX_AGE: '2h' }).notifyMaxAgeMs, 2 * 3_600_000)
+  })
+
   const bad: Array<[Record<string, string>, string]> = [
     [{ PORT: 'eighty' }, 'PORT'],
     [{ PORT: '70000' }, 'PORT'],
@@ -32,6 +44,8 @@ describe('configuration', () => {
     [{ RATE_LIMITS: '{"gold":{}}' }, 'RATE_LIMITS'],
     [{ RATE_LIMITS: 'not json' }, 'RATE_LIMITS'],
     [{ MAX_UPLOAD_BYTES: '0' }, 'MAX_UPLOAD_BYTES'],
+    [{ WEBHOOK_BLOCK_PRIVATE: 'maybe' }, 'WEBHOOK_BLOCK_PRIVATE'],
+    [{ NOTIFY_MAX_AGE: '24' }, 'NOTIFY_MAX_AGE'],
   ]
   for (const [env, name] of bad) {
     it(`refuses ${JSON.stringify(env)} naming ${name}`, () => {

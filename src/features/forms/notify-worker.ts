@@ -19,6 +19,16 @@ export function signature(secret: string, timestamp: number, body: string): stri
   return crypto.createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')
 }
 
+/**
+ * Where a delivery goes after its `tries`-th failed try at `now`: tried again NOTIFY_RETRY_BASE
+ * after the first failure, doubling with each failure up to MAX_BACKOFF_MS apart; a next try
+ * past the deadline (NOTIFY_MAX_AGE after the submission) is not made, and the delivery fails.
+ */
+export function retrySchedule(now: number, tries: number, baseMs: number, deadline: number): { next: number; status: 'pending' | 'failed' } {
+  const next = now + Math.min(baseMs * 2 ** (tries - 1), MAX_BACKOFF_MS)
+  return { next, status: next > deadline ? 'failed' : 'pending' }
+}
+
 interface Outcome {
   ok: boolean
   status: number | null
@@ -82,8 +92,7 @@ export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, maile
       await notifyStore.finish(db.k, r.id, worker, { status: 'delivered', tries, last_status: o.status, last_error: null, delivered_at: now, updated_at: now })
       return
     }
-    const next = now + Math.min(config.notifyRetryBaseMs * 2 ** (tries - 1), MAX_BACKOFF_MS)
-    const status = next > Number(r.deadline_at) ? 'failed' : 'pending'
+    const { next, status } = retrySchedule(now, tries, config.notifyRetryBaseMs, Number(r.deadline_at))
     await notifyStore.finish(db.k, r.id, worker, { status, tries, next_at: next, last_status: o.status, last_error: o.error, updated_at: now })
   }
 

@@ -5,3 +5,5 @@ export const MAX_INLINE_BYTES = 4 * 1024 * 1024
 export const MAX_INLINE_FILES = 200
 /** The body limit of POST /mcp: the inline limit in base64, plus the JSON-RPC envelope. */
 export const MCP_BODY_LIMIT = Math.ceil((MAX_INLINE_BYTES * 4) / 3) + 1024 * 1024
+/** How much of a body over MCP_BODY_LIMIT is read and discarded so its sender gets the 413 (routes.ts). */
+export const MCP_DRAIN_LIMIT = 64 * 1024 * 1024

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { caller } from '../../http/guard.js'
@@ -7,7 +7,7 @@ import { hostName, siteOriginFor } from '../../http/site-origin.js'
 import { API_VERSION } from '../sites/files-service.js'
 import type { McpServices } from './services.js'
 import type { ToolContext } from './tools.js'
-import { MCP_BODY_LIMIT } from './limits.js'
+import { MAX_INLINE_BYTES, MCP_BODY_LIMIT, MCP_DRAIN_LIMIT } from './limits.js'
 import { lazy } from '../../util/lazy.js'
 
 /** The MCP SDK's server side and the tools (with zod, their schemas' library), loaded on the first MCP request. */
@@ -53,6 +53,48 @@ function checkRebinding(req: FastifyRequest, deps: Deps): void {
 }
 
 /**
+ * Reads and discards what is left of a refused body, up to MCP_DRAIN_LIMIT, before the 413 is
+ * sent: a client still writing (node's http client, so `svc mcp`) would otherwise see the
+ * connection reset instead of the answer. A body declared or found larger is not waited for.
+ */
+function drain(req: FastifyRequest): Promise<void> {
+  const raw = req.raw
+  if (raw.complete || Number(req.headers['content-length']) > MCP_DRAIN_LIMIT) return Promise.resolve()
+  return new Promise((resolve) => {
+    let read = 0
+    const done = () => {
+      raw.off('data', onData)
+      resolve()
+    }
+    const onData = (c: Buffer) => {
+      read += c.length
+      if (read > MCP_DRAIN_LIMIT) {
+        raw.pause()
+        done()
+      }
+    }
+    raw.on('data', onData)
+    raw.once('end', done)
+    raw.once('close', done)
+    raw.once('error', done)
+    raw.resume()
+  })
+}
+
+/**
+ * A body over MCP_BODY_LIMIT: 413 / 1443 naming the limit and the archive deploy, instead of
+ * the generic 1109. It is refused before it is parsed, so no request id is known to answer a
+ * JSON-RPC error to: the service's error envelope is what an MCP client shows for the 413.
+ */
+function tooLargeHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  if (err.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') throw err
+  // sent as an error, it goes on to the service's error handler, which renders it
+  drain(req)
+    .then(() => reply.send(new AppError('MCP_BODY_TOO_LARGE', { params: { limit: MCP_BODY_LIMIT, inline: MAX_INLINE_BYTES } })))
+    .catch((e: unknown) => req.log.error({ err: e }, 'mcp: answering an oversized body failed'))
+}
+
+/**
  * POST /mcp: the MCP server over stateless streamable HTTP (JSON answers, no session id). The
  * API guard has authenticated the key and counted the request against its rate limits; each
  * request gets a server with the tools its key may use, and nothing outlives the request.
@@ -73,6 +115,7 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
       // a read-only key may call it: the server then lists and runs the read-only tools only
       config: { auth: 'any', readOnlySafe: true },
       bodyLimit: MCP_BODY_LIMIT,
+      errorHandler: tooLargeHandler,
       schema: {
         tags: ['mcp'],
         summary: 'MCP server (stateless streamable HTTP, JSON-RPC 2.0); Authorization: Bearer <API key>',

@@ -408,6 +408,10 @@ const deleteSite = tool({
 const kvKey = z.string().min(1).max(200).describe('Key: starts with a letter, then a-z A-Z 0-9 _ - (at most 100 characters)')
 const kvPublicUrl = (ctx: ToolContext, key: string) =>
   `${ctx.serviceOrigin}/svc_api/data/public/${encodeURIComponent(ctx.user.username)}/${encodeURIComponent(key)}`
+/** The dashboard page where the account's owner (logged in) sees its entries or its forms' submissions. */
+const dashboardUrl = (ctx: ToolContext, page: 'kv' | 'forms') => `${ctx.serviceOrigin}/dashboard/${page}`
+/** Where an entry can be seen: its public URL when it is public, else the dashboard. */
+const kvWhere = (publicUrl: string | null, dashboard: string) => (publicUrl ? `public at ${publicUrl}` : `private (the dashboard shows it: ${dashboard})`)
 
 const kvGet = tool({
   name: 'kv_get',
@@ -417,7 +421,12 @@ const kvGet = tool({
   input: { key: kvKey },
   async run(s, ctx, a) {
     const e = await s.kv.get(ctx.user, a.key)
-    return { summary: `${e.key} = ${JSON.stringify(e.value).slice(0, 500)} (version ${e.version})`, data: { entry: e } }
+    const url = e.is_public ? kvPublicUrl(ctx, e.key) : null
+    const dashboard = dashboardUrl(ctx, 'kv')
+    return {
+      summary: `${e.key} = ${JSON.stringify(e.value).slice(0, 500)} (version ${e.version}); ${kvWhere(url, dashboard)}`,
+      data: { entry: e, public_url: url, dashboard_url: dashboard },
+    }
   },
 })
 
@@ -456,7 +465,12 @@ const kvIncr = tool({
   input: { key: kvKey, by: z.number().optional().describe('Amount to add, default 1 (may be negative)'), ttl: z.number().int().positive().optional() },
   async run(s, ctx, a) {
     const r = await s.kv.incr(ctx.user, a)
-    return { summary: `${r.entry.key} = ${String(r.entry.value)}`, data: { created: r.created, entry: r.entry } }
+    const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
+    const dashboard = dashboardUrl(ctx, 'kv')
+    return {
+      summary: `${r.entry.key} = ${String(r.entry.value)}; ${kvWhere(url, dashboard)}`,
+      data: { created: r.created, entry: r.entry, public_url: url, dashboard_url: dashboard },
+    }
   },
 })
 
@@ -471,9 +485,12 @@ const kvList = tool({
     if (a.page !== undefined) q.page = String(a.page)
     if (a.per_page !== undefined) q.per_page = String(a.per_page)
     const r = await s.kv.list(ctx.user, q)
+    const items = r.items.map((e) => ({ ...e, public_url: e.is_public ? kvPublicUrl(ctx, e.key) : null }))
+    const dashboard = dashboardUrl(ctx, 'kv')
+    const keys = items.map((e) => (e.public_url ? `${e.key} (public at ${e.public_url})` : e.key))
     return {
-      summary: `${r.total} entries${r.items.length ? `: ${r.items.map((e) => e.key).join(', ')}` : ''}`,
-      data: r,
+      summary: `${r.total} entries${keys.length ? `: ${keys.join(', ')}` : ''}\nThe dashboard shows them: ${dashboard}`,
+      data: { ...r, items, dashboard_url: dashboard },
     }
   },
 })
@@ -521,12 +538,14 @@ const listSubmissions = tool({
     is_spam: z.boolean().optional().describe('Only spam (true) or only not spam (false)'),
   },
   async run(s, ctx, a) {
+    const dashboard = dashboardUrl(ctx, 'forms')
     if (a.form_id === undefined) {
       const r = await s.forms.list(ctx.user)
       const forms = r.forms.map(({ row, stats }) => ({ ...formView(row, ctx.serviceOrigin), ...stats }))
+      const lines = forms.map((f) => `${f.form_name} (id ${f.id}): ${f.submission_count} submissions; submit to ${f.submit_url}`)
       return {
-        summary: forms.length ? forms.map((f) => `${f.form_name} (id ${f.id}): ${f.submission_count} submissions`).join('\n') : 'No forms yet.',
-        data: { forms },
+        summary: forms.length ? `${lines.join('\n')}\nThe dashboard shows the submissions: ${dashboard}` : 'No forms yet.',
+        data: { forms, dashboard_url: dashboard },
       }
     }
     const q: Record<string, unknown> = {}
@@ -534,7 +553,11 @@ const listSubmissions = tool({
     if (a.per_page !== undefined) q.per_page = String(a.per_page)
     if (a.is_spam !== undefined) q.is_spam = String(a.is_spam)
     const r = await s.forms.data(ctx.user, a.form_id, q)
-    return { summary: `${r.total} submissions; this page: ${r.submissions.length}`, data: r }
+    const api = `${ctx.serviceOrigin}/svc_api/forms/data/${encodeURIComponent(r.form_id)}`
+    return {
+      summary: `${r.total} submissions; this page: ${r.submissions.length}. The dashboard shows them: ${dashboard} (API, with the key: ${api})`,
+      data: { ...r, submissions_url: api, dashboard_url: dashboard },
+    }
   },
 })
 
