@@ -6,7 +6,7 @@ import { listen, serverFactoryFor, tlsMaterial } from '../server.js'
 import { sweepBlobs } from '../storage/sweeper.js'
 import { BLOB_COLUMNS } from '../features/tables.js'
 import { sendfileAvailable } from '../http/sendfile.js'
-import { backupSqlite } from './backup.js'
+import { backupSqlite, openSnapshotTarget } from './backup.js'
 import type { Deps } from '../deps.js'
 
 const SWEEP_EVERY_MS = 15 * 60_000
@@ -76,7 +76,10 @@ function scheduleBackups(config: Config, deps: Deps, warn: (msg: string, err?: u
   const timer = setInterval(() => {
     if (running) return
     running = true
-    backupSqlite({ dataDir: config.dataDir, blobs: deps.blobs, blobColumns: BLOB_COLUMNS, dest, keep: config.backupKeep })
+    openSnapshotTarget(dest)
+      .then((target) =>
+        backupSqlite({ dataDir: config.dataDir, blobs: deps.blobs, blobColumns: BLOB_COLUMNS, target, keep: config.backupKeep }).finally(() => target.close()),
+      )
       .then((r) => process.stdout.write(`backup: ${r.snapshot} (${r.copied} new blobs)\n`))
       .catch((err: unknown) => warn('scheduled backup failed', err))
       .finally(() => {
