@@ -62,8 +62,9 @@ export async function serve(config: Config): Promise<void> {
 }
 
 /**
- * BACKUP_DIR: a snapshot every BACKUP_EVERY into that folder (svc backup's format, BACKUP_KEEP
- * kept), for SQLite and a local blob store. One at a time: a run still going skips the next.
+ * BACKUP_DIR: a snapshot every BACKUP_EVERY into that folder or s3:// bucket (svc backup's
+ * format, BACKUP_KEEP kept), for SQLite and a local blob store. One at a time: a run still
+ * going skips the next.
  */
 function scheduleBackups(config: Config, deps: Deps, warn: (msg: string, err?: unknown) => void): NodeJS.Timeout | null {
   const dest = config.backupDir
