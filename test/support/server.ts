@@ -6,7 +6,7 @@ import { Agent, request as undiciRequest, FormData } from 'undici'
 import pg from 'pg'
 import { loadConfig } from '../../src/config.js'
 import { createDeps, type Deps, type DepsOverrides } from '../../src/compose.js'
-import { buildApp } from '../../src/app.js'
+import { buildApp, loggerOptions, type AppOptions } from '../../src/app.js'
 import { listen, serverFactoryFor, tlsMaterial, type Listening } from '../../src/server.js'
 import type { FastifyInstance } from 'fastify'
 import type { Engine } from '../../src/db/kysely.js'
@@ -107,6 +107,11 @@ export interface StartOptions extends DepsOverrides {
   keepData?: boolean
   /** PostgreSQL server URL to use instead of PG_URL (e.g. through a relay); the schema is added. */
   pgUrl?: string
+  /**
+   * Receives each JSON log line the server writes (the service's own logger settings, at
+   * LOG_LEVEL: give env.LOG_LEVEL too, the tests' default is silent).
+   */
+  logLines?: string[]
 }
 
 const uid = () => crypto.randomBytes(5).toString('hex')
@@ -149,7 +154,23 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     throw e
   })
   const tls = await tlsMaterial(config)
-  const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls) })
+  let logger: AppOptions['logger'] = undefined
+  if (opts.logLines) {
+    const lines = opts.logLines
+    let partial = ''
+    const stream = {
+      write(chunk: string) {
+        partial += chunk
+        let i: number
+        while ((i = partial.indexOf('\n')) >= 0) {
+          lines.push(partial.slice(0, i))
+          partial = partial.slice(i + 1)
+        }
+      },
+    }
+    logger = { ...loggerOptions(config.logLevel), stream }
+  }
+  const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls), logger })
   const l: Listening = await listen(app, config, tls !== null)
   const url = tls ? `https://127.0.0.1:${l.port}` : `http://127.0.0.1:${l.port}`
   const httpUrl = `http://127.0.0.1:${l.httpPort ?? l.port}`
