@@ -198,6 +198,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     problems.push(`CONTENT_DOMAIN: must be a domain name like pages.example.net (or off), got "${contentDomainRaw}"`)
   }
   const backupDir = str('BACKUP_DIR')
+  if (backupDir?.startsWith('s3://')) {
+    try {
+      parseS3Url(backupDir, 'BACKUP_DIR')
+    } catch (e) {
+      problems.push(`${(e as Error).message}, got "${redact(backupDir)}"`)
+    }
+  }
   const backupEveryRaw = str('BACKUP_EVERY') ?? '24h'
   const every = /^(\d+)(s|m|h|d)$/.exec(backupEveryRaw)
   const backupEveryMs = every ? Number(every[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[every[2] as 's' | 'm' | 'h' | 'd'] : 0
@@ -251,7 +258,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     sendfile: bool('SENDFILE', true),
     blobCacheDir: path.resolve(str('BLOB_CACHE_DIR') ?? path.join(dataDir, 'blob-cache')),
     blobCacheBytes: blobCacheBytes ?? 0,
-    backupDir: backupDir === null ? null : path.resolve(backupDir),
+    backupDir: backupDir === null || backupDir.startsWith('s3://') ? backupDir : path.resolve(backupDir),
     backupEveryMs,
     backupKeep: int('BACKUP_KEEP', 7, 1, 1000),
     deploysKeep: int('DEPLOYS_KEEP', 10, 1, 1000),

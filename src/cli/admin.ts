@@ -15,7 +15,7 @@ import { AppError } from '../errors/app-error.js'
 import { errorMessage } from '../errors/render.js'
 import { openBlobStore } from '../storage/open.js'
 import { sweepBlobs } from '../storage/sweeper.js'
-import { BackupError, backupSqlite, restoreSqlite } from './backup.js'
+import { BackupError, backupSqlite, openSnapshot, openSnapshotTarget, restoreSqlite } from './backup.js'
 import { writeAudit } from '../features/admin/store.js'
 import os from 'node:os'
 
@@ -311,17 +311,18 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
 
 const BACKUP_DOC = 'docs/operations/backups.md ("PostgreSQL and a bucket")'
 
-/** svc backup DIR [--keep N]: SQLite and a local blob store only. */
+/** svc backup DIR|s3://BUCKET[/PREFIX][?...] [--keep N]: SQLite and a local blob store only. */
 async function backupCommand(args: string[], config: Config): Promise<void> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { keep: { type: 'string' } } })
-  if (positionals.length !== 1) throw new UsageError('usage: svc backup DIR [--keep N]')
+  if (positionals.length !== 1) throw new UsageError('usage: svc backup DIR|s3://BUCKET[/PREFIX][?endpoint=...] [--keep N]')
   const keep = values.keep
   if (keep !== undefined && !/^[1-9]\d*$/.test(keep)) throw new UsageError('--keep takes a number of snapshots (1 or more)')
   if (config.databaseUrl) throw new BackupError(`svc backup covers SQLite (DATA_DIR/svc.db) only; with PostgreSQL follow the procedure in ${BACKUP_DOC}`)
   if (config.storageUrl?.startsWith('s3://')) throw new BackupError(`svc backup covers a local blob store only; with S3 follow the procedure in ${BACKUP_DOC}`)
+  const target = await openSnapshotTarget(positionals[0])
   const blobs = await openBlobStore(config)
   try {
-    const r = await backupSqlite({ dataDir: config.dataDir, blobs, blobColumns: BLOB_COLUMNS, dest: positionals[0], keep: keep ? Number(keep) : undefined })
+    const r = await backupSqlite({ dataDir: config.dataDir, blobs, blobColumns: BLOB_COLUMNS, target, keep: keep ? Number(keep) : undefined })
     const m = r.manifest
     out(
       `snapshot ${r.snapshot}: database ${m.database.size} bytes, ${m.blobs.length} blobs (${r.copied} copied, ${r.copiedBytes} bytes; ${m.blobs.length - r.copied} already in the backup)`,
@@ -329,13 +330,14 @@ async function backupCommand(args: string[], config: Config): Promise<void> {
     if (keep !== undefined) out(`retention: removed ${r.removedSnapshots.length} snapshots and ${r.removedBlobs} blobs`)
   } finally {
     await blobs.close()
+    await target.close()
   }
 }
 
-/** svc restore SNAPSHOT_DIR [--data-dir DIR] [--force]. */
+/** svc restore SNAPSHOT [--data-dir DIR] [--force]; SNAPSHOT is DIR/<name> or s3://BUCKET[/PREFIX]/<name>[?...]. */
 async function restoreCommand(args: string[], config: Config): Promise<void> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'data-dir': { type: 'string' }, force: { type: 'boolean' } } })
-  if (positionals.length !== 1) throw new UsageError('usage: svc restore SNAPSHOT_DIR [--data-dir DIR] [--force]')
+  if (positionals.length !== 1) throw new UsageError('usage: svc restore SNAPSHOT_DIR|s3://BUCKET[/PREFIX]/SNAPSHOT[?endpoint=...] [--data-dir DIR] [--force]')
   const given = values['data-dir']
   let dataDir: string
   let blobRoot: string
@@ -349,6 +351,11 @@ async function restoreCommand(args: string[], config: Config): Promise<void> {
     dataDir = config.dataDir
     blobRoot = config.storageUrl?.startsWith('file://') ? new URL(config.storageUrl).pathname : path.join(dataDir, 'blobs')
   }
-  const r = await restoreSqlite({ snapshot: positionals[0], dataDir, blobRoot, blobColumns: BLOB_COLUMNS, force: values.force })
-  out(`restored ${r.manifest.created_at} into ${dataDir}: svc.db and ${r.blobs} blobs verified (${r.written} written)`)
+  const { target, name } = await openSnapshot(positionals[0])
+  try {
+    const r = await restoreSqlite({ source: target, name, dataDir, blobRoot, blobColumns: BLOB_COLUMNS, force: values.force })
+    out(`restored ${r.manifest.created_at} into ${dataDir}: svc.db and ${r.blobs} blobs verified (${r.written} written)`)
+  } finally {
+    await target.close()
+  }
 }

@@ -18,8 +18,8 @@ Server and operator commands (configuration from the environment, see docs/opera
   svc lock image <public_token> | svc lock hosted-data <file_id>   (and unlock)
   svc feature <username> <file_name> [--off]
   svc sweep [--grace-seconds N]               delete blobs no record references
-  svc backup DIR [--keep N]                   online snapshot of svc.db and the blobs into DIR (SQLite)
-  svc restore SNAPSHOT_DIR [--data-dir DIR] [--force]   verify a snapshot, then restore it
+  svc backup DIR|s3://BUCKET[/PREFIX] [--keep N]   online snapshot of svc.db and the blobs (SQLite)
+  svc restore SNAPSHOT [--data-dir DIR] [--force]  verify a snapshot (DIR/<time> or s3://...), then restore it
   svc export <username> FILE.tar.gz          all of one user's data (docs/operations/export.md)
   svc import FILE.tar.gz [--as NEWNAME]      verify an export, then load it as a new user
 `

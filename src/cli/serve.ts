@@ -6,7 +6,7 @@ import { listen, serverFactoryFor, tlsMaterial } from '../server.js'
 import { sweepBlobs } from '../storage/sweeper.js'
 import { BLOB_COLUMNS } from '../features/tables.js'
 import { sendfileAvailable } from '../http/sendfile.js'
-import { backupSqlite } from './backup.js'
+import { backupSqlite, openSnapshotTarget } from './backup.js'
 import type { Deps } from '../deps.js'
 
 const SWEEP_EVERY_MS = 15 * 60_000
@@ -62,8 +62,9 @@ export async function serve(config: Config): Promise<void> {
 }
 
 /**
- * BACKUP_DIR: a snapshot every BACKUP_EVERY into that folder (svc backup's format, BACKUP_KEEP
- * kept), for SQLite and a local blob store. One at a time: a run still going skips the next.
+ * BACKUP_DIR: a snapshot every BACKUP_EVERY into that folder or s3:// bucket (svc backup's
+ * format, BACKUP_KEEP kept), for SQLite and a local blob store. One at a time: a run still
+ * going skips the next.
  */
 function scheduleBackups(config: Config, deps: Deps, warn: (msg: string, err?: unknown) => void): NodeJS.Timeout | null {
   const dest = config.backupDir
@@ -76,7 +77,10 @@ function scheduleBackups(config: Config, deps: Deps, warn: (msg: string, err?: u
   const timer = setInterval(() => {
     if (running) return
     running = true
-    backupSqlite({ dataDir: config.dataDir, blobs: deps.blobs, blobColumns: BLOB_COLUMNS, dest, keep: config.backupKeep })
+    openSnapshotTarget(dest)
+      .then((target) =>
+        backupSqlite({ dataDir: config.dataDir, blobs: deps.blobs, blobColumns: BLOB_COLUMNS, target, keep: config.backupKeep }).finally(() => target.close()),
+      )
       .then((r) => process.stdout.write(`backup: ${r.snapshot} (${r.copied} new blobs)\n`))
       .catch((err: unknown) => warn('scheduled backup failed', err))
       .finally(() => {

@@ -27,9 +27,9 @@ export interface S3Settings {
   client: S3ClientSettings
 }
 
-const positiveInt = (v: string | null, name: string, def: number): number => {
+const positiveInt = (v: string | null, name: string, def: number, setting: string): number => {
   if (v === null) return def
-  if (!/^\d+$/.test(v) || Number(v) < 1) throw new Error(`STORAGE_URL: ${name} must be a positive integer`)
+  if (!/^\d+$/.test(v) || Number(v) < 1) throw new Error(`${setting}: ${name} must be a positive integer`)
   return Number(v)
 }
 
@@ -38,22 +38,23 @@ const positiveInt = (v: string | null, name: string, def: number): number => {
  * `accessKeyId`/`secretAccessKey` (otherwise the SDK's standard chain: AWS_ACCESS_KEY_ID /
  * AWS_SECRET_ACCESS_KEY, shared config, instance role), `connectTimeoutMs` (1000),
  * `timeoutMs` (10000, until the response headers) and `idleTimeoutMs` (5000, no byte moving).
+ * `setting` names the URL's origin in errors (STORAGE_URL, or a backup destination).
  */
-export function parseS3Url(url: string): S3Settings {
+export function parseS3Url(url: string, setting = 'STORAGE_URL'): S3Settings {
   const m = /^s3:\/\/([^/?#]+)(\/[^?#]*)?(\?[^#]*)?$/.exec(url)
-  if (!m) throw new Error('STORAGE_URL: expected s3://bucket[/prefix]?endpoint=...')
+  if (!m) throw new Error(`${setting}: expected s3://bucket[/prefix]?endpoint=...`)
   const bucket = m[1]
   const prefix = (m[2] ?? '').replace(/^\/+|\/+$/g, '')
   const q = new URLSearchParams(m[3] ?? '')
   const endpoint = q.get('endpoint')
-  if (endpoint !== null && !/^https?:\/\/[^/]+\/?$/.test(endpoint)) throw new Error('STORAGE_URL: endpoint must be http(s)://host[:port]')
+  if (endpoint !== null && !/^https?:\/\/[^/]+\/?$/.test(endpoint)) throw new Error(`${setting}: endpoint must be http(s)://host[:port]`)
   const accessKeyId = q.get('accessKeyId')
   const secretAccessKey = q.get('secretAccessKey')
-  if ((accessKeyId === null) !== (secretAccessKey === null)) throw new Error('STORAGE_URL: accessKeyId and secretAccessKey go together')
+  if ((accessKeyId === null) !== (secretAccessKey === null)) throw new Error(`${setting}: accessKeyId and secretAccessKey go together`)
   const fps = q.get('forcePathStyle')
-  const connectTimeoutMs = positiveInt(q.get('connectTimeoutMs'), 'connectTimeoutMs', 1000)
-  const timeoutMs = positiveInt(q.get('timeoutMs'), 'timeoutMs', 10_000)
-  const idleTimeoutMs = positiveInt(q.get('idleTimeoutMs'), 'idleTimeoutMs', 5000)
+  const connectTimeoutMs = positiveInt(q.get('connectTimeoutMs'), 'connectTimeoutMs', 1000, setting)
+  const timeoutMs = positiveInt(q.get('timeoutMs'), 'timeoutMs', 10_000, setting)
+  const idleTimeoutMs = positiveInt(q.get('idleTimeoutMs'), 'idleTimeoutMs', 5000, setting)
   return {
     bucket,
     prefix: prefix ? `${prefix}/` : '',

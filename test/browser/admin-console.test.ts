@@ -233,7 +233,23 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     await page.locator('#reports-table tbody tr', { hasText: siteUrl }).getByRole('button', { name: 'Lift' }).waitFor()
     assert.equal((await visitor.page.goto(siteUrl))?.status(), 451)
     assert.equal((await s.deps.users.byId(alice.id))?.disabled, true, 'the account was disabled with the takedown')
+    // lift the takedown: the page is gone (removed by the takedown) but no longer held
+    await page.locator('#reports-table tbody tr', { hasText: siteUrl }).getByRole('button', { name: 'Lift' }).click()
+    await page.locator('#reports-filter').selectOption('lifted')
+    await page
+      .locator('#reports-table tbody tr', { hasText: siteUrl })
+      .filter({ has: page.locator('td:nth-child(5)', { hasText: /^lifted$/ }) })
+      .waitFor()
+    assert.equal((await visitor.page.goto(siteUrl))?.status(), 404)
     await visitor.ctx.close()
+    // dismiss the public report on the same page, still open
+    const spoofed = () => page.locator('#reports-table tbody tr', { has: page.locator('bdi', { hasText: 'abc\u202Edef' }) })
+    await page.locator('#reports-filter').selectOption('open')
+    await spoofed().getByRole('button', { name: 'Dismiss' }).click()
+    await page.locator('#reports-filter').selectOption('dismissed')
+    await spoofed()
+      .filter({ has: page.locator('td:nth-child(5)', { hasText: /^dismissed$/ }) })
+      .waitFor()
 
     // content search by hash finds nothing of the removed page, but finds another copy's owner
     const digest = crypto.createHash('sha256').update(sitePage).digest('hex')
@@ -265,10 +281,14 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
         `invite.create ${log[4].target}`,
         'settings.set registration',
         'settings.set abuse_contact',
+        `abuse.open site:${alice.username}/shady.html`,
         `abuse.quarantine site:${alice.username}/shady.html`,
+        `abuse.open data:${made.json.file.public_token}`,
         `abuse.quarantine data:${made.json.file.public_token}`,
         `abuse.restore site:${alice.username}/shady.html`,
         `abuse.takedown site:${alice.username}/shady.html`,
+        `abuse.lift site:${alice.username}/shady.html`,
+        `abuse.dismiss site:${alice.username}/shady.html`,
       ],
     )
     for (const e of log) {
@@ -279,7 +299,18 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     }
     assert.deepEqual(log[0].details, { tier: 'vip' })
     assert.deepEqual(log[1].details, { limits: { files: 42 } })
-    assert.equal(log[10].details.disabled_account, true)
+    const entry = (action: string) => log.find((e) => e.action === action)!
+    assert.equal(entry('abuse.open').details.category, 'phishing')
+    assert.equal(entry('abuse.takedown').details.disabled_account, true)
+    // each case action names its report
+    const reports = await s.deps.db.k.selectFrom('abuse_reports').select(['id', 'status']).execute()
+    for (const e of log.filter((x) => x.action.startsWith('abuse.'))) {
+      assert.ok(
+        reports.some((r) => r.id === e.details.report),
+        `${e.action}: its report`,
+      )
+    }
+    assert.deepEqual(reports.map((r) => r.status).sort(), ['dismissed', 'lifted', 'quarantined'])
     assert.deepEqual(problems, [])
   })
 

@@ -4,6 +4,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { spawn } from 'node:child_process'
+import { startS3 } from '../support/s3.js'
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..')
 const bin = path.join(root, 'bin', 'svc')
@@ -51,9 +52,56 @@ describe('scheduled backups (BACKUP_DIR)', () => {
     fs.rmSync(dataDir, { recursive: true, force: true })
   })
 
+  it('takes the scheduled snapshots into a bucket when BACKUP_DIR is s3://', async () => {
+    const s3 = await startS3()
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-sched-s3-'))
+    const dest = s3.storageUrl()
+    const env = {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: '0',
+      HTTP_PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      BACKUP_DIR: dest,
+      BACKUP_EVERY: '1s',
+      BACKUP_KEEP: '1',
+    }
+    const child = spawn(process.execPath, [bin, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()))
+    const taken = () => [...out.matchAll(/^backup: (s3:\/\/\S+) \(\d+ new blobs\)$/gm)].map((m) => m[1])
+    try {
+      const deadline = Date.now() + 20_000
+      while (taken().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+      assert.ok(taken().length >= 2, `two scheduled snapshots in the bucket: ${out}`)
+      assert.doesNotMatch(out, /S3RVER/, 'no credentials printed')
+    } finally {
+      child.kill('SIGTERM')
+      await new Promise((r) => child.once('close', r))
+    }
+    // the newest one verifies and restores (with the destination's settings in the query)
+    const newest = taken().pop()!
+    const r = spawn(process.execPath, [bin, 'restore', `${newest}?${dest.split('?')[1]}`, '--data-dir', path.join(dataDir, 'restored')], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let said = ''
+    r.stdout.on('data', (d: Buffer) => (said += d.toString()))
+    r.stderr.on('data', (d: Buffer) => (said += d.toString()))
+    assert.equal(await new Promise((res) => r.once('close', res)), 0, said)
+    assert.ok(fs.existsSync(path.join(dataDir, 'restored', 'svc.db')))
+    await s3.close()
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  })
+
   it('refuses a BACKUP_EVERY that is not a duration', async () => {
     const { loadConfig } = await import('../../src/config.js')
     assert.throws(() => loadConfig({ BACKUP_EVERY: 'daily' }), /BACKUP_EVERY/)
     assert.equal(loadConfig({ BACKUP_EVERY: '6h' }).backupEveryMs, 6 * 3_600_000)
+    // an s3:// BACKUP_DIR is checked like STORAGE_URL, and kept as a URL
+    assert.throws(() => loadConfig({ BACKUP_DIR: 's3://b?endpoint=ftp://x' }), /BACKUP_DIR: endpoint must be http\(s\)/)
+    assert.equal(loadConfig({ BACKUP_DIR: 's3://b/p?region=x' }).backupDir, 's3://b/p?region=x')
   })
 })

@@ -311,6 +311,12 @@ for (const engine of ENGINES) {
       let rep = await adminCall('POST', '/svc_api/admin/reports', { url: `http://proj.${bob.username}.localhost:8080/a/b.html`, category: 'malware' })
       assert.equal(rep.status, 201, rep.text)
       assert.equal(rep.json.data.target, `site:${bob.username}/proj`)
+      // opening a case is an admin write like the others: audited, with its report and category
+      const opened = (await audit()).find((e) => e.action === 'abuse.open' && e.details.report === rep.json.data.id)
+      assert.ok(opened, 'the case is in the audit log')
+      assert.equal(opened.target, `site:${bob.username}/proj`)
+      assert.equal(opened.details.category, 'malware')
+      assert.equal(opened.via, 'web')
       let q = await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`)
       assert.equal(q.json.data.evidence.length, 2)
       assert.equal((await s.get(`/${bob.username}/proj/a/b.html`)).status, 451)

@@ -52,3 +52,60 @@ describe('request ids behind a proxy', () => {
     assert.match(String(await get('x'.repeat(65))), /^[0-9a-f]{16}$/)
   })
 })
+
+describe('request ids in the JSON logs', () => {
+  const lines: string[] = []
+  const proxied: string[] = []
+  let s: TestServer
+  let p: TestServer
+  before(async () => {
+    s = await startServer({ engine: ENGINES[0], env: { LOG_LEVEL: 'info' }, logLines: lines })
+    p = await startServer({ engine: ENGINES[0], env: { LOG_LEVEL: 'info', TRUST_PROXY: '1' }, logLines: proxied })
+  })
+  after(async () => {
+    await s.close()
+    await p.close()
+  })
+
+  /** The parsed log lines that carry a request id (pino's reqId, set by Fastify per request). */
+  const byId = (from: string[], id: string) =>
+    from
+      .map((l) => JSON.parse(l) as { reqId?: string; req?: { id?: string; path?: string }; res?: { statusCode?: number }; msg?: string })
+      .filter((l) => l.reqId === id)
+
+  /** The "request completed" line of a request: written once the answer is sent, so it may come just after the client has it. */
+  const completed = async (from: string[], id: string) => {
+    const deadline = Date.now() + 5000
+    for (;;) {
+      const l = byId(from, id).find((x) => x.msg === 'request completed')
+      if (l) return l
+      if (Date.now() > deadline) assert.fail(`no "request completed" line for ${id}`)
+      await new Promise((r) => setTimeout(r, 20))
+    }
+  }
+
+  it("each request's log lines carry the id its answer's X-Request-Id names, and no other", async () => {
+    const paths = ['/svc_api/me', '/login', '/nope']
+    const answers = []
+    for (const path of paths) answers.push(await s.get(path))
+    const ids = answers.map((r) => r.header('x-request-id')!)
+    assert.equal(new Set(ids).size, 3)
+    for (const [i, r] of answers.entries()) {
+      // Fastify's request log: a line when the request comes in, one once it is answered
+      const done = await completed(lines, ids[i])
+      assert.equal(done.res?.statusCode, r.status)
+      const mine = byId(lines, ids[i])
+      const incoming = mine.find((l) => l.msg === 'incoming request')
+      assert.equal(incoming?.req?.id, ids[i], JSON.stringify(mine))
+      for (const l of mine) if (l.req) assert.equal(l.req.path, paths[i], `a line with ${ids[i]} is about ${paths[i]}`)
+    }
+  })
+
+  it("behind a proxy, the proxy's id is the one in the logs and in the answer", async () => {
+    const r = await request(`${p.httpUrl}/svc_api/me`, { headers: { 'x-request-id': 'edge-42:a', 'x-forwarded-proto': 'https' } })
+    await r.body.dump()
+    assert.equal(r.headers['x-request-id'], 'edge-42:a')
+    assert.equal((await completed(proxied, 'edge-42:a')).res?.statusCode, r.statusCode)
+    assert.equal(byId(proxied, 'edge-42:a').find((l) => l.msg === 'incoming request')?.req?.id, 'edge-42:a')
+  })
+})

@@ -6,7 +6,7 @@ import { Agent, request as undiciRequest, FormData } from 'undici'
 import pg from 'pg'
 import { loadConfig } from '../../src/config.js'
 import { createDeps, type Deps, type DepsOverrides } from '../../src/compose.js'
-import { buildApp, loggerOptions } from '../../src/app.js'
+import { buildApp, loggerOptions, type AppOptions } from '../../src/app.js'
 import { listen, serverFactoryFor, tlsMaterial, type Listening } from '../../src/server.js'
 import type { FastifyInstance } from 'fastify'
 import type { Engine } from '../../src/db/kysely.js'
@@ -118,6 +118,11 @@ export interface StartOptions extends DepsOverrides {
   pgUrl?: string
   /** Keep the server's warn and error log lines in `logs` (instead of LOG_LEVEL's output). */
   captureLogs?: boolean
+  /**
+   * Receives each JSON log line the server writes (the service's own logger settings, at
+   * LOG_LEVEL: give env.LOG_LEVEL too, the tests' default is silent).
+   */
+  logLines?: string[]
 }
 
 const uid = () => crypto.randomBytes(5).toString('hex')
@@ -160,8 +165,29 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     throw e
   })
   const tls = await tlsMaterial(config)
+  // one stream for both options: every line to logLines, warn and above (parsed) to logs
   const logs: LogLine[] = []
-  const logger = opts.captureLogs ? { ...loggerOptions('warn'), stream: { write: (line: string) => void logs.push(JSON.parse(line)) } } : undefined
+  let logger: AppOptions['logger'] = undefined
+  if (opts.captureLogs || opts.logLines) {
+    const lines = opts.logLines
+    let partial = ''
+    const stream = {
+      write(chunk: string) {
+        partial += chunk
+        let i: number
+        while ((i = partial.indexOf('\n')) >= 0) {
+          const line = partial.slice(0, i)
+          partial = partial.slice(i + 1)
+          lines?.push(line)
+          if (opts.captureLogs) {
+            const parsed = JSON.parse(line) as LogLine
+            if (parsed.level >= 40) logs.push(parsed)
+          }
+        }
+      },
+    }
+    logger = { ...loggerOptions(lines ? config.logLevel : 'warn'), stream }
+  }
   const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls), logger })
   const l: Listening = await listen(app, config, tls !== null)
   const url = tls ? `https://127.0.0.1:${l.port}` : `http://127.0.0.1:${l.port}`

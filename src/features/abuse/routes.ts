@@ -61,11 +61,7 @@ export function abuseApi(app: FastifyInstance, deps: Deps, abuse: Abuse): void {
   })
 
   app.post('/svc_api/admin/reports', admin('Open a case on content found by an admin (admin)', { body: ReportBody }), async (req, reply) => {
-    const body = req.body as ReportInput
-    await abuse.targetOfUrl(body.url)
-    const r = await abuse.report(body, clientIp(req, deps.config), 'admin')
-    await abuse.store.setReport(deps.db.k, r.id, { resolved_by: caller(req) })
-    return reply.code(201).send({ success: true, data: await abuse.detail(r.id) })
+    return reply.code(201).send({ success: true, data: await abuse.openCase(actorOf(req, deps), req.body as ReportInput) })
   })
 
   app.get('/svc_api/admin/reports/:id', admin('One report with its evidence (admin)', { params: ReportParams }), async (req) => {
@@ -101,8 +97,4 @@ export function abuseApi(app: FastifyInstance, deps: Deps, abuse: Abuse): void {
     const rows = await abuse.store.blocked(1000)
     return { success: true, data: { digests: rows.map((r) => ({ ...r, created_at: Number(r.created_at) })) } }
   })
-}
-
-function caller(req: { principal: { user: { username: string } } | null }): string {
-  return req.principal?.user.username ?? '?'
 }

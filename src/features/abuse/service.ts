@@ -236,6 +236,15 @@ export function createAbuse(deps: Deps) {
       return { id }
     },
 
+    /** A case an admin opens on content they found: the URL must name content of this service; audited. */
+    async openCase(actor: Actor, input: ReportInput) {
+      const { target } = await targetOfUrl(input.url)
+      const { id } = await service.report(input, actor.ip, 'admin')
+      await store.setReport(db.k, id, { resolved_by: actor.name })
+      await admin.audit(actor, 'abuse.open', targetKey(target), { report: id, category: input.category })
+      return service.detail(id)
+    },
+
     async reports(status: string | undefined, limit: number, offset: number) {
       const { total, rows } = await store.reports(status, limit, offset)
       const holds = await loadHolds()
