@@ -16,9 +16,12 @@ const fill = (text: string, params: Record<string, string | number> = {}): strin
   return out
 }
 
-/** Picks the response language: English when Accept-Language prefers it, Chinese otherwise. */
-export function pickLang(acceptLanguage: string | undefined): Lang {
-  if (!acceptLanguage) return 'zh'
+/**
+ * Picks the response language from Accept-Language: English or Chinese, whichever it prefers;
+ * `fallback` (Chinese, the spec's default, unless a route says otherwise) when it names neither.
+ */
+export function pickLang(acceptLanguage: string | undefined, fallback: Lang = 'zh'): Lang {
+  if (!acceptLanguage) return fallback
   let best: { lang: Lang; q: number } | null = null
   for (const part of acceptLanguage.split(',')) {
     const [tag, ...opts] = part.trim().toLowerCase().split(';')
@@ -28,7 +31,7 @@ export function pickLang(acceptLanguage: string | undefined): Lang {
     const lang: Lang | null = tag.startsWith('zh') ? 'zh' : tag.startsWith('en') ? 'en' : null
     if (lang && (!best || q > best.q)) best = { lang, q }
   }
-  return best?.lang ?? 'zh'
+  return best?.lang ?? fallback
 }
 
 /** The message of an error in one language, with its placeholders filled. */

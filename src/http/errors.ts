@@ -38,7 +38,7 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, do
 
 /** Sends an AppError in the route's format. */
 export function sendAppError(req: FastifyRequest, reply: FastifyReply, err: AppError, config: Config, format?: ErrorFormat): FastifyReply {
-  const lang = pickLang(req.headers['accept-language'])
+  const lang = pickLang(req.headers['accept-language'], req.routeOptions?.config?.lang)
   const body = renderError(err.key, format ?? routeErrorFormat(req), lang, err.options, serviceOrigin(req, config))
   for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v)
   return reply.code(err.status).type('application/json; charset=utf-8').send(body)

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Principal } from '../auth/principal.js'
-import type { ErrorFormat } from '../errors/render.js'
+import type { ErrorFormat, Lang } from '../errors/render.js'
 import type { AppError } from '../errors/app-error.js'
 import type { ErrorKey } from '../errors/codes.js'
 import type { WindowState } from '../limits/store.js'
@@ -45,6 +45,8 @@ declare module 'fastify' {
     auth?: AuthMode
     /** Error body format: 'A' numeric (default), 'B' single-file upload, 'plain' {success,message}. */
     errorFormat?: ErrorFormat
+    /** The language of the route's errors when Accept-Language names neither (default: Chinese, as the spec). */
+    lang?: Lang
     /** Entitlement the caller's account must hold (image-host, hosted-data). */
     entitlement?: string
     /** A POST that only reads (or checks each operation itself, as /mcp does): read-only keys may call it. */

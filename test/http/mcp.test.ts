@@ -415,6 +415,9 @@ for (const engine of ENGINES) {
       const none = await rpc(null, LIST)
       assert.equal(none.status, 401)
       assert.equal(none.json.error_code, 1001)
+      // MCP clients send no Accept-Language: /mcp's errors are English then, as its tools are
+      assert.equal(none.json.message, 'API key missing')
+      assert.equal((await rpc(null, LIST, { 'accept-language': 'zh-CN' })).json.message, '缺少 API 密钥')
       const wrong = await rpc(`svc_${'x'.repeat(60)}`, LIST)
       assert.equal(wrong.status, 401)
       assert.equal(wrong.json.error_code, 1002)
@@ -425,6 +428,8 @@ for (const engine of ENGINES) {
         assert.equal(r.status, 405, m)
         assert.equal(r.header('allow'), 'POST')
         assert.equal(r.json.error_code, 1442)
+        assert.match(r.json.message, /only takes POST|POST/)
+        assert.doesNotMatch(r.json.message, /只接受/)
       }
       const rebound = await rpc(alice.key, LIST, { host: 'attacker.example' })
       assert.equal(rebound.status, 403)

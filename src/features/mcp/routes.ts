@@ -106,14 +106,15 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
     throw new AppError('MCP_METHOD')
   }
   for (const method of ['GET', 'DELETE'] as const) {
-    app.route({ method, url: MCP_PATH, config: { auth: 'none', rateLimit: false }, schema: { hide: true }, handler: methodNotAllowed })
+    app.route({ method, url: MCP_PATH, config: { auth: 'none', rateLimit: false, lang: 'en' }, schema: { hide: true }, handler: methodNotAllowed })
   }
 
   app.post(
     MCP_PATH,
     {
       // a read-only key may call it: the server then lists and runs the read-only tools only
-      config: { auth: 'any', readOnlySafe: true },
+      // MCP clients send no Accept-Language, and the tools answer in English: so do its errors
+      config: { auth: 'any', readOnlySafe: true, lang: 'en' },
       bodyLimit: MCP_BODY_LIMIT,
       errorHandler: tooLargeHandler,
       schema: {
