@@ -24,7 +24,7 @@ export const exportFeature: Feature = {
       async (req, reply) => {
         const user = caller(req).user
         const body = new PassThrough()
-        writeExport(deps.db, deps.blobs, user.username, body, new Date(deps.clock.now())).catch((err: unknown) => {
+        writeExport(deps.db, deps.blobs, user.username, body, 'tar.gz', new Date(deps.clock.now())).catch((err: unknown) => {
           req.log.warn({ err }, 'export failed')
           body.destroy(err as Error)
         })
