@@ -375,6 +375,25 @@ for (const engine of ENGINES) {
             /projects\/site\/css\/app\.css does not match its checksum/,
           ],
           [
+            // one byte flipped inside data.json's deflated bytes: it no longer inflates, or inflates to other bytes
+            'zip: flipped deflated byte',
+            async (d) => {
+              const raw = fs.readFileSync(zipFile)
+              const zip = await new Promise<yauzl.ZipFile>((res, rej) => yauzl.fromBuffer(raw, { lazyEntries: true }, (e, z) => (e ? rej(e) : res(z))))
+              const entry = await new Promise<yauzl.Entry>((res, rej) => {
+                zip.on('entry', (e: yauzl.Entry) => (e.fileName === 'data.json' ? res(e) : zip.readEntry())).on('error', rej)
+                zip.readEntry()
+              })
+              zip.close()
+              assert.equal(entry.compressionMethod, 8)
+              const at = entry.relativeOffsetOfLocalHeader
+              const start = at + 30 + raw.readUInt16LE(at + 26) + raw.readUInt16LE(at + 28)
+              raw[start + Math.floor(entry.compressedSize / 2)] ^= 0xff
+              fs.writeFileSync(d, raw)
+            },
+            /unreadable archive|data\.json does not match its checksum/,
+          ],
+          [
             'zip: tampered data.json',
             (d) => rewriteZip(zipFile, d, (n, body) => (n === 'data.json' ? Buffer.from(body.toString().replace('hidden text', 'other text!')) : body)),
             /data\.json does not match its checksum/,

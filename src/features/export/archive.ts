@@ -351,8 +351,13 @@ function zipWriter(out: Writable, mtime: Date): ArchiveWriter {
 /** Which container `file` is, by its first bytes: zip (PK\x03\x04) or gzip (1f 8b, a .tar.gz). */
 function containerOf(file: string): ArchiveFormat {
   const head = Buffer.alloc(4)
-  const fd = fs.openSync(file, 'r')
   const n = (() => {
+    let fd: number
+    try {
+      fd = fs.openSync(file, 'r')
+    } catch (e) {
+      throw new ExportError(`cannot read ${file}: ${(e as Error).message}`)
+    }
     try {
       return fs.readSync(fd, head, 0, 4, 0)
     } finally {
@@ -516,54 +521,60 @@ export async function verifyArchive(file: string): Promise<{ manifest: Manifest;
   let data: ExportData | null = null
   const seen = new Set<string>()
   let expected = new Map<string, { sha256: string; size: number }>()
-  for await (const e of entries(file)) {
-    if (seen.has(e.name)) throw new ExportError(`entry ${e.name} appears twice`)
-    seen.add(e.name)
-    if (!manifest) {
-      if (e.name !== 'manifest.json') throw new ExportError('the first entry must be manifest.json: not an svc export')
-      let m: unknown
-      try {
-        m = JSON.parse((await readAll(e.stream, MAX_JSON_BYTES, 'manifest.json')).toString('utf8'))
-      } catch (err) {
-        if (err instanceof ExportError) throw err
-        throw new ExportError('manifest.json is not JSON')
+  try {
+    for await (const e of entries(file)) {
+      if (seen.has(e.name)) throw new ExportError(`entry ${e.name} appears twice`)
+      seen.add(e.name)
+      if (!manifest) {
+        if (e.name !== 'manifest.json') throw new ExportError('the first entry must be manifest.json: not an svc export')
+        let m: unknown
+        try {
+          m = JSON.parse((await readAll(e.stream, MAX_JSON_BYTES, 'manifest.json')).toString('utf8'))
+        } catch (err) {
+          if (err instanceof ExportError) throw err
+          throw new ExportError('manifest.json is not JSON')
+        }
+        if (!isObj(m) || m.kind !== KIND) throw new ExportError('manifest.json: not an svc user export')
+        if (m.format !== EXPORT_FORMAT) throw new ExportError(`manifest.json: format ${String(m.format)} (this version reads format ${EXPORT_FORMAT})`)
+        if (!isObj(m.data) || !Array.isArray(m.entries) || typeof m.username !== 'string') throw new ExportError('manifest.json: incomplete')
+        manifest = m as unknown as Manifest
+        expected = new Map()
+        let total = 0
+        for (const x of manifest.entries) {
+          if (!isObj(x) || typeof x.path !== 'string' || typeof x.sha256 !== 'string' || !Number.isSafeInteger(x.size) || x.size < 0 || !safeEntryName(x.path))
+            throw new ExportError('manifest.json: a bad entry')
+          if (expected.has(x.path) || x.path === 'data.json' || x.path === 'manifest.json') throw new ExportError(`manifest.json: ${x.path} listed twice`)
+          expected.set(x.path, { sha256: x.sha256, size: x.size })
+          total += x.size
+        }
+        if (total > MAX_ARCHIVE_BYTES) throw new ExportError(`the archive's files add up to more than ${MAX_ARCHIVE_BYTES} bytes`)
+        continue
       }
-      if (!isObj(m) || m.kind !== KIND) throw new ExportError('manifest.json: not an svc user export')
-      if (m.format !== EXPORT_FORMAT) throw new ExportError(`manifest.json: format ${String(m.format)} (this version reads format ${EXPORT_FORMAT})`)
-      if (!isObj(m.data) || !Array.isArray(m.entries) || typeof m.username !== 'string') throw new ExportError('manifest.json: incomplete')
-      manifest = m as unknown as Manifest
-      expected = new Map()
-      let total = 0
-      for (const x of manifest.entries) {
-        if (!isObj(x) || typeof x.path !== 'string' || typeof x.sha256 !== 'string' || !Number.isSafeInteger(x.size) || x.size < 0 || !safeEntryName(x.path))
-          throw new ExportError('manifest.json: a bad entry')
-        if (expected.has(x.path) || x.path === 'data.json' || x.path === 'manifest.json') throw new ExportError(`manifest.json: ${x.path} listed twice`)
-        expected.set(x.path, { sha256: x.sha256, size: x.size })
-        total += x.size
+      if (!data) {
+        if (e.name !== 'data.json') throw new ExportError('the second entry must be data.json')
+        if (e.size !== manifest.data.size) throw new ExportError('data.json does not match its checksum in manifest.json (the archive was changed)')
+        const b = await readAll(e.stream, MAX_JSON_BYTES, 'data.json')
+        if (b.length !== manifest.data.size || sha256(b) !== manifest.data.sha256)
+          throw new ExportError('data.json does not match its checksum in manifest.json (the archive was changed)')
+        try {
+          data = JSON.parse(b.toString('utf8')) as ExportData
+        } catch {
+          throw new ExportError('data.json is not JSON')
+        }
+        continue
       }
-      if (total > MAX_ARCHIVE_BYTES) throw new ExportError(`the archive's files add up to more than ${MAX_ARCHIVE_BYTES} bytes`)
-      continue
+      const want = expected.get(e.name)
+      if (!want) throw new ExportError(`entry ${e.name} is not listed in manifest.json`)
+      // the declared size first (read nothing of an entry that claims another size), then the bytes, read up to that size only
+      const changed = () => new ExportError(`entry ${e.name} does not match its checksum in manifest.json (the archive was changed)`)
+      if (e.size !== want.size) throw changed()
+      const got = await hashStream(e.stream, want.size)
+      if (got.size !== want.size || got.sha256 !== want.sha256) throw changed()
     }
-    if (!data) {
-      if (e.name !== 'data.json') throw new ExportError('the second entry must be data.json')
-      if (e.size !== manifest.data.size) throw new ExportError('data.json does not match its checksum in manifest.json (the archive was changed)')
-      const b = await readAll(e.stream, MAX_JSON_BYTES, 'data.json')
-      if (b.length !== manifest.data.size || sha256(b) !== manifest.data.sha256)
-        throw new ExportError('data.json does not match its checksum in manifest.json (the archive was changed)')
-      try {
-        data = JSON.parse(b.toString('utf8')) as ExportData
-      } catch {
-        throw new ExportError('data.json is not JSON')
-      }
-      continue
-    }
-    const want = expected.get(e.name)
-    if (!want) throw new ExportError(`entry ${e.name} is not listed in manifest.json`)
-    // the declared size first (read nothing of an entry that claims another size), then the bytes, read up to that size only
-    const changed = () => new ExportError(`entry ${e.name} does not match its checksum in manifest.json (the archive was changed)`)
-    if (e.size !== want.size) throw changed()
-    const got = await hashStream(e.stream, want.size)
-    if (got.size !== want.size || got.sha256 !== want.sha256) throw changed()
+  } catch (e) {
+    // an entry's bytes that fail to inflate, or a zip entry longer than it declares (yauzl)
+    if (e instanceof ExportError) throw e
+    throw new ExportError(`unreadable archive: ${(e as Error).message}`)
   }
   if (!manifest) throw new ExportError('empty archive')
   if (!data) throw new ExportError('data.json is missing')
