@@ -3,17 +3,21 @@ import path from 'node:path'
 import type { Config } from '../config.js'
 import type { Db } from '../db/kysely.js'
 import { openBlobStore } from '../storage/open.js'
-import { importArchive, writeExport } from '../features/export/archive.js'
+import { importArchive, writeExport, type ArchiveFormat } from '../features/export/archive.js'
 
 /**
  * `svc export USER FILE` and `svc import FILE [--as NAME]` (docs/operations/export.md). The
  * export is written to FILE.partial and renamed, so FILE is either absent or complete.
  */
+
+/** The container FILE's name asks for: .zip is a zip; anything else (.tar.gz, .tgz) a tar.gz, as before zip existed. */
+export const formatOfName = (file: string): ArchiveFormat => (/\.zip$/i.test(file) ? 'zip' : 'tar.gz')
+
 export async function exportToFile(db: Db, config: Config, username: string, file: string): Promise<string> {
   const blobs = await openBlobStore(config)
   const tmp = `${file}.partial`
   try {
-    await writeExport(db, blobs, username, fs.createWriteStream(tmp, { mode: 0o600 }))
+    await writeExport(db, blobs, username, fs.createWriteStream(tmp, { mode: 0o600 }), formatOfName(file))
     fs.renameSync(tmp, file)
   } catch (e) {
     fs.rmSync(tmp, { force: true })

@@ -20,8 +20,9 @@ Server and operator commands (configuration from the environment, see docs/opera
   svc sweep [--grace-seconds N]               delete blobs no record references
   svc backup DIR|s3://BUCKET[/PREFIX] [--keep N]   online snapshot of svc.db and the blobs (SQLite)
   svc restore SNAPSHOT [--data-dir DIR] [--force]  verify a snapshot (DIR/<time> or s3://...), then restore it
-  svc export <username> FILE.tar.gz          all of one user's data (docs/operations/export.md)
-  svc import FILE.tar.gz [--as NEWNAME]      verify an export, then load it as a new user
+  svc export <username> FILE.zip|FILE.tar.gz   all of one user's data (docs/operations/export.md);
+                                              the name picks the format: .zip a zip, else a .tar.gz
+  svc import FILE [--as NEWNAME]              verify an export (zip or .tar.gz), then load it as a new user
 `
 
 /** `--help` or `-h` among a command's arguments: its section of the usage, exit 0 (as client commands do). */

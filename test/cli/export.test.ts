@@ -5,6 +5,8 @@ import os from 'node:os'
 import path from 'node:path'
 import zlib from 'node:zlib'
 import tar from 'tar-stream'
+import yauzl from 'yauzl'
+import yazl from 'yazl'
 import { ENGINES, startServer, type Res, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, HTML, batchUpload, uploadFile } from '../support/hosting.js'
 import { imageForm, makeImage, svc } from '../support/images.js'
@@ -47,6 +49,62 @@ async function rewrite(
   }
   pack.finalize()
   await done
+}
+
+/** The entries of a zip, in order, with their bytes. */
+async function zipEntries(src: string | Buffer): Promise<Array<{ name: string; body: Buffer }>> {
+  const zip = await new Promise<yauzl.ZipFile>((res, rej) => {
+    const cb = (e: Error | null, z: yauzl.ZipFile) => (e ? rej(e) : res(z))
+    if (typeof src === 'string') yauzl.open(src, { lazyEntries: true }, cb)
+    else yauzl.fromBuffer(src, { lazyEntries: true }, cb)
+  })
+  const out: Array<{ name: string; body: Buffer }> = []
+  await new Promise<void>((res, rej) => {
+    zip.on('error', rej).on('end', res)
+    zip.on('entry', (e: yauzl.Entry) =>
+      zip.openReadStream(e, (err, s) => {
+        if (err) return rej(err)
+        const parts: Buffer[] = []
+        s.on('data', (c: Buffer) => parts.push(c)).on('error', rej)
+        s.on('end', () => {
+          out.push({ name: e.fileName, body: Buffer.concat(parts) })
+          zip.readEntry()
+        })
+      }),
+    )
+    zip.readEntry()
+  })
+  return out
+}
+
+/**
+ * Rewrites a zip like `rewrite` does a tar.gz. Names yazl refuses to write ("..", absolute,
+ * backslash) are written as a same-length stand-in and patched in the bytes (`rename`).
+ */
+async function rewriteZip(
+  src: string,
+  dest: string,
+  edit: (name: string, body: Buffer) => Buffer | null,
+  extra: Array<{ name: string; body: Buffer; mode?: number }> = [],
+  o: { compress?: boolean; rename?: [string, string] } = {},
+) {
+  const zip = new yazl.ZipFile()
+  for (const e of await zipEntries(src)) {
+    const b = edit(e.name, e.body)
+    if (b) zip.addBuffer(b, e.name, { compress: o.compress ?? true })
+  }
+  for (const x of extra) zip.addBuffer(x.body, x.name, { mode: x.mode })
+  zip.end()
+  const parts: Buffer[] = []
+  for await (const c of zip.outputStream as AsyncIterable<Buffer>) parts.push(c)
+  let out = Buffer.concat(parts)
+  if (o.rename) {
+    const [from, to] = o.rename.map((x) => Buffer.from(x))
+    assert.equal(from.length, to.length)
+    for (let i = out.indexOf(from); i >= 0; i = out.indexOf(from, i + 1)) to.copy(out, i)
+    out = Buffer.from(out)
+  }
+  fs.writeFileSync(dest, out)
 }
 
 for (const engine of ENGINES) {
@@ -197,38 +255,71 @@ for (const engine of ENGINES) {
         ])
           assert.ok(inFile.includes(n), n)
 
-        // import into a fresh instance: everything a visitor or the owner sees is the same
-        const b = await start()
-        const im = await runCli(['import', file], { env: cliEnv(b) })
-        assert.equal(im.code, 0, im.stderr)
-        const password = /password: (\S+)/.exec(im.stdout)?.[1]
-        assert.ok(password, im.stdout)
-        for (const u of urls) assert.deepEqual(seen(await b.get(u)), before.get(u), u)
-        const bCookie = await b.login(alice.username, password)
-        for (const u of owner) {
-          const x = await a.get(u, { cookie })
-          const y = await b.get(u, { cookie: bCookie })
-          assert.equal(y.status, 200, u)
-          const strip = (j: unknown) =>
-            JSON.parse(
-              JSON.stringify(j)
-                .replace(/"id":"[^"]*"/g, '"id":""')
-                .replace(/(127\.0\.0\.1|localhost):\d+/g, '$1'),
-            )
-          assert.deepEqual(strip(y.json), strip(x.json), u)
-        }
-        const subsAfter = (await b.get('/svc_api/forms/list', { cookie: bCookie })).json.data.forms
-        assert.equal(subsAfter.length, 1)
-        const subs = (await b.get(`/svc_api/forms/data/${subsAfter[0].id}`, { cookie: bCookie })).json.data.submissions
+        // the same entries as a zip, from the CLI (by the file's name) and from the dashboard's link
+        const zipFile = path.join(tmp, 'alice.zip')
+        const exZip = await runCli(['export', alice.username, zipFile], { env: cliEnv(a) })
+        assert.equal(exZip.code, 0, exZip.stderr)
+        assert.deepEqual(fs.readFileSync(zipFile).subarray(0, 4), Buffer.from('PK\x03\x04', 'latin1'))
         assert.deepEqual(
-          subs.map((x: any) => [x.data, x.created_at]),
-          subsBefore.map((x: any) => [x.data, x.created_at]),
+          (await zipEntries(zipFile)).map((e) => e.name),
+          inFile,
         )
-        // the quotas' counters start equal to the imported rows
-        const imported = await b.deps.db.k.selectFrom('users').select('id').where('username', '=', alice.username).executeTakeFirstOrThrow()
-        await assertUsageExact(b.deps.db.k, imported.id, 'counters after import')
-        // the form takes submissions on the new instance under the same slug
-        assert.equal((await b.post('/api/forms/submit/contact-x1', { json: { email: 'c@example.com' } })).status, 200)
+        const page = await a.get('/dashboard/export', { cookie })
+        assert.equal(page.status, 200)
+        assert.match(page.text, /id="export-download" href="\/svc_api\/me\/export\?format=zip"/)
+        assert.match(page.text, /href="\/svc_api\/me\/export\?format=tar.gz"/)
+        const dlZip = await a.get('/svc_api/me/export?format=zip', { cookie })
+        assert.equal(dlZip.status, 200)
+        assert.equal(dlZip.header('content-type'), 'application/zip')
+        assert.match(dlZip.header('content-disposition') ?? '', new RegExp(`attachment; filename="svc-export-${alice.username}-\\d{4}-\\d{2}-\\d{2}\\.zip"`))
+        const zipped = await zipEntries(dlZip.body)
+        assert.deepEqual(
+          zipped.map((e) => e.name),
+          inFile,
+        )
+        assert.equal(zipped.find((e) => e.name === 'pages/index.html')?.body.toString(), HTML('home'))
+        const dlTar = await a.get('/svc_api/me/export?format=tar.gz', { cookie })
+        assert.equal(dlTar.header('content-type'), 'application/gzip')
+        assert.deepEqual(await names(dlTar.body), inFile)
+        assert.equal((await a.get('/svc_api/me/export?format=rar', { cookie })).status, 400)
+
+        // import into a fresh instance: everything a visitor or the owner sees is the same
+        const importInto = async (archive: string) => {
+          const b = await start()
+          const im = await runCli(['import', archive], { env: cliEnv(b) })
+          assert.equal(im.code, 0, im.stderr)
+          const password = /password: (\S+)/.exec(im.stdout)?.[1]
+          assert.ok(password, im.stdout)
+          for (const u of urls) assert.deepEqual(seen(await b.get(u)), before.get(u), `${archive} ${u}`)
+          const bCookie = await b.login(alice.username, password)
+          for (const u of owner) {
+            const x = await a.get(u, { cookie })
+            const y = await b.get(u, { cookie: bCookie })
+            assert.equal(y.status, 200, u)
+            const strip = (j: unknown) =>
+              JSON.parse(
+                JSON.stringify(j)
+                  .replace(/"id":"[^"]*"/g, '"id":""')
+                  .replace(/(127\.0\.0\.1|localhost):\d+/g, '$1'),
+              )
+            assert.deepEqual(strip(y.json), strip(x.json), `${archive} ${u}`)
+          }
+          const subsAfter = (await b.get('/svc_api/forms/list', { cookie: bCookie })).json.data.forms
+          assert.equal(subsAfter.length, 1)
+          const subs = (await b.get(`/svc_api/forms/data/${subsAfter[0].id}`, { cookie: bCookie })).json.data.submissions
+          assert.deepEqual(
+            subs.map((x: any) => [x.data, x.created_at]),
+            subsBefore.map((x: any) => [x.data, x.created_at]),
+          )
+          // the quotas' counters start equal to the imported rows
+          const imported = await b.deps.db.k.selectFrom('users').select('id').where('username', '=', alice.username).executeTakeFirstOrThrow()
+          await assertUsageExact(b.deps.db.k, imported.id, 'counters after import')
+          // the form takes submissions on the new instance under the same slug
+          assert.equal((await b.post('/api/forms/submit/contact-x1', { json: { email: 'c@example.com' } })).status, 200)
+          return b
+        }
+        await importInto(zipFile)
+        const b = await importInto(file)
 
         // a second import under another name: links and slugs taken on this instance get new ones
         const again = await runCli(['import', file, '--as', `${alice.username}-2`], { env: cliEnv(b) })
@@ -262,11 +353,92 @@ for (const engine of ENGINES) {
             /not listed in manifest\.json/,
           ],
           ['missing entry', (d) => rewrite(file, d, (n, body) => (n === 'projects/site/css/app.css' ? null : body)), /listed in manifest\.json but missing/],
-          ['not gzip', async (d) => fs.writeFileSync(d, 'plain text'), /not a gzip'd tar archive|unreadable archive/],
+          ['not gzip', async (d) => fs.writeFileSync(d, 'plain text'), /neither a zip nor a gzip'd tar archive/],
           ['truncated', async (d) => fs.writeFileSync(d, fs.readFileSync(file).subarray(0, 200)), /unreadable archive|not a gzip'd tar archive/],
+          // the same refusals for a zip, and the zip's own ways to go wrong
+          [
+            'zip: tampered page',
+            (d) => rewriteZip(zipFile, d, (n, body) => (n === 'pages/index.html' ? Buffer.from(body.toString().replace('home', 'HOME')) : body)),
+            /pages\/index\.html does not match its checksum/,
+          ],
+          [
+            // one byte flipped in the stored bytes (zip has a CRC, but the manifest's SHA-256 is what import checks)
+            'zip: flipped byte',
+            async (d) => {
+              await rewriteZip(zipFile, d, (_n, body) => body, [], { compress: false })
+              const raw = fs.readFileSync(d)
+              const at = raw.indexOf(Buffer.from('body{color:red}'))
+              assert.ok(at > 0)
+              raw[at + 5] ^= 0x01
+              fs.writeFileSync(d, raw)
+            },
+            /projects\/site\/css\/app\.css does not match its checksum/,
+          ],
+          [
+            // one byte flipped inside data.json's deflated bytes: it no longer inflates, or inflates to other bytes
+            'zip: flipped deflated byte',
+            async (d) => {
+              const raw = fs.readFileSync(zipFile)
+              const zip = await new Promise<yauzl.ZipFile>((res, rej) => yauzl.fromBuffer(raw, { lazyEntries: true }, (e, z) => (e ? rej(e) : res(z))))
+              const entry = await new Promise<yauzl.Entry>((res, rej) => {
+                zip.on('entry', (e: yauzl.Entry) => (e.fileName === 'data.json' ? res(e) : zip.readEntry())).on('error', rej)
+                zip.readEntry()
+              })
+              zip.close()
+              assert.equal(entry.compressionMethod, 8)
+              const at = entry.relativeOffsetOfLocalHeader
+              const start = at + 30 + raw.readUInt16LE(at + 26) + raw.readUInt16LE(at + 28)
+              raw[start + Math.floor(entry.compressedSize / 2)] ^= 0xff
+              fs.writeFileSync(d, raw)
+            },
+            /unreadable archive|data\.json does not match its checksum/,
+          ],
+          [
+            'zip: tampered data.json',
+            (d) => rewriteZip(zipFile, d, (n, body) => (n === 'data.json' ? Buffer.from(body.toString().replace('hidden text', 'other text!')) : body)),
+            /data\.json does not match its checksum/,
+          ],
+          [
+            'zip: missing entry',
+            (d) => rewriteZip(zipFile, d, (n, body) => (n === 'projects/site/css/app.css' ? null : body)),
+            /listed in manifest\.json but missing/,
+          ],
+          [
+            'zip: unlisted entry',
+            (d) => rewriteZip(zipFile, d, (_n, body) => body, [{ name: 'pages/extra.html', body: Buffer.from('x') }]),
+            /not listed in manifest\.json/,
+          ],
+          [
+            'zip: traversal path',
+            (d) => rewriteZip(zipFile, d, (_n, body) => body, [{ name: 'zz/evil.txt', body: Buffer.from('x') }], { rename: ['zz/evil.txt', '../evil.txt'] }),
+            /unsafe path/,
+          ],
+          [
+            'zip: absolute path',
+            (d) =>
+              rewriteZip(zipFile, d, (_n, body) => body, [{ name: 'ttmp/evil.txt', body: Buffer.from('x') }], { rename: ['ttmp/evil.txt', '/tmp/evil.txt'] }),
+            /unsafe path/,
+          ],
+          [
+            'zip: backslash',
+            (d) => rewriteZip(zipFile, d, (_n, body) => body, [{ name: 'zzXevil.txt', body: Buffer.from('x') }], { rename: ['zzXevil.txt', '..\\evil.txt'] }),
+            /unsafe path/,
+          ],
+          [
+            'zip: symlink',
+            (d) => rewriteZip(zipFile, d, (_n, body) => body, [{ name: 'link', body: Buffer.from('/etc/passwd'), mode: 0o120777 }]),
+            /only plain files/,
+          ],
+          [
+            // a small entry that inflates to far more than the manifest says: refused on its declared size, before it is inflated
+            'zip: bomb',
+            (d) => rewriteZip(zipFile, d, (n, body) => (n === 'pages/about.html' ? Buffer.alloc(64 * 1024 * 1024) : body)),
+            /pages\/about\.html does not match its checksum/,
+          ],
+          ['zip: truncated', async (d) => fs.writeFileSync(d, fs.readFileSync(zipFile).subarray(0, 200)), /unreadable archive/],
         ]
         for (const [i, [what, make, message]] of bad.entries()) {
-          const d = path.join(tmp, `bad-${what.replace(/\W+/g, '-')}.tar.gz`)
+          const d = path.join(tmp, `bad-${what.replace(/\W+/g, '-')}.${what.startsWith('zip') ? 'zip' : 'tar.gz'}`)
           await make(d)
           // the first through the CLI (exit status, message without a stack), the rest in-process
           if (i === 0) {

@@ -1450,7 +1450,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** All of the caller's data as a .tar.gz that svc import loads (beyond the spec) */
+        /** All of the caller's data as a .tar.gz or (?format=zip) a .zip that svc import loads (beyond the spec) */
         get: operations["getSvcApiMeExport"];
         put?: never;
         post?: never;
@@ -4891,7 +4891,10 @@ export interface operations {
     };
     getSvcApiMeExport: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The container: tar.gz (the default, as before zip existed) or zip (what the dashboard links to). Same entries in both. */
+                format?: "tar.gz" | "zip";
+            };
             header?: never;
             path?: never;
             cookie?: never;

@@ -4,6 +4,8 @@ import zlib from 'node:zlib'
 import type { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import tar from 'tar-stream'
+import yauzl from 'yauzl'
+import yazl from 'yazl'
 import { sql } from 'kysely'
 import type { Db } from '../../db/kysely.js'
 import { addUsage, versionsKind } from '../../db/usage.js'
@@ -16,21 +18,25 @@ import { parseFieldsConfig } from '../forms/fields.js'
 import type { SubmissionRow } from '../forms/store.js'
 
 /**
- * One user's data as a gzip'd tar archive (docs/operations/export.md). Entries, in order:
+ * One user's data as a zip or a gzip'd tar archive (docs/operations/export.md): the same
+ * entries, bytes and manifest in either container (ArchiveWriter). Entries, in order:
  *   manifest.json   {format, kind, created_at, username, data: {sha256,size}, entries: [{path, sha256, size}]}
  *   data.json       the user's rows (exact, for import): files, folders with their files, kv,
  *                   forms with submissions, images, hosted data with versions
  *   pages/<file>, projects/<project>/<path>, images/<id>, data/<token>/v<N>: the bytes (each
  *                   entry's sha256 is the blob digest its row names)
  *   kv.json, forms/<slug>/submissions.csv|json: readable views (not read by import)
- * Import reads the archive twice: first it checks every entry against the manifest without
- * writing anything; only then does it store the blobs and insert the rows in one transaction.
+ * Import tells the containers apart by their first bytes and reads the archive twice: first
+ * it checks every entry against the manifest without writing anything; only then does it
+ * store the blobs and insert the rows in one transaction.
  */
 
 export const EXPORT_FORMAT = 1
 const KIND = 'svc-user-export'
 const MAX_JSON_BYTES = 256 * 1024 * 1024
 const MAX_ENTRIES = 200_000
+/** The sum of the manifest's sizes that import accepts (what every entry together may expand to). */
+export const MAX_ARCHIVE_BYTES = 64 * 1024 ** 3
 
 /** A refused archive or an impossible import, reported as is (exit 1). */
 export class ExportError extends Error {
@@ -178,8 +184,18 @@ function blobEntries(d: ExportData): Array<{ path: string; digest: string; size:
 
 const sha256 = (b: Buffer | string) => crypto.createHash('sha256').update(b).digest('hex')
 
-/** Writes the export of `username` as tar.gz to `out`. */
-export async function writeExport(db: Db, blobs: BlobStore, username: string, out: Writable, now = new Date()): Promise<void> {
+/** The two containers of an export: the same entries in a zip or in a gzip'd tar. */
+export type ArchiveFormat = 'zip' | 'tar.gz'
+
+/** Writes the export of `username` to `out` as a zip or a tar.gz (the same entries in both). */
+export async function writeExport(
+  db: Db,
+  blobs: BlobStore,
+  username: string,
+  out: Writable,
+  format: ArchiveFormat = 'tar.gz',
+  now = new Date(),
+): Promise<void> {
   const { data } = await readUser(db, username)
   const views = new Map<string, Buffer>()
   views.set(
@@ -235,33 +251,144 @@ export async function writeExport(db: Db, blobs: BlobStore, username: string, ou
       ...[...views].map(([p, b]) => ({ path: p, sha256: sha256(b), size: b.length })),
     ],
   }
+  const w = format === 'zip' ? zipWriter(out, now) : tarWriter(out, now)
+  try {
+    await w.add('manifest.json', Buffer.from(JSON.stringify(manifest, null, 2)))
+    await w.add('data.json', json)
+    for (const b of blobList) await w.add(b.path, { size: b.size, open: () => blobs.get(b.digest) })
+    for (const [p, b] of views) await w.add(p, b)
+  } catch (e) {
+    w.abort(e as Error)
+  }
+  await w.finish()
+}
+
+/** A streamed blob: its exact size, and its bytes opened only when the entry is written. */
+type Lazy = { size: number; open: () => Promise<Readable> }
+
+/**
+ * One container for the export's entries (the same names, bytes and order in both). Entries
+ * are written in the order added; a Lazy entry's stream is opened when its turn comes, so at
+ * most one blob is open and none is held in memory.
+ */
+interface ArchiveWriter {
+  add(name: string, body: Buffer | Lazy): Promise<void>
+  abort(e: Error): void
+  /** Ends the archive and resolves once `out` has it all (rejects on any error). */
+  finish(): Promise<void>
+}
+
+/** tar + gzip (tar-stream): add() resolves once the entry is in the tar stream. */
+function tarWriter(out: Writable, mtime: Date): ArchiveWriter {
   const pack = tar.pack()
   const done = pipeline(pack, zlib.createGzip(), out)
-  const mtime = now
-  const addBuf = (name: string, b: Buffer) =>
-    new Promise<void>((res, rej) => pack.entry({ name, size: b.length, mtime, mode: 0o644 }, b, (e) => (e ? rej(e) : res())))
-  try {
-    await addBuf('manifest.json', Buffer.from(JSON.stringify(manifest, null, 2)))
-    await addBuf('data.json', json)
-    for (const b of blobList) {
-      await new Promise<void>((res, rej) => {
-        const entry = pack.entry({ name: b.path, size: b.size, mtime, mode: 0o644 }, (e) => (e ? rej(e) : res()))
-        blobs
-          .get(b.digest)
+  let failed = false
+  return {
+    add: (name, body) =>
+      new Promise<void>((res, rej) => {
+        if (Buffer.isBuffer(body)) {
+          pack.entry({ name, size: body.length, mtime, mode: 0o644 }, body, (e) => (e ? rej(e) : res()))
+          return
+        }
+        const entry = pack.entry({ name, size: body.size, mtime, mode: 0o644 }, (e) => (e ? rej(e) : res()))
+        body
+          .open()
           .then((src) => src.on('error', rej).pipe(entry))
           .catch(rej)
-      })
-    }
-    for (const [p, b] of views) await addBuf(p, b)
-    pack.finalize()
-  } catch (e) {
-    pack.destroy(e as Error)
+      }),
+    abort(e) {
+      failed = true
+      pack.destroy(e)
+    },
+    async finish() {
+      if (!failed) pack.finalize()
+      await done
+    },
   }
-  await done
+}
+
+/**
+ * zip (yazl, deflate, zip64 when sizes need it): entries are queued and yazl writes them one by
+ * one, computing each CRC-32 as the bytes pass; a Lazy entry's declared size is checked by yazl
+ * (a blob of another length fails the export instead of writing a wrong header).
+ */
+function zipWriter(out: Writable, mtime: Date): ArchiveWriter {
+  const zip = new yazl.ZipFile()
+  const output = zip.outputStream as Readable
+  let zipError: Error | null = null
+  const failed = new Promise<never>((_res, rej) =>
+    zip.on('error', (e: Error) => {
+      zipError = e
+      output.destroy(e)
+      rej(e)
+    }),
+  )
+  failed.catch(() => {})
+  const done = pipeline(output, out)
+  return {
+    async add(name, body) {
+      if (zipError) throw zipError
+      if (Buffer.isBuffer(body)) zip.addBuffer(body, name, { mtime, mode: 0o100644 })
+      else
+        zip.addReadStreamLazy(name, { mtime, mode: 0o100644, size: body.size }, (cb) => {
+          body.open().then(
+            (s) => cb(null, s),
+            (e: Error) => cb(e, undefined as never),
+          )
+        })
+    },
+    abort(e) {
+      zip.emit('error', e)
+    },
+    async finish() {
+      if (!zipError) zip.end()
+      await Promise.race([done, failed])
+      if (zipError) throw zipError
+    },
+  }
+}
+
+/** Which container `file` is, by its first bytes: zip (PK\x03\x04) or gzip (1f 8b, a .tar.gz). */
+function containerOf(file: string): ArchiveFormat {
+  const head = Buffer.alloc(4)
+  const n = (() => {
+    let fd: number
+    try {
+      fd = fs.openSync(file, 'r')
+    } catch (e) {
+      throw new ExportError(`cannot read ${file}: ${(e as Error).message}`)
+    }
+    try {
+      return fs.readSync(fd, head, 0, 4, 0)
+    } finally {
+      fs.closeSync(fd)
+    }
+  })()
+  if (n === 4 && head.equals(Buffer.from([0x50, 0x4b, 0x03, 0x04]))) return 'zip'
+  if (n >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'tar.gz'
+  throw new ExportError("not an svc export: neither a zip nor a gzip'd tar archive")
+}
+
+/** An entry as import reads it: a plain file with a safe name and its declared size. */
+interface Entry {
+  name: string
+  size: number
+  stream: Readable
+}
+
+/** The entries of an export, zip or tar.gz (detected by its first bytes), one at a time. */
+function entries(file: string): AsyncGenerator<Entry> {
+  return containerOf(file) === 'zip' ? zipEntries(file) : tarEntries(file)
+}
+
+/** Checks common to both containers: a safe name, and not too many entries. */
+function checkEntry(name: string, n: number): void {
+  if (!safeEntryName(name)) throw new ExportError(`entry ${JSON.stringify(name)}: unsafe path (absolute, "..", "." or control characters)`)
+  if (n > MAX_ENTRIES) throw new ExportError(`more than ${MAX_ENTRIES} entries`)
 }
 
 /** The tar entries of a .tar.gz file, one at a time; refuses anything but plain files with safe names. */
-async function* entries(file: string): AsyncGenerator<{ name: string; size: number; stream: Readable }> {
+async function* tarEntries(file: string): AsyncGenerator<Entry> {
   const extract = tar.extract()
   const src = fs.createReadStream(file)
   const gunzip = zlib.createGunzip()
@@ -274,8 +401,7 @@ async function* entries(file: string): AsyncGenerator<{ name: string; size: numb
     for await (const e of extract) {
       const { name, type, size } = e.header
       if (type !== 'file') throw new ExportError(`entry ${JSON.stringify(name)}: only plain files are allowed (found ${type})`)
-      if (!safeEntryName(name)) throw new ExportError(`entry ${JSON.stringify(name)}: unsafe path (absolute, "..", "." or control characters)`)
-      if (++n > MAX_ENTRIES) throw new ExportError(`more than ${MAX_ENTRIES} entries`)
+      checkEntry(name, ++n)
       yield { name, size: size ?? 0, stream: e as unknown as Readable }
       e.resume()
     }
@@ -284,6 +410,65 @@ async function* entries(file: string): AsyncGenerator<{ name: string; size: numb
     throw new ExportError(`unreadable archive: ${(e as Error).message}`)
   } finally {
     src.destroy()
+  }
+}
+
+/** yauzl's own refusals of a name (backslash, absolute, ".."), reported like checkEntry's. */
+const YAUZL_NAME_ERROR = /^(invalid characters in fileName|absolute path|invalid relative path): (.*)$/s
+
+/**
+ * The entries of a zip file, in central-directory order (yauzl, random access). Refuses
+ * directories, links and other non-regular files, encrypted entries and unsafe names; yauzl
+ * checks each entry's inflated length against its declared size (validateEntrySizes), so an
+ * entry cannot expand past the size that verifyArchive compared with the manifest.
+ */
+async function* zipEntries(file: string): AsyncGenerator<Entry> {
+  let zip: yauzl.ZipFile
+  try {
+    zip = await new Promise<yauzl.ZipFile>((res, rej) =>
+      yauzl.open(file, { lazyEntries: true, autoClose: false, validateEntrySizes: true, strictFileNames: true, decodeStrings: true }, (e, z) =>
+        e ? rej(e) : res(z),
+      ),
+    )
+  } catch (e) {
+    throw new ExportError(`unreadable archive: ${(e as Error).message}`)
+  }
+  // errors reach the pending next() below; this keeps a late one from being unhandled
+  zip.on('error', () => {})
+  const next = () =>
+    new Promise<yauzl.Entry | null>((res, rej) => {
+      const off = () => {
+        zip.off('entry', onEntry)
+        zip.off('end', onEnd)
+        zip.off('error', onError)
+      }
+      const onEntry = (e: yauzl.Entry) => (off(), res(e))
+      const onEnd = () => (off(), res(null))
+      const onError = (e: Error) => (off(), rej(e))
+      zip.on('entry', onEntry).on('end', onEnd).on('error', onError)
+      zip.readEntry()
+    })
+  let n = 0
+  try {
+    for (let e = await next(); e; e = await next()) {
+      const name = e.fileName
+      // the file type lives in the top bits of the external attributes when made on Unix
+      const type = (e.externalFileAttributes >>> 16) & 0o170000
+      if (name.endsWith('/') || (type !== 0 && type !== 0o100000))
+        throw new ExportError(`entry ${JSON.stringify(name)}: only plain files are allowed (found ${name.endsWith('/') ? 'directory' : 'a link or device'})`)
+      checkEntry(name, ++n)
+      if (e.isEncrypted()) throw new ExportError(`entry ${JSON.stringify(name)}: encrypted entries are not allowed`)
+      const stream = await new Promise<Readable>((res, rej) => zip.openReadStream(e, (err, s) => (err ? rej(err) : res(s))))
+      yield { name, size: e.uncompressedSize, stream }
+      stream.destroy()
+    }
+  } catch (e) {
+    if (e instanceof ExportError) throw e
+    const m = YAUZL_NAME_ERROR.exec((e as Error).message)
+    if (m) throw new ExportError(`entry ${JSON.stringify(m[2])}: unsafe path (absolute, "..", "." or control characters)`)
+    throw new ExportError(`unreadable archive: ${(e as Error).message}`)
+  } finally {
+    zip.close()
   }
 }
 
@@ -298,12 +483,14 @@ async function readAll(s: Readable, max: number, what: string): Promise<Buffer> 
   return Buffer.concat(parts)
 }
 
-async function hashStream(s: Readable): Promise<{ sha256: string; size: number }> {
+/** SHA-256 and length of a stream, stopping as soon as it is longer than `max` (size is then max + something). */
+async function hashStream(s: Readable, max: number): Promise<{ sha256: string; size: number }> {
   const h = crypto.createHash('sha256')
   let size = 0
   for await (const c of s as AsyncIterable<Buffer>) {
     h.update(c)
     size += c.length
+    if (size > max) break
   }
   return { sha256: h.digest('hex'), size }
 }
@@ -334,48 +521,60 @@ export async function verifyArchive(file: string): Promise<{ manifest: Manifest;
   let data: ExportData | null = null
   const seen = new Set<string>()
   let expected = new Map<string, { sha256: string; size: number }>()
-  for await (const e of entries(file)) {
-    if (seen.has(e.name)) throw new ExportError(`entry ${e.name} appears twice`)
-    seen.add(e.name)
-    if (!manifest) {
-      if (e.name !== 'manifest.json') throw new ExportError('the first entry must be manifest.json: not an svc export')
-      let m: unknown
-      try {
-        m = JSON.parse((await readAll(e.stream, MAX_JSON_BYTES, 'manifest.json')).toString('utf8'))
-      } catch (err) {
-        if (err instanceof ExportError) throw err
-        throw new ExportError('manifest.json is not JSON')
+  try {
+    for await (const e of entries(file)) {
+      if (seen.has(e.name)) throw new ExportError(`entry ${e.name} appears twice`)
+      seen.add(e.name)
+      if (!manifest) {
+        if (e.name !== 'manifest.json') throw new ExportError('the first entry must be manifest.json: not an svc export')
+        let m: unknown
+        try {
+          m = JSON.parse((await readAll(e.stream, MAX_JSON_BYTES, 'manifest.json')).toString('utf8'))
+        } catch (err) {
+          if (err instanceof ExportError) throw err
+          throw new ExportError('manifest.json is not JSON')
+        }
+        if (!isObj(m) || m.kind !== KIND) throw new ExportError('manifest.json: not an svc user export')
+        if (m.format !== EXPORT_FORMAT) throw new ExportError(`manifest.json: format ${String(m.format)} (this version reads format ${EXPORT_FORMAT})`)
+        if (!isObj(m.data) || !Array.isArray(m.entries) || typeof m.username !== 'string') throw new ExportError('manifest.json: incomplete')
+        manifest = m as unknown as Manifest
+        expected = new Map()
+        let total = 0
+        for (const x of manifest.entries) {
+          if (!isObj(x) || typeof x.path !== 'string' || typeof x.sha256 !== 'string' || !Number.isSafeInteger(x.size) || x.size < 0 || !safeEntryName(x.path))
+            throw new ExportError('manifest.json: a bad entry')
+          if (expected.has(x.path) || x.path === 'data.json' || x.path === 'manifest.json') throw new ExportError(`manifest.json: ${x.path} listed twice`)
+          expected.set(x.path, { sha256: x.sha256, size: x.size })
+          total += x.size
+        }
+        if (total > MAX_ARCHIVE_BYTES) throw new ExportError(`the archive's files add up to more than ${MAX_ARCHIVE_BYTES} bytes`)
+        continue
       }
-      if (!isObj(m) || m.kind !== KIND) throw new ExportError('manifest.json: not an svc user export')
-      if (m.format !== EXPORT_FORMAT) throw new ExportError(`manifest.json: format ${String(m.format)} (this version reads format ${EXPORT_FORMAT})`)
-      if (!isObj(m.data) || !Array.isArray(m.entries) || typeof m.username !== 'string') throw new ExportError('manifest.json: incomplete')
-      manifest = m as unknown as Manifest
-      expected = new Map()
-      for (const x of manifest.entries) {
-        if (!isObj(x) || typeof x.path !== 'string' || typeof x.sha256 !== 'string' || typeof x.size !== 'number' || !safeEntryName(x.path))
-          throw new ExportError('manifest.json: a bad entry')
-        if (expected.has(x.path) || x.path === 'data.json' || x.path === 'manifest.json') throw new ExportError(`manifest.json: ${x.path} listed twice`)
-        expected.set(x.path, { sha256: x.sha256, size: x.size })
+      if (!data) {
+        if (e.name !== 'data.json') throw new ExportError('the second entry must be data.json')
+        if (e.size !== manifest.data.size) throw new ExportError('data.json does not match its checksum in manifest.json (the archive was changed)')
+        const b = await readAll(e.stream, MAX_JSON_BYTES, 'data.json')
+        if (b.length !== manifest.data.size || sha256(b) !== manifest.data.sha256)
+          throw new ExportError('data.json does not match its checksum in manifest.json (the archive was changed)')
+        try {
+          data = JSON.parse(b.toString('utf8')) as ExportData
+        } catch {
+          throw new ExportError('data.json is not JSON')
+        }
+        continue
       }
-      continue
+      const want = expected.get(e.name)
+      if (!want) throw new ExportError(`entry ${e.name} is not listed in manifest.json`)
+      // the declared size first (read nothing of an entry that claims another size), then the bytes, read up to that size only
+      const changed = () => new ExportError(`entry ${e.name} does not match its checksum in manifest.json (the archive was changed)`)
+      if (e.size !== want.size) throw changed()
+      const got = await hashStream(e.stream, want.size)
+      if (got.size !== want.size || got.sha256 !== want.sha256) throw changed()
     }
-    if (!data) {
-      if (e.name !== 'data.json') throw new ExportError('the second entry must be data.json')
-      const b = await readAll(e.stream, MAX_JSON_BYTES, 'data.json')
-      if (b.length !== manifest.data.size || sha256(b) !== manifest.data.sha256)
-        throw new ExportError('data.json does not match its checksum in manifest.json (the archive was changed)')
-      try {
-        data = JSON.parse(b.toString('utf8')) as ExportData
-      } catch {
-        throw new ExportError('data.json is not JSON')
-      }
-      continue
-    }
-    const want = expected.get(e.name)
-    if (!want) throw new ExportError(`entry ${e.name} is not listed in manifest.json`)
-    const got = await hashStream(e.stream)
-    if (got.size !== want.size || got.sha256 !== want.sha256)
-      throw new ExportError(`entry ${e.name} does not match its checksum in manifest.json (the archive was changed)`)
+  } catch (e) {
+    // an entry's bytes that fail to inflate, or a zip entry longer than it declares (yauzl)
+    if (e instanceof ExportError) throw e
+    throw new ExportError(`unreadable archive: ${(e as Error).message}`)
   }
   if (!manifest) throw new ExportError('empty archive')
   if (!data) throw new ExportError('data.json is missing')

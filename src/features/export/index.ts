@@ -1,12 +1,28 @@
 import { PassThrough } from 'node:stream'
+import { Type } from '@sinclair/typebox'
 import type { Feature } from '../feature.js'
 import { caller } from '../../http/guard.js'
-import { writeExport } from './archive.js'
+import { writeExport, type ArchiveFormat } from './archive.js'
 import { exportUi } from './page.js'
+
+const ExportQuery = Type.Object({
+  format: Type.Optional(
+    Type.Union([Type.Literal('tar.gz'), Type.Literal('zip')], {
+      description: 'The container: tar.gz (the default, as before zip existed) or zip (what the dashboard links to). Same entries in both.',
+    }),
+  ),
+})
+
+/** Content type and file-name suffix of each container. */
+const CONTAINER: Record<ArchiveFormat, { type: string; suffix: string }> = {
+  'tar.gz': { type: 'application/gzip', suffix: 'tar.gz' },
+  zip: { type: 'application/zip', suffix: 'zip' },
+}
 
 /**
  * Per-user export: GET /svc_api/me/export streams the caller's data as the archive that
- * `svc import` loads (archive.ts; `svc export` is the operator's side).
+ * `svc import` loads (archive.ts; `svc export` is the operator's side). Without ?format the
+ * answer stays a .tar.gz, so clients written before zip keep getting what they unpack.
  */
 export const exportFeature: Feature = {
   name: 'export',
@@ -18,20 +34,22 @@ export const exportFeature: Feature = {
         config: { auth: 'any' },
         schema: {
           tags: ['account'],
-          summary: "All of the caller's data as a .tar.gz that svc import loads (beyond the spec)",
+          summary: "All of the caller's data as a .tar.gz or (?format=zip) a .zip that svc import loads (beyond the spec)",
+          querystring: ExportQuery,
         },
       },
       async (req, reply) => {
         const user = caller(req).user
+        const format = (req.query as { format?: ArchiveFormat }).format ?? 'tar.gz'
         const body = new PassThrough()
-        writeExport(deps.db, deps.blobs, user.username, body, new Date(deps.clock.now())).catch((err: unknown) => {
+        writeExport(deps.db, deps.blobs, user.username, body, format, new Date(deps.clock.now())).catch((err: unknown) => {
           req.log.warn({ err }, 'export failed')
           body.destroy(err as Error)
         })
         const day = new Date(deps.clock.now()).toISOString().slice(0, 10)
         return reply
-          .header('Content-Type', 'application/gzip')
-          .header('Content-Disposition', `attachment; filename="svc-export-${user.username}-${day}.tar.gz"`)
+          .header('Content-Type', CONTAINER[format].type)
+          .header('Content-Disposition', `attachment; filename="svc-export-${user.username}-${day}.${CONTAINER[format].suffix}"`)
           .header('Cache-Control', 'no-store')
           .send(body)
       },

@@ -2,7 +2,7 @@ import { html } from '../../web/html.js'
 import type { FeatureUi } from '../../web/page.js'
 import { EXPORT_MESSAGES, type ExportKey } from './messages.js'
 
-/** /dashboard/export: a plain download link to GET /svc_api/me/export (no script needed). */
+/** /dashboard/export: plain download links to GET /svc_api/me/export, the zip first (no script needed). */
 export const exportUi: FeatureUi<ExportKey> = {
   messages: EXPORT_MESSAGES,
   scripts: [],
@@ -17,7 +17,8 @@ export const exportUi: FeatureUi<ExportKey> = {
           body: html`
         <section class="card">
           <p>${t('export.text')}</p>
-          <p><a class="button primary" id="export-download" href="/svc_api/me/export" download>${t('export.download')}</a></p>
+          <p><a class="button primary" id="export-download" href="/svc_api/me/export?format=zip" download>${t('export.download')}</a></p>
+          <p><a id="export-download-tar" href="/svc_api/me/export?format=tar.gz" download>${t('export.download_tar')}</a></p>
         </section>`,
         }
       },
