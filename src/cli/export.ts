@@ -5,14 +5,13 @@ import type { Db } from '../db/kysely.js'
 import { openBlobStore } from '../storage/open.js'
 import { importArchive, writeExport, type ArchiveFormat } from '../features/export/archive.js'
 
+/** The container FILE's name asks for: .zip is a zip; anything else (.tar.gz, .tgz) a tar.gz, as before zip existed. */
+export const formatOfName = (file: string): ArchiveFormat => (/\.zip$/i.test(file) ? 'zip' : 'tar.gz')
+
 /**
  * `svc export USER FILE` and `svc import FILE [--as NAME]` (docs/operations/export.md). The
  * export is written to FILE.partial and renamed, so FILE is either absent or complete.
  */
-
-/** The container FILE's name asks for: .zip is a zip; anything else (.tar.gz, .tgz) a tar.gz, as before zip existed. */
-export const formatOfName = (file: string): ArchiveFormat => (/\.zip$/i.test(file) ? 'zip' : 'tar.gz')
-
 export async function exportToFile(db: Db, config: Config, username: string, file: string): Promise<string> {
   const blobs = await openBlobStore(config)
   const tmp = `${file}.partial`
