@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
-import { hostName, siteUserOf } from './http/site-origin.js'
+import { hostName, isContentOnlyHost, siteUserOf } from './http/site-origin.js'
 import { isApiPath } from './http/api-path.js'
 import { answerClientError } from './http/errors.js'
 
@@ -70,20 +70,21 @@ export function createHttpRedirector(app: FastifyInstance, config: Config, https
   // taken here is handled exactly as on the main port
   const main = app.server.listeners('request')[0] as http.RequestListener
   const server = http.createServer({ ...SERVER_TIMEOUTS }, (req, res) => {
-    const site = siteUserOf(req.headers.host, config)
-    // a user's origin on loopback is served over plain HTTP too: *.localhost is a secure
-    // context in browsers, and needs no certificate warning
-    if (site !== null && hostName(req.headers.host).endsWith('.localhost')) {
+    // a host of the content domain: a user's or project's origin, or one that names nobody
+    const content = siteUserOf(req.headers.host, config) !== null || isContentOnlyHost(req.headers.host, config)
+    // on loopback it is served over plain HTTP too: *.localhost is a secure context in
+    // browsers, and needs no certificate warning
+    if (content && hostName(req.headers.host).endsWith('.localhost')) {
       main(req, res)
       return
     }
-    if (site === null && isApiPath(req.url ?? '/')) {
+    if (!content && isApiPath(req.url ?? '/')) {
       app.routing(req, res)
       return
     }
     const hostname = hostName(req.headers.host) || 'localhost'
     const port = httpsPort()
-    const base = (site === null ? config.publicUrl : null) ?? `https://${hostname}${port === 443 ? '' : `:${port}`}`
+    const base = (content ? null : config.publicUrl) ?? `https://${hostname}${port === 443 ? '' : `:${port}`}`
     const location = base + (req.url && req.url.startsWith('/') ? req.url : '/')
     res.writeHead(301, { Location: location, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 0 })
     res.end()

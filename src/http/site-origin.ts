@@ -35,9 +35,9 @@ export interface ListenPorts {
 export const TLS_ASK_PATH = '/.well-known/svc/tls-allowed'
 
 const LABEL_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/
-// a project's label: as a user's, and not ending in '-' nor shaped as an IDN label (xn--),
-// which a browser would show as other letters
-const PROJECT_LABEL_RE = /^(?!..--)[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/
+// a project's label: letters, digits and '-' (a public CA certifies no '_'), not ending in
+// '-' nor shaped as an IDN label (xn--), which a browser would show as other letters
+const PROJECT_LABEL_RE = /^(?!..--)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/
 const LOOPBACK_RE = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/
 
 /** The host name of a Host header: lowercased, without port or trailing dot. */
@@ -82,6 +82,20 @@ export function siteOf(hostHeader: string | undefined, config: OriginConfig): Si
   const project = label.slice(0, dot)
   const username = label.slice(dot + 1)
   return PROJECT_LABEL_RE.test(project) && LABEL_RE.test(username) ? { username, project } : null
+}
+
+/**
+ * A host of the content domain that names no user or project: deeper names, labels that
+ * cannot be names, the bare configured domain (bare `localhost` is the service's own). Such a
+ * host serves nothing, and never the service: a user's page could set cookies for it.
+ */
+export function isContentOnlyHost(hostHeader: string | undefined, config: OriginConfig): boolean {
+  const domain = config.contentDomain ?? (config.contentDomainAuto ? 'localhost' : null)
+  if (domain === null || hostHeader === undefined) return false
+  const host = hostName(hostHeader)
+  if (config.publicUrl && hostName(new URL(config.publicUrl).host) === host) return false
+  if (host === domain) return config.contentDomain !== null
+  return host.endsWith(`.${domain}`) && siteOf(hostHeader, config) === null
 }
 
 /** The username whose origin (or one of whose projects' origins) a request's Host names, or null. */

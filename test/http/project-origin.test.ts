@@ -82,6 +82,19 @@ for (const engine of ENGINES) {
       assert.equal((await on(`${user.username}.localhost`, '/Upper/')).status, 200)
     })
 
+    it('serves nothing, and never the service, on content hosts that name no user or project', async () => {
+      for (const h of [`a.blog.${user.username}.localhost`, `_x.${user.username}.localhost`, `my_blog.${user.username}.localhost`]) {
+        for (const p of ['/login', '/dashboard', '/', '/svc_api/me']) {
+          const r = await on(h, p)
+          assert.equal(r.status, 404, `${h}${p}`)
+          assert.equal(r.header('set-cookie'), undefined, `${h}${p}`)
+          assert.doesNotMatch(r.text, /<form|password/i, `${h}${p}`)
+        }
+      }
+      // bare localhost stays the service's own host
+      assert.equal((await on('localhost', '/login')).status, 301)
+    })
+
     it('is never the service: no API, no dashboard, no login on a project origin', async () => {
       const api = await on(host('blog'), '/api/folders', { authorization: `Bearer ${user.key}` })
       assert.equal(api.status, 404)

@@ -49,6 +49,11 @@ describe('svc deploy: the URL to open', () => {
       '  for scripts: https://localhost:8443/alice/blog/ (browsers are sent to http://alice.localhost:8080/blog/)',
     ])
   })
+  it('a site built for / whose name can have no origin says how to get one', () => {
+    const lines = linkLines('published', { ...urls, origin_url: null, built_for_root: true })
+    assert.equal(lines[0], 'published: http://alice.localhost:8080/blog/')
+    assert.match(lines[1], /loads files from \/.*lowercase letters, digits and -/)
+  })
   it('without a content domain, the path form is the one URL', () => {
     assert.deepEqual(linkLines('published', { website_url: urls.website_url, site_url: null, origin_url: null, built_for_root: true }), [
       'published: https://localhost:8443/alice/blog/',

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { loadConfig } from '../../src/config.js'
-import { hostName, originUrl, siteOf, siteUserOf, userSiteOrigin } from '../../src/http/site-origin.js'
+import { hostName, isContentOnlyHost, originUrl, siteOf, siteUserOf, userSiteOrigin } from '../../src/http/site-origin.js'
 
 describe("users' origins: which host names a user", () => {
   const auto = loadConfig({})
@@ -33,10 +33,29 @@ describe("users' origins: which host names a user", () => {
     ['a project origin under a configured domain', set, 'my-app.bob.pages.example.net', { username: 'bob', project: 'my-app' }],
     ['a project label ending in -', auto, 'blog-.alice.localhost', null],
     ['an IDN-shaped project label', auto, 'xn--80ak6aa92e.alice.localhost', null],
+    ['a project label with "_" (no public CA certifies it)', auto, 'my_blog.alice.localhost', null],
     ['an empty project label', auto, '.alice.localhost', null],
     ['a project of an impossible user', auto, 'blog.a!b.localhost', null],
   ]
   for (const [name, config, host, want] of projects) it(`${name}: ${host}`, () => assert.deepEqual(siteOf(host, config), want))
+
+  // hosts of the content domain that name nobody serve nothing, and never the service
+  const contentOnly: Array<[ReturnType<typeof loadConfig>, string, boolean]> = [
+    [auto, 'a.b.alice.localhost', true],
+    [auto, '_x.alice.localhost', true],
+    [auto, 'a!b.localhost', true],
+    [auto, 'localhost:8443', false],
+    [auto, 'alice.localhost', false],
+    [auto, 'blog.alice.localhost', false],
+    [auto, '127.0.0.1:8443', false],
+    [set, 'pages.example.net', true],
+    [set, 'x.y.bob.pages.example.net', true],
+    [set, 'svc.example.net', false],
+    [set, 'bob.pages.example.net', false],
+    [under, 'svc.example.net', false],
+    [off, 'a.b.alice.localhost', false],
+  ]
+  for (const [config, host, want] of contentOnly) it(`content only: ${host} -> ${want}`, () => assert.equal(isContentOnlyHost(host, config), want))
 
   it('hostName drops the port, case and trailing dot, and keeps IPv6 brackets', () => {
     assert.equal(hostName('Example.COM.:443'), 'example.com')
@@ -62,7 +81,8 @@ describe("users' origins: the URL of a user's site", () => {
   it("a project's own origin: one label more than its user's, only for names that are host labels", () => {
     assert.equal(originUrl('http://alice.localhost:8080', 'blog'), 'http://blog.alice.localhost:8080/')
     assert.equal(originUrl('https://bob.pages.test:9443', 'my-app'), 'https://my-app.bob.pages.test:9443/')
-    for (const name of ['Blog', 'my site', 'a.b', 'x@y', 'blog-', 'ab--c', 'é']) assert.equal(originUrl('http://alice.localhost:8080', name), null, name)
+    for (const name of ['Blog', 'my site', 'a.b', 'x@y', 'blog-', 'ab--c', 'é', 'my_blog', '_x', '-x'])
+      assert.equal(originUrl('http://alice.localhost:8080', name), null, name)
     assert.equal(originUrl(null, 'blog'), null)
   })
   it('refuses a CONTENT_DOMAIN that is not a domain name', () => {

@@ -33,6 +33,10 @@ export function linkLines(lead: string, r: SiteLinks): string[] {
     lines.push('  (its index.html loads files from /, so open it at the root of its own origin)')
     if (r.site_url) lines.push(`  also at ${r.site_url} (under its user's origin, for sites built for /{project}/)`)
   } else if (r.origin_url) lines.push(`  at the root of its own origin: ${r.origin_url} (for sites built for /)`)
+  else if (r.built_for_root && r.site_url)
+    lines.push(
+      '  (its index.html loads files from /, which only the root of an origin has: deploy it under a name of lowercase letters, digits and - to give it an origin of its own, or build it for /{project}/)',
+    )
   if (r.site_url && r.website_url) lines.push(`  for scripts: ${r.website_url} (browsers are sent to ${r.site_url})`)
   return lines
 }

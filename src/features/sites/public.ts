@@ -7,7 +7,7 @@ import { publicFiles } from '../../http/public-link.js'
 import { createHostHandler, type SiteRouting } from './serve.js'
 import { tlsAsk } from './tls-ask.js'
 import { isHttps } from '../../http/origin.js'
-import { hostName, siteOf, userSiteOrigin, type ListenPorts } from '../../http/site-origin.js'
+import { hostName, isContentOnlyHost, siteOf, userSiteOrigin, type ListenPorts } from '../../http/site-origin.js'
 import { canNameUser } from '../../auth/users.js'
 import { decodeSegment } from './paths.js'
 import type { Config } from '../../config.js'
@@ -21,6 +21,7 @@ import { hostHolds } from '../abuse/public.js'
 export function siteRouting(config: Config, ports: ListenPorts): SiteRouting {
   return {
     siteOf: (req) => siteOf(req.headers.host, config),
+    contentOnly: (req) => isContentOnlyHost(req.headers.host, config),
     documentTarget(req, path) {
       const slash = path.indexOf('/', 1)
       if (slash < 0) return null
@@ -78,7 +79,11 @@ export function hostingPublic(app: FastifyInstance, deps: Deps): void {
   // redirect (a user's origin upgrades itself)
   app.addFastPath(
     (req, res, route) =>
-      (!config.trustProxy || isHttps(req, config) || sites.siteOf(req) !== null || hooks.domain(hostName(req.headers.host)) !== null) &&
+      (!config.trustProxy ||
+        isHttps(req, config) ||
+        sites.siteOf(req) !== null ||
+        sites.contentOnly(req) ||
+        hooks.domain(hostName(req.headers.host)) !== null) &&
       host.fast(req, res, route),
   )
   tlsAsk(app, deps, hooks)

@@ -35,12 +35,14 @@ const H204 = ['Allow', 'GET, HEAD, OPTIONS', 'Access-Control-Allow-Origin', '*',
 export interface SiteRouting {
   /** The user (and project) whose own origin the request was made to; null: the service's host (path form). */
   siteOf(req: IncomingMessage): SiteHost | null
+  /** A content-domain host that names no user or project (src/http/site-origin.ts): 404, never the service. */
+  contentOnly(req: IncomingMessage): boolean
   /** Where a browser navigating to a path-form page is sent (that page on its user's origin), or null. */
   documentTarget(req: IncomingMessage, path: string): string | null
   /** The https:// URL to send a plain-HTTP request on a user's origin to, or null to serve it. */
   upgrade(req: IncomingMessage): string | null
 }
-const NO_SITES: SiteRouting = { siteOf: () => null, documentTarget: () => null, upgrade: () => null }
+const NO_SITES: SiteRouting = { siteOf: () => null, contentOnly: () => false, documentTarget: () => null, upgrade: () => null }
 
 /**
  * The public host's request handling, on the raw Node request and response: cached answers
@@ -373,6 +375,10 @@ export function createHostHandler(
       const site = sites.siteOf(req)
       if (site !== null) {
         serveSite(req, res, site.username, targetOf(site))
+        return true
+      }
+      if (sites.contentOnly(req)) {
+        sendPrepared(req, res, P404, NOT_FOUND, undefined, clock)
         return true
       }
       const d = hooks.domain(hostName(req.headers.host))
