@@ -86,7 +86,8 @@ export function siteOf(hostHeader: string | undefined, config: OriginConfig): Si
 
 /**
  * A host of the content domain that names no user or project: deeper names, labels that
- * cannot be names, the bare configured domain (bare `localhost` is the service's own). Such a
+ * cannot be names, the bare configured domain when PUBLIC_URL names the service's host
+ * elsewhere (bare `localhost` is the service's own). Such a
  * host serves nothing, and never the service: a user's page could set cookies for it.
  */
 export function isContentOnlyHost(hostHeader: string | undefined, config: OriginConfig): boolean {
@@ -94,7 +95,8 @@ export function isContentOnlyHost(hostHeader: string | undefined, config: Origin
   if (domain === null || hostHeader === undefined) return false
   const host = hostName(hostHeader)
   if (config.publicUrl && hostName(new URL(config.publicUrl).host) === host) return false
-  if (host === domain) return config.contentDomain !== null
+  // the bare domain: the service's own host too when no PUBLIC_URL says which host that is
+  if (host === domain) return config.contentDomain !== null && Boolean(config.publicUrl)
   return host.endsWith(`.${domain}`) && siteOf(hostHeader, config) === null
 }
 

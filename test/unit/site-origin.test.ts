@@ -49,6 +49,8 @@ describe("users' origins: which host names a user", () => {
     [auto, 'blog.alice.localhost', false],
     [auto, '127.0.0.1:8443', false],
     [set, 'pages.example.net', true],
+    [loadConfig({ CONTENT_DOMAIN: 'pages.example.net' }), 'pages.example.net', false],
+    [loadConfig({ CONTENT_DOMAIN: 'pages.example.net' }), 'x.y.bob.pages.example.net', true],
     [set, 'x.y.bob.pages.example.net', true],
     [set, 'svc.example.net', false],
     [set, 'bob.pages.example.net', false],
