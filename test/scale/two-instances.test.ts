@@ -39,7 +39,13 @@ describe('two instances over one PostgreSQL, Redis and S3', needs('postgres', 'r
       REDIS_URL,
       REDIS_PREFIX: redisPrefix,
       STORAGE_URL: s3.storageUrl(),
-      RATE_LIMITS: JSON.stringify({ authenticated: { minute: LIMIT, concurrent: 100 }, default: { minute: 1000, concurrent: 100 } }),
+      // vip too: the parallel-overwrite test sends 60 requests of one VIP key at once, across
+      // both instances, over the tier's default of 50 in flight
+      RATE_LIMITS: JSON.stringify({
+        authenticated: { minute: LIMIT, concurrent: 100 },
+        vip: { concurrent: 100 },
+        default: { minute: 1000, concurrent: 100 },
+      }),
     }
     a = await startServer({ engine: 'postgres', pgSchema, keepData: true, env })
     b = await startServer({ engine: 'postgres', pgSchema, keepData: true, env })
