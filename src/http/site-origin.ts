@@ -50,6 +50,18 @@ export function hostName(host: string | undefined): string {
   return name.endsWith('.') ? name.slice(0, -1) : name
 }
 
+// PUBLIC_URL's host name, parsed once per value: siteOf runs on every request of the public host
+let parsedUrl: string | null = null
+let parsedHost = ''
+function publicHostOf(config: OriginConfig): string | null {
+  if (!config.publicUrl) return null
+  if (config.publicUrl !== parsedUrl) {
+    parsedHost = hostName(new URL(config.publicUrl).host)
+    parsedUrl = config.publicUrl
+  }
+  return parsedHost
+}
+
 const portOf = (host: string | undefined): string => {
   const m = host ? /:(\d+)$/.exec(host) : null
   return m ? `:${m[1]}` : ''
@@ -75,7 +87,7 @@ export function siteOf(hostHeader: string | undefined, config: OriginConfig): Si
   if (domain === null || hostHeader === undefined) return null
   const host = hostName(hostHeader)
   if (host.length <= domain.length + 1 || !host.endsWith(domain) || host[host.length - domain.length - 1] !== '.') return null
-  if (config.publicUrl && hostName(new URL(config.publicUrl).host) === host) return null
+  if (publicHostOf(config) === host) return null
   const label = host.slice(0, host.length - domain.length - 1)
   const dot = label.indexOf('.')
   if (dot < 0) return LABEL_RE.test(label) ? { username: label, project: null } : null
@@ -94,7 +106,7 @@ export function isContentOnlyHost(hostHeader: string | undefined, config: Origin
   const domain = config.contentDomain ?? (config.contentDomainAuto ? 'localhost' : null)
   if (domain === null || hostHeader === undefined) return false
   const host = hostName(hostHeader)
-  if (config.publicUrl && hostName(new URL(config.publicUrl).host) === host) return false
+  if (publicHostOf(config) === host) return false
   // the bare domain: the service's own host too when no PUBLIC_URL says which host that is
   if (host === domain) return config.contentDomain !== null && Boolean(config.publicUrl)
   return host.endsWith(`.${domain}`) && siteOf(hostHeader, config) === null
