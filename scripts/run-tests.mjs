@@ -38,8 +38,9 @@ walk(testRoot)
 const filter = process.env.TEST_FILTER
 // match against the path below test/, so the checkout's own path never matches
 // the longest files start first, so no long one is left running alone at the end: the
-// kill -9 loops, then the other child-process and browser folders, then the rest
-const FIRST = ['e2e/write-crash', 'e2e/', 'cli/', 'browser/', 'scale/', 'http/']
+// kill -9 loops and the long browser flow, then the browser and CLI groups, the other
+// child-process files, then the rest (unit/ last: its groups take seconds)
+const FIRST = ['e2e/write-crash', 'e2e/web', 'browser/', 'cli/', 'e2e/', 'http/', 'scale/', 'storage/']
 const rank = (f) => {
   const i = FIRST.findIndex((p) => path.relative(testRoot, f).startsWith(p))
   return i < 0 ? FIRST.length : i
@@ -102,13 +103,15 @@ const GROUPED = (process.env.TEST_GROUPED ?? 'unit/,storage/,http/,browser/,cli/
 const ALONE = ['scale/serving-memory']
 const groupFiles = Number(process.env.TEST_GROUP_FILES ?? 6)
 const groupDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-groups-'))
-const runFiles = []
+// node --test runs its files in the order of their sorted paths, whatever order they are given
+// in: every file (a group or one alone) gets a wrapper named by its place in the run
+const runs = []
 const pending = new Map()
 for (const f of selected) {
   const rel = path.relative(testRoot, f)
   const prefix = GROUPED.find((g) => rel.startsWith(g))
   if (prefix === undefined || groupFiles <= 1 || ALONE.some((a) => rel.startsWith(a))) {
-    runFiles.push(f)
+    runs.push({ name: rel.replace(/\.test\.ts$/, '').replaceAll('/', '-'), members: [f] })
     continue
   }
   const list = pending.get(prefix) ?? []
@@ -119,16 +122,15 @@ for (const [prefix, list] of pending) {
   const count = Math.ceil(list.length / groupFiles)
   for (let g = 0; g < count; g++) {
     // dealt round-robin, so each group gets a share of the long files
-    const members = list.filter((_, i) => i % count === g)
-    if (members.length === 1) {
-      runFiles.push(members[0])
-      continue
-    }
-    const file = path.join(groupDir, `${prefix.replace('/', '')}-${g + 1}.test.mjs`)
-    fs.writeFileSync(file, members.map((m) => `import ${JSON.stringify(pathToFileURL(m).href)}\n`).join(''))
-    runFiles.push(file)
+    runs.push({ name: `${prefix.replace('/', '')}-${g + 1}`, members: list.filter((_, i) => i % count === g) })
   }
 }
+runs.sort((a, b) => rank(a.members[0]) - rank(b.members[0]))
+const runFiles = runs.map((r, i) => {
+  const file = path.join(groupDir, `${String(i + 1).padStart(3, '0')}-${r.name}.test.mjs`)
+  fs.writeFileSync(file, r.members.map((m) => `import ${JSON.stringify(pathToFileURL(m).href)}\n`).join(''))
+  return file
+})
 
 const concurrency = process.env.TEST_CONCURRENCY ?? '2'
 // Timeouts: 60 s per test (TEST_TIMEOUT_MS), set by test/support/default-timeout.ts; a test that
