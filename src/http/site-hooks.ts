@@ -26,6 +26,8 @@ export interface SiteHooks {
 export interface DomainTarget {
   username: string
   project: string
+  /** One kept deploy of the project (a preview's own origin); absent: the live deploy. */
+  deploy?: string
 }
 
 export interface AccessPoint {

@@ -9,7 +9,8 @@ import type { Config } from '../config.js'
  * - a host names a user only as exactly one DNS label directly under the content domain, and
  *   one of the user's projects (at the root of its own origin) as one label more:
  *   {project}.{username}.{content domain} (usernames have no dots, so neither form can be
- *   read as the other);
+ *   read as the other); one kept deploy of a project as {deploy id}--{project} in that label
+ *   (project labels never contain `--`, so a preview's label is never a project's);
  * - the service's own host is never read as a user's origin, even under the content domain;
  * - on loopback (`*.localhost`, which browsers resolve to 127.0.0.1 and treat as a secure
  *   context over plain HTTP) the content domain defaults to "localhost".
@@ -36,8 +37,13 @@ export const TLS_ASK_PATH = '/.well-known/svc/tls-allowed'
 
 const LABEL_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/
 // a project's label: letters, digits and '-' (a public CA certifies no '_'), not ending in
-// '-' nor shaped as an IDN label (xn--), which a browser would show as other letters
-const PROJECT_LABEL_RE = /^(?!..--)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/
+// '-' and never '--' (so no IDN form, xn--, which a browser would show as other letters; and
+// '--' is left to previews' labels)
+const PROJECT_LABEL_RE = /^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/
+// a kept deploy's label: {deploy id}--{project}, one host label (at most 63 characters)
+const DEPLOY_ID_RE = /^[0-9a-z]{12}$/
+const PREVIEW_SEP = '--'
+const MAX_LABEL = 63
 const LOOPBACK_RE = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/
 
 /** The host name of a Host header: lowercased, without port or trailing dot. */
@@ -74,10 +80,14 @@ export function contentDomainFor(host: string, config: OriginConfig): string | n
   return null
 }
 
-/** What a content host names: a user's origin (project null), or one project's own origin. */
+/**
+ * What a content host names: a user's origin (project null), one project's own origin
+ * (deploy null: its live deploy), or one kept deploy of a project at its own origin.
+ */
 export interface SiteHost {
   username: string
   project: string | null
+  deploy: string | null
 }
 
 /** The user (and project) whose origin a request's Host names, or null for the service's own hosts. */
@@ -90,10 +100,15 @@ export function siteOf(hostHeader: string | undefined, config: OriginConfig): Si
   if (publicHostOf(config) === host) return null
   const label = host.slice(0, host.length - domain.length - 1)
   const dot = label.indexOf('.')
-  if (dot < 0) return LABEL_RE.test(label) ? { username: label, project: null } : null
-  const project = label.slice(0, dot)
+  if (dot < 0) return LABEL_RE.test(label) ? { username: label, project: null, deploy: null } : null
   const username = label.slice(dot + 1)
-  return PROJECT_LABEL_RE.test(project) && LABEL_RE.test(username) ? { username, project } : null
+  if (!LABEL_RE.test(username)) return null
+  const first = label.slice(0, dot)
+  const sep = first.indexOf(PREVIEW_SEP)
+  if (sep < 0) return PROJECT_LABEL_RE.test(first) ? { username, project: first, deploy: null } : null
+  const deploy = first.slice(0, sep)
+  const project = first.slice(sep + PREVIEW_SEP.length)
+  return first.length <= MAX_LABEL && DEPLOY_ID_RE.test(deploy) && PROJECT_LABEL_RE.test(project) ? { username, project, deploy } : null
 }
 
 /**
@@ -111,6 +126,9 @@ export function isContentOnlyHost(hostHeader: string | undefined, config: Origin
   if (host === domain) return config.contentDomain !== null && Boolean(config.publicUrl)
   return host.endsWith(`.${domain}`) && siteOf(hostHeader, config) === null
 }
+
+/** A project host's name as the path form writes it: {project}, or {project}@{deploy id} for one kept deploy. */
+export const pathFormName = (project: string, deploy: string | null): string => (deploy === null ? project : `${project}@${deploy}`)
 
 /** The username whose origin (or one of whose projects' origins) a request's Host names, or null. */
 export const siteUserOf = (hostHeader: string | undefined, config: OriginConfig): string | null => siteOf(hostHeader, config)?.username ?? null
@@ -149,6 +167,20 @@ export const originUrl = (userOrigin: string | null, project: string): string | 
  */
 export function projectOrigin(userOrigin: string | null, project: string): string | null {
   if (userOrigin === null || !hasProjectOrigin(project)) return null
-  const at = userOrigin.indexOf('//') + 2
-  return `${userOrigin.slice(0, at)}${project}.${userOrigin.slice(at)}`
+  return withLabel(userOrigin, project)
+}
+
+/**
+ * The origin_url of one kept deploy (a preview, or any other): {deploy id}--{project} as one
+ * more label, or null when the project has no origin or the label would be too long.
+ */
+export function previewOriginUrl(userOrigin: string | null, project: string, deployId: string): string | null {
+  const label = `${deployId}${PREVIEW_SEP}${project}`
+  if (userOrigin === null || !hasProjectOrigin(project) || !DEPLOY_ID_RE.test(deployId) || label.length > MAX_LABEL) return null
+  return `${withLabel(userOrigin, label)}/`
+}
+
+const withLabel = (origin: string, label: string): string => {
+  const at = origin.indexOf('//') + 2
+  return `${origin.slice(0, at)}${label}.${origin.slice(at)}`
 }

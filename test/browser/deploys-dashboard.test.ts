@@ -74,6 +74,13 @@ describe('deploys in the dashboard (Chromium)', () => {
     const href = await rows.nth(1).getByRole('link', { name: 'View' }).getAttribute('href')
     assert.ok(href?.endsWith(`/${u.username}/blog@${id2}/`), String(href))
     assert.equal((await s.get(new URL(href!).pathname)).text, '<h1>two</h1>')
+    // and "Open at its own origin" opens it at the root of {deploy}--{project}.{user}.localhost
+    const root = await rows.nth(1).getByRole('link', { name: 'Open at its own origin' }).getAttribute('href')
+    assert.equal(root, `http://${id2}--blog.${u.username}.localhost:${new URL(s.httpUrl).port}/`)
+    const atRoot = await page.context().newPage()
+    await atRoot.goto(root)
+    assert.equal(await atRoot.locator('h1').textContent(), 'two')
+    await atRoot.close()
     await page.screenshot({ path: path.join(tmp, 'deploys.png') })
     assert.deepEqual(problems, [])
   })

@@ -155,4 +155,20 @@ describe(`a Vite-built site: svc deploy vs vite preview, in Chromium [${engine}]
     assert.deepEqual(shown.shown, EXPECTED)
     assert.deepEqual(hosted.shown, shown.shown, 'the site on svc shows exactly what vite preview shows')
   })
+
+  it("a preview of Vite's default build: svc deploy --preview prints the deploy's own origin, which shows what vite preview shows", async () => {
+    const user = await s.user()
+    const env = { SVC_URL: s.url, SVC_API_KEY: user.key, SVC_INSECURE: '1', SVC_CONFIG: path.join(s.dataDir, 'no-config.json') }
+    const r = await runCli(['deploy', outOf('/'), '--project', 'vite-next', '--preview'], { env })
+    assert.equal(r.code, 0, r.stderr)
+    const m = /preview ([0-9a-z]{12}): (\S+)/.exec(r.stdout)
+    assert.ok(m, r.stdout)
+    const open = `http://${m[1]}--vite-next.${user.username}.localhost:${new URL(s.httpUrl).port}/`
+    assert.equal(m[2], open, 'a site built for / is previewed at the root of its own origin')
+
+    const shown = await previewed('/')
+    const hosted = await visit(open)
+    assert.deepEqual(hosted.errors, [], 'svc: no console errors, page errors or failed requests')
+    assert.deepEqual(hosted.shown, shown.shown, 'the preview on svc shows exactly what vite preview shows')
+  })
 })

@@ -311,6 +311,13 @@ for (const engine of ENGINES) {
       let rep = await adminCall('POST', '/svc_api/admin/reports', { url: `http://proj.${bob.username}.localhost:8080/a/b.html`, category: 'malware' })
       assert.equal(rep.status, 201, rep.text)
       assert.equal(rep.json.data.target, `site:${bob.username}/proj`)
+      // and so does one of a deploy's own origin ({deploy}--{project})
+      const onDeployRep = await adminCall('POST', '/svc_api/admin/reports', {
+        url: `http://${deployId}--proj.${bob.username}.localhost:8080/`,
+        category: 'malware',
+      })
+      assert.equal(onDeployRep.status, 201, onDeployRep.text)
+      assert.equal(onDeployRep.json.data.target, `site:${bob.username}/proj`)
       // opening a case is an admin write like the others: audited, with its report and category
       const opened = (await audit()).find((e) => e.action === 'abuse.open' && e.details.report === rep.json.data.id)
       assert.ok(opened, 'the case is in the audit log')
@@ -326,6 +333,9 @@ for (const engine of ENGINES) {
       // its deploys' own URLs ({project}@{deploy}) are held with it
       assert.equal((await s.get(`/${bob.username}/proj@${deployId}/a/b.html`)).status, 451)
       assert.equal((await onSite(s, bob.username, `/proj@${deployId}/`)).status, 451)
+      const onDeploy = await request(`${s.httpUrl}/a/b.html`, { headers: { host: `${deployId}--proj.${bob.username}.localhost` } })
+      await onDeploy.body.text()
+      assert.equal(onDeploy.statusCode, 451, "the deploy's own origin")
       assert.equal((await s.get(`/${bob.username}/other.html`)).status, 200)
       const projects = (await s.get('/api/folders', { key: bob.key })).json.folders as any[]
       assert.equal(projects.find((p) => p.name === 'proj').quarantined, true)

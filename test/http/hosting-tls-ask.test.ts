@@ -65,6 +65,18 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`${ASK}?domain=alice.pages.test&domain=svc.test`)).status, 404, 'two domains')
     })
 
+    it("allows a kept deploy's own origin ({deploy id}--{project}) of an enabled user, and no other deploy label", async () => {
+      const https = { 'x-forwarded-proto': 'https' }
+      const alice = (await s.deps.users.byName('alice'))!
+      const [key] = [(await s.deps.apiKeys.create(alice.id, { name: 'tls' })).key]
+      const list = await s.get('/api/folders/blog/deploys', { key, headers: https })
+      assert.equal(list.status, 200, list.text)
+      const id = list.json.deploys[0].id as string
+      assert.equal((await ask(s, `${id}--blog.alice.pages.test`)).status, 200)
+      for (const d of [`zzzzzzzzzzzz--blog.alice.pages.test`, `${id}--draft.alice.pages.test`, `${id}--blog.carol.pages.test`, `${id}-blog.alice.pages.test`])
+        assert.equal((await ask(s, d)).status, 404, d)
+    })
+
     it("refuses users' origins when CONTENT_DOMAIN=off", async () => {
       assert.equal((await ask(off, 'alice.pages.test')).status, 404)
       assert.equal((await ask(off, 'svc.test')).status, 200)

@@ -1,5 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { request } from 'undici'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
@@ -157,6 +158,12 @@ for (const engine of ENGINES) {
       const preview = await s.get(new URL(pre.structuredContent.preview_url).pathname)
       assert.equal(preview.text, '<p>v3</p>')
       assert.equal(preview.header('x-robots-tag'), 'noindex')
+      // and at the root of its own origin, named in the answer and its summary
+      const root = pre.structuredContent.preview_origin_url as string
+      assert.equal(new URL(root).hostname, `${pre.structuredContent.deploy.id}--versions.${alice.username}.localhost`)
+      assert.ok(textOf(pre).includes(root), textOf(pre))
+      const atRoot = await request(`${s.httpUrl}/`, { headers: { host: new URL(root).hostname } })
+      assert.equal(await atRoot.body.text(), '<p>v3</p>')
       assert.equal((await s.get(live)).text, '<p>v1</p>', 'a preview does not go live')
 
       const prom = await ok('promote', { project: 'versions', deploy_id: pre.structuredContent.deploy.id })

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { request } from 'undici'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+import { deploySite } from '../support/deploys.js'
 
 // A project's own origin, {project}.{username}.{content domain}: the project at the root of
 // an origin, as a custom domain serves it, so a site built for / (Vite's default base) works.
@@ -118,6 +119,80 @@ for (const engine of ENGINES) {
       const pub = await s.post('/api/folders/blog/publish', { key: user.key })
       assert.equal(pub.json.origin_url, want)
       assert.equal((await on(new URL(want).host, '/')).status, 200)
+    })
+
+    it('serves each kept deploy at the root of its own origin, {deploy id}--{project}', async () => {
+      const live = { 'index.html': INDEX.replace('home', 'live'), 'assets/app.js': 'document.title = "live"' }
+      const next = { 'index.html': INDEX.replace('home', 'next'), 'assets/app.js': 'document.title = "next"' }
+      const first = (await deploySite(s, user.key, 'pv', live)).res
+      assert.equal(first.status, 201, first.text)
+      const { res } = await deploySite(s, user.key, 'pv', next, { preview: true })
+      assert.equal(res.status, 201, res.text)
+      const id = res.json.deploy.id as string
+      const previewHost = `${id}--pv.${user.username}.localhost`
+      assert.equal(res.json.preview_origin_url, `http://${previewHost}:${port}/`)
+      // the preview at the root: a site built for / loads its files
+      const page = await on(previewHost, '/')
+      assert.equal(page.status, 200, page.text)
+      assert.match(page.text, /<p>next<\/p>/)
+      assert.equal(page.header('x-robots-tag'), 'noindex')
+      assert.equal((await on(previewHost, '/assets/app.js')).text, next['assets/app.js'])
+      // the project's own origin still serves the live deploy; the live deploy has its own too
+      assert.match((await on(host('pv'), '/')).text, /<p>live<\/p>/)
+      assert.match((await on(`${first.json.deploy.id}--pv.${user.username}.localhost`, '/')).text, /<p>live<\/p>/)
+      // the deploy list names each one's origin
+      const list = await s.get('/api/folders/pv/deploys', { key: user.key })
+      assert.deepEqual(
+        list.json.deploys.map((d: { id: string; preview_origin_url: string }) => d.preview_origin_url),
+        list.json.deploys.map((d: { id: string }) => `http://${d.id}--pv.${user.username}.localhost:${port}/`),
+      )
+      // after a promote, the same preview origin serves the same bytes
+      assert.equal((await s.post(`/api/folders/pv/deploys/${id}/promote`, { key: user.key })).status, 200)
+      assert.match((await on(host('pv'), '/')).text, /<p>next<\/p>/)
+      assert.match((await on(previewHost, '/')).text, /<p>next<\/p>/)
+    })
+
+    it("serves a preview of a project that is not live yet, and nothing for another project's or an unknown deploy", async () => {
+      const { res } = await deploySite(s, user.key, 'fresh', { 'index.html': '<p>first look</p>' }, { preview: true })
+      assert.equal(res.status, 201, res.text)
+      const id = res.json.deploy.id as string
+      assert.match((await on(`${id}--fresh.${user.username}.localhost`, '/')).text, /first look/)
+      assert.equal((await on(host('fresh'), '/')).status, 404, 'not published: no project origin')
+      const other = await s.user()
+      const theirs = (await deploySite(s, other.key, 'fresh', { 'index.html': '<p>theirs</p>' })).res.json.deploy.id as string
+      for (const h of [
+        `${theirs}--fresh.${user.username}.localhost`, // another user's deploy
+        `${id}--blog.${user.username}.localhost`, // another project's
+        `zzzzzzzzzzzz--fresh.${user.username}.localhost`, // no such deploy
+        `${id.slice(1)}--fresh.${user.username}.localhost`, // not a deploy id
+        `${id}--fresh--x.${user.username}.localhost`, // not a project label
+      ]) {
+        const r = await on(h, '/')
+        assert.equal(r.status, 404, h)
+        assert.doesNotMatch(r.text, /first look|theirs|home/, h)
+        assert.equal((await on(h, '/login')).status, 404, `${h}/login: never the service`)
+      }
+    })
+
+    it('gives no origin to a project whose name has "--" (that form names previews)', async () => {
+      assert.equal((await batchUpload(s, { key: user.key }, 'my--site', [{ filename: 'index.html', data: '<p>dashes</p>' }])).status, 200)
+      const pub = await s.post('/api/folders/my--site/publish', { key: user.key })
+      assert.equal(pub.status, 200, pub.text)
+      assert.equal(pub.json.origin_url, null)
+      assert.equal((await on(host('my--site'), '/')).status, 404)
+      assert.match((await on(`${user.username}.localhost`, '/my--site/')).text, /dashes/)
+    })
+
+    it("keeps a preview origin behind its project's visitor password", async () => {
+      const { res } = await deploySite(s, user.key, 'locked', { 'index.html': '<p>secret preview</p>' }, { preview: true })
+      const id = res.json.deploy.id as string
+      const r = await s.request('PUT', '/api/access/locked', { key: user.key, json: { password: 'hunter22' } })
+      assert.equal(r.status, 200, r.text)
+      const page = await on(`${id}--locked.${user.username}.localhost`, '/', { accept: 'text/html' })
+      assert.equal(page.status, 401)
+      assert.doesNotMatch(page.text, /secret preview/)
+      const basic = await on(`${id}--locked.${user.username}.localhost`, '/', { authorization: `Basic ${Buffer.from('x:hunter22').toString('base64')}` })
+      assert.match(basic.text, /secret preview/)
     })
 
     it("goes offline with its user's account", async () => {

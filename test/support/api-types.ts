@@ -4761,6 +4761,8 @@ export interface operations {
                             /** @description made without going live (it may have been promoted since) */
                             is_preview: boolean;
                             is_live: boolean;
+                            /** @description this deploy at the root of its own origin (see the deploy answer) */
+                            preview_origin_url: string | null;
                         }[];
                     };
                 };
@@ -4807,6 +4809,8 @@ export interface operations {
                         preview_site_url: string | null;
                         /** @description the project at the root of its own origin ({project}.{username}.{CONTENT_DOMAIN}), for sites built to live at / ; null without a content domain, or when the name is not a lowercase host label */
                         origin_url: string | null;
+                        /** @description this deploy at the root of its own origin, {deploy id}--{project}.{username}.{content domain}; null without a content domain, or when the project has no origin or the label would pass 63 characters */
+                        preview_origin_url: string | null;
                     };
                 };
             };

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { loadConfig } from '../../src/config.js'
-import { hostName, isContentOnlyHost, originUrl, siteOf, siteUserOf, userSiteOrigin } from '../../src/http/site-origin.js'
+import { hostName, isContentOnlyHost, originUrl, previewOriginUrl, siteOf, siteUserOf, userSiteOrigin } from '../../src/http/site-origin.js'
 
 describe("users' origins: which host names a user", () => {
   const auto = loadConfig({})
@@ -27,10 +27,34 @@ describe("users' origins: which host names a user", () => {
   ]
   for (const [name, config, host, want] of cases) it(`${name}: ${host} -> ${want}`, () => assert.equal(siteUserOf(host, config), want))
 
-  const projects: Array<[string, ReturnType<typeof loadConfig>, string, { username: string; project: string | null } | null]> = [
-    ['a user origin', auto, 'alice.localhost:8080', { username: 'alice', project: null }],
-    ['a project origin', auto, 'blog.alice.localhost:8080', { username: 'alice', project: 'blog' }],
-    ['a project origin under a configured domain', set, 'my-app.bob.pages.example.net', { username: 'bob', project: 'my-app' }],
+  const projects: Array<[string, ReturnType<typeof loadConfig>, string, { username: string; project: string | null; deploy: string | null } | null]> = [
+    ['a user origin', auto, 'alice.localhost:8080', { username: 'alice', project: null, deploy: null }],
+    ['a project origin', auto, 'blog.alice.localhost:8080', { username: 'alice', project: 'blog', deploy: null }],
+    ['a project origin under a configured domain', set, 'my-app.bob.pages.example.net', { username: 'bob', project: 'my-app', deploy: null }],
+    ['a kept deploy of a project', auto, '0a1b2c3d4e5f--blog.alice.localhost', { username: 'alice', project: 'blog', deploy: '0a1b2c3d4e5f' }],
+    [
+      'a kept deploy of a project with a dash',
+      set,
+      'zzzzzzzzzzzz--my-app.bob.pages.example.net',
+      { username: 'bob', project: 'my-app', deploy: 'zzzzzzzzzzzz' },
+    ],
+    ['a deploy id of 11 characters', auto, '0a1b2c3d4e5--blog.alice.localhost', null],
+    [
+      'a deploy id with a capital (hosts are lowercased first)',
+      auto,
+      '0A1B2C3D4E5F--blog.alice.localhost',
+      { username: 'alice', project: 'blog', deploy: '0a1b2c3d4e5f' },
+    ],
+    ['a project label with "--"', auto, 'my--blog.alice.localhost', null],
+    ['a deploy of a project label with "--"', auto, '0a1b2c3d4e5f--my--blog.alice.localhost', null],
+    ['a deploy of an empty project', auto, '0a1b2c3d4e5f--.alice.localhost', null],
+    ['a deploy label over 63 characters', auto, `0a1b2c3d4e5f--${'b'.repeat(50)}.alice.localhost`, null],
+    [
+      'a deploy label of 63 characters',
+      auto,
+      `0a1b2c3d4e5f--${'b'.repeat(49)}.alice.localhost`,
+      { username: 'alice', project: 'b'.repeat(49), deploy: '0a1b2c3d4e5f' },
+    ],
     ['a project label ending in -', auto, 'blog-.alice.localhost', null],
     ['an IDN-shaped project label', auto, 'xn--80ak6aa92e.alice.localhost', null],
     ['a project label with "_" (no public CA certifies it)', auto, 'my_blog.alice.localhost', null],
@@ -44,6 +68,8 @@ describe("users' origins: which host names a user", () => {
     [auto, 'a.b.alice.localhost', true],
     [auto, '_x.alice.localhost', true],
     [auto, 'a!b.localhost', true],
+    [auto, 'my--blog.alice.localhost', true],
+    [auto, '0a1b2c3d4e5f--blog.alice.localhost', false],
     [auto, 'localhost:8443', false],
     [auto, 'alice.localhost', false],
     [auto, 'blog.alice.localhost', false],
@@ -86,6 +112,18 @@ describe("users' origins: the URL of a user's site", () => {
     for (const name of ['Blog', 'my site', 'a.b', 'x@y', 'blog-', 'ab--c', 'é', 'my_blog', '_x', '-x'])
       assert.equal(originUrl('http://alice.localhost:8080', name), null, name)
     assert.equal(originUrl(null, 'blog'), null)
+  })
+  it("a kept deploy's own origin: {deploy id}--{project}, one label, at most 63 characters", () => {
+    assert.equal(previewOriginUrl('http://alice.localhost:8080', 'blog', '0a1b2c3d4e5f'), 'http://0a1b2c3d4e5f--blog.alice.localhost:8080/')
+    assert.equal(previewOriginUrl('https://bob.pages.test', 'my-app', 'zzzzzzzzzzzz'), 'https://zzzzzzzzzzzz--my-app.bob.pages.test/')
+    assert.equal(
+      previewOriginUrl('http://alice.localhost:8080', 'b'.repeat(49), '0a1b2c3d4e5f'),
+      `http://0a1b2c3d4e5f--${'b'.repeat(49)}.alice.localhost:8080/`,
+    )
+    assert.equal(previewOriginUrl('http://alice.localhost:8080', 'b'.repeat(50), '0a1b2c3d4e5f'), null, 'label over 63')
+    assert.equal(previewOriginUrl('http://alice.localhost:8080', 'Blog', '0a1b2c3d4e5f'), null, 'no project origin')
+    assert.equal(previewOriginUrl('http://alice.localhost:8080', 'blog', 'short'), null, 'not a deploy id')
+    assert.equal(previewOriginUrl(null, 'blog', '0a1b2c3d4e5f'), null)
   })
   it('refuses a CONTENT_DOMAIN that is not a domain name', () => {
     assert.throws(() => loadConfig({ CONTENT_DOMAIN: 'https://x.com/' }), /CONTENT_DOMAIN/)

@@ -51,6 +51,7 @@ export interface ArchiveResult {
   origin_url: string | null
   /** The folder's index.html loads files from / (site-links.ts). */
   built_for_root: boolean
+  /** A preview's URL: at the root of its own origin when the site is built for / and it has one. */
   preview_url: string | null
   dry_run: boolean
   duration_ms: number
@@ -220,7 +221,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   result.site_url = d.site_url ?? null
   result.origin_url = d.origin_url ?? null
   result.built_for_root = await builtForRoot(dirReal)
-  result.preview_url = d.preview_site_url ?? d.preview_url ?? null
+  result.preview_url = (result.built_for_root ? d.preview_origin_url : null) ?? d.preview_site_url ?? d.preview_url ?? null
   result.success = true
   return finish()
 }

@@ -17,7 +17,7 @@ import { RULE_FILES } from '../sites/site-rules.js'
 import type { McpServices } from './services.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 import { checkJsonValue } from '../kv/validate.js'
-import { originUrl } from '../../http/site-origin.js'
+import { originUrl, previewOriginUrl } from '../../http/site-origin.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -242,8 +242,9 @@ async function previewDeploy(s: McpServices, ctx: ToolContext, ref: FolderRef, f
   const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/`)
   const previewSite = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}@${r.deploy.id}/`)
   const open = previewSite ?? r.preview_url
+  const root = previewOriginUrl(ctx.siteOrigin, ref.name, r.deploy.id)
   return {
-    summary: `Preview deploy ${r.deploy.id} of ${ref.name} (${r.deploy.file_count} files, not live): ${open}\nMake it live with promote {project: "${ref.name}", deploy_id: "${r.deploy.id}"}.`,
+    summary: `Preview deploy ${r.deploy.id} of ${ref.name} (${r.deploy.file_count} files, not live): ${open}${root === null ? '' : `\nAt the root of its own origin (for a site whose files load from /): ${root}`}\nMake it live with promote {project: "${ref.name}", deploy_id: "${r.deploy.id}"}.`,
     data: {
       project: ref.name,
       uploaded_count: files.length,
@@ -254,6 +255,7 @@ async function previewDeploy(s: McpServices, ctx: ToolContext, ref: FolderRef, f
       origin_url: originUrl(ctx.siteOrigin, ref.name),
       preview_url: r.preview_url,
       preview_site_url: previewSite,
+      preview_origin_url: root,
       open_url: open,
     },
   }
@@ -261,10 +263,14 @@ async function previewDeploy(s: McpServices, ctx: ToolContext, ref: FolderRef, f
 
 const deployId = z.string().min(1).max(64).describe('A deploy id, as list_deploys shows it')
 
-/** A deploy's own URLs (path form, and on the user's site origin when there is one). */
+/** A deploy's own URLs (path form, on the user's site origin and at its own origin when there are). */
 function deployUrls(ctx: ToolContext, project: string, id: string) {
   const path = `/${encodeURIComponent(project)}@${id}/`
-  return { preview_url: `${ctx.contentOrigin}/${ctx.user.username}${path}`, preview_site_url: siteUrlOf(ctx, path) }
+  return {
+    preview_url: `${ctx.contentOrigin}/${ctx.user.username}${path}`,
+    preview_site_url: siteUrlOf(ctx, path),
+    preview_origin_url: previewOriginUrl(ctx.siteOrigin, project, id),
+  }
 }
 
 /** The URL a project's live deploy answers at. */

@@ -6,7 +6,7 @@ import { AppError } from '../../errors/app-error.js'
 import { caller } from '../../http/guard.js'
 import { drainRequest } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
-import { originUrl, siteOriginFor, siteUrl } from '../../http/site-origin.js'
+import { originUrl, previewOriginUrl, siteOriginFor, siteUrl } from '../../http/site-origin.js'
 import { ORIGIN_URL } from './folders-routes.js'
 import { createFoldersService, type FolderRef } from './folders-service.js'
 import { createDeploysService, MANIFEST_ENTRY, MANIFEST_MAX_BYTES } from './deploys-service.js'
@@ -22,6 +22,7 @@ const Deploy = Type.Object({
   source: Type.String({ description: 'cli, api or dashboard' }),
   is_preview: Type.Boolean({ description: 'made without going live (it may have been promoted since)' }),
   is_live: Type.Boolean(),
+  preview_origin_url: Type.Union([Type.String(), Type.Null()], { description: 'this deploy at the root of its own origin (see the deploy answer)' }),
 })
 const Manifest = Type.Object({
   files: Type.Record(Type.String(), Type.String({ description: 'sha256 hex' }), { description: 'every path of the deploy with its SHA-256' }),
@@ -136,6 +137,10 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
               site_url: Type.Union([Type.String(), Type.Null()], { description: "the project on the user's own origin; null without a content domain" }),
               preview_site_url: Type.Union([Type.String(), Type.Null()], { description: "this deploy's own URL on the user's own origin" }),
               origin_url: ORIGIN_URL,
+              preview_origin_url: Type.Union([Type.String(), Type.Null()], {
+                description:
+                  'this deploy at the root of its own origin, {deploy id}--{project}.{username}.{content domain}; null without a content domain, or when the project has no origin or the label would pass 63 characters',
+              }),
             }),
           },
         },
@@ -160,6 +165,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
             site_url: siteUrl(site, `/${name}/`),
             preview_site_url: siteUrl(site, `/${name}@${r.deploy.id}/`),
             origin_url: originUrl(site, folder.name),
+            preview_origin_url: previewOriginUrl(site, folder.name, r.deploy.id),
           }
         } catch (e) {
           drainRequest(req)
@@ -180,7 +186,13 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
           response: { 200: Type.Object({ success: Type.Boolean(), live_deploy_id: Type.Union([Type.String(), Type.Null()]), deploys: Type.Array(Deploy) }) },
         },
       },
-      async (req) => ({ success: true, ...(await svc.list(caller(req).user, ref(req))) }),
+      async (req) => {
+        const user = caller(req).user
+        const folder = ref(req)
+        const r = await svc.list(user, folder)
+        const site = siteOriginFor(req, deps.config, user.username)
+        return { success: true, ...r, deploys: r.deploys.map((d) => ({ ...d, preview_origin_url: previewOriginUrl(site, folder.name, d.id) })) }
+      },
     )
 
     app.post(

@@ -326,7 +326,10 @@ export function createHostHandler(
     const { path, query } = split(url)
     if (holds !== null && path.startsWith('/.well-known/') && holds.wellKnown(req, res, path)) return
     const slash = path.indexOf('/', 1)
-    const rawName = target ? encodeURIComponent(target.project) : path.slice(1, slash < 0 ? undefined : slash)
+    // a target's name as the path form writes it: a kept deploy is {project}@{deploy id}
+    const rawName = target
+      ? encodeURIComponent(target.project) + (target.deploy === undefined ? '' : `@${target.deploy}`)
+      : path.slice(1, slash < 0 ? undefined : slash)
     const cookiePath = target ? '/' : `/${rawName}${slash < 0 ? '' : '/'}`
     const full = target ? `/${username}/${rawName}${path}` : `/${username}${path}`
     gated(req, res, username, rawName, cookiePath, () => {
@@ -335,8 +338,13 @@ export function createHostHandler(
     })
   }
 
-  /** A project's own origin serves that project at its root, as a custom domain does. */
-  const targetOf = (site: SiteHost): DomainTarget | null => (site.project === null ? null : { username: site.username, project: site.project })
+  /** A project's own origin serves that project (or one kept deploy) at its root, as a custom domain does. */
+  const targetOf = (site: SiteHost): DomainTarget | null =>
+    site.project === null
+      ? null
+      : site.deploy === null
+        ? { username: site.username, project: site.project }
+        : { username: site.username, project: site.project, deploy: site.deploy }
 
   /** A browser navigating to a path-form page goes to the page on its user's origin (302: the setting may change). */
   function toSite(req: IncomingMessage, res: ServerResponse, path: string, query: string): boolean {

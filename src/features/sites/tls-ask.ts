@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { Deps } from '../../deps.js'
-import { TLS_ASK_PATH, hostName, siteOf } from '../../http/site-origin.js'
+import { TLS_ASK_PATH, hostName, pathFormName, siteOf } from '../../http/site-origin.js'
 import { publishedFolder } from './folders-store.js'
 import { OPEN_SITES, type SiteHooks } from '../../http/site-hooks.js'
 
@@ -9,7 +9,8 @@ import { OPEN_SITES, type SiteHooks } from '../../http/site-hooks.js'
  * certificates on demand (Caddy's on_demand_tls, deploy/Caddyfile). 200 only for the names
  * this service answers for: the host of PUBLIC_URL, {username}.{CONTENT_DOMAIN} of an
  * existing account that is not disabled, {project}.{username}.{CONTENT_DOMAIN} of such an
- * account's published project, and verified custom domains (hooks.domain); 404 for everything else, so nobody can make the
+ * account's published project, {deploy id}--{project}.{username}.{CONTENT_DOMAIN} of one of its
+ * kept deploys, and verified custom domains (hooks.domain); 404 for everything else, so nobody can make the
  * proxy request certificates (and spend the CA's rate limits) for names of their choosing.
  * Answered over plain HTTP too (the proxy asks the instance directly), never cached.
  */
@@ -26,7 +27,11 @@ export function tlsAsk(app: FastifyInstance, deps: Deps, hooks: SiteHooks = OPEN
       const site = siteOf(name, config)
       if (site !== null) {
         const user = await deps.users.byName(site.username)
-        allowed = user !== undefined && !user.disabled && (site.project === null || (await publishedFolder(deps.db, user.id, site.project)) !== undefined)
+        // a project's own origin: published; one of its kept deploys: kept (published or not)
+        allowed =
+          user !== undefined &&
+          !user.disabled &&
+          (site.project === null || (await publishedFolder(deps.db, user.id, pathFormName(site.project, site.deploy))) !== undefined)
       } else allowed = (await hooks.domain(name)) !== null
     }
     reply.header('Cache-Control', 'no-store').type('text/plain; charset=utf-8')

@@ -299,6 +299,15 @@
                 'div',
                 { class: 'buttons' },
                 el('a', { href: S.safeUrl(view) || '#', target: '_blank', rel: 'noopener noreferrer', text: t('deploys.view') }),
+                d.preview_origin_url
+                  ? el('a', {
+                      href: S.safeUrl(d.preview_origin_url) || '#',
+                      target: '_blank',
+                      rel: 'noopener noreferrer',
+                      class: 'deploy-root',
+                      text: t('folders.open_root'),
+                    })
+                  : null,
                 action,
               ),
             ]),
