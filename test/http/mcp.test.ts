@@ -126,6 +126,35 @@ for (const engine of ENGINES) {
       assert.equal(all.structuredContent.projects.find((p: any) => p.name === 'agent-site').origin_url, root)
     })
 
+    it('deploy_files of a site built for / opens it at the root of its own origin, live and as a preview', async () => {
+      // a user of its own: the other tests count alice's requests against her rate limits
+      const own = await mcpHttpClient(s.url, (await s.user()).key)
+      const ok = async (name: string, args: Record<string, unknown>) => {
+        const r = (await own.callTool({ name, arguments: args })) as Awaited<ReturnType<typeof call>>
+        assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+        return r
+      }
+      // Vite's default base: the page loads /assets/..., which only the root of an origin has
+      const files = [
+        { path: 'index.html', content: '<!doctype html><script type="module" src="/assets/app.js"></script><p>root</p>' },
+        { path: 'assets/app.js', content: 'document.title = "root"' },
+      ]
+      // a relative site (the test above) opens under its user's origin
+      const relative = await ok('deploy_files', { project: 'rel-site', files: [{ path: 'index.html', content: '<script src="app.js"></script>' }] })
+      assert.equal(relative.structuredContent.open_url, relative.structuredContent.site_url)
+      const live = await ok('deploy_files', { project: 'root-site', files })
+      assert.equal(live.structuredContent.open_url, live.structuredContent.origin_url)
+      assert.ok(textOf(live).includes(`published: ${live.structuredContent.origin_url}`), textOf(live))
+      assert.ok(textOf(live).includes(live.structuredContent.site_url), textOf(live))
+      const host = new URL(live.structuredContent.open_url).hostname
+      const js = await request(`${s.httpUrl}/assets/app.js`, { headers: { host } })
+      assert.equal(await js.body.text(), 'document.title = "root"', 'what the page asks for is there')
+      const pre = await ok('deploy_files', { project: 'root-site', publish: false, files })
+      assert.equal(pre.structuredContent.open_url, pre.structuredContent.preview_origin_url)
+      assert.ok(textOf(pre).includes(`not live): ${pre.structuredContent.preview_origin_url}`), textOf(pre))
+      await own.close()
+    })
+
     it('list_deploys, rollback and promote move the live deploy; deploy_files publish false makes a preview', async () => {
       const live = `/${alice.username}/versions/`
       await ok('deploy_files', { project: 'versions', files: [{ path: 'index.html', content: '<p>v1</p>' }] })

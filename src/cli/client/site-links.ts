@@ -1,5 +1,6 @@
 import fsp from 'node:fs/promises'
 import path from 'node:path'
+import { loadsFromRoot } from '../../util/html.js'
 
 /**
  * Where a published project is, as `svc deploy` says it. A project is served at
@@ -15,13 +16,10 @@ export interface SiteLinks {
   built_for_root: boolean
 }
 
-// a src= or href= whose value starts with one '/' (not '//', a scheme-relative URL)
-const ROOT_ABSOLUTE = /\s(?:src|href)\s*=\s*["']?\/(?!\/)/i
-
 /** Whether the folder's index.html (when there is one) loads files by root-absolute paths. */
 export async function builtForRoot(dir: string): Promise<boolean> {
   const html = await fsp.readFile(path.join(dir, 'index.html'), 'utf8').catch(() => null)
-  return html !== null && ROOT_ABSOLUTE.test(html.slice(0, 1 << 20))
+  return html !== null && loadsFromRoot(html)
 }
 
 /** The lines naming a live project's URLs: `{lead}: {the URL to open}`, then the others. */

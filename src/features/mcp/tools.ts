@@ -18,6 +18,7 @@ import type { McpServices } from './services.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 import { checkJsonValue } from '../kv/validate.js'
 import { originUrl, previewOriginUrl } from '../../http/site-origin.js'
+import { loadsFromRoot } from '../../util/html.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -216,14 +217,32 @@ const deployFiles = tool({
     let websiteUrl = `${ctx.contentOrigin}/${ctx.user.username}/${encodeURIComponent(ref.name)}/`
     if (!wasLive || decoded.some((f) => (RULE_FILES as readonly string[]).includes(f.path)))
       websiteUrl = (await s.folders.publish(ctx.user, ref, ctx.contentOrigin)).website_url
-    const open = site ?? websiteUrl
     const root = originUrl(ctx.siteOrigin, ref.name)
+    const open = openUrl(decoded, root, site ?? websiteUrl)
     return {
-      summary: `Uploaded ${r.uploaded} file(s) to ${ref.name}, published: ${open}${root === null ? '' : `\nAt the root of its own origin (for a site whose files load from /): ${root}`}`,
+      summary: `Uploaded ${r.uploaded} file(s) to ${ref.name}, published: ${open}${otherUrl(open, root, site ?? websiteUrl)}`,
       data: { project: ref.name, uploaded_count: r.uploaded, is_published: true, website_url: websiteUrl, site_url: site, origin_url: root, open_url: open },
     }
   },
 })
+
+/**
+ * The URL to open after deploy_files, as `svc deploy` chooses it: the root of the project's
+ * (or the deploy's) own origin when the call's index.html loads files from / (a site built
+ * for /, Vite's default), else the project under its user's origin (or the path form).
+ */
+function openUrl(files: Array<{ path: string; bytes: Buffer }>, root: string | null, under: string): string {
+  const index = files.find((f) => f.path === 'index.html')
+  return root !== null && index !== undefined && loadsFromRoot(index.bytes.toString('utf8')) ? root : under
+}
+
+/** The summary's line naming the other place the site answers. */
+const otherUrl = (open: string, root: string | null, under: string): string =>
+  root === null
+    ? ''
+    : open === root
+      ? `\n(its index.html loads files from /, so open it at the root of its own origin; also at ${under}, for sites built for /{project}/)`
+      : `\nAt the root of its own origin (for a site whose files load from /): ${root}`
 
 /**
  * deploy_files with publish false: one archive deploy (manifest first, then every file) made
@@ -241,10 +260,10 @@ async function previewDeploy(s: McpServices, ctx: ToolContext, ref: FolderRef, f
   const r = await s.deploys.deployArchive(ctx.user, ref, Readable.from([Buffer.concat(chunks)]), false, ctx.contentOrigin)
   const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/`)
   const previewSite = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}@${r.deploy.id}/`)
-  const open = previewSite ?? r.preview_url
   const root = previewOriginUrl(ctx.siteOrigin, ref.name, r.deploy.id)
+  const open = openUrl(files, root, previewSite ?? r.preview_url)
   return {
-    summary: `Preview deploy ${r.deploy.id} of ${ref.name} (${r.deploy.file_count} files, not live): ${open}${root === null ? '' : `\nAt the root of its own origin (for a site whose files load from /): ${root}`}\nMake it live with promote {project: "${ref.name}", deploy_id: "${r.deploy.id}"}.`,
+    summary: `Preview deploy ${r.deploy.id} of ${ref.name} (${r.deploy.file_count} files, not live): ${open}${otherUrl(open, root, previewSite ?? r.preview_url)}\nMake it live with promote {project: "${ref.name}", deploy_id: "${r.deploy.id}"}.`,
     data: {
       project: ref.name,
       uploaded_count: files.length,
