@@ -26,8 +26,8 @@ export interface SiteHooks {
 export interface DomainTarget {
   username: string
   project: string
-  /** One kept deploy of the project (a preview's own origin); absent: the live deploy. */
-  deploy?: string
+  /** One kept deploy of the project (a preview's own origin); null or absent: the live deploy. */
+  deploy?: string | null
 }
 
 export interface AccessPoint {

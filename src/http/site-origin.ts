@@ -127,8 +127,8 @@ export function isContentOnlyHost(hostHeader: string | undefined, config: Origin
   return host.endsWith(`.${domain}`) && siteOf(hostHeader, config) === null
 }
 
-/** A project host's name as the path form writes it: {project}, or {project}@{deploy id} for one kept deploy. */
-export const pathFormName = (project: string, deploy: string | null): string => (deploy === null ? project : `${project}@${deploy}`)
+/** The path-form segment a project host names: {project}, or {project}@{deploy id} for one kept deploy. */
+export const projectSegment = (project: string, deploy: string | null): string => (deploy === null ? project : `${project}@${deploy}`)
 
 /** The username whose origin (or one of whose projects' origins) a request's Host names, or null. */
 export const siteUserOf = (hostHeader: string | undefined, config: OriginConfig): string | null => siteOf(hostHeader, config)?.username ?? null

@@ -3,7 +3,7 @@ import { AppError } from '../../errors/app-error.js'
 import { newId } from '../../auth/tokens.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import { DIGEST_RE } from '../../storage/blob-store.js'
-import { pathFormName, siteOf } from '../../http/site-origin.js'
+import { projectSegment, siteOf } from '../../http/site-origin.js'
 import { decodeSegment, projectOf } from '../sites/paths.js'
 import { invalidateHosting } from '../sites/invalidate.js'
 import { createAdmin, type Actor } from '../admin/service.js'
@@ -118,7 +118,7 @@ export function createAbuse(deps: Deps) {
     // or the path form (/{username}/{name}/...)
     const site = siteOf(u.host, config)
     const key = siteKeyOfPath(
-      site === null ? path : site.project === null ? `/${site.username}${path}` : `/${site.username}/${pathFormName(site.project, site.deploy)}${path}`,
+      site === null ? path : site.project === null ? `/${site.username}${path}` : `/${site.username}/${projectSegment(site.project, site.deploy)}${path}`,
     )
     if (!key) throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: 'the URL names no page, image or data link' } })
     const t = parseKey(key) as Extract<Target, { kind: 'site' }>

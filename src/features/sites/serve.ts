@@ -14,7 +14,7 @@ import { withQuery } from './site-rules.js'
 import { canNameUser } from '../../auth/users.js'
 import { commonOf, etagOf, plainHeaders, representationOf, siteKey, domainKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
-import { hostName, type SiteHost } from '../../http/site-origin.js'
+import { hostName, projectSegment, type SiteHost } from '../../http/site-origin.js'
 import type { HostHolds } from '../abuse/public.js'
 
 type Log = { warn(obj: unknown, msg: string): void }
@@ -327,9 +327,7 @@ export function createHostHandler(
     if (holds !== null && path.startsWith('/.well-known/') && holds.wellKnown(req, res, path)) return
     const slash = path.indexOf('/', 1)
     // a target's name as the path form writes it: a kept deploy is {project}@{deploy id}
-    const rawName = target
-      ? encodeURIComponent(target.project) + (target.deploy === undefined ? '' : `@${target.deploy}`)
-      : path.slice(1, slash < 0 ? undefined : slash)
+    const rawName = target ? projectSegment(encodeURIComponent(target.project), target.deploy ?? null) : path.slice(1, slash < 0 ? undefined : slash)
     const cookiePath = target ? '/' : `/${rawName}${slash < 0 ? '' : '/'}`
     const full = target ? `/${username}/${rawName}${path}` : `/${username}${path}`
     gated(req, res, username, rawName, cookiePath, () => {
@@ -340,11 +338,7 @@ export function createHostHandler(
 
   /** A project's own origin serves that project (or one kept deploy) at its root, as a custom domain does. */
   const targetOf = (site: SiteHost): DomainTarget | null =>
-    site.project === null
-      ? null
-      : site.deploy === null
-        ? { username: site.username, project: site.project }
-        : { username: site.username, project: site.project, deploy: site.deploy }
+    site.project === null ? null : { username: site.username, project: site.project, deploy: site.deploy }
 
   /** A browser navigating to a path-form page goes to the page on its user's origin (302: the setting may change). */
   function toSite(req: IncomingMessage, res: ServerResponse, path: string, query: string): boolean {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { Deps } from '../../deps.js'
-import { TLS_ASK_PATH, hostName, pathFormName, siteOf } from '../../http/site-origin.js'
+import { TLS_ASK_PATH, hostName, projectSegment, siteOf } from '../../http/site-origin.js'
 import { publishedFolder } from './folders-store.js'
 import { OPEN_SITES, type SiteHooks } from '../../http/site-hooks.js'
 
@@ -31,7 +31,7 @@ export function tlsAsk(app: FastifyInstance, deps: Deps, hooks: SiteHooks = OPEN
         allowed =
           user !== undefined &&
           !user.disabled &&
-          (site.project === null || (await publishedFolder(deps.db, user.id, pathFormName(site.project, site.deploy))) !== undefined)
+          (site.project === null || (await publishedFolder(deps.db, user.id, projectSegment(site.project, site.deploy))) !== undefined)
       } else allowed = (await hooks.domain(name)) !== null
     }
     reply.header('Cache-Control', 'no-store').type('text/plain; charset=utf-8')
