@@ -9,12 +9,41 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => MAP[c])
 }
 
+// a tag that loads a file as the page opens, and its attributes (not <a> or <form>: a link
+// loads nothing until it is followed, and `<a href="/">` is common on sites built for a subpath)
+const LOADING_TAG = /<(script|link|img|source|iframe|embed|video|audio|track)\b([^>]*)>/gi
+// a <link> that loads what it names (stylesheet, icon, manifest, preload), not one that only
+// points somewhere (canonical, alternate)
+const LOADING_REL = /(?:^|\s)rel\s*=\s*["']?[^"'>]*\b(?:stylesheet|icon|manifest|preload|modulepreload)\b/i
 // a src= or href= whose value starts with one '/' (not '//', a scheme-relative URL)
-const ROOT_ABSOLUTE = /\s(?:src|href)\s*=\s*["']?\/(?!\/)/i
+const ROOT_ABSOLUTE = /(?:^|\s)(?:src|href)\s*=\s*(?:"(\/(?!\/)[^"]*)"|'(\/(?!\/)[^']*)'|(\/(?!\/)[^\s>]*))/i
+/** How many root-absolute files rootResources names at most (a page's first few suffice). */
+const MAX_RESOURCES = 8
 
 /**
- * Whether a site's index.html loads files by root-absolute paths (`src="/assets/app.js"`, the
- * build of Vite's default base): such a site works only at the root of an origin. Reads the
- * first MiB.
+ * The root-absolute paths (`/assets/app.js`, without query or fragment) of the files a page
+ * loads as it opens, as a build for `/` writes them (Vite's default base): such a site works
+ * only at the root of an origin. Reads the first MiB; at most MAX_RESOURCES paths, in order.
  */
-export const loadsFromRoot = (html: string): boolean => ROOT_ABSOLUTE.test(html.slice(0, 1 << 20))
+export function rootResources(html: string): string[] {
+  const out: string[] = []
+  for (const m of html.slice(0, 1 << 20).matchAll(LOADING_TAG)) {
+    if (m[1].toLowerCase() === 'link' && !LOADING_REL.test(m[2])) continue
+    const a = ROOT_ABSOLUTE.exec(m[2])
+    if (a === null) continue
+    const url = (a[1] ?? a[2] ?? a[3]).replace(/[?#].*$/s, '')
+    if (url !== '/' && !out.includes(url)) out.push(url)
+    if (out.length >= MAX_RESOURCES) break
+  }
+  return out
+}
+
+/**
+ * Whether a site is built for the root of an origin: its index.html loads at least one file
+ * by a root-absolute path that the site itself has (`has`, given the path). A page that only
+ * loads the user's shared files from `/` (`/theme.css` beside the projects) is not.
+ */
+export async function builtForRoot(indexHtml: string, has: (path: string) => boolean | Promise<boolean>): Promise<boolean> {
+  for (const p of rootResources(indexHtml)) if (await has(p)) return true
+  return false
+}

@@ -146,7 +146,8 @@ describe(`a Vite-built site: svc deploy vs vite preview, in Chromium [${engine}]
     const open = `http://vite-root.${user.username}.localhost:${port}/`
     assert.match(r.stdout, new RegExp(`is live: ${open.replace(/[.]/g, '\\.')}\n`), r.stdout)
     assert.match(r.stdout, /loads files from \//)
-    assert.ok(r.stdout.includes(`also at http://${user.username}.localhost:${port}/vite-root/`), r.stdout)
+    const under = `http://${user.username}.localhost:${port}/vite-root/`
+    assert.ok(r.stdout.includes(`browsers opening ${under} are sent here`), r.stdout)
 
     const shown = await previewed('/')
     const hosted = await visit(open)
@@ -154,6 +155,28 @@ describe(`a Vite-built site: svc deploy vs vite preview, in Chromium [${engine}]
     assert.deepEqual(hosted.errors, [], 'svc: no console errors, page errors or failed requests')
     assert.deepEqual(shown.shown, EXPECTED)
     assert.deepEqual(hosted.shown, shown.shown, 'the site on svc shows exactly what vite preview shows')
+
+    // its other URLs, as people share them, take a browser to the project's origin: the app
+    // runs there, where a build for / finds its files
+    for (const [from, to] of [
+      [under, open],
+      [`${under}about`, `${open}about`],
+      [`${s.url}/${user.username}/vite-root/`, open],
+    ]) {
+      const ctx = await browser.newContext({ ignoreHTTPSErrors: true })
+      try {
+        const page = await ctx.newPage()
+        const errors = watchErrors(page)
+        const res = await page.goto(from)
+        assert.equal(res?.status(), 200, from)
+        assert.equal(page.url(), to, from)
+        await page.waitForFunction(() => document.title.startsWith('Vite site - '), undefined, { timeout: 15_000 })
+        assert.match(await page.locator('#app').innerText(), /data: hello from public\/data\.json/, from)
+        assert.deepEqual(errors, [], from)
+      } finally {
+        await ctx.close()
+      }
+    }
   })
 
   it("a preview of Vite's default build: svc deploy --preview prints the deploy's own origin, which shows what vite preview shows", async () => {

@@ -121,6 +121,66 @@ for (const engine of ENGINES) {
       assert.equal((await on(new URL(want).host, '/')).status, 200)
     })
 
+    it('sends a browser opening a site built for / under its user origin to the project origin', async () => {
+      const nav = { 'sec-fetch-dest': 'document' }
+      // as a browser names it, with the port: the redirect keeps the request's own host
+      const userHost = `${user.username}.localhost:${port}`
+      // blog's index.html loads /assets/app.js and /assets/app.css, files blog has
+      for (const [p, to] of [
+        ['/blog/', '/'],
+        ['/blog/app/settings?tab=2', '/app/settings?tab=2'],
+        ['/blog/docs/', '/docs/'],
+      ]) {
+        const r = await on(userHost, p, nav)
+        assert.equal(r.status, 302, `${p}: ${r.text}`)
+        assert.equal(r.header('location'), `http://${host('blog')}:${port}${to}`)
+        assert.equal(r.text, '')
+      }
+      // what is not a navigation is served where it is asked for: scripts, subresources, HEAD
+      assert.match((await on(userHost, '/blog/')).text, /<p>home<\/p>/)
+      assert.equal((await on(userHost, '/blog/assets/app.js', { 'sec-fetch-dest': 'script' })).status, 200)
+      // the path form sends a browser to the user origin, which sends it on
+      const pathForm = await s.request('GET', `/${user.username}/blog/`, { headers: nav })
+      assert.equal(pathForm.status, 302)
+      assert.equal(pathForm.headers.location, `http://${user.username}.localhost:${port}/blog/`)
+      // a name that can be no host label keeps its user origin
+      assert.equal((await on(userHost, '/Upper/', nav)).status, 200)
+      // not built for /: links to /, the user's shared files at /, a fallback answering every path
+      const sites: Record<string, Record<string, string>> = {
+        links: { 'index.html': '<a href="/">home</a><link rel="canonical" href="/links/"><p>links</p>' },
+        shared: { 'index.html': '<link rel="stylesheet" href="/theme.css"><p>shared</p>' },
+        spa: { 'index.html': '<script src="/assets/gone.js"></script><p>spa</p>', _redirects: '/* /index.html 200\n' },
+      }
+      for (const [name, files] of Object.entries(sites)) {
+        assert.equal((await deploySite(s, user.key, name, files)).res.status, 201)
+        const r = await on(userHost, `/${name}/`, nav)
+        assert.equal(r.status, 200, `${name}: ${r.header('location')}`)
+        assert.match(r.text, new RegExp(`<p>${name}</p>`))
+      }
+      // a new deploy is checked anew: links becomes a site built for /
+      const built = { 'index.html': '<script type="module" src="/main.js"></script><p>links</p>', 'main.js': 'export {}' }
+      assert.equal((await deploySite(s, user.key, 'links', built)).res.status, 201)
+      assert.equal((await on(userHost, '/links/', nav)).header('location'), `http://${host('links')}:${port}/`)
+      // a kept deploy goes to its own origin
+      const { res } = await deploySite(s, user.key, 'links', { ...built, 'index.html': built['index.html'].replace('links', 'next') }, { preview: true })
+      const id = res.json.deploy.id as string
+      const kept = await on(userHost, `/links@${id}/`, nav)
+      assert.equal(kept.status, 302)
+      assert.equal(kept.header('location'), `http://${id}--links.${user.username}.localhost:${port}/`)
+    })
+
+    it('sends browsers on before the visitor password, which the project origin asks for', async () => {
+      assert.equal((await deploySite(s, user.key, 'vault', { 'index.html': INDEX.replace('home', 'vault'), 'assets/app.js': '' })).res.status, 201)
+      assert.equal((await s.request('PUT', '/api/access/vault', { key: user.key, json: { password: 'hunter22' } })).status, 200)
+      const r = await on(`${user.username}.localhost:${port}`, '/vault/', { 'sec-fetch-dest': 'document', accept: 'text/html' })
+      assert.equal(r.status, 302)
+      assert.equal(r.header('location'), `http://${host('vault')}:${port}/`)
+      assert.doesNotMatch(r.text, /vault/)
+      const there = await on(host('vault'), '/', { 'sec-fetch-dest': 'document', accept: 'text/html' })
+      assert.equal(there.status, 401)
+      assert.doesNotMatch(there.text, /<p>vault<\/p>/)
+    })
+
     it('serves each kept deploy at the root of its own origin, {deploy id}--{project}', async () => {
       const live = { 'index.html': INDEX.replace('home', 'live'), 'assets/app.js': 'document.title = "live"' }
       const next = { 'index.html': INDEX.replace('home', 'next'), 'assets/app.js': 'document.title = "next"' }

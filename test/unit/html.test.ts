@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { escapeHtml } from '../../src/util/html.js'
+import { builtForRoot, escapeHtml, rootResources } from '../../src/util/html.js'
 import { html } from '../../src/web/html.js'
 
 describe('escapeHtml (the one implementation)', () => {
@@ -25,5 +25,59 @@ describe('escapeHtml (the one implementation)', () => {
   it('is what the page templates use', () => {
     const v = `<&>"'`
     assert.equal(html`${v}`.value, escapeHtml(v))
+  })
+})
+
+// Which files a page loads from the root of its origin: the test of a site built for / (decision 75).
+describe('rootResources', () => {
+  const cases: Array<[string, string, string[]]> = [
+    [
+      "Vite's default build",
+      '<script type="module" crossorigin src="/assets/index-a1.js"></script><link rel="stylesheet" crossorigin href="/assets/index-b2.css">',
+      ['/assets/index-a1.js', '/assets/index-b2.css'],
+    ],
+    [
+      'an icon, a manifest, a module preload',
+      '<link rel="icon" href="/favicon.svg"><link rel=manifest href=/app.webmanifest><link rel="modulepreload" href="/m.js">',
+      ['/favicon.svg', '/app.webmanifest', '/m.js'],
+    ],
+    ['images and media, query and fragment dropped', '<img alt="x" src=/logo.png?v=2><video src="/v.mp4#t=1"></video>', ['/logo.png', '/v.mp4']],
+    ['single quotes, upper case', "<SCRIPT SRC='/a.js'></SCRIPT>", ['/a.js']],
+    ['links to /, which load nothing', '<a href="/">home</a><a href="/about/">about</a><form action="/x"></form>', []],
+    ['links that only point', '<link rel="canonical" href="/blog/"><link rel="alternate" type="application/rss+xml" href="/feed.xml">', []],
+    ['relative and scheme-relative files', '<script src="./assets/a.js"></script><script src="//cdn.example.net/x.js"></script><img src="logo.png">', []],
+    ['absolute URLs', '<script src="https://example.net/x.js"></script>', []],
+    ['the root itself', '<link rel="icon" href="/">', []],
+    ['each path once', '<img src="/a.png"><img src="/a.png">', ['/a.png']],
+  ]
+  for (const [name, html, want] of cases) it(name, () => assert.deepEqual(rootResources(`<!doctype html><html><head>${html}</head></html>`), want))
+
+  it('names at most eight files, in order', () => {
+    const html = Array.from({ length: 20 }, (_, i) => `<img src="/i${i}.png">`).join('')
+    assert.deepEqual(
+      rootResources(html),
+      Array.from({ length: 8 }, (_, i) => `/i${i}.png`),
+    )
+  })
+})
+
+describe('builtForRoot', () => {
+  const page = '<link rel="stylesheet" href="/theme.css"><script type="module" src="/assets/app.js"></script>'
+  it('is true when the site has one of the files its page loads from /', async () => {
+    assert.equal(await builtForRoot(page, (p) => p === '/assets/app.js'), true)
+  })
+  it('is false when it has none of them (shared files of the user at /)', async () => {
+    const asked: string[] = []
+    assert.equal(
+      await builtForRoot(page, async (p) => {
+        asked.push(p)
+        return false
+      }),
+      false,
+    )
+    assert.deepEqual(asked, ['/theme.css', '/assets/app.js'])
+  })
+  it('is false for a page that loads nothing from /', async () => {
+    assert.equal(await builtForRoot('<a href="/">home</a>', () => true), false)
   })
 })

@@ -17,6 +17,9 @@ describe('svc deploy: the URL to open', () => {
     ["Vite's default build", '<script type="module" crossorigin src="/assets/index-a1.js"></script>', true],
     ['a root-absolute stylesheet', "<link rel=stylesheet href='/style.css'>", true],
     ['an unquoted root-absolute src', '<img src=/logo.png>', true],
+    ['a root-absolute file the folder does not have', '<link rel="stylesheet" href="/theme.css">', false],
+    ['a link to /', '<a href="/">home</a>', false],
+    ['a path out of the folder', '<script src="/../outside.js"></script>', false],
     ['a relative build', '<script type="module" src="./assets/index-a1.js"></script>', false],
     ['a scheme-relative CDN script', '<script src="//cdn.example.net/x.js"></script>', false],
     ['an absolute URL', '<a href="https://example.net/">x</a>', false],
@@ -26,6 +29,12 @@ describe('svc deploy: the URL to open', () => {
     it(`${name} -> ${want ? 'built for /' : 'not built for /'}`, async () => {
       const d = fs.mkdtempSync(path.join(dir, 'site-'))
       if (html !== null) fs.writeFileSync(path.join(d, 'index.html'), `<!doctype html><html><head>${html}</head></html>`)
+      // the files the pages above load, where the folder has them
+      for (const f of ['assets/index-a1.js', 'style.css', 'logo.png']) {
+        fs.mkdirSync(path.dirname(path.join(d, f)), { recursive: true })
+        fs.writeFileSync(path.join(d, f), 'x')
+      }
+      fs.writeFileSync(path.join(dir, 'outside.js'), 'x')
       assert.equal(await builtForRoot(d), want)
     })
 
@@ -37,9 +46,8 @@ describe('svc deploy: the URL to open', () => {
   it("a site built for / opens at the project's own origin, then names the others", () => {
     assert.deepEqual(linkLines('published', { ...urls, built_for_root: true }), [
       'published: http://blog.alice.localhost:8080/',
-      '  (its index.html loads files from /, so open it at the root of its own origin)',
-      "  also at http://alice.localhost:8080/blog/ (under its user's origin, for sites built for /{project}/)",
-      '  for scripts: https://localhost:8443/alice/blog/ (browsers are sent to http://alice.localhost:8080/blog/)',
+      '  (its index.html loads files from /: browsers opening http://alice.localhost:8080/blog/ are sent here)',
+      '  for scripts: https://localhost:8443/alice/blog/ (browsers are sent to http://blog.alice.localhost:8080/)',
     ])
   })
   it("any other site opens under its user's origin, and names its own origin", () => {

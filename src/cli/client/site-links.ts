@@ -1,6 +1,6 @@
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { loadsFromRoot } from '../../util/html.js'
+import { builtForRoot as htmlBuiltForRoot } from '../../util/html.js'
 
 /**
  * Where a published project is, as `svc deploy` says it. A project is served at
@@ -16,10 +16,26 @@ export interface SiteLinks {
   built_for_root: boolean
 }
 
-/** Whether the folder's index.html (when there is one) loads files by root-absolute paths. */
+/**
+ * Whether the folder is a site built for / (util/html.ts builtForRoot): its index.html loads
+ * files of the folder by root-absolute paths. The server applies the same rule to a published
+ * project, and sends browsers from its user's origin to its own.
+ */
 export async function builtForRoot(dir: string): Promise<boolean> {
   const html = await fsp.readFile(path.join(dir, 'index.html'), 'utf8').catch(() => null)
-  return html !== null && loadsFromRoot(html)
+  if (html === null) return false
+  const root = path.resolve(dir)
+  return htmlBuiltForRoot(html, async (p) => {
+    let rel: string
+    try {
+      rel = decodeURIComponent(p)
+    } catch {
+      return false
+    }
+    const file = path.resolve(root, `.${rel}`)
+    if (!file.startsWith(root + path.sep)) return false
+    return (await fsp.stat(file).catch(() => null))?.isFile() === true
+  })
 }
 
 /** The lines naming a live project's URLs: `{lead}: {the URL to open}`, then the others. */
@@ -27,14 +43,13 @@ export function linkLines(lead: string, r: SiteLinks): string[] {
   const fromRoot = r.built_for_root && r.origin_url !== null
   const open = fromRoot ? r.origin_url : (r.site_url ?? r.website_url ?? '(the server gave no URL)')
   const lines = [`${lead}: ${open}`]
-  if (fromRoot) {
-    lines.push('  (its index.html loads files from /, so open it at the root of its own origin)')
-    if (r.site_url) lines.push(`  also at ${r.site_url} (under its user's origin, for sites built for /{project}/)`)
-  } else if (r.origin_url) lines.push(`  at the root of its own origin: ${r.origin_url} (for sites built for /)`)
+  // the server sends browsers from the user's origin to the project's own one (decision 75)
+  if (fromRoot) lines.push(`  (its index.html loads files from /: browsers opening ${r.site_url ?? r.website_url} are sent here)`)
+  else if (r.origin_url) lines.push(`  at the root of its own origin: ${r.origin_url} (for sites built for /)`)
   else if (r.built_for_root && r.site_url)
     lines.push(
       '  (its index.html loads files from /, which only the root of an origin has: deploy it under a name of lowercase letters, digits and - to give it an origin of its own, or build it for /{project}/)',
     )
-  if (r.site_url && r.website_url) lines.push(`  for scripts: ${r.website_url} (browsers are sent to ${r.site_url})`)
+  if (r.site_url && r.website_url) lines.push(`  for scripts: ${r.website_url} (browsers are sent to ${fromRoot ? open : r.site_url})`)
   return lines
 }

@@ -18,7 +18,7 @@ import type { McpServices } from './services.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 import { checkJsonValue } from '../kv/validate.js'
 import { originUrl, previewOriginUrl } from '../../http/site-origin.js'
-import { loadsFromRoot } from '../../util/html.js'
+import { builtForRoot } from '../../util/html.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -218,7 +218,7 @@ const deployFiles = tool({
     if (!wasLive || decoded.some((f) => (RULE_FILES as readonly string[]).includes(f.path)))
       websiteUrl = (await s.folders.publish(ctx.user, ref, ctx.contentOrigin)).website_url
     const root = originUrl(ctx.siteOrigin, ref.name)
-    const open = openUrl(decoded, root, site ?? websiteUrl)
+    const open = await openUrl(decoded, root, site ?? websiteUrl)
     return {
       summary: `Uploaded ${r.uploaded} file(s) to ${ref.name}, published: ${open}${otherUrl(open, root, site ?? websiteUrl)}`,
       data: { project: ref.name, uploaded_count: r.uploaded, is_published: true, website_url: websiteUrl, site_url: site, origin_url: root, open_url: open },
@@ -231,9 +231,20 @@ const deployFiles = tool({
  * (or the deploy's) own origin when the call's index.html loads files from / (a site built
  * for /, Vite's default), else the project under its user's origin (or the path form).
  */
-function openUrl(files: Array<{ path: string; bytes: Buffer }>, root: string | null, under: string): string {
+async function openUrl(files: Array<{ path: string; bytes: Buffer }>, root: string | null, under: string): Promise<string> {
   const index = files.find((f) => f.path === 'index.html')
-  return root !== null && index !== undefined && loadsFromRoot(index.bytes.toString('utf8')) ? root : under
+  if (root === null || index === undefined) return under
+  const paths = new Set(files.map((f) => `/${f.path}`))
+  return (await builtForRoot(index.bytes.toString('utf8'), (p) => paths.has(safeDecode(p)))) ? root : under
+}
+
+/** A URL path percent-decoded, or itself when its escapes are malformed. */
+const safeDecode = (p: string): string => {
+  try {
+    return decodeURIComponent(p)
+  } catch {
+    return p
+  }
 }
 
 /** The summary's line naming the other place the site answers. */
@@ -241,7 +252,7 @@ const otherUrl = (open: string, root: string | null, under: string): string =>
   root === null
     ? ''
     : open === root
-      ? `\n(its index.html loads files from /, so open it at the root of its own origin; also at ${under}, for sites built for /{project}/)`
+      ? `\n(its index.html loads files from /, so open it at the root of its own origin; browsers opening ${under} are sent there)`
       : `\nAt the root of its own origin (for a site whose files load from /): ${root}`
 
 /**
@@ -261,7 +272,7 @@ async function previewDeploy(s: McpServices, ctx: ToolContext, ref: FolderRef, f
   const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/`)
   const previewSite = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}@${r.deploy.id}/`)
   const root = previewOriginUrl(ctx.siteOrigin, ref.name, r.deploy.id)
-  const open = openUrl(files, root, previewSite ?? r.preview_url)
+  const open = await openUrl(files, root, previewSite ?? r.preview_url)
   return {
     summary: `Preview deploy ${r.deploy.id} of ${ref.name} (${r.deploy.file_count} files, not live): ${open}${otherUrl(open, root, previewSite ?? r.preview_url)}\nMake it live with promote {project: "${ref.name}", deploy_id: "${r.deploy.id}"}.`,
     data: {

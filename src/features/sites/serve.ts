@@ -11,6 +11,7 @@ import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
 import type { Encoded, Encodings } from './encodings.js'
 import { decodeSegment } from './paths.js'
 import { withQuery } from './site-rules.js'
+import { builtForRoot } from '../../util/html.js'
 import { canNameUser } from '../../auth/users.js'
 import { commonOf, etagOf, plainHeaders, representationOf, siteKey, domainKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
@@ -29,6 +30,9 @@ const H400 = plainHeaders(BAD_REQUEST.length)
 const H503 = plainHeaders(UNAVAILABLE.length)
 const NOT_ALLOWED = Buffer.from('Method Not Allowed')
 const H405 = [...plainHeaders(NOT_ALLOWED.length), 'Allow', 'GET, HEAD, OPTIONS']
+/** index.html files larger than this are not read for the built-for-/ check (decision 75). */
+const ROOT_CHECK_MAX = 1 << 20
+const BUILT_MEMO_MAX = 10_000
 const H204 = ['Allow', 'GET, HEAD, OPTIONS', 'Access-Control-Allow-Origin', '*', 'Access-Control-Allow-Methods', 'GET, HEAD', 'Access-Control-Max-Age', '86400']
 
 /** How the host tells the service's own host from a user's origin (src/http/site-origin.ts). */
@@ -41,8 +45,13 @@ export interface SiteRouting {
   documentTarget(req: IncomingMessage, path: string): string | null
   /** The https:// URL to send a plain-HTTP request on a user's origin to, or null to serve it. */
   upgrade(req: IncomingMessage): string | null
+  /**
+   * The own origin (no trailing slash) of the project (or kept deploy) a raw path segment
+   * names, from a request made to its user's origin; null when it can have none.
+   */
+  projectOrigin(req: IncomingMessage, segment: string): string | null
 }
-const NO_SITES: SiteRouting = { siteOf: () => null, contentOnly: () => false, documentTarget: () => null, upgrade: () => null }
+const NO_SITES: SiteRouting = { siteOf: () => null, contentOnly: () => false, documentTarget: () => null, upgrade: () => null, projectOrigin: () => null }
 
 /**
  * The public host's request handling, on the raw Node request and response: cached answers
@@ -330,10 +339,59 @@ export function createHostHandler(
     const rawName = target ? projectSegment(encodeURIComponent(target.project), target.deploy ?? null) : path.slice(1, slash < 0 ? undefined : slash)
     const cookiePath = target ? '/' : `/${rawName}${slash < 0 ? '' : '/'}`
     const full = target ? `/${username}/${rawName}${path}` : `/${username}${path}`
-    gated(req, res, username, rawName, cookiePath, () => {
-      if (m === 'POST') res.writeHead(405, H405).end(NOT_ALLOWED)
-      else serveAt(req, res, full, target ? 'domain' : true, query, head)
+    const go = () =>
+      gated(req, res, username, rawName, cookiePath, () => {
+        if (m === 'POST') res.writeHead(405, H405).end(NOT_ALLOWED)
+        else serveAt(req, res, full, target ? 'domain' : true, query, head)
+      })
+    // a browser opening a site built for / under its user's origin, where its /assets/... are
+    // missing, goes to the project's own origin (decision 75); before the visitor gate, which
+    // the project's origin applies as well
+    const origin = target === null && slash > 1 && m === 'GET' && req.headers['sec-fetch-dest'] === 'document' ? sites.projectOrigin(req, rawName) : null
+    if (origin === null) return go()
+    rootBuilt(`/${username}/${rawName}`).then(
+      (yes) => {
+        if (!yes) return go()
+        res.writeHead(302, ['Location', origin + path.slice(slash) + query, ...plainHeaders(0)])
+        res.end()
+      },
+      (err) => {
+        log.warn({ err }, 'built-for-root check failed')
+        go()
+      },
+    )
+  }
+
+  /** A path's entry as the user's origin serves it: cached, else resolved; null: a bad path. */
+  async function siteEntry(path: string): Promise<HostEntry | null> {
+    const hit = cache.get(siteKey(path))
+    if (hit !== undefined) return hit
+    const r = await resolve(path, true)
+    return 'status' in r ? null : r.entry
+  }
+
+  // per project path and index.html digest: whether the project is built for / (a new deploy
+  // changes the digest; a redeploy keeping index.html keeps its files too, in practice)
+  const builtMemo = new Map<string, boolean>()
+  /**
+   * Whether the project (or kept deploy) at `base` (/{user}/{name}) is a site built for /:
+   * its index.html loads files of its own by root-absolute paths (util/html.ts builtForRoot).
+   */
+  async function rootBuilt(base: string): Promise<boolean> {
+    const index = await siteEntry(`${base}/`)
+    if (index === null || index.kind !== 'file' || index.status !== 200 || index.size > ROOT_CHECK_MAX) return false
+    const key = `${base}\n${index.digest}`
+    const known = builtMemo.get(key)
+    if (known !== undefined) return known
+    const html = (await blobs.read(index.digest)).toString('utf8')
+    const yes = await builtForRoot(html, async (p) => {
+      const e = await siteEntry(base + p)
+      // a file of its own: not the index itself, as a single-page app's fallback rule answers
+      return e !== null && e.kind === 'file' && e.status === 200 && e.digest !== index.digest
     })
+    if (builtMemo.size >= BUILT_MEMO_MAX) builtMemo.clear()
+    builtMemo.set(key, yes)
+    return yes
   }
 
   /** A project's own origin serves that project (or one kept deploy) at its root, as a custom domain does. */
