@@ -185,7 +185,7 @@ for (const engine of ENGINES) {
       assert.equal(siteUrl, `http://${username}.localhost:${new URL(s.httpUrl).port}/mysite/`)
       // and at the root of the project's own origin, with what each link is for; no sandbox note
       assert.equal(await page.locator('#project-root').getAttribute('href'), `http://mysite.${username}.localhost:${new URL(s.httpUrl).port}/`)
-      assert.match((await page.locator('#project-root-hint').innerText()) ?? '', /built to live at \//)
+      assert.match((await page.locator('#project-root-hint').innerText()) ?? '', /built for \/ .*"Open site" takes a browser there too/)
       assert.equal(await page.locator('#project-sandboxed').isHidden(), true)
       const row = page.locator('#projects-table tbody tr', { hasText: 'mysite' })
       await row.getByRole('link', { name: 'Open at its own origin' }).waitFor()

@@ -42,8 +42,7 @@ export const SITES_MESSAGES = defineMessages(
     'folders.unpublish': 'Unpublish',
     'folders.open_site': 'Open site',
     'folders.open_root': 'Open at its own origin',
-    'folders.root_hint':
-      'A site built to live at / (such as Vite\'s default build) works at its own origin; one built for /{project}/ works under "Open site".',
+    'folders.root_hint': 'A site built for / (such as Vite\'s default build) runs at its own origin: "Open site" takes a browser there too.',
     'folders.tree': 'Files',
     'folders.none': 'No projects yet.',
     'folders.need_index': 'A project needs an index.html at its root to be published.',
@@ -106,7 +105,7 @@ export const SITES_MESSAGES = defineMessages(
     'folders.unpublish': '取消发布',
     'folders.open_site': '打开网站',
     'folders.open_root': '在独立源打开',
-    'folders.root_hint': '为根路径 / 构建的网站（如 Vite 的默认构建）在独立源上运行；为 /{project}/ 构建的网站用“打开网站”。',
+    'folders.root_hint': '为根路径 / 构建的网站（如 Vite 的默认构建）在独立源上运行，“打开网站”也会转到那里。',
     'folders.tree': '文件',
     'folders.none': '还没有项目。',
     'folders.need_index': '项目根目录需要 index.html 才能发布。',
