@@ -27,7 +27,7 @@ export const CLIENT_USAGE = `Client commands (talk to a server over its API; see
   svc forms ls | export FORM_ID [--csv] [-o FILE]
   svc forms notify FORM_ID [--webhook URL [--paused] | --no-webhook] [--email each|digest|off]
   svc forms rotate-secret FORM_ID | deliveries FORM_ID | redeliver DELIVERY_ID   form notifications
-  svc domain add DOMAIN --project NAME | verify DOMAIN | list | remove DOMAIN
+  svc domain add DOMAIN --project NAME | verify DOMAIN | primary DOMAIN [--off] | list | remove DOMAIN
   svc access set NAME [--password-stdin | --no-password] [--expires 2026-12-31T23:00:00Z|7d | --no-expiry]
   svc access clear NAME | list          (NAME: a folder project or single page; SVC_VISITOR_PASSWORD)
   svc mcp                        an MCP server on stdio for AI agents (docs/mcp.md)

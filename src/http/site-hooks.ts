@@ -21,6 +21,11 @@ export interface SiteHooks {
   access(req: IncomingMessage, res: ServerResponse, at: AccessPoint): boolean | Promise<boolean>
   /** True only when `access` is known, from memory and at once, to let this name through. */
   openNow(username: string, name: string): boolean
+  /**
+   * The verified primary custom domain of a user's project (a host name), where browsers
+   * opening its other URLs are sent; null: none. At once from memory when it can, else a promise.
+   */
+  primaryDomain(username: string, project: string): string | null | Promise<string | null>
 }
 
 export interface DomainTarget {
@@ -42,4 +47,4 @@ export interface AccessPoint {
 }
 
 /** Lets everything through: no custom domains, no visitor access. */
-export const OPEN_SITES: SiteHooks = { domain: () => null, access: () => true, openNow: () => true }
+export const OPEN_SITES: SiteHooks = { domain: () => null, access: () => true, openNow: () => true, primaryDomain: () => null }

@@ -6,7 +6,8 @@ import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.
 import { startDns, type TestDns } from '../support/dns.js'
 
 // The dashboard's domain page in Chromium: add a domain, read the DNS record to create, verify
-// it (against a DNS server on loopback), and protect a project with a visitor password.
+// it (against a DNS server on loopback), make it primary and undo it, and protect a project
+// with a visitor password.
 const engine = ENGINES[0]
 
 describe(`dashboard: domains and visitor access in Chromium [${engine}]`, () => {
@@ -29,7 +30,7 @@ describe(`dashboard: domains and visitor access in Chromium [${engine}]`, () => 
     await dns?.close()
   })
 
-  it('adds and verifies a domain, and sets a visitor password', async () => {
+  it('adds, verifies and makes primary a domain, and sets a visitor password', async () => {
     const cookie = await s.login(alice.username, alice.password)
     const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
     await ctx.addCookies([{ name: 'session', value: cookie.replace(/^session=/, '').split(';')[0], url: s.url }])
@@ -50,6 +51,17 @@ describe(`dashboard: domains and visitor access in Chromium [${engine}]`, () => 
     // the table is drawn again after the status line: wait for it rather than sample it once
     await page.waitForFunction(() => /www\.example\.test\s*site\s*verified/.test(document.querySelector('#dom-table tbody')?.textContent ?? ''))
     assert.equal((await s.get('/', { headers: { host: 'www.example.test' } })).text, '<p>dash site</p>')
+
+    // primary: browsers opening the project on alice's origin are sent to the domain, until undone
+    const nav = { host: 'alice.localhost', 'sec-fetch-dest': 'document' }
+    await page.click('button[aria-label="Make primary www.example.test"]')
+    await page.waitForFunction(() => document.getElementById('dom-status')?.textContent?.includes('is the primary domain of site'))
+    await page.waitForFunction(() => /www\.example\.test\s*site\s*primary/.test(document.querySelector('#dom-table tbody')?.textContent ?? ''))
+    assert.equal((await s.get('/site/', { headers: nav })).header('location'), 'https://www.example.test/')
+    await page.click('button[aria-label="Not primary www.example.test"]')
+    await page.waitForFunction(() => document.getElementById('dom-status')?.textContent?.includes('is no longer the primary domain'))
+    await page.waitForFunction(() => /www\.example\.test\s*site\s*verified/.test(document.querySelector('#dom-table tbody')?.textContent ?? ''))
+    assert.equal((await s.get('/site/', { headers: nav })).text, '<p>dash site</p>')
 
     await page.fill('#acc-name', 'site')
     await page.fill('#acc-password', 'dash-secret')

@@ -6,7 +6,7 @@ import { startDns, type TestDns } from '../support/dns.js'
 import { runCli } from './run.js'
 import { expiryOf } from '../../src/cli/client/commands/domains.js'
 
-// svc domain add|verify|list|remove and svc access set|clear|list, as child processes against
+// svc domain add|verify|primary|list|remove and svc access set|clear|list, as child processes against
 // a real server whose DNS checks go to a DNS server on loopback.
 for (const engine of ENGINES) {
   describe(`svc domain and svc access [${engine}]`, () => {
@@ -14,7 +14,7 @@ for (const engine of ENGINES) {
     let dns: TestDns
     let alice: Awaited<ReturnType<TestServer['user']>>
     let env: Record<string, string>
-    const at = (host: string, p: string) => s.get(p, { headers: { host } })
+    const at = (host: string, p: string, headers: Record<string, string> = {}) => s.get(p, { headers: { host, ...headers } })
 
     before(async () => {
       dns = await startDns()
@@ -47,6 +47,16 @@ for (const engine of ENGINES) {
       assert.equal((await at('blog.example.test', '/')).text, '<p>cli site</p>')
       const table = await runCli(['domain', 'list'], { env })
       assert.match(table.stdout, /blog\.example\.test\s+site\s+verified/)
+      // primary: browsers opening the project's other URLs are sent there, until --off
+      const primary = await runCli(['domain', 'primary', 'blog.example.test'], { env })
+      assert.equal(primary.code, 0, primary.stderr)
+      assert.match(primary.stdout, /blog\.example\.test is the primary domain of site/)
+      assert.match((await runCli(['domain', 'list'], { env })).stdout, /blog\.example\.test\s+site\s+primary/)
+      const nav = await at(`${alice.username}.localhost`, '/site/', { 'sec-fetch-dest': 'document' })
+      assert.equal(nav.header('location'), 'https://blog.example.test/')
+      const off = await runCli(['domain', 'primary', 'blog.example.test', '--off', '--json'], { env })
+      assert.equal(off.code, 0, off.stderr)
+      assert.equal(off.json.data.primary, false)
       const rm = await runCli(['domain', 'remove', 'blog.example.test'], { env })
       assert.equal(rm.code, 0, rm.stderr)
       assert.notEqual((await at('blog.example.test', '/')).text, '<p>cli site</p>')

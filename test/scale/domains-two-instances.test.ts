@@ -55,12 +55,21 @@ describe('custom domains and visitor access on two instances', needs('postgres',
     for (let i = 0; i < 3; i++) assert.equal((await at(b, '/')).text, '<p>alice site</p>')
     assert.equal((await b.get('/.well-known/svc/tls-allowed?domain=www.example.test')).status, 200)
 
+    // B caches "no primary domain" first; made primary on A, B sends browsers there at once
+    const nav = { host: 'alice.localhost', 'sec-fetch-dest': 'document' }
+    assert.equal((await b.get('/site/', { headers: nav })).text, '<p>alice site</p>')
+    assert.equal((await a.request('PUT', '/api/domains/www.example.test/primary', { key: alice.key })).status, 200)
+    const sent = await b.get('/site/', { headers: nav })
+    assert.equal(sent.status, 302)
+    assert.equal(sent.header('location'), 'https://www.example.test/')
+
     const del = await a.request('DELETE', '/api/domains/www.example.test', { key: alice.key })
     assert.equal(del.status, 200, del.text)
     const after = await at(b, '/')
     assert.notEqual(after.text, '<p>alice site</p>')
     assert.equal((await at(b, '/index.html')).status, 404)
     assert.equal((await b.get('/.well-known/svc/tls-allowed?domain=www.example.test')).status, 404)
+    assert.equal((await b.get('/site/', { headers: nav })).text, '<p>alice site</p>', 'removed on A: B stops sending browsers there')
   })
 
   it('a password set on A protects at once on B, and wrong passwords count on both', async () => {

@@ -785,6 +785,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/domains/{domain}/primary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Make a verified domain its project's primary one: browsers opening the project's other URLs are sent there */
+        put: operations["putApiDomainsByDomainPrimary"];
+        post?: never;
+        /** Stop a domain being its project's primary one: its other URLs serve it again */
+        delete: operations["deleteApiDomainsByDomainPrimary"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/domains/{domain}": {
         parameters: {
             query?: never;
@@ -3503,6 +3521,8 @@ export interface operations {
                                 created_at: string;
                                 /** @description https://{domain}/ once verified */
                                 site_url: string | null;
+                                /** @description the project's primary domain: browsers opening the project's other URLs (its user's origin, its own origin, its other domains) are sent here */
+                                primary: boolean;
                                 /** @description the DNS record that proves control of the domain: create it, then verify */
                                 verification: {
                                     /** @enum {string} */
@@ -3559,6 +3579,8 @@ export interface operations {
                             created_at: string;
                             /** @description https://{domain}/ once verified */
                             site_url: string | null;
+                            /** @description the project's primary domain: browsers opening the project's other URLs (its user's origin, its own origin, its other domains) are sent here */
+                            primary: boolean;
                             /** @description the DNS record that proves control of the domain: create it, then verify */
                             verification: {
                                 /** @enum {string} */
@@ -3605,6 +3627,104 @@ export interface operations {
                             created_at: string;
                             /** @description https://{domain}/ once verified */
                             site_url: string | null;
+                            /** @description the project's primary domain: browsers opening the project's other URLs (its user's origin, its own origin, its other domains) are sent here */
+                            primary: boolean;
+                            /** @description the DNS record that proves control of the domain: create it, then verify */
+                            verification: {
+                                /** @enum {string} */
+                                type: "TXT";
+                                name: string;
+                                value: string;
+                            };
+                        };
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    putApiDomainsByDomainPrimary: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                domain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            /** @description lowercased; internationalised names in punycode */
+                            domain: string;
+                            /** @description the folder project served on this host */
+                            project: string;
+                            verified: boolean;
+                            /** @description ISO 8601, UTC */
+                            verified_at: string | null;
+                            /** @description ISO 8601, UTC */
+                            created_at: string;
+                            /** @description https://{domain}/ once verified */
+                            site_url: string | null;
+                            /** @description the project's primary domain: browsers opening the project's other URLs (its user's origin, its own origin, its other domains) are sent here */
+                            primary: boolean;
+                            /** @description the DNS record that proves control of the domain: create it, then verify */
+                            verification: {
+                                /** @enum {string} */
+                                type: "TXT";
+                                name: string;
+                                value: string;
+                            };
+                        };
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    deleteApiDomainsByDomainPrimary: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                domain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            /** @description lowercased; internationalised names in punycode */
+                            domain: string;
+                            /** @description the folder project served on this host */
+                            project: string;
+                            verified: boolean;
+                            /** @description ISO 8601, UTC */
+                            verified_at: string | null;
+                            /** @description ISO 8601, UTC */
+                            created_at: string;
+                            /** @description https://{domain}/ once verified */
+                            site_url: string | null;
+                            /** @description the project's primary domain: browsers opening the project's other URLs (its user's origin, its own origin, its other domains) are sent here */
+                            primary: boolean;
                             /** @description the DNS record that proves control of the domain: create it, then verify */
                             verification: {
                                 /** @enum {string} */

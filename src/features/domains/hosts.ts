@@ -8,6 +8,8 @@ import type { DomainsStore } from './store.js'
 
 /** Bus channel of domain changes: the message is the domain name (FLUSH_ALL: all). */
 export const DOMAINS_CHANNEL = 'domains'
+/** Bus channel of primary-domain changes: the message is `{username}\n{project}` (FLUSH_ALL: all). */
+export const PRIMARY_CHANNEL = 'domains-primary'
 
 interface Entry {
   target: DomainTarget | null
@@ -54,7 +56,30 @@ export function createDomainHosts(deps: Deps, store: DomainsStore) {
     return target
   }
 
+  // `{username}\n{project}` -> its primary domain (null: none), for browsers' navigations only
+  const primaries = createInvalidatedCache<string, { name: string | null; freshUntil: number }>({
+    bus,
+    channel: PRIMARY_CHANNEL,
+    maxEntries: 20_000,
+    maxMisses: 20_000,
+    isMiss: (e) => e.name === null,
+    isFresh: (e) => e.freshUntil > performance.now(),
+  })
+
   return {
+    /** The verified primary domain of a user's project: at once from memory when it can, else a promise. */
+    primary(username: string, project: string): string | null | Promise<string | null> {
+      const key = `${username}\n${project}`
+      const hit = primaries.get(key)
+      if (hit !== undefined) return hit.name
+      const ticket = primaries.ticket()
+      return store.primaryOf(username, project).then((name) => {
+        primaries.set(key, { name, freshUntil: performance.now() + 60_000 }, ticket)
+        return name
+      })
+    },
+    /** Drops a project's primary domain here and on every instance. */
+    invalidatePrimary: (username: string, project: string) => primaries.publish(`${username}\n${project}`),
     lookup(host: string): DomainTarget | null | Promise<DomainTarget | null> {
       if (never(host)) return null
       const hit = cache.get(host)

@@ -29,10 +29,12 @@ export const domainsFeature: Feature<DomainsState> = {
     const service = createDomainService(deps, createTxtLookup(deps.config.dnsResolver), {
       domain: (name) => hosts.invalidate(name),
       access: (username) => gate.invalidate(username),
+      primary: (username, project) => hosts.invalidatePrimary(username, project),
     })
     return {
       service,
       domain: (host) => hosts.lookup(host),
+      primaryDomain: (username, project) => hosts.primary(username, project),
       access: (req, res, at) => gate.access(req, res, at),
       openNow: (username, name) => gate.openNow(username, name),
     }

@@ -57,4 +57,24 @@ export const domainMigrations: Record<string, Migration> = {
       await sql`delete from usage where kind = 'domains'`.execute(db)
     },
   },
+  // the primary domain of a project: browsers opening its other URLs are sent there (at most one per project)
+  '0757-domains-primary': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable('domains')
+        .addColumn('is_primary', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute()
+      await db.schema
+        .createIndex('domains_primary_project')
+        .on('domains')
+        .columns(['user_id', 'project'])
+        .unique()
+        .where(sql.ref('is_primary'), '=', 1)
+        .execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropIndex('domains_primary_project').execute()
+      await db.schema.alterTable('domains').dropColumn('is_primary').execute()
+    },
+  },
 }

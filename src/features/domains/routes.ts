@@ -65,6 +65,30 @@ export function domainsApi(app: FastifyInstance, deps: Deps, svc: DomainService)
     },
   )
 
+  for (const [method, primary] of [
+    ['PUT', true],
+    ['DELETE', false],
+  ] as const) {
+    app.route({
+      method,
+      url: '/api/domains/:domain/primary',
+      config: cfg,
+      schema: {
+        tags: dtags,
+        summary: primary
+          ? "Make a verified domain its project's primary one: browsers opening the project's other URLs are sent there"
+          : "Stop a domain being its project's primary one: its other URLs serve it again",
+        params: DomainParams,
+        response: { 200: DomainEnvelope },
+      },
+      handler: async (req) => {
+        const d = await svc.setPrimary(caller(req).user, (req.params as { domain: string }).domain, primary)
+        const message = primary ? say(req, '已设为主域名', 'Domain is now primary') : say(req, '已取消主域名', 'Domain is no longer primary')
+        return { success: true, message, data: view(d) }
+      },
+    })
+  }
+
   app.delete(
     '/api/domains/:domain',
     {

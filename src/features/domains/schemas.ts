@@ -14,6 +14,9 @@ export const Domain = Type.Object({
   verified_at: Type.Union([Type.String(), Type.Null()], { description: 'ISO 8601, UTC' }),
   created_at: Type.String({ description: 'ISO 8601, UTC' }),
   site_url: Type.Union([Type.String(), Type.Null()], { description: 'https://{domain}/ once verified' }),
+  primary: Type.Boolean({
+    description: "the project's primary domain: browsers opening the project's other URLs (its user's origin, its own origin, its other domains) are sent here",
+  }),
   verification: Type.Object(
     { type: Type.Literal('TXT'), name: Type.String(), value: Type.String() },
     { description: 'the DNS record that proves control of the domain: create it, then verify' },

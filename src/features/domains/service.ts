@@ -11,6 +11,7 @@ import type { TxtLookup } from './dns.js'
 export interface Invalidations {
   domain(name: string): Promise<void>
   access(username: string): Promise<void>
+  primary(username: string, project: string): Promise<void>
 }
 
 export interface DomainView {
@@ -19,6 +20,7 @@ export interface DomainView {
   verified: boolean
   verified_at: string | null
   created_at: string
+  primary: boolean
   verification: { type: 'TXT'; name: string; value: string }
 }
 
@@ -28,6 +30,7 @@ export const domainView = (d: DomainRow): DomainView => ({
   verified: d.verified_at !== null,
   verified_at: d.verified_at === null ? null : new Date(Number(d.verified_at)).toISOString(),
   created_at: new Date(Number(d.created_at)).toISOString(),
+  primary: Number(d.is_primary) === 1,
   verification: { type: 'TXT', name: challengeName(d.name), value: challengeValue(d.token) },
 })
 
@@ -104,6 +107,7 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
         token: crypto.randomBytes(16).toString('hex'),
         verified_at: null,
         created_at: clock.now(),
+        is_primary: 0,
       }
       try {
         // the count read above refuses cheaply; this takes the place exactly (concurrent adds)
@@ -141,10 +145,29 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
       return { ...d, verified_at: at }
     },
 
+    /**
+     * Makes a verified domain its project's primary one (the project's other domains stop
+     * being primary), or stops it being primary: browsers opening the project's other URLs
+     * are sent to its primary domain (decision 76).
+     */
+    async setPrimary(user: Owner & { username: string }, input: unknown, primary: boolean): Promise<DomainRow> {
+      const d = await mine(user, domainName(input))
+      if (primary && d.verified_at === null) {
+        throw new AppError('DOMAIN_NOT_VERIFIED', {
+          params: { detail: `${d.name} is not verified yet, so it cannot be primary`, record: `${challengeName(d.name)} TXT "${challengeValue(d.token)}"` },
+        })
+      }
+      await store.setPrimary(d, primary)
+      await inv.primary(user.username, d.project)
+      return { ...d, is_primary: primary ? 1 : 0 }
+    },
+
     async remove(user: Owner, input: unknown): Promise<void> {
       const name = domainName(input)
+      const d = await store.domain(user.id, name)
       if (!(await store.remove(user.id, name))) throw new AppError('DOMAIN_NOT_FOUND')
       await inv.domain(name)
+      if (d !== undefined && Number(d.is_primary) === 1) await inv.primary(user.username, d.project)
     },
 
     listAccess: (user: Owner) => store.accessList(user.id),

@@ -9,6 +9,8 @@ export interface DomainsTable {
   token: string
   verified_at: number | null
   created_at: number
+  /** 1: the project's primary domain (at most one per project, verified), 0 otherwise. */
+  is_primary: number
 }
 
 export interface SiteAccessTable {
@@ -57,6 +59,30 @@ export function createDomainsStore(db: Db) {
         .where('user_id', '!=', userId)
         .executeTakeFirst()) !== undefined,
     setVerified: (id: string, at: number) => k.updateTable('domains').set({ verified_at: at }).where('id', '=', id).execute(),
+    /** Makes a domain its project's primary one (the project's other domains stop being), or not. */
+    setPrimary: (d: Pick<DomainsTable, 'id' | 'user_id' | 'project'>, primary: boolean): Promise<void> =>
+      k.transaction().execute(async (trx) => {
+        if (primary) await trx.updateTable('domains').set({ is_primary: 0 }).where('user_id', '=', d.user_id).where('project', '=', d.project).execute()
+        await trx
+          .updateTable('domains')
+          .set({ is_primary: primary ? 1 : 0 })
+          .where('id', '=', d.id)
+          .execute()
+      }),
+    /** The verified primary domain of a user's project (enabled accounts only), if any. */
+    primaryOf: async (username: string, project: string): Promise<string | null> =>
+      (
+        await k
+          .selectFrom('domains')
+          .innerJoin('users', 'users.id', 'domains.user_id')
+          .select('domains.name')
+          .where('users.username', '=', username)
+          .where('domains.project', '=', project)
+          .where('domains.is_primary', '=', 1)
+          .where('domains.verified_at', 'is not', null)
+          .where('users.disabled', '=', 0)
+          .executeTakeFirst()
+      )?.name ?? null,
     /** Deletes a domain and uncounts it (one transaction). */
     remove: (userId: string, name: string): Promise<boolean> =>
       k.transaction().execute(async (trx) => {

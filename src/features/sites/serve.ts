@@ -9,7 +9,7 @@ import { decide, partialHeaders, pickEncoding, unsatisfiableHeaders, WHOLE, type
 import { systemClock, type Clock } from '../../util/clock.js'
 import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
 import type { Encoded, Encodings } from './encodings.js'
-import { decodeSegment } from './paths.js'
+import { decodeSegment, PREVIEW_SEGMENT } from './paths.js'
 import { withQuery } from './site-rules.js'
 import { builtForRoot } from '../../util/html.js'
 import { canNameUser } from '../../auth/users.js'
@@ -344,22 +344,40 @@ export function createHostHandler(
         if (m === 'POST') res.writeHead(405, H405).end(NOT_ALLOWED)
         else serveAt(req, res, full, target ? 'domain' : true, query, head)
       })
-    // a browser opening a site built for / under its user's origin, where its /assets/... are
-    // missing, goes to the project's own origin (decision 75); before the visitor gate, which
-    // the project's origin applies as well
-    const origin = target === null && slash > 1 && m === 'GET' && req.headers['sec-fetch-dest'] === 'document' ? sites.projectOrigin(req, rawName) : null
-    if (origin === null) return go()
-    rootBuilt(`/${username}/${rawName}`).then(
-      (yes) => {
-        if (!yes) return go()
-        res.writeHead(302, ['Location', origin + path.slice(slash) + query, ...plainHeaders(0)])
-        res.end()
-      },
-      (err) => {
-        log.warn({ err }, 'built-for-root check failed')
-        go()
-      },
-    )
+    // a browser's navigation may be sent on, before the visitor gate (the place it is sent to
+    // applies the same one): to the project's primary domain (decision 76), else, from the
+    // user's origin, to the project's own origin when it is built for / (decision 75)
+    if (m !== 'GET' || req.headers['sec-fetch-dest'] !== 'document' || (target === null && slash <= 1)) return go()
+    const project = target !== null ? (target.deploy ? null : target.project) : liveProject(rawName)
+    const rest = target !== null ? path : path.slice(slash)
+    const redirect = (to: string) => {
+      res.writeHead(302, ['Location', to, ...plainHeaders(0)])
+      res.end()
+    }
+    const onPrimary = (primary: string | null) => {
+      if (primary !== null && primary !== hostName(req.headers.host)) return redirect(`https://${primary}${rest}${query}`)
+      const origin = target === null ? sites.projectOrigin(req, rawName) : null
+      if (origin === null) return go()
+      rootBuilt(`/${username}/${rawName}`).then(
+        (yes) => (yes ? redirect(origin + rest + query) : go()),
+        (err) => {
+          log.warn({ err }, 'built-for-root check failed')
+          go()
+        },
+      )
+    }
+    const primary = project === null ? null : hooks.primaryDomain(username, project)
+    if (!(primary instanceof Promise)) return onPrimary(primary)
+    primary.then(onPrimary, (err) => {
+      log.warn({ err }, 'primary domain lookup failed')
+      go()
+    })
+  }
+
+  /** The live project a raw first segment names (decoded, NFC), or null: a kept deploy's or a bad one. */
+  const liveProject = (rawName: string): string | null => {
+    const name = decodeSegment(rawName)
+    return name === null || PREVIEW_SEGMENT.test(name) ? null : name.normalize('NFC')
   }
 
   /** A path's entry as the user's origin serves it: cached, else resolved; null: a bad path. */

@@ -7,6 +7,7 @@ interface DomainData {
   domain: string
   project: string
   verified: boolean
+  primary: boolean
   verification: { type: string; name: string; value: string }
 }
 
@@ -14,7 +15,7 @@ const record = (d: DomainData) => `${d.verification.name}  TXT  "${d.verificatio
 
 export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
   const [sub, ...rest] = args
-  const { values: v, positionals } = parse(rest, { project: { type: 'string' } })
+  const { values: v, positionals } = parse(rest, { project: { type: 'string' }, off: { type: 'boolean' } })
   const api = () => ctx.api(flagsOf(v))
   const path = (name: string) => `/api/domains/${encodeURIComponent(name)}`
   switch (sub) {
@@ -41,6 +42,16 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
       else ctx.out(`verified ${r.json.data.domain}: it serves ${r.json.data.project}`)
       return 0
     }
+    case 'primary': {
+      const domain = need(positionals[0], 'DOMAIN: svc domain primary DOMAIN [--off]')
+      noMore(positionals, 1)
+      const r = await api().call(v.off ? 'DELETE' : 'PUT', `${path(domain)}/primary`)
+      const d = r.json.data as DomainData
+      if (ctx.json) ctx.emit(r.json)
+      else if (d.primary) ctx.out(`${d.domain} is the primary domain of ${d.project}: browsers opening its other URLs are sent there`)
+      else ctx.out(`${d.domain} is not the primary domain of ${d.project}: its other URLs serve it again`)
+      return 0
+    }
     case 'ls':
     case 'list': {
       noMore(positionals, 0)
@@ -51,7 +62,7 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
         ctx.out(
           table(
             ['DOMAIN', 'PROJECT', 'STATUS', 'DNS RECORD'],
-            list.map((d) => [d.domain, d.project, d.verified ? 'verified' : 'pending', d.verified ? '' : record(d)]),
+            list.map((d) => [d.domain, d.project, d.primary ? 'primary' : d.verified ? 'verified' : 'pending', d.verified ? '' : record(d)]),
           ),
         )
         ctx.out(`${list.length} of ${r.json.data?.limit ?? '?'} domains`)
@@ -68,7 +79,7 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     default:
-      throw new UsageError('usage: svc domain add DOMAIN --project NAME | verify DOMAIN | list | remove DOMAIN')
+      throw new UsageError('usage: svc domain add DOMAIN --project NAME | verify DOMAIN | primary DOMAIN [--off] | list | remove DOMAIN')
   }
 }
 

@@ -1,5 +1,6 @@
 // Domains and visitor access: add a custom domain (with the TXT record to create), verify,
-// remove; set a visitor password or an expiry on a project or page, list, remove.
+// make it its project's primary one, remove; set a visitor password or an expiry on a
+// project or page, list, remove.
 ;(function () {
   'use strict'
   var S = window.SVC
@@ -34,7 +35,7 @@
             S.row([
               el('code', { text: it.domain }),
               it.project,
-              it.verified ? t('dom.verified') : t('dom.pending'),
+              it.primary ? t('dom.primary') : it.verified ? t('dom.verified') : t('dom.pending'),
               it.verified ? '' : el('code', { class: 'mono dns-record', text: record(it) }),
               el(
                 'div',
@@ -51,7 +52,14 @@
                       },
                     }),
                 it.verified
-                  ? null
+                  ? el('button', {
+                      type: 'button',
+                      text: it.primary ? t('dom.unset_primary') : t('dom.make_primary'),
+                      'aria-label': (it.primary ? t('dom.unset_primary') : t('dom.make_primary')) + ' ' + it.domain,
+                      onclick: function () {
+                        setPrimary(it, !it.primary)
+                      },
+                    })
                   : el('button', {
                       type: 'button',
                       text: t('common.copy'),
@@ -81,6 +89,18 @@
       .post('/api/domains/' + S.enc(it.domain) + '/verify')
       .then(function (r) {
         S.status('dom-status', t('dom.verified_ok', { domain: r.data.domain, project: r.data.project }), 'ok')
+        return loadDomains()
+      })
+      .catch(S.fail('dom-status'))
+  }
+
+  /** Makes the domain its project's primary one (browsers opening the project's other URLs go there), or not. */
+  function setPrimary(it, primary) {
+    var url = '/api/domains/' + S.enc(it.domain) + '/primary'
+    ;(primary ? S.api.put(url) : S.api.del(url))
+      .then(function (r) {
+        var key = r.data.primary ? 'dom.primary_ok' : 'dom.unprimary_ok'
+        S.status('dom-status', t(key, { domain: r.data.domain, project: r.data.project }), 'ok')
         return loadDomains()
       })
       .catch(S.fail('dom-status'))
