@@ -6,7 +6,7 @@ import path from 'node:path'
 import { build, preview, type PreviewServer } from 'vite'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
+import { logInPage, openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
 import { closedPort } from '../support/ports.js'
 import { runCli } from '../cli/run.js'
 
@@ -176,6 +176,22 @@ describe(`a Vite-built site: svc deploy vs vite preview, in Chromium [${engine}]
       } finally {
         await ctx.close()
       }
+    }
+
+    // the dashboard's "Open site" link takes the owner there too
+    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
+    try {
+      const page = await ctx.newPage()
+      await logInPage(page, s.url, user)
+      await page.goto(`${s.url}/dashboard/folders`)
+      await page.locator('#projects-table').getByRole('button', { name: 'vite-root' }).click()
+      await page.locator('#project-site').waitFor({ state: 'visible' })
+      assert.equal(await page.locator('#project-site').getAttribute('href'), under)
+      const [tab] = await Promise.all([ctx.waitForEvent('page'), page.locator('#project-site').click()])
+      await tab.waitForFunction(() => document.title === 'Vite site - home', undefined, { timeout: 15_000 })
+      assert.equal(tab.url(), open)
+    } finally {
+      await ctx.close()
     }
   })
 
