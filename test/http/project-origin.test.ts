@@ -157,6 +157,14 @@ for (const engine of ENGINES) {
         assert.equal(r.status, 200, `${name}: ${r.header('location')}`)
         assert.match(r.text, new RegExp(`<p>${name}</p>`))
       }
+      // its own copy of a file its user's origin also has (another project's, shared by the
+      // user's sites): it loads fine where it is; once that copy is gone, browsers are sent on
+      const both = { 'index.html': '<link rel="stylesheet" href="/common/theme.css"><p>both</p>', 'common/theme.css': 'p { color: red }' }
+      assert.equal((await deploySite(s, user.key, 'both', both)).res.status, 201)
+      assert.equal((await deploySite(s, user.key, 'common', { 'index.html': '<p>common</p>', 'theme.css': 'p { color: blue }' })).res.status, 201)
+      assert.equal((await on(userHost, '/both/', nav)).status, 200)
+      assert.equal((await s.post('/api/folders/common/unpublish', { key: user.key })).status, 200)
+      assert.equal((await on(userHost, '/both/', nav)).header('location'), `http://${host('both')}:${port}/`)
       // a new deploy is checked anew: links becomes a site built for /
       const built = { 'index.html': '<script type="module" src="/main.js"></script><p>links</p>', 'main.js': 'export {}' }
       assert.equal((await deploySite(s, user.key, 'links', built)).res.status, 201)

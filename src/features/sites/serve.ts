@@ -358,7 +358,7 @@ export function createHostHandler(
       if (primary !== null && primary !== hostName(req.headers.host)) return redirect(`https://${primary}${rest}${query}`)
       const origin = target === null ? sites.projectOrigin(req, rawName) : null
       if (origin === null) return go()
-      rootBuilt(`/${username}/${rawName}`).then(
+      rootBuilt(username, rawName).then(
         (yes) => (yes ? redirect(origin + rest + query) : go()),
         (err) => {
           log.warn({ err }, 'built-for-root check failed')
@@ -388,27 +388,31 @@ export function createHostHandler(
     return 'status' in r ? null : r.entry
   }
 
-  // per project path and index.html digest: whether the project is built for / (a new deploy
-  // changes the digest; a redeploy keeping index.html keeps its files too, in practice)
-  const builtMemo = new Map<string, boolean>()
+  // per project path: whether the project is built for /, with the user's generation it was
+  // read at (any change of the user's content, a deploy or a file at their root, asks again)
+  const builtMemo = new Map<string, { gen: number; yes: boolean }>()
   /**
-   * Whether the project (or kept deploy) at `base` (/{user}/{name}) is a site built for /:
-   * its index.html loads files of its own by root-absolute paths (util/html.ts builtForRoot).
+   * Whether the project (or kept deploy) `rawName` of a user is a site built for /: its
+   * index.html loads, by root-absolute paths, files of its own (util/html.ts builtForRoot)
+   * that the user's origin does not have at its root, where the browser looks for them now.
    */
-  async function rootBuilt(base: string): Promise<boolean> {
+  async function rootBuilt(username: string, rawName: string): Promise<boolean> {
+    const base = `/${username}/${rawName}`
+    const known = builtMemo.get(base)
+    if (known !== undefined && cache.accepts(username, known.gen)) return known.yes
+    const gen = cache.gen(username)
     const index = await siteEntry(`${base}/`)
     if (index === null || index.kind !== 'file' || index.status !== 200 || index.size > ROOT_CHECK_MAX) return false
-    const key = `${base}\n${index.digest}`
-    const known = builtMemo.get(key)
-    if (known !== undefined) return known
     const html = (await blobs.read(index.digest)).toString('utf8')
+    const isFile = (e: HostEntry | null): e is FileEntry => e !== null && e.kind === 'file' && e.status === 200
     const yes = await builtForRoot(html, async (p) => {
-      const e = await siteEntry(base + p)
-      // a file of its own: not the index itself, as a single-page app's fallback rule answers
-      return e !== null && e.kind === 'file' && e.status === 200 && e.digest !== index.digest
+      const own = await siteEntry(base + p)
+      // a file of its own (not the index, as a single-page app's fallback rule answers), and
+      // none at the user's root (a file shared by the user's projects)
+      return isFile(own) && own.digest !== index.digest && !isFile(await siteEntry(`/${username}${p}`))
     })
     if (builtMemo.size >= BUILT_MEMO_MAX) builtMemo.clear()
-    builtMemo.set(key, yes)
+    builtMemo.set(base, { gen, yes })
     return yes
   }
 
