@@ -8,17 +8,22 @@
 //
 // Prints the top ALLOC_TOP functions (default 30) by bytes allocated on stderr, and writes the
 // raw profile to ALLOC_PROFILE (default /tmp/alloc.heapprofile; Chrome DevTools opens it).
+// ALLOC_ON_SIGNAL=1 starts sampling at the process's first SIGUSR2 instead of at once.
 import fs from 'node:fs'
 import inspector from 'node:inspector'
 
 const out = process.env.ALLOC_PROFILE ?? '/tmp/alloc.heapprofile'
 const session = new inspector.Session()
 session.connect()
-session.post('HeapProfiler.startSampling', {
-  samplingInterval: Number(process.env.ALLOC_SAMPLE_BYTES ?? 4096),
-  includeObjectsCollectedByMajorGC: true,
-  includeObjectsCollectedByMinorGC: true,
-})
+const start = () =>
+  session.post('HeapProfiler.startSampling', {
+    samplingInterval: Number(process.env.ALLOC_SAMPLE_BYTES ?? 4096),
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  })
+// ALLOC_ON_SIGNAL=1: sample from the first SIGUSR2 on (a server's steady state, after warm-up)
+if (process.env.ALLOC_ON_SIGNAL === '1') process.once('SIGUSR2', start)
+else start()
 
 process.on('exit', () => {
   // the inspector answers synchronously inside 'exit'
