@@ -13,6 +13,8 @@
 #
 # neighbour: the page alone; with a control client (the writer's process and rate, reading a
 # public page: what the client itself takes from a shared machine); with the writer.
+# NEIGHBOUR_WARMUP=N (default 0) first runs the writer's increments for N seconds unmeasured:
+# with SCENARIOS=neighbour alone, nothing else has warmed the write path.
 #
 # refuse: a user at a 10-key quota; authenticated reads of one of its keys (refuse-read, the
 # yardstick), then stores of new keys, every one refused with 1605 (refuse; its non-2xx column
@@ -151,6 +153,10 @@ for ROUND in $(seq 1 "$ROUNDS"); do
       if has neighbour; then
         wrk_run page-alone "${H[@]}" "$PAGE"
         secs=${DURATION%s}
+        # the writer's path (increments at 2,000/s) warmed first, unmeasured, when asked
+        if [ "${NEIGHBOUR_WARMUP:-0}" != 0 ]; then
+          BASE=$BASE PAGE=$PAGE MODE=incr API_KEY=$WKEY RATE=2000 DURATION_S=$NEIGHBOUR_WARMUP "${LOAD_PIN[@]}" node "$HERE/write-path-writer.mjs" >/dev/null
+        fi
         # the same client process and rate: MODE=page (the control, public page reads), then MODE=incr (the writer)
         for mode in page incr; do
           BASE=$BASE PAGE=$PAGE MODE=$mode API_KEY=$WKEY RATE=$WRITE_RATE DURATION_S=$((secs + 2)) "${LOAD_PIN[@]}" node "$HERE/write-path-writer.mjs" >"$DATA/writer.json" &
