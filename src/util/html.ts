@@ -9,12 +9,13 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => MAP[c])
 }
 
-// a tag that loads a file as the page opens, and its attributes (not <a> or <form>: a link
-// loads nothing until it is followed, and `<a href="/">` is common on sites built for a subpath)
+// a tag that loads a file the page shows or runs as it opens, and its attributes (not <a> or
+// <form>: a link loads nothing until it is followed, and `<a href="/">` is common on sites
+// built for a subpath)
 const LOADING_TAG = /<(script|link|img|source|iframe|embed|video|audio|track)\b([^>]*)>/gi
-// a <link> that loads what it names (stylesheet, icon, manifest, preload), not one that only
-// points somewhere (canonical, alternate)
-const LOADING_REL = /(?:^|\s)rel\s*=\s*["']?[^"'>]*\b(?:stylesheet|icon|manifest|preload|modulepreload)\b/i
+// a <link> that loads part of the page (stylesheet, preload), not one that only points
+// somewhere (canonical, alternate) or that the page works without (icon, manifest)
+const LOADING_REL = /(?:^|\s)rel\s*=\s*["']?[^"'>]*\b(?:stylesheet|preload|modulepreload)\b/i
 // a src= or href= whose value starts with one '/' (not '//', a scheme-relative URL)
 const ROOT_ABSOLUTE = /(?:^|\s)(?:src|href)\s*=\s*(?:"(\/(?!\/)[^"]*)"|'(\/(?!\/)[^']*)'|(\/(?!\/)[^\s>]*))/i
 /** How many root-absolute files rootResources names at most (a page's first few suffice). */

@@ -37,9 +37,9 @@ describe('rootResources', () => {
       ['/assets/index-a1.js', '/assets/index-b2.css'],
     ],
     [
-      'an icon, a manifest, a module preload',
-      '<link rel="icon" href="/favicon.svg"><link rel=manifest href=/app.webmanifest><link rel="modulepreload" href="/m.js">',
-      ['/favicon.svg', '/app.webmanifest', '/m.js'],
+      'a module preload and a preload; not an icon or a manifest, which the page works without',
+      '<link rel="icon" href="/favicon.svg"><link rel=manifest href=/app.webmanifest><link rel="modulepreload" href="/m.js"><link rel=preload as=font href="/f.woff2">',
+      ['/m.js', '/f.woff2'],
     ],
     ['images and media, query and fragment dropped', '<img alt="x" src=/logo.png?v=2><video src="/v.mp4#t=1"></video>', ['/logo.png', '/v.mp4']],
     ['single quotes, upper case', "<SCRIPT SRC='/a.js'></SCRIPT>", ['/a.js']],
@@ -47,7 +47,7 @@ describe('rootResources', () => {
     ['links that only point', '<link rel="canonical" href="/blog/"><link rel="alternate" type="application/rss+xml" href="/feed.xml">', []],
     ['relative and scheme-relative files', '<script src="./assets/a.js"></script><script src="//cdn.example.net/x.js"></script><img src="logo.png">', []],
     ['absolute URLs', '<script src="https://example.net/x.js"></script>', []],
-    ['the root itself', '<link rel="icon" href="/">', []],
+    ['the root itself', '<link rel="stylesheet" href="/">', []],
     ['each path once', '<img src="/a.png"><img src="/a.png">', ['/a.png']],
   ]
   for (const [name, html, want] of cases) it(name, () => assert.deepEqual(rootResources(`<!doctype html><html><head>${html}</head></html>`), want))
