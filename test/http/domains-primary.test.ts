@@ -82,6 +82,8 @@ for (const engine of ENGINES) {
       assert.equal((await at(user, '/site/about', { 'sec-fetch-dest': 'iframe' })).text, '<p>about carol</p>')
       assert.equal((await s.request('HEAD', '/site/', { headers: { host: user, ...NAV } })).status, 200)
       assert.equal((await s.get(`/${carol.username}/site/`)).text, '<p>carol home</p>')
+      // a browser on the path form goes there at once
+      assert.equal((await s.get(`/${carol.username}/site/about`, { headers: NAV })).header('location'), 'https://www.primary.test/about')
       // a kept deploy is not the live site: its own origin stays
       const { res } = await deploySite(s, carol.key, 'site', { 'index.html': '<p>next</p>' }, { preview: true })
       assert.equal(res.status, 201, res.text)

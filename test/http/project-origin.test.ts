@@ -139,10 +139,12 @@ for (const engine of ENGINES) {
       // what is not a navigation is served where it is asked for: scripts, subresources, HEAD
       assert.match((await on(userHost, '/blog/')).text, /<p>home<\/p>/)
       assert.equal((await on(userHost, '/blog/assets/app.js', { 'sec-fetch-dest': 'script' })).status, 200)
-      // the path form sends a browser to the user origin, which sends it on
-      const pathForm = await s.request('GET', `/${user.username}/blog/`, { headers: nav })
+      // the path form sends a browser there at once; a site not built for / to the user origin
+      const pathForm = await s.request('GET', `/${user.username}/blog/docs/?x=1`, { headers: nav })
       assert.equal(pathForm.status, 302)
-      assert.equal(pathForm.headers.location, `http://${user.username}.localhost:${port}/blog/`)
+      assert.equal(pathForm.headers.location, `http://${host('blog')}:${port}/docs/?x=1`)
+      const upper = await s.request('GET', `/${user.username}/Upper/`, { headers: nav })
+      assert.equal(upper.headers.location, `http://${user.username}.localhost:${port}/Upper/`)
       // a name that can be no host label keeps its user origin
       assert.equal((await on(userHost, '/Upper/', nav)).status, 200)
       // not built for /: links to /, the user's shared files at /, a fallback answering every path

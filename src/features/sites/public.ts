@@ -7,9 +7,9 @@ import { publicFiles } from '../../http/public-link.js'
 import { createHostHandler, type SiteRouting } from './serve.js'
 import { tlsAsk } from './tls-ask.js'
 import { isHttps } from '../../http/origin.js'
-import { hostName, isContentOnlyHost, originUrl, previewOriginUrl, siteOf, userSiteOrigin, type ListenPorts } from '../../http/site-origin.js'
+import { hostName, isContentOnlyHost, siteOf, userSiteOrigin, type ListenPorts } from '../../http/site-origin.js'
 import { canNameUser } from '../../auth/users.js'
-import { decodeSegment, PREVIEW_SEGMENT } from './paths.js'
+import { decodeSegment } from './paths.js'
 import type { Config } from '../../config.js'
 import { OPEN_SITES, type SiteHooks } from '../../http/site-hooks.js'
 
@@ -30,14 +30,10 @@ export function siteRouting(config: Config, ports: ListenPorts): SiteRouting {
       const origin = userSiteOrigin(username, req, config, ports)
       return origin === null ? null : origin + path.slice(slash)
     },
-    projectOrigin(req, segment) {
-      const name = decodeSegment(segment)
-      if (name === null) return null
-      // the request was made to the user's origin: a project's is one more label of its host
-      const own = `${isHttps(req, config) ? 'https' : 'http'}://${req.headers.host ?? ''}`
-      const preview = PREVIEW_SEGMENT.exec(name)
-      const url = preview === null ? originUrl(own, name) : previewOriginUrl(own, preview[1], preview[2])
-      return url === null ? null : url.slice(0, -1)
+    userOrigin(req, username) {
+      // a request made to the user's origin names it itself; the path form's, as documentTarget
+      if (siteOf(req.headers.host, config) !== null) return `${isHttps(req, config) ? 'https' : 'http'}://${req.headers.host ?? ''}`
+      return userSiteOrigin(username, req, config, ports)
     },
     upgrade(req) {
       // behind a proxy, a user's origin answers over HTTPS only (loopback names excepted)

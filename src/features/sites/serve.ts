@@ -15,7 +15,7 @@ import { builtForRoot } from '../../util/html.js'
 import { canNameUser } from '../../auth/users.js'
 import { commonOf, etagOf, plainHeaders, representationOf, siteKey, domainKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
-import { hostName, projectSegment, type SiteHost } from '../../http/site-origin.js'
+import { hostName, originUrl, previewOriginUrl, projectSegment, type SiteHost } from '../../http/site-origin.js'
 import type { HostHolds } from '../abuse/public.js'
 
 type Log = { warn(obj: unknown, msg: string): void }
@@ -46,12 +46,12 @@ export interface SiteRouting {
   /** The https:// URL to send a plain-HTTP request on a user's origin to, or null to serve it. */
   upgrade(req: IncomingMessage): string | null
   /**
-   * The own origin (no trailing slash) of the project (or kept deploy) a raw path segment
-   * names, from a request made to its user's origin; null when it can have none.
+   * A user's origin (no trailing slash) as the request's client reaches it: the request's own
+   * when it was made to that origin, else as the path form's redirect names it; null: none.
    */
-  projectOrigin(req: IncomingMessage, segment: string): string | null
+  userOrigin(req: IncomingMessage, username: string): string | null
 }
-const NO_SITES: SiteRouting = { siteOf: () => null, contentOnly: () => false, documentTarget: () => null, upgrade: () => null, projectOrigin: () => null }
+const NO_SITES: SiteRouting = { siteOf: () => null, contentOnly: () => false, documentTarget: () => null, upgrade: () => null, userOrigin: () => null }
 
 /**
  * The public host's request handling, on the raw Node request and response: cached answers
@@ -344,25 +344,43 @@ export function createHostHandler(
         if (m === 'POST') res.writeHead(405, H405).end(NOT_ALLOWED)
         else serveAt(req, res, full, target ? 'domain' : true, query, head)
       })
-    // a browser's navigation may be sent on, before the visitor gate (the place it is sent to
-    // applies the same one): to the project's primary domain (decision 76), else, from the
-    // user's origin, to the project's own origin when it is built for / (decision 75)
+    // a browser's navigation to a project may be sent on first (sendOn)
     if (m !== 'GET' || req.headers['sec-fetch-dest'] !== 'document' || (target === null && slash <= 1)) return go()
-    const project = target !== null ? (target.deploy ? null : target.project) : liveProject(rawName)
-    const rest = target !== null ? path : path.slice(slash)
-    const redirect = (to: string) => {
-      res.writeHead(302, ['Location', to, ...plainHeaders(0)])
-      res.end()
-    }
+    if (target !== null) return sendOn(req, res, username, target.deploy ? null : target.project, null, path, query, go)
+    sendOn(req, res, username, liveProject(rawName), { rawName, userOrigin: sites.userOrigin(req, username) }, path.slice(slash), query, go)
+  }
+
+  const redirect = (res: ServerResponse, to: string) => {
+    res.writeHead(302, ['Location', to, ...plainHeaders(0)])
+    res.end()
+  }
+
+  /**
+   * Where a browser's navigation to `rest` (and `query`) of a user's project is sent, before
+   * any visitor gate (the place it is sent to applies the same one): to the live `project`'s
+   * primary domain (decision 76); else, when asked from under the user's origin (`under`: the
+   * raw first segment and that origin), to the project's (or kept deploy's) own origin when
+   * it is built for / (decision 75); else `stay()`.
+   */
+  function sendOn(
+    req: IncomingMessage,
+    res: ServerResponse,
+    username: string,
+    project: string | null,
+    under: { rawName: string; userOrigin: string | null } | null,
+    rest: string,
+    query: string,
+    stay: () => void,
+  ): void {
     const onPrimary = (primary: string | null) => {
-      if (primary !== null && primary !== hostName(req.headers.host)) return redirect(`https://${primary}${rest}${query}`)
-      const origin = target === null ? sites.projectOrigin(req, rawName) : null
-      if (origin === null) return go()
-      rootBuilt(username, rawName).then(
-        (yes) => (yes ? redirect(origin + rest + query) : go()),
+      if (primary !== null && primary !== hostName(req.headers.host)) return redirect(res, `https://${primary}${rest}${query}`)
+      const origin = under === null || under.userOrigin === null ? null : segmentOrigin(under.userOrigin, under.rawName)
+      if (origin === null || under === null) return stay()
+      rootBuilt(username, under.rawName).then(
+        (yes) => (yes ? redirect(res, origin + rest + query) : stay()),
         (err) => {
           log.warn({ err }, 'built-for-root check failed')
-          go()
+          stay()
         },
       )
     }
@@ -370,8 +388,17 @@ export function createHostHandler(
     if (!(primary instanceof Promise)) return onPrimary(primary)
     primary.then(onPrimary, (err) => {
       log.warn({ err }, 'primary domain lookup failed')
-      go()
+      stay()
     })
+  }
+
+  /** The own origin (no trailing slash) of the project or kept deploy a raw first segment names, from its user's origin; null: none. */
+  const segmentOrigin = (userOrigin: string, rawName: string): string | null => {
+    const name = decodeSegment(rawName)
+    if (name === null) return null
+    const preview = PREVIEW_SEGMENT.exec(name)
+    const url = preview === null ? originUrl(userOrigin, name) : previewOriginUrl(userOrigin, preview[1], preview[2])
+    return url === null ? null : url.slice(0, -1)
   }
 
   /** The live project a raw first segment names (decoded, NFC), or null: a kept deploy's or a bad one. */
@@ -420,13 +447,23 @@ export function createHostHandler(
   const targetOf = (site: SiteHost): DomainTarget | null =>
     site.project === null ? null : { username: site.username, project: site.project, deploy: site.deploy }
 
-  /** A browser navigating to a path-form page goes to the page on its user's origin (302: the setting may change). */
+  /**
+   * A browser navigating to a path-form page goes to the page on its user's origin (302: the
+   * setting may change), or straight to where that origin would send it on (sendOn).
+   */
   function toSite(req: IncomingMessage, res: ServerResponse, path: string, query: string): boolean {
     if (req.headers['sec-fetch-dest'] !== 'document') return false
     const to = sites.documentTarget(req, path)
     if (to === null) return false
-    res.writeHead(302, ['Location', to + query, ...plainHeaders(0)])
-    res.end()
+    const p = pathFormName(path)
+    const username = pathUser(p.username)
+    const slash = path.indexOf('/', p.username.length + 2)
+    if (username === null || slash < 0 || p.rawName === '' || req.method !== 'GET') {
+      redirect(res, to + query)
+      return true
+    }
+    const under = { rawName: p.rawName, userOrigin: sites.userOrigin(req, username) }
+    sendOn(req, res, username, liveProject(p.rawName), under, path.slice(slash), query, () => redirect(res, to + query))
     return true
   }
 
