@@ -9,12 +9,17 @@
 #   NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" MODES=incr bench/request-cost.sh
 #   DIR=/path/to/other/checkout bench/request-cost.sh   another build (dist/ built there)
 #   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?schema=bench_rc bench/request-cost.sh   (the schema is dropped after)
+#   SATURATE=1 MODES="get incr" SECS=6 bench/request-cost.sh   at saturation instead (below)
 #
 # Modes are bench/write-path-writer.mjs's: page (a public page, unauthenticated), get (an
 # authenticated KV read of a missing key: the API path without a write), incr (a KV increment).
 # Each mode first runs 2 s unmeasured (the JIT, first-use schema compiles), then SECS measured.
 # Prints one line per mode: main-thread and all-thread CPU microseconds per request, from
 # /proc/PID/task/PID/stat and /proc/PID/stat. Loopback only; needs curl and a built dist/.
+#
+# SATURATE=1: the server on CPU 1 and wrk -t1 -c16 on CPU 0 instead of the paced client, as
+# many requests as the server answers (get reads the missing key "missing": a 404); each mode
+# runs 3 s unmeasured, then SECS. Prints req/s and the server's CPU per request; needs wrk.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 DIR=${DIR:-"$HERE/.."}
@@ -47,7 +52,9 @@ env=(DATA_DIR="$DATA/data" PORT="$PORT" HOST=127.0.0.1 TRUST_PROXY=1 LOG_LEVEL=w
 [ -z "${DATABASE_URL:-}" ] || env+=(DATABASE_URL="$DATABASE_URL")
 # word splitting of NODE_ARGS is wanted: several flags
 # shellcheck disable=SC2086
-env "${env[@]}" node ${NODE_ARGS:-} "$DIR/bin/svc" serve >"$DATA/serve.log" 2>&1 &
+PIN=()
+[ "${SATURATE:-0}" = 0 ] || PIN=(taskset -c 1)
+env "${env[@]}" "${PIN[@]}" node ${NODE_ARGS:-} "$DIR/bin/svc" serve >"$DATA/serve.log" 2>&1 &
 SERVER=$!
 for _ in $(seq 1 600); do
   curl -sf "$BASE/healthz" >/dev/null 2>&1 && break
@@ -66,6 +73,27 @@ PAGE="$BASE/writer/page.html"
 main_ticks() { awk '{print $14 + $15}' "/proc/$SERVER/task/$SERVER/stat"; }
 all_ticks() { awk '{print $14 + $15}' "/proc/$SERVER/stat"; }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
+if [ "${SATURATE:-0}" != 0 ]; then
+  # wrk for one mode for $1: its output
+  saturate() {
+    case "$mode" in
+      page) taskset -c 0 wrk -t1 -c16 -d"$1" "$PAGE" ;;
+      get) taskset -c 0 wrk -t1 -c16 -d"$1" "${H[@]}" -H "Authorization: Bearer $KEY" "$BASE/svc_api/data/get?key=missing" ;;
+      incr) MODE=incr API_KEY=$KEY taskset -c 0 wrk -t1 -c16 -d"$1" -s "$HERE/write-path.lua" "$BASE/svc_api/data/incr" ;;
+      *) echo "unknown mode $mode" >&2 && exit 2 ;;
+    esac
+  }
+  printf 'mode\treq_s\tmain_us\tall_us\n'
+  for mode in $MODES; do
+    saturate 3s >/dev/null
+    m0=$(main_ticks) a0=$(all_ticks)
+    out=$(saturate "${SECS}s")
+    m1=$(main_ticks) a1=$(all_ticks)
+    n=$(echo "$out" | awk '/requests in/ {print $1}')
+    printf '%s\t%s\t%d\t%d\n' "$mode" "$(echo "$out" | awk '/Requests\/sec/ {print $2}')" $(((m1 - m0) * TICK_US / n)) $(((a1 - a0) * TICK_US / n))
+  done
+  exit 0
+fi
 printf 'mode\tmain_us\tall_us\tclient_cpu_s\tachieved\n'
 for mode in $MODES; do
   BASE=$BASE PAGE=$PAGE MODE=$mode API_KEY=$KEY RATE=$RATE DURATION_S=2 node "$HERE/write-path-writer.mjs" >/dev/null
