@@ -41,10 +41,19 @@ export function rootResources(html: string): string[] {
 
 /**
  * Whether a site is built for the root of an origin: its index.html loads at least one file
- * by a root-absolute path that the site itself has (`has`, given the path). A page that only
- * loads the user's shared files from `/` (`/theme.css` beside the projects) is not.
+ * by a root-absolute path that the site itself has (`has`, given the raw path). A page that
+ * only loads the user's shared files from `/` (another project's `/common/theme.css`) is not.
  */
 export async function builtForRoot(indexHtml: string, has: (path: string) => boolean | Promise<boolean>): Promise<boolean> {
   for (const p of rootResources(indexHtml)) if (await has(p)) return true
   return false
+}
+
+/** A URL path percent-decoded, or null when its escapes are malformed. */
+export function decodedPath(p: string): string | null {
+  try {
+    return decodeURIComponent(p)
+  } catch {
+    return null
+  }
 }

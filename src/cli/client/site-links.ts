@@ -1,6 +1,6 @@
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { builtForRoot as htmlBuiltForRoot } from '../../util/html.js'
+import { builtForRoot as htmlBuiltForRoot, decodedPath } from '../../util/html.js'
 
 /**
  * Where a published project is, as `svc deploy` says it. A project is served at
@@ -26,12 +26,8 @@ export async function builtForRoot(dir: string): Promise<boolean> {
   if (html === null) return false
   const root = path.resolve(dir)
   return htmlBuiltForRoot(html, async (p) => {
-    let rel: string
-    try {
-      rel = decodeURIComponent(p)
-    } catch {
-      return false
-    }
+    const rel = decodedPath(p)
+    if (rel === null) return false
     const file = path.resolve(root, `.${rel}`)
     if (!file.startsWith(root + path.sep)) return false
     return (await fsp.stat(file).catch(() => null))?.isFile() === true

@@ -18,7 +18,7 @@ import type { McpServices } from './services.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 import { checkJsonValue } from '../kv/validate.js'
 import { originUrl, previewOriginUrl } from '../../http/site-origin.js'
-import { builtForRoot } from '../../util/html.js'
+import { builtForRoot, decodedPath } from '../../util/html.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -235,16 +235,7 @@ async function openUrl(files: Array<{ path: string; bytes: Buffer }>, root: stri
   const index = files.find((f) => f.path === 'index.html')
   if (root === null || index === undefined) return under
   const paths = new Set(files.map((f) => `/${f.path}`))
-  return (await builtForRoot(index.bytes.toString('utf8'), (p) => paths.has(safeDecode(p)))) ? root : under
-}
-
-/** A URL path percent-decoded, or itself when its escapes are malformed. */
-const safeDecode = (p: string): string => {
-  try {
-    return decodeURIComponent(p)
-  } catch {
-    return p
-  }
+  return (await builtForRoot(index.bytes.toString('utf8'), (p) => paths.has(decodedPath(p) ?? p))) ? root : under
 }
 
 /** The summary's line naming the other place the site answers. */
