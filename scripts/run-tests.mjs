@@ -54,6 +54,10 @@ if (selected.length === 0) {
 // its tests are skipped, loudly: warned here, marked skipped with the reason by the tests
 // (needs() and ENGINES in test/support/server.ts, told by SVC_TEST_POSTGRES=0 / SVC_TEST_REDIS=0).
 const env = { ...process.env, NODE_ENV: 'test' }
+// The tests talk only to loopback servers with certificates they make themselves. Node 20 reads
+// NODE_EXTRA_CA_CERTS (a CA bundle some machines set for their package proxy) at every start, and
+// the suite starts hundreds of Node processes (CLI clients, servers)
+delete env.NODE_EXTRA_CA_CERTS
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const ci = Boolean(process.env.CI) && process.env.CI !== 'false' && process.env.CI !== '0'
