@@ -57,6 +57,11 @@ export interface HostHolds {
   notice(state: string, req: IncomingMessage, path: string): { headers: string[]; body: Buffer }
   /** Answers REPORT_PATH and security.txt on a user's origin; false for any other path. */
   wellKnown(req: IncomingMessage, res: ServerResponse, path: string): boolean
+  /**
+   * Whether a site's own file at this path answers on its project's origin or custom domain,
+   * before wellKnown (security.txt: the site's contacts); REPORT_PATH is always the service's.
+   */
+  yields(path: string): boolean
 }
 
 export function hostHolds(deps: Deps, serviceUrl: (req: IncomingMessage) => string | null): HostHolds {
@@ -73,6 +78,7 @@ export function hostHolds(deps: Deps, serviceUrl: (req: IncomingMessage) => stri
     },
     load: async (path) => stateIn(await abuse.holds(), path),
     notice: (state, req, path) => noticeOf(state, `${isHttps(req, deps.config) ? 'https' : 'http'}://${req.headers.host ?? ''}${path}`),
+    yields: (path) => path === SECURITY_TXT_PATH,
     wellKnown(req, res, path) {
       if (path !== REPORT_PATH && path !== SECURITY_TXT_PATH) return false
       const base = serviceUrl(req)

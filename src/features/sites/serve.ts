@@ -333,7 +333,6 @@ export function createHostHandler(
       return
     }
     const { path, query } = split(url)
-    if (holds !== null && path.startsWith('/.well-known/') && holds.wellKnown(req, res, path)) return
     const slash = path.indexOf('/', 1)
     // a target's name as the path form writes it: a kept deploy is {project}@{deploy id}
     const rawName = target ? projectSegment(encodeURIComponent(target.project), target.deploy ?? null) : path.slice(1, slash < 0 ? undefined : slash)
@@ -344,10 +343,25 @@ export function createHostHandler(
         if (m === 'POST') res.writeHead(405, H405).end(NOT_ALLOWED)
         else serveAt(req, res, full, target ? 'domain' : true, query, head)
       })
-    // a browser's navigation to a project may be sent on first (sendOn)
-    if (m !== 'GET' || req.headers['sec-fetch-dest'] !== 'document' || (target === null && slash <= 1)) return go()
-    if (target !== null) return sendOn(req, res, username, target.deploy ? null : target.project, null, path, query, go)
-    sendOn(req, res, username, liveProject(rawName), { rawName, userOrigin: sites.userOrigin(req, username) }, path.slice(slash), query, go)
+    const send = () => {
+      // a browser's navigation to a project may be sent on first (sendOn)
+      if (m !== 'GET' || req.headers['sec-fetch-dest'] !== 'document' || (target === null && slash <= 1)) return go()
+      if (target !== null) return sendOn(req, res, username, target.deploy ? null : target.project, null, path, query, go)
+      sendOn(req, res, username, liveProject(rawName), { rawName, userOrigin: sites.userOrigin(req, username) }, path.slice(slash), query, go)
+    }
+    if (holds === null || !path.startsWith('/.well-known/')) return send()
+    // a project's own origin or domain is the site's: its own file at a path the service
+    // yields (security.txt), when it serves one, answers there (decision 77)
+    const answer = (siteOwns: boolean) => {
+      if (siteOwns || !holds.wellKnown(req, res, path)) send()
+    }
+    if (target === null || !holds.yields(path)) return answer(false)
+    const own = (e: HostEntry | null) => e !== null && e.kind === 'file' && e.status === 200
+    const hit = cache.get(domainKey(full))
+    if (hit !== undefined) return answer(own(hit))
+    resolve(full, 'domain')
+      .then((r) => answer(!('status' in r) && own(r.entry)))
+      .catch((err) => fail(res, err))
   }
 
   const redirect = (res: ServerResponse, to: string) => {
