@@ -49,9 +49,17 @@ describe('client: folder walk and ignore rules', () => {
   })
 
   it('lets .svcignore bring back a dot-directory and normalises names to NFC', async () => {
-    const dir = makeTree({ 'index.html': 'x', '.well-known/security.txt': 'x', '.svcignore': '!.well-known/\n', ['e\u0301.txt']: 'x' })
+    const dir = makeTree({ 'index.html': 'x', '.cache/k.json': 'x', '.svcignore': '!.cache/\n', ['e\u0301.txt']: 'x' })
     const r = await walkFolder(dir)
-    assert.deepEqual(r.files.map((f) => f.path).sort(), ['.well-known/security.txt', 'index.html', '\u00e9.txt'].sort())
+    assert.deepEqual(r.files.map((f) => f.path).sort(), ['.cache/k.json', 'index.html', '\u00e9.txt'].sort())
+  })
+
+  it('deploys .well-known/ without --dotfiles (its own dotfiles stay out), unless an ignore file leaves it out', async () => {
+    const tree = { 'index.html': 'x', '.well-known/security.txt': 'x', '.well-known/.draft': 'x', 'docs/.well-known/assetlinks.json': 'x', '.env': 'x' }
+    const r = await walkFolder(makeTree(tree))
+    assert.deepEqual(r.files.map((f) => f.path).sort(), ['.well-known/security.txt', 'docs/.well-known/assetlinks.json', 'index.html'])
+    const left = await walkFolder(makeTree({ ...tree, '.svcignore': '.well-known/\n' }))
+    assert.deepEqual(left.files.map((f) => f.path).sort(), ['index.html'])
   })
 
   it('reports names the upload cannot carry instead of sending them', async () => {

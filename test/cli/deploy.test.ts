@@ -34,6 +34,8 @@ const SITE = {
   'css/site.css': 'body { color: #333 }',
   'img/logo.svg': '<svg xmlns="http://www.w3.org/2000/svg"/>',
   'docs/guide/intro.html': '<p>intro</p>',
+  // deployed without --dotfiles, as Netlify's CLI deploys it
+  '.well-known/security.txt': 'Contact: mailto:security@example.org\n',
   // everything below must stay local
   '.env': 'SECRET=1',
   '.git/HEAD': 'ref: refs/heads/main',
@@ -45,7 +47,7 @@ const SITE = {
   'debug.log': 'log',
   'drafts/next.html': '<p>draft</p>',
 }
-const DEPLOYED = ['css/site.css', 'docs/guide/intro.html', 'img/logo.svg', 'index.html']
+const DEPLOYED = ['.well-known/security.txt', 'css/site.css', 'docs/guide/intro.html', 'img/logo.svg', 'index.html']
 
 for (const engine of ENGINES) {
   describe(`svc deploy [${engine}]`, () => {

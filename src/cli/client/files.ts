@@ -39,6 +39,12 @@ export interface WalkResult {
 }
 
 const IGNORE_FILES = ['.gitignore', '.svcignore']
+/**
+ * Without --dotfiles: dotfiles and dot-directories stay out, except `.well-known/` (a site's
+ * security.txt, app links, domain proofs), as Netlify's CLI deploys it; the folder's own
+ * ignore files come after these rules and may still leave it out.
+ */
+const DOT_RULES = ['.*', '!.well-known/']
 
 /**
  * Names the server could not take as a path, or that the multipart filename cannot carry
@@ -96,9 +102,9 @@ function isIgnored(matchers: Matcher[], rel: string): boolean {
 /**
  * Lists the files of `root` to deploy. Honours .gitignore and .svcignore in the folder and
  * its subfolders (files above `root` are not read: a repository's `.gitignore` often lists the
- * build folder being deployed). Dotfiles and dot-directories are left out unless `dotfiles`
- * (a `!.well-known/` rule also brings one back); `.git/` is never uploaded. Symbolic links are
- * followed only when they point inside the folder.
+ * build folder being deployed). Dotfiles and dot-directories other than `.well-known/` are
+ * left out unless `dotfiles` (a `!.name/` rule also brings one back); `.git/` is never
+ * uploaded. Symbolic links are followed only when they point inside the folder.
  */
 export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<WalkResult> {
   const warn = opts.warn ?? (() => {})
@@ -120,7 +126,7 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
   const inside = (real: string) => real === rootReal || real.startsWith(rootReal + path.sep)
 
   const walk = async (dirAbs: string, rel: string, matchers: Matcher[]): Promise<void> => {
-    const own = matcherFor(dirAbs, rel, rel === '' && !opts.dotfiles ? ['.*'] : [])
+    const own = matcherFor(dirAbs, rel, rel === '' && !opts.dotfiles ? DOT_RULES : [])
     const ms = own ? [...matchers, own] : matchers
     let entries: fs.Dirent[]
     try {
