@@ -165,12 +165,26 @@ for (const engine of ENGINES) {
       fs.writeFileSync(path.join(site, 'css', 'site.css'), 'h1 { color: rgb(0, 128, 0); }')
       fs.writeFileSync(path.join(site, 'docs', 'deep', 'page.html'), '<p>deep page</p>')
       fs.writeFileSync(path.join(site, 'docs', '<b id=treeinj>x.txt'), 'a file name with markup')
+      // a repository folder chosen whole: its history and secrets stay local, .well-known/ goes up
+      fs.mkdirSync(path.join(site, '.git'), { recursive: true })
+      fs.writeFileSync(path.join(site, '.git', 'HEAD'), 'ref: refs/heads/main')
+      fs.writeFileSync(path.join(site, '.env'), 'SECRET=1')
+      fs.mkdirSync(path.join(site, '.well-known'), { recursive: true })
+      fs.writeFileSync(path.join(site, '.well-known', 'security.txt'), 'Contact: mailto:me@example.org')
 
       await go('/dashboard/folders')
       await page.locator('#folder-input').setInputFiles(site)
       assert.equal(await page.getByLabel('Project name').inputValue(), 'mysite')
       await page.getByRole('button', { name: 'Upload folder' }).click()
-      await page.waitForFunction(() => /4 uploaded, 0 failed/.test(document.getElementById('folders-status')!.textContent ?? ''))
+      await page.waitForFunction(() => /5 uploaded, 0 failed/.test(document.getElementById('folders-status')!.textContent ?? ''))
+      const sent: string[] = await page.evaluate(async () =>
+        ((await (await fetch('/api/folders/mysite/files')).json()).files as Array<{ path: string }>).map((f) => f.path).sort(),
+      )
+      assert.deepEqual(sent, ['.well-known/security.txt', 'css/site.css', 'docs/<b id=treeinj>x.txt', 'docs/deep/page.html', 'index.html'])
+      assert.match(
+        (await page.locator('#folders-status').textContent()) ?? '',
+        /2 dotfiles kept local, as svc deploy keeps them: (\.env, \.git\/HEAD|\.git\/HEAD, \.env)/,
+      )
       // the tree keeps the sub-folders
       const tree = page.locator('#project-tree')
       await tree.getByText('deep/').waitFor()

@@ -28,6 +28,17 @@
     return i >= 0 ? p.slice(i + 1) : p
   }
 
+  /**
+   * Dotfiles and dot-folders (.env, .git/, caches) stay local, as `svc deploy` leaves them:
+   * a repository folder chosen whole must not publish its history or secrets; .well-known/
+   * is a site's own (security.txt, app links) and goes up.
+   */
+  function staysLocal(p) {
+    return p.split('/').some(function (seg) {
+      return seg.charAt(0) === '.' && seg !== '.well-known'
+    })
+  }
+
   // the project name follows the chosen folder, unless the user typed one of their own
   var autoName = ''
   /** Published state of each of the user's projects by name, from the last list. */
@@ -44,9 +55,16 @@
 
   S.$('folder-form').addEventListener('submit', function (e) {
     e.preventDefault()
-    var files = Array.prototype.slice.call(S.$('folder-input').files)
+    var chosen = Array.prototype.slice.call(S.$('folder-input').files)
+    var local = []
+    var files = chosen.filter(function (f) {
+      var keep = !staysLocal(relPath(f))
+      if (!keep) local.push(relPath(f))
+      return keep
+    })
     var name = S.$('folder-name').value.trim()
-    if (!files.length) return S.status('folders-status', t('folders.pick_folder'), 'error')
+    if (!chosen.length) return S.status('folders-status', t('folders.pick_folder'), 'error')
+    if (!files.length) return S.status('folders-status', t('folders.only_dotfiles'), 'error')
     if (!name) return S.status('folders-status', t('folders.pick_name'), 'error')
     // files uploaded into a live project are live at once: ask first
     if (liveProjects[name] && !window.confirm(t('folders.live_confirm', { name: name }))) return
@@ -111,6 +129,10 @@
     }
     var finish = function () {
       var msg = t('folders.result', { ok: ok, failed: failed.length })
+      if (local.length) {
+        var names = local.slice(0, 5).join(', ') + (local.length > 5 ? ' …' : '')
+        msg += '. ' + t('folders.left_out', { n: local.length, names: names })
+      }
       bar.done(msg)
       if (failed.length) S.status('folders-status', msg + ': ' + failed.slice(0, 20).join(', ') + (failed.length > 20 ? ' …' : ''), 'error')
       else S.status('folders-status', msg, 'ok')
