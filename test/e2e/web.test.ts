@@ -183,7 +183,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(sent, ['.well-known/security.txt', 'css/site.css', 'docs/<b id=treeinj>x.txt', 'docs/deep/page.html', 'index.html'])
       assert.match(
         (await page.locator('#folders-status').textContent()) ?? '',
-        /2 dotfiles kept local, as svc deploy keeps them: (\.env, \.git\/HEAD|\.git\/HEAD, \.env)/,
+        /Dotfiles kept local, as svc deploy keeps them \(2\): (\.env, \.git\/HEAD|\.git\/HEAD, \.env)/,
       )
       // the tree keeps the sub-folders
       const tree = page.locator('#project-tree')

@@ -48,7 +48,7 @@ export const SITES_MESSAGES = defineMessages(
     'folders.need_index': 'A project needs an index.html at its root to be published.',
     'folders.result': '{ok} uploaded, {failed} failed',
     'folders.pick_folder': 'Choose a folder first.',
-    'folders.left_out': '{n} dotfiles kept local, as svc deploy keeps them: {names}',
+    'folders.left_out': 'Dotfiles kept local, as svc deploy keeps them ({n}): {names}',
     'folders.only_dotfiles': 'The folder has only dotfiles (such as .env or .git/), which stay local.',
     'folders.pick_name': 'Enter a project name.',
     'folders.live_confirm': 'The project {name} is live: the files you upload replace its files for visitors at once. Upload them?',
