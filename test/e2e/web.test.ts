@@ -206,6 +206,19 @@ for (const engine of ENGINES) {
       await page.locator('#projects-table tbody tr', { hasText: 'mysite' }).getByText('published').waitFor()
       await shot('folders')
 
+      // a folder of dotfiles only is refused, and nothing is sent
+      const dotsOnly = path.join(tmp, 'dotsonly')
+      fs.mkdirSync(path.join(dotsOnly, '.git'), { recursive: true })
+      fs.writeFileSync(path.join(dotsOnly, '.git', 'HEAD'), 'ref: refs/heads/main')
+      fs.writeFileSync(path.join(dotsOnly, '.env'), 'SECRET=2')
+      await page.locator('#folder-input').setInputFiles(dotsOnly)
+      await page.getByRole('button', { name: 'Upload folder' }).click()
+      await page.waitForFunction(() => /only dotfiles/.test(document.getElementById('folders-status')!.textContent ?? ''))
+      const projects: string[] = await page.evaluate(async () =>
+        ((await (await fetch('/api/folders')).json()).folders as Array<{ name: string }>).map((f) => f.name),
+      )
+      assert.ok(!projects.includes('dotsonly'), projects.join(', '))
+
       // the project name follows the next folder chosen (it was filled from the last one)
       const other = path.join(tmp, 'othersite')
       fs.mkdirSync(other, { recursive: true })
