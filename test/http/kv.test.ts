@@ -395,6 +395,26 @@ for (const engine of ENGINES) {
       assert.equal((await store(alice, { key: 'big', value: 1.7e308, data_type: 'number' })).status, 200)
       code(await incr(alice, { key: 'big', by: 1.7e308 }), 400, 1106)
       assert.equal((await get(alice, 'big')).json.data.value, 1.7e308)
+      // an addition a double cannot hold exactly is refused, not answered as done
+      code(await incr(alice, { key: 'big', by: 1 }), 400, 1106)
+      assert.equal((await store(alice, { key: 'edge', value: Number.MAX_SAFE_INTEGER - 1, data_type: 'number' })).status, 200)
+      assert.equal((await incr(alice, { key: 'edge' })).json.data.value, Number.MAX_SAFE_INTEGER)
+      const past = await incr(alice, { key: 'edge' })
+      code(past, 400, 1106)
+      assert.match(past.json.message, /9007199254740991/)
+      code(await incr(alice, { key: 'edge', by: 0.5 }), 400, 1106)
+      assert.equal((await get(alice, 'edge')).json.data.version, 2)
+      // a `by` too small to change the number would be lost
+      assert.equal((await store(alice, { key: 'edge', value: 1e15, data_type: 'number' })).status, 200)
+      code(await incr(alice, { key: 'edge', by: 1e-10 }), 400, 1106)
+      assert.equal((await incr(alice, { key: 'edge', by: 0.5 })).json.data.value, 1e15 + 0.5)
+      assert.equal((await store(alice, { key: 'low', value: -Number.MAX_SAFE_INTEGER, data_type: 'number' })).status, 200)
+      code(await incr(alice, { key: 'low', by: -1 }), 400, 1106)
+      assert.equal((await get(alice, 'low')).json.data.value, -Number.MAX_SAFE_INTEGER)
+      // an incr body has the store's 4 MiB limit (whitespace is valid JSON padding)
+      const padded = await raw(alice, `{"key":"hits"${' '.repeat(2 * 1024 * 1024)}}`, '/svc_api/data/incr')
+      assert.equal(padded.status, 200, padded.text)
+      assert.equal(padded.json.data.value, 4.5)
     })
 
     it('200 concurrent increments of one key end exactly +200', async () => {

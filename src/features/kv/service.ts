@@ -394,8 +394,14 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
         if (prev && prev.data_type !== 'number') {
           throw invalid(`entry "${input.key}" has data_type ${prev.data_type}; incr only adds to number entries`)
         }
-        const value = (prev ? Number(JSON.parse(prev.value)) : 0) + by
-        if (!Number.isFinite(value)) throw invalid('the result is out of range')
+        const base = prev ? Number(JSON.parse(prev.value)) : 0
+        const value = base + by
+        // a sum a double cannot hold is refused, never answered as done: beyond ±(2^53 - 1)
+        // integers are no longer exact (the in-place statement has the same bound), and a `by`
+        // too small to change the stored number would be lost
+        if (!(Math.abs(value) <= Number.MAX_SAFE_INTEGER) || (by !== 0 && value === base)) {
+          throw invalid(`the result is out of range: an increment must give a number within ±${Number.MAX_SAFE_INTEGER} that differs from ${base}`)
+        }
         const text = JSON.stringify(value)
         const size = checkSize(text, user)
         const expires_at = expiresAt === undefined ? (prev?.expires_at ?? null) : expiresAt
