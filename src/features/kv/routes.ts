@@ -108,6 +108,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     '/svc_api/data/incr',
     {
       config: any,
+      bodyLimit: KV_LIMITS.bodyLimit,
       errorHandler: tooLargeHandler,
       validatorCompiler: strictValidator,
       schema: {
