@@ -15,10 +15,11 @@ export interface SiteHooks {
   domain(host: string): DomainTarget | null | Promise<DomainTarget | null>
   /**
    * Visitor access of `/{name}/...` of a user (a project or a single page): true when it may
-   * be served; false when the hook has answered (401, the password form, 410, 429, a 303
-   * after a right password). Answers at once when it can, else a promise.
+   * be served; 'private' when a visitor password let it through (the answer must not be kept
+   * by shared caches); false when the hook has answered (401, the password form, 410, 429, a
+   * 303 after a right password). Answers at once when it can, else a promise.
    */
-  access(req: IncomingMessage, res: ServerResponse, at: AccessPoint): boolean | Promise<boolean>
+  access(req: IncomingMessage, res: ServerResponse, at: AccessPoint): Access | Promise<Access>
   /** True only when `access` is known, from memory and at once, to let this name through. */
   openNow(username: string, name: string): boolean
   /**
@@ -27,6 +28,9 @@ export interface SiteHooks {
    */
   primaryDomain(username: string, project: string): string | null | Promise<string | null>
 }
+
+/** What visitor access allows: serve (true), serve to this visitor only ('private'), or nothing more (false: answered). */
+export type Access = boolean | 'private'
 
 export interface DomainTarget {
   username: string

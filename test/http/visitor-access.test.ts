@@ -36,6 +36,7 @@ for (const engine of ENGINES) {
         { filename: 'index.html', data: `<p>${SECRET}</p>` },
         { filename: 'big.txt', data: BIG },
         { filename: '404.html', data: `<p>${SECRET} 404</p>` },
+        { filename: '_headers', data: '/big.txt\n  Cache-Control: public, max-age=31536000, immutable\n' },
       ])
       assert.equal(up.status, 200, up.text)
       assert.equal((await s.post('/api/folders/secret/publish', { key: alice.key })).status, 200)
@@ -138,6 +139,32 @@ for (const engine of ENGINES) {
       const part = await s.get('/alice/secret/big.txt', { headers: { authorization: basic('hunter22'), range: 'bytes=0-17' } })
       assert.equal(part.status, 206)
       assert.equal(part.text, SECRET)
+      // what a password let through is this visitor's: no shared cache may keep it (RFC 9111
+      // 3.5), on every answer (big.txt's rule asks for a public year), and identity only
+      const auth = { authorization: basic('hunter22') }
+      const answers = [
+        ok,
+        part,
+        await s.get('/alice/secret/index.html', { headers: { ...auth, 'accept-encoding': 'gzip, br' } }),
+        await s.get('/alice/secret/', { headers: { ...auth, 'if-none-match': etag } }),
+        await s.get('/alice/secret/missing', { headers: auth }),
+        await site('/secret/', { headers: auth }),
+        await site('/', { headers: { ...auth, host: 'secret.alice.localhost' } }),
+      ]
+      assert.deepEqual(
+        answers.map((a) => [a.status, a.header('cache-control'), a.header('content-encoding')]),
+        [
+          [200, 'private, no-cache', undefined],
+          [206, 'private, no-cache', undefined],
+          [200, 'private, no-cache', undefined],
+          [304, 'private, no-cache', undefined],
+          [404, 'private, no-cache', undefined],
+          [200, 'private, no-cache', undefined],
+          [200, 'private, no-cache', undefined],
+        ],
+      )
+      // an open project keeps its shared-cache answer
+      assert.equal((await s.get('/alice/open/')).header('cache-control'), 'public, max-age=0, must-revalidate')
       assert.equal((await site('/secret/', { headers: { authorization: basic('hunter22') } })).status, 200)
       assert.equal(
         (await site('/big.txt', { headers: { host: 'secret.alice.localhost', authorization: basic('hunter22'), range: 'bytes=0-17' } })).text,
@@ -166,6 +193,7 @@ for (const engine of ENGINES) {
       const page = await site('/secret/', { headers: { cookie: pair } })
       assert.equal(page.status, 200)
       assert.equal(page.text, `<p>${SECRET}</p>`)
+      assert.equal(page.header('cache-control'), 'private, no-cache')
       // a forged or altered cookie is refused
       const forged = pair.replace(/=(\d+)\./, (_m, t: string) => `=${Number(t) + 1}.`)
       assert.equal((await site('/secret/', { headers: { cookie: forged } })).status, 401)

@@ -5,7 +5,7 @@ import type { Deps } from '../../deps.js'
 import { verifyPassword, MAX_PASSWORD_BYTES } from '../../auth/passwords.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import { clientIp, isHttps } from '../../http/origin.js'
-import type { AccessPoint } from '../../http/site-hooks.js'
+import type { Access, AccessPoint } from '../../http/site-hooks.js'
 import type { WindowRule } from '../../limits/tiers.js'
 import { escapeHtml } from '../../util/html.js'
 import type { DomainsStore } from './store.js'
@@ -221,16 +221,17 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
   const throttled = (req: IncomingMessage, res: ServerResponse, wait: number) =>
     send(req, res, 429, [...TEXT_HEADERS, 'Retry-After', String(wait)], `Too many wrong passwords; try again in ${wait} seconds\n`)
 
-  async function decide(req: IncomingMessage, res: ServerResponse, at: AccessPoint, name: string, rule: Rule): Promise<boolean> {
+  async function decide(req: IncomingMessage, res: ServerResponse, at: AccessPoint, name: string, rule: Rule): Promise<Access> {
     if (rule.expiresAt !== null && rule.expiresAt <= clock.now()) {
       send(req, res, 410, TEXT_HEADERS, 'Gone: this page has expired\n')
       return false
     }
-    if (rule.passwordHash === null || (at.cookiePath !== null && cookieOk(req, rule))) return true
+    if (rule.passwordHash === null) return true
+    if (at.cookiePath !== null && cookieOk(req, rule)) return 'private'
     const basic = basicPassword(req)
     if (basic !== null) {
       const r = await check(req, at, name, rule, basic)
-      if (r === 'ok') return true
+      if (r === 'ok') return 'private'
       if (typeof r === 'number') throttled(req, res, r)
       else refuse(req, res, at, name, null)
       return false
@@ -273,7 +274,7 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
       return u !== undefined && ruleFor(u, rawName) === null
     },
 
-    access(req: IncomingMessage, res: ServerResponse, at: AccessPoint): boolean | Promise<boolean> {
+    access(req: IncomingMessage, res: ServerResponse, at: AccessPoint): Access | Promise<Access> {
       const u = cache.get(at.username)
       if (u !== undefined) {
         const hit = ruleFor(u, at.rawName)

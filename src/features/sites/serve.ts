@@ -130,18 +130,32 @@ export function createHostHandler(
     return { enc, v, f }
   }
 
+  /**
+   * The headers every answer about an entry shares; `priv`: a visitor password let the
+   * request through, and no shared cache may keep the answer (RFC 9111 3.5: `public` and
+   * `must-revalidate` would let one store an authorized answer), whatever a rule asked for.
+   */
+  const commonFor = (e: FileEntry, priv: boolean): string[] => {
+    const list = commonOf(e)
+    if (!priv) return list
+    for (let i = 0; i < list.length; i += 2) {
+      if (list[i].toLowerCase() === 'cache-control' && !/no-store/i.test(list[i + 1])) list[i + 1] = 'private, no-cache'
+    }
+    return list
+  }
+
   /** 304 and 416: no body, nothing to read. */
-  function answerBodiless(req: IncomingMessage, res: ServerResponse, e: FileEntry, d: Decision): boolean {
+  function answerBodiless(req: IncomingMessage, res: ServerResponse, e: FileEntry, d: Decision, priv = false): boolean {
     if (d.kind === 'not-modified') {
       const ae = req.headers['accept-encoding']
-      const enc = e.compressible && ae !== undefined ? pickEncoding(ae) : null
+      const enc = !priv && e.compressible && ae !== undefined ? pickEncoding(ae) : null
       const tag = enc !== null && encodings.get(e.digest, enc) ? tagOf(e, enc) : etagOf(e.digest)
-      res.writeHead(304, [...commonOf(e), 'ETag', tag])
+      res.writeHead(304, [...commonFor(e, priv), 'ETag', tag])
       res.end()
       return true
     }
     if (d.kind === 'unsatisfiable') {
-      res.writeHead(416, [...commonOf(e), 'ETag', etagOf(e.digest), ...unsatisfiableHeaders(e)])
+      res.writeHead(416, [...commonFor(e, priv), 'ETag', etagOf(e.digest), ...unsatisfiableHeaders(e)])
       res.end()
       return true
     }
@@ -189,16 +203,23 @@ export function createHostHandler(
     return true
   }
 
-  async function serveFile(req: IncomingMessage, res: ServerResponse, e: FileEntry, head: boolean): Promise<void> {
-    if (e.fromFile && e.file === undefined) {
+  /**
+   * Streams an entry from the blob store, never buffered whole: large files, no local file, or
+   * `priv` (a visitor password let the request through: the answer's own headers, identity only).
+   */
+  async function serveFile(req: IncomingMessage, res: ServerResponse, e: FileEntry, head: boolean, priv = false): Promise<void> {
+    if (!priv && e.fromFile && e.file === undefined) {
       e.file = await blobs.localFile(e.digest)
       if (answerFile(req, res, e, head)) return
     }
-    // large, or no local file: streamed from the blob store, never buffered whole
     const d = decideFor(req, e)
-    if (answerBodiless(req, res, e, d)) return
+    if (answerBodiless(req, res, e, d, priv)) return
     const range = d.kind === 'range' ? d : null
-    const h = range ? [...commonOf(e), 'ETag', etagOf(e.digest), ...partialHeaders(e, range)] : headerList(e.ok)
+    const h = range
+      ? [...commonFor(e, priv), 'ETag', etagOf(e.digest), ...partialHeaders(e, range)]
+      : priv
+        ? [...commonFor(e, true), 'ETag', etagOf(e.digest), 'Content-Length', String(e.size)]
+        : headerList(e.ok)
     if (head) {
       res.writeHead(range ? 206 : e.status, h)
       res.end()
@@ -230,7 +251,8 @@ export function createHostHandler(
     return true
   }
 
-  function serve(req: IncomingMessage, res: ServerResponse, e: HostEntry, query: string, head: boolean): void | Promise<void> {
+  function serve(req: IncomingMessage, res: ServerResponse, e: HostEntry, query: string, head: boolean, priv = false): void | Promise<void> {
+    if (priv && e.kind === 'file') return serveFile(req, res, e, head, true)
     if (answerNowSafe(req, res, e, query, head)) return
     return serveFile(req, res, e as FileEntry, head)
   }
@@ -261,15 +283,27 @@ export function createHostHandler(
     return q < 0 ? { path: url, query: '' } : { path: url.slice(0, q), query: url.slice(q) }
   }
 
-  /** Answers a path from the cache, or after resolving it; held content (abuse handling) answers 451 first. */
-  function serveAt(req: IncomingMessage, res: ServerResponse, path: string, site: SiteMode, query: string, head: boolean, loaded?: string | null): void {
+  /**
+   * Answers a path from the cache, or after resolving it; held content (abuse handling) answers
+   * 451 first. `priv`: a visitor password let the request through (serveFile).
+   */
+  function serveAt(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    site: SiteMode,
+    query: string,
+    head: boolean,
+    loaded?: string | null,
+    priv = false,
+  ): void {
     if (holds !== null) {
       // `loaded`: the state already read (the fast path) or just loaded, for when the index
       // cannot keep it (bus down)
       const state = loaded !== undefined ? loaded : holds.stateOf(path)
       if (state === undefined) {
         holds.load(path).then(
-          (s) => serveAt(req, res, path, site, query, head, s),
+          (s) => serveAt(req, res, path, site, query, head, s, priv),
           (err) => fail(res, err),
         )
         return
@@ -283,7 +317,7 @@ export function createHostHandler(
     }
     const e = cache.get(site === 'domain' ? domainKey(path) : site ? siteKey(path) : path)
     if (e !== undefined) {
-      const r = serve(req, res, e, query, head)
+      const r = serve(req, res, e, query, head, priv)
       if (r) r.catch((err) => fail(res, err))
       return
     }
@@ -294,16 +328,19 @@ export function createHostHandler(
           res.end(head ? undefined : BAD_REQUEST)
           return
         }
-        return serve(req, res, r.entry, query, head)
+        return serve(req, res, r.entry, query, head, priv)
       })
       .catch((err) => fail(res, err))
   }
 
-  /** Serves `path` once visitor access allows it (the hook answers otherwise); a POST that passes gets 405. */
-  function gated(req: IncomingMessage, res: ServerResponse, username: string, rawName: string, cookiePath: string | null, then: () => void): void {
+  /**
+   * Serves `path` once visitor access allows it (the hook answers otherwise); `then(true)`: a
+   * visitor password let it through, for this visitor only.
+   */
+  function gated(req: IncomingMessage, res: ServerResponse, username: string, rawName: string, cookiePath: string | null, then: (priv: boolean) => void): void {
     const ok = hooks.access(req, res, { username, rawName, cookiePath })
-    if (ok === true) then()
-    else if (ok !== false) ok.then((yes) => yes && then()).catch((err) => fail(res, err))
+    if (ok === true || ok === 'private') then(ok === 'private')
+    else if (ok !== false) ok.then((a) => a !== false && then(a === 'private')).catch((err) => fail(res, err))
   }
 
   /**
@@ -339,9 +376,9 @@ export function createHostHandler(
     const cookiePath = target ? '/' : `/${rawName}${slash < 0 ? '' : '/'}`
     const full = target ? `/${username}/${rawName}${path}` : `/${username}${path}`
     const go = () =>
-      gated(req, res, username, rawName, cookiePath, () => {
+      gated(req, res, username, rawName, cookiePath, (priv) => {
         if (m === 'POST') res.writeHead(405, H405).end(NOT_ALLOWED)
-        else serveAt(req, res, full, target ? 'domain' : true, query, head)
+        else serveAt(req, res, full, target ? 'domain' : true, query, head, undefined, priv)
       })
     const send = () => {
       // a browser's navigation to a project may be sent on first (sendOn)
@@ -563,7 +600,7 @@ export function createHostHandler(
         serveAt(req, res, path, false, query, head)
         return
       }
-      gated(req, res, user, p.rawName, null, () => serveAt(req, res, path, false, query, head))
+      gated(req, res, user, p.rawName, null, (priv) => serveAt(req, res, path, false, query, head, undefined, priv))
     },
   }
 }
