@@ -19,6 +19,7 @@ const REDIRECTS = [
   '/news/* /blog/:splat 301',
   '/clean-target /about 200',
   '/app/* /index.html 200',
+  '/go/* /:splat 301',
 ].join('\n')
 const HEADERS =
   "/*\n  X-Site: yes\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n"
@@ -82,6 +83,10 @@ for (const engine of ENGINES) {
         ['/news/a%3Fb', 301, null, () => `${prefix()}/blog/a%3Fb`],
         ['/news/a%20b%23c', 301, null, () => `${prefix()}/blog/a%20b%23c`],
         ['/ext/a%3Fb?x=1', 302, null, () => 'https://example.com/a%3Fb?x=1'],
+        // a value with an empty first segment never makes a Location of another host (//evil.com)
+        ['/go//evil.com', 301, null, () => (where === 'project' ? '/evil.com' : `${prefix()}//evil.com`)],
+        ['/go///evil.com?x=1', 301, null, () => (where === 'project' ? '/evil.com?x=1' : `${prefix()}///evil.com?x=1`)],
+        ['/go/a', 301, null, () => `${prefix()}/a`],
         // a rewrite's target is found by its clean URL too
         ['/clean-target', 200, /about/, null],
         // a slash form whose clean-URL file exists goes to the slashless form

@@ -302,7 +302,9 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     if (match) {
       if (/^https?:\/\//i.test(match.to)) return done(redirect(match.href, match.status))
       const base = site === 'domain' ? '' : site ? `/${encodeURIComponent(name.path)}` : `/${username}/${encodeURIComponent(name.path)}`
-      if (match.status !== 200 && match.status !== 404 && match.status !== 410) return done(redirect(base + match.href, match.status))
+      // a target on this site stays on it: a value with an empty first segment (/go//evil.com
+      // under `/go/* /:splat`) would make `//evil.com`, which browsers read as another host
+      if (match.status !== 200 && match.status !== 404 && match.status !== 410) return done(redirect((base + match.href).replace(/^\/{2,}/, '/'), match.status))
       // a rewrite (200) or a rule's own 404/410 page: the target's bytes under this path, found
       // as a request for the target would find them (its clean-URL form included)
       const target = match.to
