@@ -22,7 +22,7 @@ const REDIRECTS = [
   '/go/* /:splat 301',
 ].join('\n')
 const HEADERS =
-  "/*\n  X-Site: yes\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n"
+  "/*\n  X-Site: yes\n  Accept-CH: DPR\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n"
 
 for (const engine of ENGINES) {
   describe(`site rules [${engine}]`, () => {
@@ -123,6 +123,8 @@ for (const engine of ENGINES) {
         // the path form keeps its sandbox whatever the rules say; the user's and project's origins have none
         if (where === 'path') assert.match(csp, /sandbox/)
         else assert.doesNotMatch(csp, /sandbox/)
+        // a header that would set the service origin's state is a site's own origins' only
+        assert.equal(r.header('accept-ch'), where === 'path' ? undefined : 'DPR')
       })
     }
 

@@ -1,6 +1,15 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { compileRules, headersFor, matchRedirect, parseHeaders, parseRedirects, RuleSyntaxError, withQuery } from '../../src/features/sites/site-rules.js'
+import {
+  compileRules,
+  headersFor,
+  matchRedirect,
+  onServiceOrigin,
+  parseHeaders,
+  parseRedirects,
+  RuleSyntaxError,
+  withQuery,
+} from '../../src/features/sites/site-rules.js'
 
 describe('_redirects parser', () => {
   const good: Array<[string, string, unknown]> = [
@@ -147,6 +156,11 @@ describe('_headers parser and matching', () => {
     ['X-Content-Type-Options', '/a\n  X-Content-Type-Options: sniff', 2, /set by the service/],
     ['Access-Control-Allow-Credentials', '/a\n  Access-Control-Allow-Credentials: true', 2, /set by the service/],
     ['a control character', '/a\n  X-A: b\u0001c', 2, /control characters/],
+    ['a value above U+00FF (Node cannot send it)', '/a\n  X-Note: 5 €', 2, /outside ASCII/],
+    ['a Latin-1 value (it would arrive as other characters)', '/a\n  X-Note: café', 2, /outside ASCII/],
+    ['Clear-Site-Data (clears the registrable domain)', '/a\n  Clear-Site-Data: "cookies"', 2, /set by the service/],
+    ["a proxy's internal redirect", '/a\n  X-Accel-Redirect: /internal/', 2, /set by the service/],
+    ["a proxy's cache time", '/a\n  X-Accel-Expires: 99999', 2, /set by the service/],
     ['a pattern with spaces', '/a b\n  X-A: 1', 1, /has no spaces/],
     ['a relative pattern', 'a\n  X-A: 1', 1, /must start with \//],
   ]
@@ -164,6 +178,28 @@ describe('_headers parser and matching', () => {
       )
     })
   }
+  it('leaves out of stored rules what this release refuses, and on the path form what only own origins take', () => {
+    // rules published before a check existed: compiled without the refused lines
+    const stored = [
+      {
+        pattern: '/*',
+        headers: [
+          ['X-Ok', 'yes'],
+          ['X-Note', '5 €'],
+          ['Clear-Site-Data', '"cookies"'],
+          ['NEL', '{}'],
+        ] as Array<[string, string]>,
+        line: 1,
+      },
+    ]
+    const rules = compileRules([], stored)
+    assert.deepEqual(headersFor(rules, '/x'), [
+      ['X-Ok', 'yes'],
+      ['NEL', '{}'],
+    ])
+    const own = parseHeaders('/*\n  NEL: {}\n  Report-To: {}\n  Reporting-Endpoints: a="https://r.example/"\n  Accept-CH: DPR\n  X-Ok: yes\n')
+    assert.deepEqual(onServiceOrigin(headersFor(compileRules([], own), '/x')), [['X-Ok', 'yes']])
+  })
   it('applies every matching block in order and joins a repeated name', () => {
     const rules = compileRules([], parseHeaders('/*\n  X-A: 1\n  Link: </a.css>; rel=preload\n/page\n  X-B: 2\n  link: </b.js>; rel=preload\n'))
     assert.deepEqual(headersFor(rules, '/page'), [

@@ -8,7 +8,7 @@ import { hostedFile } from './files-store.js'
 import { publishedFolder } from './folders-store.js'
 import { createDeployIndex, type DeployIndex } from './deploy-index.js'
 import type { HostCache, HostEntry, FileEntry } from './host-cache.js'
-import { compileRules, headersFor, matchRedirect, RULE_FILES, type HeaderRule, type RedirectRule, type SiteRules } from './site-rules.js'
+import { compileRules, headersFor, matchRedirect, onServiceOrigin, RULE_FILES, type HeaderRule, type RedirectRule, type SiteRules } from './site-rules.js'
 import { dropOldest } from '../../util/oldest.js'
 
 /** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
@@ -296,7 +296,10 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     const slashless = !f && p.ok && isDir && inner.length > 1 ? await stored(`${p.path.slice(0, -'/index.html'.length)}.html`) : undefined
     const rules = rulesOf(folder)
     // a preview ({project}@{deploy}) stays out of search engines
-    const ruleHeaders = (p: string): Array<[string, string]> => [...(rules ? headersFor(rules, p) : []), ...(folder.preview ? NOINDEX : [])]
+    const ruleHeaders = (p: string): Array<[string, string]> => {
+      const own = rules ? headersFor(rules, p) : []
+      return [...(site === false ? onServiceOrigin(own) : own), ...(folder.preview ? NOINDEX : [])]
+    }
     const extra = ruleHeaders(inProject)
     const match = rules ? matchRedirect(rules, inProject, f !== undefined || dirIndex !== undefined || slashless !== undefined) : null
     if (match) {

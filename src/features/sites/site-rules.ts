@@ -43,8 +43,11 @@ export class RuleSyntaxError extends Error {
 
 /**
  * Headers a `_headers` rule may not set: framing and caching the service computes, cookies,
- * and credentials on public content. The service's own security headers are sent whatever
- * the rules say; a rule's Content-Security-Policy is an extra policy, which only narrows.
+ * credentials on public content, Clear-Site-Data (its "cookies" clear the whole registrable
+ * domain: the service's too, where it shares one), and a proxy's internal redirects and
+ * caching (X-Accel-*, X-Sendfile: nginx in front would act on them). The service's own
+ * security headers are sent whatever the rules say; a rule's Content-Security-Policy is an
+ * extra policy, which only narrows.
  */
 const FORBIDDEN_HEADERS = new Set([
   'content-length',
@@ -69,10 +72,27 @@ const FORBIDDEN_HEADERS = new Set([
   'strict-transport-security',
   'x-content-type-options',
   'alt-svc',
+  'clear-site-data',
+  'x-accel-redirect',
+  'x-accel-expires',
+  'x-accel-buffering',
+  'x-accel-limit-rate',
+  'x-accel-charset',
+  'x-sendfile',
 ])
+/**
+ * Headers a rule sets on a site's own origins but not on the path form, whose answers come
+ * from the service's origin: that origin's error reporting (NEL sends its requests' URLs to
+ * the named endpoint), client hints, login status and service worker scope stay the service's.
+ */
+const OWN_ORIGIN_ONLY = new Set(['nel', 'report-to', 'reporting-endpoints', 'accept-ch', 'critical-ch', 'set-login', 'service-worker-allowed'])
+/** A path's rule headers as the path form sends them (OWN_ORIGIN_ONLY left out). */
+export const onServiceOrigin = (headers: Array<[string, string]>): Array<[string, string]> =>
+  headers.filter(([name]) => !OWN_ORIGIN_ONLY.has(name.toLowerCase()))
 const TOKEN_RE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-// visible ASCII and spaces, and any non-ASCII text; never CR, LF or other controls
-const VALUE_RE = /^[^\u0000-\u0008\u000a-\u001f\u007f]*$/
+// visible ASCII, spaces and tabs: HTTP sends header values as bytes, and anything else would be
+// refused when sent (above U+00FF) or arrive as other characters (Latin-1 bytes)
+const VALUE_RE = /^[\t\x20-\x7e]*$/
 
 /** Splits a rule file into its lines, numbered from 1, without comments and blank lines. */
 function lines(text: string, file: string): Array<{ n: number; raw: string }> {
@@ -160,7 +180,10 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
     const value = t.slice(colon + 1).trim()
     if (!TOKEN_RE.test(name)) throw new RuleSyntaxError(file, n, `"${name}" is not a valid header name`)
     if (FORBIDDEN_HEADERS.has(name.toLowerCase())) throw new RuleSyntaxError(file, n, `${name} is set by the service and cannot be changed`)
-    if (!VALUE_RE.test(value)) throw new RuleSyntaxError(file, n, `the value of ${name} contains control characters`)
+    if (!VALUE_RE.test(value)) {
+      const what = /[\u0000-\u001f\u007f]/.test(value) ? 'control characters' : 'characters outside ASCII (percent-encode them)'
+      throw new RuleSyntaxError(file, n, `the value of ${name} contains ${what}`)
+    }
     current.headers.push([name, value])
   }
   if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, `"${current.pattern}" has no headers under it`)
@@ -225,10 +248,16 @@ export interface SiteRules {
   headers: Array<HeaderRule & Compiled>
 }
 
+/**
+ * Compiles a project's stored rules. A header value or name this release refuses is left out:
+ * rules published before a check was added never reach an answer (a value Node cannot send
+ * would fail every request the rule matches).
+ */
 export function compileRules(redirects: RedirectRule[], headers: HeaderRule[]): SiteRules {
+  const allowed = ([name, value]: [string, string]) => !FORBIDDEN_HEADERS.has(name.toLowerCase()) && VALUE_RE.test(value)
   return {
     redirects: redirects.map((r) => ({ ...r, ...compile(r.from) })),
-    headers: headers.map((h) => ({ ...h, ...compile(h.pattern) })),
+    headers: headers.map((h) => ({ ...h, headers: h.headers.filter(allowed), ...compile(h.pattern) })),
   }
 }
 
