@@ -6,6 +6,8 @@ import { ENGINES, REDIS_URL, needs, startServer, type Res, type TestServer } fro
 import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { imageForm, makeImage, svc } from '../support/images.js'
 import { expectError } from '../support/errors.js'
+import { startDns, type TestDns } from '../support/dns.js'
+import { deploySite } from '../support/deploys.js'
 
 const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex')
 type User = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
@@ -442,6 +444,92 @@ for (const engine of ENGINES) {
       }
       expectError(last!, 429, 1703)
       assert.ok(Number(last!.header('retry-after')) > 0)
+    })
+  })
+
+  // a reported URL names content by its host first: another host's path is not the path form
+  describe(`abuse targets follow the URL's host (PUBLIC_URL set) [${engine}]`, () => {
+    let s: TestServer
+    let dns: TestDns
+    let adminCookie: string
+    let bob: Awaited<ReturnType<TestServer['user']>>
+    let carol: Awaited<ReturnType<TestServer['user']>>
+    const adminCall = (method: string, p: string, json?: unknown) => s.request(method, p, { cookie: adminCookie, ...(json === undefined ? {} : { json }) })
+    const at = (host: string, p: string) => s.get(p, { headers: { host } })
+
+    before(async () => {
+      dns = await startDns()
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, DNS_RESOLVER: dns.addr, PUBLIC_URL: 'https://svc.test' } })
+      const a = await s.user({ admin: true })
+      adminCookie = await s.login(a.username, a.password)
+      bob = await s.user()
+      carol = await s.user()
+      assert.equal((await uploadFile(s, { key: bob.key }, 'page.html', HTML('bob page'))).status, 200)
+      const { res } = await deploySite(s, carol.key, 'site', { 'index.html': HTML('carol home'), 'sub/x.html': HTML('carol sub') })
+      assert.equal(res.status, 201, res.text)
+      const add = await s.post('/api/domains', { key: carol.key, json: { domain: 'www.carol.test', project: 'site' } })
+      assert.equal(add.status, 200, add.text)
+      dns.txt.set('_svc-challenge.www.carol.test', [add.json.data.verification.value])
+      assert.equal((await s.post('/api/domains/www.carol.test/verify', { key: carol.key })).status, 200)
+    })
+    after(async () => {
+      await s?.close()
+      await dns?.close()
+    })
+
+    it("another host's URL names no content: 1705 to the admin, a report without a target, nothing held", async () => {
+      const url = `https://www.alice-shop.example/${bob.username}/page.html`
+      const open = await adminCall('POST', '/svc_api/admin/reports', { url, category: 'phishing' })
+      expectError(open, 400, 1705)
+      assert.match(open.text, /www\.alice-shop\.example is not this service's host/)
+      expectError(await adminCall('GET', `/svc_api/admin/content?url=${encodeURIComponent(url)}`), 400, 1705)
+      for (const other of [`https://www.alice-shop.example/svc-img/pub/${'a'.repeat(22)}`, `https://deep.x.${bob.username}.localhost/page.html`])
+        expectError(await adminCall('POST', '/svc_api/admin/reports', { url: other, category: 'spam' }), 400, 1705)
+      // a visitor's report is kept, with no target; acting on it is refused the same way
+      const rep = await s.post('/svc_api/abuse/reports', { json: { url, category: 'phishing' } })
+      assert.equal(rep.status, 201, rep.text)
+      const item = (await adminCall('GET', '/svc_api/admin/reports?status=open')).json.data.reports.find((r: any) => r.id === rep.json.data.id)
+      assert.equal(item.target, null)
+      expectError(await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`), 400, 1705)
+      assert.equal((await s.get(`/${bob.username}/page.html`)).status, 200, "bob's page is not held")
+      assert.equal((await s.deps.db.k.selectFrom('content_holds').selectAll().execute()).length, 0)
+    })
+
+    it("the service's own host (PUBLIC_URL's) names the path form, as before", async () => {
+      const rep = await adminCall('POST', '/svc_api/admin/reports', { url: `https://svc.test/${bob.username}/page.html`, category: 'spam' })
+      assert.equal(rep.status, 201, rep.text)
+      assert.equal(rep.json.data.target, `site:${bob.username}/page.html`)
+      const byUrl = await adminCall('GET', `/svc_api/admin/content?url=${encodeURIComponent(`https://svc.test:443/${bob.username}/page.html`)}`)
+      assert.deepEqual(
+        byUrl.json.data.items.map((i: any) => i.name),
+        ['page.html'],
+      )
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`)).status, 200)
+      assert.equal((await s.get(`/${bob.username}/page.html`)).status, 451)
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/restore`)).status, 200)
+      assert.equal((await s.get(`/${bob.username}/page.html`)).status, 200)
+    })
+
+    it('a verified custom domain names its project, whatever user the path seems to name', async () => {
+      // the /report page's way: a visitor's report through the domain's report link
+      const rep = await s.post('/svc_api/abuse/reports', { json: { url: 'https://www.carol.test/sub/x.html', category: 'phishing' } })
+      assert.equal(rep.status, 201, rep.text)
+      const item = (await adminCall('GET', '/svc_api/admin/reports?status=open')).json.data.reports.find((r: any) => r.id === rep.json.data.id)
+      assert.equal(item.target, `site:${carol.username}/site`)
+      const looksLikeBob = await adminCall('POST', '/svc_api/admin/reports', { url: `https://www.carol.test/${bob.username}/page.html`, category: 'spam' })
+      assert.equal(looksLikeBob.status, 201, looksLikeBob.text)
+      assert.equal(looksLikeBob.json.data.target, `site:${carol.username}/site`)
+      const byUrl = await adminCall('GET', `/svc_api/admin/content?url=${encodeURIComponent('https://WWW.carol.test/')}`)
+      assert.deepEqual(byUrl.json.data.items.map((i: any) => [i.username, i.name, i.path]).sort(), [
+        [carol.username, 'site', 'index.html'],
+        [carol.username, 'site', 'sub/x.html'],
+      ])
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`)).status, 200)
+      assert.equal((await at('www.carol.test', '/sub/x.html')).status, 451)
+      assert.equal((await s.get(`/${carol.username}/site/`)).status, 451)
+      assert.equal((await s.get(`/${bob.username}/page.html`)).status, 200)
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/restore`)).status, 200)
+      assert.equal((await at('www.carol.test', '/sub/x.html')).status, 200)
     })
   })
 

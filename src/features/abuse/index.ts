@@ -1,4 +1,5 @@
 import type { Feature } from '../feature.js'
+import { OPEN_SITES, type SiteHooks } from '../../http/site-hooks.js'
 import { abuseApi } from './routes.js'
 import { abusePublic } from './public.js'
 import { abusePages, abuseUi } from './page.js'
@@ -17,7 +18,12 @@ export const abuseFeature: Feature<Abuse> = {
     await abuse.holds()
     return abuse
   },
-  api: (app, deps, abuse) => abuseApi(app, deps, abuse),
+  api(app, deps, abuse) {
+    // reported URLs on custom domains name their project: the domains feature's state is the
+    // public host's SiteHooks (as features/sites/public.ts reads it)
+    abuse.useDomains((app.featureState('domains') as SiteHooks | undefined) ?? OPEN_SITES)
+    abuseApi(app, deps, abuse)
+  },
   public: (app, deps) => abusePublic(app, deps),
   pages: (app, deps) => abusePages(app, deps),
 }

@@ -3,7 +3,8 @@ import { AppError } from '../../errors/app-error.js'
 import { newId } from '../../auth/tokens.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import { DIGEST_RE } from '../../storage/blob-store.js'
-import { projectSegment, siteOf } from '../../http/site-origin.js'
+import { hostName, isContentOnlyHost, projectSegment, siteOf } from '../../http/site-origin.js'
+import type { SiteHooks } from '../../http/site-hooks.js'
 import { decodeSegment, projectOf } from '../sites/paths.js'
 import { invalidateHosting } from '../sites/invalidate.js'
 import { createAdmin, type Actor } from '../admin/service.js'
@@ -60,6 +61,10 @@ export function createAbuse(deps: Deps) {
   const { db, clock, config, bus, blobs } = deps
   const store = createAbuseStore(db)
   const admin = deps.services.get(createAdmin)
+  // which project a verified custom domain serves: the domains feature's hook, handed over
+  // by the app (useDomains); none until then (a service built without an app)
+  let domainOf: SiteHooks['domain'] = () => null
+  const publicHost = config.publicUrl ? hostName(new URL(config.publicUrl).host) : null
 
   // every hold (target -> state), small: loaded whole, dropped on every change anywhere
   const index = createInvalidatedCache<'all', Map<string, string>>({ bus, channel: HOLDS_CHANNEL, maxEntries: 1 })
@@ -92,7 +97,13 @@ export function createAbuse(deps: Deps) {
     return (name) => holds.get(prefix + name) === 'quarantined'
   }
 
-  /** Resolves a reported URL to the content of this service it names. */
+  /**
+   * Resolves a reported URL to the content of this service it names, by its host first, as the
+   * public host serves it: a user's, project's or deploy's origin (the path inside it); a
+   * verified custom domain (its project); the service's own host (PUBLIC_URL's; without
+   * PUBLIC_URL any other host, which the service cannot tell from its own): the path form and
+   * the image and data links. Any other host names no content of this service (1705).
+   */
   async function targetOfUrl(raw: string): Promise<{ target: Target; userId: string }> {
     let u: URL
     try {
@@ -100,33 +111,45 @@ export function createAbuse(deps: Deps) {
     } catch {
       throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: 'not a URL' } })
     }
+    const unknown = (detail: string) => new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail } })
     const path = u.pathname
-    const link = /^\/(svc-img|image-host|svc-data|hosted-data)\/pub\/([A-Za-z0-9_-]{16,64})$/.exec(path)
-    if (link) {
-      const token = link[2]
-      if (link[1] === 'svc-img' || link[1] === 'image-host') {
-        const img = await store.image(db.k, token)
-        if (!img) throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: 'no such image' } })
-        return { target: { kind: 'image', token }, userId: img.user_id }
-      }
-      const f = await store.dataFile(db.k, token)
-      if (!f) throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: 'no such data link' } })
-      return { target: { kind: 'data', token }, userId: f.user_id }
-    }
+    const host = hostName(u.host)
     // a user's own origin ({username}.{content domain}/{name}/...), a project's own origin
-    // ({project}.{username}.{content domain}/...), one of its deploys' ({deploy}--{project}...)
-    // or the path form (/{username}/{name}/...)
+    // ({project}.{username}.{content domain}/...) or one of its deploys' ({deploy}--{project}...)
     const site = siteOf(u.host, config)
-    const key = siteKeyOfPath(
-      site === null ? path : site.project === null ? `/${site.username}${path}` : `/${site.username}/${projectSegment(site.project, site.deploy)}${path}`,
-    )
-    if (!key) throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: 'the URL names no page, image or data link' } })
+    let key: string | null
+    if (site !== null)
+      key = siteKeyOfPath(site.project === null ? `/${site.username}${path}` : `/${site.username}/${projectSegment(site.project, site.deploy)}${path}`)
+    else if (isContentOnlyHost(u.host, config)) throw unknown(`${host} serves no content`)
+    else {
+      const domain = await domainOf(host)
+      if (domain !== null) key = `site:${domain.username.toLowerCase()}/${domain.project}`
+      else if (publicHost !== null && host !== publicHost)
+        throw unknown(`${host} is not this service's host (${publicHost}), a user's origin or a verified custom domain`)
+      else {
+        const link = /^\/(svc-img|image-host|svc-data|hosted-data)\/pub\/([A-Za-z0-9_-]{16,64})$/.exec(path)
+        if (link) {
+          const token = link[2]
+          if (link[1] === 'svc-img' || link[1] === 'image-host') {
+            const img = await store.image(db.k, token)
+            if (!img) throw unknown('no such image')
+            return { target: { kind: 'image', token }, userId: img.user_id }
+          }
+          const f = await store.dataFile(db.k, token)
+          if (!f) throw unknown('no such data link')
+          return { target: { kind: 'data', token }, userId: f.user_id }
+        }
+        // the path form (/{username}/{name}/...)
+        key = siteKeyOfPath(path)
+      }
+    }
+    if (!key) throw unknown('the URL names no page, image or data link')
     const t = parseKey(key) as Extract<Target, { kind: 'site' }>
     const user = await store.userByName(t.username)
-    if (!user) throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: `no user "${t.username}"` } })
+    if (!user) throw unknown(`no user "${t.username}"`)
     const file = await store.siteFile(db.k, user.id, t.name)
     const folder = await store.siteFolder(db.k, user.id, t.name)
-    if (!file && !folder) throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: `no page "${t.name}" of ${t.username}` } })
+    if (!file && !folder) throw unknown(`no page "${t.name}" of ${t.username}`)
     return { target: t, userId: user.id }
   }
 
@@ -178,6 +201,11 @@ export function createAbuse(deps: Deps) {
   const service = {
     store,
     targetOfUrl,
+
+    /** Hands over the custom domains' lookup (the domains feature's SiteHooks), for targetOfUrl. */
+    useDomains(hooks: Pick<SiteHooks, 'domain'>): void {
+      domainOf = (host) => hooks.domain(host)
+    },
 
     /** The abuse contact setting (e-mail as mailto:, or a URL; empty when unset). */
     abuseContact: async (): Promise<string> => (await admin.settings()).abuse_contact,
