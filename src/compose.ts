@@ -22,7 +22,7 @@ import { createSessions } from './auth/sessions.js'
 import { createPrincipalResolver } from './auth/principal.js'
 import { tierRules } from './limits/tiers.js'
 import { FEATURE_TABLES } from './features/tables.js'
-import { isBlockedDigest } from './features/abuse/store.js'
+import { anyBlockedDigest } from './features/abuse/store.js'
 import { withBlocklist } from './storage/blocklist.js'
 import { AppError } from './errors/app-error.js'
 import { createScope } from './util/scope.js'
@@ -59,7 +59,7 @@ export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}
       throw new Error(`the database schema is behind this release (pending: ${pending.join(', ')}); run \`svc migrate\` first (MIGRATE_ON_START=0)`)
     }
   }
-  // uploads of content taken down for abuse are refused, whichever feature writes them
+  // uploads of content taken down for abuse are refused, whichever feature writes or reuses them
   const blobs = withBlocklist(
     o.blobs ??
       (await openBlobStore(config, { mode: 'serve', wrap: instrumentBlobStore, cacheEvents: blobCacheMetrics }).catch(async (e) => {
@@ -67,7 +67,7 @@ export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}
         await db.close().catch(() => {})
         throw e
       })),
-    (digest) => isBlockedDigest(db, digest),
+    (digests) => anyBlockedDigest(db, digests),
     () => new AppError('CONTENT_BLOCKED'),
   )
   const limits =

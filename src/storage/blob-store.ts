@@ -35,6 +35,13 @@ export interface BlobStore {
    * when it resolves every blob is whole on disk; a crash before leaves none of them visible.
    */
   putBatch?(bodies: Buffer[]): Promise<StoredBlob[]>
+  /**
+   * Optional: refuses, as put would, bytes already stored that a new row is about to reference
+   * without a put (a deploy naming digests the user holds, a publish of a project's files), so
+   * a refusal of put cannot be passed by naming the digest instead. The service's store has it
+   * (storage/blocklist.ts); resolves when every digest may be used.
+   */
+  admit?(digests: Iterable<string>): Promise<void>
   /** Streams a blob out, optionally a byte range (inclusive end). */
   get(digest: string, range?: { start: number; end: number }): Promise<Readable>
   /**

@@ -5,25 +5,31 @@ import type { BlobStore } from './blob-store.js'
  * one place every upload path writes through (single files, folder batches, images, hosted
  * data, imports), so a check here covers them all. The digest is known only after the last
  * byte, so the refused bytes were stored: they are either already kept as evidence or left
- * unreferenced for the sweeper; no row ever points to them.
+ * unreferenced for the sweeper; no row ever points to them. Paths that reference bytes already
+ * stored without a put (archive deploys, publish, promote) ask `admit` first: the same check.
+ * `anyBlocked` answers whether any of some digests is blocked.
  */
-export function withBlocklist(store: BlobStore, isBlocked: (digest: string) => Promise<boolean>, refusal: () => Error): BlobStore {
+export function withBlocklist(store: BlobStore, anyBlocked: (digests: string[]) => Promise<boolean>, refusal: () => Error): BlobStore {
   return {
     ...bind(store),
     async put(body, opts) {
       const r = await store.put(body, opts)
-      if (await isBlocked(r.digest)) throw refusal()
+      if (await anyBlocked([r.digest])) throw refusal()
       return r
     },
     ...(store.putBatch
       ? {
           async putBatch(bodies) {
             const rs = await store.putBatch!(bodies)
-            for (const r of rs) if (await isBlocked(r.digest)) throw refusal()
+            if (await anyBlocked(rs.map((r) => r.digest))) throw refusal()
             return rs
           },
         }
       : {}),
+    async admit(digests) {
+      const all = [...new Set(digests)]
+      if (all.length > 0 && (await anyBlocked(all))) throw refusal()
+    },
   }
 }
 

@@ -7,7 +7,7 @@ import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.j
 import { imageForm, makeImage, svc } from '../support/images.js'
 import { expectError } from '../support/errors.js'
 import { startDns, type TestDns } from '../support/dns.js'
-import { deploySite } from '../support/deploys.js'
+import { deploySite, manifestOf, postArchive, tarOf } from '../support/deploys.js'
 
 const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex')
 type User = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
@@ -295,6 +295,23 @@ for (const engine of ENGINES) {
       const actions = (await audit()).filter((e) => e.target === `site:${alice.username}/bank.html`).map((e) => e.action)
       assert.deepEqual(actions.reverse(), ['abuse.quarantine', 'abuse.restore', 'abuse.takedown', 'abuse.lift'])
       await adminCall('POST', `/svc_api/admin/users/${alice.username}`, { disabled: false })
+    })
+
+    it('a takedown also refuses a deploy that only names the bytes, its check, and a publish of a project still holding them', async () => {
+      const m = await s.user()
+      const bad = HTML('wallet login', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      assert.equal((await deploySite(s, m.key, 'evil', { 'index.html': bad })).res.status, 201)
+      // the same bytes in a project never published (a batch upload makes one)
+      assert.equal((await batchUpload(s, { key: m.key }, 'stash', [{ filename: 'index.html', data: bad }])).status, 200)
+      const rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/${m.username}/evil/`, category: 'phishing' })
+      assert.equal(rep.status, 201, rep.text)
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})).status, 200)
+      const files = { 'index.html': bad }
+      expectError(await s.post('/api/folders/again/deploys/missing', { key: m.key, json: JSON.parse(String(manifestOf(files).data)) }), 451, 1701)
+      expectError(await postArchive(s, m.key, 'again', await tarOf([manifestOf(files)])), 451, 1701)
+      expectError(await s.post('/api/folders/stash/publish', { key: m.key }), 451, 1701)
+      for (const p of ['again', 'stash']) assert.equal((await s.get(`/${m.username}/${p}/`)).status, 404, p)
+      assert.equal((await s.get(`/${m.username}/evil/`)).status, 451)
     })
 
     it('quarantines a folder project on both forms, an image link and a data link', async () => {

@@ -157,6 +157,53 @@ for (const engine of ENGINES) {
       assert.equal(none.json.error_code, 1334)
     })
 
+    it('bytes on the blocklist are refused however a deploy, its check, a publish or a promote names them (451 / 1701)', async () => {
+      const k = await s.user()
+      const bad = HTML('taken down', '<p>phish</p>')
+      const good = HTML('fine')
+      const at = (project: string) => s.get(`/${k.username}/${project}/`)
+      // before the takedown: the bytes live in a published project, an unpublished one and a kept preview
+      assert.equal((await deploySite(s, k.key, 'evil', { 'index.html': bad })).res.status, 201)
+      assert.equal((await batchUpload(s, { key: k.key }, 'stash', [{ filename: 'index.html', data: bad }])).status, 200)
+      assert.equal((await deploySite(s, k.key, 'prev', { 'index.html': good })).res.status, 201)
+      assert.equal((await deploySite(s, k.key, 'prev', { 'index.html': bad }, { preview: true })).res.status, 201)
+      const [preview, live] = (await s.get('/api/folders/prev/deploys', { key: k.key })).json.deploys
+      // as a takedown leaves it: the digest on the blocklist
+      await s.deps.db.k
+        .insertInto('blocked_digests')
+        .values({ digest: sha(bad), report_id: 'r-test', created_at: Date.now(), created_by: 'test' })
+        .execute()
+      try {
+        const manifest = JSON.parse(String(manifestOf({ 'index.html': bad, 'ok.txt': 'ok' }).data))
+        expectError(await s.post('/api/folders/again/deploys/missing', { key: k.key, json: manifest }), 451, 1701)
+        // the manifest names the digest without the bytes (the user holds them in two projects)
+        const onlyNamed = await postArchive(s, k.key, 'again', await tarOf([manifestOf({ 'index.html': bad, 'ok.txt': 'ok' }), { name: 'ok.txt', data: 'ok' }]))
+        expectError(onlyNamed, 451, 1701)
+        // the bytes carried, and a project whose own files hold them unchanged, preview or not
+        expectError(await postArchive(s, k.key, 'again', await tarOf([manifestOf({ 'index.html': bad }), { name: 'index.html', data: bad }])), 451, 1701)
+        expectError((await deploySite(s, k.key, 'stash', { 'index.html': bad, 'new.txt': 'new' })).res, 451, 1701)
+        expectError((await deploySite(s, k.key, 'stash', { 'index.html': bad }, { preview: true })).res, 451, 1701)
+        assert.equal((await at('again')).status, 404)
+        assert.equal(await s.deps.db.k.selectFrom('folders').select('id').where('name', '=', 'again').executeTakeFirst(), undefined)
+        // publishing the project that still holds them, and making the preview live
+        expectError(await s.post('/api/folders/stash/publish', { key: k.key }), 451, 1701)
+        assert.equal((await at('stash')).status, 404)
+        assert.equal((await s.get('/api/folders/stash/deploys', { key: k.key })).json.deploys.length, 0)
+        expectError(await s.post(`/api/folders/prev/deploys/${preview.id}/promote`, { key: k.key }), 451, 1701)
+        expectError(await s.post('/api/folders/prev/rollback', { key: k.key, json: { deploy_id: preview.id } }), 451, 1701)
+        assert.equal((await at('prev')).text, good)
+        assert.equal((await s.get('/api/folders/prev/deploys', { key: k.key })).json.live_deploy_id, live.id)
+        // other bytes still deploy
+        assert.equal((await deploySite(s, k.key, 'again', { 'index.html': good })).res.status, 201)
+      } finally {
+        await s.deps.db.k.deleteFrom('blocked_digests').where('report_id', '=', 'r-test').execute()
+      }
+      // once lifted, the same requests go through
+      assert.equal((await s.post('/api/folders/stash/publish', { key: k.key })).status, 200)
+      assert.equal((await at('stash')).text, bad)
+      assert.equal((await s.post(`/api/folders/prev/deploys/${preview.id}/promote`, { key: k.key })).status, 200)
+    })
+
     it('previews: a URL of their own, noindex, not live until promoted', async () => {
       await deploySite(s, u.key, 'pv', site('live'))
       const { res } = await deploySite(s, u.key, 'pv', site('preview'), { preview: true })

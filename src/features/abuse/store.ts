@@ -61,9 +61,21 @@ declare module '../../db/schema.js' {
 
 export type ReportRow = AbuseReportsTable
 
-/** Whether uploads of these bytes are refused (the blob store's put check, wired in compose.ts). */
-export async function isBlockedDigest(db: Db, digest: string): Promise<boolean> {
-  return !!(await db.k.selectFrom('blocked_digests').select('digest').where('digest', '=', digest).executeTakeFirst())
+/**
+ * Whether any of these digests is blocked: uploads and new references of their bytes are
+ * refused (the blob store's put and admit checks, wired in compose.ts).
+ */
+export async function anyBlockedDigest(db: Db, digests: readonly string[]): Promise<boolean> {
+  for (let i = 0; i < digests.length; i += 500) {
+    const hit = await db.k
+      .selectFrom('blocked_digests')
+      .select('digest')
+      .where('digest', 'in', digests.slice(i, i + 500))
+      .limit(1)
+      .executeTakeFirst()
+    if (hit) return true
+  }
+  return false
 }
 
 type Q = Trx | Db['k']

@@ -211,6 +211,8 @@ export function createDeploysService(deps: Deps) {
    * set the spec's file API lists; then every instance drops its cached pages.
    */
   async function makeLive(user: User, folder: { id: string }, deployId: string): Promise<void> {
+    // bytes taken down since the deploy was made do not go live again (451 / 1701)
+    await blobs.admit?.((await store.files(db.k, deployId)).map((r) => r.digest))
     await db.k.transaction().execute(async (trx) => {
       await db.lockUser(trx, user.id)
       if (!(await store.get(trx, folder.id, deployId))) throw new AppError('DEPLOY_NOT_FOUND', { params: { id: deployId } })
@@ -231,10 +233,14 @@ export function createDeploysService(deps: Deps) {
   return {
     store,
 
-    /** Which of a manifest's digests the user holds nowhere (the files an archive must carry). */
+    /**
+     * Which of a manifest's digests the user holds nowhere (the files an archive must carry).
+     * A manifest that names blocked bytes is refused here (451 / 1701), as the deploy would.
+     */
     async missing(user: User, ref: FolderRef, body: unknown) {
       const m = parseManifest(body)
       const digests = new Set(m.files.values())
+      await blobs.admit?.(digests)
       // a project not made yet holds nothing itself (no row has the id ''): the user's others may
       const project = (await folders.folder(db.k, user.id, ref.name)) ?? { id: '', user_id: user.id }
       const known = await store.held(db.k, project, digests, mayHold)
@@ -299,6 +305,9 @@ export function createDeploysService(deps: Deps) {
               throw new AppError('MANIFEST_INVALID', { params: { detail: `${MANIFEST_ENTRY} is not valid JSON` } })
             }
             manifest = parseManifest(parsed)
+            // every file of the deploy, carried or taken from what the user holds: blocked
+            // bytes are refused before any entry is read (451 / 1701), as an upload of them is
+            await blobs.admit?.(manifest.files.values())
             continue
           }
           const refused = refuseType(h.type ?? 'file', JSON.stringify(h.name))

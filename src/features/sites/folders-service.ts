@@ -286,6 +286,8 @@ export function createFoldersService(deps: Deps) {
       const rules = await siteRulesOf(folder.id)
       const already = !!folder.is_published
       if (!already && !(await store.file(db.k, folder.id, 'index.html'))) throw new AppError('PUBLISH_NO_INDEX')
+      // files stored before their bytes were taken down do not go live (451 / 1701)
+      await blobs.admit?.((await deploys.working(db.k, folder.id)).map((r) => r.digest))
       // every publish is a new deploy of the project's files (source api), made live at once
       await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
