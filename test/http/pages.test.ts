@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { ENGINES, startServer, type Res, type TestServer } from '../support/server.js'
 import { html, jsonForScript } from '../../src/web/html.js'
 import { escapeHtml } from '../../src/util/html.js'
+import { translator } from '../../src/features/pages/i18n.js'
 
 /** The directives of a CSP header: name -> tokens. */
 function csp(header: string | undefined): Map<string, string[]> {
@@ -72,6 +73,12 @@ describe('page templates', () => {
     const j = jsonForScript({ v: '</script><!-- \u2028 &' }).value
     assert.ok(!j.includes('<') && !j.includes('>') && !j.includes('&'))
     assert.deepEqual(JSON.parse(j), { v: '</script><!-- \u2028 &' })
+  })
+
+  it('translate own keys only: a name of Object.prototype reads as itself', () => {
+    const t = translator({ 'a.b': 'A {x}' })
+    assert.equal(t('a.b', { x: 1 }), 'A 1')
+    for (const k of ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'missing']) assert.equal(t(k), k)
   })
 })
 
@@ -196,6 +203,15 @@ for (const engine of ENGINES) {
       const again = await s.get(`/login?error=1&username=${alice.username}`, { headers: { 'accept-language': 'en' } })
       assert.match(again.text, /Wrong username or password/)
       assert.match(again.text, new RegExp(`id="username" name="username" value="${alice.username}"`), 'the name typed is kept')
+    })
+
+    it('ignores an unknown ?error= of /login, names of Object.prototype included', async () => {
+      for (const e of ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'nope']) {
+        const r = await s.get(`/login?error=${e}`, { headers: { 'accept-language': 'en' } })
+        assert.equal(r.status, 200, e)
+        assert.ok(!r.text.includes('role="alert"'), `${e}: no error shown`)
+      }
+      assert.match((await s.get('/login?error=expired', { headers: { 'accept-language': 'en' } })).text, /role="alert"/)
     })
 
     it('comes back to the page that asked for a login, and to no other site', async () => {

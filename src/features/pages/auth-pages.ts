@@ -20,12 +20,13 @@ type PageCtx = AnyPageCtx<MsgKey>
 /** Successful sign-ups per client address. */
 const REGISTER_RULES: WindowRule[] = [{ name: 'register', kind: 'sliding', ms: 3600_000, limit: 20 }]
 
-const LOGIN_ERRORS: Record<string, MsgKey> = {
-  '1': 'login.error.1',
-  throttled: 'login.error.throttled',
-  disabled: 'login.error.disabled',
-  expired: 'login.error.expired',
-}
+/** ?error= of /login -> its message; a Map, so a name like "constructor" finds nothing. */
+const LOGIN_ERRORS = new Map<string, MsgKey>([
+  ['1', 'login.error.1'],
+  ['throttled', 'login.error.throttled'],
+  ['disabled', 'login.error.disabled'],
+  ['expired', 'login.error.expired'],
+])
 
 function errorList(ctx: PageCtx, errors: MsgKey[]): SafeHtml | string {
   if (errors.length === 0) return ''
@@ -36,7 +37,7 @@ function errorList(ctx: PageCtx, errors: MsgKey[]): SafeHtml | string {
 function loginPage(ctx: PageCtx, token: string, registration: boolean): PageOut {
   const { t } = ctx
   const q = ctx.req.query as Record<string, unknown>
-  const err = typeof q.error === 'string' ? LOGIN_ERRORS[q.error] : undefined
+  const err = typeof q.error === 'string' ? LOGIN_ERRORS.get(q.error) : undefined
   // the page to go back to once signed in, and the name typed before a refusal
   const next = safeNext(q.next)
   const username = typeof q.username === 'string' ? q.username.slice(0, 32) : ''

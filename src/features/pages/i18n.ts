@@ -19,7 +19,7 @@ export function mergeMessages(features: MessageTables[]): Record<Lang, Messages>
   for (const tables of [SHELL_MESSAGES, ...features, SHARED_MESSAGES]) {
     for (const lang of ['en', 'zh'] as const) {
       for (const [key, text] of Object.entries(tables[lang])) {
-        if (key in out[lang]) throw new Error(`pages: message ${key} is defined twice`)
+        if (Object.hasOwn(out[lang], key)) throw new Error(`pages: message ${key} is defined twice`)
         out[lang][key] = text
       }
     }
@@ -27,9 +27,9 @@ export function mergeMessages(features: MessageTables[]): Record<Lang, Messages>
   return out
 }
 
-/** A translator for one language's merged table. */
+/** A translator for one language's merged table; a key it lacks (own keys only) reads as itself. */
 export function translator(table: Messages): Translator {
-  return (key, params) => fill(table[key] ?? key, params)
+  return (key, params) => fill(Object.hasOwn(table, key) ? table[key] : key, params)
 }
 
 export const LANG_COOKIE = 'lang'

@@ -10,10 +10,10 @@
   var lang = data.lang === 'en' ? 'en' : 'zh'
   var locale = lang === 'en' ? 'en' : 'zh-CN'
 
-  /** A message of the page's language, with {placeholders} filled. */
+  /** A message of the page's language, with {placeholders} filled; own keys only, else the key. */
   function t(key, params) {
+    if (!Object.prototype.hasOwnProperty.call(data.messages, key)) return key
     var s = data.messages[key]
-    if (s === undefined) return key
     return s.replace(/\{(\w+)\}/g, function (m, n) {
       return params && n in params ? String(params[n]) : m
     })
