@@ -431,6 +431,17 @@ for (const engine of ENGINES) {
       assert.equal(svcHost.header('location'), '/report?url=https%3A%2F%2Fx.example%2Fa')
     })
 
+    it('shows a known ?error= on /report and ignores any other, names of Object.prototype included', async () => {
+      for (const e of ['hasOwnProperty', 'constructor', 'toString', '__proto__', 'nope']) {
+        const r = await s.get(`/report?error=${e}`)
+        assert.equal(r.status, 200, e)
+        assert.ok(!r.text.includes('id="report-error"'), `${e}: no error shown`)
+      }
+      const known = await s.get('/report?error=invalid')
+      assert.equal(known.status, 400)
+      assert.match(known.text, /id="report-error"/)
+    })
+
     it('exports the audit log as JSON and CSV, CLI actions included', async () => {
       await svc(s, 'user', 'set', bob.username, '--limit', 'files=7', '--password', 'a-new-password-123')
       const json = await adminCall('GET', '/svc_api/admin/audit?format=json')

@@ -9,7 +9,12 @@ import { ABUSE_MESSAGES, type AbuseKey } from './messages.js'
 import { admitReport } from './routes.js'
 import { CATEGORIES, createAbuse, type Abuse } from './service.js'
 
-const ERRORS: Record<string, AbuseKey> = { invalid: 'report.error.invalid', throttled: 'report.error.throttled', expired: 'report.error.expired' }
+/** ?error= of /report -> its message; a Map, so a name like "hasOwnProperty" finds nothing. */
+const ERRORS = new Map<string, AbuseKey>([
+  ['invalid', 'report.error.invalid'],
+  ['throttled', 'report.error.throttled'],
+  ['expired', 'report.error.expired'],
+])
 
 /**
  * /report: the public report form (no login, no script: a plain form post with the
@@ -32,7 +37,7 @@ export const abuseUi: FeatureUi<AbuseKey> = {
         if (ft.setCookie) ctx.reply.header('Set-Cookie', ft.setCookie)
         // the app's abuse service (its state): the contact setting
         const contact = await (ctx.req.server.featureState('abuse') as Abuse).abuseContact()
-        const err = typeof q.error === 'string' ? ERRORS[q.error] : undefined
+        const err = typeof q.error === 'string' ? ERRORS.get(q.error) : undefined
         return {
           title: t('report.title'),
           status: err ? 400 : 200,
