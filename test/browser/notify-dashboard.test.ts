@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
+import fs from 'node:fs'
 import { type BrowserContext } from 'playwright-core'
 import { until, webhookReceiver } from '../support/webhooks.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
@@ -9,8 +10,9 @@ import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.
 import { decodeQp, smtpSink } from '../support/smtp.js'
 
 // The forms page's notifications and the API keys page in Chromium: set a webhook (the secret
-// is shown once), submit, watch the delivery fail and redeliver it; create a read-only key and
-// see it refused a write; add and verify an e-mail address and switch the e-mail mode. The receiver is an HTTP server on loopback (WEBHOOK_BLOCK_PRIVATE is
+// is shown once), submit, watch the delivery fail and redeliver it; export submissions as CSV;
+// create a read-only key and see it refused a write; add and verify an e-mail address and
+// switch the e-mail mode. The receiver is an HTTP server on loopback (WEBHOOK_BLOCK_PRIVATE is
 // off in tests).
 
 for (const engine of ENGINES) {
@@ -127,6 +129,29 @@ for (const engine of ENGINES) {
       assert.notEqual(((await page.textContent('#notify-status')) ?? '').trim(), '')
       assert.equal((await s.get(`/svc_api/forms/webhook/${form.id}`, { key: alice.key })).json.error_code, 1422)
       assert.equal(await page.isVisible('#hook-secret'), false)
+      assert.deepEqual(problems, [])
+      await ctx.close()
+    })
+
+    it('exports CSV from the submissions view with a field named constructor that a submission lacks', async () => {
+      const fields_config = [{ name: 'name' }, { name: 'constructor' }, { name: 'toString' }]
+      const form = (await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: 'Proto', fields_config } })).json.data as { form_slug: string }
+      assert.equal((await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: 'Ann' } })).status, 200)
+      const ctx = await session()
+      const page = await ctx.newPage()
+      const problems = watchErrors(page)
+      await page.goto(`${s.url}/dashboard/forms`)
+      await page.locator('#forms-table tbody tr', { hasText: 'Proto' }).getByRole('button', { name: 'Submissions' }).click()
+      await page.locator('#subs-table tbody tr', { hasText: 'Ann' }).waitFor()
+      const download = page.waitForEvent('download', { timeout: 10_000 })
+      await page.click('#subs-export-csv')
+      const file = await (await download).path()
+      const lines = fs
+        .readFileSync(file, 'utf8')
+        .replace(/^\uFEFF/, '')
+        .split('\r\n')
+      assert.equal(lines[0], '"created_at","is_read","name","constructor","toString"')
+      assert.match(lines[1], /^"[^"]+","false","Ann","",""$/)
       assert.deepEqual(problems, [])
       await ctx.close()
     })

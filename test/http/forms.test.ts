@@ -831,6 +831,18 @@ for (const engine of ENGINES) {
       assert.equal(spamOnly.json.data.exported_count, 0)
     })
 
+    it('exports a field named like an Object.prototype member as an empty cell where a submission lacks it', async () => {
+      const hal = await s.user()
+      const f = await make(hal, { fields_config: [{ name: 'name' }, { name: 'constructor' }, { name: 'toString' }, { name: 'hasOwnProperty' }] })
+      assert.equal((await submit(f.form_slug, { json: { name: 'Ann' } })).status, 200)
+      const csv = await s.get(`/svc_api/forms/export/${f.id}?format=csv`, { key: hal.key })
+      assert.equal(csv.status, 200)
+      const lines = csv.text.slice(1).split('\r\n')
+      assert.equal(lines[0], 'submission_id,created_at,is_read,is_spam,spam_reason,name,constructor,toString,hasOwnProperty,user_agent,ip_prefix')
+      assert.ok(!csv.text.includes('native code'), csv.text)
+      assert.match(lines[1], /,Ann,,,,/)
+    })
+
     it('updates any creation field and keeps the others', async () => {
       const f = await make(alice, { fields_config: [{ name: 'a' }], allowed_origins: ['https://one.example'] })
       const r = await s.request('PUT', `/svc_api/forms/update/${f.id}`, {

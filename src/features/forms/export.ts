@@ -35,7 +35,9 @@ export async function* csvExport(fields: FieldDef[], rows: () => AsyncIterable<S
   yield '\uFEFF' + [...FIXED, ...columns, ...TAIL].map(csvCell).join(',') + '\r\n'
   for await (const r of rows()) {
     const v = submissionView(r)
-    const cells = [v.id, v.created_at, v.is_read, v.is_spam, v.spam_reason, ...columns.map((c) => v.data[c]), v.user_agent, v.ip_prefix]
+    // own keys only: a field named "constructor" that this submission lacks is an empty cell
+    const field = (c: string) => (Object.hasOwn(v.data, c) ? v.data[c] : undefined)
+    const cells = [v.id, v.created_at, v.is_read, v.is_spam, v.spam_reason, ...columns.map(field), v.user_agent, v.ip_prefix]
     yield cells.map(csvCell).join(',') + '\r\n'
   }
 }

@@ -247,6 +247,11 @@
     if (v === undefined || v === null) return ''
     return typeof v === 'string' ? v : JSON.stringify(v)
   }
+  /** A submission's value of field c, own keys only ("constructor" a submission lacks is undefined). */
+  function fieldOf(s, c) {
+    var d = s.data || {}
+    return Object.prototype.hasOwnProperty.call(d, c) ? d[c] : undefined
+  }
 
   // only the latest load renders: an older one answering last must not undo a newer list
   var subsSeq = 0
@@ -280,7 +285,7 @@
             S.row(
               [S.time(s.created_at)].concat(
                 cols.map(function (c) {
-                  return cell((s.data || {})[c])
+                  return cell(fieldOf(s, c))
                 }),
                 [
                   el('button', {
@@ -345,7 +350,7 @@
             [s.created_at, s.is_read]
               .concat(
                 cols.map(function (c) {
-                  return (s.data || {})[c]
+                  return fieldOf(s, c)
                 }),
               )
               .map(esc)
