@@ -1,4 +1,5 @@
 import { AppError } from '../../errors/app-error.js'
+import { isWellFormed } from '../../util/unicode.js'
 
 /** Field types a form may declare (decisions.md). */
 export const FIELD_TYPES = ['text', 'email', 'number', 'textarea', 'select', 'checkbox', 'url', 'tel', 'date'] as const
@@ -26,15 +27,13 @@ const MAX_LINE_CHARS = 10_000
 const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
 const mismatch = (field: string, detail: string) => new AppError('FORM_FIELDS_MISMATCH', { params: { field, detail: `${field}: ${detail}` }, extra: { field } })
 
-const LONE_SURROGATE_RE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-
 /**
  * Text the database can store identically on both engines: PostgreSQL refuses U+0000 and a
  * lone surrogate would silently become U+FFFD, so both are refused up front.
  */
 export function textProblem(s: string): string | null {
   if (s.includes('\u0000')) return 'must not contain the NUL character (\\u0000)'
-  if (LONE_SURROGATE_RE.test(s)) return 'must not contain a lone UTF-16 surrogate'
+  if (!isWellFormed(s)) return 'must not contain a lone UTF-16 surrogate'
   return null
 }
 

@@ -1,4 +1,5 @@
 import { AppError } from '../../errors/app-error.js'
+import { isWellFormed } from '../../util/unicode.js'
 
 /**
  * Content types a hosted data file may declare. Everything is text served as UTF-8; the
@@ -63,9 +64,6 @@ const BY_EXTENSION: Record<string, string> = {
 /** Whether content of this type must parse as JSON. */
 export const isJsonType = (t: string): boolean => t === 'application/json' || t.endsWith('+json')
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-const wellFormed = (s: string): boolean => !LONE_SURROGATE.test(s)
-
 const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
 
 /**
@@ -120,7 +118,7 @@ export function checkContent(bytes: Buffer, contentType: string): void {
 
 /** Encodes content sent as a JSON string; a lone surrogate cannot be UTF-8 and is refused. */
 export function encodeText(s: string): Buffer {
-  if (!wellFormed(s)) throw bad('content is not valid UTF-8 (lone surrogate)')
+  if (!isWellFormed(s)) throw bad('content is not valid UTF-8 (lone surrogate)')
   return Buffer.from(s, 'utf8')
 }
 
@@ -131,7 +129,7 @@ export function checkDisplayName(v: unknown): string {
   if (typeof v !== 'string') throw bad('display_name is required (a string)')
   const s = v.trim()
   if (s.length === 0 || [...s].length > 255) throw bad('display_name must be 1-255 characters')
-  if (CONTROL.test(s) || /[\r\n\t]/.test(s) || !wellFormed(s)) throw bad('display_name must not contain control characters')
+  if (CONTROL.test(s) || /[\r\n\t]/.test(s) || !isWellFormed(s)) throw bad('display_name must not contain control characters')
   return s.normalize('NFC')
 }
 
@@ -140,6 +138,6 @@ export function checkDescription(v: unknown): string {
   if (v === undefined || v === null) return ''
   if (typeof v !== 'string') throw bad('description must be a string')
   if ([...v].length > 2000) throw bad('description must be at most 2000 characters')
-  if (CONTROL.test(v) || !wellFormed(v)) throw bad('description must not contain control characters')
+  if (CONTROL.test(v) || !isWellFormed(v)) throw bad('description must not contain control characters')
   return v.normalize('NFC')
 }

@@ -1,14 +1,11 @@
 /** Input rules of the key-value store: keys, values, tags, ttl, bodies (no I/O). */
 import { AppError } from '../../errors/app-error.js'
+import { isWellFormed } from '../../util/unicode.js'
 import { DATA_TYPES, KV_LIMITS, type DataType, type IncrInput, type StoreInput } from './schemas.js'
 
 export const KEY_RE = /^[A-Za-z][A-Za-z0-9_-]*$/
 // C0 and C1 control characters (U+0000 included): never in tags
 const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/
-
-// an unpaired UTF-16 surrogate (String.prototype.isWellFormed is ES2024)
-const LONE_SURROGATE_RE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
-const isWellFormed = (s: string) => !LONE_SURROGATE_RE.test(s)
 
 export const invalid = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
 

@@ -15,6 +15,8 @@
  *   a name that still looks encoded is refused instead of being decoded a second time;
  * - at most 255 UTF-8 bytes per segment, 1024 in total, 32 segments deep.
  */
+import { isWellFormed } from '../../util/unicode.js'
+
 export const MAX_SEGMENT_BYTES = 255
 export const MAX_PATH_BYTES = 1024
 export const MAX_DEPTH = 32
@@ -26,11 +28,6 @@ const FORMAT = /\p{Cf}/u
 const SLASH_LIKE = /[\u2044\u2215\u29f8\u29f9\uff0f\uff3c\ufe68\u2216\u29f5]/
 const PERCENT_SEQ = /%[0-9a-fA-F]{2}/
 const DRIVE = /^[a-zA-Z]:/
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-
-/** True when a string has no lone UTF-16 surrogate (it can be encoded as UTF-8). */
-export const isWellFormed = (s: string): boolean => !LONE_SURROGATE.test(s)
 
 const bad = (reason: string): PathResult => ({ ok: false, reason })
 
