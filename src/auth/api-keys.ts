@@ -2,6 +2,7 @@ import type { Db } from '../db/kysely.js'
 import { addUsage, claimUsage, usageOf } from '../db/usage.js'
 import type { Clock } from '../util/clock.js'
 import { AppError } from '../errors/app-error.js'
+import { isWellFormed } from '../util/unicode.js'
 import { newApiKey, newId, sha256hex } from './tokens.js'
 
 export const MAX_KEYS_PER_USER = 10
@@ -44,6 +45,10 @@ export function createApiKeys(db: Db, clock: Clock) {
     async create(userId: string, opts: { name?: string; expiresDays?: number | null; readOnly?: boolean }): Promise<{ key: string; info: ApiKeyInfo }> {
       const name = (opts.name ?? 'default').trim()
       if (name.length < 1 || name.length > 64) throw new AppError('INVALID_PARAMETER', { params: { detail: 'name must be 1-64 characters' } })
+      // stored the same on both engines: PostgreSQL refuses U+0000 and turns a lone surrogate into U+FFFD
+      if (name.includes('\u0000') || !isWellFormed(name)) {
+        throw new AppError('INVALID_PARAMETER', { params: { detail: 'name must not contain NUL or a lone UTF-16 surrogate' } })
+      }
       const days = opts.expiresDays ?? null
       if (days !== null && (!Number.isInteger(days) || days < 1 || days > 365)) {
         throw new AppError('INVALID_PARAMETER', { params: { detail: 'expiry must be 1 to 365 days, or none' } })

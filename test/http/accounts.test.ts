@@ -97,6 +97,9 @@ for (const engine of ENGINES) {
         const bad = await s.post('/svc_api/api-keys', { cookie, json: { name: 'x', expires_days: days } })
         assert.equal(bad.status, 400, `expires_days ${days}`)
       }
+      // a name either engine would store differently: NUL, a lone surrogate
+      for (const name of ['surr\ud800', '\udc00x', 'a\u0000b']) expectError(await s.post('/svc_api/api-keys', { cookie, json: { name } }), 400, 1106)
+      assert.equal((await s.get('/svc_api/api-keys', { cookie })).json.data.keys.length, 2, 'no key created')
       for (let i = 0; i < 8; i++) assert.equal((await s.post('/svc_api/api-keys', { cookie, json: { name: `k${i}` } })).status, 200)
       const eleventh = await s.post('/svc_api/api-keys', { cookie, json: { name: 'too many' } })
       assert.equal(eleventh.status, 400)

@@ -4,6 +4,7 @@ import crypto from 'node:crypto'
 import sharp from 'sharp'
 import { ENGINES, startServer, type Res, type TestServer } from '../support/server.js'
 import { expectError } from '../support/errors.js'
+import { cleanFileName } from '../../src/features/image-host/service.js'
 import {
   blobDigests,
   imageForm,
@@ -347,11 +348,23 @@ for (const engine of ENGINES) {
       assert.equal(missing.status, 404)
       assert.equal((await s.get(`/api/image-host/images/${tok}`, { cookie: bob.cookie })).status, 404)
       assert.equal((await s.get(`/api/image-host/images/${'Z'.repeat(22)}`, { cookie: alice.cookie })).status, 404)
-      for (const body of [{}, { remark: 'a\u0000b' }, { remark: 'x'.repeat(501) }, { file_name: '' }]) {
+      const bodies = [
+        {},
+        { remark: 'a\u0000b' },
+        { remark: 'a\ud800b' },
+        { remark: 'a\udc00' },
+        { file_name: 'surr\ud800.png' },
+        { remark: 'x'.repeat(501) },
+        { file_name: '' },
+      ]
+      for (const body of bodies) {
         const bad = await s.request('PATCH', `/api/image-host/images/${tok}`, { cookie: alice.cookie, json: body })
         assert.equal(bad.status, 400, JSON.stringify(body))
         assert.equal(bad.json.success, false)
       }
+      assert.equal((await s.get(`/api/image-host/images/${tok}`, { cookie: alice.cookie })).json.image.remark, '备注 ✓', 'nothing changed')
+      // an uploaded name cut at 255 characters never keeps half of a surrogate pair
+      assert.equal(cleanFileName('a'.repeat(254) + '\u{1F600}.png'), 'a'.repeat(254))
       const cross = await s.request('PATCH', `/api/image-host/images/${tok}`, {
         cookie: alice.cookie,
         json: { remark: 'evil' },

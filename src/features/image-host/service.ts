@@ -4,6 +4,7 @@ import { AppError } from '../../errors/app-error.js'
 import { newId, newPublicToken } from '../../auth/tokens.js'
 import { quotaOf } from '../../limits/quotas.js'
 import { beijingTime } from '../../util/time.js'
+import { isWellFormed } from '../../util/unicode.js'
 import type { Page } from '../../http/pagination.js'
 import { prepareImage } from './inspect.js'
 import { createImageStore, type ImageRow, type PublicImage } from './store.js'
@@ -63,11 +64,14 @@ export function cleanFileName(name: string | undefined): string {
     .replace(/[\u0000-\u001f\u007f]/g, '')
     .trim()
     .slice(0, NAME_MAX)
+    // a cut through a surrogate pair would leave a lone high surrogate: drop it
+    .replace(/[\uD800-\uDBFF]$/, '')
   return clean || 'image'
 }
 
 function checkText(value: string, field: string, max: number): string {
   if (value.includes('\u0000')) throw new AppError('INVALID_PARAMETER', { params: { detail: `${field} must not contain NUL characters` } })
+  if (!isWellFormed(value)) throw new AppError('INVALID_PARAMETER', { params: { detail: `${field} must not contain a lone UTF-16 surrogate` } })
   if (value.length > max) throw new AppError('INVALID_PARAMETER', { params: { detail: `${field} is longer than ${max} characters` } })
   return value
 }
