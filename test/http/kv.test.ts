@@ -451,6 +451,9 @@ for (const engine of ENGINES) {
       assert.ok(c.json.data.updated_at > now.updated_at)
       code(await store(alice, { key: 'cas', value: 'x', version: 0 }), 409, 1409)
       code(await store(alice, { key: 'cas', value: 'x', if_updated_at: 'yesterday' }), 400, 1106)
+      // the right shape with a field out of range is as malformed as garbage, not a conflict
+      for (const bad of ['2026-13-45T99:99:99Z', '2026-02-30T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T00:60:00Z', '2026-01-01T00:00:00+24:00'])
+        code(await store(alice, { key: 'cas', value: 'x', if_updated_at: bad }), 400, 1106)
       // version 0 = create only if absent
       assert.equal((await store(alice, { key: 'cas-new', value: 1, version: 0 })).json.data.version, 1)
       code(await store(alice, { key: 'cas-none', value: 1, version: 3 }), 409, 1409)

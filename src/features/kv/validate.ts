@@ -149,16 +149,36 @@ export function checkIncrInput(body: unknown): IncrInput {
 
 const ISO_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/
 
-/** Parses an ISO 8601 timestamp (as the API returns them) to epoch ms; null if malformed. */
+/**
+ * Parses an ISO 8601 timestamp (as the API returns them) to epoch ms; null if malformed or if
+ * a field is out of range: the parsed date must give back the fields as written (no month 13,
+ * hour 99 or 31 February rolled over into another date), and the offset is at most 23:59.
+ */
 export function parseIsoMs(s: string): number | null {
   const m = ISO_RE.exec(s)
   if (!m) return null
-  const [, y, mo, d, h, mi, se, frac, off] = m
+  const [y, mo, d, h, mi, se] = m.slice(1, 7).map(Number)
+  const frac = m[7]
+  const off = m[8]
   const ms = Number((frac ?? '').padEnd(3, '0').slice(0, 3))
-  let t = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(se), ms)
+  // setUTCFullYear, not Date.UTC, which reads years 0-99 as 1900-1999
+  const date = new Date(0)
+  date.setUTCFullYear(y, mo - 1, d)
+  date.setUTCHours(h, mi, se, ms)
+  const same =
+    date.getUTCFullYear() === y &&
+    date.getUTCMonth() === mo - 1 &&
+    date.getUTCDate() === d &&
+    date.getUTCHours() === h &&
+    date.getUTCMinutes() === mi &&
+    date.getUTCSeconds() === se
+  if (!same) return null
+  let t = date.getTime()
   if (off !== 'Z') {
-    const sign = off[0] === '-' ? -1 : 1
-    t -= sign * (Number(off.slice(1, 3)) * 60 + Number(off.slice(4, 6))) * 60_000
+    const oh = Number(off.slice(1, 3))
+    const om = Number(off.slice(4, 6))
+    if (oh > 23 || om > 59) return null
+    t -= (off[0] === '-' ? -1 : 1) * (oh * 60 + om) * 60_000
   }
   return Number.isFinite(t) ? t : null
 }
