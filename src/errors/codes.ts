@@ -390,8 +390,8 @@ export const ERRORS = {
     413,
     '部署清单超出限制：{detail}',
     'The deploy manifest is over the limits: {detail}',
-    '见 GET /api/folders/limits',
-    'See GET /api/folders/limits',
+    '见 GET /api/folders/deploy_limits',
+    'See GET /api/folders/deploy_limits',
   ),
   ARCHIVE_UNEXPECTED: def(
     1329,

@@ -56,6 +56,11 @@ describe('the error table', () => {
     for (const d of Object.values(ERRORS)) assert.ok(!reserved.includes(d.code), `reserved code ${d.code} used`)
   })
 
+  it('sends a too-large deploy manifest (1328) to the deploy limits, not the upload limits', () => {
+    const d = ERRORS.MANIFEST_TOO_LARGE
+    for (const text of [d.solutionEn, d.solutionZh]) assert.match(text, /GET \/api\/folders\/deploy_limits\b/)
+  })
+
   it('renders format A, format B (string codes only where the spec has them) and plain', () => {
     const a = renderError('AUTH_MISSING', 'A', 'en', {}, 'https://h')
     assert.deepEqual(Object.keys(a), ['success', 'error_code', 'error_type', 'message', 'solution', 'doc_link'])
