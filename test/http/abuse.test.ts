@@ -153,6 +153,9 @@ for (const engine of ENGINES) {
     it('checks settings, refuses a bad one without changing any, and serves security.txt from them', async () => {
       expectError(await adminCall('POST', '/svc_api/admin/settings', { abuse_contact: 'abuse@example.org', registration: 'sometimes' }), 400, 1707)
       expectError(await adminCall('POST', '/svc_api/admin/settings', { colour: 'blue' }), 400, 1707)
+      // an inherited name is no setting either
+      for (const name of ['constructor', 'toString', 'hasOwnProperty'])
+        expectError(await adminCall('POST', '/svc_api/admin/settings', { [name]: 'x' }), 400, 1707)
       let txt = await s.get('/.well-known/security.txt')
       assert.equal(txt.status, 200)
       assert.doesNotMatch(txt.text, /abuse@example\.org/)

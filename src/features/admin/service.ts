@@ -124,7 +124,7 @@ export function createAdmin(deps: Deps) {
       if (hit) return hit
       const t = cache.ticket()
       const out = defaults()
-      for (const r of await store.settings()) if (r.name in SETTINGS) out[r.name] = r.value
+      for (const r of await store.settings()) if (Object.hasOwn(SETTINGS, r.name)) out[r.name] = r.value
       cache.set('all', out, t)
       return out
     },
@@ -136,7 +136,8 @@ export function createAdmin(deps: Deps) {
     async setSettings(actor: Actor, patch: Record<string, unknown>): Promise<Record<string, string>> {
       const clean: Record<string, string> = {}
       for (const [name, v] of Object.entries(patch)) {
-        const d = SETTINGS[name]
+        // own keys only: `constructor` and its like name no setting
+        const d = Object.hasOwn(SETTINGS, name) ? SETTINGS[name] : undefined
         if (!d) throw new AppError('SETTING_INVALID', { params: { detail: `unknown setting "${name}" (known: ${SETTING_NAMES.join(', ')})` } })
         if (typeof v !== 'string') throw new AppError('SETTING_INVALID', { params: { detail: `${name} must be a string` } })
         try {
