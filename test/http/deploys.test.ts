@@ -1,5 +1,10 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
+import tls from 'node:tls'
+import { once } from 'node:events'
+import { gzipSync } from 'node:zlib'
 import { request } from 'undici'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload } from '../support/hosting.js'
@@ -7,6 +12,7 @@ import { expectClientError, expectError } from '../support/errors.js'
 import { deploySite, manifestOf, postArchive, sha, tarOf, type Site, type TarEntry } from '../support/deploys.js'
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
 import { sweepBlobs } from '../../src/storage/sweeper.js'
+import { until } from '../support/webhooks.js'
 
 /** A small site whose every page and asset carries a version marker. */
 const site = (v: string, extra: Site = {}): Site => ({
@@ -357,6 +363,38 @@ for (const engine of ENGINES) {
       for (const [label, body, gz] of unreadable) {
         it(`${label}: 400 / 1326`, async () => expectError(await postArchive(s, u.key, 'bad', await body(), gz), 400, 1326))
       }
+
+      // an entry over 1 MiB streams into the blob store: an archive cut inside it, or a client
+      // gone while it is sent, must end the store's write (once it waited forever for bytes that
+      // never came: no answer, a temp file and a descriptor left behind)
+      const big = Buffer.alloc(1536 * 1024, 'big entry 7c2a ')
+      const withBig = () => tarOf([manifestOf({ ...next, 'big.bin': big }), { name: 'big.bin', data: big }])
+      const tmpFiles = () => fs.readdirSync(path.join(s.dataDir, 'blobs', 'tmp'))
+      for (const gz of [false, true]) {
+        it(`truncated inside an entry over 1 MiB${gz ? ' (gzip)' : ''}: 400 / 1326 at once, no temp file left`, async () => {
+          const w = await withBig()
+          // the big entry is last: cut half of its bytes (and the tar's end blocks)
+          const cut = w.subarray(0, w.length - 1024 - big.length / 2)
+          const r = await postArchive(s, u.key, 'bad', gz ? gzipSync(cut) : cut, gz, AbortSignal.timeout(5000))
+          expectError(r, 400, 1326)
+          assert.match(r.json.message, /unexpected end/i)
+          assert.deepEqual(tmpFiles(), [])
+        })
+      }
+
+      it('a client gone inside an entry over 1 MiB leaves no temp file', async () => {
+        const w = await withBig()
+        const sock = tls.connect({ host: '127.0.0.1', port: Number(new URL(s.url).port), rejectUnauthorized: false })
+        sock.on('error', () => {})
+        await once(sock, 'secureConnect')
+        const head = `POST /api/folders/bad/deploys HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${u.key}\r\nContent-Type: application/x-tar\r\nContent-Length: ${w.length}\r\n\r\n`
+        sock.write(head)
+        sock.write(w.subarray(0, w.length - 1024 - big.length / 2))
+        // the store has begun the big entry (its temp file exists): then the client goes
+        await until(() => tmpFiles().length > 0, 5000, 'the temp file of the big entry')
+        sock.destroy()
+        await until(() => tmpFiles().length === 0, 5000, 'the temp file to be removed')
+      })
 
       it('a body that is not a tar type: 4xx', async () => {
         const wrongType = await s.post('/api/folders/bad/deploys', { key: u.key, body: await whole(), headers: { 'content-type': 'text/plain' } })

@@ -4,7 +4,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
-import { Readable } from 'node:stream'
+import { PassThrough, Readable } from 'node:stream'
 import { S3Client, PutObjectCommand } from '@aws-sdk/client-s3'
 import type { BlobStore } from '../../src/storage/blob-store.js'
 import { createLocalBlobStore } from '../../src/storage/local.js'
@@ -194,6 +194,24 @@ for (const driver of drivers) {
           { objectMode: false },
         )
         await assert.rejects(store.put(broken))
+      }
+      assert.deepEqual(await listAll(store), before)
+      assert.equal(await store.cleanTemp(0), 0)
+    })
+
+    // what an archive deploy relies on: a body destroyed while put waits for more bytes (the tar
+    // reader failed, the client left) ends the put, with or without an error, and leaves nothing
+    it('stores nothing when the body is destroyed while put waits for more', async () => {
+      const before = await listAll(store)
+      for (const size of [100_000, SINGLE_PUT_MAX + 1024 * 1024]) {
+        for (const err of [new Error('the archive ended inside this entry'), undefined]) {
+          const body = new PassThrough()
+          const put = store.put(body)
+          body.write(bytes(size, 11))
+          await new Promise((r) => setTimeout(r, 50))
+          body.destroy(err)
+          await assert.rejects(put)
+        }
       }
       assert.deepEqual(await listAll(store), before)
       assert.equal(await store.cleanTemp(0), 0)

@@ -44,12 +44,13 @@ export function manifestOf(files: Site, extra: Record<string, unknown> = {}): Ta
   return { name: 'svc-deploy.json', data: JSON.stringify({ files: Object.fromEntries(Object.entries(files).map(([p, d]) => [p, sha(d)])), ...extra }) }
 }
 
-/** POSTs a tar body to a project's deploys. */
-export function postArchive(s: TestServer, key: string, project: string, body: Buffer, gzip = false): Promise<Res> {
+/** POSTs a tar body to a project's deploys (`signal` gives up on an answer that does not come). */
+export function postArchive(s: TestServer, key: string, project: string, body: Buffer, gzip = false, signal?: AbortSignal): Promise<Res> {
   return s.post(`/api/folders/${project}/deploys`, {
     key,
     body,
     headers: { 'content-type': gzip ? 'application/gzip' : 'application/x-tar', 'accept-language': 'en' },
+    signal,
   })
 }
 

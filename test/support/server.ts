@@ -55,6 +55,8 @@ export interface ReqOptions {
   cookie?: string
   /** Use the plain-HTTP listener (HTTP_PORT) instead of HTTPS. */
   plain?: boolean
+  /** Gives up on the request (e.g. AbortSignal.timeout): a server that never answers fails fast. */
+  signal?: AbortSignal
 }
 
 const CERT_FILES = ['tls-cert.pem', 'tls-key.pem'] as const
@@ -206,7 +208,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     }
     if (o.key) headers.authorization = `Bearer ${o.key}`
     if (o.cookie) headers.cookie = o.cookie
-    const r = await undiciRequest((o.plain ? httpUrl : url) + p, { method: method as 'GET', headers, body, dispatcher: insecureAgent })
+    const r = await undiciRequest((o.plain ? httpUrl : url) + p, { method: method as 'GET', headers, body, dispatcher: insecureAgent, signal: o.signal })
     const buf = Buffer.from(await r.body.arrayBuffer())
     const text = buf.toString('utf8')
     let json: any = undefined

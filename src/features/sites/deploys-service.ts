@@ -1,7 +1,7 @@
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import { isUtf8 } from 'node:buffer'
-import { Transform, type Readable, type TransformCallback } from 'node:stream'
+import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream'
 import { createGunzip } from 'node:zlib'
 import tar from 'tar-stream'
 import type { Deps } from '../../deps.js'
@@ -347,10 +347,19 @@ export function createDeploysService(deps: Deps) {
           }
           const watcher = new ContentWatcher(0)
           const check = new DigestCheck(digest, JSON.stringify(path))
+          // an error of the archive (the tar reader's: cut inside this entry) is 1326; one seen
+          // after the store gave up on the chain is that failure come back, not the archive's
+          let readerError: unknown = null
+          entry.once('error', (err) => {
+            if (!check.destroyed) readerError = err
+          })
+          // pipeline, not .pipe(): an error or early close anywhere destroys the whole chain,
+          // so the store's put always ends (and removes its temp file) instead of waiting forever
+          const chain = pipeline(entry, watcher, check, () => {})
           try {
-            await blobs.put(entry.pipe(watcher).pipe(check), { maxBytes: config.maxUploadBytes })
+            await blobs.put(chain, { maxBytes: config.maxUploadBytes })
           } catch (e) {
-            throw check.failure ?? streamError ?? e
+            throw check.failure ?? streamError ?? readerError ?? e
           }
           uploaded.set(digest, { size: watcher.size, utf8: watcher.validUtf8 })
         }
