@@ -134,6 +134,26 @@ for (const engine of ENGINES) {
       assert.equal((await page('web', 'docs/a.html')).status, 404)
     })
 
+    it('takes a tar made the usual way (`tar -czf site.tgz svc-deploy.json -C site .`): its "./" and folders are skipped', async () => {
+      const files = { 'index.html': HTML('made by tar'), 'css/a.css': 'a { color: red }' }
+      // the entries and names GNU tar writes: the root "./" first, then "./" before every name
+      const entries: TarEntry[] = [
+        manifestOf(files),
+        { name: './', type: 'directory' },
+        { name: './index.html', data: files['index.html'] },
+        { name: './css/', type: 'directory' },
+        { name: './css/a.css', data: files['css/a.css'] },
+      ]
+      for (const gz of [true, false]) {
+        const project = gz ? 'tar-gz' : 'tar-plain'
+        const r = await postArchive(s, u.key, project, await tarOf(entries, gz), gz)
+        assert.equal(r.status, 201, r.text)
+        assert.equal(r.json.deploy.file_count, 2)
+        assert.equal((await page(project)).text, files['index.html'])
+        assert.equal((await page(project, 'css/a.css')).text, files['css/a.css'])
+      }
+    })
+
     it('rolls back (by default to the previous deploy) and promotes, as a pointer switch; the file API follows', async () => {
       await deploySite(s, u.key, 'rb', site('r1'))
       await deploySite(s, u.key, 'rb', site('r2'))
@@ -298,6 +318,10 @@ for (const engine of ENGINES) {
         ['dot-dot', [m, { name: 'new.txt', data: next['new.txt'] }, { name: '../index.html', data: 'x' }], 400, 1320, /"\.\.\/index\.html"/],
         ['nested dot-dot', [m, { name: 'docs/../../x', data: 'x' }], 400, 1320, /docs\/\.\.\/\.\.\/x/],
         ['absolute', [m, { name: '/etc/passwd', data: 'x' }], 400, 1321, /"\/etc\/passwd"/],
+        // a folder entry "./" is skipped, but a file needs a name
+        ['file named "."', [m, { name: '.', data: 'x' }], 400, 1332, /"\."/],
+        ['file with an empty name', [m, { name: '', data: 'x' }], 400, 1332, /""/],
+        ['folder entry with dot-dot', [m, { name: './../', type: 'directory' }], 400, 1320, /"\.\/\.\.\/"/],
         ['symlink', [m, { name: 'index.html', type: 'symlink', linkname: '/etc/passwd' }], 400, 1322, /"index\.html"/],
         ['hard link', [m, { name: 'new.txt', data: next['new.txt'] }, { name: 'index.html', type: 'link', linkname: 'new.txt' }], 400, 1323, /"index\.html"/],
         ['char device', [m, { name: 'dev', type: 'character-device' }], 400, 1324, /"dev".*character-device/],

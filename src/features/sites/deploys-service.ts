@@ -127,6 +127,9 @@ function refuseType(type: string, path: string): AppError | null {
   }
 }
 
+/** The archive's own root as a folder entry: "./" or "." (what `tar -C dir .` writes first). */
+const ROOT_DIR = /^\.(\/+\.)*\/*$/
+
 /** An entry name as a project path: refuses absolute paths and ".." with their own errors. */
 function entryPath(name: string): string {
   const shown = JSON.stringify(name)
@@ -312,11 +315,14 @@ export function createDeploysService(deps: Deps) {
           }
           const refused = refuseType(h.type ?? 'file', JSON.stringify(h.name))
           if (refused) throw refused
-          const path = entryPath(h.name)
+          // a folder entry makes nothing and is skipped, the archive's root ("./") too; other
+          // names are still checked (".." 1320, absolute 1321). A file named "" or "." stays 1332
           if (h.type === 'directory') {
+            if (!ROOT_DIR.test(h.name)) entryPath(h.name)
             entry.resume()
             continue
           }
+          const path = entryPath(h.name)
           const digest = manifest.files.get(path)
           if (digest === undefined) throw new AppError('ARCHIVE_UNEXPECTED', { params: { path: JSON.stringify(path), detail: 'not in the manifest' } })
           if (seen.has(path)) throw new AppError('ARCHIVE_UNEXPECTED', { params: { path: JSON.stringify(path), detail: 'appears twice in the archive' } })
