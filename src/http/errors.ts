@@ -95,12 +95,16 @@ function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: number)
 export function installErrorHandling(app: FastifyInstance, config: Config): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const mediaTypeError = err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? req.routeOptions.config?.mediaTypeError : undefined
+    const bodyLimit = req.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 1024 * 1024
+    const bodyTooLarge = err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? req.routeOptions.config?.bodyTooLarge : undefined
     let appErr =
       err instanceof AppError
         ? err
         : mediaTypeError
           ? new AppError(mediaTypeError)
-          : fromFastifyError(err, req.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 1024 * 1024, config.maxUploadBytes)
+          : bodyTooLarge
+            ? bodyTooLarge(bodyLimit)
+            : fromFastifyError(err, bodyLimit, config.maxUploadBytes)
     if (!appErr) {
       req.log.error({ err }, 'unexpected error')
       appErr = new AppError('INTERNAL', { params: { request_id: String(req.id) } })

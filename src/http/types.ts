@@ -55,6 +55,8 @@ declare module 'fastify' {
     rateLimit?: false
     /** The error a body of a media type the route does not take answers (default: 'expected application/json'). */
     mediaTypeError?: ErrorKey
+    /** The error a body over the route's bodyLimit answers, given that limit (default: 413 / 1109). */
+    bodyTooLarge?: (limit: number) => AppError
   }
   interface FastifyInstance {
     /** Registers a FastPath (see above); it runs only when the app has a server factory. */

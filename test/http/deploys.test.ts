@@ -5,6 +5,7 @@ import path from 'node:path'
 import tls from 'node:tls'
 import { once } from 'node:events'
 import { gzipSync } from 'node:zlib'
+import { Readable } from 'node:stream'
 import { request } from 'undici'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload } from '../support/hosting.js'
@@ -152,6 +153,27 @@ for (const engine of ENGINES) {
         assert.equal((await page(project)).text, files['index.html'])
         assert.equal((await page(project, 'css/a.css')).text, files['css/a.css'])
       }
+    })
+
+    it('a manifest over 16 MiB to deploys/missing: 413 / 1328, as in an archive; at the limit it is read', async () => {
+      const limit = (await s.get('/api/folders/deploy_limits', { key: u.key })).json.data.max_manifest_bytes
+      assert.equal(limit, 16 * 1024 * 1024)
+      // valid JSON padded with spaces: only the size decides
+      const manifest = (n: number) => Buffer.alloc(n, ' ').fill('{"files": {}}', 0, 13)
+      const post = (body: Buffer | Readable) =>
+        s.post('/api/folders/huge/deploys/missing', {
+          key: u.key,
+          body: body as Buffer,
+          headers: { 'content-type': 'application/json', 'accept-language': 'en' },
+          signal: AbortSignal.timeout(20_000),
+        })
+      // with a Content-Length (refused before it is read), and chunked (refused as it passes)
+      for (const body of [manifest(limit + 1), Readable.from([manifest(limit + 1)])]) {
+        const r = await post(body)
+        expectError(r, 413, 1328)
+        assert.match(r.json.message, /manifest is larger than 16777216 bytes/)
+      }
+      expectError(await post(manifest(limit)), 400, 1327)
     })
 
     it('rolls back (by default to the previous deploy) and promotes, as a pointer switch; the file API follows', async () => {

@@ -85,7 +85,11 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
     app.post(
       `${prefix}/deploys/missing`,
       {
-        config: cfg,
+        // a manifest over the limit is 1328, as in an archive (not the generic 1109)
+        config: {
+          ...cfg,
+          bodyTooLarge: (limit: number) => new AppError('MANIFEST_TOO_LARGE', { params: { detail: `the manifest is larger than ${limit} bytes` } }),
+        },
         bodyLimit: MANIFEST_MAX_BYTES,
         schema: {
           hide,
