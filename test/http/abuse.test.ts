@@ -6,7 +6,7 @@ import { ENGINES, REDIS_URL, needs, startServer, type Res, type TestServer } fro
 import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { imageForm, makeImage, svc } from '../support/images.js'
 import { expectError } from '../support/errors.js'
-import { startDns, type TestDns } from '../support/dns.js'
+import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { deploySite, manifestOf, postArchive, tarOf } from '../support/deploys.js'
 
 const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex')
@@ -498,10 +498,7 @@ for (const engine of ENGINES) {
       assert.equal((await uploadFile(s, { key: bob.key }, 'page.html', HTML('bob page'))).status, 200)
       const { res } = await deploySite(s, carol.key, 'site', { 'index.html': HTML('carol home'), 'sub/x.html': HTML('carol sub') })
       assert.equal(res.status, 201, res.text)
-      const add = await s.post('/api/domains', { key: carol.key, json: { domain: 'www.carol.test', project: 'site' } })
-      assert.equal(add.status, 200, add.text)
-      dns.txt.set('_svc-challenge.www.carol.test', [add.json.data.verification.value])
-      assert.equal((await s.post('/api/domains/www.carol.test/verify', { key: carol.key })).status, 200)
+      await verifiedDomain(s, dns, carol.key, 'www.carol.test', 'site')
     })
     after(async () => {
       await s?.close()

@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { startDns, type TestDns } from '../support/dns.js'
+import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { deploySite, type Site } from '../support/deploys.js'
 
 // /.well-known/ on a project's own origin and on its custom domain (decision 77): the site's
@@ -35,10 +35,7 @@ for (const engine of ENGINES) {
       carol = await s.user()
       await deploy('site', { 'index.html': '<p>carol home</p>' })
       await deploy('app', { 'index.html': '<p>the app</p>', _redirects: '/* /index.html 200\n' })
-      const add = await s.post('/api/domains', { key: carol.key, json: { domain: 'www.carol.test', project: 'site' } })
-      assert.equal(add.status, 200, add.text)
-      dns.txt.set('_svc-challenge.www.carol.test', [add.json.data.verification.value])
-      assert.equal((await s.post('/api/domains/www.carol.test/verify', { key: carol.key })).status, 200)
+      await verifiedDomain(s, dns, carol.key, 'www.carol.test', 'site')
     })
     after(async () => {
       await s?.close()

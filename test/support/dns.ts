@@ -1,4 +1,6 @@
+import assert from 'node:assert/strict'
 import dns2 from 'dns2'
+import type { TestServer } from './server.js'
 
 /**
  * A real DNS server (dns2, UDP) on loopback for custom-domain verification tests: TXT records
@@ -45,4 +47,13 @@ export async function startDns(): Promise<TestDns> {
   const addrs = await server.listen({ udp: { port: 0, address: '127.0.0.1' } })
   const port = (addrs as unknown as { udp: { port: number } }).udp.port
   return { addr: `127.0.0.1:${port}`, txt, failing, asked, close: () => server.close() }
+}
+
+/** Adds `domain` for the key's `project` and verifies it, its TXT record served by `dns`. */
+export async function verifiedDomain(s: TestServer, dns: TestDns, key: string, domain: string, project: string): Promise<void> {
+  const add = await s.post('/api/domains', { key, json: { domain, project } })
+  assert.equal(add.status, 200, add.text)
+  dns.txt.set(`_svc-challenge.${domain}`, [add.json.data.verification.value])
+  const verify = await s.post(`/api/domains/${domain}/verify`, { key })
+  assert.equal(verify.status, 200, verify.text)
 }
