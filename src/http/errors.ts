@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors/app-error.js'
@@ -29,11 +30,48 @@ export function clientErrorAnswer(code: string | undefined, docBase: string): st
   return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
 }
 
-/** Answers a refused request on its socket (clientErrorAnswer) and closes it; a reset connection has no one to answer. */
+/** Sockets whose refused request is being answered: the parser reports again on more bytes. */
+const refusing = new WeakSet<Duplex>()
+
+type HttpSocket = Duplex & { _httpMessage?: ServerResponse | null; parser?: { incoming?: IncomingMessage | null } | null }
+
+/**
+ * Answers a refused request on its socket (clientErrorAnswer) and closes it; a reset connection
+ * has no one to answer. The answers of whole requests before it on the connection go out first
+ * and whole: the 400 never lands inside another answer, nor is taken for the answer of a request
+ * still being handled. Bytes refused inside a request's body are that request's: its 400, unless
+ * its own answer has begun (then that answer ends the connection). After an answer that closes
+ * the connection (Connection: close, HTTP/1.0) nothing more is sent (RFC 9112 9.6).
+ */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, docBase: string): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return
-  if (socket.writable) socket.write(clientErrorAnswer(err.code, docBase))
-  socket.destroy(err)
+  if (err.code === 'ECONNRESET' || socket.destroyed || refusing.has(socket)) return
+  refusing.add(socket)
+  const s = socket as HttpSocket
+  // the request being read when the parser gave up: unfinished, the refused bytes are its body's
+  const incoming = s.parser?.incoming
+  const inBody = incoming != null && !incoming.complete
+  const answer = () => {
+    if (socket.destroyed) return
+    // Node's answer in progress on this socket: the earliest request not answered yet
+    const pending = s._httpMessage
+    const own = inBody && pending?.req === incoming
+    if (pending && !pending.writableFinished && (!own || pending.headersSent)) {
+      let once = false
+      const next = () => {
+        if (once) return
+        once = true
+        // Node hands the socket to the next pipelined answer, or ends it, in its own listener
+        setImmediate(own ? () => socket.destroy(err) : answer)
+      }
+      pending.once('finish', next)
+      pending.once('close', next)
+      return
+    }
+    const answered = own && pending.writableFinished
+    if (socket.writable && !answered && err.code !== 'HPE_CLOSED_CONNECTION') socket.write(clientErrorAnswer(err.code, docBase))
+    socket.destroy(err)
+  }
+  answer()
 }
 
 /** Sends an AppError in the route's format. */

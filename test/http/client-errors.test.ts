@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import net from 'node:net'
 import tls from 'node:tls'
 import { startServer, type TestServer } from '../support/server.js'
+import { uploadFile } from '../support/hosting.js'
 
 // Requests Node's HTTP parser refuses never reach a route; they are still answered in the
 // spec's format (error 1106, format A), on the HTTPS port and on the plain-HTTP listener.
@@ -38,6 +39,56 @@ describe('requests the HTTP parser refuses', () => {
     ['a chunked body with a bad chunk size', 'POST /svc_api/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n', 400],
     ['headers over the limit', `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
   ]
+  /** The answers of one connection, in order: status and body (by Content-Length, in bytes). */
+  const answers = (text: string) => {
+    const bytes = Buffer.from(text, 'utf8')
+    const out: Array<{ status: number; body: string }> = []
+    let at = 0
+    while (at < bytes.length) {
+      const end = bytes.indexOf('\r\n\r\n', at)
+      assert.ok(end > 0, `a whole answer at ${at}: ${JSON.stringify(bytes.subarray(at, at + 200).toString())}`)
+      const head = bytes.subarray(at, end).toString('latin1')
+      const len = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0)
+      out.push({ status: Number(head.split(' ')[1]), body: bytes.subarray(end + 4, end + 4 + len).toString() })
+      at = end + 4 + len
+    }
+    return out
+  }
+  const PAGE = `<p>${'0123456789'.repeat(30_000)}</p>`
+  before(async () => {
+    const u = await s.user({ name: 'pipes' })
+    const up = await uploadFile(s, { key: u.key }, 'big.html', PAGE)
+    assert.equal(up.status, 200, up.text)
+  })
+
+  for (const plain of [false, true]) {
+    it(`a refused request after a large answer: that answer whole first, then 400 (${plain ? 'plain HTTP' : 'HTTPS'})`, async () => {
+      const host = plain ? 'pipes.localhost' : '127.0.0.1'
+      const path = plain ? '/big.html' : '/pipes/big.html'
+      const got = answers(await raw(plain, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\n\r\nGARBAGE\r\n\r\n`))
+      assert.deepEqual(
+        got.map((a) => a.status),
+        [200, 400],
+      )
+      assert.equal(got[0].body, PAGE)
+      assert.equal(JSON.parse(got[1].body).error_code, 1106)
+    })
+    it(`a refused request after one still being handled: its own answer first, then 400 (${plain ? 'plain HTTP' : 'HTTPS'})`, async () => {
+      // an API request (answered after a database read), then bytes the parser refuses
+      const got = answers(await raw(plain, 'GET /svc_api/files HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer nope\r\n\r\nGARBAGE\r\n\r\n'))
+      assert.deepEqual(
+        got.map((a) => [a.status, JSON.parse(a.body).error_code]),
+        [plain ? [400, 1116] : [401, 1002], [400, 1106]],
+      )
+    })
+    it(`bytes after a request that closes the connection: its answer alone (${plain ? 'plain HTTP' : 'HTTPS'})`, async () => {
+      const got = answers(await raw(plain, 'GET /svc_api/files HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\n\r\n'))
+      assert.equal(got.length, 1, JSON.stringify(got))
+      assert.equal(JSON.parse(got[0].body).success, false)
+      assert.notEqual(JSON.parse(got[0].body).error_code, 1106)
+    })
+  }
+
   for (const plain of [false, true])
     for (const [name, bytes, status] of cases)
       it(`${name} (${plain ? 'plain HTTP' : 'HTTPS'}): ${status} with error 1106`, async () => {
