@@ -226,6 +226,33 @@ for (const engine of ENGINES) {
       assert.deepEqual(files.json.files, [])
     })
 
+    it('kv_set with expected_version is a compare-and-swap, as `version` is on REST', async () => {
+      // its own user: the file's main key is near its per-minute limit by the end
+      const bob = await s.user()
+      const c = await mcpHttpClient(s.url, bob.key)
+      try {
+        const set = async (args: Record<string, unknown>) =>
+          (await c.callTool({ name: 'kv_set', arguments: args })) as {
+            isError?: boolean
+            content: Array<{ type: string; text: string }>
+            structuredContent: any
+          }
+        const first = await set({ key: 'cas', value: 'first' })
+        assert.equal(first.structuredContent.entry.version, 1)
+        const stale = await set({ key: 'cas', value: 'second', expected_version: 99 })
+        assert.equal(stale.isError, true)
+        assert.match(textOf(stale), /1409/)
+        const absent = await set({ key: 'never-made', value: 1, expected_version: 3 })
+        assert.equal(absent.isError, true)
+        assert.equal((await s.get('/svc_api/data/get?key=never-made', { key: bob.key })).status, 404)
+        assert.equal((await s.get('/svc_api/data/get?key=cas', { key: bob.key })).json.data.value, 'first')
+        assert.equal((await set({ key: 'cas', value: 'second', expected_version: 1 })).structuredContent.entry.version, 2)
+        assert.equal((await set({ key: 'fresh', value: 1, expected_version: 0 })).structuredContent.created, true)
+      } finally {
+        await c.close()
+      }
+    })
+
     it('kv tools read and write the same entries as the REST API', async () => {
       const set = await ok('kv_set', { key: 'greeting', value: { hello: 'world' }, is_public: true })
       assert.equal(set.structuredContent.created, true)

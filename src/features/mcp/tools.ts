@@ -475,7 +475,9 @@ const kvSet = tool({
     // checked without recursion first: JSON.stringify of a value nested 100,000 deep overflows the stack
     if (a.value !== undefined) checkJsonValue(a.value)
     if (Buffer.byteLength(JSON.stringify(a.value ?? null)) > MAX_INLINE_BYTES) throw payloadTooLarge('value')
-    const r = await s.kv.put(ctx.user, a)
+    // the store's compare-and-swap field is `version`: an unknown field would be ignored
+    const { expected_version, ...entry } = a
+    const r = await s.kv.put(ctx.user, expected_version === undefined ? entry : { ...entry, version: expected_version })
     const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
     return {
       summary: `${r.created ? 'Created' : 'Updated'} ${r.entry.key} (version ${r.entry.version})${url ? `; public at ${url}` : ''}`,
