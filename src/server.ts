@@ -61,6 +61,9 @@ export function serverFactoryFor(tls: { cert: Buffer; key: Buffer } | null) {
   }
 }
 
+/** A host name (letters, digits, `-`, `_`, dots) or a bracketed IPv6 address, as hostName() gives it. */
+const HOST_NAME_RE = /^(?:[a-z0-9_-]+(?:\.[a-z0-9_-]+)*|\[[0-9a-f:.]+\])$/
+
 /**
  * The plain-HTTP listener of the default and TLS modes: API paths go through the app (and
  * answer 1116 there, with the usual headers); every other path redirects to HTTPS.
@@ -83,6 +86,13 @@ export function createHttpRedirector(app: FastifyInstance, config: Config, https
       return
     }
     const hostname = hostName(req.headers.host) || 'localhost'
+    // the Host goes into the Location: only a host name or address, never a path or spaces
+    // (`Host: evil.example/x?` would send the browser elsewhere), as nginx refuses one
+    if (!(config.publicUrl && !content) && !HOST_NAME_RE.test(hostname)) {
+      res.writeHead(400, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 11, Connection: 'close' })
+      res.end('Bad Request')
+      return
+    }
     const port = httpsPort()
     const base = (content ? null : config.publicUrl) ?? `https://${hostname}${port === 443 ? '' : `:${port}`}`
     const location = base + (req.url && req.url.startsWith('/') ? req.url : '/')

@@ -74,6 +74,18 @@ describe('HTTPS modes', () => {
         assert.equal(q.json.error_code, 1116)
       })
     }
+    it('a page over plain HTTP redirects to the same host on HTTPS; a Host that is no host name is refused', async () => {
+      const port = new URL(s.url).port
+      const ok = await s.get('/login?x=1', { plain: true, headers: { host: 'svc.test:8080' } })
+      assert.equal(ok.status, 301)
+      assert.equal(ok.header('location'), `https://svc.test:${port}/login?x=1`)
+      assert.equal((await s.get('/', { plain: true, headers: { host: '[::1]:8080' } })).header('location'), `https://[::1]:${port}/`)
+      for (const host of ['evil.example/phish?', 'a b', 'x"y<z>', 'evil.example\\x']) {
+        const r = await s.get('/login', { plain: true, headers: { host } })
+        assert.equal(r.status, 400, host)
+        assert.equal(r.header('location'), undefined)
+      }
+    })
     it('X-Forwarded-For does not change the rate-limit bucket', async () => {
       const a = await s.get('/svc_api/me', { headers: { 'x-forwarded-for': '203.0.113.1' } })
       const b = await s.get('/svc_api/me', { headers: { 'x-forwarded-for': '203.0.113.2' } })
