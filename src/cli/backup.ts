@@ -198,6 +198,15 @@ export interface RestoreOptions {
  * again on the way: from a bucket they are read a second time), then svc.db last (each temp +
  * rename), so the database never points to a blob that is not there yet.
  */
+/** True when `file` exists and its bytes hash to `digest`. */
+async function holdsIntact(file: string, digest: string): Promise<boolean> {
+  const got = await sha256File(file).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') return null
+    throw e
+  })
+  return got !== null && got.sha256 === digest
+}
+
 export async function restoreSqlite(o: RestoreOptions): Promise<{ manifest: Manifest; blobs: number; written: number }> {
   const where = o.source.where(o.name)
   const text = await o.source.readManifest(o.name)
@@ -257,9 +266,14 @@ export async function restoreSqlite(o: RestoreOptions): Promise<{ manifest: Mani
     let written = 0
     const tmpDir = path.join(o.blobRoot, 'tmp')
     for (const b of manifest.blobs) {
-      // into the disk store's own layout; a blob it holds in either layout is kept
+      // into the disk store's own layout; a blob it already holds in either layout is kept
+      // only when its bytes hash to its name: a damaged one is replaced (the current layout
+      // is read first) and a damaged legacy copy removed
       const dst = path.join(o.blobRoot, localBlobRel(b.digest))
-      if (fs.existsSync(dst) || fs.existsSync(path.join(o.blobRoot, legacyBlobRel(b.digest)))) continue
+      const legacy = path.join(o.blobRoot, legacyBlobRel(b.digest))
+      if (await holdsIntact(dst, b.digest)) continue
+      if (!fs.existsSync(dst) && (await holdsIntact(legacy, b.digest))) continue
+      await fs.promises.rm(legacy, { force: true })
       const body = await o.source.openBlob(b.digest)
       if (!body) throw new BackupError(`blob ${b.digest}: gone from ${o.source.where()} during the restore; svc.db not restored`)
       await atomicCopy(body, dst, tmpDir, b.digest, `blob ${b.digest}`)

@@ -138,6 +138,26 @@ describe('svc backup and restore [sqlite]', () => {
     assert.equal(again.code, 1)
     assert.match(again.stderr, /svc\.db exists.*--force/)
 
+    // --force over a data dir whose blobs were damaged: a blob that does not hash to its name
+    // is rewritten, in either layout (a damaged legacy copy is replaced and removed)
+    const damaged = path.join(tmp, 'damaged')
+    const d0 = await runCli(['restore', snap1, '--data-dir', damaged], { env: cliEnv(path.join(tmp, 'unused')) })
+    assert.equal(d0.code, 0, d0.stderr)
+    const [one, two] = m1.blobs.map((b: { digest: string }) => b.digest) as string[]
+    const oneFile = path.join(damaged, 'blobs', one.slice(0, 2), one)
+    flipByte(oneFile, 3)
+    const twoFile = path.join(damaged, 'blobs', two.slice(0, 2), two)
+    const twoLegacy = path.join(damaged, 'blobs', two.slice(0, 2), two.slice(2, 4), two)
+    fs.mkdirSync(path.dirname(twoLegacy), { recursive: true })
+    fs.renameSync(twoFile, twoLegacy)
+    flipByte(twoLegacy, 3)
+    const forced = await runCli(['restore', snap1, '--data-dir', damaged, '--force'], { env: cliEnv(path.join(tmp, 'unused')) })
+    assert.equal(forced.code, 0, forced.stderr)
+    assert.match(forced.stdout, /\(2 written\)/)
+    assert.equal(sha(fs.readFileSync(oneFile)), one)
+    assert.equal(sha(fs.readFileSync(twoFile)), two)
+    assert.equal(fs.existsSync(twoLegacy), false, 'the damaged legacy copy is removed')
+
     // a tampered blob: one byte changed; restore names it and writes nothing
     const victim = m1.blobs[0].digest as string
     const victimFile = blobFiles(path.join(dest, 'blobs')).get(victim)!
