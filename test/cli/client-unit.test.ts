@@ -69,6 +69,34 @@ describe('client: folder walk and ignore rules', () => {
     assert.deepEqual(r.invalid.map((f) => f.path).sort(), ['a"b.html', 'c\\d.html', 'p%41.txt'])
     assert.match(r.invalid.find((f) => f.path === 'p%41.txt')!.reason, /%XX sequence; rename the file/)
   })
+
+  it('reports a name that is not UTF-8 as it does a control character, unless an ignore rule leaves it out', async (t) => {
+    const dir = makeTree({ 'index.html': 'x', 'a\u0001.html': 'x', '.svcignore': 'skip*.txt\n' })
+    // names as bytes (0xE9 is Latin-1 é, 0xFF and 0xFE are never UTF-8)
+    const bytes = (...parts: Array<string | number>) =>
+      Buffer.concat([Buffer.from(dir + path.sep), ...parts.map((p) => (typeof p === 'number' ? Buffer.from([p]) : Buffer.from(p)))])
+    try {
+      fs.writeFileSync(bytes('caf', 0xe9, '.html'), 'x')
+    } catch {
+      return t.skip('this file system refuses names that are not UTF-8')
+    }
+    fs.mkdirSync(bytes('d', 0xff))
+    fs.writeFileSync(bytes('d', 0xff, '/in.html'), 'x')
+    fs.writeFileSync(bytes('skip', 0xfe, '.txt'), 'x')
+    // a link with a UTF-8 name to that folder is walked through the link
+    fs.symlinkSync(Buffer.from([0x64, 0xff]), path.join(dir, 'via'))
+    const r = await walkFolder(dir)
+    assert.deepEqual(r.files.map((f) => f.path).sort(), ['index.html', 'via/in.html'])
+    const notUtf8 = 'the name is not valid UTF-8; rename the file'
+    assert.deepEqual(
+      r.invalid.sort((a, b) => (a.path < b.path ? -1 : 1)),
+      [
+        { path: 'a\u0001.html', reason: 'the name contains a control character' },
+        { path: 'caf\ufffd.html', reason: notUtf8 },
+        { path: 'd\ufffd/', reason: notUtf8 },
+      ],
+    )
+  })
 })
 
 describe('client: deploy summaries', () => {

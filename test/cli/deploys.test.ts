@@ -210,6 +210,36 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('reports a file name that is not UTF-8 as it does a control character, and deploys nothing', async (t) => {
+      const d = makeTree({ 'index.html': page('bytes'), 'a\u0001.html': 'x' })
+      try {
+        // caf\xE9.html: a Latin-1 name, not UTF-8
+        fs.writeFileSync(Buffer.concat([Buffer.from(path.join(d, 'caf')), Buffer.from([0xe9]), Buffer.from('.html')]), 'x')
+      } catch {
+        return t.skip('this file system refuses names that are not UTF-8')
+      }
+      try {
+        const r = await runCli(['deploy', d, '--project', 'bytes'], { env })
+        assert.equal(r.code, 1, r.stderr)
+        assert.ok(!/ENOENT/.test(r.stdout + r.stderr), r.stderr)
+        assert.match(r.stdout, /^ {2}failed: a\u0001\.html: the name contains a control character$/m)
+        assert.match(r.stdout, /^ {2}failed: caf\ufffd\.html: the name is not valid UTF-8; rename the file$/m)
+        assert.match(r.stdout, /^2 files failed; nothing deployed$/m)
+        const j = await runCli(['deploy', d, '--project', 'bytes', '--json'], { env })
+        assert.equal(j.code, 1, j.stderr)
+        assert.equal(j.json.success, false)
+        assert.deepEqual(j.json.failed, [
+          { path: 'a\u0001.html', reason: 'the name contains a control character' },
+          { path: 'caf\ufffd.html', reason: 'the name is not valid UTF-8; rename the file' },
+        ])
+        // no project, no deploy: not even index.html went out
+        assert.equal((await s.get('/api/folders/bytes/deploys', { key: alice.key })).status, 403)
+        assert.equal((await s.get(`/${alice.username}/bytes/`)).status, 404)
+      } finally {
+        fs.rmSync(d, { recursive: true, force: true })
+      }
+    })
+
     it('reports a server refusal with its code and path, and deploys nothing', async () => {
       const d = makeTree({ 'index.html': page('x'), _redirects: '/a /b 418\n' })
       try {

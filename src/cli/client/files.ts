@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
 import os from 'node:os'
@@ -58,6 +59,9 @@ export function badNameReason(name: string): string | null {
   if (/%[0-9A-Fa-f]{2}/.test(name)) return 'the name contains a %XX sequence; rename the file'
   return null
 }
+
+/** A name whose bytes are not UTF-8: the server's paths are UTF-8, and the decoded name (U+FFFD for the bad bytes) opens nothing. */
+const NOT_UTF8 = 'the name is not valid UTF-8; rename the file'
 
 interface Matcher {
   /** Directory of the rules, relative to the root, '' or ending in '/'. */
@@ -120,31 +124,40 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
   const files: WalkResult['files'] = []
   const invalid: SkippedFile[] = []
   const seen = new Map<string, string>()
-  const visited = new Set<string>([rootReal])
+  // real paths of symbolic links' targets as latin1, one char per byte: exact even when not UTF-8
+  const rootKey = Buffer.from(rootReal).toString('latin1')
+  const visited = new Set<string>([rootKey])
   let ignoredCount = 0
 
-  const inside = (real: string) => real === rootReal || real.startsWith(rootReal + path.sep)
+  const inside = (real: string) => real === rootKey || real.startsWith(rootKey + path.sep)
 
   const walk = async (dirAbs: string, rel: string, matchers: Matcher[]): Promise<void> => {
     const own = matcherFor(dirAbs, rel, rel === '' && !opts.dotfiles ? DOT_RULES : [])
     const ms = own ? [...matchers, own] : matchers
-    let entries: fs.Dirent[]
+    // Names come as bytes: as strings, bytes that are not UTF-8 would read as U+FFFD and the
+    // name would open nothing. Invariant: `abs` is exact only when `utf8`; any other name is
+    // reported (or ignored) before `abs` is used, and only `bytes`, its exact path, is opened.
+    // `name` is the decoded form that ignore rules and reports see (an ignore file is decoded
+    // the same way, so a rule holding those bytes matches).
+    let dirents: fs.Dirent<Buffer>[]
     try {
-      entries = await fsp.readdir(dirAbs, { withFileTypes: true })
+      dirents = await fsp.readdir(dirAbs, { withFileTypes: true, encoding: 'buffer' })
     } catch (e) {
       invalid.push({ path: rel || '.', reason: `cannot read folder: ${(e as Error).message}` })
       return
     }
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    for (const ent of entries) {
-      const abs = path.join(dirAbs, ent.name)
-      const name = ent.name.normalize('NFC')
+    const entries = dirents.map((ent) => ({ ent, utf8: isUtf8(ent.name), decoded: ent.name.toString('utf8') }))
+    entries.sort((a, b) => (a.decoded < b.decoded ? -1 : a.decoded > b.decoded ? 1 : 0))
+    for (const { ent, utf8, decoded } of entries) {
+      const abs = path.join(dirAbs, decoded)
+      const bytes = utf8 ? abs : Buffer.concat([Buffer.from(dirAbs + path.sep), ent.name])
+      const name = decoded.normalize('NFC')
       let isDir = ent.isDirectory()
       let isFile = ent.isFile()
       if (ent.isSymbolicLink()) {
         let real: string
         try {
-          real = await fsp.realpath(abs)
+          real = (await fsp.realpath(bytes, { encoding: 'buffer' })).toString('latin1')
         } catch {
           warn(`skipping ${rel}${name}: broken symbolic link`)
           continue
@@ -153,7 +166,7 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
           warn(`skipping ${rel}${name}: symbolic link to outside the folder`)
           continue
         }
-        const st = await fsp.stat(real)
+        const st = await fsp.stat(bytes)
         isDir = st.isDirectory()
         isFile = st.isFile()
         if (isDir && visited.has(real)) continue
@@ -169,7 +182,7 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
           ignoredCount++
           continue
         }
-        const bad = badNameReason(name)
+        const bad = utf8 ? badNameReason(name) : NOT_UTF8
         if (bad) {
           invalid.push({ path: `${relPath}/`, reason: bad })
           continue
@@ -185,7 +198,7 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
         ignoredCount++
         continue
       }
-      const bad = badNameReason(name)
+      const bad = utf8 ? badNameReason(name) : NOT_UTF8
       if (bad) {
         invalid.push({ path: relPath, reason: bad })
         continue
