@@ -8,7 +8,7 @@ import type { Deps } from './deps.js'
 import type { FastPath, Handover } from './http/types.js'
 import { lazySchemaCompilers } from './http/lazy-schemas.js'
 import { compileStrictValidators } from './http/strict-schema.js'
-import { answerClientError, installErrorHandling, sendAppError } from './http/errors.js'
+import { answerClientError, guardHttpServer, installErrorHandling, refuseHostless, sendAppError } from './http/errors.js'
 import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
 import { FEATURES } from './features/index.js'
@@ -79,7 +79,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
           req.handedOver = handover
           handler(req, res)
         }
-        return factory((req, res) => {
+        const docBase = config.publicUrl ?? ''
+        const server = factory((req, res) => {
+          if (refuseHostless(req, res, docBase)) return
           if (fastPaths.length > 0) {
             const t0 = performance.now()
             for (let i = 0; i < fastPaths.length; i++) {
@@ -95,6 +97,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
           req.handedOver = PAST_FAST_PATHS
           handler(req, res)
         }, o)
+        guardHttpServer(server, docBase)
+        return server
       }),
     bodyLimit: 1024 * 1024,
     trustProxy: false,

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import { hostName, isContentOnlyHost, siteUserOf } from './http/site-origin.js'
 import { isApiPath } from './http/api-path.js'
-import { answerClientError } from './http/errors.js'
+import { answerClientError, guardHttpServer, refuseHostless } from './http/errors.js'
 
 /** Server timeouts against slow clients (slowloris, stalled uploads). */
 export const SERVER_TIMEOUTS = { headersTimeout: 20_000, requestTimeout: 300_000, keepAliveTimeout: 5_000 }
@@ -72,7 +72,9 @@ export function createHttpRedirector(app: FastifyInstance, config: Config, https
   // the main server's own request listener (Fastify behind the app's fast paths), so a request
   // taken here is handled exactly as on the main port
   const main = app.server.listeners('request')[0] as http.RequestListener
+  const docBase = config.publicUrl ?? ''
   const server = http.createServer({ ...SERVER_TIMEOUTS }, (req, res) => {
+    if (refuseHostless(req, res, docBase)) return
     // a host of the content domain: a user's or project's origin, or one that names nobody
     const content = siteUserOf(req.headers.host, config) !== null || isContentOnlyHost(req.headers.host, config)
     // on loopback it is served over plain HTTP too: *.localhost is a secure context in
@@ -100,7 +102,8 @@ export function createHttpRedirector(app: FastifyInstance, config: Config, https
     res.end()
   })
   // requests its parser refuses are answered as the main port answers them
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, config.publicUrl ?? ''))
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, docBase))
+  guardHttpServer(server, docBase)
   server.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveTimeout
   return server
 }

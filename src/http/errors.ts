@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors/app-error.js'
@@ -12,6 +12,30 @@ export function routeErrorFormat(req: FastifyRequest): ErrorFormat {
   return req.routeOptions?.config?.errorFormat ?? 'A'
 }
 
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  417: 'Expectation Failed',
+  431: 'Request Header Fields Too Large',
+}
+
+/** Error 1106 in format A, naming what was wrong with the request. */
+const refusalBody = (detail: string, docBase: string): string => JSON.stringify(renderError('INVALID_PARAMETER', 'A', 'zh', { params: { detail } }, docBase))
+
+/** A whole HTTP/1.1 answer carrying refusalBody, closing the connection. */
+function rawErrorAnswer(status: number, detail: string, docBase: string, headers = ''): string {
+  const body = refusalBody(detail, docBase)
+  return `HTTP/1.1 ${status} ${REASONS[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers}Connection: close\r\n\r\n${body}`
+}
+
+/** Answers refusalBody through the request's own response (after any earlier pipelined answer), then closes. */
+function refuse(res: ServerResponse, status: number, detail: string, docBase: string): void {
+  const body = refusalBody(detail, docBase)
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), Connection: 'close' })
+  res.end(body)
+}
+
 /**
  * The raw answer to a request Node's HTTP parser refused before any route saw it (a malformed
  * or cut-short request, a client that half-closed mid-body, headers over the limit, a client
@@ -19,15 +43,35 @@ export function routeErrorFormat(req: FastifyRequest): ErrorFormat {
  * The connection closes after it.
  */
 export function clientErrorAnswer(code: string | undefined, docBase: string): string {
-  const [status, detail] =
-    code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? [408, 'the request was not received in time']
-      : code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'the request headers are too large']
-        : [400, 'malformed HTTP request']
-  const body = JSON.stringify(renderError('INVALID_PARAMETER', 'A', 'zh', { params: { detail } }, docBase))
-  const reason = status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'
-  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  return code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    ? rawErrorAnswer(408, 'the request was not received in time', docBase)
+    : code === 'HPE_HEADER_OVERFLOW'
+      ? rawErrorAnswer(431, 'the request headers are too large', docBase)
+      : rawErrorAnswer(400, 'malformed HTTP request', docBase)
+}
+
+/**
+ * The requests Node's HTTP server would answer itself, without a body in the spec's format,
+ * answered as clientErrorAnswer does (1106, format A, connection closed): CONNECT (405: the
+ * service is no proxy), an Expect other than 100-continue (417), and an HTTP/1.1 request
+ * without Host (400, RFC 9112 3.2; `refuseHostless` answers it: the server only stops checking).
+ */
+export function guardHttpServer(server: Server, docBase: string): void {
+  ;(server as Server & { requireHostHeader: boolean }).requireHostHeader = false
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => {})
+    socket.end(rawErrorAnswer(405, 'CONNECT is not supported', docBase, 'Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n'))
+  })
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    refuse(res, 417, `unsupported expectation: ${String(req.headers.expect).slice(0, 64)}`, docBase)
+  })
+}
+
+/** True (and the request answered) when an HTTP/1.1 request carries no Host (guardHttpServer). */
+export function refuseHostless(req: IncomingMessage, res: ServerResponse, docBase: string): boolean {
+  if (req.headers.host !== undefined || req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) return false
+  refuse(res, 400, 'the Host header is missing', docBase)
+  return true
 }
 
 /** Sockets whose refused request is being answered: the parser reports again on more bytes. */

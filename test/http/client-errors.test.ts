@@ -38,6 +38,10 @@ describe('requests the HTTP parser refuses', () => {
     ['a bad header line', 'GET / HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', 400],
     ['a chunked body with a bad chunk size', 'POST /svc_api/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n', 400],
     ['headers over the limit', `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    // requests Node's server would answer itself, with no body in the spec's format
+    ['an HTTP/1.1 request without Host', 'GET /svc_api/files HTTP/1.1\r\n\r\n', 400],
+    ['CONNECT (the service is no proxy)', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 405],
+    ['an Expect other than 100-continue', 'POST /svc_api/data/store HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Length: 2\r\n\r\n{}', 417],
   ]
   /** The answers of one connection, in order: status and body (by Content-Length, in bytes). */
   const answers = (text: string) => {
@@ -88,6 +92,12 @@ describe('requests the HTTP parser refuses', () => {
       assert.notEqual(JSON.parse(got[0].body).error_code, 1106)
     })
   }
+
+  for (const plain of [false, true])
+    it(`an HTTP/1.0 request without Host is served as usual (${plain ? 'plain HTTP' : 'HTTPS'})`, async () => {
+      const r = parse(await raw(plain, 'GET /svc_api/files HTTP/1.0\r\nAuthorization: Bearer nope\r\n\r\n'))
+      assert.deepEqual([r.status, r.json.error_code], plain ? [400, 1116] : [401, 1002])
+    })
 
   for (const plain of [false, true])
     for (const [name, bytes, status] of cases)
