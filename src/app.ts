@@ -8,7 +8,7 @@ import type { Deps } from './deps.js'
 import type { FastPath, Handover } from './http/types.js'
 import { lazySchemaCompilers } from './http/lazy-schemas.js'
 import { compileStrictValidators } from './http/strict-schema.js'
-import { answerClientError, guardHttpServer, installErrorHandling, refuseHostless, sendAppError } from './http/errors.js'
+import { answerClientError, guardHttpServer, installErrorHandling, refuseHostless, sendAppError, watchBody } from './http/errors.js'
 import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
 import { FEATURES } from './features/index.js'
@@ -82,6 +82,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
         const docBase = config.publicUrl ?? ''
         const server = factory((req, res) => {
           if (refuseHostless(req, res, docBase)) return
+          watchBody(req, res, config.bodyTimeoutMs, docBase)
           if (fastPaths.length > 0) {
             const t0 = performance.now()
             for (let i = 0; i < fastPaths.length; i++) {

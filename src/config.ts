@@ -56,6 +56,8 @@ export interface Config {
   deployMaxBytes: number
   /** PostgreSQL: a query of the server unanswered this long fails (0: never). */
   databaseQueryTimeoutMs: number
+  /** A request body that moves no byte this long is refused (408) and its connection closed. */
+  bodyTimeoutMs: number
   /** DNS servers that custom-domain TXT checks ask (`ip` or `ip:port`, comma-separated); null: the system's. */
   dnsResolver: string[] | null
   /** Custom domains one user may attach (verified or not). */
@@ -263,6 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     backupKeep: int('BACKUP_KEEP', 7, 1, 1000),
     deploysKeep: int('DEPLOYS_KEEP', 10, 1, 1000),
     databaseQueryTimeoutMs: duration('DATABASE_QUERY_TIMEOUT', '30s', 0),
+    bodyTimeoutMs: duration('BODY_TIMEOUT', '60s', 100),
     deployMaxBytes: int('DEPLOY_MAX_BYTES', 2 * 1024 * 1024 * 1024, 1, 64 * 1024 * 1024 * 1024),
     dnsResolver,
     domainsPerUser: int('DOMAINS_PER_USER', 5, 0, 10_000),

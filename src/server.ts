@@ -12,7 +12,12 @@ import { isApiPath } from './http/api-path.js'
 import { answerClientError, guardHttpServer, refuseHostless } from './http/errors.js'
 
 /** Server timeouts against slow clients (slowloris, stalled uploads). */
-export const SERVER_TIMEOUTS = { headersTimeout: 20_000, requestTimeout: 300_000, keepAliveTimeout: 5_000 }
+/**
+ * Node's own limits: the headers within 20 s; no limit on the whole request (requestTimeout 0),
+ * so a big upload on a slow link is not cut: its body is watched for idleness instead
+ * (BODY_TIMEOUT, watchBody in http/errors.ts), as nginx's client_body_timeout does.
+ */
+export const SERVER_TIMEOUTS = { headersTimeout: 20_000, requestTimeout: 0, keepAliveTimeout: 5_000 }
 
 /** TLS material: TLS_CERT/TLS_KEY, or a self-signed pair generated once into DATA_DIR. */
 export async function tlsMaterial(config: Config): Promise<{ cert: Buffer; key: Buffer } | null> {

@@ -74,6 +74,27 @@ export function refuseHostless(req: IncomingMessage, res: ServerResponse, docBas
   return true
 }
 
+/**
+ * Watches a request's body as it arrives: `idleMs` without a byte and the request is refused
+ * as Node refuses one not received in time (408 / 1106 through answerClientError, connection
+ * closed). Only while the body is unfinished: the handler's own work, and the answer, have no
+ * such limit. A bodiless request costs one look at two headers.
+ */
+export function watchBody(req: IncomingMessage, res: ServerResponse, idleMs: number, docBase: string): void {
+  if ((req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) || req.complete) return
+  const socket = req.socket
+  // Node emits 'timeout' on the request while it is unfinished, and then leaves the socket alone
+  const onIdle = () => answerClientError(Object.assign(new Error('request body idle'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), socket, docBase)
+  req.setTimeout(idleMs, onIdle)
+  const done = () => {
+    req.off('timeout', onIdle)
+    // an answer already finished has set the keep-alive timer: left as it is
+    if (!res.writableFinished && !socket.destroyed) socket.setTimeout(0)
+  }
+  req.once('end', done)
+  req.once('close', done)
+}
+
 /** Sockets whose refused request is being answered: the parser reports again on more bytes. */
 const refusing = new WeakSet<Duplex>()
 
