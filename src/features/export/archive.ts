@@ -627,13 +627,15 @@ export async function importArchive(db: Db, blobs: BlobStore, file: string, as?:
   if (await db.k.selectFrom('users').select('id').where('username', '=', username).executeTakeFirst())
     throw new ExportError(`a user named ${username} exists already (use --as NEWNAME)`)
 
+  // the blob paths, built once: pass 2 looks each entry up here
+  const need = blobEntries(data)
+  const blobPaths = new Set(need.map((b) => b.path))
   const stored = new Set<string>()
   for await (const e of entries(file)) {
-    if (e.name === 'manifest.json' || e.name === 'data.json' || !isBlobPath(data, e.name)) continue
+    if (e.name === 'manifest.json' || e.name === 'data.json' || !blobPaths.has(e.name)) continue
     const b = await blobs.put(e.stream)
     stored.add(b.digest)
   }
-  const need = blobEntries(data)
   for (const b of need) if (!stored.has(b.digest)) throw new ExportError(`the archive changed while it was imported (${b.path})`)
 
   const password = randomString(20)
@@ -764,8 +766,4 @@ export async function importArchive(db: Db, blobs: BlobStore, file: string, as?:
     if (data.kv.length > 0) await trx.insertInto('kv_usage').values({ user_id: uid, keys: data.kv.length }).execute()
   })
   return { username, password, counts, renamed }
-}
-
-function isBlobPath(d: ExportData, p: string): boolean {
-  return blobEntries(d).some((b) => b.path === p)
 }
