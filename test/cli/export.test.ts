@@ -12,7 +12,8 @@ import { HIGH_LIMITS, HTML, batchUpload, uploadFile } from '../support/hosting.j
 import { imageForm, makeImage, svc } from '../support/images.js'
 import { runCli } from './run.js'
 import { assertUsageExact } from '../support/quota-race.js'
-import { ExportError, importArchive } from '../../src/features/export/archive.js'
+import { ExportError, importArchive, verifyArchive } from '../../src/features/export/archive.js'
+import type { BlobStore } from '../../src/storage/blob-store.js'
 
 /** The parts of an answer a visitor sees (not Date, request id or per-response values). */
 const seen = (r: Res) => ({
@@ -452,6 +453,30 @@ for (const engine of ENGINES) {
         }
         assert.deepEqual(await counts(c), empty, 'nothing written by refused archives')
         assert.ok(!fs.existsSync(path.join(tmp, '..', 'evil.txt')))
+
+        // small files go to the store in batches when it has putBatch (the disk driver), one put
+        // each when it has not (S3): the same blobs and rows either way
+        const { data } = await verifyArchive(file)
+        const nBlobs = new Set(
+          [...data.files, ...data.folders.flatMap((f) => f.files), ...data.images, ...data.hosted_data.flatMap((f) => f.versions)].map((r) => r.content),
+        ).size
+        const calls = { put: 0, putBatch: 0 }
+        const store = c.deps.blobs
+        const counting = (batch: boolean): BlobStore =>
+          Object.assign(Object.create(store) as BlobStore, {
+            put: (...a: Parameters<BlobStore['put']>) => (calls.put++, store.put(...a)),
+            putBatch: batch ? (b: Buffer[]) => (calls.putBatch++, store.putBatch!(b)) : undefined,
+          })
+        const batched = await importArchive(c.deps.db, counting(true), file, 'batched')
+        assert.deepEqual(calls, { put: 0, putBatch: 1 })
+        calls.putBatch = 0
+        const single = await importArchive(c.deps.db, counting(false), file, 'single')
+        assert.deepEqual(calls, { put: nBlobs, putBatch: 0 })
+        assert.deepEqual(single.counts, batched.counts)
+        for (const u of ['batched', 'single']) {
+          assert.equal((await c.get(`/${u}/index.html`)).text, HTML('home'), u)
+          assert.equal((await c.get(`/${u}/site/css/app.css`)).text, 'body{color:red}', u)
+        }
       },
     )
   })
