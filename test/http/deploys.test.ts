@@ -14,6 +14,7 @@ import { deploySite, manifestOf, postArchive, sha, tarOf, type Site, type TarEnt
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
 import { sweepBlobs } from '../../src/storage/sweeper.js'
 import { until } from '../support/webhooks.js'
+import { FakeClock } from '../../src/util/clock.js'
 
 /** A small site whose every page and asset carries a version marker. */
 const site = (v: string, extra: Site = {}): Site => ({
@@ -493,6 +494,52 @@ for (const engine of ENGINES) {
         for (const x of after) assert.ok(x.text.includes(target.v) && !x.text.includes(target.old))
       }
       assert.ok(seen.A > 0 && seen.B > 0)
+    })
+  })
+}
+
+// Last-Modified at a URL never moves back: a rollback or promote serves files older than the
+// answers before it, and a client revalidating by date alone must not get 304 for other bytes.
+for (const engine of ENGINES) {
+  describe(`archive deploys: Last-Modified after a rollback or promote [${engine}]`, () => {
+    const clock = new FakeClock()
+    let s: TestServer
+    let u: Awaited<ReturnType<TestServer['user']>>
+    before(async () => {
+      s = await startServer({ engine, clock, env: { RATE_LIMITS: HIGH_LIMITS } })
+      u = await s.user()
+    })
+    after(() => s.close())
+
+    it('a file rolled back to older bytes answers 200 to If-Modified-Since of the newer ones', async () => {
+      const css = (p: string) => s.get(`/${u.username}/lm/${p}`)
+      await deploySite(s, u.key, 'lm', site('v1'))
+      clock.advance(60_000)
+      await deploySite(s, u.key, 'lm', site('v2'))
+      const newer = await css('s.css')
+      assert.ok(newer.text.includes('v2'))
+      const seen = newer.header('last-modified')!
+      assert.equal((await css('s.css')).status, 200)
+      assert.equal((await s.get(`/${u.username}/lm/s.css`, { headers: { 'if-modified-since': seen } })).status, 304)
+      clock.advance(60_000)
+      const back = await s.post('/api/folders/lm/rollback', { key: u.key })
+      assert.equal(back.status, 200, back.text)
+      const r = await s.get(`/${u.username}/lm/s.css`, { headers: { 'if-modified-since': seen } })
+      assert.equal(r.status, 200, 'the bytes changed since that date')
+      assert.ok(r.text.includes('v1'))
+      assert.ok(Date.parse(r.header('last-modified')!) > Date.parse(seen), 'Last-Modified moved forward')
+      // and it holds from then on: the rolled-back bytes validate by their new date
+      assert.equal((await s.get(`/${u.username}/lm/s.css`, { headers: { 'if-modified-since': r.header('last-modified')! } })).status, 304)
+      // promote (forward again, to the newer deploy): the same rule
+      clock.advance(60_000)
+      const v2 = (await s.get('/api/folders/lm/deploys', { key: u.key })).json.deploys.find((d: { id: string; is_live: boolean }) => !d.is_live)
+      assert.equal((await s.post(`/api/folders/lm/deploys/${v2.id}/promote`, { key: u.key })).status, 200)
+      const fwd = await s.get(`/${u.username}/lm/s.css`, { headers: { 'if-modified-since': r.header('last-modified')! } })
+      assert.equal(fwd.status, 200)
+      assert.ok(fwd.text.includes('v2'))
+      // a kept deploy's own URL never changes: its files keep their own dates
+      const own = await s.get(`/${u.username}/lm@${v2.id}/s.css`)
+      assert.equal(own.header('last-modified'), seen)
     })
   })
 }

@@ -46,8 +46,14 @@ type Q = Trx | Db['k']
  * live for a published project, or for `{project}@{deploy}` that kept deploy of the user's
  * project (a preview, live or not). `id` is the deploy's id; its files and site rules never
  * change, so a switch of the live pointer is one row update and visitors see either deploy whole.
+ * `live_since`: when the live deploy went live (the folder's published_at); null for a kept
+ * deploy's own URL, whose answers never change.
  */
-export async function publishedFolder(db: Db, userId: string, name: string): Promise<{ id: string; site_rules: string | null; preview: boolean } | undefined> {
+export async function publishedFolder(
+  db: Db,
+  userId: string,
+  name: string,
+): Promise<{ id: string; site_rules: string | null; preview: boolean; live_since: number | null } | undefined> {
   const m = PREVIEW_SEGMENT.exec(name)
   if (m) {
     const d = await db.k
@@ -58,17 +64,17 @@ export async function publishedFolder(db: Db, userId: string, name: string): Pro
       .where('folders.user_id', '=', userId)
       .where('folders.name', '=', m[1])
       .executeTakeFirst()
-    if (d) return { id: d.id, site_rules: d.site_rules, preview: true }
+    if (d) return { id: d.id, site_rules: d.site_rules, preview: true, live_since: null }
   }
   const live = await db.k
     .selectFrom('folders')
     .innerJoin('deploys', 'deploys.id', 'folders.live_deploy_id')
-    .select(['deploys.id', 'deploys.site_rules'])
+    .select(['deploys.id', 'deploys.site_rules', 'folders.published_at'])
     .where('folders.user_id', '=', userId)
     .where('folders.name', '=', name)
     .where('folders.is_published', '=', 1)
     .executeTakeFirst()
-  return live && { id: live.id, site_rules: live.site_rules, preview: false }
+  return live && { id: live.id, site_rules: live.site_rules, preview: false, live_since: live.published_at === null ? null : Number(live.published_at) }
 }
 
 /** What the public host needs of a deploy's file to answer it (hosting/resolver.ts). */

@@ -295,6 +295,10 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     // goes to the slashless form, as Cloudflare Pages answers
     const slashless = !f && p.ok && isDir && inner.length > 1 ? await stored(`${p.path.slice(0, -'/index.html'.length)}.html`) : undefined
     const rules = rulesOf(folder)
+    // Last-Modified of a live project's file: never before its deploy went live, so it never
+    // moves back at a URL (a rollback or promote serves files older than the answers before
+    // it, and If-Modified-Since would call changed bytes not modified)
+    const mtimeOf = (updatedAt: number) => Math.max(Number(updatedAt), folder.live_since ?? 0)
     // a preview ({project}@{deploy}) stays out of search engines
     const ruleHeaders = (p: string): Array<[string, string]> => {
       const own = rules ? headersFor(rules, p) : []
@@ -315,15 +319,15 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
       let tf = t.ok ? await stored(t.path) : undefined
       if (!tf && t.ok && !target.endsWith('/') && !t.path.endsWith('.html')) tf = await stored(`${t.path}.html`)
       if (tf)
-        return done(fileEntry(cache, { ...tf, mtime: Number(tf.updated_at) }, site !== false, match.status, errorHeaders(match.status, ruleHeaders(target))))
+        return done(fileEntry(cache, { ...tf, mtime: mtimeOf(tf.updated_at) }, site !== false, match.status, errorHeaders(match.status, ruleHeaders(target))))
     } else {
-      if (f) return done(fileEntry(cache, { ...f, mtime: Number(f.updated_at) }, site !== false, 200, extra))
+      if (f) return done(fileEntry(cache, { ...f, mtime: mtimeOf(f.updated_at) }, site !== false, 200, extra))
       if (dirIndex) return done(slashed())
       if (slashless) return done(redirect(own(path).slice(0, -1)))
     }
     // the project's own 404 page, when it has one
     const nf = await stored('404.html')
-    if (nf) return done(fileEntry(cache, { ...nf, mtime: Number(nf.updated_at) }, site !== false, 404, errorHeaders(404, extra)))
+    if (nf) return done(fileEntry(cache, { ...nf, mtime: mtimeOf(nf.updated_at) }, site !== false, 404, errorHeaders(404, extra)))
     return done(missing())
   }
 }
