@@ -39,6 +39,22 @@ export const PUBLIC_CORS_HEADERS: readonly string[] = [
   'ETag, Content-Length, Content-Type, Content-Range, Accept-Ranges',
 ]
 
+/**
+ * The answer to a CORS preflight of public content (name, value, ...): besides the methods,
+ * the request headers a conditional, range or no-cache read sends, none of which is
+ * safelisted, so a page on another origin can revalidate or resume what it reads.
+ */
+export const PUBLIC_PREFLIGHT_HEADERS: readonly string[] = [
+  'Access-Control-Allow-Origin',
+  '*',
+  'Access-Control-Allow-Methods',
+  'GET, HEAD, OPTIONS',
+  'Access-Control-Allow-Headers',
+  'If-None-Match, If-Modified-Since, If-Range, Range, Cache-Control',
+  'Access-Control-Max-Age',
+  '86400',
+]
+
 /** Sets PUBLIC_CORS_HEADERS on a Fastify reply. */
 export function setPublicCors(reply: FastifyReply): void {
   for (let i = 0; i < PUBLIC_CORS_HEADERS.length; i += 2) reply.header(PUBLIC_CORS_HEADERS[i], PUBLIC_CORS_HEADERS[i + 1])

@@ -243,6 +243,34 @@ for (const engine of ENGINES) {
       assertSandboxed(sw, 'service worker')
     })
 
+    it('lets pages on other origins read, revalidate and resume its content (CORS), on both URL forms', async () => {
+      const up = await uploadFile(s, { key: u.key }, 'cors.html', HTML('read from elsewhere'))
+      assert.equal(up.status, 200, up.text)
+      const origin = 'https://elsewhere.test'
+      const forms: Array<[string, string, Record<string, string>]> = [
+        ['path form', `/${u.username}/cors.html`, {}],
+        ["user's origin", '/cors.html', { host: `${u.username}.localhost:${new URL(s.url).port}` }],
+      ]
+      for (const [form, p, host] of forms) {
+        // If-None-Match and Range are not safelisted: the browser asks first
+        const pre = await s.request('OPTIONS', p, {
+          headers: { ...host, origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'if-none-match,range' },
+        })
+        assert.equal(pre.status, 204, form)
+        assert.equal(pre.header('access-control-allow-origin'), '*', form)
+        assert.match(pre.header('access-control-allow-methods') ?? '', /\bGET\b/, form)
+        const allowed = (pre.header('access-control-allow-headers') ?? '').toLowerCase().split(/\s*,\s*/)
+        for (const h of ['if-none-match', 'if-modified-since', 'if-range', 'range', 'cache-control']) assert.ok(allowed.includes(h), `${form}: ${h} allowed`)
+        // and the answer lets the page read what a revalidation or a resumed read needs
+        const r = await s.get(p, { headers: { ...host, origin, range: 'bytes=0-3' } })
+        assert.equal(r.status, 206, form)
+        const exposed = (r.header('access-control-expose-headers') ?? '').toLowerCase().split(/\s*,\s*/)
+        for (const h of ['etag', 'content-range', 'accept-ranges']) assert.ok(exposed.includes(h), `${form}: ${h} exposed`)
+      }
+      // a first segment that names no user is not hosted content
+      assert.equal((await s.request('OPTIONS', '/static/x')).status, 404)
+    })
+
     it('answers odd paths with 400 or 404 (never 500, never another file), and reserved names are never content', async () => {
       const base = `/${u.username}`
       const paths = [

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
-import { PUBLIC_CORS_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
+import { PUBLIC_CORS_HEADERS, PUBLIC_PREFLIGHT_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { createHostedData, PUBLIC_TOKEN_RE } from './service.js'
 import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
@@ -71,12 +71,8 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
 
   const preflight = async (_req: FastifyRequest, reply: FastifyReply) => {
     setPublicCors(reply)
-    return reply
-      .code(204)
-      .header('Access-Control-Allow-Methods', 'GET, HEAD, OPTIONS')
-      .header('Access-Control-Allow-Headers', 'If-None-Match, If-Modified-Since, If-Range, Range, Cache-Control')
-      .header('Access-Control-Max-Age', '86400')
-      .send()
+    for (let i = 0; i < PUBLIC_PREFLIGHT_HEADERS.length; i += 2) reply.header(PUBLIC_PREFLIGHT_HEADERS[i], PUBLIC_PREFLIGHT_HEADERS[i + 1])
+    return reply.code(204).send()
   }
 
   // cached answers skip the router: the same headers, prepared once per cached version

@@ -103,4 +103,19 @@ export function hostingPublic(app: FastifyInstance, deps: Deps): void {
       host.handle(req.raw, reply.raw)
     },
   })
+  // a page on another origin reading path-form content with a header that is not safelisted
+  // (If-None-Match, a Range of several parts, Cache-Control) asks first, as on a user's origin
+  app.route({
+    method: 'OPTIONS',
+    url: '/:username/*',
+    logLevel: 'warn',
+    schema: { hide: true },
+    handler(req, reply) {
+      const first = (req.raw.url ?? '/').split(/[/?]/)[1] ?? ''
+      const username = decodeSegment(first)?.toLowerCase()
+      if (username === undefined || !canNameUser(username)) return reply.callNotFound()
+      reply.hijack()
+      host.preflight(reply.raw)
+    },
+  })
 }

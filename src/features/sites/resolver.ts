@@ -1,5 +1,5 @@
 import type { Db } from '../../db/kysely.js'
-import { userContentHeaderList } from '../../http/content-headers.js'
+import { PUBLIC_CORS_HEADERS, userContentHeaderList } from '../../http/content-headers.js'
 import { linesOf, prepareShared, sharedHead, type Prepared, type SharedHead } from '../../http/prepared-response.js'
 import type { Representation } from '../../http/representation.js'
 import { canNameUser } from '../../auth/users.js'
@@ -17,8 +17,9 @@ export const FROM_FILE_MAX = 2 * 1024 * 1024
 export const CACHE_CONTROL = 'public, max-age=0, must-revalidate'
 
 // public content is readable cross-origin (never with credentials): module scripts, fonts
-// and fetches of a site's own files load from an opaque (sandboxed) origin too
-const CORS_HEADERS = ['Access-Control-Allow-Origin', '*']
+// and fetches of a site's own files load from an opaque (sandboxed) origin too; its ETag and
+// Content-Range are exposed, as on the image and hosted-data links
+const CORS_HEADERS = PUBLIC_CORS_HEADERS
 const RULE_FILE_SET = new Set<string>(RULE_FILES)
 const NOINDEX: Array<[string, string]> = [['X-Robots-Tag', 'noindex']]
 
@@ -52,7 +53,7 @@ export function plainHeaders(length: number): string[] {
 }
 
 /** Headers a site rule replaces rather than adds to; any other header the service sets stays as it is. */
-const RULE_REPLACES = new Set(['content-type', 'cache-control', 'access-control-allow-origin', 'cross-origin-resource-policy'])
+const RULE_REPLACES = new Set(['content-type', 'cache-control', 'access-control-allow-origin', 'access-control-expose-headers', 'cross-origin-resource-policy'])
 
 /** Adds a path's _headers values to a header list: replaced when allowed, CSP added as a further policy, else kept. */
 function withRuleHeaders(list: string[], extra: Array<[string, string]>): string[] {

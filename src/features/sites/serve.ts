@@ -5,6 +5,7 @@ import { hotCount } from '../../observability/registry.js'
 import { metrics } from '../../observability/metrics.js'
 import { headerList, prepare, sendPrepared, sendPreparedFile, type Prepared } from '../../http/prepared-response.js'
 import { readFully } from '../../http/sendfile.js'
+import { PUBLIC_PREFLIGHT_HEADERS } from '../../http/content-headers.js'
 import { decide, partialHeaders, pickEncoding, unsatisfiableHeaders, WHOLE, type Decision } from '../../http/representation.js'
 import { systemClock, type Clock } from '../../util/clock.js'
 import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
@@ -33,7 +34,8 @@ const H405 = [...plainHeaders(NOT_ALLOWED.length), 'Allow', 'GET, HEAD, OPTIONS'
 /** index.html files larger than this are not read for the built-for-/ check (decision 75). */
 const ROOT_CHECK_MAX = 1 << 20
 const BUILT_MEMO_MAX = 10_000
-const H204 = ['Allow', 'GET, HEAD, OPTIONS', 'Access-Control-Allow-Origin', '*', 'Access-Control-Allow-Methods', 'GET, HEAD', 'Access-Control-Max-Age', '86400']
+/** A CORS preflight of hosted content, on every URL form: public reads, conditional and range ones included. */
+const H204 = ['Allow', 'GET, HEAD, OPTIONS', ...PUBLIC_PREFLIGHT_HEADERS]
 
 /** How the host tells the service's own host from a user's origin (src/http/site-origin.ts). */
 export interface SiteRouting {
@@ -576,6 +578,11 @@ export function createHostHandler(
       // holds were read above: null, not held)
       serveAt(req, res, path, false, query, m === 'HEAD', null)
       return true
+    },
+
+    /** Answers a CORS preflight of path-form content as a user's origin does (serveSite). */
+    preflight(res: ServerResponse): void {
+      res.writeHead(204, H204).end()
     },
 
     /** Handles GET and HEAD of /{username}/... on the raw request and response. */
