@@ -271,6 +271,29 @@ for (const engine of ENGINES) {
       assert.equal((await s.request('OPTIONS', '/static/x')).status, 404)
     })
 
+    it('refuses writes to hosted content with 405 and Allow, on both URL forms, as a static server does', async () => {
+      const up = await uploadFile(s, { key: u.key }, 'nowrite.html', HTML('read only'))
+      assert.equal(up.status, 200, up.text)
+      const forms: Array<[string, string, Record<string, string>]> = [
+        ['path form', `/${u.username}/nowrite.html`, {}],
+        ["user's origin", '/nowrite.html', { host: `${u.username}.localhost:${new URL(s.url).port}` }],
+      ]
+      for (const [form, p, host] of forms)
+        for (const m of ['PUT', 'PATCH', 'DELETE']) {
+          const r = await s.request(m, p, { headers: host, body: 'x' })
+          assert.equal(r.status, 405, `${form} ${m}: ${r.text}`)
+          assert.equal(r.header('allow'), 'GET, HEAD, OPTIONS', `${form} ${m}`)
+          assert.equal(r.header('x-content-type-options'), 'nosniff', `${form} ${m}`)
+        }
+      // the service's own routes under a first segment keep their answers
+      const api = await s.request('DELETE', '/api/nothing/here')
+      assert.equal(api.status, 404, api.text)
+      assert.equal(api.json.success, false)
+      // and a first segment that names no user is not hosted content, whatever the body
+      const none = await s.request('POST', '/static/x', { headers: { 'content-type': 'text/xml' }, body: '<x/>' })
+      assert.equal(none.status, 404, none.text)
+    })
+
     it('answers odd paths with 400 or 404 (never 500, never another file), and reserved names are never content', async () => {
       const base = `/${u.username}`
       const paths = [

@@ -103,19 +103,28 @@ export function hostingPublic(app: FastifyInstance, deps: Deps): void {
       host.handle(req.raw, reply.raw)
     },
   })
-  // a page on another origin reading path-form content with a header that is not safelisted
-  // (If-None-Match, a Range of several parts, Cache-Control) asks first, as on a user's origin
+  // other methods on path-form content answer as on a user's origin: a page on another origin
+  // reading with a header that is not safelisted (If-None-Match, a Range of several parts,
+  // Cache-Control) asks first (OPTIONS, 204); a write is 405 with Allow, as for a static file.
+  // Any route of the service's own under a first segment wins (static before wildcard).
   app.route({
-    method: 'OPTIONS',
+    method: ['OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE'],
     url: '/:username/*',
     logLevel: 'warn',
     schema: { hide: true },
-    handler(req, reply) {
+    // answered before any body is read or parsed (a write's body is not this route's)
+    onRequest(req, reply, _done) {
       const first = (req.raw.url ?? '/').split(/[/?]/)[1] ?? ''
       const username = decodeSegment(first)?.toLowerCase()
-      if (username === undefined || !canNameUser(username)) return reply.callNotFound()
+      if (username === undefined || !canNameUser(username)) {
+        reply.callNotFound()
+        return
+      }
       reply.hijack()
-      host.preflight(reply.raw)
+      host.otherMethod(req.method, reply.raw)
+    },
+    handler(_req, reply) {
+      return reply.callNotFound()
     },
   })
 }

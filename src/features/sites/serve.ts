@@ -345,6 +345,12 @@ export function createHostHandler(
     else if (ok !== false) ok.then((a) => a !== false && then(a === 'private')).catch((err) => fail(res, err))
   }
 
+  /** A method other than GET, HEAD (and the password form's POST): OPTIONS is a CORS preflight, anything else 405. */
+  function otherMethod(m: string | undefined, res: ServerResponse): void {
+    if (m === 'OPTIONS') res.writeHead(204, H204).end()
+    else res.writeHead(405, H405).end(NOT_ALLOWED)
+  }
+
   /**
    * Every request made to a user's own origin, or to a project's own origin or a custom domain
    * (`target`): GET and HEAD of that user's content at /{name} and /{project}/... (a target:
@@ -354,11 +360,7 @@ export function createHostHandler(
   function serveSite(req: IncomingMessage, res: ServerResponse, username: string, target: DomainTarget | null = null): void {
     const m = req.method
     const head = m === 'HEAD'
-    if (m !== 'GET' && !head && m !== 'POST') {
-      if (m === 'OPTIONS') res.writeHead(204, H204).end()
-      else res.writeHead(405, H405).end(NOT_ALLOWED)
-      return
-    }
+    if (m !== 'GET' && !head && m !== 'POST') return otherMethod(m, res)
     const to = sites.upgrade(req)
     if (to !== null) {
       res.writeHead(m === 'POST' ? 308 : 301, ['Location', to, ...plainHeaders(0)])
@@ -580,10 +582,8 @@ export function createHostHandler(
       return true
     },
 
-    /** Answers a CORS preflight of path-form content as a user's origin does (serveSite). */
-    preflight(res: ServerResponse): void {
-      res.writeHead(204, H204).end()
-    },
+    /** Answers a method other than GET and HEAD on path-form content as a user's origin does (serveSite). */
+    otherMethod,
 
     /** Handles GET and HEAD of /{username}/... on the raw request and response. */
     handle(req: IncomingMessage, res: ServerResponse): void {
