@@ -402,6 +402,23 @@ for (const engine of ENGINES) {
       await page.setViewportSize({ width: 1200, height: 900 })
     })
 
+    it('goes to the login page when the session ends under an open page, and comes back', async () => {
+      await go('/dashboard/folders')
+      // another tab logs out: this page still shows the dashboard, its next call answers 401
+      const csrf = (await page.locator('meta[name="csrf-token"]').getAttribute('content')) ?? ''
+      const out = await ctx.request.post(`${s.url}/logout`, { form: { _csrf: csrf }, headers: { Origin: s.url }, maxRedirects: 0 })
+      assert.ok(out.status() < 400, String(out.status()))
+      // a call whose error the page shows in place (the project's tree), not through a status line
+      await page.getByLabel('Open a project by name').fill('mysite')
+      await page.getByLabel('Open a project by name').press('Enter')
+      await page.locator('#toast', { hasText: 'Your session ended' }).waitFor()
+      await page.waitForURL('**/login?next=%2Fdashboard%2Ffolders')
+      await page.getByLabel('Username').fill(username)
+      await page.getByLabel('Password').fill(password)
+      await page.getByRole('button', { name: 'Log in' }).click()
+      await page.waitForURL('**/dashboard/folders')
+    })
+
     it('logs out and the login page logs back in', async () => {
       await go('/dashboard')
       await page.getByRole('button', { name: 'Log out' }).click()

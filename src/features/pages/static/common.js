@@ -87,6 +87,21 @@
   ApiError.prototype = Object.create(Error.prototype)
 
   /**
+   * The session is gone (logged out in another tab, expired, revoked): every API call answers
+   * 401 from now on, so the page says so and goes to the login page, which brings the user back
+   * here. Done here, for every call, whatever its caller does with the error; once per page.
+   */
+  var leaving = false
+  function sessionEnded() {
+    if (leaving) return
+    leaving = true
+    toast(t('common.session_ended'))
+    setTimeout(function () {
+      location.href = '/login?next=' + encodeURIComponent(location.pathname + location.search)
+    }, 1500)
+  }
+
+  /**
    * One API call with the session cookie over XHR (so uploads can report progress).
    * body: FormData, a JS value (sent as JSON) or undefined. Resolves to the parsed JSON body;
    * rejects with ApiError when success is false or the status is not 2xx.
@@ -116,6 +131,7 @@
         } catch (e) {
           json = null
         }
+        if (xhr.status === 401) sessionEnded()
         if (xhr.status >= 200 && xhr.status < 300 && (!json || json.success !== false)) resolve(json || {})
         else reject(new ApiError(xhr.status, json))
       })
@@ -174,10 +190,6 @@
   function fail(id) {
     return function (e) {
       status(id, e && e.message ? e.message : t('common.error'), 'error')
-      if (e && e.status === 401)
-        setTimeout(function () {
-          location.href = '/login'
-        }, 1500)
     }
   }
 
