@@ -134,6 +134,50 @@ for (const engine of ENGINES) {
       assert.equal((await s.get('/svc_api/me', { key })).status, 401)
     })
 
+    it('acts once on a form submitted twice while its request runs', async () => {
+      await go('/api-keys')
+      // a second Enter (or a double click) before the answer, on a slow line: one key, the one shown
+      const slow = '**/svc_api/api-keys'
+      await page.route(slow, async (route) => {
+        if (route.request().method() === 'POST') await new Promise((r) => setTimeout(r, 400))
+        await route.continue()
+      })
+      await page.getByLabel('Name').fill('pressed twice')
+      await page.getByLabel('Name').press('Enter')
+      await page.getByLabel('Name').press('Enter')
+      await page.locator('#keys-table tbody tr', { hasText: 'pressed twice' }).first().waitFor()
+      await quiet(600)
+      await page.unroute(slow)
+      const names: string[] = await page.evaluate(async () =>
+        ((await (await fetch('/svc_api/api-keys')).json()).data.keys as Array<{ name: string }>).map((k) => k.name),
+      )
+      assert.equal(names.filter((n) => n === 'pressed twice').length, 1, names.join(', '))
+      // the form takes the next submit once the first is answered
+      await page.getByLabel('Name').fill('pressed later')
+      await page.getByLabel('Name').press('Enter')
+      await page.locator('#keys-table tbody tr', { hasText: 'pressed later' }).waitFor()
+
+      // a form the browser posts itself: a sign-up sent twice signs up once and lands on the
+      // dashboard, not on "this username is taken" for the account the first post made
+      const other = await openContext({ locale: 'en-US' })
+      try {
+        const p2 = other.pages()[0] ?? (await other.newPage())
+        await p2.goto(s.url + '/register')
+        await p2.getByLabel('Username').fill(username + 'x')
+        await p2.getByLabel('Password', { exact: true }).fill(password)
+        await p2.getByLabel('Repeat the password').fill(password)
+        await p2.evaluate(() => {
+          const f = document.querySelector<HTMLFormElement>('form[action="/register"]')!
+          f.requestSubmit()
+          setTimeout(() => f.requestSubmit(), 30)
+        })
+        await p2.waitForURL('**/dashboard')
+        assert.match((await p2.locator('main').textContent()) ?? '', new RegExp(`Welcome, ${username}x`))
+      } finally {
+        await other.close()
+      }
+    })
+
     it('creates a form with the field builder', async () => {
       await go('/dashboard/forms')
       await page.getByLabel('Form name').fill('Contact')

@@ -77,15 +77,14 @@
       .catch(S.fail('keys-status'))
   }
 
-  S.$('key-form').addEventListener('submit', function (e) {
-    e.preventDefault()
+  S.onSubmit(S.$('key-form'), function () {
     var days = S.$('key-days').value.trim()
     // no expires_days = never expires
     var body = { name: S.$('key-name').value.trim() }
     if (days !== '') body.expires_days = Number(days)
     if (S.$('key-readonly').checked) body.read_only = true
     S.status('keys-status', '')
-    S.api
+    return S.api
       .post('/svc_api/api-keys', body)
       .then(function (r) {
         S.$('new-key').hidden = false

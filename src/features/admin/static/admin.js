@@ -221,9 +221,8 @@
     $('reports-filter').addEventListener('change', function () {
       load(1)
     })
-    $('case-form').addEventListener('submit', function (e) {
-      e.preventDefault()
-      S.api
+    S.onSubmit($('case-form'), function () {
+      return S.api
         .post('/svc_api/admin/reports', { url: $('case-url').value.trim(), category: $('case-category').value })
         .then(function () {
           $('case-url').value = ''
@@ -296,13 +295,12 @@
         })
       })
       .catch(S.fail('settings-status'))
-    $('settings-form').addEventListener('submit', function (e) {
-      e.preventDefault()
+    S.onSubmit($('settings-form'), function () {
       var patch = {}
       Object.keys(inputs).forEach(function (k) {
         patch[k] = inputs[k].value
       })
-      S.api
+      return S.api
         .post('/svc_api/admin/settings', patch)
         .then(function (r) {
           Object.keys(r.data.settings).forEach(function (k) {

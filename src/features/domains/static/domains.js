@@ -161,9 +161,8 @@
       .catch(S.fail('acc-status'))
   }
 
-  S.$('dom-form').addEventListener('submit', function (e) {
-    e.preventDefault()
-    S.api
+  S.onSubmit(S.$('dom-form'), function () {
+    return S.api
       .post('/api/domains', { domain: S.$('dom-domain').value.trim(), project: S.$('dom-project').value })
       .then(function () {
         S.status('dom-status', t('dom.added'), 'ok')
@@ -173,8 +172,7 @@
       .catch(S.fail('dom-status'))
   })
 
-  S.$('acc-form').addEventListener('submit', function (e) {
-    e.preventDefault()
+  S.onSubmit(S.$('acc-form'), function () {
     var body = {}
     var pw = S.$('acc-password').value
     if (S.$('acc-no-password').checked) body.password = null
@@ -182,7 +180,7 @@
     var when = S.$('acc-expires').value
     // datetime-local is the visitor's local time: Date reads it so, toISOString sends UTC
     body.expires_at = when === '' ? null : new Date(when).toISOString()
-    S.api
+    return S.api
       .put('/api/access/' + S.enc(S.$('acc-name').value.trim()), body)
       .then(function () {
         S.status('acc-status', t('common.saved'), 'ok')

@@ -530,11 +530,10 @@
       .catch(S.fail('notify-status'))
   }
 
-  S.$('hook-form').addEventListener('submit', function (e) {
-    e.preventDefault()
+  S.onSubmit(S.$('hook-form'), function () {
     var f = notifyForm
     S.status('notify-status', '')
-    S.api
+    return S.api
       .put('/svc_api/forms/webhook/' + S.enc(f.id), {
         url: S.$('hook-url').value.trim(),
         enabled: S.$('hook-enabled').checked,
@@ -587,10 +586,9 @@
         loadEmail()
       })
   })
-  S.$('addr-form').addEventListener('submit', function (e) {
-    e.preventDefault()
+  S.onSubmit(S.$('addr-form'), function () {
     var input = S.$('addr-input')
-    S.api
+    return S.api
       .post('/svc_api/notify/addresses', { address: input.value.trim() })
       .then(function (r) {
         S.status('notify-status', r.message || t('common.saved'), 'ok')
@@ -606,8 +604,7 @@
   S.$('field-add').addEventListener('click', function () {
     fieldRow()
   })
-  S.$('form-create').addEventListener('submit', function (e) {
-    e.preventDefault()
+  S.onSubmit(S.$('form-create'), function () {
     var body = {
       form_name: S.$('form-name').value.trim(),
       fields_config: fieldsConfig(),
@@ -618,7 +615,7 @@
     if (slug) body.form_slug = slug
     var redirect = S.$('form-redirect').value.trim()
     if (redirect) body.redirect_url = redirect
-    S.api
+    return S.api
       .post('/svc_api/forms/create', body)
       .then(function (r) {
         S.status('forms-status', r.message || t('common.saved'), 'ok')

@@ -155,10 +155,9 @@
     }
   }
 
-  S.$('data-form').addEventListener('submit', function (e) {
-    e.preventDefault()
+  S.onSubmit(S.$('data-form'), function () {
     var type = S.$('data-type').value
-    contentOf('data-content', 'data-file')
+    return contentOf('data-content', 'data-file')
       .then(function (content) {
         if (!checkJson(type, content)) return
         bar.show(S.$('data-name').value)
@@ -178,11 +177,10 @@
       })
   })
 
-  S.$('version-form').addEventListener('submit', function (e) {
-    e.preventDefault()
+  S.onSubmit(S.$('version-form'), function () {
     if (!current) return
     var f = current
-    contentOf('version-content', 'version-file')
+    return contentOf('version-content', 'version-file')
       .then(function (content) {
         if (!checkJson(f.content_type || '', content)) return
         // a message of an earlier try (bad JSON, an error) goes once this one is sent

@@ -145,7 +145,7 @@
     })
     bar.show(files.length === 1 ? files[0].name : files.length + ' × ' + t('nav.images'))
     S.status('img-status', '')
-    S.send('POST', '/api/image-host/upload', fd, bar.set)
+    return S.send('POST', '/api/image-host/upload', fd, bar.set)
       .then(function () {
         bar.done()
         S.status('img-status', t('common.uploaded'), 'ok')
@@ -157,9 +157,8 @@
         S.fail('img-status')(e)
       })
   }
-  S.$('img-form').addEventListener('submit', function (e) {
-    e.preventDefault()
-    uploadAll(S.$('img-input').files)
+  S.onSubmit(S.$('img-form'), function () {
+    return uploadAll(S.$('img-input').files)
   })
   S.dropZone(S.$('img-drop'), uploadAll)
   status()

@@ -115,8 +115,7 @@
       .catch(S.fail('kv-status'))
   }
 
-  S.$('kv-form').addEventListener('submit', function (e) {
-    e.preventDefault()
+  S.onSubmit(S.$('kv-form'), function () {
     var type = S.$('kv-type').value
     var text = S.$('kv-value').value
     var value = text
@@ -137,7 +136,7 @@
       })
       .filter(Boolean)
     var key = S.$('kv-key').value.trim()
-    store({ key: key, value: value, data_type: type, tags: tags, is_public: S.$('kv-public').checked })
+    return store({ key: key, value: value, data_type: type, tags: tags, is_public: S.$('kv-public').checked })
       .then(function () {
         S.status('kv-status', t('common.saved') + (S.$('kv-public').checked ? ' ' + publicUrl(key) : ''), 'ok')
         return load()

@@ -342,13 +342,50 @@
     }, 10000)
   }
 
-  /** Wires the redeem-code form of a page; onDone() after a code was accepted. */
+  /**
+   * One submit of a form at a time: a second Enter or click while the first submit's work runs
+   * is dropped before any handler sees it, so nothing is created or sent twice. A form a page
+   * script handles (onSubmit) is busy until the promise its handler returns settles; a form the
+   * browser posts itself (log in, sign up) is busy until the page is left, or shown again from
+   * the back-forward cache.
+   */
+  var busy = new WeakSet()
+  document.addEventListener(
+    'submit',
+    function (e) {
+      if (!busy.has(e.target)) return
+      e.preventDefault()
+      e.stopImmediatePropagation()
+    },
+    true,
+  )
+  document.addEventListener('submit', function (e) {
+    if (!e.defaultPrevented) busy.add(e.target)
+  })
+  window.addEventListener('pageshow', function (e) {
+    if (e.persisted) busy = new WeakSet()
+  })
+  /** Handles a form's submits with fn(event), which returns the promise of its work (or nothing). */
+  function onSubmit(form, fn) {
+    form.addEventListener('submit', function (e) {
+      e.preventDefault()
+      var work = fn(e)
+      if (!work || typeof work.then !== 'function') return
+      busy.add(form)
+      form.setAttribute('aria-busy', 'true')
+      var done = function () {
+        busy.delete(form)
+        form.removeAttribute('aria-busy')
+      }
+      work.then(done, done)
+    })
+  }
+
   /** The redeem form of a feature's page; `feature` is the page's own (image-host, hosted-data). */
   function redeemForm(statusId, onDone, feature) {
     var form = /** @type {HTMLFormElement} */ ($('redeem-form'))
-    form.addEventListener('submit', function (e) {
-      e.preventDefault()
-      api
+    onSubmit(form, function () {
+      return api
         .post('/api/redeem', { code: /** @type {HTMLInputElement} */ ($('redeem-code')).value.trim() })
         .then(function (r) {
           // a code of another feature activates that one: say which, so nobody waits for this page
@@ -388,5 +425,6 @@
     ApiError: ApiError,
     enc: encodeURIComponent,
     redeemForm: redeemForm,
+    onSubmit: onSubmit,
   }
 })()

@@ -81,7 +81,7 @@
       .catch(S.fail('files-status'))
   }
 
-  /** Uploads files one after another, each with its progress. */
+  /** Uploads files one after another, each with its progress; resolves once all are done. */
   function uploadAll(files) {
     var list = Array.prototype.slice.call(files)
     if (list.length === 0) return
@@ -116,13 +116,13 @@
         )
         .then(next)
     }
-    next()
+    return next()
   }
 
-  S.$('upload-form').addEventListener('submit', function (e) {
-    e.preventDefault()
-    uploadAll(S.$('file-input').files)
+  S.onSubmit(S.$('upload-form'), function () {
+    var work = uploadAll(S.$('file-input').files)
     S.$('file-input').value = ''
+    return work
   })
   S.dropZone(S.$('drop'), uploadAll)
   var timer = null

@@ -53,8 +53,7 @@
     }
   })
 
-  S.$('folder-form').addEventListener('submit', function (e) {
-    e.preventDefault()
+  S.onSubmit(S.$('folder-form'), function () {
     var chosen = Array.prototype.slice.call(S.$('folder-input').files)
     var local = []
     var files = chosen.filter(function (f) {
@@ -140,7 +139,7 @@
       loadProjects()
       show(name)
     }
-    next()
+    return next()
   })
 
   function siteUrl(name) {
@@ -394,9 +393,8 @@
       })
       .catch(S.fail('folders-status'))
   })
-  S.$('open-form').addEventListener('submit', function (e) {
-    e.preventDefault()
-    show(S.$('open-name').value.trim())
+  S.onSubmit(S.$('open-form'), function () {
+    return show(S.$('open-name').value.trim())
   })
   loadProjects()
 })()
