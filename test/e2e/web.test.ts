@@ -368,6 +368,33 @@ for (const engine of ENGINES) {
       await shot('files')
     })
 
+    it('shows the page before when the last file of the last page is deleted', async () => {
+      await go('/dashboard/files')
+      // 21 files: 20 on page 1, one on page 2
+      await page.evaluate(async () => {
+        const csrf = document.querySelector('meta[name="csrf-token"]')!.getAttribute('content')!
+        const have = (await (await fetch('/svc_api/files')).json()).data.total as number
+        for (let i = have; i < 21; i++) {
+          const fd = new FormData()
+          fd.append('file', new Blob(['<p>filler</p>'], { type: 'text/html' }), `filler-${String(i).padStart(2, '0')}.html`)
+          const r = await fetch('/svc_api/upload', { method: 'POST', body: fd, headers: { 'X-CSRF-Token': csrf } })
+          if (!r.ok) throw new Error(await r.text())
+        }
+      })
+      await go('/dashboard/files')
+      await page.locator('#files-pager').getByRole('button', { name: 'Next' }).click()
+      await page.locator('#files-pager', { hasText: 'Page 2 of 2' }).waitFor()
+      const rows = page.locator('#files-table tbody tr')
+      assert.equal(await rows.count(), 1)
+      await rows
+        .first()
+        .getByRole('button', { name: /^Delete/ })
+        .click()
+      // the 20 files left are listed, not "no files yet" on an empty page 2 without a pager
+      await page.waitForFunction(() => document.querySelectorAll('#files-table tbody tr').length === 20)
+      assert.equal(await page.locator('#files-table tbody td.hint').count(), 0)
+    })
+
     it('activates images with a redeem code, uploads one and edits its remark', async () => {
       const code = `img-${Date.now()}`
       await s.deps.db.k

@@ -266,8 +266,13 @@
     }
   }
 
-  /** Renders previous / next paging into a <nav>; onGo(page). */
+  /**
+   * Renders previous / next paging into a <nav>; onGo(page). A page past the last one that
+   * still has items (its last item was deleted, or moved out of the filter) goes to the last
+   * page instead: an empty page with no way back would read as "nothing left".
+   */
   function pager(id, page, totalPages, onGo) {
+    if (totalPages >= 1 && page > totalPages) return onGo(totalPages)
     var nav = clear($(id))
     nav.hidden = !(totalPages > 1)
     if (nav.hidden) return
