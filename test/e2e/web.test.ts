@@ -467,6 +467,31 @@ for (const engine of ENGINES) {
         const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
         assert.ok(overflow <= 0, `${p} overflows by ${overflow}px`)
       }
+      // a long unbroken name in a heading, and a long link in a status line, wrap in place
+      const long = 'Averyveryverylongformname'.repeat(4)
+      await page.evaluate(async (name) => {
+        const csrf = document.querySelector('meta[name="csrf-token"]')!.getAttribute('content')!
+        const body = { form_name: name, fields_config: [{ name: 'a', type: 'text', required: false }], is_active: true }
+        const r = await fetch('/svc_api/forms/create', {
+          method: 'POST',
+          body: JSON.stringify(body),
+          headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf },
+        })
+        if (!r.ok) throw new Error(await r.text())
+      }, long)
+      await go('/dashboard/forms')
+      await page.locator('#forms-table tbody tr', { hasText: long }).getByRole('button', { name: 'Submissions' }).click()
+      await page.locator('#subs-title', { hasText: long }).waitFor()
+      const wide = async () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
+      assert.ok((await wide()) <= 0, `a long form name overflows by ${await wide()}px`)
+      await go('/dashboard/kv')
+      await page.getByLabel('Key', { exact: true }).fill('k' + 'x'.repeat(99))
+      await page.getByLabel('Type').selectOption('number')
+      await page.getByLabel('Value').fill('1')
+      await page.locator('#kv-public').check()
+      await page.getByRole('button', { name: 'Save' }).click()
+      await page.locator('#kv-status', { hasText: 'x'.repeat(99) }).waitFor()
+      assert.ok((await wide()) <= 0, `a long KV link overflows by ${await wide()}px`)
       await shot('mobile-api-keys')
       await go('/dashboard')
       await shot('mobile-dashboard')
