@@ -502,6 +502,18 @@ for (const engine of ENGINES) {
       assert.equal(foreign.json.error_code, 1441)
     })
 
+    it('over plain HTTP answers 1116 as the REST API does, never a redirect a client would follow', async () => {
+      // a 301 to HTTPS would be followed (the key already sent in the clear), the POST turned into a GET
+      for (const url of ['/mcp', '/mcp?x=1']) {
+        const r = await s.post(url, { plain: true, key: alice.key, json: LIST, headers: { accept: 'application/json, text/event-stream' } })
+        assert.equal(r.status, 400, `${url}: ${r.status} ${r.header('location') ?? r.text}`)
+        assert.equal(r.json.error_code, 1116)
+        assert.equal(r.header('location'), undefined)
+      }
+      const get = await s.get('/mcp', { plain: true })
+      assert.equal(get.json.error_code, 1116)
+    })
+
     it("counts each MCP request against the key's rate limits, with the REST API's headers", async () => {
       const a = await rpc(alice.key, LIST)
       assert.equal(a.status, 200, a.text)

@@ -13,6 +13,9 @@ describe('isApiPath (the one API-path matcher of server.ts and app.ts)', () => {
     ['/svc_api/me?x=1', true],
     ['/svc_api?x=1', true],
     ['/svc_api/data/public/alice/k', true],
+    ['/mcp', true],
+    ['/mcp?x=1', true],
+    ['/mcp/', true],
     ['/apix', false],
     ['/api-keys', false],
     ['/api-keys?x=1', false],
@@ -24,6 +27,8 @@ describe('isApiPath (the one API-path matcher of server.ts and app.ts)', () => {
     ['', false],
     ['/healthz', false],
     ['//api', false],
+    ['/mcpx', false],
+    ['/alice/mcp', false],
   ]
   for (const [url, want] of cases) {
     it(`${JSON.stringify(url)} -> ${want}`, () => assert.equal(isApiPath(url), want))
