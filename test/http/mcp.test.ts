@@ -446,6 +446,44 @@ for (const engine of ENGINES) {
       assert.match(nested.text, /1106/)
     })
 
+    it('deploy_files that its publish would refuse (no index.html, a bad _redirects line) stores none of its files', async () => {
+      // a user of its own: the key's per-minute limit is shared with the other tests
+      const erin = await s.user()
+      const agent = await mcpHttpClient(s.url, erin.key)
+      const use = async (name: string, args: Record<string, unknown>) => (await agent.callTool({ name, arguments: args })) as any
+      try {
+        const projects = async () => (await s.get('/api/folders', { key: erin.key })).json.folders.map((f: any) => f.name)
+        const noIndex = await use('deploy_files', { project: 'no-index', files: [{ path: 'a.css', content: 'p{}' }] })
+        assert.equal(noIndex.isError, true)
+        assert.equal(noIndex.structuredContent.error_code, 1313)
+        assert.deepEqual(await projects(), [])
+
+        assert.ok(!(await use('deploy_files', { project: 'ruled', files: [{ path: 'index.html', content: '<p>r1</p>' }] })).isError)
+        const filesOf = async () => (await s.get('/api/folders/ruled/files', { key: erin.key })).json.files.map((f: any) => f.path).sort()
+        const deploysOf = async () => (await use('list_deploys', { project: 'ruled' })).structuredContent.deploys.length
+        const deploys = await deploysOf()
+        const badRules = await use('deploy_files', {
+          project: 'ruled',
+          files: [
+            { path: 'index.html', content: '<p>r2</p>' },
+            { path: '_redirects', content: 'no-slash /x 301' },
+          ],
+        })
+        assert.equal(badRules.isError, true)
+        assert.equal(badRules.structuredContent.error_code, 1314)
+        assert.match(textOf(badRules), /_redirects, line 1/)
+        assert.deepEqual(await filesOf(), ['index.html'])
+        assert.equal(await deploysOf(), deploys)
+        assert.equal((await s.get(`/${erin.username}/ruled/`)).text, '<p>r1</p>')
+        // nothing of the refused call stays behind to refuse the next one
+        const next = await use('deploy_files', { project: 'ruled', files: [{ path: '_headers', content: '/*\n  X-Test: 1\n' }] })
+        assert.ok(!next.isError, textOf(next))
+        assert.deepEqual(await filesOf(), ['_headers', 'index.html'])
+      } finally {
+        await agent.close()
+      }
+    })
+
     it('a body over the route limit answers 413 / 1443 naming the limit and the archive deploy; the SDK client shows it', async () => {
       // a user of its own: the key's per-minute limit is shared with the other tests
       const dave = await s.user()

@@ -206,6 +206,10 @@ const deployFiles = tool({
     }
     if (a.publish === false) return previewDeploy(s, ctx, ref, decoded)
     const wasLive = (await s.folders.projects(ctx.user, ctx.contentOrigin)).some((p) => p.name === ref.name && p.is_published)
+    const publishes = !wasLive || decoded.some((f) => (RULE_FILES as readonly string[]).includes(f.path))
+    // what the publish below would refuse (no index.html, a bad _redirects line) is refused
+    // before any file is stored: the call stores all of its files or none
+    if (publishes) await s.folders.checkPublishable(ctx.user, ref, new Map(decoded.map((f) => [f.path, f.bytes])))
     const staged = []
     for (const f of decoded) staged.push(await s.folders.stage(Readable.from([f.bytes]), f.name, f.path, MAX_INLINE_BYTES))
     const r = await s.folders.commitBatch(ctx.user, ref, staged, true)
@@ -215,8 +219,7 @@ const deployFiles = tool({
     // publish is added only when it is not live yet or the call changes _redirects/_headers,
     // so one call is one deploy and rollback goes back one call
     let websiteUrl = `${ctx.contentOrigin}/${ctx.user.username}/${encodeURIComponent(ref.name)}/`
-    if (!wasLive || decoded.some((f) => (RULE_FILES as readonly string[]).includes(f.path)))
-      websiteUrl = (await s.folders.publish(ctx.user, ref, ctx.contentOrigin)).website_url
+    if (publishes) websiteUrl = (await s.folders.publish(ctx.user, ref, ctx.contentOrigin)).website_url
     const root = originUrl(ctx.siteOrigin, ref.name)
     const open = await openUrl(decoded, root, site ?? websiteUrl)
     return {

@@ -80,14 +80,21 @@ export function createFoldersService(deps: Deps) {
     return f
   }
 
-  /** The parsed rule files of a project as stored JSON, or null when it has none. */
-  async function siteRulesOf(folderId: string): Promise<string | null> {
-    const [redirects, headers] = await Promise.all(RULE_FILES.map((f) => store.file(db.k, folderId, f)))
-    if (!redirects && !headers) return null
+  /**
+   * The parsed rule files of a project as stored JSON, or null when it has none. `incoming`
+   * (path -> bytes, files not stored yet) stands in for the stored file of the same path, so
+   * the rules a batch would leave can be checked before it is stored.
+   */
+  async function siteRulesOf(folderId: string | null, incoming?: ReadonlyMap<string, Buffer>): Promise<string | null> {
+    const stored = async (f: string) => (folderId === null || incoming?.has(f) ? undefined : store.file(db.k, folderId, f))
+    const [redirects, headers] = await Promise.all(RULE_FILES.map(stored))
+    if (!redirects && !headers && !RULE_FILES.some((f) => incoming?.has(f))) return null
     const text = async (f: FolderFileRow | undefined, name: string): Promise<string> => {
-      if (!f) return ''
-      if (Number(f.size) > RULE_FILE_MAX) throw new AppError('SITE_RULES_INVALID', { params: { detail: `${name} is larger than ${RULE_FILE_MAX} bytes` } })
-      return (await blobs.read(f.digest)).toString('utf8')
+      const given = incoming?.get(name)
+      const size = given?.length ?? (f ? Number(f.size) : 0)
+      if (size > RULE_FILE_MAX) throw new AppError('SITE_RULES_INVALID', { params: { detail: `${name} is larger than ${RULE_FILE_MAX} bytes` } })
+      if (given) return given.toString('utf8')
+      return f ? (await blobs.read(f.digest)).toString('utf8') : ''
     }
     try {
       return JSON.stringify({
@@ -295,6 +302,19 @@ export function createFoldersService(deps: Deps) {
       })
       await invalidateHosting(deps.bus, user.username)
       return { website_url, already_published: already }
+    },
+
+    /**
+     * Refuses, before anything of it is stored, a batch (path -> bytes) that publish would then
+     * refuse: no root index.html on a project not live (1313), or a bad _redirects/_headers
+     * line in the rule files as the batch would leave them (1314). For callers that upload
+     * and publish as one step (MCP's deploy_files), which must store nothing when it fails.
+     */
+    async checkPublishable(user: User, ref: FolderRef, incoming: ReadonlyMap<string, Buffer>) {
+      const folder = await store.folder(db.k, user.id, ref.name)
+      const live = !!folder?.is_published
+      if (!live && !incoming.has('index.html') && !(folder && (await store.file(db.k, folder.id, 'index.html')))) throw new AppError('PUBLISH_NO_INDEX')
+      await siteRulesOf(folder?.id ?? null, incoming)
     },
 
     async unpublish(user: User, ref: FolderRef) {
