@@ -12,12 +12,21 @@ export function isHttps(req: FastifyRequest | IncomingMessage, config: Pick<Conf
   return (req.socket as { encrypted?: boolean }).encrypted === true
 }
 
+/**
+ * The host the client asked for: behind a trusted proxy its X-Forwarded-Host (first value),
+ * else the Host header. The one reading of it, for the origins built from it and for the
+ * checks that must see the host those origins name (MCP's DNS-rebinding check).
+ */
+export function requestHost(req: FastifyRequest, config: Pick<Config, 'trustProxy'>): string | undefined {
+  const fwdHost = config.trustProxy ? req.headers['x-forwarded-host'] : undefined
+  const host = (Array.isArray(fwdHost) ? fwdHost[0] : fwdHost) ?? req.headers.host
+  return host?.split(',')[0].trim()
+}
+
 /** The origin clients use to reach the service: PUBLIC_URL, else https://{Host}. */
 export function serviceOrigin(req: FastifyRequest, config: Pick<Config, 'publicUrl' | 'trustProxy'>): string {
   if (config.publicUrl) return config.publicUrl
-  const fwdHost = config.trustProxy ? req.headers['x-forwarded-host'] : undefined
-  const host = (Array.isArray(fwdHost) ? fwdHost[0] : fwdHost) ?? req.headers.host ?? 'localhost'
-  return `https://${host.split(',')[0].trim()}`
+  return `https://${requestHost(req, config) ?? 'localhost'}`
 }
 
 /**

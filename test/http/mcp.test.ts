@@ -596,3 +596,28 @@ for (const engine of ENGINES) {
     })
   })
 }
+
+describe('MCP behind a proxy (TRUST_PROXY=1)', () => {
+  let s: TestServer
+  before(async () => {
+    s = await startServer({ env: { TRUST_PROXY: '1' } })
+  })
+  after(() => s.close())
+
+  it('checks the host the client named (X-Forwarded-Host), the one the answers are built on', async () => {
+    const alice = await s.user()
+    const rpc = (forwardedHost: string) =>
+      s.post('/mcp', {
+        key: alice.key,
+        json: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
+        headers: { accept: 'application/json, text/event-stream', 'x-forwarded-proto': 'https', 'x-forwarded-host': forwardedHost },
+      })
+    // a proxy that sends its upstream's address as Host: the client's host is in X-Forwarded-Host
+    const rebound = await rpc('attacker.example')
+    assert.equal(rebound.status, 403, rebound.text.slice(0, 200))
+    assert.equal(rebound.json.error_code, 1441)
+    const own = await rpc('localhost:8443')
+    assert.equal(own.status, 200, own.text.slice(0, 200))
+    assert.ok(own.json.result.tools.length > 0)
+  })
+})

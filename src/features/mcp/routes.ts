@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { caller } from '../../http/guard.js'
-import { contentOrigin, isLoopbackHost, serviceOrigin } from '../../http/origin.js'
+import { contentOrigin, isLoopbackHost, requestHost, serviceOrigin } from '../../http/origin.js'
 import { hostName, siteOriginFor } from '../../http/site-origin.js'
 import { API_VERSION } from '../sites/files-service.js'
 import type { McpServices } from './services.js'
@@ -39,7 +39,8 @@ export function hostAllowed(host: string | undefined, deps: Pick<Deps, 'config'>
 }
 
 function checkRebinding(req: FastifyRequest, deps: Deps): void {
-  if (!hostAllowed(req.headers.host, deps)) throw new AppError('MCP_HOST_REFUSED')
+  // the host the client named (X-Forwarded-Host behind a trusted proxy), which the answers' URLs are built on
+  if (!hostAllowed(requestHost(req, deps.config), deps)) throw new AppError('MCP_HOST_REFUSED')
   const origin = req.headers.origin
   if (origin !== undefined) {
     let host: string
