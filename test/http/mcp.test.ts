@@ -218,12 +218,37 @@ for (const engine of ENGINES) {
       const list = await s.get('/svc_api/files', { key: alice.key })
       assert.ok(!list.json.data.files.some((f: any) => f.file_name === 'doomed.html'))
       assert.equal((await s.get(`/${alice.username}/doomed.html`)).status, 404)
+    })
 
-      await ok('deploy_files', { project: 'gone', files: [{ path: 'index.html', content: '<p>x</p>' }] })
-      await ok('delete_site', { name: 'gone' })
-      assert.equal((await s.get(`/${alice.username}/gone/`)).status, 404)
-      const files = await s.get('/api/folders/gone/files', { key: alice.key })
-      assert.deepEqual(files.json.files, [])
+    it('delete_site deletes a project whole: its files, its kept deploys and their preview URLs', async () => {
+      // its own user: the file's main key is near its per-minute limit by the end
+      const carol = await s.user()
+      const c = await mcpHttpClient(s.url, carol.key)
+      try {
+        const ok = async (name: string, args: Record<string, unknown>) => {
+          const r = (await c.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: any; content: Array<{ text: string }> }
+          assert.notEqual(r.isError, true, `${name}: ${r.content[0]?.text}`)
+          return r
+        }
+        await ok('deploy_files', { project: 'gone', files: [{ path: 'index.html', content: '<p>v1</p>' }] })
+        await ok('deploy_files', { project: 'gone', files: [{ path: 'index.html', content: '<p>v2</p>' }] })
+        const older = (await ok('list_deploys', { project: 'gone' })).structuredContent.deploys.find((d: any) => !d.is_live)
+        const kept = `/${carol.username}/gone@${older.id}/`
+        assert.equal((await s.get(kept)).text, '<p>v1</p>')
+        assert.equal((await s.get(`/${carol.username}/gone/`)).text, '<p>v2</p>')
+
+        const del = await ok('delete_site', { name: 'gone' })
+        assert.equal(del.structuredContent.deleted_files, 1)
+        assert.equal((await s.get(`/${carol.username}/gone/`)).status, 404)
+        assert.equal((await s.get(kept)).status, 404, 'a kept deploy of a deleted project answers no more')
+        const projects = await s.get('/api/folders', { key: carol.key })
+        assert.equal(projects.status, 200, projects.text)
+        assert.ok(!JSON.stringify(projects.json).includes('"gone"'), projects.text)
+        const deploys = await c.callTool({ name: 'list_deploys', arguments: { project: 'gone' } })
+        assert.equal(deploys.isError, true)
+      } finally {
+        await c.close()
+      }
     })
 
     it('kv_set with expected_version is a compare-and-swap, as `version` is on REST', async () => {

@@ -413,7 +413,8 @@ const getSite = tool({
 const deleteSite = tool({
   name: 'delete_site',
   title: 'Delete a site',
-  description: 'Deletes a single-file page (by file name), or takes a folder project offline and deletes its files (by project name). Cannot be undone.',
+  description:
+    'Deletes a single-file page (by file name), or a folder project (by project name): its files, its kept deploys and their preview URLs, all offline at once. Cannot be undone.',
   readOnly: false,
   destructive: true,
   input: { name: z.string().min(1).max(200).describe('Page file name (landing.html) or project name') },
@@ -422,12 +423,10 @@ const deleteSite = tool({
     const p = projects.find((x) => x.name === a.name)
     if (p) {
       const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(p.name)])
-      await s.folders.unpublish(ctx.user, ref)
-      const files = await s.folders.list(ctx.user, ref, null)
-      for (const f of files) await s.folders.removeFile(ctx.user, ref, f.path)
+      const { files } = await s.folders.remove(ctx.user, ref)
       return {
-        summary: `Deleted project ${p.name} (${files.length} files) and took it offline.`,
-        data: { type: 'project', name: p.name, deleted_files: files.length },
+        summary: `Deleted project ${p.name} (${files} files, with its kept deploys) and took it offline.`,
+        data: { type: 'project', name: p.name, deleted_files: files },
       }
     }
     await s.files.remove(ctx.user, a.name)

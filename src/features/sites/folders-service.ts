@@ -324,6 +324,22 @@ export function createFoldersService(deps: Deps) {
       return { was_published: changed }
     },
 
+    /**
+     * Deletes a project whole: its files, every kept deploy (so no preview URL answers any
+     * more) and the project itself; returns how many files it held. Its bytes go with the
+     * sweeper once nothing references them.
+     */
+    async remove(user: User, ref: FolderRef): Promise<{ files: number }> {
+      const folder = await ownFolder(user, ref)
+      const files = (await store.files(folder.id)).length
+      await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, user.id)
+        await store.removeFolder(trx, folder.id)
+      })
+      await invalidateHosting(deps.bus, user.username)
+      return { files }
+    },
+
     async removeFile(user: User, ref: FolderRef, path: string) {
       const folder = await ownFolder(user, ref)
       await db.k.transaction().execute(async (trx) => {

@@ -137,6 +137,10 @@ export function createFoldersStore(db: Db) {
         .orderBy('folders.updated_at', 'desc')
         .orderBy('folders.name')
         .execute(),
+    /** Deletes a project with its files, kept deploys and their files (foreign keys cascade). */
+    async removeFolder(q: Q, folderId: string): Promise<void> {
+      await q.deleteFrom('folders').where('id', '=', folderId).execute()
+    },
     async removeFile(q: Q, folderId: string, path: string): Promise<boolean> {
       const r = await q.deleteFrom('folder_files').where('folder_id', '=', folderId).where('path', '=', path).executeTakeFirst()
       return Number(r.numDeletedRows) > 0
