@@ -20,7 +20,7 @@ export const QUOTA_DEFAULTS = {
 export type QuotaName = keyof typeof QUOTA_DEFAULTS
 export const QUOTA_NAMES = Object.keys(QUOTA_DEFAULTS) as QuotaName[]
 
-export const isQuotaName = (s: string): s is QuotaName => s in QUOTA_DEFAULTS
+export const isQuotaName = (s: string): s is QuotaName => Object.hasOwn(QUOTA_DEFAULTS, s)
 
 /** The effective value of a quota for a user (`limits` is the user's JSON overrides). */
 export function quotaOf(limits: string | Record<string, number>, name: QuotaName): number {

@@ -104,9 +104,12 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       assert.equal(denied.statusCode, 403)
       assert.equal(((await denied.body.json()) as any).error_code, 1007)
       assert.equal((await svc(['user', 'set', 'carol', '--api-access', 'on', '--limit', 'files=5', '--limit', 'kv_keys=7'], env)).status, 0)
-      const bad = await svc(['user', 'set', 'carol', '--limit', 'bogus=1'], env)
-      assert.notEqual(bad.status, 0)
-      assert.match(bad.stderr, /--limit/)
+      // names of Object.prototype are no limits either
+      for (const name of ['bogus', 'constructor', '__proto__', 'toString']) {
+        const bad = await svc(['user', 'set', 'carol', '--limit', `${name}=1`], env)
+        assert.notEqual(bad.status, 0, name)
+        assert.match(bad.stderr, /--limit|unknown limit/, name)
+      }
     })
 
     it('refuses reserved and malformed usernames and a second user of the same name', async () => {
