@@ -537,7 +537,7 @@ for (const engine of ENGINES) {
       assert.deepEqual((await s.get('/svc_api/files', { key: dave.key })).json.data.files, [])
     })
 
-    it('answers 401 without a key or with a wrong one, 405 to GET and DELETE, 403 to a foreign Host', async () => {
+    it('answers 401 without a key or with a wrong one, 405 to GET, DELETE, PUT and PATCH, 403 to a foreign Host', async () => {
       const none = await rpc(null, LIST)
       assert.equal(none.status, 401)
       assert.equal(none.json.error_code, 1001)
@@ -549,7 +549,7 @@ for (const engine of ENGINES) {
       assert.equal(wrong.json.error_code, 1002)
       await assert.rejects(mcpHttpClient(s.url, `svc_${'y'.repeat(60)}`), (e: any) => e.code === 401 && /1002/.test(e.message))
 
-      for (const m of ['GET', 'DELETE']) {
+      for (const m of ['GET', 'DELETE', 'PUT', 'PATCH']) {
         const r = await s.request(m, '/mcp', { key: alice.key })
         assert.equal(r.status, 405, m)
         assert.equal(r.header('allow'), 'POST')

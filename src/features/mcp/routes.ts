@@ -99,14 +99,15 @@ function tooLargeHandler(err: FastifyError, req: FastifyRequest, reply: FastifyR
  * POST /mcp: the MCP server over stateless streamable HTTP (JSON answers, no session id). The
  * API guard has authenticated the key and counted the request against its rate limits; each
  * request gets a server with the tools its key may use, and nothing outlives the request.
- * GET (server-initiated streams) and DELETE (session end) have no meaning without sessions: 405.
+ * GET (server-initiated streams) and DELETE (session end) have no meaning without sessions, and
+ * PUT and PATCH none at all: 405 with Allow: POST.
  */
 export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices): void {
   const methodNotAllowed = async (_req: FastifyRequest, reply: FastifyReply) => {
     reply.header('Allow', 'POST')
     throw new AppError('MCP_METHOD')
   }
-  for (const method of ['GET', 'DELETE'] as const) {
+  for (const method of ['GET', 'DELETE', 'PUT', 'PATCH'] as const) {
     app.route({ method, url: MCP_PATH, config: { auth: 'none', rateLimit: false, lang: 'en' }, schema: { hide: true }, handler: methodNotAllowed })
   }
 
