@@ -5,6 +5,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { makeImage, svc } from '../support/images.js'
+import { HIGH_LIMITS, uploadFile } from '../support/hosting.js'
 import type { McpServices } from '../../src/features/mcp/services.js'
 import type { ImageHostState } from '../../src/features/image-host/index.js'
 import { createKvService } from '../../src/features/kv/service.js'
@@ -644,5 +645,35 @@ describe('MCP behind a proxy (TRUST_PROXY=1)', () => {
     const own = await rpc('localhost:8443')
     assert.equal(own.status, 200, own.text.slice(0, 200))
     assert.ok(own.json.result.tools.length > 0)
+  })
+})
+
+describe('MCP get_site with many pages', () => {
+  let s: TestServer
+  before(async () => {
+    s = await startServer({ env: { RATE_LIMITS: HIGH_LIMITS } })
+  })
+  after(() => s.close())
+
+  it('finds a page by its exact name however many other names contain it', async () => {
+    const dora = await s.user()
+    await s.deps.users.update(dora.username, { limits: { files: 150 } })
+    // the page asked for first, then more than a page of list results whose names contain it
+    assert.equal((await uploadFile(s, { key: dora.key }, 'a.html', '<p>the one</p>')).status, 200)
+    for (let i = 0; i < 101; i++) assert.equal((await uploadFile(s, { key: dora.key }, `a${i}.html`, `<p>${i}</p>`)).status, 200)
+    const c = await mcpHttpClient(s.url, dora.key)
+    try {
+      for (const name of ['a.html', 'a']) {
+        const r = (await c.callTool({ name: 'get_site', arguments: { name } })) as {
+          isError?: boolean
+          structuredContent?: any
+          content: Array<{ text: string }>
+        }
+        assert.notEqual(r.isError, true, `${name}: ${r.content[0]?.text}`)
+        assert.equal(r.structuredContent.file_name, 'a.html', name)
+      }
+    } finally {
+      await c.close()
+    }
   })
 })

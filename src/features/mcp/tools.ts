@@ -402,8 +402,7 @@ const getSite = tool({
         data: { type: 'project', ...p, site_url: site, origin_url: originUrl(ctx.siteOrigin, p.name), files },
       }
     }
-    const list = await s.files.list(ctx.user, { search: a.name }, 100, 0, ctx.contentOrigin)
-    const f = list.files.find((x) => x.file_name === a.name || x.file_name === `${a.name}.html`)
+    const f = (await s.files.one(ctx.user, a.name, ctx.contentOrigin)) ?? (await s.files.one(ctx.user, `${a.name}.html`, ctx.contentOrigin))
     if (!f) throw new AppError('FILE_NOT_FOUND')
     const site = siteUrlOf(ctx, `/${encodeURIComponent(f.file_name)}`)
     return { summary: `page ${f.file_name} (${f.file_size} bytes): ${site ?? f.url}`, data: { type: 'page', ...f, site_url: site } }

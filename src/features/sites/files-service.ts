@@ -178,6 +178,15 @@ export function createFilesService(deps: Deps) {
       return { total, files: rows.map((r) => ({ ...listItem(r, origin, user.username), ...(held(r.file_name) ? { quarantined: true } : {}) })) }
     },
 
+    /** One single file by its exact name, as list() gives it; null when the user has none. */
+    async one(user: User, fileName: string, origin: string) {
+      const r = checkName(fileName)
+      const row = r.ok ? await store.byName(db.k, user.id, r.path) : undefined
+      if (!row) return null
+      const held = await deps.services.get(createAbuse).quarantinedSites(user.username)
+      return { ...listItem(row, origin, user.username), ...(held(row.file_name) ? { quarantined: true } : {}) }
+    },
+
     async remove(user: User, fileName: string): Promise<void> {
       const r = checkName(fileName)
       if (!r.ok) throw new AppError('FILE_NOT_FOUND')
