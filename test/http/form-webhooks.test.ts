@@ -164,6 +164,44 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('a receiver that trickles its answer fails the try after 10 s and holds up no other delivery', { timeout: 60_000 }, async () => {
+      // answers 200 at once, then one byte a second and never ends: only a deadline on the
+      // whole try ends it, a socket idle timeout never fires
+      const drips = new Set<NodeJS.Timeout>()
+      const slow = http.createServer((req, res) => {
+        req.resume()
+        req.on('end', () => {
+          res.writeHead(200, { 'content-type': 'text/plain' })
+          const t = setInterval(() => res.write('.'), 1000)
+          drips.add(t)
+          res.on('close', () => clearInterval(t))
+        })
+      })
+      await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r))
+      const rx = await receiver([200])
+      try {
+        const stuck = await newForm()
+        await s.request('PUT', `/svc_api/forms/webhook/${stuck.id}`, {
+          key: alice.key,
+          json: { url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/hook` },
+        })
+        const other = await newForm()
+        await s.request('PUT', `/svc_api/forms/webhook/${other.id}`, { key: alice.key, json: { url: rx.url } })
+        await submit(stuck.form_slug, { a: '1' })
+        await until(() => drips.size === 1, 15_000, 'the slow receiver reached')
+        await submit(other.form_slug, { b: '2' })
+        await until(() => rx.hits.length === 1, 20_000, 'the other delivery')
+        const [d] = await deliveries(stuck.id)
+        assert.equal(d.tries, 1, JSON.stringify(d))
+        assert.match(d.last_error, /within 10 s/)
+      } finally {
+        for (const t of drips) clearInterval(t)
+        slow.closeAllConnections()
+        await new Promise<void>((r) => slow.close(() => r()))
+        await rx.close()
+      }
+    })
+
     describe('refuses a non-http URL and another user reaching the form', () => {
       let form: Awaited<ReturnType<typeof newForm>>
       before(async () => {

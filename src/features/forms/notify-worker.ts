@@ -35,9 +35,21 @@ interface Outcome {
   error: string | null
 }
 
-/** One POST of a webhook: 2xx is delivered; anything else (redirects included) is a failed try. */
+/**
+ * One POST of a webhook: 2xx is delivered; anything else (redirects included) is a failed try.
+ * The whole try, connection to the last byte of the answer, ends after WEBHOOK_TIMEOUT_MS: a
+ * socket idle timeout alone let a receiver that trickles its answer hold the try, and with it
+ * this instance's worker, for as long as it liked.
+ */
 function postWebhook(url: string, body: string, headers: Record<string, string>, blockPrivate: boolean): Promise<Outcome> {
   return new Promise((resolve) => {
+    let settled = false
+    const settle = (o: Outcome) => {
+      if (settled) return
+      settled = true
+      clearTimeout(deadline)
+      resolve(o)
+    }
     const u = new URL(url)
     const mod = u.protocol === 'https:' ? https : http
     const req = mod.request(
@@ -46,20 +58,22 @@ function postWebhook(url: string, body: string, headers: Record<string, string>,
         method: 'POST',
         headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
         lookup: guardedLookup(blockPrivate),
-        timeout: WEBHOOK_TIMEOUT_MS,
         agent: false,
       },
       (res) => {
         res.resume()
         res.on('end', () => {
           const status = res.statusCode ?? 0
-          resolve({ ok: status >= 200 && status < 300, status, error: status >= 200 && status < 300 ? null : `answered HTTP ${String(status)}` })
+          settle({ ok: status >= 200 && status < 300, status, error: status >= 200 && status < 300 ? null : `answered HTTP ${String(status)}` })
         })
-        res.on('error', (e) => resolve({ ok: false, status: res.statusCode ?? null, error: e.message }))
+        res.on('error', (e) => settle({ ok: false, status: res.statusCode ?? null, error: e.message }))
       },
     )
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${WEBHOOK_TIMEOUT_MS / 1000} s`)))
-    req.on('error', (e) => resolve({ ok: false, status: null, error: e.message.slice(0, 500) }))
+    const deadline = setTimeout(() => {
+      settle({ ok: false, status: null, error: `no complete answer within ${WEBHOOK_TIMEOUT_MS / 1000} s` })
+      req.destroy()
+    }, WEBHOOK_TIMEOUT_MS)
+    req.on('error', (e) => settle({ ok: false, status: null, error: e.message.slice(0, 500) }))
     req.end(body)
   })
 }
