@@ -843,6 +843,22 @@ for (const engine of ENGINES) {
       assert.match(lines[1], /,Ann,,,,/)
     })
 
+    it('exports the values of fields since removed from fields_config, as the JSON export does', async () => {
+      const ida = await s.user()
+      const f = await make(ida, { fields_config: [{ name: 'name' }, { name: 'phone', type: 'tel' }] })
+      assert.equal((await submit(f.form_slug, { json: { name: 'Ann', phone: '+1 555 0100' } })).status, 200)
+      clock.advance(1000)
+      const up = await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: ida.key, json: { fields_config: [{ name: 'name' }, { name: 'company' }] } })
+      assert.equal(up.status, 200, up.text)
+      assert.equal((await submit(f.form_slug, { json: { name: 'Bo', company: 'Acme' } })).status, 200)
+      const csv = await s.get(`/svc_api/forms/export/${f.id}?format=csv`, { key: ida.key })
+      assert.equal(csv.status, 200)
+      const lines = csv.text.slice(1).split('\r\n')
+      assert.equal(lines[0], 'submission_id,created_at,is_read,is_spam,spam_reason,name,company,phone,user_agent,ip_prefix')
+      assert.match(lines[1], /,Bo,Acme,,/)
+      assert.match(lines[2], /,Ann,,'\+1 555 0100,/)
+    })
+
     it('updates any creation field and keeps the others', async () => {
       const f = await make(alice, { fields_config: [{ name: 'a' }], allowed_origins: ['https://one.example'] })
       const r = await s.request('PUT', `/svc_api/forms/update/${f.id}`, {

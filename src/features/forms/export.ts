@@ -22,16 +22,15 @@ const TAIL = ['user_agent', 'ip_prefix'] as const
 
 /**
  * The CSV export (UTF-8 with a byte-order mark so spreadsheets read Chinese text): fixed
- * columns, then the form's fields in their order (for a form without fields_config, every
- * name found in the exported rows, from a first pass), then user agent and client network.
+ * columns, then the form's fields in their order followed by every other name found in the
+ * exported rows (from a first pass: fields since removed from fields_config, or every field of
+ * a form without one), then user agent and client network. Every stored value has a column,
+ * as in the JSON export.
  */
 export async function* csvExport(fields: FieldDef[], rows: () => AsyncIterable<SubmissionRow>): AsyncGenerator<string> {
-  let columns = fields.map((f) => f.name)
-  if (columns.length === 0) {
-    const seen = new Set<string>()
-    for await (const r of rows()) for (const k of Object.keys(JSON.parse(r.data) as object)) seen.add(k)
-    columns = [...seen]
-  }
+  const seen = new Set(fields.map((f) => f.name))
+  for await (const r of rows()) for (const k of Object.keys(JSON.parse(r.data) as object)) seen.add(k)
+  const columns = [...seen]
   yield '\uFEFF' + [...FIXED, ...columns, ...TAIL].map(csvCell).join(',') + '\r\n'
   for await (const r of rows()) {
     const v = submissionView(r)
