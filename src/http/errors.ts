@@ -151,7 +151,7 @@ export function sendAppError(req: FastifyRequest, reply: FastifyReply, err: AppE
  * Maps Fastify's own errors (parsing, limits, validation) to rows of the table. `bodyLimit`:
  * the route's body limit, `fileLimit`: a multipart file's (the numbers a 413 names).
  */
-function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: number): AppError | null {
+export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: number): AppError | null {
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('BODY_TOO_LARGE', { params: { limit: bodyLimit } })

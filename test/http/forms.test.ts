@@ -361,6 +361,33 @@ for (const engine of ENGINES) {
       assert.equal(fine.status, 200, fine.text)
     })
 
+    it('answers a browser form post over 64 KB with its page, however the size shows', async () => {
+      clock.advance(61_000)
+      const ben = await s.user()
+      const f = await make(ben)
+      const nav = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', 'sec-fetch-mode': 'navigate', 'accept-language': 'en' }
+      const big = 'x'.repeat(70 * 1024)
+      const attached = multipart([
+        { name: 'name', data: 'Ann' },
+        { name: 'cv', data: big, filename: 'cv.pdf' },
+      ])
+      for (const r of [
+        // announced by Content-Length (refused before parsing)
+        await submit(f.form_slug, { body: attached.body, headers: { ...nav, 'content-type': attached.contentType } }),
+        // streamed (refused by the body parser)
+        await submit(f.form_slug, {
+          body: Readable.from([Buffer.from(`m=${big}`)]) as never,
+          headers: { ...nav, 'content-type': 'application/x-www-form-urlencoded' },
+        }),
+      ]) {
+        assert.equal(r.status, 413)
+        assert.match(String(r.header('content-type')), /^text\/html/)
+        assert.match(r.text, /Not sent/)
+        assert.match(r.text, /65536/)
+      }
+      assert.equal((await data(ben, f.id)).json.data.total, 0)
+    })
+
     it('answers 1611 for a missing form and 1612 for an inactive one', async () => {
       expectError(await submit('no-such-form-here', { json: { a: 1 } }), 404, 1611)
       expectError(await submit('bad%20slug', { json: { a: 1 } }), 404, 1611)

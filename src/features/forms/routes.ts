@@ -1,10 +1,11 @@
 import { Readable } from 'node:stream'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, pickLang } from '../../errors/render.js'
 import { html } from '../../web/html.js'
 import { caller } from '../../http/guard.js'
+import { fromFastifyError } from '../../http/errors.js'
 import { multipartParts } from '../../http/multipart.js'
 import { clientIp, serviceOrigin } from '../../http/origin.js'
 import type { FieldDef } from './fields.js'
@@ -141,6 +142,15 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
         if (len > SUBMIT_BODY_LIMIT) throw bodyTooLarge()
         return payload
       },
+      // a refused browser form post gets the service's page with the reason, whichever step
+      // refused it: the API's rate limit, a body over the limit, the parser or the handler;
+      // scripts, and errors of the service itself (5xx), get the service's JSON error
+      errorHandler: (err: FastifyError, req, reply) => {
+        const e = err instanceof AppError ? err : fromFastifyError(err, SUBMIT_BODY_LIMIT, SUBMIT_BODY_LIMIT)
+        if (!wantsHtml(req) || !e || e.status >= 500) throw err
+        for (const [k, v] of Object.entries(e.options.headers ?? {})) reply.header(k, v)
+        void formPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), errorMessage(e.key, pickLang(req.headers['accept-language']), e.options.params))
+      },
       validatorCompiler: passThrough,
       schema: {
         tags: ['forms'],
@@ -151,26 +161,20 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     },
     async (req, reply) => {
       // a browser form post gets pages (its redirect_url, or the service's short page); a
-      // script gets JSON, errors included
+      // script gets JSON, errors included (refusals: errorHandler above)
       const browser = wantsHtml(req)
-      try {
-        const form = await lookup(req)
-        if (!form) throw new AppError('FORM_NOT_FOUND')
-        if (!(await decision(req)).allowed) throw new AppError('FORM_ORIGIN_REFUSED')
-        if (!form.is_active) throw new AppError('FORM_DISABLED')
-        const ip = clientIp(req, deps.config)
-        await forms.throttle(form, ip)
-        const body = await readFields(req)
-        const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
-        const r = await forms.submit(form, body, { ip, userAgent: ua })
-        if (browser && form.redirect_url) return reply.redirect(new URL(form.redirect_url).href, 303)
-        if (browser) return formPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'))
-        return { success: true, message: say(req, '提交成功', 'Submitted'), data: { submission_id: r.id } }
-      } catch (e) {
-        if (!browser || !(e instanceof AppError) || e.status >= 500) throw e
-        for (const [k, v] of Object.entries(e.options.headers ?? {})) reply.header(k, v)
-        return formPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), errorMessage(e.key, pickLang(req.headers['accept-language']), e.options.params))
-      }
+      const form = await lookup(req)
+      if (!form) throw new AppError('FORM_NOT_FOUND')
+      if (!(await decision(req)).allowed) throw new AppError('FORM_ORIGIN_REFUSED')
+      if (!form.is_active) throw new AppError('FORM_DISABLED')
+      const ip = clientIp(req, deps.config)
+      await forms.throttle(form, ip)
+      const body = await readFields(req)
+      const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
+      const r = await forms.submit(form, body, { ip, userAgent: ua })
+      if (browser && form.redirect_url) return reply.redirect(new URL(form.redirect_url).href, 303)
+      if (browser) return formPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'))
+      return { success: true, message: say(req, '提交成功', 'Submitted'), data: { submission_id: r.id } }
     },
   )
 }
