@@ -154,6 +154,21 @@ describe('client: configuration, arguments, values', () => {
     assert.throws(() => normaliseUrl('https://user:pw@example.com'), /credentials/)
   })
 
+  it('sends the stored key only to the stored server', () => {
+    const stored = { url: 'https://stored.example/', key: 'svc_stored', session: 'session=abc' }
+    // another server named by --url or SVC_URL gets no key from the file
+    for (const [flags, env] of [
+      [{ url: 'https://other.example' }, {}],
+      [{}, { SVC_URL: 'https://other.example' }],
+    ] as const) {
+      const c = resolveConnection(flags, env, stored)
+      assert.deepEqual([c.key, c.session, c.keyServer], [undefined, undefined, 'https://stored.example'])
+    }
+    // the same server however it is written, or a key given for the other one
+    assert.equal(resolveConnection({ url: 'HTTPS://Stored.Example' }, {}, stored).key, 'svc_stored')
+    assert.equal(resolveConnection({ url: 'https://other.example' }, { SVC_API_KEY: 'svc_env' }, stored).key, 'svc_env')
+  })
+
   it('parses negative numbers as values and sizes with units', () => {
     assert.deepEqual(parse(['hits', '-1'], {}).positionals, ['hits', '-1'])
     assert.equal(parse(['hits', '--by', '-5'], { by: { type: 'string' } }).values.by, '-5')

@@ -1,6 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
@@ -100,6 +102,31 @@ for (const engine of ENGINES) {
       assert.equal(bad.json.success, false)
       assert.equal(bad.json.error.error_code, 1002)
       assert.equal(bad.json.error.status, 401)
+    })
+
+    it('does not send the stored key to a server named by --url or SVC_URL', async () => {
+      const cfg = path.join(tmp, 'other-server.json')
+      fs.writeFileSync(cfg, JSON.stringify({ url: s.url, key: alice.key, insecure: true }), { mode: 0o600 })
+      const seen: Array<string | undefined> = []
+      const other = http.createServer((req, res) => {
+        seen.push(req.headers.authorization)
+        res.writeHead(401, { 'content-type': 'application/json' }).end('{"success":false,"message":"no"}')
+      })
+      await new Promise<void>((r) => other.listen(0, '127.0.0.1', r))
+      const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`
+      try {
+        for (const o of [
+          { args: ['--url', otherUrl], env: {} },
+          { args: [], env: { SVC_URL: otherUrl } },
+        ]) {
+          const r = await runCli(['whoami', '--json', ...o.args], { env: { SVC_CONFIG: cfg, ...o.env } })
+          assert.equal(r.code, 2, r.stderr)
+          assert.match(r.json.error.message, /^no API key for http:\/\/127\.0\.0\.1:\d+: the stored key is for https:/)
+        }
+        assert.deepEqual(seen, [])
+      } finally {
+        other.close()
+      }
     })
 
     it('explains a self-signed certificate, missing configuration and bad usage (exit 2)', async () => {

@@ -110,6 +110,10 @@ export class ApiClient {
     if (auth === 'key') {
       if (this.conn.key) h.authorization = `Bearer ${this.conn.key}`
       else if (this.conn.session) h.cookie = this.conn.session
+      else if (this.conn.keyServer)
+        throw new UsageError(
+          `no API key for ${this.conn.url}: the stored key is for ${this.conn.keyServer} and is sent nowhere else; pass --key or set SVC_API_KEY`,
+        )
       else throw new UsageError('no API key: run `svc login --url URL --key KEY`, or set SVC_API_KEY')
     } else if (auth === 'session') {
       if (!this.conn.session) {

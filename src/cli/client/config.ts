@@ -18,6 +18,8 @@ export interface Connection {
   url: string
   key?: string
   session?: string
+  /** No key for this server, but the config file holds one for this other server. */
+  keyServer?: string
   insecure: boolean
   source: { url: 'flag' | 'env' | 'config'; key?: 'flag' | 'env' | 'config' }
 }
@@ -131,12 +133,14 @@ export function resolveConnection(
     f !== undefined && f !== '' ? [f, 'flag'] : e !== undefined && e !== '' ? [e, 'env'] : c !== undefined && c !== '' ? [c, 'config'] : [undefined, undefined]
   const [url, urlSource] = pick(flags.url, env.SVC_URL, stored.url)
   if (!url) throw new UsageError('no server configured: run `svc login --url https://host --key KEY`, or set SVC_URL and SVC_API_KEY')
-  const [key, keySource] = pick(flags.key, env.SVC_API_KEY, stored.key)
-  // the stored session belongs to the stored server only
+  // the stored key, session and --insecure belong to the stored server only: a --url or
+  // SVC_URL naming another server gets none of them (it must not receive that key)
   const sameServer = urlSource === 'config' || (stored.url !== undefined && normaliseUrl(stored.url) === normaliseUrl(url))
+  const [key, keySource] = pick(flags.key, env.SVC_API_KEY, sameServer ? stored.key : undefined)
   return {
     url: normaliseUrl(url),
     key,
+    keyServer: !key && !sameServer && stored.key && stored.url ? normaliseUrl(stored.url) : undefined,
     session: sameServer ? stored.session : undefined,
     insecure: flags.insecure === true || truthy(env.SVC_INSECURE) || (sameServer && stored.insecure === true),
     source: { url: urlSource!, key: keySource },
