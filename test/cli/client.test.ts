@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { runCli } from './run.js'
+import { makeTree, runCli } from './run.js'
 
 for (const engine of ENGINES) {
   describe(`svc client: login, whoami, errors [${engine}]`, () => {
@@ -126,6 +126,36 @@ for (const engine of ENGINES) {
         assert.deepEqual(seen, [])
       } finally {
         other.close()
+      }
+    })
+
+    it('fails, with valid JSON, when the URL answers 2xx pages that are not JSON (not an svc server)', async () => {
+      const page = http.createServer((req, res) => {
+        req.resume().on('end', () => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><p>a website</p>'))
+      })
+      await new Promise<void>((r) => page.listen(0, '127.0.0.1', r))
+      const pageUrl = `http://127.0.0.1:${(page.address() as AddressInfo).port}`
+      const cfg = path.join(tmp, 'website.json')
+      const env = { SVC_CONFIG: cfg, SVC_URL: pageUrl, SVC_API_KEY: alice.key }
+      try {
+        const site = makeTree({ 'index.html': '<h1>hi</h1>' })
+        for (const args of [
+          ['deploy', site, '--project', 'x'],
+          ['deploy', site, '--batch'],
+          ['rollback', '--project', 'x'],
+          ['kv', 'get', 'k'],
+        ]) {
+          const r = await runCli([...args, '--json'], { env })
+          assert.equal(r.code, 1, `${args.join(' ')}: ${r.stdout}`)
+          assert.equal(r.json.success, false)
+          assert.match(r.json.error.message, /answered HTTP 200 with text\/html, not JSON: is http:\/\/127\.0\.0\.1:\d+ the address of an svc server\?/)
+        }
+        const login = await runCli(['login', '--url', pageUrl, '--key', alice.key], { env: { SVC_CONFIG: cfg } })
+        assert.equal(login.code, 1)
+        assert.match(login.stderr, /^error: GET .*\/svc_api\/me answered HTTP 200 with text\/html, not JSON/m)
+        assert.ok(!fs.existsSync(cfg))
+      } finally {
+        page.close()
       }
     })
 

@@ -26,6 +26,8 @@ export interface RequestOptions {
   auth?: 'key' | 'session' | 'none'
   /** Answers with these statuses are returned instead of thrown. */
   okStatuses?: number[]
+  /** The answer may be other than JSON (a CSV export); otherwise a 2xx body must be JSON. */
+  anyBody?: boolean
   /** Extra request headers (e.g. the Accept an MCP endpoint asks for). */
   headers?: Record<string, string>
 }
@@ -150,7 +152,17 @@ export class ApiClient {
         }
         throw networkError(e, this.conn.url)
       }
-      if (res.status >= 200 && res.status < 300) return res
+      if (res.status >= 200 && res.status < 300) {
+        // every API answer is JSON: a 2xx page of something else (a website, a proxy's or
+        // captive portal's page at a wrong URL) is no success, whatever the command reads of it
+        if (!o.anyBody && res.json === undefined && res.text.trim() !== '') {
+          throw new CliError(
+            `${method} ${this.conn.url}${p} answered HTTP ${res.status} with ${res.contentType.split(';')[0] || 'no content type'}, not JSON: is ${this.conn.url} the address of an svc server?`,
+            { status: res.status, content_type: res.contentType || null },
+          )
+        }
+        return res
+      }
       if (o.okStatuses?.includes(res.status)) return res
       const err = ApiError.from(res.status, res.json, res.text, res.headers)
       if (res.status === 429) {

@@ -196,7 +196,7 @@ async function exportCommand(ctx: Ctx, rest: string[]): Promise<number> {
   const id = need(positionals[0], 'the form id: svc forms export <form_id>')
   noMore(positionals, 1)
   const api = ctx.api(flagsOf(v))
-  const r = await api.get(`/svc_api/forms/export/${encodePath(id)}`, { query: v.csv ? { format: 'csv' } : undefined })
+  const r = await api.get(`/svc_api/forms/export/${encodePath(id)}`, { query: v.csv ? { format: 'csv' } : undefined, anyBody: v.csv })
   const write = (text: string) => {
     if (v.output) {
       fs.writeFileSync(v.output, text)
