@@ -61,7 +61,7 @@ const wantsJson = (args: string[]) => args.includes('--json')
 
 /**
  * Runs a client command and returns the exit code: 0 done, 1 the server refused or a
- * local operation failed, 2 bad usage or no configuration.
+ * local operation failed, 2 bad usage or no configuration. It throws nothing.
  */
 export async function clientCommand(cmd: string, args: string[]): Promise<number> {
   const json = wantsJson(args)
@@ -102,7 +102,12 @@ export async function clientCommand(cmd: string, args: string[]): Promise<number
       if (json) ctx.emit({ success: false, error: { message: e.message, ...(e instanceof CliError ? e.details : {}) } })
       return e instanceof UsageError ? 2 : 1
     }
-    throw e
+    // anything else (a file that cannot be written, ...) is a local failure as CliError is:
+    // one line on stderr, exit 1, and with --json still one JSON document on stdout
+    const message = e instanceof Error ? e.message : String(e)
+    process.stderr.write(`error: ${message}\n`)
+    if (json) ctx.emit({ success: false, error: { message } })
+    return 1
   } finally {
     await (api as ApiClient | null)?.close()
   }

@@ -80,6 +80,15 @@ for (const engine of ENGINES) {
       assert.ok(!fs.existsSync(cfg))
     })
 
+    it('a config path that cannot be read names it, as JSON with --json; exit 2', async () => {
+      const cfg = path.join(tmp, 'a-folder.json')
+      fs.mkdirSync(cfg)
+      const who = await runCli(['whoami', '--json'], { env: { SVC_CONFIG: cfg } })
+      assert.equal(who.code, 2)
+      assert.equal(who.json.success, false)
+      assert.equal(who.json.error.message, `cannot read ${cfg}: EISDIR: illegal operation on a directory, read`)
+    })
+
     it('refuses a bad key at login without writing the file, printing the server code; exit 1', async () => {
       const cfg = path.join(tmp, 'bad.json')
       const r = await runCli(['login', '--url', s.url, '--key', `svc_${'x'.repeat(60)}`, '--insecure'], { env: { SVC_CONFIG: cfg } })

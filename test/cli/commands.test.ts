@@ -107,6 +107,12 @@ for (const engine of ENGINES) {
       assert.equal(fs.readFileSync(out, 'utf8'), csv.stdout)
       const human = await runCli(['forms', 'export', form.id], { env })
       assert.match(human.stdout, /^form Contact .*: 2 submissions\n/)
+      // a local failure that is no ApiError or CliError: one line, exit 1, still JSON with --json
+      const unwritable = await runCli(['forms', 'export', form.id, '--json', '-o', path.join(dir, 'no-such-dir', 'subs.json')], { env })
+      assert.equal(unwritable.code, 1)
+      assert.match(unwritable.stderr, /^error: ENOENT: no such file or directory, open '.*no-such-dir/m)
+      assert.equal(unwritable.json.success, false)
+      assert.match(unwritable.json.error.message, /^ENOENT: /)
       const none = await runCli(['forms', 'export', 'no-such-form'], { env })
       assert.equal(none.code, 1)
       assert.match(none.stderr, /^error 1611 /m)

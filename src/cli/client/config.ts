@@ -42,7 +42,7 @@ export function readConfig(file = configPath(), o: { orEmpty?: boolean } = {}): 
     text = fs.readFileSync(file, 'utf8')
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {}
-    throw e
+    throw new UsageError(`cannot read ${file}: ${(e as Error).message}`)
   }
   if (process.platform !== 'win32') {
     const mode = fs.statSync(file).mode & 0o777
