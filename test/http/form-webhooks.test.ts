@@ -226,9 +226,33 @@ for (const engine of ENGINES) {
   describe(`form webhooks: SSRF guard on [${engine}]`, () => {
     let s: TestServer
     before(async () => {
-      s = await startServer({ engine, env: { WEBHOOK_BLOCK_PRIVATE: '1' } })
+      s = await startServer({ engine, env: { ...FAST, WEBHOOK_BLOCK_PRIVATE: '1' } })
     })
     after(() => s.close())
+
+    it('refuses at delivery an address written as an IP literal, saved before the guard was on', async () => {
+      const rx = await receiver([200])
+      try {
+        const u = await s.user()
+        const form = (await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Old' } })).json.data
+        // as saved by an instance with WEBHOOK_BLOCK_PRIVATE=0: a loopback literal (no name to resolve)
+        const now = Date.now()
+        await s.deps.db.k
+          .insertInto('form_webhooks')
+          .values({ form_id: form.id, user_id: u.id, url: rx.url, secret: 'whsec_test', enabled: 1, created_at: now, updated_at: now })
+          .execute()
+        assert.match(rx.url, /^http:\/\/127\.0\.0\.1:/)
+        await s.post(`/api/forms/submit/${form.form_slug}`, { json: { x: '1' } })
+        const log = async () => (await s.get(`/svc_api/forms/deliveries/${form.id}`, { key: u.key })).json.data as any[]
+        await until(async () => ((await log())[0]?.tries ?? 0) >= 1, 15_000, 'a try')
+        const [d] = await log()
+        assert.notEqual(d.status, 'delivered')
+        assert.match(d.last_error ?? d.error ?? JSON.stringify(d), /forbidden/)
+        assert.equal(rx.hits.length, 0, 'nothing reached the loopback receiver')
+      } finally {
+        await rx.close()
+      }
+    })
 
     describe('refuses private, loopback and link-local targets and stores nothing', () => {
       let u: Awaited<ReturnType<TestServer['user']>>
@@ -264,7 +288,7 @@ for (const engine of ENGINES) {
       it('after them all, no webhook is stored', async () => {
         const got = await s.get(`/svc_api/forms/webhook/${form.id}`, { key: u.key })
         assert.equal(got.status, 404)
-        const rows = await s.deps.db.k.selectFrom('form_webhooks').selectAll().execute()
+        const rows = await s.deps.db.k.selectFrom('form_webhooks').selectAll().where('form_id', '=', form.id).execute()
         assert.deepEqual(rows, [])
       })
     })

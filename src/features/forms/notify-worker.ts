@@ -1,9 +1,10 @@
 import crypto from 'node:crypto'
 import http from 'node:http'
 import https from 'node:https'
+import net from 'node:net'
 import type { Deps } from '../../deps.js'
 import { claimDue, notifyStore, type DeliveryRow } from './notify-store.js'
-import { guardedLookup } from './ssrf.js'
+import { guardedLookup, isForbiddenAddress } from './ssrf.js'
 import { submissionMail, type Mailer } from './notify-mail.js'
 import type { SubmissionEvent } from './notify-store.js'
 
@@ -51,6 +52,11 @@ function postWebhook(url: string, body: string, headers: Record<string, string>,
       resolve(o)
     }
     const u = new URL(url)
+    // an IP literal is never looked up, so guardedLookup cannot see it: checked here, as a
+    // name's addresses are at connect time (a URL saved while the guard was off stays refused)
+    const literal = u.hostname.replace(/^\[|\]$/g, '')
+    if (blockPrivate && net.isIP(literal) && isForbiddenAddress(literal))
+      return resolve({ ok: false, status: null, error: `${literal} is a forbidden address` })
     const mod = u.protocol === 'https:' ? https : http
     const req = mod.request(
       u,
