@@ -182,6 +182,30 @@ for (const engine of ENGINES) {
       assert.equal((await s.post('/login', { form: { username: u.username, password: u.password }, headers: { accept: 'application/json' } })).status, 200)
     })
 
+    it('counts failed logins that run at once: a burst gets no more guesses than the limit', async () => {
+      const u = await s.user()
+      // 30 wrong passwords for one account sent together (from different addresses): each
+      // attempt checked the throttle before any failure was recorded, so all 30 were verified
+      const burst = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          s.post('/login', {
+            form: { username: u.username, password: `wrong-${i}-wrong` },
+            headers: { accept: 'application/json', 'x-forwarded-for': `10.1.0.${i}` },
+          }),
+        ),
+      )
+      const verified = burst.filter((r) => r.status === 401).length
+      const throttled = burst.filter((r) => r.status === 429)
+      assert.equal(verified, 10)
+      assert.equal(throttled.length, 20)
+      for (const r of throttled) {
+        assert.equal(r.json.error_code, 1005)
+        assert.ok(Number(r.header('retry-after')) >= 1)
+      }
+      clock.advance(15 * 60_000 + 1)
+      assert.equal((await s.post('/login', { form: { username: u.username, password: u.password }, headers: { accept: 'application/json' } })).status, 200)
+    })
+
     it('answers in English when Accept-Language prefers it, Chinese otherwise', async () => {
       const en = await s.get('/svc_api/me', { headers: { 'accept-language': 'en-US,en;q=0.9,zh;q=0.5' } })
       assert.equal(en.json.message, 'API key missing')

@@ -66,20 +66,26 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
       const username = typeof body.username === 'string' ? body.username.trim().toLowerCase() : ''
       const password = typeof body.password === 'string' ? body.password : ''
       const ip = clientIp(req, config)
-      const wait = await throttle.blockedFor(username, ip)
-      if (wait > 0) {
+      const { wait, attempt } = await throttle.enter(username, ip)
+      if (!attempt) {
         return refuse(
           req,
           reply,
           new AppError('LOGIN_THROTTLED', { params: { retry_after: wait }, extra: { retry_after: wait }, headers: { 'Retry-After': String(wait) } }),
         )
       }
-      const row = username ? await users.byName(username) : undefined
-      // an unknown user costs the same hash verification as a wrong password
-      const ok = await verifyPassword(row?.password_hash ?? (await dummyHash()), password)
-      if (!row || !ok) {
-        await throttle.failed(username, ip)
-        return refuse(req, reply, new AppError('LOGIN_FAILED'))
+      // the attempt counts as a failure until it is known not to be one
+      let row: Awaited<ReturnType<typeof users.byName>>
+      try {
+        row = username ? await users.byName(username) : undefined
+        // an unknown user costs the same hash verification as a wrong password
+        const ok = await verifyPassword(row?.password_hash ?? (await dummyHash()), password)
+        if (!row || !ok) {
+          await attempt.count()
+          return refuse(req, reply, new AppError('LOGIN_FAILED'))
+        }
+      } finally {
+        attempt.leave()
       }
       if (row.disabled) return refuse(req, reply, new AppError('ACCOUNT_DISABLED'))
       // a new id at every login (no fixation); a previous session of this browser ends
