@@ -360,6 +360,33 @@ for (const engine of ENGINES) {
     })
   })
 
+  describe(`sign-ups sent at once [${engine}]`, () => {
+    let s: TestServer
+    before(async () => {
+      s = await startServer({ engine })
+    })
+    after(() => s.close())
+
+    it('holds the limit of 20 sign-ups per address for a burst', async () => {
+      const page = await s.get('/register')
+      const form = { _csrf: formField(page.text, '_csrf')!, password: 'a long password', password2: 'a long password' }
+      const names = Array.from({ length: 30 }, (_, i) => `burst${i}x${Date.now().toString(36)}`)
+      // each sign-up checked the limit before any was counted (after its password was hashed)
+      const rs = await Promise.all(
+        names.map((username) =>
+          s.post('/register', { form: { ...form, username }, cookie: cookieOf(page, 'form_csrf')!, headers: { ...BROWSER, 'accept-language': 'en' } }),
+        ),
+      )
+      assert.equal(rs.filter((r) => r.status === 303).length, 20)
+      const refused = rs.filter((r) => r.status !== 303)
+      assert.equal(refused.length, 10)
+      for (const r of refused) assert.match(r.text, /Too many sign-ups/)
+      let created = 0
+      for (const n of names) if (await s.deps.users.byName(n)) created++
+      assert.equal(created, 20)
+    })
+  })
+
   describe(`registration switched off [${engine}]`, () => {
     let s: TestServer
     before(async () => {

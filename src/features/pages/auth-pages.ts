@@ -6,6 +6,7 @@ import { sessionCookies } from '../../auth/principal.js'
 import { clientIp, isCrossSite, isHttps, serviceOrigin } from '../../http/origin.js'
 import { formToken, formTokenOk } from '../../http/csrf.js'
 import type { WindowRule } from '../../limits/tiers.js'
+import { createOutcomeLimits } from '../../limits/in-flight.js'
 import { sessionCookie } from '../accounts/routes.js'
 import { createAdmin, type RegistrationMode } from '../admin/service.js'
 import { sha256hex } from '../../auth/tokens.js'
@@ -114,6 +115,8 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
   const { config, users, sessions, limits, clock } = deps
   const { page } = pages
   const admin = deps.services.get(createAdmin)
+  // a sign-up is counted once its account exists; one being made counts meanwhile
+  const signUps = createOutcomeLimits(limits, clock)
 
   page('/', 'optional', (ctx) => {
     ctx.reply.redirect(ctx.user ? '/dashboard' : '/login', 303)
@@ -171,20 +174,25 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
     if (errors.length) return again(errors)
 
     const ip = clientIp(req, config)
-    if (!(await limits.hit(`register:ip:${ip}`, REGISTER_RULES, clock.now(), false)).allowed) return again(['register.error.throttled'])
-    // invite: the code is taken first (one use, atomically) and given back if the name is taken
-    const inviteHash = mode === 'invite' ? sha256hex(str('invite').trim()) : null
-    if (inviteHash !== null && !(await admin.store.useInvite(inviteHash, `registering:${username}`, clock.now()))) return again(['register.error.invite'])
+    const { attempt } = await signUps.enter([[`register:ip:${ip}`, REGISTER_RULES]])
+    if (!attempt) return again(['register.error.throttled'])
     let userId: string
     try {
-      userId = (await users.create(username, password)).id
-    } catch (e) {
-      if (inviteHash !== null) await admin.store.releaseInvite(inviteHash)
-      if (e instanceof UserInputError) return again(['register.error.taken'])
-      throw e
+      // invite: the code is taken first (one use, atomically) and given back if the name is taken
+      const inviteHash = mode === 'invite' ? sha256hex(str('invite').trim()) : null
+      if (inviteHash !== null && !(await admin.store.useInvite(inviteHash, `registering:${username}`, clock.now()))) return again(['register.error.invite'])
+      try {
+        userId = (await users.create(username, password)).id
+      } catch (e) {
+        if (inviteHash !== null) await admin.store.releaseInvite(inviteHash)
+        if (e instanceof UserInputError) return again(['register.error.taken'])
+        throw e
+      }
+      if (inviteHash !== null) await admin.store.useInvite(inviteHash, userId, clock.now(), `registering:${username}`)
+      await attempt.count()
+    } finally {
+      attempt.leave()
     }
-    if (inviteHash !== null) await admin.store.useInvite(inviteHash, userId, clock.now(), `registering:${username}`)
-    await limits.hit(`register:ip:${ip}`, REGISTER_RULES, clock.now(), true)
     if (mode === 'pending') {
       // created disabled: an admin approves it by enabling it (admin console)
       await users.update(username, { disabled: true })
