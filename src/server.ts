@@ -6,7 +6,7 @@ import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
-import type { Config } from './config.js'
+import { ConfigError, type Config } from './config.js'
 import { hostName, isContentOnlyHost, siteUserOf } from './http/site-origin.js'
 import { isApiPath } from './http/api-path.js'
 import { answerClientError, guardHttpServer, refuseHostless } from './http/errors.js'
@@ -22,9 +22,7 @@ export const SERVER_TIMEOUTS = { headersTimeout: 20_000, requestTimeout: 0, keep
 /** TLS material: TLS_CERT/TLS_KEY, or a self-signed pair generated once into DATA_DIR. */
 export async function tlsMaterial(config: Config): Promise<{ cert: Buffer; key: Buffer } | null> {
   if (config.trustProxy) return null
-  if (config.tlsCert && config.tlsKey) {
-    return { cert: fs.readFileSync(config.tlsCert), key: fs.readFileSync(config.tlsKey) }
-  }
+  if (config.tlsCert && config.tlsKey) return readTlsFiles(config.tlsCert, config.tlsKey)
   const certFile = path.join(config.dataDir, 'tls-cert.pem')
   const keyFile = path.join(config.dataDir, 'tls-key.pem')
   // the generated certificate covers users' origins too: *.localhost, and *.CONTENT_DOMAIN
@@ -55,6 +53,46 @@ export async function tlsMaterial(config: Config): Promise<{ cert: Buffer; key: 
     fs.writeFileSync(certFile, pems.cert)
   }
   return { cert: fs.readFileSync(certFile), key: fs.readFileSync(keyFile) }
+}
+
+/**
+ * TLS_CERT/TLS_KEY read and checked before listening: a file that cannot be read, is not PEM,
+ * or a key that does not belong to the certificate is a configuration problem (ConfigError,
+ * exit 78, naming the variable), never a bare ENOENT or OpenSSL error with exit 1.
+ */
+function readTlsFiles(certFile: string, keyFile: string): { cert: Buffer; key: Buffer } {
+  const problems: string[] = []
+  const read = (name: string, file: string): Buffer | null => {
+    try {
+      return fs.readFileSync(file)
+    } catch (err) {
+      problems.push(`${name}: cannot read "${file}" (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`)
+      return null
+    }
+  }
+  const cert = read('TLS_CERT', certFile)
+  const key = read('TLS_KEY', keyFile)
+  let x509: crypto.X509Certificate | null = null
+  let privateKey: crypto.KeyObject | null = null
+  if (cert) {
+    try {
+      x509 = new crypto.X509Certificate(cert)
+    } catch {
+      problems.push(`TLS_CERT: "${certFile}" is not a PEM certificate`)
+    }
+  }
+  if (key) {
+    try {
+      privateKey = crypto.createPrivateKey(key)
+    } catch {
+      problems.push(`TLS_KEY: "${keyFile}" is not an unencrypted PEM private key`)
+    }
+  }
+  if (x509 && privateKey && !x509.checkPrivateKey(privateKey)) {
+    problems.push(`TLS_KEY: the key in "${keyFile}" does not belong to the certificate in TLS_CERT`)
+  }
+  if (problems.length > 0 || !cert || !key) throw new ConfigError(problems)
+  return { cert, key }
 }
 
 /** Builds the node server that Fastify runs on: HTTPS unless TRUST_PROXY=1. */

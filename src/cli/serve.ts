@@ -14,8 +14,9 @@ const SWEEP_GRACE_MS = 60 * 60_000
 
 /** `svc serve`: connect, migrate, listen, print the URL; close cleanly on SIGTERM/SIGINT. */
 export async function serve(config: Config): Promise<void> {
-  const deps = await createDeps(config)
+  // TLS files first: a bad one stops start-up (exit 78) before anything is opened
   const tls = await tlsMaterial(config)
+  const deps = await createDeps(config)
   const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls) })
   const l = await listen(app, config, tls !== null)
   const db = config.databaseUrl ? `postgres (${redact(config.databaseUrl)})` : `sqlite (${config.dataDir}/svc.db)`

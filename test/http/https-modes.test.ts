@@ -7,7 +7,7 @@ import path from 'node:path'
 import { request } from 'undici'
 import { insecureAgent, startServer, type TestServer } from '../support/server.js'
 import { expectError } from '../support/errors.js'
-import { loadConfig } from '../../src/config.js'
+import { ConfigError, loadConfig } from '../../src/config.js'
 import { tlsMaterial } from '../../src/server.js'
 
 describe('HTTPS modes', () => {
@@ -104,6 +104,41 @@ describe('HTTPS modes', () => {
     } finally {
       await s.close()
       fs.rmSync(certDir, { recursive: true, force: true })
+    }
+  })
+
+  it('TLS_CERT/TLS_KEY that cannot be read, are not PEM, or do not match: a ConfigError naming each variable', async () => {
+    const a = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-tls-'))
+    const b = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-tls-'))
+    try {
+      await tlsMaterial(loadConfig({ DATA_DIR: a }))
+      await tlsMaterial(loadConfig({ DATA_DIR: b }))
+      const problems = async (cert: string, key: string) => {
+        const err = await tlsMaterial(loadConfig({ DATA_DIR: a, TLS_CERT: cert, TLS_KEY: key })).then(
+          () => null,
+          (e: unknown) => e,
+        )
+        assert.ok(err instanceof ConfigError, `expected a ConfigError, got ${String(err)}`)
+        return err.problems
+      }
+      const missing = await problems(path.join(a, 'nope.pem'), path.join(a, 'nope-key.pem'))
+      assert.equal(missing.length, 2)
+      assert.match(missing[0], /^TLS_CERT: cannot read .*nope\.pem.*ENOENT/)
+      assert.match(missing[1], /^TLS_KEY: cannot read .*nope-key\.pem.*ENOENT/)
+      const swapped = await problems(path.join(a, 'tls-key.pem'), path.join(a, 'tls-cert.pem'))
+      assert.deepEqual(
+        swapped.map((p) => p.split(':')[0]),
+        ['TLS_CERT', 'TLS_KEY'],
+      )
+      const mismatch = await problems(path.join(a, 'tls-cert.pem'), path.join(b, 'tls-key.pem'))
+      assert.equal(mismatch.length, 1)
+      assert.match(mismatch[0], /^TLS_KEY: the key .* does not belong to the certificate/)
+      // the matching pair is taken as is
+      const ok = await tlsMaterial(loadConfig({ DATA_DIR: b, TLS_CERT: path.join(a, 'tls-cert.pem'), TLS_KEY: path.join(a, 'tls-key.pem') }))
+      assert.deepEqual(ok!.cert, fs.readFileSync(path.join(a, 'tls-cert.pem')))
+    } finally {
+      fs.rmSync(a, { recursive: true, force: true })
+      fs.rmSync(b, { recursive: true, force: true })
     }
   })
 
