@@ -163,6 +163,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
   const databaseUrl = str('DATABASE_URL')
   if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     problems.push(`DATABASE_URL: must start with postgres:// (unset = SQLite in DATA_DIR), got "${redact(databaseUrl)}"`)
+  } else if (databaseUrl !== null) {
+    // the URL and its ?schema= are checked here, with every other problem (exit 78), not
+    // when the pool opens; the same rule as openPostgres in db/kysely.ts
+    let url: URL | null = null
+    try {
+      url = new URL(databaseUrl)
+    } catch {
+      problems.push(`DATABASE_URL: not a valid URL, got "${redact(databaseUrl)}"`)
+    }
+    const schema = url?.searchParams.get('schema') ?? null
+    if (schema !== null && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+      problems.push(`DATABASE_URL: ?schema= must be 1-63 characters of [a-z0-9_], not starting with a digit, got "${schema}"`)
+    }
   }
   const storageUrl = str('STORAGE_URL')
   if (storageUrl !== null) {

@@ -34,6 +34,8 @@ describe('configuration', () => {
     [{ PORT: '70000' }, 'PORT'],
     [{ HTTP_PORT: '-1' }, 'HTTP_PORT'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'postgres://u@h/db?schema=Bad-Name' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'postgres://u@h:port/db' }, 'DATABASE_URL'],
     [{ STORAGE_URL: 'ftp://x' }, 'STORAGE_URL'],
     [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
     [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
