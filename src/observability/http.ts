@@ -19,9 +19,20 @@ function routeLabel(req: FastifyRequest): string {
 }
 
 /**
+ * Whether a request carries a header a proxy adds: `Forwarded`, `Via`, `X-Real-IP` or any
+ * `X-Forwarded-*`. A proxy on loopback may set only some of them (nginx with X-Real-IP and
+ * X-Forwarded-Proto, no X-Forwarded-For), so any one marks the request as proxied.
+ */
+function viaProxy(req: FastifyRequest): boolean {
+  const h = req.headers
+  if (h.forwarded !== undefined || h.via !== undefined || h['x-real-ip'] !== undefined) return true
+  return Object.keys(h).some((name) => name.startsWith('x-forwarded-'))
+}
+
+/**
  * Who may read /metrics: with METRICS_TOKEN, whoever sends `Authorization: Bearer <token>`;
- * without it, only a direct loopback connection that no proxy forwarded (no Forwarded /
- * X-Forwarded-For header). Everyone else gets the plain 404 of an unknown page.
+ * without it, only a direct loopback connection that no proxy forwarded (viaProxy). Everyone
+ * else gets the plain 404 of an unknown page.
  */
 export function mayReadMetrics(req: FastifyRequest, config: Pick<Config, 'metricsToken'>): boolean {
   if (config.metricsToken) {
@@ -31,7 +42,7 @@ export function mayReadMetrics(req: FastifyRequest, config: Pick<Config, 'metric
     const b = crypto.createHash('sha256').update(config.metricsToken).digest()
     return crypto.timingSafeEqual(a, b)
   }
-  if (req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined) return false
+  if (viaProxy(req)) return false
   return LOOPBACK.has(req.raw.socket.remoteAddress ?? '')
 }
 

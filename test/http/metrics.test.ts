@@ -109,7 +109,16 @@ for (const engine of ENGINES) {
     })
 
     it('hides /metrics from forwarded (proxied) requests', async () => {
-      for (const headers of [{ 'x-forwarded-for': '203.0.113.9' }, { forwarded: 'for=203.0.113.9' }] as Record<string, string>[]) {
+      // any header a proxy adds: one that sets X-Real-IP and X-Forwarded-Proto only is a proxy too
+      const proxied: Record<string, string>[] = [
+        { 'x-forwarded-for': '203.0.113.9' },
+        { forwarded: 'for=203.0.113.9' },
+        { 'x-real-ip': '203.0.113.9' },
+        { 'x-forwarded-proto': 'https' },
+        { 'x-forwarded-host': 'svc.example.com' },
+        { via: '1.1 proxy' },
+      ]
+      for (const headers of proxied) {
         const r = await s.get('/metrics', { headers })
         assert.equal(r.status, 404)
         assert.ok(!r.text.includes('svc_'))
