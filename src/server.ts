@@ -187,11 +187,21 @@ export async function listen(app: FastifyInstance, config: Config, tlsOn: boolea
     httpsUrl: tlsOn ? `https://${shown}:${port}` : null,
     httpUrl: tlsOn ? `http://${shown}:${httpPort}` : `http://${shown}:${port}`,
     async close() {
-      if (redirector) {
-        redirector.closeAllConnections()
-        await new Promise<void>((r) => redirector.close(() => r()))
+      // both listeners stop accepting at once and let requests in flight finish (a page of a
+      // user's site on *.localhost is served on HTTP_PORT too); a keep-alive connection is
+      // closed as soon as it is idle, not after keepAliveTimeout. svc serve bounds the wait
+      // (15 s) with its own timer
+      const plain = redirector ? new Promise<void>((r) => redirector.close(() => r())) : null
+      const reap = () => {
+        redirector?.closeIdleConnections()
+        app.server.closeIdleConnections()
       }
-      await app.close()
+      const sweep = setInterval(reap, 100)
+      try {
+        await Promise.all([plain, app.close()])
+      } finally {
+        clearInterval(sweep)
+      }
     },
   }
 }

@@ -2,11 +2,14 @@ import crypto from 'node:crypto'
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
+import http from 'node:http'
+import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { request } from 'undici'
 import { insecureAgent, startServer, type TestServer } from '../support/server.js'
 import { expectError } from '../support/errors.js'
+import { HTML, uploadFile } from '../support/hosting.js'
 import { ConfigError, loadConfig } from '../../src/config.js'
 import { tlsMaterial } from '../../src/server.js'
 
@@ -91,6 +94,51 @@ describe('HTTPS modes', () => {
       const b = await s.get('/svc_api/me', { headers: { 'x-forwarded-for': '203.0.113.2' } })
       assert.equal(Number(a.header('x-ratelimit-remaining')) - 1, Number(b.header('x-ratelimit-remaining')))
     })
+  })
+
+  it("closing: a user's page in flight on HTTP_PORT is sent whole, then the port is closed", async () => {
+    const s = await startServer()
+    // assigned in a callback: the cast keeps TypeScript from narrowing it to null
+    let closed = null as Promise<void> | null
+    try {
+      const u = await s.user()
+      // above 2 MiB: streamed from the blob store, so it is still in flight when closing starts
+      const page = HTML('big', 'x'.repeat(3 * 1024 * 1024))
+      assert.equal((await uploadFile(s, { key: u.key }, 'big.html', page)).status, 200)
+      const port = Number(new URL(s.httpUrl).port)
+      const body = await new Promise<Buffer>((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port, path: '/big.html', headers: { host: `${u.username}.localhost` } }, (res) => {
+          assert.equal(res.statusCode, 200)
+          const chunks: Buffer[] = []
+          res.once('data', (c: Buffer) => {
+            chunks.push(c)
+            // the first bytes are here: the server starts closing while the rest is unsent
+            res.pause()
+            closed = s.close()
+            setTimeout(() => {
+              res.on('data', (d: Buffer) => chunks.push(d))
+              res.resume()
+            }, 200)
+          })
+          res.on('end', () => resolve(Buffer.concat(chunks)))
+          res.on('error', reject)
+        })
+        req.on('error', reject)
+      })
+      assert.equal(body.length, Buffer.byteLength(page))
+      await closed
+      const refused = await new Promise<boolean>((resolve) => {
+        const c = net.connect(port, '127.0.0.1')
+        c.on('connect', () => {
+          c.destroy()
+          resolve(false)
+        })
+        c.on('error', () => resolve(true))
+      })
+      assert.ok(refused, 'HTTP_PORT still accepts connections after close')
+    } finally {
+      if (!closed) await s.close()
+    }
   })
 
   it('TLS_CERT/TLS_KEY: PORT speaks HTTPS with the given certificate', async () => {
