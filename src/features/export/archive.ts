@@ -10,6 +10,7 @@ import { sql } from 'kysely'
 import type { Db } from '../../db/kysely.js'
 import { addUsage, versionsKind } from '../../db/usage.js'
 import type { BlobStore } from '../../storage/blob-store.js'
+import { createBlobBatch } from '../../storage/batch.js'
 import { hashPassword } from '../../auth/passwords.js'
 import { newId, newPublicToken, randomString } from '../../auth/tokens.js'
 import { canNameUser } from '../../auth/users.js'
@@ -35,10 +36,8 @@ export const EXPORT_FORMAT = 1
 const KIND = 'svc-user-export'
 const MAX_JSON_BYTES = 256 * 1024 * 1024
 const MAX_ENTRIES = 200_000
-/** Import stores entries up to this size in batches (BlobStore.putBatch), a batch up to these many bytes or files. */
+/** Import stores entries up to this size in batches (storage/batch.ts) when the store has putBatch. */
 const IMPORT_SMALL_BLOB = 1024 * 1024
-const IMPORT_BATCH_BYTES = 16 * 1024 * 1024
-const IMPORT_BATCH_FILES = 4096
 /** The sum of the manifest's sizes that import accepts (what every entry together may expand to). */
 export const MAX_ARCHIVE_BYTES = 64 * 1024 ** 3
 
@@ -657,30 +656,19 @@ export async function importArchive(db: Db, blobs: BlobStore, file: string, as?:
   const blobPaths = new Set(need.map((b) => b.path))
   const stored = new Set<string>()
   // small entries are read whole and stored together when the store can (putBatch: one
-  // durability step per batch, about IMPORT_BATCH_BYTES held at most); larger ones stream
-  // through put. A blob stored before a failure is unreferenced either way (the sweeper's).
-  let batch: Buffer[] = []
-  let batchBytes = 0
-  const flush = async () => {
-    if (batch.length === 0) return
-    const bodies = batch
-    batch = []
-    batchBytes = 0
-    for (const b of await blobs.putBatch!(bodies)) stored.add(b.digest)
-  }
+  // durability step per batch); larger ones stream through put. A blob stored before a
+  // failure is unreferenced either way (the sweeper's).
+  const batch = createBlobBatch(blobs, (b) => stored.add(b.digest))
   for await (const e of entries(file)) {
     if (e.name === 'manifest.json' || e.name === 'data.json' || !blobPaths.has(e.name)) continue
     if (blobs.putBatch && e.size <= IMPORT_SMALL_BLOB) {
-      const bytes = await readEntry(e)
-      batch.push(bytes)
-      batchBytes += bytes.length
-      if (batchBytes >= IMPORT_BATCH_BYTES || batch.length >= IMPORT_BATCH_FILES) await flush()
+      await batch.add(await readEntry(e))
       continue
     }
     const b = await blobs.put(e.stream)
     stored.add(b.digest)
   }
-  await flush()
+  await batch.flush()
   for (const b of need) if (!stored.has(b.digest)) throw new ExportError(`the archive changed while it was imported (${b.path})`)
 
   const password = randomString(20)

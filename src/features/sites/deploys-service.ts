@@ -16,6 +16,7 @@ import { createFoldersStore, type FolderRow } from './folders-store.js'
 import { createDeploysStore, type DeployFileRow, type DeployRow } from './deploys-store.js'
 import { contentTypeFor, type FolderRef } from './folders-service.js'
 import { parseHeaders, parseRedirects, RULE_FILES, RuleSyntaxError } from './site-rules.js'
+import { createBlobBatch } from '../../storage/batch.js'
 
 /** Limits of one deploy (docs/limits.md). */
 export const DEPLOY_MAX_FILES = 50_000
@@ -26,9 +27,6 @@ export const MANIFEST_ENTRY = 'svc-deploy.json'
 const RULE_FILE_MAX = 256 * 1024
 /** Entries up to this size are read whole and stored in batches (one durability step per batch). */
 const SMALL_ENTRY = 1024 * 1024
-/** A batch of small entries is stored when it holds this many bytes or files. */
-const BATCH_BYTES = 16 * 1024 * 1024
-const BATCH_FILES = 4096
 const SOURCES = new Set(['cli', 'api'])
 
 export type DeploySource = 'cli' | 'api' | 'dashboard'
@@ -277,20 +275,11 @@ export function createDeploysService(deps: Deps) {
       let manifest: Manifest | null = null
       const uploaded = new Map<string, Uploaded>()
       const seen = new Set<string>()
-      // small entries wait here (at most BATCH_BYTES) and are stored together (blobs.putBatch)
-      let batch: Buffer[] = []
-      let batchBytes = 0
+      // small entries wait here and are stored together (storage/batch.ts)
+      const batch = createBlobBatch(blobs)
       // bytes of the entries so far, by their headers, before any is read: a deploy's total can
       // only be larger, so past the limit the archive is refused before it fills the disk
       let carried = 0
-      const flush = async () => {
-        if (batch.length === 0) return
-        const bodies = batch
-        batch = []
-        batchBytes = 0
-        if (blobs.putBatch) await blobs.putBatch(bodies)
-        else await Promise.all(bodies.map((b) => blobs.put(b)))
-      }
       try {
         for await (const entry of extract) {
           const h = entry.header
@@ -346,9 +335,7 @@ export function createDeploysService(deps: Deps) {
             if (crypto.createHash('sha256').update(bytes).digest('hex') !== digest)
               throw new AppError('ARCHIVE_HASH_MISMATCH', { params: { path: JSON.stringify(path) } })
             uploaded.set(digest, { size: bytes.length, utf8: isUtf8(bytes) })
-            batch.push(bytes)
-            batchBytes += bytes.length
-            if (batchBytes >= BATCH_BYTES || batch.length >= BATCH_FILES) await flush()
+            await batch.add(bytes)
             continue
           }
           const watcher = new ContentWatcher(0)
@@ -370,7 +357,7 @@ export function createDeploysService(deps: Deps) {
           uploaded.set(digest, { size: watcher.size, utf8: watcher.validUtf8 })
         }
         if (streamError) throw archiveError(streamError)
-        await flush()
+        await batch.flush()
       } catch (e) {
         extract.destroy()
         throw archiveError(streamError ?? e)
