@@ -8,6 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { multipart, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { closedPort } from '../support/ports.js'
+import { pastNotYetValid } from '../support/caddy-clock.js'
 import { startDns, type TestDns } from '../support/dns.js'
 
 // Custom domains through deploy/Caddyfile and a real Caddy (Debian's package): a verified
@@ -41,7 +42,12 @@ describe('deploy/Caddyfile: custom domains with on-demand TLS', { skip: SKIP }, 
   let alice: Awaited<ReturnType<TestServer['user']>>
 
   /** curl through Caddy, the name resolved to loopback: [exit code, HTTP status, body]. */
-  const curl = async (host: string, p: string): Promise<{ code: number; status: number; body: string; stderr: string }> => {
+  const curl = (host: string, p: string) =>
+    pastNotYetValid(
+      () => curlOnce(host, p),
+      (r) => r.code === 60 && /not yet valid/i.test(r.stderr),
+    )
+  const curlOnce = async (host: string, p: string): Promise<{ code: number; status: number; body: string; stderr: string }> => {
     const args = [
       '-sS',
       '--max-time',
@@ -67,7 +73,8 @@ describe('deploy/Caddyfile: custom domains with on-demand TLS', { skip: SKIP }, 
   // the instance trusts the proxy: direct calls say they came over HTTPS, as Caddy's do
   const fwd = { 'x-forwarded-proto': 'https' }
 
-  const handshake = (servername: string) =>
+  const handshake = (servername: string) => pastNotYetValid(() => handshakeOnce(servername))
+  const handshakeOnce = (servername: string) =>
     new Promise<tls.PeerCertificate | Error>((resolve) => {
       const sock = tls.connect({ host: '127.0.0.1', port, servername, ca: fs.readFileSync(rootFile), ALPNProtocols: ['http/1.1'] }, () => {
         const cert = sock.getPeerCertificate()

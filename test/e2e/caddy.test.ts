@@ -9,6 +9,7 @@ import { Agent, request } from 'undici'
 import { multipart, startServer, type TestServer } from '../support/server.js'
 import { HTML } from '../support/hosting.js'
 import { closedPort } from '../support/ports.js'
+import { pastNotYetValid } from '../support/caddy-clock.js'
 
 // deploy/Caddyfile, run by a real Caddy (Debian's package) in front of a real svc: the service
 // on svc.test, users' origins on *.pages.test with on-demand TLS gated by svc's ask endpoint.
@@ -62,7 +63,7 @@ describe("deploy/Caddyfile: svc behind Caddy, users' origins with on-demand TLS"
   const page = HTML('alice home', '<script type="module" src="./app.js"></script>')
 
   const get = async (url: string, o: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<Answer> => {
-    const r = await request(url, { method: (o.method ?? 'GET') as 'GET', headers: o.headers, body: o.body, dispatcher: agent })
+    const r = await pastNotYetValid(() => request(url, { method: (o.method ?? 'GET') as 'GET', headers: o.headers, body: o.body, dispatcher: agent }))
     const text = await r.body.text()
     const hs = r.headers as Answer['headers']
     return {
@@ -79,7 +80,8 @@ describe("deploy/Caddyfile: svc behind Caddy, users' origins with on-demand TLS"
   const siteUrl = (user: string, p: string) => `https://${user}.pages.test:${port}${p}`
 
   /** The TLS handshake for `servername` on Caddy's HTTPS port: the certificate, or the error. */
-  const handshake = (servername: string) =>
+  const handshake = (servername: string) => pastNotYetValid(() => handshakeOnce(servername))
+  const handshakeOnce = (servername: string) =>
     new Promise<tls.PeerCertificate | Error>((resolve) => {
       const sock = tls.connect({ host: '127.0.0.1', port, servername, ca: rootCa, ALPNProtocols: ['http/1.1'] }, () => {
         const cert = sock.getPeerCertificate()
