@@ -56,6 +56,13 @@ const COMMANDS: Record<string, (ctx: Ctx, args: string[]) => Promise<number>> = 
 
 export const CLIENT_COMMANDS = Object.keys(COMMANDS)
 
+/** SVC_MAX_WAIT: the seconds a refused request may wait to be retried; unset, the default. */
+function maxWait(v: string | undefined): number | undefined {
+  if (v === undefined || v === '') return undefined
+  if (!/^\d+(\.\d+)?$/.test(v.trim())) throw new UsageError(`SVC_MAX_WAIT must be a number of seconds, 0 or more, not "${v}"`)
+  return Number(v)
+}
+
 /** Looks for --json anywhere in the arguments, so usage errors can be reported in JSON too. */
 const wantsJson = (args: string[]) => args.includes('--json')
 
@@ -79,7 +86,7 @@ export async function clientCommand(cmd: string, args: string[]): Promise<number
       api = new ApiClient(conn, {
         notify: (m) => rep.note(m),
         waitScale: Number.isFinite(scale) && scale >= 0 ? scale : 1,
-        maxWaitSeconds: process.env.SVC_MAX_WAIT ? Number(process.env.SVC_MAX_WAIT) : undefined,
+        maxWaitSeconds: maxWait(process.env.SVC_MAX_WAIT),
       })
       return api
     },

@@ -78,6 +78,11 @@ for (const engine of ENGINES) {
       const gone = await runCli(['kv', 'get', 'cfg'], { env })
       assert.equal(gone.code, 1)
       assert.match(gone.stderr, /^error 1604 \(DATA_ERROR, HTTP 404\): /m)
+      // a retry bound that is not a number is a usage error, not an unbounded wait
+      const badWait = await runCli(['kv', 'get', 'hits'], { env: { ...env, SVC_MAX_WAIT: 'abc' } })
+      assert.equal(badWait.code, 2, badWait.stderr)
+      assert.equal(badWait.stderr, 'error: SVC_MAX_WAIT must be a number of seconds, 0 or more, not "abc"\n')
+      assert.equal((await runCli(['kv', 'get', 'hits'], { env: { ...env, SVC_MAX_WAIT: '2.5' } })).stdout, '14\n')
     })
 
     it('svc forms export prints a table, JSON or CSV', async (t) => {
