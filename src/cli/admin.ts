@@ -48,6 +48,9 @@ export const FEATURE_NAMES = ['image-host', 'hosted-data']
 
 class UsageError extends Error {}
 
+/** node:util parseArgs's refusals (unknown option, missing or ambiguous value): bad usage too. */
+export const isParseArgsError = (e: unknown): e is Error => e instanceof TypeError && String((e as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS_')
+
 const out = (s: string) => process.stdout.write(`${s}\n`)
 
 /**
@@ -63,9 +66,9 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
       await (cmd === 'backup' ? backupCommand(args, config) : restoreCommand(args, config))
       return 0
     } catch (e) {
-      if (e instanceof UsageError || e instanceof BackupError) {
+      if (e instanceof UsageError || e instanceof BackupError || isParseArgsError(e)) {
         process.stderr.write(`error: ${e.message}\n`)
-        return e instanceof UsageError ? 2 : 1
+        return e instanceof BackupError ? 1 : 2
       }
       throw e
     }
@@ -100,9 +103,9 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
     }
     return 0
   } catch (e) {
-    if (e instanceof UsageError || e instanceof UserInputError || (e instanceof Error && e.name === 'ExportError')) {
+    if (e instanceof UsageError || e instanceof UserInputError || (e instanceof Error && e.name === 'ExportError') || isParseArgsError(e)) {
       process.stderr.write(`error: ${e.message}\n`)
-      return e instanceof UsageError ? 2 : 1
+      return e instanceof UsageError || isParseArgsError(e) ? 2 : 1
     }
     if (e instanceof AppError) {
       process.stderr.write(`error: ${errorMessage(e.key, 'en', e.options.params)}\n`)
@@ -299,7 +302,10 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
     }
     case 'sweep': {
       const { values } = parseArgs({ args, options: { 'grace-seconds': { type: 'string' } } })
-      const grace = Number(values['grace-seconds'] ?? 3600) * 1000
+      // a negative grace would reach blobs written for uploads not committed yet
+      const given = values['grace-seconds'] ?? '3600'
+      if (!/^\d+$/.test(given)) throw new UsageError('--grace-seconds takes a number of seconds (0 or more)')
+      const grace = Number(given) * 1000
       const blobs = await openBlobStore(config)
       const r = await sweepBlobs(db, blobs, BLOB_COLUMNS, grace)
       await blobs.close()

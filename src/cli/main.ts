@@ -73,6 +73,12 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = 78
       return
     }
+    // parseArgs's refusal of `svc serve`'s arguments: bad usage, as the other commands report it
+    if (e instanceof TypeError && String((e as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS_')) {
+      process.stderr.write(`error: ${e.message}\n`)
+      process.exitCode = 2
+      return
+    }
     throw e
   }
 }

@@ -57,4 +57,27 @@ describe('svc help', () => {
     assert.match(r.stderr, /^unknown command "nope"/)
     assert.ok(r.stderr.includes(OPERATOR) && r.stderr.includes(CLIENT))
   })
+
+  // each an operator command's bad arguments: exit 2 and one "error:" message, nothing done
+  const bad: Array<[args: string[], message: RegExp]> = [
+    [['serve', '--bogus'], /^error: Unknown option '--bogus'/],
+    [['key', 'create', 'bob', '--nope'], /^error: Unknown option '--nope'/],
+    [['key', 'create', 'bob', '--expires-days', '-5'], /^error: Option '--expires-days' argument is ambiguous/],
+    [['backup', 'somewhere', '--keep'], /^error: Option '--keep <value>' argument missing/],
+    [['sweep', '--grace-seconds=-60'], /^error: --grace-seconds takes a number of seconds \(0 or more\)\n$/],
+    [['sweep', '--grace-seconds', 'soon'], /^error: --grace-seconds takes a number of seconds \(0 or more\)\n$/],
+  ]
+  for (const [args, message] of bad) {
+    it(`svc ${args.join(' ')}: a usage error`, async () => {
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-help-'))
+      try {
+        const r = await runCli(args, { env: { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1' } })
+        assert.equal(r.code, 2, r.stderr)
+        assert.match(r.stderr, message)
+        assert.equal(r.stdout, '')
+      } finally {
+        fs.rmSync(dataDir, { recursive: true, force: true })
+      }
+    })
+  }
 })
