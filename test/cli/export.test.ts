@@ -1,5 +1,6 @@
 import { describe, it, after } from 'node:test'
 import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -50,6 +51,28 @@ async function rewrite(
   }
   pack.finalize()
   await done
+}
+
+/** A forger's tar.gz: data.json edited and manifest.json's checksum of it made to match. */
+async function forge(src: string, dest: string, edit: (data: Record<string, any>) => void) {
+  let data: Buffer | null = null
+  const extract = tar.extract()
+  fs.createReadStream(src).pipe(zlib.createGunzip()).pipe(extract)
+  for await (const e of extract) {
+    const parts: Buffer[] = []
+    for await (const c of e as AsyncIterable<Buffer>) parts.push(c)
+    if (e.header.name === 'data.json') data = Buffer.concat(parts)
+  }
+  const d = JSON.parse(String(data)) as Record<string, any>
+  edit(d)
+  const body = Buffer.from(JSON.stringify(d))
+  await rewrite(src, dest, (n, b) => {
+    if (n === 'data.json') return body
+    if (n !== 'manifest.json') return b
+    const m = JSON.parse(b.toString())
+    m.data = { sha256: crypto.createHash('sha256').update(body).digest('hex'), size: body.length }
+    return Buffer.from(JSON.stringify(m))
+  })
 }
 
 /** The entries of a zip, in order, with their bytes. */
@@ -354,6 +377,19 @@ for (const engine of ENGINES) {
             /not listed in manifest\.json/,
           ],
           ['missing entry', (d) => rewrite(file, d, (n, body) => (n === 'projects/site/css/app.css' ? null : body)), /listed in manifest\.json but missing/],
+          // forged rows of the right kinds that the database or the service would not take
+          [
+            'forged: a KV key twice',
+            (d) => forge(file, d, (x) => x.kv.push({ ...x.kv[0] })),
+            /^data\.json: rows this instance cannot store \(.*(UNIQUE|unique|duplicate)/,
+          ],
+          ['forged: a project without a name', (d) => forge(file, d, (x) => (x.folders[0].name = null)), /^data\.json: rows this instance cannot store \(/],
+          [
+            'forged: an unknown tier',
+            (d) => forge(file, d, (x) => (x.user.tier = 'root')),
+            /^data\.json: user\.tier must be one of default, authenticated, vip$/,
+          ],
+          ['forged: limits not JSON', (d) => forge(file, d, (x) => (x.user.limits = '{files:')), /^data\.json: user\.limits must be a JSON object/],
           ['not gzip', async (d) => fs.writeFileSync(d, 'plain text'), /neither a zip nor a gzip'd tar archive/],
           ['truncated', async (d) => fs.writeFileSync(d, fs.readFileSync(file).subarray(0, 200)), /unreadable archive|not a gzip'd tar archive/],
           // the same refusals for a zip, and the zip's own ways to go wrong

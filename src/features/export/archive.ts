@@ -13,7 +13,7 @@ import type { BlobStore } from '../../storage/blob-store.js'
 import { createBlobBatch } from '../../storage/batch.js'
 import { hashPassword } from '../../auth/passwords.js'
 import { newId, newPublicToken, randomString } from '../../auth/tokens.js'
-import { canNameUser } from '../../auth/users.js'
+import { canNameUser, TIERS } from '../../auth/users.js'
 import { csvExport } from '../forms/export.js'
 import { parseFieldsConfig } from '../forms/fields.js'
 import type { SubmissionRow } from '../forms/store.js'
@@ -627,6 +627,14 @@ function checkData(d: ExportData, expected: Map<string, { sha256: string; size: 
     ),
   )
   if (!Array.isArray(d.user.entitlements) || !d.user.entitlements.every((x) => typeof x === 'string')) throw new ExportError('data.json: user.entitlements')
+  if (!(TIERS as unknown[]).includes(d.user.tier)) throw new ExportError(`data.json: user.tier must be one of ${TIERS.join(', ')}`)
+  let limits: unknown
+  try {
+    limits = JSON.parse(String(d.user.limits))
+  } catch {
+    limits = null
+  }
+  if (!isObj(limits)) throw new ExportError('data.json: user.limits must be a JSON object in a string')
 }
 
 export interface ImportResult {
@@ -676,127 +684,135 @@ export async function importArchive(db: Db, blobs: BlobStore, file: string, as?:
   const counts: Record<string, number> = {}
   const renamed: string[] = []
   const count = (t: string) => (counts[t] = (counts[t] ?? 0) + 1)
-  await db.k.transaction().execute(async (trx) => {
-    const uid = newId()
-    await trx
-      .insertInto('users')
-      .values({
-        id: uid,
-        username,
-        password_hash: hash,
-        tier: data.user.tier,
-        disabled: 0,
-        api_access: data.user.api_access ? 1 : 0,
-        is_admin: 0,
-        limits: data.user.limits,
-        created_at: now,
-        updated_at: now,
-      })
-      .execute()
-    for (const feature of data.user.entitlements)
-      await trx.insertInto('entitlements').values({ user_id: uid, feature, source: 'import', created_at: now }).execute()
-    const cols = (t: Table, r: Row): Row => Object.fromEntries(COLUMNS[t].map((c) => [c, r[c] ?? null]))
-    for (const r of data.files) {
+  await db.k
+    .transaction()
+    .execute(async (trx) => {
+      const uid = newId()
       await trx
-        .insertInto('files')
-        .values({ ...cols('files', r), id: newId(), user_id: uid } as never)
+        .insertInto('users')
+        .values({
+          id: uid,
+          username,
+          password_hash: hash,
+          tier: data.user.tier,
+          disabled: 0,
+          api_access: data.user.api_access ? 1 : 0,
+          is_admin: 0,
+          limits: data.user.limits,
+          created_at: now,
+          updated_at: now,
+        })
         .execute()
-      count('files')
-    }
-    for (const f of data.folders) {
-      const id = newId()
-      await trx
-        .insertInto('folders')
-        .values({ ...cols('folders', f), id, user_id: uid } as never)
-        .execute()
-      for (const r of f.files)
+      for (const feature of data.user.entitlements)
+        await trx.insertInto('entitlements').values({ user_id: uid, feature, source: 'import', created_at: now }).execute()
+      const cols = (t: Table, r: Row): Row => Object.fromEntries(COLUMNS[t].map((c) => [c, r[c] ?? null]))
+      for (const r of data.files) {
         await trx
-          .insertInto('folder_files')
-          .values({ ...cols('folder_files', r), folder_id: id } as never)
+          .insertInto('files')
+          .values({ ...cols('files', r), id: newId(), user_id: uid } as never)
           .execute()
-      // a published project is served from its live deploy: one deploy of the imported files
-      if (Number(f.is_published) === 1) {
-        const deployId = crypto.randomBytes(8).readBigUInt64BE().toString(36).padStart(13, '0').slice(-12)
-        const at = Number(f.published_at ?? f.updated_at ?? Date.now())
-        await sql`INSERT INTO deploys (id, folder_id, seq, created_at, file_count, bytes, message, source, is_preview, site_rules)
+        count('files')
+      }
+      for (const f of data.folders) {
+        const id = newId()
+        await trx
+          .insertInto('folders')
+          .values({ ...cols('folders', f), id, user_id: uid } as never)
+          .execute()
+        for (const r of f.files)
+          await trx
+            .insertInto('folder_files')
+            .values({ ...cols('folder_files', r), folder_id: id } as never)
+            .execute()
+        // a published project is served from its live deploy: one deploy of the imported files
+        if (Number(f.is_published) === 1) {
+          const deployId = crypto.randomBytes(8).readBigUInt64BE().toString(36).padStart(13, '0').slice(-12)
+          const at = Number(f.published_at ?? f.updated_at ?? Date.now())
+          await sql`INSERT INTO deploys (id, folder_id, seq, created_at, file_count, bytes, message, source, is_preview, site_rules)
           SELECT ${deployId}, ${id}, 1, ${at}, COUNT(*), COALESCE(SUM(size), 0), 'import', 'api', 0, ${f.site_rules ?? null}
           FROM folder_files WHERE folder_id = ${id}`.execute(trx)
-        await sql`INSERT INTO deploy_files (deploy_id, path, digest, size, content_type, updated_at)
+          await sql`INSERT INTO deploy_files (deploy_id, path, digest, size, content_type, updated_at)
           SELECT ${deployId}, path, digest, size, content_type, updated_at FROM folder_files WHERE folder_id = ${id}`.execute(trx)
-        await trx.updateTable('folders').set({ live_deploy_id: deployId }).where('id', '=', id).execute()
+          await trx.updateTable('folders').set({ live_deploy_id: deployId }).where('id', '=', id).execute()
+        }
+        count('folders')
       }
-      count('folders')
-    }
-    for (const r of data.kv) {
-      await trx
-        .insertInto('kv_entries')
-        .values({ ...cols('kv_entries', r), user_id: uid } as never)
-        .execute()
-      count('kv')
-    }
-    for (const f of data.forms) {
-      const id = newId()
-      const row = cols('forms', f)
-      if (await trx.selectFrom('forms').select('id').where('slug_key', '=', String(row.slug_key)).executeTakeFirst()) {
-        const slug = `${String(row.form_slug).slice(0, 55)}-${randomString(8).toLowerCase()}`
-        renamed.push(`form ${String(row.form_slug)} -> ${slug}`)
-        row.form_slug = slug
-        row.slug_key = slug.toLowerCase()
+      for (const r of data.kv) {
+        await trx
+          .insertInto('kv_entries')
+          .values({ ...cols('kv_entries', r), user_id: uid } as never)
+          .execute()
+        count('kv')
       }
-      await trx
-        .insertInto('forms')
-        .values({ ...row, id, user_id: uid } as never)
-        .execute()
-      for (const s of f.submissions)
+      for (const f of data.forms) {
+        const id = newId()
+        const row = cols('forms', f)
+        if (await trx.selectFrom('forms').select('id').where('slug_key', '=', String(row.slug_key)).executeTakeFirst()) {
+          const slug = `${String(row.form_slug).slice(0, 55)}-${randomString(8).toLowerCase()}`
+          renamed.push(`form ${String(row.form_slug)} -> ${slug}`)
+          row.form_slug = slug
+          row.slug_key = slug.toLowerCase()
+        }
         await trx
-          .insertInto('form_submissions')
-          .values({ ...cols('form_submissions', s), id: newId(), form_id: id, user_id: uid } as never)
+          .insertInto('forms')
+          .values({ ...row, id, user_id: uid } as never)
           .execute()
-      count('forms')
-    }
-    const freeToken = async (table: 'images' | 'hosted_files', token: string, what: string) => {
-      if (!(await trx.selectFrom(table).select('id').where('public_token', '=', token).executeTakeFirst())) return token
-      const fresh = newPublicToken()
-      renamed.push(`${what} link ${token} -> ${fresh}`)
-      return fresh
-    }
-    for (const r of data.images) {
-      const row = cols('images', r)
-      row.public_token = await freeToken('images', String(row.public_token), 'image')
-      await trx
-        .insertInto('images')
-        .values({ ...row, id: newId(), user_id: uid } as never)
-        .execute()
-      count('images')
-    }
-    for (const f of data.hosted_data) {
-      const id = newId()
-      const row = cols('hosted_files', f)
-      row.public_token = await freeToken('hosted_files', String(row.public_token), 'data')
-      await trx
-        .insertInto('hosted_files')
-        .values({ ...row, id, user_id: uid } as never)
-        .execute()
-      for (const v of f.versions)
+        for (const s of f.submissions)
+          await trx
+            .insertInto('form_submissions')
+            .values({ ...cols('form_submissions', s), id: newId(), form_id: id, user_id: uid } as never)
+            .execute()
+        count('forms')
+      }
+      const freeToken = async (table: 'images' | 'hosted_files', token: string, what: string) => {
+        if (!(await trx.selectFrom(table).select('id').where('public_token', '=', token).executeTakeFirst())) return token
+        const fresh = newPublicToken()
+        renamed.push(`${what} link ${token} -> ${fresh}`)
+        return fresh
+      }
+      for (const r of data.images) {
+        const row = cols('images', r)
+        row.public_token = await freeToken('images', String(row.public_token), 'image')
         await trx
-          .insertInto('hosted_versions')
-          .values({ ...cols('hosted_versions', v), file_id: id } as never)
+          .insertInto('images')
+          .values({ ...row, id: newId(), user_id: uid } as never)
           .execute()
-      await addUsage(trx, uid, versionsKind(id), f.versions.length)
-      count('hosted_data')
-    }
-    // the quotas' counters start equal to the rows just inserted (same transaction)
-    await addUsage(trx, uid, 'files', data.files.length)
-    await addUsage(trx, uid, 'forms', data.forms.length)
-    await addUsage(trx, uid, 'images', data.images.length)
-    await addUsage(
-      trx,
-      uid,
-      'image_bytes',
-      data.images.reduce((a, r) => a + Number(r.size), 0),
-    )
-    await addUsage(trx, uid, 'hosted_files', data.hosted_data.length)
-    if (data.kv.length > 0) await trx.insertInto('kv_usage').values({ user_id: uid, keys: data.kv.length }).execute()
-  })
+        count('images')
+      }
+      for (const f of data.hosted_data) {
+        const id = newId()
+        const row = cols('hosted_files', f)
+        row.public_token = await freeToken('hosted_files', String(row.public_token), 'data')
+        await trx
+          .insertInto('hosted_files')
+          .values({ ...row, id, user_id: uid } as never)
+          .execute()
+        for (const v of f.versions)
+          await trx
+            .insertInto('hosted_versions')
+            .values({ ...cols('hosted_versions', v), file_id: id } as never)
+            .execute()
+        await addUsage(trx, uid, versionsKind(id), f.versions.length)
+        count('hosted_data')
+      }
+      // the quotas' counters start equal to the rows just inserted (same transaction)
+      await addUsage(trx, uid, 'files', data.files.length)
+      await addUsage(trx, uid, 'forms', data.forms.length)
+      await addUsage(trx, uid, 'images', data.images.length)
+      await addUsage(
+        trx,
+        uid,
+        'image_bytes',
+        data.images.reduce((a, r) => a + Number(r.size), 0),
+      )
+      await addUsage(trx, uid, 'hosted_files', data.hosted_data.length)
+      if (data.kv.length > 0) await trx.insertInto('kv_usage').values({ user_id: uid, keys: data.kv.length }).execute()
+    })
+    // rows of the right kinds the database still refuses (a key twice, a required column
+    // null): the archive's fault, reported as the other checks are; the transaction wrote nothing
+    .catch((e: unknown) => {
+      if (e instanceof ExportError) throw e
+      throw new ExportError(`data.json: rows this instance cannot store (${e instanceof Error ? e.message : String(e)})`)
+    })
   return { username, password, counts, renamed }
 }
