@@ -10,7 +10,7 @@ import { normaliseUrl, resolveConnection } from '../../src/cli/client/config.js'
 import { parse, sizeOption } from '../../src/cli/client/args.js'
 import { kvValue } from '../../src/cli/client/commands/kv.js'
 import { submissionRows } from '../../src/cli/client/commands/forms.js'
-import { toCsv } from '../../src/cli/client/csv.js'
+import { toCsv } from '../../src/util/csv.js'
 import { ApiError } from '../../src/cli/client/errors.js'
 import { makeTree } from './run.js'
 

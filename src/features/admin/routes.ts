@@ -4,7 +4,7 @@ import { AppError } from '../../errors/app-error.js'
 import { caller } from '../../http/guard.js'
 import { strictValidator } from '../../http/strict-schema.js'
 import { createAbuse } from '../abuse/service.js'
-import { csvCell } from '../forms/export.js'
+import { csvCell } from '../../util/csv.js'
 import { actorOf, SETTINGS, type Admin } from './service.js'
 import { AuditQuery, ContentQuery, SettingsBody, TAGS, UsernameParams, UserPatch, UsersQuery } from './schemas.js'
 

@@ -1,21 +1,7 @@
+import { csvCell } from '../../util/csv.js'
 import type { FieldDef } from './fields.js'
 import { submissionView, type FormView } from './service.js'
 import type { SubmissionRow } from './store.js'
-
-/**
- * CSV cell: quoted when needed; text that a spreadsheet would read as a formula (starting with
- * = + - @, tab or carriage return) is prefixed with an apostrophe (OWASP CSV injection).
- */
-export function csvCell(v: unknown): string {
-  let s: string
-  if (v === undefined || v === null) s = ''
-  else if (Array.isArray(v)) s = v.map((x) => String(x)).join('; ')
-  else if (typeof v === 'string') s = /^[=+\-@\t\r]/.test(v) ? `'${v}` : v
-  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- submitted values are JSON scalars here (numbers, booleans)
-  else s = String(v)
-  if (Array.isArray(v) && /^[=+\-@\t\r]/.test(s)) s = `'${s}`
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s
-}
 
 const FIXED = ['submission_id', 'created_at', 'is_read', 'is_spam', 'spam_reason'] as const
 const TAIL = ['user_agent', 'ip_prefix'] as const

@@ -4,7 +4,7 @@ import { encodePath } from '../api.js'
 import { parse } from '../args.js'
 import { ApiError, UsageError } from '../errors.js'
 import { formatBytes } from '../progress.js'
-import { toCsv } from '../csv.js'
+import { toCsv } from '../../../util/csv.js'
 import { flagsOf, localTime, need, noMore, preview, table, type Ctx } from './context.js'
 
 export const FORMS_USAGE =

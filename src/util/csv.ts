@@ -1,0 +1,22 @@
+/**
+ * CSV for people's spreadsheets (RFC 4180: quotes doubled, a cell quoted when it holds a quote,
+ * comma or line break, or starts or ends with white space). Text that a spreadsheet would run
+ * as a formula gets a leading apostrophe (OWASP "CSV injection"): it starts with = + - @, a
+ * tab, CR or LF, or the full-width = + - @ that some spreadsheets take for them. A plain number
+ * (-3, +1.5) is left as it is. The cells come from anyone: form submissions, audit details.
+ */
+const FORMULA_START = /^[=+\-@\t\r\n\uFF1D\uFF0B\uFF0D\uFF20]/
+const PLAIN_NUMBER = /^[+-]?\d+(\.\d+)?$/
+
+/** One cell: an array joined with "; ", null and undefined empty, other scalars as text. */
+export function csvCell(v: unknown): string {
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- cells are JSON scalars (numbers, booleans) or arrays of them
+  const s = v === undefined || v === null ? '' : Array.isArray(v) ? v.map((x) => String(x)).join('; ') : String(v)
+  const t = FORMULA_START.test(s) && !PLAIN_NUMBER.test(s) ? `'${s}` : s
+  return /[",\r\n]/.test(t) || t !== t.trim() ? `"${t.replace(/"/g, '""')}"` : t
+}
+
+/** Whole rows, CRLF line ends, a final CRLF when there is a row. */
+export function toCsv(rows: unknown[][]): string {
+  return rows.map((r) => r.map(csvCell).join(',')).join('\r\n') + (rows.length ? '\r\n' : '')
+}
