@@ -197,6 +197,20 @@ for (const engine of ENGINES) {
       // a forged or altered cookie is refused
       const forged = pair.replace(/=(\d+)\./, (_m, t: string) => `=${Number(t) + 1}.`)
       assert.equal((await site('/secret/', { headers: { cookie: forged } })).status, 401)
+      // on the project's own origin every path is gated, `//other.host/` too: the form sends
+      // the visitor back to that path on this origin, never to the host a browser reads in it
+      for (const [p, to] of [
+        ['//evil.test/x?y=1', '/evil.test/x?y=1'],
+        ['///evil.test/', '/evil.test/'],
+      ]) {
+        const back = await site(p, {
+          method: 'POST',
+          headers: { host: 'secret.alice.localhost', 'content-type': 'application/x-www-form-urlencoded' },
+          body: 'password=hunter22',
+        })
+        assert.equal(back.status, 303, p)
+        assert.equal(back.header('location'), to, p)
+      }
       // the path form has no cookies (the service's host): Basic only
       assert.equal((await s.get('/alice/secret/', { cookie: pair })).status, 401)
       // a new password ends every cookie given before

@@ -218,6 +218,14 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
     send(req, res, 401, [...TEXT_HEADERS, 'WWW-Authenticate', `Basic realm="${realm}", charset="UTF-8"`], 'Password required\n')
   }
 
+  /**
+   * Where the form sends a visitor back to: the request's own path and query on this origin.
+   * Leading slashes and backslashes collapse to one: browsers read `//evil.test/` and
+   * `/\evil.test/` as another host, and on a project's own origin or a custom domain every
+   * path is gated, those included (else an open redirect right after the password).
+   */
+  const backTo = (url: string | undefined): string => `/${(url ?? '/').replace(/^[/\\]+/, '')}`
+
   const throttled = (req: IncomingMessage, res: ServerResponse, wait: number) =>
     send(req, res, 429, [...TEXT_HEADERS, 'Retry-After', String(wait)], `Too many wrong passwords; try again in ${wait} seconds\n`)
 
@@ -250,7 +258,7 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
       if (typeof r === 'number') throttled(req, res, r)
       else if (r === 'wrong') refuse(req, res, at, name, 'Wrong password.')
       else {
-        res.writeHead(303, ['Location', req.url ?? '/', 'Set-Cookie', setCookie(req, rule, at.cookiePath), ...TEXT_HEADERS, 'Content-Length', '0'])
+        res.writeHead(303, ['Location', backTo(req.url), 'Set-Cookie', setCookie(req, rule, at.cookiePath), ...TEXT_HEADERS, 'Content-Length', '0'])
         res.end()
       }
       return false
