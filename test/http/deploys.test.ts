@@ -15,6 +15,7 @@ import { BLOB_COLUMNS } from '../../src/features/tables.js'
 import { sweepBlobs } from '../../src/storage/sweeper.js'
 import { until } from '../support/webhooks.js'
 import { FakeClock } from '../../src/util/clock.js'
+import { createFoldersService } from '../../src/features/sites/folders-service.js'
 
 /** A small site whose every page and asset carries a version marker. */
 const site = (v: string, extra: Site = {}): Site => ({
@@ -297,6 +298,59 @@ for (const engine of ENGINES) {
       assert.equal((await page('spec')).text, HTML('s1'))
       assert.equal((await s.post('/api/folders/spec/publish', { key: u.key })).json.already_published, true)
       assert.equal((await list('spec')).deploys.length, 3)
+    })
+
+    it("a publish racing a rollback or a delete makes one version's deploy (its files with their own rules), or none", async () => {
+      const rules = '/old /index.html 301\n'
+      const v1 = (await deploySite(s, u.key, 'race', { 'index.html': HTML('race v1') })).res.json.deploy.id
+      assert.equal((await deploySite(s, u.key, 'race', { 'index.html': HTML('race v2'), _redirects: rules })).res.status, 201)
+      await batchUpload(s, { key: u.key }, 'gone', [
+        { filename: 'index.html', data: HTML('gone') },
+        { filename: '_redirects', data: rules },
+      ])
+      // the publish stops while it reads the project's _redirects; the other request goes meanwhile
+      const blobs = s.deps.blobs
+      const read = blobs.read.bind(blobs)
+      const race = async (project: string, other: () => Promise<{ status: number; text: string }>) => {
+        let reached!: () => void
+        const atRules = new Promise<void>((resolve) => (reached = resolve))
+        let release!: () => void
+        const gate = new Promise<void>((resolve) => (release = resolve))
+        blobs.read = async (digest, ...rest) => {
+          if (digest === sha(rules)) {
+            reached()
+            await gate
+          }
+          return read(digest, ...rest)
+        }
+        try {
+          const publish = s.post(`/api/folders/${project}/publish`, { key: u.key })
+          await atRules
+          const second = other()
+          await new Promise((resolve) => setTimeout(resolve, 300))
+          release()
+          return [await publish, await second]
+        } finally {
+          blobs.read = read
+        }
+      }
+      const [pub, back] = await race('race', () => s.post('/api/folders/race/rollback', { key: u.key, json: { deploy_id: v1 } }))
+      assert.equal(pub.status, 200, pub.text)
+      assert.equal(back.status, 200, back.text)
+      // every kept deploy has rules exactly when its files hold _redirects
+      const folder = await s.deps.db.k.selectFrom('folders').select('id').where('user_id', '=', u.id).where('name', '=', 'race').executeTakeFirstOrThrow()
+      for (const d of await s.deps.db.k.selectFrom('deploys').select(['id', 'site_rules']).where('folder_id', '=', folder.id).execute()) {
+        const paths = (await s.deps.db.k.selectFrom('deploy_files').select('path').where('deploy_id', '=', d.id).execute()).map((r) => r.path)
+        assert.equal(d.site_rules !== null, paths.includes('_redirects'), `deploy ${d.id}: ${paths.join(', ')}`)
+      }
+      assert.equal((await page('race', 'old')).status, 404)
+      // a project deleted while it is being published: the publish refuses or comes first, never 500
+      // (as MCP's delete_site does it: the service, which has no route of its own)
+      const owner = (await s.deps.users.byId(u.id))!
+      const remove = () => s.deps.services.get(createFoldersService).remove(owner, { name: 'gone', display: 'gone' })
+      const [pub2] = await race('gone', () => remove().then(() => ({ status: 200, text: '' })))
+      assert.ok(pub2.status === 200 || pub2.status === 403, `${pub2.status} ${pub2.text}`)
+      assert.equal((await page('gone')).status, 404)
     })
 
     it('keeps the last DEPLOYS_KEEP deploys (and the live one); the sweeper frees what only old ones used', async () => {

@@ -83,10 +83,11 @@ export function createFoldersService(deps: Deps) {
   /**
    * The parsed rule files of a project as stored JSON, or null when it has none. `incoming`
    * (path -> bytes, files not stored yet) stands in for the stored file of the same path, so
-   * the rules a batch would leave can be checked before it is stored.
+   * the rules a batch would leave can be checked before it is stored. `q`: the transaction
+   * the rules must agree with (a publish reads them under the user's lock).
    */
-  async function siteRulesOf(folderId: string | null, incoming?: ReadonlyMap<string, Buffer>): Promise<string | null> {
-    const stored = async (f: string) => (folderId === null || incoming?.has(f) ? undefined : store.file(db.k, folderId, f))
+  async function siteRulesOf(folderId: string | null, incoming?: ReadonlyMap<string, Buffer>, q: Trx | Deps['db']['k'] = db.k): Promise<string | null> {
+    const stored = async (f: string) => (folderId === null || incoming?.has(f) ? undefined : store.file(q, folderId, f))
     const [redirects, headers] = await Promise.all(RULE_FILES.map(stored))
     if (!redirects && !headers && !RULE_FILES.some((f) => incoming?.has(f))) return null
     const text = async (f: FolderFileRow | undefined, name: string): Promise<string> => {
@@ -290,15 +291,22 @@ export function createFoldersService(deps: Deps) {
     async publish(user: User, ref: FolderRef, origin: string) {
       const folder = await ownFolder(user, ref)
       const website_url = siteUrl(origin, user, folder.name)
-      const rules = await siteRulesOf(folder.id)
-      const already = !!folder.is_published
-      if (!already && !(await store.file(db.k, folder.id, 'index.html'))) throw new AppError('PUBLISH_NO_INDEX')
+      if (!folder.is_published && !(await store.file(db.k, folder.id, 'index.html'))) throw new AppError('PUBLISH_NO_INDEX')
       // files stored before their bytes were taken down do not go live (451 / 1701)
       await blobs.admit?.((await deploys.working(db.k, folder.id)).map((r) => r.digest))
-      // every publish is a new deploy of the project's files (source api), made live at once
-      await db.k.transaction().execute(async (trx) => {
+      // every publish is a new deploy of the project's files (source api), made live at once.
+      // The project, its index.html and its rules are read under the user's lock, with the
+      // files the deploy takes: a rollback, upload or delete between would otherwise leave a
+      // deploy of one version's files with another's rules (or of a project deleted meanwhile)
+      const already = await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
+        const current = await store.folder(trx, user.id, ref.name)
+        if (!current || current.id !== folder.id) throw noAccess(ref.display)
+        const was = !!current.is_published
+        if (!was && !(await store.file(trx, folder.id, 'index.html'))) throw new AppError('PUBLISH_NO_INDEX')
+        const rules = await siteRulesOf(folder.id, undefined, trx)
         await deploys.deployWorkingSet(trx, folder.id, { source: 'api', siteRules: rules, now: clock.now(), keep: config.deploysKeep })
+        return was
       })
       await invalidateHosting(deps.bus, user.username)
       return { website_url, already_published: already }
