@@ -82,6 +82,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
         const docBase = config.publicUrl ?? ''
         const server = factory((req, res) => {
           if (refuseHostless(req, res, docBase)) return
+          // stopping (the listener is closed): this answer is the connection's last one, on
+          // the fast paths as on Fastify's routes
+          if (!server.listening) res.shouldKeepAlive = false
           watchBody(req, res, config.bodyTimeoutMs, docBase)
           if (fastPaths.length > 0) {
             const t0 = performance.now()
@@ -111,7 +114,10 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomId()
     },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 2048 },
-    return503OnClosing: true,
+    // while svc stops, a request that still arrives on an open connection (pipelined, or on a
+    // keep-alive connection not yet reaped) is answered as usual, with Connection: close, as
+    // nginx does on a graceful stop; Fastify's own 503 is in no format of the spec's
+    return503OnClosing: false,
     // a request the HTTP parser refuses never reaches a route: answered in the spec's format
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, config.publicUrl ?? ''),
     // a URL whose percent-encoding is malformed never reaches a route: answer it in the

@@ -118,6 +118,8 @@ export function createHttpRedirector(app: FastifyInstance, config: Config, https
   const docBase = config.publicUrl ?? ''
   const server = http.createServer({ ...SERVER_TIMEOUTS }, (req, res) => {
     if (refuseHostless(req, res, docBase)) return
+    // stopping: this answer is the connection's last one (as on the main port)
+    if (!server.listening) res.shouldKeepAlive = false
     // a host of the content domain: a user's or project's origin, or one that names nobody
     const content = siteUserOf(req.headers.host, config) !== null || isContentOnlyHost(req.headers.host, config)
     // on loopback it is served over plain HTTP too: *.localhost is a secure context in

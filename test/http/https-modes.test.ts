@@ -6,6 +6,7 @@ import http from 'node:http'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import tls from 'node:tls'
 import { request } from 'undici'
 import { insecureAgent, startServer, type TestServer } from '../support/server.js'
 import { expectError } from '../support/errors.js'
@@ -136,6 +137,50 @@ describe('HTTPS modes', () => {
         c.on('error', () => resolve(true))
       })
       assert.ok(refused, 'HTTP_PORT still accepts connections after close')
+    } finally {
+      if (!closed) await s.close()
+    }
+  })
+
+  it('closing: a request that still arrives on an open connection is answered as usual, then the connection closed', async () => {
+    const s = await startServer()
+    let closed: Promise<void> | null = null
+    try {
+      const u = await s.user()
+      assert.equal((await uploadFile(s, { key: u.key }, 'home.html', HTML('home'))).status, 200)
+      const port = Number(new URL(s.url).port)
+      const host = `127.0.0.1:${port}`
+      const auth = `Authorization: Bearer ${u.key}\r\n`
+      const body = '{"key":"a","value":1}'
+      // a store in flight (its body half sent) on each connection, then, once the server is
+      // closing, the rest of it and a second request: an API route, and a page (a fast path).
+      // Node runs pipelined requests side by side: the second does not depend on the first
+      const second = [`GET /svc_api/data/list HTTP/1.1\r\nHost: ${host}\r\n${auth}\r\n`, `GET /${u.username}/home.html HTTP/1.1\r\nHost: ${host}\r\n\r\n`]
+      const conns = second.map((next) => {
+        const c = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false })
+        c.write(
+          `POST /svc_api/data/store HTTP/1.1\r\nHost: ${host}\r\n${auth}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+        )
+        let text = ''
+        c.on('data', (d: Buffer) => (text += d.toString('latin1')))
+        const ended = new Promise<string>((resolve) => c.on('close', () => resolve(text)))
+        return { c, next, ended }
+      })
+      await new Promise((r) => setTimeout(r, 300))
+      closed = s.close()
+      await new Promise((r) => setTimeout(r, 50))
+      for (const { c, next } of conns) c.write(body.slice(5) + next)
+      const [api, page] = await Promise.all(conns.map((x) => x.ended))
+      for (const text of [api, page]) {
+        const answers = text.split(/(?=HTTP\/1\.1 )/)
+        assert.equal(answers.length, 2, text)
+        assert.match(answers[0], /^HTTP\/1\.1 200 /, text)
+        assert.match(answers[1], /^HTTP\/1\.1 200 /, text)
+        assert.match(answers[1], /\r\nconnection: close\r\n/i, text)
+      }
+      assert.match(api, /"success":true,"data":\{"items":/)
+      assert.match(page, /<title>home<\/title>/)
+      await closed
     } finally {
       if (!closed) await s.close()
     }
