@@ -7,7 +7,9 @@ import { expectError } from '../support/errors.js'
 import { cleanFileName } from '../../src/features/image-host/service.js'
 import {
   blobDigests,
+  exifTiff,
   imageForm,
+  jpegSegment,
   pngChunks,
   jpegWithMetadata,
   makeImage,
@@ -242,6 +244,32 @@ for (const engine of ENGINES) {
       // lossless: the entropy-coded image data is byte for byte the same
       const sos = (b: Buffer) => b.subarray(b.indexOf(Buffer.from([0xff, 0xda])))
       assert.ok(sos(served).equals(sos(jpg)))
+    })
+
+    it('strips the EXIF/GPS of a picture appended after the JPEG, and segments between progressive scans', async () => {
+      const exif = jpegSegment(0xffe1, Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), exifTiff('SECRETCAM', 1)]))
+      // a phone's multi-picture JPEG: a second JPEG with its own EXIF (GPS) and a trailer after the first one's EOI
+      const base = await makeImage('jpeg', { width: 24, height: 16 })
+      const second = Buffer.concat([base.subarray(0, 2), exif, base.subarray(2)])
+      const appended = Buffer.concat([base, second, Buffer.from('SECRETTRAILER')])
+      // a progressive JPEG with an EXIF segment and a comment before its second scan
+      const prog = await sharp({ create: { width: 32, height: 32, channels: 3, background: '#123456' } })
+        .jpeg({ progressive: true })
+        .toBuffer()
+      const scan2 = prog.indexOf(Buffer.from([0xff, 0xda]), prog.indexOf(Buffer.from([0xff, 0xda])) + 2)
+      assert.ok(scan2 > 0, 'fixture has two scans')
+      const between = Buffer.concat([prog.subarray(0, scan2), exif, jpegSegment(0xfffe, Buffer.from('SECRETCOMMENT')), prog.subarray(scan2)])
+      const r = await upload(alice, [
+        { name: 'mpo.jpg', data: appended },
+        { name: 'prog.jpg', data: between },
+      ])
+      assert.equal(r.status, 200, r.text)
+      const [a, p] = await Promise.all(r.json.images.map(async (i: any) => (await s.get(`/svc-img/pub/${i.public_token}`)).body))
+      for (const secret of ['SECRETCAM', 'SECRETTRAILER', 'GPS']) assert.ok(!a.includes(secret), secret)
+      assert.ok(a.equals(base), 'the first picture, byte for byte')
+      for (const secret of ['SECRETCAM', 'SECRETCOMMENT']) assert.ok(!p.includes(secret), secret)
+      assert.ok(p.equals(prog), 'the progressive JPEG, byte for byte')
+      assert.equal(r.json.images[0].size, base.length)
     })
 
     it('strips metadata from PNG and WebP too, and keeps it with keep_metadata=true', async () => {

@@ -65,7 +65,8 @@ export function exifTiff(make: string, orientation: number): Buffer {
   return b
 }
 
-const segment = (marker: number, body: Buffer) => {
+/** A JPEG marker segment: marker, length, body. */
+export const jpegSegment = (marker: number, body: Buffer) => {
   const head = Buffer.alloc(4)
   head.writeUInt16BE(marker, 0)
   head.writeUInt16BE(body.length + 2, 2)
@@ -75,9 +76,9 @@ const segment = (marker: number, body: Buffer) => {
 /** A JPEG carrying EXIF (camera make, orientation 6, GPS), XMP and a comment, all with secrets. */
 export async function jpegWithMetadata(): Promise<Buffer> {
   const base = await makeImage('jpeg', { width: 24, height: 16 })
-  const app1 = segment(0xffe1, Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), exifTiff('SECRETCAM', 6)]))
-  const xmp = segment(0xffe1, Buffer.from('http://ns.adobe.com/xap/1.0/\0<x:xmpmeta xmlns:x="adobe:ns:meta/">SECRETXMP</x:xmpmeta>', 'latin1'))
-  const com = segment(0xfffe, Buffer.from('SECRETCOMMENT', 'latin1'))
+  const app1 = jpegSegment(0xffe1, Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), exifTiff('SECRETCAM', 6)]))
+  const xmp = jpegSegment(0xffe1, Buffer.from('http://ns.adobe.com/xap/1.0/\0<x:xmpmeta xmlns:x="adobe:ns:meta/">SECRETXMP</x:xmpmeta>', 'latin1'))
+  const com = jpegSegment(0xfffe, Buffer.from('SECRETCOMMENT', 'latin1'))
   // after SOI and sharp's APP0 (JFIF)
   const app0End = 2 + 2 + base.readUInt16BE(4)
   return Buffer.concat([base.subarray(0, app0End), app1, xmp, com, base.subarray(app0End)])

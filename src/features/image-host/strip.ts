@@ -32,16 +32,34 @@ export function orientationApp1(orientation: number): Buffer {
 }
 
 /**
- * JPEG: walks the marker segments up to the first scan. Keeps APP0 (JFIF), APP2 ICC profile
- * chunks, APP14 (Adobe colour transform) and every non-APP segment; drops APP1 (EXIF, XMP),
- * APP13 (IPTC), the other APPn and COM. When the photo had an orientation other than 1, a
- * minimal EXIF segment holding only that tag is written back.
+ * The end of a scan's entropy-coded data that starts at `i`: the offset of the next marker
+ * (0xFF then a byte that is neither a stuffed 0x00, a restart marker nor another 0xFF fill
+ * byte), or the end of the buffer when the data is truncated.
+ */
+function scanEnd(buf: Buffer, i: number): number {
+  for (let j = buf.indexOf(0xff, i); j >= 0 && j + 1 < buf.length; j = buf.indexOf(0xff, j + 1)) {
+    const next = buf[j + 1]
+    if (next === 0x00 || next === 0xff || (next >= 0xd0 && next <= 0xd7)) continue
+    return j
+  }
+  return buf.length
+}
+
+/**
+ * JPEG: walks the marker segments to the end of the image, through every scan (a progressive
+ * JPEG may carry segments between its scans). Keeps APP0 (JFIF), APP2 ICC profile chunks,
+ * APP14 (Adobe colour transform) and every non-APP segment; drops APP1 (EXIF, XMP), APP13
+ * (IPTC), the other APPn and COM wherever they are, and every byte after the end-of-image
+ * marker (phones append a second picture with its own EXIF and GPS, or a video, there; no
+ * decoder reads it, and sharp's metadata does not see it). When the photo had an orientation
+ * other than 1, a minimal EXIF segment holding only that tag is written back.
  */
 export function stripJpeg(buf: Buffer, orientation?: number): Buffer | null {
   if (buf.length < 4 || buf[0] !== 0xff || buf[1] !== 0xd8) return null
   const out: Buffer[] = [buf.subarray(0, 2)]
   let i = 2
   let insertAt = 1 // index in out after which the orientation segment goes
+  let scanned = false
   while (i < buf.length) {
     if (buf[i] !== 0xff) return null
     const marker = buf[i + 1]
@@ -55,9 +73,9 @@ export function stripJpeg(buf: Buffer, orientation?: number): Buffer | null {
       i += 2
       continue
     }
-    if (marker === 0xda || marker === 0xd9) {
-      // start of scan (entropy-coded data follows) or end of image: the rest is copied as is
-      out.push(buf.subarray(i))
+    if (marker === 0xd9) {
+      // end of image: whatever follows is not part of this picture and is dropped
+      out.push(buf.subarray(i, i + 2))
       break
     }
     if (i + 4 > buf.length) return null
@@ -65,6 +83,14 @@ export function stripJpeg(buf: Buffer, orientation?: number): Buffer | null {
     if (end > buf.length || end < i + 4) return null
     const seg = buf.subarray(i, end)
     const body = seg.subarray(4)
+    if (marker === 0xda) {
+      // start of scan: its header, then the entropy-coded data up to the next marker
+      const dataEnd = scanEnd(buf, end)
+      out.push(buf.subarray(i, dataEnd))
+      scanned = true
+      i = dataEnd
+      continue
+    }
     let keep = true
     if (marker === 0xfe) keep = false
     else if (marker >= 0xe0 && marker <= 0xef) {
@@ -76,7 +102,7 @@ export function stripJpeg(buf: Buffer, orientation?: number): Buffer | null {
     }
     i = end
   }
-  if (i >= buf.length) return null // no scan found
+  if (!scanned) return null // no image data
   if (orientation && orientation >= 2 && orientation <= 8) out.splice(insertAt, 0, orientationApp1(orientation))
   return Buffer.concat(out)
 }
