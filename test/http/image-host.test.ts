@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
-import sharp from 'sharp'
+import sharp, { type Sharp } from 'sharp'
 import { ENGINES, startServer, type Res, type TestServer } from '../support/server.js'
 import { expectError } from '../support/errors.js'
 import { cleanFileName } from '../../src/features/image-host/service.js'
@@ -244,6 +244,26 @@ for (const engine of ENGINES) {
       // lossless: the entropy-coded image data is byte for byte the same
       const sos = (b: Buffer) => b.subarray(b.indexOf(Buffer.from([0xff, 0xda])))
       assert.ok(sos(served).equals(sos(jpg)))
+    })
+
+    it('reports width and height as displayed: after an EXIF orientation that turns the photo', async () => {
+      // 24x16 pixels, orientation 6: shown 16 wide and 24 high, as browsers and variants show it
+      const turned = (img: Sharp) => img.withMetadata({ orientation: 6 }).toBuffer()
+      const pixels = () => sharp({ create: { width: 24, height: 16, channels: 3, background: '#0a0' } })
+      const files = [
+        { name: 'photo.jpg', data: await jpegWithMetadata() },
+        { name: 'p.png', data: await turned(pixels().png()) },
+        { name: 'w.webp', data: await turned(pixels().webp()) },
+      ]
+      for (const keep of ['false', 'true']) {
+        const r = await upload(alice, files, { keep_metadata: keep })
+        assert.equal(r.status, 200, r.text)
+        for (const img of r.json.images) {
+          assert.deepEqual([img.width, img.height], [16, 24], `${img.file_name} keep_metadata=${keep}`)
+          const served = await sharp((await s.get(`/svc-img/pub/${img.public_token}`)).body).metadata()
+          assert.deepEqual([served.autoOrient.width, served.autoOrient.height], [16, 24], `${img.file_name} as served`)
+        }
+      }
     })
 
     it('strips the EXIF/GPS of a picture appended after the JPEG, and segments between progressive scans', async () => {

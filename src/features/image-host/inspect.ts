@@ -86,8 +86,10 @@ export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<
     throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `unreadable ${type}`, allowed: ALLOWED_TYPES } })
   }
   if (meta.format !== SHARP_FORMAT[type]) throw await unsupported(buf)
-  const width = meta.width ?? null
-  const height = meta.height ?? null
+  // as displayed: a photo with an EXIF orientation of 5-8 is shown turned a quarter, and the
+  // stripped or re-encoded bytes keep or apply that turn
+  const width = meta.autoOrient?.width ?? meta.width ?? null
+  const height = meta.autoOrient?.height ?? meta.height ?? null
   if (width && height && width * height > MAX_INPUT_PIXELS) {
     throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `${type} of ${width}x${height} pixels (too many)`, allowed: ALLOWED_TYPES } })
   }
