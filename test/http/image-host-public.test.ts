@@ -171,11 +171,20 @@ for (const engine of ENGINES) {
       const head = await s.request('HEAD', `${base}?w=8`)
       assert.equal(head.status, 200)
       assert.equal(head.header('content-length'), String(small.body.length))
-      for (const q of ['w=0', 'w=4097', 'w=abc', 'h=-1', 'w=1.5', 'format=gif', 'format=svg']) {
+      // a refusal is like every answer of the link: inert, not stored, {success, message} only
+      for (const q of ['w=0', 'w=4097', 'w=abc', 'h=-1', 'w=1.5', 'format=gif', 'format=svg', 'w=8&w=9999', 'format=png&format=tiff']) {
         const r = await s.get(`${base}?${q}`)
         assert.equal(r.status, 400, q)
+        assert.deepEqual(Object.keys(r.json).sort(), ['message', 'success'], q)
         assert.equal(r.json.success, false)
+        assert.equal(r.header('content-security-policy'), INERT, q)
+        assert.equal(r.header('cache-control'), 'no-store', q)
       }
+      // a name given twice: its last value counts, as for every parameter of the link
+      const twice = await s.get(`${base}?w=4&w=8&v=x&v=${img.versioned_url.split('?v=')[1]}`)
+      assert.equal(twice.status, 200, twice.text)
+      assert.equal((await sharp(twice.body).metadata()).width, 8)
+      assert.equal(twice.header('cache-control'), 'public, max-age=31536000, immutable')
     })
 
     it('identical concurrent variant requests share one transformation', async () => {

@@ -121,6 +121,7 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     app.route({
       method: ['GET', 'HEAD'],
       url,
+      config: { errorFormat: 'plain' },
       schema: { tags: ['image-host'], summary: 'Public image link (no authentication)', querystring: PublicQuery },
       handler,
     })

@@ -53,11 +53,18 @@ export const PatchBody = Type.Object({
   file_name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
 })
 
+/**
+ * A public link's query parameter: a name given twice arrives as an array, whose last value
+ * counts. The schema documents the names and never refuses: the route checks the values
+ * itself, so every answer of the link, errors included, is inert and `{success, message}`.
+ */
+const linkParam = (description: string) => Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description }))
+
 export const PublicQuery = Type.Object({
-  w: Type.Optional(Type.String({ description: 'variant width, 1 to 4096 (never enlarged)' })),
-  h: Type.Optional(Type.String({ description: 'variant height, 1 to 4096 (never enlarged)' })),
-  format: Type.Optional(Type.String({ description: 'variant format: webp, avif, png or jpeg' })),
-  v: Type.Optional(Type.String({ description: 'content version from versioned_url: served as immutable when current' })),
+  w: linkParam('variant width, 1 to 4096 (never enlarged)'),
+  h: linkParam('variant height, 1 to 4096 (never enlarged)'),
+  format: linkParam('variant format: webp, avif, png or jpeg'),
+  v: linkParam('content version from versioned_url: served as immutable when current'),
 })
 
 export const ERROR_DOC =
