@@ -229,6 +229,29 @@ for (const engine of ENGINES) {
       expectError(await json(alice, 'DELETE', `${F}/${f.id}/versions/1`), 404, 'plain')
     })
 
+    it('latest_version names the newest version that exists; numbers of deleted versions are never reused', async () => {
+      const f = await create(alice, { display_name: 'numbering.txt', content: 'one' })
+      await json(alice, 'POST', `${F}/${f.id}/versions`, { content: 'two' })
+      await json(alice, 'POST', `${F}/${f.id}/versions`, { content: 'three' })
+      // the newest version goes: the summary points at the newest one left, whose link answers
+      const dv = await json(alice, 'DELETE', `${F}/${f.id}/versions/3`)
+      assert.equal(dv.status, 200, dv.text)
+      assert.equal(dv.json.file.latest_version, 2)
+      assert.equal(dv.json.file.version_count, 2)
+      const listed = (await json(alice, 'GET', F)).json.files.find((x: { id: string }) => x.id === f.id)
+      assert.equal(listed.latest_version, 2)
+      assert.equal((await pub(`${f.public_url}?v=${listed.latest_version}`)).text, 'two')
+      // the next upload still gets a number never used before (a link to ?v=3 never shows other bytes)
+      const v4 = await json(alice, 'POST', `${F}/${f.id}/versions`, { content: 'four' })
+      assert.equal(v4.json.file.latest_version, 4)
+      assert.deepEqual(
+        v4.json.file.versions.map((v: { version: number }) => v.version),
+        [1, 2, 4],
+      )
+      assert.equal((await pub(`${f.public_url}?v=3`)).status, 404)
+      assert.equal((await pub(`${f.public_url}?v=4`)).text, 'four')
+    })
+
     it('readers during default-version switches always get A or B, never a 404 or mixed bytes', async () => {
       const A = 'A'.repeat(200_000)
       const B = 'B'.repeat(150_000)

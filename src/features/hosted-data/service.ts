@@ -50,7 +50,8 @@ export function createHostedData(deps: Deps) {
     public_url: `${origin}${PUBLIC_PREFIX}${f.public_token}`,
     public_token: f.public_token,
     default_version: f.default_version,
-    latest_version: f.latest_version,
+    // the newest version that exists, so `?v=latest_version` always answers (not the counter)
+    latest_version: f.newest_version,
     version_count: f.version_count,
     locked: f.locked === 1,
     created_at: isoMicros(f.created_at),

@@ -43,11 +43,16 @@ const FILE_COLUMNS = [
   'f.updated_at',
 ] as const
 
-/** A file with its default version's type and size, and its version count. */
+/**
+ * A file with its default version's type and size, its version count and its newest
+ * existing version. `latest_version` is the numbering counter (the highest number ever
+ * given, so deleted numbers are never reused); `newest_version` is the highest that exists.
+ */
 export interface FileRow extends Omit<HostedFilesTable, 'user_id'> {
   content_type: string
   size: number
   version_count: number
+  newest_version: number
 }
 
 export type VersionRow = Omit<HostedVersionsTable, 'file_id'>
@@ -85,12 +90,20 @@ export function createHostedStore(k: DB) {
           .select((e2) => e2.fn.countAll<number>().as('n'))
           .as('version_count'),
       )
+      .select((eb) =>
+        eb
+          .selectFrom('hosted_versions as n')
+          .whereRef('n.file_id', '=', 'f.id')
+          .select((e2) => e2.fn.max<number>('n.version').as('m'))
+          .as('newest_version'),
+      )
       .where('f.user_id', '=', userId)
 
   const norm = (r: FileRow): FileRow => ({
     ...r,
     size: Number(r.size),
     version_count: Number(r.version_count),
+    newest_version: Number(r.newest_version),
     created_at: Number(r.created_at),
     updated_at: Number(r.updated_at),
   })
