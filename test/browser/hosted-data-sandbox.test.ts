@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { openContext } from '../support/browser.js'
+import { logInPage, openContext } from '../support/browser.js'
 
 /**
  * A hosted data file of type text/html with a script, opened in headless Chromium by a
@@ -50,6 +50,51 @@ describe('hosted data in a browser', () => {
     // the document is sandboxed: an opaque origin, no access to the service's cookies or storage
     const origin = await page.evaluate(() => self.origin)
     assert.equal(origin, 'null')
+    await page.close()
+  })
+
+  it('the dashboard sends a chosen file as it is: its bytes kept (BOM too), invalid UTF-8 refused', async (t) => {
+    const u = await s.user()
+    await s.deps.db.k.insertInto('entitlements').values({ user_id: u.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
+    const cookie = await s.login(u.username, u.password)
+    // a context of its own: English pages, and no session cookie from the test above
+    const en = await openContext({ locale: 'en-US' })
+    t.after(() => en.close())
+    const page = await en.newPage()
+    page.setDefaultTimeout(15_000)
+    await logInPage(page, s.url, u)
+    await page.goto(`${s.url}/dashboard/data`)
+    await page.locator('#data-form').waitFor()
+
+    // a CSV saved by Excel ("CSV UTF-8"): the byte-order mark is what lets Excel read it back as UTF-8
+    const csv = Buffer.from('\uFEFFname,city\nZoë,Köln\n', 'utf8')
+    await page.locator('#data-name').fill('excel.csv')
+    await page.locator('#data-type').selectOption('text/csv')
+    await page.locator('#data-file').setInputFiles({ name: 'excel.csv', mimeType: 'text/csv', buffer: csv })
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.locator('#data-detail-title', { hasText: 'excel.csv' }).waitFor()
+    const files = (await s.get('/api/hosted-data/files', { cookie })).json.files as Array<{ display_name: string; public_url: string }>
+    assert.deepEqual(
+      files.map((f) => f.display_name),
+      ['excel.csv'],
+    )
+    const served = await s.get(new URL(files[0].public_url).pathname)
+    assert.deepEqual(Buffer.from(served.body), csv, 'stored byte for byte')
+
+    // a Latin-1 file: refused with the server's message, nothing created (not stored as U+FFFD)
+    await page.locator('#data-name').fill('latin1.csv')
+    await page.locator('#data-type').selectOption('text/csv')
+    await page.locator('#data-file').setInputFiles({ name: 'latin1.csv', mimeType: 'text/csv', buffer: Buffer.from('name\nZo\xeb\n', 'latin1') })
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.locator('#data-status', { hasText: 'not valid UTF-8' }).waitFor()
+    assert.equal((await s.get('/api/hosted-data/files', { cookie })).json.files.length, 1)
+
+    // a new version from a file keeps its bytes as well
+    const v2 = Buffer.from('\uFEFFname,city\nAndré,Liège\n', 'utf8')
+    await page.locator('#version-file').setInputFiles({ name: 'excel.csv', mimeType: 'text/csv', buffer: v2 })
+    await page.getByRole('button', { name: 'Add version' }).click()
+    await page.locator('#versions-table tbody tr:nth-child(2)').waitFor()
+    assert.deepEqual(Buffer.from((await s.get(new URL(files[0].public_url).pathname)).body), v2)
     await page.close()
   })
 })

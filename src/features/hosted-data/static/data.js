@@ -138,11 +138,25 @@
       .catch(S.fail('data-status'))
   }
 
-  /** The content of a textarea, or of the chosen file when there is one. */
-  function contentOf(textId, fileId) {
+  /**
+   * The body of a create or a new version: a chosen file goes as it is, in a multipart file
+   * part, so the server checks its bytes (strict UTF-8, a byte-order mark kept); reading it
+   * with Blob.text() here would turn invalid bytes into U+FFFD and drop the BOM. Typed text
+   * goes as JSON, checked here first when the type is JSON. Null: nothing to send.
+   */
+  function bodyOf(textId, fileId, type, fields) {
     var input = S.$(fileId)
-    if (input.files.length) return input.files[0].text()
-    return Promise.resolve(S.$(textId).value)
+    if (input.files.length) {
+      var fd = new FormData()
+      Object.keys(fields).forEach(function (k) {
+        fd.append(k, String(fields[k]))
+      })
+      fd.append('file', input.files[0], input.files[0].name)
+      return fd
+    }
+    var content = S.$(textId).value
+    if (!checkJson(type, content)) return null
+    return Object.assign({ content: content }, fields)
   }
   function checkJson(type, content) {
     if (!/json/.test(type)) return true
@@ -157,19 +171,16 @@
 
   S.onSubmit(S.$('data-form'), function () {
     var type = S.$('data-type').value
-    return contentOf('data-content', 'data-file')
-      .then(function (content) {
-        if (!checkJson(type, content)) return
-        bar.show(S.$('data-name').value)
-        S.status('data-status', '')
-        return S.send('POST', '/api/hosted-data/files', { display_name: S.$('data-name').value.trim(), content: content, content_type: type }, bar.set).then(
-          function (r) {
-            bar.done()
-            S.$('data-form').reset()
-            status()
-            if (r.file && r.file.id) details(r.file.id)
-          },
-        )
+    var body = bodyOf('data-content', 'data-file', type, { display_name: S.$('data-name').value.trim(), content_type: type })
+    if (!body) return
+    bar.show(S.$('data-name').value)
+    S.status('data-status', '')
+    return S.send('POST', '/api/hosted-data/files', body, bar.set)
+      .then(function (r) {
+        bar.done()
+        S.$('data-form').reset()
+        status()
+        if (r.file && r.file.id) details(r.file.id)
       })
       .catch(function (e) {
         bar.hide()
@@ -180,19 +191,16 @@
   S.onSubmit(S.$('version-form'), function () {
     if (!current) return
     var f = current
-    return contentOf('version-content', 'version-file')
-      .then(function (content) {
-        if (!checkJson(f.content_type || '', content)) return
-        // a message of an earlier try (bad JSON, an error) goes once this one is sent
-        S.status('data-status', '')
-        return S.send('POST', '/api/hosted-data/files/' + S.enc(f.id) + '/versions', { content: content, set_default: S.$('version-default').checked }).then(
-          function () {
-            S.toast(t('common.saved'))
-            S.$('version-form').reset()
-            load()
-            return details(f.id)
-          },
-        )
+    var body = bodyOf('version-content', 'version-file', f.content_type || '', { set_default: S.$('version-default').checked })
+    if (!body) return
+    // a message of an earlier try (bad JSON, an error) goes once this one is sent
+    S.status('data-status', '')
+    return S.send('POST', '/api/hosted-data/files/' + S.enc(f.id) + '/versions', body)
+      .then(function () {
+        S.toast(t('common.saved'))
+        S.$('version-form').reset()
+        load()
+        return details(f.id)
       })
       .catch(S.fail('data-status'))
   })
