@@ -153,5 +153,43 @@ for (const engine of ENGINES) {
       assert.equal(third.json.file.id, id)
       assert.equal((await s.get(new URL(first.json.file.public_url).pathname)).text, '{"v":2}')
     })
+
+    it('svc data push finds the file again under a decomposed (macOS) name, keeps a BOM, names the version it pushed', async (t) => {
+      if (missing.data) return t.skip(missing.data)
+      await s.deps.db.k
+        .insertInto('entitlements')
+        .values({ user_id: alice.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() })
+        .onConflict((oc) => oc.doNothing())
+        .execute()
+      const cfg = path.join(s.dataDir, 'session-nfd.json')
+      const login = await runCli(['login', '--url', s.url, '--insecure', '--username', alice.username, '--password-stdin'], {
+        env: { SVC_CONFIG: cfg },
+        input: alice.password,
+      })
+      assert.equal(login.code, 0, login.stderr)
+      const senv = { SVC_CONFIG: cfg }
+      // "Städte.csv" as macOS names it (NFD: a + U+0308); the server stores display names in NFC
+      const file = path.join(dir, 'Sta\u0308dte.csv')
+      const v1 = Buffer.from('\uFEFFname\nKöln\n', 'utf8')
+      fs.writeFileSync(file, v1)
+      const first = await runCli(['data', 'push', file, '--json'], { env: senv })
+      assert.equal(first.code, 0, first.stderr)
+      assert.equal(first.json.file.display_name, 'Städte.csv')
+      const link = new URL(first.json.file.public_url).pathname
+      assert.deepEqual((await s.get(link)).body, v1, 'the byte-order mark is kept')
+      fs.writeFileSync(file, 'name\nLiège\n')
+      const second = await runCli(['data', 'push', file, '--default', '--json'], { env: senv })
+      assert.equal(second.code, 0, second.stderr)
+      assert.equal(second.json.file.id, first.json.file.id, 'a new version of the same file, not a second file')
+      assert.equal((await s.get(link)).text, 'name\nLiège\n')
+      // after a version is deleted, the message names the version pushed, not the count
+      const cookie = await s.login(alice.username, alice.password)
+      const id = first.json.file.id as string
+      assert.equal((await s.post(`/api/hosted-data/files/${id}/versions`, { cookie, json: { content: 'x' } })).status, 200)
+      assert.equal((await s.request('DELETE', `/api/hosted-data/files/${id}/versions/1`, { cookie })).status, 200)
+      const third = await runCli(['data', 'push', file], { env: senv })
+      assert.equal(third.code, 0, third.stderr)
+      assert.match(third.stdout, /^pushed version 4 of Städte\.csv /)
+    })
   })
 }

@@ -24,12 +24,15 @@ export async function dataCommand(ctx: Ctx, args: string[]): Promise<number> {
   const buf = readLocal(file)
   let content: string
   try {
-    content = new TextDecoder('utf-8', { fatal: true }).decode(buf)
+    // ignoreBOM: a leading byte-order mark stays in the text, so the server stores the file byte for byte
+    content = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(buf)
   } catch {
     throw new CliError(`${file} is not UTF-8 text; hosted data holds text and JSON files`)
   }
   const contentType = v.type ?? textType(file)
-  const displayName = v.name ?? path.basename(file)
+  // the server stores display names trimmed and in NFC: compare the same form, or a name in
+  // NFD (macOS file names) never matches and every push creates another file
+  const displayName = (v.name ?? path.basename(file)).trim().normalize('NFC')
   const api = ctx.api(flagsOf(v))
   let id = v.id
   if (id === undefined) {
@@ -55,7 +58,8 @@ export async function dataCommand(ctx: Ctx, args: string[]): Promise<number> {
   const f = r.json?.file ?? {}
   if (ctx.json) ctx.emit(r.json)
   else {
-    const version = f.version_count !== undefined ? `version ${f.version_count}` : 'new version'
+    // the new version is the newest one (version_count differs once a version was deleted)
+    const version = f.latest_version !== undefined ? `version ${f.latest_version}` : 'new version'
     ctx.out(
       `${created ? 'created' : `pushed ${version} of`} ${f.display_name ?? displayName} (id ${f.id ?? id})${!created && !v.default ? '; the default version is unchanged (--default makes it the default)' : ''}`,
     )
