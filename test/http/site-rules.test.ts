@@ -20,9 +20,13 @@ const REDIRECTS = [
   '/clean-target /about 200',
   '/app/* /index.html 200',
   '/go/* /:splat 301',
+  // special characters written percent-encoded, as Netlify's documentation asks
+  '/authors/c%C3%A9line /about 301',
+  '/menu /caf%C3%A9.html 200',
+  '/space /my%20page 200',
 ].join('\n')
 const HEADERS =
-  "/*\n  X-Site: yes\n  Accept-CH: DPR\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n"
+  "/*\n  X-Site: yes\n  Accept-CH: DPR\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n/caf%C3%A9.html\n  X-Menu: yes\n"
 
 for (const engine of ENGINES) {
   describe(`site rules [${engine}]`, () => {
@@ -40,6 +44,8 @@ for (const engine of ENGINES) {
         { filename: 'guide.html', data: '<p>guide</p>' },
         { filename: 'assets/app-1234.js', data: 'console.log(1)' },
         { filename: '404.html', data: '<p>custom 404</p>' },
+        { filename: 'café.html', data: '<p>menu</p>' },
+        { filename: 'my page.html', data: '<p>my page</p>' },
         { filename: '_redirects', data: REDIRECTS },
         { filename: '_headers', data: HEADERS },
       ])
@@ -97,6 +103,11 @@ for (const engine of ENGINES) {
         ['/assets/missing-5678.js', 404, /custom 404/, null],
         ['/_redirects', 404, /custom 404/, null],
         ['/_headers', 404, /custom 404/, null],
+        // a rule's percent-encoded paths name what a request's encoded path names
+        ['/authors/c%C3%A9line', 301, null, () => `${prefix()}/about`],
+        ['/authors/c%C3%A9line/', 301, null, () => `${prefix()}/about`],
+        ['/menu', 200, /menu/, null],
+        ['/space', 200, /my page/, null],
       ]
       for (const [p, status, body, location] of cases) {
         it(`${where} form: ${p} -> ${status}`, async () => {
@@ -107,6 +118,10 @@ for (const engine of ENGINES) {
           if (status === 200 || status === 404 || status === 410) assert.equal(r.header('x-site'), 'yes')
         })
       }
+      it(`${where} form: a percent-encoded _headers pattern applies to its file and to a rewrite to it`, async () => {
+        assert.equal((await get(where, '/caf%C3%A9.html')).header('x-menu'), 'yes')
+        assert.equal((await get(where, '/menu')).header('x-menu'), 'yes')
+      })
       it(`${where} form: a 404 takes the path's _headers but never its Cache-Control`, async () => {
         assert.equal((await get(where, '/assets/app-1234.js')).header('cache-control'), 'public, max-age=31536000, immutable')
         const r = await get(where, '/assets/missing-5678.js')

@@ -110,6 +110,21 @@ describe('_redirects matching', () => {
     assert.equal(matchRedirect(r, '/a', false)?.href, '/caf%C3%A9')
     assert.equal(matchRedirect(r, '/b', false)?.href, '/caf%C3%A9%3Cx%3E')
   })
+  it('compares percent-encoded and NFD rule paths with the decoded NFC path, and finds the decoded target', () => {
+    const nfd = 'cafe\u0301'
+    const r = compileRules(
+      parseRedirects(`/authors/c%C3%A9line /about 301\n/${nfd} /x 301\n/sp /my%20page.html 200\n/keep /a%2Fb 200\n/bad%zz /y 301\n/t/* /caf%C3%A9/:splat 200`),
+      parseHeaders('/my%20page.html\n  X-A: 1\n'),
+    )
+    assert.equal(matchRedirect(r, '/authors/céline', false)?.to, '/about')
+    assert.equal(matchRedirect(r, '/café', false)?.to, '/x')
+    assert.deepEqual(matchRedirect(r, '/sp', false), { status: 200, to: '/my page.html', href: '/my%20page.html', force: false })
+    // an encoded separator names no segment: left as written
+    assert.equal(matchRedirect(r, '/keep', false)?.to, '/a%2Fb')
+    assert.equal(matchRedirect(r, '/bad%zz', false)?.to, '/y')
+    assert.equal(matchRedirect(r, '/t/a b', false)?.to, '/café/a b')
+    assert.deepEqual(headersFor(r, '/my page.html'), [['X-A', '1']])
+  })
   it("passes the query on, joined to the target's own and before its fragment", () => {
     assert.equal(withQuery('/a', ''), '/a')
     assert.equal(withQuery('/a', '?'), '/a')

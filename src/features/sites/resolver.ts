@@ -281,8 +281,8 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     const folder = await memo(username, `p:${username}/${name.path}`, gen, () => publishedFolder(db, user.id, name.path))
     if (!folder) return done(missing())
     const inner = rest.slice(1)
-    // the path inside the project as rules see it, decoded: /, /about, /docs/
-    const inProject = `/${inner.join('/')}`
+    // the path inside the project as rules see it, decoded and NFC as stored names are: /, /about, /docs/
+    const inProject = `/${inner.join('/')}`.normalize('NFC')
     const isDir = inner[inner.length - 1] === ''
     if (isDir) inner[inner.length - 1] = 'index.html'
     const p = checkRelativePath(inner.join('/'))

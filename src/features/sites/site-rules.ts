@@ -5,6 +5,7 @@
  * and line number, so a publish either takes every rule or none. Matching is pure and
  * allocation-light: patterns compile once to regular expressions.
  */
+import { decodeSegment } from './paths.js'
 
 /** Statuses a `_redirects` line may give: 200 rewrites, redirects, and 404/410 answers. */
 export const RULE_STATUSES = [200, 301, 302, 303, 307, 308, 404, 410] as const
@@ -195,7 +196,24 @@ interface Compiled {
   names: string[]
 }
 
-/** Compiles a pattern: `:name` takes one segment, a final `*` the rest; a trailing slash is optional. */
+/**
+ * A rule's own path text as the request paths it is compared with read: each segment
+ * percent-decoded once (Netlify's files write `/c%C3%A9line` and `/my%20page`), one that is
+ * malformed or would hide a separator (`%2F`) left as written, and NFC.
+ */
+const decodeText = (t: string): string =>
+  (t.includes('%')
+    ? t
+        .split('/')
+        .map((seg) => decodeSegment(seg) ?? seg)
+        .join('/')
+    : t
+  ).normalize('NFC')
+
+/**
+ * Compiles a pattern, matched against a decoded NFC path: `:name` takes one segment, a final
+ * `*` the rest; a trailing slash is optional; the other segments are decoded (decodeText).
+ */
 function compile(pattern: string): Compiled {
   const names: string[] = []
   let body = pattern
@@ -211,7 +229,7 @@ function compile(pattern: string): Compiled {
         names.push(seg.slice(1))
         return '([^/]+)'
       }
-      return seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+      return decodeText(seg).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
     })
     .join('/')
   if (splat) {
@@ -230,7 +248,8 @@ export interface RuleMatch {
   status: RuleStatus
   /**
    * The target's path (or, for an external target, its URL) before any query or fragment,
-   * placeholders filled with their decoded values: the file a 200, 404 or 410 answers with.
+   * decoded as a request path is (its own text as decodeText reads it, placeholders filled
+   * with their decoded values): the file a 200, 404 or 410 answers with.
    */
   to: string
   /**
@@ -242,7 +261,7 @@ export interface RuleMatch {
   force: boolean
 }
 
-/** The compiled rules of one project, ready to match request paths (relative to the project, starting with /). */
+/** The compiled rules of one project, ready to match request paths (relative to the project, starting with /, decoded, NFC). */
 export interface SiteRules {
   redirects: Array<RedirectRule & Compiled>
   headers: Array<HeaderRule & Compiled>
@@ -276,12 +295,7 @@ export function matchRedirect(rules: SiteRules, path: string, fileExists: boolea
     const [pathPart, rest] = cut < 0 ? [r.to, ''] : [r.to.slice(0, cut), r.to.slice(cut)]
     return {
       status: r.status,
-      to: fill(
-        pathPart,
-        values,
-        (v) => v,
-        (t) => t,
-      ),
+      to: fill(pathPart, values, (v) => v, decodeText),
       href: fill(pathPart, values, encodePath, encodeText) + fill(rest, values, encodeURIComponent, encodeText),
       force: r.force,
     }
