@@ -26,7 +26,7 @@ const REDIRECTS = [
   '/space /my%20page 200',
 ].join('\n')
 const HEADERS =
-  "/*\n  X-Site: yes\n  Accept-CH: DPR\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n/caf%C3%A9.html\n  X-Menu: yes\n"
+  "/*\n  X-Site: yes\n  Accept-CH: DPR\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n  CDN-Cache-Control: max-age=31536000\n  Surrogate-Control: max-age=31536000\n/caf%C3%A9.html\n  X-Menu: yes\n"
 
 for (const engine of ENGINES) {
   describe(`site rules [${engine}]`, () => {
@@ -128,6 +128,10 @@ for (const engine of ENGINES) {
         assert.equal(r.status, 404)
         assert.equal(r.header('x-site'), 'yes')
         assert.doesNotMatch(String(r.header('cache-control')), /immutable|31536000/)
+        // nor a CDN's own cache field, which a CDN obeys before Cache-Control
+        assert.equal((await get(where, '/assets/app-1234.js')).header('cdn-cache-control'), 'max-age=31536000')
+        assert.equal(r.header('cdn-cache-control'), undefined)
+        assert.equal(r.header('surrogate-control'), undefined)
       })
       it(`${where} form: _headers replaces Cache-Control, adds a CSP, keeps the service's own headers`, async () => {
         const r = await get(where, '/about')

@@ -36,7 +36,10 @@ for (const engine of ENGINES) {
         { filename: 'index.html', data: `<p>${SECRET}</p>` },
         { filename: 'big.txt', data: BIG },
         { filename: '404.html', data: `<p>${SECRET} 404</p>` },
-        { filename: '_headers', data: '/big.txt\n  Cache-Control: public, max-age=31536000, immutable\n' },
+        {
+          filename: '_headers',
+          data: '/*\n  CDN-Cache-Control: public, max-age=600\n  Surrogate-Control: max-age=600\n/big.txt\n  Cache-Control: public, max-age=31536000, immutable\n',
+        },
       ])
       assert.equal(up.status, 200, up.text)
       assert.equal((await s.post('/api/folders/secret/publish', { key: alice.key })).status, 200)
@@ -151,6 +154,8 @@ for (const engine of ENGINES) {
         await site('/secret/', { headers: auth }),
         await site('/', { headers: { ...auth, host: 'secret.alice.localhost' } }),
       ]
+      // a CDN's own cache field (RFC 9213 CDN-Cache-Control, Surrogate-Control) would outrank Cache-Control there
+      for (const a of answers) assert.deepEqual([a.header('cdn-cache-control'), a.header('surrogate-control')], [undefined, undefined], `${a.status}`)
       assert.deepEqual(
         answers.map((a) => [a.status, a.header('cache-control'), a.header('content-encoding')]),
         [

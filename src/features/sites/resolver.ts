@@ -8,7 +8,17 @@ import { hostedFile } from './files-store.js'
 import { publishedFolder } from './folders-store.js'
 import { createDeployIndex, type DeployIndex } from './deploy-index.js'
 import type { HostCache, HostEntry, FileEntry } from './host-cache.js'
-import { compileRules, headersFor, matchRedirect, onServiceOrigin, RULE_FILES, type HeaderRule, type RedirectRule, type SiteRules } from './site-rules.js'
+import {
+  compileRules,
+  headersFor,
+  isCacheField,
+  matchRedirect,
+  onServiceOrigin,
+  RULE_FILES,
+  type HeaderRule,
+  type RedirectRule,
+  type SiteRules,
+} from './site-rules.js'
 import { dropOldest } from '../../util/oldest.js'
 
 /** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
@@ -24,12 +34,13 @@ const RULE_FILE_SET = new Set<string>(RULE_FILES)
 const NOINDEX: Array<[string, string]> = [['X-Robots-Tag', 'noindex']]
 
 /**
- * The _headers values an answer takes: a 404 or 410 keeps them all but Cache-Control, so a
- * rule meant for the files under a path (`/assets/*` immutable for a year) never makes a
- * browser or CDN keep the error for that long; the error keeps the default revalidation.
+ * The _headers values an answer takes: a 404 or 410 keeps them all but the cache fields
+ * (Cache-Control, CDN-Cache-Control...: isCacheField), so a rule meant for the files under a
+ * path (`/assets/*` immutable for a year) never makes a browser or CDN keep the error for
+ * that long; the error keeps the default revalidation.
  */
 const errorHeaders = (status: number, extra: Array<[string, string]>): Array<[string, string]> =>
-  status === 404 || status === 410 ? extra.filter(([name]) => name.toLowerCase() !== 'cache-control') : extra
+  status === 404 || status === 410 ? extra.filter(([name]) => !isCacheField(name)) : extra
 /** Path form (/{user}/...): the sandbox keeps pages out of the service's origin. */
 const CONTENT_HEADERS = [...userContentHeaderList('page').flat(), ...CORS_HEADERS]
 /** A user's own origin: the full web platform; only nosniff and the CORS grant are added. */

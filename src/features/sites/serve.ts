@@ -11,7 +11,7 @@ import { systemClock, type Clock } from '../../util/clock.js'
 import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
 import type { Encoded, Encodings } from './encodings.js'
 import { decodeSegment, PREVIEW_SEGMENT } from './paths.js'
-import { withQuery } from './site-rules.js'
+import { isCacheField, withQuery } from './site-rules.js'
 import { builtForRoot } from '../../util/html.js'
 import { canNameUser } from '../../auth/users.js'
 import { commonOf, etagOf, plainHeaders, representationOf, siteKey, domainKey, type Resolver, type SiteMode } from './resolver.js'
@@ -135,15 +135,20 @@ export function createHostHandler(
   /**
    * The headers every answer about an entry shares; `priv`: a visitor password let the
    * request through, and no shared cache may keep the answer (RFC 9111 3.5: `public` and
-   * `must-revalidate` would let one store an authorized answer), whatever a rule asked for.
+   * `must-revalidate` would let one store an authorized answer), whatever a rule asked for:
+   * Cache-Control is private (a rule's no-store kept), and a rule's CDN fields, which a CDN
+   * obeys before it (isCacheField: CDN-Cache-Control, Surrogate-Control), are left out.
    */
   const commonFor = (e: FileEntry, priv: boolean): string[] => {
     const list = commonOf(e)
     if (!priv) return list
+    const out: string[] = []
     for (let i = 0; i < list.length; i += 2) {
-      if (list[i].toLowerCase() === 'cache-control' && !/no-store/i.test(list[i + 1])) list[i + 1] = 'private, no-cache'
+      const name = list[i].toLowerCase()
+      if (name === 'cache-control') out.push(list[i], /no-store/i.test(list[i + 1]) ? list[i + 1] : 'private, no-cache')
+      else if (!isCacheField(name)) out.push(list[i], list[i + 1])
     }
-    return list
+    return out
   }
 
   /** 304 and 416: no body, nothing to read. */

@@ -87,6 +87,15 @@ const FORBIDDEN_HEADERS = new Set([
  * the named endpoint), client hints, login status and service worker scope stay the service's.
  */
 const OWN_ORIGIN_ONLY = new Set(['nel', 'report-to', 'reporting-endpoints', 'accept-ch', 'critical-ch', 'set-login', 'service-worker-allowed'])
+/**
+ * Whether a header tells caches how long to keep an answer: Cache-Control, and the fields a CDN
+ * obeys before it (RFC 9213 `CDN-Cache-Control` and the other `*-Cache-Control` it names,
+ * `Surrogate-Control`, `Edge-Control`). What strips a rule's Cache-Control strips them all.
+ */
+export const isCacheField = (name: string): boolean => {
+  const n = name.toLowerCase()
+  return n.endsWith('cache-control') || n === 'surrogate-control' || n === 'edge-control'
+}
 /** A path's rule headers as the path form sends them (OWN_ORIGIN_ONLY left out). */
 export const onServiceOrigin = (headers: Array<[string, string]>): Array<[string, string]> =>
   headers.filter(([name]) => !OWN_ORIGIN_ONLY.has(name.toLowerCase()))
