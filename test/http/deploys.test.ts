@@ -284,6 +284,19 @@ for (const engine of ENGINES) {
       assert.equal((await page('draft')).status, 404)
     })
 
+    it("a preview stays noindex whatever the site's _headers say of X-Robots-Tag", async () => {
+      const files = site('robots', { _headers: '/*\n  X-Robots-Tag: index, follow\n' })
+      assert.equal((await deploySite(s, u.key, 'robots', files)).res.status, 201)
+      assert.equal((await page('robots')).header('x-robots-tag'), 'index, follow')
+      const { res } = await deploySite(s, u.key, 'robots', files, { preview: true })
+      assert.equal(res.status, 201, res.text)
+      const id = res.json.deploy.id
+      assert.equal((await s.get(`/${u.username}/robots@${id}/`)).header('x-robots-tag'), 'noindex')
+      const onSite = await request(`${s.httpUrl}/robots@${id}/s.css`, { headers: { host: `${u.username}.localhost` } })
+      assert.equal(onSite.headers['x-robots-tag'], 'noindex')
+      await onSite.body.text()
+    })
+
     it("the spec's publish and writes to a live project each make a deploy (source api)", async () => {
       await batchUpload(s, { key: u.key }, 'spec', [{ filename: 'index.html', data: HTML('s1') }])
       assert.equal((await list('spec')).deploys.length, 0)

@@ -311,9 +311,11 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     // moves back at a URL (a rollback or promote serves files older than the answers before
     // it, and If-Modified-Since would call changed bytes not modified)
     const mtimeOf = (updatedAt: number) => Math.max(Number(updatedAt), folder.live_since ?? 0)
-    // a preview ({project}@{deploy}) stays out of search engines
+    // a preview ({project}@{deploy}) stays out of search engines: its noindex replaces a
+    // rule's X-Robots-Tag (a rule's value, sent first, would keep the service's out)
     const ruleHeaders = (p: string): Array<[string, string]> => {
-      const own = rules ? headersFor(rules, p) : []
+      const all = rules ? headersFor(rules, p) : []
+      const own = folder.preview ? all.filter(([name]) => name.toLowerCase() !== 'x-robots-tag') : all
       return [...(site === false ? onServiceOrigin(own) : own), ...(folder.preview ? NOINDEX : [])]
     }
     const extra = ruleHeaders(inProject)
