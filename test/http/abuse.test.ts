@@ -467,6 +467,27 @@ for (const engine of ENGINES) {
       assert.equal(lines.length, entries.length + 1)
     })
 
+    it("a takedown of an image that also disables the account takes the owner's pages offline at once", async () => {
+      const u = await s.user()
+      const cookie = await s.login(u.username, u.password)
+      assert.equal((await uploadFile(s, { key: u.key }, 'home.html', HTML('home'))).status, 200)
+      // served (and so cached) before the takedown, on both forms
+      assert.equal((await s.get(`/${u.username}/home.html`)).status, 200)
+      assert.equal((await onSite(s, u.username, '/home.html')).status, 200)
+      await svc(s, 'grant', u.username, 'image-host')
+      const form = imageForm([{ name: 'z.png', data: await makeImage('png', { width: 8, height: 8, color: '#0000ff' }) }])
+      const up = await s.post('/api/image-host/upload', { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      const token = up.json.images[0].public_token as string
+      const rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/svc-img/pub/${token}`, category: 'malware' })
+      assert.equal(rep.status, 201, rep.text)
+      const td = await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/takedown`, { disable_account: true })
+      assert.equal(td.status, 200, td.text)
+      assert.equal((await s.deps.users.byId(u.id))?.disabled, true)
+      assert.equal((await s.get(`/svc-img/pub/${token}`)).status, 451)
+      assert.equal((await s.get(`/${u.username}/home.html`)).status, 404, "the disabled account's pages go offline at once")
+      assert.equal((await onSite(s, u.username, '/home.html')).status, 404)
+    })
+
     it('rate-limits reports per address (429 / 1703)', async () => {
       let last: Res | null = null
       for (let i = 0; i < 25; i++) {

@@ -385,7 +385,9 @@ export function createAbuse(deps: Deps) {
         if (u && u.username !== actor.name) {
           await deps.users.update(u.username, { disabled: true })
           disabled = true
-          if (target.kind === 'site') await invalidateHosting(bus, u.username)
+          // every page of the account goes offline at once, whatever the report named (an
+          // image or data link too), as the admin console's disable does
+          await invalidateHosting(bus, u.username)
         }
       }
       await admin.audit(actor, 'abuse.takedown', key, { report: id, evidence: ev.length, disabled_account: disabled })
