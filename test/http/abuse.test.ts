@@ -467,6 +467,16 @@ for (const engine of ENGINES) {
       assert.equal(lines.length, entries.length + 1)
     })
 
+    it('pages the account and report lists past their end: empty up to the bound, 400 beyond, never 500', async () => {
+      for (const list of ['users', 'reports']) {
+        const far = await adminCall('GET', `/svc_api/admin/${list}?page=999999999&per_page=200`)
+        assert.equal(far.status, 200, far.text)
+        assert.deepEqual(far.json.data[list], [])
+        for (const page of ['99999999999999999999', '1e300', '1000000000'])
+          expectError(await adminCall('GET', `/svc_api/admin/${list}?page=${page}`), 400, 1106)
+      }
+    })
+
     it("a takedown of an image that also disables the account takes the owner's pages offline at once", async () => {
       const u = await s.user()
       const cookie = await s.login(u.username, u.password)

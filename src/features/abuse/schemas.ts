@@ -13,7 +13,9 @@ export const ReportBody = Type.Object({
 
 export const ReportsQuery = Type.Object({
   status: Type.Optional(Type.Union(REPORT_STATUSES.map((s) => Type.Literal(s)))),
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  // bounded as every list's page is (http/pagination.ts): a larger one made an OFFSET past
+  // 2^63, a float the database refuses (500)
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 999_999_999, default: 1 })),
   per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
 })
 

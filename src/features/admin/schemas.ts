@@ -5,7 +5,9 @@ export const TAGS = ['admin']
 
 export const UsersQuery = Type.Object({
   search: Type.Optional(Type.String({ maxLength: 64, description: 'A part of the username' })),
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  // bounded as every list's page is (http/pagination.ts): a larger one made an OFFSET past
+  // 2^63, a float the database refuses (500)
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 999_999_999, default: 1 })),
   per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
 })
 
