@@ -192,12 +192,25 @@ export interface RestoreOptions {
 }
 
 /**
- * Restores a snapshot. Verification comes first and writes nothing: the manifest, the
- * database file's SHA-256 and size, every blob the database references listed by the
- * manifest, and each blob's SHA-256 recomputed from its bytes. Then the blobs (each hashed
- * again on the way: from a bucket they are read a second time), then svc.db last (each temp +
- * rename), so the database never points to a blob that is not there yet.
+ * Whether another process has this SQLite database open: every connection to a WAL database
+ * holds a shared lock on it for as long as it is open, so an exclusive one is refused at once.
+ * A file SQLite cannot read as a database is not in use (--force replaces it).
  */
+function sqliteInUse(file: string): boolean {
+  let db: SQLite.Database | null = null
+  try {
+    db = new SQLite(file, { fileMustExist: true, timeout: 0 })
+    db.pragma('locking_mode = EXCLUSIVE')
+    db.exec('BEGIN EXCLUSIVE; COMMIT')
+    return false
+  } catch (e) {
+    const code = (e as { code?: unknown }).code
+    return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED'
+  } finally {
+    db?.close()
+  }
+}
+
 /** True when `file` exists and its bytes hash to `digest`. */
 async function holdsIntact(file: string, digest: string): Promise<boolean> {
   const got = await sha256File(file).catch((e: NodeJS.ErrnoException) => {
@@ -207,6 +220,13 @@ async function holdsIntact(file: string, digest: string): Promise<boolean> {
   return got !== null && got.sha256 === digest
 }
 
+/**
+ * Restores a snapshot. Verification comes first and writes nothing: the manifest, the
+ * database file's SHA-256 and size, every blob the database references listed by the
+ * manifest, and each blob's SHA-256 recomputed from its bytes. Then the blobs (each hashed
+ * again on the way: from a bucket they are read a second time), then svc.db last (each temp +
+ * rename), so the database never points to a blob that is not there yet.
+ */
 export async function restoreSqlite(o: RestoreOptions): Promise<{ manifest: Manifest; blobs: number; written: number }> {
   const where = o.source.where(o.name)
   const text = await o.source.readManifest(o.name)
@@ -221,6 +241,9 @@ export async function restoreSqlite(o: RestoreOptions): Promise<{ manifest: Mani
   }
   const target = path.join(o.dataDir, 'svc.db')
   if (fs.existsSync(target) && !o.force) throw new BackupError(`${target} exists; restore into an empty data dir, or pass --force to replace it`)
+  // a running server keeps its open (then unlinked) database: it would serve the old data,
+  // lose every write made after the restore, and its sweeper would delete the restored blobs
+  if (fs.existsSync(target) && sqliteInUse(target)) throw new BackupError(`${target} is in use (a running svc serve?): stop it, then restore`)
 
   const local = await o.source.localDatabase(o.name)
   try {

@@ -137,6 +137,15 @@ describe('svc backup and restore [sqlite]', () => {
     const again = await runCli(['restore', snap1, '--data-dir', restored], { env: cliEnv(path.join(tmp, 'unused')) })
     assert.equal(again.code, 1)
     assert.match(again.stderr, /svc\.db exists.*--force/)
+    // and with --force while a server runs on it (s2): it would keep its old, unlinked database
+    // and lose every later write; nothing is touched. (Checked by stat only: a descriptor of
+    // svc.db opened and closed in this process would drop s2's SQLite locks, POSIX semantics.)
+    const liveIno = fs.statSync(path.join(restored, 'svc.db')).ino
+    const running = await runCli(['restore', snap2, '--data-dir', restored, '--force'], { env: cliEnv(path.join(tmp, 'unused')) })
+    assert.equal(running.code, 1, running.stdout)
+    assert.match(running.stderr, /svc\.db is in use \(a running svc serve\?\): stop it/)
+    assert.equal(fs.statSync(path.join(restored, 'svc.db')).ino, liveIno, 'svc.db not replaced')
+    assert.ok(fs.existsSync(path.join(restored, 'svc.db-wal')), "the running server's WAL is left alone")
 
     // --force over a data dir whose blobs were damaged: a blob that does not hash to its name
     // is rewritten, in either layout (a damaged legacy copy is replaced and removed)
