@@ -32,6 +32,11 @@ export async function snapshotBeforeMigration(dataDir: string, now = new Date())
  * starve it. The copy uses a rollback journal: a standalone file with no -wal/-shm beside it.
  */
 export async function copySqlite(source: string, target: string): Promise<void> {
+  // the copy holds what the database does (password hashes, webhook and visitor-access
+  // secrets, form submissions): created empty, owner and group only (as restored databases
+  // and blobs are), before SQLite writes a page; SQLite's own default is world-readable
+  fs.writeFileSync(target, '')
+  fs.chmodSync(target, 0o640)
   const src = new SQLite(source, { fileMustExist: true })
   try {
     src.pragma('busy_timeout = 10000')

@@ -82,6 +82,8 @@ describe('svc backup and restore [sqlite]', () => {
     assert.equal(m1.service_version, '0.1.0')
     assert.ok(m1.migrations.length > 0)
     assert.equal(m1.database.sha256, sha(fs.readFileSync(path.join(snap1, 'svc.db'))))
+    // the copy holds the database's secrets: never readable by other users of the machine
+    assert.equal(fs.statSync(path.join(snap1, 'svc.db')).mode & 0o777, 0o640)
     // the first backup copies every blob it references
     const copied1 = Number(/\((\d+) copied/.exec(b1.stdout)?.[1])
     assert.equal(copied1, m1.blobs.length, b1.stdout)
