@@ -3001,7 +3001,9 @@ export interface operations {
                             size: number;
                             /** @description from the bytes: image/png, image/jpeg, image/gif, image/webp, image/avif or image/svg+xml */
                             content_type: string;
+                            /** @description as displayed (after the EXIF orientation); null for SVG */
                             width: number | null;
+                            /** @description as displayed (after the EXIF orientation); null for SVG */
                             height: number | null;
                             remark: string;
                             /** @description set by the operator (svc lock image); a locked image cannot be deleted */
@@ -3056,7 +3058,9 @@ export interface operations {
                             size: number;
                             /** @description from the bytes: image/png, image/jpeg, image/gif, image/webp, image/avif or image/svg+xml */
                             content_type: string;
+                            /** @description as displayed (after the EXIF orientation); null for SVG */
                             width: number | null;
+                            /** @description as displayed (after the EXIF orientation); null for SVG */
                             height: number | null;
                             remark: string;
                             /** @description set by the operator (svc lock image); a locked image cannot be deleted */
@@ -3109,7 +3113,9 @@ export interface operations {
                             size: number;
                             /** @description from the bytes: image/png, image/jpeg, image/gif, image/webp, image/avif or image/svg+xml */
                             content_type: string;
+                            /** @description as displayed (after the EXIF orientation); null for SVG */
                             width: number | null;
+                            /** @description as displayed (after the EXIF orientation); null for SVG */
                             height: number | null;
                             remark: string;
                             /** @description set by the operator (svc lock image); a locked image cannot be deleted */
@@ -3193,7 +3199,9 @@ export interface operations {
                             size: number;
                             /** @description from the bytes: image/png, image/jpeg, image/gif, image/webp, image/avif or image/svg+xml */
                             content_type: string;
+                            /** @description as displayed (after the EXIF orientation); null for SVG */
                             width: number | null;
+                            /** @description as displayed (after the EXIF orientation); null for SVG */
                             height: number | null;
                             remark: string;
                             /** @description set by the operator (svc lock image); a locked image cannot be deleted */
@@ -3250,7 +3258,9 @@ export interface operations {
                             size: number;
                             /** @description from the bytes: image/png, image/jpeg, image/gif, image/webp, image/avif or image/svg+xml */
                             content_type: string;
+                            /** @description as displayed (after the EXIF orientation); null for SVG */
                             width: number | null;
+                            /** @description as displayed (after the EXIF orientation); null for SVG */
                             height: number | null;
                             remark: string;
                             /** @description set by the operator (svc lock image); a locked image cannot be deleted */
@@ -5039,13 +5049,13 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description variant width, 1 to 4096 (never enlarged) */
-                w?: string;
+                w?: string | string[];
                 /** @description variant height, 1 to 4096 (never enlarged) */
-                h?: string;
+                h?: string | string[];
                 /** @description variant format: webp, avif, png or jpeg */
-                format?: string;
+                format?: string | string[];
                 /** @description content version from versioned_url: served as immutable when current */
-                v?: string;
+                v?: string | string[];
             };
             header?: never;
             path: {
@@ -5069,13 +5079,13 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description variant width, 1 to 4096 (never enlarged) */
-                w?: string;
+                w?: string | string[];
                 /** @description variant height, 1 to 4096 (never enlarged) */
-                h?: string;
+                h?: string | string[];
                 /** @description variant format: webp, avif, png or jpeg */
-                format?: string;
+                format?: string | string[];
                 /** @description content version from versioned_url: served as immutable when current */
-                v?: string;
+                v?: string | string[];
             };
             header?: never;
             path: {
@@ -5099,13 +5109,13 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description variant width, 1 to 4096 (never enlarged) */
-                w?: string;
+                w?: string | string[];
                 /** @description variant height, 1 to 4096 (never enlarged) */
-                h?: string;
+                h?: string | string[];
                 /** @description variant format: webp, avif, png or jpeg */
-                format?: string;
+                format?: string | string[];
                 /** @description content version from versioned_url: served as immutable when current */
-                v?: string;
+                v?: string | string[];
             };
             header?: never;
             path: {
@@ -5129,13 +5139,13 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description variant width, 1 to 4096 (never enlarged) */
-                w?: string;
+                w?: string | string[];
                 /** @description variant height, 1 to 4096 (never enlarged) */
-                h?: string;
+                h?: string | string[];
                 /** @description variant format: webp, avif, png or jpeg */
-                format?: string;
+                format?: string | string[];
                 /** @description content version from versioned_url: served as immutable when current */
-                v?: string;
+                v?: string | string[];
             };
             header?: never;
             path: {
