@@ -309,10 +309,14 @@ for (const engine of ENGINES) {
         }
       }
       const workers = Array.from({ length: 24 }, worker)
-      await new Promise((r) => setTimeout(r, 300))
+      // enough answers on each side, however busy the machine (10 s at most each)
+      const until = async (enough: () => boolean) => {
+        for (const end = Date.now() + 10_000; !enough() && Date.now() < end;) await new Promise((r) => setTimeout(r, 20))
+      }
+      await until(() => results.filter((x) => x.status === 200).length > 20)
       await s.deps.users.update(u.username, { disabled: true })
       disabled = true
-      await new Promise((r) => setTimeout(r, 300))
+      await until(() => results.filter((x) => x.after).length > 20)
       stop = true
       await Promise.all(workers)
       const before = results.filter((x) => !x.after)
