@@ -6,7 +6,8 @@ import type { BlobStore } from './blob-store.js'
  * data, imports), so a check here covers them all. The digest is known only after the last
  * byte, so the refused bytes were stored: they are either already kept as evidence or left
  * unreferenced for the sweeper; no row ever points to them. Paths that reference bytes already
- * stored without a put (archive deploys, publish, promote) ask `admit` first: the same check.
+ * stored without a put (archive deploys, publish, promote, a hosted-data default switch) ask
+ * `admit` first: the same check, which image and data links also ask before serving a blob.
  * `anyBlocked` answers whether any of some digests is blocked.
  */
 export function withBlocklist(store: BlobStore, anyBlocked: (digests: string[]) => Promise<boolean>, refusal: () => Error): BlobStore {

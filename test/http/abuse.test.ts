@@ -317,6 +317,99 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${m.username}/evil/`)).status, 451)
     })
 
+    it('a takedown stops the same bytes in every data link: pinned or default, other files and users, a new version, a default switch', async () => {
+      const mk = async () => {
+        const u = await s.user()
+        await svc(s, 'grant', u.username, 'hosted-data')
+        return s.login(u.username, u.password)
+      }
+      const [mine, other] = [await mk(), await mk()]
+      const bad = `restore your wallet: ${crypto.randomBytes(6).toString('hex')}`
+      const create = async (cookie: string, name: string, content: string) => {
+        const r = await s.post('/api/hosted-data/files', { cookie, json: { display_name: name, content, content_type: 'text/plain' } })
+        assert.equal(r.status, 200, r.text)
+        return r.json.file as { id: string; public_token: string }
+      }
+      const reported = await create(mine, 'seed.txt', bad)
+      // the same bytes elsewhere before the takedown: another user's non-default version, and
+      // the default of another file of the same user
+      const notes = await create(other, 'notes.txt', 'clean notes')
+      assert.equal((await s.post(`/api/hosted-data/files/${notes.id}/versions`, { cookie: other, json: { content: bad } })).status, 200)
+      const twin = await create(mine, 'twin.txt', bad)
+      const links = [
+        `/svc-data/pub/${notes.public_token}?v=2`,
+        `/hosted-data/pub/${notes.public_token}?v=2`,
+        `/svc-data/pub/${twin.public_token}`,
+        `/hosted-data/pub/${twin.public_token}?v=1`,
+      ]
+      // served twice: cached, the second answered before routing
+      for (const p of links) for (let i = 0; i < 2; i++) assert.equal((await s.get(p)).text, bad, p)
+      const rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/svc-data/pub/${reported.public_token}`, category: 'phishing' })
+      assert.equal(rep.status, 201, rep.text)
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})).status, 200)
+      for (const p of links)
+        for (const method of ['GET', 'HEAD', 'GET']) {
+          const r = await s.request(method, p)
+          assert.equal(r.status, 451, `${method} ${p}`)
+          if (method === 'GET') assert.match(r.text, /removed/)
+        }
+      // the other file's own default is untouched; its blocked version is never the default again
+      assert.equal((await s.get(`/svc-data/pub/${notes.public_token}`)).text, 'clean notes')
+      expectError(await s.post(`/api/hosted-data/files/${notes.id}/default-version`, { cookie: other, json: { version: 2 } }), 451, 'plain')
+      expectError(await s.post(`/api/hosted-data/files/${notes.id}/versions`, { cookie: other, json: { content: bad, set_default: true } }), 451, 'plain')
+      const d = (await s.get(`/api/hosted-data/files/${notes.id}`, { cookie: other })).json.file
+      assert.deepEqual([d.default_version, d.version_count], [1, 2])
+      assert.equal((await s.get(`/svc-data/pub/${notes.public_token}`)).text, 'clean notes')
+      // lift: served and switchable again
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/lift`)).status, 200)
+      assert.equal((await s.get(links[0])).text, bad)
+      assert.equal((await s.post(`/api/hosted-data/files/${notes.id}/default-version`, { cookie: other, json: { version: 2 } })).status, 200)
+      assert.equal((await s.get(`/svc-data/pub/${notes.public_token}`)).text, bad)
+    })
+
+    it('a takedown of an image stops its copies under other tokens and their variants, and refuses the bytes again', async () => {
+      const mk = async () => {
+        const u = await s.user()
+        await svc(s, 'grant', u.username, 'image-host')
+        return s.login(u.username, u.password)
+      }
+      const [mine, other, third] = [await mk(), await mk(), await mk()]
+      const png = await makeImage('png', { width: 12, height: 12, color: `#${crypto.randomBytes(3).toString('hex')}` })
+      const upload = (cookie: string, data: Buffer, name = 'x.png') => {
+        const form = imageForm([{ name, data }])
+        return s.post('/api/image-host/upload', { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      }
+      const a = (await upload(mine, png)).json.images[0]
+      const b = (await upload(other, png)).json.images[0]
+      assert.equal(new URL(b.versioned_url).search, new URL(a.versioned_url).search, 'the same stored bytes')
+      const links = [`/svc-img/pub/${b.public_token}`, `/image-host/pub/${b.public_token}`, new URL(b.versioned_url).pathname + new URL(b.versioned_url).search]
+      links.push(`/svc-img/pub/${b.public_token}?w=6`, `/svc-img/pub/${b.public_token}?format=webp`)
+      for (const p of links) for (let i = 0; i < 2; i++) assert.equal((await s.get(p)).status, 200, p)
+      const rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/svc-img/pub/${a.public_token}`, category: 'copyright' })
+      assert.equal(rep.status, 201, rep.text)
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})).status, 200)
+      for (const p of links)
+        for (const method of ['GET', 'HEAD', 'GET']) {
+          const r = await s.request(method, p)
+          assert.equal(r.status, 451, `${method} ${p}`)
+          if (method === 'GET') assert.match(r.text, /removed/)
+        }
+      // the same bytes again: a new image of a third user, or another image replaced with them
+      expectError(await upload(third, png), 451, 'plain')
+      const c = (await upload(third, await makeImage('png', { width: 5, height: 5 }))).json.images[0]
+      const form = imageForm([{ name: 'y.png', data: png }])
+      const rp = await s.post(`/api/image-host/images/${c.public_token}/replace`, {
+        cookie: third,
+        body: form.body,
+        headers: { 'content-type': form.contentType },
+      })
+      expectError(rp, 451, 'plain')
+      assert.equal((await s.get(`/svc-img/pub/${c.public_token}`)).status, 200)
+      // lift: served again
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/lift`)).status, 200)
+      for (const p of links) assert.equal((await s.get(p)).status, 200, p)
+    })
+
     it('quarantines a folder project on both forms, an image link and a data link', async () => {
       await batchUpload(s, { key: bob.key }, 'proj', [
         { filename: 'index.html', data: HTML('proj') },

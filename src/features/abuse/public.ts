@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { escapeHtml } from '../../util/html.js'
 import type { Deps } from '../../deps.js'
+import { isAppError } from '../../errors/app-error.js'
 import { INERT_CONTENT_CSP } from '../../http/content-headers.js'
 import { isHttps, serviceOrigin } from '../../http/origin.js'
 import { createAdmin } from '../admin/service.js'
@@ -117,6 +118,27 @@ export async function heldLink(deps: Deps, req: FastifyRequest, kind: 'image' | 
   if (m.size === 0) return null
   const state = m.get(`${kind}:${token}`)
   return state === undefined ? null : noticeOf(state, `${serviceOrigin(req, deps.config)}${req.url.split('?')[0]}`)
+}
+
+/**
+ * Whether bytes were taken down (their digest is on the blocklist), asked of the blob store's
+ * `admit`, the one check of blocked digests (decisions 35, 79). Image and data links ask it
+ * before caching what a link serves: a copy of taken-down bytes under another token, or a
+ * version of another file, is never served. Other failures (the database down) are thrown.
+ */
+export async function takenDown(deps: Deps, digest: string): Promise<boolean> {
+  try {
+    await deps.blobs.admit?.([digest])
+    return false
+  } catch (e) {
+    if (isAppError(e) && e.key === 'CONTENT_BLOCKED') return true
+    throw e
+  }
+}
+
+/** The 451 notice of removed content, for a public link whose bytes were taken down. */
+export function removedNotice(deps: Deps, req: FastifyRequest): { headers: string[]; body: Buffer } {
+  return noticeOf('removed', `${serviceOrigin(req, deps.config)}${req.url.split('?')[0]}`)
 }
 
 /** For hot paths: whether a public link is held (451), or undefined when the holds are not loaded yet. */

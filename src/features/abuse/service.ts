@@ -2,6 +2,7 @@ import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { newId } from '../../auth/tokens.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
+import { FLUSH_ALL } from '../../infra/bus.js'
 import { DIGEST_RE } from '../../storage/blob-store.js'
 import { hostName, isContentOnlyHost, projectSegment, siteOf } from '../../http/site-origin.js'
 import type { SiteHooks } from '../../http/site-hooks.js'
@@ -178,6 +179,16 @@ export function createAbuse(deps: Deps) {
     await index.publish('all')
     if (t.kind === 'site') await invalidateHosting(bus, t.username)
     else await bus.publish(t.kind === 'image' ? IMAGE_CHANNEL : DATA_CHANNEL, t.token)
+  }
+
+  /**
+   * Drops every cached image and data link, on every instance: the blocklist changed, and any
+   * link may serve the digests it gained or lost (a copy under another token, another file's
+   * version); their lookups ask the blocklist again (abuse/public.ts takenDown).
+   */
+  async function blocklistChanged(): Promise<void> {
+    await bus.publish(IMAGE_CHANNEL, FLUSH_ALL)
+    await bus.publish(DATA_CHANNEL, FLUSH_ALL)
   }
 
   const needReport = async (id: string): Promise<ReportRow> => {
@@ -379,6 +390,7 @@ export function createAbuse(deps: Deps) {
         await store.setReport(trx, id, { status: 'taken_down', updated_at: now, resolved_by: actor.name })
       })
       await invalidate(target)
+      await blocklistChanged()
       let disabled = false
       if (opts.disableAccount) {
         const u = await store.userById(userId)
@@ -408,6 +420,7 @@ export function createAbuse(deps: Deps) {
         await store.setReport(trx, id, { status: 'lifted', updated_at: clock.now(), resolved_by: actor.name })
       })
       await invalidate(target)
+      await blocklistChanged()
       await admin.audit(actor, 'abuse.lift', key, { report: id })
       return service.detail(id)
     },

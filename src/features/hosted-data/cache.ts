@@ -8,6 +8,8 @@ export const BUS_CHANNEL = 'hosted-data'
 /** A resolved public link: the version to serve and its validator. */
 export interface ServedEntry extends PublicEntry {
   etag: string
+  /** Its bytes were taken down (blocklist): the link answers 451 instead of serving them. */
+  blocked: boolean
 }
 
 interface Slot {

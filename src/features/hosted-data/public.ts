@@ -6,7 +6,7 @@ import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
 import { replyRange } from '../../http/representation.js'
 import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../http/public-link.js'
-import { heldLink, linkHeldNow, sendNotice } from '../abuse/public.js'
+import { heldLink, linkHeldNow, removedNotice, sendNotice } from '../abuse/public.js'
 
 const CACHE_DEFAULT = 'public, no-cache'
 const CACHE_PINNED = 'public, max-age=31536000, immutable'
@@ -42,6 +42,8 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
     if (held) return sendNotice(reply, held, req.method === 'HEAD')
     let entry = await svc.resolve(token, version)
     if (!entry) return text(reply, 404, 'Not Found')
+    // bytes taken down anywhere (another file's, another user's) answer as removed content
+    if (entry.blocked) return sendNotice(reply, removedNotice(deps, req), req.method === 'HEAD')
 
     const headers = (e: ServedEntry) => {
       setUserContentHeaders(reply, 'inert')
@@ -61,6 +63,10 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
       svc.cache.drop(token)
       entry = await svc.resolve(token, version)
       if (!entry) return text(reply, 404, 'Not Found')
+      if (entry.blocked) {
+        for (const h of ['Content-Range', 'Content-Length', 'ETag', 'Accept-Ranges', 'X-Data-Version']) reply.removeHeader(h)
+        return sendNotice(reply, removedNotice(deps, req), req.method === 'HEAD')
+      }
       reply.code(200).removeHeader('Content-Range')
       part = headers(entry)
       if (part === null) return reply.send()
@@ -91,7 +97,8 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
           version = Number(m[1])
         }
         const e = svc.cache.get(token, version)
-        if (e === undefined) return null
+        // taken-down bytes are answered by the route (451)
+        if (e === undefined || e.blocked) return null
         let hit = hits.get(e)
         if (hit === undefined) {
           const headers = [

@@ -9,6 +9,7 @@ import { createHostedStore, type FileRow, type VersionRow } from './store.js'
 import { createHostedDataCache, type ServedEntry } from './cache.js'
 import { checkContent } from './content.js'
 import { createAbuse } from '../abuse/service.js'
+import { takenDown } from '../abuse/public.js'
 
 /** One version's content, already read (bounded by the per-version limit) and typed. */
 export interface Upload {
@@ -202,6 +203,10 @@ export function createHostedData(deps: Deps) {
     },
 
     async setDefault(user: User, fileId: string, version: number, origin: string) {
+      // a version whose bytes were taken down is never made the default (451 / 1701); a
+      // version's bytes never change, so the check holds for the write below
+      const digest = await store.versionDigest(db.k, user.id, fileId, version)
+      if (digest !== undefined) await blobs.admit?.([digest])
       await onFile(user, fileId, async (trx, f) => {
         if (!(await store.hasVersion(trx, f.id, version))) throw new AppError('INVALID_PARAMETER', { params: { detail: `version ${version} does not exist` } })
         if (f.default_version !== version) await store.updateFile(trx, f.id, { default_version: version, updated_at: clock.now() })
@@ -240,14 +245,18 @@ export function createHostedData(deps: Deps) {
       return { success: true, file: await details(user, fileId, origin) }
     },
 
-    /** The version a public link serves (default, or pinned with ?v=N), from the cache when possible. */
+    /**
+     * The version a public link serves (default, or pinned with ?v=N), from the cache when
+     * possible; `blocked` when its bytes were taken down, whatever file they were taken down in
+     * (a takedown or lift drops every cached link: abuse/service.ts).
+     */
     async resolve(token: string, version: number | null): Promise<ServedEntry | undefined> {
       const hit = cache.get(token, version)
       if (hit) return hit
       const gen = cache.generation()
       const e = await store.publicEntry(token, version)
       if (!e) return undefined
-      const entry: ServedEntry = { ...e, etag: etagOf(e.digest, e.content_type) }
+      const entry: ServedEntry = { ...e, etag: etagOf(e.digest, e.content_type), blocked: await takenDown(deps, e.digest) }
       cache.set(gen, token, version, entry)
       return entry
     },

@@ -153,6 +153,18 @@ export function createHostedStore(k: DB) {
     ): Promise<void> {
       await trx.updateTable('hosted_files').set(patch).where('id', '=', fileId).execute()
     },
+    /** The digest of one version of a user's file, or undefined when there is no such version. */
+    async versionDigest(q: Q, userId: string, fileId: string, version: number): Promise<string | undefined> {
+      const r = await q
+        .selectFrom('hosted_versions as v')
+        .innerJoin('hosted_files as f', 'f.id', 'v.file_id')
+        .select('v.digest')
+        .where('f.id', '=', fileId)
+        .where('f.user_id', '=', userId)
+        .where('v.version', '=', version)
+        .executeTakeFirst()
+      return r?.digest
+    },
     async hasVersion(trx: Trx, fileId: string, version: number): Promise<boolean> {
       const r = await trx.selectFrom('hosted_versions').select('version').where('file_id', '=', fileId).where('version', '=', version).executeTakeFirst()
       return r !== undefined

@@ -5,11 +5,10 @@ import { errorMessage, pickLang } from '../../errors/render.js'
 import { PUBLIC_CORS_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { decide, replyRange } from '../../http/representation.js'
 import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../http/public-link.js'
-import { originalEtag, TOKEN_RE, versionOf, type ImageHost } from './service.js'
+import { originalEtag, TOKEN_RE, versionOf, type ImageHost, type ServedImage } from './service.js'
 import { parseVariantParams, variantEtag, type Variant, type Variants, type VariantParams } from './variants.js'
 import { PublicQuery } from './schemas.js'
-import { heldLink, linkHeldNow, sendNotice } from '../abuse/public.js'
-import type { PublicImage } from './store.js'
+import { heldLink, linkHeldNow, removedNotice, sendNotice } from '../abuse/public.js'
 
 /** Stable URL: caches keep it but revalidate every use (ETag -> 304), so a replace shows at once. */
 export const CACHE_STABLE = 'public, no-cache'
@@ -50,6 +49,8 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     if (held) return sendNotice(reply, held, req.method === 'HEAD')
     const img = TOKEN_RE.test(token) ? await host.lookup(token) : undefined
     if (!img) return plainError(req, reply, 404, new AppError('RESOURCE_NOT_FOUND'))
+    // bytes taken down anywhere (another image, another user's) answer as removed content, variants too
+    if (img.blocked) return sendNotice(reply, removedNotice(deps, req), req.method === 'HEAD')
     if (params && img.content_type === 'image/svg+xml') {
       return plainError(req, reply, 400, new AppError('INVALID_PARAMETER', { params: { detail: 'resizing and conversion are not available for SVG images' } }))
     }
@@ -75,7 +76,7 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
   // cached answers skip the router: the same headers, prepared once per cached image or variant
   const files = deps.services.get(publicFiles)
   app.addHook('onClose', async () => files.closeAll())
-  const originals = new WeakMap<PublicImage, Partial<Record<string, LinkHit>>>()
+  const originals = new WeakMap<ServedImage, Partial<Record<string, LinkHit>>>()
   const resized = new WeakMap<Variant, Partial<Record<string, LinkHit>>>()
   const headers = (cacheControl: string, type: string) => [
     ...userContentHeaderList('inert').flat(),
@@ -91,7 +92,8 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
       peek(token, query) {
         if (!TOKEN_RE.test(token) || linkHeldNow(deps, 'image', token) !== false) return null
         const img = host.peek(token)
-        if (img === undefined) return null
+        // taken-down bytes (and their variants) are answered by the route (451)
+        if (img === undefined || img.blocked) return null
         const q = plainQuery(query)
         if (q === null) return null
         let params: VariantParams | null

@@ -10,6 +10,7 @@ import { prepareImage } from './inspect.js'
 import { createImageStore, type ImageRow, type PublicImage } from './store.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import { createAbuse } from '../abuse/service.js'
+import { takenDown } from '../abuse/public.js'
 
 export const FEATURE = 'image-host'
 /** Bus channel: a message is a public token whose cached lookup must be dropped. */
@@ -103,7 +104,7 @@ export function createImageHost(deps: Deps) {
   // is the token); a lookup that raced with one never caches what it read before the change.
   // Entries live CACHE_TTL_MS: the bound on what a change made elsewhere takes to show (an
   // account disabled from the admin console or the CLI), as the hosted-data links' cache does
-  const cache = createInvalidatedCache<string, PublicImage & { at: number }>({
+  const cache = createInvalidatedCache<string, ServedImage & { at: number }>({
     bus,
     channel: BUS_CHANNEL,
     maxEntries: CACHE_ENTRIES,
@@ -265,21 +266,32 @@ export function createImageHost(deps: Deps) {
     },
 
     /** Public link lookup from memory only (the hot path); undefined: not cached, ask lookup. */
-    peek: (token: string): PublicImage | undefined => cache.get(token),
+    peek: (token: string): ServedImage | undefined => cache.get(token),
 
-    /** Public link lookup: memory first, then one indexed query. */
-    async lookup(token: string): Promise<PublicImage | undefined> {
+    /**
+     * Public link lookup: memory first, then one indexed query; `blocked` when the bytes were
+     * taken down, whatever image they were taken down as (a takedown or lift drops every
+     * cached link: abuse/service.ts).
+     */
+    async lookup(token: string): Promise<ServedImage | undefined> {
       const hit = cache.get(token)
       if (hit) return hit
       const seen = cache.ticket()
       const row = await store.publicGet(token)
-      if (row) cache.set(token, { ...row, at: clock.now() }, seen)
-      return row
+      if (!row) return undefined
+      const img = { ...row, blocked: await takenDown(deps, row.digest) }
+      cache.set(token, { ...img, at: clock.now() }, seen)
+      return img
     },
   }
 }
 
 export type ImageHost = ReturnType<typeof createImageHost>
+
+/** What a public link serves; `blocked`: its bytes were taken down, the link answers 451. */
+export interface ServedImage extends PublicImage {
+  blocked: boolean
+}
 
 /** Strong ETag of an original: its content digest. */
 export const originalEtag = (digest: string) => `"${digest}"`
