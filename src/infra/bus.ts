@@ -12,7 +12,10 @@ const ioredis = lazyRequire<typeof import('ioredis')>('ioredis')
  * Pub/sub delivers nothing to an instance whose subscription is down, so a cache built on the
  * bus follows two rules: cache only while `reliable()` is true, and treat the message
  * FLUSH_ALL ('*') as "drop everything cached for this channel". The Redis bus sends '*' to
- * every local subscriber when its subscription is lost and again when it is back.
+ * every local subscriber when its subscription is lost and again when it is back. A
+ * subscription that stays open but delivers nothing (a hung Redis or network: no close
+ * comes for minutes) counts as lost once the instance's own heartbeat, published every
+ * `heartbeatMs` to itself through Redis, has not come back for HEARTBEAT_MISSES of them.
  *
  * `publish` resolves once every instance that received the message has applied it (the Redis
  * bus waits for their acknowledgements, at most ACK_WAIT_MS), so a write that returns is seen
@@ -61,14 +64,27 @@ export interface RedisBusOptions {
   onAckTimeout?: () => void
   /** How long `publish` waits for the other instances' acknowledgements (default ACK_WAIT_MS). */
   ackWaitMs?: number
+  /** How often the instance pings itself through its subscription (default HEARTBEAT_MS). */
+  heartbeatMs?: number
 }
 
 /**
  * The longest a publish waits for acknowledgements. An instance that stays silent longer is
- * stalled or cut off (its subscription then drops and it flushes its caches), or it runs a
- * version that does not acknowledge (during a rolling upgrade).
+ * stalled or cut off (its subscription drops, or its heartbeat stops coming back, and it
+ * flushes its caches within HEARTBEAT_MS x HEARTBEAT_MISSES), or it runs a version that does
+ * not acknowledge (during a rolling upgrade).
  */
 export const ACK_WAIT_MS = 250
+
+/** How often an instance publishes a heartbeat to its own subscription. */
+export const HEARTBEAT_MS = 500
+/**
+ * Heartbeat periods without any message received after which an open subscription counts as
+ * lost: the bound on how long a hung (not closed) subscription keeps serving cached answers.
+ */
+export const HEARTBEAT_MISSES = 4
+/** The heartbeat's body on the instance's own acknowledgement channel (an ack is `<id> <seq>`). */
+const PING = 'ping'
 
 /** On the wire a message is `<publisher id>.<seq>\n<message>`; a bare message (no header) is
  * still applied, unacknowledged, so instances of the previous version keep invalidating. */
@@ -96,6 +112,7 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
   local.setMaxListeners(0)
   const id = crypto.randomBytes(8).toString('hex')
   const ackWaitMs = opts.ackWaitMs ?? ACK_WAIT_MS
+  const heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS
   // acknowledgements to an instance arrive on its own channel (under `prefix`, as every
   // channel): `<acker id> <highest seq>`
   const ackChannelOf = (instance: string) => `_ack:${instance}`
@@ -123,9 +140,30 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
   let ready = false // subscription up, every channel confirmed at least once since
   let pending = 0 // SUBSCRIBE calls in flight
   let closed = false
+  // when the subscription last delivered anything (its own heartbeat at least)
+  let heardAt = 0
   const flushAll = () => {
     for (const ch of channels) local.emit(ch, FLUSH_ALL)
   }
+  const silent = () => ready && !closed && Date.now() - heardAt > heartbeatMs * HEARTBEAT_MISSES
+  // a subscription open but silent is lost: caches flush and stop trusting the bus at once,
+  // and the connection is replaced ('ready' flushes again once a new one works)
+  const heartbeat = setInterval(() => {
+    if (!ready || closed) return
+    if (silent()) {
+      // (checked again after this turn's I/O: a stalled event loop runs timers before it reads
+      // the socket, where the heartbeats may be waiting)
+      setImmediate(() => {
+        if (!silent()) return
+        ready = false
+        flushAll()
+        sub.disconnect(true)
+      })
+      return
+    }
+    pub.publish(prefix + ackChannel, PING).catch(() => {})
+  }, heartbeatMs)
+  heartbeat.unref()
   const subscribeNow = async (chs: string[]): Promise<void> => {
     if (chs.length === 0) return
     pending++
@@ -136,7 +174,9 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
     }
   }
   sub.on('message', (ch: string, raw: string) => {
+    heardAt = Date.now()
     if (ch === prefix + ackChannel) {
+      if (raw === PING) return
       const sp = raw.indexOf(' ')
       const acker = raw.slice(0, sp)
       const upTo = Number(raw.slice(sp + 1))
@@ -165,6 +205,7 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
     subscribeNow([ackChannel, ...channels]).then(
       () => {
         if (closed) return
+        heardAt = Date.now()
         ready = true
         flushAll()
       },
@@ -224,6 +265,7 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
     async close() {
       closed = true
       ready = false
+      clearInterval(heartbeat)
       for (const w of waiters) w.done()
       pub.disconnect()
       sub.disconnect()

@@ -4,6 +4,7 @@ import crypto from 'node:crypto'
 import { Redis } from 'ioredis'
 import { REDIS_URL, needs } from '../support/server.js'
 import { createLocalBus, createRedisBus, FLUSH_ALL, isReliable, type Bus } from '../../src/infra/bus.js'
+import { startTcpProxy } from '../support/tcp-proxy.js'
 
 /** Polls (every 10 ms, at most 5 s) until `cond` holds. */
 async function until(cond: () => boolean, what: string): Promise<void> {
@@ -71,6 +72,41 @@ describe('bus', () => {
       admin.disconnect()
     }
   })
+
+  it(
+    'Redis bus: a subscription that hangs open (no close) flushes and reports unreliable within the heartbeat bound, then recovers',
+    needs('redis'),
+    async () => {
+      const prefix = newPrefix()
+      // B reaches Redis through a relay that can stop moving bytes while keeping the connections
+      const relay = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379))
+      const a = createRedisBus(REDIS_URL, prefix)
+      const b = createRedisBus(`redis://127.0.0.1:${relay.port}`, prefix, { heartbeatMs: 100 })
+      try {
+        const onB = await listen(b, 'B')
+        await until(() => isReliable(a), 'A subscribed')
+        await a.publish('hosting', 'alice')
+        await until(() => onB.includes('alice'), 'message on B')
+        onB.length = 0
+        relay.hang()
+        const t0 = Date.now()
+        // A's write is lost to B: B must stop trusting (and drop) what it cached, within bounds
+        await a.publish('hosting', 'bob')
+        await until(() => onB.includes(FLUSH_ALL) && !isReliable(b), 'B flushed and unreliable')
+        assert.ok(Date.now() - t0 < 2000, `noticed after ${Date.now() - t0} ms`)
+        assert.ok(!onB.includes('bob'))
+        relay.resume()
+        await until(() => isReliable(b), 'B back')
+        onB.length = 0
+        await a.publish('hosting', 'carol')
+        await until(() => onB.includes('carol'), 'message after recovery')
+      } finally {
+        await a.close()
+        await b.close()
+        await relay.close()
+      }
+    },
+  )
 
   it('Redis bus: a publish returns only after every other instance has applied it', needs('redis'), async () => {
     const prefix = newPrefix()
