@@ -204,7 +204,12 @@ async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserv
       throw unreachable(e)
     })
     try {
-      await admin.query(`create schema if not exists "${schema}"`)
+      await admin.query(`create schema if not exists "${schema}"`).catch(async (e: unknown) => {
+        // instances starting at once on a new schema: `if not exists` does not stop PostgreSQL
+        // from failing the second create (23505 on pg_namespace); the schema is there, go on
+        const r = await admin.query('select 1 from pg_namespace where nspname = $1', [schema])
+        if (r.rowCount === 0) throw e
+      })
     } finally {
       await admin.end()
     }

@@ -45,6 +45,32 @@ for (const engine of ENGINES) {
   })
 }
 
+describe('instances starting at once on a new schema [postgres]', { skip: ENGINES.includes('postgres') ? false : 'PostgreSQL not in SVC_TEST_ENGINES' }, () => {
+  // `create schema if not exists` from two connections at once fails one of them (23505 on
+  // pg_namespace): one of two instances deployed together on a new ?schema= did not start
+  it('every one opens the database and migrates it, the schema made once', async () => {
+    const schemas = Array.from({ length: 2 }, () => `t_${crypto.randomBytes(5).toString('hex')}`)
+    try {
+      for (const schema of schemas) {
+        const applied = await Promise.all(
+          Array.from({ length: 4 }, async () => {
+            const db = await openDatabase({ databaseUrl: `${PG_URL}?schema=${schema}`, dataDir: os.tmpdir() })
+            try {
+              return (await migrateToLatest(db, FEATURE_TABLES)).length
+            } finally {
+              await db.close()
+            }
+          }),
+        )
+        // the migrations ran once, by whichever instance took Kysely's lock first
+        assert.equal(applied.filter((n) => n > 0).length, 1, `applied: ${applied.join(', ')}`)
+      }
+    } finally {
+      await Promise.all(schemas.map(dropSchema))
+    }
+  })
+})
+
 describe('migrations while other schemas come and go [postgres]', { skip: ENGINES.includes('postgres') ? false : 'PostgreSQL not in SVC_TEST_ENGINES' }, () => {
   // Kysely's own introspector failed with 3F000 "schema ... does not exist" when another
   // client dropped any schema during its query (src/db/kysely.ts, ScopedPostgresDialect)
