@@ -112,6 +112,13 @@ for (const engine of ENGINES) {
           detail: /octet-stream/,
           run: () => uploadFile(s, { key: alice.key }, 'x.html', Buffer.from('<p>a\u0000b</p>')),
         },
+        {
+          name: 'UTF-16 text without markup',
+          status: 400,
+          code: 'VALIDATION_FAILED',
+          detail: /text\/plain/,
+          run: () => uploadFile(s, { key: alice.key }, 'x.html', Buffer.from('\ufeffjust words, no markup', 'utf16le')),
+        },
         { name: '.txt extension', status: 400, code: 'VALIDATION_FAILED', detail: /\.txt/, run: () => uploadFile(s, { key: alice.key }, 'x.txt', HTML('x')) },
         { name: 'API permission disabled', status: 403, code: 'API_PERMISSION_DENIED', run: () => uploadFile(s, { key: noPerm.key }, 'x.html', HTML('x')) },
         { name: 'no credentials', status: 401, code: 1001, run: () => uploadFile(s, {}, 'x.html', HTML('x')) },
@@ -150,6 +157,24 @@ for (const engine of ENGINES) {
       }
       const row = await s.deps.db.k.selectFrom('files').select('content_type').where('file_name', '=', 'gbk.html').executeTakeFirstOrThrow()
       assert.equal(row.content_type, 'text/html')
+    })
+
+    it('accepts UTF-16 HTML with its byte order mark (as Windows PowerShell writes it), served as it came', async () => {
+      const page = '\ufeff<!DOCTYPE html><html><body>h\u00e9llo \u4f60\u597d</body></html>\r\n'
+      const le = Buffer.from(page, 'utf16le')
+      const be = Buffer.from(le).swap16()
+      for (const [name, data] of [
+        ['utf16le.html', le],
+        ['utf16be.html', be],
+      ] as const) {
+        const r = await uploadFile(s, { key: alice.key }, name, data)
+        assert.equal(r.status, 200, `${name}: ${r.text}`)
+        const served = await s.get(`/${alice.username}/${name}`)
+        assert.equal(served.status, 200)
+        // no charset: browsers take the encoding from the byte order mark
+        assert.equal(served.headers['content-type'], 'text/html')
+        assert.ok(served.body.equals(data), `${name} served byte-identical`)
+      }
     })
 
     it('reports the upload configuration', async () => {

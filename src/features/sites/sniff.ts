@@ -67,6 +67,12 @@ export function looksLikeHtml(head: Buffer): boolean {
  * magic bytes of a binary format, NUL bytes (binary), or text without any markup.
  */
 export async function detectNonHtml(head: Buffer, hasNul: boolean): Promise<string | null> {
+  // a UTF-16 page (Windows PowerShell's `>` and Notepad's "Unicode" write it) starts with its
+  // byte order mark and holds a NUL beside every ASCII byte: its markup is looked for in the
+  // text the mark names (browsers decode by the mark too), never read as bytes, where FF FE
+  // reads as an MPEG audio frame and the NULs as binary
+  const utf16 = head[0] === 0xff && head[1] === 0xfe ? 'utf-16le' : head[0] === 0xfe && head[1] === 0xff ? 'utf-16be' : null
+  if (utf16) return looksLikeHtml(Buffer.from(new TextDecoder(utf16).decode(head.subarray(2)), 'utf8')) ? null : 'text/plain'
   const { fileTypeFromBuffer } = await import('file-type')
   const ft = await fileTypeFromBuffer(head).catch(() => undefined)
   if (ft && ft.mime !== 'text/html' && ft.mime !== 'application/xml') return ft.mime
