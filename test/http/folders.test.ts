@@ -302,6 +302,27 @@ for (const engine of ENGINES) {
       assert.equal(missing.json.error_code, 1312)
     })
 
+    it('an unpublish racing a file delete of the live project leaves it unpublished', async () => {
+      // every serial order of the two ends unpublished: the delete redeploys only a live project
+      const rounds = 12
+      const files = Array.from({ length: rounds }, (_, i) => ({ filename: `f${i}.txt`, data: `f${i}` }))
+      assert.equal((await batchUpload(s, { key: u.key }, 'racy', [{ filename: 'index.html', data: HTML('racy') }, ...files])).status, 200)
+      const republished: number[] = []
+      for (let i = 0; i < rounds; i++) {
+        assert.equal((await s.post('/api/folders/racy/publish', { key: u.key })).status, 200)
+        const [del, un] = await Promise.all([
+          s.request('DELETE', `/api/folders/racy/file/f${i}.txt`, { key: u.key }),
+          s.post('/api/folders/racy/unpublish', { key: u.key }),
+        ])
+        assert.equal(del.status, 200, del.text)
+        assert.equal(un.json.was_published, true, un.text)
+        const list = await s.get('/api/folders', { key: u.key })
+        if (list.json.folders.find((f: any) => f.name === 'racy').is_published) republished.push(i)
+      }
+      assert.deepEqual(republished, [], 'rounds whose unpublish was undone by the delete')
+      assert.equal((await s.get(`/${u.username}/racy/`)).status, 404)
+    })
+
     it('applies one case and Unicode policy: case-sensitive names, NFC = NFD', async () => {
       const nfc = 'caf\u00e9.html'
       const nfd = 'cafe\u0301.html'

@@ -327,7 +327,12 @@ export function createFoldersService(deps: Deps) {
 
     async unpublish(user: User, ref: FolderRef) {
       const folder = await ownFolder(user, ref)
-      const changed = await store.setPublished(db.k, folder.id, false, clock.now())
+      // under the user's lock, as every write that redeploys a live project: a file upload or
+      // delete that read the project as live must not set it live again after this answered
+      const changed = await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, user.id)
+        return store.setPublished(trx, folder.id, false, clock.now())
+      })
       if (changed) await invalidateHosting(deps.bus, user.username)
       return { was_published: changed }
     },
