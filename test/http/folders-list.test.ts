@@ -54,5 +54,29 @@ for (const engine of ENGINES) {
       const after = await s.get('/api/folders', { key: u.key })
       assert.equal(after.json.folders.find((f: any) => f.name === 'alpha').is_published, false)
     })
+
+    it('a file delete of a project not live counts as a change, as an upload does', async () => {
+      const u = await s.user()
+      for (const name of ['older', 'newer']) {
+        assert.equal(
+          (
+            await batchUpload(s, { key: u.key }, name, [
+              { filename: 'index.html', data: HTML(name) },
+              { filename: 'a.txt', data: 'a' },
+            ])
+          ).status,
+          200,
+        )
+        await new Promise((r) => setTimeout(r, 5))
+      }
+      const names = async () => (await s.get('/api/folders', { key: u.key })).json.folders.map((f: any) => f.name)
+      assert.deepEqual(await names(), ['newer', 'older'])
+      const before = (await s.get('/api/folders', { key: u.key })).json.folders[1].updated_at
+      assert.equal((await s.request('DELETE', '/api/folders/older/file/a.txt', { key: u.key })).status, 200)
+      assert.deepEqual(await names(), ['older', 'newer'])
+      const older = (await s.get('/api/folders', { key: u.key })).json.folders[0]
+      assert.ok(older.updated_at > before, `${older.updated_at} after ${before}`)
+      assert.equal(older.file_count, 1)
+    })
   })
 }

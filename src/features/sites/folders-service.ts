@@ -358,7 +358,10 @@ export function createFoldersService(deps: Deps) {
       await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
         if (!(await store.removeFile(trx, folder.id, path))) throw new AppError('FILE_NOT_FOUND')
-        await redeploy(trx, folder.id, clock.now())
+        // a delete changes the project as an upload does, live or not (the project list's order)
+        const now = clock.now()
+        await store.touchFolder(trx, folder.id, now)
+        await redeploy(trx, folder.id, now)
       })
       await invalidateHosting(deps.bus, user.username)
     },
