@@ -20,6 +20,7 @@ import { observeSendfile } from './observability/metrics.js'
 import { startDefaultMetrics } from './observability/registry.js'
 import { sendfileStats } from './http/sendfile.js'
 import { isApiPath } from './http/api-path.js'
+import { installTossedCookieClearing } from './http/tossed-cookies.js'
 import { SECURITY_SCHEMES, transformDocument, transformRoute } from './features/docs/openapi.js'
 
 /** A request id taken from a trusted proxy: short, no spaces or separators that could forge log fields. */
@@ -203,6 +204,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     reply.header('X-Request-Id', req.id)
     done()
   })
+  // a `session` cookie tossed from a user's origin is expired with the answer it spoiled
+  installTossedCookieClearing(app, config)
   app.addHook('onSend', (_req, reply, payload, done) => {
     if (!reply.hasHeader('x-content-type-options')) reply.header('X-Content-Type-Options', 'nosniff')
     done(null, payload)

@@ -1,6 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import type { BrowserContext, Page } from 'playwright-core'
+import type { BrowserContext, Page, Request } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, uploadFile } from '../support/hosting.js'
 import { openBrowser, waitFor, type BrowserLease } from '../support/browser.js'
@@ -257,6 +257,9 @@ describe(`a user's page is walled off from other users and from the service (Chr
           'the request did carry both',
         )
 
+        // that answer expired the tossed copy (see below); tossed again, as the page may
+        const retoss = () => tctx.addCookies([{ name: 'session', value: attackerSid, domain: `.${TOSS_DOMAIN}`, path: '/', secure: true, sameSite: 'Lax' }])
+        await retoss()
         // an unsafe API call from the service's own page is refused too, before any write
         const write = await page.evaluate(async () => {
           const r = await fetch('/svc_api/data/store', {
@@ -268,14 +271,61 @@ describe(`a user's page is walled off from other users and from the service (Chr
         })
         assert.deepEqual(write, { status: 400, code: 1003 })
 
-        // the dashboard takes neither session: it asks to sign in
+        // the dashboard takes neither session: it sends to sign in, and that answer expires the
+        // tossed copy, so the sign-in page finds the visitor's own session and sends them back
+        await retoss()
         const dash = await page.goto(`${tService}/dashboard`)
         assert.equal(dash?.status(), 200)
-        assert.equal(new URL(page.url()).pathname, '/login')
+        const chain: string[] = []
+        for (let r: Request | null = dash?.request() ?? null; r !== null; r = r.redirectedFrom()) chain.unshift(new URL(r.url()).pathname)
+        assert.deepEqual(chain, ['/dashboard', '/login', '/dashboard'])
         const text = await page.locator('body').innerText()
-        assert.ok(!text.includes(mallory.username) && !text.includes(victim.username), 'no account is shown')
+        assert.ok(!text.includes(mallory.username), "Mallory's account is never shown")
+        assert.ok(text.includes(victim.username), "the visitor's own is")
       } finally {
         rec.stop()
+        await tctx.close()
+      }
+    })
+
+    it('expires the tossed copies with that answer: the next request is the visitor again, never locked out', async () => {
+      const tctx = await browser.newContext({ ignoreHTTPSErrors: true })
+      const sid = (await t.login(victim.username, victim.password)).slice('session='.length)
+      await tctx.addCookies([{ name: 'session', value: sid, url: tService, httpOnly: true, secure: true, sameSite: 'Lax' }])
+      const attackerSid = (await t.login(mallory.username, mallory.password)).slice('session='.length)
+      const page = await tctx.newPage()
+      try {
+        await page.goto(`https://${mallory.username}.${TOSS_DOMAIN}:${new URL(t.url).port}/evil.html`)
+        await done(page)
+        // a long-lived copy for every path, and one more for the API's paths only (the more
+        // specific path is sent first): each would refuse the visitor's requests for a year
+        await page.evaluate((v) => {
+          const parent = location.hostname.split('.').slice(1).join('.')
+          document.cookie = `session=${v}; Domain=${parent}; Path=/; Secure; Max-Age=31536000`
+          document.cookie = `session=junk; Domain=${parent}; Path=/svc_api; Secure; Max-Age=31536000`
+          // partitioned by the top-level site, which the service's own pages share
+          document.cookie = `session=part; Domain=${parent}; Path=/; Secure; SameSite=None; Partitioned; Max-Age=31536000`
+        }, attackerSid)
+        const sessions = async () =>
+          (await tctx.cookies())
+            .filter((c) => c.name === 'session')
+            .map((c) => `${c.domain}${c.path}=${c.value}`)
+            .sort()
+        assert.equal((await sessions()).length, 4, 'the browser holds the tossed copies beside its own')
+
+        const refused = await page.goto(`${tService}/svc_api/me`)
+        assert.equal(refused?.status(), 400)
+        assert.equal((await refused.json()).error_code, 1003, 'the request with four session cookies is refused')
+        assert.deepEqual(await sessions(), [`${TOSS_DOMAIN}/=${sid}`], "that answer expired the tossed copies; the service's own cookie stays")
+
+        const me = await page.goto(`${tService}/svc_api/me`)
+        assert.equal(me?.status(), 200)
+        assert.equal((await me.json()).data.username, victim.username, 'the visitor is themselves again')
+        const dash = await page.goto(`${tService}/dashboard`)
+        assert.equal(dash?.status(), 200)
+        assert.equal(new URL(page.url()).pathname, '/dashboard', 'and the dashboard opens')
+      } finally {
+        await page.close()
         await tctx.close()
       }
     })
