@@ -98,13 +98,20 @@ export const RESERVED_USERNAMES = new Set([
 /**
  * Names a new account may not take, though an existing one keeps working: a per-user origin
  * ({username}.{CONTENT_DOMAIN}) would be a host that browsers, mail clients and operating
- * systems ask for by name (proxy and mail autoconfiguration), or a mailbox RFC 2142 reserves.
+ * systems ask for by name (proxy, mail and device autoconfiguration), one whose
+ * `/.well-known/` files speak for the whole domain (OpenPGP keys of its addresses, its
+ * MTA-STS policy), or a mailbox RFC 2142 reserves.
  */
 const REFUSED_FOR_NEW = new Set([
   'wpad',
   'autodiscover',
   'autoconfig',
   'isatap',
+  'openpgpkey',
+  'mta-sts',
+  'enterpriseenrollment',
+  'enterpriseregistration',
+  'lyncdiscover',
   'postmaster',
   'abuse',
   'hostmaster',

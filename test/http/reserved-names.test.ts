@@ -46,6 +46,14 @@ describe('reserved usernames', () => {
       'webmaster',
       'report',
       'mcp',
+      // a host of the content domain that claims the domain's own mail: OpenPGP keys of every
+      // address (Web Key Directory, advanced method, needs no DNS record) and MTA-STS policy
+      'openpgpkey',
+      'mta-sts',
+      // device and client enrollment discovery for the domain's accounts
+      'enterpriseenrollment',
+      'enterpriseregistration',
+      'lyncdiscover',
     ])
       assert.notEqual(usernameProblem(name), null, name)
     for (const name of ['ab', 'a-b', 'alice_2', '9lives']) assert.equal(usernameProblem(name), null, name)
