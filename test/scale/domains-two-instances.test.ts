@@ -10,8 +10,9 @@ import { clearRedisPrefix } from '../support/redis.js'
 
 /**
  * Custom domains and visitor access on two instances over one PostgreSQL schema, one Redis
- * and one S3 server: what A changes, B serves on its very next request (its caches dropped
- * through the Redis bus), and wrong passwords count across both.
+ * and one S3 server: what one changes (a verify, a takeover, a removal, a password), the
+ * other serves on its very next request (its caches dropped through the Redis bus), and
+ * wrong passwords count across both.
  */
 describe('custom domains and visitor access on two instances', needs('postgres', 'redis'), () => {
   let a: TestServer
@@ -70,6 +71,39 @@ describe('custom domains and visitor access on two instances', needs('postgres',
     assert.equal((await at(b, '/index.html')).status, 404)
     assert.equal((await b.get('/.well-known/svc/tls-allowed?domain=www.example.test')).status, 404)
     assert.equal((await b.get('/site/', { headers: nav })).text, '<p>alice site</p>', 'removed on A: B stops sending browsers there')
+  })
+
+  it("a domain taken over on B (its new owner's TXT token) moves on A at once, with its primary redirects", async () => {
+    const bob = await a.user({ name: 'bob' })
+    const up = await batchUpload(a, { key: bob.key }, 'blog', [{ filename: 'index.html', data: '<p>bob blog</p>' }])
+    assert.equal(up.status, 200, up.text)
+    assert.equal((await a.post('/api/folders/blog/publish', { key: bob.key })).status, 200)
+    const add = await a.post('/api/domains', { key: alice.key, json: { domain: 'www.example.test', project: 'site' } })
+    assert.equal(add.status, 200, add.text)
+    dns.txt.set('_svc-challenge.www.example.test', [add.json.data.verification.value])
+    assert.equal((await a.post('/api/domains/www.example.test/verify', { key: alice.key })).status, 200)
+    assert.equal((await a.request('PUT', '/api/domains/www.example.test/primary', { key: alice.key })).status, 200)
+    // both instances cache the host as alice's, and alice's project as sent there
+    const nav = { host: 'alice.localhost', 'sec-fetch-dest': 'document' }
+    for (const s of [a, b]) {
+      assert.equal((await at(s, '/')).text, '<p>alice site</p>')
+      assert.equal((await s.get('/site/', { headers: nav })).status, 302)
+    }
+
+    const claim = await b.post('/api/domains', { key: bob.key, json: { domain: 'www.example.test', project: 'blog' } })
+    assert.equal(claim.status, 200, claim.text)
+    dns.txt.set('_svc-challenge.www.example.test', [claim.json.data.verification.value])
+    const verify = await b.post('/api/domains/www.example.test/verify', { key: bob.key })
+    assert.equal(verify.status, 200, verify.text)
+    for (const s of [a, b]) {
+      assert.equal((await at(s, '/')).text, '<p>bob blog</p>')
+      assert.equal((await s.get('/.well-known/svc/tls-allowed?domain=www.example.test')).status, 200)
+      const own = await s.get('/site/', { headers: nav })
+      assert.equal(own.status, 200, 'alice lost the domain: her project is served in place')
+      assert.equal(own.text, '<p>alice site</p>')
+    }
+    assert.equal((await a.request('DELETE', '/api/domains/www.example.test', { key: bob.key })).status, 200)
+    assert.equal((await a.request('DELETE', '/api/domains/www.example.test', { key: alice.key })).status, 200)
   })
 
   it('a password set on A protects at once on B, and wrong passwords count on both', async () => {

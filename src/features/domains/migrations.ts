@@ -77,4 +77,13 @@ export const domainMigrations: Record<string, Migration> = {
       await db.schema.alterTable('domains').dropColumn('is_primary').execute()
     },
   },
+  // when another account proved control of a verified domain and took it (decision 90): the row stays, unverified
+  '0790-domains-lost': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('domains').addColumn('lost_at', 'bigint').execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable('domains').dropColumn('lost_at').execute()
+    },
+  },
 }

@@ -43,8 +43,15 @@ export function domainsApi(app: FastifyInstance, deps: Deps, svc: DomainService)
       },
     },
     async (req) => {
-      const d = await svc.add(caller(req).user, objectBody(req))
-      return { success: true, message: say(req, '域名已添加，请创建 TXT 记录后验证', 'Domain added; create the TXT record, then verify'), data: view(d) }
+      const { row, heldByOther } = await svc.add(caller(req).user, objectBody(req))
+      const message = heldByOther
+        ? say(
+            req,
+            '域名已添加。它目前由其他账户验证使用：创建你的 TXT 记录并验证后，它将转到你的账户',
+            'Domain added. Another account holds it verified: create your TXT record and verify to move it to your account',
+          )
+        : say(req, '域名已添加，请创建 TXT 记录后验证', 'Domain added; create the TXT record, then verify')
+      return { success: true, message, data: view(row) }
     },
   )
 

@@ -17,6 +17,9 @@ export const Domain = Type.Object({
   primary: Type.Boolean({
     description: "the project's primary domain: browsers opening the project's other URLs (its user's origin, its own origin, its other domains) are sent here",
   }),
+  lost_at: Type.Union([Type.String(), Type.Null()], {
+    description: 'ISO 8601, UTC: when another account proved control of the domain (its own TXT record) and took it; verify again to take it back',
+  }),
   verification: Type.Object(
     { type: Type.Literal('TXT'), name: Type.String(), value: Type.String() },
     { description: 'the DNS record that proves control of the domain: create it, then verify' },

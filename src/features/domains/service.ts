@@ -21,6 +21,7 @@ export interface DomainView {
   verified_at: string | null
   created_at: string
   primary: boolean
+  lost_at: string | null
   verification: { type: 'TXT'; name: string; value: string }
 }
 
@@ -31,6 +32,7 @@ export const domainView = (d: DomainRow): DomainView => ({
   verified_at: d.verified_at === null ? null : new Date(Number(d.verified_at)).toISOString(),
   created_at: new Date(Number(d.created_at)).toISOString(),
   primary: Number(d.is_primary) === 1,
+  lost_at: d.lost_at === null ? null : new Date(Number(d.lost_at)).toISOString(),
   verification: { type: 'TXT', name: challengeName(d.name), value: challengeValue(d.token) },
 })
 
@@ -84,7 +86,11 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
     store,
     list: (user: Owner) => store.domains(user.id),
 
-    async add(user: Owner, body: { domain?: unknown; project?: unknown }): Promise<DomainRow> {
+    /**
+     * Attaches a domain, unverified, with this account's own token. A name another account
+     * holds verified can be added too: verifying it with this token takes it (decision 90).
+     */
+    async add(user: Owner, body: { domain?: unknown; project?: unknown }): Promise<{ row: DomainRow; heldByOther: boolean }> {
       const name = domainName(body.domain)
       const cd = config.contentDomain ?? (config.contentDomainAuto ? 'localhost' : null)
       if (ownHosts.includes(name) || (cd !== null && (name === cd || name.endsWith(`.${cd}`))) || name === 'localhost' || name.endsWith('.localhost')) {
@@ -98,7 +104,6 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
       const existing = await store.domain(user.id, name)
       if (existing) throw new AppError('DOMAIN_EXISTS', { params: { project: existing.project } })
       if ((await store.count(user.id)) >= config.domainsPerUser) throw new AppError('DOMAIN_LIMIT', { params: { limit: config.domainsPerUser } })
-      if (await store.heldByOther(user.id, name)) throw new AppError('DOMAIN_TAKEN')
       const row: DomainRow = {
         id: crypto.randomUUID(),
         user_id: user.id,
@@ -108,6 +113,7 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
         verified_at: null,
         created_at: clock.now(),
         is_primary: 0,
+        lost_at: null,
       }
       try {
         // the count read above refuses cheaply; this takes the place exactly (concurrent adds)
@@ -118,10 +124,16 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
         if ((await store.domain(user.id, name)) !== undefined) throw new AppError('DOMAIN_EXISTS', { params: { project } })
         throw e
       }
-      return row
+      return { row, heldByOther: await store.heldByOther(user.id, name) }
     },
 
-    /** Looks the TXT record up now; verified rows stay verified (a second call re-checks nothing). */
+    /**
+     * Looks the TXT record up now; verified rows stay verified (a second call re-checks
+     * nothing). This account's own token proves control of the name now: if another account
+     * held it verified, it moves here (theirs stays, unverified, lost_at set, not primary),
+     * and every cache of the host and of that account's primary domain is dropped on every
+     * instance before this returns (decision 90).
+     */
     async verify(user: Owner, input: unknown): Promise<DomainRow> {
       const d = await mine(user, domainName(input))
       if (d.verified_at !== null) return d
@@ -132,17 +144,19 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
         const seen = answer.values.length === 0 ? 'no TXT record found' : `TXT found, but not ${challengeValue(d.token)}`
         throw new AppError('DOMAIN_NOT_VERIFIED', { params: { detail: `${seen} at ${challengeName(d.name)}`, record } })
       }
-      if (await store.heldByOther(user.id, d.name)) throw new AppError('DOMAIN_TAKEN')
       const at = clock.now()
+      let lost: Awaited<ReturnType<typeof store.claim>>
       try {
-        await store.setVerified(d.id, at)
+        lost = await store.claim(d, at)
       } catch (e) {
-        // the partial unique index: another account verified it meanwhile
+        // the partial unique index: another account verified it in the same moment
         if (await store.heldByOther(user.id, d.name)) throw new AppError('DOMAIN_TAKEN')
         throw e
       }
+      if (lost === null) throw new AppError('DOMAIN_NOT_FOUND')
       await inv.domain(d.name)
-      return { ...d, verified_at: at }
+      for (const l of lost) if (Number(l.is_primary) === 1) await inv.primary(l.username, l.project)
+      return { ...d, verified_at: at, lost_at: null }
     },
 
     /**

@@ -11,6 +11,8 @@ export interface DomainsTable {
   created_at: number
   /** 1: the project's primary domain (at most one per project, verified), 0 otherwise. */
   is_primary: number
+  /** When another account proved control of the name and took it from this row (epoch ms); null otherwise. */
+  lost_at: number | null
 }
 
 export interface SiteAccessTable {
@@ -33,6 +35,9 @@ declare module '../../db/schema.js' {
 
 export type DomainRow = DomainsTable
 export type AccessRow = SiteAccessTable
+
+/** Rolls a claim back when its row was removed meanwhile. */
+class RowGone extends Error {}
 
 /** Kysely queries of domains and site_access; no rules here. */
 export function createDomainsStore(db: Db) {
@@ -58,7 +63,42 @@ export function createDomainsStore(db: Db) {
         .where('verified_at', 'is not', null)
         .where('user_id', '!=', userId)
         .executeTakeFirst()) !== undefined,
-    setVerified: (id: string, at: number) => k.updateTable('domains').set({ verified_at: at }).where('id', '=', id).execute(),
+    /**
+     * Verifies a row and takes the name from every other account's verified row of it (they
+     * stay, unverified, not primary, with lost_at), in one transaction; the rows taken, with
+     * their owners' names and whether they were primary. The partial unique index refuses a
+     * concurrent claim of the same name (the caller answers it). Null: the row is gone, nothing changed.
+     */
+    claim: (d: Pick<DomainsTable, 'id' | 'user_id' | 'name'>, at: number) =>
+      k
+        .transaction()
+        .execute(async (trx) => {
+          const lost = await trx
+            .selectFrom('domains')
+            .innerJoin('users', 'users.id', 'domains.user_id')
+            .select(['domains.id', 'users.username', 'domains.project', 'domains.is_primary'])
+            .where('domains.name', '=', d.name)
+            .where('domains.verified_at', 'is not', null)
+            .where('domains.user_id', '!=', d.user_id)
+            .execute()
+          const ids = lost.map((r) => r.id)
+          if (ids.length > 0) {
+            await trx
+              .updateTable('domains')
+              .set({ verified_at: null, is_primary: 0, lost_at: at })
+              .where('id', 'in', ids)
+              .where('verified_at', 'is not', null)
+              .execute()
+          }
+          const mine = await trx.updateTable('domains').set({ verified_at: at, lost_at: null }).where('id', '=', d.id).executeTakeFirst()
+          // removed meanwhile: roll back, so nobody takes the name and the holder keeps it
+          if (Number(mine.numUpdatedRows) === 0) throw new RowGone()
+          return lost
+        })
+        .catch((e: unknown) => {
+          if (e instanceof RowGone) return null
+          throw e
+        }),
     /** Makes a domain its project's primary one (the project's other domains stop being), or not. */
     setPrimary: (d: Pick<DomainsTable, 'id' | 'user_id' | 'project'>, primary: boolean): Promise<void> =>
       k.transaction().execute(async (trx) => {

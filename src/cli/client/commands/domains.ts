@@ -8,6 +8,7 @@ interface DomainData {
   project: string
   verified: boolean
   primary: boolean
+  lost_at?: string | null
   verification: { type: string; name: string; value: string }
 }
 
@@ -62,7 +63,12 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
         ctx.out(
           table(
             ['DOMAIN', 'PROJECT', 'STATUS', 'DNS RECORD'],
-            list.map((d) => [d.domain, d.project, d.primary ? 'primary' : d.verified ? 'verified' : 'pending', d.verified ? '' : record(d)]),
+            list.map((d) => [
+              d.domain,
+              d.project,
+              d.primary ? 'primary' : d.verified ? 'verified' : d.lost_at ? 'lost' : 'pending',
+              d.verified ? '' : record(d),
+            ]),
           ),
         )
         ctx.out(`${list.length} of ${r.json.data?.limit ?? '?'} domains`)

@@ -35,7 +35,7 @@
             S.row([
               el('code', { text: it.domain }),
               it.project,
-              it.primary ? t('dom.primary') : it.verified ? t('dom.verified') : t('dom.pending'),
+              it.primary ? t('dom.primary') : it.verified ? t('dom.verified') : it.lost_at ? t('dom.lost') : t('dom.pending'),
               it.verified ? '' : el('code', { class: 'mono dns-record', text: record(it) }),
               el(
                 'div',
