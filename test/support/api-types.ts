@@ -3533,6 +3533,8 @@ export interface operations {
                                 site_url: string | null;
                                 /** @description the project's primary domain: browsers opening the project's other URLs (its user's origin, its own origin, its other domains) are sent here */
                                 primary: boolean;
+                                /** @description ISO 8601, UTC: when another account proved control of the domain (its own TXT record) and took it; verify again to take it back */
+                                lost_at: string | null;
                                 /** @description the DNS record that proves control of the domain: create it, then verify */
                                 verification: {
                                     /** @enum {string} */
@@ -3591,6 +3593,8 @@ export interface operations {
                             site_url: string | null;
                             /** @description the project's primary domain: browsers opening the project's other URLs (its user's origin, its own origin, its other domains) are sent here */
                             primary: boolean;
+                            /** @description ISO 8601, UTC: when another account proved control of the domain (its own TXT record) and took it; verify again to take it back */
+                            lost_at: string | null;
                             /** @description the DNS record that proves control of the domain: create it, then verify */
                             verification: {
                                 /** @enum {string} */
@@ -3639,6 +3643,8 @@ export interface operations {
                             site_url: string | null;
                             /** @description the project's primary domain: browsers opening the project's other URLs (its user's origin, its own origin, its other domains) are sent here */
                             primary: boolean;
+                            /** @description ISO 8601, UTC: when another account proved control of the domain (its own TXT record) and took it; verify again to take it back */
+                            lost_at: string | null;
                             /** @description the DNS record that proves control of the domain: create it, then verify */
                             verification: {
                                 /** @enum {string} */
@@ -3687,6 +3693,8 @@ export interface operations {
                             site_url: string | null;
                             /** @description the project's primary domain: browsers opening the project's other URLs (its user's origin, its own origin, its other domains) are sent here */
                             primary: boolean;
+                            /** @description ISO 8601, UTC: when another account proved control of the domain (its own TXT record) and took it; verify again to take it back */
+                            lost_at: string | null;
                             /** @description the DNS record that proves control of the domain: create it, then verify */
                             verification: {
                                 /** @enum {string} */
@@ -3735,6 +3743,8 @@ export interface operations {
                             site_url: string | null;
                             /** @description the project's primary domain: browsers opening the project's other URLs (its user's origin, its own origin, its other domains) are sent here */
                             primary: boolean;
+                            /** @description ISO 8601, UTC: when another account proved control of the domain (its own TXT record) and took it; verify again to take it back */
+                            lost_at: string | null;
                             /** @description the DNS record that proves control of the domain: create it, then verify */
                             verification: {
                                 /** @enum {string} */
