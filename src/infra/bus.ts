@@ -145,22 +145,31 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
   const flushAll = () => {
     for (const ch of channels) local.emit(ch, FLUSH_ALL)
   }
-  const silent = () => ready && !closed && Date.now() - heardAt > heartbeatMs * HEARTBEAT_MISSES
+  // heartbeats sent in a row with nothing heard after them: counted per tick, so an event loop
+  // that stalled (sending nothing meanwhile) is not taken for a silent subscription
+  let sentAt = 0
+  let misses = 0
   // a subscription open but silent is lost: caches flush and stop trusting the bus at once,
   // and the connection is replaced ('ready' flushes again once a new one works)
   const heartbeat = setInterval(() => {
-    if (!ready || closed) return
-    if (silent()) {
-      // (checked again after this turn's I/O: a stalled event loop runs timers before it reads
-      // the socket, where the heartbeats may be waiting)
+    if (!ready || closed) {
+      misses = 0
+      return
+    }
+    misses = sentAt > heardAt ? misses + 1 : 0
+    if (misses >= HEARTBEAT_MISSES) {
+      // (checked again after this turn's I/O: timers run before the socket is read, where the
+      // last heartbeat may be waiting)
       setImmediate(() => {
-        if (!silent()) return
+        if (!ready || closed || heardAt >= sentAt) return
+        misses = 0
         ready = false
         flushAll()
         sub.disconnect(true)
       })
       return
     }
+    sentAt = Date.now()
     pub.publish(prefix + ackChannel, PING).catch(() => {})
   }, heartbeatMs)
   heartbeat.unref()

@@ -108,6 +108,24 @@ describe('bus', () => {
     },
   )
 
+  it('Redis bus: an event loop that stalls past the heartbeat bound is not taken for a silent subscription', needs('redis'), async () => {
+    const b = createRedisBus(REDIS_URL, newPrefix(), { heartbeatMs: 50 })
+    try {
+      const onB = await listen(b, 'B')
+      await until(() => isReliable(b), 'B subscribed')
+      await new Promise((r) => setTimeout(r, 200))
+      onB.length = 0
+      // four times the bound with the loop blocked: no heartbeat is sent, none is missed
+      const end = Date.now() + 50 * 4 * 4
+      while (Date.now() < end);
+      await new Promise((r) => setTimeout(r, 300))
+      assert.deepEqual(onB, [], 'no flush')
+      assert.ok(isReliable(b))
+    } finally {
+      await b.close()
+    }
+  })
+
   it('Redis bus: a publish returns only after every other instance has applied it', needs('redis'), async () => {
     const prefix = newPrefix()
     const buses = [createRedisBus(REDIS_URL, prefix), createRedisBus(REDIS_URL, prefix), createRedisBus(REDIS_URL, prefix)]
