@@ -35,6 +35,21 @@ for (const engine of ENGINES) {
       await s.close()
       fs.rmSync(dir, { recursive: true, force: true })
     })
+    /** Hosted data granted to alice, then `svc login --username` into a config file of its own: the env that uses it. */
+    const loginSession = async (configName: string) => {
+      await s.deps.db.k
+        .insertInto('entitlements')
+        .values({ user_id: alice.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() })
+        .onConflict((oc) => oc.doNothing())
+        .execute()
+      const cfg = path.join(s.dataDir, configName)
+      const login = await runCli(['login', '--url', s.url, '--insecure', '--username', alice.username, '--password-stdin'], {
+        env: { SVC_CONFIG: cfg },
+        input: alice.password,
+      })
+      assert.equal(login.code, 0, login.stderr)
+      return { SVC_CONFIG: cfg }
+    }
 
     it('svc page uploads one HTML file, then updates it at the same URL', async (t) => {
       if (missing.page) return t.skip(missing.page)
@@ -130,14 +145,7 @@ for (const engine of ENGINES) {
       assert.equal(keyOnly.code, 2)
       assert.match(keyOnly.stderr, /needs a login session.*svc login --username/)
 
-      await s.deps.db.k.insertInto('entitlements').values({ user_id: alice.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
-      const cfg = path.join(s.dataDir, 'session.json')
-      const login = await runCli(['login', '--url', s.url, '--insecure', '--username', alice.username, '--password-stdin'], {
-        env: { SVC_CONFIG: cfg },
-        input: alice.password,
-      })
-      assert.equal(login.code, 0, login.stderr)
-      const senv = { SVC_CONFIG: cfg }
+      const senv = await loginSession('session.json')
       const first = await runCli(['data', 'push', file, '--json'], { env: senv })
       assert.equal(first.code, 0, first.stderr)
       const id = first.json.file.id
@@ -156,18 +164,7 @@ for (const engine of ENGINES) {
 
     it('svc data push finds the file again under a decomposed (macOS) name, keeps a BOM, names the version it pushed', async (t) => {
       if (missing.data) return t.skip(missing.data)
-      await s.deps.db.k
-        .insertInto('entitlements')
-        .values({ user_id: alice.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() })
-        .onConflict((oc) => oc.doNothing())
-        .execute()
-      const cfg = path.join(s.dataDir, 'session-nfd.json')
-      const login = await runCli(['login', '--url', s.url, '--insecure', '--username', alice.username, '--password-stdin'], {
-        env: { SVC_CONFIG: cfg },
-        input: alice.password,
-      })
-      assert.equal(login.code, 0, login.stderr)
-      const senv = { SVC_CONFIG: cfg }
+      const senv = await loginSession('session-nfd.json')
       // "Städte.csv" as macOS names it (NFD: a + U+0308); the server stores display names in NFC
       const file = path.join(dir, 'Sta\u0308dte.csv')
       const v1 = Buffer.from('\uFEFFname\nKöln\n', 'utf8')

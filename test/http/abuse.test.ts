@@ -43,6 +43,22 @@ for (const engine of ENGINES) {
     const adminCall = (method: string, p: string, json?: unknown) => s.request(method, p, { cookie: admin.cookie, ...(json === undefined ? {} : { json }) })
     const report = (json: unknown, headers: Record<string, string> = {}) => s.post('/svc_api/abuse/reports', { json, headers })
     const audit = async () => (await adminCall('GET', '/svc_api/admin/audit?limit=500')).json.data.entries as Array<Record<string, any>>
+    /** An admin's report of `url` taken down at once; the report's id. */
+    const takeDown = async (url: string, category: string): Promise<string> => {
+      const rep = await adminCall('POST', '/svc_api/admin/reports', { url, category })
+      assert.equal(rep.status, 201, rep.text)
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})).status, 200)
+      return rep.json.data.id as string
+    }
+    /** Every link answers 451 to GET, HEAD and GET again (the second GET from the cache), with the removal notice. */
+    const assertRemoved = async (links: string[]) => {
+      for (const p of links)
+        for (const method of ['GET', 'HEAD', 'GET']) {
+          const r = await s.request(method, p)
+          assert.equal(r.status, 451, `${method} ${p}`)
+          if (method === 'GET') assert.match(r.text, /removed/)
+        }
+    }
 
     before(async () => {
       s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
@@ -306,9 +322,7 @@ for (const engine of ENGINES) {
       assert.equal((await deploySite(s, m.key, 'evil', { 'index.html': bad })).res.status, 201)
       // the same bytes in a project never published (a batch upload makes one)
       assert.equal((await batchUpload(s, { key: m.key }, 'stash', [{ filename: 'index.html', data: bad }])).status, 200)
-      const rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/${m.username}/evil/`, category: 'phishing' })
-      assert.equal(rep.status, 201, rep.text)
-      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})).status, 200)
+      await takeDown(`${s.url}/${m.username}/evil/`, 'phishing')
       const files = { 'index.html': bad }
       expectError(await s.post('/api/folders/again/deploys/missing', { key: m.key, json: JSON.parse(String(manifestOf(files).data)) }), 451, 1701)
       expectError(await postArchive(s, m.key, 'again', await tarOf([manifestOf(files)])), 451, 1701)
@@ -344,15 +358,8 @@ for (const engine of ENGINES) {
       ]
       // served twice: cached, the second answered before routing
       for (const p of links) for (let i = 0; i < 2; i++) assert.equal((await s.get(p)).text, bad, p)
-      const rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/svc-data/pub/${reported.public_token}`, category: 'phishing' })
-      assert.equal(rep.status, 201, rep.text)
-      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})).status, 200)
-      for (const p of links)
-        for (const method of ['GET', 'HEAD', 'GET']) {
-          const r = await s.request(method, p)
-          assert.equal(r.status, 451, `${method} ${p}`)
-          if (method === 'GET') assert.match(r.text, /removed/)
-        }
+      const reportId = await takeDown(`${s.url}/svc-data/pub/${reported.public_token}`, 'phishing')
+      await assertRemoved(links)
       // the other file's own default is untouched; its blocked version is never the default again
       assert.equal((await s.get(`/svc-data/pub/${notes.public_token}`)).text, 'clean notes')
       expectError(await s.post(`/api/hosted-data/files/${notes.id}/default-version`, { cookie: other, json: { version: 2 } }), 451, 'plain')
@@ -361,7 +368,7 @@ for (const engine of ENGINES) {
       assert.deepEqual([d.default_version, d.version_count], [1, 2])
       assert.equal((await s.get(`/svc-data/pub/${notes.public_token}`)).text, 'clean notes')
       // lift: served and switchable again
-      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/lift`)).status, 200)
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${reportId}/lift`)).status, 200)
       assert.equal((await s.get(links[0])).text, bad)
       assert.equal((await s.post(`/api/hosted-data/files/${notes.id}/default-version`, { cookie: other, json: { version: 2 } })).status, 200)
       assert.equal((await s.get(`/svc-data/pub/${notes.public_token}`)).text, bad)
@@ -385,15 +392,8 @@ for (const engine of ENGINES) {
       const links = [`/svc-img/pub/${b.public_token}`, `/image-host/pub/${b.public_token}`, new URL(b.versioned_url).pathname + new URL(b.versioned_url).search]
       links.push(`/svc-img/pub/${b.public_token}?w=6`, `/svc-img/pub/${b.public_token}?format=webp`)
       for (const p of links) for (let i = 0; i < 2; i++) assert.equal((await s.get(p)).status, 200, p)
-      const rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/svc-img/pub/${a.public_token}`, category: 'copyright' })
-      assert.equal(rep.status, 201, rep.text)
-      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})).status, 200)
-      for (const p of links)
-        for (const method of ['GET', 'HEAD', 'GET']) {
-          const r = await s.request(method, p)
-          assert.equal(r.status, 451, `${method} ${p}`)
-          if (method === 'GET') assert.match(r.text, /removed/)
-        }
+      const reportId = await takeDown(`${s.url}/svc-img/pub/${a.public_token}`, 'copyright')
+      await assertRemoved(links)
       // the same bytes again: a new image of a third user, or another image replaced with them
       expectError(await upload(third, png), 451, 'plain')
       const c = (await upload(third, await makeImage('png', { width: 5, height: 5 }))).json.images[0]
@@ -406,7 +406,7 @@ for (const engine of ENGINES) {
       expectError(rp, 451, 'plain')
       assert.equal((await s.get(`/svc-img/pub/${c.public_token}`)).status, 200)
       // lift: served again
-      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/lift`)).status, 200)
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${reportId}/lift`)).status, 200)
       for (const p of links) assert.equal((await s.get(p)).status, 200, p)
     })
 
