@@ -1,6 +1,8 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import fc from 'fast-check'
 import { walkFolder } from '../../src/cli/client/files.js'
@@ -12,6 +14,7 @@ import { kvValue } from '../../src/cli/client/commands/kv.js'
 import { submissionRows } from '../../src/cli/client/commands/forms.js'
 import { toCsv } from '../../src/util/csv.js'
 import { ApiError } from '../../src/cli/client/errors.js'
+import { ApiClient } from '../../src/cli/client/api.js'
 import { makeTree } from './run.js'
 
 describe('client: folder walk and ignore rules', () => {
@@ -217,5 +220,101 @@ describe('client: configuration, arguments, values', () => {
     assert.equal(h.retryAfter, 3)
     const r = ApiError.from(302, undefined, '', { location: '/login' })
     assert.match(r.message, /redirect to \/login/)
+  })
+})
+
+describe('client: which failed requests are sent again', () => {
+  // a real HTTP server on loopback that answers each request by the handler's plan
+  async function withServer(
+    plan: (n: number, req: http.IncomingMessage, res: http.ServerResponse) => void,
+    body: (api: ApiClient, seen: string[], notes: string[]) => Promise<void>,
+  ) {
+    const seen: string[] = []
+    const server = http.createServer((req, res) => {
+      req.resume()
+      req.on('end', () => {
+        seen.push(`${req.method} ${req.url}`)
+        plan(seen.length, req, res)
+      })
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    const { port } = server.address() as AddressInfo
+    const notes: string[] = []
+    const api = new ApiClient(
+      { url: `http://127.0.0.1:${port}`, key: 'k', insecure: false, source: { url: 'flag' } },
+      { waitScale: 0.001, notify: (m) => notes.push(m) },
+    )
+    try {
+      await body(api, seen, notes)
+    } finally {
+      await api.close()
+      server.closeAllConnections()
+      await new Promise((r) => server.close(r))
+    }
+  }
+  const json = (res: http.ServerResponse, status: number, data: unknown) => {
+    res.writeHead(status, { 'content-type': 'application/json' })
+    res.end(JSON.stringify(data))
+  }
+  const ok = (res: http.ServerResponse) => json(res, 200, { success: true, data: { value: 1 } })
+  const gateway = (res: http.ServerResponse) => json(res, 504, { success: false, error_code: 'GATEWAY', message: 'upstream timed out' })
+
+  for (const status of [502, 503, 504]) {
+    it(`does not repeat an increment after a ${status}: it may have been counted`, async () => {
+      await withServer(
+        (_n, _req, res) => json(res, status, { success: false, error_code: 'X', message: 'unavailable' }),
+        async (api, seen, notes) => {
+          const e = await api.post('/svc_api/data/incr', { json: { key: 'k', by: 1 } }).catch((err: unknown) => err)
+          assert.ok(e instanceof ApiError)
+          assert.equal(e.status, status)
+          assert.deepEqual(seen, ['POST /svc_api/data/incr'])
+          assert.ok(
+            notes.some((m) => /may or may not have taken effect/.test(m)),
+            notes.join('\n'),
+          )
+        },
+      )
+    })
+  }
+
+  it('repeats a read and an idempotent POST after a 504', async () => {
+    await withServer(
+      (n, _req, res) => (n % 2 === 1 ? gateway(res) : ok(res)),
+      async (api, seen) => {
+        assert.equal((await api.get('/svc_api/data/get', { query: { key: 'k' } })).status, 200)
+        assert.equal((await api.post('/svc_api/data/store', { json: { key: 'k', value: 1 }, idempotent: true })).status, 200)
+        assert.deepEqual(seen, ['GET /svc_api/data/get?key=k', 'GET /svc_api/data/get?key=k', 'POST /svc_api/data/store', 'POST /svc_api/data/store'])
+      },
+    )
+  })
+
+  it('does not repeat an increment whose connection broke after it was sent', async () => {
+    await withServer(
+      (_n, req) => req.socket.destroy(),
+      async (api, seen, notes) => {
+        await assert.rejects(api.post('/svc_api/data/incr', { json: { key: 'k', by: 1 } }), /failed/)
+        assert.deepEqual(seen, ['POST /svc_api/data/incr'])
+        assert.ok(
+          notes.some((m) => /may or may not have taken effect/.test(m)),
+          notes.join('\n'),
+        )
+      },
+    )
+  })
+
+  it('repeats an increment refused with 429, and one whose kept-alive connection was reset', async () => {
+    await withServer(
+      (n, req, res) => {
+        if (n === 1) json(res, 429, { success: false, error_code: 1005, message: 'slow down', retry_after: 1 })
+        else if (n === 3)
+          req.socket.destroy() // the second request on the kept-alive connection
+        else ok(res)
+      },
+      async (api, seen) => {
+        assert.equal((await api.post('/svc_api/data/incr', { json: { key: 'k', by: 1 } })).status, 200)
+        assert.equal((await api.post('/svc_api/data/incr', { json: { key: 'k', by: 1 } })).status, 200)
+        assert.equal(seen.length, 4)
+      },
+    )
   })
 })

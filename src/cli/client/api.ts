@@ -30,6 +30,12 @@ export interface RequestOptions {
   anyBody?: boolean
   /** Extra request headers (e.g. the Accept an MCP endpoint asks for). */
   headers?: Record<string, string>
+  /**
+   * Sending it twice has the effect of sending it once. Default: every method but POST. A
+   * request that is not is repeated only when it surely was not handled (a 429, or a reset of a
+   * kept-alive connection before any answer), never after a 502/503/504 or a timeout.
+   */
+  idempotent?: boolean
 }
 
 /** Notices the client prints while it waits (rate limits, retries). */
@@ -63,8 +69,8 @@ export const encodePath = (p: string): string => p.split('/').map(encodeURICompo
 /**
  * HTTP client of the svc API: adds the credentials, parses the three error formats into
  * ApiError, waits out 429 answers (retry_after / Retry-After, bounded) and retries transient
- * failures (502/503/504, connection resets) a few times. Bodies are buffers, so every retry
- * sends exactly the same request.
+ * failures (502/503/504, connection resets) of idempotent requests a few times. Bodies are
+ * buffers, so every retry sends exactly the same request.
  */
 export class ApiClient {
   private readonly agent: http.Agent
@@ -136,6 +142,7 @@ export class ApiClient {
     const headers = this.headers(o)
     const body = o.json !== undefined ? JSON.stringify(o.json) : o.body
     const target = this.url(p, o.query)
+    const idempotent = o.idempotent ?? method !== 'POST'
     let rateRetries = 0
     let netRetries = 0
     for (;;) {
@@ -143,13 +150,14 @@ export class ApiClient {
       try {
         res = await this.once(method, target, headers, body)
       } catch (e) {
-        if (netRetries < NETWORK_RETRIES && isTransientNetworkError(e)) {
+        if (netRetries < NETWORK_RETRIES && isTransientNetworkError(e) && (idempotent || notHandled(e))) {
           netRetries++
           const wait = 500 * 2 ** (netRetries - 1)
           this.notify(`connection problem (${(e as Error).message}); retrying in ${(wait / 1000).toFixed(1)} s`)
           await sleep(wait * this.waitScale)
           continue
         }
+        if (!idempotent && isTransientNetworkError(e)) this.notify(unknownOutcome(method, p))
         throw networkError(e, this.conn.url)
       }
       if (res.status >= 200 && res.status < 300) {
@@ -175,7 +183,8 @@ export class ApiClient {
         await sleep(Math.max(wait, 0.05) * 1000 * this.waitScale)
         continue
       }
-      if (TRANSIENT_STATUS.has(res.status) && netRetries < NETWORK_RETRIES) {
+      if (TRANSIENT_STATUS.has(res.status) && !idempotent) this.notify(unknownOutcome(method, p))
+      else if (TRANSIENT_STATUS.has(res.status) && netRetries < NETWORK_RETRIES) {
         netRetries++
         const wait = Math.max((err.retryAfter ?? 0) * 1000, 500 * 2 ** (netRetries - 1))
         this.notify(`server unavailable (HTTP ${res.status}${err.code ? `, error ${err.code}` : ''}); retrying in ${(wait / 1000).toFixed(1)} s`)
@@ -210,7 +219,8 @@ export class ApiClient {
         })
       })
       req.on('timeout', () => req.destroy(Object.assign(new Error('no answer within 5 minutes'), { code: 'ETIMEDOUT' })))
-      req.on('error', reject)
+      // reusedSocket: a reset of a kept-alive connection the server had just closed (notHandled)
+      req.on('error', (e) => reject(Object.assign(e, { reusedSocket: req.reusedSocket })))
       if (typeof body === 'function') {
         const src = Readable.from(body(), { objectMode: false })
         src.on('error', (e) => req.destroy(e))
@@ -233,6 +243,20 @@ export class ApiClient {
 function isTransientNetworkError(e: unknown): boolean {
   const code = (e as { code?: string })?.code ?? ''
   return ['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED'].includes(code)
+}
+
+/**
+ * A reset on a kept-alive connection before any answer: the server closed the idle connection
+ * as the request went out, so it never read it (the retry Node's documentation advises).
+ */
+function notHandled(e: unknown): boolean {
+  const err = e as { code?: string; reusedSocket?: boolean }
+  return err.reusedSocket === true && (err.code === 'ECONNRESET' || err.code === 'EPIPE')
+}
+
+/** The notice for a request that may have taken effect and is therefore not repeated. */
+function unknownOutcome(method: string, p: string): string {
+  return `${method} ${p} may or may not have taken effect: it is not repeated automatically; check its result before running the command again`
 }
 
 /** A readable message for a failure to reach the server (certificate, refused, DNS). */

@@ -155,7 +155,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   }
 
   const manifest = { files: Object.fromEntries(files.map((f) => [f.path, f.sha256])) }
-  const check = await api.post(`/api/folders/${encodePath(project)}/deploys/missing`, { json: manifest, okStatuses: [404] })
+  const check = await api.post(`/api/folders/${encodePath(project)}/deploys/missing`, { json: manifest, okStatuses: [404], idempotent: true })
   if (check.status === 404) {
     if (check.json?.error_code === 1404) return null
     throw ApiError.from(check.status, check.json, check.text, check.headers)
@@ -200,6 +200,8 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   }
   const r = await api.post(`/api/folders/${encodePath(project)}/deploys`, {
     contentType: opts.gzip ? 'application/gzip' : 'application/x-tar',
+    // the same tree twice leaves the same files live
+    idempotent: true,
     body: () => {
       // a retry (after a rate-limit wait) sends the whole archive again
       t0 = Date.now()

@@ -229,7 +229,7 @@ async function fetchDiff(
   const upload = new Set<string>()
   let extra: string[] = []
   for (let i = 0; i < chunks.length; i++) {
-    const r = await api.post(`/api/folders/${encodePath(folder)}/diff`, { json: { files: chunks[i] }, okStatuses: [403, 404] })
+    const r = await api.post(`/api/folders/${encodePath(folder)}/diff`, { json: { files: chunks[i] }, okStatuses: [403, 404], idempotent: true })
     // a project that does not exist yet (1312, as its listing answers): everything is new
     if (r.status === 403 && r.json?.error_code === 1312) return { upload: new Set(known), extra: [], supported: true }
     if (r.status === 403) throw ApiError.from(r.status, r.json, r.text, r.headers)
@@ -389,6 +389,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     try {
       result.upload_requests++
       const r = await api.post(`/api/folders/${encodePath(project)}/batch_upload`, {
+        idempotent: true,
         body: () => {
           inFlight.set(i, 0)
           return body()
@@ -444,7 +445,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
   }
 
   if (opts.publish) {
-    const r = await api.post(`/api/folders/${encodePath(project)}/publish`)
+    const r = await api.post(`/api/folders/${encodePath(project)}/publish`, { idempotent: true })
     result.published = r.json?.is_published !== false
     result.already_published = typeof r.json?.already_published === 'boolean' ? r.json.already_published : null
     result.website_url = typeof r.json?.website_url === 'string' ? r.json.website_url : null

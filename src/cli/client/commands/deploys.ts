@@ -51,7 +51,11 @@ export async function rollbackCommand(ctx: Ctx, args: string[]): Promise<number>
   const { values: v, positionals } = parse(args, { project: { type: 'string', short: 'p' } })
   noMore(positionals, 1)
   const project = projectOf(v)
-  const r = await ctx.api(flagsOf(v)).post(`/api/folders/${encodePath(project)}/rollback`, { json: positionals[0] ? { deploy_id: positionals[0] } : {} })
+  const r = await ctx.api(flagsOf(v)).post(`/api/folders/${encodePath(project)}/rollback`, {
+    json: positionals[0] ? { deploy_id: positionals[0] } : {},
+    // to a named deploy: twice is once; to "the one before": twice goes back two deploys
+    idempotent: positionals[0] !== undefined,
+  })
   if (ctx.json) ctx.emit({ success: true, project, live_deploy_id: r.json?.live_deploy_id })
   else ctx.out(`${project}: deploy ${r.json?.live_deploy_id} is live`)
   return 0
@@ -62,7 +66,7 @@ export async function promoteCommand(ctx: Ctx, args: string[]): Promise<number> 
   const id = need(positionals[0], 'the deploy to make live: svc promote ID')
   noMore(positionals, 1)
   const project = projectOf(v)
-  const r = await ctx.api(flagsOf(v)).post(`/api/folders/${encodePath(project)}/deploys/${encodeURIComponent(id)}/promote`)
+  const r = await ctx.api(flagsOf(v)).post(`/api/folders/${encodePath(project)}/deploys/${encodeURIComponent(id)}/promote`, { idempotent: true })
   if (ctx.json) ctx.emit({ success: true, project, live_deploy_id: r.json?.live_deploy_id })
   else ctx.out(`${project}: deploy ${r.json?.live_deploy_id} is live`)
   return 0

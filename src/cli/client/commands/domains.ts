@@ -38,7 +38,7 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
     case 'verify': {
       const domain = need(positionals[0], 'DOMAIN: svc domain verify DOMAIN')
       noMore(positionals, 1)
-      const r = await api().post(`${path(domain)}/verify`)
+      const r = await api().post(`${path(domain)}/verify`, { idempotent: true })
       if (ctx.json) ctx.emit(r.json)
       else ctx.out(`verified ${r.json.data.domain}: it serves ${r.json.data.project}`)
       return 0

@@ -82,7 +82,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
           .split(',')
           .map((t) => t.trim())
           .filter(Boolean)
-      const r = await api().post('/svc_api/data/store', { json: body })
+      const r = await api().post('/svc_api/data/store', { json: body, idempotent: true })
       const d = r.json?.data ?? {}
       if (ctx.json) ctx.emit(r.json)
       else ctx.out(`stored ${d.key ?? key} (${d.data_type ?? body.data_type}, ${d.is_public ? 'public' : 'private'})`)

@@ -28,7 +28,12 @@ let nextId = 1
  * answer throws McpError with the service's code and message.
  */
 async function forward(api: ApiClient, method: string, params: unknown): Promise<Record<string, unknown>> {
-  const r = await api.post('/mcp', { json: { jsonrpc: '2.0', id: nextId++, method, params: params ?? {} }, headers: { accept: MCP_ACCEPT } })
+  const r = await api.post('/mcp', {
+    json: { jsonrpc: '2.0', id: nextId++, method, params: params ?? {} },
+    headers: { accept: MCP_ACCEPT },
+    // listing is safe to repeat; a tool call may write (an increment, a new page)
+    idempotent: method !== 'tools/call',
+  })
   const body = r.json as { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } } | undefined
   if (body?.error) throw new McpError(body.error.code, body.error.message, body.error.data)
   if (!body?.result) throw new CliError(`the server's /mcp answered without a result (HTTP ${r.status})`)

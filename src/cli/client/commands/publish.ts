@@ -92,7 +92,7 @@ export async function pageCommand(ctx: Ctx, args: string[]): Promise<number> {
   if (v.project !== undefined) fields.project_name = v.project
   if (v.description !== undefined) fields.description = v.description
   const { body, contentType } = multipartBody(fields, [{ name: 'file', filename: path.basename(file), type: 'text/html', data }])
-  const r = await api.post('/svc_api/upload', { body, contentType })
+  const r = await api.post('/svc_api/upload', { body, contentType, idempotent: true })
   const d = r.json?.data ?? {}
   if (ctx.json) ctx.emit(r.json)
   else

@@ -45,6 +45,8 @@ export async function loginCommand(ctx: Ctx, args: string[]): Promise<number> {
         auth: 'none',
         body: new URLSearchParams({ username, password }).toString(),
         contentType: 'application/x-www-form-urlencoded',
+        // a second session is harmless; the first is simply never used
+        idempotent: true,
       })
       const setCookie = r.headers['set-cookie']
       const first = (Array.isArray(setCookie) ? setCookie : [setCookie ?? '']).map((c) => c.split(';')[0]).find((c) => c.startsWith('session='))
@@ -99,7 +101,7 @@ export async function logoutCommand(ctx: Ctx, args: string[]): Promise<number> {
       { url: normaliseUrl(stored.url), session: stored.session, insecure: stored.insecure === true, source: { url: 'config' } },
       { notify: () => {} },
     )
-    await api.post('/logout', { auth: 'session', okStatuses: [401, 403] }).catch(() => {})
+    await api.post('/logout', { auth: 'session', okStatuses: [401, 403], idempotent: true }).catch(() => {})
     await api.close()
   }
   const removed = removeConfig(file)
