@@ -431,6 +431,13 @@ for (const engine of ENGINES) {
         ['bad manifest path', [{ name: 'svc-deploy.json', data: JSON.stringify({ files: { '../x': sha('x') } }) }], 400, 1327, /"\.\.\/x"/],
         ['bad manifest digest', [{ name: 'svc-deploy.json', data: JSON.stringify({ files: { 'index.html': 'abc' } }) }], 400, 1327, /sha256/],
         [
+          'a path both a file and a folder',
+          [{ name: 'svc-deploy.json', data: JSON.stringify({ files: { 'index.html': sha('i'), 'docs/index.html': sha('d'), docs: sha('f') } }) }],
+          400,
+          1327,
+          /docs is a folder of this project, so it cannot also be a file/,
+        ],
+        [
           'too many files',
           [{ name: 'svc-deploy.json', data: JSON.stringify({ files: Object.fromEntries(Array.from({ length: 50_001 }, (_, i) => [`f${i}`, sha('x')])) }) }],
           413,

@@ -131,6 +131,49 @@ for (const engine of ENGINES) {
       assert.equal(empty.json.error_code, 1101)
     })
 
+    it('never lets a path be both a file and a folder, in one batch or across batches', async () => {
+      const files = async () => (await s.get('/api/folders/tree/files', { key: u.key })).json.files.map((f: { path: string }) => f.path)
+      const first = await batchUpload(s, { key: u.key }, 'tree', [
+        { filename: 'docs/index.html', data: 'd' },
+        { filename: 'a.txt', data: 'a' },
+        { filename: 'docs', data: 'a file named as the folder' },
+      ])
+      assert.equal(first.status, 200, first.text)
+      assert.deepEqual(first.json.failed_files, ['docs'])
+      assert.equal(first.json.errors[0].type, 'duplicate')
+      assert.equal(first.json.errors[0].error_code, 1312)
+      assert.match(first.json.errors[0].message, /docs is a folder of this project, so it cannot also be a file/)
+      for (const overwrite of [false, true]) {
+        const later = await batchUpload(
+          s,
+          { key: u.key },
+          'tree',
+          [
+            { filename: 'docs', data: 'x' },
+            { filename: 'a.txt/b.txt', data: 'x' },
+          ],
+          overwrite,
+        )
+        assert.equal(later.status, 400, later.text)
+        assert.equal(later.json.error_code, 1312)
+        assert.deepEqual(later.json.failed_files, ['docs', 'a.txt/b.txt'])
+        assert.match(later.json.errors[1].message, /a\.txt is a file of this project, so it cannot also be a folder/)
+      }
+      assert.deepEqual(await files(), ['a.txt', 'docs/index.html'])
+      // an existing file is still overwritten, and deeper new paths in an existing folder are fine
+      const ok = await batchUpload(
+        s,
+        { key: u.key },
+        'tree',
+        [
+          { filename: 'a.txt', data: 'a2' },
+          { filename: 'docs/deep/x.html', data: 'x' },
+        ],
+        true,
+      )
+      assert.equal(ok.json.uploaded_count, 2, ok.text)
+    })
+
     it('refuses every traversal payload as a failed file, stores nothing outside the project', async () => {
       const before = new Set(walk(s.dataDir))
       const r = await batchUpload(s, { key: u.key }, 'evil', [

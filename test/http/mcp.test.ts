@@ -127,6 +127,25 @@ for (const engine of ENGINES) {
       assert.equal(all.structuredContent.projects.find((p: any) => p.name === 'agent-site').origin_url, root)
     })
 
+    it('deploy_files refuses a path that is both a file and a folder, and writes none of the call', async () => {
+      await ok('deploy_files', { project: 'clash', files: [{ path: 'index.html', content: '<p>v1</p>' }] })
+      const r = await call('deploy_files', {
+        project: 'clash',
+        files: [
+          { path: 'index.html', content: '<p>v2</p>' },
+          { path: 'index.html/x.css', content: 'p{}' },
+        ],
+      })
+      assert.equal(r.isError, true)
+      assert.match(textOf(r), /index\.html is a file of this project, so it cannot also be a folder/)
+      const files = await s.get('/api/folders/clash/files', { key: alice.key })
+      assert.deepEqual(
+        files.json.files.map((f: any) => f.path),
+        ['index.html'],
+      )
+      assert.equal((await s.get(`/${alice.username}/clash/`)).text, '<p>v1</p>')
+    })
+
     it('deploy_files of a site built for / opens it at the root of its own origin, live and as a preview', async () => {
       // a user of its own: the other tests count alice's requests against her rate limits
       const own = await mcpHttpClient(s.url, (await s.user()).key)

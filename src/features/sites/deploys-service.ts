@@ -11,7 +11,7 @@ import { newId } from '../../auth/tokens.js'
 import { isoMicros } from '../../util/time.js'
 import { ContentWatcher } from './sniff.js'
 import { invalidateHosting } from './invalidate.js'
-import { checkRelativePath } from './paths.js'
+import { checkRelativePath, PathTree } from './paths.js'
 import { createFoldersStore, type FolderRow } from './folders-store.js'
 import { createDeploysStore, type DeployFileRow, type DeployRow } from './deploys-store.js'
 import { contentTypeFor, type FolderRef } from './folders-service.js'
@@ -63,6 +63,11 @@ export function parseManifest(body: unknown, defaults: { source?: DeploySource }
     if (typeof digest !== 'string' || !/^[0-9a-fA-F]{64}$/.test(digest)) throw invalid(`${JSON.stringify(key)}: value must be a sha256 hex digest`)
     if (out.has(r.path)) throw invalid(`${JSON.stringify(key)} appears twice (after NFC normalisation)`)
     out.set(r.path, digest.toLowerCase())
+  }
+  const tree = new PathTree()
+  for (const path of out.keys()) {
+    const clash = tree.add(path)
+    if (clash) throw invalid(clash)
   }
   const message = o.message ?? ''
   if (typeof message !== 'string') throw invalid('message must be a string')

@@ -11,7 +11,7 @@ import { isoLocal, isoMicros } from '../../util/time.js'
 import { guardUpload } from '../../http/multipart.js'
 import { ContentWatcher } from './sniff.js'
 import { invalidateHosting } from './invalidate.js'
-import { checkName, checkRelativePath, decodeSegment, decodeUrlPath, encodePath } from './paths.js'
+import { checkName, checkRelativePath, decodeSegment, decodeUrlPath, encodePath, PathTree } from './paths.js'
 import { createFoldersStore, type FolderFileRow, type FolderRow } from './folders-store.js'
 import { createDeploysStore } from './deploys-store.js'
 import { parseHeaders, parseRedirects, RULE_FILES, RuleSyntaxError } from './site-rules.js'
@@ -179,8 +179,9 @@ export function createFoldersService(deps: Deps) {
     /**
      * Commits a batch: creates the project if absent, writes every staged file that does not
      * conflict (or overwrites when asked), in one transaction; then invalidates the host cache.
+     * `atomic`: any failure refuses the whole batch (400, the failures named) and writes nothing.
      */
-    async commitBatch(user: User, ref: FolderRef, staged: StagedFile[], overwrite: boolean) {
+    async commitBatch(user: User, ref: FolderRef, staged: StagedFile[], overwrite: boolean, atomic = false) {
       const failures: FileFailure[] = []
       let uploaded = 0
       if (staged.length > 0) {
@@ -195,10 +196,18 @@ export function createFoldersService(deps: Deps) {
                 staged.map((f) => f.path),
               )
             : new Map<string, FolderFileRow>()
+          // a new path must not be a folder of a file, nor a file's folder (PathTree); the
+          // project's paths are read only when the batch brings a new one
+          const tree = staged.some((f) => !existing.has(f.path)) ? new PathTree(folder ? await store.paths(trx, folder.id) : []) : null
           for (const f of staged) {
             const old = existing.get(f.path)
             if (old && !overwrite) {
               failures.push({ type: 'duplicate', error_code: 1312, message: `file already exists: ${f.path}`, file: f.name })
+              continue
+            }
+            const clash = old ? null : tree?.add(f.path)
+            if (clash) {
+              failures.push({ type: 'duplicate', error_code: 1312, message: clash, file: f.name })
               continue
             }
             if (!folder) {
@@ -218,6 +227,8 @@ export function createFoldersService(deps: Deps) {
               })
             uploaded++
           }
+          if (atomic && failures.length > 0)
+            throw new AppError('INVALID_PARAMETER', { params: { detail: failures.map((x) => `${x.file}: ${x.message}`).join('; ') } })
           if (folder && uploaded > 0) {
             await store.touchFolder(trx, folder.id, now)
             await redeploy(trx, folder.id, now)

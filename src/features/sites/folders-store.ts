@@ -119,6 +119,9 @@ export function createFoldersStore(db: Db) {
       }
       return out
     },
+    /** Every path the folder holds. */
+    paths: async (q: Q, folderId: string): Promise<string[]> =>
+      (await q.selectFrom('folder_files').select('path').where('folder_id', '=', folderId).execute()).map((r) => r.path),
     insertFile: (trx: Trx, row: FolderFilesTable) => trx.insertInto('folder_files').values(row).execute(),
     updateFile: (trx: Trx, folderId: string, path: string, v: { digest: string; size: number; content_type: string; updated_at: number }) =>
       trx.updateTable('folder_files').set(v).where('folder_id', '=', folderId).where('path', '=', path).execute(),

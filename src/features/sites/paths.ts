@@ -141,3 +141,36 @@ export function decodeUrlPath(rawTail: string): PathResult {
 export function encodePath(p: string): string {
   return p.split('/').map(encodeURIComponent).join('/')
 }
+
+/** The folders a relative path sits in, outermost first (`a/b/c.html` → `a`, `a/b`). */
+export function* foldersOf(path: string): Generator<string> {
+  for (let i = path.indexOf('/'); i > 0; i = path.indexOf('/', i + 1)) yield path.slice(0, i)
+}
+
+/**
+ * Tracks a project's paths so that no path is both a file and a folder (`docs` beside
+ * `docs/index.html`): no file system holds both, so such a project could be neither exported
+ * and unpacked nor deployed again from a copy. `add` answers why a path cannot join, or null
+ * and then records it.
+ */
+export class PathTree {
+  private readonly files = new Set<string>()
+  private readonly folders = new Set<string>()
+
+  constructor(paths: Iterable<string> = []) {
+    for (const p of paths) this.record(p)
+  }
+
+  add(path: string): string | null {
+    if (this.files.has(path)) return null
+    if (this.folders.has(path)) return `${path} is a folder of this project, so it cannot also be a file`
+    for (const f of foldersOf(path)) if (this.files.has(f)) return `${f} is a file of this project, so it cannot also be a folder (of ${path})`
+    this.record(path)
+    return null
+  }
+
+  private record(path: string) {
+    this.files.add(path)
+    for (const f of foldersOf(path)) this.folders.add(f)
+  }
+}
