@@ -197,11 +197,14 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
         if (s.disabled !== undefined) {
           if (config.redisUrl === null) out(`a running server shows this within 5 minutes (set REDIS_URL, or use the admin console, for at once)`)
           else {
-            const { createRedisBus } = await import('../infra/bus.js')
-            const { invalidateHosting } = await import('../features/sites/invalidate.js')
+            const { createRedisBus, isReliable } = await import('../infra/bus.js')
+            const { invalidateAccount } = await import('../features/accounts/invalidate.js')
             const bus = createRedisBus(config.redisUrl, `${config.redisPrefix}bus:`)
             try {
-              await invalidateHosting(bus, u.username)
+              // a publish waits for the instances' acknowledgements only once the bus's own
+              // subscription is up: wait for it (1 s at most), so this returns once they applied it
+              for (let i = 0; i < 20 && !isReliable(bus); i++) await new Promise((r) => setTimeout(r, 50))
+              await invalidateAccount(bus, u.username)
             } catch (e) {
               out(`could not tell the running servers (${(e as Error).message}): they show this within 5 minutes`)
             } finally {

@@ -8,6 +8,7 @@ import { hostName, isContentOnlyHost, projectSegment, siteOf } from '../../http/
 import type { SiteHooks } from '../../http/site-hooks.js'
 import { decodeSegment, projectOf } from '../sites/paths.js'
 import { invalidateHosting } from '../sites/invalidate.js'
+import { invalidateAccount } from '../accounts/invalidate.js'
 import { createAdmin, type Actor } from '../admin/service.js'
 import { createAbuseStore, type ReportRow } from './store.js'
 import { phishingSigns, SCAN_MAX_BYTES } from './heuristics.js'
@@ -397,9 +398,9 @@ export function createAbuse(deps: Deps) {
         if (u && u.username !== actor.name) {
           await deps.users.update(u.username, { disabled: true })
           disabled = true
-          // every page of the account goes offline at once, whatever the report named (an
+          // everything the account serves goes offline at once, whatever the report named (an
           // image or data link too), as the admin console's disable does
-          await invalidateHosting(bus, u.username)
+          await invalidateAccount(bus, u.username)
         }
       }
       await admin.audit(actor, 'abuse.takedown', key, { report: id, evidence: ev.length, disabled_account: disabled })

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
-import { invalidateHosting } from '../sites/invalidate.js'
+import { invalidateAccount } from '../accounts/invalidate.js'
 import { AppError } from '../../errors/app-error.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import { clientIp } from '../../http/origin.js'
@@ -219,8 +219,8 @@ export function createAdmin(deps: Deps) {
         throw e
       }
       if (body.disabled === false) await store.removePending(u.id)
-      // a disabled account's pages go offline at once, on every instance (and come back)
-      if (body.disabled !== undefined) await invalidateHosting(deps.bus, u.username)
+      // a disabled account's pages and links go offline at once, on every instance (and come back)
+      if (body.disabled !== undefined) await invalidateAccount(deps.bus, u.username)
       await audit(actor, 'user.update', u.username, { ...body })
       return u
     },

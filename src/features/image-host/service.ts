@@ -11,10 +11,9 @@ import { createImageStore, type ImageRow, type PublicImage } from './store.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import { createAbuse } from '../abuse/service.js'
 import { takenDown } from '../abuse/public.js'
+import { BUS_CHANNEL } from './channel.js'
 
 export const FEATURE = 'image-host'
-/** Bus channel: a message is a public token whose cached lookup must be dropped. */
-export const BUS_CHANNEL = 'image-host'
 /** Files one upload request may carry. */
 export const MAX_FILES_PER_UPLOAD = 20
 /** Public tokens: URL-safe, 16 to 64 characters (ours are 22). */
