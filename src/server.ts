@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify'
 import { ConfigError, type Config } from './config.js'
 import { hostName, isContentOnlyHost, siteUserOf } from './http/site-origin.js'
 import { isApiPath } from './http/api-path.js'
+import { ensureDataDir } from './util/private-files.js'
 import { answerClientError, guardHttpServer, refuseHostless } from './http/errors.js'
 
 /** Server timeouts against slow clients (slowloris, stalled uploads). */
@@ -32,7 +33,7 @@ export async function tlsMaterial(config: Config): Promise<{ cert: Buffer; key: 
     return wildcards.every((w) => san.includes(`DNS:${w}`))
   }
   if (!fs.existsSync(certFile) || !fs.existsSync(keyFile) || !covers(fs.readFileSync(certFile))) {
-    fs.mkdirSync(config.dataDir, { recursive: true })
+    ensureDataDir(config.dataDir)
     const notAfter = new Date()
     notAfter.setFullYear(notAfter.getFullYear() + 5)
     // loaded only here: the certificate library and its ASN.1 modules are a fifth of a start's imports

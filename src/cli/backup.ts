@@ -6,6 +6,7 @@ import { DIGEST_RE } from '../storage/blob-store.js'
 import { legacyBlobRel, localBlobRel } from '../storage/local.js'
 import type { BlobColumn } from '../storage/sweeper.js'
 import { copySqlite } from '../db/snapshot.js'
+import { ensureDataDir } from '../util/private-files.js'
 import { atomicCopy, BackupError, folderTarget, hashStream, MANIFEST_FORMAT, sha256File, type Manifest, type SnapshotTarget } from './snapshot-target.js'
 
 /**
@@ -302,7 +303,7 @@ export async function restoreSqlite(o: RestoreOptions): Promise<{ manifest: Mani
       await atomicCopy(body, dst, tmpDir, b.digest, `blob ${b.digest}`)
       written++
     }
-    await fs.promises.mkdir(o.dataDir, { recursive: true })
+    ensureDataDir(o.dataDir)
     // a WAL or shared-memory file of a replaced database would be replayed onto the restored one
     for (const side of ['svc.db-wal', 'svc.db-shm']) await fs.promises.rm(path.join(o.dataDir, side), { force: true })
     await atomicCopy(fs.createReadStream(local.file), target, o.dataDir, manifest.database.sha256, 'svc.db')

@@ -1,5 +1,4 @@
 import crypto from 'node:crypto'
-import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
@@ -22,6 +21,7 @@ import { DurabilityBarrier, walSyncer } from './durability.js'
 import { Checkpointer } from './checkpointer.js'
 import { WriterDialect } from './sqlite-writer.js'
 import { lazy } from '../util/lazy.js'
+import { ensureDataDir, privateDatabaseFile } from '../util/private-files.js'
 
 export type Engine = 'sqlite' | 'postgres'
 export type DB = Kysely<Database>
@@ -72,8 +72,9 @@ export type QueryErrorObserver = (engine: Engine, kind: 'constraint' | 'other') 
 /** Opens SQLite (DATA_DIR/svc.db) or PostgreSQL from DATABASE_URL (`?schema=NAME` selects a schema). */
 export async function openDatabase(opts: DbOptions): Promise<Db> {
   if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.onQueryError, opts.queryTimeoutMs)
-  fs.mkdirSync(opts.dataDir, { recursive: true })
+  ensureDataDir(opts.dataDir)
   const file = path.join(opts.dataDir, 'svc.db')
+  privateDatabaseFile(file)
   const database = new SQLite(file)
   database.pragma('journal_mode = WAL')
   // commits reach the OS only; the barrier's fdatasync of the WAL makes them durable before

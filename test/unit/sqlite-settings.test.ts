@@ -28,4 +28,40 @@ describe('SQLite settings', () => {
       fs.rmSync(dir, { recursive: true, force: true })
     }
   })
+
+  it('creates DATA_DIR for its owner only and the database files without access for other users', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-modes-'))
+    const mode = (p: string) => fs.statSync(p).mode & 0o777
+    const prev = process.umask(0o022)
+    try {
+      // a folder svc creates (and its missing parent): the owner only
+      const made = path.join(root, 'srv', 'data')
+      let db = await openDatabase({ databaseUrl: null, dataDir: made })
+      await migrateToLatest(db, FEATURE_TABLES)
+      for (const f of ['svc.db', 'svc.db-wal', 'svc.db-shm']) assert.equal(mode(path.join(made, f)) & 0o007, 0, `${f}: ${mode(path.join(made, f)).toString(8)}`)
+      assert.equal(mode(path.join(made, 'svc.db')), 0o640)
+      await db.close()
+      assert.equal(mode(made), 0o700)
+      assert.equal(mode(path.join(root, 'srv')), 0o700)
+
+      // a folder the operator made keeps its mode; a database an older version left
+      // world-readable loses that on open, group bits kept
+      const own = path.join(root, 'own')
+      fs.mkdirSync(own, { mode: 0o755 })
+      fs.chmodSync(own, 0o755)
+      db = await openDatabase({ databaseUrl: null, dataDir: own })
+      await db.close()
+      for (const f of ['svc.db', 'svc.db-wal', 'svc.db-shm']) if (fs.existsSync(path.join(own, f))) fs.chmodSync(path.join(own, f), 0o664)
+      db = await openDatabase({ databaseUrl: null, dataDir: own })
+      try {
+        assert.equal(mode(own), 0o755)
+        for (const f of ['svc.db', 'svc.db-wal', 'svc.db-shm']) assert.equal(mode(path.join(own, f)), 0o660, f)
+      } finally {
+        await db.close()
+      }
+    } finally {
+      process.umask(prev)
+      fs.rmSync(root, { recursive: true, force: true })
+    }
+  })
 })
