@@ -602,6 +602,36 @@ for (const engine of ENGINES) {
     })
   })
 
+  describe(`report limits per IPv6 network (behind a proxy) [${engine}]`, () => {
+    let s: TestServer
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, TRUST_PROXY: '1' } })
+    })
+    after(() => s.close())
+    const from = (ip: string, i: number) =>
+      s.post('/svc_api/abuse/reports', {
+        json: { url: `${s.url}/nobody/p${i}.html`, category: 'spam' },
+        headers: { 'x-forwarded-for': ip, 'x-forwarded-proto': 'https' },
+      })
+
+    it('counts every address of one /64 together, and another /64 apart', async () => {
+      // a new address of the same /64 for every report: a client's own network costs nothing to walk
+      let n = 0
+      let last: Res | null = null
+      for (; n < 25; n++) {
+        last = await from(`2001:db8:1:2::${(n + 1).toString(16)}`, n)
+        if (last.status !== 201) break
+      }
+      expectError(last!, 429, 1703)
+      assert.equal(n, 20, 'the hourly limit, whatever the addresses inside the /64')
+      assert.equal((await from('2001:db8:1:2:ffff:ffff:ffff:ffff', 99)).status, 429)
+      const other = await from('2001:db8:1:3::1', 100)
+      assert.equal(other.status, 201, other.text)
+      // IPv4 keeps counting per address
+      assert.equal((await from('198.51.100.7', 101)).status, 201)
+    })
+  })
+
   // a reported URL names content by its host first: another host's path is not the path form
   describe(`abuse targets follow the URL's host (PUBLIC_URL set) [${engine}]`, () => {
     let s: TestServer

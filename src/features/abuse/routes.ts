@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { clientIp } from '../../http/origin.js'
+import { ipLimitKey } from '../../http/ip-key.js'
 import { INERT_CONTENT_CSP } from '../../http/content-headers.js'
 import { strictValidator } from '../../http/strict-schema.js'
 import type { WindowRule } from '../../limits/tiers.js'
@@ -16,9 +17,9 @@ export const REPORT_RULES: WindowRule[] = [
   { name: 'report-day', kind: 'sliding', ms: 86400_000, limit: 100 },
 ]
 
-/** Counts a report from `ip`; throws 429 / 1703 past the limits. */
+/** Counts a report from `ip` (an IPv6 client by its /64); throws 429 / 1703 past the limits. */
 export async function admitReport(deps: Deps, ip: string): Promise<void> {
-  const r = await deps.limits.hit(`report:ip:${ip}`, REPORT_RULES, deps.clock.now(), true)
+  const r = await deps.limits.hit(`report:ip:${ipLimitKey(ip)}`, REPORT_RULES, deps.clock.now(), true)
   if (!r.allowed) {
     const w = r.windows.find((x) => x.count > x.rule.limit) ?? r.windows[0]
     const retry = Math.max(1, Math.ceil((w.resetAt - r.now) / 1000))

@@ -1,6 +1,6 @@
-import net from 'node:net'
 import { AppError } from '../../errors/app-error.js'
 import { checkText } from './fields.js'
+import { parseIp, v6Prefix } from '../../http/ip-key.js'
 
 export const MAX_ALLOWED_ORIGINS = 20
 
@@ -83,40 +83,6 @@ export function decideOrigin(allowed: string[], origin: string | undefined, refe
   return { allowed: ok, acao: ok ? origin : null }
 }
 
-function ipv6Groups(ip: string): number[] | null {
-  let s = ip.split('%')[0]
-  const v4 = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(s)
-  if (v4) {
-    const b = v4.slice(2).map(Number)
-    s = `${v4[1]}${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`
-  }
-  const halves = s.split('::')
-  if (halves.length > 2) return null
-  const head = halves[0] ? halves[0].split(':') : []
-  const tail = halves.length === 2 ? (halves[1] ? halves[1].split(':') : []) : null
-  const groups = tail === null ? head : [...head, ...Array(8 - head.length - tail.length).fill('0'), ...tail]
-  if (groups.length !== 8) return null
-  return groups.map((g) => parseInt(g, 16))
-}
-
-type Addr = { v: 4; bytes: number[] } | { v: 6; groups: number[] }
-
-function parseIp(ip: string): Addr | null {
-  if (net.isIPv4(ip)) return { v: 4, bytes: ip.split('.').map(Number) }
-  if (!net.isIPv6(ip)) return null
-  const g = ipv6Groups(ip)
-  if (!g) return null
-  // IPv4-mapped (::ffff:a.b.c.d) counts as IPv4
-  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return { v: 4, bytes: [g[6] >> 8, g[6] & 255, g[7] >> 8, g[7] & 255] }
-  return { v: 6, groups: g }
-}
-
-const v6 = (groups: number[], keep: number, bits: number) =>
-  `${groups
-    .slice(0, keep)
-    .map((x) => x.toString(16))
-    .join(':')}::/${bits}`
-
 /**
  * The client address as stored with a submission: truncated to its network, IPv4 /24
  * ("203.0.113.0/24") and IPv6 /48 ("2001:db8:1::/48"), so no submission records a person's
@@ -125,12 +91,5 @@ const v6 = (groups: number[], keep: number, bits: number) =>
 export function ipPrefix(ip: string): string | null {
   const a = parseIp(ip)
   if (!a) return null
-  return a.v === 4 ? `${a.bytes.slice(0, 3).join('.')}.0/24` : v6(a.groups, 3, 48)
-}
-
-/** The key the per-IP submission limit counts by: the IPv4 address, or the IPv6 /64. Never stored. */
-export function ipLimitKey(ip: string): string {
-  const a = parseIp(ip)
-  if (!a) return ip
-  return a.v === 4 ? a.bytes.join('.') : v6(a.groups, 4, 64)
+  return a.v === 4 ? `${a.bytes.slice(0, 3).join('.')}.0/24` : v6Prefix(a.groups, 3, 48)
 }
