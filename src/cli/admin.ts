@@ -310,9 +310,12 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
       if (!/^\d+$/.test(given)) throw new UsageError('--grace-seconds takes a number of seconds (0 or more)')
       const grace = Number(given) * 1000
       const blobs = await openBlobStore(config)
-      const r = await sweepBlobs(db, blobs, BLOB_COLUMNS, grace)
-      await blobs.close()
-      out(`deleted ${r.deleted} unreferenced blobs and ${r.temp} temp files`)
+      const r = await sweepBlobs(db, blobs, BLOB_COLUMNS, grace).finally(() => blobs.close())
+      out(
+        r.skipped
+          ? "skipped: another sweep (a running server's, or svc sweep) is running on this database; it does the same"
+          : `deleted ${r.deleted} unreferenced blobs and ${r.temp} temp files`,
+      )
       return
     }
   }

@@ -39,7 +39,9 @@ export async function serve(config: Config): Promise<void> {
   }
   const timer = setInterval(() => {
     void Promise.all([
-      sweepBlobs(deps.db, deps.blobs, BLOB_COLUMNS, SWEEP_GRACE_MS).catch((err) => app.log.warn({ err }, 'blob sweep failed')),
+      sweepBlobs(deps.db, deps.blobs, BLOB_COLUMNS, SWEEP_GRACE_MS)
+        .then((r) => app.log.info(r, r.skipped ? 'blob sweep skipped: another is running' : 'blob sweep done'))
+        .catch((err) => app.log.warn({ err }, 'blob sweep failed')),
       deps.sessions.purgeExpired().catch(() => {}),
     ])
   }, SWEEP_EVERY_MS)

@@ -43,6 +43,14 @@ export interface Db {
    * SQLite has no need: its one connection keeps every statement prepared.
    */
   prepare?(sql: string): void
+  /**
+   * Runs `fn` holding the lock `name` across every process on this database (instances,
+   * operator commands), or returns `{ held: false }` at once when another holder has it.
+   * PostgreSQL: an advisory lock of the transaction that stays open while `fn` runs (released
+   * with it, even when the connection drops), per schema. SQLite: a file beside svc.db naming
+   * the holder's pid (one left by a dead process is taken over).
+   */
+  tryLock<T>(name: string, fn: () => Promise<T>): Promise<{ held: true; value: T } | { held: false }>
   close(): Promise<void>
 }
 
@@ -111,6 +119,7 @@ export async function openDatabase(opts: DbOptions): Promise<Db> {
     engine: 'sqlite',
     barrier,
     lockUser: async () => {},
+    tryLock: (name, fn) => withLockFile(path.join(opts.dataDir, `.${name}.lock`), fn),
     close: async () => {
       stopCheckpoints()
       await barrier.drain()
@@ -118,6 +127,45 @@ export async function openDatabase(opts: DbOptions): Promise<Db> {
       await k.destroy()
       syncer.close()
     },
+  }
+}
+
+/** Process ids: whether one is running (EPERM: running as another user). */
+function pidAlive(pid: number): boolean {
+  if (!(pid > 0)) return false
+  try {
+    return process.kill(pid, 0)
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** SQLite's Db.tryLock: `file` is created exclusively holding this pid, removed after `fn`. */
+async function withLockFile<T>(file: string, fn: () => Promise<T>): Promise<{ held: true; value: T } | { held: false }> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      fs.writeFileSync(file, String(process.pid), { flag: 'wx' })
+      break
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 2) throw e
+    }
+    let holder: string
+    let age: number
+    try {
+      holder = fs.readFileSync(file, 'utf8')
+      age = Date.now() - fs.statSync(file).mtimeMs
+    } catch {
+      continue // released meanwhile: try again
+    }
+    // held here (a run still going) or by a running process (an empty file: one being
+    // written now); else left by a dead process: taken over
+    if (pidAlive(Number(holder)) || (holder === '' && age < 60_000)) return { held: false }
+    fs.rmSync(file, { force: true })
+  }
+  try {
+    return { held: true, value: await fn() }
+  } finally {
+    fs.rmSync(file, { force: true })
   }
 }
 
@@ -244,6 +292,16 @@ async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserv
     schema: schema ?? undefined,
     lockUser: async (trx, userId) => {
       await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute()
+    },
+    tryLock: async (name, fn) => {
+      // the transaction holds only the lock (no snapshot between statements): it keeps no
+      // row versions from vacuum however long `fn` runs
+      const got = { held: false } as { held: false } | { held: true; value: Awaited<ReturnType<typeof fn>> }
+      await k.transaction().execute(async (trx) => {
+        const r = await sql<{ ok: boolean }>`select pg_try_advisory_xact_lock(hashtextextended(${`svc.${name}.`} || current_schema(), 0)) as ok`.execute(trx)
+        if (r.rows[0]?.ok === true) Object.assign(got, { held: true, value: await fn() })
+      })
+      return got
     },
     prepare(text) {
       if (!named.has(text)) named.set(text, `svc_${crypto.createHash('sha256').update(text).digest('hex').slice(0, 24)}`)

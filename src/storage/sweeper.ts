@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { Db } from '../db/kysely.js'
+import type { DB, Db } from '../db/kysely.js'
 import type { BlobStore } from './blob-store.js'
 
 /** A (table, column) that holds blob digests; the composition root lists every feature's. */
@@ -8,28 +8,57 @@ export interface BlobColumn {
   column: string
 }
 
-/** The set of digests some row of `columns` references. */
+/**
+ * The set of digests some row of `columns` references, read in one snapshot (a row moved from
+ * one table to another meanwhile is seen in exactly one of them, never in neither).
+ */
 export async function referencedDigests(db: Db, columns: readonly BlobColumn[]): Promise<Set<string>> {
   const set = new Set<string>()
-  for (const { table, column } of columns) {
-    const rows = await sql<{ d: string | null }>`select distinct ${sql.ref(column)} as d from ${sql.table(table)}`.execute(db.k)
-    for (const r of rows.rows) if (r.d) set.add(r.d)
-  }
+  await inOneSnapshot(db, async (k) => {
+    for (const { table, column } of columns) {
+      const rows = await sql<{ d: string | null }>`select distinct ${sql.ref(column)} as d from ${sql.table(table)}`.execute(k)
+      for (const r of rows.rows) if (r.d) set.add(r.d)
+    }
+  })
   return set
+}
+
+/**
+ * Runs the reads of `fn` in one snapshot: a REPEATABLE READ, read-only transaction on
+ * PostgreSQL; on SQLite a read transaction on the one connection (no statement of this process
+ * runs meanwhile, and another process's commits after its first read are not seen).
+ */
+async function inOneSnapshot(db: Db, fn: (k: DB) => Promise<void>): Promise<void> {
+  if (db.engine === 'postgres') return db.k.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(fn)
+  await db.k.connection().execute(async (c) => {
+    await sql`begin`.execute(c)
+    try {
+      await fn(c)
+    } finally {
+      await sql`commit`.execute(c)
+    }
+  })
+}
+
+export interface SweepResult {
+  /** True when another sweep (another instance, `svc sweep`, this one's last) was running: nothing was done. */
+  skipped: boolean
+  deleted: number
+  temp: number
 }
 
 /**
  * Deletes blobs that no row of `columns` references and that are older than `graceMs` (longer
  * than any request, so a blob written for a row not yet committed is spared), and stale temp
- * files. `columns` must name every column that holds digests, or referenced blobs go.
+ * files. `columns` must name every column that holds digests, or referenced blobs go. One sweep
+ * at a time per database (Db.tryLock): a second one returns `skipped` at once.
  */
-export async function sweepBlobs(
-  db: Db,
-  blobs: BlobStore,
-  columns: readonly BlobColumn[],
-  graceMs: number,
-  now = Date.now(),
-): Promise<{ deleted: number; temp: number }> {
+export async function sweepBlobs(db: Db, blobs: BlobStore, columns: readonly BlobColumn[], graceMs: number, now = Date.now()): Promise<SweepResult> {
+  const r = await db.tryLock('sweep', () => sweepOnce(db, blobs, columns, graceMs, now))
+  return r.held ? { skipped: false, ...r.value } : { skipped: true, deleted: 0, temp: 0 }
+}
+
+async function sweepOnce(db: Db, blobs: BlobStore, columns: readonly BlobColumn[], graceMs: number, now: number): Promise<{ deleted: number; temp: number }> {
   const cutoff = now - graceMs
   const candidates: string[] = []
   for await (const b of blobs.list()) if (b.modifiedMs <= cutoff) candidates.push(b.digest)

@@ -3,45 +3,148 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
-import { startServer, type TestServer } from '../support/server.js'
+import SQLite from 'better-sqlite3'
+import { sql, type KyselyPlugin } from 'kysely'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import type { BlobStore } from '../../src/storage/blob-store.js'
 import { sweepBlobs } from '../../src/storage/sweeper.js'
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
+import { runCli } from '../cli/run.js'
 
-describe('blob sweeper (real SQLite and disk)', () => {
-  let s: TestServer
-  before(async () => {
-    s = await startServer()
-  })
-  after(() => s.close())
+for (const engine of ENGINES) {
+  describe(`blob sweeper (real ${engine} and disk)`, () => {
+    let s: TestServer
+    before(async () => {
+      s = await startServer({ engine })
+    })
+    after(() => s.close())
 
-  const blobFile = (digest: string) => path.join(s.dataDir, 'blobs', digest.slice(0, 2), digest)
-  const age = (digest: string, ms: number) => {
-    const t = new Date(Date.now() - ms)
-    fs.utimesSync(blobFile(digest), t, t)
-  }
-
-  it('spares an unreferenced old blob that an upload of the same bytes touched after the listing, and deletes one nobody touched', async () => {
-    const reused = Buffer.from(`orphan, then uploaded again ${crypto.randomUUID()}`)
-    const orphan = Buffer.from(`orphan for good ${crypto.randomUUID()}`)
-    const a = await s.deps.blobs.put(reused)
-    const b = await s.deps.blobs.put(orphan)
-    age(a.digest, 2 * 3600_000)
-    age(b.digest, 2 * 3600_000)
-    // an upload of `reused` lands after the sweeper listed the blobs (and before its row commits,
-    // so the sweeper's reference query cannot see it): the store touches the existing blob
-    const racing: BlobStore = {
-      ...s.deps.blobs,
-      async *list() {
-        for await (const e of s.deps.blobs.list()) yield e
-        await s.deps.blobs.put(reused)
-      },
+    const blobFile = (digest: string) => path.join(s.dataDir, 'blobs', digest.slice(0, 2), digest)
+    const age = (digest: string, ms: number) => {
+      const t = new Date(Date.now() - ms)
+      fs.utimesSync(blobFile(digest), t, t)
     }
-    const r = await sweepBlobs(s.deps.db, racing, BLOB_COLUMNS, 3600_000)
-    assert.equal(await s.deps.blobs.exists(a.digest), true, 'the touched blob is kept for the upload about to reference it')
-    assert.deepEqual(await s.deps.blobs.read(a.digest), reused)
-    assert.equal(await s.deps.blobs.exists(b.digest), false, 'the untouched orphan goes')
-    assert.ok(r.deleted >= 1)
-    assert.equal(await s.deps.blobs.modifiedMs(b.digest), null)
+
+    it('spares an unreferenced old blob that an upload of the same bytes touched after the listing, and deletes one nobody touched', async () => {
+      const reused = Buffer.from(`orphan, then uploaded again ${crypto.randomUUID()}`)
+      const orphan = Buffer.from(`orphan for good ${crypto.randomUUID()}`)
+      const a = await s.deps.blobs.put(reused)
+      const b = await s.deps.blobs.put(orphan)
+      age(a.digest, 2 * 3600_000)
+      age(b.digest, 2 * 3600_000)
+      // an upload of `reused` lands after the sweeper listed the blobs (and before its row commits,
+      // so the sweeper's reference query cannot see it): the store touches the existing blob
+      const racing: BlobStore = {
+        ...s.deps.blobs,
+        async *list() {
+          for await (const e of s.deps.blobs.list()) yield e
+          await s.deps.blobs.put(reused)
+        },
+      }
+      const r = await sweepBlobs(s.deps.db, racing, BLOB_COLUMNS, 3600_000)
+      assert.equal(await s.deps.blobs.exists(a.digest), true, 'the touched blob is kept for the upload about to reference it')
+      assert.deepEqual(await s.deps.blobs.read(a.digest), reused)
+      assert.equal(await s.deps.blobs.exists(b.digest), false, 'the untouched orphan goes')
+      assert.ok(r.deleted >= 1)
+      assert.equal(await s.deps.blobs.modifiedMs(b.digest), null)
+    })
+
+    it('runs one sweep at a time: a second one in this process or from svc sweep skips and says so', async () => {
+      const orphan = await s.deps.blobs.put(Buffer.from(`orphan ${crypto.randomUUID()}`))
+      age(orphan.digest, 2 * 3600_000)
+      let release!: () => void
+      const held = new Promise<void>((r) => (release = r))
+      let listing!: () => void
+      const started = new Promise<void>((r) => (listing = r))
+      // the first sweep stays in its listing until the others have tried
+      const slow: BlobStore = {
+        ...s.deps.blobs,
+        async *list() {
+          listing()
+          await held
+          yield* s.deps.blobs.list()
+        },
+      }
+      const first = sweepBlobs(s.deps.db, slow, BLOB_COLUMNS, 3600_000)
+      try {
+        await started
+        const second = await sweepBlobs(s.deps.db, s.deps.blobs, BLOB_COLUMNS, 3600_000)
+        assert.deepEqual(second, { skipped: true, deleted: 0, temp: 0 })
+        const cli = await runCli(['sweep'], { env: s.env })
+        assert.equal(cli.code, 0, cli.stderr)
+        assert.match(cli.stdout, /^skipped: another sweep/)
+        assert.equal(await s.deps.blobs.exists(orphan.digest), true, 'neither skipped sweep deleted anything')
+      } finally {
+        release()
+      }
+      const r = await first
+      assert.equal(r.skipped, false)
+      assert.ok(r.deleted >= 1)
+      assert.equal(await s.deps.blobs.exists(orphan.digest), false)
+      // the lock is released: the next sweep runs, here and from the command
+      assert.equal((await sweepBlobs(s.deps.db, s.deps.blobs, BLOB_COLUMNS, 3600_000)).skipped, false)
+      const cli = await runCli(['sweep'], { env: s.env })
+      assert.equal(cli.code, 0, cli.stderr)
+      assert.match(cli.stdout, /^deleted \d+ unreferenced blobs/)
+    })
+
+    it('reads every reference table in one snapshot: a row moved from a table read later to one read earlier keeps its blob', async () => {
+      const moved = await s.deps.blobs.put(Buffer.from(`moved between tables ${crypto.randomUUID()}`))
+      age(moved.digest, 2 * 3600_000)
+      const k = s.deps.db.k
+      await sql`create table sweep_a (d text)`.execute(k)
+      await sql`create table sweep_b (d text)`.execute(k)
+      try {
+        await sql`insert into sweep_b (d) values (${moved.digest})`.execute(k)
+        // the move commits on another connection (PostgreSQL: the pool's; SQLite: a second
+        // connection to the file, as `svc sweep` beside the server has), right after the
+        // sweeper's read of sweep_a
+        const move = async () => {
+          if (engine === 'postgres') {
+            await k.transaction().execute(async (trx) => {
+              await sql`delete from sweep_b where d = ${moved.digest}`.execute(trx)
+              await sql`insert into sweep_a (d) values (${moved.digest})`.execute(trx)
+            })
+            return
+          }
+          const other = new SQLite(path.join(s.dataDir, 'svc.db'))
+          try {
+            other.pragma('busy_timeout = 5000')
+            other.transaction(() => {
+              other.prepare('delete from sweep_b where d = ?').run(moved.digest)
+              other.prepare('insert into sweep_a (d) values (?)').run(moved.digest)
+            })()
+          } finally {
+            other.close()
+          }
+        }
+        const readsA = new Set<unknown>()
+        let done = false
+        const hook: KyselyPlugin = {
+          transformQuery(args) {
+            if (JSON.stringify(args.node).includes('sweep_a')) readsA.add(args.queryId)
+            return args.node
+          },
+          async transformResult(args) {
+            if (readsA.has(args.queryId) && !done) {
+              done = true
+              await move()
+            }
+            return args.result
+          },
+        }
+        const columns = [
+          { table: 'sweep_a', column: 'd' },
+          { table: 'sweep_b', column: 'd' },
+        ]
+        await sweepBlobs({ ...s.deps.db, k: k.withPlugin(hook) }, s.deps.blobs, columns, 3600_000)
+        assert.equal(done, true, 'the row moved while the sweeper read')
+        assert.deepEqual((await sql<{ d: string }>`select d from sweep_a`.execute(k)).rows, [{ d: moved.digest }])
+        assert.equal(await s.deps.blobs.exists(moved.digest), true, 'the blob the moved row references is kept')
+      } finally {
+        await sql`drop table sweep_a`.execute(k)
+        await sql`drop table sweep_b`.execute(k)
+      }
+    })
   })
-})
+}
