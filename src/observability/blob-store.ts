@@ -63,7 +63,7 @@ export function instrumentBlobStore(store: BlobStore): BlobStore {
     },
     exists: (digest) => store.exists(digest).catch(failed('exists')),
     modifiedMs: (digest) => store.modifiedMs(digest).catch(failed('stat')),
-    delete: (digest) => store.delete(digest).catch(failed('delete')),
+    delete: (digest, ifNotModifiedAfter) => store.delete(digest, ifNotModifiedAfter).catch(failed('delete')),
     async *list() {
       try {
         yield* store.list()

@@ -68,7 +68,14 @@ export interface BlobStore {
    * there is no such blob. The sweeper checks it again right before a delete.
    */
   modifiedMs(digest: string): Promise<number | null>
-  delete(digest: string): Promise<void>
+  /**
+   * Deletes a blob; with `ifNotModifiedAfter`, only when its last write time is at or before
+   * it (the sweeper's check, made inside the delete). Resolves whether a blob was deleted. The
+   * disk driver makes the check and the delete one step against a put of the same bytes (the
+   * file is renamed aside first, then its time read); S3 has no such step: there a put in the
+   * one round trip between its HEAD and its DELETE loses (docs/decisions.md 102).
+   */
+  delete(digest: string, ifNotModifiedAfter?: number): Promise<boolean>
   /** Every stored blob with its last write time (for the sweeper). */
   list(): AsyncIterable<{ digest: string; modifiedMs: number }>
   /** Removes temporary files older than `olderThanMs` (crash leftovers). */

@@ -411,17 +411,18 @@ export async function createBlobCache(inner: BlobStore, o: BlobCacheOptions): Pr
     },
     exists: (digest) => inner.exists(digest),
     modifiedMs: (digest) => inner.modifiedMs(digest),
-    async delete(digest) {
+    async delete(digest, ifNotModifiedAfter) {
       fileOf(digest)
       // a fill started before the store's delete could still bring the old bytes: cancel it,
       // and any fill that started while the delete was in flight
       const before = inflight.get(digest)
       if (before) before.cancelled = true
-      await inner.delete(digest)
+      const deleted = await inner.delete(digest, ifNotModifiedAfter)
       const during = inflight.get(digest)
       if (during) during.cancelled = true
       tooBig.delete(digest)
       await drop(digest)
+      return deleted
     },
     list: () => inner.list(),
     cleanTemp: (ms) => inner.cleanTemp(ms),
@@ -441,9 +442,10 @@ export async function createBlobCache(inner: BlobStore, o: BlobCacheOptions): Pr
 export function removingCachedCopies(inner: BlobStore, dir: string): BlobStore {
   return {
     ...inner,
-    async delete(digest) {
-      await inner.delete(digest)
-      await fsp.rm(path.join(dir, digest.slice(0, 2), digest), { force: true })
+    async delete(digest, ifNotModifiedAfter) {
+      const deleted = await inner.delete(digest, ifNotModifiedAfter)
+      if (deleted) await fsp.rm(path.join(dir, digest.slice(0, 2), digest), { force: true })
+      return deleted
     },
   }
 }

@@ -77,6 +77,25 @@ export function createLocalBlobStore(root: string): BlobStore {
       })
     })
 
+  /** Refreshes a stored blob's time; false when its file is gone (a sweep took it aside). */
+  const touch = async (p: string): Promise<boolean> => {
+    const now = new Date()
+    return fsp.utimes(p, now, now).then(
+      () => true,
+      (e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? false : Promise.reject(e)),
+    )
+  }
+  const touchSync = (p: string, now: Date): boolean => {
+    try {
+      fs.utimesSync(p, now, now)
+      return true
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false
+      throw e
+    }
+  }
+  const SWEPT = /^swept-([0-9a-f]{64})-/
+
   const storageError = (e: unknown): never => {
     if (e instanceof AppError) throw e
     throw new AppError('STORAGE_UNAVAILABLE', { extra: {} })
@@ -119,11 +138,10 @@ export function createLocalBlobStore(root: string): BlobStore {
         }
         const digest = hash.digest('hex')
         const target = blobPath(digest)
+        // already stored: keep the old one, refresh its time so a sweep in progress spares it;
+        // a sweep that took the file aside meanwhile (ENOENT) gets this put's own copy
         const held = await statOf(digest)
-        if (held) {
-          // already stored: keep the old one, refresh its time so a sweep in progress spares it
-          const now = new Date()
-          await fsp.utimes(held.path, now, now)
+        if (held && (await touch(held.path))) {
           await fsp.unlink(tmp)
         } else {
           ensureDir(path.dirname(target))
@@ -164,7 +182,7 @@ export function createLocalBlobStore(root: string): BlobStore {
           const digest = crypto.createHash('sha256').update(b).digest('hex')
           out.push({ digest, size: b.length })
           const held = heldPath(digest)
-          if (held) return fs.utimesSync(held, now, now)
+          if (held && touchSync(held, now)) return
           const tmp = path.join(tmpDir, `${Date.now()}-${crypto.randomBytes(8).toString('hex')}`)
           staged.push({ tmp, digest })
           fs.writeFileSync(tmp, b, { mode: 0o640, flag: 'wx' })
@@ -209,12 +227,38 @@ export function createLocalBlobStore(root: string): BlobStore {
     async modifiedMs(digest) {
       return statOf(digest).then((found) => (found ? found.st.mtimeMs : null), storageError)
     },
-    async delete(digest) {
+    async delete(digest, ifNotModifiedAfter) {
+      let deleted = false
       for (const p of [blobPath(digest), legacyPath(digest)]) {
-        await fsp.unlink(p).catch((e: NodeJS.ErrnoException) => {
-          if (e.code !== 'ENOENT') throw e
-        })
+        if (ifNotModifiedAfter === undefined) {
+          await fsp.unlink(p).then(
+            () => (deleted = true),
+            (e: NodeJS.ErrnoException) => {
+              if (e.code !== 'ENOENT') throw e
+            },
+          )
+          continue
+        }
+        // the file is taken aside (one rename) before its time is read: a put of the same bytes
+        // touched it before (its time is recent: it goes back) or finds no file and stores its
+        // own. A crash in between leaves tmp/swept-*, which cleanTemp puts back.
+        const aside = path.join(tmpDir, `swept-${digest}-${crypto.randomBytes(6).toString('hex')}`)
+        try {
+          await fsp.rename(p, aside)
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue
+          throw e
+        }
+        if ((await fsp.stat(aside)).mtimeMs > ifNotModifiedAfter) {
+          // (a put meanwhile stored the same bytes there: replacing them changes nothing)
+          await fsp.rename(aside, p)
+          await fsyncDir(path.dirname(p))
+        } else {
+          await fsp.unlink(aside)
+          deleted = true
+        }
       }
+      return deleted
     },
     async *list() {
       for (const a of await fsp.readdir(root).catch(() => [] as string[])) {
@@ -240,6 +284,18 @@ export function createLocalBlobStore(root: string): BlobStore {
       const cutoff = Date.now() - olderThanMs
       for (const name of await fsp.readdir(tmpDir).catch(() => [] as string[])) {
         const p = path.join(tmpDir, name)
+        // a blob a sweep took aside and did not finish with (a crash): back in place, the
+        // next sweep decides again
+        const swept = SWEPT.exec(name)
+        if (swept) {
+          const target = blobPath(swept[1])
+          ensureDir(path.dirname(target))
+          await fsp.rename(p, target).then(
+            () => fsyncDir(path.dirname(target)),
+            () => {},
+          )
+          continue
+        }
         const st = await fsp.stat(p).catch(() => null)
         if (st && st.mtimeMs <= cutoff) {
           await fsp.unlink(p).catch(() => {})

@@ -61,6 +61,15 @@ export function createS3BlobStore(url: string): BlobStore {
   }
   const tmpPrefix = `${s.prefix}tmp/`
   const keyRe = /^([0-9a-f]{2})\/([0-9a-f]{2})\/([0-9a-f]{64})$/
+  const modifiedMs = async (digest: string): Promise<number | null> => {
+    try {
+      const head = await client.send(new HeadObjectCommand({ Bucket, Key: key(digest) }))
+      return head.LastModified?.getTime() ?? 0
+    } catch (e) {
+      if (isNotFound(e)) return null
+      return storageError(e)
+    }
+  }
 
   return {
     kind: 's3',
@@ -212,22 +221,21 @@ export function createS3BlobStore(url: string): BlobStore {
       }
     },
 
-    async modifiedMs(digest) {
-      try {
-        const head = await client.send(new HeadObjectCommand({ Bucket, Key: key(digest) }))
-        return head.LastModified?.getTime() ?? 0
-      } catch (e) {
-        if (isNotFound(e)) return null
-        return storageError(e)
-      }
-    },
+    modifiedMs,
 
-    async delete(digest) {
+    async delete(digest, ifNotModifiedAfter) {
+      // S3 deletes by key only (no rename, no condition on LastModified): a put of the same
+      // bytes between this HEAD and the DELETE is lost (docs/decisions.md 102)
+      if (ifNotModifiedAfter !== undefined) {
+        const m = await modifiedMs(digest)
+        if (m === null || m > ifNotModifiedAfter) return false
+      }
       try {
         await client.send(new DeleteObjectCommand({ Bucket, Key: key(digest) }))
       } catch (e) {
         if (!isNotFound(e)) storageError(e)
       }
+      return true
     },
 
     async *list() {

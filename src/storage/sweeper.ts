@@ -69,11 +69,9 @@ async function sweepOnce(db: Db, blobs: BlobStore, columns: readonly BlobColumn[
     for (const d of candidates) {
       if (refs.has(d)) continue
       // an upload of the same bytes since the listing refreshed the blob's time and is about
-      // to commit its row (after the references were read): look again, right before deleting
-      const m = await blobs.modifiedMs(d)
-      if (m === null || m > cutoff) continue
-      await blobs.delete(d)
-      deleted++
+      // to commit its row (after the references were read): the delete looks at the time again,
+      // in one step with the delete where the store can (BlobStore.delete)
+      if (await blobs.delete(d, cutoff)) deleted++
     }
   }
   const temp = await blobs.cleanTemp(graceMs)

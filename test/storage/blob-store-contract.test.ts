@@ -217,6 +217,16 @@ for (const driver of drivers) {
       assert.equal(await store.cleanTemp(0), 0)
     })
 
+    it('deletes on a condition: a blob written after ifNotModifiedAfter stays, an older one goes', async () => {
+      const r = await store.put(Buffer.from(`conditional delete ${driver.name} ${Date.now()}`))
+      const m = (await store.modifiedMs(r.digest))!
+      assert.equal(await store.delete(r.digest, m - 1), false)
+      assert.equal(await store.exists(r.digest), true)
+      assert.equal(await store.delete(r.digest, m), true)
+      assert.equal(await store.exists(r.digest), false)
+      assert.equal(await store.delete(r.digest, m), false, 'nothing left to delete')
+    })
+
     it('deletes idempotently; a deleted blob no longer exists and reading it fails with 1503', async () => {
       const r = await store.put(Buffer.from(`to delete ${driver.name}`))
       await store.delete(r.digest)

@@ -49,6 +49,23 @@ for (const engine of ENGINES) {
       assert.equal(await s.deps.blobs.modifiedMs(b.digest), null)
     })
 
+    it('spares a blob that an upload of the same bytes touches after every check the sweeper made but before the delete', async () => {
+      const bytes = Buffer.from(`uploaded again during the delete ${crypto.randomUUID()}`)
+      const { digest } = await s.deps.blobs.put(bytes)
+      age(digest, 2 * 3600_000)
+      // the upload lands between the sweeper's last look and the store's delete: it found the
+      // blob, touched it, and commits its row after the sweep read the references
+      const racing: BlobStore = {
+        ...s.deps.blobs,
+        async delete(d, ifNotModifiedAfter) {
+          if (d === digest) await s.deps.blobs.put(bytes)
+          return s.deps.blobs.delete(d, ifNotModifiedAfter)
+        },
+      }
+      await sweepBlobs(s.deps.db, racing, BLOB_COLUMNS, 3600_000)
+      assert.deepEqual(await s.deps.blobs.read(digest), bytes, 'the blob the upload is about to reference is kept')
+    })
+
     it('runs one sweep at a time: a second one in this process or from svc sweep skips and says so', async () => {
       const orphan = await s.deps.blobs.put(Buffer.from(`orphan ${crypto.randomUUID()}`))
       age(orphan.digest, 2 * 3600_000)

@@ -30,6 +30,24 @@ describe('local blob store', () => {
   })
   after(() => fs.rmSync(root, { recursive: true, force: true }))
 
+  it('a put while a sweep holds the blob aside stores its own copy; a blob left aside by a crash is put back by cleanTemp', async () => {
+    const data = Buffer.from(`taken aside ${crypto.randomUUID()}`)
+    const { digest } = await blobs.put(data)
+    const file = path.join(root, digest.slice(0, 2), digest)
+    // as BlobStore.delete(digest, cutoff) leaves it between its rename and its decision
+    const aside = path.join(root, 'tmp', `swept-${digest}-0123456789ab`)
+    fs.renameSync(file, aside)
+    assert.deepEqual(await blobs.put(data), { digest, size: data.length })
+    assert.deepEqual(fs.readFileSync(file), data)
+    // a crash there: the next cleanTemp puts the file back, whatever its age
+    assert.equal(await blobs.cleanTemp(3600_000), 0)
+    assert.equal(fs.existsSync(aside), false)
+    assert.deepEqual(await blobs.read(digest), data)
+    fs.renameSync(file, aside)
+    await blobs.cleanTemp(0)
+    assert.deepEqual(fs.readFileSync(file), data, 'a blob held aside is never removed as a temp file')
+  })
+
   it('stores a stream under its SHA-256, reads it back whole and by range', async () => {
     const data = crypto.randomBytes(300_000)
     const stored = await blobs.put(Readable.from([data.subarray(0, 1000), data.subarray(1000)]))
