@@ -38,8 +38,31 @@ export async function importFromFile(db: Db, config: Config, file: string, as: s
       `imported ${r.username}: ${counts || 'no content'}`,
       ...r.renamed.map((x) => `  taken on this instance, renamed: ${x}`),
       `password: ${r.password}   (change it with: svc user set ${r.username} --password ...)`,
+      await tellServers(config, r.username),
     ].join('\n')
   } finally {
     await blobs.close()
+  }
+}
+
+/**
+ * After an import, running servers drop what their public host cached about the new user's
+ * name (a 404 of a page asked for before, kept up to 5 minutes): through the Redis bus when
+ * REDIS_URL is set, as a deploy through the API does. (KV reads and image and data links are
+ * cached for seconds only.) Without Redis no other process can be reached: the line returned
+ * says what to do.
+ */
+async function tellServers(config: Config, username: string): Promise<string> {
+  if (config.redisUrl === null)
+    return "a running server may answer 404 for this user's pages for up to 5 minutes: restart it to serve them at once (or set REDIS_URL)"
+  const [{ createRedisBus }, { invalidateHosting }] = await Promise.all([import('../infra/bus.js'), import('../features/sites/invalidate.js')])
+  const bus = createRedisBus(config.redisUrl, `${config.redisPrefix}bus:`)
+  try {
+    await invalidateHosting(bus, username)
+    return 'running servers were told (REDIS_URL): they serve it now'
+  } catch (e) {
+    return `could not tell the running servers (${(e as Error).message}): they serve it within 5 minutes, or restart them`
+  } finally {
+    await bus.close()
   }
 }
