@@ -559,6 +559,49 @@ for (const engine of ENGINES) {
       assert.equal(st.json.quota.used_images, 2)
       assert.equal(st.json.quota.max_images, 500)
     })
+
+    it('refuses images whose pixel data does not decode (damaged, truncated), keep_metadata or not, and stores nothing', async () => {
+      const noise = (w: number, h: number) => sharp(crypto.randomBytes(w * h * 3), { raw: { width: w, height: h, channels: 3 } })
+      const goodPng = await noise(48, 48).png().toBuffer()
+      const goodJpeg = await noise(48, 48).jpeg().toBuffer()
+      // headers intact (sharp's metadata reads them), pixel data broken
+      const damagedPng = Buffer.from(goodPng)
+      const idat = damagedPng.indexOf('IDAT')
+      for (let i = idat + 16; i < idat + 200; i++) damagedPng[i] ^= 0x5a
+      const truncatedJpeg = goodJpeg.subarray(0, Math.floor(goodJpeg.length / 2))
+      for (const b of [damagedPng, truncatedJpeg]) assert.ok((await sharp(b).metadata()).width, 'fixture header reads')
+      // an account of its own: the requests below would pass alice's per-minute rate limit
+      const u = await s.user()
+      await svc(s, 'grant', u.username, 'image-host')
+      const acc: Account = { ...u, cookie: await s.login(u.username, u.password) }
+      const { json: kept } = await upload(acc, [{ name: 'ok.png', data: goodPng }])
+      const token = kept.images[0].public_token
+      const rowsBefore = await rowCount(acc.id)
+      const blobsBefore = await blobDigests(s)
+      for (const keep of ['false', 'true']) {
+        for (const [name, data] of [
+          ['damaged.png', damagedPng],
+          ['truncated.jpg', truncatedJpeg],
+        ] as const) {
+          const r = await upload(acc, [{ name, data }], { keep_metadata: keep })
+          expectError(r, 400, 'plain')
+          assert.match(r.json.message, /damaged/, `${name} keep_metadata=${keep}`)
+          const form = imageForm([{ name, data }], { keep_metadata: keep })
+          const rep = await s.post(`/api/image-host/images/${token}/replace`, {
+            cookie: acc.cookie,
+            body: form.body,
+            headers: { 'content-type': form.contentType, 'accept-language': 'en' },
+          })
+          expectError(rep, 400, 'plain')
+        }
+      }
+      assert.equal(await rowCount(acc.id), rowsBefore)
+      for (const d of await blobDigests(s)) if (!blobsBefore.has(d)) assert.fail(`new blob ${d} after refused uploads`)
+      // the image kept its bytes, and every accepted image can be resized
+      assert.ok((await s.get(`/svc-img/pub/${token}`)).body.equals(goodPng))
+      const { json: ok } = await upload(acc, [{ name: 'ok.jpg', data: goodJpeg }], { keep_metadata: 'true' })
+      for (const t of [token, ok.images[0].public_token]) assert.equal((await s.get(`/svc-img/pub/${t}?w=8`)).status, 200)
+    })
   })
 }
 

@@ -83,7 +83,7 @@ export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<
   try {
     meta = await (await loadSharp())(buf, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()
   } catch {
-    throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `unreadable ${type}`, allowed: ALLOWED_TYPES } })
+    throw undecodable(type)
   }
   if (meta.format !== SHARP_FORMAT[type]) throw await unsupported(buf)
   // as displayed: a photo with an EXIF orientation of 5-8 is shown turned a quarter, and the
@@ -93,9 +93,38 @@ export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<
   if (width && height && width * height > MAX_INPUT_PIXELS) {
     throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `${type} of ${width}x${height} pixels (too many)`, allowed: ALLOWED_TYPES } })
   }
-  if (keepMetadata) return { bytes: buf, contentType: type, width, height }
+  if (keepMetadata) {
+    if (!(await decodes(buf, type))) throw undecodable(type)
+    return { bytes: buf, contentType: type, width, height }
+  }
   const bytes = await stripMetadata(buf, type, meta)
   return { bytes, contentType: type, width, height }
+}
+
+/** Bytes whose header reads but whose pixels do not decode (damaged or truncated data). */
+const undecodable = (type: ImageType) =>
+  new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `damaged or unreadable ${type}`, allowed: ALLOWED_TYPES } })
+
+/**
+ * How stored images are opened for decoding, by the upload's check and by every variant: the
+ * same pixel limit, and a decoder warning (truncated or corrupt data) is an error, so an image
+ * whose check passed is one every variant can decode.
+ */
+export async function openImage(buf: Buffer, animated: boolean) {
+  return (await loadSharp())(buf, { limitInputPixels: MAX_INPUT_PIXELS, animated, failOn: 'warning' })
+}
+
+/**
+ * Whether every pixel of the image decodes. Decoded into a small thumbnail, so memory stays
+ * bounded and a JPEG is read at reduced scale (its whole entropy-coded data is still read).
+ */
+async function decodes(buf: Buffer, type: ImageType): Promise<boolean> {
+  try {
+    await (await openImage(buf, type === 'image/gif' || type === 'image/webp')).resize(64, 64, { fit: 'inside' }).raw().toBuffer()
+    return true
+  } catch {
+    return false
+  }
 }
 
 async function stripMetadata(buf: Buffer, type: ImageType, meta: Metadata): Promise<Buffer> {
@@ -119,7 +148,9 @@ async function stripMetadata(buf: Buffer, type: ImageType, meta: Metadata): Prom
     case 'image/svg+xml':
       throw new Error('stripMetadata: SVGs are stored as uploaded (prepareImage returns them first)')
   }
-  if (out && (await isClean(out, meta.orientation))) return out
+  // the pixels are decoded once: the kept bytes are checked, or re-encoding decodes them (and
+  // refuses what does not decode)
+  if (out && (await isClean(out, meta.orientation)) && (await decodes(out, type))) return out
   return reencode(buf, type)
 }
 
@@ -139,7 +170,7 @@ async function isClean(buf: Buffer, orientation?: number): Promise<boolean> {
 async function reencode(buf: Buffer, type: ImageType): Promise<Buffer> {
   try {
     const animated = type === 'image/gif' || type === 'image/webp'
-    const img = (await loadSharp())(buf, { limitInputPixels: MAX_INPUT_PIXELS, animated }).autoOrient().keepIccProfile()
+    const img = (await openImage(buf, animated)).autoOrient().keepIccProfile()
     switch (type) {
       case 'image/jpeg':
         return await img.jpeg({ quality: 92 }).toBuffer()
@@ -153,6 +184,6 @@ async function reencode(buf: Buffer, type: ImageType): Promise<Buffer> {
         return await img.avif({ quality: 70, effort: 2 }).toBuffer()
     }
   } catch {
-    throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `unreadable ${type}`, allowed: ALLOWED_TYPES } })
+    throw undecodable(type)
   }
 }

@@ -1,7 +1,6 @@
 import crypto from 'node:crypto'
 import { AppError } from '../../errors/app-error.js'
-import { MAX_INPUT_PIXELS } from './inspect.js'
-import { loadSharp } from './sharp.js'
+import { openImage } from './inspect.js'
 
 /** Largest width or height a variant may ask for. */
 export const MAX_VARIANT_SIDE = 4096
@@ -119,7 +118,7 @@ export function createVariants(opts: VariantOptions = {}) {
     const target = p.format ?? FORMAT_OF_TYPE[sourceType] ?? 'png'
     // animation survives into animated formats; other targets get the first frame
     const animated = (sourceType === 'image/gif' || sourceType === 'image/webp') && (target === 'webp' || target === 'gif')
-    let img = (await loadSharp())(source, { limitInputPixels: MAX_INPUT_PIXELS, animated }).autoOrient().timeout({ seconds: 20 })
+    let img = (await openImage(source, animated)).autoOrient().timeout({ seconds: 20 })
     if (p.w !== null || p.h !== null) {
       img = img.resize({ width: p.w ?? undefined, height: p.h ?? undefined, fit: 'inside', withoutEnlargement: true })
     }
