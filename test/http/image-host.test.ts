@@ -47,6 +47,12 @@ for (const engine of ENGINES) {
         headers: { 'content-type': form.contentType, 'accept-language': 'en' },
       })
     }
+    /** An entitled account of its own, for a test whose requests would pass alice's per-minute rate limit. */
+    const freshAccount = async (): Promise<Account> => {
+      const u = await s.user()
+      await svc(s, 'grant', u.username, 'image-host')
+      return { ...u, cookie: await s.login(u.username, u.password) }
+    }
     const rowCount = async (userId: string) =>
       Number(
         (
@@ -570,10 +576,7 @@ for (const engine of ENGINES) {
       for (let i = idat + 16; i < idat + 200; i++) damagedPng[i] ^= 0x5a
       const truncatedJpeg = goodJpeg.subarray(0, Math.floor(goodJpeg.length / 2))
       for (const b of [damagedPng, truncatedJpeg]) assert.ok((await sharp(b).metadata()).width, 'fixture header reads')
-      // an account of its own: the requests below would pass alice's per-minute rate limit
-      const u = await s.user()
-      await svc(s, 'grant', u.username, 'image-host')
-      const acc: Account = { ...u, cookie: await s.login(u.username, u.password) }
+      const acc = await freshAccount()
       const { json: kept } = await upload(acc, [{ name: 'ok.png', data: goodPng }])
       const token = kept.images[0].public_token
       const rowsBefore = await rowCount(acc.id)
@@ -601,6 +604,50 @@ for (const engine of ENGINES) {
       assert.ok((await s.get(`/svc-img/pub/${token}`)).body.equals(goodPng))
       const { json: ok } = await upload(acc, [{ name: 'ok.jpg', data: goodJpeg }], { keep_metadata: 'true' })
       for (const t of [token, ok.images[0].public_token]) assert.equal((await s.get(`/svc-img/pub/${t}?w=8`)).status, 200)
+    })
+
+    it('counts every frame of an animation against the pixel limit, so every accepted animation resizes', async () => {
+      const acc = await freshAccount()
+      const frames = (side: number) =>
+        Promise.all(
+          ['#f00', '#0f0', '#00f'].map((c) =>
+            sharp({ create: { width: side, height: side, channels: 3, background: c } })
+              .png()
+              .toBuffer(),
+          ),
+        )
+      // three 4x4 frames on a 4500x4500 canvas: each frame decodes to the canvas, 60.75 million
+      // pixels in all, in a file of a few hundred bytes
+      const long = Buffer.from(
+        await sharp(await frames(4), { join: { animated: true } })
+          .webp()
+          .toBuffer(),
+      )
+      const vp8x = long.indexOf('VP8X')
+      long.writeUIntLE(4500 - 1, vp8x + 12, 3)
+      long.writeUIntLE(4500 - 1, vp8x + 15, 3)
+      const meta = await sharp(long).metadata()
+      assert.deepEqual([meta.width, meta.height, meta.pages], [4500, 4500, 3], 'fixture')
+      const rowsBefore = await rowCount(acc.id)
+      for (const keep of ['false', 'true']) {
+        const r = await upload(acc, [{ name: 'long.webp', data: long }], { keep_metadata: keep })
+        expectError(r, 400, 'plain')
+        assert.match(r.json.message, /4500x4500 pixels x 3 frames \(too many\)/)
+      }
+      assert.equal(await rowCount(acc.id), rowsBefore)
+      // within the limit: accepted, and its animated variant is made
+      const ok = await upload(acc, [
+        {
+          name: 'ok.gif',
+          data: await sharp(await frames(64), { join: { animated: true } })
+            .gif()
+            .toBuffer(),
+        },
+      ])
+      assert.equal(ok.status, 200, ok.text)
+      const v = await s.get(`/svc-img/pub/${ok.json.images[0].public_token}?w=16`)
+      assert.equal(v.status, 200)
+      assert.equal((await sharp(v.body).metadata()).pages, 3)
     })
   })
 }

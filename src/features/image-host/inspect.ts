@@ -90,8 +90,11 @@ export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<
   // stripped or re-encoded bytes keep or apply that turn
   const width = meta.autoOrient?.width ?? meta.width ?? null
   const height = meta.autoOrient?.height ?? meta.height ?? null
-  if (width && height && width * height > MAX_INPUT_PIXELS) {
-    throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `${type} of ${width}x${height} pixels (too many)`, allowed: ALLOWED_TYPES } })
+  // every frame counts: an animation is decoded whole (openImage's limit) for animated variants
+  const frames = hasFrames(type) ? (meta.pages ?? 1) : 1
+  if (width && height && width * height * frames > MAX_INPUT_PIXELS) {
+    const size = `${width}x${height} pixels${frames > 1 ? ` x ${frames} frames` : ''}`
+    throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `${type} of ${size} (too many)`, allowed: ALLOWED_TYPES } })
   }
   if (keepMetadata) {
     if (!(await decodes(buf, type))) throw undecodable(type)
@@ -104,6 +107,9 @@ export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<
 /** Bytes whose header reads but whose pixels do not decode (damaged or truncated data). */
 const undecodable = (type: ImageType) =>
   new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `damaged or unreadable ${type}`, allowed: ALLOWED_TYPES } })
+
+/** Types decoded with all their frames (an animation stays one in variants); the others: the first. */
+export const hasFrames = (type: string): boolean => type === 'image/gif' || type === 'image/webp'
 
 /**
  * How stored images are opened for decoding, by the upload's check and by every variant: the
@@ -120,7 +126,7 @@ export async function openImage(buf: Buffer, animated: boolean) {
  */
 async function decodes(buf: Buffer, type: ImageType): Promise<boolean> {
   try {
-    await (await openImage(buf, type === 'image/gif' || type === 'image/webp')).resize(64, 64, { fit: 'inside' }).raw().toBuffer()
+    await (await openImage(buf, hasFrames(type))).resize(64, 64, { fit: 'inside' }).raw().toBuffer()
     return true
   } catch {
     return false
@@ -169,8 +175,7 @@ async function isClean(buf: Buffer, orientation?: number): Promise<boolean> {
 /** Decodes and re-encodes in the same format: sharp writes no metadata unless asked to. */
 async function reencode(buf: Buffer, type: ImageType): Promise<Buffer> {
   try {
-    const animated = type === 'image/gif' || type === 'image/webp'
-    const img = (await openImage(buf, animated)).autoOrient().keepIccProfile()
+    const img = (await openImage(buf, hasFrames(type))).autoOrient().keepIccProfile()
     switch (type) {
       case 'image/jpeg':
         return await img.jpeg({ quality: 92 }).toBuffer()

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto'
 import { AppError } from '../../errors/app-error.js'
-import { openImage } from './inspect.js'
+import { hasFrames, openImage } from './inspect.js'
 
 /** Largest width or height a variant may ask for. */
 export const MAX_VARIANT_SIDE = 4096
@@ -117,7 +117,7 @@ export function createVariants(opts: VariantOptions = {}) {
   async function transform(source: Buffer, sourceType: string, p: VariantParams): Promise<Variant> {
     const target = p.format ?? FORMAT_OF_TYPE[sourceType] ?? 'png'
     // animation survives into animated formats; other targets get the first frame
-    const animated = (sourceType === 'image/gif' || sourceType === 'image/webp') && (target === 'webp' || target === 'gif')
+    const animated = hasFrames(sourceType) && (target === 'webp' || target === 'gif')
     let img = (await openImage(source, animated)).autoOrient().timeout({ seconds: 20 })
     if (p.w !== null || p.h !== null) {
       img = img.resize({ width: p.w ?? undefined, height: p.h ?? undefined, fit: 'inside', withoutEnlargement: true })
