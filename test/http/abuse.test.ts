@@ -4,7 +4,7 @@ import crypto from 'node:crypto'
 import { request } from 'undici'
 import { ENGINES, REDIS_URL, needs, startServer, type Res, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
-import { imageForm, makeImage, svc } from '../support/images.js'
+import { exifTiff, imageForm, jpegSegment, makeImage, svc } from '../support/images.js'
 import { expectError } from '../support/errors.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { deploySite, manifestOf, postArchive, tarOf } from '../support/deploys.js'
@@ -408,6 +408,49 @@ for (const engine of ENGINES) {
       // lift: served again
       assert.equal((await adminCall('POST', `/svc_api/admin/reports/${reportId}/lift`)).status, 200)
       for (const p of links) assert.equal((await s.get(p)).status, 200, p)
+    })
+
+    it('a taken-down image comes back neither with nor without keep_metadata, whichever form was taken down', async () => {
+      const cookies = await Promise.all(
+        [0, 1].map(async () => {
+          const u = await s.user()
+          await svc(s, 'grant', u.username, 'image-host')
+          return s.login(u.username, u.password)
+        }),
+      )
+      const [owner, other] = cookies
+      const upload = (cookie: string, data: Buffer, keep: boolean) => {
+        const form = imageForm([{ name: 'photo.jpg', data }], { keep_metadata: String(keep) })
+        return s.post('/api/image-host/upload', { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      }
+      /** One picture (its pixels unique to this test) with a camera's EXIF of this make. */
+      const photo = async (pixels: Buffer, make: string) => {
+        const exif = jpegSegment(0xffe1, Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), exifTiff(make, 1)]))
+        return Buffer.concat([pixels.subarray(0, 2), exif, pixels.subarray(2)])
+      }
+      const pixels = () => makeImage('jpeg', { width: 12, height: 12, color: `#${crypto.randomBytes(3).toString('hex')}` })
+      const cases: Array<[string, boolean]> = [
+        ['the stripped form taken down', false],
+        ['the form with metadata taken down', true],
+      ]
+      for (const [label, keptAtTakedown] of cases) {
+        const p = await pixels()
+        const [a, b] = [await photo(p, 'CAMERA-A'), await photo(p, 'CAMERA-B')]
+        const up = await upload(owner, a, keptAtTakedown)
+        assert.equal(up.status, 200, up.text)
+        await takeDown(`${s.url}/svc-img/pub/${up.json.images[0].public_token}`, 'copyright')
+        for (const [data, keep] of [
+          [a, true],
+          [a, false],
+          [b, true],
+          [b, false],
+          [p, false],
+        ] as const) {
+          const r = await upload(other, data, keep)
+          assert.equal(r.status, 451, `${label}: upload ${data === a ? 'a' : data === b ? 'b' : 'p'} keep_metadata=${keep}: ${r.text}`)
+          expectError(r, 451, 'plain')
+        }
+      }
     })
 
     it('quarantines a folder project on both forms, an image link and a data link', async () => {

@@ -9,6 +9,7 @@ import type { SiteHooks } from '../../http/site-hooks.js'
 import { decodeSegment, projectOf } from '../sites/paths.js'
 import { invalidateHosting } from '../sites/invalidate.js'
 import { invalidateAccount } from '../accounts/invalidate.js'
+import { takedownDigests } from '../image-host/inspect.js'
 import { createAdmin, type Actor } from '../admin/service.js'
 import { createAbuseStore, type ReportRow } from './store.js'
 import { phishingSigns, SCAN_MAX_BYTES } from './heuristics.js'
@@ -171,6 +172,16 @@ export function createAbuse(deps: Deps) {
       if (f)
         for (const v of await store.dataVersions(db.k, f.id))
           out.push({ path: `v${v.version}`, digest: v.digest, size: Number(v.size), content_type: v.content_type })
+    }
+    return out
+  }
+
+  /** The digests a takedown of these image bytes blocks (image-host's takedownDigests); unreadable bytes: their own. */
+  async function imageFormDigests(ev: Array<{ digest: string; content_type: string }>): Promise<string[]> {
+    const out: string[] = []
+    for (const e of new Map(ev.map((x) => [x.digest, x])).values()) {
+      const bytes = e.content_type === 'image/svg+xml' ? null : await blobs.read(e.digest).catch(() => null)
+      out.push(...(bytes ? await takedownDigests(bytes) : [e.digest]))
     }
     return out
   }
@@ -362,19 +373,16 @@ export function createAbuse(deps: Deps) {
       const key = targetKey(target)
       const now = clock.now()
       const ev = await collect(target, userId)
+      // an image's bytes are blocked in both forms, with and without their metadata (also the
+      // evidence a quarantine kept, should the image be gone since)
+      const alsoBlocked = target.kind === 'image' ? await imageFormDigests([...ev, ...(await store.evidence(id))]) : []
       await db.k.transaction().execute(async (trx) => {
         await store.addEvidence(
           trx,
           ev.map((e) => ({ ...e, report_id: id, created_at: now })),
         )
         const all = await store.evidence(id, trx)
-        await store.block(
-          trx,
-          all.map((e) => e.digest),
-          id,
-          now,
-          actor.name,
-        )
+        await store.block(trx, [...all.map((e) => e.digest), ...alsoBlocked], id, now, actor.name)
         if (target.kind === 'site') {
           const f = await store.siteFile(trx, userId, target.name)
           if (f) await store.deleteFile(trx, userId, f.id)

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import type { Metadata } from 'sharp'
 import { fileTypeFromBuffer } from 'file-type'
 import { AppError } from '../../errors/app-error.js'
@@ -60,7 +61,15 @@ export interface Prepared {
   contentType: ImageType
   width: number | null
   height: number | null
+  /**
+   * With keep_metadata, the digest (the blob store's: SHA-256 hex) of the metadata-free form,
+   * what the upload would have stored without it: a takedown of that form refuses these bytes
+   * too. Null when `bytes` are that form.
+   */
+  plainDigest: string | null
 }
+
+const digestOf = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex')
 
 const unsupported = async (buf: Buffer) => new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: await describe(buf), allowed: ALLOWED_TYPES } })
 
@@ -76,7 +85,8 @@ export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<
   const type = ft ? RASTER[ft.mime] : undefined
   if (!type) {
     // file-type calls an SVG with an XML declaration application/xml
-    if ((!ft || ft.mime === 'application/xml') && looksLikeSvg(buf)) return { bytes: buf, contentType: 'image/svg+xml', width: null, height: null }
+    if ((!ft || ft.mime === 'application/xml') && looksLikeSvg(buf))
+      return { bytes: buf, contentType: 'image/svg+xml', width: null, height: null, plainDigest: null }
     throw await unsupported(buf)
   }
   let meta: Metadata
@@ -98,10 +108,27 @@ export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<
   }
   if (keepMetadata) {
     if (!(await decodes(buf, type))) throw undecodable(type)
-    return { bytes: buf, contentType: type, width, height }
+    const plain = await stripMetadata(buf, type, meta, true)
+    return { bytes: buf, contentType: type, width, height, plainDigest: plain.equals(buf) ? null : digestOf(plain) }
   }
-  const bytes = await stripMetadata(buf, type, meta)
-  return { bytes, contentType: type, width, height }
+  const bytes = await stripMetadata(buf, type, meta, false)
+  return { bytes, contentType: type, width, height, plainDigest: null }
+}
+
+/**
+ * The digests a takedown of stored image bytes blocks: theirs and, for bytes kept with their
+ * metadata, their metadata-free form's, so the image comes back neither with nor without
+ * keep_metadata (an upload asks the blocklist for both: service.ts).
+ */
+export async function takedownDigests(bytes: Buffer): Promise<string[]> {
+  const own = digestOf(bytes)
+  try {
+    const plain = (await prepareImage(bytes, false)).bytes
+    const d = digestOf(plain)
+    return d === own ? [own] : [own, d]
+  } catch {
+    return [own]
+  }
 }
 
 /** Bytes whose header reads but whose pixels do not decode (damaged or truncated data). */
@@ -133,7 +160,8 @@ async function decodes(buf: Buffer, type: ImageType): Promise<boolean> {
   }
 }
 
-async function stripMetadata(buf: Buffer, type: ImageType, meta: Metadata): Promise<Buffer> {
+/** The metadata-free form; `checked`: buf's pixels were decoded already (else the result's are). */
+async function stripMetadata(buf: Buffer, type: ImageType, meta: Metadata, checked: boolean): Promise<Buffer> {
   let out: Buffer | null = null
   switch (type) {
     case 'image/jpeg':
@@ -156,7 +184,7 @@ async function stripMetadata(buf: Buffer, type: ImageType, meta: Metadata): Prom
   }
   // the pixels are decoded once: the kept bytes are checked, or re-encoding decodes them (and
   // refuses what does not decode)
-  if (out && (await isClean(out, meta.orientation)) && (await decodes(out, type))) return out
+  if (out && (await isClean(out, meta.orientation)) && (checked || (await decodes(out, type)))) return out
   return reencode(buf, type)
 }
 

@@ -121,6 +121,9 @@ export function createImageHost(deps: Deps) {
     const raw = await file.read(maxImageBytes)
     const prepared = await prepareImage(raw, keepMetadata)
     if (prepared.bytes.length > maxImageBytes) throw tooLarge(maxImageBytes)
+    // put refuses taken-down bytes; bytes kept with their metadata are refused too when their
+    // metadata-free form was taken down (the form the same upload would store without it)
+    if (prepared.plainDigest) await blobs.admit?.([prepared.plainDigest])
     return prepared
   }
 
