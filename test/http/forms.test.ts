@@ -255,6 +255,26 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('reads a form-encoded post in the encoding the browser names (_charset_, charset), and refuses bytes it cannot read', async () => {
+      const dan = await s.user()
+      const f = await make(dan)
+      const form = (body: string, type = 'application/x-www-form-urlencoded') => submit(f.form_slug, { body, headers: { 'content-type': type } })
+      // a page in GBK, Latin-1 (accept-charset) or Shift_JIS sends its own bytes; <input type=hidden name=_charset_> names them
+      assert.equal((await form('_charset_=GBK&name=%C4%E3%BA%C3&city=%B1%B1%BE%A9')).status, 200)
+      assert.equal((await form('name=Ren%E9+M%FCller&_charset_=ISO-8859-1')).status, 200)
+      assert.equal((await form('name=%82%A0&c=a&c=b', 'application/x-www-form-urlencoded; charset=Shift_JIS')).status, 200)
+      // bytes that are not UTF-8, with nothing naming their encoding, or an encoding nobody knows
+      const unnamed = await form('name=%C4%E3%BA%C3')
+      expectError(unnamed, 400, 1106)
+      assert.match(unnamed.json.message, /_charset_/)
+      expectError(await form('name=x&_charset_=klingon'), 400, 1106)
+      const d = await data(dan, f.id)
+      assert.deepEqual(
+        d.json.data.submissions.map((x: { data: unknown }) => x.data),
+        [{ name: 'あ', c: ['a', 'b'] }, { name: 'René Müller' }, { name: '你好', city: '北京' }],
+      )
+    })
+
     describe('answers 1614 naming the field for unknown, missing or mistyped fields, and stores nothing', () => {
       let f: Awaited<ReturnType<typeof make>>
       const ok = { name: 'n', email: 'a@b.co' }

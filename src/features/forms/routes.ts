@@ -11,6 +11,7 @@ import { clientIp, serviceOrigin } from '../../http/origin.js'
 import type { FieldDef } from './fields.js'
 import { csvExport, jsonExport } from './export.js'
 import { decideOrigin, originOf, type OriginDecision } from './origins.js'
+import { parseUrlEncoded } from './urlencoded.js'
 import { siteUserOf } from '../../http/site-origin.js'
 import {
   CreateBody,
@@ -179,7 +180,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
   )
 }
 
-/** The submitted fields of a JSON (or text/plain JSON), form-encoded or multipart body (text fields only). */
+/** The submitted fields of a JSON (or text/plain JSON), form-encoded (bytes) or multipart body (text fields only). */
 async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
   if (req.isMultipart()) {
     const out = new Map<string, unknown>()
@@ -205,6 +206,8 @@ async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
     return out
   }
   let b = req.body
+  // form-encoded bodies arrive as bytes (formApi's parser)
+  if (Buffer.isBuffer(b)) return parseUrlEncoded(b, req.headers['content-type'])
   if (b === undefined || b === null || b === '') return new Map()
   // text/plain (navigator.sendBeacon, fetch without a preflight) is read as JSON
   if (typeof b === 'string') {
@@ -359,6 +362,14 @@ function manageRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
 /** Registers the forms part's API routes. */
 export function formApi(app: FastifyInstance, deps: Deps, notify?: NotifyService): void {
   const forms = createFormService({ ...deps, notify })
-  submitRoutes(app, deps, forms)
+  // the submit route reads form-encoded bodies as bytes (parseUrlEncoded: the sender's
+  // encoding); the app's parser decodes them as UTF-8 before the `_charset_` field is seen
+  void app.register(async (submit) => {
+    submit.removeContentTypeParser('application/x-www-form-urlencoded')
+    submit.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer', bodyLimit: SUBMIT_BODY_LIMIT }, (_req, body, done) =>
+      done(null, body),
+    )
+    submitRoutes(submit, deps, forms)
+  })
   manageRoutes(app, deps, forms)
 }
