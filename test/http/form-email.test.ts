@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { decodeQp, smtpSink } from '../support/smtp.js'
+import { webhookReceiver } from '../support/webhooks.js'
 import { expectError } from '../support/errors.js'
 
 async function until(check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
@@ -185,6 +186,44 @@ for (const engine of ENGINES) {
       assert.equal(log[0].kind, 'email')
       assert.equal(log[0].tries, 2)
       assert.equal(log[0].submission_id, sub.json.data.submission_id)
+    })
+
+    it('a server that hangs after DATA fails the try in 20 s, holding up neither other deliveries nor a request', { timeout: 120_000 }, async () => {
+      const address = `stall-${engine}@example.com`
+      const { u, form } = await owner(address, 'each')
+      const rx = await webhookReceiver()
+      rx.status.value = 200
+      try {
+        const hooked = (await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Hooked' } })).json.data
+        assert.equal((await s.request('PUT', `/svc_api/forms/webhook/${hooked.id}`, { key: u.key, json: { url: rx.url } })).status, 200)
+        smtp.state.stallNext = 1
+        const started = Date.now()
+        assert.equal((await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: 'Eve' } })).status, 200)
+        await until(() => smtp.state.stalled === 1, 10_000)
+        // the worker's next rounds wait for the mail's try: another form's webhook goes out once it ends
+        assert.equal((await s.post(`/api/forms/submit/${hooked.form_slug}`, { json: { name: 'Fay' } })).status, 200)
+        await until(() => rx.hits.length === 1, 40_000)
+        let log: any[] = []
+        await until(async () => {
+          log = (await s.get(`/svc_api/forms/deliveries/${form.id}`, { key: u.key })).json.data
+          return log[0]?.status === 'delivered'
+        }, 40_000)
+        // the first try was cut at its deadline, the second went through
+        assert.equal(log[0].tries, 2)
+        assert.ok(Date.now() - started < 60_000)
+        assert.equal(mailsTo(address).length, 1)
+        // the verification mail is sent in the request: a hanging server answers 502 / 1429 at the deadline
+        smtp.state.stallNext = 1
+        const other = await s.user()
+        const r = await s.post('/svc_api/notify/addresses', {
+          key: other.key,
+          json: { address: `late-${engine}@example.com` },
+          signal: AbortSignal.timeout(40_000),
+        })
+        expectError(r, 502, 1429)
+      } finally {
+        await rx.close()
+      }
     })
   })
 }

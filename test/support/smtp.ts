@@ -8,11 +8,12 @@ export interface Mail {
 
 /**
  * An SMTP server on loopback (smtp-server) that keeps every mail it receives. `failNext`
- * mails are refused first (a 451 after DATA, as a server with a full queue answers).
+ * mails are refused first (a 451 after DATA, as a server with a full queue answers);
+ * `stallNext` mails are read and never answered (a server that hangs after DATA).
  */
-export async function smtpSink(o: { failNext?: number } = {}) {
+export async function smtpSink(o: { failNext?: number; stallNext?: number } = {}) {
   const mails: Mail[] = []
-  const state = { failNext: o.failNext ?? 0, refused: 0 }
+  const state = { failNext: o.failNext ?? 0, refused: 0, stallNext: o.stallNext ?? 0, stalled: 0 }
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
@@ -21,6 +22,11 @@ export async function smtpSink(o: { failNext?: number } = {}) {
       const chunks: Buffer[] = []
       stream.on('data', (c: Buffer) => chunks.push(c))
       stream.on('end', () => {
+        if (state.stallNext > 0) {
+          state.stallNext--
+          state.stalled++
+          return
+        }
         if (state.failNext > 0) {
           state.failNext--
           state.refused++

@@ -15,6 +15,13 @@ export interface Mailer {
   close(): void
 }
 
+/**
+ * The longest one mail may take, connection to the server's last answer. nodemailer's own
+ * limits (2 min to connect, 10 min of silence) let a stalled server hold a verification
+ * request, and the outbox worker with every other delivery of the instance, for minutes.
+ */
+export const MAIL_TIMEOUT_MS = 20_000
+
 /** The SMTP mailer of SMTP_URL (nodemailer), or null when the service has no mail server. */
 export function createMailer(smtpUrl: string | null, from: string): Mailer | null {
   if (smtpUrl === null) return null
@@ -22,13 +29,20 @@ export function createMailer(smtpUrl: string | null, from: string): Mailer | nul
   let made: { close(): void } | null = null
   const transport = lazy(async () => {
     const { default: nodemailer } = await import('nodemailer')
-    const t = nodemailer.createTransport(smtpUrl)
+    const t = nodemailer.createTransport({ url: smtpUrl, connectionTimeout: MAIL_TIMEOUT_MS, greetingTimeout: MAIL_TIMEOUT_MS, socketTimeout: MAIL_TIMEOUT_MS })
     made = t
     return t
   })
   return {
     async send(m) {
-      await (await transport()).sendMail({ from, to: m.to, subject: m.subject, text: m.text, html: m.html })
+      // the signal closes the connection at the deadline, however the server trickles
+      const signal = AbortSignal.timeout(MAIL_TIMEOUT_MS)
+      try {
+        await (await transport()).sendMail({ from, to: m.to, subject: m.subject, text: m.text, html: m.html, signal })
+      } catch (e) {
+        if (signal.aborted) throw new Error(`the SMTP server did not take the mail within ${MAIL_TIMEOUT_MS / 1000} s`, { cause: e })
+        throw e
+      }
     },
     close: () => made?.close(),
   }
