@@ -24,6 +24,8 @@ const REDIRECTS = [
   '/authors/c%C3%A9line /about 301',
   '/menu /caf%C3%A9.html 200',
   '/space /my%20page 200',
+  // a rewrite to a folder named without its slash serves its index.html, as on Netlify
+  '/panel/* /spa 200',
 ].join('\n')
 const HEADERS =
   "/*\n  X-Site: yes\n  Accept-CH: DPR\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n  CDN-Cache-Control: max-age=31536000\n  Surrogate-Control: max-age=31536000\n/caf%C3%A9.html\n  X-Menu: yes\n"
@@ -46,6 +48,7 @@ for (const engine of ENGINES) {
         { filename: '404.html', data: '<p>custom 404</p>' },
         { filename: 'café.html', data: '<p>menu</p>' },
         { filename: 'my page.html', data: '<p>my page</p>' },
+        { filename: 'spa/index.html', data: '<p>spa shell</p>' },
         { filename: '_redirects', data: REDIRECTS },
         { filename: '_headers', data: HEADERS },
       ])
@@ -108,6 +111,8 @@ for (const engine of ENGINES) {
         ['/authors/c%C3%A9line/', 301, null, () => `${prefix()}/about`],
         ['/menu', 200, /menu/, null],
         ['/space', 200, /my page/, null],
+        ['/panel/users/7', 200, /spa shell/, null],
+        ['/panel', 200, /spa shell/, null],
       ]
       for (const [p, status, body, location] of cases) {
         it(`${where} form: ${p} -> ${status}`, async () => {

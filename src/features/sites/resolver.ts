@@ -327,11 +327,13 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
       // under `/go/* /:splat`) would make `//evil.com`, which browsers read as another host
       if (match.status !== 200 && match.status !== 404 && match.status !== 410) return done(redirect((base + match.href).replace(/^\/{2,}/, '/'), match.status))
       // a rewrite (200) or a rule's own 404/410 page: the target's bytes under this path, found
-      // as a request for the target would find them (its clean-URL form included)
+      // as a request for the target would find them (its clean-URL form included), and a
+      // folder named without its slash by its index.html, as Netlify serves `/* /app 200`
       const target = match.to
       const t = checkRelativePath((target.endsWith('/') ? `${target}index.html` : target).slice(1))
       let tf = t.ok ? await stored(t.path) : undefined
       if (!tf && t.ok && !target.endsWith('/') && !t.path.endsWith('.html')) tf = await stored(`${t.path}.html`)
+      if (!tf && t.ok && !target.endsWith('/')) tf = await stored(`${t.path}/index.html`)
       if (tf)
         return done(fileEntry(cache, { ...tf, mtime: mtimeOf(tf.updated_at) }, site !== false, match.status, errorHeaders(match.status, ruleHeaders(target))))
     } else {
