@@ -1,5 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import http from 'node:http'
+import https from 'node:https'
 import { request } from 'undici'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
@@ -26,6 +28,10 @@ const REDIRECTS = [
   '/space /my%20page 200',
   // a rewrite to a folder named without its slash serves its index.html, as on Netlify
   '/panel/* /spa 200',
+  // dot segments of a target are resolved inside the project
+  '/up /../../other/about 301',
+  '/up-rewrite /docs/../../about 200',
+  '/peek/* /docs/:splat 200',
 ].join('\n')
 const HEADERS =
   "/*\n  X-Site: yes\n  Accept-CH: DPR\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n  CDN-Cache-Control: max-age=31536000\n  Surrogate-Control: max-age=31536000\n/caf%C3%A9.html\n  X-Menu: yes\n"
@@ -113,6 +119,8 @@ for (const engine of ENGINES) {
         ['/space', 200, /my page/, null],
         ['/panel/users/7', 200, /spa shell/, null],
         ['/panel', 200, /spa shell/, null],
+        ['/up', 301, null, () => `${prefix()}/other/about`],
+        ['/up-rewrite', 200, /about/, null],
       ]
       for (const [p, status, body, location] of cases) {
         it(`${where} form: ${p} -> ${status}`, async () => {
@@ -151,6 +159,40 @@ for (const engine of ENGINES) {
         assert.equal(r.header('accept-ch'), where === 'path' ? undefined : 'DPR')
       })
     }
+
+    it("a value's dot segments never take a redirect or a rewrite out of the project", async () => {
+      // sent as written: a browser or fetch() would resolve the dots before sending
+      const raw = (where: 'path' | 'site' | 'project', p: string) =>
+        new Promise<{ status: number; location: string | undefined; text: string }>((resolve, reject) => {
+          const url = new URL(where === 'path' ? s.url : s.httpUrl)
+          const opts = {
+            host: '127.0.0.1',
+            port: url.port,
+            method: 'GET',
+            path: where === 'path' ? `/${user.username}/site${p}` : where === 'site' ? `/site${p}` : p,
+            headers: where === 'path' ? {} : { host: where === 'site' ? `${user.username}.localhost` : `site.${user.username}.localhost` },
+            rejectUnauthorized: false,
+          }
+          const req = (where === 'path' ? https : http).request(opts, (res) => {
+            let text = ''
+            res.on('data', (d: Buffer) => (text += d.toString()))
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location, text }))
+          })
+          req.on('error', reject)
+          req.end()
+        })
+      for (const where of ['path', 'site', 'project'] as const) {
+        const prefix = where === 'path' ? `/${user.username}/site` : where === 'site' ? '/site' : ''
+        for (const dots of ['../..', '%2E%2E/%2e%2E', '.%2e/./..']) {
+          const r = await raw(where, `/go/${dots}/other/x`)
+          assert.equal(r.status, 301, `${where} ${dots}: ${r.text}`)
+          assert.equal(r.location, `${prefix}/other/x`, `${where} ${dots}`)
+        }
+        const w = await raw(where, '/peek/%2E%2E/%2E%2E/about')
+        assert.equal(w.status, 200, w.text)
+        assert.match(w.text, /about/)
+      }
+    })
 
     it("never serves a user's file at an ACME challenge path, on any URL form", async () => {
       const u = await s.user()

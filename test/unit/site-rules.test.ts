@@ -133,6 +133,19 @@ describe('_redirects matching', () => {
     assert.equal(withQuery('/a#top', '?x=1'), '/a?x=1#top')
     assert.equal(withQuery('https://e.test/a?b=1#c', '?x=1'), 'https://e.test/a?b=1&x=1#c')
   })
+  it("resolves a target's dot segments inside the project, written or brought by a value", () => {
+    const r = compileRules(
+      parseRedirects('/up /../../other/x.html 200\n/enc /a/%2E%2E/%2e./b 301\n/s/* /:splat 301\n/w/* /base/:splat 200\n/e/* https://e.test/:splat 302'),
+      [],
+    )
+    assert.deepEqual(matchRedirect(r, '/up', false), { status: 200, to: '/other/x.html', href: '/other/x.html', force: false })
+    assert.equal(matchRedirect(r, '/enc', false)?.href, '/b')
+    assert.equal(matchRedirect(r, '/s/../../bob/secret/', false)?.href, '/bob/secret/')
+    assert.equal(matchRedirect(r, '/s/a/./b/..', false)?.href, '/a/')
+    assert.deepEqual(matchRedirect(r, '/w/../../x.html', false), { status: 200, to: '/x.html', href: '/x.html', force: false })
+    // another site's URL is that site's to resolve
+    assert.equal(matchRedirect(r, '/e/../x', false)?.href, 'https://e.test/../x')
+  })
   it('first match wins', () => {
     const r = compileRules(parseRedirects('/a /first\n/a /second'), [])
     assert.equal(matchRedirect(r, '/a', false)?.to, '/first')

@@ -302,10 +302,15 @@ export function matchRedirect(rules: SiteRules, path: string, fileExists: boolea
     r.names.forEach((name, i) => values.set(name, m[i + 1] ?? ''))
     const cut = r.to.search(/[?#]/)
     const [pathPart, rest] = cut < 0 ? [r.to, ''] : [r.to.slice(0, cut), r.to.slice(cut)]
+    const to = fill(pathPart, values, (v) => v, decodeText)
+    const href = fill(pathPart, values, encodePath, encodeText)
+    // a target on this site is a path of the project: its dot segments (written in the rule or
+    // brought by a value) are resolved there, never above its root
+    const external = EXTERNAL.test(r.to)
     return {
       status: r.status,
-      to: fill(pathPart, values, (v) => v, decodeText),
-      href: fill(pathPart, values, encodePath, encodeText) + fill(rest, values, encodeURIComponent, encodeText),
+      to: external ? to : removeDots(to, (seg) => seg),
+      href: (external ? href : removeDots(href, (seg) => seg.replace(/%2e/gi, '.'))) + fill(rest, values, encodeURIComponent, encodeText),
       force: r.force,
     }
   }
@@ -327,6 +332,26 @@ export function headersFor(rules: SiteRules, path: string): Array<[string, strin
 }
 
 const PLACEHOLDER = /:([A-Za-z_][A-Za-z0-9_]*)/g
+const EXTERNAL = /^https?:\/\//i
+
+/**
+ * An absolute path with its `.` and `..` segments resolved as a browser resolves a URL's
+ * (RFC 3986 remove_dot_segments): `..` at the root stays at the root, so the result is always
+ * under `/`. `plain` gives a segment as compared with `.` and `..` (a URL's `%2e` is a dot).
+ */
+export function removeDots(path: string, plain: (seg: string) => string): string {
+  const segs = path.split('/')
+  if (!segs.some((seg) => plain(seg) === '.' || plain(seg) === '..')) return path
+  const out: string[] = []
+  for (let i = 1; i < segs.length; i++) {
+    const seg = plain(segs[i])
+    const last = i === segs.length - 1
+    if (seg === '..') out.pop()
+    if (seg !== '.' && seg !== '..') out.push(segs[i])
+    else if (last) out.push('')
+  }
+  return `/${out.join('/')}`
+}
 
 /** A rule's target text with its placeholders replaced: values through `value`, the text around them through `text`. */
 function fill(template: string, values: Map<string, string>, value: (v: string) => string, text: (t: string) => string): string {
