@@ -226,6 +226,19 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${u.username}/bad/`)).status, 404, 'not published')
     })
 
+    it('refuses a line of conditions only at publish, naming the condition and the line', async () => {
+      const u = await s.user()
+      await batchUpload(s, { key: u.key }, 'cond', [
+        { filename: 'index.html', data: '<p>x</p>' },
+        { filename: '_redirects', data: '/a /b\n  Role=admin\n' },
+      ])
+      const p = await s.post('/api/folders/cond/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 400, p.text)
+      assert.equal(p.json.error_code, 1314)
+      assert.match(p.json.message, /_redirects, line 2: "Role=admin" is a condition .*conditions are not supported/)
+      assert.equal((await s.get(`/${u.username}/cond/`)).status, 404, 'not published')
+    })
+
     it('a live project keeps its rules when a new rule file is refused, and takes a good one at the next publish', async () => {
       const bad = await batchUpload(s, { key: user.key }, 'site', [{ filename: '_headers', data: '/*\n  Set-Cookie: a=b\n' }], true)
       assert.equal(bad.status, 200, bad.text)

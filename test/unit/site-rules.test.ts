@@ -49,6 +49,19 @@ describe('_redirects parser', () => {
     ['a bad placeholder', '/a/:1x /b', 1, /bad placeholder/],
     ['a query string in from', '/a?x=1 /b', 1, /query strings/],
     ['the line of the error', '# c\n/a /b\n\n/c', 4, /expected "from to/],
+    // Netlify's conditions and query matches are named as such, whatever their place
+    ['a line of conditions only', '/a /b\nCountry=us', 2, /"Country=us" is a condition.*no "from to" before it/],
+    ['a role without a rule', 'Role=admin', 1, /"Role=admin" is a condition.*no "from to"/],
+    [
+      'a condition in place of the target',
+      '/a Country=us',
+      1,
+      /"Country=us" is a condition.*; conditions are not supported \(expected "from to \[status\]"\)$/,
+    ],
+    ['a condition in place of the status', '/a /b Role=admin', 1, /"Role=admin" is a condition/],
+    ['a condition after the status', '/a /b 302 Language=en,de', 1, /"Language=en,de" is a condition/],
+    ['a query match', '/store id=:id /blog/:id 301', 1, /"id=:id" matches a query parameter/],
+    ['more words', '/a /b 301 c', 1, /unexpected "c"/],
     ['a line too long', `/a /${'b'.repeat(3000)}`, 1, /longer than/],
   ]
   for (const [name, text, line, msg] of bad) {

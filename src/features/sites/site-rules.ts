@@ -131,14 +131,29 @@ function checkPattern(p: string, file: string, n: number, what: string): void {
   }
 }
 
+/** A `Name=value` word: a Netlify condition (`Country=us`) or query match (`id=:id`), never a path or a status. */
+const KEY_VALUE = /^[A-Za-z][A-Za-z0-9_-]*=/
+const CONDITIONS = new Set(['country', 'language', 'role', 'cookie'])
+
+/** Why a `Name=value` word at `at` (0: first word) cannot be taken: this service matches paths and statuses only. */
+function keyValueProblem(word: string, at: number): string {
+  const name = word.slice(0, word.indexOf('='))
+  const what =
+    at === 1 && !CONDITIONS.has(name.toLowerCase())
+      ? `"${word}" matches a query parameter; query parameter matching is not supported`
+      : `"${word}" is a condition (Country, Language, Role, Cookie); conditions are not supported`
+  return at === 0 ? `${what}, and the line has no "from to" before it (expected "from to [status]")` : `${what} (expected "from to [status]")`
+}
+
 /** Parses `_redirects`: lines `from to [status][!]`; the first matching line wins. */
 export function parseRedirects(text: string, file = '_redirects'): RedirectRule[] {
   const rules: RedirectRule[] = []
   for (const { n, raw } of lines(text, file)) {
     const parts = raw.trim().split(/\s+/)
+    const kv = parts.findIndex((p) => KEY_VALUE.test(p))
+    if (kv >= 0) throw new RuleSyntaxError(file, n, keyValueProblem(parts[kv], kv))
     if (parts.length < 2) throw new RuleSyntaxError(file, n, 'expected "from to [status]"')
-    if (parts.length > 3)
-      throw new RuleSyntaxError(file, n, `unexpected "${parts.slice(3).join(' ')}" (conditions are not supported; expected "from to [status]")`)
+    if (parts.length > 3) throw new RuleSyntaxError(file, n, `unexpected "${parts.slice(3).join(' ')}" (expected "from to [status]")`)
     const [from, to, statusRaw = '301'] = parts
     checkPattern(from, file, n, 'from')
     const m = /^(\d{3})(!?)$/.exec(statusRaw)
