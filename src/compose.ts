@@ -17,6 +17,7 @@ import { createLocalBus, createRedisBus, type Bus } from './infra/bus.js'
 import { blobCacheMetrics, instrumentBlobStore } from './observability/blob-store.js'
 import { metrics } from './observability/metrics.js'
 import { createUsers } from './auth/users.js'
+import { serviceLabels } from './http/site-origin.js'
 import { createApiKeys } from './auth/api-keys.js'
 import { createSessions } from './auth/sessions.js'
 import { createPrincipalResolver } from './auth/principal.js'
@@ -90,7 +91,7 @@ export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}
     limits,
     bus,
     clock,
-    users: createUsers(db, clock),
+    users: createUsers(db, clock, serviceLabels(config)),
     apiKeys: createApiKeys(db, clock),
     sessions: createSessions(db, clock, config.sessionTtlSeconds),
     resolvePrincipal: createPrincipalResolver(db, clock),

@@ -134,9 +134,14 @@ export const USERNAME_RE = /^[a-z0-9][a-z0-9_-]{1,31}$/
  */
 export const canNameUser = (name: string): boolean => USERNAME_RE.test(name) && !RESERVED_USERNAMES.has(name)
 
-/** What is wrong with a name for a new account: reserved, its form, or its DNS label; null: nothing. */
-export function usernameIssue(username: string): 'reserved' | 'format' | 'label' | null {
-  if (RESERVED_USERNAMES.has(username.toLowerCase()) || REFUSED_FOR_NEW.has(username.toLowerCase())) return 'reserved'
+/**
+ * What is wrong with a name for a new account: reserved, its form, or its DNS label; null:
+ * nothing. `alsoReserved`: names this configuration reserves besides the fixed lists (the
+ * label of the service's own host under the content domain: serviceLabels in http/site-origin).
+ */
+export function usernameIssue(username: string, alsoReserved: ReadonlySet<string> = NONE): 'reserved' | 'format' | 'label' | null {
+  const name = username.toLowerCase()
+  if (RESERVED_USERNAMES.has(name) || REFUSED_FOR_NEW.has(name) || alsoReserved.has(name)) return 'reserved'
   if (!USERNAME_RE.test(username)) return 'format'
   // a DNS label of the user's origin: no hyphen at its end, and none in its third and fourth
   // places (the form of IDN labels, xn--, which a browser would show as other letters)
@@ -144,9 +149,11 @@ export function usernameIssue(username: string): 'reserved' | 'format' | 'label'
   return null
 }
 
+const NONE: ReadonlySet<string> = new Set()
+
 /** Why a username cannot be used, or null. */
-export function usernameProblem(username: string): string | null {
-  switch (usernameIssue(username)) {
+export function usernameProblem(username: string, alsoReserved: ReadonlySet<string> = NONE): string | null {
+  switch (usernameIssue(username, alsoReserved)) {
     case 'reserved':
       return `"${username}" is reserved`
     case 'format':
@@ -169,8 +176,11 @@ export interface UserSettings {
   limits?: Partial<Record<QuotaName, number | null>>
 }
 
-/** Account operations shared by the CLI, registration and login. */
-export function createUsers(db: Db, clock: Clock) {
+/**
+ * Account operations shared by the CLI, registration and login. `reserved`: the names this
+ * configuration keeps from new accounts besides the fixed lists (usernameIssue).
+ */
+export function createUsers(db: Db, clock: Clock, reserved: ReadonlySet<string> = NONE) {
   const byName = (username: string) =>
     db.k
       .selectFrom('users')
@@ -179,9 +189,11 @@ export function createUsers(db: Db, clock: Clock) {
       .executeTakeFirst()
 
   return {
+    /** What is wrong with a name for a new account under this configuration (usernameIssue). */
+    nameIssue: (username: string) => usernameIssue(username, reserved),
     async create(username: string, password: string, opts: { vip?: boolean; admin?: boolean } = {}): Promise<User> {
       const name = username.toLowerCase()
-      const problem = usernameProblem(name) ?? passwordProblem(password)
+      const problem = usernameProblem(name, reserved) ?? passwordProblem(password)
       if (problem) throw new UserInputError(problem)
       const now = clock.now()
       const row = {

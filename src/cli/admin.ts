@@ -8,6 +8,7 @@ import { snapshotFirst } from '../db/snapshot.js'
 import { FEATURE_TABLES, BLOB_COLUMNS } from '../features/tables.js'
 import { systemClock } from '../util/clock.js'
 import { createUsers, UserInputError, TIERS, type Tier, type UserSettings } from '../auth/users.js'
+import { serviceLabels } from '../http/site-origin.js'
 import { createApiKeys } from '../auth/api-keys.js'
 import { randomString, sha256hex } from '../auth/tokens.js'
 import { isQuotaName, QUOTA_NAMES } from '../limits/quotas.js'
@@ -118,7 +119,7 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
 }
 
 async function run(cmd: string, args: string[], db: Db, config: Config): Promise<void> {
-  const users = createUsers(db, systemClock)
+  const users = createUsers(db, systemClock, serviceLabels(config))
   const need = <T>(v: T | undefined, what: string): T => {
     if (v === undefined || v === '') throw new UsageError(`missing ${what}`)
     return v

@@ -68,6 +68,37 @@ function publicHostOf(config: OriginConfig): string | null {
   return parsedHost
 }
 
+/**
+ * Names no new account may take under this configuration: the label directly under the content
+ * domain in PUBLIC_URL's host (`svc` for https://svc.example.net with CONTENT_DOMAIN=example.net,
+ * `b` for https://a.b.example.net). That user's origin, or one of its projects', would be the
+ * service's own host, a parent of it or a child of it: user content on the service's origin or
+ * able to set cookies the service receives.
+ */
+export function serviceLabels(config: OriginConfig): Set<string> {
+  const domain = config.contentDomain ?? (config.contentDomainAuto ? 'localhost' : null)
+  const label = domain === null ? null : serviceLabelUnder(domain, config)
+  return new Set(label === null ? [] : [label])
+}
+
+// the last answer of serviceLabelUnder: siteOf asks it on every request of a user's origin
+let labelDomain = ''
+let labelHost = ''
+let labelValue: string | null = null
+/** The label directly under `domain` in PUBLIC_URL's host, or null (no PUBLIC_URL, or a host elsewhere). */
+function serviceLabelUnder(domain: string, config: OriginConfig): string | null {
+  const host = publicHostOf(config)
+  if (host === null) return null
+  if (domain !== labelDomain || host !== labelHost) {
+    const labels = host.endsWith(`.${domain}`) ? host.slice(0, -domain.length - 1).split('.') : []
+    labelValue = labels.length > 0 ? labels[labels.length - 1] : null
+    labelDomain = domain
+    labelHost = host
+  }
+  return labelValue
+}
+const isServiceLabel = (username: string, domain: string, config: OriginConfig): boolean => serviceLabelUnder(domain, config) === username
+
 const portOf = (host: string | undefined): string => {
   const m = host ? /:(\d+)$/.exec(host) : null
   return m ? `:${m[1]}` : ''
@@ -100,9 +131,11 @@ export function siteOf(hostHeader: string | undefined, config: OriginConfig): Si
   if (publicHostOf(config) === host) return null
   const label = host.slice(0, host.length - domain.length - 1)
   const dot = label.indexOf('.')
-  if (dot < 0) return LABEL_RE.test(label) ? { username: label, project: null, deploy: null } : null
+  // the service's own label is no user's, nor are its project hosts (an account made before
+  // that name was reserved: serviceLabels)
+  if (dot < 0) return LABEL_RE.test(label) && !isServiceLabel(label, domain, config) ? { username: label, project: null, deploy: null } : null
   const username = label.slice(dot + 1)
-  if (!LABEL_RE.test(username)) return null
+  if (!LABEL_RE.test(username) || isServiceLabel(username, domain, config)) return null
   const first = label.slice(0, dot)
   const sep = first.indexOf(PREVIEW_SEP)
   if (sep < 0) return PROJECT_LABEL_RE.test(first) ? { username, project: first, deploy: null } : null
@@ -150,7 +183,7 @@ export function userSiteOrigin(
   const reqHost = req.headers.host
   const serviceHost = config.publicUrl ? new URL(config.publicUrl).host : reqHost
   const domain = contentDomainFor(hostName(serviceHost), config)
-  if (domain === null) return null
+  if (domain === null || isServiceLabel(username, domain, config)) return null
   if (domain === 'localhost' && !config.trustProxy && ports.http !== null) return `http://${username}.localhost:${ports.http}`
   return `https://${username}.${domain}${portOf(serviceHost)}`
 }

@@ -59,6 +59,20 @@ describe('reserved usernames', () => {
     for (const name of ['ab', 'a-b', 'alice_2', '9lives']) assert.equal(usernameProblem(name), null, name)
   })
 
+  it("refuses a new account named as the service's host under the content domain", async () => {
+    const t = await startServer({ engine: 'sqlite', env: { PUBLIC_URL: 'https://svc.example.test', CONTENT_DOMAIN: 'example.test' } })
+    try {
+      // its origin would be the service's host, its projects' hosts the service's children
+      assert.equal(t.deps.users.nameIssue('svc'), 'reserved')
+      assert.equal(t.deps.users.nameIssue('SVC'), 'reserved')
+      await assert.rejects(t.deps.users.create('svc', 'a long enough password'), /"svc" is reserved/)
+      assert.equal(t.deps.users.nameIssue('carol'), null)
+      assert.equal((await t.user({ name: 'carol' })).username, 'carol')
+    } finally {
+      await t.close()
+    }
+  })
+
   it("a service path asked for in another case never becomes a user's path", async () => {
     const u = await s.user()
     for (const [upper, lower] of [

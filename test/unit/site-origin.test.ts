@@ -1,13 +1,14 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { loadConfig } from '../../src/config.js'
-import { hostName, isContentOnlyHost, originUrl, previewOriginUrl, siteOf, siteUserOf, userSiteOrigin } from '../../src/http/site-origin.js'
+import { hostName, isContentOnlyHost, originUrl, previewOriginUrl, serviceLabels, siteOf, siteUserOf, userSiteOrigin } from '../../src/http/site-origin.js'
 
 describe("users' origins: which host names a user", () => {
   const auto = loadConfig({})
   const set = loadConfig({ CONTENT_DOMAIN: 'pages.example.net', PUBLIC_URL: 'https://svc.example.net' })
   const under = loadConfig({ CONTENT_DOMAIN: 'example.net', PUBLIC_URL: 'https://svc.example.net' })
   const off = loadConfig({ CONTENT_DOMAIN: 'off' })
+  const deeper = loadConfig({ CONTENT_DOMAIN: 'example.net', PUBLIC_URL: 'https://a.b.example.net' })
   const cases: Array<[string, ReturnType<typeof loadConfig>, string | undefined, string | null]> = [
     ['a loopback user host (auto)', auto, 'alice.localhost:8080', 'alice'],
     ['upper case and a trailing dot', auto, 'ALICE.localhost.:8443', 'alice'],
@@ -23,9 +24,24 @@ describe("users' origins: which host names a user", () => {
     ['*.localhost when a domain is configured', set, 'bob.localhost', null],
     ['the service host under the content domain', under, 'svc.example.net', null],
     ['a user next to it', under, 'carol.example.net', 'carol'],
+    // the service's label is no user's, nor its project hosts (a child of the service's host)
+    ['a project host under the service host', under, 'blog.svc.example.net', null],
+    ['a parent of a deeper service host', deeper, 'b.example.net', null],
+    ['the deeper service host', deeper, 'a.b.example.net', null],
+    ['a user next to a deeper service host', deeper, 'carol.example.net', 'carol'],
     ["users' origins off", off, 'alice.localhost', null],
   ]
   for (const [name, config, host, want] of cases) it(`${name}: ${host} -> ${want}`, () => assert.equal(siteUserOf(host, config), want))
+  it("reserves the service host's label under the content domain, and gives that name no site URL", () => {
+    assert.deepEqual([...serviceLabels(under)], ['svc'])
+    assert.deepEqual([...serviceLabels(deeper)], ['b'])
+    assert.deepEqual([...serviceLabels(set)], [], 'the service outside the content domain')
+    assert.deepEqual([...serviceLabels(loadConfig({ CONTENT_DOMAIN: 'example.net', PUBLIC_URL: 'https://example.net' }))], [], 'the apex')
+    assert.deepEqual([...serviceLabels(off)], [])
+    const ports = { main: 8443, http: null }
+    assert.equal(userSiteOrigin('svc', { headers: { host: 'svc.example.net' } }, under, ports), null)
+    assert.equal(userSiteOrigin('carol', { headers: { host: 'svc.example.net' } }, under, ports), 'https://carol.example.net')
+  })
 
   const projects: Array<[string, ReturnType<typeof loadConfig>, string, { username: string; project: string | null; deploy: string | null } | null]> = [
     ['a user origin', auto, 'alice.localhost:8080', { username: 'alice', project: null, deploy: null }],

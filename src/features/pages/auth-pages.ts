@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { Deps } from '../../deps.js'
-import { usernameIssue, UserInputError } from '../../auth/users.js'
+import { UserInputError } from '../../auth/users.js'
 import { passwordProblem } from '../../auth/passwords.js'
 import { sessionCookies } from '../../auth/principal.js'
 import { clientIp, isCrossSite, isHttps, serviceOrigin } from '../../http/origin.js'
@@ -167,7 +167,7 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
 
     if (isCrossSite(req, config) || !formTokenOk(req)) return again(['register.error.expired'])
     const errors: MsgKey[] = []
-    const issue = usernameIssue(username)
+    const issue = users.nameIssue(username)
     if (issue !== null) errors.push(`register.error.${issue}`)
     if (passwordProblem(password)) errors.push('register.error.password')
     else if (password !== str('password2')) errors.push('register.error.mismatch')
