@@ -29,6 +29,16 @@ describe('_redirects parser', () => {
     ],
     ['a custom 404 for a section', '/shop/* /shop/404.html 404', [{ from: '/shop/*', to: '/shop/404.html', status: 404, force: false, line: 1 }]],
     ['a byte-order mark', '\uFEFF/a /b', [{ from: '/a', to: '/b', status: 301, force: false, line: 1 }]],
+    // a comment may end a line, as Netlify reads it; a target's fragment is no comment
+    [
+      'comments that end lines',
+      '/a /b 302 # moved\n/c /d\t# no status\n/e /f#top 301',
+      [
+        { from: '/a', to: '/b', status: 302, force: false, line: 1 },
+        { from: '/c', to: '/d', status: 301, force: false, line: 2 },
+        { from: '/e', to: '/f#top', status: 301, force: false, line: 3 },
+      ],
+    ],
   ]
   for (const [name, text, want] of good) {
     it(`takes ${name}`, () => assert.deepEqual(parseRedirects(text), want))

@@ -131,6 +131,7 @@ function checkPattern(p: string, file: string, n: number, what: string): void {
   }
 }
 
+const TRAILING_COMMENT = /\s#.*$/
 /** A `Name=value` word: a Netlify condition (`Country=us`) or query match (`id=:id`), never a path or a status. */
 const KEY_VALUE = /^[A-Za-z][A-Za-z0-9_-]*=/
 const CONDITIONS = new Set(['country', 'language', 'role', 'cookie'])
@@ -149,7 +150,9 @@ function keyValueProblem(word: string, at: number): string {
 export function parseRedirects(text: string, file = '_redirects'): RedirectRule[] {
   const rules: RedirectRule[] = []
   for (const { n, raw } of lines(text, file)) {
-    const parts = raw.trim().split(/\s+/)
+    // a comment may end a line, as in Netlify's files: `#` after a space (a target's own
+    // fragment, `/about#top`, has none before it)
+    const parts = raw.replace(TRAILING_COMMENT, '').trim().split(/\s+/)
     const kv = parts.findIndex((p) => KEY_VALUE.test(p))
     if (kv >= 0) throw new RuleSyntaxError(file, n, keyValueProblem(parts[kv], kv))
     if (parts.length < 2) throw new RuleSyntaxError(file, n, 'expected "from to [status]"')
