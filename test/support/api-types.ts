@@ -238,24 +238,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/forms/submit/{form_slug}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Submit to a form (public, no authentication, CORS); JSON, form-encoded or multipart text fields */
-        post: operations["postApiFormsSubmitByFormSlug"];
-        delete?: never;
-        /** CORS preflight of a submission */
-        options: operations["optionsApiFormsSubmitByFormSlug"];
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/svc_api/forms/create": {
         parameters: {
             query?: never;
@@ -1478,6 +1460,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/forms/submit/{form_slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Submit to a form (public, no authentication, CORS); JSON, form-encoded or multipart text fields */
+        post: operations["postApiFormsSubmitByFormSlug"];
+        delete?: never;
+        /** CORS preflight of a submission */
+        options: operations["optionsApiFormsSubmitByFormSlug"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/svc-img/pub/{token}": {
         parameters: {
             query?: never;
@@ -2096,56 +2096,6 @@ export interface operations {
             header?: never;
             path: {
                 key: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No Content (CORS preflight) */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    postApiFormsSubmitByFormSlug: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                form_slug: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        success: boolean;
-                        message: string;
-                        data: {
-                            submission_id: string;
-                        };
-                    };
-                };
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    optionsApiFormsSubmitByFormSlug: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                form_slug: string;
             };
             cookie?: never;
         };
@@ -5047,6 +4997,56 @@ export interface operations {
         responses: {
             /** @description Default Response */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    postApiFormsSubmitByFormSlug: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                form_slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            submission_id: string;
+                        };
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    optionsApiFormsSubmitByFormSlug: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                form_slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content (CORS preflight) */
+            204: {
                 headers: {
                     [name: string]: unknown;
                 };
