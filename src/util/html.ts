@@ -16,24 +16,46 @@ const LOADING_TAG = /<(script|link|img|source|iframe|embed|video|audio|track)\b(
 // a <link> that loads part of the page (stylesheet, preload), not one that only points
 // somewhere (canonical, alternate) or that the page works without (icon, manifest)
 const LOADING_REL = /(?:^|\s)rel\s*=\s*["']?[^"'>]*\b(?:stylesheet|preload|modulepreload)\b/i
-// a src= or href= whose value starts with one '/' (not '//', a scheme-relative URL)
-const ROOT_ABSOLUTE = /(?:^|\s)(?:src|href)\s*=\s*(?:"(\/(?!\/)[^"]*)"|'(\/(?!\/)[^']*)'|(\/(?!\/)[^\s>]*))/i
+// a src= or href= and its value (quoted or not)
+const SRC_OR_HREF = /(?:^|\s)(?:src|href)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>'"]+))/i
+// the document's base URL (the first <base href>): relative URLs resolve against it
+const BASE_TAG = /<base\b[^>]*?\shref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>'"]+))/i
 /** How many root-absolute files rootResources names at most (a page's first few suffice). */
 const MAX_RESOURCES = 8
+// what a URL resolves against, to tell a path on the page's own origin from another origin's
+const ORIGIN = 'http://origin.invalid'
+
+/** A value starting with one '/' (not '//', a scheme-relative URL). */
+const rootAbsolute = (v: string): boolean => v.startsWith('/') && !v.startsWith('//')
 
 /**
  * The root-absolute paths (`/assets/app.js`, without query or fragment) of the files a page
- * loads as it opens, as a build for `/` writes them (Vite's default base): such a site works
- * only at the root of an origin. Reads the first MiB; at most MAX_RESOURCES paths, in order.
+ * loads as it opens, as a build for `/` writes them: root-absolute URLs (Vite's default base),
+ * or relative ones under a root-absolute `<base href="/">` (Angular's and Flutter's default
+ * builds), which the browser resolves from the root the same way. Such a site works only at
+ * the root of an origin. Reads the first MiB; at most MAX_RESOURCES paths, in order.
  */
 export function rootResources(html: string): string[] {
+  const head = html.slice(0, 1 << 20)
+  const b = BASE_TAG.exec(head)
+  const baseHref = b === null ? null : (b[1] ?? b[2] ?? b[3]).trim()
+  // a root-absolute base makes every relative URL root-absolute; any other leaves them relative
+  const base = baseHref !== null && rootAbsolute(baseHref) ? ORIGIN + baseHref : null
   const out: string[] = []
-  for (const m of html.slice(0, 1 << 20).matchAll(LOADING_TAG)) {
+  for (const m of head.matchAll(LOADING_TAG)) {
     if (m[1].toLowerCase() === 'link' && !LOADING_REL.test(m[2])) continue
-    const a = ROOT_ABSOLUTE.exec(m[2])
+    const a = SRC_OR_HREF.exec(m[2])
     if (a === null) continue
-    const url = (a[1] ?? a[2] ?? a[3]).replace(/[?#].*$/s, '')
-    if (url !== '/' && !out.includes(url)) out.push(url)
+    const value = (a[1] ?? a[2] ?? a[3]).trim()
+    let url: string | null = null
+    if (rootAbsolute(value)) url = value.replace(/[?#].*$/s, '')
+    else if (base !== null && value !== '' && !value.startsWith('#')) {
+      const u = URL.canParse(value, base) ? new URL(value, base) : null
+      // an absolute or scheme-relative URL names another origin (or data:, blob:): not the root
+      if (u !== null && u.origin === ORIGIN) url = u.pathname
+    }
+    if (url === null || url === '/' || out.includes(url)) continue
+    out.push(url)
     if (out.length >= MAX_RESOURCES) break
   }
   return out

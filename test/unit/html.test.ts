@@ -49,6 +49,28 @@ describe('rootResources', () => {
     ['absolute URLs', '<script src="https://example.net/x.js"></script>', []],
     ['the root itself', '<link rel="stylesheet" href="/">', []],
     ['each path once', '<img src="/a.png"><img src="/a.png">', ['/a.png']],
+    [
+      'Angular\'s default build: relative files under <base href="/">',
+      '<base href="/"><link rel="icon" href="favicon.ico"><link rel="stylesheet" href="styles-5I.css"><script src="polyfills-FF.js" type="module"></script><script src="main-AB.js" type="module"></script>',
+      ['/styles-5I.css', '/polyfills-FF.js', '/main-AB.js'],
+    ],
+    [
+      "Flutter's: an unquoted base, a later attribute",
+      "<base target=_self href=/><script src='flutter_bootstrap.js?v=1' async></script>",
+      ['/flutter_bootstrap.js'],
+    ],
+    ['a base under a subpath', '<base href="/app/"><script src="main.js"></script><img src="../logo.png">', ['/app/main.js', '/logo.png']],
+    [
+      'a root-absolute base leaves other origins and inline data out',
+      '<base href="/"><script src="//cdn.example.net/x.js"></script><script src="https://example.net/y.js"></script><img src="data:image/png;base64,AA"><img src="#x">',
+      [],
+    ],
+    [
+      'only the first base counts: a relative one keeps relative files relative',
+      '<base href="./"><script src="a.js"></script><base href="/"><script src="b.js"></script>',
+      [],
+    ],
+    ['an absolute base', '<base href="https://cdn.example.net/"><script src="a.js"></script>', []],
   ]
   for (const [name, html, want] of cases) it(name, () => assert.deepEqual(rootResources(`<!doctype html><html><head>${html}</head></html>`), want))
 

@@ -23,6 +23,8 @@ describe('svc deploy: the URL to open', () => {
     ['a relative build', '<script type="module" src="./assets/index-a1.js"></script>', false],
     ['a scheme-relative CDN script', '<script src="//cdn.example.net/x.js"></script>', false],
     ['an absolute URL', '<a href="https://example.net/">x</a>', false],
+    ['Angular\'s default build: relative files under <base href="/">', '<base href="/"><script src="main-a1.js" type="module"></script>', true],
+    ['relative files under a relative base', '<base href="./"><script src="main-a1.js" type="module"></script>', false],
     ['no index.html', null, false],
   ]
   for (const [name, html, want] of pages)
@@ -30,7 +32,7 @@ describe('svc deploy: the URL to open', () => {
       const d = fs.mkdtempSync(path.join(dir, 'site-'))
       if (html !== null) fs.writeFileSync(path.join(d, 'index.html'), `<!doctype html><html><head>${html}</head></html>`)
       // the files the pages above load, where the folder has them
-      for (const f of ['assets/index-a1.js', 'style.css', 'logo.png']) {
+      for (const f of ['assets/index-a1.js', 'style.css', 'logo.png', 'main-a1.js']) {
         fs.mkdirSync(path.dirname(path.join(d, f)), { recursive: true })
         fs.writeFileSync(path.join(d, f), 'x')
       }

@@ -1,0 +1,88 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS, batchUpload, type BatchFile } from '../support/hosting.js'
+import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
+
+// Sites as the common generators write them, opened in Chromium at the URLs people share:
+// what a visitor sees must be what the same build shows on Netlify or GitHub Pages.
+const engine = ENGINES[0]
+
+async function deploy(s: TestServer, key: string, project: string, files: BatchFile[]): Promise<void> {
+  const r = await batchUpload(s, { key }, project, files)
+  assert.equal(r.status, 200, r.text)
+  const p = await s.post(`/api/folders/${project}/publish`, { key })
+  assert.equal(p.status, 200, p.text)
+}
+
+/**
+ * Angular's default build (and Flutter web's): `<base href="/">`, then relative file names,
+ * which the browser resolves from the root of the origin; the router falls back to index.html.
+ */
+const ANGULAR: BatchFile[] = [
+  {
+    filename: 'index.html',
+    data: `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>loading</title><base href="/">
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="styles-5INURTSO.css"></head>
+<body><app-root></app-root>
+<script src="polyfills-FFHMD2TL.js" type="module"></script><script src="main-ABC123.js" type="module"></script></body></html>`,
+  },
+  { filename: 'styles-5INURTSO.css', data: 'app-root { color: rgb(1, 2, 3); }' },
+  { filename: 'polyfills-FFHMD2TL.js', data: 'globalThis.polyfilled = true' },
+  {
+    filename: 'main-ABC123.js',
+    data: `const root = document.querySelector('app-root')
+root.textContent = 'route ' + location.pathname + (globalThis.polyfilled ? ' polyfilled' : '') + ' ' + getComputedStyle(root).color
+document.title = 'ready'`,
+  },
+  { filename: '_redirects', data: '/* /index.html 200\n' },
+]
+
+let browser: BrowserLease
+before(async () => {
+  browser = await openBrowser()
+})
+after(async () => {
+  await browser?.close()
+})
+
+describe(`real-world builds in Chromium [${engine}]`, () => {
+  let s: TestServer
+  let username: string
+  let port: string
+  before(async () => {
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    const user = await s.user()
+    username = user.username
+    port = new URL(s.httpUrl).port
+    await deploy(s, user.key, 'ng', ANGULAR)
+  })
+  after(async () => {
+    await s?.close()
+  })
+
+  it('an app built for / with <base href="/"> (Angular, Flutter) opens from every URL at its own origin', async () => {
+    const own = `http://ng.${username}.localhost:${port}`
+    for (const [from, to] of [
+      [`http://${username}.localhost:${port}/ng/`, `${own}/`],
+      [`http://${username}.localhost:${port}/ng/heroes/7?tab=2`, `${own}/heroes/7?tab=2`],
+      [`${s.url}/${username}/ng/`, `${own}/`],
+    ]) {
+      const ctx = await browser.newContext({ ignoreHTTPSErrors: true })
+      try {
+        const page = await ctx.newPage()
+        const errors = watchErrors(page)
+        const res = await page.goto(from)
+        assert.equal(res?.status(), 200, from)
+        assert.equal(page.url(), to, from)
+        await page.waitForFunction(() => document.title === 'ready', null, { timeout: 15_000 })
+        assert.equal(await page.locator('app-root').textContent(), `route ${new URL(to).pathname} polyfilled rgb(1, 2, 3)`, from)
+        assert.deepEqual(errors, [], `${from}: no console errors, page errors or failed requests`)
+      } finally {
+        await ctx.close()
+      }
+    }
+  })
+})
