@@ -40,6 +40,22 @@ document.title = 'ready'`,
   { filename: '_redirects', data: '/* /index.html 200\n' },
 ]
 
+/**
+ * A Persian blog as a generator writes it from its titles: page and folder names with the
+ * zero-width non-joiner (U+200C) the language spells its words with, linked relatively.
+ */
+const ABOUT = 'درباره\u200cما'
+const POSTS = 'نوشته\u200cها'
+const PERSIAN: BatchFile[] = [
+  {
+    path: 'index.html',
+    data: `<!doctype html><html lang="fa" dir="rtl"><meta charset="utf-8"><title>خانه</title><link rel="icon" href="data:,">
+<a id="about" href="${ABOUT}.html">درباره ما</a> <a id="posts" href="${POSTS}/">نوشته‌ها</a>`,
+  },
+  { path: `${ABOUT}.html`, data: `<!doctype html><meta charset="utf-8"><title>${ABOUT}</title><link rel="icon" href="data:,"><h1>${ABOUT}</h1>` },
+  { path: `${POSTS}/index.html`, data: `<!doctype html><meta charset="utf-8"><title>${POSTS}</title><link rel="icon" href="data:,"><h1>${POSTS}</h1>` },
+].map(({ path, data }) => ({ filenameStar: encodeURIComponent(path), data }))
+
 let browser: BrowserLease
 before(async () => {
   browser = await openBrowser()
@@ -58,6 +74,7 @@ describe(`real-world builds in Chromium [${engine}]`, () => {
     username = user.username
     port = new URL(s.httpUrl).port
     await deploy(s, user.key, 'ng', ANGULAR)
+    await deploy(s, user.key, 'fa', PERSIAN)
   })
   after(async () => {
     await s?.close()
@@ -83,6 +100,33 @@ describe(`real-world builds in Chromium [${engine}]`, () => {
       } finally {
         await ctx.close()
       }
+    }
+  })
+
+  it('a site whose page and folder names carry the joiners its language needs (Persian ZWNJ) is deployed and browsed', async () => {
+    const ctx = await browser.newContext({ ignoreHTTPSErrors: true })
+    try {
+      const page = await ctx.newPage()
+      const errors = watchErrors(page)
+      const home = `http://${username}.localhost:${port}/fa/`
+      assert.equal((await page.goto(home))?.status(), 200)
+      for (const [link, title] of [
+        ['#about', ABOUT],
+        ['#posts', POSTS],
+      ]) {
+        const [res] = await Promise.all([page.waitForNavigation(), page.click(link)])
+        assert.equal(res?.status(), 200, title)
+        assert.equal(await page.title(), title)
+        assert.equal(await page.locator('h1').textContent(), title)
+        await page.goBack()
+      }
+      // the folder named without its slash goes to the slash form, as on GitHub Pages
+      const bare = await page.goto(`${home}${encodeURIComponent(POSTS)}`)
+      assert.equal(bare?.status(), 200)
+      assert.equal(page.url(), `${home}${encodeURIComponent(POSTS)}/`)
+      assert.deepEqual(errors, [], 'no console errors, page errors or failed requests')
+    } finally {
+      await ctx.close()
     }
   })
 })
