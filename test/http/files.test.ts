@@ -15,6 +15,12 @@ const PNG = Buffer.from(
   'hex',
 )
 
+/** A 1x1 24-bit BMP whose pixel row reads `<p>` (markup-like bytes after a binary header). */
+const BMP = Buffer.concat([
+  Buffer.from('424d3a0000000000000036000000280000000100000001000000010018000000000004000000130b0000130b00000000000000000000', 'hex'),
+  Buffer.from('<p>\n'),
+])
+
 for (const engine of ENGINES) {
   describe(`single files [${engine}]`, () => {
     let s: TestServer
@@ -92,6 +98,28 @@ for (const engine of ENGINES) {
           run: () => uploadFile(s, { key: alice.key }, 'x.html', PNG),
         },
         {
+          name: 'a real BMP named .html, markup-like bytes in its pixels',
+          status: 400,
+          code: 'VALIDATION_FAILED',
+          detail: /image\/bmp/,
+          run: () => uploadFile(s, { key: alice.key }, 'x.html', BMP),
+        },
+        {
+          name: 'a real EXE header named .html',
+          status: 400,
+          code: 'VALIDATION_FAILED',
+          detail: /application\/x-msdownload/,
+          run: () =>
+            uploadFile(s, { key: alice.key }, 'x.html', Buffer.concat([Buffer.from('4d5a90000300000004000000ffff0000', 'hex'), Buffer.from('<p>x</p>')])),
+        },
+        {
+          name: 'a vCard without markup named .html',
+          status: 400,
+          code: 'VALIDATION_FAILED',
+          detail: /text\/vcard/,
+          run: () => uploadFile(s, { key: alice.key }, 'x.html', 'BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Bob\r\nEND:VCARD\r\n'),
+        },
+        {
           name: 'plain text named .html',
           status: 400,
           code: 'VALIDATION_FAILED',
@@ -157,6 +185,20 @@ for (const engine of ENGINES) {
       }
       const row = await s.deps.db.k.selectFrom('files').select('content_type').where('file_name', '=', 'gbk.html').executeTakeFirstOrThrow()
       assert.equal(row.content_type, 'text/html')
+    })
+
+    it('accepts pages whose first letters spell a binary signature (BM, MZ, ID3, BEGIN:VCARD)', async () => {
+      for (const [name, page] of [
+        ['bmw.html', 'BMW cars\n<p>fast ones</p>'],
+        ['mz.html', 'MZ fans\n<ul><li>one</li></ul>'],
+        ['id3.html', 'ID3 tag notes <br> for MP3 files'],
+        ['card.html', 'BEGIN:VCARD is how a vCard starts: <b>example</b>'],
+      ] as const) {
+        const r = await uploadFile(s, { key: alice.key }, name, page)
+        assert.equal(r.status, 200, `${name}: ${r.text}`)
+        const served = await s.get(`/${alice.username}/${name}`)
+        assert.equal(served.text, page)
+      }
     })
 
     it('accepts UTF-16 HTML with its byte order mark (as Windows PowerShell writes it), served as it came', async () => {

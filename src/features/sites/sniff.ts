@@ -55,6 +55,9 @@ export class ContentWatcher extends Transform {
   }
 }
 
+/** C0 control bytes text does not hold (tab, line breaks, form feed, SUB and ESC are text). */
+const BINARY_CONTROL = /[\x00-\x08\x0e-\x19\x1c-\x1f]/
+
 /** Whether a text looks like HTML: a tag, comment or doctype appears near its start. */
 export function looksLikeHtml(head: Buffer): boolean {
   // decode leniently (pages in GBK and other encodings are HTML too: their tags are ASCII)
@@ -75,7 +78,12 @@ export async function detectNonHtml(head: Buffer, hasNul: boolean): Promise<stri
   if (utf16) return looksLikeHtml(Buffer.from(new TextDecoder(utf16).decode(head.subarray(2)), 'utf8')) ? null : 'text/plain'
   const { fileTypeFromBuffer } = await import('file-type')
   const ft = await fileTypeFromBuffer(head).catch(() => undefined)
-  if (ft && ft.mime !== 'text/html' && ft.mime !== 'application/xml') return ft.mime
+  // a signature decides for binary bytes; text with markup is a page even when its first
+  // letters spell one (`BMW cars`, `MZ`, `ID3 tag`, `BEGIN:VCARD`): file-type's short and
+  // printable signatures match ordinary words, while real BMP, EXE and MP3 headers hold
+  // NUL or control bytes, and text without markup still gets the signature's type
+  if (ft && ft.mime !== 'text/html' && ft.mime !== 'application/xml' && (hasNul || BINARY_CONTROL.test(head.toString('latin1')) || !looksLikeHtml(head)))
+    return ft.mime
   if (hasNul) return 'application/octet-stream'
   if (looksLikeHtml(head)) return null
   const t = head
