@@ -121,15 +121,15 @@ export async function readUpload(source: Readable & { truncated?: boolean }, max
   return Buffer.concat(chunks, n)
 }
 
-/** Drops a file part that will not be kept; its errors are the parts iterator's to report. */
-export async function discardUpload(source: Readable): Promise<void> {
+/** Drops a file part that will not be kept and returns how many bytes it held; its errors are the parts iterator's to report. */
+export async function discardUpload(source: Readable): Promise<number> {
+  let n = 0
   try {
-    for await (const _ of guardUpload(source)) {
-      /* drop */
-    }
+    for await (const c of guardUpload(source) as AsyncIterable<Buffer>) n += c.length
   } catch {
     /* the parts iterator throws the same error next */
   }
+  return n
 }
 
 /** Drops whatever is left of a request body after the handler failed, so the answer gets through. */

@@ -174,6 +174,17 @@ for (const engine of ENGINES) {
       assert.equal(ok.json.uploaded_count, 2, ok.text)
     })
 
+    it('skips the part of a file input left empty (no file name, no bytes); only such parts: 400 / 1101, nothing created', async () => {
+      const empty = { filename: '', data: '' }
+      const r = await batchUpload(s, { key: u.key }, 'blanks', [empty, { filename: 'index.html', data: HTML('home') }, empty, { filename: 'a.txt', data: 'a' }])
+      assert.equal(r.status, 200, r.text)
+      assert.deepEqual(r.json, { success: true, message: r.json.message, uploaded_count: 2, failed_count: 0, failed_files: [], errors: [] })
+      assert.deepEqual(paths(await files('blanks')), ['a.txt', 'index.html'])
+      const only = await batchUpload(s, { key: u.key }, 'blanks-only', [empty, empty])
+      expectError(only, 400, 1101)
+      expectError(await files('blanks-only'), 403, 1312)
+    })
+
     it('refuses every traversal payload as a failed file, stores nothing outside the project', async () => {
       const before = new Set(walk(s.dataDir))
       const r = await batchUpload(s, { key: u.key }, 'evil', [

@@ -189,12 +189,15 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
               if (part.fieldname === 'overwrite_files' && typeof part.value === 'string') overwriteRaw = part.value
               continue
             }
-            filesSeen++
             const name = part.filename
+            // a file input left empty: browsers send a part without a file name or bytes, which
+            // is no file at all; a nameless part with bytes is a failed file (invalid path)
+            if (name === '' && (await discardUpload(part.file)) === 0) continue
+            filesSeen++
             const checked = svc.checkUploadName(name)
             if ('failure' in checked) {
               failures.push(checked.failure)
-              await discardUpload(part.file)
+              if (name !== '') await discardUpload(part.file) // (a nameless part is drained above)
               continue
             }
             if (seen.has(checked.path)) {
