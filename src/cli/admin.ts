@@ -286,7 +286,8 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
     case 'feature': {
       const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { off: { type: 'boolean' } } })
       const id = await userId(need(positionals[0], '<username>'))
-      const fileName = need(positionals[1], '<file_name>')
+      // file names are stored in NFC (sites/paths.ts): a decomposed spelling names the same file
+      const fileName = need(positionals[1], '<file_name>').normalize('NFC')
       const r = await sql`update files set is_featured = ${values.off ? 0 : 1} where user_id = ${id} and file_name = ${fileName}`.execute(db.k)
       if (Number(r.numAffectedRows ?? 0n) === 0) throw new UserInputError(`no file "${fileName}" for ${positionals[0]}`)
       out(`${fileName}: is_featured ${values.off ? 'false' : 'true'}`)

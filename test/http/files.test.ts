@@ -6,6 +6,7 @@ import crypto from 'node:crypto'
 import { ENGINES, startServer, multipart, type Res, type TestServer } from '../support/server.js'
 import { expectError } from '../support/errors.js'
 import { HTML, HIGH_LIMITS, uploadFile } from '../support/hosting.js'
+import { svc } from '../support/images.js'
 import { FakeClock } from '../../src/util/clock.js'
 
 const BEIJING = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/
@@ -328,6 +329,21 @@ for (const engine of ENGINES) {
         const other = await s.get('/svc_api/files', { key: alice.key })
         assert.ok(!other.json.data.files.some((f: any) => f.file_name === 'gamma.html'), "only the caller's files")
       })
+    })
+
+    it('svc feature finds a file by a decomposed (NFD) spelling of its name, as the upload does', async () => {
+      const nfd = 'cafe\u0301-featured.html'
+      const up = await uploadFile(s, { key: alice.key }, nfd, HTML('café'))
+      assert.equal(up.status, 200, up.text)
+      assert.equal(up.json.data.file_name, nfd.normalize('NFC'))
+      await svc(s, 'feature', alice.username, nfd)
+      const listed = await s.get(`/svc_api/files?search=featured&is_featured=true`, { key: alice.key })
+      assert.deepEqual(
+        listed.json.data.files.map((f: any) => f.file_name),
+        [nfd.normalize('NFC')],
+      )
+      await svc(s, 'feature', alice.username, nfd, '--off')
+      assert.equal((await s.get(`/svc_api/files?search=featured&is_featured=true`, { key: alice.key })).json.data.files.length, 0)
     })
 
     it("deletes a file (beyond the spec); a missing or another user's file is 404", async () => {
