@@ -39,6 +39,17 @@ export const ERRORS = {
     '在请求头中添加 Authorization: Bearer <API_KEY>，或先登录',
     'Send Authorization: Bearer <API_KEY>, or log in first',
   ),
+  // no credentials on a session-only endpoint: the spec's code for missing credentials, with
+  // a message that asks for a sign-in (an API key would be refused there with 1009)
+  SIGN_IN_REQUIRED: def(
+    1001,
+    'AUTH_ERROR',
+    401,
+    '需要登录：此接口只接受登录会话',
+    'Sign-in required: this endpoint needs a login session',
+    '先登录（/login），再从浏览器使用；此接口不接受 API 密钥',
+    'Sign in at /login and use it from the browser; API keys are not accepted here',
+  ),
   AUTH_INVALID: def(
     1002,
     'AUTH_ERROR',

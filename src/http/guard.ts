@@ -202,7 +202,7 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
       return
     }
     if (res.kind === 'error') throw new AppError(res.error)
-    if (!principal) throw new AppError('AUTH_MISSING')
+    if (!principal) throw new AppError(mode === 'session' ? 'SIGN_IN_REQUIRED' : 'AUTH_MISSING')
     if (mode === 'session' && principal.via !== 'session') throw new AppError('SESSION_REQUIRED')
     // a read-only key reads: every write route refuses it, whatever the feature (1440)
     if (principal.readOnly && UNSAFE.has(req.method) && !cfg.readOnlySafe) throw new AppError('READ_ONLY_KEY')

@@ -80,6 +80,21 @@ for (const engine of ENGINES) {
       assert.equal(r.json.error_code, 1003)
     })
 
+    it('asks for a sign-in (401 / 1001) on a session-only endpoint called without credentials', async () => {
+      const en = { 'accept-language': 'en' }
+      const keys = await s.get('/svc_api/api-keys', { headers: en })
+      expectError(keys, 401, 1001)
+      assert.equal(keys.json.message, 'Sign-in required: this endpoint needs a login session')
+      assert.match(keys.json.solution, /\/login/)
+      assert.match((await s.get('/svc_api/api-keys')).json.message, /登录/)
+      // plain format (hosted data): the same message, no code
+      const data = await s.get('/api/hosted-data/status', { headers: en })
+      expectError(data, 401, 'plain')
+      assert.equal(data.json.message, 'Sign-in required: this endpoint needs a login session')
+      // an endpoint that also takes keys still names the key
+      assert.equal((await s.get('/svc_api/me', { headers: en })).json.message, 'API key missing')
+    })
+
     it('manages API keys over HTTP with a session only, shows a key once, and caps them at 10', async () => {
       const u = await s.user() // holds 1 key
       const cookie = await s.login(u.username, u.password)
