@@ -457,7 +457,7 @@ for (const engine of ENGINES) {
       const m2 = multipart([{ name: 'file', filename: 'o.txt', data: 'y'.repeat(1001) }])
       expectError(await s.post(`${F}/${exact.id}/versions`, { cookie: carol.cookie, body: m2.body, headers: { 'content-type': m2.contentType } }), 413, 'plain')
       expectError(await json(carol, 'POST', `${F}/${exact.id}/versions`, { content: 'z'.repeat(1001) }), 413, 'plain')
-      // a JSON body far past the limit is refused before it is read (2 x limit + 64 KiB)
+      // a JSON body far past the limit is refused while it streams (limit + 64 KiB, counted as stored)
       expectError(await json(carol, 'POST', F, { display_name: 'huge', content: 'z'.repeat(100_000) }), 413, 'plain')
       assert.deepEqual(await counts(s), c0)
 
@@ -471,6 +471,40 @@ for (const engine of ENGINES) {
       expectError(await json(carol, 'POST', `${F}/${exact.id}/versions`, { content: 'v3, unique bytes' }), 400, 'plain')
       assert.deepEqual(await counts(s), c1)
       assert.equal((await json(carol, 'GET', '/api/hosted-data/status')).json.quota.used_files, 2)
+    })
+
+    it('applies the per-version limit to JSON content as decoded: \\u escapes and indentation do not count against it', async () => {
+      const u = await s.user()
+      const dave = { ...u, cookie: await s.login(u.username, u.password) }
+      await cli(s, 'grant', dave.username, 'hosted-data')
+      await cli(s, 'user', 'set', dave.username, '--limit', 'hosted_file_bytes=100000')
+      // JSON with every non-ASCII character escaped, as Python's json.dumps writes it
+      const ascii = (v: unknown) => JSON.stringify(v, null, 2).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+      const post = (p: string, body: unknown) =>
+        s.post(p, { cookie: dave.cookie, body: ascii(body), headers: { 'content-type': 'application/json', 'accept-language': 'en' } })
+      const c0 = await counts(s)
+      // exactly the limit: 2-byte, 4-byte (a surrogate pair) and 1-byte control characters, 3 to 6 times longer escaped
+      for (const content of ['é'.repeat(50_000), '😀'.repeat(25_000), '\u0001'.repeat(100_000)]) {
+        const r = await post(F, { display_name: 'escaped.txt', content })
+        assert.equal(r.status, 200, r.text.slice(0, 300))
+        assert.equal(r.json.file.size, 100_000)
+        assert.equal((await pub(r.json.file.public_url)).text, content)
+        const v = await post(`${F}/${r.json.file.id}/versions`, { content: content.slice(0, -2) + 'ab' })
+        assert.equal(v.status, 200, v.text.slice(0, 300))
+      }
+      // an object content: the stored JSON.stringify form is what counts, not the indented body
+      const obj = { rows: Array.from({ length: 1000 }, (_, i) => ({ id: i, name: 'ü'.repeat(38) })) }
+      const ro = await post(F, { display_name: 'rows.json', content: obj })
+      assert.equal(ro.status, 200, ro.text.slice(0, 300))
+      assert.ok(ascii({ display_name: 'rows.json', content: obj }).length > 2 * 100_000 + 64 * 1024, 'the body is larger than the old raw cap')
+      const c1 = await counts(s)
+      // one byte more, escaped or not: 413 as a multipart file gets it, nothing stored
+      for (const content of ['é'.repeat(50_000) + 'x', '\u0001'.repeat(100_001)])
+        expectError(await post(F, { display_name: 'over.txt', content }), 413, 'plain')
+      // far past it: refused while the body streams
+      expectError(await post(F, { display_name: 'huge.txt', content: '\u0001'.repeat(1_000_000) }), 413, 'plain')
+      assert.equal((await counts(s)).versions, c1.versions)
+      assert.ok(c1.versions > c0.versions)
     })
 
     it("lets exactly the quota's worth of concurrent creates and versions through", async () => {

@@ -141,3 +141,64 @@ export function checkDescription(v: unknown): string {
   if (CONTROL.test(v) || !isWellFormed(v)) throw bad('description must not contain control characters')
   return v.normalize('NFC')
 }
+
+const HEX: Record<number, number> = {}
+for (let i = 0; i < 16; i++) HEX['0123456789abcdef'.charCodeAt(i)] = HEX['0123456789ABCDEF'.charCodeAt(i)] = i
+
+/**
+ * The size of a JSON text as its content is stored, counted chunk by chunk while it arrives:
+ * a string escape counts as the UTF-8 bytes it stands for (`\u00e9` 2, each half of a
+ * surrogate pair 2, `\n` 1), whitespace between tokens not at all, every other byte as
+ * itself. So escaping non-ASCII text (Python's `json.dumps` does by default) or
+ * pretty-printing never makes content within the limit look larger than it is, and the raw
+ * text is at most 6 bytes per counted byte (`\u0001`) plus its whitespace.
+ */
+export class JsonSize {
+  size = 0
+  private inString = false
+  /** -1: no escape; 0: after a backslash; 1-4: hex digits of `\u` read so far */
+  private escape = -1
+  private unit = 0
+
+  add(chunk: Buffer): number {
+    const n = chunk.length
+    for (let i = 0; i < n; i++) {
+      const b = chunk[i]
+      if (this.escape >= 0) {
+        if (this.escape === 0) {
+          if (b === 0x75) {
+            this.escape = 1
+            this.unit = 0
+          } else {
+            this.escape = -1
+            this.size++
+          }
+          continue
+        }
+        // a bad hex digit is JSON.parse's to refuse; it counts as 0 here
+        this.unit = this.unit * 16 + (HEX[b] ?? 0)
+        if (++this.escape === 5) {
+          this.escape = -1
+          const u = this.unit
+          this.size += u < 0x80 ? 1 : u < 0x800 || (u >= 0xd800 && u <= 0xdfff) ? 2 : 3
+        }
+      } else if (this.inString) {
+        // plain string bytes up to the next quote or backslash count as themselves
+        let j = i
+        while (j < n && chunk[j] !== 0x22 && chunk[j] !== 0x5c) j++
+        this.size += j - i
+        if (j === n) break
+        if (chunk[j] === 0x5c) this.escape = 0
+        else {
+          this.inString = false
+          this.size++
+        }
+        i = j
+      } else if (b === 0x22) {
+        this.inString = true
+        this.size++
+      } else if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) this.size++
+    }
+    return this.size
+  }
+}

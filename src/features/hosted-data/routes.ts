@@ -8,7 +8,7 @@ import { caller } from '../../http/guard.js'
 import { multipartParts, readUpload } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
 import { createHostedData, maxFileBytes, tooLarge, type Upload } from './service.js'
-import { checkDescription, checkDisplayName, encodeText, isJsonType, normalizeContentType, typeFromName } from './content.js'
+import { JsonSize, checkDescription, checkDisplayName, encodeText, isJsonType, normalizeContentType, typeFromName } from './content.js'
 import { CreateBody, DefaultVersionBody, FileParams, MULTIPART_DOC, MetaBody, VersionBody, VersionParams, jsonOrMultipart } from './schemas.js'
 
 const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
@@ -20,8 +20,10 @@ interface Parsed {
   file?: { bytes: Buffer; filename?: string; mimetype?: string }
 }
 
-/** JSON body allowance: the content limit twice over (escapes) plus room for the other fields. */
-const jsonBodyLimit = (user: User) => 2 * maxFileBytes(user) + 64 * 1024
+/** JSON body allowance, counted as stored (JsonSize): the content limit plus room for the other fields. */
+const jsonBodyLimit = (user: User) => maxFileBytes(user) + 64 * 1024
+/** Raw bytes of a JSON body within that allowance: 6 per counted byte (`\u0001`) at most, whitespace aside. */
+const JSON_RAW_FACTOR = 6
 
 /**
  * Reads a JSON or multipart body. Multipart: one file part, counted while it streams and
@@ -114,7 +116,10 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
   const origin = (req: FastifyRequest) => contentOrigin(req, deps.config)
   const tags = ['hosted-data']
 
-  /** JSON bodies are capped per user (the content limit plus escapes), counted as they arrive. */
+  /**
+   * JSON bodies are capped per user, counted as they arrive: their size as stored (escapes
+   * decoded, so the limit is the one a multipart file gets), and their raw size at 6 times that.
+   */
   const limitJson = async (req: FastifyRequest, _reply: unknown, payload: Readable) => {
     // (isMultipart() is only known after parsing; the header decides here)
     if (
@@ -124,13 +129,15 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
     )
       return payload
     const limit = jsonBodyLimit(caller(req).user)
+    const rawLimit = JSON_RAW_FACTOR * limit
     const err = () => tooLarge(maxFileBytes(caller(req).user))
-    if (Number(req.headers['content-length'] ?? 0) > limit) throw err()
+    if (Number(req.headers['content-length'] ?? 0) > rawLimit) throw err()
     let n = 0
+    const size = new JsonSize()
     const counter = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         n += chunk.length
-        if (n <= limit) return cb(null, chunk)
+        if (n <= rawLimit && size.add(chunk) <= limit) return cb(null, chunk)
         // discard the rest of the body so the client can read the 413
         payload.unpipe(counter)
         payload.resume()
