@@ -203,6 +203,10 @@ for (const engine of ENGINES) {
           assert.match(r.json.message, msg)
         })
       }
+      it('only the empty part of a file input left empty (no file name, no bytes): 400', async () => {
+        const r = await upload(alice, [{ name: '', data: Buffer.alloc(0) }])
+        expectPlainOnly(r, 400)
+      })
       it('no file part: 400', async () => {
         const f = imageForm([], { remark: 'r' })
         const noFile = await s.post('/api/image-host/upload', { cookie: alice.cookie, body: f.body, headers: { 'content-type': f.contentType } })
@@ -222,6 +226,16 @@ for (const engine of ENGINES) {
         const blobsAfter = await blobDigests(s)
         for (const d of blobsAfter) if (!blobsBefore.has(d)) assert.fail(`new blob ${d} after refused uploads`)
       })
+    })
+
+    it('skips the empty part of a file input left empty beside real images', async () => {
+      const empty = { name: '', data: Buffer.alloc(0) }
+      const r = await upload(alice, [empty, { name: 'one.png', data: png }, empty])
+      assert.equal(r.status, 200, r.text)
+      assert.deepEqual(
+        r.json.images.map((i: any) => i.file_name),
+        ['one.png'],
+      )
     })
 
     it('names the detected type in the refusal, in Chinese by default', async () => {

@@ -13,9 +13,11 @@ import { DeleteReply, ERROR_DOC, ImageReply, ImagesReply, ListQuery, ListReply, 
 const MANAGE = { auth: 'session' as const, errorFormat: 'plain' as const, entitlement: 'image-host' }
 const tags = ['image-host']
 
+const tooLarge = (maxBytes: number) => new AppError('FILE_TOO_LARGE', { params: { limit: maxBytes }, status: 413 })
+
 /** Reads a file stream into memory, refusing (413) as soon as it passes maxBytes. */
 function readCapped(stream: Readable & { truncated?: boolean }, maxBytes: number): Promise<Buffer> {
-  return readUpload(stream, maxBytes, () => new AppError('FILE_TOO_LARGE', { params: { limit: maxBytes }, status: 413 }))
+  return readUpload(stream, maxBytes, () => tooLarge(maxBytes))
 }
 
 const FLAG_TRUE = new Set(['1', 'true', 'yes', 'on'])
@@ -44,6 +46,13 @@ function multipartFiles(req: FastifyRequest, maxBytes: number): { files: AsyncIt
       }
       if (part.fieldname !== 'file')
         throw new AppError('INVALID_PARAMETER', { params: { detail: `unexpected file field "${part.fieldname}"; send images in the field "file"` } })
+      if (part.filename === '') {
+        // a file input left empty: browsers send a part without a file name or bytes, which is
+        // no file at all; a nameless part with bytes is an image like any other
+        const bytes = await readCapped(part.file, maxBytes)
+        if (bytes.length > 0) yield { fileName: '', read: async (max) => (bytes.length > max ? Promise.reject(tooLarge(max)) : bytes) }
+        continue
+      }
       yield { fileName: part.filename, read: (max) => readCapped(part.file, max) }
     }
   }
