@@ -217,6 +217,19 @@ for (const driver of drivers) {
       assert.equal(await store.cleanTemp(0), 0)
     })
 
+    it('touch (where the store has it) refreshes stored blobs so a conditional delete spares them, and names the missing ones', async (t) => {
+      if (!store.touch) return t.skip(`${driver.name} has no touch`)
+      const r = await store.put(Buffer.from(`touched ${driver.name} ${Date.now()}`))
+      const m = (await store.modifiedMs(r.digest))!
+      await new Promise((res) => setTimeout(res, 20))
+      const absent = '0'.repeat(63) + '1'
+      assert.deepEqual(await store.touch([r.digest, absent, r.digest]), [absent])
+      assert.ok((await store.modifiedMs(r.digest))! > m)
+      assert.equal(await store.delete(r.digest, m), false, 'written after the cutoff: kept')
+      assert.equal(await store.exists(r.digest), true)
+      assert.equal(await store.exists(absent), false, 'touch makes nothing')
+    })
+
     it('deletes on a condition: a blob written after ifNotModifiedAfter stays, an older one goes', async () => {
       const r = await store.put(Buffer.from(`conditional delete ${driver.name} ${Date.now()}`))
       const m = (await store.modifiedMs(r.digest))!

@@ -3,13 +3,18 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
+import { PassThrough } from 'node:stream'
 import SQLite from 'better-sqlite3'
 import { sql, type KyselyPlugin } from 'kysely'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import type { BlobStore } from '../../src/storage/blob-store.js'
 import { sweepBlobs } from '../../src/storage/sweeper.js'
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
+import { createFoldersService } from '../../src/features/sites/folders-service.js'
 import { runCli } from '../cli/run.js'
+import { manifestOf, postArchive, sha, tarOf } from '../support/deploys.js'
+import { expectError } from '../support/errors.js'
+import { HTML } from '../support/hosting.js'
 
 for (const engine of ENGINES) {
   describe(`blob sweeper (real ${engine} and disk)`, () => {
@@ -64,6 +69,82 @@ for (const engine of ENGINES) {
       }
       await sweepBlobs(s.deps.db, racing, BLOB_COLUMNS, 3600_000)
       assert.deepEqual(await s.deps.blobs.read(digest), bytes, 'the blob the upload is about to reference is kept')
+    })
+
+    it('a deploy whose carried blob a sweep took during a long upload fails with 1330 instead of going live without it', async () => {
+      const k = await s.user()
+      const v1 = { 'index.html': HTML(`v1 ${crypto.randomUUID()}`) }
+      assert.equal((await postArchive(s, k.key, 'slow', await tarOf([manifestOf(v1), { name: 'index.html', data: v1['index.html'] }]))).status, 201)
+      // v2 keeps the home page (not carried: held) and carries a file large enough to be put as
+      // it streams in, long before the archive ends
+      const big = Buffer.alloc(1536 * 1024, crypto.randomUUID())
+      const v2 = { ...v1, 'big.bin': big }
+      const tar = await tarOf([manifestOf(v2), { name: 'big.bin', data: big }])
+      const body = new PassThrough()
+      const answer = postArchive(s, k.key, 'slow', body as unknown as Buffer)
+      // everything but the archive's end (two zero blocks): the big file is stored, no row yet
+      body.write(tar.subarray(0, tar.length - 1024))
+      while (!(await s.deps.blobs.exists(sha(big)))) await new Promise((r) => setTimeout(r, 20))
+      // the upload goes on for two hours: a sweep then (fake time: 2 h later, 1 h grace) finds
+      // the file's blob old and referenced by nothing, and deletes it
+      const swept = await sweepBlobs(s.deps.db, s.deps.blobs, BLOB_COLUMNS, 3600_000, Date.now() + 2 * 3600_000)
+      assert.ok(swept.deleted >= 1)
+      assert.equal(await s.deps.blobs.exists(sha(big)), false)
+      body.end(tar.subarray(tar.length - 1024))
+      const r = await answer
+      expectError(r, 400, 1330)
+      assert.match(r.json.message, /big\.bin/)
+      // nothing changed: the live site is v1, no row points at the missing bytes
+      assert.equal((await s.get(`/${k.username}/slow/`)).text, v1['index.html'])
+      assert.equal((await s.get(`/${k.username}/slow/big.bin`)).status, 404)
+      for (const table of ['folder_files', 'deploy_files'] as const) {
+        const rows = await s.deps.db.k.selectFrom(table).select('digest').where('digest', '=', sha(big)).execute()
+        assert.deepEqual(rows, [], table)
+      }
+      // the check asks for the file again, and a deploy that carries it goes live whole
+      const check = await s.post('/api/folders/slow/deploys/missing', { key: k.key, json: JSON.parse(String(manifestOf(v2).data)) })
+      assert.deepEqual(check.json.missing, [sha(big)])
+      assert.equal((await postArchive(s, k.key, 'slow', tar)).status, 201)
+      assert.deepEqual((await s.get(`/${k.username}/slow/big.bin`)).body, big)
+    })
+
+    it('a deploy told a file is held, whose only holder goes before the sweep, is refused (1330) rather than pointing at swept bytes', async () => {
+      const k = await s.user()
+      const shared = `held only by one project ${crypto.randomUUID()}`
+      const holder = { 'index.html': HTML('holder'), 'd.txt': shared }
+      const taker = { 'index.html': HTML(`taker ${crypto.randomUUID()}`) }
+      for (const [name, files] of [
+        ['holder', holder],
+        ['taker', taker],
+      ] as const)
+        assert.equal(
+          (await postArchive(s, k.key, name, await tarOf([manifestOf(files), ...Object.entries(files).map(([n, d]) => ({ name: n, data: d }))]))).status,
+          201,
+        )
+      age(sha(shared), 2 * 3600_000)
+      const next = { ...taker, 'd.txt': shared }
+      const check = await s.post('/api/folders/taker/deploys/missing', { key: k.key, json: JSON.parse(String(manifestOf(next).data)) })
+      assert.deepEqual(check.json.missing, [])
+      // the holder (project deleted whole) goes after the sweeper listed the blobs; the deploy, carrying nothing as it
+      // was told, lands after every check the sweeper made and before the store's delete
+      let deploy: Awaited<ReturnType<typeof postArchive>> | null = null
+      const racing: BlobStore = {
+        ...s.deps.blobs,
+        async *list() {
+          for await (const e of s.deps.blobs.list()) yield e
+          await s.deps.services.get(createFoldersService).remove((await s.deps.users.byId(k.id))!, { name: 'holder', display: 'holder' })
+        },
+        async delete(d, ifNotModifiedAfter) {
+          if (d === sha(shared)) deploy = await postArchive(s, k.key, 'taker', await tarOf([manifestOf(next)]))
+          return s.deps.blobs.delete(d, ifNotModifiedAfter)
+        },
+      }
+      await sweepBlobs(s.deps.db, racing, BLOB_COLUMNS, 3600_000)
+      assert.ok(deploy, 'the deploy ran during the sweep')
+      expectError(deploy, 400, 1330)
+      assert.equal(await s.deps.blobs.exists(sha(shared)), false)
+      assert.equal((await s.get(`/${k.username}/taker/`)).text, taker['index.html'])
+      assert.equal((await s.get(`/${k.username}/taker/d.txt`)).status, 404)
     })
 
     it('runs one sweep at a time: a second one in this process or from svc sweep skips and says so', async () => {

@@ -369,6 +369,16 @@ export function createDeploysService(deps: Deps) {
       }
       if (manifest === null) throw new AppError('ARCHIVE_TRUNCATED', { params: { detail: `the archive is empty (its first entry must be ${MANIFEST_ENTRY})` } })
       const m = manifest
+      // the archive's blobs were put as they arrived, maybe longer ago than the sweeper's grace
+      // (a large archive over a slow link): their times are refreshed before the rows commit,
+      // so a sweep from now on spares them; one a sweep took meanwhile fails the deploy (1330),
+      // and the check then asks for it again. Files not carried are read from rows under the
+      // user's lock below: a sweep sees that row or this deploy's (docs/decisions.md 109)
+      const gone = uploaded.size > 0 && blobs.touch ? await blobs.touch(uploaded.keys()) : []
+      if (gone.length > 0) {
+        const path = [...m.files].find(([, d]) => d === gone[0])?.[0] ?? ''
+        throw new AppError('ARCHIVE_MISSING', { params: { path: JSON.stringify(path), digest: gone[0] } })
+      }
 
       const now = clock.now()
       const result = await db.k.transaction().execute(async (trx) => {
