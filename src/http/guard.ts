@@ -1,12 +1,14 @@
 import crypto from 'node:crypto'
-import type { ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Config } from '../config.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../errors/app-error.js'
 import type { ErrorKey } from '../errors/codes.js'
 import type { HitResult, LimitStore, WindowState } from '../limits/store.js'
 import type { TierRules } from '../limits/tiers.js'
 import { beijingTime } from '../util/time.js'
+import { ipLimitKey } from './ip-key.js'
 import { clientIp, isCrossSite, isHttps } from './origin.js'
 import { fromBrowser, tokensEqual } from './csrf.js'
 import type { Admission, AuthMode } from './types.js'
@@ -165,6 +167,13 @@ async function admitAsync(limits: LimitStore, identity: string, token: string, r
 }
 
 /**
+ * The limit identity of an anonymous API request: its client address (an IPv6 client: its /64).
+ * The guard and the fast paths that admit before routing count by this one key.
+ */
+export const anonymousIdentity = (req: FastifyRequest | IncomingMessage, config: Pick<Config, 'trustProxy'>): string =>
+  `ip:${ipLimitKey(clientIp(req, config))}`
+
+/**
  * The API guard, applied to every /svc_api and /api route (and their 404s), in this order:
  * resolve the caller; HTTPS rule (1116, before any auth error); concurrency and window limits
  * per API key, account or client IP, with X-RateLimit-* headers on every answer; then the
@@ -179,7 +188,7 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
     const mode: AuthMode = cfg.auth ?? 'none'
     const res = await deps.resolvePrincipal(req.headers.authorization, typeof req.headers.cookie === 'string' ? req.headers.cookie : undefined)
     const principal = res.kind === 'ok' ? res.principal : null
-    const identity = principal ? (principal.via === 'key' ? `k:${principal.keyId}` : `u:${principal.user.id}`) : `ip:${clientIp(req, config)}`
+    const identity = principal ? (principal.via === 'key' ? `k:${principal.keyId}` : `u:${principal.user.id}`) : anonymousIdentity(req, config)
     const rules = tiers[principal?.user.tier ?? 'default']
     const now = clock.now()
 

@@ -37,10 +37,14 @@ export const v6Prefix = (groups: number[], keep: number, bits: number) =>
     .join(':')}::/${bits}`
 
 /**
- * The key a per-client limit counts by: the IPv4 address, or the IPv6 /64 (one subscriber's
- * network: the addresses inside it cost nothing to change). Never stored.
+ * The key every per-client limit counts by (API rate limits, login failures, sign-ups, visitor
+ * passwords, abuse reports, form submissions): the IPv4 address, or the IPv6 /64 (one
+ * subscriber's network: the addresses inside it cost nothing to change). Never stored.
  */
 export function ipLimitKey(ip: string): string {
+  // no colon: dotted IPv4 (net.isIPv4 takes only the canonical form, which parsing would give
+  // back unchanged) or no address at all; either is its own key, without parsing or allocating
+  if (!ip.includes(':')) return ip
   const a = parseIp(ip)
   if (!a) return ip
   return a.v === 4 ? a.bytes.join('.') : v6Prefix(a.groups, 4, 64)

@@ -5,6 +5,7 @@ import type { Deps } from '../../deps.js'
 import { verifyPassword, MAX_PASSWORD_BYTES } from '../../auth/passwords.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import { clientIp, isHttps } from '../../http/origin.js'
+import { ipLimitKey } from '../../http/ip-key.js'
 import type { Access, AccessPoint } from '../../http/site-hooks.js'
 import type { WindowRule } from '../../limits/tiers.js'
 import { escapeHtml } from '../../util/html.js'
@@ -158,7 +159,7 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
     const memo = `${rule.secret}:${crypto.createHash('sha256').update(password).digest('base64url')}`
     const until = verified.get(memo)
     if (until !== undefined && until > performance.now()) return 'ok'
-    const ids = [`visit:ip:${clientIp(req, config)}:${at.username}/${name}`, `visit:name:${at.username}/${name}`]
+    const ids = [`visit:ip:${ipLimitKey(clientIp(req, config))}:${at.username}/${name}`, `visit:name:${at.username}/${name}`]
     const wait = await blockedFor(ids)
     if (wait > 0) return wait
     if (rule.passwordHash !== null && Buffer.byteLength(password) <= MAX_PASSWORD_BYTES && (await verifyPassword(rule.passwordHash, password))) {

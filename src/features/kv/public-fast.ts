@@ -1,7 +1,7 @@
 import type { Deps } from '../../deps.js'
 import type { FastPath } from '../../http/types.js'
-import { admitNow, rateHeaderList, type Admission } from '../../http/guard.js'
-import { clientIp, isHttps } from '../../http/origin.js'
+import { admitNow, anonymousIdentity, rateHeaderList, type Admission } from '../../http/guard.js'
+import { isHttps } from '../../http/origin.js'
 import { prepare, sendPrepared, type Prepared } from '../../http/prepared-response.js'
 import type { Cached } from './public-cache.js'
 import type { KvService } from './service.js'
@@ -58,7 +58,7 @@ export function kvPublicFastPath(deps: Deps, kv: KvService): FastPath {
     // concurrency slot only while it runs); Redis later, holding the slot until the answer closes
     let a: Admission | Promise<Admission>
     try {
-      a = admitNow(limits, `ip:${clientIp(req, config)}`, tiers.default, clock.now(), res)
+      a = admitNow(limits, anonymousIdentity(req, config), tiers.default, clock.now(), res)
     } catch (err) {
       failed(err)
       return true

@@ -4,6 +4,7 @@ import { UserInputError } from '../../auth/users.js'
 import { passwordProblem } from '../../auth/passwords.js'
 import { sessionCookies } from '../../auth/principal.js'
 import { clientIp, isCrossSite, isHttps, serviceOrigin } from '../../http/origin.js'
+import { ipLimitKey } from '../../http/ip-key.js'
 import { formToken, formTokenOk } from '../../http/csrf.js'
 import type { WindowRule } from '../../limits/tiers.js'
 import { createOutcomeLimits } from '../../limits/in-flight.js'
@@ -174,7 +175,7 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
     if (errors.length) return again(errors)
 
     const ip = clientIp(req, config)
-    const { attempt } = await signUps.enter([[`register:ip:${ip}`, REGISTER_RULES]])
+    const { attempt } = await signUps.enter([[`register:ip:${ipLimitKey(ip)}`, REGISTER_RULES]])
     if (!attempt) return again(['register.error.throttled'])
     let userId: string
     try {
