@@ -3,7 +3,8 @@ import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
 import { expectError } from '../support/errors.js'
-import { startDns, type TestDns } from '../support/dns.js'
+import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
+import { mcpHttpClient } from '../support/mcp.js'
 
 // Custom domains: attach, verify through a real DNS server on loopback (dns2), serve the
 // project with its site rules on that Host, answer the TLS ask endpoint, and stop at once
@@ -171,6 +172,86 @@ for (const engine of ENGINES) {
       dns.txt.set('_svc-challenge.www.example.test', [add.json.data.verification.value])
       assert.equal((await s.post('/api/domains/www.example.test/verify', { key: bob.key })).status, 200)
       assert.equal((await at('www.example.test', '/')).text, '<p>bob blog</p>')
+    })
+  })
+
+  // a domain's record outlives its project: the TLS ask endpoint answers for what the domain
+  // serves now, as for a project's own origin (published, enabled account), on every change
+  describe(`custom domains of projects that serve nothing [${engine}]`, () => {
+    let s: TestServer
+    let dns: TestDns
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    const ASK = '/.well-known/svc/tls-allowed?domain='
+    const at = (host: string, p: string) => s.get(p, { headers: { host } })
+    const publish = async (project: string, text: string) => {
+      const up = await batchUpload(s, { key: alice.key }, project, [{ filename: 'index.html', data: text }])
+      assert.equal(up.status, 200, up.text)
+      assert.equal((await s.post(`/api/folders/${project}/publish`, { key: alice.key })).status, 200)
+    }
+    /** The domain gets no certificate and serves a plain 404: nothing of the project, none of the service's pages. */
+    const servesNothing = async (host: string, was: string) => {
+      assert.equal((await s.get(ASK + host)).status, 404, 'no certificate')
+      for (const p of ['/', '/login']) {
+        const r = await at(host, p)
+        assert.equal(r.status, 404, `${host}${p}`)
+        assert.ok(!r.text.includes(was) && !/<form/i.test(r.text), r.text.slice(0, 200))
+      }
+    }
+
+    before(async () => {
+      dns = await startDns()
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, DNS_RESOLVER: dns.addr } })
+      alice = await s.user({ name: 'alice' })
+    })
+    after(async () => {
+      await s?.close()
+      await dns?.close()
+    })
+
+    it('no certificate while the project is not published, one once it is', async () => {
+      const up = await batchUpload(s, { key: alice.key }, 'later', [{ filename: 'index.html', data: '<p>later</p>' }])
+      assert.equal(up.status, 200, up.text)
+      await verifiedDomain(s, dns, alice.key, 'later.example.test', 'later')
+      await servesNothing('later.example.test', 'later')
+      assert.equal((await s.post('/api/folders/later/publish', { key: alice.key })).status, 200)
+      assert.equal((await s.get(ASK + 'later.example.test')).status, 200)
+      assert.equal((await at('later.example.test', '/')).text, '<p>later</p>')
+    })
+
+    it('no certificate once the project is deleted, one again once it exists again', async () => {
+      await publish('gone', '<p>first</p>')
+      await verifiedDomain(s, dns, alice.key, 'gone.example.test', 'gone')
+      assert.equal((await s.get(ASK + 'gone.example.test')).status, 200)
+      assert.equal((await at('gone.example.test', '/')).text, '<p>first</p>')
+      const mcp = await mcpHttpClient(s.url, alice.key)
+      try {
+        const del = await mcp.callTool({ name: 'delete_site', arguments: { name: 'gone' } })
+        assert.equal(del.isError, undefined, JSON.stringify(del))
+      } finally {
+        await mcp.close()
+      }
+      await servesNothing('gone.example.test', 'first')
+      // the domain is still alice's: the same name made again is served there again
+      await publish('gone', '<p>second</p>')
+      assert.equal((await s.get(ASK + 'gone.example.test')).status, 200)
+      assert.equal((await at('gone.example.test', '/')).text, '<p>second</p>')
+    })
+
+    it('no certificate once the project is taken down', async () => {
+      const admin = await s.user({ admin: true })
+      const cookie = await s.login(admin.username, admin.password)
+      await publish('down', '<p>down</p>')
+      await verifiedDomain(s, dns, alice.key, 'down.example.test', 'down')
+      assert.equal((await s.get(ASK + 'down.example.test')).status, 200)
+      const rep = await s.post('/svc_api/admin/reports', { cookie, json: { url: `${s.url}/alice/down/`, category: 'phishing' } })
+      assert.equal(rep.status, 201, rep.text)
+      const down = await s.post(`/svc_api/admin/reports/${rep.json.data.id}/takedown`, { cookie, json: {} })
+      assert.equal(down.status, 200, down.text)
+      assert.equal((await s.get(ASK + 'down.example.test')).status, 404)
+      const r = await at('down.example.test', '/')
+      // over plain HTTP the domain still says why, as the project's other URLs do
+      assert.equal(r.status, 451)
+      assert.ok(!r.text.includes('<p>down</p>'), r.text.slice(0, 200))
     })
   })
 }
