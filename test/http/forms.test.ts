@@ -350,6 +350,8 @@ for (const engine of ENGINES) {
       })
       it('an object value: 400 / 1614', async () => expectError(await submit(free.form_slug, { json: { obj: { a: 1 } } }), 400, 1614))
       it('a number out of range (1e400): 400 / 1614', async () => expectError(await raw('{"n": 1e400}'), 400, 1614))
+      it('text/plain null: 400 / 1106', async () =>
+        expectError(await submit(free.form_slug, { body: 'null', headers: { 'content-type': 'text/plain' } }), 400, 1106))
       for (const [label, body] of [
         ['__proto__', '{"__proto__": {"x": 1}}'],
         ['constructor.prototype', '{"a": {"constructor": {"prototype": {"x": 1}}}}'],

@@ -217,7 +217,7 @@ async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
       throw new AppError('INVALID_JSON')
     }
   }
-  if (typeof b !== 'object' || Array.isArray(b)) {
+  if (typeof b !== 'object' || b === null || Array.isArray(b)) {
     throw new AppError('INVALID_PARAMETER', { params: { detail: 'the body must be an object of fields, e.g. {"email": "a@example.com"}' } })
   }
   return new Map(Object.entries(b as Record<string, unknown>))
