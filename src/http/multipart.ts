@@ -32,7 +32,10 @@ export function multipartClientError(e: unknown): AppError | null {
     case 'ECONNABORTED':
       return malformed('the request ended before the body was complete')
     case 'FST_PROTO_VIOLATION':
-      return malformed('a part name is not allowed')
+      // the parser refuses names of Object.prototype's members (`__proto__`, `constructor`, ...)
+      return new AppError('INVALID_PARAMETER', {
+        params: { detail: 'a part is named like a built-in object property (__proto__, constructor, toString, ...), which is not allowed' },
+      })
     case 'FST_INVALID_JSON_FIELD_ERROR':
       return malformed('a part declared as JSON is not valid JSON')
     default:

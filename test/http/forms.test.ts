@@ -275,6 +275,39 @@ for (const engine of ENGINES) {
       )
     })
 
+    it('answers a __proto__ field name the same on every body type, and keeps other Object.prototype names', async () => {
+      const gus = await s.user()
+      const f = await make(gus)
+      const later = (o: Parameters<TestServer['post']>[1]) => {
+        clock.advance(7000)
+        return submit(f.form_slug, o)
+      }
+      const mp = multipart([
+        { name: '__proto__', data: 'x' },
+        { name: 'a', data: 'y' },
+      ])
+      const bodies: Array<[string, Parameters<TestServer['post']>[1]]> = [
+        ['form-encoded', { body: '__proto__=x&toString=y', headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
+        ['JSON', { body: '{"__proto__":"x","toString":"y"}', headers: { 'content-type': 'application/json' } }],
+        ['text/plain JSON', { body: '{"__proto__":"x","toString":"y"}', headers: { 'content-type': 'text/plain' } }],
+        ['multipart', { body: mp.body, headers: { 'content-type': mp.contentType } }],
+      ]
+      for (const [label, o] of bodies) {
+        const r = await later(o)
+        expectError(r, 400, 1106)
+        assert.match(r.json.message, /__proto__/, label)
+      }
+      assert.equal((await data(gus, f.id)).json.data.total, 0)
+      assert.equal((await later({ body: 'toString=y&constructor=z', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status, 200)
+      assert.equal((await later({ json: { toString: 'y' } })).status, 200)
+      const d = await data(gus, f.id)
+      const stored: unknown[] = [{ toString: 'y' }, { toString: 'y', constructor: 'z' }]
+      assert.deepEqual(
+        d.json.data.submissions.map((x: { data: unknown }) => x.data),
+        stored,
+      )
+    })
+
     describe('answers 1614 naming the field for unknown, missing or mistyped fields, and stores nothing', () => {
       let f: Awaited<ReturnType<typeof make>>
       const ok = { name: 'n', email: 'a@b.co' }

@@ -209,7 +209,7 @@ const strings = (v: unknown): string[] => (typeof v === 'string' ? [v] : Array.i
  * Validates submitted fields against a form's definition. Names starting with "_" and the
  * honeypot field are control fields (never stored, never "unknown"). With an empty
  * fields_config any field name is accepted. Errors: 1614 naming the field; 400 for text the
- * database cannot store.
+ * database cannot store, or a `__proto__` name.
  */
 export function validateSubmission(defs: FieldDef[], honeypot: string | null, body: Map<string, unknown>): Record<string, FieldValue> {
   const out: Array<[string, FieldValue]> = []
@@ -218,6 +218,8 @@ export function validateSubmission(defs: FieldDef[], honeypot: string | null, bo
   for (const [name, raw] of body) {
     const p = textProblem(name)
     if (p) throw bad(`a field name ${p}`)
+    // refused on every body type, as the JSON and multipart parsers refuse it
+    if (name === '__proto__') throw bad('the field name "__proto__" is not allowed')
     for (const s of strings(raw)) {
       const q = textProblem(s)
       if (q) throw bad(`field "${name}" ${q}`)

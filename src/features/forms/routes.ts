@@ -180,7 +180,11 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
   )
 }
 
-/** The submitted fields of a JSON (or text/plain JSON), form-encoded (bytes) or multipart body (text fields only). */
+/**
+ * The submitted fields of a JSON (or text/plain JSON), form-encoded (bytes) or multipart body
+ * (text fields only). JSON arrives as text, parsed here with JSON.parse for both media types,
+ * so a `__proto__` name reaches the field checks as on every other body.
+ */
 async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
   if (req.isMultipart()) {
     const out = new Map<string, unknown>()
@@ -209,7 +213,7 @@ async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
   // form-encoded bodies arrive as bytes (formApi's parser)
   if (Buffer.isBuffer(b)) return parseUrlEncoded(b, req.headers['content-type'])
   if (b === undefined || b === null || b === '') return new Map()
-  // text/plain (navigator.sendBeacon, fetch without a preflight) is read as JSON
+  // JSON, and text/plain (navigator.sendBeacon, fetch without a preflight) read as JSON
   if (typeof b === 'string') {
     try {
       b = JSON.parse(b)
@@ -369,6 +373,10 @@ export function formApi(app: FastifyInstance, deps: Deps, notify?: NotifyService
     submit.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer', bodyLimit: SUBMIT_BODY_LIMIT }, (_req, body, done) =>
       done(null, body),
     )
+    // JSON as text, parsed in readFields: the app's parser refuses a `__proto__` name as
+    // invalid JSON, where every other body type reaches the field checks with it
+    submit.removeContentTypeParser('application/json')
+    submit.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: SUBMIT_BODY_LIMIT }, (_req, body, done) => done(null, body))
     submitRoutes(submit, deps, forms)
   })
   manageRoutes(app, deps, forms)
