@@ -275,6 +275,43 @@ for (const engine of ENGINES) {
       )
     })
 
+    it('refuses an empty submission on every body type: nothing stored, no quota used', async () => {
+      const fay = await s.user()
+      const f = await make(fay)
+      const later = (o: Parameters<TestServer['post']>[1]) => {
+        clock.advance(7000)
+        return submit(f.form_slug, o)
+      }
+      const onlyCharset = multipart([{ name: '_charset_', data: 'UTF-8' }])
+      const bodies: Array<[string, Parameters<TestServer['post']>[1]]> = [
+        ['no body', {}],
+        ['an empty JSON body', { body: '', headers: { 'content-type': 'application/json' } }],
+        ['{}', { json: {} }],
+        ['control fields only', { json: { _gotcha: '', _ts: 5 } }],
+        ['blank values', { json: { a: '  ', b: null, c: [], d: [''] } }],
+        ['text/plain {}', { body: '{}', headers: { 'content-type': 'text/plain' } }],
+        ['an empty form-encoded body', { body: '', headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
+        ['form-encoded control fields', { body: '_gotcha=&_ts=1&a=', headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
+        ['multipart _charset_ only', { body: onlyCharset.body, headers: { 'content-type': onlyCharset.contentType } }],
+      ]
+      for (const [label, o] of bodies) {
+        const r = await later(o)
+        expectError(r, 400, 1106)
+        assert.match(r.json.message, /empty/, label)
+      }
+      // a browser's post gets the page with the reason
+      const page = await later({ form: { _gotcha: '' }, headers: { accept: 'text/html', 'accept-language': 'en' } })
+      assert.equal(page.status, 400)
+      assert.match(page.text, /empty/)
+      const list = await s.get('/svc_api/forms/list', { key: fay.key })
+      assert.equal(list.json.data.quota.submissions_month.used, 0)
+      assert.equal((await data(fay, f.id)).json.data.total, 0)
+      // a false checkbox or a 0 is a value
+      assert.equal((await later({ json: { agree: false } })).status, 200)
+      assert.equal((await later({ form: { n: '0' } })).status, 200)
+      assert.equal((await data(fay, f.id)).json.data.total, 2)
+    })
+
     it('answers a __proto__ field name the same on every body type, and keeps other Object.prototype names', async () => {
       const gus = await s.user()
       const f = await make(gus)

@@ -209,12 +209,13 @@ const strings = (v: unknown): string[] => (typeof v === 'string' ? [v] : Array.i
  * Validates submitted fields against a form's definition. Names starting with "_" and the
  * honeypot field are control fields (never stored, never "unknown"). With an empty
  * fields_config any field name is accepted. Errors: 1614 naming the field; 400 for text the
- * database cannot store, or a `__proto__` name.
+ * database cannot store, a `__proto__` name, or a submission without a value in any field.
  */
 export function validateSubmission(defs: FieldDef[], honeypot: string | null, body: Map<string, unknown>): Record<string, FieldValue> {
   const out: Array<[string, FieldValue]> = []
   const byName = new Map(defs.map((d) => [d.name, d]))
   let count = 0
+  let filled = false
   for (const [name, raw] of body) {
     const p = textProblem(name)
     if (p) throw bad(`a field name ${p}`)
@@ -225,6 +226,7 @@ export function validateSubmission(defs: FieldDef[], honeypot: string | null, bo
       if (q) throw bad(`field "${name}" ${q}`)
     }
     if (name.startsWith('_') || name === honeypot) continue
+    if (!isEmpty(raw) && !(Array.isArray(raw) && raw.every(isEmpty))) filled = true
     if (defs.length > 0) {
       if (!byName.has(name)) throw mismatch(name, 'is not a field of this form')
       continue
@@ -238,5 +240,8 @@ export function validateSubmission(defs: FieldDef[], honeypot: string | null, bo
     const v = fieldValue(def, body.get(def.name))
     if (v !== undefined) out.push([def.name, v])
   }
+  // as Formspree: a post with no value in any field (an empty body, `{}`, control fields only)
+  // is refused, so it takes no quota and sends no notification
+  if (!filled) throw bad('the submission is empty: send at least one field with a value')
   return Object.fromEntries(out)
 }
