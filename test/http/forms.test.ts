@@ -275,6 +275,49 @@ for (const engine of ENGINES) {
       )
     })
 
+    it('reads multipart text fields in the encoding the _charset_ field names, and refuses bytes it cannot read', async () => {
+      const eve = await s.user()
+      const f = await make(eve)
+      const post = (parts: Parameters<typeof multipart>[0]) => {
+        clock.advance(7000)
+        const mp = multipart(parts)
+        return submit(f.form_slug, { body: mp.body, headers: { 'content-type': mp.contentType } })
+      }
+      // a windows-1252 page names its encoding in _charset_, here after the field it applies to
+      const latin = await post([
+        { name: 'name', data: Buffer.from([0x52, 0x65, 0x6e, 0xe9]) },
+        { name: '_charset_', data: 'windows-1252' },
+      ])
+      assert.equal(latin.status, 200, latin.text)
+      const gbk = await post([
+        { name: '_charset_', data: 'GBK' },
+        { name: 'city', data: Buffer.from([0xb1, 0xb1, 0xbe, 0xa9]) },
+        { name: 'city', data: 'x' },
+      ])
+      assert.equal(gbk.status, 200, gbk.text)
+      // the same bytes with nothing naming their encoding, an unknown encoding, a name whose bytes are lost
+      const unnamed = await post([{ name: 'name', data: Buffer.from([0x52, 0x65, 0x6e, 0xe9]) }])
+      expectError(unnamed, 400, 1106)
+      assert.match(unnamed.json.message, /_charset_/)
+      expectError(
+        await post([
+          { name: 'name', data: 'x' },
+          { name: '_charset_', data: 'klingon' },
+        ]),
+        400,
+        1106,
+      )
+      const latinName = multipart([{ name: 'pr@nom', data: 'x' }])
+      latinName.body[latinName.body.indexOf('pr@nom') + 2] = 0xe9
+      clock.advance(7000)
+      expectError(await submit(f.form_slug, { body: latinName.body, headers: { 'content-type': latinName.contentType } }), 400, 1106)
+      const d = await data(eve, f.id)
+      assert.deepEqual(
+        d.json.data.submissions.map((x: { data: unknown }) => x.data),
+        [{ city: ['北京', 'x'] }, { name: 'René' }],
+      )
+    })
+
     it('refuses an empty submission on every body type: nothing stored, no quota used', async () => {
       const fay = await s.user()
       const f = await make(fay)

@@ -6,12 +6,12 @@ import { errorMessage, pickLang } from '../../errors/render.js'
 import { html } from '../../web/html.js'
 import { caller } from '../../http/guard.js'
 import { fromFastifyError } from '../../http/errors.js'
-import { multipartParts } from '../../http/multipart.js'
+import { multipartParts, readUpload } from '../../http/multipart.js'
 import { clientIp, serviceOrigin } from '../../http/origin.js'
 import type { FieldDef } from './fields.js'
 import { csvExport, jsonExport } from './export.js'
 import { decideOrigin, originOf, type OriginDecision } from './origins.js'
-import { parseUrlEncoded } from './urlencoded.js'
+import { decodeFields, parseUrlEncoded } from './urlencoded.js'
 import { siteUserOf } from '../../http/site-origin.js'
 import {
   CreateBody,
@@ -72,6 +72,9 @@ function formPage(req: FastifyRequest, reply: FastifyReply, status: number, titl
 const passThrough = () => () => true
 
 const EXPOSE = 'Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Window'
+/** Text fields of a multipart submission, and its parts (a few empty file inputs besides). */
+const MULTIPART_FIELDS = 200
+const MULTIPART_PARTS = 205
 const bodyTooLarge = () => new AppError('BODY_TOO_LARGE', { params: { limit: SUBMIT_BODY_LIMIT } })
 
 /**
@@ -181,33 +184,41 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
 }
 
 /**
- * The submitted fields of a JSON (or text/plain JSON), form-encoded (bytes) or multipart body
- * (text fields only). JSON arrives as text, parsed here with JSON.parse for both media types,
- * so a `__proto__` name reaches the field checks as on every other body.
+ * The submitted fields of a JSON (or text/plain JSON), form-encoded or multipart body (text
+ * fields only). Form-encoded and multipart fields arrive as bytes and are decoded in the
+ * encoding the sender names (decodeFields); JSON arrives as text, parsed here with JSON.parse
+ * for both media types, so a `__proto__` name reaches the field checks as on every other body.
  */
 async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
   if (req.isMultipart()) {
-    const out = new Map<string, unknown>()
+    // every part is read as a file: busboy would decode a text field as UTF-8 (U+FFFD for
+    // other bytes) before the `_charset_` field, which may come last, is seen
+    const pairs: Array<[string, Buffer]> = []
     let bytes = 0
-    const parts = multipartParts(req, { limits: { fieldSize: SUBMIT_BODY_LIMIT, fields: 200, files: 5, parts: 205, fieldNameSize: 200 } })
+    const parts = multipartParts(req, {
+      isPartAFile: () => true,
+      limits: { fileSize: SUBMIT_BODY_LIMIT, files: MULTIPART_PARTS, parts: MULTIPART_PARTS, fieldNameSize: 200 },
+    })
     for await (const part of parts) {
-      if (part.type === 'file') {
+      if (part.type !== 'file') continue
+      // a part with a file name is an <input type=file>; an empty one is a nameless, empty part: skipped
+      if ((part.filename as string | undefined) !== undefined) {
         part.file.resume()
-        // an empty <input type=file> is sent as a nameless, empty file part: skip it
         if (part.filename === '') continue
         throw new AppError('FORM_FIELDS_MISMATCH', {
           params: { field: part.fieldname, detail: `${part.fieldname}: file uploads are not accepted, send text fields only` },
           extra: { field: part.fieldname },
         })
       }
-      if (part.valueTruncated || part.fieldnameTruncated) throw bodyTooLarge()
-      const value = part.value
-      bytes += Buffer.byteLength(part.fieldname) + Buffer.byteLength(typeof value === 'string' ? value : (JSON.stringify(value) ?? ''))
+      const value = await readUpload(part.file, SUBMIT_BODY_LIMIT, bodyTooLarge)
+      bytes += Buffer.byteLength(part.fieldname) + value.length
       if (bytes > SUBMIT_BODY_LIMIT) throw bodyTooLarge()
-      const prev = out.get(part.fieldname)
-      out.set(part.fieldname, prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value])
+      if (pairs.length >= MULTIPART_FIELDS) {
+        throw new AppError('TOO_MANY_PARTS', { params: { detail: `a submission takes at most ${MULTIPART_FIELDS} fields` } })
+      }
+      pairs.push([part.fieldname, value])
     }
-    return out
+    return decodeFields(pairs)
   }
   let b = req.body
   // form-encoded bodies arrive as bytes (formApi's parser)

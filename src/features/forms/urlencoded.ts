@@ -49,25 +49,40 @@ function decoderFor(label: string, from: string): TextDecoder {
  * The fields of an `application/x-www-form-urlencoded` body, in order, a repeated name giving
  * a list. The bytes are decoded with the encoding the sender names: the `charset` of the
  * Content-Type, else the `_charset_` field a browser fills in (a page in GBK or Shift_JIS,
- * or `accept-charset`, sends those bytes), else UTF-8. Bytes that are not valid in that
- * encoding are a 400 naming the fix, never stored as `%E9` or U+FFFD.
+ * or `accept-charset`, sends those bytes), else UTF-8 (decodeFields).
  */
 export function parseUrlEncoded(body: Buffer, contentType: string | undefined): Map<string, unknown> {
-  const tuples = byteTuples(body)
   const declared = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType ?? '')?.[1]
-  const hint = tuples.find(([n]) => n.toString('latin1') === CHARSET_FIELD)?.[1].toString('latin1')
-  const dec = declared ? decoderFor(declared, 'the Content-Type charset') : hint ? decoderFor(hint, `the ${CHARSET_FIELD} field`) : decoderFor('utf-8', '')
-  const text = (b: Buffer) => {
+  return decodeFields(byteTuples(body), declared ? { label: declared, from: 'the Content-Type charset' } : undefined)
+}
+
+/**
+ * Submitted [name, value] byte pairs as fields, in order, a repeated name giving a list: decoded
+ * with `declared` when given, else the encoding the `_charset_` field names, else UTF-8. Bytes
+ * that are not valid in that encoding are a 400 naming the fix, never stored as `%E9` or
+ * U+FFFD. A name given as text was decoded as UTF-8 by its parser (multipart): one holding
+ * U+FFFD lost its bytes on the way, and is refused too.
+ */
+export function decodeFields(pairs: Array<[Buffer | string, Buffer]>, declared?: { label: string; from: string }): Map<string, unknown> {
+  const hint = pairs.find(([n]) => (typeof n === 'string' ? n : n.toString('latin1')) === CHARSET_FIELD)?.[1].toString('latin1')
+  const dec = declared ? decoderFor(declared.label, declared.from) : hint ? decoderFor(hint, `the ${CHARSET_FIELD} field`) : decoderFor('utf-8', '')
+  const invalid = () =>
+    bad(
+      `the form data is not valid ${dec.encoding}: send it as UTF-8 (<form accept-charset="UTF-8">), or add <input type="hidden" name="${CHARSET_FIELD}"> so the browser names its encoding`,
+    )
+  const text = (b: Buffer | string) => {
+    if (typeof b === 'string') {
+      if (b.includes('\uFFFD')) throw bad(`the field name "${b.slice(0, 64)}" is not valid UTF-8: use ASCII field names, or send the form as UTF-8`)
+      return b
+    }
     try {
       return dec.decode(b)
     } catch {
-      throw bad(
-        `the form data is not valid ${dec.encoding}: send it as UTF-8 (<form accept-charset="UTF-8">), or add <input type="hidden" name="${CHARSET_FIELD}"> so the browser names its encoding`,
-      )
+      throw invalid()
     }
   }
   const out = new Map<string, unknown>()
-  for (const [n, v] of tuples) {
+  for (const [n, v] of pairs) {
     const name = text(n)
     const value = text(v)
     const prev = out.get(name)
