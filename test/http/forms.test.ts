@@ -463,6 +463,12 @@ for (const engine of ENGINES) {
       })
       it('an object value: 400 / 1614', async () => expectError(await submit(free.form_slug, { json: { obj: { a: 1 } } }), 400, 1614))
       it('a number out of range (1e400): 400 / 1614', async () => expectError(await raw('{"n": 1e400}'), 400, 1614))
+      it('JSON after a byte order mark, as application/json and text/plain', async () => {
+        for (const type of ['application/json', 'text/plain']) {
+          const r = await submit(free.form_slug, { body: `\ufeff{"bom": "${type}"}`, headers: { 'content-type': type } })
+          assert.equal(r.status, 200, r.text)
+        }
+      })
       it('text/plain null: 400 / 1106', async () =>
         expectError(await submit(free.form_slug, { body: 'null', headers: { 'content-type': 'text/plain' } }), 400, 1106))
       for (const [label, body] of [
@@ -472,8 +478,8 @@ for (const engine of ENGINES) {
       ]) {
         it(`${label}: 4xx`, async () => expectClientError(await raw(body)))
       }
-      it('after them all, only the good submission is stored', async () => {
-        assert.equal((await data(alice, free.id)).json.data.total, 1)
+      it('after them all, only the good submissions are stored', async () => {
+        assert.equal((await data(alice, free.id)).json.data.total, 3)
       })
     })
 

@@ -227,7 +227,8 @@ async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
   // JSON, and text/plain (navigator.sendBeacon, fetch without a preflight) read as JSON
   if (typeof b === 'string') {
     try {
-      b = JSON.parse(b)
+      // a leading byte order mark is not JSON, but the app's JSON parser skipped it
+      b = JSON.parse(b.charCodeAt(0) === 0xfeff ? b.slice(1) : b)
     } catch {
       throw new AppError('INVALID_JSON')
     }
