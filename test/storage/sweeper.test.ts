@@ -6,7 +6,7 @@ import path from 'node:path'
 import { PassThrough } from 'node:stream'
 import SQLite from 'better-sqlite3'
 import { sql, type KyselyPlugin } from 'kysely'
-import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, multipart, startServer, type TestServer } from '../support/server.js'
 import type { BlobStore } from '../../src/storage/blob-store.js'
 import { sweepBlobs } from '../../src/storage/sweeper.js'
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
@@ -106,6 +106,36 @@ for (const engine of ENGINES) {
       assert.deepEqual(check.json.missing, [sha(big)])
       assert.equal((await postArchive(s, k.key, 'slow', tar)).status, 201)
       assert.deepEqual((await s.get(`/${k.username}/slow/big.bin`)).body, big)
+    })
+
+    it('a batch upload whose first file a sweep took while the rest streamed fails with 503 and writes nothing', async () => {
+      const k = await s.user()
+      const big = Buffer.alloc(1536 * 1024, crypto.randomUUID())
+      const { body: whole, contentType } = multipart([
+        { name: 'files[]', filename: 'big.bin', data: big },
+        { name: 'files[]', filename: 'index.html', data: HTML('slow batch') },
+      ])
+      const body = new PassThrough()
+      const answer = s.post('/api/folders/slow-batch/batch_upload', { key: k.key, body: body as unknown as Buffer, headers: { 'content-type': contentType } })
+      // the first part whole and the second part's start: big.bin is stored, no row yet
+      const cut = whole.indexOf('index.html') + 200
+      body.write(whole.subarray(0, cut))
+      while (!(await s.deps.blobs.exists(sha(big)))) await new Promise((r) => setTimeout(r, 20))
+      // the rest takes two hours: a sweep then (fake time, 1 h grace) deletes big.bin's blob
+      await sweepBlobs(s.deps.db, s.deps.blobs, BLOB_COLUMNS, 3600_000, Date.now() + 2 * 3600_000)
+      assert.equal(await s.deps.blobs.exists(sha(big)), false)
+      body.end(whole.subarray(cut))
+      const r = await answer
+      expectError(r, 503, 1503)
+      assert.match(r.json.details.reason, /big\.bin/)
+      const rows = await s.deps.db.k.selectFrom('folder_files').select('digest').where('digest', '=', sha(big)).execute()
+      assert.deepEqual(rows, [])
+      // sent again, the batch goes through whole
+      const again = await s.post('/api/folders/slow-batch/batch_upload', { key: k.key, body: whole, headers: { 'content-type': contentType } })
+      assert.equal(again.status, 200, again.text)
+      const listed = (await s.get('/api/folders/slow-batch/files', { key: k.key })).json.files.map((f: { path: string }) => f.path)
+      assert.deepEqual(listed.sort(), ['big.bin', 'index.html'])
+      assert.deepEqual(await s.deps.blobs.read(sha(big)), big)
     })
 
     it('a deploy told a file is held, whose only holder goes before the sweep, is refused (1330) rather than pointing at swept bytes', async () => {

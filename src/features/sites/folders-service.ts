@@ -185,6 +185,14 @@ export function createFoldersService(deps: Deps) {
       const failures: FileFailure[] = []
       let uploaded = 0
       if (staged.length > 0) {
+        // a batch's first files were put as they arrived, maybe longer ago than the sweeper's
+        // grace over a slow link: their times are refreshed before the rows commit, and one a
+        // sweep took meanwhile fails the batch (503, sent again by clients) (decision 109)
+        const gone = blobs.touch ? await blobs.touch(staged.map((f) => f.digest)) : []
+        if (gone.length > 0) {
+          const reason = `the stored bytes of ${staged.find((f) => f.digest === gone[0])?.path} were removed while the request was read: send it again`
+          throw new AppError('STORAGE_UNAVAILABLE', { extra: { details: { reason } } })
+        }
         const now = clock.now()
         await db.k.transaction().execute(async (trx) => {
           await db.lockUser(trx, user.id)
