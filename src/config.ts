@@ -75,6 +75,8 @@ export interface Config {
   /** SMTP server of notification mails (smtp:// or smtps://user:pass@host:port), or null: no e-mail. */
   smtpUrl: string | null
   smtpFrom: string
+  /** The longest one notification mail may take, connection to the server's last answer. */
+  smtpTimeoutMs: number
 }
 
 export type RateLimitOverrides = Partial<Record<'default' | 'authenticated' | 'vip', Partial<Record<'minute' | 'hour' | 'day' | 'concurrent', number>>>>
@@ -290,6 +292,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     notifyDigestMs: duration('NOTIFY_DIGEST_EVERY', '1h', 1000),
     smtpUrl,
     smtpFrom: str('SMTP_FROM') ?? 'svc <noreply@localhost>',
+    smtpTimeoutMs: duration('SMTP_TIMEOUT', '20s', 100),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

@@ -107,7 +107,14 @@ for (const engine of ENGINES) {
       smtp = await smtpSink()
       s = await startServer({
         engine,
-        env: { SMTP_URL: smtp.url, SMTP_FROM: 'svc <svc@localhost>', NOTIFY_POLL: '20ms', NOTIFY_RETRY_BASE: '50ms', NOTIFY_DIGEST_EVERY: '3s' },
+        env: {
+          SMTP_URL: smtp.url,
+          SMTP_FROM: 'svc <svc@localhost>',
+          NOTIFY_POLL: '20ms',
+          NOTIFY_RETRY_BASE: '50ms',
+          NOTIFY_DIGEST_EVERY: '3s',
+          SMTP_TIMEOUT: '4s',
+        },
       })
     })
     after(async () => {
@@ -188,7 +195,7 @@ for (const engine of ENGINES) {
       assert.equal(log[0].submission_id, sub.json.data.submission_id)
     })
 
-    it('a server that hangs after DATA fails the try in 20 s, holding up neither other deliveries nor a request', { timeout: 120_000 }, async () => {
+    it('a server that hangs after DATA fails the try at SMTP_TIMEOUT, holding up neither other deliveries nor a request', { timeout: 120_000 }, async () => {
       const address = `stall-${engine}@example.com`
       const { u, form } = await owner(address, 'each')
       const rx = await webhookReceiver()

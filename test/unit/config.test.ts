@@ -14,6 +14,7 @@ describe('configuration', () => {
     assert.equal(c.redisUrl, null)
     assert.equal(c.trustProxy, false)
     assert.equal(c.maxUploadBytes, 16777216)
+    assert.equal(c.smtpTimeoutMs, 20_000)
     assert.ok(Object.isFrozen(c))
   })
 
@@ -48,6 +49,7 @@ describe('configuration', () => {
     [{ MAX_UPLOAD_BYTES: '0' }, 'MAX_UPLOAD_BYTES'],
     [{ WEBHOOK_BLOCK_PRIVATE: 'maybe' }, 'WEBHOOK_BLOCK_PRIVATE'],
     [{ NOTIFY_MAX_AGE: '24' }, 'NOTIFY_MAX_AGE'],
+    [{ SMTP_TIMEOUT: '20' }, 'SMTP_TIMEOUT'],
   ]
   for (const [env, name] of bad) {
     it(`refuses ${JSON.stringify(env)} naming ${name}`, () => {

@@ -15,7 +15,7 @@ export const formsFeature: Feature = {
   name: 'forms',
   ui: formsUi,
   api(app, deps) {
-    const mailer = createMailer(deps.config.smtpUrl, deps.config.smtpFrom)
+    const mailer = createMailer(deps.config.smtpUrl, deps.config.smtpFrom, deps.config.smtpTimeoutMs)
     const notify = createNotifyService(deps, mailer)
     formApi(app, deps, notify)
     notifyApi(app, deps, notify)

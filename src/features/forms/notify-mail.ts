@@ -16,31 +16,29 @@ export interface Mailer {
 }
 
 /**
- * The longest one mail may take, connection to the server's last answer. nodemailer's own
- * limits (2 min to connect, 10 min of silence) let a stalled server hold a verification
- * request, and the outbox worker with every other delivery of the instance, for minutes.
+ * The SMTP mailer of SMTP_URL (nodemailer), or null when the service has no mail server. Each
+ * mail takes at most `timeoutMs` (SMTP_TIMEOUT), connection to the server's last answer:
+ * nodemailer's own limits (2 min to connect, 10 min of silence) let a stalled server hold a
+ * verification request, and the outbox worker with every other delivery, for minutes.
  */
-export const MAIL_TIMEOUT_MS = 20_000
-
-/** The SMTP mailer of SMTP_URL (nodemailer), or null when the service has no mail server. */
-export function createMailer(smtpUrl: string | null, from: string): Mailer | null {
+export function createMailer(smtpUrl: string | null, from: string, timeoutMs: number): Mailer | null {
   if (smtpUrl === null) return null
   // nodemailer is loaded with the first mail
   let made: { close(): void } | null = null
   const transport = lazy(async () => {
     const { default: nodemailer } = await import('nodemailer')
-    const t = nodemailer.createTransport({ url: smtpUrl, connectionTimeout: MAIL_TIMEOUT_MS, greetingTimeout: MAIL_TIMEOUT_MS, socketTimeout: MAIL_TIMEOUT_MS })
+    const t = nodemailer.createTransport({ url: smtpUrl, connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs })
     made = t
     return t
   })
   return {
     async send(m) {
       // the signal closes the connection at the deadline, however the server trickles
-      const signal = AbortSignal.timeout(MAIL_TIMEOUT_MS)
+      const signal = AbortSignal.timeout(timeoutMs)
       try {
         await (await transport()).sendMail({ from, to: m.to, subject: m.subject, text: m.text, html: m.html, signal })
       } catch (e) {
-        if (signal.aborted) throw new Error(`the SMTP server did not take the mail within ${MAIL_TIMEOUT_MS / 1000} s`, { cause: e })
+        if (signal.aborted) throw new Error(`the SMTP server did not take the mail within ${timeoutMs / 1000} s`, { cause: e })
         throw e
       }
     },
