@@ -150,6 +150,8 @@ export class ApiClient {
       try {
         res = await this.once(method, target, headers, body)
       } catch (e) {
+        // the body's own failure (a local file that changed while it was sent) is not the network's
+        if (e instanceof CliError) throw e
         if (netRetries < NETWORK_RETRIES && isTransientNetworkError(e) && (idempotent || notHandled(e))) {
           netRetries++
           const wait = 500 * 2 ** (netRetries - 1)

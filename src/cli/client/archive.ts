@@ -65,20 +65,35 @@ function archiveStream(manifest: Buffer, files: LocalFile[], gzip: boolean, onBy
   const pack = tar.pack()
   const out = gzip ? pack.pipe(createGzip({ level: 1 })) : pack.pipe(new PassThrough())
   const fail = (e: unknown) => out.destroy(e as Error)
+  // an entry that fails (a file that shrank) may fail the packer too: the loop reports it
+  pack.on('error', () => {})
   void (async () => {
     try {
       await new Promise<void>((resolve, reject) =>
         pack.entry({ name: MANIFEST_ENTRY, size: manifest.length, mode: 0o644 }, manifest, (e) => (e ? reject(e) : resolve())),
       )
       for (const f of files) {
-        const changed = () => new CliError(`${f.path} changed while deploying; run svc deploy again`)
-        const st = fs.statSync(f.abs)
-        if (st.size !== f.size) throw changed()
+        // a file that changed, shrank or vanished since it was hashed stops the archive with
+        // this error (the server then gets a cut stream and keeps the live deploy); bytes that
+        // changed at the same size reach the server, which refuses their digest
+        const changed = (why: string) => new CliError(`${f.path} changed while deploying (${why}); run svc deploy again`)
+        let st: fs.Stats
+        try {
+          st = fs.statSync(f.abs)
+        } catch (e) {
+          throw changed((e as NodeJS.ErrnoException).code === 'ENOENT' ? 'it is gone' : (e as Error).message)
+        }
+        if (st.size !== f.size) throw changed(`${f.size} bytes when hashed, ${st.size} now`)
         if (f.size <= SMALL_FILE) {
           // small files: one synchronous read, handed to the packer whole (it calls back once
           // the entry is in its buffer, so the loop still waits for the socket)
-          const bytes = fs.readFileSync(f.abs)
-          if (bytes.length !== f.size) throw changed()
+          let bytes: Buffer
+          try {
+            bytes = fs.readFileSync(f.abs)
+          } catch (e) {
+            throw changed((e as Error).message)
+          }
+          if (bytes.length !== f.size) throw changed(`${f.size} bytes when hashed, ${bytes.length} now`)
           await new Promise<void>((resolve, reject) =>
             pack.entry({ name: f.path, size: f.size, mode: 0o644, mtime: st.mtime }, bytes, (e) => (e ? reject(e) : resolve())),
           )
@@ -86,11 +101,25 @@ function archiveStream(manifest: Buffer, files: LocalFile[], gzip: boolean, onBy
           continue
         }
         await new Promise<void>((resolve, reject) => {
+          let read = 0
           const entry = pack.entry({ name: f.path, size: f.size, mode: 0o644, mtime: st.mtime }, (e) => (e ? reject(e) : resolve()))
-          const src = fs.createReadStream(f.abs)
-          src.on('data', (c) => onBytes(c.length, false))
+          // never more than the size the entry declares: a file that grew is cut there (and its digest refused)
+          const src = fs.createReadStream(f.abs, { end: f.size - 1 })
+          const stop = (why: string) => {
+            src.destroy()
+            // at once: the failed entry also fails the packer, whose pipe would end the body with its own error
+            const e = changed(why)
+            fail(e)
+            reject(e)
+          }
+          // the packer's entry fails when it gets fewer bytes than declared (the file shrank)
+          entry.on('error', () => stop(`${f.size} bytes when hashed, ${read} read`))
+          src.on('data', (c) => {
+            read += c.length
+            onBytes(c.length, false)
+          })
           src.on('end', () => onBytes(0, true))
-          src.on('error', reject)
+          src.on('error', (e) => stop(e.message))
           src.pipe(entry)
         })
       }

@@ -1,0 +1,112 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import fs from 'node:fs'
+import http from 'node:http'
+import https from 'node:https'
+import path from 'node:path'
+import type { AddressInfo } from 'node:net'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { makeTree, runCli } from './run.js'
+
+/**
+ * Real build trees deployed with the CLI while things go wrong around it: files that change
+ * while the archive is sent, a proxy that answers with its own HTML pages.
+ */
+
+type Hook = (req: http.IncomingMessage) => void
+
+/**
+ * A plain-HTTP proxy on loopback in front of the test server (the CLI allows http:// there).
+ * `hooks.request` runs when a request's headers arrive, before any of its body is read or
+ * forwarded, so the CLI is still streaming the body while it runs; `hooks.answer` when the
+ * server's answer arrives, before the CLI gets it.
+ */
+async function proxyTo(target: string, hooks: { request?: Hook; answer?: Hook }) {
+  const server = http.createServer((req, res) => {
+    hooks.request?.(req)
+    const up = https.request(
+      `${target}${req.url}`,
+      { method: req.method, headers: { ...req.headers, host: new URL(target).host }, rejectUnauthorized: false },
+      (r) => {
+        hooks.answer?.(req)
+        res.writeHead(r.statusCode ?? 502, r.headers)
+        r.pipe(res)
+      },
+    )
+    up.on('error', () => res.destroy())
+    req.on('error', () => up.destroy())
+    req.on('aborted', () => up.destroy())
+    req.pipe(up)
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(r)) }
+}
+
+const page = (v: string) => `<!doctype html><title>${v}</title><script type="module" src="/assets/index-${v}.js"></script><h1>${v}</h1>`
+
+for (const engine of ENGINES) {
+  describe(`svc deploy of real trees [${engine}]`, () => {
+    let s: TestServer
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    let env: Record<string, string>
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: '{"authenticated":{"minute":1000}}' } })
+      alice = await s.user()
+      env = { SVC_API_KEY: alice.key, SVC_INSECURE: '1', SVC_CONFIG: path.join(s.dataDir, 'no-config.json'), SVC_CACHE_DIR: path.join(s.dataDir, 'cache') }
+    })
+    after(async () => {
+      await s.close()
+    })
+    const deployCount = async (project: string) => ((await s.get(`/api/folders/${project}/deploys`, { key: alice.key })).json?.deploys ?? []).length
+
+    it('a file that shrinks or vanishes while the archive is sent fails the deploy cleanly; the live one stays', async () => {
+      // a Vite-like dist/: hashed assets and a large file streamed from disk
+      const dir = makeTree({ 'index.html': page('one'), 'assets/index-one.js': 'console.log(1)', 'media/video.bin': crypto.randomBytes(12 << 20) })
+      const first = await runCli(['deploy', dir, '--project', 'vite'], { env: { ...env, SVC_URL: s.url } })
+      assert.equal(first.code, 0, first.stderr)
+      const live = async () => (await s.get(`/${alice.username}/vite/`)).text
+      assert.equal(await live(), page('one'))
+      fs.writeFileSync(path.join(dir, 'index.html'), page('two'))
+      const video = path.join(dir, 'media/video.bin')
+
+      // shrinks while streamed: cut to 1 KiB as the archive's headers arrive (the socket's
+      // buffers hold a few MiB of it at most, so its read is then under way)
+      fs.writeFileSync(video, crypto.randomBytes(12 << 20))
+      let proxy = await proxyTo(s.url, {
+        request: (req) => {
+          if (req.method === 'POST' && req.url?.endsWith('/deploys')) fs.truncateSync(video, 1024)
+        },
+      })
+      try {
+        const r = await runCli(['deploy', dir, '--project', 'vite', '--json'], { env: { ...env, SVC_URL: proxy.url } })
+        assert.equal(r.code, 1, r.stderr)
+        assert.equal(r.json?.success, false, r.stdout)
+        assert.match(r.json.error.message, /^media\/video\.bin changed while deploying \(12582912 bytes when hashed, \d+ read\); run svc deploy again$/)
+        assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace')
+      } finally {
+        await proxy.close()
+      }
+      assert.equal(await live(), page('one'))
+      assert.equal(await deployCount('vite'), 1)
+
+      // vanishes after the check said it is missing, before the archive reads it
+      fs.writeFileSync(video, crypto.randomBytes(2 << 20))
+      proxy = await proxyTo(s.url, {
+        answer: (req) => {
+          if (req.url?.endsWith('/deploys/missing')) fs.rmSync(video)
+        },
+      })
+      try {
+        const r = await runCli(['deploy', dir, '--project', 'vite'], { env: { ...env, SVC_URL: proxy.url } })
+        assert.equal(r.code, 1, r.stderr)
+        assert.match(r.stderr, /^error: media\/video\.bin changed while deploying \(it is gone\); run svc deploy again$/m)
+        assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace')
+      } finally {
+        await proxy.close()
+      }
+      assert.equal(await live(), page('one'))
+      assert.equal(await deployCount('vite'), 1)
+    })
+  })
+}
