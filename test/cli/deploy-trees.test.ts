@@ -43,6 +43,20 @@ async function proxyTo(target: string, hooks: { request?: Hook; answer?: Hook })
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(r)) }
 }
 
+/** A server answering every request with `status` and an nginx-like HTML page. */
+async function htmlServer(status: number) {
+  const server = http.createServer((req, res) => {
+    req.resume().on('end', () => {
+      res.writeHead(status, { 'content-type': 'text/html' })
+      res.end(
+        `<html>\r\n<head><title>${status} ${http.STATUS_CODES[status]}</title></head>\r\n<body>\r\n<center><h1>${status} ${http.STATUS_CODES[status]}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n`,
+      )
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(r)) }
+}
+
 const page = (v: string) => `<!doctype html><title>${v}</title><script type="module" src="/assets/index-${v}.js"></script><h1>${v}</h1>`
 
 for (const engine of ENGINES) {
@@ -107,6 +121,37 @@ for (const engine of ENGINES) {
       }
       assert.equal(await live(), page('one'))
       assert.equal(await deployCount('vite'), 1)
+    })
+
+    it("names a proxy's HTML error page by its title, with the request and the likely cause, not its markup", async () => {
+      const dir = makeTree({ 'index.html': page('one'), 'assets/index-one.js': 'console.log(1)' })
+      for (const [status, hint] of [
+        [413, /a proxy in front of the server may limit the size of request bodies \(nginx: client_max_body_size\)$/],
+        [502, /a proxy's page: is the svc server behind it running\?$/],
+        [404, /a proxy's or another server's page: is http:\/\/127\.0\.0\.1:\d+ the address of an svc server\?$/],
+      ] as const) {
+        const html = await htmlServer(status)
+        try {
+          for (const args of [
+            ['deploy', dir, '--project', 'x'],
+            ['deploy', dir, '--project', 'x', '--batch'],
+            ['kv', 'get', 'k'],
+          ]) {
+            const r = await runCli([...args, '--json'], { env: { ...env, SVC_URL: html.url, SVC_RETRY_WAIT_SCALE: '0.01' } })
+            const what = `${status} ${args.join(' ')}`
+            assert.equal(r.code, 1, what)
+            assert.equal(r.json?.success, false, `${what}: ${r.stdout}`)
+            const m = r.json.error.message as string
+            assert.equal(r.json.error.status, status, what)
+            assert.ok(m.startsWith(`GET ${html.url}/`) || m.startsWith(`POST ${html.url}/`), `${what}: ${m}`)
+            assert.ok(m.includes(`answered HTTP ${status} with text/html, not JSON ("${status} ${http.STATUS_CODES[status]}"); `), `${what}: ${m}`)
+            assert.match(m, hint, what)
+            assert.ok(!m.includes('<'), `${what}: no markup: ${m}`)
+          }
+        } finally {
+          await html.close()
+        }
+      }
     })
   })
 }

@@ -12,6 +12,8 @@ export interface ApiResponse {
   text: string
   json: any
   contentType: string
+  /** The request and the server, to name them in errors ("POST https://host/path"). */
+  where?: { request: string; server: string }
 }
 
 export interface RequestOptions {
@@ -173,8 +175,9 @@ export class ApiClient {
         }
         return res
       }
+      res.where = { request: `${method} ${this.conn.url}${p}`, server: this.conn.url }
       if (o.okStatuses?.includes(res.status)) return res
-      const err = ApiError.from(res.status, res.json, res.text, res.headers)
+      const err = ApiError.from(res.status, res.json, res.text, res.headers, res.where)
       if (res.status === 429) {
         const wait = err.retryAfter ?? 1
         if (rateRetries >= this.maxRateRetries) throw err

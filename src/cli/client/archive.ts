@@ -187,7 +187,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   const check = await api.post(`/api/folders/${encodePath(project)}/deploys/missing`, { json: manifest, okStatuses: [404], idempotent: true })
   if (check.status === 404) {
     if (check.json?.error_code === 1404) return null
-    throw ApiError.from(check.status, check.json, check.text, check.headers)
+    throw ApiError.from(check.status, check.json, check.text, check.headers, check.where)
   }
   const missing = new Set<string>(check.json?.missing ?? [])
   const maxFile = Number(check.json?.limits?.max_file_bytes ?? Infinity)

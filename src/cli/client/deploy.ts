@@ -232,7 +232,7 @@ async function fetchDiff(
     const r = await api.post(`/api/folders/${encodePath(folder)}/diff`, { json: { files: chunks[i] }, okStatuses: [403, 404], idempotent: true })
     // a project that does not exist yet (1312, as its listing answers): everything is new
     if (r.status === 403 && r.json?.error_code === 1312) return { upload: new Set(known), extra: [], supported: true }
-    if (r.status === 403) throw ApiError.from(r.status, r.json, r.text, r.headers)
+    if (r.status === 403) throw ApiError.from(r.status, r.json, r.text, r.headers, r.where)
     if (r.status === 404) {
       note('the server cannot compare file hashes (no diff endpoint); uploading every file')
       return { upload: new Set(known), extra: [], supported: false }
