@@ -72,7 +72,9 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       } else if (positionals[1] === '-') {
         text = await readStdin()
       } else {
-        text = need(positionals[1], 'VALUE: svc kv set KEY VALUE (or --file F, or - for stdin)')
+        // an empty argument is a value (the empty text, as `--file` of an empty file gives)
+        if (positionals[1] === undefined) throw new UsageError('missing VALUE: svc kv set KEY VALUE (or --file F, or - for stdin)')
+        text = positionals[1]
         noMore(positionals, 2)
       }
       const body: Record<string, unknown> = { key, ...kvValue(text, v.type) }

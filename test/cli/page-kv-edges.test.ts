@@ -1,0 +1,46 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import path from 'node:path'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { makeTree, runCli } from './run.js'
+
+/** svc page and svc kv with the odd but legitimate input of real use. */
+for (const engine of ENGINES) {
+  describe(`svc page and kv edge cases [${engine}]`, () => {
+    let s: TestServer
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    let env: Record<string, string>
+    before(async () => {
+      s = await startServer({ engine })
+      alice = await s.user()
+      env = { SVC_URL: s.url, SVC_API_KEY: alice.key, SVC_INSECURE: '1', SVC_CONFIG: path.join(s.dataDir, 'none.json') }
+    })
+    after(async () => {
+      await s.close()
+    })
+
+    it('svc kv set KEY "" stores the empty text, as --file of an empty file does; no VALUE at all is a usage error', async () => {
+      const set = await runCli(['kv', 'set', 'note', ''], { env })
+      assert.equal(set.code, 0, set.stderr)
+      assert.equal(set.stdout, 'stored note (text, private)\n')
+      const get = await runCli(['kv', 'get', 'note', '--json'], { env })
+      assert.equal(get.json.data.value, '')
+      assert.equal(get.json.data.data_type, 'text')
+      const none = await runCli(['kv', 'set', 'other'], { env })
+      assert.equal(none.code, 2)
+      assert.match(none.stderr, /^error: missing VALUE: /)
+      assert.equal((await runCli(['kv', 'get', 'other'], { env })).code, 1, 'nothing stored')
+    })
+
+    it('svc page refuses a file name the upload cannot carry (a double quote), instead of the server seeing %22', async () => {
+      const dir = makeTree({ 'say "hi".html': '<!doctype html><h1>hi</h1>', 'plain.html': '<!doctype html><h1>plain</h1>' })
+      const r = await runCli(['page', path.join(dir, 'say "hi".html'), '--json'], { env })
+      assert.equal(r.code, 1, r.stderr)
+      assert.equal(r.json.error.message, 'say "hi".html: the name contains a double quote')
+      const files = await s.get('/svc_api/files', { key: alice.key })
+      assert.equal(files.json.data.total, 0, 'nothing uploaded')
+      const ok = await runCli(['page', path.join(dir, 'plain.html')], { env })
+      assert.equal(ok.code, 0, ok.stderr)
+    })
+  })
+}
