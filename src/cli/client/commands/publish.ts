@@ -86,6 +86,11 @@ export async function pageCommand(ctx: Ctx, args: string[]): Promise<number> {
   const file = need(positionals[0], 'the HTML file: svc page <file.html>')
   noMore(positionals, 1)
   if (!/\.html?$/i.test(file)) throw new UsageError(`${file}: only .html and .htm files can be uploaded as a page (use svc deploy for a folder)`)
+  // a name the multipart filename cannot carry unchanged (a quote, a backslash, ...) is refused
+  // here, as deploy refuses it, instead of reaching the server as another name
+  const { badNameReason } = await import('../files.js')
+  const bad = badNameReason(path.basename(file).normalize('NFC'))
+  if (bad) throw new CliError(`${path.basename(file)}: ${bad}`)
   const data = readLocal(file)
   const api = ctx.api(flagsOf(v))
   const fields: Record<string, string> = {}
