@@ -123,6 +123,26 @@ for (const engine of ENGINES) {
       assert.equal(await deployCount('vite'), 1)
     })
 
+    it('--batch --dry-run names the files it would upload and, with --delete, delete; it changes nothing', async () => {
+      // an Astro/Docusaurus-like tree: folder/index.html pages
+      const dir = makeTree({ 'index.html': page('one'), 'docs/intro/index.html': '<p>intro</p>', 'blog/2024/post/index.html': '<p>post</p>' })
+      const e = { ...env, SVC_URL: s.url }
+      assert.equal((await runCli(['deploy', dir, '--project', 'docs', '--batch'], { env: e })).code, 0)
+      fs.rmSync(path.join(dir, 'blog'), { recursive: true })
+      fs.writeFileSync(path.join(dir, 'docs/intro/index.html'), '<p>intro 2</p>')
+      fs.mkdirSync(path.join(dir, 'docs/next'))
+      fs.writeFileSync(path.join(dir, 'docs/next/index.html'), '<p>next</p>')
+      const dry = await runCli(['deploy', dir, '--project', 'docs', '--batch', '--delete', '--dry-run'], { env: e })
+      assert.equal(dry.code, 0, dry.stderr)
+      assert.match(dry.stdout, /^would upload 2 files \(.*\), 1 unchanged\n {2}docs\/intro\/index\.html\n {2}docs\/next\/index\.html\n/m)
+      assert.match(dry.stdout, /^would delete 1 file not in the folder\n {2}delete blog\/2024\/post\/index\.html\n/m)
+      const kept = await runCli(['deploy', dir, '--project', 'docs', '--batch', '--dry-run'], { env: e })
+      assert.match(kept.stdout, /^1 file on the server is not in the folder \(kept; --delete removes them\)\n/m)
+      assert.doesNotMatch(kept.stdout, /delete blog/)
+      assert.equal((await s.get(`/${alice.username}/docs/blog/2024/post/`)).text, '<p>post</p>')
+      assert.equal((await s.get(`/${alice.username}/docs/docs/intro/`)).text, '<p>intro</p>')
+    })
+
     it("names a proxy's HTML error page by its title, with the request and the likely cause, not its markup", async () => {
       const dir = makeTree({ 'index.html': page('one'), 'assets/index-one.js': 'console.log(1)' })
       for (const [status, hint] of [

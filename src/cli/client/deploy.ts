@@ -467,6 +467,9 @@ function finish(r: DeployResult, api: ApiClient, started: number): DeployResult 
   return r
 }
 
+/** Paths a --dry-run summary names, per list. */
+const DRY_RUN_LIST = 200
+
 /** The human summary of a deploy. */
 export function describeDeploy(r: DeployResult): string {
   const lines: string[] = []
@@ -475,12 +478,19 @@ export function describeDeploy(r: DeployResult): string {
   lines.push(
     `${verb} ${r.uploaded.length} file${r.uploaded.length === 1 ? '' : 's'} (${formatBytes(r.uploaded_bytes)})${r.dry_run ? '' : ` in ${r.upload_requests} request${r.upload_requests === 1 ? '' : 's'}`}, ${r.unchanged} unchanged`,
   )
+  // --dry-run names what would change, as the archive deploy's does: a --delete must be seen before it is run
+  const list = (paths: string[], mark: string) => {
+    for (const p of paths.slice(0, DRY_RUN_LIST)) lines.push(`  ${mark}${p}`)
+    if (paths.length > DRY_RUN_LIST) lines.push(`  ... and ${paths.length - DRY_RUN_LIST} more`)
+  }
+  if (r.dry_run) list(r.uploaded, '')
   if (r.extra.length) {
     if (r.deleted.length) lines.push(`${r.dry_run ? 'would delete' : 'deleted'} ${r.deleted.length} file${r.deleted.length === 1 ? '' : 's'} not in the folder`)
     else
       lines.push(
         `${r.extra.length} file${r.extra.length === 1 ? '' : 's'} on the server ${r.extra.length === 1 ? 'is' : 'are'} not in the folder (kept; --delete removes them)`,
       )
+    if (r.dry_run && r.deleted.length) list(r.deleted, 'delete ')
   }
   for (const f of r.failed.slice(0, 20)) lines.push(`  failed: ${f.path}: ${f.reason}${f.error_code !== undefined ? ` (error ${f.error_code})` : ''}`)
   if (r.failed.length > 20) lines.push(`  ... and ${r.failed.length - 20} more`)
