@@ -143,6 +143,22 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${alice.username}/docs/docs/intro/`)).text, '<p>intro</p>')
     })
 
+    it('leaves out symbolic links that loop back to a folder containing them, with a warning; other links inside are copies', async () => {
+      const dir = makeTree({ 'index.html': page('one'), 'a/x.html': '<p>x</p>', 'docs/intro/index.html': '<p>intro</p>' })
+      fs.symlinkSync('../a', path.join(dir, 'a/up'))
+      fs.symlinkSync('.', path.join(dir, 'here'))
+      fs.symlinkSync('docs', path.join(dir, 'guide'))
+      const r = await runCli(['deploy', dir, '--project', 'links', '--json'], { env: { ...env, SVC_URL: s.url } })
+      assert.equal(r.code, 0, r.stderr)
+      assert.equal(r.json.files, 4, r.stdout)
+      assert.match(r.stderr, /^warning: skipping a\/up: symbolic link to a folder that contains it \(a loop\)$/m)
+      assert.match(r.stderr, /^warning: skipping here: symbolic link to a folder that contains it \(a loop\)$/m)
+      const get = async (p: string) => (await s.get(`/${alice.username}/links/${p}`)).status
+      assert.equal(await get('a/x.html'), 200)
+      assert.equal(await get('guide/intro/'), 200)
+      assert.equal(await get('a/up/x.html'), 404)
+    })
+
     it("names a proxy's HTML error page by its title, with the request and the likely cause, not its markup", async () => {
       const dir = makeTree({ 'index.html': page('one'), 'assets/index-one.js': 'console.log(1)' })
       for (const [status, hint] of [

@@ -131,7 +131,9 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
 
   const inside = (real: string) => real === rootKey || real.startsWith(rootKey + path.sep)
 
-  const walk = async (dirAbs: string, rel: string, matchers: Matcher[]): Promise<void> => {
+  // `dirKey`: the folder's real path (latin1, as rootKey); `chain`: those of the folders above
+  // it and itself, so a link back to one of them (a loop) is told from a link to another folder
+  const walk = async (dirAbs: string, rel: string, matchers: Matcher[], dirKey: string, chain: Set<string>): Promise<void> => {
     const own = matcherFor(dirAbs, rel, rel === '' && !opts.dotfiles ? DOT_RULES : [])
     const ms = own ? [...matchers, own] : matchers
     // Names come as bytes: as strings, bytes that are not UTF-8 would read as U+FFFD and the
@@ -154,6 +156,7 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
       const name = decoded.normalize('NFC')
       let isDir = ent.isDirectory()
       let isFile = ent.isFile()
+      let childKey = `${dirKey}${path.sep}${ent.name.toString('latin1')}`
       if (ent.isSymbolicLink()) {
         let real: string
         try {
@@ -169,7 +172,14 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
         const st = await fsp.stat(bytes)
         isDir = st.isDirectory()
         isFile = st.isFile()
+        // a link to a folder it is in would copy that folder into itself once more: left out as
+        // the loop it is (a link to another folder of the site is deployed as a copy)
+        if (isDir && chain.has(real)) {
+          if (!isIgnored(ms, `${rel}${name}/`)) warn(`skipping ${rel}${name}: symbolic link to a folder that contains it (a loop)`)
+          continue
+        }
         if (isDir && visited.has(real)) continue
+        childKey = real
         if (isDir) visited.add(real)
       }
       if (name === '.git' && isDir) {
@@ -187,7 +197,7 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
           invalid.push({ path: `${relPath}/`, reason: bad })
           continue
         }
-        await walk(abs, `${relPath}/`, ms)
+        await walk(abs, `${relPath}/`, ms, childKey, new Set(chain).add(childKey))
         continue
       }
       if (!isFile) {
@@ -214,7 +224,7 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
       files.push({ path: relPath, abs, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino })
     }
   }
-  await walk(rootReal, '', [])
+  await walk(rootReal, '', [], rootKey, new Set([rootKey]))
   return { files, invalid, ignoredCount, startedAt }
 }
 
