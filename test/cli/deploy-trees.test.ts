@@ -159,6 +159,17 @@ for (const engine of ENGINES) {
       assert.equal(await get('a/up/x.html'), 404)
     })
 
+    it("an https:// URL naming the server's plain-HTTP port says so, instead of OpenSSL's words", async () => {
+      const dir = makeTree({ 'index.html': page('one') })
+      const wrong = `https://127.0.0.1:${new URL(s.httpUrl).port}`
+      const r = await runCli(['deploy', dir, '--project', 'x', '--json'], { env: { ...env, SVC_URL: wrong } })
+      assert.equal(r.code, 1, r.stderr)
+      assert.equal(
+        r.json.error.message,
+        `cannot make a TLS connection to ${wrong}: the port answers without TLS (a plain-HTTP port?); use the server's HTTPS address`,
+      )
+    })
+
     it("names a proxy's HTML error page by its title, with the request and the likely cause, not its markup", async () => {
       const dir = makeTree({ 'index.html': page('one'), 'assets/index-one.js': 'console.log(1)' })
       for (const [status, hint] of [

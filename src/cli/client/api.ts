@@ -273,6 +273,9 @@ function networkError(e: unknown, url: string): Error {
       `cannot verify the TLS certificate of ${url} (${code || err.message}); for a local server with a self-signed certificate use --insecure or SVC_INSECURE=1`,
     )
   }
+  // an https:// URL naming a plain-HTTP port: OpenSSL's "wrong version number" says only that
+  if (code === 'EPROTO' && /wrong version number|packet length too long|http request/i.test(err.message ?? ''))
+    return new CliError(`cannot make a TLS connection to ${url}: the port answers without TLS (a plain-HTTP port?); use the server's HTTPS address`)
   if (code === 'ECONNREFUSED') return new CliError(`cannot connect to ${url}: connection refused (is the server running?)`)
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new CliError(`cannot resolve the host of ${url}`)
   return new CliError(`request to ${url} failed: ${err.message ?? String(e)}${code ? ` (${code})` : ''}`)
