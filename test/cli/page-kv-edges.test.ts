@@ -32,6 +32,20 @@ for (const engine of ENGINES) {
       assert.equal((await runCli(['kv', 'get', 'other'], { env })).code, 1, 'nothing stored')
     })
 
+    it('svc kv set --file refuses bytes that are not UTF-8 (nothing stored) and drops a byte-order mark', async () => {
+      const dir = makeTree({ 'logo.png': Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xff, 0xfe]), 'cfg.json': '\ufeff{"theme":"dark"}' })
+      const bin = await runCli(['kv', 'set', 'logo', '--file', path.join(dir, 'logo.png'), '--json'], { env })
+      assert.equal(bin.code, 1, bin.stderr)
+      assert.equal(bin.json.error.message, `${path.join(dir, 'logo.png')} is not UTF-8 text; a key-value entry holds text, a number or JSON`)
+      assert.equal((await runCli(['kv', 'get', 'logo'], { env })).code, 1, 'nothing stored')
+      const piped = await runCli(['kv', 'set', 'logo', '-'], { env, input: '\ufffd' })
+      assert.equal(piped.code, 0, 'U+FFFD itself is text')
+      // a JSON file saved with a BOM (Windows editors) is JSON
+      const bom = await runCli(['kv', 'set', 'cfg', '--file', path.join(dir, 'cfg.json')], { env })
+      assert.equal(bom.stdout, 'stored cfg (json, private)\n', bom.stderr)
+      assert.deepEqual((await runCli(['kv', 'get', 'cfg', '--json'], { env })).json.data.value, { theme: 'dark' })
+    })
+
     it('svc page refuses a file name the upload cannot carry (a double quote), instead of the server seeing %22', async () => {
       const dir = makeTree({ 'say "hi".html': '<!doctype html><h1>hi</h1>', 'plain.html': '<!doctype html><h1>plain</h1>' })
       const r = await runCli(['page', path.join(dir, 'say "hi".html'), '--json'], { env })

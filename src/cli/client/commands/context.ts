@@ -59,10 +59,14 @@ export function readLocal(file: string): Buffer {
   }
 }
 
-export async function readStdin(): Promise<string> {
+export async function readStdinBytes(): Promise<Buffer> {
   const chunks: Buffer[] = []
   for await (const c of process.stdin) chunks.push(c as Buffer)
-  return Buffer.concat(chunks).toString('utf8')
+  return Buffer.concat(chunks)
+}
+
+export async function readStdin(): Promise<string> {
+  return (await readStdinBytes()).toString('utf8')
 }
 
 /** A small multipart/form-data body (fields, then files). */

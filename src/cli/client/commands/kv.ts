@@ -1,7 +1,7 @@
 /** svc kv: get, set, incr, rm and ls on the key-value store. */
 import { intOption, parse } from '../args.js'
-import { UsageError } from '../errors.js'
-import { flagsOf, localTime, need, noMore, preview, readLocal, readStdin, table, type Ctx } from './context.js'
+import { CliError, UsageError } from '../errors.js'
+import { flagsOf, localTime, need, noMore, preview, readLocal, readStdinBytes, table, type Ctx } from './context.js'
 
 const KV_TYPES = ['json', 'text', 'number']
 
@@ -40,6 +40,19 @@ export function kvValue(text: string, type: string | undefined): { value: unknow
   return { value, data_type: type === undefined && typeof value === 'number' ? 'number' : 'json' }
 }
 
+/**
+ * A value read from a file or stdin: UTF-8 text, refused otherwise (decoding would store U+FFFD
+ * for the bytes, silently), a leading byte-order mark dropped (it is no part of the value, and
+ * JSON after it would be stored as text).
+ */
+function valueText(bytes: Buffer, from: string): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+  } catch {
+    throw new CliError(`${from} is not UTF-8 text; a key-value entry holds text, a number or JSON`)
+  }
+}
+
 const showValue = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v, null, 2))
 
 export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
@@ -68,9 +81,9 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       let text: string
       if (v.file !== undefined) {
         noMore(positionals, 1)
-        text = v.file === '-' ? await readStdin() : readLocal(v.file).toString('utf8')
+        text = v.file === '-' ? valueText(await readStdinBytes(), 'stdin') : valueText(readLocal(v.file), v.file)
       } else if (positionals[1] === '-') {
-        text = await readStdin()
+        text = valueText(await readStdinBytes(), 'stdin')
       } else {
         // an empty argument is a value (the empty text, as `--file` of an empty file gives)
         if (positionals[1] === undefined) throw new UsageError('missing VALUE: svc kv set KEY VALUE (or --file F, or - for stdin)')
