@@ -159,6 +159,22 @@ for (const engine of ENGINES) {
       assert.equal(await get('a/up/x.html'), 404)
     })
 
+    it('two files whose names differ only in NFC/NFD form are named in both forms; nothing is deployed', async () => {
+      // a tree copied from macOS (decomposed) next to one written on Linux (composed); names
+      // that differ only in case are two files, as on the server
+      const dir = makeTree({ 'index.html': page('one'), 'caf\u00e9.html': 'composed', 'cafe\u0301.html': 'decomposed', 'About.html': 'A', 'about.html': 'a' })
+      const r = await runCli(['deploy', dir, '--project', 'forms', '--json'], { env: { ...env, SVC_URL: s.url } })
+      assert.equal(r.code, 1, r.stderr)
+      assert.deepEqual(r.json.failed, [
+        {
+          path: 'caf\u00e9.html',
+          reason:
+            'two local files have this name in Unicode NFC, "cafe\\u0301.html" and "caf\\u00e9.html" (the same letters, composed and decomposed); keep one',
+        },
+      ])
+      assert.equal((await s.get('/api/folders/forms/deploys', { key: alice.key })).status, 403, 'no project')
+    })
+
     it("an https:// URL naming the server's plain-HTTP port says so, instead of OpenSSL's words", async () => {
       const dir = makeTree({ 'index.html': page('one') })
       const wrong = `https://127.0.0.1:${new URL(s.httpUrl).port}`

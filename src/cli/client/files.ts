@@ -63,6 +63,9 @@ export function badNameReason(name: string): string | null {
 /** A name whose bytes are not UTF-8: the server's paths are UTF-8, and the decoded name (U+FFFD for the bad bytes) opens nothing. */
 const NOT_UTF8 = 'the name is not valid UTF-8; rename the file'
 
+/** A name quoted with its non-ASCII characters as \\u escapes: two forms of one name look different. */
+const escapedName = (name: string): string => JSON.stringify(name).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+
 interface Matcher {
   /** Directory of the rules, relative to the root, '' or ending in '/'. */
   base: string
@@ -214,11 +217,15 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
         continue
       }
       const prior = seen.get(relPath)
+      const onDisk = `${rel}${decoded}`
       if (prior !== undefined) {
-        invalid.push({ path: relPath, reason: `two local files have this name after Unicode normalisation (${prior})` })
+        invalid.push({
+          path: relPath,
+          reason: `two local files have this name in Unicode NFC, ${escapedName(prior)} and ${escapedName(onDisk)} (the same letters, composed and decomposed); keep one`,
+        })
         continue
       }
-      seen.set(relPath, abs)
+      seen.set(relPath, onDisk)
       // synchronous: one stat per file, and a threadpool round trip costs more than the call
       const st = fs.statSync(abs)
       files.push({ path: relPath, abs, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino })
