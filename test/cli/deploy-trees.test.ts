@@ -159,6 +159,21 @@ for (const engine of ENGINES) {
       assert.equal(await get('a/up/x.html'), 404)
     })
 
+    it('--batch without a root index.html uploads nothing to a project it could not publish', async () => {
+      const e = { ...env, SVC_URL: s.url }
+      const docs = makeTree({ 'docs/index.html': '<p>docs</p>', 'docs/a.html': '<p>a</p>' })
+      const r = await runCli(['deploy', docs, '--project', 'noindex', '--batch', '--json'], { env: e })
+      assert.equal(r.code, 1, r.stderr)
+      assert.match(r.json.error.message, /has no index\.html at its root, and a project is published only with one \(error 1313\); nothing was uploaded/)
+      assert.equal((await s.get('/api/folders/noindex/files', { key: alice.key })).status, 403, 'no project, no files')
+      // a live project keeps its index.html: a folder without one still deploys (its other files)
+      const site = makeTree({ 'index.html': page('one') })
+      assert.equal((await runCli(['deploy', site, '--project', 'withindex', '--batch'], { env: e })).code, 0)
+      const more = await runCli(['deploy', docs, '--project', 'withindex', '--batch'], { env: e })
+      assert.equal(more.code, 0, more.stderr)
+      assert.equal((await s.get(`/${alice.username}/withindex/docs/a.html`)).text, '<p>a</p>')
+    })
+
     it('two files whose names differ only in NFC/NFD form are named in both forms; nothing is deployed', async () => {
       // a tree copied from macOS (decomposed) next to one written on Linux (composed); names
       // that differ only in case are two files, as on the server

@@ -164,13 +164,14 @@ for (const engine of ENGINES) {
       }
     })
 
-    it('prints the server error and code and exits non-zero when publishing fails', async (t) => {
+    it('names the publish refusal (1313) and exits non-zero when the project could not be published', async (t) => {
       if (missing) return t.skip(missing)
       const d = makeTree({ 'about.html': '<p>no index</p>' })
       try {
         const r = await runCli(['deploy', d, '--batch', '--project', 'noindex'], { env })
         assert.equal(r.code, 1)
-        assert.match(r.stderr, /^error 13\d\d \(FILE_ERROR, HTTP 400\): /m)
+        // known before any upload: nothing is sent (test/cli/deploy-trees.test.ts)
+        assert.match(r.stderr, /^error: .* has no index\.html at its root, .* \(error 1313\); nothing was uploaded/m)
       } finally {
         fs.rmSync(d, { recursive: true, force: true })
       }

@@ -314,6 +314,17 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     if (e instanceof ApiError && e.code === 1110) rep.note('the server refuses a file name (below); rename the file, or list it in .svcignore to leave it out')
     throw e
   })
+  // the server publishes a project that is not live only with a root index.html (1313): without
+  // one here or kept on the server, the publish would fail after every upload, leaving the
+  // project's files changed, so nothing is sent
+  if (opts.publish && !walked.files.some((f) => f.path === 'index.html') && (opts.delete || !diff.extra.includes('index.html'))) {
+    const list = await api.get('/api/folders', { okStatuses: [404] })
+    const live = ((list.json?.folders ?? []) as Array<{ name: string; is_published?: boolean }>).some((f) => f.name === project && f.is_published)
+    if (!live)
+      throw new CliError(
+        `${opts.dir} has no index.html at its root, and a project is published only with one (error 1313); nothing was uploaded. Add it, or deploy with --no-publish`,
+      )
+  }
   const toUpload = files.filter((f) => diff.upload.has(f.path))
   const plan = planBatches(toUpload, limits)
   failed.push(...plan.tooLarge)
