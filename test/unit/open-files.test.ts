@@ -1,4 +1,4 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it, before, after, mock } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -79,7 +79,10 @@ describe('open-file cache of blob files', () => {
     files.closeAll()
   })
 
-  it('closes a descriptor left unused for `inactiveMs`, so a blob deleted elsewhere gives its space back', async () => {
+  it('closes a descriptor left unused for `inactiveMs`, so a blob deleted elsewhere gives its space back', async (t) => {
+    // the sweep's interval runs on mocked time: a loaded machine cannot stretch the 20 ms steps
+    mock.timers.enable({ apis: ['setInterval'] })
+    t.after(() => mock.timers.reset())
     const files = createOpenFiles({ max: 8, inactiveMs: 100 })
     const idle = await blobs.put(Buffer.from(`idle ${crypto.randomUUID()}`))
     const busy = await blobs.put(Buffer.from(`busy ${crypto.randomUUID()}`))
@@ -94,7 +97,7 @@ describe('open-file cache of blob files', () => {
     // the busy file is read every 20 ms, the idle one never, for four intervals
     for (let i = 0; i < 20; i++) {
       assert.equal(files.get(busy.digest), ob)
-      await new Promise((r) => setTimeout(r, 20))
+      mock.timers.tick(20)
     }
     assert.equal(oi.closed, true, 'the idle descriptor was closed')
     assert.equal(files.get(idle.digest), undefined)
