@@ -173,6 +173,32 @@ for (const engine of ENGINES) {
       assert.equal((await s.post('/api/domains/www.example.test/verify', { key: bob.key })).status, 200)
       assert.equal((await at('www.example.test', '/')).text, '<p>bob blog</p>')
     })
+
+    it('a name removed and added again by the same account keeps its token; another account gets its own (decision 112)', async () => {
+      const add = async (key: string, project: string) => {
+        const r = await s.post('/api/domains', { key, json: { domain: 'keep.example.test', project } })
+        assert.equal(r.status, 200, r.text)
+        return r.json.data.verification.value as string
+      }
+      const remove = async (key: string) => assert.equal((await s.request('DELETE', '/api/domains/keep.example.test', { key })).status, 200)
+      const first = await add(alice.key, 'site')
+      dns.txt.set('_svc-challenge.keep.example.test', [first])
+      assert.equal((await s.post('/api/domains/keep.example.test/verify', { key: alice.key })).status, 200)
+      await remove(alice.key)
+      // the record set up once still proves the name: no DNS change needed
+      assert.equal(await add(alice.key, 'site'), first)
+      const again = await s.post('/api/domains/keep.example.test/verify', { key: alice.key })
+      assert.equal(again.status, 200, again.text)
+      assert.equal((await at('keep.example.test', '/')).text, '<p>alice home</p>')
+      // bob's token for the name is his own, kept as well, and alice's record proves nothing for him
+      const bobs = await add(bob.key, 'blog')
+      assert.notEqual(bobs, first)
+      expectError(await s.post('/api/domains/keep.example.test/verify', { key: bob.key }), 400, 1343)
+      await remove(bob.key)
+      assert.equal(await add(bob.key, 'blog'), bobs)
+      await remove(bob.key)
+      await remove(alice.key)
+    })
   })
 
   // a domain's record outlives its project: the TLS ask endpoint answers for what the domain

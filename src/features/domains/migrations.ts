@@ -86,4 +86,21 @@ export const domainMigrations: Record<string, Migration> = {
       await db.schema.alterTable('domains').dropColumn('lost_at').execute()
     },
   },
+  // a user's verification token per name, kept when the domain is removed: added again, the
+  // name gets the same token, so a TXT record set up once keeps proving it (decision 112)
+  '0792-domain-tokens': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('domain_tokens')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('token', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('domain_tokens_pk', ['user_id', 'name'])
+        .execute()
+      await sql`insert into domain_tokens (user_id, name, token) select user_id, name, token from domains`.execute(db)
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable('domain_tokens').execute()
+    },
+  },
 }

@@ -87,7 +87,8 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
     list: (user: Owner) => store.domains(user.id),
 
     /**
-     * Attaches a domain, unverified, with this account's own token. A name another account
+     * Attaches a domain, unverified, with this account's own token for the name (the same one
+     * every time this account adds it; another account's is another). A name another account
      * holds verified can be added too: verifying it with this token takes it (decision 90).
      */
     async add(user: Owner, body: { domain?: unknown; project?: unknown }): Promise<{ row: DomainRow; heldByOther: boolean }> {
@@ -109,7 +110,8 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
         user_id: user.id,
         name,
         project,
-        token: crypto.randomBytes(16).toString('hex'),
+        // the same name added again by this account keeps its token (DNS set up once keeps working)
+        token: await store.tokenFor(user.id, name, crypto.randomBytes(16).toString('hex')),
         verified_at: null,
         created_at: clock.now(),
         is_primary: 0,

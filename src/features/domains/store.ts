@@ -26,10 +26,18 @@ export interface SiteAccessTable {
   updated_at: number
 }
 
+/** A user's verification token for a name, kept after the domain is removed (decision 112). */
+export interface DomainTokensTable {
+  user_id: string
+  name: string
+  token: string
+}
+
 declare module '../../db/schema.js' {
   interface Database {
     domains: DomainsTable
     site_access: SiteAccessTable
+    domain_tokens: DomainTokensTable
   }
 }
 
@@ -54,6 +62,19 @@ export function createDomainsStore(db: Db) {
         if (full === null) await trx.insertInto('domains').values(row).execute()
         return full
       }),
+    /**
+     * The user's token for a name: the one it had before (a removed domain added again), else
+     * `fresh`, kept from now on. Concurrent calls get the same token.
+     */
+    tokenFor: async (userId: string, name: string, fresh: string): Promise<string> => {
+      await k
+        .insertInto('domain_tokens')
+        .values({ user_id: userId, name, token: fresh })
+        .onConflict((oc) => oc.columns(['user_id', 'name']).doNothing())
+        .execute()
+      const row = await k.selectFrom('domain_tokens').select('token').where('user_id', '=', userId).where('name', '=', name).executeTakeFirstOrThrow()
+      return row.token
+    },
     /** Whether another user holds the name verified. */
     heldByOther: async (userId: string, name: string) =>
       (await k
