@@ -206,6 +206,27 @@ describe(`a user's page is walled off from other users and from the service (Chr
     })
   }
 
+  it("a user's page filling its cookie jar never pushes the service's session out (decision 112)", async () => {
+    const page = await ctx.newPage()
+    try {
+      // Chromium keeps at most 180 cookies per registrable domain; alice.localhost is one of
+      // its own, as a user's origin under a content domain on the Public Suffix List is
+      await page.goto(`https://${alice.username}.localhost:${new URL(s.url).port}/evil.html`)
+      await done(page)
+      const held = await page.evaluate(() => {
+        for (let i = 0; i < 400; i++) document.cookie = `c${i}=x; Path=/; Secure; Max-Age=60`
+        return document.cookie.split(';').length
+      })
+      assert.ok(held >= 140 && held < 400, `the page's own jar overflowed (${held} kept)`)
+      const me = await page.goto(`${service}/svc_api/me`)
+      assert.equal(me?.status(), 200)
+      assert.equal((await me.json()).data.username, visitor.username, "the visitor's session is still there")
+    } finally {
+      await page.close()
+      await ctx.clearCookies({ domain: `${alice.username}.localhost` })
+    }
+  })
+
   // Under a real domain (the service at CONTENT_DOMAIN's apex, users below it) a user's page
   // can set a cookie for the parent domain: the guard must refuse the request that carries
   // both sessions, so the visitor never acts as the attacker.
