@@ -32,6 +32,12 @@ const REDIRECTS = [
   '/up /../../other/about 301',
   '/up-rewrite /docs/../../about 200',
   '/peek/* /docs/:splat 200',
+  // Netlify's query matches (decision 110)
+  '/store id=:id /posts/:id 301',
+  '/articles id=:id tag=:tag /posts/:tag/:id 301',
+  '/articles id=:id /posts/:id 301',
+  '/read id=:id /posts/:id 200',
+  '/to dest=:d /:d 301',
 ].join('\n')
 const HEADERS =
   "/*\n  X-Site: yes\n  Accept-CH: DPR\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n  CDN-Cache-Control: max-age=31536000\n  Surrogate-Control: max-age=31536000\n/caf%C3%A9.html\n  X-Menu: yes\n"
@@ -121,6 +127,21 @@ for (const engine of ENGINES) {
         ['/panel', 200, /spa shell/, null],
         ['/up', 301, null, () => `${prefix()}/other/about`],
         ['/up-rewrite', 200, /about/, null],
+        // a rule with query matches applies only when they are there; the parameters it took
+        // are not passed on, the others are
+        ['/store?id=hello', 301, null, () => `${prefix()}/posts/hello`],
+        ['/store?utm=x&id=hello', 301, null, () => `${prefix()}/posts/hello?utm=x`],
+        ['/store', 404, /custom 404/, null],
+        ['/articles?id=5&tag=news', 301, null, () => `${prefix()}/posts/news/5`],
+        ['/articles?id=5', 301, null, () => `${prefix()}/posts/5`],
+        // one path, answers chosen by the query, each cached apart
+        ['/read?id=hello', 200, /hello post/, null],
+        ['/read?id=nope', 404, /custom 404/, null],
+        ['/read', 404, /custom 404/, null],
+        ['/read?id=hello&x=1', 200, /hello post/, null],
+        ['/read?id=nope', 404, /custom 404/, null],
+        // a value never makes a Location of another host
+        ['/to?dest=%2F%2Fevil.example', 301, null, () => (where === 'project' ? '/evil.example' : `${prefix()}///evil.example`)],
       ]
       for (const [p, status, body, location] of cases) {
         it(`${where} form: ${p} -> ${status}`, async () => {

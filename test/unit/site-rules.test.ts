@@ -7,6 +7,7 @@ import {
   onServiceOrigin,
   parseHeaders,
   parseRedirects,
+  queryNamesFor,
   RuleSyntaxError,
   withQuery,
 } from '../../src/features/sites/site-rules.js'
@@ -30,6 +31,52 @@ describe('_redirects parser', () => {
     ['a custom 404 for a section', '/shop/* /shop/404.html 404', [{ from: '/shop/*', to: '/shop/404.html', status: 404, force: false, line: 1 }]],
     ['a byte-order mark', '\uFEFF/a /b', [{ from: '/a', to: '/b', status: 301, force: false, line: 1 }]],
     // a comment may end a line, as Netlify reads it; a target's fragment is no comment
+    // Netlify's query matches: the words between from and the target
+    [
+      'a query match',
+      '/store id=:id  /blog/:id  301',
+      [{ from: '/store', query: [{ name: 'id', bind: 'id' }], to: '/blog/:id', status: 301, force: false, line: 1 }],
+    ],
+    [
+      'two query matches',
+      '/articles id=:id tag=:tag /posts/:tag/:id 301',
+      [
+        {
+          from: '/articles',
+          query: [
+            { name: 'id', bind: 'id' },
+            { name: 'tag', bind: 'tag' },
+          ],
+          to: '/posts/:tag/:id',
+          status: 301,
+          force: false,
+          line: 1,
+        },
+      ],
+    ],
+    [
+      'a literal value, decoded as a query is, and a placeholder renamed',
+      '/search lang=en q=a%20b+c /en/search 302\n/p/:x page=:n /p/:x/:n 200!',
+      [
+        {
+          from: '/search',
+          query: [
+            { name: 'lang', equals: 'en' },
+            { name: 'q', equals: 'a b c' },
+          ],
+          to: '/en/search',
+          status: 302,
+          force: false,
+          line: 1,
+        },
+        { from: '/p/:x', query: [{ name: 'page', bind: 'n' }], to: '/p/:x/:n', status: 200, force: true, line: 2 },
+      ],
+    ],
+    [
+      'a parameter named like a condition (Netlify reads it as a query match there)',
+      '/a Country=us /b',
+      [{ from: '/a', query: [{ name: 'Country', equals: 'us' }], to: '/b', status: 301, force: false, line: 1 }],
+    ],
     [
       'comments that end lines',
       '/a /b 302 # moved\n/c /d\t# no status\n/e /f#top 301',
@@ -62,15 +109,19 @@ describe('_redirects parser', () => {
     // Netlify's conditions and query matches are named as such, whatever their place
     ['a line of conditions only', '/a /b\nCountry=us', 2, /"Country=us" is a condition.*no "from to" before it/],
     ['a role without a rule', 'Role=admin', 1, /"Role=admin" is a condition.*no "from to"/],
-    [
-      'a condition in place of the target',
-      '/a Country=us',
-      1,
-      /"Country=us" is a condition.*; conditions are not supported \(expected "from to \[status\]"\)$/,
-    ],
+    ['a query match and no target', '/a Country=us', 1, /no target after "Country=us"/],
+    ['a word that is neither a target nor a query match', '/a id /b', 1, /"id" is neither a target .* nor a query match/],
+    ['a query match without a value', '/a id= /b', 1, /give the value to match or a :placeholder/],
+    ['a query match without a name', '/a =x /b', 1, /has no parameter name/],
+    ['two parameters in one word', '/a id=1&x=2 /b', 1, /one name=value per word/],
+    ['a bad query placeholder', '/a id=:1 /b', 1, /bad placeholder ":1"/],
+    ['a parameter matched twice', '/a id=:x id=:y /b/:x', 1, /"id" is matched twice/],
+    ['a placeholder captured twice', '/a/:id id=:id /b/:id', 1, /:id is captured twice/],
+    ['a splat captured again', '/a/* s=:splat /b/:splat', 1, /:splat is captured twice/],
+    ['a target using what the query does not capture', '/a id=:id /b/:tag', 1, /:tag, which neither "\/a" nor its query matches capture/],
     ['a condition in place of the status', '/a /b Role=admin', 1, /"Role=admin" is a condition/],
     ['a condition after the status', '/a /b 302 Language=en,de', 1, /"Language=en,de" is a condition/],
-    ['a query match', '/store id=:id /blog/:id 301', 1, /"id=:id" matches a query parameter/],
+    ['a query match with no from', 'id=:id /blog/:id 301', 1, /"id=:id" matches a query parameter, and the line has no "from to" before it/],
     ['more words', '/a /b 301 c', 1, /unexpected "c"/],
     ['a line too long', `/a /${'b'.repeat(3000)}`, 1, /longer than/],
   ]
@@ -178,6 +229,78 @@ describe('_redirects matching', () => {
     assert.equal(matchRedirect(r, '/a/b/c', false), null)
     assert.equal(matchRedirect(r, '/older', false), null)
     assert.equal(matchRedirect(r, '/a.b', false), null)
+  })
+})
+
+describe('_redirects query matches', () => {
+  const rules = compileRules(
+    parseRedirects(
+      [
+        '/store id=:id /blog/:id 301',
+        '/articles id=:id tag=:tag /posts/:tag/:id 301',
+        '/articles id=:id /posts/:id 301',
+        '/articles tag=:tag /posts/tag/:tag 301',
+        '/search lang=en /en/search 302',
+        '/find q=:q /results/:q 200',
+        '/ext to=:t https://e.test/:t 302',
+        '/keep id=:id /kept?id=:id 301',
+        '/forced id=:id /f/:id 302!',
+      ].join('\n'),
+    ),
+    [],
+  )
+  const r = (status: number, to: string, href: string, consumed: string[], force = false) => ({ status, to, href, force, consumed })
+  const cases: Array<[string, string, boolean, unknown]> = [
+    ['/store', '?id=my-post', false, r(301, '/blog/my-post', '/blog/my-post', ['id'])],
+    ['/store/', '?id=7', false, r(301, '/blog/7', '/blog/7', ['id'])],
+    ['/store', 'id=7', false, r(301, '/blog/7', '/blog/7', ['id'])],
+    // the rule applies only when the parameter is there, with a value
+    ['/store', '', false, null],
+    ['/store', '?id=', false, null],
+    ['/store', '?id', false, null],
+    ['/store', '?ID=5', false, null],
+    ['/store', '?other=1', false, null],
+    // values are form-decoded, the first one counts, and they go into the target encoded
+    ['/store', '?x=1&id=a%20b', false, r(301, '/blog/a b', '/blog/a%20b', ['id'])],
+    ['/store', '?id=a+b', false, r(301, '/blog/a b', '/blog/a%20b', ['id'])],
+    ['/store', '?id=1&id=2', false, r(301, '/blog/1', '/blog/1', ['id'])],
+    ['/store', '?id=a%3Fb%23c', false, r(301, '/blog/a?b#c', '/blog/a%3Fb%23c', ['id'])],
+    ['/store', '?id=%ZZ', false, r(301, '/blog/%ZZ', '/blog/%25ZZ', ['id'])],
+    // several matches, in the order Netlify's documentation gives for optional parameters
+    ['/articles', '?tag=news&id=5', false, r(301, '/posts/news/5', '/posts/news/5', ['id', 'tag'])],
+    ['/articles', '?id=5', false, r(301, '/posts/5', '/posts/5', ['id'])],
+    ['/articles', '?tag=news', false, r(301, '/posts/tag/news', '/posts/tag/news', ['tag'])],
+    ['/articles', '?page=2', false, null],
+    ['/search', '?lang=en&q=x', false, r(302, '/en/search', '/en/search', ['lang'])],
+    ['/search', '?lang=de', false, null],
+    // a value's dot segments stay inside the project, as a path placeholder's do
+    ['/find', '?q=../../x', false, r(200, '/x', '/x', ['q'])],
+    ['/ext', '?to=a?b', false, r(302, 'https://e.test/a?b', 'https://e.test/a%3Fb', ['to'])],
+    ['/keep', '?id=5', false, r(301, '/kept', '/kept?id=5', ['id'])],
+    // a file at the path shadows a query rule too, unless it is forced
+    ['/store', '?id=1', true, null],
+    ['/forced', '?id=1', true, r(302, '/f/1', '/f/1', ['id'], true)],
+  ]
+  for (const [path, query, exists, want] of cases) {
+    it(`${path}${query ? ` ${query}` : ''}${exists ? ' (file exists)' : ''} -> ${want ? JSON.stringify(want) : 'no rule'}`, () =>
+      assert.deepEqual(matchRedirect(rules, path, exists, query), want))
+  }
+  it('names the parameters the answer of a path depends on', () => {
+    assert.deepEqual(queryNamesFor(rules, '/articles'), ['id', 'tag'])
+    assert.deepEqual(queryNamesFor(rules, '/store/'), ['id'])
+    assert.deepEqual(queryNamesFor(rules, '/about'), [])
+  })
+  it('passes the query on without the parameters the rule took', () => {
+    const cases: Array<[string, string, string[], string]> = [
+      ['/blog/5', '?id=5', ['id'], '/blog/5'],
+      ['/blog/5', '?utm_source=x&id=5', ['id'], '/blog/5?utm_source=x'],
+      ['/kept?id=5', '?id=5&b=2', ['id'], '/kept?id=5&b=2'],
+      ['/a', '?a%20b=1&c=%20', ['a b'], '/a?c=%20'],
+      ['/a', '?a+b=1&id', ['a b', 'id'], '/a'],
+      ['/a#top', '?id=1&x=2', ['id'], '/a?x=2#top'],
+      ['/a', '?x=1', [], '/a?x=1'],
+    ]
+    for (const [location, query, drop, want] of cases) assert.equal(withQuery(location, query, drop), want, `${location} ${query} ${drop.join()}`)
   })
 })
 

@@ -7,6 +7,8 @@ import { HOSTING_CHANNEL } from './invalidate.js'
 
 /** What a public path resolves to; built once per (path, content) and reused by every hit. */
 export type HostEntry = FileEntry | RedirectEntry | MissingEntry
+/** What the cache keeps under a key: an answer, or the note that the path's answers depend on its query. */
+export type CachedEntry = HostEntry | VaryEntry
 
 /**
  * A file's answer, kept small: a cache holds tens of thousands, and on the long tail each one
@@ -46,11 +48,25 @@ export interface RedirectEntry {
   status: number
   /** Location without the query string (appended per request). */
   location: string
+  /** Parameters of the request's query not passed on (those the rule's query matches took). */
+  drop?: string[]
   freshUntil: number
 }
 
 export interface MissingEntry {
   kind: 'missing'
+  freshUntil: number
+}
+
+/**
+ * A path whose answer depends on query parameters too (a `_redirects` rule with query matches
+ * applies to it): each answer is kept under the path's key with those parameters' values
+ * (resolver.ts varyKey), never under the path alone.
+ */
+export interface VaryEntry {
+  kind: 'vary'
+  /** The parameters that choose the answer, sorted. */
+  names: string[]
   freshUntil: number
 }
 
@@ -83,7 +99,7 @@ export function createHostCache(o: HostCacheOptions = {}) {
   // long tail churns through (docs/decisions.md 53)
   const maxEntries = o.maxEntries ?? 25_000
   const maxMissing = o.maxMissing ?? 10_000
-  const paths = createInvalidatedCache<string, HostEntry>({
+  const paths = createInvalidatedCache<string, CachedEntry>({
     bus: o.bus,
     channel: HOSTING_CHANNEL,
     messages: 'groups',
@@ -107,7 +123,7 @@ export function createHostCache(o: HostCacheOptions = {}) {
 
     freshUntil: () => performance.now() + ttlMs * (0.8 + 0.4 * Math.random()),
 
-    set(path: string, username: string, entry: HostEntry, seenGen: number): void {
+    set(path: string, username: string, entry: CachedEntry, seenGen: number): void {
       paths.set(path, entry, seenGen, username)
     },
 

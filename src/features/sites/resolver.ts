@@ -14,6 +14,7 @@ import {
   isCacheField,
   matchRedirect,
   onServiceOrigin,
+  queryNamesFor,
   RULE_FILES,
   type HeaderRule,
   type RedirectRule,
@@ -49,6 +50,20 @@ const SITE_HEADERS = ['X-Content-Type-Options', 'nosniff', 'Cross-Origin-Resourc
 /** Cache key of a path: the path form, the user's origin and a custom domain cache different headers or redirects. */
 export const siteKey = (path: string): string => `@${path}`
 export const domainKey = (path: string): string => `!${path}`
+/**
+ * The key of a path's answer for a query, when the path's answers depend on the query
+ * parameters `names` (a VaryEntry under `key` says which): each one's first value, or its
+ * absence, as the rules read them.
+ */
+export function varyKey(key: string, names: readonly string[], query: string): string {
+  const params = new URLSearchParams(query)
+  let out = `${key}\n`
+  for (const name of names) {
+    const v = params.get(name)
+    out += v === null ? '&' : `&=${encodeURIComponent(v)}`
+  }
+  return out
+}
 
 /**
  * Where a request came: false, the path form (/{user}/...); true, the user's own origin
@@ -220,7 +235,13 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     return value
   }
   const missing = (): HostEntry => ({ kind: 'missing', freshUntil: cache.freshUntil() })
-  const redirect = (location: string, status = 301): HostEntry => ({ kind: 'redirect', status, location, freshUntil: cache.freshUntil() })
+  const redirect = (location: string, status = 301, drop?: string[]): HostEntry => ({
+    kind: 'redirect',
+    status,
+    location,
+    ...(drop !== undefined && drop.length > 0 ? { drop } : {}),
+    freshUntil: cache.freshUntil(),
+  })
   // compiled rules per project, recompiled when a publish changed them
   const compiled = new Map<string, { json: string; rules: SiteRules }>()
   const rulesOf = (folder: { id: string; site_rules: string | null }): SiteRules | null => {
@@ -235,7 +256,12 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
   }
   const inFlight = new Map<string, { gen: number; lookup: Promise<Resolution> }>()
 
-  return async function resolve(path: string, site: SiteMode = false): Promise<Resolution> {
+  /**
+   * Resolves `path` as asked with `query` (`?...` or ''), which only `_redirects` rules with
+   * query matches read; the answer is cached under the path's key, or under its varyKey when
+   * such a rule applies to the path.
+   */
+  return async function resolve(path: string, site: SiteMode = false, query = ''): Promise<Resolution> {
     const raw = path.split('/')
     const username = decodeSegment(raw[1] ?? '')?.toLowerCase()
     if (username === undefined) return { status: 400 }
@@ -253,19 +279,23 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     const gen = cache.gen(username)
     // requests for a path that is being looked up share that lookup, unless the user's
     // content changed since it started (it could return what the write replaced)
-    const key = site === 'domain' ? domainKey(path) : site ? siteKey(path) : path
+    // (with the query: a rule may read it)
+    const key = `${site === 'domain' ? domainKey(path) : site ? siteKey(path) : path}${query.length > 1 ? query : ''}`
     const running = inFlight.get(key)
     if (running && running.gen === gen) return running.lookup
-    const lookup = lookUp(path, username, rest, gen, site).finally(() => {
+    const lookup = lookUp(path, username, rest, gen, site, query).finally(() => {
       if (inFlight.get(key)?.lookup === lookup) inFlight.delete(key)
     })
     inFlight.set(key, { gen, lookup })
     return lookup
   }
 
-  async function lookUp(path: string, username: string, rest: string[], gen: number, site: SiteMode): Promise<Resolution> {
+  async function lookUp(path: string, username: string, rest: string[], gen: number, site: SiteMode, query: string): Promise<Resolution> {
+    const pathKey = site === 'domain' ? domainKey(path) : site ? siteKey(path) : path
+    // where the answer is kept: the path's key, or its varyKey once a query-matching rule applies
+    let key = pathKey
     const done = (entry: HostEntry) => {
-      cache.set(site === 'domain' ? domainKey(path) : site ? siteKey(path) : path, username, entry, gen)
+      cache.set(key, username, entry, gen)
       return { username, entry, cacheable: true }
     }
     // the path as this origin spells it: /{user}/..., /{name}/... or, on a domain, /...
@@ -319,13 +349,19 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
       return [...(site === false ? onServiceOrigin(own) : own), ...(folder.preview ? NOINDEX : [])]
     }
     const extra = ruleHeaders(inProject)
-    const match = rules ? matchRedirect(rules, inProject, f !== undefined || dirIndex !== undefined || slashless !== undefined) : null
+    const vary = rules ? queryNamesFor(rules, inProject) : []
+    if (vary.length > 0) {
+      cache.set(pathKey, username, { kind: 'vary', names: vary, freshUntil: cache.freshUntil() }, gen)
+      key = varyKey(pathKey, vary, query)
+    }
+    const match = rules ? matchRedirect(rules, inProject, f !== undefined || dirIndex !== undefined || slashless !== undefined, query) : null
     if (match) {
-      if (/^https?:\/\//i.test(match.to)) return done(redirect(match.href, match.status))
+      if (/^https?:\/\//i.test(match.to)) return done(redirect(match.href, match.status, match.consumed))
       const base = site === 'domain' ? '' : site ? `/${encodeURIComponent(name.path)}` : `/${username}/${encodeURIComponent(name.path)}`
       // a target on this site stays on it: a value with an empty first segment (/go//evil.com
       // under `/go/* /:splat`) would make `//evil.com`, which browsers read as another host
-      if (match.status !== 200 && match.status !== 404 && match.status !== 410) return done(redirect((base + match.href).replace(/^\/{2,}/, '/'), match.status))
+      if (match.status !== 200 && match.status !== 404 && match.status !== 410)
+        return done(redirect((base + match.href).replace(/^\/{2,}/, '/'), match.status, match.consumed))
       // a rewrite (200) or a rule's own 404/410 page: the target's bytes under this path, found
       // as a request for the target would find them (its clean-URL form included), and a
       // folder named without its slash by its index.html, as Netlify serves `/* /app 200`

@@ -14,7 +14,7 @@ import { decodeSegment, PREVIEW_SEGMENT } from './paths.js'
 import { isCacheField, withQuery } from './site-rules.js'
 import { builtForRoot } from '../../util/html.js'
 import { canNameUser } from '../../auth/users.js'
-import { commonOf, etagOf, plainHeaders, representationOf, siteKey, domainKey, type Resolver, type SiteMode } from './resolver.js'
+import { commonOf, etagOf, plainHeaders, representationOf, siteKey, domainKey, varyKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
 import { hostName, originUrl, previewOriginUrl, projectSegment, type SiteHost } from '../../http/site-origin.js'
 import type { HostHolds } from '../abuse/public.js'
@@ -250,7 +250,7 @@ export function createHostHandler(
   function answerNow(req: IncomingMessage, res: ServerResponse, e: HostEntry, query: string, head: boolean): boolean {
     if (e.kind === 'file') return answerFile(req, res, e, head)
     if (e.kind === 'redirect') {
-      res.writeHead(e.status, ['Location', withQuery(e.location, query), ...plainHeaders(0)])
+      res.writeHead(e.status, ['Location', withQuery(e.location, query, e.drop), ...plainHeaders(0)])
       res.end()
       return true
     }
@@ -282,6 +282,17 @@ export function createHostHandler(
     }
     res.writeHead(503, H503)
     res.end(UNAVAILABLE)
+  }
+
+  /**
+   * The cached answer of a key for a request's query: the key's own, or, for a path whose
+   * answers depend on query parameters (a VaryEntry), the one kept for those parameters' values.
+   */
+  const cached = (key: string, query: string): HostEntry | undefined => {
+    const e = cache.get(key)
+    if (e === undefined || e.kind !== 'vary') return e
+    const v = cache.get(varyKey(key, e.names, query))
+    return v === undefined || v.kind === 'vary' ? undefined : v
   }
 
   /** Splits a request URL; the path is the cache key. */
@@ -322,13 +333,13 @@ export function createHostHandler(
         return
       }
     }
-    const e = cache.get(site === 'domain' ? domainKey(path) : site ? siteKey(path) : path)
+    const e = cached(site === 'domain' ? domainKey(path) : site ? siteKey(path) : path, query)
     if (e !== undefined) {
       const r = serve(req, res, e, query, head, priv)
       if (r) r.catch((err) => fail(res, err))
       return
     }
-    resolve(path, site)
+    resolve(path, site, query)
       .then((r) => {
         if ('status' in r) {
           res.writeHead(400, H400)
@@ -403,9 +414,9 @@ export function createHostHandler(
     }
     if (target === null || !holds.yields(path)) return answer(false)
     const own = (e: HostEntry | null) => e !== null && e.kind === 'file' && e.status === 200
-    const hit = cache.get(domainKey(full))
+    const hit = cached(domainKey(full), query)
     if (hit !== undefined) return answer(own(hit))
-    resolve(full, 'domain')
+    resolve(full, 'domain', query)
       .then((r) => answer(!('status' in r) && own(r.entry)))
       .catch((err) => fail(res, err))
   }
@@ -469,7 +480,7 @@ export function createHostHandler(
 
   /** A path's entry as the user's origin serves it: cached, else resolved; null: a bad path. */
   async function siteEntry(path: string): Promise<HostEntry | null> {
-    const hit = cache.get(siteKey(path))
+    const hit = cached(siteKey(path), '')
     if (hit !== undefined) return hit
     const r = await resolve(path, true)
     return 'status' in r ? null : r.entry

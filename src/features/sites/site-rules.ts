@@ -16,8 +16,17 @@ export const MAX_RULES = 1000
 export const RULE_FILES = ['_redirects', '_headers'] as const
 const MAX_LINE = 2000
 
+/**
+ * A Netlify query match of a `_redirects` line (`/store id=:id /blog/:id`): the request's
+ * query must have the parameter `name` (its first value, form-decoded), equal to `equals`,
+ * or, with `bind`, any non-empty value, which fills the placeholder `:bind` of the target.
+ */
+export type QueryMatch = { name: string; bind: string } | { name: string; equals: string }
+
 export interface RedirectRule {
   from: string
+  /** Query matches, all required; absent: the rule matches whatever the query. */
+  query?: QueryMatch[]
   to: string
   status: RuleStatus
   /** `!` after the status: applies even when a file exists at the path (no shadowing). */
@@ -135,29 +144,66 @@ const TRAILING_COMMENT = /\s#.*$/
 /** A `Name=value` word: a Netlify condition (`Country=us`) or query match (`id=:id`), never a path or a status. */
 const KEY_VALUE = /^[A-Za-z][A-Za-z0-9_-]*=/
 const CONDITIONS = new Set(['country', 'language', 'role', 'cookie'])
+const PLACEHOLDER_WORD = /^:[A-Za-z_][A-Za-z0-9_]*$/
+/** A rule's target: a path of the site or another site's URL; the words between `from` and it are query matches. */
+const isTarget = (word: string): boolean => word.startsWith('/') || /^https?:\/\//i.test(word)
 
-/** Why a `Name=value` word at `at` (0: first word) cannot be taken: this service matches paths and statuses only. */
-function keyValueProblem(word: string, at: number): string {
-  const name = word.slice(0, word.indexOf('='))
-  const what =
-    at === 1 && !CONDITIONS.has(name.toLowerCase())
-      ? `"${word}" matches a query parameter; query parameter matching is not supported`
-      : `"${word}" is a condition (Country, Language, Role, Cookie); conditions are not supported`
-  return at === 0 ? `${what}, and the line has no "from to" before it (expected "from to [status]")` : `${what} (expected "from to [status]")`
+/** Why a `Name=value` word (a Netlify condition) after the target cannot be taken: conditions are not supported. */
+const conditionProblem = (word: string): string =>
+  `"${word}" is a condition (Country, Language, Role, Cookie); conditions are not supported (expected "from [name=value ...] to [status]")`
+
+/**
+ * Reads a query match word, `name=:placeholder` or `name=value`: the name and a literal value
+ * are percent-decoded as a query is (`+` is a space); one parameter per word.
+ */
+function queryMatch(word: string, file: string, n: number): QueryMatch {
+  const eq = word.indexOf('=')
+  if (eq < 0) {
+    throw new RuleSyntaxError(file, n, `"${word}" is neither a target (starting with / or http(s)://) nor a query match (name=value or name=:placeholder)`)
+  }
+  if (/[&?]/.test(word)) throw new RuleSyntaxError(file, n, `query match "${word}": one name=value per word, without & or ?`)
+  const raw = word.slice(eq + 1)
+  const [[name, value] = ['', '']] = new URLSearchParams(word)
+  if (name === '') throw new RuleSyntaxError(file, n, `query match "${word}" has no parameter name`)
+  if (raw === '') throw new RuleSyntaxError(file, n, `query match "${word}": give the value to match or a :placeholder`)
+  if (raw.startsWith(':')) {
+    if (!PLACEHOLDER_WORD.test(raw)) throw new RuleSyntaxError(file, n, `query match "${word}": bad placeholder "${raw}"`)
+    return { name, bind: raw.slice(1) }
+  }
+  return { name, equals: value }
 }
 
-/** Parses `_redirects`: lines `from to [status][!]`; the first matching line wins. */
+/**
+ * Parses `_redirects`: lines `from [name=value ...] to [status][!]`; the first matching line
+ * wins. Words between `from` and the target are query matches, as Netlify reads them.
+ */
 export function parseRedirects(text: string, file = '_redirects'): RedirectRule[] {
   const rules: RedirectRule[] = []
   for (const { n, raw } of lines(text, file)) {
     // a comment may end a line, as in Netlify's files: `#` after a space (a target's own
     // fragment, `/about#top`, has none before it)
     const parts = raw.replace(TRAILING_COMMENT, '').trim().split(/\s+/)
-    const kv = parts.findIndex((p) => KEY_VALUE.test(p))
-    if (kv >= 0) throw new RuleSyntaxError(file, n, keyValueProblem(parts[kv], kv))
+    if (KEY_VALUE.test(parts[0])) {
+      const what = CONDITIONS.has(parts[0].slice(0, parts[0].indexOf('=')).toLowerCase())
+        ? 'is a condition (Country, Language, Role, Cookie); conditions are not supported'
+        : 'matches a query parameter'
+      throw new RuleSyntaxError(file, n, `"${parts[0]}" ${what}, and the line has no "from to" before it (expected "from to [status]")`)
+    }
     if (parts.length < 2) throw new RuleSyntaxError(file, n, 'expected "from to [status]"')
-    if (parts.length > 3) throw new RuleSyntaxError(file, n, `unexpected "${parts.slice(3).join(' ')}" (expected "from to [status]")`)
-    const [from, to, statusRaw = '301'] = parts
+    const at = parts.findIndex((p, i) => i > 0 && isTarget(p))
+    if (at < 0) {
+      if (parts.length === 2 && !parts[1].includes('=')) throw new RuleSyntaxError(file, n, `target "${parts[1]}" must start with / or be an http(s) URL`)
+      throw new RuleSyntaxError(
+        file,
+        n,
+        `no target after "${parts.slice(1).join(' ')}" (expected "from [name=value ...] to [status]", a target starting with / or http(s)://)`,
+      )
+    }
+    const query = parts.slice(1, at).map((w) => queryMatch(w, file, n))
+    const [from, to, statusRaw = '301', ...more] = [parts[0], ...parts.slice(at)]
+    const condition = [statusRaw, ...more].find((p) => KEY_VALUE.test(p))
+    if (condition !== undefined) throw new RuleSyntaxError(file, n, conditionProblem(condition))
+    if (more.length > 0) throw new RuleSyntaxError(file, n, `unexpected "${more.join(' ')}" (expected "from [name=value ...] to [status]")`)
     checkPattern(from, file, n, 'from')
     const m = /^(\d{3})(!?)$/.exec(statusRaw)
     const status = m ? Number(m[1]) : NaN
@@ -169,18 +215,26 @@ export function parseRedirects(text: string, file = '_redirects'): RedirectRule[
     if (external && status !== 301 && status !== 302 && status !== 303 && status !== 307 && status !== 308) {
       throw new RuleSyntaxError(file, n, `target "${to}": another site can only be a redirect (301, 302, 303, 307, 308), not ${status}`)
     }
-    const names = new Set(
-      from
-        .split('/')
-        .filter((s) => s.startsWith(':'))
-        .map((s) => s.slice(1)),
-    )
-    if (from.endsWith('*')) names.add('splat')
+    const names = new Set<string>()
+    const capture = (name: string) => {
+      if (names.has(name)) throw new RuleSyntaxError(file, n, `:${name} is captured twice`)
+      names.add(name)
+    }
+    for (const seg of from.split('/')) if (seg.startsWith(':')) capture(seg.slice(1))
+    if (from.endsWith('*')) capture('splat')
+    const asked = new Set<string>()
+    for (const q of query) {
+      if (asked.has(q.name)) throw new RuleSyntaxError(file, n, `query parameter "${q.name}" is matched twice`)
+      asked.add(q.name)
+      if ('bind' in q) capture(q.bind)
+    }
     for (const used of to.match(/:[A-Za-z_][A-Za-z0-9_]*/g) ?? []) {
-      if (!names.has(used.slice(1))) throw new RuleSyntaxError(file, n, `target uses ${used}, which "${from}" does not capture`)
+      if (names.has(used.slice(1))) continue
+      const by = query.length > 0 ? `neither "${from}" nor its query matches capture` : `"${from}" does not capture`
+      throw new RuleSyntaxError(file, n, `target uses ${used}, which ${by}`)
     }
     if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, `more than ${MAX_RULES} rules`)
-    rules.push({ from, to, status: status as RuleStatus, force: m[2] === '!', line: n })
+    rules.push({ from, ...(query.length > 0 ? { query } : {}), to, status: status as RuleStatus, force: m[2] === '!', line: n })
   }
   return rules
 }
@@ -286,6 +340,11 @@ export interface RuleMatch {
    */
   href: string
   force: boolean
+  /**
+   * The query parameters the rule's query matches took (present only for a rule that has
+   * some): a redirect passes the request's other parameters on, not these.
+   */
+  consumed?: string[]
 }
 
 /** The compiled rules of one project, ready to match request paths (relative to the project, starting with /, decoded, NFC). */
@@ -308,16 +367,19 @@ export function compileRules(redirects: RedirectRule[], headers: HeaderRule[]): 
 }
 
 /**
- * The first redirect rule matching `path`. With `fileExists`, only forced rules apply
- * (a file at the path shadows the others, as on Netlify).
+ * The first redirect rule matching `path` and `query` (the request's, with or without its
+ * `?`). With `fileExists`, only forced rules apply (a file at the path shadows the others, as
+ * on Netlify).
  */
-export function matchRedirect(rules: SiteRules, path: string, fileExists: boolean): RuleMatch | null {
+export function matchRedirect(rules: SiteRules, path: string, fileExists: boolean, query = ''): RuleMatch | null {
+  let params: URLSearchParams | undefined
   for (const r of rules.redirects) {
     if (fileExists && !r.force) continue
     const m = r.re.exec(path)
     if (!m) continue
     const values = new Map<string, string>()
     r.names.forEach((name, i) => values.set(name, m[i + 1] ?? ''))
+    if (r.query !== undefined && !queryMatches(r.query, (params ??= new URLSearchParams(query)), values)) continue
     const cut = r.to.search(/[?#]/)
     const [pathPart, rest] = cut < 0 ? [r.to, ''] : [r.to.slice(0, cut), r.to.slice(cut)]
     const to = fill(pathPart, values, (v) => v, decodeText)
@@ -330,9 +392,34 @@ export function matchRedirect(rules: SiteRules, path: string, fileExists: boolea
       to: external ? to : removeDots(to, (seg) => seg),
       href: (external ? href : removeDots(href, (seg) => seg.replace(/%2e/gi, '.'))) + fill(rest, values, encodeURIComponent, encodeText),
       force: r.force,
+      ...(r.query !== undefined ? { consumed: r.query.map((q) => q.name) } : {}),
     }
   }
   return null
+}
+
+/**
+ * Whether a request's query has every parameter a rule asks for (its first value: a literal's
+ * exactly, a placeholder's non-empty, as a path placeholder takes a non-empty segment);
+ * binds the placeholders' values into `values`.
+ */
+function queryMatches(query: QueryMatch[], params: URLSearchParams, values: Map<string, string>): boolean {
+  for (const q of query) {
+    const v = params.get(q.name)
+    if (v === null) return false
+    if ('equals' in q) {
+      if (v !== q.equals) return false
+    } else if (v === '') return false
+    else values.set(q.bind, v)
+  }
+  return true
+}
+
+/** The query parameters any query-matching rule that matches `path` asks for, sorted: what its answer depends on besides the path. */
+export function queryNamesFor(rules: SiteRules, path: string): string[] {
+  const names = new Set<string>()
+  for (const r of rules.redirects) if (r.query !== undefined && r.re.test(path)) for (const q of r.query) names.add(q.name)
+  return [...names].sort()
 }
 
 /** The extra headers of every `_headers` rule matching `path`, in file order; a repeated name is joined with ", ". */
@@ -392,11 +479,27 @@ const encodeText = (t: string): string => encodeURI(t).replace(/%25([0-9A-Fa-f]{
 
 /**
  * A redirect's Location with the request's query (`?...` or '') passed on, as Netlify does:
- * joined to a query the target has with `&`, and placed before the target's fragment.
+ * joined to a query the target has with `&`, and placed before the target's fragment. The
+ * parameters named in `drop` (those a rule's query matches took) are left out; the others
+ * keep their text as sent.
  */
-export function withQuery(location: string, query: string): string {
+export function withQuery(location: string, query: string, drop?: readonly string[]): string {
+  if (drop !== undefined && drop.length > 0 && query.length > 1) query = withoutParams(query, drop)
   if (query.length <= 1) return location
   const hash = location.indexOf('#')
   const [url, fragment] = hash < 0 ? [location, ''] : [location.slice(0, hash), location.slice(hash)]
   return url + (url.includes('?') ? `&${query.slice(1)}` : query) + fragment
+}
+
+/** A query (`?...`) without the parameters named in `names` (compared form-decoded); '' when none is left. */
+function withoutParams(query: string, names: readonly string[]): string {
+  const kept = query
+    .slice(1)
+    .split('&')
+    .filter((pair) => {
+      if (pair === '') return false
+      const [[name] = ['']] = new URLSearchParams(pair)
+      return !names.includes(name)
+    })
+  return kept.length > 0 ? `?${kept.join('&')}` : ''
 }
