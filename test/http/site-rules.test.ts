@@ -104,9 +104,16 @@ for (const engine of ENGINES) {
         ['/news/a%3Fb', 301, null, () => `${prefix()}/blog/a%3Fb`],
         ['/news/a%20b%23c', 301, null, () => `${prefix()}/blog/a%20b%23c`],
         ['/ext/a%3Fb?x=1', 302, null, () => 'https://example.com/a%3Fb?x=1'],
-        // a value with an empty first segment never makes a Location of another host (//evil.com)
-        ['/go//evil.com', 301, null, () => (where === 'project' ? '/evil.com' : `${prefix()}//evil.com`)],
-        ['/go///evil.com?x=1', 301, null, () => (where === 'project' ? '/evil.com?x=1' : `${prefix()}///evil.com?x=1`)],
+        // repeated slashes go to the merged path before any rule reads it (decision 111), so a
+        // value with an empty first segment never makes a Location of another host (//evil.com)
+        ['/go//evil.com', 301, null, () => `${prefix()}/go/evil.com`],
+        ['/go///evil.com?x=1', 301, null, () => `${prefix()}/go/evil.com?x=1`],
+        ['//docs/', 301, null, () => `${prefix()}/docs/`],
+        ['/docs//?x=1', 301, null, () => `${prefix()}/docs/?x=1`],
+        ['/about//', 301, null, () => `${prefix()}/about/`],
+        ['//', 301, null, () => `${prefix()}/`],
+        ['//evil.example', 301, null, () => `${prefix()}/evil.example`],
+        ['///evil.example/x//', 301, null, () => `${prefix()}/evil.example/x/`],
         ['/go/a', 301, null, () => `${prefix()}/a`],
         // a rewrite's target is found by its clean URL too
         ['/clean-target', 200, /about/, null],
@@ -181,27 +188,50 @@ for (const engine of ENGINES) {
       })
     }
 
-    it("a value's dot segments never take a redirect or a rewrite out of the project", async () => {
-      // sent as written: a browser or fetch() would resolve the dots before sending
-      const raw = (where: 'path' | 'site' | 'project', p: string) =>
-        new Promise<{ status: number; location: string | undefined; text: string }>((resolve, reject) => {
-          const url = new URL(where === 'path' ? s.url : s.httpUrl)
-          const opts = {
-            host: '127.0.0.1',
-            port: url.port,
-            method: 'GET',
-            path: where === 'path' ? `/${user.username}/site${p}` : where === 'site' ? `/site${p}` : p,
-            headers: where === 'path' ? {} : { host: where === 'site' ? `${user.username}.localhost` : `site.${user.username}.localhost` },
-            rejectUnauthorized: false,
-          }
-          const req = (where === 'path' ? https : http).request(opts, (res) => {
-            let text = ''
-            res.on('data', (d: Buffer) => (text += d.toString()))
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location, text }))
-          })
-          req.on('error', reject)
-          req.end()
+    /** A GET sent as written (a browser or fetch() would resolve dots and backslashes before sending). */
+    const raw = (where: 'path' | 'site' | 'project', p: string, pathPrefix?: string) =>
+      new Promise<{ status: number; location: string | undefined; text: string }>((resolve, reject) => {
+        const url = new URL(where === 'path' ? s.url : s.httpUrl)
+        const opts = {
+          host: '127.0.0.1',
+          port: url.port,
+          method: 'GET',
+          path: (pathPrefix ?? (where === 'path' ? `/${user.username}/site` : where === 'site' ? '/site' : '')) + p,
+          headers: where === 'path' ? {} : { host: where === 'site' ? `${user.username}.localhost` : `site.${user.username}.localhost` },
+          rejectUnauthorized: false,
+        }
+        const req = (where === 'path' ? https : http).request(opts, (res) => {
+          let text = ''
+          res.on('data', (d: Buffer) => (text += d.toString()))
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location, text }))
         })
+        req.on('error', reject)
+        req.end()
+      })
+
+    it('repeated slashes before the project go to the merged path too, and never to another host', async () => {
+      const merged: Array<['path' | 'site', string, string]> = [
+        ['path', `/${user.username}//site/about`, `/${user.username}/site/about`],
+        ['path', `/${user.username}/site//docs//`, `/${user.username}/site/docs/`],
+        ['site', '//site/about', '/site/about'],
+        ['site', '///site//', '/site/'],
+      ]
+      for (const [where, p, location] of merged) {
+        const r = await raw(where, p, '')
+        assert.equal(r.status, 301, `${where} ${p}: ${r.text}`)
+        assert.equal(r.location, location, `${where} ${p}`)
+      }
+      // a backslash (which browsers read as a slash) is refused, never merged into a Location
+      for (const where of ['path', 'site', 'project'] as const) {
+        for (const p of ['/\\evil.example', '//\\evil.example', '/%5C%5Cevil.example', '//%2F/evil.example']) {
+          const r = await raw(where, p)
+          assert.ok(r.location === undefined || /^\/[^/\\]/.test(r.location), `${where} ${p}: ${r.location}`)
+          assert.notEqual(r.status, 301, `${where} ${p}`)
+        }
+      }
+    })
+
+    it("a value's dot segments never take a redirect or a rewrite out of the project", async () => {
       for (const where of ['path', 'site', 'project'] as const) {
         const prefix = where === 'path' ? `/${user.username}/site` : where === 'site' ? '/site' : ''
         for (const dots of ['../..', '%2E%2E/%2e%2E', '.%2e/./..']) {

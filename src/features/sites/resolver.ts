@@ -302,6 +302,10 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     const own = (p: string) => (site === 'domain' ? p.slice(p.indexOf('/', p.indexOf('/', 1) + 1)) : site ? p.slice(p.indexOf('/', 1)) : p)
     // the slash form of a directory
     const slashed = () => redirect(`${own(path)}/`)
+    // repeated slashes (`/docs//intro/`, an empty segment: encoded slashes never get here) go
+    // to the merged path, as nginx's merge_slashes reads it, before any rule sees the path.
+    // The result starts with one slash, so it never names another host (`//evil.example`)
+    if (own(path).includes('//')) return done(redirect(own(path).replace(/\/{2,}/g, '/')))
     // a disabled account's pages go offline (like its other public links)
     const user = await memo(username, `u:${username}`, gen, () =>
       db.k.selectFrom('users').select('id').where('username', '=', username).where('disabled', '=', 0).executeTakeFirst(),
