@@ -41,9 +41,12 @@ export function setPageHeaders(reply: FastifyReply, nonce: string, imageOrigins:
 /**
  * Where a login may send the browser back to: a path of the dashboard or the admin console
  * (with its query), nothing else: never another origin (`//host`, a scheme), never a path
- * with a backslash or control character. null: not such a path.
+ * with a backslash or control character, never a dot segment (`..` or `%2e%2e`, which the
+ * browser resolves out of the dashboard, to a hosted page of the path form). null: not such a path.
  */
 export function safeNext(v: unknown): string | null {
   if (typeof v !== 'string' || v.length > 512) return null
-  return /^\/(dashboard|admin)(\/[A-Za-z0-9_\-./%]*)?(\?[A-Za-z0-9_\-.=&%]*)?$/.test(v) && !v.includes('//') ? v : null
+  if (!/^\/(dashboard|admin)(\/[A-Za-z0-9_\-./%]*)?(\?[A-Za-z0-9_\-.=&%]*)?$/.test(v) || v.includes('//')) return null
+  const path = v.split('?', 1)[0]
+  return path.split('/').some((seg) => /^(\.|%2e){1,2}$/i.test(seg)) ? null : v
 }

@@ -223,8 +223,12 @@ for (const engine of ENGINES) {
       const post = (next: string, password = alice.password) => s.post('/login', { form: { ...creds, password, next }, cookie: formCookie, headers: BROWSER })
       assert.equal((await post('/dashboard/forms')).header('location'), '/dashboard/forms')
       assert.equal((await post('/admin/reports?status=open')).header('location'), '/admin/reports?status=open')
-      for (const evil of ['//evil.test/x', 'https://evil.test/', '/dashboard//evil.test', '/\\evil.test', 'javascript:alert(1)', '/svc_api/files'])
+      // dot segments, which a browser resolves in a Location (`%2e` too), would leave the
+      // dashboard for a hosted page of the path form, whose own redirects go anywhere
+      const dots = ['/dashboard/../alice/site/out', '/dashboard/%2e%2E/alice/site/', '/admin/.%2e/x', '/dashboard/./kv', '/dashboard/..', '/admin/%2E']
+      for (const evil of ['//evil.test/x', 'https://evil.test/', '/dashboard//evil.test', '/\\evil.test', 'javascript:alert(1)', '/svc_api/files', ...dots])
         assert.equal((await post(evil)).header('location'), '/dashboard', evil)
+      assert.equal((await post('/dashboard/files/a..b.html')).header('location'), '/dashboard/files/a..b.html', 'dots inside a name are no segment')
       // a refusal keeps where to go back to
       assert.equal((await post('/dashboard/forms', 'wrong-password')).header('location'), `/login?error=1&username=${alice.username}&next=%2Fdashboard%2Fforms`)
     })
