@@ -40,7 +40,7 @@ const REDIRECTS = [
   '/to dest=:d /:d 301',
 ].join('\n')
 const HEADERS =
-  "/*\n  X-Site: yes\n  Accept-CH: DPR\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n  CDN-Cache-Control: max-age=31536000\n  Surrogate-Control: max-age=31536000\n/caf%C3%A9.html\n  X-Menu: yes\n"
+  "/*\n  X-Site: yes\n  Accept-CH: DPR\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n  CDN-Cache-Control: max-age=31536000\n  Surrogate-Control: max-age=31536000\n/caf%C3%A9.html\n  X-Menu: yes\n/posts/:slug\n  X-Slug: :slug\n"
 
 for (const engine of ENGINES) {
   describe(`site rules [${engine}]`, () => {
@@ -162,6 +162,13 @@ for (const engine of ENGINES) {
       it(`${where} form: a percent-encoded _headers pattern applies to its file and to a rewrite to it`, async () => {
         assert.equal((await get(where, '/caf%C3%A9.html')).header('x-menu'), 'yes')
         assert.equal((await get(where, '/menu')).header('x-menu'), 'yes')
+      })
+      it(`${where} form: a _headers value takes what its pattern's placeholder matched, encoded`, async () => {
+        assert.equal((await get(where, '/posts/hello')).header('x-slug'), 'hello')
+        const r = await get(where, '/posts/a%0D%0AX-Injected:%201')
+        assert.equal(r.status, 404)
+        assert.equal(r.header('x-slug'), 'a%0D%0AX-Injected%3A%201')
+        assert.equal(r.header('x-injected'), undefined)
       })
       it(`${where} form: a 404 takes the path's _headers but never its Cache-Control`, async () => {
         assert.equal((await get(where, '/assets/app-1234.js')).header('cache-control'), 'public, max-age=31536000, immutable')

@@ -374,6 +374,41 @@ describe('_headers parser and matching', () => {
     const own = parseHeaders('/*\n  NEL: {}\n  Report-To: {}\n  Reporting-Endpoints: a="https://r.example/"\n  Accept-CH: DPR\n  X-Ok: yes\n')
     assert.deepEqual(onServiceOrigin(headersFor(compileRules([], own), '/x')), [['X-Ok', 'yes']])
   })
+  it("fills a value's placeholders with what the pattern matched, encoded, as Cloudflare Pages does", () => {
+    const rules = compileRules(
+      [],
+      parseHeaders(
+        '/movies/:title\n  X-Movie: watching ":title"\n  X-Keep: :other and https://e.test:8080/x\n/static/*\n  Link: </cdn/:splat>; rel=canonical\n',
+      ),
+    )
+    const cases: Array<[string, Array<[string, string]>]> = [
+      [
+        '/movies/up',
+        [
+          ['X-Movie', 'watching "up"'],
+          ['X-Keep', ':other and https://e.test:8080/x'],
+        ],
+      ],
+      // a decoded value is encoded again: a CR LF, a space or a non-ASCII letter never reaches the header raw
+      [
+        '/movies/a\r\nSet-Cookie: x=1',
+        [
+          ['X-Movie', 'watching "a%0D%0ASet-Cookie%3A%20x%3D1"'],
+          ['X-Keep', ':other and https://e.test:8080/x'],
+        ],
+      ],
+      [
+        '/movies/café',
+        [
+          ['X-Movie', 'watching "caf%C3%A9"'],
+          ['X-Keep', ':other and https://e.test:8080/x'],
+        ],
+      ],
+      ['/static/js/app.js', [['Link', '</cdn/js/app.js>; rel=canonical']]],
+      ['/static', [['Link', '</cdn/>; rel=canonical']]],
+    ]
+    for (const [path, want] of cases) assert.deepEqual(headersFor(rules, path), want, path)
+  })
   it('applies every matching block in order and joins a repeated name', () => {
     const rules = compileRules([], parseHeaders('/*\n  X-A: 1\n  Link: </a.css>; rel=preload\n/page\n  X-B: 2\n  link: </b.js>; rel=preload\n'))
     assert.deepEqual(headersFor(rules, '/page'), [

@@ -422,12 +422,21 @@ export function queryNamesFor(rules: SiteRules, path: string): string[] {
   return [...names].sort()
 }
 
-/** The extra headers of every `_headers` rule matching `path`, in file order; a repeated name is joined with ", ". */
+/**
+ * The extra headers of every `_headers` rule matching `path`, in file order; a repeated name is
+ * joined with ", ". A value's `:name` that its pattern captures (`:splat` for a final `*`) is
+ * replaced by what it matched, as Cloudflare Pages does, percent-encoded (slashes kept), so a
+ * value stays visible ASCII whatever the path holds (a decoded CR LF never splits a header).
+ */
 export function headersFor(rules: SiteRules, path: string): Array<[string, string]> {
   const out = new Map<string, [string, string]>()
   for (const h of rules.headers) {
-    if (!h.re.test(path)) continue
-    for (const [name, value] of h.headers) {
+    const m = h.re.exec(path)
+    if (!m) continue
+    const values = new Map<string, string>()
+    h.names.forEach((name, i) => values.set(name, m[i + 1] ?? ''))
+    for (const [name, raw] of h.headers) {
+      const value = values.size === 0 || !raw.includes(':') ? raw : fill(raw, values, encodePath, (t) => t)
       const k = name.toLowerCase()
       const prev = out.get(k)
       out.set(k, prev ? [prev[0], `${prev[1]}, ${value}`] : [name, value])
