@@ -20,13 +20,13 @@ function assertSandboxed(r: Res, what: string) {
 }
 
 /** GET with the path sent exactly as written (fetch clients normalise /./ and /../ away). */
-function rawGet(base: string, rawPath: string): Promise<{ status: number; text: string }> {
+function rawGet(base: string, rawPath: string): Promise<{ status: number; text: string; location?: string }> {
   const u = new URL(base)
   return new Promise((resolve, reject) => {
     const req = https.request({ host: u.hostname, port: u.port, path: rawPath, method: 'GET', rejectUnauthorized: false }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (c) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString(), location: res.headers.location }))
     })
     req.on('error', reject)
     req.end()
@@ -306,7 +306,6 @@ for (const engine of ENGINES) {
         `${base}/hello.html%00`,
         `${base}/site/%c0%ae%c0%ae/index.html`,
         `${base}/site/%EF%BC%8E%EF%BC%8E%EF%BC%8Findex.html`,
-        `${base}/site//index.html`,
         `${base}/site/./index.html`,
         `${base}/site/../site/index.html`,
         `${base}/site/${'x'.repeat(256)}`,
@@ -326,6 +325,10 @@ for (const engine of ENGINES) {
         assert.ok([400, 404].includes(r.status), `${p}: ${r.status}`)
         assert.ok(!r.text.includes('<h1>'), `${p} served a page`)
       }
+      // repeated slashes go to the same project's merged path (decision 111), nowhere else
+      const doubled = await rawGet(s.url, `${base}/site//index.html`)
+      assert.equal(doubled.status, 301)
+      assert.equal(doubled.location, `${base}/site/index.html`)
       const upper = await s.get(`/${u.username.toUpperCase()}/hello.html`)
       assert.equal(upper.status, 200, 'usernames are case-insensitive in URLs')
     })
