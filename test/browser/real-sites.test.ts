@@ -1,5 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload, type BatchFile } from '../support/hosting.js'
 import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
@@ -56,6 +58,17 @@ const PERSIAN: BatchFile[] = [
   { path: `${POSTS}/index.html`, data: `<!doctype html><meta charset="utf-8"><title>${POSTS}</title><link rel="icon" href="data:,"><h1>${POSTS}</h1>` },
 ].map(({ path, data }) => ({ filenameStar: encodeURIComponent(path), data }))
 
+/** The files of a fixture tree under test/fixtures (tests run from the repository's root or dist/). */
+function fixtureTree(name: string): BatchFile[] {
+  let dir = path.dirname(new URL(import.meta.url).pathname)
+  while (!fs.existsSync(path.join(dir, 'package.json'))) dir = path.dirname(dir)
+  const root = path.join(dir, 'test', 'fixtures', name)
+  return fs
+    .readdirSync(root, { recursive: true, encoding: 'utf8' })
+    .filter((rel) => fs.statSync(path.join(root, rel)).isFile())
+    .map((rel) => ({ filename: rel.split(path.sep).join('/'), data: fs.readFileSync(path.join(root, rel)) }))
+}
+
 let browser: BrowserLease
 before(async () => {
   browser = await openBrowser()
@@ -75,6 +88,8 @@ describe(`real-world builds in Chromium [${engine}]`, () => {
     port = new URL(s.httpUrl).port
     await deploy(s, user.key, 'ng', ANGULAR)
     await deploy(s, user.key, 'fa', PERSIAN)
+    // a Hugo theme that joins the base URL (/blog/) and a path with `{{ .Site.BaseURL }}/css/...`
+    await deploy(s, user.key, 'blog', fixtureTree('ssg/hugo-base-slash'))
   })
   after(async () => {
     await s?.close()
@@ -100,6 +115,32 @@ describe(`real-world builds in Chromium [${engine}]`, () => {
       } finally {
         await ctx.close()
       }
+    }
+  })
+
+  it('a theme whose URLs hold a double slash after the base (/blog//css/main.css) loads its CSS, script and pages through the merged path (decision 111)', async () => {
+    const ctx = await browser.newContext({ ignoreHTTPSErrors: true })
+    try {
+      const page = await ctx.newPage()
+      const errors = watchErrors(page)
+      const home = `http://${username}.localhost:${port}/blog/`
+      assert.equal((await page.goto(home))?.status(), 200)
+      await page.waitForFunction(() => document.documentElement.dataset.js === 'ran', null, { timeout: 15_000 })
+      assert.equal(await page.evaluate(() => getComputedStyle(document.body).color), 'rgb(1, 2, 3)')
+      const [res] = await Promise.all([page.waitForNavigation(), page.click('#about')])
+      assert.equal(res?.status(), 200)
+      // /blog//about/ is sent to the merged path, where the page's relative links resolve as built
+      assert.equal(page.url(), `http://${username}.localhost:${port}/blog/about/`)
+      assert.equal(await page.locator('h1').textContent(), 'About')
+      assert.equal(await page.evaluate(() => getComputedStyle(document.body).color), 'rgb(1, 2, 3)')
+      const feed = await page.evaluate(async () => {
+        const r = await fetch('/blog//index.xml')
+        return `${r.status} ${r.headers.get('content-type')}`
+      })
+      assert.equal(feed, '200 application/xml')
+      assert.deepEqual(errors, [], 'no console errors, page errors or failed requests')
+    } finally {
+      await ctx.close()
     }
   })
 
