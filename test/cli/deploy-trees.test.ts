@@ -201,6 +201,20 @@ for (const engine of ENGINES) {
       )
     })
 
+    it('an http:// URL naming the HTTPS port says the server answered with TLS, at once, for every command', async () => {
+      const dir = makeTree({ 'index.html': page('one') })
+      const wrong = `http://127.0.0.1:${new URL(s.url).port}`
+      for (const args of [
+        ['deploy', dir, '--project', 'x', '--json'],
+        ['kv', 'get', 'k', '--json'],
+      ]) {
+        const r = await runCli(args, { env: { ...env, SVC_URL: wrong } })
+        assert.equal(r.code, 1, r.stderr)
+        assert.equal(r.json.error.message, `cannot talk plain HTTP to ${wrong}: the server answered with TLS; use https://127.0.0.1:${new URL(s.url).port}`)
+        assert.doesNotMatch(r.stderr, /retrying/, 'no retries of a request that cannot work')
+      }
+    })
+
     it("names a proxy's HTML error page by its title, with the request and the likely cause, not its markup", async () => {
       const dir = makeTree({ 'index.html': page('one'), 'assets/index-one.js': 'console.log(1)' })
       for (const [status, hint] of [

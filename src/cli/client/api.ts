@@ -1,5 +1,7 @@
 import http from 'node:http'
 import https from 'node:https'
+import net from 'node:net'
+import tls from 'node:tls'
 import { Readable } from 'node:stream'
 import { ApiError, CliError, UsageError } from './errors.js'
 import type { Connection } from './config.js'
@@ -154,6 +156,9 @@ export class ApiClient {
       } catch (e) {
         // the body's own failure (a local file that changed while it was sent) is not the network's
         if (e instanceof CliError) throw e
+        // an http:// URL naming a TLS port: the server drops the plain request without a word,
+        // which reads as a reset; said once, before any retry
+        if (this.conn.url.startsWith('http:') && (await this.speaksTls(e))) throw plainToTls(this.conn.url)
         if (netRetries < NETWORK_RETRIES && isTransientNetworkError(e) && (idempotent || notHandled(e))) {
           netRetries++
           const wait = 500 * 2 ** (netRetries - 1)
@@ -198,6 +203,30 @@ export class ApiClient {
       }
       throw err
     }
+  }
+
+  private tlsProbe?: Promise<boolean>
+
+  /**
+   * Whether the server of an http:// URL speaks TLS on that port: asked once, after a failure a
+   * TLS port gives a plain request (a reset, a hang-up, bytes that are not HTTP).
+   */
+  private speaksTls(e: unknown): Promise<boolean> {
+    const code = (e as { code?: string })?.code ?? ''
+    if (!['ECONNRESET', 'EPIPE'].includes(code) && !code.startsWith('HPE_')) return Promise.resolve(false)
+    this.tlsProbe ??= new Promise<boolean>((resolve) => {
+      const u = new URL(this.conn.url)
+      const host = u.hostname.replace(/^\[|\]$/g, '')
+      const socket = tls.connect({ host, port: Number(u.port || 80), rejectUnauthorized: false, ...(net.isIP(host) ? {} : { servername: host }) })
+      const done = (v: boolean) => {
+        socket.destroy()
+        resolve(v)
+      }
+      socket.setTimeout(5000, () => done(false))
+      socket.on('secureConnect', () => done(true))
+      socket.on('error', () => done(false))
+    })
+    return this.tlsProbe
   }
 
   private once(method: string, target: string, headers: Record<string, string>, body: RequestOptions['body']): Promise<ApiResponse> {
@@ -262,6 +291,11 @@ function notHandled(e: unknown): boolean {
 /** The notice for a request that may have taken effect and is therefore not repeated. */
 function unknownOutcome(method: string, p: string): string {
   return `${method} ${p} may or may not have taken effect: it is not repeated automatically; check its result before running the command again`
+}
+
+/** An http:// URL whose port answers with TLS. */
+function plainToTls(url: string): CliError {
+  return new CliError(`cannot talk plain HTTP to ${url}: the server answered with TLS; use ${url.replace(/^http:/, 'https:')}`)
 }
 
 /** A readable message for a failure to reach the server (certificate, refused, DNS). */
