@@ -7,7 +7,7 @@ import path from 'node:path'
 import fc from 'fast-check'
 import { walkFolder } from '../../src/cli/client/files.js'
 import { describeDeploy, multipartSize, planBatches } from '../../src/cli/client/deploy.js'
-import { describeArchive } from '../../src/cli/client/archive.js'
+import { checkDeployLimits, describeArchive } from '../../src/cli/client/archive.js'
 import { normaliseUrl, resolveConnection } from '../../src/cli/client/config.js'
 import { parse, sizeOption } from '../../src/cli/client/args.js'
 import { kvValue } from '../../src/cli/client/commands/kv.js'
@@ -108,6 +108,28 @@ describe('client: deploy summaries', () => {
     assert.match(describeArchive({ ...base, copies: 0 } as unknown as Parameters<typeof describeArchive>[0]), /^p: 1 file \(/)
     assert.match(describeDeploy({ ...base, deleted: [], extra: [] } as unknown as Parameters<typeof describeDeploy>[0]), /^p: 1 file \(/)
     assert.match(describeArchive({ ...base, files: 2, copies: 0 } as unknown as Parameters<typeof describeArchive>[0]), /^p: 2 files \(/)
+  })
+})
+
+describe('client: archive deploy limits', () => {
+  it("asks the server's limits only for a large tree, and refuses one over them by count or bytes", async () => {
+    const asked: string[] = []
+    const api = {
+      get: async (p: string) => {
+        asked.push(p)
+        return { status: 200, json: { success: true, data: { max_files: 50_000, max_deploy_bytes: 2 ** 31 } } }
+      },
+    } as unknown as ApiClient
+    await checkDeployLimits(api, 10_000, 1000, 'site')
+    assert.deepEqual(asked, [], 'a small tree is not asked about')
+    await checkDeployLimits(api, 50_000, 2 ** 31, 'site')
+    assert.deepEqual(asked, ['/api/folders/deploy_limits'])
+    await assert.rejects(checkDeployLimits(api, 50_001, 1000, 'site'), {
+      message: /^site is too large to deploy: 50001 files; the server takes at most 50000 per deploy \(error 1328\); nothing was read or sent/,
+    })
+    await assert.rejects(checkDeployLimits(api, 3, 2 ** 31 + 1, 'site'), { message: /2\.1 GB in all; the server takes at most 2\.1 GB \(2147483648 bytes\)/ })
+    const none = { get: async () => ({ status: 404, json: { success: false, error_code: 1404 } }) } as unknown as ApiClient
+    await checkDeployLimits(none, 60_000, 0, 'site')
   })
 })
 

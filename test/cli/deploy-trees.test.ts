@@ -215,6 +215,23 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('a tree over the server limits is refused before any file is read; nothing is sent', async () => {
+      // 3 GiB in all, over the 2 GiB of a deploy: a sparse file, which costs the disk nothing
+      const dir = makeTree({ 'index.html': page('one') })
+      fs.closeSync(fs.openSync(path.join(dir, 'disk.img'), 'w'))
+      fs.truncateSync(path.join(dir, 'disk.img'), 3 * 1024 ** 3)
+      const cache = path.join(s.dataDir, 'cache-limit')
+      const r = await runCli(['deploy', dir, '--project', 'huge', '--json'], { env: { ...env, SVC_URL: s.url, SVC_CACHE_DIR: cache } })
+      assert.equal(r.code, 1, r.stderr)
+      assert.match(
+        r.json.error.message,
+        /is too large to deploy: 3\.2 GB in all; the server takes at most 2\.1 GB \(2147483648 bytes\) per deploy \(error 1328\); nothing was read or sent/,
+      )
+      // the hashes are cached once the files are read: no cache, no file read
+      assert.ok(!fs.existsSync(cache), 'no file was hashed')
+      assert.equal((await s.get('/api/folders/huge/deploys', { key: alice.key })).status, 403, 'no project')
+    })
+
     it("names a proxy's HTML error page by its title, with the request and the likely cause, not its markup", async () => {
       const dir = makeTree({ 'index.html': page('one'), 'assets/index-one.js': 'console.log(1)' })
       for (const [status, hint] of [

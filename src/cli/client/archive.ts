@@ -131,6 +131,38 @@ function archiveStream(manifest: Buffer, files: LocalFile[], gzip: boolean, onBy
   return out
 }
 
+/**
+ * A tree this large takes a while to read: its counts are checked against the server's limits
+ * (GET deploy_limits) before any file is hashed, so a tree the server must refuse (1328) is
+ * refused at once. Smaller trees are not asked about: the missing-files check refuses them as
+ * cheaply, and a deploy stays two requests.
+ */
+const ASK_LIMITS_FROM = { files: 10_000, bytes: 1024 ** 3 }
+
+export async function checkDeployLimits(api: ApiClient, files: number, bytes: number, dir: string): Promise<void> {
+  if (files <= ASK_LIMITS_FROM.files && bytes <= ASK_LIMITS_FROM.bytes) return
+  const r = await api.get('/api/folders/deploy_limits', { okStatuses: [404] })
+  const d = r.status === 200 ? r.json?.data : undefined
+  const maxFiles = Number(d?.max_files)
+  const maxBytes = Number(d?.max_deploy_bytes)
+  const over =
+    maxFiles > 0 && files > maxFiles
+      ? `${files} files; the server takes at most ${maxFiles} per deploy`
+      : maxBytes > 0 && bytes > maxBytes
+        ? `${formatBytes(bytes)} in all; the server takes at most ${formatBytes(maxBytes)} (${maxBytes} bytes) per deploy`
+        : null
+  if (over)
+    throw new CliError(
+      `${dir} is too large to deploy: ${over} (error 1328); nothing was read or sent. Leave files out with .svcignore, or deploy parts as projects of their own`,
+      {
+        files,
+        bytes,
+        max_files: maxFiles || null,
+        max_deploy_bytes: maxBytes || null,
+      },
+    )
+}
+
 /** Runs an archive deploy; null when the server has no archive deploys (the caller falls back to batches). */
 export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: Reporter): Promise<ArchiveResult | null> {
   const started = Date.now()
@@ -142,6 +174,12 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s) => ({ path: s.path, reason: s.reason }))
   if (walked.files.length === 0 && failed.length === 0) throw new CliError(`nothing to deploy: ${opts.dir} has no files (after ignore rules)`)
+  await checkDeployLimits(
+    api,
+    walked.files.length,
+    walked.files.reduce((a, f) => a + f.size, 0),
+    opts.dir,
+  )
   const hashed = await hashFiles(walked.files, (n) => rep.progress('hashing', n, walked.files.length), {
     dir: hashCacheDir(),
     folder: dirReal,
