@@ -32,6 +32,34 @@ for (const engine of ENGINES) {
       assert.equal((await runCli(['kv', 'get', 'other'], { env })).code, 1, 'nothing stored')
     })
 
+    it('svc kv get and rm of a key set would refuse say why it cannot exist, with the rule set names', async () => {
+      for (const [key, rule] of [
+        [
+          'bad key',
+          /^"bad key" is not a valid key: a key starts with an ASCII letter and has only a-z, A-Z, 0-9, _ and - \(error 1606\); svc kv set refuses it/,
+        ],
+        ['k'.repeat(101), /is not a valid key: a key has at most 100 characters \(error 1601\); svc kv set refuses it/],
+      ] as const) {
+        const set = await runCli(['kv', 'set', key, '1', '--json'], { env })
+        assert.equal(set.code, 1)
+        for (const args of [
+          ['kv', 'get', key],
+          ['kv', 'rm', key],
+        ]) {
+          const r = await runCli([...args, '--json'], { env })
+          assert.equal(r.code, 1, r.stderr)
+          assert.equal(r.json.error.error_code, 1604, 'the server answer, passed through')
+          assert.match(r.json.error.solution, rule)
+          assert.equal(set.json.error.error_code, key === 'bad key' ? 1606 : 1601)
+          const text = await runCli(args, { env })
+          assert.match(text.stderr, /^error 1604 \(DATA_ERROR, HTTP 404\): Key does not exist\n {2}".*" is not a valid key: /)
+        }
+      }
+      // a valid key that is missing keeps the server's own advice
+      const missing = await runCli(['kv', 'get', 'nothing_here', '--json'], { env })
+      assert.doesNotMatch(missing.json.error.solution, /not a valid key/)
+    })
+
     it('svc kv set --file refuses bytes that are not UTF-8 (nothing stored) and drops a byte-order mark', async () => {
       const dir = makeTree({ 'logo.png': Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xff, 0xfe]), 'cfg.json': '\ufeff{"theme":"dark"}' })
       const bin = await runCli(['kv', 'set', 'logo', '--file', path.join(dir, 'logo.png'), '--json'], { env })

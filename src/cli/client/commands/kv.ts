@@ -1,6 +1,6 @@
 /** svc kv: get, set, incr, rm and ls on the key-value store. */
 import { intOption, parse } from '../args.js'
-import { CliError, UsageError } from '../errors.js'
+import { ApiError, CliError, UsageError } from '../errors.js'
 import { flagsOf, localTime, need, noMore, preview, readLocal, readStdinBytes, table, type Ctx } from './context.js'
 
 const KV_TYPES = ['json', 'text', 'number']
@@ -53,6 +53,31 @@ function valueText(bytes: Buffer, from: string): string {
   }
 }
 
+/** The server's rule for a key being written (1601 length, 1606 format); reads take any string. */
+const KEY_RE = /^[A-Za-z][A-Za-z0-9_-]*$/
+const KEY_MAX = 100
+
+/**
+ * get and rm take any key, since an entry stored before the key rules may hold one that breaks
+ * them, so the server answers "does not exist" (1604) where set and incr answer 1606 or 1601.
+ * Such an answer says why, in the words set would use.
+ */
+async function lookup<T>(key: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (e) {
+    const why =
+      key.length > KEY_MAX
+        ? `a key has at most ${KEY_MAX} characters (error 1601)`
+        : !KEY_RE.test(key)
+          ? 'a key starts with an ASCII letter and has only a-z, A-Z, 0-9, _ and - (error 1606)'
+          : null
+    if (!(e instanceof ApiError) || e.code !== 1604 || why === null) throw e
+    const note = `${JSON.stringify(key)} is not a valid key: ${why}; svc kv set refuses it, and only an entry stored before the key rules can have it`
+    throw new ApiError(e.status, e.code, e.type, e.message, note, e.body, e.retryAfter)
+  }
+}
+
 const showValue = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v, null, 2))
 
 export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
@@ -71,7 +96,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
     case 'get': {
       const key = need(positionals[0], 'KEY: svc kv get KEY')
       noMore(positionals, 1)
-      const r = await api().get('/svc_api/data/get', { query: { key } })
+      const r = await lookup(key, () => api().get('/svc_api/data/get', { query: { key } }))
       if (ctx.json) ctx.emit(r.json)
       else ctx.out(showValue(r.json?.data?.value))
       return 0
@@ -118,7 +143,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
     case 'delete': {
       const key = need(positionals[0], 'KEY: svc kv rm KEY')
       noMore(positionals, 1)
-      const r = await api().delete('/svc_api/data/delete', { query: { key } })
+      const r = await lookup(key, () => api().delete('/svc_api/data/delete', { query: { key } }))
       if (ctx.json) ctx.emit(r.json)
       else ctx.out(`deleted ${key}`)
       return 0
