@@ -123,6 +123,47 @@ for (const engine of ENGINES) {
       assert.equal(await deployCount('vite'), 1)
     })
 
+    it('a file that vanishes or becomes a folder after hashing fails the deploy naming it, archive and --batch; nothing goes live', async () => {
+      const dir = makeTree({ 'index.html': page('one'), 'assets/index-one.js': 'console.log(1)', 'assets/logo.svg': '<svg/>' })
+      const first = await runCli(['deploy', dir, '--project', 'gone'], { env: { ...env, SVC_URL: s.url } })
+      assert.equal(first.code, 0, first.stderr)
+      const live = async () => (await s.get(`/${alice.username}/gone/`)).text
+      const js = path.join(dir, 'assets/index-one.js')
+      const logo = path.join(dir, 'assets/logo.svg')
+      for (const batch of [false, true]) {
+        fs.writeFileSync(path.join(dir, 'index.html'), page(`two-${batch}`))
+        fs.writeFileSync(js, `console.log(${batch})`)
+        fs.writeFileSync(logo, `<svg id="${batch}"/>`)
+        // once the server was asked which files it lacks: as a build tool cleaning its output would
+        const proxy = await proxyTo(s.url, {
+          answer: (req) => {
+            if (!/\/(deploys\/missing|diff)$/.test(req.url ?? '')) return
+            fs.rmSync(js)
+            fs.rmSync(logo)
+            fs.mkdirSync(logo)
+          },
+        })
+        try {
+          const r = await runCli(['deploy', dir, '--project', 'gone', '--json', ...(batch ? ['--batch'] : [])], { env: { ...env, SVC_URL: proxy.url } })
+          assert.equal(r.code, 1, r.stderr)
+          assert.equal(r.json.success, false)
+          assert.doesNotMatch(r.stdout + r.stderr, /ENOENT|EISDIR|\n\s+at /, 'no raw error, no stack')
+          if (batch) {
+            assert.deepEqual(r.json.failed, [
+              { path: 'assets/index-one.js', reason: 'changed while deploying (it is gone); run svc deploy again' },
+              { path: 'assets/logo.svg', reason: 'changed while deploying (it is now a folder); run svc deploy again' },
+            ])
+            assert.equal(r.json.published, false)
+          } else assert.equal(r.json.error.message, 'assets/index-one.js changed while deploying (it is gone); run svc deploy again')
+        } finally {
+          await proxy.close()
+          fs.rmSync(logo, { recursive: true, force: true })
+        }
+        assert.equal(await live(), page('one'))
+      }
+      assert.equal(await deployCount('gone'), 1)
+    })
+
     it('--batch --dry-run names the files it would upload and, with --delete, delete; it changes nothing', async () => {
       // an Astro/Docusaurus-like tree: folder/index.html pages
       const dir = makeTree({ 'index.html': page('one'), 'docs/intro/index.html': '<p>intro</p>', 'blog/2024/post/index.html': '<p>post</p>' })

@@ -5,7 +5,7 @@ import { createGzip } from 'node:zlib'
 import tar from 'tar-stream'
 import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
-import { hashCacheDir, hashFiles, SMALL_FILE, walkFolder, type LocalFile } from './files.js'
+import { changedReason, hashCacheDir, hashFiles, SMALL_FILE, walkFolder, type LocalFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
 import { checkProjectName, defaultProject, type FailedFile } from './deploy.js'
 import { builtForRoot, linkLines } from './site-links.js'
@@ -81,8 +81,9 @@ function archiveStream(manifest: Buffer, files: LocalFile[], gzip: boolean, onBy
         try {
           st = fs.statSync(f.abs)
         } catch (e) {
-          throw changed((e as NodeJS.ErrnoException).code === 'ENOENT' ? 'it is gone' : (e as Error).message)
+          throw new CliError(`${f.path} ${changedReason(e)}`)
         }
+        if (st.isDirectory()) throw changed('it is now a folder')
         if (st.size !== f.size) throw changed(`${f.size} bytes when hashed, ${st.size} now`)
         if (f.size <= SMALL_FILE) {
           // small files: one synchronous read, handed to the packer whole (it calls back once

@@ -1,10 +1,11 @@
 import crypto from 'node:crypto'
+import fs from 'node:fs'
 import fsp from 'node:fs/promises'
 import path from 'node:path'
 import mime from 'mime-types'
 import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
-import { hashCacheDir, hashFiles, mapLimit, walkFolder, type LocalFile, type SkippedFile } from './files.js'
+import { changedReason, hashCacheDir, hashFiles, mapLimit, walkFolder, type LocalFile, type SkippedFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
 import { builtForRoot, linkLines } from './site-links.js'
 
@@ -151,11 +152,11 @@ async function readBatch(batch: LocalFile[]): Promise<{ ok: Array<LocalFile & { 
     try {
       data = await fsp.readFile(f.abs)
     } catch (e) {
-      changed.push({ path: f.path, reason: `cannot read: ${(e as Error).message}` })
+      changed.push({ path: f.path, reason: changedReason(e) })
       continue
     }
     if (data.length !== f.size || crypto.createHash('sha256').update(data).digest('hex') !== f.sha256) {
-      changed.push({ path: f.path, reason: 'the file changed during the deploy; run svc deploy again' })
+      changed.push({ path: f.path, reason: 'changed while deploying (other bytes than when hashed); run svc deploy again' })
       continue
     }
     ok.push({ ...f, data })
@@ -374,6 +375,25 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
       throw new CliError(
         `${project} is live: batch uploads to it go live file by file, so --no-publish cannot hold them back. Deploy without --batch for a preview (svc deploy ${opts.dir} --project ${project} --preview), or unpublish the project first`,
       )
+  }
+
+  // a file gone or changed since it was hashed fails the deploy (decision 114): looked for in
+  // every file before the first batch, since batches to a live project go live one by one
+  const gone: FailedFile[] = []
+  for (const f of planned) {
+    let why: string | null = null
+    try {
+      const st = fs.statSync(f.abs)
+      if (st.isDirectory()) why = 'changed while deploying (it is now a folder); run svc deploy again'
+      else if (st.size !== f.size) why = `changed while deploying (${f.size} bytes when hashed, ${st.size} now); run svc deploy again`
+    } catch (e) {
+      why = changedReason(e)
+    }
+    if (why) gone.push({ path: f.path, reason: why })
+  }
+  if (gone.length > 0) {
+    failed.push(...gone)
+    return finish(result, api, started)
   }
 
   // upload

@@ -172,7 +172,13 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
           warn(`skipping ${rel}${name}: symbolic link to outside the folder`)
           continue
         }
-        const st = await fsp.stat(bytes)
+        let st: fs.Stats
+        try {
+          st = await fsp.stat(bytes)
+        } catch (e) {
+          invalid.push({ path: `${rel}${name}`, reason: changedReason(e) })
+          continue
+        }
         isDir = st.isDirectory()
         isFile = st.isFile()
         // a link to a folder it is in would copy that folder into itself once more: left out as
@@ -227,12 +233,29 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
       }
       seen.set(relPath, onDisk)
       // synchronous: one stat per file, and a threadpool round trip costs more than the call
-      const st = fs.statSync(abs)
+      let st: fs.Stats
+      try {
+        st = fs.statSync(bytes)
+      } catch (e) {
+        invalid.push({ path: relPath, reason: changedReason(e) })
+        continue
+      }
       files.push({ path: relPath, abs, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino })
     }
   }
   await walk(rootReal, '', [], rootKey, new Set([rootKey]))
   return { files, invalid, ignoredCount, startedAt }
+}
+
+/**
+ * Why a file the walk listed cannot be read now: the deploy then fails naming it (decision
+ * 114), in one wording for the walk, the hashing, the archive and the batches.
+ */
+export function changedReason(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException)?.code
+  if (code === 'ENOENT' || code === 'ENOTDIR') return 'changed while deploying (it is gone); run svc deploy again'
+  if (code === 'EISDIR') return 'changed while deploying (it is now a folder); run svc deploy again'
+  return `cannot read: ${(e as Error).message}`
 }
 
 /** Files up to this size are read whole and synchronously (hashing, archiving); larger ones are streamed. */
@@ -344,7 +367,7 @@ export async function hashFiles(
       try {
         sha256 = await hashFile(f.abs, f.size)
       } catch (e) {
-        unreadable.push({ path: f.path, reason: `cannot read: ${(e as Error).message}` })
+        unreadable.push({ path: f.path, reason: changedReason(e) })
       }
     }
     onProgress?.(++done)
