@@ -4,6 +4,7 @@ import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { decodeQp, smtpSink } from '../support/smtp.js'
 import { webhookReceiver } from '../support/webhooks.js'
 import { expectError } from '../support/errors.js'
+import { HIGH_LIMITS } from '../support/hosting.js'
 
 async function until(check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
   const end = Date.now() + ms
@@ -231,6 +232,63 @@ for (const engine of ENGINES) {
       } finally {
         await rx.close()
       }
+    })
+  })
+}
+
+for (const engine of ENGINES) {
+  describe(`form e-mail: one digest mail however the due rows are claimed [${engine}]`, () => {
+    let s: TestServer
+    let smtp: Awaited<ReturnType<typeof smtpSink>>
+    // behind a proxy, so each submission can come from its own address (10 a minute per address and form)
+    const proxied = { 'x-forwarded-proto': 'https' }
+    before(async () => {
+      smtp = await smtpSink()
+      s = await startServer({
+        engine,
+        env: {
+          SMTP_URL: smtp.url,
+          SMTP_FROM: 'svc <svc@localhost>',
+          NOTIFY_POLL: '20ms',
+          NOTIFY_DIGEST_EVERY: '4s',
+          TRUST_PROXY: '1',
+          RATE_LIMITS: HIGH_LIMITS,
+        },
+      })
+    })
+    after(async () => {
+      await s.close()
+      await smtp.close()
+    })
+
+    it('25 submissions of one period, more than one claim takes, go out in one mail', async () => {
+      const u = await s.user()
+      const address = `many-${engine}@example.com`
+      const now = Date.now()
+      await s.deps.db.k
+        .insertInto('notify_addresses')
+        .values({ id: `a-${engine}-many`, user_id: u.id, address, token_hash: null, verified_at: now, created_at: now })
+        .execute()
+      const form = (await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Busy' }, headers: proxied })).json.data
+      const on = await s.request('PUT', `/svc_api/forms/email/${form.id}`, { key: u.key, json: { enabled: true, mode: 'digest' }, headers: proxied })
+      assert.deepEqual(on.json.data.recipients, [address])
+      while (Date.now() % 4000 > 300) await new Promise((r) => setTimeout(r, 20))
+      const subs = await Promise.all(
+        Array.from({ length: 25 }, (_, i) =>
+          s.post(`/api/forms/submit/${form.form_slug}`, { json: { n: `visitor ${i}` }, headers: { ...proxied, 'x-forwarded-for': `198.51.100.${i + 1}` } }),
+        ),
+      )
+      for (const r of subs) assert.equal(r.status, 200, r.text)
+      const log = async () => (await s.get(`/svc_api/forms/deliveries/${form.id}`, { key: u.key, headers: proxied })).json.data as any[]
+      const pending = await log()
+      assert.equal(pending.length, 25)
+      assert.equal(new Set(pending.filter((d) => d.status === 'pending').map((d) => d.next_try_at)).size, 1, 'all in one period')
+      await until(async () => (await log()).every((d) => d.status === 'delivered'), 15_000)
+      const mails = smtp.mails.filter((m) => m.to.includes(address))
+      assert.equal(mails.length, 1, 'one mail for the period')
+      const mail = decodeQp(mails[0].raw)
+      assert.match(mail, /Subject: 25 new submissions to Busy/)
+      for (const r of subs) assert.ok(mail.includes(r.json.data.submission_id))
     })
   })
 }

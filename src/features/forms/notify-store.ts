@@ -81,23 +81,27 @@ type Q = Kysely<Database>
  * Claims up to `limit` due deliveries for this worker until `until`: one statement, so two
  * instances never hold the same row. PostgreSQL skips rows another transaction is claiming
  * (FOR UPDATE SKIP LOCKED); SQLite runs the update alone (one writer at a time), and the
- * claim condition is checked again in the update itself.
+ * claim condition is checked again in the update itself. With `digest`, only the due digest
+ * rows of that form and address are claimed (the rest of one digest mail).
  */
-export async function claimDue(db: Db, worker: string, now: number, until: number, limit: number): Promise<DeliveryRow[]> {
-  const free = (eb: any) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)])
+export async function claimDue(
+  db: Db,
+  worker: string,
+  now: number,
+  until: number,
+  limit: number,
+  digest?: { formId: string; target: string },
+): Promise<DeliveryRow[]> {
+  const due = (eb: any) =>
+    eb.and([
+      eb('status', '=', 'pending'),
+      eb('next_at', '<=', now),
+      eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]),
+      ...(digest ? [eb('kind', '=', 'digest'), eb('form_id', '=', digest.formId), eb('target', '=', digest.target)] : []),
+    ])
   if (db.engine === 'postgres') {
     return db.k.transaction().execute(async (trx) => {
-      const ids = await trx
-        .selectFrom('notify_deliveries')
-        .select('id')
-        .where('status', '=', 'pending')
-        .where('next_at', '<=', now)
-        .where(free)
-        .orderBy('next_at')
-        .limit(limit)
-        .forUpdate()
-        .skipLocked()
-        .execute()
+      const ids = await trx.selectFrom('notify_deliveries').select('id').where(due).orderBy('next_at').limit(limit).forUpdate().skipLocked().execute()
       if (ids.length === 0) return []
       return trx
         .updateTable('notify_deliveries')
@@ -114,11 +118,8 @@ export async function claimDue(db: Db, worker: string, now: number, until: numbe
   return db.k
     .updateTable('notify_deliveries')
     .set({ claimed_by: worker, claimed_until: until })
-    .where('id', 'in', (eb) =>
-      eb.selectFrom('notify_deliveries').select('id').where('status', '=', 'pending').where('next_at', '<=', now).where(free).orderBy('next_at').limit(limit),
-    )
-    .where('status', '=', 'pending')
-    .where(free)
+    .where('id', 'in', (eb) => eb.selectFrom('notify_deliveries').select('id').where(due).orderBy('next_at').limit(limit))
+    .where(due)
     .returningAll()
     .execute()
 }
@@ -148,6 +149,11 @@ export const notifyStore = {
       .where('claimed_by', '=', worker)
       .executeTakeFirst()
     return Number(r.numUpdatedRows) > 0
+  },
+  /** Gives claimed rows back untried, due at once (a digest's rows beyond one mail's size). */
+  release: async (q: Q, ids: string[], worker: string) => {
+    if (ids.length === 0) return
+    await q.updateTable('notify_deliveries').set({ claimed_by: null, claimed_until: null }).where('id', 'in', ids).where('claimed_by', '=', worker).execute()
   },
   countByStatus: async (q: Q, status: DeliveryStatus) => {
     const r = await q

@@ -9,6 +9,13 @@ import { submissionMail, type Mailer } from './notify-mail.js'
 import type { SubmissionEvent } from './notify-store.js'
 
 const BATCH = 20
+/**
+ * One digest mail: every due row of its form and address, up to this many submissions and
+ * this many bytes of their JSON (the mail carries each value twice, text and HTML, so a
+ * full one stays far below the usual 10 MB limit of SMTP servers); the rest go in the next.
+ */
+const DIGEST_MAX_SUBMISSIONS = 100
+const DIGEST_MAX_BYTES = 1024 * 1024
 /** How long a claim holds a row; an instance that dies mid-delivery frees it after this. */
 const LEASE_MS = 2 * 60_000
 const WEBHOOK_TIMEOUT_MS = 10_000
@@ -151,13 +158,28 @@ export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, maile
       const now = clock.now()
       const rows = await claimDue(db, worker, now, now + LEASE_MS, BATCH)
       if (rows.length === 0) break
-      // digests: every claimed row of a (form, address) goes out in one mail
+      // digests: every due row of a (form, address) goes out in one mail, not only the ones
+      // this batch happened to claim (claimDue orders by time across all forms)
       const digests = new Map<string, DeliveryRow[]>()
       for (const r of rows) {
         if (r.kind === 'digest') {
           const k = `${r.form_id}\n${r.target}`
           digests.set(k, [...(digests.get(k) ?? []), r])
         }
+      }
+      for (const group of digests.values()) {
+        const more = DIGEST_MAX_SUBMISSIONS - group.length
+        if (more > 0) group.push(...(await claimDue(db, worker, now, now + LEASE_MS, more, { formId: group[0].form_id, target: group[0].target })))
+        group.sort((a, b) => Number(a.created_at) - Number(b.created_at) || (a.id < b.id ? -1 : 1))
+        let bytes = 0
+        let fit = 0
+        while (fit < group.length && fit < DIGEST_MAX_SUBMISSIONS && (fit === 0 || bytes + Buffer.byteLength(group[fit].payload) <= DIGEST_MAX_BYTES))
+          bytes += Buffer.byteLength(group[fit++].payload)
+        await notifyStore.release(
+          db.k,
+          group.splice(fit).map((r) => r.id),
+          worker,
+        )
       }
       await Promise.all([
         ...rows
@@ -173,7 +195,7 @@ export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, maile
           for (const r of group) await record(r, o)
         }),
       ])
-      attempts += rows.length
+      attempts += rows.filter((r) => r.kind !== 'digest').length + [...digests.values()].reduce((n, g) => n + g.length, 0)
     }
     return attempts
   }
