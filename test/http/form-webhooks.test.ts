@@ -139,6 +139,53 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('retries go to the URL the webhook has now, signed with its secret', async () => {
+      const old = await receiver([500])
+      const fixed = await receiver([200])
+      try {
+        const form = await newForm()
+        const secret = (await s.request('PUT', `/svc_api/forms/webhook/${form.id}`, { key: alice.key, json: { url: old.url } })).json.data.secret
+        const sub = await submit(form.form_slug, { name: 'Cy' })
+        await until(() => old.hits.length >= 1, 15_000, 'a first try')
+        // the owner corrects the URL while the delivery is being retried
+        assert.equal((await s.request('PUT', `/svc_api/forms/webhook/${form.id}`, { key: alice.key, json: { url: fixed.url } })).status, 200)
+        await until(async () => (await deliveries(form.id))[0]?.status !== 'pending', 15_000, 'the end of the retries')
+        const [d] = await deliveries(form.id)
+        assert.equal(d.status, 'delivered', JSON.stringify(d))
+        assert.equal(d.target, fixed.url)
+        assert.equal(fixed.hits.length, 1)
+        assert.ok(verify(fixed.hits[0], secret))
+        assert.equal(JSON.parse(fixed.hits[0].body).submission.id, sub.json.data.submission_id)
+      } finally {
+        await old.close()
+        await fixed.close()
+      }
+    })
+
+    it('a paused webhook is not called: its pending delivery fails at once, and is redelivered once resumed', async () => {
+      const rx = await receiver([500])
+      try {
+        const form = await newForm()
+        await s.request('PUT', `/svc_api/forms/webhook/${form.id}`, { key: alice.key, json: { url: rx.url } })
+        await submit(form.form_slug, { name: 'Dee' })
+        await until(() => rx.hits.length >= 1, 15_000, 'a first try')
+        assert.equal((await s.request('PUT', `/svc_api/forms/webhook/${form.id}`, { key: alice.key, json: { url: rx.url, enabled: false } })).status, 200)
+        await until(async () => (await deliveries(form.id))[0]?.status !== 'pending', 15_000, 'the end of the retries')
+        const [d] = await deliveries(form.id)
+        assert.equal(d.status, 'failed')
+        assert.match(d.last_error, /paused/)
+        const calls = rx.hits.length
+
+        rx.setPlan([200])
+        assert.equal((await s.request('PUT', `/svc_api/forms/webhook/${form.id}`, { key: alice.key, json: { url: rx.url, enabled: true } })).status, 200)
+        assert.equal((await s.post(`/svc_api/forms/redeliver/${d.id}`, { key: alice.key })).status, 200)
+        await until(async () => (await deliveries(form.id))[0]?.status === 'delivered', 15_000, 'the redelivery')
+        assert.equal(rx.hits.length, calls + 1)
+      } finally {
+        await rx.close()
+      }
+    })
+
     it('gives up after NOTIFY_MAX_AGE, and a redelivery then succeeds', async () => {
       const rx = await receiver([503])
       try {

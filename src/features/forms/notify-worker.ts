@@ -41,6 +41,10 @@ interface Outcome {
   ok: boolean
   status: number | null
   error: string | null
+  /** Not to be tried again: the delivery fails at once (the owner can redeliver). */
+  final?: boolean
+  /** Where the try went, when not the row's own target (the webhook's URL changed since). */
+  target?: string
 }
 
 /**
@@ -116,19 +120,35 @@ export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, maile
     const now = clock.now()
     const tries = Number(r.tries) + 1
     if (o.ok) {
-      await notifyStore.finish(db.k, r.id, worker, { status: 'delivered', tries, last_status: o.status, last_error: null, delivered_at: now, updated_at: now })
+      const target = o.target ? { target: o.target } : {}
+      await notifyStore.finish(db.k, r.id, worker, {
+        status: 'delivered',
+        tries,
+        last_status: o.status,
+        last_error: null,
+        delivered_at: now,
+        updated_at: now,
+        ...target,
+      })
       return
     }
     const { next, status } = retrySchedule(now, tries, config.notifyRetryBaseMs, Number(r.deadline_at))
-    await notifyStore.finish(db.k, r.id, worker, { status, tries, next_at: next, last_status: o.status, last_error: o.error, updated_at: now })
+    const patch = { tries, next_at: next, last_status: o.status, last_error: o.error, updated_at: now, ...(o.target ? { target: o.target } : {}) }
+    await notifyStore.finish(db.k, r.id, worker, { ...patch, status: o.final ? 'failed' : status })
   }
 
+  /**
+   * A try goes to the form's webhook as it is now: its URL and secret, so a corrected URL
+   * takes the retries (and redeliveries) too. A paused or removed webhook is not called; the
+   * delivery fails at once, and the owner redelivers it once the webhook is back.
+   */
   async function deliverWebhook(r: DeliveryRow): Promise<Outcome> {
     const hook = await notifyStore.webhook(db.k, r.form_id)
-    if (!hook) return { ok: false, status: null, error: 'the form has no webhook any more' }
+    if (!hook) return { ok: false, status: null, error: 'the form has no webhook any more', final: true }
+    if (!hook.enabled) return { ok: false, status: null, error: 'the webhook is paused: resume it, then redeliver', final: true }
     const t = Math.floor(clock.now() / 1000)
-    return postWebhook(
-      r.target,
+    const o = await postWebhook(
+      hook.url,
       r.payload,
       {
         'user-agent': 'svc-webhook/1',
@@ -139,6 +159,7 @@ export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, maile
       },
       config.webhookBlockPrivate,
     )
+    return hook.url === r.target ? o : { ...o, target: hook.url }
   }
 
   async function deliverMail(rows: DeliveryRow[]): Promise<Outcome> {
