@@ -491,6 +491,30 @@ for (const engine of ENGINES) {
       assert.match(nested.text, /1106/)
     })
 
+    it('a project name with "/" is an invalid name (1110), and a missing project names the tools to use', async () => {
+      // a user of its own: the suite's user is near its per-minute limit by now
+      const carol = await s.user()
+      const own = await mcpHttpClient(s.url, carol.key)
+      const call = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      for (const project of ['../x', 'a/b', 'someone/site']) {
+        const r = await call('deploy_files', { project, files: [{ path: 'index.html', content: '<p>x</p>' }] })
+        assert.equal(r.isError, true)
+        assert.equal(r.structuredContent.error_code, 1110, textOf(r))
+        assert.match(textOf(r), /cannot contain "\/"/)
+        assert.doesNotMatch(textOf(r), /batch upload/)
+      }
+      const folders = await s.get('/api/folders', { key: carol.key })
+      assert.ok(!folders.json.folders.some((f: any) => ['x', 'b', 'site'].includes(f.name)), folders.text)
+      const missing = await call('rollback', { project: 'never-made' })
+      assert.equal(missing.structuredContent.error_code, 1312)
+      assert.match(missing.structuredContent.solution, /deploy_files/)
+      assert.doesNotMatch(textOf(missing), /batch upload/)
+      const page = await call('get_site', { name: 'never-made.html' })
+      assert.equal(page.structuredContent.error_code, 1301)
+      assert.match(page.structuredContent.solution, /list_sites/)
+      await own.close()
+    })
+
     it('deploy_files that its publish would refuse (no index.html, a bad _redirects line) stores none of its files', async () => {
       // a user of its own: the key's per-minute limit is shared with the other tests
       const erin = await s.user()

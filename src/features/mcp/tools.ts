@@ -7,7 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { User } from '../../auth/users.js'
 import { AppError, isAppError } from '../../errors/app-error.js'
 import { errorMessage } from '../../errors/render.js'
-import { ERRORS } from '../../errors/codes.js'
+import { ERRORS, type ErrorKey } from '../../errors/codes.js'
 import type { IncomingFile } from '../image-host/service.js'
 import { checkContent, checkDisplayName, encodeText, normalizeContentType } from '../hosted-data/content.js'
 import { formView } from '../forms/service.js'
@@ -75,12 +75,21 @@ const payloadTooLarge = (what: string) =>
 
 const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
 
+/**
+ * The next step an agent can take, where the REST API's solution names something the tools
+ * do not have (a batch upload, a file route): said with the tools' own names.
+ */
+const TOOL_SOLUTIONS: Partial<Record<ErrorKey, string>> = {
+  FOLDER_PERMISSION: 'list_sites shows your projects; deploy_files creates a project',
+  FILE_NOT_FOUND: 'list_sites shows your pages and projects by name',
+}
+
 /** A tool's failure as the model reads it: the service's code, message and solution. */
 function errorResult(e: unknown): CallToolResult {
   if (isAppError(e)) {
     const d = ERRORS[e.key]
     const message = errorMessage(e.key, 'en', e.options.params)
-    const solution = fillSolution(d.solutionEn, e.options.params)
+    const solution = TOOL_SOLUTIONS[e.key] ?? fillSolution(d.solutionEn, e.options.params)
     const details = e.options.extra?.details as { info?: string } | undefined
     const info = typeof details?.info === 'string' ? ` ${details.info}` : ''
     const error = { error_code: d.code, error_type: d.type, message, solution, ...(e.options.extra ?? {}) }
@@ -128,6 +137,20 @@ function tool<S extends z.ZodRawShape>(d: ToolDef<S>): McpTool {
       )
     },
   }
+}
+
+/**
+ * A project named by a tool argument. The REST routes read a folder path, where "{username}/x"
+ * names the caller's x and any other "a/b" is someone else's project (1312); a tool's
+ * argument is a project name, so a "/" in it is an invalid name (1110), never "no access".
+ */
+function projectRef(s: McpServices, ctx: ToolContext, name: string): FolderRef {
+  if (name.includes('/'))
+    throw new AppError('INVALID_PATH', {
+      params: { detail: `project name "${name}": a project name cannot contain "/"` },
+      extra: { details: { info: 'Name the project with letters, digits, "-", "_" or "." (list_sites shows your projects).' } },
+    })
+  return s.folders.folderRef(ctx.user, [encodeURIComponent(name)])
 }
 
 const siteUrlOf = (ctx: ToolContext, path: string) => (ctx.siteOrigin === null ? null : ctx.siteOrigin + path)
@@ -188,7 +211,7 @@ const deployFiles = tool({
         params: { detail: `${a.files.length} files; deploy_files takes at most ${MAX_INLINE_FILES}` },
         extra: { details: { info: 'deploy larger sites with the CLI: `svc deploy ./folder --project NAME` (archive upload)' } },
       })
-    const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(a.project)])
+    const ref = projectRef(s, ctx, a.project)
     // every path and the total size are checked before any byte is stored
     const seen = new Set<string>()
     const decoded: Array<{ name: string; path: string; bytes: Buffer }> = []
@@ -308,7 +331,7 @@ const listDeploys = tool({
   readOnly: true,
   input: { project: projectName },
   async run(s, ctx, a) {
-    const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(a.project)])
+    const ref = projectRef(s, ctx, a.project)
     const r = await s.deploys.list(ctx.user, ref)
     const deploys = r.deploys.map((d) => ({ ...d, ...deployUrls(ctx, ref.name, d.id) }))
     const live = liveUrl(ctx, ref.name)
@@ -333,7 +356,7 @@ const rollback = tool({
   idempotent: true,
   input: { project: projectName, deploy_id: deployId.optional() },
   async run(s, ctx, a) {
-    const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(a.project)])
+    const ref = projectRef(s, ctx, a.project)
     const r = await s.deploys.rollback(ctx.user, ref, a.deploy_id)
     const open = liveUrl(ctx, ref.name)
     return {
@@ -352,7 +375,7 @@ const promote = tool({
   idempotent: true,
   input: { project: projectName, deploy_id: deployId },
   async run(s, ctx, a) {
-    const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(a.project)])
+    const ref = projectRef(s, ctx, a.project)
     const r = await s.deploys.promote(ctx.user, ref, a.deploy_id)
     const open = liveUrl(ctx, ref.name)
     return {
