@@ -515,6 +515,31 @@ for (const engine of ENGINES) {
       await own.close()
     })
 
+    it('deploy_files reads base64 as upload_image does: a data: URL prefix and the URL-safe alphabet', async () => {
+      const dave = await s.user()
+      const own = await mcpHttpClient(s.url, dave.key)
+      const bytes = Buffer.from([0xfb, 0xff, 0xfe, 0x00, 0x89, 0x50])
+      const r = (await own.callTool({
+        name: 'deploy_files',
+        arguments: {
+          project: 'bin',
+          files: [
+            { path: 'index.html', content: '<p>x</p>' },
+            { path: 'a.bin', content: `data:application/octet-stream;base64,${bytes.toString('base64')}`, encoding: 'base64' },
+            { path: 'b.bin', content: bytes.toString('base64url'), encoding: 'base64' },
+          ],
+        },
+      })) as any
+      assert.ok(!r.isError, textOf(r))
+      for (const f of ['a.bin', 'b.bin']) assert.deepEqual((await s.get(`/${dave.username}/bin/${f}`)).body, bytes, f)
+      const bad = (await own.callTool({
+        name: 'deploy_files',
+        arguments: { project: 'bin', files: [{ path: 'c.bin', content: 'not base64!', encoding: 'base64' }] },
+      })) as any
+      assert.equal(bad.structuredContent.error_code, 1106)
+      await own.close()
+    })
+
     it('deploy_files that its publish would refuse (no index.html, a bad _redirects line) stores none of its files', async () => {
       // a user of its own: the key's per-minute limit is shared with the other tests
       const erin = await s.user()

@@ -76,6 +76,16 @@ const payloadTooLarge = (what: string) =>
 const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
 
 /**
+ * Base64 as agents write it, one rule for every tool that takes bytes: a data: URL prefix,
+ * line breaks and the URL-safe alphabet (- and _) are accepted; padding is optional.
+ */
+function decodeBase64(content: string, what: string): Buffer {
+  const b64 = content.replace(/^data:[^,]*;base64,/, '').replace(/\s+/g, '')
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(b64)) throw bad(`${what}: content is not valid base64`)
+  return Buffer.from(b64.replace(/-/g, '+').replace(/_/g, '/'), 'base64')
+}
+
+/**
  * The next step an agent can take, where the REST API's solution names something the tools
  * do not have (a batch upload, a file route): said with the tools' own names.
  */
@@ -196,7 +206,7 @@ const deployFiles = tool({
         z
           .object({
             path: z.string().min(1).max(1024).describe('Relative path, e.g. "index.html" or "css/site.css"; no "..", no leading "/"'),
-            content: z.string().describe('File content: UTF-8 text, or base64 with encoding "base64"'),
+            content: z.string().describe('File content: UTF-8 text, or with encoding "base64" the bytes in base64 (a data: URL prefix is accepted)'),
             encoding: z.enum(['utf8', 'base64']).optional().describe('default utf8'),
           })
           .strict(),
@@ -221,8 +231,7 @@ const deployFiles = tool({
       if ('failure' in checked) throw new AppError('INVALID_PATH', { params: { detail: `${f.path}: ${checked.failure.message}` } })
       if (seen.has(checked.path)) throw bad(`the call carries ${checked.path} twice`)
       seen.add(checked.path)
-      if (f.encoding === 'base64' && !/^[A-Za-z0-9+/]*={0,2}$/.test(f.content.replace(/\s+/g, ''))) throw bad(`${f.path}: content is not valid base64`)
-      const bytes = f.encoding === 'base64' ? Buffer.from(f.content, 'base64') : Buffer.from(f.content, 'utf8')
+      const bytes = f.encoding === 'base64' ? decodeBase64(f.content, f.path) : Buffer.from(f.content, 'utf8')
       total += bytes.length
       if (total > MAX_INLINE_BYTES) throw payloadTooLarge('the files')
       decoded.push({ name: f.path, path: checked.path, bytes })
@@ -670,9 +679,7 @@ const uploadImage = tool({
   },
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'image-host')
-    const b64 = a.base64.replace(/^data:[^,]*;base64,/, '').replace(/\s+/g, '')
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64)) throw bad('base64 is not valid base64')
-    const bytes = Buffer.from(b64, 'base64')
+    const bytes = decodeBase64(a.base64, 'base64')
     if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('the image')
     async function* one(): AsyncGenerator<IncomingFile> {
       yield {
