@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util'
 import { sql } from 'kysely'
 import type { Config } from '../config.js'
 import { openDatabase, type Db } from '../db/kysely.js'
-import { migrateToLatest } from '../db/migrate.js'
+import { allMigrations, migrateToLatest } from '../db/migrate.js'
 import { snapshotFirst } from '../db/snapshot.js'
 import { FEATURE_TABLES, BLOB_COLUMNS } from '../features/tables.js'
 import { systemClock } from '../util/clock.js'
@@ -367,7 +367,8 @@ async function restoreCommand(args: string[], config: Config): Promise<void> {
   }
   const { target, name } = await openSnapshot(positionals[0])
   try {
-    const r = await restoreSqlite({ source: target, name, dataDir, blobRoot, blobColumns: BLOB_COLUMNS, force: values.force })
+    const knownMigrations = Object.keys(allMigrations(FEATURE_TABLES))
+    const r = await restoreSqlite({ source: target, name, dataDir, blobRoot, blobColumns: BLOB_COLUMNS, knownMigrations, force: values.force })
     out(`restored ${r.manifest.created_at} into ${dataDir}: svc.db and ${r.blobs} blobs verified (${r.written} written)`)
   } finally {
     await target.close()

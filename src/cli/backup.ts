@@ -189,6 +189,11 @@ export interface RestoreOptions {
   blobRoot: string
   /** The tables and columns holding blob digests: every one the database holds must be in the snapshot. */
   blobColumns: readonly BlobColumn[]
+  /**
+   * The migrations this release knows: a snapshot whose database ran another one was taken by
+   * a newer release, which this one cannot start on, so it is refused before anything is written.
+   */
+  knownMigrations: readonly string[]
   force?: boolean
 }
 
@@ -258,11 +263,17 @@ export async function restoreSqlite(o: RestoreOptions): Promise<{ manifest: Mani
     }
     // the manifest cannot be trusted to list what the database needs: a blob the database
     // references and the manifest omits would be a restored row pointing at nothing
+    let unknown: string[] = []
     if (local && db && db.sha256 === manifest.database.sha256) {
       const listed = new Set(manifest.blobs.map((b) => b.digest))
       let snap: SQLite.Database | null = null
       try {
         snap = new SQLite(local.file, { readonly: true, fileMustExist: true })
+        // the database's own list, not the manifest's: it is what the migrator will find
+        const known = new Set(o.knownMigrations)
+        unknown = (snap.prepare('select name from kysely_migration order by name').all() as Array<{ name: string }>)
+          .map((r) => r.name)
+          .filter((n) => !known.has(n))
         for (const r of referencedDigests(snap, o.blobColumns)) {
           if (!listed.has(r.digest)) problems.push(`blob ${r.digest}: referenced by svc.db (${r.table}.${r.column}) but not in the manifest`)
         }
@@ -271,6 +282,11 @@ export async function restoreSqlite(o: RestoreOptions): Promise<{ manifest: Mani
       } finally {
         snap?.close()
       }
+    }
+    if (unknown.length > 0) {
+      throw new BackupError(
+        `snapshot ${where} was taken by a newer release (svc ${String(manifest.service_version)}): its database ran migrations this release (svc ${serviceVersion()}) does not know (${unknown.join(', ')}), so it could not start on it; restore it with that release or a later one. Nothing restored`,
+      )
     }
     for (const b of manifest.blobs) {
       if (!DIGEST_RE.test(b.digest)) {

@@ -4,6 +4,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
+import SQLite from 'better-sqlite3'
 import { S3Client, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, DeleteObjectCommand } from '@aws-sdk/client-s3'
 import { startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, uploadFile } from '../support/hosting.js'
@@ -350,6 +351,32 @@ describe('svc backup and restore [sqlite]', () => {
       assert.equal((await keys(blobKey(goneDigest))).length, 0)
     },
   )
+
+  it('refuses a snapshot taken by a newer release, whose migrations this one does not know, writing nothing', async () => {
+    const live = path.join(tmp, 'newer-live')
+    assert.equal((await runCli(['migrate'], { env: cliEnv(live) })).code, 0)
+    const dest = path.join(tmp, 'newer-backups')
+    const b = await runCli(['backup', dest], { env: cliEnv(live) })
+    assert.equal(b.code, 0, b.stderr)
+    const snap = /^snapshot (\S+):/.exec(b.stdout)![1]
+    // what a later release's backup holds: one more migration ran, the manifest matching it
+    const dbFile = path.join(snap, 'svc.db')
+    const db = new SQLite(dbFile)
+    db.prepare('insert into kysely_migration (name, timestamp) values (?, ?)').run('9999-from-the-future', new Date().toISOString())
+    db.close()
+    const manifestFile = path.join(snap, 'manifest.json')
+    const m = JSON.parse(fs.readFileSync(manifestFile, 'utf8'))
+    const bytes = fs.readFileSync(dbFile)
+    Object.assign(m, { service_version: '99.0.0', migrations: [...m.migrations, '9999-from-the-future'] })
+    m.database = { ...m.database, sha256: sha(bytes), size: bytes.length }
+    fs.writeFileSync(manifestFile, JSON.stringify(m))
+
+    const into = path.join(tmp, 'newer-restored')
+    const r = await runCli(['restore', snap, '--data-dir', into], { env: cliEnv(path.join(tmp, 'unused')) })
+    assert.equal(r.code, 1, r.stdout)
+    assert.match(r.stderr, /taken by a newer release \(svc 99\.0\.0\): .*\(9999-from-the-future\).*Nothing restored/)
+    assert.equal(fs.existsSync(into), false, 'nothing written')
+  })
 
   it('refuses PostgreSQL and S3 with a pointer to the documented procedure', async () => {
     const pg = await runCli(['backup', path.join(tmp, 'x')], { env: { DATA_DIR: tmp, DATABASE_URL: 'postgres://127.0.0.1:1/none' } })
