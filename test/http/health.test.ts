@@ -1,5 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
 import { request } from 'undici'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 
@@ -21,6 +23,24 @@ for (const engine of ENGINES) {
         assert.deepEqual(r.json, { status: 'ok', checks: { database: 'ok', storage: 'ok' } })
         assert.equal(r.header('cache-control'), 'no-store')
       }
+    })
+
+    it('a failing check names no path to a caller through a proxy; a direct loopback caller gets the message', async () => {
+      const tmp = path.join(s.dataDir, 'blobs', 'tmp')
+      const away = `${tmp}-away`
+      fs.renameSync(tmp, away)
+      try {
+        const anon = await s.get('/readyz', { headers: { 'x-forwarded-for': '203.0.113.7' } })
+        assert.equal(anon.status, 503, anon.text)
+        assert.deepEqual(anon.json.checks, { database: 'ok', storage: 'error' })
+        assert.ok(!anon.text.includes(s.dataDir), anon.text)
+        const local = await s.get('/readyz')
+        assert.equal(local.status, 503, local.text)
+        assert.match(local.json.checks.storage, /^error: ENOENT/)
+      } finally {
+        fs.renameSync(away, tmp)
+      }
+      assert.equal((await s.get('/readyz', { headers: { 'x-forwarded-for': '203.0.113.7' } })).status, 200)
     })
 
     it('every routed answer carries its own X-Request-Id', async () => {

@@ -1,6 +1,7 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { sql } from 'kysely'
 import type { Deps } from '../../deps.js'
+import { mayReadMetrics } from '../../observability/http.js'
 
 /** How long one dependency may take to answer a readiness check. */
 export const READY_TIMEOUT_MS = 2000
@@ -41,18 +42,32 @@ function checks(deps: Deps): Record<string, Check> {
   return out
 }
 
+/** What an answer shows of a result: the failure's message only to those who may read /metrics. */
+const shown = (result: string, detailed: boolean) => (detailed || !result.startsWith('error: ') ? result : 'error')
+
 /**
  * GET /livez: the process answers (no dependency is asked). GET /readyz, and /healthz as
  * before: every dependency answers within READY_TIMEOUT_MS, else 503 naming the ones that
- * did not. Neither is cached, rate limited or authenticated.
+ * did not. Neither is cached, rate limited or authenticated. A failure's message (a path of
+ * the data dir, a database host) is shown only to whoever may read /metrics; it goes to the
+ * log each time a check's result changes.
  */
 export function healthRoutes(app: FastifyInstance, deps: Deps, timeoutMs = READY_TIMEOUT_MS): void {
   const noStore = { 'cache-control': 'no-store' }
+  const last = new Map<string, string>()
   app.get('/livez', { schema: { hide: true }, logLevel: 'warn' }, async (_req, reply) => reply.headers(noStore).send({ status: 'ok' }))
-  const ready = async (_req: unknown, reply: import('fastify').FastifyReply) => {
+  const ready = async (req: FastifyRequest, reply: FastifyReply) => {
     const list = checks(deps)
     const results = await Promise.all(Object.entries(list).map(async ([name, c]) => [name, await run(c, timeoutMs)] as const))
-    const report = Object.fromEntries(results)
+    for (const [name, result] of results) {
+      const before = last.get(name) ?? 'ok'
+      last.set(name, result)
+      if (result === before) continue
+      if (result === 'ok') app.log.info({ check: name }, 'readiness: ok again')
+      else app.log.warn({ check: name, result }, 'readiness: check failed')
+    }
+    const detailed = mayReadMetrics(req, deps.config)
+    const report = Object.fromEntries(results.map(([name, result]) => [name, shown(result, detailed)]))
     const ok = results.every(([, r]) => r === 'ok')
     return reply
       .code(ok ? 200 : 503)
