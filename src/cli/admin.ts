@@ -200,12 +200,16 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
           else {
             const { createRedisBus, isReliable } = await import('../infra/bus.js')
             const { invalidateAccount } = await import('../features/accounts/invalidate.js')
-            const bus = createRedisBus(config.redisUrl, `${config.redisPrefix}bus:`)
+            // a publish Redis refuses does not throw (a server only counts it): note it here, so
+            // an unreachable REDIS_URL is reported instead of passing for a delivered message
+            let lost = false
+            const bus = createRedisBus(config.redisUrl, `${config.redisPrefix}bus:`, { onPublishError: () => (lost = true) })
             try {
               // a publish waits for the instances' acknowledgements only once the bus's own
               // subscription is up: wait for it (1 s at most), so this returns once they applied it
               for (let i = 0; i < 20 && !isReliable(bus); i++) await new Promise((r) => setTimeout(r, 50))
               await invalidateAccount(bus, u.username)
+              if (lost) out('could not tell the running servers (Redis at REDIS_URL did not take the message): they show this within 5 minutes')
             } catch (e) {
               out(`could not tell the running servers (${(e as Error).message}): they show this within 5 minutes`)
             } finally {

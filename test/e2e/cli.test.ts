@@ -112,6 +112,15 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       }
     })
 
+    it('says so when the running servers cannot be told of a disabled account (Redis unreachable)', async () => {
+      assert.equal((await svc(['user', 'add', 'dora', '--password', password], env)).status, 0)
+      // a closed port: the command changes the account, and must not claim the servers know
+      const r = await svc(['user', 'set', 'dora', '--disable'], { ...env, REDIS_URL: 'redis://127.0.0.1:1' })
+      assert.equal(r.status, 0, r.stderr)
+      assert.match(r.stdout, /updated dora: .*disabled/)
+      assert.match(r.stdout, /could not tell the running servers .*within 5 minutes/)
+    })
+
     it('refuses reserved and malformed usernames and a second user of the same name', async () => {
       for (const name of ['login', 'API-Keys', 'svc_api', '.well-known', 'healthz', 'favicon.ico', 'a', 'has space']) {
         const r = await svc(['user', 'add', name, '--password', password], env)
