@@ -323,6 +323,54 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     assert.deepEqual(problems, [])
   })
 
+  it("the account search shows the answer to what is typed now, never an earlier search's that came back last", async () => {
+    const tag = `srch${crypto.randomBytes(3).toString('hex')}`
+    await s.user({ name: `${tag}a1` })
+    await s.user({ name: `${tag}a2` })
+    await s.user({ name: `${tag}b1` })
+    const { ctx, page } = await open()
+    try {
+      // counts every answer the page's script has handled: 'loadend' follows the script's own 'load'
+      await page.addInitScript(() => {
+        const w = window as unknown as { xhrDone: number }
+        w.xhrDone = 0
+        type Send = (this: XMLHttpRequest, body?: Document | XMLHttpRequestBodyInit | null) => void
+        const send = Object.getOwnPropertyDescriptor(XMLHttpRequest.prototype, 'send')!.value as Send
+        // assigned, not named: the test's transform would wrap a named function in a helper the page lacks
+        XMLHttpRequest.prototype.send = function (this: XMLHttpRequest, body?: Document | XMLHttpRequestBodyInit | null) {
+          this.addEventListener('loadend', () => w.xhrDone++)
+          send.call(this, body)
+        }
+      })
+      await login(page, admin)
+      await page.goto(`${s.url}/admin`)
+      await page.locator(`#users-table tbody tr[data-user="${admin.username}"]`).waitFor()
+      // the broader search is held until the narrower one, typed after it, has been shown
+      let release!: () => void
+      const held = new Promise<void>((r) => (release = r))
+      const isBroad = (u: URL) => u.pathname === '/svc_api/admin/users' && u.searchParams.get('search') === tag
+      await page.route(isBroad, async (route) => {
+        await held
+        await route.continue()
+      })
+      const broad = page.waitForRequest((r) => isBroad(new URL(r.url())))
+      await page.locator('#users-q').fill(tag)
+      await broad
+      await page.locator('#users-q').fill(`${tag}b`)
+      // the first listing shows every account; the narrower answer leaves only b1
+      await page.locator(`#users-table tbody tr[data-user="${tag}a1"]`).waitFor({ state: 'detached' })
+      await page.locator(`#users-table tbody tr[data-user="${tag}b1"]`).waitFor()
+      const done = await page.evaluate(() => (window as unknown as { xhrDone: number }).xhrDone)
+      release()
+      await page.waitForFunction((n) => (window as unknown as { xhrDone: number }).xhrDone > n, done)
+      const shown = await page.locator('#users-table tbody tr[data-user]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-user')))
+      assert.deepEqual(shown, [`${tag}b1`])
+      assert.equal(await page.locator('#users-q').inputValue(), `${tag}b`)
+    } finally {
+      await ctx.close()
+    }
+  })
+
   it('takes a report from the public form without an account', async () => {
     const { ctx, page } = await open()
     try {

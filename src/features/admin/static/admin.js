@@ -22,12 +22,16 @@
   function users() {
     var current = 1
     var body = $('users-table').querySelector('tbody')
+    // only the latest load renders: an earlier search's answer that comes back last is dropped
+    var seq = 0
     function load(p) {
       current = p
+      var mine = ++seq
       var q = $('users-q').value.trim()
       S.api
         .get('/svc_api/admin/users?page=' + p + '&per_page=50' + (q ? '&search=' + S.enc(q) : ''))
         .then(function (r) {
+          if (mine !== seq) return
           S.clear(body)
           var d = r.data
           if (d.users.length === 0) S.emptyRow(body, t('admin.users.none'))
