@@ -70,6 +70,8 @@ export interface Config {
   notifyRetryBaseMs: number
   notifyMaxAgeMs: number
   notifyPollMs: number
+  /** The longest one webhook try may take, connection to the answer's last byte. */
+  webhookTimeoutMs: number
   /** Period of the e-mail digest (submissions of a period go out in one mail). */
   notifyDigestMs: number
   /** SMTP server of notification mails (smtp:// or smtps://user:pass@host:port), or null: no e-mail. */
@@ -289,6 +291,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     notifyRetryBaseMs: duration('NOTIFY_RETRY_BASE', '30s', 10),
     notifyMaxAgeMs: duration('NOTIFY_MAX_AGE', '24h', 1000),
     notifyPollMs: duration('NOTIFY_POLL', '2s', 10),
+    webhookTimeoutMs: duration('WEBHOOK_TIMEOUT', '10s', 100),
     notifyDigestMs: duration('NOTIFY_DIGEST_EVERY', '1h', 1000),
     smtpUrl,
     smtpFrom: str('SMTP_FROM') ?? 'svc <noreply@localhost>',

@@ -15,6 +15,7 @@ describe('configuration', () => {
     assert.equal(c.trustProxy, false)
     assert.equal(c.maxUploadBytes, 16777216)
     assert.equal(c.smtpTimeoutMs, 20_000)
+    assert.equal(c.webhookTimeoutMs, 10_000)
     assert.ok(Object.isFrozen(c))
   })
 
@@ -50,6 +51,7 @@ describe('configuration', () => {
     [{ WEBHOOK_BLOCK_PRIVATE: 'maybe' }, 'WEBHOOK_BLOCK_PRIVATE'],
     [{ NOTIFY_MAX_AGE: '24' }, 'NOTIFY_MAX_AGE'],
     [{ SMTP_TIMEOUT: '20' }, 'SMTP_TIMEOUT'],
+    [{ WEBHOOK_TIMEOUT: '50ms' }, 'WEBHOOK_TIMEOUT'],
   ]
   for (const [env, name] of bad) {
     it(`refuses ${JSON.stringify(env)} naming ${name}`, () => {

@@ -18,7 +18,6 @@ const DIGEST_MAX_SUBMISSIONS = 100
 const DIGEST_MAX_BYTES = 1024 * 1024
 /** How long a claim holds a row; an instance that dies mid-delivery frees it after this. */
 const LEASE_MS = 2 * 60_000
-const WEBHOOK_TIMEOUT_MS = 10_000
 /** The longest wait between two tries, however many failed before. */
 const MAX_BACKOFF_MS = 3_600_000
 
@@ -49,11 +48,11 @@ interface Outcome {
 
 /**
  * One POST of a webhook: 2xx is delivered; anything else (redirects included) is a failed try.
- * The whole try, connection to the last byte of the answer, ends after WEBHOOK_TIMEOUT_MS: a
- * socket idle timeout alone let a receiver that trickles its answer hold the try, and with it
- * this instance's worker, for as long as it liked.
+ * The whole try, connection to the last byte of the answer, ends after `timeoutMs`
+ * (WEBHOOK_TIMEOUT): a socket idle timeout alone let a receiver that trickles its answer hold
+ * the try, and with it this instance's worker, for as long as it liked.
  */
-function postWebhook(url: string, body: string, headers: Record<string, string>, blockPrivate: boolean): Promise<Outcome> {
+function postWebhook(url: string, body: string, headers: Record<string, string>, blockPrivate: boolean, timeoutMs: number): Promise<Outcome> {
   return new Promise((resolve) => {
     let settled = false
     const settle = (o: Outcome) => {
@@ -87,9 +86,9 @@ function postWebhook(url: string, body: string, headers: Record<string, string>,
       },
     )
     const deadline = setTimeout(() => {
-      settle({ ok: false, status: null, error: `no complete answer within ${WEBHOOK_TIMEOUT_MS / 1000} s` })
+      settle({ ok: false, status: null, error: `no complete answer within ${timeoutMs / 1000} s` })
       req.destroy()
-    }, WEBHOOK_TIMEOUT_MS)
+    }, timeoutMs)
     req.on('error', (e) => settle({ ok: false, status: null, error: e.message.slice(0, 500) }))
     req.end(body)
   })
@@ -158,6 +157,7 @@ export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, maile
         'x-svc-signature': `t=${t},v1=${signature(hook.secret, t, r.payload)}`,
       },
       config.webhookBlockPrivate,
+      config.webhookTimeoutMs,
     )
     return hook.url === r.target ? o : { ...o, target: hook.url }
   }
