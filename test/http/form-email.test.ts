@@ -114,7 +114,7 @@ for (const engine of ENGINES) {
           NOTIFY_POLL: '20ms',
           NOTIFY_RETRY_BASE: '50ms',
           NOTIFY_DIGEST_EVERY: '3s',
-          SMTP_TIMEOUT: '4s',
+          SMTP_TIMEOUT: '2s',
         },
       })
     })
