@@ -45,6 +45,8 @@ for (const engine of ENGINES) {
     it('sets a webhook, shows the secret once, logs a failed delivery and redelivers it', async () => {
       const form = (await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: 'Contact' } })).json.data as { id: string; form_slug: string }
       const ctx = await session()
+      // the page's clock runs at its own pace until the test moves it on (below)
+      await ctx.clock.install()
       const page = await ctx.newPage()
       // a form without a webhook answers 1422 (404): the page shows "No webhook yet."
       const problems = watchErrors(page, [{ url: '/svc_api/forms/webhook/', status: 404 }])
@@ -83,7 +85,10 @@ for (const engine of ENGINES) {
       assert.match((await row.textContent()) ?? '', /webhook.*failed.*answered HTTP 500/)
       rx.status.value = 200
       await row.getByRole('button', { name: 'Redeliver' }).click()
-      // pending rows are looked at again by the page until they settle
+      // pending rows are looked at again by the page every 2 s until they settle: once the
+      // server has delivered, the page's clock jumps to its next look instead of waiting for it
+      await until(async () => (await deliveries())[0].status === 'delivered', 20_000, 'the redelivery')
+      await page.clock.fastForward(2000)
       await page.waitForSelector(`#deliv-table tbody tr[data-id="${failed.id}"][data-status="delivered"]`, { timeout: 20_000 })
       assert.equal(await row.getByRole('button', { name: 'Redeliver' }).count(), 0)
       assert.equal((await deliveries())[0].status, 'delivered')
