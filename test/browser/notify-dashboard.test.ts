@@ -227,7 +227,12 @@ describe(`dashboard: e-mail notifications in Chromium [${ENGINES[0]}]`, () => {
     await until(() => smtp.mails.length === 1, 10_000, 'the verification mail')
     const token = /verify\?token=([A-Za-z0-9]{40})/.exec(decodeQp(smtp.mails[0].raw))?.[1]
     assert.ok(token)
-    assert.equal((await s.get(`/svc_api/notify/verify?token=${token}`)).json.data.verified, true)
+    // the mail's link, opened in the browser: a page that says so, in the browser's language
+    const verified = await ctx.newPage()
+    assert.equal((await verified.goto(`${s.url}/svc_api/notify/verify?token=${token}`))?.status(), 200)
+    assert.equal(await verified.textContent('h1'), 'Address verified')
+    assert.match((await verified.textContent('p')) ?? '', /bob@example\.com/)
+    await verified.close()
 
     await page.selectOption('#email-mode', 'each')
     await page.waitForFunction(() => document.getElementById('email-info')?.textContent === 'Sent to: bob@example.com')

@@ -46,6 +46,13 @@ describe(`form e-mail notifications [${engine}]`, () => {
     assert.equal((await s.get(`/svc_api/notify/verify?token=${token}`)).json.data.verified, true)
     assert.equal((await s.get(`/svc_api/notify/verify?token=${token}`)).json.error_code, 1426)
     assert.deepEqual((await s.get(`/svc_api/forms/email/${form.id}`, { key: u.key })).json.data.recipients, ['owner@example.com'])
+    // the mail's link opened in a browser: the service's short page in its language, not JSON
+    const navigate = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', 'sec-fetch-mode': 'navigate', 'accept-language': 'en-US,en;q=0.9' }
+    const used = await s.get(`/svc_api/notify/verify?token=${token}`, { headers: navigate })
+    assert.equal(used.status, 400)
+    assert.match(String(used.header('content-type')), /^text\/html/)
+    assert.match(used.text, /<h1>Not verified<\/h1>/)
+    assert.doesNotMatch(used.text, /"success"|[\u4e00-\u9fff]/, 'no JSON, no Chinese for an English browser')
 
     await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: 'spam', _gotcha: 'x' } })
     const sub = await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: '<script>alert(1)</script>', note: 'a & b "q"' } })

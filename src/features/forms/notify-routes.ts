@@ -1,13 +1,14 @@
 import { Type, type TSchema } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
-import { pickLang } from '../../errors/render.js'
+import { AppError } from '../../errors/app-error.js'
+import { errorMessage, pickLang } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { linkOrigin } from '../../http/origin.js'
 import type { NotifyService } from './notify-service.js'
+import { formPage, say, wantsHtml } from './browser-page.js'
 
 const passThrough = () => () => true
-const say = (req: FastifyRequest, zh: string, en: string) => (pickLang(req.headers['accept-language']) === 'en' ? en : zh)
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])
 const envelope = <T extends TSchema>(data: T) => Type.Object({ success: Type.Boolean(), message: Type.Optional(Type.String()), data })
 
@@ -174,17 +175,33 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
     await notify.removeAddress(caller(req).user, (req.params as { id: string }).id)
     return { success: true, message: say(req, '已删除', 'Removed') }
   })
+  // the mail's link is opened in a browser: it gets a short page in its language; scripts the JSON
+  const verifyFailed = (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    if (!wantsHtml(req) || !(err instanceof AppError) || err.status >= 500) throw err
+    for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v)
+    void formPage(
+      req,
+      reply,
+      err.status,
+      say(req, '未能验证', 'Not verified'),
+      errorMessage(err.key, pickLang(req.headers['accept-language']), err.options.params),
+    )
+  }
   app.get(
     '/svc_api/notify/verify',
     {
       config: { auth: 'none' },
       schema: { tags, summary: 'Verify an address (the link of the verification mail)', querystring: Type.Object({ token: Type.String() }) },
       validatorCompiler: passThrough,
+      errorHandler: verifyFailed,
     },
-    async (req) => ({
-      success: true,
-      message: say(req, '邮箱已验证', 'Address verified'),
-      data: await notify.verifyAddress((req.query as { token?: unknown }).token),
-    }),
+    async (req, reply) => {
+      const data = await notify.verifyAddress((req.query as { token?: unknown }).token)
+      if (wantsHtml(req)) {
+        const text = say(req, `表单的通知邮件将发送到 ${data.address}。`, `Notifications of your forms can now be sent to ${data.address}.`)
+        return formPage(req, reply, 200, say(req, '邮箱已验证', 'Address verified'), text)
+      }
+      return { success: true, message: say(req, '邮箱已验证', 'Address verified'), data }
+    },
   )
 }

@@ -3,7 +3,6 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, pickLang } from '../../errors/render.js'
-import { html } from '../../web/html.js'
 import { caller } from '../../http/guard.js'
 import { fromFastifyError } from '../../http/errors.js'
 import { multipartParts, readUpload } from '../../http/multipart.js'
@@ -33,40 +32,7 @@ import { createFormService, formView, SUBMIT_BODY_LIMIT, type FormService } from
 import type { FormRow } from './store.js'
 import type { NotifyService } from './notify-service.js'
 import { beijingTime } from '../../util/time.js'
-
-const say = (req: FastifyRequest, zh: string, en: string) => (pickLang(req.headers['accept-language']) === 'en' ? en : zh)
-
-/**
- * A browser form post (a navigation): Accept names text/html and not JSON, and the request is
- * not marked as a script's (Sec-Fetch-Mode other than navigate, or X-Requested-With), so an
- * AJAX submit always gets JSON whatever Accept it sends.
- */
-const wantsHtml = (req: FastifyRequest) => {
-  const accept = req.headers.accept ?? ''
-  const mode = req.headers['sec-fetch-mode']
-  if ((mode !== undefined && mode !== 'navigate') || req.headers['x-requested-with'] !== undefined) return false
-  return accept.includes('text/html') && !accept.includes('application/json')
-}
-
-/**
- * The page a browser form post lands on when its form has no redirect_url, or when the post
- * was refused: the service's own short page (no script, nothing loaded), with a link back to
- * the site the visitor came from when the browser said which.
- */
-function formPage(req: FastifyRequest, reply: FastifyReply, status: number, title: string, text: string) {
-  const lang = pickLang(req.headers['accept-language'])
-  const ref = typeof req.headers.referer === 'string' && /^https?:\/\//i.test(req.headers.referer) ? req.headers.referer : null
-  const page = html`<!doctype html><html lang="${lang === 'en' ? 'en' : 'zh-CN'}"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex"><title>${title}</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1d2330}</style></head>
-<body><h1>${title}</h1><p>${text}</p>${ref ? html`<p><a href="${ref}">${say(req, '返回', 'Back')}</a></p>` : ''}</body></html>`
-  return reply
-    .code(status)
-    .header('Content-Type', 'text/html; charset=utf-8')
-    .header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
-    .header('Cache-Control', 'no-store')
-    .send(page.toString())
-}
+import { formPage, say, wantsHtml } from './browser-page.js'
 
 /** Documentation-only request schemas: the service checks input with its own codes. */
 const passThrough = () => () => true

@@ -1,0 +1,38 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { pickLang } from '../../errors/render.js'
+import { html } from '../../web/html.js'
+
+/** The text of a message in the request's language (Accept-Language; Chinese by default). */
+export const say = (req: FastifyRequest, zh: string, en: string) => (pickLang(req.headers['accept-language']) === 'en' ? en : zh)
+
+/**
+ * A browser navigation (a form post, a link opened from a mail): Accept names text/html and
+ * not JSON, and the request is not marked as a script's (Sec-Fetch-Mode other than navigate,
+ * or X-Requested-With), so a script always gets JSON whatever Accept it sends.
+ */
+export const wantsHtml = (req: FastifyRequest) => {
+  const accept = req.headers.accept ?? ''
+  const mode = req.headers['sec-fetch-mode']
+  if ((mode !== undefined && mode !== 'navigate') || req.headers['x-requested-with'] !== undefined) return false
+  return accept.includes('text/html') && !accept.includes('application/json')
+}
+
+/**
+ * The service's own short page for a browser (no script, nothing loaded): where a form post
+ * lands without a redirect_url or when refused, and what a mail's verification link opens.
+ * A link back to the site the visitor came from when the browser said which.
+ */
+export function formPage(req: FastifyRequest, reply: FastifyReply, status: number, title: string, text: string) {
+  const lang = pickLang(req.headers['accept-language'])
+  const ref = typeof req.headers.referer === 'string' && /^https?:\/\//i.test(req.headers.referer) ? req.headers.referer : null
+  const page = html`<!doctype html><html lang="${lang === 'en' ? 'en' : 'zh-CN'}"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex"><title>${title}</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1d2330}</style></head>
+<body><h1>${title}</h1><p>${text}</p>${ref ? html`<p><a href="${ref}">${say(req, '返回', 'Back')}</a></p>` : ''}</body></html>`
+  return reply
+    .code(status)
+    .header('Content-Type', 'text/html; charset=utf-8')
+    .header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+    .header('Cache-Control', 'no-store')
+    .send(page.toString())
+}
