@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import type { Db } from '../../db/kysely.js'
 import { newId } from '../../auth/tokens.js'
+import { truncate } from '../../util/unicode.js'
 
 /** One run-time setting (see service.ts SETTINGS for names and values). */
 export interface SettingsTable {
@@ -62,13 +63,13 @@ export async function writeAudit(db: Db, now: number, e: AuditEntry): Promise<vo
     .values({
       id: `${now.toString(36).padStart(9, '0')}-${newId()}`,
       at: now,
-      actor: e.actor.slice(0, 200),
+      actor: truncate(e.actor, 200),
       via: e.via,
       action: e.action,
-      target: e.target.slice(0, 2000),
+      target: truncate(e.target, 2000),
       details: JSON.stringify(e.details ?? {}),
-      ip: e.ip.slice(0, 100),
-      user_agent: e.user_agent.slice(0, 500),
+      ip: truncate(e.ip, 100),
+      user_agent: truncate(e.user_agent, 500),
     })
     .execute()
 }

@@ -1,6 +1,7 @@
 import { escapeHtml } from '../../util/html.js'
 import { lazy } from '../../util/lazy.js'
 import type { SubmissionEvent } from './notify-store.js'
+import { truncate } from '../../util/unicode.js'
 
 export interface MailMessage {
   to: string
@@ -48,7 +49,7 @@ export function createMailer(smtpUrl: string | null, from: string, timeoutMs: nu
 
 const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))
 // a header line may not carry line breaks, and long names are cut
-const oneLine = (s: string) => s.replace(/[\r\n\u0000-\u001f\u007f]+/g, ' ').slice(0, 120)
+const oneLine = (s: string) => truncate(s.replace(/[\r\n\u0000-\u001f\u007f]+/g, ' '), 120)
 
 /**
  * The mail of one or more submissions: plain text, and HTML where every field name and value
