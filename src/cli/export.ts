@@ -15,10 +15,14 @@ export const formatOfName = (file: string): ArchiveFormat => (/\.zip$/i.test(fil
 export async function exportToFile(db: Db, config: Config, username: string, file: string): Promise<string> {
   const blobs = await openBlobStore(config)
   const tmp = `${file}.partial`
+  const out = fs.createWriteStream(tmp, { mode: 0o600 })
   try {
-    await writeExport(db, blobs, username, fs.createWriteStream(tmp, { mode: 0o600 }), formatOfName(file))
+    await writeExport(db, blobs, username, out, formatOfName(file))
     fs.renameSync(tmp, file)
   } catch (e) {
+    // the stream opens its file asynchronously: closed first, so the removal cannot run before the open
+    out.destroy()
+    await new Promise<void>((resolve) => (out.closed ? resolve() : out.once('close', () => resolve())))
     fs.rmSync(tmp, { force: true })
     throw e
   } finally {

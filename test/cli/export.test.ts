@@ -249,6 +249,11 @@ for (const engine of ENGINES) {
         const ex = await runCli(['export', alice.username, file], { env: cliEnv(a) })
         assert.equal(ex.code, 0, ex.stderr)
         assert.ok(!fs.existsSync(`${file}.partial`))
+        // a user that does not exist: refused, and neither the file nor its .partial left behind
+        const none = path.join(tmp, 'nobody.zip')
+        const missing = await runCli(['export', 'nobody-here', none], { env: cliEnv(a) })
+        assert.equal(missing.code, 1, missing.stderr)
+        assert.ok(!fs.existsSync(none) && !fs.existsSync(`${none}.partial`), 'nothing written for a refused export')
         const dl = await a.get('/svc_api/me/export', { cookie })
         assert.equal(dl.status, 200)
         assert.equal(dl.header('content-type'), 'application/gzip')
