@@ -10,6 +10,11 @@ import { startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, uploadFile } from '../support/hosting.js'
 import { S3_ACCESS_KEY, S3_BUCKET, S3_SECRET_KEY, startS3, type TestS3 } from '../support/s3.js'
 import { runCli } from './run.js'
+import { spawnSync } from 'node:child_process'
+import { restoreSqlite } from '../../src/cli/backup.js'
+import { folderTarget } from '../../src/cli/snapshot-target.js'
+import { allMigrations } from '../../src/db/migrate.js'
+import { BLOB_COLUMNS, FEATURE_TABLES } from '../../src/features/tables.js'
 
 type Write = { kind: 'kv'; key: string; value: unknown } | { kind: 'file'; name: string; body: string }
 
@@ -376,6 +381,70 @@ describe('svc backup and restore [sqlite]', () => {
     assert.equal(r.code, 1, r.stdout)
     assert.match(r.stderr, /taken by a newer release \(svc 99\.0\.0\): .*\(9999-from-the-future\).*Nothing restored/)
     assert.equal(fs.existsSync(into), false, 'nothing written')
+  })
+
+  it('a --force restore whose copy fails leaves the database it was to replace with its last write', async () => {
+    const live = path.join(tmp, 'wal-live')
+    assert.equal((await runCli(['migrate'], { env: cliEnv(live) })).code, 0)
+    const dest = path.join(tmp, 'wal-backups')
+    const b = await runCli(['backup', dest], { env: cliEnv(live) })
+    assert.equal(b.code, 0, b.stderr)
+    const snap = /^snapshot (\S+):/.exec(b.stdout)![1]
+    // the data dir to replace: its last write only in the WAL, left by a process killed before any checkpoint
+    const old = path.join(tmp, 'wal-old')
+    assert.equal((await runCli(['migrate'], { env: cliEnv(old) })).code, 0)
+    const killed = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `const db = require('better-sqlite3')(process.argv[1]); db.pragma('wal_autocheckpoint = 0');
+         db.exec("create table marker (v text)"); db.prepare("insert into marker values ('kept')").run();
+         process.kill(process.pid, 'SIGKILL')`,
+        path.join(old, 'svc.db'),
+      ],
+      { cwd: process.cwd() },
+    )
+    assert.equal(killed.signal, 'SIGKILL', String(killed.stderr))
+    assert.ok(fs.statSync(path.join(old, 'svc.db-wal')).size > 0)
+    // the snapshot's database verifies, then its copy reads other bytes (as a full disk or a
+    // changed snapshot would fail it): the restore fails, and the old database keeps the write
+    // its WAL held (the in-use check's connection checkpoints it before the WAL is removed)
+    const source = folderTarget(path.dirname(snap))
+    const changed = path.join(tmp, 'wal-changed.db')
+    fs.writeFileSync(changed, 'not the snapshot')
+    let reads = 0
+    const wrapped = {
+      ...source,
+      async localDatabase(name: string) {
+        const local = (await source.localDatabase(name))!
+        return {
+          release: () => local.release(),
+          get file() {
+            return ++reads <= 2 ? local.file : changed
+          },
+        }
+      },
+    }
+    await assert.rejects(
+      restoreSqlite({
+        source: wrapped,
+        name: path.basename(snap),
+        dataDir: old,
+        blobRoot: path.join(old, 'blobs'),
+        blobColumns: BLOB_COLUMNS,
+        knownMigrations: Object.keys(allMigrations(FEATURE_TABLES)),
+        force: true,
+      }),
+      /svc\.db: content does not match/,
+    )
+    assert.equal(reads, 3, 'the copy read the database a third time')
+    const db = new SQLite(path.join(old, 'svc.db'), { readonly: true })
+    try {
+      assert.deepEqual(db.prepare('select v from marker').all(), [{ v: 'kept' }], 'its last write is still there')
+    } finally {
+      db.close()
+    }
+    await source.close()
   })
 
   it('refuses PostgreSQL and S3 with a pointer to the documented procedure', async () => {
