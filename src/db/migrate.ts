@@ -63,10 +63,21 @@ export async function migrateToLatest(db: Db, sets: readonly MigrationSet[], opt
   }
 }
 
+/** Kysely's refusal of a database that ran a migration this code does not know. */
+const UNKNOWN_MIGRATION = /^corrupted migrations: previously executed migration (\S+) is missing$/
+
 async function migrate(db: Db, sets: readonly MigrationSet[]): Promise<string[]> {
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator(db, sets).migrateToLatest()
     if (!error) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+    // a newer release migrated this database first: say so, and what does start on it
+    const unknown = error instanceof Error ? UNKNOWN_MIGRATION.exec(error.message) : null
+    if (unknown) {
+      throw new Error(
+        `this database was migrated by a newer release (migration ${unknown[1]} is unknown to this one): run that release or a later one, or start this one with MIGRATE_ON_START=0 (docs/operations/scale-out.md)`,
+        { cause: error },
+      )
+    }
     // PostgreSQL with ?schema=: the schema itself may have been dropped under us (3F000);
     // create it again and retry. (The frequent 3F000 was another schema dropped during
     // Kysely's introspection: ScopedPostgresDialect in kysely.ts.)

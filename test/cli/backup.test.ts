@@ -383,6 +383,22 @@ describe('svc backup and restore [sqlite]', () => {
     assert.equal(fs.existsSync(into), false, 'nothing written')
   })
 
+  it('a database a newer release migrated: migrate says so, and MIGRATE_ON_START=0 starts on it', async () => {
+    const dir = path.join(tmp, 'newer-db')
+    assert.equal((await runCli(['migrate'], { env: cliEnv(dir) })).code, 0)
+    const db = new SQLite(path.join(dir, 'svc.db'))
+    db.prepare('insert into kysely_migration (name, timestamp) values (?, ?)').run('9999-from-the-future', new Date().toISOString())
+    db.close()
+    const m = await runCli(['migrate'], { env: cliEnv(dir) })
+    assert.equal(m.code, 1, m.stdout)
+    assert.match(m.stderr, /migrated by a newer release \(migration 9999-from-the-future is unknown to this one\).*MIGRATE_ON_START=0/)
+    assert.doesNotMatch(m.stderr, /corrupted migrations/)
+    // migrations are additive: an instance that does not migrate serves on the newer schema
+    const s = await startServer({ engine: 'sqlite', dataDir: dir, keepData: true, env: { MIGRATE_ON_START: '0', RATE_LIMITS: HIGH_LIMITS } })
+    servers.push(s)
+    assert.equal((await s.get('/readyz')).status, 200)
+  })
+
   it('a --force restore whose copy fails leaves the database it was to replace with its last write', async () => {
     const live = path.join(tmp, 'wal-live')
     assert.equal((await runCli(['migrate'], { env: cliEnv(live) })).code, 0)
