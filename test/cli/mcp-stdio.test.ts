@@ -52,7 +52,7 @@ for (const engine of ENGINES) {
       const viaStdio = (await client.listTools()).tools
       const viaHttp = (await http.listTools()).tools
       assert.deepEqual(viaStdio, viaHttp)
-      assert.equal(viaStdio.length, 17)
+      assert.equal(viaStdio.length, 19)
 
       const called = new Set<string>()
       const ok = async (name: string, args: Record<string, unknown> = {}) => {
@@ -72,6 +72,16 @@ for (const engine of ENGINES) {
         site.structuredContent.files.map((f: any) => f.path),
         ['index.html'],
       )
+      assert.equal((await ok('read_file', { project: 'tiny', path: 'index.html' })).structuredContent.content, '<p>tiny</p>')
+      await ok('deploy_files', {
+        project: 'pair',
+        files: [
+          { path: 'index.html', content: '<p>pair</p>' },
+          { path: 'x.txt', content: 'x' },
+        ],
+      })
+      await ok('delete_file', { project: 'pair', path: 'x.txt' })
+      assert.equal((await s.get(`/${alice.username}/pair/x.txt`)).status, 404)
       // the deploy tools: a second deploy, the list as the REST API shows it, rollback, promote
       await ok('deploy_files', { project: 'tiny', files: [{ path: 'index.html', content: '<p>tiny 2</p>' }] })
       assert.equal((await s.get(`/${alice.username}/tiny/`)).text, '<p>tiny 2</p>')
@@ -148,7 +158,7 @@ for (const engine of ENGINES) {
 
       const { client } = await stdioClient(key)
       const { tools } = await client.listTools()
-      assert.deepEqual(tools.map((t) => t.name).sort(), ['get_site', 'kv_get', 'kv_list', 'list_deploys', 'list_sites', 'list_submissions'])
+      assert.deepEqual(tools.map((t) => t.name).sort(), ['get_site', 'kv_get', 'kv_list', 'list_deploys', 'list_sites', 'list_submissions', 'read_file'])
     })
 
     it('a call over the body limit of /mcp comes back as a clear error naming the limit and the archive deploy', async () => {
@@ -166,7 +176,7 @@ for (const engine of ENGINES) {
       )
       assert.doesNotMatch(stderr(), /retrying|connection problem/)
       // the server keeps answering, and nothing was stored
-      assert.equal((await client.listTools()).tools.length, 17)
+      assert.equal((await client.listTools()).tools.length, 19)
       assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
     })
 

@@ -20,6 +20,7 @@ const WRITE_TOOLS = [
   'rollback',
   'promote',
   'delete_site',
+  'delete_file',
   'kv_set',
   'kv_incr',
   'create_form',
@@ -27,7 +28,7 @@ const WRITE_TOOLS = [
   'update_data',
   'upload_image',
 ]
-const READ_TOOLS = ['list_sites', 'get_site', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions']
+const READ_TOOLS = ['list_sites', 'get_site', 'read_file', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions']
 
 for (const engine of ENGINES) {
   describe(`MCP over streamable HTTP [${engine}]`, () => {
@@ -266,6 +267,65 @@ for (const engine of ENGINES) {
         assert.ok(!JSON.stringify(projects.json).includes('"gone"'), projects.text)
         const deploys = await c.callTool({ name: 'list_deploys', arguments: { project: 'gone' } })
         assert.equal(deploys.isError, true)
+      } finally {
+        await c.close()
+      }
+    })
+
+    it('read_file reads a file of a project back; delete_file takes one file off the live site', async () => {
+      // its own user: the file's main key is near its per-minute limit by the end
+      const dave = await s.user()
+      const c = await mcpHttpClient(s.url, dave.key)
+      try {
+        const run = async (name: string, args: Record<string, unknown>) =>
+          (await c.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: any; content: Array<{ text: string }> }
+        const ok = async (name: string, args: Record<string, unknown>) => {
+          const r = await run(name, args)
+          assert.notEqual(r.isError, true, `${name}: ${r.content[0]?.text}`)
+          return r
+        }
+        await ok('deploy_files', {
+          project: 'rw',
+          files: [
+            { path: 'index.html', content: '<p>héllo</p>' },
+            { path: 'css/a.css', content: 'p{color:red}' },
+            { path: 'bin.dat', content: Buffer.from([0, 1, 2, 255]).toString('base64'), encoding: 'base64' },
+          ],
+        })
+        const page = await ok('read_file', { project: 'rw', path: 'index.html' })
+        assert.equal(page.structuredContent.content, '<p>héllo</p>')
+        assert.equal(page.structuredContent.size, Buffer.byteLength('<p>héllo</p>'))
+        assert.match(page.content[0].text, /<p>héllo<\/p>/)
+        const bin = await ok('read_file', { project: 'rw', path: 'bin.dat' })
+        assert.equal(bin.structuredContent.content, null, 'bytes that are not UTF-8 text are not shown')
+        assert.equal(bin.structuredContent.size, 4)
+        for (const [args, code] of [
+          [{ project: 'rw', path: 'nope.html' }, /1301/],
+          [{ project: 'rw', path: '../x' }, /1110/],
+          [{ project: 'no-such', path: 'index.html' }, /13\d\d/],
+        ] as const) {
+          const r = await run('read_file', args)
+          assert.equal(r.isError, true, JSON.stringify(args))
+          assert.match(r.content[0].text, code, JSON.stringify(args))
+        }
+
+        assert.equal((await s.get(`/${dave.username}/rw/css/a.css`)).status, 200)
+        const del = await ok('delete_file', { project: 'rw', path: 'css/a.css' })
+        assert.deepEqual(del.structuredContent, { success: true, project: 'rw', path: 'css/a.css' })
+        assert.equal((await s.get(`/${dave.username}/rw/css/a.css`)).status, 404, 'gone from the live site at once')
+        assert.equal((await s.get(`/${dave.username}/rw/`)).text, '<p>héllo</p>')
+        const again = await run('delete_file', { project: 'rw', path: 'css/a.css' })
+        assert.equal(again.isError, true)
+        assert.match(again.content[0].text, /1301/)
+        const files = (await ok('get_site', { name: 'rw' })).structuredContent.files.map((f: any) => f.path).sort()
+        assert.deepEqual(files, ['bin.dat', 'index.html'])
+        // as the REST delete does: the root's index.html too, leaving the site without a home page
+        await ok('delete_file', { project: 'rw', path: 'index.html' })
+        assert.equal((await s.get(`/${dave.username}/rw/`)).status, 404)
+        // each delete was a deploy: rollback brings the last one back
+        await ok('rollback', { project: 'rw' })
+        assert.equal((await s.get(`/${dave.username}/rw/`)).text, '<p>héllo</p>')
+        assert.equal((await s.get(`/${dave.username}/rw/css/a.css`)).status, 404)
       } finally {
         await c.close()
       }

@@ -464,6 +464,49 @@ const deleteSite = tool({
   },
 })
 
+/** A file's path in a project, checked as deploy_files checks it (the stored form). */
+function projectPath(s: McpServices, path: string): string {
+  const checked = s.folders.checkUploadName(path)
+  if ('failure' in checked) throw new AppError('INVALID_PATH', { params: { detail: `${path}: ${checked.failure.message}` } })
+  return checked.path
+}
+const filePathArg = z.string().min(1).max(1024).describe('Path in the project, e.g. "index.html" or "css/site.css"')
+
+const readFile = tool({
+  name: 'read_file',
+  title: 'Read a file of a project',
+  description:
+    'Reads one file of a folder project as the project holds it now (the live site may be an older deploy): its size, and its content when it is UTF-8 text of at most 5 MiB (otherwise content is null: open its URL instead).',
+  readOnly: true,
+  input: { project: projectName, path: filePathArg },
+  async run(s, ctx, a) {
+    const ref = projectRef(s, ctx, a.project)
+    const f = await s.folders.read(ctx.user, ref, projectPath(s, a.path))
+    const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/${f.path.split('/').map(encodeURIComponent).join('/')}`)
+    const what = f.content === null || f.content === undefined ? 'not shown (binary, or over 5 MiB)' : 'content below'
+    return {
+      summary: `${a.project}/${f.path} (${f.size} bytes; ${what})${f.content ? `\n${f.content}` : ''}`,
+      data: { project: ref.name, path: f.path, size: f.size, content: f.content ?? null, site_url: site },
+    }
+  },
+})
+
+const deleteFile = tool({
+  name: 'delete_file',
+  title: 'Delete a file of a project',
+  description:
+    'Deletes one file of a folder project. A published project goes live without it at once, as a new deploy (rollback brings it back). Deleting the root index.html leaves the site without a home page (404) until deploy_files adds one.',
+  readOnly: false,
+  destructive: true,
+  input: { project: projectName, path: filePathArg },
+  async run(s, ctx, a) {
+    const ref = projectRef(s, ctx, a.project)
+    const path = projectPath(s, a.path)
+    await s.folders.removeFile(ctx.user, ref, path)
+    return { summary: `Deleted ${a.project}/${path}.`, data: { project: ref.name, path } }
+  },
+})
+
 const kvKey = z.string().min(1).max(200).describe('Key: starts with a letter, then a-z A-Z 0-9 _ - (at most 100 characters)')
 const kvPublicUrl = (ctx: ToolContext, key: string) =>
   `${ctx.serviceOrigin}/svc_api/data/public/${encodeURIComponent(ctx.user.username)}/${encodeURIComponent(key)}`
@@ -701,10 +744,12 @@ export const TOOLS: readonly McpTool[] = [
   deployFiles,
   listSites,
   getSite,
+  readFile,
   listDeploys,
   rollback,
   promote,
   deleteSite,
+  deleteFile,
   kvGet,
   kvSet,
   kvIncr,
