@@ -163,6 +163,12 @@ function projectRef(s: McpServices, ctx: ToolContext, name: string): FolderRef {
   return s.folders.folderRef(ctx.user, [encodeURIComponent(name)])
 }
 
+/** A file's path in a project as a tool names it, checked and in its stored form (1110 when bad). */
+function projectPath(s: McpServices, path: string): string {
+  const checked = s.folders.checkUploadName(path)
+  if ('failure' in checked) throw new AppError('INVALID_PATH', { params: { detail: `${path}: ${checked.failure.message}` } })
+  return checked.path
+}
 const siteUrlOf = (ctx: ToolContext, path: string) => (ctx.siteOrigin === null ? null : ctx.siteOrigin + path)
 const projectName = z.string().min(1).max(100).describe('Project (site) name: letters, digits, "-", "_" or "."')
 
@@ -227,14 +233,13 @@ const deployFiles = tool({
     const decoded: Array<{ name: string; path: string; bytes: Buffer }> = []
     let total = 0
     for (const f of a.files) {
-      const checked = s.folders.checkUploadName(f.path)
-      if ('failure' in checked) throw new AppError('INVALID_PATH', { params: { detail: `${f.path}: ${checked.failure.message}` } })
-      if (seen.has(checked.path)) throw bad(`the call carries ${checked.path} twice`)
-      seen.add(checked.path)
+      const path = projectPath(s, f.path)
+      if (seen.has(path)) throw bad(`the call carries ${path} twice`)
+      seen.add(path)
       const bytes = f.encoding === 'base64' ? decodeBase64(f.content, f.path) : Buffer.from(f.content, 'utf8')
       total += bytes.length
       if (total > MAX_INLINE_BYTES) throw payloadTooLarge('the files')
-      decoded.push({ name: f.path, path: checked.path, bytes })
+      decoded.push({ name: f.path, path, bytes })
     }
     if (a.publish === false) return previewDeploy(s, ctx, ref, decoded)
     const wasLive = (await s.folders.projects(ctx.user, ctx.contentOrigin)).some((p) => p.name === ref.name && p.is_published)
@@ -464,12 +469,6 @@ const deleteSite = tool({
   },
 })
 
-/** A file's path in a project, checked as deploy_files checks it (the stored form). */
-function projectPath(s: McpServices, path: string): string {
-  const checked = s.folders.checkUploadName(path)
-  if ('failure' in checked) throw new AppError('INVALID_PATH', { params: { detail: `${path}: ${checked.failure.message}` } })
-  return checked.path
-}
 const filePathArg = z.string().min(1).max(1024).describe('Path in the project, e.g. "index.html" or "css/site.css"')
 
 const readFile = tool({
