@@ -6,6 +6,7 @@ import path from 'node:path'
 import crypto from 'node:crypto'
 import { spawnSync } from 'node:child_process'
 import pg from 'pg'
+import SQLite from 'better-sqlite3'
 import { ENGINES, PG_URL, startServer, dropSchema } from '../support/server.js'
 import { openDatabase } from '../../src/db/kysely.js'
 import { migrateToLatest, pendingMigrations } from '../../src/db/migrate.js'
@@ -108,3 +109,65 @@ describe('migrations while other schemas come and go [postgres]', { skip: ENGINE
     }
   })
 })
+
+/** A database's schema as comparable rows: every table, column, index, constraint and migration run. */
+async function describeSchema(engine: 'sqlite' | 'postgres', where: string): Promise<unknown> {
+  if (engine === 'sqlite') {
+    const d = new SQLite(path.join(where, 'svc.db'), { readonly: true })
+    try {
+      return {
+        objects: d.prepare(`select type, name, tbl_name, sql from sqlite_master where name not like 'sqlite_%' order by type, name`).all(),
+        migrations: d.prepare('select name from kysely_migration order by name').all(),
+      }
+    } finally {
+      d.close()
+    }
+  }
+  const c = new pg.Client({ connectionString: PG_URL })
+  await c.connect()
+  try {
+    const q = async (text: string) => (await c.query(text.replaceAll('$S', `'${where}'`))).rows.map((r) => JSON.parse(JSON.stringify(r).replaceAll(where, 'S')))
+    return {
+      columns: await q(
+        `select table_name, column_name, data_type, is_nullable, column_default from information_schema.columns where table_schema = $S order by 1, 2`,
+      ),
+      indexes: await q(`select tablename, indexname, indexdef from pg_indexes where schemaname = $S order by 1, 2`),
+      constraints: await q(
+        `select c.conrelid::regclass::text as tbl, c.conname, pg_get_constraintdef(c.oid) as def from pg_constraint c join pg_namespace n on n.oid = c.connamespace where n.nspname = $S order by 1, 2`,
+      ),
+      routines: await q(`select routine_name, routine_definition from information_schema.routines where routine_schema = $S order by 1`),
+      triggers: await q(`select event_object_table, trigger_name, action_statement from information_schema.triggers where trigger_schema = $S order by 1, 2`),
+      migrations: await q(`select name from ${where}.kysely_migration order by name`),
+    }
+  } finally {
+    await c.end()
+  }
+}
+
+for (const engine of ENGINES) {
+  describe(`the test servers' migrated template [${engine}]`, () => {
+    // startServer starts a fresh database from a copy of one migrated once per process
+    // (test/support/server.ts): it must be exactly what the migrations make
+    it('a test server starts on the schema the migrations make, table for table', async () => {
+      const s = await startServer({ engine })
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-migrate-'))
+      const schema = `t_${crypto.randomBytes(5).toString('hex')}`
+      try {
+        const db = await openDatabase({ databaseUrl: engine === 'postgres' ? `${PG_URL}?schema=${schema}` : null, dataDir })
+        try {
+          await migrateToLatest(db, FEATURE_TABLES)
+        } finally {
+          await db.close()
+        }
+        const served = engine === 'postgres' ? new URL(s.env.DATABASE_URL).searchParams.get('schema')! : s.dataDir
+        const fresh = await describeSchema(engine, engine === 'postgres' ? schema : dataDir)
+        assert.ok(JSON.stringify(fresh).includes('kysely_migration'))
+        assert.deepEqual(await describeSchema(engine, served), fresh)
+      } finally {
+        await s.close()
+        if (engine === 'postgres') await dropSchema(schema)
+        fs.rmSync(dataDir, { recursive: true, force: true })
+      }
+    })
+  })
+}

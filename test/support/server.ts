@@ -2,6 +2,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import { Agent, request as undiciRequest, FormData } from 'undici'
 import pg from 'pg'
 import { loadConfig } from '../../src/config.js'
@@ -9,7 +11,10 @@ import { createDeps, type Deps, type DepsOverrides } from '../../src/compose.js'
 import { buildApp, loggerOptions, type AppOptions } from '../../src/app.js'
 import { listen, serverFactoryFor, tlsMaterial, type Listening } from '../../src/server.js'
 import type { FastifyInstance } from 'fastify'
-import type { Engine } from '../../src/db/kysely.js'
+import { openDatabase, type Engine } from '../../src/db/kysely.js'
+import { migrateToLatest } from '../../src/db/migrate.js'
+import { FEATURE_TABLES } from '../../src/features/tables.js'
+import SQLite from 'better-sqlite3'
 
 /**
  * Services this run has. scripts/run-tests.mjs probes PostgreSQL and Redis once: outside CI it
@@ -128,6 +133,66 @@ export interface StartOptions extends DepsOverrides {
 }
 
 const uid = () => crypto.randomBytes(5).toString('hex')
+const execFileP = promisify(execFile)
+
+let sqliteTemplate: Promise<Buffer> | undefined
+/**
+ * The bytes of a SQLite database migrated to the latest schema, made once per test process:
+ * a fresh data dir starts from a copy instead of running every migration again (the
+ * migrations' own tests start from empty or older databases, with a data dir of their own).
+ * A self-contained file (no WAL beside it), kept in memory so no folder outlives the process.
+ */
+function migratedSqlite(): Promise<Buffer> {
+  sqliteTemplate ??= (async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-template-'))
+    try {
+      const db = await openDatabase({ databaseUrl: null, dataDir: dir })
+      try {
+        await migrateToLatest(db, FEATURE_TABLES)
+      } finally {
+        await db.close()
+      }
+      const file = path.join(dir, 'svc.db')
+      const raw = new SQLite(file)
+      raw.pragma('wal_checkpoint(TRUNCATE)')
+      raw.pragma('journal_mode = DELETE')
+      raw.close()
+      return fs.readFileSync(file)
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })()
+  return sqliteTemplate
+}
+
+let pgTemplate: Promise<{ name: string; sql: string } | null> | undefined
+/**
+ * The same for PostgreSQL: `pg_dump` of a schema migrated once per test process (its tables,
+ * indexes, functions and the migrations' own rows, as INSERTs), replayed into a fresh schema
+ * as one multi-statement query with the schema's name replaced (a random name found nowhere
+ * else). null where pg_dump cannot dump that server (none installed, an embedded PostgreSQL
+ * of another version): each start then runs the migrations.
+ */
+function migratedPostgres(): Promise<{ name: string; sql: string } | null> {
+  pgTemplate ??= (async () => {
+    const name = `svc_tpl_${uid()}`
+    try {
+      const db = await openDatabase({ databaseUrl: `${PG_URL}?schema=${name}`, dataDir: os.tmpdir() })
+      try {
+        await migrateToLatest(db, FEATURE_TABLES)
+      } finally {
+        await db.close()
+      }
+      const args = ['--schema', name, '--inserts', '--no-owner', '--no-privileges', '--no-comments', '--dbname', PG_URL]
+      const dump = await execFileP('pg_dump', args, { maxBuffer: 64 << 20 }).catch(() => null)
+      // psql's meta-commands (the `restrict` lines newer pg_dump releases write) are not SQL
+      return dump === null ? null : { name, sql: dump.stdout.replace(/^\\.*$/gm, '') }
+    } finally {
+      await dropSchema(name)
+    }
+  })()
+  return pgTemplate
+}
 
 /** Starts a real server (HTTPS + HTTP listeners on loopback) on a fresh SQLite file or PostgreSQL schema. */
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
@@ -137,7 +202,24 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   for (const [f, pem] of cert) {
     if (!fs.existsSync(path.join(dataDir, f))) fs.writeFileSync(path.join(dataDir, f), pem, { mode: 0o600 })
   }
+  if (engine === 'sqlite' && opts.dataDir === undefined && opts.env?.MIGRATE_ON_START === undefined) {
+    fs.writeFileSync(path.join(dataDir, 'svc.db'), await migratedSqlite(), { mode: 0o600 })
+  }
   const schema = opts.pgSchema ?? `t_${uid()}`
+  let madeSchema = false
+  if (engine === 'postgres' && opts.pgSchema === undefined && opts.pgUrl === undefined && opts.env?.MIGRATE_ON_START === undefined) {
+    const t = await migratedPostgres()
+    if (t !== null) {
+      madeSchema = true
+      const c = new pg.Client({ connectionString: PG_URL })
+      await c.connect()
+      try {
+        await c.query(t.sql.replaceAll(t.name, schema))
+      } finally {
+        await c.end()
+      }
+    }
+  }
   const env: Record<string, string> = {
     DATA_DIR: dataDir,
     PORT: '0',
@@ -150,20 +232,21 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     ...(opts.env ?? {}),
   }
   // a start that fails (tests of bad settings, unreachable services) leaves no folder with a key behind
-  const discard = () => {
+  const discard = async () => {
     if (!opts.dataDir && !opts.keepData) fs.rmSync(dataDir, { recursive: true, force: true })
+    if (madeSchema && !opts.keepData) await dropSchema(schema)
   }
   let config: ReturnType<typeof loadConfig>
   try {
     config = loadConfig(env)
   } catch (e) {
-    discard()
+    await discard()
     throw e
   }
   const deps = await createDeps(config, opts).catch(async (e) => {
     // close what the test handed in, so a failed start fails fast instead of hanging the file
     await Promise.allSettled([opts.limits?.close(), opts.bus?.close(), opts.blobs?.close()])
-    discard()
+    await discard()
     throw e
   })
   const tls = await tlsMaterial(config)
