@@ -164,6 +164,7 @@ export function fileEntry(
     compressible,
     fromFile: size <= FROM_FILE_MAX,
     file: undefined,
+    open: undefined,
     ok,
     okGzip: null,
     okBr: null,
