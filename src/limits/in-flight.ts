@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import type { Clock } from '../util/clock.js'
 import type { HitResult, LimitStore } from './store.js'
 import type { WindowRule } from './tiers.js'
@@ -11,44 +12,70 @@ export interface Attempt {
 }
 
 /**
+ * How long an attempt holds its place at most: a holder that dies (a crashed instance) frees
+ * it then. Far above any password check, so an attempt never loses its place while it runs.
+ */
+const ATTEMPT_TTL_MS = 60_000
+
+/**
  * Limits on an outcome known only after a slow step (a login's failure, a sign-up's success,
- * both after a password hash). Checking the windows before the step and counting after it
- * would let a burst sent at once pass the check together, each request before the first was
- * counted; so an admitted attempt counts as if it will be counted until it ends, and a new
- * one is refused while the counted ones plus those in flight reach a limit. The in-flight
- * counts live in this process: with several instances a burst spread over them gets at most
- * the limit on each before the counted attempts stop it everywhere.
+ * a visitor password's failure, all after a password hash). Checking the windows before the
+ * step and counting after it would let a burst sent at once pass the check together, each
+ * request before the first was counted; so an admitted attempt counts as if it will be
+ * counted until it ends, and a new one is refused while the counted ones plus those in
+ * flight reach a limit.
+ *
+ * The attempts in flight are concurrency slots of the limit store (`acquire`, under the
+ * identity's id), so with REDIS_URL every instance sees every other's: a burst spread over
+ * several instances gets the limit once, not once per instance. The slot is taken before the
+ * windows are read and released only after a failure is counted, so an attempt is always in
+ * one of the two (or both: a refusal then errs on the side of one more wait, never one more
+ * guess).
  */
 export function createOutcomeLimits(limits: LimitStore, clock: Clock) {
-  const inFlight = new Map<string, number>()
-  const change = (ids: readonly string[], by: number) => {
-    for (const id of ids) {
-      const n = (inFlight.get(id) ?? 0) + by
-      if (n > 0) inFlight.set(id, n)
-      else inFlight.delete(id)
-    }
-  }
   return {
     /**
      * Admits one attempt against each identity's windows: `attempt` when it may go on, else
      * null and the seconds to wait (at least 1) before another is allowed.
      */
     async enter(checks: ReadonlyArray<readonly [id: string, windows: WindowRule[]]>): Promise<{ wait: number; attempt: Attempt | null }> {
-      const now = clock.now()
-      const results: Array<{ id: string; windows: WindowRule[]; r: HitResult }> = []
-      for (const [id, windows] of checks) results.push({ id, windows, r: await limits.hit(id, windows, now, false) })
-      // no await from here on: the check and the in-flight count are one step
-      let wait = 0
-      for (const { id, r } of results) {
-        const pending = inFlight.get(id) ?? 0
-        for (const w of r.windows) if (w.count + pending >= w.rule.limit) wait = Math.max(wait, 1, Math.ceil((w.resetAt - now) / 1000))
+      const token = crypto.randomUUID()
+      const taken: string[] = []
+      const release = () => {
+        for (const id of taken.splice(0)) void limits.release(id, token)
       }
-      if (wait > 0) return { wait, attempt: null }
-      const ids = results.map((x) => x.id)
-      change(ids, 1)
+      // this attempt's place first, then the windows (see above); a full set of places is a refusal
+      const pending: number[] = []
+      const hits: HitResult[] = []
+      let full = false
+      try {
+        for (const [id, windows] of checks) {
+          const slot = await limits.acquire(id, Math.max(...windows.map((w) => w.limit)), token, clock.now(), ATTEMPT_TTL_MS)
+          if (!slot.ok) {
+            full = true
+            break
+          }
+          taken.push(id)
+          pending.push(slot.current - 1)
+        }
+        const now = clock.now()
+        if (!full) for (const [id, windows] of checks) hits.push(await limits.hit(id, windows, now, false))
+      } catch (e) {
+        release()
+        throw e
+      }
+      const now = clock.now()
+      let wait = full ? 1 : 0
+      for (const [i, r] of hits.entries()) {
+        for (const w of r.windows) if (w.count + pending[i] >= w.rule.limit) wait = Math.max(wait, 1, Math.ceil((w.resetAt - now) / 1000))
+      }
+      if (wait > 0) {
+        release()
+        return { wait, attempt: null }
+      }
       let open = true
       const leave = () => {
-        if (open) change(ids, -1)
+        if (open) release()
         open = false
       }
       return {
@@ -58,7 +85,7 @@ export function createOutcomeLimits(limits: LimitStore, clock: Clock) {
           async count() {
             try {
               const at = clock.now()
-              for (const { id, windows } of results) if (open) await limits.hit(id, windows, at, true)
+              for (const [id, windows] of checks) if (open) await limits.hit(id, windows, at, true)
             } finally {
               leave()
             }

@@ -264,6 +264,20 @@ for (const engine of ENGINES) {
       assert.equal((await s.get('/alice/secret/', { headers: { authorization: basic('correct-horse') } })).status, 200)
     })
 
+    it('counts wrong passwords sent at once: a burst gets no more guesses than the limit', async () => {
+      // every request of a burst passed the check before the first failure was counted
+      assert.equal((await s.request('PUT', '/api/access/note.html', { key: alice.key, json: { password: 'burst-sesame' } })).status, 200)
+      const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => s.get('/alice/note.html', { headers: { authorization: basic(`burst-${i}`) } })))
+      assert.equal(burst.filter((r) => r.status === 401).length, 10)
+      const throttled = burst.filter((r) => r.status === 429)
+      assert.equal(throttled.length, 20)
+      for (const r of throttled) {
+        assert.ok(Number(r.header('retry-after')) >= 1)
+        assert.ok(!leaks(r.text))
+      }
+      assert.equal((await s.request('DELETE', '/api/access/note.html', { key: alice.key })).status, 200)
+    })
+
     it('removing the setting opens the project at once', async () => {
       assert.equal((await s.request('DELETE', '/api/access/secret', { key: alice.key })).status, 200)
       assert.equal((await s.get('/alice/secret/')).text, `<p>${SECRET}</p>`)

@@ -93,6 +93,32 @@ describe('two instances over one PostgreSQL, Redis and S3', needs('postgres', 'r
     for (const s of [a, b]) assert.equal((await s.get('/svc_api/me', { key: u.key })).status, 429)
   })
 
+  it('a burst of wrong passwords split over A and B gets no more guesses than the limit', async () => {
+    // login: 10 failures per account; a visitor password: 10 per client address and name.
+    // Each instance counted only its own attempts in flight, so a burst got the limit on each
+    const u = await a.user()
+    const logins = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        (i % 2 ? a : b).post('/login', {
+          form: { username: u.username, password: `wrong-${i}-wrong` },
+          headers: { accept: 'application/json', 'x-forwarded-for': `10.2.0.${i}` },
+        }),
+      ),
+    )
+    assert.equal(logins.filter((r) => r.status === 401).length, 10)
+    for (const r of logins.filter((r) => r.status !== 401)) assert.equal(r.json.error_code, 1005)
+
+    const v = await a.user({ vip: true })
+    assert.equal((await upload(a, v.key, 'locked.html', '<p>locked</p>')).status, 200)
+    assert.equal((await a.request('PUT', '/api/access/locked.html', { key: v.key, json: { password: 'open-sesame' } })).status, 200)
+    const basic = (pw: string) => `Basic ${Buffer.from(`visitor:${pw}`).toString('base64')}`
+    const visits = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).get(`/${v.username}/locked.html`, { headers: { authorization: basic(`guess-${i}`) } })),
+    )
+    assert.equal(visits.filter((r) => r.status === 401).length, 10)
+    assert.equal(visits.filter((r) => r.status === 429).length, 20)
+  })
+
   const upload = (s: TestServer, key: string, name: string, html: string) => {
     const mp = multipart([{ name: 'file', filename: name, type: 'text/html', data: html }])
     return s.post('/svc_api/upload', { key, body: mp.body, headers: { 'content-type': mp.contentType } })

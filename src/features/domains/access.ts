@@ -8,6 +8,7 @@ import { clientIp, isHttps } from '../../http/origin.js'
 import { ipLimitKey } from '../../http/ip-key.js'
 import type { Access, AccessPoint } from '../../http/site-hooks.js'
 import type { WindowRule } from '../../limits/tiers.js'
+import { createOutcomeLimits } from '../../limits/in-flight.js'
 import { escapeHtml } from '../../util/html.js'
 import type { DomainsStore } from './store.js'
 import { projectOf } from '../sites/paths.js'
@@ -143,34 +144,32 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
     return `${cookieName(rule)}=${issued}.${mac(rule, issued)}; Path=${path}; Max-Age=${left}; HttpOnly; SameSite=Lax${secure}`
   }
 
-  /** Seconds until another try is allowed (0: now), for this client and name. */
-  async function blockedFor(ids: string[]): Promise<number> {
-    const now = clock.now()
-    let wait = 0
-    for (const [i, id] of ids.entries()) {
-      const r = await limits.hit(id, i === 0 ? PER_CLIENT : PER_NAME, now, false)
-      if (!r.allowed) wait = Math.max(wait, Math.ceil((r.windows[0].resetAt - now) / 1000))
-    }
-    return wait
-  }
+  // wrong passwords counted per client and name and per name; a try being verified counts
+  // as wrong until it ends, on every instance (limits/in-flight.ts), so a burst gets no more
+  const tries = createOutcomeLimits(limits, clock)
 
   /** Checks a password with the throttle: 'ok', 'wrong', or seconds to wait. */
   async function check(req: IncomingMessage, at: AccessPoint, name: string, rule: Rule, password: string): Promise<'ok' | 'wrong' | number> {
     const memo = `${rule.secret}:${crypto.createHash('sha256').update(password).digest('base64url')}`
     const until = verified.get(memo)
     if (until !== undefined && until > performance.now()) return 'ok'
-    const ids = [`visit:ip:${ipLimitKey(clientIp(req, config))}:${at.username}/${name}`, `visit:name:${at.username}/${name}`]
-    const wait = await blockedFor(ids)
-    if (wait > 0) return wait
-    if (rule.passwordHash !== null && Buffer.byteLength(password) <= MAX_PASSWORD_BYTES && (await verifyPassword(rule.passwordHash, password))) {
-      if (verified.size >= 10_000) verified.clear()
-      verified.set(memo, performance.now() + 60_000)
-      return 'ok'
+    const { wait, attempt } = await tries.enter([
+      [`visit:ip:${ipLimitKey(clientIp(req, config))}:${at.username}/${name}`, PER_CLIENT],
+      [`visit:name:${at.username}/${name}`, PER_NAME],
+    ])
+    if (attempt === null) return wait
+    try {
+      const ok = rule.passwordHash !== null && Buffer.byteLength(password) <= MAX_PASSWORD_BYTES && (await verifyPassword(rule.passwordHash, password))
+      if (!ok) {
+        await attempt.count()
+        return 'wrong'
+      }
+    } finally {
+      attempt.leave()
     }
-    const now = clock.now()
-    await limits.hit(ids[0], PER_CLIENT, now, true)
-    await limits.hit(ids[1], PER_NAME, now, true)
-    return 'wrong'
+    if (verified.size >= 10_000) verified.clear()
+    verified.set(memo, performance.now() + 60_000)
+    return 'ok'
   }
 
   const basicPassword = (req: IncomingMessage): string | null => {
