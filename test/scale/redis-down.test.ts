@@ -41,6 +41,35 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('sends a browser signing in or up back to its form with a message, not a JSON error', async () => {
+      const u = await writer.user()
+      const html = { accept: 'text/html' }
+      const login = await broken.post('/login', { form: { username: u.username, password: u.password }, headers: html })
+      assert.equal(login.status, 303, login.text)
+      const to = new URL(login.header('location')!, broken.url)
+      assert.equal(to.pathname, '/login')
+      assert.equal(to.searchParams.get('error'), 'unavailable')
+      assert.equal(to.searchParams.get('username'), u.username)
+      const form = await broken.get(`${to.pathname}${to.search}`, { headers: { ...html, 'accept-language': 'en' } })
+      assert.equal(form.status, 200)
+      assert.match(form.text, /briefly unavailable/)
+      // a script asking for JSON still gets the error as the API answers it
+      const json = await broken.post('/login', { form: { username: u.username, password: u.password }, headers: { accept: 'application/json' } })
+      assert.equal(json.status, 503)
+      assert.equal(json.json.error_code, 1504)
+
+      const name = `nr${crypto.randomBytes(4).toString('hex')}`
+      const signUp = await broken.post('/register', {
+        form: { username: name, password: 'long-enough-pw', password2: 'long-enough-pw' },
+        headers: { ...html, 'accept-language': 'en' },
+      })
+      assert.equal(signUp.status, 503)
+      assert.match(signUp.header('content-type') ?? '', /text\/html/)
+      assert.match(signUp.text, /briefly unavailable/)
+      // and no account was made
+      assert.equal((await writer.post('/login', { form: { username: name, password: 'long-enough-pw' }, headers: { accept: 'application/json' } })).status, 401)
+    })
+
     it('keeps serving what needs no Redis (the public host), and says Redis is down on /readyz', async () => {
       assert.equal((await broken.get('/livez')).status, 200, 'the process answers')
       for (const p of ['/readyz', '/healthz']) {

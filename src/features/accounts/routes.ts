@@ -27,6 +27,8 @@ const HTML_LOGIN_ERRORS: Partial<Record<string, string>> = {
   ACCOUNT_DISABLED: 'disabled',
   CSRF_TOKEN: 'expired',
   CROSS_ORIGIN: 'expired',
+  // the throttle's store (Redis) did not answer: a browser gets its form back with a message
+  DEPENDENCY_UNAVAILABLE: 'unavailable',
 }
 const CLEAR_COOKIE = 'session=; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=0'
 
@@ -66,7 +68,14 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
       const username = typeof body.username === 'string' ? body.username.trim().toLowerCase() : ''
       const password = typeof body.password === 'string' ? body.password : ''
       const ip = clientIp(req, config)
-      const { wait, attempt } = await throttle.enter(username, ip)
+      let entered: Awaited<ReturnType<typeof throttle.enter>>
+      try {
+        entered = await throttle.enter(username, ip)
+      } catch (e) {
+        if (e instanceof AppError) return refuse(req, reply, e)
+        throw e
+      }
+      const { wait, attempt } = entered
       if (!attempt) {
         return refuse(
           req,

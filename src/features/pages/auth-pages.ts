@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { Deps } from '../../deps.js'
+import { AppError } from '../../errors/app-error.js'
 import { UserInputError } from '../../auth/users.js'
 import { passwordProblem } from '../../auth/passwords.js'
 import { sessionCookies } from '../../auth/principal.js'
@@ -28,6 +29,7 @@ const LOGIN_ERRORS = new Map<string, MsgKey>([
   ['throttled', 'login.error.throttled'],
   ['disabled', 'login.error.disabled'],
   ['expired', 'login.error.expired'],
+  ['unavailable', 'login.error.unavailable'],
 ])
 
 function errorList(ctx: PageCtx, errors: MsgKey[]): SafeHtml | string {
@@ -175,7 +177,16 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
     if (errors.length) return again(errors)
 
     const ip = clientIp(req, config)
-    const { attempt } = await signUps.enter([[`register:ip:${ipLimitKey(ip)}`, REGISTER_RULES]])
+    let entered: Awaited<ReturnType<typeof signUps.enter>>
+    try {
+      entered = await signUps.enter([[`register:ip:${ipLimitKey(ip)}`, REGISTER_RULES]])
+    } catch (e) {
+      // the limit store (Redis) did not answer: the form again, saying so, with the status
+      if (e instanceof AppError && e.key === 'DEPENDENCY_UNAVAILABLE')
+        return pages.send(ctx, { ...registerForm(ctx, ft.token, username, ['register.error.unavailable'], mode), status: 503 })
+      throw e
+    }
+    const { attempt } = entered
     if (!attempt) return again(['register.error.throttled'])
     let userId: string
     try {

@@ -23,6 +23,7 @@ export const SHELL_MESSAGES = defineMessages(
     'login.error.throttled': 'Too many failed logins. Wait a few minutes and try again.',
     'login.error.disabled': 'This account is disabled.',
     'login.error.expired': 'The form expired. Please try again.',
+    'login.error.unavailable': 'Signing in is briefly unavailable. Please try again in a moment.',
     'login.registered': 'Account created.',
 
     'register.title': 'Create an account',
@@ -41,6 +42,7 @@ export const SHELL_MESSAGES = defineMessages(
     'register.error.password': 'The password must have at least 8 characters (at most 1024 bytes).',
     'register.error.throttled': 'Too many sign-ups from your network. Try again later.',
     'register.error.expired': 'The form expired. Please try again.',
+    'register.error.unavailable': 'Signing up is briefly unavailable. Please try again in a moment.',
     'register.invite': 'Invitation code',
     'register.invite_hint': 'New accounts need an invitation code from the administrator.',
     'register.error.invite': 'This invitation code is invalid or was already used.',
@@ -79,6 +81,7 @@ export const SHELL_MESSAGES = defineMessages(
     'login.error.throttled': '登录失败次数过多，请几分钟后再试。',
     'login.error.disabled': '该账户已被禁用。',
     'login.error.expired': '表单已过期，请重试。',
+    'login.error.unavailable': '登录暂时不可用，请稍后再试。',
     'login.registered': '账户已创建。',
 
     'register.title': '创建账户',
@@ -97,6 +100,7 @@ export const SHELL_MESSAGES = defineMessages(
     'register.error.password': '密码至少 8 个字符（最多 1024 字节）。',
     'register.error.throttled': '你的网络注册次数过多，请稍后再试。',
     'register.error.expired': '表单已过期，请重试。',
+    'register.error.unavailable': '注册暂时不可用，请稍后再试。',
     'register.invite': '邀请码',
     'register.invite_hint': '注册新账户需要管理员提供的邀请码。',
     'register.error.invite': '邀请码无效或已被使用。',
