@@ -31,13 +31,18 @@ export function userContentHeaderList(kind: 'page' | 'inert'): Array<[string, st
   ]
 }
 
-/** CORS for public, credential-less reads: any origin, never Allow-Credentials (name, value, ...). */
-export const PUBLIC_CORS_HEADERS: readonly string[] = [
+/**
+ * CORS for public, credential-less reads: any origin, never Allow-Credentials (name, value,
+ * ...). `expose`: a feature's own response headers a page on another origin may read too.
+ */
+export const publicCorsHeaders = (...expose: string[]): readonly string[] => [
   'Access-Control-Allow-Origin',
   '*',
   'Access-Control-Expose-Headers',
-  'ETag, Content-Length, Content-Type, Content-Range, Accept-Ranges',
+  ['ETag', 'Content-Length', 'Content-Type', 'Content-Range', 'Accept-Ranges', ...expose].join(', '),
 ]
+
+export const PUBLIC_CORS_HEADERS = publicCorsHeaders()
 
 /**
  * The answer to a CORS preflight of public content (name, value, ...): besides the methods,
@@ -55,7 +60,7 @@ export const PUBLIC_PREFLIGHT_HEADERS: readonly string[] = [
   '86400',
 ]
 
-/** Sets PUBLIC_CORS_HEADERS on a Fastify reply. */
-export function setPublicCors(reply: FastifyReply): void {
-  for (let i = 0; i < PUBLIC_CORS_HEADERS.length; i += 2) reply.header(PUBLIC_CORS_HEADERS[i], PUBLIC_CORS_HEADERS[i + 1])
+/** Sets PUBLIC_CORS_HEADERS (or a feature's list from publicCorsHeaders) on a Fastify reply. */
+export function setPublicCors(reply: FastifyReply, headers: readonly string[] = PUBLIC_CORS_HEADERS): void {
+  for (let i = 0; i < headers.length; i += 2) reply.header(headers[i], headers[i + 1])
 }

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { logInPage, openContext } from '../support/browser.js'
+import { uploadFile } from '../support/hosting.js'
 
 /**
  * A hosted data file of type text/html with a script, opened in headless Chromium by a
@@ -96,5 +97,35 @@ describe('hosted data in a browser', () => {
     await page.locator('#versions-table tbody tr:nth-child(2)').waitFor()
     assert.deepEqual(Buffer.from((await s.get(new URL(files[0].public_url).pathname)).body), v2)
     await page.close()
+  })
+
+  it("a page on another origin reads a data link's bytes and its version header", async () => {
+    const u = await s.user()
+    const cookie = await s.login(u.username, u.password)
+    await s.deps.db.k.insertInto('entitlements').values({ user_id: u.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
+    const rows = Array.from({ length: 5000 }, (_, i) => ({ i, city: i % 2 ? 'Zürich' : '北京' }))
+    const body = JSON.stringify(rows)
+    const r = await s.post('/api/hosted-data/files', { cookie, json: { display_name: 'rows.json', content: body } })
+    assert.equal(r.status, 200, r.text)
+    const v2 = await s.post(`/api/hosted-data/files/${r.json.file.id}/versions`, { cookie, json: { content: body + ' ', set_default: true } })
+    assert.equal(v2.status, 200, v2.text)
+    // a notebook-like page on the user's own origin (another origin than the service's)
+    assert.equal((await uploadFile(s, { key: u.key }, 'reader.html', '<!doctype html><title>reader</title>')).status, 200)
+    const page = await ctx.newPage()
+    try {
+      await page.goto(`https://${u.username}.localhost:${new URL(s.url).port}/reader.html`)
+      const link = `https://localhost:${new URL(s.url).port}${new URL(r.json.file.public_url as string).pathname}`
+      const got = await page.evaluate(async (url) => {
+        const res = await fetch(url)
+        return { status: res.status, text: await res.text(), version: res.headers.get('x-data-version'), type: res.headers.get('content-type') }
+      }, link)
+      assert.equal(got.status, 200)
+      assert.equal(got.text, body + ' ', 'the default version, byte for byte')
+      assert.equal(got.type, 'application/json; charset=utf-8')
+      // the page can tell which version it read (to pin it with ?v=N)
+      assert.equal(got.version, '2')
+    } finally {
+      await page.close()
+    }
   })
 })

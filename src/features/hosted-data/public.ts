@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
-import { PUBLIC_CORS_HEADERS, PUBLIC_PREFLIGHT_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
+import { PUBLIC_PREFLIGHT_HEADERS, publicCorsHeaders, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { createHostedData, PUBLIC_TOKEN_RE } from './service.js'
 import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
@@ -10,6 +10,8 @@ import { heldLink, linkHeldNow, removedNotice, sendNotice } from '../abuse/publi
 
 const CACHE_DEFAULT = 'public, no-cache'
 const CACHE_PINNED = 'public, max-age=31536000, immutable'
+/** A page on another origin may read which version it got (X-Data-Version), to pin it with ?v=N. */
+const DATA_CORS_HEADERS = publicCorsHeaders('X-Data-Version')
 
 const text = (reply: FastifyReply, code: number, body: string) => {
   setUserContentHeaders(reply, 'inert')
@@ -29,7 +31,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
 
   const serve = async (req: FastifyRequest, reply: FastifyReply) => {
     const { token } = req.params as { token: string }
-    setPublicCors(reply)
+    setPublicCors(reply, DATA_CORS_HEADERS)
     if (req.headers['service-worker'] !== undefined) return text(reply, 403, 'Forbidden')
     if (!PUBLIC_TOKEN_RE.test(token)) return text(reply, 404, 'Not Found')
     const q = (req.query as Record<string, unknown>).v
@@ -76,7 +78,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
   }
 
   const preflight = async (_req: FastifyRequest, reply: FastifyReply) => {
-    setPublicCors(reply)
+    setPublicCors(reply, DATA_CORS_HEADERS)
     for (let i = 0; i < PUBLIC_PREFLIGHT_HEADERS.length; i += 2) reply.header(PUBLIC_PREFLIGHT_HEADERS[i], PUBLIC_PREFLIGHT_HEADERS[i + 1])
     return reply.code(204).send()
   }
@@ -102,7 +104,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
         let hit = hits.get(e)
         if (hit === undefined) {
           const headers = [
-            ...PUBLIC_CORS_HEADERS,
+            ...DATA_CORS_HEADERS,
             ...userContentHeaderList('inert').flat(),
             'Cache-Control',
             version === null ? CACHE_DEFAULT : CACHE_PINNED,
