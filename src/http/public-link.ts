@@ -20,6 +20,8 @@ export interface LinkHit {
   /** The 304: the same headers without Content-Length; null: the route answers revalidations. */
   readonly notModified: Prepared | null
   readonly etag: string
+  /** Every tag a revalidation matches (this answer's and its other encodings'); default [etag]. */
+  readonly etags?: readonly string[]
   readonly size: number
   /** The digest of the blob whose bytes are the body (sent from its file), or the body itself. */
   readonly body: string | Buffer
@@ -31,12 +33,13 @@ export interface LinkHit {
  * too (its route's 304 carries the same headers). The caller keeps the result with the cached
  * entry it came from, so a changed entry (a new cache entry) never reuses old heads.
  */
-export function linkHit(headers: readonly string[], etag: string, size: number, body: string | Buffer, revalidate = true): LinkHit {
+export function linkHit(headers: readonly string[], etag: string, size: number, body: string | Buffer, revalidate = true, etags?: readonly string[]): LinkHit {
   const validators = [...headers, 'ETag', etag, 'Accept-Ranges', 'bytes']
   return {
     ok: prepare(200, [...validators, 'Content-Length', String(size)]),
     notModified: revalidate ? prepare(304, validators) : null,
     etag,
+    etags,
     size,
     body,
   }
@@ -48,8 +51,9 @@ export interface PublicLinkOptions {
   /**
    * The answer from memory for this token and raw query string (without '?'), or null: the
    * route answers (not cached yet, held for review, a query it does not take, an error).
+   * `req`: for an answer that depends on a request header (Accept-Encoding).
    */
-  peek(token: string, query: string): LinkHit | null
+  peek(token: string, query: string, req: IncomingMessage): LinkHit | null
 }
 
 /**
@@ -79,9 +83,9 @@ export function publicLinkFastPath(deps: Deps, files: ReturnType<typeof publicFi
     if (at === null) return false
     const h = req.headers
     if (h.range !== undefined || h['service-worker'] !== undefined || (config.trustProxy && !isHttps(req, config))) return false
-    const hit = o.peek(at.token, at.query)
+    const hit = o.peek(at.token, at.query, req)
     if (hit === null) return false
-    if (decide(h, { status: 200, size: hit.size, etag: hit.etag }).kind === 'not-modified') {
+    if (decide(h, { status: 200, size: hit.size, etag: hit.etag, etags: hit.etags }).kind === 'not-modified') {
       if (hit.notModified === null) return false
       sendPrepared(req, res, hit.notModified, undefined, undefined, clock)
       return true

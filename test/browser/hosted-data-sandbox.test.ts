@@ -124,6 +124,17 @@ describe('hosted data in a browser', () => {
       assert.equal(got.type, 'application/json; charset=utf-8')
       // the page can tell which version it read (to pin it with ?v=N)
       assert.equal(got.version, '2')
+      // once its compressed form is made (in the background), Chromium gets it and decodes it
+      const encodings: string[] = []
+      page.on('response', (res) => {
+        if (res.url() === link) encodings.push(res.headers()['content-encoding'] ?? 'identity')
+      })
+      for (let i = 0; i < 100 && !['br', 'gzip'].includes(encodings.at(-1) ?? ''); i++) {
+        const again = await page.evaluate(async (url) => (await fetch(url, { cache: 'no-store' })).text(), link)
+        assert.equal(again, body + ' ')
+        await page.waitForTimeout(50)
+      }
+      assert.match(encodings.at(-1) ?? '', /^(br|gzip)$/, encodings.join(','))
     } finally {
       await page.close()
     }

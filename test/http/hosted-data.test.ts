@@ -4,11 +4,13 @@ import { execFile } from 'node:child_process'
 import fc from 'fast-check'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import zlib from 'node:zlib'
 import { expectError } from '../support/errors.js'
 import { ENGINES, REDIS_URL, multipart, needs, startServer, type TestServer } from '../support/server.js'
 import { referencedDigests, sweepBlobs } from '../../src/storage/sweeper.js'
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
 import { BUS_CHANNEL } from '../../src/features/hosted-data/cache.js'
+import { createHostedData } from '../../src/features/hosted-data/service.js'
 import { FakeClock } from '../../src/util/clock.js'
 
 const run = promisify(execFile)
@@ -227,6 +229,79 @@ for (const engine of ENGINES) {
       )
       assert.equal((await pub(`${f.public_url}?v=1`)).status, 404)
       expectError(await json(alice, 'DELETE', `${F}/${f.id}/versions/1`), 404, 'plain')
+    })
+
+    it('compresses a link for clients that accept it (made off the request path); ranges and 304s stay right', async () => {
+      const rows = Array.from({ length: 4000 }, (_, i) => ({ i, city: i % 2 ? 'Zürich' : '北京', v: i / 2 }))
+      const content = JSON.stringify(rows)
+      const f = await create(bob, { display_name: 'rows.json', content })
+      const p = new URL(f.public_url).pathname
+      const identity = await s.get(p)
+      assert.deepEqual(identity.body, Buffer.from(content))
+      assert.equal(identity.header('content-encoding'), undefined)
+      assert.equal(identity.header('vary'), 'Accept-Encoding', 'a shared cache keeps one answer per encoding')
+      const idTag = identity.header('etag')!
+      const drop = () => s.deps.services.get(createHostedData).cache.drop(f.public_token)
+      for (const [enc, decode] of [
+        ['gzip', zlib.gunzipSync],
+        ['br', zlib.brotliDecompressSync],
+      ] as const) {
+        const ae = { 'accept-encoding': enc }
+        // the first request that could take the form gets identity and asks for it
+        let r = await s.get(p, { headers: ae })
+        for (let i = 0; i < 200 && r.header('content-encoding') !== enc; i++) {
+          await new Promise((ok) => setTimeout(ok, 25))
+          r = await s.get(p, { headers: ae })
+        }
+        assert.equal(r.header('content-encoding'), enc)
+        assert.deepEqual(decode(r.body), Buffer.from(content), 'the same bytes once decoded')
+        assert.ok(r.body.length < content.length / 3, `${r.body.length} of ${content.length}`)
+        assert.equal(r.header('content-length'), String(r.body.length))
+        assert.equal(r.header('vary'), 'Accept-Encoding')
+        assert.equal(r.header('content-type'), 'application/json; charset=utf-8')
+        assert.equal(r.header('x-data-version'), '1')
+        assert.equal(r.header('access-control-allow-origin'), '*')
+        const tag = r.header('etag')!
+        assert.notEqual(tag, idTag, 'another representation, another validator')
+        // the route (a link not cached yet) answers the same as the fast path
+        drop()
+        const routed = await s.get(p, { headers: ae })
+        assert.equal(routed.header('content-encoding'), enc)
+        assert.deepEqual(routed.body, r.body)
+        assert.equal(routed.header('etag'), tag)
+        assert.equal(routed.header('vary'), 'Accept-Encoding')
+        const head = await s.request('HEAD', p, { headers: ae })
+        assert.equal(head.header('content-encoding'), enc)
+        assert.equal(head.header('content-length'), String(r.body.length))
+        // either validator revalidates: 304 with the tag of what would be sent
+        for (const inm of [tag, idTag]) {
+          for (const fresh of [false, true]) {
+            if (fresh) drop()
+            const nm = await s.get(p, { headers: { ...ae, 'if-none-match': inm } })
+            assert.equal(nm.status, 304)
+            assert.equal(nm.header('etag'), tag)
+          }
+        }
+        // a range is of the identity bytes
+        const part = await s.get(p, { headers: { ...ae, range: 'bytes=0-9' } })
+        assert.equal(part.status, 206)
+        assert.equal(part.header('content-encoding'), undefined)
+        assert.equal(part.text, content.slice(0, 10))
+        // a pinned link of the same bytes shares the form
+        const pinned = await s.get(`${p}?v=1`, { headers: ae })
+        assert.equal(pinned.header('content-encoding'), enc)
+        assert.deepEqual(decode(pinned.body), Buffer.from(content))
+      }
+      const refused = await s.get(p, { headers: { 'accept-encoding': 'gzip;q=0, br;q=0' } })
+      assert.equal(refused.header('content-encoding'), undefined)
+      assert.deepEqual(refused.body, Buffer.from(content))
+      // a tiny file is not worth it
+      const small = await create(bob, { display_name: 'small.json', content: '{"a":1}' })
+      for (let i = 0; i < 3; i++) {
+        const r = await s.get(new URL(small.public_url).pathname, { headers: { 'accept-encoding': 'gzip' } })
+        assert.equal(r.header('content-encoding'), undefined)
+        assert.equal(r.text, '{"a":1}')
+      }
     })
 
     it('latest_version names the newest version that exists; numbers of deleted versions are never reused', async () => {

@@ -1,17 +1,33 @@
+import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { PUBLIC_PREFLIGHT_HEADERS, publicCorsHeaders, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { createHostedData, PUBLIC_TOKEN_RE } from './service.js'
 import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
-import { replyRange } from '../../http/representation.js'
+import { decide, pickEncoding, replyRange, type Representation } from '../../http/representation.js'
 import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../http/public-link.js'
 import { heldLink, linkHeldNow, removedNotice, sendNotice } from '../abuse/public.js'
+import { createEncodings, type Encoded } from '../sites/encodings.js'
 
 const CACHE_DEFAULT = 'public, no-cache'
 const CACHE_PINNED = 'public, max-age=31536000, immutable'
 /** A page on another origin may read which version it got (X-Data-Version), to pin it with ?v=N. */
 const DATA_CORS_HEADERS = publicCorsHeaders('X-Data-Version')
+/** Every type a data file may have is text: bodies from this size on are offered compressed (as hosted pages are). */
+const COMPRESS_MIN_BYTES = 256
+
+type Enc = 'br' | 'gzip'
+const compressible = (e: ServedEntry) => e.size >= COMPRESS_MIN_BYTES
+/** A compressed form's validator: the identity tag with the encoding's suffix. */
+const encodedTag = (etag: string, enc: Enc) => `${etag.slice(0, -1)}-${enc === 'br' ? 'br' : 'gz'}"`
+/** What revalidations match: the identity bytes and their compressed forms are the same content. */
+const representationOf = (e: ServedEntry): Representation => ({
+  status: 200,
+  size: e.size,
+  etag: e.etag,
+  etags: compressible(e) ? [e.etag, encodedTag(e.etag, 'br'), encodedTag(e.etag, 'gzip')] : undefined,
+})
 
 const text = (reply: FastifyReply, code: number, body: string) => {
   setUserContentHeaders(reply, 'inert')
@@ -25,9 +41,24 @@ const text = (reply: FastifyReply, code: number, body: string) => {
  * HTML, SVG or XML here ever runs with the service origin's authority. ETag / 304; the
  * default link is revalidated on every use (a switched default shows at once), pinned
  * versions are immutable and cached for a year. One `bytes=` range: 206 (If-Range), 416.
+ * A whole body of 256 bytes or more goes out br or gzip to a client that accepts it, once
+ * that form is made (in the background, as for hosted pages: ../sites/encodings.ts); ranges
+ * are always of the identity bytes.
  */
 export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
   const svc = deps.services.get(createHostedData)
+  const encodings = createEncodings(deps.blobs, app.log)
+  app.addHook('onClose', async () => encodings.close())
+
+  /** The compressed form of `e` this request takes, if it is made; asks for it otherwise. */
+  const formFor = (req: IncomingMessage, e: ServedEntry): { enc: Enc; v: Encoded } | null => {
+    if (!compressible(e)) return null
+    const enc = pickEncoding(req.headers['accept-encoding'])
+    if (enc === null) return null
+    const v = encodings.get(e.digest, enc)
+    if (v === undefined) encodings.request(e.digest, enc)
+    return v ? { enc, v } : null
+  }
 
   const serve = async (req: FastifyRequest, reply: FastifyReply) => {
     const { token } = req.params as { token: string }
@@ -47,32 +78,52 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
     // bytes taken down anywhere (another file's, another user's) answer as removed content
     if (entry.blocked) return sendNotice(reply, removedNotice(deps, req), req.method === 'HEAD')
 
-    const headers = (e: ServedEntry) => {
+    /** Sets the answer's headers and status; the blob (and range of it) to send, or null: no body. */
+    const answer = (e: ServedEntry): { digest: string; part?: { start: number; end: number }; enc?: Enc } | null => {
       setUserContentHeaders(reply, 'inert')
       reply.header('Cache-Control', version === null ? CACHE_DEFAULT : CACHE_PINNED)
       reply.header('X-Data-Version', String(e.version))
       reply.type(servedContentType(e.content_type))
+      if (compressible(e)) reply.header('Vary', 'Accept-Encoding')
+      const r = representationOf(e)
+      const form = formFor(req.raw, e)
+      if (form !== null) {
+        const d = decide(req.headers, r)
+        if (d.kind === 'whole' || d.kind === 'not-modified') {
+          reply.header('ETag', encodedTag(e.etag, form.enc)).header('Accept-Ranges', 'bytes')
+          if (d.kind === 'not-modified') {
+            reply.code(304)
+            return null
+          }
+          reply.header('Content-Encoding', form.enc).header('Content-Length', String(form.v.size))
+          return req.method === 'HEAD' ? null : { digest: form.v.digest, enc: form.enc }
+        }
+      }
       // ETag, 304, Range (206, 416, If-Range) and HEAD: one implementation for every public body
-      return replyRange(req, reply, { status: 200, size: Number(e.size), etag: e.etag })
+      const part = replyRange(req, reply, r)
+      return part === null ? null : { digest: e.digest, part }
     }
-    let part = headers(entry)
-    if (part === null) return reply.send()
+    let a = answer(entry)
+    if (a === null) return reply.send()
     let stream
     try {
-      stream = await deps.blobs.get(entry.digest, part)
+      stream = await deps.blobs.get(a.digest, a.part)
     } catch {
-      // the version changed under us (deleted, blob swept): drop the cached entry and look again once
+      // a compressed form swept: forget it (made again later); the version changed under us
+      // (deleted, blob swept): drop the cached entry. Then look again once
+      if (a.enc !== undefined) encodings.forget(entry.digest, a.enc)
       svc.cache.drop(token)
       entry = await svc.resolve(token, version)
       if (!entry) return text(reply, 404, 'Not Found')
+      for (const h of ['Content-Range', 'Content-Encoding']) reply.removeHeader(h)
       if (entry.blocked) {
-        for (const h of ['Content-Range', 'Content-Length', 'ETag', 'Accept-Ranges', 'X-Data-Version']) reply.removeHeader(h)
+        for (const h of ['Content-Length', 'ETag', 'Accept-Ranges', 'X-Data-Version', 'Vary']) reply.removeHeader(h)
         return sendNotice(reply, removedNotice(deps, req), req.method === 'HEAD')
       }
-      reply.code(200).removeHeader('Content-Range')
-      part = headers(entry)
-      if (part === null) return reply.send()
-      stream = await deps.blobs.get(entry.digest, part)
+      reply.code(200)
+      a = answer(entry)
+      if (a === null) return reply.send()
+      stream = await deps.blobs.get(a.digest, a.part)
     }
     return reply.send(stream)
   }
@@ -83,14 +134,14 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
     return reply.code(204).send()
   }
 
-  // cached answers skip the router: the same headers, prepared once per cached version
+  // cached answers skip the router: the same headers, prepared once per cached version and form
   const files = deps.services.get(publicFiles)
   app.addHook('onClose', async () => files.closeAll())
-  const hits = new WeakMap<ServedEntry, LinkHit>()
+  const hits = new WeakMap<ServedEntry, { identity: LinkHit; br?: LinkHit; gzip?: LinkHit }>()
   app.addFastPath(
     publicLinkFastPath(deps, files, {
       prefixes: ['/svc-data/pub/', '/hosted-data/pub/'],
-      peek(token, query) {
+      peek(token, query, req) {
         if (!PUBLIC_TOKEN_RE.test(token) || linkHeldNow(deps, 'data', token) !== false) return null
         let version: number | null = null
         if (query !== '') {
@@ -101,20 +152,28 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
         const e = svc.cache.get(token, version)
         // taken-down bytes are answered by the route (451)
         if (e === undefined || e.blocked) return null
-        let hit = hits.get(e)
-        if (hit === undefined) {
-          const headers = [
-            ...DATA_CORS_HEADERS,
-            ...userContentHeaderList('inert').flat(),
-            'Cache-Control',
-            version === null ? CACHE_DEFAULT : CACHE_PINNED,
-            'X-Data-Version',
-            String(e.version),
-            'Content-Type',
-            servedContentType(e.content_type),
-          ]
-          hit = linkHit(headers, e.etag, Number(e.size), e.digest)
-          hits.set(e, hit)
+        const headers = () => [
+          ...DATA_CORS_HEADERS,
+          ...userContentHeaderList('inert').flat(),
+          'Cache-Control',
+          version === null ? CACHE_DEFAULT : CACHE_PINNED,
+          'X-Data-Version',
+          String(e.version),
+          'Content-Type',
+          servedContentType(e.content_type),
+          ...(compressible(e) ? ['Vary', 'Accept-Encoding'] : []),
+        ]
+        let mine = hits.get(e)
+        if (mine === undefined) {
+          mine = { identity: linkHit(headers(), e.etag, e.size, e.digest, true, representationOf(e).etags) }
+          hits.set(e, mine)
+        }
+        const form = formFor(req, e)
+        if (form === null) return mine.identity
+        let hit = mine[form.enc]
+        if (hit === undefined || hit.body !== form.v.digest) {
+          const h = [...headers(), 'Content-Encoding', form.enc]
+          hit = mine[form.enc] = linkHit(h, encodedTag(e.etag, form.enc), form.v.size, form.v.digest, true, representationOf(e).etags)
         }
         return hit
       },
