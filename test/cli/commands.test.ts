@@ -188,5 +188,32 @@ for (const engine of ENGINES) {
       assert.equal(third.code, 0, third.stderr)
       assert.match(third.stdout, /^pushed version 4 of Städte\.csv /)
     })
+
+    it('svc data push run by concurrent jobs: each names the version it pushed', async (t) => {
+      if (missing.data) return t.skip(missing.data)
+      const senv = await loginSession('session-jobs.json')
+      const first = path.join(dir, 'jobs.json')
+      fs.writeFileSync(first, '{"job":0}')
+      const created = await runCli(['data', 'push', first, '--json'], { env: senv })
+      assert.equal(created.code, 0, created.stderr)
+      const link = created.json.file.public_url as string
+      const jobs = [1, 2, 3, 4, 5]
+      const runs = await Promise.all(
+        jobs.map((j) => {
+          const f = path.join(dir, `job${j}.json`)
+          fs.writeFileSync(f, `{"job":${j}}`)
+          return runCli(['data', 'push', f, '--name', 'jobs.json'], { env: senv })
+        }),
+      )
+      const seen = new Set<string>()
+      for (const [k, r] of runs.entries()) {
+        assert.equal(r.code, 0, r.stderr)
+        const n = /^pushed version (\d+) of jobs\.json /.exec(r.stdout)?.[1]
+        assert.ok(n, r.stdout)
+        seen.add(n)
+        assert.equal((await s.get(`${new URL(link).pathname}?v=${n}`)).text, `{"job":${jobs[k]}}`, `job ${jobs[k]} said version ${n}`)
+      }
+      assert.equal(seen.size, jobs.length)
+    })
   })
 }

@@ -304,6 +304,26 @@ for (const engine of ENGINES) {
       }
     })
 
+    it("a new version's answer names the version it created, whatever was pushed at the same time", async () => {
+      const f = await create(bob, { display_name: 'pushed.json', content: '{"run":0}' })
+      // concurrent pushers (CI jobs): each must learn its own number, to pin ?v=N
+      const runs = Array.from({ length: 6 }, (_, i) => i + 1)
+      const answers = await Promise.all(runs.map((i) => json(bob, 'POST', `${F}/${f.id}/versions`, { content: `{"run":${i}}`, set_default: i % 2 === 0 })))
+      const numbers = new Set<number>()
+      for (const [k, r] of answers.entries()) {
+        assert.equal(r.status, 200, r.text)
+        const v = r.json.version
+        assert.equal(typeof v?.version, 'number', r.text)
+        numbers.add(v.version)
+        assert.equal(v.size, Buffer.byteLength(`{"run":${runs[k]}}`))
+        assert.equal(v.content_type, 'application/json')
+        assert.equal(v.url, `${f.public_url}?v=${v.version}`)
+        assert.equal(typeof v.is_default, 'boolean')
+        assert.equal((await pub(v.url)).text, `{"run":${runs[k]}}`, 'the pinned link of the version this request pushed')
+      }
+      assert.deepEqual([...numbers].sort(), [2, 3, 4, 5, 6, 7])
+    })
+
     it('latest_version names the newest version that exists; numbers of deleted versions are never reused', async () => {
       const f = await create(alice, { display_name: 'numbering.txt', content: 'one' })
       await json(alice, 'POST', `${F}/${f.id}/versions`, { content: 'two' })

@@ -497,6 +497,8 @@ for (const engine of ENGINES) {
       assert.deepEqual((await s.get(url.pathname)).json, { a: 1 })
       const v2 = await ok('update_data', { file_id: d.structuredContent.file.id, content: '{"a":2}' })
       assert.equal(v2.structuredContent.file.default_version, 2)
+      assert.equal(v2.structuredContent.version.version, 2, 'the version this call created')
+      assert.equal(v2.structuredContent.version.url, `${url.href}?v=2`)
       assert.deepEqual((await s.get(url.pathname)).json, { a: 2 })
       const badJson = await call('update_data', { file_id: d.structuredContent.file.id, content: '{nope' })
       assert.equal(badJson.isError, true)

@@ -59,7 +59,7 @@ export function createHostedData(deps: Deps) {
     updated_at: isoMicros(f.updated_at),
   })
 
-  const presentVersion = (v: VersionRow, f: FileRow, origin: string) => ({
+  const presentVersion = (v: Omit<VersionRow, 'digest'>, f: Pick<FileRow, 'default_version' | 'public_token'>, origin: string) => ({
     version: v.version,
     size: v.size,
     content_type: v.content_type,
@@ -188,7 +188,7 @@ export function createHostedData(deps: Deps) {
       if (used >= max) throw full(used)
       const blob = await putBlob(user, input.upload)
       const now = clock.now()
-      await onFile(user, fileId, async (trx, f) => {
+      const version = await onFile(user, fileId, async (trx, f) => {
         const version = f.latest_version + 1
         const refused = await store.insertVersion(
           trx,
@@ -198,8 +198,13 @@ export function createHostedData(deps: Deps) {
         )
         if (refused !== null) throw full(refused)
         await store.updateFile(trx, f.id, { latest_version: version, updated_at: now, ...(input.setDefault ? { default_version: version } : {}) })
+        return version
       })
-      return { success: true, file: await details(user, fileId, origin) }
+      // `version` is the one this request created: the file's latest_version may already be
+      // another request's (concurrent pushes), and a script pins what it pushed with ?v=N
+      const file = await details(user, fileId, origin)
+      const created = { version, size: blob.size, content_type: input.upload.contentType, created_at: now }
+      return { success: true, file, version: presentVersion(created, file, origin) }
     },
 
     async setDefault(user: User, fileId: string, version: number, origin: string) {

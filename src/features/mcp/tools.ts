@@ -705,7 +705,7 @@ const updateData = tool({
     await needEntitlement(ctx, 'hosted-data')
     const type = a.content_type ?? (await s.data.currentType(ctx.user, a.file_id))
     const r = await s.data.addVersion(ctx.user, a.file_id, { upload: dataUpload(a.content, type), setDefault: true }, ctx.contentOrigin)
-    return { summary: `${r.file.display_name} is now version ${r.file.default_version}: ${r.file.public_url}`, data: { file: r.file } }
+    return { summary: `${r.file.display_name} is now version ${r.version.version}: ${r.file.public_url}`, data: { file: r.file, version: r.version } }
   },
 })
 

@@ -58,8 +58,10 @@ export async function dataCommand(ctx: Ctx, args: string[]): Promise<number> {
   const f = r.json?.file ?? {}
   if (ctx.json) ctx.emit(r.json)
   else {
-    // the new version is the newest one (version_count differs once a version was deleted)
-    const version = f.latest_version !== undefined ? `version ${f.latest_version}` : 'new version'
+    // the version this push created (a concurrent push may already be the file's latest);
+    // an older server names none: its latest then
+    const n = r.json?.version?.version ?? f.latest_version
+    const version = n !== undefined ? `version ${n}` : 'new version'
     ctx.out(
       `${created ? 'created' : `pushed ${version} of`} ${f.display_name ?? displayName} (id ${f.id ?? id})${!created && !v.default ? '; the default version is unchanged (--default makes it the default)' : ''}`,
     )
