@@ -620,6 +620,26 @@ for (const engine of ENGINES) {
       for (const t of [token, ok.images[0].public_token]) assert.equal((await s.get(`/svc-img/pub/${t}?w=8`)).status, 200)
     })
 
+    it('refuses a still image over the pixel limit naming its size, not as damaged, and stores nothing', async () => {
+      const acc = await freshAccount()
+      // a few hundred bytes whose header declares 50000x50000 pixels (a decompression bomb,
+      // or a camera's panorama): refused from the header, before any pixel is decoded
+      const small = await makeImage('jpeg', { width: 16, height: 16 })
+      const bomb = Buffer.from(small)
+      const sof = bomb.indexOf(Buffer.from([0xff, 0xc0]))
+      bomb.writeUInt16BE(50000, sof + 5)
+      bomb.writeUInt16BE(50000, sof + 7)
+      const rowsBefore = await rowCount(acc.id)
+      const blobsBefore = await blobDigests(s)
+      for (const keep of ['false', 'true']) {
+        const r = await upload(acc, [{ name: 'pano.jpg', data: bomb }], { keep_metadata: keep })
+        expectError(r, 400, 'plain')
+        assert.match(r.json.message, /image\/jpeg of 50000x50000 pixels \(too many\)/, `keep_metadata=${keep}`)
+      }
+      assert.equal(await rowCount(acc.id), rowsBefore)
+      for (const d of await blobDigests(s)) if (!blobsBefore.has(d)) assert.fail(`new blob ${d} after refused uploads`)
+    })
+
     it('counts every frame of an animation against the pixel limit, so every accepted animation resizes', async () => {
       const acc = await freshAccount()
       const frames = (side: number) =>

@@ -91,7 +91,9 @@ export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<
   }
   let meta: Metadata
   try {
-    meta = await (await loadSharp())(buf, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()
+    // the header only, without the pixel limit: an image over it is refused below naming its
+    // size (with the limit, sharp throws and it would read as damaged)
+    meta = await (await loadSharp())(buf, { limitInputPixels: false }).metadata()
   } catch {
     throw undecodable(type)
   }
