@@ -1,7 +1,7 @@
 import { html } from '../../web/html.js'
 import { sourceFile } from '../../web/assets.js'
 import type { FeatureUi } from '../../web/page.js'
-import { progress, redeemForm, status } from '../../web/parts.js'
+import { pager, progress, redeemForm, status } from '../../web/parts.js'
 import { IMAGE_HOST_MESSAGES, type ImageHostKey } from './messages.js'
 
 /** /dashboard/images: activation, upload and the gallery (static/images.js). */
@@ -30,7 +30,8 @@ export const imageHostUi: FeatureUi<ImageHostKey> = {
           ${progress(ctx, 'img-progress')}
         </form>
         ${status('img-status')}
-        <ul id="img-list" class="gallery"></ul>`,
+        <ul id="img-list" class="gallery"></ul>
+        ${pager('img-pager')}`,
         }
       },
     },

@@ -7,6 +7,8 @@
   var el = S.el
   var bar = S.progress('img-progress')
   var redeem = S.redeemForm('img-status', status, 'image-host')
+  // the list is paged (the API answers at most 100 a page): every image stays reachable
+  var state = { page: 1, per_page: 50 }
 
   function status() {
     return S.api
@@ -39,13 +41,23 @@
 
   function load() {
     return S.api
-      .get('/api/image-host/images')
+      .get('/api/image-host/images?page=' + state.page + '&per_page=' + state.per_page)
       .then(function (r) {
+        var pages = Math.ceil((r.total || 0) / state.per_page)
+        // a page emptied by deletes: the pager moves to the last page that has images
+        if (pages >= 1 && state.page > pages) {
+          state.page = pages
+          return load()
+        }
         var list = S.clear(S.$('img-list'))
         var images = r.images || []
         if (images.length === 0) list.appendChild(el('li', { class: 'hint', text: t('images.none') }))
         images.forEach(function (img) {
           list.appendChild(item(img))
+        })
+        S.pager('img-pager', state.page, pages, function (p) {
+          state.page = p
+          load()
         })
       })
       .catch(S.fail('img-status'))
@@ -150,6 +162,8 @@
         bar.done()
         S.status('img-status', t('common.uploaded'), 'ok')
         S.$('img-input').value = ''
+        // the new images are the newest: shown first
+        state.page = 1
         return status()
       })
       .catch(function (e) {
