@@ -194,6 +194,17 @@ export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: 
   return null
 }
 
+/**
+ * A thrown error can come after a route chose the headers of the answer it meant to send (a
+ * public link's ETag, range and year-long caching, then a blob that cannot be read): the error
+ * answer names no representation and is never stored, so no cache keeps it in place of the
+ * content or revalidates it into a 304 later.
+ */
+function dropRepresentationHeaders(reply: FastifyReply): void {
+  for (const h of ['ETag', 'Last-Modified', 'Content-Range', 'Accept-Ranges']) reply.removeHeader(h)
+  if (reply.hasHeader('Cache-Control')) reply.header('Cache-Control', 'no-store')
+}
+
 /** Installs the single error handler and the not-found handler of the service. */
 export function installErrorHandling(app: FastifyInstance, config: Config): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
@@ -214,6 +225,7 @@ export function installErrorHandling(app: FastifyInstance, config: Config): void
     } else if (appErr.status >= 500) {
       req.log.warn({ err, code: ERRORS[appErr.key].code }, 'service unavailable')
     }
+    dropRepresentationHeaders(reply)
     return sendAppError(req, reply, appErr, config)
   })
 }

@@ -187,6 +187,27 @@ for (const engine of ENGINES) {
       assert.equal(twice.header('cache-control'), 'public, max-age=31536000, immutable')
     })
 
+    it('an answer that fails once its headers were chosen (bytes unreadable) is never stored and names no version', async () => {
+      const [gone] = await uploadAs(s, cookie, [{ name: 'gone.png', data: await makeImage('png', { width: 20, height: 10, color: '#123456' }) }])
+      const row = await s.deps.db.k.selectFrom('images').select('digest').where('public_token', '=', gone.public_token).executeTakeFirstOrThrow()
+      // the store loses the blob (a storage outage, a partial restore)
+      await s.deps.blobs.delete(row.digest)
+      const path = (u: string) => new URL(u).pathname + new URL(u).search
+      for (const [url, headers] of [
+        [path(gone.versioned_url), {}],
+        [`${path(gone.versioned_url)}&w=10`, {}],
+        [`${path(gone.public_url)}?format=webp`, {}],
+        [path(gone.public_url), { range: 'bytes=0-9' }],
+      ] as const) {
+        const r = await s.get(url, { headers })
+        assert.ok(r.status >= 500, `${url} ${r.status}`)
+        assert.equal(r.json.success, false)
+        assert.equal(r.header('cache-control'), 'no-store', url)
+        for (const h of ['etag', 'content-range', 'accept-ranges']) assert.equal(r.header(h), undefined, `${url} ${h}`)
+        assert.equal(r.header('content-security-policy'), INERT, url)
+      }
+    })
+
     it('identical concurrent variant requests share one transformation', async () => {
       const { variants } = s.app.featureState('image-host') as ImageHostState
       const before = variants.stats.made
