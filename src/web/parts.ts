@@ -9,9 +9,9 @@ import type { PageCtx } from './page.js'
 /** A live status line. */
 export const status = (id: string) => html`<p id="${id}" class="status" role="status" aria-live="polite"></p>`
 
-/** An upload progress bar, hidden until a script shows it. */
+/** An upload progress bar with its cancel button, hidden until a script shows it (common.js progress). */
 export const progress = <K extends string>(ctx: PageCtx<K>, id: string) =>
-  html`<div class="progress" id="${id}" hidden><progress max="100" value="0" aria-label="${ctx.t('common.progress')}"></progress> <span></span></div>`
+  html`<div class="progress" id="${id}" hidden><progress max="100" value="0" aria-label="${ctx.t('common.progress')}"></progress> <span></span> <button type="button" class="cancel" hidden>${ctx.t('common.cancel_upload')}</button></div>`
 
 /** Paging links, filled by common.js. */
 export const pager = (id: string) => html`<nav class="pager" id="${id}" hidden></nav>`

@@ -21,6 +21,7 @@ export const SITES_MESSAGES = defineMessages(
     'files.col.size': 'Size',
     'files.col.updated': 'Updated',
     'files.quota': '{count} of {max} files · at most {size} each',
+    'files.cancelled': 'Upload cancelled: {done} of {total} files uploaded; the rest were not sent.',
     'files.none': 'No files yet.',
     'files.delete_confirm': 'Delete "{name}"? Its link stops working.',
 
@@ -47,6 +48,7 @@ export const SITES_MESSAGES = defineMessages(
     'folders.none': 'No projects yet.',
     'folders.need_index': 'A project needs an index.html at its root to be published.',
     'folders.result': '{ok} uploaded, {failed} failed',
+    'folders.cancelled': 'Upload cancelled: the project keeps the {ok} files uploaded before it; the rest were not sent',
     'folders.pick_folder': 'Choose a folder first.',
     'folders.left_out': 'Dotfiles kept local, as svc deploy keeps them ({n}): {names}',
     'folders.only_dotfiles': 'The folder has only dotfiles (such as .env or .git/), which stay local.',
@@ -86,6 +88,7 @@ export const SITES_MESSAGES = defineMessages(
     'files.col.size': '大小',
     'files.col.updated': '更新时间',
     'files.quota': '已用 {count} / {max} 个文件 · 单个最大 {size}',
+    'files.cancelled': '上传已取消：已上传 {done} / {total} 个文件，其余文件未发送。',
     'files.none': '还没有文件。',
     'files.delete_confirm': '删除“{name}”？它的链接将失效。',
 
@@ -112,6 +115,7 @@ export const SITES_MESSAGES = defineMessages(
     'folders.none': '还没有项目。',
     'folders.need_index': '项目根目录需要 index.html 才能发布。',
     'folders.result': '成功 {ok} 个，失败 {failed} 个',
+    'folders.cancelled': '上传已取消：项目保留取消前已上传的 {ok} 个文件，其余文件未发送',
     'folders.pick_folder': '请先选择文件夹。',
     'folders.left_out': '{n} 个点文件留在本地（与 svc deploy 一致）：{names}',
     'folders.only_dotfiles': '该文件夹只有点文件（如 .env 或 .git/），它们留在本地。',

@@ -175,7 +175,7 @@
     if (!body) return
     bar.show(S.$('data-name').value)
     S.status('data-status', '')
-    return S.send('POST', '/api/hosted-data/files', body, bar.set)
+    return S.send('POST', '/api/hosted-data/files', body, bar.set, bar.signal)
       .then(function (r) {
         bar.done()
         S.$('data-form').reset()

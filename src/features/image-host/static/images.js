@@ -73,7 +73,7 @@
       fd.append('file', replace.files[0], replace.files[0].name)
       bar.show(replace.files[0].name)
       S.status('img-status', '')
-      S.send('POST', '/api/image-host/images/' + S.enc(img.public_token) + '/replace', fd, bar.set)
+      S.send('POST', '/api/image-host/images/' + S.enc(img.public_token) + '/replace', fd, bar.set, bar.signal)
         .then(function () {
           bar.done()
           S.status('img-status', t('common.uploaded'), 'ok')
@@ -157,7 +157,7 @@
     })
     bar.show(files.length === 1 ? files[0].name : files.length + ' × ' + t('nav.images'))
     S.status('img-status', '')
-    return S.send('POST', '/api/image-host/upload', fd, bar.set)
+    return S.send('POST', '/api/image-host/upload', fd, bar.set, bar.signal)
       .then(function () {
         bar.done()
         S.status('img-status', t('common.uploaded'), 'ok')

@@ -76,13 +76,16 @@
   }
 
   /** An error from the API, carrying its message, status and body. */
-  function ApiError(status, body) {
+  function ApiError(status, body, cancelled) {
     var msg = body && typeof body.message === 'string' ? body.message : t('common.error') + ' (' + status + ')'
     if (body && typeof body.solution === 'string' && body.solution) msg += ' — ' + body.solution
     if (status === 401) msg = t('common.session_ended')
+    if (cancelled) msg = t('common.upload_cancelled')
     this.message = msg
     this.status = status
     this.body = body || {}
+    /** The user stopped the request (an upload's cancel button): nothing of it was answered. */
+    this.cancelled = !!cancelled
   }
   ApiError.prototype = Object.create(Error.prototype)
 
@@ -104,10 +107,13 @@
   /**
    * One API call with the session cookie over XHR (so uploads can report progress).
    * body: FormData, a JS value (sent as JSON) or undefined. Resolves to the parsed JSON body;
-   * rejects with ApiError when success is false or the status is not 2xx.
+   * rejects with ApiError when success is false or the status is not 2xx. signal (an
+   * AbortSignal, such as a progress bar's): its abort stops the request, which then rejects
+   * with an ApiError whose `cancelled` is true.
    */
-  function send(method, url, body, onProgress) {
+  function send(method, url, body, onProgress, signal) {
     return new Promise(function (resolve, reject) {
+      if (signal && signal.aborted) return reject(new ApiError(0, null, true))
       var xhr = new XMLHttpRequest()
       xhr.open(method, url)
       xhr.setRequestHeader('Accept', 'application/json')
@@ -138,6 +144,13 @@
       xhr.addEventListener('error', function () {
         reject(new ApiError(0, null))
       })
+      xhr.addEventListener('abort', function () {
+        reject(new ApiError(0, null, true))
+      })
+      if (signal)
+        signal.addEventListener('abort', function () {
+          xhr.abort()
+        })
       xhr.send(payload)
     })
   }
@@ -242,28 +255,50 @@
     return isNaN(d.getTime()) ? s : d.toLocaleString(locale)
   }
 
-  /** A progress bar block: show(name), set(loaded,total), done(). */
+  /**
+   * A progress bar block: show(name), set(loaded,total), done(), hide(). While shown, its
+   * cancel button aborts `signal` (a fresh one per show), which the upload's requests carry
+   * (send's signal): the request under way stops and the caller sends no more.
+   */
   function progress(id) {
     var box = $(id)
     var bar = box.querySelector('progress')
     var label = box.querySelector('span')
-    return {
+    var cancel = /** @type {HTMLButtonElement | null} */ (box.querySelector('button.cancel'))
+    var ctl = null
+    var p = {
+      signal: null,
       show: function (name) {
         box.hidden = false
         bar.value = 0
         label.textContent = t('common.uploading', { name: name })
+        ctl = new AbortController()
+        p.signal = ctl.signal
+        if (cancel) cancel.hidden = false
       },
       set: function (loaded, total) {
         bar.value = total ? Math.round((loaded / total) * 100) : 0
       },
       done: function (msg) {
-        bar.value = 100
+        if (!(ctl && ctl.signal.aborted)) bar.value = 100
         label.textContent = msg || t('common.uploaded')
+        if (cancel) cancel.hidden = true
       },
       hide: function () {
         box.hidden = true
+        if (cancel) cancel.hidden = true
       },
     }
+    if (cancel)
+      cancel.addEventListener('click', function () {
+        if (ctl) ctl.abort()
+        cancel.hidden = true
+        // the button goes away: keyboard focus goes back to the upload's form, not the page's top
+        var form = box.closest('form')
+        var submit = /** @type {HTMLElement | null} */ (form && form.querySelector('[type=submit]'))
+        if (submit) submit.focus()
+      })
+    return p
   }
 
   /**

@@ -86,13 +86,21 @@
     var list = Array.prototype.slice.call(files)
     if (list.length === 0) return
     S.status('files-status', '')
+    var total = list.length
     var done = 0
     var errors = []
+    var cancelled = false
     var next = function () {
-      if (list.length === 0) {
-        bar.done(t('common.uploaded') + ' ' + done + '/' + (done + errors.length))
-        if (errors.length) S.status('files-status', errors.join('\n'), 'error')
-        else S.status('files-status', t('common.uploaded'), 'ok')
+      if (list.length === 0 || cancelled) {
+        if (cancelled) {
+          var msg = t('files.cancelled', { done: done, total: total })
+          bar.done(msg)
+          S.status('files-status', [msg].concat(errors).join('\n'), 'error')
+        } else {
+          bar.done(t('common.uploaded') + ' ' + done + '/' + (done + errors.length))
+          if (errors.length) S.status('files-status', errors.join('\n'), 'error')
+          else S.status('files-status', t('common.uploaded'), 'ok')
+        }
         state.page = 1
         info()
         return load()
@@ -105,13 +113,15 @@
       if (project) fd.append('project_name', project)
       if (description) fd.append('description', description)
       bar.show(f.name)
-      return S.send('POST', '/svc_api/upload', fd, bar.set)
+      return S.send('POST', '/svc_api/upload', fd, bar.set, bar.signal)
         .then(
           function () {
             done++
           },
           function (e) {
-            errors.push(f.name + ': ' + e.message)
+            // cancelled: this file is not stored and the ones after it are not sent
+            if (e.cancelled) cancelled = true
+            else errors.push(f.name + ': ' + e.message)
           },
         )
         .then(next)

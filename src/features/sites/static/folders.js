@@ -89,11 +89,12 @@
     var sent = 0
     var ok = 0
     var failed = []
+    var cancelled = false
     var overwrite = S.$('folder-overwrite').checked ? 'true' : 'false'
     bar.show(name)
     var next = function () {
       var b = batches.shift()
-      if (!b) return finish()
+      if (!b || cancelled) return finish()
       var fd = new FormData()
       b.forEach(function (f) {
         fd.append('files[]', f, relPath(f))
@@ -102,15 +103,26 @@
       var bytes = b.reduce(function (a, f) {
         return a + f.size
       }, 0)
-      return S.send('POST', '/api/folders/' + S.enc(name) + '/batch_upload', fd, function (loaded, all) {
-        bar.set(sent + (loaded / all) * bytes, total)
-      })
+      return S.send(
+        'POST',
+        '/api/folders/' + S.enc(name) + '/batch_upload',
+        fd,
+        function (loaded, all) {
+          bar.set(sent + (loaded / all) * bytes, total)
+        },
+        bar.signal,
+      )
         .then(
           function (r) {
             ok += r.uploaded_count || 0
             failed = failed.concat(r.failed_files || [])
           },
           function (err) {
+            // cancelled: a batch is stored whole or not at all, so this one is not; the rest stay unsent
+            if (err.cancelled) {
+              cancelled = true
+              return
+            }
             var body = err.body || {}
             if (typeof body.uploaded_count === 'number') {
               ok += body.uploaded_count
@@ -128,16 +140,19 @@
     }
     var finish = function () {
       var msg = t('folders.result', { ok: ok, failed: failed.length })
+      if (cancelled) msg = t('folders.cancelled', { ok: ok })
       if (local.length) {
         var names = local.slice(0, 5).join(', ') + (local.length > 5 ? ' …' : '')
         msg += '. ' + t('folders.left_out', { n: local.length, names: names })
       }
       bar.done(msg)
-      if (failed.length) S.status('folders-status', msg + ': ' + failed.slice(0, 20).join(', ') + (failed.length > 20 ? ' …' : ''), 'error')
+      if (cancelled) S.status('folders-status', msg, 'error')
+      else if (failed.length) S.status('folders-status', msg + ': ' + failed.slice(0, 20).join(', ') + (failed.length > 20 ? ' …' : ''), 'error')
       else S.status('folders-status', msg, 'ok')
       S.$('folder-input').value = ''
       loadProjects()
-      show(name)
+      // cancelled before anything went up: there may be no project to show
+      if (!cancelled || ok > 0) show(name)
     }
     return next()
   })
