@@ -63,9 +63,14 @@ for (const engine of ENGINES) {
         form: { username: name, password: 'long-enough-pw', password2: 'long-enough-pw' },
         headers: { ...html, 'accept-language': 'en' },
       })
-      assert.equal(signUp.status, 503)
-      assert.match(signUp.header('content-type') ?? '', /text\/html/)
-      assert.match(signUp.text, /briefly unavailable/)
+      assert.equal(signUp.status, 303, signUp.text)
+      const back = new URL(signUp.header('location')!, broken.url)
+      assert.equal(back.pathname, '/register')
+      assert.equal(back.searchParams.get('error'), 'unavailable')
+      assert.equal(back.searchParams.get('username'), name)
+      const again = await broken.get(`${back.pathname}${back.search}`, { headers: { ...html, 'accept-language': 'en' } })
+      assert.equal(again.status, 200)
+      assert.match(again.text, /Signing up is briefly unavailable/)
       // and no account was made
       assert.equal((await writer.post('/login', { form: { username: name, password: 'long-enough-pw' }, headers: { accept: 'application/json' } })).status, 401)
     })

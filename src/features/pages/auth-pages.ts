@@ -12,7 +12,7 @@ import { createOutcomeLimits } from '../../limits/in-flight.js'
 import { sessionCookie } from '../accounts/routes.js'
 import { createAdmin, type RegistrationMode } from '../admin/service.js'
 import { sha256hex } from '../../auth/tokens.js'
-import { html, type SafeHtml } from '../../web/html.js'
+import { html, raw, type SafeHtml } from '../../web/html.js'
 import type { PageCtx as AnyPageCtx, PageOut } from '../../web/page.js'
 import { safeNext } from '../../web/security.js'
 import type { MsgKey } from './i18n.js'
@@ -30,6 +30,24 @@ const LOGIN_ERRORS = new Map<string, MsgKey>([
   ['disabled', 'login.error.disabled'],
   ['expired', 'login.error.expired'],
   ['unavailable', 'login.error.unavailable'],
+])
+
+/**
+ * Reasons a refused sign-up can show (`/register?error=a,b`), by the field they are about
+ * (null: the whole form). A Map, so a name like "constructor" finds nothing.
+ */
+type RegisterError = 'taken' | 'reserved' | 'format' | 'label' | 'password' | 'mismatch' | 'invite' | 'throttled' | 'expired' | 'unavailable'
+const REGISTER_ERRORS = new Map<string, { key: MsgKey; field: 'username' | 'password' | 'password2' | 'invite' | null }>([
+  ['taken', { key: 'register.error.taken', field: 'username' }],
+  ['reserved', { key: 'register.error.reserved', field: 'username' }],
+  ['format', { key: 'register.error.format', field: 'username' }],
+  ['label', { key: 'register.error.label', field: 'username' }],
+  ['password', { key: 'register.error.password', field: 'password' }],
+  ['mismatch', { key: 'register.error.mismatch', field: 'password2' }],
+  ['invite', { key: 'register.error.invite', field: 'invite' }],
+  ['throttled', { key: 'register.error.throttled', field: null }],
+  ['expired', { key: 'register.error.expired', field: null }],
+  ['unavailable', { key: 'register.error.unavailable', field: null }],
 ])
 
 function errorList(ctx: PageCtx, errors: MsgKey[]): SafeHtml | string {
@@ -62,30 +80,52 @@ function loginPage(ctx: PageCtx, token: string, registration: boolean): PageOut 
   }
 }
 
-function registerForm(ctx: PageCtx, token: string, username: string, errors: MsgKey[], mode: RegistrationMode = 'open'): PageOut {
+/**
+ * The sign-up form; `errors` (from ?error=) are shown next to their field, which is marked
+ * invalid and described by them, the first such field focused; form-wide ones above the form.
+ */
+function registerForm(ctx: PageCtx, token: string, username: string, errors: RegisterError[], mode: RegistrationMode = 'open'): PageOut {
   const { t } = ctx
+  const found = errors.map((e) => REGISTER_ERRORS.get(e)!)
+  const firstField = found.find((e) => e.field !== null)?.field ?? null
+  /** A field's attributes and its error line (empty when it has none). */
+  const field = (name: 'username' | 'password' | 'password2' | 'invite', hint: boolean) => {
+    const mine = found.filter((e) => e.field === name)
+    const describedBy = [mine.length ? `${name}-error` : '', hint ? `${name}-hint` : ''].filter(Boolean).join(' ')
+    return {
+      attrs: html`${describedBy ? html` aria-describedby="${describedBy}"` : ''}${mine.length ? raw(' aria-invalid="true"') : ''}${firstField === name ? raw(' autofocus') : ''}`,
+      error: mine.length ? html`<p class="error field-error" id="${name}-error">${mine.map((e) => t(e.key)).join(' ')}</p>` : '',
+    }
+  }
+  const [u, p1, p2, inv] = [field('username', true), field('password', true), field('password2', false), field('invite', true)]
   const invite =
     mode === 'invite'
       ? html`<label for="invite">${t('register.invite')}</label>
-        <input id="invite" name="invite" required maxlength="64" autocomplete="off" spellcheck="false" aria-describedby="invite-hint">
+        <input id="invite" name="invite" required maxlength="64" autocomplete="off" spellcheck="false"${inv.attrs}>
+        ${inv.error}
         <p class="hint" id="invite-hint">${t('register.invite_hint')}</p>`
       : ''
   return {
     title: t('register.title'),
-    status: errors.length ? 400 : 200,
     body: html`
-      ${errorList(ctx, errors)}
+      ${errorList(
+        ctx,
+        found.filter((e) => e.field === null).map((e) => e.key),
+      )}
       <form class="card narrow" method="post" action="/register">
         <input type="hidden" name="_csrf" value="${token}">
         <label for="username">${t('login.username')}</label>
         <input id="username" name="username" value="${username}" autocomplete="username" autocapitalize="none" spellcheck="false"
-          required minlength="2" maxlength="32" pattern="[a-z0-9][a-z0-9_\\-]{1,31}" aria-describedby="username-hint">
+          required minlength="2" maxlength="32" pattern="[a-z0-9][a-z0-9_\\-]{1,31}"${u.attrs}>
+        ${u.error}
         <p class="hint" id="username-hint">${t('register.username_hint')}</p>
         <label for="password">${t('login.password')}</label>
-        <input id="password" name="password" type="password" autocomplete="new-password" required minlength="8" maxlength="1024" aria-describedby="password-hint">
+        <input id="password" name="password" type="password" autocomplete="new-password" required minlength="8" maxlength="1024"${p1.attrs}>
+        ${p1.error}
         <p class="hint" id="password-hint">${t('register.password_hint')}</p>
         <label for="password2">${t('register.password2')}</label>
-        <input id="password2" name="password2" type="password" autocomplete="new-password" required minlength="8" maxlength="1024">
+        <input id="password2" name="password2" type="password" autocomplete="new-password" required minlength="8" maxlength="1024"${p2.attrs}>
+        ${p2.error}
         ${invite}
         <button type="submit" class="primary">${t('register.submit')}</button>
       </form>
@@ -136,7 +176,11 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
     if (mode === 'closed') return closedPage(ctx)
     const ft = formToken(ctx.req)
     if (ft.setCookie) ctx.reply.header('Set-Cookie', ft.setCookie)
-    return registerForm(ctx, ft.token, '', [], mode)
+    // a refused sign-up comes back here (?error=, ?username=) rather than as the post's answer
+    const q = ctx.req.query as Record<string, unknown>
+    const errors = (typeof q.error === 'string' ? q.error.split(',') : []).filter((e): e is RegisterError => REGISTER_ERRORS.has(e))
+    const username = typeof q.username === 'string' ? q.username.slice(0, 64) : ''
+    return registerForm(ctx, ft.token, username, [...new Set(errors)], mode)
   })
 
   page('/logout', 'optional', (ctx) => {
@@ -166,14 +210,20 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
     const password = str('password')
     const ft = formToken(req)
     if (ft.setCookie) reply.header('Set-Cookie', ft.setCookie)
-    const again = (errors: MsgKey[]) => pages.send(ctx, registerForm(ctx, ft.token, username, errors, mode))
+    // a refusal is a redirect to the form with the reasons (post/redirect/get): reloading it,
+    // or coming back to it with the back button, never asks to send the form again
+    const again = (errors: RegisterError[]) => {
+      const q = new URLSearchParams({ error: errors.join(',') })
+      if (username) q.set('username', username)
+      return reply.redirect(`/register?${q}`, 303)
+    }
 
-    if (isCrossSite(req, config) || !formTokenOk(req)) return again(['register.error.expired'])
-    const errors: MsgKey[] = []
+    if (isCrossSite(req, config) || !formTokenOk(req)) return again(['expired'])
+    const errors: RegisterError[] = []
     const issue = users.nameIssue(username)
-    if (issue !== null) errors.push(`register.error.${issue}`)
-    if (passwordProblem(password)) errors.push('register.error.password')
-    else if (password !== str('password2')) errors.push('register.error.mismatch')
+    if (issue !== null) errors.push(issue)
+    if (passwordProblem(password)) errors.push('password')
+    else if (password !== str('password2')) errors.push('mismatch')
     if (errors.length) return again(errors)
 
     const ip = clientIp(req, config)
@@ -181,23 +231,22 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
     try {
       entered = await signUps.enter([[`register:ip:${ipLimitKey(ip)}`, REGISTER_RULES]])
     } catch (e) {
-      // the limit store (Redis) did not answer: the form again, saying so, with the status
-      if (e instanceof AppError && e.key === 'DEPENDENCY_UNAVAILABLE')
-        return pages.send(ctx, { ...registerForm(ctx, ft.token, username, ['register.error.unavailable'], mode), status: 503 })
+      // the limit store (Redis) did not answer: back to the form, saying so
+      if (e instanceof AppError && e.key === 'DEPENDENCY_UNAVAILABLE') return again(['unavailable'])
       throw e
     }
     const { attempt } = entered
-    if (!attempt) return again(['register.error.throttled'])
+    if (!attempt) return again(['throttled'])
     let userId: string
     try {
       // invite: the code is taken first (one use, atomically) and given back if the name is taken
       const inviteHash = mode === 'invite' ? sha256hex(str('invite').trim()) : null
-      if (inviteHash !== null && !(await admin.store.useInvite(inviteHash, `registering:${username}`, clock.now()))) return again(['register.error.invite'])
+      if (inviteHash !== null && !(await admin.store.useInvite(inviteHash, `registering:${username}`, clock.now()))) return again(['invite'])
       try {
         userId = (await users.create(username, password)).id
       } catch (e) {
         if (inviteHash !== null) await admin.store.releaseInvite(inviteHash)
-        if (e instanceof UserInputError) return again(['register.error.taken'])
+        if (e instanceof UserInputError) return again(['taken'])
         throw e
       }
       if (inviteHash !== null) await admin.store.useInvite(inviteHash, userId, clock.now(), `registering:${username}`)

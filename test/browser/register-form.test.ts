@@ -1,0 +1,76 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import type { BrowserContext, Page } from 'playwright-core'
+import { startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS } from '../support/hosting.js'
+import { openContext, watchErrors } from '../support/browser.js'
+
+// The sign-up form refused, as a person meets it in Chromium: the reason next to the field it
+// is about (which is marked invalid, described by it and focused), the name typed kept, and
+// the page one that reload and the back button show again without sending the form again.
+
+describe('a refused sign-up in Chromium', () => {
+  let s: TestServer
+  let ctx: BrowserContext
+  let page: Page
+  let errors: string[]
+
+  before(async () => {
+    s = await startServer({ env: { RATE_LIMITS: HIGH_LIMITS } })
+    await s.user({ name: 'takenname' })
+    ctx = await openContext({ locale: 'en-US' })
+    page = await ctx.newPage()
+    page.setDefaultTimeout(15_000)
+    errors = watchErrors(page)
+  })
+  after(async () => {
+    await ctx?.close().catch(() => {})
+    await s?.close()
+  })
+
+  /** The accessible description of a control: the texts of its aria-describedby ids. */
+  const description = (label: string) =>
+    page.getByLabel(label, { exact: true }).evaluate((e) =>
+      (e.getAttribute('aria-describedby') ?? '')
+        .split(' ')
+        .map((id) => document.getElementById(id)?.textContent ?? '')
+        .join(' '),
+    )
+
+  it('shows each reason at its field, and reload and back show the page again', async () => {
+    await page.goto(`${s.url}/register`)
+    await page.getByLabel('Username').fill('takenname')
+    await page.getByLabel('Password', { exact: true }).fill('a long password')
+    await page.getByLabel('Repeat the password').fill('another password')
+    await page.getByRole('button', { name: 'Create account' }).click()
+    await page.waitForURL(/\/register\?/)
+
+    const repeat = page.getByLabel('Repeat the password')
+    assert.equal(await repeat.getAttribute('aria-invalid'), 'true')
+    assert.match(await description('Repeat the password'), /The two passwords differ\./)
+    assert.equal(await page.getByLabel('Username').getAttribute('aria-invalid'), null, 'the name was not checked against the others yet')
+    assert.equal(await page.getByLabel('Username').inputValue(), 'takenname')
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'password2')
+
+    // now the name is the problem: its reason is next to it, with the field's hint
+    await page.getByLabel('Password', { exact: true }).fill('a long password')
+    await repeat.fill('a long password')
+    await page.getByRole('button', { name: 'Create account' }).click()
+    await page.waitForURL(/error=taken/)
+    assert.equal(await page.getByLabel('Username').getAttribute('aria-invalid'), 'true')
+    assert.match(await description('Username'), /This username is taken\..*2-32/)
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'username')
+
+    // reload: the same page, without sending the form again
+    const again = await page.reload()
+    assert.equal(again?.status(), 200)
+    assert.match(await description('Username'), /This username is taken\./)
+    // away and back: the page again, not "Confirm Form Resubmission" (ERR_CACHE_MISS)
+    await page.getByRole('link', { name: 'Log in' }).click()
+    await page.waitForURL('**/login')
+    const back = await page.goBack()
+    assert.equal(back?.status(), 200)
+    assert.equal(await page.getByLabel('Username').inputValue(), 'takenname')
+    assert.deepEqual(errors, [])
+  })
+})
