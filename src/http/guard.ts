@@ -176,7 +176,8 @@ export const anonymousIdentity = (req: FastifyRequest | IncomingMessage, config:
 /**
  * The API guard, applied to every /svc_api and /api route (and their 404s), in this order:
  * resolve the caller; HTTPS rule (1116, before any auth error); concurrency and window limits
- * per API key, account or client IP, with X-RateLimit-* headers on every answer; then the
+ * per API key, account or client IP, with X-RateLimit-* headers on every answer (CORS
+ * preflights excepted: neither counted nor refused); then the
  * route's authentication, cross-site and CSRF-token rules (cookie writes), and entitlement.
  */
 export function installApiGuard(app: FastifyInstance, deps: Deps): void {
@@ -197,7 +198,11 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
       throw new AppError('HTTPS_REQUIRED')
     }
 
-    if (cfg.rateLimit !== false) {
+    // A CORS preflight is the browser asking, not the page: it is never counted, so a page
+    // past its limit reads the 429 of its real request (a refused preflight is only a
+    // network error to it) and every fetch with a custom header does not cost two.
+    const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined
+    if (cfg.rateLimit !== false && !preflight) {
       // a fast path that handed the request over may have admitted it already (FastPath)
       const pre = req.raw.handedOver?.admission
       if (pre !== undefined && 'failed' in pre) throw pre.failed
