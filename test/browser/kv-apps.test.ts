@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import type { BrowserContext, Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { uploadFile } from '../support/hosting.js'
+import { HIGH_LIMITS, uploadFile } from '../support/hosting.js'
 import { openContext } from '../support/browser.js'
 
 // Small apps a user hand-writes on their own origin (http://{username}.localhost:PORT) that
@@ -96,6 +96,152 @@ describe(`key-value apps on a user's own origin (Chromium) [${engine}]`, () => {
       }
     } finally {
       await p.close()
+    }
+  })
+
+  it('a like button in two tabs: every increment counts once, with the owner key the page holds', async () => {
+    // the owner opens their own page with the key in the fragment (never sent to the server)
+    const page = appPage(
+      s.url,
+      alice.username,
+      `
+    const KEY = location.hash.slice(1)
+    const like = () => fetch(API + '/svc_api/data/incr', { method: 'POST', headers: { Authorization: 'Bearer ' + KEY, 'Content-Type': 'application/json' }, body: JSON.stringify({ key: 'likes' }) })
+    const answers = await Promise.all(Array.from({ length: 15 }, like))
+    out.statuses = answers.map((r) => r.status)
+    out.remaining = answers[0].headers.get('x-ratelimit-remaining')
+    const r = await fetch(API + '/svc_api/data/get?key=likes', { headers: { Authorization: 'Bearer ' + KEY } })
+    out.get = { status: r.status, body: await r.json() }`,
+    )
+    assert.equal((await uploadFile(s, { key: alice.key }, 'likes.html', page)).status, 200)
+    const [a, b] = [await ctx.newPage(), await ctx.newPage()]
+    try {
+      const url = `${siteOf(alice)}/likes.html#${alice.key}`
+      const [outA, outB] = await Promise.all([run(a, url), run(b, url)])
+      for (const out of [outA, outB]) {
+        assert.equal(out.threw, undefined, `the page could call the API (${JSON.stringify(out)})`)
+        assert.ok(
+          (out.statuses as number[]).every((st) => st === 200),
+          JSON.stringify(out.statuses),
+        )
+        assert.ok(out.remaining !== null, 'X-RateLimit-* headers are exposed to the page')
+      }
+      const got = await s.get('/svc_api/data/get?key=likes', { key: alice.key })
+      assert.equal(got.json.data.value, 30, 'two tabs of 15 likes each: 30')
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+
+  it('a todo list synced from localStorage: a stale tab reads its 409, an unload save arrives', async () => {
+    // the list lives in localStorage (shared by the tabs), each tab keeps the version it last saw; saves are
+    // compare-and-swap, and the page saves once more with keepalive when it is left
+    const page = appPage(
+      s.url,
+      alice.username,
+      `
+    const KEY = location.hash.slice(1)
+    const auth = { Authorization: 'Bearer ' + KEY, 'Content-Type': 'application/json' }
+    let version = 0
+    const load = async () => {
+      const r = await fetch(API + '/svc_api/data/get?key=todos', { headers: auth })
+      const j = await r.json()
+      if (r.status === 200) { localStorage.setItem('todos', JSON.stringify(j.data.value)); version = j.data.version }
+      else version = 0
+      return { status: r.status, code: j.error_code ?? null }
+    }
+    window.save = async (todos) => {
+      localStorage.setItem('todos', JSON.stringify(todos))
+      const r = await fetch(API + '/svc_api/data/store', { method: 'POST', headers: auth, body: JSON.stringify({ key: 'todos', value: todos, version }) })
+      const j = await r.json()
+      if (r.status === 200) version = j.data.version
+      return { status: r.status, code: j.error_code ?? null, details: j.details ?? null }
+    }
+    addEventListener('pagehide', () => {
+      fetch(API + '/svc_api/data/store', { method: 'POST', keepalive: true, headers: auth, body: JSON.stringify({ key: 'todos-unload', value: JSON.parse(localStorage.getItem('todos') || '[]') }) })
+    })
+    out.load = await load()`,
+    )
+    assert.equal((await uploadFile(s, { key: alice.key }, 'todo.html', page)).status, 200)
+    const [a, b] = [await ctx.newPage(), await ctx.newPage()]
+    try {
+      const url = `${siteOf(alice)}/todo.html#${alice.key}`
+      const first = await run(a, url)
+      assert.deepEqual(first.load, { status: 404, code: 1604 }, 'the first visit reads the 1604 of a missing entry')
+      const save = (p: Page, todos: unknown) => p.evaluate((t) => (window as unknown as { save: (t: unknown) => Promise<Out> }).save(t), todos)
+      assert.equal((await save(a, ['milk'])).status, 200)
+      await run(b, url)
+      assert.equal((await save(a, ['milk', 'eggs'])).status, 200)
+      // tab b still holds version 1: its save is refused and the page reads why
+      const stale = await save(b, ['bread'])
+      assert.equal(stale.status, 409)
+      assert.equal(stale.code, 1409)
+      assert.equal((stale.details as { current_version: number }).current_version, 2)
+      assert.deepEqual((await s.get('/svc_api/data/get?key=todos', { key: alice.key })).json.data.value, ['milk', 'eggs'])
+      // leaving the page: the keepalive save is sent after the page is gone
+      await b.goto('about:blank')
+      let arrived: unknown
+      for (let i = 0; i < 100 && arrived === undefined; i++) {
+        const r = await s.get('/svc_api/data/get?key=todos-unload', { key: alice.key })
+        if (r.status === 200) arrived = r.json.data.value
+        else await new Promise((r) => setTimeout(r, 50))
+      }
+      assert.deepEqual(arrived, ['bread'], 'the unload save arrived')
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+
+  it("errors reach the page with CORS; another user's page cannot write with the visitor's session", async () => {
+    // a server of its own: the anonymous calls below would meet the small tier the first test used up
+    const s2 = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    const site = (u: User) => `http://${u.username}.localhost:${new URL(s2.httpUrl).port}`
+    const alice = await s2.user()
+    const bob = await s2.user()
+    const visitorCookie = await s2.login(alice.username, alice.password)
+    const csrf = await s2.csrfToken(visitorCookie)
+    await ctx.addCookies([{ name: 'session', value: visitorCookie.slice('session='.length), url: s2.url, httpOnly: true, secure: true, sameSite: 'Lax' }])
+    const page = appPage(
+      s2.url,
+      bob.username,
+      `
+    const KEY = location.hash.slice(1)
+    const call = async (name, path, init) => {
+      try {
+        const r = await fetch(API + path, init)
+        const j = await r.json()
+        out[name] = { status: r.status, code: j.error_code ?? null, success: j.success }
+      } catch (e) { out[name] = { threw: e.name } }
+    }
+    const json = (key, body) => ({ method: 'POST', headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) })
+    await call('badKey', '/svc_api/data/store', json('svc_' + 'x'.repeat(60), { key: 'a', value: 1 }))
+    await call('badFormat', '/svc_api/data/store', json(KEY, { key: '../etc', value: 1 }))
+    await call('tooLarge', '/svc_api/data/store', json(KEY, { key: 'big', value: 'x'.repeat(70000) }))
+    await call('missing', '/svc_api/data/delete?key=nothing', { method: 'DELETE', headers: { Authorization: 'Bearer ' + KEY } })
+    await call('noAuth', '/svc_api/data/list', {})
+    // the visitor (Alice) is signed in to the service: Bob's page tries to act as her
+    await call('asVisitor', '/svc_api/data/store', { method: 'POST', credentials: 'include', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': ${JSON.stringify(csrf)} }, body: JSON.stringify({ key: 'pwned', value: 1 }) })
+    await call('readAsVisitor', '/svc_api/data/list', { credentials: 'include' })`,
+    )
+    assert.equal((await uploadFile(s2, { key: bob.key }, 'errors.html', page)).status, 200)
+    const p = await ctx.newPage()
+    try {
+      const out = await run(p, `${site(bob)}/errors.html#${bob.key}`)
+      assert.deepEqual(out.badKey, { status: 401, code: 1002, success: false })
+      assert.deepEqual(out.badFormat, { status: 400, code: 1606, success: false })
+      assert.deepEqual(out.tooLarge, { status: 400, code: 1602, success: false })
+      assert.deepEqual(out.missing, { status: 404, code: 1604, success: false })
+      assert.deepEqual(out.noAuth, { status: 401, code: 1001, success: false })
+      // no answer allows credentials: the page reads nothing it sent the visitor's cookie with
+      assert.deepEqual(out.asVisitor, { threw: 'TypeError' })
+      assert.deepEqual(out.readAsVisitor, { threw: 'TypeError' })
+      assert.equal((await s2.get('/svc_api/data/get?key=pwned', { key: alice.key })).status, 404, 'nothing was written as the visitor')
+    } finally {
+      await p.close()
+      await ctx.clearCookies()
+      await s2.close()
     }
   })
 })

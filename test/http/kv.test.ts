@@ -570,8 +570,17 @@ for (const engine of ENGINES) {
         (await s.request('OPTIONS', '/svc_api/data/public/board', { headers: { origin: 'null', 'access-control-request-method': 'GET' } })).status,
         204,
       )
-      // the private endpoints send no CORS allowance
-      assert.equal((await get(bob, 'secret')).header('access-control-allow-origin'), undefined)
+      // the key-authenticated endpoints allow any origin but never credentials (decision 127)
+      const privRead = await get(bob, 'secret')
+      assert.equal(privRead.header('access-control-allow-origin'), '*')
+      assert.equal(privRead.header('access-control-allow-credentials'), undefined)
+      const prePriv = await s.request('OPTIONS', '/svc_api/data/store', {
+        headers: { origin: 'https://a.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+      })
+      assert.equal(prePriv.status, 204)
+      assert.match(prePriv.header('access-control-allow-methods')!, /POST/)
+      assert.match(prePriv.header('access-control-allow-headers')!, /authorization/i)
+      assert.equal(prePriv.header('access-control-allow-credentials'), undefined)
     })
 
     it('public reads are cached, and every write on any instance (through the bus) shows at once', async () => {

@@ -120,7 +120,8 @@ export interface paths {
          */
         post: operations["postSvcApiDataStore"];
         delete?: never;
-        options?: never;
+        /** CORS preflight of a key-authenticated call */
+        options: operations["optionsSvcApiDataStore"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -140,7 +141,8 @@ export interface paths {
          */
         post: operations["postSvcApiDataIncr"];
         delete?: never;
-        options?: never;
+        /** CORS preflight of a key-authenticated call */
+        options: operations["optionsSvcApiDataIncr"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -157,7 +159,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight of a key-authenticated call */
+        options: operations["optionsSvcApiDataGet"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -174,7 +177,8 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
+        /** CORS preflight of a key-authenticated call */
+        options: operations["optionsSvcApiDataList"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -191,7 +195,8 @@ export interface paths {
         post?: never;
         /** Delete an entry */
         delete: operations["deleteSvcApiDataDelete"];
-        options?: never;
+        /** CORS preflight of a key-authenticated call */
+        options: operations["optionsSvcApiDataDelete"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1822,6 +1827,25 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    optionsSvcApiDataStore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content (CORS preflight) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     postSvcApiDataIncr: {
         parameters: {
             query?: never;
@@ -1874,6 +1898,25 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    optionsSvcApiDataIncr: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content (CORS preflight) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     getSvcApiDataGet: {
         parameters: {
             query?: {
@@ -1913,6 +1956,25 @@ export interface operations {
                         };
                     };
                 };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    optionsSvcApiDataGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content (CORS preflight) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1976,6 +2038,25 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    optionsSvcApiDataList: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content (CORS preflight) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     deleteSvcApiDataDelete: {
         parameters: {
             query?: {
@@ -1999,6 +2080,25 @@ export interface operations {
                         message: string;
                     };
                 };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    optionsSvcApiDataDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content (CORS preflight) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             "4XX": components["responses"]["Error"];
         };

@@ -44,34 +44,47 @@ function tooLargeHandler(err: FastifyError, req: FastifyRequest): never {
 
 const REQUEST_HEADERS_RE = /^[A-Za-z0-9-]+(\s*,\s*[A-Za-z0-9-]+)*$/
 
+const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Window, Retry-After'
+
 /**
  * Public reads are for pages on any origin, sandboxed ones (Origin: null) included: any
  * origin, never credentials; live data, so caches must revalidate every time. Set in onSend
  * so error answers (1604, 429, 1116) carry them too and a page can read the error; the fast
  * path (public-fast.ts) sends the same list.
  */
-export const PUBLIC_READ_HEADERS = [
-  'Access-Control-Allow-Origin',
-  '*',
-  'Access-Control-Expose-Headers',
-  'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Window, Retry-After',
-  'Cache-Control',
-  'no-cache',
-] as const
+export const PUBLIC_READ_HEADERS = ['Access-Control-Allow-Origin', '*', 'Access-Control-Expose-Headers', EXPOSED, 'Cache-Control', 'no-cache'] as const
 
-async function publicHeaders(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-  for (let i = 0; i < PUBLIC_READ_HEADERS.length; i += 2) reply.header(PUBLIC_READ_HEADERS[i], PUBLIC_READ_HEADERS[i + 1])
-  reply.removeHeader('Access-Control-Allow-Credentials')
-  if (req.method === 'OPTIONS') {
-    reply.header('Access-Control-Allow-Methods', 'GET, HEAD, OPTIONS')
-    const asked = req.headers['access-control-request-headers']
-    reply.header(
-      'Access-Control-Allow-Headers',
-      typeof asked === 'string' && REQUEST_HEADERS_RE.test(asked) && asked.length <= 512 ? asked : 'Accept, Accept-Language, Content-Type',
-    )
-    reply.header('Access-Control-Max-Age', '86400')
+/**
+ * CORS of a group of KV routes, as an onSend hook (error answers included, so a page reads
+ * 4xx and 429 bodies): any origin, never credentials. `methods` is what the preflight allows;
+ * it echoes the asked headers when they are plain names, else allows `fallback`.
+ */
+function corsHook(base: readonly string[], methods: string, fallback: string) {
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    for (let i = 0; i < base.length; i += 2) reply.header(base[i], base[i + 1])
+    reply.removeHeader('Access-Control-Allow-Credentials')
+    if (req.method === 'OPTIONS') {
+      reply.header('Access-Control-Allow-Methods', methods)
+      const asked = req.headers['access-control-request-headers']
+      reply.header('Access-Control-Allow-Headers', typeof asked === 'string' && REQUEST_HEADERS_RE.test(asked) && asked.length <= 512 ? asked : fallback)
+      reply.header('Access-Control-Max-Age', '86400')
+    }
   }
 }
+
+const publicHeaders = corsHook(PUBLIC_READ_HEADERS, 'GET, HEAD, OPTIONS', 'Accept, Accept-Language, Content-Type')
+
+/**
+ * The key-authenticated routes answer pages on any origin too (decision 127): the API key
+ * travels in `Authorization`, which a page can only send when it holds the key, and no
+ * answer allows credentials, so a page never reads anything with the visitor's session
+ * (cross-site cookie writes are refused anyway, 1008).
+ */
+const keyHeaders = corsHook(
+  ['Access-Control-Allow-Origin', '*', 'Access-Control-Expose-Headers', EXPOSED],
+  'GET, POST, DELETE, OPTIONS',
+  'Authorization, Content-Type, Accept, Accept-Language',
+)
 
 export const PUBLIC_JSON = 'application/json; charset=utf-8'
 
@@ -85,6 +98,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     '/svc_api/data/store',
     {
       config: any,
+      onSend: keyHeaders,
       bodyLimit: KV_LIMITS.bodyLimit,
       errorHandler: tooLargeHandler,
       // store and incr bodies are validated without coercion: what is stored is what was sent
@@ -108,6 +122,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     '/svc_api/data/incr',
     {
       config: any,
+      onSend: keyHeaders,
       bodyLimit: KV_LIMITS.bodyLimit,
       errorHandler: tooLargeHandler,
       validatorCompiler: strictValidator,
@@ -130,6 +145,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     '/svc_api/data/get',
     {
       config: any,
+      onSend: keyHeaders,
       schema: { tags, summary: "Read one of the caller's entries", querystring: KeyQuery, response: { 200: GetEnvelope } },
     },
     async (req) => ({ success: true, data: await kv.get(caller(req).user, (req.query as { key?: string }).key) }),
@@ -139,6 +155,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     '/svc_api/data/list',
     {
       config: any,
+      onSend: keyHeaders,
       schema: { tags, summary: "List the caller's entries by key, with quota and usage", querystring: ListQuery, response: { 200: ListEnvelope } },
     },
     async (req) => ({ success: true, data: await kv.list(caller(req).user, req.query as Record<string, unknown>) }),
@@ -148,6 +165,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     '/svc_api/data/delete',
     {
       config: any,
+      onSend: keyHeaders,
       schema: { tags, summary: 'Delete an entry', querystring: KeyQuery, response: { 200: DeleteEnvelope } },
     },
     async (req) => {
@@ -196,6 +214,11 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     },
   )
 
+  for (const path of ['/svc_api/data/store', '/svc_api/data/incr', '/svc_api/data/get', '/svc_api/data/list', '/svc_api/data/delete']) {
+    app.options(path, { config: none, onSend: keyHeaders, schema: { tags, summary: 'CORS preflight of a key-authenticated call' } }, async (_req, reply) =>
+      reply.code(204).send(),
+    )
+  }
   for (const path of ['/svc_api/data/public/:username/:key', '/svc_api/data/public/:key']) {
     app.options(path, { config: none, onSend: publicHeaders, schema: { tags, summary: 'CORS preflight of the public read' } }, async (_req, reply) =>
       reply.code(204).send(),
