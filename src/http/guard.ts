@@ -177,7 +177,7 @@ export const anonymousIdentity = (req: FastifyRequest | IncomingMessage, config:
  * The API guard, applied to every /svc_api and /api route (and their 404s), in this order:
  * resolve the caller; HTTPS rule (1116, before any auth error); concurrency and window limits
  * per API key, account or client IP, with X-RateLimit-* headers on every answer (CORS
- * preflights excepted: neither counted nor refused); then the
+ * preflights excepted: neither counted nor refused, nor by the HTTPS rule); then the
  * route's authentication, cross-site and CSRF-token rules (cookie writes), and entitlement.
  */
 export function installApiGuard(app: FastifyInstance, deps: Deps): void {
@@ -193,15 +193,16 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
     const rules = tiers[principal?.user.tier ?? 'default']
     const now = clock.now()
 
-    if (!isHttps(req, config)) {
+    // A CORS preflight is the browser asking, not the page: it is never counted nor refused
+    // (no credentials, no body), so the page reads the answer to its real request, a 429 or
+    // a 1116 (a refused preflight is only a network error to it), and every fetch with a
+    // custom header does not cost two.
+    const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined
+    if (!isHttps(req, config) && !preflight) {
       if (cfg.rateLimit !== false) setRateHeaders(reply, bindingWindow(await limits.hit(identity, rules.windows, now, false)))
       throw new AppError('HTTPS_REQUIRED')
     }
 
-    // A CORS preflight is the browser asking, not the page: it is never counted, so a page
-    // past its limit reads the 429 of its real request (a refused preflight is only a
-    // network error to it) and every fetch with a custom header does not cost two.
-    const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined
     if (cfg.rateLimit !== false && !preflight) {
       // a fast path that handed the request over may have admitted it already (FastPath)
       const pre = req.raw.handedOver?.admission

@@ -210,7 +210,7 @@ describe(`key-value apps on a user's own origin (Chromium) [${engine}]`, () => {
     const KEY = location.hash.slice(1)
     const call = async (name, path, init) => {
       try {
-        const r = await fetch(API + path, init)
+        const r = await fetch(path.startsWith('http') ? path : API + path, init)
         const j = await r.json()
         out[name] = { status: r.status, code: j.error_code ?? null, success: j.success }
       } catch (e) { out[name] = { threw: e.name } }
@@ -221,6 +221,8 @@ describe(`key-value apps on a user's own origin (Chromium) [${engine}]`, () => {
     await call('tooLarge', '/svc_api/data/store', json(KEY, { key: 'big', value: 'x'.repeat(70000) }))
     await call('missing', '/svc_api/data/delete?key=nothing', { method: 'DELETE', headers: { Authorization: 'Bearer ' + KEY } })
     await call('noAuth', '/svc_api/data/list', {})
+    // the API over plain HTTP: the page reads the 1116 that says to use https
+    await call('plainHttp', ${JSON.stringify(s2.httpUrl)} + '/svc_api/data/get?key=a', { headers: { Authorization: 'Bearer ' + KEY } })
     // the visitor (Alice) is signed in to the service: Bob's page tries to act as her
     await call('asVisitor', '/svc_api/data/store', { method: 'POST', credentials: 'include', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': ${JSON.stringify(csrf)} }, body: JSON.stringify({ key: 'pwned', value: 1 }) })
     await call('readAsVisitor', '/svc_api/data/list', { credentials: 'include' })`,
@@ -234,6 +236,7 @@ describe(`key-value apps on a user's own origin (Chromium) [${engine}]`, () => {
       assert.deepEqual(out.tooLarge, { status: 400, code: 1602, success: false })
       assert.deepEqual(out.missing, { status: 404, code: 1604, success: false })
       assert.deepEqual(out.noAuth, { status: 401, code: 1001, success: false })
+      assert.deepEqual(out.plainHttp, { status: 400, code: 1116, success: false })
       // no answer allows credentials: the page reads nothing it sent the visitor's cookie with
       assert.deepEqual(out.asVisitor, { threw: 'TypeError' })
       assert.deepEqual(out.readAsVisitor, { threw: 'TypeError' })
