@@ -178,6 +178,48 @@ describe('forms in a real browser (chromium)', () => {
         const list = await s.get('/svc_api/forms/list', { key: owner.key })
         assert.equal(list.json.data.quota.submissions_month.used, 4)
       })
+
+      it('a form copied from Formspree: _replyto is kept, _next brings the visitor back, the AJAX flow gets JSON', async () => {
+        const owner = await s.user()
+        const r = await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'Formspree copy' } })
+        assert.equal(r.status, 200, r.text)
+        const form = r.json.data as { id: string; submit_url: string }
+        // Formspree's own markup and script, as its documentation gives them
+        html = `<!doctype html><html><head><meta charset="utf-8"><title>contact</title></head><body>
+<form id="fs" method="POST" action="${esc(form.submit_url)}">
+  <input type="email" name="_replyto" value="visitor@example.com">
+  <textarea name="message">Hello 👋</textarea>
+  <input type="hidden" name="_subject" value="New message">
+  <input type="hidden" name="_next" value="${esc(pages.origin)}/thanks.html?via=next">
+  <input type="text" name="_gotcha" style="display:none">
+  <button id="send" type="submit">Send</button>
+</form>
+<script>
+window.ajax = async () => {
+  const f = document.getElementById('fs')
+  const r = await fetch(f.action, { method: f.method, body: new FormData(f), headers: { Accept: 'application/json' } })
+  return { status: r.status, body: await r.json() }
+}
+</script></body></html>`
+        const page = await context.newPage()
+        try {
+          await page.goto(`${pages.origin}/open.html`)
+          const ajax = await page.evaluate(() => (window as any).ajax())
+          assert.equal(ajax.status, 200, JSON.stringify(ajax))
+          assert.equal(ajax.body.success, true)
+          assert.equal(page.url(), `${pages.origin}/open.html`, 'the AJAX flow stays on the page')
+          // without script: the browser posts and lands on the page _next names, on the same site
+          await Promise.all([page.waitForURL(`${pages.origin}/thanks.html?via=next`), page.click('#send')])
+          assert.equal(await page.textContent('#done'), 'thanks')
+        } finally {
+          await page.close()
+        }
+        const seen = await s.get(`/svc_api/forms/data/${form.id}`, { key: owner.key })
+        assert.deepEqual(
+          seen.json.data.submissions.map((x: any) => x.data),
+          [0, 1].map(() => ({ _replyto: 'visitor@example.com', message: 'Hello 👋' })),
+        )
+      })
     })
   }
 })

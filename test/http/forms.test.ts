@@ -651,6 +651,62 @@ for (const engine of ENGINES) {
       assert.equal((await submit(f.form_slug, { form: { a: '4' }, headers: { accept: nav } })).status, 200)
     })
 
+    it("keeps Formspree's _replyto and follows its _next back to the submitting site (decision 124)", async () => {
+      const nav = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'
+      // a user of its own: alice's form count is used up by later tests
+      const carol = await s.user()
+      const free = await make(carol)
+      const typed = await make(carol, { fields_config: [{ name: 'message', required: true }], redirect_url: 'https://thanks.example/ok' })
+      const latest = async (id: string) => (await data(carol, id)).json.data.submissions[0].data
+      // the visitor's address in _replyto is stored, with and without fields_config; _subject and _next are not
+      const r = await submit(free.form_slug, { form: { _replyto: 'ann@example.com', message: 'hi', _subject: 'New', _next: 'https://site.example/t' } })
+      assert.equal(r.status, 200, r.text)
+      assert.deepEqual(await latest(free.id), { _replyto: 'ann@example.com', message: 'hi' })
+      assert.equal((await submit(typed.form_slug, { json: { message: 'yo', _replyto: 'bo@example.com' } })).status, 200)
+      assert.deepEqual(await latest(typed.id), { _replyto: 'bo@example.com', message: 'yo' })
+      // an address alone is content; twice is a 1614 naming it
+      assert.equal((await submit(free.form_slug, { json: { _replyto: 'cy@example.com' } })).status, 200)
+      const twice = '_replyto=a%40x.example&_replyto=b%40x.example&message=m'
+      expectFieldError(await submit(free.form_slug, { body: twice, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), '_replyto')
+      const csv = await s.get(`/svc_api/forms/export/${free.id}?format=csv`, { key: carol.key })
+      assert.match(csv.text.split('\r\n')[0], /,_replyto,/)
+      assert.match(csv.text, /,ann@example\.com,/)
+
+      // _next: a browser post lands where it says when that is the submitting page's site
+      const go = async (id: string, fields: Record<string, string>, h: Record<string, string>) =>
+        submit(id, { form: { message: 'n', ...fields }, headers: { accept: nav, 'accept-language': 'en', ...h } })
+      const site = { origin: 'https://site.example', referer: 'https://site.example/' }
+      const own = await go(free.form_slug, { _next: 'https://site.example/thanks.html?x=1' }, site)
+      assert.equal(own.status, 303)
+      assert.equal(own.header('location'), 'https://site.example/thanks.html?x=1')
+      const rel = await go(free.form_slug, { _next: '/thanks.html' }, site)
+      assert.equal(rel.header('location'), 'https://site.example/thanks.html')
+      // elsewhere (another site, a script URL, no page to compare with): ignored, the usual landing
+      for (const [next, h] of [
+        ['https://evil.example/phish', site],
+        ['javascript:alert(1)', site],
+        ['//evil.example/x', site],
+        ['https://site.example/thanks.html', {}],
+      ] as Array<[string, Record<string, string>]>) {
+        const x = await go(free.form_slug, { _next: next }, h)
+        assert.equal(x.status, 200, next)
+        assert.match(x.text, /Your submission was received/)
+        const y = await go(typed.form_slug, { _next: next }, h)
+        assert.equal(y.status, 303, next)
+        assert.equal(y.header('location'), 'https://thanks.example/ok')
+      }
+      // on redirect_url's origin, or an origin of allowed_origins, from a sandboxed page (Origin: null)
+      const onRedirectSite = await go(typed.form_slug, { _next: 'https://thanks.example/other' }, { origin: 'null' })
+      assert.equal(onRedirectSite.header('location'), 'https://thanks.example/other')
+      const listed = await make(carol, { allowed_origins: ['null', 'https://listed.example'] })
+      const fromSandbox = await go(listed.form_slug, { _next: 'https://listed.example/done' }, { origin: 'null' })
+      assert.equal(fromSandbox.header('location'), 'https://listed.example/done')
+      // a script gets JSON whatever _next says
+      const ajax = await go(free.form_slug, { _next: 'https://site.example/t' }, { ...site, 'sec-fetch-mode': 'cors' })
+      assert.equal(ajax.status, 200)
+      assert.equal(ajax.json.success, true)
+    })
+
     describe('flags honeypot and too-fast submissions as spam, stores them, and filters them', () => {
       let f: Awaited<ReturnType<typeof make>>
       let now: number

@@ -206,8 +206,15 @@ function freeValue(name: string, raw: unknown): FieldValue | undefined {
 const strings = (v: unknown): string[] => (typeof v === 'string' ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [])
 
 /**
- * Validates submitted fields against a form's definition. Names starting with "_" and the
- * honeypot field are control fields (never stored, never "unknown"). With an empty
+ * The one `_` field kept in a submission, on every form: Formspree's field for the visitor's
+ * e-mail address, which forms copied from there carry instead of `email` (decision 124).
+ */
+export const REPLY_TO = '_replyto'
+
+/**
+ * Validates submitted fields against a form's definition. Names starting with "_" (except
+ * `_replyto`, kept as text) and the honeypot field are control fields (never stored, never
+ * "unknown"). With an empty
  * fields_config any field name is accepted. Errors: 1614 naming the field; 400 for text the
  * database cannot store, a `__proto__` name, or a submission without a value in any field.
  */
@@ -225,7 +232,17 @@ export function validateSubmission(defs: FieldDef[], honeypot: string | null, bo
       const q = textProblem(s)
       if (q) throw bad(`field "${name}" ${q}`)
     }
-    if (name.startsWith('_') || name === honeypot) continue
+    if (name === honeypot) continue
+    // the visitor's address in Formspree's `_replyto`: their content, kept as a text field
+    if (name === REPLY_TO) {
+      const v = fieldValue({ name, label: null, type: 'text', required: false }, raw)
+      if (v !== undefined) {
+        out.push([name, v])
+        filled = true
+      }
+      continue
+    }
+    if (name.startsWith('_')) continue
     if (!isEmpty(raw) && !(Array.isArray(raw) && raw.every(isEmpty))) filled = true
     if (defs.length > 0) {
       if (!byName.has(name)) throw mismatch(name, 'is not a field of this form')

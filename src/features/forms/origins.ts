@@ -93,3 +93,37 @@ export function ipPrefix(ip: string): string | null {
   if (!a) return null
   return a.v === 4 ? `${a.bytes.slice(0, 3).join('.')}.0/24` : v6Prefix(a.groups, 3, 48)
 }
+
+/** Formspree's field naming where a browser lands after its post (decision 124). */
+export const NEXT_FIELD = '_next'
+
+/**
+ * Where a browser post's `_next` sends the visitor, or null to ignore it: an http(s) URL (a
+ * relative one resolved against the submitting page) on the submitting page's own origin
+ * (Origin, else Referer), on an origin of allowed_origins, or on the origin of the form's
+ * redirect_url. A cross-site post carries its own page's Origin, so the field can send a
+ * visitor back to that site only, never through the service to a third one.
+ */
+export function nextTarget(
+  raw: unknown,
+  allowed: string[],
+  redirectUrl: string | null,
+  origin: string | undefined,
+  referer: string | undefined,
+): string | null {
+  const v = Array.isArray(raw) ? raw[0] : raw
+  if (typeof v !== 'string') return null
+  const s = v.trim()
+  if (s === '' || s.length > 2048 || /[\u0000-\u001f\u007f]/.test(s)) return null
+  const refOrigin = referer ? originOf(referer) : null
+  const page = (origin !== undefined && origin !== 'null' ? originOf(origin) : null) ?? refOrigin
+  let u: URL
+  try {
+    u = new URL(s, refOrigin !== null ? referer : (page ?? undefined))
+  } catch {
+    return null
+  }
+  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.username || u.password) return null
+  const ok = [page, ...allowed, redirectUrl ? originOf(redirectUrl) : null]
+  return ok.includes(u.origin) ? u.href : null
+}

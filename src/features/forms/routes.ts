@@ -9,7 +9,7 @@ import { multipartParts, readUpload } from '../../http/multipart.js'
 import { clientIp, serviceOrigin } from '../../http/origin.js'
 import type { FieldDef } from './fields.js'
 import { csvExport, jsonExport } from './export.js'
-import { decideOrigin, originOf, type OriginDecision } from './origins.js'
+import { decideOrigin, NEXT_FIELD, nextTarget, originOf, type OriginDecision } from './origins.js'
 import { decodeFields, parseUrlEncoded } from './urlencoded.js'
 import { siteUserOf } from '../../http/site-origin.js'
 import {
@@ -142,7 +142,13 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       const body = await readFields(req)
       const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
       const r = await forms.submit(form, body, { ip, userAgent: ua })
-      if (browser && form.redirect_url) return reply.redirect(new URL(form.redirect_url).href, 303)
+      if (browser) {
+        // Formspree's `_next` first (when it points where the post came from), else redirect_url
+        const referer = typeof req.headers.referer === 'string' ? req.headers.referer : undefined
+        const origins = JSON.parse(form.allowed_origins) as string[]
+        const to = nextTarget(body.get(NEXT_FIELD), origins, form.redirect_url, req.headers.origin, referer) ?? form.redirect_url
+        if (to) return reply.redirect(new URL(to).href, 303)
+      }
       if (browser) return formPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'))
       return { success: true, message: say(req, '提交成功', 'Submitted'), data: { submission_id: r.id } }
     },
