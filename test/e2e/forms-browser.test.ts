@@ -179,7 +179,7 @@ describe('forms in a real browser (chromium)', () => {
         assert.equal(list.json.data.quota.submissions_month.used, 4)
       })
 
-      it('a form copied from Formspree: _replyto is kept, _next brings the visitor back, the AJAX flow gets JSON', async () => {
+      it('a form copied from Formspree: _replyto and a topics[] group are kept, _next brings the visitor back, the AJAX flow gets JSON', async () => {
         const owner = await s.user()
         const r = await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'Formspree copy' } })
         assert.equal(r.status, 200, r.text)
@@ -189,6 +189,8 @@ describe('forms in a real browser (chromium)', () => {
 <form id="fs" method="POST" action="${esc(form.submit_url)}">
   <input type="email" name="_replyto" value="visitor@example.com">
   <textarea name="message">Hello 👋</textarea>
+  <label><input type="checkbox" name="topics[]" value="news" checked> news</label>
+  <label><input type="checkbox" name="topics[]" value="offers"> offers</label>
   <input type="hidden" name="_subject" value="New message">
   <input type="hidden" name="_next" value="${esc(pages.origin)}/thanks.html?via=next">
   <input type="text" name="_gotcha" style="display:none">
@@ -217,7 +219,7 @@ window.ajax = async () => {
         const seen = await s.get(`/svc_api/forms/data/${form.id}`, { key: owner.key })
         assert.deepEqual(
           seen.json.data.submissions.map((x: any) => x.data),
-          [0, 1].map(() => ({ _replyto: 'visitor@example.com', message: 'Hello 👋' })),
+          [0, 1].map(() => ({ _replyto: 'visitor@example.com', message: 'Hello 👋', topics: ['news'] })),
         )
       })
     })

@@ -707,6 +707,47 @@ for (const engine of ENGINES) {
       assert.equal(ajax.json.success, true)
     })
 
+    it('reads a name ending in [] (a checkbox group) as its field, always a list (decision 125)', async () => {
+      const dave = await s.user()
+      const mk = async (body: Record<string, unknown>) => {
+        const r = await create(dave, { form_name: 'Groups', form_slug: slug(), ...body })
+        assert.equal(r.status, 200, r.text)
+        return r.json.data as { id: string; form_slug: string }
+      }
+      const typed = await mk({
+        fields_config: [
+          { name: 'name', required: true },
+          { name: 'topics', type: 'checkbox', options: ['a', 'b', 'c'], required: true },
+        ],
+      })
+      const free = await mk({})
+      const latest = async (id: string) => (await data(dave, id)).json.data.submissions[0].data
+      const form = (id: string, body: string) => submit(id, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+      // the HTML of a PHP, Rails or Basin form: <input type=checkbox name="topics[]" value=...>
+      assert.equal((await form(typed.form_slug, 'name=Ann&topics%5B%5D=a&topics%5B%5D=c')).status, 200)
+      assert.deepEqual(await latest(typed.id), { name: 'Ann', topics: ['a', 'c'] })
+      const mp = multipart([
+        { name: 'name', data: 'Bo' },
+        { name: 'topics[]', data: 'b' },
+      ])
+      assert.equal((await submit(typed.form_slug, { body: mp.body, headers: { 'content-type': mp.contentType } })).status, 200)
+      assert.deepEqual(await latest(typed.id), { name: 'Bo', topics: ['b'] })
+      assert.equal((await submit(typed.form_slug, { json: { name: 'Cy', 'topics[]': ['c'] } })).status, 200)
+      assert.deepEqual(await latest(typed.id), { name: 'Cy', topics: ['c'] })
+      // validated as the field: an unknown option, or none of a required group, is 1614 naming it
+      expectFieldError(await form(typed.form_slug, 'name=Di&topics%5B%5D=z'), 'topics')
+      expectFieldError(await form(typed.form_slug, 'name=Di'), 'topics')
+      // without fields_config: one box checked or two, the same list under the same name
+      assert.equal((await form(free.form_slug, 'tags%5B%5D=x')).status, 200)
+      assert.deepEqual(await latest(free.id), { tags: ['x'] })
+      assert.equal((await form(free.form_slug, 'tags%5B%5D=x&tags%5B%5D=y&note=n')).status, 200)
+      assert.deepEqual(await latest(free.id), { tags: ['x', 'y'], note: 'n' })
+      // only a trailing [] is list syntax; "[]" alone and other brackets are names as sent
+      assert.equal((await form(free.form_slug, 'a%5Bb%5D=1&%5B%5D=2')).status, 200)
+      assert.deepEqual(await latest(free.id), { 'a[b]': '1', '[]': '2' })
+      assert.equal((await data(dave, typed.id)).json.data.total, 3)
+    })
+
     describe('flags honeypot and too-fast submissions as spam, stores them, and filters them', () => {
       let f: Awaited<ReturnType<typeof make>>
       let now: number

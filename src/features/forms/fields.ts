@@ -206,6 +206,25 @@ function freeValue(name: string, raw: unknown): FieldValue | undefined {
 const strings = (v: unknown): string[] => (typeof v === 'string' ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [])
 
 /**
+ * The submitted fields with list syntax read: a name ending in `[]` (PHP's and Rails' syntax
+ * for a checkbox group, `<input type=checkbox name="topics[]">`) is the field without the
+ * brackets and its value always a list, however many boxes were checked; a plain name given
+ * too joins the same list. Other brackets (`a[b]`) and `[]` alone are names as sent
+ * (decision 125).
+ */
+export function readListNames(body: Map<string, unknown>): Map<string, unknown> {
+  const out = new Map<string, unknown>()
+  for (const [sent, v] of body) {
+    const list = sent.length > 2 && sent.endsWith('[]')
+    const name = list ? sent.slice(0, -2) : sent
+    const prev = out.get(name)
+    if (prev === undefined) out.set(name, list && !Array.isArray(v) ? [v] : v)
+    else out.set(name, [...(Array.isArray(prev) ? prev : [prev]), ...(Array.isArray(v) ? v : [v])])
+  }
+  return out
+}
+
+/**
  * The one `_` field kept in a submission, on every form: Formspree's field for the visitor's
  * e-mail address, which forms copied from there carry instead of `email` (decision 124).
  */
@@ -218,7 +237,8 @@ export const REPLY_TO = '_replyto'
  * fields_config any field name is accepted. Errors: 1614 naming the field; 400 for text the
  * database cannot store, a `__proto__` name, or a submission without a value in any field.
  */
-export function validateSubmission(defs: FieldDef[], honeypot: string | null, body: Map<string, unknown>): Record<string, FieldValue> {
+export function validateSubmission(defs: FieldDef[], honeypot: string | null, sent: Map<string, unknown>): Record<string, FieldValue> {
+  const body = readListNames(sent)
   const out: Array<[string, FieldValue]> = []
   const byName = new Map(defs.map((d) => [d.name, d]))
   let count = 0
