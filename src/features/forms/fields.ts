@@ -99,6 +99,9 @@ const TEL_RE = /^\+?[0-9][0-9 ().-]{1,30}$/
 const NUMBER_RE = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/
 
+/** An e-mail address as an `email` field takes it (one line: no space, no line break). */
+export const isEmailAddress = (s: string) => s.length <= 254 && EMAIL_RE.test(s)
+
 const isEmpty = (v: unknown) => v === undefined || v === null || (typeof v === 'string' && v.trim() === '') || (Array.isArray(v) && v.length === 0)
 
 function single(def: FieldDef, v: unknown): string {
@@ -158,7 +161,7 @@ function fieldValue(def: FieldDef, raw: unknown): FieldValue | undefined {
     case 'textarea':
       return s
     case 'email':
-      if (t.length > 254 || !EMAIL_RE.test(t)) throw mismatch(def.name, 'is not an email address')
+      if (!isEmailAddress(t)) throw mismatch(def.name, 'is not an email address')
       return t
     case 'number': {
       if (typeof raw === 'number' && Number.isFinite(raw)) return raw

@@ -2,12 +2,15 @@ import { escapeHtml } from '../../util/html.js'
 import { lazy } from '../../util/lazy.js'
 import type { SubmissionEvent } from './notify-store.js'
 import { truncate } from '../../util/unicode.js'
+import { isEmailAddress, REPLY_TO } from './fields.js'
 
 export interface MailMessage {
   to: string
   subject: string
   text: string
   html?: string
+  /** The address a reply goes to (the visitor's), when the mail is about one submission that gave one. */
+  replyTo?: string
 }
 
 /** Sends one mail; rejects when the SMTP server refuses it or cannot be reached. */
@@ -37,7 +40,7 @@ export function createMailer(smtpUrl: string | null, from: string, timeoutMs: nu
       // the signal closes the connection at the deadline, however the server trickles
       const signal = AbortSignal.timeout(timeoutMs)
       try {
-        await (await transport()).sendMail({ from, to: m.to, subject: m.subject, text: m.text, html: m.html, signal })
+        await (await transport()).sendMail({ from, to: m.to, replyTo: m.replyTo, subject: m.subject, text: m.text, html: m.html, signal })
       } catch (e) {
         if (signal.aborted) throw new Error(`the SMTP server did not take the mail within ${timeoutMs / 1000} s`, { cause: e })
         throw e
@@ -52,10 +55,23 @@ const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))
 const oneLine = (s: string) => truncate(s.replace(/[\r\n\u0000-\u001f\u007f]+/g, ' '), 120)
 
 /**
- * The mail of one or more submissions: plain text, and HTML where every field name and value
- * is escaped (a visitor's input never becomes markup in the owner's mail client).
+ * The visitor's address of a submission, for Reply-To (as Formspree sets it): its `_replyto`,
+ * else its `email` field, when that is one well-formed address; else none.
  */
-export function submissionMail(events: SubmissionEvent[]): { subject: string; text: string; html: string } {
+function replyAddress(data: Record<string, unknown>): string | undefined {
+  for (const name of [REPLY_TO, 'email']) {
+    const v = Object.hasOwn(data, name) ? data[name] : undefined
+    if (typeof v === 'string' && isEmailAddress(v.trim())) return v.trim()
+  }
+  return undefined
+}
+
+/**
+ * The mail of one or more submissions: plain text, and HTML where every field name and value
+ * is escaped (a visitor's input never becomes markup in the owner's mail client). A mail of
+ * one submission replies to its visitor (replyAddress).
+ */
+export function submissionMail(events: SubmissionEvent[]): { subject: string; text: string; html: string; replyTo?: string } {
   const form = events[0].form
   const subject = oneLine(events.length === 1 ? `New submission to ${form.name}` : `${events.length} new submissions to ${form.name}`)
   const text = events
@@ -71,5 +87,11 @@ export function submissionMail(events: SubmissionEvent[]): { subject: string; te
           .join('')}</table>`,
     )
     .join('<hr>')
-  return { subject, text: `Form: ${form.name}\n\n${text}\n`, html: `<!doctype html><meta charset="utf-8"><p>Form: ${escapeHtml(form.name)}</p>${html}` }
+  const replyTo = events.length === 1 ? replyAddress(events[0].submission.data) : undefined
+  return {
+    subject,
+    replyTo,
+    text: `Form: ${form.name}\n\n${text}\n`,
+    html: `<!doctype html><meta charset="utf-8"><p>Form: ${escapeHtml(form.name)}</p>${html}`,
+  }
 }
