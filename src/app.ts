@@ -8,6 +8,7 @@ import type { Deps } from './deps.js'
 import type { FastPath, Handover } from './http/types.js'
 import { lazySchemaCompilers } from './http/lazy-schemas.js'
 import { compileStrictValidators } from './http/strict-schema.js'
+import { errorPage } from './web/short-page.js'
 import { answerClientError, guardHttpServer, installErrorHandling, refuseHostless, sendAppError, watchBody } from './http/errors.js'
 import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
@@ -164,7 +165,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     throwFileSizeLimit: true,
     limits: { fileSize: config.maxUploadBytes, files: 1000, parts: 2100, fields: 100, fieldSize: 1024 * 1024, headerPairs: 200 },
   })
-  installErrorHandling(app, config)
+  installErrorHandling(app, config, errorPage)
   installMetrics(app, config)
   // process metrics and the sendfile counts start with the first app, not at import
   startDefaultMetrics()

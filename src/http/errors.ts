@@ -205,8 +205,11 @@ function dropRepresentationHeaders(reply: FastifyReply): void {
   if (reply.hasHeader('Cache-Control')) reply.header('Cache-Control', 'no-store')
 }
 
+/** What a browser navigation gets instead of the JSON error, when given (web/short-page.ts errorPage). */
+export type ErrorPage = (req: FastifyRequest, reply: FastifyReply, err: AppError) => FastifyReply | undefined
+
 /** Installs the single error handler and the not-found handler of the service. */
-export function installErrorHandling(app: FastifyInstance, config: Config): void {
+export function installErrorHandling(app: FastifyInstance, config: Config, page?: ErrorPage): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const mediaTypeError = err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? req.routeOptions.config?.mediaTypeError : undefined
     const bodyLimit = req.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 1024 * 1024
@@ -226,7 +229,7 @@ export function installErrorHandling(app: FastifyInstance, config: Config): void
       req.log.warn({ err, code: ERRORS[appErr.key].code }, 'service unavailable')
     }
     dropRepresentationHeaders(reply)
-    return sendAppError(req, reply, appErr, config)
+    return page?.(req, reply, appErr) ?? sendAppError(req, reply, appErr, config)
   })
 }
 

@@ -75,6 +75,7 @@ describe(`readiness follows its dependencies [${engine}, Redis, S3]`, () => {
     const u = await s.user()
     const read = () => s.get('/svc_api/data/get?key=k', { key: u.key })
     assert.equal((await read()).status, 404)
+    const cookie = await s.login(u.username, u.password)
     relays.database.hang()
     try {
       for (let i = 0; i < 2; i++) {
@@ -86,6 +87,13 @@ describe(`readiness follows its dependencies [${engine}, Redis, S3]`, () => {
         // a query times out after 1 s; a new connection, whose handshake hangs too, after 5 s
         assert.ok(ms < 7000, `answered after ${ms} ms`)
       }
+      // a person opening the dashboard gets a page saying so, not the API's JSON
+      const nav = { accept: 'text/html,application/xhtml+xml', 'sec-fetch-mode': 'navigate', 'accept-language': 'en' }
+      const page = await s.get('/dashboard', { cookie, headers: nav })
+      assert.equal(page.status, 503, page.text)
+      assert.match(page.header('content-type') ?? '', /^text\/html/)
+      assert.match(page.text, /<title>Briefly unavailable<\/title>/)
+      assert.match(page.header('cache-control') ?? '', /no-store/)
     } finally {
       relays.database.resume()
     }

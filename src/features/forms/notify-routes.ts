@@ -6,7 +6,7 @@ import { errorMessage, pickLang } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { linkOrigin } from '../../http/origin.js'
 import type { NotifyService } from './notify-service.js'
-import { formPage, say, wantsHtml } from './browser-page.js'
+import { shortPage, say, wantsHtml } from '../../web/short-page.js'
 
 const passThrough = () => () => true
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])
@@ -179,7 +179,7 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
   const verifyFailed = (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     if (!wantsHtml(req) || !(err instanceof AppError) || err.status >= 500) throw err
     for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v)
-    void formPage(
+    void shortPage(
       req,
       reply,
       err.status,
@@ -199,7 +199,7 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
       const data = await notify.verifyAddress((req.query as { token?: unknown }).token)
       if (wantsHtml(req)) {
         const text = say(req, `表单的通知邮件将发送到 ${data.address}。`, `Notifications of your forms can now be sent to ${data.address}.`)
-        return formPage(req, reply, 200, say(req, '邮箱已验证', 'Address verified'), text)
+        return shortPage(req, reply, 200, say(req, '邮箱已验证', 'Address verified'), text)
       }
       return { success: true, message: say(req, '邮箱已验证', 'Address verified'), data }
     },

@@ -32,7 +32,7 @@ import { createFormService, formView, SUBMIT_BODY_LIMIT, type FormService } from
 import type { FormRow } from './store.js'
 import type { NotifyService } from './notify-service.js'
 import { beijingTime } from '../../util/time.js'
-import { formPage, say, wantsHtml } from './browser-page.js'
+import { shortPage, say, wantsHtml } from '../../web/short-page.js'
 
 /** Documentation-only request schemas: the service checks input with its own codes. */
 const passThrough = () => () => true
@@ -119,7 +119,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
         const e = err instanceof AppError ? err : fromFastifyError(err, SUBMIT_BODY_LIMIT, SUBMIT_BODY_LIMIT)
         if (!wantsHtml(req) || !e || e.status >= 500) throw err
         for (const [k, v] of Object.entries(e.options.headers ?? {})) reply.header(k, v)
-        void formPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), errorMessage(e.key, pickLang(req.headers['accept-language']), e.options.params))
+        void shortPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), errorMessage(e.key, pickLang(req.headers['accept-language']), e.options.params))
       },
       validatorCompiler: passThrough,
       schema: {
@@ -149,7 +149,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
         const to = nextTarget(body.get(NEXT_FIELD), origins, form.redirect_url, req.headers.origin, referer) ?? form.redirect_url
         if (to) return reply.redirect(new URL(to).href, 303)
       }
-      if (browser) return formPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'))
+      if (browser) return shortPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'))
       return { success: true, message: say(req, '提交成功', 'Submitted'), data: { submission_id: r.id } }
     },
   )

@@ -1,6 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { pickLang } from '../../errors/render.js'
-import { html } from '../../web/html.js'
+import type { AppError } from '../errors/app-error.js'
+import { isApiPath } from '../http/api-path.js'
+import { errorMessage, pickLang } from '../errors/render.js'
+import { html } from './html.js'
 
 /** The text of a message in the request's language (Accept-Language; Chinese by default). */
 export const say = (req: FastifyRequest, zh: string, en: string) => (pickLang(req.headers['accept-language']) === 'en' ? en : zh)
@@ -19,10 +21,11 @@ export const wantsHtml = (req: FastifyRequest) => {
 
 /**
  * The service's own short page for a browser (no script, nothing loaded): where a form post
- * lands without a redirect_url or when refused, and what a mail's verification link opens.
- * A link back to the site the visitor came from when the browser said which.
+ * lands without a redirect_url or when refused, what a mail's verification link opens, and
+ * what a navigation gets when the service cannot answer (errorPage). A link back to the site
+ * the visitor came from when the browser said which.
  */
-export function formPage(req: FastifyRequest, reply: FastifyReply, status: number, title: string, text: string) {
+export function shortPage(req: FastifyRequest, reply: FastifyReply, status: number, title: string, text: string) {
   const lang = pickLang(req.headers['accept-language'])
   const ref = typeof req.headers.referer === 'string' && /^https?:\/\//i.test(req.headers.referer) ? req.headers.referer : null
   const page = html`<!doctype html><html lang="${lang === 'en' ? 'en' : 'zh-CN'}"><head><meta charset="utf-8">
@@ -35,4 +38,18 @@ export function formPage(req: FastifyRequest, reply: FastifyReply, status: numbe
     .header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
     .header('Cache-Control', 'no-store')
     .send(page.toString())
+}
+
+/**
+ * A browser navigation to one of the service's pages that failed on the server's side (5xx:
+ * the database or Redis unreachable, an unexpected error) gets the short page in its language
+ * instead of the API's JSON; API paths and scripts keep the JSON. undefined: not such a request.
+ */
+export function errorPage(req: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply | undefined {
+  if (err.status < 500 || isApiPath(req.url) || !wantsHtml(req)) return undefined
+  for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v)
+  const lang = pickLang(req.headers['accept-language'])
+  const title = err.status === 500 ? say(req, '出错了', 'Something went wrong') : say(req, '服务暂时不可用', 'Briefly unavailable')
+  const again = say(req, '请稍后重新加载此页。', 'Please reload this page in a moment.')
+  return shortPage(req, reply, err.status, title, `${errorMessage(err.key, lang, err.options.params)} ${again}`)
 }
