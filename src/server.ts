@@ -129,11 +129,15 @@ export function createHttpRedirector(app: FastifyInstance, config: Config, https
       main(req, res)
       return
     }
+    const hostname = hostName(req.headers.host) || 'localhost'
+    const port = httpsPort()
+    const httpsOrigin = `https://${hostname}${port === 443 ? '' : `:${port}`}`
     if (!content && isApiPath(req.url ?? '/')) {
+      // its answer (1116) links the service on the HTTPS port, not on this one
+      if (HOST_NAME_RE.test(hostname)) req.httpsOrigin = httpsOrigin
       app.routing(req, res)
       return
     }
-    const hostname = hostName(req.headers.host) || 'localhost'
     // the Host goes into the Location: only a host name or address, never a path or spaces
     // (`Host: evil.example/x?` would send the browser elsewhere), as nginx refuses one
     if (!(config.publicUrl && !content) && !HOST_NAME_RE.test(hostname)) {
@@ -141,8 +145,7 @@ export function createHttpRedirector(app: FastifyInstance, config: Config, https
       res.end('Bad Request')
       return
     }
-    const port = httpsPort()
-    const base = (content ? null : config.publicUrl) ?? `https://${hostname}${port === 443 ? '' : `:${port}`}`
+    const base = (content ? null : config.publicUrl) ?? httpsOrigin
     const location = base + (req.url && req.url.startsWith('/') ? req.url : '/')
     res.writeHead(301, { Location: location, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 0 })
     res.end()

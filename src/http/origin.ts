@@ -26,7 +26,7 @@ export function requestHost(req: FastifyRequest, config: Pick<Config, 'trustProx
 /** The origin clients use to reach the service: PUBLIC_URL, else https://{Host}. */
 export function serviceOrigin(req: FastifyRequest, config: Pick<Config, 'publicUrl' | 'trustProxy'>): string {
   if (config.publicUrl) return config.publicUrl
-  return `https://${requestHost(req, config) ?? 'localhost'}`
+  return req.raw.httpsOrigin ?? `https://${requestHost(req, config) ?? 'localhost'}`
 }
 
 /**

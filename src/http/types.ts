@@ -33,6 +33,9 @@ declare module 'node:http' {
     /** Set when a fast path handed this request to the router; the app then counts it as a
      * routed request, not a fast-path answer. */
     handedOver?: Handover
+    /** Set by the plain-HTTP listener on an API request: the service's origin on the HTTPS
+     * port (the one its redirects name), used for the absolute links of the answer. */
+    httpsOrigin?: string
   }
 }
 

@@ -90,6 +90,17 @@ describe('HTTPS modes', () => {
         assert.equal(r.header('location'), undefined)
       }
     })
+    it('1116 over plain HTTP links its explanation on the HTTPS port, where the redirect sends pages', async () => {
+      const port = new URL(s.url).port
+      const r = await s.get('/svc_api/files', { plain: true, headers: { host: 'svc.test:8080' } })
+      expectError(r, 400, 1116)
+      assert.equal(r.json.doc_link, `https://svc.test:${port}/docs/errors#1116`)
+      const portless = await s.get('/api/folders', { plain: true, headers: { host: 'svc.test' } })
+      assert.equal(portless.json.doc_link, `https://svc.test:${port}/docs/errors#1116`)
+      // the link opens: the HTTPS port serves the errors page
+      const page = await s.get(new URL(r.json.doc_link).pathname)
+      assert.equal(page.status, 200)
+    })
     it('X-Forwarded-For does not change the rate-limit bucket', async () => {
       const a = await s.get('/svc_api/me', { headers: { 'x-forwarded-for': '203.0.113.1' } })
       const b = await s.get('/svc_api/me', { headers: { 'x-forwarded-for': '203.0.113.2' } })
