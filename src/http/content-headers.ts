@@ -1,4 +1,4 @@
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 
 /**
  * Sandbox for hosted pages (user HTML on the service's own origin): scripts, forms and popups
@@ -64,3 +64,15 @@ export const PUBLIC_PREFLIGHT_HEADERS: readonly string[] = [
 export function setPublicCors(reply: FastifyReply, headers: readonly string[] = PUBLIC_CORS_HEADERS): void {
   for (let i = 0; i < headers.length; i += 2) reply.header(headers[i], headers[i + 1])
 }
+
+/**
+ * The CORS preflight handler of a public link (image or data): 204 with PUBLIC_PREFLIGHT_HEADERS
+ * and the link's own CORS headers, so each kind of link lets the same cross-origin reads through.
+ */
+export const publicPreflight =
+  (headers: readonly string[] = PUBLIC_CORS_HEADERS) =>
+  (_req: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    setPublicCors(reply, headers)
+    for (let i = 0; i < PUBLIC_PREFLIGHT_HEADERS.length; i += 2) reply.header(PUBLIC_PREFLIGHT_HEADERS[i], PUBLIC_PREFLIGHT_HEADERS[i + 1])
+    return reply.code(204).send()
+  }

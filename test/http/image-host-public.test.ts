@@ -60,6 +60,21 @@ for (const engine of ENGINES) {
       for (let i = 0; i < 15; i++) assert.equal((await s.get(`/svc-img/pub/${img.public_token}`)).status, 200)
     })
 
+    it('answers a CORS preflight, as data links do: a page elsewhere may revalidate or resume', async () => {
+      for (const path of [`/svc-img/pub/${img.public_token}`, `/image-host/pub/${img.public_token}`]) {
+        const pre = await s.request('OPTIONS', path, {
+          headers: { origin: 'https://elsewhere.test', 'access-control-request-method': 'GET', 'access-control-request-headers': 'if-none-match, range' },
+        })
+        assert.equal(pre.status, 204, `${path}: ${pre.status} ${pre.text}`)
+        assert.equal(pre.header('access-control-allow-origin'), '*')
+        assert.equal(pre.header('access-control-allow-credentials'), undefined)
+        assert.match(pre.header('access-control-allow-methods')!, /\bGET\b/)
+        const allowed = pre.header('access-control-allow-headers')!.toLowerCase()
+        for (const h of ['if-none-match', 'range']) assert.ok(allowed.includes(h), allowed)
+        assert.equal(pre.header('x-ratelimit-limit'), undefined)
+      }
+    })
+
     it('documents the endpoints in /openapi.json', async () => {
       const doc = (await s.get('/openapi.json')).json
       for (const p of [

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
-import { PUBLIC_PREFLIGHT_HEADERS, publicCorsHeaders, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
+import { publicCorsHeaders, publicPreflight, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { createHostedData, PUBLIC_TOKEN_RE } from './service.js'
 import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
@@ -128,12 +128,6 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
     return reply.send(stream)
   }
 
-  const preflight = async (_req: FastifyRequest, reply: FastifyReply) => {
-    setPublicCors(reply, DATA_CORS_HEADERS)
-    for (let i = 0; i < PUBLIC_PREFLIGHT_HEADERS.length; i += 2) reply.header(PUBLIC_PREFLIGHT_HEADERS[i], PUBLIC_PREFLIGHT_HEADERS[i + 1])
-    return reply.code(204).send()
-  }
-
   // cached answers skip the router: the same headers, prepared once per cached version and form
   const files = deps.services.get(publicFiles)
   app.addHook('onClose', async () => files.closeAll())
@@ -187,6 +181,6 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
       schema: { tags: ['hosted-data'], summary: "Public raw link: the default version's bytes (?v=N: one version)" },
       handler: serve,
     })
-    app.options(`${prefix}/:token`, { schema: { hide: true } }, preflight)
+    app.options(`${prefix}/:token`, { schema: { hide: true } }, publicPreflight(DATA_CORS_HEADERS))
   }
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, pickLang } from '../../errors/render.js'
-import { PUBLIC_CORS_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
+import { publicPreflight, PUBLIC_CORS_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { decide, replyRange } from '../../http/representation.js'
 import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../http/public-link.js'
 import { originalEtag, TOKEN_RE, versionOf, type ImageHost, type ServedImage } from './service.js'
@@ -127,6 +127,7 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
       schema: { tags: ['image-host'], summary: 'Public image link (no authentication)', querystring: PublicQuery },
       handler,
     })
+    app.options(url, { schema: { hide: true } }, publicPreflight())
   }
 }
 
