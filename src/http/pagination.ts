@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox'
 import { AppError } from '../errors/app-error.js'
 
 export interface Page {
@@ -8,12 +9,21 @@ export interface Page {
 
 const INT_RE = /^\d{1,9}$/
 
+/**
+ * A query parameter of a list route that may be repeated (`?page=1&page=2`, a pager that
+ * appends to a URL that already names a page): the schema takes one value or several, and
+ * the handler reads the last one (`lastValue`), as the public links do.
+ */
+export const repeatable = (description: string) => Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description }))
+
+/** The value of a repeatable query parameter: its last one. */
+export const lastValue = (v: unknown): unknown => (Array.isArray(v) ? v[v.length - 1] : v)
+
 /** Reads page / per_page from a query: defaults, bounds, 1107/1108 for bad values. */
 export function parsePage(query: Record<string, unknown>, defaults: { perPage: number; maxPerPage?: number }): Page {
   const max = defaults.maxPerPage ?? 100
-  const one = (v: unknown) => (Array.isArray(v) ? v[v.length - 1] : v)
-  const p = one(query.page)
-  const pp = one(query.per_page)
+  const p = lastValue(query.page)
+  const pp = lastValue(query.per_page)
   let page = 1
   let perPage = defaults.perPage
   if (p !== undefined && p !== '') {

@@ -1983,9 +1983,9 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description default 1 */
-                page?: string;
+                page?: string | string[];
                 /** @description 1 to 100, default 50 */
-                per_page?: string;
+                per_page?: string | string[];
             };
             header?: never;
             path?: never;
@@ -2446,9 +2446,9 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description default 1 */
-                page?: string;
+                page?: string | string[];
                 /** @description 1-100, default 20 */
-                per_page?: string;
+                per_page?: string | string[];
                 is_read?: "true" | "false" | "1" | "0";
                 is_spam?: "true" | "false" | "1" | "0";
             };
@@ -3078,9 +3078,9 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description page number, from 1 */
-                page?: string;
+                page?: string | string[];
                 /** @description 1 to 100, default 50 */
-                per_page?: string;
+                per_page?: string | string[];
             };
             header?: never;
             path?: never;
@@ -4452,13 +4452,13 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description default 1; >= 1 */
-                page?: string;
+                page?: string | string[];
                 /** @description 1 to 100; default 20 */
-                per_page?: string;
+                per_page?: string | string[];
                 /** @description fuzzy match on project_name and file_name (case-insensitive for ASCII) */
-                search?: string;
+                search?: string | string[];
                 /** @description true or 1: featured only; false or 0: non-featured only */
-                is_featured?: string;
+                is_featured?: string | string[];
             };
             header?: never;
             path?: never;

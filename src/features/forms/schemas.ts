@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox'
+import { repeatable } from '../../http/pagination.js'
 import { FIELD_TYPES } from './fields.js'
 
 /*
@@ -58,8 +59,8 @@ export const SubmissionIdParams = Type.Object({ submission_id: Type.String() })
 
 const BoolQuery = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')])
 export const DataQuery = Type.Object({
-  page: Type.Optional(Type.String({ description: 'default 1' })),
-  per_page: Type.Optional(Type.String({ description: '1-100, default 20' })),
+  page: repeatable('default 1'),
+  per_page: repeatable('1-100, default 20'),
   is_read: Type.Optional(BoolQuery),
   is_spam: Type.Optional(BoolQuery),
 })

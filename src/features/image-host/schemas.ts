@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { repeatable } from '../../http/pagination.js'
 
 /** TypeBox schemas of the image host (documented in /openapi.json). */
 export const Image = Type.Object({
@@ -39,8 +40,8 @@ export const DeleteReply = Type.Object({ success: Type.Boolean() })
 export const TokenParams = Type.Object({ public_token: Type.String() })
 
 export const ListQuery = Type.Object({
-  page: Type.Optional(Type.String({ description: 'page number, from 1' })),
-  per_page: Type.Optional(Type.String({ description: '1 to 100, default 50' })),
+  page: repeatable('page number, from 1'),
+  per_page: repeatable('1 to 100, default 50'),
 })
 
 export const UploadQuery = Type.Object({

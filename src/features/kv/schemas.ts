@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { repeatable } from '../../http/pagination.js'
 
 /** Limits of the key-value store that are not per-user quotas (documented in docs/api/kv.md). */
 export const KV_LIMITS = {
@@ -80,8 +81,8 @@ export type IncrInput = Static<typeof IncrBody>
 
 export const KeyQuery = Type.Object({ key: Type.Optional(Type.String({ description: "The entry's key" })) })
 export const ListQuery = Type.Object({
-  page: Type.Optional(Type.String({ description: 'default 1' })),
-  per_page: Type.Optional(Type.String({ description: '1 to 100, default 50' })),
+  page: repeatable('default 1'),
+  per_page: repeatable('1 to 100, default 50'),
 })
 export const PublicParams = Type.Object({ username: Type.String(), key: Type.String() })
 export const LegacyParams = Type.Object({ key: Type.String() })

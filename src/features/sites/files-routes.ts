@@ -7,7 +7,7 @@ import { caller } from '../../http/guard.js'
 import { multipartParts } from '../../http/multipart.js'
 import { siteOriginFor, siteUrl } from '../../http/site-origin.js'
 import { contentOrigin } from '../../http/origin.js'
-import { pageInfo, parsePage } from '../../http/pagination.js'
+import { lastValue, pageInfo, parsePage, repeatable } from '../../http/pagination.js'
 import { createFilesService, type StagedUpload } from './files-service.js'
 
 const SingleFileRecord = Type.Object({
@@ -52,10 +52,10 @@ const UploadConfig = Type.Object({
 })
 
 const ListQuery = Type.Object({
-  page: Type.Optional(Type.String({ description: 'default 1; >= 1' })),
-  per_page: Type.Optional(Type.String({ description: '1 to 100; default 20' })),
-  search: Type.Optional(Type.String({ description: 'fuzzy match on project_name and file_name (case-insensitive for ASCII)' })),
-  is_featured: Type.Optional(Type.String({ description: 'true or 1: featured only; false or 0: non-featured only' })),
+  page: repeatable('default 1; >= 1'),
+  per_page: repeatable('1 to 100; default 20'),
+  search: repeatable('fuzzy match on project_name and file_name (case-insensitive for ASCII)'),
+  is_featured: repeatable('true or 1: featured only; false or 0: non-featured only'),
 })
 
 const MESSAGES = {
@@ -64,10 +64,8 @@ const MESSAGES = {
   deleted: { zh: '文件已删除', en: 'File deleted' },
 }
 
-const one = (v: unknown): unknown => (Array.isArray(v) ? v[v.length - 1] : v)
-
 function parseFeatured(v: unknown): boolean | undefined {
-  const s = one(v)
+  const s = lastValue(v)
   if (s === undefined || s === '') return undefined
   if (typeof s === 'string') {
     const l = s.toLowerCase()
@@ -181,7 +179,7 @@ export function filesApi(app: FastifyInstance, deps: Deps): void {
       const q = req.query as Record<string, unknown>
       const page = parsePage(q, { perPage: 20, maxPerPage: 100 })
       const featured = parseFeatured(q.is_featured)
-      const s = one(q.search)
+      const s = lastValue(q.search)
       const search = typeof s === 'string' && s !== '' ? s : undefined
       const { total, files } = await svc.list(p.user, { search, featured }, page.perPage, page.offset, contentOrigin(req, deps.config))
       const site = siteOriginFor(req, deps.config, p.user.username)
