@@ -748,6 +748,47 @@ for (const engine of ENGINES) {
       assert.equal((await data(dave, typed.id)).json.data.total, 3)
     })
 
+    it('takes a form pasted from Netlify: form-name is not stored, bot-field is a honeypot (decision 136)', async () => {
+      const eve = await s.user()
+      const typed = await make(eve, { fields_config: [{ name: 'email', type: 'email' }, { name: 'message' }] })
+      const free = await make(eve)
+      const off = await make(eve, { honeypot_field: null, fields_config: [{ name: 'message' }] })
+      const declared = await make(eve, { fields_config: [{ name: 'form-name' }, { name: 'bot-field' }] })
+      const rows = async (id: string) => (await data(eve, id)).json.data.submissions
+      const form = (id: string, body: string) => submit(id, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+      // the post of <form data-netlify="true" netlify-honeypot="bot-field">, as Netlify's build adds form-name
+      assert.equal((await form(typed.form_slug, 'form-name=contact&bot-field=&email=a%40b.example&message=hi')).status, 200)
+      const [human] = await rows(typed.id)
+      assert.deepEqual(human.data, { email: 'a@b.example', message: 'hi' })
+      assert.equal(human.is_spam, false)
+      // a filled bot-field is spam, stored flagged like the form's own honeypot, on every body type
+      const mp = multipart([
+        { name: 'form-name', data: 'contact' },
+        { name: 'bot-field', data: 'http://spam.example' },
+        { name: 'message', data: 'buy' },
+      ])
+      assert.equal((await submit(typed.form_slug, { body: mp.body, headers: { 'content-type': mp.contentType } })).status, 200)
+      const [bot] = await rows(typed.id)
+      assert.deepEqual(bot.data, { message: 'buy' })
+      assert.equal(bot.spam_reason, 'honeypot')
+      // without fields_config: neither is stored either
+      assert.equal((await submit(free.form_slug, { json: { 'form-name': 'contact', 'bot-field': '', note: 'n' } })).status, 200)
+      assert.deepEqual((await rows(free.id))[0].data, { note: 'n' })
+      // Netlify's fields alone are no content: 400 / 1106, nothing stored
+      expectError(await form(free.form_slug, 'form-name=contact&bot-field='), 400, 1106)
+      assert.equal((await data(eve, free.id)).json.data.total, 1)
+      // honeypots off (honeypot_field null): bot-field is still not a field, and not spam
+      assert.equal((await form(off.form_slug, 'form-name=c&bot-field=x&message=m')).status, 200)
+      const [plain] = await rows(off.id)
+      assert.deepEqual(plain.data, { message: 'm' })
+      assert.equal(plain.is_spam, false)
+      // a form that declares these names gets them as fields
+      assert.equal((await form(declared.form_slug, 'form-name=c&bot-field=x')).status, 200)
+      const [kept] = await rows(declared.id)
+      assert.deepEqual(kept.data, { 'form-name': 'c', 'bot-field': 'x' })
+      assert.equal(kept.is_spam, false)
+    })
+
     describe('flags honeypot and too-fast submissions as spam, stores them, and filters them', () => {
       let f: Awaited<ReturnType<typeof make>>
       let now: number

@@ -234,9 +234,31 @@ export function readListNames(body: Map<string, unknown>): Map<string, unknown> 
 export const REPLY_TO = '_replyto'
 
 /**
+ * Netlify Forms' plumbing, which a form pasted from a Netlify site posts: the hidden
+ * `form-name` (which form a post is for; here the URL says that) and the `bot-field` honeypot
+ * its examples name in `netlify-honeypot`. Control fields on every form that does not declare
+ * the name in fields_config (decision 136).
+ */
+export const NETLIFY_FORM_NAME = 'form-name'
+export const NETLIFY_HONEYPOT = 'bot-field'
+
+/** A name that is never stored nor "unknown": `_` names but `_replyto`, and Netlify's undeclared ones. */
+const isControlName = (name: string, defs: FieldDef[]) =>
+  (name.startsWith('_') && name !== REPLY_TO) || ((name === NETLIFY_FORM_NAME || name === NETLIFY_HONEYPOT) && !defs.some((d) => d.name === name))
+
+/**
+ * Names whose non-empty value marks a submission as spam: the form's `honeypot_field` and,
+ * while that is set (null turns honeypots off), Netlify's `bot-field` unless declared.
+ */
+export function honeypotNames(defs: FieldDef[], honeypot: string | null): string[] {
+  if (honeypot === null) return []
+  return honeypot !== NETLIFY_HONEYPOT && isControlName(NETLIFY_HONEYPOT, defs) ? [honeypot, NETLIFY_HONEYPOT] : [honeypot]
+}
+
+/**
  * Validates submitted fields against a form's definition. Names starting with "_" (except
- * `_replyto`, kept as text) and the honeypot field are control fields (never stored, never
- * "unknown"). With an empty
+ * `_replyto`, kept as text), Netlify's `form-name` and `bot-field` unless declared, and the
+ * honeypot field are control fields (never stored, never "unknown"). With an empty
  * fields_config any field name is accepted. Errors: 1614 naming the field; 400 for text the
  * database cannot store, a `__proto__` name, or a submission without a value in any field.
  */
@@ -265,7 +287,7 @@ export function validateSubmission(defs: FieldDef[], honeypot: string | null, se
       }
       continue
     }
-    if (name.startsWith('_')) continue
+    if (isControlName(name, defs)) continue
     if (!isEmpty(raw) && !(Array.isArray(raw) && raw.every(isEmpty))) filled = true
     if (defs.length > 0) {
       if (!byName.has(name)) throw mismatch(name, 'is not a field of this form')

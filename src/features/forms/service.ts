@@ -10,7 +10,7 @@ import { quotaOf } from '../../limits/quotas.js'
 import type { Clock } from '../../util/clock.js'
 import { beijingTime } from '../../util/time.js'
 import { rounds } from '../../util/rounds.js'
-import { checkText, FIELD_NAME_RE, parseFieldsConfig, validateSubmission, type FieldDef } from './fields.js'
+import { checkText, FIELD_NAME_RE, honeypotNames, parseFieldsConfig, validateSubmission, type FieldDef } from './fields.js'
 import { ipPrefix, parseAllowedOrigins } from './origins.js'
 import { ipLimitKey } from '../../http/ip-key.js'
 import { formStore, type FormRow, type SubmissionFilter, type SubmissionRow } from './store.js'
@@ -142,11 +142,16 @@ export function submissionView(r: SubmissionRow) {
 }
 export type SubmissionView = ReturnType<typeof submissionView>
 
-/** Why a submission looks automated, or null (honeypot filled; filled in faster than allowed). */
-export function spamReason(form: Pick<FormRow, 'honeypot_field' | 'min_fill_seconds'>, body: Map<string, unknown>, now: number): string | null {
+/** Why a submission looks automated, or null (a honeypot filled; filled in faster than allowed). */
+export function spamReason(
+  form: Pick<FormRow, 'honeypot_field' | 'min_fill_seconds'>,
+  defs: FieldDef[],
+  body: Map<string, unknown>,
+  now: number,
+): string | null {
   const first = (v: unknown) => (Array.isArray(v) ? v[0] : v)
-  if (form.honeypot_field) {
-    const hp = first(body.get(form.honeypot_field))
+  for (const name of honeypotNames(defs, form.honeypot_field)) {
+    const hp = first(body.get(name))
     if (hp !== undefined && hp !== null && hp !== '' && hp !== false) return 'honeypot'
   }
   const min = Number(form.min_fill_seconds)
@@ -437,7 +442,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       const defs = JSON.parse(form.fields_config) as FieldDef[]
       const data = validateSubmission(defs, form.honeypot_field, body)
       const now = clock.now()
-      const spam = spamReason(form, body, now)
+      const spam = spamReason(form, defs, body, now)
       const ua = meta.userAgent && !/[\u0000]/.test(meta.userAgent) ? meta.userAgent.slice(0, 512) : null
       return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now })
     },
