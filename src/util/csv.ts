@@ -20,3 +20,21 @@ export function csvCell(v: unknown): string {
 export function toCsv(rows: unknown[][]): string {
   return rows.map((r) => r.map(csvCell).join(',')).join('\r\n') + (rows.length ? '\r\n' : '')
 }
+
+/**
+ * The headers of a table's field columns, every header of the table once: a field's name, or
+ * for a name that is one of the table's fixed columns, the name behind `data.` (again while
+ * that is another field's name), as a submission's JSON holds it under `data`. Field names are
+ * distinct (an object's keys). Used for form submissions (decision 137).
+ */
+export function fieldHeaders(fixed: readonly string[], names: string[]): string[] {
+  const reserved = new Set(fixed)
+  const taken = new Set([...fixed, ...names])
+  return names.map((name) => {
+    if (!reserved.has(name)) return name
+    let h = `data.${name}`
+    while (taken.has(h)) h = `data.${h}`
+    taken.add(h)
+    return h
+  })
+}

@@ -232,6 +232,14 @@ describe('client: configuration, arguments, values', () => {
     assert.equal(toCsv(rows), 'id,created_at,is_read,email,note,n\r\ns1,t,false,a@b,"\'=HYPERLINK(""x"")",-3\r\n')
   })
 
+  it('names a field like a fixed column data.<name>, every header once (decision 137)', () => {
+    const rows = submissionRows({
+      form: { fields_config: [] },
+      submissions: [{ id: 's1', created_at: 't', is_read: true, data: { id: 'visitor', is_read: 'no', msg: 'hi' } }],
+    })
+    assert.equal(toCsv(rows), 'id,created_at,is_read,data.id,data.is_read,msg\r\ns1,t,true,visitor,no,hi\r\n')
+  })
+
   it('reads the three error formats and retry_after', () => {
     const a = ApiError.from(429, { success: false, error_code: 1204, error_type: 'QUOTA_ERROR', message: 'slow', solution: 'wait', retry_after: 7 }, '', {})
     assert.equal(a.retryAfter, 7)

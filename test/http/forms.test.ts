@@ -1149,6 +1149,50 @@ for (const engine of ENGINES) {
       assert.match(lines[1], /,Ann,,,,/)
     })
 
+    it('exports a field named like a fixed CSV column under data.<name>, every header once (decision 137)', async () => {
+      const jo = await s.user()
+      const csvOf = async (id: string) => {
+        const r = await s.get(`/svc_api/forms/export/${id}?format=csv`, { key: jo.key })
+        assert.equal(r.status, 200, r.text)
+        return r.text.slice(1).split('\r\n')
+      }
+      // a visitor's fields on a form without fields_config, one of them already named data.<fixed>
+      const free = await make(jo)
+      const sent = {
+        submission_id: 'S',
+        created_at: 'C',
+        is_read: 'R',
+        is_spam: 'P',
+        spam_reason: 'W',
+        user_agent: 'U',
+        ip_prefix: 'I',
+        'data.ip_prefix': 'D',
+        msg: 'hi',
+      }
+      const ok = await submit(free.form_slug, { json: sent, headers: { 'user-agent': 'agent/1' } })
+      assert.equal(ok.status, 200, ok.text)
+      const [head, row] = await csvOf(free.id)
+      const names = head.split(',')
+      assert.equal(new Set(names).size, names.length, head)
+      assert.equal(
+        head,
+        'submission_id,created_at,is_read,is_spam,spam_reason,' +
+          'data.submission_id,data.created_at,data.is_read,data.is_spam,data.spam_reason,data.user_agent,data.data.ip_prefix,data.ip_prefix,msg,' +
+          'user_agent,ip_prefix',
+      )
+      const cells = row.split(',')
+      assert.equal(cells[0], ok.json.data.submission_id)
+      assert.deepEqual(cells.slice(5, 14), ['S', 'C', 'R', 'P', 'W', 'U', 'I', 'D', 'hi'])
+      assert.deepEqual(cells.slice(14), ['agent/1', '127.0.0.0/24'])
+      // a declared field gets the same header; the JSON export keeps the names as stored
+      const typed = await make(jo, { fields_config: [{ name: 'created_at', type: 'date' }, { name: 'note' }] })
+      assert.equal((await submit(typed.form_slug, { json: { created_at: '2026-01-02', note: 'n' } })).status, 200)
+      const [typedHead] = await csvOf(typed.id)
+      assert.equal(typedHead, 'submission_id,created_at,is_read,is_spam,spam_reason,data.created_at,note,user_agent,ip_prefix')
+      const json = await s.get(`/svc_api/forms/export/${typed.id}`, { key: jo.key })
+      assert.deepEqual(json.json.data.submissions[0].data, { created_at: '2026-01-02', note: 'n' })
+    })
+
     it('exports the values of fields since removed from fields_config, as the JSON export does', async () => {
       const ida = await s.user()
       const f = await make(ida, { fields_config: [{ name: 'name' }, { name: 'phone', type: 'tel' }] })

@@ -1,4 +1,4 @@
-import { csvCell } from '../../util/csv.js'
+import { csvCell, fieldHeaders } from '../../util/csv.js'
 import type { FieldDef } from './fields.js'
 import { submissionView, type FormView } from './service.js'
 import type { SubmissionRow } from './store.js'
@@ -11,13 +11,13 @@ const TAIL = ['user_agent', 'ip_prefix'] as const
  * columns, then the form's fields in their order followed by every other name found in the
  * exported rows (from a first pass: fields since removed from fields_config, or every field of
  * a form without one), then user agent and client network. Every stored value has a column,
- * as in the JSON export.
+ * as in the JSON export, and no header is repeated (fieldHeaders).
  */
 export async function* csvExport(fields: FieldDef[], rows: () => AsyncIterable<SubmissionRow>): AsyncGenerator<string> {
   const seen = new Set(fields.map((f) => f.name))
   for await (const r of rows()) for (const k of Object.keys(JSON.parse(r.data) as object)) seen.add(k)
   const columns = [...seen]
-  yield '\uFEFF' + [...FIXED, ...columns, ...TAIL].map(csvCell).join(',') + '\r\n'
+  yield '\uFEFF' + [...FIXED, ...fieldHeaders([...FIXED, ...TAIL], columns), ...TAIL].map(csvCell).join(',') + '\r\n'
   for await (const r of rows()) {
     const v = submissionView(r)
     // own keys only: a field named "constructor" that this submission lacks is an empty cell

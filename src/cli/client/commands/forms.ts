@@ -4,7 +4,7 @@ import { encodePath } from '../api.js'
 import { parse } from '../args.js'
 import { ApiError, UsageError } from '../errors.js'
 import { formatBytes } from '../progress.js'
-import { toCsv } from '../../../util/csv.js'
+import { fieldHeaders, toCsv } from '../../../util/csv.js'
 import { flagsOf, localTime, need, noMore, preview, table, type Ctx } from './context.js'
 
 export const FORMS_USAGE =
@@ -233,7 +233,7 @@ async function exportCommand(ctx: Ctx, rest: string[]): Promise<number> {
   return 0
 }
 
-/** Rows (with a header row) of exported submissions: id, created_at, is_read, then each field. */
+/** Rows (with a header row) of exported submissions: id, created_at, is_read, then each field (fieldHeaders). */
 export function submissionRows(data: any): string[][] {
   const subs: any[] = Array.isArray(data?.submissions) ? data.submissions : []
   const fieldNames: string[] = []
@@ -241,8 +241,9 @@ export function submissionRows(data: any): string[][] {
   for (const f of cfg) if (typeof f?.name === 'string' && !fieldNames.includes(f.name)) fieldNames.push(f.name)
   for (const s of subs) for (const k of Object.keys(s?.data ?? {})) if (!fieldNames.includes(k)) fieldNames.push(k)
   const cell = (x: unknown) => (x === undefined || x === null ? '' : typeof x === 'string' ? x : JSON.stringify(x))
+  const fixed = ['id', 'created_at', 'is_read']
   return [
-    ['id', 'created_at', 'is_read', ...fieldNames],
+    [...fixed, ...fieldHeaders(fixed, fieldNames)],
     ...subs.map((s) => [cell(s.id), cell(s.created_at), cell(s.is_read), ...fieldNames.map((n) => cell(s?.data?.[n]))]),
   ]
 }

@@ -369,7 +369,7 @@
     })
   }
 
-  /** Saves a text as a download. */
+  /** Saves a text (or a Blob) as a download. */
   function download(name, text, type) {
     var url = URL.createObjectURL(new Blob([text], { type: type }))
     var a = el('a', { download: name })
