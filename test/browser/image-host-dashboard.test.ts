@@ -61,4 +61,63 @@ describe('image host dashboard (Chromium) [sqlite]', () => {
     assert.ok(!list.json.images.some((i: { file_name: string }) => i.file_name === oldest))
     assert.deepEqual(errors, [])
   })
+
+  it('shows each picture from a variant sized to its box, 2x on a high-DPI screen; SVG and small ones as they are', async () => {
+    const u = await s.user()
+    await svc(s, 'grant', u.username, 'image-host')
+    const cookie = await s.login(u.username, u.password)
+    const svg = '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="200"><rect width="300" height="200" fill="#c33"/></svg>'
+    const form = imageForm([
+      { name: 'photo.jpg', data: await makeImage('jpeg', { width: 2400, height: 1800 }) },
+      { name: 'wide.png', data: await makeImage('png', { width: 3000, height: 500 }) },
+      { name: 'icon.png', data: await makeImage('png', { width: 32, height: 32 }) },
+      { name: 'logo.svg', data: svg },
+    ])
+    const r = await s.post('/api/image-host/upload', { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+    assert.equal(r.status, 200, r.text)
+    const byName = new Map<string, { versioned_url: string }>(r.json.images.map((i: { file_name: string; versioned_url: string }) => [i.file_name, i]))
+
+    for (const scale of [1, 2]) {
+      const hd = await openContext({ locale: 'en-US', deviceScaleFactor: scale, viewport: { width: 1000, height: 900 } })
+      try {
+        const p = await hd.newPage()
+        p.setDefaultTimeout(15_000)
+        const errors = watchErrors(p)
+        const asked: string[] = []
+        p.on('request', (q) => {
+          if (q.url().includes('/svc-img/pub/')) asked.push(q.url())
+        })
+        await logInPage(p, s.url, u)
+        await p.goto(`${s.url}/dashboard/images`)
+        const pic = (name: string) =>
+          p.locator('#img-list li', { has: p.locator('strong', { hasText: new RegExp(`^${name.replace('.', '\\.')}$`) }) }).locator('img')
+        await p.waitForFunction(() => {
+          const imgs = [...document.querySelectorAll<HTMLImageElement>('#img-list img')]
+          return imgs.length === 4 && imgs.every((i) => i.complete && i.naturalWidth > 0)
+        })
+        // the large ones: a variant that fits the 10rem box at this density, never the original
+        for (const [name, w, h] of [
+          ['photo.jpg', 2400, 1800],
+          ['wide.png', 3000, 500],
+        ] as const) {
+          const shown = await pic(name).evaluate((i: HTMLImageElement) => ({ src: i.currentSrc, w: i.naturalWidth, h: i.naturalHeight }))
+          const url = new URL(shown.src)
+          assert.equal(url.searchParams.get('w'), String(640 * scale), shown.src)
+          assert.equal(url.searchParams.get('h'), String(160 * scale), shown.src)
+          assert.ok(shown.src.startsWith(byName.get(name)!.versioned_url + '&'), shown.src)
+          // the variant's pixels (a 2x candidate's natural size is counted in CSS pixels)
+          const fit = Math.min((640 * scale) / w, (160 * scale) / h)
+          assert.ok(Math.abs(shown.w * scale - w * fit) <= scale && Math.abs(shown.h * scale - h * fit) <= scale, `${name}: ${shown.w}x${shown.h}`)
+          assert.ok(!asked.includes(byName.get(name)!.versioned_url), `${name}: the original was not fetched`)
+        }
+        // a picture smaller than the box, and an SVG: the original bytes
+        assert.equal(await pic('icon.png').evaluate((i: HTMLImageElement) => i.currentSrc), byName.get('icon.png')!.versioned_url)
+        const logo = await pic('logo.svg').evaluate((i: HTMLImageElement) => ({ src: i.currentSrc, w: i.naturalWidth }))
+        assert.deepEqual(logo, { src: byName.get('logo.svg')!.versioned_url, w: 300 })
+        assert.deepEqual(errors, [])
+      } finally {
+        await hd.close()
+      }
+    }
+  })
 })

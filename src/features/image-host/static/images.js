@@ -9,6 +9,10 @@
   var redeem = S.redeemForm('img-status', status, 'image-host')
   // the list is paged (the API answers at most 100 a page): every image stays reachable
   var state = { page: 1, per_page: 50 }
+  // a thumbnail's box at 1x (app.css .gallery img: 10rem high, as wide as a column, at most
+  // about 600px on a narrow screen's single column)
+  var THUMB_W = 640
+  var THUMB_H = 160
 
   function status() {
     return S.api
@@ -63,6 +67,41 @@
       .catch(S.fail('img-status'))
   }
 
+  /**
+   * The gallery picture of an image: a variant sized to its box (CSS: the column's width, at
+   * most THUMB_W, by 10rem), with a 2x one for high-DPI screens; the original where it already
+   * fits the box, and for SVG (no variants). The versioned link names these bytes: a replaced
+   * image is never shown from the cache. A variant the server cannot make falls back to the
+   * original.
+   */
+  function thumbnail(img) {
+    var original = img.versioned_url || img.public_url
+    var raster = img.content_type !== 'image/svg+xml'
+    var at = function (scale) {
+      var w = THUMB_W * scale
+      var h = THUMB_H * scale
+      if (!raster || (img.width > 0 && img.height > 0 && img.width <= w && img.height <= h)) return original
+      return original + (original.indexOf('?') < 0 ? '?' : '&') + 'w=' + w + '&h=' + h + '&format=webp'
+    }
+    var one = at(1)
+    var two = at(2)
+    var pic = el('img', {
+      src: one,
+      srcset: two === one ? null : one + ' 1x, ' + two + ' 2x',
+      alt: img.remark || img.file_name || '',
+      loading: 'lazy',
+      decoding: 'async',
+    })
+    var fellBack = one === original && two === original
+    pic.addEventListener('error', function () {
+      if (fellBack) return
+      fellBack = true
+      pic.removeAttribute('srcset')
+      pic.src = original
+    })
+    return pic
+  }
+
   function item(img) {
     var id = 'img-' + img.public_token
     var remark = el('input', { id: id + '-remark', maxlength: 500, value: img.remark || '' })
@@ -88,12 +127,7 @@
     return el(
       'li',
       {},
-      el(
-        'a',
-        { href: img.public_url, target: '_blank', rel: 'noopener noreferrer' },
-        // the versioned link names these bytes: a replaced image is never shown from the cache
-        el('img', { src: img.versioned_url || img.public_url, alt: img.remark || img.file_name || '', loading: 'lazy' }),
-      ),
+      el('a', { href: img.public_url, target: '_blank', rel: 'noopener noreferrer' }, thumbnail(img)),
       el(
         'p',
         {},
