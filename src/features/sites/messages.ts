@@ -22,6 +22,8 @@ export const SITES_MESSAGES = defineMessages(
     'files.col.updated': 'Updated',
     'files.quota': '{count} of {max} files · at most {size} each',
     'files.cancelled': 'Upload cancelled: {done} of {total} files uploaded; the rest were not sent.',
+    'files.result': '{done} of {total} files uploaded.',
+    'files.too_large': '{name}: larger than {max}, the most a file may be; not uploaded.',
     'files.none': 'No files yet.',
     'files.delete_confirm': 'Delete "{name}"? Its link stops working.',
 
@@ -89,6 +91,8 @@ export const SITES_MESSAGES = defineMessages(
     'files.col.updated': '更新时间',
     'files.quota': '已用 {count} / {max} 个文件 · 单个最大 {size}',
     'files.cancelled': '上传已取消：已上传 {done} / {total} 个文件，其余文件未发送。',
+    'files.result': '已上传 {done} / {total} 个文件。',
+    'files.too_large': '{name}：超过单个文件的上限 {max}，未上传。',
     'files.none': '还没有文件。',
     'files.delete_confirm': '删除“{name}”？它的链接将失效。',
 

@@ -227,17 +227,18 @@
     } else fallback()
   }
 
+  /** A size for people: bytes in binary units (16777216: "16 MiB"), as the limits are set. */
   function bytes(n) {
     if (typeof n !== 'number' || !isFinite(n)) return ''
     if (n < 1024) return n + ' B'
-    var units = ['KB', 'MB', 'GB', 'TB']
+    var units = ['KiB', 'MiB', 'GiB', 'TiB']
     var v = n
     var i = -1
     do {
       v /= 1024
       i++
     } while (v >= 1024 && i < units.length - 1)
-    return (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + ' ' + units[i]
+    return (v >= 10 ? v.toFixed(0) : v.toFixed(1).replace(/\.0$/, '')) + ' ' + units[i]
   }
   /**
    * A time from the API, shown in the browser's time zone and the page's language, whatever

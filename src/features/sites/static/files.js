@@ -6,16 +6,20 @@
   var el = S.el
   var state = { page: 1, per_page: 20, search: '' }
   var bar = S.progress('file-progress')
+  /** The largest file the server takes (upload/info's max_file_size); null until it is known. */
+  var maxSize = null
 
   function info() {
-    S.api
+    return S.api
       .get('/svc_api/upload/info')
       .then(function (r) {
         var d = r.data
+        maxSize = d.max_file_size
         S.$('files-quota').textContent = t('files.quota', { count: d.current_file_count, max: d.max_files_per_user, size: S.bytes(d.max_file_size) })
       })
       .catch(function () {})
   }
+  var infoLoaded = info()
 
   function load() {
     return S.api
@@ -81,52 +85,78 @@
       .catch(S.fail('files-status'))
   }
 
-  /** Uploads files one after another, each with its progress; resolves once all are done. */
+  /** Why a file is not taken, in the page's words: over the size limit (known before sending). */
+  function tooLarge(f) {
+    return t('files.too_large', { name: f.name, max: S.bytes(maxSize) })
+  }
+
+  /**
+   * Uploads files one after another, each with its progress; resolves once all are done. A file
+   * over the limit is refused here, before any of its bytes are sent; the server's refusal of
+   * one (its limit changed since the page loaded) reads the same, with the new limit.
+   */
   function uploadAll(files) {
     var list = Array.prototype.slice.call(files)
     if (list.length === 0) return
     S.status('files-status', '')
-    var total = list.length
-    var done = 0
-    var errors = []
-    var cancelled = false
-    var next = function () {
-      if (list.length === 0 || cancelled) {
-        if (cancelled) {
-          var msg = t('files.cancelled', { done: done, total: total })
-          bar.done(msg)
-          S.status('files-status', [msg].concat(errors).join('\n'), 'error')
-        } else {
-          bar.done(t('common.uploaded') + ' ' + done + '/' + (done + errors.length))
-          if (errors.length) S.status('files-status', errors.join('\n'), 'error')
-          else S.status('files-status', t('common.uploaded'), 'ok')
+    // a result of an earlier upload is not this one's
+    bar.hide()
+    return infoLoaded.then(function () {
+      var total = list.length
+      var done = 0
+      var errors = []
+      var cancelled = false
+      var next = function () {
+        if (list.length === 0 || cancelled) {
+          if (cancelled) {
+            var msg = t('files.cancelled', { done: done, total: total })
+            bar.done(msg)
+            S.status('files-status', [msg].concat(errors).join('\n'), 'error')
+          } else if (errors.length === 0) {
+            bar.done(total === 1 ? t('common.uploaded') : t('files.result', { done: done, total: total }))
+            S.status('files-status', t('common.uploaded'), 'ok')
+          } else {
+            // nothing went up: no bar saying "uploaded"; the reasons are in the status line
+            if (done === 0) bar.hide()
+            else bar.done(t('files.result', { done: done, total: total }))
+            S.status('files-status', errors.join('\n'), 'error')
+          }
+          state.page = 1
+          info()
+          return load()
         }
-        state.page = 1
-        info()
-        return load()
+        var f = list.shift()
+        if (maxSize !== null && f.size > maxSize) {
+          errors.push(tooLarge(f))
+          return next()
+        }
+        var fd = new FormData()
+        fd.append('file', f, f.name)
+        var project = S.$('file-project').value.trim()
+        var description = S.$('file-description').value.trim()
+        if (project) fd.append('project_name', project)
+        if (description) fd.append('description', description)
+        bar.show(f.name)
+        return S.send('POST', '/svc_api/upload', fd, bar.set, bar.signal)
+          .then(
+            function () {
+              done++
+            },
+            function (e) {
+              // cancelled: this file is not stored and the ones after it are not sent
+              if (e.cancelled) cancelled = true
+              else if (e.body.error_code === 1104)
+                // the server's limit (it may have changed since the page loaded), in the page's words
+                return info().then(function () {
+                  errors.push(maxSize !== null ? tooLarge(f) : f.name + ': ' + e.message)
+                })
+              else errors.push(f.name + ': ' + e.message)
+            },
+          )
+          .then(next)
       }
-      var f = list.shift()
-      var fd = new FormData()
-      fd.append('file', f, f.name)
-      var project = S.$('file-project').value.trim()
-      var description = S.$('file-description').value.trim()
-      if (project) fd.append('project_name', project)
-      if (description) fd.append('description', description)
-      bar.show(f.name)
-      return S.send('POST', '/svc_api/upload', fd, bar.set, bar.signal)
-        .then(
-          function () {
-            done++
-          },
-          function (e) {
-            // cancelled: this file is not stored and the ones after it are not sent
-            if (e.cancelled) cancelled = true
-            else errors.push(f.name + ': ' + e.message)
-          },
-        )
-        .then(next)
-    }
-    return next()
+      return next()
+    })
   }
 
   S.onSubmit(S.$('upload-form'), function () {
@@ -144,6 +174,5 @@
       load()
     }, 300)
   })
-  info()
   load()
 })()
