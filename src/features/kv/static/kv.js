@@ -84,6 +84,8 @@
   }
 
   function edit(it) {
+    S.fieldError(S.$('kv-key'), '')
+    S.fieldError(S.$('kv-value'), '')
     S.$('kv-key').value = it.key
     S.$('kv-type').value = it.data_type || 'json'
     S.$('kv-value').value = it.data_type === 'json' || typeof it.value !== 'string' ? JSON.stringify(it.value, null, 2) : it.value
@@ -115,19 +117,27 @@
       .catch(S.fail('kv-status'))
   }
 
+  /** The field a refusal of the store is about (key format or length: the key; size: the value). */
+  var FIELD_OF_CODE = { 1601: 'kv-key', 1606: 'kv-key', 1602: 'kv-value' }
+
   S.onSubmit(S.$('kv-form'), function () {
+    var keyField = S.$('kv-key')
+    var valueField = S.$('kv-value')
+    S.fieldError(keyField, '')
+    S.fieldError(valueField, '')
+    S.status('kv-status', '')
     var type = S.$('kv-type').value
-    var text = S.$('kv-value').value
+    var text = valueField.value
     var value = text
     if (type === 'json') {
       try {
         value = JSON.parse(text)
       } catch (err) {
-        return S.status('kv-status', t('kv.bad_json'), 'error')
+        return S.fieldError(valueField, t('kv.bad_json'))
       }
     } else if (type === 'number') {
       value = Number(text)
-      if (text.trim() === '' || !isFinite(value)) return S.status('kv-status', t('kv.bad_number'), 'error')
+      if (text.trim() === '' || !isFinite(value)) return S.fieldError(valueField, t('kv.bad_number'))
     }
     var tags = S.$('kv-tags')
       .value.split(',')
@@ -135,16 +145,22 @@
         return s.trim()
       })
       .filter(Boolean)
-    var key = S.$('kv-key').value.trim()
+    var key = keyField.value.trim()
     return store({ key: key, value: value, data_type: type, tags: tags, is_public: S.$('kv-public').checked })
       .then(function () {
         S.status('kv-status', t('common.saved') + (S.$('kv-public').checked ? ' ' + publicUrl(key) : ''), 'ok')
         return load()
       })
-      .catch(S.fail('kv-status'))
+      .catch(function (e) {
+        var field = S.$(FIELD_OF_CODE[e.body && e.body.error_code] || '')
+        if (field) S.fieldError(field, e.message)
+        else S.fail('kv-status')(e)
+      })
   })
   S.$('kv-new').addEventListener('click', function () {
     S.$('kv-form').reset()
+    S.fieldError(S.$('kv-key'), '')
+    S.fieldError(S.$('kv-value'), '')
     S.$('kv-key').focus()
   })
   load()

@@ -206,6 +206,42 @@
     }
   }
 
+  /**
+   * Shows why a field of a script-driven form is refused, as the server-rendered forms do (the
+   * sign-up form): the message in a `p.error.field-error` right after the field (id
+   * `{field id}-error`), the field `aria-invalid` and described by the message before its hint,
+   * and focused. An empty msg takes the mark away, as does the next change of the field.
+   */
+  function fieldError(field, msg) {
+    var id = field.id + '-error'
+    var line = $(id)
+    var others = (field.getAttribute('aria-describedby') || '').split(' ').filter(function (x) {
+      return x && x !== id
+    })
+    if (!msg) {
+      if (line) line.remove()
+      field.removeAttribute('aria-invalid')
+      if (others.length) field.setAttribute('aria-describedby', others.join(' '))
+      else field.removeAttribute('aria-describedby')
+      return
+    }
+    if (!line) {
+      line = el('p', { class: 'error field-error', id: id })
+      field.insertAdjacentElement('afterend', line)
+    }
+    line.textContent = msg
+    field.setAttribute('aria-invalid', 'true')
+    field.setAttribute('aria-describedby', [id].concat(others).join(' '))
+    field.addEventListener(
+      'input',
+      function () {
+        fieldError(field, '')
+      },
+      { once: true },
+    )
+    field.focus()
+  }
+
   function copy(text) {
     function fallback() {
       var ta = el('textarea', { class: 'sr', readOnly: true, value: text })
@@ -453,6 +489,7 @@
     toast: toast,
     status: status,
     fail: fail,
+    fieldError: fieldError,
     copy: copy,
     bytes: bytes,
     time: time,
