@@ -642,6 +642,82 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/svc_api/data/public/${tie}`)).json.data.owner, mid.username)
     })
 
+    it('list with prefix: exact byte-wise prefix, paged over the matches, usage of the whole store', async () => {
+      const u = await s.user()
+      const kv = createKvStore(s.deps.db)
+      for (const key of ['app-a', 'app-b', 'app_c', 'appz', 'App-x', 'ap', 'apq', 'other']) assert.equal((await store(u, { key, value: 1 })).status, 200)
+      // legacy keys (written before the key format) may hold LIKE wildcards and any Unicode
+      const t0 = clock.now()
+      for (const key of ['app%x', 'app\\y', 'appé', 'app😀', 'app\u{10FFFF}', 'apq\u{10FFFF}z', 'é']) {
+        await kv.insert(s.deps.db.k, {
+          user_id: u.id,
+          key,
+          value: '1',
+          data_type: 'json',
+          tags: '[]',
+          is_public: 0,
+          version: 1,
+          size: 1,
+          created_at: t0,
+          updated_at: t0,
+          expires_at: null,
+        })
+      }
+      const keys = async (q: string) => {
+        const r = await list(u, q)
+        assert.equal(r.status, 200, r.text)
+        return r.json.data.items.map((i: any) => i.key)
+      }
+      const p = (prefix: string, rest = '') => `?prefix=${encodeURIComponent(prefix)}${rest}`
+      assert.deepEqual(await keys(p('app-')), ['app-a', 'app-b'])
+      // `_` and `%` are plain characters, not LIKE wildcards; case matters
+      assert.deepEqual(await keys(p('app_')), ['app_c'])
+      assert.deepEqual(await keys(p('app%')), ['app%x'])
+      assert.deepEqual(await keys(p('app\\')), ['app\\y'])
+      assert.deepEqual(await keys(p('App')), ['App-x'])
+      assert.deepEqual(await keys(p('APP')), [])
+      // the key equal to the prefix is included; byte order (UTF-8) throughout
+      assert.deepEqual(await keys(p('ap')), [
+        'ap',
+        'app%x',
+        'app-a',
+        'app-b',
+        'app\\y',
+        'app_c',
+        'appz',
+        'appé',
+        'app😀',
+        'app\u{10FFFF}',
+        'apq',
+        'apq\u{10FFFF}z',
+      ])
+      assert.deepEqual(await keys(p('appé')), ['appé'])
+      assert.deepEqual(await keys(p('app\u{10FFFF}')), ['app\u{10FFFF}'])
+      assert.deepEqual(await keys(p('apq\u{10FFFF}')), ['apq\u{10FFFF}z'])
+      assert.deepEqual(await keys(p('é')), ['é'])
+      assert.deepEqual(await keys(p('zzz')), [])
+      assert.deepEqual(await keys(p('x'.repeat(2000))), [])
+      // paging, total and total_pages count the matches; usage and quota the whole store
+      const all = await list(u)
+      assert.equal(all.json.data.total, 15)
+      const first = await list(u, p('app', '&per_page=3'))
+      assert.equal(first.json.data.total, 9)
+      assert.equal(first.json.data.total_pages, 3)
+      assert.deepEqual(first.json.data.usage, all.json.data.usage)
+      assert.deepEqual(first.json.data.quota, all.json.data.quota)
+      const paged: string[] = []
+      for (let page = 1; page <= 4; page++) paged.push(...(await keys(p('app', `&per_page=3&page=${page}`))))
+      assert.deepEqual(paged, await keys(p('app')))
+      // an empty prefix is every key; expired entries are gone from the matches too
+      assert.equal((await keys(p(''))).length, 15)
+      await store(u, { key: 'app-a', value: 1, ttl: 1 })
+      clock.advance(2000)
+      assert.deepEqual(await keys(p('app-')), ['app-b'])
+      assert.equal((await list(u, p('app-'))).json.data.total, 1)
+      // given twice: 400 / 1106
+      code(await list(u, '?prefix=a&prefix=b'), 400, 1106)
+    })
+
     it('requires credentials for writes and private reads; refuses cross-site cookie writes', async () => {
       for (const [m, p] of [
         ['POST', '/svc_api/data/store'],

@@ -1986,6 +1986,8 @@ export interface operations {
                 page?: string | string[];
                 /** @description 1 to 100, default 50 */
                 per_page?: string | string[];
+                /** @description Beyond the spec: only keys that start with this string (exact and case-sensitive, byte by byte; `%` and `_` are plain characters). page, per_page, total and total_pages count the matching keys; usage stays the whole store. Empty: every key. */
+                prefix?: string;
             };
             header?: never;
             path?: never;

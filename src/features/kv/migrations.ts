@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Migration } from 'kysely'
+import { PostgresAdapter, sql, type Kysely, type Migration } from 'kysely'
 
 /** The key-value store's table. */
 export const kvMigrations: Record<string, Migration> = {
@@ -56,6 +56,18 @@ export const kvMigrations: Record<string, Migration> = {
     },
     async down(db: Kysely<any>) {
       await db.schema.dropIndex('kv_entries_user_expiring').execute()
+    },
+  },
+  // PostgreSQL: lists (and their prefix ranges) go by key in byte order, `collate "C"`; the
+  // primary key has the database's collation, which orders otherwise unless it is C. SQLite's
+  // primary key is in byte order (BINARY) already.
+  '0797-kv-key-bytes': {
+    async up(db: Kysely<any>) {
+      if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return
+      await sql`create index kv_entries_user_key_c on kv_entries (user_id, key collate "C")`.execute(db)
+    },
+    async down(db: Kysely<any>) {
+      await sql`drop index if exists kv_entries_user_key_c`.execute(db)
     },
   },
 }

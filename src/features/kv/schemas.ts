@@ -83,6 +83,12 @@ export const KeyQuery = Type.Object({ key: Type.Optional(Type.String({ descripti
 export const ListQuery = Type.Object({
   page: repeatable('default 1'),
   per_page: repeatable('1 to 100, default 50'),
+  prefix: Type.Optional(
+    Type.String({
+      description:
+        'Beyond the spec: only keys that start with this string (exact and case-sensitive, byte by byte; `%` and `_` are plain characters). page, per_page, total and total_pages count the matching keys; usage stays the whole store. Empty: every key.',
+    }),
+  ),
 })
 export const PublicParams = Type.Object({ username: Type.String(), key: Type.String() })
 export const LegacyParams = Type.Object({ key: Type.String() })

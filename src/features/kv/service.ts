@@ -11,7 +11,7 @@ import { DurabilityError } from '../../db/durability.js'
 import { rounds } from '../../util/rounds.js'
 import { createKvPublicCache, type Cached } from './public-cache.js'
 import { KV_LIMITS, type DataType, type EntryOut } from './schemas.js'
-import { KEY_RE, checkIncrInput, checkKey, checkStoreInput, checkTags, checkType, invalid, lookupKey, parseIsoMs, valueText } from './validate.js'
+import { KEY_RE, checkIncrInput, checkKey, checkStoreInput, checkTags, checkType, invalid, listPrefix, lookupKey, parseIsoMs, valueText } from './validate.js'
 
 /** The entry as the API shows it. */
 export function toEntry(r: KvRow): EntryOut {
@@ -473,15 +473,20 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       return cachedPublic(cache.legacyLine(k), publicReader(undefined, k))
     },
 
-    /** GET /svc_api/data/list: a page of entries by key, with quota and usage. */
+    /**
+     * GET /svc_api/data/list: a page of entries by key, with quota and usage; with `prefix`,
+     * only keys starting with it (page and total count those), usage staying the whole store's.
+     */
     async list(user: User, query: Record<string, unknown>) {
       const p = parsePage(query, { perPage: 50, maxPerPage: 100 })
+      const prefix = listPrefix(query.prefix)
       const now = clock.now()
       const usage = await store.usage(db.k, user.id, now)
-      const rows = await store.list(user.id, now, p.offset, p.perPage)
+      const rows = await store.list(user.id, now, p.offset, p.perPage, prefix)
+      const total = prefix === undefined ? usage.keys : await store.countPrefix(user.id, now, prefix)
       return {
         items: rows.map(toEntry),
-        ...pageInfo(p, usage.keys),
+        ...pageInfo(p, total),
         quota: { max_keys: quotaOf(user.limits, 'kv_keys'), max_entry_bytes: quotaOf(user.limits, 'kv_entry_bytes') },
         usage,
       }

@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder } from 'kysely'
+import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { Db, DB, Trx } from '../../db/kysely.js'
 import { prepared } from '../../db/prepared.js'
@@ -65,6 +65,22 @@ async function addKeys(ex: Ex, userId: string, delta: number): Promise<void> {
     .values({ user_id: userId, keys: delta })
     .onConflict((oc) => oc.column('user_id').doUpdateSet({ keys: sql<number>`kv_usage.keys + cast(${delta} as bigint)` }))
     .execute()
+}
+
+/**
+ * The least string above every string that starts with `prefix`, in byte order of UTF-8 (the
+ * order of code points): the prefix with its last code point raised by one, dropping trailing
+ * U+10FFFF first (and skipping the surrogate range, which no stored key holds). Undefined: no
+ * upper bound (the prefix is U+10FFFF only). Keys starting with `prefix` are exactly those in
+ * [prefix, prefixEnd(prefix)), a range an index on the key in byte order answers.
+ */
+export function prefixEnd(prefix: string): string | undefined {
+  const points = Array.from(prefix, (c) => c.codePointAt(0)!)
+  while (points.length > 0 && points[points.length - 1] === 0x10ffff) points.pop()
+  if (points.length === 0) return undefined
+  const last = points.pop()! + 1
+  points.push(last === 0xd800 ? 0xe000 : last)
+  return String.fromCodePoint(...points)
 }
 
 /** Live = not expired at `now`. */
@@ -224,6 +240,18 @@ export function createKvStore(db: Db) {
   )
   /** Byte order on both engines (PostgreSQL's collation could otherwise differ from SQLite's). */
   const keyOrder = db.engine === 'postgres' ? sql`${sql.ref('key')} collate "C"` : sql`${sql.ref('key')}`
+  /**
+   * Keys starting with `prefix`, as a range in byte order (no LIKE, so `%` and `_` are plain
+   * characters): on SQLite the primary key's BINARY order, on PostgreSQL the "C" index of
+   * migration 0797; either way an index range, whatever the database's collation.
+   */
+  const keyRange = <Q extends SelectQueryBuilder<Database, 'kv_entries', any>>(q: Q, prefix: string | undefined): Q => {
+    if (prefix === undefined || prefix === '') return q
+    const end = prefixEnd(prefix)
+    let r = q.where(sql<boolean>`${keyOrder} >= ${prefix}`)
+    if (end !== undefined) r = r.where(sql<boolean>`${keyOrder} < ${end}`)
+    return r as Q
+  }
 
   return {
     transaction: <T>(fn: (trx: Trx) => Promise<T>) => k.transaction().execute(fn),
@@ -273,6 +301,18 @@ export function createKvStore(db: Db) {
         .limit(1)
         .executeTakeFirst(),
 
+    /** Live keys starting with `prefix` (exact, byte-wise): the same range as `list`. */
+    async countPrefix(userId: string, now: number, prefix: string): Promise<number> {
+      const r = await keyRange(
+        k.selectFrom('kv_entries').select((eb) => eb.fn.countAll<number | string>().as('n')),
+        prefix,
+      )
+        .where('user_id', '=', userId)
+        .where(live(now))
+        .executeTakeFirstOrThrow()
+      return Number(r.n)
+    },
+
     /** Live keys and their bytes. */
     async usage(ex: Ex, userId: string, now: number): Promise<{ keys: number; bytes: number }> {
       const r = await ex
@@ -284,9 +324,15 @@ export function createKvStore(db: Db) {
       return { keys: Number(r.keys), bytes: Number(r.bytes) }
     },
 
-    /** A page of the caller's live entries, by key in byte order. */
-    list: (userId: string, now: number, offset: number, limit: number): Promise<KvRow[]> =>
-      k.selectFrom('kv_entries').select(KV_COLUMNS).where('user_id', '=', userId).where(live(now)).orderBy(keyOrder).limit(limit).offset(offset).execute(),
+    /** A page of the caller's live entries, by key in byte order; only keys starting with `prefix` when given. */
+    list: (userId: string, now: number, offset: number, limit: number, prefix?: string): Promise<KvRow[]> =>
+      keyRange(k.selectFrom('kv_entries').select(KV_COLUMNS), prefix)
+        .where('user_id', '=', userId)
+        .where(live(now))
+        .orderBy(keyOrder)
+        .limit(limit)
+        .offset(offset)
+        .execute(),
 
     /** Rows of the user (live or expired but not purged yet): the counter, O(1). */
     async keyCount(ex: Ex, userId: string): Promise<number> {

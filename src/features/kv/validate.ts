@@ -27,6 +27,19 @@ export function lookupKey(key: unknown, name = 'key'): string {
   return key
 }
 
+/**
+ * The `prefix` of a list: undefined when absent or empty (every key). Any other string is a
+ * byte-wise prefix, legacy keys included; one no key can start with (longer than a key can
+ * be) simply matches nothing. Given twice or not Unicode (an unpaired surrogate): 400 / 1106.
+ */
+export function listPrefix(prefix: unknown): string | undefined {
+  if (prefix === undefined || prefix === '') return undefined
+  if (Array.isArray(prefix)) throw invalid('prefix must be given once')
+  if (typeof prefix !== 'string') throw invalid('prefix must be a string')
+  checkString(prefix, 'prefix')
+  return prefix
+}
+
 function checkString(s: string, where: string): void {
   if (s.includes('\u0000')) throw invalid(`${where} contains U+0000, which the store cannot keep`)
   if (!isWellFormed(s)) throw invalid(`${where} contains an unpaired UTF-16 surrogate, which is not valid Unicode`)
