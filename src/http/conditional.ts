@@ -93,3 +93,28 @@ export function notModified(
   const t = Date.parse(ifModifiedSince)
   return Number.isFinite(t) && lastModifiedSec * 1000 <= t
 }
+
+/** A parsed If-Match / If-None-Match of a write: `*`, or the listed tags (opaque part, quoted, and whether weak). */
+export type EntityTagList = '*' | Array<{ tag: string; weak: boolean }>
+
+const ETAG_LIST_ITEM = /[ \t]*(?:(W\/)?("[\x21\x23-\x7e\x80-\xff]*")[ \t]*)?(?:,|$)/y
+
+/**
+ * Parses an If-Match or If-None-Match field (RFC 9110 13.1.1-2): `*` alone, or a
+ * comma-separated list of entity tags (empty members allowed). Null when the field is
+ * malformed (an unquoted tag, `*` inside a list), so a write can refuse a condition it cannot
+ * read instead of ignoring it.
+ */
+export function parseEntityTags(field: string): EntityTagList | null {
+  if (field.trim() === '*') return '*'
+  const out: Array<{ tag: string; weak: boolean }> = []
+  let i = 0
+  while (i < field.length) {
+    ETAG_LIST_ITEM.lastIndex = i
+    const m = ETAG_LIST_ITEM.exec(field)
+    if (!m || m[0] === '') return null
+    if (m[2] !== undefined) out.push({ tag: m[2], weak: m[1] !== undefined })
+    i = ETAG_LIST_ITEM.lastIndex
+  }
+  return out.length > 0 ? out : null
+}

@@ -465,6 +465,74 @@ for (const engine of ENGINES) {
       assert.equal(race.filter((r) => r.status === 409).length, 9)
     })
 
+    it('If-Match / If-None-Match on store, incr and delete: the ETag is the version; a stale one is 409 / 1409', async () => {
+      const u = await s.user()
+      const write = (body: unknown, headers: Record<string, string>, p = '/svc_api/data/store') => s.post(p, { key: u.key, json: body, headers })
+      const remove = (key: string, headers: Record<string, string>) =>
+        s.request('DELETE', `/svc_api/data/delete?key=${encodeURIComponent(key)}`, { key: u.key, headers })
+      const value = async (key: string) => (await get(u, key)).json.data?.value
+      const a = await store(u, { key: 'im', value: 'v1' })
+      assert.equal(a.header('etag'), '"1"')
+      assert.equal((await get(u, 'im')).header('etag'), '"1"')
+
+      // a stale tag: 409 with the current version, nothing changed
+      const stale = await write({ key: 'im', value: 'lost' }, { 'if-match': '"7"' })
+      code(stale, 409, 1409)
+      assert.equal(stale.json.details.current_version, 1)
+      assert.equal(await value('im'), 'v1')
+      const b = await write({ key: 'im', value: 'v2' }, { 'if-match': '"1"' })
+      assert.equal(b.status, 200, b.text)
+      assert.equal(b.json.data.version, 2)
+      assert.equal(b.header('etag'), '"2"')
+      code(await write({ key: 'im', value: 'lost' }, { 'if-match': '"1"' }), 409, 1409)
+      // If-Match compares strongly: a weak tag never matches; a list matches any of its tags
+      code(await write({ key: 'im', value: 'lost' }, { 'if-match': 'W/"2"' }), 409, 1409)
+      assert.equal((await write({ key: 'im', value: 'v3' }, { 'if-match': '"5", "2"' })).json.data.version, 3)
+      assert.equal(await value('im'), 'v3')
+      // * = the entry exists; If-None-Match * = it does not
+      code(await write({ key: 'im-new', value: 1 }, { 'if-match': '*' }), 409, 1409)
+      code(await get(u, 'im-new'), 404, 1604)
+      code(await write({ key: 'im', value: 'lost' }, { 'if-none-match': '*' }), 409, 1409)
+      assert.equal((await write({ key: 'im-new', value: 1 }, { 'if-none-match': '*' })).json.data.version, 1)
+      assert.equal((await write({ key: 'im', value: 'v4' }, { 'if-match': '*' })).json.data.version, 4)
+      // a condition that cannot be read, or one the body's version contradicts: 400 / 1106
+      for (const bad of ['4', '"4" "5"', '*, "4"', '']) code(await write({ key: 'im', value: 'lost' }, { 'if-match': bad }), 400, 1106)
+      code(await write({ key: 'im', value: 'lost', version: 4 }, { 'if-match': '"3"' }), 400, 1106)
+      assert.equal(await value('im'), 'v4')
+      assert.equal((await write({ key: 'im', value: 'v5', version: 4 }, { 'if-match': '"4"' })).json.data.version, 5)
+
+      // incr
+      await store(u, { key: 'im-n', value: 10, data_type: 'number' })
+      code(await write({ key: 'im-n', by: 5 }, { 'if-match': '"9"' }, '/svc_api/data/incr'), 409, 1409)
+      const n = await write({ key: 'im-n', by: 5 }, { 'if-match': '"1"' }, '/svc_api/data/incr')
+      assert.equal(n.json.data.value, 15)
+      assert.equal(n.header('etag'), '"2"')
+      code(await write({ key: 'im-n2' }, { 'if-match': '*' }, '/svc_api/data/incr'), 409, 1409)
+      code(await get(u, 'im-n2'), 404, 1604)
+
+      // delete: a stale tag keeps the entry; a missing entry is 1604 whatever the condition
+      const d = await remove('im', { 'if-match': '"4"' })
+      code(d, 409, 1409)
+      assert.equal(d.json.details.current_version, 5)
+      assert.equal(await value('im'), 'v5')
+      code(await remove('im', { 'if-none-match': '*' }), 409, 1409)
+      code(await remove('im', { 'if-match': 'nope' }), 400, 1106)
+      assert.equal((await remove('im', { 'if-match': '"5"' })).status, 200)
+      code(await get(u, 'im'), 404, 1604)
+      code(await remove('im', { 'if-match': '"5"' }), 404, 1604)
+
+      // pages may send the conditions and read the ETag
+      const pre = await s.request('OPTIONS', '/svc_api/data/store', {
+        headers: {
+          origin: 'https://app.example',
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'authorization, content-type, if-match',
+        },
+      })
+      assert.match(pre.header('access-control-allow-headers') ?? '', /if-match/i)
+      assert.match(a.header('access-control-expose-headers') ?? '', /\bETag\b/)
+    })
+
     it('expires entries with ttl: missing everywhere once expired (FakeClock), purged later', async () => {
       const u = await s.user()
       await setLimits(u, { kv_keys: 2 })

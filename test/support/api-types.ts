@@ -116,7 +116,7 @@ export interface paths {
         put?: never;
         /**
          * Create or update an entry (a repeated key updates it)
-         * @description Beyond the spec: `version` / `if_updated_at` make the write a compare-and-swap (409, code 1409, nothing changed); `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.
+         * @description Beyond the spec: `version` / `if_updated_at`, or the headers `If-Match: "{version}"` / `If-None-Match: *`, make the write a compare-and-swap (409, code 1409, nothing changed); the answer's `ETag` is the new version, quoted. `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.
          */
         post: operations["postSvcApiDataStore"];
         delete?: never;
@@ -137,7 +137,7 @@ export interface paths {
         put?: never;
         /**
          * Atomic increment (beyond the spec)
-         * @description Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106).
+         * @description Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106). If-Match / If-None-Match as for store.
          */
         post: operations["postSvcApiDataIncr"];
         delete?: never;
@@ -193,7 +193,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete an entry */
+        /**
+         * Delete an entry
+         * @description Beyond the spec: with `If-Match: "{version}"` (or If-None-Match) only an entry that meets it is deleted, else 409 / 1409; a missing entry is 1604 either way.
+         */
         delete: operations["deleteSvcApiDataDelete"];
         /** CORS preflight of a key-authenticated call */
         options: operations["optionsSvcApiDataDelete"];
@@ -1764,7 +1767,12 @@ export interface operations {
     postSvcApiDataStore: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Write only if the entry exists (*) or its version is one of the quoted tags ("3", the ETag of get/store); else 409 / 1409 */
+                "if-match"?: string;
+                /** @description * = write only if the entry does not exist; a list of tags = only if its version is none of them */
+                "if-none-match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1849,7 +1857,12 @@ export interface operations {
     postSvcApiDataIncr: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Write only if the entry exists (*) or its version is one of the quoted tags ("3", the ETag of get/store); else 409 / 1409 */
+                "if-match"?: string;
+                /** @description * = write only if the entry does not exist; a list of tags = only if its version is none of them */
+                "if-none-match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2065,7 +2078,12 @@ export interface operations {
                 /** @description The entry's key */
                 key?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Write only if the entry exists (*) or its version is one of the quoted tags ("3", the ETag of get/store); else 409 / 1409 */
+                "if-match"?: string;
+                /** @description * = write only if the entry does not exist; a list of tags = only if its version is none of them */
+                "if-none-match"?: string;
+            };
             path?: never;
             cookie?: never;
         };

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { ifNoneMatchHits, notModified } from '../../src/http/conditional.js'
+import { ifNoneMatchHits, notModified, parseEntityTags } from '../../src/http/conditional.js'
 
 describe('If-None-Match (RFC 9110 13.1.2, weak comparison)', () => {
   // [field, etag(s), matches]
@@ -66,4 +66,28 @@ describe('notModified (If-None-Match, else If-Modified-Since)', () => {
   for (const [inm, ims, sec, want] of cases) {
     it(`${inm} / ${ims} / ${sec} -> ${want}`, () => assert.equal(notModified(inm, ims, '"a"', sec), want))
   }
+})
+
+describe('If-Match / If-None-Match of a write (parseEntityTags)', () => {
+  const cases: [string, ReturnType<typeof parseEntityTags>][] = [
+    ['*', '*'],
+    [' * ', '*'],
+    ['"3"', [{ tag: '"3"', weak: false }]],
+    ['W/"3"', [{ tag: '"3"', weak: true }]],
+    [
+      '"a,b" , W/"c",, ""',
+      [
+        { tag: '"a,b"', weak: false },
+        { tag: '"c"', weak: true },
+        { tag: '""', weak: false },
+      ],
+    ],
+    ['3', null],
+    ['"3" "4"', null],
+    ['*, "3"', null],
+    ['"3', null],
+    ['', null],
+    [', ,', null],
+  ]
+  for (const [field, want] of cases) it(`${JSON.stringify(field)}`, () => assert.deepEqual(parseEntityTags(field), want))
 })

@@ -6,6 +6,7 @@ import { caller } from '../../http/guard.js'
 import { strictValidator } from '../../http/strict-schema.js'
 import { quotaOf } from '../../limits/quotas.js'
 import type { KvService } from './service.js'
+import { versionCondition } from './validate.js'
 import {
   DeleteEnvelope,
   EntryEnvelope,
@@ -16,6 +17,7 @@ import {
   LegacyParams,
   ListEnvelope,
   ListQuery,
+  ConditionHeaders,
   PublicEnvelope,
   PublicParams,
   StoreBody,
@@ -45,6 +47,13 @@ function tooLargeHandler(err: FastifyError, req: FastifyRequest): never {
 const REQUEST_HEADERS_RE = /^[A-Za-z0-9-]+(\s*,\s*[A-Za-z0-9-]+)*$/
 
 const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Window, Retry-After'
+
+/**
+ * A write's preconditions from If-Match / If-None-Match (validate.ts); the entry's ETag is
+ * its version, quoted, sent by get, store and incr, so a client can send it back.
+ */
+const conditionOf = (req: FastifyRequest) => versionCondition(req.headers['if-match'], req.headers['if-none-match'])
+const withEtag = (reply: FastifyReply, entry: { version: number }) => reply.header('ETag', `"${entry.version}"`)
 
 /**
  * Public reads are for pages on any origin, sandboxed ones (Origin: null) included: any
@@ -81,9 +90,9 @@ const publicHeaders = corsHook(PUBLIC_READ_HEADERS, 'GET, HEAD, OPTIONS', 'Accep
  * (cross-site cookie writes are refused anyway, 1008).
  */
 const keyHeaders = corsHook(
-  ['Access-Control-Allow-Origin', '*', 'Access-Control-Expose-Headers', EXPOSED],
+  ['Access-Control-Allow-Origin', '*', 'Access-Control-Expose-Headers', `${EXPOSED}, ETag`],
   'GET, POST, DELETE, OPTIONS',
-  'Authorization, Content-Type, Accept, Accept-Language',
+  'Authorization, Content-Type, Accept, Accept-Language, If-Match, If-None-Match',
 )
 
 export const PUBLIC_JSON = 'application/json; charset=utf-8'
@@ -107,13 +116,15 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
         tags,
         summary: 'Create or update an entry (a repeated key updates it)',
         description:
-          'Beyond the spec: `version` / `if_updated_at` make the write a compare-and-swap (409, code 1409, nothing changed); `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.',
+          'Beyond the spec: `version` / `if_updated_at`, or the headers `If-Match: "{version}"` / `If-None-Match: *`, make the write a compare-and-swap (409, code 1409, nothing changed); the answer\'s `ETag` is the new version, quoted. `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.',
+        headers: ConditionHeaders,
         body: StoreBody,
         response: { 200: EntryEnvelope },
       },
     },
-    async (req) => {
-      const { created, entry } = await kv.put(caller(req).user, req.body)
+    async (req, reply) => {
+      const { created, entry } = await kv.put(caller(req).user, req.body, conditionOf(req))
+      withEtag(reply, entry)
       return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
     },
   )
@@ -130,13 +141,15 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
         tags,
         summary: 'Atomic increment (beyond the spec)',
         description:
-          'Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106).',
+          'Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106). If-Match / If-None-Match as for store.',
+        headers: ConditionHeaders,
         body: IncrBody,
         response: { 200: EntryEnvelope },
       },
     },
-    async (req) => {
-      const { created, entry } = await kv.incr(caller(req).user, req.body)
+    async (req, reply) => {
+      const { created, entry } = await kv.incr(caller(req).user, req.body, conditionOf(req))
+      withEtag(reply, entry)
       return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
     },
   )
@@ -148,7 +161,11 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
       onSend: keyHeaders,
       schema: { tags, summary: "Read one of the caller's entries", querystring: KeyQuery, response: { 200: GetEnvelope } },
     },
-    async (req) => ({ success: true, data: await kv.get(caller(req).user, (req.query as { key?: string }).key) }),
+    async (req, reply) => {
+      const entry = await kv.get(caller(req).user, (req.query as { key?: string }).key)
+      withEtag(reply, entry)
+      return { success: true, data: entry }
+    },
   )
 
   app.get(
@@ -166,10 +183,18 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     {
       config: any,
       onSend: keyHeaders,
-      schema: { tags, summary: 'Delete an entry', querystring: KeyQuery, response: { 200: DeleteEnvelope } },
+      schema: {
+        tags,
+        summary: 'Delete an entry',
+        description:
+          'Beyond the spec: with `If-Match: "{version}"` (or If-None-Match) only an entry that meets it is deleted, else 409 / 1409; a missing entry is 1604 either way.',
+        headers: ConditionHeaders,
+        querystring: KeyQuery,
+        response: { 200: DeleteEnvelope },
+      },
     },
     async (req) => {
-      await kv.remove(caller(req).user, (req.query as { key?: string }).key)
+      await kv.remove(caller(req).user, (req.query as { key?: string }).key, conditionOf(req))
       return { success: true, message: msg(req, 'deleted') }
     },
   )

@@ -79,6 +79,15 @@ export const IncrBody = Type.Object({
 })
 export type IncrInput = Static<typeof IncrBody>
 
+/** The conditions of a write (beyond the spec), documented in the OpenAPI document; parsed by validate.ts. */
+export const ConditionHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({ description: 'Write only if the entry exists (*) or its version is one of the quoted tags ("3", the ETag of get/store); else 409 / 1409' }),
+  ),
+  'if-none-match': Type.Optional(
+    Type.String({ description: '* = write only if the entry does not exist; a list of tags = only if its version is none of them' }),
+  ),
+})
 export const KeyQuery = Type.Object({ key: Type.Optional(Type.String({ description: "The entry's key" })) })
 export const ListQuery = Type.Object({
   page: repeatable('default 1'),

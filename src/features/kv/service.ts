@@ -11,7 +11,20 @@ import { DurabilityError } from '../../db/durability.js'
 import { rounds } from '../../util/rounds.js'
 import { createKvPublicCache, type Cached } from './public-cache.js'
 import { KV_LIMITS, type DataType, type EntryOut } from './schemas.js'
-import { KEY_RE, checkIncrInput, checkKey, checkStoreInput, checkTags, checkType, invalid, listPrefix, lookupKey, parseIsoMs, valueText } from './validate.js'
+import {
+  KEY_RE,
+  checkIncrInput,
+  checkKey,
+  checkStoreInput,
+  checkTags,
+  checkType,
+  invalid,
+  listPrefix,
+  lookupKey,
+  parseIsoMs,
+  valueText,
+  type VersionCheck,
+} from './validate.js'
 
 /** The entry as the API shows it. */
 export function toEntry(r: KvRow): EntryOut {
@@ -263,11 +276,18 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
     store,
     cache,
 
-    /** POST /svc_api/data/store: create, update, rename a legacy key; optional CAS and ttl. */
-    async put(user: User, body: unknown): Promise<{ created: boolean; entry: EntryOut }> {
+    /**
+     * POST /svc_api/data/store: create, update, rename a legacy key; optional CAS and ttl.
+     * `check`: the request's If-Match / If-None-Match, met with the body's `version` and
+     * `if_updated_at` on the entry the write reads (409 / 1409 when not).
+     */
+    async put(user: User, body: unknown, check?: VersionCheck): Promise<{ created: boolean; entry: EntryOut }> {
       const now = clock.now()
       const input = checkStoreInput(body)
       checkKey(input.key)
+      if (check && input.version !== undefined && !check(input.version)) {
+        throw invalid('version and the If-Match / If-None-Match header disagree: no entry could meet both')
+      }
       const tags = input.tags === undefined ? undefined : checkTags(input.tags)
       let oldKey: string | undefined
       if (input.old_key !== undefined) {
@@ -288,7 +308,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       const size = checkSize(text, user)
 
       // an overwrite of a live entry, with no condition: one statement, no user lock
-      if (oldKey === undefined && input.version === undefined && ifUpdatedAt === undefined) {
+      if (oldKey === undefined && input.version === undefined && ifUpdatedAt === undefined && check === undefined) {
         // a user refused at the key quota is asked first, so a refusal costs one read and no write
         await refuseAtQuota(user, input.key, now)
         const row = await overwrite({
@@ -335,6 +355,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
         if (oldKey !== undefined && !source) throw new AppError('KV_KEY_NOT_FOUND')
         if (input.version !== undefined && (source ? Number(source.version) : 0) !== input.version) throw conflict(source)
         if (ifUpdatedAt !== undefined && (!source || Number(source.updated_at) !== ifUpdatedAt)) throw conflict(source)
+        if (check && !check(source ? Number(source.version) : 0)) throw conflict(source)
         if (oldKey !== undefined && (await store.get(trx, user.id, input.key, now))) throw new AppError('KV_KEY_EXISTS')
 
         const dataType = input.data_type ?? (source?.data_type as DataType | undefined) ?? 'json'
@@ -370,15 +391,15 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       return result
     },
 
-    /** POST /svc_api/data/incr: atomic add; a missing entry starts at 0 (data_type number). */
-    async incr(user: User, body: unknown): Promise<{ created: boolean; entry: EntryOut }> {
+    /** POST /svc_api/data/incr: atomic add; a missing entry starts at 0 (data_type number). `check` as for put. */
+    async incr(user: User, body: unknown, check?: VersionCheck): Promise<{ created: boolean; entry: EntryOut }> {
       const now = clock.now()
       const input = checkIncrInput(body)
       checkKey(input.key)
       const by = input.by ?? 1
       const expiresAt = input.ttl === undefined ? undefined : input.ttl === null ? null : now + input.ttl * 1000
       // a live integer entry: one statement (an integer of at most 16 digits fits any entry size limit above 16 bytes)
-      if (Number.isSafeInteger(by) && quotaOf(user.limits, 'kv_entry_bytes') > 16) {
+      if (check === undefined && Number.isSafeInteger(by) && quotaOf(user.limits, 'kv_entry_bytes') > 16) {
         const row = expiresAt === undefined ? await incrMerged(user, input.key, by) : await store.incrInPlace(user.id, input.key, by, now, expiresAt)
         if (row) {
           if (expiresAt !== undefined) await changed(user, input.key)
@@ -391,6 +412,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
         await db.lockUser(trx, user.id)
         await store.purgeExpiredKeys(trx, user.id, [input.key], now)
         const prev = await store.get(trx, user.id, input.key, now)
+        if (check && !check(prev ? Number(prev.version) : 0)) throw conflict(prev)
         if (prev && prev.data_type !== 'number') {
           throw invalid(`entry "${input.key}" has data_type ${prev.data_type}; incr only adds to number entries`)
         }
@@ -492,10 +514,18 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       }
     },
 
-    /** DELETE /svc_api/data/delete: 1604 when there is no such (live) entry. */
-    async remove(user: User, key: unknown): Promise<void> {
+    /**
+     * DELETE /svc_api/data/delete: 1604 when there is no such (live) entry, condition or not;
+     * 409 / 1409 when the entry does not meet `check` (If-Match / If-None-Match).
+     */
+    async remove(user: User, key: unknown, check?: VersionCheck): Promise<void> {
       const k = lookupKey(key)
-      if (!(await store.remove(user.id, k, clock.now()))) throw new AppError('KV_KEY_NOT_FOUND')
+      const meets =
+        check &&
+        ((row: KvRow) => {
+          if (!check(Number(row.version))) throw conflict(row)
+        })
+      if (!(await store.remove(user.id, k, clock.now(), meets))) throw new AppError('KV_KEY_NOT_FOUND')
       await changed(user, k)
     },
 

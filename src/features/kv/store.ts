@@ -436,11 +436,23 @@ export function createKvStore(db: Db) {
 
     /**
      * Deletes a live entry and uncounts it (one transaction, under the user's lock as every
-     * KV write: the same lock order as create); true when one was deleted.
+     * KV write: the same lock order as create); true when one was deleted. `check` sees the
+     * live entry first and throws to keep it (a conditional delete).
      */
-    remove: (userId: string, key: string, now: number): Promise<boolean> =>
+    remove: (userId: string, key: string, now: number, check?: (row: KvRow) => void): Promise<boolean> =>
       k.transaction().execute(async (trx) => {
         await db.lockUser(trx, userId)
+        if (check) {
+          const row = await trx
+            .selectFrom('kv_entries')
+            .select(KV_COLUMNS)
+            .where('user_id', '=', userId)
+            .where('key', '=', key)
+            .where(live(now))
+            .executeTakeFirst()
+          if (!row) return false
+          check(row)
+        }
         const r = await trx.deleteFrom('kv_entries').where('user_id', '=', userId).where('key', '=', key).where(live(now)).executeTakeFirst()
         const n = Number(r.numDeletedRows)
         if (n > 0) await addKeys(trx, userId, -n)

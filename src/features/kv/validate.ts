@@ -1,5 +1,6 @@
 /** Input rules of the key-value store: keys, values, tags, ttl, bodies (no I/O). */
 import { AppError } from '../../errors/app-error.js'
+import { parseEntityTags } from '../../http/conditional.js'
 import { isWellFormed } from '../../util/unicode.js'
 import { DATA_TYPES, KV_LIMITS, type DataType, type IncrInput, type StoreInput } from './schemas.js'
 
@@ -25,6 +26,36 @@ export function lookupKey(key: unknown, name = 'key'): string {
   if (typeof key !== 'string' || key === '') throw invalid(`${name} is required`)
   if (key.length > KV_LIMITS.lookupKeyMaxChars || key.includes('\u0000') || !isWellFormed(key)) throw new AppError('KV_KEY_NOT_FOUND')
   return key
+}
+
+/** A condition on an entry's current version (0: no live entry), which a write must meet. */
+export type VersionCheck = (current: number) => boolean
+
+/** Whether an entity tag names `version` (the ETag of a KV entry is its version, quoted). */
+const namesVersion = (tag: string, version: number) => version > 0 && tag === `"${version}"`
+
+/**
+ * The preconditions of a write from its If-Match / If-None-Match fields (RFC 9110 13.1), on
+ * the entry's version, whose ETag is `"{version}"`: If-Match `*` = the entry exists, else one
+ * of the listed strong tags names its version (a weak tag never matches, as RFC 9110 asks of
+ * If-Match); If-None-Match `*` = it does not exist, else no listed tag, weak or strong, names
+ * it. Undefined without either field. A field that is not `*` or a list of quoted tags is
+ * 400 / 1106: a condition is never ignored.
+ */
+export function versionCondition(ifMatch: unknown, ifNoneMatch: unknown): VersionCheck | undefined {
+  const checks: VersionCheck[] = []
+  for (const [name, field] of [
+    ['If-Match', ifMatch],
+    ['If-None-Match', ifNoneMatch],
+  ] as const) {
+    if (field === undefined) continue
+    const tags = typeof field === 'string' ? parseEntityTags(field) : null
+    if (tags === null) throw invalid(`${name} must be * or a list of quoted entity tags such as "3" (an entry's ETag is its version, quoted)`)
+    if (name === 'If-Match') checks.push(tags === '*' ? (v) => v > 0 : (v) => tags.some((t) => !t.weak && namesVersion(t.tag, v)))
+    else checks.push(tags === '*' ? (v) => v === 0 : (v) => !tags.some((t) => namesVersion(t.tag, v)))
+  }
+  if (checks.length === 0) return undefined
+  return (v) => checks.every((c) => c(v))
 }
 
 /**
