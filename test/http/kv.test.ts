@@ -270,6 +270,77 @@ for (const engine of ENGINES) {
         code(first, 400, 1605)
       })
 
+    if (engine === 'postgres')
+      describe('a write in a transaction is not fooled by an in-place write that commits between its read and its write', () => {
+        /**
+         * Runs `first` (an in-place write: one statement, no user lock) and then `second` (a
+         * transactional write) while another transaction holds the entry's row: `first` queues
+         * on the row, `second` reads the entry and queues after it; then the row is released.
+         */
+        const interleave = async (u: User, key: string, first: () => Promise<any>, second: () => Promise<any>) => {
+          const k = s.deps.db.k
+          // the backends waiting, directly or not, on `holder`
+          const waiting = async (holder: number): Promise<number> => {
+            const r = await sql<{ n: string }>`with recursive w(pid) as (
+                select pid from pg_stat_activity where ${holder} = any(pg_blocking_pids(pid))
+                union select a.pid from pg_stat_activity a join w on w.pid = any(pg_blocking_pids(a.pid)))
+              select count(*) as n from w`.execute(k)
+            return Number(r.rows[0].n)
+          }
+          const until = async (holder: number, n: number) => {
+            for (let i = 0; i < 500 && (await waiting(holder)) < n; i++) await new Promise((r) => setTimeout(r, 20))
+            assert.equal(await waiting(holder), n)
+          }
+          return k.connection().execute(async (conn) => {
+            await sql`begin`.execute(conn)
+            const holder = Number((await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn)).rows[0].pid)
+            await conn.selectFrom('kv_entries').select('key').where('user_id', '=', u.id).where('key', '=', key).forUpdate().execute()
+            const a = first()
+            await until(holder, 1)
+            const b = second()
+            await until(holder, 2)
+            await sql`rollback`.execute(conn)
+            return Promise.all([a, b])
+          })
+        }
+
+        it('a compare-and-swap from the version before an overwrite is a conflict', async () => {
+          const u = await s.user()
+          assert.equal((await store(u, { key: 'raced', value: 'v1' })).json.data.version, 1)
+          const [fast, cas] = await interleave(
+            u,
+            'raced',
+            () => store(u, { key: 'raced', value: 'fast' }),
+            () => store(u, { key: 'raced', value: 'cas', version: 1 }),
+          )
+          assert.equal(fast.status, 200, fast.text)
+          assert.equal(fast.json.data.version, 2)
+          // the overwrite committed first, so version 1 is stale: the CAS must not write
+          code(cas, 409, 1409)
+          assert.equal(cas.json.details.current_version, 2)
+          const now = (await get(u, 'raced')).json.data
+          assert.equal(now.value, 'fast')
+          assert.equal(now.version, 2)
+        })
+
+        it('an increment in a transaction adds to the value an in-place increment wrote', async () => {
+          const u = await s.user()
+          await store(u, { key: 'counted', value: 10, data_type: 'number' })
+          // a fractional `by` takes the transaction path
+          const [a, b] = await interleave(
+            u,
+            'counted',
+            () => incr(u, { key: 'counted', by: 1 }),
+            () => incr(u, { key: 'counted', by: 0.5 }),
+          )
+          assert.equal(a.json.data.value, 11)
+          assert.equal(b.json.data.value, 11.5)
+          const now = (await get(u, 'counted')).json.data
+          assert.equal(now.value, 11.5)
+          assert.equal(now.version, 3)
+        })
+      })
+
     it('never lets concurrent stores pass the key count quota together', async () => {
       const u = await s.user()
       await setLimits(u, { kv_keys: 5 })

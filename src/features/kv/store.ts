@@ -253,12 +253,19 @@ export function createKvStore(db: Db) {
     return r as Q
   }
 
-  return {
+  const store = {
     transaction: <T>(fn: (trx: Trx) => Promise<T>) => k.transaction().execute(fn),
 
-    /** The caller's live entry under `key` (in a transaction, or `read` outside one). */
-    get: (ex: Ex, userId: string, key: string, now: number): Promise<KvRow | undefined> =>
-      ex.selectFrom('kv_entries').select(KV_COLUMNS).where('user_id', '=', userId).where('key', '=', key).where(live(now)).executeTakeFirst(),
+    /**
+     * The caller's live entry under `key`, read in a write's transaction (`read` outside one).
+     * On PostgreSQL the row stays locked until the commit: the in-place writes take no user
+     * lock, so without it one could commit between this read and the caller's write, which
+     * would then check a compare-and-swap against a stale version and write over it.
+     */
+    get: (ex: Ex, userId: string, key: string, now: number): Promise<KvRow | undefined> => {
+      const q = ex.selectFrom('kv_entries').select(KV_COLUMNS).where('user_id', '=', userId).where('key', '=', key).where(live(now))
+      return (db.engine === 'postgres' ? q.forUpdate() : q).executeTakeFirst()
+    },
 
     /** The user's key count and what a create of `key` would meet; outside any transaction (one read). */
     quotaState: async (userId: string, key: string, now: number): Promise<{ keys: number; expired: boolean; taken: boolean }> => {
@@ -443,13 +450,7 @@ export function createKvStore(db: Db) {
       k.transaction().execute(async (trx) => {
         await db.lockUser(trx, userId)
         if (check) {
-          const row = await trx
-            .selectFrom('kv_entries')
-            .select(KV_COLUMNS)
-            .where('user_id', '=', userId)
-            .where('key', '=', key)
-            .where(live(now))
-            .executeTakeFirst()
+          const row = await store.get(trx, userId, key, now)
           if (!row) return false
           check(row)
         }
@@ -496,5 +497,6 @@ export function createKvStore(db: Db) {
       })
     },
   }
+  return store
 }
 export type KvStore = ReturnType<typeof createKvStore>
