@@ -22,7 +22,7 @@ export const CLIENT_USAGE = `Client commands (talk to a server over its API; see
   svc rollback [ID] [--project NAME] | svc promote ID [--project NAME]   make a deploy live
   svc page <file.html> [--project NAME] [--description TEXT]
   svc kv get KEY | set KEY VALUE [--type json|text|number] [--public] [--tags a,b] [--file F]
-  svc kv incr KEY [BY] | rm KEY | ls [--page N --per-page N]
+  svc kv incr KEY [BY] | rm KEY | ls [--prefix P] [--page N --per-page N]
   svc data push <file> [--default] [--id FILE_ID] [--name NAME] [--type CONTENT_TYPE]
   svc forms ls | export FORM_ID [--csv] [-o FILE]
   svc forms notify FORM_ID [--webhook URL [--paused] | --no-webhook] [--email each|digest|off]

@@ -83,6 +83,11 @@ for (const engine of ENGINES) {
       assert.equal(down.stdout, '14\n', down.stderr)
       const ls = await runCli(['kv', 'ls', '--json'], { env })
       assert.deepEqual(ls.json.data.items.map((i: { key: string }) => i.key).sort(), ['cfg', 'hits'])
+      const some = await runCli(['kv', 'ls', '--prefix', 'hi', '--json'], { env })
+      assert.deepEqual(
+        some.json.data.items.map((i: { key: string }) => i.key),
+        ['hits'],
+      )
       const table = await runCli(['kv', 'ls'], { env: { ...env, TZ: 'UTC' } })
       assert.match(table.stdout, /^KEY +TYPE +READ +UPDATED +VALUE\n/)
       // UPDATED: the API's +08:00 timestamp in the machine's time zone (UTC here)

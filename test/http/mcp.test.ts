@@ -410,6 +410,27 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('kv_list with prefix lists only the keys starting with it, as the REST list does', async () => {
+      // a user of its own: the key's per-minute limit is shared with the other tests
+      const fay = await s.user()
+      const agent = await mcpHttpClient(s.url, fay.key)
+      try {
+        for (const key of ['cart-1', 'cart-2', 'cart_3', 'other']) await s.post('/svc_api/data/store', { key: fay.key, json: { key, value: 1 } })
+        const some = (await agent.callTool({ name: 'kv_list', arguments: { prefix: 'cart-' } })) as { isError?: boolean; structuredContent: any }
+        assert.ok(!some.isError)
+        assert.deepEqual(
+          some.structuredContent.items.map((e: any) => e.key),
+          ['cart-1', 'cart-2'],
+        )
+        assert.equal(some.structuredContent.total, 2)
+        const bad = await agent.callTool({ name: 'kv_list', arguments: { prefix: '\ud800' } })
+        assert.equal(bad.isError, true)
+        assert.match(textOf(bad as { content?: unknown }), /1106/)
+      } finally {
+        await agent.close()
+      }
+    })
+
     it('kv and form summaries carry the URL to open: the public read URL, the submit URL, the dashboard', async () => {
       // a user of its own: the key's per-minute limit is shared with the other tests
       const erin = await s.user()

@@ -580,13 +580,14 @@ const kvIncr = tool({
 const kvList = tool({
   name: 'kv_list',
   title: 'List key-value entries',
-  description: "Lists the caller's key-value entries, by key, a page at a time.",
+  description: "Lists the caller's key-value entries, by key, a page at a time; with prefix, only keys starting with it (exact, case-sensitive).",
   readOnly: true,
-  input: { page: z.number().int().positive().optional(), per_page: z.number().int().min(1).max(100).optional() },
+  input: { page: z.number().int().positive().optional(), per_page: z.number().int().min(1).max(100).optional(), prefix: z.string().optional() },
   async run(s, ctx, a) {
     const q: Record<string, unknown> = {}
     if (a.page !== undefined) q.page = String(a.page)
     if (a.per_page !== undefined) q.per_page = String(a.per_page)
+    if (a.prefix !== undefined) q.prefix = a.prefix
     const r = await s.kv.list(ctx.user, q)
     const items = r.items.map((e) => ({ ...e, public_url: e.is_public ? kvPublicUrl(ctx, e.key) : null }))
     const dashboard = dashboardUrl(ctx, 'kv')

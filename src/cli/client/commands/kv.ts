@@ -90,6 +90,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
     by: { type: 'string' },
     page: { type: 'string' },
     'per-page': { type: 'string' },
+    prefix: { type: 'string' },
   })
   const api = () => ctx.api(flagsOf(v))
   switch (sub) {
@@ -154,13 +155,15 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       const perPage = intOption(v['per-page'], 'per-page', 100)
       const one = v.page !== undefined
       let page = intOption(v.page, 'page', 1)
+      const prefix = typeof v.prefix === 'string' && v.prefix !== '' ? v.prefix : undefined
       const items: any[] = []
       let last: any
       for (;;) {
-        const r = await api().get('/svc_api/data/list', { query: { page, per_page: perPage } })
+        const r = await api().get('/svc_api/data/list', { query: { page, per_page: perPage, ...(prefix === undefined ? {} : { prefix }) } })
         last = r.json?.data ?? {}
         const got = Array.isArray(last.items) ? last.items : []
-        items.push(...got)
+        // a server without the prefix filter (the spec has none) answers every key: never show those
+        items.push(...(prefix === undefined ? got : got.filter((it: any) => String(it.key).startsWith(prefix))))
         if (one || got.length === 0 || page >= Number(last.total_pages ?? page)) break
         page++
       }
