@@ -170,7 +170,7 @@ for (const engine of ENGINES) {
       const f = await s.request('POST', '/api/hosted-data/files', { cookie, json: { display_name: 'table.json', content, content_type: 'application/json' } })
       assert.equal(f.status, 200, f.text)
       const dataPath = new URL(f.json.file.public_url as string).pathname
-      links.push({ name: 'hosted-data link', bytes: Buffer.from(content), lastModified: false, compressible: false, fetch: viaService(dataPath) })
+      links.push({ name: 'hosted-data link', bytes: Buffer.from(content), lastModified: false, compressible: true, fetch: viaService(dataPath) })
     })
     after(() => s?.close())
 
