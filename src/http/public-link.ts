@@ -3,7 +3,7 @@ import type { Deps } from '../deps.js'
 import { createOpenFiles } from '../storage/open-files.js'
 import type { FastPath } from './types.js'
 import { isHttps } from './origin.js'
-import { decide } from './representation.js'
+import { decide, httpDate } from './representation.js'
 import { prepare, sendPrepared, sendPreparedFile, type Prepared } from './prepared-response.js'
 
 /**
@@ -22,24 +22,35 @@ export interface LinkHit {
   readonly etag: string
   /** Every tag a revalidation matches (this answer's and its other encodings'); default [etag]. */
   readonly etags?: readonly string[]
+  /** Last-Modified, seconds since the epoch (the route's: the same date on both paths). */
+  readonly lastModifiedSec: number
   readonly size: number
   /** The digest of the blob whose bytes are the body (sent from its file), or the body itself. */
   readonly body: string | Buffer
 }
 
+/** A link's validators: its ETag, the tags a revalidation matches (default [etag]), its Last-Modified. */
+export interface LinkValidators {
+  etag: string
+  etags?: readonly string[]
+  lastModifiedSec: number
+}
+
 /**
  * Prepares a link's answers once; `headers` are every header of the route's 200 (name, value,
- * ...) but ETag, Accept-Ranges and Content-Length. `revalidate`: the fast path answers 304s
- * too (its route's 304 carries the same headers). The caller keeps the result with the cached
- * entry it came from, so a changed entry (a new cache entry) never reuses old heads.
+ * ...) but ETag, Last-Modified, Accept-Ranges and Content-Length. `revalidate`: the fast path
+ * answers 304s too (its route's 304 carries the same headers). The caller keeps the result
+ * with the cached entry it came from, so a changed entry (a new cache entry) never reuses old
+ * heads.
  */
-export function linkHit(headers: readonly string[], etag: string, size: number, body: string | Buffer, revalidate = true, etags?: readonly string[]): LinkHit {
-  const validators = [...headers, 'ETag', etag, 'Accept-Ranges', 'bytes']
+export function linkHit(headers: readonly string[], v: LinkValidators, size: number, body: string | Buffer, revalidate = true): LinkHit {
+  const validators = [...headers, 'ETag', v.etag, 'Last-Modified', httpDate(v.lastModifiedSec), 'Accept-Ranges', 'bytes']
   return {
     ok: prepare(200, [...validators, 'Content-Length', String(size)]),
     notModified: revalidate ? prepare(304, validators) : null,
-    etag,
-    etags,
+    etag: v.etag,
+    etags: v.etags,
+    lastModifiedSec: v.lastModifiedSec,
     size,
     body,
   }
@@ -85,7 +96,8 @@ export function publicLinkFastPath(deps: Deps, files: ReturnType<typeof publicFi
     if (h.range !== undefined || h['service-worker'] !== undefined || (config.trustProxy && !isHttps(req, config))) return false
     const hit = o.peek(at.token, at.query, req)
     if (hit === null) return false
-    if (decide(h, { status: 200, size: hit.size, etag: hit.etag, etags: hit.etags }).kind === 'not-modified') {
+    const d = decide(h, { status: 200, size: hit.size, etag: hit.etag, etags: hit.etags, lastModifiedSec: hit.lastModifiedSec })
+    if (d.kind === 'not-modified') {
       if (hit.notModified === null) return false
       sendPrepared(req, res, hit.notModified, undefined, undefined, clock)
       return true

@@ -114,6 +114,17 @@ export function pickEncoding(ae: string | undefined): Encoding {
   return enc
 }
 
+let dateSec = NaN
+let dateText = ''
+/** An HTTP date (Last-Modified) of seconds since the epoch (the last one kept: a deploy's files share theirs). */
+export function httpDate(sec: number): string {
+  if (sec !== dateSec) {
+    dateText = new Date(sec * 1000).toUTCString()
+    dateSec = sec
+  }
+  return dateText
+}
+
 /** The request fields a decision reads (a Fastify request or a Node one). */
 interface RequestLike {
   method?: string

@@ -728,6 +728,65 @@ for (const engine of ENGINES) {
         assert.ok(doc.paths[p], p)
     })
   })
+  describe(`hosted data links' Last-Modified [${engine}]`, () => {
+    it('a pinned version dates from its creation; the default link only moves forward, switched back or not', async () => {
+      const t0 = Math.floor(Date.now() / 1000) * 1000
+      const clock = new FakeClock(t0)
+      const s = await startServer({ engine, clock, env: { RATE_LIMITS } })
+      try {
+        const u = await s.user()
+        await cli(s, 'grant', u.username, 'hosted-data')
+        const cookie = await s.login(u.username, u.password)
+        const date = (ms: number) => new Date(ms).toUTCString()
+        const c = await s.post(F, { cookie, json: { display_name: 'dated.txt', content: 'version A' } })
+        assert.equal(c.status, 200, c.text)
+        const link = new URL(c.json.file.public_url).pathname
+        /** Two reads (the route, which fills the cache, then the answer from memory), alike. */
+        const twice = async (path: string, headers: Record<string, string> = {}) => {
+          const r1 = await s.get(path, { headers })
+          const r2 = await s.get(path, { headers })
+          assert.equal(r2.status, r1.status, path)
+          assert.equal(r2.header('last-modified'), r1.header('last-modified'), path)
+          assert.equal(r2.text, r1.text, path)
+          return r1
+        }
+        clock.advance(60_000)
+        assert.equal((await s.post(`${F}/${c.json.file.id}/versions`, { cookie, json: { content: 'version B' } })).status, 200)
+
+        const v1 = await twice(`${link}?v=1`)
+        assert.equal(v1.header('last-modified'), date(t0))
+        assert.equal((await twice(`${link}?v=2`)).header('last-modified'), date(t0 + 60_000))
+        assert.equal((await twice(`${link}?v=1`, { 'if-modified-since': date(t0) })).status, 304)
+        assert.equal((await twice(`${link}?v=1`, { 'if-modified-since': date(t0 - 1000) })).status, 200)
+        // the default link: the later of its version's creation and the file's last change
+        const a = await twice(link)
+        assert.equal(a.text, 'version A')
+        assert.equal(a.header('last-modified'), date(t0 + 60_000))
+        assert.equal((await twice(link, { 'if-modified-since': date(t0 + 60_000) })).status, 304)
+        assert.equal((await twice(link, { 'if-modified-since': date(Date.now() + 86_400_000) })).status, 304)
+        // If-None-Match decides alone when present
+        assert.equal((await twice(link, { 'if-none-match': '"other"', 'if-modified-since': date(t0 + 60_000) })).status, 200)
+
+        clock.advance(60_000)
+        assert.equal((await s.post(`${F}/${c.json.file.id}/default-version`, { cookie, json: { version: 2 } })).status, 200)
+        const b = await twice(link)
+        assert.equal(b.text, 'version B')
+        assert.equal(b.header('last-modified'), date(t0 + 120_000))
+        // switched back to a version older than the answer a client holds: a date-only
+        // revalidation gets the bytes, not a 304 that would keep version B
+        clock.advance(60_000)
+        assert.equal((await s.post(`${F}/${c.json.file.id}/default-version`, { cookie, json: { version: 1 } })).status, 200)
+        const back = await twice(link, { 'if-modified-since': b.header('last-modified')! })
+        assert.equal(back.status, 200)
+        assert.equal(back.text, 'version A')
+        assert.equal(back.header('last-modified'), date(t0 + 180_000))
+        // a pinned version's date never moves
+        assert.equal((await twice(`${link}?v=1`)).header('last-modified'), date(t0))
+      } finally {
+        await s.close()
+      }
+    })
+  })
   describe(`hosted data across instances (shared database, Redis bus) [${engine}]`, needs('redis'), () => {
     it('a default switched on one instance is what the other instance serves next', async () => {
       const a = await startServer({ engine, keepData: true, env: { REDIS_URL, RATE_LIMITS } })

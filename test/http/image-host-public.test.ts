@@ -261,6 +261,44 @@ for (const engine of ENGINES) {
     })
   })
 
+  describe(`image host public links' Last-Modified [${engine}]`, () => {
+    it('originals and variants date from the last change, answer If-Modified-Since, and a replace moves the date', async () => {
+      const t0 = Math.floor(Date.now() / 1000) * 1000
+      const clock = new FakeClock(t0)
+      const s = await startServer({ engine, clock })
+      try {
+        const a = await s.user()
+        await svc(s, 'grant', a.username, 'image-host')
+        const cookie = await s.login(a.username, a.password)
+        const [img] = await uploadAs(s, cookie, [{ name: 'a.png', data: await makeImage('png', { width: 8, height: 8, color: '#123456' }) }])
+        const date = (ms: number) => new Date(ms).toUTCString()
+        const links = [`/svc-img/pub/${img.public_token}`, `/image-host/pub/${img.public_token}?w=4&format=webp`]
+        for (const link of links) {
+          // the route (fills the caches), then the answer from memory: the same date
+          for (let i = 0; i < 2; i++) {
+            const r = await s.get(link)
+            assert.equal(r.status, 200, link)
+            assert.equal(r.header('last-modified'), date(t0), link)
+            assert.equal((await s.get(link, { headers: { 'if-modified-since': date(t0) } })).status, 304, link)
+            assert.equal((await s.get(link, { headers: { 'if-modified-since': date(t0 - 1000) } })).status, 200, link)
+            assert.equal((await s.get(link, { headers: { 'if-none-match': '"other"', 'if-modified-since': date(t0) } })).status, 200, link)
+          }
+        }
+        clock.advance(60_000)
+        const replaced = await makeImage('png', { width: 8, height: 8, color: '#654321' })
+        await replaceAs(s, cookie, img.public_token, replaced)
+        for (const link of links) {
+          const r = await s.get(link, { headers: { 'if-modified-since': date(t0) } })
+          assert.equal(r.status, 200, link)
+          assert.equal(r.header('last-modified'), date(t0 + 60_000), link)
+        }
+        assert.ok((await s.get(links[0])).body.equals(replaced))
+      } finally {
+        await s.close()
+      }
+    })
+  })
+
   describe(`image host public links of a disabled account [${engine}]`, () => {
     it("go offline within the cache's life, and come back when the account is enabled", async () => {
       const clock = new FakeClock(Date.now())

@@ -159,18 +159,18 @@ for (const engine of ENGINES) {
       const imgPath = new URL(img.public_url).pathname
       const original = await s.get(imgPath)
       assert.equal(original.status, 200)
-      links.push({ name: 'image original', bytes: original.body, lastModified: false, compressible: false, fetch: viaService(imgPath) })
+      links.push({ name: 'image original', bytes: original.body, lastModified: true, compressible: false, fetch: viaService(imgPath) })
       const variant = await s.get(`${imgPath}?w=20&format=webp`)
       assert.equal(variant.status, 200)
       assert.ok(variant.body.length > 20)
-      links.push({ name: 'image variant', bytes: variant.body, lastModified: false, compressible: false, fetch: viaService(`${imgPath}?w=20&format=webp`) })
+      links.push({ name: 'image variant', bytes: variant.body, lastModified: true, compressible: false, fetch: viaService(`${imgPath}?w=20&format=webp`) })
 
       await svc(s, 'grant', u.username, 'hosted-data')
       const content = JSON.stringify({ rows: Array.from({ length: 40 }, (_, i) => ({ i, name: `row ${i}` })) })
       const f = await s.request('POST', '/api/hosted-data/files', { cookie, json: { display_name: 'table.json', content, content_type: 'application/json' } })
       assert.equal(f.status, 200, f.text)
       const dataPath = new URL(f.json.file.public_url as string).pathname
-      links.push({ name: 'hosted-data link', bytes: Buffer.from(content), lastModified: false, compressible: true, fetch: viaService(dataPath) })
+      links.push({ name: 'hosted-data link', bytes: Buffer.from(content), lastModified: true, compressible: true, fetch: viaService(dataPath) })
     })
     after(() => s?.close())
 
@@ -216,6 +216,7 @@ for (const engine of ENGINES) {
         }
         assert.equal(r.status, 200, l.name)
         assert.equal(r.header('content-encoding'), l.compressible ? 'br' : undefined, l.name)
+        assert.equal(r.header('last-modified') !== undefined, l.lastModified, `${l.name}: Last-Modified`)
         assert.ok(decoded(r).equals(l.bytes), l.name)
         if (l.compressible) assert.equal(r.header('vary'), 'Accept-Encoding', l.name)
         let gz = await l.fetch('GET', { 'accept-encoding': 'gzip' })

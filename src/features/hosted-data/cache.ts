@@ -8,6 +8,12 @@ export const BUS_CHANNEL = 'hosted-data'
 /** A resolved public link: the version to serve and its validator. */
 export interface ServedEntry extends PublicEntry {
   etag: string
+  /**
+   * Last-Modified (seconds since the epoch): a pinned version's creation; the default link's
+   * is the later of that and the file's last change, so a switch back to an older version
+   * moves it forward, never back (decision 142).
+   */
+  lastModifiedSec: number
   /** Its bytes were taken down (blocklist): the link answers 451 instead of serving them. */
   blocked: boolean
 }

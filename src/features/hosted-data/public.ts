@@ -5,8 +5,8 @@ import { publicCorsHeaders, publicPreflight, setPublicCors, setUserContentHeader
 import { createHostedData, PUBLIC_TOKEN_RE } from './service.js'
 import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
-import { decide, pickEncoding, replyRange, type Representation } from '../../http/representation.js'
-import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../http/public-link.js'
+import { decide, httpDate, pickEncoding, replyRange, type Representation } from '../../http/representation.js'
+import { linkHit, publicFiles, publicLinkFastPath, type LinkHit, type LinkValidators } from '../../http/public-link.js'
 import { heldLink, linkHeldNow, removedNotice, sendNotice } from '../abuse/public.js'
 import { createEncodings, type Encoded } from '../sites/encodings.js'
 
@@ -27,7 +27,12 @@ const representationOf = (e: ServedEntry): Representation => ({
   size: e.size,
   etag: e.etag,
   etags: compressible(e) ? [e.etag, encodedTag(e.etag, 'br'), encodedTag(e.etag, 'gzip')] : undefined,
+  lastModified: httpDate(e.lastModifiedSec),
+  lastModifiedSec: e.lastModifiedSec,
 })
+
+/** A prepared answer's validators: `etag` its own (identity or compressed), the rest the entry's. */
+const validatorsOf = (e: ServedEntry, etag: string): LinkValidators => ({ etag, etags: representationOf(e).etags, lastModifiedSec: e.lastModifiedSec })
 
 const text = (reply: FastifyReply, code: number, body: string) => {
   setUserContentHeaders(reply, 'inert')
@@ -38,7 +43,8 @@ const text = (reply: FastifyReply, code: number, body: string) => {
  * Public raw links: GET/HEAD /svc-data/pub/{token} and /hosted-data/pub/{token} return the
  * default version's exact bytes with its content type (`?v=N`: one pinned version). No auth,
  * no cookies read or set, CORS `*` without credentials, inert sandbox CSP and nosniff so no
- * HTML, SVG or XML here ever runs with the service origin's authority. ETag / 304; the
+ * HTML, SVG or XML here ever runs with the service origin's authority. ETag and Last-Modified
+ * (ServedEntry.lastModifiedSec) / 304; the
  * default link is revalidated on every use (a switched default shows at once), pinned
  * versions are immutable and cached for a year. One `bytes=` range: 206 (If-Range), 416.
  * A whole body of 256 bytes or more goes out br or gzip to a client that accepts it, once
@@ -90,7 +96,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
       if (form !== null) {
         const d = decide(req.headers, r)
         if (d.kind === 'whole' || d.kind === 'not-modified') {
-          reply.header('ETag', encodedTag(e.etag, form.enc)).header('Accept-Ranges', 'bytes')
+          reply.header('ETag', encodedTag(e.etag, form.enc)).header('Last-Modified', r.lastModified).header('Accept-Ranges', 'bytes')
           if (d.kind === 'not-modified') {
             reply.code(304)
             return null
@@ -117,7 +123,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
       if (!entry) return text(reply, 404, 'Not Found')
       for (const h of ['Content-Range', 'Content-Encoding']) reply.removeHeader(h)
       if (entry.blocked) {
-        for (const h of ['Content-Length', 'ETag', 'Accept-Ranges', 'X-Data-Version', 'Vary']) reply.removeHeader(h)
+        for (const h of ['Content-Length', 'ETag', 'Last-Modified', 'Accept-Ranges', 'X-Data-Version', 'Vary']) reply.removeHeader(h)
         return sendNotice(reply, removedNotice(deps, req), req.method === 'HEAD')
       }
       reply.code(200)
@@ -159,7 +165,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
         ]
         let mine = hits.get(e)
         if (mine === undefined) {
-          mine = { identity: linkHit(headers(), e.etag, e.size, e.digest, true, representationOf(e).etags) }
+          mine = { identity: linkHit(headers(), validatorsOf(e, e.etag), e.size, e.digest) }
           hits.set(e, mine)
         }
         const form = formFor(req, e)
@@ -167,7 +173,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
         let hit = mine[form.enc]
         if (hit === undefined || hit.body !== form.v.digest) {
           const h = [...headers(), 'Content-Encoding', form.enc]
-          hit = mine[form.enc] = linkHit(h, encodedTag(e.etag, form.enc), form.v.size, form.v.digest, true, representationOf(e).etags)
+          hit = mine[form.enc] = linkHit(h, validatorsOf(e, encodedTag(e.etag, form.enc)), form.v.size, form.v.digest)
         }
         return hit
       },

@@ -261,7 +261,13 @@ export function createHostedData(deps: Deps) {
       const gen = cache.generation()
       const e = await store.publicEntry(token, version)
       if (!e) return undefined
-      const entry: ServedEntry = { ...e, etag: etagOf(e.digest, e.content_type), blocked: await takenDown(deps, e.digest) }
+      const modified = version === null ? Math.max(e.created_at, e.file_updated_at) : e.created_at
+      const entry: ServedEntry = {
+        ...e,
+        etag: etagOf(e.digest, e.content_type),
+        lastModifiedSec: Math.floor(modified / 1000),
+        blocked: await takenDown(deps, e.digest),
+      }
       cache.set(gen, token, version, entry)
       return entry
     },

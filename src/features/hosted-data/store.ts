@@ -63,6 +63,10 @@ export interface PublicEntry {
   digest: string
   size: number
   content_type: string
+  /** When the version was made (ms). */
+  created_at: number
+  /** The file's last change (ms): a version added, the default switched, a version deleted, its meta edited. */
+  file_updated_at: number
 }
 
 type Q = DB | Trx
@@ -184,12 +188,12 @@ export function createHostedStore(k: DB) {
         .selectFrom('hosted_files as f')
         .innerJoin('hosted_versions as v', 'v.file_id', 'f.id')
         .innerJoin('users as u', 'u.id', 'f.user_id')
-        .select(['v.version', 'v.digest', 'v.size', 'v.content_type'])
+        .select(['v.version', 'v.digest', 'v.size', 'v.content_type', 'v.created_at', 'f.updated_at as file_updated_at'])
         .where('f.public_token', '=', token)
         .where('u.disabled', '=', 0)
       q = version === null ? q.whereRef('v.version', '=', 'f.default_version') : q.where('v.version', '=', version)
       const r = await q.executeTakeFirst()
-      return r ? { ...r, size: Number(r.size) } : undefined
+      return r ? { ...r, size: Number(r.size), created_at: Number(r.created_at), file_updated_at: Number(r.file_updated_at) } : undefined
     },
   }
 }

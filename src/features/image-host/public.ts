@@ -3,7 +3,7 @@ import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, pickLang } from '../../errors/render.js'
 import { publicPreflight, PUBLIC_CORS_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
-import { decide, replyRange } from '../../http/representation.js'
+import { decide, httpDate, replyRange, type Representation } from '../../http/representation.js'
 import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../http/public-link.js'
 import { originalEtag, TOKEN_RE, versionOf, type ImageHost, type ServedImage } from './service.js'
 import { parseVariantParams, variantEtag, type Variant, type Variants, type VariantParams } from './variants.js'
@@ -26,7 +26,8 @@ function plainError(req: FastifyRequest, reply: FastifyReply, status: number, er
 /**
  * GET and HEAD /svc-img/pub/{token} and /image-host/pub/{token}: no auth, no rate limit, no
  * cookies read or set. The answer is inert (CSP sandbox, default-src 'none', nosniff), so an
- * SVG's scripts never run, and carries the content digest as ETag. ?w=&h=&format= ask for a
+ * SVG's scripts never run, and carries the content digest as ETag and the image's last
+ * change as Last-Modified. ?w=&h=&format= ask for a
  * resized or converted variant (not for SVG).
  */
 export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, variants: Variants): void {
@@ -56,20 +57,22 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     }
 
     const etag = params ? variantEtag(img.digest, params) : originalEtag(img.digest)
+    const lastModifiedSec = lastModifiedOf(img)
+    const rep = (size: number): Representation => ({ status: 200, size, etag, lastModified: httpDate(lastModifiedSec), lastModifiedSec })
     const v = Array.isArray(query.v) ? query.v[query.v.length - 1] : query.v
     setPublicCors(reply)
     reply.header('Cache-Control', v === versionOf(img.digest) ? CACHE_IMMUTABLE : CACHE_STABLE)
     // ETag, 304, Range (206, 416, If-Range) and HEAD: one implementation for every public body
     if (params) {
-      // a variant's ETag is known before any work: a revalidation never makes the variant
-      if (decide(req.headers, { status: 200, size: 0, etag }).kind === 'not-modified') return reply.header('ETag', etag).code(304).send()
+      // a variant's validators are known before any work: a revalidation never makes the variant
+      if (decide(req.headers, rep(0)).kind === 'not-modified') return reply.send(replyRange(req, reply, rep(0)) ?? undefined)
       const variant = await variants.get(img.digest, img.content_type, params, () => blobs.read(img.digest))
       reply.type(variant.contentType)
-      const part = replyRange(req, reply, { status: 200, size: variant.bytes.length, etag })
+      const part = replyRange(req, reply, rep(variant.bytes.length))
       return reply.send(part === null ? undefined : variant.bytes.subarray(part.start, part.end + 1))
     }
     reply.type(img.content_type)
-    const part = replyRange(req, reply, { status: 200, size: img.size, etag })
+    const part = replyRange(req, reply, rep(img.size))
     return reply.send(part === null ? undefined : await blobs.get(img.digest, part))
   }
 
@@ -106,7 +109,12 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
         if (params === null) {
           let hits = originals.get(img)
           if (hits === undefined) originals.set(img, (hits = {}))
-          return (hits[cc] ??= linkHit(headers(cc, img.content_type), originalEtag(img.digest), img.size, img.digest))
+          return (hits[cc] ??= linkHit(
+            headers(cc, img.content_type),
+            { etag: originalEtag(img.digest), lastModifiedSec: lastModifiedOf(img) },
+            img.size,
+            img.digest,
+          ))
         }
         if (img.content_type === 'image/svg+xml') return null
         const v = variants.peek(img.digest, params)
@@ -114,7 +122,13 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
         let hits = resized.get(v)
         if (hits === undefined) resized.set(v, (hits = {}))
         // a variant's 304 is the route's: it answers before the variant is made
-        return (hits[cc] ??= linkHit(headers(cc, v.contentType), variantEtag(img.digest, params), v.bytes.length, v.bytes, false))
+        return (hits[cc] ??= linkHit(
+          headers(cc, v.contentType),
+          { etag: variantEtag(img.digest, params), lastModifiedSec: lastModifiedOf(img) },
+          v.bytes.length,
+          v.bytes,
+          false,
+        ))
       },
     }),
   )
@@ -130,6 +144,9 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     app.options(url, { schema: { hide: true } }, publicPreflight())
   }
 }
+
+/** Last-Modified of an image and its variants (seconds): its last change (a replace moves it forward). */
+const lastModifiedOf = (img: ServedImage) => Math.floor(img.updated_at / 1000)
 
 const QUERY_NAMES = new Set(['v', 'w', 'h', 'format'])
 

@@ -46,6 +46,8 @@ export interface PublicImage {
   digest: string
   content_type: string
   size: number
+  /** The image's last change (ms): moved forward by every replace, so Last-Modified never goes back. */
+  updated_at: number
 }
 
 const toRow = (r: ImagesTable): ImageRow => ({
@@ -128,11 +130,11 @@ export function createImageStore(db: Db) {
       const r = await k
         .selectFrom('images as i')
         .innerJoin('users as u', 'u.id', 'i.user_id')
-        .select(['i.digest', 'i.content_type', 'i.size'])
+        .select(['i.digest', 'i.content_type', 'i.size', 'i.updated_at'])
         .where('i.public_token', '=', token)
         .where('u.disabled', '=', 0)
         .executeTakeFirst()
-      return r && { digest: r.digest, content_type: r.content_type, size: Number(r.size) }
+      return r && { digest: r.digest, content_type: r.content_type, size: Number(r.size), updated_at: Number(r.updated_at) }
     },
     async updateMeta(userId: string, token: string, set: { remark?: string; file_name?: string }, now: number): Promise<boolean> {
       const r = await k

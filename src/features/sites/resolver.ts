@@ -1,7 +1,7 @@
 import type { Db } from '../../db/kysely.js'
 import { PUBLIC_CORS_HEADERS, userContentHeaderList } from '../../http/content-headers.js'
 import { linesOf, prepareShared, sharedHead, type Prepared, type SharedHead } from '../../http/prepared-response.js'
-import type { Representation } from '../../http/representation.js'
+import { httpDate, type Representation } from '../../http/representation.js'
 import { canNameUser } from '../../auth/users.js'
 import { checkName, checkRelativePath, decodeSegment } from './paths.js'
 import { hostedFile } from './files-store.js'
@@ -174,17 +174,6 @@ export function fileEntry(
 
 /** A stored file's strong ETag (its digest, quoted); its compressed forms add -br and -gz. */
 export const etagOf = (digest: string, suffix = ''): string => `"${digest}${suffix}"`
-
-let dateSec = NaN
-let dateText = ''
-/** An HTTP date (Last-Modified) of seconds since the epoch (the last one kept: a deploy's files share theirs). */
-export function httpDate(sec: number): string {
-  if (sec !== dateSec) {
-    dateText = new Date(sec * 1000).toUTCString()
-    dateSec = sec
-  }
-  return dateText
-}
 
 /** The headers every answer about an entry shares (no ETag, no length, no encoding). */
 export function commonOf(e: FileEntry): string[] {
