@@ -1,6 +1,7 @@
 /**
- * Conditional GET/HEAD (RFC 9110 section 13): the one If-None-Match / If-Modified-Since
- * matcher of the service. Parses without allocating: the public host calls it per request.
+ * Conditional GET/HEAD (RFC 9110 section 13): the one If-Match / If-Unmodified-Since /
+ * If-None-Match / If-Modified-Since matcher of the service. Parses without allocating: the
+ * public host calls it per request.
  */
 
 const SP = 32
@@ -37,6 +38,20 @@ function matchesOne(field: string, start: number, end: number, etags: string | r
  * next comma.
  */
 export function ifNoneMatchHits(field: string, etags: string | readonly string[]): boolean {
+  return listHits(field, etags, false)
+}
+
+/**
+ * Whether an If-Match field value matches (RFC 9110 13.1.1): the value is `*` (the resource
+ * has a current representation), or its list holds an entity tag that strongly matches one of
+ * `etags`: a `W/` tag in the field never matches. Parsed as If-None-Match is.
+ */
+export function ifMatchHits(field: string, etags: string | readonly string[]): boolean {
+  return listHits(field, etags, true)
+}
+
+/** `*` or a member of the list matching one of `etags`; `strong`: a weak member matches nothing. */
+function listHits(field: string, etags: string | readonly string[], strong: boolean): boolean {
   const n = field.length
   let i = 0
   while (i < n && isOws(field.charCodeAt(i))) i++
@@ -51,14 +66,16 @@ export function ifNoneMatchHits(field: string, etags: string | readonly string[]
       i++
       continue
     }
+    let weak = false
     if (c === W && field.charCodeAt(i + 1) === SLASH) {
       i += 2
       c = field.charCodeAt(i)
+      weak = true
     }
     if (c === DQUOTE) {
       const close = field.indexOf('"', i + 1)
       if (close < 0) return false
-      if (matchesOne(field, i, close + 1, etags)) return true
+      if (!(strong && weak) && matchesOne(field, i, close + 1, etags)) return true
       i = close + 1
       // past the tag only OWS may come before the next comma; anything else: skip to it
       while (i < n && isOws(field.charCodeAt(i))) i++
@@ -117,4 +134,23 @@ export function parseEntityTags(field: string): EntityTagList | null {
     i = ETAG_LIST_ITEM.lastIndex
   }
   return out.length > 0 ? out : null
+}
+
+/**
+ * Whether a GET/HEAD's preconditions fail, so it answers 412 (RFC 9110 13.2.2, steps 1 and 2,
+ * evaluated before If-None-Match): If-Match, when present, decides alone (no strong match:
+ * fail); otherwise If-Unmodified-Since, a valid HTTP-date earlier than the last modification
+ * (`lastModifiedSec` as for notModified; undefined: the field is ignored). An invalid date is
+ * ignored.
+ */
+export function preconditionFails(
+  ifMatch: string | undefined,
+  ifUnmodifiedSince: string | undefined,
+  etags: string | readonly string[],
+  lastModifiedSec?: number,
+): boolean {
+  if (ifMatch !== undefined) return !ifMatchHits(ifMatch, etags)
+  if (ifUnmodifiedSince === undefined || lastModifiedSec === undefined) return false
+  const t = Date.parse(ifUnmodifiedSince)
+  return Number.isFinite(t) && lastModifiedSec * 1000 > t
 }

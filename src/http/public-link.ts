@@ -72,9 +72,9 @@ export interface PublicLinkOptions {
  * answer the feature knows from memory is answered before routing with prepared heads: 200
  * from the blob's open file (sendfile where it can) or from the bytes in memory, 304 when
  * If-None-Match / If-Modified-Since say so (the one decision of representation.ts). Anything
- * else goes to the route, which answers the same way through Fastify: HEAD, Range, a service
- * worker's fetch, plain HTTP behind a proxy, a store without local files (S3 without a disk
- * cache), a blob file gone. test/http/fast-path-parity.test.ts checks both give the same answer.
+ * else (a 412 too) goes to the route, which answers the same way through Fastify: HEAD,
+ * Range, a service worker's fetch, plain HTTP behind a proxy, a store without local files (S3
+ * without a disk cache), a blob file gone. test/http/fast-path-parity.test.ts checks both give the same answer.
  */
 export function publicLinkFastPath(deps: Deps, files: ReturnType<typeof publicFiles>, o: PublicLinkOptions): FastPath {
   const { config, blobs, clock } = deps
@@ -97,6 +97,8 @@ export function publicLinkFastPath(deps: Deps, files: ReturnType<typeof publicFi
     const hit = o.peek(at.token, at.query, req)
     if (hit === null) return false
     const d = decide(h, { status: 200, size: hit.size, etag: hit.etag, etags: hit.etags, lastModifiedSec: hit.lastModifiedSec })
+    // a failed precondition (If-Match, If-Unmodified-Since): the route's 412
+    if (d.kind === 'precondition-failed') return false
     if (d.kind === 'not-modified') {
       if (hit.notModified === null) return false
       sendPrepared(req, res, hit.notModified, undefined, undefined, clock)

@@ -1,12 +1,15 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyReply } from 'fastify'
-import { notModified } from './conditional.js'
+import { notModified, preconditionFails } from './conditional.js'
 
 /**
  * The one implementation of conditional and partial GET/HEAD for public content (RFC 9110
  * sections 13 and 14): hosted pages on every URL form, image originals and variants, and
  * hosted-data links all decide here what to answer, and build the same headers for it.
  *
+ * - If-Match (strong comparison, lists, `*`) decides alone when present; otherwise
+ *   If-Unmodified-Since against Last-Modified. Either one failing: 412, before anything else
+ *   (RFC 9110 13.2.2), with no body and a Cache-Control no shared cache keeps it by.
  * - If-None-Match (strong, weak `W/`, lists, `*`) decides alone when present; otherwise
  *   If-Modified-Since against Last-Modified (./conditional.ts). Either one: 304.
  * - Range: one `bytes=` range (first-last, first-, -suffix), clamped to the size: 206 with
@@ -15,7 +18,8 @@ import { notModified } from './conditional.js'
  *   unit: the whole body (200), which RFC 9110 allows.
  * - If-Range: the range applies only when it names the current strong ETag or the exact
  *   Last-Modified date; else the whole body.
- * - Only a 200 representation is validated or cut (a custom 404 page is sent whole).
+ * - Only a 200 representation is validated or cut (a custom 404 page is sent whole, every
+ *   precondition ignored: RFC 9110 13.2.1).
  */
 export interface Representation {
   /** 200, or the status a site rule gives (custom 404 page): no 304, no range then. */
@@ -30,16 +34,21 @@ export interface Representation {
   lastModifiedSec?: number
 }
 
-export type Decision = { kind: 'whole' } | { kind: 'not-modified' } | { kind: 'unsatisfiable' } | { kind: 'range'; start: number; end: number }
+export type Decision =
+  { kind: 'whole' } | { kind: 'precondition-failed' } | { kind: 'not-modified' } | { kind: 'unsatisfiable' } | { kind: 'range'; start: number; end: number }
 
 /** The whole body, 200: no conditional or range header applies. */
 export const WHOLE: Decision = { kind: 'whole' }
+const PRECONDITION_FAILED: Decision = { kind: 'precondition-failed' }
 const NOT_MODIFIED: Decision = { kind: 'not-modified' }
 const UNSATISFIABLE: Decision = { kind: 'unsatisfiable' }
 
 /** What to answer to a GET or HEAD of `r` with these request headers. */
 export function decide(h: IncomingHttpHeaders, r: Representation): Decision {
   if (r.status !== 200) return WHOLE
+  const im = h['if-match']
+  const ius = h['if-unmodified-since']
+  if ((im !== undefined || ius !== undefined) && preconditionFails(im, ius, r.etags ?? r.etag, r.lastModifiedSec)) return PRECONDITION_FAILED
   const inm = h['if-none-match']
   const ims = h['if-modified-since']
   if ((inm !== undefined || ims !== undefined) && notModified(inm, ims, r.etags ?? r.etag, r.lastModifiedSec)) return NOT_MODIFIED
@@ -77,6 +86,12 @@ export function parseRange(h: string, size: number): { start: number; end: numbe
 export function partialHeaders(r: Pick<Representation, 'size'>, d: { start: number; end: number }): string[] {
   return ['Content-Range', `bytes ${d.start}-${d.end}/${r.size}`, 'Content-Length', String(d.end - d.start + 1)]
 }
+
+/**
+ * The Cache-Control of a 412: it answers one request's precondition, so no shared cache may
+ * keep it for the URL (the 200's `public` or `immutable` would let one).
+ */
+export const PRECONDITION_FAILED_CACHE = 'private, no-cache'
 
 /** Headers of a 416. */
 export function unsatisfiableHeaders(r: Pick<Representation, 'size'>): string[] {
@@ -133,9 +148,10 @@ interface RequestLike {
 
 /**
  * Answers a GET/HEAD of `r` through a Fastify reply (image and hosted-data links): sets ETag,
- * Accept-Ranges, Last-Modified, the status (200, 206, 304, 416), Content-Range and
- * Content-Length, and returns the byte range (inclusive) the caller must send, or null when
- * the answer has no body (304, 416, HEAD): then `reply.send()` alone. The caller sets the
+ * Accept-Ranges, Last-Modified, the status (200, 206, 304, 412, 416), Content-Range and
+ * Content-Length (and a 412's Cache-Control), and returns the byte range (inclusive) the
+ * caller must send, or null when the answer has no body (304, 412, 416, HEAD): then
+ * `reply.send()` alone. The caller sets the
  * Content-Type and the feature's own headers.
  */
 export function replyRange(req: RequestLike, reply: FastifyReply, r: Representation): { start: number; end: number } | null {
@@ -143,6 +159,10 @@ export function replyRange(req: RequestLike, reply: FastifyReply, r: Representat
   reply.header('Accept-Ranges', 'bytes')
   if (r.lastModified !== undefined) reply.header('Last-Modified', r.lastModified)
   const d = decide(req.headers, r)
+  if (d.kind === 'precondition-failed') {
+    reply.code(412).header('Cache-Control', PRECONDITION_FAILED_CACHE).header('Content-Length', '0')
+    return null
+  }
   if (d.kind === 'not-modified') {
     reply.code(304)
     return null

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { ifNoneMatchHits, notModified, parseEntityTags } from '../../src/http/conditional.js'
+import { ifMatchHits, ifNoneMatchHits, notModified, parseEntityTags, preconditionFails } from '../../src/http/conditional.js'
 
 describe('If-None-Match (RFC 9110 13.1.2, weak comparison)', () => {
   // [field, etag(s), matches]
@@ -90,4 +90,45 @@ describe('If-Match / If-None-Match of a write (parseEntityTags)', () => {
     [', ,', null],
   ]
   for (const [field, want] of cases) it(`${JSON.stringify(field)}`, () => assert.deepEqual(parseEntityTags(field), want))
+})
+
+describe('If-Match (RFC 9110 13.1.1, strong comparison)', () => {
+  const cases: [string, string | string[], boolean][] = [
+    ['"a"', '"a"', true],
+    ['"b"', '"a"', false],
+    ['"b", "a"', '"a"', true],
+    ['*', '"a"', true],
+    ['W/"a"', '"a"', false], // a weak tag never matches strongly
+    ['W/"a", "a"', '"a"', true],
+    ['"a"', 'W/"a"', true], // the current tag's own prefix is the server's: ignored as for If-None-Match
+    ['"d-br"', ['"d"', '"d-br"', '"d-gz"'], true],
+    ['"e"', ['"d"', '"d-br"', '"d-gz"'], false],
+    ['', '"a"', false],
+    ['a', '"a"', false],
+  ]
+  for (const [field, etags, want] of cases) {
+    it(`${JSON.stringify(field)} vs ${JSON.stringify(etags)} -> ${want}`, () => assert.equal(ifMatchHits(field, etags), want))
+  }
+})
+
+describe('preconditionFails (If-Match, else If-Unmodified-Since)', () => {
+  const lm = Date.UTC(2026, 0, 15, 4, 0, 0) / 1000
+  const at = (s: number) => new Date(s * 1000).toUTCString()
+  // [If-Match, If-Unmodified-Since, lastModifiedSec, 412?]
+  const cases: [string | undefined, string | undefined, number | undefined, boolean][] = [
+    [undefined, undefined, lm, false],
+    ['"a"', undefined, lm, false],
+    ['"b"', undefined, lm, true],
+    ['*', undefined, lm, false],
+    [undefined, at(lm), lm, false],
+    [undefined, at(lm + 60), lm, false],
+    [undefined, at(lm - 1), lm, true],
+    [undefined, 'not a date', lm, false],
+    [undefined, at(lm - 60), undefined, false], // no Last-Modified: If-Unmodified-Since means nothing
+    ['"a"', at(lm - 60), lm, false], // If-Match present: If-Unmodified-Since is ignored
+    ['"b"', at(lm + 60), lm, true],
+  ]
+  for (const [im, ius, sec, want] of cases) {
+    it(`${im} / ${ius} / ${sec} -> ${want}`, () => assert.equal(preconditionFails(im, ius, '"a"', sec), want))
+  }
 })

@@ -44,7 +44,7 @@ const text = (reply: FastifyReply, code: number, body: string) => {
  * default version's exact bytes with its content type (`?v=N`: one pinned version). No auth,
  * no cookies read or set, CORS `*` without credentials, inert sandbox CSP and nosniff so no
  * HTML, SVG or XML here ever runs with the service origin's authority. ETag and Last-Modified
- * (ServedEntry.lastModifiedSec) / 304; the
+ * (ServedEntry.lastModifiedSec) / 304, If-Match / If-Unmodified-Since / 412; the
  * default link is revalidated on every use (a switched default shows at once), pinned
  * versions are immutable and cached for a year. One `bytes=` range: 206 (If-Range), 416.
  * A whole body of 256 bytes or more goes out br or gzip to a client that accepts it, once

@@ -64,8 +64,9 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     reply.header('Cache-Control', v === versionOf(img.digest) ? CACHE_IMMUTABLE : CACHE_STABLE)
     // ETag, 304, Range (206, 416, If-Range) and HEAD: one implementation for every public body
     if (params) {
-      // a variant's validators are known before any work: a revalidation never makes the variant
-      if (decide(req.headers, rep(0)).kind === 'not-modified') return reply.send(replyRange(req, reply, rep(0)) ?? undefined)
+      // a variant's validators are known before any work: a 304 or 412 never makes the variant
+      const early = decide(req.headers, rep(0)).kind
+      if (early === 'not-modified' || early === 'precondition-failed') return reply.send(replyRange(req, reply, rep(0)) ?? undefined)
       const variant = await variants.get(img.digest, img.content_type, params, () => blobs.read(img.digest))
       reply.type(variant.contentType)
       const part = replyRange(req, reply, rep(variant.bytes.length))

@@ -89,7 +89,15 @@ export function createHostHandler(
   /** What to answer: without conditional or range headers (most requests) the whole entry, read from nothing else. */
   const decideFor = (req: IncomingMessage, e: FileEntry): Decision => {
     const h = req.headers
-    if (e.status !== 200 || (h['if-none-match'] === undefined && h['if-modified-since'] === undefined && h.range === undefined)) return WHOLE
+    if (
+      e.status !== 200 ||
+      (h['if-none-match'] === undefined &&
+        h['if-modified-since'] === undefined &&
+        h.range === undefined &&
+        h['if-match'] === undefined &&
+        h['if-unmodified-since'] === undefined)
+    )
+      return WHOLE
     return decide(h, representationOf(e))
   }
 
@@ -155,8 +163,14 @@ export function createHostHandler(
     return out
   }
 
-  /** 304 and 416: no body, nothing to read. */
+  /** 304, 412 and 416: no body, nothing to read. */
   function answerBodiless(req: IncomingMessage, res: ServerResponse, e: FileEntry, d: Decision, priv = false): boolean {
+    if (d.kind === 'precondition-failed') {
+      // the private form of the headers: no shared cache keeps one request's 412 for the URL
+      res.writeHead(412, [...commonFor(e, true), 'ETag', etagOf(e.digest), 'Content-Length', '0'])
+      res.end()
+      return true
+    }
     if (d.kind === 'not-modified') {
       const ae = req.headers['accept-encoding']
       const enc = !priv && e.compressible && ae !== undefined ? pickEncoding(ae) : null
