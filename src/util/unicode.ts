@@ -16,3 +16,33 @@ export const truncate = (s: string, max: number): string => {
   const c = s.charCodeAt(max - 1)
   return s.slice(0, c >= 0xd800 && c <= 0xdbff ? max - 1 : max)
 }
+
+/** C0 and C1 control characters and DEL. */
+export const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+
+/**
+ * The zero-width joiners that writing needs: ZWNJ (U+200C) and ZWJ (U+200D) between two
+ * characters of a word that are neither ASCII nor format characters: Persian
+ * `می‌خواهم`, Devanagari conjuncts after a virama, emoji sequences (`👩‍💻`), as IDNA's
+ * CONTEXTJ admits them. At a name's edge, next to ASCII or to another invisible character
+ * they only disguise a name, and count with the other format characters.
+ */
+const JOINER_IN_WORD =
+  /(?<=[\p{L}\p{M}\p{Extended_Pictographic}\p{Emoji_Modifier}])(?<=[^\0-\x7f])[\u200c\u200d](?=[\p{L}\p{M}\p{Extended_Pictographic}])(?=[^\0-\x7f])/gu
+const FORMAT = /\p{Cf}/u
+/** A control character, or a format character (bidi override or isolate, zero-width) but a joiner inside a word. */
+const INVISIBLE = new RegExp(`${CONTROL.source}|(?!${JOINER_IN_WORD.source})\\p{Cf}`, 'gu')
+
+/**
+ * Whether a string holds a Unicode format character (category Cf: bidi overrides and
+ * isolates such as U+202E, zero-width spaces, BOM) other than a joiner inside a word: such
+ * characters make a name read as another one (`gnp.exe` shown as `exe.png`).
+ */
+export const hasStrayFormat = (s: string): boolean => FORMAT.test(s) && FORMAT.test(s.replace(JOINER_IN_WORD, ''))
+
+/**
+ * A name without the characters names may not hold (CONTROL, and the format characters
+ * hasStrayFormat finds): for names kept as they were given (display names) rather than
+ * refused, as site paths are.
+ */
+export const stripInvisible = (s: string): string => s.replace(INVISIBLE, '')

@@ -393,6 +393,30 @@ for (const engine of ENGINES) {
       assert.deepEqual({ images: empty.json.images, total: empty.json.total }, { images: [], total: 0 })
     })
 
+    it('file names lose control, bidi and zero-width characters, on upload and PATCH; joiners inside a word stay', async () => {
+      const own = await freshAccount()
+      const up = await upload(own, [{ name: 'photo\u202Egnp.exe\u0085x\u200b.png', data: png }])
+      assert.equal(up.status, 200, up.text)
+      const img = up.json.images[0]
+      assert.equal(img.file_name, 'photognp.exex.png')
+      const names: [string, string][] = [
+        ['\u2066evil\u2069.png\u200b', 'evil.png'],
+        ['\ufeffa\u0080\u009fb\u061c.png', 'ab.png'],
+        ['\u202e\u202d', 'image'],
+        // a joiner writing needs (Persian, an emoji sequence) is kept; at an ASCII edge it goes
+        ['می\u200cخواهم.png', 'می\u200cخواهم.png'],
+        ['\u{1F469}\u200d\u{1F4BB}.png', '\u{1F469}\u200d\u{1F4BB}.png'],
+        ['a\u200db.png', 'ab.png'],
+      ]
+      for (const [given, kept] of names) {
+        const r = await s.request('PATCH', `/api/image-host/images/${img.public_token}`, { cookie: own.cookie, json: { file_name: given } })
+        assert.equal(r.status, 200, r.text)
+        assert.equal(r.json.image.file_name, kept, JSON.stringify(given))
+      }
+      const stored = await s.get(`/api/image-host/images/${img.public_token}`, { cookie: own.cookie })
+      assert.equal(stored.json.image.file_name, 'ab.png')
+    })
+
     it("PATCH updates remark and file name; missing or another user's image is 404; bad input is 400", async () => {
       const up = await upload(alice, [{ name: 'a.png', data: png }])
       const tok = up.json.images[0].public_token

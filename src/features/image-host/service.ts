@@ -4,7 +4,7 @@ import { AppError } from '../../errors/app-error.js'
 import { newId, newPublicToken } from '../../auth/tokens.js'
 import { quotaOf } from '../../limits/quotas.js'
 import { beijingTime } from '../../util/time.js'
-import { isWellFormed } from '../../util/unicode.js'
+import { isWellFormed, stripInvisible } from '../../util/unicode.js'
 import type { Page } from '../../http/pagination.js'
 import { prepareImage } from './inspect.js'
 import { createImageStore, type ImageRow, type PublicImage } from './store.js'
@@ -57,11 +57,14 @@ export type ImageView = ReturnType<typeof imageView>
 /** The content version named in versioned URLs (?v=): a prefix of the blob digest. */
 export const versionOf = (digest: string) => digest.slice(0, 16)
 
-/** File names are metadata only: no directories, no control characters, at most 255 characters. */
+/**
+ * File names are metadata only: no directories, at most 255 characters, and none of the
+ * characters site paths refuse (C0/C1 controls, bidi overrides, zero-width: stripInvisible),
+ * so a name shown in the dashboard or a listing reads as what it is.
+ */
 export function cleanFileName(name: string | undefined): string {
   const base = (name ?? '').normalize('NFC').split(/[\\/]/).pop() ?? ''
-  const clean = base
-    .replace(/[\u0000-\u001f\u007f]/g, '')
+  const clean = stripInvisible(base)
     .trim()
     .slice(0, NAME_MAX)
     // a cut through a surrogate pair would leave a lone high surrogate: drop it

@@ -9,14 +9,14 @@
  * - names are case-sensitive: `Index.html` and `index.html` are two files (publish needs
  *   exactly `index.html`);
  * - segments are never '', '.', '..'; no '/', '\', NUL, C0/C1 controls, Unicode format
- *   characters (bidi overrides, zero-width; a joiner inside a non-ASCII word excepted,
- *   JOINER_IN_WORD), slash look-alikes, or anything whose NFKC form
+ *   characters (bidi overrides, zero-width; a joiner inside a non-ASCII word excepted:
+ *   hasStrayFormat in util/unicode.ts), slash look-alikes, or anything whose NFKC form
  *   hides a separator or dot segment (`．．／`); no drive (`C:`) or absolute prefix;
  * - no `%XX` sequences in a stored name: percent-decoding happens exactly once, at the URL, so
  *   a name that still looks encoded is refused instead of being decoded a second time;
  * - at most 255 UTF-8 bytes per segment, 1024 in total, 32 segments deep.
  */
-import { isWellFormed } from '../../util/unicode.js'
+import { CONTROL, hasStrayFormat, isWellFormed } from '../../util/unicode.js'
 
 export const MAX_SEGMENT_BYTES = 255
 export const MAX_PATH_BYTES = 1024
@@ -24,17 +24,6 @@ export const MAX_DEPTH = 32
 
 export type PathResult = { ok: true; path: string; segments: string[] } | { ok: false; reason: string }
 
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
-const FORMAT = /\p{Cf}/u
-/**
- * The zero-width joiners that writing needs: ZWNJ (U+200C) and ZWJ (U+200D) between two
- * characters of a word that are neither ASCII nor format characters: Persian
- * `می‌خواهم`, Devanagari conjuncts after a virama, emoji sequences (`👩‍💻`), as IDNA's
- * CONTEXTJ admits them. At a name's edge, next to ASCII or to another invisible character
- * they only disguise a name, and stay refused with the other format characters.
- */
-const JOINER_IN_WORD =
-  /(?<=[\p{L}\p{M}\p{Extended_Pictographic}\p{Emoji_Modifier}])(?<=[^\0-\x7f])[\u200c\u200d](?=[\p{L}\p{M}\p{Extended_Pictographic}])(?=[^\0-\x7f])/gu
 const SLASH_LIKE = /[\u2044\u2215\u29f8\u29f9\uff0f\uff3c\ufe68\u2216\u29f5]/
 const PERCENT_SEQ = /%[0-9a-fA-F]{2}/
 const DRIVE = /^[a-zA-Z]:/
@@ -79,7 +68,7 @@ export function checkRelativePath(input: unknown): PathResult {
   if (!isWellFormed(input)) return bad('invalid Unicode (lone surrogate)')
   const s = input.normalize('NFC')
   if (CONTROL.test(s)) return bad('control character (NUL, C0 or C1)')
-  if (FORMAT.test(s) && FORMAT.test(s.replace(JOINER_IN_WORD, ''))) return bad('invisible Unicode format character')
+  if (hasStrayFormat(s)) return bad('invisible Unicode format character')
   if (s.includes('\\')) return bad('backslash')
   if (SLASH_LIKE.test(s)) return bad('slash look-alike character')
   if (s.startsWith('/')) return bad('absolute path')
