@@ -110,7 +110,7 @@ export function publicLinkFastPath(deps: Deps, files: ReturnType<typeof publicFi
     }
     if (localPath === undefined) return false
     try {
-      const f = files.openSync(hit.body, localPath(hit.body), hit.size)
+      const f = files.get(hit.body) ?? files.openSync(hit.body, localPath(hit.body), hit.size)
       if (f === null) return false
       // a short file throws before anything is written (sendfile closes the connection instead)
       sendPreparedFile(req, res, hit.ok, f.fd, hit.size, config.sendfile, clock)

@@ -88,57 +88,43 @@ export function createOpenFiles(o: OpenFilesOptions = {}) {
     }
   }
 
-  const hit = (f: OpenBlobFile) => {
-    f.hot = true
-    f.seen = tick
-    stats.hits++
-  }
-
-  const openNew = (digest: string, path: string, size: number): OpenBlobFile | null => {
-    let fd: number
-    try {
-      fd = fs.openSync(path, 'r')
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null
-      throw e
-    }
-    const f: OpenBlobFile = { digest, fd, size, hot: false, seen: tick, closed: false }
-    stats.opened++
-    files.set(digest, f)
-    trim()
-    if (sweeper === null && inactiveMs > 0) {
-      sweeper = setInterval(sweep, inactiveMs)
-      sweeper.unref()
-    }
-    return f
-  }
-
   return {
     stats,
     /** The open file of a digest, or undefined. */
     get(digest: string): OpenBlobFile | undefined {
       const f = files.get(digest)
-      if (f !== undefined) hit(f)
+      if (f !== undefined) {
+        f.hot = true
+        f.seen = tick
+        stats.hits++
+      }
       return f
     },
     /**
-     * A file a caller kept from an earlier get or open, counted as a hit; undefined once closed
-     * (evicted, forgotten: ask again). Saves the lookup by digest on the hot path.
-     */
-    touch(f: OpenBlobFile): OpenBlobFile | undefined {
-      if (f.closed) return undefined
-      hit(f)
-      return f
-    },
-    /**
-     * The open file of a digest (a hit, as get), else its local file opened now (synchronously:
-     * a stat-free open of a local path, as nginx does) and kept; null when the file is gone
-     * (evicted, swept: ask the store again).
+     * Opens the local file of a blob (synchronously: a stat-free open of a local path, as nginx
+     * does) and keeps it; null when the file is gone (evicted, swept: ask the store again).
      */
     openSync(digest: string, path: string, size: number): OpenBlobFile | null {
-      const f = files.get(digest)
-      if (f === undefined) return openNew(digest, path, size)
-      hit(f)
+      const had = files.get(digest)
+      if (had !== undefined) {
+        had.seen = tick
+        return had
+      }
+      let fd: number
+      try {
+        fd = fs.openSync(path, 'r')
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null
+        throw e
+      }
+      const f: OpenBlobFile = { digest, fd, size, hot: false, seen: tick, closed: false }
+      stats.opened++
+      files.set(digest, f)
+      trim()
+      if (sweeper === null && inactiveMs > 0) {
+        sweeper = setInterval(sweep, inactiveMs)
+        sweeper.unref()
+      }
       return f
     },
     /** Closes a digest's descriptor (the blob was deleted). */

@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { Prepared } from '../../http/prepared-response.js'
 import type { LocalBlobFile } from '../../storage/blob-store.js'
-import type { OpenBlobFile } from '../../storage/open-files.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import type { Bus } from '../../infra/bus.js'
 import { HOSTING_CHANNEL } from './invalidate.js'
@@ -35,8 +34,6 @@ export interface FileEntry {
    * memory: they go out from the open-file cache (src/storage/open-files.ts), by digest.
    */
   file: LocalBlobFile | null | undefined
-  /** The blob's open file as last used (the open-file cache's own entry; closed when evicted). */
-  open: OpenBlobFile | undefined
   /** The 200 answer with the identity body: its own header lines encoded once (the rest shared). */
   ok: Prepared
   /** The compressed answers' heads, with the variant digest they were made for. */

@@ -164,7 +164,6 @@ export function fileEntry(
     compressible,
     fromFile: size <= FROM_FILE_MAX,
     file: undefined,
-    open: undefined,
     ok,
     okGzip: null,
     okBr: null,

@@ -116,11 +116,7 @@ export function createHostHandler(
    * disk driver keeps it); null: its file vanished (evicted, swept): look it up again.
    */
   function openOf(e: FileEntry): OpenBlobFile | null {
-    const kept = e.open !== undefined ? files.touch(e.open) : undefined
-    if (kept !== undefined) return kept
-    const f = files.openSync(e.digest, e.file?.path ?? blobs.localPathNow!(e.digest), e.size)
-    e.open = f ?? undefined
-    return f
+    return files.get(e.digest) ?? files.openSync(e.digest, e.file?.path ?? blobs.localPathNow!(e.digest), e.size)
   }
 
   /** The compressed form to send for this request, if it is made; asks for it otherwise. */
@@ -136,7 +132,7 @@ export function createHostHandler(
       return null
     }
     if (v === null) return null
-    const f = files.openSync(v.digest, v.path, v.size)
+    const f = files.get(v.digest) ?? files.openSync(v.digest, v.path, v.size)
     if (f === null) {
       encodings.forget(e.digest, enc)
       return null
