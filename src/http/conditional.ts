@@ -1,7 +1,9 @@
 /**
- * Conditional GET/HEAD (RFC 9110 section 13): the one If-Match / If-Unmodified-Since /
- * If-None-Match / If-Modified-Since matcher of the service. Parses without allocating: the
- * public host calls it per request.
+ * Conditional requests (RFC 9110 section 13). Reads (GET/HEAD of every public body): the one
+ * If-Match / If-Unmodified-Since / If-None-Match / If-Modified-Since matcher of the service,
+ * lenient as the RFC asks of a read (a malformed member matches nothing) and parsing without
+ * allocating: the public host calls it per request. Writes (the key-value store):
+ * parseEntityTags, strict, so a condition the service cannot read is refused, never ignored.
  */
 
 const SP = 32
