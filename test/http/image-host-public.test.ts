@@ -237,8 +237,9 @@ for (const engine of ENGINES) {
       const shared = createLocalBus()
       const bus: Bus = { publish: (...a) => shared.publish(...a), subscribe: (...a) => shared.subscribe(...a), close: async () => {} }
       const a = await startServer({ engine, bus })
-      const b = await startServer({ engine, bus, dataDir: a.dataDir, keepData: true, env: a.env.DATABASE_URL ? { DATABASE_URL: a.env.DATABASE_URL } : {} })
+      let b: TestServer | undefined
       try {
+        b = await startServer({ engine, bus, dataDir: a.dataDir, keepData: true, env: a.env.DATABASE_URL ? { DATABASE_URL: a.env.DATABASE_URL } : {} })
         const u = await a.user()
         await svc(a, 'grant', u.username, 'image-host')
         const c = await a.login(u.username, u.password)
@@ -255,7 +256,7 @@ for (const engine of ENGINES) {
         assert.equal(del.status, 200)
         assert.equal((await b.get(`/svc-img/pub/${one.public_token}`)).status, 404)
       } finally {
-        await b.close()
+        await b?.close()
         await a.close()
       }
     })

@@ -205,9 +205,12 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   if (engine === 'sqlite' && opts.dataDir === undefined && opts.env?.MIGRATE_ON_START === undefined) {
     fs.writeFileSync(path.join(dataDir, 'svc.db'), await migratedSqlite(), { mode: 0o600 })
   }
+  // a caller that names the database itself (env.DATABASE_URL without pgSchema: a second
+  // instance on another's) owns it: this server makes no schema of its own and drops none
+  const namedByCaller = opts.env?.DATABASE_URL !== undefined && opts.pgSchema === undefined
   const schema = opts.pgSchema ?? `t_${uid()}`
   let madeSchema = false
-  if (engine === 'postgres' && opts.pgSchema === undefined && opts.pgUrl === undefined && opts.env?.MIGRATE_ON_START === undefined) {
+  if (engine === 'postgres' && !namedByCaller && opts.pgSchema === undefined && opts.pgUrl === undefined && opts.env?.MIGRATE_ON_START === undefined) {
     const t = await migratedPostgres()
     if (t !== null) {
       madeSchema = true
@@ -350,7 +353,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
       await l.close().catch(() => {})
       await deps.close().catch(() => {})
       if (!opts.keepData) {
-        if (engine === 'postgres') await dropSchema(schema)
+        if (engine === 'postgres' && !namedByCaller) await dropSchema(schema)
         fs.rmSync(dataDir, { recursive: true, force: true })
       }
     },
