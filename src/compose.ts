@@ -68,7 +68,7 @@ export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}
         await db.close().catch(() => {})
         throw e
       })),
-    (digests) => anyBlockedDigest(db, digests),
+    (digests) => anyBlockedDigest(db.k, digests),
     () => new AppError('CONTENT_BLOCKED'),
   )
   const limits =

@@ -645,6 +645,131 @@ for (const engine of ENGINES) {
     })
   })
 
+  describe(`takedowns and the owner's writes at the same moment [${engine}]`, () => {
+    let s: TestServer
+    let admin: User
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      const u = await s.user({ admin: true })
+      admin = { ...u, cookie: await s.login(u.username, u.password) }
+    })
+    after(() => s.close())
+    const adminCall = (p: string, json: unknown) => s.post(p, { cookie: admin.cookie, json })
+
+    /**
+     * Runs `write` until the blob store's `step` (put or admit) has let its bytes through, takes
+     * `url` down meanwhile, then lets the write go on; returns its answer.
+     */
+    async function takedownDuring(step: 'put' | 'admit', url: string, write: () => Promise<Res>): Promise<Res> {
+      const blobs = s.deps.blobs as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>
+      const original = blobs[step]
+      let reached!: () => void
+      const atStep = new Promise<void>((r) => (reached = r))
+      let release!: () => void
+      const released = new Promise<void>((r) => (release = r))
+      blobs[step] = async (...a: unknown[]) => {
+        const out = await original(...a)
+        blobs[step] = original
+        reached()
+        await released
+        return out
+      }
+      try {
+        const answer = write()
+        await atStep
+        const rep = await adminCall('/svc_api/admin/reports', { url, category: 'phishing' })
+        assert.equal(rep.status, 201, rep.text)
+        const down = await adminCall(`/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})
+        assert.equal(down.status, 200, down.text)
+        release()
+        return await answer
+      } finally {
+        blobs[step] = original
+        release()
+      }
+    }
+
+    it('a deploy, publish or upload checked before a takedown of its bytes is refused after it (451 / 1701)', async () => {
+      const m = await s.user()
+      const page = () => HTML('wallet login', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+
+      // an archive deploy that names bytes the user holds (in a project not published): its check
+      // passed, then they are taken down
+      const a = page()
+      assert.equal((await deploySite(s, m.key, 'evil-a', { 'index.html': a })).res.status, 201)
+      assert.equal((await batchUpload(s, { key: m.key }, 'keep', [{ filename: 'index.html', data: a }])).status, 200)
+      const tar = await tarOf([manifestOf({ 'index.html': a })])
+      const deployed = await takedownDuring('admit', `${s.url}/${m.username}/evil-a/`, () => postArchive(s, m.key, 'again', tar))
+      expectError(deployed, 451, 1701)
+      assert.equal((await s.get(`/${m.username}/again/`)).status, 404, 'the deploy made nothing live')
+
+      // a publish of a project holding them
+      const b = page()
+      assert.equal((await deploySite(s, m.key, 'evil-b', { 'index.html': b })).res.status, 201)
+      assert.equal((await batchUpload(s, { key: m.key }, 'stash', [{ filename: 'index.html', data: b }])).status, 200)
+      const published = await takedownDuring('admit', `${s.url}/${m.username}/evil-b/`, () => s.post('/api/folders/stash/publish', { key: m.key }))
+      expectError(published, 451, 1701)
+      assert.equal((await s.get(`/${m.username}/stash/`)).status, 404, 'the publish made nothing live')
+
+      // a single-file upload whose bytes were stored (and checked) before the takedown
+      const c = page()
+      assert.equal((await uploadFile(s, { key: m.key }, 'evil-c.html', c)).status, 200)
+      const uploaded = await takedownDuring('put', `${s.url}/${m.username}/evil-c.html`, () => uploadFile(s, { key: m.key }, 'copy.html', c))
+      expectError(uploaded, 451, 'CONTENT_BLOCKED') // the single-file upload's format B
+      assert.equal((await s.get(`/${m.username}/copy.html`)).status, 404, 'the upload stored no page')
+    })
+
+    it("a takedown waits for a deploy holding the user's lock, then takes down what it committed", async (t) => {
+      // SQLite runs one transaction at a time: a takedown cannot run inside a deploy's there
+      if (engine !== 'postgres') return t.skip('PostgreSQL only: SQLite transactions never interleave')
+      const m = await s.user()
+      const v1 = HTML('v1', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      const v2 = HTML('v2', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      assert.equal((await deploySite(s, m.key, 'site', { 'index.html': v1 })).res.status, 201)
+      const rep = await adminCall('/svc_api/admin/reports', { url: `${s.url}/${m.username}/site/`, category: 'phishing' })
+      assert.equal(rep.status, 201, rep.text)
+
+      // the deploy stops right after taking the user's lock, until the takedown asks for it too
+      // (or, were the takedown to take no lock, until it is done)
+      const db = s.deps.db
+      const lockUser = db.lockUser.bind(db)
+      let open!: () => void
+      const opened = new Promise<void>((r) => (open = r))
+      let reached!: () => void
+      const holding = new Promise<void>((r) => (reached = r))
+      let calls = 0
+      db.lockUser = async (trx, userId) => {
+        if (userId !== m.id) return lockUser(trx, userId)
+        calls++
+        if (calls === 1) {
+          await lockUser(trx, userId)
+          reached()
+          await opened
+          return
+        }
+        open()
+        return lockUser(trx, userId)
+      }
+      try {
+        const deploy = deploySite(s, m.key, 'site', { 'index.html': v2 })
+        await holding
+        const down = adminCall(`/svc_api/admin/reports/${rep.json.data.id}/takedown`, {}).finally(() => open())
+        assert.equal((await deploy).res.status, 201)
+        assert.equal((await down).status, 200)
+      } finally {
+        db.lockUser = lockUser
+        open()
+      }
+      const left = await db.k.selectFrom('folders').select('id').where('user_id', '=', m.id).where('name', '=', 'site').execute()
+      assert.deepEqual(left, [], 'the project the deploy wrote is gone')
+      const evidence = (await db.k.selectFrom('abuse_evidence').select('digest').where('report_id', '=', rep.json.data.id).execute()).map((r) => r.digest)
+      assert.ok(evidence.includes(sha(v2)), 'the bytes taken down are kept as evidence')
+      const blocked = await db.k.selectFrom('blocked_digests').select('digest').where('digest', '=', sha(v2)).execute()
+      assert.equal(blocked.length, 1, 'and blocked')
+      assert.equal((await s.get(`/${m.username}/site/`)).status, 451)
+    })
+  })
+
   describe(`report limits per IPv6 network (behind a proxy) [${engine}]`, () => {
     let s: TestServer
     before(async () => {

@@ -1,4 +1,5 @@
 import type { Deps } from '../../deps.js'
+import type { Db, Trx } from '../../db/kysely.js'
 import { AppError } from '../../errors/app-error.js'
 import { newId } from '../../auth/tokens.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
@@ -156,21 +157,21 @@ export function createAbuse(deps: Deps) {
     return { target: t, userId: user.id }
   }
 
-  /** The bytes behind a target, as evidence rows. */
-  async function collect(t: Target, userId: string) {
+  /** The bytes behind a target, as evidence rows (read through `q`: a transaction or the database). */
+  async function collect(t: Target, userId: string, q: Trx | Db['k'] = db.k) {
     const out: Array<{ path: string; digest: string; size: number; content_type: string }> = []
     if (t.kind === 'site') {
-      const f = await store.siteFile(db.k, userId, t.name)
+      const f = await store.siteFile(q, userId, t.name)
       if (f) out.push({ path: t.name, digest: f.digest, size: Number(f.size), content_type: f.content_type })
-      const folder = await store.siteFolder(db.k, userId, t.name)
-      if (folder) for (const r of await store.folderFiles(db.k, folder.id)) out.push({ ...r, path: `${t.name}/${r.path}`, size: Number(r.size) })
+      const folder = await store.siteFolder(q, userId, t.name)
+      if (folder) for (const r of await store.folderFiles(q, folder.id)) out.push({ ...r, path: `${t.name}/${r.path}`, size: Number(r.size) })
     } else if (t.kind === 'image') {
-      const img = await store.image(db.k, t.token)
+      const img = await store.image(q, t.token)
       if (img) out.push({ path: img.file_name || t.token, digest: img.digest, size: Number(img.size), content_type: img.content_type })
     } else {
-      const f = await store.dataFile(db.k, t.token)
+      const f = await store.dataFile(q, t.token)
       if (f)
-        for (const v of await store.dataVersions(db.k, f.id))
+        for (const v of await store.dataVersions(q, f.id))
           out.push({ path: `v${v.version}`, digest: v.digest, size: Number(v.size), content_type: v.content_type })
     }
     return out
@@ -372,32 +373,46 @@ export function createAbuse(deps: Deps) {
       const { target, userId } = await targetOfReport(r)
       const key = targetKey(target)
       const now = clock.now()
-      const ev = await collect(target, userId)
-      // an image's bytes are blocked in both forms, with and without their metadata (also the
-      // evidence a quarantine kept, should the image be gone since)
-      const alsoBlocked = target.kind === 'image' ? await imageFormDigests([...ev, ...(await store.evidence(id))]) : []
-      await db.k.transaction().execute(async (trx) => {
-        await store.addEvidence(
-          trx,
-          ev.map((e) => ({ ...e, report_id: id, created_at: now })),
-        )
-        const all = await store.evidence(id, trx)
-        await store.block(trx, [...all.map((e) => e.digest), ...alsoBlocked], id, now, actor.name)
-        if (target.kind === 'site') {
-          const f = await store.siteFile(trx, userId, target.name)
-          if (f) await store.deleteFile(trx, userId, f.id)
-          const folder = await store.siteFolder(trx, userId, target.name)
-          if (folder) await store.deleteFolder(trx, folder.id)
-        } else if (target.kind === 'image') {
-          const img = await store.image(trx, target.token)
-          if (img) await store.deleteImage(trx, img.user_id, img.id)
-        } else {
-          const f = await store.dataFile(trx, target.token)
-          if (f) await store.deleteData(trx, f.user_id, f.id)
-        }
-        await store.putHold(trx, { target: key, state: 'removed', user_id: userId, report_id: id, created_at: now, created_by: actor.name })
-        await store.setReport(trx, id, { status: 'taken_down', updated_at: now, resolved_by: actor.name })
-      })
+      // The owner's deploys and uploads write under the user's lock; the takedown takes it too
+      // and reads what it removes under it. A write running meanwhile either commits first (its
+      // rows are removed, kept and blocked with the rest) or waits, then finds its digests
+      // blocked (refuseBlocked). An image's metadata-free form is worked out from its bytes
+      // before the transaction (and again should the image have been replaced meanwhile).
+      let ev: Awaited<ReturnType<typeof collect>> = []
+      for (let attempt = 0; ; attempt++) {
+        const seen = await collect(target, userId)
+        // an image's bytes are blocked in both forms, with and without their metadata (also the
+        // evidence a quarantine kept, should the image be gone since)
+        const alsoBlocked = target.kind === 'image' ? await imageFormDigests([...seen, ...(await store.evidence(id))]) : []
+        const done = await db.k.transaction().execute(async (trx) => {
+          await db.lockUser(trx, userId)
+          ev = await collect(target, userId, trx)
+          const same = ev.length === seen.length && ev.every((e, i) => e.digest === seen[i].digest)
+          if (target.kind === 'image' && !same && attempt < 3) return false
+          await store.addEvidence(
+            trx,
+            ev.map((e) => ({ ...e, report_id: id, created_at: now })),
+          )
+          const all = await store.evidence(id, trx)
+          await store.block(trx, [...all.map((e) => e.digest), ...alsoBlocked], id, now, actor.name)
+          if (target.kind === 'site') {
+            const f = await store.siteFile(trx, userId, target.name)
+            if (f) await store.deleteFile(trx, userId, f.id)
+            const folder = await store.siteFolder(trx, userId, target.name)
+            if (folder) await store.deleteFolder(trx, folder.id)
+          } else if (target.kind === 'image') {
+            const img = await store.image(trx, target.token)
+            if (img) await store.deleteImage(trx, img.user_id, img.id)
+          } else {
+            const f = await store.dataFile(trx, target.token)
+            if (f) await store.deleteData(trx, f.user_id, f.id)
+          }
+          await store.putHold(trx, { target: key, state: 'removed', user_id: userId, report_id: id, created_at: now, created_by: actor.name })
+          await store.setReport(trx, id, { status: 'taken_down', updated_at: now, resolved_by: actor.name })
+          return true
+        })
+        if (done) break
+      }
       await invalidate(target)
       await blocklistChanged()
       let disabled = false

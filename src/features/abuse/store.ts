@@ -1,4 +1,5 @@
 import type { Db, Trx } from '../../db/kysely.js'
+import { AppError } from '../../errors/app-error.js'
 import { addUsage } from '../../db/usage.js'
 import { uncountImage } from '../image-host/store.js'
 import { deleteHostedFile } from '../hosted-data/store.js'
@@ -61,16 +62,19 @@ declare module '../../db/schema.js' {
 
 export type ReportRow = AbuseReportsTable
 
+type Q = Trx | Db['k']
+
 /**
  * Whether any of these digests is blocked: uploads and new references of their bytes are
  * refused (the blob store's put and admit checks, wired in compose.ts).
  */
-export async function anyBlockedDigest(db: Db, digests: readonly string[]): Promise<boolean> {
-  for (let i = 0; i < digests.length; i += 500) {
-    const hit = await db.k
+export async function anyBlockedDigest(q: Q, digests: Iterable<string>): Promise<boolean> {
+  const all = [...new Set(digests)]
+  for (let i = 0; i < all.length; i += 500) {
+    const hit = await q
       .selectFrom('blocked_digests')
       .select('digest')
-      .where('digest', 'in', digests.slice(i, i + 500))
+      .where('digest', 'in', all.slice(i, i + 500))
       .limit(1)
       .executeTakeFirst()
     if (hit) return true
@@ -78,7 +82,15 @@ export async function anyBlockedDigest(db: Db, digests: readonly string[]): Prom
   return false
 }
 
-type Q = Trx | Db['k']
+/**
+ * The blob store's check asked again inside a writer's transaction, right after it took the
+ * user's lock: a takedown takes that lock too, so it either committed before (its digests are
+ * seen here: 451 / 1701) or waits and then finds the rows this transaction writes. Without
+ * it, bytes checked by put or admit before a takedown would be committed after it.
+ */
+export async function refuseBlocked(trx: Trx, digests: Iterable<string>): Promise<void> {
+  if (await anyBlockedDigest(trx, digests)) throw new AppError('CONTENT_BLOCKED')
+}
 
 /** Kysely queries of the abuse tables, and the deletions of a takedown in other features' tables. */
 export function createAbuseStore(db: Db) {

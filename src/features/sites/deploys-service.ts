@@ -16,6 +16,7 @@ import { createFoldersStore, type FolderRow } from './folders-store.js'
 import { createDeploysStore, type DeployFileRow, type DeployRow } from './deploys-store.js'
 import { contentTypeFor, type FolderRef } from './folders-service.js'
 import { parseHeaders, parseRedirects, RULE_FILES, RuleSyntaxError } from './site-rules.js'
+import { refuseBlocked } from '../abuse/store.js'
 import { createBlobBatch } from '../../storage/batch.js'
 
 /** Limits of one deploy (docs/limits.md). */
@@ -218,9 +219,11 @@ export function createDeploysService(deps: Deps) {
    */
   async function makeLive(user: User, folder: { id: string }, deployId: string): Promise<void> {
     // bytes taken down since the deploy was made do not go live again (451 / 1701)
-    await blobs.admit?.((await store.files(db.k, deployId)).map((r) => r.digest))
+    const digests = (await store.files(db.k, deployId)).map((r) => r.digest)
+    await blobs.admit?.(digests)
     await db.k.transaction().execute(async (trx) => {
       await db.lockUser(trx, user.id)
+      await refuseBlocked(trx, digests)
       if (!(await store.get(trx, folder.id, deployId))) throw new AppError('DEPLOY_NOT_FOUND', { params: { id: deployId } })
       await store.setLive(trx, folder.id, deployId, clock.now())
       await store.syncWorkingSet(trx, folder.id, deployId)
@@ -383,6 +386,7 @@ export function createDeploysService(deps: Deps) {
       const now = clock.now()
       const result = await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
+        await refuseBlocked(trx, m.files.values())
         let folder = await folders.folder(trx, user.id, ref.name)
         if (!folder) {
           folder = { id: newId(), user_id: user.id, name: ref.name, is_published: 0, created_at: now, updated_at: now, published_at: null }

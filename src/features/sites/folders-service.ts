@@ -6,6 +6,7 @@ import type { Trx } from '../../db/kysely.js'
 import { AppError } from '../../errors/app-error.js'
 import type { User } from '../../auth/users.js'
 import { createAbuse } from '../abuse/service.js'
+import { refuseBlocked } from '../abuse/store.js'
 import { newId } from '../../auth/tokens.js'
 import { isoLocal, isoMicros } from '../../util/time.js'
 import { guardUpload } from '../../http/multipart.js'
@@ -196,6 +197,10 @@ export function createFoldersService(deps: Deps) {
         const now = clock.now()
         await db.k.transaction().execute(async (trx) => {
           await db.lockUser(trx, user.id)
+          await refuseBlocked(
+            trx,
+            staged.map((f) => f.digest),
+          )
           let folder = await store.folder(trx, user.id, ref.name)
           const existing = folder
             ? await store.existing(
@@ -321,6 +326,10 @@ export function createFoldersService(deps: Deps) {
         await db.lockUser(trx, user.id)
         const current = await store.folder(trx, user.id, ref.name)
         if (!current || current.id !== folder.id) throw noAccess(ref.display)
+        await refuseBlocked(
+          trx,
+          (await deploys.working(trx, folder.id)).map((r) => r.digest),
+        )
         const was = !!current.is_published
         if (!was && !(await store.file(trx, folder.id, 'index.html'))) throw new AppError('PUBLISH_NO_INDEX')
         const rules = await siteRulesOf(folder.id, undefined, trx)
