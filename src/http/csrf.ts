@@ -6,7 +6,7 @@ import { randomString } from '../auth/tokens.js'
  * CSRF tokens. Two kinds:
  * - the session's synchronizer token (sessions.csrf_token): the service's pages send it in an
  *   `X-CSRF-Token` header on every write (or a hidden `_csrf` field of an HTML form);
- * - a pre-session form token for /login and /register (double submit: a `form_csrf` cookie
+ * - a pre-session form token for /login and /register (double submit: a `__Host-form_csrf` cookie
  *   and the same value in the form), against login CSRF.
  * Both are required only when the request comes from a browser, i.e. carries `Sec-Fetch-Site`
  * or `Origin`; clients that send neither (curl with a cookie, scripts) keep working, and the
@@ -39,7 +39,14 @@ export function sessionCsrfOk(req: FastifyRequest, sessionToken: string | undefi
   return !fromBrowser(req) || tokensEqual(sentCsrfToken(req), sessionToken)
 }
 
-export const FORM_TOKEN_COOKIE = 'form_csrf'
+/**
+ * `__Host-`: the browser takes this cookie only from the service's own host, over HTTPS, for
+ * `/`, without a Domain, so a page on a sibling host (a user's origin under the same
+ * registrable domain) can neither plant a value it knows nor overwrite it (decision 146).
+ * The service's pages are served over HTTPS only (or behind a TLS proxy), so no host needs
+ * the old name.
+ */
+export const FORM_TOKEN_COOKIE = '__Host-form_csrf'
 const FORM_TOKEN_RE = /^[A-Za-z0-9]{32}$/
 
 /** The value of one cookie in a Cookie header (the first one), or undefined. */

@@ -309,6 +309,40 @@ describe(`a user's page is walled off from other users and from the service (Chr
       }
     })
 
+    it("a sign-in form token tossed from a user's origin is neither used nor accepted by the service", async () => {
+      const T = 'A'.repeat(16) + 'b'.repeat(16) // the form token's alphabet and length
+      assert.equal((await uploadFile(t, { key: mallory.key }, 'plain.html', '<!doctype html><title>plain</title><p>plain</p>')).status, 200)
+      const tctx = await browser.newContext({ ignoreHTTPSErrors: true })
+      const page = await tctx.newPage()
+      try {
+        const site = `https://${mallory.username}.${TOSS_DOMAIN}:${new URL(t.url).port}`
+        assert.equal((await page.goto(`${site}/plain.html`))?.status(), 200)
+        // the page tosses the form token under both names for the parent domain (the service's)
+        await page.evaluate((v) => {
+          const parent = location.hostname.split('.').slice(1).join('.')
+          for (const name of ['form_csrf', '__Host-form_csrf']) document.cookie = `${name}=${v}; Domain=${parent}; Path=/; Secure; SameSite=Lax`
+        }, T)
+        const tossed = (await tctx.cookies(tService)).map((c) => `${c.name}=${c.value}`)
+        assert.ok(!tossed.includes(`__Host-form_csrf=${T}`), 'the browser refuses a __Host- cookie with a Domain')
+
+        // the visitor opens the sign-in page: its form carries a token of the service's own
+        assert.equal((await page.goto(`${tService}/login`))?.status(), 200)
+        const token = await page.locator('input[name=_csrf]').getAttribute('value')
+        assert.notEqual(token, T, 'the sign-in form does not take the tossed token')
+        const own = (await tctx.cookies(tService)).find((c) => c.name === '__Host-form_csrf')
+        assert.ok(own && own.value === token && own.secure && own.path === '/' && !own.domain.startsWith('.'), JSON.stringify(own))
+
+        // a sign-in posted with the tossed value (as a forged form would) is refused
+        await page.locator('input[name=_csrf]').evaluate((el, v) => ((el as HTMLInputElement).value = v), T)
+        await page.fill('#username', mallory.username)
+        await page.fill('#password', mallory.password)
+        await Promise.all([page.waitForURL(/\/login\?error=expired|\/dashboard/), page.click('button[type=submit]')])
+        assert.match(page.url(), /\/login\?error=expired/, 'refused as an expired form')
+      } finally {
+        await tctx.close()
+      }
+    })
+
     it('expires the tossed copies with that answer: the next request is the visitor again, never locked out', async () => {
       const tctx = await browser.newContext({ ignoreHTTPSErrors: true })
       const sid = (await t.login(victim.username, victim.password)).slice('session='.length)

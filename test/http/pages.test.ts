@@ -176,9 +176,9 @@ for (const engine of ENGINES) {
 
     it('protects the login form with a form token (login CSRF) and keeps script logins working', async () => {
       const page = await s.get('/login')
-      const formCookie = cookieOf(page, 'form_csrf')!
+      const formCookie = cookieOf(page, '__Host-form_csrf')!
       const token = formField(page.text, '_csrf')!
-      assert.ok(formCookie && token && formCookie === `form_csrf=${token}`)
+      assert.ok(formCookie && token && formCookie === `__Host-form_csrf=${token}`)
       const creds = { username: alice.username, password: alice.password }
       // browser post without the token, or with another token: back to the form, no session
       for (const form of [creds, { ...creds, _csrf: 'B'.repeat(32) }]) {
@@ -216,7 +216,7 @@ for (const engine of ENGINES) {
 
     it('comes back to the page that asked for a login, and to no other site', async () => {
       const page = await s.get('/login?next=%2Fdashboard%2Fforms')
-      const formCookie = cookieOf(page, 'form_csrf')!
+      const formCookie = cookieOf(page, '__Host-form_csrf')!
       const _csrf = formField(page.text, '_csrf')!
       assert.equal(formField(page.text, 'next'), '/dashboard/forms')
       const creds = { username: alice.username, password: alice.password, _csrf }
@@ -251,7 +251,7 @@ for (const engine of ENGINES) {
       const name = `new${Date.now().toString(36)}`
       before(async () => {
         const page = await s.get('/register')
-        formCookie = cookieOf(page, 'form_csrf')!
+        formCookie = cookieOf(page, '__Host-form_csrf')!
         _csrf = formField(page.text, '_csrf')!
       })
       /** A sign-up the form refuses: back to the form (303), the reason on it, no session. */
@@ -317,11 +317,11 @@ for (const engine of ENGINES) {
       const payload = '"><script>alert(1)</script>'
       const r = await s.post('/register', {
         form: { _csrf: formField(page.text, '_csrf')!, username: payload, password: 'a long password', password2: 'a long password' },
-        cookie: cookieOf(page, 'form_csrf')!,
+        cookie: cookieOf(page, '__Host-form_csrf')!,
         headers: BROWSER,
       })
       assert.equal(r.status, 303)
-      const form = await s.get(r.header('location')!, { cookie: cookieOf(page, 'form_csrf')! })
+      const form = await s.get(r.header('location')!, { cookie: cookieOf(page, '__Host-form_csrf')! })
       assert.ok(!form.text.includes('<script>alert(1)'))
       assert.ok(form.text.includes('value="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"'))
     })
@@ -381,7 +381,7 @@ for (const engine of ENGINES) {
       // each sign-up checked the limit before any was counted (after its password was hashed)
       const rs = await Promise.all(
         names.map((username) =>
-          s.post('/register', { form: { ...form, username }, cookie: cookieOf(page, 'form_csrf')!, headers: { ...BROWSER, 'accept-language': 'en' } }),
+          s.post('/register', { form: { ...form, username }, cookie: cookieOf(page, '__Host-form_csrf')!, headers: { ...BROWSER, 'accept-language': 'en' } }),
         ),
       )
       const signedUp = (r: Res) => r.header('location') === '/dashboard'
