@@ -37,6 +37,12 @@ export const metrics = {
     labelNames: ['dependency'] as const,
     registers: [registry],
   }),
+  dependencyUp: new Gauge({
+    name: 'svc_dependency_up',
+    help: 'Whether a dependency answered the last readiness probe (/readyz, /healthz) within its timeout: 1 yes, 0 no',
+    labelNames: ['dependency'] as const,
+    registers: [registry],
+  }),
   storageErrors: new Counter({
     name: 'svc_storage_errors_total',
     help: 'Blob store operations that failed, by driver and operation',

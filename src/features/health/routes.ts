@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { sql } from 'kysely'
 import type { Deps } from '../../deps.js'
 import { mayReadMetrics } from '../../observability/http.js'
+import { metrics } from '../../observability/metrics.js'
 
 /** How long one dependency may take to answer a readiness check. */
 export const READY_TIMEOUT_MS = 2000
@@ -27,16 +28,26 @@ async function run(check: Check, timeoutMs: number): Promise<string> {
   }
 }
 
-/** The dependencies a ready instance needs, by the name a failure reports. */
-function checks(deps: Deps): Record<string, Check> {
-  const out: Record<string, Check> = {
-    database: () => sql`select 1`.execute(deps.db.k),
-    storage: () => deps.blobs.ping(),
+/**
+ * The dependencies a probe asks, by the name it reports, and whether one that fails makes the
+ * instance unready. The database and the blob store do: without them the instance serves next
+ * to nothing, and when only its own path to them is broken the balancer sends the traffic to
+ * the others. Redis does not (decision 147): it is shared, so down it is down for every
+ * instance alike, and each still serves the public host and links while the API answers
+ * 1504 at once; failing readiness everywhere would take the whole service offline instead.
+ */
+function checks(deps: Deps): Record<string, { check: Check; required: boolean }> {
+  const out: Record<string, { check: Check; required: boolean }> = {
+    database: { check: () => sql`select 1`.execute(deps.db.k), required: true },
+    storage: { check: () => deps.blobs.ping(), required: true },
   }
   if (deps.config.redisUrl) {
-    out.redis = async () => {
-      await deps.limits.ping?.()
-      await deps.bus.ping?.()
+    out.redis = {
+      check: async () => {
+        await deps.limits.ping?.()
+        await deps.bus.ping?.()
+      },
+      required: false,
     }
   }
   return out
@@ -47,10 +58,11 @@ const shown = (result: string, detailed: boolean) => (detailed || !result.starts
 
 /**
  * GET /livez: the process answers (no dependency is asked). GET /readyz, and /healthz as
- * before: every dependency answers within READY_TIMEOUT_MS, else 503 naming the ones that
- * did not. Neither is cached, rate limited or authenticated. A failure's message (a path of
- * the data dir, a database host) is shown only to whoever may read /metrics; it goes to the
- * log each time a check's result changes.
+ * before: 200 when every required dependency answers within READY_TIMEOUT_MS (`degraded`
+ * when one that is only reported does not), else 503; each check is named in the body and
+ * `svc_dependency_up`. Neither is cached, rate limited or authenticated. A failure's message
+ * (a path of the data dir, a database host) is shown only to whoever may read /metrics; it
+ * goes to the log each time a check's result changes.
  */
 export function healthRoutes(app: FastifyInstance, deps: Deps, timeoutMs = READY_TIMEOUT_MS): void {
   const noStore = { 'cache-control': 'no-store' }
@@ -58,8 +70,9 @@ export function healthRoutes(app: FastifyInstance, deps: Deps, timeoutMs = READY
   app.get('/livez', { schema: { hide: true }, logLevel: 'warn' }, async (_req, reply) => reply.headers(noStore).send({ status: 'ok' }))
   const ready = async (req: FastifyRequest, reply: FastifyReply) => {
     const list = checks(deps)
-    const results = await Promise.all(Object.entries(list).map(async ([name, c]) => [name, await run(c, timeoutMs)] as const))
+    const results = await Promise.all(Object.entries(list).map(async ([name, c]) => [name, await run(c.check, timeoutMs)] as const))
     for (const [name, result] of results) {
+      metrics.dependencyUp.set({ dependency: name }, result === 'ok' ? 1 : 0)
       const before = last.get(name) ?? 'ok'
       last.set(name, result)
       if (result === before) continue
@@ -68,11 +81,12 @@ export function healthRoutes(app: FastifyInstance, deps: Deps, timeoutMs = READY
     }
     const detailed = mayReadMetrics(req, deps.config)
     const report = Object.fromEntries(results.map(([name, result]) => [name, shown(result, detailed)]))
-    const ok = results.every(([, r]) => r === 'ok')
+    const ok = results.every(([name, r]) => r === 'ok' || !list[name].required)
+    const status = !ok ? 'unavailable' : results.every(([, r]) => r === 'ok') ? 'ok' : 'degraded'
     return reply
       .code(ok ? 200 : 503)
       .headers(noStore)
-      .send({ status: ok ? 'ok' : 'unavailable', checks: report })
+      .send({ status, checks: report })
   }
   app.get('/readyz', { schema: { hide: true }, logLevel: 'warn' }, ready)
   app.get('/healthz', { schema: { hide: true }, logLevel: 'warn' }, ready)
