@@ -574,6 +574,38 @@ for (const engine of ENGINES) {
       assert.match(nested.text, /1106/)
     })
 
+    it('a bad argument answers as other refusals do: isError with 1106 naming the argument', async () => {
+      // a user of its own: the suite's user is near its per-minute limit by now
+      const dan = await s.user()
+      const own = await mcpHttpClient(s.url, dan.key)
+      try {
+        const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+          ['kv_set', { key: 'k', value: 1, unknown_field: true }, /"unknown_field"/],
+          ['publish_html', { name: 'no-html' }, /"html"/],
+          ['kv_get', { key: 5 }, /"key"/],
+          ['deploy_files', { project: 'p', files: [{ path: 'index.html', content: 'x', encoding: 'hex' }] }, /"files\[0\]\.encoding"/],
+        ]
+        for (const [name, args, names] of cases) {
+          const r = (await own.callTool({ name, arguments: args })) as any
+          assert.equal(r.isError, true, `${name}: ${textOf(r)}`)
+          assert.equal(r.structuredContent?.error_code, 1106, `${name}: ${textOf(r)}`)
+          assert.equal(r.structuredContent.error_type, 'PARAM_ERROR')
+          assert.match(r.structuredContent.message, names)
+          assert.match(textOf(r), /^Error 1106 \(PARAM_ERROR\): Invalid parameter: /)
+          assert.match(textOf(r), names)
+        }
+        // on the wire: a tool result, not a JSON-RPC error
+        const raw = await rpc(dan.key, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'kv_get', arguments: {} } })
+        assert.equal(raw.status, 200, raw.text)
+        assert.equal(raw.json.error, undefined, raw.text)
+        assert.equal(raw.json.result.isError, true)
+        assert.equal(raw.json.result.structuredContent.error_code, 1106)
+        assert.equal((await s.get('/svc_api/files', { key: dan.key })).json.data.files.length, 0)
+      } finally {
+        await own.close()
+      }
+    })
+
     it('a project name with "/" is an invalid name (1110), and a missing project names the tools to use', async () => {
       // a user of its own: the suite's user is near its per-minute limit by now
       const carol = await s.user()
@@ -751,6 +783,10 @@ for (const engine of ENGINES) {
         assert.ok(!tools.some((t) => t.name === 'rollback' || t.name === 'promote'))
         const r = await ro.callTool({ name: 'kv_set', arguments: { key: 'x', value: 1 } })
         assert.equal(r.isError, true)
+        assert.equal((r.structuredContent as any).error_code, 1440, textOf(r as { content?: unknown }))
+        const unknown = await ro.callTool({ name: 'no_such_tool', arguments: {} })
+        assert.equal((unknown.structuredContent as any).error_code, 1106)
+        assert.match(textOf(unknown as { content?: unknown }), /unknown tool "no_such_tool"/)
         const rb = await ro.callTool({ name: 'rollback', arguments: { project: 'versions' } })
         assert.equal(rb.isError, true)
         assert.equal((await s.get(`/${alice.username}/versions/`)).text, '<p>v3</p>')

@@ -12,12 +12,12 @@ import { lazy } from '../../util/lazy.js'
 
 /** The MCP SDK's server side and the tools (with zod, their schemas' library), loaded on the first MCP request. */
 const loadSdk = lazy(async () => {
-  const [{ McpServer }, { StreamableHTTPServerTransport }, { toolsFor }] = await Promise.all([
+  const [{ McpServer }, { StreamableHTTPServerTransport }, { serveTools }] = await Promise.all([
     import('@modelcontextprotocol/sdk/server/mcp.js'),
     import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
     import('./tools.js'),
   ])
-  return { McpServer, StreamableHTTPServerTransport, toolsFor }
+  return { McpServer, StreamableHTTPServerTransport, serveTools }
 })
 
 export const MCP_PATH = '/mcp'
@@ -141,7 +141,7 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
         entitled: async (feature) =>
           !!(await deps.db.k.selectFrom('entitlements').select('feature').where('user_id', '=', p.user.id).where('feature', '=', feature).executeTakeFirst()),
       }
-      const { McpServer, StreamableHTTPServerTransport, toolsFor } = await loadSdk()
+      const { McpServer, StreamableHTTPServerTransport, serveTools } = await loadSdk()
       const server = new McpServer(
         { name: 'svc', version: API_VERSION },
         {
@@ -149,7 +149,7 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
           instructions: `svc hosts HTML pages and small sites for ${p.user.username}. Publish with publish_html or deploy_files; every answer carries the URL to open.${readOnly ? ' This key is read-only: only reading tools are available.' : ''}`,
         },
       )
-      for (const t of toolsFor(readOnly)) t.register(server, services, ctx)
+      serveTools(server, readOnly, services, ctx)
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
       await server.connect(transport)
       // the guard's headers (X-RateLimit-*, X-Request-Id) go out with the transport's answer

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream'
 import tar from 'tar-stream'
 import * as z from 'zod'
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import { CallToolRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { User } from '../../auth/users.js'
 import { AppError, isAppError } from '../../errors/app-error.js'
 import { errorMessage } from '../../errors/render.js'
@@ -60,6 +60,8 @@ export interface McpTool {
   name: string
   readOnly: boolean
   register(server: McpServer, s: McpServices, ctx: ToolContext): void
+  /** Checks the arguments (1106 naming the bad one) and runs the tool; never throws an AppError. */
+  call(s: McpServices, ctx: ToolContext, args: unknown): Promise<CallToolResult>
 }
 
 const payloadTooLarge = (what: string) =>
@@ -116,25 +118,61 @@ function fillSolution(tpl: string, params?: Record<string, string | number>): st
   return tpl.replace(/\{(\w+)\}/g, (m, k: string) => (params && k in params ? String(params[k]) : m))
 }
 
+/** An argument's place as an agent writes it: `files[0].encoding`. */
+function argPath(path: readonly PropertyKey[]): string {
+  return path.map((k, i) => (typeof k === 'number' ? `[${k}]` : i === 0 ? String(k) : `.${String(k)}`)).join('')
+}
+
+function valueAt(args: unknown, path: readonly PropertyKey[]): unknown {
+  let v = args
+  for (const k of path) v = v !== null && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined
+  return v
+}
+
+/**
+ * Arguments that do not fit a tool's schema, as the service's 1106 naming each bad argument
+ * (at most five), so an agent reads them like any other refusal.
+ */
+function badArguments(tool: string, error: z.ZodError, args: unknown): AppError {
+  const parts = error.issues.slice(0, 5).map((i) => {
+    if (i.code === 'unrecognized_keys') {
+      const where = i.path.length > 0 ? ` in "${argPath(i.path)}"` : ''
+      return `unknown argument${i.keys.length > 1 ? 's' : ''} ${i.keys.map((k) => `"${k}"`).join(', ')}${where}`
+    }
+    if (i.path.length === 0) return `the arguments: ${i.message}`
+    const name = `argument "${argPath(i.path)}"`
+    return i.code === 'invalid_type' && valueAt(args, i.path) === undefined ? `${name} is required` : `${name}: ${i.message}`
+  })
+  if (error.issues.length > 5) parts.push(`and ${error.issues.length - 5} more`)
+  return new AppError('INVALID_PARAMETER', {
+    params: { detail: parts.join('; ') },
+    extra: { details: { info: `tools/list gives the input schema of ${tool}.` } },
+  })
+}
+
 function tool<S extends z.ZodRawShape>(d: ToolDef<S>): McpTool {
+  const schema = z.object(d.input).strict()
+  const call = async (s: McpServices, ctx: ToolContext, args: unknown): Promise<CallToolResult> => {
+    try {
+      const parsed = await schema.safeParseAsync(args ?? {})
+      if (!parsed.success) throw badArguments(d.name, parsed.error, args)
+      const out = await d.run(s, ctx, parsed.data)
+      return { content: [{ type: 'text', text: out.summary }], structuredContent: { success: true, ...out.data } }
+    } catch (e) {
+      return errorResult(e)
+    }
+  }
   return {
     name: d.name,
     readOnly: d.readOnly,
+    call,
     register(server, s, ctx) {
-      const cb = async (args: Record<string, unknown>): Promise<CallToolResult> => {
-        try {
-          const out = await d.run(s, ctx, args as z.infer<z.ZodObject<S>>)
-          return { content: [{ type: 'text', text: out.summary }], structuredContent: { success: true, ...out.data } }
-        } catch (e) {
-          return errorResult(e)
-        }
-      }
       server.registerTool(
         d.name,
         {
           title: d.title,
           description: d.description,
-          inputSchema: z.object(d.input).strict(),
+          inputSchema: schema,
           annotations: {
             title: d.title,
             readOnlyHint: d.readOnly,
@@ -143,7 +181,8 @@ function tool<S extends z.ZodRawShape>(d: ToolDef<S>): McpTool {
             openWorldHint: false,
           },
         },
-        cb,
+        // tools/call is answered by serveTools' handler; this one runs only if it is not installed
+        (args: Record<string, unknown>) => call(s, ctx, args),
       )
     },
   }
@@ -763,3 +802,34 @@ export const TOOLS: readonly McpTool[] = [
 
 /** The tools a caller sees: a read-only key gets the read-only ones only. */
 export const toolsFor = (readOnly: boolean): readonly McpTool[] => (readOnly ? TOOLS.filter((t) => t.readOnly) : TOOLS)
+
+/**
+ * Registers the tools a caller sees (tools/list is the SDK's, from their schemas) and answers
+ * tools/call here: the SDK's own handler checks arguments before a tool runs and answers a bad
+ * one as bare text ("MCP error -32602: Input validation error ..."), with no error code. Here a
+ * bad argument is a tool result with 1106, a write tool on a read-only key 1440 and an unknown
+ * name 1106, each with `isError` and the service's code like every other refusal (the MCP
+ * specification puts input validation among the tool execution errors).
+ */
+export function serveTools(server: McpServer, readOnly: boolean, s: McpServices, ctx: ToolContext): void {
+  const tools = toolsFor(readOnly)
+  for (const t of tools) t.register(server, s, ctx)
+  const byName = new Map(tools.map((t) => [t.name, t]))
+  server.server.setRequestHandler(CallToolRequestSchema, async (req) => {
+    const name = req.params.name
+    const t = byName.get(name)
+    if (t)
+      // an unexpected failure answers as the SDK's handler answered it: its message, isError
+      return t.call(s, ctx, req.params.arguments).catch((e: unknown) => ({
+        isError: true,
+        content: [{ type: 'text' as const, text: e instanceof Error ? e.message : String(e) }],
+      }))
+    if (TOOLS.some((x) => x.name === name)) return errorResult(new AppError('READ_ONLY_KEY'))
+    return errorResult(
+      new AppError('INVALID_PARAMETER', {
+        params: { detail: `unknown tool "${name}"` },
+        extra: { details: { info: 'tools/list names the tools this key may call.' } },
+      }),
+    )
+  })
+}
