@@ -240,6 +240,16 @@ describe('client: configuration, arguments, values', () => {
     assert.equal(toCsv(rows), 'id,created_at,is_read,data.id,data.is_read,msg\r\ns1,t,true,visitor,no,hi\r\n')
   })
 
+  it('gives a field named like an Object.prototype member only the values sent in it', () => {
+    // as the server's JSON export reads: "__proto__" an own key of the first submission only
+    const rows = submissionRows(
+      JSON.parse(
+        '{"form":{},"submissions":[{"id":"a","created_at":"t","is_read":false,"data":{"__proto__":"p","constructor":"c"}},{"id":"b","created_at":"t","is_read":false,"data":{"msg":"m"}}]}',
+      ),
+    )
+    assert.equal(toCsv(rows), 'id,created_at,is_read,__proto__,constructor,msg\r\na,t,false,p,c,\r\nb,t,false,,,m\r\n')
+  })
+
   it('reads the three error formats and retry_after', () => {
     const a = ApiError.from(429, { success: false, error_code: 1204, error_type: 'QUOTA_ERROR', message: 'slow', solution: 'wait', retry_after: 7 }, '', {})
     assert.equal(a.retryAfter, 7)

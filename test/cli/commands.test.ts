@@ -143,6 +143,57 @@ for (const engine of ENGINES) {
       assert.match(none.stderr, /^error 1611 /m)
     })
 
+    it('svc forms export shows fields named like Object.prototype members only where they were sent', async (t) => {
+      if (missing.forms) return t.skip(missing.forms)
+      const created = await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: 'Proto' } })
+      assert.equal(created.status, 200, created.text)
+      const form = created.json.data
+      const subs: Array<Record<string, string>> = [{ msg: 'plain' }, { constructor: 'c1', toString: 't1', hasOwnProperty: 'h1', valueOf: 'v1', msg: 'named' }]
+      for (const sub of subs) {
+        const r = await s.post(`/api/forms/submit/${form.form_slug}`, { json: sub })
+        assert.equal(r.status, 200, r.text)
+      }
+      // a submit refuses "__proto__", but a row may hold it (an imported archive's data is kept
+      // as it is): as such a row, the second submission gets one
+      const stored = await s.deps.db.k.selectFrom('form_submissions').select(['id', 'data']).where('form_id', '=', form.id).execute()
+      const second = stored.find((r) => r.data.includes('"named"'))
+      assert.ok(second)
+      await s.deps.db.k
+        .updateTable('form_submissions')
+        .set({ data: `{"__proto__":"p1",${second.data.slice(1)}` })
+        .where('id', '=', second.id)
+        .execute()
+      const protoNames = ['__proto__', 'constructor', 'hasOwnProperty', 'toString', 'valueOf']
+      const human = await runCli(['forms', 'export', form.id], { env })
+      assert.equal(human.code, 0, human.stderr)
+      const lines = human.stdout.trimEnd().split('\n')
+      assert.match(lines[0], /^form Proto .*: 2 submissions$/)
+      const head = lines[1].split(/\s{2,}/)
+      assert.deepEqual(head.slice(3).sort(), [...protoNames, 'msg'].sort())
+      // each row's cells under the header's columns, by position
+      const cellsOf = (line: string) => {
+        const starts = head.map((h) => lines[1].indexOf(h))
+        return Object.fromEntries(head.map((h, i) => [h, line.slice(starts[i], starts[i + 1] ?? undefined).trim()]))
+      }
+      const rows = lines.slice(2).map(cellsOf)
+      const named = rows.find((r) => r.msg === 'named')
+      const plain = rows.find((r) => r.msg === 'plain')
+      const cellsAt = (r: Record<string, string> | undefined) => protoNames.map((k) => (r && Object.hasOwn(r, k) ? r[k] : 'absent'))
+      assert.deepEqual(cellsAt(named), ['p1', 'c1', 'h1', 't1', 'v1'], human.stdout)
+      assert.deepEqual(cellsAt(plain), ['', '', '', '', ''], human.stdout)
+      // the CSV (the server's): the same cells
+      const csv = await runCli(['forms', 'export', form.id, '--csv'], { env })
+      assert.equal(csv.code, 0, csv.stderr)
+      const [header, ...body] = csv.stdout
+        .replace(/^\uFEFF/, '')
+        .trimEnd()
+        .split('\r\n')
+      const cols = header.split(',')
+      const byName = body.map((line) => Object.fromEntries(line.split(',').map((c, i) => [cols[i], c])))
+      assert.deepEqual(cellsAt(byName.find((r) => r.msg === 'named')), ['p1', 'c1', 'h1', 't1', 'v1'], csv.stdout)
+      assert.deepEqual(cellsAt(byName.find((r) => r.msg === 'plain')), ['', '', '', '', ''], csv.stdout)
+    })
+
     it('svc data push needs a login session, then creates a file and pushes versions', async (t) => {
       if (missing.data) return t.skip(missing.data)
       const file = path.join(dir, 'data.json')

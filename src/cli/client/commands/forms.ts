@@ -241,9 +241,12 @@ export function submissionRows(data: any): string[][] {
   for (const f of cfg) if (typeof f?.name === 'string' && !fieldNames.includes(f.name)) fieldNames.push(f.name)
   for (const s of subs) for (const k of Object.keys(s?.data ?? {})) if (!fieldNames.includes(k)) fieldNames.push(k)
   const cell = (x: unknown) => (x === undefined || x === null ? '' : typeof x === 'string' ? x : JSON.stringify(x))
+  // own keys only: a submission without a field named "__proto__" or "constructor" has no value
+  // there, not Object.prototype's member
+  const field = (s: any, n: string): unknown => (s?.data !== null && typeof s?.data === 'object' && Object.hasOwn(s.data, n) ? s.data[n] : undefined)
   const fixed = ['id', 'created_at', 'is_read']
   return [
     [...fixed, ...fieldHeaders(fixed, fieldNames)],
-    ...subs.map((s) => [cell(s.id), cell(s.created_at), cell(s.is_read), ...fieldNames.map((n) => cell(s?.data?.[n]))]),
+    ...subs.map((s) => [cell(s.id), cell(s.created_at), cell(s.is_read), ...fieldNames.map((n) => cell(field(s, n)))]),
   ]
 }
