@@ -14,6 +14,7 @@ const REDIRECTS = [
   '/old /about 301',
   '/blog/:slug /posts/:slug.html 200',
   '/ext/* https://example.com/:splat 302',
+  '/item/:id https://example.com/items/:id?from=:id 302',
   '/gone /404.html 410',
   '/forced /about 302!',
   '/q /about?from=q 301',
@@ -91,6 +92,9 @@ for (const engine of ENGINES) {
         ['/old', 301, null, () => `${prefix()}/about`],
         ['/blog/hello', 200, /hello post/, null],
         ['/ext/a/b', 302, null, () => 'https://example.com/a/b'],
+        // a placeholder in the path of another site's URL fills it; the host stays the rule's
+        ['/item/evil.example', 302, null, () => 'https://example.com/items/evil.example?from=evil.example'],
+        ['/item/@evil.example', 302, null, () => 'https://example.com/items/%40evil.example?from=%40evil.example'],
         ['/gone', 410, /custom 404/, null],
         ['/forced', 302, null, () => `${prefix()}/about`],
         ['/app/settings/profile', 200, /home/, null],
@@ -282,6 +286,33 @@ for (const engine of ENGINES) {
       assert.equal(p.json.error_code, 1314)
       assert.match(p.json.message, /_redirects, line 2: status "418"/)
       assert.equal((await s.get(`/${u.username}/bad/`)).status, 404, 'not published')
+    })
+
+    it('refuses at publish a placeholder or splat in the host of another site, naming the line (decision 149)', async () => {
+      const u = await s.user()
+      const lines = ['/ok/:id https://example.com/items/:id 302', '/go/:host https://:host.example.com/ 302', '/x/* https://:splat/ 302']
+      for (const [rules, line, name] of [
+        [lines.slice(0, 2), 2, ':host'],
+        [[lines[0], lines[2]], 2, ':splat'],
+      ] as const) {
+        const up = await batchUpload(
+          s,
+          { key: u.key },
+          'hosts',
+          [
+            { filename: 'index.html', data: '<p>x</p>' },
+            { filename: '_redirects', data: rules.join('\n') },
+          ],
+          true,
+        )
+        assert.equal(up.status, 200, up.text)
+        const p = await s.post('/api/folders/hosts/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+        assert.equal(p.status, 400, p.text)
+        assert.equal(p.json.error_code, 1314)
+        assert.match(p.json.message, new RegExp(`_redirects, line ${line}: ${name} is in the host of`))
+        assert.equal((await s.get(`/${u.username}/hosts/go/evil.example`)).status, 404, 'not published')
+        assert.equal((await s.get(`/${u.username}/hosts/x/evil.example`)).status, 404, 'not published')
+      }
     })
 
     it('refuses a line of conditions only at publish, naming the condition and the line', async () => {

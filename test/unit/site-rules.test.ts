@@ -28,6 +28,11 @@ describe('_redirects parser', () => {
       '/docs/* https://docs.example.com/:splat 302',
       [{ from: '/docs/*', to: 'https://docs.example.com/:splat', status: 302, force: false, line: 1 }],
     ],
+    [
+      'placeholders in the path and query of another site, and a port',
+      '/u/:id https://example.com:8443/users/:id?ref=:id 302',
+      [{ from: '/u/:id', to: 'https://example.com:8443/users/:id?ref=:id', status: 302, force: false, line: 1 }],
+    ],
     ['a custom 404 for a section', '/shop/* /shop/404.html 404', [{ from: '/shop/*', to: '/shop/404.html', status: 404, force: false, line: 1 }]],
     ['a byte-order mark', '\uFEFF/a /b', [{ from: '/a', to: '/b', status: 301, force: false, line: 1 }]],
     // a comment may end a line, as Netlify reads it; a target's fragment is no comment
@@ -123,6 +128,12 @@ describe('_redirects parser', () => {
     ['a condition after the status', '/a /b 302 Language=en,de', 1, /"Language=en,de" is a condition/],
     ['a query match with no from', 'id=:id /blog/:id 301', 1, /"id=:id" matches a query parameter, and the line has no "from to" before it/],
     ['more words', '/a /b 301 c', 1, /unexpected "c"/],
+    // a visitor's value never chooses the host another site's URL names (decision 149)
+    ['a placeholder in the host of another site', '/go/:host https://:host.example.com/ 302', 1, /:host is in the host of "https:\/\/:host\.example\.com\/"/],
+    ['a splat as the host', '/a /b\n/x/* https://:splat/ 302', 2, /:splat is in the host of/],
+    ['a splat right after the host', '/x/* https://example.com:splat 302', 1, /:splat is in the host of/],
+    ['a query placeholder in the host', '/q h=:h http://www.:h.example.com/a 301', 1, /:h is in the host of/],
+    ['a placeholder in the user part', '/u/:u https://:u@example.com/ 302', 1, /:u is in the host of/],
     ['a line too long', `/a /${'b'.repeat(3000)}`, 1, /longer than/],
   ]
   for (const [name, text, line, msg] of bad) {
@@ -220,6 +231,20 @@ describe('_redirects matching', () => {
     // another site's URL is that site's to resolve
     assert.equal(matchRedirect(r, '/e/../x', false)?.href, 'https://e.test/../x')
   })
+  it('leaves out a stored redirect whose placeholder is in the host of another site', () => {
+    // published before the check: the line is left out and the next one matching applies
+    const rules = compileRules(
+      [
+        { from: '/x/*', to: 'https://:splat/', status: 302, force: false, line: 1 },
+        { from: '/go/:h', to: 'https://example.com:h', status: 302, force: false, line: 2 },
+        { from: '/*', to: 'https://example.com/:splat', status: 302, force: false, line: 3 },
+      ],
+      [],
+    )
+    assert.equal(matchRedirect(rules, '/x/evil.example', false)?.href, 'https://example.com/x/evil.example')
+    assert.equal(matchRedirect(rules, '/go/.evil.example', false)?.href, 'https://example.com/go/.evil.example')
+  })
+
   it('first match wins', () => {
     const r = compileRules(parseRedirects('/a /first\n/a /second'), [])
     assert.equal(matchRedirect(r, '/a', false)?.to, '/first')

@@ -233,6 +233,14 @@ export function parseRedirects(text: string, file = '_redirects'): RedirectRule[
       const by = query.length > 0 ? `neither "${from}" nor its query matches capture` : `"${from}" does not capture`
       throw new RuleSyntaxError(file, n, `target uses ${used}, which ${by}`)
     }
+    const inHost = hostPlaceholder(to)
+    if (inHost !== null) {
+      throw new RuleSyntaxError(
+        file,
+        n,
+        `${inHost} is in the host of "${to}": a visitor's value cannot choose the site a redirect sends them to; put placeholders in the path (https://example.com/:splat), or write a line for each host`,
+      )
+    }
     if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, `more than ${MAX_RULES} rules`)
     rules.push({ from, ...(query.length > 0 ? { query } : {}), to, status: status as RuleStatus, force: m[2] === '!', line: n })
   }
@@ -361,7 +369,7 @@ export interface SiteRules {
 export function compileRules(redirects: RedirectRule[], headers: HeaderRule[]): SiteRules {
   const allowed = ([name, value]: [string, string]) => !FORBIDDEN_HEADERS.has(name.toLowerCase()) && VALUE_RE.test(value)
   return {
-    redirects: redirects.map((r) => ({ ...r, ...compile(r.from) })),
+    redirects: redirects.filter((r) => hostPlaceholder(r.to) === null).map((r) => ({ ...r, ...compile(r.from) })),
     headers: headers.map((h) => ({ ...h, headers: h.headers.filter(allowed), ...compile(h.pattern) })),
   }
 }
@@ -447,6 +455,17 @@ export function headersFor(rules: SiteRules, path: string): Array<[string, strin
 
 const PLACEHOLDER = /:([A-Za-z_][A-Za-z0-9_]*)/g
 const EXTERNAL = /^https?:\/\//i
+
+/**
+ * The first placeholder in the part of an external target before its path, query or fragment
+ * (user, host, port), or null. A value filled there would choose the host the visitor is sent
+ * to (`https://:splat/`, `https://example.com:splat` asked as `/x/.evil.example`); in the path
+ * it cannot, so only there may a value go (decision 149). A port's digits are no placeholder.
+ */
+function hostPlaceholder(to: string): string | null {
+  const authority = /^https?:\/\/([^/?#]*)/i.exec(to)?.[1]
+  return authority === undefined ? null : (/:[A-Za-z_][A-Za-z0-9_]*/.exec(authority)?.[0] ?? null)
+}
 
 /**
  * An absolute path with its `.` and `..` segments resolved as a browser resolves a URL's
