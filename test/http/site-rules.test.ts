@@ -290,26 +290,25 @@ for (const engine of ENGINES) {
 
     it('refuses at publish a placeholder or splat in the host of another site, naming the line (decision 149)', async () => {
       const u = await s.user()
-      const lines = ['/ok/:id https://example.com/items/:id 302', '/go/:host https://:host.example.com/ 302', '/x/* https://:splat/ 302']
-      for (const [rules, line, name] of [
-        [lines.slice(0, 2), 2, ':host'],
-        [[lines[0], lines[2]], 2, ':splat'],
-      ] as const) {
-        const up = await batchUpload(
-          s,
-          { key: u.key },
-          'hosts',
-          [
-            { filename: 'index.html', data: '<p>x</p>' },
-            { filename: '_redirects', data: rules.join('\n') },
-          ],
-          true,
-        )
+      const ok = '/ok/:id https://example.com/items/:id 302'
+      const cases: Array<[string, string | null, RegExp]> = [
+        [`${ok}\n/go/:host https://:host.example.com/ 302`, null, /_redirects, line 2: :host is in the host of/],
+        [`${ok}\n/x/* https://:splat/ 302`, null, /_redirects, line 2: :splat is in the host of/],
+        // a Refresh header sends the browser on as a redirect does
+        [ok, '/x/*\n  Refresh: 0; url=https://:splat\n', /_headers, line 2: the value of Refresh puts :splat in the host of a URL/],
+      ]
+      for (const [redirects, headers, message] of cases) {
+        const files = [
+          { filename: 'index.html', data: '<p>x</p>' },
+          { filename: '_redirects', data: redirects },
+          { filename: '_headers', data: headers ?? '/*\n  X-A: 1\n' },
+        ]
+        const up = await batchUpload(s, { key: u.key }, 'hosts', files, true)
         assert.equal(up.status, 200, up.text)
         const p = await s.post('/api/folders/hosts/publish', { key: u.key, headers: { 'accept-language': 'en' } })
         assert.equal(p.status, 400, p.text)
         assert.equal(p.json.error_code, 1314)
-        assert.match(p.json.message, new RegExp(`_redirects, line ${line}: ${name} is in the host of`))
+        assert.match(p.json.message, message)
         assert.equal((await s.get(`/${u.username}/hosts/go/evil.example`)).status, 404, 'not published')
         assert.equal((await s.get(`/${u.username}/hosts/x/evil.example`)).status, 404, 'not published')
       }

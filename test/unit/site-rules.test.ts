@@ -362,6 +362,10 @@ describe('_headers parser and matching', () => {
     ["a proxy's cache time", '/a\n  X-Accel-Expires: 99999', 2, /set by the service/],
     ['a pattern with spaces', '/a b\n  X-A: 1', 1, /has no spaces/],
     ['a relative pattern', 'a\n  X-A: 1', 1, /must start with \//],
+    // a visitor's value never chooses the host a page sends them to (decision 149)
+    ['a splat as the host of a Refresh URL', '/x/*\n  X-A: 1\n  Refresh: 0; url=https://:splat', 3, /Refresh puts :splat in the host of a URL/],
+    ['a placeholder after a host in a Link', '/l/:h\n  Link: <//cdn.example.com:h>; rel=preconnect', 2, /Link puts :h in the host of a URL/],
+    ['a placeholder right after the scheme', '/x/*\n  Refresh: 0; url=https::splat', 2, /puts :splat in the host/],
   ]
   for (const [name, text, line, msg] of bad) {
     it(`refuses ${name}, naming the file and line`, () => {
@@ -377,6 +381,28 @@ describe('_headers parser and matching', () => {
       )
     })
   }
+  it("takes a placeholder in a URL's path, and text that its pattern does not capture", () => {
+    const rules = parseHeaders('/x/*\n  Link: <https://cdn.example.com:8443/:splat>; rel=preload\n  X-Note: https://:nope/\n')
+    assert.deepEqual(headersFor(compileRules([], rules), '/x/a.css'), [
+      ['Link', '<https://cdn.example.com:8443/a.css>; rel=preload'],
+      ['X-Note', 'https://:nope/'],
+    ])
+  })
+
+  it('leaves out a stored value that puts a placeholder in the host of a URL', () => {
+    const stored = [
+      {
+        pattern: '/x/*',
+        headers: [
+          ['Refresh', '0; url=https://:splat'],
+          ['X-Ok', 'yes'],
+        ] as Array<[string, string]>,
+        line: 1,
+      },
+    ]
+    assert.deepEqual(headersFor(compileRules([], stored), '/x/evil.example/login'), [['X-Ok', 'yes']])
+  })
+
   it('leaves out of stored rules what this release refuses, and on the path form what only own origins take', () => {
     // rules published before a check existed: compiled without the refused lines
     const stored = [

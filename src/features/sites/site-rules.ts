@@ -233,7 +233,7 @@ export function parseRedirects(text: string, file = '_redirects'): RedirectRule[
       const by = query.length > 0 ? `neither "${from}" nor its query matches capture` : `"${from}" does not capture`
       throw new RuleSyntaxError(file, n, `target uses ${used}, which ${by}`)
     }
-    const inHost = hostPlaceholder(to)
+    const inHost = hostPlaceholder(to, (name) => names.has(name))
     if (inHost !== null) {
       throw new RuleSyntaxError(
         file,
@@ -251,6 +251,7 @@ export function parseRedirects(text: string, file = '_redirects'): RedirectRule[
 export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
   const rules: HeaderRule[] = []
   let current: HeaderRule | null = null
+  let captured: string[] = []
   for (const { n, raw } of lines(text, file)) {
     if (!/^\s/.test(raw)) {
       const pattern = raw.trim()
@@ -259,6 +260,7 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
       if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, `"${current.pattern}" has no headers under it`)
       if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, `more than ${MAX_RULES} rules`)
       current = { pattern, headers: [], line: n }
+      captured = compile(pattern).names
       rules.push(current)
       continue
     }
@@ -273,6 +275,14 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
     if (!VALUE_RE.test(value)) {
       const what = /[\u0000-\u001f\u007f]/.test(value) ? 'control characters' : 'characters outside ASCII (percent-encode them)'
       throw new RuleSyntaxError(file, n, `the value of ${name} contains ${what}`)
+    }
+    const inHost = hostPlaceholder(value, (p) => captured.includes(p))
+    if (inHost !== null) {
+      throw new RuleSyntaxError(
+        file,
+        n,
+        `the value of ${name} puts ${inHost} in the host of a URL: a visitor's value cannot choose the site a page sends them to; put placeholders in the path`,
+      )
     }
     current.headers.push([name, value])
   }
@@ -369,8 +379,13 @@ export interface SiteRules {
 export function compileRules(redirects: RedirectRule[], headers: HeaderRule[]): SiteRules {
   const allowed = ([name, value]: [string, string]) => !FORBIDDEN_HEADERS.has(name.toLowerCase()) && VALUE_RE.test(value)
   return {
-    redirects: redirects.filter((r) => hostPlaceholder(r.to) === null).map((r) => ({ ...r, ...compile(r.from) })),
-    headers: headers.map((h) => ({ ...h, headers: h.headers.filter(allowed), ...compile(h.pattern) })),
+    // every placeholder of a stored target was checked as captured at its publish
+    redirects: redirects.filter((r) => hostPlaceholder(r.to, () => true) === null).map((r) => ({ ...r, ...compile(r.from) })),
+    headers: headers.map((h) => {
+      const c = compile(h.pattern)
+      const safe = ([, value]: [string, string]) => hostPlaceholder(value, (name) => c.names.includes(name)) === null
+      return { ...h, headers: h.headers.filter((nv) => allowed(nv) && safe(nv)), ...c }
+    }),
   }
 }
 
@@ -456,15 +471,18 @@ export function headersFor(rules: SiteRules, path: string): Array<[string, strin
 const PLACEHOLDER = /:([A-Za-z_][A-Za-z0-9_]*)/g
 const EXTERNAL = /^https?:\/\//i
 
+/** Where a URL names its host: after `//` or `http(s):`, up to a / ? # or what ends a URL in a header value. */
+const HOST_PART = /(?:\/\/|\bhttps?:)[^/?#\s,;<>"']*/gi
+
 /**
- * The first placeholder in the part of an external target before its path, query or fragment
- * (user, host, port), or null. A value filled there would choose the host the visitor is sent
- * to (`https://:splat/`, `https://example.com:splat` asked as `/x/.evil.example`); in the path
- * it cannot, so only there may a value go (decision 149). A port's digits are no placeholder.
+ * The first placeholder that `captured` fills which `text` puts where a URL names its user,
+ * host or port (`https://:splat/`, `https://example.com:splat`, `https::splat`), or null. A
+ * value filled there would choose the host a visitor is sent to; in a path it cannot, so only
+ * there may a value go (decision 149). A port's digits are no placeholder.
  */
-function hostPlaceholder(to: string): string | null {
-  const authority = /^https?:\/\/([^/?#]*)/i.exec(to)?.[1]
-  return authority === undefined ? null : (/:[A-Za-z_][A-Za-z0-9_]*/.exec(authority)?.[0] ?? null)
+function hostPlaceholder(text: string, captured: (name: string) => boolean): string | null {
+  for (const host of text.matchAll(HOST_PART)) for (const p of host[0].matchAll(PLACEHOLDER)) if (captured(p[1])) return p[0]
+  return null
 }
 
 /**
