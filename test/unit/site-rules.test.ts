@@ -30,8 +30,8 @@ describe('_redirects parser', () => {
     ],
     [
       'placeholders in the path and query of another site, and a port',
-      '/u/:id https://example.com:8443/users/:id?ref=:id 302',
-      [{ from: '/u/:id', to: 'https://example.com:8443/users/:id?ref=:id', status: 302, force: false, line: 1 }],
+      '/u/:id https://example.com:8443/users/:id?ref=:id&next=https://:id 302',
+      [{ from: '/u/:id', to: 'https://example.com:8443/users/:id?ref=:id&next=https://:id', status: 302, force: false, line: 1 }],
     ],
     ['a custom 404 for a section', '/shop/* /shop/404.html 404', [{ from: '/shop/*', to: '/shop/404.html', status: 404, force: false, line: 1 }]],
     ['a byte-order mark', '\uFEFF/a /b', [{ from: '/a', to: '/b', status: 301, force: false, line: 1 }]],

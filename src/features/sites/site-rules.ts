@@ -233,7 +233,7 @@ export function parseRedirects(text: string, file = '_redirects'): RedirectRule[
       const by = query.length > 0 ? `neither "${from}" nor its query matches capture` : `"${from}" does not capture`
       throw new RuleSyntaxError(file, n, `target uses ${used}, which ${by}`)
     }
-    const inHost = hostPlaceholder(to, (name) => names.has(name))
+    const inHost = hostPlaceholder(ownHost(to), (name) => names.has(name))
     if (inHost !== null) {
       throw new RuleSyntaxError(
         file,
@@ -380,7 +380,7 @@ export function compileRules(redirects: RedirectRule[], headers: HeaderRule[]): 
   const allowed = ([name, value]: [string, string]) => !FORBIDDEN_HEADERS.has(name.toLowerCase()) && VALUE_RE.test(value)
   return {
     // every placeholder of a stored target was checked as captured at its publish
-    redirects: redirects.filter((r) => hostPlaceholder(r.to, () => true) === null).map((r) => ({ ...r, ...compile(r.from) })),
+    redirects: redirects.filter((r) => hostPlaceholder(ownHost(r.to), () => true) === null).map((r) => ({ ...r, ...compile(r.from) })),
     headers: headers.map((h) => {
       const c = compile(h.pattern)
       const safe = ([, value]: [string, string]) => hostPlaceholder(value, (name) => c.names.includes(name)) === null
@@ -484,6 +484,12 @@ function hostPlaceholder(text: string, captured: (name: string) => boolean): str
   for (const host of text.matchAll(HOST_PART)) for (const p of host[0].matchAll(PLACEHOLDER)) if (captured(p[1])) return p[0]
   return null
 }
+
+/**
+ * The scheme and authority of a redirect's target on another site ('' for one on this site):
+ * where it sends the visitor. A URL in its query (`?next=https://...`) is a value for that site.
+ */
+const ownHost = (to: string): string => /^https?:\/\/[^/?#]*/i.exec(to)?.[0] ?? ''
 
 /**
  * An absolute path with its `.` and `..` segments resolved as a browser resolves a URL's
