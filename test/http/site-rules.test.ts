@@ -339,5 +339,50 @@ for (const engine of ENGINES) {
       assert.equal((await s.post('/api/folders/site/publish', { key: user.key })).status, 200)
       assert.equal((await get('site', '/about')).header('x-site'), 'two')
     })
+
+    it("takes the security headers Netlify's and Cloudflare's examples set, nosniff once, HSTS on own origins only (decision 156)", async () => {
+      const u = await s.user()
+      // the block sites copy from their host's documentation and from header checkers
+      const secure = [
+        '/*',
+        '  X-Frame-Options: DENY',
+        '  X-Content-Type-Options: nosniff',
+        '  Referrer-Policy: strict-origin-when-cross-origin',
+        '  Strict-Transport-Security: max-age=31536000; includeSubDomains; preload',
+        '/only-nosniff',
+        '  x-content-type-options: NoSniff',
+      ].join('\n')
+      await batchUpload(s, { key: u.key }, 'secure', [
+        { filename: 'index.html', data: '<p>secure</p>' },
+        { filename: '_headers', data: secure },
+      ])
+      const p = await s.post('/api/folders/secure/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 200, p.text)
+      const hsts = 'max-age=31536000; includeSubDomains; preload'
+      const forms: Array<[string, () => Promise<{ status: number; header: (n: string) => string | undefined }>, string | undefined]> = [
+        ['path', () => s.get(`/${u.username}/secure/`), undefined],
+        ['site', () => request(`${s.httpUrl}/secure/`, { headers: { host: `${u.username}.localhost` } }).then(wrap), hsts],
+        ['project', () => request(`${s.httpUrl}/`, { headers: { host: `secure.${u.username}.localhost` } }).then(wrap), hsts],
+      ]
+      for (const [where, fetchIt, wantHsts] of forms) {
+        const r = await fetchIt()
+        assert.equal(r.status, 200, where)
+        assert.equal(r.header('x-content-type-options'), 'nosniff', `${where}: the service's nosniff, once`)
+        assert.equal(r.header('x-frame-options'), 'DENY', where)
+        assert.equal(r.header('strict-transport-security'), wantHsts, where)
+      }
+      // another value of X-Content-Type-Options is still refused
+      await batchUpload(s, { key: u.key }, 'secure', [{ filename: '_headers', data: '/*\n  X-Content-Type-Options: sniff\n' }], true)
+      const bad = await s.post('/api/folders/secure/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(bad.status, 400, bad.text)
+      assert.match(bad.json.message, /_headers, line 2: X-Content-Type-Options/)
+    })
   })
+}
+
+/** An undici answer read whole, with a header getter. */
+async function wrap(r: Awaited<ReturnType<typeof request>>): Promise<{ status: number; header: (n: string) => string | undefined }> {
+  await r.body.text()
+  const h = r.headers as Record<string, string | undefined>
+  return { status: r.statusCode, header: (n: string) => h[n.toLowerCase()] }
 }

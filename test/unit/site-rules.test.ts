@@ -425,6 +425,14 @@ describe('_headers parser and matching', () => {
     const own = parseHeaders('/*\n  NEL: {}\n  Report-To: {}\n  Reporting-Endpoints: a="https://r.example/"\n  Accept-CH: DPR\n  X-Ok: yes\n')
     assert.deepEqual(onServiceOrigin(headersFor(compileRules([], own), '/x')), [['X-Ok', 'yes']])
   })
+  it('takes a line asking for the nosniff the service sends, leaving it out of the answer; HSTS only on own origins (decision 156)', () => {
+    const rules = compileRules(
+      [],
+      parseHeaders('/*\n  X-Content-Type-Options: nosniff\n  Strict-Transport-Security: max-age=60\n/a\n  X-Content-Type-Options: NOSNIFF\n'),
+    )
+    assert.deepEqual(headersFor(rules, '/a'), [['Strict-Transport-Security', 'max-age=60']])
+    assert.deepEqual(onServiceOrigin(headersFor(rules, '/a')), [])
+  })
   it("fills a value's placeholders with what the pattern matched, encoded, as Cloudflare Pages does", () => {
     const rules = compileRules(
       [],

@@ -79,7 +79,6 @@ const FORBIDDEN_HEADERS = new Set([
   'age',
   'set-cookie',
   'access-control-allow-credentials',
-  'strict-transport-security',
   'x-content-type-options',
   'alt-svc',
   'clear-site-data',
@@ -91,11 +90,27 @@ const FORBIDDEN_HEADERS = new Set([
   'x-sendfile',
 ])
 /**
+ * Forbidden headers whose line is taken when it asks for exactly what the service sends on
+ * every answer (the security headers sites copy from their host's examples): the publish
+ * passes, and compileRules leaves the line out, so the service's own header goes out once.
+ */
+const SERVICE_SENDS: ReadonlyMap<string, RegExp> = new Map([['x-content-type-options', /^nosniff$/i]])
+/**
  * Headers a rule sets on a site's own origins but not on the path form, whose answers come
  * from the service's origin: that origin's error reporting (NEL sends its requests' URLs to
- * the named endpoint), client hints, login status and service worker scope stay the service's.
+ * the named endpoint), client hints, login status, service worker scope and HTTPS-only rule
+ * (HSTS, whose includeSubDomains would bind every user's origin under it) stay the service's.
  */
-const OWN_ORIGIN_ONLY = new Set(['nel', 'report-to', 'reporting-endpoints', 'accept-ch', 'critical-ch', 'set-login', 'service-worker-allowed'])
+const OWN_ORIGIN_ONLY = new Set([
+  'nel',
+  'report-to',
+  'reporting-endpoints',
+  'accept-ch',
+  'critical-ch',
+  'set-login',
+  'service-worker-allowed',
+  'strict-transport-security',
+])
 /**
  * Whether a header tells caches how long to keep an answer: Cache-Control, and the fields a CDN
  * obeys before it (RFC 9213 `CDN-Cache-Control` and the other `*-Cache-Control` it names,
@@ -271,7 +286,10 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
     const name = t.slice(0, colon).trim()
     const value = t.slice(colon + 1).trim()
     if (!TOKEN_RE.test(name)) throw new RuleSyntaxError(file, n, `"${name}" is not a valid header name`)
-    if (FORBIDDEN_HEADERS.has(name.toLowerCase())) throw new RuleSyntaxError(file, n, `${name} is set by the service and cannot be changed`)
+    const lower = name.toLowerCase()
+    if (FORBIDDEN_HEADERS.has(lower) && SERVICE_SENDS.get(lower)?.test(value) !== true) {
+      throw new RuleSyntaxError(file, n, `${name} is set by the service and cannot be changed`)
+    }
     if (!VALUE_RE.test(value)) {
       const what = /[\u0000-\u001f\u007f]/.test(value) ? 'control characters' : 'characters outside ASCII (percent-encode them)'
       throw new RuleSyntaxError(file, n, `the value of ${name} contains ${what}`)
