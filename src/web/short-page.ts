@@ -1,8 +1,9 @@
+import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppError } from '../errors/app-error.js'
 import { isApiPath } from '../http/api-path.js'
 import { errorMessage, pickLang } from '../errors/render.js'
-import { html } from './html.js'
+import { html, raw } from './html.js'
 
 /** The text of a message in the request's language (Accept-Language; Chinese by default). */
 export const say = (req: FastifyRequest, zh: string, en: string) => (pickLang(req.headers['accept-language']) === 'en' ? en : zh)
@@ -20,10 +21,19 @@ export const wantsHtml = (req: FastifyRequest) => {
 }
 
 /**
- * The service's own short page for a browser (no script, nothing loaded): where a form post
- * lands without a redirect_url or when refused, what a mail's verification link opens, and
- * what a navigation gets when the service cannot answer (errorPage). A link back to the site
- * the visitor came from when the browser said which.
+ * The Back link's one script: back in the tab's history to the page the visitor came from (a
+ * cross-origin post's Referer names only that page's origin, which on a user's origin is no
+ * site); without history (a new tab), the link's href, the Referer, is followed. Allowed by its
+ * hash alone.
+ */
+const BACK_SCRIPT = "document.getElementById('back').addEventListener('click',function(e){if(history.length>1){e.preventDefault();history.back()}})"
+const BACK_HASH = `'sha256-${createHash('sha256').update(BACK_SCRIPT).digest('base64')}'`
+
+/**
+ * The service's own short page for a browser (nothing loaded, one pinned script): where a form
+ * post lands without a redirect_url or when refused, what a mail's verification link opens, and
+ * what a navigation gets when the service cannot answer (errorPage). A link back to the page
+ * the visitor came from when the browser said which site that was.
  */
 export function shortPage(req: FastifyRequest, reply: FastifyReply, status: number, title: string, text: string) {
   const lang = pickLang(req.headers['accept-language'])
@@ -31,11 +41,14 @@ export function shortPage(req: FastifyRequest, reply: FastifyReply, status: numb
   const page = html`<!doctype html><html lang="${lang === 'en' ? 'en' : 'zh-CN'}"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex"><title>${title}</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1d2330}</style></head>
-<body><h1>${title}</h1><p>${text}</p>${ref ? html`<p><a href="${ref}">${say(req, '返回', 'Back')}</a></p>` : ''}</body></html>`
+<body><h1>${title}</h1><p>${text}</p>${ref ? html`<p><a id="back" href="${ref}">${say(req, '返回', 'Back')}</a></p><script>${raw(BACK_SCRIPT)}</script>` : ''}</body></html>`
   return reply
     .code(status)
     .header('Content-Type', 'text/html; charset=utf-8')
-    .header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+    .header(
+      'Content-Security-Policy',
+      `default-src 'none'; style-src 'unsafe-inline'; script-src ${BACK_HASH}; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`,
+    )
     .header('Cache-Control', 'no-store')
     .send(page.toString())
 }

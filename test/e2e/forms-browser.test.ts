@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net'
 import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { openContext } from '../support/browser.js'
+import { batchUpload } from '../support/hosting.js'
 
 const HIGH = JSON.stringify(
   Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 200 }])),
@@ -221,6 +222,35 @@ window.ajax = async () => {
           seen.json.data.submissions.map((x: any) => x.data),
           [0, 1].map(() => ({ _replyto: 'visitor@example.com', message: 'Hello 👋', topics: ['news'] })),
         )
+      })
+
+      it("the thank-you page's Back returns to the form's page on a user's origin, whose Referer names only the origin (decision 157)", async () => {
+        const owner = await s.user()
+        const r = await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'contact' } })
+        assert.equal(r.status, 200, r.text)
+        const form = r.json.data as { submit_url: string }
+        // a project page under /{project}/ of the user's origin: a cross-origin post sends
+        // `Referer: http://{user}.localhost:{port}/` (strict-origin-when-cross-origin), and that
+        // origin's root is not a site
+        const contact = `<!doctype html><meta charset="utf-8"><title>contact</title>
+<form method="post" action="${esc(form.submit_url)}"><input name="message" value="hi"><button id="send">Send</button></form>`
+        const up = await batchUpload(s, { key: owner.key }, 'site', [
+          { filename: 'index.html', data: '<!doctype html><title>home</title>' },
+          { filename: 'contact/index.html', data: contact },
+        ])
+        assert.equal(up.status, 200, up.text)
+        assert.equal((await s.post('/api/folders/site/publish', { key: owner.key })).status, 200)
+        const start = `http://${owner.username}.localhost:${new URL(s.httpUrl).port}/site/contact/`
+        const page = await context.newPage()
+        try {
+          await page.goto(start)
+          await Promise.all([page.waitForURL(form.submit_url), page.click('#send')])
+          await page.getByRole('link').click()
+          await page.waitForURL(start)
+          assert.equal(await page.title(), 'contact')
+        } finally {
+          await page.close()
+        }
       })
     })
   }
