@@ -377,6 +377,24 @@ for (const engine of ENGINES) {
       assert.equal(bad.status, 400, bad.text)
       assert.match(bad.json.message, /_headers, line 2: X-Content-Type-Options/)
     })
+
+    it('takes a _headers pattern with * inside, as Netlify deploys and Cloudflare Pages do: /*.js', async () => {
+      const u = await s.user()
+      await batchUpload(s, { key: u.key }, 'stars', [
+        { filename: 'index.html', data: '<p>stars</p>' },
+        { filename: 'assets/app-1.js', data: 'console.log(1)' },
+        { filename: 'posts/one/payload.json', data: '{}' },
+        { filename: '_headers', data: '/*.js\n  Cache-Control: public, max-age=31536000, immutable\n/*/payload.json\n  X-Payload: :splat\n' },
+      ])
+      const p = await s.post('/api/folders/stars/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 200, p.text)
+      const js = await request(`${s.httpUrl}/assets/app-1.js`, { headers: { host: `stars.${u.username}.localhost` } }).then(wrap)
+      assert.equal(js.header('cache-control'), 'public, max-age=31536000, immutable')
+      const html = await request(`${s.httpUrl}/`, { headers: { host: `stars.${u.username}.localhost` } }).then(wrap)
+      assert.equal(html.header('cache-control'), 'public, max-age=0, must-revalidate')
+      const payload = await s.get(`/${u.username}/stars/posts/one/payload.json`)
+      assert.equal(payload.header('x-payload'), 'posts/one')
+    })
   })
 }
 

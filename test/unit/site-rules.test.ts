@@ -425,6 +425,25 @@ describe('_headers parser and matching', () => {
     const own = parseHeaders('/*\n  NEL: {}\n  Report-To: {}\n  Reporting-Endpoints: a="https://r.example/"\n  Accept-CH: DPR\n  X-Ok: yes\n')
     assert.deepEqual(onServiceOrigin(headersFor(compileRules([], own), '/x')), [['X-Ok', 'yes']])
   })
+  it('takes one * anywhere in a _headers pattern, matching any characters, as Netlify deploys and Cloudflare Pages do', () => {
+    const rules = compileRules(
+      [],
+      parseHeaders('/*.js\n  X-Js: yes\n/*/payload.json\n  X-Payload: :splat\n/_astro/*.css\n  X-Css: yes\n/blog/:year/*.html\n  X-Year: :year\n'),
+    )
+    const cases: Array<[string, Array<[string, string]>]> = [
+      ['/app.js', [['X-Js', 'yes']]],
+      ['/assets/deep/app.js', [['X-Js', 'yes']]],
+      ['/app.json', []],
+      ['/posts/one/payload.json', [['X-Payload', 'posts/one']]],
+      ['/_astro/page.B1c2.css', [['X-Css', 'yes']]],
+      ['/_astro/page.css.map', []],
+      ['/blog/2024/a/b.html', [['X-Year', '2024']]],
+    ]
+    for (const [path, want] of cases) assert.deepEqual(headersFor(rules, path), want, path)
+    // one * per pattern, so matching stays linear in the path's length; _redirects keeps its final splat
+    assert.throws(() => parseHeaders('/**/*.html\n  X-A: 1'), /line 1: .*one \*/)
+    assert.throws(() => parseRedirects('/*.js /x 301'), /\* may only end the pattern/)
+  })
   it('takes a line asking for the nosniff the service sends, leaving it out of the answer; HSTS only on own origins (decision 156)', () => {
     const rules = compileRules(
       [],

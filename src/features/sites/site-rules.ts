@@ -143,12 +143,17 @@ function lines(text: string, file: string): Array<{ n: number; raw: string }> {
   return out
 }
 
-/** Checks a path pattern: absolute, with `:name` segments and at most one `*`, at its end. */
-function checkPattern(p: string, file: string, n: number, what: string): void {
+/**
+ * Checks a path pattern: absolute, with `:name` segments and at most one `*`: at its end in
+ * `_redirects`, anywhere in `_headers` (`/*.js` or `/blog/*.html`, as Netlify's deploys and
+ * Cloudflare Pages take them). One, so a match costs time linear in the path's length.
+ */
+function checkPattern(p: string, file: string, n: number, what: string, innerStar = false): void {
   if (/^https?:\/\//i.test(p)) throw new RuleSyntaxError(file, n, `${what} "${p}": rules match paths of this site only; start it with /`)
   if (!p.startsWith('/')) throw new RuleSyntaxError(file, n, `${what} "${p}" must start with /`)
   const star = p.indexOf('*')
-  if (star >= 0 && star !== p.length - 1) throw new RuleSyntaxError(file, n, `${what} "${p}": * may only end the pattern`)
+  if (star >= 0 && p.indexOf('*', star + 1) >= 0) throw new RuleSyntaxError(file, n, `${what} "${p}": one * per pattern`)
+  if (star >= 0 && star !== p.length - 1 && !innerStar) throw new RuleSyntaxError(file, n, `${what} "${p}": * may only end the pattern`)
   if (/[?#]/.test(p)) throw new RuleSyntaxError(file, n, `${what} "${p}": query strings and fragments are not matched`)
   for (const seg of p.split('/')) {
     if (seg.startsWith(':') && !/^:[A-Za-z_][A-Za-z0-9_]*$/.test(seg)) throw new RuleSyntaxError(file, n, `${what} "${p}": bad placeholder "${seg}"`)
@@ -271,7 +276,7 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
     if (!/^\s/.test(raw)) {
       const pattern = raw.trim()
       if (/\s/.test(pattern)) throw new RuleSyntaxError(file, n, `"${pattern}": a path pattern has no spaces; indent header lines`)
-      checkPattern(pattern, file, n, 'pattern')
+      checkPattern(pattern, file, n, 'pattern', true)
       if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, `"${current.pattern}" has no headers under it`)
       if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, `more than ${MAX_RULES} rules`)
       current = { pattern, headers: [], line: n }
@@ -329,7 +334,8 @@ const decodeText = (t: string): string =>
 
 /**
  * Compiles a pattern, matched against a decoded NFC path: `:name` takes one segment, a final
- * `*` the rest; a trailing slash is optional; the other segments are decoded (decodeText).
+ * `*` the rest, an inner `*` (`_headers` only) any characters, slashes included, captured as
+ * `:splat`; a trailing slash is optional; the other text is decoded (decodeText).
  */
 function compile(pattern: string): Compiled {
   const names: string[] = []
@@ -339,6 +345,7 @@ function compile(pattern: string): Compiled {
   // "/docs/*" also matches "/docs": the splat then captures nothing
   const dirSplat = splat && body.endsWith('/')
   if (dirSplat) body = body.slice(0, -1)
+  const literal = (t: string) => decodeText(t).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
   let re = body
     .split('/')
     .map((seg) => {
@@ -346,7 +353,9 @@ function compile(pattern: string): Compiled {
         names.push(seg.slice(1))
         return '([^/]+)'
       }
-      return decodeText(seg).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+      if (!seg.includes('*')) return literal(seg)
+      names.push('splat')
+      return seg.split('*').map(literal).join('(.*)')
     })
     .join('/')
   if (splat) {
