@@ -395,6 +395,19 @@ for (const engine of ENGINES) {
       const payload = await s.get(`/${u.username}/stars/posts/one/payload.json`)
       assert.equal(payload.header('x-payload'), 'posts/one')
     })
+
+    it("refuses Netlify's Basic-Auth line at publish, naming the visitor password, rather than sending the password to every visitor", async () => {
+      const u = await s.user()
+      await batchUpload(s, { key: u.key }, 'locked', [
+        { filename: 'index.html', data: '<p>secret</p>' },
+        { filename: '_headers', data: '/*\n  X-Frame-Options: DENY\n  Basic-Auth: someuser:somepassword\n' },
+      ])
+      const p = await s.post('/api/folders/locked/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 400, p.text)
+      assert.equal(p.json.error_code, 1314)
+      assert.match(p.json.message, /_headers, line 3: Basic-Auth .*visitor password/)
+      assert.equal((await s.get(`/${u.username}/locked/`)).status, 404, 'not published')
+    })
   })
 }
 

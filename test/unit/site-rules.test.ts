@@ -412,6 +412,7 @@ describe('_headers parser and matching', () => {
           ['X-Ok', 'yes'],
           ['X-Note', '5 €'],
           ['Clear-Site-Data', '"cookies"'],
+          ['Basic-Auth', 'someuser:somepassword'],
           ['NEL', '{}'],
         ] as Array<[string, string]>,
         line: 1,

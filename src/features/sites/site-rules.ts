@@ -88,6 +88,18 @@ const FORBIDDEN_HEADERS = new Set([
   'x-accel-limit-rate',
   'x-accel-charset',
   'x-sendfile',
+  'basic-auth',
+])
+/**
+ * Why a forbidden header is refused, where it is not one the service sets: Netlify's
+ * `Basic-Auth` line asks its host for a password prompt; sent as a header it would hand the
+ * password to every visitor of an open page.
+ */
+const REFUSAL: ReadonlyMap<string, string> = new Map([
+  [
+    'basic-auth',
+    "Basic-Auth (Netlify's password protection) is not a header here: it would show the password to every visitor; protect the project with a visitor password (svc access set) instead",
+  ],
 ])
 /**
  * Forbidden headers whose line is taken when it asks for exactly what the service sends on
@@ -293,7 +305,7 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
     if (!TOKEN_RE.test(name)) throw new RuleSyntaxError(file, n, `"${name}" is not a valid header name`)
     const lower = name.toLowerCase()
     if (FORBIDDEN_HEADERS.has(lower) && SERVICE_SENDS.get(lower)?.test(value) !== true) {
-      throw new RuleSyntaxError(file, n, `${name} is set by the service and cannot be changed`)
+      throw new RuleSyntaxError(file, n, REFUSAL.get(lower) ?? `${name} is set by the service and cannot be changed`)
     }
     if (!VALUE_RE.test(value)) {
       const what = /[\u0000-\u001f\u007f]/.test(value) ? 'control characters' : 'characters outside ASCII (percent-encode them)'
