@@ -1,8 +1,9 @@
 import { ERRORS, type ErrorKey } from './codes.js'
+import type { Param } from './render.js'
 
 export interface AppErrorOptions {
-  /** Values for the {placeholders} of the message and solution. */
-  params?: Record<string, string | number>
+  /** Values for the {placeholders} of the message and solution (words as a Text in both languages). */
+  params?: Record<string, Param>
   /** Extra top-level fields of a format A body (e.g. retry_after, details, errors). */
   extra?: Record<string, unknown>
   /** Extra response headers (e.g. Retry-After). */

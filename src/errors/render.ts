@@ -4,15 +4,29 @@ import type { AppErrorOptions } from './app-error.js'
 /** How a route answers errors: the spec's format A (numeric), B (single-file upload), or plain. */
 export type ErrorFormat = 'A' | 'B' | 'plain'
 export type Lang = 'zh' | 'en'
+/** A text in both languages, for a placeholder whose value is itself words (a reason, a detail). */
+export interface Text {
+  zh: string
+  en: string
+}
+/** A placeholder's value: a name or number (the same in both languages) or words in both. */
+export type Param = string | number | Text
 
-/** The table's texts (a fixed set), each split once at its {placeholders}: literal, name, literal, ... */
+/** A Text with both of its languages passed through `f` (a name put before a reason, ...). */
+export const mapText = (t: Text, f: (words: string) => string): Text => ({ zh: f(t.zh), en: f(t.en) })
+
+/** The templates (a fixed set: the table's texts), each split once at its {placeholders}: literal, name, literal, ... */
 const templates = new Map<string, string[]>()
-const fill = (text: string, params: Record<string, string | number> = {}): string => {
+/** Fills a template's {placeholders}; a Text value gives its words in `lang`. */
+export const fill = (text: string, lang: Lang, params: Record<string, Param> = {}): string => {
   let parts = templates.get(text)
   if (parts === undefined) templates.set(text, (parts = text.split(/\{(\w+)\}/)))
   if (parts.length === 1) return text
   let out = parts[0]
-  for (let i = 1; i < parts.length; i += 2) out += (parts[i] in params ? String(params[parts[i]]) : `{${parts[i]}}`) + parts[i + 1]
+  for (let i = 1; i < parts.length; i += 2) {
+    const v = params[parts[i]]
+    out += (v === undefined ? `{${parts[i]}}` : typeof v === 'object' ? v[lang] : String(v)) + parts[i + 1]
+  }
   return out
 }
 
@@ -35,10 +49,13 @@ export function pickLang(acceptLanguage: string | undefined, fallback: Lang = 'z
 }
 
 /** The message of an error in one language, with its placeholders filled. */
-export function errorMessage(key: ErrorKey, lang: Lang, params?: Record<string, string | number>): string {
+export function errorMessage(key: ErrorKey, lang: Lang, params?: Record<string, Param>): string {
   const d = ERRORS[key]
-  return fill(lang === 'en' ? d.en : d.zh, params)
+  return fill(lang === 'en' ? d.en : d.zh, lang, params)
 }
+
+/** The message of an error in both languages (for an answer that picks its language later). */
+export const errorText = (key: ErrorKey, params?: Record<string, Param>): Text => ({ zh: errorMessage(key, 'zh', params), en: errorMessage(key, 'en', params) })
 
 /** Builds the JSON body of an error in the requested format. */
 export function renderError(key: ErrorKey, format: ErrorFormat, lang: Lang, options: AppErrorOptions, docBase: string): Record<string, unknown> {
@@ -53,7 +70,7 @@ export function renderError(key: ErrorKey, format: ErrorFormat, lang: Lang, opti
     error_code: d.code,
     error_type: d.type,
     message,
-    solution: fill(lang === 'en' ? d.solutionEn : d.solutionZh, options.params),
+    solution: fill(lang === 'en' ? d.solutionEn : d.solutionZh, lang, options.params),
     doc_link: `${docBase}/docs/errors#${d.code}`,
     ...(options.extra ?? {}),
   }

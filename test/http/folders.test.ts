@@ -133,11 +133,19 @@ for (const engine of ENGINES) {
 
     it('never lets a path be both a file and a folder, in one batch or across batches', async () => {
       const files = async () => (await s.get('/api/folders/tree/files', { key: u.key })).json.files.map((f: { path: string }) => f.path)
-      const first = await batchUpload(s, { key: u.key }, 'tree', [
-        { filename: 'docs/index.html', data: 'd' },
-        { filename: 'a.txt', data: 'a' },
-        { filename: 'docs', data: 'a file named as the folder' },
-      ])
+      const en = { 'accept-language': 'en' }
+      const first = await batchUpload(
+        s,
+        { key: u.key },
+        'tree',
+        [
+          { filename: 'docs/index.html', data: 'd' },
+          { filename: 'a.txt', data: 'a' },
+          { filename: 'docs', data: 'a file named as the folder' },
+        ],
+        undefined,
+        en,
+      )
       assert.equal(first.status, 200, first.text)
       assert.deepEqual(first.json.failed_files, ['docs'])
       assert.equal(first.json.errors[0].type, 'duplicate')
@@ -153,6 +161,7 @@ for (const engine of ENGINES) {
             { filename: 'a.txt/b.txt', data: 'x' },
           ],
           overwrite,
+          en,
         )
         assert.equal(later.status, 400, later.text)
         assert.equal(later.json.error_code, 1312)
@@ -172,6 +181,56 @@ for (const engine of ENGINES) {
         true,
       )
       assert.equal(ok.json.uploaded_count, 2, ok.text)
+    })
+
+    it("says each failed file's reason in the answer's language and names the file as sent", async () => {
+      await batchUpload(s, { key: u.key }, 'langs', [
+        { filename: 'a.txt', data: 'a' },
+        { filename: 'docs/index.html', data: 'd' },
+      ])
+      const CJK = /[\u4e00-\u9fff]/
+      const nfd = 'e\u0301.txt'
+      for (const lang of ['zh', 'en'] as const) {
+        const sent = ['ok.txt', 'a.txt', '../x', 'b.txt', 'b.txt', 'docs', 'c\u202e.txt', nfd, nfd.normalize('NFC')]
+        const r = await batchUpload(
+          s,
+          { key: u.key },
+          'langs',
+          sent.map((filename) => ({ filename, data: filename })),
+          undefined,
+          { 'accept-language': lang === 'en' ? 'en-US,en;q=0.9' : 'zh-CN' },
+        )
+        assert.equal(r.status, 200, r.text)
+        assert.equal(CJK.test(r.json.message), lang === 'zh', r.json.message)
+        const failed = ['a.txt', '../x', 'b.txt', 'docs', 'c\u202e.txt', nfd.normalize('NFC')]
+        assert.deepEqual([...r.json.failed_files].sort(), failed.sort(), 'the names as the request sent them')
+        assert.deepEqual(
+          r.json.errors.map((e: { file: string }) => e.file),
+          r.json.failed_files,
+        )
+        for (const e of r.json.errors) {
+          assert.deepEqual(Object.keys(e).sort(), ['error_code', 'file', 'message', 'type'])
+          assert.equal(CJK.test(e.message), lang === 'zh', `${lang}: ${e.message}`)
+          if (lang === 'zh') assert.doesNotMatch(e.message, /[a-z]{4,} [a-z]{2,}/, `no English words: ${e.message}`)
+        }
+        const by = (f: string) => r.json.errors.find((e: { file: string }) => e.file === f).message
+        assert.equal(by('a.txt'), lang === 'zh' ? '文件已存在：a.txt' : 'File already exists: a.txt')
+        assert.match(by('../x'), lang === 'zh' ? /^路径无效：/ : /^Invalid path: /)
+        assert.match(by('docs'), /docs/)
+        // the second é.txt (NFC) is the first one (NFD) again: it names the stored path
+        assert.match(by(nfd.normalize('NFC')), new RegExp(nfd.normalize('NFC')))
+        await s.request('DELETE', `/api/folders/langs/file/ok.txt`, { key: u.key })
+        await s.request('DELETE', `/api/folders/langs/file/${encodeURIComponent(nfd.normalize('NFC'))}`, { key: u.key })
+        await s.request('DELETE', `/api/folders/langs/file/b.txt`, { key: u.key })
+      }
+      // nothing stored: the answer's own message is in its language too, with the reason
+      for (const lang of ['zh', 'en'] as const) {
+        const r = await batchUpload(s, { key: u.key }, 'langs', [{ filename: '../x', data: 'x' }], undefined, { 'accept-language': lang })
+        expectError(r, 400, 1110)
+        assert.equal(CJK.test(r.json.message), lang === 'zh', r.json.message)
+        if (lang === 'zh') assert.doesNotMatch(r.json.message, /[a-z]{4,} [a-z]{2,}/, r.json.message)
+        assert.equal(CJK.test(r.json.errors[0].message), lang === 'zh', r.json.errors[0].message)
+      }
     })
 
     it('skips the part of a file input left empty (no file name, no bytes); only such parts: 400 / 1101, nothing created', async () => {

@@ -31,13 +31,14 @@ export function batchUpload(
   folderPath: string,
   files: BatchFile[],
   overwrite?: boolean | string,
+  headers: Record<string, string> = {},
 ): Promise<Res> {
   const parts: Parameters<typeof multipart>[0] = []
   if (overwrite !== undefined) parts.push({ name: 'overwrite_files', data: String(overwrite) })
   for (const f of files)
     parts.push({ name: f.field ?? 'files[]', filename: f.filename, filenameStar: f.filenameStar, type: 'application/octet-stream', data: f.data })
   const mp = multipart(parts)
-  return s.post(`/api/folders/${folderPath}/batch_upload`, { ...auth, body: mp.body, headers: { 'content-type': mp.contentType } })
+  return s.post(`/api/folders/${folderPath}/batch_upload`, { ...auth, body: mp.body, headers: { ...headers, 'content-type': mp.contentType } })
 }
 
 /** Raises the test server's rate limits so concurrency tests measure quotas, not limits. */

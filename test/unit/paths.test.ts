@@ -50,11 +50,16 @@ describe('checkRelativePath', () => {
   for (const [name, input, expect] of cases) {
     it(name, () => {
       const r = checkRelativePath(input)
-      if (typeof expect === 'string') assert.deepEqual(r, { ok: false, reason: expect })
-      else assert.deepEqual(r, { ok: true, ...expect })
+      if (typeof expect === 'string') {
+        assert.equal(r.ok, false)
+        if (!r.ok) {
+          assert.equal(r.reason.en, expect)
+          assert.match(r.reason.zh, /[\u4e00-\u9fff]/, 'the reason in Chinese too')
+        }
+      } else assert.deepEqual(r, { ok: true, ...expect })
     })
   }
   it('refuses what is not a string', () => {
-    for (const v of [undefined, null, 3, ['a'], { a: 1 }]) assert.deepEqual(checkRelativePath(v), { ok: false, reason: 'empty path' })
+    for (const v of [undefined, null, 3, ['a'], { a: 1 }]) assert.deepEqual(checkRelativePath(v), { ok: false, reason: { en: 'empty path', zh: '路径为空' } })
   })
 })

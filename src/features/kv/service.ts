@@ -363,7 +363,8 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           try {
             checkType(input.value, dataType)
           } catch (e) {
-            const detail = e instanceof AppError ? e.options.params?.detail : String(e)
+            const given = e instanceof AppError ? e.options.params?.detail : undefined
+            const detail = typeof given === 'string' ? given : String(e)
             throw invalid(`${detail} (the entry's current type; send data_type to change it)`)
           }
         }

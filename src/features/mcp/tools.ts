@@ -6,7 +6,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { CallToolRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { User } from '../../auth/users.js'
 import { AppError, isAppError } from '../../errors/app-error.js'
-import { errorMessage } from '../../errors/render.js'
+import { errorMessage, fill, mapText } from '../../errors/render.js'
 import { ERRORS, type ErrorKey } from '../../errors/codes.js'
 import type { IncomingFile } from '../image-host/service.js'
 import { checkContent, checkDisplayName, encodeText, normalizeContentType } from '../hosted-data/content.js'
@@ -101,7 +101,7 @@ function errorResult(e: unknown): CallToolResult {
   if (isAppError(e)) {
     const d = ERRORS[e.key]
     const message = errorMessage(e.key, 'en', e.options.params)
-    const solution = TOOL_SOLUTIONS[e.key] ?? fillSolution(d.solutionEn, e.options.params)
+    const solution = TOOL_SOLUTIONS[e.key] ?? fill(d.solutionEn, 'en', e.options.params)
     const details = e.options.extra?.details as { info?: string } | undefined
     const info = typeof details?.info === 'string' ? ` ${details.info}` : ''
     const error = { error_code: d.code, error_type: d.type, message, solution, ...(e.options.extra ?? {}) }
@@ -112,10 +112,6 @@ function errorResult(e: unknown): CallToolResult {
     }
   }
   throw e
-}
-
-function fillSolution(tpl: string, params?: Record<string, string | number>): string {
-  return tpl.replace(/\{(\w+)\}/g, (m, k: string) => (params && k in params ? String(params[k]) : m))
 }
 
 /** An argument's place as an agent writes it: `files[0].encoding`. */
@@ -205,7 +201,7 @@ function projectRef(s: McpServices, ctx: ToolContext, name: string): FolderRef {
 /** A file's path in a project as a tool names it, checked and in its stored form (1110 when bad). */
 function projectPath(s: McpServices, path: string): string {
   const checked = s.folders.checkUploadName(path)
-  if ('failure' in checked) throw new AppError('INVALID_PATH', { params: { detail: `${path}: ${checked.failure.message}` } })
+  if ('failure' in checked) throw new AppError('INVALID_PATH', { params: { detail: mapText(checked.failure.message, (why) => `${path}: ${why}`) } })
   return checked.path
 }
 const siteUrlOf = (ctx: ToolContext, path: string) => (ctx.siteOrigin === null ? null : ctx.siteOrigin + path)

@@ -6,6 +6,7 @@ import { createGunzip } from 'node:zlib'
 import tar from 'tar-stream'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
+import { mapText, type Param } from '../../errors/render.js'
 import type { User } from '../../auth/users.js'
 import { newId } from '../../auth/tokens.js'
 import { isoMicros } from '../../util/time.js'
@@ -48,7 +49,7 @@ interface Uploaded {
 
 /** Checks a manifest object; throws MANIFEST_INVALID / MANIFEST_TOO_LARGE naming the entry. */
 export function parseManifest(body: unknown, defaults: { source?: DeploySource } = {}): Manifest {
-  const invalid = (detail: string) => new AppError('MANIFEST_INVALID', { params: { detail } })
+  const invalid = (detail: Param) => new AppError('MANIFEST_INVALID', { params: { detail } })
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('expected a JSON object {"files": {...}}')
   const o = body as Record<string, unknown>
   const files = o.files
@@ -60,7 +61,7 @@ export function parseManifest(body: unknown, defaults: { source?: DeploySource }
   const out = new Map<string, string>()
   for (const [key, digest] of entries) {
     const r = checkRelativePath(key)
-    if (!r.ok) throw invalid(`${JSON.stringify(key)}: ${r.reason}`)
+    if (!r.ok) throw invalid(mapText(r.reason, (why) => `${JSON.stringify(key)}: ${why}`))
     if (typeof digest !== 'string' || !/^[0-9a-fA-F]{64}$/.test(digest)) throw invalid(`${JSON.stringify(key)}: value must be a sha256 hex digest`)
     if (out.has(r.path)) throw invalid(`${JSON.stringify(key)} appears twice (after NFC normalisation)`)
     out.set(r.path, digest.toLowerCase())

@@ -201,7 +201,12 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
               continue
             }
             if (seen.has(checked.path)) {
-              failures.push({ type: 'duplicate', error_code: 1312, message: `the request carries ${checked.path} twice`, file: name })
+              failures.push({
+                type: 'duplicate',
+                error_code: 1312,
+                message: { zh: `请求中 ${checked.path} 出现了两次`, en: `the request carries ${checked.path} twice` },
+                file: name,
+              })
               await discardUpload(part.file)
               continue
             }
@@ -220,20 +225,22 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
         const overwrite = svc.parseOverwrite(overwriteRaw)
         const { uploaded, failures: conflicts } = await svc.commitBatch(user, folder, staged, overwrite)
         failures.push(...conflicts)
+        // each file's reason in the answer's language (errors[] is the spec's {type, error_code, message, file})
+        const say = lang(req)
         const body = {
           uploaded_count: uploaded,
           failed_count: failures.length,
           failed_files: failures.map((f) => f.file),
-          errors: failures,
+          errors: failures.map((f) => ({ ...f, message: f.message[say] })),
         }
         if (uploaded === 0) {
           const allDuplicates = failures.every((f) => f.type === 'duplicate')
           throw new AppError(allDuplicates ? 'FILE_DUPLICATE' : 'INVALID_PATH', {
-            params: allDuplicates ? { file: body.failed_files.slice(0, 5).join(', ') + (failures.length > 5 ? ', ...' : '') } : { detail: MSG.none.en },
+            params: allDuplicates ? { file: body.failed_files.slice(0, 5).join(', ') + (failures.length > 5 ? ', ...' : '') } : { detail: MSG.none },
             extra: body,
           })
         }
-        return { success: true, message: MSG.uploaded[lang(req)], ...body }
+        return { success: true, message: MSG.uploaded[say], ...body }
       },
     )
 

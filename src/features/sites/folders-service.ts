@@ -4,6 +4,7 @@ import mime from 'mime-types'
 import type { Deps } from '../../deps.js'
 import type { Trx } from '../../db/kysely.js'
 import { AppError } from '../../errors/app-error.js'
+import { errorText, mapText, type Lang, type Text } from '../../errors/render.js'
 import type { User } from '../../auth/users.js'
 import { createAbuse } from '../abuse/service.js'
 import { refuseBlocked } from '../abuse/store.js'
@@ -25,11 +26,14 @@ export const MAX_REQUEST_BYTES = 64 * 1024 * 1024
 export const READ_CONTENT_MAX = 5 * 1024 * 1024
 const DIFF_MAX_ENTRIES = 10_000
 
-/** One failed file of a batch upload, as the spec's errors[] items. */
+/**
+ * One failed file of a batch upload, as the spec's errors[] items; `message` in both
+ * languages until the answer picks its own. `file`: the file's name as the request sent it.
+ */
 export interface FileFailure {
   type: 'duplicate' | 'invalid_path'
   error_code: number
-  message: string
+  message: Text
   file: string
 }
 
@@ -136,7 +140,7 @@ export function createFoldersService(deps: Deps) {
       }
       if (decoded.length !== 1) throw new AppError('INVALID_PATH', { params: { detail: 'folder_path must be a project name or {username}/{project}' } })
       const r = checkName(decoded[0])
-      if (!r.ok) throw new AppError('INVALID_PATH', { params: { detail: `folder_path: ${r.reason}` } })
+      if (!r.ok) throw new AppError('INVALID_PATH', { params: { detail: mapText(r.reason, (why) => `folder_path: ${why}`) } })
       return { name: r.path, display }
     },
 
@@ -151,7 +155,7 @@ export function createFoldersService(deps: Deps) {
     checkUploadName(name: string): { path: string } | { failure: FileFailure } {
       const r = checkRelativePath(name)
       if (r.ok) return { path: r.path }
-      return { failure: { type: 'invalid_path', error_code: 1110, message: `invalid path: ${r.reason}`, file: name } }
+      return { failure: { type: 'invalid_path', error_code: 1110, message: errorText('INVALID_PATH', { detail: r.reason }), file: name } }
     },
 
     /**
@@ -215,7 +219,7 @@ export function createFoldersService(deps: Deps) {
           for (const f of staged) {
             const old = existing.get(f.path)
             if (old && !overwrite) {
-              failures.push({ type: 'duplicate', error_code: 1312, message: `file already exists: ${f.path}`, file: f.name })
+              failures.push({ type: 'duplicate', error_code: 1312, message: errorText('FILE_DUPLICATE', { file: f.path }), file: f.name })
               continue
             }
             const clash = old ? null : tree?.add(f.path)
@@ -240,8 +244,10 @@ export function createFoldersService(deps: Deps) {
               })
             uploaded++
           }
-          if (atomic && failures.length > 0)
-            throw new AppError('INVALID_PARAMETER', { params: { detail: failures.map((x) => `${x.file}: ${x.message}`).join('; ') } })
+          if (atomic && failures.length > 0) {
+            const list = (lang: Lang) => failures.map((x) => `${x.file}: ${x.message[lang]}`).join('; ')
+            throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: list('zh'), en: list('en') } } })
+          }
           if (folder && uploaded > 0) {
             await store.touchFolder(trx, folder.id, now)
             await redeploy(trx, folder.id, now)
@@ -404,7 +410,7 @@ export function createFoldersService(deps: Deps) {
       const wanted = new Map<string, { key: string; digest: string }>()
       for (const [key, digest] of entries) {
         const r = checkRelativePath(key)
-        if (!r.ok) throw new AppError('INVALID_PATH', { params: { detail: `${JSON.stringify(key)}: ${r.reason}` } })
+        if (!r.ok) throw new AppError('INVALID_PATH', { params: { detail: mapText(r.reason, (why) => `${JSON.stringify(key)}: ${why}`) } })
         if (typeof digest !== 'string' || !/^[0-9a-fA-F]{64}$/.test(digest)) {
           throw new AppError('INVALID_PARAMETER', { params: { detail: `${JSON.stringify(key)}: value must be a sha256 hex digest` } })
         }

@@ -16,24 +16,27 @@
  *   a name that still looks encoded is refused instead of being decoded a second time;
  * - at most 255 UTF-8 bytes per segment, 1024 in total, 32 segments deep.
  */
+import type { Text } from '../../errors/render.js'
 import { CONTROL, hasStrayFormat, isWellFormed } from '../../util/unicode.js'
 
 export const MAX_SEGMENT_BYTES = 255
 export const MAX_PATH_BYTES = 1024
 export const MAX_DEPTH = 32
 
-export type PathResult = { ok: true; path: string; segments: string[] } | { ok: false; reason: string }
+/** `reason`: why a path is refused, in both languages (an answer says it in its own). */
+export type PathResult = { ok: true; path: string; segments: string[] } | { ok: false; reason: Text }
 
 const SLASH_LIKE = /[\u2044\u2215\u29f8\u29f9\uff0f\uff3c\ufe68\u2216\u29f5]/
 const PERCENT_SEQ = /%[0-9a-fA-F]{2}/
 const DRIVE = /^[a-zA-Z]:/
 
-const bad = (reason: string): PathResult => ({ ok: false, reason })
+const bad = (en: string, zh: string): PathResult => ({ ok: false, reason: { zh, en } })
 
-function checkSegment(seg: string): string | null {
-  if (seg === '') return 'empty path segment'
-  if (seg === '.' || seg === '..') return 'dot segment ("." or "..")'
-  if (Buffer.byteLength(seg, 'utf8') > MAX_SEGMENT_BYTES) return `path segment longer than ${MAX_SEGMENT_BYTES} bytes`
+function checkSegment(seg: string): PathResult | null {
+  if (seg === '') return bad('empty path segment', '路径中有空的一段')
+  if (seg === '.' || seg === '..') return bad('dot segment ("." or "..")', '路径中有 "." 或 ".." 段')
+  if (Buffer.byteLength(seg, 'utf8') > MAX_SEGMENT_BYTES)
+    return bad(`path segment longer than ${MAX_SEGMENT_BYTES} bytes`, `路径中的一段超过 ${MAX_SEGMENT_BYTES} 字节`)
   return null
 }
 
@@ -44,15 +47,19 @@ function checkSegment(seg: string): string | null {
  */
 const PLAIN = /^[\w.~/-]+$/
 
+const ABSOLUTE = bad('absolute path', '绝对路径')
+const TOO_LONG = bad(`path longer than ${MAX_PATH_BYTES} bytes`, `路径超过 ${MAX_PATH_BYTES} 字节`)
+const TOO_DEEP = bad(`path deeper than ${MAX_DEPTH} levels`, `路径超过 ${MAX_DEPTH} 层`)
+
 /** The rules on length, depth and segments, for an NFC path whose characters passed. */
 function checkStructure(s: string): PathResult {
-  if (s.startsWith('/')) return bad('absolute path')
-  if (Buffer.byteLength(s, 'utf8') > MAX_PATH_BYTES) return bad(`path longer than ${MAX_PATH_BYTES} bytes`)
+  if (s.startsWith('/')) return ABSOLUTE
+  if (Buffer.byteLength(s, 'utf8') > MAX_PATH_BYTES) return TOO_LONG
   const segments = s.split('/')
-  if (segments.length > MAX_DEPTH) return bad(`path deeper than ${MAX_DEPTH} levels`)
+  if (segments.length > MAX_DEPTH) return TOO_DEEP
   for (const seg of segments) {
     const p = checkSegment(seg)
-    if (p) return bad(p)
+    if (p) return p
   }
   return { ok: true, path: s, segments }
 }
@@ -62,27 +69,29 @@ function checkStructure(s: string): PathResult {
  * file name, or a URL path whose segments were percent-decoded). Returns the NFC path.
  */
 export function checkRelativePath(input: unknown): PathResult {
-  if (typeof input !== 'string' || input.length === 0) return bad('empty path')
+  if (typeof input !== 'string' || input.length === 0) return bad('empty path', '路径为空')
   if (PLAIN.test(input)) return checkStructure(input)
-  if (input.length > MAX_PATH_BYTES * 2) return bad(`path longer than ${MAX_PATH_BYTES} bytes`)
-  if (!isWellFormed(input)) return bad('invalid Unicode (lone surrogate)')
+  if (input.length > MAX_PATH_BYTES * 2) return TOO_LONG
+  if (!isWellFormed(input)) return bad('invalid Unicode (lone surrogate)', 'Unicode 无效（孤立的代理项）')
   const s = input.normalize('NFC')
-  if (CONTROL.test(s)) return bad('control character (NUL, C0 or C1)')
-  if (hasStrayFormat(s)) return bad('invisible Unicode format character')
-  if (s.includes('\\')) return bad('backslash')
-  if (SLASH_LIKE.test(s)) return bad('slash look-alike character')
-  if (s.startsWith('/')) return bad('absolute path')
-  if (DRIVE.test(s)) return bad('drive prefix')
-  if (PERCENT_SEQ.test(s)) return bad('a %XX sequence in a name (rename it: its URL would read as another name)')
+  if (CONTROL.test(s)) return bad('control character (NUL, C0 or C1)', '含控制字符（NUL、C0 或 C1）')
+  if (hasStrayFormat(s)) return bad('invisible Unicode format character', '含不可见的 Unicode 格式字符')
+  if (s.includes('\\')) return bad('backslash', '含反斜杠')
+  if (SLASH_LIKE.test(s)) return bad('slash look-alike character', '含形似斜杠的字符')
+  if (s.startsWith('/')) return ABSOLUTE
+  if (DRIVE.test(s)) return bad('drive prefix', '含盘符前缀')
+  if (PERCENT_SEQ.test(s))
+    return bad('a %XX sequence in a name (rename it: its URL would read as another name)', '名称含 %XX 序列（请改名：其网址会被读成另一个名称）')
   const r = checkStructure(s)
   if (!r.ok) return r
   const { segments } = r
   // a compatibility form that turns into a separator or a dot segment is a disguise
   const k = s.normalize('NFKC')
   if (k !== s) {
-    if (k.includes('\\') || k.startsWith('/') || DRIVE.test(k) || CONTROL.test(k)) return bad('look-alike of a path separator')
+    if (k.includes('\\') || k.startsWith('/') || DRIVE.test(k) || CONTROL.test(k)) return bad('look-alike of a path separator', '含形似路径分隔符的字符')
     const ks = k.split('/')
-    if (ks.length !== segments.length || ks.some((x) => x === '' || x === '.' || x === '..')) return bad('look-alike of a path separator or dot segment')
+    if (ks.length !== segments.length || ks.some((x) => x === '' || x === '.' || x === '..'))
+      return bad('look-alike of a path separator or dot segment', '含形似路径分隔符或点段的字符')
   }
   return { ok: true, path: s, segments }
 }
@@ -91,7 +100,7 @@ export function checkRelativePath(input: unknown): PathResult {
 export function checkName(input: unknown): PathResult {
   const r = checkRelativePath(input)
   if (!r.ok) return r
-  if (r.segments.length !== 1) return bad('a name cannot contain "/"')
+  if (r.segments.length !== 1) return bad('a name cannot contain "/"', '名称不能含 "/"')
   return r
 }
 
@@ -126,11 +135,11 @@ export function decodeSegment(raw: string): string | null {
 /** Decodes and validates a raw URL path tail (`a/b%20c/d.html`); '' segments are refused. */
 export function decodeUrlPath(rawTail: string): PathResult {
   const parts = rawTail.split('/')
-  if (parts.length > MAX_DEPTH) return bad(`path deeper than ${MAX_DEPTH} levels`)
+  if (parts.length > MAX_DEPTH) return TOO_DEEP
   const decoded: string[] = []
   for (const p of parts) {
     const d = decodeSegment(p)
-    if (d === null) return bad('malformed percent-encoding or encoded separator')
+    if (d === null) return bad('malformed percent-encoding or encoded separator', '百分号编码有误或编码了分隔符')
     decoded.push(d)
   }
   return checkRelativePath(decoded.join('/'))
@@ -160,10 +169,13 @@ export class PathTree {
     for (const p of paths) this.record(p)
   }
 
-  add(path: string): string | null {
+  add(path: string): Text | null {
     if (this.files.has(path)) return null
-    if (this.folders.has(path)) return `${path} is a folder of this project, so it cannot also be a file`
-    for (const f of foldersOf(path)) if (this.files.has(f)) return `${f} is a file of this project, so it cannot also be a folder (of ${path})`
+    if (this.folders.has(path))
+      return { en: `${path} is a folder of this project, so it cannot also be a file`, zh: `${path} 是本项目的文件夹，不能同时是文件` }
+    for (const f of foldersOf(path))
+      if (this.files.has(f))
+        return { en: `${f} is a file of this project, so it cannot also be a folder (of ${path})`, zh: `${f} 是本项目的文件，不能同时是（${path} 的）文件夹` }
     this.record(path)
     return null
   }
