@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors/app-error.js'
 import { ERRORS, type ErrorKey } from '../errors/codes.js'
-import { pickLang, renderError, type ErrorFormat } from '../errors/render.js'
+import { pickLang, renderError, type ErrorFormat, type Text } from '../errors/render.js'
 import type { Config } from '../config.js'
 import { serviceOrigin } from './origin.js'
 
@@ -147,6 +147,34 @@ export function sendAppError(req: FastifyRequest, reply: FastifyReply, err: AppE
   return reply.code(err.status).type('application/json; charset=utf-8').send(body)
 }
 
+type SchemaError = NonNullable<FastifyError['validation']>[number]
+
+/**
+ * A value outside a fixed set (an enum, or a union of constants such as data_type's): the
+ * field and its allowed values, in both languages, instead of the validator's wording (one
+ * "must be equal to constant" per branch). Null when the errors say anything else: a union
+ * with a branch that is no constant is described by the validator as before.
+ */
+function oneOfDetail(errors: SchemaError[] | undefined): Text | null {
+  if (!errors?.length) return null
+  const at = errors[0].instancePath
+  const values: unknown[] = []
+  const branches = new Map<string, boolean>()
+  for (const x of errors) {
+    if (x.instancePath !== at) return null
+    const branch = /^(.*\/anyOf\/\d+)\//.exec(x.schemaPath)?.[1]
+    if (x.keyword === 'const') values.push(x.params.allowedValue)
+    else if (x.keyword === 'enum') values.push(...(x.params.allowedValues as unknown[]))
+    else if (x.keyword !== 'type' && x.keyword !== 'anyOf') return null
+    if (branch !== undefined) branches.set(branch, (branches.get(branch) ?? false) || x.keyword === 'const' || x.keyword === 'enum')
+  }
+  if (values.length === 0 || [...branches.values()].includes(false)) return null
+  const field = at.replace(/^\//, '').replace(/\//g, '.')
+  if (field === '') return null
+  const shown = values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))
+  return { zh: `${field} 须为以下值之一：${shown.join('、')}`, en: `${field} must be one of: ${shown.join(', ')}` }
+}
+
 /**
  * Maps Fastify's own errors (parsing, limits, validation) to rows of the table. `bodyLimit`:
  * the route's body limit, `fileLimit`: a multipart file's (the numbers a 413 names).
@@ -169,7 +197,7 @@ export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: 
     case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
       return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'multipart/form-data' } })
     case 'FST_ERR_VALIDATION':
-      return new AppError('INVALID_PARAMETER', { params: { detail: e.message } })
+      return new AppError('INVALID_PARAMETER', { params: { detail: oneOfDetail(e.validation) ?? e.message } })
   }
   // PostgreSQL: text the database cannot hold (NUL, invalid encoding) is the client's input
   const pgCode = (e as { code?: string }).code

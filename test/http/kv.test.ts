@@ -90,6 +90,21 @@ for (const engine of ENGINES) {
       for (const good of ['a', 'Z', 'a-b_C9', 'abc-']) assert.equal((await store(alice, { key: good, value: 1 })).status, 200)
     })
 
+    it("names data_type and its allowed values when it is none of them, in the answer's language", async () => {
+      for (const bad of ['xml', 'JSON', 5, null, ['json']]) {
+        for (const lang of ['zh', 'en'] as const) {
+          const r = await s.post('/svc_api/data/store', { key: alice.key, json: { key: 'dt', value: 1, data_type: bad }, headers: { 'accept-language': lang } })
+          code(r, 400, 1106)
+          assert.equal(
+            r.json.message,
+            lang === 'zh' ? '参数错误：data_type 须为以下值之一：json、text、number' : 'Invalid parameter: data_type must be one of: json, text, number',
+            `${JSON.stringify(bad)}: ${r.json.message}`,
+          )
+        }
+      }
+      assert.equal((await get(alice, 'dt')).status, 404, 'nothing stored')
+    })
+
     it('answers 400 for a missing key or value, an unknown data_type or a value of the wrong type', async () => {
       code(await store(alice, { value: 1 }), 400, 1106)
       code(await store(alice, { key: 'nov' }), 400, 1106)
