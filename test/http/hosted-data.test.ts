@@ -373,6 +373,26 @@ for (const engine of ENGINES) {
       assert.ok(seen.A + seen.B > 0)
     })
 
+    it('refuses a display_name with a bidi override, an isolate, a C1 control or a stray zero-width character; a file name drops them', async () => {
+      for (const bad of ['photo\u202etxt.exe', 'a\u2066b', 'a\u2069', 'a\u0085b', '\u009fa', 'a\u200bb', 'a\ufeffb']) {
+        const r = await json(bob, 'POST', F, { display_name: bad, content: 'x' })
+        assert.equal(r.status, 400, `${JSON.stringify(bad)}: ${r.text}`)
+        assert.equal(r.json.success, false)
+        assert.match(r.json.message, /display_name/)
+        const f = await create(bob, { display_name: 'meta-target.txt', content: 'x' })
+        const m = await json(bob, 'PUT', `${F}/${f.id}/meta`, { display_name: bad })
+        assert.equal(m.status, 400, `meta ${JSON.stringify(bad)}: ${m.text}`)
+        await json(bob, 'DELETE', `${F}/${f.id}`)
+      }
+      // a joiner inside a word is writing, as in site paths and image names
+      assert.equal((await create(bob, { display_name: 'می\u200cخواهم.txt', content: 'x' })).display_name, 'می\u200cخواهم.txt')
+      // a name taken from the uploaded file is cleaned as an image's is
+      const m = multipart([{ name: 'file', filename: 'report\u202etxt.json', type: 'application/octet-stream', data: '{}' }])
+      const r = await s.post(F, { cookie: bob.cookie, body: m.body, headers: { 'content-type': m.contentType } })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.file.display_name, 'reporttxt.json')
+    })
+
     it('creates from a multipart UTF-8 text file, with the type from the field, the file name or the default', async () => {
       const m1 = multipart([{ name: 'file', filename: 'table.csv', type: 'application/octet-stream', data: 'x,y\n1,2\n' }])
       const r1 = await s.post(F, { cookie: alice.cookie, body: m1.body, headers: { 'content-type': m1.contentType } })

@@ -1,5 +1,5 @@
 import { AppError } from '../../errors/app-error.js'
-import { isWellFormed } from '../../util/unicode.js'
+import { CONTROL as ANY_CONTROL, hasStrayFormat, isWellFormed, stripInvisible } from '../../util/unicode.js'
 
 /**
  * Content types a hosted data file may declare. Everything is text served as UTF-8; the
@@ -124,14 +124,22 @@ export function encodeText(s: string): Buffer {
 
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
 
-/** A display name: 1-255 characters after trimming, no control characters. */
+/**
+ * A display name: 1-255 characters after trimming, and none of the characters site paths
+ * refuse (C0/C1 controls; bidi overrides and isolates, zero-width characters but a joiner
+ * inside a word: util/unicode.ts), so a listed name reads as what it is.
+ */
 export function checkDisplayName(v: unknown): string {
   if (typeof v !== 'string') throw bad('display_name is required (a string)')
-  const s = v.trim()
+  const s = v.trim().normalize('NFC')
   if (s.length === 0 || [...s].length > 255) throw bad('display_name must be 1-255 characters')
-  if (CONTROL.test(s) || /[\r\n\t]/.test(s) || !isWellFormed(s)) throw bad('display_name must not contain control characters')
-  return s.normalize('NFC')
+  if (ANY_CONTROL.test(s) || !isWellFormed(s)) throw bad('display_name must not contain control characters')
+  if (hasStrayFormat(s)) throw bad('display_name must not contain invisible format characters (bidi overrides or isolates, zero-width characters)')
+  return s
 }
+
+/** The display name an uploaded file's name gives: cleaned of those characters, as an image's name is. */
+export const fileDisplayName = (filename: string | undefined): string | undefined => (filename === undefined ? undefined : stripInvisible(filename))
 
 /** A description: at most 2000 characters; line breaks and tabs allowed, other controls not. */
 export function checkDescription(v: unknown): string {

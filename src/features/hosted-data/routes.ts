@@ -8,7 +8,7 @@ import { caller } from '../../http/guard.js'
 import { multipartParts, readUpload } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
 import { createHostedData, maxFileBytes, tooLarge, type Upload } from './service.js'
-import { JsonSize, checkDescription, checkDisplayName, encodeText, isJsonType, normalizeContentType, typeFromName } from './content.js'
+import { JsonSize, checkDescription, checkDisplayName, encodeText, fileDisplayName, isJsonType, normalizeContentType, typeFromName } from './content.js'
 import { CreateBody, DefaultVersionBody, FileParams, MULTIPART_DOC, MetaBody, VersionBody, VersionParams, jsonOrMultipart } from './schemas.js'
 
 const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
@@ -193,7 +193,7 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
     async (req) => {
       const user = caller(req).user
       const p = await readBody(req, user)
-      const displayName = checkDisplayName(p.fields.display_name ?? p.file?.filename)
+      const displayName = checkDisplayName(p.fields.display_name ?? fileDisplayName(p.file?.filename))
       const description = checkDescription(p.fields.description)
       const contentType = createType(p, displayName)
       const upload: Upload = { bytes: contentBytes(p, contentType), contentType }
