@@ -1200,6 +1200,23 @@ for (const engine of ENGINES) {
       assert.deepEqual(json.json.data.submissions[0].data, { created_at: '2026-01-02', note: 'n' })
     })
 
+    it('keeps fields differing only in case as columns of their own names, each with its values (decision 152)', async () => {
+      const kim = await s.user()
+      const f = await make(kim)
+      const ok = await submit(f.form_slug, { json: { Email: 'upper@example.com', email: 'lower@example.com', Created_At: 'x' } })
+      assert.equal(ok.status, 200, ok.text)
+      const csv = await s.get(`/svc_api/forms/export/${f.id}?format=csv`, { key: kim.key })
+      assert.equal(csv.status, 200)
+      const [head, row] = csv.text.slice(1).split('\r\n')
+      const headers = head.split(',')
+      assert.deepEqual(headers.slice(5, 8).sort(), ['Created_At', 'Email', 'email'])
+      const cells = row.split(',')
+      assert.equal(cells[headers.indexOf('Email')], 'upper@example.com')
+      assert.equal(cells[headers.indexOf('email')], 'lower@example.com')
+      assert.equal(cells[headers.indexOf('Created_At')], 'x')
+      assert.equal(new Set(headers).size, headers.length, 'every header once')
+    })
+
     it('exports the values of fields since removed from fields_config, as the JSON export does', async () => {
       const ida = await s.user()
       const f = await make(ida, { fields_config: [{ name: 'name' }, { name: 'phone', type: 'tel' }] })
