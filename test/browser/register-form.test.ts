@@ -74,3 +74,80 @@ describe('a refused sign-up in Chromium', () => {
     assert.deepEqual(errors, [])
   })
 })
+
+// A sign-up the settings stop (closed after the form was shown) or hold (pending approval)
+// ends on a page reached by a redirect: reload and back show it again without a new post.
+describe('a closed or held sign-up in Chromium (decision 153)', () => {
+  let s: TestServer
+  let ctx: BrowserContext
+  let page: Page
+  let errors: string[]
+  let adminCookie: string
+
+  before(async () => {
+    s = await startServer({ env: { RATE_LIMITS: HIGH_LIMITS } })
+    const a = await s.user({ admin: true })
+    adminCookie = await s.login(a.username, a.password)
+    ctx = await openContext({ locale: 'en-US' })
+    page = await ctx.newPage()
+    page.setDefaultTimeout(15_000)
+    errors = watchErrors(page)
+  })
+  after(async () => {
+    await ctx?.close().catch(() => {})
+    await s?.close()
+  })
+
+  const mode = async (m: string) => assert.equal((await s.post('/svc_api/admin/settings', { cookie: adminCookie, json: { registration: m } })).status, 200)
+  /** Fills the form and sends it; the main frame's last answer (after any redirect). */
+  const signUp = async (username: string) => {
+    await page.getByLabel('Username').fill(username)
+    await page.getByLabel('Password', { exact: true }).fill('a long password')
+    await page.getByLabel('Repeat the password').fill('a long password')
+    const answer = page.waitForResponse((r) => r.request().isNavigationRequest() && r.status() !== 303)
+    await page.getByRole('button', { name: 'Create account' }).click()
+    return answer
+  }
+  const posts: string[] = []
+  const countPosts = () => page.on('request', (r) => (r.method() === 'POST' && r.isNavigationRequest() ? posts.push(r.url()) : undefined))
+
+  it('pending: the "awaiting review" page is a page of its own; reload and back send nothing again', async () => {
+    countPosts()
+    await mode('pending')
+    await page.goto(`${s.url}/register`)
+    const answer = await signUp('waitinguser')
+    assert.equal(answer.request().method(), 'GET', 'the post was answered with a redirect')
+    assert.equal(answer.status(), 200)
+    await page.getByText('Account awaiting review').first().waitFor()
+    assert.equal(Boolean((await s.deps.users.byName('waitinguser'))?.disabled), true, 'created, held')
+    const sent = posts.length
+    const again = await page.reload()
+    assert.equal(again?.request().method(), 'GET')
+    assert.match(await page.content(), /Account awaiting review/)
+    await page.getByRole('link', { name: 'Log in' }).last().click()
+    await page.waitForURL('**/login')
+    const back = await page.goBack()
+    assert.equal(back?.request().method(), 'GET')
+    assert.match(await page.content(), /Account awaiting review/)
+    assert.equal(posts.length, sent, 'no post sent again')
+    assert.deepEqual(errors, [])
+  })
+
+  it('closed after the form was shown: the closed page, by a redirect, and no account', async () => {
+    await mode('open')
+    await page.goto(`${s.url}/register`)
+    await mode('closed')
+    const answer = await signUp('lateuser')
+    assert.equal(answer.request().method(), 'GET', 'the post was answered with a redirect')
+    assert.equal(answer.status(), 403)
+    assert.match(await page.content(), /Registration is closed/)
+    assert.equal(await s.deps.users.byName('lateuser'), undefined)
+    const again = await page.reload()
+    assert.equal(again?.request().method(), 'GET')
+    assert.equal(again?.status(), 403)
+    assert.deepEqual(
+      errors.filter((e) => !/403/.test(e)),
+      [],
+    )
+  })
+})

@@ -141,10 +141,10 @@ function closedPage(ctx: PageCtx): PageOut {
   }
 }
 
+/** Where a sign-up held for approval lands (`/register?pending`, a redirect from the post). */
 function pendingPage(ctx: PageCtx): PageOut {
   return {
     title: ctx.t('register.pending.title'),
-    status: 202,
     body: html`<p class="card narrow" id="pending">${ctx.t('register.pending.text')}</p><p class="narrow"><a href="/login">${ctx.t('nav.login')}</a></p>`,
   }
 }
@@ -172,12 +172,14 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
   })
 
   page('/register', 'guest', async (ctx) => {
+    const q = ctx.req.query as Record<string, unknown>
+    // where a sign-up held for approval lands (post/redirect/get), whatever the mode is now
+    if (q.pending !== undefined) return pendingPage(ctx)
     const mode = await admin.registrationMode()
     if (mode === 'closed') return closedPage(ctx)
     const ft = formToken(ctx.req)
     if (ft.setCookie) ctx.reply.header('Set-Cookie', ft.setCookie)
     // a refused sign-up comes back here (?error=, ?username=) rather than as the post's answer
-    const q = ctx.req.query as Record<string, unknown>
     const errors = (typeof q.error === 'string' ? q.error.split(',') : []).filter((e): e is RegisterError => REGISTER_ERRORS.has(e))
     const username = typeof q.username === 'string' ? q.username.slice(0, 64) : ''
     return registerForm(ctx, ft.token, username, [...new Set(errors)], mode)
@@ -201,17 +203,17 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
   app.post('/register', { schema: { hide: true } }, async (req, reply) => {
     if (!isHttps(req, config)) return reply.redirect(`${serviceOrigin(req, config)}/register`, 301)
     reply.header('Cache-Control', 'no-store')
-    const ctx = pages.context(req, reply, null)
     const mode = await admin.registrationMode()
-    if (mode === 'closed') return pages.send(ctx, closedPage(ctx))
+    // every outcome is a redirect to a page (post/redirect/get): reload and back never post again
+    if (mode === 'closed') return reply.redirect('/register', 303)
     const body = (req.body ?? {}) as Record<string, unknown>
     const str = (k: string) => (typeof body[k] === 'string' ? body[k] : '')
     const username = str('username').trim().toLowerCase().slice(0, 64)
     const password = str('password')
     const ft = formToken(req)
     if (ft.setCookie) reply.header('Set-Cookie', ft.setCookie)
-    // a refusal is a redirect to the form with the reasons (post/redirect/get): reloading it,
-    // or coming back to it with the back button, never asks to send the form again
+    // a refusal is a redirect to the form with the reasons: reloading it, or coming back to it
+    // with the back button, never asks to send the form again
     const again = (errors: RegisterError[]) => {
       const q = new URLSearchParams({ error: errors.join(',') })
       if (username) q.set('username', username)
@@ -258,7 +260,7 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
       // created disabled: an admin approves it by enabling it (admin console)
       await users.update(username, { disabled: true })
       await admin.store.addPending(userId, clock.now())
-      return pages.send(ctx, pendingPage(ctx))
+      return reply.redirect('/register?pending', 303)
     }
     // signed in at once, with a new session id (a previous session of this browser ends)
     for (const old of sessionCookies(req.headers.cookie)) await sessions.destroy(old).catch(() => {})
