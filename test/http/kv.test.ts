@@ -464,41 +464,43 @@ for (const engine of ENGINES) {
     })
 
     it('increments atomically, creating the entry at 0; refuses non-number entries', async () => {
-      const r = await incr(alice, { key: 'hits' })
+      // a user who never deleted an entry: new entries start at version 1
+      const u = await s.user()
+      const r = await incr(u, { key: 'hits' })
       assert.equal(r.status, 200)
       assert.equal(r.json.data.value, 1)
       assert.equal(r.json.data.data_type, 'number')
       assert.equal(r.json.data.version, 1)
-      assert.equal((await incr(alice, { key: 'hits', by: 5 })).json.data.value, 6)
-      assert.equal((await incr(alice, { key: 'hits', by: -2.5 })).json.data.value, 3.5)
-      await store(alice, { key: 'notnum', value: { a: 1 } })
-      const bad = await incr(alice, { key: 'notnum' })
+      assert.equal((await incr(u, { key: 'hits', by: 5 })).json.data.value, 6)
+      assert.equal((await incr(u, { key: 'hits', by: -2.5 })).json.data.value, 3.5)
+      await store(u, { key: 'notnum', value: { a: 1 } })
+      const bad = await incr(u, { key: 'notnum' })
       code(bad, 400, 1106)
       assert.match(bad.json.message, /number/)
-      code(await incr(alice, { key: '1bad' }), 400, 1606)
-      code(await raw(alice, '{"key":"hits","by":1e400}', '/svc_api/data/incr'), 400, 1106)
-      code(await incr(alice, { key: 'hits', by: 'x' }), 400, 1106)
-      assert.equal((await store(alice, { key: 'big', value: 1.7e308, data_type: 'number' })).status, 200)
-      code(await incr(alice, { key: 'big', by: 1.7e308 }), 400, 1106)
-      assert.equal((await get(alice, 'big')).json.data.value, 1.7e308)
+      code(await incr(u, { key: '1bad' }), 400, 1606)
+      code(await raw(u, '{"key":"hits","by":1e400}', '/svc_api/data/incr'), 400, 1106)
+      code(await incr(u, { key: 'hits', by: 'x' }), 400, 1106)
+      assert.equal((await store(u, { key: 'big', value: 1.7e308, data_type: 'number' })).status, 200)
+      code(await incr(u, { key: 'big', by: 1.7e308 }), 400, 1106)
+      assert.equal((await get(u, 'big')).json.data.value, 1.7e308)
       // an addition a double cannot hold exactly is refused, not answered as done
-      code(await incr(alice, { key: 'big', by: 1 }), 400, 1106)
-      assert.equal((await store(alice, { key: 'edge', value: Number.MAX_SAFE_INTEGER - 1, data_type: 'number' })).status, 200)
-      assert.equal((await incr(alice, { key: 'edge' })).json.data.value, Number.MAX_SAFE_INTEGER)
-      const past = await incr(alice, { key: 'edge' })
+      code(await incr(u, { key: 'big', by: 1 }), 400, 1106)
+      assert.equal((await store(u, { key: 'edge', value: Number.MAX_SAFE_INTEGER - 1, data_type: 'number' })).status, 200)
+      assert.equal((await incr(u, { key: 'edge' })).json.data.value, Number.MAX_SAFE_INTEGER)
+      const past = await incr(u, { key: 'edge' })
       code(past, 400, 1106)
       assert.match(past.json.message, /9007199254740991/)
-      code(await incr(alice, { key: 'edge', by: 0.5 }), 400, 1106)
-      assert.equal((await get(alice, 'edge')).json.data.version, 2)
+      code(await incr(u, { key: 'edge', by: 0.5 }), 400, 1106)
+      assert.equal((await get(u, 'edge')).json.data.version, 2)
       // a `by` too small to change the number would be lost
-      assert.equal((await store(alice, { key: 'edge', value: 1e15, data_type: 'number' })).status, 200)
-      code(await incr(alice, { key: 'edge', by: 1e-10 }), 400, 1106)
-      assert.equal((await incr(alice, { key: 'edge', by: 0.5 })).json.data.value, 1e15 + 0.5)
-      assert.equal((await store(alice, { key: 'low', value: -Number.MAX_SAFE_INTEGER, data_type: 'number' })).status, 200)
-      code(await incr(alice, { key: 'low', by: -1 }), 400, 1106)
-      assert.equal((await get(alice, 'low')).json.data.value, -Number.MAX_SAFE_INTEGER)
+      assert.equal((await store(u, { key: 'edge', value: 1e15, data_type: 'number' })).status, 200)
+      code(await incr(u, { key: 'edge', by: 1e-10 }), 400, 1106)
+      assert.equal((await incr(u, { key: 'edge', by: 0.5 })).json.data.value, 1e15 + 0.5)
+      assert.equal((await store(u, { key: 'low', value: -Number.MAX_SAFE_INTEGER, data_type: 'number' })).status, 200)
+      code(await incr(u, { key: 'low', by: -1 }), 400, 1106)
+      assert.equal((await get(u, 'low')).json.data.value, -Number.MAX_SAFE_INTEGER)
       // an incr body has the store's 4 MiB limit (whitespace is valid JSON padding)
-      const padded = await raw(alice, `{"key":"hits"${' '.repeat(2 * 1024 * 1024)}}`, '/svc_api/data/incr')
+      const padded = await raw(u, `{"key":"hits"${' '.repeat(2 * 1024 * 1024)}}`, '/svc_api/data/incr')
       assert.equal(padded.status, 200, padded.text)
       assert.equal(padded.json.data.value, 4.5)
     })
@@ -516,37 +518,39 @@ for (const engine of ENGINES) {
     })
 
     it('compare-and-swap: a stale version or updated_at answers 409 / 1409 and changes nothing', async () => {
-      const a = await store(alice, { key: 'cas', value: 'v1' })
+      // a user who never deleted an entry: new entries start at version 1
+      const u = await s.user()
+      const a = await store(u, { key: 'cas', value: 'v1' })
       const v1 = a.json.data
-      const b = await store(alice, { key: 'cas', value: 'v2', version: 1 })
+      const b = await store(u, { key: 'cas', value: 'v2', version: 1 })
       assert.equal(b.status, 200)
       assert.equal(b.json.data.version, 2)
-      const stale = await store(alice, { key: 'cas', value: 'lost', version: 1, is_public: true })
+      const stale = await store(u, { key: 'cas', value: 'lost', version: 1, is_public: true })
       assert.equal(stale.status, 409)
       assert.equal(stale.json.error_code, 1409)
       assert.equal(stale.json.error_type, 'BUSINESS_ERROR')
       assert.equal(stale.json.details.current_version, 2)
       assert.match(stale.json.message, /2/)
-      const now = (await get(alice, 'cas')).json.data
+      const now = (await get(u, 'cas')).json.data
       assert.equal(now.value, 'v2')
       assert.equal(now.is_public, false)
       // same clock instant: updated_at still moves, so it is a CAS token too
-      code(await store(alice, { key: 'cas', value: 'lost', if_updated_at: v1.updated_at }), 409, 1409)
-      const c = await store(alice, { key: 'cas', value: 'v3', if_updated_at: now.updated_at })
+      code(await store(u, { key: 'cas', value: 'lost', if_updated_at: v1.updated_at }), 409, 1409)
+      const c = await store(u, { key: 'cas', value: 'v3', if_updated_at: now.updated_at })
       assert.equal(c.status, 200)
       assert.ok(c.json.data.updated_at > now.updated_at)
-      code(await store(alice, { key: 'cas', value: 'x', version: 0 }), 409, 1409)
-      code(await store(alice, { key: 'cas', value: 'x', if_updated_at: 'yesterday' }), 400, 1106)
+      code(await store(u, { key: 'cas', value: 'x', version: 0 }), 409, 1409)
+      code(await store(u, { key: 'cas', value: 'x', if_updated_at: 'yesterday' }), 400, 1106)
       // the right shape with a field out of range is as malformed as garbage, not a conflict
       for (const bad of ['2026-13-45T99:99:99Z', '2026-02-30T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T00:60:00Z', '2026-01-01T00:00:00+24:00'])
-        code(await store(alice, { key: 'cas', value: 'x', if_updated_at: bad }), 400, 1106)
+        code(await store(u, { key: 'cas', value: 'x', if_updated_at: bad }), 400, 1106)
       // version 0 = create only if absent
-      assert.equal((await store(alice, { key: 'cas-new', value: 1, version: 0 })).json.data.version, 1)
-      code(await store(alice, { key: 'cas-none', value: 1, version: 3 }), 409, 1409)
-      code(await get(alice, 'cas-none'), 404, 1604)
+      assert.equal((await store(u, { key: 'cas-new', value: 1, version: 0 })).json.data.version, 1)
+      code(await store(u, { key: 'cas-none', value: 1, version: 3 }), 409, 1409)
+      code(await get(u, 'cas-none'), 404, 1604)
       // racing CAS writers from the same read: exactly one wins
-      const base = (await get(alice, 'cas')).json.data.version
-      const race = await Promise.all(Array.from({ length: 10 }, (_, i) => store(alice, { key: 'cas', value: `w${i}`, version: base })))
+      const base = (await get(u, 'cas')).json.data.version
+      const race = await Promise.all(Array.from({ length: 10 }, (_, i) => store(u, { key: 'cas', value: `w${i}`, version: base })))
       assert.equal(race.filter((r) => r.status === 200).length, 1)
       assert.equal(race.filter((r) => r.status === 409).length, 9)
     })
@@ -619,6 +623,64 @@ for (const engine of ENGINES) {
       assert.match(a.header('access-control-expose-headers') ?? '', /\bETag\b/)
     })
 
+    it('never gives a key a version it had before a delete or expiry (no ABA through If-Match or version)', async () => {
+      const u = await s.user()
+      const version = (r: { json: any }) => r.json.data.version as number
+      // a life of `k`: versions 1 to 3, then deleted
+      assert.equal(version(await store(u, { key: 'k', value: 'a' })), 1)
+      await store(u, { key: 'k', value: 'b' })
+      const held = await store(u, { key: 'k', value: 'c' })
+      assert.equal(held.header('etag'), '"3"')
+      assert.equal((await del(u, 'k')).status, 200)
+      // stored again three times (the one-statement create, then overwrites): never 1 to 3
+      const seen: number[] = []
+      for (const value of ['x', 'y', 'z']) seen.push(version(await store(u, { key: 'k', value })))
+      assert.ok(seen[0] > 3, `re-created at version ${seen[0]}`)
+      assert.deepEqual(seen, [seen[0], seen[0] + 1, seen[0] + 2])
+      // the client that read version 3 before the delete cannot overwrite what it never saw
+      const stale = await s.post('/svc_api/data/store', { key: u.key, json: { key: 'k', value: 'lost' }, headers: { 'if-match': '"3"' } })
+      code(stale, 409, 1409)
+      code(await store(u, { key: 'k', value: 'lost', version: 3 }), 409, 1409)
+      assert.equal((await get(u, 'k')).json.data.value, 'z')
+      // every way to end and start a life: delete then incr (transaction path), a conditional
+      // create, an expiry purged by the owner's next write, an expiry purged by the job
+      let last = seen[2]
+      const next = async (end: () => Promise<unknown>, start: () => Promise<{ json: any; status: number }>) => {
+        await end()
+        const r = await start()
+        assert.equal(r.status, 200, JSON.stringify(r.json))
+        assert.ok(version(r) > last, `version ${version(r)} after ${last}`)
+        last = version(r)
+      }
+      await next(
+        () => del(u, 'k'),
+        () => incr(u, { key: 'k', by: 2 }),
+      )
+      await next(
+        () => del(u, 'k'),
+        () => s.post('/svc_api/data/store', { key: u.key, json: { key: 'k', value: 1 }, headers: { 'if-none-match': '*' } }),
+      )
+      await next(
+        async () => {
+          await store(u, { key: 'k', value: 2, ttl: 1 })
+          last += 1
+          clock.advance(1_000)
+        },
+        () => store(u, { key: 'k', value: 3 }),
+      )
+      await next(
+        async () => {
+          await store(u, { key: 'k', value: 4, ttl: 1 })
+          last += 1
+          clock.advance(1_000)
+          assert.ok((await createKvStore(s.deps.db).purgeExpired(clock.now())) >= 1)
+        },
+        () => store(u, { key: 'k', value: 5 }),
+      )
+      // other keys and other users keep starting at 1 until they delete something
+      assert.equal(version(await store(await s.user(), { key: 'k', value: 1 })), 1)
+    })
+
     it('expires entries with ttl: missing everywhere once expired (FakeClock), purged later', async () => {
       const u = await s.user()
       await setLimits(u, { kv_keys: 2 })
@@ -645,7 +707,8 @@ for (const engine of ENGINES) {
       // the expired key no longer counts against kv_keys, and storing it again creates it anew
       const again = await store(u, { key: 'temp', value: 'new' })
       assert.equal(again.status, 200)
-      assert.equal(again.json.data.version, 1)
+      // a new life: above the versions the expired entry had (1 and 2)
+      assert.equal(again.json.data.version, 3)
       assert.equal(again.json.data.expires_at, null)
       assert.equal(again.json.data.created_at, again.json.data.updated_at)
       // incr with ttl, then ttl null clears the expiry

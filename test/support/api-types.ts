@@ -1822,7 +1822,7 @@ export interface operations {
                             created_at: string;
                             /** @description ISO 8601, Beijing time; strictly increases at every write */
                             updated_at: string;
-                            /** @description Beyond the spec: 1 on creation, +1 on every write */
+                            /** @description Beyond the spec: +1 on every write; a new entry starts above every version a deleted entry of the user had (1 until one is deleted), so a key never repeats a version */
                             version: number;
                             /** @description Beyond the spec: when a ttl makes the entry expire */
                             expires_at: string | null;
@@ -1898,7 +1898,7 @@ export interface operations {
                             created_at: string;
                             /** @description ISO 8601, Beijing time; strictly increases at every write */
                             updated_at: string;
-                            /** @description Beyond the spec: 1 on creation, +1 on every write */
+                            /** @description Beyond the spec: +1 on every write; a new entry starts above every version a deleted entry of the user had (1 until one is deleted), so a key never repeats a version */
                             version: number;
                             /** @description Beyond the spec: when a ttl makes the entry expire */
                             expires_at: string | null;
@@ -1960,7 +1960,7 @@ export interface operations {
                             created_at: string;
                             /** @description ISO 8601, Beijing time; strictly increases at every write */
                             updated_at: string;
-                            /** @description Beyond the spec: 1 on creation, +1 on every write */
+                            /** @description Beyond the spec: +1 on every write; a new entry starts above every version a deleted entry of the user had (1 until one is deleted), so a key never repeats a version */
                             version: number;
                             /** @description Beyond the spec: when a ttl makes the entry expire */
                             expires_at: string | null;
@@ -2027,7 +2027,7 @@ export interface operations {
                                 created_at: string;
                                 /** @description ISO 8601, Beijing time; strictly increases at every write */
                                 updated_at: string;
-                                /** @description Beyond the spec: 1 on creation, +1 on every write */
+                                /** @description Beyond the spec: +1 on every write; a new entry starts above every version a deleted entry of the user had (1 until one is deleted), so a key never repeats a version */
                                 version: number;
                                 /** @description Beyond the spec: when a ttl makes the entry expire */
                                 expires_at: string | null;

@@ -806,7 +806,7 @@ export async function importArchive(db: Db, blobs: BlobStore, file: string, as?:
         data.images.reduce((a, r) => a + Number(r.size), 0),
       )
       await addUsage(trx, uid, 'hosted_files', data.hosted_data.length)
-      if (data.kv.length > 0) await trx.insertInto('kv_usage').values({ user_id: uid, keys: data.kv.length }).execute()
+      if (data.kv.length > 0) await trx.insertInto('kv_usage').values({ user_id: uid, keys: data.kv.length, retired_version: 0 }).execute()
     })
     // rows of the right kinds the database still refuses (a key twice, a required column
     // null): the archive's fault, reported as the other checks are; the transaction wrote nothing

@@ -70,4 +70,18 @@ export const kvMigrations: Record<string, Migration> = {
       await sql`drop index if exists kv_entries_user_key_c`.execute(db)
     },
   },
+  // the highest version of the user's deleted entries: a new entry starts above it, so a key's
+  // version (its ETag) never repeats across a delete and a re-create. Deletes made before this
+  // migration are not known: those users start from 0.
+  '0798-kv-retired-version': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable('kv_usage')
+        .addColumn('retired_version', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable('kv_usage').dropColumn('retired_version').execute()
+    },
+  },
 }

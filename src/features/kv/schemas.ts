@@ -110,7 +110,10 @@ export const Entry = Type.Object({
   is_public: Type.Boolean(),
   created_at: Type.String({ description: 'ISO 8601, Beijing time, microseconds and offset; kept on update' }),
   updated_at: Type.String({ description: 'ISO 8601, Beijing time; strictly increases at every write' }),
-  version: Type.Integer({ description: 'Beyond the spec: 1 on creation, +1 on every write' }),
+  version: Type.Integer({
+    description:
+      'Beyond the spec: +1 on every write; a new entry starts above every version a deleted entry of the user had (1 until one is deleted), so a key never repeats a version',
+  }),
   expires_at: Type.Union([Type.String(), Type.Null()], { description: 'Beyond the spec: when a ttl makes the entry expire' }),
   size: Type.Integer({ description: "Beyond the spec: bytes of the value's JSON text, counted against kv_entry_bytes" }),
 })

@@ -199,24 +199,29 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
   /** Every overwrite is on one line: a round writes entries of any users and keys. */
   const overwrite = (f: Overwrite) => overwriteRound('', f)
 
-  /** The row written after `prev`: updated_at strictly increases, version counts writes. */
+  /**
+   * The row written after `prev`: updated_at strictly increases, version counts writes. A new
+   * entry's version (no `prev`) is one above the user's retired ones (checkCount), set later.
+   */
   const nextStamp = (prev: KvRow | undefined, now: number) => ({
     updated_at: prev ? Math.max(now, Number(prev.updated_at) + 1) : now,
-    version: prev ? Number(prev.version) + 1 : 1,
+    version: prev ? Number(prev.version) + 1 : 0,
   })
 
   /**
    * The key-count quota from the user's counter (O(1)). The counter includes expired rows not
    * yet purged: only when it says the quota is reached are they purged and the count read
-   * again, so a refusal names the live count, as when every write purged first.
+   * again, so a refusal names the live count, as when every write purged first. Returns the
+   * version a new entry takes: one above every version a deleted entry of the user had.
    */
-  async function checkCount(trx: Parameters<typeof store.insert>[0], user: User, now: number): Promise<void> {
+  async function checkCount(trx: Parameters<typeof store.insert>[0], user: User, now: number): Promise<number> {
     const limit = quotaOf(user.limits, 'kv_keys')
-    let keys = await store.keyCount(trx, user.id)
-    if (keys < limit) return
+    let c = await store.keyCount(trx, user.id)
+    if (c.keys < limit) return c.retired + 1
     await store.purgeUserExpired(trx, user.id, now)
-    keys = await store.keyCount(trx, user.id)
-    if (keys >= limit) throw quotaReached(user, keys, limit)
+    c = await store.keyCount(trx, user.id)
+    if (c.keys >= limit) throw quotaReached(user, c.keys, limit)
+    return c.retired + 1
   }
 
   /**
@@ -250,7 +255,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
    * must decide: the counter says the quota is reached, or a row (expired, or created
    * meanwhile) holds the key.
    */
-  async function createFast(user: User, row: KvRow): Promise<KvRow | undefined> {
+  async function createFast(user: User, row: Omit<KvRow, 'version'>): Promise<KvRow | undefined> {
     try {
       return await store.create(row, quotaOf(user.limits, 'kv_keys'))
     } catch (e) {
@@ -339,7 +344,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           size,
           expires_at: input.ttl === undefined || input.ttl === null ? null : now + input.ttl * 1000,
           created_at: now,
-          ...nextStamp(undefined, now),
+          updated_at: now,
         })
         if (created) {
           await changed(user, input.key)
@@ -378,12 +383,16 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           expires_at: input.ttl === undefined ? (source?.expires_at ?? null) : input.ttl === null ? null : now + input.ttl * 1000,
           ...nextStamp(source, now),
         }
+        if (source && oldKey !== undefined) {
+          // a rename starts a life of `key`: above every version a deleted entry had (the
+          // legacy entry's own history goes with it)
+          fields.version = Math.max(Number(source.version), (await store.keyCount(trx, user.id)).retired) + 1
+        }
         if (source) {
           await store.update(trx, user.id, source.key, fields)
           return { created: false, entry: toEntry({ ...fields, user_id: user.id, created_at: source.created_at }) }
         }
-        await checkCount(trx, user, now)
-        const row: KvRow = { ...fields, user_id: user.id, created_at: now }
+        const row: KvRow = { ...fields, version: await checkCount(trx, user, now), user_id: user.id, created_at: now }
         await store.insert(trx, row)
         return { created: true, entry: toEntry(row) }
       })
@@ -442,7 +451,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           await store.update(trx, user.id, prev.key, fields)
           return { created: false, entry: toEntry({ ...fields, user_id: user.id, created_at: prev.created_at }) }
         }
-        await checkCount(trx, user, now)
+        const version = await checkCount(trx, user, now)
         const row: KvRow = {
           user_id: user.id,
           key: input.key,
@@ -453,7 +462,8 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           size,
           expires_at,
           created_at: now,
-          ...nextStamp(undefined, now),
+          updated_at: now,
+          version,
         }
         await store.insert(trx, row)
         return { created: true, entry: toEntry(row) }

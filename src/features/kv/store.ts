@@ -13,7 +13,10 @@ export interface KvEntriesTable {
   /** JSON array of strings. */
   tags: string
   is_public: number
-  /** 1 on creation, +1 on every write (compare-and-swap token). */
+  /**
+   * +1 on every write (compare-and-swap token, the ETag); on creation one above the user's
+   * retired_version, so a key never has a version again that it had before a delete.
+   */
   version: number
   size: number
   created_at: number
@@ -27,6 +30,11 @@ export interface KvEntriesTable {
 export interface KvUsageTable {
   user_id: string
   keys: number
+  /**
+   * The highest version any of the user's deleted (or expired and purged) entries had; 0 when
+   * none. Only grows; a new entry starts one above it, so versions never repeat for a key.
+   */
+  retired_version: number
 }
 
 declare module '../../db/schema.js' {
@@ -58,15 +66,6 @@ export const KV_COLUMNS = ['user_id', 'key', 'value', 'data_type', 'tags', 'is_p
 
 type Ex = DB | Trx
 
-/** Adds `delta` to the user's row count (creating the counter row on the first entry). */
-async function addKeys(ex: Ex, userId: string, delta: number): Promise<void> {
-  await ex
-    .insertInto('kv_usage')
-    .values({ user_id: userId, keys: delta })
-    .onConflict((oc) => oc.column('user_id').doUpdateSet({ keys: sql<number>`kv_usage.keys + cast(${delta} as bigint)` }))
-    .execute()
-}
-
 /**
  * The least string above every string that starts with `prefix`, in byte order of UTF-8 (the
  * order of code points): the prefix with its last code point raised by one, dropping trailing
@@ -92,6 +91,34 @@ const live = (now: number) => (eb: ExpressionBuilder<Database, 'kv_entries'>) =>
  */
 export function createKvStore(db: Db) {
   const greatest = sql.raw(db.engine === 'postgres' ? 'greatest' : 'max')
+  /**
+   * Adds `delta` to the user's row count (creating the counter row on the first entry) and, for
+   * rows deleted, raises retired_version to `retired` (the highest version among them).
+   */
+  async function addKeys(ex: Ex, userId: string, delta: number, retired = 0): Promise<void> {
+    await ex
+      .insertInto('kv_usage')
+      .values({ user_id: userId, keys: delta, retired_version: retired })
+      .onConflict((oc) =>
+        oc.column('user_id').doUpdateSet({
+          keys: sql<number>`kv_usage.keys + cast(${delta} as bigint)`,
+          retired_version: sql<number>`${greatest}(kv_usage.retired_version, cast(${retired} as bigint))`,
+        }),
+      )
+      .execute()
+  }
+
+  /** Uncounts deleted rows (their versions as RETURNING gave them), per user, retiring their versions. */
+  async function uncount(ex: Ex, gone: ReadonlyArray<{ user_id: string; version: number | string }>): Promise<void> {
+    const per = new Map<string, { n: number; top: number }>()
+    for (const g of gone) {
+      const p = per.get(g.user_id) ?? { n: 0, top: 0 }
+      p.n += 1
+      p.top = Math.max(p.top, Number(g.version))
+      per.set(g.user_id, p)
+    }
+    for (const [userId, p] of per) await addKeys(ex, userId, -p.n, p.top)
+  }
   /**
    * The in-place increment, prepared (db/prepared.ts), with and without a new expiry: adds
    * `by` when the entry is a live integer and the sum stays within 2^53; `nowLast` and
@@ -153,11 +180,12 @@ export function createKvStore(db: Db) {
   /**
    * PostgreSQL's create in one statement, prepared: the user's row lock (as db.lockUser takes
    * it, so it orders with every KV transaction), the counter raised only while under the
-   * limit, then the entry. No row back: the quota is reached; a row under the key (an expired
-   * one not purged yet) fails the whole statement with a unique violation.
+   * limit, then the entry, at the version above the user's retired ones. No row back: the
+   * quota is reached; a row under the key (an expired one not purged yet) fails the whole
+   * statement with a unique violation.
    */
-  const pgCreate = prepared(db, 12, (userId: string, limit: number, ...v: unknown[]) => {
-    const [key, value, dataType, tags, isPublic, version, size, createdAt, updatedAt, expiresAt] = v
+  const pgCreate = prepared(db, 11, (userId: string, limit: number, ...v: unknown[]) => {
+    const [key, value, dataType, tags, isPublic, size, createdAt, updatedAt, expiresAt] = v
     return db.k
       .with('u', (q) => q.selectFrom('users').select('id').where('id', '=', userId).forUpdate())
       .with('c', (q) =>
@@ -171,7 +199,7 @@ export function createKvStore(db: Db) {
               .doUpdateSet({ keys: sql<number>`kv_usage.keys + 1` })
               .where('kv_usage.keys', '<', limit),
           )
-          .returning('user_id'),
+          .returning(['user_id', 'retired_version']),
       )
       .insertInto('kv_entries')
       .columns([...KV_COLUMNS])
@@ -185,7 +213,7 @@ export function createKvStore(db: Db) {
             sql<string>`cast(${dataType} as text)`.as('data_type'),
             sql<string>`cast(${tags} as text)`.as('tags'),
             sql<number>`cast(${isPublic} as integer)`.as('is_public'),
-            sql<number>`cast(${version} as bigint)`.as('version'),
+            sql<number>`c.retired_version + 1`.as('version'),
             sql<number>`cast(${size} as bigint)`.as('size'),
             sql<number>`cast(${createdAt} as bigint)`.as('created_at'),
             sql<number>`cast(${updatedAt} as bigint)`.as('updated_at'),
@@ -341,10 +369,13 @@ export function createKvStore(db: Db) {
         .offset(offset)
         .execute(),
 
-    /** Rows of the user (live or expired but not purged yet): the counter, O(1). */
-    async keyCount(ex: Ex, userId: string): Promise<number> {
-      const r = await ex.selectFrom('kv_usage').select('keys').where('user_id', '=', userId).executeTakeFirst()
-      return r ? Number(r.keys) : 0
+    /**
+     * Rows of the user (live or expired but not purged yet): the counter, O(1); and the
+     * highest version of their deleted entries (a new entry's version is one above it).
+     */
+    async keyCount(ex: Ex, userId: string): Promise<{ keys: number; retired: number }> {
+      const r = await ex.selectFrom('kv_usage').select(['keys', 'retired_version']).where('user_id', '=', userId).executeTakeFirst()
+      return { keys: r ? Number(r.keys) : 0, retired: r ? Number(r.retired_version) : 0 }
     },
 
     /** Inserts a new entry and counts it, in the caller's transaction. */
@@ -355,31 +386,34 @@ export function createKvStore(db: Db) {
 
     /**
      * Creates an entry with no user lock held by the caller and counts it, in one statement on
-     * PostgreSQL and one short transaction on SQLite. Undefined when the user's counter is at
-     * `limit` (expired rows count until purged: the caller's transaction purges and decides);
-     * a unique violation when a row holds the key. Exact under concurrency: the counter's
-     * conditional upsert runs under its row lock.
+     * PostgreSQL and one short transaction on SQLite; its version is one above the user's
+     * retired_version, read from the counter's row as it is raised. Undefined when the user's
+     * counter is at `limit` (expired rows count until purged: the caller's transaction purges
+     * and decides); a unique violation when a row holds the key. Exact under concurrency: the
+     * counter's conditional upsert runs under its row lock.
      */
-    async create(row: KvRow, limit: number): Promise<KvRow | undefined> {
+    async create(row: Omit<KvRow, 'version'>, limit: number): Promise<KvRow | undefined> {
       if (limit < 1) return undefined
       if (db.engine === 'postgres') {
-        return (await pgCreate(row.user_id, limit, ...KV_COLUMNS.slice(1).map((c) => row[c])))[0]
+        const cols = KV_COLUMNS.filter((c) => c !== 'user_id' && c !== 'version')
+        return (await pgCreate(row.user_id, limit, ...cols.map((c) => row[c])))[0]
       }
       return k.transaction().execute(async (trx) => {
         const counted = await trx
           .insertInto('kv_usage')
-          .values({ user_id: row.user_id, keys: 1 })
+          .values({ user_id: row.user_id, keys: 1, retired_version: 0 })
           .onConflict((oc) =>
             oc
               .column('user_id')
               .doUpdateSet({ keys: sql<number>`kv_usage.keys + 1` })
               .where('kv_usage.keys', '<', limit),
           )
-          .returning('keys')
+          .returning(['keys', 'retired_version'])
           .executeTakeFirst()
         if (!counted) return undefined
-        await trx.insertInto('kv_entries').values(row).execute()
-        return row
+        const created: KvRow = { ...row, version: Number(counted.retired_version) + 1 }
+        await trx.insertInto('kv_entries').values(created).execute()
+        return created
       })
     },
 
@@ -454,24 +488,33 @@ export function createKvStore(db: Db) {
           if (!row) return false
           check(row)
         }
-        const r = await trx.deleteFrom('kv_entries').where('user_id', '=', userId).where('key', '=', key).where(live(now)).executeTakeFirst()
-        const n = Number(r.numDeletedRows)
-        if (n > 0) await addKeys(trx, userId, -n)
-        return n > 0
+        const gone = await trx
+          .deleteFrom('kv_entries')
+          .where('user_id', '=', userId)
+          .where('key', '=', key)
+          .where(live(now))
+          .returning(['user_id', 'version'])
+          .execute()
+        await uncount(trx, gone)
+        return gone.length > 0
       }),
 
     /** Deletes the user's expired rows under these keys (so a new entry can take the key). */
     async purgeExpiredKeys(ex: Ex, userId: string, keys: string[], now: number): Promise<void> {
-      const r = await ex.deleteFrom('kv_entries').where('user_id', '=', userId).where('key', 'in', keys).where('expires_at', '<=', now).executeTakeFirst()
-      const n = Number(r.numDeletedRows)
-      if (n > 0) await addKeys(ex, userId, -n)
+      const gone = await ex
+        .deleteFrom('kv_entries')
+        .where('user_id', '=', userId)
+        .where('key', 'in', keys)
+        .where('expires_at', '<=', now)
+        .returning(['user_id', 'version'])
+        .execute()
+      await uncount(ex, gone)
     },
 
     /** Deletes all of a user's expired entries (when the counter says the quota is reached). */
     async purgeUserExpired(ex: Ex, userId: string, now: number): Promise<void> {
-      const r = await ex.deleteFrom('kv_entries').where('user_id', '=', userId).where('expires_at', '<=', now).executeTakeFirst()
-      const n = Number(r.numDeletedRows)
-      if (n > 0) await addKeys(ex, userId, -n)
+      const gone = await ex.deleteFrom('kv_entries').where('user_id', '=', userId).where('expires_at', '<=', now).returning(['user_id', 'version']).execute()
+      await uncount(ex, gone)
     },
 
     /**
@@ -489,10 +532,8 @@ export function createKvStore(db: Db) {
             .forUpdate()
             .execute()
         }
-        const gone = await trx.deleteFrom('kv_entries').where('expires_at', '<=', now).returning('user_id').execute()
-        const per = new Map<string, number>()
-        for (const g of gone) per.set(g.user_id, (per.get(g.user_id) ?? 0) + 1)
-        for (const [userId, n] of per) await addKeys(trx, userId, -n)
+        const gone = await trx.deleteFrom('kv_entries').where('expires_at', '<=', now).returning(['user_id', 'version']).execute()
+        await uncount(trx, gone)
         return gone.length
       })
     },
