@@ -33,6 +33,7 @@ for (const engine of ENGINES) {
     let s: TestServer
     let u: Awaited<ReturnType<TestServer['user']>>
     let etag = ''
+    let kvTag = ''
     const page = HTML('parity', `<p>${'the same bytes either way; '.repeat(40)}</p>`)
     // behind a proxy that says HTTPS, so inject (plain, no TLS socket) takes the same branches
     const proxied = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '192.0.2.7' }
@@ -55,6 +56,9 @@ for (const engine of ENGINES) {
       }
       const st = await s.post('/svc_api/data/store', { key: u.key, json: { key: 'parity', value: { a: [1, 2, 3] }, is_public: true }, headers: proxied })
       assert.equal(st.status, 200, st.text)
+      const st304 = await s.post('/svc_api/data/store', { key: u.key, json: { key: 'parity304', value: 'same', is_public: true }, headers: proxied })
+      assert.equal(st304.status, 200, st304.text)
+      kvTag = st304.header('etag')!
       // the ETag is the content's, the same for every file: learnt from the router
       etag = (await s.app.inject({ method: 'HEAD', url: `/${u.username}/origin.html`, headers: proxied })).headers.etag as string
       assert.ok(etag)
@@ -92,6 +96,7 @@ for (const engine of ENGINES) {
       // a user's origin is always taken before routing (its misses are read there too)
       ["a page on the user's origin", () => ({ url: '/origin.html', headers: { host: `${u.username}.localhost:${new URL(s.url).port}` } }), false],
       ['the KV public read', () => ({ url: `/svc_api/data/public/${u.username}/parity`, headers: {} }), true],
+      ['the KV public read, If-None-Match (304)', () => ({ url: `/svc_api/data/public/${u.username}/parity304`, headers: { 'if-none-match': kvTag } }), true],
       // public links: the first read fills the lookup cache (and makes the variant)
       ['an image link', () => ({ url: imagePath('plain'), headers: {} }), true],
       ['an image link, If-None-Match (304)', () => ({ url: imagePath('etag'), headers: { 'if-none-match': etags.get('image')! } }), true],

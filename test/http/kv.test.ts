@@ -800,6 +800,70 @@ for (const engine of ENGINES) {
       assert.equal(prePriv.header('access-control-allow-credentials'), undefined)
     })
 
+    it('get and the public read answer If-None-Match with 304, with the ETag the writes use', async () => {
+      const u = await s.user()
+      const w = await store(u, { key: 'cond', value: { n: 1 }, is_public: true })
+      const tag = w.header('etag')!
+      assert.equal(tag, `"${w.json.data.version}"`)
+      const own = (headers: Record<string, string>) => s.get('/svc_api/data/get?key=cond', { key: u.key, headers })
+      const pub = (headers: Record<string, string>) => s.get(`/svc_api/data/public/${u.username}/cond`, { headers })
+
+      // the private read: 304 on a matching tag (weakly, in a list, or *), no body, the same
+      // ETag and Cache-Control as its 200; a stale tag reads the entry
+      const full = await own({})
+      assert.equal(full.status, 200)
+      assert.equal(full.header('etag'), tag)
+      // the tag names a version of this user's entry, not of the URL: no cache keeps the answer
+      assert.equal(full.header('cache-control'), 'private, no-store')
+      for (const inm of [tag, `W/${tag}`, `"999", ${tag}`, '*']) {
+        const r = await own({ 'if-none-match': inm })
+        assert.equal(r.status, 304, `${inm}: ${r.status} ${r.text}`)
+        assert.equal(r.text, '')
+        assert.equal(r.header('etag'), tag)
+        assert.equal(r.header('cache-control'), full.header('cache-control'))
+        assert.equal(r.header('access-control-allow-origin'), '*')
+        assert.ok(r.header('x-ratelimit-limit'))
+      }
+      assert.equal((await own({ 'if-none-match': '"999"' })).status, 200)
+      // a malformed field matches nothing (a read is lenient, RFC 9110)
+      assert.equal((await own({ 'if-none-match': 'nope' })).status, 200)
+      code(await s.get('/svc_api/data/get?key=none', { key: u.key, headers: { 'if-none-match': '*' } }), 404, 1604)
+
+      // the public read: the same tag, from the route (first read) and from the cache
+      const p = await pub({})
+      assert.equal(p.status, 200)
+      assert.equal(p.header('etag'), tag)
+      assert.match(p.header('access-control-expose-headers') ?? '', /\bETag\b/)
+      for (let i = 0; i < 2; i++) {
+        const r = await pub({ 'if-none-match': tag })
+        assert.equal(r.status, 304, `read ${i}: ${r.status}`)
+        assert.equal(r.text, '')
+        assert.equal(r.header('etag'), tag)
+        assert.equal(r.header('cache-control'), 'no-cache')
+        assert.equal(r.header('access-control-allow-origin'), '*')
+        assert.ok(r.header('x-ratelimit-limit'))
+      }
+      assert.equal((await pub({ 'if-none-match': '"999"' })).status, 200)
+      // the legacy read's entry may change owner (whose versions are their own): no tag, no 304
+      const legacy = await s.get('/svc_api/data/public/cond', { headers: { 'if-none-match': '*' } })
+      assert.equal(legacy.status, 200)
+      assert.equal(legacy.header('etag'), undefined)
+
+      // a write moves the tag: the old one reads the new value on both
+      const w2 = await store(u, { key: 'cond', value: { n: 2 } })
+      assert.notEqual(w2.header('etag'), tag)
+      const after = await own({ 'if-none-match': tag })
+      assert.equal(after.status, 200)
+      assert.deepEqual(after.json.data.value, { n: 2 })
+      const pAfter = await pub({ 'if-none-match': tag })
+      assert.equal(pAfter.status, 200)
+      assert.deepEqual(pAfter.json.data.value, { n: 2 })
+      assert.equal(pAfter.header('etag'), w2.header('etag'))
+      // private again: 1604 whatever the condition
+      await store(u, { key: 'cond', value: 3, is_public: false })
+      code(await pub({ 'if-none-match': '*' }), 404, 1604)
+    })
+
     it('public reads are cached, and every write on any instance (through the bus) shows at once', async () => {
       const u = await s.user()
       const path = `/svc_api/data/public/${u.username}/live`
@@ -813,9 +877,9 @@ for (const engine of ENGINES) {
       // another instance on the same database and bus
       const other = createKvService({ db: s.deps.db, clock, bus: s.deps.bus })
       const user = (await s.deps.users.byId(u.id))!
-      assert.equal(JSON.parse((await other.publicRead(u.username, 'live')).toString()).data.value, 2)
+      assert.equal(JSON.parse((await other.publicRead(u.username, 'live')).body.toString()).data.value, 2)
       assert.equal((await store(u, { key: 'live', value: 'from this instance', data_type: 'text' })).status, 200)
-      assert.equal(JSON.parse((await other.publicRead(u.username, 'live')).toString()).data.value, 'from this instance')
+      assert.equal(JSON.parse((await other.publicRead(u.username, 'live')).body.toString()).data.value, 'from this instance')
       await other.put(user, { key: 'live', value: 'from the other' })
       assert.equal((await s.get(path)).json.data.value, 'from the other')
       assert.equal((await s.get('/svc_api/data/public/live')).json.data.value, 'from the other')

@@ -154,7 +154,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one of the caller's entries */
+        /**
+         * Read one of the caller's entries
+         * @description Beyond the spec: answers `ETag: "{version}"`, and 304 with no body when If-None-Match names it.
+         */
         get: operations["getSvcApiDataGet"];
         put?: never;
         post?: never;
@@ -213,7 +216,7 @@ export interface paths {
         };
         /**
          * Public read of an entry with is_public true (no authentication)
-         * @description CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. A private, expired or missing entry answers the same 1604.
+         * @description CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. A private, expired or missing entry answers the same 1604. Beyond the spec: `ETag: "{version}"` (the one get and store answer), and 304 with no body when If-None-Match names it.
          */
         get: operations["getSvcApiDataPublicByUsernameByKey"];
         put?: never;
@@ -1970,6 +1973,13 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not Modified (beyond the spec): If-None-Match names the current ETag; no body */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             "4XX": components["responses"]["Error"];
         };
     };
@@ -2152,6 +2162,13 @@ export interface operations {
                         };
                     };
                 };
+            };
+            /** @description Not Modified (beyond the spec): If-None-Match names the current ETag; no body */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             "4XX": components["responses"]["Error"];
         };

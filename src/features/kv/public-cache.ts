@@ -7,8 +7,12 @@ import type { Bus } from '../../infra/bus.js'
 export interface Cached {
   /** The serialised answer (UTF-8 JSON), or null for "no such public entry" (1604). */
   body: Buffer | null
+  /** The answer's ETag (the entry's version, quoted), or null: none is sent (the legacy read). */
+  etag: string | null
   /** The 200 answer's status line and headers, prepared by the fast path on first use. */
   head?: Prepared
+  /** The 304 answer's, likewise. */
+  notModifiedHead?: Prepared
   /** The entry's own expiry (service clock), or null. */
   expiresAt: number | null
   /** Monotonic deadline of this cache line. */
@@ -70,9 +74,9 @@ export function createKvPublicCache(clock: Clock, o: PublicCacheOptions = {}) {
     /** The epoch to pass to `set` (read it before the database read). */
     epoch: () => lines.ticket(),
 
-    set(line: string, body: Buffer | null, expiresAt: number | null, seenEpoch: number): void {
+    set(line: string, body: Buffer | null, etag: string | null, expiresAt: number | null, seenEpoch: number): void {
       if (body !== null && body.length > maxBodyBytes) return
-      lines.set(line, { body, expiresAt, freshUntil: performance.now() + ttlMs }, seenEpoch)
+      lines.set(line, { body, etag, expiresAt, freshUntil: performance.now() + ttlMs }, seenEpoch)
     },
 
     /** A write of (owner, key) committed: this instance's lines at once, the others through the bus. */

@@ -2,6 +2,7 @@ import type { Deps } from '../../deps.js'
 import type { FastPath } from '../../http/types.js'
 import { admitNow, anonymousIdentity, rateHeaderList, type Admission } from '../../http/guard.js'
 import { isHttps } from '../../http/origin.js'
+import { notModified } from '../../http/conditional.js'
 import { prepare, sendPrepared, type Prepared } from '../../http/prepared-response.js'
 import type { Cached } from './public-cache.js'
 import type { KvService } from './service.js'
@@ -11,18 +12,38 @@ const PREFIX = '/svc_api/data/public/'
 /** Segments that need no decoding (every valid username and key is one). */
 const PLAIN = /^[A-Za-z0-9_.~-]{1,200}$/
 
+const etagOf = (c: Cached): string[] => (c.etag === null ? [] : ['ETag', c.etag])
+
 function headOf(c: Cached & { body: Buffer }): Prepared {
   if (c.head === undefined) {
-    c.head = prepare(200, ['Content-Type', PUBLIC_JSON, ...PUBLIC_READ_HEADERS, 'X-Content-Type-Options', 'nosniff', 'Content-Length', String(c.body.length)])
+    c.head = prepare(200, [
+      'Content-Type',
+      PUBLIC_JSON,
+      ...PUBLIC_READ_HEADERS,
+      ...etagOf(c),
+      'X-Content-Type-Options',
+      'nosniff',
+      'Content-Length',
+      String(c.body.length),
+    ])
   }
   return c.head
+}
+
+/** The 304 of a line with an ETag: the route's headers without a body. */
+function notModifiedHeadOf(c: Cached): Prepared {
+  if (c.notModifiedHead === undefined) {
+    c.notModifiedHead = prepare(304, ['Content-Type', PUBLIC_JSON, ...PUBLIC_READ_HEADERS, ...etagOf(c), 'X-Content-Type-Options', 'nosniff'])
+  }
+  return c.notModifiedHead
 }
 
 /**
  * The hot path of GET /svc_api/data/public/{username}/{key} (and the legacy /{key}): an
  * anonymous read whose answer this instance has cached is counted against the caller's IP
  * limits exactly as the API guard counts it (`admitNow`: the guard's `admit` for an answer
- * written at once; same store, same X-RateLimit-* headers) and answered with a prepared head, without Fastify's routing and hooks. Anything
+ * written at once; same store, same X-RateLimit-* headers) and answered with a prepared head, without Fastify's routing and hooks:
+ * 200, or 304 when If-None-Match names the line's ETag (conditional.ts, as the route decides). Anything
  * else is left to the route: a miss, a 1604, a request with credentials (counted per key or
  * account), plain HTTP (1116), HEAD, names that need decoding. A refused admission (429, or
  * 1504 when the limit store is down) is handed to the route with the admission attached, so
@@ -44,8 +65,10 @@ export function kvPublicFastPath(deps: Deps, kv: KvService): FastPath {
     if (!PLAIN.test(key) || (username !== undefined && !PLAIN.test(username))) return false
     const hit = kv.peekPublic(username, key)
     if (hit === undefined || hit.body === null || !isHttps(req, config)) return false
-    const body = hit.body
-    const head = headOf(hit as Cached & { body: Buffer })
+    const inm = h['if-none-match']
+    const unchanged = hit.etag !== null && inm !== undefined && notModified(inm, undefined, hit.etag)
+    const body = unchanged ? undefined : hit.body
+    const head = unchanged ? notModifiedHeadOf(hit) : headOf(hit as Cached & { body: Buffer })
     const answer = (a: Admission) => {
       if (a.ok) {
         sendPrepared(req, res, head, body, rateHeaderList(a.window), clock)

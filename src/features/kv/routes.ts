@@ -5,7 +5,8 @@ import { pickLang } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { strictValidator } from '../../http/strict-schema.js'
 import { quotaOf } from '../../limits/quotas.js'
-import type { KvService } from './service.js'
+import { notModified } from '../../http/conditional.js'
+import { entityTag, type KvService, type PublicAnswer } from './service.js'
 import { versionCondition } from './validate.js'
 import {
   DeleteEnvelope,
@@ -18,6 +19,7 @@ import {
   ListEnvelope,
   ListQuery,
   ConditionHeaders,
+  NotModified,
   PublicEnvelope,
   PublicParams,
   StoreBody,
@@ -50,10 +52,29 @@ const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-
 
 /**
  * A write's preconditions from If-Match / If-None-Match (validate.ts); the entry's ETag is
- * its version, quoted, sent by get, store and incr, so a client can send it back.
+ * its version, quoted, sent by get, store, incr and the owner's public read, so a client can
+ * send it back.
  */
 const conditionOf = (req: FastifyRequest) => versionCondition(req.headers['if-match'], req.headers['if-none-match'])
-const withEtag = (reply: FastifyReply, entry: { version: number }) => reply.header('ETag', `"${entry.version}"`)
+const withEtag = (reply: FastifyReply, entry: { version: number }) => reply.header('ETag', entityTag(entry.version))
+
+/**
+ * Whether a read whose answer has `etag` is a 304 (If-None-Match, the service's one matcher:
+ * weak comparison, lists, `*`; a malformed field matches nothing). The entry has no
+ * Last-Modified, so If-Modified-Since is not read.
+ */
+const unchanged = (req: FastifyRequest, etag: string | null): boolean => etag !== null && notModified(req.headers['if-none-match'], undefined, etag)
+
+/** The caller's own entry: never stored by a cache, shared or the browser's. */
+const PRIVATE_READ = 'private, no-store'
+
+/** A public read's answer: 304 when the caller holds its ETag, else the JSON. */
+function sendPublic(req: FastifyRequest, reply: FastifyReply, a: PublicAnswer) {
+  reply.type(PUBLIC_JSON)
+  if (a.etag !== null) reply.header('ETag', a.etag)
+  if (unchanged(req, a.etag)) return reply.code(304).send()
+  return reply.send(a.body)
+}
 
 /**
  * Public reads are for pages on any origin, sandboxed ones (Origin: null) included: any
@@ -61,7 +82,14 @@ const withEtag = (reply: FastifyReply, entry: { version: number }) => reply.head
  * so error answers (1604, 429, 1116) carry them too and a page can read the error; the fast
  * path (public-fast.ts) sends the same list.
  */
-export const PUBLIC_READ_HEADERS = ['Access-Control-Allow-Origin', '*', 'Access-Control-Expose-Headers', EXPOSED, 'Cache-Control', 'no-cache'] as const
+export const PUBLIC_READ_HEADERS = [
+  'Access-Control-Allow-Origin',
+  '*',
+  'Access-Control-Expose-Headers',
+  `${EXPOSED}, ETag`,
+  'Cache-Control',
+  'no-cache',
+] as const
 
 /**
  * CORS of a group of KV routes, as an onSend hook (error answers included, so a page reads
@@ -81,7 +109,7 @@ function corsHook(base: readonly string[], methods: string, fallback: string) {
   }
 }
 
-const publicHeaders = corsHook(PUBLIC_READ_HEADERS, 'GET, HEAD, OPTIONS', 'Accept, Accept-Language, Content-Type')
+const publicHeaders = corsHook(PUBLIC_READ_HEADERS, 'GET, HEAD, OPTIONS', 'Accept, Accept-Language, Content-Type, If-None-Match')
 
 /**
  * The key-authenticated routes answer pages on any origin too (decision 127): the API key
@@ -159,11 +187,20 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     {
       config: any,
       onSend: keyHeaders,
-      schema: { tags, summary: "Read one of the caller's entries", querystring: KeyQuery, response: { 200: GetEnvelope } },
+      schema: {
+        tags,
+        summary: "Read one of the caller's entries",
+        description: 'Beyond the spec: answers `ETag: "{version}"`, and 304 with no body when If-None-Match names it.',
+        querystring: KeyQuery,
+        response: { 200: GetEnvelope, 304: NotModified },
+      },
     },
     async (req, reply) => {
       const entry = await kv.get(caller(req).user, (req.query as { key?: string }).key)
-      withEtag(reply, entry)
+      // the tag is unique per (user, key), not per URL: a browser cache, keyed by URL, must not
+      // keep one account's answer to revalidate it with another's credentials (decision 151)
+      withEtag(reply, entry).header('Cache-Control', PRIVATE_READ)
+      if (unchanged(req, entityTag(entry.version))) return reply.code(304).send()
       return { success: true, data: entry }
     },
   )
@@ -208,14 +245,14 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
         tags,
         summary: 'Public read of an entry with is_public true (no authentication)',
         description:
-          'CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. A private, expired or missing entry answers the same 1604.',
+          'CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. A private, expired or missing entry answers the same 1604. Beyond the spec: `ETag: "{version}"` (the one get and store answer), and 304 with no body when If-None-Match names it.',
         params: PublicParams,
-        response: { 200: PublicEnvelope },
+        response: { 200: PublicEnvelope, 304: NotModified },
       },
     },
     async (req, reply) => {
       const { username, key } = req.params as { username: string; key: string }
-      return reply.type(PUBLIC_JSON).send(await kv.publicRead(username, key))
+      return sendPublic(req, reply, await kv.publicRead(username, key))
     },
   )
 
@@ -235,7 +272,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     },
     async (req, reply) => {
       const { key } = req.params as { key: string }
-      return reply.type(PUBLIC_JSON).send(await kv.legacyPublicRead(key))
+      return sendPublic(req, reply, await kv.legacyPublicRead(key))
     },
   )
 

@@ -120,6 +120,9 @@ export const Entry = Type.Object({
 export type EntryOut = Static<typeof Entry>
 
 export const EntryEnvelope = Type.Object({ success: Type.Boolean(), message: Type.String(), data: Entry })
+/** The 304 of a read whose If-None-Match names the entry's current ETag: no body. */
+export const NotModified = Type.Null({ description: 'Not Modified (beyond the spec): If-None-Match names the current ETag; no body' })
+
 export const GetEnvelope = Type.Object({ success: Type.Boolean(), data: Entry })
 export const PublicEnvelope = Type.Object({
   success: Type.Boolean(),

@@ -42,6 +42,18 @@ export function toEntry(r: KvRow): EntryOut {
   }
 }
 
+/**
+ * An entry's ETag: its version, quoted (decision 139). Every answer that names an entry (get,
+ * store, incr, the owner's public read) sends this one, so any of them can be sent back.
+ */
+export const entityTag = (version: number | string): string => `"${Number(version)}"`
+
+/** A public read's answer: the serialised body, and its ETag (null: the legacy read, which sends none). */
+export interface PublicAnswer {
+  body: Buffer
+  etag: string | null
+}
+
 /** A public read, serialised by hand: the stored JSON text is spliced in as it is. */
 export function publicJson(r: { key: string; value: string; data_type: string; updated_at: number; username: string }): string {
   return `{"success":true,"data":{"key":${JSON.stringify(r.key)},"value":${r.value},"owner":${JSON.stringify(r.username)},"updated_at":"${isoMicros(Number(r.updated_at))}","data_type":${JSON.stringify(r.data_type)}}}`
@@ -77,7 +89,8 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
     await Promise.all(keys.map((key) => cache.changed(user.username, key).catch(() => {})))
   }
 
-  type PublicRow = (Parameters<typeof publicJson>[0] & { expires_at: number | null }) | undefined
+  /** `version` only from the owner's read: the legacy read's entry can change owner, so it has no tag. */
+  type PublicRow = (Parameters<typeof publicJson>[0] & { expires_at: number | null; version?: number }) | undefined
   /** The database read behind a public line: one owner's entry, or the legacy winner of a key. */
   const publicReader = (username: string | undefined, key: string) => (): Promise<PublicRow> =>
     username === undefined ? store.getLegacyPublic(key, clock.now()) : store.getPublic(username, key, clock.now())
@@ -88,15 +101,16 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
    * the database), but only while no write happened since it started, since it could
    * return what the write replaced.
    */
-  const filling = new Map<string, { epoch: number; body: Promise<Buffer | null> }>()
-  function fill(line: string, read: () => Promise<PublicRow>): Promise<Buffer | null> {
+  type Filled = { body: Buffer | null; etag: string | null }
+  const filling = new Map<string, { epoch: number; body: Promise<Filled> }>()
+  function fill(line: string, read: () => Promise<PublicRow>): Promise<Filled> {
     const seen = cache.epoch()
     const running = filling.get(line)
     if (running && running.epoch === seen) return running.body
-    const body: Promise<Buffer | null> = read()
+    const body: Promise<Filled> = read()
       .then((row) => {
-        const out = row ? Buffer.from(publicJson(row)) : null
-        cache.set(line, out, row?.expires_at === null || row?.expires_at === undefined ? null : Number(row.expires_at), seen)
+        const out = { body: row ? Buffer.from(publicJson(row)) : null, etag: row?.version === undefined ? null : entityTag(row.version) }
+        cache.set(line, out.body, out.etag, row?.expires_at === null || row?.expires_at === undefined ? null : Number(row.expires_at), seen)
         return out
       })
       .finally(() => {
@@ -112,12 +126,12 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
   }
 
   /** Public reads go through the cache; misses (1604) are cached too. */
-  async function cachedPublic(line: string, read: () => Promise<PublicRow>): Promise<Buffer> {
+  async function cachedPublic(line: string, read: () => Promise<PublicRow>): Promise<PublicAnswer> {
     const hit = cache.get(line)
     if (hit) refreshIfDue(line, hit, read)
-    const body = hit ? hit.body : await fill(line, read)
+    const { body, etag } = hit ?? (await fill(line, read))
     if (body === null) throw new AppError('KV_KEY_NOT_FOUND')
-    return body
+    return { body, etag }
   }
 
   /**
@@ -492,8 +506,8 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       return hit
     },
 
-    /** GET /svc_api/data/public/{username}/{key}: serialised JSON, or 1604. */
-    async publicRead(username: string, key: string): Promise<Buffer> {
+    /** GET /svc_api/data/public/{username}/{key}: serialised JSON and the entry's ETag, or 1604. */
+    async publicRead(username: string, key: string): Promise<PublicAnswer> {
       const k = lookupKey(key)
       if (username.length > 64) throw new AppError('KV_KEY_NOT_FOUND')
       const name = username.toLowerCase()
@@ -501,7 +515,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
     },
 
     /** GET /svc_api/data/public/{key} (legacy): oldest public entry wins, then username order. */
-    async legacyPublicRead(key: string): Promise<Buffer> {
+    async legacyPublicRead(key: string): Promise<PublicAnswer> {
       const k = lookupKey(key)
       return cachedPublic(cache.legacyLine(k), publicReader(undefined, k))
     },

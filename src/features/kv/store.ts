@@ -310,7 +310,15 @@ export function createKvStore(db: Db) {
       k
         .selectFrom('kv_entries')
         .innerJoin('users', 'users.id', 'kv_entries.user_id')
-        .select(['kv_entries.key', 'kv_entries.value', 'kv_entries.data_type', 'kv_entries.updated_at', 'kv_entries.expires_at', 'users.username'])
+        .select([
+          'kv_entries.key',
+          'kv_entries.value',
+          'kv_entries.data_type',
+          'kv_entries.updated_at',
+          'kv_entries.expires_at',
+          'kv_entries.version',
+          'users.username',
+        ])
         .where('users.username', '=', username)
         .where('kv_entries.key', '=', key)
         .where('kv_entries.is_public', '=', 1)
