@@ -1,6 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { makeTree, runCli } from './run.js'
@@ -103,6 +105,39 @@ for (const engine of ENGINES) {
       assert.equal(badWait.code, 2, badWait.stderr)
       assert.equal(badWait.stderr, 'error: SVC_MAX_WAIT must be a number of seconds, 0 or more, not "abc"\n')
       assert.equal((await runCli(['kv', 'get', 'hits'], { env: { ...env, SVC_MAX_WAIT: '2.5' } })).stdout, '14\n')
+    })
+
+    it('svc kv ls lists every key once when keys are deleted between its pages (the key cursor)', async (t) => {
+      if (missing.kv) return t.skip(missing.kv)
+      const u = await s.user()
+      for (const key of ['a', 'b', 'c', 'd', 'e']) assert.equal((await s.post('/svc_api/data/store', { key: u.key, json: { key, value: 1 } })).status, 200)
+      // a relay to the service that deletes `a` just before the second page is read: by
+      // offset, that page would start at `d` and `c` would never be listed
+      const lists: string[] = []
+      const relay = http.createServer((req, res) => {
+        void (async () => {
+          const url = new URL(req.url ?? '/', 'http://relay')
+          if (url.pathname === '/svc_api/data/list') {
+            lists.push(url.search)
+            if (lists.length === 2) assert.equal((await s.request('DELETE', '/svc_api/data/delete?key=a', { key: u.key })).status, 200)
+          }
+          const r = await s.get(req.url ?? '/', { key: u.key })
+          res.writeHead(r.status, { 'content-type': 'application/json' }).end(r.text)
+        })().catch(() => res.writeHead(500).end())
+      })
+      await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r))
+      try {
+        const relayEnv = { ...env, SVC_URL: `http://127.0.0.1:${(relay.address() as AddressInfo).port}`, SVC_API_KEY: u.key }
+        const ls = await runCli(['kv', 'ls', '--per-page', '2', '--json'], { env: relayEnv })
+        assert.equal(ls.code, 0, ls.stderr)
+        assert.deepEqual(
+          ls.json.data.items.map((i: { key: string }) => i.key),
+          ['a', 'b', 'c', 'd', 'e'],
+        )
+        assert.match(lists[1], /[?&]after=b(&|$)/)
+      } finally {
+        relay.close()
+      }
     })
 
     it('svc forms export prints a table, JSON or CSV', async (t) => {

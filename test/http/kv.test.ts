@@ -999,6 +999,44 @@ for (const engine of ENGINES) {
       code(await list(u, '?prefix=a&prefix=b'), 400, 1106)
     })
 
+    it('list with after: a cursor in key order, so keys added or deleted between pages are neither skipped nor repeated', async () => {
+      const u = await s.user()
+      for (const key of ['a', 'b', 'c', 'd', 'e']) assert.equal((await store(u, { key, value: key })).status, 200)
+      const keys = (r: { json: any }) => r.json.data.items.map((i: any) => i.key)
+      const first = await list(u, '?per_page=2&after=')
+      assert.deepEqual(keys(first), ['a', 'b'])
+      assert.equal(first.json.data.next_after, 'b')
+      // between the pages one key before the cursor goes and one comes: offsets would skip `c`
+      assert.equal((await del(u, 'a')).status, 200)
+      assert.equal((await store(u, { key: 'ab', value: 1 })).status, 200)
+      const second = await list(u, '?per_page=2&after=b')
+      assert.deepEqual(keys(second), ['c', 'd'])
+      assert.equal(second.json.data.next_after, 'd')
+      // total and usage stay the whole list's; the last page says there is no more
+      assert.equal(second.json.data.total, 5)
+      const last = await list(u, '?per_page=2&after=d')
+      assert.deepEqual(keys(last), ['e'])
+      assert.equal(last.json.data.next_after, null)
+      // a full last page knows there is no more (no empty page to ask for)
+      assert.equal((await list(u, '?per_page=1&after=d')).json.data.next_after, null)
+      // after need not be a key; byte order; with a prefix, both bounds hold
+      assert.deepEqual(keys(await list(u, '?after=bz')), ['c', 'd', 'e'])
+      assert.deepEqual(keys(await list(u, '?after=')), ['ab', 'b', 'c', 'd', 'e'])
+      for (const key of ['p1', 'p2', 'p3', 'q']) await store(u, { key, value: 1 })
+      const pre = await list(u, '?prefix=p&after=p1')
+      assert.deepEqual(keys(pre), ['p2', 'p3'])
+      assert.equal(pre.json.data.total, 3)
+      // page mode is as the spec says, with the spec's fields only
+      const paged = await list(u, '?page=2&per_page=2')
+      assert.deepEqual(keys(paged), ['c', 'd'])
+      assert.equal(paged.json.data.page, 2)
+      assert.equal('next_after' in paged.json.data, false)
+      // page and after together, or after twice: 400 / 1106
+      code(await list(u, '?page=2&after=b'), 400, 1106)
+      code(await list(u, '?page=1&after='), 400, 1106)
+      code(await list(u, '?after=a&after=b'), 400, 1106)
+    })
+
     it('requires credentials for writes and private reads; refuses cross-site cookie writes', async () => {
       for (const [m, p] of [
         ['POST', '/svc_api/data/store'],

@@ -2011,6 +2011,8 @@ export interface operations {
                 per_page?: string | string[];
                 /** @description Beyond the spec: only keys that start with this string (exact and case-sensitive, byte by byte; `%` and `_` are plain characters). page, per_page, total and total_pages count the matching keys; usage stays the whole store. Empty: every key. */
                 prefix?: string;
+                /** @description Beyond the spec: a cursor instead of page: the page holds the per_page keys that follow this one in byte order (it need not exist), so keys written or deleted between requests are neither skipped nor listed twice. Pass the previous answer's next_after. With page: 400 (1106). Empty: from the first key. The answer then adds next_after. */
+                after?: string;
             };
             header?: never;
             path?: never;
@@ -2048,6 +2050,8 @@ export interface operations {
                             per_page: number;
                             total: number;
                             total_pages: number;
+                            /** @description Beyond the spec, only when after was given: the last key of this page when more keys follow (the next after), else null */
+                            next_after?: string | null;
                             quota: {
                                 max_keys: number;
                                 max_entry_bytes: number;

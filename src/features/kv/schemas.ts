@@ -98,6 +98,12 @@ export const ListQuery = Type.Object({
         'Beyond the spec: only keys that start with this string (exact and case-sensitive, byte by byte; `%` and `_` are plain characters). page, per_page, total and total_pages count the matching keys; usage stays the whole store. Empty: every key.',
     }),
   ),
+  after: Type.Optional(
+    Type.String({
+      description:
+        "Beyond the spec: a cursor instead of page: the page holds the per_page keys that follow this one in byte order (it need not exist), so keys written or deleted between requests are neither skipped nor listed twice. Pass the previous answer's next_after. With page: 400 (1106). Empty: from the first key. The answer then adds next_after.",
+    }),
+  ),
 })
 export const PublicParams = Type.Object({ username: Type.String(), key: Type.String() })
 export const LegacyParams = Type.Object({ key: Type.String() })
@@ -136,6 +142,11 @@ export const ListEnvelope = Type.Object({
     per_page: Type.Integer(),
     total: Type.Integer(),
     total_pages: Type.Integer(),
+    next_after: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description: 'Beyond the spec, only when after was given: the last key of this page when more keys follow (the next after), else null',
+      }),
+    ),
     quota: Type.Object({ max_keys: Type.Integer(), max_entry_bytes: Type.Integer() }),
     usage: Type.Object({ keys: Type.Integer(), bytes: Type.Integer() }),
   }),

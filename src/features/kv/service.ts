@@ -19,7 +19,7 @@ import {
   checkTags,
   checkType,
   invalid,
-  listPrefix,
+  listBound,
   lookupKey,
   parseIsoMs,
   valueText,
@@ -523,17 +523,28 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
     /**
      * GET /svc_api/data/list: a page of entries by key, with quota and usage; with `prefix`,
      * only keys starting with it (page and total count those), usage staying the whole store's.
+     * With `after` (instead of `page`; empty: from the first key), the page starts past that
+     * key: a cursor that keys written or deleted between pages cannot shift, and the answer
+     * adds `next_after`, the last key of the page when more follow (one row more is read to
+     * know), else null. Without it the answer has exactly the spec's fields.
      */
     async list(user: User, query: Record<string, unknown>) {
       const p = parsePage(query, { perPage: 50, maxPerPage: 100 })
-      const prefix = listPrefix(query.prefix)
+      const prefix = listBound(query.prefix, 'prefix')
+      const cursor = query.after !== undefined
+      const after = listBound(query.after, 'after')
+      if (cursor && query.page !== undefined) {
+        throw invalid('page and after cannot be given together: after says where the page starts')
+      }
       const now = clock.now()
       const usage = await store.usage(db.k, user.id, now)
-      const rows = await store.list(user.id, now, p.offset, p.perPage, prefix)
+      const rows = await store.list(user.id, now, cursor ? 0 : p.offset, cursor ? p.perPage + 1 : p.perPage, prefix, after)
+      const items = rows.slice(0, p.perPage)
       const total = prefix === undefined ? usage.keys : await store.countPrefix(user.id, now, prefix)
       return {
-        items: rows.map(toEntry),
+        items: items.map(toEntry),
         ...pageInfo(p, total),
+        ...(cursor ? { next_after: rows.length > p.perPage ? items[items.length - 1].key : null } : {}),
         quota: { max_keys: quotaOf(user.limits, 'kv_keys'), max_entry_bytes: quotaOf(user.limits, 'kv_entry_bytes') },
         usage,
       }

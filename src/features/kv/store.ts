@@ -367,9 +367,13 @@ export function createKvStore(db: Db) {
       return { keys: Number(r.keys), bytes: Number(r.bytes) }
     },
 
-    /** A page of the caller's live entries, by key in byte order; only keys starting with `prefix` when given. */
-    list: (userId: string, now: number, offset: number, limit: number, prefix?: string): Promise<KvRow[]> =>
+    /**
+     * A page of the caller's live entries, by key in byte order; only keys starting with
+     * `prefix` when given, and only keys after `after` (the same index range, its lower bound raised).
+     */
+    list: (userId: string, now: number, offset: number, limit: number, prefix?: string, after?: string): Promise<KvRow[]> =>
       keyRange(k.selectFrom('kv_entries').select(KV_COLUMNS), prefix)
+        .$if(after !== undefined, (q) => q.where(sql<boolean>`${keyOrder} > ${after}`))
         .where('user_id', '=', userId)
         .where(live(now))
         .orderBy(keyOrder)

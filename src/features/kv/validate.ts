@@ -59,16 +59,16 @@ export function versionCondition(ifMatch: unknown, ifNoneMatch: unknown): Versio
 }
 
 /**
- * The `prefix` of a list: undefined when absent or empty (every key). Any other string is a
- * byte-wise prefix, legacy keys included; one no key can start with (longer than a key can
- * be) simply matches nothing. Given twice or not Unicode (an unpaired surrogate): 400 / 1106.
+ * A key bound of a list, `prefix` or `after` (named by `name`): undefined when absent or empty
+ * (every key). Any other string bounds keys byte by byte, legacy keys included; one no key
+ * can meet simply matches nothing. Given twice or not Unicode (an unpaired surrogate): 400 / 1106.
  */
-export function listPrefix(prefix: unknown): string | undefined {
-  if (prefix === undefined || prefix === '') return undefined
-  if (Array.isArray(prefix)) throw invalid('prefix must be given once')
-  if (typeof prefix !== 'string') throw invalid('prefix must be a string')
-  checkString(prefix, 'prefix')
-  return prefix
+export function listBound(value: unknown, name: 'prefix' | 'after'): string | undefined {
+  if (value === undefined || value === '') return undefined
+  if (Array.isArray(value)) throw invalid(`${name} must be given once`)
+  if (typeof value !== 'string') throw invalid(`${name} must be a string`)
+  checkString(value, name)
+  return value
 }
 
 function checkString(s: string, where: string): void {

@@ -158,13 +158,25 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       const prefix = typeof v.prefix === 'string' && v.prefix !== '' ? v.prefix : undefined
       const items: any[] = []
       let last: any
+      // listing everything goes by the key cursor (`after`, from '' = the first key), which
+      // keys written or deleted meanwhile cannot shift; a server without it (the spec has
+      // none) answers no next_after, and the rest goes by page
+      let after: string | undefined = one ? undefined : ''
       for (;;) {
-        const r = await api().get('/svc_api/data/list', { query: { page, per_page: perPage, ...(prefix === undefined ? {} : { prefix }) } })
+        const where = after === undefined ? { page } : { after }
+        const r = await api().get('/svc_api/data/list', { query: { ...where, per_page: perPage, ...(prefix === undefined ? {} : { prefix }) } })
         last = r.json?.data ?? {}
         const got = Array.isArray(last.items) ? last.items : []
         // a server without the prefix filter (the spec has none) answers every key: never show those
         items.push(...(prefix === undefined ? got : got.filter((it: any) => String(it.key).startsWith(prefix))))
-        if (one || got.length === 0 || page >= Number(last.total_pages ?? page)) break
+        if (one || got.length === 0) break
+        if (after !== undefined && typeof last.next_after === 'string') {
+          after = last.next_after
+          continue
+        }
+        if (after !== undefined && last.next_after === null) break
+        after = undefined
+        if (page >= Number(last.total_pages ?? page)) break
         page++
       }
       if (ctx.json) {
