@@ -138,6 +138,28 @@ for (const engine of ENGINES) {
       } finally {
         relay.close()
       }
+      // a server without the cursor (the spec has none) ignores after and answers no
+      // next_after: the client goes on by page, and lists every key once
+      const plain = http.createServer((req, res) => {
+        void (async () => {
+          const url = new URL(req.url ?? '/', 'http://relay')
+          url.searchParams.delete('after')
+          const r = await s.get(url.pathname + url.search, { key: u.key })
+          res.writeHead(r.status, { 'content-type': 'application/json' }).end(r.text)
+        })().catch(() => res.writeHead(500).end())
+      })
+      await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r))
+      try {
+        const plainEnv = { ...env, SVC_URL: `http://127.0.0.1:${(plain.address() as AddressInfo).port}`, SVC_API_KEY: u.key }
+        const ls = await runCli(['kv', 'ls', '--per-page', '2', '--json'], { env: plainEnv })
+        assert.equal(ls.code, 0, ls.stderr)
+        assert.deepEqual(
+          ls.json.data.items.map((i: { key: string }) => i.key),
+          ['b', 'c', 'd', 'e'],
+        )
+      } finally {
+        plain.close()
+      }
     })
 
     it('svc forms export prints a table, JSON or CSV', async (t) => {
