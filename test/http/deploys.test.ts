@@ -207,6 +207,24 @@ for (const engine of ENGINES) {
       assert.equal(none.json.error_code, 1334)
     })
 
+    it('a plain rollback goes back to a promoted preview that was live, never to one that was not', async () => {
+      await deploySite(s, u.key, 'flow', site('f1'))
+      // checked as a preview, then made live: the version visitors had
+      const checked = (await deploySite(s, u.key, 'flow', site('f2'), { preview: true })).res.json.deploy.id
+      assert.equal((await s.post(`/api/folders/flow/deploys/${checked}/promote`, { key: u.key })).status, 200)
+      // a preview nobody promoted, then the next live deploy
+      const unseen = (await deploySite(s, u.key, 'flow', site('draft'), { preview: true })).res.json.deploy.id
+      await deploySite(s, u.key, 'flow', site('f3'))
+      const back = await s.post('/api/folders/flow/rollback', { key: u.key })
+      assert.equal(back.status, 200, back.text)
+      assert.equal(back.json.live_deploy_id, checked)
+      assert.equal((await page('flow')).text, site('f2')['index.html'])
+      assert.notEqual(back.json.live_deploy_id, unseen)
+      // and once more: the deploy before it
+      await s.post('/api/folders/flow/rollback', { key: u.key })
+      assert.equal((await page('flow')).text, site('f1')['index.html'])
+    })
+
     it('bytes on the blocklist are refused however a deploy, its check, a publish or a promote names them (451 / 1701)', async () => {
       const k = await s.user()
       const bad = HTML('taken down', '<p>phish</p>')

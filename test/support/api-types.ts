@@ -1425,7 +1425,7 @@ export interface paths {
         put?: never;
         /**
          * Make an earlier deploy live again (by default the one before the live one)
-         * @description Body (optional): {"deploy_id": "..."}; without it, the newest kept deploy older than the live one that was not a preview.
+         * @description Body (optional): {"deploy_id": "..."}; without it, the newest kept deploy older than the live one that was live: not a preview, or a preview promoted since.
          */
         post: operations["postApiFoldersByFolderPathRollback"];
         delete?: never;

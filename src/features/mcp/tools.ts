@@ -399,7 +399,7 @@ const rollback = tool({
   name: 'rollback',
   title: 'Roll back a project',
   description:
-    'Makes an earlier deploy of a folder project live again: deploy_id, or by default the newest non-preview deploy older than the live one. Nothing is deleted (roll forward with promote). Pass deploy_id to make a repeated call land on the same deploy.',
+    'Makes an earlier deploy of a folder project live again: deploy_id, or by default the newest deploy older than the live one that was live (a preview only once promoted). Nothing is deleted (roll forward with promote). Pass deploy_id to make a repeated call land on the same deploy.',
   readOnly: false,
   destructive: false,
   idempotent: true,

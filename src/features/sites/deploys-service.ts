@@ -226,7 +226,9 @@ export function createDeploysService(deps: Deps) {
       await db.lockUser(trx, user.id)
       await refuseBlocked(trx, digests)
       if (!(await store.get(trx, folder.id, deployId))) throw new AppError('DEPLOY_NOT_FOUND', { params: { id: deployId } })
-      await store.setLive(trx, folder.id, deployId, clock.now())
+      const now = clock.now()
+      await store.setLive(trx, folder.id, deployId, now)
+      await store.markPromoted(trx, deployId, now)
       await store.syncWorkingSet(trx, folder.id, deployId)
     })
     await invalidateHosting(deps.bus, user.username)
@@ -463,14 +465,17 @@ export function createDeploysService(deps: Deps) {
       return { live_deploy_id: deployId }
     },
 
-    /** Rolls back to `deployId`, or by default to the newest kept non-preview deploy older than the live one. */
+    /**
+     * Rolls back to `deployId`, or by default to the newest kept deploy older than the live one
+     * that visitors had: not a preview, or a preview promoted since (decision 154).
+     */
     async rollback(user: User, ref: FolderRef, deployId: string | undefined) {
       const folder = await ownFolder(user, ref)
       let target = deployId
       if (target === undefined) {
         const all = await store.list(db.k, folder.id)
         const at = all.findIndex((d) => d.id === folder.live_deploy_id)
-        target = (at < 0 ? undefined : all.slice(at + 1).find((d) => !d.is_preview))?.id
+        target = (at < 0 ? undefined : all.slice(at + 1).find(store.wentLive))?.id
         if (target === undefined) throw new AppError('NO_PREVIOUS_DEPLOY')
       }
       await makeLive(user, folder, target)

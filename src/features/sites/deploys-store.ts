@@ -18,6 +18,8 @@ export interface DeploysTable {
   is_preview: number
   /** The parsed _redirects and _headers (JSON) of this deploy; null: none. */
   site_rules: string | null
+  /** When a preview first went live (promote or rollback to it); null: never, or not a preview. */
+  promoted_at: number | null
 }
 
 export interface DeployFilesTable {
@@ -80,6 +82,7 @@ export function createDeploysStore() {
           source: v.source,
           is_preview: v.preview ? 1 : 0,
           site_rules: v.siteRules,
+          promoted_at: null,
         })
         .execute()
       return id
@@ -116,6 +119,13 @@ export function createDeploysStore() {
     /** The live pointer: one row update (in the caller's transaction). */
     setLive: (trx: Trx, folderId: string, deployId: string, now: number) =>
       trx.updateTable('folders').set({ live_deploy_id: deployId, is_published: 1, published_at: now, updated_at: now }).where('id', '=', folderId).execute(),
+
+    /** Marks a preview as having gone live (its first promote or rollback); other deploys are left alone. */
+    markPromoted: (trx: Trx, deployId: string, now: number) =>
+      trx.updateTable('deploys').set({ promoted_at: now }).where('id', '=', deployId).where('is_preview', '=', 1).where('promoted_at', 'is', null).execute(),
+
+    /** Whether visitors had this deploy: made live, or a preview promoted since (a plain rollback's targets). */
+    wentLive: (d: Pick<DeployRow, 'is_preview' | 'promoted_at'>): boolean => !d.is_preview || d.promoted_at !== null,
 
     get: (q: Q, folderId: string, id: string) => q.selectFrom('deploys').selectAll().where('folder_id', '=', folderId).where('id', '=', id).executeTakeFirst(),
 

@@ -131,4 +131,16 @@ export const deploysMigrations: Record<string, Migration> = {
       await db.schema.dropTable('deploys').execute()
     },
   },
+  // when a preview first went live (promote or rollback to it): a plain rollback may go back to
+  // it, as to any deploy visitors had (decision 154); a preview live now was promoted
+  '0798-deploys-promoted': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('deploys').addColumn('promoted_at', 'bigint').execute()
+      await sql`UPDATE deploys SET promoted_at = created_at
+        WHERE is_preview = 1 AND id IN (SELECT live_deploy_id FROM folders WHERE live_deploy_id IS NOT NULL)`.execute(db)
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable('deploys').dropColumn('promoted_at').execute()
+    },
+  },
 }
