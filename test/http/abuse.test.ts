@@ -535,6 +535,30 @@ for (const engine of ENGINES) {
       assert.equal(await heldData(), undefined)
     })
 
+    it('holds a project named with an accent at every Unicode spelling of its URLs (NFC or NFD)', async () => {
+      const name = 'caf\u00e9'
+      const nfc = encodeURIComponent(name)
+      const nfd = encodeURIComponent(name.normalize('NFD'))
+      const { res } = await deploySite(s, alice.key, nfc, { 'index.html': HTML('cafe'), 'menu.html': HTML('menu') })
+      assert.equal(res.status, 201, res.text)
+      const id = res.json.deploy.id as string
+      const urls = (seg: string) => [`/${alice.username}/${seg}/`, `/${alice.username}/${seg}/menu.html`, `/${alice.username}/${seg}@${id}/`]
+      // both spellings name the one project: the host serves it at either
+      for (const p of [...urls(nfc), ...urls(nfd)]) assert.equal((await s.get(p)).status, 200, p)
+      const rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/${alice.username}/${nfc}/`, category: 'phishing' })
+      assert.equal(rep.status, 201, rep.text)
+      assert.equal(rep.json.data.target, `site:${alice.username}/${name}`)
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`)).status, 200)
+      for (const p of [...urls(nfc), ...urls(nfd)]) assert.equal((await s.get(p)).status, 451, p)
+      for (const seg of [nfc, nfd]) assert.equal((await onSite(s, alice.username, `/${seg}/menu.html`)).status, 451, `user origin ${seg}`)
+      // a report naming the NFD spelling names the same project
+      const again = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/${alice.username}/${nfd}/menu.html`, category: 'phishing' })
+      assert.equal(again.status, 201, again.text)
+      assert.equal(again.json.data.target, `site:${alice.username}/${name}`)
+      await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/restore`)
+      for (const p of urls(nfd)) assert.equal((await s.get(p)).status, 200, p)
+    })
+
     it('flags phishing-like pages at upload without blocking them; leaves ordinary pages alone', async () => {
       const heuristic = async () =>
         ((await adminCall('GET', '/svc_api/admin/reports?status=open&per_page=200')).json.data.reports as any[]).filter((r) => r.source === 'heuristic')

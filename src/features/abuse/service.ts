@@ -49,8 +49,9 @@ export function siteKeyOfPath(path: string): string | null {
   const user = decodeSegment(path.slice(1, a))
   const name = decodeSegment(path.slice(a + 1, b < 0 ? undefined : b))
   if (user === null || name === null || name === '') return null
-  // a preview ({project}@{deploy}) is held with its project
-  return `site:${user.toLowerCase()}/${projectOf(name)}`
+  // a preview ({project}@{deploy}) is held with its project; NFC, as the host resolves names,
+  // so every Unicode spelling of a held project's URL names its one hold
+  return `site:${user.toLowerCase()}/${projectOf(name.normalize('NFC'))}`
 }
 
 export interface ReportInput {
