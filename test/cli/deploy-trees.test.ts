@@ -206,6 +206,7 @@ for (const engine of ENGINES) {
       const r = await runCli(['deploy', docs, '--project', 'noindex', '--batch', '--json'], { env: e })
       assert.equal(r.code, 1, r.stderr)
       assert.match(r.json.error.message, /has no index\.html at its root, and a project is published only with one \(error 1313\); nothing was uploaded/)
+      assert.ok(r.json.error.message.endsWith(`; docs/index.html is in it: deploy that folder, svc deploy ${path.join(docs, 'docs')}`), r.json.error.message)
       assert.equal((await s.get('/api/folders/noindex/files', { key: alice.key })).status, 403, 'no project, no files')
       // a live project keeps its index.html: a folder without one still deploys (its other files)
       const site = makeTree({ 'index.html': page('one') })
@@ -213,6 +214,23 @@ for (const engine of ENGINES) {
       const more = await runCli(['deploy', docs, '--project', 'withindex', '--batch'], { env: e })
       assert.equal(more.code, 0, more.stderr)
       assert.equal((await s.get(`/${alice.username}/withindex/docs/a.html`)).text, '<p>a</p>')
+    })
+
+    it('a folder whose index.html is one level down sends nothing and names the folder to deploy', async () => {
+      const e = { ...env, SVC_URL: s.url }
+      // a build sent from its parent: dist/index.html, not index.html
+      const parent = makeTree({ 'dist/index.html': page('one'), 'dist/assets/index-one.js': 'console.log(1)', 'README.md': '# app' })
+      for (const extra of [[], ['--preview'], ['--dry-run']]) {
+        const r = await runCli(['deploy', parent, '--project', 'parent', '--json', ...extra], { env: e })
+        assert.equal(r.code, 1, r.stderr)
+        assert.equal(r.json.success, false)
+        assert.match(r.json.error.message, /has no index\.html at its root, and a deploy needs one \(error 1313\); nothing was sent/)
+        assert.ok(r.json.error.message.includes(`dist/index.html is in it: deploy that folder, svc deploy ${path.join(parent, 'dist')}`), r.json.error.message)
+      }
+      assert.equal((await s.get('/api/folders/parent/deploys', { key: alice.key })).status, 403, 'no project')
+      // the folder it names deploys
+      assert.equal((await runCli(['deploy', path.join(parent, 'dist'), '--project', 'parent'], { env: e })).code, 0)
+      assert.equal((await s.get(`/${alice.username}/parent/`)).text, page('one'))
     })
 
     it('two files whose names differ only in NFC/NFD form are named in both forms; nothing is deployed', async () => {

@@ -406,6 +406,28 @@ for (const engine of ENGINES) {
       assert.equal((await page('keep')).text, HTML('keep unique 2 9d1c'))
     })
 
+    it('a deploy without a root index.html is refused at the check and at the manifest, before any file is stored', async () => {
+      // a build folder sent from one level up: its index.html is under site/
+      const nested = { 'site/index.html': HTML('nested 5e0d'), 'site/app.js': 'console.log("nested 5e0d")' }
+      const manifest = manifestOf(nested)
+      const check = await s.post('/api/folders/nested/deploys/missing', {
+        key: u.key,
+        json: JSON.parse(String(manifest.data)),
+        headers: { 'accept-language': 'en' },
+      })
+      expectError(check, 400, 1313)
+      const before = await blobSet(s)
+      const entries = [manifest, ...Object.entries(nested).map(([name, data]) => ({ name, data }))]
+      for (const preview of [false, true]) {
+        const body = await tarOf([manifestOf(nested, preview ? { preview: true } : {}), ...entries.slice(1)])
+        expectError(await postArchive(s, u.key, 'nested', body), 400, 1313)
+      }
+      // refused before the entries were read: none of their bytes reached the blob store
+      assert.deepEqual([...(await blobSet(s))].sort(), [...before].sort())
+      for (const data of Object.values(nested)) assert.ok(!before.has(sha(data)))
+      assert.equal((await s.get('/api/folders/nested/deploys', { key: u.key })).status, 403, 'no project made')
+    })
+
     describe('refuses each bad archive with its own error and changes nothing', () => {
       const good = site('g1')
       const next = { ...good, 'index.html': HTML('never live'), 'new.txt': 'never stored 4b1e' }

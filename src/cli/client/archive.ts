@@ -7,7 +7,7 @@ import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
 import { changedReason, hashCacheDir, hashFiles, SMALL_FILE, walkFolder, type LocalFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
-import { checkProjectName, defaultProject, type FailedFile } from './deploy.js'
+import { checkProjectName, defaultProject, nestedIndexHint, type FailedFile } from './deploy.js'
 import { builtForRoot, linkLines } from './site-links.js'
 
 /**
@@ -175,6 +175,12 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s) => ({ path: s.path, reason: s.reason }))
   if (walked.files.length === 0 && failed.length === 0) throw new CliError(`nothing to deploy: ${opts.dir} has no files (after ignore rules)`)
+  // the deploy is the folder exactly: the server refuses one without a root index.html (1313)
+  // at its manifest, so nothing is hashed or sent
+  if (!walked.files.some((f) => f.path === 'index.html'))
+    throw new CliError(
+      `${opts.dir} has no index.html at its root, and a deploy needs one (error 1313); nothing was sent${nestedIndexHint(opts.dir, walked.files)}`,
+    )
   await checkDeployLimits(
     api,
     walked.files.length,

@@ -272,6 +272,19 @@ export function defaultProject(dirReal: string): string {
   return path.basename(dirReal)
 }
 
+/**
+ * The hint for a folder without a root index.html: the shallowest index.html further down (a
+ * build folder sent from its parent: dist/index.html) and the command that deploys its folder.
+ */
+export function nestedIndexHint(dir: string, files: ReadonlyArray<{ path: string }>): string {
+  const depth = (p: string) => p.split('/').length
+  const nested = files
+    .map((f) => f.path)
+    .filter((p) => p.endsWith('/index.html'))
+    .sort((a, b) => depth(a) - depth(b) || (a < b ? -1 : a > b ? 1 : 0))[0]
+  return nested === undefined ? '' : `; ${nested} is in it: deploy that folder, svc deploy ${path.join(dir, path.dirname(nested))}`
+}
+
 /** Refuses a project name the server could not take as one name (checked before any request). */
 export function checkProjectName(project: string): void {
   if (!project || project.startsWith('.') || /[/\\\u0000-\u001f]/.test(project))
@@ -323,7 +336,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     const live = ((list.json?.folders ?? []) as Array<{ name: string; is_published?: boolean }>).some((f) => f.name === project && f.is_published)
     if (!live)
       throw new CliError(
-        `${opts.dir} has no index.html at its root, and a project is published only with one (error 1313); nothing was uploaded. Add it, or deploy with --no-publish`,
+        `${opts.dir} has no index.html at its root, and a project is published only with one (error 1313); nothing was uploaded. Add it, or deploy with --no-publish${nestedIndexHint(opts.dir, walked.files)}`,
       )
   }
   const toUpload = files.filter((f) => diff.upload.has(f.path))

@@ -78,6 +78,9 @@ export function parseManifest(body: unknown, defaults: { source?: DeploySource }
   if (typeof preview !== 'boolean') throw invalid('preview must be true or false')
   const source = o.source ?? defaults.source ?? 'api'
   if (typeof source !== 'string' || !SOURCES.has(source)) throw invalid('source must be "cli" or "api"')
+  // the manifest is the whole deploy: without a root index.html it can never go live or be
+  // previewed, so the check and the archive refuse it before any file is sent or stored
+  if (!out.has('index.html')) throw new AppError('PUBLISH_NO_INDEX')
   return { files: out, message, preview, source: source as DeploySource }
 }
 
@@ -419,7 +422,6 @@ export function createDeploysService(deps: Deps) {
         }
         if (bytes > config.deployMaxBytes)
           throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `${bytes} bytes in all, at most ${config.deployMaxBytes}` } })
-        if (!m.files.has('index.html')) throw new AppError('PUBLISH_NO_INDEX')
         const rules = await siteRules(new Map(rows.filter((r) => (RULE_FILES as readonly string[]).includes(r.path)).map((r) => [r.path, r])))
         const id = await store.newDeploy(trx, folder.id, { source: m.source, message: m.message, preview: m.preview, siteRules: rules, now })
         let liveId = (await trx.selectFrom('folders').select('live_deploy_id').where('id', '=', folder.id).executeTakeFirstOrThrow()).live_deploy_id
