@@ -155,6 +155,10 @@ for (const engine of ENGINES) {
         assert.equal((await page(project)).text, files['index.html'])
         assert.equal((await page(project, 'css/a.css')).text, files['css/a.css'])
       }
+      // the manifest named as `tar -czf site.tgz ./svc-deploy.json -C site .` names it
+      const dotted = await postArchive(s, u.key, 'tar-dotted', await tarOf([{ ...manifestOf(files), name: './svc-deploy.json' }, ...entries.slice(1)]))
+      assert.equal(dotted.status, 201, dotted.text)
+      assert.equal((await page('tar-dotted', 'css/a.css')).text, files['css/a.css'])
     })
 
     it('a manifest over 16 MiB to deploys/missing: 413 / 1328, as in an archive; at the limit it is read', async () => {

@@ -135,6 +135,9 @@ function refuseType(type: string, path: string): AppError | null {
   }
 }
 
+/** An entry name without its leading "./" (what `tar -C dir .` puts before every name). */
+const undotted = (name: string): string => name.replace(/^(\.\/)+/, '')
+
 /** The archive's own root as a folder entry: "./" or "." (what `tar -C dir .` writes first). */
 const ROOT_DIR = /^\.(\/+\.)*\/*$/
 
@@ -143,7 +146,7 @@ function entryPath(name: string): string {
   const shown = JSON.stringify(name)
   if (name.startsWith('/') || /^[a-zA-Z]:[\\/]/.test(name)) throw new AppError('ARCHIVE_ABSOLUTE', { params: { path: shown } })
   if (name.split(/[\\/]/).includes('..')) throw new AppError('ARCHIVE_TRAVERSAL', { params: { path: shown } })
-  const trimmed = name.replace(/^(\.\/)+/, '').replace(/\/+$/, '')
+  const trimmed = undotted(name).replace(/\/+$/, '')
   const r = checkRelativePath(trimmed)
   if (!r.ok) throw new AppError('ARCHIVE_BAD_PATH', { params: { path: shown, detail: r.reason } })
   return r.path
@@ -298,7 +301,8 @@ export function createDeploysService(deps: Deps) {
         for await (const entry of extract) {
           const h = entry.header
           if (manifest === null) {
-            if (h.name !== MANIFEST_ENTRY || h.type !== 'file')
+            // named as the other entries may be: "./svc-deploy.json" too
+            if (undotted(h.name) !== MANIFEST_ENTRY || h.type !== 'file')
               throw new AppError('MANIFEST_INVALID', { params: { detail: `the archive's first entry must be the file ${MANIFEST_ENTRY}` } })
             if ((h.size ?? 0) > MANIFEST_MAX_BYTES)
               throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `${MANIFEST_ENTRY} is larger than ${MANIFEST_MAX_BYTES} bytes` } })
