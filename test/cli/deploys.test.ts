@@ -159,6 +159,15 @@ for (const engine of ENGINES) {
       const p = await runCli(['promote', r.json.deploy_id, '--project', 'site'], { env })
       assert.equal(p.code, 0, p.stderr)
       assert.equal(await live(), page('three'))
+      // once replaced, the list calls it promoted (a plain rollback goes back to it), the other preview stays one
+      fs.writeFileSync(path.join(dir, 'index.html'), page('four'))
+      assert.equal((await runCli(['deploy', dir, '--project', 'site'], { env })).code, 0)
+      const listed = (await runCli(['deploys', 'site'], { env })).stdout
+      assert.match(listed, new RegExp(`promoted\\s+${r.json.deploy_id}`))
+      assert.match(listed, /\npreview\s+[0-9a-z]{12}/)
+      const back = await runCli(['rollback', '--project', 'site', '--json'], { env })
+      assert.equal(back.json.live_deploy_id, r.json.deploy_id)
+      assert.equal(await live(), page('three'))
     })
 
     it('reuses the hashes of unchanged files from the last deploy, never those of a changed or recent file', async () => {

@@ -224,6 +224,11 @@ for (const engine of ENGINES) {
       assert.equal(back.json.live_deploy_id, checked)
       assert.equal((await page('flow')).text, site('f2')['index.html'])
       assert.notEqual(back.json.live_deploy_id, unseen)
+      // the list tells them apart: the promoted preview has the time it went live, the other none
+      const listed = new Map(((await list('flow')).deploys as Array<{ id: string; promoted_at: string | null }>).map((d) => [d.id, d.promoted_at]))
+      assert.match(String(listed.get(checked)), /^\d{4}-\d\d-\d\dT/)
+      assert.equal(listed.get(unseen), null)
+      assert.ok([...listed].every(([id, at]) => id === checked || at === null))
       // and once more: the deploy before it
       await s.post('/api/folders/flow/rollback', { key: u.key })
       assert.equal((await page('flow')).text, site('f1')['index.html'])

@@ -4991,6 +4991,8 @@ export interface operations {
                             source: string;
                             /** @description made without going live (it may have been promoted since) */
                             is_preview: boolean;
+                            /** @description when a preview first went live (promote, or rollback to it); null otherwise. A plain rollback may go back to it */
+                            promoted_at: string | null;
                             is_live: boolean;
                             /** @description this deploy at the root of its own origin (see the deploy answer) */
                             preview_origin_url: string | null;

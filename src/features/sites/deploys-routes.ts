@@ -21,6 +21,9 @@ const Deploy = Type.Object({
   message: Type.String(),
   source: Type.String({ description: 'cli, api or dashboard' }),
   is_preview: Type.Boolean({ description: 'made without going live (it may have been promoted since)' }),
+  promoted_at: Type.Union([Type.String(), Type.Null()], {
+    description: 'when a preview first went live (promote, or rollback to it); null otherwise. A plain rollback may go back to it',
+  }),
   is_live: Type.Boolean(),
   preview_origin_url: Type.Union([Type.String(), Type.Null()], { description: 'this deploy at the root of its own origin (see the deploy answer)' }),
 })

@@ -217,6 +217,7 @@ export function createDeploysService(deps: Deps) {
     message: d.message,
     source: d.source,
     is_preview: !!d.is_preview,
+    promoted_at: d.promoted_at === null ? null : isoMicros(Number(d.promoted_at)),
     is_live: d.id === liveId,
   })
 

@@ -34,7 +34,8 @@ export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> 
     table(
       ['', 'ID', 'CREATED', 'FILES', 'SIZE', 'SOURCE', 'MESSAGE'],
       deploys.map((d) => [
-        d.is_live ? 'live' : d.is_preview ? 'preview' : '',
+        // a preview once promoted was live: a plain rollback may go back to it
+        d.is_live ? 'live' : d.is_preview ? (d.promoted_at ? 'promoted' : 'preview') : '',
         String(d.id),
         localTime(d.created_at),
         String(d.file_count),

@@ -295,7 +295,7 @@
           if (d.is_live) liveAt = i
         })
         list.forEach(function (d, i) {
-          var badge = d.is_live ? t('deploys.live') : d.is_preview ? t('deploys.preview') : ''
+          var badge = d.is_live ? t('deploys.live') : d.is_preview ? t(d.promoted_at ? 'deploys.promoted' : 'deploys.preview') : ''
           var action = null
           if (!d.is_live) {
             // older than the live one: a rollback; newer (a preview): a promote
