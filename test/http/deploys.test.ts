@@ -7,7 +7,13 @@ import { once } from 'node:events'
 import { gzipSync } from 'node:zlib'
 import { Readable } from 'node:stream'
 import { request } from 'undici'
-import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import os from 'node:os'
+import crypto from 'node:crypto'
+import { Migrator, sql, type Kysely } from 'kysely'
+import { openDatabase } from '../../src/db/kysely.js'
+import { allMigrations } from '../../src/db/migrate.js'
+import { FEATURE_TABLES } from '../../src/features/tables.js'
+import { ENGINES, PG_URL, startServer, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload } from '../support/hosting.js'
 import { expectClientError, expectError } from '../support/errors.js'
 import { deploySite, manifestOf, postArchive, sha, tarOf, type Site, type TarEntry } from '../support/deploys.js'
@@ -696,3 +702,60 @@ describe('archive deploys: the total is checked as the archive streams', () => {
     assert.equal((await s.get(`/${u.username}/bomb/`)).status, 404)
   })
 })
+
+for (const engine of ENGINES) {
+  describe(`archive deploys: the promoted_at migration [${engine}]`, () => {
+    it('marks the previews live at that moment as promoted, and no other deploy', async () => {
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-promoted-'))
+      const db = await openDatabase({ databaseUrl: engine === 'postgres' ? `${PG_URL}?schema=t_prom_${crypto.randomBytes(4).toString('hex')}` : null, dataDir })
+      try {
+        const migrator = new Migrator({
+          db: db.k,
+          provider: { getMigrations: async () => allMigrations(FEATURE_TABLES) },
+          ...(db.schema ? { migrationTableSchema: db.schema } : {}),
+        })
+        assert.equal((await migrator.migrateTo('0797-kv-key-bytes')).error, undefined)
+        const k = db.k as Kysely<any>
+        const now = Date.now()
+        await k.insertInto('users').values({ id: 'u', username: 'u', password_hash: 'x', created_at: now, updated_at: now }).execute()
+        // two projects: one whose live deploy is a promoted preview, one whose live deploy is not a preview
+        for (const [f, live] of [
+          ['f1', 'p1live'],
+          ['f2', 'd2live'],
+        ])
+          await k
+            .insertInto('folders')
+            .values({ id: f, user_id: 'u', name: f, is_published: 1, created_at: now, updated_at: now, live_deploy_id: live })
+            .execute()
+        const deploys: Array<[string, string, number]> = [
+          ['d1', 'f1', 0],
+          ['p1live', 'f1', 1],
+          ['p1other', 'f1', 1],
+          ['d2live', 'f2', 0],
+          ['p2', 'f2', 1],
+        ]
+        for (const [i, [id, folder, preview]] of deploys.entries())
+          await k
+            .insertInto('deploys')
+            .values({ id, folder_id: folder, seq: i + 1, created_at: now + i, file_count: 0, bytes: 0, source: 'cli', is_preview: preview })
+            .execute()
+        assert.equal((await migrator.migrateToLatest()).error, undefined)
+        const rows = await k.selectFrom('deploys').select(['id', 'created_at', 'promoted_at']).orderBy('id').execute()
+        assert.deepEqual(
+          rows.map((r) => [r.id, r.promoted_at === null ? null : Number(r.promoted_at) === Number(r.created_at)]),
+          [
+            ['d1', null],
+            ['d2live', null],
+            ['p1live', true],
+            ['p1other', null],
+            ['p2', null],
+          ],
+        )
+      } finally {
+        if (db.schema) await sql`drop schema if exists ${sql.id(db.schema)} cascade`.execute(db.k)
+        await db.close()
+        fs.rmSync(dataDir, { recursive: true, force: true })
+      }
+    })
+  })
+}
