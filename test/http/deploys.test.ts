@@ -714,7 +714,7 @@ for (const engine of ENGINES) {
           provider: { getMigrations: async () => allMigrations(FEATURE_TABLES) },
           ...(db.schema ? { migrationTableSchema: db.schema } : {}),
         })
-        assert.equal((await migrator.migrateTo('0797-kv-key-bytes')).error, undefined)
+        assert.equal((await migrator.migrateTo('0798-kv-retired-version')).error, undefined)
         const k = db.k as Kysely<any>
         const now = Date.now()
         await k.insertInto('users').values({ id: 'u', username: 'u', password_hash: 'x', created_at: now, updated_at: now }).execute()

@@ -133,7 +133,7 @@ export const deploysMigrations: Record<string, Migration> = {
   },
   // when a preview first went live (promote or rollback to it): a plain rollback may go back to
   // it, as to any deploy visitors had (decision 154); a preview live now was promoted
-  '0798-deploys-promoted': {
+  '0799-deploys-promoted': {
     async up(db: Kysely<any>) {
       await db.schema.alterTable('deploys').addColumn('promoted_at', 'bigint').execute()
       await sql`UPDATE deploys SET promoted_at = created_at
