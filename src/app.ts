@@ -1,6 +1,6 @@
 import crypto from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import formbody from '@fastify/formbody'
 import multipart from '@fastify/multipart'
 import swagger from '@fastify/swagger'
@@ -21,6 +21,7 @@ import { observeSendfile } from './observability/metrics.js'
 import { startDefaultMetrics } from './observability/registry.js'
 import { sendfileStats } from './http/sendfile.js'
 import { isApiPath } from './http/api-path.js'
+import { methodIndex, ROUTER_OPTIONS } from './http/allowed-methods.js'
 import { installTossedCookieClearing } from './http/tossed-cookies.js'
 import { SECURITY_SCHEMES, transformDocument, transformRoute } from './features/docs/openapi.js'
 
@@ -115,7 +116,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       const given = config.trustProxy ? req.headers['x-request-id'] : undefined
       return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomId()
     },
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 2048 },
+    routerOptions: ROUTER_OPTIONS,
     // while svc stops, a request that still arrives on an open connection (pipelined, or on a
     // keep-alive connection not yet reaped) is answered as usual, with Connection: close, as
     // nginx does on a graceful stop; Fastify's own 503 is in no format of the spec's
@@ -244,16 +245,19 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   for (const f of FEATURES) states.set(f.name, await f.init?.(deps))
   app.decorate('featureState', (name: string) => states.get(name))
 
-  // API context: /svc_api/... and /api/...
+  // API context: /svc_api/... and /api/...; a request no route takes is answered from the
+  // methods its path has (405 with Allow, else 404), through the guard like any route
+  const apiMethods = methodIndex()
   await app.register(async (api) => {
     installApiGuard(api, deps)
+    apiMethods.track(api)
     for (const f of FEATURES) await f.api?.(api, deps, states.get(f.name))
-    const notFound = async () => {
-      throw new AppError('NOT_FOUND')
+    const notFound = async (req: FastifyRequest) => {
+      throw apiMethods.miss(req.method, req.url)
     }
     for (const prefix of ['/svc_api', '/api']) {
-      api.all(prefix, { schema: { hide: true } }, notFound)
-      api.all(`${prefix}/*`, { schema: { hide: true } }, notFound)
+      api.all(prefix, { schema: { hide: true }, config: { refusesMethod: true } }, notFound)
+      api.all(`${prefix}/*`, { schema: { hide: true }, config: { refusesMethod: true } }, notFound)
     }
   })
   // public content and the service's pages: no API guard
@@ -267,7 +271,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   app.setNotFoundHandler((req, reply) => {
-    if (isApiPath(req.url)) return sendAppError(req, reply, new AppError('NOT_FOUND'), config, 'A')
+    if (isApiPath(req.url)) return sendAppError(req, reply, apiMethods.miss(req.method, req.url), config, 'A')
     return reply.code(404).type('text/plain; charset=utf-8').send('Not Found')
   })
   return app

@@ -544,6 +544,9 @@ export const ERRORS = {
 
   // 1400-1499 business logic
   NOT_FOUND: def(1404, 'NOT_FOUND', 404, '接口不存在', 'No such endpoint', '检查请求路径和方法', 'Check the request path and method'),
+  // a path that exists, asked with a method it does not take: still "no such endpoint" (an
+  // endpoint is a method and a path), with 405 and Allow (decision 144)
+  METHOD_NOT_ALLOWED: def(1404, 'NOT_FOUND', 405, '此路径不支持 {method} 方法', 'This path does not accept {method}', '改用 {allow}', 'Use {allow}'),
   RESOURCE_NOT_FOUND: def(1405, 'NOT_FOUND', 404, '资源不存在', 'Not found', '检查资源标识', 'Check the identifier'),
   VERSION_CONFLICT: def(
     1409,

@@ -60,6 +60,8 @@ declare module 'fastify' {
     mediaTypeError?: ErrorKey
     /** The error a body over the route's bodyLimit answers, given that limit (default: 413 / 1109). */
     bodyTooLarge?: (limit: number) => AppError
+    /** A route that only refuses its method (a catch-all, a 405): not among the methods its path has (http/allowed-methods.ts). */
+    refusesMethod?: true
   }
   interface FastifyInstance {
     /** Registers a FastPath (see above); it runs only when the app has a server factory. */

@@ -81,5 +81,51 @@ for (const engine of ENGINES) {
         assert.equal(r.json.success, false)
       }
     })
+
+    describe('answers a method an existing API path does not take with 405 and Allow (decision 144)', () => {
+      const cases: Array<[string, string, string]> = [
+        ['DELETE', '/svc_api/data/get?key=k', 'GET, HEAD, OPTIONS'],
+        ['POST', '/svc_api/upload/info', 'GET, HEAD'],
+        ['PUT', '/svc_api/data/public/someone/k', 'GET, HEAD, OPTIONS'],
+        ['PATCH', '/api/folders/site/publish', 'POST'],
+      ]
+      for (const [method, p, allow] of cases) {
+        it(`${method} ${p}: 405, Allow: ${allow}, 1404 in format A with rate-limit headers`, async () => {
+          const r = await s.request(method, p, { key: alice.key })
+          expectError(r, 405, 1404)
+          assert.equal(r.json.error_type, 'NOT_FOUND')
+          assert.equal(r.header('allow'), allow)
+          assert.match(r.json.message, new RegExp(method))
+          assert.ok(r.header('x-ratelimit-limit'))
+        })
+      }
+      it('a missing path is still 404 for every method, and HEAD and preflights of real routes still answer', async () => {
+        for (const m of ['GET', 'DELETE', 'POST']) {
+          const r = await s.request(m, '/svc_api/data/nope', { key: alice.key })
+          expectError(r, 404, 1404)
+          assert.equal(r.header('allow'), undefined)
+        }
+        const head = await s.request('HEAD', '/svc_api/upload/info', { key: alice.key })
+        assert.equal(head.status, 200)
+        const pre = await s.request('OPTIONS', '/svc_api/data/get', {
+          headers: { origin: 'https://page.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+        })
+        assert.equal(pre.status, 204)
+        assert.equal(pre.header('access-control-allow-origin'), '*')
+      })
+      it('/mcp, outside the catch-all: a method it has no route for is 405 with Allow: POST', async () => {
+        const r = await s.request('OPTIONS', '/mcp', { key: alice.key })
+        expectError(r, 405, 1404)
+        assert.equal(r.header('allow'), 'POST')
+        // its own refusals of GET and DELETE keep their code
+        const g = await s.get('/mcp', { key: alice.key })
+        expectError(g, 405, 1442)
+        assert.equal(g.header('allow'), 'POST')
+      })
+      it('a route that also has a wrong-method sibling keeps its own answer', async () => {
+        const r = await s.request('DELETE', '/svc_api/data/delete?key=missing-one', { key: alice.key })
+        expectError(r, 404, 1604)
+      })
+    })
   })
 }

@@ -108,7 +108,13 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
     throw new AppError('MCP_METHOD')
   }
   for (const method of ['GET', 'DELETE', 'PUT', 'PATCH'] as const) {
-    app.route({ method, url: MCP_PATH, config: { auth: 'none', rateLimit: false, lang: 'en' }, schema: { hide: true }, handler: methodNotAllowed })
+    app.route({
+      method,
+      url: MCP_PATH,
+      config: { auth: 'none', rateLimit: false, lang: 'en', refusesMethod: true },
+      schema: { hide: true },
+      handler: methodNotAllowed,
+    })
   }
 
   app.post(

@@ -1,0 +1,53 @@
+import type { FastifyInstance, RouteOptions } from 'fastify'
+import Router from 'find-my-way'
+import { AppError } from '../errors/app-error.js'
+
+/** The router options of the app; the method index matches paths with the same ones. */
+export const ROUTER_OPTIONS = { ignoreTrailingSlash: false, maxParamLength: 2048 } as const
+
+/** The order methods are listed in an Allow header. */
+const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+const rank = (m: string) => (ORDER.includes(m) ? ORDER.indexOf(m) : ORDER.length)
+
+/**
+ * Which methods a path of a route context has: a second router holding the context's routes
+ * as Fastify's own router holds them (same path syntax and options), asked only when no route
+ * matched the request's method, so a real route always wins. `track(app)` must run before the
+ * routes are added (an onRoute hook); routes with `config.refusesMethod` are not tracked.
+ */
+export function methodIndex() {
+  const router = Router(ROUTER_OPTIONS)
+  const methods = new Set<string>()
+  const seen = new Set<string>()
+  const add = (method: string, url: string) => {
+    if (seen.has(`${method} ${url}`)) return
+    seen.add(`${method} ${url}`)
+    methods.add(method)
+    router.on(method as Router.HTTPMethod, url, () => undefined)
+  }
+  /** The methods `url` (path and query, as on the request line) has, in Allow order. */
+  const allowed = (url: string): string[] => [...methods].filter((m) => router.find(m as Router.HTTPMethod, url) !== null).sort((a, b) => rank(a) - rank(b))
+  return {
+    allowed,
+    track(app: FastifyInstance): void {
+      app.addHook('onRoute', (route: RouteOptions) => {
+        if (route.config?.refusesMethod) return
+        for (const m of Array.isArray(route.method) ? route.method : [route.method]) {
+          add(m, route.url)
+          // Fastify answers HEAD on every GET route (exposeHeadRoutes)
+          if (m === 'GET') add('HEAD', route.url)
+        }
+      })
+    },
+    /**
+     * The error of a request no route took: 405 with Allow when the path has other methods
+     * (RFC 9110 15.5.6), else 404; both are 1404, "no such endpoint" (decision 144).
+     */
+    miss(method: string, url: string): AppError {
+      const allow = allowed(url).filter((m) => m !== method)
+      if (allow.length === 0) return new AppError('NOT_FOUND')
+      const list = allow.join(', ')
+      return new AppError('METHOD_NOT_ALLOWED', { params: { method, allow: list }, headers: { Allow: list } })
+    },
+  }
+}
