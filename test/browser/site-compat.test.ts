@@ -12,13 +12,14 @@ const engine = ENGINES[0]
 /**
  * A small single-page app as people write them, built for a base path (as Vite's `base`
  * does): a crossorigin module script importing another module, a crossorigin stylesheet with
- * a web font, fetch of its own JSON, the three kinds of storage, and history routing.
+ * a web font, a classic `.cjs` script, fetch of its own JSON, the three kinds of storage, and history routing.
  * Everything it finds goes to window.__out; the title turns "ready" when it is done.
  */
 function spaSite(base: string): BatchFile[] {
   const index = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>loading</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${base}assets/style.css" crossorigin>
+<script src="${base}assets/legacy.cjs"></script>
 <script type="module" src="${base}assets/app.js" crossorigin></script>
 </head><body><h1 id="title">loading</h1><nav><a href="${base}about/team" data-link>team</a></nav>
 <p id="route"></p><span id="font">AAAA</span></body></html>`
@@ -28,7 +29,7 @@ h1 { color: rgb(1, 2, 3); }
   const lib = 'export const greet = (who) => `hello ${who}`\n'
   const app = `import { greet } from './lib.js'
 const root = new URL('../', import.meta.url)
-const out = { greet: greet('svc') }
+const out = { greet: greet('svc'), cjs: window.legacy ?? 'not run' }
 const attempt = async (name, fn) => { try { out[name] = await fn() } catch (e) { out[name] = 'threw:' + (e && e.name) } }
 await attempt('data', async () => (await (await fetch(new URL('data.json', root))).json()).message)
 await attempt('localBefore', () => localStorage.getItem('visited'))
@@ -67,6 +68,8 @@ document.title = 'ready'
     { filename: 'assets/fonts/tiny.ttf', data: tinyFont() },
     { filename: 'assets/app.js', data: app },
     { filename: 'assets/lib.js', data: lib },
+    // a classic script with the extension CommonJS builds use: it runs only when served as JavaScript
+    { filename: 'assets/legacy.cjs', data: "window.legacy = 'ran'\n" },
     { filename: 'data.json', data: JSON.stringify({ message: 'data from json' }) },
     { filename: '_redirects', data: '/* /index.html 200\n' },
   ]
@@ -131,6 +134,7 @@ describe(`a modern static site in Chromium [${engine}]`, () => {
         out,
         {
           greet: 'hello svc',
+          cjs: 'ran',
           data: 'data from json',
           localBefore: null,
           local: 'yes',
@@ -219,6 +223,7 @@ describe(`the same site on the path form (CONTENT_DOMAIN=off) [${engine}]`, () =
       assert.match(res?.headers()['content-security-policy'] ?? '', /sandbox/)
       const out = await ready(page)
       assert.equal(out.greet, 'hello svc', 'the module script and its import ran')
+      assert.equal(out.cjs, 'ran', 'the .cjs classic script ran')
       assert.equal(out.data, 'data from json', "fetch read the site's JSON")
       assert.equal(out.color, 'rgb(1, 2, 3)', 'the crossorigin stylesheet applied')
       assert.equal(out.fontWidth, 400, 'the web font loaded')

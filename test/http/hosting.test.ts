@@ -5,6 +5,7 @@ import zlib from 'node:zlib'
 import https from 'node:https'
 import { ENGINES, REDIS_URL, multipart, needs, startServer, type Res, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
+import { deploySite } from '../support/deploys.js'
 
 const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex')
 const BIG_PAGE = HTML('big', '<p>' + 'lorem ipsum dolor sit amet '.repeat(400) + '</p>')
@@ -142,6 +143,17 @@ for (const engine of ENGINES) {
         ['css/site.css', 'body{}', 'text/css; charset=utf-8'],
         ['js/app.js', 'console.log(1)', 'text/javascript; charset=utf-8'],
         ['js/mod.mjs', 'export {}', 'text/javascript; charset=utf-8'],
+        // what today's build tools emit, compared with nginx's mime.types and Netlify (decision 145)
+        ['js/common.cjs', 'module.exports = 1', 'text/javascript; charset=utf-8'],
+        ['js/app.js.map', '{"version":3}', 'application/json; charset=utf-8'],
+        ['img/a.avif', Buffer.from('0000001c66747970', 'hex'), 'image/avif'],
+        ['img/a.webp', Buffer.from('RIFF\0\0\0\0WEBP'), 'image/webp'],
+        ['favicon.ico', Buffer.from([0, 0, 1, 0, 1, 0]), 'image/x-icon'],
+        ['sitemap.xml', '<?xml version="1.0"?><urlset/>', 'application/xml'],
+        ['doc.pdf', Buffer.from('%PDF-1.7\n'), 'application/pdf'],
+        ['v/clip.mp4', Buffer.from('0000001866747970', 'hex'), 'video/mp4'],
+        ['v/clip.webm', Buffer.from('1a45dfa3', 'hex'), 'video/webm'],
+        ['v/subs.vtt', 'WEBVTT\n', 'text/vtt; charset=utf-8'],
         ['data.json', '{"a":1}', 'application/json; charset=utf-8'],
         ['img/logo.svg', '<svg xmlns="http://www.w3.org/2000/svg"/>', 'image/svg+xml'],
         ['img/p.png', Buffer.from('89504e470d0a1a0a', 'hex'), 'image/png'],
@@ -181,6 +193,40 @@ for (const engine of ENGINES) {
       assert.equal(missing.status, 404)
       assert.equal(missing.header('content-type'), 'text/plain; charset=utf-8')
       assert.equal((await s.get(`/${u.username}/site/css/`)).status, 404, 'a directory without index.html')
+    })
+
+    it('serves a type an older table stored as the current table names it, and rewrites it on the next upload', async () => {
+      const script = 'module.exports = "é"'
+      // rows as versions before decision 145 stored them, changed before the first request
+      const old: Array<[string, string | Buffer, string]> = [
+        ['lib.cjs', script, 'application/node'],
+        ['favicon.ico', Buffer.from([0, 0, 1, 0]), 'image/vnd.microsoft.icon'],
+      ]
+      const files = [{ filename: 'index.html', data: HTML('stale') }, ...old.map(([filename, data]) => ({ filename, data }))]
+      await batchUpload(s, { key: u.key }, 'stale', files)
+      assert.equal((await s.post('/api/folders/stale/publish', { key: u.key })).status, 200)
+      for (const [p, data, type] of old)
+        for (const table of ['folder_files', 'deploy_files'] as const)
+          await s.deps.db.k.updateTable(table).set({ content_type: type }).where('path', '=', p).where('digest', '=', sha(data)).execute()
+      const js = await s.get(`/${u.username}/stale/lib.cjs`)
+      assert.equal(js.header('content-type'), 'text/javascript')
+      assert.equal(js.text, script)
+      assert.equal((await s.get(`/${u.username}/stale/favicon.ico`)).header('content-type'), 'image/x-icon')
+      // an archive deploy that reuses the stored bytes without sending them reads them for the charset
+      const { check, res } = await deploySite(s, u.key, 'stale-copy', { 'index.html': HTML('stale'), 'copy.cjs': script })
+      assert.deepEqual(check.json.missing, [])
+      assert.equal(res.status, 201, res.text)
+      assert.equal((await s.get(`/${u.username}/stale-copy/copy.cjs`)).header('content-type'), 'text/javascript; charset=utf-8')
+      // the next upload of the same bytes stores the current type, with its charset
+      await batchUpload(s, { key: u.key }, 'stale', [{ filename: 'lib.cjs', data: script }], true)
+      const row = await s.deps.db.k
+        .selectFrom('folder_files')
+        .select('content_type')
+        .where('path', '=', 'lib.cjs')
+        .where('digest', '=', sha(script))
+        .executeTakeFirstOrThrow()
+      assert.equal(row.content_type, 'text/javascript; charset=utf-8')
+      assert.equal((await s.get(`/${u.username}/stale/lib.cjs`)).header('content-type'), 'text/javascript; charset=utf-8')
     })
 
     it('shows every write at once: update, overwrite, delete, unpublish (and a 404 that becomes a page)', async () => {

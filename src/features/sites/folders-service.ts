@@ -1,6 +1,5 @@
 import type { Readable } from 'node:stream'
 import { isUtf8 } from 'node:buffer'
-import mime from 'mime-types'
 import type { Deps } from '../../deps.js'
 import type { Trx } from '../../db/kysely.js'
 import { AppError } from '../../errors/app-error.js'
@@ -12,6 +11,7 @@ import { newId } from '../../auth/tokens.js'
 import { isoLocal, isoMicros } from '../../util/time.js'
 import { guardUpload } from '../../http/multipart.js'
 import { ContentWatcher } from './sniff.js'
+import { contentTypeFor } from './content-types.js'
 import { invalidateHosting } from './invalidate.js'
 import { checkName, checkRelativePath, decodeSegment, decodeUrlPath, encodePath, PathTree } from './paths.js'
 import { createFoldersStore, type FolderFileRow, type FolderRow } from './folders-store.js'
@@ -50,12 +50,6 @@ export interface StagedFile {
 export interface FolderRef {
   name: string
   display: string
-}
-
-/** Content-Type from the extension (never from the client); charset only for valid UTF-8 text. */
-export function contentTypeFor(path: string, validUtf8: boolean): string {
-  const ct = mime.contentType(path.slice(path.lastIndexOf('/') + 1)) || 'application/octet-stream'
-  return validUtf8 ? ct : ct.replace(/;\s*charset=[^;]+/i, '')
 }
 
 /** Folder projects: batch upload, list, read, publish, unpublish, diff, delete. */

@@ -21,6 +21,7 @@ import {
   type SiteRules,
 } from './site-rules.js'
 import { dropOldest } from '../../util/oldest.js'
+import { servedType } from './content-types.js'
 
 /** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
 export const FROM_FILE_MAX = 2 * 1024 * 1024
@@ -137,13 +138,15 @@ export function fileEntry(
 ): FileEntry {
   const size = Number(r.size)
   const lastModifiedSec = Math.floor(Number(r.mtime) / 1000)
-  const compressible = COMPRESSIBLE.test(r.content_type) && size >= 256
+  // a type an older table stored is served as the current table names it (decision 145)
+  const type = servedType(r.content_type)
+  const compressible = COMPRESSIBLE.test(type) && size >= 256
   const etag = etagOf(r.digest)
   let ok: Prepared
   if (extra.length === 0) {
     ok = prepareShared(plainHead(status, site, compressible), [
       'Content-Type',
-      r.content_type,
+      type,
       'Last-Modified',
       httpDate(lastModifiedSec),
       'ETag',
@@ -152,7 +155,7 @@ export function fileEntry(
       String(size),
     ])
   } else {
-    const common = ['Content-Type', r.content_type, 'Last-Modified', httpDate(lastModifiedSec), ...fileHeaders(site, compressible)]
+    const common = ['Content-Type', type, 'Last-Modified', httpDate(lastModifiedSec), ...fileHeaders(site, compressible)]
     ok = prepareEntry(status, withRuleHeaders(common, extra), etag, size)
   }
   return {

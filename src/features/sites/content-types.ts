@@ -1,0 +1,36 @@
+import mime from 'mime-types'
+
+/**
+ * Where a hosted file's type differs from mime-db's: what browsers need and what nginx's
+ * mime.types and Netlify send (decision 145). `.cjs` is a script (mime-db says
+ * `application/node`, which a browser refuses to run under nosniff); `.ico` is `image/x-icon`,
+ * as nginx and Microsoft's own software name it.
+ */
+const BY_EXTENSION: Record<string, string> = {
+  cjs: 'text/javascript; charset=utf-8',
+  ico: 'image/x-icon',
+}
+
+/**
+ * Types older versions stored that the table above now corrects, each to its new type without
+ * a charset (the stored type cannot say whether the bytes were valid UTF-8).
+ */
+const STALE: Record<string, string> = {
+  'application/node': 'text/javascript',
+  'image/vnd.microsoft.icon': 'image/x-icon',
+}
+
+/** Content-Type from the extension (never from the client); charset only for valid UTF-8 text. */
+export function contentTypeFor(path: string, validUtf8: boolean): string {
+  const name = path.slice(path.lastIndexOf('/') + 1)
+  // the extension as mime-types reads it: after the last dot, or the whole name without one
+  const ext = name.slice(name.lastIndexOf('.') + 1).toLowerCase()
+  const ct = (Object.hasOwn(BY_EXTENSION, ext) ? BY_EXTENSION[ext] : undefined) ?? (mime.contentType(name) || 'application/octet-stream')
+  return validUtf8 ? ct : ct.replace(/;\s*charset=[^;]+/i, '')
+}
+
+/** The type a stored file is served with: its stored type, or what a stale one became. */
+export const servedType = (stored: string): string => (Object.hasOwn(STALE, stored) ? STALE[stored] : stored)
+
+/** Whether a stored type was made by an older table (its charset then tells nothing). */
+export const isStaleType = (stored: string): boolean => Object.hasOwn(STALE, stored)
