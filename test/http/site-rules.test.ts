@@ -226,6 +226,10 @@ for (const engine of ENGINES) {
         ['path', `/${user.username}/site//docs//`, `/${user.username}/site/docs/`],
         ['site', '//site/about', '/site/about'],
         ['site', '///site//', '/site/'],
+        // before the username too, on the service's host
+        ['path', `//${user.username}/site/about`, `/${user.username}/site/about`],
+        ['path', `///${user.username}//site//?x=1`, `/${user.username}/site/?x=1`],
+        ['path', `//${user.username.toUpperCase()}/site/`, `/${user.username.toUpperCase()}/site/`],
       ]
       for (const [where, p, location] of merged) {
         const r = await raw(where, p, '')
@@ -239,6 +243,13 @@ for (const engine of ENGINES) {
           assert.ok(r.location === undefined || /^\/[^/\\]/.test(r.location), `${where} ${p}: ${r.location}`)
           assert.notEqual(r.status, 301, `${where} ${p}`)
         }
+      }
+      // on the service's host, where the first segment is the username: a merged path whose
+      // first segment names no user is not redirected, and no Location ever names another host
+      for (const p of ['//evil.example/x', '///x', '/\\evil.example', '/%2F%2Fevil.example', '//%2F/evil.example', '//\\evil.example/x', '//login']) {
+        const r = await raw('path', p, '')
+        assert.equal(r.location, undefined, `${p}: ${r.status} ${r.location}`)
+        assert.ok([400, 404].includes(r.status), `${p}: ${r.status}`)
       }
     })
 

@@ -552,6 +552,22 @@ export function createHostHandler(
     return true
   }
 
+  /**
+   * A path-form path with repeated slashes before the username (`//alice/site/`): 301 to the
+   * merged path when its first segment names a user, as repeated slashes after it are
+   * (resolver.ts, decision 111). The Location starts with one slash and a username, so it never
+   * names another host (`//evil.example`, `/\evil.example`); any other such path is left to the
+   * router (404).
+   */
+  function mergedLeading(res: ServerResponse, path: string, query: string): boolean {
+    if (path.charCodeAt(1) !== 0x2f) return false
+    const merged = path.replace(/\/{2,}/g, '/')
+    if (pathUser(pathFormName(merged).username) === null) return false
+    res.writeHead(301, ['Location', merged + query, ...plainHeaders(0)])
+    res.end()
+    return true
+  }
+
   /** The raw name after /{username}/ of a path-form path ('' when there is none). */
   const pathFormName = (path: string): { username: string; rawName: string } => {
     const a = path.indexOf('/', 1)
@@ -599,6 +615,7 @@ export function createHostHandler(
       const m = req.method
       if ((m !== 'GET' && m !== 'HEAD') || req.headers['service-worker'] !== undefined) return false
       const { path, query } = split(req.url ?? '/')
+      if (mergedLeading(res, path, query)) return true
       if (toSite(req, res, path, query)) return true
       // held content (abuse handling) and holds not loaded yet go through the router
       if (holds !== null && holds.stateOf(path) !== null) return false
