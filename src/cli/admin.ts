@@ -18,6 +18,7 @@ import { openBlobStore } from '../storage/open.js'
 import { sweepBlobs } from '../storage/sweeper.js'
 import { BackupError, backupSqlite, openSnapshot, openSnapshotTarget, restoreSqlite } from './backup.js'
 import { writeAudit } from '../features/admin/store.js'
+import { assertDatabase, databaseState, missingDatabase, MissingDatabaseError, newDatabaseNote } from './data-dir.js'
 import os from 'node:os'
 
 /** Commands that change something: each run goes to the audit log, like the web console's actions. */
@@ -67,6 +68,7 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
       await (cmd === 'backup' ? backupCommand(args, config) : restoreCommand(args, config))
       return 0
     } catch (e) {
+      if (e instanceof MissingDatabaseError) return refuseDataDir(e.message)
       if (e instanceof UsageError || e instanceof BackupError || isParseArgsError(e)) {
         process.stderr.write(`error: ${e.message}\n`)
         return e instanceof BackupError ? 1 : 2
@@ -74,6 +76,11 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
       throw e
     }
   }
+  // a DATA_DIR without svc.db (a mistyped one) is refused before anything is opened or made
+  // there; migrate (and restore) make a database on purpose (docs/cli.md)
+  const before = databaseState(config)
+  const missing = cmd === 'migrate' ? null : missingDatabase(config)
+  if (missing !== null) return refuseDataDir(missing)
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   try {
     const taken: { copy?: string } = {}
@@ -82,6 +89,8 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
       FEATURE_TABLES,
       snapshotFirst(config, (c) => (taken.copy = c)),
     )
+    const created = newDatabaseNote(before)
+    if (cmd === 'migrate' && created !== null) out(`created a new database ${path.join(config.dataDir, 'svc.db')} (${created})`)
     if (cmd === 'migrate')
       out(
         applied.length === 0
@@ -116,6 +125,12 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
   } finally {
     await db.close()
   }
+}
+
+/** A refused DATA_DIR: the message, exit 78 (a configuration problem, as loadConfig's). */
+function refuseDataDir(message: string): number {
+  process.stderr.write(`error: ${message}\n`)
+  return 78
 }
 
 async function run(cmd: string, args: string[], db: Db, config: Config): Promise<void> {
@@ -337,6 +352,7 @@ async function backupCommand(args: string[], config: Config): Promise<void> {
   if (keep !== undefined && !/^[1-9]\d*$/.test(keep)) throw new UsageError('--keep takes a number of snapshots (1 or more)')
   if (config.databaseUrl) throw new BackupError(`svc backup covers SQLite (DATA_DIR/svc.db) only; with PostgreSQL follow the procedure in ${BACKUP_DOC}`)
   if (config.storageUrl?.startsWith('s3://')) throw new BackupError(`svc backup covers a local blob store only; with S3 follow the procedure in ${BACKUP_DOC}`)
+  assertDatabase(config)
   const target = await openSnapshotTarget(positionals[0])
   const blobs = await openBlobStore(config)
   try {

@@ -8,6 +8,7 @@ import { BLOB_COLUMNS } from '../features/tables.js'
 import { sendfileAvailable } from '../http/sendfile.js'
 import { backupSqlite, openSnapshotTarget } from './backup.js'
 import type { Deps } from '../deps.js'
+import { databaseState, newDatabaseNote } from './data-dir.js'
 
 const SWEEP_EVERY_MS = 15 * 60_000
 const SWEEP_GRACE_MS = 60 * 60_000
@@ -15,11 +16,14 @@ const SWEEP_GRACE_MS = 60 * 60_000
 /** `svc serve`: connect, migrate, listen, print the URL; close cleanly on SIGTERM/SIGINT. */
 export async function serve(config: Config): Promise<void> {
   // TLS files first: a bad one stops start-up (exit 78) before anything is opened
+  // the first start makes the data folder and its database: the start line says so, so a
+  // mistyped DATA_DIR shows at once (operator commands refuse one: cli/data-dir.ts)
+  const created = newDatabaseNote(databaseState(config))
   const tls = await tlsMaterial(config)
   const deps = await createDeps(config)
   const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls) })
   const l = await listen(app, config, tls !== null)
-  const db = config.databaseUrl ? `postgres (${redact(config.databaseUrl)})` : `sqlite (${config.dataDir}/svc.db)`
+  const db = config.databaseUrl ? `postgres (${redact(config.databaseUrl)})` : `sqlite (${config.dataDir}/svc.db${created === null ? '' : `: new, ${created}`})`
   if (l.httpsUrl) {
     process.stdout.write(`svc listening on ${l.httpsUrl} (HTTP on ${l.httpUrl} redirects to HTTPS); database ${db}; storage ${deps.blobs.kind}\n`)
     const sites = config.contentDomain

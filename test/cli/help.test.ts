@@ -1,4 +1,4 @@
-import { describe, it } from 'node:test'
+import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -59,6 +59,14 @@ describe('svc help', () => {
   })
 
   // each an operator command's bad arguments: exit 2 and one "error:" message, nothing done
+  // (on a data folder that holds a database: a folder without one is refused first, data-dir.test.ts)
+  let withDb = ''
+  before(async () => {
+    withDb = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-help-db-'))
+    const m = await runCli(['migrate'], { env: { DATA_DIR: withDb } })
+    assert.equal(m.code, 0, m.stderr)
+  })
+  after(() => fs.rmSync(withDb, { recursive: true, force: true }))
   const bad: Array<[args: string[], message: RegExp]> = [
     [['serve', '--bogus'], /^error: Unknown option '--bogus'/],
     [['key', 'create', 'bob', '--nope'], /^error: Unknown option '--nope'/],
@@ -69,15 +77,10 @@ describe('svc help', () => {
   ]
   for (const [args, message] of bad) {
     it(`svc ${args.join(' ')}: a usage error`, async () => {
-      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-help-'))
-      try {
-        const r = await runCli(args, { env: { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1' } })
-        assert.equal(r.code, 2, r.stderr)
-        assert.match(r.stderr, message)
-        assert.equal(r.stdout, '')
-      } finally {
-        fs.rmSync(dataDir, { recursive: true, force: true })
-      }
+      const r = await runCli(args, { env: { DATA_DIR: withDb, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1' } })
+      assert.equal(r.code, 2, r.stderr)
+      assert.match(r.stderr, message)
+      assert.equal(r.stdout, '')
     })
   }
 })
