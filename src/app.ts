@@ -245,15 +245,17 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   for (const f of FEATURES) states.set(f.name, await f.init?.(deps))
   app.decorate('featureState', (name: string) => states.get(name))
 
-  // API context: /svc_api/... and /api/...; a request no route takes is answered from the
-  // methods its path has (405 with Allow, else 404), through the guard like any route
-  const apiMethods = methodIndex()
+  // the methods each path of the API and pages contexts has: a request no route takes is
+  // answered 405 with Allow when its path has others, else 404 (the public host answers its
+  // own paths' methods itself)
+  const methods = methodIndex()
+  // API context: /svc_api/... and /api/...; its misses go through the guard like any route
   await app.register(async (api) => {
     installApiGuard(api, deps)
-    apiMethods.track(api)
+    methods.track(api)
     for (const f of FEATURES) await f.api?.(api, deps, states.get(f.name))
     const notFound = async (req: FastifyRequest) => {
-      throw apiMethods.miss(req.method, req.url)
+      throw methods.miss(req.method, req.url)
     }
     for (const prefix of ['/svc_api', '/api']) {
       api.all(prefix, { schema: { hide: true }, config: { refusesMethod: true } }, notFound)
@@ -265,13 +267,15 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     for (const f of FEATURES) await f.public?.(pub, deps, states.get(f.name))
   })
   await app.register(async (pages) => {
+    methods.track(pages)
     for (const f of FEATURES) await f.pages?.(pages, deps, states.get(f.name))
+    pages.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   })
 
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
-
   app.setNotFoundHandler((req, reply) => {
-    if (isApiPath(req.url)) return sendAppError(req, reply, apiMethods.miss(req.method, req.url), config, 'A')
+    if (isApiPath(req.url)) return sendAppError(req, reply, methods.miss(req.method, req.url), config, 'A')
+    const allow = methods.allowed(req.url).filter((m) => m !== req.method)
+    if (allow.length > 0) return reply.code(405).header('Allow', allow.join(', ')).type('text/plain; charset=utf-8').send('Method Not Allowed')
     return reply.code(404).type('text/plain; charset=utf-8').send('Not Found')
   })
   return app

@@ -313,8 +313,12 @@ for (const engine of ENGINES) {
         const exposed = (r.header('access-control-expose-headers') ?? '').toLowerCase().split(/\s*,\s*/)
         for (const h of ['etag', 'content-range', 'accept-ranges']) assert.ok(exposed.includes(h), `${form}: ${h} exposed`)
       }
-      // a first segment that names no user is not hosted content
-      assert.equal((await s.request('OPTIONS', '/static/x')).status, 404)
+      // a first segment that names no user is not hosted content: the service's own path
+      // answers for its methods (decision 144), with no preflight grant
+      const own = await s.request('OPTIONS', '/static/x')
+      assert.equal(own.status, 405)
+      assert.equal(own.header('allow'), 'GET, HEAD')
+      assert.equal(own.header('access-control-allow-origin'), undefined)
     })
 
     it('refuses writes to hosted content with 405 and Allow, on both URL forms, as a static server does', async () => {
@@ -337,7 +341,8 @@ for (const engine of ENGINES) {
       assert.equal(api.json.success, false)
       // and a first segment that names no user is not hosted content, whatever the body
       const none = await s.request('POST', '/static/x', { headers: { 'content-type': 'text/xml' }, body: '<x/>' })
-      assert.equal(none.status, 404, none.text)
+      assert.equal(none.status, 405, none.text)
+      assert.equal(none.header('allow'), 'GET, HEAD', "the service's static files, not hosted content")
     })
 
     it('answers odd paths with 400 or 404 (never 500, never another file), and reserved names are never content', async () => {

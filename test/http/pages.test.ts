@@ -113,6 +113,22 @@ for (const engine of ENGINES) {
       assert.equal(seen.size, 11, 'a fresh nonce per response')
     })
 
+    it('answers a method a page does not take with 405 and Allow, a missing page with 404 (decision 144)', async () => {
+      for (const [m, p, allow] of [
+        ['DELETE', '/dashboard', 'GET, HEAD'],
+        ['PUT', '/login', 'GET, HEAD, POST'],
+        ['POST', '/openapi.json', 'GET, HEAD'],
+      ]) {
+        const r = await s.request(m, p, { cookie })
+        assert.equal(r.status, 405, `${m} ${p}: ${r.text}`)
+        assert.equal(r.header('allow'), allow, `${m} ${p}`)
+        assert.equal(r.header('content-type'), 'text/plain; charset=utf-8')
+      }
+      const missing = await s.request('DELETE', '/no-such-page', { cookie })
+      assert.equal(missing.status, 404)
+      assert.equal(missing.header('allow'), undefined)
+    })
+
     it('sends visitors without a session to /login, and signed-in users away from /login', async () => {
       // a dashboard or console page is named in ?next=, for the login to come back to it
       for (const [p, to] of [
