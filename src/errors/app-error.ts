@@ -1,5 +1,5 @@
 import { ERRORS, type ErrorKey } from './codes.js'
-import type { Param } from './render.js'
+import type { Param } from './text.js'
 
 export interface AppErrorOptions {
   /** Values for the {placeholders} of the message and solution (words as a Text in both languages). */

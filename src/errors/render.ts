@@ -1,19 +1,11 @@
 import { ERRORS, type ErrorKey } from './codes.js'
 import type { AppErrorOptions } from './app-error.js'
+import type { Param, Text } from './text.js'
 
 /** How a route answers errors: the spec's format A (numeric), B (single-file upload), or plain. */
 export type ErrorFormat = 'A' | 'B' | 'plain'
 export type Lang = 'zh' | 'en'
-/** A text in both languages, for a placeholder whose value is itself words (a reason, a detail). */
-export interface Text {
-  zh: string
-  en: string
-}
-/** A placeholder's value: a name or number (the same in both languages) or words in both. */
-export type Param = string | number | Text
-
-/** A Text with both of its languages passed through `f` (a name put before a reason, ...). */
-export const mapText = (t: Text, f: (words: string) => string): Text => ({ zh: f(t.zh), en: f(t.en) })
+export { mapText, type Param, type Text } from './text.js'
 
 /** The templates (a fixed set: the table's texts), each split once at its {placeholders}: literal, name, literal, ... */
 const templates = new Map<string, string[]>()
