@@ -59,6 +59,8 @@ for (const engine of ENGINES) {
       const st304 = await s.post('/svc_api/data/store', { key: u.key, json: { key: 'parity304', value: 'same', is_public: true }, headers: proxied })
       assert.equal(st304.status, 200, st304.text)
       kvTag = st304.header('etag')!
+      const st412 = await s.post('/svc_api/data/store', { key: u.key, json: { key: 'parity412', value: 'other', is_public: true }, headers: proxied })
+      assert.equal(st412.status, 200, st412.text)
       // the ETag is the content's, the same for every file: learnt from the router
       etag = (await s.app.inject({ method: 'HEAD', url: `/${u.username}/origin.html`, headers: proxied })).headers.etag as string
       assert.ok(etag)
@@ -85,8 +87,8 @@ for (const engine of ENGINES) {
     })
     after(() => s?.close())
 
-    // [name, request, whether the first read (a cache miss) goes through the router]
-    const cases: Array<[string, () => { url: string; headers: Record<string, string> }, boolean]> = [
+    // [name, request, whether the first read (a cache miss) goes through the router, the status when a case checks it]
+    const cases: Array<[string, () => { url: string; headers: Record<string, string> }, boolean, number?]> = [
       // a path-form page whose holds and visitor access are known is taken before routing,
       // its misses too (resolved there); the router's handler serves the others the same way
       ['a hosted page', () => ({ url: `/${u.username}/plain.html`, headers: {} }), false],
@@ -97,6 +99,12 @@ for (const engine of ENGINES) {
       ["a page on the user's origin", () => ({ url: '/origin.html', headers: { host: `${u.username}.localhost:${new URL(s.url).port}` } }), false],
       ['the KV public read', () => ({ url: `/svc_api/data/public/${u.username}/parity`, headers: {} }), true],
       ['the KV public read, If-None-Match (304)', () => ({ url: `/svc_api/data/public/${u.username}/parity304`, headers: { 'if-none-match': kvTag } }), true],
+      [
+        'the KV public read, failing If-Match (412)',
+        () => ({ url: `/svc_api/data/public/${u.username}/parity412`, headers: { 'if-match': '"nope"' } }),
+        true,
+        412,
+      ],
       // public links: the first read fills the lookup cache (and makes the variant)
       ['an image link', () => ({ url: imagePath('plain'), headers: {} }), true],
       ['an image link, If-None-Match (304)', () => ({ url: imagePath('etag'), headers: { 'if-none-match': etags.get('image')! } }), true],
@@ -110,7 +118,7 @@ for (const engine of ENGINES) {
       ['a hosted-data link, If-None-Match (304)', () => ({ url: data.get('etag')!, headers: { 'if-none-match': etags.get('data')! } }), true],
       ['a hosted-data link, pinned version', () => ({ url: `${data.get('versioned')!}?v=1`, headers: {} }), true],
     ]
-    for (const [name, make, routedFirst] of cases) {
+    for (const [name, make, routedFirst, status] of cases) {
       it(name, async () => {
         const { url, headers } = make()
         const h = { ...proxied, ...headers }
@@ -119,6 +127,7 @@ for (const engine of ENGINES) {
         assert.equal(await fastPathAnswers(), routedFirst ? n0 : n0 + 1, routedFirst ? 'the first read is routed' : 'taken before routing')
         const fast = await s.get(url, { headers: h })
         assert.equal(await fastPathAnswers(), (routedFirst ? n0 : n0 + 1) + 1, 'the next read is a fast-path answer')
+        if (status !== undefined) assert.equal(fast.status, status)
         assert.equal(first.status, fast.status)
         assert.equal(first.text, fast.text)
         assert.deepEqual(comparable(first.headers), comparable(fast.headers))

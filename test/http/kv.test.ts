@@ -864,6 +864,60 @@ for (const engine of ENGINES) {
       code(await pub({ 'if-none-match': '*' }), 404, 1604)
     })
 
+    it('get and the public read answer a failing If-Match with 412 and no body (decision 160)', async () => {
+      const u = await s.user()
+      const w = await store(u, { key: 'pre', value: { n: 1 }, is_public: true })
+      const tag = w.header('etag')!
+      const own = (headers: Record<string, string>) => s.get('/svc_api/data/get?key=pre', { key: u.key, headers })
+      const pub = (headers: Record<string, string>) => s.get(`/svc_api/data/public/${u.username}/pre`, { headers })
+      // [read, the 412's Cache-Control]: the get's own no-store stays; the public read's
+      // no-cache turns private, as every 412 of a public body (decision 143)
+      const reads: Array<[string, typeof own, string]> = [
+        ['get', own, 'private, no-store'],
+        ['public read', pub, 'private, no-cache'],
+      ]
+      for (const [name, read, cache] of reads) {
+        // twice: the public read's second answer comes from its cache
+        for (let i = 0; i < 2; i++) {
+          // another tag, the right one weak (If-Match compares strongly), a malformed field
+          for (const im of ['"nope"', `W/${tag}`, '"999", "998"', 'nope']) {
+            const r = await read({ 'if-match': im })
+            assert.equal(r.status, 412, `${name} ${im}: ${r.status} ${r.text}`)
+            assert.equal(r.text, '')
+            assert.equal(r.header('content-length'), '0')
+            assert.equal(r.header('etag'), tag)
+            assert.equal(r.header('cache-control'), cache)
+            assert.equal(r.header('access-control-allow-origin'), '*')
+            assert.ok(r.header('x-ratelimit-limit'))
+          }
+          // If-Match is decided first: it fails before a matching If-None-Match is read
+          assert.equal((await read({ 'if-match': '"nope"', 'if-none-match': tag })).status, 412)
+          for (const im of [tag, `"999", ${tag}`, '*']) {
+            const r = await read({ 'if-match': im })
+            assert.equal(r.status, 200, `${name} ${im}: ${r.status}`)
+            assert.deepEqual(r.json.data.value, { n: 1 })
+          }
+          assert.equal((await read({ 'if-match': tag, 'if-none-match': tag })).status, 304)
+          // entries have no Last-Modified: If-Unmodified-Since is ignored (RFC 9110 13.1.4)
+          assert.equal((await read({ 'if-unmodified-since': 'Thu, 01 Jan 1970 00:00:00 GMT' })).status, 200)
+        }
+      }
+      // the legacy read has no ETag: only * passes
+      const legacy = (im: string) => s.get('/svc_api/data/public/pre', { headers: { 'if-match': im } })
+      for (let i = 0; i < 2; i++) {
+        assert.equal((await legacy('*')).status, 200)
+        const r = await legacy(tag)
+        assert.equal(r.status, 412)
+        assert.equal(r.text, '')
+        assert.equal(r.header('etag'), undefined)
+        assert.equal(r.header('cache-control'), 'private, no-cache')
+      }
+      // a missing (or private) entry is 1604 whatever the condition
+      code(await s.get('/svc_api/data/get?key=none', { key: u.key, headers: { 'if-match': '"1"' } }), 404, 1604)
+      await store(u, { key: 'pre', value: 2, is_public: false })
+      code(await pub({ 'if-match': '"nope"' }), 404, 1604)
+    })
+
     it('public reads are cached, and every write on any instance (through the bus) shows at once', async () => {
       const u = await s.user()
       const path = `/svc_api/data/public/${u.username}/live`

@@ -156,7 +156,7 @@ export interface paths {
         };
         /**
          * Read one of the caller's entries
-         * @description Beyond the spec: answers `ETag: "{version}"`, and 304 with no body when If-None-Match names it.
+         * @description Beyond the spec: answers `ETag: "{version}"`, 304 with no body when If-None-Match names it, and 412 with no body when If-Match does not.
          */
         get: operations["getSvcApiDataGet"];
         put?: never;
@@ -216,7 +216,7 @@ export interface paths {
         };
         /**
          * Public read of an entry with is_public true (no authentication)
-         * @description CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. A private, expired or missing entry answers the same 1604. Beyond the spec: `ETag: "{version}"` (the one get and store answer), and 304 with no body when If-None-Match names it.
+         * @description CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. A private, expired or missing entry answers the same 1604. Beyond the spec: `ETag: "{version}"` (the one get and store answer), 304 with no body when If-None-Match names it, and 412 with no body when If-Match does not.
          */
         get: operations["getSvcApiDataPublicByUsernameByKey"];
         put?: never;
@@ -237,7 +237,7 @@ export interface paths {
         };
         /**
          * Legacy public read by key across users (discouraged)
-         * @description When several users have a live public entry under the key, the one created first wins; on equal created_at, the owner whose username sorts first. `owner` names the winner.
+         * @description When several users have a live public entry under the key, the one created first wins; on equal created_at, the owner whose username sorts first. `owner` names the winner. No ETag (the entry may change owner): If-Match other than `*` answers 412 with no body.
          */
         get: operations["getSvcApiDataPublicByKey"];
         put?: never;

@@ -13,6 +13,8 @@ export interface Cached {
   head?: Prepared
   /** The 304 answer's, likewise. */
   notModifiedHead?: Prepared
+  /** The 412 answer's, likewise. */
+  failedHead?: Prepared
   /** The entry's own expiry (service clock), or null. */
   expiresAt: number | null
   /** Monotonic deadline of this cache line. */

@@ -2,11 +2,10 @@ import type { Deps } from '../../deps.js'
 import type { FastPath } from '../../http/types.js'
 import { admitNow, anonymousIdentity, rateHeaderList, type Admission } from '../../http/guard.js'
 import { isHttps } from '../../http/origin.js'
-import { notModified } from '../../http/conditional.js'
 import { prepare, sendPrepared, type Prepared } from '../../http/prepared-response.js'
 import type { Cached } from './public-cache.js'
 import type { KvService } from './service.js'
-import { PUBLIC_JSON, PUBLIC_READ_HEADERS } from './routes.js'
+import { PUBLIC_FAILED_HEADERS, PUBLIC_JSON, PUBLIC_READ_HEADERS, readCondition } from './routes.js'
 
 const PREFIX = '/svc_api/data/public/'
 /** Segments that need no decoding (every valid username and key is one). */
@@ -38,12 +37,30 @@ function notModifiedHeadOf(c: Cached): Prepared {
   return c.notModifiedHead
 }
 
+/** The 412 of a line: the route's, no body, a Cache-Control no shared cache keeps it by. */
+function failedHeadOf(c: Cached): Prepared {
+  if (c.failedHead === undefined) {
+    c.failedHead = prepare(412, [
+      'Content-Type',
+      PUBLIC_JSON,
+      ...PUBLIC_FAILED_HEADERS,
+      ...etagOf(c),
+      'X-Content-Type-Options',
+      'nosniff',
+      'Content-Length',
+      '0',
+    ])
+  }
+  return c.failedHead
+}
+
 /**
  * The hot path of GET /svc_api/data/public/{username}/{key} (and the legacy /{key}): an
  * anonymous read whose answer this instance has cached is counted against the caller's IP
  * limits exactly as the API guard counts it (`admitNow`: the guard's `admit` for an answer
  * written at once; same store, same X-RateLimit-* headers) and answered with a prepared head, without Fastify's routing and hooks:
- * 200, or 304 when If-None-Match names the line's ETag (conditional.ts, as the route decides). Anything
+ * 200, 412 when If-Match names no ETag of the line, or 304 when If-None-Match names it
+ * (routes.ts readCondition, as the route decides). Anything
  * else is left to the route: a miss, a 1604, a request with credentials (counted per key or
  * account), plain HTTP (1116), HEAD, names that need decoding. A refused admission (429, or
  * 1504 when the limit store is down) is handed to the route with the admission attached, so
@@ -65,10 +82,9 @@ export function kvPublicFastPath(deps: Deps, kv: KvService): FastPath {
     if (!PLAIN.test(key) || (username !== undefined && !PLAIN.test(username))) return false
     const hit = kv.peekPublic(username, key)
     if (hit === undefined || hit.body === null || !isHttps(req, config)) return false
-    const inm = h['if-none-match']
-    const unchanged = hit.etag !== null && inm !== undefined && notModified(inm, undefined, hit.etag)
-    const body = unchanged ? undefined : hit.body
-    const head = unchanged ? notModifiedHeadOf(hit) : headOf(hit as Cached & { body: Buffer })
+    const c = readCondition(h, hit.etag)
+    const body = c === 'whole' ? hit.body : undefined
+    const head = c === 'whole' ? headOf(hit as Cached & { body: Buffer }) : c === 'failed' ? failedHeadOf(hit) : notModifiedHeadOf(hit)
     const answer = (a: Admission) => {
       if (a.ok) {
         sendPrepared(req, res, head, body, rateHeaderList(a.window), clock)

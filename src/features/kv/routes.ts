@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
@@ -5,7 +6,8 @@ import { pickLang } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { strictValidator } from '../../http/strict-schema.js'
 import { quotaOf } from '../../limits/quotas.js'
-import { notModified } from '../../http/conditional.js'
+import { notModified, preconditionFails } from '../../http/conditional.js'
+import { PRECONDITION_FAILED_CACHE } from '../../http/representation.js'
 import { entityTag, type KvService, type PublicAnswer } from './service.js'
 import { versionCondition } from './validate.js'
 import {
@@ -58,22 +60,42 @@ const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-
 const conditionOf = (req: FastifyRequest) => versionCondition(req.headers['if-match'], req.headers['if-none-match'])
 const withEtag = (reply: FastifyReply, entry: { version: number }) => reply.header('ETag', entityTag(entry.version))
 
+const NO_TAGS: readonly string[] = []
+
 /**
- * Whether a read whose answer has `etag` is a 304 (If-None-Match, the service's one matcher:
- * weak comparison, lists, `*`; a malformed field matches nothing). The entry has no
- * Last-Modified, so If-Modified-Since is not read.
+ * What a read of an entry whose ETag is `etag` answers (RFC 9110 13.2.2, the service's one
+ * matcher), for the routes and the fast path alike: If-Match first, 'failed' (412) unless `*`
+ * or a tag strongly matches (null: the legacy read has no tag, so only `*` passes); then
+ * If-None-Match, 'unchanged' (304) when it weakly matches (never without a tag). Entries have
+ * no Last-Modified, so the date fields are not read (RFC 9110 13.1.3-4).
  */
-const unchanged = (req: FastifyRequest, etag: string | null): boolean => etag !== null && notModified(req.headers['if-none-match'], undefined, etag)
+export function readCondition(h: IncomingHttpHeaders, etag: string | null): 'failed' | 'unchanged' | 'whole' {
+  const im = h['if-match']
+  if (im !== undefined && preconditionFails(im, undefined, etag ?? NO_TAGS)) return 'failed'
+  const inm = h['if-none-match']
+  if (etag !== null && inm !== undefined && notModified(inm, undefined, etag)) return 'unchanged'
+  return 'whole'
+}
+
+/**
+ * Sends a read's 412 or 304 (no body; the ETag and the route's headers already set), or
+ * returns false when the body is to be sent. A 412 is no API error (decision 160).
+ */
+function sendCondition(req: FastifyRequest, reply: FastifyReply, etag: string | null): FastifyReply | false {
+  const c = readCondition(req.headers, etag)
+  if (c === 'failed') return reply.code(412).header('Content-Length', '0').send()
+  if (c === 'unchanged') return reply.code(304).send()
+  return false
+}
 
 /** The caller's own entry: never stored by a cache, shared or the browser's. */
 const PRIVATE_READ = 'private, no-store'
 
-/** A public read's answer: 304 when the caller holds its ETag, else the JSON. */
+/** A public read's answer: 412 or 304 as readCondition says, else the JSON. */
 function sendPublic(req: FastifyRequest, reply: FastifyReply, a: PublicAnswer) {
   reply.type(PUBLIC_JSON)
   if (a.etag !== null) reply.header('ETag', a.etag)
-  if (unchanged(req, a.etag)) return reply.code(304).send()
-  return reply.send(a.body)
+  return sendCondition(req, reply, a.etag) || reply.send(a.body)
 }
 
 /**
@@ -92,13 +114,23 @@ export const PUBLIC_READ_HEADERS = [
 ] as const
 
 /**
+ * A 412 answers one request's precondition: no shared cache may keep it for the URL, so the
+ * public read's `no-cache` turns private (as every public body's 412, decision 143); the
+ * get's `private, no-store` stays.
+ */
+export const PUBLIC_FAILED_HEADERS = PUBLIC_READ_HEADERS.map((v, i) =>
+  i > 0 && PUBLIC_READ_HEADERS[i - 1] === 'Cache-Control' ? PRECONDITION_FAILED_CACHE : v,
+)
+
+/**
  * CORS of a group of KV routes, as an onSend hook (error answers included, so a page reads
  * 4xx and 429 bodies): any origin, never credentials. `methods` is what the preflight allows;
  * it echoes the asked headers when they are plain names, else allows `fallback`.
  */
-function corsHook(base: readonly string[], methods: string, fallback: string) {
+function corsHook(base: readonly string[], methods: string, fallback: string, failed: readonly string[] = base) {
   return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    for (let i = 0; i < base.length; i += 2) reply.header(base[i], base[i + 1])
+    const list = reply.statusCode === 412 ? failed : base
+    for (let i = 0; i < list.length; i += 2) reply.header(list[i], list[i + 1])
     reply.removeHeader('Access-Control-Allow-Credentials')
     if (req.method === 'OPTIONS') {
       reply.header('Access-Control-Allow-Methods', methods)
@@ -109,7 +141,12 @@ function corsHook(base: readonly string[], methods: string, fallback: string) {
   }
 }
 
-const publicHeaders = corsHook(PUBLIC_READ_HEADERS, 'GET, HEAD, OPTIONS', 'Accept, Accept-Language, Content-Type, If-None-Match')
+const publicHeaders = corsHook(
+  PUBLIC_READ_HEADERS,
+  'GET, HEAD, OPTIONS',
+  'Accept, Accept-Language, Content-Type, If-Match, If-None-Match',
+  PUBLIC_FAILED_HEADERS,
+)
 
 /**
  * The key-authenticated routes answer pages on any origin too (decision 127): the API key
@@ -190,7 +227,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
       schema: {
         tags,
         summary: "Read one of the caller's entries",
-        description: 'Beyond the spec: answers `ETag: "{version}"`, and 304 with no body when If-None-Match names it.',
+        description: 'Beyond the spec: answers `ETag: "{version}"`, 304 with no body when If-None-Match names it, and 412 with no body when If-Match does not.',
         querystring: KeyQuery,
         response: { 200: GetEnvelope, 304: NotModified },
       },
@@ -200,8 +237,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
       // the tag is unique per (user, key), not per URL: a browser cache, keyed by URL, must not
       // keep one account's answer to revalidate it with another's credentials (decision 151)
       withEtag(reply, entry).header('Cache-Control', PRIVATE_READ)
-      if (unchanged(req, entityTag(entry.version))) return reply.code(304).send()
-      return { success: true, data: entry }
+      return sendCondition(req, reply, entityTag(entry.version)) || { success: true, data: entry }
     },
   )
 
@@ -245,7 +281,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
         tags,
         summary: 'Public read of an entry with is_public true (no authentication)',
         description:
-          'CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. A private, expired or missing entry answers the same 1604. Beyond the spec: `ETag: "{version}"` (the one get and store answer), and 304 with no body when If-None-Match names it.',
+          'CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. A private, expired or missing entry answers the same 1604. Beyond the spec: `ETag: "{version}"` (the one get and store answer), 304 with no body when If-None-Match names it, and 412 with no body when If-Match does not.',
         params: PublicParams,
         response: { 200: PublicEnvelope, 304: NotModified },
       },
@@ -265,7 +301,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
         tags,
         summary: 'Legacy public read by key across users (discouraged)',
         description:
-          'When several users have a live public entry under the key, the one created first wins; on equal created_at, the owner whose username sorts first. `owner` names the winner.',
+          'When several users have a live public entry under the key, the one created first wins; on equal created_at, the owner whose username sorts first. `owner` names the winner. No ETag (the entry may change owner): If-Match other than `*` answers 412 with no body.',
         params: LegacyParams,
         response: { 200: PublicEnvelope },
       },
