@@ -520,5 +520,63 @@ for (const engine of ENGINES) {
         }
       },
     )
+
+    it("carries the KV store's retired version, so a deleted key's versions never come back (decision 150)", { timeout: 120_000 }, async () => {
+      const a = await start()
+      const u = await a.user()
+      const cookie = await a.login(u.username, u.password)
+      const put = (c: string, key: string) => a.post('/svc_api/data/store', { cookie: c, json: { key, value: 1 } })
+      const version = async (c: string, key: string) => {
+        const r = await put(c, key)
+        assert.equal(r.status, 200, r.text)
+        return r.json.data.version as number
+      }
+      const exported = async (name: string) => {
+        const dl = await a.get('/svc_api/me/export', { cookie })
+        assert.equal(dl.status, 200)
+        const f = path.join(tmp, `${name}.tar.gz`)
+        fs.writeFileSync(f, dl.body)
+        return f
+      }
+      const imported = async (file: string, as: string) => {
+        const r = await importArchive(a.deps.db, a.deps.blobs, file, as)
+        return a.login(as, r.password)
+      }
+      // 'gone' reaches version 3 and is deleted: the user's retired version is 3; 'kept' is at 1
+      for (let i = 0; i < 3; i++) await version(cookie, 'gone')
+      assert.equal(await version(cookie, 'kept'), 1)
+      assert.equal((await a.request('DELETE', '/svc_api/data/delete?key=gone', { cookie })).status, 200)
+      const file = await exported('retired')
+      const { data } = await verifyArchive(file)
+      assert.equal(data.kv_retired_version, 3)
+
+      // the imported account creates 'gone' above every version it had; 'kept' keeps its own
+      const copy = await imported(file, 'retired-copy')
+      assert.equal(await version(copy, 'gone'), 4)
+      assert.equal(await version(copy, 'kept'), 2)
+
+      // every entry deleted: the counter still travels (no entries, version 3 retired)
+      assert.equal((await a.request('DELETE', '/svc_api/data/delete?key=kept', { cookie })).status, 200)
+      const empty = await exported('retired-empty')
+      assert.equal((await verifyArchive(empty)).data.kv.length, 0)
+      assert.equal(await version(await imported(empty, 'retired-empty'), 'kept'), 4)
+
+      // an archive from before the field imports with the counter at 0, as before
+      const old = path.join(tmp, 'retired-old.tar.gz')
+      await forge(file, old, (d) => delete d.kv_retired_version)
+      const oldCopy = await imported(old, 'retired-old')
+      assert.equal(await version(oldCopy, 'gone'), 1)
+      // a value that is no version is refused, and nothing is written
+      for (const bad of [-1, 1.5, '3', null]) {
+        const d = path.join(tmp, 'retired-bad.tar.gz')
+        await forge(file, d, (x) => (x.kv_retired_version = bad))
+        await assert.rejects(
+          importArchive(a.deps.db, a.deps.blobs, d, 'retired-bad'),
+          (e: Error) => e instanceof ExportError && /kv_retired_version/.test(e.message),
+          String(bad),
+        )
+      }
+      assert.equal(await a.deps.db.k.selectFrom('users').select('id').where('username', '=', 'retired-bad').executeTakeFirst(), undefined)
+    })
   })
 }

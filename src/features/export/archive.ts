@@ -15,6 +15,7 @@ import { hashPassword } from '../../auth/passwords.js'
 import { newId, newPublicToken, randomString } from '../../auth/tokens.js'
 import { canNameUser, TIERS } from '../../auth/users.js'
 import { csvExport } from '../forms/export.js'
+import { createKvStore } from '../kv/store.js'
 import { parseFieldsConfig } from '../forms/fields.js'
 import type { SubmissionRow } from '../forms/store.js'
 
@@ -22,8 +23,9 @@ import type { SubmissionRow } from '../forms/store.js'
  * One user's data as a zip or a gzip'd tar archive (docs/operations/export.md): the same
  * entries, bytes and manifest in either container (ArchiveWriter). Entries, in order:
  *   manifest.json   {format, kind, created_at, username, data: {sha256,size}, entries: [{path, sha256, size}]}
- *   data.json       the user's rows (exact, for import): files, folders with their files, kv,
- *                   forms with submissions, images, hosted data with versions
+ *   data.json       the user's rows (exact, for import): files, folders with their files, kv
+ *                   (and kv_retired_version, decision 150), forms with submissions, images,
+ *                   hosted data with versions
  *   pages/<file>, projects/<project>/<path>, images/<id>, data/<token>/v<N>: the bytes (each
  *                   entry's sha256 is the blob digest its row names)
  *   kv.json, forms/<slug>/submissions.csv|json: readable views (not read by import)
@@ -80,6 +82,11 @@ export interface ExportData {
   files: Array<Row & { content: string }>
   folders: Array<Row & { files: Array<Row & { content: string }> }>
   kv: Row[]
+  /**
+   * kv_usage.retired_version: every version a deleted or expired entry had is at most this, so
+   * the importing instance never gives one again (decision 150). Absent in older archives: 0.
+   */
+  kv_retired_version?: number
   forms: Array<Row & { submissions: Row[] }>
   images: Array<Row & { content: string }>
   hosted_data: Array<Row & { versions: Array<Row & { content: string }> }>
@@ -143,6 +150,7 @@ async function readUser(db: Db, username: string): Promise<{ userId: string; dat
     })
   }
   const kv = (await db.k.selectFrom('kv_entries').selectAll().where('user_id', '=', uid).orderBy('key').execute()).map((r) => pick('kv_entries', r))
+  const kvUsage = await db.k.selectFrom('kv_usage').select('retired_version').where('user_id', '=', uid).executeTakeFirst()
   const forms = []
   for (const f of await db.k.selectFrom('forms').selectAll().where('user_id', '=', uid).orderBy('created_at').execute()) {
     const subs = await db.k.selectFrom('form_submissions').selectAll().where('form_id', '=', f.id).orderBy('seq').execute()
@@ -167,6 +175,7 @@ async function readUser(db: Db, username: string): Promise<{ userId: string; dat
       files,
       folders,
       kv,
+      kv_retired_version: kvUsage ? Number(kvUsage.retired_version) : 0,
       forms,
       images,
       hosted_data: hosted,
@@ -619,6 +628,8 @@ function checkData(d: ExportData, expected: Map<string, { sha256: string; size: 
     rowsOf('folder_files', (f as { files?: unknown }).files, `folders[${i}].files`).forEach((r, j) => blob(r, `folders[${i}].files[${j}]`)),
   )
   rowsOf('kv_entries', d.kv, 'kv')
+  const retired = d.kv_retired_version
+  if (retired !== undefined && !(Number.isSafeInteger(retired) && retired >= 0)) throw new ExportError('data.json: kv_retired_version must be an integer >= 0')
   rowsOf('forms', d.forms, 'forms').forEach((f, i) => rowsOf('form_submissions', (f as { submissions?: unknown }).submissions, `forms[${i}].submissions`))
   rowsOf('images', d.images, 'images').forEach((r, i) => blob(r, `images[${i}]`))
   rowsOf('hosted_files', d.hosted_data, 'hosted_data').forEach((f, i) =>
@@ -806,7 +817,10 @@ export async function importArchive(db: Db, blobs: BlobStore, file: string, as?:
         data.images.reduce((a, r) => a + Number(r.size), 0),
       )
       await addUsage(trx, uid, 'hosted_files', data.hosted_data.length)
-      if (data.kv.length > 0) await trx.insertInto('kv_usage').values({ user_id: uid, keys: data.kv.length, retired_version: 0 }).execute()
+      // the KV counter with the versions the account retired, so none comes back (the store's
+      // upsert: the larger retired version wins over a row already there)
+      const retired = data.kv_retired_version ?? 0
+      if (data.kv.length > 0 || retired > 0) await createKvStore(db).addKeys(trx, uid, data.kv.length, retired)
     })
     // rows of the right kinds the database still refuses (a key twice, a required column
     // null): the archive's fault, reported as the other checks are; the transaction wrote nothing

@@ -284,6 +284,9 @@ export function createKvStore(db: Db) {
   const store = {
     transaction: <T>(fn: (trx: Trx) => Promise<T>) => k.transaction().execute(fn),
 
+    /** Counts `delta` more rows and raises retired_version to at least `retired` (an import's counter). */
+    addKeys,
+
     /**
      * The caller's live entry under `key`, read in a write's transaction (`read` outside one).
      * On PostgreSQL the row stays locked until the commit: the in-place writes take no user
