@@ -743,6 +743,80 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${m.username}/copy.html`)).status, 404, 'the upload stored no page')
     })
 
+    it('an image or data upload, replace, new version or default checked before a takedown of its bytes is refused after it (451)', async () => {
+      const m = await s.user()
+      await svc(s, 'grant', m.username, 'image-host')
+      await svc(s, 'grant', m.username, 'hosted-data')
+      const cookie = await s.login(m.username, m.password)
+      const png = () => makeImage('png', { width: 9, height: 9, color: `#${crypto.randomBytes(3).toString('hex')}` })
+      const sendImage = (path: string, data: Buffer) => {
+        const form = imageForm([{ name: 'x.png', data }])
+        return s.post(path, { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      }
+      const upload = async (data: Buffer) => {
+        const r = await sendImage('/api/image-host/upload', data)
+        assert.equal(r.status, 200, r.text)
+        return r.json.images[0] as { public_token: string }
+      }
+      const imageTokens = async () =>
+        ((await s.get('/api/image-host/images', { cookie })).json.images as Array<{ public_token: string }>).map((i) => i.public_token)
+
+      // a new image of bytes the user holds as another image
+      const a = await png()
+      const held = await upload(a)
+      const copied = await takedownDuring('put', `${s.url}/svc-img/pub/${held.public_token}`, () => sendImage('/api/image-host/upload', a))
+      expectError(copied, 451, 'plain')
+      assert.deepEqual(await imageTokens(), [], 'no image stored')
+
+      // another image replaced with them: it keeps its own bytes
+      const b = await png()
+      const heldB = await upload(b)
+      const other = await upload(await png())
+      const replaced = await takedownDuring('put', `${s.url}/svc-img/pub/${heldB.public_token}`, () =>
+        sendImage(`/api/image-host/images/${other.public_token}/replace`, b),
+      )
+      expectError(replaced, 451, 'plain')
+      const served = await s.get(`/svc-img/pub/${other.public_token}`)
+      assert.equal(served.status, 200)
+      assert.notEqual(sha(served.body), sha(b), 'the image was not replaced')
+
+      // data: a new file, a new version, a version made the default
+      const create = async (name: string, content: string) => {
+        const r = await s.post('/api/hosted-data/files', { cookie, json: { display_name: name, content, content_type: 'text/plain' } })
+        assert.equal(r.status, 200, r.text)
+        return r.json.file as { id: string; public_token: string }
+      }
+      const seed = () => `restore your wallet: ${crypto.randomBytes(6).toString('hex')}`
+      const fileIds = async () => ((await s.get('/api/hosted-data/files', { cookie })).json.files as Array<{ id: string }>).map((f) => f.id)
+      const file = async (id: string) => (await s.get(`/api/hosted-data/files/${id}`, { cookie })).json.file
+      const c = seed()
+      const heldC = await create('seed.txt', c)
+      const made = await takedownDuring('put', `${s.url}/svc-data/pub/${heldC.public_token}`, () =>
+        s.post('/api/hosted-data/files', { cookie, json: { display_name: 'copy.txt', content: c, content_type: 'text/plain' } }),
+      )
+      expectError(made, 451, 'plain')
+      assert.deepEqual(await fileIds(), [], 'no data file stored')
+
+      const notes = await create('notes.txt', 'clean notes')
+      const d = seed()
+      const heldD = await create('seed.txt', d)
+      const pushed = await takedownDuring('put', `${s.url}/svc-data/pub/${heldD.public_token}`, () =>
+        s.post(`/api/hosted-data/files/${notes.id}/versions`, { cookie, json: { content: d, set_default: true } }),
+      )
+      expectError(pushed, 451, 'plain')
+      assert.equal((await file(notes.id)).version_count, 1, 'no version stored')
+
+      const e = seed()
+      const heldE = await create('seed.txt', e)
+      assert.equal((await s.post(`/api/hosted-data/files/${notes.id}/versions`, { cookie, json: { content: e } })).status, 200)
+      const switched = await takedownDuring('admit', `${s.url}/svc-data/pub/${heldE.public_token}`, () =>
+        s.post(`/api/hosted-data/files/${notes.id}/default-version`, { cookie, json: { version: 2 } }),
+      )
+      expectError(switched, 451, 'plain')
+      assert.equal((await file(notes.id)).default_version, 1, 'the default is unchanged')
+      assert.equal((await s.get(`/svc-data/pub/${notes.public_token}`)).text, 'clean notes')
+    })
+
     it("a takedown waits for a deploy holding the user's lock, then takes down what it committed", async (t) => {
       // SQLite runs one transaction at a time: a takedown cannot run inside a deploy's there
       if (engine !== 'postgres') return t.skip('PostgreSQL only: SQLite transactions never interleave')

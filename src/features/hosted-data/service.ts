@@ -10,6 +10,7 @@ import { createHostedDataCache, type ServedEntry } from './cache.js'
 import { checkContent } from './content.js'
 import { createAbuse } from '../abuse/service.js'
 import { takenDown } from '../abuse/public.js'
+import { refuseBlocked } from '../abuse/store.js'
 
 /** One version's content, already read (bounded by the per-version limit) and typed. */
 export interface Upload {
@@ -137,6 +138,8 @@ export function createHostedData(deps: Deps) {
       const id = newId()
       await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
+        // put's check asked again under the lock: bytes taken down meanwhile are not stored
+        await refuseBlocked(trx, [blob.digest])
         const refused = await store.insertFile(
           trx,
           {
@@ -189,6 +192,7 @@ export function createHostedData(deps: Deps) {
       const blob = await putBlob(user, input.upload)
       const now = clock.now()
       const version = await onFile(user, fileId, async (trx, f) => {
+        await refuseBlocked(trx, [blob.digest])
         const version = f.latest_version + 1
         const refused = await store.insertVersion(
           trx,
@@ -208,11 +212,12 @@ export function createHostedData(deps: Deps) {
     },
 
     async setDefault(user: User, fileId: string, version: number, origin: string) {
-      // a version whose bytes were taken down is never made the default (451 / 1701); a
-      // version's bytes never change, so the check holds for the write below
+      // a version whose bytes were taken down is never made the default (451 / 1701): asked
+      // before, and again under the user's lock (a takedown in between)
       const digest = await store.versionDigest(db.k, user.id, fileId, version)
       if (digest !== undefined) await blobs.admit?.([digest])
       await onFile(user, fileId, async (trx, f) => {
+        if (digest !== undefined) await refuseBlocked(trx, [digest])
         if (!(await store.hasVersion(trx, f.id, version))) throw new AppError('INVALID_PARAMETER', { params: { detail: `version ${version} does not exist` } })
         if (f.default_version !== version) await store.updateFile(trx, f.id, { default_version: version, updated_at: clock.now() })
       })

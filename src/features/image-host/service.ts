@@ -11,6 +11,7 @@ import { createImageStore, type ImageRow, type PublicImage } from './store.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import { createAbuse } from '../abuse/service.js'
 import { takenDown } from '../abuse/public.js'
+import { refuseBlocked } from '../abuse/store.js'
 import { BUS_CHANNEL } from './channel.js'
 
 export const FEATURE = 'image-host'
@@ -154,6 +155,7 @@ export function createImageHost(deps: Deps) {
       const before = await store.usage(user.id)
       const now = clock.now()
       const rows: ImageRow[] = []
+      const checked: string[] = []
       let adding = 0
       for await (const file of files) {
         if (rows.length >= MAX_FILES_PER_UPLOAD)
@@ -165,6 +167,8 @@ export function createImageHost(deps: Deps) {
         if (before.count + rows.length + 1 > q.maxImages) throw countQuota(before.count + rows.length, q.maxImages)
         if (before.bytes + adding + p.bytes.length > q.maxTotalBytes) throw bytesQuota(before.bytes + adding, p.bytes.length, q.maxTotalBytes)
         const blob = await blobs.put(p.bytes)
+        // the digests put and admit asked the blocklist about, asked again under the lock
+        checked.push(blob.digest, ...(p.plainDigest ? [p.plainDigest] : []))
         adding += blob.size
         rows.push({
           id: newId(),
@@ -185,6 +189,7 @@ export function createImageHost(deps: Deps) {
       if (rows.length === 0) throw new AppError('NO_FILE')
       await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
+        await refuseBlocked(trx, checked)
         const fresh = quotas(await store.userLimits(trx, user.id))
         for (const r of rows) if (r.size > fresh.maxImageBytes) throw tooLarge(fresh.maxImageBytes)
         const over = await store.insert(trx, user.id, rows, { images: fresh.maxImages, bytes: fresh.maxTotalBytes })
@@ -240,6 +245,7 @@ export function createImageHost(deps: Deps) {
       const p = prepared
       const row = await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
+        await refuseBlocked(trx, [blob.digest, ...(p.plainDigest ? [p.plainDigest] : [])])
         const current = await store.get(user.id, token, trx)
         if (!current) throw notFound()
         const fresh = quotas(await store.userLimits(trx, user.id))
