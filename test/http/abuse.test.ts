@@ -713,6 +713,42 @@ for (const engine of ENGINES) {
       }
     }
 
+    /**
+     * Runs `write` until it holds user `userId`'s lock, starts `act` meanwhile, and lets the write
+     * go on once `act` asks for the same lock (or, were it to take none, once it is done).
+     * PostgreSQL only: SQLite transactions never interleave.
+     */
+    async function whileWriteHoldsLock(userId: string, write: () => Promise<Res>, act: () => Promise<Res>): Promise<{ write: Res; admin: Res }> {
+      const db = s.deps.db
+      const lockUser = db.lockUser.bind(db)
+      let open!: () => void
+      const opened = new Promise<void>((r) => (open = r))
+      let reached!: () => void
+      const holding = new Promise<void>((r) => (reached = r))
+      let calls = 0
+      db.lockUser = async (trx, id) => {
+        if (id !== userId) return lockUser(trx, id)
+        calls++
+        if (calls === 1) {
+          await lockUser(trx, id)
+          reached()
+          await opened
+          return
+        }
+        open()
+        return lockUser(trx, id)
+      }
+      try {
+        const written = write()
+        await holding
+        const acted = act().finally(() => open())
+        return { write: await written, admin: await acted }
+      } finally {
+        db.lockUser = lockUser
+        open()
+      }
+    }
+
     it('a deploy, publish or upload checked before a takedown of its bytes is refused after it (451 / 1701)', async () => {
       const m = await s.user()
       const page = () => HTML('wallet login', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
@@ -817,6 +853,27 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/svc-data/pub/${notes.public_token}`)).text, 'clean notes')
     })
 
+    it("a quarantine waits for a deploy holding the user's lock and keeps what it committed as evidence", async (t) => {
+      // SQLite runs one transaction at a time: a quarantine cannot run inside a deploy's there
+      if (engine !== 'postgres') return t.skip('PostgreSQL only: SQLite transactions never interleave')
+      const m = await s.user()
+      const v1 = HTML('v1', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      const v2 = HTML('v2', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      assert.equal((await deploySite(s, m.key, 'site', { 'index.html': v1 })).res.status, 201)
+      const rep = await adminCall('/svc_api/admin/reports', { url: `${s.url}/${m.username}/site/`, category: 'phishing' })
+      assert.equal(rep.status, 201, rep.text)
+      const answer = await whileWriteHoldsLock(
+        m.id,
+        () => deploySite(s, m.key, 'site', { 'index.html': v2 }).then((d) => d.res),
+        () => adminCall(`/svc_api/admin/reports/${rep.json.data.id}/quarantine`, {}),
+      )
+      assert.equal(answer.write.status, 201)
+      assert.equal(answer.admin.status, 200, answer.admin.text)
+      const evidence = (answer.admin.json.data.evidence as Array<{ digest: string }>).map((e) => e.digest)
+      assert.deepEqual(evidence, [sha(v2)], 'the evidence is the version live when the quarantine came')
+      assert.equal((await s.get(`/${m.username}/site/`)).status, 451)
+    })
+
     it("a takedown waits for a deploy holding the user's lock, then takes down what it committed", async (t) => {
       // SQLite runs one transaction at a time: a takedown cannot run inside a deploy's there
       if (engine !== 'postgres') return t.skip('PostgreSQL only: SQLite transactions never interleave')
@@ -827,37 +884,14 @@ for (const engine of ENGINES) {
       const rep = await adminCall('/svc_api/admin/reports', { url: `${s.url}/${m.username}/site/`, category: 'phishing' })
       assert.equal(rep.status, 201, rep.text)
 
-      // the deploy stops right after taking the user's lock, until the takedown asks for it too
-      // (or, were the takedown to take no lock, until it is done)
+      const answer = await whileWriteHoldsLock(
+        m.id,
+        () => deploySite(s, m.key, 'site', { 'index.html': v2 }).then((d) => d.res),
+        () => adminCall(`/svc_api/admin/reports/${rep.json.data.id}/takedown`, {}),
+      )
+      assert.equal(answer.write.status, 201)
+      assert.equal(answer.admin.status, 200)
       const db = s.deps.db
-      const lockUser = db.lockUser.bind(db)
-      let open!: () => void
-      const opened = new Promise<void>((r) => (open = r))
-      let reached!: () => void
-      const holding = new Promise<void>((r) => (reached = r))
-      let calls = 0
-      db.lockUser = async (trx, userId) => {
-        if (userId !== m.id) return lockUser(trx, userId)
-        calls++
-        if (calls === 1) {
-          await lockUser(trx, userId)
-          reached()
-          await opened
-          return
-        }
-        open()
-        return lockUser(trx, userId)
-      }
-      try {
-        const deploy = deploySite(s, m.key, 'site', { 'index.html': v2 })
-        await holding
-        const down = adminCall(`/svc_api/admin/reports/${rep.json.data.id}/takedown`, {}).finally(() => open())
-        assert.equal((await deploy).res.status, 201)
-        assert.equal((await down).status, 200)
-      } finally {
-        db.lockUser = lockUser
-        open()
-      }
       const left = await db.k.selectFrom('folders').select('id').where('user_id', '=', m.id).where('name', '=', 'site').execute()
       assert.deepEqual(left, [], 'the project the deploy wrote is gone')
       const evidence = (await db.k.selectFrom('abuse_evidence').select('digest').where('report_id', '=', rep.json.data.id).execute()).map((r) => r.digest)

@@ -333,14 +333,18 @@ export function createAbuse(deps: Deps) {
       const { target, userId } = await targetOfReport(r)
       const key = targetKey(target)
       const now = clock.now()
-      const ev = await collect(target, userId)
-      await db.k.transaction().execute(async (trx) => {
+      // under the owner's lock, as a takedown: a deploy or upload of theirs running meanwhile
+      // commits first and its bytes are the evidence, or runs after the hold is in place
+      const ev = await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, userId)
+        const ev = await collect(target, userId, trx)
         await store.addEvidence(
           trx,
           ev.map((e) => ({ ...e, report_id: id, created_at: now })),
         )
         await store.putHold(trx, { target: key, state: 'quarantined', user_id: userId, report_id: id, created_at: now, created_by: actor.name })
         await store.setReport(trx, id, { status: 'quarantined', updated_at: now, resolved_by: actor.name })
+        return ev
       })
       await invalidate(target)
       await admin.audit(actor, 'abuse.quarantine', key, { report: id, evidence: ev.length })
