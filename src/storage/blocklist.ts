@@ -2,8 +2,9 @@ import type { BlobStore } from './blob-store.js'
 
 /**
  * A blob store that refuses bytes whose digest is blocked (content taken down for abuse): the
- * one place every upload path writes through (single files, folder batches, images, hosted
- * data, imports), so a check here covers them all. The digest is known only after the last
+ * one place every upload path of the server writes through (single files, folder batches,
+ * images, hosted data), so a check here covers them all (`svc import`, whose store has no
+ * such wrapper, asks the blocklist itself). The digest is known only after the last
  * byte, so the refused bytes were stored: they are either already kept as evidence or left
  * unreferenced for the sweeper; no row ever points to them. Paths that reference bytes already
  * stored without a put (archive deploys, publish, promote, a hosted-data default switch) ask

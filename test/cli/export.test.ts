@@ -578,5 +578,62 @@ for (const engine of ENGINES) {
       }
       assert.equal(await a.deps.db.k.selectFrom('users').select('id').where('username', '=', 'retired-bad').executeTakeFirst(), undefined)
     })
+
+    it('an archive holding content taken down here is refused, also when the takedown comes while its blobs are stored', { timeout: 120_000 }, async () => {
+      const s = await start()
+      const owner = await s.user()
+      const admin = await s.user({ admin: true })
+      const cookie = await s.login(admin.username, admin.password)
+      const page = HTML('wallet', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      const digest = crypto.createHash('sha256').update(page).digest('hex')
+      assert.equal((await uploadFile(s, { key: owner.key }, 'seed.html', page)).status, 200)
+      assert.equal((await uploadFile(s, { key: owner.key }, 'index.html', HTML('home'))).status, 200)
+      const file = path.join(tmp, 'taken-down.tar.gz')
+      assert.equal((await runCli(['export', owner.username, file], { env: cliEnv(s) })).code, 0)
+      const user = (name: string) => s.deps.db.k.selectFrom('users').select('id').where('username', '=', name).executeTakeFirst()
+      const refusal = /content taken down on this instance: pages\/seed\.html/
+
+      // the import stops right after storing the page's blob (checked: not blocked yet), the
+      // page is taken down, then the import goes on to its transaction
+      const blobs = s.deps.blobs
+      let reached!: () => void
+      const stored = new Promise<void>((r) => (reached = r))
+      let release!: () => void
+      const released = new Promise<void>((r) => (release = r))
+      const pausing: BlobStore = Object.assign(Object.create(blobs) as BlobStore, {
+        putBatch: undefined,
+        put: async (...a: Parameters<BlobStore['put']>) => {
+          const out = await blobs.put(...a)
+          if (out.digest === digest) {
+            reached()
+            await released
+          }
+          return out
+        },
+      })
+      const imported = importArchive(s.deps.db, pausing, file, 'copy').then(
+        () => null,
+        (e: unknown) => e,
+      )
+      try {
+        await stored
+        const rep = await s.post('/svc_api/admin/reports', { cookie, json: { url: `${s.url}/${owner.username}/seed.html`, category: 'phishing' } })
+        assert.equal(rep.status, 201, rep.text)
+        assert.equal((await s.post(`/svc_api/admin/reports/${rep.json.data.id}/takedown`, { cookie, json: {} })).status, 200)
+      } finally {
+        release()
+      }
+      const err = await imported
+      assert.ok(err instanceof ExportError && refusal.test(err.message), String(err))
+      assert.equal(await user('copy'), undefined, 'no user imported')
+
+      // once taken down, refused before anything is stored, through the CLI too (whose blob
+      // store asks no blocklist)
+      const r = await runCli(['import', file, '--as', 'copy2'], { env: cliEnv(s) })
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      assert.match(r.stderr, refusal)
+      assert.equal(await user('copy2'), undefined, 'no user imported')
+      assert.equal((await s.get('/copy2/seed.html')).status, 404)
+    })
   })
 }

@@ -65,21 +65,26 @@ export type ReportRow = AbuseReportsTable
 type Q = Trx | Db['k']
 
 /**
- * Whether any of these digests is blocked: uploads and new references of their bytes are
- * refused (the blob store's put and admit checks, wired in compose.ts).
+ * Which of these digests are blocked (at most `limit` of them): uploads and new references of
+ * their bytes are refused (the blob store's put and admit checks, wired in compose.ts).
  */
-export async function anyBlockedDigest(q: Q, digests: Iterable<string>): Promise<boolean> {
+export async function blockedDigests(q: Q, digests: Iterable<string>, limit = Infinity): Promise<Set<string>> {
   const all = [...new Set(digests)]
-  for (let i = 0; i < all.length; i += 500) {
-    const hit = await q
+  const out = new Set<string>()
+  for (let i = 0; i < all.length && out.size < limit; i += 500) {
+    let query = q
       .selectFrom('blocked_digests')
       .select('digest')
       .where('digest', 'in', all.slice(i, i + 500))
-      .limit(1)
-      .executeTakeFirst()
-    if (hit) return true
+    if (Number.isFinite(limit)) query = query.limit(limit - out.size)
+    for (const r of await query.execute()) out.add(r.digest)
   }
-  return false
+  return out
+}
+
+/** Whether any of these digests is blocked (blockedDigests). */
+export async function anyBlockedDigest(q: Q, digests: Iterable<string>): Promise<boolean> {
+  return (await blockedDigests(q, digests, 1)).size > 0
 }
 
 /**

@@ -7,7 +7,7 @@ import tar from 'tar-stream'
 import yauzl from 'yauzl'
 import yazl from 'yazl'
 import { sql } from 'kysely'
-import type { Db } from '../../db/kysely.js'
+import type { Db, Trx } from '../../db/kysely.js'
 import { addUsage, versionsKind } from '../../db/usage.js'
 import type { BlobStore } from '../../storage/blob-store.js'
 import { createBlobBatch } from '../../storage/batch.js'
@@ -18,6 +18,7 @@ import { csvExport } from '../forms/export.js'
 import { createKvStore } from '../kv/store.js'
 import { parseFieldsConfig } from '../forms/fields.js'
 import type { SubmissionRow } from '../forms/store.js'
+import { blockedDigests } from '../abuse/store.js'
 
 /**
  * One user's data as a zip or a gzip'd tar archive (docs/operations/export.md): the same
@@ -672,6 +673,21 @@ export async function importArchive(db: Db, blobs: BlobStore, file: string, as?:
 
   // the blob paths, built once: pass 2 looks each entry up here
   const need = blobEntries(data)
+  // content taken down on this instance refuses the whole archive, as any other bad entry:
+  // asked before anything is stored, and again in the transaction under the new user's lock
+  // (a takedown of the same bytes committed meanwhile)
+  const refuseTakenDown = async (q: Db['k'] | Trx) => {
+    const hit = await blockedDigests(
+      q,
+      need.map((b) => b.digest),
+    )
+    if (hit.size === 0) return
+    const paths = need.filter((b) => hit.has(b.digest)).map((b) => b.path)
+    throw new ExportError(
+      `the archive holds content taken down on this instance: ${paths.slice(0, 5).join(', ')}${paths.length > 5 ? ` and ${paths.length - 5} more` : ''}`,
+    )
+  }
+  await refuseTakenDown(db.k)
   const blobPaths = new Set(need.map((b) => b.path))
   const stored = new Set<string>()
   // small entries are read whole and stored together when the store can (putBatch: one
@@ -714,6 +730,8 @@ export async function importArchive(db: Db, blobs: BlobStore, file: string, as?:
           updated_at: now,
         })
         .execute()
+      await db.lockUser(trx, uid)
+      await refuseTakenDown(trx)
       for (const feature of data.user.entitlements)
         await trx.insertInto('entitlements').values({ user_id: uid, feature, source: 'import', created_at: now }).execute()
       const cols = (t: Table, r: Row): Row => Object.fromEntries(COLUMNS[t].map((c) => [c, r[c] ?? null]))
