@@ -198,7 +198,9 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
     // a 1116 (a refused preflight is only a network error to it), and every fetch with a
     // custom header does not cost two.
     const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined
-    if (!isHttps(req, config) && !preflight) {
+    // a form post to a site page (handed over by the public host) follows the site's own
+    // scheme rule, already applied there: loopback sites are plain HTTP
+    if (!isHttps(req, config) && !preflight && req.raw.handedOver?.siteForm === undefined) {
       if (cfg.rateLimit !== false) setRateHeaders(reply, bindingWindow(await limits.hit(identity, rules.windows, now, false)))
       throw new AppError('HTTPS_REQUIRED')
     }

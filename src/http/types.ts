@@ -26,7 +26,15 @@ export interface Handover {
   /** The rate-limit admission the fast path already made (or its failure): the API guard
    * uses it instead of counting the request twice. */
   admission?: Admission | { failed: unknown }
+  /**
+   * A form post to a page of a user's site (the public host checked that `path` is a page
+   * of `username`'s site as this host serves it), rewritten to SITE_FORM_ROUTE.
+   */
+  siteForm?: { username: string; path: string }
 }
+
+/** The forms feature's route for posts to site pages; it refuses any request without `siteForm`. */
+export const SITE_FORM_ROUTE = '/api/forms/site-submit'
 
 declare module 'node:http' {
   interface IncomingMessage {

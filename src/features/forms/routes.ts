@@ -6,8 +6,10 @@ import { errorMessage, pickLang } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { fromFastifyError } from '../../http/errors.js'
 import { multipartParts, readUpload } from '../../http/multipart.js'
-import { clientIp, serviceOrigin } from '../../http/origin.js'
-import type { FieldDef } from './fields.js'
+import { clientIp, isHttps, serviceOrigin } from '../../http/origin.js'
+import { SITE_FORM_ROUTE } from '../../http/types.js'
+import { notAllowed } from '../sites/serve.js'
+import { NETLIFY_FORM_NAME, type FieldDef } from './fields.js'
 import { csvExport, jsonExport } from './export.js'
 import { decideOrigin, NEXT_FIELD, nextTarget, originOf, type OriginDecision } from './origins.js'
 import { decodeFields, parseUrlEncoded } from './urlencoded.js'
@@ -72,6 +74,9 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
         if (owner !== null && owner === (await deps.users.byId(form.user_id))?.username) origins.push(from)
       }
     }
+    // a post to a page of the owner's site (any of its hosts, a custom domain included) from
+    // that same origin comes from the owner's own page (decision 161)
+    if (form && origins.length > 0 && req.raw.handedOver?.siteForm) origins.push(`${isHttps(req, deps.config) ? 'https' : 'http'}://${req.headers.host ?? ''}`)
     return decideOrigin(origins, req.headers.origin, referer)
   }
   const cors = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
@@ -83,6 +88,21 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     return payload
   }
   const route = '/api/forms/submit/:form_slug'
+  // refuse an announced oversize body before reading it (multipart is not covered by bodyLimit)
+  const submitLimit = async (req: FastifyRequest, _reply: FastifyReply, payload: Readable) => {
+    const len = Number(req.headers['content-length'] ?? 0)
+    if (len > SUBMIT_BODY_LIMIT) throw bodyTooLarge()
+    return payload
+  }
+  // a refused browser form post gets the service's page with the reason, whichever step
+  // refused it: the API's rate limit, a body over the limit, the parser or the handler;
+  // scripts, and errors of the service itself (5xx), get the service's JSON error
+  const refusedPage = (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    const e = err instanceof AppError ? err : fromFastifyError(err, SUBMIT_BODY_LIMIT, SUBMIT_BODY_LIMIT)
+    if (!wantsHtml(req) || !e || e.status >= 500) throw err
+    for (const [k, v] of Object.entries(e.options.headers ?? {})) reply.header(k, v)
+    void shortPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), errorMessage(e.key, pickLang(req.headers['accept-language']), e.options.params))
+  }
 
   app.options(
     route,
@@ -106,21 +126,8 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       config: { auth: 'none' },
       bodyLimit: SUBMIT_BODY_LIMIT,
       onSend: cors,
-      // refuse an announced oversize body before reading it (multipart is not covered by bodyLimit)
-      preParsing: async (req, _reply, payload) => {
-        const len = Number(req.headers['content-length'] ?? 0)
-        if (len > SUBMIT_BODY_LIMIT) throw bodyTooLarge()
-        return payload
-      },
-      // a refused browser form post gets the service's page with the reason, whichever step
-      // refused it: the API's rate limit, a body over the limit, the parser or the handler;
-      // scripts, and errors of the service itself (5xx), get the service's JSON error
-      errorHandler: (err: FastifyError, req, reply) => {
-        const e = err instanceof AppError ? err : fromFastifyError(err, SUBMIT_BODY_LIMIT, SUBMIT_BODY_LIMIT)
-        if (!wantsHtml(req) || !e || e.status >= 500) throw err
-        for (const [k, v] of Object.entries(e.options.headers ?? {})) reply.header(k, v)
-        void shortPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), errorMessage(e.key, pickLang(req.headers['accept-language']), e.options.params))
-      },
+      preParsing: submitLimit,
+      errorHandler: refusedPage,
       validatorCompiler: passThrough,
       schema: {
         tags: ['forms'],
@@ -130,29 +137,81 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       },
     },
     async (req, reply) => {
-      // a browser form post gets pages (its redirect_url, or the service's short page); a
-      // script gets JSON, errors included (refusals: errorHandler above)
-      const browser = wantsHtml(req)
       const form = await lookup(req)
       if (!form) throw new AppError('FORM_NOT_FOUND')
-      if (!(await decision(req)).allowed) throw new AppError('FORM_ORIGIN_REFUSED')
-      if (!form.is_active) throw new AppError('FORM_DISABLED')
-      const ip = clientIp(req, deps.config)
-      await forms.throttle(form, ip)
-      const body = await readFields(req)
-      const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
-      const r = await forms.submit(form, body, { ip, userAgent: ua })
-      if (browser) {
-        // Formspree's `_next` first (when it points where the post came from), else redirect_url
-        const referer = typeof req.headers.referer === 'string' ? req.headers.referer : undefined
-        const origins = JSON.parse(form.allowed_origins) as string[]
-        const to = nextTarget(body.get(NEXT_FIELD), origins, form.redirect_url, req.headers.origin, referer) ?? form.redirect_url
-        if (to) return reply.redirect(new URL(to).href, 303)
-      }
-      if (browser) return shortPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'))
-      return { success: true, message: say(req, '提交成功', 'Submitted'), data: { submission_id: r.id } }
+      return take(req, reply, form, () => readFields(req), null)
     },
   )
+
+  /**
+   * The checks after the form is known, in the documented order (origin, active, per-address
+   * limit, fields, quota), the submission, and the answer: a browser form post gets pages
+   * (`landing`, a path on the posting site; else `_next`, redirect_url or the service's short
+   * page); a script gets JSON, errors included (refusals: errorHandler above).
+   */
+  const take = async (req: FastifyRequest, reply: FastifyReply, form: FormRow, fields: () => Promise<Map<string, unknown>>, landing: string | null) => {
+    const browser = wantsHtml(req)
+    if (!(await decision(req)).allowed) throw new AppError('FORM_ORIGIN_REFUSED')
+    if (!form.is_active) throw new AppError('FORM_DISABLED')
+    const ip = clientIp(req, deps.config)
+    await forms.throttle(form, ip)
+    const body = await fields()
+    const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
+    const r = await forms.submit(form, body, { ip, userAgent: ua })
+    if (browser && landing !== null) return reply.redirect(landing, 303)
+    if (browser) {
+      // Formspree's `_next` first (when it points where the post came from), else redirect_url
+      const referer = typeof req.headers.referer === 'string' ? req.headers.referer : undefined
+      const origins = JSON.parse(form.allowed_origins) as string[]
+      const to = nextTarget(body.get(NEXT_FIELD), origins, form.redirect_url, req.headers.origin, referer) ?? form.redirect_url
+      if (to) return reply.redirect(new URL(to).href, 303)
+    }
+    if (browser) return shortPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'))
+    return { success: true, message: say(req, '提交成功', 'Submitted'), data: { submission_id: r.id } }
+  }
+
+  // a Netlify form's post to a page of a user's site (decision 161), handed over by the public
+  // host (SITE_FORM_ROUTE): the form is the site owner's form whose slug is the `form-name`
+  // field; a post without one is what it was before, a method the page does not take (405)
+  app.post(
+    SITE_FORM_ROUTE,
+    {
+      config: { auth: 'none' },
+      bodyLimit: SUBMIT_BODY_LIMIT,
+      onSend: cors,
+      preParsing: submitLimit,
+      errorHandler: refusedPage,
+      validatorCompiler: passThrough,
+      schema: { hide: true },
+    },
+    async (req, reply) => {
+      const site = req.raw.handedOver?.siteForm
+      if (site === undefined) throw new AppError('NOT_FOUND')
+      const body = await readFields(req)
+      const name = body.get(NETLIFY_FORM_NAME)
+      if (typeof name !== 'string' || name === '') {
+        reply.hijack()
+        return notAllowed(reply.raw)
+      }
+      const form = await forms.bySlug(name).catch(() => null)
+      const owner = form === null ? null : await deps.users.byId(form.user_id)
+      if (form === null || owner?.username !== site.username) throw new AppError('FORM_NOT_FOUND')
+      formOf.set(req, Promise.resolve(form))
+      return take(req, reply, form, async () => body, landingOf(site.path, req.headers.referer))
+    },
+  )
+}
+
+/**
+ * Where a browser's post to a site page lands: that page when it is the form's `action` (a
+ * success page, as Netlify's), null (the usual answer) when the form posted to its own page
+ * (no action: the Referer names the same path) or to `/` (Netlify's script examples' target).
+ * Always a path on the posting host (leading slashes collapsed: never a protocol-relative URL).
+ */
+function landingOf(path: string, referer: string | undefined): string | null {
+  if (path === '/') return null
+  if (referer !== undefined && URL.canParse(referer) && new URL(referer).pathname === path) return null
+  return `/${path.replace(/^\/+/, '')}`
 }
 
 /**

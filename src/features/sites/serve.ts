@@ -18,6 +18,7 @@ import { commonOf, etagOf, plainHeaders, representationOf, siteKey, domainKey, v
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
 import { hostName, originUrl, previewOriginUrl, projectSegment, type SiteHost } from '../../http/site-origin.js'
 import type { HostHolds } from '../abuse/public.js'
+import { SITE_FORM_ROUTE, type Handover } from '../../http/types.js'
 
 type Log = { warn(obj: unknown, msg: string): void }
 
@@ -31,6 +32,14 @@ const H400 = plainHeaders(BAD_REQUEST.length)
 const H503 = plainHeaders(UNAVAILABLE.length)
 const NOT_ALLOWED = Buffer.from('Method Not Allowed')
 const H405 = [...plainHeaders(NOT_ALLOWED.length), 'Allow', 'GET, HEAD, OPTIONS']
+/** The answer to a method a page does not take (a POST that is no form's post included). */
+export const notAllowed = (res: ServerResponse): void => {
+  res.writeHead(405, H405).end(NOT_ALLOWED)
+}
+/** Hands a request to the router (a fast path's `route`). */
+type RouteOn = (req: IncomingMessage, res: ServerResponse, handover?: Handover) => void
+/** Body types a browser form posts; only these may be a form's post to a page. */
+const isFormBody = (type: string | undefined): boolean => /^\s*(application\/x-www-form-urlencoded|multipart\/form-data)\s*(;|$)/i.test(type ?? '')
 /** index.html files larger than this are not read for the built-for-/ check (decision 75). */
 const ROOT_CHECK_MAX = 1 << 20
 const BUILT_MEMO_MAX = 10_000
@@ -375,19 +384,20 @@ export function createHostHandler(
     else if (ok !== false) ok.then((a) => a !== false && then(a === 'private')).catch((err) => fail(res, err))
   }
 
-  /** A method other than GET, HEAD (and the password form's POST): OPTIONS is a CORS preflight, anything else 405. */
+  /** A method other than GET, HEAD (and the password form's POST, a form's post): OPTIONS is a CORS preflight, anything else 405. */
   function otherMethod(m: string | undefined, res: ServerResponse): void {
     if (m === 'OPTIONS') res.writeHead(204, H204).end()
-    else res.writeHead(405, H405).end(NOT_ALLOWED)
+    else notAllowed(res)
   }
 
   /**
    * Every request made to a user's own origin, or to a project's own origin or a custom domain
    * (`target`): GET and HEAD of that user's content at /{name} and /{project}/... (a target:
    * its project's /...),
-   * POST only for the visitor password form; nothing else (no API, no pages, no cookies).
+   * POST only for the visitor password form and a form's post to a page (postToPage); nothing
+   * else (no API, no pages, no cookies).
    */
-  function serveSite(req: IncomingMessage, res: ServerResponse, username: string, target: DomainTarget | null = null): void {
+  function serveSite(req: IncomingMessage, res: ServerResponse, username: string, target: DomainTarget | null = null, route?: RouteOn): void {
     const m = req.method
     const head = m === 'HEAD'
     if (m !== 'GET' && !head && m !== 'POST') return otherMethod(m, res)
@@ -411,7 +421,7 @@ export function createHostHandler(
     const full = target ? `/${username}/${rawName}${path}` : `/${username}${path}`
     const go = () =>
       gated(req, res, username, rawName, cookiePath, (priv) => {
-        if (m === 'POST') res.writeHead(405, H405).end(NOT_ALLOWED)
+        if (m === 'POST') postToPage(req, res, username, full, target ? 'domain' : true, path, query, route)
         else serveAt(req, res, full, target ? 'domain' : true, query, head, undefined, priv)
       })
     const send = () => {
@@ -432,6 +442,32 @@ export function createHostHandler(
     if (hit !== undefined) return answer(own(hit))
     resolve(full, 'domain', query)
       .then((r) => answer(!('status' in r) && own(r.entry)))
+      .catch((err) => fail(res, err))
+  }
+
+  /**
+   * A POST to a page of a user's site: a form body (form-encoded or multipart) to a path that
+   * is a page (a 200 file) goes to the forms feature's site route, which takes it when it
+   * names a form (Netlify's `form-name`, decision 161) and answers 405 otherwise; anything
+   * else is 405 here, before its body is read.
+   */
+  function postToPage(
+    req: IncomingMessage,
+    res: ServerResponse,
+    username: string,
+    full: string,
+    mode: SiteMode,
+    path: string,
+    query: string,
+    route?: RouteOn,
+  ): void {
+    if (route === undefined || !isFormBody(req.headers['content-type'])) return notAllowed(res)
+    resolve(full, mode, query)
+      .then((r) => {
+        if ('status' in r || r.entry.kind !== 'file' || r.entry.status !== 200) return notAllowed(res)
+        req.url = SITE_FORM_ROUTE
+        route(req, res, { siteForm: { username, path } })
+      })
       .catch((err) => fail(res, err))
   }
 
@@ -591,10 +627,10 @@ export function createHostHandler(
      * from memory (cached: a Map lookup and one write; not cached: resolved, then answered);
      * false lets the router handle the request.
      */
-    fast(req: IncomingMessage, res: ServerResponse, route?: (req: IncomingMessage, res: ServerResponse) => void): boolean {
+    fast(req: IncomingMessage, res: ServerResponse, route?: RouteOn): boolean {
       const site = sites.siteOf(req)
       if (site !== null) {
-        serveSite(req, res, site.username, targetOf(site))
+        serveSite(req, res, site.username, targetOf(site), route)
         return true
       }
       if (sites.contentOnly(req)) {
@@ -603,10 +639,10 @@ export function createHostHandler(
       }
       const d = hooks.domain(hostName(req.headers.host))
       if (d !== null) {
-        if (!(d instanceof Promise)) serveSite(req, res, d.username, d)
+        if (!(d instanceof Promise)) serveSite(req, res, d.username, d, route)
         else if (route === undefined) return false
         else
-          d.then((t) => (t === null ? route(req, res) : serveSite(req, res, t.username, t))).catch((err) => {
+          d.then((t) => (t === null ? route(req, res) : serveSite(req, res, t.username, t, route))).catch((err) => {
             log.warn({ err }, 'custom domain lookup failed')
             route(req, res)
           })

@@ -1,0 +1,167 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { request } from 'undici'
+import { expectError } from '../support/errors.js'
+import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+
+// A Netlify-style form (`data-netlify`, a hidden `form-name`) posting to a page of the site
+// itself, on the user's origin and on a project's own origin (decision 161).
+type User = Awaited<ReturnType<TestServer['user']>>
+const FORM = (action: string) => `<!doctype html><form name="contact" method="POST" data-netlify="true" action="${action}">
+<input type="hidden" name="form-name" value="contact"><input name="name"><button>send</button></form>`
+
+for (const engine of ENGINES) {
+  describe(`Netlify forms posting to the site [${engine}]`, () => {
+    let s: TestServer
+    let alice: User
+    let bob: User
+    let port = ''
+    let formId = ''
+    let slug = ''
+    let bobSlug = ''
+    const HTML_ACCEPT = 'text/html,application/xhtml+xml,*/*;q=0.8'
+    /** A request on a host of the loopback content domain (plain HTTP). */
+    const on = async (method: string, host: string, p: string, headers: Record<string, string> = {}, body?: string | Buffer) => {
+      const r = await request(`${s.httpUrl}${p}`, { method: method as 'POST', headers: { host, ...headers }, body })
+      const text = await r.body.text()
+      const h = r.headers as Record<string, string | undefined>
+      let json: any
+      try {
+        json = JSON.parse(text)
+      } catch {
+        json = undefined
+      }
+      return { status: r.statusCode, text, json, header: (n: string) => h[n.toLowerCase()] }
+    }
+    const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString()
+    const URLENC = { 'content-type': 'application/x-www-form-urlencoded' }
+    const project = () => `site.${alice.username}.localhost:${port}`
+    const userHost = () => `${alice.username}.localhost:${port}`
+    const stored = async (u: User, id: string) => {
+      const r = await s.get(`/svc_api/forms/data/${id}`, { key: u.key })
+      assert.equal(r.status, 200, r.text)
+      return r.json.data.submissions as Array<{ data: Record<string, unknown> }>
+    }
+
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      port = new URL(s.httpUrl).port
+      alice = await s.user()
+      bob = await s.user()
+      slug = `contact-${alice.username}`.slice(0, 60)
+      bobSlug = `contact-${bob.username}`.slice(0, 60)
+      const files = [
+        { filename: 'index.html', data: FORM('/thanks/') },
+        { filename: 'plain.html', data: FORM('') },
+        { filename: 'thanks/index.html', data: '<p>thanks</p>' },
+      ]
+      assert.equal((await batchUpload(s, { key: alice.key }, 'site', files)).status, 200)
+      assert.equal((await s.post('/api/folders/site/publish', { key: alice.key })).status, 200)
+      const f = await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: 'Contact', form_slug: slug } })
+      assert.equal(f.status, 200, f.text)
+      formId = f.json.data.id
+      const b = await s.post('/svc_api/forms/create', { key: bob.key, json: { form_name: 'Contact', form_slug: bobSlug } })
+      assert.equal(b.status, 200, b.text)
+    })
+    after(() => s?.close())
+
+    it('a form-encoded post to the action page of a project origin is stored and lands there (303)', async () => {
+      const body = form({ 'form-name': slug, name: 'Ann' })
+      const r = await on(
+        'POST',
+        project(),
+        '/thanks/',
+        { ...URLENC, accept: HTML_ACCEPT, origin: `http://${project()}`, referer: `http://${project()}/` },
+        body,
+      )
+      assert.equal(r.status, 303, r.text)
+      assert.equal(r.header('location'), '/thanks/')
+      const subs = await stored(alice, formId)
+      assert.deepEqual(subs[0].data, { name: 'Ann' })
+    })
+
+    it('a multipart post to the user origin without an action page gets the thank-you page', async () => {
+      const mp = multipart([
+        { name: 'form-name', data: slug },
+        { name: 'name', data: 'Bea' },
+      ])
+      const page = `http://${userHost()}/site/plain.html`
+      const r = await on(
+        'POST',
+        userHost(),
+        '/site/plain.html',
+        { 'content-type': mp.contentType, accept: HTML_ACCEPT, origin: `http://${userHost()}`, referer: page },
+        mp.body,
+      )
+      assert.equal(r.status, 200, r.text)
+      assert.match(r.header('content-type') ?? '', /text\/html/)
+      assert.match(r.text, /Your submission was received|你的提交已收到/)
+      assert.deepEqual((await stored(alice, formId))[0].data, { name: 'Bea' })
+    })
+
+    it('a script posting to "/" gets the JSON answer (Netlify AJAX forms)', async () => {
+      const r = await on('POST', project(), '/', { ...URLENC, accept: 'application/json' }, form({ 'form-name': slug, name: 'Cy' }))
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.success, true)
+      assert.ok(r.json.data.submission_id)
+      assert.deepEqual((await stored(alice, formId))[0].data, { name: 'Cy' })
+    })
+
+    it('other posts to pages still answer 405 with Allow, and store nothing', async () => {
+      const before = (await stored(alice, formId)).length
+      const cases: Array<[string, Record<string, string>, string]> = [
+        ['no form-name', URLENC, form({ name: 'x' })],
+        ['JSON', { 'content-type': 'application/json' }, JSON.stringify({ 'form-name': slug, name: 'x' })],
+        ['text/plain', { 'content-type': 'text/plain' }, `form-name=${slug}`],
+      ]
+      for (const [label, headers, body] of cases) {
+        const r = await on('POST', project(), '/thanks/', headers, body)
+        assert.equal(r.status, 405, label)
+        assert.match(r.header('allow') ?? '', /GET, HEAD/, label)
+      }
+      // a path that is no page of the site
+      const missing = await on('POST', project(), '/nope/', URLENC, form({ 'form-name': slug, name: 'x' }))
+      assert.equal(missing.status, 405)
+      assert.equal((await stored(alice, formId)).length, before)
+    })
+
+    it("names only the site owner's forms: another user's slug is 1611 and stores nothing", async () => {
+      const r = await on('POST', project(), '/thanks/', { ...URLENC, accept: 'application/json' }, form({ 'form-name': bobSlug, name: 'x' }))
+      expectError(r as never, 404, 1611)
+      const bobForm = (await s.get('/svc_api/forms/list', { key: bob.key })).json.data.forms[0]
+      assert.equal(bobForm.submission_count, 0)
+    })
+
+    it("takes the site's own origin under allowed_origins, and refuses another listed nowhere (1620)", async () => {
+      const u = await s.request('PUT', `/svc_api/forms/update/${formId}`, { key: alice.key, json: { allowed_origins: ['https://example.com'] } })
+      assert.equal(u.status, 200, u.text)
+      try {
+        const own = await on(
+          'POST',
+          project(),
+          '/',
+          { ...URLENC, accept: 'application/json', origin: `http://${project()}` },
+          form({ 'form-name': slug, name: 'own' }),
+        )
+        assert.equal(own.status, 200, own.text)
+        const other = await on(
+          'POST',
+          project(),
+          '/',
+          { ...URLENC, accept: 'application/json', origin: 'https://evil.example' },
+          form({ 'form-name': slug, name: 'evil' }),
+        )
+        expectError(other as never, 403, 1620)
+        assert.notEqual((await stored(alice, formId))[0].data.name, 'evil')
+      } finally {
+        await s.request('PUT', `/svc_api/forms/update/${formId}`, { key: alice.key, json: { allowed_origins: [] } })
+      }
+    })
+
+    it('the submit route behind the site post is not reachable directly', async () => {
+      const r = await s.post('/api/forms/site-submit', { form: { 'form-name': slug, name: 'x' } })
+      expectError(r, 404, 1404)
+    })
+  })
+}
