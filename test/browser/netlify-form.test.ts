@@ -1,0 +1,64 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+import { openContext } from '../support/browser.js'
+import type { BrowserContext } from 'playwright-core'
+
+// A site made for Netlify, deployed as it is: its form posts to the site's own thank-you
+// page, and the visitor lands there with the submission stored (decision 161). The HTTP
+// suite (test/http/forms-site-post.test.ts) covers both engines and origins.
+const engine = ENGINES[0]
+
+const INDEX = `<!doctype html><html><head><meta charset="utf-8"><title>contact</title></head><body>
+<form name="contact" method="POST" data-netlify="true" netlify-honeypot="bot-field" action="/thanks/">
+  <input type="hidden" name="form-name" value="FORM">
+  <p hidden><input name="bot-field"></p>
+  <label>Name <input name="name"></label>
+  <label>Message <textarea name="message"></textarea></label>
+  <button type="submit">Send</button>
+</form></body></html>`
+
+describe(`a Netlify form on a deployed site, in Chromium [${engine}]`, () => {
+  let s: TestServer
+  let context: BrowserContext
+  before(async () => {
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    context = await openContext({ locale: 'en-US' })
+  })
+  after(async () => {
+    await context?.close()
+    await s?.close()
+  })
+
+  it('submits the form and lands on the thank-you path; the owner reads the submission', async () => {
+    const u = await s.user()
+    const slug = `contact-${u.username}`.slice(0, 60)
+    const f = await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Contact', form_slug: slug } })
+    assert.equal(f.status, 200, f.text)
+    const files = [
+      { filename: 'index.html', data: INDEX.replace('FORM', slug) },
+      { filename: 'thanks/index.html', data: '<!doctype html><title>thanks</title><p id="done">Thanks!</p>' },
+    ]
+    assert.equal((await batchUpload(s, { key: u.key }, 'site', files)).status, 200)
+    assert.equal((await s.post('/api/folders/site/publish', { key: u.key })).status, 200)
+
+    const origin = `http://site.${u.username}.localhost:${new URL(s.httpUrl).port}`
+    const page = await context.newPage()
+    try {
+      await page.goto(`${origin}/`)
+      await page.getByLabel('Name').fill('Dana 王')
+      await page.getByLabel('Message').fill('Hello from a Netlify form')
+      await Promise.all([page.waitForURL(`${origin}/thanks/`), page.getByRole('button', { name: 'Send' }).click()])
+      assert.equal(await page.locator('#done').textContent(), 'Thanks!')
+    } finally {
+      await page.close()
+    }
+    const data = await s.get(`/svc_api/forms/data/${f.json.data.id}`, { key: u.key })
+    assert.equal(data.status, 200, data.text)
+    assert.equal(data.json.data.submissions.length, 1)
+    const sub = data.json.data.submissions[0]
+    assert.deepEqual(sub.data, { name: 'Dana 王', message: 'Hello from a Netlify form' })
+    assert.equal(sub.is_spam, false)
+  })
+})
