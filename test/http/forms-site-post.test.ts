@@ -4,16 +4,19 @@ import { request } from 'undici'
 import { expectError } from '../support/errors.js'
 import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 
 // A Netlify-style form (`data-netlify`, a hidden `form-name`) posting to a page of the site
-// itself, on the user's origin and on a project's own origin (decision 161).
+// itself, on the user's origin and on a project's own origin and a custom domain (decision 161).
 type User = Awaited<ReturnType<TestServer['user']>>
+const DOMAIN = 'www.netlify-site.test'
 const FORM = (action: string) => `<!doctype html><form name="contact" method="POST" data-netlify="true" action="${action}">
 <input type="hidden" name="form-name" value="contact"><input name="name"><button>send</button></form>`
 
 for (const engine of ENGINES) {
   describe(`Netlify forms posting to the site [${engine}]`, () => {
     let s: TestServer
+    let dns: TestDns
     let alice: User
     let bob: User
     let port = ''
@@ -45,7 +48,8 @@ for (const engine of ENGINES) {
     }
 
     before(async () => {
-      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      dns = await startDns()
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, DNS_RESOLVER: dns.addr } })
       port = new URL(s.httpUrl).port
       alice = await s.user()
       bob = await s.user()
@@ -63,8 +67,12 @@ for (const engine of ENGINES) {
       formId = f.json.data.id
       const b = await s.post('/svc_api/forms/create', { key: bob.key, json: { form_name: 'Contact', form_slug: bobSlug } })
       assert.equal(b.status, 200, b.text)
+      await verifiedDomain(s, dns, alice.key, DOMAIN, 'site')
     })
-    after(() => s?.close())
+    after(async () => {
+      await s?.close()
+      await dns?.close()
+    })
 
     it('a form-encoded post to the action page of a project origin is stored and lands there (303)', async () => {
       const body = form({ 'form-name': slug, name: 'Ann' })
@@ -154,6 +162,14 @@ for (const engine of ENGINES) {
         )
         expectError(other as never, 403, 1620)
         assert.notEqual((await stored(alice, formId))[0].data.name, 'evil')
+        // a custom domain of the site (HTTPS) is the owner's own origin too
+        const domain = await s.request('POST', '/thanks/', {
+          headers: { host: DOMAIN, ...URLENC, accept: HTML_ACCEPT, origin: `https://${DOMAIN}`, referer: `https://${DOMAIN}/` },
+          body: form({ 'form-name': slug, name: 'domain' }),
+        })
+        assert.equal(domain.status, 303, domain.text)
+        assert.equal(domain.header('location'), '/thanks/')
+        assert.equal((await stored(alice, formId))[0].data.name, 'domain')
       } finally {
         await s.request('PUT', `/svc_api/forms/update/${formId}`, { key: alice.key, json: { allowed_origins: [] } })
       }
