@@ -467,6 +467,15 @@ export const ERRORS = {
     '发送 Content-Type: application/x-tar 或 application/gzip',
     'Send Content-Type: application/x-tar or application/gzip',
   ),
+  ROLLBACK_UNPUBLISHED: def(
+    1336,
+    'FILE_ERROR',
+    409,
+    '项目 {name} 未发布，回滚不会发布它',
+    'Project {name} is not published, and a rollback does not publish it',
+    '先发布项目（svc publish），再回滚；或用 promote 让某个部署上线',
+    'Publish the project first (svc publish), then roll back; or promote the deploy to make live',
+  ),
   // custom domains and visitor access (1340-1359)
   DOMAIN_INVALID: def(
     1340,

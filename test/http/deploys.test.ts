@@ -217,6 +217,24 @@ for (const engine of ENGINES) {
       assert.equal(none.json.error_code, 1334)
     })
 
+    it('a rollback of an unpublished project is refused (409 / 1336) and leaves it unpublished (decision 158)', async () => {
+      await deploySite(s, u.key, 'stopped', site('s1'))
+      await deploySite(s, u.key, 'stopped', site('s2'))
+      const [, prev] = (await list('stopped')).deploys
+      assert.equal((await s.post('/api/folders/stopped/unpublish', { key: u.key })).status, 200)
+      for (const json of [undefined, { deploy_id: prev.id }]) {
+        const r = await s.post('/api/folders/stopped/rollback', { key: u.key, json })
+        expectError(r, 409, 1336)
+        assert.match(r.json.message, /"stopped"/)
+      }
+      assert.equal((await list('stopped')).live_deploy_id, null)
+      assert.equal((await page('stopped')).status, 404)
+      // published again, the rollback works as before
+      assert.equal((await s.post('/api/folders/stopped/publish', { key: u.key })).status, 200)
+      assert.equal((await s.post('/api/folders/stopped/rollback', { key: u.key })).status, 200)
+      assert.equal((await page('stopped')).text, site('s2')['index.html'])
+    })
+
     it('a plain rollback goes back to a promoted preview that was live, never to one that was not', async () => {
       await deploySite(s, u.key, 'flow', site('f1'))
       // checked as a preview, then made live: the version visitors had

@@ -228,12 +228,17 @@ export function createDeploysService(deps: Deps) {
    * Makes a kept deploy live: in one transaction, the pointer (one row update) and the working
    * set the spec's file API lists; then every instance drops its cached pages.
    */
-  async function makeLive(user: User, folder: { id: string }, deployId: string): Promise<void> {
+  /** `ifUnpublished`: the refusal when the project is unpublished under the lock (a rollback); none: it is published (a promote). */
+  async function makeLive(user: User, folder: { id: string }, deployId: string, ifUnpublished?: () => AppError): Promise<void> {
     // bytes taken down since the deploy was made do not go live again (451 / 1701)
     const digests = (await store.files(db.k, deployId)).map((r) => r.digest)
     await blobs.admit?.(digests)
     await db.k.transaction().execute(async (trx) => {
       await db.lockUser(trx, user.id)
+      if (ifUnpublished) {
+        const f = await trx.selectFrom('folders').select('is_published').where('id', '=', folder.id).executeTakeFirst()
+        if (!f?.is_published) throw ifUnpublished()
+      }
       await refuseBlocked(trx, digests)
       if (!(await store.get(trx, folder.id, deployId))) throw new AppError('DEPLOY_NOT_FOUND', { params: { id: deployId } })
       const now = clock.now()
@@ -477,10 +482,16 @@ export function createDeploysService(deps: Deps) {
 
     /**
      * Rolls back to `deployId`, or by default to the newest kept deploy older than the live one
-     * that visitors had: not a preview, or a preview promoted since (decision 154).
+     * that visitors had: not a preview, or a preview promoted since (decision 154). An
+     * unpublished project is refused (409 / 1336).
      */
     async rollback(user: User, ref: FolderRef, deployId: string | undefined) {
       const folder = await ownFolder(user, ref)
+      // an unpublished project's pointer is hidden (the list shows null): a rollback neither
+      // reads it nor publishes the project again (decision 158); promote is the explicit way.
+      // Checked again under the lock, so an unpublish racing it wins
+      const unpublished = () => new AppError('ROLLBACK_UNPUBLISHED', { params: { name: JSON.stringify(ref.display) } })
+      if (!folder.is_published) throw unpublished()
       let target = deployId
       if (target === undefined) {
         const all = await store.list(db.k, folder.id)
@@ -488,7 +499,7 @@ export function createDeploysService(deps: Deps) {
         target = (at < 0 ? undefined : all.slice(at + 1).find(store.wentLive))?.id
         if (target === undefined) throw new AppError('NO_PREVIOUS_DEPLOY')
       }
-      await makeLive(user, folder, target)
+      await makeLive(user, folder, target, unpublished)
       return { live_deploy_id: target }
     },
 
