@@ -4,9 +4,12 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import http from 'node:http'
+import https from 'node:https'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { FakeClock } from '../../src/util/clock.js'
 import { makeTree, runCli } from './run.js'
+import { batchUpload } from '../support/hosting.js'
 
 /** Requests this key has made in the current minute window, read from the server's own counter. */
 async function requestsCounted(s: TestServer, key: string): Promise<number> {
@@ -245,6 +248,40 @@ for (const engine of ENGINES) {
         assert.equal((await s.get('/api/folders/bytes/deploys', { key: alice.key })).status, 403)
         assert.equal((await s.get(`/${alice.username}/bytes/`)).status, 404)
       } finally {
+        fs.rmSync(d, { recursive: true, force: true })
+      }
+    })
+
+    it('asks the check again once when a file it was told is held went meanwhile (1330), and deploys', async () => {
+      // the bytes are held by another project when the check runs, and gone when the archive
+      // arrives: a loopback proxy deletes them just before it forwards the first deploy
+      const shared = `held elsewhere ${crypto.randomUUID()}`
+      assert.equal((await batchUpload(s, { key: alice.key }, 'holder', [{ filename: 'shared.txt', data: shared }])).status, 200)
+      let deploys = 0
+      const proxy = http.createServer((req, res) => {
+        void (async () => {
+          if (req.method === 'POST' && req.url?.endsWith('/redo/deploys') && deploys++ === 0)
+            assert.equal((await s.request('DELETE', '/api/folders/holder/file/shared.txt', { key: alice.key })).status, 200)
+          const up = https.request(`${s.url}${req.url}`, { method: req.method, headers: req.headers, rejectUnauthorized: false }, (r) => {
+            res.writeHead(r.statusCode ?? 502, r.headers)
+            r.pipe(res)
+          })
+          req.pipe(up)
+        })()
+      })
+      proxy.listen(0, '127.0.0.1')
+      await new Promise((r) => proxy.once('listening', r))
+      const d = makeTree({ 'index.html': page('redo'), 'shared.txt': shared })
+      try {
+        const url = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`
+        const r = await runCli(['deploy', d, '--project', 'redo'], { env: { ...env, SVC_URL: url } })
+        assert.equal(r.code, 0, r.stderr)
+        assert.equal(deploys, 2, 'the refused archive, then the one after the second check')
+        assert.match(r.stderr, /1330/)
+        assert.equal((await s.get(`/${alice.username}/redo/shared.txt`)).text, shared)
+        assert.equal((await s.get('/api/folders/redo/deploys', { key: alice.key })).json.deploys.length, 1)
+      } finally {
+        proxy.close()
         fs.rmSync(d, { recursive: true, force: true })
       }
     })

@@ -229,65 +229,91 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   }
 
   const manifest = { files: Object.fromEntries(files.map((f) => [f.path, f.sha256])) }
-  const check = await api.post(`/api/folders/${encodePath(project)}/deploys/missing`, { json: manifest, okStatuses: [404], idempotent: true })
-  if (check.status === 404) {
-    if (check.json?.error_code === 1404) return null
-    throw ApiError.from(check.status, check.json, check.text, check.headers, check.where)
-  }
-  const missing = new Set<string>(check.json?.missing ?? [])
-  const maxFile = Number(check.json?.limits?.max_file_bytes ?? Infinity)
-  // one file per missing digest: the server stores equal bytes once
-  const send: LocalFile[] = []
-  const sent = new Set<string>()
-  for (const f of files) {
-    if (!missing.has(f.sha256)) continue
-    if (f.size > maxFile) {
-      failed.push({
-        path: f.path,
-        reason: `file too large: ${formatBytes(f.size)}; the server takes at most ${formatBytes(maxFile)} (${maxFile} bytes) per file`,
-      })
-      continue
-    }
-    if (sent.has(f.sha256)) {
-      result.copies++
-      continue
-    }
-    sent.add(f.sha256)
-    send.push(f)
-  }
-  result.uploaded = send.map((f) => f.path)
-  result.uploaded_bytes = send.reduce((a, f) => a + f.size, 0)
-  result.unchanged = files.length - files.filter((f) => missing.has(f.sha256)).length
-  if (failed.length > 0 || opts.dryRun) {
-    result.success = failed.length === 0
-    return finish()
-  }
-
   const body = Buffer.from(JSON.stringify({ ...manifest, source: 'cli', preview: opts.preview, ...(opts.message ? { message: opts.message } : {}) }))
-  const total = result.uploaded_bytes
+  let send: LocalFile[] = []
   let t0 = Date.now()
   let bytes = 0
   let done = 0
   const show = (force = false) => {
     const secs = Math.max(0.001, (Date.now() - t0) / 1000)
-    rep.progress('uploading', done, send.length, `${formatBytes(bytes)}/${formatBytes(total)}  ${formatBytes(Math.round(bytes / secs))}/s`, force)
+    rep.progress(
+      'uploading',
+      done,
+      send.length,
+      `${formatBytes(bytes)}/${formatBytes(result.uploaded_bytes)}  ${formatBytes(Math.round(bytes / secs))}/s`,
+      force,
+    )
   }
-  const r = await api.post(`/api/folders/${encodePath(project)}/deploys`, {
-    contentType: opts.gzip ? 'application/gzip' : 'application/x-tar',
-    // the same tree twice leaves the same files live
-    idempotent: true,
-    body: () => {
-      // a retry (after a rate-limit wait) sends the whole archive again
-      t0 = Date.now()
-      bytes = 0
-      done = 0
-      return archiveStream(body, send, opts.gzip, (n, fileDone) => {
-        bytes += n
-        if (fileDone) done++
-        show()
-      })
-    },
-  })
+  /** The check, then the archive of what it says is missing. */
+  const checkAndSend = async () => {
+    const check = await api.post(`/api/folders/${encodePath(project)}/deploys/missing`, { json: manifest, okStatuses: [404], idempotent: true })
+    if (check.status === 404) {
+      if (check.json?.error_code === 1404) return 'no-archives'
+      throw ApiError.from(check.status, check.json, check.text, check.headers, check.where)
+    }
+    const missing = new Set<string>(check.json?.missing ?? [])
+    const maxFile = Number(check.json?.limits?.max_file_bytes ?? Infinity)
+    // one file per missing digest: the server stores equal bytes once
+    send = []
+    result.copies = 0
+    const sent = new Set<string>()
+    for (const f of files) {
+      if (!missing.has(f.sha256)) continue
+      if (f.size > maxFile) {
+        failed.push({
+          path: f.path,
+          reason: `file too large: ${formatBytes(f.size)}; the server takes at most ${formatBytes(maxFile)} (${maxFile} bytes) per file`,
+        })
+        continue
+      }
+      if (sent.has(f.sha256)) {
+        result.copies++
+        continue
+      }
+      sent.add(f.sha256)
+      send.push(f)
+    }
+    result.uploaded = send.map((f) => f.path)
+    result.uploaded_bytes = send.reduce((a, f) => a + f.size, 0)
+    result.unchanged = files.length - files.filter((f) => missing.has(f.sha256)).length
+    if (failed.length > 0 || opts.dryRun) return 'not-sent'
+
+    return api.post(`/api/folders/${encodePath(project)}/deploys`, {
+      contentType: opts.gzip ? 'application/gzip' : 'application/x-tar',
+      // the same tree twice leaves the same files live
+      idempotent: true,
+      body: () => {
+        // a retry (after a rate-limit wait) sends the whole archive again
+        t0 = Date.now()
+        bytes = 0
+        done = 0
+        return archiveStream(body, send, opts.gzip, (n, fileDone) => {
+          bytes += n
+          if (fileDone) done++
+          show()
+        })
+      },
+    })
+  }
+  let r: Awaited<ReturnType<typeof api.post>>
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const outcome = await checkAndSend()
+      if (outcome === 'no-archives') return null
+      if (outcome === 'not-sent') {
+        result.success = failed.length === 0
+        return finish()
+      }
+      r = outcome
+      break
+    } catch (e) {
+      // 1330: bytes the check counted as held (or carried ones the sweeper took) went before
+      // the archive was stored; a second check asks for them, once
+      if (attempt > 1 || !(e instanceof ApiError) || e.code !== 1330) throw e
+      rep.clear()
+      rep.note(`error 1330: ${e.message}; asking the server again which files it lacks`)
+    }
+  }
   if (send.length) show(true)
   rep.clear()
   const d = r.json ?? {}
