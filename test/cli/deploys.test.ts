@@ -252,6 +252,19 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('refuses a message over 500 characters before reading or sending anything (1328)', async () => {
+      const before = await requestsCounted(s, alice.key)
+      const r = await runCli(['deploy', dir, '--project', 'longmsg', '-m', 'é'.repeat(501)], { env })
+      assert.equal(r.code, 1)
+      assert.match(r.stderr, /1328/)
+      assert.match(r.stderr, /501 characters; the server takes at most 500/)
+      assert.equal((await requestsCounted(s, alice.key)) - before, 1, 'only this count')
+      // 500 is taken
+      const ok = await runCli(['deploy', dir, '--project', 'longmsg', '-m', 'é'.repeat(500), '--json'], { env })
+      assert.equal(ok.code, 0, ok.stderr)
+      assert.equal((await s.get('/api/folders/longmsg/deploys', { key: alice.key })).json.deploys[0].message, 'é'.repeat(500))
+    })
+
     it('asks the check again once when a file it was told is held went meanwhile (1330), and deploys', async () => {
       // the bytes are held by another project when the check runs, and gone when the archive
       // arrives: a loopback proxy deletes them just before it forwards the first deploy

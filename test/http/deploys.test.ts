@@ -6,7 +6,7 @@ import tls from 'node:tls'
 import { once } from 'node:events'
 import { gzipSync } from 'node:zlib'
 import { Readable } from 'node:stream'
-import { request } from 'undici'
+import { Agent, request } from 'undici'
 import os from 'node:os'
 import crypto from 'node:crypto'
 import { Migrator, sql, type Kysely } from 'kysely'
@@ -459,6 +459,34 @@ for (const engine of ENGINES) {
       assert.deepEqual([...(await blobSet(s))].sort(), [...before].sort())
       for (const data of Object.values(nested)) assert.ok(!before.has(sha(data)))
       assert.equal((await s.get('/api/folders/nested/deploys', { key: u.key })).status, 403, 'no project made')
+    })
+
+    it('a message over 500 characters is refused at the manifest, before any file entry is read', async () => {
+      const files = { 'index.html': HTML('long message 7c1f'), 'app.js': 'console.log("long message 7c1f")' }
+      const before = await blobSet(s)
+      const body = await tarOf([manifestOf(files, { message: 'm'.repeat(501) }), ...Object.entries(files).map(([name, data]) => ({ name, data }))])
+      const r = await postArchive(s, u.key, 'longmsg', body)
+      expectError(r, 413, 1328)
+      assert.deepEqual([...(await blobSet(s))].sort(), [...before].sort())
+      for (const data of Object.values(files)) assert.ok(!before.has(sha(data)))
+      // the answer comes while the rest of the archive is still on its way: the manifest, then a stream that never ends
+      const alone = manifestOf(files, { message: 'm'.repeat(501) })
+      const manifest = (await tarOf([alone])).subarray(0, 512 + Math.ceil(Buffer.byteLength(String(alone.data)) / 512) * 512)
+      const endless = new Readable({ read() {} })
+      endless.push(manifest)
+      const insecure = new Agent({ connect: { rejectUnauthorized: false } })
+      const res = await request(`${s.url}/api/folders/longmsg/deploys`, {
+        dispatcher: insecure,
+        method: 'POST',
+        headers: { authorization: `Bearer ${u.key}`, 'content-type': 'application/x-tar' },
+        body: endless,
+        signal: AbortSignal.timeout(10_000),
+      })
+      const answer = await res.body.text()
+      assert.equal(res.statusCode, 413, answer)
+      assert.equal(JSON.parse(answer).error_code, 1328)
+      endless.destroy()
+      await insecure.close()
     })
 
     describe('refuses each bad archive with its own error and changes nothing', () => {

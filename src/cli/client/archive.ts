@@ -164,9 +164,17 @@ export async function checkDeployLimits(api: ApiClient, files: number, bytes: nu
     )
 }
 
+/** The longest deploy message the server takes (its 1328 refusal), in UTF-16 units as it counts. */
+const MESSAGE_MAX = 500
+
 /** Runs an archive deploy; null when the server has no archive deploys (the caller falls back to batches). */
 export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: Reporter): Promise<ArchiveResult | null> {
   const started = Date.now()
+  // refused by the server only once the archive arrives: said before the folder is read
+  if (opts.message !== undefined && opts.message.length > MESSAGE_MAX)
+    throw new CliError(
+      `the deploy message has ${opts.message.length} characters; the server takes at most ${MESSAGE_MAX} (error 1328); nothing was read or sent`,
+    )
   const dirReal = await fsp.realpath(opts.dir).catch(() => {
     throw new CliError(`no such folder: ${opts.dir}`)
   })
