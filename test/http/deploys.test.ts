@@ -235,6 +235,30 @@ for (const engine of ENGINES) {
       assert.equal((await page('stopped')).text, site('s2')['index.html'])
     })
 
+    it('batch uploads to a live project share one partial deploy, which a plain rollback skips (decision 159)', async () => {
+      const d1 = (await deploySite(s, u.key, 'flood', site('b1'))).res.json.deploy.id
+      const d2 = (await deploySite(s, u.key, 'flood', site('b2'))).res.json.deploy.id
+      // svc deploy --batch --batch-files 1: one request per changed file, then the publish
+      const v3 = site('b3')
+      for (const f of ['index.html', 's.css', 'docs/a.html'])
+        assert.equal((await batchUpload(s, { key: u.key }, 'flood', [{ filename: f, data: String(v3[f]) }], true)).status, 200)
+      assert.equal((await page('flood')).text, v3['index.html'], 'each write still shows at once')
+      assert.equal((await s.post('/api/folders/flood/publish', { key: u.key })).status, 200)
+      const l = await list('flood')
+      const ids = (l.deploys as Array<{ id: string }>).map((d) => d.id)
+      assert.equal(ids.length, 4, 'the publish, one deploy for the three writes, and the two before')
+      assert.deepEqual(ids.slice(2), [d2, d1])
+      assert.deepEqual(
+        l.deploys.map((d: { is_partial: boolean }) => d.is_partial),
+        [false, true, false, false],
+      )
+      // the plain rollback goes back to the deploy before the writes, whole
+      const back = await s.post('/api/folders/flood/rollback', { key: u.key })
+      assert.equal(back.json.live_deploy_id, d2, back.text)
+      assert.equal((await page('flood')).text, site('b2')['index.html'])
+      assert.equal((await page('flood', 's.css')).text, site('b2')['s.css'])
+    })
+
     it('a plain rollback goes back to a promoted preview that was live, never to one that was not', async () => {
       await deploySite(s, u.key, 'flow', site('f1'))
       // checked as a preview, then made live: the version visitors had

@@ -4993,6 +4993,8 @@ export interface operations {
                             is_preview: boolean;
                             /** @description when a preview first went live (promote, or rollback to it); null otherwise. A plain rollback may go back to it */
                             promoted_at: string | null;
+                            /** @description made by writes through the file API to the live project (one deploy per run of them); a plain rollback skips it */
+                            is_partial: boolean;
                             is_live: boolean;
                             /** @description this deploy at the root of its own origin (see the deploy answer) */
                             preview_origin_url: string | null;

@@ -24,6 +24,9 @@ const Deploy = Type.Object({
   promoted_at: Type.Union([Type.String(), Type.Null()], {
     description: 'when a preview first went live (promote, or rollback to it); null otherwise. A plain rollback may go back to it',
   }),
+  is_partial: Type.Boolean({
+    description: 'made by writes through the file API to the live project (one deploy per run of them); a plain rollback skips it',
+  }),
   is_live: Type.Boolean(),
   preview_origin_url: Type.Union([Type.String(), Type.Null()], { description: 'this deploy at the root of its own origin (see the deploy answer)' }),
 })

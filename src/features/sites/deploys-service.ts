@@ -221,6 +221,7 @@ export function createDeploysService(deps: Deps) {
     source: d.source,
     is_preview: !!d.is_preview,
     promoted_at: d.promoted_at === null ? null : isoMicros(Number(d.promoted_at)),
+    is_partial: !!d.is_partial,
     is_live: d.id === liveId,
   })
 

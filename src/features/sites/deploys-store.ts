@@ -20,6 +20,8 @@ export interface DeploysTable {
   site_rules: string | null
   /** When a preview first went live (promote or rollback to it); null: never, or not a preview. */
   promoted_at: number | null
+  /** Made by a write through the file API to a live project: a run of them shares one deploy (decision 159). */
+  is_partial: number
 }
 
 export interface DeployFilesTable {
@@ -60,7 +62,7 @@ export function createDeploysStore() {
     async newDeploy(
       trx: Trx,
       folderId: string,
-      v: { source: string; message: string; preview: boolean; siteRules: string | null; now: number },
+      v: { source: string; message: string; preview: boolean; siteRules: string | null; now: number; partial?: boolean },
     ): Promise<string> {
       const id = crypto.randomBytes(8).readBigUInt64BE().toString(36).padStart(13, '0').slice(-12)
       // under the user's lock (the caller's transaction): no two deploys of a project get one number
@@ -83,6 +85,7 @@ export function createDeploysStore() {
           is_preview: v.preview ? 1 : 0,
           site_rules: v.siteRules,
           promoted_at: null,
+          is_partial: v.partial ? 1 : 0,
         })
         .execute()
       return id
@@ -124,8 +127,11 @@ export function createDeploysStore() {
     markPromoted: (trx: Trx, deployId: string, now: number) =>
       trx.updateTable('deploys').set({ promoted_at: now }).where('id', '=', deployId).where('is_preview', '=', 1).where('promoted_at', 'is', null).execute(),
 
-    /** Whether visitors had this deploy: made live, or a preview promoted since (a plain rollback's targets). */
-    wentLive: (d: Pick<DeployRow, 'is_preview' | 'promoted_at'>): boolean => !d.is_preview || d.promoted_at !== null,
+    /**
+     * A plain rollback's targets: deploys visitors had whole (made live, or a preview promoted
+     * since), not the partial state a run of file-API writes left (decision 159).
+     */
+    wentLive: (d: Pick<DeployRow, 'is_preview' | 'promoted_at' | 'is_partial'>): boolean => !d.is_partial && (!d.is_preview || d.promoted_at !== null),
 
     get: (q: Q, folderId: string, id: string) => q.selectFrom('deploys').selectAll().where('folder_id', '=', folderId).where('id', '=', id).executeTakeFirst(),
 
@@ -249,10 +255,30 @@ export function createDeploysStore() {
 
     /**
      * A live deploy of the working set, in the caller's transaction: the spec's publish, and
-     * the spec's writes to a live project (so every write still shows at once, as a new version).
+     * the spec's writes to a live project (so every write still shows at once). A write's
+     * deploy (`partial`) replaces the live one when that is the newest and partial too: a run
+     * of writes keeps one deploy, its latest state, and pushes no history out (decision 159).
      */
-    async deployWorkingSet(trx: Trx, folderId: string, v: { source: string; siteRules: string | null; now: number; keep: number }): Promise<string> {
-      const id = await store.newDeploy(trx, folderId, { source: v.source, message: '', preview: false, siteRules: v.siteRules, now: v.now })
+    async deployWorkingSet(
+      trx: Trx,
+      folderId: string,
+      v: { source: string; siteRules: string | null; now: number; keep: number; partial?: boolean },
+    ): Promise<string> {
+      if (v.partial) {
+        const newest = await trx
+          .selectFrom('deploys')
+          .select(['id', 'is_partial'])
+          .where('folder_id', '=', folderId)
+          .orderBy('seq', 'desc')
+          .limit(1)
+          .executeTakeFirst()
+        const live = await trx.selectFrom('folders').select('live_deploy_id').where('id', '=', folderId).executeTakeFirst()
+        if (newest?.is_partial && newest.id === live?.live_deploy_id) {
+          await trx.deleteFrom('deploy_files').where('deploy_id', '=', newest.id).execute()
+          await trx.deleteFrom('deploys').where('id', '=', newest.id).execute()
+        }
+      }
+      const id = await store.newDeploy(trx, folderId, { source: v.source, message: '', preview: false, siteRules: v.siteRules, now: v.now, partial: v.partial })
       await store.snapshotWorkingSet(trx, id, folderId)
       const { count, bytes } = await store.countFiles(trx, id)
       await store.setCounts(trx, id, count, bytes)

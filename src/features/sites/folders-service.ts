@@ -57,7 +57,7 @@ export function createFoldersService(deps: Deps) {
   const { db, blobs, clock, config } = deps
   const store = createFoldersStore(db)
   const deploys = createDeploysStore()
-  /** A write through the spec's file API to a live project goes live as a new deploy (same rules as the live one). */
+  /** A write through the spec's file API to a live project goes live as a partial deploy (same rules as the live one; decision 159). */
   const redeploy = async (trx: Trx, folderId: string, now: number) => {
     const live = await trx
       .selectFrom('folders')
@@ -65,7 +65,8 @@ export function createFoldersService(deps: Deps) {
       .select(['folders.is_published', 'deploys.site_rules'])
       .where('folders.id', '=', folderId)
       .executeTakeFirstOrThrow()
-    if (live.is_published) await deploys.deployWorkingSet(trx, folderId, { source: 'api', siteRules: live.site_rules, now, keep: config.deploysKeep })
+    if (live.is_published)
+      await deploys.deployWorkingSet(trx, folderId, { source: 'api', siteRules: live.site_rules, now, keep: config.deploysKeep, partial: true })
   }
 
   const noAccess = (name: string) =>

@@ -143,4 +143,17 @@ export const deploysMigrations: Record<string, Migration> = {
       await db.schema.alterTable('deploys').dropColumn('promoted_at').execute()
     },
   },
+  // a deploy made by a write through the file API (batch upload, delete) to a live project:
+  // a run of them shares one deploy, and a plain rollback skips it (decision 159)
+  '0800-deploys-partial': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable('deploys')
+        .addColumn('is_partial', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable('deploys').dropColumn('is_partial').execute()
+    },
+  },
 }

@@ -34,8 +34,9 @@ export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> 
     table(
       ['', 'ID', 'CREATED', 'FILES', 'SIZE', 'SOURCE', 'MESSAGE'],
       deploys.map((d) => [
-        // a preview once promoted was live: a plain rollback may go back to it
-        d.is_live ? 'live' : d.is_preview ? (d.promoted_at ? 'promoted' : 'preview') : '',
+        // a preview once promoted was live: a plain rollback may go back to it; a partial one
+        // (file-API writes) it skips
+        d.is_live ? 'live' : d.is_preview ? (d.promoted_at ? 'promoted' : 'preview') : d.is_partial ? 'partial' : '',
         String(d.id),
         localTime(d.created_at),
         String(d.file_count),
