@@ -5,7 +5,7 @@ import os from 'node:os'
 import path from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import { startServer, type TestServer } from '../support/server.js'
-import { HIGH_LIMITS } from '../support/hosting.js'
+import { batchUpload, HIGH_LIMITS } from '../support/hosting.js'
 import { logInPage, openContext } from '../support/browser.js'
 import { deploySite } from '../support/deploys.js'
 
@@ -81,6 +81,13 @@ describe('deploys in the dashboard (Chromium)', () => {
     await atRoot.goto(root)
     assert.equal(await atRoot.locator('h1').textContent(), 'two')
     await atRoot.close()
+    // a file written through the file API to the live project makes a partial deploy (decision 159)
+    assert.equal((await batchUpload(s, { key: u.key }, 'blog', [{ filename: 'extra.txt', data: 'x' }], true)).status, 200)
+    await page.reload()
+    await page.locator('#projects-table').getByRole('button', { name: 'blog' }).click()
+    await rows.nth(3).waitFor()
+    assert.match((await rows.nth(0).textContent()) ?? '', /live · partial \(file writes\)/)
+    assert.doesNotMatch((await rows.nth(1).textContent()) ?? '', /partial/)
     await page.screenshot({ path: path.join(tmp, 'deploys.png') })
     assert.deepEqual(problems, [])
   })

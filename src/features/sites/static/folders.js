@@ -281,7 +281,7 @@
     S.$('project-unpublish').disabled = published === false
   }
 
-  /** The project's kept deploys: live and preview badges, a link to each, rollback / promote buttons. */
+  /** The project's kept deploys: live, preview and partial badges, a link to each, rollback / promote buttons. */
   function loadDeploys(name) {
     var tbody = S.clear(S.$('deploys-table').querySelector('tbody'))
     return S.api
@@ -296,6 +296,8 @@
         })
         list.forEach(function (d, i) {
           var badge = d.is_live ? t('deploys.live') : d.is_preview ? t(d.promoted_at ? 'deploys.promoted' : 'deploys.preview') : ''
+          // a deploy made by file-API writes (decision 159): a plain rollback skips it
+          if (d.is_partial) badge = badge ? badge + ' · ' + t('deploys.partial') : t('deploys.partial')
           var action = null
           if (!d.is_live) {
             // older than the live one: a rollback; newer (a preview): a promote
