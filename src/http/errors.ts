@@ -149,14 +149,23 @@ export function sendAppError(req: FastifyRequest, reply: FastifyReply, err: AppE
 
 type SchemaError = NonNullable<FastifyError['validation']>[number]
 
+/** A JSON pointer as a field name: `/tags/3` is `tags[3]`, `/a/b` is `a.b`; the root is `root`. */
+function fieldName(pointer: string, root: string): string {
+  let out = ''
+  for (const seg of pointer.split('/').slice(1)) {
+    const s = seg.replace(/~1/g, '/').replace(/~0/g, '~')
+    out += /^\d+$/.test(s) ? `[${s}]` : out === '' ? s : `.${s}`
+  }
+  return out === '' ? root : out
+}
+
 /**
  * A value outside a fixed set (an enum, or a union of constants such as data_type's): the
- * field and its allowed values, in both languages, instead of the validator's wording (one
- * "must be equal to constant" per branch). Null when the errors say anything else: a union
- * with a branch that is no constant is described by the validator as before.
+ * field and its allowed values, instead of the validator's wording (one "must be equal to
+ * constant" per branch). Null when the errors say anything else: a union with a branch that
+ * is no constant is described by the validator as before.
  */
-function oneOfDetail(errors: SchemaError[] | undefined): Text | null {
-  if (!errors?.length) return null
+function oneOfDetail(errors: SchemaError[]): Text | null {
   const at = errors[0].instancePath
   const values: unknown[] = []
   const branches = new Map<string, boolean>()
@@ -168,11 +177,70 @@ function oneOfDetail(errors: SchemaError[] | undefined): Text | null {
     else if (x.keyword !== 'type' && x.keyword !== 'anyOf') return null
     if (branch !== undefined) branches.set(branch, (branches.get(branch) ?? false) || x.keyword === 'const' || x.keyword === 'enum')
   }
-  if (values.length === 0 || [...branches.values()].includes(false)) return null
-  const field = at.replace(/^\//, '').replace(/\//g, '.')
-  if (field === '') return null
+  if (values.length === 0 || [...branches.values()].includes(false) || at === '') return null
+  const field = fieldName(at, '')
   const shown = values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))
   return { zh: `${field} 须为以下值之一：${shown.join('、')}`, en: `${field} must be one of: ${shown.join(', ')}` }
+}
+
+/** A bound as words: `>=` 5 is "at least 5" / 不能小于 5, and so on. */
+const BOUNDS: Record<string, (n: string | number) => Text> = {
+  '>=': (n) => ({ zh: `不能小于 ${n}`, en: `must be at least ${n}` }),
+  '<=': (n) => ({ zh: `不能大于 ${n}`, en: `must be at most ${n}` }),
+  '>': (n) => ({ zh: `须大于 ${n}`, en: `must be greater than ${n}` }),
+  '<': (n) => ({ zh: `须小于 ${n}`, en: `must be less than ${n}` }),
+}
+const bound = (field: string, p: Record<string, string | number>): Text | null => {
+  const t = BOUNDS[p.comparison]?.(p.limit)
+  return t ? { zh: `${field} ${t.zh}`, en: `${field} ${t.en}` } : null
+}
+const chars = (n: string | number): Text => ({ zh: `${n} 个字符`, en: n === 1 ? '1 character' : `${n} characters` })
+const items = (n: string | number): Text => ({ zh: `${n} 项`, en: n === 1 ? '1 item' : `${n} items` })
+
+/**
+ * The validator's common keywords in both languages: the field (`field`, or `at`, the object
+ * a missing or unexpected property belongs in, joined to it) and the limit the schema sets.
+ * A keyword not listed keeps the validator's own (English) text.
+ */
+const KEYWORDS: Record<string, (field: string, p: Record<string, string | number>, at: (name: string) => string) => Text | null> = {
+  required: (_f, p, at) => ({ zh: `缺少必填字段 ${at(String(p.missingProperty))}`, en: `${at(String(p.missingProperty))} is required` }),
+  additionalProperties: (_f, p, at) => ({
+    zh: `不接受字段 ${at(String(p.additionalProperty))}`,
+    en: `${at(String(p.additionalProperty))} is not an accepted field`,
+  }),
+  type: (f, p) => {
+    const types = String(p.type).split(',')
+    return { zh: `${f} 须为 ${types.join(' 或 ')} 类型`, en: `${f} must be of type ${types.join(' or ')}` }
+  },
+  maxItems: (f, p) => ({ zh: `${f} 最多 ${items(p.limit).zh}`, en: `${f} must have at most ${items(p.limit).en}` }),
+  minItems: (f, p) => ({ zh: `${f} 至少 ${items(p.limit).zh}`, en: `${f} must have at least ${items(p.limit).en}` }),
+  maxLength: (f, p) => ({ zh: `${f} 最多 ${chars(p.limit).zh}`, en: `${f} must be at most ${chars(p.limit).en} long` }),
+  minLength: (f, p) =>
+    p.limit === 1
+      ? { zh: `${f} 不能为空`, en: `${f} must not be empty` }
+      : { zh: `${f} 至少 ${chars(p.limit).zh}`, en: `${f} must be at least ${chars(p.limit).en} long` },
+  pattern: (f, p) => ({ zh: `${f} 格式不符，须匹配 ${p.pattern}`, en: `${f} must match the pattern ${p.pattern}` }),
+  minimum: bound,
+  maximum: bound,
+  exclusiveMinimum: bound,
+  exclusiveMaximum: bound,
+}
+
+/**
+ * A validation failure in both languages, naming the field and what it must be: a value
+ * outside a fixed set (oneOfDetail), or one failure of a keyword of KEYWORDS. Null when the
+ * errors are anything else (the validator's text is then kept). `context`: where the value
+ * was (body, querystring, params, headers), the name of a whole input that fails.
+ */
+function validationDetail(errors: SchemaError[] | undefined, context: string | undefined): Text | null {
+  if (!errors?.length) return null
+  if (errors.length > 1) return oneOfDetail(errors)
+  const [x] = errors
+  const describe = KEYWORDS[x.keyword]
+  if (describe === undefined) return oneOfDetail(errors)
+  const root = context ?? 'body'
+  const at = (name: string) => fieldName(`${x.instancePath}/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`, root)
+  return describe(fieldName(x.instancePath, root), x.params as Record<string, string | number>, at)
 }
 
 /**
@@ -197,7 +265,7 @@ export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: 
     case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
       return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'multipart/form-data' } })
     case 'FST_ERR_VALIDATION':
-      return new AppError('INVALID_PARAMETER', { params: { detail: oneOfDetail(e.validation) ?? e.message } })
+      return new AppError('INVALID_PARAMETER', { params: { detail: validationDetail(e.validation, e.validationContext) ?? e.message } })
   }
   // PostgreSQL: text the database cannot hold (NUL, invalid encoding) is the client's input
   const pgCode = (e as { code?: string }).code

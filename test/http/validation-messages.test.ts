@@ -1,0 +1,63 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { startServer, type TestServer } from '../support/server.js'
+
+// A request the route's schema refuses answers 400 / 1106 with a message naming the field and
+// the limit, wholly in the answer's language (Chinese by default, English on request).
+describe('schema validation messages', () => {
+  let s: TestServer
+  let key: string
+  let cookie: string
+  let bob: string
+  before(async () => {
+    s = await startServer()
+    key = (await s.user()).key
+    const admin = await s.user({ admin: true })
+    cookie = await s.login(admin.username, admin.password)
+    bob = (await s.user()).username
+  })
+  after(() => s?.close())
+
+  const store = (json: unknown) => (headers: Record<string, string>) => s.post('/svc_api/data/store', { key, json, headers })
+  // [keyword, request, Chinese detail, English detail]
+  const cases: Array<[string, (headers: Record<string, string>) => Promise<{ status: number; json: any }>, string, string]> = [
+    ['maxItems', store({ key: 'k', value: 1, tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }), 'tags 最多 20 项', 'tags must have at most 20 items'],
+    ['minLength', store({ key: 'k', value: 1, tags: ['a', ''] }), 'tags[1] 不能为空', 'tags[1] must not be empty'],
+    ['maxLength', store({ key: 'k', value: 1, tags: ['x'.repeat(33)] }), 'tags[0] 最多 32 个字符', 'tags[0] must be at most 32 characters long'],
+    ['type', store({ key: 'k', value: 1, is_public: 'yes' }), 'is_public 须为 boolean 类型', 'is_public must be of type boolean'],
+    ['type (several)', store({ key: 'k', value: 1, ttl: 'soon' }), 'ttl 须为 integer 或 null 类型', 'ttl must be of type integer or null'],
+    ['type (whole body)', store([1]), 'body 须为 object 类型', 'body must be of type object'],
+    ['required', store({ key: 'k' }), '缺少必填字段 value', 'value is required'],
+    ['minimum', store({ key: 'k', value: 1, ttl: 0 }), 'ttl 不能小于 1', 'ttl must be at least 1'],
+    ['maximum', store({ key: 'k', value: 1, ttl: 10 * 365 * 86400 + 1 }), 'ttl 不能大于 315360000', 'ttl must be at most 315360000'],
+    [
+      'pattern',
+      (headers) => s.get('/svc_api/admin/content?hash=zz', { cookie, headers }),
+      'hash 格式不符，须匹配 ^[0-9a-fA-F]{64}$',
+      'hash must match the pattern ^[0-9a-fA-F]{64}$',
+    ],
+    [
+      'additionalProperties',
+      (headers) => s.post(`/svc_api/admin/users/${bob}`, { cookie, json: { disabled: false, colour: 'red' }, headers }),
+      '不接受字段 colour',
+      'colour is not an accepted field',
+    ],
+  ]
+  for (const [keyword, send, zh, en] of cases) {
+    it(`names the field and the limit of ${keyword}, in both languages`, async () => {
+      for (const [lang, detail] of [
+        ['zh-CN', `参数错误：${zh}`],
+        ['en', `Invalid parameter: ${en}`],
+      ]) {
+        const r = await send({ 'accept-language': lang })
+        assert.equal(r.status, 400, JSON.stringify(r.json))
+        assert.equal(r.json.error_code, 1106)
+        assert.equal(r.json.message, detail)
+      }
+    })
+  }
+
+  it('stored nothing from the refused writes', async () => {
+    assert.equal((await s.get('/svc_api/data/get?key=k', { key })).status, 404)
+  })
+})
