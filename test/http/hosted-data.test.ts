@@ -373,6 +373,35 @@ for (const engine of ENGINES) {
       assert.ok(seen.A + seen.B > 0)
     })
 
+    it("says what is wrong with a file's fields in the answer's language", async () => {
+      const CJK = /[\u4e00-\u9fff]/
+      const cases: Array<[Record<string, unknown>, string]> = [
+        [
+          { display_name: 'a\u202eb', content: 'x' },
+          'display_name must not contain invisible format characters (bidi overrides or isolates, zero-width characters)',
+        ],
+        [{ display_name: '   ', content: 'x' }, 'display_name must be 1-255 characters'],
+        [{ display_name: 'a\u0085b', content: 'x' }, 'display_name must not contain control characters'],
+        [{ display_name: 'd.txt', content: 'x', description: 'a\u0001b' }, 'description must not contain control characters'],
+        [{ display_name: 'd.txt', content: 'x', description: 'x'.repeat(2001) }, 'description must be at most 2000 characters'],
+        [{ display_name: 'd.txt', content: '' }, 'content is empty'],
+        [{ display_name: 'd.txt' }, 'content is required'],
+        [{ display_name: 'd.txt', content: 'x', content_type: 'text/plain; charset=latin1' }, 'content is always UTF-8: charset must be utf-8'],
+        [{ display_name: 'd.txt', content: 'x', content_type: 'text/plain; q=1' }, 'content_type parameter "q=1" is not allowed (only charset=utf-8)'],
+      ]
+      for (const [body, en] of cases) {
+        for (const lang of ['zh-CN', 'en']) {
+          const r = await s.request('POST', F, { cookie: bob.cookie, json: body, headers: { 'accept-language': lang } })
+          assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`)
+          if (lang === 'en') assert.equal(r.json.message, `Invalid parameter: ${en}`)
+          else {
+            assert.ok(CJK.test(r.json.message), r.json.message)
+            assert.doesNotMatch(r.json.message, /[a-z]{4,} [a-z]{2,}/, `no English words: ${r.json.message}`)
+          }
+        }
+      }
+    })
+
     it('refuses a display_name with a bidi override, an isolate, a C1 control or a stray zero-width character; a file name drops them', async () => {
       for (const bad of ['photo\u202etxt.exe', 'a\u2066b', 'a\u2069', 'a\u0085b', '\u009fa', 'a\u200bb', 'a\ufeffb']) {
         const r = await json(bob, 'POST', F, { display_name: bad, content: 'x' })

@@ -1,4 +1,5 @@
 import { AppError } from '../../errors/app-error.js'
+import type { Text } from '../../errors/render.js'
 import { CONTROL as ANY_CONTROL, hasStrayFormat, isWellFormed, stripInvisible } from '../../util/unicode.js'
 
 /**
@@ -64,7 +65,8 @@ const BY_EXTENSION: Record<string, string> = {
 /** Whether content of this type must parse as JSON. */
 export const isJsonType = (t: string): boolean => t === 'application/json' || t.endsWith('+json')
 
-const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
+/** 400 / 1106 naming what is wrong, in both languages (the answer picks one). */
+export const bad = (detail: Text) => new AppError('INVALID_PARAMETER', { params: { detail } })
 
 /**
  * Normalises a declared content type: lower case, the only parameter allowed is
@@ -72,15 +74,24 @@ const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { de
  * allow-list are refused with 400. Returns the bare type (`application/json`).
  */
 export function normalizeContentType(raw: string): string {
-  if (/[\u0000-\u001f\u007f]/.test(raw)) throw bad('content_type must not contain control characters (CR, LF, ...)')
+  if (/[\u0000-\u001f\u007f]/.test(raw))
+    throw bad({ zh: 'content_type 不能包含控制字符（CR、LF 等）', en: 'content_type must not contain control characters (CR, LF, ...)' })
   const [type, ...params] = raw.split(';').map((s) => s.trim().toLowerCase())
   for (const p of params) {
     if (p === '') continue
     const m = /^charset\s*=\s*"?([a-z0-9_-]+)"?$/.exec(p)
-    if (!m) throw bad(`content_type parameter "${p.slice(0, 40)}" is not allowed (only charset=utf-8)`)
-    if (m[1] !== 'utf-8' && m[1] !== 'utf8') throw bad('content is always UTF-8: charset must be utf-8')
+    if (!m)
+      throw bad({
+        zh: `content_type 不接受参数 "${p.slice(0, 40)}"（只接受 charset=utf-8）`,
+        en: `content_type parameter "${p.slice(0, 40)}" is not allowed (only charset=utf-8)`,
+      })
+    if (m[1] !== 'utf-8' && m[1] !== 'utf8') throw bad({ zh: '内容一律为 UTF-8：charset 须为 utf-8', en: 'content is always UTF-8: charset must be utf-8' })
   }
-  if (!ALLOWED.has(type)) throw bad(`content_type "${type.slice(0, 60)}" is not allowed; use one of ${ALLOWED_CONTENT_TYPES.join(', ')}`)
+  if (!ALLOWED.has(type))
+    throw bad({
+      zh: `不支持 content_type "${type.slice(0, 60)}"，可用：${ALLOWED_CONTENT_TYPES.join('、')}`,
+      en: `content_type "${type.slice(0, 60)}" is not allowed; use one of ${ALLOWED_CONTENT_TYPES.join(', ')}`,
+    })
   return type
 }
 
@@ -98,27 +109,28 @@ export const servedContentType = (t: string): string => `${t}; charset=utf-8`
  * and for JSON types a document that parses. Throws a 400 naming the problem.
  */
 export function checkContent(bytes: Buffer, contentType: string): void {
-  if (bytes.length === 0) throw bad('content is empty')
+  if (bytes.length === 0) throw bad({ zh: '内容为空', en: 'content is empty' })
   let text: string
   try {
     // fatal: any invalid sequence (overlong, surrogate, truncated) throws instead of becoming U+FFFD
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes)
   } catch {
-    throw bad('content is not valid UTF-8')
+    throw bad({ zh: '内容不是有效的 UTF-8', en: 'content is not valid UTF-8' })
   }
-  if (text.includes('\u0000')) throw bad('content contains a NUL character (text only)')
+  if (text.includes('\u0000')) throw bad({ zh: '内容包含 NUL 字符（只接受文本）', en: 'content contains a NUL character (text only)' })
   if (isJsonType(contentType)) {
     try {
       JSON.parse(text)
     } catch (e) {
-      throw bad(`content is declared as ${contentType} but is not valid JSON (${(e as Error).message.slice(0, 120)})`)
+      const why = (e as Error).message.slice(0, 120)
+      throw bad({ zh: `内容声明为 ${contentType}，但不是有效的 JSON（${why}）`, en: `content is declared as ${contentType} but is not valid JSON (${why})` })
     }
   }
 }
 
 /** Encodes content sent as a JSON string; a lone surrogate cannot be UTF-8 and is refused. */
 export function encodeText(s: string): Buffer {
-  if (!isWellFormed(s)) throw bad('content is not valid UTF-8 (lone surrogate)')
+  if (!isWellFormed(s)) throw bad({ zh: '内容不是有效的 UTF-8（孤立代理项）', en: 'content is not valid UTF-8 (lone surrogate)' })
   return Buffer.from(s, 'utf8')
 }
 
@@ -130,11 +142,15 @@ const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
  * inside a word: util/unicode.ts), so a listed name reads as what it is.
  */
 export function checkDisplayName(v: unknown): string {
-  if (typeof v !== 'string') throw bad('display_name is required (a string)')
+  if (typeof v !== 'string') throw bad({ zh: '缺少 display_name（字符串）', en: 'display_name is required (a string)' })
   const s = v.trim().normalize('NFC')
-  if (s.length === 0 || [...s].length > 255) throw bad('display_name must be 1-255 characters')
-  if (ANY_CONTROL.test(s) || !isWellFormed(s)) throw bad('display_name must not contain control characters')
-  if (hasStrayFormat(s)) throw bad('display_name must not contain invisible format characters (bidi overrides or isolates, zero-width characters)')
+  if (s.length === 0 || [...s].length > 255) throw bad({ zh: 'display_name 须为 1-255 个字符', en: 'display_name must be 1-255 characters' })
+  if (ANY_CONTROL.test(s) || !isWellFormed(s)) throw bad({ zh: 'display_name 不能包含控制字符', en: 'display_name must not contain control characters' })
+  if (hasStrayFormat(s))
+    throw bad({
+      zh: 'display_name 不能包含不可见的格式字符（双向覆盖或隔离符、零宽字符）',
+      en: 'display_name must not contain invisible format characters (bidi overrides or isolates, zero-width characters)',
+    })
   return s
 }
 
@@ -144,9 +160,9 @@ export const fileDisplayName = (filename: string | undefined): string | undefine
 /** A description: at most 2000 characters; line breaks and tabs allowed, other controls not. */
 export function checkDescription(v: unknown): string {
   if (v === undefined || v === null) return ''
-  if (typeof v !== 'string') throw bad('description must be a string')
-  if ([...v].length > 2000) throw bad('description must be at most 2000 characters')
-  if (CONTROL.test(v) || !isWellFormed(v)) throw bad('description must not contain control characters')
+  if (typeof v !== 'string') throw bad({ zh: 'description 须为字符串', en: 'description must be a string' })
+  if ([...v].length > 2000) throw bad({ zh: 'description 最多 2000 个字符', en: 'description must be at most 2000 characters' })
+  if (CONTROL.test(v) || !isWellFormed(v)) throw bad({ zh: 'description 不能包含控制字符', en: 'description must not contain control characters' })
   return v.normalize('NFC')
 }
 

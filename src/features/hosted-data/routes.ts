@@ -8,10 +8,9 @@ import { caller } from '../../http/guard.js'
 import { multipartParts, readUpload } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
 import { createHostedData, maxFileBytes, tooLarge, type Upload } from './service.js'
-import { JsonSize, checkDescription, checkDisplayName, encodeText, fileDisplayName, isJsonType, normalizeContentType, typeFromName } from './content.js'
+import { JsonSize, bad, checkDescription, checkDisplayName, encodeText, fileDisplayName, isJsonType, normalizeContentType, typeFromName } from './content.js'
 import { CreateBody, DefaultVersionBody, FileParams, MULTIPART_DOC, MetaBody, VersionBody, VersionParams, jsonOrMultipart } from './schemas.js'
 
-const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
 const FILE_ID_RE = /^[A-Za-z0-9-]{1,64}$/
 
 interface Parsed {
@@ -39,13 +38,17 @@ async function readBody(req: FastifyRequest, user: User): Promise<Parsed> {
         file = { bytes: await readUpload(part.file, limit, () => tooLarge(limit)), filename: part.filename, mimetype: part.mimetype }
       } else {
         // busboy cuts a long field silently: refuse it rather than keep a cut value
-        if (part.valueTruncated) throw bad(`field ${part.fieldname} is too long`)
+        if (part.valueTruncated) throw bad({ zh: `字段 ${part.fieldname} 过长`, en: `field ${part.fieldname} is too long` })
         fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value)
       }
     }
     // content comes only as a file part: busboy decodes text fields leniently (U+FFFD), which
     // would defeat the strict UTF-8 check
-    if (!file) throw bad(`no file part (send the content as a file part); ${MULTIPART_DOC}`)
+    if (!file)
+      throw bad({
+        zh: '缺少文件部分：内容须作为 multipart/form-data 的一个文件部分（UTF-8 文本）发送，可选字段 display_name、description、content_type、set_default',
+        en: `no file part (send the content as a file part); ${MULTIPART_DOC}`,
+      })
     return { fields, file }
   }
   const ct = String(req.headers['content-type'] ?? '').toLowerCase()
@@ -58,7 +61,7 @@ async function readBody(req: FastifyRequest, user: User): Promise<Parsed> {
 const declaredType = (fields: Record<string, unknown>): string | undefined => {
   const v = fields.content_type
   if (v === undefined || v === null || v === '') return undefined
-  if (typeof v !== 'string') throw bad('content_type must be a string')
+  if (typeof v !== 'string') throw bad({ zh: 'content_type 须为字符串', en: 'content_type must be a string' })
   return normalizeContentType(v)
 }
 
@@ -68,8 +71,8 @@ function contentBytes(p: Parsed, type: string): Buffer {
   const c = p.fields.content
   if (typeof c === 'string') return encodeText(c)
   if (c !== null && typeof c === 'object' && isJsonType(type)) return Buffer.from(JSON.stringify(c), 'utf8')
-  if (c === undefined || c === null) throw bad('content is required')
-  throw bad('content must be a string (an object or array only for JSON types)')
+  if (c === undefined || c === null) throw bad({ zh: '缺少 content', en: 'content is required' })
+  throw bad({ zh: 'content 须为字符串（只有 JSON 类型可为对象或数组）', en: 'content must be a string (an object or array only for JSON types)' })
 }
 
 /** The type of a new file: declared, else from the uploaded file's name or part type, else from the display name. */
@@ -97,7 +100,7 @@ function flag(v: unknown): boolean {
   const s = String(v).toLowerCase()
   if (['true', '1', 'yes', 'on'].includes(s)) return true
   if (['false', '0', 'no', 'off'].includes(s)) return false
-  throw bad('set_default must be true or false')
+  throw bad({ zh: 'set_default 须为 true 或 false', en: 'set_default must be true or false' })
 }
 
 const fileId = (req: FastifyRequest): string => {
@@ -243,7 +246,8 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
     },
     async (req) => {
       const body = (req.body ?? {}) as { display_name?: unknown; description?: unknown }
-      if (body.display_name === undefined && body.description === undefined) throw bad('send display_name and/or description')
+      if (body.display_name === undefined && body.description === undefined)
+        throw bad({ zh: '请发送 display_name 或 description', en: 'send display_name and/or description' })
       const patch = {
         displayName: body.display_name === undefined ? undefined : checkDisplayName(body.display_name),
         description: body.description === undefined ? undefined : checkDescription(body.description),
