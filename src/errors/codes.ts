@@ -303,6 +303,16 @@ export const ERRORS = {
     '设置 overwrite_files=true 以覆盖',
     'Send overwrite_files=true to overwrite',
   ),
+  /** A batch where nothing was stored because of name conflicts that are not all existing files: each one's reason. */
+  FILE_CONFLICTS: def(
+    1312,
+    'FILE_ERROR',
+    400,
+    '文件冲突：{detail}',
+    'Conflicting files: {detail}',
+    '改用其他路径，或先删除冲突的文件；已存在的文件可设置 overwrite_files=true 覆盖',
+    'Use other paths, or delete the conflicting files first; an existing file is overwritten with overwrite_files=true',
+  ),
   SITE_RULES_INVALID: def(
     1314,
     'FILE_ERROR',

@@ -167,7 +167,28 @@ for (const engine of ENGINES) {
         assert.equal(later.json.error_code, 1312)
         assert.deepEqual(later.json.failed_files, ['docs', 'a.txt/b.txt'])
         assert.match(later.json.errors[1].message, /a\.txt is a file of this project, so it cannot also be a folder/)
+        // the answer's message says what happened to each, not that they all exist
+        assert.equal(
+          later.json.message,
+          'Conflicting files: docs is a folder of this project, so it cannot also be a file; a.txt is a file of this project, so it cannot also be a folder (of a.txt/b.txt)',
+        )
       }
+      const zh = await batchUpload(
+        s,
+        { key: u.key },
+        'tree',
+        [
+          { filename: 'a.txt', data: 'x' },
+          { filename: 'docs', data: 'x' },
+        ],
+        false,
+      )
+      expectError(zh, 400, 1312)
+      assert.equal(zh.json.message, '文件冲突：文件已存在：a.txt；docs 是本项目的文件夹，不能同时是文件')
+      // only files that exist: the message names them as before
+      const exist = await batchUpload(s, { key: u.key }, 'tree', [{ filename: 'a.txt', data: 'x' }], false, en)
+      expectError(exist, 400, 1312)
+      assert.equal(exist.json.message, 'File already exists: a.txt')
       assert.deepEqual(await files(), ['a.txt', 'docs/index.html'])
       // an existing file is still overwritten, and deeper new paths in an existing folder are fine
       const ok = await batchUpload(

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
-import { pickLang } from '../../errors/render.js'
+import { pickLang, type Lang } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { discardUpload, drainRequest, multipartParts } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
@@ -231,14 +231,19 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
           uploaded_count: uploaded,
           failed_count: failures.length,
           failed_files: failures.map((f) => f.file),
-          errors: failures.map((f) => ({ ...f, message: f.message[say] })),
+          errors: failures.map((f) => ({ type: f.type, error_code: f.error_code, message: f.message[say], file: f.file })),
         }
         if (uploaded === 0) {
-          const allDuplicates = failures.every((f) => f.type === 'duplicate')
-          throw new AppError(allDuplicates ? 'FILE_DUPLICATE' : 'INVALID_PATH', {
-            params: allDuplicates ? { file: body.failed_files.slice(0, 5).join(', ') + (failures.length > 5 ? ', ...' : '') } : { detail: MSG.none },
-            extra: body,
-          })
+          const more = failures.length > 5 ? ', ...' : ''
+          if (failures.every((f) => f.exists)) {
+            throw new AppError('FILE_DUPLICATE', { params: { file: body.failed_files.slice(0, 5).join(', ') + more }, extra: body })
+          }
+          // conflicts of other kinds (a file where a folder is, twice in the request): each one's reason
+          if (failures.every((f) => f.type === 'duplicate')) {
+            const list = (l: Lang) => [...failures.slice(0, 5).map((f) => f.message[l]), ...(more ? ['...'] : [])].join(l === 'zh' ? '；' : '; ')
+            throw new AppError('FILE_CONFLICTS', { params: { detail: { zh: list('zh'), en: list('en') } }, extra: body })
+          }
+          throw new AppError('INVALID_PATH', { params: { detail: MSG.none }, extra: body })
         }
         return { success: true, message: MSG.uploaded[say], ...body }
       },

@@ -35,6 +35,8 @@ export interface FileFailure {
   error_code: number
   message: Text
   file: string
+  /** The path exists as a file (no overwrite asked): not sent, it only words a batch's message. */
+  exists?: true
 }
 
 /** A batch file already in the blob store, waiting for the commit. */
@@ -214,7 +216,7 @@ export function createFoldersService(deps: Deps) {
           for (const f of staged) {
             const old = existing.get(f.path)
             if (old && !overwrite) {
-              failures.push({ type: 'duplicate', error_code: 1312, message: errorText('FILE_DUPLICATE', { file: f.path }), file: f.name })
+              failures.push({ type: 'duplicate', error_code: 1312, message: errorText('FILE_DUPLICATE', { file: f.path }), file: f.name, exists: true })
               continue
             }
             const clash = old ? null : tree?.add(f.path)
