@@ -364,6 +364,13 @@ for (const engine of ENGINES) {
       const v = await s.get(`/svc-img/pub/${img.public_token}?format=png`)
       assert.equal(v.status, 400)
       assert.equal(v.json.success, false)
+      for (const [q, zh, en] of [
+        ['format=bmp', 'format 须为以下值之一：', 'format must be one of '],
+        ['w=0', 'w 须为 1 到 ', 'w must be an integer from 1 to '],
+      ]) {
+        assert.ok((await s.get(`/svc-img/pub/${img.public_token}?${q}`)).json.message.includes(zh), q)
+        assert.ok((await s.get(`/svc-img/pub/${img.public_token}?${q}`, { headers: { 'accept-language': 'en' } })).json.message.includes(en), q)
+      }
     })
 
     it("lists the caller's images newest first with total and paging", async () => {
@@ -453,6 +460,11 @@ for (const engine of ENGINES) {
         const bad = await s.request('PATCH', `/api/image-host/images/${tok}`, { cookie: alice.cookie, json: body })
         assert.equal(bad.status, 400, JSON.stringify(body))
         assert.equal(bad.json.success, false)
+        // the reason in the answer's language: no English inside the Chinese message
+        assert.match(bad.json.message, /[\u4e00-\u9fff]/)
+        assert.doesNotMatch(bad.json.message, /[a-z]{4,} [a-z]{2,}/, `no English words: ${bad.json.message}`)
+        const en = await s.request('PATCH', `/api/image-host/images/${tok}`, { cookie: alice.cookie, json: body, headers: { 'accept-language': 'en' } })
+        assert.match(en.json.message, /^Invalid parameter: \w+/, en.json.message)
       }
       assert.equal((await s.get(`/api/image-host/images/${tok}`, { cookie: alice.cookie })).json.image.remark, '备注 ✓', 'nothing changed')
       // an uploaded name cut at 255 characters never keeps half of a surrogate pair

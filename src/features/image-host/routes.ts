@@ -27,7 +27,7 @@ function flag(v: string | undefined, name: string): boolean {
   const s = v.trim().toLowerCase()
   if (FLAG_TRUE.has(s)) return true
   if (FLAG_FALSE.has(s)) return false
-  throw new AppError('INVALID_PARAMETER', { params: { detail: `${name} must be true or false` } })
+  throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: `${name} 须为 true 或 false`, en: `${name} must be true or false` } } })
 }
 
 /**

@@ -74,9 +74,14 @@ export function cleanFileName(name: string | undefined): string {
 }
 
 function checkText(value: string, field: string, max: number): string {
-  if (value.includes('\u0000')) throw new AppError('INVALID_PARAMETER', { params: { detail: `${field} must not contain NUL characters` } })
-  if (!isWellFormed(value)) throw new AppError('INVALID_PARAMETER', { params: { detail: `${field} must not contain a lone UTF-16 surrogate` } })
-  if (value.length > max) throw new AppError('INVALID_PARAMETER', { params: { detail: `${field} is longer than ${max} characters` } })
+  if (value.includes('\u0000'))
+    throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: `${field} 不能包含 NUL 字符`, en: `${field} must not contain NUL characters` } } })
+  if (!isWellFormed(value))
+    throw new AppError('INVALID_PARAMETER', {
+      params: { detail: { zh: `${field} 不能包含孤立的 UTF-16 代理项`, en: `${field} must not contain a lone UTF-16 surrogate` } },
+    })
+  if (value.length > max)
+    throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: `${field} 超过 ${max} 个字符`, en: `${field} is longer than ${max} characters` } } })
   return value
 }
 
@@ -221,7 +226,8 @@ export function createImageHost(deps: Deps) {
         checkText(body.file_name, 'file_name', NAME_MAX)
         set.file_name = cleanFileName(body.file_name)
       }
-      if (Object.keys(set).length === 0) throw new AppError('INVALID_PARAMETER', { params: { detail: 'send remark and/or file_name' } })
+      if (Object.keys(set).length === 0)
+        throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: '请发送 remark 或 file_name', en: 'send remark and/or file_name' } } })
       if (!TOKEN_RE.test(token) || !(await store.updateMeta(user.id, token, set, clock.now()))) throw notFound()
       return imageView(await this.get(user, token), origin)
     },

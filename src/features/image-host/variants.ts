@@ -29,7 +29,9 @@ export function parseVariantParams(query: Record<string, unknown>): VariantParam
     const v = one(query[name])
     if (v === undefined || v === '') return null
     if (typeof v !== 'string' || !/^\d{1,5}$/.test(v) || Number(v) < 1 || Number(v) > MAX_VARIANT_SIDE) {
-      throw new AppError('INVALID_PARAMETER', { params: { detail: `${name} must be an integer from 1 to ${MAX_VARIANT_SIDE}` } })
+      throw new AppError('INVALID_PARAMETER', {
+        params: { detail: { zh: `${name} 须为 1 到 ${MAX_VARIANT_SIDE} 的整数`, en: `${name} must be an integer from 1 to ${MAX_VARIANT_SIDE}` } },
+      })
     }
     return Number(v)
   }
@@ -40,7 +42,9 @@ export function parseVariantParams(query: Record<string, unknown>): VariantParam
   if (f !== undefined && f !== '') {
     const name = typeof f === 'string' ? f.toLowerCase().replace(/^jpg$/, 'jpeg') : ''
     if (!(VARIANT_FORMATS as readonly string[]).includes(name)) {
-      throw new AppError('INVALID_PARAMETER', { params: { detail: `format must be one of ${VARIANT_FORMATS.join(', ')}` } })
+      throw new AppError('INVALID_PARAMETER', {
+        params: { detail: { zh: `format 须为以下值之一：${VARIANT_FORMATS.join('、')}`, en: `format must be one of ${VARIANT_FORMATS.join(', ')}` } },
+      })
     }
     format = name as VariantFormat
   }
