@@ -302,6 +302,25 @@ for (const engine of ENGINES) {
         })
       }
 
+      it("refuses another is_featured spelling, or a control character, in the answer's language", async () => {
+        for (const [lang, want] of [
+          ['zh-CN', '参数错误：is_featured 须为 true、false、1 或 0'],
+          ['en', 'Invalid parameter: is_featured must be true, false, 1 or 0'],
+        ]) {
+          const r = await s.get('/svc_api/files?is_featured=maybe', { key: carol.key, headers: { 'accept-language': lang } })
+          assert.equal(r.status, 400, r.text)
+          assert.equal(r.json.message, want)
+        }
+        for (const [lang, want] of [
+          ['zh-CN', '参数错误：project_name 包含控制字符'],
+          ['en', 'Invalid parameter: project_name contains control characters'],
+        ]) {
+          const r = await uploadFile(s, { key: carol.key }, 'ctl.html', HTML('ctl'), { project_name: 'a\u0001b' }, { 'accept-language': lang })
+          assert.equal(r.status, 400, r.text)
+          assert.equal(r.json.message, want)
+        }
+      })
+
       it('pages count the whole list; is_featured is a boolean', async () => {
         const all = await list()
         const paged = await list('?page=2&per_page=2')

@@ -72,7 +72,7 @@ function parseFeatured(v: unknown): boolean | undefined {
     if (l === 'true' || l === '1') return true
     if (l === 'false' || l === '0') return false
   }
-  throw new AppError('INVALID_PARAMETER', { params: { detail: 'is_featured must be true, false, 1 or 0' } })
+  throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: 'is_featured 须为 true、false、1 或 0', en: 'is_featured must be true, false, 1 or 0' } } })
 }
 
 /** POST /svc_api/upload, GET /svc_api/upload/info, GET /svc_api/files, DELETE /svc_api/files/{file_name}. */

@@ -51,8 +51,10 @@ const hasExtension = (name: string) => ALLOWED_EXTENSIONS.some((e) => name.toLow
 function checkText(name: string, v: string | undefined, max: number, allowNewlines: boolean): string | undefined {
   if (v === undefined) return undefined
   const bad = allowNewlines ? /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/ : /[\u0000-\u001f\u007f]/
-  if (bad.test(v) || !isWellFormed(v)) throw new AppError('INVALID_PARAMETER', { params: { detail: `${name} contains control characters` } })
-  if (v.length > max) throw new AppError('INVALID_PARAMETER', { params: { detail: `${name} longer than ${max} characters` } })
+  if (bad.test(v) || !isWellFormed(v))
+    throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: `${name} 包含控制字符`, en: `${name} contains control characters` } } })
+  if (v.length > max)
+    throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: `${name} 超过 ${max} 个字符`, en: `${name} longer than ${max} characters` } } })
   return v
 }
 
