@@ -126,7 +126,7 @@ export function createFoldersService(deps: Deps) {
         try {
           d = decodeURIComponent(raw)
         } catch {
-          throw new AppError('INVALID_PATH', { params: { detail: 'malformed percent-encoding in folder_path' } })
+          throw new AppError('INVALID_PATH', { params: { detail: { zh: 'folder_path 的百分号编码有误', en: 'malformed percent-encoding in folder_path' } } })
         }
         decoded.push(...d.split('/'))
       }
@@ -135,7 +135,10 @@ export function createFoldersService(deps: Deps) {
         if (decoded[0].toLowerCase() !== user.username) throw noAccess(display)
         decoded.shift()
       }
-      if (decoded.length !== 1) throw new AppError('INVALID_PATH', { params: { detail: 'folder_path must be a project name or {username}/{project}' } })
+      if (decoded.length !== 1)
+        throw new AppError('INVALID_PATH', {
+          params: { detail: { zh: 'folder_path 须为项目名或 {username}/{project}', en: 'folder_path must be a project name or {username}/{project}' } },
+        })
       const r = checkName(decoded[0])
       if (!r.ok) throw new AppError('INVALID_PATH', { params: { detail: mapText(r.reason, (why) => `folder_path: ${why}`) } })
       return { name: r.path, display }
@@ -400,19 +403,28 @@ export function createFoldersService(deps: Deps) {
     /** Which local files a deploy must upload, which are unchanged, which the project has extra. */
     async diff(user: User, ref: FolderRef, files: unknown) {
       if (typeof files !== 'object' || files === null || Array.isArray(files)) {
-        throw new AppError('INVALID_PARAMETER', { params: { detail: 'files must be an object {"relative/path": "<sha256 hex>"}' } })
+        throw new AppError('INVALID_PARAMETER', {
+          params: { detail: { zh: 'files 须为对象 {"相对路径": "<sha256 十六进制>"}', en: 'files must be an object {"relative/path": "<sha256 hex>"}' } },
+        })
       }
       const entries = Object.entries(files as Record<string, unknown>)
-      if (entries.length > DIFF_MAX_ENTRIES) throw new AppError('INVALID_PARAMETER', { params: { detail: `at most ${DIFF_MAX_ENTRIES} files` } })
+      if (entries.length > DIFF_MAX_ENTRIES)
+        throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: `最多 ${DIFF_MAX_ENTRIES} 个文件`, en: `at most ${DIFF_MAX_ENTRIES} files` } } })
       const wanted = new Map<string, { key: string; digest: string }>()
       for (const [key, digest] of entries) {
         const r = checkRelativePath(key)
         if (!r.ok) throw new AppError('INVALID_PATH', { params: { detail: mapText(r.reason, (why) => `${JSON.stringify(key)}: ${why}`) } })
         if (typeof digest !== 'string' || !/^[0-9a-fA-F]{64}$/.test(digest)) {
-          throw new AppError('INVALID_PARAMETER', { params: { detail: `${JSON.stringify(key)}: value must be a sha256 hex digest` } })
+          throw new AppError('INVALID_PARAMETER', {
+            params: { detail: { zh: `${JSON.stringify(key)}：值须为 sha256 十六进制摘要`, en: `${JSON.stringify(key)}: value must be a sha256 hex digest` } },
+          })
         }
         if (wanted.has(r.path))
-          throw new AppError('INVALID_PARAMETER', { params: { detail: `${JSON.stringify(key)} appears twice (after NFC normalisation)` } })
+          throw new AppError('INVALID_PARAMETER', {
+            params: {
+              detail: { zh: `${JSON.stringify(key)} 出现了两次（NFC 规范化后）`, en: `${JSON.stringify(key)} appears twice (after NFC normalisation)` },
+            },
+          })
         wanted.set(r.path, { key, digest: digest.toLowerCase() })
       }
       const folder = await store.folder(db.k, user.id, ref.name)
@@ -434,7 +446,7 @@ export function createFoldersService(deps: Deps) {
       const l = v.trim().toLowerCase()
       if (l === 'true' || l === '1') return true
       if (l === 'false' || l === '0' || l === '') return false
-      throw new AppError('INVALID_PARAMETER', { params: { detail: 'overwrite_files must be true or false' } })
+      throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: 'overwrite_files 须为 true 或 false', en: 'overwrite_files must be true or false' } } })
     },
 
     decodeSegment,
