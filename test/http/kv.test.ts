@@ -105,6 +105,59 @@ for (const engine of ENGINES) {
       assert.equal((await get(alice, 'dt')).status, 404, 'nothing stored')
     })
 
+    it("says what is wrong with a store, incr, read or list in the answer's language", async () => {
+      const CJK = /[\u4e00-\u9fff]/
+      const u = await s.user()
+      assert.equal((await store(u, { key: 'num', value: 1, data_type: 'number' })).status, 200)
+      assert.equal((await store(u, { key: 'obj', value: { a: 1 } })).status, 200)
+      assert.equal((await store(u, { key: 'edge', value: Number.MAX_SAFE_INTEGER, data_type: 'number' })).status, 200)
+      const deep = '['.repeat(65) + ']'.repeat(65)
+      type Req = { method: string; path: string; json?: unknown; body?: string; headers?: Record<string, string> }
+      const post = (path: string, json: unknown): Req => ({ method: 'POST', path, json })
+      const rawPost = (body: string): Req => ({ method: 'POST', path: '/svc_api/data/store', body, headers: { 'content-type': 'application/json' } })
+      const cases: Array<[Req, string]> = [
+        [post('/svc_api/data/store', { key: 'k', value: 5, data_type: 'text' }), 'value must be a string for data_type text'],
+        [post('/svc_api/data/store', { key: 'k', value: '5', data_type: 'number' }), 'value must be a finite number for data_type number'],
+        [rawPost('{"key":"k","value":{"a":[1e400]}}'), 'value holds a number out of range (numbers must be finite doubles)'],
+        [post('/svc_api/data/store', { key: 'k', value: 'a\u0000b', data_type: 'text' }), 'value contains U+0000, which the store cannot keep'],
+        [rawPost('{"key":"k","value":["\\ud800"]}'), 'value contains an unpaired UTF-16 surrogate, which is not valid Unicode'],
+        [post('/svc_api/data/store', { key: 'k', value: { 'a\u0000': 1 } }), 'value (a member name) contains U+0000, which the store cannot keep'],
+        [rawPost(`{"key":"k","value":${deep}}`), 'value nests deeper than 64 levels'],
+        [
+          post('/svc_api/data/store', { key: 'num', value: 'text now' }),
+          "value must be a finite number for data_type number (the entry's current type; send data_type to change it)",
+        ],
+        [
+          post('/svc_api/data/store', { key: 'k', value: 1, if_updated_at: 'yesterday' }),
+          'if_updated_at must be an ISO 8601 timestamp as returned in updated_at',
+        ],
+        [post('/svc_api/data/incr', { key: 'obj' }), 'entry "obj" has data_type json; incr only adds to number entries'],
+        [
+          post('/svc_api/data/incr', { key: 'edge' }),
+          `the result is out of range: an increment must give a number within ±${Number.MAX_SAFE_INTEGER} that differs from ${Number.MAX_SAFE_INTEGER}`,
+        ],
+        [{ method: 'GET', path: '/svc_api/data/list?page=2&after=a' }, 'page and after cannot be given together: after says where the page starts'],
+        [
+          { method: 'POST', path: '/svc_api/data/store', json: { key: 'k', value: 1 }, headers: { 'if-match': '3' } },
+          'If-Match must be * or a list of quoted entity tags such as "3" (an entry\'s ETag is its version, quoted)',
+        ],
+      ]
+      for (const [req, en] of cases) {
+        for (const lang of [undefined, 'zh-CN', 'en']) {
+          const headers = { ...req.headers, ...(lang ? { 'accept-language': lang } : {}) }
+          const r = await s.request(req.method, req.path, { key: u.key, json: req.json, body: req.body, headers })
+          code(r, 400, 1106)
+          if (lang === 'en') assert.equal(r.json.message, `Invalid parameter: ${en}`)
+          else {
+            assert.ok(CJK.test(r.json.message), r.json.message)
+            assert.doesNotMatch(r.json.message, /[a-z]{4,} [a-z]{2,}/, `no English words: ${r.json.message}`)
+          }
+        }
+      }
+      for (const k of ['k', 'num', 'edge'])
+        assert.equal((await get(u, k)).json.data?.value ?? null, k === 'num' ? 1 : k === 'edge' ? Number.MAX_SAFE_INTEGER : null)
+    })
+
     it('answers 400 for a missing key or value, an unknown data_type or a value of the wrong type', async () => {
       code(await store(alice, { value: 1 }), 400, 1106)
       code(await store(alice, { key: 'nov' }), 400, 1106)

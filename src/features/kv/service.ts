@@ -305,20 +305,27 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       const input = checkStoreInput(body)
       checkKey(input.key)
       if (check && input.version !== undefined && !check(input.version)) {
-        throw invalid('version and the If-Match / If-None-Match header disagree: no entry could meet both')
+        throw invalid({
+          zh: 'version 与 If-Match / If-None-Match 请求头相互矛盾：没有条目能同时满足',
+          en: 'version and the If-Match / If-None-Match header disagree: no entry could meet both',
+        })
       }
       const tags = input.tags === undefined ? undefined : checkTags(input.tags)
       let oldKey: string | undefined
       if (input.old_key !== undefined) {
         oldKey = lookupKey(input.old_key, 'old_key')
         if (oldKey.length <= KV_LIMITS.keyMaxChars && KEY_RE.test(oldKey)) {
-          throw invalid('old_key can only name a legacy key that breaks the key format')
+          throw invalid({ zh: 'old_key 只能指定不符合键名格式的旧键', en: 'old_key can only name a legacy key that breaks the key format' })
         }
       }
       let ifUpdatedAt: number | undefined
       if (input.if_updated_at !== undefined) {
         const t = parseIsoMs(input.if_updated_at)
-        if (t === null) throw invalid('if_updated_at must be an ISO 8601 timestamp as returned in updated_at')
+        if (t === null)
+          throw invalid({
+            zh: 'if_updated_at 须为 ISO 8601 时间戳，格式同 updated_at 的返回值',
+            en: 'if_updated_at must be an ISO 8601 timestamp as returned in updated_at',
+          })
         ifUpdatedAt = t
       }
       // size and shape are checked before the database is touched; an update without
@@ -382,9 +389,13 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           try {
             checkType(input.value, dataType)
           } catch (e) {
-            const given = e instanceof AppError ? e.options.params?.detail : undefined
-            const detail = typeof given === 'string' ? given : String(e)
-            throw invalid(`${detail} (the entry's current type; send data_type to change it)`)
+            // checkType's 1106 says what is wrong in both languages; this names the type it checked
+            const detail = e instanceof AppError ? e.options.params?.detail : undefined
+            if (typeof detail !== 'object') throw e
+            throw invalid({
+              zh: `${detail.zh}（这是该条目当前的类型；要改类型请发送 data_type）`,
+              en: `${detail.en} (the entry's current type; send data_type to change it)`,
+            })
           }
         }
         const fields = {
@@ -438,7 +449,10 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
         const prev = await store.get(trx, user.id, input.key, now)
         if (check && !check(prev ? Number(prev.version) : 0)) throw conflict(prev)
         if (prev && prev.data_type !== 'number') {
-          throw invalid(`entry "${input.key}" has data_type ${prev.data_type}; incr only adds to number entries`)
+          throw invalid({
+            zh: `条目 "${input.key}" 的 data_type 为 ${prev.data_type}；incr 只能累加 number 类型的条目`,
+            en: `entry "${input.key}" has data_type ${prev.data_type}; incr only adds to number entries`,
+          })
         }
         const base = prev ? Number(JSON.parse(prev.value)) : 0
         const value = base + by
@@ -446,7 +460,10 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
         // integers are no longer exact (the in-place statement has the same bound), and a `by`
         // too small to change the stored number would be lost
         if (!(Math.abs(value) <= Number.MAX_SAFE_INTEGER) || (by !== 0 && value === base)) {
-          throw invalid(`the result is out of range: an increment must give a number within ±${Number.MAX_SAFE_INTEGER} that differs from ${base}`)
+          throw invalid({
+            zh: `结果超出范围：累加后须为 ±${Number.MAX_SAFE_INTEGER} 以内且不同于 ${base} 的数字`,
+            en: `the result is out of range: an increment must give a number within ±${Number.MAX_SAFE_INTEGER} that differs from ${base}`,
+          })
         }
         const text = JSON.stringify(value)
         const size = checkSize(text, user)
@@ -534,7 +551,10 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       const cursor = query.after !== undefined
       const after = listBound(query.after, 'after')
       if (cursor && query.page !== undefined) {
-        throw invalid('page and after cannot be given together: after says where the page starts')
+        throw invalid({
+          zh: 'page 与 after 不能同时给出：after 已指定该页从哪里开始',
+          en: 'page and after cannot be given together: after says where the page starts',
+        })
       }
       const now = clock.now()
       const usage = await store.usage(db.k, user.id, now)

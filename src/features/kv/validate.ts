@@ -1,5 +1,6 @@
 /** Input rules of the key-value store: keys, values, tags, ttl, bodies (no I/O). */
 import { AppError } from '../../errors/app-error.js'
+import type { Text } from '../../errors/text.js'
 import { parseEntityTags } from '../../http/conditional.js'
 import { isWellFormed } from '../../util/unicode.js'
 import { DATA_TYPES, KV_LIMITS, type DataType, type IncrInput, type StoreInput } from './schemas.js'
@@ -8,7 +9,12 @@ export const KEY_RE = /^[A-Za-z][A-Za-z0-9_-]*$/
 // C0 and C1 control characters (U+0000 included): never in tags
 const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/
 
-export const invalid = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
+/** 400 / 1106 naming what is wrong, in both languages (the answer picks one). */
+export const invalid = (detail: Text) => new AppError('INVALID_PARAMETER', { params: { detail } })
+
+// `value` as checkString names it (Chinese puts no space before the next word)
+const VALUE: Text = { zh: 'value ', en: 'value' }
+const VALUE_REQUIRED: Text = { zh: '缺少 value', en: 'value is required' }
 
 /** 1601 (length, checked first) and 1606 (format) for a key being written. */
 export function checkKey(key: string): void {
@@ -22,8 +28,8 @@ export function checkKey(key: string): void {
  * surrogate) answers 1604 without reaching the database.
  */
 export function lookupKey(key: unknown, name = 'key'): string {
-  if (Array.isArray(key)) throw invalid(`${name} must be given once`)
-  if (typeof key !== 'string' || key === '') throw invalid(`${name} is required`)
+  if (Array.isArray(key)) throw invalid({ zh: `${name} 只能给一次`, en: `${name} must be given once` })
+  if (typeof key !== 'string' || key === '') throw invalid({ zh: `缺少 ${name}`, en: `${name} is required` })
   if (key.length > KV_LIMITS.lookupKeyMaxChars || key.includes('\u0000') || !isWellFormed(key)) throw new AppError('KV_KEY_NOT_FOUND')
   return key
 }
@@ -50,7 +56,11 @@ export function versionCondition(ifMatch: unknown, ifNoneMatch: unknown): Versio
   ] as const) {
     if (field === undefined) continue
     const tags = typeof field === 'string' ? parseEntityTags(field) : null
-    if (tags === null) throw invalid(`${name} must be * or a list of quoted entity tags such as "3" (an entry's ETag is its version, quoted)`)
+    if (tags === null)
+      throw invalid({
+        zh: `${name} 须为 * 或带引号的实体标签列表，如 "3"（条目的 ETag 是加引号的版本号）`,
+        en: `${name} must be * or a list of quoted entity tags such as "3" (an entry's ETag is its version, quoted)`,
+      })
     if (name === 'If-Match') checks.push(tags === '*' ? (v) => v > 0 : (v) => tags.some((t) => !t.weak && namesVersion(t.tag, v)))
     else checks.push(tags === '*' ? (v) => v === 0 : (v) => !tags.some((t) => namesVersion(t.tag, v)))
   }
@@ -65,15 +75,20 @@ export function versionCondition(ifMatch: unknown, ifNoneMatch: unknown): Versio
  */
 export function listBound(value: unknown, name: 'prefix' | 'after'): string | undefined {
   if (value === undefined || value === '') return undefined
-  if (Array.isArray(value)) throw invalid(`${name} must be given once`)
-  if (typeof value !== 'string') throw invalid(`${name} must be a string`)
-  checkString(value, name)
+  if (Array.isArray(value)) throw invalid({ zh: `${name} 只能给一次`, en: `${name} must be given once` })
+  if (typeof value !== 'string') throw invalid({ zh: `${name} 须为字符串`, en: `${name} must be a string` })
+  checkString(value, { zh: `${name} `, en: name })
   return value
 }
 
-function checkString(s: string, where: string): void {
-  if (s.includes('\u0000')) throw invalid(`${where} contains U+0000, which the store cannot keep`)
-  if (!isWellFormed(s)) throw invalid(`${where} contains an unpaired UTF-16 surrogate, which is not valid Unicode`)
+/** `where` names the string in both languages (`prefix`, a value's member name, a tag). */
+function checkString(s: string, where: Text): void {
+  if (s.includes('\u0000')) throw invalid({ zh: `${where.zh}包含 U+0000，存储无法保存`, en: `${where.en} contains U+0000, which the store cannot keep` })
+  if (!isWellFormed(s))
+    throw invalid({
+      zh: `${where.zh}包含不成对的 UTF-16 代理项，不是有效的 Unicode`,
+      en: `${where.en} contains an unpaired UTF-16 surrogate, which is not valid Unicode`,
+    })
 }
 
 /**
@@ -84,32 +99,35 @@ export function checkJsonValue(value: unknown): void {
   const stack: Array<[unknown, number]> = [[value, 0]]
   while (stack.length > 0) {
     const [v, depth] = stack.pop()!
-    if (typeof v === 'string') checkString(v, 'value')
+    if (typeof v === 'string') checkString(v, VALUE)
     else if (typeof v === 'number') {
-      if (!Number.isFinite(v)) throw invalid('value holds a number out of range (numbers must be finite doubles)')
+      if (!Number.isFinite(v))
+        throw invalid({ zh: 'value 含有超出范围的数字（数字须为有限的双精度数）', en: 'value holds a number out of range (numbers must be finite doubles)' })
     } else if (v !== null && typeof v === 'object') {
-      if (depth + 1 > KV_LIMITS.maxDepth) throw invalid(`value nests deeper than ${KV_LIMITS.maxDepth} levels`)
+      if (depth + 1 > KV_LIMITS.maxDepth)
+        throw invalid({ zh: `value 的嵌套超过 ${KV_LIMITS.maxDepth} 层`, en: `value nests deeper than ${KV_LIMITS.maxDepth} levels` })
       if (Array.isArray(v)) for (const item of v) stack.push([item, depth + 1])
       else {
         for (const [name, item] of Object.entries(v)) {
-          checkString(name, 'value (a member name)')
+          checkString(name, { zh: 'value 的成员名', en: 'value (a member name)' })
           stack.push([item, depth + 1])
         }
       }
     } else if (typeof v !== 'boolean' && v !== null) {
-      throw invalid('value is not a JSON value')
+      throw invalid({ zh: 'value 不是 JSON 值', en: 'value is not a JSON value' })
     }
   }
 }
 
 /** Validates a value against its data_type. */
 export function checkType(value: unknown, dataType: DataType): void {
-  if (value === undefined) throw invalid('value is required')
+  if (value === undefined) throw invalid(VALUE_REQUIRED)
   if (dataType === 'number') {
-    if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid('value must be a finite number for data_type number')
+    if (typeof value !== 'number' || !Number.isFinite(value))
+      throw invalid({ zh: 'data_type 为 number 时 value 须为有限的数字', en: 'value must be a finite number for data_type number' })
   } else if (dataType === 'text') {
-    if (typeof value !== 'string') throw invalid('value must be a string for data_type text')
-    checkString(value, 'value')
+    if (typeof value !== 'string') throw invalid({ zh: 'data_type 为 text 时 value 须为字符串', en: 'value must be a string for data_type text' })
+    checkString(value, VALUE)
   } else {
     checkJsonValue(value)
   }
@@ -122,14 +140,17 @@ export function valueText(value: unknown, dataType: DataType): string {
 }
 
 export function checkTags(tags: unknown): string[] {
-  if (!Array.isArray(tags)) throw invalid('tags must be an array of strings')
-  if (tags.length > KV_LIMITS.tagsMax) throw invalid(`at most ${KV_LIMITS.tagsMax} tags`)
+  if (!Array.isArray(tags)) throw invalid({ zh: 'tags 须为字符串数组', en: 'tags must be an array of strings' })
+  if (tags.length > KV_LIMITS.tagsMax) throw invalid({ zh: `最多 ${KV_LIMITS.tagsMax} 个标签`, en: `at most ${KV_LIMITS.tagsMax} tags` })
   for (const t of tags) {
     if (typeof t !== 'string' || t.length === 0 || [...t].length > KV_LIMITS.tagMaxChars) {
-      throw invalid(`each tag must be a string of 1 to ${KV_LIMITS.tagMaxChars} characters`)
+      throw invalid({
+        zh: `每个标签须为 1 到 ${KV_LIMITS.tagMaxChars} 个字符的字符串`,
+        en: `each tag must be a string of 1 to ${KV_LIMITS.tagMaxChars} characters`,
+      })
     }
-    if (CONTROL_RE.test(t)) throw invalid('tags cannot contain control characters')
-    checkString(t, 'a tag')
+    if (CONTROL_RE.test(t)) throw invalid({ zh: '标签不能包含控制字符', en: 'tags cannot contain control characters' })
+    checkString(t, { zh: '标签', en: 'a tag' })
   }
   return tags as string[]
 }
@@ -137,15 +158,20 @@ export function checkTags(tags: unknown): string[] {
 function checkTtl(ttl: unknown): void {
   if (ttl === undefined || ttl === null) return
   if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1 || ttl > KV_LIMITS.ttlMaxSeconds) {
-    throw invalid(`ttl must be an integer from 1 to ${KV_LIMITS.ttlMaxSeconds} seconds, or null`)
+    throw invalid({
+      zh: `ttl 须为 1 到 ${KV_LIMITS.ttlMaxSeconds} 秒的整数，或 null`,
+      en: `ttl must be an integer from 1 to ${KV_LIMITS.ttlMaxSeconds} seconds, or null`,
+    })
   }
 }
+
+const NOT_OBJECT: Text = { zh: '请求体须为 JSON 对象', en: 'the body must be a JSON object' }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 function checkKeyField(v: Record<string, unknown>): string {
-  if (v.key === undefined || v.key === null) throw invalid('key is required')
-  if (typeof v.key !== 'string') throw invalid('key must be a string')
+  if (v.key === undefined || v.key === null) throw invalid({ zh: '缺少 key', en: 'key is required' })
+  if (typeof v.key !== 'string') throw invalid({ zh: 'key 须为字符串', en: 'key must be a string' })
   return v.key
 }
 
@@ -155,19 +181,20 @@ function checkKeyField(v: Record<string, unknown>): string {
  * for any other caller. Rules with their own codes (key length and format, sizes) come after.
  */
 export function checkStoreInput(body: unknown): StoreInput {
-  if (!isObject(body)) throw invalid('the body must be a JSON object')
+  if (!isObject(body)) throw invalid(NOT_OBJECT)
   const key = checkKeyField(body)
-  if (!('value' in body) || body.value === undefined) throw invalid('value is required')
+  if (!('value' in body) || body.value === undefined) throw invalid(VALUE_REQUIRED)
   const { data_type, is_public, old_key, version, if_updated_at, ttl, tags } = body
   if (data_type !== undefined && !(DATA_TYPES as readonly unknown[]).includes(data_type)) {
-    throw invalid(`data_type must be one of ${DATA_TYPES.join(', ')}`)
+    throw invalid({ zh: `data_type 须为以下值之一：${DATA_TYPES.join('、')}`, en: `data_type must be one of ${DATA_TYPES.join(', ')}` })
   }
-  if (is_public !== undefined && typeof is_public !== 'boolean') throw invalid('is_public must be true or false')
-  if (old_key !== undefined && typeof old_key !== 'string') throw invalid('old_key must be a string')
+  if (is_public !== undefined && typeof is_public !== 'boolean') throw invalid({ zh: 'is_public 须为 true 或 false', en: 'is_public must be true or false' })
+  if (old_key !== undefined && typeof old_key !== 'string') throw invalid({ zh: 'old_key 须为字符串', en: 'old_key must be a string' })
   if (version !== undefined && (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0)) {
-    throw invalid('version must be an integer >= 0')
+    throw invalid({ zh: 'version 须为 >= 0 的整数', en: 'version must be an integer >= 0' })
   }
-  if (if_updated_at !== undefined && typeof if_updated_at !== 'string') throw invalid('if_updated_at must be a string as returned in updated_at')
+  if (if_updated_at !== undefined && typeof if_updated_at !== 'string')
+    throw invalid({ zh: 'if_updated_at 须为字符串，格式同 updated_at 的返回值', en: 'if_updated_at must be a string as returned in updated_at' })
   checkTtl(ttl)
   return {
     key,
@@ -184,9 +211,10 @@ export function checkStoreInput(body: unknown): StoreInput {
 
 /** The incr body, without coercion. */
 export function checkIncrInput(body: unknown): IncrInput {
-  if (!isObject(body)) throw invalid('the body must be a JSON object')
+  if (!isObject(body)) throw invalid(NOT_OBJECT)
   const key = checkKeyField(body)
-  if (body.by !== undefined && (typeof body.by !== 'number' || !Number.isFinite(body.by))) throw invalid('by must be a finite number')
+  if (body.by !== undefined && (typeof body.by !== 'number' || !Number.isFinite(body.by)))
+    throw invalid({ zh: 'by 须为有限的数字', en: 'by must be a finite number' })
   checkTtl(body.ttl)
   return { key, by: body.by, ttl: body.ttl as number | null | undefined }
 }
