@@ -133,7 +133,7 @@ for (const engine of ENGINES) {
       ]
       for (const [body, re] of cases) {
         it(`${rowLabel(body)}: 400 / 1106`, async () => {
-          const r = await create(bob, body)
+          const r = await s.post('/svc_api/forms/create', { key: bob.key, json: body, headers: { 'accept-language': 'en' } })
           expectError(r, 400, 1106)
           assert.match(r.json.message, re)
         })
@@ -339,7 +339,7 @@ for (const engine of ENGINES) {
         ['multipart _charset_ only', { body: onlyCharset.body, headers: { 'content-type': onlyCharset.contentType } }],
       ]
       for (const [label, o] of bodies) {
-        const r = await later(o)
+        const r = await later({ ...o, headers: { ...o?.headers, 'accept-language': 'en' } })
         expectError(r, 400, 1106)
         assert.match(r.json.message, /empty/, label)
       }
@@ -428,7 +428,7 @@ for (const engine of ENGINES) {
           { name: 'email', data: 'a@b.co' },
           { name: 'cv', filename: 'cv.pdf', type: 'application/pdf', data: Buffer.alloc(100, 1) },
         ])
-        const fr = await later({ body: up.body, headers: { 'content-type': up.contentType } })
+        const fr = await later({ body: up.body, headers: { 'content-type': up.contentType, 'accept-language': 'en' } })
         expectFieldError(fr, 'cv')
         assert.match(fr.json.message, /file/)
       })
@@ -446,6 +446,79 @@ for (const engine of ENGINES) {
       it('after them all, nothing was stored', async () => {
         assert.equal((await data(alice, f.id)).json.data.total, 0)
       })
+    })
+
+    it("says what is wrong with a form, a submission or a notification setting in the answer's language", async () => {
+      const CJK = /[\u4e00-\u9fff]/
+      const hal = await s.user()
+      const f = await make(hal, { fields_config: CONTACT })
+      const free = await make(hal)
+      const ok = { name: 'n', email: 'a@b.co' }
+      const formBody = (body: string) => ({ body, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+      type Req = [method: string, path: string, o: Parameters<TestServer['post']>[1], code: number]
+      const createReq = (json: unknown): Req => ['POST', '/svc_api/forms/create', { key: hal.key, json }, 1106]
+      const post = (o: Parameters<TestServer['post']>[1], code = 1106): Req => ['POST', `/api/forms/submit/${f.form_slug}`, o, code]
+      const cases: Array<[Req, string]> = [
+        [createReq({ form_name: '  ' }), 'Invalid parameter: form_name is required (a non-empty string)'],
+        [createReq({ form_name: 'a\u0000b' }), 'Invalid parameter: form_name must not contain the NUL character (\\u0000)'],
+        [
+          createReq({ form_name: 'x', fields_config: [{ name: 'a', type: 'select' }] }),
+          'Invalid parameter: fields_config[0].options is required for a select field',
+        ],
+        [createReq({ form_name: 'x', fields_config: [{ name: 'a' }, { name: 'A' }] }), 'Invalid parameter: fields_config[1].name "A" is used twice'],
+        [createReq({ form_name: 'x', redirect_url: 'ftp://example.com/' }), 'Invalid parameter: redirect_url must be an http(s) URL; "ftp:" is not allowed'],
+        [createReq({ form_name: 'x', allowed_origins: ['*'] }), 'Invalid parameter: allowed_origins: leave the list empty to accept any origin instead of "*"'],
+        [
+          createReq({ form_name: 'x', allowed_origins: ['https://a.example/path'] }),
+          'Invalid parameter: allowed_origins[0] must be an origin (scheme://host[:port]) without path, query or credentials',
+        ],
+        [createReq({ form_name: 'x', min_fill_seconds: -1 }), 'Invalid parameter: min_fill_seconds must be an integer from 0 to 3600'],
+        [
+          createReq({ form_name: 'x', fields_config: [{ name: 'website' }], honeypot_field: 'website' }),
+          `Invalid parameter: honeypot_field "website" must not be one of the form's fields`,
+        ],
+        [post({ json: { ...ok, extra: 'x' } }, 1614), 'Submitted fields do not match the form definition: extra: is not a field of this form'],
+        [post({ json: { name: 'n' } }, 1614), 'Submitted fields do not match the form definition: email: is required'],
+        [post({ json: { name: 'n', email: 'not-an-email' } }, 1614), 'Submitted fields do not match the form definition: email: is not an email address'],
+        [post({ json: { ...ok, day: '2026-02-30' } }, 1614), 'Submitted fields do not match the form definition: day: is not a date (YYYY-MM-DD)'],
+        [
+          post({ json: { ...ok, plan: 'enterprise' } }, 1614),
+          'Submitted fields do not match the form definition: plan: "enterprise" is not one of the options',
+        ],
+        [
+          ['POST', `/api/forms/submit/${free.form_slug}`, { json: { a: ' ' } }, 1106],
+          'Invalid parameter: the submission is empty: send at least one field with a value',
+        ],
+        [post({ json: [ok] }), 'Invalid parameter: the body must be an object of fields, e.g. {"email": "a@example.com"}'],
+        [post({ json: { ...ok, name: 'a\u0000b' } }), 'Invalid parameter: field "name" must not contain the NUL character (\\u0000)'],
+        [post(formBody('name=x&_charset_=klingon')), 'Invalid parameter: the _charset_ field names an unknown character encoding "klingon"'],
+        [
+          post(formBody('name=%C4%E3')),
+          'Invalid parameter: the form data is not valid utf-8: send it as UTF-8 (<form accept-charset="UTF-8">), or add <input type="hidden" name="_charset_"> so the browser names its encoding',
+        ],
+        [['PUT', `/svc_api/forms/email/${f.id}`, { key: hal.key, json: { enabled: 'yes' } }, 1106], 'Invalid parameter: enabled must be true or false'],
+        [
+          ['PUT', `/svc_api/forms/email/${f.id}`, { key: hal.key, json: { enabled: false, mode: 'weekly' } }, 1106],
+          'Invalid parameter: mode must be "each" or "digest"',
+        ],
+      ]
+      for (const [[method, path, o, code], en] of cases) {
+        for (const lang of [undefined, 'zh-CN', 'en']) {
+          clock.advance(7000)
+          const headers = { ...o?.headers, ...(lang ? { 'accept-language': lang } : {}) }
+          const r = await s.request(method, path, { ...o, headers })
+          expectError(r, 400, code)
+          if (lang === 'en') assert.equal(r.json.message, en)
+          else {
+            assert.ok(CJK.test(r.json.message), r.json.message)
+            // markup the message quotes (<form accept-charset=...>) is not words
+            assert.doesNotMatch(r.json.message.replace(/<[^>]*>/g, ''), /[a-z]{4,} [a-z]{2,}/, `no English words: ${r.json.message}`)
+          }
+        }
+      }
+      assert.equal((await data(hal, f.id)).json.data.total, 0)
+      assert.equal((await data(hal, free.id)).json.data.total, 0)
+      assert.equal((await s.get('/svc_api/forms/list', { key: hal.key })).json.data.forms.length, 2)
     })
 
     describe('a form without fields_config takes any field names; odd JSON is a 4xx, never a 500', () => {

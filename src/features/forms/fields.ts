@@ -1,4 +1,5 @@
 import { AppError } from '../../errors/app-error.js'
+import type { Text } from '../../errors/text.js'
 import { isWellFormed } from '../../util/unicode.js'
 
 /** Field types a form may declare (decisions.md). */
@@ -24,69 +25,83 @@ export const FIELD_NAME_RE = /^[\p{L}\p{N}][\p{L}\p{N}\p{M}_.-]{0,63}$/u
 /** Longest value of a one-line field (textarea is bounded by the body cap only). */
 const MAX_LINE_CHARS = 10_000
 
-const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
-const mismatch = (field: string, detail: string) => new AppError('FORM_FIELDS_MISMATCH', { params: { field, detail: `${field}: ${detail}` }, extra: { field } })
+/** 400 / 1106 naming what is wrong, in both languages (the answer picks one); for every forms module. */
+export const bad = (detail: Text) => new AppError('INVALID_PARAMETER', { params: { detail } })
+/** 400 / 1614 naming the field first, then what is wrong with it (`detail` follows the name). */
+export const mismatch = (field: string, detail: Text) =>
+  new AppError('FORM_FIELDS_MISMATCH', { params: { field, detail: { zh: `字段 ${field} ${detail.zh}`, en: `${field}: ${detail.en}` } }, extra: { field } })
 
 /**
  * Text the database can store identically on both engines: PostgreSQL refuses U+0000 and a
  * lone surrogate would silently become U+FFFD, so both are refused up front.
  */
-export function textProblem(s: string): string | null {
-  if (s.includes('\u0000')) return 'must not contain the NUL character (\\u0000)'
-  if (!isWellFormed(s)) return 'must not contain a lone UTF-16 surrogate'
+export function textProblem(s: string): Text | null {
+  if (s.includes('\u0000')) return NUL
+  if (!isWellFormed(s)) return SURROGATE
   return null
 }
+const NUL: Text = { zh: '不能包含 NUL 字符（\\u0000）', en: 'must not contain the NUL character (\\u0000)' }
+const SURROGATE: Text = { zh: '不能包含孤立的 UTF-16 代理项', en: 'must not contain a lone UTF-16 surrogate' }
 
 /** Refuses text that cannot be stored (400 naming the parameter). */
 export function checkText(param: string, s: string): void {
   const p = textProblem(s)
-  if (p) throw bad(`${param} ${p}`)
+  if (p) throw bad({ zh: `${param} ${p.zh}`, en: `${param} ${p.en}` })
 }
 
 /** Validates and normalises fields_config (400 naming the item and key on any problem). */
 export function parseFieldsConfig(v: unknown): FieldDef[] {
   if (v === undefined || v === null) return []
-  if (!Array.isArray(v)) throw bad('fields_config must be an array')
-  if (v.length > MAX_FIELDS) throw bad(`fields_config has more than ${MAX_FIELDS} fields`)
+  if (!Array.isArray(v)) throw bad({ zh: 'fields_config 须为数组', en: 'fields_config must be an array' })
+  if (v.length > MAX_FIELDS) throw bad({ zh: `fields_config 超过 ${MAX_FIELDS} 个字段`, en: `fields_config has more than ${MAX_FIELDS} fields` })
   const seen = new Set<string>()
   return v.map((item, i): FieldDef => {
     const at = `fields_config[${i}]`
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw bad(`${at} must be an object`)
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw bad({ zh: `${at} 须为对象`, en: `${at} must be an object` })
     const o = item as Record<string, unknown>
-    if (typeof o.name !== 'string') throw bad(`${at}.name is required (a string)`)
+    if (typeof o.name !== 'string') throw bad({ zh: `缺少 ${at}.name（字符串）`, en: `${at}.name is required (a string)` })
     checkText(`${at}.name`, o.name)
-    if (!FIELD_NAME_RE.test(o.name)) throw bad(`${at}.name must be 1-64 letters, digits, "_", "." or "-", starting with a letter or digit`)
-    if (seen.has(o.name.toLowerCase())) throw bad(`${at}.name "${o.name}" is used twice`)
+    if (!FIELD_NAME_RE.test(o.name))
+      throw bad({
+        zh: `${at}.name 须为 1-64 个字母、数字、"_"、"." 或 "-"，以字母或数字开头`,
+        en: `${at}.name must be 1-64 letters, digits, "_", "." or "-", starting with a letter or digit`,
+      })
+    if (seen.has(o.name.toLowerCase())) throw bad({ zh: `${at}.name "${o.name}" 重复出现`, en: `${at}.name "${o.name}" is used twice` })
     seen.add(o.name.toLowerCase())
     let label: string | null = null
     if (o.label !== undefined && o.label !== null) {
-      if (typeof o.label !== 'string' || o.label.length > 200) throw bad(`${at}.label must be a string of at most 200 characters`)
+      if (typeof o.label !== 'string' || o.label.length > 200)
+        throw bad({ zh: `${at}.label 须为最多 200 个字符的字符串`, en: `${at}.label must be a string of at most 200 characters` })
       checkText(`${at}.label`, o.label)
       label = o.label
     }
     const type = o.type ?? 'text'
     if (typeof type !== 'string' || !(FIELD_TYPES as readonly string[]).includes(type)) {
-      throw bad(`${at}.type must be one of ${FIELD_TYPES.join(', ')}`)
+      throw bad({ zh: `${at}.type 须为以下值之一：${FIELD_TYPES.join('、')}`, en: `${at}.type must be one of ${FIELD_TYPES.join(', ')}` })
     }
     const required = o.required ?? false
-    if (typeof required !== 'boolean') throw bad(`${at}.required must be true or false`)
+    if (typeof required !== 'boolean') throw bad({ zh: `${at}.required 须为 true 或 false`, en: `${at}.required must be true or false` })
     const def: FieldDef = { name: o.name, label, type: type as FieldType, required }
     if (o.options !== undefined && o.options !== null) {
-      if (type !== 'select' && type !== 'checkbox') throw bad(`${at}.options only applies to select and checkbox fields`)
+      if (type !== 'select' && type !== 'checkbox')
+        throw bad({ zh: `${at}.options 只适用于 select 和 checkbox 字段`, en: `${at}.options only applies to select and checkbox fields` })
       if (!Array.isArray(o.options) || o.options.length === 0 || o.options.length > MAX_OPTIONS) {
-        throw bad(`${at}.options must be an array of 1-${MAX_OPTIONS} strings`)
+        throw bad({ zh: `${at}.options 须为 1-${MAX_OPTIONS} 个字符串组成的数组`, en: `${at}.options must be an array of 1-${MAX_OPTIONS} strings` })
       }
       const opts = o.options.map((x, j) => {
         if ((typeof x !== 'string' && typeof x !== 'number') || String(x).length === 0 || String(x).length > 200) {
-          throw bad(`${at}.options[${j}] must be a non-empty string of at most 200 characters`)
+          throw bad({
+            zh: `${at}.options[${j}] 须为最多 200 个字符的非空字符串`,
+            en: `${at}.options[${j}] must be a non-empty string of at most 200 characters`,
+          })
         }
         checkText(`${at}.options[${j}]`, String(x))
         return String(x)
       })
-      if (new Set(opts).size !== opts.length) throw bad(`${at}.options has duplicates`)
+      if (new Set(opts).size !== opts.length) throw bad({ zh: `${at}.options 有重复项`, en: `${at}.options has duplicates` })
       def.options = opts
     } else if (type === 'select') {
-      throw bad(`${at}.options is required for a select field`)
+      throw bad({ zh: `select 字段须有 ${at}.options`, en: `${at}.options is required for a select field` })
     }
     return def
   })
@@ -106,13 +121,15 @@ const isEmpty = (v: unknown) => v === undefined || v === null || (typeof v === '
 
 function single(def: FieldDef, v: unknown): string {
   if (Array.isArray(v)) {
-    if (v.length !== 1) throw mismatch(def.name, 'expects a single value')
+    if (v.length !== 1) throw mismatch(def.name, { zh: '只接受一个值', en: 'expects a single value' })
     v = v[0]
   }
   if (typeof v === 'number' && Number.isFinite(v)) return String(v)
-  if (typeof v !== 'string') throw mismatch(def.name, 'expects text')
+  if (typeof v !== 'string') throw mismatch(def.name, { zh: '须为文本', en: 'expects text' })
   return v
 }
+
+const notAnOption = (s: string): Text => ({ zh: `的值 "${s}" 不在选项中`, en: `"${s}" is not one of the options` })
 
 function validDate(s: string): boolean {
   const m = DATE_RE.exec(s)
@@ -132,40 +149,41 @@ function fieldValue(def: FieldDef, raw: unknown): FieldValue | undefined {
     else if (typeof v === 'string' && TRUE_WORDS.has(v.trim().toLowerCase())) b = true
     else if (typeof v === 'string' && FALSE_WORDS.has(v.trim().toLowerCase())) b = false
     else if (v === 1 || v === 0) b = v === 1
-    else throw mismatch(def.name, 'expects a checkbox value (true/false, on)')
-    if (def.required && !b) throw mismatch(def.name, 'is required (must be checked)')
+    else throw mismatch(def.name, { zh: '须为复选框的值（true/false、on）', en: 'expects a checkbox value (true/false, on)' })
+    if (def.required && !b) throw mismatch(def.name, { zh: '为必填项（须勾选）', en: 'is required (must be checked)' })
     return b
   }
   if (def.type === 'checkbox' && def.options) {
     const list = raw === undefined || raw === null ? [] : Array.isArray(raw) ? raw : [raw]
     const out: string[] = []
     for (const x of list) {
-      if (typeof x !== 'string' && typeof x !== 'number') throw mismatch(def.name, 'expects option values')
+      if (typeof x !== 'string' && typeof x !== 'number') throw mismatch(def.name, { zh: '须为选项的值', en: 'expects option values' })
       const s = String(x)
       if (s === '') continue
-      if (!def.options.includes(s)) throw mismatch(def.name, `"${s}" is not one of the options`)
+      if (!def.options.includes(s)) throw mismatch(def.name, notAnOption(s))
       if (!out.includes(s)) out.push(s)
     }
-    if (def.required && out.length === 0) throw mismatch(def.name, 'is required (choose at least one option)')
+    if (def.required && out.length === 0) throw mismatch(def.name, { zh: '为必填项（至少选择一项）', en: 'is required (choose at least one option)' })
     return out
   }
   if (isEmpty(raw)) {
-    if (def.required) throw mismatch(def.name, 'is required')
+    if (def.required) throw mismatch(def.name, { zh: '为必填项', en: 'is required' })
     return undefined
   }
   const s = single(def, raw)
-  if (def.type !== 'textarea' && s.length > MAX_LINE_CHARS) throw mismatch(def.name, `is longer than ${MAX_LINE_CHARS} characters`)
+  if (def.type !== 'textarea' && s.length > MAX_LINE_CHARS)
+    throw mismatch(def.name, { zh: `超过 ${MAX_LINE_CHARS} 个字符`, en: `is longer than ${MAX_LINE_CHARS} characters` })
   const t = s.trim()
   switch (def.type) {
     case 'text':
     case 'textarea':
       return s
     case 'email':
-      if (!isEmailAddress(t)) throw mismatch(def.name, 'is not an email address')
+      if (!isEmailAddress(t)) throw mismatch(def.name, { zh: '不是邮箱地址', en: 'is not an email address' })
       return t
     case 'number': {
       if (typeof raw === 'number' && Number.isFinite(raw)) return raw
-      if (!NUMBER_RE.test(t) || !Number.isFinite(Number(t))) throw mismatch(def.name, 'is not a number')
+      if (!NUMBER_RE.test(t) || !Number.isFinite(Number(t))) throw mismatch(def.name, { zh: '不是数字', en: 'is not a number' })
       return Number(t)
     }
     case 'url': {
@@ -173,19 +191,20 @@ function fieldValue(def: FieldDef, raw: unknown): FieldValue | undefined {
       try {
         u = new URL(t)
       } catch {
-        throw mismatch(def.name, 'is not a URL')
+        throw mismatch(def.name, { zh: '不是 URL', en: 'is not a URL' })
       }
-      if ((u.protocol !== 'http:' && u.protocol !== 'https:') || t.length > 2048) throw mismatch(def.name, 'must be an http(s) URL')
+      if ((u.protocol !== 'http:' && u.protocol !== 'https:') || t.length > 2048)
+        throw mismatch(def.name, { zh: '须为 http(s) URL', en: 'must be an http(s) URL' })
       return t
     }
     case 'tel':
-      if (!TEL_RE.test(t)) throw mismatch(def.name, 'is not a telephone number')
+      if (!TEL_RE.test(t)) throw mismatch(def.name, { zh: '不是电话号码', en: 'is not a telephone number' })
       return t
     case 'date':
-      if (!validDate(t)) throw mismatch(def.name, 'is not a date (YYYY-MM-DD)')
+      if (!validDate(t)) throw mismatch(def.name, { zh: '不是日期（YYYY-MM-DD）', en: 'is not a date (YYYY-MM-DD)' })
       return t
     case 'select':
-      if (!def.options!.includes(s)) throw mismatch(def.name, `"${s}" is not one of the options`)
+      if (!def.options!.includes(s)) throw mismatch(def.name, notAnOption(s))
       return s
     case 'checkbox':
       // answered above, with and without options
@@ -198,10 +217,10 @@ function freeValue(name: string, raw: unknown): FieldValue | undefined {
   if (raw === undefined || raw === null) return undefined
   const ok = (x: unknown) => typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x))
   if (Array.isArray(raw)) {
-    if (!raw.every(ok)) throw mismatch(name, 'expects text, numbers or booleans')
+    if (!raw.every(ok)) throw mismatch(name, { zh: '须为文本、数字或布尔值的列表', en: 'expects text, numbers or booleans' })
     return raw as Array<string | number | boolean>
   }
-  if (!ok(raw)) throw mismatch(name, 'expects text, a number or a boolean')
+  if (!ok(raw)) throw mismatch(name, { zh: '须为文本、数字或布尔值', en: 'expects text, a number or a boolean' })
   return raw as string | number | boolean
 }
 
@@ -270,12 +289,12 @@ export function validateSubmission(defs: FieldDef[], honeypot: string | null, se
   let filled = false
   for (const [name, raw] of body) {
     const p = textProblem(name)
-    if (p) throw bad(`a field name ${p}`)
+    if (p) throw bad({ zh: `字段名${p.zh}`, en: `a field name ${p.en}` })
     // refused on every body type, as the JSON and multipart parsers refuse it
-    if (name === '__proto__') throw bad('the field name "__proto__" is not allowed')
+    if (name === '__proto__') throw bad({ zh: '不允许使用字段名 "__proto__"', en: 'the field name "__proto__" is not allowed' })
     for (const s of strings(raw)) {
       const q = textProblem(s)
-      if (q) throw bad(`field "${name}" ${q}`)
+      if (q) throw bad({ zh: `字段 "${name}" ${q.zh}`, en: `field "${name}" ${q.en}` })
     }
     if (name === honeypot) continue
     // the visitor's address in Formspree's `_replyto`: their content, kept as a text field
@@ -290,11 +309,15 @@ export function validateSubmission(defs: FieldDef[], honeypot: string | null, se
     if (isControlName(name, defs)) continue
     if (!isEmpty(raw) && !(Array.isArray(raw) && raw.every(isEmpty))) filled = true
     if (defs.length > 0) {
-      if (!byName.has(name)) throw mismatch(name, 'is not a field of this form')
+      if (!byName.has(name)) throw mismatch(name, { zh: '不是此表单的字段', en: 'is not a field of this form' })
       continue
     }
-    if (++count > MAX_FIELDS) throw mismatch(name, `a form without fields_config takes at most ${MAX_FIELDS} fields`)
-    if (name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) throw mismatch(name.slice(0, 64), 'is not a valid field name')
+    if (++count > MAX_FIELDS)
+      throw mismatch(name, {
+        zh: `超出上限：未设置 fields_config 的表单最多接受 ${MAX_FIELDS} 个字段`,
+        en: `a form without fields_config takes at most ${MAX_FIELDS} fields`,
+      })
+    if (name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) throw mismatch(name.slice(0, 64), { zh: '不是有效的字段名', en: 'is not a valid field name' })
     const v = freeValue(name, raw)
     if (v !== undefined) out.push([name, v])
   }
@@ -304,6 +327,6 @@ export function validateSubmission(defs: FieldDef[], honeypot: string | null, se
   }
   // as Formspree: a post with no value in any field (an empty body, `{}`, control fields only)
   // is refused, so it takes no quota and sends no notification
-  if (!filled) throw bad('the submission is empty: send at least one field with a value')
+  if (!filled) throw bad({ zh: '提交内容为空：请至少发送一个有值的字段', en: 'the submission is empty: send at least one field with a value' })
   return Object.fromEntries(out)
 }

@@ -5,6 +5,7 @@ import { newId, randomString, sha256hex } from '../../auth/tokens.js'
 import { AppError } from '../../errors/app-error.js'
 import { isoMicros } from '../../util/time.js'
 import { formStore, type FormRow } from './store.js'
+import { bad } from './fields.js'
 import { notifyStore, type DeliveryRow, type SubmissionEvent } from './notify-store.js'
 import { checkTarget, parseWebhookUrl } from './ssrf.js'
 import type { Mailer } from './notify-mail.js'
@@ -17,6 +18,7 @@ const VERIFY_PER_ADDRESS: WindowRule[] = [{ name: 'notify-verify-address', kind:
 const VERIFY_PER_USER: WindowRule[] = [{ name: 'notify-verify-user', kind: 'sliding', ms: 24 * 3600_000, limit: 20 }]
 const ADDRESS_RE = /^[^\s@<>()",;:\\[\]]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/
 
+const ENABLED_FLAG = { zh: 'enabled 须为 true 或 false', en: 'enabled must be true or false' }
 const newSecret = () => `whsec_${randomString(40)}`
 const hint = (secret: string) => `${secret.slice(0, 6)}…${secret.slice(-4)}`
 
@@ -71,9 +73,8 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' |
       await owned(user, formId)
       const b = (body ?? {}) as { url?: unknown; enabled?: unknown }
       if (typeof b !== 'object' || Array.isArray(b))
-        throw new AppError('INVALID_PARAMETER', { params: { detail: 'the body must be {"url": "https://...", "enabled": true}' } })
-      if (b.enabled !== undefined && typeof b.enabled !== 'boolean')
-        throw new AppError('INVALID_PARAMETER', { params: { detail: 'enabled must be true or false' } })
+        throw bad({ zh: '请求体须为 {"url": "https://...", "enabled": true}', en: 'the body must be {"url": "https://...", "enabled": true}' })
+      if (b.enabled !== undefined && typeof b.enabled !== 'boolean') throw bad(ENABLED_FLAG)
       const u = parseWebhookUrl(b.url)
       await checkTarget(u, config.webhookBlockPrivate)
       const now = clock.now()
@@ -124,9 +125,9 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' |
     async setEmail(user: User, formId: string, body: unknown) {
       await owned(user, formId)
       const b = (body ?? {}) as { enabled?: unknown; mode?: unknown }
-      if (typeof b.enabled !== 'boolean') throw new AppError('INVALID_PARAMETER', { params: { detail: 'enabled must be true or false' } })
+      if (typeof b.enabled !== 'boolean') throw bad(ENABLED_FLAG)
       const mode = b.mode ?? 'each'
-      if (mode !== 'each' && mode !== 'digest') throw new AppError('INVALID_PARAMETER', { params: { detail: 'mode must be "each" or "digest"' } })
+      if (mode !== 'each' && mode !== 'digest') throw bad({ zh: 'mode 须为 "each" 或 "digest"', en: 'mode must be "each" or "digest"' })
       if (b.enabled && !mailer) throw new AppError('EMAIL_NOT_CONFIGURED')
       const row = { form_id: formId, user_id: user.id, mode, enabled: b.enabled ? 1 : 0, updated_at: clock.now() }
       await db.k
@@ -153,7 +154,7 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' |
       if (linkOrigin === null) throw new AppError('PUBLIC_URL_REQUIRED')
       const raw = (body as { address?: unknown } | null)?.address
       if (typeof raw !== 'string' || raw.length > 254 || !ADDRESS_RE.test(raw.trim()))
-        throw new AppError('NOTIFY_ADDRESS_INVALID', { params: { detail: 'expected name@domain' } })
+        throw new AppError('NOTIFY_ADDRESS_INVALID', { params: { detail: { zh: '应为 name@domain 的形式', en: 'expected name@domain' } } })
       const address = raw.trim().toLowerCase()
       const token = randomString(40)
       const now = clock.now()

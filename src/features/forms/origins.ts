@@ -1,10 +1,7 @@
-import { AppError } from '../../errors/app-error.js'
-import { checkText } from './fields.js'
+import { bad, checkText } from './fields.js'
 import { parseIp, v6Prefix } from '../../http/ip-key.js'
 
 export const MAX_ALLOWED_ORIGINS = 20
-
-const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
 
 /** The origin (scheme://host[:port]) of an http(s) URL, or null. */
 export function originOf(url: string): string | null {
@@ -23,27 +20,43 @@ export function originOf(url: string): string | null {
  */
 export function parseAllowedOrigins(v: unknown): string[] {
   if (v === undefined || v === null) return []
-  if (!Array.isArray(v)) throw bad('allowed_origins must be an array of origins such as "https://example.com" (empty = any origin)')
-  if (v.length > MAX_ALLOWED_ORIGINS) throw bad(`allowed_origins takes at most ${MAX_ALLOWED_ORIGINS} entries`)
+  if (!Array.isArray(v))
+    throw bad({
+      zh: 'allowed_origins 须为来源组成的数组，如 "https://example.com"（为空表示接受任何来源）',
+      en: 'allowed_origins must be an array of origins such as "https://example.com" (empty = any origin)',
+    })
+  if (v.length > MAX_ALLOWED_ORIGINS)
+    throw bad({ zh: `allowed_origins 最多 ${MAX_ALLOWED_ORIGINS} 项`, en: `allowed_origins takes at most ${MAX_ALLOWED_ORIGINS} entries` })
   const out: string[] = []
   v.forEach((x, i) => {
-    if (typeof x !== 'string') throw bad(`allowed_origins[${i}] must be a string`)
+    if (typeof x !== 'string') throw bad({ zh: `allowed_origins[${i}] 须为字符串`, en: `allowed_origins[${i}] must be a string` })
     checkText(`allowed_origins[${i}]`, x)
     const s = x.trim()
     if (s.toLowerCase() === 'null') {
       if (!out.includes('null')) out.push('null')
       return
     }
-    if (s === '*') throw bad('allowed_origins: leave the list empty to accept any origin instead of "*"')
+    if (s === '*')
+      throw bad({
+        zh: 'allowed_origins：要接受任何来源请留空列表，不要用 "*"',
+        en: 'allowed_origins: leave the list empty to accept any origin instead of "*"',
+      })
     let u: URL
     try {
       u = new URL(s)
     } catch {
-      throw bad(`allowed_origins[${i}] is not an origin such as "https://example.com"`)
+      throw bad({
+        zh: `allowed_origins[${i}] 不是来源，来源形如 "https://example.com"`,
+        en: `allowed_origins[${i}] is not an origin such as "https://example.com"`,
+      })
     }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw bad(`allowed_origins[${i}] must be an http or https origin`)
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      throw bad({ zh: `allowed_origins[${i}] 须为 http 或 https 来源`, en: `allowed_origins[${i}] must be an http or https origin` })
     if (u.username || u.password || (u.pathname !== '/' && u.pathname !== '') || u.search || u.hash || /[?#]/.test(s)) {
-      throw bad(`allowed_origins[${i}] must be an origin (scheme://host[:port]) without path, query or credentials`)
+      throw bad({
+        zh: `allowed_origins[${i}] 须为来源（scheme://host[:port]），不能带路径、查询或凭据`,
+        en: `allowed_origins[${i}] must be an origin (scheme://host[:port]) without path, query or credentials`,
+      })
     }
     if (!out.includes(u.origin)) out.push(u.origin)
   })

@@ -9,7 +9,7 @@ import { multipartParts, readUpload } from '../../http/multipart.js'
 import { clientIp, isHttps, serviceOrigin } from '../../http/origin.js'
 import { SITE_FORM_ROUTE } from '../../http/types.js'
 import { notAllowed } from '../sites/serve.js'
-import { NETLIFY_FORM_NAME, type FieldDef } from './fields.js'
+import { bad, mismatch, NETLIFY_FORM_NAME, type FieldDef } from './fields.js'
 import { csvExport, jsonExport } from './export.js'
 import { decideOrigin, NEXT_FIELD, nextTarget, originOf, type OriginDecision } from './origins.js'
 import { decodeFields, parseUrlEncoded } from './urlencoded.js'
@@ -236,16 +236,15 @@ async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
       if ((part.filename as string | undefined) !== undefined) {
         part.file.resume()
         if (part.filename === '') continue
-        throw new AppError('FORM_FIELDS_MISMATCH', {
-          params: { field: part.fieldname, detail: `${part.fieldname}: file uploads are not accepted, send text fields only` },
-          extra: { field: part.fieldname },
-        })
+        throw mismatch(part.fieldname, { zh: '是文件：不接受文件上传，只能发送文本字段', en: 'file uploads are not accepted, send text fields only' })
       }
       const value = await readUpload(part.file, SUBMIT_BODY_LIMIT, bodyTooLarge)
       bytes += Buffer.byteLength(part.fieldname) + value.length
       if (bytes > SUBMIT_BODY_LIMIT) throw bodyTooLarge()
       if (pairs.length >= MULTIPART_FIELDS) {
-        throw new AppError('TOO_MANY_PARTS', { params: { detail: `a submission takes at most ${MULTIPART_FIELDS} fields` } })
+        throw new AppError('TOO_MANY_PARTS', {
+          params: { detail: { zh: `一次提交最多 ${MULTIPART_FIELDS} 个字段`, en: `a submission takes at most ${MULTIPART_FIELDS} fields` } },
+        })
       }
       pairs.push([part.fieldname, value])
     }
@@ -265,7 +264,7 @@ async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
     }
   }
   if (typeof b !== 'object' || b === null || Array.isArray(b)) {
-    throw new AppError('INVALID_PARAMETER', { params: { detail: 'the body must be an object of fields, e.g. {"email": "a@example.com"}' } })
+    throw bad({ zh: '请求体须为由字段组成的对象，如 {"email": "a@example.com"}', en: 'the body must be an object of fields, e.g. {"email": "a@example.com"}' })
   }
   return new Map(Object.entries(b as Record<string, unknown>))
 }
@@ -305,7 +304,7 @@ function manageRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     async (req) => {
       const { form_id } = req.params as { form_id: string }
       const body = req.body ?? {}
-      if (typeof body !== 'object' || Array.isArray(body)) throw new AppError('INVALID_PARAMETER', { params: { detail: 'the body must be a JSON object' } })
+      if (typeof body !== 'object' || Array.isArray(body)) throw bad({ zh: '请求体须为 JSON 对象', en: 'the body must be a JSON object' })
       const f = await forms.update(caller(req).user, form_id, body)
       return { success: true, message: say(req, '表单已更新', 'Form updated'), data: formView(f, base(req)) }
     },

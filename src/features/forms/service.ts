@@ -3,6 +3,7 @@ import { isUniqueViolation } from '../../db/kysely.js'
 import type { User } from '../../auth/users.js'
 import { newId, randomString } from '../../auth/tokens.js'
 import { AppError } from '../../errors/app-error.js'
+import type { Text } from '../../errors/text.js'
 import { parsePage, pageInfo } from '../../http/pagination.js'
 import type { LimitStore } from '../../limits/store.js'
 import type { WindowRule } from '../../limits/tiers.js'
@@ -10,7 +11,7 @@ import { quotaOf } from '../../limits/quotas.js'
 import type { Clock } from '../../util/clock.js'
 import { beijingTime } from '../../util/time.js'
 import { rounds } from '../../util/rounds.js'
-import { checkText, FIELD_NAME_RE, honeypotNames, parseFieldsConfig, validateSubmission, type FieldDef } from './fields.js'
+import { bad, checkText, FIELD_NAME_RE, honeypotNames, parseFieldsConfig, validateSubmission, type FieldDef } from './fields.js'
 import { ipPrefix, parseAllowedOrigins } from './origins.js'
 import { ipLimitKey } from '../../http/ip-key.js'
 import { formStore, type FormRow, type SubmissionFilter, type SubmissionRow } from './store.js'
@@ -28,11 +29,12 @@ export const SUBMIT_RULES: WindowRule[] = [
 ]
 const EXPORT_BATCH = 500
 
-const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
 const notFound = () => new AppError('FORM_NOT_FOUND')
 
 /** Calendar month in Beijing time, `YYYY-MM`: the period of the monthly submission quota. */
 export const beijingMonth = (ms: number) => beijingTime(ms).slice(0, 7)
+
+const trueOrFalse = (name: string): Text => ({ zh: `${name} 须为 true 或 false`, en: `${name} must be true or false` })
 
 /** Query flag `true`/`1`, `false`/`0`, or absent. */
 export function parseFlag(name: string, v: unknown): boolean | undefined {
@@ -40,7 +42,7 @@ export function parseFlag(name: string, v: unknown): boolean | undefined {
   if (x === undefined || x === '') return undefined
   if (x === 'true' || x === '1') return true
   if (x === 'false' || x === '0') return false
-  throw bad(`${name} must be true or false`)
+  throw bad(trueOrFalse(name))
 }
 
 export interface FormInput {
@@ -55,56 +57,66 @@ export interface FormInput {
 }
 
 function formName(v: unknown): string {
-  if (typeof v !== 'string' || v.trim().length === 0) throw bad('form_name is required (a non-empty string)')
+  if (typeof v !== 'string' || v.trim().length === 0) throw bad({ zh: '缺少 form_name（非空字符串）', en: 'form_name is required (a non-empty string)' })
   const s = v.trim()
-  if (s.length > 100) throw bad('form_name is longer than 100 characters')
+  if (s.length > 100) throw bad({ zh: 'form_name 超过 100 个字符', en: 'form_name is longer than 100 characters' })
   checkText('form_name', s)
   return s
 }
 
 function slug(v: unknown): string {
-  if (typeof v !== 'string' || !SLUG_RE.test(v)) throw bad('form_slug must be 3-64 characters of A-Z, a-z, 0-9, "_" and "-"')
+  if (typeof v !== 'string' || !SLUG_RE.test(v))
+    throw bad({ zh: 'form_slug 须为 3-64 个字符，只含 A-Z、a-z、0-9、"_" 和 "-"', en: 'form_slug must be 3-64 characters of A-Z, a-z, 0-9, "_" and "-"' })
   return v
 }
 
 /** redirect_url: an absolute http(s) URL (javascript:, data: and the like are refused), or null. */
 function redirectUrl(v: unknown): string | null {
   if (v === null || v === '') return null
-  if (typeof v !== 'string') throw bad('redirect_url must be an http(s) URL or null')
+  if (typeof v !== 'string') throw bad({ zh: 'redirect_url 须为 http(s) URL 或 null', en: 'redirect_url must be an http(s) URL or null' })
   const s = v.trim()
   checkText('redirect_url', s)
   let u: URL
   try {
     u = new URL(s)
   } catch {
-    throw bad('redirect_url must be an absolute http(s) URL')
+    throw bad({ zh: 'redirect_url 须为绝对的 http(s) URL', en: 'redirect_url must be an absolute http(s) URL' })
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw bad(`redirect_url must be an http(s) URL; "${u.protocol}" is not allowed`)
-  if (s.length > 2048 || /[\s\u0000-\u001f\u007f]/.test(s)) throw bad('redirect_url must be at most 2048 characters without spaces or control characters')
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw bad({ zh: `redirect_url 须为 http(s) URL，不允许 "${u.protocol}"`, en: `redirect_url must be an http(s) URL; "${u.protocol}" is not allowed` })
+  if (s.length > 2048 || /[\s\u0000-\u001f\u007f]/.test(s))
+    throw bad({
+      zh: 'redirect_url 最多 2048 个字符，且不能包含空格或控制字符',
+      en: 'redirect_url must be at most 2048 characters without spaces or control characters',
+    })
   return s
 }
 
 function bool(name: string, v: unknown): boolean {
-  if (typeof v !== 'boolean') throw bad(`${name} must be true or false`)
+  if (typeof v !== 'boolean') throw bad(trueOrFalse(name))
   return v
 }
 
 function honeypot(v: unknown): string | null {
   if (v === null || v === '') return null
   if (typeof v !== 'string' || !(FIELD_NAME_RE.test(v) || /^_[\p{L}\p{N}\p{M}_.-]{1,63}$/u.test(v))) {
-    throw bad('honeypot_field must be a field name (1-64 letters, digits, "_", "." or "-") or null')
+    throw bad({
+      zh: 'honeypot_field 须为字段名（1-64 个字母、数字、"_"、"." 或 "-"）或 null',
+      en: 'honeypot_field must be a field name (1-64 letters, digits, "_", "." or "-") or null',
+    })
   }
   return v
 }
 
 function minFill(v: unknown): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 3600) throw bad('min_fill_seconds must be an integer from 0 to 3600')
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 3600)
+    throw bad({ zh: 'min_fill_seconds 须为 0 到 3600 的整数', en: 'min_fill_seconds must be an integer from 0 to 3600' })
   return v
 }
 
 function checkHoneypotVsFields(hp: string | null, fields: FieldDef[]) {
   if (hp && fields.some((f) => f.name.toLowerCase() === hp.toLowerCase())) {
-    throw bad(`honeypot_field "${hp}" must not be one of the form's fields`)
+    throw bad({ zh: `honeypot_field "${hp}" 不能是表单自己的字段`, en: `honeypot_field "${hp}" must not be one of the form's fields` })
   }
 }
 
@@ -244,7 +256,10 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
           i < granted
             ? { id: x.id, spam: x.spam }
             : new AppError('FORM_QUOTA', {
-                params: { detail: `monthly submissions ${used}/${limit} (${month}, Beijing time)`, limit },
+                params: {
+                  detail: { zh: `本月提交 ${used}/${limit}（${month}，北京时间）`, en: `monthly submissions ${used}/${limit} (${month}, Beijing time)` },
+                  limit,
+                },
                 extra: { details: { quota: 'form_submissions_month', used, limit, month } },
               }),
         )
@@ -271,7 +286,10 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       if (givenSlug && (await formStore.slugTaken(db.k, givenSlug.toLowerCase()))) throw new AppError('FORM_SLUG_TAKEN')
       const limit = quotaOf(user.limits, 'forms')
       const formQuota = (used: number) =>
-        new AppError('FORM_QUOTA', { params: { detail: `forms ${used}/${limit}`, limit }, extra: { details: { quota: 'forms', used, limit } } })
+        new AppError('FORM_QUOTA', {
+          params: { detail: { zh: `表单 ${used}/${limit}`, en: `forms ${used}/${limit}` }, limit },
+          extra: { details: { quota: 'forms', used, limit } },
+        })
       // a full quota is refused after one read; the transaction takes the place for real
       const counted = await formStore.countByUser(db.k, user.id)
       if (counted >= limit) throw formQuota(counted)
@@ -370,7 +388,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
     async export(user: User, id: string, query: Record<string, unknown>) {
       const f = await owned(user, id)
       const format = (Array.isArray(query.format) ? query.format[query.format.length - 1] : query.format) ?? 'json'
-      if (format !== 'json' && format !== 'csv') throw bad('format must be json or csv')
+      if (format !== 'json' && format !== 'csv') throw bad({ zh: 'format 须为 json 或 csv', en: 'format must be json or csv' })
       const filter: SubmissionFilter = { isRead: parseFlag('is_read', query.is_read), isSpam: parseFlag('is_spam', query.is_spam) }
       const cap = quotaOf(user.limits, 'form_export_rows')
       const top = await formStore.pageSubmissions(db.k, f.id, filter, 1)
@@ -399,7 +417,8 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
     /** Marks a submission read or unread (and, beyond the spec, spam or not). */
     async markRead(user: User, submissionId: string, body: unknown) {
       const b = (body ?? {}) as Record<string, unknown>
-      if (typeof b !== 'object' || Array.isArray(b)) throw bad('the body must be a JSON object {"is_read": true|false}')
+      if (typeof b !== 'object' || Array.isArray(b))
+        throw bad({ zh: '请求体须为 JSON 对象 {"is_read": true|false}', en: 'the body must be a JSON object {"is_read": true|false}' })
       const patch: { is_read?: number; is_spam?: number } = {}
       if (b.is_read !== undefined) patch.is_read = bool('is_read', b.is_read) ? 1 : 0
       if (b.is_spam !== undefined) patch.is_spam = bool('is_spam', b.is_spam) ? 1 : 0

@@ -1,9 +1,8 @@
-import { AppError } from '../../errors/app-error.js'
+import type { Text } from '../../errors/text.js'
+import { bad } from './fields.js'
 
 /** The control field a browser fills with the encoding it used for the form (HTML `_charset_`). */
 export const CHARSET_FIELD = '_charset_'
-
-const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
 
 /** `a=b&c=d` bytes as [name, value] byte pairs: `+` is a space, `%XX` a byte (the URL standard's parser). */
 function byteTuples(body: Buffer): Array<[Buffer, Buffer]> {
@@ -36,12 +35,13 @@ function byteTuples(body: Buffer): Array<[Buffer, Buffer]> {
 }
 
 /** The decoder of a charset label (WHATWG labels: `iso-8859-1`, `gbk`, `shift_jis`, ...); UTF-16 is read as UTF-8, as browsers send it. */
-function decoderFor(label: string, from: string): TextDecoder {
+function decoderFor(label: string, from: Text): TextDecoder {
   try {
     const d = new TextDecoder(label.trim(), { fatal: true })
     return d.encoding.startsWith('utf-16') ? new TextDecoder('utf-8', { fatal: true }) : d
   } catch {
-    throw bad(`${from} names an unknown character encoding "${label.slice(0, 40)}"`)
+    const name = label.slice(0, 40)
+    throw bad({ zh: `${from.zh} "${name}" 是未知的字符编码`, en: `${from.en} names an unknown character encoding "${name}"` })
   }
 }
 
@@ -53,7 +53,7 @@ function decoderFor(label: string, from: string): TextDecoder {
  */
 export function parseUrlEncoded(body: Buffer, contentType: string | undefined): Map<string, unknown> {
   const declared = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType ?? '')?.[1]
-  return decodeFields(byteTuples(body), declared ? { label: declared, from: 'the Content-Type charset' } : undefined)
+  return decodeFields(byteTuples(body), declared ? { label: declared, from: { zh: 'Content-Type 的 charset', en: 'the Content-Type charset' } } : undefined)
 }
 
 /**
@@ -63,16 +63,25 @@ export function parseUrlEncoded(body: Buffer, contentType: string | undefined): 
  * U+FFFD. A name given as text was decoded as UTF-8 by its parser (multipart): one holding
  * U+FFFD lost its bytes on the way, and is refused too.
  */
-export function decodeFields(pairs: Array<[Buffer | string, Buffer]>, declared?: { label: string; from: string }): Map<string, unknown> {
+export function decodeFields(pairs: Array<[Buffer | string, Buffer]>, declared?: { label: string; from: Text }): Map<string, unknown> {
   const hint = pairs.find(([n]) => (typeof n === 'string' ? n : n.toString('latin1')) === CHARSET_FIELD)?.[1].toString('latin1')
-  const dec = declared ? decoderFor(declared.label, declared.from) : hint ? decoderFor(hint, `the ${CHARSET_FIELD} field`) : decoderFor('utf-8', '')
+  const dec = declared
+    ? decoderFor(declared.label, declared.from)
+    : hint
+      ? decoderFor(hint, { zh: `${CHARSET_FIELD} 字段`, en: `the ${CHARSET_FIELD} field` })
+      : new TextDecoder('utf-8', { fatal: true })
   const invalid = () =>
-    bad(
-      `the form data is not valid ${dec.encoding}: send it as UTF-8 (<form accept-charset="UTF-8">), or add <input type="hidden" name="${CHARSET_FIELD}"> so the browser names its encoding`,
-    )
+    bad({
+      zh: `表单数据不是有效的 ${dec.encoding}：请以 UTF-8 发送（<form accept-charset="UTF-8">），或加上 <input type="hidden" name="${CHARSET_FIELD}">，让浏览器说明所用的编码`,
+      en: `the form data is not valid ${dec.encoding}: send it as UTF-8 (<form accept-charset="UTF-8">), or add <input type="hidden" name="${CHARSET_FIELD}"> so the browser names its encoding`,
+    })
   const text = (b: Buffer | string) => {
     if (typeof b === 'string') {
-      if (b.includes('\uFFFD')) throw bad(`the field name "${b.slice(0, 64)}" is not valid UTF-8: use ASCII field names, or send the form as UTF-8`)
+      if (b.includes('\uFFFD'))
+        throw bad({
+          zh: `字段名 "${b.slice(0, 64)}" 不是有效的 UTF-8：请使用 ASCII 字段名，或以 UTF-8 发送表单`,
+          en: `the field name "${b.slice(0, 64)}" is not valid UTF-8: use ASCII field names, or send the form as UTF-8`,
+        })
       return b
     }
     try {
