@@ -327,11 +327,33 @@ for (const engine of ENGINES) {
         'http://203.0.113.9/',
       ]) {
         it(`${url}: 400 / 1421`, async () => {
-          const r = await s.request('PUT', `/svc_api/forms/webhook/${form.id}`, { key: u.key, json: { url } })
+          const r = await s.request('PUT', `/svc_api/forms/webhook/${form.id}`, { key: u.key, json: { url }, headers: { 'accept-language': 'en' } })
           expectError(r, 400, 1421)
           assert.match(r.json.message, /private, loopback or reserved/)
         })
       }
+      it("says what is wrong with a webhook URL in the answer's language", async () => {
+        const cases: Array<[unknown, number, string]> = [
+          ['http://10.1.2.3/', 1421, 'Webhook URL not allowed: 10.1.2.3 resolves to 10.1.2.3, a private, loopback or reserved address'],
+          ['', 1420, 'Invalid webhook URL: url is required (an http or https URL)'],
+          ['nope', 1420, 'Invalid webhook URL: not an absolute URL'],
+          ['ftp://example.com/', 1420, 'Invalid webhook URL: only http and https are allowed, not "ftp:"'],
+          ['https://a:b@example.com/', 1420, 'Invalid webhook URL: credentials in the URL are not allowed; check the signature instead'],
+          ['https://a b.example/', 1420, 'Invalid webhook URL: at most 2048 characters, without spaces or control characters'],
+        ]
+        for (const [url, code, en] of cases) {
+          for (const lang of [undefined, 'en']) {
+            const headers: Record<string, string> = lang ? { 'accept-language': lang } : {}
+            const r = await s.request('PUT', `/svc_api/forms/webhook/${form.id}`, { key: u.key, json: { url }, headers })
+            expectError(r, 400, code)
+            if (lang === 'en') assert.equal(r.json.message, en)
+            else {
+              assert.match(r.json.message, /[\u4e00-\u9fff]/)
+              assert.doesNotMatch(r.json.message, /[a-z]{4,} [a-z]{2,}/, `no English words: ${r.json.message}`)
+            }
+          }
+        }
+      })
       it('after them all, no webhook is stored', async () => {
         const got = await s.get(`/svc_api/forms/webhook/${form.id}`, { key: u.key })
         assert.equal(got.status, 404)

@@ -3,6 +3,7 @@ import net from 'node:net'
 import type { LookupFunction } from 'node:net'
 import ipaddr from 'ipaddr.js'
 import { AppError } from '../../errors/app-error.js'
+import type { Text } from '../../errors/text.js'
 
 /**
  * Addresses a webhook may not reach when the operator forbids private targets
@@ -48,22 +49,28 @@ export function isForbiddenAddress(ip: string): boolean {
 }
 
 const forbidden = (host: string, ip: string) =>
-  new AppError('WEBHOOK_URL_FORBIDDEN', { params: { detail: `${host} resolves to ${ip}, a private, loopback or reserved address` } })
+  new AppError('WEBHOOK_URL_FORBIDDEN', {
+    params: { detail: { zh: `${host} 解析为 ${ip}，属于内网、回环或保留地址`, en: `${host} resolves to ${ip}, a private, loopback or reserved address` } },
+  })
+/** 400 / 1420 saying what is wrong with the URL, in both languages. */
+const invalid = (detail: Text) => new AppError('WEBHOOK_URL_INVALID', { params: { detail } })
 
 /** A webhook URL: absolute http(s), no credentials, at most 2048 characters. */
 export function parseWebhookUrl(raw: unknown): URL {
-  const invalid = (detail: string) => new AppError('WEBHOOK_URL_INVALID', { params: { detail } })
-  if (typeof raw !== 'string' || raw.trim() === '') throw invalid('url is required (an http or https URL)')
+  if (typeof raw !== 'string' || raw.trim() === '') throw invalid({ zh: '缺少 url（http 或 https 地址）', en: 'url is required (an http or https URL)' })
   const s = raw.trim()
-  if (s.length > 2048 || /[\s\u0000-\u001f\u007f]/.test(s)) throw invalid('at most 2048 characters, without spaces or control characters')
+  if (s.length > 2048 || /[\s\u0000-\u001f\u007f]/.test(s))
+    throw invalid({ zh: '最多 2048 个字符，且不能包含空格或控制字符', en: 'at most 2048 characters, without spaces or control characters' })
   let u: URL
   try {
     u = new URL(s)
   } catch {
-    throw invalid('not an absolute URL')
+    throw invalid({ zh: '不是完整的 URL', en: 'not an absolute URL' })
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw invalid(`only http and https are allowed, not "${u.protocol}"`)
-  if (u.username || u.password) throw invalid('credentials in the URL are not allowed; check the signature instead')
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw invalid({ zh: `只允许 http 和 https，不允许 "${u.protocol}"`, en: `only http and https are allowed, not "${u.protocol}"` })
+  if (u.username || u.password)
+    throw invalid({ zh: 'URL 中不能带凭据；请改为校验签名', en: 'credentials in the URL are not allowed; check the signature instead' })
   return u
 }
 
@@ -79,7 +86,7 @@ export async function checkTarget(u: URL, block: boolean): Promise<void> {
   try {
     addrs = await dns.promises.lookup(host, { all: true, verbatim: true })
   } catch {
-    throw new AppError('WEBHOOK_URL_INVALID', { params: { detail: `the host ${host} does not resolve` } })
+    throw invalid({ zh: `主机 ${host} 无法解析`, en: `the host ${host} does not resolve` })
   }
   for (const a of addrs) if (isForbiddenAddress(a.address)) throw forbidden(host, a.address)
 }
