@@ -244,7 +244,11 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
   // (a decoded NUL can only come from %00 in the URL: the HTTP parser refuses raw NUL bytes)
   app.addHook('preValidation', (req, _reply, done) => {
     if (req.url.includes('%00') && (hasNul(req.params) || hasNul(req.query))) {
-      done(new AppError('INVALID_PARAMETER', { params: { detail: 'NUL characters are not allowed in paths or query strings' } }))
+      done(
+        new AppError('INVALID_PARAMETER', {
+          params: { detail: { zh: '路径和查询参数中不能有 NUL 字符', en: 'NUL characters are not allowed in paths or query strings' } },
+        }),
+      )
       return
     }
     done()

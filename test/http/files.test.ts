@@ -344,6 +344,16 @@ for (const engine of ENGINES) {
         it(`${q}: 400 / ${code}`, async () => expectError(await list(q), 400, code))
       }
 
+      it("says a NUL in the query is refused in the answer's language", async () => {
+        const zh = await list('?search=%00')
+        expectError(zh, 400, 1106)
+        assert.match(zh.json.message, /路径和查询参数中不能有 NUL 字符/)
+        assert.doesNotMatch(zh.json.message, /[A-Za-z]{4,}/, zh.json.message)
+        const en = await s.get('/svc_api/files?search=%00', { key: carol.key, headers: { 'accept-language': 'en' } })
+        expectError(en, 400, 1106)
+        assert.match(en.json.message, /NUL characters are not allowed in paths or query strings/)
+      })
+
       it("lists only the caller's files", async () => {
         const other = await s.get('/svc_api/files', { key: alice.key })
         assert.ok(!other.json.data.files.some((f: any) => f.file_name === 'gamma.html'), "only the caller's files")
