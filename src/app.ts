@@ -184,10 +184,13 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   // app.inject (and a server without a factory) reaches the router directly: the fast paths
   // run here instead, first, so every way in answers alike. A request from the factory has
-  // met them already and carries `handedOver`.
+  // met them already and carries `handedOver`. The router matched the request's path before
+  // this hook, so one handed over under another path (SITE_FORM_ROUTE) is routed again, as
+  // the factory routes it after its fast paths; the first match is dropped (`superseded`).
   app.addHook('onRequest', (req, reply, done) => {
     const raw = req.raw
     if (raw.handedOver !== undefined) return done()
+    const url = raw.url
     for (let i = 0; i < fastPaths.length; i++) {
       let taken = false
       let settled = false
@@ -195,6 +198,11 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
         if (settled) return
         settled = true
         if (answered) reply.hijack()
+        else if (raw.url !== url) {
+          raw.superseded = req
+          reply.hijack()
+          app.routing(raw, reply.raw)
+        }
         done()
       }
       const route = (_req: IncomingMessage, _res: ServerResponse, handover: Handover = {}) => {

@@ -41,6 +41,9 @@ declare module 'node:http' {
     /** Set when a fast path handed this request to the router; the app then counts it as a
      * routed request, not a fast-path answer. */
     handedOver?: Handover
+    /** Set when app.inject's fast-path hook routed this request again under the path a fast
+     * path handed it over to: the request the router first matched, whose reply is dropped. */
+    superseded?: unknown
     /** Set by the plain-HTTP listener on an API request: the service's origin on the HTTPS
      * port (the one its redirects name), used for the absolute links of the answer. */
     httpsOrigin?: string
@@ -72,7 +75,7 @@ declare module 'fastify' {
     refusesMethod?: true
   }
   interface FastifyInstance {
-    /** Registers a FastPath (see above); it runs only when the app has a server factory. */
+    /** Registers a FastPath (see above): run before routing by the server factory, else (app.inject) in an onRequest hook. */
     addFastPath(fn: FastPath): void
     /** The ports the server listens on, once listen() has run (for URLs of users' origins). */
     ports: ListenPorts

@@ -49,6 +49,8 @@ export function mayReadMetrics(req: FastifyRequest, config: Pick<Config, 'metric
 /** Counts every request (route pattern, method, status, latency) and serves GET /metrics. */
 export function installMetrics(app: FastifyInstance, config: Config): void {
   app.addHook('onResponse', (req, reply, done) => {
+    // a request routed again is counted once, under the route that answered it
+    if (req.raw.superseded === req) return done()
     const route = routeLabel(req)
     const method = METHODS.has(req.method) ? req.method : 'OTHER'
     metrics.requests.inc({ route, method, status: String(reply.statusCode) })

@@ -175,6 +175,42 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('answers the same through app.inject as over HTTP: a browser post, a script post and a 405', async () => {
+      const viaInject = async (host: string, p: string, headers: Record<string, string>, body: string) => {
+        const r = await s.app.inject({ method: 'POST', url: p, headers: { host, ...headers }, payload: body })
+        return { status: r.statusCode, location: r.headers.location, allow: r.headers.allow, json: r.statusCode === 200 ? r.json() : undefined }
+      }
+      const viaHttp = async (host: string, p: string, headers: Record<string, string>, body: string) => {
+        const r = await on('POST', host, p, headers, body)
+        return { status: r.status, location: r.header('location'), allow: r.header('allow'), json: r.status === 200 ? r.json : undefined }
+      }
+      const cases: Array<[string, string, Record<string, string>, Record<string, string>]> = [
+        ['browser', '/thanks/', { ...URLENC, accept: HTML_ACCEPT, origin: `http://${project()}`, referer: `http://${project()}/` }, { 'form-name': slug }],
+        ['script', '/', { ...URLENC, accept: 'application/json' }, { 'form-name': slug }],
+        ['no form-name', '/thanks/', URLENC, {}],
+      ]
+      for (const [label, p, headers, fields] of cases) {
+        const answers = []
+        for (const [way, send] of [
+          ['http', viaHttp],
+          ['inject', viaInject],
+        ] as const) {
+          const name = `${label} ${way}`
+          const a = await send(project(), p, headers, form({ ...fields, name }))
+          if (a.json) {
+            assert.equal(a.json.success, true, name)
+            assert.ok(a.json.data.submission_id, name)
+            a.json.data.submission_id = '(id)'
+          }
+          const last = (await stored(alice, formId))[0]
+          if (a.status !== 405) assert.deepEqual(last.data, { name }, name)
+          else assert.notEqual(last.data.name, name, name)
+          answers.push(a)
+        }
+        assert.deepEqual(answers[1], answers[0], label)
+      }
+    })
+
     it('the submit route behind the site post is not reachable directly', async () => {
       const r = await s.post('/api/forms/site-submit', { form: { 'form-name': slug, name: 'x' } })
       expectError(r, 404, 1404)
