@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
 /**
@@ -43,6 +44,24 @@ export const publicCorsHeaders = (...expose: string[]): readonly string[] => [
 ]
 
 export const PUBLIC_CORS_HEADERS = publicCorsHeaders()
+
+/** Headers of hosted content on the path form (/{user}/...): the sandbox and the public CORS grant (name, value, ...). */
+export const PAGE_CONTENT_HEADERS: readonly string[] = [...userContentHeaderList('page').flat(), ...PUBLIC_CORS_HEADERS]
+
+/** Plain-text answers of the public host (404 and friends), with the sandbox headers too. */
+export function plainHeaders(length: number): string[] {
+  return ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(length), 'Cache-Control', 'no-cache', ...PAGE_CONTENT_HEADERS]
+}
+
+const NOT_ALLOWED = Buffer.from('Method Not Allowed')
+const H405 = [...plainHeaders(NOT_ALLOWED.length), 'Allow', 'GET, HEAD, OPTIONS']
+/**
+ * The public host's answer to a method a page does not take, on the raw response: the sites
+ * feature's before a body is read, the forms feature's to a form body naming no form.
+ */
+export const notAllowed = (res: ServerResponse): void => {
+  res.writeHead(405, H405).end(NOT_ALLOWED)
+}
 
 /**
  * The answer to a CORS preflight of public content (name, value, ...): besides the methods,

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/kysely.js'
-import { PUBLIC_CORS_HEADERS, userContentHeaderList } from '../../http/content-headers.js'
+import { PAGE_CONTENT_HEADERS, PUBLIC_CORS_HEADERS } from '../../http/content-headers.js'
 import { linesOf, prepareShared, sharedHead, type Prepared, type SharedHead } from '../../http/prepared-response.js'
 import { httpDate, type Representation } from '../../http/representation.js'
 import { canNameUser } from '../../auth/users.js'
@@ -44,7 +44,7 @@ const NOINDEX: Array<[string, string]> = [['X-Robots-Tag', 'noindex']]
 const errorHeaders = (status: number, extra: Array<[string, string]>): Array<[string, string]> =>
   status === 404 || status === 410 ? extra.filter(([name]) => !isCacheField(name)) : extra
 /** Path form (/{user}/...): the sandbox keeps pages out of the service's origin. */
-const CONTENT_HEADERS = [...userContentHeaderList('page').flat(), ...CORS_HEADERS]
+const CONTENT_HEADERS = PAGE_CONTENT_HEADERS
 /** A user's own origin: the full web platform; only nosniff and the CORS grant are added. */
 const SITE_HEADERS = ['X-Content-Type-Options', 'nosniff', 'Cross-Origin-Resource-Policy', 'cross-origin', ...CORS_HEADERS]
 
@@ -73,11 +73,6 @@ export function varyKey(key: string, names: readonly string[], query: string): s
 export type SiteMode = boolean | 'domain'
 const COMPRESSIBLE =
   /^(text\/|application\/(javascript|json|xml|wasm|manifest\+json|ld\+json|x-javascript|rss\+xml|atom\+xml|xhtml\+xml|[a-z.+-]*\+(json|xml))|image\/(svg\+xml|x-icon|vnd\.microsoft\.icon|bmp)|font\/(ttf|otf))/i
-
-/** Plain-text answers of the host (404 and friends), with the sandbox headers too. */
-export function plainHeaders(length: number): string[] {
-  return ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(length), 'Cache-Control', 'no-cache', ...CONTENT_HEADERS]
-}
 
 /** Headers a site rule replaces rather than adds to; any other header the service sets stays as it is. */
 const RULE_REPLACES = new Set(['content-type', 'cache-control', 'access-control-allow-origin', 'access-control-expose-headers', 'cross-origin-resource-policy'])

@@ -5,7 +5,7 @@ import { hotCount } from '../../observability/registry.js'
 import { metrics } from '../../observability/metrics.js'
 import { headerList, prepare, sendPrepared, sendPreparedFile, type Prepared } from '../../http/prepared-response.js'
 import { readFully } from '../../http/sendfile.js'
-import { PUBLIC_PREFLIGHT_HEADERS } from '../../http/content-headers.js'
+import { notAllowed, plainHeaders, PUBLIC_PREFLIGHT_HEADERS } from '../../http/content-headers.js'
 import { decide, partialHeaders, pickEncoding, unsatisfiableHeaders, WHOLE, type Decision } from '../../http/representation.js'
 import { systemClock, type Clock } from '../../util/clock.js'
 import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
@@ -14,7 +14,7 @@ import { decodeSegment, PREVIEW_SEGMENT } from './paths.js'
 import { isCacheField, withQuery } from './site-rules.js'
 import { builtForRoot } from '../../util/html.js'
 import { canNameUser } from '../../auth/users.js'
-import { commonOf, etagOf, plainHeaders, representationOf, siteKey, domainKey, varyKey, type Resolver, type SiteMode } from './resolver.js'
+import { commonOf, etagOf, representationOf, siteKey, domainKey, varyKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
 import { hostName, originUrl, previewOriginUrl, projectSegment, type SiteHost } from '../../http/site-origin.js'
 import type { HostHolds } from '../abuse/public.js'
@@ -30,12 +30,6 @@ const P404 = prepare(404, plainHeaders(NOT_FOUND.length))
 const H403 = plainHeaders(FORBIDDEN.length)
 const H400 = plainHeaders(BAD_REQUEST.length)
 const H503 = plainHeaders(UNAVAILABLE.length)
-const NOT_ALLOWED = Buffer.from('Method Not Allowed')
-const H405 = [...plainHeaders(NOT_ALLOWED.length), 'Allow', 'GET, HEAD, OPTIONS']
-/** The answer to a method a page does not take (a POST that is no form's post included). */
-export const notAllowed = (res: ServerResponse): void => {
-  res.writeHead(405, H405).end(NOT_ALLOWED)
-}
 /** Hands a request to the router (a fast path's `route`). */
 type RouteOn = (req: IncomingMessage, res: ServerResponse, handover?: Handover) => void
 /** Body types a browser form posts; only these may be a form's post to a page. */
