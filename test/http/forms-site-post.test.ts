@@ -180,6 +180,42 @@ for (const engine of ENGINES) {
       }
     })
 
+    it("resolves a relative _next against the page posted to, and prefers it to the action's page", async () => {
+      const page = `http://${userHost()}/site/plain.html`
+      // a form of its own: the per-address limit (10 a minute per form) stays the other cases'
+      const own = await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: 'Next', form_slug: `next-${alice.username}`.slice(0, 60) } })
+      assert.equal(own.status, 200, own.text)
+      const nextSlug = own.json.data.form_slug as string
+      // a page whose Referrer-Policy sends only its origin, or no Referer at all
+      for (const referer of [`http://${userHost()}/`, undefined]) {
+        const headers: Record<string, string> = { ...URLENC, accept: HTML_ACCEPT, origin: `http://${userHost()}` }
+        if (referer !== undefined) headers.referer = referer
+        const r = await on('POST', userHost(), '/site/plain.html', headers, form({ 'form-name': nextSlug, name: 'Rel', _next: 'thanks/' }))
+        assert.equal(r.status, 303, r.text)
+        assert.equal(r.header('location'), `http://${userHost()}/site/thanks/`, String(referer))
+      }
+      // a full Referer names the form's page: the base, also when the form posts to its action page
+      const full = await on(
+        'POST',
+        project(),
+        '/thanks/',
+        { ...URLENC, accept: HTML_ACCEPT, origin: `http://${project()}`, referer: `http://${project()}/plain.html` },
+        form({ 'form-name': nextSlug, name: 'Act', _next: 'done.html?x=1' }),
+      )
+      assert.equal(full.status, 303, full.text)
+      assert.equal(full.header('location'), `http://${project()}/done.html?x=1`)
+      // elsewhere: ignored, the action's page as before
+      const evil = await on(
+        'POST',
+        project(),
+        '/thanks/',
+        { ...URLENC, accept: HTML_ACCEPT, origin: `http://${project()}`, referer: page },
+        form({ 'form-name': nextSlug, name: 'Evil', _next: 'https://evil.example/x' }),
+      )
+      assert.equal(evil.header('location'), '/thanks/')
+      assert.equal((await stored(alice, own.json.data.id))[0].data.name, 'Evil')
+    })
+
     it('answers the same through app.inject as over HTTP: a browser post, a script post and a 405', async () => {
       const viaInject = async (host: string, p: string, headers: Record<string, string>, body: string) => {
         const r = await s.app.inject({ method: 'POST', url: p, headers: { host, ...headers }, payload: body })

@@ -761,6 +761,14 @@ for (const engine of ENGINES) {
       assert.equal(own.header('location'), 'https://site.example/thanks.html?x=1')
       const rel = await go(free.form_slug, { _next: '/thanks.html' }, site)
       assert.equal(rel.header('location'), 'https://site.example/thanks.html')
+      // a cross-origin post's Referer is only the page's origin (Chromium's default policy):
+      // a relative _next of a page at /contact/ resolves at the root; an absolute one is kept
+      // (a form of its own: the per-address limit, 10 a minute per form, stays the other cases')
+      const paged = await make(carol, {})
+      const relPage = await go(paged.form_slug, { _next: 'thanks.html' }, site)
+      assert.equal(relPage.header('location'), 'https://site.example/thanks.html')
+      const absPage = await go(paged.form_slug, { _next: 'https://site.example/contact/thanks.html' }, site)
+      assert.equal(absPage.header('location'), 'https://site.example/contact/thanks.html')
       // elsewhere (another site, a script URL, no page to compare with): ignored, the usual landing
       for (const [next, h] of [
         ['https://evil.example/phish', site],

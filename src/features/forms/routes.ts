@@ -61,6 +61,8 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     }
     return p
   }
+  /** The origin a post to a site page was made to (the site's host, as the visitor sees it). */
+  const siteOrigin = (req: FastifyRequest) => `${isHttps(req, deps.config) ? 'https' : 'http'}://${req.headers.host ?? ''}`
   const decision = async (req: FastifyRequest): Promise<OriginDecision> => {
     const form = await lookup(req)
     const origins = form ? (JSON.parse(form.allowed_origins) as string[]) : []
@@ -76,7 +78,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     }
     // a post to a page of the owner's site (any of its hosts, a custom domain included) from
     // that same origin comes from the owner's own page (decision 161)
-    if (form && origins.length > 0 && req.raw.handedOver?.siteForm) origins.push(`${isHttps(req, deps.config) ? 'https' : 'http'}://${req.headers.host ?? ''}`)
+    if (form && origins.length > 0 && req.raw.handedOver?.siteForm) origins.push(siteOrigin(req))
     return decideOrigin(origins, req.headers.origin, referer)
   }
   const cors = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
@@ -146,10 +148,18 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
   /**
    * The checks after the form is known, in the documented order (origin, active, per-address
    * limit, fields, quota), the submission, and the answer: a browser form post gets pages
-   * (`landing`, a path on the posting site; else `_next`, redirect_url or the service's short
-   * page); a script gets JSON, errors included (refusals: errorHandler above).
+   * (`_next`; else, posted to a site page, `site.landing`, a path on the posting site; else
+   * redirect_url or the service's short page); a script gets JSON, errors included (refusals:
+   * errorHandler above). A relative `_next` is resolved against `site.page` when posted to a
+   * site page, else against the Referer (decision 166).
    */
-  const take = async (req: FastifyRequest, reply: FastifyReply, form: FormRow, fields: () => Promise<Map<string, unknown>>, landing: string | null) => {
+  const take = async (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    form: FormRow,
+    fields: () => Promise<Map<string, unknown>>,
+    site: { landing: string | null; page: string } | null,
+  ) => {
     const browser = wantsHtml(req)
     if (!(await decision(req)).allowed) throw new AppError('FORM_ORIGIN_REFUSED')
     if (!form.is_active) throw new AppError('FORM_DISABLED')
@@ -158,12 +168,14 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     const body = await fields()
     const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
     const r = await forms.submit(form, body, { ip, userAgent: ua })
-    if (browser && landing !== null) return reply.redirect(landing, 303)
     if (browser) {
-      // Formspree's `_next` first (when it points where the post came from), else redirect_url
+      // Formspree's `_next` first (when it points where the post came from), else the site
+      // page's landing, else redirect_url
       const referer = typeof req.headers.referer === 'string' ? req.headers.referer : undefined
       const origins = JSON.parse(form.allowed_origins) as string[]
-      const to = nextTarget(body.get(NEXT_FIELD), origins, form.redirect_url, req.headers.origin, referer) ?? form.redirect_url
+      const next = nextTarget(body.get(NEXT_FIELD), origins, form.redirect_url, req.headers.origin, site?.page ?? referer)
+      if (next === null && site?.landing) return reply.redirect(site.landing, 303)
+      const to = next ?? form.redirect_url
       if (to) return reply.redirect(new URL(to).href, 303)
     }
     if (browser) return shortPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'))
@@ -197,9 +209,25 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       const owner = form === null ? null : await deps.users.byId(form.user_id)
       if (form === null || owner?.username !== site.username) throw new AppError('FORM_NOT_FOUND')
       formOf.set(req, Promise.resolve(form))
-      return take(req, reply, form, async () => body, landingOf(site.path, req.headers.referer))
+      const referer = req.headers.referer
+      const page = formPage(siteOrigin(req), site.path, referer)
+      return take(req, reply, form, async () => body, { landing: landingOf(site.path, referer), page })
     },
   )
+}
+
+/**
+ * The URL of the page a form posted to `path` of the site at `origin` was on, for a relative
+ * `_next`: the Referer when it names a page of that origin (a path besides `/`, or a query),
+ * else the page posted to, which is the form's own page when the form has no action (a
+ * Referer cut to the origin, or none, names no page).
+ */
+function formPage(origin: string, path: string, referer: string | undefined): string {
+  if (referer !== undefined && URL.canParse(referer)) {
+    const r = new URL(referer)
+    if (r.origin === origin && (r.pathname !== '/' || r.search !== '')) return r.href
+  }
+  return `${origin}/${path.replace(/^\/+/, '')}`
 }
 
 /**
