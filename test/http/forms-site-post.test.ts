@@ -5,6 +5,7 @@ import { expectError } from '../support/errors.js'
 import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
+import { registry } from '../../src/observability/registry.js'
 
 // A Netlify-style form (`data-netlify`, a hidden `form-name`) posting to a page of the site
 // itself, on the user's origin and on a project's own origin and a custom domain (decision 161).
@@ -217,8 +218,23 @@ for (const engine of ENGINES) {
     })
 
     it('answers the same through app.inject as over HTTP: a browser post, a script post and a 405', async () => {
+      /** svc_http_requests_total by route and status. */
+      const counted = async () => {
+        const out = new Map<string, number>()
+        for (const m of (await registry.getSingleMetric('svc_http_requests_total')?.get())?.values ?? [])
+          out.set(`${m.labels.route} ${m.labels.status}`, m.value)
+        return out
+      }
       const viaInject = async (host: string, p: string, headers: Record<string, string>, body: string) => {
+        const before = await counted()
         const r = await s.app.inject({ method: 'POST', url: p, headers: { host, ...headers }, payload: body })
+        // routed again under the forms route, and counted once, under the route that answered
+        const after = await counted()
+        if (r.statusCode !== 405)
+          assert.deepEqual(
+            [...after.entries()].filter(([k, n]) => before.get(k) !== n).map(([k]) => k),
+            [`/api/forms/site-submit ${r.statusCode}`],
+          )
         return { status: r.statusCode, location: r.headers.location, allow: r.headers.allow, json: r.statusCode === 200 ? r.json() : undefined }
       }
       const viaHttp = async (host: string, p: string, headers: Record<string, string>, body: string) => {
