@@ -20,10 +20,11 @@ import { countFastPath } from './observability/fast-path.js'
 import { observeSendfile } from './observability/metrics.js'
 import { startDefaultMetrics } from './observability/registry.js'
 import { sendfileStats } from './http/sendfile.js'
-import { isApiPath } from './http/api-path.js'
+import { API_PREFIXES, isApiPath } from './http/api-path.js'
 import { methodIndex, ROUTER_OPTIONS } from './http/allowed-methods.js'
 import { installTossedCookieClearing } from './http/tossed-cookies.js'
 import { SECURITY_SCHEMES, transformDocument, transformRoute } from './features/docs/openapi.js'
+import { MCP_PATH } from './features/mcp/routes.js'
 
 /** A request id taken from a trusted proxy: short, no spaces or separators that could forge log fields. */
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,64}$/
@@ -265,9 +266,13 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     const notFound = async (req: FastifyRequest) => {
       throw methods.miss(req.method, req.url)
     }
-    for (const prefix of ['/svc_api', '/api']) {
-      api.all(prefix, { schema: { hide: true }, config: { refusesMethod: true } }, notFound)
-      api.all(`${prefix}/*`, { schema: { hide: true }, config: { refusesMethod: true } }, notFound)
+    // every path of the context: each prefix for the methods no route of it takes, and all below it
+    for (const prefix of API_PREFIXES) {
+      // /mcp answers in English, as its routes do (MCP clients send no Accept-Language)
+      const config = { refusesMethod: true as const, ...(prefix === MCP_PATH ? { lang: 'en' as const } : {}) }
+      const free = api.supportedMethods.filter((method) => !api.hasRoute({ method, url: prefix }))
+      api.route({ method: free, url: prefix, schema: { hide: true }, config, handler: notFound })
+      api.all(`${prefix}/*`, { schema: { hide: true }, config }, notFound)
     }
   })
   // public content and the service's pages: no API guard

@@ -6,7 +6,9 @@
  * them or for none: `/api?x=1` or `POST /mcp` answers 1116 over plain HTTP, never a redirect
  * (a client would follow it, its key already sent in the clear).
  */
-export const API_PATH = /^\/(?:svc_api|api|mcp)(?:[/?]|$)/
+export const API_PREFIXES = ['/svc_api', '/api', '/mcp'] as const
+
+export const API_PATH = new RegExp(`^(?:${API_PREFIXES.join('|')})(?:[/?]|$)`)
 
 /** Whether a request URL (path and query, as on the request line) is in the API context. */
 export function isApiPath(url: string): boolean {

@@ -749,6 +749,29 @@ for (const engine of ENGINES) {
       assert.equal(foreign.json.error_code, 1441)
     })
 
+    it('counts a request no MCP route takes, as the API context counts its misses', async () => {
+      // /mcp is in the API context: its misses go through the API guard (X-RateLimit-*,
+      // counted against the key) as /svc_api/nope does, and answer in its format
+      const carol = await s.user()
+      let remaining = Number((await s.get('/svc_api/nope', { key: carol.key })).header('x-ratelimit-remaining'))
+      const cases: Array<[string, string, number, string | undefined]> = [
+        ['GET', '/mcp/x', 404, undefined],
+        ['POST', '/mcp/', 404, undefined],
+        ['OPTIONS', '/mcp', 405, 'POST'],
+      ]
+      for (const [m, p, status, allow] of cases) {
+        const r = await s.request(m, p, { key: carol.key })
+        assert.equal(r.status, status, `${m} ${p}`)
+        assert.equal(r.header('allow'), allow, `${m} ${p}`)
+        assert.equal(r.json.success, false, `${m} ${p}`)
+        // in English, as /mcp's routes answer to a client that sends no Accept-Language
+        assert.doesNotMatch(r.json.message, /\p{Script=Han}/u, `${m} ${p}`)
+        assert.ok(r.header('x-ratelimit-limit'), `${m} ${p}: no X-RateLimit-Limit`)
+        assert.equal(Number(r.header('x-ratelimit-remaining')), remaining - 1, `${m} ${p}: not counted`)
+        remaining -= 1
+      }
+    })
+
     it('over plain HTTP answers 1116 as the REST API does, never a redirect a client would follow', async () => {
       // a 301 to HTTPS would be followed (the key already sent in the clear), the POST turned into a GET
       for (const url of ['/mcp', '/mcp?x=1']) {
