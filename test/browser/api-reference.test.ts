@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { openContext } from '../support/browser.js'
+import { ERRORS } from '../../src/errors/codes.js'
 
 // The reference is a static page over /openapi.json, the same on both engines: one is enough.
 const engine = ENGINES[0]
@@ -78,5 +79,31 @@ describe(`the API reference at /docs in Chromium [${engine}]`, () => {
     assert.match(plain.text, /swagger-ui/)
     assert.equal((await s.get(css.replace('swagger-ui.css', 'package.json'))).status, 404)
     assert.equal((await s.get(css.replace('swagger-ui.css', '..%2Fpackage.json'))).status, 404)
+  })
+
+  it('gives each error code one anchor, holding every error of that code, where doc_link lands', async () => {
+    const page = await ctx.newPage()
+    try {
+      // a real answer's doc_link: the 405 variant of 1404, not the first row of its code
+      const r = await s.request('DELETE', '/svc_api/data/get?key=k')
+      assert.equal(r.status, 405)
+      const link = new URL(r.json.doc_link as string)
+      assert.equal(link.hash, '#1404')
+      assert.equal((await page.goto(`${s.url}${link.pathname}${link.hash}`))?.status(), 200)
+      const target = await page.evaluate(() => document.querySelector(':target')?.textContent ?? '')
+      assert.ok(target.includes(ERRORS.METHOD_NOT_ALLOWED.solutionEn), target)
+
+      const codes = [...new Set(Object.values(ERRORS).map((d) => d.code))]
+      const anchors = await page.evaluate(
+        (codes) => codes.map((c) => ({ c, n: document.querySelectorAll(`[id="${c}"]`).length, text: document.getElementById(String(c))?.textContent ?? '' })),
+        codes,
+      )
+      for (const { c, n, text } of anchors) {
+        assert.equal(n, 1, `${c}: ${n} elements with that id`)
+        for (const d of Object.values(ERRORS).filter((e) => e.code === c)) assert.ok(text.includes(d.solutionEn), `${c}: ${d.solutionEn} not under its anchor`)
+      }
+    } finally {
+      await page.close()
+    }
   })
 })

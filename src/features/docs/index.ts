@@ -1,5 +1,5 @@
 import type { Feature } from '../feature.js'
-import { ERRORS } from '../../errors/codes.js'
+import { ERRORS, type ErrorDef } from '../../errors/codes.js'
 import { escapeHtml } from '../../util/html.js'
 import { referenceRoutes } from './reference.js'
 
@@ -10,16 +10,17 @@ import { referenceRoutes } from './reference.js'
 export const docsFeature: Feature = {
   name: 'docs',
   pages(app) {
-    const rows = Object.values(ERRORS)
-      .map(
-        (d) =>
-          `<tr id="${d.code}"><td>${d.code}</td><td>${escapeHtml(d.type)}</td><td>${d.http}</td><td>${escapeHtml(d.en)}<br>${escapeHtml(d.zh)}</td><td>${escapeHtml(d.solutionEn)}</td><td>${d.stringCode ?? ''}</td></tr>`,
-      )
-      .join('\n')
+    // one <tbody id="code"> per code, holding a row per error of that code (1404 is both "no
+    // such endpoint" and the 405): each doc_link's #code lands on all of them, and ids stay unique
+    const byCode = new Map<number, ErrorDef[]>()
+    for (const d of Object.values(ERRORS)) byCode.set(d.code, [...(byCode.get(d.code) ?? []), d])
+    const row = (d: ErrorDef) =>
+      `<tr><td>${d.code}</td><td>${escapeHtml(d.type)}</td><td>${d.http}</td><td>${escapeHtml(d.en)}<br>${escapeHtml(d.zh)}</td><td>${escapeHtml(d.solutionEn)}</td><td>${d.stringCode ?? ''}</td></tr>`
+    const rows = [...byCode].map(([code, defs]) => `<tbody id="${code}">${defs.map(row).join('\n')}</tbody>`).join('\n')
     const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>svc error codes</title></head>
-<body><h1>Error codes</h1><table border="1" cellpadding="4"><thead><tr><th>code</th><th>type</th><th>HTTP</th><th>message</th><th>solution</th><th>string code</th></tr></thead><tbody>
+<body><h1>Error codes</h1><table border="1" cellpadding="4"><thead><tr><th>code</th><th>type</th><th>HTTP</th><th>message</th><th>solution</th><th>string code</th></tr></thead>
 ${rows}
-</tbody></table></body></html>`
+</table></body></html>`
     app.get('/docs/errors', { schema: { hide: true } }, async (_req, reply) => {
       reply.header('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'")
       reply.header('Cache-Control', 'public, max-age=3600')
