@@ -163,6 +163,10 @@ for (const engine of ENGINES) {
         ['latin1.txt', Buffer.from([0x63, 0x61, 0x66, 0xe9]), 'text/plain'],
         ['site.webmanifest', '{}', 'application/manifest+json; charset=utf-8'],
         ['noext', 'x', 'application/octet-stream'],
+        // a name that is only an extension has none, as nginx and Netlify read it
+        ['html', HTML('bare'), 'application/octet-stream'],
+        ['js/css', 'body{}', 'application/octet-stream'],
+        ['cjs', 'module.exports = 1', 'application/octet-stream'],
         ['with space.html', HTML('space'), 'text/html; charset=utf-8'],
       ]
       await batchUpload(

@@ -23,9 +23,11 @@ const STALE: Record<string, string> = {
 /** Content-Type from the extension (never from the client); charset only for valid UTF-8 text. */
 export function contentTypeFor(path: string, validUtf8: boolean): string {
   const name = path.slice(path.lastIndexOf('/') + 1)
-  // the extension as mime-types reads it: after the last dot, or the whole name without one
-  const ext = name.slice(name.lastIndexOf('.') + 1).toLowerCase()
-  const ct = (Object.hasOwn(BY_EXTENSION, ext) ? BY_EXTENSION[ext] : undefined) ?? (mime.contentType(name) || 'application/octet-stream')
+  // a name without a dot has no extension (a file named `html` is no HTML), as nginx and
+  // Netlify read it; mime-types would take the whole name for one
+  const dot = name.lastIndexOf('.')
+  const ext = dot === -1 ? '' : name.slice(dot + 1).toLowerCase()
+  const ct = (Object.hasOwn(BY_EXTENSION, ext) ? BY_EXTENSION[ext] : undefined) ?? ((ext !== '' && mime.contentType(ext)) || 'application/octet-stream')
   return validUtf8 ? ct : ct.replace(/;\s*charset=[^;]+/i, '')
 }
 
