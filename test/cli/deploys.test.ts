@@ -152,6 +152,18 @@ for (const engine of ENGINES) {
       assert.equal(batch.code, 1)
       assert.match(batch.stderr, /--preview needs the archive deploy/)
       assert.equal(await live(), page('two'))
+      // nor record a message: refused rather than dropped, nothing sent
+      const before = (await s.get('/api/folders/site/deploys', { key: alice.key })).json.deploys.length
+      for (const flags of [
+        ['--batch', '-m', 'batched'],
+        ['--delete', '--message', 'batched'],
+      ]) {
+        const msg = await runCli(['deploy', dir, '--project', 'site', ...flags], { env })
+        assert.equal(msg.code, 1, flags.join(' '))
+        assert.match(msg.stderr, /-m\/--message needs the archive deploy: leave out --batch/)
+      }
+      assert.equal((await s.get('/api/folders/site/deploys', { key: alice.key })).json.deploys.length, before)
+      assert.equal(await live(), page('two'))
       // a project name the server would read as a path is refused here, with the reason
       for (const bad of ['a/b', 'bad name/..']) {
         const r2 = await runCli(['deploy', dir, '--project', bad], { env })

@@ -29,9 +29,11 @@ export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
   noMore(positionals, 1)
   const api = ctx.api(flagsOf(v))
   const batch = v.batch === true || v.delete === true || v['batch-files'] !== undefined || v['batch-bytes'] !== undefined || v.concurrency !== undefined
-  // batch uploads write into the project itself: they cannot make a preview
-  if (batch && v.preview === true)
-    throw new CliError('--preview needs the archive deploy: leave out --batch (and --delete, --concurrency, --batch-files, --batch-bytes)')
+  // batch uploads write into the project itself: they cannot make a preview, nor record a
+  // message (the spec's batch upload and publish take none)
+  const archiveOnly = v.preview === true ? '--preview' : v.message !== undefined ? '-m/--message' : undefined
+  if (batch && archiveOnly !== undefined)
+    throw new CliError(`${archiveOnly} needs the archive deploy: leave out --batch (and --delete, --concurrency, --batch-files, --batch-bytes)`)
   if (!batch) {
     const { archiveDeploy, describeArchive } = await import('../archive.js')
     const r = await archiveDeploy(
