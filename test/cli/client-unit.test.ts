@@ -6,7 +6,9 @@ import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import fc from 'fast-check'
 import { walkFolder } from '../../src/cli/client/files.js'
-import { describeDeploy, multipartSize, planBatches } from '../../src/cli/client/deploy.js'
+import { deploy, describeDeploy, multipartSize, planBatches } from '../../src/cli/client/deploy.js'
+import { Reporter } from '../../src/cli/client/progress.js'
+import { contentTypeFor } from '../../src/util/content-types.js'
 import { checkDeployLimits, describeArchive } from '../../src/cli/client/archive.js'
 import { normaliseUrl, resolveConnection } from '../../src/cli/client/config.js'
 import { parse, sizeOption } from '../../src/cli/client/args.js'
@@ -356,5 +358,44 @@ describe('client: which failed requests are sent again', () => {
         assert.equal(seen.length, 4)
       },
     )
+  })
+})
+
+describe('client: the batch deploy labels each file part', () => {
+  it('with the type the server gives the file (.cjs is JavaScript, a bare "html" has none)', async () => {
+    const dir = makeTree({ 'index.html': '<p>x</p>', 'lib.cjs': 'module.exports = 1', 'favicon.ico': Buffer.from([0, 0, 1, 0]), html: 'x', 'a.css': 'b{}' })
+    // a loopback server that answers the batch uploads and records each part's header; 404 to the rest
+    const parts = new Map<string, string>()
+    const server = http.createServer((req, res) => {
+      const chunks: Buffer[] = []
+      req.on('data', (c: Buffer) => chunks.push(c))
+      req.on('end', () => {
+        res.setHeader('content-type', 'application/json')
+        if (req.method === 'POST' && req.url?.endsWith('/batch_upload')) {
+          const body = Buffer.concat(chunks).toString('latin1')
+          for (const m of body.matchAll(/filename="([^"]*)"\r\nContent-Type: ([^\r]*)\r\n/g)) parts.set(m[1], m[2])
+          res.end(JSON.stringify({ success: true, failed_files: [], errors: [] }))
+        } else {
+          res.statusCode = 404
+          res.end(JSON.stringify({ success: false, error_code: 1404, message: 'no such endpoint' }))
+        }
+      })
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    const { port } = server.address() as AddressInfo
+    const api = new ApiClient({ url: `http://127.0.0.1:${port}`, key: 'k', insecure: false, source: { url: 'flag' } }, { waitScale: 0.001 })
+    const quiet = new Reporter(true, fs.createWriteStream('/dev/null') as unknown as NodeJS.WriteStream)
+    try {
+      await deploy(api, { dir, project: 'site', publish: false, delete: false, dryRun: false, dotfiles: false, concurrency: 1 }, quiet)
+    } finally {
+      await api.close()
+      server.closeAllConnections()
+      await new Promise((r) => server.close(r))
+    }
+    assert.deepEqual([...parts.keys()].sort(), ['a.css', 'favicon.ico', 'html', 'index.html', 'lib.cjs'])
+    // the server's table without the charset (the client does not read the bytes for it)
+    for (const [name, type] of parts) assert.equal(type, contentTypeFor(name, false), name)
+    assert.equal(parts.get('lib.cjs'), 'text/javascript')
+    assert.equal(parts.get('html'), 'application/octet-stream')
   })
 })

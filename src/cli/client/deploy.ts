@@ -2,12 +2,12 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import mime from 'mime-types'
 import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
 import { changedReason, hashCacheDir, hashFiles, mapLimit, walkFolder, type LocalFile, type SkippedFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
 import { builtForRoot, linkLines } from './site-links.js'
+import { contentTypeFor } from '../../util/content-types.js'
 
 /** Per-request limits of the server (GET /api/folders/limits). */
 export interface FolderLimits {
@@ -71,9 +71,13 @@ export interface DeployResult {
 
 const FIELD_OVERWRITE = 'overwrite_files'
 
-/** Bytes of one file part's header in the multipart body. */
+/**
+ * Bytes of one file part's header in the multipart body, labelled with the type the server
+ * gives the file (without a charset: the bytes are not read for it). Its length depends only
+ * on the path, which multipartSize relies on.
+ */
 function partHeader(boundary: string, file: { path: string }): Buffer {
-  const type = mime.lookup(file.path) || 'application/octet-stream'
+  const type = contentTypeFor(file.path, false)
   return Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="files[]"; filename="${file.path}"\r\nContent-Type: ${type}\r\n\r\n`, 'utf8')
 }
 
