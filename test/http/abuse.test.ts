@@ -8,6 +8,7 @@ import { exifTiff, imageForm, jpegSegment, makeImage, svc } from '../support/ima
 import { expectError } from '../support/errors.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { deploySite, manifestOf, postArchive, tarOf } from '../support/deploys.js'
+import { createAbuse } from '../../src/features/abuse/service.js'
 
 const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex')
 type User = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
@@ -854,6 +855,62 @@ for (const engine of ENGINES) {
       expectError(switched, 451, 'plain')
       assert.equal((await file(notes.id)).default_version, 1, 'the default is unchanged')
       assert.equal((await s.get(`/svc-data/pub/${notes.public_token}`)).text, 'clean notes')
+    })
+
+    it('two admins acting on one report at the same moment: one succeeds, the other gets 409 / 1706', async () => {
+      const m = await s.user()
+      const store = s.deps.services.get(createAbuse).store
+      const read = store.report
+      /** Runs both actions on a fresh report, each let past its read of the report only once both have read it. */
+      const race = async (a: string, b: string) => {
+        const page = `race-${crypto.randomBytes(4).toString('hex')}.html`
+        assert.equal((await uploadFile(s, { key: m.key }, page, HTML('race', `<p>${page}</p>`))).status, 200)
+        const rep = await adminCall('/svc_api/admin/reports', { url: `${s.url}/${m.username}/${page}`, category: 'spam' })
+        assert.equal(rep.status, 201, rep.text)
+        const id = rep.json.data.id as string
+        let waiting = 0
+        let go!: () => void
+        const both = new Promise<void>((r) => (go = r))
+        store.report = async (rid, q) => {
+          const row = await read(rid, q)
+          if (rid === id && waiting < 2) {
+            if (++waiting === 2) go()
+            await both
+          }
+          return row
+        }
+        try {
+          const answers = await Promise.all([a, b].map((action) => adminCall(`/svc_api/admin/reports/${id}/${action}`, {})))
+          return { answers, id }
+        } finally {
+          store.report = read
+        }
+      }
+      for (const [a, b] of [
+        ['quarantine', 'quarantine'],
+        ['takedown', 'takedown'],
+        ['quarantine', 'dismiss'],
+        ['takedown', 'dismiss'],
+        ['dismiss', 'dismiss'],
+      ]) {
+        // pairs where neither may follow the other (a takedown may follow a quarantine)
+        const { answers, id } = await race(a, b)
+        const won = answers.filter((r) => r.status === 200)
+        const lost = answers.filter((r) => r.status !== 200)
+        assert.equal(won.length, 1, `${a} + ${b}: ${answers.map((r) => `${r.status} ${r.text}`).join(' | ')}`)
+        assert.equal(lost.length, 1)
+        expectError(lost[0], 409, 1706)
+        const winner = answers[0].status === 200 ? a : b
+        const status = { quarantine: 'quarantined', takedown: 'taken_down', dismiss: 'dismissed' }[winner]
+        const row = await s.deps.db.k.selectFrom('abuse_reports').select('status').where('id', '=', id).executeTakeFirstOrThrow()
+        assert.equal(row.status, status, `${a} + ${b}`)
+        const actions = await s.deps.db.k.selectFrom('audit_log').select('action').where('details', 'like', `%${id}%`).execute()
+        assert.deepEqual(
+          actions.map((x) => x.action).filter((x) => x !== 'abuse.open'),
+          [`abuse.${winner}`],
+          `${a} + ${b}: one action audited`,
+        )
+      }
     })
 
     onPostgres(engine)("a quarantine waits for a deploy holding the user's lock and keeps what it committed as evidence", async () => {

@@ -219,8 +219,18 @@ export function createAbuse(deps: Deps) {
     return found
   }
 
+  const notIn = (status: string, action: string) => new AppError('HOLD_STATE', { params: { detail: `cannot ${action} a report that is ${status}` } })
   const expect = (r: ReportRow, states: string[], action: string) => {
-    if (!states.includes(r.status)) throw new AppError('HOLD_STATE', { params: { detail: `cannot ${action} a report that is ${r.status}` } })
+    if (!states.includes(r.status)) throw notIn(r.status, action)
+  }
+  /**
+   * The report's move to `status`, made only from `states` (expect's, asked again as one step
+   * with the change): of two admins acting on one report at once, one moves it and the other
+   * gets 409 / 1706 and changes nothing (its transaction rolls back).
+   */
+  async function move(q: Trx | Db['k'], r: ReportRow, states: string[], action: string, status: string, actor: Actor, now: number): Promise<void> {
+    if (await store.moveReport(q, r.id, states, { status, updated_at: now, resolved_by: actor.name })) return
+    throw notIn((await store.report(r.id, q))?.status ?? r.status, action)
   }
 
   const service = {
@@ -337,13 +347,13 @@ export function createAbuse(deps: Deps) {
       // commits first and its bytes are the evidence, or runs after the hold is in place
       const ev = await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, userId)
+        await move(trx, r, ['open', 'restored'], 'quarantine', 'quarantined', actor, now)
         const ev = await collect(target, userId, trx)
         await store.addEvidence(
           trx,
           ev.map((e) => ({ ...e, report_id: id, created_at: now })),
         )
         await store.putHold(trx, { target: key, state: 'quarantined', user_id: userId, report_id: id, created_at: now, created_by: actor.name })
-        await store.setReport(trx, id, { status: 'quarantined', updated_at: now, resolved_by: actor.name })
         return ev
       })
       await invalidate(target)
@@ -358,10 +368,10 @@ export function createAbuse(deps: Deps) {
       const { target } = await targetOfReport(r)
       const key = targetKey(target)
       await db.k.transaction().execute(async (trx) => {
+        await move(trx, r, ['quarantined'], 'restore', 'restored', actor, clock.now())
         const h = await store.hold(trx, key)
         if (h?.report_id === id) await store.dropHold(trx, key)
         await store.dropEvidence(trx, id)
-        await store.setReport(trx, id, { status: 'restored', updated_at: clock.now(), resolved_by: actor.name })
       })
       await invalidate(target)
       await admin.audit(actor, 'abuse.restore', key, { report: id })
@@ -394,6 +404,7 @@ export function createAbuse(deps: Deps) {
           ev = await collect(target, userId, trx)
           const same = ev.length === seen.length && ev.every((e, i) => e.digest === seen[i].digest)
           if (target.kind === 'image' && !same && attempt < 3) return false
+          await move(trx, r, ['open', 'quarantined', 'restored'], 'take down', 'taken_down', actor, now)
           await store.addEvidence(
             trx,
             ev.map((e) => ({ ...e, report_id: id, created_at: now })),
@@ -413,7 +424,6 @@ export function createAbuse(deps: Deps) {
             if (f) await store.deleteData(trx, f.user_id, f.id)
           }
           await store.putHold(trx, { target: key, state: 'removed', user_id: userId, report_id: id, created_at: now, created_by: actor.name })
-          await store.setReport(trx, id, { status: 'taken_down', updated_at: now, resolved_by: actor.name })
           return true
         })
         if (done) break
@@ -442,11 +452,11 @@ export function createAbuse(deps: Deps) {
       const { target } = await targetOfReport(r)
       const key = targetKey(target)
       await db.k.transaction().execute(async (trx) => {
+        await move(trx, r, ['taken_down'], 'lift', 'lifted', actor, clock.now())
         await store.unblock(trx, id)
         const h = await store.hold(trx, key)
         if (h?.report_id === id) await store.dropHold(trx, key)
         await store.dropEvidence(trx, id)
-        await store.setReport(trx, id, { status: 'lifted', updated_at: clock.now(), resolved_by: actor.name })
       })
       await invalidate(target)
       await blocklistChanged()
@@ -457,7 +467,7 @@ export function createAbuse(deps: Deps) {
     async dismiss(actor: Actor, id: string) {
       const r = await needReport(id)
       expect(r, ['open'], 'dismiss')
-      await store.setReport(db.k, id, { status: 'dismissed', updated_at: clock.now(), resolved_by: actor.name })
+      await move(db.k, r, ['open'], 'dismiss', 'dismissed', actor, clock.now())
       await admin.audit(actor, 'abuse.dismiss', r.target ?? r.url, { report: id })
       return service.detail(id)
     },

@@ -114,6 +114,15 @@ export function createAbuseStore(db: Db) {
     },
     setReport: (q: Q, id: string, v: Partial<Pick<AbuseReportsTable, 'status' | 'target' | 'target_user_id' | 'updated_at' | 'resolved_by'>>) =>
       q.updateTable('abuse_reports').set(v).where('id', '=', id).execute(),
+    /**
+     * Moves a report on only while its status is one of `from`: the check and the change are one
+     * statement (on PostgreSQL the row stays locked to the end of the transaction, and a second
+     * mover waits, then finds the status changed). Whether it moved.
+     */
+    async moveReport(q: Q, id: string, from: readonly string[], v: Pick<AbuseReportsTable, 'status' | 'updated_at' | 'resolved_by'>): Promise<boolean> {
+      const r = await q.updateTable('abuse_reports').set(v).where('id', '=', id).where('status', 'in', from).executeTakeFirst()
+      return Number(r.numUpdatedRows) > 0
+    },
 
     holds: () => k.selectFrom('content_holds').select(['target', 'state']).execute(),
     hold: (q: Q, target: string) => q.selectFrom('content_holds').selectAll().where('target', '=', target).executeTakeFirst(),
