@@ -10,7 +10,7 @@ import yauzl from 'yauzl'
 import yazl from 'yazl'
 import { ENGINES, startServer, type Res, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, HTML, batchUpload, uploadFile } from '../support/hosting.js'
-import { imageForm, makeImage, svc } from '../support/images.js'
+import { exifTiff, imageForm, jpegSegment, makeImage, svc } from '../support/images.js'
 import { runCli } from './run.js'
 import { assertUsageExact } from '../support/quota-race.js'
 import { ExportError, importArchive, verifyArchive } from '../../src/features/export/archive.js'
@@ -634,6 +634,42 @@ for (const engine of ENGINES) {
       assert.match(r.stderr, refusal)
       assert.equal(await user('copy2'), undefined, 'no user imported')
       assert.equal((await s.get('/copy2/seed.html')).status, 404)
+    })
+
+    it('an image kept with its metadata is refused when its metadata-free form was taken down here, as an upload is', { timeout: 120_000 }, async () => {
+      const s = await start()
+      const admin = await s.user({ admin: true })
+      const adminCookie = await s.login(admin.username, admin.password)
+      const [owner, other] = await Promise.all([s.user(), s.user()])
+      const cookieOf = async (u: typeof owner) => {
+        await svc(s, 'grant', u.username, 'image-host')
+        return s.login(u.username, u.password)
+      }
+      const upload = async (cookie: string, data: Buffer, keep: boolean) => {
+        const form = imageForm([{ name: 'photo.jpg', data }], { keep_metadata: String(keep) })
+        const r = await s.post('/api/image-host/upload', { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+        assert.equal(r.status, 200, r.text)
+        return r.json.images[0].public_token as string
+      }
+      // one picture (pixels unique to this test) with a camera's EXIF: kept so by its owner
+      const pixels = await makeImage('jpeg', { width: 12, height: 12, color: `#${crypto.randomBytes(3).toString('hex')}` })
+      const exif = jpegSegment(0xffe1, Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), exifTiff('CAMERA-A', 1)]))
+      const photo = Buffer.concat([pixels.subarray(0, 2), exif, pixels.subarray(2)])
+      await upload(await cookieOf(owner), photo, true)
+      const file = path.join(tmp, 'kept-metadata.tar.gz')
+      assert.equal((await runCli(['export', owner.username, file], { env: cliEnv(s) })).code, 0)
+      // another user's upload of it without metadata is taken down: that form is blocked
+      const token = await upload(await cookieOf(other), photo, false)
+      const rep = await s.post('/svc_api/admin/reports', { cookie: adminCookie, json: { url: `${s.url}/svc-img/pub/${token}`, category: 'copyright' } })
+      assert.equal(rep.status, 201, rep.text)
+      assert.equal((await s.post(`/svc_api/admin/reports/${rep.json.data.id}/takedown`, { cookie: adminCookie, json: {} })).status, 200)
+
+      const err = await importArchive(s.deps.db, s.deps.blobs, file, 'kept-copy').then(
+        () => null,
+        (e: unknown) => e,
+      )
+      assert.ok(err instanceof ExportError && /content taken down on this instance: images\//.test(String(err.message)), String(err))
+      assert.equal(await s.deps.db.k.selectFrom('users').select('id').where('username', '=', 'kept-copy').executeTakeFirst(), undefined, 'no user imported')
     })
   })
 }

@@ -19,6 +19,7 @@ import { createKvStore } from '../kv/store.js'
 import { parseFieldsConfig } from '../forms/fields.js'
 import type { SubmissionRow } from '../forms/store.js'
 import { blockedDigests } from '../abuse/store.js'
+import { takedownDigests } from '../image-host/inspect.js'
 
 /**
  * One user's data as a zip or a gzip'd tar archive (docs/operations/export.md): the same
@@ -649,6 +650,26 @@ function checkData(d: ExportData, expected: Map<string, { sha256: string; size: 
   if (!isObj(limits)) throw new ExportError('data.json: user.limits must be a JSON object in a string')
 }
 
+/**
+ * The digests the blocklist is asked about for each raster image of the archive (by entry
+ * path): its bytes' and their metadata-free form's (takedownDigests), as an upload with
+ * keep_metadata asks both, so an image kept with its metadata comes in no more than it would
+ * be uploaded. An entry whose bytes differ from its row's digest is refused.
+ */
+async function imageForms(file: string, d: ExportData): Promise<Map<string, string[]>> {
+  const want = new Map(d.images.filter((r) => r.content_type !== 'image/svg+xml').map((r) => [r.content, String(r.digest)]))
+  const out = new Map<string, string[]>()
+  if (want.size === 0) return out
+  for await (const e of entries(file)) {
+    const digest = want.get(e.name)
+    if (digest === undefined) continue
+    const digests = await takedownDigests(await readEntry(e))
+    if (digests[0] !== digest) throw new ExportError(`the archive changed while it was imported (${e.name})`)
+    out.set(e.name, digests)
+  }
+  return out
+}
+
 export interface ImportResult {
   username: string
   password: string
@@ -676,13 +697,16 @@ export async function importArchive(db: Db, blobs: BlobStore, file: string, as?:
   // content taken down on this instance refuses the whole archive, as any other bad entry:
   // asked before anything is stored, and again in the transaction under the new user's lock
   // (a takedown of the same bytes committed meanwhile)
+  // (an image in both forms, as uploads ask: imageForms)
+  const forms = await imageForms(file, data)
+  const asked = need.map((b) => ({ path: b.path, digests: forms.get(b.path) ?? [b.digest] }))
   const refuseTakenDown = async (q: Db['k'] | Trx) => {
     const hit = await blockedDigests(
       q,
-      need.map((b) => b.digest),
+      asked.flatMap((b) => b.digests),
     )
     if (hit.size === 0) return
-    const paths = need.filter((b) => hit.has(b.digest)).map((b) => b.path)
+    const paths = asked.filter((b) => b.digests.some((d) => hit.has(d))).map((b) => b.path)
     throw new ExportError(
       `the archive holds content taken down on this instance: ${paths.slice(0, 5).join(', ')}${paths.length > 5 ? ` and ${paths.length - 5} more` : ''}`,
     )
