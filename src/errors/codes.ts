@@ -830,6 +830,15 @@ export const ERRORS = {
     '刷新后重试',
     'Reload and try again',
   ),
+  CONTENT_HELD: def(
+    1710,
+    'ADMIN_ERROR',
+    451,
+    '该内容正在接受滥用审核，审核结束前不能更改',
+    'This content is held for an abuse review and cannot be changed until an admin acts',
+    '如认为有误，请联系 /.well-known/security.txt 中的滥用处理联系人',
+    'If you think this is a mistake, write to the abuse contact in /.well-known/security.txt',
+  ),
   SETTING_INVALID: def(1707, 'ADMIN_ERROR', 400, '设置无效：{detail}', 'Invalid setting: {detail}', '检查设置名和值', 'Check the setting name and value'),
   USER_NOT_FOUND: def(1708, 'ADMIN_ERROR', 404, '用户不存在', 'No such user', '检查用户名', 'Check the username'),
   INVITE_INVALID: def(

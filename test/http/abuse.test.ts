@@ -933,6 +933,54 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${m.username}/site/`)).status, 451)
     })
 
+    it("a held page or project refuses its owner's upload, deploy and publish (451 / 1710) until an admin acts", async () => {
+      const m = await s.user()
+      assert.equal((await uploadFile(s, { key: m.key }, 'held.html', HTML('v1'))).status, 200)
+      assert.equal((await deploySite(s, m.key, 'proj', { 'index.html': HTML('p1') })).res.status, 201)
+      const ids: string[] = []
+      for (const p of ['held.html', 'proj/']) {
+        const rep = await adminCall('/svc_api/admin/reports', { url: `${s.url}/${m.username}/${p}`, category: 'spam' })
+        assert.equal(rep.status, 201, rep.text)
+        ids.push(rep.json.data.id as string)
+        assert.equal((await adminCall(`/svc_api/admin/reports/${rep.json.data.id}/quarantine`, {})).status, 200)
+      }
+      expectError(await uploadFile(s, { key: m.key }, 'held.html', HTML('v2')), 451, 1710)
+      expectError((await deploySite(s, m.key, 'proj', { 'index.html': HTML('p2') })).res, 451, 1710)
+      expectError(await batchUpload(s, { key: m.key }, 'proj', [{ filename: 'index.html', data: HTML('p3') }]), 451, 1710)
+      expectError(await s.post('/api/folders/proj/publish', { key: m.key }), 451, 1710)
+      // other names are not held
+      assert.equal((await uploadFile(s, { key: m.key }, 'other.html', HTML('o'))).status, 200)
+      for (const id of ids) assert.equal((await adminCall(`/svc_api/admin/reports/${id}/restore`, {})).status, 200)
+      assert.equal((await uploadFile(s, { key: m.key }, 'held.html', HTML('v2'))).status, 200)
+      assert.equal((await deploySite(s, m.key, 'proj', { 'index.html': HTML('p2') })).res.status, 201)
+    })
+
+    onPostgres(engine)('a deploy that waited for the lock a quarantine held does not commit unseen bytes behind the hold', async () => {
+      const m = await s.user()
+      const v1 = HTML('v1', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      const v2 = HTML('v2', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      assert.equal((await deploySite(s, m.key, 'site', { 'index.html': v1 })).res.status, 201)
+      const rep = await adminCall('/svc_api/admin/reports', { url: `${s.url}/${m.username}/site/`, category: 'phishing' })
+      assert.equal(rep.status, 201, rep.text)
+      const answer = await whileWriteHoldsLock(
+        m.id,
+        () => adminCall(`/svc_api/admin/reports/${rep.json.data.id}/quarantine`, {}),
+        () => deploySite(s, m.key, 'site', { 'index.html': v2 }).then((d) => d.res),
+      )
+      assert.equal(answer.write.status, 200, answer.write.text)
+      // the deploy runs after the hold is in place: refused, so the evidence is what stays live
+      expectError(answer.admin, 451, 1710)
+      const evidence = (await s.deps.db.k.selectFrom('abuse_evidence').select('digest').where('report_id', '=', rep.json.data.id).execute()).map(
+        (r) => r.digest,
+      )
+      assert.deepEqual(evidence, [sha(v1)])
+      assert.equal((await s.get(`/${m.username}/site/`)).status, 451)
+      // once restored, the version the admin saw is served, and the owner can deploy again
+      assert.equal((await adminCall(`/svc_api/admin/reports/${rep.json.data.id}/restore`, {})).status, 200)
+      assert.equal((await s.get(`/${m.username}/site/`)).text, v1)
+      assert.equal((await deploySite(s, m.key, 'site', { 'index.html': v2 })).res.status, 201)
+    })
+
     onPostgres(engine)("a takedown waits for a deploy holding the user's lock, then takes down what it committed", async () => {
       // SQLite runs one transaction at a time: a takedown cannot run inside a deploy's there
       const m = await s.user()

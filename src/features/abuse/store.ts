@@ -97,6 +97,21 @@ export async function refuseBlocked(trx: Trx, digests: Iterable<string>): Promis
   if (await anyBlockedDigest(trx, digests)) throw new AppError('CONTENT_BLOCKED')
 }
 
+/**
+ * A writer's check, under the user's lock, that the page name it writes (a single file's name or
+ * a folder project's) is not held for review: a quarantine takes that lock too, so it either
+ * committed before (refused here: 451 / 1710) or runs after and keeps what this write committed
+ * as its evidence. Without it, bytes no admin saw would go live behind the hold (decision 165).
+ */
+export async function refuseHeld(trx: Trx, username: string, name: string): Promise<void> {
+  const h = await trx
+    .selectFrom('content_holds')
+    .select('state')
+    .where('target', '=', `site:${username.toLowerCase()}/${name.normalize('NFC')}`)
+    .executeTakeFirst()
+  if (h?.state === 'quarantined') throw new AppError('CONTENT_HELD')
+}
+
 /** Kysely queries of the abuse tables, and the deletions of a takedown in other features' tables. */
 export function createAbuseStore(db: Db) {
   const k = db.k

@@ -19,7 +19,7 @@ import type { FolderRef } from './folders-service.js'
 import { isStaleType } from './content-types.js'
 import { contentTypeFor } from '../../util/content-types.js'
 import { parseHeaders, parseRedirects, RULE_FILES, RuleSyntaxError } from './site-rules.js'
-import { refuseBlocked } from '../abuse/store.js'
+import { refuseBlocked, refuseHeld } from '../abuse/store.js'
 import { createBlobBatch } from '../../storage/batch.js'
 
 /** Limits of one deploy (docs/limits.md). */
@@ -231,12 +231,13 @@ export function createDeploysService(deps: Deps) {
    * set the spec's file API lists; then every instance drops its cached pages.
    */
   /** `ifUnpublished`: the refusal when the project is unpublished under the lock (a rollback); none: it is published (a promote). */
-  async function makeLive(user: User, folder: { id: string }, deployId: string, ifUnpublished?: () => AppError): Promise<void> {
+  async function makeLive(user: User, folder: { id: string; name: string }, deployId: string, ifUnpublished?: () => AppError): Promise<void> {
     // bytes taken down since the deploy was made do not go live again (451 / 1701)
     const digests = (await store.files(db.k, deployId)).map((r) => r.digest)
     await blobs.admit?.(digests)
     await db.k.transaction().execute(async (trx) => {
       await db.lockUser(trx, user.id)
+      await refuseHeld(trx, user.username, folder.name)
       if (ifUnpublished) {
         const f = await trx.selectFrom('folders').select('is_published').where('id', '=', folder.id).executeTakeFirst()
         if (!f?.is_published) throw ifUnpublished()
@@ -408,6 +409,7 @@ export function createDeploysService(deps: Deps) {
       const result = await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
         await refuseBlocked(trx, m.files.values())
+        await refuseHeld(trx, user.username, ref.name)
         let folder = await folders.folder(trx, user.id, ref.name)
         if (!folder) {
           folder = { id: newId(), user_id: user.id, name: ref.name, is_published: 0, created_at: now, updated_at: now, published_at: null }
