@@ -122,15 +122,21 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     },
   )
 
+  // what the submit endpoint and a site page's hand-over share: no auth, the body limit, CORS,
+  // the refused-post page, and fields read by the handler
+  const submitOptions = {
+    config: { auth: 'none' as const },
+    bodyLimit: SUBMIT_BODY_LIMIT,
+    onSend: cors,
+    preParsing: submitLimit,
+    errorHandler: refusedPage,
+    validatorCompiler: passThrough,
+  }
+
   app.post(
     route,
     {
-      config: { auth: 'none' },
-      bodyLimit: SUBMIT_BODY_LIMIT,
-      onSend: cors,
-      preParsing: submitLimit,
-      errorHandler: refusedPage,
-      validatorCompiler: passThrough,
+      ...submitOptions,
       schema: {
         tags: ['forms'],
         summary: 'Submit to a form (public, no authentication, CORS); JSON, form-encoded or multipart text fields',
@@ -188,12 +194,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
   app.post(
     SITE_FORM_ROUTE,
     {
-      config: { auth: 'none' },
-      bodyLimit: SUBMIT_BODY_LIMIT,
-      onSend: cors,
-      preParsing: submitLimit,
-      errorHandler: refusedPage,
-      validatorCompiler: passThrough,
+      ...submitOptions,
       schema: { hide: true },
     },
     async (req, reply) => {
