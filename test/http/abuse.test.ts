@@ -913,14 +913,20 @@ for (const engine of ENGINES) {
       }
     })
 
-    onPostgres(engine)("a quarantine waits for a deploy holding the user's lock and keeps what it committed as evidence", async () => {
-      // SQLite runs one transaction at a time: a quarantine cannot run inside a deploy's there
+    /** A user's project `site` live at v1 (v2 ready to deploy), reported for phishing. */
+    const reportedSite = async () => {
       const m = await s.user()
       const v1 = HTML('v1', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
       const v2 = HTML('v2', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
       assert.equal((await deploySite(s, m.key, 'site', { 'index.html': v1 })).res.status, 201)
       const rep = await adminCall('/svc_api/admin/reports', { url: `${s.url}/${m.username}/site/`, category: 'phishing' })
       assert.equal(rep.status, 201, rep.text)
+      return { m, v1, v2, rep }
+    }
+
+    onPostgres(engine)("a quarantine waits for a deploy holding the user's lock and keeps what it committed as evidence", async () => {
+      // SQLite runs one transaction at a time: a quarantine cannot run inside a deploy's there
+      const { m, v2, rep } = await reportedSite()
       const answer = await whileWriteHoldsLock(
         m.id,
         () => deploySite(s, m.key, 'site', { 'index.html': v2 }).then((d) => d.res),
@@ -956,12 +962,7 @@ for (const engine of ENGINES) {
     })
 
     onPostgres(engine)('a deploy that waited for the lock a quarantine held does not commit unseen bytes behind the hold', async () => {
-      const m = await s.user()
-      const v1 = HTML('v1', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
-      const v2 = HTML('v2', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
-      assert.equal((await deploySite(s, m.key, 'site', { 'index.html': v1 })).res.status, 201)
-      const rep = await adminCall('/svc_api/admin/reports', { url: `${s.url}/${m.username}/site/`, category: 'phishing' })
-      assert.equal(rep.status, 201, rep.text)
+      const { m, v1, v2, rep } = await reportedSite()
       const answer = await whileWriteHoldsLock(
         m.id,
         () => adminCall(`/svc_api/admin/reports/${rep.json.data.id}/quarantine`, {}),
@@ -983,12 +984,7 @@ for (const engine of ENGINES) {
 
     onPostgres(engine)("a takedown waits for a deploy holding the user's lock, then takes down what it committed", async () => {
       // SQLite runs one transaction at a time: a takedown cannot run inside a deploy's there
-      const m = await s.user()
-      const v1 = HTML('v1', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
-      const v2 = HTML('v2', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
-      assert.equal((await deploySite(s, m.key, 'site', { 'index.html': v1 })).res.status, 201)
-      const rep = await adminCall('/svc_api/admin/reports', { url: `${s.url}/${m.username}/site/`, category: 'phishing' })
-      assert.equal(rep.status, 201, rep.text)
+      const { m, v2, rep } = await reportedSite()
 
       const answer = await whileWriteHoldsLock(
         m.id,
