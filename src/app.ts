@@ -287,7 +287,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   app.setNotFoundHandler((req, reply) => {
     if (isApiPath(req.url)) return sendAppError(req, reply, methods.miss(req.method, req.url), config, 'A')
-    const allow = methods.allowed(req.url).filter((m) => m !== req.method)
+    const allow = methods.others(req.method, req.url)
     if (allow.length > 0) return reply.code(405).header('Allow', allow.join(', ')).type('text/plain; charset=utf-8').send('Method Not Allowed')
     return reply.code(404).type('text/plain; charset=utf-8').send('Not Found')
   })

@@ -25,10 +25,11 @@ export function methodIndex() {
     methods.add(method)
     router.on(method as Router.HTTPMethod, url, () => undefined)
   }
-  /** The methods `url` (path and query, as on the request line) has, in Allow order. */
-  const allowed = (url: string): string[] => [...methods].filter((m) => router.find(m as Router.HTTPMethod, url) !== null).sort((a, b) => rank(a) - rank(b))
+  /** The methods other than `method` that `url` (path and query, as on the request line) has, in Allow order. */
+  const others = (method: string, url: string): string[] =>
+    [...methods].filter((m) => m !== method && router.find(m as Router.HTTPMethod, url) !== null).sort((a, b) => rank(a) - rank(b))
   return {
-    allowed,
+    others,
     track(app: FastifyInstance): void {
       app.addHook('onRoute', (route: RouteOptions) => {
         if (route.config?.refusesMethod) return
@@ -44,7 +45,7 @@ export function methodIndex() {
      * (RFC 9110 15.5.6), else 404; both are 1404, "no such endpoint" (decision 144).
      */
     miss(method: string, url: string): AppError {
-      const allow = allowed(url).filter((m) => m !== method)
+      const allow = others(method, url)
       if (allow.length === 0) return new AppError('NOT_FOUND')
       const list = allow.join(', ')
       return new AppError('METHOD_NOT_ALLOWED', { params: { method, allow: list }, headers: { Allow: list } })
