@@ -27,9 +27,18 @@ export interface OpenFilesOptions {
 }
 
 /**
+ * The cache's default size for an open-file limit: half of it, at most 65,536, and never more
+ * than leaves 4,096 descriptors (or three quarters of a smaller limit) for connections, the
+ * database and the blob store, so the cache never keeps the server from accepting connections.
+ */
+export function defaultOpenFilesMax(limit: number): number {
+  if (!Number.isFinite(limit)) return 65536
+  return Math.max(1, Math.min(65536, Math.floor(limit / 2), Math.max(Math.floor(limit / 4), limit - 4096)))
+}
+
+/**
  * An open-file cache of blob files, as nginx's open_file_cache: digest -> descriptor, at most
- * `max` open (default a quarter of the open-file limit, at most 65,536, so the cache never keeps
- * the server from accepting connections), evicted by second chance and closed on
+ * `max` open (default `defaultOpenFilesMax` of the process's limit), evicted by second chance and closed on
  * eviction. Keyed by digest: a blob's bytes never change, so a descriptor always reads exactly
  * the bytes its digest names, even after the file was unlinked (swept, evicted from the disk
  * cache); a replaced file has a new digest and so a new entry. Callers use a descriptor only
@@ -39,7 +48,7 @@ export interface OpenFilesOptions {
  * inactive, so an unlinked file's space is held for at most twice `inactiveMs`.
  */
 export function createOpenFiles(o: OpenFilesOptions = {}) {
-  const max = Math.max(1, o.max ?? Math.min(65536, Math.floor(OPEN_FILE_LIMIT / 4)))
+  const max = Math.max(1, o.max ?? defaultOpenFilesMax(OPEN_FILE_LIMIT))
   const files = new Map<string, OpenBlobFile>()
   const stats = { opened: 0, hits: 0, evicted: 0, inactive: 0 }
   const inactiveMs = o.inactiveMs ?? 60_000

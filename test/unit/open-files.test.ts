@@ -6,7 +6,7 @@ import path from 'node:path'
 import crypto from 'node:crypto'
 import { spawnSync } from 'node:child_process'
 import { createLocalBlobStore } from '../../src/storage/local.js'
-import { createOpenFiles } from '../../src/storage/open-files.js'
+import { createOpenFiles, defaultOpenFilesMax } from '../../src/storage/open-files.js'
 import type { BlobStore } from '../../src/storage/blob-store.js'
 
 /** Descriptors of this process open on files under `dir` (what /proc says). */
@@ -111,7 +111,22 @@ describe('open-file cache of blob files', () => {
 })
 
 describe('open-file cache: its default size', () => {
-  it('keeps at most a quarter of the open-file limit open, so connections can still be accepted', () => {
+  it('takes half of the limit, at most 65,536, leaving 4,096 or three quarters of a small limit', () => {
+    const cases: Array<[number, number]> = [
+      [400, 100],
+      [1024, 256],
+      [4096, 1024],
+      [8000, 3904],
+      [8192, 4096],
+      [20000, 10000],
+      [65536, 32768],
+      [1048576, 65536],
+      [Infinity, 65536],
+    ]
+    for (const [limit, max] of cases) assert.equal(defaultOpenFilesMax(limit), max, `limit ${limit}`)
+  })
+
+  it('keeps at most a quarter of a small open-file limit open, so connections can still be accepted', () => {
     // a child with a limit of 400 loads the TypeScript source through tsx, as the tests run
     const moduleUrl = new URL('../../src/storage/open-files.ts', import.meta.url).href
     const r = spawnSync(
@@ -126,8 +141,8 @@ describe('open-file cache: its default size', () => {
     assert.equal(r.stdout.trim(), '100')
   })
 
-  it('takes a quarter of a larger limit too, past the old fixed 1,024', () => {
-    // 8,000 where the hard limit allows it (a quarter: 2,000), else the hard limit itself
+  it('sizes itself from the process limit it runs under', () => {
+    // 8,000 where the hard limit allows it (3,904: 4,096 left free), else the hard limit itself
     const moduleUrl = new URL('../../src/storage/open-files.ts', import.meta.url).href
     const r = spawnSync(
       'bash',
@@ -139,6 +154,6 @@ describe('open-file cache: its default size', () => {
     )
     assert.equal(r.status, 0, r.stderr)
     const [limit, max] = r.stdout.trim().split('\n').map(Number)
-    assert.equal(max, Math.min(65536, Math.floor(limit / 4)))
+    assert.equal(max, defaultOpenFilesMax(limit))
   })
 })
