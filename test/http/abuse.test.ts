@@ -9,6 +9,7 @@ import { expectError } from '../support/errors.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { deploySite, manifestOf, postArchive, tarOf } from '../support/deploys.js'
 import { createAbuse } from '../../src/features/abuse/service.js'
+import { errorMessage } from '../../src/errors/render.js'
 
 const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex')
 type User = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
@@ -959,6 +960,115 @@ for (const engine of ENGINES) {
       for (const id of ids) assert.equal((await adminCall(`/svc_api/admin/reports/${id}/restore`, {})).status, 200)
       assert.equal((await uploadFile(s, { key: m.key }, 'held.html', HTML('v2'))).status, 200)
       assert.equal((await deploySite(s, m.key, 'proj', { 'index.html': HTML('p2') })).res.status, 201)
+    })
+
+    /** An image and a data link of a new user granted both features, with the answers their public links give now. */
+    const ownedLinks = async () => {
+      const m = await s.user()
+      await svc(s, 'grant', m.username, 'image-host')
+      await svc(s, 'grant', m.username, 'hosted-data')
+      const cookie = await s.login(m.username, m.password)
+      // data of its own: the bytes of other tests' takedowns stay blocked on this server
+      const tag = crypto.randomBytes(6).toString('hex')
+      const d = (n: number) => `d${n} ${tag}`
+      const png = () => makeImage('png', { width: 9, height: 9, color: `#${crypto.randomBytes(3).toString('hex')}` })
+      const sendImage = async (path: string, data: Buffer) => {
+        const form = imageForm([{ name: 'x.png', data }])
+        return s.post(path, { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      }
+      const up = await sendImage('/api/image-host/upload', await png())
+      assert.equal(up.status, 200, up.text)
+      const token = up.json.images[0].public_token as string
+      const imageBytes = (await s.get(`/svc-img/pub/${token}`)).body
+      const made = await s.post('/api/hosted-data/files', { cookie, json: { display_name: 'list.txt', content: d(1), content_type: 'text/plain' } })
+      assert.equal(made.status, 200, made.text)
+      const data = made.json.file as { id: string; public_token: string }
+      return { m, cookie, d, png, sendImage, token, imageBytes, data }
+    }
+    /** The quarantine of `url` by an admin; the report's id. */
+    const quarantine = async (url: string): Promise<string> => {
+      const rep = await adminCall('/svc_api/admin/reports', { url, category: 'spam' })
+      assert.equal(rep.status, 201, rep.text)
+      const q = await adminCall(`/svc_api/admin/reports/${rep.json.data.id}/quarantine`, {})
+      assert.equal(q.status, 200, q.text)
+      return rep.json.data.id as string
+    }
+    /** 1710's refusal in the plain format of the image and data routes (451, its message, no code). */
+    const expectHeld = (r: Res) => {
+      expectError(r, 451, 'plain')
+      assert.equal(r.json.message, errorMessage('CONTENT_HELD', 'zh'))
+    }
+
+    it("a held image or data link refuses its owner's replace, new version and default switch (451 / 1710) until an admin acts", async () => {
+      const { cookie, d, png, sendImage, token, imageBytes, data } = await ownedLinks()
+      const file = async () => (await s.get(`/api/hosted-data/files/${data.id}`, { cookie })).json.file
+      // versions 2 and 3 exist before the hold; the default stays 1
+      for (const content of [d(2), d(3)]) assert.equal((await s.post(`/api/hosted-data/files/${data.id}/versions`, { cookie, json: { content } })).status, 200)
+      const ids = [await quarantine(`${s.url}/svc-img/pub/${token}`), await quarantine(`${s.url}/svc-data/pub/${data.public_token}`)]
+
+      const fresh = await png()
+      expectHeld(await sendImage(`/api/image-host/images/${token}/replace`, fresh))
+      expectHeld(await s.post(`/api/hosted-data/files/${data.id}/versions`, { cookie, json: { content: d(4) } }))
+      expectHeld(await s.post(`/api/hosted-data/files/${data.id}/versions`, { cookie, json: { content: d(4), set_default: true } }))
+      expectHeld(await s.post(`/api/hosted-data/files/${data.id}/default-version`, { cookie, json: { version: 2 } }))
+      assert.equal((await s.get(`/svc-img/pub/${token}`)).status, 451)
+      assert.equal((await s.get(`/svc-data/pub/${data.public_token}?v=2`)).status, 451)
+      assert.deepEqual([(await file()).default_version, (await file()).version_count], [1, 3], 'no version stored, the default unchanged')
+      // a delete stays the owner's, as a held page's is (decision 165): here a version not served by default
+      assert.equal((await s.request('DELETE', `/api/hosted-data/files/${data.id}/versions/3`, { cookie })).status, 200)
+      // the owner's other links are not held
+      const other = await sendImage('/api/image-host/upload', await png())
+      assert.equal((await sendImage(`/api/image-host/images/${other.json.images[0].public_token}/replace`, await png())).status, 200)
+
+      for (const id of ids) assert.equal((await adminCall(`/svc_api/admin/reports/${id}/restore`, {})).status, 200)
+      // what the admin held is what is served again
+      assert.equal(sha((await s.get(`/svc-img/pub/${token}`)).body), sha(imageBytes))
+      assert.equal((await s.get(`/svc-data/pub/${data.public_token}`)).text, d(1))
+      // and the owner's changes go through again
+      assert.equal((await sendImage(`/api/image-host/images/${token}/replace`, fresh)).status, 200)
+      assert.notEqual(sha((await s.get(`/svc-img/pub/${token}`)).body), sha(imageBytes))
+      assert.equal((await s.post(`/api/hosted-data/files/${data.id}/default-version`, { cookie, json: { version: 2 } })).status, 200)
+      assert.equal((await s.get(`/svc-data/pub/${data.public_token}`)).text, d(2))
+      assert.equal((await s.post(`/api/hosted-data/files/${data.id}/versions`, { cookie, json: { content: d(4), set_default: true } })).status, 200)
+      assert.equal((await s.get(`/svc-data/pub/${data.public_token}`)).text, d(4))
+    })
+
+    it("a taken-down image or data link answers 451 and its owner's writes find nothing (404), never 1710", async () => {
+      const { cookie, d, png, sendImage, token, data } = await ownedLinks()
+      for (const url of [`${s.url}/svc-img/pub/${token}`, `${s.url}/svc-data/pub/${data.public_token}`]) {
+        const rep = await adminCall('/svc_api/admin/reports', { url, category: 'spam' })
+        assert.equal((await adminCall(`/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})).status, 200)
+      }
+      // the rows are gone: the owner's writes find nothing (404), never 1710
+      expectError(await sendImage(`/api/image-host/images/${token}/replace`, await png()), 404, 'plain')
+      expectError(await s.post(`/api/hosted-data/files/${data.id}/versions`, { cookie, json: { content: d(2) } }), 404, 'plain')
+      assert.equal((await s.get(`/svc-img/pub/${token}`)).status, 451)
+      assert.equal((await s.get(`/svc-data/pub/${data.public_token}`)).status, 451)
+    })
+
+    onPostgres(engine)('a replace or new version that waited for the lock a quarantine held does not change the held link', async () => {
+      const { m, cookie, d, png, sendImage, token, imageBytes, data } = await ownedLinks()
+      const fresh = await png()
+      const cases: Array<[string, () => Promise<Res>]> = [
+        [`${s.url}/svc-img/pub/${token}`, () => sendImage(`/api/image-host/images/${token}/replace`, fresh)],
+        [
+          `${s.url}/svc-data/pub/${data.public_token}`,
+          () => s.post(`/api/hosted-data/files/${data.id}/versions`, { cookie, json: { content: d(2), set_default: true } }),
+        ],
+      ]
+      const ids: string[] = []
+      for (const [url, write] of cases) {
+        const rep = await adminCall('/svc_api/admin/reports', { url, category: 'spam' })
+        assert.equal(rep.status, 201, rep.text)
+        ids.push(rep.json.data.id as string)
+        const answer = await whileWriteHoldsLock(m.id, () => adminCall(`/svc_api/admin/reports/${rep.json.data.id}/quarantine`, {}), write)
+        assert.equal(answer.write.status, 200, answer.write.text)
+        expectHeld(answer.admin)
+      }
+      for (const id of ids) assert.equal((await adminCall(`/svc_api/admin/reports/${id}/restore`, {})).status, 200)
+      assert.equal(sha((await s.get(`/svc-img/pub/${token}`)).body), sha(imageBytes))
+      assert.equal((await s.get(`/svc-data/pub/${data.public_token}`)).text, d(1))
+      assert.equal((await s.get(`/api/hosted-data/files/${data.id}`, { cookie })).json.file.version_count, 1)
     })
 
     onPostgres(engine)('a deploy that waited for the lock a quarantine held does not commit unseen bytes behind the hold', async () => {

@@ -97,18 +97,19 @@ export async function refuseBlocked(trx: Trx, digests: Iterable<string>): Promis
   if (await anyBlockedDigest(trx, digests)) throw new AppError('CONTENT_BLOCKED')
 }
 
+/** The hold key of a user's page name (a single file's or a folder project's), as the public host resolves it: lower-case user, NFC name. */
+export const siteHoldKey = (username: string, name: string): string => `site:${username.toLowerCase()}/${name.normalize('NFC')}`
+
 /**
- * A writer's check, under the user's lock, that the page name it writes (a single file's name or
- * a folder project's) is not held for review: a quarantine takes that lock too, so it either
- * committed before (refused here: 451 / 1710) or runs after and keeps what this write committed
- * as its evidence. Without it, bytes no admin saw would go live behind the hold (decision 165).
+ * A writer's check, under the user's lock, that what it changes is not held for review: a page
+ * name (siteHoldKey), an image link (`image:{token}`) or a data link (`data:{token}`), keyed as
+ * service.ts targetKey. A quarantine takes that lock too, so it either committed before (refused
+ * here: 451 / 1710) or runs after and keeps what this write committed as its evidence. Without
+ * it, bytes no admin saw would go live behind the hold (decisions 165, 168). A takedown's hold
+ * refuses nothing here: its rows are gone and its bytes blocked (refuseBlocked).
  */
-export async function refuseHeld(trx: Trx, username: string, name: string): Promise<void> {
-  const h = await trx
-    .selectFrom('content_holds')
-    .select('state')
-    .where('target', '=', `site:${username.toLowerCase()}/${name.normalize('NFC')}`)
-    .executeTakeFirst()
+export async function refuseHeld(trx: Trx, target: string): Promise<void> {
+  const h = await trx.selectFrom('content_holds').select('state').where('target', '=', target).executeTakeFirst()
   if (h?.state === 'quarantined') throw new AppError('CONTENT_HELD')
 }
 

@@ -8,9 +8,9 @@ import { isoMicros } from '../../util/time.js'
 import { createHostedStore, type FileRow, type VersionRow } from './store.js'
 import { createHostedDataCache, type ServedEntry } from './cache.js'
 import { checkContent } from './content.js'
-import { createAbuse } from '../abuse/service.js'
+import { createAbuse, targetKey } from '../abuse/service.js'
 import { takenDown } from '../abuse/public.js'
-import { refuseBlocked } from '../abuse/store.js'
+import { refuseBlocked, refuseHeld } from '../abuse/store.js'
 
 /** One version's content, already read (bounded by the per-version limit) and typed. */
 export interface Upload {
@@ -83,6 +83,12 @@ export function createHostedData(deps: Deps) {
     const versions = await store.versions(f.id)
     return { ...present(f, origin), versions: versions.map((v) => presentVersion(v, f, origin)) }
   }
+
+  /**
+   * The hold key of a file's public link: a link held for review refuses the writes that change
+   * what it serves (a new version, a default switch), under the user's lock (decision 168).
+   */
+  const heldKey = (f: FileRow) => targetKey({ kind: 'data', token: f.public_token })
 
   /** Runs a write on one of the user's files inside a transaction holding the user's lock. */
   const onFile = async <T>(user: User, fileId: string, fn: (trx: Trx, f: FileRow) => Promise<T>) => {
@@ -193,6 +199,7 @@ export function createHostedData(deps: Deps) {
       const now = clock.now()
       const version = await onFile(user, fileId, async (trx, f) => {
         await refuseBlocked(trx, [blob.digest])
+        await refuseHeld(trx, heldKey(f))
         const version = f.latest_version + 1
         const refused = await store.insertVersion(
           trx,
@@ -218,6 +225,7 @@ export function createHostedData(deps: Deps) {
       if (digest !== undefined) await blobs.admit?.([digest])
       await onFile(user, fileId, async (trx, f) => {
         if (digest !== undefined) await refuseBlocked(trx, [digest])
+        await refuseHeld(trx, heldKey(f))
         if (!(await store.hasVersion(trx, f.id, version))) throw new AppError('INVALID_PARAMETER', { params: { detail: `version ${version} does not exist` } })
         if (f.default_version !== version) await store.updateFile(trx, f.id, { default_version: version, updated_at: clock.now() })
       })

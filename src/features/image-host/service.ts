@@ -9,9 +9,9 @@ import type { Page } from '../../http/pagination.js'
 import { prepareImage } from './inspect.js'
 import { createImageStore, type ImageRow, type PublicImage } from './store.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
-import { createAbuse } from '../abuse/service.js'
+import { createAbuse, targetKey } from '../abuse/service.js'
 import { takenDown } from '../abuse/public.js'
-import { refuseBlocked } from '../abuse/store.js'
+import { refuseBlocked, refuseHeld } from '../abuse/store.js'
 import { BUS_CHANNEL } from './channel.js'
 
 export const FEATURE = 'image-host'
@@ -254,6 +254,8 @@ export function createImageHost(deps: Deps) {
         await refuseBlocked(trx, [blob.digest, ...(p.plainDigest ? [p.plainDigest] : [])])
         const current = await store.get(user.id, token, trx)
         if (!current) throw notFound()
+        // a link held for review keeps the bytes the admin holds (decision 168)
+        await refuseHeld(trx, targetKey({ kind: 'image', token }))
         const fresh = quotas(await store.userLimits(trx, user.id))
         if (blob.size > fresh.maxImageBytes) throw tooLarge(fresh.maxImageBytes)
         const used = await store.resize(trx, user.id, blob.size - current.size, fresh.maxTotalBytes)

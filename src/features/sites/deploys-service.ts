@@ -19,7 +19,7 @@ import type { FolderRef } from './folders-service.js'
 import { isStaleType } from './content-types.js'
 import { contentTypeFor } from '../../util/content-types.js'
 import { parseHeaders, parseRedirects, RULE_FILES, RuleSyntaxError } from './site-rules.js'
-import { refuseBlocked, refuseHeld } from '../abuse/store.js'
+import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
 import { createBlobBatch } from '../../storage/batch.js'
 
 /** Limits of one deploy (docs/limits.md). */
@@ -237,7 +237,7 @@ export function createDeploysService(deps: Deps) {
     await blobs.admit?.(digests)
     await db.k.transaction().execute(async (trx) => {
       await db.lockUser(trx, user.id)
-      await refuseHeld(trx, user.username, folder.name)
+      await refuseHeld(trx, siteHoldKey(user.username, folder.name))
       if (ifUnpublished) {
         const f = await trx.selectFrom('folders').select('is_published').where('id', '=', folder.id).executeTakeFirst()
         if (!f?.is_published) throw ifUnpublished()
@@ -409,7 +409,7 @@ export function createDeploysService(deps: Deps) {
       const result = await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
         await refuseBlocked(trx, m.files.values())
-        await refuseHeld(trx, user.username, ref.name)
+        await refuseHeld(trx, siteHoldKey(user.username, ref.name))
         let folder = await folders.folder(trx, user.id, ref.name)
         if (!folder) {
           folder = { id: newId(), user_id: user.id, name: ref.name, is_published: 0, created_at: now, updated_at: now, published_at: null }

@@ -12,7 +12,7 @@ import { invalidateHosting } from './invalidate.js'
 import { ContentWatcher, detectNonHtml } from './sniff.js'
 import { createFilesStore, type FileRow } from './files-store.js'
 import { createAbuse } from '../abuse/service.js'
-import { refuseBlocked, refuseHeld } from '../abuse/store.js'
+import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
 
 export const API_VERSION = '1.1.2'
 export const ALLOWED_EXTENSIONS = ['.html', '.htm']
@@ -123,7 +123,7 @@ export function createFilesService(deps: Deps) {
       const out = await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
         await refuseBlocked(trx, [staged.digest])
-        await refuseHeld(trx, user.username, input.fileName)
+        await refuseHeld(trx, siteHoldKey(user.username, input.fileName))
         const existing = await store.byName(trx, user.id, input.fileName)
         if (existing) {
           // an update replaces the content only: URL, project name and description are kept

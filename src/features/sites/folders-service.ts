@@ -6,7 +6,7 @@ import { AppError } from '../../errors/app-error.js'
 import { errorText, mapText, type Lang, type Text } from '../../errors/render.js'
 import type { User } from '../../auth/users.js'
 import { createAbuse } from '../abuse/service.js'
-import { refuseBlocked, refuseHeld } from '../abuse/store.js'
+import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
 import { newId } from '../../auth/tokens.js'
 import { isoLocal, isoMicros } from '../../util/time.js'
 import { guardUpload } from '../../http/multipart.js'
@@ -205,7 +205,7 @@ export function createFoldersService(deps: Deps) {
             trx,
             staged.map((f) => f.digest),
           )
-          await refuseHeld(trx, user.username, ref.name)
+          await refuseHeld(trx, siteHoldKey(user.username, ref.name))
           let folder = await store.folder(trx, user.id, ref.name)
           const existing = folder
             ? await store.existing(
@@ -333,7 +333,7 @@ export function createFoldersService(deps: Deps) {
         await db.lockUser(trx, user.id)
         const current = await store.folder(trx, user.id, ref.name)
         if (!current || current.id !== folder.id) throw noAccess(ref.display)
-        await refuseHeld(trx, user.username, ref.name)
+        await refuseHeld(trx, siteHoldKey(user.username, ref.name))
         await refuseBlocked(
           trx,
           (await deploys.working(trx, folder.id)).map((r) => r.digest),
