@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
-import { expectError } from '../support/errors.js'
+import { expectError, expectErrorInBoth } from '../support/errors.js'
 import { startDns, type TestDns } from '../support/dns.js'
 import { deploySite } from '../support/deploys.js'
 
@@ -46,9 +46,13 @@ for (const engine of ENGINES) {
     })
 
     it('refuses an unverified, unknown or malformed domain, and changes nothing', async () => {
-      const unverified = await s.request('PUT', '/api/domains/later.primary.test/primary', { key: carol.key })
-      expectError(unverified, 400, 1343)
-      assert.match(unverified.json.message, /not verified yet/)
+      await expectErrorInBoth(
+        (headers) => s.request('PUT', '/api/domains/later.primary.test/primary', { key: carol.key, headers }),
+        400,
+        1343,
+        '域名验证失败：later.primary.test 尚未验证，不能设为主域名',
+        'Domain verification failed: later.primary.test is not verified yet, so it cannot be primary',
+      )
       expectError(await s.request('PUT', '/api/domains/nope.primary.test/primary', { key: carol.key }), 404, 1344)
       expectError(await s.request('PUT', '/api/domains/not%20a%20domain/primary', { key: carol.key }), 400, 1340)
       const other = await s.user()

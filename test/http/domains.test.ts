@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
-import { expectError } from '../support/errors.js'
+import { expectError, expectErrorInBoth } from '../support/errors.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { mcpHttpClient } from '../support/mcp.js'
 
@@ -70,6 +70,35 @@ for (const engine of ENGINES) {
       assert.equal(list.json.data.limit, 2)
     })
 
+    it("says each refusal of a bad domain, project or body whole in the answer's language", async () => {
+      const add = (json: unknown) => (headers: Record<string, string>) => s.post('/api/domains', { key: alice.key, json, headers })
+      // [body, Chinese detail, English detail, names nothing]
+      const invalid: Array<[unknown, string, string, boolean]> = [
+        [{ domain: '1.2.3.4', project: 'site' }, 'IP 地址不是域名', 'an IP address is not a domain', true],
+        [{ domain: 'example', project: 'site' }, '自定义域名至少需要两段（如 example.com）', 'a custom domain needs at least two labels (example.com)', false],
+        [
+          { domain: 'http://www.example.test', project: 'site' },
+          '"http://www.example.test" 不是单纯的主机名（不能带协议、端口或路径）',
+          '"http://www.example.test" is not a bare host name (no scheme, port or path)',
+          false,
+        ],
+        [{ domain: 'bad_label.test', project: 'site' }, '"bad_label.test" 不是有效的主机名', '"bad_label.test" is not a valid host name', false],
+        [{ project: 'site' }, '缺少 domain，须为主机名，如 www.example.com', 'send "domain", a host name such as www.example.com', false],
+        [{ domain: 'alice.localhost', project: 'site' }, 'alice.localhost 属于本服务', 'alice.localhost belongs to this service', false],
+        [{ domain: 'www.example.test' }, '缺少 project，须为你的一个文件夹项目的名称', 'send "project", the name of one of your folder projects', false],
+      ]
+      for (const [json, zh, en, wordless] of invalid) await expectErrorInBoth(add(json), 400, 1340, `域名无效：${zh}`, `Invalid domain: ${en}`, wordless)
+      await expectErrorInBoth(add({ domain: 'www.example.test', project: 'nope' }), 404, 1346, '没有名为 nope 的项目', 'No project named nope')
+      await expectErrorInBoth(
+        (headers) => s.post('/api/domains', { key: alice.key, body: '[1]', headers: { 'content-type': 'application/json', ...headers } }),
+        400,
+        1106,
+        '参数错误：请求体须为 JSON 对象',
+        'Invalid parameter: the body must be a JSON object',
+      )
+      assert.deepEqual((await s.get('/api/domains', { key: alice.key })).json.data.domains, [])
+    })
+
     it('adds a domain with the TXT record to create; the host does not serve before verification', async () => {
       const r = await s.post('/api/domains', { key: alice.key, json: { domain: 'WWW.Example.TEST.', project: 'site' } })
       assert.equal(r.status, 200, r.text)
@@ -91,24 +120,19 @@ for (const engine of ENGINES) {
     })
 
     it('verifies only with the right TXT record', async () => {
-      const verify = () => s.post('/api/domains/www.example.test/verify', { key: alice.key })
-      const none = await verify()
-      expectError(none, 400, 1343)
-      assert.match(none.json.message, /no TXT record found at _svc-challenge\.www\.example\.test/)
-      dns.txt.set('_svc-challenge.www.example.test', ['svc-verify=00000000000000000000000000000000', 'v=spf1 -all'])
-      const wrong = await verify()
-      expectError(wrong, 400, 1343)
-      assert.match(wrong.json.message, /TXT found, but not svc-verify=/)
-      dns.failing.add('_svc-challenge.www.example.test')
-      const failed = await verify()
-      expectError(failed, 400, 1343)
-      assert.match(failed.json.message, /DNS lookup of _svc-challenge\.www\.example\.test failed/)
+      const verify = (headers: Record<string, string> = {}) => s.post('/api/domains/www.example.test/verify', { key: alice.key, headers })
+      const value = (await s.get('/api/domains', { key: alice.key })).json.data.domains[0].verification.value as string
+      const rec = '_svc-challenge.www.example.test'
+      const failing = (zh: string, en: string) => expectErrorInBoth(verify, 400, 1343, `域名验证失败：${zh}`, `Domain verification failed: ${en}`)
+      await failing(`${rec} 处没有找到 TXT 记录`, `no TXT record found at ${rec}`)
+      dns.txt.set(rec, ['svc-verify=00000000000000000000000000000000', 'v=spf1 -all'])
+      await failing(`${rec} 处有 TXT 记录，但不是 ${value}`, `TXT found, but not ${value} at ${rec}`)
+      dns.failing.add(rec)
+      await failing(`${rec} 的 DNS 查询失败（ESERVFAIL），请稍后再试`, `the DNS lookup of ${rec} failed (ESERVFAIL); try again later`)
       dns.failing.clear()
       expectError(await s.post('/api/domains/other.example.test/verify', { key: alice.key }), 404, 1344)
       expectError(await s.post('/api/domains/www.example.test/verify', { key: bob.key }), 404, 1344)
 
-      const list = await s.get('/api/domains', { key: alice.key })
-      const value = list.json.data.domains[0].verification.value as string
       dns.txt.set('_svc-challenge.www.example.test', ['v=spf1 -all', value])
       const ok = await verify()
       assert.equal(ok.status, 200, ok.text)

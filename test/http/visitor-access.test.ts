@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { request } from 'undici'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
-import { expectError } from '../support/errors.js'
+import { expectError, expectErrorInBoth } from '../support/errors.js'
 
 // Visitor access: a project or single page behind a password (a form and a cookie on the
 // user's origin, HTTP Basic everywhere) or past its expiry (410). A protected name never
@@ -74,6 +74,30 @@ for (const engine of ENGINES) {
       const list = await s.get('/api/access', { key: alice.key })
       assert.deepEqual(list.json.data.access, [])
       assert.equal((await s.get('/alice/secret/')).status, 200)
+    })
+
+    it("says each refused setting whole in the answer's language", async () => {
+      const put = (name: string, json: unknown) => (headers: Record<string, string>) =>
+        s.request('PUT', `/api/access/${encodeURIComponent(name)}`, { key: alice.key, json, headers })
+      const invalid: Array<[string, unknown, string, string]> = [
+        [
+          'secret',
+          { password: 'abc' },
+          'password 须为 4 个字符到 1024 字节的字符串，或为 null 以删除密码',
+          'password must be a string of 4 characters to 1024 bytes, or null to remove it',
+        ],
+        [
+          'secret',
+          { expires_at: 'tomorrow' },
+          'expires_at 须为带时区的 ISO 8601 时间（如 2026-12-31T23:00:00Z）、毫秒时间戳，或为 null',
+          'expires_at must be an ISO 8601 time with a zone (2026-12-31T23:00:00Z), epoch milliseconds, or null',
+        ],
+        ['secret', { passwd: 'hunter22' }, '未知字段 "passwd"（可发送 password、expires_at）', 'unknown field "passwd" (send password, expires_at)'],
+        ['a/b', { password: 'hunter22' }, 'name 须为项目或页面的名称', 'name must be a project or page name'],
+      ]
+      for (const [name, json, zh, en] of invalid) await expectErrorInBoth(put(name, json), 400, 1347, `访问设置无效：${zh}`, `Invalid access setting: ${en}`)
+      await expectErrorInBoth(put('nope', { password: 'hunter22' }), 404, 1346, '没有名为 nope 的项目或页面', 'No project or page named nope')
+      assert.deepEqual((await s.get('/api/access', { key: alice.key })).json.data.access, [])
     })
 
     it('protects a project: 401 and never its content, on every URL form', async () => {

@@ -34,3 +34,26 @@ export function rowLabel(body: unknown, max = 90): string {
   const s = typeof body === 'string' ? body : JSON.stringify(body)
   return s.length > max ? `${s.slice(0, max - 1)}…` : s
 }
+
+/**
+ * Asserts a refusal said whole in each language: the exact Chinese message with no
+ * Accept-Language (the default) and the exact English one with `accept-language: en`, with the
+ * same status and code. `wordless`: the Chinese message names nothing (no domain, field or
+ * value), so no English word may be left in it.
+ */
+export async function expectErrorInBoth(
+  send: (headers: Record<string, string>) => Promise<Res>,
+  status: number,
+  code: number,
+  zh: string,
+  en: string,
+  wordless = false,
+): Promise<void> {
+  const inZh = await send({})
+  expectError(inZh, status, code)
+  assert.equal(inZh.json.message, zh)
+  if (wordless) assert.doesNotMatch(inZh.json.message, /[A-Za-z]{4,}/)
+  const inEn = await send({ 'accept-language': 'en' })
+  expectError(inEn, status, code)
+  assert.equal(inEn.json.message, en)
+}

@@ -1,7 +1,8 @@
 import { Resolver } from 'node:dns/promises'
+import type { Text } from '../../errors/text.js'
 
-/** The TXT strings at a name (each record's chunks joined), or why they could not be read. */
-export type TxtAnswer = { ok: true; values: string[] } | { ok: false; reason: string }
+/** The TXT strings at a name (each record's chunks joined), or why they could not be read (both languages). */
+export type TxtAnswer = { ok: true; values: string[] } | { ok: false; reason: Text }
 
 /**
  * TXT lookups for domain verification, through DNS_RESOLVER when it is set (tests point it at
@@ -18,7 +19,8 @@ export function createTxtLookup(servers: readonly string[] | null) {
     } catch (e) {
       const code = (e as { code?: string }).code
       if (code === 'ENOTFOUND' || code === 'ENODATA') return { ok: true, values: [] }
-      return { ok: false, reason: `the DNS lookup of ${name} failed (${code ?? 'error'}); try again later` }
+      const why = code ?? 'error'
+      return { ok: false, reason: { zh: `${name} 的 DNS 查询失败（${why}），请稍后再试`, en: `the DNS lookup of ${name} failed (${why}); try again later` } }
     } finally {
       r.cancel()
     }

@@ -13,7 +13,8 @@ const passThrough = () => () => true
 
 const objectBody = (req: FastifyRequest): Record<string, unknown> => {
   const b = req.body ?? {}
-  if (typeof b !== 'object' || Array.isArray(b)) throw new AppError('INVALID_PARAMETER', { params: { detail: 'the body must be a JSON object' } })
+  if (typeof b !== 'object' || Array.isArray(b))
+    throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: '请求体须为 JSON 对象', en: 'the body must be a JSON object' } } })
   return b as Record<string, unknown>
 }
 

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
+import type { Text } from '../../errors/text.js'
 import { hashPassword, MAX_PASSWORD_BYTES } from '../../auth/passwords.js'
 import { hostName } from '../../http/site-origin.js'
 import { createDomainsStore, type AccessRow, type DomainRow } from './store.js'
@@ -58,6 +59,9 @@ interface Owner {
 }
 
 const NAME_MAX = 255
+/** What SITE_TARGET_NOT_FOUND's {what} names, in both languages. */
+const PROJECT: Text = { zh: '项目', en: 'project' }
+const PROJECT_OR_PAGE: Text = { zh: '项目或页面', en: 'project or page' }
 
 /** Custom domains and visitor access of a user's projects and pages. */
 export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidations) {
@@ -72,7 +76,9 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
   }
   const nameParam = (input: unknown, what: string): string => {
     if (typeof input !== 'string' || input === '' || Buffer.byteLength(input) > NAME_MAX || input.includes('/')) {
-      throw new AppError('ACCESS_INVALID', { params: { detail: `${what} must be a project or page name`, field: what } })
+      throw new AppError('ACCESS_INVALID', {
+        params: { detail: { zh: `${what} 须为项目或页面的名称`, en: `${what} must be a project or page name` }, field: what },
+      })
     }
     return input.normalize('NFC')
   }
@@ -95,13 +101,15 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
       const name = domainName(body.domain)
       const cd = config.contentDomain ?? (config.contentDomainAuto ? 'localhost' : null)
       if (ownHosts.includes(name) || (cd !== null && (name === cd || name.endsWith(`.${cd}`))) || name === 'localhost' || name.endsWith('.localhost')) {
-        throw new AppError('DOMAIN_INVALID', { params: { detail: `${name} belongs to this service` } })
+        throw new AppError('DOMAIN_INVALID', { params: { detail: { zh: `${name} 属于本服务`, en: `${name} belongs to this service` } } })
       }
       if (typeof body.project !== 'string' || body.project === '') {
-        throw new AppError('DOMAIN_INVALID', { params: { detail: 'send "project", the name of one of your folder projects' } })
+        throw new AppError('DOMAIN_INVALID', {
+          params: { detail: { zh: '缺少 project，须为你的一个文件夹项目的名称', en: 'send "project", the name of one of your folder projects' } },
+        })
       }
       const project = body.project.normalize('NFC')
-      if (!(await store.projectExists(user.id, project))) throw new AppError('SITE_TARGET_NOT_FOUND', { params: { name: project, what: 'project' } })
+      if (!(await store.projectExists(user.id, project))) throw new AppError('SITE_TARGET_NOT_FOUND', { params: { name: project, what: PROJECT } })
       const existing = await store.domain(user.id, name)
       if (existing) throw new AppError('DOMAIN_EXISTS', { params: { project: existing.project } })
       if ((await store.count(user.id)) >= config.domainsPerUser) throw new AppError('DOMAIN_LIMIT', { params: { limit: config.domainsPerUser } })
@@ -143,8 +151,12 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
       const answer = await txt(challengeName(d.name))
       if (!answer.ok) throw new AppError('DOMAIN_NOT_VERIFIED', { params: { detail: answer.reason, record } })
       if (!answer.values.includes(challengeValue(d.token))) {
-        const seen = answer.values.length === 0 ? 'no TXT record found' : `TXT found, but not ${challengeValue(d.token)}`
-        throw new AppError('DOMAIN_NOT_VERIFIED', { params: { detail: `${seen} at ${challengeName(d.name)}`, record } })
+        const where = challengeName(d.name)
+        const detail: Text =
+          answer.values.length === 0
+            ? { zh: `${where} 处没有找到 TXT 记录`, en: `no TXT record found at ${where}` }
+            : { zh: `${where} 处有 TXT 记录，但不是 ${challengeValue(d.token)}`, en: `TXT found, but not ${challengeValue(d.token)} at ${where}` }
+        throw new AppError('DOMAIN_NOT_VERIFIED', { params: { detail, record } })
       }
       const at = clock.now()
       let lost: Awaited<ReturnType<typeof store.claim>>
@@ -170,7 +182,10 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
       const d = await mine(user, domainName(input))
       if (primary && d.verified_at === null) {
         throw new AppError('DOMAIN_NOT_VERIFIED', {
-          params: { detail: `${d.name} is not verified yet, so it cannot be primary`, record: `${challengeName(d.name)} TXT "${challengeValue(d.token)}"` },
+          params: {
+            detail: { zh: `${d.name} 尚未验证，不能设为主域名`, en: `${d.name} is not verified yet, so it cannot be primary` },
+            record: `${challengeName(d.name)} TXT "${challengeValue(d.token)}"`,
+          },
         })
       }
       await store.setPrimary(d, primary)
@@ -196,7 +211,9 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
       const name = nameParam(rawName, 'name')
       for (const k of Object.keys(body)) {
         if (k !== 'password' && k !== 'expires_at')
-          throw new AppError('ACCESS_INVALID', { params: { detail: `unknown field "${k}" (send password, expires_at)`, field: k } })
+          throw new AppError('ACCESS_INVALID', {
+            params: { detail: { zh: `未知字段 "${k}"（可发送 password、expires_at）`, en: `unknown field "${k}" (send password, expires_at)` }, field: k },
+          })
       }
       let hash: string | null | undefined
       if (body.password === null) hash = null
@@ -204,7 +221,13 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
         const pw = body.password
         if (typeof pw !== 'string' || pw.length < 4 || Buffer.byteLength(pw) > MAX_PASSWORD_BYTES) {
           throw new AppError('ACCESS_INVALID', {
-            params: { detail: `password must be a string of 4 characters to ${MAX_PASSWORD_BYTES} bytes, or null to remove it`, field: 'password' },
+            params: {
+              detail: {
+                zh: `password 须为 4 个字符到 ${MAX_PASSWORD_BYTES} 字节的字符串，或为 null 以删除密码`,
+                en: `password must be a string of 4 characters to ${MAX_PASSWORD_BYTES} bytes, or null to remove it`,
+              },
+              field: 'password',
+            },
           })
         }
         hash = await hashPassword(pw)
@@ -216,13 +239,19 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
         const t = typeof v === 'number' ? v : typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(v) ? Date.parse(v) : NaN
         if (!Number.isSafeInteger(t) || t < 0 || t > 253402300799000) {
           throw new AppError('ACCESS_INVALID', {
-            params: { detail: 'expires_at must be an ISO 8601 time with a zone (2026-12-31T23:00:00Z), epoch milliseconds, or null', field: 'expires_at' },
+            params: {
+              detail: {
+                zh: 'expires_at 须为带时区的 ISO 8601 时间（如 2026-12-31T23:00:00Z）、毫秒时间戳，或为 null',
+                en: 'expires_at must be an ISO 8601 time with a zone (2026-12-31T23:00:00Z), epoch milliseconds, or null',
+              },
+              field: 'expires_at',
+            },
           })
         }
         expires = t
       }
       if (!(await store.projectExists(user.id, name)) && !(await store.pageExists(user.id, name))) {
-        throw new AppError('SITE_TARGET_NOT_FOUND', { params: { name, what: 'project or page' } })
+        throw new AppError('SITE_TARGET_NOT_FOUND', { params: { name, what: PROJECT_OR_PAGE } })
       }
       const now = clock.now()
       const cur = await store.access(user.id, name)
