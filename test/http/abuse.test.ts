@@ -5,11 +5,12 @@ import { request } from 'undici'
 import { ENGINES, REDIS_URL, needs, startServer, type Res, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { exifTiff, imageForm, jpegSegment, makeImage, svc } from '../support/images.js'
-import { expectError } from '../support/errors.js'
+import { expectError, expectErrorInBoth } from '../support/errors.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { deploySite, manifestOf, postArchive, tarOf } from '../support/deploys.js'
 import { createAbuse } from '../../src/features/abuse/service.js'
 import { errorMessage } from '../../src/errors/render.js'
+import { QUOTA_NAMES } from '../../src/limits/quotas.js'
 
 const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex')
 type User = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
@@ -147,6 +148,45 @@ for (const engine of ENGINES) {
         assert.equal(typeof e.user_agent, 'string')
       }
       assert.deepEqual(mine[mine.length - 1].details, { tier: 'vip', limits: { files: 3 } })
+    })
+
+    it("says each refused admin change whole in the answer's language, changing nothing", async () => {
+      const send = (method: string, p: string, json?: unknown) => (headers: Record<string, string>) =>
+        s.request(method, p, { cookie: admin.cookie, headers, ...(json === undefined ? {} : { json }) })
+      const settings: Array<[Record<string, string>, string, string]> = [
+        [
+          { colour: 'blue' },
+          '未知设置 "colour"（已知：registration、abuse_contact、security_contact、brand_words）',
+          'unknown setting "colour" (known: registration, abuse_contact, security_contact, brand_words)',
+        ],
+        [
+          { registration: 'sometimes' },
+          'registration 须为以下值之一：open、pending、invite、closed',
+          'registration must be one of open, pending, invite, closed',
+        ],
+        [
+          { abuse_contact: 'ftp://example.org' },
+          'abuse_contact 须为电子邮件地址、mailto: 或 https:// 网址',
+          'abuse_contact must be an e-mail address, mailto: or https:// URL',
+        ],
+        [{ brand_words: 'x'.repeat(61) }, 'brand_words 最多 200 个词，每个最多 60 个字符', 'brand_words must hold at most 200 words of at most 60 characters'],
+      ]
+      for (const [json, zh, en] of settings)
+        await expectErrorInBoth(send('POST', '/svc_api/admin/settings', json), 400, 1707, `设置无效：${zh}`, `Invalid setting: ${en}`)
+      const bad = (p: string, json: unknown, zh: string, en: string, wordless = false) =>
+        expectErrorInBoth(send(json === undefined ? 'GET' : 'POST', p, json), 400, 1106, `参数错误：${zh}`, `Invalid parameter: ${en}`, wordless)
+      const user = `/svc_api/admin/users/${bob.username}`
+      await bad(user, { limits: { nope: 1 } }, `未知限额 "nope"（已知：${QUOTA_NAMES.join('、')}）`, `unknown limit "nope" (known: ${QUOTA_NAMES.join(', ')})`)
+      await bad(
+        user,
+        { limits: { files: 1e16 } },
+        '限额 files 须为 0 或更大的整数，或为 null 以恢复默认值',
+        'limit files must be a whole number of 0 or more, or null for the default',
+      )
+      await bad(`/svc_api/admin/users/${admin.username}`, { disabled: true }, '不能禁用你自己的账户', 'you cannot disable your own account', true)
+      await bad('/svc_api/admin/content', undefined, '请给出 user、url、name 或 hash 之一', 'give user, url, name or hash')
+      assert.equal((await s.deps.users.byId(admin.id))?.disabled, false)
+      assert.deepEqual((await s.deps.users.byId(bob.id))?.limits, {})
     })
 
     it('searches content by user, URL, name and hash', async () => {

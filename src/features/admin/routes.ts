@@ -59,7 +59,7 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
       } else f.token = target.token
     }
     if (!f.user && !f.name && !f.digest && !f.exactName && !f.token)
-      throw new AppError('INVALID_PARAMETER', { params: { detail: 'give user, url, name or hash' } })
+      throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: '请给出 user、url、name 或 hash 之一', en: 'give user, url, name or hash' } } })
     return { success: true, data: { items: await admin.store.content(f, q.limit ?? 100) } }
   })
 

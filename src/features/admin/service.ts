@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { invalidateAccount } from '../accounts/invalidate.js'
 import { AppError } from '../../errors/app-error.js'
+import { mapText, type Text } from '../../errors/text.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import { clientIp } from '../../http/origin.js'
 import { randomString, sha256hex } from '../../auth/tokens.js'
@@ -19,9 +20,17 @@ export const DEFAULT_BRAND_WORDS =
 
 interface SettingDef {
   describe: string
-  /** Normalises a value or throws a message. */
+  /** Normalises a value or throws a BadSetting. */
   check(v: string): string
 }
+
+/** A refused setting value: why, in both languages (the setting's name goes before it). */
+class BadSetting extends Error {
+  constructor(readonly why: Text) {
+    super(why.en)
+  }
+}
+const NOT_CONTACT: Text = { zh: '须为电子邮件地址、mailto: 或 https:// 网址', en: 'must be an e-mail address, mailto: or https:// URL' }
 
 const contact = (v: string): string => {
   const s = v.trim()
@@ -34,9 +43,9 @@ const contact = (v: string): string => {
   try {
     u = new URL(s)
   } catch {
-    throw new Error('must be an e-mail address, mailto: or https:// URL')
+    throw new BadSetting(NOT_CONTACT)
   }
-  if (u.protocol !== 'https:') throw new Error('must be an e-mail address, mailto: or https:// URL')
+  if (u.protocol !== 'https:') throw new BadSetting(NOT_CONTACT)
   return u.href
 }
 
@@ -49,7 +58,8 @@ export const SETTINGS: Record<string, SettingDef> = {
   registration: {
     describe: 'New accounts: open, pending (an admin approves each), invite (an invitation code) or closed',
     check(v) {
-      if (!(REGISTRATION_MODES as readonly string[]).includes(v)) throw new Error(`must be one of ${REGISTRATION_MODES.join(', ')}`)
+      if (!(REGISTRATION_MODES as readonly string[]).includes(v))
+        throw new BadSetting({ zh: `须为以下值之一：${REGISTRATION_MODES.join('、')}`, en: `must be one of ${REGISTRATION_MODES.join(', ')}` })
       return v
     },
   },
@@ -68,7 +78,8 @@ export const SETTINGS: Record<string, SettingDef> = {
         .split(',')
         .map((w) => w.trim().toLowerCase())
         .filter(Boolean)
-      if (words.length > 200 || words.some((w) => w.length > 60)) throw new Error('at most 200 words of at most 60 characters')
+      if (words.length > 200 || words.some((w) => w.length > 60))
+        throw new BadSetting({ zh: '最多 200 个词，每个最多 60 个字符', en: 'must hold at most 200 words of at most 60 characters' })
       return words.join(', ')
     },
   },
@@ -138,12 +149,21 @@ export function createAdmin(deps: Deps) {
       for (const [name, v] of Object.entries(patch)) {
         // own keys only: `constructor` and its like name no setting
         const d = Object.hasOwn(SETTINGS, name) ? SETTINGS[name] : undefined
-        if (!d) throw new AppError('SETTING_INVALID', { params: { detail: `unknown setting "${name}" (known: ${SETTING_NAMES.join(', ')})` } })
-        if (typeof v !== 'string') throw new AppError('SETTING_INVALID', { params: { detail: `${name} must be a string` } })
+        if (!d)
+          throw new AppError('SETTING_INVALID', {
+            params: {
+              detail: {
+                zh: `未知设置 "${name}"（已知：${SETTING_NAMES.join('、')}）`,
+                en: `unknown setting "${name}" (known: ${SETTING_NAMES.join(', ')})`,
+              },
+            },
+          })
+        if (typeof v !== 'string') throw new AppError('SETTING_INVALID', { params: { detail: { zh: `${name} 须为字符串`, en: `${name} must be a string` } } })
         try {
           clean[name] = d.check(v)
         } catch (e) {
-          throw new AppError('SETTING_INVALID', { params: { detail: `${name} ${(e as Error).message}` } })
+          if (!(e instanceof BadSetting)) throw e
+          throw new AppError('SETTING_INVALID', { params: { detail: mapText(e.why, (why) => `${name} ${why}`) } })
         }
       }
       const now = clock.now()
@@ -193,21 +213,34 @@ export function createAdmin(deps: Deps) {
       const target = await userByName(username)
       const s: UserSettings = {}
       if (body.tier !== undefined) {
-        if (!(TIERS as string[]).includes(body.tier)) throw new AppError('INVALID_PARAMETER', { params: { detail: `tier must be one of ${TIERS.join(', ')}` } })
+        if (!(TIERS as string[]).includes(body.tier))
+          throw new AppError('INVALID_PARAMETER', {
+            params: { detail: { zh: `tier 须为以下值之一：${TIERS.join('、')}`, en: `tier must be one of ${TIERS.join(', ')}` } },
+          })
         s.tier = body.tier as Tier
       }
       if (body.disabled !== undefined) {
         if (body.disabled && target.username === actor.name)
-          throw new AppError('INVALID_PARAMETER', { params: { detail: 'you cannot disable your own account' } })
+          throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: '不能禁用你自己的账户', en: 'you cannot disable your own account' } } })
         s.disabled = body.disabled
       }
       if (body.api_access !== undefined) s.api_access = body.api_access
       if (body.limits !== undefined) {
         s.limits = {}
         for (const [k, v] of Object.entries(body.limits)) {
-          if (!isQuotaName(k)) throw new AppError('INVALID_PARAMETER', { params: { detail: `unknown limit "${k}" (known: ${QUOTA_NAMES.join(', ')})` } })
+          if (!isQuotaName(k))
+            throw new AppError('INVALID_PARAMETER', {
+              params: { detail: { zh: `未知限额 "${k}"（已知：${QUOTA_NAMES.join('、')}）`, en: `unknown limit "${k}" (known: ${QUOTA_NAMES.join(', ')})` } },
+            })
           if (v !== null && (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 1e15))
-            throw new AppError('INVALID_PARAMETER', { params: { detail: `limit ${k} must be a whole number of 0 or more, or null for the default` } })
+            throw new AppError('INVALID_PARAMETER', {
+              params: {
+                detail: {
+                  zh: `限额 ${k} 须为 0 或更大的整数，或为 null 以恢复默认值`,
+                  en: `limit ${k} must be a whole number of 0 or more, or null for the default`,
+                },
+              },
+            })
           s.limits[k] = v
         }
       }
@@ -215,7 +248,8 @@ export function createAdmin(deps: Deps) {
       try {
         u = await users.update(target.username, s)
       } catch (e) {
-        if (e instanceof UserInputError) throw new AppError('INVALID_PARAMETER', { params: { detail: e.message } })
+        // the checks above leave users.update one refusal: the account went away meanwhile
+        if (e instanceof UserInputError) throw new AppError('USER_NOT_FOUND')
         throw e
       }
       if (body.disabled === false) await store.removePending(u.id)
