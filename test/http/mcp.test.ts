@@ -606,6 +606,33 @@ for (const engine of ENGINES) {
       }
     })
 
+    it("a tool's refusal is whole English, its own words and the shared services' alike, whatever language the request asks", async () => {
+      // a user of its own: the suite's user is near its per-minute limit by now
+      const erin = await s.user()
+      const files = (path: string, content: string, encoding?: string) => [{ path, content, ...(encoding ? { encoding } : {}) }]
+      const cases: Array<[string, Record<string, unknown>, number, string]> = [
+        // the tool's own check
+        ['deploy_files', { project: 'p', files: files('a.bin', '%%%', 'base64') }, 1106, 'Invalid parameter: a.bin: content is not valid base64'],
+        // the folders service's path rules (a Text in both languages)
+        ['deploy_files', { project: 'p', files: files('a\\b.html', 'x') }, 1110, 'Invalid path: a\\b.html: backslash'],
+        // the files service's name rules (a Text in both languages)
+        ['publish_html', { name: 'a\\b', html: '<p>x</p>' }, 1110, 'Invalid path: backslash'],
+        // the store's value check (a Text in both languages)
+        ['kv_set', { key: 'k', value: 'a\u0000b' }, 1106, 'Invalid parameter: value contains U+0000, which the store cannot keep'],
+      ]
+      for (const lang of ['zh-CN', 'zh', 'en']) {
+        for (const [name, args, code, message] of cases) {
+          const r = await rpc(erin.key, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name, arguments: args } }, { 'accept-language': lang })
+          assert.equal(r.status, 200, r.text)
+          const res = r.json.result
+          assert.equal(res.isError, true, r.text)
+          assert.equal(res.structuredContent.error_code, code, r.text)
+          assert.equal(res.structuredContent.message, message)
+          assert.doesNotMatch(JSON.stringify(res), /\p{Script=Han}/u)
+        }
+      }
+    })
+
     it('a project name with "/" is an invalid name (1110), and a missing project names the tools to use', async () => {
       // a user of its own: the suite's user is near its per-minute limit by now
       const carol = await s.user()

@@ -14,6 +14,7 @@ import { formView } from '../forms/service.js'
 import { MANIFEST_ENTRY } from '../sites/deploys-service.js'
 import type { FolderRef } from '../sites/folders-service.js'
 import { RULE_FILES } from '../sites/site-rules.js'
+import { checkRelativePath } from '../sites/paths.js'
 import type { McpServices } from './services.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 import { checkJsonValue } from '../kv/validate.js'
@@ -198,11 +199,15 @@ function projectRef(s: McpServices, ctx: ToolContext, name: string): FolderRef {
   return s.folders.folderRef(ctx.user, [encodeURIComponent(name)])
 }
 
-/** A file's path in a project as a tool names it, checked and in its stored form (1110 when bad). */
-function projectPath(s: McpServices, path: string): string {
-  const checked = s.folders.checkUploadName(path)
-  if ('failure' in checked) throw new AppError('INVALID_PATH', { params: { detail: mapText(checked.failure.message, (why) => `${path}: ${why}`) } })
-  return checked.path
+/**
+ * A file's path in a project as a tool names it, checked by the batch upload's rule
+ * (folders' checkUploadName) and in its stored form; 1110 naming the path and the reason
+ * when bad (the reason alone: the batch's failure message already holds the 1110 prefix).
+ */
+function projectPath(path: string): string {
+  const r = checkRelativePath(path)
+  if (!r.ok) throw new AppError('INVALID_PATH', { params: { detail: mapText(r.reason, (why) => `${path}: ${why}`) } })
+  return r.path
 }
 const siteUrlOf = (ctx: ToolContext, path: string) => (ctx.siteOrigin === null ? null : ctx.siteOrigin + path)
 const projectName = z.string().min(1).max(100).describe('Project (site) name: letters, digits, "-", "_" or "."')
@@ -268,7 +273,7 @@ const deployFiles = tool({
     const decoded: Array<{ name: string; path: string; bytes: Buffer }> = []
     let total = 0
     for (const f of a.files) {
-      const path = projectPath(s, f.path)
+      const path = projectPath(f.path)
       if (seen.has(path)) throw bad(`the call carries ${path} twice`)
       seen.add(path)
       const bytes = f.encoding === 'base64' ? decodeBase64(f.content, f.path) : Buffer.from(f.content, 'utf8')
@@ -515,7 +520,7 @@ const readFile = tool({
   input: { project: projectName, path: filePathArg },
   async run(s, ctx, a) {
     const ref = projectRef(s, ctx, a.project)
-    const f = await s.folders.read(ctx.user, ref, projectPath(s, a.path))
+    const f = await s.folders.read(ctx.user, ref, projectPath(a.path))
     const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/${f.path.split('/').map(encodeURIComponent).join('/')}`)
     const what = f.content === null || f.content === undefined ? 'not shown (binary, or over 5 MiB)' : 'content below'
     return {
@@ -535,7 +540,7 @@ const deleteFile = tool({
   input: { project: projectName, path: filePathArg },
   async run(s, ctx, a) {
     const ref = projectRef(s, ctx, a.project)
-    const path = projectPath(s, a.path)
+    const path = projectPath(a.path)
     await s.folders.removeFile(ctx.user, ref, path)
     return { summary: `Deleted ${a.project}/${path}.`, data: { project: ref.name, path } }
   },
