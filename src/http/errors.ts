@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors/app-error.js'
 import { ERRORS, type ErrorKey } from '../errors/codes.js'
-import { pickLang, renderError, type ErrorFormat, type Text } from '../errors/render.js'
+import { mapText, pickLang, renderError, type ErrorFormat, type Text } from '../errors/render.js'
 import type { Config } from '../config.js'
 import { serviceOrigin } from './origin.js'
 
@@ -159,6 +159,9 @@ function fieldName(pointer: string, root: string): string {
   return out === '' ? root : out
 }
 
+/** An allowed value as a message shows it: a string as it is, anything else as JSON. */
+const shown = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v))
+
 /**
  * A value outside a fixed set (an enum, or a union of constants such as data_type's): the
  * field and its allowed values, instead of the validator's wording (one "must be equal to
@@ -179,8 +182,7 @@ function oneOfDetail(errors: SchemaError[]): Text | null {
   }
   if (values.length === 0 || [...branches.values()].includes(false) || at === '') return null
   const field = fieldName(at, '')
-  const shown = values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))
-  return { zh: `${field} 须为以下值之一：${shown.join('、')}`, en: `${field} must be one of: ${shown.join(', ')}` }
+  return { zh: `${field} 须为以下值之一：${values.map(shown).join('、')}`, en: `${field} must be one of: ${values.map(shown).join(', ')}` }
 }
 
 /** A bound as words: `>=` 5 is "at least 5" / 不能小于 5, and so on. */
@@ -224,23 +226,66 @@ const KEYWORDS: Record<string, (field: string, p: Record<string, string | number
   maximum: bound,
   exclusiveMinimum: bound,
   exclusiveMaximum: bound,
+  const: (f, p) => ({ zh: `${f} 须为 ${shown(p.allowedValue)}`, en: `${f} must be ${shown(p.allowedValue)}` }),
+  format: (f, p) => ({ zh: `${f} 须为有效的 ${p.format}`, en: `${f} must be a valid ${p.format}` }),
+  multipleOf: (f, p) => ({ zh: `${f} 须为 ${p.multipleOf} 的倍数`, en: `${f} must be a multiple of ${p.multipleOf}` }),
+  uniqueItems: (f, p) => ({
+    zh: `${f} 不能有重复项：${f}[${p.j}] 与 ${f}[${p.i}] 相同`,
+    en: `${f} must not have duplicate items: ${f}[${p.j}] and ${f}[${p.i}] are the same`,
+  }),
+  // a value that passes several branches of a oneOf (one that fails them all is unionDetail's)
+  oneOf: (f) => ({ zh: `${f} 须恰好符合一种允许的形式，却符合了多种`, en: `${f} must match exactly one of its allowed forms, not several` }),
+}
+
+/** One failure of a keyword of KEYWORDS, in both languages; null for a keyword not listed. */
+function describeError(x: SchemaError, root: string): Text | null {
+  const describe = KEYWORDS[x.keyword]
+  if (describe === undefined) return null
+  const at = (name: string) => fieldName(`${x.instancePath}/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`, root)
+  return describe(fieldName(x.instancePath, root), x.params as Record<string, string | number>, at)
+}
+
+/**
+ * A value that matches no branch of a union (anyOf, oneOf) whose branches are not all
+ * constants: the field and, per branch, its first failure (without the field's name when it
+ * leads), e.g. "limits.x must satisfy one of: must be at least 0; must be of type null". Null
+ * when a branch fails on a keyword outside KEYWORDS.
+ */
+function unionDetail(errors: SchemaError[], root: string): Text | null {
+  const union = errors.find((x) => x.keyword === 'anyOf' || x.keyword === 'oneOf')
+  if (union === undefined) return null
+  const field = fieldName(union.instancePath, root)
+  const branches = new Map<string, SchemaError>()
+  for (const x of errors) {
+    if (x === union) continue
+    const branch = x.schemaPath.startsWith(`${union.schemaPath}/`) ? /^\d+/.exec(x.schemaPath.slice(union.schemaPath.length + 1))?.[0] : undefined
+    if (branch === undefined) return null
+    if (!branches.has(branch)) branches.set(branch, x)
+  }
+  if (branches.size === 0) return null
+  const parts: Text[] = []
+  for (const x of branches.values()) {
+    const t = describeError(x, root)
+    if (t === null) return null
+    parts.push(mapText(t, (words) => (words.startsWith(`${field} `) ? words.slice(field.length + 1) : words)))
+  }
+  return {
+    zh: `${field} 须满足以下之一：${parts.map((t) => t.zh).join('；')}`,
+    en: `${field} must satisfy one of: ${parts.map((t) => t.en).join('; ')}`,
+  }
 }
 
 /**
  * A validation failure in both languages, naming the field and what it must be: a value
- * outside a fixed set (oneOfDetail), or one failure of a keyword of KEYWORDS. Null when the
- * errors are anything else (the validator's text is then kept). `context`: where the value
+ * outside a fixed set (oneOfDetail), one matching no branch of a union (unionDetail), or one
+ * failure of a keyword of KEYWORDS. Null when the errors are anything else (the validator's text is then kept). `context`: where the value
  * was (body, querystring, params, headers), the name of a whole input that fails.
  */
 function validationDetail(errors: SchemaError[] | undefined, context: string | undefined): Text | null {
   if (!errors?.length) return null
-  if (errors.length > 1) return oneOfDetail(errors)
-  const [x] = errors
-  const describe = KEYWORDS[x.keyword]
-  if (describe === undefined) return oneOfDetail(errors)
   const root = context ?? 'body'
-  const at = (name: string) => fieldName(`${x.instancePath}/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`, root)
-  return describe(fieldName(x.instancePath, root), x.params as Record<string, string | number>, at)
+  if (errors.length > 1) return oneOfDetail(errors) ?? unionDetail(errors, root)
+  return describeError(errors[0], root) ?? oneOfDetail(errors)
 }
 
 /**

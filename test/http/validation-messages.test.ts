@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { startServer, type TestServer } from '../support/server.js'
+import { expectError } from '../support/errors.js'
 
 // A request the route's schema refuses answers 400 / 1106 with a message naming the field and
 // the limit, wholly in the answer's language (Chinese by default, English on request).
@@ -56,6 +57,16 @@ describe('schema validation messages', () => {
       }
     })
   }
+
+  it('names each branch of a union the value matched none of, in the language asked (none: Chinese)', async () => {
+    const send = (headers: Record<string, string>) => s.post(`/svc_api/admin/users/${bob}`, { cookie, json: { limits: { kv_keys: -1 } }, headers })
+    const zh = await send({})
+    expectError(zh, 400, 1106)
+    assert.equal(zh.json.message, '参数错误：limits.kv_keys 须满足以下之一：不能小于 0；须为 null 类型')
+    const en = await send({ 'accept-language': 'en' })
+    expectError(en, 400, 1106)
+    assert.equal(en.json.message, 'Invalid parameter: limits.kv_keys must satisfy one of: must be at least 0; must be of type null')
+  })
 
   it('stored nothing from the refused writes', async () => {
     assert.equal((await s.get('/svc_api/data/get?key=k', { key })).status, 404)

@@ -2,6 +2,9 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { CODE_RANGES, ERRORS } from '../../src/errors/codes.js'
 import { pickLang, renderError } from '../../src/errors/render.js'
+import { fromFastifyError } from '../../src/http/errors.js'
+import { Ajv } from 'ajv'
+import type { FastifyError } from 'fastify'
 import { beijingTime, isoMicros, nextBeijingMidnight } from '../../src/util/time.js'
 
 describe('the error table', () => {
@@ -81,6 +84,64 @@ describe('the error table', () => {
     assert.equal(pickLang('en;q=0.4, zh-CN;q=0.8'), 'zh')
     assert.equal(pickLang('de'), 'zh')
   })
+})
+
+describe('schema failures the table words in both languages', () => {
+  // the validator's own errors for a body, as Fastify hands them to the error handler
+  const ajv = new Ajv({ allErrors: false, strict: false })
+  ajv.addFormat('date-time', /^\d{4}-\d{2}-\d{2}T/)
+  const refusal = (schema: object, body: unknown) => {
+    const validate = ajv.compile({ type: 'object', properties: { a: schema } })
+    assert.equal(validate({ a: body }), false)
+    const e = Object.assign(new Error('validation'), { code: 'FST_ERR_VALIDATION', validation: validate.errors, validationContext: 'body' })
+    const err = fromFastifyError(e as unknown as FastifyError, 1, 1)
+    assert.ok(err)
+    return [renderError(err.key, 'A', 'zh', err.options, '').message, renderError(err.key, 'A', 'en', err.options, '').message]
+  }
+  const cases: Array<[string, object, unknown, string, string]> = [
+    ['const', { const: 'yes' }, 'no', 'a 须为 yes', 'a must be yes'],
+    ['const (not a string)', { const: 3 }, 4, 'a 须为 3', 'a must be 3'],
+    ['format', { type: 'string', format: 'date-time' }, 'soon', 'a 须为有效的 date-time', 'a must be a valid date-time'],
+    ['multipleOf', { type: 'integer', multipleOf: 5 }, 7, 'a 须为 5 的倍数', 'a must be a multiple of 5'],
+    [
+      'uniqueItems',
+      { type: 'array', uniqueItems: true },
+      [1, 2, 1],
+      'a 不能有重复项：a[0] 与 a[2] 相同',
+      'a must not have duplicate items: a[0] and a[2] are the same',
+    ],
+    [
+      'anyOf',
+      { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'null' }] },
+      -1,
+      'a 须满足以下之一：不能小于 0；须为 null 类型',
+      'a must satisfy one of: must be at least 0; must be of type null',
+    ],
+    [
+      'oneOf, no branch',
+      {
+        oneOf: [
+          { type: 'string', minLength: 2 },
+          { type: 'array', maxItems: 1 },
+        ],
+      },
+      'x',
+      'a 须满足以下之一：至少 2 个字符；须为 array 类型',
+      'a must satisfy one of: must be at least 2 characters long; must be of type array',
+    ],
+    [
+      'oneOf, several branches',
+      { oneOf: [{ type: 'integer' }, { type: 'number' }] },
+      1,
+      'a 须恰好符合一种允许的形式，却符合了多种',
+      'a must match exactly one of its allowed forms, not several',
+    ],
+  ]
+  for (const [keyword, schema, body, zh, en] of cases) {
+    it(`${keyword}: names the field and the rule`, () => {
+      assert.deepEqual(refusal(schema, body), [`参数错误：${zh}`, `Invalid parameter: ${en}`])
+    })
+  }
 })
 
 describe('time formats', () => {
