@@ -591,6 +591,84 @@ for (const engine of ENGINES) {
         })
       }
 
+      // [label, archive, status, code, Chinese message (no Accept-Language), English message]
+      const spoken: Array<[string, () => Promise<Buffer>, number, number, string, string]> = [
+        [
+          'cut short',
+          async () => {
+            const w = await tarOf([m, { name: 'new.txt', data: next['new.txt'] }, { name: 'index.html', data: next['index.html'] }])
+            return w.subarray(0, w.length - 1100)
+          },
+          400,
+          1326,
+          '归档不完整或无法读取：数据意外结束',
+          'The archive is truncated or unreadable: unexpected end of data (Unexpected end of data)',
+        ],
+        [
+          'manifest not first',
+          () => tarOf([{ name: 'index.html', data: 'x' }, m]),
+          400,
+          1327,
+          '部署清单无效：归档的第一个条目须为文件 svc-deploy.json',
+          "Invalid deploy manifest: the archive's first entry must be the file svc-deploy.json",
+        ],
+        [
+          'bad digest',
+          () => tarOf([{ name: 'svc-deploy.json', data: JSON.stringify({ files: { 'index.html': 'abc' } }) }]),
+          400,
+          1327,
+          '部署清单无效："index.html"：值须为十六进制的 SHA-256 摘要',
+          'Invalid deploy manifest: "index.html": value must be a sha256 hex digest',
+        ],
+        [
+          'bad source',
+          () => tarOf([manifestOf(next, { source: 'web' })]),
+          400,
+          1327,
+          '部署清单无效：source 须为 "cli" 或 "api"',
+          'Invalid deploy manifest: source must be "cli" or "api"',
+        ],
+        [
+          'message too long',
+          () => tarOf([manifestOf(next, { message: 'm'.repeat(501) })]),
+          413,
+          1328,
+          '部署清单超出限制：message 超过 500 个字符',
+          'The deploy manifest is over the limits: message longer than 500 characters',
+        ],
+        [
+          'not in the manifest',
+          () => tarOf([m, { name: 'extra.txt', data: 'x' }]),
+          400,
+          1329,
+          '归档条目 "extra.txt"：不在清单中',
+          'Archive entry "extra.txt": not in the manifest',
+        ],
+      ]
+      for (const [label, body, status, code, zh, en] of spoken) {
+        it(`${label}: the message is wholly Chinese by default, English on request`, async () => {
+          const send = async (headers: Record<string, string>) =>
+            s.post('/api/folders/bad/deploys', { key: u.key, body: await body(), headers: { 'content-type': 'application/x-tar', ...headers } })
+          const r = await send({})
+          expectError(r, status, code)
+          assert.equal(r.json.message, zh)
+          if (label === 'cut short') assert.doesNotMatch(r.json.message, /[A-Za-z]{4,}/)
+          const e = await send({ 'accept-language': 'en' })
+          expectError(e, status, code)
+          assert.equal(e.json.message, en)
+        })
+      }
+
+      it('a rollback naming a deploy_id that is no string: 400 / 1106 in the language asked', async () => {
+        const send = (headers: Record<string, string>) => s.post('/api/folders/bad/rollback', { key: u.key, json: { deploy_id: 5 }, headers })
+        const r = await send({})
+        expectError(r, 400, 1106)
+        assert.equal(r.json.message, '参数错误：deploy_id 须为字符串')
+        const e = await send({ 'accept-language': 'en' })
+        expectError(e, 400, 1106)
+        assert.equal(e.json.message, 'Invalid parameter: deploy_id must be a string')
+      })
+
       // a stream cut in the middle of a file (plain and gzip), or no tar at all
       const whole = () => tarOf([m, { name: 'new.txt', data: next['new.txt'] }, { name: 'index.html', data: next['index.html'] }])
       const unreadable: Array<[string, () => Promise<Buffer>, boolean]> = [

@@ -94,7 +94,8 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
         // a manifest over the limit is 1328, as in an archive (not the generic 1109)
         config: {
           ...cfg,
-          bodyTooLarge: (limit: number) => new AppError('MANIFEST_TOO_LARGE', { params: { detail: `the manifest is larger than ${limit} bytes` } }),
+          bodyTooLarge: (limit: number) =>
+            new AppError('MANIFEST_TOO_LARGE', { params: { detail: { zh: `清单超过 ${limit} 字节`, en: `the manifest is larger than ${limit} bytes` } } }),
         },
         bodyLimit: MANIFEST_MAX_BYTES,
         schema: {
@@ -241,7 +242,8 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
       async (req) => {
         const body = req.body as { deploy_id?: unknown } | null | undefined
         const id = body?.deploy_id
-        if (id !== undefined && typeof id !== 'string') throw new AppError('INVALID_PARAMETER', { params: { detail: 'deploy_id must be a string' } })
+        if (id !== undefined && typeof id !== 'string')
+          throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: 'deploy_id 须为字符串', en: 'deploy_id must be a string' } } })
         const r = await svc.rollback(caller(req).user, ref(req), id)
         return { success: true, message: 'Rolled back', ...r }
       },

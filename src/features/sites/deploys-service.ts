@@ -6,7 +6,7 @@ import { createGunzip } from 'node:zlib'
 import tar from 'tar-stream'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
-import { mapText, type Param } from '../../errors/render.js'
+import { mapText, type Param, type Text } from '../../errors/render.js'
 import type { User } from '../../auth/users.js'
 import { newId } from '../../auth/tokens.js'
 import { isoMicros } from '../../util/time.js'
@@ -52,20 +52,26 @@ interface Uploaded {
 /** Checks a manifest object; throws MANIFEST_INVALID / MANIFEST_TOO_LARGE naming the entry. */
 export function parseManifest(body: unknown, defaults: { source?: DeploySource } = {}): Manifest {
   const invalid = (detail: Param) => new AppError('MANIFEST_INVALID', { params: { detail } })
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('expected a JSON object {"files": {...}}')
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw invalid({ zh: '须为 JSON 对象 {"files": {...}}', en: 'expected a JSON object {"files": {...}}' })
   const o = body as Record<string, unknown>
   const files = o.files
-  if (typeof files !== 'object' || files === null || Array.isArray(files)) throw invalid('files must be an object {"relative/path": "<sha256 hex>"}')
+  if (typeof files !== 'object' || files === null || Array.isArray(files))
+    throw invalid({ zh: 'files 须为对象 {"相对路径": "<sha256 十六进制>"}', en: 'files must be an object {"relative/path": "<sha256 hex>"}' })
   const entries = Object.entries(files as Record<string, unknown>)
   if (entries.length > DEPLOY_MAX_FILES)
-    throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `${entries.length} files, at most ${DEPLOY_MAX_FILES}` } })
-  if (entries.length === 0) throw invalid('files is empty')
+    throw new AppError('MANIFEST_TOO_LARGE', {
+      params: { detail: { zh: `${entries.length} 个文件，最多 ${DEPLOY_MAX_FILES} 个`, en: `${entries.length} files, at most ${DEPLOY_MAX_FILES}` } },
+    })
+  if (entries.length === 0) throw invalid({ zh: 'files 为空', en: 'files is empty' })
   const out = new Map<string, string>()
   for (const [key, digest] of entries) {
     const r = checkRelativePath(key)
     if (!r.ok) throw invalid(mapText(r.reason, (why) => `${JSON.stringify(key)}: ${why}`))
-    if (typeof digest !== 'string' || !/^[0-9a-fA-F]{64}$/.test(digest)) throw invalid(`${JSON.stringify(key)}: value must be a sha256 hex digest`)
-    if (out.has(r.path)) throw invalid(`${JSON.stringify(key)} appears twice (after NFC normalisation)`)
+    if (typeof digest !== 'string' || !/^[0-9a-fA-F]{64}$/.test(digest))
+      throw invalid({ zh: `${JSON.stringify(key)}：值须为十六进制的 SHA-256 摘要`, en: `${JSON.stringify(key)}: value must be a sha256 hex digest` })
+    if (out.has(r.path))
+      throw invalid({ zh: `${JSON.stringify(key)} 出现两次（NFC 规范化之后）`, en: `${JSON.stringify(key)} appears twice (after NFC normalisation)` })
     out.set(r.path, digest.toLowerCase())
   }
   const tree = new PathTree()
@@ -74,25 +80,33 @@ export function parseManifest(body: unknown, defaults: { source?: DeploySource }
     if (clash) throw invalid(clash)
   }
   const message = o.message ?? ''
-  if (typeof message !== 'string') throw invalid('message must be a string')
-  if (message.length > MESSAGE_MAX) throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `message longer than ${MESSAGE_MAX} characters` } })
+  if (typeof message !== 'string') throw invalid({ zh: 'message 须为字符串', en: 'message must be a string' })
+  if (message.length > MESSAGE_MAX)
+    throw new AppError('MANIFEST_TOO_LARGE', {
+      params: { detail: { zh: `message 超过 ${MESSAGE_MAX} 个字符`, en: `message longer than ${MESSAGE_MAX} characters` } },
+    })
   const preview = o.preview ?? false
-  if (typeof preview !== 'boolean') throw invalid('preview must be true or false')
+  if (typeof preview !== 'boolean') throw invalid({ zh: 'preview 须为 true 或 false', en: 'preview must be true or false' })
   const source = o.source ?? defaults.source ?? 'api'
-  if (typeof source !== 'string' || !SOURCES.has(source)) throw invalid('source must be "cli" or "api"')
+  if (typeof source !== 'string' || !SOURCES.has(source)) throw invalid({ zh: 'source 须为 "cli" 或 "api"', en: 'source must be "cli" or "api"' })
   // the manifest is the whole deploy: without a root index.html it can never go live or be
   // previewed, so the check and the archive refuse it before any file is sent or stored
   if (!out.has('index.html')) throw new AppError('PUBLISH_NO_INDEX')
   return { files: out, message, preview, source: source as DeploySource }
 }
 
-/** An error of the tar or gzip reader (or of the request stream): the archive is truncated or unreadable. */
+/**
+ * An error of the tar or gzip reader (or of the request stream): the archive is truncated or
+ * unreadable. The English names the reader's own words; the Chinese says what they mean.
+ */
 function archiveError(e: unknown): AppError {
   if (e instanceof AppError) return e
   const { code, message } = (e ?? {}) as { code?: string; message?: string }
-  let detail = message ?? 'unreadable'
-  if (code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || message === 'aborted') detail = 'the request ended before the archive was complete'
-  else if (code === 'Z_BUF_ERROR' || /unexpected end/i.test(detail)) detail = `unexpected end of data (${detail})`
+  const words = message ?? 'unreadable'
+  let detail: Text = { zh: '无法读取归档数据', en: words }
+  if (code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || message === 'aborted')
+    detail = { zh: '请求在归档完整之前就结束了', en: 'the request ended before the archive was complete' }
+  else if (code === 'Z_BUF_ERROR' || /unexpected end/i.test(words)) detail = { zh: '数据意外结束', en: `unexpected end of data (${words})` }
   return new AppError('ARCHIVE_TRUNCATED', { params: { detail } })
 }
 
@@ -133,7 +147,9 @@ function refuseType(type: string, path: string): AppError | null {
     case 'fifo':
       return new AppError('ARCHIVE_DEVICE', { params: { path, kind: type } })
     default:
-      return new AppError('ARCHIVE_UNEXPECTED', { params: { path, detail: `entries of type ${type} are not accepted` } })
+      return new AppError('ARCHIVE_UNEXPECTED', {
+        params: { path, detail: { zh: `不接受 ${type} 类型的条目`, en: `entries of type ${type} are not accepted` } },
+      })
   }
 }
 
@@ -182,7 +198,10 @@ export function createDeploysService(deps: Deps) {
     if (!redirects && !headers) return null
     const text = async (f: { digest: string; size: number } | undefined, name: string): Promise<string> => {
       if (!f) return ''
-      if (Number(f.size) > RULE_FILE_MAX) throw new AppError('SITE_RULES_INVALID', { params: { detail: `${name} is larger than ${RULE_FILE_MAX} bytes` } })
+      if (Number(f.size) > RULE_FILE_MAX)
+        throw new AppError('SITE_RULES_INVALID', {
+          params: { detail: { zh: `${name} 超过 ${RULE_FILE_MAX} 字节`, en: `${name} is larger than ${RULE_FILE_MAX} bytes` } },
+        })
       return (await blobs.read(f.digest)).toString('utf8')
     }
     try {
@@ -315,16 +334,24 @@ export function createDeploysService(deps: Deps) {
           if (manifest === null) {
             // named as the other entries may be: "./svc-deploy.json" too
             if (undotted(h.name) !== MANIFEST_ENTRY || h.type !== 'file')
-              throw new AppError('MANIFEST_INVALID', { params: { detail: `the archive's first entry must be the file ${MANIFEST_ENTRY}` } })
+              throw new AppError('MANIFEST_INVALID', {
+                params: { detail: { zh: `归档的第一个条目须为文件 ${MANIFEST_ENTRY}`, en: `the archive's first entry must be the file ${MANIFEST_ENTRY}` } },
+              })
             if ((h.size ?? 0) > MANIFEST_MAX_BYTES)
-              throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `${MANIFEST_ENTRY} is larger than ${MANIFEST_MAX_BYTES} bytes` } })
+              throw new AppError('MANIFEST_TOO_LARGE', {
+                params: {
+                  detail: { zh: `${MANIFEST_ENTRY} 超过 ${MANIFEST_MAX_BYTES} 字节`, en: `${MANIFEST_ENTRY} is larger than ${MANIFEST_MAX_BYTES} bytes` },
+                },
+              })
             const chunks: Buffer[] = []
             for await (const c of entry as AsyncIterable<Buffer>) chunks.push(c)
             let parsed: unknown
             try {
               parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'))
             } catch {
-              throw new AppError('MANIFEST_INVALID', { params: { detail: `${MANIFEST_ENTRY} is not valid JSON` } })
+              throw new AppError('MANIFEST_INVALID', {
+                params: { detail: { zh: `${MANIFEST_ENTRY} 不是有效的 JSON`, en: `${MANIFEST_ENTRY} is not valid JSON` } },
+              })
             }
             manifest = parseManifest(parsed)
             // every file of the deploy, carried or taken from what the user holds: blocked
@@ -343,14 +370,21 @@ export function createDeploysService(deps: Deps) {
           }
           const path = entryPath(h.name)
           const digest = manifest.files.get(path)
-          if (digest === undefined) throw new AppError('ARCHIVE_UNEXPECTED', { params: { path: JSON.stringify(path), detail: 'not in the manifest' } })
-          if (seen.has(path)) throw new AppError('ARCHIVE_UNEXPECTED', { params: { path: JSON.stringify(path), detail: 'appears twice in the archive' } })
+          if (digest === undefined)
+            throw new AppError('ARCHIVE_UNEXPECTED', { params: { path: JSON.stringify(path), detail: { zh: '不在清单中', en: 'not in the manifest' } } })
+          if (seen.has(path))
+            throw new AppError('ARCHIVE_UNEXPECTED', {
+              params: { path: JSON.stringify(path), detail: { zh: '在归档中出现了两次', en: 'appears twice in the archive' } },
+            })
           seen.add(path)
           const size = h.size ?? 0
           if (size > config.maxUploadBytes)
             throw new AppError('ARCHIVE_FILE_TOO_LARGE', { params: { path: JSON.stringify(path), limit: config.maxUploadBytes } })
           carried += size
-          if (carried > config.deployMaxBytes) throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `over ${config.deployMaxBytes} bytes in all` } })
+          if (carried > config.deployMaxBytes)
+            throw new AppError('MANIFEST_TOO_LARGE', {
+              params: { detail: { zh: `总计超过 ${config.deployMaxBytes} 字节`, en: `over ${config.deployMaxBytes} bytes in all` } },
+            })
           if (uploaded.has(digest)) {
             // the same bytes under a second path: checked, not stored twice
             const hash = crypto.createHash('sha256')
@@ -392,7 +426,10 @@ export function createDeploysService(deps: Deps) {
         extract.destroy()
         throw archiveError(streamError ?? e)
       }
-      if (manifest === null) throw new AppError('ARCHIVE_TRUNCATED', { params: { detail: `the archive is empty (its first entry must be ${MANIFEST_ENTRY})` } })
+      if (manifest === null)
+        throw new AppError('ARCHIVE_TRUNCATED', {
+          params: { detail: { zh: `归档为空（第一个条目须为 ${MANIFEST_ENTRY}）`, en: `the archive is empty (its first entry must be ${MANIFEST_ENTRY})` } },
+        })
       const m = manifest
       // the archive's blobs were put as they arrived, maybe longer ago than the sweeper's grace
       // (a large archive over a slow link): their times are refreshed before the rows commit,
@@ -438,7 +475,9 @@ export function createDeploysService(deps: Deps) {
           rows.push(row)
         }
         if (bytes > config.deployMaxBytes)
-          throw new AppError('MANIFEST_TOO_LARGE', { params: { detail: `${bytes} bytes in all, at most ${config.deployMaxBytes}` } })
+          throw new AppError('MANIFEST_TOO_LARGE', {
+            params: { detail: { zh: `总计 ${bytes} 字节，最多 ${config.deployMaxBytes} 字节`, en: `${bytes} bytes in all, at most ${config.deployMaxBytes}` } },
+          })
         const rules = await siteRules(new Map(rows.filter((r) => (RULE_FILES as readonly string[]).includes(r.path)).map((r) => [r.path, r])))
         const id = await store.newDeploy(trx, folder.id, { source: m.source, message: m.message, preview: m.preview, siteRules: rules, now })
         let liveId = (await trx.selectFrom('folders').select('live_deploy_id').where('id', '=', folder.id).executeTakeFirstOrThrow()).live_deploy_id
