@@ -288,6 +288,13 @@ function validationDetail(errors: SchemaError[] | undefined, context: string | u
   return describeError(errors[0], root) ?? oneOfDetail(errors)
 }
 
+/** What each limit of the multipart parser counts, in Chinese (the English is the parser's message). */
+const PART_LIMITS: Record<string, string> = {
+  FST_PARTS_LIMIT: '部分的总数超过上限',
+  FST_FILES_LIMIT: '文件数超过上限',
+  FST_FIELDS_LIMIT: '字段数超过上限',
+}
+
 /**
  * Maps Fastify's own errors (parsing, limits, validation) to rows of the table. `bodyLimit`:
  * the route's body limit, `fileLimit`: a multipart file's (the numbers a 413 names).
@@ -306,7 +313,7 @@ export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: 
     case 'FST_PARTS_LIMIT':
     case 'FST_FILES_LIMIT':
     case 'FST_FIELDS_LIMIT':
-      return new AppError('TOO_MANY_PARTS', { params: { detail: e.message } })
+      return new AppError('TOO_MANY_PARTS', { params: { detail: { zh: PART_LIMITS[e.code], en: e.message } } })
     case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
       return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'multipart/form-data' } })
     case 'FST_ERR_VALIDATION':

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import type { Multipart } from '@fastify/multipart'
 import { PassThrough, type Readable, type Transform } from 'node:stream'
 import { AppError } from '../errors/app-error.js'
+import type { Text } from '../errors/text.js'
 
 /**
  * The one way every multipart route reads its body. Invariants:
@@ -15,11 +16,24 @@ import { AppError } from '../errors/app-error.js'
 
 type PartsOptions = Parameters<FastifyRequest['parts']>[0]
 
-/** Messages of the parser's own errors (busboy and dicer), which all mean a malformed body. */
-const PARSER_ERRORS =
-  /^(Multipart: Boundary not found|Boundary required|Unexpected end of multipart data|\w+ terminated early due to unexpected end of multipart data|The needle cannot .*|Malformed .*)$/
+/**
+ * Messages of the parser's own errors (busboy and dicer), which all mean a malformed body,
+ * each with what it means in Chinese (the English is the parser's message).
+ */
+const PARSER_ERRORS: Array<[RegExp, string]> = [
+  [/^Multipart: Boundary not found$/, '找不到分隔边界'],
+  [/^Boundary required$/, '缺少分隔边界'],
+  [/^Unexpected end of multipart data$/, '数据意外结束'],
+  [/^\w+ terminated early due to unexpected end of multipart data$/, '数据意外结束，某个部分不完整'],
+  [/^The needle cannot .*$/, '分隔边界无效'],
+  [/^Malformed .*$/, '格式错误'],
+]
 
-const malformed = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail: `malformed multipart body: ${detail}` } })
+const malformed = (detail: Text) =>
+  new AppError('INVALID_PARAMETER', { params: { detail: { zh: `多部分表单请求体无效：${detail.zh}`, en: `malformed multipart body: ${detail.en}` } } })
+
+/** The request stream ended (the client went) before the body's end. */
+const CUT_SHORT: Text = { zh: '请求在请求体完整之前就结束了', en: 'the request ended before the body was complete' }
 
 /** The client error behind an error of the multipart parser or the request stream; null for any other error. */
 export function multipartClientError(e: unknown): AppError | null {
@@ -30,21 +44,31 @@ export function multipartClientError(e: unknown): AppError | null {
     case 'ERR_STREAM_PREMATURE_CLOSE':
     case 'ECONNRESET':
     case 'ECONNABORTED':
-      return malformed('the request ended before the body was complete')
+      return malformed(CUT_SHORT)
     case 'FST_PROTO_VIOLATION':
       // the parser refuses names of Object.prototype's members (`__proto__`, `constructor`, ...)
       return new AppError('INVALID_PARAMETER', {
-        params: { detail: 'a part is named like a built-in object property (__proto__, constructor, toString, ...), which is not allowed' },
+        params: {
+          detail: {
+            zh: '某个部分的名称与内置对象属性相同（__proto__、constructor、toString 等），不允许使用',
+            en: 'a part is named like a built-in object property (__proto__, constructor, toString, ...), which is not allowed',
+          },
+        },
       })
     case 'FST_INVALID_JSON_FIELD_ERROR':
-      return malformed('a part declared as JSON is not valid JSON')
+      return malformed({ zh: '声明为 JSON 的部分不是有效的 JSON', en: 'a part declared as JSON is not valid JSON' })
     default:
       break // other codes, and the parser's errors without one: below
   }
-  if (code === undefined && typeof message === 'string' && PARSER_ERRORS.test(message)) {
-    return malformed(message.replace(/^Multipart: /, '').toLowerCase())
-  }
-  if (message === 'aborted') return malformed('the request ended before the body was complete')
+  const zh = code === undefined && typeof message === 'string' ? PARSER_ERRORS.find(([re]) => re.test(message))?.[1] : undefined
+  if (zh !== undefined)
+    return malformed({
+      zh,
+      en: String(message)
+        .replace(/^Multipart: /, '')
+        .toLowerCase(),
+    })
+  if (message === 'aborted') return malformed(CUT_SHORT)
   return null
 }
 
@@ -91,7 +115,7 @@ export function guardUpload(source: Readable, through?: Transform): Readable {
     /* read by the consumer; this listener only keeps it from being uncaught */
   })
   const fail = (e: unknown) => {
-    if (!out.destroyed) out.destroy((multipartClientError(e) ?? e ?? malformed('the request ended before the body was complete')) as Error)
+    if (!out.destroyed) out.destroy((multipartClientError(e) ?? e ?? malformed(CUT_SHORT)) as Error)
   }
   if (source.errored || (source.destroyed && !source.readableEnded)) {
     fail(source.errored)

@@ -111,6 +111,41 @@ for (const engine of ENGINES) {
       })
     }
 
+    // [label, body, status, code, Chinese message (no Accept-Language), English message]
+    const spoken: Array<[string, string, number, number, string, string]> = [
+      [
+        'a body without its closing boundary',
+        '--X\r\nContent-Disposition: form-data; name="a"\r\n\r\nvalue\r\n',
+        400,
+        1106,
+        '参数错误：多部分表单请求体无效：数据意外结束',
+        'Invalid parameter: malformed multipart body: unexpected end of multipart data',
+      ],
+      [
+        'more fields than the parser takes',
+        Array.from({ length: 101 }, (_, i) => `--X\r\nContent-Disposition: form-data; name="f${i}"\r\n\r\nv\r\n`).join('') + '--X--\r\n',
+        413,
+        1111,
+        '单次请求的文件或字段过多：字段数超过上限',
+        'Too many files or fields in one request: reach fields limit',
+      ],
+    ]
+    for (const [label, body, status, code, zh, en] of spoken) {
+      it(`${label}: the refusal is wholly Chinese by default, English on request`, async () => {
+        const r = routes.find((x) => x.name === 'folder batch upload')!
+        const send = (lang: Record<string, string>) =>
+          s.post(r.path, { body, headers: { ...r.headers, 'content-type': 'multipart/form-data; boundary=X', ...lang } })
+        const zhRes = await send({})
+        expectError(zhRes, status, code)
+        assert.equal(zhRes.json.message, zh)
+        assert.doesNotMatch(zhRes.json.message, /[A-Za-z]{4,}/)
+        const enRes = await send({ 'accept-language': 'en' })
+        expectError(enRes, status, code)
+        assert.equal(enRes.json.message, en)
+        noCrashNoErrorLog()
+      })
+    }
+
     it('no accepted connection or blob file stays open, and a good upload still works', async () => {
       const fds = await eventually(
         () => requestFds(port, s.dataDir),
