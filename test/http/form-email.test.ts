@@ -91,6 +91,23 @@ describe(`form e-mail notifications [${engine}]`, () => {
     assert.equal(smtp.mails.length, before + 1, 'one mail in all')
   })
 
+  it('a verification mail the server refuses: 502 / 1429, wholly Chinese by default, English on request', async () => {
+    const u = await s.user()
+    const send = async (address: string, headers: Record<string, string>) => {
+      smtp.state.failNext = 1
+      const r = await s.post('/svc_api/notify/addresses', { key: u.key, json: { address }, headers })
+      assert.equal(smtp.state.failNext, 0, 'the refusal went to this mail')
+      return r
+    }
+    const zh = await send('refused-zh@example.com', {})
+    expectError(zh, 502, 1429)
+    assert.equal(zh.json.message, '邮件发送失败：邮件服务器拒绝了邮件（响应码 451）')
+    assert.doesNotMatch(zh.json.message, /[A-Za-z]{4,}/)
+    const en = await send('refused-en@example.com', { 'accept-language': 'en' })
+    expectError(en, 502, 1429)
+    assert.equal(en.json.message, 'Sending the mail failed: Message failed: 451 try again later')
+  })
+
   describe('refuses a bad address', () => {
     let u: Awaited<ReturnType<TestServer['user']>>
     before(async () => {
@@ -241,6 +258,7 @@ for (const engine of ENGINES) {
           signal: AbortSignal.timeout(40_000),
         })
         expectError(r, 502, 1429)
+        assert.equal(r.json.message, '邮件发送失败：邮件服务器未在 2 秒内接收邮件')
       } finally {
         await rx.close()
       }

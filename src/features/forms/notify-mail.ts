@@ -3,6 +3,7 @@ import { lazy } from '../../util/lazy.js'
 import type { SubmissionEvent } from './notify-store.js'
 import { truncate } from '../../util/unicode.js'
 import { isEmailAddress, REPLY_TO } from './fields.js'
+import type { Text } from '../../errors/text.js'
 
 export interface MailMessage {
   to: string
@@ -17,6 +18,16 @@ export interface MailMessage {
 export interface Mailer {
   send(m: MailMessage): Promise<void>
   close(): void
+}
+
+/** A mail the SMTP server did not take within SMTP_TIMEOUT. */
+export class MailTimeout extends Error {
+  constructor(
+    readonly seconds: number,
+    cause: unknown,
+  ) {
+    super(`the SMTP server did not take the mail within ${seconds} s`, { cause })
+  }
 }
 
 /**
@@ -42,12 +53,29 @@ export function createMailer(smtpUrl: string | null, from: string, timeoutMs: nu
       try {
         await (await transport()).sendMail({ from, to: m.to, replyTo: m.replyTo, subject: m.subject, text: m.text, html: m.html, signal })
       } catch (e) {
-        if (signal.aborted) throw new Error(`the SMTP server did not take the mail within ${timeoutMs / 1000} s`, { cause: e })
+        if (signal.aborted) throw new MailTimeout(timeoutMs / 1000, e)
         throw e
       }
     },
     close: () => made?.close(),
   }
+}
+
+/** Codes of nodemailer's errors before the server answered: it could not be reached or spoken to. */
+const UNREACHED = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ECONNREFUSED', 'ECONNRESET', 'ETLS', 'EAUTH', 'EENVELOPE'])
+
+/**
+ * Why a mail was not sent, in both languages (the detail of 1429): the English is the
+ * mailer's message as it was; the Chinese says what happened, with the server's reply code
+ * or the error's code, since the server's own words are English.
+ */
+export function mailFailure(e: unknown): Text {
+  const { message, code, responseCode } = (e ?? {}) as { message?: unknown; code?: unknown; responseCode?: unknown }
+  const en = String(message ?? e).slice(0, 200)
+  if (e instanceof MailTimeout) return { zh: `邮件服务器未在 ${e.seconds} 秒内接收邮件`, en }
+  if (typeof responseCode === 'number') return { zh: `邮件服务器拒绝了邮件（响应码 ${responseCode}）`, en }
+  if (typeof code === 'string' && UNREACHED.has(code)) return { zh: `无法与邮件服务器通信（${code}）`, en }
+  return { zh: '邮件服务器出错', en }
 }
 
 const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))

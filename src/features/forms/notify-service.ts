@@ -8,7 +8,7 @@ import { formStore, type FormRow } from './store.js'
 import { bad } from './fields.js'
 import { notifyStore, type DeliveryRow, type SubmissionEvent } from './notify-store.js'
 import { checkTarget, parseWebhookUrl } from './ssrf.js'
-import type { Mailer } from './notify-mail.js'
+import { mailFailure, type Mailer } from './notify-mail.js'
 import type { WindowRule } from '../../limits/tiers.js'
 
 export const MAX_ADDRESSES = 5
@@ -196,7 +196,7 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' |
           text: `${user.username} asked to receive form notifications at this address.\n\nConfirm: ${link}\n\nIf this was not you, ignore this mail.`,
         })
       } catch (e) {
-        throw new AppError('EMAIL_SEND_FAILED', { params: { detail: (e as Error).message.slice(0, 200) } })
+        throw new AppError('EMAIL_SEND_FAILED', { params: { detail: mailFailure(e) } })
       }
       return { id, address, verified: false }
     },
