@@ -644,6 +644,20 @@ for (const engine of ENGINES) {
           '归档条目 "extra.txt"：不在清单中',
           'Archive entry "extra.txt": not in the manifest',
         ],
+        [
+          'bad rule file',
+          () =>
+            tarOf([
+              manifestOf({ ...next, _redirects: '/a /b 418\n' }),
+              { name: '_redirects', data: '/a /b 418\n' },
+              { name: 'index.html', data: next['index.html'] },
+              { name: 'new.txt', data: next['new.txt'] },
+            ]),
+          400,
+          1314,
+          '站点规则无效：_redirects 第 1 行：状态码 "418" 须为 200、301、302、303、307、308、404、410 之一（后面可加 !）',
+          'Invalid site rules: _redirects, line 1: status "418" must be one of 200, 301, 302, 303, 307, 308, 404, 410 (optionally followed by !)',
+        ],
       ]
       for (const [label, body, status, code, zh, en] of spoken) {
         it(`${label}: the message is wholly Chinese by default, English on request`, async () => {

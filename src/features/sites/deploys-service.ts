@@ -207,7 +207,7 @@ export function createDeploysService(deps: Deps) {
     try {
       return JSON.stringify({ redirects: parseRedirects(await text(redirects, '_redirects')), headers: parseHeaders(await text(headers, '_headers')) })
     } catch (e) {
-      if (e instanceof RuleSyntaxError) throw new AppError('SITE_RULES_INVALID', { params: { detail: e.message } })
+      if (e instanceof RuleSyntaxError) throw new AppError('SITE_RULES_INVALID', { params: { detail: e.text } })
       throw e
     }
   }

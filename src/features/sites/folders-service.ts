@@ -95,7 +95,10 @@ export function createFoldersService(deps: Deps) {
     const text = async (f: FolderFileRow | undefined, name: string): Promise<string> => {
       const given = incoming?.get(name)
       const size = given?.length ?? (f ? Number(f.size) : 0)
-      if (size > RULE_FILE_MAX) throw new AppError('SITE_RULES_INVALID', { params: { detail: `${name} is larger than ${RULE_FILE_MAX} bytes` } })
+      if (size > RULE_FILE_MAX)
+        throw new AppError('SITE_RULES_INVALID', {
+          params: { detail: { zh: `${name} 超过 ${RULE_FILE_MAX} 字节`, en: `${name} is larger than ${RULE_FILE_MAX} bytes` } },
+        })
       if (given) return given.toString('utf8')
       return f ? (await blobs.read(f.digest)).toString('utf8') : ''
     }
@@ -105,7 +108,7 @@ export function createFoldersService(deps: Deps) {
         headers: parseHeaders(await text(headers, '_headers')),
       })
     } catch (e) {
-      if (e instanceof RuleSyntaxError) throw new AppError('SITE_RULES_INVALID', { params: { detail: e.message } })
+      if (e instanceof RuleSyntaxError) throw new AppError('SITE_RULES_INVALID', { params: { detail: e.text } })
       throw e
     }
   }

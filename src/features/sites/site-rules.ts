@@ -6,6 +6,7 @@
  * allocation-light: patterns compile once to regular expressions.
  */
 import { decodeSegment } from './paths.js'
+import type { Text } from '../../errors/text.js'
 
 /** Statuses a `_redirects` line may give: 200 rewrites, redirects, and 404/410 answers. */
 export const RULE_STATUSES = [200, 301, 302, 303, 307, 308, 404, 410] as const
@@ -40,14 +41,19 @@ export interface HeaderRule {
   line: number
 }
 
-/** A rule file that cannot be taken; the message names the file and the line. */
+/** A rule file that cannot be taken; the message (English) names the file and the line. */
 export class RuleSyntaxError extends Error {
   constructor(
     readonly file: string,
     readonly line: number,
-    readonly reason: string,
+    readonly reason: Text,
   ) {
-    super(`${file}, line ${line}: ${reason}`)
+    super(`${file}, line ${line}: ${reason.en}`)
+  }
+
+  /** The file, the line and why, in both languages (the detail of 1314). */
+  get text(): Text {
+    return { zh: `${this.file} 第 ${this.line} 行：${this.reason.zh}`, en: this.message }
   }
 }
 
@@ -95,10 +101,13 @@ const FORBIDDEN_HEADERS = new Set([
  * `Basic-Auth` line asks its host for a password prompt; sent as a header it would hand the
  * password to every visitor of an open page.
  */
-const REFUSAL: ReadonlyMap<string, string> = new Map([
+const REFUSAL: ReadonlyMap<string, Text> = new Map([
   [
     'basic-auth',
-    "Basic-Auth (Netlify's password protection) is not a header here: it would show the password to every visitor; protect the project with a visitor password (svc access set) instead",
+    {
+      zh: 'Basic-Auth（Netlify 的密码保护）在这里不是头部：它会把密码展示给每位访客；请改用访客密码保护项目（svc access set）',
+      en: "Basic-Auth (Netlify's password protection) is not a header here: it would show the password to every visitor; protect the project with a visitor password (svc access set) instead",
+    },
   ],
 ])
 /**
@@ -147,7 +156,7 @@ function lines(text: string, file: string): Array<{ n: number; raw: string }> {
     .replace(/^\uFEFF/, '')
     .split(/\r?\n/)
     .forEach((raw, i) => {
-      if (raw.length > MAX_LINE) throw new RuleSyntaxError(file, i + 1, `line longer than ${MAX_LINE} characters`)
+      if (raw.length > MAX_LINE) throw new RuleSyntaxError(file, i + 1, { zh: `行超过 ${MAX_LINE} 个字符`, en: `line longer than ${MAX_LINE} characters` })
       const t = raw.trim()
       if (t === '' || t.startsWith('#')) return
       out.push({ n: i + 1, raw })
@@ -160,15 +169,24 @@ function lines(text: string, file: string): Array<{ n: number; raw: string }> {
  * `_redirects`, anywhere in `_headers` (`/*.js` or `/blog/*.html`, as Netlify's deploys and
  * Cloudflare Pages take them). One, so a match costs time linear in the path's length.
  */
-function checkPattern(p: string, file: string, n: number, what: string, innerStar = false): void {
-  if (/^https?:\/\//i.test(p)) throw new RuleSyntaxError(file, n, `${what} "${p}": rules match paths of this site only; start it with /`)
-  if (!p.startsWith('/')) throw new RuleSyntaxError(file, n, `${what} "${p}" must start with /`)
+function checkPattern(p: string, file: string, n: number, what: 'from' | 'pattern', innerStar = false): void {
+  const w = what === 'pattern' ? '路径模式' : what
+  if (/^https?:\/\//i.test(p))
+    throw new RuleSyntaxError(file, n, {
+      zh: `${w} "${p}"：规则只匹配本站的路径，须以 / 开头`,
+      en: `${what} "${p}": rules match paths of this site only; start it with /`,
+    })
+  if (!p.startsWith('/')) throw new RuleSyntaxError(file, n, { zh: `${w} "${p}" 须以 / 开头`, en: `${what} "${p}" must start with /` })
   const star = p.indexOf('*')
-  if (star >= 0 && p.indexOf('*', star + 1) >= 0) throw new RuleSyntaxError(file, n, `${what} "${p}": one * per pattern`)
-  if (star >= 0 && star !== p.length - 1 && !innerStar) throw new RuleSyntaxError(file, n, `${what} "${p}": * may only end the pattern`)
-  if (/[?#]/.test(p)) throw new RuleSyntaxError(file, n, `${what} "${p}": query strings and fragments are not matched`)
+  if (star >= 0 && p.indexOf('*', star + 1) >= 0)
+    throw new RuleSyntaxError(file, n, { zh: `${w} "${p}"：每个模式最多一个 *`, en: `${what} "${p}": one * per pattern` })
+  if (star >= 0 && star !== p.length - 1 && !innerStar)
+    throw new RuleSyntaxError(file, n, { zh: `${w} "${p}"：* 只能位于模式末尾`, en: `${what} "${p}": * may only end the pattern` })
+  if (/[?#]/.test(p))
+    throw new RuleSyntaxError(file, n, { zh: `${w} "${p}"：不匹配查询字符串和片段`, en: `${what} "${p}": query strings and fragments are not matched` })
   for (const seg of p.split('/')) {
-    if (seg.startsWith(':') && !/^:[A-Za-z_][A-Za-z0-9_]*$/.test(seg)) throw new RuleSyntaxError(file, n, `${what} "${p}": bad placeholder "${seg}"`)
+    if (seg.startsWith(':') && !/^:[A-Za-z_][A-Za-z0-9_]*$/.test(seg))
+      throw new RuleSyntaxError(file, n, { zh: `${w} "${p}"：占位符 "${seg}" 无效`, en: `${what} "${p}": bad placeholder "${seg}"` })
   }
 }
 
@@ -181,8 +199,10 @@ const PLACEHOLDER_WORD = /^:[A-Za-z_][A-Za-z0-9_]*$/
 const isTarget = (word: string): boolean => word.startsWith('/') || /^https?:\/\//i.test(word)
 
 /** Why a `Name=value` word (a Netlify condition) after the target cannot be taken: conditions are not supported. */
-const conditionProblem = (word: string): string =>
-  `"${word}" is a condition (Country, Language, Role, Cookie); conditions are not supported (expected "from [name=value ...] to [status]")`
+const conditionProblem = (word: string): Text => ({
+  zh: `"${word}" 是条件（Country、Language、Role、Cookie），不支持条件（应为 "from [name=value ...] to [status]"）`,
+  en: `"${word}" is a condition (Country, Language, Role, Cookie); conditions are not supported (expected "from [name=value ...] to [status]")`,
+})
 
 /**
  * Reads a query match word, `name=:placeholder` or `name=value`: the name and a literal value
@@ -191,19 +211,37 @@ const conditionProblem = (word: string): string =>
 function queryMatch(word: string, file: string, n: number): QueryMatch {
   const eq = word.indexOf('=')
   if (eq < 0) {
-    throw new RuleSyntaxError(file, n, `"${word}" is neither a target (starting with / or http(s)://) nor a query match (name=value or name=:placeholder)`)
+    throw new RuleSyntaxError(file, n, {
+      zh: `"${word}" 既不是目标（以 / 或 http(s):// 开头），也不是查询匹配（name=value 或 name=:placeholder）`,
+      en: `"${word}" is neither a target (starting with / or http(s)://) nor a query match (name=value or name=:placeholder)`,
+    })
   }
-  if (/[&?]/.test(word)) throw new RuleSyntaxError(file, n, `query match "${word}": one name=value per word, without & or ?`)
+  if (/[&?]/.test(word))
+    throw new RuleSyntaxError(file, n, {
+      zh: `查询匹配 "${word}"：每个词只能有一个 name=value，不能含 & 或 ?`,
+      en: `query match "${word}": one name=value per word, without & or ?`,
+    })
   const raw = word.slice(eq + 1)
   const [[name, value] = ['', '']] = new URLSearchParams(word)
-  if (name === '') throw new RuleSyntaxError(file, n, `query match "${word}" has no parameter name`)
-  if (raw === '') throw new RuleSyntaxError(file, n, `query match "${word}": give the value to match or a :placeholder`)
+  if (name === '') throw new RuleSyntaxError(file, n, { zh: `查询匹配 "${word}" 缺少参数名`, en: `query match "${word}" has no parameter name` })
+  if (raw === '')
+    throw new RuleSyntaxError(file, n, {
+      zh: `查询匹配 "${word}"：须给出要匹配的值或 :placeholder`,
+      en: `query match "${word}": give the value to match or a :placeholder`,
+    })
   if (raw.startsWith(':')) {
-    if (!PLACEHOLDER_WORD.test(raw)) throw new RuleSyntaxError(file, n, `query match "${word}": bad placeholder "${raw}"`)
+    if (!PLACEHOLDER_WORD.test(raw))
+      throw new RuleSyntaxError(file, n, { zh: `查询匹配 "${word}"：占位符 "${raw}" 无效`, en: `query match "${word}": bad placeholder "${raw}"` })
     return { name, bind: raw.slice(1) }
   }
   return { name, equals: value }
 }
+
+/** A target that is neither a path of the site nor another site's URL. */
+const badTarget = (to: string): Text => ({ zh: `目标 "${to}" 须以 / 开头或为 http(s) URL`, en: `target "${to}" must start with / or be an http(s) URL` })
+const tooManyRules: Text = { zh: `规则超过 ${MAX_RULES} 条`, en: `more than ${MAX_RULES} rules` }
+/** A `_headers` path pattern with no header line under it. */
+const noHeaders = (pattern: string): Text => ({ zh: `"${pattern}" 下没有任何头部`, en: `"${pattern}" has no headers under it` })
 
 /**
  * Parses `_redirects`: lines `from [name=value ...] to [status][!]`; the first matching line
@@ -216,64 +254,78 @@ export function parseRedirects(text: string, file = '_redirects'): RedirectRule[
     // fragment, `/about#top`, has none before it)
     const parts = raw.replace(TRAILING_COMMENT, '').trim().split(/\s+/)
     if (KEY_VALUE.test(parts[0])) {
-      const what = CONDITIONS.has(parts[0].slice(0, parts[0].indexOf('=')).toLowerCase())
-        ? 'is a condition (Country, Language, Role, Cookie); conditions are not supported'
-        : 'matches a query parameter'
-      throw new RuleSyntaxError(file, n, `"${parts[0]}" ${what}, and the line has no "from to" before it (expected "from to [status]")`)
+      const what: Text = CONDITIONS.has(parts[0].slice(0, parts[0].indexOf('=')).toLowerCase())
+        ? { zh: '是条件（Country、Language、Role、Cookie），不支持条件', en: 'is a condition (Country, Language, Role, Cookie); conditions are not supported' }
+        : { zh: '匹配一个查询参数', en: 'matches a query parameter' }
+      throw new RuleSyntaxError(file, n, {
+        zh: `"${parts[0]}" ${what.zh}，且它前面没有 "from to"（应为 "from to [status]"）`,
+        en: `"${parts[0]}" ${what.en}, and the line has no "from to" before it (expected "from to [status]")`,
+      })
     }
-    if (parts.length < 2) throw new RuleSyntaxError(file, n, 'expected "from to [status]"')
+    if (parts.length < 2) throw new RuleSyntaxError(file, n, { zh: '应为 "from to [status]"', en: 'expected "from to [status]"' })
     const at = parts.findIndex((p, i) => i > 0 && isTarget(p))
     if (at < 0) {
-      if (parts.length === 2 && !parts[1].includes('=')) throw new RuleSyntaxError(file, n, `target "${parts[1]}" must start with / or be an http(s) URL`)
-      throw new RuleSyntaxError(
-        file,
-        n,
-        `no target after "${parts.slice(1).join(' ')}" (expected "from [name=value ...] to [status]", a target starting with / or http(s)://)`,
-      )
+      if (parts.length === 2 && !parts[1].includes('=')) throw new RuleSyntaxError(file, n, badTarget(parts[1]))
+      throw new RuleSyntaxError(file, n, {
+        zh: `"${parts.slice(1).join(' ')}" 之后没有目标（应为 "from [name=value ...] to [status]"，目标以 / 或 http(s):// 开头）`,
+        en: `no target after "${parts.slice(1).join(' ')}" (expected "from [name=value ...] to [status]", a target starting with / or http(s)://)`,
+      })
     }
     const query = parts.slice(1, at).map((w) => queryMatch(w, file, n))
     const [from, to, statusRaw = '301', ...more] = [parts[0], ...parts.slice(at)]
     const condition = [statusRaw, ...more].find((p) => KEY_VALUE.test(p))
     if (condition !== undefined) throw new RuleSyntaxError(file, n, conditionProblem(condition))
-    if (more.length > 0) throw new RuleSyntaxError(file, n, `unexpected "${more.join(' ')}" (expected "from [name=value ...] to [status]")`)
+    if (more.length > 0)
+      throw new RuleSyntaxError(file, n, {
+        zh: `多余的 "${more.join(' ')}"（应为 "from [name=value ...] to [status]"）`,
+        en: `unexpected "${more.join(' ')}" (expected "from [name=value ...] to [status]")`,
+      })
     checkPattern(from, file, n, 'from')
     const m = /^(\d{3})(!?)$/.exec(statusRaw)
     const status = m ? Number(m[1]) : NaN
     if (!m || !(RULE_STATUSES as readonly number[]).includes(status)) {
-      throw new RuleSyntaxError(file, n, `status "${statusRaw}" must be one of ${RULE_STATUSES.join(', ')} (optionally followed by !)`)
+      throw new RuleSyntaxError(file, n, {
+        zh: `状态码 "${statusRaw}" 须为 ${RULE_STATUSES.join('、')} 之一（后面可加 !）`,
+        en: `status "${statusRaw}" must be one of ${RULE_STATUSES.join(', ')} (optionally followed by !)`,
+      })
     }
     const external = /^https?:\/\/[^/\s]+/i.test(to)
-    if (!external && !to.startsWith('/')) throw new RuleSyntaxError(file, n, `target "${to}" must start with / or be an http(s) URL`)
+    if (!external && !to.startsWith('/')) throw new RuleSyntaxError(file, n, badTarget(to))
     if (external && status !== 301 && status !== 302 && status !== 303 && status !== 307 && status !== 308) {
-      throw new RuleSyntaxError(file, n, `target "${to}": another site can only be a redirect (301, 302, 303, 307, 308), not ${status}`)
+      throw new RuleSyntaxError(file, n, {
+        zh: `目标 "${to}"：指向其他站点时只能是重定向（301、302、303、307、308），不能是 ${status}`,
+        en: `target "${to}": another site can only be a redirect (301, 302, 303, 307, 308), not ${status}`,
+      })
     }
     const names = new Set<string>()
     const capture = (name: string) => {
-      if (names.has(name)) throw new RuleSyntaxError(file, n, `:${name} is captured twice`)
+      if (names.has(name)) throw new RuleSyntaxError(file, n, { zh: `:${name} 被捕获了两次`, en: `:${name} is captured twice` })
       names.add(name)
     }
     for (const seg of from.split('/')) if (seg.startsWith(':')) capture(seg.slice(1))
     if (from.endsWith('*')) capture('splat')
     const asked = new Set<string>()
     for (const q of query) {
-      if (asked.has(q.name)) throw new RuleSyntaxError(file, n, `query parameter "${q.name}" is matched twice`)
+      if (asked.has(q.name)) throw new RuleSyntaxError(file, n, { zh: `查询参数 "${q.name}" 被匹配了两次`, en: `query parameter "${q.name}" is matched twice` })
       asked.add(q.name)
       if ('bind' in q) capture(q.bind)
     }
     for (const used of to.match(/:[A-Za-z_][A-Za-z0-9_]*/g) ?? []) {
       if (names.has(used.slice(1))) continue
-      const by = query.length > 0 ? `neither "${from}" nor its query matches capture` : `"${from}" does not capture`
-      throw new RuleSyntaxError(file, n, `target uses ${used}, which ${by}`)
+      const by: Text =
+        query.length > 0
+          ? { zh: `"${from}" 及其查询匹配都没有捕获它`, en: `neither "${from}" nor its query matches capture` }
+          : { zh: `"${from}" 没有捕获它`, en: `"${from}" does not capture` }
+      throw new RuleSyntaxError(file, n, { zh: `目标使用了 ${used}，但 ${by.zh}`, en: `target uses ${used}, which ${by.en}` })
     }
     const inHost = hostPlaceholder(ownHost(to), (name) => names.has(name))
     if (inHost !== null) {
-      throw new RuleSyntaxError(
-        file,
-        n,
-        `${inHost} is in the host of "${to}": a visitor's value cannot choose the site a redirect sends them to; put placeholders in the path (https://example.com/:splat), or write a line for each host`,
-      )
+      throw new RuleSyntaxError(file, n, {
+        zh: `${inHost} 位于 "${to}" 的主机部分：访客提供的值不能决定重定向去往哪个站点；请把占位符放在路径中（https://example.com/:splat），或为每个主机各写一行`,
+        en: `${inHost} is in the host of "${to}": a visitor's value cannot choose the site a redirect sends them to; put placeholders in the path (https://example.com/:splat), or write a line for each host`,
+      })
     }
-    if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, `more than ${MAX_RULES} rules`)
+    if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, tooManyRules)
     rules.push({ from, ...(query.length > 0 ? { query } : {}), to, status: status as RuleStatus, force: m[2] === '!', line: n })
   }
   return rules
@@ -287,41 +339,50 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
   for (const { n, raw } of lines(text, file)) {
     if (!/^\s/.test(raw)) {
       const pattern = raw.trim()
-      if (/\s/.test(pattern)) throw new RuleSyntaxError(file, n, `"${pattern}": a path pattern has no spaces; indent header lines`)
+      if (/\s/.test(pattern))
+        throw new RuleSyntaxError(file, n, {
+          zh: `"${pattern}"：路径模式不能含空格；头部行须缩进`,
+          en: `"${pattern}": a path pattern has no spaces; indent header lines`,
+        })
       checkPattern(pattern, file, n, 'pattern', true)
-      if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, `"${current.pattern}" has no headers under it`)
-      if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, `more than ${MAX_RULES} rules`)
+      if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, noHeaders(current.pattern))
+      if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, tooManyRules)
       current = { pattern, headers: [], line: n }
       captured = compile(pattern).names
       rules.push(current)
       continue
     }
-    if (!current) throw new RuleSyntaxError(file, n, 'a header line comes before any path pattern')
+    if (!current) throw new RuleSyntaxError(file, n, { zh: '头部行出现在任何路径模式之前', en: 'a header line comes before any path pattern' })
     const t = raw.trim()
     const colon = t.indexOf(':')
-    if (colon <= 0) throw new RuleSyntaxError(file, n, `expected "Name: value", got "${t}"`)
+    if (colon <= 0) throw new RuleSyntaxError(file, n, { zh: `应为 "Name: value"，实际为 "${t}"`, en: `expected "Name: value", got "${t}"` })
     const name = t.slice(0, colon).trim()
     const value = t.slice(colon + 1).trim()
-    if (!TOKEN_RE.test(name)) throw new RuleSyntaxError(file, n, `"${name}" is not a valid header name`)
+    if (!TOKEN_RE.test(name)) throw new RuleSyntaxError(file, n, { zh: `"${name}" 不是有效的头部名称`, en: `"${name}" is not a valid header name` })
     const lower = name.toLowerCase()
     if (FORBIDDEN_HEADERS.has(lower) && SERVICE_SENDS.get(lower)?.test(value) !== true) {
-      throw new RuleSyntaxError(file, n, REFUSAL.get(lower) ?? `${name} is set by the service and cannot be changed`)
-    }
-    if (!VALUE_RE.test(value)) {
-      const what = /[\u0000-\u001f\u007f]/.test(value) ? 'control characters' : 'characters outside ASCII (percent-encode them)'
-      throw new RuleSyntaxError(file, n, `the value of ${name} contains ${what}`)
-    }
-    const inHost = hostPlaceholder(value, (p) => captured.includes(p))
-    if (inHost !== null) {
       throw new RuleSyntaxError(
         file,
         n,
-        `the value of ${name} puts ${inHost} in the host of a URL: a visitor's value cannot choose the site a page sends them to; put placeholders in the path`,
+        REFUSAL.get(lower) ?? { zh: `${name} 由服务设置，不能更改`, en: `${name} is set by the service and cannot be changed` },
       )
+    }
+    if (!VALUE_RE.test(value)) {
+      const what: Text = /[\u0000-\u001f\u007f]/.test(value)
+        ? { zh: '控制字符', en: 'control characters' }
+        : { zh: 'ASCII 以外的字符（请先百分号编码）', en: 'characters outside ASCII (percent-encode them)' }
+      throw new RuleSyntaxError(file, n, { zh: `${name} 的值包含${what.zh}`, en: `the value of ${name} contains ${what.en}` })
+    }
+    const inHost = hostPlaceholder(value, (p) => captured.includes(p))
+    if (inHost !== null) {
+      throw new RuleSyntaxError(file, n, {
+        zh: `${name} 的值把 ${inHost} 放在了 URL 的主机部分：访客提供的值不能决定页面把访客送往哪个站点；请把占位符放在路径中`,
+        en: `the value of ${name} puts ${inHost} in the host of a URL: a visitor's value cannot choose the site a page sends them to; put placeholders in the path`,
+      })
     }
     current.headers.push([name, value])
   }
-  if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, `"${current.pattern}" has no headers under it`)
+  if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, noHeaders(current.pattern))
   return rules
 }
 
