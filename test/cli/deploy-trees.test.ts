@@ -20,13 +20,14 @@ type Hook = (req: http.IncomingMessage) => void
  * A plain-HTTP proxy on loopback in front of the test server (the CLI allows http:// there).
  * `hooks.request` runs when a request's headers arrive, before any of its body is read or
  * forwarded, so the CLI is still streaming the body while it runs; `hooks.answer` when the
- * server's answer arrives, before the CLI gets it.
+ * server's answer arrives, before the CLI gets it; `hooks.path` gives the path forwarded in
+ * place of the request's own.
  */
-async function proxyTo(target: string, hooks: { request?: Hook; answer?: Hook }) {
+async function proxyTo(target: string, hooks: { request?: Hook; answer?: Hook; path?: (url: string) => string }) {
   const server = http.createServer((req, res) => {
     hooks.request?.(req)
     const up = https.request(
-      `${target}${req.url}`,
+      `${target}${hooks.path ? hooks.path(req.url ?? '/') : req.url}`,
       { method: req.method, headers: { ...req.headers, host: new URL(target).host }, rejectUnauthorized: false },
       (r) => {
         hooks.answer?.(req)
@@ -162,6 +163,34 @@ for (const engine of ENGINES) {
         assert.equal(await live(), page('one'))
       }
       assert.equal(await deployCount('gone'), 1)
+    })
+
+    it('a server without archive deploys: the batch uploads it falls back to warn that they record no -m message', async () => {
+      const dir = makeTree({ 'index.html': page('one'), 'assets/index-one.js': 'console.log(1)' })
+      // such a server answers the archive check as a route it does not have (404 / 1404)
+      const proxy = await proxyTo(s.url, { path: (url) => (url.endsWith('/deploys/missing') ? '/api/no-archive-deploys' : url) })
+      try {
+        const e = { ...env, SVC_URL: proxy.url }
+        const r = await runCli(['deploy', dir, '--project', 'noarchive', '-m', 'release 1.2', '--json'], { env: e })
+        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.json.published, true, r.stdout)
+        assert.deepEqual(r.json.uploaded, ['assets/index-one.js', 'index.html'])
+        assert.match(
+          r.stderr,
+          /^this server has no archive deploys: uploading in batches\nwarning: the deploy message \(-m\) is not recorded: batch uploads and their publish take none\n/m,
+        )
+        fs.writeFileSync(path.join(dir, 'index.html'), page('two'))
+        const plain = await runCli(['deploy', dir, '--project', 'noarchive'], { env: e })
+        assert.equal(plain.code, 0, plain.stderr)
+        assert.match(plain.stderr, /no archive deploys: uploading in batches/)
+        assert.doesNotMatch(plain.stderr, /deploy message/, 'no message, no warning')
+      } finally {
+        await proxy.close()
+      }
+      assert.equal((await s.get(`/${alice.username}/noarchive/`)).text, page('two'))
+      const listed = (await s.get('/api/folders/noarchive/deploys', { key: alice.key })).json.deploys
+      assert.ok(listed.length > 0)
+      for (const d of listed) assert.equal(d.message, '', 'the server recorded no message')
     })
 
     it('--batch --dry-run names the files it would upload and, with --delete, delete; it changes nothing', async () => {

@@ -56,6 +56,9 @@ export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
     }
     if (v.preview) throw new CliError('this server has no archive deploys, so no previews')
     ctx.rep.note('this server has no archive deploys: uploading in batches')
+    // the spec's batch upload and publish take no message: said, not dropped unseen (a message
+    // changes nothing that goes live, so the deploy goes ahead, unlike a preview)
+    if (v.message !== undefined) ctx.rep.note('warning: the deploy message (-m) is not recorded: batch uploads and their publish take none')
   }
   // loaded here: the ignore matcher and MIME table are only needed by deploy
   const { deploy, describeDeploy } = await import('../deploy.js')
