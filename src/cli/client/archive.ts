@@ -9,6 +9,7 @@ import { changedReason, hashCacheDir, hashFiles, SMALL_FILE, walkFolder, type Lo
 import { formatBytes, type Reporter } from './progress.js'
 import { checkProjectName, defaultProject, nestedIndexHint, type FailedFile } from './deploy.js'
 import { builtForRoot, linkLines } from './site-links.js'
+import { MESSAGE_MAX } from '../../util/deploy-manifest.js'
 
 /**
  * svc deploy through archive deploys (docs/api/deploys.md): the manifest check says which
@@ -163,9 +164,6 @@ export async function checkDeployLimits(api: ApiClient, files: number, bytes: nu
       },
     )
 }
-
-/** The longest deploy message the server takes (its 1328 refusal), in UTF-16 units as it counts. */
-const MESSAGE_MAX = 500
 
 /** Runs an archive deploy; null when the server has no archive deploys (the caller falls back to batches). */
 export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: Reporter): Promise<ArchiveResult | null> {
