@@ -9,7 +9,7 @@ import { changedReason, hashCacheDir, hashFiles, SMALL_FILE, walkFolder, type Lo
 import { formatBytes, type Reporter } from './progress.js'
 import { checkProjectName, defaultProject, nestedIndexHint, type FailedFile } from './deploy.js'
 import { builtForRoot, linkLines } from './site-links.js'
-import { MESSAGE_MAX } from '../../util/deploy-manifest.js'
+import { MANIFEST_ENTRY, MESSAGE_MAX } from '../../util/deploy-manifest.js'
 
 /**
  * svc deploy through archive deploys (docs/api/deploys.md): the manifest check says which
@@ -57,9 +57,6 @@ export interface ArchiveResult {
   dry_run: boolean
   duration_ms: number
 }
-
-/** The manifest entry's name and the server's limits, as the server states them. */
-const MANIFEST_ENTRY = 'svc-deploy.json'
 
 /** The tar (optionally gzipped) of the manifest and the files to send, made as it is read. */
 function archiveStream(manifest: Buffer, files: LocalFile[], gzip: boolean, onBytes: (n: number, fileDone: boolean) => void): Readable {

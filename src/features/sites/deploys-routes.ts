@@ -9,7 +9,8 @@ import { contentOrigin } from '../../http/origin.js'
 import { originUrl, previewOriginUrl, siteOriginFor, siteUrl } from '../../http/site-origin.js'
 import { ORIGIN_URL } from './folders-routes.js'
 import { createFoldersService, type FolderRef } from './folders-service.js'
-import { createDeploysService, MANIFEST_ENTRY, MANIFEST_MAX_BYTES } from './deploys-service.js'
+import { createDeploysService, MANIFEST_MAX_BYTES } from './deploys-service.js'
+import { MANIFEST_ENTRY } from '../../util/deploy-manifest.js'
 
 const TAR_TYPES = ['application/x-tar', 'application/tar', 'application/gzip', 'application/x-gzip']
 

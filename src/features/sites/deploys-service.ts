@@ -18,7 +18,7 @@ import { createDeploysStore, type DeployFileRow, type DeployRow } from './deploy
 import type { FolderRef } from './folders-service.js'
 import { isStaleType } from './content-types.js'
 import { contentTypeFor } from '../../util/content-types.js'
-import { MESSAGE_MAX } from '../../util/deploy-manifest.js'
+import { MANIFEST_ENTRY, MESSAGE_MAX } from '../../util/deploy-manifest.js'
 import { parseHeaders, parseRedirects, RULE_FILES, RuleSyntaxError } from './site-rules.js'
 import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
 import { createBlobBatch } from '../../storage/batch.js'
@@ -26,8 +26,6 @@ import { createBlobBatch } from '../../storage/batch.js'
 /** Limits of one deploy (docs/limits.md). */
 export const DEPLOY_MAX_FILES = 50_000
 export const MANIFEST_MAX_BYTES = 16 * 1024 * 1024
-/** The first entry of a deploy archive. */
-export const MANIFEST_ENTRY = 'svc-deploy.json'
 const RULE_FILE_MAX = 256 * 1024
 /** Entries up to this size are read whole and stored in batches (one durability step per batch). */
 const SMALL_ENTRY = 1024 * 1024
