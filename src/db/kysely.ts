@@ -106,8 +106,14 @@ export async function openDatabase(opts: DbOptions): Promise<Db> {
   const syncer = walSyncer(file)
   const barrier = new DurabilityBarrier(syncer.sync, async () => {
     // after a failed fsync the WAL's frames may be gone from the disk: only a complete
-    // checkpoint (WAL synced, frames copied, database synced) makes the earlier commits durable
-    const r = await checkpointer.passive()
+    // checkpoint (WAL synced, frames copied, database synced) makes the earlier commits durable.
+    // A reader's snapshot holds back the frames after it for as long as its statement runs:
+    // tried again for up to RECOVER_TRIES, so a read in flight does not fail the writes waiting
+    let r = await checkpointer.passive()
+    for (let i = 1; i < RECOVER_TRIES && (r.busy !== 0 || r.checkpointed !== r.log); i++) {
+      await new Promise((ok) => setTimeout(ok, RECOVER_WAIT_MS))
+      r = await checkpointer.passive()
+    }
     if (r.busy !== 0 || r.checkpointed !== r.log) throw new Error(`checkpoint incomplete (${r.checkpointed}/${r.log} frames)`)
   })
   const dialect = new WriterDialect({ database, barrier })
@@ -174,6 +180,9 @@ async function withLockFile<T>(file: string, fn: () => Promise<T>): Promise<{ he
 const WAL_LIMIT_BYTES = 16 * 1024 * 1024
 /** Size a restarted WAL keeps (journal_size_limit). */
 const WAL_KEEP_BYTES = 64 * 1024 * 1024
+/** The recovery's checkpoint after a failed fsync: tries, and the wait between them (1 s in all). */
+const RECOVER_TRIES = 100
+const RECOVER_WAIT_MS = 10
 const CHECKPOINT_EVERY_MS = 200
 
 /**

@@ -1,5 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import path from 'node:path'
+import SQLite from 'better-sqlite3'
 import { sql } from 'kysely'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { FakeClock } from '../../src/util/clock.js'
@@ -357,6 +359,41 @@ for (const engine of ENGINES) {
             ['a', 'b', 'c'],
           )
         } finally {
+          barrier.setSync(real)
+        }
+      })
+
+      it('after a failed fsync, a reader holding an old snapshot delays the next writes, not fails them', async () => {
+        const u = await s.user()
+        const barrier = s.deps.db.barrier!
+        const real = (barrier as unknown as { sync: () => Promise<void> }).sync
+        let fail = 1
+        barrier.setSync(async () => {
+          if (fail-- > 0) throw Object.assign(new Error('EIO: i/o error, fdatasync (injected)'), { code: 'EIO' })
+          await real()
+        })
+        // another connection's read transaction, its snapshot taken before the next writes:
+        // the recovery's checkpoint cannot copy their frames until it ends
+        const reader = new SQLite(path.join(s.dataDir, 'svc.db'), { readonly: true })
+        try {
+          assert.equal((await store(u, { key: 'a', value: 1 })).status, 503)
+          reader.exec('begin')
+          reader.prepare('select count(*) from kv_entries').get()
+          const ended = new Promise<void>((ok) =>
+            setTimeout(() => {
+              reader.exec('commit')
+              ok()
+            }, 150),
+          )
+          const next = await Promise.all([store(u, { key: 'b', value: 1 }), incr(u, { key: 'c' })])
+          await ended
+          assert.deepEqual(
+            next.map((x) => x.status),
+            [200, 200],
+            next.map((x) => x.text).join('\n'),
+          )
+        } finally {
+          reader.close()
           barrier.setSync(real)
         }
       })
