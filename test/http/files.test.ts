@@ -4,7 +4,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import crypto from 'node:crypto'
 import { ENGINES, startServer, multipart, type Res, type TestServer } from '../support/server.js'
-import { expectError } from '../support/errors.js'
+import { expectError, expectErrorInBoth } from '../support/errors.js'
 import { HTML, HIGH_LIMITS, uploadFile } from '../support/hosting.js'
 import { svc } from '../support/images.js'
 import { FakeClock } from '../../src/util/clock.js'
@@ -172,6 +172,29 @@ for (const engine of ENGINES) {
       it('after them all, no row was written by a refused upload', async () => {
         assert.equal(await rowCount(), rowsBefore)
       })
+    })
+
+    it("says a name without an extension, or a second file, is refused in the answer's language", async () => {
+      await expectErrorInBoth(
+        (headers) => uploadFile(s, { key: alice.key }, 'noext', HTML('x'), {}, headers),
+        400,
+        'VALIDATION_FAILED',
+        '不支持的文件类型：（无扩展名）',
+        'Unsupported file type: (no extension)',
+        true,
+      )
+      const two = multipart([
+        { name: 'file', filename: 'a.html', type: 'text/html', data: HTML('a') },
+        { name: 'file', filename: 'b.html', type: 'text/html', data: HTML('b') },
+      ])
+      await expectErrorInBoth(
+        (headers) => s.post('/svc_api/upload', { key: alice.key, body: two.body, headers: { 'content-type': two.contentType, ...headers } }),
+        413,
+        1111,
+        '单次请求的文件或字段过多：每个请求只能发送一个文件',
+        'Too many files or fields in one request: send one file per request',
+        true,
+      )
     })
 
     it('accepts .htm, upper-case extensions and non-UTF-8 HTML (served without a charset)', async () => {

@@ -38,13 +38,13 @@ export function rowLabel(body: unknown, max = 90): string {
 /**
  * Asserts a refusal said whole in each language: the exact Chinese message with no
  * Accept-Language (the default) and the exact English one with `accept-language: en`, with the
- * same status and code. `wordless`: the Chinese message names nothing (no domain, field or
- * value), so no English word may be left in it.
+ * same status and code (any format `expectError` takes). `wordless`: the Chinese message names
+ * nothing (no domain, field or value), so no English word may be left in it.
  */
 export async function expectErrorInBoth(
   send: (headers: Record<string, string>) => Promise<Res>,
   status: number,
-  code: number,
+  code: number | string,
   zh: string,
   en: string,
   wordless = false,

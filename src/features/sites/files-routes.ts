@@ -123,7 +123,8 @@ export function filesApi(app: FastifyInstance, deps: Deps): void {
       } catch (e) {
         const code = (e as { code?: string }).code
         if (code === 'FST_REQ_FILE_TOO_LARGE') throw new AppError('FILE_TOO_LARGE', { params: { limit: max } })
-        if (code === 'FST_FILES_LIMIT') throw new AppError('TOO_MANY_PARTS', { params: { detail: 'send one file per request' } })
+        if (code === 'FST_FILES_LIMIT')
+          throw new AppError('TOO_MANY_PARTS', { params: { detail: { zh: '每个请求只能发送一个文件', en: 'send one file per request' } } })
         throw e
       }
       if (pending) throw pending

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
+import type { Text } from '../../errors/text.js'
 import { discardUpload, guardUpload } from '../../http/multipart.js'
 import { newId } from '../../auth/tokens.js'
 import { quotaOf } from '../../limits/quotas.js'
@@ -17,6 +18,8 @@ import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
 export const API_VERSION = '1.1.2'
 export const ALLOWED_EXTENSIONS = ['.html', '.htm']
 const PROJECT_NAME_MAX = 255
+/** What FILE_TYPE_UNSUPPORTED names for a file name without a dot. */
+const NO_EXTENSION: Text = { zh: '（无扩展名）', en: '(no extension)' }
 const DESCRIPTION_MAX = 10_000
 
 /** A file body already in the blob store, with what was seen on the way. */
@@ -75,7 +78,7 @@ export function createFilesService(deps: Deps) {
       if (!hasExtension(r.path)) {
         const dot = r.path.lastIndexOf('.')
         throw new AppError('FILE_TYPE_UNSUPPORTED', {
-          params: { detected: dot > 0 ? r.path.slice(dot) : '(no extension)', allowed: ALLOWED_EXTENSIONS.join(', ') },
+          params: { detected: dot > 0 ? r.path.slice(dot) : NO_EXTENSION, allowed: ALLOWED_EXTENSIONS.join(', ') },
         })
       }
       return r.path

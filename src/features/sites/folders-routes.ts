@@ -218,7 +218,10 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
         } catch (e) {
           const code = (e as { code?: string }).code
           if (code === 'FST_REQ_FILE_TOO_LARGE') throw new AppError('FILE_TOO_LARGE', { params: { limit: deps.config.maxUploadBytes } })
-          if (code === 'FST_FILES_LIMIT') throw new AppError('TOO_MANY_PARTS', { params: { detail: `at most ${MAX_FILES_PER_REQUEST} files per request` } })
+          if (code === 'FST_FILES_LIMIT')
+            throw new AppError('TOO_MANY_PARTS', {
+              params: { detail: { zh: `每个请求最多 ${MAX_FILES_PER_REQUEST} 个文件`, en: `at most ${MAX_FILES_PER_REQUEST} files per request` } },
+            })
           throw e
         }
         if (filesSeen === 0) throw new AppError('NO_FILE')
