@@ -44,14 +44,19 @@ export function createApiKeys(db: Db, clock: Clock) {
     /** Creates a key; the clear key is returned here and never again. */
     async create(userId: string, opts: { name?: string; expiresDays?: number | null; readOnly?: boolean }): Promise<{ key: string; info: ApiKeyInfo }> {
       const name = (opts.name ?? 'default').trim()
-      if (name.length < 1 || name.length > 64) throw new AppError('INVALID_PARAMETER', { params: { detail: 'name must be 1-64 characters' } })
+      if (name.length < 1 || name.length > 64)
+        throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: 'name 须为 1-64 个字符', en: 'name must be 1-64 characters' } } })
       // stored the same on both engines: PostgreSQL refuses U+0000 and turns a lone surrogate into U+FFFD
       if (name.includes('\u0000') || !isWellFormed(name)) {
-        throw new AppError('INVALID_PARAMETER', { params: { detail: 'name must not contain NUL or a lone UTF-16 surrogate' } })
+        throw new AppError('INVALID_PARAMETER', {
+          params: { detail: { zh: 'name 不能包含 NUL 字符或单独的 UTF-16 代理项', en: 'name must not contain NUL or a lone UTF-16 surrogate' } },
+        })
       }
       const days = opts.expiresDays ?? null
       if (days !== null && (!Number.isInteger(days) || days < 1 || days > 365)) {
-        throw new AppError('INVALID_PARAMETER', { params: { detail: 'expiry must be 1 to 365 days, or none' } })
+        throw new AppError('INVALID_PARAMETER', {
+          params: { detail: { zh: '有效期须为 1 到 365 天，或不设有效期', en: 'expiry must be 1 to 365 days, or none' } },
+        })
       }
       const key = newApiKey()
       const now = clock.now()

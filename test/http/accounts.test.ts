@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { expectError, rowLabel } from '../support/errors.js'
+import { expectError, expectErrorInBoth, rowLabel } from '../support/errors.js'
 import { FakeClock } from '../../src/util/clock.js'
 
 for (const engine of ENGINES) {
@@ -131,6 +131,21 @@ for (const engine of ENGINES) {
       const list2 = await s.get('/svc_api/api-keys', { cookie })
       const notMine = await s.request('DELETE', `/svc_api/api-keys/${list2.json.data.keys[0].id}`, { cookie: otherCookie })
       assert.equal(notMine.status, 404)
+    })
+
+    it("refuses a bad key name in the answer's language, creating nothing", async () => {
+      const u = await s.user() // holds 1 key
+      const cookie = await s.login(u.username, u.password)
+      const create = (name: string) => (headers: Record<string, string>) => s.post('/svc_api/api-keys', { cookie, json: { name }, headers })
+      await expectErrorInBoth(create('   '), 400, 1106, '参数错误：name 须为 1-64 个字符', 'Invalid parameter: name must be 1-64 characters')
+      await expectErrorInBoth(
+        create('surr\ud800'),
+        400,
+        1106,
+        '参数错误：name 不能包含 NUL 字符或单独的 UTF-16 代理项',
+        'Invalid parameter: name must not contain NUL or a lone UTF-16 surrogate',
+      )
+      assert.equal((await s.get('/svc_api/api-keys', { cookie })).json.data.keys.length, 1, 'no key created')
     })
 
     it('lets exactly one of 20 concurrent key creations through at 9 keys', async () => {
