@@ -260,9 +260,14 @@ for (const engine of ENGINES) {
       const ok = await s.post('/api/redeem', { cookie, json: { code: 'IMG-test-code-123' } })
       assert.equal(ok.status, 200)
       assert.equal(ok.json.feature, 'image-host')
-      const again = await s.post('/api/redeem', { cookie, json: { code: 'IMG-test-code-123' } })
-      assert.equal(again.status, 400)
-      assert.equal(again.json.success, false)
+      await expectErrorInBoth(
+        (headers) => s.post('/api/redeem', { cookie, json: { code: 'IMG-test-code-123' }, headers }),
+        400,
+        'plain',
+        '参数错误：兑换码不存在或已被使用',
+        'Invalid parameter: unknown or already used code',
+        true,
+      )
     })
 
     it('serves /healthz and an OpenAPI 3.1 document', async () => {

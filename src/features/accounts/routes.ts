@@ -206,7 +206,7 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
           .execute()
         return row.feature
       })
-      if (!feature) throw new AppError('INVALID_PARAMETER', { params: { detail: 'unknown or already used code' } })
+      if (!feature) throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: '兑换码不存在或已被使用', en: 'unknown or already used code' } } })
       return { success: true, message: `${feature} enabled`, feature }
     },
   )
