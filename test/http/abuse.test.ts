@@ -256,6 +256,41 @@ for (const engine of ENGINES) {
       assert.equal(await count(), n)
     })
 
+    it("says a refused report, an unknown target and a wrong state whole in the answer's language", async () => {
+      const invalid: Array<[unknown, string, string, boolean]> = [
+        [{ url: 'not a url', category: 'spam' }, 'url 须为绝对 http(s) 网址', 'url must be an absolute http(s) URL', false],
+        [{ url: '   ', category: 'spam' }, 'url 须为 1-2000 个字符', 'url must be 1-2000 characters', false],
+        [{ url: `${s.url}/x/y`, category: 'spam', details: 'a\u0000b' }, '不允许包含控制字符', 'control characters are not allowed', true],
+      ]
+      for (const [json, zh, en, wordless] of invalid)
+        await expectErrorInBoth((headers) => report(json, headers), 400, 1702, `举报无效：${zh}`, `Invalid report: ${en}`, wordless)
+      const content = (url: string) => (headers: Record<string, string>) =>
+        s.get(`/svc_api/admin/content?url=${encodeURIComponent(url)}`, { cookie: admin.cookie, headers })
+      const unknown: Array<[string, string, string, boolean]> = [
+        [`${s.url}/${bob.username}/missing.html`, `${bob.username} 没有页面 "missing.html"`, `no page "missing.html" of ${bob.username}`, false],
+        [`${s.url}/nobody-here/a.html`, '没有用户 "nobody-here"', 'no user "nobody-here"', false],
+        [`${s.url}/svc-img/pub/${'a'.repeat(22)}`, '没有这张图片', 'no such image', true],
+        [`${s.url}/svc-data/pub/${'a'.repeat(22)}`, '没有这个数据链接', 'no such data link', true],
+        [`${s.url}/`, '该网址不指向任何页面、图片或数据链接', 'the URL names no page, image or data link', true],
+        ['not a url', '不是网址', 'not a URL', true],
+      ]
+      for (const [url, zh, en, wordless] of unknown)
+        await expectErrorInBoth(content(url), 400, 1705, `无法识别要处理的内容：${zh}`, `The content to act on cannot be found: ${en}`, wordless)
+      await uploadFile(s, { key: bob.key }, 'stated.html', HTML('stated'))
+      const rep = await adminCall('POST', '/svc_api/admin/reports', { url: `${s.url}/${bob.username}/stated.html`, category: 'other' })
+      assert.equal(rep.status, 201, rep.text)
+      const id = rep.json.data.id
+      assert.equal((await adminCall('POST', `/svc_api/admin/reports/${id}/dismiss`, {})).status, 200)
+      await expectErrorInBoth(
+        (headers) => s.post(`/svc_api/admin/reports/${id}/quarantine`, { cookie: admin.cookie, headers }),
+        409,
+        1706,
+        '内容状态不允许此操作：不能隔离已驳回的举报',
+        "Not possible in the content's current state: cannot quarantine a report that is dismissed",
+        true,
+      )
+    })
+
     it('report -> queue -> quarantine (451 on the path form and the user origin) -> restore -> takedown -> re-upload refused by hash -> lift', async () => {
       const page = HTML('totally legit bank', '<p>evidence</p>')
       assert.equal((await uploadFile(s, { key: alice.key }, 'bank.html', page)).status, 200)
@@ -1215,7 +1250,17 @@ for (const engine of ENGINES) {
       const url = `https://www.alice-shop.example/${bob.username}/page.html`
       const open = await adminCall('POST', '/svc_api/admin/reports', { url, category: 'phishing' })
       expectError(open, 400, 1705)
-      assert.match(open.text, /www\.alice-shop\.example is not this service's host/)
+      assert.equal(open.json.message, '无法识别要处理的内容：www.alice-shop.example 既不是本服务的主机（svc.test），也不是用户的源或已验证的自定义域名')
+      const inEn = await s.request('POST', '/svc_api/admin/reports', {
+        cookie: adminCookie,
+        json: { url, category: 'phishing' },
+        headers: { 'accept-language': 'en' },
+      })
+      expectError(inEn, 400, 1705)
+      assert.equal(
+        inEn.json.message,
+        "The content to act on cannot be found: www.alice-shop.example is not this service's host (svc.test), a user's origin or a verified custom domain",
+      )
       expectError(await adminCall('GET', `/svc_api/admin/content?url=${encodeURIComponent(url)}`), 400, 1705)
       for (const other of [`https://www.alice-shop.example/svc-img/pub/${'a'.repeat(22)}`, `https://deep.x.${bob.username}.localhost/page.html`])
         expectError(await adminCall('POST', '/svc_api/admin/reports', { url: other, category: 'spam' }), 400, 1705)

@@ -1,6 +1,7 @@
 import type { Deps } from '../../deps.js'
 import type { Db, Trx } from '../../db/kysely.js'
 import { AppError } from '../../errors/app-error.js'
+import type { Text } from '../../errors/text.js'
 import { newId } from '../../auth/tokens.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import { FLUSH_ALL } from '../../infra/bus.js'
@@ -17,6 +18,26 @@ import { phishingSigns, SCAN_MAX_BYTES } from './heuristics.js'
 
 export const CATEGORIES = ['phishing', 'malware', 'spam', 'copyright', 'other'] as const
 export const REPORT_STATUSES = ['open', 'quarantined', 'restored', 'taken_down', 'lifted', 'dismissed'] as const
+type ReportStatus = (typeof REPORT_STATUSES)[number]
+/** Each report status, as a refusal of an admin action words it (HOLD_STATE). */
+const STATUS_WORDS: Record<ReportStatus, Text> = {
+  open: { zh: '待处理', en: 'open' },
+  quarantined: { zh: '已隔离', en: 'quarantined' },
+  restored: { zh: '已恢复', en: 'restored' },
+  taken_down: { zh: '已下架', en: 'taken_down' },
+  lifted: { zh: '已解除下架', en: 'lifted' },
+  dismissed: { zh: '已驳回', en: 'dismissed' },
+}
+/** The admin actions on a report, each as a refusal of it words it (HOLD_STATE). */
+const ACTIONS = {
+  quarantine: { zh: '隔离', en: 'quarantine' },
+  restore: { zh: '恢复', en: 'restore' },
+  takedown: { zh: '下架', en: 'take down' },
+  lift: { zh: '解除下架', en: 'lift' },
+  dismiss: { zh: '驳回', en: 'dismiss' },
+} satisfies Record<string, Text>
+type Action = keyof typeof ACTIONS
+
 /** The path of the report link on the service and on every user's origin. */
 export const REPORT_PATH = '/.well-known/svc-report'
 
@@ -114,9 +135,9 @@ export function createAbuse(deps: Deps) {
     try {
       u = new URL(raw)
     } catch {
-      throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: 'not a URL' } })
+      throw new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail: { zh: '不是网址', en: 'not a URL' } } })
     }
-    const unknown = (detail: string) => new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail } })
+    const unknown = (detail: Text) => new AppError('CONTENT_TARGET_UNKNOWN', { params: { detail } })
     const path = u.pathname
     const host = hostName(u.host)
     // a user's own origin ({username}.{content domain}/{name}/...), a project's own origin
@@ -125,36 +146,39 @@ export function createAbuse(deps: Deps) {
     let key: string | null
     if (site !== null)
       key = siteKeyOfPath(site.project === null ? `/${site.username}${path}` : `/${site.username}/${projectSegment(site.project, site.deploy)}${path}`)
-    else if (isContentOnlyHost(u.host, config)) throw unknown(`${host} serves no content`)
+    else if (isContentOnlyHost(u.host, config)) throw unknown({ zh: `${host} 不提供任何内容`, en: `${host} serves no content` })
     else {
       const domain = await domainOf(host)
       if (domain !== null) key = `site:${domain.username.toLowerCase()}/${domain.project}`
       else if (publicHost !== null && host !== publicHost)
-        throw unknown(`${host} is not this service's host (${publicHost}), a user's origin or a verified custom domain`)
+        throw unknown({
+          zh: `${host} 既不是本服务的主机（${publicHost}），也不是用户的源或已验证的自定义域名`,
+          en: `${host} is not this service's host (${publicHost}), a user's origin or a verified custom domain`,
+        })
       else {
         const link = /^\/(svc-img|image-host|svc-data|hosted-data)\/pub\/([A-Za-z0-9_-]{16,64})$/.exec(path)
         if (link) {
           const token = link[2]
           if (link[1] === 'svc-img' || link[1] === 'image-host') {
             const img = await store.image(db.k, token)
-            if (!img) throw unknown('no such image')
+            if (!img) throw unknown({ zh: '没有这张图片', en: 'no such image' })
             return { target: { kind: 'image', token }, userId: img.user_id }
           }
           const f = await store.dataFile(db.k, token)
-          if (!f) throw unknown('no such data link')
+          if (!f) throw unknown({ zh: '没有这个数据链接', en: 'no such data link' })
           return { target: { kind: 'data', token }, userId: f.user_id }
         }
         // the path form (/{username}/{name}/...)
         key = siteKeyOfPath(path)
       }
     }
-    if (!key) throw unknown('the URL names no page, image or data link')
+    if (!key) throw unknown({ zh: '该网址不指向任何页面、图片或数据链接', en: 'the URL names no page, image or data link' })
     const t = parseKey(key) as Extract<Target, { kind: 'site' }>
     const user = await store.userByName(t.username)
-    if (!user) throw unknown(`no user "${t.username}"`)
+    if (!user) throw unknown({ zh: `没有用户 "${t.username}"`, en: `no user "${t.username}"` })
     const file = await store.siteFile(db.k, user.id, t.name)
     const folder = await store.siteFolder(db.k, user.id, t.name)
-    if (!file && !folder) throw unknown(`no page "${t.name}" of ${t.username}`)
+    if (!file && !folder) throw unknown({ zh: `${t.username} 没有页面 "${t.name}"`, en: `no page "${t.name}" of ${t.username}` })
     return { target: t, userId: user.id }
   }
 
@@ -219,8 +243,13 @@ export function createAbuse(deps: Deps) {
     return found
   }
 
-  const notIn = (status: string, action: string) => new AppError('HOLD_STATE', { params: { detail: `cannot ${action} a report that is ${status}` } })
-  const expect = (r: ReportRow, states: string[], action: string) => {
+  /** The refusal of `action` on a report in `status`, both named in each language. */
+  const notIn = (status: string, action: Action) => {
+    const did = ACTIONS[action]
+    const state = STATUS_WORDS[status as ReportStatus] ?? { zh: status, en: status }
+    return new AppError('HOLD_STATE', { params: { detail: { zh: `不能${did.zh}${state.zh}的举报`, en: `cannot ${did.en} a report that is ${state.en}` } } })
+  }
+  const expect = (r: ReportRow, states: string[], action: Action) => {
     if (!states.includes(r.status)) throw notIn(r.status, action)
   }
   /**
@@ -228,7 +257,7 @@ export function createAbuse(deps: Deps) {
    * with the change): of two admins acting on one report at once, one moves it and the other
    * gets 409 / 1706 and changes nothing (its transaction rolls back).
    */
-  async function move(q: Trx | Db['k'], r: ReportRow, states: string[], action: string, status: string, actor: Actor, now: number): Promise<void> {
+  async function move(q: Trx | Db['k'], r: ReportRow, states: string[], action: Action, status: string, actor: Actor, now: number): Promise<void> {
     if (await store.moveReport(q, r.id, states, { status, updated_at: now, resolved_by: actor.name })) return
     throw notIn((await store.report(r.id, q))?.status ?? r.status, action)
   }
@@ -264,22 +293,24 @@ export function createAbuse(deps: Deps) {
 
     /** A public report (no login; the routes rate-limit it). */
     async report(input: ReportInput, ip: string, source: 'public' | 'admin' = 'public'): Promise<{ id: string }> {
-      const bad = (detail: string) => new AppError('REPORT_INVALID', { params: { detail } })
+      const bad = (zh: string, en: string) => new AppError('REPORT_INVALID', { params: { detail: { zh, en } } })
+      const notAbsolute = () => bad('url 须为绝对 http(s) 网址', 'url must be an absolute http(s) URL')
       const url = typeof input.url === 'string' ? input.url.trim() : ''
-      if (url.length === 0 || url.length > 2000) throw bad('url must be 1-2000 characters')
+      if (url.length === 0 || url.length > 2000) throw bad('url 须为 1-2000 个字符', 'url must be 1-2000 characters')
       let parsed: URL
       try {
         parsed = new URL(url)
       } catch {
-        throw bad('url must be an absolute http(s) URL')
+        throw notAbsolute()
       }
-      if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw bad('url must be an absolute http(s) URL')
-      if (!(CATEGORIES as readonly string[]).includes(input.category)) throw bad(`category must be one of ${CATEGORIES.join(', ')}`)
+      if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw notAbsolute()
+      if (!(CATEGORIES as readonly string[]).includes(input.category))
+        throw bad(`category 须为以下值之一：${CATEGORIES.join('、')}`, `category must be one of ${CATEGORIES.join(', ')}`)
       const details = input.details ?? ''
       const contact = (input.contact ?? '').trim()
-      if (typeof details !== 'string' || details.length > 5000) throw bad('details must be at most 5000 characters')
-      if (contact.length > 300) throw bad('contact must be at most 300 characters')
-      if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(details + contact + url)) throw bad('control characters are not allowed')
+      if (typeof details !== 'string' || details.length > 5000) throw bad('details 最多 5000 个字符', 'details must be at most 5000 characters')
+      if (contact.length > 300) throw bad('contact 最多 300 个字符', 'contact must be at most 300 characters')
+      if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(details + contact + url)) throw bad('不允许包含控制字符', 'control characters are not allowed')
       const now = clock.now()
       // the target is filled in when it can be found now; an admin can still act later
       const found = await targetOfUrl(url).catch(() => null)
@@ -384,7 +415,7 @@ export function createAbuse(deps: Deps) {
      */
     async takedown(actor: Actor, id: string, opts: { disableAccount?: boolean } = {}) {
       const r = await needReport(id)
-      expect(r, ['open', 'quarantined', 'restored'], 'take down')
+      expect(r, ['open', 'quarantined', 'restored'], 'takedown')
       const { target, userId } = await targetOfReport(r)
       const key = targetKey(target)
       const now = clock.now()
@@ -404,7 +435,7 @@ export function createAbuse(deps: Deps) {
           ev = await collect(target, userId, trx)
           const same = ev.length === seen.length && ev.every((e, i) => e.digest === seen[i].digest)
           if (target.kind === 'image' && !same && attempt < 3) return false
-          await move(trx, r, ['open', 'quarantined', 'restored'], 'take down', 'taken_down', actor, now)
+          await move(trx, r, ['open', 'quarantined', 'restored'], 'takedown', 'taken_down', actor, now)
           await store.addEvidence(
             trx,
             ev.map((e) => ({ ...e, report_id: id, created_at: now })),
