@@ -49,7 +49,7 @@ export function createApiKeys(db: Db, clock: Clock) {
       // stored the same on both engines: PostgreSQL refuses U+0000 and turns a lone surrogate into U+FFFD
       if (name.includes('\u0000') || !isWellFormed(name)) {
         throw new AppError('INVALID_PARAMETER', {
-          params: { detail: { zh: 'name 不能包含 NUL 字符或单独的 UTF-16 代理项', en: 'name must not contain NUL or a lone UTF-16 surrogate' } },
+          params: { detail: { zh: 'name 不能包含 NUL 字符或孤立的 UTF-16 代理项', en: 'name must not contain NUL or a lone UTF-16 surrogate' } },
         })
       }
       const days = opts.expiresDays ?? null

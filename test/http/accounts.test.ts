@@ -142,7 +142,7 @@ for (const engine of ENGINES) {
         create('surr\ud800'),
         400,
         1106,
-        '参数错误：name 不能包含 NUL 字符或单独的 UTF-16 代理项',
+        '参数错误：name 不能包含 NUL 字符或孤立的 UTF-16 代理项',
         'Invalid parameter: name must not contain NUL or a lone UTF-16 surrogate',
       )
       assert.equal((await s.get('/svc_api/api-keys', { cookie })).json.data.keys.length, 1, 'no key created')
