@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import sharp, { type Sharp } from 'sharp'
 import { ENGINES, startServer, type Res, type TestServer } from '../support/server.js'
-import { expectError } from '../support/errors.js'
+import { expectError, expectErrorInBoth } from '../support/errors.js'
 import { cleanFileName } from '../../src/features/image-host/service.js'
 import {
   blobDigests,
@@ -718,6 +718,125 @@ for (const engine of ENGINES) {
       const v = await s.get(`/svc-img/pub/${ok.json.images[0].public_token}?w=16`)
       assert.equal(v.status, 200)
       assert.equal((await sharp(v.body).metadata()).pages, 3)
+    })
+
+    describe('refusals are wholly Chinese by default and English on request', () => {
+      const form = (files: Array<{ name: string; data: Buffer | string; type?: string }>) => imageForm(files)
+      const post = (who: Account, url: string, f: { body: Buffer; contentType: string }) => (lang: Record<string, string>) =>
+        s.post(url, { cookie: who.cookie, body: f.body, headers: { 'content-type': f.contentType, ...lang } })
+      const up = (who: Account, f: { body: Buffer; contentType: string }) => post(who, '/api/image-host/upload', f)
+      const limited = async (...limits: string[]) => {
+        const acc = await freshAccount()
+        await svc(s, 'user', 'set', acc.username, ...limits.flatMap((l) => ['--limit', l]))
+        return acc
+      }
+      const stored = async (who: Account, data: Buffer | string, name = 'a.png') => {
+        const r = await upload(who, [{ name, data }])
+        assert.equal(r.status, 200, r.text)
+        return r.json.images[0] as { public_token: string; size: number }
+      }
+
+      it('a file in a field of another name', async () => {
+        await expectErrorInBoth(
+          up(await freshAccount(), multipartWith('image', png)),
+          400,
+          'plain',
+          '参数错误：不接受文件字段 "image"，图片请放在字段 "file" 中',
+          'Invalid parameter: unexpected file field "image"; send images in the field "file"',
+        )
+      })
+
+      it('more files than one upload takes', async () => {
+        const files = Array.from({ length: 21 }, (_, i) => ({ name: `${i}.png`, data: png }))
+        await expectErrorInBoth(
+          up(await freshAccount(), form(files)),
+          413,
+          'plain',
+          '单次请求的文件或字段过多：每次上传最多 20 个文件',
+          'Too many files or fields in one request: at most 20 files per upload',
+          true,
+        )
+      })
+
+      it('a replace with two files', async () => {
+        const acc = await freshAccount()
+        const img = await stored(acc, png)
+        await expectErrorInBoth(
+          post(
+            acc,
+            `/api/image-host/images/${img.public_token}/replace`,
+            form([
+              { name: 'a.png', data: png },
+              { name: 'b.png', data: png },
+            ]),
+          ),
+          413,
+          'plain',
+          '单次请求的文件或字段过多：替换只接受一个文件',
+          'Too many files or fields in one request: replace takes exactly one file',
+          true,
+        )
+      })
+
+      it('the image count quota', async () => {
+        const acc = await limited('images=1')
+        await stored(acc, png)
+        await expectErrorInBoth(
+          up(acc, form([{ name: 'b.png', data: png }])),
+          400,
+          'plain',
+          '配额已满：图片数量已达上限（已有 1 张，上限 1 张）',
+          'Quota exceeded: image count limit reached (1 of 1 images)',
+          true,
+        )
+      })
+
+      it('the total size quota', async () => {
+        const { size } = await stored(await freshAccount(), png)
+        await expectErrorInBoth(
+          up(await limited('image_bytes=1'), form([{ name: 'a.png', data: png }])),
+          400,
+          'plain',
+          `配额已满：图片总大小超过上限（0 + ${size} > 1 字节）`,
+          `Quota exceeded: total image size limit reached (0 + ${size} > 1 bytes)`,
+          true,
+        )
+      })
+
+      it('bytes that are HTML, damaged or too many pixels', async () => {
+        const acc = await freshAccount()
+        const damaged = Buffer.from(
+          await sharp(crypto.randomBytes(48 * 48 * 3), { raw: { width: 48, height: 48, channels: 3 } })
+            .png()
+            .toBuffer(),
+        )
+        const idat = damaged.indexOf('IDAT')
+        for (let i = idat + 16; i < idat + 200; i++) damaged[i] ^= 0x5a
+        const bomb = Buffer.from(await makeImage('jpeg', { width: 16, height: 16 }))
+        const sof = bomb.indexOf(Buffer.from([0xff, 0xc0]))
+        bomb.writeUInt16BE(50000, sof + 5)
+        bomb.writeUInt16BE(50000, sof + 7)
+        const cases: Array<[Buffer | string, string, string]> = [
+          ['<html><body>hi</body></html>', 'text/html 或 XML', 'text/html or XML'],
+          [damaged, '已损坏或无法读取的 image/png', 'damaged or unreadable image/png'],
+          [bomb, 'image/jpeg，50000x50000 像素（像素过多）', 'image/jpeg of 50000x50000 pixels (too many)'],
+        ]
+        for (const [data, zh, en] of cases) {
+          await expectErrorInBoth(up(acc, form([{ name: 'x.png', data }])), 400, 'plain', `不支持的文件类型：${zh}`, `Unsupported file type: ${en}`)
+        }
+      })
+
+      it('a resized or converted variant of an SVG image', async () => {
+        const img = await stored(await freshAccount(), SVG_WITH_SCRIPT, 'logo.svg')
+        await expectErrorInBoth(
+          (lang) => s.get(`/svc-img/pub/${img.public_token}?w=10`, { headers: lang }),
+          400,
+          'plain',
+          '参数错误：SVG 图片不支持缩放和格式转换',
+          'Invalid parameter: resizing and conversion are not available for SVG images',
+          true,
+        )
+      })
     })
   })
 }

@@ -50,7 +50,7 @@ for (const engine of ENGINES) {
     const plain = (r: Res) => expectError(r, 400, 'plain')
     const images = (u: Account) => {
       const f = imageForm([{ name: 'p.png', data: png }])
-      return s.post('/api/image-host/upload', { cookie: u.cookie, body: f.body, headers: { 'content-type': f.contentType } })
+      return s.post('/api/image-host/upload', { cookie: u.cookie, body: f.body, headers: { 'content-type': f.contentType, 'accept-language': 'en' } })
     }
     const data = (u: Account, p: string, body: unknown) => s.request('POST', p, { cookie: u.cookie, json: body, headers: { 'accept-language': 'en' } })
 

@@ -2,6 +2,7 @@ import crypto from 'node:crypto'
 import type { Metadata } from 'sharp'
 import { fileTypeFromBuffer } from 'file-type'
 import { AppError } from '../../errors/app-error.js'
+import type { Param } from '../../errors/text.js'
 import { stripGif, stripJpeg, stripPng, stripWebp } from './strip.js'
 
 import { loadSharp } from './sharp.js'
@@ -47,12 +48,12 @@ export function looksLikeSvg(buf: Buffer): boolean {
   return /^\uFEFF?\s*(<\?xml[^>]*\?>\s*)?(<!--[\s\S]*?-->\s*|<!DOCTYPE\s+svg[^>[]*>\s*)*<svg[\s>/]/i.test(text.slice(0, 8192))
 }
 
-/** A short description of unaccepted bytes for the error message. */
-async function describe(buf: Buffer): Promise<string> {
+/** A short description of unaccepted bytes for the error message: a media type, or words in both languages. */
+async function describe(buf: Buffer): Promise<Param> {
   const ft = await fileTypeFromBuffer(buf).catch(() => undefined)
   if (ft) return ft.mime
   const start = buf.subarray(0, 512).toString('latin1').trimStart().toLowerCase()
-  if (/^(<!doctype html|<html|<head|<body|<script|<\?xml|<)/.test(start)) return 'text/html or XML'
+  if (/^(<!doctype html|<html|<head|<body|<script|<\?xml|<)/.test(start)) return { zh: 'text/html 或 XML', en: 'text/html or XML' }
   return buf.subarray(0, 4096).includes(0) ? 'application/octet-stream' : 'text/plain'
 }
 
@@ -105,8 +106,12 @@ export async function prepareImage(buf: Buffer, keepMetadata: boolean): Promise<
   // every frame counts: an animation is decoded whole (openImage's limit) for animated variants
   const frames = hasFrames(type) ? (meta.pages ?? 1) : 1
   if (width && height && width * height * frames > MAX_INPUT_PIXELS) {
-    const size = `${width}x${height} pixels${frames > 1 ? ` x ${frames} frames` : ''}`
-    throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `${type} of ${size} (too many)`, allowed: ALLOWED_TYPES } })
+    const size = `${width}x${height}`
+    const detected = {
+      zh: `${type}，${size} 像素${frames > 1 ? ` x ${frames} 帧` : ''}（像素过多）`,
+      en: `${type} of ${size} pixels${frames > 1 ? ` x ${frames} frames` : ''} (too many)`,
+    }
+    throw new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected, allowed: ALLOWED_TYPES } })
   }
   if (keepMetadata) {
     if (!(await decodes(buf, type))) throw undecodable(type)
@@ -135,7 +140,9 @@ export async function takedownDigests(bytes: Buffer): Promise<string[]> {
 
 /** Bytes whose header reads but whose pixels do not decode (damaged or truncated data). */
 const undecodable = (type: ImageType) =>
-  new AppError('FILE_TYPE_UNSUPPORTED', { params: { detected: `damaged or unreadable ${type}`, allowed: ALLOWED_TYPES } })
+  new AppError('FILE_TYPE_UNSUPPORTED', {
+    params: { detected: { zh: `已损坏或无法读取的 ${type}`, en: `damaged or unreadable ${type}` }, allowed: ALLOWED_TYPES },
+  })
 
 /** Types decoded with all their frames (an animation stays one in variants); the others: the first. */
 export const hasFrames = (type: string): boolean => type === 'image/gif' || type === 'image/webp'

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, pickLang } from '../../errors/render.js'
+import type { Text } from '../../errors/text.js'
 import { publicPreflight, PUBLIC_CORS_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { decide, httpDate, replyRange, type Representation } from '../../http/representation.js'
 import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../http/public-link.js'
@@ -14,6 +15,9 @@ import { heldLink, linkHeldNow, removedNotice, sendNotice } from '../abuse/publi
 export const CACHE_STABLE = 'public, no-cache'
 /** Versioned URL (?v= the current content version): the bytes behind it never change. */
 export const CACHE_IMMUTABLE = 'public, max-age=31536000, immutable'
+
+/** The refusal of ?w=, ?h= or ?format= on an SVG image. */
+const NO_SVG_VARIANTS: Text = { zh: 'SVG 图片不支持缩放和格式转换', en: 'resizing and conversion are not available for SVG images' }
 
 function plainError(req: FastifyRequest, reply: FastifyReply, status: number, err: AppError) {
   reply.header('Cache-Control', 'no-store')
@@ -53,7 +57,7 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     // bytes taken down anywhere (another image, another user's) answer as removed content, variants too
     if (img.blocked) return sendNotice(reply, removedNotice(deps, req), req.method === 'HEAD')
     if (params && img.content_type === 'image/svg+xml') {
-      return plainError(req, reply, 400, new AppError('INVALID_PARAMETER', { params: { detail: 'resizing and conversion are not available for SVG images' } }))
+      return plainError(req, reply, 400, new AppError('INVALID_PARAMETER', { params: { detail: NO_SVG_VARIANTS } }))
     }
 
     const etag = params ? variantEtag(img.digest, params) : originalEtag(img.digest)

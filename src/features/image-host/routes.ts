@@ -45,7 +45,14 @@ function multipartFiles(req: FastifyRequest, maxBytes: number): { files: AsyncIt
         continue
       }
       if (part.fieldname !== 'file')
-        throw new AppError('INVALID_PARAMETER', { params: { detail: `unexpected file field "${part.fieldname}"; send images in the field "file"` } })
+        throw new AppError('INVALID_PARAMETER', {
+          params: {
+            detail: {
+              zh: `不接受文件字段 "${part.fieldname}"，图片请放在字段 "file" 中`,
+              en: `unexpected file field "${part.fieldname}"; send images in the field "file"`,
+            },
+          },
+        })
       if (part.filename === '') {
         // a file input left empty: browsers send a part without a file name or bytes, which is
         // no file at all; a nameless part with bytes is an image like any other

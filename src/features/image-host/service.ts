@@ -95,9 +95,15 @@ function quotas(limits: string | Record<string, number>) {
 
 const tooLarge = (limit: number) => new AppError('FILE_TOO_LARGE', { params: { limit }, status: 413 })
 const countQuota = (used: number, limit: number) =>
-  new AppError('QUOTA_EXCEEDED', { params: { detail: `image count limit reached (${used} of ${limit} images)` } })
+  new AppError('QUOTA_EXCEEDED', {
+    params: { detail: { zh: `图片数量已达上限（已有 ${used} 张，上限 ${limit} 张）`, en: `image count limit reached (${used} of ${limit} images)` } },
+  })
 const bytesQuota = (used: number, adding: number, limit: number) =>
-  new AppError('QUOTA_EXCEEDED', { params: { detail: `total image size limit reached (${used} + ${adding} > ${limit} bytes)` } })
+  new AppError('QUOTA_EXCEEDED', {
+    params: {
+      detail: { zh: `图片总大小超过上限（${used} + ${adding} > ${limit} 字节）`, en: `total image size limit reached (${used} + ${adding} > ${limit} bytes)` },
+    },
+  })
 
 /**
  * The image host's rules: entitlement status, quotas (read from the usage counters before
@@ -164,7 +170,9 @@ export function createImageHost(deps: Deps) {
       let adding = 0
       for await (const file of files) {
         if (rows.length >= MAX_FILES_PER_UPLOAD)
-          throw new AppError('TOO_MANY_PARTS', { params: { detail: `at most ${MAX_FILES_PER_UPLOAD} files per upload` } })
+          throw new AppError('TOO_MANY_PARTS', {
+            params: { detail: { zh: `每次上传最多 ${MAX_FILES_PER_UPLOAD} 个文件`, en: `at most ${MAX_FILES_PER_UPLOAD} files per upload` } },
+          })
         const o = opts()
         const remark = checkText(o.remark ?? '', 'remark', REMARK_MAX)
         const fileName = cleanFileName(file.fileName)
@@ -239,7 +247,7 @@ export function createImageHost(deps: Deps) {
       let prepared: Awaited<ReturnType<typeof ingest>> | null = null
       let fileName = ''
       for await (const file of files) {
-        if (prepared) throw new AppError('TOO_MANY_PARTS', { params: { detail: 'replace takes exactly one file' } })
+        if (prepared) throw new AppError('TOO_MANY_PARTS', { params: { detail: { zh: '替换只接受一个文件', en: 'replace takes exactly one file' } } })
         fileName = cleanFileName(file.fileName)
         prepared = await ingest(file, q.maxImageBytes, opts().keepMetadata)
         const used = await store.usage(user.id)

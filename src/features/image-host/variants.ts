@@ -178,7 +178,7 @@ export function createVariants(opts: VariantOptions = {}) {
           const source = await load()
           const v = await transform(source, sourceType, p).catch((e: unknown) => {
             if (e instanceof AppError) throw e
-            throw new AppError('INVALID_PARAMETER', { params: { detail: 'this image cannot be transformed' } })
+            throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: '这张图片无法转换', en: 'this image cannot be transformed' } } })
           })
           stats.made++
           remember(key, v)
