@@ -5,7 +5,7 @@ import fc from 'fast-check'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import zlib from 'node:zlib'
-import { expectError } from '../support/errors.js'
+import { expectError, expectErrorInBoth } from '../support/errors.js'
 import { ENGINES, REDIS_URL, multipart, needs, startServer, type TestServer } from '../support/server.js'
 import { referencedDigests, sweepBlobs } from '../../src/storage/sweeper.js'
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
@@ -399,6 +399,63 @@ for (const engine of ENGINES) {
             assert.doesNotMatch(r.json.message, /[a-z]{4,} [a-z]{2,}/, `no English words: ${r.json.message}`)
           }
         }
+      }
+    })
+
+    describe('refusals of quotas and versions are wholly Chinese by default and English on request', () => {
+      let carl: User
+      let id: string
+      before(async () => {
+        const u = await s.user()
+        carl = { ...u, cookie: await s.login(u.username, u.password) }
+        await cli(s, 'grant', carl.username, 'hosted-data')
+        await s.deps.users.update(carl.username, { limits: { hosted_files: 1, hosted_versions: 1 } })
+        id = (await create(carl, { display_name: 'only.txt', content: 'one' })).id
+      })
+      const send = (method: string, p: string, body?: unknown) => (headers: Record<string, string>) =>
+        s.request(method, p, { cookie: carl.cookie, ...(body === undefined ? {} : { json: body }), headers })
+      // [label, request, status, Chinese message, English message]
+      const cases: Array<[string, () => ReturnType<typeof send>, number, string, string]> = [
+        [
+          'the file quota',
+          () => send('POST', F, { display_name: 'two.txt', content: 'two' }),
+          400,
+          '配额已满：托管数据文件数已达上限（1/1）',
+          'Quota exceeded: hosted data files 1/1',
+        ],
+        [
+          'the version quota',
+          () => send('POST', `${F}/${id}/versions`, { content: 'v2' }),
+          400,
+          '配额已满：此文件的版本数已达上限（1/1），请先删除旧版本',
+          'Quota exceeded: versions of this file 1/1; delete an old version first',
+        ],
+        [
+          'a default version that does not exist',
+          () => send('POST', `${F}/${id}/default-version`, { version: 7 }),
+          400,
+          '参数错误：版本 7 不存在',
+          'Invalid parameter: version 7 does not exist',
+        ],
+        [
+          'deleting a version that does not exist',
+          () => send('DELETE', `${F}/${id}/versions/9`),
+          404,
+          '参数错误：版本 9 不存在',
+          'Invalid parameter: version 9 does not exist',
+        ],
+        [
+          'deleting the default version',
+          () => send('DELETE', `${F}/${id}/versions/1`),
+          409,
+          '参数错误：不能删除默认版本，请先切换默认版本',
+          'Invalid parameter: the default version cannot be deleted; switch the default first',
+        ],
+      ]
+      for (const [label, request, status, zh, en] of cases) {
+        it(label, async () => {
+          await expectErrorInBoth(request(), status, 'plain', zh, en, true)
+        })
       }
     })
 

@@ -2,6 +2,7 @@ import type { Deps } from '../../deps.js'
 import type { User } from '../../auth/users.js'
 import type { Trx } from '../../db/kysely.js'
 import { AppError } from '../../errors/app-error.js'
+import type { Text } from '../../errors/text.js'
 import { newId, newPublicToken, sha256hex } from '../../auth/tokens.js'
 import { quotaOf } from '../../limits/quotas.js'
 import { isoMicros } from '../../util/time.js'
@@ -22,7 +23,10 @@ export const PUBLIC_PREFIX = '/svc-data/pub/'
 export const PUBLIC_TOKEN_RE = /^[A-Za-z0-9]{16,64}$/
 
 const notFound = () => new AppError('RESOURCE_NOT_FOUND')
-const quotaFull = (detail: string) => new AppError('QUOTA_EXCEEDED', { params: { detail } })
+const quotaFull = (detail: Text) => new AppError('QUOTA_EXCEEDED', { params: { detail } })
+/** The refusal of a version number the file does not have (400, or 404 where the URL names it). */
+const noVersion = (version: number, status?: number) =>
+  new AppError('INVALID_PARAMETER', { params: { detail: { zh: `版本 ${version} 不存在`, en: `version ${version} does not exist` } }, status })
 
 /** Per-version size limit of a user (quota hosted_file_bytes). */
 export const maxFileBytes = (user: User): number => quotaOf(user.limits, 'hosted_file_bytes')
@@ -134,7 +138,7 @@ export function createHostedData(deps: Deps) {
 
     async create(user: User, input: { displayName: string; description: string; upload: Upload }, origin: string) {
       const max = quotaOf(user.limits, 'hosted_files')
-      const full = (used: number) => quotaFull(`hosted data files ${used}/${max}`)
+      const full = (used: number) => quotaFull({ zh: `托管数据文件数已达上限（${used}/${max}）`, en: `hosted data files ${used}/${max}` })
       // read before the bytes are stored (a refused upload stores nothing), and taken,
       // authoritatively, in the transaction that inserts the file
       const used = await store.countFiles(db.k, user.id)
@@ -189,7 +193,8 @@ export function createHostedData(deps: Deps) {
 
     async addVersion(user: User, fileId: string, input: { upload: Upload; setDefault: boolean }, origin: string) {
       const max = quotaOf(user.limits, 'hosted_versions')
-      const full = (used: number) => quotaFull(`versions of this file ${used}/${max}; delete an old version first`)
+      const full = (used: number) =>
+        quotaFull({ zh: `此文件的版本数已达上限（${used}/${max}），请先删除旧版本`, en: `versions of this file ${used}/${max}; delete an old version first` })
       // a missing file or a full version quota is refused before the bytes are stored
       const existing = await store.file(user.id, fileId)
       if (!existing) throw notFound()
@@ -226,7 +231,7 @@ export function createHostedData(deps: Deps) {
       await onFile(user, fileId, async (trx, f) => {
         if (digest !== undefined) await refuseBlocked(trx, [digest])
         await refuseHeld(trx, heldKey(f))
-        if (!(await store.hasVersion(trx, f.id, version))) throw new AppError('INVALID_PARAMETER', { params: { detail: `version ${version} does not exist` } })
+        if (!(await store.hasVersion(trx, f.id, version))) throw noVersion(version)
         if (f.default_version !== version) await store.updateFile(trx, f.id, { default_version: version, updated_at: clock.now() })
       })
       return { success: true, file: await details(user, fileId, origin) }
@@ -253,10 +258,12 @@ export function createHostedData(deps: Deps) {
     async removeVersion(user: User, fileId: string, version: number, origin: string) {
       await onFile(user, fileId, async (trx, f) => {
         if (f.locked) throw new AppError('LOCKED')
-        if (!(await store.hasVersion(trx, f.id, version)))
-          throw new AppError('INVALID_PARAMETER', { params: { detail: `version ${version} does not exist` }, status: 404 })
+        if (!(await store.hasVersion(trx, f.id, version))) throw noVersion(version, 404)
         if (version === f.default_version)
-          throw new AppError('INVALID_PARAMETER', { params: { detail: 'the default version cannot be deleted; switch the default first' }, status: 409 })
+          throw new AppError('INVALID_PARAMETER', {
+            params: { detail: { zh: '不能删除默认版本，请先切换默认版本', en: 'the default version cannot be deleted; switch the default first' } },
+            status: 409,
+          })
         await store.deleteVersion(trx, user.id, f.id, version)
         await store.updateFile(trx, f.id, { updated_at: clock.now() })
       })
