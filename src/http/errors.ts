@@ -198,6 +198,12 @@ const bound = (field: string, p: Record<string, string | number>): Text | null =
 }
 const chars = (n: string | number): Text => ({ zh: `${n} 个字符`, en: n === 1 ? '1 character' : `${n} characters` })
 const items = (n: string | number): Text => ({ zh: `${n} 项`, en: n === 1 ? '1 item' : `${n} items` })
+const properties = (n: string | number): Text => ({ zh: `${n} 个字段`, en: n === 1 ? '1 property' : `${n} properties` })
+/** A property another one present asks for (`dependencies` of draft-07, `dependentRequired` after it). */
+const dependency = (_f: string, p: Record<string, string | number>, at: (name: string) => string): Text => ({
+  zh: `缺少字段 ${at(String(p.missingProperty))}（有 ${at(String(p.property))} 时必填）`,
+  en: `${at(String(p.missingProperty))} is required when ${at(String(p.property))} is present`,
+})
 
 /**
  * The validator's common keywords in both languages: the field (`field`, or `at`, the object
@@ -235,6 +241,11 @@ const KEYWORDS: Record<string, (field: string, p: Record<string, string | number
   }),
   // a value that passes several branches of a oneOf (one that fails them all is unionDetail's)
   oneOf: (f) => ({ zh: `${f} 须恰好符合一种允许的形式，却符合了多种`, en: `${f} must match exactly one of its allowed forms, not several` }),
+  not: (f) => ({ zh: `${f} 不能是被排除的形式`, en: `${f} must not be of the excluded form` }),
+  minProperties: (f, p) => ({ zh: `${f} 至少 ${properties(p.limit).zh}`, en: `${f} must have at least ${properties(p.limit).en}` }),
+  maxProperties: (f, p) => ({ zh: `${f} 最多 ${properties(p.limit).zh}`, en: `${f} must have at most ${properties(p.limit).en}` }),
+  dependencies: dependency,
+  dependentRequired: dependency,
 }
 
 /** One failure of a keyword of KEYWORDS, in both languages; null for a keyword not listed. */
@@ -243,6 +254,25 @@ function describeError(x: SchemaError, root: string): Text | null {
   if (describe === undefined) return null
   const at = (name: string) => fieldName(`${x.instancePath}/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`, root)
   return describe(fieldName(x.instancePath, root), x.params as Record<string, string | number>, at)
+}
+
+/**
+ * An object with a property name its `propertyNames` schema refuses: the object, the name and,
+ * when its keyword is one of KEYWORDS, the rule the name breaks (the validator reports that
+ * rule first, then propertyNames). Null when no propertyNames failure is among the errors.
+ */
+function propertyNameDetail(errors: SchemaError[], root: string): Text | null {
+  const names = errors.find((x) => x.keyword === 'propertyNames')
+  if (names === undefined) return null
+  const field = fieldName(names.instancePath, root)
+  const head: Text = {
+    zh: `${field} 中的字段名 ${String(names.params.propertyName)} 无效`,
+    en: `${field} has an invalid property name ${String(names.params.propertyName)}`,
+  }
+  const rule = errors[0] === names ? null : describeError(errors[0], root)
+  if (rule === null) return head
+  const words = mapText(rule, (w) => (w.startsWith(`${field} `) ? w.slice(field.length + 1) : w))
+  return { zh: `${head.zh}：${words.zh}`, en: `${head.en}: ${words.en}` }
 }
 
 /**
@@ -277,14 +307,14 @@ function unionDetail(errors: SchemaError[], root: string): Text | null {
 
 /**
  * A validation failure in both languages, naming the field and what it must be: a value
- * outside a fixed set (oneOfDetail), one matching no branch of a union (unionDetail), or one
- * failure of a keyword of KEYWORDS. Null when the errors are anything else (the validator's text is then kept). `context`: where the value
+ * outside a fixed set (oneOfDetail), one matching no branch of a union (unionDetail), a refused
+ * property name (propertyNameDetail), or one failure of a keyword of KEYWORDS. Null when the errors are anything else (the validator's text is then kept). `context`: where the value
  * was (body, querystring, params, headers), the name of a whole input that fails.
  */
 function validationDetail(errors: SchemaError[] | undefined, context: string | undefined): Text | null {
   if (!errors?.length) return null
   const root = context ?? 'body'
-  if (errors.length > 1) return oneOfDetail(errors) ?? unionDetail(errors, root)
+  if (errors.length > 1) return propertyNameDetail(errors, root) ?? oneOfDetail(errors) ?? unionDetail(errors, root)
   return describeError(errors[0], root) ?? oneOfDetail(errors)
 }
 
@@ -322,7 +352,9 @@ export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: 
   // PostgreSQL: text the database cannot hold (NUL, invalid encoding) is the client's input
   const pgCode = (e as { code?: string }).code
   if (pgCode === '22021' || pgCode === '22P05' || pgCode === '22P02') {
-    return new AppError('INVALID_PARAMETER', { params: { detail: 'a value contains characters that cannot be stored' } })
+    return new AppError('INVALID_PARAMETER', {
+      params: { detail: { zh: '某个值包含无法存储的字符', en: 'a value contains characters that cannot be stored' } },
+    })
   }
   // SQLite: the fsync that covered this write failed, so the write may not survive a crash
   if (pgCode === 'SVC_NOT_DURABLE') {

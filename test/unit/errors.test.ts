@@ -4,6 +4,7 @@ import { CODE_RANGES, ERRORS } from '../../src/errors/codes.js'
 import { pickLang, renderError } from '../../src/errors/render.js'
 import { fromFastifyError } from '../../src/http/errors.js'
 import { Ajv } from 'ajv'
+import { Ajv2019 } from 'ajv/dist/2019.js'
 import type { FastifyError } from 'fastify'
 import { beijingTime, isoMicros, nextBeijingMidnight } from '../../src/util/time.js'
 
@@ -90,8 +91,10 @@ describe('schema failures the table words in both languages', () => {
   // the validator's own errors for a body, as Fastify hands them to the error handler
   const ajv = new Ajv({ allErrors: false, strict: false })
   ajv.addFormat('date-time', /^\d{4}-\d{2}-\d{2}T/)
-  const refusal = (schema: object, body: unknown) => {
-    const validate = ajv.compile({ type: 'object', properties: { a: schema } })
+  // the dialect that has dependentRequired (the service's validator has `dependencies`)
+  const ajv2019 = new Ajv2019({ allErrors: false, strict: false })
+  const refusal = (schema: object, body: unknown, validator: Ajv = ajv) => {
+    const validate = validator.compile({ type: 'object', properties: { a: schema } })
     assert.equal(validate({ a: body }), false)
     const e = Object.assign(new Error('validation'), { code: 'FST_ERR_VALIDATION', validation: validate.errors, validationContext: 'body' })
     const err = fromFastifyError(e as unknown as FastifyError, 1, 1)
@@ -99,6 +102,31 @@ describe('schema failures the table words in both languages', () => {
     return [renderError(err.key, 'A', 'zh', err.options, '').message, renderError(err.key, 'A', 'en', err.options, '').message]
   }
   const cases: Array<[string, object, unknown, string, string]> = [
+    ['not', { not: { type: 'string' } }, 'x', 'a 不能是被排除的形式', 'a must not be of the excluded form'],
+    ['minProperties', { type: 'object', minProperties: 2 }, { x: 1 }, 'a 至少 2 个字段', 'a must have at least 2 properties'],
+    ['maxProperties', { type: 'object', maxProperties: 1 }, { x: 1, y: 2 }, 'a 最多 1 个字段', 'a must have at most 1 property'],
+    [
+      'propertyNames',
+      { type: 'object', propertyNames: { pattern: '^[a-z]+$' } },
+      { X1: 1 },
+      'a 中的字段名 X1 无效：格式不符，须匹配 ^[a-z]+$',
+      'a has an invalid property name X1: must match the pattern ^[a-z]+$',
+    ],
+    [
+      'propertyNames (a length)',
+      { type: 'object', propertyNames: { maxLength: 3 } },
+      { abcd: 1 },
+      'a 中的字段名 abcd 无效：最多 3 个字符',
+      'a has an invalid property name abcd: must be at most 3 characters long',
+    ],
+    [
+      'propertyNames (a rule outside the table)',
+      { type: 'object', propertyNames: { not: { const: 'x' } } },
+      { x: 1 },
+      'a 中的字段名 x 无效：不能是被排除的形式',
+      'a has an invalid property name x: must not be of the excluded form',
+    ],
+    ['dependencies', { type: 'object', dependencies: { x: ['y'] } }, { x: 1 }, '缺少字段 a.y（有 a.x 时必填）', 'a.y is required when a.x is present'],
     ['const', { const: 'yes' }, 'no', 'a 须为 yes', 'a must be yes'],
     ['const (not a string)', { const: 3 }, 4, 'a 须为 3', 'a must be 3'],
     ['format', { type: 'string', format: 'date-time' }, 'soon', 'a 须为有效的 date-time', 'a must be a valid date-time'],
@@ -142,6 +170,20 @@ describe('schema failures the table words in both languages', () => {
       assert.deepEqual(refusal(schema, body), [`参数错误：${zh}`, `Invalid parameter: ${en}`])
     })
   }
+  it('dependentRequired: names the missing field and the one that asks for it', () => {
+    assert.deepEqual(refusal({ type: 'object', dependentRequired: { x: ['y'] } }, { x: 1 }, ajv2019), [
+      '参数错误：缺少字段 a.y（有 a.x 时必填）',
+      'Invalid parameter: a.y is required when a.x is present',
+    ])
+  })
+  it('a value PostgreSQL cannot store (NUL, invalid encoding): a whole message in each language', () => {
+    for (const code of ['22021', '22P05', '22P02']) {
+      const err = fromFastifyError(Object.assign(new Error('invalid byte sequence'), { code }), 1, 1)
+      assert.ok(err)
+      assert.equal(renderError(err.key, 'A', 'zh', err.options, '').message, '参数错误：某个值包含无法存储的字符', code)
+      assert.equal(renderError(err.key, 'A', 'en', err.options, '').message, 'Invalid parameter: a value contains characters that cannot be stored', code)
+    }
+  })
 })
 
 describe('time formats', () => {
