@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors/app-error.js'
 import { ERRORS, type ErrorKey } from '../errors/codes.js'
-import { mapText, pickLang, renderError, type ErrorFormat, type Text } from '../errors/render.js'
+import { mapText, pickLang, renderError, type ErrorFormat, type Lang, type Text } from '../errors/render.js'
 import type { Config } from '../config.js'
 import { serviceOrigin } from './origin.js'
 
@@ -20,18 +20,22 @@ const REASONS: Record<number, string> = {
   431: 'Request Header Fields Too Large',
 }
 
-/** Error 1106 in format A, naming what was wrong with the request. */
-const refusalBody = (detail: string, docBase: string): string => JSON.stringify(renderError('INVALID_PARAMETER', 'A', 'zh', { params: { detail } }, docBase))
+/**
+ * Error 1106 in format A, naming what was wrong with the request, in `lang`: the request's
+ * Accept-Language where its headers were read, Chinese (the default) where the parser refused them.
+ */
+const refusalBody = (detail: Text, docBase: string, lang: Lang): string =>
+  JSON.stringify(renderError('INVALID_PARAMETER', 'A', lang, { params: { detail } }, docBase))
 
 /** A whole HTTP/1.1 answer carrying refusalBody, closing the connection. */
-function rawErrorAnswer(status: number, detail: string, docBase: string, headers = ''): string {
-  const body = refusalBody(detail, docBase)
+function rawErrorAnswer(status: number, detail: Text, docBase: string, headers = '', lang: Lang = 'zh'): string {
+  const body = refusalBody(detail, docBase, lang)
   return `HTTP/1.1 ${status} ${REASONS[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers}Connection: close\r\n\r\n${body}`
 }
 
 /** Answers refusalBody through the request's own response (after any earlier pipelined answer), then closes. */
-function refuse(res: ServerResponse, status: number, detail: string, docBase: string): void {
-  const body = refusalBody(detail, docBase)
+function refuse(req: IncomingMessage, res: ServerResponse, status: number, detail: Text, docBase: string): void {
+  const body = refusalBody(detail, docBase, pickLang(req.headers['accept-language']))
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), Connection: 'close' })
   res.end(body)
 }
@@ -44,10 +48,10 @@ function refuse(res: ServerResponse, status: number, detail: string, docBase: st
  */
 export function clientErrorAnswer(code: string | undefined, docBase: string): string {
   return code === 'ERR_HTTP_REQUEST_TIMEOUT'
-    ? rawErrorAnswer(408, 'the request was not received in time', docBase)
+    ? rawErrorAnswer(408, { zh: '未能在限定时间内收到请求', en: 'the request was not received in time' }, docBase)
     : code === 'HPE_HEADER_OVERFLOW'
-      ? rawErrorAnswer(431, 'the request headers are too large', docBase)
-      : rawErrorAnswer(400, 'malformed HTTP request', docBase)
+      ? rawErrorAnswer(431, { zh: '请求头过大', en: 'the request headers are too large' }, docBase)
+      : rawErrorAnswer(400, { zh: 'HTTP 请求格式错误', en: 'malformed HTTP request' }, docBase)
 }
 
 /**
@@ -58,19 +62,21 @@ export function clientErrorAnswer(code: string | undefined, docBase: string): st
  */
 export function guardHttpServer(server: Server, docBase: string): void {
   ;(server as Server & { requireHostHeader: boolean }).requireHostHeader = false
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => {})
-    socket.end(rawErrorAnswer(405, 'CONNECT is not supported', docBase, 'Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n'))
+    const allow = 'Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n'
+    socket.end(rawErrorAnswer(405, { zh: '不支持 CONNECT 请求', en: 'CONNECT is not supported' }, docBase, allow, pickLang(req.headers['accept-language'])))
   })
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    refuse(res, 417, `unsupported expectation: ${String(req.headers.expect).slice(0, 64)}`, docBase)
+    const expect = String(req.headers.expect).slice(0, 64)
+    refuse(req, res, 417, { zh: `不支持的 Expect 请求头：${expect}`, en: `unsupported expectation: ${expect}` }, docBase)
   })
 }
 
 /** True (and the request answered) when an HTTP/1.1 request carries no Host (guardHttpServer). */
 export function refuseHostless(req: IncomingMessage, res: ServerResponse, docBase: string): boolean {
   if (req.headers.host !== undefined || req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) return false
-  refuse(res, 400, 'the Host header is missing', docBase)
+  refuse(req, res, 400, { zh: '缺少 Host 请求头', en: 'the Host header is missing' }, docBase)
   return true
 }
 

@@ -33,15 +33,26 @@ describe('requests the HTTP parser refuses', () => {
     return { status: Number(head.split(' ')[1]), head, json: JSON.parse(body) as Record<string, unknown> }
   }
 
-  const cases: Array<[string, string, number]> = [
-    ['a malformed request line', 'GARBAGE\r\n\r\n', 400],
-    ['a bad header line', 'GET / HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', 400],
-    ['a chunked body with a bad chunk size', 'POST /svc_api/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n', 400],
-    ['headers over the limit', `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+  // [label, request, status, its message: Chinese, the default, and whole]
+  const cases: Array<[string, string, number, string]> = [
+    ['a malformed request line', 'GARBAGE\r\n\r\n', 400, '参数错误：HTTP 请求格式错误'],
+    ['a bad header line', 'GET / HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', 400, '参数错误：HTTP 请求格式错误'],
+    [
+      'a chunked body with a bad chunk size',
+      'POST /svc_api/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n',
+      400,
+      '参数错误：HTTP 请求格式错误',
+    ],
+    ['headers over the limit', `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, '参数错误：请求头过大'],
     // requests Node's server would answer itself, with no body in the spec's format
-    ['an HTTP/1.1 request without Host', 'GET /svc_api/files HTTP/1.1\r\n\r\n', 400],
-    ['CONNECT (the service is no proxy)', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 405],
-    ['an Expect other than 100-continue', 'POST /svc_api/data/store HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Length: 2\r\n\r\n{}', 417],
+    ['an HTTP/1.1 request without Host', 'GET /svc_api/files HTTP/1.1\r\n\r\n', 400, '参数错误：缺少 Host 请求头'],
+    ['CONNECT (the service is no proxy)', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 405, '参数错误：不支持 CONNECT 请求'],
+    [
+      'an Expect other than 100-continue',
+      'POST /svc_api/data/store HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Length: 2\r\n\r\n{}',
+      417,
+      '参数错误：不支持的 Expect 请求头：foo',
+    ],
   ]
   /** The answers of one connection, in order: status and body (by Content-Length, in bytes). */
   const answers = (text: string) => {
@@ -100,7 +111,7 @@ describe('requests the HTTP parser refuses', () => {
     })
 
   for (const plain of [false, true])
-    for (const [name, bytes, status] of cases)
+    for (const [name, bytes, status, zh] of cases)
       it(`${name} (${plain ? 'plain HTTP' : 'HTTPS'}): ${status} with error 1106`, async () => {
         const answer = await raw(plain, bytes)
         const r = parse(answer)
@@ -109,6 +120,25 @@ describe('requests the HTTP parser refuses', () => {
         assert.equal(r.json.success, false)
         assert.equal(r.json.error_code, 1106)
         assert.equal(r.json.error_type, 'PARAM_ERROR')
-        assert.equal(typeof r.json.message, 'string')
+        assert.equal(r.json.message, zh)
       })
+
+  // [label, request with Accept-Language: en, English message]
+  const spoken: Array<[string, string, string]> = [
+    ['an HTTP/1.1 request without Host', 'GET /svc_api/files HTTP/1.1\r\nAccept-Language: en\r\n\r\n', 'Invalid parameter: the Host header is missing'],
+    [
+      'an Expect other than 100-continue',
+      'POST /svc_api/data/store HTTP/1.1\r\nHost: x\r\nAccept-Language: en\r\nExpect: foo\r\nContent-Length: 2\r\n\r\n{}',
+      'Invalid parameter: unsupported expectation: foo',
+    ],
+    [
+      'CONNECT (the service is no proxy)',
+      'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nAccept-Language: en\r\n\r\n',
+      'Invalid parameter: CONNECT is not supported',
+    ],
+  ]
+  for (const [name, bytes, en] of spoken)
+    it(`${name}: in English when the request asks for it`, async () => {
+      assert.equal(parse(await raw(true, bytes)).json.message, en)
+    })
 })
