@@ -91,9 +91,10 @@ export function operationIdOf(method: string, path: string): string {
 
 /**
  * On the whole document: `servers`, an operationId for every operation (derived from method
- * and path, so unique; a route may set its own), and the shared error answer on every operation
- * that documents no 4xx of its own (API paths: Error; public links: PublicError). Operations shared by several methods (GET and HEAD of one
- * route are one object) are copied first so each gets its own operationId.
+ * and path, so unique; a route may set its own), and the shared error answer (`4XX`) on every
+ * operation, beside any 4xx a route declares itself (API paths: Error; public links:
+ * PublicError). Operations shared by several methods (GET and HEAD of one route are one
+ * object) are copied first so each gets its own operationId.
  */
 export function transformDocument(config: Readonly<Config>): SwaggerTransformObject {
   return (input) => {
@@ -119,7 +120,8 @@ export function transformDocument(config: Readonly<Config>): SwaggerTransformObj
         const op: Json = { ...item[m], responses: { ...(item[m].responses ?? {}) } }
         op.operationId ??= operationIdOf(m, path)
         const api = /^\/(svc_api|api)\//.test(path)
-        if (!Object.keys(op.responses).some((c) => /^4/.test(c))) op.responses['4XX'] = { $ref: `#/components/responses/${api ? 'Error' : 'PublicError'}` }
+        // a route's own 4xx (a bodiless 412) documents that answer only: the errors stay 4XX
+        op.responses['4XX'] ??= { $ref: `#/components/responses/${api ? 'Error' : 'PublicError'}` }
         item[m] = op
       }
     }
