@@ -58,6 +58,25 @@ for (const engine of ENGINES) {
       assert.deepEqual(pub.data!.data.value, { n: [1, 'two'] })
     })
 
+    it('revalidates an entry: 304 for its ETag, 412 for another version', async () => {
+      const api = apiClient(s, { key })
+      const put = await api.POST('/svc_api/data/store', { body: { key: 'cond', value: 'v1', is_public: true } })
+      assert.equal(put.response.status, 200, JSON.stringify(put.error))
+      const etag = put.response.headers.get('etag')!
+      assert.equal(etag, '"1"')
+      const query = { key: 'cond' }
+      const same = await api.GET('/svc_api/data/get', { params: { query, header: { 'if-none-match': etag } } })
+      assert.equal(same.response.status, 304)
+      assert.equal(same.response.headers.get('etag'), etag)
+      assert.equal(same.data, undefined)
+      const moved = await api.GET('/svc_api/data/get', { params: { query, header: { 'if-match': '"7"' } } })
+      assert.equal(moved.response.status, 412)
+      assert.equal(moved.response.headers.get('etag'), etag)
+      assert.equal(await moved.response.text(), '')
+      const pub = await apiClient(s).GET('/svc_api/data/public/{key}', { params: { path: { key: 'cond' }, header: { 'if-match': '"1"' } } })
+      assert.equal(pub.response.status, 412)
+    })
+
     it('creates a form and lists it', async () => {
       const api = apiClient(s, { key })
       const made = await api.POST('/svc_api/forms/create', {

@@ -74,6 +74,44 @@ describe('the OpenAPI document', () => {
     assert.ok(doc.servers?.length >= 1)
   })
 
+  it('declares the 304 and 412 of conditional reads, with the generic 4XX kept', () => {
+    const op = (method: string, p: string) => ops.find((o) => o.method === method && o.path === p) as any
+    const headersOf = (o: any) =>
+      (o.parameters ?? [])
+        .filter((x: any) => x.in === 'header')
+        .map((x: any) => x.name.toLowerCase())
+        .sort()
+    const get = op('GET', '/svc_api/data/get')
+    assert.deepEqual(Object.keys(get.responses).sort(), ['200', '304', '412', '4XX'])
+    assert.equal(get.responses['4XX'].$ref, '#/components/responses/Error')
+    assert.deepEqual(headersOf(get), ['if-match', 'if-none-match'])
+    // the reads and links that answer 304 and 412: no body, the ETag they send
+    const tagged = [
+      ['GET', '/svc_api/data/get'],
+      ['GET', '/svc_api/data/public/{username}/{key}'],
+      ...['/image-host/pub/{token}', '/svc-img/pub/{token}', '/hosted-data/pub/{token}', '/svc-data/pub/{token}'].flatMap((p) => [
+        ['GET', p],
+        ['HEAD', p],
+      ]),
+    ]
+    for (const [m, p] of tagged) {
+      const o = op(m, p)
+      assert.ok(o, `${m} ${p}`)
+      for (const code of ['304', '412']) {
+        assert.ok(o.responses[code], `${m} ${p}: ${code}`)
+        assert.equal(o.responses[code].content, undefined, `${m} ${p}: ${code} has no body`)
+        assert.ok(o.responses[code].headers?.ETag, `${m} ${p}: ${code} ETag`)
+      }
+      assert.ok(o.responses['4XX'], `${m} ${p}: 4XX`)
+      for (const h of ['if-match', 'if-none-match']) assert.ok(headersOf(o).includes(h), `${m} ${p}: ${h}`)
+    }
+    // the legacy read has no ETag: If-Match other than * fails, nothing is ever unchanged
+    const legacy = op('GET', '/svc_api/data/public/{key}')
+    assert.deepEqual(Object.keys(legacy.responses).sort(), ['200', '412', '4XX'])
+    assert.equal(legacy.responses['412'].headers, undefined)
+    assert.deepEqual(headersOf(legacy), ['if-match'])
+  })
+
   it('declares the security the guard enforces: none, API key or session, or session only', async () => {
     const u = await s.user()
     const api = ops.filter((o) => /^\/(svc_api|api)\//.test(o.path))

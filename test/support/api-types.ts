@@ -1939,7 +1939,12 @@ export interface operations {
                 /** @description The entry's key */
                 key?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Answer only if the entry's version is one of the quoted tags (strong comparison) or *; else 412 with no body */
+                "if-match"?: string;
+                /** @description Quoted tags or *: 304 with no body when one names the entry's version (weak comparison) */
+                "if-none-match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1976,6 +1981,17 @@ export interface operations {
             /** @description Not Modified (beyond the spec): If-None-Match names the current ETag; no body */
             304: {
                 headers: {
+                    /** @description The entry's version, quoted ("3"): the ETag of get, store and incr */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Precondition Failed (beyond the spec): If-Match names another version; no body */
+            412: {
+                headers: {
+                    /** @description The entry's version, quoted ("3"): the ETag of get, store and incr */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2140,7 +2156,12 @@ export interface operations {
     getSvcApiDataPublicByUsernameByKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Answer only if the entry's version is one of the quoted tags (strong comparison) or *; else 412 with no body */
+                "if-match"?: string;
+                /** @description Quoted tags or *: 304 with no body when one names the entry's version (weak comparison) */
+                "if-none-match"?: string;
+            };
             path: {
                 username: string;
                 key: string;
@@ -2170,6 +2191,17 @@ export interface operations {
             /** @description Not Modified (beyond the spec): If-None-Match names the current ETag; no body */
             304: {
                 headers: {
+                    /** @description The entry's version, quoted ("3"): the ETag of get, store and incr */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Precondition Failed (beyond the spec): If-Match names another version; no body */
+            412: {
+                headers: {
+                    /** @description The entry's version, quoted ("3"): the ETag of get, store and incr */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2202,7 +2234,10 @@ export interface operations {
     getSvcApiDataPublicByKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description * passes; any tag answers 412 with no body (the answer has no ETag: the entry may change owner) */
+                "if-match"?: string;
+            };
             path: {
                 key: string;
             };
@@ -2227,6 +2262,13 @@ export interface operations {
                         };
                     };
                 };
+            };
+            /** @description Precondition Failed (beyond the spec): If-Match other than *; no body */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             "4XX": components["responses"]["Error"];
         };
@@ -5212,7 +5254,16 @@ export interface operations {
                 /** @description content version from versioned_url: served as immutable when current */
                 v?: string | string[];
             };
-            header?: never;
+            header?: {
+                /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
+                "if-match"?: string;
+                /** @description An HTTP date; without If-Match, 412 with no body when the content changed after it */
+                "if-unmodified-since"?: string;
+                /** @description Quoted tags or *: 304 with no body when one names the content (weak comparison) */
+                "if-none-match"?: string;
+                /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
+                "if-modified-since"?: string;
+            };
             path: {
                 token: string;
             };
@@ -5220,9 +5271,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The image (or the variant asked for), with its content type; Range: one bytes range answers 206 */
             200: {
                 headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/*": string;
+                };
+            };
+            /** @description Not Modified: If-None-Match or If-Modified-Since matched; no body */
+            304: {
+                headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
+            412: {
+                headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5242,7 +5315,16 @@ export interface operations {
                 /** @description content version from versioned_url: served as immutable when current */
                 v?: string | string[];
             };
-            header?: never;
+            header?: {
+                /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
+                "if-match"?: string;
+                /** @description An HTTP date; without If-Match, 412 with no body when the content changed after it */
+                "if-unmodified-since"?: string;
+                /** @description Quoted tags or *: 304 with no body when one names the content (weak comparison) */
+                "if-none-match"?: string;
+                /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
+                "if-modified-since"?: string;
+            };
             path: {
                 token: string;
             };
@@ -5250,9 +5332,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The image (or the variant asked for), with its content type; Range: one bytes range answers 206 */
             200: {
                 headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/*": string;
+                };
+            };
+            /** @description Not Modified: If-None-Match or If-Modified-Since matched; no body */
+            304: {
+                headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
+            412: {
+                headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5272,7 +5376,16 @@ export interface operations {
                 /** @description content version from versioned_url: served as immutable when current */
                 v?: string | string[];
             };
-            header?: never;
+            header?: {
+                /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
+                "if-match"?: string;
+                /** @description An HTTP date; without If-Match, 412 with no body when the content changed after it */
+                "if-unmodified-since"?: string;
+                /** @description Quoted tags or *: 304 with no body when one names the content (weak comparison) */
+                "if-none-match"?: string;
+                /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
+                "if-modified-since"?: string;
+            };
             path: {
                 token: string;
             };
@@ -5280,9 +5393,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The image (or the variant asked for), with its content type; Range: one bytes range answers 206 */
             200: {
                 headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/*": string;
+                };
+            };
+            /** @description Not Modified: If-None-Match or If-Modified-Since matched; no body */
+            304: {
+                headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
+            412: {
+                headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5302,7 +5437,16 @@ export interface operations {
                 /** @description content version from versioned_url: served as immutable when current */
                 v?: string | string[];
             };
-            header?: never;
+            header?: {
+                /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
+                "if-match"?: string;
+                /** @description An HTTP date; without If-Match, 412 with no body when the content changed after it */
+                "if-unmodified-since"?: string;
+                /** @description Quoted tags or *: 304 with no body when one names the content (weak comparison) */
+                "if-none-match"?: string;
+                /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
+                "if-modified-since"?: string;
+            };
             path: {
                 token: string;
             };
@@ -5310,9 +5454,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The image (or the variant asked for), with its content type; Range: one bytes range answers 206 */
             200: {
                 headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/*": string;
+                };
+            };
+            /** @description Not Modified: If-None-Match or If-Modified-Since matched; no body */
+            304: {
+                headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
+            412: {
+                headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5323,7 +5489,16 @@ export interface operations {
     getSvcDataPubByToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
+                "if-match"?: string;
+                /** @description An HTTP date; without If-Match, 412 with no body when the content changed after it */
+                "if-unmodified-since"?: string;
+                /** @description Quoted tags or *: 304 with no body when one names the content (weak comparison) */
+                "if-none-match"?: string;
+                /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
+                "if-modified-since"?: string;
+            };
             path: {
                 token: string;
             };
@@ -5331,9 +5506,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The version's exact bytes, with its text content type (br or gzip when accepted); Range: one bytes range answers 206 */
             200: {
                 headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Not Modified: If-None-Match or If-Modified-Since matched; no body */
+            304: {
+                headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
+            412: {
+                headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5344,7 +5541,16 @@ export interface operations {
     headSvcDataPubByToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
+                "if-match"?: string;
+                /** @description An HTTP date; without If-Match, 412 with no body when the content changed after it */
+                "if-unmodified-since"?: string;
+                /** @description Quoted tags or *: 304 with no body when one names the content (weak comparison) */
+                "if-none-match"?: string;
+                /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
+                "if-modified-since"?: string;
+            };
             path: {
                 token: string;
             };
@@ -5352,9 +5558,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The version's exact bytes, with its text content type (br or gzip when accepted); Range: one bytes range answers 206 */
             200: {
                 headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Not Modified: If-None-Match or If-Modified-Since matched; no body */
+            304: {
+                headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
+            412: {
+                headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5365,7 +5593,16 @@ export interface operations {
     getHostedDataPubByToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
+                "if-match"?: string;
+                /** @description An HTTP date; without If-Match, 412 with no body when the content changed after it */
+                "if-unmodified-since"?: string;
+                /** @description Quoted tags or *: 304 with no body when one names the content (weak comparison) */
+                "if-none-match"?: string;
+                /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
+                "if-modified-since"?: string;
+            };
             path: {
                 token: string;
             };
@@ -5373,9 +5610,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The version's exact bytes, with its text content type (br or gzip when accepted); Range: one bytes range answers 206 */
             200: {
                 headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Not Modified: If-None-Match or If-Modified-Since matched; no body */
+            304: {
+                headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
+            412: {
+                headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5386,7 +5645,16 @@ export interface operations {
     headHostedDataPubByToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
+                "if-match"?: string;
+                /** @description An HTTP date; without If-Match, 412 with no body when the content changed after it */
+                "if-unmodified-since"?: string;
+                /** @description Quoted tags or *: 304 with no body when one names the content (weak comparison) */
+                "if-none-match"?: string;
+                /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
+                "if-modified-since"?: string;
+            };
             path: {
                 token: string;
             };
@@ -5394,9 +5662,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The version's exact bytes, with its text content type (br or gzip when accepted); Range: one bytes range answers 206 */
             200: {
                 headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Not Modified: If-None-Match or If-Modified-Since matched; no body */
+            304: {
+                headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
+            412: {
+                headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;

@@ -5,6 +5,7 @@ import { publicCorsHeaders, publicPreflight, setPublicCors, setUserContentHeader
 import { createHostedData, PUBLIC_TOKEN_RE } from './service.js'
 import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
+import { LinkConditionHeaders, linkResponses } from '../../http/conditional-schemas.js'
 import { decide, httpDate, pickEncoding, replyRange, type Representation } from '../../http/representation.js'
 import { linkHit, publicFiles, publicLinkFastPath, type LinkHit, type LinkValidators } from '../../http/public-link.js'
 import { heldLink, linkHeldNow, removedNotice, sendNotice } from '../abuse/public.js'
@@ -184,7 +185,16 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
     app.route({
       method: ['GET', 'HEAD'],
       url: `${prefix}/:token`,
-      schema: { tags: ['hosted-data'], summary: "Public raw link: the default version's bytes (?v=N: one version)" },
+      schema: {
+        tags: ['hosted-data'],
+        summary: "Public raw link: the default version's bytes (?v=N: one version)",
+        headers: LinkConditionHeaders,
+        response: linkResponses({
+          media: '*/*',
+          bytes: "The version's exact bytes, with its text content type (br or gzip when accepted); Range: one bytes range answers 206",
+          etag: "The version's strong validator; a compressed form's adds -br or -gz",
+        }),
+      },
       handler: serve,
     })
     app.options(`${prefix}/:token`, { schema: { hide: true } }, publicPreflight(DATA_CORS_HEADERS))

@@ -4,6 +4,7 @@ import { AppError } from '../../errors/app-error.js'
 import { errorMessage, pickLang } from '../../errors/render.js'
 import type { Text } from '../../errors/text.js'
 import { publicPreflight, PUBLIC_CORS_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
+import { LinkConditionHeaders, linkResponses } from '../../http/conditional-schemas.js'
 import { decide, httpDate, replyRange, type Representation } from '../../http/representation.js'
 import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../http/public-link.js'
 import { originalEtag, TOKEN_RE, versionOf, type ImageHost, type ServedImage } from './service.js'
@@ -143,7 +144,17 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
       method: ['GET', 'HEAD'],
       url,
       config: { errorFormat: 'plain' },
-      schema: { tags: ['image-host'], summary: 'Public image link (no authentication)', querystring: PublicQuery },
+      schema: {
+        tags: ['image-host'],
+        summary: 'Public image link (no authentication)',
+        headers: LinkConditionHeaders,
+        querystring: PublicQuery,
+        response: linkResponses({
+          media: 'image/*',
+          bytes: 'The image (or the variant asked for), with its content type; Range: one bytes range answers 206',
+          etag: "The content digest's strong validator (a variant's names its parameters too)",
+        }),
+      },
       handler,
     })
     app.options(url, { schema: { hide: true } }, publicPreflight())

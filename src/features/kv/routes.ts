@@ -21,9 +21,13 @@ import {
   ListEnvelope,
   ListQuery,
   ConditionHeaders,
+  LegacyConditionHeaders,
+  LegacyPreconditionFailed,
   NotModified,
+  PreconditionFailed,
   PublicEnvelope,
   PublicParams,
+  ReadConditionHeaders,
   StoreBody,
 } from './schemas.js'
 
@@ -228,8 +232,9 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
         tags,
         summary: "Read one of the caller's entries",
         description: 'Beyond the spec: answers `ETag: "{version}"`, 304 with no body when If-None-Match names it, and 412 with no body when If-Match does not.',
+        headers: ReadConditionHeaders,
         querystring: KeyQuery,
-        response: { 200: GetEnvelope, 304: NotModified },
+        response: { 200: GetEnvelope, 304: NotModified, 412: PreconditionFailed },
       },
     },
     async (req, reply) => {
@@ -282,8 +287,9 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
         summary: 'Public read of an entry with is_public true (no authentication)',
         description:
           'CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. A private, expired or missing entry answers the same 1604. Beyond the spec: `ETag: "{version}"` (the one get and store answer), 304 with no body when If-None-Match names it, and 412 with no body when If-Match does not.',
+        headers: ReadConditionHeaders,
         params: PublicParams,
-        response: { 200: PublicEnvelope, 304: NotModified },
+        response: { 200: PublicEnvelope, 304: NotModified, 412: PreconditionFailed },
       },
     },
     async (req, reply) => {
@@ -302,8 +308,9 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
         summary: 'Legacy public read by key across users (discouraged)',
         description:
           'When several users have a live public entry under the key, the one created first wins; on equal created_at, the owner whose username sorts first. `owner` names the winner. No ETag (the entry may change owner): If-Match other than `*` answers 412 with no body.',
+        headers: LegacyConditionHeaders,
         params: LegacyParams,
-        response: { 200: PublicEnvelope },
+        response: { 200: PublicEnvelope, 412: LegacyPreconditionFailed },
       },
     },
     async (req, reply) => {

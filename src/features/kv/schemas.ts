@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { notModified, preconditionFailed } from '../../http/conditional-schemas.js'
 import { repeatable } from '../../http/pagination.js'
 
 /** Limits of the key-value store that are not per-user quotas (documented in docs/api/kv.md). */
@@ -126,8 +127,25 @@ export const Entry = Type.Object({
 export type EntryOut = Static<typeof Entry>
 
 export const EntryEnvelope = Type.Object({ success: Type.Boolean(), message: Type.String(), data: Entry })
+const ETAG = 'The entry\'s version, quoted ("3"): the ETag of get, store and incr'
 /** The 304 of a read whose If-None-Match names the entry's current ETag: no body. */
-export const NotModified = Type.Null({ description: 'Not Modified (beyond the spec): If-None-Match names the current ETag; no body' })
+export const NotModified = notModified('Not Modified (beyond the spec): If-None-Match names the current ETag; no body', ETAG)
+/** The 412 of a read whose If-Match names no current ETag: no body (routes.ts sendCondition). */
+export const PreconditionFailed = preconditionFailed('Precondition Failed (beyond the spec): If-Match names another version; no body', ETAG)
+/** The legacy read's 412: it has no ETag, so any If-Match but `*` fails. */
+export const LegacyPreconditionFailed = preconditionFailed('Precondition Failed (beyond the spec): If-Match other than *; no body')
+
+/** The conditions of a read (beyond the spec), documented in the OpenAPI document; routes.ts readCondition decides. */
+export const ReadConditionHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({ description: "Answer only if the entry's version is one of the quoted tags (strong comparison) or *; else 412 with no body" }),
+  ),
+  'if-none-match': Type.Optional(Type.String({ description: "Quoted tags or *: 304 with no body when one names the entry's version (weak comparison)" })),
+})
+/** The legacy read's: it has no ETag, so only If-Match applies. */
+export const LegacyConditionHeaders = Type.Object({
+  'if-match': Type.Optional(Type.String({ description: '* passes; any tag answers 412 with no body (the answer has no ETag: the entry may change owner)' })),
+})
 
 export const GetEnvelope = Type.Object({ success: Type.Boolean(), data: Entry })
 export const PublicEnvelope = Type.Object({
