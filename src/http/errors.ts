@@ -205,6 +205,27 @@ const bound = (field: string, p: Record<string, string | number>): Text | null =
 const chars = (n: string | number): Text => ({ zh: `${n} 个字符`, en: n === 1 ? '1 character' : `${n} characters` })
 const items = (n: string | number): Text => ({ zh: `${n} 项`, en: n === 1 ? '1 item' : `${n} items` })
 const properties = (n: string | number): Text => ({ zh: `${n} 个字段`, en: n === 1 ? '1 property' : `${n} properties` })
+const atMostItems = (f: string, p: Record<string, string | number>): Text => ({
+  zh: `${f} 最多 ${items(p.limit).zh}`,
+  en: `${f} must have at most ${items(p.limit).en}`,
+})
+/** A property the object does not take (`additionalProperties`, `unevaluatedProperties`), named in full. */
+const unexpected = (name: string): Text => ({ zh: `不接受字段 ${name}`, en: `${name} is not an accepted field` })
+/** Items that match `contains`, between `minContains` and `maxContains` when the schema sets them. */
+const matching = (n: string | number): Text => ({ zh: `${n} 个符合要求的项`, en: n === 1 ? '1 matching item' : `${n} matching items` })
+const contains = (f: string, p: Record<string, string | number>): Text => {
+  const min = p.minContains
+  const max = p.maxContains
+  if (max === undefined) return { zh: `${f} 至少须含 ${matching(min).zh}`, en: `${f} must contain at least ${matching(min).en}` }
+  if (Number(min) === 0) return { zh: `${f} 最多含 ${matching(max).zh}`, en: `${f} must contain at most ${matching(max).en}` }
+  if (min === max) return { zh: `${f} 须恰好含 ${matching(min).zh}`, en: `${f} must contain exactly ${matching(min).en}` }
+  return { zh: `${f} 须含 ${min} 到 ${matching(max).zh}`, en: `${f} must contain between ${min} and ${matching(max).en}` }
+}
+/** The branch of an `if` a value fails: `then` (the condition holds) or `else`. */
+const conditional = (f: string, p: Record<string, string | number>): Text =>
+  p.failingKeyword === 'else'
+    ? { zh: `${f} 须满足条件不成立时适用的规则`, en: `${f} must satisfy the rule that applies when its condition does not hold` }
+    : { zh: `${f} 须满足条件成立时适用的规则`, en: `${f} must satisfy the rule that applies when its condition holds` }
 /** A property another one present asks for (`dependencies` of draft-07, `dependentRequired` after it). */
 const dependency = (_f: string, p: Record<string, string | number>, at: (name: string) => string): Text => ({
   zh: `缺少字段 ${at(String(p.missingProperty))}（有 ${at(String(p.property))} 时必填）`,
@@ -214,19 +235,24 @@ const dependency = (_f: string, p: Record<string, string | number>, at: (name: s
 /**
  * The validator's common keywords in both languages: the field (`field`, or `at`, the object
  * a missing or unexpected property belongs in, joined to it) and the limit the schema sets.
- * A keyword not listed keeps the validator's own (English) text.
+ * Every keyword of the validator that reports a failure of its own is listed (those that only
+ * hold other schemas, such as allOf or dependentSchemas, report their inner failure); one added
+ * later is worded by `unworded` until it is.
  */
 const KEYWORDS: Record<string, (field: string, p: Record<string, string | number>, at: (name: string) => string) => Text | null> = {
   required: (_f, p, at) => ({ zh: `缺少必填字段 ${at(String(p.missingProperty))}`, en: `${at(String(p.missingProperty))} is required` }),
-  additionalProperties: (_f, p, at) => ({
-    zh: `不接受字段 ${at(String(p.additionalProperty))}`,
-    en: `${at(String(p.additionalProperty))} is not an accepted field`,
-  }),
+  additionalProperties: (_f, p, at) => unexpected(at(String(p.additionalProperty))),
+  unevaluatedProperties: (_f, p, at) => unexpected(at(String(p.unevaluatedProperty))),
   type: (f, p) => {
     const types = String(p.type).split(',')
     return { zh: `${f} 须为 ${types.join(' 或 ')} 类型`, en: `${f} must be of type ${types.join(' or ')}` }
   },
-  maxItems: (f, p) => ({ zh: `${f} 最多 ${items(p.limit).zh}`, en: `${f} must have at most ${items(p.limit).en}` }),
+  maxItems: atMostItems,
+  // items past those a tuple (items as a list, prefixItems) or the other keywords describe
+  additionalItems: atMostItems,
+  items: atMostItems,
+  unevaluatedItems: atMostItems,
+  contains,
   minItems: (f, p) => ({ zh: `${f} 至少 ${items(p.limit).zh}`, en: `${f} must have at least ${items(p.limit).en}` }),
   maxLength: (f, p) => ({ zh: `${f} 最多 ${chars(p.limit).zh}`, en: `${f} must be at most ${chars(p.limit).en} long` }),
   minLength: (f, p) =>
@@ -252,6 +278,21 @@ const KEYWORDS: Record<string, (field: string, p: Record<string, string | number
   maxProperties: (f, p) => ({ zh: `${f} 最多 ${properties(p.limit).zh}`, en: `${f} must have at most ${properties(p.limit).en}` }),
   dependencies: dependency,
   dependentRequired: dependency,
+  enum: (f, p) => {
+    const values = p.allowedValues as unknown as unknown[]
+    return { zh: `${f} 须为以下值之一：${values.map(shown).join('、')}`, en: `${f} must be one of: ${values.map(shown).join(', ')}` }
+  },
+  if: conditional,
+  // a value where the schema allows none (`false`: a property that must be absent, ...)
+  'false schema': (f) => ({ zh: `不允许出现 ${f}`, en: `${f} is not allowed` }),
+  // the tag property of a discriminated oneOf (an option of the validator): not a string, or no form for it
+  discriminator: (_f, p, at) =>
+    p.error === 'tag'
+      ? { zh: `${at(String(p.tag))} 须为 string 类型`, en: `${at(String(p.tag))} must be of type string` }
+      : {
+          zh: `${at(String(p.tag))} 的值 ${shown(p.tagValue)} 不对应任何允许的形式`,
+          en: `${at(String(p.tag))} value ${shown(p.tagValue)} matches none of the allowed forms`,
+        },
 }
 
 /** One failure of a keyword of KEYWORDS, in both languages; null for a keyword not listed. */
@@ -279,6 +320,19 @@ function propertyNameDetail(errors: SchemaError[], root: string): Text | null {
   if (rule === null) return head
   const words = mapText(rule, (w) => (w.startsWith(`${field} `) ? w.slice(field.length + 1) : w))
   return { zh: `${head.zh}：${words.zh}`, en: `${head.en}: ${words.en}` }
+}
+
+/**
+ * A value that fails the branch an `if` chose (reported so by a validator that collects every
+ * error): the branch and, when its keyword is one of KEYWORDS, the rule inside it that failed
+ * (reported first, with its own field). Null when no `if` failure is among the errors.
+ */
+function conditionDetail(errors: SchemaError[], root: string): Text | null {
+  const cond = errors.find((x) => x.keyword === 'if')
+  if (cond === undefined) return null
+  const head = describeError(cond, root) as Text
+  const rule = errors[0] === cond ? null : describeError(errors[0], root)
+  return rule === null ? head : { zh: `${head.zh}：${rule.zh}`, en: `${head.en}: ${rule.en}` }
 }
 
 /**
@@ -314,15 +368,19 @@ function unionDetail(errors: SchemaError[], root: string): Text | null {
 /**
  * A validation failure in both languages, naming the field and what it must be: a value
  * outside a fixed set (oneOfDetail), one matching no branch of a union (unionDetail), a refused
- * property name (propertyNameDetail), or one failure of a keyword of KEYWORDS. Null when the errors are anything else (the validator's text is then kept). `context`: where the value
+ * property name (propertyNameDetail), a failed condition (conditionDetail), or one failure of a
+ * keyword of KEYWORDS. Null when the errors are anything else. `context`: where the value
  * was (body, querystring, params, headers), the name of a whole input that fails.
  */
 function validationDetail(errors: SchemaError[] | undefined, context: string | undefined): Text | null {
   if (!errors?.length) return null
   const root = context ?? 'body'
-  if (errors.length > 1) return propertyNameDetail(errors, root) ?? oneOfDetail(errors) ?? unionDetail(errors, root)
+  if (errors.length > 1) return propertyNameDetail(errors, root) ?? conditionDetail(errors, root) ?? oneOfDetail(errors) ?? unionDetail(errors, root)
   return describeError(errors[0], root) ?? oneOfDetail(errors)
 }
+
+/** A validation failure validationDetail cannot word: a whole Chinese sentence, the validator's own English. */
+const unworded = (message: string): Text => ({ zh: '请求参数不符合接口的要求', en: message })
 
 /** What each limit of the multipart parser counts, in Chinese (the English is the parser's message). */
 const PART_LIMITS: Record<string, string> = {
@@ -353,7 +411,7 @@ export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: 
     case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
       return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'multipart/form-data' } })
     case 'FST_ERR_VALIDATION':
-      return new AppError('INVALID_PARAMETER', { params: { detail: validationDetail(e.validation, e.validationContext) ?? e.message } })
+      return new AppError('INVALID_PARAMETER', { params: { detail: validationDetail(e.validation, e.validationContext) ?? unworded(e.message) } })
   }
   // PostgreSQL: text the database cannot hold (NUL, invalid encoding) is the client's input
   const pgCode = (e as { code?: string }).code

@@ -5,6 +5,7 @@ import { pickLang, renderError } from '../../src/errors/render.js'
 import { fromFastifyError } from '../../src/http/errors.js'
 import { Ajv } from 'ajv'
 import { Ajv2019 } from 'ajv/dist/2019.js'
+import { Ajv2020 } from 'ajv/dist/2020.js'
 import type { FastifyError } from 'fastify'
 import { beijingTime, isoMicros, nextBeijingMidnight } from '../../src/util/time.js'
 
@@ -175,6 +176,129 @@ describe('schema failures the table words in both languages', () => {
       '参数错误：缺少字段 a.y（有 a.x 时必填）',
       'Invalid parameter: a.y is required when a.x is present',
     ])
+  })
+  // keywords of later drafts and options the service's validator does not enable, and the
+  // report of a validator that collects every error (an `if` names its failing branch then)
+  const ajv2020 = new Ajv2020({ allErrors: false, strict: false })
+  const every = new Ajv({ allErrors: true, strict: false })
+  const tagged = new Ajv({ allErrors: false, strict: false, discriminator: true })
+  const conditional = { if: { properties: { x: { const: 1 } }, required: ['x'] }, then: { required: ['y'] }, else: { required: ['z'] } }
+  const forms = {
+    type: 'object',
+    discriminator: { propertyName: 'k' },
+    required: ['k'],
+    oneOf: [{ properties: { k: { const: 'p' } } }, { properties: { k: { const: 'q' } } }],
+  }
+  const more: Array<[string, Ajv, object, unknown, string, string]> = [
+    ['contains', ajv, { type: 'array', contains: { type: 'integer' } }, ['x'], 'a 至少须含 1 个符合要求的项', 'a must contain at least 1 matching item'],
+    [
+      'minContains',
+      ajv2019,
+      { type: 'array', contains: { type: 'integer' }, minContains: 2 },
+      [1, 'x'],
+      'a 至少须含 2 个符合要求的项',
+      'a must contain at least 2 matching items',
+    ],
+    [
+      'maxContains',
+      ajv2019,
+      { type: 'array', contains: { type: 'integer' }, minContains: 0, maxContains: 1 },
+      [1, 2],
+      'a 最多含 1 个符合要求的项',
+      'a must contain at most 1 matching item',
+    ],
+    [
+      'minContains and maxContains',
+      ajv2019,
+      { type: 'array', contains: { type: 'integer' }, minContains: 2, maxContains: 3 },
+      [1],
+      'a 须含 2 到 3 个符合要求的项',
+      'a must contain between 2 and 3 matching items',
+    ],
+    [
+      'minContains equal to maxContains',
+      ajv2019,
+      { type: 'array', contains: { type: 'integer' }, maxContains: 1 },
+      [1, 2],
+      'a 须恰好含 1 个符合要求的项',
+      'a must contain exactly 1 matching item',
+    ],
+    ['additionalItems', ajv, { type: 'array', items: [{ type: 'integer' }], additionalItems: false }, [1, 2], 'a 最多 1 项', 'a must have at most 1 item'],
+    [
+      'items after prefixItems',
+      ajv2020,
+      { type: 'array', prefixItems: [{ type: 'integer' }], items: false },
+      [1, 2, 3],
+      'a 最多 1 项',
+      'a must have at most 1 item',
+    ],
+    [
+      'unevaluatedItems',
+      ajv2019,
+      { type: 'array', items: [{ type: 'integer' }, { type: 'integer' }], unevaluatedItems: false },
+      [1, 2, 3],
+      'a 最多 2 项',
+      'a must have at most 2 items',
+    ],
+    [
+      'unevaluatedProperties',
+      ajv2019,
+      { type: 'object', properties: { x: {} }, unevaluatedProperties: false },
+      { x: 1, y: 2 },
+      '不接受字段 a.y',
+      'a.y is not an accepted field',
+    ],
+    ['dependentSchemas', ajv2019, { type: 'object', dependentSchemas: { x: { required: ['y'] } } }, { x: 1 }, '缺少必填字段 a.y', 'a.y is required'],
+    ['a false schema', ajv, { type: 'object', properties: { x: false } }, { x: 1 }, '不允许出现 a.x', 'a.x is not allowed'],
+    ['if/then, as the service reports it', ajv, conditional, { x: 1 }, '缺少必填字段 a.y', 'a.y is required'],
+    [
+      'if/then',
+      every,
+      conditional,
+      { x: 1 },
+      'a 须满足条件成立时适用的规则：缺少必填字段 a.y',
+      'a must satisfy the rule that applies when its condition holds: a.y is required',
+    ],
+    [
+      'if/else',
+      every,
+      conditional,
+      { x: 2 },
+      'a 须满足条件不成立时适用的规则：缺少必填字段 a.z',
+      'a must satisfy the rule that applies when its condition does not hold: a.z is required',
+    ],
+    [
+      'enum in a union',
+      ajv,
+      { anyOf: [{ enum: ['p', 'q'] }, { type: 'integer' }] },
+      'r',
+      'a 须满足以下之一：须为以下值之一：p、q；须为 integer 类型',
+      'a must satisfy one of: must be one of: p, q; must be of type integer',
+    ],
+    ['discriminator (no form for the value)', tagged, forms, { k: 'r' }, 'a.k 的值 r 不对应任何允许的形式', 'a.k value r matches none of the allowed forms'],
+    ['discriminator (not a string)', tagged, forms, { k: 1 }, 'a.k 须为 string 类型', 'a.k must be of type string'],
+  ]
+  for (const [keyword, validator, schema, body, zh, en] of more) {
+    it(`${keyword}: names the field and the rule`, () => {
+      assert.deepEqual(refusal(schema, body, validator), [`参数错误：${zh}`, `Invalid parameter: ${en}`])
+    })
+  }
+  it("a keyword the table does not know: a whole Chinese sentence, the validator's English", () => {
+    const custom = new Ajv({ allErrors: false, strict: false })
+    custom.addKeyword({ keyword: 'x-odd', validate: () => false })
+    const validate = custom.compile({ type: 'object', properties: { a: { 'x-odd': true } } })
+    assert.equal(validate({ a: 1 }), false)
+    const e = Object.assign(new Error('body/a must pass "x-odd" keyword validation'), {
+      code: 'FST_ERR_VALIDATION',
+      validation: validate.errors,
+      validationContext: 'body',
+    })
+    const err = fromFastifyError(e as unknown as FastifyError, 1, 1)
+    assert.ok(err)
+    const zh = renderError(err.key, 'A', 'zh', err.options, '').message
+    assert.equal(zh, '参数错误：请求参数不符合接口的要求')
+    assert.doesNotMatch(String(zh), /[A-Za-z]{4,}/)
+    assert.equal(renderError(err.key, 'A', 'en', err.options, '').message, 'Invalid parameter: body/a must pass "x-odd" keyword validation')
   })
   it('a value PostgreSQL cannot store (NUL, invalid encoding): a whole message in each language', () => {
     for (const code of ['22021', '22P05', '22P02']) {
