@@ -9,7 +9,7 @@ import type { FastPath, Handover } from './http/types.js'
 import { lazySchemaCompilers } from './http/lazy-schemas.js'
 import { compileStrictValidators } from './http/strict-schema.js'
 import { errorPage } from './web/short-page.js'
-import { answerClientError, guardHttpServer, installErrorHandling, refuseHostless, sendAppError, watchBody } from './http/errors.js'
+import { answerClientError, frameworkDetail, guardHttpServer, installErrorHandling, refuseHostless, sendAppError, watchBody } from './http/errors.js'
 import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
 import { FEATURES } from './features/index.js'
@@ -124,13 +124,14 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     return503OnClosing: false,
     // a request the HTTP parser refuses never reaches a route: answered in the spec's format
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, config.publicUrl ?? ''),
-    // a URL whose percent-encoding is malformed never reaches a route: answer it in the
-    // service's formats (format A on API paths, plain text elsewhere) instead of Fastify's own
-    // (it returns nothing: Fastify does not await it)
-    frameworkErrors: (_error, req, reply) => {
+    // a URL whose percent-encoding is malformed, or whose path segment is over maxParamLength
+    // where no other route takes the path, never reaches a route: answer it in the service's
+    // formats (format A on API paths, plain text elsewhere) instead of Fastify's own (it
+    // returns nothing: Fastify does not await it)
+    frameworkErrors: (error, req, reply) => {
       const r = reply as FastifyReply
       if (isApiPath(req.url)) {
-        sendAppError(req, r, new AppError('INVALID_PATH', { params: { detail: 'malformed percent-encoding in the URL' } }), config, 'A')
+        sendAppError(req, r, new AppError('INVALID_PATH', { params: { detail: frameworkDetail(error) } }), config, 'A')
         return
       }
       r.code(400).type('text/plain; charset=utf-8').send('Bad Request')

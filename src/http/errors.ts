@@ -5,6 +5,7 @@ import { AppError } from '../errors/app-error.js'
 import { ERRORS, type ErrorKey } from '../errors/codes.js'
 import { mapText, pickLang, renderError, type ErrorFormat, type Lang, type Text } from '../errors/render.js'
 import type { Config } from '../config.js'
+import { CUT_SHORT, multipartClientError } from './multipart.js'
 import { serviceOrigin } from './origin.js'
 
 /** The error format of the route that answers this request. */
@@ -382,6 +383,27 @@ function validationDetail(errors: SchemaError[] | undefined, context: string | u
 /** A validation failure validationDetail cannot word: a whole Chinese sentence, the validator's own English. */
 const unworded = (message: string): Text => ({ zh: '请求参数不符合接口的要求', en: message })
 
+/**
+ * Fastify's refusals of a request that have no row of their own (1106 or, for the URL, 1110
+ * names them), by code. A request that ended before its body (the client went) is CUT_SHORT.
+ */
+const FRAMEWORK_DETAILS: Record<string, Text> = {
+  FST_ERR_ROUTE_MISSING_CONTENT_TYPE: { zh: '缺少 Content-Type 请求头', en: 'the Content-Type header is missing' },
+  FST_ERR_ROUTE_MISSING_CONTENT: { zh: '缺少请求体', en: 'the request body is missing' },
+  FST_ERR_BAD_URL: { zh: 'URL 中的百分号编码格式错误', en: 'malformed percent-encoding in the URL' },
+  FST_ERR_MAX_PARAM_LENGTH: { zh: '路径中某一段过长', en: 'a path segment is too long' },
+}
+const CUT_SHORT_CODES = new Set(['ECONNRESET', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE'])
+/** A refusal of a code no one has worded: the same generic sentence in each language. */
+const UNKNOWN_REFUSAL: Text = { zh: '请求无法按原样处理', en: 'the request cannot be processed as sent' }
+
+/** What a framework refusal (a Fastify error below 500, or one its router hands to frameworkErrors) says, in both languages. */
+export function frameworkDetail(e: { code?: string; message?: string }): Text {
+  if (e.code !== undefined && Object.hasOwn(FRAMEWORK_DETAILS, e.code)) return FRAMEWORK_DETAILS[e.code]
+  if ((e.code !== undefined && CUT_SHORT_CODES.has(e.code)) || e.message === 'aborted') return CUT_SHORT
+  return UNKNOWN_REFUSAL
+}
+
 /** What each limit of the multipart parser counts, in Chinese (the English is the parser's message). */
 const PART_LIMITS: Record<string, string> = {
   FST_PARTS_LIMIT: '部分的总数超过上限',
@@ -402,6 +424,7 @@ export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: 
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'application/json' } })
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('INVALID_JSON')
     case 'FST_PARTS_LIMIT':
@@ -433,7 +456,9 @@ export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: 
   if (e.statusCode === 413) return new AppError('BODY_TOO_LARGE', { params: { limit: bodyLimit } })
   if (e.statusCode === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'application/json' } })
   if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
-    return new AppError('INVALID_PARAMETER', { params: { detail: e.message }, status: e.statusCode })
+    // the multipart parser's refusals outside a route that reads its parts through http/multipart
+    const multipart = e.code?.startsWith('FST_') ? multipartClientError(e) : null
+    return multipart ?? new AppError('INVALID_PARAMETER', { params: { detail: frameworkDetail(e) }, status: e.statusCode })
   }
   return null
 }

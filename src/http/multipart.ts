@@ -33,7 +33,7 @@ const malformed = (detail: Text) =>
   new AppError('INVALID_PARAMETER', { params: { detail: { zh: `多部分表单请求体无效：${detail.zh}`, en: `malformed multipart body: ${detail.en}` } } })
 
 /** The request stream ended (the client went) before the body's end. */
-const CUT_SHORT: Text = { zh: '请求在请求体完整之前就结束了', en: 'the request ended before the body was complete' }
+export const CUT_SHORT: Text = { zh: '请求在请求体完整之前就结束了', en: 'the request ended before the body was complete' }
 
 /** The client error behind an error of the multipart parser or the request stream; null for any other error. */
 export function multipartClientError(e: unknown): AppError | null {

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { startServer, type TestServer } from '../support/server.js'
-import { expectError } from '../support/errors.js'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { expectError, expectErrorInBoth } from '../support/errors.js'
 
 // A request the route's schema refuses answers 400 / 1106 with a message naming the field and
 // the limit, wholly in the answer's language (Chinese by default, English on request).
@@ -72,3 +72,45 @@ describe('schema validation messages', () => {
     assert.equal((await s.get('/svc_api/data/get?key=k', { key })).status, 404)
   })
 })
+
+// A request the framework refuses before its route's schema (a body that is not JSON, too
+// large or of a type the route does not take, a URL the router cannot read) answers in the
+// answer's language too, with no English left in the Chinese.
+for (const engine of ENGINES) {
+  describe(`framework refusals in both languages [${engine}]`, () => {
+    let s: TestServer
+    let key: string
+    before(async () => {
+      s = await startServer({ engine })
+      key = (await s.user()).key
+    })
+    after(() => s?.close())
+
+    const store = (body: string, type: string) => (headers: Record<string, string>) =>
+      s.post('/svc_api/data/store', { key, body, headers: { ...headers, 'content-type': type } })
+
+    it('a body that is not JSON', async () => {
+      await expectErrorInBoth(store('{"key":', 'application/json'), 400, 1113, '请求体不是有效的 JSON', 'The request body is not valid JSON')
+    })
+
+    it("a JSON body over the route's limit", async () => {
+      const big = JSON.stringify({ x: 'y'.repeat(1024 * 1024) })
+      const send = (headers: Record<string, string>) =>
+        s.post('/api/folders/site/publish', { key, body: big, headers: { ...headers, 'content-type': 'application/json' } })
+      await expectErrorInBoth(send, 413, 1109, '请求体过大，最大 1048576 字节', 'Request body too large; the maximum is 1048576 bytes', true)
+    })
+
+    it('a body of a type the route does not take', async () => {
+      await expectErrorInBoth(store('<key/>', 'application/xml'), 415, 1112, '不支持的请求内容类型', 'Unsupported request Content-Type', true)
+    })
+
+    it('a Content-Type header that is no media type', async () => {
+      await expectErrorInBoth(store('{}', 'json;;'), 415, 1112, '不支持的请求内容类型', 'Unsupported request Content-Type', true)
+    })
+
+    it('a URL with malformed percent-encoding', async () => {
+      const send = (headers: Record<string, string>) => s.get('/api/folders/%zz', { key, headers })
+      await expectErrorInBoth(send, 400, 1110, '路径无效：URL 中的百分号编码格式错误', 'Invalid path: malformed percent-encoding in the URL')
+    })
+  })
+}

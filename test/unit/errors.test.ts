@@ -6,7 +6,7 @@ import { fromFastifyError } from '../../src/http/errors.js'
 import { Ajv } from 'ajv'
 import { Ajv2019 } from 'ajv/dist/2019.js'
 import { Ajv2020 } from 'ajv/dist/2020.js'
-import type { FastifyError } from 'fastify'
+import { errorCodes, type FastifyError } from 'fastify'
 import { beijingTime, isoMicros, nextBeijingMidnight } from '../../src/util/time.js'
 
 describe('the error table', () => {
@@ -308,6 +308,123 @@ describe('schema failures the table words in both languages', () => {
       assert.equal(renderError(err.key, 'A', 'en', err.options, '').message, 'Invalid parameter: a value contains characters that cannot be stored', code)
     }
   })
+})
+
+describe('framework refusals the table words in both languages', () => {
+  /** The key, status and both messages of the answer to a framework error. */
+  const answer = (e: Error) => {
+    const err = fromFastifyError(e as FastifyError, 1024, 2048)
+    assert.ok(err)
+    return {
+      key: err.key,
+      status: err.status,
+      zh: renderError(err.key, 'A', 'zh', err.options, '').message,
+      en: renderError(err.key, 'A', 'en', err.options, '').message,
+    }
+  }
+  const cases: Array<[string, Error, string, number, string, string, boolean]> = [
+    ['invalid JSON', new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), 'INVALID_JSON', 400, '请求体不是有效的 JSON', 'The request body is not valid JSON', false],
+    [
+      'an empty JSON body',
+      new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY(),
+      'INVALID_JSON',
+      400,
+      '请求体不是有效的 JSON',
+      'The request body is not valid JSON',
+      false,
+    ],
+    [
+      'a body over the limit',
+      new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE(),
+      'BODY_TOO_LARGE',
+      413,
+      '请求体过大，最大 1024 字节',
+      'Request body too large; the maximum is 1024 bytes',
+      true,
+    ],
+    [
+      'an unsupported media type',
+      new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(),
+      'UNSUPPORTED_MEDIA_TYPE',
+      415,
+      '不支持的请求内容类型',
+      'Unsupported request Content-Type',
+      true,
+    ],
+    [
+      'a QUERY request without Content-Type',
+      new errorCodes.FST_ERR_ROUTE_MISSING_CONTENT_TYPE('QUERY'),
+      'INVALID_PARAMETER',
+      400,
+      '参数错误：缺少 Content-Type 请求头',
+      'Invalid parameter: the Content-Type header is missing',
+      false,
+    ],
+    [
+      'a request without a body',
+      new errorCodes.FST_ERR_ROUTE_MISSING_CONTENT('POST'),
+      'INVALID_PARAMETER',
+      400,
+      '参数错误：缺少请求体',
+      'Invalid parameter: the request body is missing',
+      true,
+    ],
+    [
+      'a path parameter over the limit',
+      new errorCodes.FST_ERR_MAX_PARAM_LENGTH('/x'),
+      'INVALID_PARAMETER',
+      414,
+      '参数错误：路径中某一段过长',
+      'Invalid parameter: a path segment is too long',
+      true,
+    ],
+    [
+      'a malformed URL',
+      new errorCodes.FST_ERR_BAD_URL('/%zz'),
+      'INVALID_PARAMETER',
+      400,
+      '参数错误：URL 中的百分号编码格式错误',
+      'Invalid parameter: malformed percent-encoding in the URL',
+      false,
+    ],
+    [
+      'a body cut short',
+      Object.assign(new Error('aborted'), { code: 'ECONNRESET', statusCode: 400 }),
+      'INVALID_PARAMETER',
+      400,
+      '参数错误：请求在请求体完整之前就结束了',
+      'Invalid parameter: the request ended before the body was complete',
+      true,
+    ],
+    [
+      'a multipart part declared JSON that is not',
+      Object.assign(new Error('a request field is not a valid JSON as declared by its Content-Type'), {
+        code: 'FST_INVALID_JSON_FIELD_ERROR',
+        statusCode: 406,
+      }),
+      'INVALID_PARAMETER',
+      400,
+      '参数错误：多部分表单请求体无效：声明为 JSON 的部分不是有效的 JSON',
+      'Invalid parameter: malformed multipart body: a part declared as JSON is not valid JSON',
+      false,
+    ],
+    [
+      'an unknown client error',
+      Object.assign(new Error('Something went sideways'), { code: 'FST_SOMETHING_NEW', statusCode: 409 }),
+      'INVALID_PARAMETER',
+      409,
+      '参数错误：请求无法按原样处理',
+      'Invalid parameter: the request cannot be processed as sent',
+      true,
+    ],
+  ]
+  for (const [name, e, key, status, zh, en, wordless] of cases) {
+    it(`${name}: a whole message in each language`, () => {
+      const a = answer(e)
+      assert.deepEqual([a.key, a.status, a.zh, a.en], [key, status, zh, en])
+      if (wordless) assert.doesNotMatch(String(a.zh), /[A-Za-z]{4,}/)
+    })
+  }
 })
 
 describe('time formats', () => {
