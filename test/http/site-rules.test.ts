@@ -407,6 +407,48 @@ for (const engine of ENGINES) {
       assert.equal(payload.header('x-payload'), 'posts/one')
     })
 
+    it("takes Netlify's and Cloudflare's lines for a host, applied on that host only (decision 171)", async () => {
+      const u = await s.user()
+      const own = `hosted.${u.username}.localhost`
+      // Netlify's domain-level redirect of its own subdomain, Cloudflare's noindex for pages.dev,
+      // and lines for the project's own origin, which this service serves
+      const redirects = ['https://hosted.netlify.app/* https://example.com/:splat 301!', `http://${own}/old /about 301`, '/old /index.html 200'].join('\n')
+      const headers = ['https://:project.pages.dev/*', '  X-Robots-Tag: noindex', `https://${own}/*`, '  X-Host: own', '/*', '  X-All: yes'].join('\n')
+      await batchUpload(s, { key: u.key }, 'hosted', [
+        { filename: 'index.html', data: '<p>home</p>' },
+        { filename: 'about.html', data: '<p>about</p>' },
+        { filename: '_redirects', data: redirects },
+        { filename: '_headers', data: headers },
+      ])
+      const p = await s.post('/api/folders/hosted/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 200, p.text)
+      const onHost = (host: string, path: string) => request(`${s.httpUrl}${path}`, { headers: { host } }).then(wrap)
+      // the project's own origin: its lines apply, another host's never
+      const home = await onHost(own, '/')
+      assert.equal(home.status, 200)
+      assert.equal(home.header('x-host'), 'own')
+      assert.equal(home.header('x-all'), 'yes')
+      assert.equal(home.header('x-robots-tag'), undefined)
+      const old = await onHost(`${own}:8080`, '/old')
+      assert.equal(old.status, 301, 'the port is not part of the host a line names')
+      assert.equal(old.location, '/about')
+      // the path form and the user's origin serve the project under a path: no host line applies
+      const path = await s.get(`/${u.username}/hosted/old`)
+      assert.equal(path.status, 200)
+      assert.equal(path.text, '<p>home</p>')
+      assert.equal(path.header('x-host'), undefined)
+      assert.equal(path.header('x-all'), 'yes')
+      const site = await onHost(`${u.username}.localhost`, '/hosted/old')
+      assert.equal(site.status, 200)
+      assert.equal(site.header('x-host'), undefined)
+      // a bad host is still refused with its line
+      await batchUpload(s, { key: u.key }, 'hosted', [{ filename: '_redirects', data: '/a /b\nhttps://example.com:8443/a /b\n' }], true)
+      const bad = await s.post('/api/folders/hosted/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(bad.status, 400, bad.text)
+      assert.equal(bad.json.error_code, 1314)
+      assert.match(bad.json.message, /_redirects, line 2: /)
+    })
+
     it("refuses Netlify's Basic-Auth line at publish, naming the visitor password, rather than sending the password to every visitor", async () => {
       const u = await s.user()
       await batchUpload(s, { key: u.key }, 'locked', [
@@ -423,8 +465,8 @@ for (const engine of ENGINES) {
 }
 
 /** An undici answer read whole, with a header getter. */
-async function wrap(r: Awaited<ReturnType<typeof request>>): Promise<{ status: number; header: (n: string) => string | undefined }> {
+async function wrap(r: Awaited<ReturnType<typeof request>>): Promise<{ status: number; header: (n: string) => string | undefined; location?: string }> {
   await r.body.text()
   const h = r.headers as Record<string, string | undefined>
-  return { status: r.statusCode, header: (n: string) => h[n.toLowerCase()] }
+  return { status: r.statusCode, header: (n: string) => h[n.toLowerCase()], location: h.location }
 }

@@ -2,6 +2,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import {
   compileRules,
+  hostOf,
   headersFor,
   matchRedirect,
   onServiceOrigin,
@@ -96,11 +97,32 @@ describe('_redirects parser', () => {
     it(`takes ${name}`, () => assert.deepEqual(parseRedirects(text), want))
   }
 
+  it("takes a domain-level line (Netlify's), matched on its host only (decision 171)", () => {
+    const lines = parseRedirects('HTTPS://Old.Example.com/* https://example.com/:splat 301!\nhttp://a.example.com /b 302')
+    assert.deepEqual(
+      lines.map((r) => hostOf(r.from)),
+      [
+        { host: 'old.example.com', path: '/*' },
+        { host: 'a.example.com', path: '/' },
+      ],
+    )
+    const rules = compileRules(lines, parseHeaders('https://:project.pages.dev/*\n  X-Robots-Tag: noindex\n'))
+    assert.equal(matchRedirect(rules, '/x', true, '', 'old.example.com')?.href, 'https://example.com/x')
+    assert.equal(matchRedirect(rules, '/x', true, '', 'www.example.com'), null)
+    assert.equal(matchRedirect(rules, '/x', true), null, 'no host: the site sits under a path')
+    assert.equal(matchRedirect(rules, '/', false, '', 'a.example.com')?.href, '/b')
+    assert.deepEqual(headersFor(rules, '/a', 'site.pages.dev'), [['X-Robots-Tag', 'noindex']])
+    assert.deepEqual(headersFor(rules, '/a', 'pages.dev'), [])
+    assert.deepEqual(headersFor(rules, '/a', 'a.b.pages.dev'), [], ':project is one label')
+  })
+
   const bad: Array<[string, string, number, RegExp]> = [
     ['one token', '/only', 1, /expected "from to/],
     ['a condition', '/a /b 200 Country=us', 1, /conditions are not supported/],
     ['a relative from', 'a /b', 1, /must start with \//],
-    ['a full URL as from', 'https://x.com/a /b', 1, /paths of this site only/],
+    ['a port in the host of from', 'https://x.com:8443/a /b', 1, /"x.com:8443" is not a host name/],
+    ['a user in the host of from', 'https://u@x.com/a /b', 1, /is not a host name/],
+    ['an empty host', 'https:///a /b', 1, /is not a host name/],
     ['a splat inside the pattern', '/a/*/b /c', 1, /may only end/],
     ['an unknown status', '/a /b 418', 1, /must be one of/],
     ['a status that is not a number', '/a /b abc', 1, /must be one of/],
@@ -361,6 +383,7 @@ describe('_headers parser and matching', () => {
     ["a proxy's internal redirect", '/a\n  X-Accel-Redirect: /internal/', 2, /set by the service/],
     ["a proxy's cache time", '/a\n  X-Accel-Expires: 99999', 2, /set by the service/],
     ['a pattern with spaces', '/a b\n  X-A: 1', 1, /has no spaces/],
+    ['a host with a port', 'https://x.com:80/*\n  X-A: 1', 1, /is not a host name/],
     ['a relative pattern', 'a\n  X-A: 1', 1, /must start with \//],
     // a visitor's value never chooses the host a page sends them to (decision 149)
     ['a splat as the host of a Refresh URL', '/x/*\n  X-A: 1\n  Refresh: 0; url=https://:splat', 3, /Refresh puts :splat in the host of a URL/],

@@ -48,9 +48,13 @@ const CONTENT_HEADERS = PAGE_CONTENT_HEADERS
 /** A user's own origin: the full web platform; only nosniff and the CORS grant are added. */
 const SITE_HEADERS = ['X-Content-Type-Options', 'nosniff', 'Cross-Origin-Resource-Policy', 'cross-origin', ...CORS_HEADERS]
 
-/** Cache key of a path: the path form, the user's origin and a custom domain cache different headers or redirects. */
+/**
+ * Cache key of a path: the path form, the user's origin and a custom domain cache different
+ * headers or redirects; a project's own origin and each of its domains apart, since a rule
+ * line may name one host (`https://www.example.com/*`). A host has no `/`, a path starts with one.
+ */
 export const siteKey = (path: string): string => `@${path}`
-export const domainKey = (path: string): string => `!${path}`
+export const domainKey = (path: string, host: string): string => `!${host}${path}`
 /**
  * The key of a path's answer for a query, when the path's answers depend on the query
  * parameters `names` (a VaryEntry under `key` says which): each one's first value, or its
@@ -248,7 +252,7 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
    * query matches read; the answer is cached under the path's key, or under its varyKey when
    * such a rule applies to the path.
    */
-  return async function resolve(path: string, site: SiteMode = false, query = ''): Promise<Resolution> {
+  return async function resolve(path: string, site: SiteMode = false, query = '', host = ''): Promise<Resolution> {
     const raw = path.split('/')
     const username = decodeSegment(raw[1] ?? '')?.toLowerCase()
     if (username === undefined) return { status: 400 }
@@ -267,18 +271,21 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     // requests for a path that is being looked up share that lookup, unless the user's
     // content changed since it started (it could return what the write replaced)
     // (with the query: a rule may read it)
-    const key = `${site === 'domain' ? domainKey(path) : site ? siteKey(path) : path}${query.length > 1 ? query : ''}`
+    // a rule line's host is matched on a project's own origin or domain only, where the
+    // project is the site at the host's root
+    const on = site === 'domain' ? host : ''
+    const key = `${site === 'domain' ? domainKey(path, on) : site ? siteKey(path) : path}${query.length > 1 ? query : ''}`
     const running = inFlight.get(key)
     if (running && running.gen === gen) return running.lookup
-    const lookup = lookUp(path, username, rest, gen, site, query).finally(() => {
+    const lookup = lookUp(path, username, rest, gen, site, query, on).finally(() => {
       if (inFlight.get(key)?.lookup === lookup) inFlight.delete(key)
     })
     inFlight.set(key, { gen, lookup })
     return lookup
   }
 
-  async function lookUp(path: string, username: string, rest: string[], gen: number, site: SiteMode, query: string): Promise<Resolution> {
-    const pathKey = site === 'domain' ? domainKey(path) : site ? siteKey(path) : path
+  async function lookUp(path: string, username: string, rest: string[], gen: number, site: SiteMode, query: string, host: string): Promise<Resolution> {
+    const pathKey = site === 'domain' ? domainKey(path, host) : site ? siteKey(path) : path
     // where the answer is kept: the path's key, or its varyKey once a query-matching rule applies
     let key = pathKey
     const done = (entry: HostEntry) => {
@@ -335,17 +342,17 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     // a preview ({project}@{deploy}) stays out of search engines: its noindex replaces a
     // rule's X-Robots-Tag (a rule's value, sent first, would keep the service's out)
     const ruleHeaders = (p: string): Array<[string, string]> => {
-      const all = rules ? headersFor(rules, p) : []
+      const all = rules ? headersFor(rules, p, host) : []
       const own = folder.preview ? all.filter(([name]) => name.toLowerCase() !== 'x-robots-tag') : all
       return [...(site === false ? onServiceOrigin(own) : own), ...(folder.preview ? NOINDEX : [])]
     }
     const extra = ruleHeaders(inProject)
-    const vary = rules ? queryNamesFor(rules, inProject) : []
+    const vary = rules ? queryNamesFor(rules, inProject, host) : []
     if (vary.length > 0) {
       cache.set(pathKey, username, { kind: 'vary', names: vary, freshUntil: cache.freshUntil() }, gen)
       key = varyKey(pathKey, vary, query)
     }
-    const match = rules ? matchRedirect(rules, inProject, f !== undefined || dirIndex !== undefined || slashless !== undefined, query) : null
+    const match = rules ? matchRedirect(rules, inProject, f !== undefined || dirIndex !== undefined || slashless !== undefined, query, host) : null
     if (match) {
       if (/^https?:\/\//i.test(match.to)) return done(redirect(match.href, match.status, match.consumed))
       const base = site === 'domain' ? '' : site ? `/${encodeURIComponent(name.path)}` : `/${username}/${encodeURIComponent(name.path)}`

@@ -332,6 +332,8 @@ export function createHostHandler(
     loaded?: string | null,
     priv = false,
   ): void {
+    // the host a rule line may name: a project's own origin's or domain's (resolver.ts)
+    const host = site === 'domain' ? hostName(req.headers.host) : ''
     if (holds !== null) {
       // `loaded`: the state already read (the fast path) or just loaded, for when the index
       // cannot keep it (bus down)
@@ -350,13 +352,13 @@ export function createHostHandler(
         return
       }
     }
-    const e = cached(site === 'domain' ? domainKey(path) : site ? siteKey(path) : path, query)
+    const e = cached(site === 'domain' ? domainKey(path, host) : site ? siteKey(path) : path, query)
     if (e !== undefined) {
       const r = serve(req, res, e, query, head, priv)
       if (r) r.catch((err) => fail(res, err))
       return
     }
-    resolve(path, site, query)
+    resolve(path, site, query, host)
       .then((r) => {
         if ('status' in r) {
           res.writeHead(400, H400)
@@ -432,9 +434,10 @@ export function createHostHandler(
     }
     if (target === null || !holds.yields(path)) return answer(false)
     const own = (e: HostEntry | null) => e !== null && e.kind === 'file' && e.status === 200
-    const hit = cached(domainKey(full), query)
+    const host = hostName(req.headers.host)
+    const hit = cached(domainKey(full, host), query)
     if (hit !== undefined) return answer(own(hit))
-    resolve(full, 'domain', query)
+    resolve(full, 'domain', query, host)
       .then((r) => answer(!('status' in r) && own(r.entry)))
       .catch((err) => fail(res, err))
   }
@@ -456,7 +459,7 @@ export function createHostHandler(
     route?: RouteOn,
   ): void {
     if (route === undefined || !isFormBody(req.headers['content-type'])) return notAllowed(res)
-    resolve(full, mode, query)
+    resolve(full, mode, query, mode === 'domain' ? hostName(req.headers.host) : '')
       .then((r) => {
         if ('status' in r || r.entry.kind !== 'file' || r.entry.status !== 200) return notAllowed(res)
         req.url = SITE_FORM_ROUTE

@@ -25,6 +25,7 @@ const MAX_LINE = 2000
 export type QueryMatch = { name: string; bind: string } | { name: string; equals: string }
 
 export interface RedirectRule {
+  /** A path pattern, or a URL for a line of one host (`https://old.example.com/*`: hostOf). */
   from: string
   /** Query matches, all required; absent: the rule matches whatever the query. */
   query?: QueryMatch[]
@@ -36,6 +37,7 @@ export interface RedirectRule {
 }
 
 export interface HeaderRule {
+  /** A path pattern, or a URL for a line of one host (`https://:project.pages.dev/*`: hostOf). */
   pattern: string
   headers: Array<[string, string]>
   line: number
@@ -171,11 +173,6 @@ function lines(text: string, file: string): Array<{ n: number; raw: string }> {
  */
 function checkPattern(p: string, file: string, n: number, what: 'from' | 'pattern', innerStar = false): void {
   const w = what === 'pattern' ? '路径模式' : what
-  if (/^https?:\/\//i.test(p))
-    throw new RuleSyntaxError(file, n, {
-      zh: `${w} "${p}"：规则只匹配本站的路径，须以 / 开头`,
-      en: `${what} "${p}": rules match paths of this site only; start it with /`,
-    })
   if (!p.startsWith('/')) throw new RuleSyntaxError(file, n, { zh: `${w} "${p}" 须以 / 开头`, en: `${what} "${p}" must start with /` })
   const star = p.indexOf('*')
   if (star >= 0 && p.indexOf('*', star + 1) >= 0)
@@ -188,6 +185,32 @@ function checkPattern(p: string, file: string, n: number, what: 'from' | 'patter
     if (seg.startsWith(':') && !/^:[A-Za-z_][A-Za-z0-9_]*$/.test(seg))
       throw new RuleSyntaxError(file, n, { zh: `${w} "${p}"：占位符 "${seg}" 无效`, en: `${what} "${p}": bad placeholder "${seg}"` })
   }
+}
+
+/** A host label of a line: a DNS label, or a `:name` placeholder standing for any one label. */
+const HOST_LABEL = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?|:[A-Za-z_][A-Za-z0-9_]*)$/
+
+/**
+ * A pattern written as a URL (Netlify's domain-level `https://old.example.com/*`, Cloudflare's
+ * `https://:project.pages.dev/*`) as its host, lowercased, and its path; a path pattern has
+ * no host. The scheme is not kept: a site's hosts answer over HTTPS, plain HTTP being sent
+ * there first. Stored as written, so a release without host lines never matches one (its
+ * compiled pattern starts with `https:`, which no request path does).
+ */
+export function hostOf(p: string): { host?: string; path: string } {
+  const m = /^https?:\/\/([^/]*)(.*)$/i.exec(p)
+  return m ? { host: m[1].toLowerCase(), path: m[2] === '' ? '/' : m[2] } : { path: p }
+}
+
+/** Checks a pattern's host (hostOf): DNS labels or `:name` ones, no port, no user; returns its path. */
+function checkHost(p: string, file: string, n: number, what: 'from' | 'pattern'): string {
+  const { host, path } = hostOf(p)
+  if (host !== undefined && !host.split('.').every((label) => HOST_LABEL.test(label)))
+    throw new RuleSyntaxError(file, n, {
+      zh: `${what === 'pattern' ? '路径模式' : what} "${p}"：主机 "${host}" 无效（只写主机名，不带端口或用户，如 https://www.example.com/*）`,
+      en: `${what} "${p}": "${host}" is not a host name (write the name alone, no port or user: https://www.example.com/*)`,
+    })
+  return path
 }
 
 const TRAILING_COMMENT = /\s#.*$/
@@ -272,7 +295,8 @@ export function parseRedirects(text: string, file = '_redirects'): RedirectRule[
       })
     }
     const query = parts.slice(1, at).map((w) => queryMatch(w, file, n))
-    const [from, to, statusRaw = '301', ...more] = [parts[0], ...parts.slice(at)]
+    const [written, to, statusRaw = '301', ...more] = [parts[0], ...parts.slice(at)]
+    const from = checkHost(written, file, n, 'from')
     const condition = [statusRaw, ...more].find((p) => KEY_VALUE.test(p))
     if (condition !== undefined) throw new RuleSyntaxError(file, n, conditionProblem(condition))
     if (more.length > 0)
@@ -326,7 +350,14 @@ export function parseRedirects(text: string, file = '_redirects'): RedirectRule[
       })
     }
     if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, tooManyRules)
-    rules.push({ from, ...(query.length > 0 ? { query } : {}), to, status: status as RuleStatus, force: m[2] === '!', line: n })
+    rules.push({
+      from: written,
+      ...(query.length > 0 ? { query } : {}),
+      to,
+      status: status as RuleStatus,
+      force: m[2] === '!',
+      line: n,
+    })
   }
   return rules
 }
@@ -338,16 +369,17 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
   let captured: string[] = []
   for (const { n, raw } of lines(text, file)) {
     if (!/^\s/.test(raw)) {
-      const pattern = raw.trim()
-      if (/\s/.test(pattern))
+      const written = raw.trim()
+      if (/\s/.test(written))
         throw new RuleSyntaxError(file, n, {
-          zh: `"${pattern}"：路径模式不能含空格；头部行须缩进`,
-          en: `"${pattern}": a path pattern has no spaces; indent header lines`,
+          zh: `"${written}"：路径模式不能含空格；头部行须缩进`,
+          en: `"${written}": a path pattern has no spaces; indent header lines`,
         })
+      const pattern = checkHost(written, file, n, 'pattern')
       checkPattern(pattern, file, n, 'pattern', true)
       if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, noHeaders(current.pattern))
       if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, tooManyRules)
-      current = { pattern, headers: [], line: n }
+      current = { pattern: written, headers: [], line: n }
       captured = compile(pattern).names
       rules.push(current)
       continue
@@ -390,6 +422,20 @@ interface Compiled {
   re: RegExp
   names: string[]
 }
+
+/**
+ * A line's pattern (hostOf) compiled: its path, and its host as a request's host name is
+ * matched with it, `:name` taking one label (labels are [a-z0-9-], nothing to escape).
+ */
+function compileLine(written: string): Compiled & { hostRe?: RegExp } {
+  const { host, path } = hostOf(written)
+  if (host === undefined) return compile(path)
+  const labels = host.split('.').map((label) => (label.startsWith(':') ? '[^.]+' : label))
+  return { ...compile(path), hostRe: new RegExp(`^${labels.join('\\.')}$`) }
+}
+
+/** Whether a compiled line applies on `host` (a request's host name; '' where the site sits under a path). */
+const onHost = (r: { hostRe?: RegExp }, host: string): boolean => r.hostRe === undefined || (host !== '' && r.hostRe.test(host))
 
 /**
  * A rule's own path text as the request paths it is compared with read: each segment
@@ -467,8 +513,8 @@ export interface RuleMatch {
 
 /** The compiled rules of one project, ready to match request paths (relative to the project, starting with /, decoded, NFC). */
 export interface SiteRules {
-  redirects: Array<RedirectRule & Compiled>
-  headers: Array<HeaderRule & Compiled>
+  redirects: Array<RedirectRule & Compiled & { hostRe?: RegExp }>
+  headers: Array<HeaderRule & Compiled & { hostRe?: RegExp }>
 }
 
 /**
@@ -480,9 +526,9 @@ export function compileRules(redirects: RedirectRule[], headers: HeaderRule[]): 
   const allowed = ([name, value]: [string, string]) => !FORBIDDEN_HEADERS.has(name.toLowerCase()) && VALUE_RE.test(value)
   return {
     // every placeholder of a stored target was checked as captured at its publish
-    redirects: redirects.filter((r) => hostPlaceholder(ownHost(r.to), () => true) === null).map((r) => ({ ...r, ...compile(r.from) })),
+    redirects: redirects.filter((r) => hostPlaceholder(ownHost(r.to), () => true) === null).map((r) => ({ ...r, ...compileLine(r.from) })),
     headers: headers.map((h) => {
-      const c = compile(h.pattern)
+      const c = compileLine(h.pattern)
       const safe = ([, value]: [string, string]) => hostPlaceholder(value, (name) => c.names.includes(name)) === null
       return { ...h, headers: h.headers.filter((nv) => allowed(nv) && safe(nv)), ...c }
     }),
@@ -491,13 +537,13 @@ export function compileRules(redirects: RedirectRule[], headers: HeaderRule[]): 
 
 /**
  * The first redirect rule matching `path` and `query` (the request's, with or without its
- * `?`). With `fileExists`, only forced rules apply (a file at the path shadows the others, as
- * on Netlify).
+ * `?`) on `host` (onHost). With `fileExists`, only forced rules apply (a file at the path
+ * shadows the others, as on Netlify).
  */
-export function matchRedirect(rules: SiteRules, path: string, fileExists: boolean, query = ''): RuleMatch | null {
+export function matchRedirect(rules: SiteRules, path: string, fileExists: boolean, query = '', host = ''): RuleMatch | null {
   let params: URLSearchParams | undefined
   for (const r of rules.redirects) {
-    if (fileExists && !r.force) continue
+    if ((fileExists && !r.force) || !onHost(r, host)) continue
     const m = r.re.exec(path)
     if (!m) continue
     const values = new Map<string, string>()
@@ -539,9 +585,9 @@ function queryMatches(query: QueryMatch[], params: URLSearchParams, values: Map<
 }
 
 /** The query parameters any query-matching rule that matches `path` asks for, sorted: what its answer depends on besides the path. */
-export function queryNamesFor(rules: SiteRules, path: string): string[] {
+export function queryNamesFor(rules: SiteRules, path: string, host = ''): string[] {
   const names = new Set<string>()
-  for (const r of rules.redirects) if (r.query !== undefined && r.re.test(path)) for (const q of r.query) names.add(q.name)
+  for (const r of rules.redirects) if (r.query !== undefined && onHost(r, host) && r.re.test(path)) for (const q of r.query) names.add(q.name)
   return [...names].sort()
 }
 
@@ -551,10 +597,10 @@ export function queryNamesFor(rules: SiteRules, path: string): string[] {
  * replaced by what it matched, as Cloudflare Pages does, percent-encoded (slashes kept), so a
  * value stays visible ASCII whatever the path holds (a decoded CR LF never splits a header).
  */
-export function headersFor(rules: SiteRules, path: string): Array<[string, string]> {
+export function headersFor(rules: SiteRules, path: string, host = ''): Array<[string, string]> {
   const out = new Map<string, [string, string]>()
   for (const h of rules.headers) {
-    const m = h.re.exec(path)
+    const m = onHost(h, host) ? h.re.exec(path) : null
     if (!m) continue
     const values = new Map<string, string>()
     h.names.forEach((name, i) => values.set(name, m[i + 1] ?? ''))
