@@ -449,6 +449,36 @@ for (const engine of ENGINES) {
       assert.match(bad.json.message, /_redirects, line 2: /)
     })
 
+    it('takes a _redirects of thousands of lines, as sites moved from another host carry (decision 172)', async () => {
+      const u = await s.user()
+      // old URLs of a migrated blog, one line each, then a placeholder line and the SPA fallback
+      const old = Array.from({ length: 5000 }, (_, i) => `/archive/${i}/post.html /posts/${i} 301`)
+      const lines = ['/posts/4999 /index.html 200', ...old, '/tags/:tag /index.html?tag=:tag 302', '/* /index.html 200']
+      await batchUpload(s, { key: u.key }, 'moved', [
+        { filename: 'index.html', data: '<p>moved</p>' },
+        { filename: '_redirects', data: lines.join('\n') },
+      ])
+      const p = await s.post('/api/folders/moved/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 200, p.text)
+      const last = await s.get(`/${u.username}/moved/archive/4999/post.html/`)
+      assert.equal(last.status, 301)
+      assert.equal(last.header('location'), `/${u.username}/moved/posts/4999`)
+      assert.equal((await s.get(`/${u.username}/moved/archive/17/post.html`)).header('location'), `/${u.username}/moved/posts/17`)
+      // the first matching line wins, whichever kind it is
+      const first = await s.get(`/${u.username}/moved/posts/4999`)
+      assert.equal(first.status, 200)
+      assert.equal(first.text, '<p>moved</p>')
+      assert.equal((await s.get(`/${u.username}/moved/tags/a`)).header('location'), `/${u.username}/moved/index.html?tag=a`)
+      assert.equal((await s.get(`/${u.username}/moved/anything/else`)).status, 200)
+      // the ceiling stays, named with its line
+      const over = Array.from({ length: 10001 }, (_, i) => `/o/${i} /`).join('\n')
+      await batchUpload(s, { key: u.key }, 'moved', [{ filename: '_redirects', data: over }], true)
+      const refused = await s.post('/api/folders/moved/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(refused.status, 400, refused.text)
+      assert.equal(refused.json.error_code, 1314)
+      assert.match(refused.json.message, /_redirects, line 10001: more than 10000 rules/)
+    })
+
     it("refuses Netlify's Basic-Auth line at publish, naming the visitor password, rather than sending the password to every visitor", async () => {
       const u = await s.user()
       await batchUpload(s, { key: u.key }, 'locked', [

@@ -173,8 +173,38 @@ describe('_redirects parser', () => {
     })
   }
 
-  it('refuses more than 1000 rules', () => {
-    assert.throws(() => parseRedirects(Array.from({ length: 1001 }, (_, i) => `/a${i} /b`).join('\n')), /more than 1000 rules/)
+  it('takes 10,000 lines and refuses more (decision 172); _headers keeps 1,000', () => {
+    assert.equal(parseRedirects(Array.from({ length: 10000 }, (_, i) => `/a${i} /b`).join('\n')).length, 10000)
+    assert.throws(() => parseRedirects(Array.from({ length: 10001 }, (_, i) => `/a${i} /b`).join('\n')), /line 10001: more than 10000 rules/)
+    assert.throws(() => parseHeaders(Array.from({ length: 1001 }, (_, i) => `/a${i}\n  X-A: 1`).join('\n')), /more than 1000 rules/)
+  })
+
+  it('finds a plain line by its path among the others, the first matching line winning (decision 172)', () => {
+    const rules = compileRules(
+      parseRedirects(
+        [
+          '/a/:x /dyn-first 301',
+          '/a/b /plain-after 301',
+          '/c /plain-first 301',
+          '/c/ /plain-second 302',
+          '/* /catch-all 200',
+          '/late /never 301',
+          '/caf%C3%A9 /menu 301',
+          '/forced /f 302!',
+        ].join('\n'),
+      ),
+      [],
+    )
+    assert.equal(matchRedirect(rules, '/a/b', false)?.to, '/dyn-first')
+    assert.equal(matchRedirect(rules, '/c/', false)?.to, '/plain-first')
+    assert.equal(matchRedirect(rules, '/late', false)?.to, '/catch-all')
+    assert.equal(matchRedirect(rules, '/café', false)?.to, '/catch-all', 'a line after the splat never wins')
+    assert.equal(matchRedirect(rules, '/forced', true)?.to, '/f', 'a file shadows all but the forced line')
+    assert.equal(matchRedirect(rules, '/C', true), null, 'paths are case-sensitive')
+    const alone = compileRules(parseRedirects('/caf%C3%A9 /menu 301\n/ /home 302'), [])
+    assert.equal(matchRedirect(alone, '/café/', false)?.to, '/menu')
+    assert.equal(matchRedirect(alone, '/', false)?.to, '/home')
+    assert.equal(matchRedirect(alone, '/x', false), null)
   })
 })
 

@@ -26,7 +26,7 @@ import { createBlobBatch } from '../../storage/batch.js'
 /** Limits of one deploy (docs/limits.md). */
 export const DEPLOY_MAX_FILES = 50_000
 export const MANIFEST_MAX_BYTES = 16 * 1024 * 1024
-const RULE_FILE_MAX = 256 * 1024
+const RULE_FILE_MAX = 1024 * 1024
 /** Entries up to this size are read whole and stored in batches (one durability step per batch). */
 const SMALL_ENTRY = 1024 * 1024
 const SOURCES = new Set(['cli', 'api'])

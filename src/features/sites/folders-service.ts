@@ -17,7 +17,7 @@ import { checkName, checkRelativePath, decodeSegment, decodeUrlPath, encodePath,
 import { createFoldersStore, type FolderFileRow, type FolderRow } from './folders-store.js'
 import { createDeploysStore } from './deploys-store.js'
 import { parseHeaders, parseRedirects, RULE_FILES, RuleSyntaxError } from './site-rules.js'
-const RULE_FILE_MAX = 256 * 1024
+const RULE_FILE_MAX = 1024 * 1024
 
 /** Per-request limits of a batch upload (defaults; the per-file limit is MAX_UPLOAD_BYTES). */
 export const MAX_FILES_PER_REQUEST = 200

@@ -20,7 +20,7 @@ import {
   type RedirectRule,
   type SiteRules,
 } from './site-rules.js'
-import { dropOldest } from '../../util/oldest.js'
+import { dropOldest, oldestKey } from '../../util/oldest.js'
 import { servedType } from './content-types.js'
 
 /** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
@@ -233,17 +233,28 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     ...(drop !== undefined && drop.length > 0 ? { drop } : {}),
     freshUntil: cache.freshUntil(),
   })
-  // compiled rules per project, recompiled when a publish changed them
-  const compiled = new Map<string, { json: string; rules: SiteRules }>()
+  // compiled rules per project, recompiled when a publish changed them: at most 1,000
+  // projects' and 200,000 lines in all (a `_redirects` may have 10,000)
+  const compiled = new Map<string, { json: string; rules: SiteRules; lines: number }>()
+  let compiledLines = 0
   const rulesOf = (folder: { id: string; site_rules: string | null }): SiteRules | null => {
     if (folder.site_rules === null) return null
     const hit = compiled.get(folder.id)
     if (hit && hit.json === folder.site_rules) return hit.rules
     const parsed = JSON.parse(folder.site_rules) as { redirects: RedirectRule[]; headers: HeaderRule[] }
     const rules = compileRules(parsed.redirects, parsed.headers)
-    if (compiled.size >= 1000) dropOldest(compiled)
-    compiled.set(folder.id, { json: folder.site_rules, rules })
+    const lines = rules.redirects.length + rules.headers.length
+    forget(folder.id)
+    while (compiled.size > 0 && (compiled.size >= 1000 || compiledLines + lines > 200_000)) forget(oldestKey(compiled))
+    compiled.set(folder.id, { json: folder.site_rules, rules, lines })
+    compiledLines += lines
     return rules
+  }
+  const forget = (id: string | undefined) => {
+    const old = id === undefined ? undefined : compiled.get(id)
+    if (old === undefined || id === undefined) return
+    compiled.delete(id)
+    compiledLines -= old.lines
   }
   const inFlight = new Map<string, { gen: number; lookup: Promise<Resolution> }>()
 

@@ -12,7 +12,14 @@ import type { Text } from '../../errors/text.js'
 export const RULE_STATUSES = [200, 301, 302, 303, 307, 308, 404, 410] as const
 export type RuleStatus = (typeof RULE_STATUSES)[number]
 
+/** Lines of `_headers` (Cloudflare Pages takes 100). */
 export const MAX_RULES = 1000
+/**
+ * Lines of `_redirects`: the old URLs of a moved site, one line each, as Netlify and Cloudflare
+ * Pages (2,000 static and 100 dynamic) take them; lines without placeholders are found by
+ * their path (SiteRules.literal), so their number costs a request nothing.
+ */
+export const MAX_REDIRECTS = 10_000
 /** The rule files of a project, at its root: read at publish, never served. */
 export const RULE_FILES = ['_redirects', '_headers'] as const
 const MAX_LINE = 2000
@@ -262,7 +269,7 @@ function queryMatch(word: string, file: string, n: number): QueryMatch {
 
 /** A target that is neither a path of the site nor another site's URL. */
 const badTarget = (to: string): Text => ({ zh: `目标 "${to}" 须以 / 开头或为 http(s) URL`, en: `target "${to}" must start with / or be an http(s) URL` })
-const tooManyRules: Text = { zh: `规则超过 ${MAX_RULES} 条`, en: `more than ${MAX_RULES} rules` }
+const tooManyRules = (max: number): Text => ({ zh: `规则超过 ${max} 条`, en: `more than ${max} rules` })
 /** A `_headers` path pattern with no header line under it. */
 const noHeaders = (pattern: string): Text => ({ zh: `"${pattern}" 下没有任何头部`, en: `"${pattern}" has no headers under it` })
 
@@ -349,7 +356,7 @@ export function parseRedirects(text: string, file = '_redirects'): RedirectRule[
         en: `${inHost} is in the host of "${to}": a visitor's value cannot choose the site a redirect sends them to; put placeholders in the path (https://example.com/:splat), or write a line for each host`,
       })
     }
-    if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, tooManyRules)
+    if (rules.length >= MAX_REDIRECTS) throw new RuleSyntaxError(file, n, tooManyRules(MAX_REDIRECTS))
     rules.push({
       from: written,
       ...(query.length > 0 ? { query } : {}),
@@ -378,7 +385,7 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
       const pattern = checkHost(written, file, n, 'pattern')
       checkPattern(pattern, file, n, 'pattern', true)
       if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, noHeaders(current.pattern))
-      if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, tooManyRules)
+      if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, tooManyRules(MAX_RULES))
       current = { pattern: written, headers: [], line: n }
       captured = compile(pattern).names
       rules.push(current)
@@ -515,6 +522,48 @@ export interface RuleMatch {
 export interface SiteRules {
   redirects: Array<RedirectRule & Compiled & { hostRe?: RegExp }>
   headers: Array<HeaderRule & Compiled & { hostRe?: RegExp }>
+  /** Indexes of the redirects with a plain path (no placeholder, splat, query or host), by literalKey of that path, in file order. */
+  literal: Map<string, number[]>
+  /** Indexes of the other redirects, in file order: the ones a path is matched against one by one. */
+  dynamic: number[]
+}
+
+/** The key of a decoded path among plain lines: a line's pattern matches its path with or without a final slash. */
+const literalKey = (path: string): string => (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path)
+
+/** Files the compiled redirects by whether a request's path alone can find them (SiteRules.literal). */
+function indexRedirects(redirects: SiteRules['redirects']): Pick<SiteRules, 'literal' | 'dynamic'> {
+  const literal = new Map<string, number[]>()
+  const dynamic: number[] = []
+  redirects.forEach((r, i) => {
+    if (r.re !== PLAIN) {
+      dynamic.push(i)
+      return
+    }
+    const key = literalKey(decodeText(r.from))
+    const list = literal.get(key)
+    if (list) list.push(i)
+    else literal.set(key, [i])
+  })
+  return { literal, dynamic }
+}
+
+/** The `re` of a plain line, never run: such a line is found by its path (SiteRules.literal). */
+const PLAIN = /$^/
+
+/** A redirect compiled: a plain line (no placeholder, splat, query or host) takes no regex of its own. */
+function compileRedirect(r: RedirectRule): SiteRules['redirects'][number] {
+  const plain = r.query === undefined && !/^https?:\/\//i.test(r.from) && !r.from.includes('*') && !r.from.split('/').some((seg) => seg.startsWith(':'))
+  return plain ? { ...r, re: PLAIN, names: [] } : { ...r, ...compileLine(r.from) }
+}
+
+/** Two ascending lists of indexes as one. */
+function merged(a: number[], b: number[]): number[] {
+  const out: number[] = []
+  let i = 0
+  let j = 0
+  while (i < a.length || j < b.length) out.push(j >= b.length || (i < a.length && a[i] < b[j]) ? a[i++] : b[j++])
+  return out
 }
 
 /**
@@ -524,9 +573,11 @@ export interface SiteRules {
  */
 export function compileRules(redirects: RedirectRule[], headers: HeaderRule[]): SiteRules {
   const allowed = ([name, value]: [string, string]) => !FORBIDDEN_HEADERS.has(name.toLowerCase()) && VALUE_RE.test(value)
+  // every placeholder of a stored target was checked as captured at its publish
+  const compiled = redirects.filter((r) => hostPlaceholder(ownHost(r.to), () => true) === null).map(compileRedirect)
   return {
-    // every placeholder of a stored target was checked as captured at its publish
-    redirects: redirects.filter((r) => hostPlaceholder(ownHost(r.to), () => true) === null).map((r) => ({ ...r, ...compileLine(r.from) })),
+    redirects: compiled,
+    ...indexRedirects(compiled),
     headers: headers.map((h) => {
       const c = compileLine(h.pattern)
       const safe = ([, value]: [string, string]) => hostPlaceholder(value, (name) => c.names.includes(name)) === null
@@ -542,9 +593,12 @@ export function compileRules(redirects: RedirectRule[], headers: HeaderRule[]): 
  */
 export function matchRedirect(rules: SiteRules, path: string, fileExists: boolean, query = '', host = ''): RuleMatch | null {
   let params: URLSearchParams | undefined
-  for (const r of rules.redirects) {
+  // the plain lines of this path, found by it, among the others in file order: first match wins
+  const plain = rules.literal.get(literalKey(path))
+  for (const i of plain ? merged(plain, rules.dynamic) : rules.dynamic) {
+    const r = rules.redirects[i]
     if ((fileExists && !r.force) || !onHost(r, host)) continue
-    const m = r.re.exec(path)
+    const m = r.re === PLAIN ? [path] : r.re.exec(path)
     if (!m) continue
     const values = new Map<string, string>()
     r.names.forEach((name, i) => values.set(name, m[i + 1] ?? ''))
