@@ -401,6 +401,119 @@ for (const engine of ENGINES) {
     })
   })
 
+  describe(`public host: a single page at its clean URL [${engine}]`, () => {
+    let s: TestServer
+    let u: Awaited<ReturnType<TestServer['user']>>
+    /** Both URL forms of a name: the path form and the user's own origin. */
+    let forms: Array<[string, (name: string) => string, Record<string, string>]>
+    const headersOf = (r: Res) =>
+      ['content-type', 'etag', 'last-modified', 'cache-control', 'content-length', 'content-security-policy', 'accept-ranges', 'location'].map((h) =>
+        r.header(h),
+      )
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      u = await s.user()
+      forms = [
+        ['path form', (name) => `/${u.username}/${name}`, {}],
+        ["user's origin", (name) => `/${name}`, { host: `${u.username}.localhost:${new URL(s.url).port}` }],
+      ]
+    })
+    after(() => s.close())
+
+    it('serves /{name} as {name}.html answers, without a redirect, on both URL forms: GET, HEAD, 304, 206', async () => {
+      const page = HTML('about me')
+      assert.equal((await uploadFile(s, { key: u.key }, 'about.html', page)).status, 200)
+      for (const [form, at, host] of forms) {
+        for (const method of ['GET', 'HEAD', 'GET']) {
+          const clean = await s.request(method, at('about'), { headers: host })
+          const full = await s.request(method, at('about.html'), { headers: host })
+          assert.equal(clean.status, 200, `${form} ${method}`)
+          assert.equal(clean.text, method === 'GET' ? page : '', `${form} ${method}`)
+          assert.deepEqual(headersOf(clean), headersOf(full), `${form} ${method}: the page's own headers`)
+        }
+        const etag = (await s.get(at('about'), { headers: host })).header('etag')!
+        assert.equal(etag, `"${sha(page)}"`)
+        const inm = await s.get(at('about'), { headers: { ...host, 'if-none-match': etag } })
+        assert.equal(inm.status, 304, form)
+        assert.equal(inm.text, '')
+        const part = await s.get(at('about?v=2'), { headers: { ...host, range: 'bytes=0-8' } })
+        assert.equal(part.status, 206, form)
+        assert.equal(part.text, page.slice(0, 9))
+        // the slash form is a project's URL: it keeps answering as before
+        assert.equal((await s.get(at('about/'), { headers: host })).status, 404, `${form}: slash form`)
+        assert.equal((await s.get(at('nothing'), { headers: host })).status, 404, `${form}: no page`)
+        assert.equal((await s.get(at('about.html.html'), { headers: host })).status, 404, `${form}: one extension only`)
+      }
+      // an .htm page answers at its clean URL too
+      const old = HTML('old style')
+      assert.equal((await uploadFile(s, { key: u.key }, 'legacy.htm', old)).status, 200)
+      for (const [form, at, host] of forms) assert.equal((await s.get(at('legacy'), { headers: host })).text, old, form)
+    })
+
+    it('lets a published project of the name win, and shows each change at once', async () => {
+      const page = HTML('docs page')
+      assert.equal((await uploadFile(s, { key: u.key }, 'docs.html', page)).status, 200)
+      const both = async (want: number, location?: (name: string) => string) => {
+        for (const [form, at, host] of forms) {
+          const r = await s.get(at('docs'), { headers: host })
+          assert.equal(r.status, want, form)
+          if (want === 200) assert.equal(r.text, page, form)
+          if (location) assert.equal(r.header('location'), location(at('docs')), form)
+        }
+      }
+      await both(200)
+      assert.equal((await batchUpload(s, { key: u.key }, 'docs', [{ filename: 'index.html', data: HTML('docs site') }])).status, 200)
+      assert.equal((await s.post('/api/folders/docs/publish', { key: u.key })).status, 200)
+      await both(301, (p) => `${p}/`)
+      assert.equal((await s.post('/api/folders/docs/unpublish', { key: u.key })).status, 200)
+      await both(200)
+      assert.equal((await s.post('/api/folders/docs/publish', { key: u.key })).status, 200)
+      await both(301, (p) => `${p}/`)
+      // the page's own changes show through the project's answer at once too
+      assert.equal((await uploadFile(s, { key: u.key }, 'docs.html', HTML('docs page, v2'))).status, 200)
+      await both(301, (p) => `${p}/`)
+    })
+
+    it('follows an upload, an overwrite, a delete and a re-upload of the page at once', async () => {
+      const answers = async () => Promise.all(forms.map(([, at, host]) => s.get(at('live'), { headers: host })))
+      for (const r of await answers()) assert.equal(r.status, 404)
+      for (const v of ['v1', 'v2']) {
+        assert.equal((await uploadFile(s, { key: u.key }, 'live.html', HTML(v))).status, 200)
+        for (const r of await answers()) assert.deepEqual([r.status, r.text, r.header('etag')], [200, HTML(v), `"${sha(HTML(v))}"`])
+      }
+      assert.equal((await s.request('DELETE', '/svc_api/files/live.html', { key: u.key })).status, 200)
+      for (const r of await answers()) assert.equal(r.status, 404)
+      assert.equal((await uploadFile(s, { key: u.key }, 'live.html', HTML('v3'))).status, 200)
+      for (const r of await answers()) assert.equal(r.text, HTML('v3'))
+    })
+
+    it("answers 451 at a held page's clean URL, and asks a protected page's password there", async () => {
+      const admin = await s.user({ admin: true })
+      const cookie = await s.login(admin.username, admin.password)
+      assert.equal((await uploadFile(s, { key: u.key }, 'held.html', HTML('held'))).status, 200)
+      assert.equal((await uploadFile(s, { key: u.key }, 'note.html', HTML('secret note'))).status, 200)
+      // warm the caches first: the hold and the password are checked before cached answers
+      for (const [, at, host] of forms) for (const name of ['held', 'note']) assert.equal((await s.get(at(name), { headers: host })).status, 200)
+      const rep = await s.post('/svc_api/admin/reports', { cookie, json: { url: `http://${u.username}.localhost:8080/held.html`, category: 'spam' } })
+      assert.equal(rep.status, 201, rep.text)
+      assert.equal((await s.post(`/svc_api/admin/reports/${rep.json.data.id}/quarantine`, { cookie })).status, 200)
+      assert.equal((await s.request('PUT', '/api/access/note.html', { key: u.key, json: { password: 'hunter22' } })).status, 200)
+      const basic = `Basic ${Buffer.from('visitor:hunter22').toString('base64')}`
+      for (const [form, at, host] of forms) {
+        for (const method of ['GET', 'HEAD']) {
+          const held = await s.request(method, at('held'), { headers: host })
+          assert.equal(held.status, 451, `${form} ${method}`)
+          const note = await s.request(method, at('note'), { headers: host })
+          assert.equal(note.status, 401, `${form} ${method}`)
+          assert.equal(note.header('etag'), undefined)
+          assert.ok(!note.text.includes('secret note'))
+        }
+        const open = await s.get(at('note'), { headers: { ...host, authorization: basic } })
+        assert.deepEqual([open.status, open.text, open.header('cache-control')], [200, HTML('secret note'), 'private, no-cache'], form)
+      }
+    })
+  })
+
   describe(`public host across instances and with CONTENT_ORIGIN [${engine}]`, () => {
     it('serves fresh content on a second instance after a write on the first (Redis bus)', needs('redis'), async () => {
       const a = await startServer({ engine, keepData: true, env: { REDIS_URL, RATE_LIMITS: HIGH_LIMITS } })

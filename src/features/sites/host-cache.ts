@@ -6,7 +6,7 @@ import type { Bus } from '../../infra/bus.js'
 import { HOSTING_CHANNEL } from './invalidate.js'
 
 /** What a public path resolves to; built once per (path, content) and reused by every hit. */
-export type HostEntry = FileEntry | RedirectEntry | MissingEntry
+export type HostEntry = FileEntry | RedirectEntry | MissingEntry | PageEntry
 /** What the cache keeps under a key: an answer, or the note that the path's answers depend on its query. */
 export type CachedEntry = HostEntry | VaryEntry
 
@@ -55,6 +55,18 @@ export interface RedirectEntry {
 
 export interface MissingEntry {
   kind: 'missing'
+  freshUntil: number
+}
+
+/**
+ * A single page's clean URL (/{user}/about, /about on the user's origin: about.html, and no
+ * published project `about`): the request is answered as the page's own path, the extension
+ * added, with that name's holds and visitor access (serve.ts, decision 169).
+ */
+export interface PageEntry {
+  kind: 'page'
+  /** The extension the page's name adds to the path's last segment: '.html' or '.htm'. */
+  ext: string
   freshUntil: number
 }
 

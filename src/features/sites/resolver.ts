@@ -22,6 +22,7 @@ import {
 } from './site-rules.js'
 import { dropOldest, oldestKey } from '../../util/oldest.js'
 import { servedType } from './content-types.js'
+import { ALLOWED_EXTENSIONS as PAGE_EXTENSIONS } from './files-service.js'
 
 /** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
 export const FROM_FILE_MAX = 2 * 1024 * 1024
@@ -257,6 +258,15 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     compiledLines -= old.lines
   }
   const inFlight = new Map<string, { gen: number; lookup: Promise<Resolution> }>()
+  /**
+   * The extension of the single page a clean URL names (`about`: about.html, else about.htm,
+   * as a single upload may be named), or null: none, or a name that has its extension already.
+   */
+  const pageExtension = async (userId: string, name: string): Promise<string | null> => {
+    if (PAGE_EXTENSIONS.some((ext) => name.toLowerCase().endsWith(ext))) return null
+    for (const ext of PAGE_EXTENSIONS) if (await hostedFile(db, userId, name + ext)) return ext
+    return null
+  }
 
   /**
    * Resolves `path` as asked with `query` (`?...` or ''), which only `_redirects` rules with
@@ -323,7 +333,10 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
       const f = await hostedFile(db, user.id, name.path)
       if (f) return done(fileEntry(cache, { ...f, mtime: Number(f.updated_at ?? f.created_at) }, site !== false))
       const folder = await memo(username, `p:${username}/${name.path}`, gen, () => publishedFolder(db, user.id, name.path))
-      return done(folder ? slashed() : missing())
+      if (folder) return done(slashed())
+      // a project of the name wins; else a single page named without its extension (decision 169)
+      const ext = await pageExtension(user.id, name.path)
+      return done(ext === null ? missing() : { kind: 'page', ext, freshUntil: cache.freshUntil() })
     }
 
     const name = checkName(rest[0])

@@ -312,6 +312,26 @@ export function createHostHandler(
     return v === undefined || v.kind === 'vary' ? undefined : v
   }
 
+  /**
+   * The path-form path a request is answered as: a single page's clean URL (a PageEntry,
+   * /{user}/about) as the page's own path (/{user}/about.html), so its holds, visitor access
+   * and answer are the page's; any other path as it is. Only a path naming one thing after the
+   * user can be one; resolved (and so cached) when not cached yet.
+   */
+  function pagePath(full: string, site: boolean): string | Promise<string> {
+    const a = full.indexOf('/', 1)
+    if (a < 0 || a === full.length - 1 || full.indexOf('/', a + 1) >= 0 || pathUser(full.slice(1, a)) === null) return full
+    const hit = cached(site ? siteKey(full) : full, '')
+    if (hit !== undefined) return hit.kind === 'page' ? full + hit.ext : full
+    return resolve(full, site).then((r) => ('status' in r || r.entry.kind !== 'page' ? full : full + r.entry.ext))
+  }
+
+  /** Goes on with the path pagePath found, at once when it was known. */
+  function withPage(res: ServerResponse, at: string | Promise<string>, then: (at: string) => void): void {
+    if (typeof at === 'string') then(at)
+    else at.then(then).catch((err) => fail(res, err))
+  }
+
   /** Splits a request URL; the path is the cache key. */
   const split = (url: string) => {
     const q = url.indexOf('?')
@@ -415,11 +435,14 @@ export function createHostHandler(
     const rawName = target ? projectSegment(encodeURIComponent(target.project), target.deploy ?? null) : path.slice(1, slash < 0 ? undefined : slash)
     const cookiePath = target ? '/' : `/${rawName}${slash < 0 ? '' : '/'}`
     const full = target ? `/${username}/${rawName}${path}` : `/${username}${path}`
+    // a single page's clean URL takes the page's name (its visitor access), the cookie the URL's path
     const go = () =>
-      gated(req, res, username, rawName, cookiePath, (priv) => {
-        if (m === 'POST') postToPage(req, res, username, full, target ? 'domain' : true, path, query, route)
-        else serveAt(req, res, full, target ? 'domain' : true, query, head, undefined, priv)
-      })
+      withPage(res, target ? full : pagePath(full, true), (at) =>
+        gated(req, res, username, rawName + at.slice(full.length), cookiePath, (priv) => {
+          if (m === 'POST') postToPage(req, res, username, at, target ? 'domain' : true, path, query, route)
+          else serveAt(req, res, at, target ? 'domain' : true, query, head, undefined, priv)
+        }),
+      )
     const send = () => {
       // a browser's navigation to a project may be sent on first (sendOn)
       if (m !== 'GET' || req.headers['sec-fetch-dest'] !== 'document' || (target === null && slash <= 1)) return go()
@@ -553,8 +576,9 @@ export function createHostHandler(
     const yes = await builtForRoot(html, async (p) => {
       const own = await siteEntry(base + p)
       // a file of its own (not the index, as a single-page app's fallback rule answers), and
-      // none at the user's root (a file shared by the user's projects)
-      return isFile(own) && own.digest !== index.digest && !isFile(await siteEntry(`/${username}${p}`))
+      // none at the user's root (a file shared by the user's projects, or a page's clean URL)
+      const atRoot = await siteEntry(`/${username}${p}`)
+      return isFile(own) && own.digest !== index.digest && !isFile(atRoot) && atRoot?.kind !== 'page'
     })
     if (builtMemo.size >= BUILT_MEMO_MAX) builtMemo.clear()
     builtMemo.set(base, { gen, yes })
@@ -650,15 +674,22 @@ export function createHostHandler(
       const { path, query } = split(req.url ?? '/')
       if (mergedLeading(res, path, query)) return true
       if (toSite(req, res, path, query)) return true
+      // a single page's clean URL answers as the page's own path; one not known from the
+      // cache yet goes through handle()
+      const at = pagePath(path, false)
+      if (typeof at !== 'string') {
+        at.catch(() => undefined)
+        return false
+      }
       // held content (abuse handling) and holds not loaded yet go through the router
-      if (holds !== null && holds.stateOf(path) !== null) return false
+      if (holds !== null && holds.stateOf(at) !== null) return false
       // visitor access known to be open from memory; anything else goes through handle()
-      const p = pathFormName(path)
+      const p = pathFormName(at)
       const user = pathUser(p.username)
       if (user === null || !hooks.openNow(user, p.rawName)) return false
       // cached or not: a miss is resolved here too, as handle() would after routing (the
       // holds were read above: null, not held)
-      serveAt(req, res, path, false, query, m === 'HEAD', null)
+      serveAt(req, res, at, false, query, m === 'HEAD', null)
       return true
     },
 
@@ -687,7 +718,9 @@ export function createHostHandler(
         serveAt(req, res, path, false, query, head)
         return
       }
-      gated(req, res, user, p.rawName, null, (priv) => serveAt(req, res, path, false, query, head, undefined, priv))
+      withPage(res, pagePath(path, false), (at) =>
+        gated(req, res, user, pathFormName(at).rawName, null, (priv) => serveAt(req, res, at, false, query, head, undefined, priv)),
+      )
     },
   }
 }
