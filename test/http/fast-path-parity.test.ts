@@ -39,7 +39,7 @@ for (const engine of ENGINES) {
     const proxied = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '192.0.2.7' }
 
     // one file per case, so the case's first read finds its cache cold
-    const NAMES = ['plain', 'etag', 'range', 'range416']
+    const NAMES = ['plain', 'etag', 'range', 'range416', 'clean', 'cleansite']
     const LINKS = ['plain', 'etag', 'versioned', 'variant']
     const images = new Map<string, { public_url: string; versioned_url: string }>()
     const data = new Map<string, string>()
@@ -95,8 +95,15 @@ for (const engine of ENGINES) {
       ['a hosted page, If-None-Match (304)', () => ({ url: `/${u.username}/etag.html`, headers: { 'if-none-match': etag } }), false],
       ['a hosted page, Range', () => ({ url: `/${u.username}/range.html`, headers: { range: 'bytes=5-99' } }), false],
       ['a hosted page, unsatisfiable Range (416)', () => ({ url: `/${u.username}/range416.html`, headers: { range: 'bytes=999999-' } }), false],
+      // a single page's clean URL (decision 169): found, then taken before routing as its page is
+      ['a page at its clean URL', () => ({ url: `/${u.username}/clean`, headers: {} }), false],
       // a user's origin is always taken before routing (its misses are read there too)
       ["a page on the user's origin", () => ({ url: '/origin.html', headers: { host: `${u.username}.localhost:${new URL(s.url).port}` } }), false],
+      [
+        "a page at its clean URL on the user's origin",
+        () => ({ url: '/cleansite', headers: { host: `${u.username}.localhost:${new URL(s.url).port}` } }),
+        false,
+      ],
       ['the KV public read', () => ({ url: `/svc_api/data/public/${u.username}/parity`, headers: {} }), true],
       ['the KV public read, If-None-Match (304)', () => ({ url: `/svc_api/data/public/${u.username}/parity304`, headers: { 'if-none-match': kvTag } }), true],
       [

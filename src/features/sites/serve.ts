@@ -39,6 +39,8 @@ const ROOT_CHECK_MAX = 1 << 20
 const BUILT_MEMO_MAX = 10_000
 /** A CORS preflight of hosted content, on every URL form: public reads, conditional and range ones included. */
 const H204 = ['Allow', 'GET, HEAD, OPTIONS', ...PUBLIC_PREFLIGHT_HEADERS]
+/** A path whose last segment has a single page's extension: never a page's clean URL. */
+const PAGE_NAME = /\.html?$/i
 
 /** How the host tells the service's own host from a user's origin (src/http/site-origin.ts). */
 export interface SiteRouting {
@@ -316,11 +318,11 @@ export function createHostHandler(
    * The path-form path a request is answered as: a single page's clean URL (a PageEntry,
    * /{user}/about) as the page's own path (/{user}/about.html), so its holds, visitor access
    * and answer are the page's; any other path as it is. Only a path naming one thing after the
-   * user can be one; resolved (and so cached) when not cached yet.
+   * user, without a page's extension, can be one; resolved (and so cached) when not cached yet.
    */
   function pagePath(full: string, site: boolean): string | Promise<string> {
     const a = full.indexOf('/', 1)
-    if (a < 0 || a === full.length - 1 || full.indexOf('/', a + 1) >= 0 || pathUser(full.slice(1, a)) === null) return full
+    if (a < 0 || a === full.length - 1 || full.indexOf('/', a + 1) >= 0 || PAGE_NAME.test(full) || pathUser(full.slice(1, a)) === null) return full
     const hit = cached(site ? siteKey(full) : full, '')
     if (hit !== undefined) return hit.kind === 'page' ? full + hit.ext : full
     return resolve(full, site).then((r) => ('status' in r || r.entry.kind !== 'page' ? full : full + r.entry.ext))
@@ -625,6 +627,23 @@ export function createHostHandler(
     return true
   }
 
+  /**
+   * Answers a path-form GET or HEAD of `path` (as pagePath found it) whose holds and visitor
+   * access are known from memory; false: the router's handle() must.
+   */
+  function fastPathForm(req: IncomingMessage, res: ServerResponse, path: string, query: string): boolean {
+    // held content (abuse handling) and holds not loaded yet go through the router
+    if (holds !== null && holds.stateOf(path) !== null) return false
+    // visitor access known to be open from memory; anything else goes through handle()
+    const p = pathFormName(path)
+    const user = pathUser(p.username)
+    if (user === null || !hooks.openNow(user, p.rawName)) return false
+    // cached or not: a miss is resolved here too, as handle() would after routing (the
+    // holds were read above: null, not held)
+    serveAt(req, res, path, false, query, req.method === 'HEAD', null)
+    return true
+  }
+
   /** The raw name after /{username}/ of a path-form path ('' when there is none). */
   const pathFormName = (path: string): { username: string; rawName: string } => {
     const a = path.indexOf('/', 1)
@@ -674,22 +693,14 @@ export function createHostHandler(
       const { path, query } = split(req.url ?? '/')
       if (mergedLeading(res, path, query)) return true
       if (toSite(req, res, path, query)) return true
-      // a single page's clean URL answers as the page's own path; one not known from the
-      // cache yet goes through handle()
+      // a single page's clean URL answers as the page's own path, found first when not cached
       const at = pagePath(path, false)
-      if (typeof at !== 'string') {
+      if (typeof at === 'string') return fastPathForm(req, res, at, query)
+      if (route === undefined) {
         at.catch(() => undefined)
         return false
       }
-      // held content (abuse handling) and holds not loaded yet go through the router
-      if (holds !== null && holds.stateOf(at) !== null) return false
-      // visitor access known to be open from memory; anything else goes through handle()
-      const p = pathFormName(at)
-      const user = pathUser(p.username)
-      if (user === null || !hooks.openNow(user, p.rawName)) return false
-      // cached or not: a miss is resolved here too, as handle() would after routing (the
-      // holds were read above: null, not held)
-      serveAt(req, res, at, false, query, m === 'HEAD', null)
+      at.then((p) => fastPathForm(req, res, p, query) || route(req, res)).catch((err) => fail(res, err))
       return true
     },
 
