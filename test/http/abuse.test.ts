@@ -203,6 +203,24 @@ for (const engine of ENGINES) {
         byUrl.json.data.items.map((i: any) => i.name),
         ['findme.html'],
       )
+      // a single page's clean URL names the page, as the public host serves it (decision 169)
+      for (const url of [`http://${bob.username}.localhost:8080/findme`, `${s.url}/${bob.username}/findme?x=1`]) {
+        const clean = await adminCall('GET', `/svc_api/admin/content?url=${encodeURIComponent(url)}`)
+        assert.equal(clean.status, 200, clean.text)
+        assert.deepEqual(
+          clean.json.data.items.map((i: any) => i.name),
+          ['findme.html'],
+          url,
+        )
+      }
+      // its slash form names a project, and there is none
+      await expectErrorInBoth(
+        (headers) => s.get(`/svc_api/admin/content?url=${encodeURIComponent(`${s.url}/${bob.username}/findme/`)}`, { cookie: admin.cookie, headers }),
+        400,
+        1705,
+        `无法识别要处理的内容：${bob.username} 没有页面 "findme"`,
+        `The content to act on cannot be found: no page "findme" of ${bob.username}`,
+      )
       const byName = await adminCall('GET', `/svc_api/admin/content?name=FINDME&user=${bob.username}`)
       assert.equal(byName.json.data.items.length, 1)
       const byUser = await adminCall('GET', `/svc_api/admin/content?user=${bob.username}`)

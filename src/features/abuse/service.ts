@@ -8,7 +8,8 @@ import { FLUSH_ALL } from '../../infra/bus.js'
 import { DIGEST_RE } from '../../storage/blob-store.js'
 import { hostName, isContentOnlyHost, projectSegment, siteOf } from '../../http/site-origin.js'
 import type { SiteHooks } from '../../http/site-hooks.js'
-import { decodeSegment, projectOf } from '../sites/paths.js'
+import { decodeSegment, isCleanName, PAGE_EXTENSIONS, projectOf } from '../sites/paths.js'
+import { publishedFolder } from '../sites/folders-store.js'
 import { invalidateHosting } from '../sites/invalidate.js'
 import { invalidateAccount } from '../accounts/invalidate.js'
 import { takedownDigests } from '../image-host/inspect.js'
@@ -144,9 +145,12 @@ export function createAbuse(deps: Deps) {
     // ({project}.{username}.{content domain}/...) or one of its deploys' ({deploy}--{project}...)
     const site = siteOf(u.host, config)
     let key: string | null
-    if (site !== null)
+    // the path-form path of a URL that may be a single page's clean URL (/{username}/{name})
+    let clean: string | null = null
+    if (site !== null) {
+      clean = site.project === null ? `/${site.username}${path}` : null
       key = siteKeyOfPath(site.project === null ? `/${site.username}${path}` : `/${site.username}/${projectSegment(site.project, site.deploy)}${path}`)
-    else if (isContentOnlyHost(u.host, config)) throw unknown({ zh: `${host} 不提供任何内容`, en: `${host} serves no content` })
+    } else if (isContentOnlyHost(u.host, config)) throw unknown({ zh: `${host} 不提供任何内容`, en: `${host} serves no content` })
     else {
       const domain = await domainOf(host)
       if (domain !== null) key = `site:${domain.username.toLowerCase()}/${domain.project}`
@@ -170,6 +174,7 @@ export function createAbuse(deps: Deps) {
         }
         // the path form (/{username}/{name}/...)
         key = siteKeyOfPath(path)
+        clean = path
       }
     }
     if (!key) throw unknown({ zh: '该网址不指向任何页面、图片或数据链接', en: 'the URL names no page, image or data link' })
@@ -177,9 +182,25 @@ export function createAbuse(deps: Deps) {
     const user = await store.userByName(t.username)
     if (!user) throw unknown({ zh: `没有用户 "${t.username}"`, en: `no user "${t.username}"` })
     const file = await store.siteFile(db.k, user.id, t.name)
+    if (!file && clean !== null) {
+      const page = await cleanPage(user.id, clean, t.name)
+      if (page !== null) return { target: { ...t, name: page }, userId: user.id }
+    }
     const folder = await store.siteFolder(db.k, user.id, t.name)
     if (!file && !folder) throw unknown({ zh: `${t.username} 没有页面 "${t.name}"`, en: `no page "${t.name}" of ${t.username}` })
     return { target: t, userId: user.id }
+  }
+
+  /**
+   * The single page a clean URL names (`/{username}/about`: about.html, else about.htm), as
+   * the public host serves it: no file and no published project of the name (decision 169);
+   * null: not one.
+   */
+  async function cleanPage(userId: string, path: string, name: string): Promise<string | null> {
+    const a = path.indexOf('/', 1)
+    if (a < 0 || path.indexOf('/', a + 1) >= 0 || !isCleanName(name) || (await publishedFolder(db, userId, name))) return null
+    for (const ext of PAGE_EXTENSIONS) if (await store.siteFile(db.k, userId, name + ext)) return name + ext
+    return null
   }
 
   /** The bytes behind a target, as evidence rows (read through `q`: a transaction or the database). */

@@ -8,7 +8,7 @@ import { quotaOf } from '../../limits/quotas.js'
 import type { User } from '../../auth/users.js'
 import { isoMicros, beijingTime } from '../../util/time.js'
 import { isWellFormed } from '../../util/unicode.js'
-import { checkName } from './paths.js'
+import { checkName, PAGE_EXTENSIONS } from './paths.js'
 import { invalidateHosting } from './invalidate.js'
 import { ContentWatcher, detectNonHtml } from './sniff.js'
 import { createFilesStore, type FileRow } from './files-store.js'
@@ -16,7 +16,7 @@ import { createAbuse } from '../abuse/service.js'
 import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
 
 export const API_VERSION = '1.1.2'
-export const ALLOWED_EXTENSIONS = ['.html', '.htm']
+export const ALLOWED_EXTENSIONS = PAGE_EXTENSIONS
 const PROJECT_NAME_MAX = 255
 /** What FILE_TYPE_UNSUPPORTED names for a file name without a dot. */
 const NO_EXTENSION: Text = { zh: '（无扩展名）', en: '(no extension)' }

@@ -104,6 +104,12 @@ export function checkName(input: unknown): PathResult {
   return r
 }
 
+/** The extensions a single page may have (an upload's), in the order a clean URL tries them (decision 169). */
+export const PAGE_EXTENSIONS = ['.html', '.htm']
+
+/** A single page's clean name (`about` of about.html): one without a page's extension. */
+export const isCleanName = (name: string): boolean => !PAGE_EXTENSIONS.some((ext) => name.toLowerCase().endsWith(ext))
+
 /** A preview's project segment: `{project}@{deploy id}` (docs/decisions.md). */
 export const PREVIEW_SEGMENT = /^(.+)@([a-z0-9]{12})$/
 

@@ -3,7 +3,7 @@ import { PAGE_CONTENT_HEADERS, PUBLIC_CORS_HEADERS } from '../../http/content-he
 import { linesOf, prepareShared, sharedHead, type Prepared, type SharedHead } from '../../http/prepared-response.js'
 import { httpDate, type Representation } from '../../http/representation.js'
 import { canNameUser } from '../../auth/users.js'
-import { checkName, checkRelativePath, decodeSegment } from './paths.js'
+import { checkName, checkRelativePath, decodeSegment, isCleanName, PAGE_EXTENSIONS } from './paths.js'
 import { hostedFile } from './files-store.js'
 import { publishedFolder } from './folders-store.js'
 import { createDeployIndex, type DeployIndex } from './deploy-index.js'
@@ -22,7 +22,6 @@ import {
 } from './site-rules.js'
 import { dropOldest, oldestKey } from '../../util/oldest.js'
 import { servedType } from './content-types.js'
-import { ALLOWED_EXTENSIONS as PAGE_EXTENSIONS } from './files-service.js'
 
 /** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
 export const FROM_FILE_MAX = 2 * 1024 * 1024
@@ -263,7 +262,7 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
    * as a single upload may be named), or null: none, or a name that has its extension already.
    */
   const pageExtension = async (userId: string, name: string): Promise<string | null> => {
-    if (PAGE_EXTENSIONS.some((ext) => name.toLowerCase().endsWith(ext))) return null
+    if (!isCleanName(name)) return null
     for (const ext of PAGE_EXTENSIONS) if (await hostedFile(db, userId, name + ext)) return ext
     return null
   }
