@@ -332,8 +332,8 @@ for (const engine of ENGINES) {
     })
 
     if (engine === 'sqlite') {
-      it('a failed fsync answers 503 (1503) to the writes it covered, and the next writes work', async () => {
-        const u = await s.user()
+      /** The barrier's next fsync fails (EIO), the ones after it run; returns the undo. */
+      const failNextSync = () => {
         const barrier = s.deps.db.barrier!
         const real = (barrier as unknown as { sync: () => Promise<void> }).sync
         let fail = 1
@@ -341,6 +341,12 @@ for (const engine of ENGINES) {
           if (fail-- > 0) throw Object.assign(new Error('EIO: i/o error, fdatasync (injected)'), { code: 'EIO' })
           await real()
         })
+        return () => barrier.setSync(real)
+      }
+
+      it('a failed fsync answers 503 (1503) to the writes it covered, and the next writes work', async () => {
+        const u = await s.user()
+        const restore = failNextSync()
         try {
           const r = await store(u, { key: 'a', value: 1 })
           assert.equal(r.status, 503, r.text)
@@ -359,19 +365,13 @@ for (const engine of ENGINES) {
             ['a', 'b', 'c'],
           )
         } finally {
-          barrier.setSync(real)
+          restore()
         }
       })
 
       it('after a failed fsync, a reader holding an old snapshot delays the next writes, not fails them', async () => {
         const u = await s.user()
-        const barrier = s.deps.db.barrier!
-        const real = (barrier as unknown as { sync: () => Promise<void> }).sync
-        let fail = 1
-        barrier.setSync(async () => {
-          if (fail-- > 0) throw Object.assign(new Error('EIO: i/o error, fdatasync (injected)'), { code: 'EIO' })
-          await real()
-        })
+        const restore = failNextSync()
         // another connection's read transaction, its snapshot taken before the next writes:
         // the recovery's checkpoint cannot copy their frames until it ends
         const reader = new SQLite(path.join(s.dataDir, 'svc.db'), { readonly: true })
@@ -394,7 +394,7 @@ for (const engine of ENGINES) {
           )
         } finally {
           reader.close()
-          barrier.setSync(real)
+          restore()
         }
       })
     }
