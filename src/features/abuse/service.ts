@@ -8,7 +8,7 @@ import { FLUSH_ALL } from '../../infra/bus.js'
 import { DIGEST_RE } from '../../storage/blob-store.js'
 import { hostName, isContentOnlyHost, projectSegment, siteOf } from '../../http/site-origin.js'
 import type { SiteHooks } from '../../http/site-hooks.js'
-import { decodeSegment, isCleanName, PAGE_EXTENSIONS, projectOf } from '../sites/paths.js'
+import { cleanPageExtension, decodeSegment, PAGE_NAME, projectOf } from '../sites/paths.js'
 import { publishedFolder } from '../sites/folders-store.js'
 import { invalidateHosting } from '../sites/invalidate.js'
 import { invalidateAccount } from '../accounts/invalidate.js'
@@ -198,9 +198,9 @@ export function createAbuse(deps: Deps) {
    */
   async function cleanPage(userId: string, path: string, name: string): Promise<string | null> {
     const a = path.indexOf('/', 1)
-    if (a < 0 || path.indexOf('/', a + 1) >= 0 || !isCleanName(name) || (await publishedFolder(db, userId, name))) return null
-    for (const ext of PAGE_EXTENSIONS) if (await store.siteFile(db.k, userId, name + ext)) return name + ext
-    return null
+    if (a < 0 || path.indexOf('/', a + 1) >= 0 || PAGE_NAME.test(name) || (await publishedFolder(db, userId, name))) return null
+    const ext = await cleanPageExtension(name, (file) => store.siteFile(db.k, userId, file))
+    return ext === null ? null : name + ext
   }
 
   /** The bytes behind a target, as evidence rows (read through `q`: a transaction or the database). */

@@ -107,8 +107,18 @@ export function checkName(input: unknown): PathResult {
 /** The extensions a single page may have (an upload's), in the order a clean URL tries them (decision 169). */
 export const PAGE_EXTENSIONS = ['.html', '.htm']
 
-/** A single page's clean name (`about` of about.html): one without a page's extension. */
-export const isCleanName = (name: string): boolean => !PAGE_EXTENSIONS.some((ext) => name.toLowerCase().endsWith(ext))
+/** A name (or path) ending in a single page's extension, in any case: never a page's clean URL. */
+export const PAGE_NAME = /\.html?$/i
+
+/**
+ * The page a clean name stands for (`about`: about.html, else about.htm, tried in that order
+ * with `exists`), or null: none, or a name that has its extension already (decision 169).
+ */
+export async function cleanPageExtension(name: string, exists: (fileName: string) => Promise<unknown>): Promise<string | null> {
+  if (PAGE_NAME.test(name)) return null
+  for (const ext of PAGE_EXTENSIONS) if (await exists(name + ext)) return ext
+  return null
+}
 
 /** A preview's project segment: `{project}@{deploy id}` (docs/decisions.md). */
 export const PREVIEW_SEGMENT = /^(.+)@([a-z0-9]{12})$/

@@ -3,7 +3,7 @@ import { PAGE_CONTENT_HEADERS, PUBLIC_CORS_HEADERS } from '../../http/content-he
 import { linesOf, prepareShared, sharedHead, type Prepared, type SharedHead } from '../../http/prepared-response.js'
 import { httpDate, type Representation } from '../../http/representation.js'
 import { canNameUser } from '../../auth/users.js'
-import { checkName, checkRelativePath, decodeSegment, isCleanName, PAGE_EXTENSIONS } from './paths.js'
+import { checkName, checkRelativePath, cleanPageExtension, decodeSegment } from './paths.js'
 import { hostedFile } from './files-store.js'
 import { publishedFolder } from './folders-store.js'
 import { createDeployIndex, type DeployIndex } from './deploy-index.js'
@@ -257,15 +257,6 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     compiledLines -= old.lines
   }
   const inFlight = new Map<string, { gen: number; lookup: Promise<Resolution> }>()
-  /**
-   * The extension of the single page a clean URL names (`about`: about.html, else about.htm,
-   * as a single upload may be named), or null: none, or a name that has its extension already.
-   */
-  const pageExtension = async (userId: string, name: string): Promise<string | null> => {
-    if (!isCleanName(name)) return null
-    for (const ext of PAGE_EXTENSIONS) if (await hostedFile(db, userId, name + ext)) return ext
-    return null
-  }
 
   /**
    * Resolves `path` as asked with `query` (`?...` or ''), which only `_redirects` rules with
@@ -334,7 +325,7 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
       const folder = await memo(username, `p:${username}/${name.path}`, gen, () => publishedFolder(db, user.id, name.path))
       if (folder) return done(slashed())
       // a project of the name wins; else a single page named without its extension (decision 169)
-      const ext = await pageExtension(user.id, name.path)
+      const ext = await cleanPageExtension(name.path, (file) => hostedFile(db, user.id, file))
       return done(ext === null ? missing() : { kind: 'page', ext, freshUntil: cache.freshUntil() })
     }
 

@@ -10,7 +10,7 @@ import { decide, partialHeaders, pickEncoding, unsatisfiableHeaders, WHOLE, type
 import { systemClock, type Clock } from '../../util/clock.js'
 import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
 import type { Encoded, Encodings } from './encodings.js'
-import { decodeSegment, PREVIEW_SEGMENT } from './paths.js'
+import { decodeSegment, PAGE_NAME, PREVIEW_SEGMENT } from './paths.js'
 import { isCacheField, withQuery } from './site-rules.js'
 import { builtForRoot } from '../../util/html.js'
 import { canNameUser } from '../../auth/users.js'
@@ -39,8 +39,6 @@ const ROOT_CHECK_MAX = 1 << 20
 const BUILT_MEMO_MAX = 10_000
 /** A CORS preflight of hosted content, on every URL form: public reads, conditional and range ones included. */
 const H204 = ['Allow', 'GET, HEAD, OPTIONS', ...PUBLIC_PREFLIGHT_HEADERS]
-/** A path whose last segment has a single page's extension: never a page's clean URL. */
-const PAGE_NAME = /\.html?$/i
 
 /** How the host tells the service's own host from a user's origin (src/http/site-origin.ts). */
 export interface SiteRouting {
