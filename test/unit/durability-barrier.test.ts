@@ -168,6 +168,20 @@ describe('durability barrier', () => {
     assert.equal(recovered, 2, 'a healthy barrier does not recover again')
   })
 
+  it('the WAL syncer fails when the path cannot be checked, rather than skipping the sync', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-walsync-'))
+    // a file where the database's folder should be: stat of its WAL fails with ENOTDIR, not ENOENT
+    const notDir = path.join(dir, 'file')
+    fs.writeFileSync(notDir, 'x')
+    const syncer = walSyncer(path.join(notDir, 'x.db'))
+    try {
+      await assert.rejects(syncer.sync(), { code: 'ENOTDIR' })
+    } finally {
+      syncer.close()
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
   it('the WAL syncer follows the file at the path: a replaced WAL is synced, a removed one is not', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-walsync-'))
     const db = path.join(dir, 'x.db')
