@@ -103,3 +103,33 @@ describe('svc serve loads only what its settings use', () => {
     for (const heavy of HEAVY) assert.ok(!loaded.has(heavy), `${heavy} was loaded at start`)
   })
 })
+
+/** Voluntary context switches of a process's main thread: each is the event loop going to sleep. */
+const sleeps = (pid: number): number => Number(/^voluntary_ctxt_switches:\s+(\d+)$/m.exec(fs.readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8'))![1])
+
+// an idle server sleeps: only its timers wake it (the event-loop delay sampler was a 10 ms one)
+describe('an idle svc serve', { skip: process.platform !== 'linux' && 'reads /proc' }, () => {
+  it('wakes its event loop fewer than 40 times a second', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-idle-'))
+    const child = spawn(process.execPath, [path.join(root, 'bin', 'svc'), 'serve'], {
+      env: { ...process.env, NODE_ENV: 'production', DATA_DIR: path.join(dir, 'data'), PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    const exited = new Promise((r) => child.once('exit', r))
+    try {
+      for (let i = 0; i < 600 && !/svc listening on/.test(out) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
+      assert.match(out, /svc listening on/)
+      await new Promise((r) => setTimeout(r, 1000))
+      const before = sleeps(child.pid!)
+      await new Promise((r) => setTimeout(r, 2000))
+      const perSecond = (sleeps(child.pid!) - before) / 2
+      assert.ok(perSecond < 40, `the idle server's event loop woke ${perSecond} times a second`)
+    } finally {
+      child.kill('SIGTERM')
+      await exited
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
