@@ -42,9 +42,17 @@ export class DurabilityBarrier {
     private recover: SyncFn = sync,
   ) {}
 
+  private onCommit: (() => void) | null = null
+
   /** Called right after a write committed; returns the number `wait` takes. */
   commit(): number {
+    this.onCommit?.()
     return ++this.committed
+  }
+
+  /** Calls `fn` on every commit (the checkpoint schedule arms its timer there). */
+  watchCommits(fn: () => void): void {
+    this.onCommit = fn
   }
 
   /** Resolves when commit `seq` is on disk; rejects with DurabilityError when that is not known. */

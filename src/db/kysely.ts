@@ -186,17 +186,27 @@ const RECOVER_WAIT_MS = 10
 const CHECKPOINT_EVERY_MS = 200
 
 /**
- * Every CHECKPOINT_EVERY_MS with new commits: a PASSIVE checkpoint on the worker (writers go
- * on). A busy writer appends frames faster than a checkpoint ends, and the WAL only restarts
- * when a write begins with every frame copied; so once the WAL passes WAL_LIMIT_BYTES, a
- * second PASSIVE runs while the connection is held (writes queue for the few frames written
- * meanwhile, the event loop stays free), and the next write restarts the WAL.
+ * CHECKPOINT_EVERY_MS after a commit: a PASSIVE checkpoint on the worker (writers go on). The
+ * timer is armed by a commit and re-armed while a checkpoint runs, so an idle server has no
+ * timer here. A busy writer appends frames faster than a checkpoint ends, and the WAL only
+ * restarts when a write begins with every frame copied; so once the WAL passes
+ * WAL_LIMIT_BYTES, a second PASSIVE runs while the connection is held (writes queue for the
+ * few frames written meanwhile, the event loop stays free), and the next write restarts the WAL.
  */
 function scheduleCheckpoints(pageSize: number, barrier: DurabilityBarrier, cp: Checkpointer, exclusive: <T>(fn: () => Promise<T>) => Promise<T>): () => void {
   let seen = barrier.commits()
   let running = false
-  const timer = setInterval(() => {
-    if (running || barrier.commits() === seen) return
+  let stopped = false
+  let timer: NodeJS.Timeout | null = null
+  const arm = () => {
+    if (timer !== null || stopped) return
+    timer = setTimeout(tick, CHECKPOINT_EVERY_MS)
+    timer.unref()
+  }
+  const tick = () => {
+    timer = null
+    if (running) return arm()
+    if (barrier.commits() === seen) return
     running = true
     seen = barrier.commits()
     cp.passive()
@@ -207,9 +217,12 @@ function scheduleCheckpoints(pageSize: number, barrier: DurabilityBarrier, cp: C
       .finally(() => {
         running = false
       })
-  }, CHECKPOINT_EVERY_MS)
-  timer.unref()
-  return () => clearInterval(timer)
+  }
+  barrier.watchCommits(arm)
+  return () => {
+    stopped = true
+    if (timer !== null) clearTimeout(timer)
+  }
 }
 
 /**

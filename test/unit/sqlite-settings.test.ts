@@ -29,6 +29,30 @@ describe('SQLite settings', () => {
     }
   })
 
+  it('copies each burst of commits into the database file on its own, without a close', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-sqlite-'))
+    const db = await openDatabase({ databaseUrl: null, dataDir: dir })
+    // the rows' text, found in svc.db itself only once a checkpoint copied their pages there
+    const inFile = (mark: string) => fs.readFileSync(path.join(dir, 'svc.db')).includes(mark)
+    const settled = async (mark: string) => {
+      for (let i = 0; i < 100 && !inFile(mark); i++) await new Promise((r) => setTimeout(r, 20))
+      return inFile(mark)
+    }
+    try {
+      await sql`create table t (v text not null)`.execute(db.k)
+      for (const burst of ['first-burst-of-commits', 'second-burst-after-a-pause']) {
+        for (let i = 0; i < 5; i++) await sql`insert into t (v) values (${`${burst}-${i}`})`.execute(db.k)
+        assert.equal(inFile(`${burst}-4`), false, 'a commit reaches the WAL, not the database file')
+        assert.ok(await settled(`${burst}-4`), `${burst}: checkpointed within 2 s`)
+        // idle in between: the schedule has nothing to do until the next commit
+        await new Promise((r) => setTimeout(r, 500))
+      }
+    } finally {
+      await db.close()
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
   it('creates DATA_DIR for its owner only and the database files without access for other users', async () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-modes-'))
     const mode = (p: string) => fs.statSync(p).mode & 0o777
