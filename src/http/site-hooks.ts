@@ -44,10 +44,11 @@ export interface AccessPoint {
   /** The raw (still percent-encoded) first path segment after the user: a project or page name. */
   rawName: string
   /**
-   * Where the content lives for a cookie: the path on this origin (`/{project}/` on a user's
-   * origin, `/` on a custom domain); null on the path form (service host: HTTP Basic only).
+   * Whether this origin takes the password form's cookie: a user's origin, a project's own
+   * origin or a custom domain (the user's content only); false on the path form (the
+   * service's host: HTTP Basic only).
    */
-  cookiePath: string | null
+  cookies: boolean
 }
 
 /** Lets everything through: no custom domains, no visitor access. */

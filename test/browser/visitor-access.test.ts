@@ -1,12 +1,13 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { openBrowser, type BrowserLease } from '../support/browser.js'
 
 // The visitor password form in a real Chromium, on the user's origin (http://alice.localhost:PORT):
 // the form shows instead of the page (no browser dialog), a wrong password says so, the right
 // one opens the project and its other pages, and the cookie is kept from scripts (HttpOnly).
+// A page unlocked at one URL is open at its others (its clean URL), and nothing else is.
 const engine = ENGINES[0]
 
 describe(`visitor password form in Chromium [${engine}]`, () => {
@@ -23,8 +24,11 @@ describe(`visitor password form in Chromium [${engine}]`, () => {
     ])
     assert.equal(up.status, 200, up.text)
     assert.equal((await s.post('/api/folders/secret/publish', { key: alice.key })).status, 200)
-    const put = await s.request('PUT', '/api/access/secret', { key: alice.key, json: { password: 'open sesame' } })
-    assert.equal(put.status, 200, put.text)
+    assert.equal((await uploadFile(s, { key: alice.key }, 'about.html', '<!doctype html><title>about</title><h1 id="t">about alice</h1>')).status, 200)
+    for (const name of ['secret', 'about.html']) {
+      const put = await s.request('PUT', `/api/access/${name}`, { key: alice.key, json: { password: 'open sesame' } })
+      assert.equal(put.status, 200, put.text)
+    }
     origin = `http://alice.localhost:${new URL(s.httpUrl).port}`
     browser = await openBrowser()
   })
@@ -59,10 +63,11 @@ describe(`visitor password form in Chromium [${engine}]`, () => {
     assert.equal(await page.textContent('#t'), 'more secrets')
     await page.reload()
     assert.equal(await page.textContent('#t'), 'more secrets')
-    // the cookie is the project's only, and hidden from its scripts
+    // one cookie, for the whole origin (decision 175), hidden from the project's scripts
     const cookies = await ctx.cookies(`${origin}/secret/`)
     assert.equal(cookies.length, 1)
-    assert.equal(cookies[0].path, '/secret/')
+    assert.equal(cookies[0].path, '/')
+    assert.equal(cookies[0].domain, 'alice.localhost')
     assert.equal(cookies[0].httpOnly, true)
     assert.equal(cookies[0].sameSite, 'Lax')
     assert.equal(await page.evaluate(() => document.cookie), '')
@@ -73,6 +78,28 @@ describe(`visitor password form in Chromium [${engine}]`, () => {
     assert.equal((await p2.goto(`${origin}/secret/more.html`))?.status(), 401)
     assert.ok(!(await p2.content()).includes('more secrets'))
     await other.close()
+    await ctx.close()
+  })
+
+  it('a page unlocked at its own URL opens at its clean URL; the project beside it still asks', async () => {
+    const ctx = await browser.newContext()
+    const page = await ctx.newPage()
+    assert.equal((await page.goto(`${origin}/about.html`))?.status(), 401)
+    assert.equal(await page.title(), 'Password required')
+    await page.fill('input[type=password]', 'open sesame')
+    const [answer] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')])
+    assert.equal(answer?.status(), 200)
+    assert.equal(await page.textContent('#t'), 'about alice')
+    // the clean URL serves the same page: no second form
+    const clean = await page.goto(`${origin}/about`)
+    assert.equal(clean?.status(), 200)
+    assert.equal(await page.textContent('#t'), 'about alice')
+    assert.equal(await page.evaluate(() => document.cookie), '')
+    // the same password on alice's project is another setting: asked for again
+    const project = await page.goto(`${origin}/secret/`)
+    assert.equal(project?.status(), 401)
+    assert.equal(await page.title(), 'Password required')
+    assert.ok(!(await page.content()).includes('the secret page'))
     await ctx.close()
   })
 })

@@ -201,7 +201,7 @@ for (const engine of ENGINES) {
       )
     })
 
-    it('the form sets a scoped HttpOnly cookie holding no password; the cookie opens the project only', async () => {
+    it('the form sets an HttpOnly cookie holding no password; the cookie opens the project only', async () => {
       const post = (pw: string) =>
         site('/secret/?a=1', {
           method: 'POST',
@@ -216,7 +216,8 @@ for (const engine of ENGINES) {
       assert.equal(good.status, 303)
       assert.equal(good.header('location'), '/secret/?a=1')
       const cookie = good.header('set-cookie') ?? ''
-      assert.match(cookie, /^svc_access_[0-9a-f]{32}=\d+\.[A-Za-z0-9_-]{43}; Path=\/secret\/; Max-Age=\d+; HttpOnly; SameSite=Lax$/)
+      // Path=/: every URL of the name on this origin; the name and HMAC bind it to this setting (decision 175)
+      assert.match(cookie, /^svc_access_[0-9a-f]{32}=\d+\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax$/)
       assert.ok(!cookie.includes('hunter22'))
       const pair = cookie.split(';')[0]
       const page = await site('/secret/', { headers: { cookie: pair } })

@@ -85,7 +85,9 @@ ${error ? `<p class="err" role="alert">${escapeHtml(error)}</p>` : ''}<form meth
  *   first, on every form of URL); a wrong or missing password gets 401 and never content;
  * - the cookie holds an HMAC of the rule id and issue time under a per-rule secret that
  *   changes with the password, never the password; HttpOnly, SameSite=Lax, Secure over
- *   HTTPS, Path scoped to the project or page on that origin;
+ *   HTTPS, host-only; named by its rule and checked against that rule alone, so it opens
+ *   that name only, and Path=/ so one unlock holds on every URL of the name on that origin
+ *   (a page's clean URL, escapes, previews; decision 175);
  * - wrong passwords are limited per client and name and per name (429, Retry-After), in the
  *   shared limit store, so every instance counts them.
  */
@@ -136,12 +138,12 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
     return false
   }
 
-  function setCookie(req: IncomingMessage, rule: Rule, path: string): string {
+  function setCookie(req: IncomingMessage, rule: Rule): string {
     const now = clock.now()
     const issued = Math.floor(now / 1000)
     const left = rule.expiresAt === null ? COOKIE_MAX_AGE_S : Math.max(1, Math.min(COOKIE_MAX_AGE_S, Math.floor((rule.expiresAt - now) / 1000)))
     const secure = isHttps(req, config) ? '; Secure' : ''
-    return `${cookieName(rule)}=${issued}.${mac(rule, issued)}; Path=${path}; Max-Age=${left}; HttpOnly; SameSite=Lax${secure}`
+    return `${cookieName(rule)}=${issued}.${mac(rule, issued)}; Path=/; Max-Age=${left}; HttpOnly; SameSite=Lax${secure}`
   }
 
   // wrong passwords counted per client and name and per name; a try being verified counts
@@ -209,7 +211,7 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
   /** 401: the form on an origin where a cookie can be set and a browser navigates, else a Basic challenge. */
   function refuse(req: IncomingMessage, res: ServerResponse, at: AccessPoint, name: string, error: string | null): void {
     const navigating = req.headers['sec-fetch-mode'] === 'navigate' || (req.headers.accept ?? '').includes('text/html')
-    if (at.cookiePath !== null && (navigating || req.method === 'POST')) {
+    if (at.cookies && (navigating || req.method === 'POST')) {
       // a scheme browsers do not prompt for, so they show the form instead of a dialog
       send(req, res, 401, [...HTML_HEADERS, 'WWW-Authenticate', `Form realm="${at.username}/${name.replace(/["\\]/g, '')}"`], passwordForm(name, error))
       return
@@ -235,7 +237,7 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
       return false
     }
     if (rule.passwordHash === null) return true
-    if (at.cookiePath !== null && cookieOk(req, rule)) return 'private'
+    if (at.cookies && cookieOk(req, rule)) return 'private'
     const basic = basicPassword(req)
     if (basic !== null) {
       const r = await check(req, at, name, rule, basic)
@@ -244,7 +246,7 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
       else refuse(req, res, at, name, null)
       return false
     }
-    if (req.method === 'POST' && at.cookiePath !== null) {
+    if (req.method === 'POST' && at.cookies) {
       const form = await readForm(req)
       if (form === 'too-large') {
         send(req, res, 413, TEXT_HEADERS, 'Payload Too Large\n')
@@ -258,7 +260,7 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
       if (typeof r === 'number') throttled(req, res, r)
       else if (r === 'wrong') refuse(req, res, at, name, 'Wrong password.')
       else {
-        res.writeHead(303, ['Location', backTo(req.url), 'Set-Cookie', setCookie(req, rule, at.cookiePath), ...TEXT_HEADERS, 'Content-Length', '0'])
+        res.writeHead(303, ['Location', backTo(req.url), 'Set-Cookie', setCookie(req, rule), ...TEXT_HEADERS, 'Content-Length', '0'])
         res.end()
       }
       return false

@@ -394,8 +394,8 @@ export function createHostHandler(
    * Serves `path` once visitor access allows it (the hook answers otherwise); `then(true)`: a
    * visitor password let it through, for this visitor only.
    */
-  function gated(req: IncomingMessage, res: ServerResponse, username: string, rawName: string, cookiePath: string | null, then: (priv: boolean) => void): void {
-    const ok = hooks.access(req, res, { username, rawName, cookiePath })
+  function gated(req: IncomingMessage, res: ServerResponse, username: string, rawName: string, cookies: boolean, then: (priv: boolean) => void): void {
+    const ok = hooks.access(req, res, { username, rawName, cookies })
     if (ok === true || ok === 'private') then(ok === 'private')
     else if (ok !== false) ok.then((a) => a !== false && then(a === 'private')).catch((err) => fail(res, err))
   }
@@ -433,12 +433,11 @@ export function createHostHandler(
     const slash = path.indexOf('/', 1)
     // a target's name as the path form writes it: a kept deploy is {project}@{deploy id}
     const rawName = target ? projectSegment(encodeURIComponent(target.project), target.deploy ?? null) : path.slice(1, slash < 0 ? undefined : slash)
-    const cookiePath = target ? '/' : `/${rawName}${slash < 0 ? '' : '/'}`
     const full = target ? `/${username}/${rawName}${path}` : `/${username}${path}`
-    // a single page's clean URL takes the page's name (its visitor access), the cookie the URL's path
+    // a single page's clean URL takes the page's name (its visitor access)
     const go = () =>
       withPage(res, target ? full : pagePath(full, true), (at) =>
-        gated(req, res, username, rawName + at.slice(full.length), cookiePath, (priv) => {
+        gated(req, res, username, rawName + at.slice(full.length), true, (priv) => {
           if (m === 'POST') postToPage(req, res, username, at, target ? 'domain' : true, path, query, route)
           else serveAt(req, res, at, target ? 'domain' : true, query, head, undefined, priv)
         }),
@@ -728,7 +727,7 @@ export function createHostHandler(
         return
       }
       withPage(res, pagePath(path, false), (at) =>
-        gated(req, res, user, pathFormName(at).rawName, null, (priv) => serveAt(req, res, at, false, query, head, undefined, priv)),
+        gated(req, res, user, pathFormName(at).rawName, false, (priv) => serveAt(req, res, at, false, query, head, undefined, priv)),
       )
     },
   }
