@@ -62,6 +62,7 @@ for (const engine of ENGINES) {
         { filename: 'café.html', data: '<p>menu</p>' },
         { filename: 'my page.html', data: '<p>my page</p>' },
         { filename: 'spa/index.html', data: '<p>spa shell</p>' },
+        { filename: 'menü/index.html', data: '<p>menu folder</p>' },
         { filename: '_redirects', data: REDIRECTS },
         { filename: '_headers', data: HEADERS },
       ])
@@ -251,6 +252,32 @@ for (const engine of ENGINES) {
         assert.equal(r.location, undefined, `${p}: ${r.status} ${r.location}`)
         assert.ok([400, 404].includes(r.status), `${p}: ${r.status}`)
       }
+    })
+
+    it('writes the escapes of a slash, merged-slash or slashless Location in uppercase (RFC 3986 2.1)', async () => {
+      // a client may send lowercase escapes; the Location names the same path in the form browsers send
+      for (const where of ['path', 'site', 'project'] as const) {
+        const prefix = where === 'path' ? `/${user.username}/site` : where === 'site' ? '/site' : ''
+        const cases: Array<[string, string]> = [
+          ['/men%c3%bc', '/men%C3%BC/'],
+          ['/men%c3%bc?x=%c3%a9', '/men%C3%BC/?x=%c3%a9'],
+          ['/caf%c3%a9/', '/caf%C3%A9'],
+          ['//men%c3%bc//', '/men%C3%BC/'],
+          ['/me%6e%c3%bc', '/me%6E%C3%BC/'],
+        ]
+        for (const [p, location] of cases) {
+          const r = await raw(where, p)
+          assert.equal(r.status, 301, `${where} ${p}: ${r.text}`)
+          assert.equal(r.location, prefix + location, `${where} ${p}`)
+        }
+      }
+      // a project named with escapes, on the path form and the user's origin
+      const u = await s.user()
+      assert.equal((await batchUpload(s, { key: u.key }, 'café', [{ filename: 'index.html', data: '<p>c</p>' }])).status, 200)
+      assert.equal((await s.post(`/api/folders/${encodeURIComponent('café')}/publish`, { key: u.key })).status, 200)
+      const path = await raw('path', `/${u.username}/caf%c3%a9`, '')
+      assert.equal(path.status, 301, path.text)
+      assert.equal(path.location, `/${u.username}/caf%C3%A9/`)
     })
 
     it("a value's dot segments never take a redirect or a rewrite out of the project", async () => {

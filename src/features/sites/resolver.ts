@@ -197,6 +197,13 @@ export function representationOf(e: FileEntry): Representation {
   }
 }
 
+/**
+ * A raw request path with its percent-escapes in uppercase (`%c3%a9` -> `%C3%A9`), as RFC 3986
+ * 2.1 normalises them and browsers send them: the same path, so a Location built from what a
+ * client sent names it as every other Location does. Nothing else of the path changes.
+ */
+export const upperEscapes = (p: string): string => (p.includes('%') ? p.replace(/%[0-9a-f]{2}/gi, (e) => e.toUpperCase()) : p)
+
 export type Resolution = { status: 400 } | { username: string; entry: HostEntry; cacheable: boolean }
 
 /**
@@ -303,8 +310,9 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
       cache.set(key, username, entry, gen)
       return { username, entry, cacheable: true }
     }
-    // the path as this origin spells it: /{user}/..., /{name}/... or, on a domain, /...
-    const own = (p: string) => (site === 'domain' ? p.slice(p.indexOf('/', p.indexOf('/', 1) + 1)) : site ? p.slice(p.indexOf('/', 1)) : p)
+    // the path as this origin spells it: /{user}/..., /{name}/... or, on a domain, /...; only
+    // Locations are made of it, with the request's escapes uppercased (upperEscapes)
+    const own = (p: string) => upperEscapes(site === 'domain' ? p.slice(p.indexOf('/', p.indexOf('/', 1) + 1)) : site ? p.slice(p.indexOf('/', 1)) : p)
     // the slash form of a directory
     const slashed = () => redirect(`${own(path)}/`)
     // repeated slashes (`/docs//intro/`, an empty segment: encoded slashes never get here) go
