@@ -39,6 +39,10 @@ const REDIRECTS = [
   '/articles id=:id /posts/:id 301',
   '/read id=:id /posts/:id 200',
   '/to dest=:d /:d 301',
+  // paths match with their case, as on Netlify and Cloudflare Pages (decision 176): a line that
+  // sends old mixed-case URLs to lowercase ones never catches its own target
+  '/Docs/Old /about 301',
+  '/Guides/* /guides/:splat 301',
 ].join('\n')
 const HEADERS =
   "/*\n  X-Site: yes\n  Accept-CH: DPR\n/about\n  Cache-Control: public, max-age=60\n  Content-Security-Policy: frame-ancestors 'none'\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n  CDN-Cache-Control: max-age=31536000\n  Surrogate-Control: max-age=31536000\n/caf%C3%A9.html\n  X-Menu: yes\n/posts/:slug\n  X-Slug: :slug\n"
@@ -154,6 +158,13 @@ for (const engine of ENGINES) {
         ['/read?id=nope', 404, /custom 404/, null],
         // a value never makes a Location of another host
         ['/to?dest=%2F%2Fevil.example', 301, null, () => (where === 'project' ? '/evil.example' : `${prefix()}///evil.example`)],
+        // case-sensitive paths, plain lines and splat lines alike (decision 176)
+        ['/Docs/Old', 301, null, () => `${prefix()}/about`],
+        ['/Docs/Old/', 301, null, () => `${prefix()}/about`],
+        ['/docs/old', 404, /custom 404/, null],
+        ['/DOCS/OLD', 404, /custom 404/, null],
+        ['/Guides/Intro', 301, null, () => `${prefix()}/guides/Intro`],
+        ['/guides/missing', 404, /custom 404/, null],
       ]
       for (const [p, status, body, location] of cases) {
         it(`${where} form: ${p} -> ${status}`, async () => {
@@ -170,6 +181,8 @@ for (const engine of ENGINES) {
       })
       it(`${where} form: a _headers value takes what its pattern's placeholder matched, encoded`, async () => {
         assert.equal((await get(where, '/posts/hello')).header('x-slug'), 'hello')
+        // a pattern matches with its case, as a _redirects line does (decision 176)
+        assert.equal((await get(where, '/Posts/hello')).header('x-slug'), undefined)
         const r = await get(where, '/posts/a%0D%0AX-Injected:%201')
         assert.equal(r.status, 404)
         assert.equal(r.header('x-slug'), 'a%0D%0AX-Injected%3A%201')
