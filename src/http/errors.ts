@@ -392,6 +392,11 @@ const FRAMEWORK_DETAILS: Record<string, Text> = {
   FST_ERR_ROUTE_MISSING_CONTENT: { zh: '缺少请求体', en: 'the request body is missing' },
   FST_ERR_BAD_URL: { zh: 'URL 中的百分号编码格式错误', en: 'malformed percent-encoding in the URL' },
   FST_ERR_MAX_PARAM_LENGTH: { zh: '路径中某一段过长', en: 'a path segment is too long' },
+  // a body whose bytes are not as many as its Content-Length said: no JSON was read, so not 1113
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    zh: '请求体的长度与 Content-Length 请求头不符',
+    en: "the request body's length does not match its Content-Length header",
+  },
 }
 const CUT_SHORT_CODES = new Set(['ECONNRESET', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE'])
 /** A refusal of a code no one has worded: the same generic sentence in each language. */
@@ -425,7 +430,6 @@ export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: 
       return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'application/json' } })
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('INVALID_JSON')
     case 'FST_PARTS_LIMIT':
     case 'FST_FILES_LIMIT':

@@ -379,6 +379,15 @@ describe('framework refusals the table words in both languages', () => {
       true,
     ],
     [
+      'a body whose length is not its Content-Length',
+      new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH(),
+      'INVALID_PARAMETER',
+      400,
+      '参数错误：请求体的长度与 Content-Length 请求头不符',
+      "Invalid parameter: the request body's length does not match its Content-Length header",
+      false,
+    ],
+    [
       'a malformed URL',
       new errorCodes.FST_ERR_BAD_URL('/%zz'),
       'INVALID_PARAMETER',
