@@ -127,14 +127,18 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     // a URL whose percent-encoding is malformed, or whose path segment is over maxParamLength
     // where no other route takes the path, never reaches a route: answer it in the service's
     // formats (format A on API paths, plain text elsewhere) instead of Fastify's own (it
-    // returns nothing: Fastify does not await it)
+    // returns nothing: Fastify does not await it), with Fastify's status: 414 for the long
+    // segment, as the API's catch-all answers it (methods.miss), else 400
     frameworkErrors: (error, req, reply) => {
       const r = reply as FastifyReply
+      const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400
       if (isApiPath(req.url)) {
-        sendAppError(req, r, new AppError('INVALID_PATH', { params: { detail: frameworkDetail(error) } }), config, 'A')
+        sendAppError(req, r, new AppError('INVALID_PATH', { params: { detail: frameworkDetail(error) }, status }), config, 'A')
         return
       }
-      r.code(400).type('text/plain; charset=utf-8').send('Bad Request')
+      r.code(status)
+        .type('text/plain; charset=utf-8')
+        .send(status === 414 ? 'URI Too Long' : 'Bad Request')
     },
   })
 

@@ -1,9 +1,36 @@
 import type { FastifyInstance, RouteOptions } from 'fastify'
 import Router from 'find-my-way'
 import { AppError } from '../errors/app-error.js'
+import type { Text } from '../errors/text.js'
 
 /** The router options of the app; the method index matches paths with the same ones. */
 export const ROUTER_OPTIONS = { ignoreTrailingSlash: false, maxParamLength: 2048 } as const
+
+/** What a path segment over maxParamLength is refused for (414, decision 177). */
+export const SEGMENT_TOO_LONG: Text = {
+  zh: `路径中某一段超过 ${ROUTER_OPTIONS.maxParamLength} 个字符`,
+  en: `a path segment is longer than ${ROUTER_OPTIONS.maxParamLength} characters`,
+}
+
+/**
+ * True when a segment of the URL's path is longer than maxParamLength once decoded, as the
+ * router measures a parameter: no route takes such a path, whatever the segment's place.
+ */
+export function hasLongSegment(url: string): boolean {
+  const q = url.indexOf('?')
+  for (const seg of (q < 0 ? url : url.slice(0, q)).split('/')) {
+    // decoding never lengthens a segment: a short one is short
+    if (seg.length <= ROUTER_OPTIONS.maxParamLength) continue
+    let decoded = seg
+    try {
+      decoded = decodeURIComponent(seg)
+    } catch {
+      // malformed percent-encoding: measured as sent
+    }
+    if (decoded.length > ROUTER_OPTIONS.maxParamLength) return true
+  }
+  return false
+}
 
 /** The order methods are listed in an Allow header. */
 const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
@@ -41,10 +68,12 @@ export function methodIndex() {
       })
     },
     /**
-     * The error of a request no route took: 405 with Allow when the path has other methods
+     * The error of a request no route took: 414 / 1110 when a path segment is over
+     * maxParamLength (decision 177); else 405 with Allow when the path has other methods
      * (RFC 9110 15.5.6), else 404; both are 1404, "no such endpoint" (decision 144).
      */
     miss(method: string, url: string): AppError {
+      if (hasLongSegment(url)) return new AppError('INVALID_PATH', { params: { detail: SEGMENT_TOO_LONG }, status: 414 })
       const allow = others(method, url)
       if (allow.length === 0) return new AppError('NOT_FOUND')
       const list = allow.join(', ')

@@ -6,6 +6,7 @@ import { ERRORS, type ErrorKey } from '../errors/codes.js'
 import { mapText, pickLang, renderError, type ErrorFormat, type Lang, type Text } from '../errors/render.js'
 import type { Config } from '../config.js'
 import { CUT_SHORT, multipartClientError } from './multipart.js'
+import { SEGMENT_TOO_LONG } from './allowed-methods.js'
 import { serviceOrigin } from './origin.js'
 
 /** The error format of the route that answers this request. */
@@ -391,7 +392,7 @@ const FRAMEWORK_DETAILS: Record<string, Text> = {
   FST_ERR_ROUTE_MISSING_CONTENT_TYPE: { zh: '缺少 Content-Type 请求头', en: 'the Content-Type header is missing' },
   FST_ERR_ROUTE_MISSING_CONTENT: { zh: '缺少请求体', en: 'the request body is missing' },
   FST_ERR_BAD_URL: { zh: 'URL 中的百分号编码格式错误', en: 'malformed percent-encoding in the URL' },
-  FST_ERR_MAX_PARAM_LENGTH: { zh: '路径中某一段过长', en: 'a path segment is too long' },
+  FST_ERR_MAX_PARAM_LENGTH: SEGMENT_TOO_LONG,
   // a body whose bytes are not as many as its Content-Length said: no JSON was read, so not 1113
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
     zh: '请求体的长度与 Content-Length 请求头不符',

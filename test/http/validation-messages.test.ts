@@ -112,5 +112,25 @@ for (const engine of ENGINES) {
       const send = (headers: Record<string, string>) => s.get('/api/folders/%zz', { key, headers })
       await expectErrorInBoth(send, 400, 1110, '路径无效：URL 中的百分号编码格式错误', 'Invalid path: malformed percent-encoding in the URL')
     })
+
+    // no route takes a segment over the router's maxParamLength (2048): the URI is too long
+    // for the service, whether a route's parameter or the API's catch-all would have met it
+    const long = 'a'.repeat(2049)
+    for (const path of [`/svc_api/files/${long}`, `/api/folders/${long}/files`, `/svc_api/${long}`])
+      it(`a path segment over 2048 characters: 414 (${path.replace(long, '<2049 characters>')})`, async () => {
+        const send = (headers: Record<string, string>) => s.get(path, { key, headers })
+        await expectErrorInBoth(send, 414, 1110, '路径无效：路径中某一段超过 2048 个字符', 'Invalid path: a path segment is longer than 2048 characters')
+      })
+
+    it('a path segment of 2048 characters is no refusal (1404 where no route takes it)', async () => {
+      expectError(await s.get(`/svc_api/${'a'.repeat(2048)}`, { key }), 404, 1404)
+    })
+
+    it('a path segment over 2048 characters outside the API: 414 in plain text, as its 400 and 404 are', async () => {
+      const r = await s.get(`/${long}`)
+      assert.equal(r.status, 414, r.text)
+      assert.equal(r.text, 'URI Too Long')
+      assert.match(String(r.header('content-type')), /^text\/plain/)
+    })
   })
 }

@@ -374,8 +374,8 @@ describe('framework refusals the table words in both languages', () => {
       new errorCodes.FST_ERR_MAX_PARAM_LENGTH('/x'),
       'INVALID_PARAMETER',
       414,
-      '参数错误：路径中某一段过长',
-      'Invalid parameter: a path segment is too long',
+      '参数错误：路径中某一段超过 2048 个字符',
+      'Invalid parameter: a path segment is longer than 2048 characters',
       true,
     ],
     [
