@@ -42,18 +42,23 @@ function refuse(req: IncomingMessage, res: ServerResponse, status: number, detai
   res.end(body)
 }
 
+/** The code of a body that stalled after its headers were read (watchBody): a 408 of its own words. */
+const BODY_TIMEOUT = 'SVC_BODY_TIMEOUT'
+
 /**
  * The raw answer to a request Node's HTTP parser refused before any route saw it (a malformed
  * or cut-short request, a client that half-closed mid-body, headers over the limit, a client
- * too slow): error 1106 in format A, with the status the HTTP layer chose (400, 408, 431).
- * The connection closes after it.
+ * too slow), or whose body stalled: error 1106 in format A, with the status the HTTP layer
+ * chose (400, 408, 431), in `lang`. The connection closes after it.
  */
-export function clientErrorAnswer(code: string | undefined, docBase: string): string {
-  return code === 'ERR_HTTP_REQUEST_TIMEOUT'
-    ? rawErrorAnswer(408, { zh: '未能在限定时间内收到请求', en: 'the request was not received in time' }, docBase)
-    : code === 'HPE_HEADER_OVERFLOW'
-      ? rawErrorAnswer(431, { zh: '请求头过大', en: 'the request headers are too large' }, docBase)
-      : rawErrorAnswer(400, { zh: 'HTTP 请求格式错误', en: 'malformed HTTP request' }, docBase)
+export function clientErrorAnswer(code: string | undefined, docBase: string, lang: Lang = 'zh'): string {
+  return code === BODY_TIMEOUT
+    ? rawErrorAnswer(408, { zh: '请求体未能在限定时间内收到', en: 'the request body was not received in time' }, docBase, '', lang)
+    : code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? rawErrorAnswer(408, { zh: '未能在限定时间内收到请求', en: 'the request was not received in time' }, docBase, '', lang)
+      : code === 'HPE_HEADER_OVERFLOW'
+        ? rawErrorAnswer(431, { zh: '请求头过大', en: 'the request headers are too large' }, docBase, '', lang)
+        : rawErrorAnswer(400, { zh: 'HTTP 请求格式错误', en: 'malformed HTTP request' }, docBase, '', lang)
 }
 
 /**
@@ -85,14 +90,16 @@ export function refuseHostless(req: IncomingMessage, res: ServerResponse, docBas
 /**
  * Watches a request's body as it arrives: `idleMs` without a byte and the request is refused
  * as Node refuses one not received in time (408 / 1106 through answerClientError, connection
- * closed). Only while the body is unfinished: the handler's own work, and the answer, have no
- * such limit. A bodiless request costs one look at two headers.
+ * closed), in the language of its Accept-Language, its headers having been read. Only while
+ * the body is unfinished: the handler's own work, and the answer, have no such limit. A
+ * bodiless request costs one look at two headers.
  */
 export function watchBody(req: IncomingMessage, res: ServerResponse, idleMs: number, docBase: string): void {
   if ((req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) || req.complete) return
   const socket = req.socket
   // Node emits 'timeout' on the request while it is unfinished, and then leaves the socket alone
-  const onIdle = () => answerClientError(Object.assign(new Error('request body idle'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), socket, docBase)
+  const onIdle = () =>
+    answerClientError(Object.assign(new Error('request body idle'), { code: BODY_TIMEOUT }), socket, docBase, pickLang(req.headers['accept-language']))
   req.setTimeout(idleMs, onIdle)
   const done = () => {
     req.off('timeout', onIdle)
@@ -114,9 +121,10 @@ type HttpSocket = Duplex & { _httpMessage?: ServerResponse | null; parser?: { in
  * and whole: the 400 never lands inside another answer, nor is taken for the answer of a request
  * still being handled. Bytes refused inside a request's body are that request's: its 400, unless
  * its own answer has begun (then that answer ends the connection). After an answer that closes
- * the connection (Connection: close, HTTP/1.0) nothing more is sent (RFC 9112 9.6).
+ * the connection (Connection: close, HTTP/1.0) nothing more is sent (RFC 9112 9.6). `lang`:
+ * the refused request's language where its headers were read, else Chinese (the default).
  */
-export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, docBase: string): void {
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, docBase: string, lang: Lang = 'zh'): void {
   if (err.code === 'ECONNRESET' || socket.destroyed || refusing.has(socket)) return
   refusing.add(socket)
   const s = socket as HttpSocket
@@ -141,7 +149,7 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, do
       return
     }
     const answered = own && pending.writableFinished
-    if (socket.writable && !answered && err.code !== 'HPE_CLOSED_CONNECTION') socket.write(clientErrorAnswer(err.code, docBase))
+    if (socket.writable && !answered && err.code !== 'HPE_CLOSED_CONNECTION') socket.write(clientErrorAnswer(err.code, docBase, lang))
     socket.destroy(err)
   }
   answer()

@@ -78,8 +78,23 @@ describe('request bodies are timed by idleness, not in all', () => {
   })
   after(() => s?.close())
   const port = () => Number(new URL(s.url).port)
-  const store = (value: string, length = value.length + 22) =>
-    `POST /svc_api/data/store HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`
+  const store = (value: string, length = value.length + 22, headers = '') =>
+    `POST /svc_api/data/store HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n${headers}Content-Length: ${length}\r\n\r\n`
+
+  // the headers were read before the body stalled: the answer speaks their Accept-Language
+  for (const [lang, message] of [
+    ['', '参数错误：请求体未能在限定时间内收到'],
+    ['Accept-Language: en\r\n', 'Invalid parameter: the request body was not received in time'],
+  ])
+    it(`a stalled body's 408 says so in the language asked (${lang === '' ? 'none: Chinese' : 'English'})`, async () => {
+      const body = '{"key":"stalled","value":"x"}'
+      const r = await trickle(port(), true, store('', body.length, lang) + body.slice(0, 10), [], 0, 5000, Infinity)
+      assert.match(r.text, /^HTTP\/1\.1 408 Request Timeout\r\n/)
+      // read as latin1, one char per byte: the body's bytes are UTF-8
+      const json = JSON.parse(Buffer.from(r.text.split('\r\n\r\n')[1], 'latin1').toString('utf8'))
+      assert.equal(json.error_code, 1106)
+      assert.equal(json.message, message)
+    })
 
   it('a body that stalls is refused with 408 / 1106 after BODY_TIMEOUT, and nothing is stored', async () => {
     const body = '{"key":"stalled","value":"x"}'
