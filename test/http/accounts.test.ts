@@ -260,6 +260,7 @@ for (const engine of ENGINES) {
       const ok = await s.post('/api/redeem', { cookie, json: { code: 'IMG-test-code-123' } })
       assert.equal(ok.status, 200)
       assert.equal(ok.json.feature, 'image-host')
+      assert.equal(ok.json.message, '已开通图片托管')
       await expectErrorInBoth(
         (headers) => s.post('/api/redeem', { cookie, json: { code: 'IMG-test-code-123' }, headers }),
         400,
@@ -268,6 +269,14 @@ for (const engine of ENGINES) {
         'Invalid parameter: unknown or already used code',
         true,
       )
+      // the feature a code turns on, named in the language asked
+      await s.deps.db.k
+        .insertInto('redeem_codes')
+        .values({ code_hash: sha256hex('DATA-test-code-123'), feature: 'hosted-data', created_at: clock.now(), redeemed_by: null, redeemed_at: null })
+        .execute()
+      const en = await s.post('/api/redeem', { cookie, json: { code: 'DATA-test-code-123' }, headers: { 'accept-language': 'en' } })
+      assert.equal(en.status, 200, en.text)
+      assert.deepEqual(en.json, { success: true, message: 'Hosted data enabled', feature: 'hosted-data' })
     })
 
     it('serves /healthz and an OpenAPI 3.1 document', async () => {

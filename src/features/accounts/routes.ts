@@ -11,6 +11,8 @@ import { sha256hex } from '../../auth/tokens.js'
 import { createLoginThrottle } from './throttle.js'
 import { formTokenOk, sessionCsrfOk } from '../../http/csrf.js'
 import { safeNext } from '../../web/security.js'
+import { say } from '../../web/short-page.js'
+import type { Text } from '../../errors/text.js'
 
 const wantsHtml = (req: FastifyRequest) => {
   const accept = req.headers.accept ?? ''
@@ -130,6 +132,12 @@ const KeyCreateBody = Type.Object({
   read_only: Type.Optional(Type.Boolean({ description: 'the key may only read: GET routes and the read-only MCP tools (1440 on writes)' })),
 })
 
+/** What a redeemed code turned on, by feature (the names the web interface gives them). */
+const ENABLED: Partial<Record<string, Text>> = {
+  'image-host': { zh: '已开通图片托管', en: 'Image hosting enabled' },
+  'hosted-data': { zh: '已开通数据托管', en: 'Hosted data enabled' },
+}
+
 /** API key management (session only, beyond the spec), redeem codes, and whoami. */
 export function accountApi(app: FastifyInstance, deps: Deps): void {
   const { apiKeys, db, clock } = deps
@@ -207,7 +215,8 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
         return row.feature
       })
       if (!feature) throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: '兑换码不存在或已被使用', en: 'unknown or already used code' } } })
-      return { success: true, message: `${feature} enabled`, feature }
+      const done = ENABLED[feature] ?? { zh: `已开通 ${feature}`, en: `${feature} enabled` }
+      return { success: true, message: say(req, done.zh, done.en), feature }
     },
   )
 }
