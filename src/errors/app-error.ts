@@ -4,7 +4,10 @@ import type { Param } from './text.js'
 export interface AppErrorOptions {
   /** Values for the {placeholders} of the message and solution (words as a Text in both languages). */
   params?: Record<string, Param>
-  /** Extra top-level fields of a format A body (e.g. retry_after, details, errors). */
+  /**
+   * Extra top-level fields of a format A body (e.g. retry_after, details, errors). A member of
+   * `details` that people read is a Text, sent in the answer's language (render.ts extraIn).
+   */
   extra?: Record<string, unknown>
   /** Extra response headers (e.g. Retry-After). */
   headers?: Record<string, string>

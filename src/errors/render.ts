@@ -1,11 +1,11 @@
 import { ERRORS, type ErrorKey } from './codes.js'
 import type { AppErrorOptions } from './app-error.js'
-import type { Param, Text } from './text.js'
+import { isText, type Param, type Text } from './text.js'
 
 /** How a route answers errors: the spec's format A (numeric), B (single-file upload), or plain. */
 export type ErrorFormat = 'A' | 'B' | 'plain'
 export type Lang = 'zh' | 'en'
-export { mapText, type Param, type Text } from './text.js'
+export { isText, mapText, type Param, type Text } from './text.js'
 
 /** The templates (a fixed set: the table's texts), each split once at its {placeholders}: literal, name, literal, ... */
 const templates = new Map<string, string[]>()
@@ -49,6 +49,19 @@ export function errorMessage(key: ErrorKey, lang: Lang, params?: Record<string, 
 /** The message of an error in both languages (for an answer that picks its language later). */
 export const errorText = (key: ErrorKey, params?: Record<string, Param>): Text => ({ zh: errorMessage(key, 'zh', params), en: errorMessage(key, 'en', params) })
 
+/**
+ * An error's extra fields as sent in `lang`: each member of `details` given as a Text (a
+ * reason, a note for people) becomes its words in `lang`; codes, names and numbers, and every
+ * other field, are sent as they are.
+ */
+export function extraIn(extra: Record<string, unknown> | undefined, lang: Lang): Record<string, unknown> {
+  const details = extra?.details
+  if (extra === undefined || typeof details !== 'object' || details === null || Array.isArray(details)) return extra ?? {}
+  if (!Object.values(details).some(isText)) return extra
+  const said = Object.fromEntries(Object.entries(details).map(([k, v]) => [k, isText(v) ? v[lang] : v]))
+  return { ...extra, details: said }
+}
+
 /** Builds the JSON body of an error in the requested format. */
 export function renderError(key: ErrorKey, format: ErrorFormat, lang: Lang, options: AppErrorOptions, docBase: string): Record<string, unknown> {
   const d = ERRORS[key]
@@ -64,6 +77,6 @@ export function renderError(key: ErrorKey, format: ErrorFormat, lang: Lang, opti
     message,
     solution: fill(lang === 'en' ? d.solutionEn : d.solutionZh, lang, options.params),
     doc_link: `${docBase}/docs/errors#${d.code}`,
-    ...(options.extra ?? {}),
+    ...extraIn(options.extra, lang),
   }
 }

@@ -8,3 +8,7 @@ export type Param = string | number | Text
 
 /** A Text with both of its languages passed through `f` (a name put before a reason, ...). */
 export const mapText = (t: Text, f: (words: string) => string): Text => ({ zh: f(t.zh), en: f(t.en) })
+
+/** True for a Text: an object of exactly two strings, `zh` and `en`. */
+export const isText = (v: unknown): v is Text =>
+  typeof v === 'object' && v !== null && typeof (v as Text).zh === 'string' && typeof (v as Text).en === 'string' && Object.keys(v).length === 2

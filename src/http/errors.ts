@@ -458,7 +458,8 @@ export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: 
   }
   // SQLite: the fsync that covered this write failed, so the write may not survive a crash
   if (pgCode === 'SVC_NOT_DURABLE') {
-    return new AppError('STORAGE_UNAVAILABLE', { extra: { details: { reason: 'the write could not be made durable and may not have been saved' } } })
+    const reason = { zh: '写入未能持久保存到磁盘，可能没有保存成功', en: 'the write could not be made durable and may not have been saved' }
+    return new AppError('STORAGE_UNAVAILABLE', { extra: { details: { reason } } })
   }
   // the database pool could not hand out a connection in time, the server went away, or a
   // query went unanswered past DATABASE_QUERY_TIMEOUT

@@ -394,6 +394,19 @@ for (const engine of ENGINES) {
           assert.equal(typeof r.json.details?.info, 'string')
         })
       }
+      it('details.info names the project in the language asked, for the project routes and the deploy routes', async () => {
+        for (const [route, name] of [
+          [(h: Record<string, string>) => s.get('/api/folders/does-not-exist/files', { key: u.key, headers: h }), 'does-not-exist'],
+          [(h: Record<string, string>) => s.get(`/api/folders/${other.username}/theirs/deploys`, { key: u.key, headers: h }), `${other.username}/theirs`],
+        ] as const) {
+          const zh = await route({})
+          expectError(zh, 403, 1312)
+          assert.equal(zh.json.details.info, `文件夹项目 "${name}" 不存在或不属于当前用户`)
+          const en = await route({ 'accept-language': 'en' })
+          expectError(en, 403, 1312)
+          assert.equal(en.json.details.info, `folder project "${name}" does not exist or does not belong to the caller`)
+        }
+      })
       it('after them all, nothing was written into the other project', async () => {
         assert.deepEqual(paths(await files('theirs', { key: other.key })), ['index.html'])
       })

@@ -650,6 +650,10 @@ for (const engine of ENGINES) {
       const missing = await call('rollback', { project: 'never-made' })
       assert.equal(missing.structuredContent.error_code, 1312)
       assert.match(missing.structuredContent.solution, /deploy_files/)
+      // the tools answer in English: the service's reason too, in the text and the structure
+      const info = 'folder project "never-made" does not exist or does not belong to the caller'
+      assert.equal(missing.structuredContent.details.info, info)
+      assert.ok(textOf(missing).includes(info), textOf(missing))
       assert.doesNotMatch(textOf(missing), /batch upload/)
       const page = await call('get_site', { name: 'never-made.html' })
       assert.equal(page.structuredContent.error_code, 1301)

@@ -310,6 +310,25 @@ describe('schema failures the table words in both languages', () => {
   })
 })
 
+describe('details in both languages', () => {
+  it("a member of details given as a Text is said in the answer's language; other members are kept as they are", () => {
+    const options = { extra: { details: { info: { zh: '说明', en: 'a note' }, limit: 3, paths: ['a/b'] }, retry_after: 1 } }
+    for (const lang of ['zh', 'en'] as const) {
+      const body = renderError('INVALID_PARAMETER', 'A', lang, options, '')
+      assert.deepEqual(body.details, { info: lang === 'zh' ? '说明' : 'a note', limit: 3, paths: ['a/b'] })
+      assert.equal(body.retry_after, 1)
+    }
+  })
+  it('a write that could not be made durable (1503): its reason in each language', () => {
+    const err = fromFastifyError(Object.assign(new Error('the write could not be made durable: EIO'), { code: 'SVC_NOT_DURABLE' }), 1, 1)
+    assert.ok(err)
+    assert.equal(err.status, 503)
+    const reason = (lang: 'zh' | 'en') => (renderError(err.key, 'A', lang, err.options, '').details as { reason: string }).reason
+    assert.equal(reason('zh'), '写入未能持久保存到磁盘，可能没有保存成功')
+    assert.equal(reason('en'), 'the write could not be made durable and may not have been saved')
+  })
+})
+
 describe('framework refusals the table words in both languages', () => {
   /** The key, status and both messages of the answer to a framework error. */
   const answer = (e: Error) => {

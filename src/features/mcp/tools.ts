@@ -6,7 +6,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { CallToolRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { User } from '../../auth/users.js'
 import { AppError, isAppError } from '../../errors/app-error.js'
-import { errorMessage, fill, mapText } from '../../errors/render.js'
+import { errorMessage, extraIn, fill, mapText } from '../../errors/render.js'
 import { ERRORS, type ErrorKey } from '../../errors/codes.js'
 import type { IncomingFile } from '../image-host/service.js'
 import { checkContent, checkDisplayName, encodeText, normalizeContentType } from '../hosted-data/content.js'
@@ -97,15 +97,19 @@ const TOOL_SOLUTIONS: Partial<Record<ErrorKey, string>> = {
   FILE_NOT_FOUND: 'list_sites shows your pages and projects by name',
 }
 
-/** A tool's failure as the model reads it: the service's code, message and solution. */
+/**
+ * A tool's failure as the model reads it: the service's code, message, solution and details,
+ * in English as every tool answer is (a service's reason given in both languages included).
+ */
 function errorResult(e: unknown): CallToolResult {
   if (isAppError(e)) {
     const d = ERRORS[e.key]
     const message = errorMessage(e.key, 'en', e.options.params)
     const solution = TOOL_SOLUTIONS[e.key] ?? fill(d.solutionEn, 'en', e.options.params)
-    const details = e.options.extra?.details as { info?: string } | undefined
+    const extra = extraIn(e.options.extra, 'en')
+    const details = extra.details as { info?: unknown } | undefined
     const info = typeof details?.info === 'string' ? ` ${details.info}` : ''
-    const error = { error_code: d.code, error_type: d.type, message, solution, ...(e.options.extra ?? {}) }
+    const error = { error_code: d.code, error_type: d.type, message, solution, ...extra }
     return {
       isError: true,
       content: [{ type: 'text', text: `Error ${d.code} (${d.type}): ${message}.${info} ${solution}`.trim() }],

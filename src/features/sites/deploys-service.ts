@@ -176,7 +176,11 @@ export function createDeploysService(deps: Deps) {
 
   const noAccess = (name: string) =>
     new AppError('FOLDER_PERMISSION', {
-      extra: { details: { info: `folder project "${name}" does not exist or does not belong to the caller` } },
+      extra: {
+        details: {
+          info: { zh: `文件夹项目 "${name}" 不存在或不属于当前用户`, en: `folder project "${name}" does not exist or does not belong to the caller` },
+        },
+      },
     })
 
   async function ownFolder(user: User, ref: FolderRef): Promise<FolderRow & { live_deploy_id: string | null }> {

@@ -73,7 +73,11 @@ export function createFoldersService(deps: Deps) {
 
   const noAccess = (name: string) =>
     new AppError('FOLDER_PERMISSION', {
-      extra: { details: { info: `folder project "${name}" does not exist or does not belong to the caller` } },
+      extra: {
+        details: {
+          info: { zh: `文件夹项目 "${name}" 不存在或不属于当前用户`, en: `folder project "${name}" does not exist or does not belong to the caller` },
+        },
+      },
     })
 
   async function ownFolder(user: User, ref: FolderRef): Promise<FolderRow> {
@@ -198,7 +202,11 @@ export function createFoldersService(deps: Deps) {
         // sweep took meanwhile fails the batch (503, sent again by clients) (decision 109)
         const gone = blobs.touch ? await blobs.touch(staged.map((f) => f.digest)) : []
         if (gone.length > 0) {
-          const reason = `the stored bytes of ${staged.find((f) => f.digest === gone[0])?.path} were removed while the request was read: send it again`
+          const path = staged.find((f) => f.digest === gone[0])?.path
+          const reason = {
+            zh: `${path} 已存储的内容在读取请求期间被删除：请重新发送`,
+            en: `the stored bytes of ${path} were removed while the request was read: send it again`,
+          }
           throw new AppError('STORAGE_UNAVAILABLE', { extra: { details: { reason } } })
         }
         const now = clock.now()
