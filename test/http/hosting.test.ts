@@ -199,6 +199,48 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${u.username}/site/css/`)).status, 404, 'a directory without index.html')
     })
 
+    it('serves index.htm for a directory without index.html, on both URL forms, index.html first (decision 173)', async () => {
+      const files: Array<[string, string]> = [
+        ['index.html', HTML('home')],
+        ['old/index.htm', HTML('old home')],
+        ['both/index.html', HTML('both, html')],
+        ['both/index.htm', HTML('both, htm')],
+      ]
+      const up = await batchUpload(
+        s,
+        { key: u.key },
+        'htm',
+        files.map(([filename, data]) => ({ filename, data })),
+      )
+      assert.equal(up.status, 200, up.text)
+      assert.equal((await s.post('/api/folders/htm/publish', { key: u.key })).status, 200)
+      const forms: Array<[string, string, Record<string, string>]> = [
+        ['path form', `/${u.username}/htm`, {}],
+        ["user's origin", '/htm', { host: `${u.username}.localhost:${new URL(s.url).port}` }],
+      ]
+      // twice each: the lookup's answer, then the cached one
+      for (const [form, base, host] of forms)
+        for (const round of [1, 2]) {
+          const what = `${form}, round ${round}`
+          for (const method of ['GET', 'HEAD']) {
+            const old = await s.request(method, `${base}/old/`, { headers: host })
+            assert.equal(old.status, 200, `${what} ${method}`)
+            assert.equal(old.header('content-type'), 'text/html; charset=utf-8', what)
+            assert.equal(old.header('etag'), `"${sha(HTML('old home'))}"`, what)
+            assert.equal(old.text, method === 'GET' ? HTML('old home') : '', what)
+          }
+          const dir = await s.get(`${base}/old?x=1`, { headers: host })
+          assert.deepEqual([dir.status, dir.header('location')], [301, `${base}/old/?x=1`], what)
+          assert.equal((await s.get(`${base}/both/`, { headers: host })).text, HTML('both, html'), `${what}: index.html wins`)
+          assert.equal((await s.get(`${base}/old/index.htm`, { headers: host })).text, HTML('old home'), what)
+        }
+      // the project's root too, once its index.html is gone
+      assert.equal((await s.request('DELETE', '/api/folders/htm/file/index.html', { key: u.key })).status, 200)
+      assert.equal((await s.get(`/${u.username}/htm/`)).status, 404)
+      await batchUpload(s, { key: u.key }, 'htm', [{ filename: 'index.htm', data: HTML('root htm') }])
+      for (const [form, base, host] of forms) assert.equal((await s.get(`${base}/`, { headers: host })).text, HTML('root htm'), form)
+    })
+
     it('serves a type an older table stored as the current table names it, and rewrites it on the next upload', async () => {
       const script = 'module.exports = "é"'
       // rows as versions before decision 145 stored them, changed before the first request

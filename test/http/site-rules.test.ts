@@ -29,6 +29,9 @@ const REDIRECTS = [
   '/space /my%20page 200',
   // a rewrite to a folder named without its slash serves its index.html, as on Netlify
   '/panel/* /spa 200',
+  // and its index.htm when it has no index.html (decision 173), named with or without its slash
+  '/legacy/* /old-spa/ 200',
+  '/legacy-app/* /old-spa 200',
   // dot segments of a target are resolved inside the project
   '/up /../../other/about 301',
   '/up-rewrite /docs/../../about 200',
@@ -67,6 +70,7 @@ for (const engine of ENGINES) {
         { filename: 'my page.html', data: '<p>my page</p>' },
         { filename: 'spa/index.html', data: '<p>spa shell</p>' },
         { filename: 'menü/index.html', data: '<p>menu folder</p>' },
+        { filename: 'old-spa/index.htm', data: '<p>old spa shell</p>' },
         { filename: '_redirects', data: REDIRECTS },
         { filename: '_headers', data: HEADERS },
       ])
@@ -141,6 +145,10 @@ for (const engine of ENGINES) {
         ['/space', 200, /my page/, null],
         ['/panel/users/7', 200, /spa shell/, null],
         ['/panel', 200, /spa shell/, null],
+        ['/legacy/users/7', 200, /old spa shell/, null],
+        ['/legacy-app/users/7', 200, /old spa shell/, null],
+        ['/old-spa', 301, null, () => `${prefix()}/old-spa/`],
+        ['/old-spa/', 200, /old spa shell/, null],
         ['/up', 301, null, () => `${prefix()}/other/about`],
         ['/up-rewrite', 200, /about/, null],
         // a rule with query matches applies only when they are there; the parameters it took

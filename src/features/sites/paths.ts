@@ -107,6 +107,12 @@ export function checkName(input: unknown): PathResult {
 /** The extensions a single page may have (an upload's), in the order a clean URL tries them (decision 169). */
 export const PAGE_EXTENSIONS = ['.html', '.htm']
 
+/**
+ * A folder's index pages, in the order its slash form tries them: index.html, else index.htm,
+ * as GitHub Pages and Netlify serve a folder (decision 173).
+ */
+export const INDEX_PAGES = PAGE_EXTENSIONS.map((ext) => `index${ext}`)
+
 /** A name (or path) ending in a single page's extension, in any case: never a page's clean URL. */
 export const PAGE_NAME = /\.html?$/i
 

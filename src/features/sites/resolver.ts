@@ -3,7 +3,7 @@ import { PAGE_CONTENT_HEADERS, PUBLIC_CORS_HEADERS } from '../../http/content-he
 import { linesOf, prepareShared, sharedHead, type Prepared, type SharedHead } from '../../http/prepared-response.js'
 import { httpDate, type Representation } from '../../http/representation.js'
 import { canNameUser } from '../../auth/users.js'
-import { checkName, checkRelativePath, cleanPageExtension, decodeSegment } from './paths.js'
+import { checkName, checkRelativePath, cleanPageExtension, decodeSegment, INDEX_PAGES } from './paths.js'
 import { hostedFile } from './files-store.js'
 import { publishedFolder } from './folders-store.js'
 import { createDeployIndex, type DeployIndex } from './deploy-index.js'
@@ -33,6 +33,8 @@ export const CACHE_CONTROL = 'public, max-age=0, must-revalidate'
 // Content-Range are exposed, as on the image and hosted-data links
 const CORS_HEADERS = PUBLIC_CORS_HEADERS
 const RULE_FILE_SET = new Set<string>(RULE_FILES)
+/** The name a slash form's path is checked with: the first index page (index.html). */
+const INDEX = INDEX_PAGES[0]
 const NOINDEX: Array<[string, string]> = [['X-Robots-Tag', 'noindex']]
 
 /**
@@ -345,17 +347,27 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     // the path inside the project as rules see it, decoded and NFC as stored names are: /, /about, /docs/
     const inProject = `/${inner.join('/')}`.normalize('NFC')
     const isDir = inner[inner.length - 1] === ''
-    if (isDir) inner[inner.length - 1] = 'index.html'
+    // a slash form's path is checked as its first index page's
+    if (isDir) inner[inner.length - 1] = INDEX
     const p = checkRelativePath(inner.join('/'))
     const stored = async (rel: string) => (RULE_FILE_SET.has(rel) ? undefined : index.file(folder.id, rel))
-    // the file at the path, else its clean-URL form (/about -> about.html)
-    let f = p.ok ? await stored(p.path) : undefined
+    // the index page of the folder `dir` ('' the root, else ending in /): the first of
+    // INDEX_PAGES it has; every slash form, directory and rewrite target finds it here
+    const indexIn = async (dir: string) => {
+      for (const page of INDEX_PAGES) {
+        const file = await stored(dir + page)
+        if (file) return file
+      }
+      return undefined
+    }
+    // the file at the path (a folder's index page for the slash form), else its clean-URL form (/about -> about.html)
+    let f = p.ok ? await (isDir ? indexIn(p.path.slice(0, -INDEX.length)) : stored(p.path)) : undefined
     if (!f && p.ok && !isDir && !p.path.endsWith('.html')) f = await stored(`${p.path}.html`)
     // a directory named without its trailing slash counts as existing: it goes to the slash form
-    const dirIndex = !f && p.ok && !isDir ? await stored(`${p.path}/index.html`) : undefined
-    // a slash form with no index.html whose clean-URL file exists (/about/ with about.html): it
+    const dirIndex = !f && p.ok && !isDir ? await indexIn(`${p.path}/`) : undefined
+    // a slash form with no index page whose clean-URL file exists (/about/ with about.html): it
     // goes to the slashless form, as Cloudflare Pages answers
-    const slashless = !f && p.ok && isDir && inner.length > 1 ? await stored(`${p.path.slice(0, -'/index.html'.length)}.html`) : undefined
+    const slashless = !f && p.ok && isDir && inner.length > 1 ? await stored(`${p.path.slice(0, -INDEX.length - 1)}.html`) : undefined
     const rules = rulesOf(folder)
     // Last-Modified of a live project's file: never before its deploy went live, so it never
     // moves back at a URL (a rollback or promote serves files older than the answers before
@@ -384,12 +396,13 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
         return done(redirect((base + match.href).replace(/^\/{2,}/, '/'), match.status, match.consumed))
       // a rewrite (200) or a rule's own 404/410 page: the target's bytes under this path, found
       // as a request for the target would find them (its clean-URL form included), and a
-      // folder named without its slash by its index.html, as Netlify serves `/* /app 200`
+      // folder named without its slash by its index page, as Netlify serves `/* /app 200`
       const target = match.to
-      const t = checkRelativePath((target.endsWith('/') ? `${target}index.html` : target).slice(1))
-      let tf = t.ok ? await stored(t.path) : undefined
-      if (!tf && t.ok && !target.endsWith('/') && !t.path.endsWith('.html')) tf = await stored(`${t.path}.html`)
-      if (!tf && t.ok && !target.endsWith('/')) tf = await stored(`${t.path}/index.html`)
+      const toDir = target.endsWith('/')
+      const t = checkRelativePath((toDir ? `${target}${INDEX}` : target).slice(1))
+      let tf = t.ok ? await (toDir ? indexIn(t.path.slice(0, -INDEX.length)) : stored(t.path)) : undefined
+      if (!tf && t.ok && !toDir && !t.path.endsWith('.html')) tf = await stored(`${t.path}.html`)
+      if (!tf && t.ok && !toDir) tf = await indexIn(`${t.path}/`)
       if (tf)
         return done(fileEntry(cache, { ...tf, mtime: mtimeOf(tf.updated_at) }, site !== false, match.status, errorHeaders(match.status, ruleHeaders(target))))
     } else {
