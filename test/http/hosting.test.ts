@@ -3,7 +3,8 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import zlib from 'node:zlib'
 import https from 'node:https'
-import { ENGINES, REDIS_URL, multipart, needs, startServer, type Res, type TestServer } from '../support/server.js'
+import { fetch } from 'undici'
+import { ENGINES, REDIS_URL, insecureAgent, multipart, needs, startServer, type Res, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { deploySite } from '../support/deploys.js'
 
@@ -239,6 +240,70 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${u.username}/htm/`)).status, 404)
       await batchUpload(s, { key: u.key }, 'htm', [{ filename: 'index.htm', data: HTML('root htm') }])
       for (const [form, base, host] of forms) assert.equal((await s.get(`${base}/`, { headers: host })).text, HTML('root htm'), form)
+    })
+
+    it('serves a .svgz as gzip-encoded SVG, never compressed again: GET, HEAD, 304, 206 (decision 174)', async () => {
+      // incompressible filler, so the gzip'd file is over the size the service compresses from
+      const svg = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 8 8"><!-- ${crypto.randomBytes(1500).toString('hex')} --><circle r="4"/></svg>`
+      const svgz = zlib.gzipSync(svg)
+      assert.ok(svgz.length > 1024, 'a file the service would compress')
+      const up = await batchUpload(s, { key: u.key }, 'vector', [
+        { filename: 'index.html', data: HTML('vector') },
+        { filename: 'img/logo.svgz', data: svgz },
+        { filename: 'img/LOUD.SVGZ', data: svgz },
+        { filename: 'img/plain.svg', data: svg },
+        // an entry with _headers values builds its headers apart: the encoding is kept there too
+        { filename: '_headers', data: '/img/LOUD.SVGZ\n  X-Loud: yes\n' },
+      ])
+      assert.equal(up.status, 200, up.text)
+      assert.equal((await s.post('/api/folders/vector/publish', { key: u.key })).status, 200)
+      const port = new URL(s.url).port
+      const forms: Array<[string, string, Record<string, string>]> = [
+        ['path form', `/${u.username}/vector`, {}],
+        ["user's origin", '/vector', { host: `${u.username}.localhost:${port}` }],
+      ]
+      const ae = { 'accept-encoding': 'br, gzip' }
+      // a plain SVG of the same text is compressed (br, made in the background) ...
+      let plain = await s.get(`/${u.username}/vector/img/plain.svg`, { headers: ae })
+      for (let i = 0; i < 100 && plain.header('content-encoding') !== 'br'; i++) {
+        await new Promise((ok) => setTimeout(ok, 20))
+        plain = await s.get(`/${u.username}/vector/img/plain.svg`, { headers: ae })
+      }
+      assert.equal(plain.header('content-encoding'), 'br')
+      // ... while a .svgz is its stored gzip bytes, labelled so, whatever the request accepts
+      for (const [form, base, host] of forms)
+        for (const name of ['logo.svgz', 'LOUD.SVGZ'])
+          for (const accept of [ae, { 'accept-encoding': 'identity' }, {}]) {
+            const what = `${form} ${name} ${JSON.stringify(accept)}`
+            const [get, head] = [
+              await s.get(`${base}/img/${name}`, { headers: { ...host, ...accept } }),
+              await s.request('HEAD', `${base}/img/${name}`, { headers: { ...host, ...accept } }),
+            ]
+            for (const r of [get, head]) {
+              assert.equal(r.status, 200, what)
+              assert.equal(r.header('content-type'), 'image/svg+xml', what)
+              assert.equal(r.header('content-encoding'), 'gzip', what)
+              assert.equal(r.header('etag'), `"${sha(svgz)}"`, what)
+              assert.equal(r.header('content-length'), String(svgz.length), what)
+              assert.equal(r.header('vary'), undefined, `${what}: one representation`)
+              assert.equal(r.header('x-loud'), name === 'LOUD.SVGZ' ? 'yes' : undefined, what)
+            }
+            assert.ok(get.body.equals(svgz), what)
+            assert.equal(head.body.length, 0, what)
+            const inm = await s.get(`${base}/img/${name}`, { headers: { ...host, ...accept, 'if-none-match': get.header('etag')! } })
+            assert.deepEqual([inm.status, inm.header('etag')], [304, `"${sha(svgz)}"`], what)
+            // a range is of the stored (encoded) bytes, as the ETag is
+            const part = await s.get(`${base}/img/${name}`, { headers: { ...host, ...accept, range: 'bytes=0-9' } })
+            assert.equal(part.status, 206, what)
+            assert.deepEqual([part.header('content-encoding'), part.header('content-range')], ['gzip', `bytes 0-9/${svgz.length}`], what)
+            assert.ok(part.body.equals(svgz.subarray(0, 10)), what)
+            const bad = await s.get(`${base}/img/${name}`, { headers: { ...host, ...accept, range: `bytes=${svgz.length + 5}-` } })
+            assert.deepEqual([bad.status, bad.header('content-encoding')], [416, undefined], `${what}: no encoding on an empty 416`)
+          }
+      // a client that honours Content-Encoding reads the SVG
+      const decoded = await fetch(`${s.url}/${u.username}/vector/img/logo.svgz`, { dispatcher: insecureAgent })
+      assert.equal(decoded.status, 200)
+      assert.equal(await decoded.text(), svg)
     })
 
     it('serves a type an older table stored as the current table names it, and rewrites it on the next upload', async () => {

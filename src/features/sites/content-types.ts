@@ -12,3 +12,10 @@ export const servedType = (stored: string): string => (Object.hasOwn(STALE, stor
 
 /** Whether a stored type was made by an older table (its charset then tells nothing). */
 export const isStaleType = (stored: string): boolean => Object.hasOwn(STALE, stored)
+
+/**
+ * The Content-Encoding a stored file is sent with, from its name: a `.svgz` (any case) is gzip'd
+ * SVG, sent as stored under that label, so a browser decodes and renders it (Apache's `AddEncoding
+ * gzip svgz`; decision 174); null: none. Such a file is never compressed again.
+ */
+export const storedEncoding = (name: string): 'gzip' | null => (/\.svgz$/i.test(name) ? 'gzip' : null)

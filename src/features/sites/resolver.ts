@@ -21,7 +21,7 @@ import {
   type SiteRules,
 } from './site-rules.js'
 import { dropOldest, oldestKey } from '../../util/oldest.js'
-import { servedType } from './content-types.js'
+import { servedType, storedEncoding } from './content-types.js'
 
 /** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
 export const FROM_FILE_MAX = 2 * 1024 * 1024
@@ -128,11 +128,12 @@ function fileHeaders(site: boolean, compressible: boolean): string[] {
 
 /**
  * Builds the entry of a stored file: every header of its answer computed once. `status` is
- * 200 unless a site rule says otherwise; `extra` are the path's _headers values.
+ * 200 unless a site rule says otherwise; `extra` are the path's _headers values. `r.name`:
+ * the stored file's name (or path), whose extension may say its bytes are encoded (storedEncoding).
  */
 export function fileEntry(
   cache: HostCache,
-  r: { digest: string; size: number; content_type: string; mtime: number },
+  r: { digest: string; size: number; content_type: string; mtime: number; name: string },
   site = false,
   status = 200,
   extra: Array<[string, string]> = [],
@@ -141,22 +142,17 @@ export function fileEntry(
   const lastModifiedSec = Math.floor(Number(r.mtime) / 1000)
   // a type an older table stored is served as the current table names it (decision 145)
   const type = servedType(r.content_type)
-  const compressible = COMPRESSIBLE.test(type) && size >= 256
+  // bytes stored encoded (a .svgz) are one representation, labelled, never compressed again:
+  // their ETag, length and ranges are the stored bytes' on every answer
+  const encoding = storedEncoding(r.name)
+  const compressible = encoding === null && COMPRESSIBLE.test(type) && size >= 256
   const etag = etagOf(r.digest)
+  const typed = ['Content-Type', type, 'Last-Modified', httpDate(lastModifiedSec), ...(encoding === null ? [] : ['Content-Encoding', encoding])]
   let ok: Prepared
   if (extra.length === 0) {
-    ok = prepareShared(plainHead(status, site, compressible), [
-      'Content-Type',
-      type,
-      'Last-Modified',
-      httpDate(lastModifiedSec),
-      'ETag',
-      etag,
-      'Content-Length',
-      String(size),
-    ])
+    ok = prepareShared(plainHead(status, site, compressible), [...typed, 'ETag', etag, 'Content-Length', String(size)])
   } else {
-    const common = ['Content-Type', type, 'Last-Modified', httpDate(lastModifiedSec), ...fileHeaders(site, compressible)]
+    const common = [...typed, ...fileHeaders(site, compressible)]
     ok = prepareEntry(status, withRuleHeaders(common, extra), etag, size)
   }
   return {
@@ -331,7 +327,7 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
       const name = checkName(rest[0])
       if (!name.ok) return done(missing())
       const f = await hostedFile(db, user.id, name.path)
-      if (f) return done(fileEntry(cache, { ...f, mtime: Number(f.updated_at ?? f.created_at) }, site !== false))
+      if (f) return done(fileEntry(cache, { ...f, mtime: Number(f.updated_at ?? f.created_at), name: name.path }, site !== false))
       const folder = await memo(username, `p:${username}/${name.path}`, gen, () => publishedFolder(db, user.id, name.path))
       if (folder) return done(slashed())
       // a project of the name wins; else a single page named without its extension (decision 169)
@@ -350,7 +346,11 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     // a slash form's path is checked as its first index page's
     if (isDir) inner[inner.length - 1] = INDEX
     const p = checkRelativePath(inner.join('/'))
-    const stored = async (rel: string) => (RULE_FILE_SET.has(rel) ? undefined : index.file(folder.id, rel))
+    // a file of the deploy, with its path (its name says whether its bytes are stored encoded)
+    const stored = async (rel: string) => {
+      const file = RULE_FILE_SET.has(rel) ? undefined : await index.file(folder.id, rel)
+      return file && { ...file, name: rel }
+    }
     // the index page of the folder `dir` ('' the root, else ending in /): the first of
     // INDEX_PAGES it has; every slash form, directory and rewrite target finds it here
     const indexIn = async (dir: string) => {

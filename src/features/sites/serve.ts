@@ -162,11 +162,22 @@ export function createHostHandler(
     return out
   }
 
+  /**
+   * The headers of a 412 or 416, which carry none of the representation's bytes: no
+   * Content-Encoding (a .svgz's) for a client to try to decode an empty body with.
+   */
+  const refusalFor = (e: FileEntry, priv: boolean): string[] => {
+    const list = commonFor(e, priv)
+    const out: string[] = []
+    for (let i = 0; i < list.length; i += 2) if (list[i] !== 'Content-Encoding') out.push(list[i], list[i + 1])
+    return out
+  }
+
   /** 304, 412 and 416: no body, nothing to read. */
   function answerBodiless(req: IncomingMessage, res: ServerResponse, e: FileEntry, d: Decision, priv = false): boolean {
     if (d.kind === 'precondition-failed') {
       // the private form of the headers: no shared cache keeps one request's 412 for the URL
-      res.writeHead(412, [...commonFor(e, true), 'ETag', etagOf(e.digest), 'Content-Length', '0'])
+      res.writeHead(412, [...refusalFor(e, true), 'ETag', etagOf(e.digest), 'Content-Length', '0'])
       res.end()
       return true
     }
@@ -179,7 +190,7 @@ export function createHostHandler(
       return true
     }
     if (d.kind === 'unsatisfiable') {
-      res.writeHead(416, [...commonFor(e, priv), 'ETag', etagOf(e.digest), ...unsatisfiableHeaders(e)])
+      res.writeHead(416, [...refusalFor(e, priv), 'ETag', etagOf(e.digest), ...unsatisfiableHeaders(e)])
       res.end()
       return true
     }
