@@ -585,7 +585,13 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${bob.username}/proj/a/b.html`)).status, 451)
       assert.equal((await s.get(`/${bob.username}/proj/`)).status, 451)
       assert.equal((await onSite(s, bob.username, '/proj/a/b.html')).status, 451)
-      for (const p of ['/a/b.html', '/', '/missing']) assert.equal((await onProject(p)).statusCode, 451, `project origin ${p}`)
+      for (const p of ['/a/b.html', '/', '/missing']) {
+        const held = await onProject(p)
+        assert.equal(held.statusCode, 451, `project origin ${p}`)
+        // its report link names the URL asked for on that origin, not the path form's path
+        const href = /<a href="([^"]*svc-report[^"]*)">/.exec(await held.body.text())?.[1]
+        assert.equal(new URL(href!.replaceAll('&amp;', '&'), 'http://x').searchParams.get('url'), `http://proj.${bob.username}.localhost${p}`, p)
+      }
       // its deploys' own URLs ({project}@{deploy}) are held with it
       assert.equal((await s.get(`/${bob.username}/proj@${deployId}/a/b.html`)).status, 451)
       assert.equal((await onSite(s, bob.username, `/proj@${deployId}/`)).status, 451)

@@ -21,6 +21,12 @@ function assertSandboxed(r: Res, what: string) {
   assert.equal(r.header('x-ratelimit-limit'), undefined, `${what}: not counted against API rate limits`)
 }
 
+/** The page a 451 notice's report link names (its `url` parameter). */
+function reportedUrl(html: string): string | null {
+  const href = /<a href="([^"]*svc-report[^"]*)">/.exec(html)?.[1]
+  return href === undefined ? null : new URL(href.replaceAll('&amp;', '&'), 'http://x').searchParams.get('url')
+}
+
 /** GET with the path sent exactly as written (fetch clients normalise /./ and /../ away). */
 function rawGet(base: string, rawPath: string): Promise<{ status: number; text: string; location?: string }> {
   const u = new URL(base)
@@ -610,6 +616,8 @@ for (const engine of ENGINES) {
         for (const method of ['GET', 'HEAD']) {
           const held = await s.request(method, at('held'), { headers: host })
           assert.equal(held.status, 451, `${form} ${method}`)
+          // the notice's report link names the URL the visitor asked for, not the page's file
+          if (method === 'GET') assert.equal(reportedUrl(held.text), `https://${host.host ?? new URL(s.url).host}${at('held')}`, form)
           const note = await s.request(method, at('note'), { headers: host })
           assert.equal(note.status, 401, `${form} ${method}`)
           assert.equal(note.header('etag'), undefined)

@@ -55,6 +55,7 @@ export interface HostHolds {
   stateOf(path: string): string | null | undefined
   /** Loads the holds and answers the path's state from them: also when the index cannot keep them (bus down). */
   load(path: string): Promise<string | null>
+  /** The 451 answer; `path`: the request's own path, which the report link names on the request's host. */
   notice(state: string, req: IncomingMessage, path: string): { headers: string[]; body: Buffer }
   /** Answers REPORT_PATH and security.txt on a user's origin; false for any other path. */
   wellKnown(req: IncomingMessage, res: ServerResponse, path: string): boolean

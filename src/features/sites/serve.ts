@@ -377,7 +377,9 @@ export function createHostHandler(
         return
       }
       if (state !== null) {
-        const n = holds.notice(state, req, site !== false ? path.slice(path.indexOf('/', 1)) : path)
+        // the notice names the URL the visitor asked for, on the host they asked (a page's
+        // clean URL, a project origin's or domain's own path), not the path it was served as
+        const n = holds.notice(state, req, split(req.url ?? '/').path)
         res.writeHead(451, n.headers)
         res.end(head ? undefined : n.body)
         return
