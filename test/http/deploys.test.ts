@@ -235,7 +235,7 @@ for (const engine of ENGINES) {
       assert.equal((await page('stopped')).text, site('s2')['index.html'])
     })
 
-    it('batch uploads to a live project share one partial deploy, which a plain rollback skips (decision 159)', async () => {
+    it('batch uploads to a live project make partial deploys, which a plain rollback skips (decisions 159, 178)', async () => {
       const d1 = (await deploySite(s, u.key, 'flood', site('b1'))).res.json.deploy.id
       const d2 = (await deploySite(s, u.key, 'flood', site('b2'))).res.json.deploy.id
       // svc deploy --batch --batch-files 1: one request per changed file, then the publish
@@ -246,17 +246,59 @@ for (const engine of ENGINES) {
       assert.equal((await s.post('/api/folders/flood/publish', { key: u.key })).status, 200)
       const l = await list('flood')
       const ids = (l.deploys as Array<{ id: string }>).map((d) => d.id)
-      assert.equal(ids.length, 4, 'the publish, one deploy for the three writes, and the two before')
-      assert.deepEqual(ids.slice(2), [d2, d1])
+      assert.equal(ids.length, 6, 'the publish, a partial deploy per write, and the two before: none pushed out')
+      assert.deepEqual(ids.slice(4), [d2, d1])
       assert.deepEqual(
         l.deploys.map((d: { is_partial: boolean }) => d.is_partial),
-        [false, true, false, false],
+        [false, true, true, true, false, false],
       )
       // the plain rollback goes back to the deploy before the writes, whole
       const back = await s.post('/api/folders/flood/rollback', { key: u.key })
       assert.equal(back.json.live_deploy_id, d2, back.text)
       assert.equal((await page('flood')).text, site('b2')['index.html'])
       assert.equal((await page('flood', 's.css')).text, site('b2')['s.css'])
+    })
+
+    it("a partial deploy's preview keeps its own files after later writes, until retention prunes it (decision 178)", async () => {
+      const k = await s.user()
+      const ids = async () => (await s.get('/api/folders/perma/deploys', { key: k.key })).json.deploys as Array<{ id: string; is_partial: boolean }>
+      const at = (id: string, p: string) => s.get(`/${k.username}/perma@${id}/${p}`)
+      const write = async (name: string, data: string, more: Array<{ filename: string; data: string }> = []) =>
+        assert.equal((await batchUpload(s, { key: k.key }, 'perma', [{ filename: name, data }, ...more], true)).status, 200)
+      const whole = (await deploySite(s, k.key, 'perma', { 'index.html': HTML('whole 4e1a'), 'a.txt': 'a0', 'b.txt': 'b0' })).res.json.deploy.id
+      await write('a.txt', 'a1')
+      const first = (await ids())[0]
+      assert.equal(first.is_partial, true)
+      assert.equal((await at(first.id, 'a.txt')).text, 'a1')
+      // the next write of the run: the first write's state is still served at its own URL
+      await write('b.txt', 'b2', [{ filename: 'a.txt', data: 'a2' }])
+      const second = (await ids())[0]
+      assert.notEqual(second.id, first.id)
+      for (const [id, a, b] of [
+        [first.id, 'a1', 'b0'],
+        [second.id, 'a2', 'b2'],
+      ]) {
+        const ra = await at(id, 'a.txt')
+        assert.equal(ra.status, 200, `${id} a.txt`)
+        assert.equal(ra.text, a)
+        assert.equal((await at(id, 'b.txt')).text, b)
+      }
+      await sweepBlobs(s.deps.db, s.deps.blobs, BLOB_COLUMNS, 0, Date.now() + 1000)
+      assert.equal((await at(first.id, 'a.txt')).text, 'a1', 'bytes only it holds outlive a sweep while it is kept')
+      // a plain rollback still skips every partial deploy: it goes to the whole one
+      assert.equal((await s.post('/api/folders/perma/rollback', { key: k.key })).json.live_deploy_id, whole)
+      // partial deploys have a retention of their own (DEPLOYS_KEEP is 4 here): more writes
+      // push out the oldest partial deploy, never the whole one
+      for (let i = 3; i <= 5; i++) await write('a.txt', `a${i}`)
+      const kept = await ids()
+      assert.equal(kept.filter((d) => d.is_partial).length, 4)
+      assert.ok(
+        kept.some((d) => d.id === whole && !d.is_partial),
+        'the whole deploy is kept',
+      )
+      assert.ok(!kept.some((d) => d.id === first.id), 'the oldest partial deploy is pruned')
+      assert.equal((await at(first.id, 'a.txt')).status, 404)
+      assert.equal((await at(second.id, 'b.txt')).text, 'b2')
     })
 
     it('a plain rollback goes back to a promoted preview that was live, never to one that was not', async () => {

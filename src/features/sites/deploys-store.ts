@@ -20,7 +20,7 @@ export interface DeploysTable {
   site_rules: string | null
   /** When a preview first went live (promote or rollback to it); null: never, or not a preview. */
   promoted_at: number | null
-  /** Made by a write through the file API to a live project: a run of them shares one deploy (decision 159). */
+  /** Made by a write through the file API to a live project (decision 159); kept apart from whole deploys (178). */
   is_partial: number
 }
 
@@ -129,7 +129,7 @@ export function createDeploysStore() {
 
     /**
      * A plain rollback's targets: deploys visitors had whole (made live, or a preview promoted
-     * since), not the partial state a run of file-API writes left (decision 159).
+     * since), not a partial state file-API writes left (decision 159).
      */
     wentLive: (d: Pick<DeployRow, 'is_preview' | 'promoted_at' | 'is_partial'>): boolean => !d.is_partial && (!d.is_preview || d.promoted_at !== null),
 
@@ -145,13 +145,20 @@ export function createDeploysStore() {
     files: (q: Q, deployId: string) =>
       q.selectFrom('deploy_files').select(['path', 'digest', 'size', 'content_type', 'updated_at']).where('deploy_id', '=', deployId).execute(),
 
-    /** Deletes the deploys past the newest `keep`, never the live one; their files go with them (cascade). */
+    /**
+     * Deletes the deploys past the newest `keep`, never the live one; their files go with them
+     * (cascade). Partial deploys (file-API writes) are counted apart, `keep` of each kind, so a
+     * run of writes pushes out only older writes, never a whole deploy (decision 178).
+     */
     async prune(trx: Trx, folderId: string, keep: number, liveId: string | null): Promise<number> {
-      const all = await trx.selectFrom('deploys').select('id').where('folder_id', '=', folderId).orderBy('seq', 'desc').execute()
-      const gone = all
-        .slice(keep)
-        .map((d) => d.id)
-        .filter((id) => id !== liveId)
+      const all = await trx.selectFrom('deploys').select(['id', 'is_partial']).where('folder_id', '=', folderId).orderBy('seq', 'desc').execute()
+      const gone = [0, 1].flatMap((partial) =>
+        all
+          .filter((d) => Number(d.is_partial) === partial)
+          .slice(keep)
+          .map((d) => d.id)
+          .filter((id) => id !== liveId),
+      )
       for (let i = 0; i < gone.length; i += CHUNK) {
         const ids = gone.slice(i, i + CHUNK)
         // explicit: SQLite's cascade needs foreign_keys on, and the order matters on neither engine
@@ -255,29 +262,15 @@ export function createDeploysStore() {
 
     /**
      * A live deploy of the working set, in the caller's transaction: the spec's publish, and
-     * the spec's writes to a live project (so every write still shows at once). A write's
-     * deploy (`partial`) replaces the live one when that is the newest and partial too: a run
-     * of writes keeps one deploy, its latest state, and pushes no history out (decision 159).
+     * the spec's writes to a live project (so every write still shows at once), which are
+     * marked `partial`. A deploy is never replaced: each keeps its preview, with its own
+     * files, until retention prunes it (decision 178, refining 159).
      */
     async deployWorkingSet(
       trx: Trx,
       folderId: string,
       v: { source: string; siteRules: string | null; now: number; keep: number; partial?: boolean },
     ): Promise<string> {
-      if (v.partial) {
-        const newest = await trx
-          .selectFrom('deploys')
-          .select(['id', 'is_partial'])
-          .where('folder_id', '=', folderId)
-          .orderBy('seq', 'desc')
-          .limit(1)
-          .executeTakeFirst()
-        const live = await trx.selectFrom('folders').select('live_deploy_id').where('id', '=', folderId).executeTakeFirst()
-        if (newest?.is_partial && newest.id === live?.live_deploy_id) {
-          await trx.deleteFrom('deploy_files').where('deploy_id', '=', newest.id).execute()
-          await trx.deleteFrom('deploys').where('id', '=', newest.id).execute()
-        }
-      }
       const id = await store.newDeploy(trx, folderId, { source: v.source, message: '', preview: false, siteRules: v.siteRules, now: v.now, partial: v.partial })
       await store.snapshotWorkingSet(trx, id, folderId)
       const { count, bytes } = await store.countFiles(trx, id)

@@ -59,7 +59,7 @@ export function createFoldersService(deps: Deps) {
   const { db, blobs, clock, config } = deps
   const store = createFoldersStore(db)
   const deploys = createDeploysStore()
-  /** A write through the spec's file API to a live project goes live as a partial deploy (same rules as the live one; decision 159). */
+  /** A write through the spec's file API to a live project goes live as a partial deploy (same rules as the live one; decisions 159, 178). */
   const redeploy = async (trx: Trx, folderId: string, now: number) => {
     const live = await trx
       .selectFrom('folders')
