@@ -17,12 +17,51 @@ export const localBlobRel = (digest: string): string => path.join(digest.slice(0
 export const legacyBlobRel = (digest: string): string => path.join(digest.slice(0, 2), digest.slice(2, 4), digest)
 
 /**
+ * Batches of up to this many blobs are made durable file by file (an fdatasync per new file, an
+ * fsync per folder, on the thread pool) rather than with two syncfs(2) through `sync -f`, whose
+ * fork/exec runs on the event loop; larger ones keep syncfs, which beats thousands of fsyncs
+ * (docs/benchmarks/2026-12-05-small-batch-sync.md).
+ */
+export const SMALL_BATCH = 64
+/** Syncs of a small batch in flight at once: half the thread pool's default four threads. */
+const SYNC_CONCURRENCY = 2
+
+export interface LocalBlobStoreOptions {
+  /** syncfs(2) of the filesystem holding `dir`; false when not available. Default: `sync -f`. */
+  syncFs?: (dir: string) => Promise<boolean>
+  /** fdatasync of a new blob's file, or fsync of a folder, on the thread pool. */
+  syncFd?: (fd: number, what: 'file' | 'dir') => Promise<void>
+}
+
+const spawnSyncFs = (dir: string): Promise<boolean> => new Promise((resolve) => execFile('sync', ['-f', dir], (err) => resolve(!err)))
+
+const syncFdDefault = (fd: number, what: 'file' | 'dir'): Promise<void> =>
+  new Promise((resolve, reject) => (what === 'file' ? fs.fdatasync : fs.fsync)(fd, (e) => (e ? reject(e) : resolve())))
+
+/** Runs fn on every item, at most `n` at a time; rejects with the first failure once all ended. */
+async function eachBounded<T>(items: readonly T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0
+  let failed = false
+  const results = await Promise.allSettled(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (!failed && next < items.length)
+        await fn(items[next++]).catch((e: unknown) => {
+          failed = true
+          throw e
+        })
+    }),
+  )
+  for (const r of results) if (r.status === 'rejected') throw r.reason
+}
+
+/**
  * Local-disk driver: blobs at ROOT/ab/<sha256> (or the legacy ROOT/ab/cd/<sha256>). A write
  * goes to ROOT/tmp, is fsynced, renamed into place and the directory fsynced, so a crash
  * leaves either no blob or the whole blob, never a torn one. A blob is in one layout only: a
- * put of a blob that either holds keeps that file.
+ * put of a blob that either holds keeps that file. A put or batch is acknowledged only once
+ * its bytes and names (the blob's, and a new folder's) are on disk.
  */
-export function createLocalBlobStore(root: string): BlobStore {
+export function createLocalBlobStore(root: string, opts: LocalBlobStoreOptions = {}): BlobStore {
   const tmpDir = path.join(root, 'tmp')
   fs.mkdirSync(tmpDir, { recursive: true })
 
@@ -50,10 +89,32 @@ export function createLocalBlobStore(root: string): BlobStore {
   }
   // the 256 folders of the layout, made once each per process (nothing removes them)
   const madeDirs = new Set<string>()
+  // folders made, and how many of them an fsync of the root that began after them covered:
+  // a folder's name (so a blob's name in it) is on disk only then
+  let foldersMade = 0
+  let foldersSynced = 0
   const ensureDir = (dir: string): void => {
     if (madeDirs.has(dir)) return
-    fs.mkdirSync(dir, { recursive: true })
+    if (fs.mkdirSync(dir, { recursive: true }) !== undefined) foldersMade++
     madeDirs.add(dir)
+  }
+
+  const syncFd = opts.syncFd ?? syncFdDefault
+  /** fsync of a folder through syncFd: its names (renames, new folders) reach the disk. */
+  const syncDir = async (dir: string): Promise<void> => {
+    const fd = fs.openSync(dir, 'r')
+    try {
+      await syncFd(fd, 'dir')
+    } finally {
+      fs.closeSync(fd)
+    }
+  }
+
+  /** fsyncs these folders, and the root while a folder made is not known to be on disk. */
+  const syncNames = async (dirs: Iterable<string>): Promise<void> => {
+    const made = foldersMade
+    await eachBounded(made > foldersSynced ? [...dirs, root] : [...dirs], SYNC_CONCURRENCY, syncDir)
+    foldersSynced = Math.max(foldersSynced, made)
   }
 
   const fsyncDir = async (dir: string) => {
@@ -65,17 +126,16 @@ export function createLocalBlobStore(root: string): BlobStore {
     }
   }
 
-  // syncfs(2) of the store's filesystem through coreutils' `sync -f`; null when it is not there
-  // (not Linux, old coreutils): batches then fall back to one put (and its fsyncs) per blob
+  // syncfs(2) of the store's filesystem through coreutils' `sync -f`; false once it failed or
+  // is not there (not Linux, old coreutils): large batches then fall back to one put (and its
+  // fsyncs) per blob
+  const runSyncFs = opts.syncFs ?? spawnSyncFs
   let syncfsOk: boolean | null = null
-  const syncFs = (): Promise<boolean> =>
-    new Promise((resolve) => {
-      if (syncfsOk === false) return resolve(false)
-      execFile('sync', ['-f', tmpDir], (err) => {
-        syncfsOk = !err
-        resolve(!err)
-      })
-    })
+  const syncFs = async (): Promise<boolean> => {
+    if (syncfsOk === false) return false
+    syncfsOk = await runSyncFs(tmpDir).catch(() => false)
+    return syncfsOk
+  }
 
   /** Refreshes a stored blob's time; false when its file is gone (a sweep took it aside). */
   const touch = async (p: string): Promise<boolean> => {
@@ -146,7 +206,7 @@ export function createLocalBlobStore(root: string): BlobStore {
         } else {
           ensureDir(path.dirname(target))
           await fsp.rename(tmp, target)
-          await fsyncDir(path.dirname(target))
+          await syncNames([path.dirname(target)])
         }
         return { digest, size }
       } catch (e) {
@@ -158,13 +218,17 @@ export function createLocalBlobStore(root: string): BlobStore {
       }
     },
     async putBatch(bodies) {
-      // temp files first, then one filesystem sync (their bytes), renames, one more sync (the
-      // names): a crash anywhere leaves temp files (cleanTemp) or whole blobs, never a torn one.
-      // A blob already stored is not written again: its time is refreshed (so a sweep in
-      // progress spares it), as put does. Small files take synchronous calls, in slices with a
-      // yield between: a threadpool round trip per call costs more than the call itself.
+      // temp files first, their bytes made durable, renames, then the names: a crash anywhere
+      // leaves temp files (cleanTemp) or whole blobs, never a torn one, and the batch is
+      // acknowledged only once bytes and names are on disk. A small batch syncs each new file
+      // and each folder it touched (no process spawned); a larger one takes one filesystem sync
+      // (`sync -f`) for the bytes and one for the names. A blob already stored is not written
+      // again: its time is refreshed (so a sweep in progress spares it), as put does. Small
+      // files take synchronous calls, in slices with a yield between: a threadpool round trip
+      // per call costs more than the call itself.
       const out: StoredBlob[] = []
-      const staged: Array<{ tmp: string; digest: string }> = []
+      const staged: Array<{ tmp: string; digest: string; fd: number | null }> = []
+      const small = bodies.length <= SMALL_BATCH
       const slices = async (n: number, fn: (i: number) => void) => {
         for (let i = 0; i < n; i++) {
           fn(i)
@@ -175,6 +239,13 @@ export function createLocalBlobStore(root: string): BlobStore {
         const target = blobPath(digest)
         return fs.existsSync(target) ? target : fs.existsSync(legacyPath(digest)) ? legacyPath(digest) : null
       }
+      const closeAll = () => {
+        for (const t of staged)
+          if (t.fd !== null) {
+            fs.closeSync(t.fd)
+            t.fd = null
+          }
+      }
       try {
         const now = new Date()
         await slices(bodies.length, (i) => {
@@ -184,10 +255,31 @@ export function createLocalBlobStore(root: string): BlobStore {
           const held = heldPath(digest)
           if (held && touchSync(held, now)) return
           const tmp = path.join(tmpDir, `${Date.now()}-${crypto.randomBytes(8).toString('hex')}`)
-          staged.push({ tmp, digest })
-          fs.writeFileSync(tmp, b, { mode: 0o640, flag: 'wx' })
+          // a small batch keeps the descriptor open for its fdatasync
+          const fd = fs.openSync(tmp, 'wx', 0o640)
+          staged.push({ tmp, digest, fd })
+          fs.writeFileSync(fd, b)
+          if (!small) {
+            fs.closeSync(fd)
+            staged[staged.length - 1].fd = null
+          }
         })
         if (staged.length === 0) return out
+        if (small) {
+          await eachBounded(staged, SYNC_CONCURRENCY, (t) => syncFd(t.fd!, 'file'))
+          closeAll()
+          // the folders whose names changed: each blob's, and the root while a folder made
+          // (by this batch or another) is not known to be on disk
+          const dirs = new Set<string>()
+          for (const t of staged) {
+            const target = blobPath(t.digest)
+            ensureDir(path.dirname(target))
+            fs.renameSync(t.tmp, target)
+            dirs.add(path.dirname(target))
+          }
+          await syncNames(dirs)
+          return out
+        }
         if (!(await syncFs())) {
           await Promise.all(staged.map((t) => fsp.unlink(t.tmp).catch(() => {})))
           const each: StoredBlob[] = []
@@ -204,6 +296,7 @@ export function createLocalBlobStore(root: string): BlobStore {
         if (!(await syncFs())) throw new Error('sync -f failed')
         return out
       } catch (e) {
+        closeAll()
         await Promise.all(staged.map((t) => fsp.unlink(t.tmp).catch(() => {})))
         return storageError(e)
       }
