@@ -105,7 +105,7 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
       reply.header('Set-Cookie', sessionCookie(s.id, config.sessionTtlSeconds))
       reply.header('Cache-Control', 'no-store')
       if (wantsHtml(req)) return reply.redirect(safeNext(body.next) ?? '/dashboard', 303)
-      return { success: true, message: 'ok', data: { username: row.username } }
+      return { success: true, message: say(req, '登录成功', 'Logged in'), data: { username: row.username } }
     },
   )
 
@@ -121,7 +121,7 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
     for (const sid of sessionCookies(req.headers.cookie)) await sessions.destroy(sid).catch(() => {})
     reply.header('Set-Cookie', CLEAR_COOKIE)
     if (wantsHtml(req)) return reply.redirect('/login', 303)
-    return { success: true, message: 'logged out' }
+    return { success: true, message: say(req, '已退出登录', 'Logged out') }
   })
 }
 
@@ -163,25 +163,25 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
       const token = req.headers['x-csrf-token']
       if (req.headers['sec-fetch-site'] !== undefined && token !== p.csrfToken) throw new AppError('CSRF_TOKEN')
       const { key, info } = await apiKeys.create(p.user.id, { name: body.name, expiresDays: body.expires_days ?? null, readOnly: body.read_only === true })
-      return { success: true, message: 'created; the key is shown only once', data: { key, ...info } }
+      return { success: true, message: say(req, 'API 密钥已创建，密钥只显示这一次', 'API key created; the key is shown only once'), data: { key, ...info } }
     },
   )
 
-  for (const [action, enabled] of [
-    ['enable', true],
-    ['disable', false],
+  for (const [action, enabled, done] of [
+    ['enable', true, { zh: 'API 密钥已启用', en: 'API key enabled' }],
+    ['disable', false, { zh: 'API 密钥已停用', en: 'API key disabled' }],
   ] as const) {
     app.post(`/svc_api/api-keys/:id/${action}`, { config: session, schema: { tags: ['api-keys'], summary: `${action} an API key` } }, async (req) => {
       const { id } = req.params as { id: string }
       if (!(await apiKeys.setEnabled(caller(req).user.id, id, enabled))) throw new AppError('RESOURCE_NOT_FOUND')
-      return { success: true, message: `${action}d` }
+      return { success: true, message: say(req, done.zh, done.en) }
     })
   }
 
   app.delete('/svc_api/api-keys/:id', { config: session, schema: { tags: ['api-keys'], summary: 'Delete an API key' } }, async (req) => {
     const { id } = req.params as { id: string }
     if (!(await apiKeys.remove(caller(req).user.id, id))) throw new AppError('RESOURCE_NOT_FOUND')
-    return { success: true, message: 'deleted' }
+    return { success: true, message: say(req, 'API 密钥已删除', 'API key deleted') }
   })
 
   app.post(
