@@ -5,6 +5,7 @@ import { clientIp } from '../../http/origin.js'
 import { ipLimitKey } from '../../http/ip-key.js'
 import { INERT_CONTENT_CSP } from '../../http/content-headers.js'
 import { strictValidator } from '../../http/strict-schema.js'
+import { say } from '../../web/short-page.js'
 import type { WindowRule } from '../../limits/tiers.js'
 import { ADMIN_ROUTE, requireAdmin } from '../admin/routes.js'
 import { actorOf } from '../admin/service.js'
@@ -44,7 +45,7 @@ export function abuseApi(app: FastifyInstance, deps: Deps, abuse: Abuse): void {
       const ip = clientIp(req, deps.config)
       await admitReport(deps, ip)
       const r = await abuse.report(req.body as ReportInput, ip)
-      return reply.code(201).send({ success: true, message: 'report received', data: { id: r.id } })
+      return reply.code(201).send({ success: true, message: say(req, '举报已收到', 'Report received'), data: { id: r.id } })
     },
   )
 
