@@ -11,6 +11,7 @@ import { ORIGIN_URL } from './folders-routes.js'
 import { createFoldersService, type FolderRef } from './folders-service.js'
 import { createDeploysService, MANIFEST_MAX_BYTES } from './deploys-service.js'
 import { MANIFEST_ENTRY } from '../../util/deploy-manifest.js'
+import { say } from '../../web/short-page.js'
 
 const TAR_TYPES = ['application/x-tar', 'application/tar', 'application/gzip', 'application/x-gzip']
 
@@ -172,7 +173,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
           reply.code(201)
           return {
             success: true,
-            message: r.deploy.is_preview ? 'Preview deployed' : 'Deployed',
+            message: r.deploy.is_preview ? say(req, '预览已部署', 'Preview deployed') : say(req, '部署成功', 'Deployed'),
             ...r,
             site_url: siteUrl(site, `/${name}/`),
             preview_site_url: siteUrl(site, `/${name}@${r.deploy.id}/`),
@@ -222,7 +223,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
       async (req) => {
         const id = (req.params as { deploy_id: string }).deploy_id
         const r = await svc.promote(caller(req).user, ref(req), id)
-        return { success: true, message: 'Promoted', ...r }
+        return { success: true, message: say(req, '该版本已上线', 'Promoted'), ...r }
       },
     )
 
@@ -246,7 +247,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
         if (id !== undefined && typeof id !== 'string')
           throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: 'deploy_id 须为字符串', en: 'deploy_id must be a string' } } })
         const r = await svc.rollback(caller(req).user, ref(req), id)
-        return { success: true, message: 'Rolled back', ...r }
+        return { success: true, message: say(req, '已回滚', 'Rolled back'), ...r }
       },
     )
   }
