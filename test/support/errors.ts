@@ -57,3 +57,20 @@ export async function expectErrorInBoth(
   expectError(inEn, status, code)
   assert.equal(inEn.json.message, en)
 }
+
+/**
+ * The success counterpart of `expectErrorInBoth`: the same request (made afresh by `send` for
+ * each language) answers `status` with `success: true` and the exact Chinese message with no
+ * Accept-Language, the exact English one with `accept-language: en`.
+ */
+export async function expectSuccessInBoth(send: (headers: Record<string, string>) => Promise<Res>, status: number, zh: string, en: string): Promise<void> {
+  for (const [headers, message] of [
+    [{}, zh],
+    [{ 'accept-language': 'en' }, en],
+  ] as const) {
+    const r = await send(headers)
+    assert.equal(r.status, status, `${r.status} ${r.text.slice(0, 300)}`)
+    assert.equal(r.json?.success, true, r.text.slice(0, 300))
+    assert.equal(r.json.message, message, JSON.stringify(headers))
+  }
+}
