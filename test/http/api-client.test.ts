@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { apiClient } from '../support/api-client.js'
+import { imageForm, makeImage, svc } from '../support/images.js'
 
 /**
  * The API through a client typed by its own OpenAPI document (openapi-typescript +
@@ -75,6 +76,50 @@ for (const engine of ENGINES) {
       assert.equal(await moved.response.text(), '')
       const pub = await apiClient(s).GET('/svc_api/data/public/{key}', { params: { path: { key: 'cond' }, header: { 'if-match': '"1"' } } })
       assert.equal(pub.response.status, 412)
+    })
+
+    it('reads part of a public image or data link: 206 for a range, 416 past the end', async () => {
+      const u = await s.user()
+      const cookie = await s.login(u.username, u.password)
+      await svc(s, 'grant', u.username, 'image-host')
+      await svc(s, 'grant', u.username, 'hosted-data')
+      const form = imageForm([{ name: 'r.png', data: await makeImage('png') }])
+      const up = await s.post('/api/image-host/upload', { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      assert.equal(up.status, 200, up.text)
+      const imgToken = new URL(up.json.images[0].public_url as string).pathname.split('/').pop()!
+      const content = JSON.stringify({ rows: [1, 2, 3] })
+      const f = await s.request('POST', '/api/hosted-data/files', { cookie, json: { display_name: 'r.json', content, content_type: 'application/json' } })
+      assert.equal(f.status, 200, f.text)
+      const dataToken = new URL(f.json.file.public_url as string).pathname.split('/').pop()!
+
+      const pub = apiClient(s)
+      const data = await pub.GET('/svc-data/pub/{token}', { params: { path: { token: dataToken }, header: { range: 'bytes=2-5' } }, parseAs: 'arrayBuffer' })
+      assert.equal(data.response.status, 206)
+      assert.equal(data.response.headers.get('content-range'), `bytes 2-5/${content.length}`)
+      assert.equal(Buffer.from(data.data!).toString(), content.slice(2, 6))
+      const etag = data.response.headers.get('etag')!
+      // If-Range naming the current ETag keeps the range; another one gives the whole body
+      const kept = await pub.GET('/hosted-data/pub/{token}', {
+        params: { path: { token: dataToken }, header: { range: 'bytes=-3', 'if-range': etag } },
+        parseAs: 'arrayBuffer',
+      })
+      assert.equal(kept.response.status, 206)
+      assert.equal(Buffer.from(kept.data!).toString(), content.slice(-3))
+      const stale = await pub.GET('/svc-data/pub/{token}', {
+        params: { path: { token: dataToken }, header: { range: 'bytes=-3', 'if-range': '"stale"' } },
+        parseAs: 'text',
+      })
+      assert.equal(stale.response.status, 200)
+      assert.equal(stale.data, content)
+      const past = await pub.GET('/svc-data/pub/{token}', { params: { path: { token: dataToken }, header: { range: `bytes=${content.length}-` } } })
+      assert.equal(past.response.status, 416)
+      assert.equal(past.response.headers.get('content-range'), `bytes */${content.length}`)
+
+      const whole = Buffer.from((await pub.GET('/svc-img/pub/{token}', { params: { path: { token: imgToken } }, parseAs: 'arrayBuffer' })).data!)
+      const img = await pub.GET('/image-host/pub/{token}', { params: { path: { token: imgToken }, header: { range: 'bytes=0-7' } }, parseAs: 'arrayBuffer' })
+      assert.equal(img.response.status, 206)
+      assert.equal(img.response.headers.get('content-range'), `bytes 0-7/${whole.length}`)
+      assert.ok(Buffer.from(img.data!).equals(whole.subarray(0, 8)))
     })
 
     it('creates a form and lists it', async () => {

@@ -112,6 +112,49 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(headersOf(legacy), ['if-match'])
   })
 
+  it('declares Range and If-Range, the 206 and the 416 on every public link that honours them', () => {
+    // the public links answer ranges (src/http/representation.ts replyRange); the sites' public
+    // host is no operation of the document
+    const links = ops.filter((o) => o.path.includes('/pub/'))
+    assert.deepEqual(links.map((o) => `${o.method} ${o.path}`).sort(), [
+      'GET /hosted-data/pub/{token}',
+      'GET /image-host/pub/{token}',
+      'GET /svc-data/pub/{token}',
+      'GET /svc-img/pub/{token}',
+      'HEAD /hosted-data/pub/{token}',
+      'HEAD /image-host/pub/{token}',
+      'HEAD /svc-data/pub/{token}',
+      'HEAD /svc-img/pub/{token}',
+    ])
+    for (const l of links) {
+      const o = l as any
+      const what = `${l.method} ${l.path}`
+      const headers = new Map<string, any>((o.parameters ?? []).filter((x: any) => x.in === 'header').map((x: any) => [x.name.toLowerCase(), x]))
+      for (const h of ['range', 'if-range']) {
+        assert.ok(headers.get(h), `${what}: ${h}`)
+        assert.equal(headers.get(h).required, false, `${what}: ${h} is optional`)
+        assert.equal(headers.get(h).schema.type, 'string', `${what}: ${h}`)
+      }
+      const ok = o.responses['200']
+      const partial = o.responses['206']
+      assert.ok(partial, `${what}: 206`)
+      assert.deepEqual(Object.keys(partial.content ?? {}), Object.keys(ok.content), `${what}: 206 is of the 200's media type`)
+      for (const media of Object.values<any>(partial.content)) assert.deepEqual(media.schema, { type: 'string', format: 'binary' }, what)
+      assert.ok(partial.headers?.['Content-Range'], `${what}: 206 Content-Range`)
+      assert.match(partial.headers['Content-Range'].description, /`bytes first-last\/size`/, what)
+      assert.ok(partial.headers.ETag, `${what}: 206 ETag`)
+      const unsatisfiable = o.responses['416']
+      assert.ok(unsatisfiable, `${what}: 416`)
+      assert.equal(unsatisfiable.content, undefined, `${what}: 416 has no body`)
+      assert.ok(unsatisfiable.headers?.['Content-Range'], `${what}: 416 Content-Range`)
+      assert.match(unsatisfiable.headers['Content-Range'].description, /`bytes \*\/size`/, what)
+      // the errors keep their shared answer beside the route's own 4xx
+      assert.ok(o.responses['4XX'], `${what}: 4XX`)
+      // the 200 says ranges are taken
+      assert.equal(ok.headers?.['Accept-Ranges']?.schema?.const, 'bytes', `${what}: Accept-Ranges`)
+    }
+  })
+
   it('declares the security the guard enforces: none, API key or session, or session only', async () => {
     const u = await s.user()
     const api = ops.filter((o) => /^\/(svc_api|api)\//.test(o.path))

@@ -5263,6 +5263,10 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
                 "if-modified-since"?: string;
+                /** @description One bytes range (`bytes=first-last`, `bytes=first-`, `bytes=-suffix`): 206 with those bytes, clamped to the size; 416 when it starts past the end (or `bytes=-0`). Several ranges, a malformed or reversed one, or another unit: the whole body (200) */
+                range?: string;
+                /** @description The current strong ETag or exact Last-Modified date: Range applies only then, else the whole body (200) */
+                "if-range"?: string;
             };
             path: {
                 token: string;
@@ -5276,6 +5280,23 @@ export interface operations {
                 headers: {
                     /** @description The content digest's strong validator (a variant's names its parameters too) */
                     ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/*": string;
+                };
+            };
+            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes */
+            206: {
+                headers: {
+                    /** @description `bytes first-last/size`: the bytes sent (inclusive) and the whole size */
+                    "Content-Range"?: string;
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5294,6 +5315,17 @@ export interface operations {
             /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
             412: {
                 headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Range Not Satisfiable: the range starts past the end (or is `bytes=-0`); no body */
+            416: {
+                headers: {
+                    /** @description `bytes *\/size`: the whole size */
+                    "Content-Range"?: string;
                     /** @description The content digest's strong validator (a variant's names its parameters too) */
                     ETag?: string;
                     [name: string]: unknown;
@@ -5324,6 +5356,10 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
                 "if-modified-since"?: string;
+                /** @description One bytes range (`bytes=first-last`, `bytes=first-`, `bytes=-suffix`): 206 with those bytes, clamped to the size; 416 when it starts past the end (or `bytes=-0`). Several ranges, a malformed or reversed one, or another unit: the whole body (200) */
+                range?: string;
+                /** @description The current strong ETag or exact Last-Modified date: Range applies only then, else the whole body (200) */
+                "if-range"?: string;
             };
             path: {
                 token: string;
@@ -5337,6 +5373,23 @@ export interface operations {
                 headers: {
                     /** @description The content digest's strong validator (a variant's names its parameters too) */
                     ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/*": string;
+                };
+            };
+            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes */
+            206: {
+                headers: {
+                    /** @description `bytes first-last/size`: the bytes sent (inclusive) and the whole size */
+                    "Content-Range"?: string;
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5355,6 +5408,17 @@ export interface operations {
             /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
             412: {
                 headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Range Not Satisfiable: the range starts past the end (or is `bytes=-0`); no body */
+            416: {
+                headers: {
+                    /** @description `bytes *\/size`: the whole size */
+                    "Content-Range"?: string;
                     /** @description The content digest's strong validator (a variant's names its parameters too) */
                     ETag?: string;
                     [name: string]: unknown;
@@ -5385,6 +5449,10 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
                 "if-modified-since"?: string;
+                /** @description One bytes range (`bytes=first-last`, `bytes=first-`, `bytes=-suffix`): 206 with those bytes, clamped to the size; 416 when it starts past the end (or `bytes=-0`). Several ranges, a malformed or reversed one, or another unit: the whole body (200) */
+                range?: string;
+                /** @description The current strong ETag or exact Last-Modified date: Range applies only then, else the whole body (200) */
+                "if-range"?: string;
             };
             path: {
                 token: string;
@@ -5398,6 +5466,23 @@ export interface operations {
                 headers: {
                     /** @description The content digest's strong validator (a variant's names its parameters too) */
                     ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/*": string;
+                };
+            };
+            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes */
+            206: {
+                headers: {
+                    /** @description `bytes first-last/size`: the bytes sent (inclusive) and the whole size */
+                    "Content-Range"?: string;
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5416,6 +5501,17 @@ export interface operations {
             /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
             412: {
                 headers: {
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Range Not Satisfiable: the range starts past the end (or is `bytes=-0`); no body */
+            416: {
+                headers: {
+                    /** @description `bytes *\/size`: the whole size */
+                    "Content-Range"?: string;
                     /** @description The content digest's strong validator (a variant's names its parameters too) */
                     ETag?: string;
                     [name: string]: unknown;
@@ -5446,6 +5542,10 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
                 "if-modified-since"?: string;
+                /** @description One bytes range (`bytes=first-last`, `bytes=first-`, `bytes=-suffix`): 206 with those bytes, clamped to the size; 416 when it starts past the end (or `bytes=-0`). Several ranges, a malformed or reversed one, or another unit: the whole body (200) */
+                range?: string;
+                /** @description The current strong ETag or exact Last-Modified date: Range applies only then, else the whole body (200) */
+                "if-range"?: string;
             };
             path: {
                 token: string;
@@ -5459,6 +5559,23 @@ export interface operations {
                 headers: {
                     /** @description The content digest's strong validator (a variant's names its parameters too) */
                     ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/*": string;
+                };
+            };
+            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes */
+            206: {
+                headers: {
+                    /** @description `bytes first-last/size`: the bytes sent (inclusive) and the whole size */
+                    "Content-Range"?: string;
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5483,6 +5600,17 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Range Not Satisfiable: the range starts past the end (or is `bytes=-0`); no body */
+            416: {
+                headers: {
+                    /** @description `bytes *\/size`: the whole size */
+                    "Content-Range"?: string;
+                    /** @description The content digest's strong validator (a variant's names its parameters too) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             "4XX": components["responses"]["PublicError"];
         };
     };
@@ -5498,6 +5626,10 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
                 "if-modified-since"?: string;
+                /** @description One bytes range (`bytes=first-last`, `bytes=first-`, `bytes=-suffix`): 206 with those bytes, clamped to the size; 416 when it starts past the end (or `bytes=-0`). Several ranges, a malformed or reversed one, or another unit: the whole body (200) */
+                range?: string;
+                /** @description The current strong ETag or exact Last-Modified date: Range applies only then, else the whole body (200) */
+                "if-range"?: string;
             };
             path: {
                 token: string;
@@ -5511,6 +5643,23 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes */
+            206: {
+                headers: {
+                    /** @description `bytes first-last/size`: the bytes sent (inclusive) and the whole size */
+                    "Content-Range"?: string;
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5529,6 +5678,17 @@ export interface operations {
             /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
             412: {
                 headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Range Not Satisfiable: the range starts past the end (or is `bytes=-0`); no body */
+            416: {
+                headers: {
+                    /** @description `bytes *\/size`: the whole size */
+                    "Content-Range"?: string;
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
                     [name: string]: unknown;
@@ -5550,6 +5710,10 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
                 "if-modified-since"?: string;
+                /** @description One bytes range (`bytes=first-last`, `bytes=first-`, `bytes=-suffix`): 206 with those bytes, clamped to the size; 416 when it starts past the end (or `bytes=-0`). Several ranges, a malformed or reversed one, or another unit: the whole body (200) */
+                range?: string;
+                /** @description The current strong ETag or exact Last-Modified date: Range applies only then, else the whole body (200) */
+                "if-range"?: string;
             };
             path: {
                 token: string;
@@ -5563,6 +5727,23 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes */
+            206: {
+                headers: {
+                    /** @description `bytes first-last/size`: the bytes sent (inclusive) and the whole size */
+                    "Content-Range"?: string;
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5581,6 +5762,17 @@ export interface operations {
             /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
             412: {
                 headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Range Not Satisfiable: the range starts past the end (or is `bytes=-0`); no body */
+            416: {
+                headers: {
+                    /** @description `bytes *\/size`: the whole size */
+                    "Content-Range"?: string;
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
                     [name: string]: unknown;
@@ -5602,6 +5794,10 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
                 "if-modified-since"?: string;
+                /** @description One bytes range (`bytes=first-last`, `bytes=first-`, `bytes=-suffix`): 206 with those bytes, clamped to the size; 416 when it starts past the end (or `bytes=-0`). Several ranges, a malformed or reversed one, or another unit: the whole body (200) */
+                range?: string;
+                /** @description The current strong ETag or exact Last-Modified date: Range applies only then, else the whole body (200) */
+                "if-range"?: string;
             };
             path: {
                 token: string;
@@ -5615,6 +5811,23 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes */
+            206: {
+                headers: {
+                    /** @description `bytes first-last/size`: the bytes sent (inclusive) and the whole size */
+                    "Content-Range"?: string;
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5633,6 +5846,17 @@ export interface operations {
             /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
             412: {
                 headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Range Not Satisfiable: the range starts past the end (or is `bytes=-0`); no body */
+            416: {
+                headers: {
+                    /** @description `bytes *\/size`: the whole size */
+                    "Content-Range"?: string;
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
                     [name: string]: unknown;
@@ -5654,6 +5878,10 @@ export interface operations {
                 "if-none-match"?: string;
                 /** @description An HTTP date; without If-None-Match, 304 with no body when the content did not change after it */
                 "if-modified-since"?: string;
+                /** @description One bytes range (`bytes=first-last`, `bytes=first-`, `bytes=-suffix`): 206 with those bytes, clamped to the size; 416 when it starts past the end (or `bytes=-0`). Several ranges, a malformed or reversed one, or another unit: the whole body (200) */
+                range?: string;
+                /** @description The current strong ETag or exact Last-Modified date: Range applies only then, else the whole body (200) */
+                "if-range"?: string;
             };
             path: {
                 token: string;
@@ -5667,6 +5895,23 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes */
+            206: {
+                headers: {
+                    /** @description `bytes first-last/size`: the bytes sent (inclusive) and the whole size */
+                    "Content-Range"?: string;
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    /** @description Range takes one bytes range */
+                    "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5685,6 +5930,17 @@ export interface operations {
             /** @description Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache */
             412: {
                 headers: {
+                    /** @description The version's strong validator; a compressed form's adds -br or -gz */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Range Not Satisfiable: the range starts past the end (or is `bytes=-0`); no body */
+            416: {
+                headers: {
+                    /** @description `bytes *\/size`: the whole size */
+                    "Content-Range"?: string;
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
                     [name: string]: unknown;
