@@ -28,9 +28,11 @@ export interface Handover {
   admission?: Admission | { failed: unknown }
   /**
    * A form post to a page of a user's site (the public host checked that `path` is a page
-   * of `username`'s site as this host serves it), rewritten to SITE_FORM_ROUTE.
+   * of `username`'s site as this host serves it), rewritten to SITE_FORM_ROUTE. `root`: the
+   * site's root on this host, `/` on a user's or project's origin or a domain, `/{username}/`
+   * on the path form, whose origin is the service's own and so no owner's.
    */
-  siteForm?: { username: string; path: string }
+  siteForm?: { username: string; path: string; root: string }
 }
 
 /** The forms feature's route for posts to site pages; it refuses any request without `siteForm`. */

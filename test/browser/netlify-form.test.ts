@@ -61,4 +61,45 @@ describe(`a Netlify form on a deployed site, in Chromium [${engine}]`, () => {
     assert.deepEqual(sub.data, { name: 'Dana 王', message: 'Hello from a Netlify form' })
     assert.equal(sub.is_spam, false)
   })
+
+  it("takes the same form on the path form (no users' origins): a relative action lands under /{username}/", async () => {
+    // without a content domain, a browser stays on the path form, where pages are sandboxed
+    const p = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, CONTENT_DOMAIN: 'off' } })
+    try {
+      const u = await p.user()
+      const slug = `contact-${u.username}`.slice(0, 60)
+      const f = await p.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Contact', form_slug: slug } })
+      assert.equal(f.status, 200, f.text)
+      // the path form's pages are sandboxed: they post as "null", with no Referer
+      const listed = await p.request('PUT', `/svc_api/forms/update/${f.json.data.id}`, { key: u.key, json: { allowed_origins: ['null'] } })
+      assert.equal(listed.status, 200, listed.text)
+      const files = [
+        { filename: 'index.html', data: INDEX.replace('FORM', slug).replace('action="/thanks/"', 'action="thanks/"') },
+        { filename: 'thanks/index.html', data: '<!doctype html><title>thanks</title><p id="done">Thanks!</p>' },
+      ]
+      assert.equal((await batchUpload(p, { key: u.key }, 'site', files)).status, 200)
+      assert.equal((await p.post('/api/folders/site/publish', { key: u.key })).status, 200)
+
+      const base = `${p.url}/${u.username}/site/`
+      const page = await context.newPage()
+      try {
+        await page.goto(base)
+        assert.equal(page.url(), base)
+        await page.getByLabel('Name').fill('Eve')
+        await page.getByLabel('Message').fill('From the path form')
+        await Promise.all([page.waitForURL(`${base}thanks/`), page.getByRole('button', { name: 'Send' }).click()])
+        assert.equal(await page.locator('#done').textContent(), 'Thanks!')
+      } finally {
+        await page.close()
+      }
+      const data = await p.get(`/svc_api/forms/data/${f.json.data.id}`, { key: u.key })
+      assert.equal(data.status, 200, data.text)
+      assert.deepEqual(
+        data.json.data.submissions.map((x: { data: unknown }) => x.data),
+        [{ name: 'Eve', message: 'From the path form' }],
+      )
+    } finally {
+      await p.close()
+    }
+  })
 })

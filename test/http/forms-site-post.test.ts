@@ -8,7 +8,8 @@ import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { registry } from '../../src/observability/registry.js'
 
 // A Netlify-style form (`data-netlify`, a hidden `form-name`) posting to a page of the site
-// itself, on the user's origin and on a project's own origin and a custom domain (decision 161).
+// itself, on the user's origin, a project's own origin and a custom domain (decision 161), and
+// on the path form (decision 180).
 type User = Awaited<ReturnType<TestServer['user']>>
 const DOMAIN = 'www.netlify-site.test'
 const FORM = (action: string) => `<!doctype html><form name="contact" method="POST" data-netlify="true" action="${action}">
@@ -266,6 +267,145 @@ for (const engine of ENGINES) {
         }
         assert.deepEqual(answers[1], answers[0], label)
       }
+    })
+
+    /**
+     * A post to `p` of alice's site on the user's origin, or on the path form (/{username}/...),
+     * with the Origin and Referer a browser sends from a page of that form: its origin and the
+     * page on the user's origin; `null` and none on the path form, whose pages are sandboxed
+     * with `Referrer-Policy: no-referrer` (as Chromium sends them: test/browser/netlify-form).
+     */
+    const ways = () => [
+      {
+        name: "user's origin",
+        origin: `http://${userHost()}`,
+        base: '',
+        browser: (page: string): Record<string, string> => ({ origin: `http://${userHost()}`, referer: `http://${userHost()}${page}` }),
+        post: (p: string, headers: Record<string, string>, body: string | Buffer) => on('POST', userHost(), p, headers, body),
+      },
+      {
+        name: 'path form',
+        origin: new URL(s.url).origin,
+        base: `/${alice.username}`,
+        browser: (): Record<string, string> => ({ origin: 'null' }),
+        post: (p: string, headers: Record<string, string>, body: string | Buffer) => s.request('POST', `/${alice.username}${p}`, { headers, body }),
+      },
+    ]
+    const newForm = async (prefix: string) => {
+      const f = await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: prefix, form_slug: `${prefix}-${alice.username}`.slice(0, 60) } })
+      assert.equal(f.status, 200, f.text)
+      return { id: f.json.data.id as string, slug: f.json.data.form_slug as string }
+    }
+
+    it('takes the same posts on the path form as on the user origin, landing under /{username}/', async () => {
+      for (const [i, w] of ways().entries()) {
+        // a form of its own for each URL form: the per-address limit (10 a minute per form)
+        const f = await newForm(`both-${i}`)
+        const browser = { ...URLENC, accept: HTML_ACCEPT }
+        // a browser's post to the form's action page lands there, under the path form's prefix
+        const act = await w.post('/site/thanks/', { ...browser, ...w.browser('/site/') }, form({ 'form-name': f.slug, name: 'Act' }))
+        assert.equal(act.status, 303, `${w.name}: ${act.text}`)
+        assert.equal(act.header('location'), `${w.base}/site/thanks/`, w.name)
+        // a multipart post to the form's own page (no action): the thank-you page when the
+        // Referer names that page; without one (the path form's pages send none) it is taken
+        // for the action's page
+        const mp = multipart([
+          { name: 'form-name', data: f.slug },
+          { name: 'name', data: 'Own' },
+        ])
+        const own = await w.post('/site/plain.html', { 'content-type': mp.contentType, accept: HTML_ACCEPT, ...w.browser('/site/plain.html') }, mp.body)
+        if (w.base === '') {
+          assert.equal(own.status, 200, `${w.name}: ${own.text}`)
+          assert.match(own.text, /Your submission was received|你的提交已收到/, w.name)
+        } else {
+          assert.equal(own.status, 303, `${w.name}: ${own.text}`)
+          assert.equal(own.header('location'), `${w.base}/site/plain.html`, w.name)
+        }
+        // a script gets the JSON answer
+        const js = await w.post('/site/plain.html', { ...URLENC, accept: 'application/json' }, form({ 'form-name': f.slug, name: 'Js' }))
+        assert.equal(js.status, 200, `${w.name}: ${js.text}`)
+        assert.equal(js.json.success, true, w.name)
+        // a relative _next, resolved against the page posted to (no Referer names another)
+        const next = await w.post('/site/plain.html', { ...browser, ...w.browser('/') }, form({ 'form-name': f.slug, name: 'Next', _next: 'thanks/' }))
+        assert.equal(next.status, 303, `${w.name}: ${next.text}`)
+        assert.equal(next.header('location'), `${w.origin}${w.base}/site/thanks/`, w.name)
+        const subs = await stored(alice, f.id)
+        assert.deepEqual(subs.map((x) => x.data.name).reverse(), ['Act', 'Own', 'Js', 'Next'], w.name)
+
+        // another user's slug: 1611; no form-name, another body type or no page: 405 with Allow
+        expectError((await w.post('/site/thanks/', { ...URLENC, accept: 'application/json' }, form({ 'form-name': bobSlug, name: 'x' }))) as never, 404, 1611)
+        const refused: Array<[string, Record<string, string>, string]> = [
+          ['/site/thanks/', URLENC, form({ name: 'x' })],
+          ['/site/thanks/', { 'content-type': 'application/json' }, JSON.stringify({ 'form-name': f.slug, name: 'x' })],
+          ['/site/nope/', URLENC, form({ 'form-name': f.slug, name: 'x' })],
+        ]
+        for (const [p, headers, body] of refused) {
+          const r = await w.post(p, headers, body)
+          assert.equal(r.status, 405, `${w.name} ${p} ${headers['content-type']}`)
+          assert.match(r.header('allow') ?? '', /GET, HEAD/, w.name)
+        }
+        assert.equal((await stored(alice, f.id)).length, 4, w.name)
+      }
+      const bobForm = (await s.get('/svc_api/forms/list', { key: bob.key })).json.data.forms[0]
+      assert.equal(bobForm.submission_count, 0)
+    })
+
+    it("the path form's origin is the service's, not the owner's: under allowed_origins its pages need \"null\"", async () => {
+      const f = await newForm('origin')
+      const u = await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { allowed_origins: ['https://example.com'] } })
+      assert.equal(u.status, 200, u.text)
+      const [site, path] = ways()
+      const json = { ...URLENC, accept: 'application/json' }
+      const fields = form({ 'form-name': f.slug, name: 'x' })
+      assert.equal((await site.post('/site/plain.html', { ...json, ...site.browser('/site/plain.html') }, fields)).status, 200)
+      // a path-form page's post, and one from the service's origin, which every user's
+      // path-form pages and the service itself share: neither names the owner
+      expectError((await path.post('/site/plain.html', { ...json, ...path.browser('/site/plain.html') }, fields)) as never, 403, 1620)
+      expectError((await path.post('/site/plain.html', { ...json, origin: path.origin }, fields)) as never, 403, 1620)
+      const listed = await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { allowed_origins: ['null'] } })
+      assert.equal(listed.status, 200, listed.text)
+      assert.equal((await path.post('/site/plain.html', { ...json, ...path.browser('/site/plain.html') }, fields)).status, 200)
+      assert.equal((await stored(alice, f.id)).length, 2)
+    })
+
+    it("a path-form post meets the page's visitor access first (HTTP Basic), as its GET does", async () => {
+      const f = await newForm('gated')
+      const put = await s.request('PUT', '/api/access/site', { key: alice.key, json: { password: 'hunter22' } })
+      assert.equal(put.status, 200, put.text)
+      try {
+        const fields = form({ 'form-name': f.slug, name: 'gated' })
+        const p = `/${alice.username}/site/plain.html`
+        const shut = await s.request('POST', p, { headers: { ...URLENC, accept: 'application/json' }, body: fields })
+        assert.equal(shut.status, 401, shut.text)
+        assert.match(shut.header('www-authenticate') ?? '', /^Basic /)
+        assert.equal((await stored(alice, f.id)).length, 0)
+        const authorization = `Basic ${Buffer.from(`visitor:hunter22`).toString('base64')}`
+        const open = await s.request('POST', p, { headers: { ...URLENC, accept: 'application/json', authorization }, body: fields })
+        assert.equal(open.status, 200, open.text)
+        assert.equal((await stored(alice, f.id)).length, 1)
+      } finally {
+        await s.request('PUT', '/api/access/site', { key: alice.key, json: { password: null } })
+      }
+    })
+
+    it('a path-form post through app.inject is routed to the forms route and counted once', async () => {
+      const f = await newForm('inject')
+      const before = (await registry.getSingleMetric('svc_http_requests_total')?.get())?.values.find(
+        (m) => m.labels.route === '/api/forms/site-submit' && String(m.labels.status) === '303',
+      )?.value
+      const r = await s.app.inject({
+        method: 'POST',
+        url: `/${alice.username}/site/thanks/`,
+        headers: { host: new URL(s.url).host, ...URLENC, accept: HTML_ACCEPT },
+        payload: form({ 'form-name': f.slug, name: 'inj' }),
+      })
+      assert.equal(r.statusCode, 303, r.body)
+      assert.equal(r.headers.location, `/${alice.username}/site/thanks/`)
+      const after = (await registry.getSingleMetric('svc_http_requests_total')?.get())?.values.find(
+        (m) => m.labels.route === '/api/forms/site-submit' && String(m.labels.status) === '303',
+      )?.value
+      assert.equal((after ?? 0) - (before ?? 0), 1)
+      assert.deepEqual((await stored(alice, f.id))[0].data, { name: 'inj' })
     })
 
     it('the submit route behind the site post is not reachable directly', async () => {

@@ -77,8 +77,9 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       }
     }
     // a post to a page of the owner's site (any of its hosts, a custom domain included) from
-    // that same origin comes from the owner's own page (decision 161)
-    if (form && origins.length > 0 && req.raw.handedOver?.siteForm) origins.push(siteOrigin(req))
+    // that same origin comes from the owner's own page (decision 161); not on the path form,
+    // whose origin is the service's, shared by every user's pages (decision 180)
+    if (form && origins.length > 0 && req.raw.handedOver?.siteForm?.root === '/') origins.push(siteOrigin(req))
     return decideOrigin(origins, req.headers.origin, referer)
   }
   const cors = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
@@ -212,7 +213,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       formOf.set(req, Promise.resolve(form))
       const referer = req.headers.referer
       const page = formPage(siteOrigin(req), site.path, referer)
-      return take(req, reply, form, async () => body, { landing: landingOf(site.path, referer), page })
+      return take(req, reply, form, async () => body, { landing: landingOf(site.path, site.root, referer), page })
     },
   )
 }
@@ -234,11 +235,12 @@ function formPage(origin: string, path: string, referer: string | undefined): st
 /**
  * Where a browser's post to a site page lands: that page when it is the form's `action` (a
  * success page, as Netlify's), null (the usual answer) when the form posted to its own page
- * (no action: the Referer names the same path) or to `/` (Netlify's script examples' target).
- * Always a path on the posting host (leading slashes collapsed: never a protocol-relative URL).
+ * (no action: the Referer names the same path) or to the site's `root` (`/`, Netlify's script
+ * examples' target; `/{username}/` on the path form). Always a path on the posting host
+ * (leading slashes collapsed: never a protocol-relative URL).
  */
-function landingOf(path: string, referer: string | undefined): string | null {
-  if (path === '/') return null
+function landingOf(path: string, root: string, referer: string | undefined): string | null {
+  if (path === '/' || path === root) return null
   if (referer !== undefined && URL.canParse(referer) && new URL(referer).pathname === path) return null
   return `/${path.replace(/^\/+/, '')}`
 }

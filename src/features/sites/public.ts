@@ -105,7 +105,8 @@ export function hostingPublic(app: FastifyInstance, deps: Deps): void {
   })
   // other methods on path-form content answer as on a user's origin: a page on another origin
   // reading with a header that is not safelisted (If-None-Match, a Range of several parts,
-  // Cache-Control) asks first (OPTIONS, 204); a write is 405 with Allow, as for a static file.
+  // Cache-Control) asks first (OPTIONS, 204); a write is 405 with Allow, as for a static file
+  // (a form body to a page was handed to the forms feature by the fast path: decision 180).
   // Any route of the service's own under a first segment wins (static before wildcard).
   app.route({
     method: ['OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE'],

@@ -451,7 +451,7 @@ export function createHostHandler(
     const go = () =>
       withPage(res, target ? full : pagePath(full, true), (at) =>
         gated(req, res, username, rawName + at.slice(full.length), true, (priv) => {
-          if (m === 'POST') postToPage(req, res, username, at, target ? 'domain' : true, path, query, route)
+          if (m === 'POST') postToPage(req, res, username, at, target ? 'domain' : true, path, query, '/', route)
           else serveAt(req, res, at, target ? 'domain' : true, query, head, undefined, priv)
         }),
       )
@@ -480,8 +480,9 @@ export function createHostHandler(
   /**
    * A POST to a page of a user's site: a form body (form-encoded or multipart) to a path that
    * is a page (a 200 file) goes to the forms feature's site route, which takes it when it
-   * names a form (Netlify's `form-name`, decision 161) and answers 405 otherwise; anything
-   * else is 405 here, before its body is read.
+   * names a form (Netlify's `form-name`, decisions 161 and 180) and answers 405 otherwise;
+   * anything else is 405 here, before its body is read. `path` is the request's path on this
+   * host and `root` the site's root there (`/`, or `/{username}/` on the path form).
    */
   function postToPage(
     req: IncomingMessage,
@@ -491,6 +492,7 @@ export function createHostHandler(
     mode: SiteMode,
     path: string,
     query: string,
+    root: string,
     route?: RouteOn,
   ): void {
     if (route === undefined || !isFormBody(req.headers['content-type'])) return notAllowed(res)
@@ -498,9 +500,27 @@ export function createHostHandler(
       .then((r) => {
         if ('status' in r || r.entry.kind !== 'file' || r.entry.status !== 200) return notAllowed(res)
         req.url = SITE_FORM_ROUTE
-        route(req, res, { siteForm: { username, path } })
+        route(req, res, { siteForm: { username, path, root } })
       })
       .catch((err) => fail(res, err))
+  }
+
+  /**
+   * A form body posted to a path-form page (/{username}/...): after the page's visitor access
+   * (HTTP Basic, as its GET), the same hand-over as on the user's origin (postToPage; a
+   * single page's clean URL as the page). False (the router: OPTIONS, 405 before the body):
+   * any other body, or a first segment that names no user, as no route of the service's has.
+   */
+  function postToPathForm(req: IncomingMessage, res: ServerResponse, route: RouteOn): boolean {
+    if (!isFormBody(req.headers['content-type'])) return false
+    const { path, query } = split(req.url ?? '/')
+    const raw = pathFormName(path).username
+    const user = pathUser(raw)
+    if (user === null) return false
+    withPage(res, pagePath(path, false), (at) =>
+      gated(req, res, user, pathFormName(at).rawName, false, () => postToPage(req, res, user, at, false, path, query, `/${raw}/`, route)),
+    )
+    return true
   }
 
   const redirect = (res: ServerResponse, to: string) => {
@@ -673,9 +693,10 @@ export function createHostHandler(
   return {
     /**
      * Before routing: takes every request made to a user's own origin or to a verified
-     * custom domain, and a path-form GET or HEAD whose visitor access and holds are known
-     * from memory (cached: a Map lookup and one write; not cached: resolved, then answered);
-     * false lets the router handle the request.
+     * custom domain, a path-form GET or HEAD whose visitor access and holds are known
+     * from memory (cached: a Map lookup and one write; not cached: resolved, then answered),
+     * and a form body posted to a path-form page (postToPathForm); false lets the router
+     * handle the request.
      */
     fast(req: IncomingMessage, res: ServerResponse, route?: RouteOn): boolean {
       const site = sites.siteOf(req)
@@ -699,6 +720,7 @@ export function createHostHandler(
         return true
       }
       const m = req.method
+      if (m === 'POST' && route !== undefined) return postToPathForm(req, res, route)
       if ((m !== 'GET' && m !== 'HEAD') || req.headers['service-worker'] !== undefined) return false
       const { path, query } = split(req.url ?? '/')
       if (mergedLeading(res, path, query)) return true
