@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { request } from 'undici'
 import { expectError } from '../support/errors.js'
 import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
-import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { registry } from '../../src/observability/registry.js'
 
@@ -406,6 +406,112 @@ for (const engine of ENGINES) {
       )?.value
       assert.equal((after ?? 0) - (before ?? 0), 1)
       assert.deepEqual((await stored(alice, f.id))[0].data, { name: 'inj' })
+    })
+
+    it('a page or project held for review takes no post: 451 as its GET on every URL form, nothing stored or sent', async () => {
+      const a = await s.user({ admin: true })
+      const cookie = await s.login(a.username, a.password)
+      const adminCall = (p: string, json?: unknown) => s.request('POST', p, { cookie, ...(json === undefined ? {} : { json }) })
+      const f = await newForm('held')
+      // a webhook: a taken post would queue a delivery, listed below
+      const hook = await s.request('PUT', `/svc_api/forms/webhook/${f.id}`, { key: alice.key, json: { url: 'http://127.0.0.1:9/hook' } })
+      assert.equal(hook.status, 200, hook.text)
+      // a single page and a project of its own, with a custom domain and a kept deploy's origin
+      assert.equal((await uploadFile(s, { key: alice.key }, 'held.html', FORM(''))).status, 200)
+      const files = [
+        { filename: 'index.html', data: FORM('/thanks/') },
+        { filename: 'thanks/index.html', data: '<p>thanks</p>' },
+      ]
+      assert.equal((await batchUpload(s, { key: alice.key }, 'heldsite', files)).status, 200)
+      assert.equal((await s.post('/api/folders/heldsite/publish', { key: alice.key })).status, 200)
+      const deploy = (await s.get('/api/folders/heldsite/deploys', { key: alice.key })).json.live_deploy_id as string
+      const heldDomain = 'www.held-site.test'
+      await verifiedDomain(s, dns, alice.key, heldDomain, 'heldsite')
+      const u = alice.username
+      const project = `heldsite.${u}.localhost:${port}`
+      const kept = `${deploy}--heldsite.${u}.localhost:${port}`
+      type Way = {
+        name: string
+        ask: (
+          method: string,
+          headers: Record<string, string>,
+          body?: string | Buffer,
+        ) => Promise<{ status: number; text: string; header: (n: string) => string | undefined }>
+      }
+      const pathForm = (p: string): Way => ({ name: `path form ${p}`, ask: (method, headers, body) => s.request(method, p, { headers, body }) })
+      const onHost = (host: string, p: string): Way => ({ name: `${host} ${p}`, ask: (method, headers, body) => on(method, host, p, headers, body) })
+      const onDomain = (p: string): Way => ({
+        name: `${heldDomain} ${p}`,
+        ask: (method, headers, body) => s.request(method, p, { headers: { host: heldDomain, ...headers }, body }),
+      })
+      const ways: Way[] = [
+        // the page: at its own name and its clean URL
+        pathForm(`/${u}/held.html`),
+        pathForm(`/${u}/held`),
+        onHost(userHost(), '/held.html'),
+        onHost(userHost(), '/held'),
+        // the project: its pages, a kept deploy of it, its own origins and its domain
+        pathForm(`/${u}/heldsite/`),
+        pathForm(`/${u}/heldsite/thanks/`),
+        pathForm(`/${u}/heldsite@${deploy}/`),
+        onHost(userHost(), '/heldsite/thanks/'),
+        onHost(project, '/'),
+        onHost(project, '/thanks/'),
+        onHost(kept, '/thanks/'),
+        onDomain('/thanks/'),
+      ]
+      // taken before the hold, on both URL forms of both
+      for (const w of [ways[0], ways[3], ways[5], ways[9]]) {
+        const r = await w.ask('POST', { ...URLENC, accept: 'application/json' }, form({ 'form-name': f.slug, name: 'before' }))
+        assert.equal(r.status, 200, `${w.name}: ${r.text}`)
+      }
+      const taken = (await stored(alice, f.id)).length
+      const sent = (await s.get(`/svc_api/forms/deliveries/${f.id}`, { key: alice.key })).json.data.length as number
+      assert.equal(taken, 4)
+      assert.equal(sent, 4)
+
+      const reports: string[] = []
+      for (const url of [`${s.url}/${u}/held.html`, `http://${project}/`]) {
+        const rep = await adminCall('/svc_api/admin/reports', { url, category: 'phishing' })
+        assert.equal(rep.status, 201, rep.text)
+        assert.equal((await adminCall(`/svc_api/admin/reports/${rep.json.data.id}/quarantine`)).status, 200)
+        reports.push(rep.json.data.id)
+      }
+      try {
+        const mp = multipart([
+          { name: 'form-name', data: f.slug },
+          { name: 'name', data: 'held' },
+        ])
+        const fields = form({ 'form-name': f.slug, name: 'held' })
+        const posts: Array<[string, Record<string, string>, string | Buffer]> = [
+          ['browser', { ...URLENC, accept: HTML_ACCEPT }, fields],
+          ['script', { ...URLENC, accept: 'application/json' }, fields],
+          ['multipart', { 'content-type': mp.contentType, accept: HTML_ACCEPT }, mp.body],
+        ]
+        // posts first: the first one after the holds changed finds them not loaded yet
+        for (const w of ways) {
+          const answers = []
+          for (const [, headers, body] of posts) answers.push(await w.ask('POST', headers, body))
+          const get = await w.ask('GET', { accept: HTML_ACCEPT })
+          assert.equal(get.status, 451, `${w.name} GET`)
+          for (const [i, r] of answers.entries()) {
+            const name = `${w.name} ${posts[i][0]}`
+            assert.equal(r.status, 451, `${name}: ${r.text}`)
+            // the GET's notice, byte for byte and with its headers (its report link names this URL)
+            assert.equal(r.text, get.text, name)
+            for (const h of ['content-type', 'content-length', 'cache-control', 'content-security-policy', 'link', 'location'])
+              assert.equal(r.header(h), get.header(h), `${name} ${h}`)
+          }
+        }
+        // nothing stored, no webhook queued
+        assert.equal((await stored(alice, f.id)).length, taken)
+        assert.equal((await s.get(`/svc_api/forms/deliveries/${f.id}`, { key: alice.key })).json.data.length, sent)
+        // a body no form sends stays 405, as on any page
+        const other = await ways[0].ask('POST', { 'content-type': 'application/json' }, JSON.stringify({ 'form-name': f.slug }))
+        assert.equal(other.status, 405)
+      } finally {
+        for (const id of reports) assert.equal((await adminCall(`/svc_api/admin/reports/${id}/restore`)).status, 200)
+      }
     })
 
     it('the submit route behind the site post is not reachable directly', async () => {

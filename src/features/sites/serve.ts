@@ -376,14 +376,7 @@ export function createHostHandler(
         )
         return
       }
-      if (state !== null) {
-        // the notice names the URL the visitor asked for, on the host they asked (a page's
-        // clean URL, a project origin's or domain's own path), not the path it was served as
-        const n = holds.notice(state, req, split(req.url ?? '/').path)
-        res.writeHead(451, n.headers)
-        res.end(head ? undefined : n.body)
-        return
-      }
+      if (state !== null) return answerHeld(req, res, holds, state, head)
     }
     const e = cached(site === 'domain' ? domainKey(path, host) : site ? siteKey(path) : path, query)
     if (e !== undefined) {
@@ -401,6 +394,17 @@ export function createHostHandler(
         return serve(req, res, r.entry, query, head, priv)
       })
       .catch((err) => fail(res, err))
+  }
+
+  /**
+   * The 451 notice of held content (abuse handling). It names the URL the visitor asked for,
+   * on the host they asked (a page's clean URL, a project origin's or domain's own path), not
+   * the path it was served as.
+   */
+  function answerHeld(req: IncomingMessage, res: ServerResponse, h: HostHolds, state: string, head: boolean): void {
+    const n = h.notice(state, req, split(req.url ?? '/').path)
+    res.writeHead(451, n.headers)
+    res.end(head ? undefined : n.body)
   }
 
   /**
@@ -481,7 +485,8 @@ export function createHostHandler(
    * A POST to a page of a user's site: a form body (form-encoded or multipart) to a path that
    * is a page (a 200 file) goes to the forms feature's site route, which takes it when it
    * names a form (Netlify's `form-name`, decisions 161 and 180) and answers 405 otherwise;
-   * anything else is 405 here, before its body is read. `path` is the request's path on this
+   * anything else is 405 here, before its body is read. A held page's form body answers 451
+   * as its GET does, and reaches no form (decision 182). `path` is the request's path on this
    * host and `root` the site's root there (`/`, or `/{username}/` on the path form).
    */
   function postToPage(
@@ -496,13 +501,22 @@ export function createHostHandler(
     route?: RouteOn,
   ): void {
     if (route === undefined || !isFormBody(req.headers['content-type'])) return notAllowed(res)
-    resolve(full, mode, query, mode === 'domain' ? hostName(req.headers.host) : '')
-      .then((r) => {
-        if ('status' in r || r.entry.kind !== 'file' || r.entry.status !== 200) return notAllowed(res)
-        req.url = SITE_FORM_ROUTE
-        route(req, res, { siteForm: { username, path, root } })
-      })
-      .catch((err) => fail(res, err))
+    // held content (abuse handling) collects nothing: the post is answered as the GET of its
+    // URL is (451 with the notice), before the page is looked up or its body read (decision 182)
+    const take = (state: string | null) => {
+      if (state !== null && holds !== null) return answerHeld(req, res, holds, state, false)
+      resolve(full, mode, query, mode === 'domain' ? hostName(req.headers.host) : '')
+        .then((r) => {
+          if ('status' in r || r.entry.kind !== 'file' || r.entry.status !== 200) return notAllowed(res)
+          req.url = SITE_FORM_ROUTE
+          route(req, res, { siteForm: { username, path, root } })
+        })
+        .catch((err) => fail(res, err))
+    }
+    if (holds === null) return take(null)
+    const state = holds.stateOf(full)
+    if (state !== undefined) return take(state)
+    holds.load(full).then(take, (err) => fail(res, err))
   }
 
   /**
