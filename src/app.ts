@@ -13,7 +13,7 @@ import { answerClientError, frameworkDetail, guardHttpServer, installErrorHandli
 import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
 import { FEATURES } from './features/index.js'
-import { isHttps } from './http/origin.js'
+import { isHttps, upgradeStatus } from './http/origin.js'
 import { TLS_ASK_PATH } from './http/site-origin.js'
 import { installMetrics } from './observability/http.js'
 import { countFastPath } from './observability/fast-path.js'
@@ -237,8 +237,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     done(null, payload)
   })
 
-  // behind a proxy, a page requested over plain HTTP is redirected (API paths answer 1116 in
-  // the guard); health checks, metrics and the TLS ask endpoint are asked over plain HTTP
+  // behind a proxy, a page requested over plain HTTP is redirected (308 for a method other
+  // than GET and HEAD, as on HTTP_PORT; API paths answer 1116 in the guard); health checks, metrics and the TLS ask endpoint are asked over plain HTTP
   if (config.trustProxy) {
     app.addHook('onRequest', async (req, reply) => {
       if (
@@ -249,7 +249,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       ) {
         const fwd = req.headers['x-forwarded-host']
         const host = (Array.isArray(fwd) ? fwd[0] : fwd) ?? req.headers.host ?? 'localhost'
-        return reply.redirect(`${config.publicUrl ?? `https://${host}`}${req.url}`, 301)
+        return reply.redirect(`${config.publicUrl ?? `https://${host}`}${req.url}`, upgradeStatus(req.method))
       }
     })
   }

@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify'
 import { ConfigError, type Config } from './config.js'
 import { hostName, isContentOnlyHost, siteUserOf } from './http/site-origin.js'
 import { isApiPath } from './http/api-path.js'
+import { upgradeStatus } from './http/origin.js'
 import { ensureDataDir } from './util/private-files.js'
 import { answerClientError, guardHttpServer, refuseHostless } from './http/errors.js'
 
@@ -147,7 +148,8 @@ export function createHttpRedirector(app: FastifyInstance, config: Config, https
     }
     const base = (content ? null : config.publicUrl) ?? httpsOrigin
     const location = base + (req.url && req.url.startsWith('/') ? req.url : '/')
-    res.writeHead(301, { Location: location, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 0 })
+    // 308 for a method other than GET and HEAD: a form's post arrives on HTTPS with its body
+    res.writeHead(upgradeStatus(req.method), { Location: location, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 0 })
     res.end()
   })
   // requests its parser refuses are answered as the main port answers them

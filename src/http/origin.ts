@@ -13,6 +13,13 @@ export function isHttps(req: FastifyRequest | IncomingMessage, config: Pick<Conf
 }
 
 /**
+ * The status of a redirect from plain HTTP to HTTPS: 301 for GET and HEAD, 308 for any other
+ * method, which a client repeats with its body (after a 301 browsers send a POST as a GET,
+ * and a form's post would be lost).
+ */
+export const upgradeStatus = (method: string | undefined): 301 | 308 => (method === 'GET' || method === 'HEAD' ? 301 : 308)
+
+/**
  * The host the client asked for: behind a trusted proxy its X-Forwarded-Host (first value),
  * else the Host header. The one reading of it, for the origins built from it and for the
  * checks that must see the host those origins name (MCP's DNS-rebinding check).

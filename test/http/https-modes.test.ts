@@ -29,6 +29,13 @@ describe('HTTPS modes', () => {
       const page = await s.get('/someone/', { headers: { 'x-forwarded-proto': 'http', host: 'example.test' } })
       assert.equal(page.status, 301)
       assert.equal(page.header('location'), 'https://example.test/someone/')
+      // a form post is redirected with 308, which a browser follows with the same method and body
+      const post = await s.request('POST', '/someone/site/', {
+        headers: { 'x-forwarded-proto': 'http', host: 'example.test', 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'form-name=f',
+      })
+      assert.equal(post.status, 308)
+      assert.equal(post.header('location'), 'https://example.test/someone/site/')
       // per-IP limits follow X-Forwarded-For behind the proxy
       const a = await s.get('/svc_api/me', { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.1' } })
       const b = await s.get('/svc_api/me', { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.2' } })
@@ -88,6 +95,21 @@ describe('HTTPS modes', () => {
         const r = await s.get('/login', { plain: true, headers: { host } })
         assert.equal(r.status, 400, host)
         assert.equal(r.header('location'), undefined)
+      }
+    })
+    it('a request over plain HTTP other than GET and HEAD is redirected with 308, so a form post is sent again', async () => {
+      const port = new URL(s.url).port
+      const form = { 'content-type': 'application/x-www-form-urlencoded', host: 'svc.test:8080' }
+      // 301 turns a POST into a GET (RFC 9110 15.4.2): a path-form page's form post would be lost
+      for (const method of ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+        const r = await s.request(method, '/someone/site/?x=1', { plain: true, headers: form, body: method === 'OPTIONS' ? undefined : 'form-name=f' })
+        assert.equal(r.status, 308, method)
+        assert.equal(r.header('location'), `https://svc.test:${port}/someone/site/?x=1`, method)
+      }
+      for (const method of ['GET', 'HEAD']) {
+        const r = await s.request(method, '/someone/site/', { plain: true, headers: { host: 'svc.test:8080' } })
+        assert.equal(r.status, 301, method)
+        assert.equal(r.header('location'), `https://svc.test:${port}/someone/site/`, method)
       }
     })
     it('1116 over plain HTTP links its explanation on the HTTPS port, where the redirect sends pages', async () => {

@@ -16,6 +16,7 @@ import { builtForRoot } from '../../util/html.js'
 import { canNameUser } from '../../auth/users.js'
 import { commonOf, etagOf, representationOf, siteKey, domainKey, varyKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
+import { upgradeStatus } from '../../http/origin.js'
 import { hostName, originUrl, previewOriginUrl, projectSegment, type SiteHost } from '../../http/site-origin.js'
 import type { HostHolds } from '../abuse/public.js'
 import { SITE_FORM_ROUTE, type Handover } from '../../http/types.js'
@@ -436,7 +437,7 @@ export function createHostHandler(
     if (m !== 'GET' && !head && m !== 'POST') return otherMethod(m, res)
     const to = sites.upgrade(req)
     if (to !== null) {
-      res.writeHead(m === 'POST' ? 308 : 301, ['Location', to, ...plainHeaders(0)])
+      res.writeHead(upgradeStatus(m), ['Location', to, ...plainHeaders(0)])
       res.end()
       return
     }
