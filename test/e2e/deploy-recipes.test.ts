@@ -129,6 +129,15 @@ http {
     const plain = await get('svc.test', '/dashboard', {}, httpPort)
     assert.equal(plain.status, 301)
     assert.equal(plain.headers.location, 'https://svc.test/dashboard')
+    // any other method with 308, which a browser repeats with its body (a form's post)
+    const post = await request(`http://127.0.0.1:${httpPort}/${u.username}/hello.html`, {
+      method: 'POST',
+      headers: { host: 'svc.test', 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'form-name=x',
+    })
+    await post.body.text()
+    assert.equal(post.statusCode, 308)
+    assert.equal(post.headers.location, `https://svc.test/${u.username}/hello.html`)
   })
 })
 
