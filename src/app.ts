@@ -22,6 +22,7 @@ import { startDefaultMetrics } from './observability/registry.js'
 import { sendfileStats } from './http/sendfile.js'
 import { API_PREFIXES, isApiPath } from './http/api-path.js'
 import { methodIndex, ROUTER_OPTIONS } from './http/allowed-methods.js'
+import { upperEscapes } from './util/percent-escapes.js'
 import { installTossedCookieClearing } from './http/tossed-cookies.js'
 import { SECURITY_SCHEMES, transformDocument, transformRoute } from './features/docs/openapi.js'
 import { MCP_PATH } from './features/mcp/routes.js'
@@ -249,7 +250,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       ) {
         const fwd = req.headers['x-forwarded-host']
         const host = (Array.isArray(fwd) ? fwd[0] : fwd) ?? req.headers.host ?? 'localhost'
-        return reply.redirect(`${config.publicUrl ?? `https://${host}`}${req.url}`, upgradeStatus(req.method))
+        return reply.redirect(`${config.publicUrl ?? `https://${host}`}${upperEscapes(req.url)}`, upgradeStatus(req.method))
       }
     })
   }

@@ -11,6 +11,7 @@ import { hostName, isContentOnlyHost, siteUserOf } from './http/site-origin.js'
 import { isApiPath } from './http/api-path.js'
 import { upgradeStatus } from './http/origin.js'
 import { ensureDataDir } from './util/private-files.js'
+import { upperEscapes } from './util/percent-escapes.js'
 import { answerClientError, guardHttpServer, refuseHostless } from './http/errors.js'
 
 /** Server timeouts against slow clients (slowloris, stalled uploads). */
@@ -147,8 +148,9 @@ export function createHttpRedirector(app: FastifyInstance, config: Config, https
       return
     }
     const base = (content ? null : config.publicUrl) ?? httpsOrigin
-    const location = base + (req.url && req.url.startsWith('/') ? req.url : '/')
+    // the request's path with its escapes uppercased, as every Location the service builds;
     // 308 for a method other than GET and HEAD: a form's post arrives on HTTPS with its body
+    const location = base + (req.url && req.url.startsWith('/') ? upperEscapes(req.url) : '/')
     res.writeHead(upgradeStatus(req.method), { Location: location, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 0 })
     res.end()
   })

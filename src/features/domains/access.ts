@@ -10,6 +10,7 @@ import type { Access, AccessPoint } from '../../http/site-hooks.js'
 import type { WindowRule } from '../../limits/tiers.js'
 import { createOutcomeLimits } from '../../limits/in-flight.js'
 import { escapeHtml } from '../../util/html.js'
+import { upperEscapes } from '../../util/percent-escapes.js'
 import type { DomainsStore } from './store.js'
 import { projectOf } from '../sites/paths.js'
 
@@ -221,12 +222,13 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
   }
 
   /**
-   * Where the form sends a visitor back to: the request's own path and query on this origin.
-   * Leading slashes and backslashes collapse to one: browsers read `//evil.test/` and
-   * `/\evil.test/` as another host, and on a project's own origin or a custom domain every
-   * path is gated, those included (else an open redirect right after the password).
+   * Where the form sends a visitor back to: the request's own path and query on this origin,
+   * the path's escapes uppercased as every Location's. Leading slashes and backslashes
+   * collapse to one: browsers read `//evil.test/` and `/\evil.test/` as another host, and on a
+   * project's own origin or a custom domain every path is gated, those included (else an open
+   * redirect right after the password).
    */
-  const backTo = (url: string | undefined): string => `/${(url ?? '/').replace(/^[/\\]+/, '')}`
+  const backTo = (url: string | undefined): string => upperEscapes(`/${(url ?? '/').replace(/^[/\\]+/, '')}`)
 
   const throttled = (req: IncomingMessage, res: ServerResponse, wait: number) =>
     send(req, res, 429, [...TEXT_HEADERS, 'Retry-After', String(wait)], `Too many wrong passwords; try again in ${wait} seconds\n`)

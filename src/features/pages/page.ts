@@ -9,6 +9,7 @@ import type { PageAuth, PageCtx, PageOut } from '../../web/page.js'
 import { LANG_COOKIE, pageLang, translator, type MsgKey } from './i18n.js'
 import type { Asset } from './assets.js'
 import type { Registry } from './registry.js'
+import { upperEscapes } from '../../util/percent-escapes.js'
 
 /** The current path with ?lang=... set (for the language switch links). */
 function langHref(req: FastifyRequest, lang: Lang): string {
@@ -115,7 +116,7 @@ export function createPageRouter(app: FastifyInstance, deps: Deps, css: string, 
   /** A GET page; K: the message keys its handler uses (the shell's own by default). */
   function page<K extends string = MsgKey>(path: string, auth: PageAuth, handler: (ctx: PageCtx<K>) => Promise<PageOut | void> | PageOut | void) {
     app.get(path, { schema: { hide: true } }, async (req, reply) => {
-      if (!isHttps(req, config)) return reply.redirect(`${serviceOrigin(req, config)}${req.url}`, 301)
+      if (!isHttps(req, config)) return reply.redirect(`${serviceOrigin(req, config)}${upperEscapes(req.url)}`, 301)
       reply.header('Cache-Control', 'no-store')
       // the language switch: ?lang=en|zh stores the choice and reloads the page without it
       const q = req.query as Record<string, unknown>
@@ -123,7 +124,7 @@ export function createPageRouter(app: FastifyInstance, deps: Deps, css: string, 
         const u = new URL(req.url, 'https://x')
         u.searchParams.delete('lang')
         reply.header('Set-Cookie', `${LANG_COOKIE}=${q.lang}; Path=/; Secure; SameSite=Lax; Max-Age=31536000`)
-        return reply.redirect(u.pathname + u.search, 303)
+        return reply.redirect(upperEscapes(u.pathname) + u.search, 303)
       }
       const principal = await sessionOf(req)
       // signed out: the login page, which comes back here once signed in

@@ -21,6 +21,7 @@ import {
   type SiteRules,
 } from './site-rules.js'
 import { dropOldest, oldestKey } from '../../util/oldest.js'
+import { upperEscapes } from '../../util/percent-escapes.js'
 import { servedType, storedEncoding } from './content-types.js'
 
 /** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
@@ -194,13 +195,6 @@ export function representationOf(e: FileEntry): Representation {
     lastModifiedSec: e.lastModifiedSec,
   }
 }
-
-/**
- * A raw request path with its percent-escapes in uppercase (`%c3%a9` -> `%C3%A9`), as RFC 3986
- * 2.1 normalises them and browsers send them: the same path, so a Location built from what a
- * client sent names it as every other Location does. Nothing else of the path changes.
- */
-export const upperEscapes = (p: string): string => (p.includes('%') ? p.replace(/%[0-9a-f]{2}/gi, (e) => e.toUpperCase()) : p)
 
 export type Resolution = { status: 400 } | { username: string; entry: HostEntry; cacheable: boolean }
 

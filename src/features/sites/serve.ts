@@ -13,6 +13,7 @@ import type { Encoded, Encodings } from './encodings.js'
 import { decodeSegment, PAGE_NAME, PREVIEW_SEGMENT } from './paths.js'
 import { isCacheField, withQuery } from './site-rules.js'
 import { builtForRoot } from '../../util/html.js'
+import { upperEscapes } from '../../util/percent-escapes.js'
 import { canNameUser } from '../../auth/users.js'
 import { commonOf, etagOf, representationOf, siteKey, domainKey, varyKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
@@ -437,7 +438,7 @@ export function createHostHandler(
     if (m !== 'GET' && !head && m !== 'POST') return otherMethod(m, res)
     const to = sites.upgrade(req)
     if (to !== null) {
-      res.writeHead(upgradeStatus(m), ['Location', to, ...plainHeaders(0)])
+      res.writeHead(upgradeStatus(m), ['Location', upperEscapes(to), ...plainHeaders(0)])
       res.end()
       return
     }
@@ -538,8 +539,9 @@ export function createHostHandler(
     return true
   }
 
+  /** A 302 to `to`, a URL made of the request's path and query: its path's escapes uppercased. */
   const redirect = (res: ServerResponse, to: string) => {
-    res.writeHead(302, ['Location', to, ...plainHeaders(0)])
+    res.writeHead(302, ['Location', upperEscapes(to), ...plainHeaders(0)])
     res.end()
   }
 
@@ -667,7 +669,7 @@ export function createHostHandler(
     if (path.charCodeAt(1) !== 0x2f) return false
     const merged = path.replace(/\/{2,}/g, '/')
     if (pathUser(pathFormName(merged).username) === null) return false
-    res.writeHead(301, ['Location', merged + query, ...plainHeaders(0)])
+    res.writeHead(301, ['Location', upperEscapes(merged) + query, ...plainHeaders(0)])
     res.end()
     return true
   }
