@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import { ERRORS, type ErrorKey } from './codes.js'
 import type { AppErrorOptions } from './app-error.js'
 import { isText, type Param, type Text } from './text.js'
@@ -39,6 +40,13 @@ export function pickLang(acceptLanguage: string | undefined, fallback: Lang = 'z
   }
   return best?.lang ?? fallback
 }
+
+/**
+ * The language of an answer to `req`: its Accept-Language (pickLang), else `fallback`. The one
+ * reader of the header for every answer (say() in web/ builds on it; the pages' `lang` cookie
+ * is read first by the pages shell only).
+ */
+export const langOf = (req: { headers: IncomingHttpHeaders }, fallback?: Lang): Lang => pickLang(req.headers['accept-language'], fallback)
 
 /** The message of an error in one language, with its placeholders filled. */
 export function errorMessage(key: ErrorKey, lang: Lang, params?: Record<string, Param>): string {

@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors/app-error.js'
 import { ERRORS, type ErrorKey } from '../errors/codes.js'
-import { mapText, pickLang, renderError, type ErrorFormat, type Lang, type Text } from '../errors/render.js'
+import { mapText, langOf, renderError, type ErrorFormat, type Lang, type Text } from '../errors/render.js'
 import type { Config } from '../config.js'
 import { CUT_SHORT, multipartClientError } from './multipart.js'
 import { SEGMENT_TOO_LONG } from './allowed-methods.js'
@@ -37,7 +37,7 @@ function rawErrorAnswer(status: number, detail: Text, docBase: string, headers =
 
 /** Answers refusalBody through the request's own response (after any earlier pipelined answer), then closes. */
 function refuse(req: IncomingMessage, res: ServerResponse, status: number, detail: Text, docBase: string): void {
-  const body = refusalBody(detail, docBase, pickLang(req.headers['accept-language']))
+  const body = refusalBody(detail, docBase, langOf(req))
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), Connection: 'close' })
   res.end(body)
 }
@@ -72,7 +72,7 @@ export function guardHttpServer(server: Server, docBase: string): void {
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => {})
     const allow = 'Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n'
-    socket.end(rawErrorAnswer(405, { zh: '不支持 CONNECT 请求', en: 'CONNECT is not supported' }, docBase, allow, pickLang(req.headers['accept-language'])))
+    socket.end(rawErrorAnswer(405, { zh: '不支持 CONNECT 请求', en: 'CONNECT is not supported' }, docBase, allow, langOf(req)))
   })
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const expect = String(req.headers.expect).slice(0, 64)
@@ -98,8 +98,7 @@ export function watchBody(req: IncomingMessage, res: ServerResponse, idleMs: num
   if ((req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) || req.complete) return
   const socket = req.socket
   // Node emits 'timeout' on the request while it is unfinished, and then leaves the socket alone
-  const onIdle = () =>
-    answerClientError(Object.assign(new Error('request body idle'), { code: BODY_TIMEOUT }), socket, docBase, pickLang(req.headers['accept-language']))
+  const onIdle = () => answerClientError(Object.assign(new Error('request body idle'), { code: BODY_TIMEOUT }), socket, docBase, langOf(req))
   req.setTimeout(idleMs, onIdle)
   const done = () => {
     req.off('timeout', onIdle)
@@ -157,7 +156,7 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, do
 
 /** Sends an AppError in the route's format. */
 export function sendAppError(req: FastifyRequest, reply: FastifyReply, err: AppError, config: Config, format?: ErrorFormat): FastifyReply {
-  const lang = pickLang(req.headers['accept-language'], req.routeOptions?.config?.lang)
+  const lang = langOf(req, req.routeOptions?.config?.lang)
   const body = renderError(err.key, format ?? routeErrorFormat(req), lang, err.options, serviceOrigin(req, config))
   for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v)
   return reply.code(err.status).type('application/json; charset=utf-8').send(body)

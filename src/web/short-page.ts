@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppError } from '../errors/app-error.js'
 import { isApiPath } from '../http/api-path.js'
-import { errorMessage, pickLang } from '../errors/render.js'
+import { errorMessage, langOf } from '../errors/render.js'
 import { html, raw } from './html.js'
 
 /** The text of a message in the request's language (Accept-Language; Chinese by default). */
-export const say = (req: FastifyRequest, zh: string, en: string) => (pickLang(req.headers['accept-language']) === 'en' ? en : zh)
+export const say = (req: FastifyRequest, zh: string, en: string) => (langOf(req) === 'en' ? en : zh)
 
 /**
  * A browser navigation (a form post, a link opened from a mail): Accept names text/html and
@@ -36,7 +36,7 @@ const BACK_HASH = `'sha256-${createHash('sha256').update(BACK_SCRIPT).digest('ba
  * the visitor came from when the browser said which site that was.
  */
 export function shortPage(req: FastifyRequest, reply: FastifyReply, status: number, title: string, text: string) {
-  const lang = pickLang(req.headers['accept-language'])
+  const lang = langOf(req)
   const ref = typeof req.headers.referer === 'string' && /^https?:\/\//i.test(req.headers.referer) ? req.headers.referer : null
   const page = html`<!doctype html><html lang="${lang === 'en' ? 'en' : 'zh-CN'}"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex"><title>${title}</title>
@@ -61,7 +61,7 @@ export function shortPage(req: FastifyRequest, reply: FastifyReply, status: numb
 export function errorPage(req: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply | undefined {
   if (err.status < 500 || isApiPath(req.url) || !wantsHtml(req)) return undefined
   for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v)
-  const lang = pickLang(req.headers['accept-language'])
+  const lang = langOf(req)
   const title = err.status === 500 ? say(req, '出错了', 'Something went wrong') : say(req, '服务暂时不可用', 'Briefly unavailable')
   const again = say(req, '请稍后重新加载此页。', 'Please reload this page in a moment.')
   return shortPage(req, reply, err.status, title, `${errorMessage(err.key, lang, err.options.params)} ${again}`)

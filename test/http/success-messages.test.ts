@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type Res, type TestServer } from '../support/server.js'
-import { HTML, HIGH_LIMITS } from '../support/hosting.js'
+import { HTML, HIGH_LIMITS, uploadFile } from '../support/hosting.js'
 import { expectSuccessInBoth } from '../support/errors.js'
 import { manifestOf, sha, tarOf, type Site, type TarEntry } from '../support/deploys.js'
 
@@ -15,6 +15,7 @@ for (const engine of ENGINES) {
     let s: TestServer
     let u: Awaited<ReturnType<TestServer['user']>>
     let cookie: string
+    let entitled: string
     let n = 0
     const fresh = (prefix: string) => `${prefix}${++n}`
 
@@ -22,6 +23,10 @@ for (const engine of ENGINES) {
       s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
       u = await s.user()
       cookie = await s.login(u.username, u.password)
+      // hosted data takes a session of an entitled user
+      const v = await s.user()
+      await s.deps.db.k.insertInto('entitlements').values({ user_id: v.id, feature: 'hosted-data', source: 'grant', created_at: Date.now() }).execute()
+      entitled = await s.login(v.username, v.password)
     })
     after(() => s?.close())
 
@@ -114,6 +119,47 @@ for (const engine of ENGINES) {
         200,
         '已回滚',
         'Rolled back',
+      ],
+      [
+        'delete a single file',
+        async (headers) => {
+          const name = `${fresh('page')}.html`
+          assert.equal((await uploadFile(s, { key: u.key }, name, HTML('x'))).status, 200)
+          return s.request('DELETE', `/svc_api/files/${name}`, { key: u.key, headers })
+        },
+        200,
+        '文件已删除',
+        'File deleted',
+      ],
+      [
+        'store a KV entry',
+        (headers) => s.post('/svc_api/data/store', { key: u.key, json: { key: fresh('kv'), value: 1 }, headers }),
+        200,
+        '数据已保存',
+        'Entry created',
+      ],
+      [
+        'delete a hosted data file',
+        async (headers) => {
+          const made = await s.post('/api/hosted-data/files', { cookie: entitled, json: { display_name: 'a.txt', content: 'a' } })
+          assert.equal(made.status, 200, made.text)
+          return s.request('DELETE', `/api/hosted-data/files/${made.json.file.id}`, { cookie: entitled, headers })
+        },
+        200,
+        '已删除',
+        'Deleted',
+      ],
+      [
+        'remove a visitor password',
+        async (headers) => {
+          const name = `${fresh('locked')}.html`
+          assert.equal((await uploadFile(s, { key: u.key }, name, HTML('x'))).status, 200)
+          assert.equal((await s.request('PUT', `/api/access/${name}`, { key: u.key, json: { password: 'hunter22' } })).status, 200)
+          return s.request('DELETE', `/api/access/${name}`, { key: u.key, headers })
+        },
+        200,
+        '访问设置已删除',
+        'Access setting removed',
       ],
     ]
 

@@ -1,13 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
-import { pickLang } from '../../errors/render.js'
+import { say } from '../../web/short-page.js'
 import { caller } from '../../http/guard.js'
 import { AppError } from '../../errors/app-error.js'
 import { AccessEnvelope, AccessList, AddDomainBody, DomainEnvelope, DomainList, DomainParams, NameParams, Ok, SetAccessBody } from './schemas.js'
 import { accessView, domainView, type DomainService } from './service.js'
 import type { DomainRow } from './store.js'
 
-const say = (req: FastifyRequest, zh: string, en: string) => (pickLang(req.headers['accept-language']) === 'en' ? en : zh)
 /** Documentation-only request schemas: the service checks input with its own codes. */
 const passThrough = () => () => true
 

@@ -2,7 +2,7 @@ import { Type, type TSchema } from '@sinclair/typebox'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
-import { errorMessage, pickLang } from '../../errors/render.js'
+import { errorMessage, langOf } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { linkOrigin } from '../../http/origin.js'
 import type { NotifyService } from './notify-service.js'
@@ -179,13 +179,7 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
   const verifyFailed = (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     if (!wantsHtml(req) || !(err instanceof AppError) || err.status >= 500) throw err
     for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v)
-    void shortPage(
-      req,
-      reply,
-      err.status,
-      say(req, '未能验证', 'Not verified'),
-      errorMessage(err.key, pickLang(req.headers['accept-language']), err.options.params),
-    )
+    void shortPage(req, reply, err.status, say(req, '未能验证', 'Not verified'), errorMessage(err.key, langOf(req), err.options.params))
   }
   app.get(
     '/svc_api/notify/verify',

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
-import { errorMessage, pickLang } from '../../errors/render.js'
+import { errorMessage, langOf } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { fromFastifyError } from '../../http/errors.js'
 import { multipartParts, readUpload } from '../../http/multipart.js'
@@ -104,7 +104,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     const e = err instanceof AppError ? err : fromFastifyError(err, SUBMIT_BODY_LIMIT, SUBMIT_BODY_LIMIT)
     if (!wantsHtml(req) || !e || e.status >= 500) throw err
     for (const [k, v] of Object.entries(e.options.headers ?? {})) reply.header(k, v)
-    void shortPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), errorMessage(e.key, pickLang(req.headers['accept-language']), e.options.params))
+    void shortPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), errorMessage(e.key, langOf(req), e.options.params))
   }
 
   app.options(

@@ -3,7 +3,7 @@ import { Transform, type Readable } from 'node:stream'
 import type { Deps } from '../../deps.js'
 import type { User } from '../../auth/users.js'
 import { AppError } from '../../errors/app-error.js'
-import { pickLang } from '../../errors/render.js'
+import { say } from '../../web/short-page.js'
 import { caller } from '../../http/guard.js'
 import { multipartParts, readUpload } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
@@ -264,7 +264,7 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
     },
     async (req) => {
       await svc.remove(caller(req).user, fileId(req))
-      return { success: true, message: pickLang(req.headers['accept-language']) === 'en' ? 'Deleted' : '已删除' }
+      return { success: true, message: say(req, '已删除', 'Deleted') }
     },
   )
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
-import { errorMessage, pickLang } from '../../errors/render.js'
+import { errorMessage, langOf } from '../../errors/render.js'
 import type { Text } from '../../errors/text.js'
 import { publicPreflight, PUBLIC_CORS_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { LinkConditionHeaders, linkResponses } from '../../http/conditional-schemas.js'
@@ -25,7 +25,7 @@ function plainError(req: FastifyRequest, reply: FastifyReply, status: number, er
   return reply
     .code(status)
     .type('application/json; charset=utf-8')
-    .send({ success: false, message: errorMessage(err.key, pickLang(req.headers['accept-language']), err.options.params) })
+    .send({ success: false, message: errorMessage(err.key, langOf(req), err.options.params) })
 }
 
 /**

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
-import { pickLang } from '../../errors/render.js'
+import { langOf } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { strictValidator } from '../../http/strict-schema.js'
 import { quotaOf } from '../../limits/quotas.js'
@@ -36,7 +36,7 @@ const MESSAGES = {
   updated: { zh: '数据已更新', en: 'Entry updated' },
   deleted: { zh: '数据已删除', en: 'Entry deleted' },
 } as const
-const msg = (req: FastifyRequest, m: keyof typeof MESSAGES) => MESSAGES[m][pickLang(req.headers['accept-language'])]
+const msg = (req: FastifyRequest, m: keyof typeof MESSAGES) => MESSAGES[m][langOf(req)]
 
 /**
  * A write body over the route's body limit: 1602 with the caller's entry limit (an entry

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import { pickLang, type Lang } from '../../errors/render.js'
+import { langOf, type Lang } from '../../errors/render.js'
 import { readCookie } from '../../http/csrf.js'
 import { fill, SHARED_MESSAGES, type MessageTables, type SharedKey, type Translator } from '../../web/messages.js'
 import { SHELL_MESSAGES, type ShellKey } from './messages.js'
@@ -38,5 +38,5 @@ export const LANG_COOKIE = 'lang'
 export function pageLang(req: FastifyRequest): Lang {
   const c = readCookie(req.headers.cookie, LANG_COOKIE)
   if (c === 'en' || c === 'zh') return c
-  return pickLang(req.headers['accept-language'])
+  return langOf(req)
 }

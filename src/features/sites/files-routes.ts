@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
-import { pickLang } from '../../errors/render.js'
+import { langOf } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { multipartParts } from '../../http/multipart.js'
 import { siteOriginFor, siteUrl } from '../../http/site-origin.js'
@@ -134,7 +134,7 @@ export function filesApi(app: FastifyInstance, deps: Deps): void {
         { fileName, staged, projectName: fields.project_name, description: fields.description },
         contentOrigin(req, deps.config),
       )
-      const lang = pickLang(req.headers['accept-language'])
+      const lang = langOf(req)
       const site = siteUrl(siteOriginFor(req, deps.config, p.user.username), `/${encodeURIComponent(data.file_name)}`)
       return { success: true, message: MESSAGES[data.is_update ? 'updated' : 'created'][lang], data: { ...data, site_url: site } }
     },
@@ -205,7 +205,7 @@ export function filesApi(app: FastifyInstance, deps: Deps): void {
     async (req) => {
       const p = caller(req)
       await svc.remove(p.user, (req.params as { file_name: string }).file_name)
-      return { success: true, message: MESSAGES.deleted[pickLang(req.headers['accept-language'])] }
+      return { success: true, message: MESSAGES.deleted[langOf(req)] }
     },
   )
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
-import { pickLang, type Lang } from '../../errors/render.js'
+import { langOf, type Lang } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { discardUpload, drainRequest, multipartParts } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
@@ -69,7 +69,6 @@ function rawSegments(req: FastifyRequest): string[] {
 export function foldersApi(app: FastifyInstance, deps: Deps): void {
   const svc = deps.services.get(createFoldersService)
   const cfg = { auth: 'any' as const }
-  const lang = (req: FastifyRequest) => pickLang(req.headers['accept-language'])
 
   app.get(
     '/api/folders/limits',
@@ -229,12 +228,12 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
         const { uploaded, failures: conflicts } = await svc.commitBatch(user, folder, staged, overwrite)
         failures.push(...conflicts)
         // each file's reason in the answer's language (errors[] is the spec's {type, error_code, message, file})
-        const say = lang(req)
+        const lang = langOf(req)
         const body = {
           uploaded_count: uploaded,
           failed_count: failures.length,
           failed_files: failures.map((f) => f.file),
-          errors: failures.map((f) => ({ type: f.type, error_code: f.error_code, message: f.message[say], file: f.file })),
+          errors: failures.map((f) => ({ type: f.type, error_code: f.error_code, message: f.message[lang], file: f.file })),
         }
         if (uploaded === 0) {
           const more = failures.length > 5 ? ', ...' : ''
@@ -248,7 +247,7 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
           }
           throw new AppError('INVALID_PATH', { params: { detail: MSG.none }, extra: body })
         }
-        return { success: true, message: MSG.uploaded[say], ...body }
+        return { success: true, message: MSG.uploaded[lang], ...body }
       },
     )
 
@@ -316,7 +315,7 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
       async (req) => {
         const folder = ref(req)
         await svc.removeFile(caller(req).user, folder, svc.filePath(tail(req)))
-        return { success: true, message: MSG.deleted[lang(req)] }
+        return { success: true, message: MSG.deleted[langOf(req)] }
       },
     )
 
@@ -339,7 +338,7 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
         const site = siteOriginFor(req, deps.config, user.username)
         return {
           success: true,
-          message: (r.already_published ? MSG.already : MSG.published)[lang(req)],
+          message: (r.already_published ? MSG.already : MSG.published)[langOf(req)],
           website_url: r.website_url,
           site_url: siteUrl(site, `/${encodeURIComponent(folder.name)}/`),
           origin_url: originUrl(site, folder.name),
@@ -364,7 +363,7 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
       },
       async (req) => {
         const r = await svc.unpublish(caller(req).user, ref(req))
-        return { success: true, message: MSG.unpublished[lang(req)], is_published: false, was_published: r.was_published }
+        return { success: true, message: MSG.unpublished[langOf(req)], is_published: false, was_published: r.was_published }
       },
     )
 
