@@ -138,8 +138,11 @@ describe('the OpenAPI document', () => {
       const ok = o.responses['200']
       const partial = o.responses['206']
       assert.ok(partial, `${what}: 206`)
-      assert.deepEqual(Object.keys(partial.content ?? {}), Object.keys(ok.content), `${what}: 206 is of the 200's media type`)
-      for (const media of Object.values<any>(partial.content)) assert.deepEqual(media.schema, { type: 'string', format: 'binary' }, what)
+      // a HEAD answer has no body (checked below); a GET's 206 is bytes of the 200's media type
+      if (l.method === 'GET') {
+        assert.deepEqual(Object.keys(partial.content ?? {}), Object.keys(ok.content), `${what}: 206 is of the 200's media type`)
+        for (const media of Object.values<any>(partial.content)) assert.deepEqual(media.schema, { type: 'string', format: 'binary' }, what)
+      }
       assert.ok(partial.headers?.['Content-Range'], `${what}: 206 Content-Range`)
       assert.match(partial.headers['Content-Range'].description, /`bytes first-last\/size`/, what)
       assert.ok(partial.headers.ETag, `${what}: 206 ETag`)
@@ -153,6 +156,26 @@ describe('the OpenAPI document', () => {
       // the 200 says ranges are taken
       assert.equal(ok.headers?.['Accept-Ranges']?.schema?.const, 'bytes', `${what}: Accept-Ranges`)
     }
+  })
+
+  it('declares no body on any HEAD answer, with the status codes and headers of its GET', () => {
+    const heads = ops.filter((o) => o.method === 'HEAD')
+    assert.ok(heads.length >= 4, `${heads.length} HEAD operations`)
+    /** A response as declared, or the shared one it refers to. */
+    const resolve = (r: any) => (typeof r?.$ref === 'string' ? doc.components.responses[r.$ref.split('/').pop()] : r)
+    for (const h of heads) {
+      const get = ops.find((o) => o.method === 'GET' && o.path === h.path) as any
+      assert.ok(get, `GET ${h.path}`)
+      assert.deepEqual(Object.keys(h.responses).sort(), Object.keys(get.responses).sort(), `HEAD ${h.path}: the GET's status codes`)
+      for (const [code, r] of Object.entries<any>(h.responses)) {
+        assert.equal(resolve(r).content, undefined, `HEAD ${h.path}: ${code} declares no body`)
+        assert.deepEqual(resolve(r).headers, resolve(get.responses[code]).headers, `HEAD ${h.path}: ${code} headers`)
+      }
+    }
+    // the GETs keep their bodies: the 200 and 206 of a link, the shared error
+    const get = ops.find((o) => o.method === 'GET' && o.path === '/svc-img/pub/{token}') as any
+    for (const code of ['200', '206']) assert.ok(get.responses[code].content, `GET: ${code} body`)
+    assert.ok(resolve(get.responses['4XX']).content, 'GET: 4XX body')
   })
 
   it('declares the security the guard enforces: none, API key or session, or session only', async () => {

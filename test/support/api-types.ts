@@ -5368,7 +5368,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The image (or the variant asked for), with its content type; Range: one bytes range answers 206 */
+            /** @description The image (or the variant asked for), with its content type; Range: one bytes range answers 206 (HEAD: the same headers, no body) */
             200: {
                 headers: {
                     /** @description The content digest's strong validator (a variant's names its parameters too) */
@@ -5377,11 +5377,9 @@ export interface operations {
                     "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
-                content: {
-                    "image/*": string;
-                };
+                content?: never;
             };
-            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes */
+            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes (HEAD: the same headers, no body) */
             206: {
                 headers: {
                     /** @description `bytes first-last/size`: the bytes sent (inclusive) and the whole size */
@@ -5392,9 +5390,7 @@ export interface operations {
                     "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
-                content: {
-                    "image/*": string;
-                };
+                content?: never;
             };
             /** @description Not Modified: If-None-Match or If-Modified-Since matched; no body */
             304: {
@@ -5425,7 +5421,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            "4XX": components["responses"]["PublicError"];
+            /** @description Error of a public link: image links answer JSON (success and message), data links plain text (HEAD: the same headers, no body) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     getImageHostPubByToken: {
@@ -5554,7 +5556,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The image (or the variant asked for), with its content type; Range: one bytes range answers 206 */
+            /** @description The image (or the variant asked for), with its content type; Range: one bytes range answers 206 (HEAD: the same headers, no body) */
             200: {
                 headers: {
                     /** @description The content digest's strong validator (a variant's names its parameters too) */
@@ -5563,11 +5565,9 @@ export interface operations {
                     "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
-                content: {
-                    "image/*": string;
-                };
+                content?: never;
             };
-            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes */
+            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes (HEAD: the same headers, no body) */
             206: {
                 headers: {
                     /** @description `bytes first-last/size`: the bytes sent (inclusive) and the whole size */
@@ -5578,9 +5578,7 @@ export interface operations {
                     "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
-                content: {
-                    "image/*": string;
-                };
+                content?: never;
             };
             /** @description Not Modified: If-None-Match or If-Modified-Since matched; no body */
             304: {
@@ -5611,7 +5609,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            "4XX": components["responses"]["PublicError"];
+            /** @description Error of a public link: image links answer JSON (success and message), data links plain text (HEAD: the same headers, no body) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     getSvcDataPubByToken: {
@@ -5722,7 +5726,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The version's exact bytes, with its text content type (br or gzip when accepted); Range: one bytes range answers 206 */
+            /** @description The version's exact bytes, with its text content type (br or gzip when accepted); Range: one bytes range answers 206 (HEAD: the same headers, no body) */
             200: {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
@@ -5731,11 +5735,9 @@ export interface operations {
                     "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
-                content: {
-                    "*/*": string;
-                };
+                content?: never;
             };
-            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes */
+            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes (HEAD: the same headers, no body) */
             206: {
                 headers: {
                     /** @description `bytes first-last/size`: the bytes sent (inclusive) and the whole size */
@@ -5746,9 +5748,7 @@ export interface operations {
                     "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
-                content: {
-                    "*/*": string;
-                };
+                content?: never;
             };
             /** @description Not Modified: If-None-Match or If-Modified-Since matched; no body */
             304: {
@@ -5779,7 +5779,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            "4XX": components["responses"]["PublicError"];
+            /** @description Error of a public link: image links answer JSON (success and message), data links plain text (HEAD: the same headers, no body) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     getHostedDataPubByToken: {
@@ -5890,7 +5896,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The version's exact bytes, with its text content type (br or gzip when accepted); Range: one bytes range answers 206 */
+            /** @description The version's exact bytes, with its text content type (br or gzip when accepted); Range: one bytes range answers 206 (HEAD: the same headers, no body) */
             200: {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
@@ -5899,11 +5905,9 @@ export interface operations {
                     "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
-                content: {
-                    "*/*": string;
-                };
+                content?: never;
             };
-            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes */
+            /** @description Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes (HEAD: the same headers, no body) */
             206: {
                 headers: {
                     /** @description `bytes first-last/size`: the bytes sent (inclusive) and the whole size */
@@ -5914,9 +5918,7 @@ export interface operations {
                     "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
-                content: {
-                    "*/*": string;
-                };
+                content?: never;
             };
             /** @description Not Modified: If-None-Match or If-Modified-Since matched; no body */
             304: {
@@ -5947,7 +5949,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            "4XX": components["responses"]["PublicError"];
+            /** @description Error of a public link: image links answer JSON (success and message), data links plain text (HEAD: the same headers, no body) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

@@ -90,11 +90,26 @@ export function operationIdOf(method: string, path: string): string {
 }
 
 /**
+ * A HEAD operation's answer: its GET's status code and headers with no `content` (a HEAD
+ * answer has no body, RFC 9110 9.3.2). A reference to a shared answer with a body is written
+ * out without it.
+ */
+function bodiless(r: Json, responses: Json): Json {
+  const name = typeof r.$ref === 'string' ? r.$ref.split('/').pop() : undefined
+  const declared: Json = name === undefined ? r : responses[name]
+  if (declared?.content === undefined) return r
+  const out: Json = { ...declared, description: `${declared.description} (HEAD: the same headers, no body)` }
+  delete out.content
+  return out
+}
+
+/**
  * On the whole document: `servers`, an operationId for every operation (derived from method
  * and path, so unique; a route may set its own), and the shared error answer (`4XX`) on every
  * operation, beside any 4xx a route declares itself (API paths: Error; public links:
  * PublicError). Operations shared by several methods (GET and HEAD of one route are one
- * object) are copied first so each gets its own operationId.
+ * object) are copied first so each gets its own operationId, and so a HEAD operation's answers
+ * can drop their bodies (bodiless) here, the one place every HEAD operation passes.
  */
 export function transformDocument(config: Readonly<Config>): SwaggerTransformObject {
   return (input) => {
@@ -122,6 +137,8 @@ export function transformDocument(config: Readonly<Config>): SwaggerTransformObj
         const api = /^\/(svc_api|api)\//.test(path)
         // a route's own 4xx (a bodiless 412) documents that answer only: the errors stay 4XX
         op.responses['4XX'] ??= { $ref: `#/components/responses/${api ? 'Error' : 'PublicError'}` }
+        if (m === 'head')
+          op.responses = Object.fromEntries(Object.entries<Json>(op.responses).map(([code, r]) => [code, bodiless(r, doc.components.responses)]))
         item[m] = op
       }
     }
