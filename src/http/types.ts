@@ -30,9 +30,11 @@ export interface Handover {
    * A form post to a page of a user's site (the public host checked that `path` is a page
    * of `username`'s site as this host serves it), rewritten to SITE_FORM_ROUTE. `root`: the
    * site's root on this host, `/` on a user's or project's origin or a domain, `/{username}/`
-   * on the path form, whose origin is the service's own and so no owner's.
+   * on the path form, whose origin is the service's own and so no owner's. `hold`: the page's
+   * hold key (abuse handling), which the forms route reads again under the owner's lock
+   * before storing; null where no hold applies (no abuse handling).
    */
-  siteForm?: { username: string; path: string; root: string }
+  siteForm?: { username: string; path: string; root: string; hold: string | null }
 }
 
 /** The forms feature's route for posts to site pages; it refuses any request without `siteForm`. */

@@ -1,8 +1,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { Readable } from 'node:stream'
 import { request } from 'undici'
 import { expectError } from '../support/errors.js'
-import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
+import { ENGINES, insecureAgent, startServer, multipart, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { registry } from '../../src/observability/registry.js'
@@ -511,6 +512,127 @@ for (const engine of ENGINES) {
         assert.equal(other.status, 405)
       } finally {
         for (const id of reports) assert.equal((await adminCall(`/svc_api/admin/reports/${id}/restore`)).status, 200)
+      }
+    })
+
+    it('a taken-down page takes no post: 451 as its GET on the user origin and the path form, nothing stored or sent', async () => {
+      const a = await s.user({ admin: true })
+      const cookie = await s.login(a.username, a.password)
+      const adminCall = (p: string, json?: unknown) => s.request('POST', p, { cookie, ...(json === undefined ? {} : { json }) })
+      const f = await newForm('gone')
+      const hook = await s.request('PUT', `/svc_api/forms/webhook/${f.id}`, { key: alice.key, json: { url: 'http://127.0.0.1:9/hook' } })
+      assert.equal(hook.status, 200, hook.text)
+      // bytes of its own: a takedown blocks them at upload until lifted
+      assert.equal((await uploadFile(s, { key: alice.key }, 'gone.html', `${FORM('')}<!-- gone -->`)).status, 200)
+      const u = alice.username
+      const rep = await adminCall('/svc_api/admin/reports', { url: `${s.url}/${u}/gone.html`, category: 'phishing' })
+      assert.equal(rep.status, 201, rep.text)
+      assert.equal((await adminCall(`/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})).status, 200)
+      try {
+        const mp = multipart([
+          { name: 'form-name', data: f.slug },
+          { name: 'name', data: 'gone' },
+        ])
+        const fields = form({ 'form-name': f.slug, name: 'gone' })
+        const posts: Array<[string, Record<string, string>, string | Buffer]> = [
+          ['browser', { ...URLENC, accept: HTML_ACCEPT }, fields],
+          ['script', { ...URLENC, accept: 'application/json' }, fields],
+          ['multipart', { 'content-type': mp.contentType, accept: HTML_ACCEPT }, mp.body],
+        ]
+        // (its clean URL, /gone, names nothing once the page is gone: 404, as any missing page)
+        const ways: Array<
+          [
+            string,
+            (
+              method: string,
+              headers: Record<string, string>,
+              body?: string | Buffer,
+            ) => Promise<{ status: number; text: string; header: (n: string) => string | undefined }>,
+          ]
+        > = [
+          ['path form', (method, headers, body) => s.request(method, `/${u}/gone.html`, { headers, body })],
+          ['user origin', (method, headers, body) => on(method, userHost(), '/gone.html', headers, body)],
+        ]
+        for (const [way, ask] of ways) {
+          const get = await ask('GET', { accept: HTML_ACCEPT })
+          assert.equal(get.status, 451, `${way} GET`)
+          assert.match(get.text, /removed after an abuse report/, way)
+          for (const [label, headers, body] of posts) {
+            const r = await ask('POST', headers, body)
+            assert.equal(r.status, 451, `${way} ${label}: ${r.text}`)
+            assert.equal(r.text, get.text, `${way} ${label}`)
+            for (const h of ['content-type', 'content-length', 'cache-control', 'content-security-policy', 'link'])
+              assert.equal(r.header(h), get.header(h), `${way} ${label} ${h}`)
+          }
+        }
+        assert.equal((await stored(alice, f.id)).length, 0)
+        assert.equal((await s.get(`/svc_api/forms/deliveries/${f.id}`, { key: alice.key })).json.data.length, 0)
+      } finally {
+        assert.equal((await adminCall(`/svc_api/admin/reports/${rep.json.data.id}/lift`)).status, 200)
+      }
+    })
+
+    it('a hold placed while the body of a post is still arriving refuses it: 451, nothing stored or sent', async () => {
+      const a = await s.user({ admin: true })
+      const cookie = await s.login(a.username, a.password)
+      const adminCall = (p: string, json?: unknown) => s.request('POST', p, { cookie, ...(json === undefined ? {} : { json }) })
+      const f = await newForm('race')
+      const hook = await s.request('PUT', `/svc_api/forms/webhook/${f.id}`, { key: alice.key, json: { url: 'http://127.0.0.1:9/hook' } })
+      assert.equal(hook.status, 200, hook.text)
+      assert.equal((await uploadFile(s, { key: alice.key }, 'race.html', `${FORM('')}<!-- race -->`)).status, 200)
+      const u = alice.username
+      // the holds loaded and the page not held: the public host's own check lets both through
+      for (const r of [await s.get(`/${u}/race.html`), await on('GET', userHost(), '/race.html')]) assert.equal(r.status, 200)
+      // each body is sent in two parts; the second waits for the hold
+      let release = () => {}
+      const held = new Promise<void>((resolve) => (release = resolve))
+      async function* parts(b: Buffer) {
+        yield b.subarray(0, 8)
+        await held
+        yield b.subarray(8)
+      }
+      const send = async (url: string, headers: Record<string, string>, body: Buffer) => {
+        const r = await request(url, {
+          method: 'POST',
+          headers: { ...headers, 'content-length': String(body.length), accept: 'application/json' },
+          body: Readable.from(parts(body)),
+          dispatcher: insecureAgent,
+        })
+        const text = await r.body.text()
+        const h = r.headers as Record<string, string | undefined>
+        return { status: r.statusCode, text, header: (n: string) => h[n] }
+      }
+      const mp = multipart([
+        { name: 'form-name', data: f.slug },
+        { name: 'name', data: 'late' },
+      ])
+      const urlenc = Buffer.from(form({ 'form-name': f.slug, name: 'late' }))
+      const answers = Promise.all([
+        send(`${s.httpUrl}/race.html`, { ...URLENC, host: userHost() }, urlenc),
+        send(`${s.url}/${u}/race.html`, { 'content-type': mp.contentType }, mp.body),
+      ])
+      // both requests are past the public host's check (their headers arrived long since)
+      await new Promise((r) => setTimeout(r, 500))
+      const rep = await adminCall('/svc_api/admin/reports', { url: `${s.url}/${u}/race.html`, category: 'phishing' })
+      assert.equal(rep.status, 201, rep.text)
+      try {
+        assert.equal((await adminCall(`/svc_api/admin/reports/${rep.json.data.id}/quarantine`)).status, 200)
+        release()
+        // each the notice its URL's GET answers, headers included
+        const gets = [await on('GET', userHost(), '/race.html'), await s.get(`/${u}/race.html`)]
+        for (const [i, r] of (await answers).entries()) {
+          assert.equal(r.status, 451, `${i}: ${r.text}`)
+          assert.equal(gets[i].status, 451)
+          assert.match(r.text, /held for review after an abuse report/)
+          assert.equal(r.text, gets[i].text, String(i))
+          for (const h of ['content-type', 'content-length', 'cache-control', 'content-security-policy', 'link'])
+            assert.equal(r.header(h), gets[i].header(h), `${i} ${h}`)
+        }
+        assert.equal((await stored(alice, f.id)).length, 0)
+        assert.equal((await s.get(`/svc_api/forms/deliveries/${f.id}`, { key: alice.key })).json.data.length, 0)
+      } finally {
+        release()
+        assert.equal((await adminCall(`/svc_api/admin/reports/${rep.json.data.id}/restore`)).status, 200)
       }
     })
 

@@ -55,6 +55,8 @@ export interface HostHolds {
   stateOf(path: string): string | null | undefined
   /** Loads the holds and answers the path's state from them: also when the index cannot keep them (bus down). */
   load(path: string): Promise<string | null>
+  /** The hold key of a path-form path, for a reader that asks the database itself (null: names none). */
+  keyOf(path: string): string | null
   /** The 451 answer; `path`: the request's own path, which the report link names on the request's host. */
   notice(state: string, req: IncomingMessage, path: string): { headers: string[]; body: Buffer }
   /** Answers REPORT_PATH and security.txt on a user's origin; false for any other path. */
@@ -79,6 +81,7 @@ export function hostHolds(deps: Deps, serviceUrl: (req: IncomingMessage) => stri
       return m === undefined ? undefined : stateIn(m, path)
     },
     load: async (path) => stateIn(await abuse.holds(), path),
+    keyOf: siteKeyOfPath,
     notice: (state, req, path) => noticeOf(state, `${isHttps(req, deps.config) ? 'https' : 'http'}://${req.headers.host ?? ''}${path}`),
     yields: (path) => path === SECURITY_TXT_PATH,
     wellKnown(req, res, path) {

@@ -113,6 +113,21 @@ export async function refuseHeld(trx: Trx, target: string): Promise<void> {
   if (h?.state === 'quarantined') throw new AppError('CONTENT_HELD')
 }
 
+/**
+ * The hold state (quarantined, removed) of each of `targets` that is held, read in `trx`: a
+ * reader's fresh look under the owner's lock, which a quarantine and a takedown take too, so
+ * a hold either committed before and is seen here, or is placed after this transaction.
+ */
+export async function holdStates(trx: Trx, targets: readonly string[]): Promise<Map<string, string>> {
+  if (targets.length === 0) return new Map()
+  const rows = await trx
+    .selectFrom('content_holds')
+    .select(['target', 'state'])
+    .where('target', 'in', [...new Set(targets)])
+    .execute()
+  return new Map(rows.map((r) => [r.target, r.state]))
+}
+
 /** Kysely queries of the abuse tables, and the deletions of a takedown in other features' tables. */
 export function createAbuseStore(db: Db) {
   const k = db.k

@@ -30,7 +30,8 @@ import {
   UpdateBody,
   responses,
 } from './schemas.js'
-import { createFormService, formView, SUBMIT_BODY_LIMIT, type FormService } from './service.js'
+import { createFormService, formView, PageHeld, SUBMIT_BODY_LIMIT, type FormService } from './service.js'
+import { noticeOf } from '../abuse/public.js'
 import type { FormRow } from './store.js'
 import type { NotifyService } from './notify-service.js'
 import { beijingTime } from '../../util/time.js'
@@ -158,14 +159,15 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
    * (`_next`; else, posted to a site page, `site.landing`, a path on the posting site; else
    * redirect_url or the service's short page); a script gets JSON, errors included (refusals:
    * errorHandler above). A relative `_next` is resolved against `site.page` when posted to a
-   * site page, else against the Referer (decision 166).
+   * site page, else against the Referer (decision 166). A site page held by the time the post
+   * is stored (`site.hold`) answers its 451 notice, as its GET (decisions 182, 185).
    */
   const take = async (
     req: FastifyRequest,
     reply: FastifyReply,
     form: FormRow,
     fields: () => Promise<Map<string, unknown>>,
-    site: { landing: string | null; page: string } | null,
+    site: { landing: string | null; page: string; path: string; hold: string | null } | null,
   ) => {
     const browser = wantsHtml(req)
     if (!(await decision(req)).allowed) throw new AppError('FORM_ORIGIN_REFUSED')
@@ -174,7 +176,18 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     await forms.throttle(form, ip)
     const body = await fields()
     const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
-    const r = await forms.submit(form, body, { ip, userAgent: ua })
+    let r: Awaited<ReturnType<FormService['submit']>>
+    try {
+      r = await forms.submit(form, body, { ip, userAgent: ua, hold: site?.hold ?? null })
+    } catch (e) {
+      if (!(e instanceof PageHeld) || site === null) throw e
+      // the public host's answer to the page (serve.ts answerHeld): its notice names the URL posted to
+      const n = noticeOf(e.state, `${siteOrigin(req)}${site.path}`)
+      reply.hijack()
+      reply.raw.writeHead(451, n.headers)
+      reply.raw.end(n.body)
+      return
+    }
     if (browser) {
       // Formspree's `_next` first (when it points where the post came from), else the site
       // page's landing, else redirect_url
@@ -213,7 +226,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       formOf.set(req, Promise.resolve(form))
       const referer = req.headers.referer
       const page = formPage(siteOrigin(req), site.path, referer)
-      return take(req, reply, form, async () => body, { landing: landingOf(site.path, site.root, referer), page })
+      return take(req, reply, form, async () => body, { landing: landingOf(site.path, site.root, referer), page, path: site.path, hold: site.hold })
     },
   )
 }

@@ -16,6 +16,7 @@ import { ipPrefix, parseAllowedOrigins } from './origins.js'
 import { ipLimitKey } from '../../http/ip-key.js'
 import { formStore, type FormRow, type SubmissionFilter, type SubmissionRow } from './store.js'
 import type { NotifyService } from './notify-service.js'
+import { holdStates } from '../abuse/store.js'
 
 /** Slugs given by the owner; generated ones are 10 characters of [A-Za-z0-9]. */
 export const SLUG_RE = /^[A-Za-z0-9_-]{3,64}$/
@@ -186,6 +187,17 @@ export interface FormServiceDeps {
   notify?: Pick<NotifyService, 'deliveriesFor' | 'insertDeliveries'>
 }
 
+/**
+ * A submission posted to a site page that is held (abuse handling: `state` quarantined or
+ * removed) when it would be stored: nothing was stored or queued; the route answers the
+ * page's 451 notice.
+ */
+export class PageHeld extends Error {
+  constructor(readonly state: string) {
+    super(`the page is held (${state})`)
+  }
+}
+
 /** The rules of the forms part: management, submission, quotas. No Fastify here. */
 export function createFormService({ db, clock, limits, notify }: FormServiceDeps) {
   const owned = async (user: User, id: string) => {
@@ -201,9 +213,20 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
    * round trips per submission, so one owner's submissions ran one lock at a time. Each
    * caller gets what it would have got alone: the rules that hold for the form (gone,
    * disabled) fail the whole round; past the monthly quota, the later submissions each get
-   * 1613. A round holds one month (Beijing time) of at most ROUND_MAX submissions.
+   * 1613. A round holds one month (Beijing time) of at most ROUND_MAX submissions. A post to
+   * a site page whose page is held by then (`hold`: its hold key) gets PageHeld and takes no
+   * place, number or delivery (decision 185).
    */
-  type Submission = { form: FormRow; id: string; data: Record<string, unknown>; spam: string | null; ua: string | null; ip: string; now: number }
+  type Submission = {
+    form: FormRow
+    id: string
+    data: Record<string, unknown>
+    spam: string | null
+    ua: string | null
+    ip: string
+    now: number
+    hold: string | null
+  }
   const ROUND_MAX = 256
   const submitRound = rounds<Submission, { id: string; spam: string | null }>(
     (round) =>
@@ -228,8 +251,16 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
         const current = await formStore.activeAndNextSeq(trx, form.user_id, form.id)
         if (!current) throw notFound()
         if (!current.active) throw new AppError('FORM_DISABLED')
-        const { granted, used } = await formStore.claimMonth(trx, form.user_id, month, limit, round.length)
-        const kept = round.slice(0, granted)
+        // under the lock, which a quarantine and a takedown take too: a page held since the
+        // public host let its post through collects nothing (decision 185)
+        const held = await holdStates(
+          trx,
+          round.flatMap((x) => (x.hold === null ? [] : [x.hold])),
+        )
+        const stateOf = (x: Submission) => (x.hold === null ? undefined : held.get(x.hold))
+        const live = round.filter((x) => stateOf(x) === undefined)
+        const { granted, used } = live.length === 0 ? { granted: 0, used: 0 } : await formStore.claimMonth(trx, form.user_id, month, limit, live.length)
+        const kept = live.slice(0, granted)
         await formStore.insertSubmissions(
           trx,
           kept.map((x, i) => ({
@@ -252,8 +283,10 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
           trx,
           deliveries.filter((d) => keptIds.has(d.submission_id)),
         )
-        return round.map((x, i) =>
-          i < granted
+        return round.map((x) => {
+          const state = stateOf(x)
+          if (state !== undefined) return new PageHeld(state)
+          return keptIds.has(x.id)
             ? { id: x.id, spam: x.spam }
             : new AppError('FORM_QUOTA', {
                 params: {
@@ -261,8 +294,8 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
                   limit,
                 },
                 extra: { details: { quota: 'form_submissions_month', used, limit, month } },
-              }),
-        )
+              })
+        })
       }),
     // the waiting submissions of the first one's month, in order, up to ROUND_MAX
     (waiting) => {
@@ -455,15 +488,20 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
     /**
      * Validates and stores one submission. Spam (honeypot, too fast) is stored flagged, not
      * dropped. The owner's monthly quota is checked under the owner's lock (1613), in the
-     * submission round of its form (submitRound).
+     * submission round of its form (submitRound); so is `hold`, the hold key of the site page
+     * posted to (PageHeld when it is held).
      */
-    async submit(form: FormRow, body: Map<string, unknown>, meta: { ip: string; userAgent?: string }): Promise<{ id: string; spam: string | null }> {
+    async submit(
+      form: FormRow,
+      body: Map<string, unknown>,
+      meta: { ip: string; userAgent?: string; hold?: string | null },
+    ): Promise<{ id: string; spam: string | null }> {
       const defs = JSON.parse(form.fields_config) as FieldDef[]
       const data = validateSubmission(defs, form.honeypot_field, body)
       const now = clock.now()
       const spam = spamReason(form, defs, body, now)
       const ua = meta.userAgent && !/[\u0000]/.test(meta.userAgent) ? meta.userAgent.slice(0, 512) : null
-      return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now })
+      return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now, hold: meta.hold ?? null })
     },
   }
 }

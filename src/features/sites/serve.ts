@@ -511,7 +511,9 @@ export function createHostHandler(
         .then((r) => {
           if ('status' in r || r.entry.kind !== 'file' || r.entry.status !== 200) return notAllowed(res)
           req.url = SITE_FORM_ROUTE
-          route(req, res, { siteForm: { username, path, root } })
+          // the forms route reads the hold again before storing: one placed since this check
+          // (while the body arrives) refuses the post too (decision 185)
+          route(req, res, { siteForm: { username, path, root, hold: holds === null ? null : holds.keyOf(full) } })
         })
         .catch((err) => fail(res, err))
     }
