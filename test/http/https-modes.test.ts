@@ -123,6 +123,23 @@ describe('HTTPS modes', () => {
       const page = await s.get(new URL(r.json.doc_link).pathname)
       assert.equal(page.status, 200)
     })
+    // app.inject reaches the routes over no TLS socket and past the plain-HTTP listener: the
+    // pages' own upgrade answers it, with the same status rule as the listener (decision 182)
+    for (const p of ['/register', '/report']) {
+      it(`POST ${p} reached without TLS (app.inject) is upgraded with 308, which keeps its body`, async () => {
+        const form = { 'content-type': 'application/x-www-form-urlencoded', host: 'svc.test' }
+        const r = await s.app.inject({ method: 'POST', url: p, headers: form, payload: 'username=x' })
+        assert.equal(r.statusCode, 308, r.body)
+        assert.equal(r.headers.location, `https://svc.test${p}`)
+      })
+    }
+    it('a page reached without TLS (app.inject) is upgraded with 301 for GET and HEAD', async () => {
+      for (const method of ['GET', 'HEAD'] as const) {
+        const r = await s.app.inject({ method, url: '/login?x=1', headers: { host: 'svc.test' } })
+        assert.equal(r.statusCode, 301, method)
+        assert.equal(r.headers.location, 'https://svc.test/login?x=1', method)
+      }
+    })
     it('X-Forwarded-For does not change the rate-limit bucket', async () => {
       const a = await s.get('/svc_api/me', { headers: { 'x-forwarded-for': '203.0.113.1' } })
       const b = await s.get('/svc_api/me', { headers: { 'x-forwarded-for': '203.0.113.2' } })

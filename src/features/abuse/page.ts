@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { formToken, formTokenOk } from '../../http/csrf.js'
-import { clientIp, isCrossSite, isHttps, serviceOrigin } from '../../http/origin.js'
+import { clientIp, isCrossSite, isHttps, serviceOrigin, upgradeStatus } from '../../http/origin.js'
 import { html, raw } from '../../web/html.js'
 import type { FeatureUi } from '../../web/page.js'
 import { ABUSE_MESSAGES, type AbuseKey } from './messages.js'
@@ -72,7 +72,8 @@ export const abuseUi: FeatureUi<AbuseKey> = {
 export function abusePages(app: FastifyInstance, deps: Deps): void {
   const abuse = deps.services.get(createAbuse)
   app.post('/report', { schema: { hide: true } }, async (req, reply) => {
-    if (!isHttps(req, deps.config)) return reply.redirect(`${serviceOrigin(req, deps.config)}/report`, 301)
+    // 308: the form's post is repeated on HTTPS with its body (decision 182)
+    if (!isHttps(req, deps.config)) return reply.redirect(`${serviceOrigin(req, deps.config)}/report`, upgradeStatus(req.method))
     reply.header('Cache-Control', 'no-store')
     const body = (req.body ?? {}) as Record<string, unknown>
     const str = (k: string) => (typeof body[k] === 'string' ? body[k] : '')

@@ -4,7 +4,7 @@ import { AppError } from '../../errors/app-error.js'
 import { UserInputError } from '../../auth/users.js'
 import { passwordProblem } from '../../auth/passwords.js'
 import { sessionCookies } from '../../auth/principal.js'
-import { clientIp, isCrossSite, isHttps, serviceOrigin } from '../../http/origin.js'
+import { clientIp, isCrossSite, isHttps, serviceOrigin, upgradeStatus } from '../../http/origin.js'
 import { ipLimitKey } from '../../http/ip-key.js'
 import { formToken, formTokenOk } from '../../http/csrf.js'
 import type { WindowRule } from '../../limits/tiers.js'
@@ -201,7 +201,8 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
   })
 
   app.post('/register', { schema: { hide: true } }, async (req, reply) => {
-    if (!isHttps(req, config)) return reply.redirect(`${serviceOrigin(req, config)}/register`, 301)
+    // 308: the form's post is repeated on HTTPS with its body (decision 182)
+    if (!isHttps(req, config)) return reply.redirect(`${serviceOrigin(req, config)}/register`, upgradeStatus(req.method))
     reply.header('Cache-Control', 'no-store')
     const mode = await admin.registrationMode()
     // every outcome is a redirect to a page (post/redirect/get): reload and back never post again

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import type { Lang } from '../../errors/render.js'
 import type { Principal } from '../../auth/principal.js'
-import { contentOrigin, isHttps, serviceOrigin } from '../../http/origin.js'
+import { contentOrigin, isHttps, serviceOrigin, upgradeStatus } from '../../http/origin.js'
 import { html, jsonForScript, raw } from '../../web/html.js'
 import { newNonce, safeNext, setPageHeaders } from '../../web/security.js'
 import type { PageAuth, PageCtx, PageOut } from '../../web/page.js'
@@ -116,7 +116,7 @@ export function createPageRouter(app: FastifyInstance, deps: Deps, css: string, 
   /** A GET page; K: the message keys its handler uses (the shell's own by default). */
   function page<K extends string = MsgKey>(path: string, auth: PageAuth, handler: (ctx: PageCtx<K>) => Promise<PageOut | void> | PageOut | void) {
     app.get(path, { schema: { hide: true } }, async (req, reply) => {
-      if (!isHttps(req, config)) return reply.redirect(`${serviceOrigin(req, config)}${upperEscapes(req.url)}`, 301)
+      if (!isHttps(req, config)) return reply.redirect(`${serviceOrigin(req, config)}${upperEscapes(req.url)}`, upgradeStatus(req.method))
       reply.header('Cache-Control', 'no-store')
       // the language switch: ?lang=en|zh stores the choice and reloads the page without it
       const q = req.query as Record<string, unknown>
