@@ -17,9 +17,10 @@ export const localBlobRel = (digest: string): string => path.join(digest.slice(0
 export const legacyBlobRel = (digest: string): string => path.join(digest.slice(0, 2), digest.slice(2, 4), digest)
 
 /**
- * Batches of up to this many blobs are made durable file by file (an fdatasync per new file, an
- * fsync per folder, on the thread pool) rather than with two syncfs(2) through `sync -f`, whose
- * fork/exec runs on the event loop; larger ones keep syncfs, which beats thousands of fsyncs
+ * Batches that write up to this many new blobs (those already stored are not written) are made
+ * durable file by file (an fdatasync per new file, an fsync per folder, on the thread pool)
+ * rather than with two syncfs(2) through `sync -f`, whose fork/exec runs on the event loop;
+ * larger ones keep syncfs, which beats thousands of fsyncs
  * (docs/benchmarks/2026-12-05-small-batch-sync.md).
  */
 export const SMALL_BATCH = 64
@@ -220,15 +221,17 @@ export function createLocalBlobStore(root: string, opts: LocalBlobStoreOptions =
     async putBatch(bodies) {
       // temp files first, their bytes made durable, renames, then the names: a crash anywhere
       // leaves temp files (cleanTemp) or whole blobs, never a torn one, and the batch is
-      // acknowledged only once bytes and names are on disk. A small batch syncs each new file
-      // and each folder it touched (no process spawned); a larger one takes one filesystem sync
-      // (`sync -f`) for the bytes and one for the names. A blob already stored is not written
-      // again: its time is refreshed (so a sweep in progress spares it), as put does. Small
-      // files take synchronous calls, in slices with a yield between: a threadpool round trip
-      // per call costs more than the call itself.
+      // acknowledged only once bytes and names are on disk. A batch of at most SMALL_BATCH new
+      // blobs syncs each new file and each folder it touched (no process spawned); one with
+      // more takes one filesystem sync (`sync -f`) for the bytes and one for the names. A blob
+      // already stored is not written again, nor counted: its time is refreshed (so a sweep in
+      // progress spares it), as put does. Small files take synchronous calls, in slices with a
+      // yield between: a threadpool round trip per call costs more than the call itself.
       const out: StoredBlob[] = []
       const staged: Array<{ tmp: string; digest: string; fd: number | null }> = []
-      const small = bodies.length <= SMALL_BATCH
+      // new blobs keep their descriptors open for their fdatasync until one more than
+      // SMALL_BATCH is staged: then all are closed and the batch takes syncfs
+      let small = true
       const slices = async (n: number, fn: (i: number) => void) => {
         for (let i = 0; i < n; i++) {
           fn(i)
@@ -259,7 +262,10 @@ export function createLocalBlobStore(root: string, opts: LocalBlobStoreOptions =
           const fd = fs.openSync(tmp, 'wx', 0o640)
           staged.push({ tmp, digest, fd })
           fs.writeFileSync(fd, b)
-          if (!small) {
+          if (small && staged.length > SMALL_BATCH) {
+            small = false
+            closeAll()
+          } else if (!small) {
             fs.closeSync(fd)
             staged[staged.length - 1].fd = null
           }

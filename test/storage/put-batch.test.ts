@@ -103,6 +103,34 @@ describe('the local driver makes a small batch durable without spawning', () => 
     assert.deepEqual(await blobs.read(stored[SMALL_BATCH].digest), big[SMALL_BATCH])
   })
 
+  it('the choice counts the new blobs: a large request that writes few syncs file by file', async () => {
+    const { blobs, seen, dir } = observed()
+    const old = bodies(5 * SMALL_BATCH)
+    await blobs.putBatch!(old)
+    assert.deepEqual(seen, { syncFs: 2, file: 0, dir: 0 })
+    // a redeploy of every file with three changed: three new blobs, synced each
+    const fresh = bodies(3)
+    const redeploy = [...old.slice(3), ...fresh]
+    const stored = await blobs.putBatch!(redeploy)
+    assert.equal(seen.syncFs, 2, 'no sync -f for three new blobs')
+    assert.equal(seen.file, 3)
+    for (const [i, b] of redeploy.entries()) assert.deepEqual(await blobs.read(stored[i].digest), b)
+    // every blob already stored: nothing to write, nothing to sync
+    const dirs = seen.dir
+    await blobs.putBatch!(old.slice(0, SMALL_BATCH + 36))
+    assert.deepEqual(seen, { syncFs: 2, file: 3, dir: dirs })
+    // exactly SMALL_BATCH new among stored ones: still file by file
+    const edge = bodies(SMALL_BATCH)
+    await blobs.putBatch!([...old.slice(0, 10), ...edge])
+    assert.deepEqual([seen.syncFs, seen.file], [2, 3 + SMALL_BATCH])
+    // more new ones than that, among stored ones: syncfs, twice
+    const many = bodies(SMALL_BATCH + 1)
+    const last = await blobs.putBatch!([...old.slice(0, 10), ...many])
+    assert.deepEqual([seen.syncFs, seen.file], [4, 3 + SMALL_BATCH])
+    for (const [i, b] of many.entries()) assert.deepEqual(await blobs.read(last[10 + i].digest), b)
+    assert.deepEqual(tmpLeft(dir), [])
+  })
+
   it('a failed fdatasync or folder fsync fails a small batch with the error a failed sync -f gives', async () => {
     // the large batch's error: its second syncfs (the names) fails
     const large = observed({ syncFs: (n) => n < 2 })
