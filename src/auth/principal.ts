@@ -1,6 +1,7 @@
 import type { Db } from '../db/kysely.js'
 import { prepared } from '../db/prepared.js'
 import { rounds } from '../util/rounds.js'
+import { dropOldest } from '../util/oldest.js'
 import type { Clock } from '../util/clock.js'
 import type { ErrorKey } from '../errors/codes.js'
 import { USER_COLUMNS, toUser, type User } from './users.js'
@@ -32,13 +33,18 @@ export function sessionCookies(cookieHeader: string | undefined): string[] {
 }
 
 const LAST_USED_EVERY_MS = 60_000
+/** Key and session rows kept between requests (SQLite only; see createPrincipalResolver). */
+const KEPT_ROWS = 4096
 
 /**
  * Resolves the caller from `Authorization: Bearer <key>` or the `session` cookie. Keys in the
  * query string are ignored. Every lookup reads the account, so tier changes, disabling and
  * logout take effect on the next request on every instance. Lookups of one key or session
  * that arrive while one runs share the next read (util/rounds.ts): it starts after they
- * arrived, so it sees what they would have seen alone.
+ * arrived, so it sees what they would have seen alone. On SQLite a row found is kept and
+ * served again while the database's change stamp for the users, api_keys and sessions tables
+ * is the one read before it (db.changeStamp: any write of this process naming them, or any
+ * commit of another process, changes it), which gives the same answers as reading again.
  */
 export function createPrincipalResolver(db: Db, clock: Clock) {
   const keyRow = prepared(db, 1, (keyHash: string) =>
@@ -62,13 +68,30 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
       .select(['sessions.expires_at', 'sessions.csrf_token', ...USER_COLUMNS.map((c) => `users.${c}` as const)])
       .where('sessions.id_hash', '=', idHash),
   )
-  /** One read per round of callers of the same hash; every caller gets the row. */
+  const stamp = db.changeStamp?.(['users', 'api_keys', 'sessions'])
+  /**
+   * One read per round of callers of the same hash; every caller gets the row. With a change
+   * stamp, a found row is kept (at most KEPT_ROWS, the oldest dropped) until the stamp moves.
+   */
   const shared = <Row>(read: (hash: string) => Promise<Row[]>) => {
     const round = rounds<string, Row | undefined>(async (hashes) => {
       const [row] = await read(hashes[0])
       return hashes.map(() => row)
     })
-    return (hash: string) => round(hash, hash)
+    if (stamp === undefined) return (hash: string) => round(hash, hash)
+    const kept = new Map<string, { row: Row; at: number }>()
+    return async (hash: string) => {
+      const at = stamp()
+      const hit = kept.get(hash)
+      if (hit !== undefined && hit.at === at) return hit.row
+      const row = await round(hash, hash)
+      kept.delete(hash)
+      if (row !== undefined) {
+        if (kept.size >= KEPT_ROWS) dropOldest(kept)
+        kept.set(hash, { row, at })
+      }
+      return row
+    }
   }
   const keyLookup = shared(keyRow)
   const sessionLookup = shared(sessionRow)

@@ -45,6 +45,12 @@ export interface Db {
    */
   prepare?(sql: string): void
   /**
+   * SQLite: a stamp that changes whenever rows of `tables` may have changed, by a write of this
+   * process or a commit of another (sqlite-writer.ts changeStamp), so a reader may keep such
+   * rows while it is unchanged. PostgreSQL: absent, as other instances write with no notice.
+   */
+  changeStamp?(tables: readonly string[]): () => number
+  /**
    * Runs `fn` holding the lock `name` across every process on this database (instances,
    * operator commands), or returns `{ held: false }` at once when another holder has it.
    * PostgreSQL: an advisory lock of the transaction that stays open while `fn` runs (released
@@ -125,6 +131,7 @@ export async function openDatabase(opts: DbOptions): Promise<Db> {
     k,
     engine: 'sqlite',
     barrier,
+    changeStamp: (tables) => dialect.driver.changeStamp(tables),
     lockUser: async () => {},
     tryLock: (name, fn) => withLockFile(path.join(opts.dataDir, `.${name}.lock`), fn),
     close: async () => {

@@ -9,6 +9,12 @@ const DDL = /^\s*(create|alter|drop)\b/i
 /** Row statements: when they touch no row they write nothing (no trigger or cascade fires either). */
 const DML = /^\s*(insert|update|delete|replace)\b/i
 
+/** A set of tables whose rows a reader keeps: `n` grows whenever one of them may have changed. */
+interface Watch {
+  names: RegExp
+  n: number
+}
+
 /**
  * better-sqlite3 behind Kysely, one connection, with a durability barrier. The connection
  * notices each commit of a write (a COMMIT after a writing statement, or a writing statement
@@ -27,6 +33,8 @@ class WriterConnection implements DatabaseConnection {
    * and are never iterated, so one statement object serves every caller.
    */
   private readonly statements = new Map<string, SQLite.Statement>()
+  /** Tables watched by changeStamp: every statement that may write is matched against them. */
+  readonly watches: Watch[] = []
   constructor(
     private readonly db: SQLite.Database,
     private readonly committed: () => void,
@@ -63,7 +71,11 @@ class WriterConnection implements DatabaseConnection {
     // COMMIT and ROLLBACK are "readonly" in SQLite's sense; BEGIN IMMEDIATE is not, yet writes
     // nothing; nor does a row statement that touched no row (a refused conditional write, an
     // update of a missing row): its caller need not wait for a sync, as a read does not
-    if (!stmt.readonly && !/^\s*begin\b/i.test(sql) && !(touched === 0 && DML.test(sql))) this.dirty = true
+    if (!stmt.readonly) {
+      // before the statement's commit is acknowledged (a rolled-back change only costs a read)
+      for (const w of this.watches) if (w.names.test(sql)) w.n++
+      if (!/^\s*begin\b/i.test(sql) && !(touched === 0 && DML.test(sql))) this.dirty = true
+    }
     if (!this.db.inTransaction && this.dirty) {
       this.dirty = false
       if (!/^\s*rollback\b/i.test(sql)) this.committed()
@@ -95,6 +107,28 @@ class WriterDriver extends SqliteDriver {
   }
 
   override async init(): Promise<void> {}
+
+  /**
+   * A stamp for rows of `tables` a reader keeps between requests: its value changes whenever a
+   * statement of this connection that may write names one of the tables (a schema change
+   * included), or another connection (an operator command, another process) committed since
+   * the last call (SQLite's data_version). Read the stamp before reading the rows: a row is
+   * current while the stamp read before it is unchanged.
+   */
+  changeStamp(tables: readonly string[]): () => number {
+    const w: Watch = { names: new RegExp(`\\b(${tables.join('|')})\\b`, 'i'), n: 0 }
+    this.connection.watches.push(w)
+    const version = this.database.prepare('pragma data_version').pluck()
+    let seen = version.get()
+    return () => {
+      const v = version.get()
+      if (v !== seen) {
+        seen = v
+        w.n++
+      }
+      return w.n
+    }
+  }
 
   override async acquireConnection(): Promise<DatabaseConnection> {
     await this.lock.lock()

@@ -9,7 +9,8 @@ import { openDatabase, type Db } from '../../src/db/kysely.js'
 
 // The SQLite writer connection keeps prepared statements by SQL text (src/db/sqlite-writer.ts):
 // each text is prepared once, results stay right whatever the parameters, the cache is bounded,
-// and a schema change drops it.
+// and a schema change drops it; the connection's change stamp moves only for writes that name
+// the watched tables, or another connection's commit.
 describe('SQLite prepared statements', () => {
   let dir: string
   let db: Db
@@ -62,5 +63,27 @@ describe('SQLite prepared statements', () => {
     assert.deepEqual(Object.keys((await star()).rows[0]).sort(), ['k', 'v'])
     await sql`alter table t add column w integer not null default 7`.execute(db.k)
     assert.deepEqual((await star()).rows[0], { k: 'k1', v: 1, w: 7 })
+  })
+
+  it("the change stamp moves on a write naming a watched table and on another connection's commit, not on other writes or reads", async () => {
+    await sql`create table watched (k text primary key)`.execute(db.k)
+    const stamp = db.changeStamp!(['watched'])
+    const at = stamp()
+    await db.k
+      .insertInto('t' as never)
+      .values({ k: 'other', v: 1 })
+      .execute()
+    await sql`select * from watched`.execute(db.k)
+    assert.equal(stamp(), at, 'a write to another table, a read')
+    await sql`insert into watched (k) values (${'a'})`.execute(db.k)
+    const afterWrite = stamp()
+    assert.notEqual(afterWrite, at, 'a write naming the table')
+    const other = new SQLite(path.join(dir, 'svc.db'))
+    try {
+      other.prepare('insert into t (k, v) values (?, ?)').run('from-elsewhere', 2)
+    } finally {
+      other.close()
+    }
+    assert.notEqual(stamp(), afterWrite, "another connection's commit (to any table)")
   })
 })
