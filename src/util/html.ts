@@ -62,9 +62,17 @@ export function rootResources(html: string): string[] {
 }
 
 /**
- * Whether a site is built for the root of an origin: its index.html loads at least one file
- * by a root-absolute path that the site itself has (`has`, given the raw path). A page that
- * only loads the user's shared files from `/` (another project's `/common/theme.css`) is not.
+ * The pages of a site that tell whether it is built for /, in order: its index, and the
+ * 404 page a host sends for every missing path (SvelteKit's `fallback`, which loads its
+ * files from / while the prerendered pages load theirs by relative paths; decision 186).
+ */
+export const ROOT_CHECK_PAGES = ['index.html', '404.html'] as const
+
+/**
+ * Whether a page of a site (one of ROOT_CHECK_PAGES) is built for the root of an origin: it
+ * loads at least one file by a root-absolute path that the site itself has (`has`, given the
+ * raw path). A page that only loads the user's shared files from `/` (another project's
+ * `/common/theme.css`) is not.
  */
 export async function builtForRoot(indexHtml: string, has: (path: string) => boolean | Promise<boolean>): Promise<boolean> {
   for (const p of rootResources(indexHtml)) if (await has(p)) return true

@@ -163,6 +163,16 @@ for (const engine of ENGINES) {
       // a relative site (the test above) opens under its user's origin
       const relative = await ok('deploy_files', { project: 'rel-site', files: [{ path: 'index.html', content: '<script src="app.js"></script>' }] })
       assert.equal(relative.structuredContent.open_url, relative.structuredContent.site_url)
+      // relative pages with a 404 page loading from / (SvelteKit's fallback): the project's origin
+      const fallback = await ok('deploy_files', {
+        project: 'kit-site',
+        files: [
+          { path: 'index.html', content: '<script type="module" src="./app.js"></script>' },
+          { path: '404.html', content: '<script type="module" src="/app.js"></script>' },
+          { path: 'app.js', content: '' },
+        ],
+      })
+      assert.equal(fallback.structuredContent.open_url, fallback.structuredContent.origin_url)
       const live = await ok('deploy_files', { project: 'root-site', files })
       assert.equal(live.structuredContent.open_url, live.structuredContent.origin_url)
       assert.ok(textOf(live).includes(`published: ${live.structuredContent.origin_url}`), textOf(live))

@@ -40,6 +40,19 @@ describe('svc deploy: the URL to open', () => {
       assert.equal(await builtForRoot(d), want)
     })
 
+  it("a relative site whose 404.html loads files from / (SvelteKit's fallback) -> built for /", async () => {
+    const d = fs.mkdtempSync(path.join(dir, 'site-'))
+    fs.mkdirSync(path.join(d, '_app'))
+    fs.writeFileSync(path.join(d, '_app', 'start.js'), 'x')
+    fs.writeFileSync(path.join(d, 'index.html'), '<!doctype html><link href="./_app/start.js" rel="modulepreload">')
+    assert.equal(await builtForRoot(d), false, 'the pages alone work under a path')
+    fs.writeFileSync(path.join(d, '404.html'), '<!doctype html><link href="/_app/start.js" rel="modulepreload">')
+    assert.equal(await builtForRoot(d), true)
+    // a 404 page without an index is no site to open
+    fs.rmSync(path.join(d, 'index.html'))
+    assert.equal(await builtForRoot(d), false)
+  })
+
   const urls = {
     website_url: 'https://localhost:8443/alice/blog/',
     site_url: 'http://alice.localhost:8080/blog/',
@@ -48,7 +61,7 @@ describe('svc deploy: the URL to open', () => {
   it("a site built for / opens at the project's own origin, then names the others", () => {
     assert.deepEqual(linkLines('published', { ...urls, built_for_root: true }), [
       'published: http://blog.alice.localhost:8080/',
-      '  (its index.html loads files from /: browsers opening http://alice.localhost:8080/blog/ are sent here)',
+      '  (the site loads files from /: browsers opening http://alice.localhost:8080/blog/ are sent here)',
       '  for scripts: https://localhost:8443/alice/blog/ (browsers are sent to http://blog.alice.localhost:8080/)',
     ])
   })

@@ -50,7 +50,7 @@ export interface ArchiveResult {
   site_url: string | null
   /** The project at the root of its own origin, when the server has one. */
   origin_url: string | null
-  /** The folder's index.html loads files from / (site-links.ts). */
+  /** The folder's index.html or 404.html loads files from / (site-links.ts). */
   built_for_root: boolean
   /** A preview's URL: at the root of its own origin when the site is built for / and it has one. */
   preview_url: string | null

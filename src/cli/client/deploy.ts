@@ -63,7 +63,7 @@ export interface DeployResult {
   site_url: string | null
   /** The project at the root of its own origin, when the server has one. */
   origin_url: string | null
-  /** The folder's index.html loads files from / (site-links.ts). */
+  /** The folder's index.html or 404.html loads files from / (site-links.ts). */
   built_for_root: boolean
   dry_run: boolean
   duration_ms: number

@@ -1,6 +1,6 @@
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { builtForRoot as htmlBuiltForRoot, decodedPath } from '../../util/html.js'
+import { builtForRoot as htmlBuiltForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
 
 /**
  * Where a published project is, as `svc deploy` says it. A project is served at
@@ -12,26 +12,31 @@ export interface SiteLinks {
   website_url: string | null
   site_url: string | null
   origin_url: string | null
-  /** The folder's index.html loads files by root-absolute paths (/assets/app.js). */
+  /** The folder's index.html or 404.html loads files by root-absolute paths (/assets/app.js). */
   built_for_root: boolean
 }
 
 /**
- * Whether the folder is a site built for / (util/html.ts builtForRoot): its index.html loads
- * files of the folder by root-absolute paths. The server applies the same rule to a published
- * project, and sends browsers from its user's origin to its own.
+ * Whether the folder is a site built for / (util/html.ts builtForRoot): its index.html or its
+ * 404.html loads files of the folder by root-absolute paths. The server applies the same rule
+ * to a published project, and sends browsers from its user's origin to its own.
  */
 export async function builtForRoot(dir: string): Promise<boolean> {
-  const html = await fsp.readFile(path.join(dir, 'index.html'), 'utf8').catch(() => null)
-  if (html === null) return false
   const root = path.resolve(dir)
-  return htmlBuiltForRoot(html, async (p) => {
+  const has = async (p: string): Promise<boolean> => {
     const rel = decodedPath(p)
     if (rel === null) return false
     const file = path.resolve(root, `.${rel}`)
     if (!file.startsWith(root + path.sep)) return false
     return (await fsp.stat(file).catch(() => null))?.isFile() === true
-  })
+  }
+  // without an index the folder is no site to open (publishing refuses it)
+  if ((await fsp.stat(path.join(dir, 'index.html')).catch(() => null))?.isFile() !== true) return false
+  for (const name of ROOT_CHECK_PAGES) {
+    const html = await fsp.readFile(path.join(dir, name), 'utf8').catch(() => null)
+    if (html !== null && (await htmlBuiltForRoot(html, has))) return true
+  }
+  return false
 }
 
 /** The lines naming a live project's URLs: `{lead}: {the URL to open}`, then the others. */
@@ -40,11 +45,11 @@ export function linkLines(lead: string, r: SiteLinks): string[] {
   const open = fromRoot ? r.origin_url : (r.site_url ?? r.website_url ?? '(the server gave no URL)')
   const lines = [`${lead}: ${open}`]
   // the server sends browsers from the user's origin to the project's own one (decision 75)
-  if (fromRoot) lines.push(`  (its index.html loads files from /: browsers opening ${r.site_url ?? r.website_url} are sent here)`)
+  if (fromRoot) lines.push(`  (the site loads files from /: browsers opening ${r.site_url ?? r.website_url} are sent here)`)
   else if (r.origin_url) lines.push(`  at the root of its own origin: ${r.origin_url} (for sites built for /)`)
   else if (r.built_for_root && r.site_url)
     lines.push(
-      '  (its index.html loads files from /, which only the root of an origin has: deploy it under a name of lowercase letters, digits and - to give it an origin of its own, or build it for /{project}/)',
+      '  (the site loads files from /, which only the root of an origin has: deploy it under a name of lowercase letters, digits and - to give it an origin of its own, or build it for /{project}/)',
     )
   if (r.site_url && r.website_url) lines.push(`  for scripts: ${r.website_url} (browsers are sent to ${fromRoot ? open : r.site_url})`)
   return lines

@@ -19,7 +19,7 @@ import type { McpServices } from './services.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 import { checkJsonValue } from '../kv/validate.js'
 import { originUrl, previewOriginUrl } from '../../http/site-origin.js'
-import { builtForRoot, decodedPath } from '../../util/html.js'
+import { builtForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -311,14 +311,17 @@ const deployFiles = tool({
 
 /**
  * The URL to open after deploy_files, as `svc deploy` chooses it: the root of the project's
- * (or the deploy's) own origin when the call's index.html loads files from / (a site built
- * for /, Vite's default), else the project under its user's origin (or the path form).
+ * (or the deploy's) own origin when the call's index.html or 404.html loads files from / (a
+ * site built for /, Vite's default), else the project under its user's origin (or the path form).
  */
 async function openUrl(files: Array<{ path: string; bytes: Buffer }>, root: string | null, under: string): Promise<string> {
-  const index = files.find((f) => f.path === 'index.html')
-  if (root === null || index === undefined) return under
+  if (root === null || !files.some((f) => f.path === 'index.html')) return under
   const paths = new Set(files.map((f) => `/${f.path}`))
-  return (await builtForRoot(index.bytes.toString('utf8'), (p) => paths.has(decodedPath(p) ?? p))) ? root : under
+  for (const name of ROOT_CHECK_PAGES) {
+    const page = files.find((f) => f.path === name)
+    if (page !== undefined && (await builtForRoot(page.bytes.toString('utf8'), (p) => paths.has(decodedPath(p) ?? p)))) return root
+  }
+  return under
 }
 
 /** The summary's line naming the other place the site answers. */
@@ -326,7 +329,7 @@ const otherUrl = (open: string, root: string | null, under: string): string =>
   root === null
     ? ''
     : open === root
-      ? `\n(its index.html loads files from /, so open it at the root of its own origin; browsers opening ${under} are sent there)`
+      ? `\n(the site loads files from /, so open it at the root of its own origin; browsers opening ${under} are sent there)`
       : `\nAt the root of its own origin (for a site whose files load from /): ${root}`
 
 /**

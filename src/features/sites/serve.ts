@@ -12,7 +12,7 @@ import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
 import type { Encoded, Encodings } from './encodings.js'
 import { decodeSegment, PAGE_NAME, PREVIEW_SEGMENT } from './paths.js'
 import { isCacheField, withQuery } from './site-rules.js'
-import { builtForRoot } from '../../util/html.js'
+import { builtForRoot, ROOT_CHECK_PAGES } from '../../util/html.js'
 import { upperEscapes } from '../../util/percent-escapes.js'
 import { canNameUser } from '../../auth/users.js'
 import { commonOf, etagOf, representationOf, siteKey, domainKey, varyKey, type Resolver, type SiteMode } from './resolver.js'
@@ -612,7 +612,7 @@ export function createHostHandler(
   const builtMemo = new Map<string, { gen: number; yes: boolean }>()
   /**
    * Whether the project (or kept deploy) `rawName` of a user is a site built for /: its
-   * index.html loads, by root-absolute paths, files of its own (util/html.ts builtForRoot)
+   * index.html or 404.html loads, by root-absolute paths, files of its own (util/html.ts builtForRoot)
    * that the user's origin does not have at its root, where the browser looks for them now.
    */
   async function rootBuilt(username: string, rawName: string): Promise<boolean> {
@@ -621,16 +621,21 @@ export function createHostHandler(
     if (known !== undefined && cache.accepts(username, known.gen)) return known.yes
     const gen = cache.gen(username)
     const index = await siteEntry(`${base}/`)
-    if (index === null || index.kind !== 'file' || index.status !== 200 || index.size > ROOT_CHECK_MAX) return false
-    const html = (await blobs.read(index.digest)).toString('utf8')
+    if (index === null || index.kind !== 'file' || index.status !== 200) return false
     const isFile = (e: HostEntry | null): e is FileEntry => e !== null && e.kind === 'file' && e.status === 200
-    const yes = await builtForRoot(html, async (p) => {
+    const has = async (p: string): Promise<boolean> => {
       const own = await siteEntry(base + p)
       // a file of its own (not the index, as a single-page app's fallback rule answers), and
       // none at the user's root (a file shared by the user's projects, or a page's clean URL)
       const atRoot = await siteEntry(`/${username}${p}`)
       return isFile(own) && own.digest !== index.digest && !isFile(atRoot) && atRoot?.kind !== 'page'
-    })
+    }
+    let yes = false
+    for (const name of ROOT_CHECK_PAGES) {
+      const page = name === 'index.html' ? index : await siteEntry(`${base}/${name}`)
+      if (!isFile(page) || page.size > ROOT_CHECK_MAX) continue
+      if ((yes = await builtForRoot((await blobs.read(page.digest)).toString('utf8'), has))) break
+    }
     if (builtMemo.size >= BUILT_MEMO_MAX) builtMemo.clear()
     builtMemo.set(base, { gen, yes })
     return yes

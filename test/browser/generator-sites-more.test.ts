@@ -1,0 +1,93 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
+import type { Page } from 'playwright-core'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS } from '../support/hosting.js'
+import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
+import { runCli } from '../cli/run.js'
+
+// More of today's generators, deployed with `svc deploy` and opened in Chromium (decisions 186,
+// 187): SvelteKit's adapter-static with a fallback page, whose pages load their files by
+// relative paths but whose `404.html` loads them from /, and a Next.js static export, whose
+// client router prefetches `.txt` payloads beside and inside each page's folder. The fixtures
+// are those builds cut down by hand (test/fixtures/ssg/sveltekit-fallback, next-export).
+const engine = ENGINES[0]
+
+function fixture(name: string): string {
+  let dir = path.dirname(new URL(import.meta.url).pathname)
+  while (!fs.existsSync(path.join(dir, 'package.json'))) dir = path.dirname(dir)
+  return path.join(dir, 'test', 'fixtures', 'ssg', name)
+}
+
+/** How a URL answers a browser: its statuses along redirects, where it ends, and what the page shows. */
+async function opened(page: Page, url: string): Promise<string> {
+  const res = await page.goto(url)
+  assert.ok(res, url)
+  const chain = [res.status()]
+  for (let r = res.request().redirectedFrom(); r; r = r.redirectedFrom()) chain.unshift((await r.response())?.status() ?? 0)
+  await page
+    .locator('#ran')
+    .first()
+    .filter({ hasText: /ran at/ })
+    .waitFor({ timeout: 15_000 })
+  return `${chain.join(' ')} ${page.url()} ${await page.title()} / ${await page.locator('#ran').first().textContent()}`
+}
+
+describe(`sites built with SvelteKit and Next.js, deployed with svc deploy [${engine}]`, () => {
+  let s: TestServer
+  let browser: BrowserLease
+  let username: string
+  let port: string
+  const out = new Map<string, string>()
+  before(async () => {
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    browser = await openBrowser()
+    const user = await s.user()
+    username = user.username
+    port = new URL(s.httpUrl).port
+    const env = { SVC_URL: s.url, SVC_API_KEY: user.key, SVC_INSECURE: '1', SVC_CONFIG: path.join(s.dataDir, 'no-config.json') }
+    for (const [dir, project] of [['sveltekit-fallback', 'kit']]) {
+      const r = await runCli(['deploy', fixture(dir), '--project', project], { env })
+      assert.equal(r.code, 0, r.stderr)
+      out.set(project, r.stdout)
+    }
+  })
+  after(async () => {
+    await browser?.close()
+    await s?.close()
+  })
+
+  it("SvelteKit with a fallback 404.html: relative pages, a fallback loading from /, so the project's origin", async () => {
+    const own = `http://kit.${username}.localhost:${port}`
+    // the pages alone would work under /kit/, the fallback page only at an origin's root
+    assert.match(out.get('kit') ?? '', new RegExp(`is live: ${own.replace(/[.]/g, '\\.')}/\n`), 'the project origin')
+    const ctx = await browser.newContext()
+    try {
+      const page = await ctx.newPage()
+      const errors = watchErrors(page, [{ url: '/nope', status: 404 }])
+      const seen: string[] = []
+      for (const url of [
+        `${own}/`,
+        `${own}/about`,
+        `${own}/nope/`,
+        `http://${username}.localhost:${port}/kit/about/`,
+        `http://${username}.localhost:${port}/kit/nope/`,
+      ])
+        seen.push(await opened(page, url))
+      assert.deepEqual(seen, [
+        `200 ${own}/ Kit home / script ran at / under ""`,
+        `301 200 ${own}/about/ Kit about / script ran at /about/ under ""`,
+        // the fallback page's client renders the error page of the route
+        `404 ${own}/nope/ Kit error 404 / fallback ran at /nope/`,
+        // browsers opening the user's origin are sent to the project's (decision 75)
+        `302 200 ${own}/about/ Kit about / script ran at /about/ under ""`,
+        `302 404 ${own}/nope/ Kit error 404 / fallback ran at /nope/`,
+      ])
+      assert.deepEqual(errors, [], 'no console errors, page errors or failed requests')
+    } finally {
+      await ctx.close()
+    }
+  })
+})
