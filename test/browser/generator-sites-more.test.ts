@@ -48,7 +48,10 @@ describe(`sites built with SvelteKit and Next.js, deployed with svc deploy [${en
     username = user.username
     port = new URL(s.httpUrl).port
     const env = { SVC_URL: s.url, SVC_API_KEY: user.key, SVC_INSECURE: '1', SVC_CONFIG: path.join(s.dataDir, 'no-config.json') }
-    for (const [dir, project] of [['sveltekit-fallback', 'kit']]) {
+    for (const [dir, project] of [
+      ['sveltekit-fallback', 'kit'],
+      ['next-export', 'next'],
+    ]) {
       const r = await runCli(['deploy', fixture(dir), '--project', project], { env })
       assert.equal(r.code, 0, r.stderr)
       out.set(project, r.stdout)
@@ -85,6 +88,79 @@ describe(`sites built with SvelteKit and Next.js, deployed with svc deploy [${en
         `302 200 ${own}/about/ Kit about / script ran at /about/ under ""`,
         `302 404 ${own}/nope/ Kit error 404 / fallback ran at /nope/`,
       ])
+      assert.deepEqual(errors, [], 'no console errors, page errors or failed requests')
+    } finally {
+      await ctx.close()
+    }
+  })
+
+  it("Next.js's export: pages beside their payload folders, `.txt` payloads as text/plain, its router", async () => {
+    const own = `http://next.${username}.localhost:${port}`
+    assert.match(out.get('next') ?? '', new RegExp(`is live: ${own.replace(/[.]/g, '\\.')}/\n`), 'built for /: the project origin')
+    const ctx = await browser.newContext()
+    try {
+      const page = await ctx.newPage()
+      const errors = watchErrors(page, [{ url: '/nope', status: 404 }])
+      // the router has fetched every link's payloads (leaving earlier would abort them)
+      const prefetched = () => page.locator('html[data-prefetched=yes]').waitFor({ state: 'attached' })
+      const seen: string[] = []
+      for (const url of ['/', '/about', '/about/', '/about.html', '/blog/first', '/nope']) {
+        const res = await page.goto(`${own}${url}`)
+        assert.ok(res, url)
+        const chain = [res.status()]
+        for (let r = res.request().redirectedFrom(); r; r = r.redirectedFrom()) chain.unshift((await r.response())?.status() ?? 0)
+        await prefetched()
+        seen.push(`${chain.join(' ')} ${new URL(page.url()).pathname} ${await page.title()}`)
+      }
+      assert.deepEqual(seen, [
+        '200 / Next home',
+        // about.html beside the folder about/ that holds its segment payloads: the page
+        '200 /about Next about',
+        '301 200 /about Next about',
+        '200 /about.html Next about',
+        '200 /blog/first Next post first',
+        '404 /nope Next not found',
+      ])
+      // the payloads, with the router's query and a `$` in their names
+      const payloads = await page.evaluate(async () => {
+        const out: string[] = []
+        for (const u of [
+          '/about.txt?_rsc=1x2y3',
+          '/about/__next._tree.txt?_rsc=1x2y3',
+          '/blog/first/__next.blog.$d$slug.__PAGE__.txt?_rsc=1x2y3',
+          '/nope.txt?_rsc=1x2y3',
+        ]) {
+          const r = await fetch(u, { headers: { rsc: '1' } })
+          out.push(`${r.status} ${r.headers.get('content-type')} ${u} ${(await r.text()).slice(0, 2)}`)
+        }
+        return out
+      })
+      assert.deepEqual(payloads, [
+        '200 text/plain; charset=utf-8 /about.txt?_rsc=1x2y3 0:',
+        '200 text/plain; charset=utf-8 /about/__next._tree.txt?_rsc=1x2y3 0:',
+        '200 text/plain; charset=utf-8 /blog/first/__next.blog.$d$slug.__PAGE__.txt?_rsc=1x2y3 0:',
+        '404 text/html; charset=utf-8 /nope.txt?_rsc=1x2y3 <!',
+      ])
+      // the router shows pages from their payloads; a missing page is loaded, its 404 page shown
+      await page.goto(`${own}/`)
+      await prefetched()
+      await page.evaluate(() => ((window as unknown as { stayed: boolean }).stayed = true))
+      const stayed = () => page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed === true)
+      for (const [link, title] of [
+        ['#nav-about', 'Next about'],
+        ['#nav-post', 'Next post first'],
+      ]) {
+        await page.locator(link).click()
+        await page.waitForFunction((t) => document.title === t, title)
+        assert.equal(await stayed(), true, `${title}: shown from its payload`)
+      }
+      assert.equal(page.url(), `${own}/blog/first`)
+      await page.goBack()
+      await page.waitForFunction(() => document.title === 'Next about')
+      assert.equal(await stayed(), true, 'back: from the payload')
+      await Promise.all([page.waitForURL(`${own}/nope`), page.locator('#nav-missing').click()])
+      assert.equal(await page.title(), 'Next not found')
+      await prefetched()
       assert.deepEqual(errors, [], 'no console errors, page errors or failed requests')
     } finally {
       await ctx.close()
