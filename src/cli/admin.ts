@@ -20,6 +20,8 @@ import { BackupError, backupSqlite, openSnapshot, openSnapshotTarget, restoreSql
 import { writeAudit } from '../features/admin/store.js'
 import { assertDatabase, databaseState, missingDatabase, MissingDatabaseError, newDatabaseNote } from './data-dir.js'
 import os from 'node:os'
+import { parserOptions, usageText } from './help.js'
+import { OPERATOR_HELP } from './operator-help.js'
 
 /** Commands that change something: each run goes to the audit log, like the web console's actions. */
 const AUDITED = new Set(['user', 'key', 'grant', 'redeem-code', 'lock', 'unlock', 'feature'])
@@ -45,7 +47,8 @@ function cliActor(): string {
   }
 }
 
-export const ADMIN_COMMANDS = ['migrate', 'user', 'key', 'grant', 'redeem-code', 'lock', 'unlock', 'feature', 'sweep', 'backup', 'restore', 'export', 'import']
+/** The operator commands this module runs: every one with a help entry but serve. */
+export const ADMIN_COMMANDS = Object.keys(OPERATOR_HELP).filter((c) => c !== 'serve')
 export const FEATURE_NAMES = ['image-host', 'hosted-data']
 
 class UsageError extends Error {}
@@ -152,11 +155,7 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
         const { values, positionals } = parseArgs({
           args: rest,
           allowPositionals: true,
-          options: {
-            password: { type: 'string' },
-            vip: { type: 'boolean' },
-            admin: { type: 'boolean' },
-          },
+          options: parserOptions(OPERATOR_HELP.user.subs.add),
         })
         const u = await users.create(need(positionals[0], '<username>'), need(values.password, '--password'), { vip: values.vip, admin: values.admin })
         out(`created user ${u.username} (${u.tier}${u.is_admin ? ', admin' : ''})`)
@@ -166,18 +165,7 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
         const { values, positionals } = parseArgs({
           args: rest,
           allowPositionals: true,
-          options: {
-            vip: { type: 'boolean' },
-            'no-vip': { type: 'boolean' },
-            disable: { type: 'boolean' },
-            enable: { type: 'boolean' },
-            'api-access': { type: 'string' },
-            admin: { type: 'boolean' },
-            'no-admin': { type: 'boolean' },
-            password: { type: 'string' },
-            tier: { type: 'string' },
-            limit: { type: 'string', multiple: true },
-          },
+          options: parserOptions(OPERATOR_HELP.user.subs.set),
         })
         const s: UserSettings = {}
         if (values.vip) s.tier = 'vip'
@@ -234,19 +222,15 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
         }
         return
       }
-      throw new UsageError('usage: svc user add|set <username> ...')
+      throw new UsageError(usageText(OPERATOR_HELP.user))
     }
     case 'key': {
       const [sub, ...rest] = args
-      if (sub !== 'create') throw new UsageError('usage: svc key create <username> [--name NAME] [--expires-days N] [--read-only]')
+      if (sub !== 'create') throw new UsageError(usageText(OPERATOR_HELP.key))
       const { values, positionals } = parseArgs({
         args: rest,
         allowPositionals: true,
-        options: {
-          name: { type: 'string' },
-          'expires-days': { type: 'string' },
-          'read-only': { type: 'boolean' },
-        },
+        options: parserOptions(OPERATOR_HELP.key.flags),
       })
       const days = values['expires-days']
       if (days !== undefined && !/^\d+$/.test(days)) throw new UsageError('--expires-days takes a number of days (1-365)')
@@ -260,7 +244,7 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
       return
     }
     case 'grant': {
-      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { revoke: { type: 'boolean' } } })
+      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.grant.flags) })
       const id = await userId(need(positionals[0], '<username>'))
       const feature = need(positionals[1], 'feature')
       if (!FEATURE_NAMES.includes(feature)) throw new UsageError(`feature must be one of ${FEATURE_NAMES.join(', ')}`)
@@ -279,7 +263,7 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
     }
     case 'redeem-code': {
       const [sub, feature] = args
-      if (sub !== 'create' || !feature || !FEATURE_NAMES.includes(feature)) throw new UsageError('usage: svc redeem-code create image-host|hosted-data')
+      if (sub !== 'create' || !feature || !FEATURE_NAMES.includes(feature)) throw new UsageError(usageText(OPERATOR_HELP['redeem-code']))
       const code = `${feature === 'image-host' ? 'IMG' : 'DATA'}-${randomString(20)}`
       await db.k
         .insertInto('redeem_codes')
@@ -297,13 +281,13 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
         n = (await sql`update images set locked = ${locked} where public_token = ${need(id, '<public_token>')}`.execute(db.k)).numAffectedRows ?? 0n
       } else if (kind === 'hosted-data') {
         n = (await sql`update hosted_files set locked = ${locked} where id = ${need(id, '<file_id>')}`.execute(db.k)).numAffectedRows ?? 0n
-      } else throw new UsageError(`usage: svc ${cmd} image <public_token> | svc ${cmd} hosted-data <file_id>`)
+      } else throw new UsageError(usageText(OPERATOR_HELP[cmd]))
       if (Number(n) === 0) throw new UserInputError(`no ${kind} "${id}"`)
       out(`${cmd}ed ${kind} ${id}`)
       return
     }
     case 'feature': {
-      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { off: { type: 'boolean' } } })
+      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.feature.flags) })
       const id = await userId(need(positionals[0], '<username>'))
       // file names are stored in NFC (sites/paths.ts): a decomposed spelling names the same file
       const fileName = need(positionals[1], '<file_name>').normalize('NFC')
@@ -313,19 +297,19 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
       return
     }
     case 'export': {
-      const { positionals } = parseArgs({ args, allowPositionals: true, options: {} })
+      const { positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions({}) })
       const { exportToFile } = await import('./export.js')
       out(await exportToFile(db, config, need(positionals[0], '<username>'), need(positionals[1], 'FILE')))
       return
     }
     case 'import': {
-      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { as: { type: 'string' } } })
+      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.import.flags) })
       const { importFromFile } = await import('./export.js')
       out(await importFromFile(db, config, need(positionals[0], 'FILE'), values.as))
       return
     }
     case 'sweep': {
-      const { values } = parseArgs({ args, options: { 'grace-seconds': { type: 'string' } } })
+      const { values } = parseArgs({ args, options: parserOptions(OPERATOR_HELP.sweep.flags) })
       // a negative grace would reach blobs written for uploads not committed yet
       const given = values['grace-seconds'] ?? '3600'
       if (!/^\d+$/.test(given)) throw new UsageError('--grace-seconds takes a number of seconds (0 or more)')
@@ -346,8 +330,8 @@ const BACKUP_DOC = 'docs/operations/backups.md ("PostgreSQL and a bucket")'
 
 /** svc backup DIR|s3://BUCKET[/PREFIX][?...] [--keep N]: SQLite and a local blob store only. */
 async function backupCommand(args: string[], config: Config): Promise<void> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { keep: { type: 'string' } } })
-  if (positionals.length !== 1) throw new UsageError('usage: svc backup DIR|s3://BUCKET[/PREFIX][?endpoint=...] [--keep N]')
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.backup.flags) })
+  if (positionals.length !== 1) throw new UsageError(usageText(OPERATOR_HELP.backup))
   const keep = values.keep
   if (keep !== undefined && !/^[1-9]\d*$/.test(keep)) throw new UsageError('--keep takes a number of snapshots (1 or more)')
   if (config.databaseUrl) throw new BackupError(`svc backup covers SQLite (DATA_DIR/svc.db) only; with PostgreSQL follow the procedure in ${BACKUP_DOC}`)
@@ -370,8 +354,8 @@ async function backupCommand(args: string[], config: Config): Promise<void> {
 
 /** svc restore SNAPSHOT [--data-dir DIR] [--force]; SNAPSHOT is DIR/<name> or s3://BUCKET[/PREFIX]/<name>[?...]. */
 async function restoreCommand(args: string[], config: Config): Promise<void> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'data-dir': { type: 'string' }, force: { type: 'boolean' } } })
-  if (positionals.length !== 1) throw new UsageError('usage: svc restore SNAPSHOT_DIR|s3://BUCKET[/PREFIX]/SNAPSHOT[?endpoint=...] [--data-dir DIR] [--force]')
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.restore.flags) })
+  if (positionals.length !== 1) throw new UsageError(usageText(OPERATOR_HELP.restore))
   const given = values['data-dir']
   let dataDir: string
   let blobRoot: string

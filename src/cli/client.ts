@@ -10,6 +10,9 @@ import { formsCommand } from './client/commands/forms.js'
 import { kvCommand } from './client/commands/kv.js'
 import { accessCommand, domainCommand } from './client/commands/domains.js'
 import { loginCommand, logoutCommand, whoamiCommand } from './client/commands/session.js'
+import { COMMON_OPTIONS } from './client/args.js'
+import { CLIENT_ENV, CLIENT_HELP, type ClientCommand } from './client/help.js'
+import { renderHelp } from './help.js'
 
 export const CLIENT_USAGE = `Client commands (talk to a server over its API; see docs/cli.md):
   svc login --url https://host --key KEY [--insecure]      store the server and API key (0600 file)
@@ -36,7 +39,7 @@ export const CLIENT_USAGE = `Client commands (talk to a server over its API; see
   (config file path; default $XDG_CONFIG_HOME/svc/config.json or ~/.config/svc/config.json).
 `
 
-const COMMANDS: Record<string, (ctx: Ctx, args: string[]) => Promise<number>> = {
+const COMMANDS: Record<ClientCommand, (ctx: Ctx, args: string[]) => Promise<number>> = {
   login: loginCommand,
   logout: logoutCommand,
   whoami: whoamiCommand,
@@ -55,6 +58,15 @@ const COMMANDS: Record<string, (ctx: Ctx, args: string[]) => Promise<number>> = 
 }
 
 export const CLIENT_COMMANDS = Object.keys(COMMANDS)
+
+const isClientCommand = (cmd: string): cmd is ClientCommand => Object.hasOwn(COMMANDS, cmd)
+
+/** A client command's help (`svc CMD --help`), from the table its parser reads; null for another name. */
+export function clientHelp(cmd: string): string | null {
+  if (!isClientCommand(cmd)) return null
+  // every client command reads the config file (logout removes it): each lists the client's environment
+  return renderHelp(CLIENT_HELP[cmd], { title: 'Options every client command takes:', flags: COMMON_OPTIONS, env: CLIENT_ENV })
+}
 
 /** SVC_MAX_WAIT: the seconds a refused request may wait to be retried; unset, the default. */
 function maxWait(v: string | undefined): number | undefined {
@@ -93,9 +105,10 @@ export async function clientCommand(cmd: string, args: string[]): Promise<number
   }
   try {
     if (args.includes('--help') || args.includes('-h')) {
-      process.stdout.write(CLIENT_USAGE)
+      process.stdout.write(clientHelp(cmd) ?? CLIENT_USAGE)
       return 0
     }
+    if (!isClientCommand(cmd)) throw new UsageError(`unknown command "${cmd}"`)
     return await COMMANDS[cmd](ctx, args)
   } catch (e) {
     rep.clear()

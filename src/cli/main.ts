@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../config.js'
-import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand } from './client.js'
+import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand, clientHelp } from './client.js'
 import { CLIENT_VERSION } from './client/api.js'
+import { renderHelp, type CommandHelp } from './help.js'
+import { OPERATOR_HELP } from './operator-help.js'
 
 const USAGE = `svc — self-hostable HTML and static hosting
 
@@ -25,14 +27,40 @@ Server and operator commands (configuration from the environment, see docs/opera
   svc import FILE [--as NEWNAME]              verify an export (zip or .tar.gz), then load it as a new user
 `
 
-/** `--help` or `-h` among a command's arguments: its section of the usage, exit 0 (as client commands do). */
+/** `svc help` itself, so that every name `svc help NAME` takes has its help. */
+const HELP_HELP: CommandHelp = {
+  usage: ['svc help [COMMAND]'],
+  about: 'Prints the help of COMMAND (as svc COMMAND --help and -h do), or without one the list of every command (svc --help).',
+  examples: ['svc help deploy', 'svc kv --help'],
+  see: 'docs/cli.md',
+}
+
+/** `--help` or `-h` among a command's arguments: that command's help, exit 0. */
 const wantsHelp = (args: readonly string[]): boolean => args.includes('--help') || args.includes('-h')
+
+/**
+ * The help of one command, from the table its parser reads (client and operator commands
+ * alike); null for a name that is no command. Loads no configuration and opens nothing.
+ */
+function commandHelp(cmd: string): string | null {
+  if (cmd === 'help' || cmd === '--help' || cmd === '-h') return renderHelp(HELP_HELP)
+  if (Object.hasOwn(OPERATOR_HELP, cmd)) return renderHelp(OPERATOR_HELP[cmd as keyof typeof OPERATOR_HELP])
+  return clientHelp(cmd)
+}
 
 /** Entry point of bin/svc. */
 export async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv
-  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
+  if (!cmd || cmd === '--help' || cmd === '-h' || (cmd === 'help' && rest.length === 0)) {
     process.stdout.write(`${USAGE}\n${CLIENT_USAGE}`)
+    return
+  }
+  if (cmd === 'help') {
+    const help = commandHelp(rest[0])
+    if (help === null) {
+      process.stderr.write(`unknown command "${rest[0]}": svc --help lists the commands\n`)
+      process.exitCode = 2
+    } else process.stdout.write(help)
     return
   }
   if (cmd === '--version' || cmd === '-V' || cmd === 'version') {
@@ -45,11 +73,13 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = await clientCommand(cmd, rest)
       return
     }
+    // an operator command's help comes before its configuration is read or its code loaded
+    const help = Object.hasOwn(OPERATOR_HELP, cmd) && wantsHelp(rest) ? commandHelp(cmd) : null
+    if (help !== null) {
+      process.stdout.write(help)
+      return
+    }
     if (cmd === 'serve') {
-      if (wantsHelp(rest)) {
-        process.stdout.write(USAGE)
-        return
-      }
       parseArgs({ args: rest, options: {}, allowPositionals: false })
       const { serve } = await import('./serve.js')
       await serve(loadConfig(process.env))
@@ -57,10 +87,6 @@ export async function main(argv: string[]): Promise<void> {
     }
     const { adminCommand, ADMIN_COMMANDS } = await import('./admin.js')
     if (ADMIN_COMMANDS.includes(cmd)) {
-      if (wantsHelp(rest)) {
-        process.stdout.write(USAGE)
-        return
-      }
       const code = await adminCommand(cmd, rest, loadConfig(process.env))
       process.exitCode = code
       return

@@ -198,13 +198,13 @@ describe('client: configuration, arguments, values', () => {
 
   it('parses negative numbers as values and sizes with units', () => {
     assert.deepEqual(parse(['hits', '-1'], {}).positionals, ['hits', '-1'])
-    assert.equal(parse(['hits', '--by', '-5'], { by: { type: 'string' } }).values.by, '-5')
+    assert.equal(parse(['hits', '--by', '-5'], { by: { type: 'string', help: 'x' } }).values.by, '-5')
     assert.equal(sizeOption('5MB', 'x'), 5_000_000)
     assert.equal(sizeOption('4MiB', 'x'), 4 * 1024 * 1024)
     assert.throws(() => parse(['--nope'], {}), /unknown option --nope \(and the connection options/)
     // a mistyped option is named, with the ones the command takes (not Node's '-- "--flag"' advice)
     assert.throws(
-      () => parse(['--projcet', 'x'], { project: { type: 'string' }, preview: { type: 'boolean' } }),
+      () => parse(['--projcet', 'x'], { project: { type: 'string', help: 'x' }, preview: { type: 'boolean', help: 'x' } }),
       (e: Error) => /unknown option --projcet; this command takes --project, --preview/.test(e.message) && !e.message.includes('-- "'),
     )
   })

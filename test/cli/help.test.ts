@@ -1,41 +1,25 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
+import fs, { existsSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { runCli } from './run.js'
+import { COMMON_OPTIONS } from '../../src/cli/client/args.js'
+import { CLIENT_HELP } from '../../src/cli/client/help.js'
+import { allFlags, type Flags } from '../../src/cli/help.js'
+import { OPERATOR_HELP } from '../../src/cli/operator-help.js'
 
 const OPERATOR = 'Server and operator commands'
 const CLIENT = 'Client commands'
 
-// --help and -h after any command print that command's section of the usage and exit 0: no
-// server starts, no database is opened or created
+// `svc --help`, `-h` and `help` alone print both lists; a command's own help is tested below
 describe('svc help', () => {
-  const rows: Array<[args: string[], sections: string[]]> = [
-    [['--help'], [OPERATOR, CLIENT]],
-    [['help'], [OPERATOR, CLIENT]],
-    [['serve', '--help'], [OPERATOR]],
-    [['serve', '-h'], [OPERATOR]],
-    [['user', '--help'], [OPERATOR]],
-    [['user', 'add', 'bob', '-h'], [OPERATOR]],
-    [['backup', '--help'], [OPERATOR]],
-    [['migrate', '--help'], [OPERATOR]],
-    [['deploy', '--help'], [CLIENT]],
-    [['kv', '-h'], [CLIENT]],
-  ]
-  for (const [args, sections] of rows) {
+  for (const args of [['--help'], ['-h'], ['help']]) {
     it(`svc ${args.join(' ')}`, async () => {
-      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-help-'))
-      try {
-        const r = await runCli(args, { env: { DATA_DIR: path.join(dataDir, 'data'), PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1' } })
-        assert.equal(r.code, 0, r.stderr)
-        assert.equal(r.stderr, '')
-        for (const s of [OPERATOR, CLIENT]) assert.equal(r.stdout.includes(s), sections.includes(s), `${s} in:\n${r.stdout}`)
-        assert.ok(!r.stdout.includes('svc listening'), 'no server started')
-        assert.equal(fs.existsSync(path.join(dataDir, 'data')), false, 'no data folder made')
-      } finally {
-        fs.rmSync(dataDir, { recursive: true, force: true })
-      }
+      const r = await runCli(args)
+      assert.equal(r.code, 0, r.stderr)
+      assert.equal(r.stderr, '')
+      for (const s of [OPERATOR, CLIENT]) assert.ok(r.stdout.includes(s), `${s} in:\n${r.stdout}`)
     })
   }
 
@@ -83,4 +67,155 @@ describe('svc help', () => {
       assert.equal(r.stdout, '')
     })
   }
+})
+
+// Every command has its own help: `svc CMD --help`, `svc CMD -h` and `svc help CMD` print that
+// command's synopsis (every "usage:" line names it), what it does and its options, exit 0, and
+// read no configuration, data folder or server. The environment here would make any of those fail.
+describe('svc CMD --help: the command help', () => {
+  const CLIENT_CMDS = ['login', 'logout', 'whoami', 'deploy', 'deploys', 'rollback', 'promote', 'page', 'kv', 'data', 'forms', 'domain', 'access', 'mcp']
+  const OPERATOR_CMDS = [
+    'serve',
+    'migrate',
+    'user',
+    'key',
+    'grant',
+    'redeem-code',
+    'lock',
+    'unlock',
+    'feature',
+    'sweep',
+    'backup',
+    'restore',
+    'export',
+    'import',
+  ]
+  let scratch = ''
+  let env: Record<string, string> = {}
+  before(() => {
+    scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cmd-help-'))
+    const badConfig = path.join(scratch, 'config.json')
+    fs.writeFileSync(badConfig, 'not json')
+    env = {
+      HOME: path.join(scratch, 'no-home'),
+      XDG_CONFIG_HOME: path.join(scratch, 'no-xdg'),
+      SVC_CONFIG: badConfig,
+      SVC_URL: 'http://127.0.0.1:9',
+      SVC_API_KEY: 'bogus',
+      // an operator command that read its configuration would stop here (exit 78)
+      PORT: 'not-a-port',
+      DATA_DIR: path.join(scratch, 'data'),
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:9/none',
+    }
+  })
+  after(() => fs.rmSync(scratch, { recursive: true, force: true }))
+
+  /** The synopsis: the "usage:" line and the indented lines after it, up to the first blank line. */
+  const synopsis = (out: string): string[] => {
+    const lines = out.split('\n')
+    const i = lines.findIndex((l) => l.startsWith('usage: '))
+    assert.ok(i >= 0, `a usage line in:\n${out}`)
+    const end = lines.indexOf('', i)
+    return lines.slice(i, end < 0 ? undefined : end).map((l) => l.replace(/^usage: /, '').trim())
+  }
+
+  for (const cmd of [...CLIENT_CMDS, ...OPERATOR_CMDS]) {
+    it(`svc ${cmd} --help, -h and svc help ${cmd}`, async () => {
+      const outs: string[] = []
+      for (const args of [
+        [cmd, '--help'],
+        [cmd, '-h'],
+        ['help', cmd],
+      ]) {
+        const r = await runCli(args, { env })
+        assert.equal(r.code, 0, `svc ${args.join(' ')}: ${r.stderr}`)
+        assert.equal(r.stderr, '', `svc ${args.join(' ')}`)
+        outs.push(r.stdout)
+      }
+      assert.equal(outs[1], outs[0], '-h prints what --help does')
+      assert.equal(outs[2], outs[0], 'svc help CMD prints what CMD --help does')
+      const out = outs[0]
+      for (const line of synopsis(out))
+        assert.ok(line.startsWith(`svc ${cmd} `) || line === `svc ${cmd}` || line.startsWith('['), `a synopsis line of another command: ${line}`)
+      assert.ok(!out.includes(OPERATOR) && !out.includes(CLIENT), 'not the whole list')
+      assert.match(out, /\nExamples:\n {2}svc /, 'an example')
+      assert.ok(!existsSync(env.DATA_DIR), 'no data folder made')
+    })
+  }
+
+  it('the help tables hold every command, and nothing else', () => {
+    assert.deepEqual(Object.keys(CLIENT_HELP).sort(), [...CLIENT_CMDS].sort())
+    assert.deepEqual(Object.keys(OPERATOR_HELP).sort(), [...OPERATOR_CMDS].sort())
+  })
+
+  // the parsers read their options from these tables (parserOptions, parse): each option
+  // there, and each connection option of a client command, has its line in the help
+  for (const [cmd, h, common] of [
+    ...Object.entries(CLIENT_HELP).map(([c, h]) => [c, h, COMMON_OPTIONS] as const),
+    ...Object.entries(OPERATOR_HELP).map(([c, h]) => [c, h, {}] as const),
+  ]) {
+    it(`svc ${cmd} --help lists every option its parser takes`, async () => {
+      const r = await runCli([cmd, '--help'], { env })
+      assert.equal(r.code, 0, r.stderr)
+      const flags: Flags = { ...allFlags(h), ...common }
+      for (const [name, f] of Object.entries(flags)) {
+        const short = f.short ? `-${f.short}, ` : ' {4}'
+        assert.match(r.stdout, new RegExp(`^ {2}${short}--${name}\\b.*\\S`, 'm'), `--${name} in:\n${r.stdout}`)
+      }
+    })
+  }
+
+  it('every command the top-level usage lists has its own help', async () => {
+    const r = await runCli(['--help'], { env })
+    const named = new Set([...r.stdout.matchAll(/(?:^ {2}|\| )svc ([a-z][a-z-]*)/gm)].map((m) => m[1]))
+    for (const cmd of named) {
+      const h = await runCli(['help', cmd], { env })
+      assert.equal(h.code, 0, `svc help ${cmd}: ${h.stderr}`)
+    }
+    // unlock is named as lock's pair, `(and unlock)`
+    assert.deepEqual([...named].sort(), [...CLIENT_CMDS, ...OPERATOR_CMDS].filter((c) => c !== 'unlock').sort())
+  })
+
+  it('a subcommand with --help prints its command help: svc kv incr -h, svc user add bob --help', async () => {
+    const kv = await runCli(['kv', '--help'], { env })
+    assert.ok(kv.stdout.includes('svc kv incr'), kv.stdout)
+    assert.ok(!kv.stdout.includes('deploy'), 'nothing of svc deploy')
+    for (const args of [
+      ['kv', 'incr', '-h'],
+      ['kv', 'incr', 'hits', '--help', '--json'],
+    ]) {
+      const r = await runCli(args, { env })
+      assert.equal(r.code, 0, r.stderr)
+      assert.equal(r.stdout, kv.stdout)
+    }
+    const user = await runCli(['user', 'add', 'bob', '--help'], { env })
+    assert.equal(user.code, 0, user.stderr)
+    assert.match(user.stdout, /^usage: svc user add/m)
+    assert.ok(!user.stdout.includes('svc key create'))
+  })
+
+  it('svc deploy --help: each flag with its meaning, a default, the environment', async () => {
+    const r = await runCli(['deploy', '--help'], { env })
+    assert.match(r.stdout, /^ {2}-m, --message MESSAGE +\S/m)
+    assert.match(r.stdout, /--concurrency N +.*\(default 2\)/)
+    assert.match(r.stdout, /^Environment:\n(?: {2}.*\n)*? {2}SVC_URL\b/m)
+  })
+
+  it('svc help nosuch: exit 2, the command named and svc --help pointed to', async () => {
+    for (const args of [
+      ['help', 'nosuch'],
+      ['help', 'nosuch', 'more'],
+    ]) {
+      const r = await runCli(args, { env })
+      assert.equal(r.code, 2)
+      assert.equal(r.stdout, '')
+      assert.equal(r.stderr, 'unknown command "nosuch": svc --help lists the commands\n')
+    }
+  })
+
+  it('svc help help: the help command itself', async () => {
+    const r = await runCli(['help', 'help'], { env })
+    assert.equal(r.code, 0, r.stderr)
+    assert.match(r.stdout, /^usage: svc help \[COMMAND\]/m)
+  })
 })

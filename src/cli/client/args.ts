@@ -1,23 +1,22 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { parseArgs } from 'node:util'
+import { HELP_FLAG, parserOptions, type Flags } from '../help.js'
 import { UsageError } from './errors.js'
 
-type Options = NonNullable<ParseArgsConfig['options']>
-
-/** Options every client command accepts. */
+/** Options every client command accepts (its help lists them after the command's own). */
 export const COMMON_OPTIONS = {
-  url: { type: 'string' },
-  key: { type: 'string' },
-  insecure: { type: 'boolean' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-} as const satisfies Options
+  url: { type: 'string', arg: 'URL', help: 'the server, e.g. https://host (default: SVC_URL, else the config file)' },
+  key: { type: 'string', arg: 'KEY', help: 'the API key (default: SVC_API_KEY, else the config file)' },
+  insecure: { type: 'boolean', help: 'accept a self-signed certificate (a local svc serve)' },
+  json: { type: 'boolean', help: 'print one JSON document on stdout, also on failure' },
+  help: HELP_FLAG,
+} as const satisfies Flags
 
 /**
  * util.parseArgs with the common options, usage errors as UsageError, and negative numbers
  * accepted as values (`svc kv incr hits -1`, `--by -1`).
  */
-export function parse<O extends Options>(args: string[], options: O) {
-  const all = { ...COMMON_OPTIONS, ...options }
+export function parse<O extends Flags>(args: string[], options: O) {
+  const all = parserOptions({ ...COMMON_OPTIONS, ...options })
   const fixed: string[] = []
   const tail: string[] = []
   let afterDashes = false
@@ -33,7 +32,7 @@ export function parse<O extends Options>(args: string[], options: O) {
     }
     const isNeg = (s: string | undefined) => s !== undefined && /^-\d/.test(s)
     const name = a.startsWith('--') && !a.includes('=') ? a.slice(2) : null
-    if (name && (all as Options)[name]?.type === 'string' && isNeg(args[i + 1])) {
+    if (name && (all as Flags)[name]?.type === 'string' && isNeg(args[i + 1])) {
       fixed.push(`${a}=${args[++i]}`)
       continue
     }

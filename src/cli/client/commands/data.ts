@@ -2,6 +2,8 @@
 import path from 'node:path'
 import { ApiClient } from '../api.js'
 import { parse } from '../args.js'
+import { usageText } from '../../help.js'
+import { CLIENT_HELP } from '../help.js'
 import { ApiError, CliError, UsageError } from '../errors.js'
 import { flagsOf, need, noMore, multipartBody, readLocal, textType, type Ctx } from './context.js'
 
@@ -12,13 +14,8 @@ import { flagsOf, need, noMore, multipartBody, readLocal, textType, type Ctx } f
  */
 export async function dataCommand(ctx: Ctx, args: string[]): Promise<number> {
   const [sub, ...rest] = args
-  if (sub !== 'push') throw new UsageError('usage: svc data push <file> [--default] [--id FILE_ID] [--name NAME] [--type CONTENT_TYPE]')
-  const { values: v, positionals } = parse(rest, {
-    default: { type: 'boolean' },
-    id: { type: 'string' },
-    name: { type: 'string' },
-    type: { type: 'string' },
-  })
+  if (sub !== 'push') throw new UsageError(usageText(CLIENT_HELP.data))
+  const { values: v, positionals } = parse(rest, CLIENT_HELP.data.flags)
   const file = need(positionals[0], 'the file: svc data push <file>')
   noMore(positionals, 1)
   const buf = readLocal(file)

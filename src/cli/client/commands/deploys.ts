@@ -2,6 +2,7 @@
 import fs from 'node:fs'
 import { encodePath } from '../api.js'
 import { parse } from '../args.js'
+import { CLIENT_HELP } from '../help.js'
 import { formatBytes } from '../progress.js'
 import { defaultProject } from '../deploy.js'
 import { UsageError } from '../errors.js'
@@ -12,7 +13,7 @@ const projectOf = (v: { project?: string }): string => v.project ?? defaultProje
 
 /** svc deploys [list] [PROJECT] [--project NAME]: the project named either way, else the current folder's. */
 export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> {
-  const { values: v, positionals } = parse(args, { project: { type: 'string', short: 'p' } })
+  const { values: v, positionals } = parse(args, CLIENT_HELP.deploys.flags)
   const rest = positionals[0] === 'list' ? positionals.slice(1) : positionals
   noMore(rest, 1)
   const named = rest[0]
@@ -50,7 +51,7 @@ export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> 
 }
 
 export async function rollbackCommand(ctx: Ctx, args: string[]): Promise<number> {
-  const { values: v, positionals } = parse(args, { project: { type: 'string', short: 'p' } })
+  const { values: v, positionals } = parse(args, CLIENT_HELP.rollback.flags)
   noMore(positionals, 1)
   const project = projectOf(v)
   const r = await ctx.api(flagsOf(v)).post(`/api/folders/${encodePath(project)}/rollback`, {
@@ -64,7 +65,7 @@ export async function rollbackCommand(ctx: Ctx, args: string[]): Promise<number>
 }
 
 export async function promoteCommand(ctx: Ctx, args: string[]): Promise<number> {
-  const { values: v, positionals } = parse(args, { project: { type: 'string', short: 'p' } })
+  const { values: v, positionals } = parse(args, CLIENT_HELP.promote.flags)
   const id = need(positionals[0], 'the deploy to make live: svc promote ID')
   noMore(positionals, 1)
   const project = projectOf(v)

@@ -1,5 +1,7 @@
 /** svc domain (custom domains) and svc access (visitor password and expiry of a project or page). */
 import { parse } from '../args.js'
+import { usageText } from '../../help.js'
+import { CLIENT_HELP } from '../help.js'
 import { UsageError } from '../errors.js'
 import { flagsOf, need, noMore, readStdin, table, type Ctx } from './context.js'
 
@@ -16,7 +18,7 @@ const record = (d: DomainData) => `${d.verification.name}  TXT  "${d.verificatio
 
 export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
   const [sub, ...rest] = args
-  const { values: v, positionals } = parse(rest, { project: { type: 'string' }, off: { type: 'boolean' } })
+  const { values: v, positionals } = parse(rest, CLIENT_HELP.domain.flags)
   const api = () => ctx.api(flagsOf(v))
   const path = (name: string) => `/api/domains/${encodeURIComponent(name)}`
   switch (sub) {
@@ -85,7 +87,7 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     default:
-      throw new UsageError('usage: svc domain add DOMAIN --project NAME | verify DOMAIN | primary DOMAIN [--off] | list | remove DOMAIN')
+      throw new UsageError(usageText(CLIENT_HELP.domain))
   }
 }
 
@@ -99,12 +101,7 @@ export function expiryOf(text: string, now = Date.now()): string {
 
 export async function accessCommand(ctx: Ctx, args: string[]): Promise<number> {
   const [sub, ...rest] = args
-  const { values: v, positionals } = parse(rest, {
-    'password-stdin': { type: 'boolean' },
-    'no-password': { type: 'boolean' },
-    expires: { type: 'string' },
-    'no-expiry': { type: 'boolean' },
-  })
+  const { values: v, positionals } = parse(rest, CLIENT_HELP.access.flags)
   const api = () => ctx.api(flagsOf(v))
   const show = (a: { name: string; password: boolean; expires_at: string | null; expired: boolean }) =>
     `${a.name}: ${a.password ? 'password' : 'no password'}, ${a.expires_at === null ? 'no expiry' : `${a.expired ? 'expired' : 'expires'} ${a.expires_at}`}`
@@ -144,6 +141,6 @@ export async function accessCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     default:
-      throw new UsageError('usage: svc access set NAME [--password-stdin | --no-password] [--expires WHEN | --no-expiry] | clear NAME | list')
+      throw new UsageError(usageText(CLIENT_HELP.access))
   }
 }

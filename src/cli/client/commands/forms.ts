@@ -2,14 +2,12 @@
 import fs from 'node:fs'
 import { encodePath } from '../api.js'
 import { parse } from '../args.js'
+import { usageText } from '../../help.js'
+import { CLIENT_HELP } from '../help.js'
 import { ApiError, UsageError } from '../errors.js'
 import { formatBytes } from '../progress.js'
 import { fieldHeaders, toCsv } from '../../../util/csv.js'
 import { flagsOf, localTime, need, noMore, preview, table, type Ctx } from './context.js'
-
-export const FORMS_USAGE =
-  'usage: svc forms ls | export FORM_ID [--csv] [-o FILE] | notify FORM_ID [--webhook URL [--paused] | --no-webhook] [--email each|digest|off]\n' +
-  '       | rotate-secret FORM_ID | deliveries FORM_ID | redeliver DELIVERY_ID'
 
 /** svc forms: list, export submissions, and the notifications of a form (webhook, e-mail, delivery log). */
 export async function formsCommand(ctx: Ctx, args: string[]): Promise<number> {
@@ -29,7 +27,7 @@ export async function formsCommand(ctx: Ctx, args: string[]): Promise<number> {
     case 'redeliver':
       return redeliverCommand(ctx, rest)
     default:
-      throw new UsageError(FORMS_USAGE)
+      throw new UsageError(usageText(CLIENT_HELP.forms))
   }
 }
 
@@ -88,12 +86,7 @@ const secretLines = (w: WebhookData) => [
  * (--webhook URL | --no-webhook, --email each|digest|off). A new webhook prints its secret once.
  */
 async function notifyCommand(ctx: Ctx, rest: string[]): Promise<number> {
-  const { values: v, positionals } = parse(rest, {
-    webhook: { type: 'string' },
-    'no-webhook': { type: 'boolean' },
-    paused: { type: 'boolean' },
-    email: { type: 'string' },
-  })
+  const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs.notify)
   const id = need(positionals[0], 'the form id: svc forms notify FORM_ID [--webhook URL | --no-webhook] [--email each|digest|off]')
   noMore(positionals, 1)
   if (v.webhook !== undefined && v['no-webhook']) throw new UsageError('--webhook and --no-webhook exclude each other')
@@ -189,10 +182,7 @@ async function redeliverCommand(ctx: Ctx, rest: string[]): Promise<number> {
 
 /** svc forms export: submissions as JSON, a table, or CSV (the server's, else converted here). */
 async function exportCommand(ctx: Ctx, rest: string[]): Promise<number> {
-  const { values: v, positionals } = parse(rest, {
-    csv: { type: 'boolean' },
-    output: { type: 'string', short: 'o' },
-  })
+  const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs.export)
   const id = need(positionals[0], 'the form id: svc forms export <form_id>')
   noMore(positionals, 1)
   const api = ctx.api(flagsOf(v))

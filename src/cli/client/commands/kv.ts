@@ -1,5 +1,7 @@
 /** svc kv: get, set, incr, rm and ls on the key-value store. */
 import { intOption, parse } from '../args.js'
+import { usageText } from '../../help.js'
+import { CLIENT_HELP } from '../help.js'
 import { ApiError, CliError, UsageError } from '../errors.js'
 import { flagsOf, localTime, need, noMore, preview, readLocal, readStdinBytes, table, type Ctx } from './context.js'
 
@@ -82,16 +84,7 @@ const showValue = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v,
 
 export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
   const [sub, ...rest] = args
-  const { values: v, positionals } = parse(rest, {
-    type: { type: 'string' },
-    public: { type: 'boolean' },
-    tags: { type: 'string' },
-    file: { type: 'string' },
-    by: { type: 'string' },
-    page: { type: 'string' },
-    'per-page': { type: 'string' },
-    prefix: { type: 'string' },
-  })
+  const { values: v, positionals } = parse(rest, CLIENT_HELP.kv.flags)
   const api = () => ctx.api(flagsOf(v))
   switch (sub) {
     case 'get': {
@@ -196,6 +189,6 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     default:
-      throw new UsageError('usage: svc kv get|set|incr|rm|ls ...')
+      throw new UsageError(usageText(CLIENT_HELP.kv))
   }
 }

@@ -1,6 +1,7 @@
 /** svc deploy (a folder project) and svc page (one HTML file). */
 import path from 'node:path'
 import { intOption, parse, sizeOption } from '../args.js'
+import { CLIENT_HELP } from '../help.js'
 import { CliError, UsageError } from '../errors.js'
 import { formatBytes } from '../progress.js'
 import { flagsOf, need, noMore, multipartBody, readLocal, type Ctx } from './context.js'
@@ -11,20 +12,7 @@ import { flagsOf, need, noMore, multipartBody, readLocal, type Ctx } from './con
  * does a server without archive deploys.
  */
 export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
-  const { values: v, positionals } = parse(args, {
-    project: { type: 'string', short: 'p' },
-    preview: { type: 'boolean' },
-    message: { type: 'string', short: 'm' },
-    'no-gzip': { type: 'boolean' },
-    batch: { type: 'boolean' },
-    'no-publish': { type: 'boolean' },
-    delete: { type: 'boolean' },
-    'dry-run': { type: 'boolean' },
-    dotfiles: { type: 'boolean' },
-    concurrency: { type: 'string' },
-    'batch-files': { type: 'string' },
-    'batch-bytes': { type: 'string' },
-  })
+  const { values: v, positionals } = parse(args, CLIENT_HELP.deploy.flags)
   const dir = need(positionals[0], 'the folder to deploy: svc deploy <dir>')
   noMore(positionals, 1)
   const api = ctx.api(flagsOf(v))
@@ -84,10 +72,7 @@ export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
 
 /** svc page: the spec's single-file upload (POST /svc_api/upload). */
 export async function pageCommand(ctx: Ctx, args: string[]): Promise<number> {
-  const { values: v, positionals } = parse(args, {
-    project: { type: 'string', short: 'p' },
-    description: { type: 'string' },
-  })
+  const { values: v, positionals } = parse(args, CLIENT_HELP.page.flags)
   const file = need(positionals[0], 'the HTML file: svc page <file.html>')
   noMore(positionals, 1)
   if (!/\.html?$/i.test(file)) throw new UsageError(`${file}: only .html and .htm files can be uploaded as a page (use svc deploy for a folder)`)

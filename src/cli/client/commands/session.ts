@@ -1,6 +1,7 @@
 /** svc login, svc logout and svc whoami. */
 import { ApiClient } from '../api.js'
 import { parse } from '../args.js'
+import { CLIENT_HELP } from '../help.js'
 import { configPath, normaliseUrl, readConfig, removeConfig, writeConfig } from '../config.js'
 import { CliError, UsageError } from '../errors.js'
 import { readSecret } from '../prompt.js'
@@ -11,12 +12,7 @@ import { flagsOf, keyHint, need, noMore, readStdin, type Ctx } from './context.j
  * --username a login session for the session-only endpoints (hosted data). The file is 0600.
  */
 export async function loginCommand(ctx: Ctx, args: string[]): Promise<number> {
-  const { values: v, positionals } = parse(args, {
-    username: { type: 'string' },
-    password: { type: 'string' },
-    'password-stdin': { type: 'boolean' },
-    'key-stdin': { type: 'boolean' },
-  })
+  const { values: v, positionals } = parse(args, CLIENT_HELP.login.flags)
   noMore(positionals, 0)
   const file = configPath()
   const stored = readConfig(file, { orEmpty: true })

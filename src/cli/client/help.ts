@@ -1,0 +1,210 @@
+/**
+ * The client commands' options and help: each command parses its options from its entry here
+ * (src/cli/help.ts), and `svc CMD --help` prints the entry. No command code is loaded for help.
+ */
+import type { CommandHelp } from '../help.js'
+
+const PROJECT = { type: 'string', short: 'p', arg: 'NAME', help: "the project (default: the current folder's name)" } as const
+
+export const CLIENT_HELP = {
+  login: {
+    usage: [
+      'svc login --url https://host --key KEY [--insecure]',
+      'svc login --url https://host --key-stdin',
+      'svc login [--url URL] --username NAME [--password-stdin]',
+    ],
+    about:
+      'Stores the server and an API key (checked with GET /svc_api/me) in the config file (mode 0600), and with --username also a login session, which hosted data (svc data) needs. Without --key, --key-stdin or --username the key is asked for.',
+    flags: {
+      username: { type: 'string', arg: 'NAME', help: 'also log in as NAME and store the session (password: --password-stdin, SVC_PASSWORD, or asked)' },
+      password: { type: 'string', arg: 'PW', help: 'the password (visible in the process list: prefer --password-stdin)' },
+      'password-stdin': { type: 'boolean', help: 'read the password from stdin' },
+      'key-stdin': { type: 'boolean', help: 'read the API key from stdin (not in ps or the shell history)' },
+    },
+    env: [['SVC_PASSWORD', 'the password of --username when neither --password nor --password-stdin is given']],
+    examples: [
+      'svc login --url https://pages.example.com --key-stdin < key.txt',
+      'svc login --url https://127.0.0.1:8443 --key svc_... --insecure',
+      'svc login --username alice',
+    ],
+    see: 'docs/cli.md',
+  },
+  logout: {
+    usage: ['svc logout'],
+    about: 'Ends the stored login session on the server and removes the config file.',
+    examples: ['svc logout'],
+  },
+  whoami: {
+    usage: ['svc whoami'],
+    about: 'Prints who the configured credentials belong to, on which server, and where the key came from.',
+    examples: ['svc whoami', 'SVC_URL=https://host SVC_API_KEY=svc_... svc whoami --json'],
+  },
+  deploy: {
+    usage: [
+      'svc deploy <dir> [--project NAME] [--preview] [-m MESSAGE] [--dry-run] [--dotfiles] [--no-gzip]',
+      'svc deploy <dir> --batch [--project NAME] [--no-publish] [--delete] [--dry-run] [--dotfiles]',
+      '                 [--concurrency N] [--batch-files N] [--batch-bytes SIZE]',
+    ],
+    about:
+      'Deploys a folder as a project: the files the server lacks go in one gzipped tar stream and the new deploy goes live at once (an archive deploy). --batch, or any batch option, uploads in batches instead (the spec API). .git/, dotfiles and what .gitignore and .svcignore name are left out.',
+    flags: {
+      project: PROJECT,
+      preview: { type: 'boolean', help: 'make a deploy that is not live and print its URL (svc promote makes it live)' },
+      message: { type: 'string', short: 'm', arg: 'MESSAGE', help: 'a note kept with the deploy (svc deploys shows it; archive deploys only)' },
+      'no-gzip': { type: 'boolean', help: 'send the archive uncompressed (default: gzip)' },
+      batch: { type: 'boolean', help: "use the spec's batch uploads instead of one archive" },
+      'no-publish': { type: 'boolean', help: 'upload without publishing (with --batch; without it the same as --preview)' },
+      delete: { type: 'boolean', help: 'delete server files that are not in the folder (batch uploads; default: list and keep them)' },
+      'dry-run': { type: 'boolean', help: 'list what would be sent (and deleted) and change nothing' },
+      dotfiles: { type: 'boolean', help: 'include dotfiles and dot-folders (default: only .well-known/)' },
+      concurrency: { type: 'string', arg: 'N', help: 'batch requests at a time (default 2)' },
+      'batch-files': { type: 'string', arg: 'N', help: "files per batch (default: the server's limit)" },
+      'batch-bytes': { type: 'string', arg: 'SIZE', help: "bytes per batch, as 5000000, 5MB or 4MiB (default: the server's limit)" },
+    },
+    env: [['SVC_CACHE_DIR', "where the folders' file hashes are kept (default $XDG_CACHE_HOME/svc or ~/.cache/svc)"]],
+    examples: ['svc deploy ./public --project site', 'svc deploy ./dist --preview -m "new header"', 'svc deploy ./public --batch --delete --dry-run'],
+    see: 'docs/cli.md, docs/api/deploys.md',
+  },
+  deploys: {
+    usage: ['svc deploys [list] [PROJECT] [--project NAME]'],
+    about: "Lists a project's kept deploys: id, time, files, size, source and message, with the live one marked.",
+    flags: { project: PROJECT },
+    examples: ['svc deploys site', 'svc deploys --json'],
+    see: 'docs/api/deploys.md',
+  },
+  rollback: {
+    usage: ['svc rollback [ID] [--project NAME]'],
+    about: 'Makes deploy ID live again, or without ID the deploy before the live one.',
+    flags: { project: PROJECT },
+    examples: ['svc rollback --project site', 'svc rollback 41 --project site'],
+    see: 'docs/api/deploys.md',
+  },
+  promote: {
+    usage: ['svc promote ID [--project NAME]'],
+    about: 'Makes deploy ID (a preview, or any kept deploy) the live one.',
+    flags: { project: PROJECT },
+    examples: ['svc promote 42 --project site'],
+    see: 'docs/api/deploys.md',
+  },
+  page: {
+    usage: ['svc page <file.html> [--project NAME] [--description TEXT]'],
+    about: 'Uploads one HTML file (.html or .htm) as a page (POST /svc_api/upload), replacing the page of the same name, and prints its URL.',
+    flags: {
+      project: { type: 'string', short: 'p', arg: 'NAME', help: "the project to put it in (default: the server's)" },
+      description: { type: 'string', arg: 'TEXT', help: "the page's description" },
+    },
+    examples: ['svc page index.html --project demo'],
+  },
+  kv: {
+    usage: [
+      'svc kv get KEY',
+      'svc kv set KEY VALUE|- [--type json|text|number] [--public] [--tags a,b]',
+      'svc kv set KEY --file F [--type json|text|number] [--public] [--tags a,b]',
+      'svc kv incr KEY [BY] [--by N]',
+      'svc kv rm KEY',
+      'svc kv ls [--prefix P] [--page N] [--per-page N]',
+    ],
+    about:
+      'Reads and writes the key-value store. set infers the type: a bare number is a number, a value that parses as JSON is json, anything else text. ls lists every key (by the key cursor) unless --page asks for one page.',
+    flags: {
+      type: { type: 'string', arg: 'json|text|number', help: 'set: the type to store (default: inferred from the value)' },
+      public: { type: 'boolean', help: 'set: anyone may read the entry (default: private)' },
+      tags: { type: 'string', arg: 'a,b', help: 'set: tags, comma-separated' },
+      file: { type: 'string', arg: 'F', help: 'set: the value from file F (UTF-8), or - for stdin' },
+      by: { type: 'string', arg: 'N', help: 'incr: the amount to add (default 1; may be negative)' },
+      page: { type: 'string', arg: 'N', help: 'ls: print page N alone' },
+      'per-page': { type: 'string', arg: 'N', help: 'ls: keys per request (default 100)' },
+      prefix: { type: 'string', arg: 'P', help: 'ls: only the keys that start with P' },
+    },
+    examples: ['svc kv set hits 0 && svc kv incr hits && svc kv get hits', 'svc kv set config --file config.json --public', 'svc kv ls --prefix user_'],
+    see: 'docs/cli.md, docs/api/kv.md',
+  },
+  data: {
+    usage: ['svc data push <file> [--default] [--id FILE_ID] [--name NAME] [--type CONTENT_TYPE]'],
+    about:
+      'Uploads a UTF-8 text file as hosted data: a new version of the file with the same display name (or --id), else a new file. Hosted data takes a login session only: run svc login --username first.',
+    flags: {
+      default: { type: 'boolean', help: 'make the new version the default (the one the public link serves)' },
+      id: { type: 'string', arg: 'FILE_ID', help: 'add a version to this file (default: the file with the same display name)' },
+      name: { type: 'string', arg: 'NAME', help: "the display name (default: the file's name)" },
+      type: { type: 'string', arg: 'CONTENT_TYPE', help: "the content type (default: from the file's extension, else text/plain)" },
+    },
+    examples: ['svc data push data.json --default', 'svc data push export.csv --name sales.csv'],
+    see: 'docs/cli.md',
+  },
+  forms: {
+    usage: [
+      'svc forms ls',
+      'svc forms export FORM_ID [--csv] [-o FILE]',
+      'svc forms notify FORM_ID [--webhook URL [--paused] | --no-webhook] [--email each|digest|off]',
+      'svc forms rotate-secret FORM_ID',
+      'svc forms deliveries FORM_ID',
+      'svc forms redeliver DELIVERY_ID',
+    ],
+    about:
+      "Lists your forms, exports their submissions, and shows or changes a form's notifications: a signed webhook, e-mail, and the log of their deliveries.",
+    subs: {
+      export: {
+        csv: { type: 'boolean', help: 'CSV instead of a table (or JSON with --json)' },
+        output: { type: 'string', short: 'o', arg: 'FILE', help: 'write to FILE (default: stdout)' },
+      },
+      notify: {
+        webhook: { type: 'string', arg: 'URL', help: 'send each submission to URL, signed (prints the signing secret once)' },
+        paused: { type: 'boolean', help: 'keep the webhook but send nothing' },
+        'no-webhook': { type: 'boolean', help: 'remove the webhook' },
+        email: { type: 'string', arg: 'each|digest|off', help: 'e-mail each submission, a digest, or none (on = each)' },
+      },
+    },
+    examples: ['svc forms ls', 'svc forms export 12 --csv -o subs.csv', 'svc forms notify 12 --webhook https://example.com/hook --email digest'],
+    see: 'docs/cli.md, docs/api/forms.md',
+  },
+  domain: {
+    usage: [
+      'svc domain add DOMAIN --project NAME',
+      'svc domain verify DOMAIN',
+      'svc domain primary DOMAIN [--off]',
+      'svc domain list',
+      'svc domain remove DOMAIN',
+    ],
+    about:
+      'Custom domains: add one to a folder project (it prints the DNS TXT record that proves it is yours), verify it, make it the primary domain, list or remove them.',
+    flags: {
+      project: { type: 'string', arg: 'NAME', help: 'add: the folder project the domain serves' },
+      off: { type: 'boolean', help: 'primary: stop sending browsers to this domain from the other URLs' },
+    },
+    examples: ['svc domain add www.example.com --project site', 'svc domain verify www.example.com', 'svc domain primary www.example.com'],
+    see: 'docs/api/domains.md',
+  },
+  access: {
+    usage: ['svc access set NAME [--password-stdin | --no-password] [--expires WHEN | --no-expiry]', 'svc access clear NAME', 'svc access list'],
+    about:
+      'Sets a visitor password and an expiry on a folder project or single page (NAME), clears them, or lists them. The password comes from stdin or SVC_VISITOR_PASSWORD, never the command line.',
+    flags: {
+      'password-stdin': { type: 'boolean', help: 'set: read the visitor password from stdin' },
+      'no-password': { type: 'boolean', help: 'set: remove the password' },
+      expires: { type: 'string', arg: 'WHEN', help: 'set: expire at an ISO 8601 time (2026-12-31T23:00:00Z) or after a duration (30m, 12h, 7d)' },
+      'no-expiry': { type: 'boolean', help: 'set: remove the expiry' },
+    },
+    env: [['SVC_VISITOR_PASSWORD', 'set: the visitor password when --password-stdin and --no-password are not given']],
+    examples: ['svc access set site --password-stdin --expires 7d < pw.txt', 'svc access clear site', 'svc access list'],
+    see: 'docs/api/domains.md',
+  },
+  mcp: {
+    usage: ['svc mcp'],
+    about:
+      "Runs an MCP server on stdin/stdout for AI agents (Claude Desktop, editors): it forwards the tools to the server's POST /mcp with the configured URL and API key.",
+    examples: ['svc mcp', 'SVC_URL=https://host SVC_API_KEY=svc_... svc mcp'],
+    see: 'docs/mcp.md',
+  },
+} as const satisfies Record<string, CommandHelp>
+
+export type ClientCommand = keyof typeof CLIENT_HELP
+
+/** What every client command reads from the environment (after its flags, before the config file). */
+export const CLIENT_ENV = [
+  ['SVC_URL', 'the server (when --url is not given)'],
+  ['SVC_API_KEY', 'the API key (when --key is not given)'],
+  ['SVC_INSECURE', '1: accept a self-signed certificate'],
+  ['SVC_CONFIG', 'the config file (default $XDG_CONFIG_HOME/svc/config.json or ~/.config/svc/config.json)'],
+  ['SVC_MAX_WAIT', 'the longest wait, in seconds, for a rate-limited request to be retried (default 300)'],
+] as const

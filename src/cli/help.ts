@@ -1,0 +1,121 @@
+/**
+ * Per-command help (`svc CMD --help`, `svc CMD -h`, `svc help CMD`). A command's options are
+ * declared once, as a Flags table: its parser takes the table (parserOptions) and its help is
+ * printed from it (renderHelp), so the two cannot name different options. This module and
+ * the tables load no server or client code: help needs no configuration and no network.
+ */
+
+/** One option: what node:util parseArgs takes, and its line in the command's help. */
+export interface Flag {
+  readonly type: 'string' | 'boolean'
+  readonly short?: string
+  readonly multiple?: boolean
+  /** The value's name in the help (string options): N, NAME, URL. */
+  readonly arg?: string
+  /** What it does, with its default when it has one. */
+  readonly help: string
+}
+
+export type Flags = Readonly<Record<string, Flag>>
+
+export interface CommandHelp {
+  /** Synopsis lines, each starting with `svc CMD`. */
+  readonly usage: readonly string[]
+  /** What the command does, in a sentence or two. */
+  readonly about: string
+  /** The options of the command's one parser. */
+  readonly flags?: Flags
+  /** Commands whose subcommands each parse their own options: the options by subcommand. */
+  readonly subs?: Readonly<Record<string, Flags>>
+  /** Environment variables the command reads, with their meaning. */
+  readonly env?: ReadonlyArray<readonly [name: string, meaning: string]>
+  readonly examples: readonly string[]
+  /** Where the full description is (a file under docs/). */
+  readonly see?: string
+}
+
+/**
+ * The table as node:util parseArgs takes it (type, short, multiple), typed as the table so
+ * the parsed values keep their types.
+ */
+export function parserOptions<F extends Flags>(flags: F): F {
+  const out: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {}
+  for (const [name, f] of Object.entries(flags)) {
+    out[name] = { type: f.type }
+    if (f.short !== undefined) out[name].short = f.short
+    if (f.multiple) out[name].multiple = true
+  }
+  return out as unknown as F
+}
+
+/** Every option name of a command (both forms), for tests and error messages. */
+export function allFlags(h: CommandHelp): Flags {
+  return Object.assign({}, h.flags ?? {}, ...Object.values(h.subs ?? {})) as Flags
+}
+
+const WIDTH = 92
+
+/** -h and --help, which every command takes. */
+export const HELP_FLAG = { type: 'boolean', short: 'h', help: 'print this help and exit' } as const satisfies Flag
+
+/** Words wrapped to WIDTH columns, each line starting with `indent`. */
+function wrap(text: string, indent: string, first = indent): string[] {
+  const lines: string[] = []
+  let line = first
+  let empty = true
+  for (const w of text.split(/\s+/).filter(Boolean)) {
+    if (!empty && line.length + 1 + w.length > WIDTH) {
+      lines.push(line)
+      line = indent
+      empty = true
+    }
+    line += empty ? w : ` ${w}`
+    empty = false
+  }
+  lines.push(line)
+  return lines
+}
+
+/** The synopsis as a usage error states it: `usage: svc ...`, the other lines aligned below. */
+export const usageText = (h: CommandHelp): string => `usage: ${h.usage.join('\n       ')}`
+
+const flagName = (name: string, f: Flag) => `${f.short ? `-${f.short}, ` : '    '}--${name}${f.arg ? ` ${f.arg}` : ''}`
+
+/** A block of options: the names in a column, the meanings wrapped beside them. */
+function flagBlock(title: string, flags: Flags): string[] {
+  const entries = Object.entries(flags)
+  if (entries.length === 0) return []
+  const col = Math.min(30, Math.max(...entries.map(([n, f]) => flagName(n, f).length)) + 4)
+  const out = [title]
+  for (const [n, f] of entries) {
+    const left = `  ${flagName(n, f)}`
+    const pad = ' '.repeat(col)
+    if (left.length + 2 > col) out.push(left, ...wrap(f.help, pad))
+    else out.push(...wrap(f.help, pad, left.padEnd(col)))
+  }
+  return out
+}
+
+/** The help of one command, as `svc CMD --help` prints it. `common`: options every command of its kind takes. */
+export function renderHelp(h: CommandHelp, common?: { title: string; flags: Flags; env?: CommandHelp['env'] }): string {
+  const out: string[] = []
+  h.usage.forEach((u, i) => out.push(`${i === 0 ? 'usage: ' : '       '}${u}`))
+  out.push('', ...wrap(h.about, ''))
+  const blocks: string[][] = []
+  // without common options (operator commands), -h/--help is listed with the command's own
+  const own = common ? (h.flags ?? {}) : { ...h.flags, help: HELP_FLAG }
+  blocks.push(flagBlock('Options:', own))
+  const cmd = h.usage[0].split(' ').slice(0, 2).join(' ')
+  for (const [sub, flags] of Object.entries(h.subs ?? {})) blocks.push(flagBlock(`Options of ${cmd} ${sub}:`, flags))
+  if (common) blocks.push(flagBlock(common.title, common.flags))
+  for (const b of blocks) if (b.length) out.push('', ...b)
+  const env = [...(h.env ?? []), ...(common?.env ?? [])]
+  if (env.length) {
+    const col = Math.max(...env.map(([n]) => n.length)) + 4
+    out.push('', 'Environment:')
+    for (const [n, m] of env) out.push(...wrap(m, ' '.repeat(col), `  ${n}`.padEnd(col)))
+  }
+  out.push('', 'Examples:', ...h.examples.map((e) => `  ${e}`))
+  if (h.see) out.push('', `More: ${h.see}`)
+  return `${out.join('\n')}\n`
+}

@@ -1,0 +1,165 @@
+/**
+ * The server and operator commands' options and help: admin.ts parses each command's options
+ * from its entry here (src/cli/help.ts), and `svc CMD --help` prints the entry without loading
+ * the configuration, a database or any server code.
+ */
+import type { CommandHelp } from './help.js'
+
+const DATA: readonly [string, string] = ['DATA_DIR', 'the data folder: svc.db (SQLite) and the blobs (default ./data)']
+const DATABASE: readonly [string, string] = ['DATABASE_URL', 'postgres://...: PostgreSQL instead of DATA_DIR/svc.db']
+const STORAGE: readonly [string, string] = ['STORAGE_URL', 'where the blobs are (file:///path or s3://bucket; default DATA_DIR/blobs)']
+const REDIS: readonly [string, string] = ['REDIS_URL', 'tell the running servers at once (without it they see the change within 5 minutes)']
+const CONFIG = 'docs/operations/configuration.md'
+
+const lockHelp = (cmd: 'lock' | 'unlock') =>
+  ({
+    usage: [`svc ${cmd} image <public_token>`, `svc ${cmd} hosted-data <file_id>`],
+    about:
+      cmd === 'lock'
+        ? 'Locks a hosted image or hosted data file: its owner can no longer delete it (423 locked); svc unlock undoes it.'
+        : 'Unlocks a hosted image or hosted data file that svc lock locked: its owner can delete it again.',
+    env: [DATA, DATABASE],
+    examples: [`svc ${cmd} image Ab3dE6gH`, `svc ${cmd} hosted-data 42`],
+  }) as const satisfies CommandHelp
+
+export const OPERATOR_HELP = {
+  serve: {
+    usage: ['svc serve'],
+    about:
+      'Starts the service: opens (or creates) the database, runs its migrations, listens, and prints the URL. SIGTERM or SIGINT stops it cleanly. Its settings all come from the environment.',
+    env: [
+      ['PORT', 'the HTTPS port (default 8443)'],
+      ['HTTP_PORT', 'the plain-HTTP port (default 8080)'],
+      ['HOST', 'the address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)'],
+      DATA,
+      DATABASE,
+      STORAGE,
+      ['REDIS_URL', 'shared state of several instances (rate limits, caches)'],
+      ['TLS_CERT, TLS_KEY', 'the certificate files (default: a self-signed one)'],
+      ['TRUST_PROXY', '1: plain HTTP behind a TLS proxy'],
+      ['CONTENT_DOMAIN', "the domain of users' sites ({user}.CONTENT_DOMAIN)"],
+      ['BACKUP_DIR', 'a snapshot every BACKUP_EVERY (default 24h) into this folder or s3:// bucket'],
+    ],
+    examples: ['svc serve', 'HOST=0.0.0.0 DATA_DIR=/srv/svc/data svc serve'],
+    see: CONFIG,
+  },
+  migrate: {
+    usage: ['svc migrate'],
+    about: 'Runs the database migrations and exits; on SQLite it creates the database when the data folder has none, and says so.',
+    env: [DATA, DATABASE],
+    examples: ['svc migrate', 'DATABASE_URL=postgres://svc@db/svc svc migrate'],
+    see: CONFIG,
+  },
+  user: {
+    usage: [
+      'svc user add <username> --password <pw> [--vip] [--admin]',
+      'svc user set <username> [--vip|--no-vip] [--tier TIER] [--disable|--enable] [--api-access on|off]',
+      '                        [--admin|--no-admin] [--password <pw>] [--limit NAME=VALUE ...]',
+    ],
+    about: 'Creates an account, or changes one: its tier, whether it is disabled, its API access, admin rights, password and per-user limits.',
+    subs: {
+      add: {
+        password: { type: 'string', arg: '<pw>', help: 'the password (required)' },
+        vip: { type: 'boolean', help: 'the vip tier (default: authenticated)' },
+        admin: { type: 'boolean', help: 'an administrator (the admin console)' },
+      },
+      set: {
+        vip: { type: 'boolean', help: 'the vip tier' },
+        'no-vip': { type: 'boolean', help: 'the authenticated tier' },
+        tier: { type: 'string', arg: 'TIER', help: 'the tier: default, authenticated or vip' },
+        disable: { type: 'boolean', help: 'disable the account: its sign-in, keys and pages stop' },
+        enable: { type: 'boolean', help: 'enable it again' },
+        'api-access': { type: 'string', arg: 'on|off', help: 'whether its API keys work' },
+        admin: { type: 'boolean', help: 'make it an administrator' },
+        'no-admin': { type: 'boolean', help: 'take the admin rights away' },
+        password: { type: 'string', arg: '<pw>', help: 'a new password' },
+        limit: { type: 'string', multiple: true, arg: 'NAME=VALUE', help: 'a per-user quota (docs/limits.md); NAME=default resets it; repeatable' },
+      },
+    },
+    env: [DATA, DATABASE, REDIS],
+    examples: [
+      'svc user add alice --password "$PW" --vip',
+      'svc user set alice --disable',
+      'svc user set alice --limit kv_keys=5000 --limit storage_bytes=default',
+    ],
+    see: 'docs/cli.md, docs/limits.md',
+  },
+  key: {
+    usage: ['svc key create <username> [--name NAME] [--expires-days N] [--read-only]'],
+    about: 'Creates an API key for a user and prints the key alone (it is not shown again).',
+    flags: {
+      name: { type: 'string', arg: 'NAME', help: 'a name for the key (default cli)' },
+      'expires-days': { type: 'string', arg: 'N', help: 'expire after N days, 1 to 365 (default: never)' },
+      'read-only': { type: 'boolean', help: 'a key that can only read' },
+    },
+    env: [DATA, DATABASE],
+    examples: ['svc key create alice --name ci --expires-days 90'],
+  },
+  grant: {
+    usage: ['svc grant <username> image-host|hosted-data [--revoke]'],
+    about: 'Gives a user a paid feature (image hosting or hosted data), or takes it away.',
+    flags: { revoke: { type: 'boolean', help: 'take the feature away' } },
+    env: [DATA, DATABASE],
+    examples: ['svc grant alice hosted-data', 'svc grant alice image-host --revoke'],
+  },
+  'redeem-code': {
+    usage: ['svc redeem-code create image-host|hosted-data'],
+    about: 'Creates a one-time code that gives the feature to the account that redeems it, and prints it.',
+    env: [DATA, DATABASE],
+    examples: ['svc redeem-code create hosted-data'],
+  },
+  lock: lockHelp('lock'),
+  unlock: lockHelp('unlock'),
+  feature: {
+    usage: ['svc feature <username> <file_name> [--off]'],
+    about: "Features a user's single file (sets is_featured), or with --off stops featuring it.",
+    flags: { off: { type: 'boolean', help: 'stop featuring it' } },
+    env: [DATA, DATABASE],
+    examples: ['svc feature alice demo.html', 'svc feature alice demo.html --off'],
+  },
+  sweep: {
+    usage: ['svc sweep [--grace-seconds N]'],
+    about: 'Deletes the blobs that no record references (a running server does it every 15 minutes too).',
+    flags: {
+      'grace-seconds': { type: 'string', arg: 'N', help: 'keep blobs written in the last N seconds, for uploads not committed yet (default 3600)' },
+    },
+    env: [DATA, DATABASE, STORAGE],
+    examples: ['svc sweep', 'svc sweep --grace-seconds 600'],
+  },
+  backup: {
+    usage: ['svc backup DIR|s3://BUCKET[/PREFIX][?endpoint=...] [--keep N]'],
+    about: 'Takes an online snapshot of svc.db and the blobs into DIR/<time>/ or the bucket, while the server runs (SQLite and a local blob store only).',
+    flags: { keep: { type: 'string', arg: 'N', help: 'then keep the N newest snapshots and delete the rest (default: keep all)' } },
+    env: [DATA, ['AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY', 'the credentials of an s3:// target']],
+    examples: ['svc backup /srv/backups/svc --keep 7', 'svc backup s3://backups/svc'],
+    see: 'docs/operations/backups.md',
+  },
+  restore: {
+    usage: ['svc restore SNAPSHOT_DIR|s3://BUCKET[/PREFIX]/SNAPSHOT[?endpoint=...] [--data-dir DIR] [--force]'],
+    about: 'Verifies a snapshot made by svc backup, then writes it into the data folder (stop the server first).',
+    flags: {
+      'data-dir': { type: 'string', arg: 'DIR', help: 'restore into DIR (default: DATA_DIR)' },
+      force: { type: 'boolean', help: 'replace a data folder that already holds a database' },
+    },
+    env: [DATA, ['AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY', 'the credentials of an s3:// snapshot']],
+    examples: ['svc restore /srv/backups/svc/2026-12-01T03-00-00Z --data-dir /srv/svc/data'],
+    see: 'docs/operations/backups.md',
+  },
+  export: {
+    usage: ['svc export <username> FILE.zip|FILE.tar.gz'],
+    about: "Writes all of one user's data (account, pages, deploys, KV, forms, hosted files) into FILE: a zip when the name ends in .zip, else a .tar.gz.",
+    env: [DATA, DATABASE, STORAGE],
+    examples: ['svc export alice alice.zip'],
+    see: 'docs/operations/export.md',
+  },
+  import: {
+    usage: ['svc import FILE [--as NEWNAME]'],
+    about: 'Verifies an export (zip or .tar.gz), then loads it as a new user and prints the new password.',
+    flags: { as: { type: 'string', arg: 'NEWNAME', help: "the new user's name (default: the exported one)" } },
+    env: [DATA, DATABASE, STORAGE, ['REDIS_URL', 'tell the running servers, so they serve the new pages at once']],
+    examples: ['svc import alice.zip --as alice2'],
+    see: 'docs/operations/export.md',
+  },
+} as const satisfies Record<string, CommandHelp>
+
+export type OperatorCommand = keyof typeof OPERATOR_HELP
