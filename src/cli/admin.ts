@@ -79,6 +79,11 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
       throw e
     }
   }
+  // migrate takes no arguments: a mistyped one is refused before any database is opened or made
+  if (cmd === 'migrate' && args.length > 0) {
+    process.stderr.write(`error: svc migrate takes no arguments (${args[0]})\n${usageText(OPERATOR_HELP.migrate)}\n`)
+    return 2
+  }
   // a DATA_DIR without svc.db (a mistyped one) is refused before anything is opened or made
   // there; migrate (and restore) make a database on purpose (docs/cli.md)
   const before = databaseState(config)

@@ -72,6 +72,17 @@ describe('operator commands and a DATA_DIR without a database', () => {
     assert.equal(add.code, 0, add.stderr)
   })
 
+  it('svc migrate with an argument (none is taken) is refused with exit 2 before a database is made', async () => {
+    const dir = path.join(tmp, 'migrate-typo')
+    for (const extra of ['--dry-run', 'now']) {
+      const r = await runCli(['migrate', extra], { env: { DATA_DIR: dir } })
+      assert.equal(r.code, 2, r.stderr + r.stdout)
+      assert.match(r.stderr, new RegExp(`^error: svc migrate takes no arguments \\(${extra}\\)\\nusage: svc migrate\\n`))
+      assert.equal(r.stdout, '')
+      assert.equal(fs.existsSync(dir), false, 'no folder or database made')
+    }
+  })
+
   it('svc serve still starts on a new data folder, and its start line says the database is new', async () => {
     const dir = path.join(tmp, 'first-start')
     const line = await new Promise<string>((resolve, reject) => {
