@@ -5,7 +5,7 @@ import path from 'node:path'
 import type { Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
+import { notCancelled, openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
 import { runCli } from '../cli/run.js'
 
 // More of today's generators, deployed with `svc deploy` and opened in Chromium (decisions 186,
@@ -88,7 +88,7 @@ describe(`sites built with SvelteKit and Next.js, deployed with svc deploy [${en
         `302 200 ${own}/about/ Kit about / script ran at /about/ under ""`,
         `302 404 ${own}/nope/ Kit error 404 / fallback ran at /nope/`,
       ])
-      assert.deepEqual(errors, [], 'no console errors, page errors or failed requests')
+      assert.deepEqual(notCancelled(errors), [], 'no console errors, page errors or failed requests')
     } finally {
       await ctx.close()
     }
@@ -161,7 +161,7 @@ describe(`sites built with SvelteKit and Next.js, deployed with svc deploy [${en
       await Promise.all([page.waitForURL(`${own}/nope`), page.locator('#nav-missing').click()])
       assert.equal(await page.title(), 'Next not found')
       await prefetched()
-      assert.deepEqual(errors, [], 'no console errors, page errors or failed requests')
+      assert.deepEqual(notCancelled(errors), [], 'no console errors, page errors or failed requests')
     } finally {
       await ctx.close()
     }

@@ -5,7 +5,7 @@ import path from 'node:path'
 import type { Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
+import { notCancelled, openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
 import { runCli } from '../cli/run.js'
 
 // Sites from today's generators, deployed with `svc deploy` and opened in Chromium: what
@@ -125,7 +125,7 @@ describe(`sites built with Astro and VitePress, deployed with svc deploy [${engi
       assert.equal(page.url(), `${own}/blog/`)
       await clientNav(page, () => page.locator('#nav-missing').click(), 'Astro not found')
       await clientNav(page, () => page.goBack().then(() => {}), 'Astro blog')
-      assert.deepEqual(errors, [], 'no console errors, page errors or failed requests')
+      assert.deepEqual(notCancelled(errors), [], 'no console errors, page errors or failed requests')
     } finally {
       await ctx.close()
     }
@@ -154,7 +154,7 @@ describe(`sites built with Astro and VitePress, deployed with svc deploy [${engi
       await page.goto(`${own}/blog`)
       await Promise.all([page.waitForURL(`${own}/blog/post-1`), page.locator('#post-link').click()])
       assert.equal(await page.locator('#ran').textContent(), 'script ran at /blog/post-1')
-      assert.deepEqual(errors, [], 'no console errors, page errors or failed requests')
+      assert.deepEqual(notCancelled(errors), [], 'no console errors, page errors or failed requests')
     } finally {
       await ctx.close()
     }
@@ -219,7 +219,7 @@ describe(`sites built with Astro and VitePress, deployed with svc deploy [${engi
       await page.locator('#localsearch-input').fill('quokkas')
       await clientNav(page, () => page.locator('a.result').click(), 'Deep page | VP site')
       assert.equal(page.url(), `${docs}/guide/deep/page`)
-      assert.deepEqual(errors, [], 'no console errors, page errors or failed requests')
+      assert.deepEqual(notCancelled(errors), [], 'no console errors, page errors or failed requests')
     } finally {
       await ctx.close()
     }

@@ -93,6 +93,13 @@ export function watchErrors(page: Page, expected: Array<{ url: string; status: n
   return errors
 }
 
+/**
+ * `errors` (watchErrors) without the requests Chromium cancelled (net::ERR_ABORTED): a
+ * favicon or prefetch still in flight when the test or the page's router navigates on. What
+ * the server refused shows as a `response:` entry, and a broken connection by its own code.
+ */
+export const notCancelled = (errors: readonly string[]): string[] => errors.filter((e) => !/^requestfailed: \S+ net::ERR_ABORTED$/.test(e))
+
 /** Polls `check` every 50 ms until it holds or `ms` pass; returns whether it held. */
 export async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
   const end = Date.now() + ms
