@@ -1,12 +1,9 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import path from 'node:path'
 import type { Page } from 'playwright-core'
-import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { HIGH_LIMITS } from '../support/hosting.js'
-import { notCancelled, openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
-import { runCli } from '../cli/run.js'
+import { ENGINES } from '../support/server.js'
+import { notCancelled, watchErrors } from '../support/browser.js'
+import { deployedFixtures, statusChain } from '../support/generator-sites.js'
 
 // More of today's generators, deployed with `svc deploy` and opened in Chromium (decisions 186,
 // 187): SvelteKit's adapter-static with a fallback page, whose pages load their files by
@@ -15,18 +12,11 @@ import { runCli } from '../cli/run.js'
 // are those builds cut down by hand (test/fixtures/ssg/sveltekit-fallback, next-export).
 const engine = ENGINES[0]
 
-function fixture(name: string): string {
-  let dir = path.dirname(new URL(import.meta.url).pathname)
-  while (!fs.existsSync(path.join(dir, 'package.json'))) dir = path.dirname(dir)
-  return path.join(dir, 'test', 'fixtures', 'ssg', name)
-}
-
 /** How a URL answers a browser: its statuses along redirects, where it ends, and what the page shows. */
 async function opened(page: Page, url: string): Promise<string> {
   const res = await page.goto(url)
   assert.ok(res, url)
-  const chain = [res.status()]
-  for (let r = res.request().redirectedFrom(); r; r = r.redirectedFrom()) chain.unshift((await r.response())?.status() ?? 0)
+  const chain = await statusChain(res)
   await page
     .locator('#ran')
     .first()
@@ -36,33 +26,13 @@ async function opened(page: Page, url: string): Promise<string> {
 }
 
 describe(`sites built with SvelteKit and Next.js, deployed with svc deploy [${engine}]`, () => {
-  let s: TestServer
-  let browser: BrowserLease
-  let username: string
-  let port: string
-  const out = new Map<string, string>()
-  before(async () => {
-    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
-    browser = await openBrowser()
-    const user = await s.user()
-    username = user.username
-    port = new URL(s.httpUrl).port
-    const env = { SVC_URL: s.url, SVC_API_KEY: user.key, SVC_INSECURE: '1', SVC_CONFIG: path.join(s.dataDir, 'no-config.json') }
-    for (const [dir, project] of [
-      ['sveltekit-fallback', 'kit'],
-      ['next-export', 'next'],
-    ]) {
-      const r = await runCli(['deploy', fixture(dir), '--project', project], { env })
-      assert.equal(r.code, 0, r.stderr)
-      out.set(project, r.stdout)
-    }
-  })
-  after(async () => {
-    await browser?.close()
-    await s?.close()
-  })
+  const site = deployedFixtures(engine, [
+    ['sveltekit-fallback', 'kit'],
+    ['next-export', 'next'],
+  ])
 
   it("SvelteKit with a fallback 404.html: relative pages, a fallback loading from /, so the project's origin", async () => {
+    const { browser, username, port, out } = site
     const own = `http://kit.${username}.localhost:${port}`
     // the pages alone would work under /kit/, the fallback page only at an origin's root
     assert.match(out.get('kit') ?? '', new RegExp(`is live: ${own.replace(/[.]/g, '\\.')}/\n`), 'the project origin')
@@ -95,6 +65,7 @@ describe(`sites built with SvelteKit and Next.js, deployed with svc deploy [${en
   })
 
   it("Next.js's export: pages beside their payload folders, `.txt` payloads as text/plain, its router", async () => {
+    const { browser, username, port, out } = site
     const own = `http://next.${username}.localhost:${port}`
     assert.match(out.get('next') ?? '', new RegExp(`is live: ${own.replace(/[.]/g, '\\.')}/\n`), 'built for /: the project origin')
     const ctx = await browser.newContext()

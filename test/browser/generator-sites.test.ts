@@ -1,12 +1,9 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import fs from 'node:fs'
-import path from 'node:path'
 import type { Page } from 'playwright-core'
-import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { HIGH_LIMITS } from '../support/hosting.js'
-import { notCancelled, openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
-import { runCli } from '../cli/run.js'
+import { ENGINES } from '../support/server.js'
+import { notCancelled, watchErrors } from '../support/browser.js'
+import { deployedFixtures, statusChain } from '../support/generator-sites.js'
 
 // Sites from today's generators, deployed with `svc deploy` and opened in Chromium: what
 // Astro 7 (`build.format` 'directory' with its client router, and 'file') and VitePress 1.6
@@ -15,18 +12,11 @@ import { runCli } from '../cli/run.js'
 // vitepress-docs): the same file layout, asset paths and client navigation.
 const engine = ENGINES[0]
 
-function fixture(name: string): string {
-  let dir = path.dirname(new URL(import.meta.url).pathname)
-  while (!fs.existsSync(path.join(dir, 'package.json'))) dir = path.dirname(dir)
-  return path.join(dir, 'test', 'fixtures', 'ssg', name)
-}
-
 /** How a URL answers a browser: its statuses along redirects, where it ends, and what the page shows. */
 async function opened(page: Page, url: string, ready: (page: Page) => Promise<unknown>): Promise<string> {
   const res = await page.goto(url)
   assert.ok(res, url)
-  const chain = [res.status()]
-  for (let r = res.request().redirectedFrom(); r; r = r.redirectedFrom()) chain.unshift((await r.response())?.status() ?? 0)
+  const chain = await statusChain(res)
   await ready(page)
   return `${chain.join(' ')} ${new URL(page.url()).pathname} ${await page.title()} / ${await page.locator('h1').first().textContent()}`
 }
@@ -40,34 +30,14 @@ async function clientNav(page: Page, step: () => Promise<void>, title: string): 
 }
 
 describe(`sites built with Astro and VitePress, deployed with svc deploy [${engine}]`, () => {
-  let s: TestServer
-  let browser: BrowserLease
-  let username: string
-  let port: string
-  const out = new Map<string, string>()
-  before(async () => {
-    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
-    browser = await openBrowser()
-    const user = await s.user()
-    username = user.username
-    port = new URL(s.httpUrl).port
-    const env = { SVC_URL: s.url, SVC_API_KEY: user.key, SVC_INSECURE: '1', SVC_CONFIG: path.join(s.dataDir, 'no-config.json') }
-    for (const [dir, project] of [
-      ['astro-directory', 'astro'],
-      ['astro-file', 'astro-file'],
-      ['vitepress-docs', 'docs'],
-    ]) {
-      const r = await runCli(['deploy', fixture(dir), '--project', project], { env })
-      assert.equal(r.code, 0, r.stderr)
-      out.set(project, r.stdout)
-    }
-  })
-  after(async () => {
-    await browser?.close()
-    await s?.close()
-  })
+  const site = deployedFixtures(engine, [
+    ['astro-directory', 'astro'],
+    ['astro-file', 'astro-file'],
+    ['vitepress-docs', 'docs'],
+  ])
 
   it("Astro's directory build: folder URLs, its 404 page for pages and assets, the client router", async () => {
+    const { s, browser, username, port, out } = site
     const own = `http://astro.${username}.localhost:${port}`
     assert.match(out.get('astro') ?? '', new RegExp(`is live: ${own.replace(/[.]/g, '\\.')}/\n`), 'built for /: the project origin')
     const ctx = await browser.newContext()
@@ -132,6 +102,7 @@ describe(`sites built with Astro and VitePress, deployed with svc deploy [${engi
   })
 
   it("Astro's file build: a page at its clean URL, the slash form sent to it, a page beside its folder", async () => {
+    const { browser, username, port } = site
     const own = `http://astro-file.${username}.localhost:${port}`
     const ctx = await browser.newContext()
     try {
@@ -161,6 +132,7 @@ describe(`sites built with Astro and VitePress, deployed with svc deploy [${engi
   })
 
   it("VitePress with base /docs/ and clean URLs: under the user's origin, 404 page, router, local search", async () => {
+    const { s, browser, username, port, out } = site
     const docs = `http://${username}.localhost:${port}/docs`
     assert.match(out.get('docs') ?? '', new RegExp(`is live: ${docs.replace(/[.]/g, '\\.')}/\n`), 'built for /docs/: the user origin')
     const ctx = await browser.newContext()

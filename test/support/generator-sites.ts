@@ -1,0 +1,57 @@
+import { before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Response } from 'playwright-core'
+import { startServer, type TestServer } from './server.js'
+import type { Engine } from '../../src/db/kysely.js'
+import { HIGH_LIMITS } from './hosting.js'
+import { openBrowser, type BrowserLease } from './browser.js'
+import { runCli } from '../cli/run.js'
+
+/** A generator's cut-down build: test/fixtures/ssg/NAME. */
+export const ssgFixture = (name: string): string => fileURLToPath(new URL(`../fixtures/ssg/${name}`, import.meta.url))
+
+/** The statuses a browser got on its way to `res`, along redirects, the first one first. */
+export async function statusChain(res: Response): Promise<number[]> {
+  const chain = [res.status()]
+  for (let r = res.request().redirectedFrom(); r; r = r.redirectedFrom()) chain.unshift((await r.response())?.status() ?? 0)
+  return chain
+}
+
+/** What deployedFixtures sets up; its fields are filled in by the suite's before hook. */
+export interface DeployedFixtures {
+  s: TestServer
+  browser: BrowserLease
+  username: string
+  /** The plain-HTTP port, where users' and projects' origins answer. */
+  port: string
+  /** What `svc deploy` printed, by project. */
+  out: Map<string, string>
+}
+
+/**
+ * Hooks of the calling suite: a server on `engine`, Chromium, one user, and each fixture
+ * (folder under test/fixtures/ssg, project name) deployed with the real `svc deploy`.
+ */
+export function deployedFixtures(engine: Engine, fixtures: ReadonlyArray<readonly [dir: string, project: string]>): DeployedFixtures {
+  const site = { out: new Map<string, string>() } as DeployedFixtures
+  before(async () => {
+    site.s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    site.browser = await openBrowser()
+    const user = await site.s.user()
+    site.username = user.username
+    site.port = new URL(site.s.httpUrl).port
+    const env = { SVC_URL: site.s.url, SVC_API_KEY: user.key, SVC_INSECURE: '1', SVC_CONFIG: path.join(site.s.dataDir, 'no-config.json') }
+    for (const [dir, project] of fixtures) {
+      const r = await runCli(['deploy', ssgFixture(dir), '--project', project], { env })
+      assert.equal(r.code, 0, r.stderr)
+      site.out.set(project, r.stdout)
+    }
+  })
+  after(async () => {
+    await site.browser?.close()
+    await site.s?.close()
+  })
+  return site
+}
