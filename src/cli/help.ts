@@ -98,9 +98,7 @@ function flagBlock(title: string, flags: Flags): string[] {
 
 /** The help of one command, as `svc CMD --help` prints it. `common`: options every command of its kind takes. */
 export function renderHelp(h: CommandHelp, common?: { title: string; flags: Flags; env?: CommandHelp['env'] }): string {
-  const out: string[] = []
-  h.usage.forEach((u, i) => out.push(`${i === 0 ? 'usage: ' : '       '}${u}`))
-  out.push('', ...wrap(h.about, ''))
+  const out = [usageText(h), '', ...wrap(h.about, '')]
   const blocks: string[][] = []
   // without common options (operator commands), -h/--help is listed with the command's own
   const own = common ? (h.flags ?? {}) : { ...h.flags, help: HELP_FLAG }
