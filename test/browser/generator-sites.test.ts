@@ -180,7 +180,15 @@ describe(`sites built with Astro and VitePress, deployed with svc deploy [${engi
       await ready(page)
       await clientNav(page, () => page.locator('nav >> text=Guide').click(), 'Guide intro | VP site')
       await clientNav(page, () => page.locator('aside >> text=Getting started').click(), 'Getting started | VP site')
-      assert.ok(await page.locator('main img').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0), 'public/logo.svg')
+      // the router swapped the page in without a load event: the image may still be arriving
+      const loaded = (img: HTMLImageElement) =>
+        img.complete
+          ? img.naturalWidth > 0
+          : new Promise<boolean>((done) => {
+              img.addEventListener('load', () => done(img.naturalWidth > 0), { once: true })
+              img.addEventListener('error', () => done(false), { once: true })
+            })
+      assert.ok(await page.locator('main img').evaluate(loaded), 'public/logo.svg')
       await clientNav(page, () => page.locator('main >> text=deep').click(), 'Deep page | VP site')
       assert.equal(page.url(), `${docs}/guide/deep/page`)
       await clientNav(page, () => page.goBack().then(() => {}), 'Getting started | VP site')
