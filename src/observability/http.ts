@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors/app-error.js'
 import type { Config } from '../config.js'
 import { registry } from './registry.js'
-import { metrics, METHODS } from './metrics.js'
+import { metrics, METHODS, enterFlight } from './metrics.js'
 
 const WINDOW_BY_KEY: Record<string, string> = {
   RATE_LIMIT_MINUTE: 'minute',
@@ -46,8 +46,17 @@ export function mayReadMetrics(req: FastifyRequest, config: Pick<Config, 'metric
   return LOOPBACK.has(req.raw.socket.remoteAddress ?? '')
 }
 
-/** Counts every request (route pattern, method, status, latency) and serves GET /metrics. */
+/**
+ * Counts every request (route pattern, method, status, latency) and the routed ones in flight,
+ * and serves GET /metrics.
+ */
 export function installMetrics(app: FastifyInstance, config: Config): void {
+  // in flight from the routing hooks' end (before the body is read) until the response closes;
+  // a request routed again (superseded) was hijacked in onRequest and never gets here
+  app.addHook('preParsing', (req, reply, payload, done) => {
+    enterFlight(routeLabel(req), reply.raw)
+    done(null, payload)
+  })
   app.addHook('onResponse', (req, reply, done) => {
     // a request routed again is counted once, under the route that answered it
     if (req.raw.superseded === req) return done()

@@ -25,6 +25,13 @@ export const metrics = {
     [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registry,
   ),
+  inFlight: new Gauge({
+    name: 'svc_http_requests_in_flight',
+    help: 'Routed HTTP requests begun and not yet ended (body still arriving, or being answered), by route pattern',
+    labelNames: ['route'] as const,
+    registers: [registry],
+    collect: collectInFlight,
+  }),
   rateLimitRejections: new Counter({
     name: 'svc_rate_limit_rejections_total',
     help: 'API requests refused by a rate limit (429), by window',
@@ -103,6 +110,23 @@ export const metrics = {
     registers: [registry],
     collect: collectSendfile,
   }),
+}
+
+// requests in flight by route pattern: plain numbers, read into the gauge on each scrape
+const inFlightByRoute = new Map<string, { n: number }>()
+/**
+ * Counts a routed request in flight under its route pattern until its response closes
+ * (answered in full, or the connection gone); every request entered is left exactly once.
+ */
+export function enterFlight(route: string, res: { once(event: 'close', fn: () => void): unknown }): void {
+  let c = inFlightByRoute.get(route)
+  if (!c) inFlightByRoute.set(route, (c = { n: 0 }))
+  const count = c
+  count.n++
+  res.once('close', () => count.n--)
+}
+function collectInFlight(this: Gauge<'route'>): void {
+  for (const [route, c] of inFlightByRoute) this.set({ route }, c.n)
 }
 
 /** Counts kept by http/sendfile.ts (they only grow); `observeSendfile` names them. */

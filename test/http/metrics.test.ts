@@ -1,22 +1,14 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { sql } from 'kysely'
+import { Readable } from 'node:stream'
 import Fastify from 'fastify'
-import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
+import { request } from 'undici'
+import { ENGINES, insecureAgent, startServer, multipart, type TestServer } from '../support/server.js'
+import { until } from '../support/webhooks.js'
 import { countServed } from '../../src/observability/http.js'
 import { registry } from '../../src/observability/registry.js'
-
-/** Value of one sample (name + exact label set as printed), 0 when absent. */
-function sample(text: string, name: string, labels: Record<string, string>): number {
-  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`)
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`)) continue
-    const inner = line.slice(name.length + 1, line.indexOf('}'))
-    const have = inner.split(/,(?=[a-z_]+=")/)
-    if (want.every((w) => have.includes(w)) && have.length === want.length) return Number(line.slice(line.indexOf('}') + 1).trim())
-  }
-  return 0
-}
+import { sample } from '../support/metrics.js'
 
 for (const engine of ENGINES) {
   describe(`metrics [${engine}]`, () => {
@@ -106,6 +98,45 @@ for (const engine of ENGINES) {
           d('svc_http_requests_total', { route: '/:username/*', method: 'GET', status: '200' }),
         3,
       )
+    })
+
+    it('counts routed requests in flight by route pattern, from before their body is read to their end', async () => {
+      const u = await s.user()
+      const inFlight = async () => sample(await scrape(), 'svc_http_requests_in_flight', { route: '/svc_api/upload' })
+      assert.equal(await inFlight(), 0)
+      const mp = multipart([{ name: 'file', filename: 'flight.html', type: 'text/html', data: '<p>in flight</p>' }])
+      // the body is sent in two parts: the second waits for `more`
+      const upload = (more: Promise<void>, signal?: AbortSignal) => {
+        async function* parts() {
+          yield mp.body.subarray(0, 8)
+          await more
+          yield mp.body.subarray(8)
+        }
+        return request(`${s.url}/svc_api/upload`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${u.key}`, 'content-type': mp.contentType, 'content-length': String(mp.body.length) },
+          body: Readable.from(parts()),
+          dispatcher: insecureAgent,
+          signal,
+        })
+      }
+      let release = () => {}
+      const answer = upload(new Promise<void>((resolve) => (release = resolve)))
+      await until(async () => (await inFlight()) === 1, 10_000, 'the upload counted in flight while its body arrives')
+      release()
+      const r = await answer
+      assert.equal(r.statusCode, 200, await r.body.text())
+      await until(async () => (await inFlight()) === 0, 10_000, 'the answered upload no longer in flight')
+      // a client that leaves in the middle of its body is no longer in flight either
+      const abort = new AbortController()
+      const gone = upload(new Promise<void>(() => {}), abort.signal).then(
+        () => 'answered',
+        () => 'aborted',
+      )
+      await until(async () => (await inFlight()) === 1, 10_000, 'the second upload in flight')
+      abort.abort()
+      assert.equal(await gone, 'aborted')
+      await until(async () => (await inFlight()) === 0, 10_000, 'the abandoned upload no longer in flight')
     })
 
     it('hides /metrics from forwarded (proxied) requests', async () => {
