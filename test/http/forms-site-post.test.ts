@@ -7,6 +7,9 @@ import { ENGINES, insecureAgent, startServer, multipart, type TestServer } from 
 import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { registry } from '../../src/observability/registry.js'
+import { SITE_FORM_ROUTE } from '../../src/http/types.js'
+import { sample } from '../support/metrics.js'
+import { until } from '../support/webhooks.js'
 
 // A Netlify-style form (`data-netlify`, a hidden `form-name`) posting to a page of the site
 // itself, on the user's origin, a project's own origin and a custom domain (decision 161), and
@@ -581,6 +584,7 @@ for (const engine of ENGINES) {
       assert.equal(hook.status, 200, hook.text)
       assert.equal((await uploadFile(s, { key: alice.key }, 'race.html', `${FORM('')}<!-- race -->`)).status, 200)
       const u = alice.username
+      assert.equal(sample((await s.get('/metrics')).text, 'svc_http_requests_in_flight', { route: SITE_FORM_ROUTE }), 0)
       // the holds loaded and the page not held: the public host's own check lets both through
       for (const r of [await s.get(`/${u}/race.html`), await on('GET', userHost(), '/race.html')]) assert.equal(r.status, 200)
       // each body is sent in two parts; the second waits for the hold
@@ -611,8 +615,13 @@ for (const engine of ENGINES) {
         send(`${s.httpUrl}/race.html`, { ...URLENC, host: userHost() }, urlenc),
         send(`${s.url}/${u}/race.html`, { 'content-type': mp.contentType }, mp.body),
       ])
-      // both requests are past the public host's check (their headers arrived long since)
-      await new Promise((r) => setTimeout(r, 500))
+      // both requests are past the public host's check: the forms route has taken them, and
+      // waits for the rest of their bodies
+      await until(
+        async () => sample((await s.get('/metrics')).text, 'svc_http_requests_in_flight', { route: SITE_FORM_ROUTE }) === 2,
+        10_000,
+        'both posts in flight in the forms route',
+      )
       const rep = await adminCall('/svc_api/admin/reports', { url: `${s.url}/${u}/race.html`, category: 'phishing' })
       assert.equal(rep.status, 201, rep.text)
       try {
