@@ -73,7 +73,7 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
     } catch (e) {
       if (e instanceof MissingDatabaseError) return refuseDataDir(e.message)
       if (e instanceof UsageError || e instanceof BackupError || isParseArgsError(e)) {
-        process.stderr.write(`error: ${e.message}\n`)
+        process.stderr.write(`error: ${e.message}\n${isParseArgsError(e) ? `${usageText(OPERATOR_HELP[cmd])}\n` : ''}`)
         return e instanceof BackupError ? 1 : 2
       }
       throw e
@@ -122,7 +122,9 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
     return 0
   } catch (e) {
     if (e instanceof UsageError || e instanceof UserInputError || (e instanceof Error && e.name === 'ExportError') || isParseArgsError(e)) {
-      process.stderr.write(`error: ${e.message}\n`)
+      // an option or argument the parser refused: the command's synopsis after the message
+      const usage = isParseArgsError(e) && Object.hasOwn(OPERATOR_HELP, cmd) ? `${usageText(OPERATOR_HELP[cmd as keyof typeof OPERATOR_HELP])}\n` : ''
+      process.stderr.write(`error: ${e.message}\n${usage}`)
       return e instanceof UsageError || isParseArgsError(e) ? 2 : 1
     }
     if (e instanceof AppError) {
@@ -267,7 +269,7 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
       return
     }
     case 'redeem-code': {
-      const [sub, feature] = args
+      const [sub, feature] = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP['redeem-code'].flags) }).positionals
       if (sub !== 'create' || !feature || !FEATURE_NAMES.includes(feature)) throw new UsageError(usageText(OPERATOR_HELP['redeem-code']))
       const code = `${feature === 'image-host' ? 'IMG' : 'DATA'}-${randomString(20)}`
       await db.k
@@ -279,7 +281,7 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
     }
     case 'lock':
     case 'unlock': {
-      const [kind, id] = args
+      const [kind, id] = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP[cmd].flags) }).positionals
       const locked = cmd === 'lock' ? 1 : 0
       let n: bigint
       if (kind === 'image') {
@@ -302,7 +304,7 @@ async function run(cmd: string, args: string[], db: Db, config: Config): Promise
       return
     }
     case 'export': {
-      const { positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions({}) })
+      const { positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.export.flags) })
       const { exportToFile } = await import('./export.js')
       out(await exportToFile(db, config, need(positionals[0], '<username>'), need(positionals[1], 'FILE')))
       return

@@ -12,32 +12,7 @@ import { accessCommand, domainCommand } from './client/commands/domains.js'
 import { loginCommand, logoutCommand, whoamiCommand } from './client/commands/session.js'
 import { COMMON_OPTIONS } from './client/args.js'
 import { CLIENT_ENV, CLIENT_HELP, type ClientCommand } from './client/help.js'
-import { renderHelp } from './help.js'
-
-export const CLIENT_USAGE = `Client commands (talk to a server over its API; see docs/cli.md):
-  svc login --url https://host --key KEY [--insecure]      store the server and API key (0600 file)
-  svc login --url https://host --key-stdin                 the same, the key read from stdin (not in ps or history)
-  svc login [--url URL] --username NAME [--password-stdin]   also store a login session (hosted data)
-  svc logout | svc whoami
-  svc deploy <dir> [--project NAME] [--preview] [-m MESSAGE] [--dry-run] [--dotfiles] [--no-gzip]
-             [--batch [--no-publish] [--delete] [--concurrency N] [--batch-files N] [--batch-bytes SIZE]]
-  svc deploys [list] [PROJECT] [--project NAME]             the project's kept deploys
-  svc rollback [ID] [--project NAME] | svc promote ID [--project NAME]   make a deploy live
-  svc page <file.html> [--project NAME] [--description TEXT]
-  svc kv get KEY | set KEY VALUE [--type json|text|number] [--public] [--tags a,b] [--file F]
-  svc kv incr KEY [BY] | rm KEY | ls [--prefix P] [--page N --per-page N]
-  svc data push <file> [--default] [--id FILE_ID] [--name NAME] [--type CONTENT_TYPE]
-  svc forms ls | export FORM_ID [--csv] [-o FILE]
-  svc forms notify FORM_ID [--webhook URL [--paused] | --no-webhook] [--email each|digest|off]
-  svc forms rotate-secret FORM_ID | deliveries FORM_ID | redeliver DELIVERY_ID   form notifications
-  svc domain add DOMAIN --project NAME | verify DOMAIN | primary DOMAIN [--off] | list | remove DOMAIN
-  svc access set NAME [--password-stdin | --no-password] [--expires 2026-12-31T23:00:00Z|7d | --no-expiry]
-  svc access clear NAME | list          (NAME: a folder project or single page; SVC_VISITOR_PASSWORD)
-  svc mcp                        an MCP server on stdio for AI agents (docs/mcp.md)
-  Every client command takes --json (machine-readable output), --url, --key and --insecure.
-  Environment: SVC_URL, SVC_API_KEY, SVC_INSECURE=1 (win over the config file), SVC_CONFIG
-  (config file path; default $XDG_CONFIG_HOME/svc/config.json or ~/.config/svc/config.json).
-`
+import { renderHelp, usageText } from './help.js'
 
 const COMMANDS: Record<ClientCommand, (ctx: Ctx, args: string[]) => Promise<number>> = {
   login: loginCommand,
@@ -61,12 +36,15 @@ export const CLIENT_COMMANDS = Object.keys(COMMANDS)
 
 const isClientCommand = (cmd: string): cmd is ClientCommand => Object.hasOwn(COMMANDS, cmd)
 
-/** A client command's help (`svc CMD --help`), from the table its parser reads; null for another name. */
-export function clientHelp(cmd: string): string | null {
-  if (!isClientCommand(cmd)) return null
-  // every client command reads the config file (logout removes it): each lists the client's environment
-  return renderHelp(CLIENT_HELP[cmd], { title: 'Options every client command takes:', flags: COMMON_OPTIONS, env: CLIENT_ENV })
-}
+/**
+ * A client command's help (`svc CMD --help`), from the table its parser reads. Every client
+ * command reads the config file (logout removes it): each lists the client's environment.
+ */
+const helpOf = (cmd: ClientCommand): string =>
+  renderHelp(CLIENT_HELP[cmd], { title: 'Options every client command takes:', flags: COMMON_OPTIONS, env: CLIENT_ENV })
+
+/** A client command's help; null for another name. */
+export const clientHelp = (cmd: string): string | null => (isClientCommand(cmd) ? helpOf(cmd) : null)
 
 /** SVC_MAX_WAIT: the seconds a refused request may wait to be retried; unset, the default. */
 function maxWait(v: string | undefined): number | undefined {
@@ -104,11 +82,11 @@ export async function clientCommand(cmd: string, args: string[]): Promise<number
     },
   }
   try {
+    if (!isClientCommand(cmd)) throw new UsageError(`unknown command "${cmd}"`)
     if (args.includes('--help') || args.includes('-h')) {
-      process.stdout.write(clientHelp(cmd) ?? CLIENT_USAGE)
+      process.stdout.write(helpOf(cmd))
       return 0
     }
-    if (!isClientCommand(cmd)) throw new UsageError(`unknown command "${cmd}"`)
     return await COMMANDS[cmd](ctx, args)
   } catch (e) {
     rep.clear()
@@ -119,6 +97,8 @@ export async function clientCommand(cmd: string, args: string[]): Promise<number
     }
     if (e instanceof UsageError || e instanceof CliError) {
       process.stderr.write(`error: ${e.message}\n`)
+      // an option or argument the parser refused: the command's synopsis, as operator commands print it
+      if (e instanceof UsageError && e.parser && isClientCommand(cmd)) process.stderr.write(`${usageText(CLIENT_HELP[cmd])}\n`)
       if (json) ctx.emit({ success: false, error: { message: e.message, ...(e instanceof CliError ? e.details : {}) } })
       return e instanceof UsageError ? 2 : 1
     }

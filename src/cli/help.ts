@@ -18,21 +18,34 @@ export interface Flag {
 
 export type Flags = Readonly<Record<string, Flag>>
 
-export interface CommandHelp {
+interface CommandText {
   /** Synopsis lines, each starting with `svc CMD`. */
   readonly usage: readonly string[]
+  /** The command's line in `svc --help`: what it does, in a few words. */
+  readonly summary: string
   /** What the command does, in a sentence or two. */
   readonly about: string
-  /** The options of the command's one parser. */
-  readonly flags?: Flags
-  /** Commands whose subcommands each parse their own options: the options by subcommand. */
-  readonly subs?: Readonly<Record<string, Flags>>
   /** Environment variables the command reads, with their meaning. */
   readonly env?: ReadonlyArray<readonly [name: string, meaning: string]>
   readonly examples: readonly string[]
   /** Where the full description is (a file under docs/). */
   readonly see?: string
 }
+
+/**
+ * A command's help and its options: `flags` for a command with one parser (`{}` when it takes
+ * none), or `subs` for one whose subcommands each parse their own (`{}` for one that takes none).
+ * Every parser reads one of these tables, never an inline one (test/cli/help.test.ts checks).
+ */
+export type CommandHelp = CommandText &
+  (
+    | { readonly flags: Flags; readonly subs?: undefined }
+    | {
+        readonly flags?: Flags
+        /** The options by subcommand. */
+        readonly subs: Readonly<Record<string, Flags>>
+      }
+  )
 
 /**
  * The table as node:util parseArgs takes it (type, short, multiple), typed as the table so
@@ -117,3 +130,45 @@ export function renderHelp(h: CommandHelp, common?: { title: string; flags: Flag
   if (h.see) out.push('', `More: ${h.see}`)
   return `${out.join('\n')}\n`
 }
+
+/** A part of `svc --help`: a title, then each command of a table with its summary. */
+export interface OverviewSection {
+  readonly title: string
+  readonly commands: Readonly<Record<string, CommandHelp>>
+  /** A sentence after the list. */
+  readonly note?: string
+}
+
+/**
+ * `svc --help`: the intro, then every command of the tables, one line each (name and summary),
+ * so a command added to a table is listed with no second edit.
+ */
+export function renderOverview(intro: readonly string[], sections: readonly OverviewSection[]): string {
+  const col = Math.max(...sections.flatMap((s) => Object.keys(s.commands).map((n) => n.length))) + 6
+  const out = [...intro]
+  for (const s of sections) {
+    out.push('', s.title)
+    for (const [name, h] of Object.entries(s.commands)) out.push(`  ${name}`.padEnd(col) + h.summary)
+    if (s.note) out.push(...wrap(s.note, '  '))
+  }
+  return `${out.join('\n')}\n`
+}
+
+/** The commands about the CLI itself: their help, and their lines in `svc --help`. */
+export const GENERAL_HELP = {
+  help: {
+    usage: ['svc help [COMMAND]'],
+    summary: "print a command's help (as svc COMMAND --help does), or this list",
+    about: 'Prints the help of COMMAND (as svc COMMAND --help and -h do), or without one the list of every command (svc --help).',
+    flags: {},
+    examples: ['svc help deploy', 'svc kv --help'],
+    see: 'docs/cli.md',
+  },
+  version: {
+    usage: ['svc version'],
+    summary: 'print the version (also svc --version, svc -V)',
+    about: 'Prints svc and its version, as package.json has it (svc 1.2.3). svc --version and svc -V do the same.',
+    flags: {},
+    examples: ['svc version', 'svc --version'],
+  },
+} as const satisfies Record<string, CommandHelp>

@@ -1,38 +1,34 @@
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../config.js'
-import { CLIENT_COMMANDS, CLIENT_USAGE, clientCommand, clientHelp } from './client.js'
+import { CLIENT_COMMANDS, clientCommand, clientHelp } from './client.js'
 import { CLIENT_VERSION } from './client/api.js'
-import { renderHelp, type CommandHelp } from './help.js'
+import { COMMON_OPTIONS } from './client/args.js'
+import { CLIENT_ENV, CLIENT_HELP } from './client/help.js'
+import { GENERAL_HELP, parserOptions, renderHelp, renderOverview, usageText, type CommandHelp, type Flags } from './help.js'
 import { OPERATOR_HELP } from './operator-help.js'
 
-const USAGE = `svc — self-hostable HTML and static hosting
-
-Server and operator commands (configuration from the environment, see docs/operations/configuration.md):
-  svc serve                                   start the service
-  svc --version                               print the version
-  svc migrate                                 run database migrations and exit
-  svc user add <username> --password <pw> [--vip] [--admin]
-  svc user set <username> [--vip|--no-vip] [--disable|--enable] [--api-access on|off]
-                          [--admin|--no-admin] [--password <pw>] [--limit NAME=VALUE ...]
-  svc key create <username> [--name NAME] [--expires-days N] [--read-only]
-  svc grant <username> image-host|hosted-data [--revoke]
-  svc redeem-code create image-host|hosted-data
-  svc lock image <public_token> | svc lock hosted-data <file_id>   (and unlock)
-  svc feature <username> <file_name> [--off]
-  svc sweep [--grace-seconds N]               delete blobs no record references
-  svc backup DIR|s3://BUCKET[/PREFIX] [--keep N]   online snapshot of svc.db and the blobs (SQLite)
-  svc restore SNAPSHOT [--data-dir DIR] [--force]  verify a snapshot (DIR/<time> or s3://...), then restore it
-  svc export <username> FILE.zip|FILE.tar.gz   all of one user's data (docs/operations/export.md);
-                                              the name picks the format: .zip a zip, else a .tar.gz
-  svc import FILE [--as NEWNAME]              verify an export (zip or .tar.gz), then load it as a new user
-`
-
-/** `svc help` itself, so that every name `svc help NAME` takes has its help. */
-const HELP_HELP: CommandHelp = {
-  usage: ['svc help [COMMAND]'],
-  about: 'Prints the help of COMMAND (as svc COMMAND --help and -h do), or without one the list of every command (svc --help).',
-  examples: ['svc help deploy', 'svc kv --help'],
-  see: 'docs/cli.md',
+/** `svc --help` (and `svc`, `svc help`; on stderr after an unknown command): every command, from the help tables. */
+function overview(): string {
+  const connection = Object.entries(COMMON_OPTIONS)
+    .filter(([n]) => n !== 'help')
+    .map(([n, f]) => `--${n}${'arg' in f ? ` ${f.arg}` : ''}`)
+  return renderOverview(
+    [
+      'svc — self-hostable HTML and static hosting',
+      '',
+      'usage: svc COMMAND [ARGUMENTS] [OPTIONS]',
+      "       svc help COMMAND (or svc COMMAND --help): that command's synopsis, options and examples",
+    ],
+    [
+      { title: 'Server and operator commands (settings from the environment: docs/operations/configuration.md):', commands: OPERATOR_HELP },
+      {
+        title: 'Client commands (talk to a server over its API: docs/cli.md):',
+        commands: CLIENT_HELP,
+        note: `Every client command also takes ${connection.join(', ')}, and reads ${CLIENT_ENV.map(([n]) => n).join(', ')}.`,
+      },
+      { title: 'Other commands:', commands: GENERAL_HELP },
+    ],
+  )
 }
 
 /** `--help` or `-h` among a command's arguments: that command's help, exit 0. */
@@ -43,16 +39,32 @@ const wantsHelp = (args: readonly string[]): boolean => args.includes('--help') 
  * alike); null for a name that is no command. Loads no configuration and opens nothing.
  */
 function commandHelp(cmd: string): string | null {
-  if (cmd === 'help' || cmd === '--help' || cmd === '-h') return renderHelp(HELP_HELP)
+  if (cmd === 'help' || cmd === '--help' || cmd === '-h') return renderHelp(GENERAL_HELP.help)
+  if (cmd === 'version' || cmd === '--version' || cmd === '-V') return renderHelp(GENERAL_HELP.version)
   if (Object.hasOwn(OPERATOR_HELP, cmd)) return renderHelp(OPERATOR_HELP[cmd as keyof typeof OPERATOR_HELP])
   return clientHelp(cmd)
+}
+
+/**
+ * Parses the arguments of a command that takes no positional ones (serve, version) with its
+ * table; a refusal is reported with the command's synopsis (true: exit 2).
+ */
+function usageRefused(h: { usage: readonly string[]; flags: Flags }, args: string[]): boolean {
+  try {
+    parseArgs({ args, options: parserOptions(h.flags), allowPositionals: false })
+    return false
+  } catch (e) {
+    if (!(e instanceof TypeError && String((e as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS_'))) throw e
+    process.stderr.write(`error: ${e.message}\n${usageText(h as CommandHelp)}\n`)
+    return true
+  }
 }
 
 /** Entry point of bin/svc. */
 export async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv
   if (!cmd || cmd === '--help' || cmd === '-h' || (cmd === 'help' && rest.length === 0)) {
-    process.stdout.write(`${USAGE}\n${CLIENT_USAGE}`)
+    process.stdout.write(overview())
     return
   }
   if (cmd === 'help') {
@@ -64,7 +76,9 @@ export async function main(argv: string[]): Promise<void> {
     return
   }
   if (cmd === '--version' || cmd === '-V' || cmd === 'version') {
-    process.stdout.write(`svc ${CLIENT_VERSION}\n`)
+    if (wantsHelp(rest)) process.stdout.write(renderHelp(GENERAL_HELP.version))
+    else if (usageRefused(GENERAL_HELP.version, rest)) process.exitCode = 2
+    else process.stdout.write(`svc ${CLIENT_VERSION}\n`)
     return
   }
   try {
@@ -80,7 +94,10 @@ export async function main(argv: string[]): Promise<void> {
       return
     }
     if (cmd === 'serve') {
-      parseArgs({ args: rest, options: {}, allowPositionals: false })
+      if (usageRefused(OPERATOR_HELP.serve, rest)) {
+        process.exitCode = 2
+        return
+      }
       const { serve } = await import('./serve.js')
       await serve(loadConfig(process.env))
       return
@@ -91,18 +108,12 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = code
       return
     }
-    process.stderr.write(`unknown command "${cmd}"\n\n${USAGE}\n${CLIENT_USAGE}`)
+    process.stderr.write(`unknown command "${cmd}"\n\n${overview()}`)
     process.exitCode = 2
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`${e.message}\n`)
       process.exitCode = 78
-      return
-    }
-    // parseArgs's refusal of `svc serve`'s arguments: bad usage, as the other commands report it
-    if (e instanceof TypeError && String((e as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS_')) {
-      process.stderr.write(`error: ${e.message}\n`)
-      process.exitCode = 2
       return
     }
     throw e

@@ -14,10 +14,12 @@ const CONFIG = 'docs/operations/configuration.md'
 const lockHelp = (cmd: 'lock' | 'unlock') =>
   ({
     usage: [`svc ${cmd} image <public_token>`, `svc ${cmd} hosted-data <file_id>`],
+    summary: cmd === 'lock' ? 'keep an image or hosted data file from deletion by its owner' : 'undo svc lock: its owner can delete it again',
     about:
       cmd === 'lock'
         ? 'Locks a hosted image or hosted data file: its owner can no longer delete it (423 locked); svc unlock undoes it.'
         : 'Unlocks a hosted image or hosted data file that svc lock locked: its owner can delete it again.',
+    flags: {},
     env: [DATA, DATABASE],
     examples: [`svc ${cmd} image Ab3dE6gH`, `svc ${cmd} hosted-data 42`],
   }) as const satisfies CommandHelp
@@ -25,8 +27,10 @@ const lockHelp = (cmd: 'lock' | 'unlock') =>
 export const OPERATOR_HELP = {
   serve: {
     usage: ['svc serve'],
+    summary: 'start the service',
     about:
       'Starts the service: opens (or creates) the database, runs its migrations, listens, and prints the URL. SIGTERM or SIGINT stops it cleanly. Its settings all come from the environment.',
+    flags: {},
     env: [
       ['PORT', 'the HTTPS port (default 8443)'],
       ['HTTP_PORT', 'the plain-HTTP port (default 8080)'],
@@ -45,7 +49,9 @@ export const OPERATOR_HELP = {
   },
   migrate: {
     usage: ['svc migrate'],
+    summary: 'run the database migrations and exit',
     about: 'Runs the database migrations and exits; on SQLite it creates the database when the data folder has none, and says so.',
+    flags: {},
     env: [DATA, DATABASE],
     examples: ['svc migrate', 'DATABASE_URL=postgres://svc@db/svc svc migrate'],
     see: CONFIG,
@@ -56,6 +62,7 @@ export const OPERATOR_HELP = {
       'svc user set <username> [--vip|--no-vip] [--tier TIER] [--disable|--enable] [--api-access on|off]',
       '                        [--admin|--no-admin] [--password <pw>] [--limit NAME=VALUE ...]',
     ],
+    summary: 'create an account, or change its tier, access, password and limits',
     about: 'Creates an account, or changes one: its tier, whether it is disabled, its API access, admin rights, password and per-user limits.',
     subs: {
       add: {
@@ -86,6 +93,7 @@ export const OPERATOR_HELP = {
   },
   key: {
     usage: ['svc key create <username> [--name NAME] [--expires-days N] [--read-only]'],
+    summary: "create a user's API key",
     about: 'Creates an API key for a user and prints the key alone (it is not shown again).',
     flags: {
       name: { type: 'string', arg: 'NAME', help: 'a name for the key (default cli)' },
@@ -97,6 +105,7 @@ export const OPERATOR_HELP = {
   },
   grant: {
     usage: ['svc grant <username> image-host|hosted-data [--revoke]'],
+    summary: 'give a user image hosting or hosted data, or take it away',
     about: 'Gives a user a paid feature (image hosting or hosted data), or takes it away.',
     flags: { revoke: { type: 'boolean', help: 'take the feature away' } },
     env: [DATA, DATABASE],
@@ -104,7 +113,9 @@ export const OPERATOR_HELP = {
   },
   'redeem-code': {
     usage: ['svc redeem-code create image-host|hosted-data'],
+    summary: 'create a one-time code for a paid feature',
     about: 'Creates a one-time code that gives the feature to the account that redeems it, and prints it.',
+    flags: {},
     env: [DATA, DATABASE],
     examples: ['svc redeem-code create hosted-data'],
   },
@@ -112,6 +123,7 @@ export const OPERATOR_HELP = {
   unlock: lockHelp('unlock'),
   feature: {
     usage: ['svc feature <username> <file_name> [--off]'],
+    summary: "feature a user's single file, or stop featuring it",
     about: "Features a user's single file (sets is_featured), or with --off stops featuring it.",
     flags: { off: { type: 'boolean', help: 'stop featuring it' } },
     env: [DATA, DATABASE],
@@ -119,6 +131,7 @@ export const OPERATOR_HELP = {
   },
   sweep: {
     usage: ['svc sweep [--grace-seconds N]'],
+    summary: 'delete the blobs no record references',
     about: 'Deletes the blobs that no record references (a running server does it every 15 minutes too).',
     flags: {
       'grace-seconds': { type: 'string', arg: 'N', help: 'keep blobs written in the last N seconds, for uploads not committed yet (default 3600)' },
@@ -128,6 +141,7 @@ export const OPERATOR_HELP = {
   },
   backup: {
     usage: ['svc backup DIR|s3://BUCKET[/PREFIX][?endpoint=...] [--keep N]'],
+    summary: 'take an online snapshot of svc.db and the blobs (SQLite)',
     about: 'Takes an online snapshot of svc.db and the blobs into DIR/<time>/ or the bucket, while the server runs (SQLite and a local blob store only).',
     flags: { keep: { type: 'string', arg: 'N', help: 'then keep the N newest snapshots and delete the rest (default: keep all)' } },
     env: [DATA, ['AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY', 'the credentials of an s3:// target']],
@@ -136,6 +150,7 @@ export const OPERATOR_HELP = {
   },
   restore: {
     usage: ['svc restore SNAPSHOT_DIR|s3://BUCKET[/PREFIX]/SNAPSHOT[?endpoint=...] [--data-dir DIR] [--force]'],
+    summary: 'verify a snapshot, then restore it into the data folder',
     about: 'Verifies a snapshot made by svc backup, then writes it into the data folder (stop the server first).',
     flags: {
       'data-dir': { type: 'string', arg: 'DIR', help: 'restore into DIR (default: DATA_DIR)' },
@@ -147,13 +162,16 @@ export const OPERATOR_HELP = {
   },
   export: {
     usage: ['svc export <username> FILE.zip|FILE.tar.gz'],
+    summary: "write all of one user's data to a .zip or .tar.gz file",
     about: "Writes all of one user's data (account, pages, deploys, KV, forms, hosted files) into FILE: a zip when the name ends in .zip, else a .tar.gz.",
+    flags: {},
     env: [DATA, DATABASE, STORAGE],
     examples: ['svc export alice alice.zip'],
     see: 'docs/operations/export.md',
   },
   import: {
     usage: ['svc import FILE [--as NEWNAME]'],
+    summary: 'verify an export, then load it as a new user',
     about: 'Verifies an export (zip or .tar.gz), then loads it as a new user and prints the new password.',
     flags: { as: { type: 'string', arg: 'NEWNAME', help: "the new user's name (default: the exported one)" } },
     env: [DATA, DATABASE, STORAGE, ['REDIS_URL', 'tell the running servers, so they serve the new pages at once']],

@@ -6,16 +6,18 @@ import path from 'node:path'
 import { runCli } from './run.js'
 import { COMMON_OPTIONS } from '../../src/cli/client/args.js'
 import { CLIENT_HELP } from '../../src/cli/client/help.js'
-import { allFlags, type Flags } from '../../src/cli/help.js'
+import { allFlags, GENERAL_HELP, type CommandHelp, type Flags } from '../../src/cli/help.js'
 import { OPERATOR_HELP } from '../../src/cli/operator-help.js'
+
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..')
 
 const OPERATOR = 'Server and operator commands'
 const CLIENT = 'Client commands'
 
-// `svc --help`, `-h` and `help` alone print both lists; a command's own help is tested below
+// `svc --help`, `-h`, `help` and `svc` alone print both lists; a command's own help is tested below
 describe('svc help', () => {
-  for (const args of [['--help'], ['-h'], ['help']]) {
-    it(`svc ${args.join(' ')}`, async () => {
+  for (const args of [['--help'], ['-h'], ['help'], []]) {
+    it(`svc ${args.join(' ')}`.trim(), async () => {
       const r = await runCli(args)
       assert.equal(r.code, 0, r.stderr)
       assert.equal(r.stderr, '')
@@ -67,6 +69,29 @@ describe('svc help', () => {
       assert.equal(r.stdout, '')
     })
   }
+
+  // an option no command takes: exit 2, the error, then the command's synopsis, nothing done
+  // (redeem-code and lock read no option before, and went on without a word)
+  for (const args of [
+    ['serve', '--bogus'],
+    ['key', 'create', 'bob', '--bogus'],
+    ['redeem-code', 'create', 'hosted-data', '--bogus'],
+    ['lock', 'image', 'tok', '--bogus'],
+    ['export', 'bob', 'bob.zip', '--bogus'],
+    ['version', '--bogus'],
+    ['deploy', '.', '--bogus'],
+    ['whoami', '--bogus'],
+    ['forms', 'ls', '--bogus'],
+    ['mcp', '--bogus'],
+  ]) {
+    it(`svc ${args.join(' ')}: exit 2, the error and the usage on stderr`, async () => {
+      const r = await runCli(args, { env: { DATA_DIR: withDb, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', SVC_URL: 'http://127.0.0.1:9' } })
+      assert.equal(r.code, 2, r.stderr)
+      assert.equal(r.stdout, '')
+      assert.match(r.stderr, /^error: .*--bogus/i)
+      assert.match(r.stderr, new RegExp(`\\nusage: svc ${args[0]}\\b`), r.stderr)
+    })
+  }
 })
 
 // Every command has its own help: `svc CMD --help`, `svc CMD -h` and `svc help CMD` print that
@@ -90,6 +115,7 @@ describe('svc CMD --help: the command help', () => {
     'export',
     'import',
   ]
+  const GENERAL_CMDS = ['help', 'version']
   let scratch = ''
   let env: Record<string, string> = {}
   before(() => {
@@ -119,7 +145,7 @@ describe('svc CMD --help: the command help', () => {
     return lines.slice(i, end < 0 ? undefined : end).map((l) => l.replace(/^usage: /, '').trim())
   }
 
-  for (const cmd of [...CLIENT_CMDS, ...OPERATOR_CMDS]) {
+  for (const cmd of [...CLIENT_CMDS, ...OPERATOR_CMDS, ...GENERAL_CMDS]) {
     it(`svc ${cmd} --help, -h and svc help ${cmd}`, async () => {
       const outs: string[] = []
       for (const args of [
@@ -146,6 +172,7 @@ describe('svc CMD --help: the command help', () => {
   it('the help tables hold every command, and nothing else', () => {
     assert.deepEqual(Object.keys(CLIENT_HELP).sort(), [...CLIENT_CMDS].sort())
     assert.deepEqual(Object.keys(OPERATOR_HELP).sort(), [...OPERATOR_CMDS].sort())
+    assert.deepEqual(Object.keys(GENERAL_HELP).sort(), [...GENERAL_CMDS].sort())
   })
 
   // the parsers read their options from these tables (parserOptions, parse): each option
@@ -153,6 +180,7 @@ describe('svc CMD --help: the command help', () => {
   for (const [cmd, h, common] of [
     ...Object.entries(CLIENT_HELP).map(([c, h]) => [c, h, COMMON_OPTIONS] as const),
     ...Object.entries(OPERATOR_HELP).map(([c, h]) => [c, h, {}] as const),
+    ...Object.entries(GENERAL_HELP).map(([c, h]) => [c, h, {}] as const),
   ]) {
     it(`svc ${cmd} --help lists every option its parser takes`, async () => {
       const r = await runCli([cmd, '--help'], { env })
@@ -165,15 +193,63 @@ describe('svc CMD --help: the command help', () => {
     })
   }
 
-  it('every command the top-level usage lists has its own help', async () => {
+  // the top-level list is made from the same tables: a command added to one is listed with
+  // no second edit (and the loop above checks each listed command has its own help)
+  it('svc --help lists every command of the tables with its summary, and nothing else', async () => {
     const r = await runCli(['--help'], { env })
-    const named = new Set([...r.stdout.matchAll(/(?:^ {2}|\| )svc ([a-z][a-z-]*)/gm)].map((m) => m[1]))
-    for (const cmd of named) {
-      const h = await runCli(['help', cmd], { env })
-      assert.equal(h.code, 0, `svc help ${cmd}: ${h.stderr}`)
+    assert.equal(r.code, 0, r.stderr)
+    const tables: Record<string, CommandHelp> = { ...OPERATOR_HELP, ...CLIENT_HELP, ...GENERAL_HELP }
+    const listed = [...r.stdout.matchAll(/^ {2}([a-z][a-z-]*) {2,}(\S.*)$/gm)].map((m) => [m[1], m[2]] as const)
+    assert.deepEqual(listed.map(([c]) => c).sort(), Object.keys(tables).sort())
+    for (const [c, summary] of listed) assert.equal(summary, tables[c].summary, `the summary of ${c}`)
+    for (const line of r.stdout.split('\n')) assert.ok(line.length <= 100, `a line over 100 columns: ${line}`)
+  })
+
+  // parse(), parseArgs() and main.ts's usageRefused() take the options from the help tables,
+  // never an inline table, so the option test above sees every option a command takes. A
+  // source scan: the call sites are few and plain. parse() and usageRefused() hand their
+  // caller's table on to parseArgs: those two calls are the exceptions.
+  it('every parser in src/cli reads its options from a help table', () => {
+    const dir = path.join(ROOT, 'src', 'cli')
+    const PASSED_ON = new Set([`${path.join('client', 'args.ts')}: all`, 'main.ts: parserOptions(h.flags)'])
+    /** The top-level comma-separated parts inside the bracket at `open`. */
+    const parts = (text: string, open: number): string[] => {
+      const out: string[] = []
+      let depth = 0
+      let start = open + 1
+      for (let i = open; i < text.length; i++) {
+        const c = text[i]
+        if ('([{'.includes(c)) depth++
+        else if (')]}'.includes(c) && --depth === 0) return [...out, text.slice(start, i).trim()].filter(Boolean)
+        else if (c === ',' && depth === 1) {
+          out.push(text.slice(start, i).trim())
+          start = i + 1
+        }
+      }
+      throw new Error(`unbalanced call at ${open}`)
     }
-    // unlock is named as lock's pair, `(and unlock)`
-    assert.deepEqual([...named].sort(), [...CLIENT_CMDS, ...OPERATOR_CMDS].filter((c) => c !== 'unlock').sort())
+    const TABLE = /^(?:parserOptions\()?(?:CLIENT_HELP|OPERATOR_HELP|GENERAL_HELP)(?:\.[\w]+|\[[\w'-]+\])+\)?$/
+    const found: string[] = []
+    for (const f of fs.readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
+      if (!f.endsWith('.ts')) continue
+      const text = fs.readFileSync(path.join(dir, f), 'utf8')
+      for (const m of text.matchAll(/(?<![.\w]|function )(parse|parseArgs|usageRefused)\(/g)) {
+        const args = parts(text, m.index + m[0].length - 1)
+        const options =
+          m[1] === 'parse'
+            ? args[1]
+            : m[1] === 'usageRefused'
+              ? args[0]
+              : parts(args[0], 0)
+                  .find((p) => p.startsWith('options:'))
+                  ?.slice(8)
+                  .trim()
+        if (PASSED_ON.has(`${f}: ${options}`)) continue
+        found.push(`${f}: ${m[1]}(${options})`)
+        assert.match(options ?? '(none)', TABLE, `${f}: ${m[1]}(...) with options ${options}`)
+      }
+    }
+    assert.ok(found.length >= 30, `the scan found the parsers:\n${found.join('\n')}`)
   })
 
   it('a subcommand with --help prints its command help: svc kv incr -h, svc user add bob --help', async () => {

@@ -53,9 +53,10 @@ export function parse<O extends Flags>(args: string[], options: O) {
       const names = Object.keys(options).map((n) => `--${n}`)
       throw new UsageError(
         `unknown option ${unknown[1]}${names.length ? `; this command takes ${names.join(', ')}` : ''} (and the connection options: svc --help)`,
+        true,
       )
     }
-    throw new UsageError((e as Error).message)
+    throw new UsageError((e as Error).message, true)
   }
 }
 

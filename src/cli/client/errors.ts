@@ -1,5 +1,15 @@
-/** A mistake in the command line or local setup: exit code 2. */
-export class UsageError extends Error {}
+/**
+ * A mistake in the command line or local setup: exit code 2. `parser`: the command's option
+ * parser refused the arguments (the command's synopsis is printed after the message).
+ */
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly parser = false,
+  ) {
+    super(message)
+  }
+}
 
 /** A local failure that is not the server's answer (unreadable file, too large, ...): exit code 1. */
 export class CliError extends Error {

@@ -13,6 +13,7 @@ export const CLIENT_HELP = {
       'svc login --url https://host --key-stdin',
       'svc login [--url URL] --username NAME [--password-stdin]',
     ],
+    summary: 'store the server and an API key (and a login session)',
     about:
       'Stores the server and an API key (checked with GET /svc_api/me) in the config file (mode 0600), and with --username also a login session, which hosted data (svc data) needs. Without --key, --key-stdin or --username the key is asked for.',
     flags: {
@@ -31,12 +32,16 @@ export const CLIENT_HELP = {
   },
   logout: {
     usage: ['svc logout'],
+    summary: 'end the login session and remove the stored credentials',
     about: 'Ends the stored login session on the server and removes the config file.',
+    flags: {},
     examples: ['svc logout'],
   },
   whoami: {
     usage: ['svc whoami'],
+    summary: 'print who the stored credentials belong to',
     about: 'Prints who the configured credentials belong to, on which server, and where the key came from.',
+    flags: {},
     examples: ['svc whoami', 'SVC_URL=https://host SVC_API_KEY=svc_... svc whoami --json'],
   },
   deploy: {
@@ -45,6 +50,7 @@ export const CLIENT_HELP = {
       'svc deploy <dir> --batch [--project NAME] [--no-publish] [--delete] [--dry-run] [--dotfiles]',
       '                 [--concurrency N] [--batch-files N] [--batch-bytes SIZE]',
     ],
+    summary: 'deploy a folder as a project',
     about:
       'Deploys a folder as a project: the files the server lacks go in one gzipped tar stream and the new deploy goes live at once (an archive deploy). --batch, or any batch option, uploads in batches instead (the spec API). .git/, dotfiles and what .gitignore and .svcignore name are left out.',
     flags: {
@@ -67,6 +73,7 @@ export const CLIENT_HELP = {
   },
   deploys: {
     usage: ['svc deploys [list] [PROJECT] [--project NAME]'],
+    summary: "list a project's kept deploys",
     about: "Lists a project's kept deploys: id, time, files, size, source and message, with the live one marked.",
     flags: { project: PROJECT },
     examples: ['svc deploys site', 'svc deploys --json'],
@@ -74,6 +81,7 @@ export const CLIENT_HELP = {
   },
   rollback: {
     usage: ['svc rollback [ID] [--project NAME]'],
+    summary: 'make the previous (or a given) deploy live again',
     about: 'Makes deploy ID live again, or without ID the deploy before the live one.',
     flags: { project: PROJECT },
     examples: ['svc rollback --project site', 'svc rollback 41 --project site'],
@@ -81,6 +89,7 @@ export const CLIENT_HELP = {
   },
   promote: {
     usage: ['svc promote ID [--project NAME]'],
+    summary: 'make a deploy (a preview) live',
     about: 'Makes deploy ID (a preview, or any kept deploy) the live one.',
     flags: { project: PROJECT },
     examples: ['svc promote 42 --project site'],
@@ -88,6 +97,7 @@ export const CLIENT_HELP = {
   },
   page: {
     usage: ['svc page <file.html> [--project NAME] [--description TEXT]'],
+    summary: 'upload one HTML file as a page',
     about: 'Uploads one HTML file (.html or .htm) as a page (POST /svc_api/upload), replacing the page of the same name, and prints its URL.',
     flags: {
       project: { type: 'string', short: 'p', arg: 'NAME', help: "the project to put it in (default: the server's)" },
@@ -104,6 +114,7 @@ export const CLIENT_HELP = {
       'svc kv rm KEY',
       'svc kv ls [--prefix P] [--page N] [--per-page N]',
     ],
+    summary: 'read and write the key-value store',
     about:
       'Reads and writes the key-value store. set infers the type: a bare number is a number, a value that parses as JSON is json, anything else text. ls lists every key (by the key cursor) unless --page asks for one page.',
     flags: {
@@ -121,6 +132,7 @@ export const CLIENT_HELP = {
   },
   data: {
     usage: ['svc data push <file> [--default] [--id FILE_ID] [--name NAME] [--type CONTENT_TYPE]'],
+    summary: 'upload a text file as hosted data',
     about:
       'Uploads a UTF-8 text file as hosted data: a new version of the file with the same display name (or --id), else a new file. Hosted data takes a login session only: run svc login --username first.',
     flags: {
@@ -141,9 +153,11 @@ export const CLIENT_HELP = {
       'svc forms deliveries FORM_ID',
       'svc forms redeliver DELIVERY_ID',
     ],
+    summary: 'list forms, export their submissions, set their notifications',
     about:
       "Lists your forms, exports their submissions, and shows or changes a form's notifications: a signed webhook, e-mail, and the log of their deliveries.",
     subs: {
+      ls: {},
       export: {
         csv: { type: 'boolean', help: 'CSV instead of a table (or JSON with --json)' },
         output: { type: 'string', short: 'o', arg: 'FILE', help: 'write to FILE (default: stdout)' },
@@ -154,6 +168,9 @@ export const CLIENT_HELP = {
         'no-webhook': { type: 'boolean', help: 'remove the webhook' },
         email: { type: 'string', arg: 'each|digest|off', help: 'e-mail each submission, a digest, or none (on = each)' },
       },
+      'rotate-secret': {},
+      deliveries: {},
+      redeliver: {},
     },
     examples: ['svc forms ls', 'svc forms export 12 --csv -o subs.csv', 'svc forms notify 12 --webhook https://example.com/hook --email digest'],
     see: 'docs/cli.md, docs/api/forms.md',
@@ -166,6 +183,7 @@ export const CLIENT_HELP = {
       'svc domain list',
       'svc domain remove DOMAIN',
     ],
+    summary: 'add, verify, list and remove custom domains',
     about:
       'Custom domains: add one to a folder project (it prints the DNS TXT record that proves it is yours), verify it, make it the primary domain, list or remove them.',
     flags: {
@@ -177,6 +195,7 @@ export const CLIENT_HELP = {
   },
   access: {
     usage: ['svc access set NAME [--password-stdin | --no-password] [--expires WHEN | --no-expiry]', 'svc access clear NAME', 'svc access list'],
+    summary: 'set a visitor password or an expiry on a project or page',
     about:
       'Sets a visitor password and an expiry on a folder project or single page (NAME), clears them, or lists them. The password comes from stdin or SVC_VISITOR_PASSWORD, never the command line.',
     flags: {
@@ -191,8 +210,10 @@ export const CLIENT_HELP = {
   },
   mcp: {
     usage: ['svc mcp'],
+    summary: 'run an MCP server on stdin/stdout for AI agents',
     about:
       "Runs an MCP server on stdin/stdout for AI agents (Claude Desktop, editors): it forwards the tools to the server's POST /mcp with the configured URL and API key.",
+    flags: {},
     examples: ['svc mcp', 'SVC_URL=https://host SVC_API_KEY=svc_... svc mcp'],
     see: 'docs/mcp.md',
   },

@@ -32,7 +32,7 @@ export async function formsCommand(ctx: Ctx, args: string[]): Promise<number> {
 }
 
 async function listCommand(ctx: Ctx, rest: string[]): Promise<number> {
-  const { values: v, positionals } = parse(rest, {})
+  const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs.ls)
   noMore(positionals, 0)
   const r = await ctx.api(flagsOf(v)).get('/svc_api/forms/list')
   if (ctx.json) ctx.emit(r.json)
@@ -133,7 +133,7 @@ async function getWebhook(api: ReturnType<Ctx['api']>, form: string): Promise<We
 }
 
 async function rotateCommand(ctx: Ctx, rest: string[]): Promise<number> {
-  const { values: v, positionals } = parse(rest, {})
+  const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs['rotate-secret'])
   const id = need(positionals[0], 'the form id: svc forms rotate-secret FORM_ID')
   noMore(positionals, 1)
   const r = await ctx.api(flagsOf(v)).post(`/svc_api/forms/webhook/${encodePath(id)}/rotate`)
@@ -143,7 +143,7 @@ async function rotateCommand(ctx: Ctx, rest: string[]): Promise<number> {
 }
 
 async function deliveriesCommand(ctx: Ctx, rest: string[]): Promise<number> {
-  const { values: v, positionals } = parse(rest, {})
+  const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs.deliveries)
   const id = need(positionals[0], 'the form id: svc forms deliveries FORM_ID')
   noMore(positionals, 1)
   const r = await ctx.api(flagsOf(v)).get(`/svc_api/forms/deliveries/${encodePath(id)}`)
@@ -171,7 +171,7 @@ async function deliveriesCommand(ctx: Ctx, rest: string[]): Promise<number> {
 }
 
 async function redeliverCommand(ctx: Ctx, rest: string[]): Promise<number> {
-  const { values: v, positionals } = parse(rest, {})
+  const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs.redeliver)
   const id = need(positionals[0], 'the delivery id (from svc forms deliveries FORM_ID): svc forms redeliver DELIVERY_ID')
   noMore(positionals, 1)
   const r = await ctx.api(flagsOf(v)).post(`/svc_api/forms/redeliver/${encodePath(id)}`)

@@ -4,6 +4,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
 import type { ApiClient } from '../api.js'
 import { parse } from '../args.js'
+import { CLIENT_HELP } from '../help.js'
 import { ApiError, CliError } from '../errors.js'
 import { CLIENT_VERSION } from '../api.js'
 import { flagsOf, noMore, type Ctx } from './context.js'
@@ -48,7 +49,7 @@ async function forward(api: ApiClient, method: string, params: unknown): Promise
  * protocol messages goes to stdout; notices go to stderr.
  */
 export async function mcpCommand(ctx: Ctx, args: string[]): Promise<number> {
-  const { values: v, positionals } = parse(args, {})
+  const { values: v, positionals } = parse(args, CLIENT_HELP.mcp.flags)
   noMore(positionals, 0)
   const api = ctx.api(flagsOf(v))
   api.notify = (m) => process.stderr.write(`svc mcp: ${m}\n`)

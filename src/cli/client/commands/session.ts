@@ -88,7 +88,7 @@ export async function loginCommand(ctx: Ctx, args: string[]): Promise<number> {
 
 /** svc logout: ends the stored session on the server and removes the config file. */
 export async function logoutCommand(ctx: Ctx, args: string[]): Promise<number> {
-  const { positionals } = parse(args, {})
+  const { positionals } = parse(args, CLIENT_HELP.logout.flags)
   noMore(positionals, 0)
   const file = configPath()
   const stored = readConfig(file, { orEmpty: true })
@@ -108,7 +108,7 @@ export async function logoutCommand(ctx: Ctx, args: string[]): Promise<number> {
 
 /** svc whoami: who the configured credentials belong to, on which server. */
 export async function whoamiCommand(ctx: Ctx, args: string[]): Promise<number> {
-  const { values: v, positionals } = parse(args, {})
+  const { values: v, positionals } = parse(args, CLIENT_HELP.whoami.flags)
   noMore(positionals, 0)
   const api = ctx.api(flagsOf(v))
   const r = await api.get('/svc_api/me')
