@@ -58,36 +58,50 @@ export const isParseArgsError = (e: unknown): e is Error => e instanceof TypeErr
 
 const out = (s: string) => process.stdout.write(`${s}\n`)
 
+/** An operator command whose arguments were checked: what it then opens, and does. */
+type Checked =
+  /** migrate: opens (or creates) the database and runs the migrations, nothing more */
+  | { readonly opens: 'migrate' }
+  /**
+   * backup and restore: no database through Kysely (a backup must not migrate the live one,
+   * a restore must not create the svc.db it is about to write)
+   */
+  | { readonly opens: 'nothing'; run(config: Config): Promise<void> }
+  | { readonly opens: 'database'; run(db: Db, config: Config): Promise<void> }
+
 /**
  * Operator commands. They use the same configuration (DATABASE_URL / DATA_DIR) as serve and
  * are safe while it runs: SQLite waits on its busy timeout, and the server reads accounts,
- * keys, tiers and locks from the database on every request.
+ * keys, tiers and locks from the database on every request. The arguments are checked first,
+ * before the configuration is read: a refused command line (exit 2) opens, makes and migrates
+ * nothing (decision 190).
  */
-export async function adminCommand(cmd: string, args: string[], config: Config): Promise<number> {
-  // backup and restore open no database through Kysely: a backup must not migrate the live
-  // database, and a restore must not create the svc.db it is about to write
-  if (cmd === 'backup' || cmd === 'restore') {
+export async function adminCommand(cmd: string, args: string[], loadConfig: () => Config): Promise<number> {
+  let checked: Checked
+  try {
+    checked = checkArguments(cmd, args)
+  } catch (e) {
+    if (e instanceof UsageError || isParseArgsError(e)) return refuseUsage(cmd, e.message)
+    throw e
+  }
+  const config = loadConfig()
+  if (checked.opens === 'nothing') {
     try {
-      await (cmd === 'backup' ? backupCommand(args, config) : restoreCommand(args, config))
+      await checked.run(config)
       return 0
     } catch (e) {
       if (e instanceof MissingDatabaseError) return refuseDataDir(e.message)
-      if (e instanceof UsageError || e instanceof BackupError || isParseArgsError(e)) {
-        process.stderr.write(`error: ${e.message}\n${isParseArgsError(e) ? `${usageText(OPERATOR_HELP[cmd])}\n` : ''}`)
-        return e instanceof BackupError ? 1 : 2
+      if (e instanceof BackupError) {
+        process.stderr.write(`error: ${e.message}\n`)
+        return 1
       }
       throw e
     }
   }
-  // migrate takes no arguments: a mistyped one is refused before any database is opened or made
-  if (cmd === 'migrate' && args.length > 0) {
-    process.stderr.write(`error: svc migrate takes no arguments (${args[0]})\n${usageText(OPERATOR_HELP.migrate)}\n`)
-    return 2
-  }
   // a DATA_DIR without svc.db (a mistyped one) is refused before anything is opened or made
   // there; migrate (and restore) make a database on purpose (docs/cli.md)
   const before = databaseState(config)
-  const missing = cmd === 'migrate' ? null : missingDatabase(config)
+  const missing = checked.opens === 'migrate' ? null : missingDatabase(config)
   if (missing !== null) return refuseDataDir(missing)
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   try {
@@ -97,15 +111,15 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
       FEATURE_TABLES,
       snapshotFirst(config, (c) => (taken.copy = c)),
     )
-    const created = newDatabaseNote(before)
-    if (cmd === 'migrate' && created !== null) out(`created a new database ${path.join(config.dataDir, 'svc.db')} (${created})`)
-    if (cmd === 'migrate')
+    if (checked.opens === 'migrate') {
+      const created = newDatabaseNote(before)
+      if (created !== null) out(`created a new database ${path.join(config.dataDir, 'svc.db')} (${created})`)
       out(
         applied.length === 0
           ? 'migrations up to date'
           : `applied ${applied.length} migration${applied.length === 1 ? '' : 's'}: ${applied.join(', ')}${taken.copy ? `\nthe database as it was before them: ${taken.copy}` : ''}`,
       )
-    else await run(cmd, args, db, config)
+    } else await checked.run(db, config)
     if (AUDITED.has(cmd)) {
       const sub = ['user', 'key', 'redeem-code'].includes(cmd) ? args[0] : undefined
       const rest = sub === undefined ? args : args.slice(1)
@@ -121,11 +135,10 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
     }
     return 0
   } catch (e) {
-    if (e instanceof UsageError || e instanceof UserInputError || (e instanceof Error && e.name === 'ExportError') || isParseArgsError(e)) {
-      // an option or argument the parser refused: the command's synopsis after the message
-      const usage = isParseArgsError(e) && Object.hasOwn(OPERATOR_HELP, cmd) ? `${usageText(OPERATOR_HELP[cmd as keyof typeof OPERATOR_HELP])}\n` : ''
-      process.stderr.write(`error: ${e.message}\n${usage}`)
-      return e instanceof UsageError || isParseArgsError(e) ? 2 : 1
+    // what only the database or the files can tell (no such user, a name taken, a bad archive)
+    if (e instanceof UserInputError || (e instanceof Error && e.name === 'ExportError')) {
+      process.stderr.write(`error: ${e.message}\n`)
+      return 1
     }
     if (e instanceof AppError) {
       process.stderr.write(`error: ${errorMessage(e.key, 'en', e.options.params)}\n`)
@@ -137,217 +150,318 @@ export async function adminCommand(cmd: string, args: string[], config: Config):
   }
 }
 
+/** A refused command line: the message and the command's synopsis, exit 2. */
+function refuseUsage(cmd: string, message: string): number {
+  const usage = Object.hasOwn(OPERATOR_HELP, cmd) ? `${usageText(OPERATOR_HELP[cmd as keyof typeof OPERATOR_HELP])}\n` : ''
+  process.stderr.write(`error: ${message}\n${usage}`)
+  return 2
+}
+
 /** A refused DATA_DIR: the message, exit 78 (a configuration problem, as loadConfig's). */
 function refuseDataDir(message: string): number {
   process.stderr.write(`error: ${message}\n`)
   return 78
 }
 
-async function run(cmd: string, args: string[], db: Db, config: Config): Promise<void> {
-  const users = createUsers(db, systemClock, serviceLabels(config))
-  const need = <T>(v: T | undefined, what: string): T => {
-    if (v === undefined || v === '') throw new UsageError(`missing ${what}`)
-    return v
-  }
-  const userId = async (name: string) => {
-    const u = await users.byName(name)
-    if (!u) throw new UserInputError(`no user "${name}"`)
-    return u.id
-  }
+const need = <T>(v: T | undefined, what: string): T => {
+  if (v === undefined || v === '') throw new UsageError(`missing ${what}`)
+  return v
+}
 
+/** More positional arguments than the synopsis has: refused, as the client commands do. */
+function noMore(positionals: readonly string[], used: number): void {
+  if (positionals.length > used) throw new UsageError(`unexpected argument "${positionals[used]}"`)
+}
+
+/** The subcommand of user, key and redeem-code, one of `subs`. */
+function subcommand(sub: string | undefined, subs: readonly string[]): string {
+  const list = subs.join(' or ')
+  if (sub === undefined) throw new UsageError(`missing a subcommand: ${list}`)
+  if (!subs.includes(sub)) throw new UsageError(`unknown subcommand "${sub}": ${list}`)
+  return sub
+}
+
+const userIdOf = async (users: ReturnType<typeof createUsers>, name: string) => {
+  const u = await users.byName(name)
+  if (!u) throw new UserInputError(`no user "${name}"`)
+  return u.id
+}
+
+/**
+ * Parses and checks an operator command's arguments (options, the positional ones, and every
+ * option value that can be checked without the database) and returns what the command then
+ * does. Reads no configuration and touches no file: a refusal throws UsageError or a
+ * parseArgs error.
+ */
+export function checkArguments(cmd: string, args: string[]): Checked {
   switch (cmd) {
+    case 'migrate':
+      if (args.length > 0) throw new UsageError(`svc migrate takes no arguments (${args[0]})`)
+      return { opens: 'migrate' }
+    case 'backup':
+      return backupArguments(args)
+    case 'restore':
+      return restoreArguments(args)
     case 'user': {
-      const [sub, ...rest] = args
+      const [given, ...rest] = args
+      const sub = subcommand(given, ['add', 'set'])
       if (sub === 'add') {
         const { values, positionals } = parseArgs({
           args: rest,
           allowPositionals: true,
           options: parserOptions(OPERATOR_HELP.user.subs.add),
         })
-        const u = await users.create(need(positionals[0], '<username>'), need(values.password, '--password'), { vip: values.vip, admin: values.admin })
-        out(`created user ${u.username} (${u.tier}${u.is_admin ? ', admin' : ''})`)
-        return
+        const username = need(positionals[0], '<username>')
+        noMore(positionals, 1)
+        const password = need(values.password, '--password')
+        return {
+          opens: 'database',
+          async run(db, config) {
+            const u = await createUsers(db, systemClock, serviceLabels(config)).create(username, password, { vip: values.vip, admin: values.admin })
+            out(`created user ${u.username} (${u.tier}${u.is_admin ? ', admin' : ''})`)
+          },
+        }
       }
-      if (sub === 'set') {
-        const { values, positionals } = parseArgs({
-          args: rest,
-          allowPositionals: true,
-          options: parserOptions(OPERATOR_HELP.user.subs.set),
-        })
-        const s: UserSettings = {}
-        if (values.vip) s.tier = 'vip'
-        if (values['no-vip']) s.tier = 'authenticated'
-        if (values.tier) {
-          if (!(TIERS as string[]).includes(values.tier)) throw new UsageError(`--tier must be one of ${TIERS.join(', ')}`)
-          s.tier = values.tier as Tier
-        }
-        if (values.disable) s.disabled = true
-        if (values.enable) s.disabled = false
-        if (values['api-access'] !== undefined) {
-          if (!['on', 'off'].includes(values['api-access'])) throw new UsageError('--api-access takes on or off')
-          s.api_access = values['api-access'] === 'on'
-        }
-        if (values.admin) s.is_admin = true
-        if (values['no-admin']) s.is_admin = false
-        if (values.password !== undefined) s.password = values.password
-        if (values.limit) {
-          s.limits = {}
-          for (const l of values.limit) {
-            const m = /^([a-z_]+)=(\d+|default)$/.exec(l)
-            if (!m || !isQuotaName(m[1])) throw new UsageError(`--limit takes NAME=VALUE with NAME among ${QUOTA_NAMES.join(', ')}`)
-            s.limits[m[1]] = m[2] === 'default' ? null : Number(m[2])
-          }
-        }
-        const u = await users.update(need(positionals[0], '<username>'), s)
-        out(
-          `updated ${u.username}: tier ${u.tier}, ${u.disabled ? 'disabled' : 'enabled'}, api access ${u.api_access ? 'on' : 'off'}, limits ${JSON.stringify(u.limits)}`,
-        )
-        // the account's pages go offline (or come back) on every running instance at once,
-        // as the admin console does it; without Redis, a running server's cache takes up to
-        // its life (5 minutes) to see the change
-        if (s.disabled !== undefined) {
-          if (config.redisUrl === null) out(`a running server shows this within 5 minutes (set REDIS_URL, or use the admin console, for at once)`)
-          else {
-            const { createRedisBus, isReliable } = await import('../infra/bus.js')
-            const { invalidateAccount } = await import('../features/accounts/invalidate.js')
-            // a publish Redis refuses does not throw (a server only counts it): note it here, so
-            // an unreachable REDIS_URL is reported instead of passing for a delivered message
-            let lost = false
-            const bus = createRedisBus(config.redisUrl, `${config.redisPrefix}bus:`, { onPublishError: () => (lost = true) })
-            try {
-              // a publish waits for the instances' acknowledgements only once the bus's own
-              // subscription is up: wait for it (1 s at most), so this returns once they applied it
-              for (let i = 0; i < 20 && !isReliable(bus); i++) await new Promise((r) => setTimeout(r, 50))
-              await invalidateAccount(bus, u.username)
-              if (lost) out('could not tell the running servers (Redis at REDIS_URL did not take the message): they show this within 5 minutes')
-            } catch (e) {
-              out(`could not tell the running servers (${(e as Error).message}): they show this within 5 minutes`)
-            } finally {
-              await bus.close()
-            }
-          }
-        }
-        return
+      const { values, positionals } = parseArgs({
+        args: rest,
+        allowPositionals: true,
+        options: parserOptions(OPERATOR_HELP.user.subs.set),
+      })
+      const username = need(positionals[0], '<username>')
+      noMore(positionals, 1)
+      const s: UserSettings = {}
+      if (values.vip) s.tier = 'vip'
+      if (values['no-vip']) s.tier = 'authenticated'
+      if (values.tier) {
+        if (!(TIERS as string[]).includes(values.tier)) throw new UsageError(`--tier must be one of ${TIERS.join(', ')}`)
+        s.tier = values.tier as Tier
       }
-      throw new UsageError(usageText(OPERATOR_HELP.user))
+      if (values.disable) s.disabled = true
+      if (values.enable) s.disabled = false
+      if (values['api-access'] !== undefined) {
+        if (!['on', 'off'].includes(values['api-access'])) throw new UsageError('--api-access takes on or off')
+        s.api_access = values['api-access'] === 'on'
+      }
+      if (values.admin) s.is_admin = true
+      if (values['no-admin']) s.is_admin = false
+      if (values.password !== undefined) s.password = values.password
+      if (values.limit) {
+        s.limits = {}
+        for (const l of values.limit) {
+          const m = /^([a-z_]+)=(\d+|default)$/.exec(l)
+          if (!m || !isQuotaName(m[1])) throw new UsageError(`--limit takes NAME=VALUE with NAME among ${QUOTA_NAMES.join(', ')}`)
+          s.limits[m[1]] = m[2] === 'default' ? null : Number(m[2])
+        }
+      }
+      return { opens: 'database', run: (db, config) => setUser(db, config, username, s) }
     }
     case 'key': {
-      const [sub, ...rest] = args
-      if (sub !== 'create') throw new UsageError(usageText(OPERATOR_HELP.key))
+      const [given, ...rest] = args
+      subcommand(given, ['create'])
       const { values, positionals } = parseArgs({
         args: rest,
         allowPositionals: true,
         options: parserOptions(OPERATOR_HELP.key.flags),
       })
+      const username = need(positionals[0], '<username>')
+      noMore(positionals, 1)
       const days = values['expires-days']
-      if (days !== undefined && !/^\d+$/.test(days)) throw new UsageError('--expires-days takes a number of days (1-365)')
-      const id = await userId(need(positionals[0], '<username>'))
-      const { key } = await createApiKeys(db, systemClock).create(id, {
-        name: values.name ?? 'cli',
-        expiresDays: days ? Number(days) : null,
-        readOnly: values['read-only'] === true,
-      })
-      out(key)
-      return
+      // the range createApiKeys enforces, checked before anything is opened
+      if (days !== undefined && (!/^\d+$/.test(days) || Number(days) < 1 || Number(days) > 365))
+        throw new UsageError('--expires-days takes a number of days (1-365)')
+      return {
+        opens: 'database',
+        async run(db, config) {
+          const id = await userIdOf(createUsers(db, systemClock, serviceLabels(config)), username)
+          const { key } = await createApiKeys(db, systemClock).create(id, {
+            name: values.name ?? 'cli',
+            expiresDays: days ? Number(days) : null,
+            readOnly: values['read-only'] === true,
+          })
+          out(key)
+        },
+      }
     }
     case 'grant': {
       const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.grant.flags) })
-      const id = await userId(need(positionals[0], '<username>'))
-      const feature = need(positionals[1], 'feature')
+      const username = need(positionals[0], '<username>')
+      const feature = need(positionals[1], 'the feature: image-host or hosted-data')
       if (!FEATURE_NAMES.includes(feature)) throw new UsageError(`feature must be one of ${FEATURE_NAMES.join(', ')}`)
-      if (values.revoke) {
-        await db.k.deleteFrom('entitlements').where('user_id', '=', id).where('feature', '=', feature).execute()
-        out(`revoked ${feature} from ${positionals[0]}`)
-      } else {
-        await db.k
-          .insertInto('entitlements')
-          .values({ user_id: id, feature, source: 'grant', created_at: Date.now() })
-          .onConflict((oc) => oc.columns(['user_id', 'feature']).doNothing())
-          .execute()
-        out(`granted ${feature} to ${positionals[0]}`)
+      noMore(positionals, 2)
+      return {
+        opens: 'database',
+        async run(db, config) {
+          const id = await userIdOf(createUsers(db, systemClock, serviceLabels(config)), username)
+          if (values.revoke) {
+            await db.k.deleteFrom('entitlements').where('user_id', '=', id).where('feature', '=', feature).execute()
+            out(`revoked ${feature} from ${username}`)
+          } else {
+            await db.k
+              .insertInto('entitlements')
+              .values({ user_id: id, feature, source: 'grant', created_at: Date.now() })
+              .onConflict((oc) => oc.columns(['user_id', 'feature']).doNothing())
+              .execute()
+            out(`granted ${feature} to ${username}`)
+          }
+        },
       }
-      return
     }
     case 'redeem-code': {
-      const [sub, feature] = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP['redeem-code'].flags) }).positionals
-      if (sub !== 'create' || !feature || !FEATURE_NAMES.includes(feature)) throw new UsageError(usageText(OPERATOR_HELP['redeem-code']))
-      const code = `${feature === 'image-host' ? 'IMG' : 'DATA'}-${randomString(20)}`
-      await db.k
-        .insertInto('redeem_codes')
-        .values({ code_hash: sha256hex(code), feature, created_at: Date.now(), redeemed_by: null, redeemed_at: null })
-        .execute()
-      out(code)
-      return
+      const { positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP['redeem-code'].flags) })
+      subcommand(positionals[0], ['create'])
+      const feature = need(positionals[1], 'the feature: image-host or hosted-data')
+      if (!FEATURE_NAMES.includes(feature)) throw new UsageError(`feature must be one of ${FEATURE_NAMES.join(', ')}`)
+      noMore(positionals, 2)
+      return {
+        opens: 'database',
+        async run(db) {
+          const code = `${feature === 'image-host' ? 'IMG' : 'DATA'}-${randomString(20)}`
+          await db.k
+            .insertInto('redeem_codes')
+            .values({ code_hash: sha256hex(code), feature, created_at: Date.now(), redeemed_by: null, redeemed_at: null })
+            .execute()
+          out(code)
+        },
+      }
     }
     case 'lock':
     case 'unlock': {
-      const [kind, id] = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP[cmd].flags) }).positionals
+      const { positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP[cmd].flags) })
+      const kind = need(positionals[0], 'what to lock: image or hosted-data')
+      if (kind !== 'image' && kind !== 'hosted-data') throw new UsageError(`unknown kind "${kind}": image or hosted-data`)
+      const id = need(positionals[1], kind === 'image' ? '<public_token>' : '<file_id>')
+      noMore(positionals, 2)
       const locked = cmd === 'lock' ? 1 : 0
-      let n: bigint
-      if (kind === 'image') {
-        n = (await sql`update images set locked = ${locked} where public_token = ${need(id, '<public_token>')}`.execute(db.k)).numAffectedRows ?? 0n
-      } else if (kind === 'hosted-data') {
-        n = (await sql`update hosted_files set locked = ${locked} where id = ${need(id, '<file_id>')}`.execute(db.k)).numAffectedRows ?? 0n
-      } else throw new UsageError(usageText(OPERATOR_HELP[cmd]))
-      if (Number(n) === 0) throw new UserInputError(`no ${kind} "${id}"`)
-      out(`${cmd}ed ${kind} ${id}`)
-      return
+      return {
+        opens: 'database',
+        async run(db) {
+          const r =
+            kind === 'image'
+              ? await sql`update images set locked = ${locked} where public_token = ${id}`.execute(db.k)
+              : await sql`update hosted_files set locked = ${locked} where id = ${id}`.execute(db.k)
+          if (Number(r.numAffectedRows ?? 0n) === 0) throw new UserInputError(`no ${kind} "${id}"`)
+          out(`${cmd}ed ${kind} ${id}`)
+        },
+      }
     }
     case 'feature': {
       const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.feature.flags) })
-      const id = await userId(need(positionals[0], '<username>'))
+      const username = need(positionals[0], '<username>')
       // file names are stored in NFC (sites/paths.ts): a decomposed spelling names the same file
       const fileName = need(positionals[1], '<file_name>').normalize('NFC')
-      const r = await sql`update files set is_featured = ${values.off ? 0 : 1} where user_id = ${id} and file_name = ${fileName}`.execute(db.k)
-      if (Number(r.numAffectedRows ?? 0n) === 0) throw new UserInputError(`no file "${fileName}" for ${positionals[0]}`)
-      out(`${fileName}: is_featured ${values.off ? 'false' : 'true'}`)
-      return
+      noMore(positionals, 2)
+      return {
+        opens: 'database',
+        async run(db, config) {
+          const id = await userIdOf(createUsers(db, systemClock, serviceLabels(config)), username)
+          const r = await sql`update files set is_featured = ${values.off ? 0 : 1} where user_id = ${id} and file_name = ${fileName}`.execute(db.k)
+          if (Number(r.numAffectedRows ?? 0n) === 0) throw new UserInputError(`no file "${fileName}" for ${username}`)
+          out(`${fileName}: is_featured ${values.off ? 'false' : 'true'}`)
+        },
+      }
     }
     case 'export': {
       const { positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.export.flags) })
-      const { exportToFile } = await import('./export.js')
-      out(await exportToFile(db, config, need(positionals[0], '<username>'), need(positionals[1], 'FILE')))
-      return
+      const username = need(positionals[0], '<username>')
+      const file = need(positionals[1], 'FILE')
+      noMore(positionals, 2)
+      return {
+        opens: 'database',
+        async run(db, config) {
+          const { exportToFile } = await import('./export.js')
+          out(await exportToFile(db, config, username, file))
+        },
+      }
     }
     case 'import': {
       const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.import.flags) })
-      const { importFromFile } = await import('./export.js')
-      out(await importFromFile(db, config, need(positionals[0], 'FILE'), values.as))
-      return
+      const file = need(positionals[0], 'FILE')
+      noMore(positionals, 1)
+      return {
+        opens: 'database',
+        async run(db, config) {
+          const { importFromFile } = await import('./export.js')
+          out(await importFromFile(db, config, file, values.as))
+        },
+      }
     }
     case 'sweep': {
-      const { values } = parseArgs({ args, options: parserOptions(OPERATOR_HELP.sweep.flags) })
+      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.sweep.flags) })
+      noMore(positionals, 0)
       // a negative grace would reach blobs written for uploads not committed yet
       const given = values['grace-seconds'] ?? '3600'
       if (!/^\d+$/.test(given)) throw new UsageError('--grace-seconds takes a number of seconds (0 or more)')
       const grace = Number(given) * 1000
-      const blobs = await openBlobStore(config)
-      const r = await sweepBlobs(db, blobs, BLOB_COLUMNS, grace).finally(() => blobs.close())
-      out(
-        r.skipped
-          ? "skipped: another sweep (a running server's, or svc sweep) is running on this database; it does the same"
-          : `deleted ${r.deleted} unreferenced blobs and ${r.temp} temp files`,
-      )
-      return
+      return {
+        opens: 'database',
+        async run(db, config) {
+          const blobs = await openBlobStore(config)
+          const r = await sweepBlobs(db, blobs, BLOB_COLUMNS, grace).finally(() => blobs.close())
+          out(
+            r.skipped
+              ? "skipped: another sweep (a running server's, or svc sweep) is running on this database; it does the same"
+              : `deleted ${r.deleted} unreferenced blobs and ${r.temp} temp files`,
+          )
+        },
+      }
     }
+  }
+  throw new UsageError(`unknown command "${cmd}"`)
+}
+
+/** svc user set: the settings were checked; the account's pages follow on every instance. */
+async function setUser(db: Db, config: Config, username: string, s: UserSettings): Promise<void> {
+  const u = await createUsers(db, systemClock, serviceLabels(config)).update(username, s)
+  out(
+    `updated ${u.username}: tier ${u.tier}, ${u.disabled ? 'disabled' : 'enabled'}, api access ${u.api_access ? 'on' : 'off'}, limits ${JSON.stringify(u.limits)}`,
+  )
+  // the account's pages go offline (or come back) on every running instance at once,
+  // as the admin console does it; without Redis, a running server's cache takes up to
+  // its life (5 minutes) to see the change
+  if (s.disabled === undefined) return
+  if (config.redisUrl === null) {
+    out(`a running server shows this within 5 minutes (set REDIS_URL, or use the admin console, for at once)`)
+    return
+  }
+  const { createRedisBus, isReliable } = await import('../infra/bus.js')
+  const { invalidateAccount } = await import('../features/accounts/invalidate.js')
+  // a publish Redis refuses does not throw (a server only counts it): note it here, so
+  // an unreachable REDIS_URL is reported instead of passing for a delivered message
+  let lost = false
+  const bus = createRedisBus(config.redisUrl, `${config.redisPrefix}bus:`, { onPublishError: () => (lost = true) })
+  try {
+    // a publish waits for the instances' acknowledgements only once the bus's own
+    // subscription is up: wait for it (1 s at most), so this returns once they applied it
+    for (let i = 0; i < 20 && !isReliable(bus); i++) await new Promise((r) => setTimeout(r, 50))
+    await invalidateAccount(bus, u.username)
+    if (lost) out('could not tell the running servers (Redis at REDIS_URL did not take the message): they show this within 5 minutes')
+  } catch (e) {
+    out(`could not tell the running servers (${(e as Error).message}): they show this within 5 minutes`)
+  } finally {
+    await bus.close()
   }
 }
 
 const BACKUP_DOC = 'docs/operations/backups.md ("PostgreSQL and a bucket")'
 
 /** svc backup DIR|s3://BUCKET[/PREFIX][?...] [--keep N]: SQLite and a local blob store only. */
-async function backupCommand(args: string[], config: Config): Promise<void> {
+function backupArguments(args: string[]): Checked {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.backup.flags) })
-  if (positionals.length !== 1) throw new UsageError(usageText(OPERATOR_HELP.backup))
+  const where = need(positionals[0], 'DIR (or s3://BUCKET)')
+  noMore(positionals, 1)
   const keep = values.keep
   if (keep !== undefined && !/^[1-9]\d*$/.test(keep)) throw new UsageError('--keep takes a number of snapshots (1 or more)')
+  return { opens: 'nothing', run: (config) => backupCommand(where, keep === undefined ? undefined : Number(keep), config) }
+}
+
+async function backupCommand(where: string, keep: number | undefined, config: Config): Promise<void> {
   if (config.databaseUrl) throw new BackupError(`svc backup covers SQLite (DATA_DIR/svc.db) only; with PostgreSQL follow the procedure in ${BACKUP_DOC}`)
   if (config.storageUrl?.startsWith('s3://')) throw new BackupError(`svc backup covers a local blob store only; with S3 follow the procedure in ${BACKUP_DOC}`)
   assertDatabase(config)
-  const target = await openSnapshotTarget(positionals[0])
+  const target = await openSnapshotTarget(where)
   const blobs = await openBlobStore(config)
   try {
-    const r = await backupSqlite({ dataDir: config.dataDir, blobs, blobColumns: BLOB_COLUMNS, target, keep: keep ? Number(keep) : undefined })
+    const r = await backupSqlite({ dataDir: config.dataDir, blobs, blobColumns: BLOB_COLUMNS, target, keep })
     const m = r.manifest
     out(
       `snapshot ${r.snapshot}: database ${m.database.size} bytes, ${m.blobs.length} blobs (${r.copied} copied, ${r.copiedBytes} bytes; ${m.blobs.length - r.copied} already in the backup)`,
@@ -360,10 +474,14 @@ async function backupCommand(args: string[], config: Config): Promise<void> {
 }
 
 /** svc restore SNAPSHOT [--data-dir DIR] [--force]; SNAPSHOT is DIR/<name> or s3://BUCKET[/PREFIX]/<name>[?...]. */
-async function restoreCommand(args: string[], config: Config): Promise<void> {
+function restoreArguments(args: string[]): Checked {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.restore.flags) })
-  if (positionals.length !== 1) throw new UsageError(usageText(OPERATOR_HELP.restore))
-  const given = values['data-dir']
+  const snapshot = need(positionals[0], 'SNAPSHOT (a folder svc backup made, or its s3:// address)')
+  noMore(positionals, 1)
+  return { opens: 'nothing', run: (config) => restoreCommand(snapshot, values['data-dir'], values.force === true, config) }
+}
+
+async function restoreCommand(snapshot: string, given: string | undefined, force: boolean, config: Config): Promise<void> {
   let dataDir: string
   let blobRoot: string
   if (given) {
@@ -376,10 +494,10 @@ async function restoreCommand(args: string[], config: Config): Promise<void> {
     dataDir = config.dataDir
     blobRoot = config.storageUrl?.startsWith('file://') ? new URL(config.storageUrl).pathname : path.join(dataDir, 'blobs')
   }
-  const { target, name } = await openSnapshot(positionals[0])
+  const { target, name } = await openSnapshot(snapshot)
   try {
     const knownMigrations = Object.keys(allMigrations(FEATURE_TABLES))
-    const r = await restoreSqlite({ source: target, name, dataDir, blobRoot, blobColumns: BLOB_COLUMNS, knownMigrations, force: values.force })
+    const r = await restoreSqlite({ source: target, name, dataDir, blobRoot, blobColumns: BLOB_COLUMNS, knownMigrations, force })
     out(`restored ${r.manifest.created_at} into ${dataDir}: svc.db and ${r.blobs} blobs verified (${r.written} written)`)
   } finally {
     await target.close()

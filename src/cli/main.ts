@@ -104,7 +104,7 @@ export async function main(argv: string[]): Promise<void> {
     }
     const { adminCommand, ADMIN_COMMANDS } = await import('./admin.js')
     if (ADMIN_COMMANDS.includes(cmd)) {
-      const code = await adminCommand(cmd, rest, loadConfig(process.env))
+      const code = await adminCommand(cmd, rest, () => loadConfig(process.env))
       process.exitCode = code
       return
     }

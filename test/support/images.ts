@@ -126,7 +126,7 @@ export function imageForm(files: Array<{ name: string; data: Buffer | string; ty
 
 /** Runs an operator command (bin/svc) against a test server's database (its output goes to stdout). */
 export async function svc(s: TestServer, cmd: string, ...args: string[]): Promise<void> {
-  const code = await adminCommand(cmd, args, loadConfig(s.env))
+  const code = await adminCommand(cmd, args, () => loadConfig(s.env))
   if (code !== 0) throw new Error(`svc ${cmd} ${args.join(' ')} exited ${code}`)
 }
 
