@@ -178,3 +178,19 @@ for (const engine of ENGINES) {
     })
   })
 }
+
+// The client commands' "unexpected argument" is a usage error like a parser's: the synopsis follows
+describe('client commands: an unexpected argument prints the synopsis', () => {
+  for (const args of [
+    ['whoami', 'extra'],
+    ['deploy', '.', 'extra'],
+    ['kv', 'get', 'a', 'b'],
+  ]) {
+    it(`svc ${args.join(' ')}`, async () => {
+      const r = await runCli(args, { env: { SVC_URL: 'http://127.0.0.1:9', SVC_API_KEY: 'x'.repeat(64) } })
+      assert.equal(r.code, 2, r.stderr)
+      assert.equal(r.stdout, '')
+      assert.match(r.stderr, new RegExp(`^error: unexpected argument "${args.at(-1)}"\\nusage: svc ${args[0]}[ \\n]`))
+    })
+  }
+})

@@ -1,6 +1,7 @@
 /**
- * A mistake in the command line or local setup: exit code 2. `parser`: the command's option
- * parser refused the arguments (the command's synopsis is printed after the message).
+ * A mistake in the command line or local setup: exit code 2. `parser`: the arguments do not
+ * fit the command (its option parser refused them, or one is left over): the command's
+ * synopsis is printed after the message.
  */
 export class UsageError extends Error {
   constructor(

@@ -26,8 +26,9 @@ export function need(v: string | undefined, what: string): string {
   return v
 }
 
+/** More positional arguments than the synopsis has: a usage error that prints the synopsis, as a parser's refusal does. */
 export function noMore(positionals: string[], used: number) {
-  if (positionals.length > used) throw new UsageError(`unexpected argument "${positionals[used]}"`)
+  if (positionals.length > used) throw new UsageError(`unexpected argument "${positionals[used]}"`, true)
 }
 
 export const TEXT_TYPES: Record<string, string> = {
