@@ -12,7 +12,7 @@ describe('an unreachable DATABASE_URL', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-dburl-'))
     try {
       const env = { DATA_DIR: dir, DATABASE_URL: 'postgres://postgres:hunter22@127.0.0.1:1/test?schema=nowhere', PORT: '0', HTTP_PORT: '0' }
-      for (const args of [['serve'], ['user', 'list']]) {
+      for (const args of [['serve'], ['user', 'set', 'nobody', '--vip']]) {
         const r = await runCli(args, { env })
         assert.notEqual(r.code, 0, args.join(' '))
         assert.match(r.stderr, /cannot reach PostgreSQL at DATABASE_URL postgres:\/\/postgres@127\.0\.0\.1:1\/test: connect ECONNREFUSED/)
