@@ -1,9 +1,10 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import type { IncomingMessage } from 'node:http'
 import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
-import { logInPage, openContext } from '../support/browser.js'
+import { logInPage, networkQuiet, openContext } from '../support/browser.js'
 
 // Browser isolation is a property of the response headers, the same on both engines.
 const engine = ENGINES[0]
@@ -103,6 +104,41 @@ describe(`hosted pages cannot act with a visitor's session (headless Chromium) [
       }
     })
   }
+
+  it("shows the service's 404 page where a project has none: its words, its link, and nothing else loaded (decision 193)", async () => {
+    const u = await s.user()
+    await batchUpload(s, { key: u.key }, 'site', [{ filename: 'index.html', data: '<!doctype html><title>home</title><h1 id="home">home</h1>' }])
+    assert.equal((await s.post('/api/folders/site/publish', { key: u.key })).status, 200)
+    for (const [locale, title, link] of [
+      ['en-US', '404 - page not found', "Go to the site's home page"],
+      ['zh-CN', '404 - 页面不存在', '前往网站首页'],
+    ]) {
+      const context = await openContext({ locale })
+      try {
+        const page = await context.newPage()
+        // what the server received: Chromium asks for a favicon without telling Playwright
+        const received: string[] = []
+        const count = (req: IncomingMessage) => received.push(`${req.method} ${req.url}`)
+        s.app.server.on('request', count)
+        const quiet = networkQuiet(page)
+        const missing = `/${u.username}/site/nope/page`
+        const answer = await page.goto(s.url + missing)
+        assert.equal(answer?.status(), 404)
+        await quiet(300)
+        s.app.server.off('request', count)
+        assert.equal(await page.title(), title, locale)
+        assert.equal(await page.locator('h1').innerText(), title, locale)
+        // the page alone: no style sheet, script, image or favicon fetched
+        assert.deepEqual(received, [`GET ${missing}`], locale)
+        const home = page.getByRole('link', { name: link })
+        assert.equal(await home.getAttribute('href'), `/${u.username}/site/`, locale)
+        await Promise.all([page.waitForURL(`${s.url}/${u.username}/site/`), home.click()])
+        assert.equal(await page.locator('#home').innerText(), 'home', locale)
+      } finally {
+        await context.close()
+      }
+    }
+  })
 
   it('the dashboard says, next to a sandboxed link, what the sandbox takes away', async () => {
     const u = await s.user()

@@ -202,7 +202,9 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${u.username}/site/docs/`)).text, HTML('docs'))
       const missing = await s.get(`/${u.username}/site/nope.html`)
       assert.equal(missing.status, 404)
-      assert.equal(missing.header('content-type'), 'text/plain; charset=utf-8')
+      // no 404.html of the project's: the service's page, linking to the project (decision 193)
+      assert.equal(missing.header('content-type'), 'text/html; charset=utf-8')
+      assert.ok(missing.text.includes(`<a href="/${u.username}/site/">`), missing.text)
       assert.equal((await s.get(`/${u.username}/site/css/`)).status, 404, 'a directory without index.html')
     })
 
@@ -491,7 +493,9 @@ for (const engine of ENGINES) {
       for (const p of paths) {
         const r = await rawGet(s.url, p)
         assert.ok([400, 404].includes(r.status), `${p}: ${r.status}`)
-        assert.ok(!r.text.includes('<h1>'), `${p} served a page`)
+        // never a stored page: a 404 is the service's own page (decision 193), a 400 no page
+        const servicePage = r.status === 404 && /<meta name="robots" content="noindex">.*<title>404 - /.test(r.text)
+        assert.ok(servicePage || !r.text.includes('<h1>'), `${p} served a page`)
       }
       // repeated slashes go to the same project's merged path (decision 111), nowhere else
       const doubled = await rawGet(s.url, `${base}/site//index.html`)

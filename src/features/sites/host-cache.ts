@@ -55,6 +55,11 @@ export interface RedirectEntry {
 
 export interface MissingEntry {
   kind: 'missing'
+  /**
+   * Where the service's 404 page links (not-found.ts): the root of the project the path is in,
+   * as the request's origin spells it; null: no link (no project, or the root itself).
+   */
+  root: string | null
   freshUntil: number
 }
 

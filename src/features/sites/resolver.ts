@@ -224,7 +224,9 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     }
     return value
   }
-  const missing = (): HostEntry => ({ kind: 'missing', freshUntil: cache.freshUntil() })
+  // `root`: where the service's 404 page links (a project's root); null, nowhere: a user's
+  // root is no site (it is a 404 itself), and neither is a path outside any project
+  const missing = (root: string | null = null): HostEntry => ({ kind: 'missing', root, freshUntil: cache.freshUntil() })
   const redirect = (location: string, status = 301, drop?: string[]): HostEntry => ({
     kind: 'redirect',
     status,
@@ -363,6 +365,8 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     // goes to the slashless form, as Cloudflare Pages answers
     const slashless = !f && p.ok && isDir && inner.length > 1 ? await stored(`${p.path.slice(0, -INDEX.length - 1)}.html`) : undefined
     const rules = rulesOf(folder)
+    // the project's root as this origin spells it, without its slash: Locations of rules and the 404 page's link
+    const base = site === 'domain' ? '' : site ? `/${encodeURIComponent(name.path)}` : `/${username}/${encodeURIComponent(name.path)}`
     // Last-Modified of a live project's file: never before its deploy went live, so it never
     // moves back at a URL (a rollback or promote serves files older than the answers before
     // it, and If-Modified-Since would call changed bytes not modified)
@@ -383,7 +387,6 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     const match = rules ? matchRedirect(rules, inProject, f !== undefined || dirIndex !== undefined || slashless !== undefined, query, host) : null
     if (match) {
       if (/^https?:\/\//i.test(match.to)) return done(redirect(match.href, match.status, match.consumed))
-      const base = site === 'domain' ? '' : site ? `/${encodeURIComponent(name.path)}` : `/${username}/${encodeURIComponent(name.path)}`
       // a target on this site stays on it: a value with an empty first segment (/go//evil.com
       // under `/go/* /:splat`) would make `//evil.com`, which browsers read as another host
       if (match.status !== 200 && match.status !== 404 && match.status !== 410)
@@ -404,10 +407,11 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
       if (dirIndex) return done(slashed())
       if (slashless) return done(redirect(own(path).slice(0, -1)))
     }
-    // the project's own 404 page, when it has one
+    // the project's own 404 page, when it has one; else the service's, linking to the project's
+    // root (not at the root itself)
     const nf = await stored('404.html')
     if (nf) return done(fileEntry(cache, { ...nf, mtime: mtimeOf(nf.updated_at) }, site !== false, 404, errorHeaders(404, extra)))
-    return done(missing())
+    return done(missing(own(path) === `${base}/` ? null : `${base}/`))
   }
 }
 export type Resolver = ReturnType<typeof createResolver>

@@ -3,7 +3,7 @@ import type { BlobStore } from '../../storage/blob-store.js'
 import type { OpenBlobFile, OpenFiles } from '../../storage/open-files.js'
 import { hotCount } from '../../observability/registry.js'
 import { metrics } from '../../observability/metrics.js'
-import { headerList, prepare, sendPrepared, sendPreparedFile, type Prepared } from '../../http/prepared-response.js'
+import { headerList, prepare, sendPreparedFile, type Prepared } from '../../http/prepared-response.js'
 import { readFully } from '../../http/sendfile.js'
 import { notAllowed, plainHeaders, PUBLIC_PREFLIGHT_HEADERS } from '../../http/content-headers.js'
 import { decide, partialHeaders, pickEncoding, unsatisfiableHeaders, WHOLE, type Decision } from '../../http/representation.js'
@@ -21,14 +21,13 @@ import { upgradeStatus } from '../../http/origin.js'
 import { hostName, originUrl, previewOriginUrl, projectSegment, type SiteHost } from '../../http/site-origin.js'
 import type { HostHolds } from '../abuse/public.js'
 import { SITE_FORM_ROUTE, type Handover } from '../../http/types.js'
+import { sendNotFound } from './not-found.js'
 
 type Log = { warn(obj: unknown, msg: string): void }
 
-const NOT_FOUND = Buffer.from('Not Found')
 const FORBIDDEN = Buffer.from('Forbidden')
 const BAD_REQUEST = Buffer.from('Bad Request')
 const UNAVAILABLE = Buffer.from('Service Unavailable')
-const P404 = prepare(404, plainHeaders(NOT_FOUND.length))
 const H403 = plainHeaders(FORBIDDEN.length)
 const H400 = plainHeaders(BAD_REQUEST.length)
 const H503 = plainHeaders(UNAVAILABLE.length)
@@ -284,7 +283,8 @@ export function createHostHandler(
       res.end()
       return true
     }
-    sendPrepared(req, res, P404, NOT_FOUND, undefined, clock)
+    // a missing path (a page's clean URL is answered as its page's path before it gets here)
+    sendNotFound(req, res, e.kind === 'missing' ? e.root : null, clock)
     return true
   }
 
@@ -729,7 +729,7 @@ export function createHostHandler(
         return true
       }
       if (sites.contentOnly(req)) {
-        sendPrepared(req, res, P404, NOT_FOUND, undefined, clock)
+        sendNotFound(req, res, null, clock)
         return true
       }
       const d = hooks.domain(hostName(req.headers.host))

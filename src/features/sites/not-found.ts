@@ -1,0 +1,94 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { langOf, type Lang } from '../../errors/render.js'
+import { PAGE_CONTENT_HEADERS } from '../../http/content-headers.js'
+import { prepare, sendPrepared, type Prepared } from '../../http/prepared-response.js'
+import { systemClock, type Clock } from '../../util/clock.js'
+import { escapeHtml } from '../../util/html.js'
+import { dropOldest } from '../../util/oldest.js'
+
+/**
+ * The public host's own 404 page, for a missing path of a site without a `404.html` (decision
+ * 193): a small HTML page in the visitor's language (langOf, as the service's other answers)
+ * with a link to the root of the project they were in. Self-contained (no script, nothing to
+ * load, not even a favicon), with the headers every answer of the host has (the sandbox CSP,
+ * nosniff...), so it needs no policy of its own on any origin.
+ */
+
+const WORDS: Record<Lang, { lang: string; title: string; text: string; link: string }> = {
+  en: {
+    lang: 'en',
+    title: '404 - page not found',
+    text: 'There is no page at this address. It may have moved, or the address may be mistyped.',
+    link: "Go to the site's home page",
+  },
+  zh: {
+    lang: 'zh-CN',
+    title: '404 - 页面不存在',
+    text: '这个地址没有页面：它可能已经移走，或者地址有误。',
+    link: '前往网站首页',
+  },
+}
+
+/** The page's answer in one language: prepared once, then sent as it is. */
+interface Answer {
+  p: Prepared
+  body: Buffer
+}
+type Answers = Record<Lang, Answer | null>
+
+function build(root: string | null, lang: Lang): Answer {
+  const w = WORDS[lang]
+  const link = root === null ? '' : `<p><a href="${escapeHtml(root)}">${w.link}</a></p>`
+  const body = Buffer.from(
+    `<!doctype html>\n<html lang="${w.lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
+      // an icon of its own, empty: a browser asks the site for /favicon.ico otherwise, a second 404
+      `<meta name="robots" content="noindex"><link rel="icon" href="data:,"><title>${w.title}</title>\n` +
+      `<style>:root{color-scheme:light dark}body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:15vh auto;padding:0 1rem}h1{font-size:1.5rem}</style></head>\n` +
+      `<body><h1>${w.title}</h1><p>${w.text}</p>${link}</body></html>\n`,
+  )
+  // the plain 404's headers (plainHeaders: no-cache, the sandbox and CORS), as HTML that
+  // depends on Accept-Language
+  const p = prepare(404, [
+    'Content-Type',
+    'text/html; charset=utf-8',
+    'Content-Length',
+    String(body.length),
+    'Cache-Control',
+    'no-cache',
+    'Vary',
+    'Accept-Language',
+    ...PAGE_CONTENT_HEADERS,
+  ])
+  return { p, body }
+}
+
+/** The page without a link: no site, or a miss at the site's root itself. */
+const NO_LINK: Answers = { en: null, zh: null }
+/**
+ * Pages with a link, by root: a project's (`/{user}/{project}/`, `/{project}/` on a user's
+ * origin, `/` on a project's origin or domain). Bounded: one whose entry was dropped is built
+ * again on its next 404, as it was the first time.
+ */
+const WITH_LINK = new Map<string, Answers>()
+const WITH_LINK_MAX = 1000
+
+function answersOf(root: string | null): Answers {
+  if (root === null) return NO_LINK
+  let answers = WITH_LINK.get(root)
+  if (answers === undefined) {
+    if (WITH_LINK.size >= WITH_LINK_MAX) dropOldest(WITH_LINK)
+    WITH_LINK.set(root, (answers = { en: null, zh: null }))
+  }
+  return answers
+}
+
+/**
+ * Sends the 404 page with a link to `root` (null: none): prepared once per root and language;
+ * HEAD gets the same head and no body (sendPrepared).
+ */
+export function sendNotFound(req: IncomingMessage, res: ServerResponse, root: string | null, clock: Clock = systemClock): void {
+  const answers = answersOf(root)
+  const lang = langOf(req)
+  const a = answers[lang] ?? (answers[lang] = build(root, lang))
+  sendPrepared(req, res, a.p, a.body, undefined, clock)
+}
