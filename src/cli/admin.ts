@@ -20,7 +20,7 @@ import { BackupError, backupSqlite, openSnapshot, openSnapshotTarget, restoreSql
 import { writeAudit } from '../features/admin/store.js'
 import { assertDatabase, databaseState, missingDatabase, MissingDatabaseError, newDatabaseNote } from './data-dir.js'
 import os from 'node:os'
-import { parserOptions, usageText } from './help.js'
+import { exclusionError, parserOptions, usageText, type Flags } from './help.js'
 import { OPERATOR_HELP } from './operator-help.js'
 
 /** Commands that change something: each run goes to the audit log, like the web console's actions. */
@@ -168,6 +168,17 @@ const need = <T>(v: T | undefined, what: string): T => {
   return v
 }
 
+/**
+ * An operator command's options and positional arguments, from its help table: node:util
+ * parseArgs's refusals, then the table's contradictory options (`excludes`) as UsageError.
+ */
+function parseOptions<F extends Flags>(args: string[], flags: F) {
+  const parsed = parseArgs({ args, allowPositionals: true, options: parserOptions(flags) })
+  const conflict = exclusionError(flags, parsed.values)
+  if (conflict !== null) throw new UsageError(conflict)
+  return parsed
+}
+
 /** More positional arguments than the synopsis has: refused, as the client commands do. */
 function noMore(positionals: readonly string[], used: number): void {
   if (positionals.length > used) throw new UsageError(`unexpected argument "${positionals[used]}"`)
@@ -206,11 +217,7 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       const [given, ...rest] = args
       const sub = subcommand(given, ['add', 'set'])
       if (sub === 'add') {
-        const { values, positionals } = parseArgs({
-          args: rest,
-          allowPositionals: true,
-          options: parserOptions(OPERATOR_HELP.user.subs.add),
-        })
+        const { values, positionals } = parseOptions(rest, OPERATOR_HELP.user.subs.add)
         const username = need(positionals[0], '<username>')
         noMore(positionals, 1)
         const password = need(values.password, '--password')
@@ -222,11 +229,7 @@ export function checkArguments(cmd: string, args: string[]): Checked {
           },
         }
       }
-      const { values, positionals } = parseArgs({
-        args: rest,
-        allowPositionals: true,
-        options: parserOptions(OPERATOR_HELP.user.subs.set),
-      })
+      const { values, positionals } = parseOptions(rest, OPERATOR_HELP.user.subs.set)
       const username = need(positionals[0], '<username>')
       noMore(positionals, 1)
       const s: UserSettings = {}
@@ -258,11 +261,7 @@ export function checkArguments(cmd: string, args: string[]): Checked {
     case 'key': {
       const [given, ...rest] = args
       subcommand(given, ['create'])
-      const { values, positionals } = parseArgs({
-        args: rest,
-        allowPositionals: true,
-        options: parserOptions(OPERATOR_HELP.key.flags),
-      })
+      const { values, positionals } = parseOptions(rest, OPERATOR_HELP.key.flags)
       const username = need(positionals[0], '<username>')
       noMore(positionals, 1)
       const days = values['expires-days']
@@ -283,7 +282,7 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       }
     }
     case 'grant': {
-      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.grant.flags) })
+      const { values, positionals } = parseOptions(args, OPERATOR_HELP.grant.flags)
       const username = need(positionals[0], '<username>')
       const feature = need(positionals[1], 'the feature: image-host or hosted-data')
       if (!FEATURE_NAMES.includes(feature)) throw new UsageError(`feature must be one of ${FEATURE_NAMES.join(', ')}`)
@@ -307,7 +306,7 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       }
     }
     case 'redeem-code': {
-      const { positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP['redeem-code'].flags) })
+      const { positionals } = parseOptions(args, OPERATOR_HELP['redeem-code'].flags)
       subcommand(positionals[0], ['create'])
       const feature = need(positionals[1], 'the feature: image-host or hosted-data')
       if (!FEATURE_NAMES.includes(feature)) throw new UsageError(`feature must be one of ${FEATURE_NAMES.join(', ')}`)
@@ -326,7 +325,7 @@ export function checkArguments(cmd: string, args: string[]): Checked {
     }
     case 'lock':
     case 'unlock': {
-      const { positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP[cmd].flags) })
+      const { positionals } = parseOptions(args, OPERATOR_HELP[cmd].flags)
       const kind = need(positionals[0], 'what to lock: image or hosted-data')
       if (kind !== 'image' && kind !== 'hosted-data') throw new UsageError(`unknown kind "${kind}": image or hosted-data`)
       const id = need(positionals[1], kind === 'image' ? '<public_token>' : '<file_id>')
@@ -345,7 +344,7 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       }
     }
     case 'feature': {
-      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.feature.flags) })
+      const { values, positionals } = parseOptions(args, OPERATOR_HELP.feature.flags)
       const username = need(positionals[0], '<username>')
       // file names are stored in NFC (sites/paths.ts): a decomposed spelling names the same file
       const fileName = need(positionals[1], '<file_name>').normalize('NFC')
@@ -361,7 +360,7 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       }
     }
     case 'export': {
-      const { positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.export.flags) })
+      const { positionals } = parseOptions(args, OPERATOR_HELP.export.flags)
       const username = need(positionals[0], '<username>')
       const file = need(positionals[1], 'FILE')
       noMore(positionals, 2)
@@ -374,7 +373,7 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       }
     }
     case 'import': {
-      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.import.flags) })
+      const { values, positionals } = parseOptions(args, OPERATOR_HELP.import.flags)
       const file = need(positionals[0], 'FILE')
       noMore(positionals, 1)
       return {
@@ -386,7 +385,7 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       }
     }
     case 'sweep': {
-      const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.sweep.flags) })
+      const { values, positionals } = parseOptions(args, OPERATOR_HELP.sweep.flags)
       noMore(positionals, 0)
       // a negative grace would reach blobs written for uploads not committed yet
       const given = values['grace-seconds'] ?? '3600'
@@ -446,7 +445,7 @@ const BACKUP_DOC = 'docs/operations/backups.md ("PostgreSQL and a bucket")'
 
 /** svc backup DIR|s3://BUCKET[/PREFIX][?...] [--keep N]: SQLite and a local blob store only. */
 function backupArguments(args: string[]): Checked {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.backup.flags) })
+  const { values, positionals } = parseOptions(args, OPERATOR_HELP.backup.flags)
   const where = need(positionals[0], 'DIR (or s3://BUCKET)')
   noMore(positionals, 1)
   const keep = values.keep
@@ -475,7 +474,7 @@ async function backupCommand(where: string, keep: number | undefined, config: Co
 
 /** svc restore SNAPSHOT [--data-dir DIR] [--force]; SNAPSHOT is DIR/<name> or s3://BUCKET[/PREFIX]/<name>[?...]. */
 function restoreArguments(args: string[]): Checked {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: parserOptions(OPERATOR_HELP.restore.flags) })
+  const { values, positionals } = parseOptions(args, OPERATOR_HELP.restore.flags)
   const snapshot = need(positionals[0], 'SNAPSHOT (a folder svc backup made, or its s3:// address)')
   noMore(positionals, 1)
   return { opens: 'nothing', run: (config) => restoreCommand(snapshot, values['data-dir'], values.force === true, config) }

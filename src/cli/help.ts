@@ -14,6 +14,11 @@ export interface Flag {
   readonly arg?: string
   /** What it does, with its default when it has one. */
   readonly help: string
+  /**
+   * Options of the same table (or the client's common options) that contradict this one:
+   * given together, the parser refuses them (exclusionError). Declared on one side only.
+   */
+  readonly excludes?: readonly string[]
 }
 
 export type Flags = Readonly<Record<string, Flag>>
@@ -61,6 +66,34 @@ export function parserOptions<F extends Flags>(flags: F): F {
   return out as unknown as F
 }
 
+/**
+ * The pairs of options a table declares contradictory (`excludes`), each once, both names in
+ * the table's order.
+ */
+export function exclusivePairs(flags: Flags): Array<[string, string]> {
+  const names = Object.keys(flags)
+  const pairs = new Map<string, [string, string]>()
+  for (const [name, f] of Object.entries(flags))
+    for (const other of f.excludes ?? []) {
+      const pair: [string, string] = names.indexOf(name) < names.indexOf(other) ? [name, other] : [other, name]
+      pairs.set(pair.join(' '), pair)
+    }
+  return [...pairs.values()]
+}
+
+/**
+ * The refusal of the first declared pair both given (`values` as parseArgs returns them), or
+ * null. Every parser calls it on its table, so no contradiction is settled by the order the
+ * code reads the options in.
+ */
+export function exclusionError(flags: Flags, values: Readonly<Record<string, unknown>>): string | null {
+  for (const [a, b] of exclusivePairs(flags)) if (values[a] !== undefined && values[b] !== undefined) return `--${a} and --${b} exclude each other`
+  return null
+}
+
+/** The options `name` may not be given with, both sides of each pair, in the table's order. */
+const excludedBy = (flags: Flags, name: string): string[] => exclusivePairs(flags).flatMap(([a, b]) => (a === name ? [b] : b === name ? [a] : []))
+
 /** Every option name of a command (both forms), for tests and error messages. */
 export function allFlags(h: CommandHelp): Flags {
   return Object.assign({}, h.flags ?? {}, ...Object.values(h.subs ?? {})) as Flags
@@ -94,8 +127,11 @@ export const usageText = (h: CommandHelp): string => `usage: ${h.usage.join('\n 
 
 const flagName = (name: string, f: Flag) => `${f.short ? `-${f.short}, ` : '    '}--${name}${f.arg ? ` ${f.arg}` : ''}`
 
-/** A block of options: the names in a column, the meanings wrapped beside them. */
-function flagBlock(title: string, flags: Flags): string[] {
+/**
+ * A block of options: the names in a column, the meanings wrapped beside them, each with the
+ * options it excludes. `others`: the options the parser takes besides (the common ones).
+ */
+function flagBlock(title: string, flags: Flags, others: Flags = {}): string[] {
   const entries = Object.entries(flags)
   if (entries.length === 0) return []
   const col = Math.min(30, Math.max(...entries.map(([n, f]) => flagName(n, f).length)) + 4)
@@ -103,8 +139,10 @@ function flagBlock(title: string, flags: Flags): string[] {
   for (const [n, f] of entries) {
     const left = `  ${flagName(n, f)}`
     const pad = ' '.repeat(col)
-    if (left.length + 2 > col) out.push(left, ...wrap(f.help, pad))
-    else out.push(...wrap(f.help, pad, left.padEnd(col)))
+    const excluded = excludedBy({ ...others, ...flags }, n)
+    const help = excluded.length ? `${f.help}; not with ${excluded.map((x) => `--${x}`).join(', ')}` : f.help
+    if (left.length + 2 > col) out.push(left, ...wrap(help, pad))
+    else out.push(...wrap(help, pad, left.padEnd(col)))
   }
   return out
 }
@@ -115,9 +153,9 @@ export function renderHelp(h: CommandHelp, common?: { title: string; flags: Flag
   const blocks: string[][] = []
   // without common options (operator commands), -h/--help is listed with the command's own
   const own = common ? (h.flags ?? {}) : { ...h.flags, help: HELP_FLAG }
-  blocks.push(flagBlock('Options:', own))
+  blocks.push(flagBlock('Options:', own, common?.flags))
   const cmd = h.usage[0].split(' ').slice(0, 2).join(' ')
-  for (const [sub, flags] of Object.entries(h.subs ?? {})) blocks.push(flagBlock(`Options of ${cmd} ${sub}:`, flags))
+  for (const [sub, flags] of Object.entries(h.subs ?? {})) blocks.push(flagBlock(`Options of ${cmd} ${sub}:`, flags, common?.flags))
   if (common) blocks.push(flagBlock(common.title, common.flags))
   for (const b of blocks) if (b.length) out.push('', ...b)
   const env = [...(h.env ?? []), ...(common?.env ?? [])]

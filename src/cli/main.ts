@@ -4,7 +4,7 @@ import { CLIENT_COMMANDS, clientCommand, clientHelp } from './client.js'
 import { CLIENT_VERSION } from './client/api.js'
 import { COMMON_OPTIONS } from './client/args.js'
 import { CLIENT_ENV, CLIENT_HELP } from './client/help.js'
-import { GENERAL_HELP, parserOptions, renderHelp, renderOverview, usageText, type CommandHelp, type Flags } from './help.js'
+import { exclusionError, GENERAL_HELP, parserOptions, renderHelp, renderOverview, usageText, type CommandHelp, type Flags } from './help.js'
 import { OPERATOR_HELP } from './operator-help.js'
 
 /** `svc --help` (and `svc`, `svc help`; on stderr after an unknown command): every command, from the help tables. */
@@ -47,17 +47,20 @@ function commandHelp(cmd: string): string | null {
 
 /**
  * Parses the arguments of a command that takes no positional ones (serve, version) with its
- * table; a refusal is reported with the command's synopsis (true: exit 2).
+ * table (contradictory options too, as every parser); a refusal is reported with the
+ * command's synopsis (true: exit 2).
  */
 function usageRefused(h: { usage: readonly string[]; flags: Flags }, args: string[]): boolean {
+  let message: string | null
   try {
-    parseArgs({ args, options: parserOptions(h.flags), allowPositionals: false })
-    return false
+    message = exclusionError(h.flags, parseArgs({ args, options: parserOptions(h.flags), allowPositionals: false }).values)
   } catch (e) {
     if (!(e instanceof TypeError && String((e as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS_'))) throw e
-    process.stderr.write(`error: ${e.message}\n${usageText(h as CommandHelp)}\n`)
-    return true
+    message = e.message
   }
+  if (message === null) return false
+  process.stderr.write(`error: ${message}\n${usageText(h as CommandHelp)}\n`)
+  return true
 }
 
 /** Entry point of bin/svc. */

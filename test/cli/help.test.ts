@@ -6,7 +6,7 @@ import path from 'node:path'
 import { runCli } from './run.js'
 import { COMMON_OPTIONS } from '../../src/cli/client/args.js'
 import { CLIENT_HELP } from '../../src/cli/client/help.js'
-import { allFlags, GENERAL_HELP, type CommandHelp, type Flags } from '../../src/cli/help.js'
+import { allFlags, exclusivePairs, GENERAL_HELP, renderHelp, type CommandHelp, type Flags } from '../../src/cli/help.js'
 import { OPERATOR_HELP } from '../../src/cli/operator-help.js'
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..')
@@ -206,13 +206,14 @@ describe('svc CMD --help: the command help', () => {
     for (const line of r.stdout.split('\n')) assert.ok(line.length <= 100, `a line over 100 columns: ${line}`)
   })
 
-  // parse(), parseArgs() and main.ts's usageRefused() take the options from the help tables,
-  // never an inline table, so the option test above sees every option a command takes. A
-  // source scan: the call sites are few and plain. parse() and usageRefused() hand their
-  // caller's table on to parseArgs: those two calls are the exceptions.
+  // parse(), admin.ts's parseOptions(), parseArgs() and main.ts's usageRefused() take the
+  // options from the help tables, never an inline table, so the option test above sees every
+  // option a command takes. A source scan: the call sites are few and plain. parse(),
+  // parseOptions() and usageRefused() hand their caller's table on to parseArgs: those three
+  // calls are the exceptions.
   it('every parser in src/cli reads its options from a help table', () => {
     const dir = path.join(ROOT, 'src', 'cli')
-    const PASSED_ON = new Set([`${path.join('client', 'args.ts')}: all`, 'main.ts: parserOptions(h.flags)'])
+    const PASSED_ON = new Set([`${path.join('client', 'args.ts')}: all`, 'main.ts: parserOptions(h.flags)', 'admin.ts: parserOptions(flags)'])
     /** The top-level comma-separated parts inside the bracket at `open`. */
     const parts = (text: string, open: number): string[] => {
       const out: string[] = []
@@ -234,10 +235,10 @@ describe('svc CMD --help: the command help', () => {
     for (const f of fs.readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
       if (!f.endsWith('.ts')) continue
       const text = fs.readFileSync(path.join(dir, f), 'utf8')
-      for (const m of text.matchAll(/(?<![.\w]|function )(parse|parseArgs|usageRefused)\(/g)) {
+      for (const m of text.matchAll(/(?<![.\w]|function )(parse|parseOptions|parseArgs|usageRefused)\(/g)) {
         const args = parts(text, m.index + m[0].length - 1)
         const options =
-          m[1] === 'parse'
+          m[1] === 'parse' || m[1] === 'parseOptions'
             ? args[1]
             : m[1] === 'usageRefused'
               ? args[0]
@@ -294,5 +295,118 @@ describe('svc CMD --help: the command help', () => {
     const r = await runCli(['help', 'help'], { env })
     assert.equal(r.code, 0, r.stderr)
     assert.match(r.stdout, /^usage: svc help \[COMMAND\]/m)
+  })
+})
+
+/**
+ * Every options table a parser reads, with the words that reach that parser: a subcommand's
+ * own table (`user set`), or a command's (with the subcommand of the first synopsis line that
+ * names `flag`, for `access set`). `common`: what the parser takes besides (client commands).
+ */
+function optionTables(): Array<{ label: string; words: (flag: string) => string[]; h: CommandHelp; flags: Flags; common: Flags }> {
+  const out: ReturnType<typeof optionTables> = []
+  const tables: Array<[Record<string, CommandHelp>, Flags]> = [
+    [OPERATOR_HELP, {}],
+    [CLIENT_HELP, COMMON_OPTIONS],
+  ]
+  for (const [table, common] of tables)
+    for (const [cmd, h] of Object.entries(table)) {
+      for (const [sub, flags] of Object.entries(h.subs ?? {})) out.push({ label: `${cmd} ${sub}`, words: () => [cmd, sub], h, flags, common })
+      if (h.flags) {
+        const words = (flag: string) => {
+          const line = h.usage.find((u) => u.split(' ').some((w) => w.replace(/^\[/, '') === `--${flag}`)) ?? `svc ${cmd}`
+          const lead = line.split(' ').slice(1)
+          const n = lead.findIndex((w) => !/^[a-z][a-z-]*$/.test(w))
+          return n < 0 ? lead : lead.slice(0, n)
+        }
+        out.push({ label: cmd, words, h, flags: h.flags, common })
+      }
+    }
+  return out
+}
+
+// Options that contradict each other are declared in the tables (`excludes`); the shared
+// parsing code refuses any such pair before anything else, and each option's help names the
+// options it excludes. Decision 194.
+describe('options that exclude each other', () => {
+  const REQUIRED: Array<[table: string, a: string, b: string]> = [
+    ['user set', 'vip', 'no-vip'],
+    ['user set', 'vip', 'tier'],
+    ['user set', 'no-vip', 'tier'],
+    ['user set', 'disable', 'enable'],
+    ['user set', 'admin', 'no-admin'],
+    ['forms notify', 'webhook', 'no-webhook'],
+    ['forms notify', 'paused', 'no-webhook'],
+    ['access', 'password-stdin', 'no-password'],
+    ['access', 'expires', 'no-expiry'],
+    ['login', 'password', 'password-stdin'],
+    ['login', 'key', 'key-stdin'],
+    ['login', 'password-stdin', 'key-stdin'],
+  ]
+  const declared = optionTables().flatMap((t) => exclusivePairs({ ...t.common, ...t.flags }).map(([a, b]) => ({ ...t, a, b })))
+
+  it('the tables declare the contradictory pairs, each naming an option of its own table', () => {
+    const names = declared.map((d) => `${d.label}: ${[d.a, d.b].sort().join(' ')}`)
+    for (const [t, a, b] of REQUIRED) assert.ok(names.includes(`${t}: ${[a, b].sort().join(' ')}`), `${t}: --${a} and --${b} in\n${names.join('\n')}`)
+    assert.equal(new Set(names).size, names.length, 'each pair once')
+    for (const t of optionTables())
+      for (const [name, f] of Object.entries(t.flags))
+        for (const other of f.excludes ?? []) {
+          assert.ok(Object.hasOwn({ ...t.common, ...t.flags }, other), `${t.label} --${name} excludes --${other}, which it does not take`)
+          assert.notEqual(other, name)
+        }
+  })
+
+  it("each option's help names the options it excludes", () => {
+    for (const d of declared) {
+      const help = renderHelp(d.h, { title: 'Options every client command takes:', flags: d.common })
+      // the block of this table (a subcommand's own one, or the command's), then the option's lines
+      const sub = d.label.split(' ')[1]
+      const block = sub === undefined ? help : help.slice(help.indexOf(`Options of svc ${d.label}:`))
+      for (const [x, y] of [
+        [d.a, d.b],
+        [d.b, d.a],
+      ]) {
+        if (!Object.hasOwn(d.flags, x)) continue // a common option's block is every command's: it names none
+        const lines = block.split('\n')
+        const i = lines.findIndex((l) => new RegExp(`^ {2}(?:-\\w, | {4})--${x}\\b`).test(l))
+        assert.ok(i >= 0, `--${x} in the help of ${d.label}`)
+        let text = lines[i]
+        for (let j = i + 1; j < lines.length && /^ {8,}\S/.test(lines[j]); j++) text += ` ${lines[j].trim()}`
+        assert.match(text.replace(/\s+/g, ' '), new RegExp(`; not with (?:--[\\w-]+, )*--${y}\\b[^;]*$`), `${d.label}: ${text}`)
+      }
+    }
+  })
+
+  let tmp = ''
+  before(() => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-excludes-'))
+  })
+  after(() => fs.rmSync(tmp, { recursive: true, force: true }))
+  it('each declared pair, in either order, is refused first: exit 2, both named, the synopsis', async () => {
+    assert.ok(declared.length >= REQUIRED.length)
+    const env = {
+      DATA_DIR: path.join(tmp, 'no-data'),
+      SVC_URL: 'http://127.0.0.1:9',
+      SVC_API_KEY: 'x'.repeat(64),
+      SVC_CONFIG: path.join(tmp, 'no-config.json'),
+    }
+    const given = (d: (typeof declared)[number], name: string) => {
+      const f = d.flags[name] ?? d.common[name]
+      return f.type === 'string' ? [`--${name}`, 'x'] : [`--${name}`]
+    }
+    for (const d of declared)
+      for (const order of [
+        [d.a, d.b],
+        [d.b, d.a],
+      ]) {
+        const args = [...d.words(d.a), ...given(d, order[0]), ...given(d, order[1])]
+        const r = await runCli(args, { env, input: 'secret\n' })
+        const what = `svc ${args.join(' ')}`
+        assert.equal(r.code, 2, `${what}: ${r.stderr}`)
+        assert.equal(r.stdout, '', what)
+        assert.match(r.stderr, new RegExp(`^error: --${d.a} and --${d.b} exclude each other\\nusage: svc ${args[0]}\\b`), what)
+        assert.equal(fs.existsSync(env.DATA_DIR), false, `${what}: no data folder made`)
+      }
   })
 })

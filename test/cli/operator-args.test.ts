@@ -25,6 +25,12 @@ const REFUSED: string[][] = [
   ['user', 'set', 'bob', '--api-access', 'maybe'],
   ['user', 'set', 'bob', '--limit', 'bogus=1'],
   ['user', 'set', 'bob', 'carol', '--vip'],
+  // options that contradict each other: refused, not settled silently by the last one read
+  ['user', 'set', 'bob', '--vip', '--no-vip'],
+  ['user', 'set', 'bob', '--no-vip', '--tier', 'vip'],
+  ['user', 'set', 'bob', '--tier', 'default', '--vip'],
+  ['user', 'set', 'bob', '--disable', '--enable'],
+  ['user', 'set', 'bob', '--enable', '--admin', '--no-admin'],
   ['key'],
   ['key', 'create'],
   ['key', 'create', 'bob', '--bogus'],

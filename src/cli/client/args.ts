@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { HELP_FLAG, parserOptions, type Flags } from '../help.js'
+import { exclusionError, HELP_FLAG, parserOptions, type Flags } from '../help.js'
 import { UsageError } from './errors.js'
 
 /** Options every client command accepts (its help lists them after the command's own). */
@@ -12,10 +12,12 @@ export const COMMON_OPTIONS = {
 } as const satisfies Flags
 
 /**
- * util.parseArgs with the common options, usage errors as UsageError, and negative numbers
- * accepted as values (`svc kv incr hits -1`, `--by -1`).
+ * util.parseArgs with the common options, usage errors as UsageError, negative numbers
+ * accepted as values (`svc kv incr hits -1`, `--by -1`), and the table's contradictory
+ * options (`excludes`) refused.
  */
 export function parse<O extends Flags>(args: string[], options: O) {
+  const table: Flags = { ...COMMON_OPTIONS, ...options }
   const all = parserOptions({ ...COMMON_OPTIONS, ...options })
   const fixed: string[] = []
   const tail: string[] = []
@@ -42,8 +44,9 @@ export function parse<O extends Flags>(args: string[], options: O) {
     }
     fixed.push(a)
   }
+  let parsed
   try {
-    return parseArgs({ args: tail.length ? [...fixed, '--', ...tail] : fixed, options: all, allowPositionals: true, strict: true })
+    parsed = parseArgs({ args: tail.length ? [...fixed, '--', ...tail] : fixed, options: all, allowPositionals: true, strict: true })
   } catch (e) {
     // Node's own text suggests '-- "--flag"' (for a positional that starts with '-'), which a
     // mistyped option does not need: name the option and the options there are instead
@@ -58,6 +61,9 @@ export function parse<O extends Flags>(args: string[], options: O) {
     }
     throw new UsageError((e as Error).message, true)
   }
+  const conflict = exclusionError(table, parsed.values)
+  if (conflict !== null) throw new UsageError(conflict, true)
+  return parsed
 }
 
 /** A positive integer option, or the default. */

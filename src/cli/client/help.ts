@@ -19,8 +19,9 @@ export const CLIENT_HELP = {
     flags: {
       username: { type: 'string', arg: 'NAME', help: 'also log in as NAME and store the session (password: --password-stdin, SVC_PASSWORD, or asked)' },
       password: { type: 'string', arg: 'PW', help: 'the password (visible in the process list: prefer --password-stdin)' },
-      'password-stdin': { type: 'boolean', help: 'read the password from stdin' },
-      'key-stdin': { type: 'boolean', help: 'read the API key from stdin (not in ps or the shell history)' },
+      'password-stdin': { type: 'boolean', help: 'read the password from stdin', excludes: ['password'] },
+      // stdin holds one of them: a key and a password would both read it
+      'key-stdin': { type: 'boolean', help: 'read the API key from stdin (not in ps or the shell history)', excludes: ['key', 'password-stdin'] },
     },
     env: [['SVC_PASSWORD', 'the password of --username when neither --password nor --password-stdin is given']],
     examples: [
@@ -165,7 +166,7 @@ export const CLIENT_HELP = {
       notify: {
         webhook: { type: 'string', arg: 'URL', help: 'send each submission to URL, signed (prints the signing secret once)' },
         paused: { type: 'boolean', help: 'keep the webhook but send nothing' },
-        'no-webhook': { type: 'boolean', help: 'remove the webhook' },
+        'no-webhook': { type: 'boolean', help: 'remove the webhook', excludes: ['webhook', 'paused'] },
         email: { type: 'string', arg: 'each|digest|off', help: 'e-mail each submission, a digest, or none (on = each)' },
       },
       'rotate-secret': {},
@@ -200,9 +201,9 @@ export const CLIENT_HELP = {
       'Sets a visitor password and an expiry on a folder project or single page (NAME), clears them, or lists them. The password comes from stdin or SVC_VISITOR_PASSWORD, never the command line.',
     flags: {
       'password-stdin': { type: 'boolean', help: 'set: read the visitor password from stdin' },
-      'no-password': { type: 'boolean', help: 'set: remove the password' },
+      'no-password': { type: 'boolean', help: 'set: remove the password', excludes: ['password-stdin'] },
       expires: { type: 'string', arg: 'WHEN', help: 'set: expire at an ISO 8601 time (2026-12-31T23:00:00Z) or after a duration (30m, 12h, 7d)' },
-      'no-expiry': { type: 'boolean', help: 'set: remove the expiry' },
+      'no-expiry': { type: 'boolean', help: 'set: remove the expiry', excludes: ['expires'] },
     },
     env: [['SVC_VISITOR_PASSWORD', 'set: the visitor password when --password-stdin and --no-password are not given']],
     examples: ['svc access set site --password-stdin --expires 7d < pw.txt', 'svc access clear site', 'svc access list'],

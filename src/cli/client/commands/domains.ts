@@ -110,11 +110,9 @@ export async function accessCommand(ctx: Ctx, args: string[]): Promise<number> {
       const name = need(positionals[0], 'NAME: svc access set NAME [--password-stdin | --no-password] [--expires WHEN | --no-expiry]')
       noMore(positionals, 1)
       const body: Record<string, unknown> = {}
-      if (v['password-stdin'] && v['no-password']) throw new UsageError('--password-stdin and --no-password exclude each other')
       if (v['password-stdin']) body.password = (await readStdin()).replace(/\r?\n$/, '')
       else if (v['no-password']) body.password = null
       else if (process.env.SVC_VISITOR_PASSWORD) body.password = process.env.SVC_VISITOR_PASSWORD
-      if (v.expires !== undefined && v['no-expiry']) throw new UsageError('--expires and --no-expiry exclude each other')
       if (v.expires !== undefined) body.expires_at = expiryOf(v.expires)
       else if (v['no-expiry']) body.expires_at = null
       if (Object.keys(body).length === 0)

@@ -89,7 +89,6 @@ async function notifyCommand(ctx: Ctx, rest: string[]): Promise<number> {
   const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs.notify)
   const id = need(positionals[0], 'the form id: svc forms notify FORM_ID [--webhook URL | --no-webhook] [--email each|digest|off]')
   noMore(positionals, 1)
-  if (v.webhook !== undefined && v['no-webhook']) throw new UsageError('--webhook and --no-webhook exclude each other')
   if (v.paused && v.webhook === undefined) throw new UsageError('--paused goes with --webhook URL')
   const email = v.email === undefined ? undefined : EMAIL_MODES[v.email]
   if (v.email !== undefined && !email) throw new UsageError('--email must be one of each, digest, off (on = each)')
