@@ -185,18 +185,40 @@ for (const engine of ENGINES) {
   })
 }
 
-// The client commands' "unexpected argument" is a usage error like a parser's: the synopsis follows
-describe('client commands: an unexpected argument prints the synopsis', () => {
-  for (const args of [
-    ['whoami', 'extra'],
-    ['deploy', '.', 'extra'],
-    ['kv', 'get', 'a', 'b'],
-  ]) {
+// The client commands' usage errors print the synopsis after the message, as a parser's
+// refusal does: an unexpected argument, a missing one, a missing or unknown subcommand
+describe('client commands: a missing or unexpected argument prints the synopsis', () => {
+  const cases: Array<[args: string[], message: RegExp]> = [
+    [['whoami', 'extra'], /unexpected argument "extra"/],
+    [['deploy', '.', 'extra'], /unexpected argument "extra"/],
+    [['kv', 'get', 'a', 'b'], /unexpected argument "b"/],
+    [['deploy'], /missing the folder to deploy/],
+    [['page'], /missing the HTML file/],
+    [['promote'], /missing the deploy to make live/],
+    [['kv', 'get'], /missing KEY/],
+    [['kv', 'set', 'a'], /missing VALUE/],
+    [['kv', 'incr'], /missing KEY/],
+    [['kv'], /missing a subcommand: get, set, incr, rm or ls/],
+    [['kv', 'put', 'a', '1'], /unknown subcommand "put": get, set, incr, rm or ls/],
+    [['data', 'push'], /missing the file to push/],
+    [['data'], /missing a subcommand: push/],
+    [['forms', 'notify'], /missing the form id/],
+    [['forms', 'redeliver'], /missing the delivery id/],
+    [['forms', 'nope'], /unknown subcommand "nope"/],
+    [['domain', 'add', 'www.example.com'], /missing --project NAME/],
+    [['domain', 'verify'], /missing DOMAIN/],
+    [['domain'], /missing a subcommand/],
+    [['access', 'set'], /missing NAME/],
+    [['access', 'open', 'site'], /unknown subcommand "open"/],
+  ]
+  for (const [args, message] of cases) {
     it(`svc ${args.join(' ')}`, async () => {
       const r = await runCli(args, { env: { SVC_URL: 'http://127.0.0.1:9', SVC_API_KEY: 'x'.repeat(64) } })
       assert.equal(r.code, 2, r.stderr)
       assert.equal(r.stdout, '')
-      assert.match(r.stderr, new RegExp(`^error: unexpected argument "${args.at(-1)}"\\nusage: svc ${args[0]}[ \\n]`))
+      assert.match(r.stderr, new RegExp(`^error: [^\\n]+\\nusage: svc ${args[0]}[ \\n]`), r.stderr)
+      assert.match(r.stderr.split('\n')[0], message)
+      assert.equal(r.stderr.match(/^usage: /gm)?.length, 1, 'the synopsis once')
     })
   }
 })

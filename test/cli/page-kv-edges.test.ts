@@ -28,7 +28,7 @@ for (const engine of ENGINES) {
       assert.equal(get.json.data.data_type, 'text')
       const none = await runCli(['kv', 'set', 'other'], { env })
       assert.equal(none.code, 2)
-      assert.match(none.stderr, /^error: missing VALUE: /)
+      assert.match(none.stderr, /^error: missing VALUE \(or --file F, or - for stdin\)\nusage: svc kv /)
       assert.equal((await runCli(['kv', 'get', 'other'], { env })).code, 1, 'nothing stored')
     })
 

@@ -21,9 +21,16 @@ export const flagsOf = (v: { url?: string; key?: string; insecure?: boolean }): 
 
 export const keyHint = (key: string) => `${key.slice(0, 4)}…${key.slice(-4)}`
 
+/** A required argument or option: missing, a usage error that prints the synopsis. */
 export function need(v: string | undefined, what: string): string {
-  if (v === undefined || v === '') throw new UsageError(`missing ${what}`)
+  if (v === undefined || v === '') throw new UsageError(`missing ${what}`, true)
   return v
+}
+
+/** A missing or unknown subcommand (one of `subs`, the synopsis's): a usage error that prints the synopsis. */
+export function unknownSubcommand(sub: string | undefined, subs: readonly string[]): UsageError {
+  const list = `${subs.slice(0, -1).join(', ')}${subs.length > 1 ? ' or ' : ''}${subs.at(-1)}`
+  return new UsageError(sub === undefined ? `missing a subcommand: ${list}` : `unknown subcommand "${sub}": ${list}`, true)
 }
 
 /** More positional arguments than the synopsis has: a usage error that prints the synopsis, as a parser's refusal does. */

@@ -2,10 +2,9 @@
 import path from 'node:path'
 import { ApiClient } from '../api.js'
 import { parse } from '../args.js'
-import { usageText } from '../../help.js'
 import { CLIENT_HELP } from '../help.js'
-import { ApiError, CliError, UsageError } from '../errors.js'
-import { flagsOf, need, noMore, multipartBody, readLocal, textType, type Ctx } from './context.js'
+import { ApiError, CliError } from '../errors.js'
+import { flagsOf, need, noMore, multipartBody, readLocal, textType, unknownSubcommand, type Ctx } from './context.js'
 
 /**
  * svc data push: a new hosted data file, or a new version of the file with the same display
@@ -14,9 +13,9 @@ import { flagsOf, need, noMore, multipartBody, readLocal, textType, type Ctx } f
  */
 export async function dataCommand(ctx: Ctx, args: string[]): Promise<number> {
   const [sub, ...rest] = args
-  if (sub !== 'push') throw new UsageError(usageText(CLIENT_HELP.data))
+  if (sub !== 'push') throw unknownSubcommand(sub, ['push'])
   const { values: v, positionals } = parse(rest, CLIENT_HELP.data.flags)
-  const file = need(positionals[0], 'the file: svc data push <file>')
+  const file = need(positionals[0], 'the file to push (<file>)')
   noMore(positionals, 1)
   const buf = readLocal(file)
   let content: string

@@ -66,7 +66,7 @@ export async function rollbackCommand(ctx: Ctx, args: string[]): Promise<number>
 
 export async function promoteCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { values: v, positionals } = parse(args, CLIENT_HELP.promote.flags)
-  const id = need(positionals[0], 'the deploy to make live: svc promote ID')
+  const id = need(positionals[0], 'the deploy to make live (ID)')
   noMore(positionals, 1)
   const project = projectOf(v)
   const r = await ctx.api(flagsOf(v)).post(`/api/folders/${encodePath(project)}/deploys/${encodeURIComponent(id)}/promote`, { idempotent: true })

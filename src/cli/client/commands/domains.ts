@@ -1,9 +1,8 @@
 /** svc domain (custom domains) and svc access (visitor password and expiry of a project or page). */
 import { parse } from '../args.js'
-import { usageText } from '../../help.js'
 import { CLIENT_HELP } from '../help.js'
 import { UsageError } from '../errors.js'
-import { flagsOf, need, noMore, readStdin, table, type Ctx } from './context.js'
+import { flagsOf, need, noMore, readStdin, table, unknownSubcommand, type Ctx } from './context.js'
 
 interface DomainData {
   domain: string
@@ -23,7 +22,7 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
   const path = (name: string) => `/api/domains/${encodeURIComponent(name)}`
   switch (sub) {
     case 'add': {
-      const domain = need(positionals[0], 'DOMAIN: svc domain add DOMAIN --project NAME')
+      const domain = need(positionals[0], 'DOMAIN')
       noMore(positionals, 1)
       const project = need(v.project, '--project NAME (the folder project this domain serves)')
       const r = await api().post('/api/domains', { json: { domain, project } })
@@ -38,7 +37,7 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     case 'verify': {
-      const domain = need(positionals[0], 'DOMAIN: svc domain verify DOMAIN')
+      const domain = need(positionals[0], 'DOMAIN')
       noMore(positionals, 1)
       const r = await api().post(`${path(domain)}/verify`, { idempotent: true })
       if (ctx.json) ctx.emit(r.json)
@@ -46,7 +45,7 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     case 'primary': {
-      const domain = need(positionals[0], 'DOMAIN: svc domain primary DOMAIN [--off]')
+      const domain = need(positionals[0], 'DOMAIN')
       noMore(positionals, 1)
       const r = await api().call(v.off ? 'DELETE' : 'PUT', `${path(domain)}/primary`)
       const d = r.json.data as DomainData
@@ -79,7 +78,7 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
     }
     case 'rm':
     case 'remove': {
-      const domain = need(positionals[0], 'DOMAIN: svc domain remove DOMAIN')
+      const domain = need(positionals[0], 'DOMAIN')
       noMore(positionals, 1)
       const r = await api().delete(path(domain))
       if (ctx.json) ctx.emit(r.json)
@@ -87,7 +86,7 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     default:
-      throw new UsageError(usageText(CLIENT_HELP.domain))
+      throw unknownSubcommand(sub, ['add', 'verify', 'primary', 'list', 'remove'])
   }
 }
 
@@ -107,7 +106,7 @@ export async function accessCommand(ctx: Ctx, args: string[]): Promise<number> {
     `${a.name}: ${a.password ? 'password' : 'no password'}, ${a.expires_at === null ? 'no expiry' : `${a.expired ? 'expired' : 'expires'} ${a.expires_at}`}`
   switch (sub) {
     case 'set': {
-      const name = need(positionals[0], 'NAME: svc access set NAME [--password-stdin | --no-password] [--expires WHEN | --no-expiry]')
+      const name = need(positionals[0], 'NAME')
       noMore(positionals, 1)
       const body: Record<string, unknown> = {}
       if (v['password-stdin']) body.password = (await readStdin()).replace(/\r?\n$/, '')
@@ -123,7 +122,7 @@ export async function accessCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     case 'clear': {
-      const name = need(positionals[0], 'NAME: svc access clear NAME')
+      const name = need(positionals[0], 'NAME')
       noMore(positionals, 1)
       const r = await api().delete(`/api/access/${encodeURIComponent(name)}`)
       if (ctx.json) ctx.emit(r.json)
@@ -139,6 +138,6 @@ export async function accessCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     default:
-      throw new UsageError(usageText(CLIENT_HELP.access))
+      throw unknownSubcommand(sub, ['set', 'clear', 'list'])
   }
 }

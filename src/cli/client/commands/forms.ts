@@ -2,12 +2,11 @@
 import fs from 'node:fs'
 import { encodePath } from '../api.js'
 import { parse } from '../args.js'
-import { usageText } from '../../help.js'
 import { CLIENT_HELP } from '../help.js'
 import { ApiError, UsageError } from '../errors.js'
 import { formatBytes } from '../progress.js'
 import { fieldHeaders, toCsv } from '../../../util/csv.js'
-import { flagsOf, localTime, need, noMore, preview, table, type Ctx } from './context.js'
+import { flagsOf, localTime, need, noMore, preview, table, unknownSubcommand, type Ctx } from './context.js'
 
 /** svc forms: list, export submissions, and the notifications of a form (webhook, e-mail, delivery log). */
 export async function formsCommand(ctx: Ctx, args: string[]): Promise<number> {
@@ -27,7 +26,7 @@ export async function formsCommand(ctx: Ctx, args: string[]): Promise<number> {
     case 'redeliver':
       return redeliverCommand(ctx, rest)
     default:
-      throw new UsageError(usageText(CLIENT_HELP.forms))
+      throw unknownSubcommand(sub, Object.keys(CLIENT_HELP.forms.subs))
   }
 }
 
@@ -87,7 +86,7 @@ const secretLines = (w: WebhookData) => [
  */
 async function notifyCommand(ctx: Ctx, rest: string[]): Promise<number> {
   const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs.notify)
-  const id = need(positionals[0], 'the form id: svc forms notify FORM_ID [--webhook URL | --no-webhook] [--email each|digest|off]')
+  const id = need(positionals[0], 'the form id (FORM_ID)')
   noMore(positionals, 1)
   if (v.paused && v.webhook === undefined) throw new UsageError('--paused goes with --webhook URL')
   const email = v.email === undefined ? undefined : EMAIL_MODES[v.email]
@@ -133,7 +132,7 @@ async function getWebhook(api: ReturnType<Ctx['api']>, form: string): Promise<We
 
 async function rotateCommand(ctx: Ctx, rest: string[]): Promise<number> {
   const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs['rotate-secret'])
-  const id = need(positionals[0], 'the form id: svc forms rotate-secret FORM_ID')
+  const id = need(positionals[0], 'the form id (FORM_ID)')
   noMore(positionals, 1)
   const r = await ctx.api(flagsOf(v)).post(`/svc_api/forms/webhook/${encodePath(id)}/rotate`)
   if (ctx.json) ctx.emit(r.json)
@@ -143,7 +142,7 @@ async function rotateCommand(ctx: Ctx, rest: string[]): Promise<number> {
 
 async function deliveriesCommand(ctx: Ctx, rest: string[]): Promise<number> {
   const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs.deliveries)
-  const id = need(positionals[0], 'the form id: svc forms deliveries FORM_ID')
+  const id = need(positionals[0], 'the form id (FORM_ID)')
   noMore(positionals, 1)
   const r = await ctx.api(flagsOf(v)).get(`/svc_api/forms/deliveries/${encodePath(id)}`)
   if (ctx.json) ctx.emit(r.json)
@@ -171,7 +170,7 @@ async function deliveriesCommand(ctx: Ctx, rest: string[]): Promise<number> {
 
 async function redeliverCommand(ctx: Ctx, rest: string[]): Promise<number> {
   const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs.redeliver)
-  const id = need(positionals[0], 'the delivery id (from svc forms deliveries FORM_ID): svc forms redeliver DELIVERY_ID')
+  const id = need(positionals[0], 'the delivery id (DELIVERY_ID, from svc forms deliveries FORM_ID)')
   noMore(positionals, 1)
   const r = await ctx.api(flagsOf(v)).post(`/svc_api/forms/redeliver/${encodePath(id)}`)
   if (ctx.json) ctx.emit(r.json)
@@ -182,7 +181,7 @@ async function redeliverCommand(ctx: Ctx, rest: string[]): Promise<number> {
 /** svc forms export: submissions as JSON, a table, or CSV (the server's, else converted here). */
 async function exportCommand(ctx: Ctx, rest: string[]): Promise<number> {
   const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs.export)
-  const id = need(positionals[0], 'the form id: svc forms export <form_id>')
+  const id = need(positionals[0], 'the form id (FORM_ID)')
   noMore(positionals, 1)
   const api = ctx.api(flagsOf(v))
   const r = await api.get(`/svc_api/forms/export/${encodePath(id)}`, { query: v.csv ? { format: 'csv' } : undefined, anyBody: v.csv })

@@ -1,9 +1,8 @@
 /** svc kv: get, set, incr, rm and ls on the key-value store. */
 import { intOption, parse } from '../args.js'
-import { usageText } from '../../help.js'
 import { CLIENT_HELP } from '../help.js'
 import { ApiError, CliError, UsageError } from '../errors.js'
-import { flagsOf, localTime, need, noMore, preview, readLocal, readStdinBytes, table, type Ctx } from './context.js'
+import { flagsOf, localTime, need, noMore, preview, readLocal, readStdinBytes, table, unknownSubcommand, type Ctx } from './context.js'
 
 const KV_TYPES = ['json', 'text', 'number']
 
@@ -88,7 +87,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
   const api = () => ctx.api(flagsOf(v))
   switch (sub) {
     case 'get': {
-      const key = need(positionals[0], 'KEY: svc kv get KEY')
+      const key = need(positionals[0], 'KEY')
       noMore(positionals, 1)
       const r = await lookup(key, () => api().get('/svc_api/data/get', { query: { key } }))
       if (ctx.json) ctx.emit(r.json)
@@ -96,7 +95,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     case 'set': {
-      const key = need(positionals[0], 'KEY: svc kv set KEY VALUE')
+      const key = need(positionals[0], 'KEY')
       let text: string
       if (v.file !== undefined) {
         noMore(positionals, 1)
@@ -105,7 +104,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
         text = valueText(await readStdinBytes(), 'stdin')
       } else {
         // an empty argument is a value (the empty text, as `--file` of an empty file gives)
-        if (positionals[1] === undefined) throw new UsageError('missing VALUE: svc kv set KEY VALUE (or --file F, or - for stdin)')
+        if (positionals[1] === undefined) throw new UsageError('missing VALUE (or --file F, or - for stdin)', true)
         text = positionals[1]
         noMore(positionals, 2)
       }
@@ -123,7 +122,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     case 'incr': {
-      const key = need(positionals[0], 'KEY: svc kv incr KEY [BY]')
+      const key = need(positionals[0], 'KEY')
       const byText = v.by ?? positionals[1] ?? '1'
       noMore(positionals, v.by !== undefined ? 1 : 2)
       const by = Number(byText)
@@ -135,7 +134,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
     }
     case 'rm':
     case 'delete': {
-      const key = need(positionals[0], 'KEY: svc kv rm KEY')
+      const key = need(positionals[0], 'KEY')
       noMore(positionals, 1)
       const r = await lookup(key, () => api().delete('/svc_api/data/delete', { query: { key } }))
       if (ctx.json) ctx.emit(r.json)
@@ -189,6 +188,6 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     default:
-      throw new UsageError(usageText(CLIENT_HELP.kv))
+      throw unknownSubcommand(sub, ['get', 'set', 'incr', 'rm', 'ls'])
   }
 }

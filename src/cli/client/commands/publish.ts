@@ -13,7 +13,7 @@ import { flagsOf, need, noMore, multipartBody, readLocal, type Ctx } from './con
  */
 export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { values: v, positionals } = parse(args, CLIENT_HELP.deploy.flags)
-  const dir = need(positionals[0], 'the folder to deploy: svc deploy <dir>')
+  const dir = need(positionals[0], 'the folder to deploy (<dir>)')
   noMore(positionals, 1)
   const api = ctx.api(flagsOf(v))
   const batch = v.batch === true || v.delete === true || v['batch-files'] !== undefined || v['batch-bytes'] !== undefined || v.concurrency !== undefined
@@ -73,7 +73,7 @@ export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
 /** svc page: the spec's single-file upload (POST /svc_api/upload). */
 export async function pageCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { values: v, positionals } = parse(args, CLIENT_HELP.page.flags)
-  const file = need(positionals[0], 'the HTML file: svc page <file.html>')
+  const file = need(positionals[0], 'the HTML file (<file.html>)')
   noMore(positionals, 1)
   if (!/\.html?$/i.test(file)) throw new UsageError(`${file}: only .html and .htm files can be uploaded as a page (use svc deploy for a folder)`)
   // a name the multipart filename cannot carry unchanged (a quote, a backslash, ...) is refused
