@@ -410,3 +410,41 @@ describe('options that exclude each other', () => {
       }
   })
 })
+
+// docs/cli.md's synopses are the ones the help prints: every synopsis of the tables (a `svc`
+// line and the indented lines that continue it) is in one of its plain ``` blocks, and those
+// blocks hold nothing else, so an option added to a table must be added there too
+it("docs/cli.md's synopsis blocks hold exactly the help tables' synopses", () => {
+  const group = (lines: readonly string[], where: string): string[] => {
+    const out: string[] = []
+    for (const l of lines) {
+      if (l.trim() === '') continue
+      if (l.startsWith('svc ')) out.push(l.trimEnd())
+      else {
+        assert.ok(out.length > 0 && /^ +\S/.test(l), `${where}: a line that is no synopsis: ${l}`)
+        out[out.length - 1] += `\n${l.trimEnd()}`
+      }
+    }
+    return out
+  }
+  const tables: Record<string, CommandHelp> = { ...OPERATOR_HELP, ...CLIENT_HELP, ...GENERAL_HELP }
+  const fromTables = Object.entries(tables).flatMap(([c, h]) => group(h.usage, `the table of ${c}`))
+  const doc = fs.readFileSync(path.join(ROOT, 'docs', 'cli.md'), 'utf8')
+  // the fenced blocks, opening and closing lines paired in order; those opened by a bare ```
+  const blocks: string[][] = []
+  let open: { bare: boolean; lines: string[] } | null = null
+  for (const line of doc.split('\n')) {
+    if (!line.startsWith('```')) open?.lines.push(line)
+    else if (open === null) open = { bare: line === '```', lines: [] }
+    else {
+      if (open.bare) blocks.push(open.lines)
+      open = null
+    }
+  }
+  assert.ok(blocks.length > 0, 'plain ``` blocks in docs/cli.md')
+  const inDoc = blocks.flatMap((b) => group(b, 'docs/cli.md'))
+  const missing = fromTables.filter((u) => !inDoc.includes(u))
+  const extra = inDoc.filter((u) => !fromTables.includes(u))
+  assert.deepEqual({ missing, extra }, { missing: [], extra: [] }, 'synopses missing from docs/cli.md, or there and in no table')
+  assert.equal(new Set(inDoc).size, inDoc.length, 'each synopsis once in docs/cli.md')
+})
