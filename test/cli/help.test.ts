@@ -137,6 +137,14 @@ describe('svc CMD --help: the command help', () => {
   })
   after(() => fs.rmSync(scratch, { recursive: true, force: true }))
 
+  // `svc CMD --help`, run once per command for every test here that reads it
+  const helpRuns = new Map<string, ReturnType<typeof runCli>>()
+  const helpOf = (cmd: string): ReturnType<typeof runCli> => {
+    let r = helpRuns.get(cmd)
+    if (r === undefined) helpRuns.set(cmd, (r = runCli([cmd, '--help'], { env })))
+    return r
+  }
+
   /** The synopsis: the "usage:" line and the indented lines after it, up to the first blank line. */
   const synopsis = (out: string): string[] => {
     const lines = out.split('\n')
@@ -154,7 +162,7 @@ describe('svc CMD --help: the command help', () => {
         [cmd, '-h'],
         ['help', cmd],
       ]) {
-        const r = await runCli(args, { env })
+        const r = await (args[1] === '--help' ? helpOf(cmd) : runCli(args, { env }))
         assert.equal(r.code, 0, `svc ${args.join(' ')}: ${r.stderr}`)
         assert.equal(r.stderr, '', `svc ${args.join(' ')}`)
         outs.push(r.stdout)
@@ -184,7 +192,7 @@ describe('svc CMD --help: the command help', () => {
     ...Object.entries(GENERAL_HELP).map(([c, h]) => [c, h, {}] as const),
   ]) {
     it(`svc ${cmd} --help lists every option its parser takes`, async () => {
-      const r = await runCli([cmd, '--help'], { env })
+      const r = await helpOf(cmd)
       assert.equal(r.code, 0, r.stderr)
       const flags: Flags = { ...allFlags(h), ...common }
       for (const [name, f] of Object.entries(flags)) {
@@ -255,7 +263,7 @@ describe('svc CMD --help: the command help', () => {
   })
 
   it('a subcommand with --help prints its command help: svc kv incr -h, svc user add bob --help', async () => {
-    const kv = await runCli(['kv', '--help'], { env })
+    const kv = await helpOf('kv')
     assert.ok(kv.stdout.includes('svc kv incr'), kv.stdout)
     assert.ok(!kv.stdout.includes('deploy'), 'nothing of svc deploy')
     for (const args of [
@@ -273,7 +281,7 @@ describe('svc CMD --help: the command help', () => {
   })
 
   it('svc deploy --help: each flag with its meaning, a default, the environment', async () => {
-    const r = await runCli(['deploy', '--help'], { env })
+    const r = await helpOf('deploy')
     assert.match(r.stdout, /^ {2}-m, --message MESSAGE +\S/m)
     assert.match(r.stdout, /--concurrency N +.*\(default 2\)/)
     assert.match(r.stdout, /^Environment:\n(?: {2}.*\n)*? {2}SVC_URL\b/m)
