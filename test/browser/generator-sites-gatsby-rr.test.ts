@@ -15,11 +15,18 @@ import { deployedFixtures, statusChain } from '../support/generator-sites.js'
 // the scripts are cut down by hand (test/fixtures/ssg/gatsby-*, rr-spa-*).
 const engine = ENGINES[0]
 
-/** The page's client has rendered the URL's route (a document that is no HTML has none). */
+/**
+ * The page's client has rendered the URL's route (a document that is no HTML has none, nor the
+ * host's own 404 page, decision 193).
+ */
 const rendered = (page: Page) =>
-  page.waitForFunction(() => document.documentElement.dataset.rendered === location.pathname || document.contentType !== 'text/html', null, {
-    timeout: 15_000,
-  })
+  page.waitForFunction(
+    (host404) => document.documentElement.dataset.rendered === location.pathname || document.contentType !== 'text/html' || document.title === host404,
+    HOST_404,
+    { timeout: 15_000 },
+  )
+/** The title of the host's own 404 page in English (Chromium's default language here). */
+const HOST_404 = '404 - page not found'
 
 /** How a URL answers a browser: its statuses along redirects, where it ends, and what the page shows. */
 async function opened(page: Page, url: string): Promise<string> {
@@ -223,8 +230,8 @@ describe(`sites built with Gatsby and React Router, deployed with svc deploy [${
       assert.deepEqual(seen, [
         '200 / RR home / RR home',
         // no file, no rule: the host's 404, as GitHub Pages and Netlify answer
-        '404 /about  / -',
-        '404 /blog/first  / -',
+        '404 /about 404 - page not found / 404 - page not found',
+        '404 /blog/first 404 - page not found / 404 - page not found',
         // the rule sends index.html for every path; the router shows the URL's route
         '200 / RR home / RR home',
         '200 /about RR about / RR about',
@@ -256,7 +263,7 @@ describe(`sites built with Gatsby and React Router, deployed with svc deploy [${
         // reloading the deep link: a 404 without the rule, the route with it
         const reloaded = await page.reload()
         await rendered(page)
-        assert.equal(`${reloaded?.status()} ${await page.title()}`, origin === plain ? '404 ' : '200 RR post first', origin)
+        assert.equal(`${reloaded?.status()} ${await page.title()}`, origin === plain ? `404 ${HOST_404}` : '200 RR post first', origin)
       }
       assert.deepEqual(notCancelled(errors), [], 'no console errors, page errors or failed requests')
     } finally {

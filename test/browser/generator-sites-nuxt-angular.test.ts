@@ -210,7 +210,7 @@ describe(`sites built with Nuxt and Angular, deployed with svc deploy [${engine}
       // no SPA fallback unless the site asks for one: the host's 404, no app, as on GitHub Pages
       for (const url of [`${own}/about`, `${own}/items/42`]) {
         const res = await page.goto(url)
-        assert.equal(`${res?.status()} ${await page.locator('body').textContent()} ${await page.locator('app-root').count()}`, '404 Not Found 0', url)
+        assert.equal(`${res?.status()} ${await page.title()} ${await page.locator('app-root').count()}`, '404 404 - page not found 0', url)
       }
 
       // the router: a lazy route's chunk and its image by relative paths, history entries
