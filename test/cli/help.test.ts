@@ -262,6 +262,24 @@ describe('svc CMD --help: the command help', () => {
     assert.ok(found.length >= 30, `the scan found the parsers:\n${found.join('\n')}`)
   })
 
+  // the synopsis names every option a command takes, on a line of the subcommand that takes
+  // it (a subcommand's own table): an option only the options list shows is easy to miss
+  it("every option of a table is in a synopsis line (its subcommand's)", () => {
+    const missing: string[] = []
+    for (const [cmd, h] of Object.entries({ ...OPERATOR_HELP, ...CLIENT_HELP, ...GENERAL_HELP } as Record<string, CommandHelp>)) {
+      const lines = synopses(h.usage)
+      const tables: Array<[sub: string | undefined, flags: Flags]> = [[undefined, h.flags ?? {}], ...Object.entries(h.subs ?? {})]
+      for (const [sub, flags] of tables)
+        for (const [name, f] of Object.entries(flags)) {
+          const shown = lines.some(
+            (l) => (sub === undefined || l.sub === sub) && (l.options.includes(`--${name}`) || (f.short !== undefined && l.options.includes(`-${f.short}`))),
+          )
+          if (!shown) missing.push(`svc ${cmd}${sub ? ` ${sub}` : ''} --${name}`)
+        }
+    }
+    assert.deepEqual(missing, [], 'options in no synopsis line of their (sub)command')
+  })
+
   it('a subcommand with --help prints its command help: svc kv incr -h, svc user add bob --help', async () => {
     const kv = await helpOf('kv')
     assert.ok(kv.stdout.includes('svc kv incr'), kv.stdout)
@@ -305,6 +323,23 @@ describe('svc CMD --help: the command help', () => {
     assert.match(r.stdout, /^usage: svc help \[COMMAND\]/m)
   })
 })
+
+/**
+ * The synopsis lines of a table, each `svc` line with the indented lines that continue it: the
+ * subcommand it is about (its second word, when that is a plain lowercase word) and the options
+ * it names (`--name` and `-x`).
+ */
+function synopses(usage: readonly string[]): Array<{ sub?: string; options: string[] }> {
+  const out: Array<{ sub?: string; options: string[] }> = []
+  for (const line of usage) {
+    if (line.startsWith('svc ')) {
+      const second = line.split(' ')[2]
+      out.push({ sub: second !== undefined && /^[a-z][a-z-]*$/.test(second) ? second : undefined, options: [] })
+    }
+    out[out.length - 1].options.push(...[...line.matchAll(/(?<![\w-])(--?[A-Za-z][\w-]*)/g)].map((m) => m[1]))
+  }
+  return out
+}
 
 /**
  * Every options table a parser reads, with the words that reach that parser: a subcommand's

@@ -11,7 +11,7 @@ export const CLIENT_HELP = {
     usage: [
       'svc login --url https://host --key KEY [--insecure]',
       'svc login --url https://host --key-stdin',
-      'svc login [--url URL] --username NAME [--password-stdin]',
+      'svc login [--url URL] --username NAME [--password PW | --password-stdin]',
     ],
     summary: 'store the server and an API key (and a login session)',
     about:
