@@ -20,7 +20,7 @@ import { BackupError, backupSqlite, openSnapshot, openSnapshotTarget, restoreSql
 import { writeAudit } from '../features/admin/store.js'
 import { assertDatabase, databaseState, missingDatabase, MissingDatabaseError, newDatabaseNote } from './data-dir.js'
 import os from 'node:os'
-import { exclusionError, parserOptions, usageText, type Flags } from './help.js'
+import { optionsError, parserOptions, usageText, type Flags } from './help.js'
 import { OPERATOR_HELP } from './operator-help.js'
 
 /** Commands that change something: each run goes to the audit log, like the web console's actions. */
@@ -170,12 +170,12 @@ const need = <T>(v: T | undefined, what: string): T => {
 
 /**
  * An operator command's options and positional arguments, from its help table: node:util
- * parseArgs's refusals, then the table's contradictory options (`excludes`) as UsageError.
+ * parseArgs's refusals, then what the table refuses (optionsError) as UsageError.
  */
 function parseOptions<F extends Flags>(args: string[], flags: F) {
   const parsed = parseArgs({ args, allowPositionals: true, options: parserOptions(flags) })
-  const conflict = exclusionError(flags, parsed.values)
-  if (conflict !== null) throw new UsageError(conflict)
+  const refused = optionsError(flags, parsed.values)
+  if (refused !== null) throw new UsageError(refused)
   return parsed
 }
 

@@ -19,7 +19,43 @@ export interface Flag {
    * given together, the parser refuses them (exclusionError). Declared on one side only.
    */
   readonly excludes?: readonly string[]
+  /** Options of the same table this one needs: given without them, the parser refuses it (optionsError). */
+  readonly requires?: readonly string[]
+  /**
+   * The values a string option takes: the refusal of one it does not take (`--NAME takes ...`),
+   * else null. The parser checks each value given, before the command reads or sends anything.
+   */
+  readonly check?: ValueCheck
 }
+
+/** A value check of a string option: the refusal of `value` given as `--name`, or null. */
+export type ValueCheck = (value: string, name: string) => string | null
+
+/** A check that refuses a value `ok` does not accept, saying what the option takes. */
+export const takes =
+  (what: string, ok: (value: string) => boolean): ValueCheck =>
+  (value, name) =>
+    ok(value) ? null : `--${name} takes ${what}, not ${JSON.stringify(value)}`
+
+/** One of `values`, as written. */
+export const oneOf = (...values: string[]): ValueCheck => takes(`one of ${values.join(', ')}`, (v) => values.includes(v))
+
+/** A whole number of `min` or more, in digits. */
+export const intAtLeast = (min: number): ValueCheck => takes(`an integer of ${min} or more`, (v) => /^\d+$/.test(v) && Number(v) >= min)
+
+/** Any finite number (negative too). */
+export const aNumber: ValueCheck = takes('a number', (v) => v.trim() !== '' && Number.isFinite(Number(v)))
+
+/** Bytes, or with k/M/G (decimal) or KiB/MiB/GiB: the count of bytes, or null for other text. */
+export function parseSize(text: string): number | null {
+  const m = /^(\d+(?:\.\d+)?)\s*(b|k|kb|m|mb|g|gb|kib|mib|gib)?$/i.exec(text.trim())
+  if (!m) return null
+  const mult: Record<string, number> = { b: 1, k: 1e3, kb: 1e3, m: 1e6, mb: 1e6, g: 1e9, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 }
+  return Math.floor(Number(m[1]) * mult[(m[2] ?? 'b').toLowerCase()])
+}
+
+/** A size, as parseSize reads it. */
+export const aSize: ValueCheck = takes('a size like 5000000, 5MB or 4MiB', (v) => parseSize(v) !== null)
 
 export type Flags = Readonly<Record<string, Flag>>
 
@@ -91,6 +127,29 @@ export function exclusionError(flags: Flags, values: Readonly<Record<string, unk
   return null
 }
 
+/**
+ * What the parser refuses in a table's options once node:util parseArgs took them (`values` as
+ * it returns them), or null: a contradictory pair (exclusionError), then an option given
+ * without one it requires, then a value an option does not take (its `check`), each in the
+ * table's order. Every parser calls it on its table, so every such refusal is a usage error
+ * with the command's synopsis, raised before the command reads or sends anything.
+ */
+export function optionsError(flags: Flags, values: Readonly<Record<string, unknown>>): string | null {
+  const conflict = exclusionError(flags, values)
+  if (conflict !== null) return conflict
+  for (const [name, f] of Object.entries(flags))
+    for (const other of f.requires ?? []) if (values[name] !== undefined && values[other] === undefined) return `--${name} goes with --${other}`
+  for (const [name, f] of Object.entries(flags)) {
+    const given = values[name]
+    if (f.check === undefined || given === undefined) continue
+    for (const v of Array.isArray(given) ? given : [given]) {
+      const refused = typeof v === 'string' ? f.check(v, name) : null
+      if (refused !== null) return refused
+    }
+  }
+  return null
+}
+
 /** The options `name` may not be given with, both sides of each pair, in the table's order. */
 const excludedBy = (flags: Flags, name: string): string[] => exclusivePairs(flags).flatMap(([a, b]) => (a === name ? [b] : b === name ? [a] : []))
 
@@ -140,7 +199,8 @@ function flagBlock(title: string, flags: Flags, others: Flags = {}): string[] {
     const left = `  ${flagName(n, f)}`
     const pad = ' '.repeat(col)
     const excluded = excludedBy({ ...others, ...flags }, n)
-    const help = excluded.length ? `${f.help}; not with ${excluded.map((x) => `--${x}`).join(', ')}` : f.help
+    const needs = f.requires?.length ? `; only with ${f.requires.map((x) => `--${x}`).join(', ')}` : ''
+    const help = `${f.help}${needs}${excluded.length ? `; not with ${excluded.map((x) => `--${x}`).join(', ')}` : ''}`
     if (left.length + 2 > col) out.push(left, ...wrap(help, pad))
     else out.push(...wrap(help, pad, left.padEnd(col)))
   }

@@ -4,7 +4,7 @@ import { CLIENT_COMMANDS, clientCommand, clientHelp } from './client.js'
 import { CLIENT_VERSION } from './client/api.js'
 import { COMMON_OPTIONS } from './client/args.js'
 import { CLIENT_ENV, CLIENT_HELP } from './client/help.js'
-import { exclusionError, GENERAL_HELP, parserOptions, renderHelp, renderOverview, usageText, type CommandHelp, type Flags } from './help.js'
+import { GENERAL_HELP, optionsError, parserOptions, renderHelp, renderOverview, usageText, type CommandHelp, type Flags } from './help.js'
 import { OPERATOR_HELP } from './operator-help.js'
 
 /** `svc --help` (and `svc`, `svc help`; on stderr after an unknown command): every command, from the help tables. */
@@ -53,7 +53,7 @@ function commandHelp(cmd: string): string | null {
 function usageRefused(h: { usage: readonly string[]; flags: Flags }, args: string[]): boolean {
   let message: string | null
   try {
-    message = exclusionError(h.flags, parseArgs({ args, options: parserOptions(h.flags), allowPositionals: false }).values)
+    message = optionsError(h.flags, parseArgs({ args, options: parserOptions(h.flags), allowPositionals: false }).values)
   } catch (e) {
     if (!(e instanceof TypeError && String((e as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS_'))) throw e
     message = e.message

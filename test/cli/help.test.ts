@@ -280,6 +280,17 @@ describe('svc CMD --help: the command help', () => {
     assert.deepEqual(missing, [], 'options in no synopsis line of their (sub)command')
   })
 
+  // a command with subcommands whose options are not all everyone's declares them by
+  // subcommand (`subs`), so its parser refuses an option of another subcommand (decision 196)
+  it('a command whose synopsis has several subcommands declares its options per subcommand', () => {
+    for (const [cmd, h] of Object.entries({ ...OPERATOR_HELP, ...CLIENT_HELP } as Record<string, CommandHelp>)) {
+      const subs = new Set(synopses(h.usage).flatMap((l) => (l.sub === undefined ? [] : [l.sub])))
+      if (h.subs === undefined) {
+        if (subs.size > 1) assert.deepEqual(Object.keys(h.flags), [], `svc ${cmd} (${[...subs].join(', ')}): options by subcommand (subs)`)
+      } else assert.deepEqual([...subs].sort(), Object.keys(h.subs).sort(), `svc ${cmd}: a table for each subcommand of the synopsis`)
+    }
+  })
+
   it('a subcommand with --help prints its command help: svc kv incr -h, svc user add bob --help', async () => {
     const kv = await helpOf('kv')
     assert.ok(kv.stdout.includes('svc kv incr'), kv.stdout)
@@ -380,8 +391,8 @@ describe('options that exclude each other', () => {
     ['user set', 'admin', 'no-admin'],
     ['forms notify', 'webhook', 'no-webhook'],
     ['forms notify', 'paused', 'no-webhook'],
-    ['access', 'password-stdin', 'no-password'],
-    ['access', 'expires', 'no-expiry'],
+    ['access set', 'password-stdin', 'no-password'],
+    ['access set', 'expires', 'no-expiry'],
     ['login', 'password', 'password-stdin'],
     ['login', 'key', 'key-stdin'],
     ['login', 'password-stdin', 'key-stdin'],
@@ -452,6 +463,42 @@ describe('options that exclude each other', () => {
         assert.equal(fs.existsSync(env.DATA_DIR), false, `${what}: no data folder made`)
       }
   })
+})
+
+// An option of one subcommand is refused by another (exit 2, the error and the synopsis), as
+// the parser of each subcommand reads that subcommand's table: each option of a `subs` table,
+// given to the first subcommand that does not take it (decision 196)
+describe('an option of another subcommand', () => {
+  let tmp = ''
+  before(() => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-subopts-'))
+  })
+  after(() => fs.rmSync(tmp, { recursive: true, force: true }))
+  const tables = optionTables().filter((t) => t.label.includes(' '))
+  const cases = new Map<string, { args: string[]; name: string }>()
+  for (const t of tables)
+    for (const [name, f] of Object.entries(allFlags(t.h))) {
+      const [cmd, sub] = t.label.split(' ')
+      const key = `${cmd} --${name}`
+      if (cases.has(key) || Object.hasOwn(t.flags, name) || Object.hasOwn(t.common, name)) continue
+      cases.set(key, { args: [cmd, sub, 'ARG', `--${name}`, ...(f.type === 'string' ? ['x'] : [])], name })
+    }
+
+  it('the subs tables give cases', () => assert.ok(cases.size >= 20, [...cases.keys()].join('\n')))
+  for (const { args, name } of cases.values())
+    it(`svc ${args.join(' ')}: exit 2, the error and the synopsis`, async () => {
+      const env = {
+        DATA_DIR: path.join(tmp, 'no-data'),
+        SVC_URL: 'http://127.0.0.1:9',
+        SVC_API_KEY: 'x'.repeat(64),
+        SVC_CONFIG: path.join(tmp, 'no-config.json'),
+      }
+      const r = await runCli(args, { env, input: 'secret\n' })
+      assert.equal(r.code, 2, r.stderr)
+      assert.equal(r.stdout, '')
+      assert.match(r.stderr, new RegExp(`^error: (?:unknown|Unknown) option '?--${name}\\b[^\\n]*\\nusage: svc ${args[0]}\\b`), r.stderr)
+      assert.equal(fs.existsSync(env.DATA_DIR), false, 'no data folder made')
+    })
 })
 
 // docs/cli.md's synopses are the ones the help prints: every synopsis of the tables (a `svc`

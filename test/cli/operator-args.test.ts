@@ -6,7 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { ENGINES, PG_URL, dropSchema } from '../support/server.js'
-import { runCli } from './run.js'
+import { makeTree, runCli } from './run.js'
 
 const PW = 'a long password'
 
@@ -186,8 +186,9 @@ for (const engine of ENGINES) {
 }
 
 // The client commands' usage errors print the synopsis after the message, as a parser's
-// refusal does: an unexpected argument, a missing one, a missing or unknown subcommand
-describe('client commands: a missing or unexpected argument prints the synopsis', () => {
+// refusal does: an unexpected argument, a missing one, a missing or unknown subcommand, an
+// option value the command does not take, an option of another subcommand (decision 196)
+describe('client commands: a missing, unexpected or refused argument prints the synopsis', () => {
   const cases: Array<[args: string[], message: RegExp]> = [
     [['whoami', 'extra'], /unexpected argument "extra"/],
     [['deploy', '.', 'extra'], /unexpected argument "extra"/],
@@ -210,10 +211,43 @@ describe('client commands: a missing or unexpected argument prints the synopsis'
     [['domain'], /missing a subcommand/],
     [['access', 'set'], /missing NAME/],
     [['access', 'open', 'site'], /unknown subcommand "open"/],
+    // a value an option (or argument) does not take, checked from the help table before
+    // anything is read or sent: the same error and synopsis
+    [['forms', 'notify', '12', '--email', 'sometimes'], /--email takes one of each, digest, off, on, not "sometimes"/],
+    [['forms', 'notify', '12', '--paused'], /--paused goes with --webhook/],
+    [['kv', 'set', 'k', 'v', '--type', 'x'], /--type takes one of json, text, number, not "x"/],
+    [['kv', 'set', 'k', '--file', 'FILE', '--type', 'x'], /--type takes one of json, text, number/],
+    [['kv', 'ls', '--page', '0'], /--page takes an integer of 1 or more, not "0"/],
+    [['kv', 'ls', '--per-page', 'abc'], /--per-page takes an integer of 1 or more/],
+    [['kv', 'incr', 'hits', '--by', 'abc'], /--by takes a number, not "abc"/],
+    [['kv', 'incr', 'hits', 'abc'], /"abc" is not a number/],
+    [['deploy', '.', '--concurrency', '0'], /--concurrency takes an integer of 1 or more, not "0"/],
+    [['deploy', '.', '--concurrency', 'abc'], /--concurrency takes an integer of 1 or more/],
+    [['deploy', '.', '--batch-files', '0'], /--batch-files takes an integer of 1 or more/],
+    [['deploy', '.', '--batch-bytes', 'lots'], /--batch-bytes takes a size like 5000000, 5MB or 4MiB, not "lots"/],
+    [['access', 'set', 'site', '--expires', 'nonsense'], /--expires takes an ISO 8601 time .* or a duration .*, not "nonsense"/],
+    [['access', 'set', 'site', '--password-stdin', '--expires', 'nonsense'], /--expires takes/],
+    [['access', 'set', 'site'], /nothing to set/],
+    [['whoami', '--url', 'ftp://host'], /invalid server URL "ftp:\/\/host": use https:\/\//],
+    [['page', 'notes.txt'], /only \.html and \.htm files/],
+    [['deploys', 'site', '--project', 'other'], /two projects named/],
+    // an option of another subcommand
+    [['domain', 'add', 'x.example.com', '--project', 'p', '--off'], /unknown option --off; this command takes --project/],
+    [['domain', 'primary', 'x.example.com', '--project', 'p'], /unknown option --project; this command takes --off/],
+    [['domain', 'verify', 'x.example.com', '--off'], /unknown option --off/],
+    [['kv', 'get', 'k', '--type', 'text'], /unknown option --type/],
+    [['kv', 'ls', '--by', '2'], /unknown option --by/],
+    [['access', 'clear', 'site', '--expires', '7d'], /unknown option --expires/],
+    [['access', 'list', '--no-password'], /unknown option --no-password/],
   ]
   for (const [args, message] of cases) {
     it(`svc ${args.join(' ')}`, async () => {
-      const r = await runCli(args, { env: { SVC_URL: 'http://127.0.0.1:9', SVC_API_KEY: 'x'.repeat(64) } })
+      // FILE: a file that is there, so only the refused value stops the command
+      const file = makeTree({ 'value.txt': 'v' })
+      const r = await runCli(
+        args.map((a) => (a === 'FILE' ? path.join(file, 'value.txt') : a)),
+        { env: { SVC_URL: 'http://127.0.0.1:9', SVC_API_KEY: 'x'.repeat(64) }, input: 'secret\n' },
+      )
       assert.equal(r.code, 2, r.stderr)
       assert.equal(r.stdout, '')
       assert.match(r.stderr, new RegExp(`^error: [^\\n]+\\nusage: svc ${args[0]}[ \\n]`), r.stderr)

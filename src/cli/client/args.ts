@@ -1,10 +1,21 @@
 import { parseArgs } from 'node:util'
-import { exclusionError, HELP_FLAG, parserOptions, type Flags } from '../help.js'
+import { HELP_FLAG, optionsError, parseSize, parserOptions, type Flags, type ValueCheck } from '../help.js'
+import { normaliseUrl } from './config.js'
 import { UsageError } from './errors.js'
+
+/** --url: a server URL normaliseUrl takes (its refusal as the message). */
+function serverUrl(value: string): string | null {
+  try {
+    normaliseUrl(value)
+    return null
+  } catch (e) {
+    return (e as Error).message
+  }
+}
 
 /** Options every client command accepts (its help lists them after the command's own). */
 export const COMMON_OPTIONS = {
-  url: { type: 'string', arg: 'URL', help: 'the server, e.g. https://host (default: SVC_URL, else the config file)' },
+  url: { type: 'string', arg: 'URL', help: 'the server, e.g. https://host (default: SVC_URL, else the config file)', check: serverUrl },
   key: { type: 'string', arg: 'KEY', help: 'the API key (default: SVC_API_KEY, else the config file)' },
   insecure: { type: 'boolean', help: 'accept a self-signed certificate (a local svc serve)' },
   json: { type: 'boolean', help: 'print one JSON document on stdout, also on failure' },
@@ -13,8 +24,9 @@ export const COMMON_OPTIONS = {
 
 /**
  * util.parseArgs with the common options, usage errors as UsageError, negative numbers
- * accepted as values (`svc kv incr hits -1`, `--by -1`), and the table's contradictory
- * options (`excludes`) refused.
+ * accepted as values (`svc kv incr hits -1`, `--by -1`), and what the table refuses
+ * (optionsError: contradictory options, one without an option it requires, a value an option
+ * does not take), each a UsageError that prints the synopsis.
  */
 export function parse<O extends Flags>(args: string[], options: O) {
   const table: Flags = { ...COMMON_OPTIONS, ...options }
@@ -61,23 +73,36 @@ export function parse<O extends Flags>(args: string[], options: O) {
     }
     throw new UsageError((e as Error).message, true)
   }
-  const conflict = exclusionError(table, parsed.values)
-  if (conflict !== null) throw new UsageError(conflict, true)
+  const refused = optionsError(table, parsed.values)
+  if (refused !== null) throw new UsageError(refused, true)
   return parsed
 }
 
-/** A positive integer option, or the default. */
+/** An integer option (its table's check refused any other value), or the default. */
 export function intOption(v: string | undefined, name: string, def: number, min = 1): number {
   if (v === undefined) return def
-  if (!/^\d+$/.test(v) || Number(v) < min) throw new UsageError(`--${name} must be an integer >= ${min}`)
+  if (!/^\d+$/.test(v) || Number(v) < min) throw new UsageError(`--${name} takes an integer of ${min} or more, not ${JSON.stringify(v)}`, true)
   return Number(v)
 }
 
-/** A size option: bytes, or with k/M/G (decimal) or KiB/MiB/GiB suffixes. */
+/** A size option (parseSize: bytes, or with k/M/G or KiB/MiB/GiB suffixes). */
 export function sizeOption(v: string | undefined, name: string): number | undefined {
   if (v === undefined) return undefined
-  const m = /^(\d+(?:\.\d+)?)\s*(b|k|kb|m|mb|g|gb|kib|mib|gib)?$/i.exec(v.trim())
-  if (!m) throw new UsageError(`--${name}: use a size like 5000000, 5MB or 4MiB`)
-  const mult: Record<string, number> = { b: 1, k: 1e3, kb: 1e3, m: 1e6, mb: 1e6, g: 1e9, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 }
-  return Math.floor(Number(m[1]) * mult[(m[2] ?? 'b').toLowerCase()])
+  const n = parseSize(v)
+  if (n === null) throw new UsageError(`--${name} takes a size like 5000000, 5MB or 4MiB, not ${JSON.stringify(v)}`, true)
+  return n
 }
+
+/** An expiry from the command line: ISO 8601 with a zone, or a duration from now (30m, 12h, 7d); null for other text. */
+export function parseExpiry(text: string, now = Date.now()): string | null {
+  const m = /^(\d+)(m|h|d)$/.exec(text)
+  if (m) return new Date(now + Number(m[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'm' | 'h' | 'd']).toISOString()
+  if (/^\d{4}-\d{2}-\d{2}T/.test(text) && Number.isFinite(Date.parse(text))) return text
+  return null
+}
+
+/** --expires of svc access set. */
+export const anExpiry: ValueCheck = (value, name) =>
+  parseExpiry(value) === null
+    ? `--${name} takes an ISO 8601 time with a zone (2026-12-31T23:00:00Z) or a duration (30m, 12h, 7d), not ${JSON.stringify(value)}`
+    : null

@@ -1,7 +1,8 @@
 /**
- * A mistake in the command line or local setup: exit code 2. `parser`: the arguments do not
- * fit the command (its option parser refused them, or one is left over): the command's
- * synopsis is printed after the message.
+ * A mistake in the command line or local setup: exit code 2. `parser`: the command line does
+ * not fit the command (its parser refused an option or a value, an argument is missing, left
+ * over or refused): the command's synopsis is printed after the message. Without it (the
+ * environment, the config file): the message alone.
  */
 export class UsageError extends Error {
   constructor(

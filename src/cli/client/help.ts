@@ -2,7 +2,8 @@
  * The client commands' options and help: each command parses its options from its entry here
  * (src/cli/help.ts), and `svc CMD --help` prints the entry. No command code is loaded for help.
  */
-import type { CommandHelp } from '../help.js'
+import { aNumber, aSize, intAtLeast, oneOf, type CommandHelp } from '../help.js'
+import { anExpiry } from './args.js'
 
 const PROJECT = { type: 'string', short: 'p', arg: 'NAME', help: "the project (default: the current folder's name)" } as const
 
@@ -64,9 +65,9 @@ export const CLIENT_HELP = {
       delete: { type: 'boolean', help: 'delete server files that are not in the folder (batch uploads; default: list and keep them)' },
       'dry-run': { type: 'boolean', help: 'list what would be sent (and deleted) and change nothing' },
       dotfiles: { type: 'boolean', help: 'include dotfiles and dot-folders (default: only .well-known/)' },
-      concurrency: { type: 'string', arg: 'N', help: 'batch requests at a time (default 2)' },
-      'batch-files': { type: 'string', arg: 'N', help: "files per batch (default: the server's limit)" },
-      'batch-bytes': { type: 'string', arg: 'SIZE', help: "bytes per batch, as 5000000, 5MB or 4MiB (default: the server's limit)" },
+      concurrency: { type: 'string', arg: 'N', help: 'batch requests at a time (default 2)', check: intAtLeast(1) },
+      'batch-files': { type: 'string', arg: 'N', help: "files per batch (default: the server's limit)", check: intAtLeast(1) },
+      'batch-bytes': { type: 'string', arg: 'SIZE', help: "bytes per batch, as 5000000, 5MB or 4MiB (default: the server's limit)", check: aSize },
     },
     env: [['SVC_CACHE_DIR', "where the folders' file hashes are kept (default $XDG_CACHE_HOME/svc or ~/.cache/svc)"]],
     examples: ['svc deploy ./public --project site', 'svc deploy ./dist --preview -m "new header"', 'svc deploy ./public --batch --delete --dry-run'],
@@ -118,15 +119,21 @@ export const CLIENT_HELP = {
     summary: 'read and write the key-value store',
     about:
       'Reads and writes the key-value store. set infers the type: a bare number is a number, a value that parses as JSON is json, anything else text. ls lists every key (by the key cursor) unless --page asks for one page.',
-    flags: {
-      type: { type: 'string', arg: 'json|text|number', help: 'set: the type to store (default: inferred from the value)' },
-      public: { type: 'boolean', help: 'set: anyone may read the entry (default: private)' },
-      tags: { type: 'string', arg: 'a,b', help: 'set: tags, comma-separated' },
-      file: { type: 'string', arg: 'F', help: 'set: the value from file F (UTF-8), or - for stdin' },
-      by: { type: 'string', arg: 'N', help: 'incr: the amount to add (default 1; may be negative)' },
-      page: { type: 'string', arg: 'N', help: 'ls: print page N alone' },
-      'per-page': { type: 'string', arg: 'N', help: 'ls: keys per request (default 100)' },
-      prefix: { type: 'string', arg: 'P', help: 'ls: only the keys that start with P' },
+    subs: {
+      get: {},
+      set: {
+        type: { type: 'string', arg: 'json|text|number', help: 'the type to store (default: inferred from the value)', check: oneOf('json', 'text', 'number') },
+        public: { type: 'boolean', help: 'anyone may read the entry (default: private)' },
+        tags: { type: 'string', arg: 'a,b', help: 'tags, comma-separated' },
+        file: { type: 'string', arg: 'F', help: 'the value from file F (UTF-8), or - for stdin' },
+      },
+      incr: { by: { type: 'string', arg: 'N', help: 'the amount to add (default 1; may be negative)', check: aNumber } },
+      rm: {},
+      ls: {
+        prefix: { type: 'string', arg: 'P', help: 'only the keys that start with P' },
+        page: { type: 'string', arg: 'N', help: 'print page N alone', check: intAtLeast(1) },
+        'per-page': { type: 'string', arg: 'N', help: 'keys per request (default 100)', check: intAtLeast(1) },
+      },
     },
     examples: ['svc kv set hits 0 && svc kv incr hits && svc kv get hits', 'svc kv set config --file config.json --public', 'svc kv ls --prefix user_'],
     see: 'docs/cli.md, docs/api/kv.md',
@@ -165,9 +172,14 @@ export const CLIENT_HELP = {
       },
       notify: {
         webhook: { type: 'string', arg: 'URL', help: 'send each submission to URL, signed (prints the signing secret once)' },
-        paused: { type: 'boolean', help: 'keep the webhook but send nothing' },
+        paused: { type: 'boolean', help: 'keep the webhook but send nothing', requires: ['webhook'] },
         'no-webhook': { type: 'boolean', help: 'remove the webhook', excludes: ['webhook', 'paused'] },
-        email: { type: 'string', arg: 'each|digest|off', help: 'e-mail each submission, a digest, or none (on = each)' },
+        email: {
+          type: 'string',
+          arg: 'each|digest|off',
+          help: 'e-mail each submission, a digest, or none (on = each)',
+          check: oneOf('each', 'digest', 'off', 'on'),
+        },
       },
       'rotate-secret': {},
       deliveries: {},
@@ -187,9 +199,12 @@ export const CLIENT_HELP = {
     summary: 'add, verify, list and remove custom domains',
     about:
       'Custom domains: add one to a folder project (it prints the DNS TXT record that proves it is yours), verify it, make it the primary domain, list or remove them.',
-    flags: {
-      project: { type: 'string', arg: 'NAME', help: 'add: the folder project the domain serves' },
-      off: { type: 'boolean', help: 'primary: stop sending browsers to this domain from the other URLs' },
+    subs: {
+      add: { project: { type: 'string', arg: 'NAME', help: 'the folder project the domain serves' } },
+      verify: {},
+      primary: { off: { type: 'boolean', help: 'stop sending browsers to this domain from the other URLs' } },
+      list: {},
+      remove: {},
     },
     examples: ['svc domain add www.example.com --project site', 'svc domain verify www.example.com', 'svc domain primary www.example.com'],
     see: 'docs/api/domains.md',
@@ -199,11 +214,20 @@ export const CLIENT_HELP = {
     summary: 'set a visitor password or an expiry on a project or page',
     about:
       'Sets a visitor password and an expiry on a folder project or single page (NAME), clears them, or lists them. The password comes from stdin or SVC_VISITOR_PASSWORD, never the command line.',
-    flags: {
-      'password-stdin': { type: 'boolean', help: 'set: read the visitor password from stdin' },
-      'no-password': { type: 'boolean', help: 'set: remove the password', excludes: ['password-stdin'] },
-      expires: { type: 'string', arg: 'WHEN', help: 'set: expire at an ISO 8601 time (2026-12-31T23:00:00Z) or after a duration (30m, 12h, 7d)' },
-      'no-expiry': { type: 'boolean', help: 'set: remove the expiry', excludes: ['expires'] },
+    subs: {
+      set: {
+        'password-stdin': { type: 'boolean', help: 'read the visitor password from stdin' },
+        'no-password': { type: 'boolean', help: 'remove the password', excludes: ['password-stdin'] },
+        expires: {
+          type: 'string',
+          arg: 'WHEN',
+          help: 'expire at an ISO 8601 time (2026-12-31T23:00:00Z) or after a duration (30m, 12h, 7d)',
+          check: anExpiry,
+        },
+        'no-expiry': { type: 'boolean', help: 'remove the expiry', excludes: ['expires'] },
+      },
+      clear: {},
+      list: {},
     },
     env: [['SVC_VISITOR_PASSWORD', 'set: the visitor password when --password-stdin and --no-password are not given']],
     examples: ['svc access set site --password-stdin --expires 7d < pw.txt', 'svc access clear site', 'svc access list'],

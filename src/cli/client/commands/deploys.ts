@@ -18,7 +18,7 @@ export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> 
   noMore(rest, 1)
   const named = rest[0]
   if (named !== undefined && v.project !== undefined && named !== v.project) {
-    throw new UsageError(`two projects named: "${named}" and --project "${v.project}"`)
+    throw new UsageError(`two projects named: "${named}" and --project "${v.project}"`, true)
   }
   const project = named ?? projectOf(v)
   const r = await ctx.api(flagsOf(v)).get(`/api/folders/${encodePath(project)}/deploys`)

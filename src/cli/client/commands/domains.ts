@@ -1,5 +1,5 @@
 /** svc domain (custom domains) and svc access (visitor password and expiry of a project or page). */
-import { parse } from '../args.js'
+import { anExpiry, parse, parseExpiry } from '../args.js'
 import { CLIENT_HELP } from '../help.js'
 import { UsageError } from '../errors.js'
 import { flagsOf, need, noMore, readStdin, table, unknownSubcommand, type Ctx } from './context.js'
@@ -17,11 +17,12 @@ const record = (d: DomainData) => `${d.verification.name}  TXT  "${d.verificatio
 
 export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
   const [sub, ...rest] = args
-  const { values: v, positionals } = parse(rest, CLIENT_HELP.domain.flags)
-  const api = () => ctx.api(flagsOf(v))
+  // each subcommand parses with its own table: an option of another one is refused
   const path = (name: string) => `/api/domains/${encodeURIComponent(name)}`
   switch (sub) {
     case 'add': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.domain.subs.add)
+      const api = () => ctx.api(flagsOf(v))
       const domain = need(positionals[0], 'DOMAIN')
       noMore(positionals, 1)
       const project = need(v.project, '--project NAME (the folder project this domain serves)')
@@ -37,6 +38,8 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     case 'verify': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.domain.subs.verify)
+      const api = () => ctx.api(flagsOf(v))
       const domain = need(positionals[0], 'DOMAIN')
       noMore(positionals, 1)
       const r = await api().post(`${path(domain)}/verify`, { idempotent: true })
@@ -45,6 +48,8 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     case 'primary': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.domain.subs.primary)
+      const api = () => ctx.api(flagsOf(v))
       const domain = need(positionals[0], 'DOMAIN')
       noMore(positionals, 1)
       const r = await api().call(v.off ? 'DELETE' : 'PUT', `${path(domain)}/primary`)
@@ -56,6 +61,8 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
     }
     case 'ls':
     case 'list': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.domain.subs.list)
+      const api = () => ctx.api(flagsOf(v))
       noMore(positionals, 0)
       const r = await api().get('/api/domains')
       const list = (r.json.data?.domains ?? []) as DomainData[]
@@ -78,6 +85,8 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
     }
     case 'rm':
     case 'remove': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.domain.subs.remove)
+      const api = () => ctx.api(flagsOf(v))
       const domain = need(positionals[0], 'DOMAIN')
       noMore(positionals, 1)
       const r = await api().delete(path(domain))
@@ -90,22 +99,22 @@ export async function domainCommand(ctx: Ctx, args: string[]): Promise<number> {
   }
 }
 
-/** An expiry from the command line: ISO 8601, or a duration from now (30m, 12h, 7d). */
+/** An expiry from the command line: ISO 8601, or a duration from now (30m, 12h, 7d); --expires's table check refuses other text first. */
 export function expiryOf(text: string, now = Date.now()): string {
-  const m = /^(\d+)(m|h|d)$/.exec(text)
-  if (m) return new Date(now + Number(m[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'm' | 'h' | 'd']).toISOString()
-  if (/^\d{4}-\d{2}-\d{2}T/.test(text) && Number.isFinite(Date.parse(text))) return text
-  throw new UsageError(`--expires "${text}": give an ISO 8601 time with a zone (2026-12-31T23:00:00Z) or a duration (30m, 12h, 7d)`)
+  const at = parseExpiry(text, now)
+  if (at === null) throw new UsageError(anExpiry(text, 'expires') ?? `--expires ${JSON.stringify(text)}`, true)
+  return at
 }
 
 export async function accessCommand(ctx: Ctx, args: string[]): Promise<number> {
   const [sub, ...rest] = args
-  const { values: v, positionals } = parse(rest, CLIENT_HELP.access.flags)
-  const api = () => ctx.api(flagsOf(v))
+  // each subcommand parses with its own table: an option of another one is refused
   const show = (a: { name: string; password: boolean; expires_at: string | null; expired: boolean }) =>
     `${a.name}: ${a.password ? 'password' : 'no password'}, ${a.expires_at === null ? 'no expiry' : `${a.expired ? 'expired' : 'expires'} ${a.expires_at}`}`
   switch (sub) {
     case 'set': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.access.subs.set)
+      const api = () => ctx.api(flagsOf(v))
       const name = need(positionals[0], 'NAME')
       noMore(positionals, 1)
       const body: Record<string, unknown> = {}
@@ -115,13 +124,15 @@ export async function accessCommand(ctx: Ctx, args: string[]): Promise<number> {
       if (v.expires !== undefined) body.expires_at = expiryOf(v.expires)
       else if (v['no-expiry']) body.expires_at = null
       if (Object.keys(body).length === 0)
-        throw new UsageError('nothing to set: --password-stdin (or SVC_VISITOR_PASSWORD), --no-password, --expires WHEN or --no-expiry')
+        throw new UsageError('nothing to set: --password-stdin (or SVC_VISITOR_PASSWORD), --no-password, --expires WHEN or --no-expiry', true)
       const r = await api().call('PUT', `/api/access/${encodeURIComponent(name)}`, { json: body })
       if (ctx.json) ctx.emit(r.json)
       else ctx.out(show(r.json.data))
       return 0
     }
     case 'clear': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.access.subs.clear)
+      const api = () => ctx.api(flagsOf(v))
       const name = need(positionals[0], 'NAME')
       noMore(positionals, 1)
       const r = await api().delete(`/api/access/${encodeURIComponent(name)}`)
@@ -131,6 +142,8 @@ export async function accessCommand(ctx: Ctx, args: string[]): Promise<number> {
     }
     case 'ls':
     case 'list': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.access.subs.list)
+      const api = () => ctx.api(flagsOf(v))
       noMore(positionals, 0)
       const r = await api().get('/api/access')
       if (ctx.json) ctx.emit(r.json)

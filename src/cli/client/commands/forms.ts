@@ -88,9 +88,9 @@ async function notifyCommand(ctx: Ctx, rest: string[]): Promise<number> {
   const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs.notify)
   const id = need(positionals[0], 'the form id (FORM_ID)')
   noMore(positionals, 1)
-  if (v.paused && v.webhook === undefined) throw new UsageError('--paused goes with --webhook URL')
   const email = v.email === undefined ? undefined : EMAIL_MODES[v.email]
-  if (v.email !== undefined && !email) throw new UsageError('--email must be one of each, digest, off (on = each)')
+  // the table's check took only these
+  if (v.email !== undefined && !email) throw new UsageError(`--email takes one of ${Object.keys(EMAIL_MODES).join(', ')}`, true)
   const api = ctx.api(flagsOf(v))
   const form = encodePath(id)
   const out: { webhook?: WebhookData | null; email?: EmailData } = {}

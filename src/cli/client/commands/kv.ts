@@ -83,10 +83,11 @@ const showValue = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v,
 
 export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
   const [sub, ...rest] = args
-  const { values: v, positionals } = parse(rest, CLIENT_HELP.kv.flags)
-  const api = () => ctx.api(flagsOf(v))
+  // each subcommand parses with its own table: an option of another one is refused
   switch (sub) {
     case 'get': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.kv.subs.get)
+      const api = () => ctx.api(flagsOf(v))
       const key = need(positionals[0], 'KEY')
       noMore(positionals, 1)
       const r = await lookup(key, () => api().get('/svc_api/data/get', { query: { key } }))
@@ -95,6 +96,8 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     case 'set': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.kv.subs.set)
+      const api = () => ctx.api(flagsOf(v))
       const key = need(positionals[0], 'KEY')
       let text: string
       if (v.file !== undefined) {
@@ -122,11 +125,14 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       return 0
     }
     case 'incr': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.kv.subs.incr)
+      const api = () => ctx.api(flagsOf(v))
       const key = need(positionals[0], 'KEY')
       const byText = v.by ?? positionals[1] ?? '1'
       noMore(positionals, v.by !== undefined ? 1 : 2)
       const by = Number(byText)
-      if (!Number.isFinite(by) || byText.trim() === '') throw new UsageError(`"${byText}" is not a number`)
+      // --by is checked by its table; BY, the argument, here: both before anything is sent
+      if (!Number.isFinite(by) || byText.trim() === '') throw new UsageError(`"${byText}" is not a number`, true)
       const r = await api().post('/svc_api/data/incr', { json: { key, by } })
       if (ctx.json) ctx.emit(r.json)
       else ctx.out(showValue(r.json?.data?.value))
@@ -134,6 +140,8 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
     }
     case 'rm':
     case 'delete': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.kv.subs.rm)
+      const api = () => ctx.api(flagsOf(v))
       const key = need(positionals[0], 'KEY')
       noMore(positionals, 1)
       const r = await lookup(key, () => api().delete('/svc_api/data/delete', { query: { key } }))
@@ -143,6 +151,8 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
     }
     case 'ls':
     case 'list': {
+      const { values: v, positionals } = parse(rest, CLIENT_HELP.kv.subs.ls)
+      const api = () => ctx.api(flagsOf(v))
       noMore(positionals, 0)
       const perPage = intOption(v['per-page'], 'per-page', 100)
       const one = v.page !== undefined

@@ -75,7 +75,7 @@ export async function pageCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { values: v, positionals } = parse(args, CLIENT_HELP.page.flags)
   const file = need(positionals[0], 'the HTML file (<file.html>)')
   noMore(positionals, 1)
-  if (!/\.html?$/i.test(file)) throw new UsageError(`${file}: only .html and .htm files can be uploaded as a page (use svc deploy for a folder)`)
+  if (!/\.html?$/i.test(file)) throw new UsageError(`${file}: only .html and .htm files can be uploaded as a page (use svc deploy for a folder)`, true)
   // a name the multipart filename cannot carry unchanged (a quote, a backslash, ...) is refused
   // here, as deploy refuses it, instead of reaching the server as another name
   const { badNameReason } = await import('../files.js')

@@ -68,7 +68,7 @@ export async function loginCommand(ctx: Ctx, args: string[]): Promise<number> {
     }
     next.key = key
   }
-  if (!next.key && !next.session) throw new UsageError('give --key KEY (or --key-stdin), or --username NAME')
+  if (!next.key && !next.session) throw new UsageError('give --key KEY (or --key-stdin), or --username NAME', true)
   writeConfig(next, file)
   const what: string[] = []
   if (next.key) what.push(`API key${who ? ` of ${who}` : ''}`)
