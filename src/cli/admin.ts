@@ -20,7 +20,7 @@ import { BackupError, backupSqlite, openSnapshot, openSnapshotTarget, restoreSql
 import { writeAudit } from '../features/admin/store.js'
 import { assertDatabase, databaseState, missingDatabase, MissingDatabaseError, newDatabaseNote } from './data-dir.js'
 import os from 'node:os'
-import { optionsError, parserOptions, usageText, type Flags } from './help.js'
+import { isParseArgsError, optionsError, parserOptions, usageText, type Flags } from './help.js'
 import { OPERATOR_HELP } from './operator-help.js'
 
 /** Commands that change something: each run goes to the audit log, like the web console's actions. */
@@ -52,9 +52,6 @@ export const ADMIN_COMMANDS = Object.keys(OPERATOR_HELP).filter((c) => c !== 'se
 export const FEATURE_NAMES = ['image-host', 'hosted-data']
 
 class UsageError extends Error {}
-
-/** node:util parseArgs's refusals (unknown option, missing or ambiguous value): bad usage too. */
-export const isParseArgsError = (e: unknown): e is Error => e instanceof TypeError && String((e as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS_')
 
 const out = (s: string) => process.stdout.write(`${s}\n`)
 

@@ -117,6 +117,9 @@ export function exclusivePairs(flags: Flags): Array<[string, string]> {
   return [...pairs.values()]
 }
 
+/** node:util parseArgs's refusals (unknown option, missing or ambiguous value): bad usage too. */
+export const isParseArgsError = (e: unknown): e is Error => e instanceof TypeError && String((e as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS_')
+
 /**
  * The refusal of the first declared pair both given (`values` as parseArgs returns them), or
  * null. Every parser calls it on its table, so no contradiction is settled by the order the

@@ -4,7 +4,7 @@ import { CLIENT_COMMANDS, clientCommand, clientHelp } from './client.js'
 import { CLIENT_VERSION } from './client/api.js'
 import { COMMON_OPTIONS } from './client/args.js'
 import { CLIENT_ENV, CLIENT_HELP } from './client/help.js'
-import { GENERAL_HELP, optionsError, parserOptions, renderHelp, renderOverview, usageText, type CommandHelp, type Flags } from './help.js'
+import { GENERAL_HELP, isParseArgsError, optionsError, parserOptions, renderHelp, renderOverview, usageText, type CommandHelp, type Flags } from './help.js'
 import { OPERATOR_HELP } from './operator-help.js'
 
 /** `svc --help` (and `svc`, `svc help`; on stderr after an unknown command): every command, from the help tables. */
@@ -55,7 +55,7 @@ function usageRefused(h: { usage: readonly string[]; flags: Flags }, args: strin
   try {
     message = optionsError(h.flags, parseArgs({ args, options: parserOptions(h.flags), allowPositionals: false }).values)
   } catch (e) {
-    if (!(e instanceof TypeError && String((e as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS_'))) throw e
+    if (!isParseArgsError(e)) throw e
     message = e.message
   }
   if (message === null) return false

@@ -29,8 +29,8 @@ export const COMMON_OPTIONS = {
  * does not take), each a UsageError that prints the synopsis.
  */
 export function parse<O extends Flags>(args: string[], options: O) {
-  const table: Flags = { ...COMMON_OPTIONS, ...options }
-  const all = parserOptions({ ...COMMON_OPTIONS, ...options })
+  const table = { ...COMMON_OPTIONS, ...options }
+  const all = parserOptions(table)
   const fixed: string[] = []
   const tail: string[] = []
   let afterDashes = false
