@@ -48,6 +48,9 @@ export function pickLang(acceptLanguage: string | undefined, fallback: Lang = 'z
  */
 export const langOf = (req: { headers: IncomingHttpHeaders }, fallback?: Lang): Lang => pickLang(req.headers['accept-language'], fallback)
 
+/** The `lang` attribute of the service's own pages in each language. */
+export const HTML_LANG: Record<Lang, string> = { en: 'en', zh: 'zh-CN' }
+
 /** The message of an error in one language, with its placeholders filled. */
 export function errorMessage(key: ErrorKey, lang: Lang, params?: Record<string, Param>): string {
   const d = ERRORS[key]

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppError } from '../errors/app-error.js'
 import { isApiPath } from '../http/api-path.js'
-import { errorMessage, langOf } from '../errors/render.js'
+import { errorMessage, HTML_LANG, langOf } from '../errors/render.js'
 import { html, raw } from './html.js'
 
 /** The text of a message in the request's language (Accept-Language; Chinese by default). */
@@ -36,9 +36,8 @@ const BACK_HASH = `'sha256-${createHash('sha256').update(BACK_SCRIPT).digest('ba
  * the visitor came from when the browser said which site that was.
  */
 export function shortPage(req: FastifyRequest, reply: FastifyReply, status: number, title: string, text: string) {
-  const lang = langOf(req)
   const ref = typeof req.headers.referer === 'string' && /^https?:\/\//i.test(req.headers.referer) ? req.headers.referer : null
-  const page = html`<!doctype html><html lang="${lang === 'en' ? 'en' : 'zh-CN'}"><head><meta charset="utf-8">
+  const page = html`<!doctype html><html lang="${HTML_LANG[langOf(req)]}"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex"><title>${title}</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1d2330}</style></head>
 <body><h1>${title}</h1><p>${text}</p>${ref ? html`<p><a id="back" href="${ref}">${say(req, '返回', 'Back')}</a></p><script>${raw(BACK_SCRIPT)}</script>` : ''}</body></html>`

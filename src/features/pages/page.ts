@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
-import type { Lang } from '../../errors/render.js'
+import { HTML_LANG, type Lang } from '../../errors/render.js'
 import type { Principal } from '../../auth/principal.js'
 import { contentOrigin, isHttps, serviceOrigin, upgradeStatus } from '../../http/origin.js'
 import { html, jsonForScript, raw } from '../../web/html.js'
@@ -49,7 +49,7 @@ export function layout(ctx: PageCtx, out: PageOut, css: string, assets: Map<stri
     : ''
   const other: Lang = lang === 'en' ? 'zh' : 'en'
   const doc = html`<!doctype html>
-<html lang="${lang === 'zh' ? 'zh-CN' : 'en'}">
+<html lang="${HTML_LANG[lang]}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -63,7 +63,7 @@ ${ctx.csrf ? html`<meta name="csrf-token" content="${ctx.csrf}">` : ''}
 <header class="top">
   <a class="brand" href="${user ? '/dashboard' : '/login'}">${t('app.name')}</a>
   ${account}
-  <a class="lang" href="${langHref(ctx.req, other)}" hreflang="${other}" lang="${other === 'zh' ? 'zh-CN' : 'en'}">${other === 'zh' ? '中文' : 'English'}</a>
+  <a class="lang" href="${langHref(ctx.req, other)}" hreflang="${other}" lang="${HTML_LANG[other]}">${other === 'zh' ? '中文' : 'English'}</a>
 </header>
 ${nav}
 <main id="main">

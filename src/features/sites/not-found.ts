@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { langOf, type Lang } from '../../errors/render.js'
+import { HTML_LANG, langOf, type Lang } from '../../errors/render.js'
 import { PAGE_CONTENT_HEADERS } from '../../http/content-headers.js'
 import { prepare, sendPrepared, type Prepared } from '../../http/prepared-response.js'
 import { systemClock, type Clock } from '../../util/clock.js'
@@ -14,15 +14,13 @@ import { dropOldest } from '../../util/oldest.js'
  * nosniff...), so it needs no policy of its own on any origin.
  */
 
-const WORDS: Record<Lang, { lang: string; title: string; text: string; link: string }> = {
+const WORDS: Record<Lang, { title: string; text: string; link: string }> = {
   en: {
-    lang: 'en',
     title: '404 - page not found',
     text: 'There is no page at this address. It may have moved, or the address may be mistyped.',
     link: "Go to the site's home page",
   },
   zh: {
-    lang: 'zh-CN',
     title: '404 - 页面不存在',
     text: '这个地址没有页面：它可能已经移走，或者地址有误。',
     link: '前往网站首页',
@@ -40,7 +38,7 @@ function build(root: string | null, lang: Lang): Answer {
   const w = WORDS[lang]
   const link = root === null ? '' : `<p><a href="${escapeHtml(root)}">${w.link}</a></p>`
   const body = Buffer.from(
-    `<!doctype html>\n<html lang="${w.lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
+    `<!doctype html>\n<html lang="${HTML_LANG[lang]}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
       // an icon of its own, empty: a browser asks the site for /favicon.ico otherwise, a second 404
       `<meta name="robots" content="noindex"><link rel="icon" href="data:,"><title>${w.title}</title>\n` +
       `<style>:root{color-scheme:light dark}body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:15vh auto;padding:0 1rem}h1{font-size:1.5rem}</style></head>\n` +
