@@ -140,6 +140,38 @@ describe(`hosted pages cannot act with a visitor's session (headless Chromium) [
     }
   })
 
+  it("shows a held page's 451 notice in the visitor's language, and its report link opens the report form (decision 197)", async () => {
+    const u = await s.user()
+    assert.equal((await uploadFile(s, { key: u.key }, 'held.html', '<!doctype html><title>held</title><h1>held</h1>')).status, 200)
+    const admin = await s.user({ admin: true })
+    const cookie = await s.login(admin.username, admin.password)
+    const pageUrl = `${s.url}/${u.username}/held.html`
+    const rep = await s.post('/svc_api/admin/reports', { cookie, json: { url: pageUrl, category: 'phishing' } })
+    assert.equal(rep.status, 201, rep.text)
+    assert.equal((await s.post(`/svc_api/admin/reports/${rep.json.data.id}/quarantine`, { cookie })).status, 200)
+    for (const [locale, lang, title, text, report] of [
+      ['zh-CN', 'zh-CN', '451 因法律原因不可用', '该内容因滥用举报正在接受审核。', '举报内容'],
+      ['en-US', 'en', '451 Unavailable For Legal Reasons', 'This content is held for review after an abuse report.', 'Report content'],
+    ]) {
+      const context = await openContext({ locale })
+      try {
+        const page = await context.newPage()
+        const answer = await page.goto(pageUrl)
+        assert.equal(answer?.status(), 451, locale)
+        assert.equal(await answer?.headerValue('vary'), 'Accept-Language', locale)
+        assert.equal(await page.getAttribute('html', 'lang'), lang, locale)
+        assert.equal(await page.title(), title, locale)
+        assert.equal(await page.locator('p').first().innerText(), text, locale)
+        // the report link names the held page, and lands on the service's form with it filled in, in the same language
+        await Promise.all([page.waitForURL(`${s.url}/report?url=*`), page.getByRole('link', { name: report }).click()])
+        assert.equal(await page.locator('#report-url').inputValue(), pageUrl, locale)
+        assert.equal(await page.locator('h1').innerText(), report, locale)
+      } finally {
+        await context.close()
+      }
+    }
+  })
+
   it('the dashboard says, next to a sandboxed link, what the sandbox takes away', async () => {
     const u = await s.user()
     await batchUpload(s, { key: u.key }, 'site', [{ filename: 'index.html', data: '<p>x</p>' }])

@@ -10,6 +10,7 @@ import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { deploySite, manifestOf, postArchive, tarOf } from '../support/deploys.js'
 import { createAbuse } from '../../src/features/abuse/service.js'
 import { errorMessage } from '../../src/errors/render.js'
+import { INERT_CONTENT_CSP } from '../../src/http/content-headers.js'
 import { QUOTA_NAMES } from '../../src/limits/quotas.js'
 
 const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex')
@@ -37,6 +38,54 @@ async function onSite(s: TestServer, username: string, path: string, method = 'G
   return { status: r.statusCode, text, header: (n: string) => h[n.toLowerCase()] }
 }
 
+/** The 451 notice's words in each language (decision 197). */
+const NOTICE = {
+  en: {
+    lang: 'en',
+    title: '451 Unavailable For Legal Reasons',
+    held: 'This content is held for review after an abuse report.',
+    removed: 'This content was removed after an abuse report.',
+    report: 'Report content',
+    contact: 'Contact',
+  },
+  zh: {
+    lang: 'zh-CN',
+    title: '451 因法律原因不可用',
+    held: '该内容因滥用举报正在接受审核。',
+    removed: '该内容已因滥用举报被移除。',
+    report: '举报内容',
+    contact: '联系我们',
+  },
+} as const
+type Lang = keyof typeof NOTICE
+/** A visitor's Accept-Language and the language the answer is in; none: the service's default, Chinese. */
+const VISITORS: ReadonlyArray<[Record<string, string>, Lang]> = [
+  [{ 'accept-language': 'en-GB,en;q=0.9' }, 'en'],
+  [{ 'accept-language': 'zh-CN,zh;q=0.9,en;q=0.5' }, 'zh'],
+  [{}, 'zh'],
+]
+
+/** Checks a 451 notice: its headers (HEAD too) and, for a GET, its words in `lang`. */
+function assertNotice(r: { status: number; text: string; header(n: string): string | undefined }, lang: Lang, state: 'held' | 'removed', what: string): void {
+  assert.equal(r.status, 451, what)
+  assert.equal(r.header('content-type'), 'text/html; charset=utf-8', what)
+  assert.equal(r.header('cache-control'), 'no-store', what)
+  assert.equal(r.header('content-security-policy'), INERT_CONTENT_CSP, what)
+  assert.equal(r.header('vary'), 'Accept-Language', `${what}: the body depends on the language`)
+  assert.match(r.header('link') ?? '', /<\/\.well-known\/svc-report>; rel="blocked-by"/, what)
+  if (r.text === '') return
+  const w = NOTICE[lang]
+  assert.match(r.text, new RegExp(`^<!doctype html><html lang="${w.lang}">`), what)
+  assert.ok(r.text.includes(`<title>${w.title}</title>`), `${what}: ${r.text}`)
+  assert.ok(r.text.includes(`<p>${w[state]}</p>`), `${what}: ${r.text}`)
+  assert.match(
+    r.text,
+    new RegExp(`<a href="/\\.well-known/svc-report\\?url=[^"]+">${w.report}</a> · <a href="/\\.well-known/security\\.txt">${w.contact}</a>`),
+    what,
+  )
+  assert.equal(Buffer.byteLength(r.text), Number(r.header('content-length')), what)
+}
+
 /** Registers a test on PostgreSQL only (not a skip on SQLite, where transactions never interleave). */
 const onPostgres = (engine: string): typeof it => (engine === 'postgres' ? it : ((() => undefined) as unknown as typeof it))
 
@@ -56,13 +105,19 @@ for (const engine of ENGINES) {
       assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})).status, 200)
       return rep.json.data.id as string
     }
-    /** Every link answers 451 to GET, HEAD and GET again (the second GET from the cache), with the removal notice. */
+    /**
+     * Every link answers 451 to GET, HEAD and GET again (the second GET from the cache), with
+     * the removal notice in the visitor's language (none: Chinese; then English).
+     */
     const assertRemoved = async (links: string[]) => {
       for (const p of links)
-        for (const method of ['GET', 'HEAD', 'GET']) {
-          const r = await s.request(method, p)
-          assert.equal(r.status, 451, `${method} ${p}`)
-          if (method === 'GET') assert.match(r.text, /removed/)
+        for (const [method, lang] of [
+          ['GET', 'zh'],
+          ['HEAD', 'zh'],
+          ['GET', 'en'],
+        ] as const) {
+          const r = await s.request(method, p, { headers: lang === 'en' ? { 'accept-language': 'en' } : {} })
+          assertNotice(r, lang, 'removed', `${method} ${p}`)
         }
     }
 
@@ -345,8 +400,8 @@ for (const engine of ENGINES) {
         const o = await onSite(s, alice.username, '/bank.html', method)
         assert.equal(o.status, 451, `${method} user origin`)
         if (method === 'GET') {
-          assert.match(p.text, /held for review/)
-          assert.match(o.text, /held for review/)
+          assert.match(p.text, /正在接受审核/)
+          assert.match(o.text, /正在接受审核/)
           // each notice's report link names the page it stands for
           assert.match(p.text, new RegExp(`svc-report\\?url=https%3A%2F%2F127\\.0\\.0\\.1%3A\\d+%2F${alice.username}%2Fbank\\.html"`))
           assert.match(o.text, new RegExp(`svc-report\\?url=http%3A%2F%2F${alice.username}\\.localhost%2Fbank\\.html"`))
@@ -384,7 +439,7 @@ for (const engine of ENGINES) {
       assert.equal(r.status, 200, r.text)
       assert.equal(r.json.data.status, 'taken_down')
       assert.equal((await s.get(pathForm)).status, 451)
-      assert.match((await s.get(pathForm)).text, /removed/)
+      assert.match((await s.get(pathForm)).text, /已因滥用举报被移除/)
       assert.equal(await s.deps.db.k.selectFrom('files').select('id').where('file_name', '=', 'bank.html').executeTakeFirst(), undefined)
       assert.equal((await s.deps.users.byId(alice.id))?.disabled, true)
       assert.ok(await s.deps.blobs.exists(sha(page)), 'the evidence blob stays')
@@ -637,6 +692,48 @@ for (const engine of ENGINES) {
       await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/restore`)
       assert.equal((await s.get(`/svc-data/pub/${dtoken}`)).text, '{"a":1}')
       assert.equal(await heldData(), undefined)
+    })
+
+    it("answers the 451 notice in the visitor's language on every public route, HEAD included (decision 197)", async () => {
+      const u = await s.user()
+      const cookie = await s.login(u.username, u.password)
+      assert.equal((await uploadFile(s, { key: u.key }, 'words.html', HTML('words'))).status, 200)
+      await svc(s, 'grant', u.username, 'image-host')
+      await svc(s, 'grant', u.username, 'hosted-data')
+      // bytes of its own: the takedown below blocks them for every later upload
+      const form = imageForm([{ name: 'w.png', data: await makeImage('png', { width: 8, height: 8, color: '#197197' }) }])
+      const img = await s.post('/api/image-host/upload', { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      assert.equal(img.status, 200, img.text)
+      const data = await s.post('/api/hosted-data/files', { cookie, json: { display_name: 'words.json', content: '{"w":1}' } })
+      assert.equal(data.status, 200, data.text)
+      const ids: string[] = []
+      for (const url of [
+        `${s.url}/${u.username}/words.html`,
+        `${s.url}/svc-img/pub/${img.json.images[0].public_token}`,
+        `${s.url}/svc-data/pub/${data.json.file.public_token}`,
+      ]) {
+        const rep = await adminCall('POST', '/svc_api/admin/reports', { url, category: 'spam' })
+        assert.equal(rep.status, 201, rep.text)
+        assert.equal((await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/quarantine`)).status, 200)
+        ids.push(rep.json.data.id)
+      }
+      // the path form, the user's origin, an image link and a data link, each in both languages
+      const routes: Array<
+        [string, (method: string, headers: Record<string, string>) => Promise<{ status: number; text: string; header(n: string): string | undefined }>]
+      > = [
+        ['path form', (method, headers) => s.request(method, `/${u.username}/words.html`, { headers })],
+        ["user's origin", (method, headers) => onSite(s, u.username, '/words.html', method, headers)],
+        ['image link', (method, headers) => s.request(method, `/svc-img/pub/${img.json.images[0].public_token}`, { headers })],
+        ['data link', (method, headers) => s.request(method, `/svc-data/pub/${data.json.file.public_token}`, { headers })],
+      ]
+      const everywhere = async (state: 'held' | 'removed') => {
+        for (const [what, get] of routes)
+          for (const [headers, lang] of VISITORS)
+            for (const method of ['GET', 'HEAD']) assertNotice(await get(method, headers), lang, state, `${state} ${method} ${what} ${JSON.stringify(headers)}`)
+      }
+      await everywhere('held')
+      for (const id of ids) assert.equal((await adminCall('POST', `/svc_api/admin/reports/${id}/takedown`, {})).status, 200)
+      await everywhere('removed')
     })
 
     it('holds a project named with an accent at every Unicode spelling of its URLs (NFC or NFD)', async () => {

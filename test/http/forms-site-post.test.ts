@@ -503,9 +503,21 @@ for (const engine of ENGINES) {
             assert.equal(r.status, 451, `${name}: ${r.text}`)
             // the GET's notice, byte for byte and with its headers (its report link names this URL)
             assert.equal(r.text, get.text, name)
-            for (const h of ['content-type', 'content-length', 'cache-control', 'content-security-policy', 'link', 'location'])
+            for (const h of ['content-type', 'content-length', 'cache-control', 'vary', 'content-security-policy', 'link', 'location'])
               assert.equal(r.header(h), get.header(h), `${name} ${h}`)
           }
+        }
+        // in the visitor's language, as the GET's (decision 197)
+        for (const [lang, words] of [
+          ['en', 'This content is held for review after an abuse report.'],
+          ['zh-CN', '该内容因滥用举报正在接受审核。'],
+        ]) {
+          const post = await ways[2].ask('POST', { ...URLENC, accept: HTML_ACCEPT, 'accept-language': lang }, fields)
+          const get = await ways[2].ask('GET', { accept: HTML_ACCEPT, 'accept-language': lang })
+          assert.equal(post.status, 451, lang)
+          assert.ok(post.text.includes(`<p>${words}</p>`), `${lang}: ${post.text}`)
+          assert.equal(post.text, get.text, lang)
+          assert.equal(post.header('vary'), 'Accept-Language', lang)
         }
         // nothing stored, no webhook queued
         assert.equal((await stored(alice, f.id)).length, taken)
@@ -559,12 +571,13 @@ for (const engine of ENGINES) {
         for (const [way, ask] of ways) {
           const get = await ask('GET', { accept: HTML_ACCEPT })
           assert.equal(get.status, 451, `${way} GET`)
-          assert.match(get.text, /removed after an abuse report/, way)
+          // no Accept-Language: the service's default language
+          assert.match(get.text, /该内容已因滥用举报被移除/, way)
           for (const [label, headers, body] of posts) {
             const r = await ask('POST', headers, body)
             assert.equal(r.status, 451, `${way} ${label}: ${r.text}`)
             assert.equal(r.text, get.text, `${way} ${label}`)
-            for (const h of ['content-type', 'content-length', 'cache-control', 'content-security-policy', 'link'])
+            for (const h of ['content-type', 'content-length', 'cache-control', 'vary', 'content-security-policy', 'link'])
               assert.equal(r.header(h), get.header(h), `${way} ${label} ${h}`)
           }
         }
@@ -632,9 +645,10 @@ for (const engine of ENGINES) {
         for (const [i, r] of (await answers).entries()) {
           assert.equal(r.status, 451, `${i}: ${r.text}`)
           assert.equal(gets[i].status, 451)
-          assert.match(r.text, /held for review after an abuse report/)
+          // no Accept-Language: the service's default language
+          assert.match(r.text, /该内容因滥用举报正在接受审核/)
           assert.equal(r.text, gets[i].text, String(i))
-          for (const h of ['content-type', 'content-length', 'cache-control', 'content-security-policy', 'link'])
+          for (const h of ['content-type', 'content-length', 'cache-control', 'vary', 'content-security-policy', 'link'])
             assert.equal(r.header(h), gets[i].header(h), `${i} ${h}`)
         }
         assert.equal((await stored(alice, f.id)).length, 0)

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { escapeHtml } from '../../util/html.js'
 import type { Deps } from '../../deps.js'
 import { isAppError } from '../../errors/app-error.js'
+import { HTML_LANG, langOf, type Lang } from '../../errors/render.js'
 import { INERT_CONTENT_CSP } from '../../http/content-headers.js'
 import { isHttps, serviceOrigin } from '../../http/origin.js'
 import { createAdmin } from '../admin/service.js'
@@ -10,18 +11,38 @@ import { createAbuse, REPORT_PATH, siteKeyOfPath } from './service.js'
 
 export const SECURITY_TXT_PATH = '/.well-known/security.txt'
 
+/** The notice's words; the report link's label is the report page's title. */
+const NOTICE: Record<Lang, { title: string; heading: string; removed: string; held: string; report: string; contact: string }> = {
+  en: {
+    title: '451 Unavailable For Legal Reasons',
+    heading: 'Unavailable for legal reasons',
+    removed: 'This content was removed after an abuse report.',
+    held: 'This content is held for review after an abuse report.',
+    report: 'Report content',
+    contact: 'Contact',
+  },
+  zh: {
+    title: '451 因法律原因不可用',
+    heading: '因法律原因不可用',
+    removed: '该内容已因滥用举报被移除。',
+    held: '该内容因滥用举报正在接受审核。',
+    report: '举报内容',
+    contact: '联系我们',
+  },
+}
+
 /**
  * The 451 notice of held content: the same on every public route, inert (no script, no
- * style). Its report link names the page (a sandboxed notice sends no usable Referer).
+ * style), in the visitor's language (langOf; hence Vary). Its report link names the page (a
+ * sandboxed notice sends no usable Referer).
  */
-export function noticeOf(state: string, pageUrl: string): { headers: string[]; body: Buffer } {
-  const removed = state === 'removed'
+export function noticeOf(state: string, pageUrl: string, lang: Lang): { headers: string[]; body: Buffer } {
+  const w = NOTICE[lang]
   const report = `${REPORT_PATH}?url=${encodeURIComponent(pageUrl)}`
   const body = Buffer.from(
-    `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>451 Unavailable For Legal Reasons</title></head><body>` +
-      `<h1>Unavailable for legal reasons</h1><p>${
-        removed ? 'This content was removed after an abuse report.' : 'This content is held for review after an abuse report.'
-      }</p><p><a href="${escapeHtml(report)}">Report content</a> · <a href="${SECURITY_TXT_PATH}">Contact</a></p></body></html>`,
+    `<!doctype html><html lang="${HTML_LANG[lang]}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${w.title}</title></head><body>` +
+      `<h1>${w.heading}</h1><p>${state === 'removed' ? w.removed : w.held}</p>` +
+      `<p><a href="${escapeHtml(report)}">${w.report}</a> · <a href="${SECURITY_TXT_PATH}">${w.contact}</a></p></body></html>`,
   )
   return {
     headers: [
@@ -31,6 +52,8 @@ export function noticeOf(state: string, pageUrl: string): { headers: string[]; b
       String(body.length),
       'Cache-Control',
       'no-store',
+      'Vary',
+      'Accept-Language',
       'Content-Security-Policy',
       INERT_CONTENT_CSP,
       'X-Content-Type-Options',
@@ -57,7 +80,7 @@ export interface HostHolds {
   load(path: string): Promise<string | null>
   /** The hold key of a path-form path, for a reader that asks the database itself (null: names none). */
   keyOf(path: string): string | null
-  /** The 451 answer; `path`: the request's own path, which the report link names on the request's host. */
+  /** The 451 answer in the request's language; `path`: the request's own path, which the report link names on the request's host. */
   notice(state: string, req: IncomingMessage, path: string): { headers: string[]; body: Buffer }
   /** Answers REPORT_PATH and security.txt on a user's origin; false for any other path. */
   wellKnown(req: IncomingMessage, res: ServerResponse, path: string): boolean
@@ -82,7 +105,7 @@ export function hostHolds(deps: Deps, serviceUrl: (req: IncomingMessage) => stri
     },
     load: async (path) => stateIn(await abuse.holds(), path),
     keyOf: siteKeyOfPath,
-    notice: (state, req, path) => noticeOf(state, `${isHttps(req, deps.config) ? 'https' : 'http'}://${req.headers.host ?? ''}${path}`),
+    notice: (state, req, path) => noticeOf(state, `${isHttps(req, deps.config) ? 'https' : 'http'}://${req.headers.host ?? ''}${path}`, langOf(req)),
     yields: (path) => path === SECURITY_TXT_PATH,
     wellKnown(req, res, path) {
       if (path !== REPORT_PATH && path !== SECURITY_TXT_PATH) return false
@@ -121,7 +144,7 @@ export async function heldLink(deps: Deps, req: FastifyRequest, kind: 'image' | 
   const m = abuse.holdsNow() ?? (await abuse.holds())
   if (m.size === 0) return null
   const state = m.get(`${kind}:${token}`)
-  return state === undefined ? null : noticeOf(state, `${serviceOrigin(req, deps.config)}${req.url.split('?')[0]}`)
+  return state === undefined ? null : noticeOf(state, `${serviceOrigin(req, deps.config)}${req.url.split('?')[0]}`, langOf(req))
 }
 
 /**
@@ -142,7 +165,7 @@ export async function takenDown(deps: Deps, digest: string): Promise<boolean> {
 
 /** The 451 notice of removed content, for a public link whose bytes were taken down. */
 export function removedNotice(deps: Deps, req: FastifyRequest): { headers: string[]; body: Buffer } {
-  return noticeOf('removed', `${serviceOrigin(req, deps.config)}${req.url.split('?')[0]}`)
+  return noticeOf('removed', `${serviceOrigin(req, deps.config)}${req.url.split('?')[0]}`, langOf(req))
 }
 
 /** For hot paths: whether a public link is held (451), or undefined when the holds are not loaded yet. */

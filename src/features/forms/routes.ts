@@ -182,7 +182,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     } catch (e) {
       if (!(e instanceof PageHeld) || site === null) throw e
       // the public host's answer to the page (serve.ts answerHeld): its notice names the URL posted to
-      const n = noticeOf(e.state, `${siteOrigin(req)}${site.path}`)
+      const n = noticeOf(e.state, `${siteOrigin(req)}${site.path}`, langOf(req))
       reply.hijack()
       reply.raw.writeHead(451, n.headers)
       reply.raw.end(n.body)
