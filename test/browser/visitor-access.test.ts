@@ -7,7 +7,8 @@ import { openBrowser, type BrowserLease } from '../support/browser.js'
 // The visitor password form in a real Chromium, on the user's origin (http://alice.localhost:PORT):
 // the form shows instead of the page (no browser dialog), a wrong password says so, the right
 // one opens the project and its other pages, and the cookie is kept from scripts (HttpOnly).
-// A page unlocked at one URL is open at its others (its clean URL), and nothing else is.
+// A page unlocked at one URL is open at its others (its clean URL), and nothing else is. The
+// form speaks the browser's language (English or Chinese).
 const engine = ENGINES[0]
 
 describe(`visitor password form in Chromium [${engine}]`, () => {
@@ -78,6 +79,31 @@ describe(`visitor password form in Chromium [${engine}]`, () => {
     assert.equal((await p2.goto(`${origin}/secret/more.html`))?.status(), 401)
     assert.ok(!(await p2.content()).includes('more secrets'))
     await other.close()
+    await ctx.close()
+  })
+
+  it("speaks the visitor's language: a Chinese browser gets the form and its error in Chinese (decision 197)", async () => {
+    const ctx = await browser.newContext({ locale: 'zh-CN' })
+    const page = await ctx.newPage()
+    const first = await page.goto(`${origin}/secret/`)
+    assert.equal(first?.status(), 401)
+    assert.equal(await first?.headerValue('vary'), 'Accept-Language')
+    assert.equal(await page.getAttribute('html', 'lang'), 'zh-CN')
+    assert.equal(await page.title(), '需要密码')
+    assert.equal(await page.textContent('h1'), '需要密码')
+    assert.equal(await page.textContent('p'), 'secret 受密码保护，请输入密码继续。')
+    assert.equal(await page.getByRole('button').textContent(), '继续')
+
+    await page.getByLabel('密码').fill('wrong guess')
+    await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: '继续' }).click()])
+    assert.equal(await page.getByRole('alert').textContent(), '密码错误。')
+    assert.ok(!(await page.content()).includes('the secret page'))
+
+    await page.getByLabel('密码').fill('open sesame')
+    const [answer] = await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: '继续' }).click()])
+    assert.equal(answer?.status(), 200)
+    assert.equal(page.url(), `${origin}/secret/`)
+    assert.equal(await page.textContent('#t'), 'the secret page')
     await ctx.close()
   })
 

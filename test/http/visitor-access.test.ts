@@ -10,6 +10,40 @@ import { expectError, expectErrorInBoth } from '../support/errors.js'
 // answers its bytes, status, length or validators without the password, on any URL form.
 const SECRET = 'TOP-SECRET-CONTENT'
 const BIG = `${SECRET} ${'x'.repeat(3 * 1024 * 1024)}`
+/** What visitor access says to a visitor of each language about the page words.html (decision 197). */
+const WORDS = {
+  en: {
+    lang: 'en',
+    title: 'Password required',
+    intro: 'words.html is protected. Enter its password to continue.',
+    label: 'Password',
+    submit: 'Continue',
+    empty: 'Enter the password.',
+    wrong: 'Wrong password.',
+    gone: 'Gone: this page has expired\n',
+    tooMany: /^Too many wrong passwords; try again in (\d+) seconds\n$/,
+    tooLarge: 'Payload Too Large\n',
+  },
+  zh: {
+    lang: 'zh-CN',
+    title: '需要密码',
+    intro: 'words.html 受密码保护，请输入密码继续。',
+    label: '密码',
+    submit: '继续',
+    empty: '请输入密码。',
+    wrong: '密码错误。',
+    gone: '此页面已过期\n',
+    tooMany: /^密码错误次数过多，请 (\d+) 秒后再试\n$/,
+    tooLarge: '请求体过大\n',
+  },
+} as const
+/** A visitor's Accept-Language and the language the answer is in; none: the service's default, Chinese. */
+const VISITORS: ReadonlyArray<[Record<string, string>, keyof typeof WORDS]> = [
+  [{ 'accept-language': 'en-US,en;q=0.9' }, 'en'],
+  [{ 'accept-language': 'zh-CN,zh;q=0.9,en;q=0.5' }, 'zh'],
+  [{}, 'zh'],
+]
+const FORM_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 for (const engine of ENGINES) {
   describe(`visitor access [${engine}]`, () => {
@@ -205,7 +239,7 @@ for (const engine of ENGINES) {
       const post = (pw: string) =>
         site('/secret/?a=1', {
           method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
+          headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html', 'accept-language': 'en' },
           body: new URLSearchParams({ password: pw }).toString(),
         })
       const bad = await post('wrong-one')
@@ -301,6 +335,93 @@ for (const engine of ENGINES) {
         assert.ok(!leaks(r.text))
       }
       assert.equal((await s.request('DELETE', '/api/access/note.html', { key: alice.key })).status, 200)
+    })
+
+    it("answers the form and every refusal in the visitor's language, with Vary: Accept-Language (decision 197)", async () => {
+      assert.equal((await uploadFile(s, { key: alice.key }, 'words.html', `<p>${SECRET} words</p>`)).status, 200)
+      assert.equal((await s.request('PUT', '/api/access/words.html', { key: alice.key, json: { password: 'words-pass' } })).status, 200)
+      const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
+      /** Checks a plain-text answer: its status, words and headers. */
+      const assertText = (r: Awaited<ReturnType<typeof site>>, status: number, text: string | RegExp, what: string) => {
+        assert.equal(r.status, status, `${what}: ${r.text}`)
+        if (typeof text === 'string') assert.equal(r.text, text, what)
+        else assert.match(r.text, text, what)
+        assert.equal(r.header('content-type'), 'text/plain; charset=utf-8', what)
+        assert.equal(r.header('cache-control'), 'no-store', what)
+        assert.equal(r.header('x-content-type-options'), 'nosniff', what)
+        assert.equal(r.header('vary'), 'Accept-Language', `${what}: the body depends on the language`)
+        assert.ok(!leaks(r.text), what)
+      }
+      for (const [headers, lang] of VISITORS) {
+        const w = WORDS[lang]
+        const what = `${lang} ${JSON.stringify(headers)}`
+        // the form a browser gets, then with each of its errors (no password, a wrong one)
+        for (const [body, error] of [
+          [undefined, null],
+          ['password=', w.empty],
+          ['password=wrong-words', w.wrong],
+        ] as const) {
+          const r = await site('/words.html', {
+            method: body === undefined ? 'GET' : 'POST',
+            headers: { accept: 'text/html', 'sec-fetch-mode': 'navigate', ...headers, ...(body === undefined ? {} : FORM) },
+            body,
+          })
+          const at = `${what} ${body ?? 'GET'}`
+          assert.equal(r.status, 401, at)
+          assert.equal(r.header('content-type'), 'text/html; charset=utf-8', at)
+          assert.equal(r.header('cache-control'), 'no-store', at)
+          assert.equal(r.header('content-security-policy'), FORM_CSP, at)
+          assert.equal(r.header('referrer-policy'), 'no-referrer', at)
+          assert.equal(r.header('vary'), 'Accept-Language', `${at}: the body depends on the language`)
+          assert.equal(r.header('www-authenticate'), 'Form realm="alice/words.html"', at)
+          assert.equal(r.header('set-cookie'), undefined, at)
+          assert.match(r.text, new RegExp(`^<!doctype html>\\s*<html lang="${w.lang}">`), at)
+          for (const part of [
+            `<title>${w.title}</title>`,
+            `<h1>${w.title}</h1><p>${w.intro}</p>`,
+            `<label for="password">${w.label}</label>`,
+            `>${w.submit}</button>`,
+          ])
+            assert.ok(r.text.includes(part), `${at}: ${part} in ${r.text}`)
+          if (error === null) assert.ok(!r.text.includes('class="err"'), at)
+          else assert.ok(r.text.includes(`<p class="err" role="alert">${error}</p>`), `${at}: ${r.text}`)
+          assert.ok(!leaks(r.text), at)
+        }
+        // a script's Basic challenge, on the path form and the user's origin: plain text
+        for (const r of [await s.get('/alice/words.html', { headers }), await site('/words.html', { headers })]) {
+          assertText(r, 401, `${w.title}\n`, `${what} Basic`)
+          assert.match(r.header('www-authenticate') ?? '', /^Basic realm="alice\/words\.html"/)
+        }
+        // a form body over the limit
+        const big = await site('/words.html', { method: 'POST', headers: { ...headers, ...FORM }, body: `password=${'x'.repeat(9000)}` })
+        assertText(big, 413, w.tooLarge, `${what} 413`)
+      }
+      // the throttle: the 11th wrong password from one client waits, and says so in its language
+      let tries = 3
+      while ((await s.get('/alice/words.html', { headers: { authorization: basic(`guess-${tries}`) } })).status === 401)
+        assert.ok(++tries <= 10, `${tries} tries`)
+      assert.equal(tries, 10)
+      for (const [headers, lang] of VISITORS) {
+        const what = `${lang} ${JSON.stringify(headers)} 429`
+        const throttled = [
+          await s.get('/alice/words.html', { headers: { ...headers, authorization: basic('words-pass') } }),
+          await site('/words.html', { method: 'POST', headers: { ...headers, ...FORM, accept: 'text/html' }, body: 'password=words-pass' }),
+        ]
+        for (const r of throttled) {
+          assertText(r, 429, WORDS[lang].tooMany, what)
+          assert.equal(WORDS[lang].tooMany.exec(r.text)?.[1], r.header('retry-after'), what)
+        }
+      }
+      // past its expiry: 410, password or not, GET or HEAD
+      const past = new Date(Date.now() - 60_000).toISOString()
+      assert.equal((await s.request('PUT', '/api/access/words.html', { key: alice.key, json: { expires_at: past } })).status, 200)
+      for (const [headers, lang] of VISITORS) {
+        const what = `${lang} ${JSON.stringify(headers)} 410`
+        assertText(await s.get('/alice/words.html', { headers }), 410, WORDS[lang].gone, what)
+        assertText(await site('/words.html', { headers: { ...headers, accept: 'text/html' } }), 410, WORDS[lang].gone, what)
+        assertText(await s.request('HEAD', '/alice/words.html', { headers }), 410, '', `HEAD ${what}`)
+      }
+      assert.equal((await s.request('DELETE', '/api/access/words.html', { key: alice.key })).status, 200)
     })
 
     it('removing the setting opens the project at once', async () => {

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks'
 import type { Deps } from '../../deps.js'
 import { verifyPassword, MAX_PASSWORD_BYTES } from '../../auth/passwords.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
+import { HTML_LANG, langOf, type Lang } from '../../errors/render.js'
 import { clientIp, isHttps } from '../../http/origin.js'
 import { ipLimitKey } from '../../http/ip-key.js'
 import type { Access, AccessPoint } from '../../http/site-hooks.js'
@@ -65,17 +66,58 @@ function decodeName(raw: string): string | null {
   return s.normalize('NFC')
 }
 
-function passwordForm(title: string, error: string | null): string {
+/** What visitor access says to a visitor, in each language (langOf). */
+const WORDS: Record<
+  Lang,
+  {
+    title: string
+    intro: (name: string) => string
+    label: string
+    submit: string
+    empty: string
+    wrong: string
+    gone: string
+    tooMany: (seconds: number) => string
+    tooLarge: string
+  }
+> = {
+  en: {
+    title: 'Password required',
+    intro: (name) => `${name} is protected. Enter its password to continue.`,
+    label: 'Password',
+    submit: 'Continue',
+    empty: 'Enter the password.',
+    wrong: 'Wrong password.',
+    gone: 'Gone: this page has expired',
+    tooMany: (seconds) => `Too many wrong passwords; try again in ${seconds} seconds`,
+    tooLarge: 'Payload Too Large',
+  },
+  zh: {
+    title: '需要密码',
+    intro: (name) => `${name} 受密码保护，请输入密码继续。`,
+    label: '密码',
+    submit: '继续',
+    empty: '请输入密码。',
+    wrong: '密码错误。',
+    gone: '此页面已过期',
+    tooMany: (seconds) => `密码错误次数过多，请 ${seconds} 秒后再试`,
+    tooLarge: '请求体过大',
+  },
+}
+type Words = (typeof WORDS)[Lang]
+
+function passwordForm(lang: Lang, title: string, error: 'empty' | 'wrong' | null): string {
+  const w = WORDS[lang]
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex"><title>Password required</title>
+<html lang="${HTML_LANG[lang]}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex"><title>${w.title}</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:22rem;margin:15vh auto;padding:0 1rem;color:#222}
 input{font:inherit;width:100%;box-sizing:border-box;padding:.5rem;margin:.5rem 0}button{font:inherit;padding:.5rem 1rem}
 .err{color:#b00020}</style></head>
-<body><h1>Password required</h1><p>${escapeHtml(title)} is protected. Enter its password to continue.</p>
-${error ? `<p class="err" role="alert">${escapeHtml(error)}</p>` : ''}<form method="post">
-<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
-<button type="submit">Continue</button></form></body></html>
+<body><h1>${w.title}</h1><p>${w.intro(escapeHtml(title))}</p>
+${error ? `<p class="err" role="alert">${w[error]}</p>` : ''}<form method="post">
+<label for="password">${w.label}</label><input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
+<button type="submit">${w.submit}</button></form></body></html>
 `
 }
 
@@ -203,22 +245,26 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
     })
   }
 
-  const send = (req: IncomingMessage, res: ServerResponse, status: number, headers: string[], body: string) => {
-    const buf = Buffer.from(body)
-    res.writeHead(status, [...headers, 'Content-Length', String(buf.length)])
+  /** An answer whose body is in the visitor's language (`say`: its words there), hence Vary. */
+  const send = (req: IncomingMessage, res: ServerResponse, status: number, headers: string[], say: (w: Words, lang: Lang) => string) => {
+    const lang = langOf(req)
+    const buf = Buffer.from(say(WORDS[lang], lang))
+    res.writeHead(status, [...headers, 'Vary', 'Accept-Language', 'Content-Length', String(buf.length)])
     res.end(req.method === 'HEAD' ? undefined : buf)
   }
 
   /** 401: the form on an origin where a cookie can be set and a browser navigates, else a Basic challenge. */
-  function refuse(req: IncomingMessage, res: ServerResponse, at: AccessPoint, name: string, error: string | null): void {
+  function refuse(req: IncomingMessage, res: ServerResponse, at: AccessPoint, name: string, error: 'empty' | 'wrong' | null): void {
     const navigating = req.headers['sec-fetch-mode'] === 'navigate' || (req.headers.accept ?? '').includes('text/html')
     if (at.cookies && (navigating || req.method === 'POST')) {
       // a scheme browsers do not prompt for, so they show the form instead of a dialog
-      send(req, res, 401, [...HTML_HEADERS, 'WWW-Authenticate', `Form realm="${at.username}/${name.replace(/["\\]/g, '')}"`], passwordForm(name, error))
+      send(req, res, 401, [...HTML_HEADERS, 'WWW-Authenticate', `Form realm="${at.username}/${name.replace(/["\\]/g, '')}"`], (_w, lang) =>
+        passwordForm(lang, name, error),
+      )
       return
     }
     const realm = `${at.username}/${name}`.replace(/["\\\r\n]/g, '')
-    send(req, res, 401, [...TEXT_HEADERS, 'WWW-Authenticate', `Basic realm="${realm}", charset="UTF-8"`], 'Password required\n')
+    send(req, res, 401, [...TEXT_HEADERS, 'WWW-Authenticate', `Basic realm="${realm}", charset="UTF-8"`], (w) => `${w.title}\n`)
   }
 
   /**
@@ -231,11 +277,11 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
   const backTo = (url: string | undefined): string => upperEscapes(`/${(url ?? '/').replace(/^[/\\]+/, '')}`)
 
   const throttled = (req: IncomingMessage, res: ServerResponse, wait: number) =>
-    send(req, res, 429, [...TEXT_HEADERS, 'Retry-After', String(wait)], `Too many wrong passwords; try again in ${wait} seconds\n`)
+    send(req, res, 429, [...TEXT_HEADERS, 'Retry-After', String(wait)], (w) => `${w.tooMany(wait)}\n`)
 
   async function decide(req: IncomingMessage, res: ServerResponse, at: AccessPoint, name: string, rule: Rule): Promise<Access> {
     if (rule.expiresAt !== null && rule.expiresAt <= clock.now()) {
-      send(req, res, 410, TEXT_HEADERS, 'Gone: this page has expired\n')
+      send(req, res, 410, TEXT_HEADERS, (w) => `${w.gone}\n`)
       return false
     }
     if (rule.passwordHash === null) return true
@@ -251,16 +297,16 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
     if (req.method === 'POST' && at.cookies) {
       const form = await readForm(req)
       if (form === 'too-large') {
-        send(req, res, 413, TEXT_HEADERS, 'Payload Too Large\n')
+        send(req, res, 413, TEXT_HEADERS, (w) => `${w.tooLarge}\n`)
         return false
       }
       if (form.password === null || form.password === '') {
-        refuse(req, res, at, name, 'Enter the password.')
+        refuse(req, res, at, name, 'empty')
         return false
       }
       const r = await check(req, at, name, rule, form.password)
       if (typeof r === 'number') throttled(req, res, r)
-      else if (r === 'wrong') refuse(req, res, at, name, 'Wrong password.')
+      else if (r === 'wrong') refuse(req, res, at, name, 'wrong')
       else {
         res.writeHead(303, ['Location', backTo(req.url), 'Set-Cookie', setCookie(req, rule), ...TEXT_HEADERS, 'Content-Length', '0'])
         res.end()
