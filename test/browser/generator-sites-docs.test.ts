@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { Page } from 'playwright-core'
 import { ENGINES } from '../support/server.js'
 import { notCancelled, watchErrors } from '../support/browser.js'
-import { deployedFixtures, statusChain } from '../support/generator-sites.js'
+import { assertLive, deployedFixtures, fetchedTypes, statusChain } from '../support/generator-sites.js'
 
 // Jekyll 4.3 (GitHub Pages' own generator), MkDocs 1.4 and Sphinx 5.3, deployed with
 // `svc deploy` and opened in Chromium (decision 195). Jekyll writes pretty permalinks as
@@ -31,17 +31,6 @@ async function opened(page: Page, url: string): Promise<string> {
   return `${chain.join(' ')} ${page.url().replace(/^http:\/\/[^/]+/, '')} ${await page.title()} / ${h1} / ${ran}`
 }
 
-/** Status and Content-Type of each path, fetched by the page. */
-const fetched = (page: Page, paths: string[]) =>
-  page.evaluate(async (ps) => {
-    const out: string[] = []
-    for (const p of ps) {
-      const r = await fetch(p)
-      out.push(`${r.status} ${r.headers.get('content-type')} ${p}`)
-    }
-    return out
-  }, paths)
-
 describe(`sites built with Jekyll, MkDocs and Sphinx, deployed with svc deploy [${engine}]`, () => {
   const site = deployedFixtures(engine, [
     ['jekyll-site', 'jekyll'],
@@ -51,16 +40,14 @@ describe(`sites built with Jekyll, MkDocs and Sphinx, deployed with svc deploy [
     ['sphinx-html', 'sphinx'],
     ['sphinx-dirhtml', 'sphinx-dir'],
   ])
-  const live = (out: string | undefined, url: string) =>
-    assert.match(out ?? '', new RegExp(`is live: ${url.replace(/[.]/g, '\\.')}/\n`), `deploy printed ${url}/ first`)
 
   it('Jekyll: pretty and .html permalinks, a post, 404.html; with baseurl, under the user origin', async () => {
     const { s, browser, username, port, out } = site
     const own = `http://jekyll.${username}.localhost:${port}`
     const user = `http://${username}.localhost:${port}`
     // its layout loads /assets/...: built for /
-    live(out.get('jekyll'), own)
-    live(out.get('jekyll-base'), `${user}/jekyll-base`)
+    assertLive(out.get('jekyll'), own)
+    assertLive(out.get('jekyll-base'), `${user}/jekyll-base`)
     const ctx = await browser.newContext()
     try {
       const page = await ctx.newPage()
@@ -125,7 +112,7 @@ describe(`sites built with Jekyll, MkDocs and Sphinx, deployed with svc deploy [
         await page.waitForFunction((t) => document.title === `${t} | Jekyll site` && document.documentElement.dataset.ran === location.pathname, title)
       }
       assert.equal(page.url(), `${user}/jekyll-base/nope/`)
-      assert.deepEqual(await fetched(page, ['/jekyll-base/assets/style.css', '/jekyll-base/assets/site.js']), [
+      assert.deepEqual(await fetchedTypes(page, ['/jekyll-base/assets/style.css', '/jekyll-base/assets/site.js']), [
         '200 text/css; charset=utf-8 /jekyll-base/assets/style.css',
         '200 text/javascript; charset=utf-8 /jekyll-base/assets/site.js',
       ])
@@ -139,8 +126,8 @@ describe(`sites built with Jekyll, MkDocs and Sphinx, deployed with svc deploy [
     const { browser, username, port, out } = site
     const own = `http://mkdocs.${username}.localhost:${port}`
     const files = `http://mkdocs-files.${username}.localhost:${port}`
-    live(out.get('mkdocs'), own)
-    live(out.get('mkdocs-files'), files)
+    assertLive(out.get('mkdocs'), own)
+    assertLive(out.get('mkdocs-files'), files)
     const ctx = await browser.newContext()
     try {
       const page = await ctx.newPage()
@@ -187,7 +174,7 @@ describe(`sites built with Jekyll, MkDocs and Sphinx, deployed with svc deploy [
         await page.goto(hit)
         assert.equal(await page.title(), 'Install - MkDocs site')
       }
-      assert.deepEqual(await fetched(page, ['/search/search_index.json', '/search/worker.js', '/img/favicon.ico']), [
+      assert.deepEqual(await fetchedTypes(page, ['/search/search_index.json', '/search/worker.js', '/img/favicon.ico']), [
         '200 application/json; charset=utf-8 /search/search_index.json',
         '200 text/javascript; charset=utf-8 /search/worker.js',
         '200 image/x-icon /img/favicon.ico',
@@ -202,8 +189,8 @@ describe(`sites built with Jekyll, MkDocs and Sphinx, deployed with svc deploy [
     const { s, browser, username, port, out } = site
     const user = `http://${username}.localhost:${port}`
     // relative paths only: built for any folder
-    live(out.get('sphinx'), `${user}/sphinx`)
-    live(out.get('sphinx-dir'), `${user}/sphinx-dir`)
+    assertLive(out.get('sphinx'), `${user}/sphinx`)
+    assertLive(out.get('sphinx-dir'), `${user}/sphinx-dir`)
     const ctx = await browser.newContext()
     try {
       const page = await ctx.newPage()
@@ -260,7 +247,7 @@ describe(`sites built with Jekyll, MkDocs and Sphinx, deployed with svc deploy [
       await page.locator('a[href="../_sources/install.rst.txt"]').click()
       await page.waitForURL(`${user}/sphinx-dir/_sources/install.rst.txt`)
       assert.match((await page.textContent('body')) ?? '', /Search word: zebrafish/)
-      assert.deepEqual(await fetched(page, ['../_static/searchtools.js', '../searchindex.js', '../objects.inv', 'usage.rst.txt']), [
+      assert.deepEqual(await fetchedTypes(page, ['../_static/searchtools.js', '../searchindex.js', '../objects.inv', 'usage.rst.txt']), [
         '200 text/javascript; charset=utf-8 ../_static/searchtools.js',
         '200 text/javascript; charset=utf-8 ../searchindex.js',
         '200 application/octet-stream ../objects.inv',

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { Page } from 'playwright-core'
 import { ENGINES } from '../support/server.js'
 import { notCancelled, watchErrors } from '../support/browser.js'
-import { deployedFixtures, statusChain } from '../support/generator-sites.js'
+import { assertLive, deployedFixtures, statusChain } from '../support/generator-sites.js'
 
 // Gatsby 5 and React Router 7 in SPA mode, deployed with `svc deploy` and opened in Chromium
 // (decision 192). Gatsby writes a folder per page and shows pages on client navigation from
@@ -65,13 +65,11 @@ describe(`sites built with Gatsby and React Router, deployed with svc deploy [${
     ['rr-spa-redirects', 'rr-netlify'],
     ['rr-spa-prerender', 'rr-pre'],
   ])
-  const live = (out: string | undefined, url: string) =>
-    assert.match(out ?? '', new RegExp(`is live: ${url.replace(/[.]/g, '\\.')}/\n`), `deploy printed ${url}/ first`)
 
   it("Gatsby: folder pages, page data on client navigation, the 404 page's data for a missing page", async () => {
     const { s, browser, username, port, out } = site
     const own = `http://gatsby.${username}.localhost:${port}`
-    live(out.get('gatsby'), own)
+    assertLive(out.get('gatsby'), own)
     const ctx = await browser.newContext()
     try {
       const page = await ctx.newPage()
@@ -159,7 +157,7 @@ describe(`sites built with Gatsby and React Router, deployed with svc deploy [${
   it('Gatsby with pathPrefix and --prefix-paths: under the user origin, page data under the prefix', async () => {
     const { s, browser, username, port, out } = site
     const base = `http://${username}.localhost:${port}/gatsby-pp`
-    live(out.get('gatsby-pp'), base)
+    assertLive(out.get('gatsby-pp'), base)
     const ctx = await browser.newContext()
     try {
       const page = await ctx.newPage()
@@ -203,8 +201,8 @@ describe(`sites built with Gatsby and React Router, deployed with svc deploy [${
     const { s, browser, username, port, out } = site
     const plain = `http://rr-spa.${username}.localhost:${port}`
     const netlify = `http://rr-netlify.${username}.localhost:${port}`
-    live(out.get('rr-spa'), plain)
-    live(out.get('rr-netlify'), netlify)
+    assertLive(out.get('rr-spa'), plain)
+    assertLive(out.get('rr-netlify'), netlify)
     const ctx = await browser.newContext()
     try {
       const page = await ctx.newPage()
@@ -274,7 +272,7 @@ describe(`sites built with Gatsby and React Router, deployed with svc deploy [${
   it("React Router's prerender with ssr: false: prerendered folders, `.data` payloads, the SPA fallback", async () => {
     const { browser, username, port, out } = site
     const own = `http://rr-pre.${username}.localhost:${port}`
-    live(out.get('rr-pre'), own)
+    assertLive(out.get('rr-pre'), own)
     const ctx = await browser.newContext()
     try {
       const page = await ctx.newPage()

@@ -2,7 +2,7 @@ import { before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Response } from 'playwright-core'
+import type { Page, Response } from 'playwright-core'
 import { startServer, type TestServer } from './server.js'
 import type { Engine } from '../../src/db/kysely.js'
 import { HIGH_LIMITS } from './hosting.js'
@@ -55,3 +55,23 @@ export function deployedFixtures(engine: Engine, fixtures: ReadonlyArray<readonl
   })
   return site
 }
+
+/** `svc deploy` printed `url/` as the site's address (the first URL it names). */
+export const assertLive = (out: string | undefined, url: string): void =>
+  assert.match(out ?? '', new RegExp(`is live: ${url.replace(/[.]/g, '\\.')}/\n`), `deploy printed ${url}/ first`)
+
+/** Status and Content-Type of each path, fetched by the page. */
+export const fetchedTypes = (page: Page, paths: string[]): Promise<string[]> =>
+  page.evaluate(async (ps) => {
+    const out: string[] = []
+    for (const p of ps) {
+      const r = await fetch(p)
+      out.push(`${r.status} ${r.headers.get('content-type')} ${p}`)
+    }
+    return out
+  }, paths)
+
+/** Marks the page's window, for `sameWindow`. */
+export const markWindow = (page: Page): Promise<unknown> => page.evaluate(() => ((window as unknown as { stayed: boolean }).stayed = true))
+/** The page is still the window `markWindow` marked: no document was loaded since (client navigation). */
+export const sameWindow = (page: Page): Promise<boolean> => page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed === true)
