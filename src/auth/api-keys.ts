@@ -4,6 +4,7 @@ import type { Clock } from '../util/clock.js'
 import { AppError } from '../errors/app-error.js'
 import { isWellFormed } from '../util/unicode.js'
 import { newApiKey, newId, sha256hex } from './tokens.js'
+import { MAX_KEY_DAYS } from './account-rules.js'
 
 export const MAX_KEYS_PER_USER = 10
 const DAY = 86400000
@@ -53,9 +54,9 @@ export function createApiKeys(db: Db, clock: Clock) {
         })
       }
       const days = opts.expiresDays ?? null
-      if (days !== null && (!Number.isInteger(days) || days < 1 || days > 365)) {
+      if (days !== null && (!Number.isInteger(days) || days < 1 || days > MAX_KEY_DAYS)) {
         throw new AppError('INVALID_PARAMETER', {
-          params: { detail: { zh: '有效期须为 1 到 365 天，或不设有效期', en: 'expiry must be 1 to 365 days, or none' } },
+          params: { detail: { zh: `有效期须为 1 到 ${MAX_KEY_DAYS} 天，或不设有效期`, en: `expiry must be 1 to ${MAX_KEY_DAYS} days, or none` } },
         })
       }
       const key = newApiKey()

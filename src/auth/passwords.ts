@@ -1,4 +1,5 @@
 import { hash, verify, type Algorithm } from '@node-rs/argon2'
+import { MAX_PASSWORD_BYTES } from './account-rules.js'
 
 // Algorithm is an ambient const enum, which verbatimModuleSyntax (one file at a time) cannot
 // inline: its value, checked against the enum member's type
@@ -6,8 +7,6 @@ const ARGON2ID: Algorithm.Argon2id = 2
 
 /** OWASP parameters: Argon2id, m = 19 MiB, t = 2, p = 1 (stored as a PHC string). */
 const PARAMS = { algorithm: ARGON2ID, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const
-export const MAX_PASSWORD_BYTES = 1024
-export const MIN_PASSWORD_LENGTH = 8
 
 // bound concurrent hashing so a login burst cannot exhaust memory (19 MiB each)
 let running = 0
@@ -41,11 +40,4 @@ export async function verifyPassword(phc: string, password: string): Promise<boo
   } catch {
     return false
   }
-}
-
-/** Problems with a new password, or null when acceptable. */
-export function passwordProblem(password: string): string | null {
-  if (password.length < MIN_PASSWORD_LENGTH) return `password must have at least ${MIN_PASSWORD_LENGTH} characters`
-  if (Buffer.byteLength(password) > MAX_PASSWORD_BYTES) return `password must be at most ${MAX_PASSWORD_BYTES} bytes`
-  return null
 }

@@ -1,12 +1,10 @@
 import type { Db } from '../db/kysely.js'
 import { isUniqueViolation } from '../db/kysely.js'
 import type { Clock } from '../util/clock.js'
-import { hashPassword, passwordProblem } from './passwords.js'
+import { hashPassword } from './passwords.js'
+import { passwordProblem, TIERS, usernameIssue, usernameProblem, type Tier } from './account-rules.js'
 import { newId } from './tokens.js'
 import { isQuotaName, type QuotaName } from '../limits/quotas.js'
-
-export type Tier = 'default' | 'authenticated' | 'vip'
-export const TIERS: Tier[] = ['default', 'authenticated', 'vip']
 
 /** The account fields the rest of the service may see (never the password hash). */
 export interface User {
@@ -48,123 +46,6 @@ export function toUser(r: {
   }
 }
 
-/** Names that would collide with the service's own paths, compared case-insensitively. */
-export const RESERVED_USERNAMES = new Set([
-  'svc_api',
-  'api',
-  'login',
-  'logout',
-  'register',
-  'dashboard',
-  'api-keys',
-  'svc-img',
-  'svc-data',
-  'image-host',
-  'hosted-data',
-  'healthz',
-  'livez',
-  'readyz',
-  'static',
-  'assets',
-  '.well-known',
-  'favicon.ico',
-  'robots.txt',
-  'openapi.json',
-  'metrics',
-  'docs',
-  'admin',
-  'redeem',
-  'settings',
-  'account',
-  'files',
-  'folders',
-  'forms',
-  'kv',
-  'images',
-  'data',
-  'www',
-  'root',
-  'null',
-  'undefined',
-  'sitemap.xml',
-  'humans.txt',
-  'ads.txt',
-  'security.txt',
-  'well-known',
-  'report',
-  'mcp',
-])
-
-/**
- * Names a new account may not take, though an existing one keeps working: a per-user origin
- * ({username}.{CONTENT_DOMAIN}) would be a host that browsers, mail clients and operating
- * systems ask for by name (proxy, mail and device autoconfiguration), one whose
- * `/.well-known/` files speak for the whole domain (OpenPGP keys of its addresses, its
- * MTA-STS policy), or a mailbox RFC 2142 reserves.
- */
-const REFUSED_FOR_NEW = new Set([
-  'wpad',
-  'autodiscover',
-  'autoconfig',
-  'isatap',
-  'openpgpkey',
-  'mta-sts',
-  'enterpriseenrollment',
-  'enterpriseregistration',
-  'lyncdiscover',
-  'postmaster',
-  'abuse',
-  'hostmaster',
-  'webmaster',
-  'noc',
-  'security',
-  'mail',
-  'smtp',
-  'imap',
-  'pop',
-  'ftp',
-  'ns1',
-  'ns2',
-])
-export const USERNAME_RE = /^[a-z0-9][a-z0-9_-]{1,31}$/
-
-/**
- * Whether a lower-case path segment can name an account: its form, and not one of the
- * service's own first path segments (the public host never takes those, whatever the case).
- */
-export const canNameUser = (name: string): boolean => USERNAME_RE.test(name) && !RESERVED_USERNAMES.has(name)
-
-/**
- * What is wrong with a name for a new account: reserved, its form, or its DNS label; null:
- * nothing. `alsoReserved`: names this configuration reserves besides the fixed lists (the
- * label of the service's own host under the content domain: serviceLabels in http/site-origin).
- */
-export function usernameIssue(username: string, alsoReserved: ReadonlySet<string> = NONE): 'reserved' | 'format' | 'label' | null {
-  const name = username.toLowerCase()
-  if (RESERVED_USERNAMES.has(name) || REFUSED_FOR_NEW.has(name) || alsoReserved.has(name)) return 'reserved'
-  if (!USERNAME_RE.test(username)) return 'format'
-  // a DNS label of the user's origin: no hyphen at its end, and none in its third and fourth
-  // places (the form of IDN labels, xn--, which a browser would show as other letters)
-  if (username.endsWith('-') || username.slice(2, 4) === '--') return 'label'
-  return null
-}
-
-const NONE: ReadonlySet<string> = new Set()
-
-/** Why a username cannot be used, or null. */
-export function usernameProblem(username: string, alsoReserved: ReadonlySet<string> = NONE): string | null {
-  switch (usernameIssue(username, alsoReserved)) {
-    case 'reserved':
-      return `"${username}" is reserved`
-    case 'format':
-      return 'username must be 2-32 characters of a-z, 0-9, _ and -, starting with a letter or digit'
-    case 'label':
-      return 'username must not end with "-" or have "--" as its third and fourth characters'
-    case null:
-      return null
-  }
-}
-
 export class UserInputError extends Error {}
 
 export interface UserSettings {
@@ -180,7 +61,7 @@ export interface UserSettings {
  * Account operations shared by the CLI, registration and login. `reserved`: the names this
  * configuration keeps from new accounts besides the fixed lists (usernameIssue).
  */
-export function createUsers(db: Db, clock: Clock, reserved: ReadonlySet<string> = NONE) {
+export function createUsers(db: Db, clock: Clock, reserved: ReadonlySet<string> = new Set()) {
   const byName = (username: string) =>
     db.k
       .selectFrom('users')

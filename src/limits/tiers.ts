@@ -1,5 +1,5 @@
 import type { RateLimitOverrides } from '../config.js'
-import type { Tier } from '../auth/users.js'
+import type { Tier } from '../auth/account-rules.js'
 
 export type WindowName = 'minute' | 'hour' | 'day'
 

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { startServer, type TestServer } from '../support/server.js'
-import { usernameProblem } from '../../src/auth/users.js'
+import { usernameProblem } from '../../src/auth/account-rules.js'
 
 // The path form serves /{username}/..., so no user may take the first segment of one of the
 // service's own routes: the list of reserved names must cover every route the app registers.

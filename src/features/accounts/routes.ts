@@ -6,6 +6,7 @@ import { sendAppError } from '../../http/errors.js'
 import { caller } from '../../http/guard.js'
 import { clientIp, isCrossSite, isHttps } from '../../http/origin.js'
 import { dummyHash, verifyPassword } from '../../auth/passwords.js'
+import { MAX_KEY_DAYS } from '../../auth/account-rules.js'
 import { sessionCookies } from '../../auth/principal.js'
 import { sha256hex } from '../../auth/tokens.js'
 import { createLoginThrottle } from './throttle.js'
@@ -128,7 +129,7 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
 const KeyCreateBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   // omitted = never expires (a null would be coerced by AJV, so it is not part of the schema)
-  expires_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 })),
+  expires_days: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_KEY_DAYS })),
   read_only: Type.Optional(Type.Boolean({ description: 'the key may only read: GET routes and the read-only MCP tools (1440 on writes)' })),
 })
 
