@@ -8,11 +8,10 @@ import { snapshotFirst } from '../db/snapshot.js'
 import { FEATURE_TABLES, BLOB_COLUMNS } from '../features/tables.js'
 import { systemClock } from '../util/clock.js'
 import { createUsers, UserInputError, type UserSettings } from '../auth/users.js'
-import { TIERS, type Tier } from '../auth/account-rules.js'
+import { usernameProblem, type Tier } from '../auth/account-rules.js'
 import { serviceLabels } from '../http/site-origin.js'
 import { createApiKeys } from '../auth/api-keys.js'
 import { randomString, sha256hex } from '../auth/tokens.js'
-import { isQuotaName, QUOTA_NAMES } from '../limits/quotas.js'
 import { AppError } from '../errors/app-error.js'
 import { errorMessage } from '../errors/render.js'
 import { openBlobStore } from '../storage/open.js'
@@ -22,7 +21,7 @@ import { writeAudit } from '../features/admin/store.js'
 import { assertDatabase, databaseState, missingDatabase, MissingDatabaseError, newDatabaseNote } from './data-dir.js'
 import os from 'node:os'
 import { isParseArgsError, optionsError, parserOptions, usageText, type Flags } from './help.js'
-import { OPERATOR_HELP } from './operator-help.js'
+import { limitSetting, OPERATOR_HELP } from './operator-help.js'
 
 /** Commands that change something: each run goes to the audit log, like the web console's actions. */
 const AUDITED = new Set(['user', 'key', 'grant', 'redeem-code', 'lock', 'unlock', 'feature'])
@@ -75,13 +74,12 @@ type Checked =
  * nothing (decision 190).
  */
 export async function adminCommand(cmd: string, args: string[], loadConfig: () => Config): Promise<number> {
-  let checked: Checked
-  try {
-    checked = checkArguments(cmd, args)
-  } catch (e) {
-    if (e instanceof UsageError || isParseArgsError(e)) return refuseUsage(cmd, e.message)
-    throw e
+  const line = commandLine(cmd, args)
+  if ('refused' in line) {
+    process.stderr.write(line.refused)
+    return 2
   }
+  const checked = line.checked
   const config = loadConfig()
   if (checked.opens === 'nothing') {
     try {
@@ -148,11 +146,19 @@ export async function adminCommand(cmd: string, args: string[], loadConfig: () =
   }
 }
 
-/** A refused command line: the message and the command's synopsis, exit 2. */
-function refuseUsage(cmd: string, message: string): number {
-  const usage = Object.hasOwn(OPERATOR_HELP, cmd) ? `${usageText(OPERATOR_HELP[cmd as keyof typeof OPERATOR_HELP])}\n` : ''
-  process.stderr.write(`error: ${message}\n${usage}`)
-  return 2
+/**
+ * An operator command line checked (checkArguments): what the command then does, or its
+ * refusal as stderr shows it, `error: ...` and the command's synopsis (exit 2). Reads no
+ * configuration and touches no file.
+ */
+export function commandLine(cmd: string, args: string[]): { readonly checked: Checked } | { readonly refused: string } {
+  try {
+    return { checked: checkArguments(cmd, args) }
+  } catch (e) {
+    if (!(e instanceof UsageError || isParseArgsError(e))) throw e
+    const usage = Object.hasOwn(OPERATOR_HELP, cmd) ? `${usageText(OPERATOR_HELP[cmd as keyof typeof OPERATOR_HELP])}\n` : ''
+    return { refused: `error: ${e.message}\n${usage}` }
+  }
 }
 
 /** A refused DATA_DIR: the message, exit 78 (a configuration problem, as loadConfig's). */
@@ -197,9 +203,9 @@ const userIdOf = async (users: ReturnType<typeof createUsers>, name: string) => 
 }
 
 /**
- * Parses and checks an operator command's arguments (options, the positional ones, and every
- * option value that can be checked without the database) and returns what the command then
- * does. Reads no configuration and touches no file: a refusal throws UsageError or a
+ * Parses and checks an operator command's arguments (options and their values, as the help
+ * tables declare them; the positional ones; the name of a new account, by the service's rule)
+ * and returns what the command then does. Reads no configuration and touches no file: a refusal throws UsageError or a
  * parseArgs error.
  */
 export function checkArguments(cmd: string, args: string[]): Checked {
@@ -219,6 +225,10 @@ export function checkArguments(cmd: string, args: string[]): Checked {
         const username = need(positionals[0], '<username>')
         noMore(positionals, 1)
         const password = need(values.password, '--password')
+        // the name rule create() applies (its message too), to the name in lower case as it
+        // stores it; the names this configuration reserves besides are known once it is read
+        const refused = usernameProblem(username.toLowerCase())
+        if (refused !== null) throw new UsageError(refused)
         return {
           opens: 'database',
           async run(db, config) {
@@ -233,27 +243,15 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       const s: UserSettings = {}
       if (values.vip) s.tier = 'vip'
       if (values['no-vip']) s.tier = 'authenticated'
-      if (values.tier) {
-        if (!(TIERS as string[]).includes(values.tier)) throw new UsageError(`--tier must be one of ${TIERS.join(', ')}`)
-        s.tier = values.tier as Tier
-      }
+      // the values were checked by the table (OPERATOR_HELP.user.subs.set)
+      if (values.tier) s.tier = values.tier as Tier
       if (values.disable) s.disabled = true
       if (values.enable) s.disabled = false
-      if (values['api-access'] !== undefined) {
-        if (!['on', 'off'].includes(values['api-access'])) throw new UsageError('--api-access takes on or off')
-        s.api_access = values['api-access'] === 'on'
-      }
+      if (values['api-access'] !== undefined) s.api_access = values['api-access'] === 'on'
       if (values.admin) s.is_admin = true
       if (values['no-admin']) s.is_admin = false
       if (values.password !== undefined) s.password = values.password
-      if (values.limit) {
-        s.limits = {}
-        for (const l of values.limit) {
-          const m = /^([a-z_]+)=(\d+|default)$/.exec(l)
-          if (!m || !isQuotaName(m[1])) throw new UsageError(`--limit takes NAME=VALUE with NAME among ${QUOTA_NAMES.join(', ')}`)
-          s.limits[m[1]] = m[2] === 'default' ? null : Number(m[2])
-        }
-      }
+      if (values.limit) s.limits = Object.fromEntries(values.limit.map((l) => limitSetting(l)!))
       return { opens: 'database', run: (db, config) => setUser(db, config, username, s) }
     }
     case 'key': {
@@ -263,9 +261,6 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       const username = need(positionals[0], '<username>')
       noMore(positionals, 1)
       const days = values['expires-days']
-      // the range createApiKeys enforces, checked before anything is opened
-      if (days !== undefined && (!/^\d+$/.test(days) || Number(days) < 1 || Number(days) > 365))
-        throw new UsageError('--expires-days takes a number of days (1-365)')
       return {
         opens: 'database',
         async run(db, config) {
@@ -385,10 +380,8 @@ export function checkArguments(cmd: string, args: string[]): Checked {
     case 'sweep': {
       const { values, positionals } = parseOptions(args, OPERATOR_HELP.sweep.flags)
       noMore(positionals, 0)
-      // a negative grace would reach blobs written for uploads not committed yet
-      const given = values['grace-seconds'] ?? '3600'
-      if (!/^\d+$/.test(given)) throw new UsageError('--grace-seconds takes a number of seconds (0 or more)')
-      const grace = Number(given) * 1000
+      // the table refuses a negative grace, which would reach blobs of uploads not committed yet
+      const grace = Number(values['grace-seconds'] ?? '3600') * 1000
       return {
         opens: 'database',
         async run(db, config) {
@@ -447,7 +440,6 @@ function backupArguments(args: string[]): Checked {
   const where = need(positionals[0], 'DIR (or s3://BUCKET)')
   noMore(positionals, 1)
   const keep = values.keep
-  if (keep !== undefined && !/^[1-9]\d*$/.test(keep)) throw new UsageError('--keep takes a number of snapshots (1 or more)')
   return { opens: 'nothing', run: (config) => backupCommand(where, keep === undefined ? undefined : Number(keep), config) }
 }
 

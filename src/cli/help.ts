@@ -40,8 +40,9 @@ export const takes =
 /** One of `values`, as written. */
 export const oneOf = (...values: string[]): ValueCheck => takes(`one of ${values.join(', ')}`, (v) => values.includes(v))
 
-/** A whole number of `min` or more, in digits. */
-export const intAtLeast = (min: number): ValueCheck => takes(`an integer of ${min} or more`, (v) => /^\d+$/.test(v) && Number(v) >= min)
+/** A whole number in digits, of `min` or more and, with `max`, at most `max`. */
+export const anInteger = (min: number, max = Infinity): ValueCheck =>
+  takes(max === Infinity ? `an integer of ${min} or more` : `an integer from ${min} to ${max}`, (v) => /^\d+$/.test(v) && Number(v) >= min && Number(v) <= max)
 
 /** Any finite number (negative too). */
 export const aNumber: ValueCheck = takes('a number', (v) => v.trim() !== '' && Number.isFinite(Number(v)))

@@ -3,13 +3,30 @@
  * from its entry here (src/cli/help.ts), and `svc CMD --help` prints the entry without loading
  * the configuration, a database or any server code.
  */
-import type { CommandHelp } from './help.js'
+import { MAX_KEY_DAYS, MIN_PASSWORD_LENGTH, passwordProblem, TIERS } from '../auth/account-rules.js'
+import { isQuotaName, QUOTA_NAMES, type QuotaName } from '../limits/quotas.js'
+import { anInteger, oneOf, takes, type CommandHelp } from './help.js'
 
 const DATA: readonly [string, string] = ['DATA_DIR', 'the data folder: svc.db (SQLite) and the blobs (default ./data)']
 const DATABASE: readonly [string, string] = ['DATABASE_URL', 'postgres://...: PostgreSQL instead of DATA_DIR/svc.db']
 const STORAGE: readonly [string, string] = ['STORAGE_URL', 'where the blobs are (file:///path or s3://bucket; default DATA_DIR/blobs)']
 const REDIS: readonly [string, string] = ['REDIS_URL', 'tell the running servers at once (without it they see the change within 5 minutes)']
 const CONFIG = 'docs/operations/configuration.md'
+
+/**
+ * A `--limit NAME=VALUE` setting: the quota and its value (null for NAME=default, back to the
+ * default), or null for text that is not one.
+ */
+export function limitSetting(text: string): [QuotaName, number | null] | null {
+  const m = /^([a-z_]+)=(\d+|default)$/.exec(text)
+  if (!m || !isQuotaName(m[1])) return null
+  return [m[1], m[2] === 'default' ? null : Number(m[2])]
+}
+
+const LIMIT = takes(`NAME=N or NAME=default, NAME one of ${QUOTA_NAMES.join(', ')}`, (v) => limitSetting(v) !== null)
+
+/** --password of svc user add and set: the rule the service applies to a new password (its message too). */
+const PASSWORD = { type: 'string', arg: '<pw>', check: passwordProblem } as const
 
 const lockHelp = (cmd: 'lock' | 'unlock') =>
   ({
@@ -66,21 +83,27 @@ export const OPERATOR_HELP = {
     about: 'Creates an account, or changes one: its tier, whether it is disabled, its API access, admin rights, password and per-user limits.',
     subs: {
       add: {
-        password: { type: 'string', arg: '<pw>', help: 'the password (required)' },
+        password: { ...PASSWORD, help: `the password (required), ${MIN_PASSWORD_LENGTH} characters or more` },
         vip: { type: 'boolean', help: 'the vip tier (default: authenticated)' },
         admin: { type: 'boolean', help: 'an administrator (the admin console)' },
       },
       set: {
         vip: { type: 'boolean', help: 'the vip tier' },
         'no-vip': { type: 'boolean', help: 'the authenticated tier', excludes: ['vip'] },
-        tier: { type: 'string', arg: 'TIER', help: 'the tier: default, authenticated or vip', excludes: ['vip', 'no-vip'] },
+        tier: { type: 'string', arg: 'TIER', help: `the tier: ${TIERS.join(', ')}`, excludes: ['vip', 'no-vip'], check: oneOf(...TIERS) },
         disable: { type: 'boolean', help: 'disable the account: its sign-in, keys and pages stop' },
         enable: { type: 'boolean', help: 'enable it again', excludes: ['disable'] },
-        'api-access': { type: 'string', arg: 'on|off', help: 'whether its API keys work' },
+        'api-access': { type: 'string', arg: 'on|off', help: 'whether its API keys work', check: oneOf('on', 'off') },
         admin: { type: 'boolean', help: 'make it an administrator' },
         'no-admin': { type: 'boolean', help: 'take the admin rights away', excludes: ['admin'] },
-        password: { type: 'string', arg: '<pw>', help: 'a new password' },
-        limit: { type: 'string', multiple: true, arg: 'NAME=VALUE', help: 'a per-user quota (docs/limits.md); NAME=default resets it; repeatable' },
+        password: { ...PASSWORD, help: `a new password, ${MIN_PASSWORD_LENGTH} characters or more` },
+        limit: {
+          type: 'string',
+          multiple: true,
+          arg: 'NAME=VALUE',
+          help: `a per-user quota, NAME one of ${QUOTA_NAMES.join(', ')} (docs/limits.md); NAME=default resets it; repeatable`,
+          check: LIMIT,
+        },
       },
     },
     env: [DATA, DATABASE, REDIS],
@@ -97,7 +120,7 @@ export const OPERATOR_HELP = {
     about: 'Creates an API key for a user and prints the key alone (it is not shown again).',
     flags: {
       name: { type: 'string', arg: 'NAME', help: 'a name for the key (default cli)' },
-      'expires-days': { type: 'string', arg: 'N', help: 'expire after N days, 1 to 365 (default: never)' },
+      'expires-days': { type: 'string', arg: 'N', help: `expire after N days, 1 to ${MAX_KEY_DAYS} (default: never)`, check: anInteger(1, MAX_KEY_DAYS) },
       'read-only': { type: 'boolean', help: 'a key that can only read' },
     },
     env: [DATA, DATABASE],
@@ -134,7 +157,12 @@ export const OPERATOR_HELP = {
     summary: 'delete the blobs no record references',
     about: 'Deletes the blobs that no record references (a running server does it every 15 minutes too).',
     flags: {
-      'grace-seconds': { type: 'string', arg: 'N', help: 'keep blobs written in the last N seconds, for uploads not committed yet (default 3600)' },
+      'grace-seconds': {
+        type: 'string',
+        arg: 'N',
+        help: 'keep blobs written in the last N seconds, for uploads not committed yet (default 3600)',
+        check: anInteger(0),
+      },
     },
     env: [DATA, DATABASE, STORAGE],
     examples: ['svc sweep', 'svc sweep --grace-seconds 600'],
@@ -143,7 +171,7 @@ export const OPERATOR_HELP = {
     usage: ['svc backup DIR|s3://BUCKET[/PREFIX][?endpoint=...] [--keep N]'],
     summary: 'take an online snapshot of svc.db and the blobs (SQLite)',
     about: 'Takes an online snapshot of svc.db and the blobs into DIR/<time>/ or the bucket, while the server runs (SQLite and a local blob store only).',
-    flags: { keep: { type: 'string', arg: 'N', help: 'then keep the N newest snapshots and delete the rest (default: keep all)' } },
+    flags: { keep: { type: 'string', arg: 'N', help: 'then keep the N newest snapshots and delete the rest (default: keep all)', check: anInteger(1) } },
     env: [DATA, ['AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY', 'the credentials of an s3:// target']],
     examples: ['svc backup /srv/backups/svc --keep 7', 'svc backup s3://backups/svc'],
     see: 'docs/operations/backups.md',

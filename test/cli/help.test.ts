@@ -58,8 +58,8 @@ describe('svc help', () => {
     [['key', 'create', 'bob', '--nope'], /^error: Unknown option '--nope'/],
     [['key', 'create', 'bob', '--expires-days', '-5'], /^error: Option '--expires-days' argument is ambiguous/],
     [['backup', 'somewhere', '--keep'], /^error: Option '--keep <value>' argument missing/],
-    [['sweep', '--grace-seconds=-60'], /^error: --grace-seconds takes a number of seconds \(0 or more\)\nusage: svc sweep /],
-    [['sweep', '--grace-seconds', 'soon'], /^error: --grace-seconds takes a number of seconds \(0 or more\)\nusage: svc sweep /],
+    [['sweep', '--grace-seconds=-60'], /^error: --grace-seconds takes an integer of 0 or more, not "-60"\nusage: svc sweep /],
+    [['sweep', '--grace-seconds', 'soon'], /^error: --grace-seconds takes an integer of 0 or more, not "soon"\nusage: svc sweep /],
   ]
   for (const [args, message] of bad) {
     it(`svc ${args.join(' ')}: a usage error`, async () => {

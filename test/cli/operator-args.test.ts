@@ -7,68 +7,130 @@ import path from 'node:path'
 import pg from 'pg'
 import { ENGINES, PG_URL, dropSchema } from '../support/server.js'
 import { makeTree, runCli } from './run.js'
+import { commandLine } from '../../src/cli/admin.js'
+import { usageText } from '../../src/cli/help.js'
+import { OPERATOR_HELP } from '../../src/cli/operator-help.js'
+import { createUsers } from '../../src/auth/users.js'
+import { openDatabase } from '../../src/db/kysely.js'
+import { systemClock } from '../../src/util/clock.js'
 
 const PW = 'a long password'
+const PARSE_ARGS_UNKNOWN = (o: string) =>
+  `Unknown option '--${o}'. To specify a positional argument starting with a '-', place it at the end of the command after '--', as in '-- "--${o}"`
+const QUOTAS =
+  'files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions'
 
-// Command lines each operator command refuses from its arguments alone: a missing, extra or
-// unknown argument, an unknown option, an option value it never takes. FILE stands for a path
-// in the test's folder, which must stay as it was.
-const REFUSED: string[][] = [
-  ['user'],
-  ['user', 'remove', 'bob'],
-  ['user', 'add', '--password', PW],
-  ['user', 'add', 'bob'],
-  ['user', 'add', 'bob', 'carol', '--password', PW],
-  ['user', 'add', 'bob', '--password', PW, '--bogus'],
-  ['user', 'set', '--vip'],
-  ['user', 'set', 'bob', '--tier', 'gold'],
-  ['user', 'set', 'bob', '--api-access', 'maybe'],
-  ['user', 'set', 'bob', '--limit', 'bogus=1'],
-  ['user', 'set', 'bob', 'carol', '--vip'],
+// Command lines each operator command refuses from its arguments alone, with the refusal's
+// message: a missing, extra or unknown argument, an unknown option, contradictory options, an
+// option value its table does not take, a name or password the account rules refuse. FILE
+// stands for a path in the test's folder, which must stay as it was.
+const REFUSED: Array<[args: string[], message: string]> = [
+  [['user'], 'missing a subcommand: add or set'],
+  [['user', 'remove', 'bob'], 'unknown subcommand "remove": add or set'],
+  [['user', 'add', '--password', PW], 'missing <username>'],
+  [['user', 'add', 'bob'], 'missing --password'],
+  [['user', 'add', 'bob', 'carol', '--password', PW], 'unexpected argument "carol"'],
+  [['user', 'add', 'bob', '--password', PW, '--bogus'], PARSE_ARGS_UNKNOWN('bogus')],
+  // the account rules the service applies (auth/account-rules.ts), with its messages
+  [['user', 'add', 'Admin', '--password', PW], '"admin" is reserved'],
+  [['user', 'add', 'wpad', '--password', PW], '"wpad" is reserved'],
+  [['user', 'add', 'b', '--password', PW], 'username must be 2-32 characters of a-z, 0-9, _ and -, starting with a letter or digit'],
+  [['user', 'add', 'bob.smith', '--password', PW], 'username must be 2-32 characters of a-z, 0-9, _ and -, starting with a letter or digit'],
+  [['user', 'add', 'x'.repeat(33), '--password', PW], 'username must be 2-32 characters of a-z, 0-9, _ and -, starting with a letter or digit'],
+  [['user', 'add', 'bob-', '--password', PW], 'username must not end with "-" or have "--" as its third and fourth characters'],
+  [['user', 'add', 'xn--bob', '--password', PW], 'username must not end with "-" or have "--" as its third and fourth characters'],
+  [['user', 'add', 'bob', '--password', 'short'], 'password must have at least 8 characters'],
+  [['user', 'add', 'bob', '--password', 'é'.repeat(513)], 'password must be at most 1024 bytes'],
+  [['user', 'set', 'bob', '--password', 'short'], 'password must have at least 8 characters'],
+  [['user', 'set', 'bob', '--password', ''], 'password must have at least 8 characters'],
+  [['user', 'set', '--vip'], 'missing <username>'],
+  [['user', 'set', 'bob', '--tier', 'gold'], '--tier takes one of default, authenticated, vip, not "gold"'],
+  [['user', 'set', 'bob', '--tier', 'VIP'], '--tier takes one of default, authenticated, vip, not "VIP"'],
+  [['user', 'set', 'bob', '--api-access', 'maybe'], '--api-access takes one of on, off, not "maybe"'],
+  [['user', 'set', 'bob', '--limit', 'bogus=1'], `--limit takes NAME=N or NAME=default, NAME one of ${QUOTAS}, not "bogus=1"`],
+  [['user', 'set', 'bob', '--limit', 'files=lots'], `--limit takes NAME=N or NAME=default, NAME one of ${QUOTAS}, not "files=lots"`],
+  [['user', 'set', 'bob', '--limit', '__proto__=1'], `--limit takes NAME=N or NAME=default, NAME one of ${QUOTAS}, not "__proto__=1"`],
+  [['user', 'set', 'bob', '--limit', 'files=-1'], `--limit takes NAME=N or NAME=default, NAME one of ${QUOTAS}, not "files=-1"`],
+  [['user', 'set', 'bob', '--limit', 'files=5', '--limit', 'files'], `--limit takes NAME=N or NAME=default, NAME one of ${QUOTAS}, not "files"`],
+  [['user', 'set', 'bob', 'carol', '--vip'], 'unexpected argument "carol"'],
   // options that contradict each other: refused, not settled silently by the last one read
+  [['user', 'set', 'bob', '--vip', '--no-vip'], '--vip and --no-vip exclude each other'],
+  [['user', 'set', 'bob', '--no-vip', '--tier', 'vip'], '--no-vip and --tier exclude each other'],
+  [['user', 'set', 'bob', '--tier', 'default', '--vip'], '--vip and --tier exclude each other'],
+  [['user', 'set', 'bob', '--disable', '--enable'], '--disable and --enable exclude each other'],
+  [['user', 'set', 'bob', '--enable', '--admin', '--no-admin'], '--admin and --no-admin exclude each other'],
+  [['key'], 'missing a subcommand: create'],
+  [['key', 'create'], 'missing <username>'],
+  [['key', 'create', 'bob', '--bogus'], PARSE_ARGS_UNKNOWN('bogus')],
+  [['key', 'create', 'bob', '--expires-days', '0'], '--expires-days takes an integer from 1 to 365, not "0"'],
+  [['key', 'create', 'bob', '--expires-days', '366'], '--expires-days takes an integer from 1 to 365, not "366"'],
+  [['key', 'create', 'bob', '--expires-days', '1.5'], '--expires-days takes an integer from 1 to 365, not "1.5"'],
+  [['key', 'create', 'bob', '--expires-days', ''], '--expires-days takes an integer from 1 to 365, not ""'],
+  [['key', 'create', 'bob', 'carol'], 'unexpected argument "carol"'],
+  [['grant'], 'missing <username>'],
+  [['grant', 'bob'], 'missing the feature: image-host or hosted-data'],
+  [['grant', 'bob', 'paid-stuff'], 'feature must be one of image-host, hosted-data'],
+  [['grant', 'bob', 'image-host', 'extra'], 'unexpected argument "extra"'],
+  [['redeem-code'], 'missing a subcommand: create'],
+  [['redeem-code', 'create'], 'missing the feature: image-host or hosted-data'],
+  [['redeem-code', 'create', 'gold'], 'feature must be one of image-host, hosted-data'],
+  [['redeem-code', 'create', 'image-host', 'extra'], 'unexpected argument "extra"'],
+  [['lock'], 'missing what to lock: image or hosted-data'],
+  [['lock', 'image'], 'missing <public_token>'],
+  [['lock', 'picture', 'tok'], 'unknown kind "picture": image or hosted-data'],
+  [['lock', 'image', 'tok', 'extra'], 'unexpected argument "extra"'],
+  [['unlock', 'hosted-data'], 'missing <file_id>'],
+  [['unlock', 'hosted-data', 'f1', '--bogus'], PARSE_ARGS_UNKNOWN('bogus')],
+  [['feature', 'bob'], 'missing <file_name>'],
+  [['feature', 'bob', 'a.html', 'b.html'], 'unexpected argument "b.html"'],
+  [['feature', 'bob', 'a.html', '--bogus'], PARSE_ARGS_UNKNOWN('bogus')],
+  [['sweep', 'now'], 'unexpected argument "now"'],
+  [['sweep', '--grace-seconds', 'soon'], '--grace-seconds takes an integer of 0 or more, not "soon"'],
+  [['sweep', '--grace-seconds=-1'], '--grace-seconds takes an integer of 0 or more, not "-1"'],
+  [['sweep', '--bogus'], PARSE_ARGS_UNKNOWN('bogus')],
+  [['export', 'bob'], 'missing FILE'],
+  [['export', 'bob', 'FILE', 'extra'], 'unexpected argument "extra"'],
+  [['export', 'bob', 'FILE', '--bogus'], PARSE_ARGS_UNKNOWN('bogus')],
+  [['import'], 'missing FILE'],
+  [['import', 'FILE', 'FILE'], 'unexpected argument "FILE"'],
+  [['import', 'FILE', '--as'], "Option '--as <value>' argument missing"],
+  [['migrate', 'now'], 'svc migrate takes no arguments (now)'],
+  [['backup'], 'missing DIR (or s3://BUCKET)'],
+  [['backup', 'FILE', 'extra'], 'unexpected argument "extra"'],
+  [['backup', 'FILE', '--keep', '0'], '--keep takes an integer of 1 or more, not "0"'],
+  [['restore'], 'missing SNAPSHOT (a folder svc backup made, or its s3:// address)'],
+  [['restore', 'FILE', '--bogus'], PARSE_ARGS_UNKNOWN('bogus')],
+]
+
+/** The refusal of a command line as stderr shows it: the message, then the command's synopsis. */
+const refusal = (args: string[], message: string) => `error: ${message}\n${usageText(OPERATOR_HELP[args[0] as keyof typeof OPERATOR_HELP])}\n`
+
+// checkArguments reads no configuration and touches no file (its signature takes neither):
+// every refused line is checked in this process, and the spawned cases below show that such a
+// refusal is what `svc` prints, with exit 2, before anything is opened or made (decision 198)
+describe('operator commands: each refused command line, its message and the synopsis', () => {
+  for (const [args, message] of REFUSED)
+    it(`svc ${args.join(' ').slice(0, 80)}: ${message.slice(0, 60)}`, () => {
+      const line = commandLine(args[0], args.slice(1))
+      assert.ok('refused' in line, 'refused')
+      assert.equal(line.refused, refusal(args, message))
+    })
+})
+
+// Some of REFUSED, one of each kind of refusal, run as `svc`: a value of a table, a positional
+// argument, an account rule, node:util's refusal, a command that opens no database
+const SPAWNED = [
+  ['user', 'add', 'Admin', '--password', PW],
+  ['user', 'add', 'bob', '--password', 'short'],
+  ['user', 'set', 'bob', '--password', 'short'],
+  ['user', 'set', 'bob', '--tier', 'gold'],
+  ['user', 'set', 'bob', '--limit', 'files=lots'],
   ['user', 'set', 'bob', '--vip', '--no-vip'],
-  ['user', 'set', 'bob', '--no-vip', '--tier', 'vip'],
-  ['user', 'set', 'bob', '--tier', 'default', '--vip'],
-  ['user', 'set', 'bob', '--disable', '--enable'],
-  ['user', 'set', 'bob', '--enable', '--admin', '--no-admin'],
-  ['key'],
-  ['key', 'create'],
-  ['key', 'create', 'bob', '--bogus'],
-  ['key', 'create', 'bob', '--expires-days', '0'],
   ['key', 'create', 'bob', '--expires-days', '366'],
-  ['key', 'create', 'bob', 'carol'],
-  ['grant'],
-  ['grant', 'bob'],
   ['grant', 'bob', 'paid-stuff'],
-  ['grant', 'bob', 'image-host', 'extra'],
-  ['redeem-code'],
-  ['redeem-code', 'create'],
-  ['redeem-code', 'create', 'gold'],
-  ['redeem-code', 'create', 'image-host', 'extra'],
-  ['lock'],
-  ['lock', 'image'],
-  ['lock', 'picture', 'tok'],
-  ['lock', 'image', 'tok', 'extra'],
-  ['unlock', 'hosted-data'],
-  ['unlock', 'hosted-data', 'f1', '--bogus'],
-  ['feature', 'bob'],
-  ['feature', 'bob', 'a.html', 'b.html'],
-  ['feature', 'bob', 'a.html', '--bogus'],
-  ['sweep', 'now'],
-  ['sweep', '--grace-seconds', 'soon'],
-  ['sweep', '--bogus'],
-  ['export', 'bob'],
-  ['export', 'bob', 'FILE', 'extra'],
   ['export', 'bob', 'FILE', '--bogus'],
-  ['import'],
-  ['import', 'FILE', 'FILE'],
-  ['import', 'FILE', '--as'],
   ['migrate', 'now'],
-  ['backup'],
-  ['backup', 'FILE', 'extra'],
   ['backup', 'FILE', '--keep', '0'],
-  ['restore'],
-  ['restore', 'FILE', '--bogus'],
 ]
 
 const schemaExists = async (c: pg.Client, schema: string) =>
@@ -106,8 +168,8 @@ for (const engine of ENGINES) {
       }
     })
 
-    for (const [i, args] of REFUSED.entries()) {
-      it(`svc ${args.join(' ')}: exit 2, the error and the synopsis, nothing made`, async () => {
+    for (const [i, given] of SPAWNED.entries()) {
+      it(`svc ${given.join(' ')}: exit 2, the error and the synopsis, nothing made`, async () => {
         const dir = path.join(tmp, `data-${i}`)
         const db = path.join(dir, 'svc.db')
         // SQLite: a data folder whose svc.db has no tables yet, so any migration would show
@@ -116,13 +178,12 @@ for (const engine of ENGINES) {
           fs.writeFileSync(db, '')
         }
         const before = fs.readdirSync(tmp).sort()
-        const r = await runCli(
-          args.map((a) => (a === 'FILE' ? path.join(tmp, 'out.zip') : a)),
-          { env: envFor(dir, untouched(i)) },
-        )
+        const args = given.map((a) => (a === 'FILE' ? path.join(tmp, 'out.zip') : a))
+        const r = await runCli(args, { env: envFor(dir, untouched(i)) })
         assert.equal(r.code, 2, r.stderr + r.stdout)
         assert.equal(r.stdout, '')
-        assert.match(r.stderr, new RegExp(`^error: [^\\n]+\\nusage: svc ${args[0]}[ \\n]`), r.stderr)
+        const [, message] = REFUSED.find(([a]) => a.join(' ') === given.join(' '))!
+        assert.equal(r.stderr, refusal(args, message))
         assert.deepEqual(fs.readdirSync(tmp).sort(), before, 'no file or folder made beside the data folder')
         if (engine === 'sqlite') {
           assert.deepEqual(fs.readdirSync(dir), ['svc.db'], 'no journal or other file in the data folder')
@@ -140,6 +201,7 @@ for (const engine of ENGINES) {
         for (const args of [
           ['key', 'create', 'bob', '--bogus'],
           ['user', 'set', 'bob', '--tier', 'gold'],
+          ['user', 'add', 'bob-', '--password', PW],
           ['grant', 'bob'],
           ['feature', 'bob', 'a.html', 'b.html'],
           ['sweep', 'now'],
@@ -159,8 +221,24 @@ for (const engine of ENGINES) {
       const steps: Array<[args: string[], code: number, out: RegExp]> = [
         [['migrate'], 0, /migrations up to date|applied \d+ migrations/],
         [['user', 'add', 'bob', '--password', PW, '--vip'], 0, /^created user bob \(vip\)\n$/],
+        [['user', 'add', 'Carol', '--password', 'é'.repeat(512)], 0, /^created user carol \(authenticated\)\n$/],
+        [['user', 'add', 'carol', '--password', PW], 1, /^error: user "carol" already exists\n$/],
         [
-          ['user', 'set', 'bob', '--tier', 'authenticated', '--api-access', 'off', '--limit', 'files=5', '--limit', 'kv_keys=default'],
+          [
+            'user',
+            'set',
+            'bob',
+            '--tier',
+            'authenticated',
+            '--api-access',
+            'off',
+            '--limit',
+            'files=5',
+            '--limit',
+            'kv_keys=default',
+            '--password',
+            'x'.repeat(8),
+          ],
           0,
           /^updated bob: tier authenticated, enabled, api access off, limits \{"files":5\}\n$/,
         ],
@@ -180,6 +258,35 @@ for (const engine of ENGINES) {
         const r = await runCli(args, { env })
         assert.equal(r.code, code, `${args.join(' ')}: ${r.stderr}${r.stdout}`)
         assert.match(code === 0 ? r.stdout : r.stderr, out, args.join(' '))
+      }
+    })
+
+    it("a name or password the account rules refuse: the command line is refused with the service's own message", async () => {
+      // the database of the test above: what createUsers refuses there, svc refuses before it
+      const db = await openDatabase({ databaseUrl: engine === 'postgres' ? `${PG_URL}?schema=${used}` : null, dataDir: path.join(tmp, 'live') })
+      try {
+        const users = createUsers(db, systemClock)
+        const refusedBy = (p: Promise<unknown>) =>
+          p.then(
+            () => assert.fail('accepted'),
+            (e: Error) => e.message,
+          )
+        for (const [name, password] of [
+          ['Admin', PW],
+          ['b', PW],
+          ['bob-', PW],
+          ['dave', 'short'],
+          ['dave', 'é'.repeat(513)],
+        ]) {
+          const line = commandLine('user', ['add', name, '--password', password])
+          assert.ok('refused' in line)
+          assert.equal(line.refused, refusal(['user'], await refusedBy(users.create(name, password))), name)
+        }
+        const line = commandLine('user', ['set', 'bob', '--password', 'short'])
+        assert.ok('refused' in line)
+        assert.equal(line.refused, refusal(['user'], await refusedBy(users.update('bob', { password: 'short' }))))
+      } finally {
+        await db.close()
       }
     })
   })

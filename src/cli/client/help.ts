@@ -2,7 +2,7 @@
  * The client commands' options and help: each command parses its options from its entry here
  * (src/cli/help.ts), and `svc CMD --help` prints the entry. No command code is loaded for help.
  */
-import { aNumber, aSize, intAtLeast, oneOf, type CommandHelp } from '../help.js'
+import { aNumber, aSize, anInteger, oneOf, type CommandHelp } from '../help.js'
 import { anExpiry } from './args.js'
 
 const PROJECT = { type: 'string', short: 'p', arg: 'NAME', help: "the project (default: the current folder's name)" } as const
@@ -65,8 +65,8 @@ export const CLIENT_HELP = {
       delete: { type: 'boolean', help: 'delete server files that are not in the folder (batch uploads; default: list and keep them)' },
       'dry-run': { type: 'boolean', help: 'list what would be sent (and deleted) and change nothing' },
       dotfiles: { type: 'boolean', help: 'include dotfiles and dot-folders (default: only .well-known/)' },
-      concurrency: { type: 'string', arg: 'N', help: 'batch requests at a time (default 2)', check: intAtLeast(1) },
-      'batch-files': { type: 'string', arg: 'N', help: "files per batch (default: the server's limit)", check: intAtLeast(1) },
+      concurrency: { type: 'string', arg: 'N', help: 'batch requests at a time (default 2)', check: anInteger(1) },
+      'batch-files': { type: 'string', arg: 'N', help: "files per batch (default: the server's limit)", check: anInteger(1) },
       'batch-bytes': { type: 'string', arg: 'SIZE', help: "bytes per batch, as 5000000, 5MB or 4MiB (default: the server's limit)", check: aSize },
     },
     env: [['SVC_CACHE_DIR', "where the folders' file hashes are kept (default $XDG_CACHE_HOME/svc or ~/.cache/svc)"]],
@@ -131,8 +131,8 @@ export const CLIENT_HELP = {
       rm: {},
       ls: {
         prefix: { type: 'string', arg: 'P', help: 'only the keys that start with P' },
-        page: { type: 'string', arg: 'N', help: 'print page N alone', check: intAtLeast(1) },
-        'per-page': { type: 'string', arg: 'N', help: 'keys per request (default 100)', check: intAtLeast(1) },
+        page: { type: 'string', arg: 'N', help: 'print page N alone', check: anInteger(1) },
+        'per-page': { type: 'string', arg: 'N', help: 'keys per request (default 100)', check: anInteger(1) },
       },
     },
     examples: ['svc kv set hits 0 && svc kv incr hits && svc kv get hits', 'svc kv set config --file config.json --public', 'svc kv ls --prefix user_'],
