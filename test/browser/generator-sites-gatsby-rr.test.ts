@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { Page } from 'playwright-core'
 import { ENGINES } from '../support/server.js'
 import { notCancelled, watchErrors } from '../support/browser.js'
-import { assertLive, deployedFixtures, statusChain } from '../support/generator-sites.js'
+import { assertLive, clientNav, deployedFixtures, statusChain } from '../support/generator-sites.js'
 
 // Gatsby 5 and React Router 7 in SPA mode, deployed with `svc deploy` and opened in Chromium
 // (decision 192). Gatsby writes a folder per page and shows pages on client navigation from
@@ -39,12 +39,8 @@ async function opened(page: Page, url: string): Promise<string> {
 }
 
 /** Runs `step` and checks the page showed `title` at its URL without loading a document. */
-async function clientNav(page: Page, step: () => Promise<unknown>, title: string): Promise<void> {
-  await page.evaluate(() => ((window as unknown as { stayed: boolean }).stayed = true))
-  await step()
-  await page.waitForFunction((t) => document.title === t && document.documentElement.dataset.rendered === location.pathname, title, { timeout: 15_000 })
-  assert.equal(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed), true, `${title}: no document was loaded`)
-}
+const nav = (page: Page, step: () => Promise<unknown>, title: string) =>
+  clientNav(page, step, ([t]) => document.title === t && document.documentElement.dataset.rendered === location.pathname, [title], title)
 
 /** Status, Content-Type and first character of each path, fetched by the page. */
 const fetched = (page: Page, paths: string[]) =>
@@ -128,14 +124,14 @@ describe(`sites built with Gatsby and React Router, deployed with svc deploy [${
         const path = new URL(r.url()).pathname
         if (path.endsWith('/page-data.json')) pageData.push(path)
       })
-      await clientNav(page, () => page.locator('#nav-about').click(), 'Gatsby about')
-      await clientNav(page, () => page.locator('#nav-post').click(), 'Gatsby post first')
-      await clientNav(page, () => page.locator('#rel-about').click(), 'Gatsby about')
-      await clientNav(page, () => page.locator('#nav-missing').click(), 'Gatsby not found')
+      await nav(page, () => page.locator('#nav-about').click(), 'Gatsby about')
+      await nav(page, () => page.locator('#nav-post').click(), 'Gatsby post first')
+      await nav(page, () => page.locator('#rel-about').click(), 'Gatsby about')
+      await nav(page, () => page.locator('#nav-missing').click(), 'Gatsby not found')
       assert.equal(page.url(), `${own}/nope/`)
-      await clientNav(page, () => page.goBack(), 'Gatsby about')
-      await clientNav(page, () => page.goBack(), 'Gatsby post first')
-      await clientNav(page, () => page.goForward(), 'Gatsby about')
+      await nav(page, () => page.goBack(), 'Gatsby about')
+      await nav(page, () => page.goBack(), 'Gatsby post first')
+      await nav(page, () => page.goForward(), 'Gatsby about')
       assert.deepEqual(pageData, [
         '/page-data/about/page-data.json',
         '/page-data/blog/first/page-data.json',
@@ -185,10 +181,10 @@ describe(`sites built with Gatsby and React Router, deployed with svc deploy [${
         const path = new URL(r.url()).pathname
         if (path.includes('/page-data/')) pageData.push(path)
       })
-      await clientNav(page, () => page.locator('#nav-post').click(), 'Gatsby post first')
-      await clientNav(page, () => page.locator('#rel-about').click(), 'Gatsby about')
-      await clientNav(page, () => page.locator('#nav-missing').click(), 'Gatsby not found')
-      await clientNav(page, () => page.goBack(), 'Gatsby about')
+      await nav(page, () => page.locator('#nav-post').click(), 'Gatsby post first')
+      await nav(page, () => page.locator('#rel-about').click(), 'Gatsby about')
+      await nav(page, () => page.locator('#nav-missing').click(), 'Gatsby not found')
+      await nav(page, () => page.goBack(), 'Gatsby about')
       assert.equal(page.url(), `${base}/about/`)
       assert.ok(pageData.length >= 8 && pageData.every((p) => p.startsWith('/gatsby-pp/page-data/')), pageData.join(' '))
       assert.deepEqual(notCancelled(errors), [], 'no console errors, page errors or failed requests')
@@ -250,13 +246,13 @@ describe(`sites built with Gatsby and React Router, deployed with svc deploy [${
       for (const origin of [plain, netlify]) {
         await page.goto(`${origin}/`)
         await rendered(page)
-        await clientNav(page, () => page.locator('#nav-about').click(), 'RR about')
-        await clientNav(page, () => page.locator('#nav-blog').click(), 'RR blog')
-        await clientNav(page, () => page.locator('#post-link').click(), 'RR post first')
-        await clientNav(page, () => page.locator('#nav-missing').click(), 'RR not found')
-        await clientNav(page, () => page.goBack(), 'RR post first')
-        await clientNav(page, () => page.goBack(), 'RR blog')
-        await clientNav(page, () => page.goForward(), 'RR post first')
+        await nav(page, () => page.locator('#nav-about').click(), 'RR about')
+        await nav(page, () => page.locator('#nav-blog').click(), 'RR blog')
+        await nav(page, () => page.locator('#post-link').click(), 'RR post first')
+        await nav(page, () => page.locator('#nav-missing').click(), 'RR not found')
+        await nav(page, () => page.goBack(), 'RR post first')
+        await nav(page, () => page.goBack(), 'RR blog')
+        await nav(page, () => page.goForward(), 'RR post first')
         assert.equal(page.url(), `${origin}/blog/first`)
         // reloading the deep link: a 404 without the rule, the route with it
         const reloaded = await page.reload()
@@ -298,10 +294,10 @@ describe(`sites built with Gatsby and React Router, deployed with svc deploy [${
       page.on('request', (r) => {
         if (r.url().includes('.data')) data.push(new URL(r.url()).pathname)
       })
-      await clientNav(page, () => page.locator('#nav-about').click(), 'RR about')
+      await nav(page, () => page.locator('#nav-about').click(), 'RR about')
       assert.equal(await page.locator('#built').textContent(), 'at build time', 'from about.data')
-      await clientNav(page, () => page.locator('#nav-post').click(), 'RR post first')
-      await clientNav(page, () => page.goBack(), 'RR about')
+      await nav(page, () => page.locator('#nav-post').click(), 'RR post first')
+      await nav(page, () => page.goBack(), 'RR about')
       assert.deepEqual(data, ['/about.data', '/about.data'])
       assert.deepEqual(notCancelled(errors), [], 'no console errors, page errors or failed requests')
     } finally {

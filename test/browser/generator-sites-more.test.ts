@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { Page } from 'playwright-core'
 import { ENGINES } from '../support/server.js'
 import { notCancelled, watchErrors } from '../support/browser.js'
-import { deployedFixtures, statusChain } from '../support/generator-sites.js'
+import { deployedFixtures, markWindow, sameWindow, statusChain } from '../support/generator-sites.js'
 
 // More of today's generators, deployed with `svc deploy` and opened in Chromium (decisions 186,
 // 187): SvelteKit's adapter-static with a fallback page, whose pages load their files by
@@ -115,8 +115,8 @@ describe(`sites built with SvelteKit and Next.js, deployed with svc deploy [${en
       // the router shows pages from their payloads; a missing page is loaded, its 404 page shown
       await page.goto(`${own}/`)
       await prefetched()
-      await page.evaluate(() => ((window as unknown as { stayed: boolean }).stayed = true))
-      const stayed = () => page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed === true)
+      await markWindow(page)
+      const stayed = () => sameWindow(page)
       for (const [link, title] of [
         ['#nav-about', 'Next about'],
         ['#nav-post', 'Next post first'],

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { Page } from 'playwright-core'
 import { ENGINES } from '../support/server.js'
 import { notCancelled, watchErrors } from '../support/browser.js'
-import { deployedFixtures, statusChain } from '../support/generator-sites.js'
+import { assertLive, clientNav, deployedFixtures, statusChain } from '../support/generator-sites.js'
 
 // Nuxt 4 and Angular 22 builds, deployed with `svc deploy` and opened in Chromium (decision 191):
 // `nuxi generate` (folder pages with `_payload.json` beside them, 404.html and 200.html as SPA
@@ -33,13 +33,9 @@ async function opened(page: Page, url: string): Promise<string> {
   return `${chain.join(' ')} ${new URL(page.url()).pathname} ${await page.title()} / ${await page.locator('h1').first().textContent()} / ${ran}`
 }
 
-/** Runs `step` (a click, back or forward) and checks the page changed without loading a document. */
-async function clientNav(page: Page, step: () => Promise<unknown>, title: string, h1: string): Promise<void> {
-  await page.evaluate(() => ((window as unknown as { stayed: boolean }).stayed = true))
-  await step()
-  await page.waitForFunction(([t, h]) => document.title === t && document.querySelector('h1')?.textContent === h, [title, h1] as const, { timeout: 15_000 })
-  assert.equal(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed), true, `${h1}: no document was loaded`)
-}
+/** Runs `step` (a click, back or forward) and checks the page showed `title` and `h1` without loading a document. */
+const nav = (page: Page, step: () => Promise<unknown>, title: string, h1: string) =>
+  clientNav(page, step, ([t, h]) => document.title === t && document.querySelector('h1')?.textContent === h, [title, h1], h1)
 
 /** Whether #logo (a file of the site, by the path its framework gives it) was loaded. */
 const logoLoaded = (page: Page) => page.locator('#logo').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)
@@ -62,7 +58,7 @@ describe(`sites built with Nuxt and Angular, deployed with svc deploy [${engine}
     ['angular-redirects', 'ng-netlify'],
     ['angular-base-href', 'sub'],
   ])
-  const live = (project: string, url: string) => assert.match(site.out.get(project) ?? '', new RegExp(`is live: ${url.replace(/[.]/g, '\\.')}/\n`), project)
+  const live = (project: string, url: string) => assertLive(site.out.get(project), url)
 
   it("Nuxt's generate output: folder pages and payloads, 404.html rendering in the browser, its router", async () => {
     const { s, browser, username, port } = site
@@ -118,13 +114,13 @@ describe(`sites built with Nuxt and Angular, deployed with svc deploy [${engine}
       await page.goto(`${own}/`)
       await page.locator('#ran').filter({ hasText: 'ran at' }).waitFor()
       const payloads = payloadsOf(page)
-      await clientNav(page, () => page.locator('#nav-about').click(), 'Nuxt about', 'Nuxt about')
-      await clientNav(page, () => page.locator('#nav-post').click(), 'Nuxt post hello', 'Nuxt post hello')
+      await nav(page, () => page.locator('#nav-about').click(), 'Nuxt about', 'Nuxt about')
+      await nav(page, () => page.locator('#nav-post').click(), 'Nuxt post hello', 'Nuxt post hello')
       assert.equal(await page.locator('#words').textContent(), 'the hello post')
-      await clientNav(page, () => page.locator('#nav-guide').click(), 'Nuxt guide intro', 'Nuxt guide intro')
+      await nav(page, () => page.locator('#nav-guide').click(), 'Nuxt guide intro', 'Nuxt guide intro')
       assert.equal(page.url(), `${own}/guide/intro`)
-      await clientNav(page, () => page.goBack(), 'Nuxt post hello', 'Nuxt post hello')
-      await clientNav(page, () => page.goForward(), 'Nuxt guide intro', 'Nuxt guide intro')
+      await nav(page, () => page.goBack(), 'Nuxt post hello', 'Nuxt post hello')
+      await nav(page, () => page.goForward(), 'Nuxt guide intro', 'Nuxt guide intro')
       assert.deepEqual([...payloads].sort(), [
         `200 /_nuxt/builds/meta/${build}.json`,
         `200 /about/_payload.json?_b=${build}`,
@@ -170,10 +166,10 @@ describe(`sites built with Nuxt and Angular, deployed with svc deploy [${engine}
       await page.goto(`${base}/`)
       await page.locator('#ran').filter({ hasText: 'ran at' }).waitFor()
       const payloads = payloadsOf(page)
-      await clientNav(page, () => page.locator('#nav-about').click(), 'Nuxt about', 'Nuxt about')
-      await clientNav(page, () => page.locator('#nav-post').click(), 'Nuxt post hello', 'Nuxt post hello')
+      await nav(page, () => page.locator('#nav-about').click(), 'Nuxt about', 'Nuxt about')
+      await nav(page, () => page.locator('#nav-post').click(), 'Nuxt post hello', 'Nuxt post hello')
       assert.equal(page.url(), `${base}/blog/hello`)
-      await clientNav(page, () => page.goBack(), 'Nuxt about', 'Nuxt about')
+      await nav(page, () => page.goBack(), 'Nuxt about', 'Nuxt about')
       assert.deepEqual([...payloads].sort(), [
         `200 /nuxt-base/_nuxt/builds/meta/${build}.json`,
         `200 /nuxt-base/about/_payload.json?_b=${build}`,
@@ -216,14 +212,14 @@ describe(`sites built with Nuxt and Angular, deployed with svc deploy [${engine}
       // the router: a lazy route's chunk and its image by relative paths, history entries
       await page.goto(`${own}/`)
       await page.locator('#ran').filter({ hasText: 'ran at' }).waitFor()
-      await clientNav(page, () => page.locator('#nav-about').click(), 'Ng about', 'Ng about')
+      await nav(page, () => page.locator('#nav-about').click(), 'Ng about', 'Ng about')
       assert.ok(await logoLoaded(page), 'logo.svg')
       assert.equal(await page.locator('h1').evaluate((h) => getComputedStyle(h).color), 'rgb(10, 20, 30)', 'styles-*.css')
-      await clientNav(page, () => page.locator('#nav-item').click(), 'Ng item', 'Ng item 7')
-      await clientNav(page, () => page.locator('#nav-missing').click(), 'Ng not found', 'Ng not found')
-      await clientNav(page, () => page.goBack(), 'Ng item', 'Ng item 7')
-      await clientNav(page, () => page.goBack(), 'Ng about', 'Ng about')
-      await clientNav(page, () => page.goForward(), 'Ng item', 'Ng item 7')
+      await nav(page, () => page.locator('#nav-item').click(), 'Ng item', 'Ng item 7')
+      await nav(page, () => page.locator('#nav-missing').click(), 'Ng not found', 'Ng not found')
+      await nav(page, () => page.goBack(), 'Ng item', 'Ng item 7')
+      await nav(page, () => page.goBack(), 'Ng about', 'Ng about')
+      await nav(page, () => page.goForward(), 'Ng item', 'Ng item 7')
       assert.equal(page.url(), `${own}/items/7`)
       // reloading a route the router showed asks the host for it
       const res = await page.reload()
@@ -277,9 +273,9 @@ describe(`sites built with Nuxt and Angular, deployed with svc deploy [${engine}
 
       await page.goto(`${own}/`)
       await page.locator('#ran').filter({ hasText: 'ran at' }).waitFor()
-      await clientNav(page, () => page.locator('#item-link').click(), 'Ng item', 'Ng item 42')
-      await clientNav(page, () => page.locator('#nav-about').click(), 'Ng about', 'Ng about')
-      await clientNav(page, () => page.goBack(), 'Ng item', 'Ng item 42')
+      await nav(page, () => page.locator('#item-link').click(), 'Ng item', 'Ng item 42')
+      await nav(page, () => page.locator('#nav-about').click(), 'Ng about', 'Ng about')
+      await nav(page, () => page.goBack(), 'Ng item', 'Ng item 42')
       // and a reload of that route is the app again
       assert.equal(await opened(page, page.url()), '200 /items/42 Ng item / Ng item 42 / script ran at /items/42')
       assert.deepEqual(notCancelled(errors), [], 'no console errors, page errors or failed requests')
@@ -314,11 +310,11 @@ describe(`sites built with Nuxt and Angular, deployed with svc deploy [${engine}
       ])
       await page.goto(`${sub}/`)
       await page.locator('#ran').filter({ hasText: 'ran at' }).waitFor()
-      await clientNav(page, () => page.locator('#nav-about').click(), 'Ng about', 'Ng about')
-      await clientNav(page, () => page.locator('#nav-item').click(), 'Ng item', 'Ng item 7')
+      await nav(page, () => page.locator('#nav-about').click(), 'Ng about', 'Ng about')
+      await nav(page, () => page.locator('#nav-item').click(), 'Ng item', 'Ng item 7')
       assert.equal(page.url(), `${sub}/items/7`)
-      await clientNav(page, () => page.goBack(), 'Ng about', 'Ng about')
-      await clientNav(page, () => page.goForward(), 'Ng item', 'Ng item 7')
+      await nav(page, () => page.goBack(), 'Ng about', 'Ng about')
+      await nav(page, () => page.goForward(), 'Ng item', 'Ng item 7')
       assert.deepEqual(notCancelled(errors), [], 'no console errors, page errors or failed requests')
     } finally {
       await ctx.close()

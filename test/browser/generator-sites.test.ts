@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { Page } from 'playwright-core'
 import { ENGINES } from '../support/server.js'
 import { notCancelled, watchErrors } from '../support/browser.js'
-import { deployedFixtures, statusChain } from '../support/generator-sites.js'
+import { clientNav, deployedFixtures, statusChain } from '../support/generator-sites.js'
 
 // Sites from today's generators, deployed with `svc deploy` and opened in Chromium: what
 // Astro 7 (`build.format` 'directory' with its client router, and 'file') and VitePress 1.6
@@ -21,13 +21,8 @@ async function opened(page: Page, url: string, ready: (page: Page) => Promise<un
   return `${chain.join(' ')} ${new URL(page.url()).pathname} ${await page.title()} / ${await page.locator('h1').first().textContent()}`
 }
 
-/** Runs `step` (a click) and checks the page changed without loading a document (client navigation). */
-async function clientNav(page: Page, step: () => Promise<void>, title: string): Promise<void> {
-  await page.evaluate(() => ((window as unknown as { stayed: boolean }).stayed = true))
-  await step()
-  await page.waitForFunction((t) => document.title === t, title, { timeout: 15_000 })
-  assert.equal(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed), true, `${title}: no document was loaded`)
-}
+/** Runs `step` (a click) and checks the page showed `title` without loading a document. */
+const nav = (page: Page, step: () => Promise<void>, title: string) => clientNav(page, step, ([t]) => document.title === t, [title], title)
 
 describe(`sites built with Astro and VitePress, deployed with svc deploy [${engine}]`, () => {
   const site = deployedFixtures(engine, [
@@ -86,15 +81,15 @@ describe(`sites built with Astro and VitePress, deployed with svc deploy [${engi
 
       // <ClientRouter />: links are fetched and swapped in, the page's script runs again
       await page.goto(`${own}/`)
-      await clientNav(page, () => page.locator('#nav-about').click(), 'Astro about')
+      await nav(page, () => page.locator('#nav-about').click(), 'Astro about')
       assert.equal(await page.locator('#ran').textContent(), 'script ran at /about/')
-      await clientNav(page, () => page.locator('#nav-blog').click(), 'Astro blog')
-      await clientNav(page, () => page.locator('#post-link').click(), 'Astro post 1')
+      await nav(page, () => page.locator('#nav-blog').click(), 'Astro blog')
+      await nav(page, () => page.locator('#post-link').click(), 'Astro post 1')
       assert.equal(page.url(), `${own}/blog/post-1/`, 'a relative link from the folder URL')
-      await clientNav(page, () => page.locator('#rel-back').click(), 'Astro blog')
+      await nav(page, () => page.locator('#rel-back').click(), 'Astro blog')
       assert.equal(page.url(), `${own}/blog/`)
-      await clientNav(page, () => page.locator('#nav-missing').click(), 'Astro not found')
-      await clientNav(page, () => page.goBack().then(() => {}), 'Astro blog')
+      await nav(page, () => page.locator('#nav-missing').click(), 'Astro not found')
+      await nav(page, () => page.goBack().then(() => {}), 'Astro blog')
       assert.deepEqual(notCancelled(errors), [], 'no console errors, page errors or failed requests')
     } finally {
       await ctx.close()
@@ -178,8 +173,8 @@ describe(`sites built with Astro and VitePress, deployed with svc deploy [${engi
       // the router: page chunks under /docs/assets/, links followed without loading a document
       await page.goto(`${docs}/`)
       await ready(page)
-      await clientNav(page, () => page.locator('nav >> text=Guide').click(), 'Guide intro | VP site')
-      await clientNav(page, () => page.locator('aside >> text=Getting started').click(), 'Getting started | VP site')
+      await nav(page, () => page.locator('nav >> text=Guide').click(), 'Guide intro | VP site')
+      await nav(page, () => page.locator('aside >> text=Getting started').click(), 'Getting started | VP site')
       // the router swapped the page in without a load event: the image may still be arriving
       const loaded = (img: HTMLImageElement) =>
         img.complete
@@ -189,15 +184,15 @@ describe(`sites built with Astro and VitePress, deployed with svc deploy [${engi
               img.addEventListener('error', () => done(false), { once: true })
             })
       assert.ok(await page.locator('main img').evaluate(loaded), 'public/logo.svg')
-      await clientNav(page, () => page.locator('main >> text=deep').click(), 'Deep page | VP site')
+      await nav(page, () => page.locator('main >> text=deep').click(), 'Deep page | VP site')
       assert.equal(page.url(), `${docs}/guide/deep/page`)
-      await clientNav(page, () => page.goBack().then(() => {}), 'Getting started | VP site')
+      await nav(page, () => page.goBack().then(() => {}), 'Getting started | VP site')
       // local search: its index chunk is named `@localSearchIndexroot...` under the project
       await page.goto(`${docs}/about`)
       await ready(page)
       await page.locator('.DocSearch-Button').click()
       await page.locator('#localsearch-input').fill('quokkas')
-      await clientNav(page, () => page.locator('a.result').click(), 'Deep page | VP site')
+      await nav(page, () => page.locator('a.result').click(), 'Deep page | VP site')
       assert.equal(page.url(), `${docs}/guide/deep/page`)
       assert.deepEqual(notCancelled(errors), [], 'no console errors, page errors or failed requests')
     } finally {

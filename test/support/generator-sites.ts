@@ -75,3 +75,15 @@ export const fetchedTypes = (page: Page, paths: string[]): Promise<string[]> =>
 export const markWindow = (page: Page): Promise<unknown> => page.evaluate(() => ((window as unknown as { stayed: boolean }).stayed = true))
 /** The page is still the window `markWindow` marked: no document was loaded since (client navigation). */
 export const sameWindow = (page: Page): Promise<boolean> => page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed === true)
+
+/**
+ * Runs `step` (a click, back or forward), waits until `shown(arg)` holds in the page (a page
+ * function: `arg` carries the values it compares), and checks that no document was loaded on
+ * the way: the generator's client router showed it.
+ */
+export async function clientNav(page: Page, step: () => Promise<unknown>, shown: (arg: string[]) => boolean, arg: string[], label: string): Promise<void> {
+  await markWindow(page)
+  await step()
+  await page.waitForFunction(shown, arg, { timeout: 15_000 })
+  assert.equal(await sameWindow(page), true, `${label}: no document was loaded`)
+}
