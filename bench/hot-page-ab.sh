@@ -8,6 +8,7 @@
 #                   `ln -s "$PWD/node_modules" /tmp/base/`, `(cd /tmp/base && npm run build)`
 #     RUNS          alternations, A then B (default 2)
 #     SECS          seconds of each of the 3 wrk rounds per run (default 4)
+#   TLS=1           the page over the service's own HTTPS port instead of the plain listener
 #   NODE_A, NODE_B  the node binary each build runs on (default: node on PATH); with the same
 #                   DIR twice and two binaries, this compares Node versions (each DIR's
 #                   node_modules must be installed by its binary: better-sqlite3 is native)
@@ -44,7 +45,8 @@ one() {
     process.stdout.write((head + body).slice(0, n - tail.length) + tail)' >"$data/page-2k.html"
   curl -sfk -H "Authorization: Bearer $key" -F "file=@$data/page-2k.html" "https://127.0.0.1:$PORT/svc_api/upload" >/dev/null
   url=http://127.0.0.1:$PLAIN_PORT/benchhost/page-2k.html
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$url")" = 200 ] || { echo "no 200 from $url" >&2; kill $srv; exit 2; }
+  [ "${TLS:-0}" = 1 ] && url=https://127.0.0.1:$PORT/benchhost/page-2k.html
+  [ "$(curl -sk -o /dev/null -w '%{http_code}' "$url")" = 200 ] || { echo "no 200 from $url" >&2; kill $srv; exit 2; }
   taskset -c 0 wrk -t1 -c64 -d2 "$url" >/dev/null
   for _ in 1 2 3; do out="$out $(taskset -c 0 wrk -t1 -c64 -d"$SECS" "$url" | awk '/Requests\/sec/ {printf "%.0f", $2}')"; done
   echo "$(git -C "$dir" rev-parse --short HEAD) ($dir, node $("$node" -v)): req/s$out"
