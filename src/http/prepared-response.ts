@@ -32,7 +32,9 @@ import { systemClock, type Clock } from '../util/clock.js'
  *
  * Zero copy: `sendPreparedFile()` sends a body held in an open file (a blob file): the block,
  * the tail and the body go out through sendfile(2) when the body is not empty and the socket
- * allows it (plain HTTP, nothing queued); see sendfile.ts.
+ * allows it (plain HTTP, nothing queued); see sendfile.ts. Otherwise (TLS) the body is read
+ * into a whole answer, shared like the others: a hot file is read once a second, not once a
+ * request. A Prepared names one blob (its ETag and Content-Length), whose file never changes.
  *
  * Falls back to the ordinary `writeHead` whenever the shortcut would differ from Node's own
  * answer: HEAD (Node drops a HEAD response's body writes, which would drop the block too),
@@ -82,11 +84,16 @@ export function linesOf(block: string): string[] {
 }
 
 interface Whole {
-  /** The tail and the body it was joined with: a new second or another body makes it stale. */
+  /**
+   * The tail and the body it was joined with: a new second or another body makes it stale.
+   * FROM_FILE: the body was read from the answer's file (sendPreparedFile), which a Prepared
+   * names alone: its ETag and Content-Length are those of one blob.
+   */
   readonly tail: Buffer
-  readonly body: Buffer
+  readonly body: Buffer | typeof FROM_FILE
   readonly bytes: Buffer
 }
+const FROM_FILE = Symbol('from the answer file')
 
 /** Bodies up to this size are sent as one joined Buffer (see the module comment). */
 export const WHOLE_MAX_BODY = 64 * 1024
@@ -248,11 +255,17 @@ function wholeFor(p: Prepared, t: Buffer, body: Buffer): Buffer | null {
   if (w !== null && w.tail === t && w.body === body) return w.bytes
   const block = headOf(p)
   const size = block.length + t.length + body.length
-  if (wholeBytes + size > WHOLE_BUDGET) return null
-  wholeBytes += size
-  if (w === null) holders.push(p)
+  if (!takeBudget(p, size)) return null
   p.whole = { tail: t, body, bytes: Buffer.concat([block, t, body], size) }
   return p.whole.bytes
+}
+
+/** Counts `size` bytes of a new shared copy for `p` against this second's budget; false past it. */
+function takeBudget(p: Prepared, size: number): boolean {
+  if (wholeBytes + size > WHOLE_BUDGET) return false
+  wholeBytes += size
+  if (p.whole === null) holders.push(p)
+  return true
 }
 
 /** One Buffer of an answer's parts, for this answer alone (per-request headers, or past the budget). */
@@ -350,8 +363,12 @@ export function sendPreparedFile(
     const zeroCopy = sendfile && size >= SENDFILE_MIN_BODY && sendfileAvailable()
     const pre = p.prefix?.length ?? 0
     const head = pre + p.block.length + t.length
-    const b = zeroCopy ? null : Buffer.allocUnsafe(head + size)
-    if (b !== null && !readFully(fd, b, head, size, 0)) throw new Error('blob file shorter than its blob')
+    // read once a second: this second's whole answer, when it was joined already
+    const w = zeroCopy ? null : p.whole
+    const shared = w !== null && w.tail === t && w.body === FROM_FILE ? w.bytes : null
+    const keep = !zeroCopy && shared === null && size <= WHOLE_MAX_BODY && takeBudget(p, head + size)
+    const b = zeroCopy || shared !== null ? shared : Buffer.allocUnsafe(head + size)
+    if (b !== null && b !== shared && !readFully(fd, b, head, size, 0)) throw new Error('blob file shorter than its blob')
     r.statusCode = p.status
     r._header = SENT_BY_PREPARED
     r._headerSent = true
@@ -366,9 +383,12 @@ export function sendPreparedFile(
       r.end(body)
       return
     }
-    if (p.prefix !== undefined) p.prefix.copy(b, 0)
-    copyBlock(p, b, pre)
-    t.copy(b, pre + p.block.length)
+    if (b !== shared) {
+      if (p.prefix !== undefined) p.prefix.copy(b, 0)
+      copyBlock(p, b, pre)
+      t.copy(b, pre + p.block.length)
+      if (keep) p.whole = { tail: t, body: FROM_FILE, bytes: b }
+    }
     r.end(b)
     return
   }

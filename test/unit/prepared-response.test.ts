@@ -3,7 +3,20 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exchange } from '../support/raw-http.js'
-import { headerList, prepare, prepareShared, sendPrepared, sharedHead, wholeBytesHeld, WHOLE_BUDGET, WHOLE_MAX_BODY } from '../../src/http/prepared-response.js'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import {
+  headerList,
+  prepare,
+  prepareShared,
+  sendPrepared,
+  sendPreparedFile,
+  sharedHead,
+  wholeBytesHeld,
+  WHOLE_BUDGET,
+  WHOLE_MAX_BODY,
+} from '../../src/http/prepared-response.js'
 import { FakeClock } from '../../src/util/clock.js'
 
 const BODY = Buffer.from('<!doctype html><p>prepared ünïcode</p>\n')
@@ -39,8 +52,15 @@ describe("prepared responses (the hot paths' precomputed heads)", () => {
   const clock = new FakeClock()
   let server: http.Server
   let port = 0
+  // a body in its own file, sent as the public host sends a blob file without sendfile (TLS)
+  let fileDir = ''
+  let fileFd = -1
+  const OK_FILE = prepare(200, ['Content-Type', 'text/html; charset=utf-8', 'ETag', '"file"', 'Content-Length', String(BODY.length)])
   before(async () => {
     clock.set(Date.now())
+    fileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-prepared-file-'))
+    fs.writeFileSync(path.join(fileDir, 'body'), BODY)
+    fileFd = fs.openSync(path.join(fileDir, 'body'), 'r')
     server = http.createServer((req, res) => {
       if (req.url === '/slow') {
         // an ordinary answer that finishes later: pipelined requests queue behind it
@@ -82,6 +102,10 @@ describe("prepared responses (the hot paths' precomputed heads)", () => {
         sendPrepared(req, res, OK, BODY, ['X-RateLimit-Remaining', '7'], clock)
         return
       }
+      if (req.url === '/file') {
+        sendPreparedFile(req, res, OK_FILE, fileFd, BODY.length, false, clock)
+        return
+      }
       sendPrepared(req, res, OK, BODY, undefined, clock)
     })
     server.keepAliveTimeout = 5000
@@ -91,6 +115,8 @@ describe("prepared responses (the hot paths' precomputed heads)", () => {
   after(async () => {
     server.closeAllConnections()
     await new Promise((r) => server.close(r))
+    fs.closeSync(fileFd)
+    fs.rmSync(fileDir, { recursive: true, force: true })
   })
 
   it('sends exactly the headers (and Date, Connection, Keep-Alive) that writeHead sends, and keeps the connection', async () => {
@@ -188,6 +214,30 @@ describe("prepared responses (the hot paths' precomputed heads)", () => {
     clock.advance(-1000)
     const { responses: back } = await exchange(port, req('/p'), [false])
     assert.equal(Date.parse(back[0].headers.get('date')!) / 1000, Math.floor(clock.now() / 1000))
+  })
+
+  it("reads a file's body once a second: the second's whole answer is shared, then read again", async () => {
+    clock.set(Math.floor(clock.now() / 1000) * 1000 + 1000 + 20)
+    const req = 'GET /file HTTP/1.1\r\nHost: x\r\n\r\n'
+    const first = await exchange(port, req, [false])
+    const held = wholeBytesHeld()
+    assert.ok(first.responses[0].body.equals(BODY))
+    assert.equal(first.responses[0].headers.get('etag'), '"file"')
+    // the same bytes in the file's place (a blob file never changes; this one does, to show
+    // whether it was read): within the second the shared answer goes out, not a new read
+    const other = Buffer.from(BODY.toString('latin1').replace('prepared', 'PREPARED'), 'latin1')
+    fs.writeFileSync(path.join(fileDir, 'body'), other, { flag: 'r+' })
+    const again = await exchange(port, req + req, [false, false])
+    assert.ok(
+      again.responses.every((r) => r.body.equals(BODY)),
+      'read once in the second',
+    )
+    assert.equal(wholeBytesHeld(), held, 'no second copy for the same answer')
+    // the next second drops it and reads the file again
+    clock.advance(1000)
+    const next = await exchange(port, req, [false])
+    assert.ok(next.responses[0].body.equals(other), 'read again in the next second')
+    assert.equal(Date.parse(next.responses[0].headers.get('date')!) / 1000, Math.floor(clock.now() / 1000))
   })
 
   it('marks the request drained at once; a body sent with it is dropped and the connection goes on', async () => {
