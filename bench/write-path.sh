@@ -39,7 +39,12 @@ cd "$HERE/.."
 . bench/lib/limits.sh
 
 BUILDS=${BUILDS:-"this:."}
+# space- or comma-separated; anything but sqlite and postgres is refused before a run
 ENGINES=${ENGINES:-"sqlite postgres"}
+ENGINES=${ENGINES//,/ }
+for e in $ENGINES; do
+  case $e in sqlite | postgres) ;; *) echo "ENGINES: unknown engine \"$e\" (sqlite, postgres)" >&2 && exit 2 ;; esac
+done
 ROUNDS=${ROUNDS:-1}
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-3s}
