@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { Config } from '../config.js'
 import type { Db } from '../db/kysely.js'
+import { serviceLabels } from '../http/site-origin.js'
 import { openBlobStore } from '../storage/open.js'
 import { importArchive, writeExport, type ArchiveFormat } from '../features/export/archive.js'
 
@@ -34,7 +35,7 @@ export async function exportToFile(db: Db, config: Config, username: string, fil
 export async function importFromFile(db: Db, config: Config, file: string, as: string | undefined): Promise<string> {
   const blobs = await openBlobStore(config)
   try {
-    const r = await importArchive(db, blobs, file, as)
+    const r = await importArchive(db, blobs, file, as, serviceLabels(config))
     const counts = Object.entries(r.counts)
       .map(([k, v]) => `${v} ${k}`)
       .join(', ')

@@ -3,7 +3,7 @@
  * from its entry here (src/cli/help.ts), and `svc CMD --help` prints the entry without loading
  * the configuration, a database or any server code.
  */
-import { MAX_KEY_DAYS, MIN_PASSWORD_LENGTH, passwordProblem, TIERS } from '../auth/account-rules.js'
+import { MAX_KEY_DAYS, MIN_PASSWORD_LENGTH, passwordProblem, TIERS, usernameProblem } from '../auth/account-rules.js'
 import { isQuotaName, QUOTA_NAMES, type QuotaName } from '../limits/quotas.js'
 import { anInteger, oneOf, takes, type CommandHelp } from './help.js'
 
@@ -201,7 +201,8 @@ export const OPERATOR_HELP = {
     usage: ['svc import FILE [--as NEWNAME]'],
     summary: 'verify an export, then load it as a new user',
     about: 'Verifies an export (zip or .tar.gz), then loads it as a new user and prints the new password.',
-    flags: { as: { type: 'string', arg: 'NEWNAME', help: "the new user's name (default: the exported one)" } },
+    // a new account: the name rule sign-up applies (the exported name is checked once read)
+    flags: { as: { type: 'string', arg: 'NEWNAME', help: "the new user's name (default: the exported one)", check: (v) => usernameProblem(v.toLowerCase()) } },
     env: [DATA, DATABASE, STORAGE, ['REDIS_URL', 'tell the running servers, so they serve the new pages at once']],
     examples: ['svc import alice.zip --as alice2'],
     see: 'docs/operations/export.md',

@@ -577,6 +577,19 @@ for (const engine of ENGINES) {
         )
       }
       assert.equal(await a.deps.db.k.selectFrom('users').select('id').where('username', '=', 'retired-bad').executeTakeFirst(), undefined)
+
+      // the new account's name follows sign-up's rule (decision 198): a name refused for new
+      // accounts, a bad one, or one this configuration reserves; nothing is written
+      for (const [as, reserved, refusal] of [
+        ['wpad', new Set<string>(), /^"wpad" is reserved$/],
+        ['Mta-Sts', new Set<string>(), /^"mta-sts" is reserved$/],
+        ['x', new Set<string>(), /^username must be 2-32 characters/],
+        ['ab--c', new Set<string>(), /^username must not end with "-"/],
+        ['svc-host', new Set(['svc-host']), /^"svc-host" is reserved$/],
+      ] as const) {
+        await assert.rejects(importArchive(a.deps.db, a.deps.blobs, file, as, reserved), (e: Error) => e instanceof ExportError && refusal.test(e.message), as)
+        assert.equal(await a.deps.db.k.selectFrom('users').select('id').where('username', '=', as.toLowerCase()).executeTakeFirst(), undefined, as)
+      }
     })
 
     it('an archive holding content taken down here is refused, also when the takedown comes while its blobs are stored', { timeout: 120_000 }, async () => {

@@ -94,6 +94,8 @@ const REFUSED: Array<[args: string[], message: string]> = [
   [['import'], 'missing FILE'],
   [['import', 'FILE', 'FILE'], 'unexpected argument "FILE"'],
   [['import', 'FILE', '--as'], "Option '--as <value>' argument missing"],
+  [['import', 'FILE', '--as', 'wpad'], '"wpad" is reserved'],
+  [['import', 'FILE', '--as', 'a.b'], 'username must be 2-32 characters of a-z, 0-9, _ and -, starting with a letter or digit'],
   [['migrate', 'now'], 'svc migrate takes no arguments (now)'],
   [['backup'], 'missing DIR (or s3://BUCKET)'],
   [['backup', 'FILE', 'extra'], 'unexpected argument "extra"'],

@@ -13,7 +13,7 @@ import type { BlobStore } from '../../storage/blob-store.js'
 import { createBlobBatch } from '../../storage/batch.js'
 import { hashPassword } from '../../auth/passwords.js'
 import { newId, newPublicToken, randomString } from '../../auth/tokens.js'
-import { canNameUser, TIERS } from '../../auth/account-rules.js'
+import { TIERS, usernameProblem } from '../../auth/account-rules.js'
 import { csvExport } from '../forms/export.js'
 import { createKvStore } from '../kv/store.js'
 import { parseFieldsConfig } from '../forms/fields.js'
@@ -683,12 +683,22 @@ export interface ImportResult {
  * (verifyArchive), pass 2 stores its blobs (each checked again against its digest), then one
  * transaction creates the user and every row with new ids. Public tokens and form slugs are
  * kept unless this instance already uses them. On any failure no row is written; blobs stored
- * before it are unreferenced and the sweeper removes them after its grace period.
+ * before it are unreferenced and the sweeper removes them after its grace period. The name
+ * follows the rule of a new account (usernameProblem; `reserved`: the names this
+ * configuration reserves besides), whatever the exporting instance allowed.
  */
-export async function importArchive(db: Db, blobs: BlobStore, file: string, as?: string, now = Date.now()): Promise<ImportResult> {
+export async function importArchive(
+  db: Db,
+  blobs: BlobStore,
+  file: string,
+  as?: string,
+  reserved: ReadonlySet<string> = new Set(),
+  now = Date.now(),
+): Promise<ImportResult> {
   const { data } = await verifyArchive(file)
   const username = (as ?? data.user.username).toLowerCase()
-  if (!canNameUser(username)) throw new ExportError(`${username} is not a valid user name`)
+  const refused = usernameProblem(username, reserved)
+  if (refused !== null) throw new ExportError(as === undefined ? `${refused} (use --as NEWNAME)` : refused)
   if (await db.k.selectFrom('users').select('id').where('username', '=', username).executeTakeFirst())
     throw new ExportError(`a user named ${username} exists already (use --as NEWNAME)`)
 
