@@ -4,6 +4,7 @@ import { ENGINES, startServer, type Res, type TestServer } from '../support/serv
 import { html, jsonForScript } from '../../src/web/html.js'
 import { escapeHtml } from '../../src/util/html.js'
 import { translator } from '../../src/features/pages/i18n.js'
+import { MAX_KEY_DAYS } from '../../src/auth/account-rules.js'
 
 /** The directives of a CSP header: name -> tokens. */
 function csp(header: string | undefined): Map<string, string[]> {
@@ -150,6 +151,9 @@ for (const engine of ENGINES) {
 
     it('puts the session CSRF token in the page, and requires it on browser cookie writes', async () => {
       const page = await s.get('/api-keys', { cookie })
+      // the key life the service allows, in the field and its label (MAX_KEY_DAYS)
+      assert.match(page.text, new RegExp(`max="${MAX_KEY_DAYS}"[^>]*inputmode="numeric"`))
+      assert.match(page.text, new RegExp(`1-${MAX_KEY_DAYS}`))
       const token = /<meta name="csrf-token" content="([^"]+)">/.exec(page.text)?.[1]
       assert.ok(token && token.length >= 32)
       assert.equal(token, await s.csrfToken(cookie))

@@ -1,3 +1,4 @@
+import { MAX_KEY_DAYS } from '../../auth/account-rules.js'
 import { html } from '../../web/html.js'
 import { sourceFile } from '../../web/assets.js'
 import type { FeatureUi } from '../../web/page.js'
@@ -23,8 +24,8 @@ export const accountsUi: FeatureUi<AccountsKey> = {
           <h2>${t('keys.create')}</h2>
           <label for="key-name">${t('keys.name')}</label>
           <input id="key-name" name="name" required maxlength="64" value="default">
-          <label for="key-days">${t('keys.expires')}</label>
-          <input id="key-days" name="expires_days" type="number" min="1" max="365" step="1" inputmode="numeric">
+          <label for="key-days">${t('keys.expires', { max: String(MAX_KEY_DAYS) })}</label>
+          <input id="key-days" name="expires_days" type="number" min="1" max="${MAX_KEY_DAYS}" step="1" inputmode="numeric">
           <label class="check"><input id="key-readonly" name="read_only" type="checkbox" aria-describedby="key-readonly-hint"> ${t('keys.read_only')}</label>
           <p id="key-readonly-hint" class="hint">${t('keys.read_only_hint')}</p>
           <button type="submit" class="primary" id="key-submit">${t('keys.submit')}</button>
