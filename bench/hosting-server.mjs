@@ -4,34 +4,16 @@
 // TLS-terminating proxy in front of it would. Used by bench/hosting.sh so the comparison with
 // nginx measures the public host, not TLS. Prints one JSON line when ready.
 import http from 'node:http'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { startService } from './lib/service.mjs'
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const { loadConfig } = await import(path.join(root, 'dist/src/config.js'))
-const { createDeps } = await import(path.join(root, 'dist/src/compose.js'))
-const { buildApp } = await import(path.join(root, 'dist/src/app.js'))
-const { listen, serverFactoryFor, tlsMaterial, SERVER_TIMEOUTS } = await import(path.join(root, 'dist/src/server.js'))
-
-const config = loadConfig(process.env)
-const deps = await createDeps(config)
-const tls = await tlsMaterial(config)
-const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls) })
-const l = await listen(app, config, tls !== null)
+const { listening: l, handler, stop: stopService, SERVER_TIMEOUTS } = await startService()
 const plainPort = Number(process.env.PLAIN_PORT ?? 19002)
 // the same request handler as the HTTPS server (the app's fast paths, then its router)
-const handler = app.server.listeners('request')[0]
 const plain = http.createServer({ ...SERVER_TIMEOUTS }, handler)
 plain.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveTimeout
 await new Promise((resolve) => plain.listen(plainPort, '127.0.0.1', resolve))
 process.stdout.write(JSON.stringify({ https: l.httpsUrl, plain: `http://127.0.0.1:${plainPort}`, pid: process.pid }) + '\n')
-const stop = async () => {
-  plain.closeAllConnections()
-  plain.close()
-  await l.close().catch(() => {})
-  await deps.close().catch(() => {})
-  process.exit(0)
-}
+const stop = () => stopService([plain])
 // SIGUSR2: one JSON line of the process's memory on stderr, after a full GC when --expose-gc
 process.on('SIGUSR2', () => {
   const before = process.memoryUsage()

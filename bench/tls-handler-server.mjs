@@ -11,22 +11,11 @@
 //   PORT+15  prepared responses with the body in memory (a shared whole answer)
 import fs from 'node:fs'
 import https from 'node:https'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { dist, startService } from './lib/service.mjs'
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const { loadConfig } = await import(path.join(root, 'dist/src/config.js'))
-const { createDeps } = await import(path.join(root, 'dist/src/compose.js'))
-const { buildApp } = await import(path.join(root, 'dist/src/app.js'))
-const { listen, serverFactoryFor, tlsMaterial, SERVER_TIMEOUTS } = await import(path.join(root, 'dist/src/server.js'))
-const { guardHttpServer } = await import(path.join(root, 'dist/src/http/errors.js'))
-const { prepare, sendPrepared, sendPreparedFile } = await import(path.join(root, 'dist/src/http/prepared-response.js'))
-
-const config = loadConfig(process.env)
-const deps = await createDeps(config)
-const tls = await tlsMaterial(config)
-const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls) })
-const l = await listen(app, config, tls !== null)
+const { tls, listening: l, handler, stop: stopService, SERVER_TIMEOUTS } = await startService()
+const { guardHttpServer } = await dist('http/errors.js')
+const { prepare, sendPrepared, sendPreparedFile } = await dist('http/prepared-response.js')
 const base = Number(process.env.PORT)
 const file = process.env.BARE_FILE
 const body = fs.readFileSync(file)
@@ -51,7 +40,7 @@ let svcHeaders = null
 const inMemory = prepare(200, one)
 await serve(base + 10, bare)
 await serve(base + 11, bare, true)
-await serve(base + 12, app.server.listeners('request')[0])
+await serve(base + 12, handler)
 await serve(base + 13, (req, res) => sendPreparedFile(req, res, ownFile, fd, body.length, false))
 await serve(base + 14, (req, res) => {
   svcHeaders ??= prepare(200, JSON.parse(fs.readFileSync(`${file}.headers`, 'utf8')))
@@ -59,14 +48,6 @@ await serve(base + 14, (req, res) => {
 })
 await serve(base + 15, (req, res) => sendPrepared(req, res, inMemory, body))
 process.stdout.write(JSON.stringify({ https: l.httpsUrl, pid: process.pid }) + '\n')
-const stop = async () => {
-  for (const s of servers) {
-    s.closeAllConnections()
-    s.close()
-  }
-  await l.close().catch(() => {})
-  await deps.close().catch(() => {})
-  process.exit(0)
-}
+const stop = () => stopService(servers)
 process.on('SIGTERM', stop)
 process.on('SIGINT', stop)

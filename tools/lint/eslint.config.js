@@ -32,7 +32,7 @@ export default tseslint.config(
       parserOptions: {
         // TypeScript files get their types from tsconfig.json; the .mjs scripts from a default project
         projectService: {
-          allowDefaultProject: ['scripts/*.mjs', 'bench/*.mjs', 'tools/lint/*.js', 'eslint.config.js'],
+          allowDefaultProject: ['scripts/*.mjs', 'bench/*.mjs', 'bench/lib/*.mjs', 'tools/lint/*.js', 'eslint.config.js'],
           defaultProject: 'tsconfig.json',
           // the .mjs scripts and benchmarks above are more than the default 8 (17 of them, with room)
           maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 24,
