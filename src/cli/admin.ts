@@ -64,7 +64,12 @@ type Checked =
    * a restore must not create the svc.db it is about to write)
    */
   | { readonly opens: 'nothing'; run(config: Config): Promise<void> }
-  | { readonly opens: 'database'; run(db: Db, config: Config): Promise<void> }
+  | {
+      readonly opens: 'database'
+      run(db: Db, config: Config): Promise<void>
+      /** A refusal only the configuration can tell (a name it reserves), or null: asked before anything is opened. */
+      refuses?(config: Config): string | null
+    }
 
 /**
  * Operator commands. They use the same configuration (DATABASE_URL / DATA_DIR) as serve and
@@ -81,6 +86,11 @@ export async function adminCommand(cmd: string, args: string[], loadConfig: () =
   }
   const checked = line.checked
   const config = loadConfig()
+  const late = checked.opens === 'database' ? (checked.refuses?.(config) ?? null) : null
+  if (late !== null) {
+    process.stderr.write(refusalText(cmd, late))
+    return 2
+  }
   if (checked.opens === 'nothing') {
     try {
       await checked.run(config)
@@ -156,9 +166,14 @@ export function commandLine(cmd: string, args: string[]): { readonly checked: Ch
     return { checked: checkArguments(cmd, args) }
   } catch (e) {
     if (!(e instanceof UsageError || isParseArgsError(e))) throw e
-    const usage = Object.hasOwn(OPERATOR_HELP, cmd) ? `${usageText(OPERATOR_HELP[cmd as keyof typeof OPERATOR_HELP])}\n` : ''
-    return { refused: `error: ${e.message}\n${usage}` }
+    return { refused: refusalText(cmd, e.message) }
   }
+}
+
+/** A refused command line as printed: the reason, then the command's synopsis. */
+function refusalText(cmd: string, message: string): string {
+  const usage = Object.hasOwn(OPERATOR_HELP, cmd) ? `${usageText(OPERATOR_HELP[cmd as keyof typeof OPERATOR_HELP])}\n` : ''
+  return `error: ${message}\n${usage}`
 }
 
 /** A refused DATA_DIR: the message, exit 78 (a configuration problem, as loadConfig's). */
@@ -226,11 +241,12 @@ export function checkArguments(cmd: string, args: string[]): Checked {
         noMore(positionals, 1)
         const password = need(values.password, '--password')
         // the name rule create() applies (its message too), to the name in lower case as it
-        // stores it; the names this configuration reserves besides are known once it is read
+        // stores it; the names this configuration reserves besides, once it is read
         const refused = usernameProblem(username.toLowerCase())
         if (refused !== null) throw new UsageError(refused)
         return {
           opens: 'database',
+          refuses: (config) => usernameProblem(username.toLowerCase(), serviceLabels(config)),
           async run(db, config) {
             const u = await createUsers(db, systemClock, serviceLabels(config)).create(username, password, { vip: values.vip, admin: values.admin })
             out(`created user ${u.username} (${u.tier}${u.is_admin ? ', admin' : ''})`)
@@ -369,11 +385,14 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       const { values, positionals } = parseOptions(args, OPERATOR_HELP.import.flags)
       const file = need(positionals[0], 'FILE')
       noMore(positionals, 1)
+      const as = values.as
       return {
         opens: 'database',
+        // --as was checked by its table; the names this configuration reserves besides
+        refuses: (config) => (as === undefined ? null : usernameProblem(as.toLowerCase(), serviceLabels(config))),
         async run(db, config) {
           const { importFromFile } = await import('./export.js')
-          out(await importFromFile(db, config, file, values.as))
+          out(await importFromFile(db, config, file, as))
         },
       }
     }

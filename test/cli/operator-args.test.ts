@@ -197,6 +197,22 @@ for (const engine of ENGINES) {
       })
     }
 
+    it("a name the configuration reserves (the service's host under CONTENT_DOMAIN): exit 2 once it is read, nothing made", async () => {
+      const reserving = { PUBLIC_URL: 'https://svc.example.test', CONTENT_DOMAIN: 'example.test' }
+      for (const [i, given] of [
+        ['user', 'add', 'SVC', '--password', PW],
+        ['import', 'FILE', '--as', 'svc'],
+      ].entries()) {
+        const dir = path.join(tmp, `reserved-${i}`)
+        const args = given.map((a) => (a === 'FILE' ? path.join(tmp, 'none.zip') : a))
+        const r = await runCli(args, { env: { ...envFor(dir, untouched(100 + i)), ...reserving } })
+        assert.equal(r.code, 2, r.stderr + r.stdout)
+        assert.equal(r.stderr, refusal(args, '"svc" is reserved'))
+        assert.equal(fs.existsSync(dir), false, 'no DATA_DIR made')
+        if (engine === 'postgres') assert.equal(await schemaExists(client!, untouched(100 + i)), false, 'no schema made')
+      }
+    })
+
     if (engine === 'sqlite')
       it('a DATA_DIR that does not exist: the usage error comes first (exit 2, not 78), and no folder is made', async () => {
         const dir = path.join(tmp, 'typo')
