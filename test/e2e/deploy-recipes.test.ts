@@ -1,7 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
@@ -31,16 +30,18 @@ function swap(text: string, from: string, to: string): string {
   return text.split(from).join(to)
 }
 
-async function waitForPort(port: number, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (child.exitCode !== null) throw new Error(`nginx exited with ${child.exitCode}`)
-    const ok = await new Promise<boolean>((res) => {
-      const c = net.connect(port, '127.0.0.1', () => (c.end(), res(true))).on('error', () => res(false))
-    })
-    if (ok) return
-    await new Promise((r) => setTimeout(r, 50))
+/**
+ * Whether nginx came up on its ports: it writes its pid file only once every listening socket
+ * is bound, and exits (after its own bind retries) when one is taken. A connect alone could reach
+ * another test's server that took the port after closedPort() released it.
+ */
+async function nginxListening(child: ChildProcess, pidFile: string): Promise<boolean> {
+  for (let i = 0; i < 400; i++) {
+    if (child.exitCode !== null || child.signalCode !== null) return false
+    if (fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').trim() === String(child.pid)) return true
+    await new Promise((r) => setTimeout(r, 25))
   }
-  throw new Error('nginx did not listen')
+  throw new Error('nginx neither listened nor exited within 10 s')
 }
 
 describe('deploy/nginx.conf: svc behind nginx', { skip: skip(NGINX, has(NGINX, ['-v'])) }, () => {
@@ -51,8 +52,17 @@ describe('deploy/nginx.conf: svc behind nginx', { skip: skip(NGINX, has(NGINX, [
   let httpPort = 0
   before(async () => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-nginx-'))
+    // ports freed by closedPort() may be taken by a parallel test before nginx binds them: try again
+    for (let attempt = 1; ; attempt++) {
+      if (await startNginx()) return
+      await s.close()
+      assert.ok(attempt < 5, `nginx could not bind its ports in 5 attempts:\n${fs.readFileSync(path.join(tmp, 'error.log'), 'utf8').slice(-2000)}`)
+    }
+  })
+  async function startNginx(): Promise<boolean> {
     tlsPort = await closedPort()
-    httpPort = await closedPort()
+    do httpPort = await closedPort()
+    while (httpPort === tlsPort)
     s = await startServer({ env: { TRUST_PROXY: '1', CONTENT_DOMAIN: 'pages.test', PUBLIC_URL: `https://svc.test:${tlsPort}` } })
     let conf = fs.readFileSync(path.join(root, 'deploy/nginx.conf'), 'utf8')
     conf = swap(conf, 'listen 80;', `listen 127.0.0.1:${httpPort};`)
@@ -80,8 +90,8 @@ http {
     const check = spawnSync(NGINX, ['-t', '-p', tmp, '-c', path.join(tmp, 'nginx.conf')], { encoding: 'utf8' })
     assert.equal(check.status, 0, check.stderr)
     nginx = spawn(NGINX, ['-p', tmp, '-c', path.join(tmp, 'nginx.conf'), '-g', 'daemon off; master_process off;'], { stdio: 'ignore' })
-    await waitForPort(tlsPort, nginx)
-  })
+    return nginxListening(nginx, path.join(tmp, 'nginx.pid'))
+  }
   after(async () => {
     if (nginx && nginx.exitCode === null) {
       const exited = new Promise((r) => nginx!.once('exit', r))
