@@ -8,7 +8,7 @@ import type { Deps } from './deps.js'
 import type { FastPath, Handover } from './http/types.js'
 import { lazySchemaCompilers } from './http/lazy-schemas.js'
 import { compileStrictValidators } from './http/strict-schema.js'
-import { errorPage } from './web/short-page.js'
+import { errorPage, notFoundPage } from './web/short-page.js'
 import { answerClientError, frameworkDetail, guardHttpServer, installErrorHandling, refuseHostless, sendAppError, watchBody } from './http/errors.js'
 import { installApiGuard } from './http/guard.js'
 import { AppError } from './errors/app-error.js'
@@ -295,7 +295,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     if (isApiPath(req.url)) return sendAppError(req, reply, methods.miss(req.method, req.url), config, 'A')
     const allow = methods.others(req.method, req.url)
     if (allow.length > 0) return reply.code(405).header('Allow', allow.join(', ')).type('text/plain; charset=utf-8').send('Method Not Allowed')
-    return reply.code(404).type('text/plain; charset=utf-8').send('Not Found')
+    return notFoundPage(req, reply) ?? reply.code(404).type('text/plain; charset=utf-8').send('Not Found')
   })
   return app
 }

@@ -33,14 +33,14 @@ const BACK_HASH = `'sha256-${createHash('sha256').update(BACK_SCRIPT).digest('ba
  * The service's own short page for a browser (nothing loaded, one pinned script): where a form
  * post lands without a redirect_url or when refused, what a mail's verification link opens, and
  * what a navigation gets when the service cannot answer (errorPage). A link back to the page
- * the visitor came from when the browser said which site that was.
+ * the visitor came from when the browser said which site that was, and one to `home` if given.
  */
-export function shortPage(req: FastifyRequest, reply: FastifyReply, status: number, title: string, text: string) {
+export function shortPage(req: FastifyRequest, reply: FastifyReply, status: number, title: string, text: string, home?: { href: string; label: string }) {
   const ref = typeof req.headers.referer === 'string' && /^https?:\/\//i.test(req.headers.referer) ? req.headers.referer : null
   const page = html`<!doctype html><html lang="${HTML_LANG[langOf(req)]}"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex"><title>${title}</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1d2330}</style></head>
-<body><h1>${title}</h1><p>${text}</p>${ref ? html`<p><a id="back" href="${ref}">${say(req, '返回', 'Back')}</a></p><script>${raw(BACK_SCRIPT)}</script>` : ''}</body></html>`
+<body><h1>${title}</h1><p>${text}</p>${home ? html`<p><a href="${home.href}">${home.label}</a></p>` : ''}${ref ? html`<p><a id="back" href="${ref}">${say(req, '返回', 'Back')}</a></p><script>${raw(BACK_SCRIPT)}</script>` : ''}</body></html>`
   return reply
     .code(status)
     .header('Content-Type', 'text/html; charset=utf-8')
@@ -64,4 +64,21 @@ export function errorPage(req: FastifyRequest, reply: FastifyReply, err: AppErro
   const title = err.status === 500 ? say(req, '出错了', 'Something went wrong') : say(req, '服务暂时不可用', 'Briefly unavailable')
   const again = say(req, '请稍后重新加载此页。', 'Please reload this page in a moment.')
   return shortPage(req, reply, err.status, title, `${errorMessage(err.key, lang, err.options.params)} ${again}`)
+}
+
+/**
+ * A browser navigation to a path of the service's own host that nothing answers (a mistyped
+ * `/dashbord`) gets the short page in its language with a link to the service's home; a script
+ * keeps the plain-text 404. undefined: not such a request.
+ */
+export function notFoundPage(req: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
+  if (isApiPath(req.url) || !wantsHtml(req)) return undefined
+  return shortPage(
+    req,
+    reply,
+    404,
+    say(req, '404 - 页面不存在', '404 - page not found'),
+    say(req, '这个地址没有页面：它可能已经移走，或者地址有误。', 'There is no page at this address. It may have moved, or the address may be mistyped.'),
+    { href: '/', label: say(req, '前往首页', 'Go to the home page') },
+  )
 }

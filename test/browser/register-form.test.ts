@@ -73,6 +73,23 @@ describe('a refused sign-up in Chromium', () => {
     assert.equal(await page.getByLabel('Username').inputValue(), 'takenname')
     assert.deepEqual(errors, [])
   })
+
+  it('shows a mistyped address of the service as a page with a way home (decision 209)', async () => {
+    const p = await ctx.newPage()
+    const seen = watchErrors(p, [{ url: '/registr', status: 404 }])
+    try {
+      const r = await p.goto(`${s.url}/registr`)
+      assert.equal(r?.status(), 404)
+      assert.equal(await p.title(), '404 - page not found')
+      assert.equal(await p.getByRole('heading', { level: 1 }).textContent(), '404 - page not found')
+      await p.getByRole('link', { name: 'Go to the home page' }).click()
+      // the service's home sends a visitor without a session to the login page
+      await p.waitForURL('**/login')
+      assert.deepEqual(seen, [])
+    } finally {
+      await p.close()
+    }
+  })
 })
 
 // A sign-up the settings stop (closed after the form was shown) or hold (pending approval)

@@ -130,6 +130,43 @@ for (const engine of ENGINES) {
       assert.equal(missing.header('allow'), undefined)
     })
 
+    it("shows a browser a page in its language at a missing path of the service's host, and a script plain text (decision 209)", async () => {
+      const nav = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', 'sec-fetch-mode': 'navigate' }
+      for (const [lang, title, home] of [
+        ['en-GB,en;q=0.9', '404 - page not found', 'Go to the home page'],
+        ['zh-CN,zh;q=0.9', '404 - 页面不存在', '前往首页'],
+        [undefined, '404 - 页面不存在', '前往首页'],
+      ] as const) {
+        for (const method of ['GET', 'HEAD']) {
+          const r = await s.request(method, '/dashbord', { cookie, headers: { ...nav, ...(lang ? { 'accept-language': lang } : {}) } })
+          assert.equal(r.status, 404, `${method} ${lang}`)
+          assert.equal(r.header('content-type'), 'text/html; charset=utf-8')
+          assert.equal(r.header('cache-control'), 'no-store')
+          const policy = csp(r.header('content-security-policy'))
+          assert.deepEqual(policy.get('default-src'), ["'none'"])
+          assert.deepEqual(policy.get('frame-ancestors'), ["'none'"])
+          if (method === 'HEAD') {
+            assert.equal(r.text, '')
+            continue
+          }
+          assert.ok(r.text.includes(`<title>${title}</title>`), r.text)
+          assert.ok(r.text.includes(`<a href="/">${home}</a>`), r.text)
+          assert.ok(r.text.includes(`lang="${lang?.startsWith('en') ? 'en' : 'zh-CN'}"`), r.text)
+        }
+      }
+      // a script's request (no navigation, or JSON asked for) and the API keep what they had
+      const scripts: Array<Record<string, string>> = [{}, { accept: 'text/html', 'sec-fetch-mode': 'cors' }, { accept: 'application/json, text/html' }]
+      for (const headers of scripts) {
+        const r = await s.request('GET', '/dashbord', { cookie, headers })
+        assert.equal(r.status, 404)
+        assert.equal(r.header('content-type'), 'text/plain; charset=utf-8')
+        assert.equal(r.text, 'Not Found')
+      }
+      const api = await s.request('GET', '/svc_api/dashbord', { headers: nav })
+      assert.equal(api.status, 404)
+      assert.match(api.header('content-type') ?? '', /^application\/json/)
+    })
+
     it('sends visitors without a session to /login, and signed-in users away from /login', async () => {
       // a dashboard or console page is named in ?next=, for the login to come back to it
       for (const [p, to] of [
