@@ -373,6 +373,29 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('publishes a target whose colon is inside a word (Help:Contents, a text fragment) and sends it as written', async () => {
+      const u = await s.user()
+      const redirects = ['/help https://en.wikipedia.org/wiki/Help:Contents 301', '/quote /about#:~:text=first%20line 302', '/typo/:id /b/:idd 301'].join('\n')
+      await batchUpload(s, { key: u.key }, 'colons', [
+        { filename: 'index.html', data: '<p>x</p>' },
+        { filename: 'about.html', data: '<p>about</p>' },
+        { filename: '_redirects', data: redirects },
+      ])
+      // a name where a value goes (a segment) that the line does not capture is still a typo to fix
+      const refused = await s.post('/api/folders/colons/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(refused.status, 400, refused.text)
+      assert.match(refused.json.message, /_redirects, line 3: target uses :idd/)
+      await batchUpload(s, { key: u.key }, 'colons', [{ filename: '_redirects', data: redirects.split('\n').slice(0, 2).join('\n') }], true)
+      const p = await s.post('/api/folders/colons/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 200, p.text)
+      const help = await s.get(`/${u.username}/colons/help`)
+      assert.equal(help.status, 301)
+      assert.equal(help.header('location'), 'https://en.wikipedia.org/wiki/Help:Contents')
+      const quote = await request(`${s.httpUrl}/quote`, { headers: { host: `colons.${u.username}.localhost` } }).then(wrap)
+      assert.equal(quote.status, 302)
+      assert.equal(quote.location, '/about#:~:text=first%20line')
+    })
+
     it('refuses a line of conditions only at publish, naming the condition and the line', async () => {
       const u = await s.user()
       await batchUpload(s, { key: u.key }, 'cond', [

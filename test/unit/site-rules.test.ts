@@ -97,6 +97,20 @@ describe('_redirects parser', () => {
     it(`takes ${name}`, () => assert.deepEqual(parseRedirects(text), want))
   }
 
+  it("takes a target's colon inside a word as its text, as Cloudflare Pages does: Help:Contents, a text fragment", () => {
+    const text = [
+      '/help https://en.wikipedia.org/wiki/Help:Contents 301',
+      '/quote https://example.com/essay#:~:text=first%20line 302',
+      '/w/* https://en.wikipedia.org/wiki/Category::splat 301',
+      '/t/:id /blog/2020:summer/:id 301',
+    ].join('\n')
+    const rules = compileRules(parseRedirects(text), [])
+    assert.equal(matchRedirect(rules, '/help', false)?.href, 'https://en.wikipedia.org/wiki/Help:Contents')
+    assert.equal(matchRedirect(rules, '/quote', false)?.href, 'https://example.com/essay#:~:text=first%20line')
+    assert.equal(matchRedirect(rules, '/w/URL', false)?.href, 'https://en.wikipedia.org/wiki/Category:URL')
+    assert.deepEqual(matchRedirect(rules, '/t/7', false), { status: 301, to: '/blog/2020:summer/7', href: '/blog/2020:summer/7', force: false })
+  })
+
   it("takes a domain-level line (Netlify's), matched on its host only (decision 171)", () => {
     const lines = parseRedirects('HTTPS://Old.Example.com/* https://example.com/:splat 301!\nhttp://a.example.com /b 302')
     assert.deepEqual(
@@ -130,6 +144,9 @@ describe('_redirects parser', () => {
     ['a proxy to another site', '/api/* https://api.example.com/:splat 200', 1, /can only be a redirect/],
     ['an uncaptured placeholder', '/a/:id /b/:name', 1, /does not capture/],
     ['a splat without *', '/a /b/:splat', 1, /does not capture/],
+    // where a value would go (a segment, a query value, a fragment), a name is a placeholder
+    ['an uncaptured placeholder in a query value', '/a/:id /b?x=:idd', 1, /target uses :idd, which "\/a\/:id" does not capture/],
+    ['an uncaptured placeholder after a fragment mark', '/a /b#:top', 1, /target uses :top/],
     ['a bad placeholder', '/a/:1x /b', 1, /bad placeholder/],
     ['a query string in from', '/a?x=1 /b', 1, /query strings/],
     ['the line of the error', '# c\n/a /b\n\n/c', 4, /expected "from to/],

@@ -267,6 +267,14 @@ function queryMatch(word: string, file: string, n: number): QueryMatch {
   return { name, equals: value }
 }
 
+/**
+ * The `:name`s of a target written where a value goes: starting a path segment, the query, a
+ * query value or the fragment (after / ? & = #). Each must be one the line captures; a name
+ * inside a word (`Help:Contents`, `#:~:text=`) is the URL's own text unless the line captures
+ * it, as Cloudflare Pages reads targets.
+ */
+const placeholderSpots = (to: string): string[] => [...to.matchAll(/(?<=[/?&=#]):[A-Za-z_][A-Za-z0-9_]*/g)].map((m) => m[0])
+
 /** A target that is neither a path of the site nor another site's URL. */
 const badTarget = (to: string): Text => ({ zh: `目标 "${to}" 须以 / 开头或为 http(s) URL`, en: `target "${to}" must start with / or be an http(s) URL` })
 const tooManyRules = (max: number): Text => ({ zh: `规则超过 ${max} 条`, en: `more than ${max} rules` })
@@ -341,7 +349,7 @@ export function parseRedirects(text: string, file = '_redirects'): RedirectRule[
       asked.add(q.name)
       if ('bind' in q) capture(q.bind)
     }
-    for (const used of to.match(/:[A-Za-z_][A-Za-z0-9_]*/g) ?? []) {
+    for (const used of placeholderSpots(to)) {
       if (names.has(used.slice(1))) continue
       const by: Text =
         query.length > 0
