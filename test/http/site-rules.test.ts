@@ -460,6 +460,26 @@ for (const engine of ENGINES) {
       assert.match(bad.json.message, /_headers, line 2: X-Content-Type-Options/)
     })
 
+    it('takes a _headers written without indentation, as Netlify and Cloudflare Pages do, and applies it', async () => {
+      const u = await s.user()
+      await batchUpload(s, { key: u.key }, 'flush', [
+        { filename: 'index.html', data: '<p>flush</p>' },
+        { filename: 'assets/app.js', data: 'console.log(1)' },
+        {
+          filename: '_headers',
+          data: '/*\nX-Frame-Options: DENY\nReferrer-Policy: no-referrer\n\n/assets/*\nCache-Control: public, max-age=31536000, immutable\n',
+        },
+      ])
+      const p = await s.post('/api/folders/flush/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 200, p.text)
+      const home = await request(`${s.httpUrl}/`, { headers: { host: `flush.${u.username}.localhost` } }).then(wrap)
+      assert.equal(home.header('x-frame-options'), 'DENY')
+      assert.equal(home.header('referrer-policy'), 'no-referrer')
+      const js = await s.get(`/${u.username}/flush/assets/app.js`)
+      assert.equal(js.header('cache-control'), 'public, max-age=31536000, immutable')
+      assert.equal(js.header('x-frame-options'), 'DENY')
+    })
+
     it('takes a _headers pattern with * inside, as Netlify deploys and Cloudflare Pages do: /*.js', async () => {
       const u = await s.user()
       await batchUpload(s, { key: u.key }, 'stars', [

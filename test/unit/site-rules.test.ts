@@ -413,8 +413,17 @@ describe('_headers parser and matching', () => {
       { pattern: '/assets/*', headers: [['Cache-Control', 'public, max-age=31536000, immutable']], line: 6 },
     ])
   })
+  it("tells patterns from header lines by what they say, not their indentation, as Netlify's and Cloudflare's parsers do", () => {
+    const text = '/*\nX-Frame-Options: DENY\n  /assets/*\n    Cache-Control: max-age=60\n\thttps://:project.pages.dev/*\nX-Robots-Tag: noindex\n'
+    assert.deepEqual(parseHeaders(text), [
+      { pattern: '/*', headers: [['X-Frame-Options', 'DENY']], line: 1 },
+      { pattern: '/assets/*', headers: [['Cache-Control', 'max-age=60']], line: 3 },
+      { pattern: 'https://:project.pages.dev/*', headers: [['X-Robots-Tag', 'noindex']], line: 5 },
+    ])
+  })
   const bad: Array<[string, string, number, RegExp]> = [
     ['a header before any pattern', '  X-A: b', 1, /before any path pattern/],
+    ['a header flush left before any pattern', 'X-A: b\n/a\n  X-B: c', 1, /before any path pattern/],
     ['a pattern with no headers', '/a\n/b\n  X-A: 1', 1, /has no headers/],
     ['a last pattern with no headers', '/a\n  X-A: 1\n/b', 3, /has no headers/],
     ['a line without a colon', '/a\n  X-A b', 2, /expected "Name: value"/],
@@ -431,7 +440,7 @@ describe('_headers parser and matching', () => {
     ["a proxy's cache time", '/a\n  X-Accel-Expires: 99999', 2, /set by the service/],
     ['a pattern with spaces', '/a b\n  X-A: 1', 1, /has no spaces/],
     ['a host with a port', 'https://x.com:80/*\n  X-A: 1', 1, /is not a host name/],
-    ['a relative pattern', 'a\n  X-A: 1', 1, /must start with \//],
+    ['a relative pattern', 'a\n  X-A: 1', 1, /expected "Name: value" or a path pattern \(starting with \/\), got "a"/],
     // a visitor's value never chooses the host a page sends them to (decision 149)
     ['a splat as the host of a Refresh URL', '/x/*\n  X-A: 1\n  Refresh: 0; url=https://:splat', 3, /Refresh puts :splat in the host of a URL/],
     ['a placeholder after a host in a Link', '/l/:h\n  Link: <//cdn.example.com:h>; rel=preconnect', 2, /Link puts :h in the host of a URL/],

@@ -377,18 +377,23 @@ export function parseRedirects(text: string, file = '_redirects'): RedirectRule[
   return rules
 }
 
-/** Parses `_headers`: a path pattern at the start of a line, then indented `Name: value` lines. */
+/**
+ * Parses `_headers`: a path pattern, then its `Name: value` lines. A line is a pattern when it
+ * starts with `/` or `http(s)://` and a header line otherwise, whatever its indentation, as
+ * Netlify's and Cloudflare Pages' parsers tell them apart (files are written flush left too).
+ */
 export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
   const rules: HeaderRule[] = []
   let current: HeaderRule | null = null
   let captured: string[] = []
   for (const { n, raw } of lines(text, file)) {
-    if (!/^\s/.test(raw)) {
-      const written = raw.trim()
+    const t = raw.trim()
+    if (t.startsWith('/') || /^https?:\/\//i.test(t)) {
+      const written = t
       if (/\s/.test(written))
         throw new RuleSyntaxError(file, n, {
-          zh: `"${written}"：路径模式不能含空格；头部行须缩进`,
-          en: `"${written}": a path pattern has no spaces; indent header lines`,
+          zh: `"${written}"：路径模式不能含空格（请写成 %20）`,
+          en: `"${written}": a path pattern has no spaces (write them %20)`,
         })
       const pattern = checkHost(written, file, n, 'pattern')
       checkPattern(pattern, file, n, 'pattern', true)
@@ -399,10 +404,13 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
       rules.push(current)
       continue
     }
-    if (!current) throw new RuleSyntaxError(file, n, { zh: '头部行出现在任何路径模式之前', en: 'a header line comes before any path pattern' })
-    const t = raw.trim()
     const colon = t.indexOf(':')
-    if (colon <= 0) throw new RuleSyntaxError(file, n, { zh: `应为 "Name: value"，实际为 "${t}"`, en: `expected "Name: value", got "${t}"` })
+    if (colon <= 0)
+      throw new RuleSyntaxError(file, n, {
+        zh: `应为 "Name: value" 或路径模式（以 / 开头），实际为 "${t}"`,
+        en: `expected "Name: value" or a path pattern (starting with /), got "${t}"`,
+      })
+    if (!current) throw new RuleSyntaxError(file, n, { zh: '头部行出现在任何路径模式之前', en: 'a header line comes before any path pattern' })
     const name = t.slice(0, colon).trim()
     const value = t.slice(colon + 1).trim()
     if (!TOKEN_RE.test(name)) throw new RuleSyntaxError(file, n, { zh: `"${name}" 不是有效的头部名称`, en: `"${name}" is not a valid header name` })
