@@ -396,6 +396,29 @@ for (const engine of ENGINES) {
       assert.equal(quote.location, '/about#:~:text=first%20line')
     })
 
+    it("takes Netlify's forward rule (/static/* 200): the files under it as they are, a 404 rather than the SPA fallback", async () => {
+      const u = await s.user()
+      await batchUpload(s, { key: u.key }, 'forward', [
+        { filename: 'index.html', data: '<p>spa shell</p>' },
+        { filename: 'static/app.js', data: 'console.log(1)' },
+        { filename: '404.html', data: '<p>custom 404</p>' },
+        { filename: '_redirects', data: '/static/* 200\n/* /index.html 200\n' },
+      ])
+      const p = await s.post('/api/folders/forward/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 200, p.text)
+      const onOrigin = (path: string) =>
+        request(`${s.httpUrl}${path}`, { headers: { host: `forward.${u.username}.localhost` } }).then(async (r) => ({
+          status: r.statusCode,
+          text: await r.body.text(),
+        }))
+      assert.deepEqual(await onOrigin('/static/app.js'), { status: 200, text: 'console.log(1)' })
+      assert.deepEqual(await onOrigin('/static/missing.js'), { status: 404, text: '<p>custom 404</p>' })
+      assert.deepEqual(await onOrigin('/settings/profile'), { status: 200, text: '<p>spa shell</p>' })
+      const path = await s.get(`/${u.username}/forward/static/missing.js`)
+      assert.equal(path.status, 404)
+      assert.equal(path.text, '<p>custom 404</p>')
+    })
+
     it('refuses a line of conditions only at publish, naming the condition and the line', async () => {
       const u = await s.user()
       await batchUpload(s, { key: u.key }, 'cond', [

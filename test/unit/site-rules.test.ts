@@ -34,6 +34,15 @@ describe('_redirects parser', () => {
       '/u/:id https://example.com:8443/users/:id?ref=:id&next=https://:id 302',
       [{ from: '/u/:id', to: 'https://example.com:8443/users/:id?ref=:id&next=https://:id', status: 302, force: false, line: 1 }],
     ],
+    // Netlify's forward rule: a splat line with a 2xx status and no target serves the path itself
+    [
+      'a forward rule',
+      '/static/* 200\n/api/* 200!',
+      [
+        { from: '/static/*', to: '/static/:splat', status: 200, force: false, line: 1 },
+        { from: '/api/*', to: '/api/:splat', status: 200, force: true, line: 2 },
+      ],
+    ],
     ['a custom 404 for a section', '/shop/* /shop/404.html 404', [{ from: '/shop/*', to: '/shop/404.html', status: 404, force: false, line: 1 }]],
     ['a byte-order mark', '\uFEFF/a /b', [{ from: '/a', to: '/b', status: 301, force: false, line: 1 }]],
     // a comment may end a line, as Netlify reads it; a target's fragment is no comment
@@ -141,6 +150,8 @@ describe('_redirects parser', () => {
     ['an unknown status', '/a /b 418', 1, /must be one of/],
     ['a status that is not a number', '/a /b abc', 1, /must be one of/],
     ['a relative target', '/a b', 1, /must start with \/ or be an http/],
+    ['a status without a target, but for a forward rule', '/a 200', 1, /no target before "200": only a forward rule \("\/path\/\* 200"\)/],
+    ['a redirect without a target', '/a/* 301', 1, /no target before "301"/],
     ['a proxy to another site', '/api/* https://api.example.com/:splat 200', 1, /can only be a redirect/],
     ['an uncaptured placeholder', '/a/:id /b/:name', 1, /does not capture/],
     ['a splat without *', '/a /b/:splat', 1, /does not capture/],

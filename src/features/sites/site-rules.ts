@@ -283,7 +283,8 @@ const noHeaders = (pattern: string): Text => ({ zh: `"${pattern}" 下没有任�
 
 /**
  * Parses `_redirects`: lines `from [name=value ...] to [status][!]`; the first matching line
- * wins. Words between `from` and the target are query matches, as Netlify reads them.
+ * wins. Words between `from` and the target are query matches, as Netlify reads them; a
+ * forward rule (`/static/* 200`) has no target and rewrites to its own path.
  */
 export function parseRedirects(text: string, file = '_redirects'): RedirectRule[] {
   const rules: RedirectRule[] = []
@@ -301,6 +302,17 @@ export function parseRedirects(text: string, file = '_redirects'): RedirectRule[
       })
     }
     if (parts.length < 2) throw new RuleSyntaxError(file, n, { zh: '应为 "from to [status]"', en: 'expected "from to [status]"' })
+    if (/^\d{3}!?$/.test(parts[1])) {
+      // Netlify's forward rule, `/static/* 200`: no target, the path itself (the files under
+      // it as they are, a 404 where there is none, never a later fallback)
+      const { path } = hostOf(parts[0])
+      if (!path.endsWith('/*') || !/^200!?$/.test(parts[1]))
+        throw new RuleSyntaxError(file, n, {
+          zh: `"${parts[1]}" 之前没有目标：只有转发规则（"/path/* 200"）可以省略目标`,
+          en: `no target before "${parts[1]}": only a forward rule ("/path/* 200") may leave it out`,
+        })
+      parts.splice(1, 0, `${path.slice(0, -2)}/:splat`)
+    }
     const at = parts.findIndex((p, i) => i > 0 && isTarget(p))
     if (at < 0) {
       if (parts.length === 2 && !parts[1].includes('=')) throw new RuleSyntaxError(file, n, badTarget(parts[1]))
