@@ -503,6 +503,33 @@ for (const engine of ENGINES) {
       assert.equal(js.header('x-frame-options'), 'DENY')
     })
 
+    it("takes Cloudflare Pages' `! Name`: an asset drops the site-wide Cache-Control for its own, the service's headers stay", async () => {
+      const u = await s.user()
+      const headers = [
+        '/*',
+        '  Cache-Control: no-cache',
+        '/assets/*',
+        '  ! Cache-Control',
+        '  ! X-Content-Type-Options',
+        '  Cache-Control: public, max-age=31536000, immutable',
+      ].join('\n')
+      await batchUpload(s, { key: u.key }, 'detach', [
+        { filename: 'index.html', data: '<p>detach</p>' },
+        { filename: 'assets/app-1.js', data: 'console.log(1)' },
+        { filename: '_headers', data: headers },
+      ])
+      const p = await s.post('/api/folders/detach/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 200, p.text)
+      const onOrigin = (path: string) => request(`${s.httpUrl}${path}`, { headers: { host: `detach.${u.username}.localhost` } }).then(wrap)
+      assert.equal((await onOrigin('/')).header('cache-control'), 'no-cache')
+      const js = await onOrigin('/assets/app-1.js')
+      assert.equal(js.header('cache-control'), 'public, max-age=31536000, immutable')
+      assert.equal(js.header('x-content-type-options'), 'nosniff', "the service's own header is no rule's to detach")
+      const path = await s.get(`/${u.username}/detach/assets/app-1.js`)
+      assert.equal(path.header('cache-control'), 'public, max-age=31536000, immutable')
+      assert.match(String(path.header('content-security-policy')), /sandbox/)
+    })
+
     it('takes a _headers pattern with * inside, as Netlify deploys and Cloudflare Pages do: /*.js', async () => {
       const u = await s.user()
       await batchUpload(s, { key: u.key }, 'stars', [

@@ -438,6 +438,8 @@ describe('_headers parser and matching', () => {
     ['a pattern with no headers', '/a\n/b\n  X-A: 1', 1, /has no headers/],
     ['a last pattern with no headers', '/a\n  X-A: 1\n/b', 3, /has no headers/],
     ['a line without a colon', '/a\n  X-A b', 2, /expected "Name: value"/],
+    ['a detached name that is no header name', '/a\n  ! X A', 2, /"X A" is not a valid header name/],
+    ['a detach before any pattern', '! X-A', 1, /before any path pattern/],
     ['a bad header name', '/a\n  X A: b', 2, /not a valid header name/],
     ['Set-Cookie', '/a\n  Set-Cookie: a=b', 2, /set by the service/],
     ['Content-Length', '/a\n  content-length: 5', 2, /set by the service/],
@@ -589,5 +591,36 @@ describe('_headers parser and matching', () => {
       ['X-A', '1'],
       ['Link', '</a.css>; rel=preload'],
     ])
+  })
+  it("detaches what earlier blocks set with Cloudflare Pages' `! Name`, before the block's own lines", () => {
+    const text = [
+      '/*',
+      '  Cache-Control: no-cache',
+      '  Link: </a.css>; rel=preload',
+      '/assets/*',
+      '  ! Cache-Control',
+      '  Cache-Control: public, max-age=31536000, immutable',
+      '/*.jpg',
+      '  ! link',
+      '  ! X-Content-Type-Options',
+    ].join('\n')
+    const parsed = parseHeaders(text)
+    assert.deepEqual(parsed[1], {
+      pattern: '/assets/*',
+      headers: [['Cache-Control', 'public, max-age=31536000, immutable']],
+      unset: ['Cache-Control'],
+      line: 4,
+    })
+    assert.deepEqual(parsed[2], { pattern: '/*.jpg', headers: [], unset: ['link', 'X-Content-Type-Options'], line: 7 })
+    const rules = compileRules([], parsed)
+    assert.deepEqual(headersFor(rules, '/'), [
+      ['Cache-Control', 'no-cache'],
+      ['Link', '</a.css>; rel=preload'],
+    ])
+    assert.deepEqual(headersFor(rules, '/assets/app.js'), [
+      ['Link', '</a.css>; rel=preload'],
+      ['Cache-Control', 'public, max-age=31536000, immutable'],
+    ])
+    assert.deepEqual(headersFor(rules, '/assets/logo.jpg'), [['Cache-Control', 'public, max-age=31536000, immutable']])
   })
 })

@@ -47,6 +47,12 @@ export interface HeaderRule {
   /** A path pattern, or a URL for a line of one host (`https://:project.pages.dev/*`: hostOf). */
   pattern: string
   headers: Array<[string, string]>
+  /**
+   * Cloudflare Pages' `! Name` lines: names whose values earlier matching blocks set are
+   * dropped before this block's own apply (the service's own headers are no block's). Absent
+   * when the block has none, so a release without them reads the stored rule as before.
+   */
+  unset?: string[]
   line: number
 }
 
@@ -409,11 +415,19 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
         })
       const pattern = checkHost(written, file, n, 'pattern')
       checkPattern(pattern, file, n, 'pattern', true)
-      if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, noHeaders(current.pattern))
+      if (current && isEmpty(current)) throw new RuleSyntaxError(file, current.line, noHeaders(current.pattern))
       if (rules.length >= MAX_RULES) throw new RuleSyntaxError(file, n, tooManyRules(MAX_RULES))
       current = { pattern: written, headers: [], line: n }
       captured = compile(pattern).names
       rules.push(current)
+      continue
+    }
+    if (t.startsWith('!')) {
+      // Cloudflare Pages' detach: `! Name` drops what earlier matching blocks set for Name
+      const name = t.slice(1).trim()
+      if (!TOKEN_RE.test(name)) throw new RuleSyntaxError(file, n, { zh: `"${name}" 不是有效的头部名称`, en: `"${name}" is not a valid header name` })
+      if (!current) throw new RuleSyntaxError(file, n, { zh: '头部行出现在任何路径模式之前', en: 'a header line comes before any path pattern' })
+      ;(current.unset ??= []).push(name)
       continue
     }
     const colon = t.indexOf(':')
@@ -449,9 +463,12 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
     }
     current.headers.push([name, value])
   }
-  if (current && current.headers.length === 0) throw new RuleSyntaxError(file, current.line, noHeaders(current.pattern))
+  if (current && isEmpty(current)) throw new RuleSyntaxError(file, current.line, noHeaders(current.pattern))
   return rules
 }
+
+/** A `_headers` block with neither a header nor a `! Name` line under its pattern. */
+const isEmpty = (rule: HeaderRule): boolean => rule.headers.length === 0 && rule.unset === undefined
 
 interface Compiled {
   re: RegExp
@@ -675,7 +692,7 @@ export function queryNamesFor(rules: SiteRules, path: string, host = ''): string
 
 /**
  * The extra headers of every `_headers` rule matching `path`, in file order; a repeated name is
- * joined with ", ". A value's `:name` that its pattern captures (`:splat` for a final `*`) is
+ * joined with ", ", unless a later block detached it (`! Name`, dropped before its own lines). A value's `:name` that its pattern captures (`:splat` for a final `*`) is
  * replaced by what it matched, as Cloudflare Pages does, percent-encoded (slashes kept), so a
  * value stays visible ASCII whatever the path holds (a decoded CR LF never splits a header).
  */
@@ -684,6 +701,7 @@ export function headersFor(rules: SiteRules, path: string, host = ''): Array<[st
   for (const h of rules.headers) {
     const m = onHost(h, host) ? h.re.exec(path) : null
     if (!m) continue
+    for (const name of h.unset ?? []) out.delete(name.toLowerCase())
     const values = new Map<string, string>()
     h.names.forEach((name, i) => values.set(name, m[i + 1] ?? ''))
     for (const [name, raw] of h.headers) {
