@@ -419,6 +419,24 @@ for (const engine of ENGINES) {
       assert.equal(path.text, '<p>custom 404</p>')
     })
 
+    it('reads rule files saved as UTF-16 with a byte-order mark, as Windows PowerShell writes them', async () => {
+      const u = await s.user()
+      const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('/old /about 301\r\n', 'utf16le')])
+      const be = Buffer.from(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('/*\r\n  X-Encoded: be\r\n', 'utf16le')]).swap16())
+      await batchUpload(s, { key: u.key }, 'utf16', [
+        { filename: 'index.html', data: '<p>x</p>' },
+        { filename: 'about.html', data: '<p>about</p>' },
+        { filename: '_redirects', data: le },
+        { filename: '_headers', data: be },
+      ])
+      const p = await s.post('/api/folders/utf16/publish', { key: u.key, headers: { 'accept-language': 'en' } })
+      assert.equal(p.status, 200, p.text)
+      const old = await s.get(`/${u.username}/utf16/old`)
+      assert.equal(old.status, 301)
+      assert.equal(old.header('location'), `/${u.username}/utf16/about`)
+      assert.equal((await s.get(`/${u.username}/utf16/about`)).header('x-encoded'), 'be')
+    })
+
     it('refuses a line of conditions only at publish, naming the condition and the line', async () => {
       const u = await s.user()
       await batchUpload(s, { key: u.key }, 'cond', [

@@ -19,7 +19,7 @@ import type { FolderRef } from './folders-service.js'
 import { isStaleType } from './content-types.js'
 import { contentTypeFor } from '../../util/content-types.js'
 import { MANIFEST_ENTRY, MESSAGE_MAX } from '../../util/deploy-manifest.js'
-import { parseHeaders, parseRedirects, RULE_FILES, RuleSyntaxError } from './site-rules.js'
+import { parseHeaders, parseRedirects, RULE_FILES, ruleText, RuleSyntaxError } from './site-rules.js'
 import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
 import { createBlobBatch } from '../../storage/batch.js'
 
@@ -204,7 +204,7 @@ export function createDeploysService(deps: Deps) {
         throw new AppError('SITE_RULES_INVALID', {
           params: { detail: { zh: `${name} 超过 ${RULE_FILE_MAX} 字节`, en: `${name} is larger than ${RULE_FILE_MAX} bytes` } },
         })
-      return (await blobs.read(f.digest)).toString('utf8')
+      return ruleText(await blobs.read(f.digest))
     }
     try {
       return JSON.stringify({ redirects: parseRedirects(await text(redirects, '_redirects')), headers: parseHeaders(await text(headers, '_headers')) })

@@ -16,7 +16,7 @@ import { invalidateHosting } from './invalidate.js'
 import { checkName, checkRelativePath, decodeSegment, decodeUrlPath, encodePath, PathTree } from './paths.js'
 import { createFoldersStore, type FolderFileRow, type FolderRow } from './folders-store.js'
 import { createDeploysStore } from './deploys-store.js'
-import { parseHeaders, parseRedirects, RULE_FILES, RuleSyntaxError } from './site-rules.js'
+import { parseHeaders, parseRedirects, RULE_FILES, ruleText, RuleSyntaxError } from './site-rules.js'
 const RULE_FILE_MAX = 1024 * 1024
 
 /** Per-request limits of a batch upload (defaults; the per-file limit is MAX_UPLOAD_BYTES). */
@@ -103,8 +103,8 @@ export function createFoldersService(deps: Deps) {
         throw new AppError('SITE_RULES_INVALID', {
           params: { detail: { zh: `${name} 超过 ${RULE_FILE_MAX} 字节`, en: `${name} is larger than ${RULE_FILE_MAX} bytes` } },
         })
-      if (given) return given.toString('utf8')
-      return f ? (await blobs.read(f.digest)).toString('utf8') : ''
+      if (given) return ruleText(given)
+      return f ? ruleText(await blobs.read(f.digest)) : ''
     }
     try {
       return JSON.stringify({

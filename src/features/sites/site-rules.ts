@@ -164,6 +164,16 @@ const TOKEN_RE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 // refused when sent (above U+00FF) or arrive as other characters (Latin-1 bytes)
 const VALUE_RE = /^[\t\x20-\x7e]*$/
 
+/**
+ * A rule file's bytes as text: UTF-8 (a byte-order mark is dropped when its lines are read),
+ * or UTF-16 when a byte-order mark says so, as Windows PowerShell's `>` writes files.
+ */
+export function ruleText(bytes: Buffer): string {
+  if (bytes.length >= 2 && bytes[0] === 0xff && bytes[1] === 0xfe) return bytes.subarray(2).toString('utf16le')
+  if (bytes.length >= 2 && bytes[0] === 0xfe && bytes[1] === 0xff) return Buffer.from(bytes.subarray(2)).swap16().toString('utf16le')
+  return bytes.toString('utf8')
+}
+
 /** Splits a rule file into its lines, numbered from 1, without comments and blank lines. */
 function lines(text: string, file: string): Array<{ n: number; raw: string }> {
   const out: Array<{ n: number; raw: string }> = []
