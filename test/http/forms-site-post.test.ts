@@ -354,6 +354,35 @@ for (const engine of ENGINES) {
       assert.equal(bobForm.submission_count, 0)
     })
 
+    it('a form post to a path a _redirects line redirects gets that redirect, as its GET does, and stores nothing', async () => {
+      const f = await newForm('moved')
+      const files = [
+        { filename: 'index.html', data: '<p>moved</p>' },
+        { filename: 'contact/index.html', data: FORM('') },
+        { filename: '_redirects', data: '/old-contact /contact/ 301\n/subscribe https://newsletter.example/subscribe 307\n/keep /contact/ 308\n' },
+      ]
+      assert.equal((await batchUpload(s, { key: alice.key }, 'moved', files)).status, 200)
+      assert.equal((await s.post('/api/folders/moved/publish', { key: alice.key })).status, 200)
+      for (const w of ways()) {
+        const body = form({ 'form-name': f.slug, name: 'x' })
+        const cases: Array<[string, number, string]> = [
+          ['/moved/old-contact', 301, `${w.base}/moved/contact/`],
+          ['/moved/subscribe?src=site', 307, 'https://newsletter.example/subscribe?src=site'],
+          ['/moved/keep', 308, `${w.base}/moved/contact/`],
+        ]
+        for (const [p, status, location] of cases) {
+          const r = await w.post(p, { ...URLENC, accept: HTML_ACCEPT, ...w.browser('/moved/contact/') }, body)
+          assert.equal(r.status, status, `${w.name} ${p}: ${r.text}`)
+          assert.equal(r.header('location'), location, `${w.name} ${p}`)
+        }
+      }
+      // on the project's own origin too
+      const own = await on('POST', `moved.${alice.username}.localhost:${port}`, '/subscribe', URLENC, form({ 'form-name': f.slug }))
+      assert.equal(own.status, 307, own.text)
+      assert.equal(own.header('location'), 'https://newsletter.example/subscribe')
+      assert.equal((await stored(alice, f.id)).length, 0)
+    })
+
     it("the path form's origin is the service's, not the owner's: under allowed_origins its pages need \"null\"", async () => {
       const f = await newForm('origin')
       const u = await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { allowed_origins: ['https://example.com'] } })

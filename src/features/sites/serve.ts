@@ -487,7 +487,8 @@ export function createHostHandler(
    * A POST to a page of a user's site: a form body (form-encoded or multipart) to a path that
    * is a page (a 200 file) goes to the forms feature's site route, which takes it when it
    * names a form (Netlify's `form-name`, decisions 161 and 180) and answers 405 otherwise;
-   * anything else is 405 here, before its body is read. A held page's form body answers 451
+   * to a path that redirects, it gets the redirect (decision 201); anything else is 405
+   * here, before its body is read. A held page's form body answers 451
    * as its GET does, and reaches no form (decision 182). `path` is the request's path on this
    * host and `root` the site's root there (`/`, or `/{username}/` on the path form).
    */
@@ -509,6 +510,9 @@ export function createHostHandler(
       if (state !== null && holds !== null) return answerHeld(req, res, holds, state, false)
       resolve(full, mode, query, mode === 'domain' ? hostName(req.headers.host) : '')
         .then((r) => {
+          // a path a rule (or a folder's slash form) redirects is redirected for a post as for
+          // its GET: 307/308 carry the post on, the others send the browser on with GET
+          if (!('status' in r) && r.entry.kind === 'redirect') return answerNow(req, res, r.entry, query, false)
           if ('status' in r || r.entry.kind !== 'file' || r.entry.status !== 200) return notAllowed(res)
           req.url = SITE_FORM_ROUTE
           // the forms route reads the hold again before storing: one placed since this check
