@@ -62,6 +62,38 @@ describe(`a Netlify form on a deployed site, in Chromium [${engine}]`, () => {
     assert.equal(sub.is_spam, false)
   })
 
+  it("follows the site's 308 for a form action it moved: the post reaches the new path and is stored (decision 201)", async () => {
+    const u = await s.user()
+    const slug = `moved-${u.username}`.slice(0, 60)
+    const f = await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Moved', form_slug: slug } })
+    assert.equal(f.status, 200, f.text)
+    const files = [
+      { filename: 'index.html', data: INDEX.replace('FORM', slug).replace('action="/thanks/"', 'action="/old-thanks"') },
+      { filename: 'thanks/index.html', data: '<!doctype html><title>thanks</title><p id="done">Thanks!</p>' },
+      { filename: '_redirects', data: '/old-thanks /thanks/ 308\n' },
+    ]
+    assert.equal((await batchUpload(s, { key: u.key }, 'moved', files)).status, 200)
+    assert.equal((await s.post('/api/folders/moved/publish', { key: u.key })).status, 200)
+
+    const origin = `http://moved.${u.username}.localhost:${new URL(s.httpUrl).port}`
+    const page = await context.newPage()
+    try {
+      await page.goto(`${origin}/`)
+      await page.getByLabel('Name').fill('Finn')
+      await page.getByLabel('Message').fill('Posted to the old path')
+      await Promise.all([page.waitForURL(`${origin}/thanks/`), page.getByRole('button', { name: 'Send' }).click()])
+      assert.equal(await page.locator('#done').textContent(), 'Thanks!')
+    } finally {
+      await page.close()
+    }
+    const data = await s.get(`/svc_api/forms/data/${f.json.data.id}`, { key: u.key })
+    assert.equal(data.status, 200, data.text)
+    assert.deepEqual(
+      data.json.data.submissions.map((x: { data: unknown }) => x.data),
+      [{ name: 'Finn', message: 'Posted to the old path' }],
+    )
+  })
+
   it("takes the same form on the path form (no users' origins): a relative action lands under /{username}/", async () => {
     // without a content domain, a browser stays on the path form, where pages are sandboxed
     const p = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, CONTENT_DOMAIN: 'off' } })
