@@ -702,9 +702,10 @@ export function queryNamesFor(rules: SiteRules, path: string, host = ''): string
 
 /**
  * The extra headers of every `_headers` rule matching `path`, in file order; a repeated name is
- * joined with ", ", unless a later block detached it (`! Name`, dropped before its own lines). A value's `:name` that its pattern captures (`:splat` for a final `*`) is
- * replaced by what it matched, as Cloudflare Pages does, percent-encoded (slashes kept), so a
- * value stays visible ASCII whatever the path holds (a decoded CR LF never splits a header).
+ * joined with ", ", unless a later block detached it (`! Name`, dropped before its own lines).
+ * A value's `:name` that its pattern captures (`:splat` for a final `*`) is replaced by what it
+ * matched, as Cloudflare Pages does, percent-encoded (slashes kept), so a value stays visible
+ * ASCII whatever the path holds (a decoded CR LF never splits a header).
  */
 export function headersFor(rules: SiteRules, path: string, host = ''): Array<[string, string]> {
   const out = new Map<string, [string, string]>()
