@@ -40,7 +40,7 @@ export const formsUi: FeatureUi<FormsKey> = {
         <p id="forms-quota" class="hint"></p>
         ${status('forms-status')}
         <h2>${t('forms.list')}</h2>
-        ${table(ctx, 'forms-table', ['forms.col.name', 'forms.col.slug', 'forms.col.active', 'forms.col.count', 'forms.col.unread'])}
+        ${table(ctx, 'forms-table', ['forms.col.name', 'forms.col.slug', 'forms.col.active', 'forms.col.count', 'forms.col.unread', 'forms.col.spam'])}
         <section id="subs" class="card" hidden>
           <h2 id="subs-title"></h2>
           <p>${t('forms.submit_url')}: <code id="subs-url"></code></p>
@@ -52,6 +52,7 @@ export const formsUi: FeatureUi<FormsKey> = {
               <option value="">${t('forms.filter.all')}</option>
               <option value="false">${t('forms.filter.unread')}</option>
               <option value="true">${t('forms.filter.read')}</option>
+              <option value="spam">${t('forms.filter.spam')}</option>
             </select>
             <button type="button" id="subs-export-json">${t('forms.export_json')}</button>
             <button type="button" id="subs-export-csv">${t('forms.export_csv')}</button>

@@ -1,4 +1,5 @@
-// Forms: create with a field builder, list, active toggle, submissions with read / unread,
+// Forms: create with a field builder, list, active toggle, submissions with read / unread and
+// spam kept apart from the inbox (decision 203), the form's markup to paste (decision 204),
 // export (JSON, CSV), delete; per form its notifications: webhook (secret shown once, rotate),
 // e-mail (each / digest, verified addresses) and the delivery log with redelivery.
 ;(function () {
@@ -9,7 +10,8 @@
   var types = S.data.fieldTypes || ['text']
   var rowSeq = 0
   var current = null
-  var subState = { page: 1, per_page: 20, is_read: '' }
+  // the inbox by default: submissions not flagged as spam (decision 203)
+  var subState = { page: 1, per_page: 20, is_read: '', is_spam: 'false' }
 
   /** One row of the field builder, with labelled controls. */
   function fieldRow(f) {
@@ -135,6 +137,7 @@
               ),
               String(f.submission_count || 0),
               String(f.unread_count || 0),
+              String(f.spam_count || 0),
               el(
                 'div',
                 { class: 'buttons' },
@@ -201,22 +204,40 @@
       .catch(S.fail('forms-status'))
   }
 
-  /** The HTML a user can paste into a page to post to this form. */
+  /** Text for HTML markup, in element content and in double-quoted attribute values alike. */
+  function h(v) {
+    return String(v).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
+  }
+  /**
+   * The HTML a user can paste into a page to post to this form, as the form takes it (decision
+   * 204): every name, label and option escaped; a checkbox with options one box per option
+   * (no `required` on the boxes: the service checks that one is chosen); the honeypot field,
+   * hidden; UTF-8 whatever the page's own encoding.
+   */
   function embed(form) {
-    var lines = ['<form action="' + submitUrl(form) + '" method="post">']
+    var lines = ['<form action="' + h(submitUrl(form)) + '" method="post" accept-charset="UTF-8">']
     ;(form.fields_config || []).forEach(function (f) {
-      var label = f.label || f.name
+      var label = h(f.label || f.name)
+      var name = h(f.name)
       var req = f.required ? ' required' : ''
-      if (f.type === 'textarea') lines.push('  <label>' + label + ' <textarea name="' + f.name + '"' + req + '></textarea></label>')
+      if (f.type === 'textarea') lines.push('  <label>' + label + ' <textarea name="' + name + '"' + req + '></textarea></label>')
       else if (f.type === 'select') {
-        lines.push('  <label>' + label + ' <select name="' + f.name + '"' + req + '>')
+        lines.push('  <label>' + label + ' <select name="' + name + '"' + req + '>')
         ;(f.options || []).forEach(function (o) {
-          lines.push('    <option>' + o + '</option>')
+          lines.push('    <option value="' + h(o) + '">' + h(o) + '</option>')
         })
         lines.push('  </select></label>')
-      } else if (f.type === 'checkbox') lines.push('  <label><input type="checkbox" name="' + f.name + '" value="true"' + req + '> ' + label + '</label>')
-      else lines.push('  <label>' + label + ' <input type="' + (f.type || 'text') + '" name="' + f.name + '"' + req + '></label>')
+      } else if (f.type === 'checkbox' && f.options) {
+        lines.push('  <fieldset><legend>' + label + '</legend>')
+        f.options.forEach(function (o) {
+          lines.push('    <label><input type="checkbox" name="' + name + '" value="' + h(o) + '"> ' + h(o) + '</label>')
+        })
+        lines.push('  </fieldset>')
+      } else if (f.type === 'checkbox') lines.push('  <label><input type="checkbox" name="' + name + '" value="true"' + req + '> ' + label + '</label>')
+      else lines.push('  <label>' + label + ' <input type="' + h(f.type || 'text') + '" name="' + name + '"' + req + '></label>')
     })
+    if (form.honeypot_field)
+      lines.push('  <input type="text" name="' + h(form.honeypot_field) + '" tabindex="-1" autocomplete="off" aria-hidden="true" style="display:none">')
     lines.push('  <button type="submit">Send</button>', '</form>')
     return lines.join('\n')
   }
@@ -265,6 +286,7 @@
         if (!current || current.id !== f.id || mine !== subsSeq) return
         var d = r.data
         var cols = columns(d.submissions)
+        var spamView = subState.is_spam === 'true'
         var table = S.$('subs-table')
         var head = S.clear(table.querySelector('thead'))
         head.appendChild(
@@ -275,6 +297,7 @@
             cols.map(function (c) {
               return el('th', { scope: 'col', text: c })
             }),
+            spamView ? el('th', { scope: 'col', text: t('forms.col.reason') }) : [],
             el('th', { scope: 'col', text: t('forms.col.read') }),
           ),
         )
@@ -287,14 +310,26 @@
                 cols.map(function (c) {
                   return cell(fieldOf(s, c))
                 }),
+                spamView ? [s.spam_reason || ''] : [],
                 [
-                  el('button', {
-                    type: 'button',
-                    text: s.is_read ? t('forms.mark_unread') : t('forms.mark_read'),
-                    onclick: function () {
-                      mark(s, !s.is_read)
-                    },
-                  }),
+                  el(
+                    'div',
+                    { class: 'buttons' },
+                    el('button', {
+                      type: 'button',
+                      text: s.is_read ? t('forms.mark_unread') : t('forms.mark_read'),
+                      onclick: function () {
+                        mark(s, { is_read: !s.is_read })
+                      },
+                    }),
+                    el('button', {
+                      type: 'button',
+                      text: s.is_spam ? t('forms.not_spam') : t('forms.mark_spam'),
+                      onclick: function () {
+                        mark(s, { is_spam: !s.is_spam })
+                      },
+                    }),
+                  ),
                 ],
               ),
               { class: s.is_read ? '' : 'unread' },
@@ -309,9 +344,10 @@
       .catch(S.fail('forms-status'))
   }
 
-  function mark(s, read) {
+  /** Sets a submission's flags ({is_read} or {is_spam}), then shows the list and counters again. */
+  function mark(s, flags) {
     S.api
-      .put('/svc_api/forms/mark_read/' + S.enc(s.id), { is_read: read })
+      .put('/svc_api/forms/mark_read/' + S.enc(s.id), flags)
       .then(function () {
         loadSubs()
         loadForms()
@@ -356,7 +392,10 @@
       .catch(S.fail('forms-status'))
   })
   S.$('subs-filter').addEventListener('change', function () {
-    subState.is_read = S.$('subs-filter').value
+    // '' (every submission but spam), 'false' (unread), 'true' (read), or 'spam'
+    var v = S.$('subs-filter').value
+    subState.is_spam = v === 'spam' ? 'true' : 'false'
+    subState.is_read = v === 'spam' ? '' : v
     subState.page = 1
     loadSubs()
   })

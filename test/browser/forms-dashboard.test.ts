@@ -1,0 +1,130 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import type { BrowserContext, Page } from 'playwright-core'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS } from '../support/hosting.js'
+import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
+
+// The forms page as an owner uses it, in Chromium: spam kept apart from the inbox (decision
+// 203), and the form markup the page offers, pasted into a page and sent by a visitor
+// (decision 204).
+const engine = ENGINES[0]
+
+describe(`dashboard: a form's submissions and its markup in Chromium [${engine}]`, () => {
+  let s: TestServer
+  let browser: BrowserLease
+  let owner: Awaited<ReturnType<TestServer['user']>>
+
+  const session = async (): Promise<BrowserContext> => {
+    const cookie = await s.login(owner.username, owner.password)
+    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
+    await ctx.addCookies([{ name: 'session', value: cookie.replace(/^session=/, '').split(';')[0], url: s.url }])
+    return ctx
+  }
+  /** The submissions table's body rows, as their cells' text. */
+  const rows = (page: Page) =>
+    page.$$eval('#subs-table tbody tr', (trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td')).map((td) => (td.textContent ?? '').trim())))
+  const openSubmissions = async (page: Page, name: string) => {
+    await page.goto(`${s.url}/dashboard/forms`)
+    await page.locator('#forms-table tr', { hasText: name }).getByRole('button', { name: 'Submissions' }).click()
+    await page.waitForSelector('#subs:not([hidden])')
+  }
+
+  before(async () => {
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    owner = await s.user()
+    browser = await openBrowser()
+  })
+  after(async () => {
+    await browser?.close()
+    await s?.close()
+  })
+
+  it('lists spam apart from the inbox, says why it is spam, and moves a submission between them', async () => {
+    const form = (await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'Spam box' } })).json.data as { id: string; form_slug: string }
+    for (const json of [{ name: 'Real person' }, { name: 'Bot', _gotcha: 'http://spam.example' }]) {
+      assert.equal((await s.post(`/api/forms/submit/${form.form_slug}`, { json })).status, 200)
+    }
+    const ctx = await session()
+    const page = await ctx.newPage()
+    const problems = watchErrors(page)
+    try {
+      await openSubmissions(page, 'Spam box')
+      // the inbox: the person only
+      await page.waitForFunction(() => document.querySelector('#subs-table tbody')?.textContent?.includes('Real person'))
+      assert.deepEqual(
+        (await rows(page)).map((r) => r[1]),
+        ['Real person'],
+        'the honeypot catch is not in the inbox',
+      )
+      // the list counts the spam apart
+      const heads = await page.$$eval('#forms-table thead th', (ths) => ths.map((th) => (th.textContent ?? '').trim()))
+      const cells = await page.locator('#forms-table tbody tr', { hasText: 'Spam box' }).locator('td').allTextContents()
+      assert.equal(cells[heads.indexOf('Submissions')], '2')
+      assert.equal(cells[heads.indexOf('Spam')], '1')
+
+      await page.selectOption('#subs-filter', 'spam')
+      await page.waitForFunction(() => document.querySelector('#subs-table tbody')?.textContent?.includes('Bot'))
+      const spam = await rows(page)
+      assert.equal(spam.length, 1)
+      assert.equal(spam[0][1], 'Bot')
+      assert.ok(
+        spam[0].some((c) => c === 'honeypot'),
+        `the reason is shown: ${JSON.stringify(spam)}`,
+      )
+      // a false positive goes back to the inbox
+      await page.getByRole('button', { name: 'Not spam' }).click()
+      await page.waitForFunction(() => document.querySelector('#subs-table tbody')?.textContent?.includes('No submissions.'))
+      await page.selectOption('#subs-filter', '')
+      await page.waitForFunction(() => document.querySelector('#subs-table tbody')?.textContent?.includes('Bot'))
+      assert.deepEqual((await rows(page)).map((r) => r[1]).sort(), ['Bot', 'Real person'])
+      // and a submission of the inbox can be flagged
+      await page.locator('#subs-table tbody tr', { hasText: 'Real person' }).getByRole('button', { name: 'Spam' }).click()
+      await page.waitForFunction(() => !document.querySelector('#subs-table tbody')?.textContent?.includes('Real person'))
+      const stored = (await s.get(`/svc_api/forms/data/${form.id}?is_spam=true`, { key: owner.key })).json.data.submissions
+      assert.deepEqual(
+        stored.map((x: any) => x.data.name),
+        ['Real person'],
+      )
+      assert.deepEqual(problems, [])
+    } finally {
+      await ctx.close()
+    }
+  })
+
+  it('offers markup that a visitor can send as it is, a multiple-choice checkbox and odd labels included', async () => {
+    const fields = [
+      { name: 'name', label: 'Name & "nick"', required: true },
+      { name: 'email', type: 'email', label: 'E-mail <work>' },
+      { name: 'topics', type: 'checkbox', label: 'Topics', options: ['news', 'a<b', 'R&D'] },
+      { name: 'plan', type: 'select', label: 'Plan', options: ['free', 'pro "plus"'] },
+      { name: 'agree', type: 'checkbox', label: 'I agree' },
+      { name: 'message', type: 'textarea' },
+    ]
+    const form = (await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'Markup', fields_config: fields } })).json.data as { id: string }
+    const ctx = await session()
+    const page = await ctx.newPage()
+    try {
+      await openSubmissions(page, 'Markup')
+      const markup = (await page.textContent('#subs-embed')) ?? ''
+      assert.ok(markup.startsWith('<form '), markup)
+      // the markup on a page of its own (a blank one: the dashboard's CSP takes no markup), sent by a visitor
+      const site = await ctx.newPage()
+      await site.setContent(`<!doctype html><meta charset="utf-8"><body>${markup}</body>`)
+      await site.getByLabel('Name & "nick"').fill('Rana رنا')
+      await site.getByLabel('E-mail <work>').fill('rana@example.com')
+      await site.getByLabel('a<b').check()
+      await site.getByLabel('R&D').check()
+      await site.getByLabel('Plan').selectOption('pro "plus"')
+      await site.getByLabel('I agree').check()
+      await Promise.all([site.waitForURL(/\/api\/forms\/submit\//), site.getByRole('button', { name: 'Send' }).click()])
+      assert.equal(await site.textContent('h1'), 'Thank you', await site.content())
+    } finally {
+      await ctx.close()
+    }
+    const sub = (await s.get(`/svc_api/forms/data/${form.id}`, { key: owner.key })).json.data.submissions
+    assert.equal(sub.length, 1)
+    assert.deepEqual(sub[0].data, { name: 'Rana رنا', email: 'rana@example.com', topics: ['a<b', 'R&D'], plan: 'pro "plus"', agree: true })
+    assert.equal(sub[0].is_spam, false)
+  })
+})
