@@ -287,6 +287,55 @@ for (const engine of ENGINES) {
       assert.equal(replyTo('fourth'), null)
       assert.ok(!mailsTo(address).some((m) => m.to.includes('victim@example.org')))
     })
+
+    it("Formspree's _subject is the mail's subject, on one line, and a value's lines cannot pose as fields (decision 205)", async () => {
+      const address = `subject-${engine}@example.com`
+      const { u, form } = await owner(address, 'each')
+      const send = async (o: Parameters<TestServer['post']>[1]) => {
+        const r = await s.post(`/api/forms/submit/${form.form_slug}`, o)
+        assert.equal(r.status, 200, r.text)
+      }
+      // a page's hidden field, as Formspree's documentation gives it (form-encoded)
+      await send({ form: { _subject: 'Quote request 报价 ✓', message: 'first' } })
+      // a header smuggled into the subject, and a value whose lines imitate other fields
+      await send({ json: { _subject: 'Hello\r\nBcc: victim@example.org\r\nX-Evil: 1', message: 'second\nemail: ceo@bank.example\n\nSubmission 1' } })
+      // no _subject, or a blank one: the service's own subject
+      await send({ json: { message: 'third', _subject: '  ' } })
+      await until(() => mailsTo(address).length === 3, 10_000)
+      // a mail as a reader sees it: its header unfolded with encoded words decoded, its text part decoded
+      const utf8 = (latin1: string) => Buffer.from(latin1, 'latin1').toString('utf8')
+      const mail = (word: string) => {
+        const raw = mailsTo(address).find((m) => utf8(decodeQp(m.raw)).includes(word))?.raw
+        assert.ok(raw, word)
+        const [head, ...body] = raw.split(/\r?\n\r?\n/)
+        const unfolded = head.replace(/\r?\n[ \t]+/g, ' ')
+        const subject = (/^Subject: (.*)$/im.exec(unfolded)?.[1] ?? '').replace(/=\?utf-8\?([QB])\?([^?]*)\?=\s*/gi, (_m, enc: string, text: string) =>
+          enc.toUpperCase() === 'B' ? Buffer.from(text, 'base64').toString('utf8') : utf8(decodeQp(text.replace(/_/g, ' '))),
+        )
+        const [text, html] = utf8(decodeQp(body.join('\n\n')))
+          .replace(/\r\n/g, '\n')
+          .split('Content-Type: text/html')
+        return { head: unfolded, subject: subject.trim(), text, html }
+      }
+      assert.equal(mail('first').subject, 'Quote request 报价 ✓')
+      const second = mail('second')
+      assert.equal(second.subject, 'Hello Bcc: victim@example.org X-Evil: 1')
+      assert.doesNotMatch(second.head, /^(Bcc|X-Evil):/im)
+      assert.ok(!mailsTo(address).some((m) => m.to.includes('victim@example.org')))
+      // the value's later lines are indented under its name: no line starts like a field of its own
+      assert.doesNotMatch(second.text, /^email: ceo@bank\.example/m)
+      assert.doesNotMatch(second.text, /^Submission 1$/m)
+      assert.match(second.text, /^message: second\n {2}email: ceo@bank\.example\n {2}\n {2}Submission 1$/m)
+      // the HTML part keeps the value's line breaks
+      assert.match(second.html, /<td style="white-space:pre-wrap">second\nemail: ceo@bank\.example/)
+      assert.equal(mail('third').subject, `New submission to Form each`)
+      // _subject is not stored (decision 124): it is the mail's, not the visitor's content
+      const stored = (await s.get(`/svc_api/forms/data/${form.id}`, { key: u.key })).json.data.submissions
+      assert.deepEqual(
+        stored.map((x: any) => Object.keys(x.data)),
+        [['message'], ['message'], ['message']],
+      )
+    })
   })
 }
 

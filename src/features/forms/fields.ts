@@ -253,6 +253,19 @@ export function readListNames(body: Map<string, unknown>): Map<string, unknown> 
 export const REPLY_TO = '_replyto'
 
 /**
+ * Formspree's field naming the subject of the owner's mail about a submission: a control
+ * field, not stored, read by subjectOf (decision 205).
+ */
+export const SUBJECT = '_subject'
+
+/** The mail subject a post asks for: its `_subject` (the first value), trimmed, unless blank; else null. */
+export function subjectOf(body: Map<string, unknown>): string | null {
+  const v = body.get(SUBJECT)
+  const first = Array.isArray(v) ? v[0] : v
+  return typeof first === 'string' && first.trim() !== '' ? first.trim() : null
+}
+
+/**
  * Netlify Forms' plumbing, which a form pasted from a Netlify site posts: the hidden
  * `form-name` (which form a post is for; here the URL says that) and the `bot-field` honeypot
  * its examples name in `netlify-honeypot`. Control fields on every form that does not declare

@@ -79,8 +79,10 @@ export function mailFailure(e: unknown): Text {
 }
 
 const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))
-// a header line may not carry line breaks, and long names are cut
-const oneLine = (s: string) => truncate(s.replace(/[\r\n\u0000-\u001f\u007f]+/g, ' '), 120)
+// a header line may not carry line breaks (Unicode's own included), and long names are cut
+const oneLine = (s: string) => truncate(s.replace(/[\r\n\u0000-\u001f\u007f\u0085\u2028\u2029]+/g, ' '), 120)
+// a value's line breaks in the text part: its later lines indented under its name
+const indented = (s: string) => s.replace(/\r\n|\r|\n/g, '\n  ')
 
 /**
  * The visitor's address of a submission, for Reply-To (as Formspree sets it): its `_replyto`,
@@ -96,22 +98,28 @@ function replyAddress(data: Record<string, unknown>): string | undefined {
 
 /**
  * The mail of one or more submissions: plain text, and HTML where every field name and value
- * is escaped (a visitor's input never becomes markup in the owner's mail client). A mail of
- * one submission replies to its visitor (replyAddress).
+ * is escaped (a visitor's input never becomes markup in the owner's mail client) and keeps its
+ * line breaks. A mail of one submission replies to its visitor (replyAddress) and takes the
+ * subject the post asked for (`_subject`), on one line like every header (decision 205). In
+ * the text, a value's later lines are indented under its name, so no line a visitor types
+ * reads as a field or a submission of its own.
  */
 export function submissionMail(events: SubmissionEvent[]): { subject: string; text: string; html: string; replyTo?: string } {
   const form = events[0].form
-  const subject = oneLine(events.length === 1 ? `New submission to ${form.name}` : `${events.length} new submissions to ${form.name}`)
+  const asked = events.length === 1 ? events[0].subject : undefined
+  const subject = oneLine(asked ?? (events.length === 1 ? `New submission to ${form.name}` : `${events.length} new submissions to ${form.name}`))
   const text = events
     .map((e) =>
-      [`Submission ${e.submission.id} (${e.submission.created_at})`, ...Object.entries(e.submission.data).map(([k, v]) => `${k}: ${show(v)}`)].join('\n'),
+      [`Submission ${e.submission.id} (${e.submission.created_at})`, ...Object.entries(e.submission.data).map(([k, v]) => `${k}: ${indented(show(v))}`)].join(
+        '\n',
+      ),
     )
     .join('\n\n')
   const html = events
     .map(
       (e) =>
         `<h3>Submission ${escapeHtml(e.submission.id)} <small>${escapeHtml(e.submission.created_at)}</small></h3><table>${Object.entries(e.submission.data)
-          .map(([k, v]) => `<tr><th align="left">${escapeHtml(k)}</th><td>${escapeHtml(show(v))}</td></tr>`)
+          .map(([k, v]) => `<tr><th align="left" valign="top">${escapeHtml(k)}</th><td style="white-space:pre-wrap">${escapeHtml(show(v))}</td></tr>`)
           .join('')}</table>`,
     )
     .join('<hr>')

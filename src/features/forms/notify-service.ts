@@ -251,7 +251,7 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' |
     async deliveriesFor(
       trx: Trx,
       form: FormRow,
-      submissions: Array<{ id: string; data: Record<string, unknown>; createdAt: number; spam: boolean }>,
+      submissions: Array<{ id: string; data: Record<string, unknown>; createdAt: number; spam: boolean; subject?: string | null }>,
     ): Promise<DeliveryRow[]> {
       const wanted = submissions.filter((x) => !x.spam)
       if (wanted.length === 0) return []
@@ -260,11 +260,14 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' |
       const now = clock.now()
       const rows: DeliveryRow[] = []
       for (const submission of wanted) {
-        const payload = JSON.stringify({
+        const event: SubmissionEvent = {
           event: 'form.submission',
           form: { id: form.id, name: form.form_name, slug: form.form_slug },
           submission: { id: submission.id, data: submission.data, created_at: isoMicros(submission.createdAt) },
-        } satisfies SubmissionEvent)
+        }
+        const payload = JSON.stringify(event)
+        // a mail's payload carries the subject the post asked for; a webhook's body is the event alone
+        const mailPayload = submission.subject ? JSON.stringify({ ...event, subject: submission.subject } satisfies SubmissionEvent) : payload
         const row = (kind: DeliveryRow['kind'], target: string, nextAt: number): DeliveryRow => ({
           id: newId(),
           form_id: form.id,
@@ -272,7 +275,7 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' |
           submission_id: submission.id,
           kind,
           target,
-          payload,
+          payload: kind === 'webhook' ? payload : mailPayload,
           status: 'pending',
           tries: 0,
           next_at: nextAt,

@@ -73,6 +73,8 @@ export interface SubmissionEvent {
   event: 'form.submission'
   form: { id: string; name: string; slug: string }
   submission: { id: string; data: Record<string, unknown>; created_at: string }
+  /** E-mail deliveries only: the subject the post asked for (Formspree's `_subject`; decision 205). */
+  subject?: string
 }
 
 type Q = Kysely<Database>

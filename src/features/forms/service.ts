@@ -11,7 +11,7 @@ import { quotaOf } from '../../limits/quotas.js'
 import type { Clock } from '../../util/clock.js'
 import { beijingTime } from '../../util/time.js'
 import { rounds } from '../../util/rounds.js'
-import { bad, checkText, FIELD_NAME_RE, honeypotNames, parseFieldsConfig, validateSubmission, type FieldDef } from './fields.js'
+import { bad, checkText, FIELD_NAME_RE, honeypotNames, parseFieldsConfig, subjectOf, validateSubmission, type FieldDef } from './fields.js'
 import { ipPrefix, parseAllowedOrigins } from './origins.js'
 import { ipLimitKey } from '../../http/ip-key.js'
 import { formStore, type FormRow, type SubmissionFilter, type SubmissionRow } from './store.js'
@@ -226,6 +226,8 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
     ip: string
     now: number
     hold: string | null
+    /** The mail subject the post asked for (`_subject`), or null. */
+    subject: string | null
   }
   const ROUND_MAX = 256
   const submitRound = rounds<Submission, { id: string; spam: string | null }>(
@@ -241,7 +243,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
           (await notify?.deliveriesFor(
             trx,
             settings,
-            round.map((x) => ({ id: x.id, data: x.data, createdAt: x.now, spam: x.spam !== null })),
+            round.map((x) => ({ id: x.id, data: x.data, createdAt: x.now, spam: x.spam !== null, subject: x.subject })),
           )) ?? []
         const month = beijingMonth(round[0].now)
         const limit = quotaOf(owner.limits, 'form_submissions_month')
@@ -501,7 +503,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       const now = clock.now()
       const spam = spamReason(form, defs, body, now)
       const ua = meta.userAgent && !/[\u0000]/.test(meta.userAgent) ? meta.userAgent.slice(0, 512) : null
-      return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now, hold: meta.hold ?? null })
+      return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now, hold: meta.hold ?? null, subject: subjectOf(body) })
     },
   }
 }
