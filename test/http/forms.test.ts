@@ -443,6 +443,30 @@ for (const engine of ENGINES) {
       for (const [label, o, status, code] of refused) {
         it(`${label}: ${status} / ${code}`, async () => expectError(await later(o), status, code))
       }
+      it('a body type it does not read: the 415 names the types it reads, in each language', async () => {
+        for (const [lang, words] of [
+          ['en', /application\/x-www-form-urlencoded.*multipart\/form-data.*application\/json/],
+          ['zh', /application\/x-www-form-urlencoded.*multipart\/form-data.*application\/json/],
+        ] as const) {
+          const r = await later({ body: '<x/>', headers: { 'content-type': 'application/xml', 'accept-language': lang } })
+          expectError(r, 415, 1112)
+          assert.match(r.json.solution, words)
+          assert.doesNotMatch(r.json.solution, lang === 'en' ? /[\u4e00-\u9fff]/ : /\bor\b/)
+        }
+      })
+      it('a form posted as text/plain (enctype="text/plain"): 400 / 1106 saying to drop the enctype, to a script and to a browser', async () => {
+        const body = 'name=n\r\nemail=a@b.co\r\n'
+        const r = await later({ body, headers: { 'content-type': 'text/plain', 'accept-language': 'en' } })
+        expectError(r, 400, 1106)
+        assert.match(r.json.message, /enctype="text\/plain"/)
+        const page = await later({
+          body,
+          headers: { 'content-type': 'text/plain', 'accept-language': 'en', accept: 'text/html', 'sec-fetch-mode': 'navigate' },
+        })
+        assert.equal(page.status, 400)
+        assert.match(page.text, /<h1>Not sent<\/h1>/)
+        assert.match(page.text, /enctype=&quot;text\/plain&quot;/)
+      })
       it('after them all, nothing was stored', async () => {
         assert.equal((await data(alice, f.id)).json.data.total, 0)
       })

@@ -45,6 +45,12 @@ const EXPOSE = 'Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLim
 const MULTIPART_FIELDS = 200
 const MULTIPART_PARTS = 205
 const bodyTooLarge = () => new AppError('BODY_TOO_LARGE', { params: { limit: SUBMIT_BODY_LIMIT } })
+/** The body types a submission is read from, as a 415 names them (the app's own says JSON only). */
+const SUBMIT_TYPES = {
+  zh: 'application/x-www-form-urlencoded、multipart/form-data、application/json 或内容为 JSON 的 text/plain',
+  en: 'application/x-www-form-urlencoded, multipart/form-data, application/json or text/plain holding JSON',
+}
+const unsupportedType = () => new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: SUBMIT_TYPES } })
 
 /**
  * The public submit endpoint (CORS) and its preflight. The form is looked up once per request
@@ -102,8 +108,10 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
   // refused it: the API's rate limit, a body over the limit, the parser or the handler;
   // scripts, and errors of the service itself (5xx), get the service's JSON error
   const refusedPage = (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
-    const e = err instanceof AppError ? err : fromFastifyError(err, SUBMIT_BODY_LIMIT, SUBMIT_BODY_LIMIT)
-    if (!wantsHtml(req) || !e || e.status >= 500) throw err
+    let e = err instanceof AppError ? err : fromFastifyError(err, SUBMIT_BODY_LIMIT, SUBMIT_BODY_LIMIT)
+    // a body type no parser reads: the answer names the ones a submission takes
+    if (e?.key === 'UNSUPPORTED_MEDIA_TYPE') e = unsupportedType()
+    if (!wantsHtml(req) || !e || e.status >= 500) throw e ?? err
     for (const [k, v] of Object.entries(e.options.headers ?? {})) reply.header(k, v)
     void shortPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), errorMessage(e.key, langOf(req), e.options.params))
   }
@@ -300,10 +308,19 @@ async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
   if (b === undefined || b === null || b === '') return new Map()
   // JSON, and text/plain (navigator.sendBeacon, fetch without a preflight) read as JSON
   if (typeof b === 'string') {
+    const text = b
     try {
       // a leading byte order mark is not JSON, but the app's JSON parser skipped it
-      b = JSON.parse(b.charCodeAt(0) === 0xfeff ? b.slice(1) : b)
+      b = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
     } catch {
+      // a <form enctype="text/plain"> post: `name=value` lines, which no reader can split
+      // reliably (a value may hold "=" or a line break), so the fix is named instead
+      if (/^text\/plain\b/i.test(req.headers['content-type'] ?? '') && /^[^\s{["=][^\r\n=]*=/.test(text)) {
+        throw bad({
+          zh: '表单以 text/plain 发送（enctype="text/plain"），无法可靠读取：去掉 enctype 属性，或改用 multipart/form-data',
+          en: 'the form was sent as text/plain (enctype="text/plain"), which cannot be read reliably: remove the enctype attribute, or use multipart/form-data',
+        })
+      }
       throw new AppError('INVALID_JSON')
     }
   }
