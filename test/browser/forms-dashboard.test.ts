@@ -5,9 +5,8 @@ import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
 
-// The forms page as an owner uses it, in Chromium: spam kept apart from the inbox (decision
-// 203), and the form markup the page offers, pasted into a page and sent by a visitor
-// (decision 204).
+// The forms page as an owner uses it, in Chromium (decision 203): spam kept apart from the
+// inbox, and the form markup the page offers, pasted into a page and sent by a visitor.
 const engine = ENGINES[0]
 
 describe(`dashboard: a form's submissions and its markup in Chromium [${engine}]`, () => {

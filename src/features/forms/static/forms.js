@@ -1,7 +1,7 @@
 // Forms: create with a field builder, list, active toggle, submissions with read / unread and
-// spam kept apart from the inbox (decision 203), the form's markup to paste (decision 204),
-// export (JSON, CSV), delete; per form its notifications: webhook (secret shown once, rotate),
-// e-mail (each / digest, verified addresses) and the delivery log with redelivery.
+// spam kept apart from the inbox, the form's markup to paste (decision 203), export (JSON,
+// CSV), delete; per form its notifications: webhook (secret shown once, rotate), e-mail
+// (each / digest, verified addresses) and the delivery log with redelivery.
 ;(function () {
   'use strict'
   var S = window.SVC
@@ -210,7 +210,7 @@
   }
   /**
    * The HTML a user can paste into a page to post to this form, as the form takes it (decision
-   * 204): every name, label and option escaped; a checkbox with options one box per option
+   * 203): every name, label and option escaped; a checkbox with options one box per option
    * (no `required` on the boxes: the service checks that one is chosen); the honeypot field,
    * hidden; UTF-8 whatever the page's own encoding.
    */
