@@ -134,15 +134,47 @@ for (const engine of ENGINES) {
         assert.equal(r.status, 405, label)
         assert.match(r.header('allow') ?? '', /GET, HEAD/, label)
       }
-      // a path that is no page of the site
-      const missing = await on('POST', project(), '/nope/', URLENC, form({ 'form-name': slug, name: 'x' }))
-      assert.equal(missing.status, 405)
       // the public host's 405 (before the body) and the forms route's (after reading it) are one answer
+      const json = await on('POST', project(), '/thanks/', { 'content-type': 'application/json' }, '{}')
       const unnamed = await on('POST', project(), '/thanks/', URLENC, form({ name: 'x' }))
-      assert.equal(unnamed.text, missing.text)
+      assert.equal(unnamed.text, json.text)
       for (const h of ['allow', 'content-type', 'content-length', 'cache-control', 'content-security-policy', 'access-control-allow-origin'])
-        assert.equal(unnamed.header(h), missing.header(h), h)
+        assert.equal(unnamed.header(h), json.header(h), h)
       assert.equal((await stored(alice, formId)).length, before)
+    })
+
+    it("a form posted to a path that is no page answers as its GET: 404 in the visitor's language, nothing stored (decision 204)", async () => {
+      const before = (await stored(alice, formId)).length
+      const post = { 'form-name': slug, name: 'x' }
+      const browser = { ...URLENC, accept: HTML_ACCEPT, 'accept-language': 'en' }
+      // an action page the site lacks, on the project origin and the user origin
+      for (const [host, p] of [
+        [project(), '/nope/'],
+        [userHost(), '/site/nope/'],
+      ]) {
+        const get = await on('GET', host, p, { accept: HTML_ACCEPT, 'accept-language': 'en' })
+        assert.equal(get.status, 404, `${host}${p}`)
+        const r = await on('POST', host, p, browser, form(post))
+        assert.equal(r.status, 404, `${host}${p}: ${r.status} ${r.text.slice(0, 200)}`)
+        assert.equal(r.text, get.text, 'the same page as the GET')
+        assert.equal(r.header('content-type'), get.header('content-type'))
+        assert.equal(r.header('allow'), undefined)
+      }
+      // a project unpublished since its page was loaded: its form posts to a page no longer there
+      const files = [
+        { filename: 'index.html', data: FORM('/thanks/') },
+        { filename: 'thanks/index.html', data: '<p>thanks</p>' },
+      ]
+      assert.equal((await batchUpload(s, { key: alice.key }, 'gone', files)).status, 200)
+      assert.equal((await s.post('/api/folders/gone/publish', { key: alice.key })).status, 200)
+      const gone = `gone.${alice.username}.localhost:${port}`
+      assert.equal((await on('POST', gone, '/thanks/', browser, form(post))).status, 303)
+      assert.equal((await s.post('/api/folders/gone/unpublish', { key: alice.key })).status, 200)
+      const r = await on('POST', gone, '/thanks/', { ...browser, 'accept-language': 'zh-CN' }, form(post))
+      assert.equal(r.status, 404, r.text.slice(0, 200))
+      assert.match(r.header('content-type') ?? '', /^text\/html/)
+      assert.match(r.text, /lang="zh-CN"/)
+      assert.equal((await stored(alice, formId)).length, before + 1, 'only the post to the published page was stored')
     })
 
     it("names only the site owner's forms: another user's slug is 1611 and stores nothing", async () => {
@@ -336,18 +368,20 @@ for (const engine of ENGINES) {
         const subs = await stored(alice, f.id)
         assert.deepEqual(subs.map((x) => x.data.name).reverse(), ['Act', 'Own', 'Js', 'Next'], w.name)
 
-        // another user's slug: 1611; no form-name, another body type or no page: 405 with Allow
+        // another user's slug: 1611; no form-name or another body type: 405 with Allow; no page: 404, as its GET (decision 204)
         expectError((await w.post('/site/thanks/', { ...URLENC, accept: 'application/json' }, form({ 'form-name': bobSlug, name: 'x' }))) as never, 404, 1611)
         const refused: Array<[string, Record<string, string>, string]> = [
           ['/site/thanks/', URLENC, form({ name: 'x' })],
           ['/site/thanks/', { 'content-type': 'application/json' }, JSON.stringify({ 'form-name': f.slug, name: 'x' })],
-          ['/site/nope/', URLENC, form({ 'form-name': f.slug, name: 'x' })],
         ]
         for (const [p, headers, body] of refused) {
           const r = await w.post(p, headers, body)
           assert.equal(r.status, 405, `${w.name} ${p} ${headers['content-type']}`)
           assert.match(r.header('allow') ?? '', /GET, HEAD/, w.name)
         }
+        const nope = await w.post('/site/nope/', URLENC, form({ 'form-name': f.slug, name: 'x' }))
+        assert.equal(nope.status, 404, `${w.name} /site/nope/`)
+        assert.equal(nope.header('allow'), undefined, w.name)
         assert.equal((await stored(alice, f.id)).length, 4, w.name)
       }
       const bobForm = (await s.get('/svc_api/forms/list', { key: bob.key })).json.data.forms[0]

@@ -487,8 +487,9 @@ export function createHostHandler(
    * A POST to a page of a user's site: a form body (form-encoded or multipart) to a path that
    * is a page (a 200 file) goes to the forms feature's site route, which takes it when it
    * names a form (Netlify's `form-name`, decisions 161 and 180) and answers 405 otherwise;
-   * to a path that redirects, it gets the redirect (decision 201); anything else is 405
-   * here, before its body is read. A held page's form body answers 451
+   * to a path that redirects, it gets the redirect (decision 201); to a path that is no page,
+   * that path's GET answer (404; decision 204); anything else is 405 here, before its body is
+   * read. A held page's form body answers 451
    * as its GET does, and reaches no form (decision 182). `path` is the request's path on this
    * host and `root` the site's root there (`/`, or `/{username}/` on the path form).
    */
@@ -513,6 +514,10 @@ export function createHostHandler(
           // a path a rule (or a folder's slash form) redirects is redirected for a post as for
           // its GET: 307/308 carry the post on, the others send the browser on with GET
           if (!('status' in r) && r.entry.kind === 'redirect') return answerNow(req, res, r.entry, query, false)
+          // a path that is no page (missing, unpublished, a 404 or 410 rule) answers the form
+          // as its GET does, as Netlify's does: nothing is there to take it (decision 204)
+          if (!('status' in r) && (r.entry.kind === 'missing' || (r.entry.kind === 'file' && r.entry.status >= 400)))
+            return serve(req, res, r.entry, query, false)
           if ('status' in r || r.entry.kind !== 'file' || r.entry.status !== 200) return notAllowed(res)
           req.url = SITE_FORM_ROUTE
           // the forms route reads the hold again before storing: one placed since this check
