@@ -641,6 +641,34 @@ for (const engine of ENGINES) {
       assert.equal((await data(alice, f.id)).json.data.total, 1)
     })
 
+    it('a form without method="post" (a GET with its fields in the query): a browser gets a page saying so, a script the 405; nothing stored', async () => {
+      // an owner of its own: alice's forms fill her quota of 20 in this file
+      const carol = await s.user()
+      const f = await make(carol)
+      const q = `/api/forms/submit/${f.form_slug}?name=Ann&message=hi`
+      const nav = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', 'sec-fetch-mode': 'navigate', referer: 'https://site.example/contact.html' }
+      for (const [lang, words] of [
+        ['en', /<h1>Not sent<\/h1>.*method=&quot;post&quot;/s],
+        ['zh-CN', /<h1>未能提交<\/h1>.*method=&quot;post&quot;/s],
+      ] as const) {
+        const page = await s.get(q, { headers: { ...nav, 'accept-language': lang } })
+        assert.equal(page.status, 405, page.text)
+        assert.match(String(page.header('content-type')), /^text\/html/)
+        assert.match(page.text, words)
+        assert.match(page.text, /href="https:\/\/site\.example\/contact\.html"/, 'a way back to the form')
+        assert.equal(page.header('allow'), 'POST, OPTIONS')
+      }
+      // a script, and every other method, keep the API's 405 (its Allow does not grow a GET)
+      const script = await s.get(q, { headers: { 'accept-language': 'en' } })
+      expectError(script, 405, 1404)
+      assert.equal(script.header('allow'), 'POST, OPTIONS')
+      assert.equal(script.json.message, 'This path does not accept GET')
+      const put = await s.request('PUT', q, { headers: { 'accept-language': 'en' } })
+      expectError(put, 405, 1404)
+      assert.equal(put.header('allow'), 'POST, OPTIONS')
+      assert.equal((await data(carol, f.id)).json.data.total, 0)
+    })
+
     it('answers CORS preflights and enforces allowed_origins on Origin and Referer', async () => {
       const open = await make(alice)
       const pre = await s.request('OPTIONS', `/api/forms/submit/${open.form_slug}`, {

@@ -132,6 +132,24 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     },
   )
 
+  // a <form> without method="post" sends its fields as a GET query, which is never stored (as
+  // Formspree's "Form should POST"): a browser's navigation gets the service's page saying so,
+  // in its language, with the 405; a script gets the API's 405. Not a method of the path: the
+  // 405s of its other methods still allow POST and OPTIONS only.
+  app.get(route, { config: { auth: 'none', refusesMethod: true }, onSend: cors, schema: { hide: true } }, async (req, reply) => {
+    const allow = 'POST, OPTIONS'
+    const refused = new AppError('METHOD_NOT_ALLOWED', { params: { method: req.method, allow }, headers: { Allow: allow } })
+    if (!wantsHtml(req)) throw refused
+    reply.header('Allow', allow)
+    return shortPage(
+      req,
+      reply,
+      405,
+      say(req, '未能提交', 'Not sent'),
+      say(req, '表单须以 POST 方式发送：请在 <form> 标签上加上 method="post"。', 'The form must be sent with POST: add method="post" to its <form> tag.'),
+    )
+  })
+
   // what the submit endpoint and a site page's hand-over share: no auth, the body limit, CORS,
   // the refused-post page, and fields read by the handler
   const submitOptions = {
