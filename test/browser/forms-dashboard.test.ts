@@ -91,6 +91,39 @@ describe(`dashboard: a form's submissions and its markup in Chromium [${engine}]
     }
   })
 
+  it('builds a form with every field the API takes: names in any script, a multiple-choice checkbox', async () => {
+    const ctx = await session()
+    const page = await ctx.newPage()
+    const problems = watchErrors(page)
+    try {
+      await page.goto(`${s.url}/dashboard/forms`)
+      await page.fill('#form-name', 'Builder 表单')
+      const row = (i: number) => page.locator('#field-rows > li').nth(i)
+      await row(0).locator('.f-name').fill('姓名')
+      await page.click('#field-add')
+      await row(1).locator('.f-name').fill('first.name')
+      await page.click('#field-add')
+      await row(2).locator('.f-name').fill('topics')
+      await row(2).locator('.f-type').selectOption('checkbox')
+      await row(2).locator('.f-options').fill('news, offers')
+      await page.click('#field-add')
+      await row(3).locator('.f-name').fill('agree')
+      await row(3).locator('.f-type').selectOption('checkbox')
+      await page.getByRole('button', { name: 'Create form' }).click()
+      await page.locator('#forms-table tbody tr', { hasText: 'Builder 表单' }).waitFor({ timeout: 5000 })
+      assert.deepEqual(problems, [])
+    } finally {
+      await ctx.close()
+    }
+    const forms = (await s.get('/svc_api/forms/list', { key: owner.key })).json.data.forms as Array<{ form_name: string; fields_config: unknown }>
+    assert.deepEqual(forms.find((f) => f.form_name === 'Builder 表单')?.fields_config, [
+      { name: '姓名', label: null, type: 'text', required: true },
+      { name: 'first.name', label: null, type: 'text', required: false },
+      { name: 'topics', label: null, type: 'checkbox', required: false, options: ['news', 'offers'] },
+      { name: 'agree', label: null, type: 'checkbox', required: false },
+    ])
+  })
+
   it('offers markup that a visitor can send as it is, a multiple-choice checkbox and odd labels included', async () => {
     const fields = [
       { name: 'name', label: 'Name & "nick"', required: true },

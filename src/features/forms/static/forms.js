@@ -27,14 +27,18 @@
         return el('option', { value: x, text: x, selected: x === (f.type || 'text') })
       }),
     )
+    // options for a select, and for a checkbox (a multiple choice; none: one box)
+    var takesOptions = function (type) {
+      return type === 'select' || type === 'checkbox'
+    }
     var optsWrap = el(
       'div',
-      { hidden: (f.type || 'text') !== 'select' },
+      { hidden: !takesOptions(f.type || 'text') },
       el('label', { for: id('options'), text: t('forms.field.options') }),
       el('input', { id: id('options'), class: 'f-options', maxlength: 1000, value: (f.options || []).join(', ') }),
     )
     typeSel.addEventListener('change', function () {
-      optsWrap.hidden = typeSel.value !== 'select'
+      optsWrap.hidden = !takesOptions(typeSel.value)
     })
     var li = el(
       'li',
@@ -51,7 +55,9 @@
             class: 'f-name',
             required: true,
             maxlength: 64,
-            pattern: '[A-Za-z0-9_\\-]+',
+            // the API's field names (FIELD_NAME_RE): a letter or digit of any script, then
+            // letters, digits, marks, "_", "." or "-"
+            pattern: '[\\p{L}\\p{N}][\\p{L}\\p{N}\\p{M}_.\\-]*',
             value: f.name || '',
             autocapitalize: 'none',
             spellcheck: 'false',
@@ -87,13 +93,15 @@
       var f = { name: q('.f-name').value.trim(), type: q('.f-type').value, required: q('.f-required').checked }
       var label = q('.f-label').value.trim()
       if (label) f.label = label
-      if (f.type === 'select')
-        f.options = q('.f-options')
-          .value.split(',')
-          .map(function (s) {
-            return s.trim()
-          })
-          .filter(Boolean)
+      var options = q('.f-options')
+        .value.split(',')
+        .map(function (s) {
+          return s.trim()
+        })
+        .filter(Boolean)
+      // a select needs its options (the API says so when there are none); a checkbox with
+      // options is a multiple choice, without them one box
+      if (f.type === 'select' || (f.type === 'checkbox' && options.length > 0)) f.options = options
       return f
     })
   }
