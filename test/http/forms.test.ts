@@ -989,6 +989,14 @@ for (const engine of ENGINES) {
       assert.ok(Number.isInteger(r.json.retry_after) && r.json.retry_after >= 1)
       assert.equal(r.header('retry-after'), String(r.json.retry_after))
       assert.equal(r.header('access-control-allow-origin'), 'https://page.example')
+      // a browser's post gets the page, which says when to try again, in its language
+      const nav = { accept: 'text/html', 'sec-fetch-mode': 'navigate' }
+      const en = await submit(f.form_slug, { form: { i: '10' }, headers: { ...nav, 'accept-language': 'en' } })
+      assert.equal(en.status, 429)
+      assert.match(en.text, new RegExp(`Rate limit exceeded \\(per-minute limit 10\\)\\. Retry after ${en.header('retry-after')} seconds`))
+      const zh = await submit(f.form_slug, { form: { i: '10' }, headers: { ...nav, 'accept-language': 'zh-CN' } })
+      assert.equal(zh.status, 429)
+      assert.match(zh.text, new RegExp(`请求过于频繁（每分钟限制 10 次）。${zh.header('retry-after')} 秒后重试`))
       assert.equal((await submit(other.form_slug, { json: { i: 0 } })).status, 200)
       clock.advance(61_000)
       assert.equal((await submit(f.form_slug, { json: { i: 11 } })).status, 200)

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
-import { errorMessage, langOf } from '../../errors/render.js'
+import { errorMessage, langOf, renderError } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { fromFastifyError } from '../../http/errors.js'
 import { multipartParts, readUpload } from '../../http/multipart.js'
@@ -113,7 +113,11 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     if (e?.key === 'UNSUPPORTED_MEDIA_TYPE') e = unsupportedType()
     if (!wantsHtml(req) || !e || e.status >= 500) throw e ?? err
     for (const [k, v] of Object.entries(e.options.headers ?? {})) reply.header(k, v)
-    void shortPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), errorMessage(e.key, langOf(req), e.options.params))
+    const lang = langOf(req)
+    let text = errorMessage(e.key, lang, e.options.params)
+    // a rate limit's page says when the visitor may send again (its solution: "Retry after N seconds")
+    if (e.status === 429) text += `${say(req, '。', '. ')}${String(renderError(e.key, 'A', lang, e.options, '').solution)}`
+    void shortPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), text)
   }
 
   app.options(
