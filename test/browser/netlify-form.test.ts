@@ -134,4 +134,36 @@ describe(`a Netlify form on a deployed site, in Chromium [${engine}]`, () => {
       await p.close()
     }
   })
+
+  it('a form whose action page is missing lands on the 404 page, one without method="post" on a page saying so; nothing stored', async () => {
+    const u = await s.user()
+    const slug = `lost-${u.username}`.slice(0, 60)
+    const f = await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Lost', form_slug: slug } })
+    assert.equal(f.status, 200, f.text)
+    // the action page was never uploaded (decision 204); the second form forgot method="post"
+    const page0 = `<!doctype html><html><head><meta charset="utf-8"><title>contact</title></head><body>
+<form name="contact" method="POST" data-netlify="true" action="/thanks/">
+  <input type="hidden" name="form-name" value="${slug}"><label>Name <input name="name"></label><button type="submit">Send</button>
+</form>
+<form action="${f.json.data.submit_url}"><label>Email <input name="email"></label><button type="submit">Subscribe</button></form></body></html>`
+    assert.equal((await batchUpload(s, { key: u.key }, 'site', [{ filename: 'index.html', data: page0 }])).status, 200)
+    assert.equal((await s.post('/api/folders/site/publish', { key: u.key })).status, 200)
+    const origin = `http://site.${u.username}.localhost:${new URL(s.httpUrl).port}`
+    const page = await context.newPage()
+    try {
+      await page.goto(`${origin}/`)
+      await page.getByLabel('Name').fill('Dana')
+      await Promise.all([page.waitForURL(`${origin}/thanks/`), page.getByRole('button', { name: 'Send' }).click()])
+      assert.match((await page.locator('h1').textContent()) ?? '', /404/)
+      assert.doesNotMatch(await page.content(), /Method Not Allowed/)
+      await page.goto(`${origin}/`)
+      await page.getByLabel('Email').fill('dana@example.com')
+      await Promise.all([page.waitForURL(/\/api\/forms\/submit\/.*\?email=/), page.getByRole('button', { name: 'Subscribe' }).click()])
+      assert.equal(await page.locator('h1').textContent(), 'Not sent')
+      assert.match((await page.locator('body').textContent()) ?? '', /add method="post" to its <form> tag/)
+    } finally {
+      await page.close()
+    }
+    assert.equal((await s.get(`/svc_api/forms/data/${f.json.data.id}`, { key: u.key })).json.data.total, 0)
+  })
 })
