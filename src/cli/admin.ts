@@ -18,7 +18,7 @@ import { openBlobStore } from '../storage/open.js'
 import { sweepBlobs } from '../storage/sweeper.js'
 import { BackupError, backupSqlite, openSnapshot, openSnapshotTarget, restoreSqlite } from './backup.js'
 import { writeAudit } from '../features/admin/store.js'
-import { assertDatabase, databaseState, missingDatabase, MissingDatabaseError, newDatabaseNote } from './data-dir.js'
+import { assertDatabase, databaseState, missingDatabase, MissingDatabaseError, newDatabaseNote, unusableDataDir } from './data-dir.js'
 import os from 'node:os'
 import { isParseArgsError, optionsError, parserOptions, usageText, type Flags } from './help.js'
 import { limitSetting, OPERATOR_HELP } from './operator-help.js'
@@ -107,7 +107,7 @@ export async function adminCommand(cmd: string, args: string[], loadConfig: () =
   // a DATA_DIR without svc.db (a mistyped one) is refused before anything is opened or made
   // there; migrate (and restore) make a database on purpose (docs/cli.md)
   const before = databaseState(config)
-  const missing = checked.opens === 'migrate' ? null : missingDatabase(config)
+  const missing = (checked.opens === 'migrate' ? null : missingDatabase(config)) ?? unusableDataDir(config)
   if (missing !== null) return refuseDataDir(missing)
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   try {

@@ -102,7 +102,15 @@ export async function main(argv: string[]): Promise<void> {
         return
       }
       const { serve } = await import('./serve.js')
-      await serve(loadConfig(process.env))
+      const { MissingDatabaseError } = await import('./data-dir.js')
+      try {
+        await serve(loadConfig(process.env))
+      } catch (e) {
+        // a data folder it must not use (another server holds it): as a bad configuration
+        if (!(e instanceof MissingDatabaseError)) throw e
+        process.stderr.write(`error: ${e.message}\n`)
+        process.exitCode = 78
+      }
       return
     }
     const { adminCommand, ADMIN_COMMANDS } = await import('./admin.js')

@@ -8,7 +8,7 @@ import { BLOB_COLUMNS } from '../features/tables.js'
 import { sendfileAvailable } from '../http/sendfile.js'
 import { backupSqlite, openSnapshotTarget } from './backup.js'
 import type { Deps } from '../deps.js'
-import { databaseState, newDatabaseNote } from './data-dir.js'
+import { databaseState, holdDataDir, newDatabaseNote } from './data-dir.js'
 
 const SWEEP_EVERY_MS = 15 * 60_000
 const SWEEP_GRACE_MS = 60 * 60_000
@@ -19,28 +19,12 @@ export async function serve(config: Config): Promise<void> {
   // the first start makes the data folder and its database: the start line says so, so a
   // mistyped DATA_DIR shows at once (operator commands refuse one: cli/data-dir.ts)
   const created = newDatabaseNote(databaseState(config))
+  // one server per SQLite data folder: a second is refused before it opens or migrates anything
+  const release = holdDataDir(config)
   const tls = await tlsMaterial(config)
   const deps = await createDeps(config)
   const app = await buildApp(deps, { serverFactory: serverFactoryFor(tls) })
   const l = await listen(app, config, tls !== null)
-  const db = config.databaseUrl ? `postgres (${redact(config.databaseUrl)})` : `sqlite (${config.dataDir}/svc.db${created === null ? '' : `: new, ${created}`})`
-  if (l.httpsUrl) {
-    process.stdout.write(`svc listening on ${l.httpsUrl} (HTTP on ${l.httpUrl} redirects to HTTPS); database ${db}; storage ${deps.blobs.kind}\n`)
-    const sites = config.contentDomain
-      ? `https://{user}.${config.contentDomain}/`
-      : config.contentDomainAuto
-        ? `http://{user}.localhost:${l.httpPort}/ (from this machine)`
-        : null
-    if (sites) process.stdout.write(`users' sites: ${sites}\n`)
-  } else {
-    process.stdout.write(`svc listening on ${l.httpUrl} (behind a TLS proxy, TRUST_PROXY=1); database ${db}; storage ${deps.blobs.kind}\n`)
-    // the zero-copy path serves plain-HTTP connections only: say whether it is on
-    const sendfile = !config.sendfile ? 'off (SENDFILE=0)' : sendfileAvailable() ? 'on' : 'off (native addon not built: run npm install, see its output)'
-    process.stdout.write(`public host sendfile: ${sendfile}\n`)
-  }
-  if (config.host === '127.0.0.1' || config.host === '::1') {
-    process.stdout.write(`only this machine can connect (HOST=${config.host}); HOST=0.0.0.0 listens on every interface\n`)
-  }
   const timer = setInterval(() => {
     void Promise.all([
       sweepBlobs(deps.db, deps.blobs, BLOB_COLUMNS, SWEEP_GRACE_MS)
@@ -62,10 +46,30 @@ export async function serve(config: Config): Promise<void> {
     force.unref()
     await l.close().catch(() => {})
     await deps.close().catch(() => {})
+    release()
     process.exit(0)
   }
   process.on('SIGTERM', () => void stop('SIGTERM'))
   process.on('SIGINT', () => void stop('SIGINT'))
+  // the handlers are in place before the start line: a SIGTERM sent once it shows is a clean stop
+  const db = config.databaseUrl ? `postgres (${redact(config.databaseUrl)})` : `sqlite (${config.dataDir}/svc.db${created === null ? '' : `: new, ${created}`})`
+  if (l.httpsUrl) {
+    process.stdout.write(`svc listening on ${l.httpsUrl} (HTTP on ${l.httpUrl} redirects to HTTPS); database ${db}; storage ${deps.blobs.kind}\n`)
+    const sites = config.contentDomain
+      ? `https://{user}.${config.contentDomain}/`
+      : config.contentDomainAuto
+        ? `http://{user}.localhost:${l.httpPort}/ (from this machine)`
+        : null
+    if (sites) process.stdout.write(`users' sites: ${sites}\n`)
+  } else {
+    process.stdout.write(`svc listening on ${l.httpUrl} (behind a TLS proxy, TRUST_PROXY=1); database ${db}; storage ${deps.blobs.kind}\n`)
+    // the zero-copy path serves plain-HTTP connections only: say whether it is on
+    const sendfile = !config.sendfile ? 'off (SENDFILE=0)' : sendfileAvailable() ? 'on' : 'off (native addon not built: run npm install, see its output)'
+    process.stdout.write(`public host sendfile: ${sendfile}\n`)
+  }
+  if (config.host === '127.0.0.1' || config.host === '::1') {
+    process.stdout.write(`only this machine can connect (HOST=${config.host}); HOST=0.0.0.0 listens on every interface\n`)
+  }
 }
 
 /**

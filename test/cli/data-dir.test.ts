@@ -120,3 +120,150 @@ describe('operator commands and a DATA_DIR without a database', () => {
     }
   })
 })
+
+/** `svc serve` on DATA_DIR (free ports): resolves with its start line once it listens, or with its exit when it stops first. */
+function startServe(dataDir: string, o: { uid?: number } = {}) {
+  const child = spawn(process.execPath, [SVC_BIN, 'serve'], {
+    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(o.uid === undefined ? {} : { uid: o.uid, gid: o.uid }),
+  })
+  let stdout = ''
+  let stderr = ''
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+  void exited.then(() => clearTimeout(timer))
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+  const started = new Promise<{ listening: string } | { code: number | null; stdout: string; stderr: string }>((resolve) => {
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d
+      const l = stdout.split('\n').find((x) => x.startsWith('svc listening on '))
+      if (l !== undefined) resolve({ listening: l })
+    })
+    void exited.then((code) => resolve({ code, stdout, stderr }))
+  })
+  return { child, started, exited }
+}
+
+// Two `svc serve` on one SQLite data folder each keep their own caches, holds and rate limits
+// with nothing telling the other of a change: a page redeployed through one stays the old page
+// on the other, a takedown through one is served on by the other. The second is refused
+// (decision 206).
+describe('svc serve: one server per SQLite data folder', () => {
+  let tmp: string
+  before(() => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-serve-lock-'))
+  })
+  after(() => fs.rmSync(tmp, { recursive: true, force: true }))
+
+  it('refuses a second svc serve on the same data folder (exit 78, naming the first), and the first keeps serving', async () => {
+    const dir = path.join(tmp, 'shared')
+    const first = startServe(dir)
+    let second: ReturnType<typeof startServe> | undefined
+    try {
+      const a = await first.started
+      assert.ok('listening' in a, JSON.stringify(a))
+      const url = /HTTP on (http:\/\/\S+)/.exec(a.listening)?.[1]
+      second = startServe(dir)
+      const b = await second.started
+      assert.ok(!('listening' in b), `the second started too: ${JSON.stringify(b)}`)
+      assert.equal(b.code, 78, b.stderr)
+      assert.equal(b.stdout, '')
+      assert.equal(
+        b.stderr,
+        `error: DATA_DIR ${dir} is in use by another svc serve (pid ${first.child.pid}): one server per SQLite data folder; stop it first, or run more instances on PostgreSQL (docs/operations/scale-out.md)\n`,
+      )
+      assert.ok(url !== undefined, a.listening)
+      const live = await fetch(`http://127.0.0.1:${new URL(url).port}/livez`, { redirect: 'manual' })
+      assert.ok(live.status < 500, 'the first still answers')
+      assert.equal(first.child.exitCode, null, 'the first still runs')
+    } finally {
+      second?.child.kill('SIGKILL')
+      first.child.kill('SIGKILL')
+      await Promise.all([first.exited, second?.exited])
+    }
+    // a server killed outright leaves no lock behind: the next one starts
+    const again = startServe(dir)
+    try {
+      const c = await again.started
+      assert.ok('listening' in c, JSON.stringify(c))
+    } finally {
+      again.child.kill('SIGTERM')
+      assert.equal(await again.exited, 0)
+    }
+  })
+})
+
+// A data folder owned by another account, or on a read-only mount, made every command fail with
+// a bare `EACCES: permission denied, open '.../svc.db'` (or `unable to open database file`,
+// exit 1). Each is refused up front, naming the folder, the file, who runs the command and who
+// owns it (decision 207). Root passes every permission check, so the test runs the command as
+// `nobody`, and mounts a read-only folder: both need root.
+describe('a data folder this process may not write', () => {
+  const root = process.getuid?.() === 0
+  const NOBODY = 65534
+  let tmp: string
+  let dir: string
+  before(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-datadir-perm-'))
+    fs.chmodSync(tmp, 0o755)
+    dir = path.join(tmp, 'data')
+    const m = await runCli(['migrate'], { env: { DATA_DIR: dir } })
+    assert.equal(m.code, 0, m.stderr)
+    fs.chmodSync(dir, 0o755)
+  })
+  after(() => fs.rmSync(tmp, { recursive: true, force: true }))
+
+  const commands = [['serve'], ['user', 'add', 'bob', '--password', 'a long password'], ['backup', 'BACKUPS'], ['migrate']]
+  for (const args of commands) {
+    it(`svc ${args[0]} run by another user is refused (exit 78), naming the file, the user and its owner`, { skip: !root && 'needs root' }, async () => {
+      const argv = args.map((a) => (a === 'BACKUPS' ? path.join(tmp, `bk-${args[0]}`) : a))
+      const before = fs.readdirSync(dir).sort()
+      const r = await runCli(argv, { env: { DATA_DIR: dir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'silent' }, uid: NOBODY, timeoutMs: 20_000 })
+      assert.equal(r.code, 78, r.stderr + r.stdout)
+      assert.equal(
+        r.stderr,
+        `error: DATA_DIR ${dir}: the folder cannot be read and written by this user (uid ${NOBODY}, nobody); it belongs to uid 0 (root), mode 0755. Run svc as the data folder's owner, or give the folder to this user (chown -R nobody ${dir}); nothing was done\n`,
+      )
+      assert.equal(r.stdout, '')
+      assert.deepEqual(fs.readdirSync(dir).sort(), before, 'nothing made in the folder')
+    })
+  }
+
+  it('a folder this user may write holding a database it may not is refused naming svc.db', { skip: !root && 'needs root' }, async () => {
+    const open = path.join(tmp, 'open')
+    fs.cpSync(dir, open, { recursive: true })
+    fs.chmodSync(open, 0o777)
+    for (const args of [['serve'], ['user', 'add', 'bob', '--password', 'a long password']]) {
+      const r = await runCli(args, { env: { DATA_DIR: open, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'silent' }, uid: NOBODY, timeoutMs: 20_000 })
+      assert.equal(r.code, 78, r.stderr + r.stdout)
+      assert.equal(
+        r.stderr,
+        `error: DATA_DIR ${open}: svc.db cannot be read and written by this user (uid ${NOBODY}, nobody); it belongs to uid 0 (root), mode 0640. Run svc as the data folder's owner, or give the folder to this user (chown -R nobody ${open}); nothing was done\n`,
+      )
+    }
+  })
+
+  it('a read-only file system is refused by svc serve and operator commands (exit 78)', { skip: !root && 'needs root' }, async (t) => {
+    const ro = path.join(tmp, 'ro')
+    fs.mkdirSync(ro)
+    const mounted = await new Promise<boolean>((resolve) => {
+      const c = spawn('sh', ['-c', `mount --bind ${dir} ${ro} && mount -o remount,bind,ro ${ro}`], { stdio: 'ignore' })
+      c.on('close', (code) => resolve(code === 0))
+      c.on('error', () => resolve(false))
+    })
+    if (!mounted) return t.skip('cannot mount here')
+    try {
+      for (const args of [['serve'], ['user', 'add', 'bob', '--password', 'a long password'], ['backup', path.join(tmp, 'bk-ro')]]) {
+        const r = await runCli(args, { env: { DATA_DIR: ro, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'silent' }, timeoutMs: 20_000 })
+        assert.equal(r.code, 78, r.stderr + r.stdout)
+        assert.equal(
+          r.stderr,
+          `error: DATA_DIR ${ro} is on a read-only file system: svc writes its database and blobs there. Remount it read-write, or restore a backup into a writable folder; nothing was done\n`,
+        )
+      }
+    } finally {
+      await new Promise((resolve) => spawn('umount', [ro], { stdio: 'ignore' }).on('close', resolve))
+    }
+  })
+})

@@ -19,6 +19,8 @@ export interface CliOptions {
   /** Called with each line the CLI writes to stderr (e.g. to advance a fake clock on a wait). */
   onStderrLine?: (line: string) => void
   timeoutMs?: number
+  /** Runs the CLI as this user (and group of the same number): the test process must be root. */
+  uid?: number
 }
 
 /**
@@ -35,7 +37,11 @@ export function runCli(args: string[], o: CliOptions = {}): Promise<CliRun> {
     else env[k] = v
   }
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SVC_BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [SVC_BIN, ...args], {
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(o.uid === undefined ? {} : { uid: o.uid, gid: o.uid }),
+    })
     let stdout = ''
     let stderr = ''
     let partial = ''
