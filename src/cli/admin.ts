@@ -504,6 +504,21 @@ async function restoreCommand(snapshot: string, given: string | undefined, force
   }
   const { target, name } = await openSnapshot(snapshot)
   try {
+    // the folder svc backup was given, named instead of one of its snapshots
+    if (!(await target.snapshots()).includes(name)) {
+      const root = await openSnapshotTarget(snapshot)
+      try {
+        const held = await root.snapshots()
+        const newest = held.at(-1)
+        if (newest !== undefined) {
+          throw new BackupError(
+            `${snapshot} is a backup folder (the DIR of svc backup), not a snapshot: restore one of its ${held.length} snapshot${held.length === 1 ? '' : 's'}, the newest being ${root.where(newest)}`,
+          )
+        }
+      } finally {
+        await root.close()
+      }
+    }
     const knownMigrations = Object.keys(allMigrations(FEATURE_TABLES))
     const r = await restoreSqlite({ source: target, name, dataDir, blobRoot, blobColumns: BLOB_COLUMNS, knownMigrations, force })
     out(`restored ${r.manifest.created_at} into ${dataDir}: svc.db and ${r.blobs} blobs verified (${r.written} written)`)

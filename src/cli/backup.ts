@@ -101,11 +101,11 @@ export async function backupSqlite(o: BackupOptions): Promise<BackupResult> {
     const now = o.now ?? new Date()
     const name = now.toISOString().replace(/[:.]/g, '-')
     if ((await t.snapshots()).includes(name)) throw new BackupError(`snapshot ${t.where(name)} already exists`)
-    const staged = await t.stage(name)
     let manifest: Manifest
     let copied = 0
     let copiedBytes = 0
     try {
+      const staged = await t.stage(name)
       // 1. the database, as a standalone copy
       const dbFile = path.join(staged, 'svc.db')
       await copySqlite(live, dbFile)
@@ -153,11 +153,20 @@ export async function backupSqlite(o: BackupOptions): Promise<BackupResult> {
       await t.commit(name, manifest)
     } catch (e) {
       await t.discard(name).catch(() => {})
-      throw e
+      if (e instanceof BackupError) throw e
+      // a full disk, a write refused: the destination and the cause, not the bare errno
+      throw new BackupError(`backup into ${t.where()} failed: ${ioFailure(e)}; the incomplete snapshot was removed`)
     }
     const { removedSnapshots, removedBlobs } = o.keep !== undefined ? await retain(t, o.keep) : { removedSnapshots: [], removedBlobs: 0 }
     return { snapshot: t.where(name), manifest, copied, copiedBytes, removedSnapshots, removedBlobs }
   })
+}
+
+/** An I/O error as the operator reads it: a full disk said as such, the system's or SQLite's words kept. */
+function ioFailure(e: unknown): string {
+  const err = e as { code?: unknown; message?: unknown } | null
+  const message = typeof err?.message === 'string' ? err.message : String(e)
+  return err?.code === 'SQLITE_FULL' || err?.code === 'ENOSPC' ? `no space left on the device (${message})` : message
 }
 
 /**
@@ -304,6 +313,9 @@ export async function restoreSqlite(o: RestoreOptions): Promise<{ manifest: Mani
 
     // verified: write the blobs (each hashed again on the way), then the database
     let written = 0
+    // the data folder first, for its owner only (as svc serve makes it): the blobs' folders
+    // would otherwise make it, with the umask's mode
+    ensureDataDir(o.dataDir)
     const tmpDir = path.join(o.blobRoot, 'tmp')
     for (const b of manifest.blobs) {
       // into the disk store's own layout; a blob it already holds in either layout is kept
@@ -319,7 +331,6 @@ export async function restoreSqlite(o: RestoreOptions): Promise<{ manifest: Mani
       await atomicCopy(body, dst, tmpDir, b.digest, `blob ${b.digest}`)
       written++
     }
-    ensureDataDir(o.dataDir)
     // a WAL or shared-memory file of a replaced database would be replayed onto the restored one
     for (const side of ['svc.db-wal', 'svc.db-shm']) await fs.promises.rm(path.join(o.dataDir, side), { force: true })
     await atomicCopy(fs.createReadStream(local.file), target, o.dataDir, manifest.database.sha256, 'svc.db')

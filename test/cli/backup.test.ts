@@ -122,6 +122,8 @@ describe('svc backup and restore [sqlite]', () => {
     const r = await runCli(['restore', snap1, '--data-dir', restored], { env: cliEnv(path.join(tmp, 'unused')) })
     assert.equal(r.code, 0, r.stderr)
     assert.match(r.stdout, new RegExp(`${m1.blobs.length} blobs verified`))
+    // a new folder made private, as svc serve makes one (its blobs were written first)
+    assert.equal(fs.statSync(restored).mode & 0o777, 0o700, "the restored data folder is its owner's only")
     const s2 = await startServer({ engine: 'sqlite', dataDir: restored, keepData: true, env: { RATE_LIMITS: HIGH_LIMITS } })
     servers.push(s2)
     for (const w of beforeBackup) {
@@ -462,6 +464,59 @@ describe('svc backup and restore [sqlite]', () => {
     }
     await source.close()
   })
+
+  // `svc restore` given the folder `svc backup` was given (not one of its snapshots) said
+  // `cannot read DIR/manifest.json: ENOENT ...`: it names the snapshots to pick from instead
+  it('restore of the backup folder itself names its newest snapshot, writing nothing', async () => {
+    const live = path.join(tmp, 'root-live')
+    assert.equal((await runCli(['migrate'], { env: cliEnv(live) })).code, 0)
+    const dest = path.join(tmp, 'root-backups')
+    for (let i = 0; i < 2; i++) assert.equal((await runCli(['backup', dest], { env: cliEnv(live) })).code, 0)
+    const snaps = fs
+      .readdirSync(dest)
+      .filter((n) => n !== 'blobs')
+      .sort()
+    assert.equal(snaps.length, 2)
+    const into = path.join(tmp, 'root-restored')
+    const r = await runCli(['restore', dest, '--data-dir', into], { env: cliEnv(path.join(tmp, 'unused')) })
+    assert.equal(r.code, 1, r.stdout)
+    assert.equal(
+      r.stderr,
+      `error: ${dest} is a backup folder (the DIR of svc backup), not a snapshot: restore one of its 2 snapshots, the newest being ${path.join(dest, snaps[1])}\n`,
+    )
+    assert.equal(fs.existsSync(into), false, 'nothing written')
+    // the snapshot it names restores into a new folder made private, as svc serve makes one
+    const ok = await runCli(['restore', path.join(dest, snaps[1]), '--data-dir', into], { env: cliEnv(path.join(tmp, 'unused')) })
+    assert.equal(ok.code, 0, ok.stderr)
+  })
+
+  // a full disk made `svc backup` print SQLite's bare `database or disk is full` (or a bare
+  // `ENOSPC: no space left on device, write` while copying blobs), naming neither the
+  // destination nor what was left behind. A small tmpfs needs root.
+  it(
+    'a backup onto a full disk names the destination and the cause, and leaves no snapshot',
+    { skip: process.getuid?.() !== 0 && 'needs root to mount a tmpfs' },
+    async (t) => {
+      const live = path.join(tmp, 'full-live')
+      assert.equal((await runCli(['migrate'], { env: cliEnv(live) })).code, 0)
+      const small = path.join(tmp, 'small')
+      fs.mkdirSync(small)
+      if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', small]).status !== 0) return t.skip('cannot mount a tmpfs here')
+      try {
+        const dest = path.join(small, 'backups')
+        const r = await runCli(['backup', dest], { env: cliEnv(live) })
+        assert.equal(r.code, 1, r.stdout)
+        assert.equal(r.stdout, '')
+        assert.equal(
+          r.stderr,
+          `error: backup into ${dest} failed: no space left on the device (database or disk is full); the incomplete snapshot was removed\n`,
+        )
+        assert.deepEqual(fs.readdirSync(dest), [], 'no partial snapshot or lock left')
+      } finally {
+        spawnSync('umount', [small])
+      }
+    },
+  )
 
   it('refuses PostgreSQL and S3 with a pointer to the documented procedure', async () => {
     const pg = await runCli(['backup', path.join(tmp, 'x')], { env: { DATA_DIR: tmp, DATABASE_URL: 'postgres://127.0.0.1:1/none' } })
