@@ -469,6 +469,40 @@ for (const engine of ENGINES) {
       await adminCall('POST', `/svc_api/admin/users/${alice.username}`, { disabled: false })
     })
 
+    // a page reported at its clean URL (`/offer`, what visitors saw and shared: decision 169)
+    // answered the notice there while held, then a plain 404 once taken down: its rows were gone,
+    // so the clean URL named no page, and the hold is keyed by the page's name
+    it('a page taken down at its clean URL keeps answering 451 there, on both forms, until lifted', async () => {
+      const page = HTML('limited offer', '<p>clean url evidence</p>')
+      assert.equal((await uploadFile(s, { key: bob.key }, 'offer.html', page)).status, 200)
+      const clean = [
+        () => s.get(`/${bob.username}/offer`),
+        () => onSite(s, bob.username, '/offer'),
+        () => s.get(`/${bob.username}/offer.html`),
+        () => onSite(s, bob.username, '/offer.html'),
+      ]
+      for (const get of clean) assert.equal((await get()).status, 200)
+      const rep = await adminCall('POST', '/svc_api/admin/reports', { url: `http://${bob.username}.localhost:8080/offer`, category: 'phishing' })
+      assert.equal(rep.status, 201, rep.text)
+      assert.equal(rep.json.data.target, `site:${bob.username}/offer.html`)
+      const td = await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})
+      assert.equal(td.status, 200, td.text)
+      for (const [i, get] of clean.entries()) {
+        const r = await get()
+        assert.equal(r.status, 451, `url ${i}: ${r.text.slice(0, 200)}`)
+        assert.match(r.text, /已因滥用举报被移除/)
+      }
+      // its report link names the URL asked for, the clean one
+      assert.match((await onSite(s, bob.username, '/offer')).text, new RegExp(`svc-report\\?url=http%3A%2F%2F${bob.username}\\.localhost%2Foffer"`))
+      // a published project of the name still wins over the held page's name
+      const dep = await deploySite(s, bob.key, 'offer', { 'index.html': HTML('a project named offer') })
+      assert.ok(dep.res.status < 300, dep.res.text)
+      assert.equal((await s.get(`/${bob.username}/offer/`)).status, 200)
+      const lift = await adminCall('POST', `/svc_api/admin/reports/${rep.json.data.id}/lift`)
+      assert.equal(lift.status, 200, lift.text)
+      assert.equal((await onSite(s, bob.username, '/offer.html')).status, 404)
+    })
+
     it('a takedown also refuses a deploy that only names the bytes, its check, and a publish of a project still holding them', async () => {
       const m = await s.user()
       const bad = HTML('wallet login', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)

@@ -10,7 +10,7 @@ import { decide, partialHeaders, pickEncoding, unsatisfiableHeaders, WHOLE, type
 import { systemClock, type Clock } from '../../util/clock.js'
 import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
 import type { Encoded, Encodings } from './encodings.js'
-import { decodeSegment, PAGE_NAME, PREVIEW_SEGMENT } from './paths.js'
+import { decodeSegment, PAGE_EXTENSIONS, PAGE_NAME, PREVIEW_SEGMENT } from './paths.js'
 import { isCacheField, withQuery } from './site-rules.js'
 import { builtForRoot, ROOT_CHECK_PAGES } from '../../util/html.js'
 import { upperEscapes } from '../../util/percent-escapes.js'
@@ -335,8 +335,26 @@ export function createHostHandler(
     const a = full.indexOf('/', 1)
     if (a < 0 || a === full.length - 1 || full.indexOf('/', a + 1) >= 0 || PAGE_NAME.test(full) || pathUser(full.slice(1, a)) === null) return full
     const hit = cached(site ? siteKey(full) : full, '')
-    if (hit !== undefined) return hit.kind === 'page' ? full + hit.ext : full
-    return resolve(full, site).then((r) => ('status' in r || r.entry.kind !== 'page' ? full : full + r.entry.ext))
+    if (hit !== undefined) return hit.kind === 'page' ? full + hit.ext : hit.kind === 'missing' ? heldPage(full) : full
+    return resolve(full, site).then((r) =>
+      'status' in r ? full : r.entry.kind === 'page' ? full + r.entry.ext : r.entry.kind === 'missing' ? heldPage(full) : full,
+    )
+  }
+
+  /**
+   * A clean URL that names nothing, as the path of a page of its name under a hold: a page taken
+   * down loses its rows, so its clean URL no longer finds it, but the hold (keyed by the page's
+   * name) stays, and the URL a report named keeps answering the 451 the `.html` one does.
+   */
+  function heldPage(full: string): string | Promise<string> {
+    if (holds === null) return full
+    const pick = (states: ReadonlyArray<string | null | undefined>) => {
+      const i = states.findIndex((st) => st !== null && st !== undefined)
+      return i < 0 ? full : full + PAGE_EXTENSIONS[i]
+    }
+    const now = PAGE_EXTENSIONS.map((ext) => holds.stateOf(full + ext))
+    if (now.every((st) => st !== undefined)) return pick(now)
+    return Promise.all(PAGE_EXTENSIONS.map((ext) => holds.load(full + ext))).then(pick)
   }
 
   /** Goes on with the path pagePath found, at once when it was known. */
