@@ -2,6 +2,7 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { sql } from 'kysely'
 import type { Config } from '../config.js'
+import { backupInsideData } from '../config.js'
 import { openDatabase, type Db } from '../db/kysely.js'
 import { allMigrations, migrateToLatest } from '../db/migrate.js'
 import { snapshotFirst } from '../db/snapshot.js'
@@ -466,6 +467,11 @@ async function backupCommand(where: string, keep: number | undefined, config: Co
   if (config.databaseUrl) throw new BackupError(`svc backup covers SQLite (DATA_DIR/svc.db) only; with PostgreSQL follow the procedure in ${BACKUP_DOC}`)
   if (config.storageUrl?.startsWith('s3://')) throw new BackupError(`svc backup covers a local blob store only; with S3 follow the procedure in ${BACKUP_DOC}`)
   assertDatabase(config)
+  if (!where.startsWith('s3://') && backupInsideData(where, config.dataDir, config.storageUrl)) {
+    throw new BackupError(
+      `${where} is inside the data folder ${config.dataDir} (the folder itself or its blobs/): a snapshot there mixes its blobs with the live ones, which the sweeper deletes; back up to a folder outside it, on another disk`,
+    )
+  }
   const target = await openSnapshotTarget(where)
   const blobs = await openBlobStore(config)
   try {

@@ -518,6 +518,30 @@ describe('svc backup and restore [sqlite]', () => {
     },
   )
 
+  // `svc backup $DATA_DIR` succeeded: the snapshot's blobs went into the live store's own
+  // blobs/ (in the layout it still reads and sweeps), doubling it on the same disk, where the
+  // sweeper deletes any it finds unreferenced and the snapshot then fails to verify
+  it('refuses a destination that is the data folder or inside its blobs, writing nothing there', async () => {
+    const live = path.join(tmp, 'self-live')
+    assert.equal((await runCli(['migrate'], { env: cliEnv(live) })).code, 0)
+    const before = fs.readdirSync(live).sort()
+    for (const dest of [live, path.join(live, 'blobs', 'bk')]) {
+      const r = await runCli(['backup', dest], { env: cliEnv(live) })
+      assert.equal(r.code, 1, r.stdout)
+      assert.equal(
+        r.stderr,
+        `error: ${dest} is inside the data folder ${live} (the folder itself or its blobs/): a snapshot there mixes its blobs with the live ones, which the sweeper deletes; back up to a folder outside it, on another disk\n`,
+      )
+      assert.deepEqual(fs.readdirSync(live).sort(), before, dest)
+    }
+    // BACKUP_DIR there is a bad configuration, refused at start (exit 78)
+    const r = await runCli(['serve'], { env: { ...cliEnv(live), BACKUP_DIR: live, PORT: '0', HTTP_PORT: '0' } })
+    assert.equal(r.code, 78, r.stdout)
+    assert.match(r.stderr, /BACKUP_DIR: must be outside DATA_DIR and its blobs\/ \(a snapshot there mixes its blobs with the live ones\)/)
+    // a folder beside it, or DATA_DIR/backups (as the snapshots before a migration), is fine
+    assert.equal((await runCli(['backup', path.join(live, 'backups')], { env: cliEnv(live) })).code, 0)
+  })
+
   it('refuses PostgreSQL and S3 with a pointer to the documented procedure', async () => {
     const pg = await runCli(['backup', path.join(tmp, 'x')], { env: { DATA_DIR: tmp, DATABASE_URL: 'postgres://127.0.0.1:1/none' } })
     assert.equal(pg.code, 1)
