@@ -1,5 +1,6 @@
 import path from 'node:path'
 import { parseS3Url } from './storage/s3-url.js'
+import { ownedByDataDir } from './util/private-files.js'
 
 /** Service configuration: the only place that reads the environment. */
 export interface Config {
@@ -83,18 +84,9 @@ export interface Config {
 
 export type RateLimitOverrides = Partial<Record<'default' | 'authenticated' | 'vip', Partial<Record<'minute' | 'hour' | 'day' | 'concurrent', number>>>>
 
-/**
- * Whether a backup folder is the data folder itself or inside the blob store's folder: its
- * snapshot's `blobs/ab/cd/<sha256>` would then be files of the live store (the layout it still
- * reads, lists and sweeps), so the sweeper deletes the snapshot's blobs it finds unreferenced.
- * DATA_DIR/backups (where the snapshots before a migration go) is outside both.
- */
-export function backupInsideData(dest: string, dataDir: string, storageUrl: string | null): boolean {
-  const d = path.resolve(dest)
-  const blobs = storageUrl?.startsWith('file://') ? new URL(storageUrl).pathname : path.join(dataDir, 'blobs')
-  const within = (root: string) => d === root || d.startsWith(root + path.sep)
-  return d === path.resolve(dataDir) || within(path.resolve(blobs))
-}
+/** The local blob store's folder: STORAGE_URL's file:// path, else DATA_DIR/blobs (meaningless with S3). */
+export const blobFolder = (dataDir: string, storageUrl: string | null): string =>
+  storageUrl?.startsWith('file://') ? new URL(storageUrl).pathname : path.join(dataDir, 'blobs')
 
 export class ConfigError extends Error {
   constructor(public readonly problems: string[]) {
@@ -245,7 +237,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
   if (blobCacheBytes === null)
     problems.push(`BLOB_CACHE_SIZE: a size in bytes like 1073741824, 512M or 4G (0 or off disables), got "${str('BLOB_CACHE_SIZE')}"`)
   const dataDir = path.resolve(str('DATA_DIR') ?? './data')
-  if (backupDir !== null && !backupDir.startsWith('s3://') && backupInsideData(backupDir, dataDir, storageUrl)) {
+  if (backupDir !== null && !backupDir.startsWith('s3://') && ownedByDataDir(backupDir, dataDir, blobFolder(dataDir, storageUrl))) {
     problems.push(`BACKUP_DIR: must be outside DATA_DIR and its blobs/ (a snapshot there mixes its blobs with the live ones), got "${backupDir}"`)
   }
   const dnsRaw = str('DNS_RESOLVER')

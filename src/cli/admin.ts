@@ -2,7 +2,8 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { sql } from 'kysely'
 import type { Config } from '../config.js'
-import { backupInsideData } from '../config.js'
+import { blobFolder } from '../config.js'
+import { ownedByDataDir } from '../util/private-files.js'
 import { openDatabase, type Db } from '../db/kysely.js'
 import { allMigrations, migrateToLatest } from '../db/migrate.js'
 import { snapshotFirst } from '../db/snapshot.js'
@@ -467,7 +468,7 @@ async function backupCommand(where: string, keep: number | undefined, config: Co
   if (config.databaseUrl) throw new BackupError(`svc backup covers SQLite (DATA_DIR/svc.db) only; with PostgreSQL follow the procedure in ${BACKUP_DOC}`)
   if (config.storageUrl?.startsWith('s3://')) throw new BackupError(`svc backup covers a local blob store only; with S3 follow the procedure in ${BACKUP_DOC}`)
   assertDatabase(config)
-  if (!where.startsWith('s3://') && backupInsideData(where, config.dataDir, config.storageUrl)) {
+  if (!where.startsWith('s3://') && ownedByDataDir(where, config.dataDir, blobFolder(config.dataDir, config.storageUrl))) {
     throw new BackupError(
       `${where} is inside the data folder ${config.dataDir} (the folder itself or its blobs/): a snapshot there mixes its blobs with the live ones, which the sweeper deletes; back up to a folder outside it, on another disk`,
     )
@@ -506,7 +507,7 @@ async function restoreCommand(snapshot: string, given: string | undefined, force
     if (config.databaseUrl) throw new BackupError(`DATABASE_URL is set: restore a SQLite snapshot with --data-dir, or see ${BACKUP_DOC}`)
     if (config.storageUrl?.startsWith('s3://')) throw new BackupError(`STORAGE_URL is S3: restore with --data-dir, or see ${BACKUP_DOC}`)
     dataDir = config.dataDir
-    blobRoot = config.storageUrl?.startsWith('file://') ? new URL(config.storageUrl).pathname : path.join(dataDir, 'blobs')
+    blobRoot = blobFolder(dataDir, config.storageUrl)
   }
   const { target, name } = await openSnapshot(snapshot)
   try {

@@ -7,6 +7,7 @@ import { legacyBlobRel, localBlobRel } from '../storage/local.js'
 import type { BlobColumn } from '../storage/sweeper.js'
 import { copySqlite } from '../db/snapshot.js'
 import { ensureDataDir } from '../util/private-files.js'
+import { ioFailure } from '../util/io-failure.js'
 import { atomicCopy, BackupError, folderTarget, hashStream, MANIFEST_FORMAT, sha256File, type Manifest, type SnapshotTarget } from './snapshot-target.js'
 
 /**
@@ -160,13 +161,6 @@ export async function backupSqlite(o: BackupOptions): Promise<BackupResult> {
     const { removedSnapshots, removedBlobs } = o.keep !== undefined ? await retain(t, o.keep) : { removedSnapshots: [], removedBlobs: 0 }
     return { snapshot: t.where(name), manifest, copied, copiedBytes, removedSnapshots, removedBlobs }
   })
-}
-
-/** An I/O error as the operator reads it: a full disk said as such, the system's or SQLite's words kept. */
-function ioFailure(e: unknown): string {
-  const err = e as { code?: unknown; message?: unknown } | null
-  const message = typeof err?.message === 'string' ? err.message : String(e)
-  return err?.code === 'SQLITE_FULL' || err?.code === 'ENOSPC' ? `no space left on the device (${message})` : message
 }
 
 /**

@@ -1,10 +1,12 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import type { Config } from '../config.js'
+import { blobFolder, type Config } from '../config.js'
 import type { Db } from '../db/kysely.js'
 import { serviceLabels } from '../http/site-origin.js'
 import { openBlobStore } from '../storage/open.js'
-import { importArchive, writeExport, type ArchiveFormat } from '../features/export/archive.js'
+import { ExportError, importArchive, writeExport, type ArchiveFormat } from '../features/export/archive.js'
+import { ioFailure, isSystemError } from '../util/io-failure.js'
+import { ownedByDataDir } from '../util/private-files.js'
 
 /** The container FILE's name asks for: .zip is a zip; anything else (.tar.gz, .tgz) a tar.gz, as before zip existed. */
 export const formatOfName = (file: string): ArchiveFormat => (/\.zip$/i.test(file) ? 'zip' : 'tar.gz')
@@ -14,6 +16,10 @@ export const formatOfName = (file: string): ArchiveFormat => (/\.zip$/i.test(fil
  * export is written to FILE.partial and renamed, so FILE is either absent or complete.
  */
 export async function exportToFile(db: Db, config: Config, username: string, file: string): Promise<string> {
+  // the archive renamed over the live svc.db (or into the blob store) would replace what the server runs on
+  if (ownedByDataDir(file, config.dataDir, blobFolder(config.dataDir, config.storageUrl))) {
+    throw new ExportError(`${file} is the data folder's own (its database, certificate, lock or blobs): write the archive elsewhere; nothing was written`)
+  }
   const blobs = await openBlobStore(config)
   const tmp = `${file}.partial`
   const out = fs.createWriteStream(tmp, { mode: 0o600 })
@@ -25,7 +31,8 @@ export async function exportToFile(db: Db, config: Config, username: string, fil
     out.destroy()
     await new Promise<void>((resolve) => (out.closed ? resolve() : out.once('close', () => resolve())))
     fs.rmSync(tmp, { force: true })
-    throw e
+    // a file or disk failure named with the archive it was for, not the bare errno
+    throw isSystemError(e) ? new ExportError(`export to ${file} failed: ${ioFailure(e)}; nothing was written`) : e
   } finally {
     await blobs.close()
   }

@@ -1,4 +1,5 @@
 import fs from 'node:fs'
+import path from 'node:path'
 
 /** DATA_DIR's mode when the service creates it: its owner only (it holds every account's data). */
 export const DATA_DIR_MODE = 0o700
@@ -26,4 +27,20 @@ export function privateDatabaseFile(file: string): void {
       // missing (-wal, -shm) or not ours: nothing to do
     }
   }
+}
+
+/** The files the service keeps at the top of DATA_DIR (its database, lock and certificate). */
+export const DATA_DIR_FILES = ['svc.db', 'svc.db-wal', 'svc.db-shm', 'serve.lock', 'tls-cert.pem', 'tls-key.pem']
+
+/**
+ * Whether a path an operator names as a destination is the data folder's own: the folder
+ * itself, one of DATA_DIR_FILES, or anything inside the blob store's folder (`blobRoot`), whose
+ * files the store reads, lists and sweeps. Writing there replaces the live database or mixes
+ * files into the live store; the rest of DATA_DIR (DATA_DIR/backups) is the operator's.
+ */
+export function ownedByDataDir(p: string, dataDir: string, blobRoot: string): boolean {
+  const d = path.resolve(p)
+  const data = path.resolve(dataDir)
+  const blobs = path.resolve(blobRoot)
+  return d === data || d === blobs || d.startsWith(blobs + path.sep) || DATA_DIR_FILES.some((f) => d === path.join(data, f))
 }

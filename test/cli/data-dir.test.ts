@@ -267,3 +267,42 @@ describe('a data folder this process may not write', () => {
     }
   })
 })
+
+// `svc export alice $DATA_DIR/svc.db` (a slip of the shell) renamed the archive over the live
+// database, with the server still running on the old one: the next start found a zip. And an
+// export that failed to write printed a bare `ENOENT: ... open 'FILE.partial'` or `ENOSPC`.
+describe('svc export and the data folder', () => {
+  let tmp: string
+  let dir: string
+  before(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-datadir-export-'))
+    dir = path.join(tmp, 'data')
+    assert.equal((await runCli(['migrate'], { env: { DATA_DIR: dir } })).code, 0)
+    assert.equal((await runCli(['user', 'add', 'bob', '--password', 'a long password'], { env: { DATA_DIR: dir } })).code, 0)
+  })
+  after(() => fs.rmSync(tmp, { recursive: true, force: true }))
+
+  it('refuses to write the archive over a file the service keeps there (exit 1), which stays as it was', async () => {
+    const db = path.join(dir, 'svc.db')
+    const before = crypto.createHash('sha256').update(fs.readFileSync(db)).digest('hex')
+    for (const file of [db, path.join(dir, 'blobs', 'x.zip'), dir]) {
+      const r = await runCli(['export', 'bob', file], { env: { DATA_DIR: dir } })
+      assert.equal(r.code, 1, r.stdout)
+      assert.equal(
+        r.stderr,
+        `error: ${file} is the data folder's own (its database, certificate, lock or blobs): write the archive elsewhere; nothing was written\n`,
+      )
+    }
+    assert.equal(crypto.createHash('sha256').update(fs.readFileSync(db)).digest('hex'), before)
+    // beside them is fine
+    const ok = await runCli(['export', 'bob', path.join(dir, 'bob.zip')], { env: { DATA_DIR: dir } })
+    assert.equal(ok.code, 0, ok.stderr)
+  })
+
+  it('a file it cannot write is named with the cause (exit 1)', async () => {
+    const file = path.join(tmp, 'no-such-folder', 'bob.zip')
+    const r = await runCli(['export', 'bob', file], { env: { DATA_DIR: dir } })
+    assert.equal(r.code, 1, r.stdout)
+    assert.equal(r.stderr, `error: export to ${file} failed: ENOENT: no such file or directory, open '${file}.partial'; nothing was written\n`)
+  })
+})
