@@ -7,7 +7,7 @@ import { legacyBlobRel, localBlobRel } from '../storage/local.js'
 import type { BlobColumn } from '../storage/sweeper.js'
 import { copySqlite } from '../db/snapshot.js'
 import { ensureDataDir } from '../util/private-files.js'
-import { ioFailure } from '../util/io-failure.js'
+import { ioFailure, isSystemError } from '../util/io-failure.js'
 import { atomicCopy, BackupError, folderTarget, hashStream, MANIFEST_FORMAT, sha256File, type Manifest, type SnapshotTarget } from './snapshot-target.js'
 
 /**
@@ -307,27 +307,33 @@ export async function restoreSqlite(o: RestoreOptions): Promise<{ manifest: Mani
 
     // verified: write the blobs (each hashed again on the way), then the database
     let written = 0
-    // the data folder first, for its owner only (as svc serve makes it): the blobs' folders
-    // would otherwise make it, with the umask's mode
-    ensureDataDir(o.dataDir)
-    const tmpDir = path.join(o.blobRoot, 'tmp')
-    for (const b of manifest.blobs) {
-      // into the disk store's own layout; a blob it already holds in either layout is kept
-      // only when its bytes hash to its name: a damaged one is replaced (the current layout
-      // is read first) and a damaged legacy copy removed
-      const dst = path.join(o.blobRoot, localBlobRel(b.digest))
-      const legacy = path.join(o.blobRoot, legacyBlobRel(b.digest))
-      if (await holdsIntact(dst, b.digest)) continue
-      if (!fs.existsSync(dst) && (await holdsIntact(legacy, b.digest))) continue
-      await fs.promises.rm(legacy, { force: true })
-      const body = await o.source.openBlob(b.digest)
-      if (!body) throw new BackupError(`blob ${b.digest}: gone from ${o.source.where()} during the restore; svc.db not restored`)
-      await atomicCopy(body, dst, tmpDir, b.digest, `blob ${b.digest}`)
-      written++
+    try {
+      // the data folder first, for its owner only (as svc serve makes it): the blobs' folders
+      // would otherwise make it, with the umask's mode
+      ensureDataDir(o.dataDir)
+      const tmpDir = path.join(o.blobRoot, 'tmp')
+      for (const b of manifest.blobs) {
+        // into the disk store's own layout; a blob it already holds in either layout is kept
+        // only when its bytes hash to its name: a damaged one is replaced (the current layout
+        // is read first) and a damaged legacy copy removed
+        const dst = path.join(o.blobRoot, localBlobRel(b.digest))
+        const legacy = path.join(o.blobRoot, legacyBlobRel(b.digest))
+        if (await holdsIntact(dst, b.digest)) continue
+        if (!fs.existsSync(dst) && (await holdsIntact(legacy, b.digest))) continue
+        await fs.promises.rm(legacy, { force: true })
+        const body = await o.source.openBlob(b.digest)
+        if (!body) throw new BackupError(`blob ${b.digest}: gone from ${o.source.where()} during the restore; svc.db not restored`)
+        await atomicCopy(body, dst, tmpDir, b.digest, `blob ${b.digest}`)
+        written++
+      }
+      // a WAL or shared-memory file of a replaced database would be replayed onto the restored one
+      for (const side of ['svc.db-wal', 'svc.db-shm']) await fs.promises.rm(path.join(o.dataDir, side), { force: true })
+      await atomicCopy(fs.createReadStream(local.file), target, o.dataDir, manifest.database.sha256, 'svc.db')
+    } catch (e) {
+      if (e instanceof BackupError || !isSystemError(e)) throw e
+      // a full disk, a folder it may not make: where and why, and that the database is the old one
+      throw new BackupError(`restore into ${o.dataDir} failed: ${ioFailure(e)}; svc.db was not restored`)
     }
-    // a WAL or shared-memory file of a replaced database would be replayed onto the restored one
-    for (const side of ['svc.db-wal', 'svc.db-shm']) await fs.promises.rm(path.join(o.dataDir, side), { force: true })
-    await atomicCopy(fs.createReadStream(local.file), target, o.dataDir, manifest.database.sha256, 'svc.db')
     return { manifest, blobs: manifest.blobs.length, written }
   } finally {
     await local?.release()

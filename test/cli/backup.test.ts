@@ -512,6 +512,18 @@ describe('svc backup and restore [sqlite]', () => {
           `error: backup into ${dest} failed: no space left on the device (database or disk is full); the incomplete snapshot was removed\n`,
         )
         assert.deepEqual(fs.readdirSync(dest), [], 'no partial snapshot or lock left')
+        // a restore onto it, the same: where, why, and that the database was not written
+        const b = await runCli(['backup', path.join(tmp, 'full-snapshots')], { env: cliEnv(live) })
+        assert.equal(b.code, 0, b.stderr)
+        const snapshot = /^snapshot (\S+):/.exec(b.stdout)?.[1] ?? ''
+        const into = path.join(small, 'restored')
+        const r2 = await runCli(['restore', snapshot, '--data-dir', into], { env: cliEnv(path.join(tmp, 'unused')) })
+        assert.equal(r2.code, 1, r2.stdout)
+        assert.equal(
+          r2.stderr,
+          `error: restore into ${into} failed: no space left on the device (ENOSPC: no space left on device, write); svc.db was not restored\n`,
+        )
+        assert.equal(fs.existsSync(path.join(into, 'svc.db')), false)
       } finally {
         spawnSync('umount', [small])
       }
