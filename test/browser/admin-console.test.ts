@@ -239,6 +239,10 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     await page.locator('#reports-filter').selectOption('taken_down')
     await page.locator('#reports-table tbody tr', { hasText: siteUrl }).getByRole('button', { name: 'Lift' }).waitFor()
     assert.equal((await visitor.page.goto(siteUrl))?.status(), 451)
+    // and at the page's clean URL, where visitors may have found it (decision 169), though its
+    // rows are gone: the removed notice, not a plain 404
+    assert.equal((await visitor.page.goto(siteUrl.replace(/\.html$/, '')))?.status(), 451)
+    assert.match((await visitor.page.textContent('body')) ?? '', /removed after an abuse report/)
     assert.equal((await s.deps.users.byId(alice.id))?.disabled, true, 'the account was disabled with the takedown')
     // lift the takedown: the page is gone (removed by the takedown) but no longer held
     const lifted = answered('lift')
