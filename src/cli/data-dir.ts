@@ -26,6 +26,8 @@ export class MissingDatabaseError extends Error {}
  * creates an empty one in a mistyped folder.
  */
 export function missingDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>): string | null {
+  const file = config.databaseUrl ? null : notAFolder(config.dataDir)
+  if (file !== null) return file
   const state = databaseState(config)
   if (state === 'present' || state === 'elsewhere') return null
   const what =
@@ -33,6 +35,15 @@ export function missingDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>)
       ? `DATA_DIR ${config.dataDir} does not exist: there is no service database (svc.db) to act on`
       : `DATA_DIR ${config.dataDir} holds no svc.db: there is no service database to act on`
   return `${what}; nothing was done (set DATA_DIR to the data folder svc serve uses)`
+}
+
+/** Why DATA_DIR cannot be a folder (it, or the nearest existing path above it, is a file), or null. */
+function notAFolder(dir: string): string | null {
+  const then = '; nothing was done (set DATA_DIR to the data folder svc serve uses)'
+  if (fs.existsSync(dir)) return fs.statSync(dir).isDirectory() ? null : `DATA_DIR ${dir} is a file, not a folder${then}`
+  let above = path.dirname(path.resolve(dir))
+  while (!fs.existsSync(above) && above !== path.dirname(above)) above = path.dirname(above)
+  return fs.existsSync(above) && !fs.statSync(above).isDirectory() ? `DATA_DIR ${dir} cannot be made: ${above} is a file, not a folder${then}` : null
 }
 
 /** missingDatabase and unusableDataDir as an error, for a command that checks them among its own refusals (backup). */
@@ -66,6 +77,8 @@ function userName(uid: number): string | null {
 export function unusableDataDir(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'storageUrl'>): string | null {
   if (config.databaseUrl) return null
   const dir = config.dataDir
+  const file = notAFolder(dir)
+  if (file !== null) return file
   const rw = fs.constants.R_OK | fs.constants.W_OK
   const checks: Array<{ file: string; what: string; mode: number; need: string }> = []
   if (fs.existsSync(dir)) {

@@ -306,3 +306,29 @@ describe('svc export and the data folder', () => {
     assert.equal(r.stderr, `error: export to ${file} failed: ENOENT: no such file or directory, open '${file}.partial'; nothing was written\n`)
   })
 })
+
+// DATA_DIR naming a file was reported as a folder this user may not write (root: "chown -R
+// root ...") or one without svc.db
+describe('a DATA_DIR that is a file', () => {
+  let tmp: string
+  before(() => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-datadir-file-'))
+  })
+  after(() => fs.rmSync(tmp, { recursive: true, force: true }))
+
+  it('is named as a file by svc serve and operator commands (exit 78), below it too', async () => {
+    const file = path.join(tmp, 'data')
+    fs.writeFileSync(file, 'not a folder')
+    for (const [dir, what] of [
+      [file, `DATA_DIR ${file} is a file, not a folder`],
+      [path.join(file, 'sub'), `DATA_DIR ${path.join(file, 'sub')} cannot be made: ${file} is a file, not a folder`],
+    ] as const) {
+      for (const args of [['serve'], ['user', 'add', 'bob', '--password', 'a long password']]) {
+        const r = await runCli(args, { env: { DATA_DIR: dir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'silent' }, timeoutMs: 20_000 })
+        assert.equal(r.code, 78, r.stderr + r.stdout)
+        assert.equal(r.stderr, `error: ${what}; nothing was done (set DATA_DIR to the data folder svc serve uses)\n`, args[0])
+      }
+    }
+    assert.equal(fs.readFileSync(file, 'utf8'), 'not a folder')
+  })
+})
