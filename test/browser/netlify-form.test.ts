@@ -18,6 +18,10 @@ const INDEX = `<!doctype html><html><head><meta charset="utf-8"><title>contact</
   <label>Message <textarea name="message"></textarea></label>
   <button type="submit">Send</button>
 </form></body></html>`
+/** The site's thank-you page, where the form's action lands. */
+const THANKS: Array<{ filename: string; data: string }> = [
+  { filename: 'thanks/index.html', data: '<!doctype html><title>thanks</title><p id="done">Thanks!</p>' },
+]
 
 describe(`a Netlify form on a deployed site, in Chromium [${engine}]`, () => {
   let s: TestServer
@@ -31,24 +35,26 @@ describe(`a Netlify form on a deployed site, in Chromium [${engine}]`, () => {
     await s?.close()
   })
 
-  it('submits the form and lands on the thank-you path; the owner reads the submission', async () => {
+  /**
+   * A user's form and a project of `files` (INDEX with the form's slug, `edit`ed) published;
+   * a visitor fills in Name and Message on its home page and sends it, landing on /thanks/.
+   * The submissions the owner then reads.
+   */
+  async function submitThroughSite(project: string, name: string, message: string, edit = (html: string) => html, extra: typeof THANKS = []) {
     const u = await s.user()
-    const slug = `contact-${u.username}`.slice(0, 60)
-    const f = await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Contact', form_slug: slug } })
+    const slug = `${project}-${u.username}`.slice(0, 60)
+    const f = await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: project, form_slug: slug } })
     assert.equal(f.status, 200, f.text)
-    const files = [
-      { filename: 'index.html', data: INDEX.replace('FORM', slug) },
-      { filename: 'thanks/index.html', data: '<!doctype html><title>thanks</title><p id="done">Thanks!</p>' },
-    ]
-    assert.equal((await batchUpload(s, { key: u.key }, 'site', files)).status, 200)
-    assert.equal((await s.post('/api/folders/site/publish', { key: u.key })).status, 200)
+    const files = [{ filename: 'index.html', data: edit(INDEX.replace('FORM', slug)) }, ...THANKS, ...extra]
+    assert.equal((await batchUpload(s, { key: u.key }, project, files)).status, 200)
+    assert.equal((await s.post(`/api/folders/${project}/publish`, { key: u.key })).status, 200)
 
-    const origin = `http://site.${u.username}.localhost:${new URL(s.httpUrl).port}`
+    const origin = `http://${project}.${u.username}.localhost:${new URL(s.httpUrl).port}`
     const page = await context.newPage()
     try {
       await page.goto(`${origin}/`)
-      await page.getByLabel('Name').fill('Dana 王')
-      await page.getByLabel('Message').fill('Hello from a Netlify form')
+      await page.getByLabel('Name').fill(name)
+      await page.getByLabel('Message').fill(message)
       await Promise.all([page.waitForURL(`${origin}/thanks/`), page.getByRole('button', { name: 'Send' }).click()])
       assert.equal(await page.locator('#done').textContent(), 'Thanks!')
     } finally {
@@ -56,40 +62,21 @@ describe(`a Netlify form on a deployed site, in Chromium [${engine}]`, () => {
     }
     const data = await s.get(`/svc_api/forms/data/${f.json.data.id}`, { key: u.key })
     assert.equal(data.status, 200, data.text)
-    assert.equal(data.json.data.submissions.length, 1)
-    const sub = data.json.data.submissions[0]
-    assert.deepEqual(sub.data, { name: 'Dana 王', message: 'Hello from a Netlify form' })
-    assert.equal(sub.is_spam, false)
+    return data.json.data.submissions as Array<{ data: unknown; is_spam: boolean }>
+  }
+
+  it('submits the form and lands on the thank-you path; the owner reads the submission', async () => {
+    const subs = await submitThroughSite('site', 'Dana 王', 'Hello from a Netlify form')
+    assert.equal(subs.length, 1)
+    assert.deepEqual(subs[0].data, { name: 'Dana 王', message: 'Hello from a Netlify form' })
+    assert.equal(subs[0].is_spam, false)
   })
 
   it("follows the site's 308 for a form action it moved: the post reaches the new path and is stored (decision 201)", async () => {
-    const u = await s.user()
-    const slug = `moved-${u.username}`.slice(0, 60)
-    const f = await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Moved', form_slug: slug } })
-    assert.equal(f.status, 200, f.text)
-    const files = [
-      { filename: 'index.html', data: INDEX.replace('FORM', slug).replace('action="/thanks/"', 'action="/old-thanks"') },
-      { filename: 'thanks/index.html', data: '<!doctype html><title>thanks</title><p id="done">Thanks!</p>' },
-      { filename: '_redirects', data: '/old-thanks /thanks/ 308\n' },
-    ]
-    assert.equal((await batchUpload(s, { key: u.key }, 'moved', files)).status, 200)
-    assert.equal((await s.post('/api/folders/moved/publish', { key: u.key })).status, 200)
-
-    const origin = `http://moved.${u.username}.localhost:${new URL(s.httpUrl).port}`
-    const page = await context.newPage()
-    try {
-      await page.goto(`${origin}/`)
-      await page.getByLabel('Name').fill('Finn')
-      await page.getByLabel('Message').fill('Posted to the old path')
-      await Promise.all([page.waitForURL(`${origin}/thanks/`), page.getByRole('button', { name: 'Send' }).click()])
-      assert.equal(await page.locator('#done').textContent(), 'Thanks!')
-    } finally {
-      await page.close()
-    }
-    const data = await s.get(`/svc_api/forms/data/${f.json.data.id}`, { key: u.key })
-    assert.equal(data.status, 200, data.text)
+    const moved = (html: string) => html.replace('action="/thanks/"', 'action="/old-thanks"')
+    const subs = await submitThroughSite('moved', 'Finn', 'Posted to the old path', moved, [{ filename: '_redirects', data: '/old-thanks /thanks/ 308\n' }])
     assert.deepEqual(
-      data.json.data.submissions.map((x: { data: unknown }) => x.data),
+      subs.map((x) => x.data),
       [{ name: 'Finn', message: 'Posted to the old path' }],
     )
   })
