@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import {
+  candidates,
   compileRules,
   hostOf,
   headersFor,
@@ -622,5 +623,107 @@ describe('_headers parser and matching', () => {
       ['Cache-Control', 'public, max-age=31536000, immutable'],
     ])
     assert.deepEqual(headersFor(rules, '/assets/logo.jpg'), [['Cache-Control', 'public, max-age=31536000, immutable']])
+  })
+})
+
+// The segment index (SiteRules.dynamic, headerIndex) only narrows which lines' regexes run: for
+// any rule set and path, every line whose regex matches must be among the path's candidates.
+// Checked on random rule files over a small alphabet (so lines and paths collide often), with
+// placeholders, splats, inner stars, encoded and unicode text, hosts, queries and slashes.
+describe('the segment index of site rules', () => {
+  /** A deterministic generator (mulberry32), so a failure names a seed that repeats it. */
+  const random = (seed: number) => () => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+  const LITERALS = ['a', 'b', 'ab', 'c%C3%A9', 'cé', 'x.y', 'B']
+  const PATH_SEGMENTS = ['a', 'b', 'ab', 'cé', 'x.y', 'B', 'abc', '']
+  const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]
+
+  function pattern(r: () => number, innerStar: boolean): string {
+    const n = Math.floor(r() * 4)
+    const segs: string[] = []
+    let names = 0
+    for (let i = 0; i < n; i++) {
+      const k = r()
+      if (k < 0.5) segs.push(pick(r, LITERALS))
+      else if (k < 0.8) segs.push(`:p${names++}`)
+      else if (innerStar) segs.push(pick(r, ['*.html', 'a*', '*']))
+      else segs.push(pick(r, LITERALS))
+    }
+    let p = `/${segs.join('/')}`
+    const end = r()
+    if (end < 0.25) p = `${p === '/' ? '' : p}/*`
+    else if (end < 0.35 && !innerStar) p = `${p}*`
+    else if (end < 0.5 && p !== '/') p = `${p}/`
+    return r() < 0.1 ? `https://:project.pages.test${p}` : p
+  }
+
+  function requestPath(r: () => number): string {
+    const n = Math.floor(r() * 4)
+    const p = `/${Array.from({ length: n }, () => pick(r, PATH_SEGMENTS)).join('/')}`
+    return r() < 0.3 && p !== '/' ? `${p}/` : p
+  }
+
+  for (let seed = 1; seed <= 40; seed++) {
+    it(`finds every line whose regex matches (seed ${seed})`, () => {
+      const r = random(seed)
+      const redirects: string[] = []
+      const headers: string[] = []
+      /** Keeps the lines the parser takes (the generator also writes ones it refuses, such as two stars). */
+      const valid = (parse: (t: string) => unknown, line: string) => {
+        try {
+          parse(line)
+          return true
+        } catch (e) {
+          if (e instanceof RuleSyntaxError) return false
+          throw e
+        }
+      }
+      while (redirects.length < 60 || headers.length < 60) {
+        const line = `${pattern(r, false)}${r() < 0.15 ? ' q=:v' : ''} /to 301`
+        if (redirects.length < 60 && valid(parseRedirects, line)) redirects.push(line)
+        const block = `${pattern(r, true)}\n  X-Line: ${headers.length}`
+        if (headers.length < 60 && valid(parseHeaders, block)) headers.push(block)
+      }
+      const rules = compileRules(parseRedirects(redirects.join('\n')), parseHeaders(headers.join('\n')))
+      let matched = 0
+      let skipped = 0
+      for (let k = 0; k < 300; k++) {
+        const path = requestPath(r)
+        const found = new Set(candidates(rules.dynamic, path))
+        rules.redirects.forEach((line, i) => {
+          if (line.re.source === '$^') return
+          if (line.re.test(path)) {
+            matched++
+            assert.ok(found.has(i), `seed ${seed}: ${path} matches "${line.from}" (line ${i + 1}), not among its candidates`)
+          } else if (!found.has(i)) skipped++
+        })
+        const foundHeaders = new Set(candidates(rules.headerIndex, path))
+        rules.headers.forEach((block, i) => {
+          if (block.re.test(path)) assert.ok(foundHeaders.has(i), `seed ${seed}: ${path} matches the block "${block.pattern}", not among its candidates`)
+        })
+        const order = candidates(rules.dynamic, path)
+        assert.deepEqual(
+          order,
+          [...order].sort((a, b) => a - b),
+          'candidates come in file order',
+        )
+      }
+      // the rule files are dense enough that paths match lines, and the index spares most others
+      assert.ok(matched >= 20, `seed ${seed}: only ${matched} matches`)
+      assert.ok(skipped > matched, `seed ${seed}: the index skipped ${skipped} lines`)
+    })
+  }
+
+  it('answers a path of a file of 10,000 placeholder lines from its own segments', () => {
+    const text = Array.from({ length: 10_000 }, (_, i) => `/:lang/x${i} /y/:lang 301`).join('\n')
+    const rules = compileRules(parseRedirects(text), [])
+    assert.deepEqual(candidates(rules.dynamic, '/en/x5000'), [5000])
+    assert.deepEqual(candidates(rules.dynamic, '/nothing/here'), [])
+    assert.equal(matchRedirect(rules, '/en/x5000', false)?.href, '/y/en')
+    assert.equal(matchRedirect(rules, '/en/x10000', false), null)
   })
 })

@@ -17,7 +17,8 @@ export const MAX_RULES = 1000
 /**
  * Lines of `_redirects`: the old URLs of a moved site, one line each, as Netlify and Cloudflare
  * Pages (2,000 static and 100 dynamic) take them; lines without placeholders are found by
- * their path (SiteRules.literal), so their number costs a request nothing.
+ * their path (SiteRules.literal) and the others by their path's segments (SiteRules.dynamic),
+ * so a request meets only the lines its path may match, whatever their number.
  */
 export const MAX_REDIRECTS = 10_000
 /** The rule files of a project, at its root: read at publish, never served. */
@@ -579,8 +580,77 @@ export interface SiteRules {
   headers: Array<HeaderRule & Compiled & { hostRe?: RegExp }>
   /** Indexes of the redirects with a plain path (no placeholder, splat, query or host), by literalKey of that path, in file order. */
   literal: Map<string, number[]>
-  /** Indexes of the other redirects, in file order: the ones a path is matched against one by one. */
-  dynamic: number[]
+  /** The other redirects (placeholders, splats, queries, hosts), by their path's segments. */
+  dynamic: SegmentIndex
+  /** The `_headers` blocks by their path's segments. */
+  headerIndex: SegmentIndex
+}
+
+/**
+ * Lines filed by the segments of their path pattern, so a request path meets only the lines it
+ * may match (a superset: each line's regex still decides), not every line of the file: a
+ * literal segment by its decoded text, `:name` as any one non-empty segment, a segment with `*`
+ * as anything from there on. A site's thousands of placeholder lines then cost a path a walk of
+ * its own segments, not a regex per line.
+ */
+interface SegmentIndex {
+  lit: Map<string, SegmentIndex>
+  param: SegmentIndex | null
+  /** Lines with a `*` in the next segment: every path reaching this node, whatever follows. */
+  rest: number[]
+  /** Lines whose pattern ends here (a trailing slash is optional, as in compile). */
+  end: number[]
+}
+
+const segmentNode = (): SegmentIndex => ({ lit: new Map(), param: null, rest: [], end: [] })
+
+/** A path's segments as the index reads them: no leading slash, one trailing slash dropped. */
+function segmentsOf(path: string): string[] {
+  const p = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path
+  return p === '/' || p === '' ? [] : p.slice(1).split('/')
+}
+
+/** The index of `paths` (a line's path pattern, or null: a line found otherwise), by line number in the list. */
+function indexSegments(paths: Array<string | null>): SegmentIndex {
+  const root = segmentNode()
+  paths.forEach((path, i) => {
+    if (path === null) return
+    let node = root
+    for (const seg of segmentsOf(path)) {
+      if (seg.includes('*')) {
+        node.rest.push(i)
+        return
+      }
+      if (seg.startsWith(':')) {
+        node = node.param ??= segmentNode()
+        continue
+      }
+      const key = decodeText(seg)
+      let next = node.lit.get(key)
+      if (next === undefined) node.lit.set(key, (next = segmentNode()))
+      node = next
+    }
+    node.end.push(i)
+  })
+  return root
+}
+
+/** The lines of `index` that a decoded request path may match, in file order. */
+export function candidates(index: SegmentIndex, path: string): number[] {
+  const segs = segmentsOf(path)
+  const out: number[] = []
+  const walk = (node: SegmentIndex, i: number): void => {
+    for (const n of node.rest) out.push(n)
+    if (i === segs.length) {
+      for (const n of node.end) out.push(n)
+      return
+    }
+    const next = node.lit.get(segs[i])
+    if (next !== undefined) walk(next, i + 1)
+    if (node.param !== null && segs[i] !== '') walk(node.param, i + 1)
+  }
+  walk(index, 0)
+  return out.sort((a, b) => a - b)
 }
 
 /** The key of a decoded path among plain lines: a line's pattern matches its path with or without a final slash. */
@@ -589,12 +659,9 @@ const literalKey = (path: string): string => (path.length > 1 && path.endsWith('
 /** Files the compiled redirects by whether a request's path alone can find them (SiteRules.literal). */
 function indexRedirects(redirects: SiteRules['redirects']): Pick<SiteRules, 'literal' | 'dynamic'> {
   const literal = new Map<string, number[]>()
-  const dynamic: number[] = []
+  const dynamic = indexSegments(redirects.map((r) => (r.re === PLAIN ? null : hostOf(r.from).path)))
   redirects.forEach((r, i) => {
-    if (r.re !== PLAIN) {
-      dynamic.push(i)
-      return
-    }
+    if (r.re !== PLAIN) return
     const key = literalKey(decodeText(r.from))
     const list = literal.get(key)
     if (list) list.push(i)
@@ -638,6 +705,7 @@ export function compileRules(redirects: RedirectRule[], headers: HeaderRule[]): 
       const safe = ([, value]: [string, string]) => hostPlaceholder(value, (name) => c.names.includes(name)) === null
       return { ...h, headers: h.headers.filter((nv) => allowed(nv) && safe(nv)), ...c }
     }),
+    headerIndex: indexSegments(headers.map((h) => hostOf(h.pattern).path)),
   }
 }
 
@@ -650,7 +718,8 @@ export function matchRedirect(rules: SiteRules, path: string, fileExists: boolea
   let params: URLSearchParams | undefined
   // the plain lines of this path, found by it, among the others in file order: first match wins
   const plain = rules.literal.get(literalKey(path))
-  for (const i of plain ? merged(plain, rules.dynamic) : rules.dynamic) {
+  const dynamic = candidates(rules.dynamic, path)
+  for (const i of plain ? merged(plain, dynamic) : dynamic) {
     const r = rules.redirects[i]
     if ((fileExists && !r.force) || !onHost(r, host)) continue
     const m = r.re === PLAIN ? [path] : r.re.exec(path)
@@ -696,7 +765,10 @@ function queryMatches(query: QueryMatch[], params: URLSearchParams, values: Map<
 /** The query parameters any query-matching rule that matches `path` asks for, sorted: what its answer depends on besides the path. */
 export function queryNamesFor(rules: SiteRules, path: string, host = ''): string[] {
   const names = new Set<string>()
-  for (const r of rules.redirects) if (r.query !== undefined && onHost(r, host) && r.re.test(path)) for (const q of r.query) names.add(q.name)
+  for (const i of candidates(rules.dynamic, path)) {
+    const r = rules.redirects[i]
+    if (r.query !== undefined && onHost(r, host) && r.re.test(path)) for (const q of r.query) names.add(q.name)
+  }
   return [...names].sort()
 }
 
@@ -709,7 +781,8 @@ export function queryNamesFor(rules: SiteRules, path: string, host = ''): string
  */
 export function headersFor(rules: SiteRules, path: string, host = ''): Array<[string, string]> {
   const out = new Map<string, [string, string]>()
-  for (const h of rules.headers) {
+  for (const i of candidates(rules.headerIndex, path)) {
+    const h = rules.headers[i]
     const m = onHost(h, host) ? h.re.exec(path) : null
     if (!m) continue
     for (const name of h.unset ?? []) out.delete(name.toLowerCase())
