@@ -501,7 +501,7 @@ async function restoreCommand(snapshot: string, given: string | undefined, force
   let blobRoot: string
   if (given) {
     dataDir = path.resolve(given)
-    blobRoot = path.join(dataDir, 'blobs')
+    blobRoot = blobFolder(dataDir, null)
   } else {
     // into the configured instance: only where it keeps SQLite and local blobs
     if (config.databaseUrl) throw new BackupError(`DATABASE_URL is set: restore a SQLite snapshot with --data-dir, or see ${BACKUP_DOC}`)

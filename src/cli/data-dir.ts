@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import type { Config } from '../config.js'
-import { ensureDataDir } from '../util/private-files.js'
+import { ensureDataDir, SERVE_LOCK } from '../util/private-files.js'
 
 /**
  * What DATA_DIR holds of the service's SQLite database: `present` (svc.db is there),
@@ -37,12 +37,18 @@ export function missingDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir'>)
   return `${what}; nothing was done (set DATA_DIR to the data folder svc serve uses)`
 }
 
+/** The nearest path above a missing `dir` that exists: where making `dir` would start. */
+function nearestAbove(dir: string): string {
+  let above = path.dirname(path.resolve(dir))
+  while (!fs.existsSync(above) && above !== path.dirname(above)) above = path.dirname(above)
+  return above
+}
+
 /** Why DATA_DIR cannot be a folder (it, or the nearest existing path above it, is a file), or null. */
 function notAFolder(dir: string): string | null {
   const then = '; nothing was done (set DATA_DIR to the data folder svc serve uses)'
   if (fs.existsSync(dir)) return fs.statSync(dir).isDirectory() ? null : `DATA_DIR ${dir} is a file, not a folder${then}`
-  let above = path.dirname(path.resolve(dir))
-  while (!fs.existsSync(above) && above !== path.dirname(above)) above = path.dirname(above)
+  const above = nearestAbove(dir)
   return fs.existsSync(above) && !fs.statSync(above).isDirectory() ? `DATA_DIR ${dir} cannot be made: ${above} is a file, not a folder${then}` : null
 }
 
@@ -97,8 +103,7 @@ export function unusableDataDir(config: Pick<Config, 'databaseUrl' | 'dataDir' |
       if (fs.existsSync(file)) checks.push({ file, what: name, mode, need })
     }
   } else {
-    let parent = path.dirname(path.resolve(dir))
-    while (!fs.existsSync(parent) && parent !== path.dirname(parent)) parent = path.dirname(parent)
+    const parent = nearestAbove(dir)
     checks.push({ file: parent, what: `the folder it would be made in (${parent})`, mode: fs.constants.W_OK | fs.constants.X_OK, need: 'written' })
   }
   for (const c of checks) {
@@ -133,9 +138,6 @@ export function newDatabaseNote(state: DatabaseState): string | null {
   if (state === 'no-database') return 'DATA_DIR held none'
   return null
 }
-
-/** The file `svc serve` holds a lock on while it runs on a SQLite data folder. */
-export const SERVE_LOCK = 'serve.lock'
 
 /**
  * Takes the data folder for this `svc serve` (SQLite only), or throws MissingDatabaseError when

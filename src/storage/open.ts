@@ -1,5 +1,4 @@
-import path from 'node:path'
-import type { Config } from '../config.js'
+import { blobFolder, type Config } from '../config.js'
 import type { BlobStore } from './blob-store.js'
 import { createLocalBlobStore } from './local.js'
 import { createBlobCache, removingCachedCopies, type BlobCacheEvents } from './disk-cache.js'
@@ -32,6 +31,5 @@ export async function openBlobStore(config: Config, o: OpenBlobStoreOptions = {}
       throw e
     })
   }
-  if (url?.startsWith('file://')) return wrap(createLocalBlobStore(new URL(url).pathname))
-  return wrap(createLocalBlobStore(path.join(config.dataDir, 'blobs')))
+  return wrap(createLocalBlobStore(blobFolder(config.dataDir, url)))
 }

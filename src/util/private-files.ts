@@ -29,8 +29,11 @@ export function privateDatabaseFile(file: string): void {
   }
 }
 
+/** The file `svc serve` holds a lock on while it runs on a SQLite data folder (cli/data-dir.ts holdDataDir). */
+export const SERVE_LOCK = 'serve.lock'
+
 /** The files the service keeps at the top of DATA_DIR (its database, lock and certificate). */
-export const DATA_DIR_FILES = ['svc.db', 'svc.db-wal', 'svc.db-shm', 'serve.lock', 'tls-cert.pem', 'tls-key.pem']
+export const DATA_DIR_FILES = ['svc.db', 'svc.db-wal', 'svc.db-shm', SERVE_LOCK, 'tls-cert.pem', 'tls-key.pem']
 
 /**
  * Whether a path an operator names as a destination is the data folder's own: the folder
