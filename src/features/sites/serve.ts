@@ -507,9 +507,9 @@ export function createHostHandler(
    * names a form (Netlify's `form-name`, decisions 161 and 180) and answers 405 otherwise;
    * to a path that redirects, it gets the redirect (decision 201); to a path that is no page,
    * that path's GET answer (404; decision 204); anything else is 405 here, before its body is
-   * read. A held page's form body answers 451
-   * as its GET does, and reaches no form (decision 182). `path` is the request's path on this
-   * host and `root` the site's root there (`/`, or `/{username}/` on the path form).
+   * read. A held page's form body answers 451 as its GET does, and reaches no form (decision
+   * 182). `path` is the request's path on this host and `root` the site's root there (`/`, or
+   * `/{username}/` on the path form).
    */
   function postToPage(
     req: IncomingMessage,
