@@ -22,7 +22,7 @@ import { BackupError, backupSqlite, openSnapshot, openSnapshotTarget, restoreSql
 import { writeAudit } from '../features/admin/store.js'
 import { assertDatabase, databaseState, missingDatabase, MissingDatabaseError, newDatabaseNote, unusableDataDir } from './data-dir.js'
 import os from 'node:os'
-import { isParseArgsError, optionsError, parserOptions, usageText, type Flags } from './help.js'
+import { isParseArgsError, joinNegativeValues, optionsError, parserOptions, usageText, type Flags } from './help.js'
 import { limitSetting, OPERATOR_HELP } from './operator-help.js'
 
 /** Commands that change something: each run goes to the audit log, like the web console's actions. */
@@ -194,7 +194,7 @@ const need = <T>(v: T | undefined, what: string): T => {
  * parseArgs's refusals, then what the table refuses (optionsError) as UsageError.
  */
 function parseOptions<F extends Flags>(args: string[], flags: F) {
-  const parsed = parseArgs({ args, allowPositionals: true, options: parserOptions(flags) })
+  const parsed = parseArgs({ args: joinNegativeValues(args, flags), allowPositionals: true, options: parserOptions(flags) })
   const refused = optionsError(flags, parsed.values)
   if (refused !== null) throw new UsageError(refused)
   return parsed

@@ -118,6 +118,23 @@ export function exclusivePairs(flags: Flags): Array<[string, string]> {
   return [...pairs.values()]
 }
 
+/**
+ * `args` with each `--name -5` (a string option, then a negative number) joined as
+ * `--name=-5`: node:util parseArgs takes such a value for an option only in that form, and
+ * would refuse the pair as ambiguous before the option's own check could name what it takes.
+ */
+export function joinNegativeValues(args: readonly string[], flags: Flags): string[] {
+  const out: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]
+    if (a === '--') return [...out, ...args.slice(i)]
+    const name = a.startsWith('--') && !a.includes('=') ? a.slice(2) : null
+    if (name !== null && flags[name]?.type === 'string' && /^-\d/.test(args[i + 1] ?? '')) out.push(`${a}=${args[++i]}`)
+    else out.push(a)
+  }
+  return out
+}
+
 /** node:util parseArgs's refusals (unknown option, missing or ambiguous value): bad usage too. */
 export const isParseArgsError = (e: unknown): e is Error => e instanceof TypeError && String((e as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS_')
 

@@ -4,7 +4,18 @@ import { CLIENT_COMMANDS, clientCommand, clientHelp } from './client.js'
 import { CLIENT_VERSION } from './client/api.js'
 import { COMMON_OPTIONS } from './client/args.js'
 import { CLIENT_ENV, CLIENT_HELP } from './client/help.js'
-import { GENERAL_HELP, isParseArgsError, optionsError, parserOptions, renderHelp, renderOverview, usageText, type CommandHelp, type Flags } from './help.js'
+import {
+  GENERAL_HELP,
+  isParseArgsError,
+  joinNegativeValues,
+  optionsError,
+  parserOptions,
+  renderHelp,
+  renderOverview,
+  usageText,
+  type CommandHelp,
+  type Flags,
+} from './help.js'
 import { OPERATOR_HELP } from './operator-help.js'
 
 /** `svc --help` (and `svc`, `svc help`; on stderr after an unknown command): every command, from the help tables. */
@@ -53,7 +64,7 @@ function commandHelp(cmd: string): string | null {
 function usageRefused(h: { usage: readonly string[]; flags: Flags }, args: string[]): boolean {
   let message: string | null
   try {
-    message = optionsError(h.flags, parseArgs({ args, options: parserOptions(h.flags), allowPositionals: false }).values)
+    message = optionsError(h.flags, parseArgs({ args: joinNegativeValues(args, h.flags), options: parserOptions(h.flags), allowPositionals: false }).values)
   } catch (e) {
     if (!isParseArgsError(e)) throw e
     message = e.message

@@ -56,7 +56,9 @@ describe('svc help', () => {
   const bad: Array<[args: string[], message: RegExp]> = [
     [['serve', '--bogus'], /^error: Unknown option '--bogus'/],
     [['key', 'create', 'bob', '--nope'], /^error: Unknown option '--nope'/],
-    [['key', 'create', 'bob', '--expires-days', '-5'], /^error: Option '--expires-days' argument is ambiguous/],
+    // a negative value after a space is the option's value, refused by the option's own check
+    [['key', 'create', 'bob', '--expires-days', '-5'], /^error: --expires-days takes an integer from 1 to \d+, not "-5"\nusage: svc key /],
+    [['sweep', '--grace-seconds', '-60'], /^error: --grace-seconds takes an integer of 0 or more, not "-60"\nusage: svc sweep /],
     [['backup', 'somewhere', '--keep'], /^error: Option '--keep <value>' argument missing/],
     [['sweep', '--grace-seconds=-60'], /^error: --grace-seconds takes an integer of 0 or more, not "-60"\nusage: svc sweep /],
     [['sweep', '--grace-seconds', 'soon'], /^error: --grace-seconds takes an integer of 0 or more, not "soon"\nusage: svc sweep /],

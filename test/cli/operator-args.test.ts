@@ -87,6 +87,7 @@ const REFUSED: Array<[args: string[], message: string]> = [
   [['sweep', 'now'], 'unexpected argument "now"'],
   [['sweep', '--grace-seconds', 'soon'], '--grace-seconds takes an integer of 0 or more, not "soon"'],
   [['sweep', '--grace-seconds=-1'], '--grace-seconds takes an integer of 0 or more, not "-1"'],
+  [['sweep', '--grace-seconds', '-1'], '--grace-seconds takes an integer of 0 or more, not "-1"'],
   [['sweep', '--bogus'], PARSE_ARGS_UNKNOWN('bogus')],
   [['export', 'bob'], 'missing FILE'],
   [['export', 'bob', 'FILE', 'extra'], 'unexpected argument "extra"'],

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { HELP_FLAG, optionsError, parseSize, parserOptions, type Flags, type ValueCheck } from '../help.js'
+import { HELP_FLAG, joinNegativeValues, optionsError, parseSize, parserOptions, type Flags, type ValueCheck } from '../help.js'
 import { normaliseUrl } from './config.js'
 import { UsageError } from './errors.js'
 
@@ -31,31 +31,12 @@ export const COMMON_OPTIONS = {
 export function parse<O extends Flags>(args: string[], options: O) {
   const table = { ...COMMON_OPTIONS, ...options }
   const all = parserOptions(table)
-  const fixed: string[] = []
-  const tail: string[] = []
-  let afterDashes = false
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]
-    if (afterDashes) {
-      tail.push(a)
-      continue
-    }
-    if (a === '--') {
-      afterDashes = true
-      continue
-    }
-    const isNeg = (s: string | undefined) => s !== undefined && /^-\d/.test(s)
-    const name = a.startsWith('--') && !a.includes('=') ? a.slice(2) : null
-    if (name && (all as Flags)[name]?.type === 'string' && isNeg(args[i + 1])) {
-      fixed.push(`${a}=${args[++i]}`)
-      continue
-    }
-    if (isNeg(a)) {
-      tail.push(a)
-      continue
-    }
-    fixed.push(a)
-  }
+  // a negative number where a positional goes (`svc kv incr hits -1`) goes after a `--`
+  const joined = joinNegativeValues(args, table)
+  const cut = joined.includes('--') ? joined.indexOf('--') : joined.length
+  const isNeg = (s: string) => /^-\d/.test(s)
+  const fixed = joined.slice(0, cut).filter((a) => !isNeg(a))
+  const tail = [...joined.slice(0, cut).filter(isNeg), ...joined.slice(cut + 1)]
   let parsed
   try {
     parsed = parseArgs({ args: tail.length ? [...fixed, '--', ...tail] : fixed, options: all, allowPositionals: true, strict: true })
