@@ -84,7 +84,7 @@ export async function main(argv: string[]): Promise<void> {
   if (cmd === 'help') {
     const help = commandHelp(rest[0])
     if (help === null) {
-      process.stderr.write(`unknown command "${rest[0]}": svc --help lists the commands\n`)
+      process.stderr.write(`error: unknown command "${rest[0]}": svc --help lists the commands\n`)
       process.exitCode = 2
     } else process.stdout.write(help)
     return
@@ -130,11 +130,11 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = code
       return
     }
-    process.stderr.write(`unknown command "${cmd}"\n\n${overview()}`)
+    process.stderr.write(`error: unknown command "${cmd}"\n\n${overview()}`)
     process.exitCode = 2
   } catch (e) {
     if (e instanceof ConfigError) {
-      process.stderr.write(`${e.message}\n`)
+      process.stderr.write(`error: ${e.message}\n`)
       process.exitCode = 78
       return
     }

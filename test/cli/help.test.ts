@@ -40,7 +40,7 @@ describe('svc help', () => {
     const r = await runCli(['nope'])
     assert.equal(r.code, 2)
     assert.equal(r.stdout, '')
-    assert.match(r.stderr, /^unknown command "nope"/)
+    assert.match(r.stderr, /^error: unknown command "nope"/)
     assert.ok(r.stderr.includes(OPERATOR) && r.stderr.includes(CLIENT))
   })
 
@@ -53,6 +53,21 @@ describe('svc help', () => {
     noData = path.join(tmp, 'no-data-here')
   })
   after(() => fs.rmSync(tmp, { recursive: true, force: true }))
+  it('a bad setting: exit 78 and one "error:" message naming each variable, nothing made', async () => {
+    const dir = path.join(tmp, 'bad-settings')
+    for (const [args, extra] of [
+      [['serve'], { PORT: 'not-a-port', LOG_LEVEL: 'loud' }],
+      [['user', 'add', 'x1', '--password', 'a long password'], { DATABASE_URL: 'mysql://nope' }],
+    ] as const) {
+      const r = await runCli([...args], { env: { DATA_DIR: dir, ...extra } })
+      assert.equal(r.code, 78, r.stderr)
+      assert.equal(r.stdout, '')
+      assert.match(r.stderr, /^error: invalid configuration:\n( {2}[A-Z_]+: .+\n)+$/)
+      for (const name of Object.keys(extra)) assert.ok(r.stderr.includes(`\n  ${name}: `), `${name} named in ${r.stderr}`)
+    }
+    assert.equal(fs.existsSync(dir), false, 'no data folder made')
+  })
+
   const bad: Array<[args: string[], message: RegExp]> = [
     [['serve', '--bogus'], /^error: Unknown option '--bogus'/],
     [['key', 'create', 'bob', '--nope'], /^error: Unknown option '--nope'/],
@@ -326,7 +341,7 @@ describe('svc CMD --help: the command help', () => {
       const r = await runCli(args, { env })
       assert.equal(r.code, 2)
       assert.equal(r.stdout, '')
-      assert.equal(r.stderr, 'unknown command "nosuch": svc --help lists the commands\n')
+      assert.equal(r.stderr, 'error: unknown command "nosuch": svc --help lists the commands\n')
     }
   })
 
