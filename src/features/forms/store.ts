@@ -128,7 +128,8 @@ export const formStore = {
       .select((eb) => [
         'form_id',
         eb.fn.countAll().as('total'),
-        sql<number>`sum(case when is_read = 0 then 1 else 0 end)`.as('unread'),
+        // the inbox's unread: a spam submission is counted in spam only (decision 222)
+        sql<number>`sum(case when is_read = 0 and is_spam = 0 then 1 else 0 end)`.as('unread'),
         sql<number>`sum(case when is_spam = 1 then 1 else 0 end)`.as('spam'),
         eb.fn.max('created_at').as('last_at'),
       ])
