@@ -380,6 +380,13 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     try {
       await page.goto(`${s.url}/report?url=${encodeURIComponent('https://example.net/somewhere')}`)
       assert.match((await page.textContent('main')) ?? '', /abuse@example\.org/)
+      // each choice is a small box right before its own words, not a full-width field
+      for (const radio of await page.locator('#report-form input[type=radio]').all()) {
+        const box = (await radio.boundingBox())!
+        const label = (await radio.locator('xpath=..').boundingBox())!
+        assert.ok(box.width < 32, `a radio ${box.width}px wide`)
+        assert.ok(box.x - label.x < 8, `a radio ${box.x - label.x}px from its label's start`)
+      }
       await page.getByLabel('Spam').check()
       await page.getByLabel('Details (optional)').fill('unsolicited ads')
       await page.getByRole('button', { name: 'Send report' }).click()
