@@ -107,6 +107,20 @@ describe('single files page: refused uploads (Chromium)', () => {
     assert.deepEqual(errors, [])
   })
 
+  it("shows every tab of the page's bar, whole, at a phone's, a tablet's and a laptop's width", async () => {
+    const { page, errors } = await filesPage('en')
+    for (const width of [390, 800, 1100, 1400]) {
+      await page.setViewportSize({ width, height: 800 })
+      const tabs = await page.locator('nav.nav a').all()
+      assert.ok(tabs.length >= 8, `${tabs.length} tabs`)
+      for (const tab of tabs) {
+        const box = (await tab.boundingBox())!
+        assert.ok(box.x >= 0 && box.x + box.width <= width, `${await tab.textContent()} at ${box.x}-${box.x + box.width} of ${width}px`)
+      }
+    }
+    assert.deepEqual(errors, [])
+  })
+
   it('a failed upload never reads "Uploaded"', async () => {
     const { page, errors } = await filesPage('en-US', [{ url: '/svc_api/upload', status: 400 }])
     await page.goto(`${s.url}/dashboard/files`)
