@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, langOf } from '../../errors/render.js'
-import type { Text } from '../../errors/text.js'
 import { publicPreflight, PUBLIC_CORS_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { LinkConditionHeaders, linkResponses } from '../../http/conditional-schemas.js'
 import { decide, httpDate, replyRange, type Representation } from '../../http/representation.js'
@@ -17,9 +16,6 @@ export const CACHE_STABLE = 'public, no-cache'
 /** Versioned URL (?v= the current content version): the bytes behind it never change. */
 export const CACHE_IMMUTABLE = 'public, max-age=31536000, immutable'
 
-/** The refusal of ?w=, ?h= or ?format= on an SVG image. */
-const NO_SVG_VARIANTS: Text = { zh: 'SVG 图片不支持缩放和格式转换', en: 'resizing and conversion are not available for SVG images' }
-
 function plainError(req: FastifyRequest, reply: FastifyReply, status: number, err: AppError) {
   reply.header('Cache-Control', 'no-store')
   return reply
@@ -33,7 +29,7 @@ function plainError(req: FastifyRequest, reply: FastifyReply, status: number, er
  * cookies read or set. The answer is inert (CSP sandbox, default-src 'none', nosniff), so an
  * SVG's scripts never run, and carries the content digest as ETag and the image's last
  * change as Last-Modified. ?w=&h=&format= ask for a
- * resized or converted variant (not for SVG).
+ * resized or converted variant (an SVG is answered as is: the browser scales it).
  */
 export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, variants: Variants): void {
   const { blobs } = deps
@@ -57,9 +53,8 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     if (!img) return plainError(req, reply, 404, new AppError('RESOURCE_NOT_FOUND'))
     // bytes taken down anywhere (another image, another user's) answer as removed content, variants too
     if (img.blocked) return sendNotice(reply, removedNotice(deps, req), req.method === 'HEAD')
-    if (params && img.content_type === 'image/svg+xml') {
-      return plainError(req, reply, 400, new AppError('INVALID_PARAMETER', { params: { detail: NO_SVG_VARIANTS } }))
-    }
+    // an SVG is drawn at any size by the page itself: valid variant parameters get the SVG as is
+    if (img.content_type === 'image/svg+xml') params = null
 
     const etag = params ? variantEtag(img.digest, params) : originalEtag(img.digest)
     const lastModifiedSec = lastModifiedOf(img)
@@ -112,7 +107,7 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
           return null
         }
         const cc = q.v === versionOf(img.digest) ? CACHE_IMMUTABLE : CACHE_STABLE
-        if (params === null) {
+        if (params === null || img.content_type === 'image/svg+xml') {
           let hits = originals.get(img)
           if (hits === undefined) originals.set(img, (hits = {}))
           return (hits[cc] ??= linkHit(
@@ -122,7 +117,6 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
             img.digest,
           ))
         }
-        if (img.content_type === 'image/svg+xml') return null
         const v = variants.peek(img.digest, params)
         if (v === undefined) return null
         let hits = resized.get(v)
