@@ -347,6 +347,43 @@ for (const engine of ENGINES) {
       assert.equal((await pub(`${f.public_url}?v=4`)).text, 'four')
     })
 
+    it('?v=latest serves the newest version whatever the default, revalidated on every use', async () => {
+      const f = await create(alice, { display_name: 'latest.json', content: '{"n":1}' })
+      const latest = `${f.public_url}?v=latest`
+      const one = await pub(latest)
+      assert.equal(one.status, 200, one.text)
+      assert.equal(one.text, '{"n":1}')
+      assert.equal(one.header('x-data-version'), '1')
+      assert.equal(one.header('cache-control'), 'public, no-cache')
+      assert.equal(one.header('content-type'), 'application/json; charset=utf-8')
+      assert.equal(one.header('access-control-allow-origin'), '*')
+      // a new version that is not the default: the plain link keeps v1, latest shows v2 at once
+      // (each read twice: the route, then the cached fast path)
+      await json(alice, 'POST', `${F}/${f.id}/versions`, { content: '{"n":2}' })
+      for (let i = 0; i < 2; i++) {
+        assert.equal((await pub(f.public_url)).text, '{"n":1}')
+        const two = await pub(latest)
+        assert.equal(two.text, '{"n":2}')
+        assert.equal(two.header('x-data-version'), '2')
+        assert.equal(two.header('etag'), (await pub(`${f.public_url}?v=2`)).header('etag'))
+        assert.equal((await pub(latest, { 'if-none-match': two.header('etag')! })).status, 304)
+      }
+      // the newest version deleted: latest is the newest one left
+      await json(alice, 'POST', `${F}/${f.id}/versions`, { content: '{"n":3}' })
+      assert.equal((await pub(latest)).text, '{"n":3}')
+      assert.equal((await json(alice, 'DELETE', `${F}/${f.id}/versions/3`)).status, 200)
+      for (let i = 0; i < 2; i++) assert.equal((await pub(latest)).header('x-data-version'), '2')
+      const alias = await s.get(`${new URL(f.public_url).pathname.replace('/svc-data/pub/', '/hosted-data/pub/')}?v=latest`)
+      assert.equal(alias.text, '{"n":2}')
+      // other words are still refused, and say what is accepted
+      for (const v of ['Latest', 'newest', 'latest1']) {
+        const bad = await pub(`${f.public_url}?v=${v}`)
+        assert.equal(bad.status, 400, v)
+        assert.match(bad.text, /latest/, v)
+      }
+      assert.equal((await pub(`${f.public_url.replace(/pub\/\w+/, 'pub/AAAAAAAAAAAAAAAAAAAAAA')}?v=latest`)).status, 404)
+    })
+
     it('readers during default-version switches always get A or B, never a 404 or mixed bytes', async () => {
       const A = 'A'.repeat(200_000)
       const B = 'B'.repeat(150_000)

@@ -1,7 +1,7 @@
 import type { Bus } from '../../infra/bus.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
 import type { Clock } from '../../util/clock.js'
-import type { PublicEntry } from './store.js'
+import type { PublicEntry, VersionPick } from './store.js'
 
 export const BUS_CHANNEL = 'hosted-data'
 
@@ -20,11 +20,11 @@ export interface ServedEntry extends PublicEntry {
 
 interface Slot {
   at: number
-  /** '' = the default version, else the pinned version number. */
+  /** '' = the default version, 'latest', else the pinned version number. */
   byVersion: Map<string, ServedEntry>
 }
 
-const versionKey = (version: number | null) => (version === null ? '' : String(version))
+const versionKey = (version: VersionPick) => (version === null ? '' : String(version))
 
 /**
  * token -> version to serve, in memory (an InvalidatedCache). Every change to a file (new
@@ -47,12 +47,12 @@ export function createHostedDataCache(bus: Bus, clock: Clock, opts: { maxTokens?
   })
 
   return {
-    get(token: string, version: number | null): ServedEntry | undefined {
+    get(token: string, version: VersionPick): ServedEntry | undefined {
       return slots.get(token)?.byVersion.get(versionKey(version))
     },
     /** The generation to pass to `set` (taken before reading the database). */
     generation: () => slots.ticket(),
-    set(gen: number, token: string, version: number | null, entry: ServedEntry): void {
+    set(gen: number, token: string, version: VersionPick, entry: ServedEntry): void {
       let slot = slots.get(token)
       if (slot === undefined) {
         slot = { at: clock.now(), byVersion: new Map() }

@@ -5,6 +5,7 @@ import { publicCorsHeaders, publicPreflight, setPublicCors, setUserContentHeader
 import { createHostedData, PUBLIC_TOKEN_RE } from './service.js'
 import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
+import type { VersionPick } from './store.js'
 import { LinkConditionHeaders, linkResponses } from '../../http/conditional-schemas.js'
 import { decide, httpDate, pickEncoding, replyRange, type Representation } from '../../http/representation.js'
 import { linkHit, publicFiles, publicLinkFastPath, type LinkHit, type LinkValidators } from '../../http/public-link.js'
@@ -13,6 +14,10 @@ import { createEncodings, type Encoded } from '../sites/encodings.js'
 
 const CACHE_DEFAULT = 'public, no-cache'
 const CACHE_PINNED = 'public, max-age=31536000, immutable'
+/** `?v=`: a version number, or `latest` (the newest version the file has). */
+const V_RE = /^(?:[1-9]\d{0,9}|latest)$/
+/** Only a numbered version never changes; the default and the latest are revalidated on every use. */
+const cacheOf = (version: VersionPick) => (typeof version === 'number' ? CACHE_PINNED : CACHE_DEFAULT)
 /** A page on another origin may read which version it got (X-Data-Version), to pin it with ?v=N. */
 const DATA_CORS_HEADERS = publicCorsHeaders('X-Data-Version')
 /** Every type a data file may have is text: bodies from this size on are offered compressed (as hosted pages are). */
@@ -42,7 +47,8 @@ const text = (reply: FastifyReply, code: number, body: string) => {
 
 /**
  * Public raw links: GET/HEAD /svc-data/pub/{token} and /hosted-data/pub/{token} return the
- * default version's exact bytes with its content type (`?v=N`: one pinned version). No auth,
+ * default version's exact bytes with its content type (`?v=N`: one pinned version;
+ * `?v=latest`: the newest version, revalidated like the default). No auth,
  * no cookies read or set, CORS `*` without credentials, inert sandbox CSP and nosniff so no
  * HTML, SVG or XML here ever runs with the service origin's authority. ETag and Last-Modified
  * (ServedEntry.lastModifiedSec) / 304, If-Match / If-Unmodified-Since / 412; the
@@ -73,10 +79,10 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
     if (req.headers['service-worker'] !== undefined) return text(reply, 403, 'Forbidden')
     if (!PUBLIC_TOKEN_RE.test(token)) return text(reply, 404, 'Not Found')
     const q = (req.query as Record<string, unknown>).v
-    let version: number | null = null
+    let version: VersionPick = null
     if (q !== undefined) {
-      if (typeof q !== 'string' || !/^[1-9]\d{0,9}$/.test(q)) return text(reply, 400, 'Bad Request: v must be a version number')
-      version = Number(q)
+      if (typeof q !== 'string' || !V_RE.test(q)) return text(reply, 400, 'Bad Request: v must be a version number (1, 2, ...) or latest')
+      version = q === 'latest' ? q : Number(q)
     }
     const held = await heldLink(deps, req, 'data', token)
     if (held) return sendNotice(reply, held, req.method === 'HEAD')
@@ -88,7 +94,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
     /** Sets the answer's headers and status; the blob (and range of it) to send, or null: no body. */
     const answer = (e: ServedEntry): { digest: string; part?: { start: number; end: number }; enc?: Enc } | null => {
       setUserContentHeaders(reply, 'inert')
-      reply.header('Cache-Control', version === null ? CACHE_DEFAULT : CACHE_PINNED)
+      reply.header('Cache-Control', cacheOf(version))
       reply.header('X-Data-Version', String(e.version))
       reply.type(servedContentType(e.content_type))
       if (compressible(e)) reply.header('Vary', 'Accept-Encoding')
@@ -144,11 +150,11 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
       prefixes: ['/svc-data/pub/', '/hosted-data/pub/'],
       peek(token, query, req) {
         if (!PUBLIC_TOKEN_RE.test(token) || linkHeldNow(deps, 'data', token) !== false) return null
-        let version: number | null = null
+        let version: VersionPick = null
         if (query !== '') {
-          const m = /^v=([1-9]\d{0,9})$/.exec(query)
-          if (m === null) return null
-          version = Number(m[1])
+          const m = /^v=(.*)$/.exec(query)
+          if (m === null || !V_RE.test(m[1])) return null
+          version = m[1] === 'latest' ? 'latest' : Number(m[1])
         }
         const e = svc.cache.get(token, version)
         // taken-down bytes are answered by the route (451)
@@ -157,7 +163,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
           ...DATA_CORS_HEADERS,
           ...userContentHeaderList('inert').flat(),
           'Cache-Control',
-          version === null ? CACHE_DEFAULT : CACHE_PINNED,
+          cacheOf(version),
           'X-Data-Version',
           String(e.version),
           'Content-Type',
@@ -187,7 +193,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
       url: `${prefix}/:token`,
       schema: {
         tags: ['hosted-data'],
-        summary: "Public raw link: the default version's bytes (?v=N: one version)",
+        summary: "Public raw link: the default version's bytes (?v=N: one version; ?v=latest: the newest)",
         headers: LinkConditionHeaders,
         response: linkResponses({
           media: '*/*',

@@ -6,7 +6,7 @@ import type { Text } from '../../errors/text.js'
 import { newId, newPublicToken, sha256hex } from '../../auth/tokens.js'
 import { quotaOf } from '../../limits/quotas.js'
 import { isoMicros } from '../../util/time.js'
-import { createHostedStore, type FileRow, type VersionRow } from './store.js'
+import { createHostedStore, type FileRow, type VersionPick, type VersionRow } from './store.js'
 import { createHostedDataCache, type ServedEntry } from './cache.js'
 import { checkContent } from './content.js'
 import { createAbuse, targetKey } from '../abuse/service.js'
@@ -271,17 +271,18 @@ export function createHostedData(deps: Deps) {
     },
 
     /**
-     * The version a public link serves (default, or pinned with ?v=N), from the cache when
+     * The version a public link serves (default, ?v=latest, or pinned with ?v=N), from the cache when
      * possible; `blocked` when its bytes were taken down, whatever file they were taken down in
      * (a takedown or lift drops every cached link: abuse/service.ts).
      */
-    async resolve(token: string, version: number | null): Promise<ServedEntry | undefined> {
+    async resolve(token: string, version: VersionPick): Promise<ServedEntry | undefined> {
       const hit = cache.get(token, version)
       if (hit) return hit
       const gen = cache.generation()
       const e = await store.publicEntry(token, version)
       if (!e) return undefined
-      const modified = version === null ? Math.max(e.created_at, e.file_updated_at) : e.created_at
+      // a link whose version can change (default, latest) dates from the file's last change too
+      const modified = typeof version === 'number' ? e.created_at : Math.max(e.created_at, e.file_updated_at)
       const entry: ServedEntry = {
         ...e,
         etag: etagOf(e.digest, e.content_type),

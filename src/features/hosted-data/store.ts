@@ -57,6 +57,9 @@ export interface FileRow extends Omit<HostedFilesTable, 'user_id'> {
 
 export type VersionRow = Omit<HostedVersionsTable, 'file_id'>
 
+/** Which version a public link serves: the default (null), the newest existing one, or one number. */
+export type VersionPick = number | null | 'latest'
+
 /** What the public link needs to serve one version. */
 export interface PublicEntry {
   version: number
@@ -180,10 +183,11 @@ export function createHostedStore(k: DB) {
     deleteFile: (trx: Trx, userId: string, fileId: string) => deleteHostedFile(trx, userId, fileId),
     /**
      * The version a public link serves, in one statement (file row and version row read
-     * together), so a reader during a default-version switch sees the old or the new one.
+     * together), so a reader during a default-version switch sees the old or the new one;
+     * `latest`: the highest version number the file still has.
      * Files of a disabled account are not served.
      */
-    async publicEntry(token: string, version: number | null): Promise<PublicEntry | undefined> {
+    async publicEntry(token: string, version: VersionPick): Promise<PublicEntry | undefined> {
       let q = k
         .selectFrom('hosted_files as f')
         .innerJoin('hosted_versions as v', 'v.file_id', 'f.id')
@@ -191,7 +195,9 @@ export function createHostedStore(k: DB) {
         .select(['v.version', 'v.digest', 'v.size', 'v.content_type', 'v.created_at', 'f.updated_at as file_updated_at'])
         .where('f.public_token', '=', token)
         .where('u.disabled', '=', 0)
-      q = version === null ? q.whereRef('v.version', '=', 'f.default_version') : q.where('v.version', '=', version)
+      if (version === null) q = q.whereRef('v.version', '=', 'f.default_version')
+      else if (version === 'latest') q = q.orderBy('v.version', 'desc').limit(1)
+      else q = q.where('v.version', '=', version)
       const r = await q.executeTakeFirst()
       return r ? { ...r, size: Number(r.size), created_at: Number(r.created_at), file_updated_at: Number(r.file_updated_at) } : undefined
     },
