@@ -558,6 +558,28 @@ for (const engine of ENGINES) {
       assert.equal(padded.json.data.value, 4.5)
     })
 
+    it('reads a text/plain body as JSON on store and incr (fetch with a string body and no Content-Type)', async () => {
+      // fetch(url, {method: 'POST', body: JSON.stringify(x), headers: {Authorization}}) sends text/plain;charset=UTF-8
+      const plain = (p: string, body: string, headers: Record<string, string> = {}) =>
+        s.post(p, { key: alice.key, body, headers: { 'content-type': 'text/plain;charset=UTF-8', ...headers } })
+      const st = await plain('/svc_api/data/store', JSON.stringify({ key: 'plainBody', value: { todo: ['milk', 'café'] } }))
+      assert.equal(st.status, 200, st.text)
+      assert.deepEqual((await get(alice, 'plainBody')).json.data.value, { todo: ['milk', 'café'] })
+      const inc = await plain('/svc_api/data/incr', '{"key":"plainHits","by":2}')
+      assert.equal(inc.status, 200, inc.text)
+      assert.equal(inc.json.data.value, 2)
+      // conditions, size limits and validation are the JSON body's
+      code(await plain('/svc_api/data/store', '{"key":"plainBody","value":1}', { 'if-match': '"9"' }), 409, 1409)
+      code(await plain('/svc_api/data/store', JSON.stringify({ key: 'plainBig', value: 'x'.repeat(70000) })), 400, 1602)
+      code(await plain('/svc_api/data/store', '{"key":"plainBody"}'), 400, 1106)
+      // text that is not JSON: the JSON body's error, which names the fix
+      const bad = await plain('/svc_api/data/store', 'key=plainBody&value=1')
+      assert.equal(bad.status, 400, bad.text)
+      assert.equal(bad.json.success, false)
+      assert.equal(bad.json.error_code, (await raw(alice, 'key=plainBody&value=1')).json.error_code)
+      assert.deepEqual((await get(alice, 'plainBody')).json.data.value, { todo: ['milk', 'café'] })
+    })
+
     it('200 concurrent increments of one key end exactly +200', async () => {
       const u = await s.user({ vip: true })
       await store(u, { key: 'counter', value: 1000, data_type: 'number', is_public: true })

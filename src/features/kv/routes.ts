@@ -172,56 +172,68 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
   const none = { auth: 'none' as const }
   const tags = ['key-value store']
 
-  app.post(
-    '/svc_api/data/store',
-    {
-      config: any,
-      onSend: keyHeaders,
-      bodyLimit: KV_LIMITS.bodyLimit,
-      errorHandler: tooLargeHandler,
-      // store and incr bodies are validated without coercion: what is stored is what was sent
-      validatorCompiler: strictValidator,
-      schema: {
-        tags,
-        summary: 'Create or update an entry (a repeated key updates it)',
-        description:
-          'Beyond the spec: `version` / `if_updated_at`, or the headers `If-Match: "{version}"` / `If-None-Match: *`, make the write a compare-and-swap (409, code 1409, nothing changed); the answer\'s `ETag` is the new version, quoted. `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.',
-        headers: ConditionHeaders,
-        body: StoreBody,
-        response: { 200: EntryEnvelope },
-      },
-    },
-    async (req, reply) => {
-      const { created, entry } = await kv.put(caller(req).user, req.body, conditionOf(req))
-      withEtag(reply, entry)
-      return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
-    },
-  )
+  // store and incr read a text/plain body as JSON, as form submissions do: fetch() with a
+  // string body and no Content-Type sends text/plain. A browser's write still needs the key's
+  // Authorization header, or a session with its X-CSRF-Token header (the guard): both make the
+  // request preflighted, so no write a page could not already make gets through.
+  void app.register(async (writes) => {
+    const parseJson = writes.getDefaultJsonParser('error', 'error')
+    writes.removeContentTypeParser('text/plain')
+    writes.addContentTypeParser('text/plain', { parseAs: 'string' }, (req, body, done) =>
+      body === '' ? done(null, undefined) : parseJson(req, String(body), done),
+    )
 
-  app.post(
-    '/svc_api/data/incr',
-    {
-      config: any,
-      onSend: keyHeaders,
-      bodyLimit: KV_LIMITS.bodyLimit,
-      errorHandler: tooLargeHandler,
-      validatorCompiler: strictValidator,
-      schema: {
-        tags,
-        summary: 'Atomic increment (beyond the spec)',
-        description:
-          'Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106). If-Match / If-None-Match as for store.',
-        headers: ConditionHeaders,
-        body: IncrBody,
-        response: { 200: EntryEnvelope },
+    writes.post(
+      '/svc_api/data/store',
+      {
+        config: any,
+        onSend: keyHeaders,
+        bodyLimit: KV_LIMITS.bodyLimit,
+        errorHandler: tooLargeHandler,
+        // store and incr bodies are validated without coercion: what is stored is what was sent
+        validatorCompiler: strictValidator,
+        schema: {
+          tags,
+          summary: 'Create or update an entry (a repeated key updates it)',
+          description:
+            'Beyond the spec: `version` / `if_updated_at`, or the headers `If-Match: "{version}"` / `If-None-Match: *`, make the write a compare-and-swap (409, code 1409, nothing changed); the answer\'s `ETag` is the new version, quoted. `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.',
+          headers: ConditionHeaders,
+          body: StoreBody,
+          response: { 200: EntryEnvelope },
+        },
       },
-    },
-    async (req, reply) => {
-      const { created, entry } = await kv.incr(caller(req).user, req.body, conditionOf(req))
-      withEtag(reply, entry)
-      return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
-    },
-  )
+      async (req, reply) => {
+        const { created, entry } = await kv.put(caller(req).user, req.body, conditionOf(req))
+        withEtag(reply, entry)
+        return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
+      },
+    )
+
+    writes.post(
+      '/svc_api/data/incr',
+      {
+        config: any,
+        onSend: keyHeaders,
+        bodyLimit: KV_LIMITS.bodyLimit,
+        errorHandler: tooLargeHandler,
+        validatorCompiler: strictValidator,
+        schema: {
+          tags,
+          summary: 'Atomic increment (beyond the spec)',
+          description:
+            'Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106). If-Match / If-None-Match as for store.',
+          headers: ConditionHeaders,
+          body: IncrBody,
+          response: { 200: EntryEnvelope },
+        },
+      },
+      async (req, reply) => {
+        const { created, entry } = await kv.incr(caller(req).user, req.body, conditionOf(req))
+        withEtag(reply, entry)
+        return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
+      },
+    )
+  })
 
   app.get(
     '/svc_api/data/get',
