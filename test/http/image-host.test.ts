@@ -823,7 +823,7 @@ for (const engine of ENGINES) {
         )
       })
 
-      it('bytes that are HTML, damaged or too many pixels', async () => {
+      it('bytes that are HTML, damaged, too many pixels, or an iPhone HEIC photo', async () => {
         const acc = await freshAccount()
         const damaged = Buffer.from(
           await sharp(crypto.randomBytes(48 * 48 * 3), { raw: { width: 48, height: 48, channels: 3 } })
@@ -840,6 +840,12 @@ for (const engine of ENGINES) {
           ['<html><body>hi</body></html>', 'text/html 或 XML', 'text/html or XML'],
           [damaged, '已损坏或无法读取的 image/png', 'damaged or unreadable image/png'],
           [bomb, 'image/jpeg，50000x50000 像素（像素过多）', 'image/jpeg of 50000x50000 pixels (too many)'],
+          // an iPhone photo (HEVC-coded HEIF, which the image library cannot decode): the fix is named
+          [
+            Buffer.concat([Buffer.from('0000001866747970686569630000000068656963', 'hex'), Buffer.from('6d696631', 'hex'), crypto.randomBytes(64)]),
+            'image/heic（iPhone 照片格式：请导出为 JPEG 再上传）',
+            'image/heic (the iPhone photo format: export it as JPEG and upload that)',
+          ],
         ]
         for (const [data, zh, en] of cases) {
           await expectErrorInBoth(up(acc, form([{ name: 'x.png', data }])), 400, 'plain', `不支持的文件类型：${zh}`, `Unsupported file type: ${en}`)

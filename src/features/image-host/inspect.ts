@@ -51,6 +51,10 @@ export function looksLikeSvg(buf: Buffer): boolean {
 /** A short description of unaccepted bytes for the error message: a media type, or words in both languages. */
 async function describe(buf: Buffer): Promise<Param> {
   const ft = await fileTypeFromBuffer(buf).catch(() => undefined)
+  // HEIC/HEIF is what iPhones take photos in, and its HEVC coding cannot be decoded here
+  if (ft && /^image\/hei[cf]/.test(ft.mime)) {
+    return { zh: `${ft.mime}（iPhone 照片格式：请导出为 JPEG 再上传）`, en: `${ft.mime} (the iPhone photo format: export it as JPEG and upload that)` }
+  }
   if (ft) return ft.mime
   const start = buf.subarray(0, 512).toString('latin1').trimStart().toLowerCase()
   if (/^(<!doctype html|<html|<head|<body|<script|<\?xml|<)/.test(start)) return { zh: 'text/html 或 XML', en: 'text/html or XML' }
