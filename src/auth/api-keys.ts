@@ -87,6 +87,29 @@ export function createApiKeys(db: Db, clock: Clock) {
       const rows = await db.k.selectFrom('api_keys').select(KEY_COLUMNS).where('user_id', '=', userId).orderBy('created_at', 'desc').execute()
       return rows.map(toInfo)
     },
+    /**
+     * Of these key-shaped tokens, the live keys that can write (enabled, not read-only, not
+     * expired), each with what names it to `userId`: its name and hint when it is theirs,
+     * its hint alone when it is someone else's.
+     */
+    async liveWriters(tokens: Iterable<string>, userId: string): Promise<Map<string, string>> {
+      const byHash = new Map([...tokens].map((t) => [sha256hex(t), t]))
+      const out = new Map<string, string>()
+      if (byHash.size === 0) return out
+      const now = clock.now()
+      const rows = await db.k
+        .selectFrom('api_keys')
+        .select(['key_hash', 'user_id', 'name', 'hint', 'expires_at'])
+        .where('key_hash', 'in', [...byHash.keys()])
+        .where('enabled', '=', 1)
+        .where('read_only', '=', 0)
+        .execute()
+      for (const r of rows) {
+        if (r.expires_at !== null && Number(r.expires_at) <= now) continue
+        out.set(byHash.get(r.key_hash)!, r.user_id === userId ? `"${r.name}", svc_…${r.hint}` : `svc_…${r.hint}`)
+      }
+      return out
+    },
     /** Enables or disables one of the user's keys; false when it is not theirs. */
     async setEnabled(userId: string, id: string, enabled: boolean): Promise<boolean> {
       const r = await db.k

@@ -697,6 +697,16 @@ export const ERRORS = {
     '更大的站点请用归档部署：`svc deploy ./folder --project NAME`，或 POST /api/folders/{project}/deploys（tar 归档）',
     'Deploy larger sites as an archive: `svc deploy ./folder --project NAME`, or POST /api/folders/{project}/deploys (a tar archive)',
   ),
+  KEY_IN_CONTENT: def(
+    1444,
+    'BUSINESS_ERROR',
+    400,
+    '{file} 含有一个可以写入的有效 API 密钥（{key}）：任何打开此页面的人都能用它',
+    '{file} holds a live API key that can write ({key}): anyone who opens the page could use it',
+    '从文件中删掉该密钥。只读取键值存储的页面可以用只读密钥（svc key create 名称 --read-only）；会写入的页面不要带密钥。若已公开过，请吊销该密钥',
+    'Remove the key from the file. A page that only reads the key-value store can use a read-only key (svc key create NAME --read-only); a page that writes must carry no key. If it was published already, revoke the key',
+    'VALIDATION_FAILED',
+  ),
   LOCKED: def(1423, 'BUSINESS_ERROR', 423, '已锁定，不能删除', 'Locked; it cannot be deleted', '联系管理员解锁', 'Ask the administrator to unlock it'),
 
   // 1500-1599 server

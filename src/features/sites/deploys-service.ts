@@ -10,7 +10,8 @@ import { mapText, type Param, type Text } from '../../errors/render.js'
 import type { User } from '../../auth/users.js'
 import { newId } from '../../auth/tokens.js'
 import { isoMicros } from '../../util/time.js'
-import { ContentWatcher } from './sniff.js'
+import { collectKeyTokens, ContentWatcher } from './sniff.js'
+import { keyLeaks } from './key-leaks.js'
 import { invalidateHosting } from './invalidate.js'
 import { checkRelativePath, PathTree } from './paths.js'
 import { createFoldersStore, type FolderRow } from './folders-store.js'
@@ -45,6 +46,8 @@ export interface Manifest {
 interface Uploaded {
   size: number
   utf8: boolean
+  /** Tokens shaped like an API key (sniff.ts), for keyLeaks() */
+  keyTokens: ReadonlySet<string>
 }
 
 /** Checks a manifest object; throws MANIFEST_INVALID / MANIFEST_TOO_LARGE naming the entry. */
@@ -400,7 +403,9 @@ export function createDeploysService(deps: Deps) {
             const bytes = Buffer.concat(chunks)
             if (crypto.createHash('sha256').update(bytes).digest('hex') !== digest)
               throw new AppError('ARCHIVE_HASH_MISMATCH', { params: { path: JSON.stringify(path) } })
-            uploaded.set(digest, { size: bytes.length, utf8: isUtf8(bytes) })
+            const keyTokens = new Set<string>()
+            collectKeyTokens(bytes, keyTokens)
+            uploaded.set(digest, { size: bytes.length, utf8: isUtf8(bytes), keyTokens })
             await batch.add(bytes)
             continue
           }
@@ -420,7 +425,7 @@ export function createDeploysService(deps: Deps) {
           } catch (e) {
             throw check.failure ?? streamError ?? readerError ?? e
           }
-          uploaded.set(digest, { size: watcher.size, utf8: watcher.validUtf8 })
+          uploaded.set(digest, { size: watcher.size, utf8: watcher.validUtf8, keyTokens: watcher.keyTokens })
         }
         if (streamError) throw archiveError(streamError)
         await batch.flush()
@@ -443,6 +448,16 @@ export function createDeploysService(deps: Deps) {
         const path = [...m.files].find(([, d]) => d === gone[0])?.[0] ?? ''
         throw new AppError('ARCHIVE_MISSING', { params: { path: JSON.stringify(path), digest: gone[0] } })
       }
+
+      // a file that would publish a live write key refuses the deploy (decision 223)
+      const carrying = [...m.files].filter(([, d]) => (uploaded.get(d)?.keyTokens.size ?? 0) > 0).sort(([a], [b]) => (a < b ? -1 : 1))
+      const leaks = await keyLeaks(
+        deps.apiKeys,
+        user.id,
+        carrying.map(([path, d]) => ({ name: path, keyTokens: uploaded.get(d)!.keyTokens })),
+      )
+      const leak = carrying.find(([path]) => leaks.has(path))
+      if (leak) throw leaks.get(leak[0])!
 
       const now = clock.now()
       const result = await db.k.transaction().execute(async (trx) => {

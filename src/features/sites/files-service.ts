@@ -11,6 +11,7 @@ import { isWellFormed } from '../../util/unicode.js'
 import { checkName, PAGE_EXTENSIONS } from './paths.js'
 import { invalidateHosting } from './invalidate.js'
 import { ContentWatcher, detectNonHtml } from './sniff.js'
+import { keyLeaks } from './key-leaks.js'
 import { createFilesStore, type FileRow } from './files-store.js'
 import { createAbuse } from '../abuse/service.js'
 import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
@@ -29,6 +30,8 @@ export interface StagedUpload {
   hasNul: boolean
   validUtf8: boolean
   head: Buffer
+  /** Tokens shaped like an API key, for keyLeaks(). */
+  keyTokens: string[]
 }
 
 export interface UploadInput {
@@ -92,7 +95,7 @@ export function createFilesService(deps: Deps) {
       try {
         // a parser size-limit or malformed-body error reaches put() through the guarded stream
         const stored = await blobs.put(guardUpload(stream, watcher), { maxBytes: max, tooLarge })
-        return { ...stored, hasNul: watcher.hasNul, validUtf8: watcher.validUtf8, head: watcher.head() }
+        return { ...stored, hasNul: watcher.hasNul, validUtf8: watcher.validUtf8, head: watcher.head(), keyTokens: [...watcher.keyTokens] }
       } catch (e) {
         stream.resume()
         if ((e as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge()
@@ -116,6 +119,8 @@ export function createFilesService(deps: Deps) {
       const projectName = checkText('project_name', input.projectName?.trim() || undefined, PROJECT_NAME_MAX, false)
       const description = checkText('description', input.description, DESCRIPTION_MAX, true)
       const contentType = staged.validUtf8 ? 'text/html; charset=utf-8' : 'text/html'
+      const leak = (await keyLeaks(deps.apiKeys, user.id, [{ name: input.fileName, keyTokens: staged.keyTokens }])).get(input.fileName)
+      if (leak) throw leak
       const now = clock.now()
       const limit = quotaOf(user.limits, 'files')
 

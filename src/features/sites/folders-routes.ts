@@ -245,6 +245,8 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
             const list = (l: Lang) => [...failures.slice(0, 5).map((f) => f.message[l]), ...(more ? ['...'] : [])].join(l === 'zh' ? '；' : '; ')
             throw new AppError('FILE_CONFLICTS', { params: { detail: { zh: list('zh'), en: list('en') } }, extra: body })
           }
+          const leak = failures.find((f) => f.params)
+          if (leak?.params && failures.every((f) => f.type === 'key_in_content')) throw new AppError('KEY_IN_CONTENT', { params: leak.params, extra: body })
           throw new AppError('INVALID_PATH', { params: { detail: MSG.none }, extra: body })
         }
         return { success: true, message: MSG.uploaded[lang], ...body }

@@ -11,6 +11,7 @@ import { newId } from '../../auth/tokens.js'
 import { isoLocal, isoMicros } from '../../util/time.js'
 import { guardUpload } from '../../http/multipart.js'
 import { ContentWatcher } from './sniff.js'
+import { keyLeaks } from './key-leaks.js'
 import { contentTypeFor } from '../../util/content-types.js'
 import { invalidateHosting } from './invalidate.js'
 import { checkName, checkRelativePath, decodeSegment, decodeUrlPath, encodePath, PathTree } from './paths.js'
@@ -31,10 +32,12 @@ const DIFF_MAX_ENTRIES = 10_000
  * languages until the answer picks its own. `file`: the file's name as the request sent it.
  */
 export interface FileFailure {
-  type: 'duplicate' | 'invalid_path'
+  type: 'duplicate' | 'invalid_path' | 'key_in_content'
   error_code: number
   message: Text
   file: string
+  /** key_in_content: the refusal's parameters, for a batch refused whole by it */
+  params?: { file: string; key: string }
   /** The path exists as a file (no overwrite asked): not sent, it only words a batch's message. */
   exists?: true
 }
@@ -46,6 +49,8 @@ export interface StagedFile {
   digest: string
   size: number
   contentType: string
+  /** Tokens shaped like an API key, for keyLeaks() (none: not scanned, e.g. already stored). */
+  keyTokens?: string[]
 }
 
 /** The project a {folder_path} names: the caller's own, by name. */
@@ -180,7 +185,14 @@ export function createFoldersService(deps: Deps) {
       const watcher = new ContentWatcher(0)
       try {
         const stored = await blobs.put(guardUpload(stream, watcher), { maxBytes: max, tooLarge })
-        return { name, path, digest: stored.digest, size: stored.size, contentType: contentTypeFor(path, watcher.validUtf8) }
+        return {
+          name,
+          path,
+          digest: stored.digest,
+          size: stored.size,
+          contentType: contentTypeFor(path, watcher.validUtf8),
+          keyTokens: [...watcher.keyTokens],
+        }
       } catch (e) {
         stream.resume()
         if ((e as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge()
@@ -209,6 +221,12 @@ export function createFoldersService(deps: Deps) {
           }
           throw new AppError('STORAGE_UNAVAILABLE', { extra: { details: { reason } } })
         }
+        // a file that would publish a live write key is a failed file (decision 223)
+        const leaks = await keyLeaks(
+          deps.apiKeys,
+          user.id,
+          staged.map((f) => ({ name: f.path, keyTokens: f.keyTokens ?? [] })),
+        )
         const now = clock.now()
         await db.k.transaction().execute(async (trx) => {
           await db.lockUser(trx, user.id)
@@ -229,6 +247,12 @@ export function createFoldersService(deps: Deps) {
           // project's paths are read only when the batch brings a new one
           const tree = staged.some((f) => !existing.has(f.path)) ? new PathTree(folder ? await store.paths(trx, folder.id) : []) : null
           for (const f of staged) {
+            const leak = leaks.get(f.path)
+            if (leak) {
+              const params = leak.options.params as { file: string; key: string }
+              failures.push({ type: 'key_in_content', error_code: 1444, message: errorText('KEY_IN_CONTENT', params), file: f.name, params })
+              continue
+            }
             const old = existing.get(f.path)
             if (old && !overwrite) {
               failures.push({ type: 'duplicate', error_code: 1312, message: errorText('FILE_DUPLICATE', { file: f.path }), file: f.name, exists: true })

@@ -2,10 +2,26 @@ import { Transform, type TransformCallback } from 'node:stream'
 
 const HEAD_BYTES = 64 * 1024
 
+/** An API key's shape (auth/tokens.ts): the prefix, then 60 letters and digits. */
+const KEY_TOKEN = /svc_[A-Za-z0-9]{60}/g
+const KEY_LENGTH = 64
+/** Key-shaped tokens kept per file: enough for any real page, bounded for any upload. */
+const MAX_KEY_TOKENS = 16
+
+/** Adds the API-key-shaped tokens in `bytes` to `into` (up to MAX_KEY_TOKENS). */
+export function collectKeyTokens(bytes: Buffer, into: Set<string>): void {
+  if (into.size >= MAX_KEY_TOKENS || bytes.indexOf('svc_') < 0) return
+  for (const m of bytes.toString('latin1').matchAll(KEY_TOKEN)) {
+    into.add(m[0])
+    if (into.size >= MAX_KEY_TOKENS) return
+  }
+}
+
 /**
  * A pass-through stream that watches the bytes of an upload on their way to the blob store:
- * keeps the first 64 KiB (for magic-byte and HTML detection), notes NUL bytes, and checks
- * whether the whole body is valid UTF-8 (so text is served with `charset=utf-8` only when true).
+ * keeps the first 64 KiB (for magic-byte and HTML detection), notes NUL bytes, checks
+ * whether the whole body is valid UTF-8 (so text is served with `charset=utf-8` only when true),
+ * and collects the tokens shaped like an API key (`keyTokens`, also across chunk edges).
  */
 export class ContentWatcher extends Transform {
   /** @param headBytes how many leading bytes to keep for head() (0 for none) */
@@ -18,6 +34,9 @@ export class ContentWatcher extends Transform {
   hasNul = false
   validUtf8 = true
   size = 0
+  readonly keyTokens = new Set<string>()
+  /** The last bytes of the previous chunk: a key cut by a chunk edge is found in tail + head. */
+  private keyTail: Buffer = Buffer.alloc(0)
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.size += chunk.length
@@ -27,6 +46,11 @@ export class ContentWatcher extends Transform {
       this.headLen += take.length
     }
     if (!this.hasNul && chunk.includes(0)) this.hasNul = true
+    if (this.keyTail.length > 0) collectKeyTokens(Buffer.concat([this.keyTail, chunk.subarray(0, KEY_LENGTH - 1)]), this.keyTokens)
+    collectKeyTokens(chunk, this.keyTokens)
+    // a chunk shorter than a key adds to the tail, so a key over three chunks is found too
+    const last = chunk.length >= KEY_LENGTH - 1 ? chunk : Buffer.concat([this.keyTail, chunk])
+    this.keyTail = Buffer.from(last.subarray(Math.max(0, last.length - (KEY_LENGTH - 1))))
     if (this.decoder) {
       try {
         this.decoder.decode(chunk, { stream: true })
