@@ -816,6 +816,35 @@ for (const engine of ENGINES) {
       // the same page again: no second open report
       await uploadFile(s, { key: bob.key }, 'login.html', PHISH)
       assert.equal((await heuristic()).length, flagged.length)
+      // an archive deploy (svc deploy, MCP's deploy) is scanned as a folder batch is: a page it
+      // carries, preview or live, opens the report; the one it takes from a project does not
+      const portal = { 'index.html': '<!doctype html><title>ok</title><p>welcome', 'account/verify.html': `${SEED}<!-- portal -->` }
+      assert.equal(
+        (await postArchive(s, bob.key, 'portal', await tarOf([manifestOf(portal), ...Object.entries(portal).map(([name, data]) => ({ name, data }))]))).status,
+        201,
+      )
+      flagged = await heuristic()
+      const deployed = flagged.find((x) => x.target === `site:${bob.username}/portal`)
+      assert.ok(deployed, 'a deployed phishing page is flagged')
+      assert.match(deployed.details, /seed-phrase field/)
+      // each report names the page where it is served: the service's origin, port included
+      assert.equal(deployed.url, `${s.url}/${bob.username}/portal/account/verify.html`)
+      assert.equal(phish.url, `${s.url}/${bob.username}/login.html`)
+      assert.equal(flagged.find((x) => x.target === `site:${bob.username}/wallet`)?.url, `${s.url}/${bob.username}/wallet/index.html`)
+      // and is stored as the reasons alone: the console words the source (flagged at upload)
+      assert.doesNotMatch(deployed.details, /flagged at upload/)
+      const preview = { 'index.html': `${PHISH}<!-- preview -->` }
+      const previewed = await postArchive(
+        s,
+        bob.key,
+        'drafts',
+        await tarOf([manifestOf(preview, { preview: true }), { name: 'index.html', data: preview['index.html'] }]),
+      )
+      assert.equal(previewed.status, 201, previewed.text)
+      assert.ok(
+        (await heuristic()).some((x) => x.target === `site:${bob.username}/drafts`),
+        'a preview deploy is flagged too',
+      )
     })
 
     it('sends the report link of a user origin to the service report page with the page prefilled', async () => {

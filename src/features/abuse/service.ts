@@ -534,12 +534,14 @@ export function createAbuse(deps: Deps) {
 
     /**
      * Runs the heuristics on freshly stored HTML pages of a user; a hit opens a report (one
-     * open heuristic report per target). Never throws: a scan must not fail an upload.
+     * open heuristic report per target), its URL on `origin` (the origin the upload's answer
+     * names its pages on) and its details the reasons alone (`source` says where they come
+     * from). Never throws: a scan must not fail an upload.
      */
     async scanPages(
       user: { id: string; username: string },
       pages: Array<{ name: string; path: string; digest: string; size: number; contentType: string }>,
-      log?: { warn(o: unknown, m: string): void },
+      opts: { origin?: string; log?: { warn(o: unknown, m: string): void } } = {},
     ) {
       try {
         const html = pages.filter((p) => p.contentType.startsWith('text/html')).slice(0, 50)
@@ -566,9 +568,9 @@ export function createAbuse(deps: Deps) {
           const path = p.path ? `${encodeURIComponent(p.name)}/${p.path.split('/').map(encodeURIComponent).join('/')}` : encodeURIComponent(p.name)
           await store.insertReport({
             id: newId(),
-            url: `${config.publicUrl ?? 'https://localhost'}/${user.username}/${path}`,
+            url: `${opts.origin ?? config.publicUrl ?? 'https://localhost'}/${user.username}/${path}`,
             category: 'phishing',
-            details: `flagged at upload: ${reasons.join('; ')}`,
+            details: reasons.join('; '),
             contact: '',
             source: 'heuristic',
             reporter_ip: '',
@@ -581,7 +583,7 @@ export function createAbuse(deps: Deps) {
           })
         }
       } catch (err) {
-        log?.warn({ err }, 'upload heuristics failed')
+        opts.log?.warn({ err }, 'upload heuristics failed')
       }
     },
   }

@@ -293,7 +293,7 @@ const deployFiles = tool({
     if (publishes) await s.folders.checkPublishable(ctx.user, ref, new Map(decoded.map((f) => [f.path, f.bytes])))
     const staged = []
     for (const f of decoded) staged.push(await s.folders.stage(Readable.from([f.bytes]), f.name, f.path, MAX_INLINE_BYTES))
-    const r = await s.folders.commitBatch(ctx.user, ref, staged, true, true)
+    const r = await s.folders.commitBatch(ctx.user, ref, staged, true, true, ctx.contentOrigin)
     const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/`)
     // an upload to a live project is already a new live deploy (with the live site rules); a
     // publish is added only when it is not live yet or the call changes _redirects/_headers,

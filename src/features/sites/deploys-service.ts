@@ -22,6 +22,7 @@ import { contentTypeFor } from '../../util/content-types.js'
 import { MANIFEST_ENTRY, MESSAGE_MAX } from '../../util/deploy-manifest.js'
 import { parseHeaders, parseRedirects, RULE_FILES, ruleText, RuleSyntaxError } from './site-rules.js'
 import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
+import { createAbuse } from '../abuse/service.js'
 import { createBlobBatch } from '../../storage/batch.js'
 
 /** Limits of one deploy (docs/limits.md). */
@@ -514,12 +515,20 @@ export function createDeploysService(deps: Deps) {
         }
         await store.setCounts(trx, id, rows.length, bytes)
         await store.prune(trx, folder.id, config.deploysKeep, liveId)
-        return { id, file_count: rows.length, bytes }
+        return { id, file_count: rows.length, bytes, carried: rows.filter((r) => uploaded.has(r.digest)) }
       })
       await invalidateHosting(deps.bus, user.username)
+      // upload heuristics on the pages the archive carried, as on a folder batch's (a preview's
+      // too: it is served): a report for review, never a refusal. Bytes taken from the user's
+      // other projects were scanned when they were uploaded
+      await deps.services.get(createAbuse).scanPages(
+        user,
+        result.carried.map((r) => ({ name: ref.name, path: r.path, digest: r.digest, size: r.size, contentType: r.content_type })),
+        { origin },
+      )
       const base = `${origin}/${user.username}/`
       return {
-        deploy: { ...result, is_preview: m.preview, is_live: !m.preview },
+        deploy: { id: result.id, file_count: result.file_count, bytes: result.bytes, is_preview: m.preview, is_live: !m.preview },
         uploaded_files: uploaded.size,
         website_url: `${base}${encodeURIComponent(ref.name)}/`,
         preview_url: `${base}${encodeURIComponent(ref.name)}@${result.id}/`,

@@ -157,7 +157,7 @@ export function createFilesService(deps: Deps) {
       await invalidateHosting(deps.bus, user.username)
       const r = out.row
       // upload heuristics: a phishing-like page opens a report for review (never blocks)
-      await deps.services.get(createAbuse).scanPages(user, [{ name: r.file_name, path: '', digest: staged.digest, size: staged.size, contentType }])
+      await deps.services.get(createAbuse).scanPages(user, [{ name: r.file_name, path: '', digest: staged.digest, size: staged.size, contentType }], { origin })
       return {
         file_name: r.file_name,
         project_name: r.project_name,

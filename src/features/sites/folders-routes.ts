@@ -225,7 +225,7 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
         }
         if (filesSeen === 0) throw new AppError('NO_FILE')
         const overwrite = svc.parseOverwrite(overwriteRaw)
-        const { uploaded, failures: conflicts } = await svc.commitBatch(user, folder, staged, overwrite)
+        const { uploaded, failures: conflicts } = await svc.commitBatch(user, folder, staged, overwrite, false, contentOrigin(req, deps.config))
         failures.push(...conflicts)
         // each file's reason in the answer's language (errors[] is the spec's {type, error_code, message, file})
         const lang = langOf(req)

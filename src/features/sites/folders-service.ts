@@ -204,8 +204,9 @@ export function createFoldersService(deps: Deps) {
      * Commits a batch: creates the project if absent, writes every staged file that does not
      * conflict (or overwrites when asked), in one transaction; then invalidates the host cache.
      * `atomic`: any failure refuses the whole batch (400, the failures named) and writes nothing.
+     * `origin`: where the batch's pages are served, for the URL of a report the heuristics open.
      */
-    async commitBatch(user: User, ref: FolderRef, staged: StagedFile[], overwrite: boolean, atomic = false) {
+    async commitBatch(user: User, ref: FolderRef, staged: StagedFile[], overwrite: boolean, atomic = false, origin?: string) {
       const failures: FileFailure[] = []
       let uploaded = 0
       if (staged.length > 0) {
@@ -295,6 +296,7 @@ export function createFoldersService(deps: Deps) {
           await deps.services.get(createAbuse).scanPages(
             user,
             staged.map((f) => ({ name: ref.name, path: f.path, digest: f.digest, size: f.size, contentType: f.contentType })),
+            { origin },
           )
         }
       }
