@@ -175,15 +175,36 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     await page.goto(`${s.url}/admin/reports`)
     await page.locator('#reports-table tbody tr bdi', { hasText: 'abc\u202Edef' }).waitFor()
 
+    // a page the upload heuristics flagged: its reasons under the console's label, once
+    await uploadFile(s, { key: alice.key }, 'signin.html', HTML('Sign in', '<form action="https://collector.example.net/x"><input type="password"></form>'))
+    await page.goto(`${s.url}/admin/reports`)
+    const flaggedRow = page.locator('#reports-table tbody tr', { hasText: `/${alice.username}/signin.html` })
+    await flaggedRow.waitFor()
+    assert.equal(((await flaggedRow.textContent()) ?? '').split('flagged at upload').length, 2, 'the label once')
+
     // a case on alice's page: quarantine (451 in the browser on her origin), restore, take down
     const siteUrl = `http://${alice.username}.localhost:${new URL(s.httpUrl).port}/shady.html`
-    await page.goto(`${s.url}/admin/reports`)
+    const reportStatus = page.locator('#reports-status')
+    // a URL that names no content: the error shows, and the next case that opens replaces it
+    await page.getByLabel('URL of the page, image or data link').fill(`${s.url}/nobody-here/x.html`)
+    await page.getByRole('button', { name: 'Open case' }).click()
+    await page.locator('#reports-status.error').waitFor()
     await page.getByLabel('URL of the page, image or data link').fill(siteUrl)
     await page.getByLabel('Category').selectOption('phishing')
     await page.getByRole('button', { name: 'Open case' }).click()
+    await page.locator('#reports-status.ok').waitFor()
+    assert.equal(await reportStatus.textContent(), `Opened a case on ${siteUrl}: act on it in the list below.`)
     const caseRow = page.locator('#reports-table tbody tr', { hasText: siteUrl })
+    // whose content it is, before anything is done to it
+    assert.equal(await caseRow.locator('td:nth-child(3)').textContent(), alice.username)
     await caseRow.getByRole('button', { name: 'Quarantine' }).click()
+    await page.locator('#reports-status', { hasText: `Quarantined ${siteUrl}: visitors get a 451 notice` }).waitFor()
     await page.locator('#reports-filter').selectOption('quarantined')
+    await page.locator('#reports-table tbody tr', { hasText: siteUrl }).getByRole('button', { name: 'Restore' }).waitFor()
+    // the status shown is in the address: a reload shows the same list
+    assert.equal(new URL(page.url()).searchParams.get('status'), 'quarantined')
+    await page.reload()
+    assert.equal(await page.locator('#reports-filter').inputValue(), 'quarantined')
     await page.locator('#reports-table tbody tr', { hasText: siteUrl }).getByRole('button', { name: 'Restore' }).waitFor()
     const visitor = await open()
     const held = await visitor.page.goto(siteUrl)
@@ -229,13 +250,18 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     assert.equal((await restoredNow).status(), 200)
     await page.locator('#reports-filter').selectOption('restored')
     // the status cell, not a button: a quarantined row also offers Take down
-    const restored = page.locator('#reports-table tbody tr', { hasText: siteUrl }).filter({ has: page.locator('td:nth-child(5)', { hasText: /^restored$/ }) })
+    const restored = page.locator('#reports-table tbody tr', { hasText: siteUrl }).filter({ has: page.locator('td:nth-child(6)', { hasText: /^restored$/ }) })
     await restored.getByRole('button', { name: 'Take down' }).waitFor()
     assert.equal((await visitor.page.goto(siteUrl))?.status(), 200)
     await restored.getByRole('checkbox').check()
     const takenDown = answered('takedown')
+    // the confirmation says the account goes too, and whose; the result says what was done
+    const asked = page.waitForEvent('dialog')
     await restored.getByRole('button', { name: 'Take down' }).click()
+    assert.match((await asked).message(), new RegExp(`and disable the account ${alice.username}\\?`))
     assert.equal((await takenDown).status(), 200)
+    await page.locator('#reports-status', { hasText: `Took down ${siteUrl}` }).waitFor()
+    assert.match((await reportStatus.textContent()) ?? '', new RegExp(`The account ${alice.username} is disabled\\.$`))
     await page.locator('#reports-filter').selectOption('taken_down')
     await page.locator('#reports-table tbody tr', { hasText: siteUrl }).getByRole('button', { name: 'Lift' }).waitFor()
     assert.equal((await visitor.page.goto(siteUrl))?.status(), 451)
@@ -251,7 +277,7 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     await page.locator('#reports-filter').selectOption('lifted')
     await page
       .locator('#reports-table tbody tr', { hasText: siteUrl })
-      .filter({ has: page.locator('td:nth-child(5)', { hasText: /^lifted$/ }) })
+      .filter({ has: page.locator('td:nth-child(6)', { hasText: /^lifted$/ }) })
       .waitFor()
     assert.equal((await visitor.page.goto(siteUrl))?.status(), 404)
     await visitor.ctx.close()
@@ -261,7 +287,7 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     await spoofed().getByRole('button', { name: 'Dismiss' }).click()
     await page.locator('#reports-filter').selectOption('dismissed')
     await spoofed()
-      .filter({ has: page.locator('td:nth-child(5)', { hasText: /^dismissed$/ }) })
+      .filter({ has: page.locator('td:nth-child(6)', { hasText: /^dismissed$/ }) })
       .waitFor()
 
     // content search by hash finds nothing of the removed page, but finds another copy's owner
@@ -323,7 +349,7 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
         `${e.action}: its report`,
       )
     }
-    assert.deepEqual(reports.map((r) => r.status).sort(), ['dismissed', 'lifted', 'quarantined'])
+    assert.deepEqual(reports.map((r) => r.status).sort(), ['dismissed', 'lifted', 'open', 'quarantined'])
     assert.deepEqual(problems, [])
   })
 

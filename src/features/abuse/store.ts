@@ -136,11 +136,20 @@ export function createAbuseStore(db: Db) {
     report: (id: string, q: Q = k) => q.selectFrom('abuse_reports').selectAll().where('id', '=', id).executeTakeFirst(),
     openHeuristic: (target: string) =>
       k.selectFrom('abuse_reports').select('id').where('target', '=', target).where('source', '=', 'heuristic').where('status', '=', 'open').executeTakeFirst(),
+    /** A page of reports, newest first, each with its content's owner's username (`owner`, null when none). */
     async reports(status: string | undefined, limit: number, offset: number) {
       let q = k.selectFrom('abuse_reports')
-      if (status) q = q.where('status', '=', status)
+      if (status) q = q.where('abuse_reports.status', '=', status)
       const total = Number((await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n)
-      const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('id').limit(limit).offset(offset).execute()
+      const rows = await q
+        .leftJoin('users', 'users.id', 'abuse_reports.target_user_id')
+        .selectAll('abuse_reports')
+        .select('users.username as owner')
+        .orderBy('abuse_reports.created_at', 'desc')
+        .orderBy('abuse_reports.id')
+        .limit(limit)
+        .offset(offset)
+        .execute()
       return { total, rows }
     },
     setReport: (q: Q, id: string, v: Partial<Pick<AbuseReportsTable, 'status' | 'target' | 'target_user_id' | 'updated_at' | 'resolved_by'>>) =>

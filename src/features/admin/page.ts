@@ -79,7 +79,14 @@ export const adminUi: FeatureUi<AdminKey> = {
           )}</select>
         </div>
         ${status('reports-status')}
-        ${table(ctx, 'reports-table', ['admin.reports.col.when', 'admin.reports.col.url', 'admin.reports.col.category', 'admin.reports.col.details', 'admin.reports.col.status'])}
+        ${table(ctx, 'reports-table', [
+          'admin.reports.col.when',
+          'admin.reports.col.url',
+          'admin.reports.col.owner',
+          'admin.reports.col.category',
+          'admin.reports.col.details',
+          'admin.reports.col.status',
+        ])}
         ${pager('reports-pager')}
         <form id="case-form" class="card">
           <h2>${ctx.t('admin.reports.open')}</h2>

@@ -166,11 +166,15 @@
         })
         .catch(S.fail('reports-status'))
     }
+    // what an action did, named with the report's URL, stays in the status line (replacing an
+    // earlier error) until the next action: a toast would vanish before a changed site is checked
     function act(x, action, payload) {
       return S.api
         .post('/svc_api/admin/reports/' + S.enc(x.id) + '/' + action, payload)
         .then(function () {
-          S.toast(t('common.saved'))
+          var disabled = action === 'takedown' && payload && payload.disable_account
+          var key = 'admin.reports.done.' + (disabled ? 'takedown_disabled' : action)
+          S.status('reports-status', t(key, { url: x.url, name: x.owner || '' }), 'ok')
           load(current)
         })
         .catch(S.fail('reports-status'))
@@ -193,7 +197,9 @@
       if (x.status === 'open' || x.status === 'quarantined' || x.status === 'restored') {
         buttons.push(
           button(t('admin.reports.takedown'), function () {
-            if (window.confirm(t('admin.reports.confirm_takedown'))) act(x, 'takedown', { disable_account: disable.checked })
+            // the question names what the click does: with the box ticked, the account goes too
+            var ask = disable.checked ? t('admin.reports.confirm_takedown_disable', { name: x.owner || '' }) : t('admin.reports.confirm_takedown')
+            if (window.confirm(ask)) act(x, 'takedown', { disable_account: disable.checked })
           }),
         )
         buttons.push(el('label', { class: 'check' }, disable, ' ' + t('admin.reports.disable_account')))
@@ -210,27 +216,46 @@
             act(x, 'dismiss')
           }),
         )
-      // a reporter's text runs in <bdi>: its direction marks (U+202E...) cannot reorder the rest
+      // a reporter's text runs in <bdi>: its direction marks (U+202E...) cannot reorder the rest.
+      // A heuristic report's details are its reasons; rows stored before that carried the
+      // English source label themselves, which the localised one replaces
       var details = el('span', {}, [
         x.source === 'heuristic' ? t('admin.reports.source.heuristic') + ': ' : '',
-        el('bdi', { text: x.details }),
+        el('bdi', { text: x.source === 'heuristic' ? x.details.replace(/^flagged at upload: /, '') : x.details }),
         x.contact ? ' — ' : '',
         x.contact ? el('bdi', { text: x.contact }) : '',
       ])
       var link = S.safeUrl(x.url)
         ? el('a', { href: x.url, rel: 'noopener noreferrer', target: '_blank' }, [el('bdi', { text: x.url })])
         : el('bdi', { text: x.url })
-      return S.row([S.time(x.created_at), link, x.category, details, x.status, el('div', { class: 'buttons' }, buttons)], { 'data-report': x.id })
+      var owner = x.owner ? el('bdi', { text: x.owner }) : '—'
+      return S.row([S.time(x.created_at), link, owner, x.category, details, x.status, el('div', { class: 'buttons' }, buttons)], { 'data-report': x.id })
     }
-    $('reports-filter').addEventListener('change', function () {
+    // the status shown is in the address (?status=), so a reload or a link keeps it
+    var filter = $('reports-filter')
+    var asked = new URLSearchParams(location.search).get('status')
+    if (
+      asked !== null &&
+      Array.prototype.some.call(filter.options, function (o) {
+        return o.value === asked
+      })
+    )
+      filter.value = asked
+    filter.addEventListener('change', function () {
+      var u = new URL(location.href)
+      u.searchParams.set('status', filter.value)
+      history.replaceState(null, '', u.pathname + u.search)
+      S.status('reports-status', '')
       load(1)
     })
     S.onSubmit($('case-form'), function () {
       return S.api
         .post('/svc_api/admin/reports', { url: $('case-url').value.trim(), category: $('case-category').value })
-        .then(function () {
+        .then(function (r) {
           $('case-url').value = ''
-          $('reports-filter').value = 'open'
+          filter.value = 'open'
+          history.replaceState(null, '', location.pathname + '?status=open')
+          S.status('reports-status', t('admin.reports.done.open', { url: r.data.url }), 'ok')
           load(1)
         })
         .catch(S.fail('reports-status'))
