@@ -217,6 +217,12 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     const ownRow = owner.page.locator('#files-table tbody tr', { hasText: 'shady.html' })
     await ownRow.locator('.badge.held').waitFor()
     assert.match((await ownRow.textContent()) ?? '', /held for review: visitors get 451/)
+    // and, on her dashboard's first page, what is held since when, why, and whom to ask
+    await owner.page.goto(`${s.url}/dashboard`)
+    const notice = owner.page.locator('#abuse-notices')
+    const heldItem = notice.locator('li[data-state="quarantined"]', { hasText: `/${alice.username}/shady.html` })
+    assert.match((await heldItem.textContent()) ?? '', /^Held for review since \d{4}-\d\d-\d\d \(phishing\): visitors get a 451 notice/)
+    assert.equal(await notice.getByRole('link', { name: 'abuse@example.org' }).getAttribute('href'), 'mailto:abuse@example.org')
     // and which data link is held, on her data page (the case opened through the admin API)
     const aliceCookie = await s.login(alice.username, alice.password)
     const adminCookie = await s.login(admin.username, admin.password)
@@ -270,6 +276,13 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     assert.equal((await visitor.page.goto(siteUrl.replace(/\.html$/, '')))?.status(), 451)
     assert.match((await visitor.page.textContent('body')) ?? '', /removed after an abuse report/)
     assert.equal((await s.deps.users.byId(alice.id))?.disabled, true, 'the account was disabled with the takedown')
+    // enabled again (by the operator's command), she is told the page was removed, and why
+    await s.deps.users.update(alice.username, { disabled: false })
+    const back = await open()
+    await login(back.page, alice)
+    const removedItem = back.page.locator('#abuse-notices li[data-state="removed"]', { hasText: `/${alice.username}/shady.html` })
+    assert.match((await removedItem.textContent()) ?? '', /^Removed on \d{4}-\d\d-\d\d \(phishing\): it answers 451/)
+    await back.ctx.close()
     // lift the takedown: the page is gone (removed by the takedown) but no longer held
     const lifted = answered('lift')
     await page.locator('#reports-table tbody tr', { hasText: siteUrl }).getByRole('button', { name: 'Lift' }).click()

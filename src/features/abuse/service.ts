@@ -50,6 +50,9 @@ const DATA_CHANNEL = 'hosted-data'
 /** What a hold is on: a page name of a user (single file and/or folder project), an image or a data link. */
 export type Target = { kind: 'site'; username: string; name: string } | { kind: 'image'; token: string } | { kind: 'data'; token: string }
 
+/** A hold an owner is told of (the dashboard's notice). */
+export type OwnerHold = Target & { state: 'quarantined' | 'removed'; category: string; created_at: number }
+
 export const targetKey = (t: Target): string => (t.kind === 'site' ? `site:${t.username}/${t.name}` : `${t.kind}:${t.token}`)
 
 function parseKey(key: string): Target {
@@ -294,6 +297,19 @@ export function createAbuse(deps: Deps) {
 
     /** The abuse contact setting (e-mail as mailto:, or a URL; empty when unset). */
     abuseContact: async (): Promise<string> => (await admin.settings()).abuse_contact,
+
+    /**
+     * What an owner is told of their content an admin acted on (the dashboard): each page or
+     * project, image or data link held for review or taken down, with the report's category.
+     */
+    async ownerHolds(userId: string): Promise<OwnerHold[]> {
+      return (await store.ownerHolds(userId, 50)).map((r) => ({
+        ...parseKey(r.target),
+        state: r.state === 'removed' ? 'removed' : 'quarantined',
+        category: r.category ?? 'other',
+        created_at: Number(r.created_at),
+      }))
+    },
 
     /** Sync look-up for hot paths: the holds, or undefined when they must be loaded first. */
     holdsNow: (): ReadonlyMap<string, string> | undefined => index.get('all'),

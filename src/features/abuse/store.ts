@@ -165,6 +165,16 @@ export function createAbuseStore(db: Db) {
     },
 
     holds: () => k.selectFrom('content_holds').select(['target', 'state']).execute(),
+    /** One owner's holds, newest first, each with its report's category (for the owner's dashboard). */
+    ownerHolds: (userId: string, limit: number) =>
+      k
+        .selectFrom('content_holds')
+        .leftJoin('abuse_reports', 'abuse_reports.id', 'content_holds.report_id')
+        .select(['content_holds.target', 'content_holds.state', 'content_holds.created_at', 'abuse_reports.category'])
+        .where('content_holds.user_id', '=', userId)
+        .orderBy('content_holds.created_at', 'desc')
+        .limit(limit)
+        .execute(),
     hold: (q: Q, target: string) => q.selectFrom('content_holds').selectAll().where('target', '=', target).executeTakeFirst(),
     putHold: (q: Q, row: ContentHoldsTable) =>
       q
