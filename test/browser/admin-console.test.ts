@@ -127,6 +127,8 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     const ua = await page.evaluate(() => navigator.userAgent)
     const sitePage = HTML('shady page', '<p>give me your password</p>')
     await uploadFile(s, { key: alice.key }, 'shady.html', sitePage)
+    // a copy of the same bytes another account has live before the takedown (not touched by it)
+    assert.equal((await uploadFile(s, { key: admin.key }, 'copy.html', sitePage)).status, 200)
 
     // accounts: VIP, a quota, disable, enable
     await page.goto(`${s.url}/admin`)
@@ -276,6 +278,17 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     assert.equal((await visitor.page.goto(siteUrl.replace(/\.html$/, '')))?.status(), 451)
     assert.match((await visitor.page.textContent('body')) ?? '', /removed after an abuse report/)
     assert.equal((await s.deps.users.byId(alice.id))?.disabled, true, 'the account was disabled with the takedown')
+    // the content search (in a second tab) marks the copy another account had live: its bytes
+    // were taken down elsewhere
+    const digest = crypto.createHash('sha256').update(sitePage).digest('hex')
+    const tab = await page.context().newPage()
+    await tab.goto(`${s.url}/admin/content`)
+    await tab.getByLabel('SHA-256', { exact: true }).fill(digest)
+    await tab.getByRole('button', { name: 'Search' }).click()
+    const liveCopy = tab.locator('#content-table tbody tr', { hasText: 'copy.html' }).locator('td:nth-child(4)')
+    await liveCopy.waitFor()
+    assert.equal(await liveCopy.textContent(), 'live its bytes were taken down elsewhere')
+    await tab.close()
     // enabled again (by the operator's command), she is told the page was removed, and why
     await s.deps.users.update(alice.username, { disabled: false })
     const back = await open()
@@ -303,14 +316,26 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       .filter({ has: page.locator('td:nth-child(6)', { hasText: /^dismissed$/ }) })
       .waitFor()
 
-    // content search by hash finds nothing of the removed page, but finds another copy's owner
-    const digest = crypto.createHash('sha256').update(sitePage).digest('hex')
+    // content search by hash finds nothing of the removed page, but finds the copy another
+    // account had live; its bytes are no longer blocked once the takedown was lifted
     await page.goto(`${s.url}/admin/content`)
     await page.getByLabel('SHA-256', { exact: true }).fill(digest)
     await page.getByRole('button', { name: 'Search' }).click()
-    await page.locator('#content-table tbody tr', { hasText: 'Nothing found.' }).waitFor()
+    const copy = page.locator('#content-table tbody tr', { hasText: 'copy.html' })
+    await copy.waitFor()
+    assert.equal(await page.locator('#content-table tbody tr').count(), 1, 'only the copy')
+    assert.equal(await copy.locator('td:nth-child(2)').textContent(), admin.username)
+    assert.equal(await copy.locator('td:nth-child(4)').textContent(), 'live')
+    // and which of an owner's content is held for review
     await page.getByLabel('SHA-256', { exact: true }).fill('')
-    await page.getByLabel('Owner (username)').fill(admin.username)
+    await page.getByLabel('Owner (username)').fill(alice.username)
+    await page.getByRole('button', { name: 'Search' }).click()
+    await page
+      .locator('#content-table tbody tr', { hasText: 'held.json' })
+      .locator('td:nth-child(4)', { hasText: /^held for review$/ })
+      .waitFor()
+    assert.equal(await page.locator('#content-table tbody tr', { hasText: 'kept.json' }).locator('td:nth-child(4)').textContent(), 'live')
+    await page.getByLabel('Owner (username)').fill(`no-such-${alice.username}`)
     await page.getByRole('button', { name: 'Search' }).click()
     await page.locator('#content-table tbody tr', { hasText: 'Nothing found.' }).waitFor()
 

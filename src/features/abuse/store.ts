@@ -207,6 +207,16 @@ export function createAbuseStore(db: Db) {
     },
     unblock: (q: Q, reportId: string) => q.deleteFrom('blocked_digests').where('report_id', '=', reportId).execute(),
     blocked: (limit: number) => k.selectFrom('blocked_digests').selectAll().orderBy('created_at', 'desc').limit(limit).execute(),
+    /** Which of `digests` are on the blocklist. */
+    async blockedAmong(digests: readonly string[]): Promise<Set<string>> {
+      if (digests.length === 0) return new Set()
+      const rows = await k
+        .selectFrom('blocked_digests')
+        .select('digest')
+        .where('digest', 'in', [...new Set(digests)])
+        .execute()
+      return new Set(rows.map((r) => r.digest))
+    },
 
     // what a target is, read from the features that own the content
     userByName: (username: string) => k.selectFrom('users').select(['id', 'username']).where('username', '=', username).executeTakeFirst(),

@@ -115,7 +115,15 @@ export const adminUi: FeatureUi<AdminKey> = {
           <button type="submit" class="primary">${ctx.t('admin.content.search')}</button>
         </form>
         ${status('content-status')}
-        ${table(ctx, 'content-table', ['admin.content.col.kind', 'admin.content.col.owner', 'admin.content.col.name', 'admin.content.col.size', 'admin.content.col.hash', 'admin.content.col.updated'])}`,
+        ${table(ctx, 'content-table', [
+          'admin.content.col.kind',
+          'admin.content.col.owner',
+          'admin.content.col.name',
+          'admin.content.col.state',
+          'admin.content.col.size',
+          'admin.content.col.hash',
+          'admin.content.col.updated',
+        ])}`,
     ),
     adminPage(
       '/admin/settings',

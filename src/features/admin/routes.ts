@@ -4,6 +4,7 @@ import { AppError } from '../../errors/app-error.js'
 import { caller } from '../../http/guard.js'
 import { strictValidator } from '../../http/strict-schema.js'
 import { createAbuse } from '../abuse/service.js'
+import { siteHoldKey } from '../abuse/store.js'
 import { csvCell } from '../../util/csv.js'
 import { actorOf, SETTINGS, type Admin } from './service.js'
 import { AuditQuery, ContentQuery, SettingsBody, TAGS, UsernameParams, UserPatch, UsersQuery } from './schemas.js'
@@ -60,7 +61,16 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
     }
     if (!f.user && !f.name && !f.digest && !f.exactName && !f.token)
       throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: '请给出 user、url、name 或 hash 之一', en: 'give user, url, name or hash' } } })
-    return { success: true, data: { items: await admin.store.content(f, q.limit ?? 100) } }
+    const items = await admin.store.content(f, q.limit ?? 100)
+    // what an admin acting on a result must know: whether it is held (its page name or link),
+    // and whether its bytes are blocked (a copy that was live when they were taken down elsewhere
+    // is not touched by the takedown)
+    const abuse = deps.services.get(createAbuse)
+    const holds = await abuse.holds()
+    const blocked = await abuse.store.blockedAmong(items.map((i) => i.digest))
+    const holdOf = (i: (typeof items)[number]) =>
+      holds.get(i.kind === 'file' || i.kind === 'folder' ? siteHoldKey(i.username, i.name) : `${i.kind}:${i.name}`) ?? null
+    return { success: true, data: { items: items.map((i) => ({ ...i, hold: holdOf(i), blocked: blocked.has(i.digest) })) } }
   })
 
   app.get('/svc_api/admin/settings', opts('Run-time settings with their descriptions (admin)'), async () => {

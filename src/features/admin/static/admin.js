@@ -286,7 +286,10 @@
           if (items.length === 0) S.emptyRow(body, t('admin.content.none'))
           items.forEach(function (i) {
             var name = i.kind === 'folder' ? i.name + '/' + i.path : i.path ? i.name + ' (' + i.path + ')' : i.name
-            body.appendChild(S.row([i.kind, i.username, name, S.bytes(i.size), el('code', { text: i.digest }), S.time(i.updated_at), '']))
+            // held or not, and whether these bytes were taken down elsewhere (a live copy)
+            var state = [el('span', { class: 'badge' + (i.hold ? ' held' : ''), text: t('admin.content.state.' + (i.hold || 'live')) })]
+            if (i.blocked) state.push(' ', el('span', { class: 'badge held', text: t('admin.content.state.blocked') }))
+            body.appendChild(S.row([i.kind, i.username, name, state, S.bytes(i.size), el('code', { text: i.digest }), S.time(i.updated_at), '']))
           })
           S.status('content-status', '')
         })
