@@ -30,7 +30,8 @@ export const ADMIN_MESSAGES = defineMessages(
     'admin.users.state.disabled': 'disabled',
     'admin.users.state.pending': 'pending review',
     'admin.users.admin': 'admin',
-    'admin.users.usage': '{files} files ({file_bytes}) · {folders} projects ({folder_bytes}) · {kv} keys · {images} images ({image_bytes}) · {data} data files',
+    'admin.users.usage':
+      '{files} files ({file_bytes}) · {folders} projects ({folder_bytes}) · {kv} KV keys · {images} images ({image_bytes}) · {data} data files',
     'admin.users.limit': 'Set a quota',
     'admin.users.limit.name': 'Quota',
     'admin.users.limit.value': 'Value (empty: default)',
@@ -152,7 +153,8 @@ export const ADMIN_MESSAGES = defineMessages(
     'admin.users.state.disabled': '已禁用',
     'admin.users.state.pending': '等待审核',
     'admin.users.admin': '管理员',
-    'admin.users.usage': '{files} 个文件（{file_bytes}）· {folders} 个项目（{folder_bytes}）· {kv} 个键 · {images} 张图片（{image_bytes}）· {data} 个数据文件',
+    'admin.users.usage':
+      '{files} 个文件（{file_bytes}）· {folders} 个项目（{folder_bytes}）· {kv} 个 KV 键 · {images} 张图片（{image_bytes}）· {data} 个数据文件',
     'admin.users.limit': '设置配额',
     'admin.users.limit.name': '配额',
     'admin.users.limit.value': '值（留空：默认）',

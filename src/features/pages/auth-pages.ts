@@ -55,8 +55,11 @@ function errorList(ctx: PageCtx, errors: MsgKey[]): SafeHtml | string {
   return html`<div class="alert error" role="alert"><ul>${errors.map((e) => html`<li>${ctx.t(e)}</li>`)}</ul></div>`
 }
 
-/** The login form (its post goes to the core's POST /login). */
-function loginPage(ctx: PageCtx, token: string, registration: boolean): PageOut {
+/**
+ * The login form (its post goes to the core's POST /login). `contact`: the abuse contact
+ * setting, named under a refusal of a disabled account, whose owner has no other way to ask why.
+ */
+function loginPage(ctx: PageCtx, token: string, registration: boolean, contact = ''): PageOut {
   const { t } = ctx
   const q = ctx.req.query as Record<string, unknown>
   const err = typeof q.error === 'string' ? LOGIN_ERRORS.get(q.error) : undefined
@@ -67,6 +70,11 @@ function loginPage(ctx: PageCtx, token: string, registration: boolean): PageOut 
     title: t('login.title'),
     body: html`
       ${err ? errorList(ctx, [err]) : ''}
+      ${
+        err === 'login.error.disabled' && contact
+          ? html`<p class="narrow" id="disabled-contact">${t('login.disabled.contact')} <a href="${contact}">${contact.replace(/^mailto:/, '')}</a></p>`
+          : ''
+      }
       <form class="card narrow" method="post" action="/login">
         <input type="hidden" name="_csrf" value="${token}">
         ${next ? html`<input type="hidden" name="next" value="${next}">` : ''}
@@ -168,7 +176,9 @@ export function authPages(app: FastifyInstance, deps: Deps, pages: PageRouter): 
   page('/login', 'guest', async (ctx) => {
     const ft = formToken(ctx.req)
     if (ft.setCookie) ctx.reply.header('Set-Cookie', ft.setCookie)
-    return loginPage(ctx, ft.token, (await admin.registrationMode()) !== 'closed')
+    const q = ctx.req.query as Record<string, unknown>
+    const contact = q.error === 'disabled' ? (await admin.settings()).abuse_contact : ''
+    return loginPage(ctx, ft.token, (await admin.registrationMode()) !== 'closed', contact)
   })
 
   page('/register', 'guest', async (ctx) => {
