@@ -243,6 +243,59 @@ for (const engine of ENGINES) {
       assert.equal(nope.isError, true)
     })
 
+    it('each deploy_files call is one whole deploy named in its answer: rollback undoes the last call, a repeat makes none', async () => {
+      // a user of its own: the other tests count alice's requests against her rate limits
+      const bob = await s.user()
+      const own = await mcpHttpClient(s.url, bob.key)
+      try {
+        const run = async (name: string, args: Record<string, unknown>) => {
+          const r = (await own.callTool({ name, arguments: args })) as Awaited<ReturnType<typeof call>>
+          assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+          return r
+        }
+        const deploy = (v: string, extra: Array<{ path: string; content: string }> = []) =>
+          run('deploy_files', { project: 'steps', files: [{ path: 'index.html', content: `<p>${v}</p>` }, ...extra] })
+        const live = async () => (await s.get(`/${bob.username}/steps/`)).text
+        const ids: string[] = []
+        for (const v of ['v1', 'v2', 'v3']) {
+          const r = await deploy(v)
+          ids.push(r.structuredContent.deploy_id)
+          assert.ok(textOf(r).includes(`as deploy ${r.structuredContent.deploy_id}`), textOf(r))
+        }
+        const list = await run('list_deploys', { project: 'steps' })
+        assert.deepEqual(
+          list.structuredContent.deploys.map((d: any) => [d.id, d.is_partial, d.is_live]),
+          [
+            [ids[2], false, true],
+            [ids[1], false, false],
+            [ids[0], false, false],
+          ],
+        )
+        // the plain rollback goes back one call, to v2, not past every later call to the first
+        const back = await run('rollback', { project: 'steps' })
+        assert.equal(back.structuredContent.live_deploy_id, ids[1])
+        assert.equal(await live(), '<p>v2</p>')
+
+        // the same call again changes no file: no new deploy, the live one named
+        await run('promote', { project: 'steps', deploy_id: ids[2] })
+        const again = await deploy('v3')
+        assert.equal(again.structuredContent.unchanged, true)
+        assert.equal(again.structuredContent.deploy_id, ids[2])
+        assert.match(textOf(again), /No file of steps changed/)
+        assert.equal((await run('list_deploys', { project: 'steps' })).structuredContent.deploys.length, 3)
+
+        // a call that changes _redirects is one deploy too, its rules live at once
+        const rules = await deploy('v4', [{ path: '_redirects', content: '/old /index.html 301' }])
+        const after = await run('list_deploys', { project: 'steps' })
+        assert.equal(after.structuredContent.deploys.length, 4)
+        assert.equal(after.structuredContent.live_deploy_id, rules.structuredContent.deploy_id)
+        assert.equal(await live(), '<p>v4</p>')
+        assert.equal((await s.get(`/${bob.username}/steps/old`)).status, 301)
+      } finally {
+        await own.close()
+      }
+    })
+
     it('delete_site removes a page and takes a project offline', async () => {
       await ok('publish_html', { name: 'doomed', html: '<p>bye</p>' })
       await ok('delete_site', { name: 'doomed.html' })

@@ -246,7 +246,7 @@ const publishHtml = tool({
 const deployFiles = tool({
   name: 'deploy_files',
   title: 'Deploy a small site',
-  description: `Uploads files into a folder project (created if absent; existing paths are replaced) and publishes it at /{username}/{project}/ as a new live deploy (needs an index.html at the root). With publish false it instead makes a preview deploy of exactly the given files (the whole site, with its own index.html): the live site and the project's files stay as they are, and the answer's preview URL shows it until promote makes it live. At most ${MAX_INLINE_FILES} files and ${MAX_INLINE_BYTES} bytes per call; for larger sites use the CLI: svc deploy ./folder.`,
+  description: `Uploads files into a folder project (created if absent; existing paths are replaced) and publishes it at /{username}/{project}/ as one new live deploy, whose id the answer gives (needs an index.html at the root; rollback without deploy_id undoes the call; a call that changes no file makes no deploy). With publish false it instead makes a preview deploy of exactly the given files (the whole site, with its own index.html): the live site and the project's files stay as they are, and the answer's preview URL shows it until promote makes it live. At most ${MAX_INLINE_FILES} files and ${MAX_INLINE_BYTES} bytes per call; for larger sites use the CLI: svc deploy ./folder.`,
   readOnly: false,
   idempotent: true,
   input: {
@@ -287,24 +287,40 @@ const deployFiles = tool({
     }
     if (a.publish === false) return previewDeploy(s, ctx, ref, decoded)
     const wasLive = (await s.folders.projects(ctx.user, ctx.contentOrigin)).some((p) => p.name === ref.name && p.is_published)
-    const publishes = !wasLive || decoded.some((f) => (RULE_FILES as readonly string[]).includes(f.path))
     // what the publish below would refuse (no index.html, a bad _redirects line) is refused
     // before any file is stored: the call stores all of its files or none
-    if (publishes) await s.folders.checkPublishable(ctx.user, ref, new Map(decoded.map((f) => [f.path, f.bytes])))
+    if (!wasLive || decoded.some((f) => (RULE_FILES as readonly string[]).includes(f.path)))
+      await s.folders.checkPublishable(ctx.user, ref, new Map(decoded.map((f) => [f.path, f.bytes])))
     const staged = []
     for (const f of decoded) staged.push(await s.folders.stage(Readable.from([f.bytes]), f.name, f.path, MAX_INLINE_BYTES))
+    // one call is one whole deploy (decision 212): on a live project the atomic batch is it
+    // (with the rules the call leaves), none when the call changes nothing; else the publish
     const r = await s.folders.commitBatch(ctx.user, ref, staged, true, true, ctx.contentOrigin)
-    const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/`)
-    // an upload to a live project is already a new live deploy (with the live site rules); a
-    // publish is added only when it is not live yet or the call changes _redirects/_headers,
-    // so one call is one deploy and rollback goes back one call
     let websiteUrl = `${ctx.contentOrigin}/${ctx.user.username}/${encodeURIComponent(ref.name)}/`
-    if (publishes) websiteUrl = (await s.folders.publish(ctx.user, ref, ctx.contentOrigin)).website_url
+    let deployId = r.deploy_id
+    if (deployId === null && !wasLive) ({ website_url: websiteUrl, deploy_id: deployId } = await s.folders.publish(ctx.user, ref, ctx.contentOrigin))
+    const unchanged = deployId === null
+    if (deployId === null) deployId = (await s.deploys.list(ctx.user, ref)).live_deploy_id
+    const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/`)
     const root = originUrl(ctx.siteOrigin, ref.name)
     const open = await openUrl(decoded, root, site ?? websiteUrl)
+    const what = unchanged
+      ? `No file of ${ref.name} changed (${r.uploaded} sent); deploy ${deployId} stays live`
+      : `Uploaded ${r.uploaded} file(s) to ${ref.name} as deploy ${deployId}, published`
     return {
-      summary: `Uploaded ${r.uploaded} file(s) to ${ref.name}, published: ${open}${otherUrl(open, root, site ?? websiteUrl)}`,
-      data: { project: ref.name, uploaded_count: r.uploaded, is_published: true, website_url: websiteUrl, site_url: site, origin_url: root, open_url: open },
+      summary: `${what}: ${open}${otherUrl(open, root, site ?? websiteUrl)}`,
+      data: {
+        project: ref.name,
+        uploaded_count: r.uploaded,
+        changed_count: r.changed,
+        unchanged,
+        deploy_id: deployId,
+        is_published: true,
+        website_url: websiteUrl,
+        site_url: site,
+        origin_url: root,
+        open_url: open,
+      },
     }
   },
 })
@@ -411,7 +427,7 @@ const rollback = tool({
   name: 'rollback',
   title: 'Roll back a project',
   description:
-    'Makes an earlier deploy of a folder project live again: deploy_id, or by default the newest deploy older than the live one that was live (a preview only once promoted). Nothing is deleted (roll forward with promote). Pass deploy_id to make a repeated call land on the same deploy.',
+    'Makes an earlier deploy of a folder project live again: deploy_id, or by default the newest deploy older than the live one that was live whole (a deploy_files call; a preview only once promoted; not the state delete_file left). Nothing is deleted (roll forward with promote). Pass deploy_id to make a repeated call land on the same deploy.',
   readOnly: false,
   destructive: false,
   idempotent: true,

@@ -64,16 +64,22 @@ export function createFoldersService(deps: Deps) {
   const { db, blobs, clock, config } = deps
   const store = createFoldersStore(db)
   const deploys = createDeploysStore()
-  /** A write through the spec's file API to a live project goes live as a partial deploy (same rules as the live one; decisions 159, 178). */
-  const redeploy = async (trx: Trx, folderId: string, now: number) => {
+  /**
+   * A write through the spec's file API to a live project goes live as a partial deploy (same
+   * rules as the live one; decisions 159, 178). `whole`: the write is one complete change (an
+   * atomic batch), so its deploy is whole, with the rules as the write leaves them (decision
+   * 212). The new deploy's id, or null when the project is not live.
+   */
+  const redeploy = async (trx: Trx, folderId: string, now: number, whole = false): Promise<string | null> => {
     const live = await trx
       .selectFrom('folders')
       .leftJoin('deploys', 'deploys.id', 'folders.live_deploy_id')
       .select(['folders.is_published', 'deploys.site_rules'])
       .where('folders.id', '=', folderId)
       .executeTakeFirstOrThrow()
-    if (live.is_published)
-      await deploys.deployWorkingSet(trx, folderId, { source: 'api', siteRules: live.site_rules, now, keep: config.deploysKeep, partial: true })
+    if (!live.is_published) return null
+    const siteRules = whole ? await siteRulesOf(folderId, undefined, trx) : live.site_rules
+    return deploys.deployWorkingSet(trx, folderId, { source: 'api', siteRules, now, keep: config.deploysKeep, partial: !whole })
   }
 
   const noAccess = (name: string) =>
@@ -203,12 +209,16 @@ export function createFoldersService(deps: Deps) {
     /**
      * Commits a batch: creates the project if absent, writes every staged file that does not
      * conflict (or overwrites when asked), in one transaction; then invalidates the host cache.
-     * `atomic`: any failure refuses the whole batch (400, the failures named) and writes nothing.
+     * `atomic`: any failure refuses the whole batch (400, the failures named) and writes nothing;
+     * on a live project it is one whole deploy, and none when it changes no file (decision 212).
      * `origin`: where the batch's pages are served, for the URL of a report the heuristics open.
+     * `deploy_id`: the live deploy the batch made, else null.
      */
     async commitBatch(user: User, ref: FolderRef, staged: StagedFile[], overwrite: boolean, atomic = false, origin?: string) {
       const failures: FileFailure[] = []
       let uploaded = 0
+      let changed = 0
+      let deployId: string | null = null
       if (staged.length > 0) {
         // a batch's first files were put as they arrived, maybe longer ago than the sweeper's
         // grace over a slow link: their times are refreshed before the rows commit, and one a
@@ -229,7 +239,7 @@ export function createFoldersService(deps: Deps) {
           staged.map((f) => ({ name: f.path, keyTokens: f.keyTokens ?? [] })),
         )
         const now = clock.now()
-        await db.k.transaction().execute(async (trx) => {
+        deployId = await db.k.transaction().execute(async (trx) => {
           await db.lockUser(trx, user.id)
           await refuseBlocked(
             trx,
@@ -268,6 +278,7 @@ export function createFoldersService(deps: Deps) {
               folder = { id: newId(), user_id: user.id, name: ref.name, is_published: 0, created_at: now, updated_at: now, published_at: null }
               await store.insertFolder(trx, folder)
             }
+            if (!old || old.digest !== f.digest || old.content_type !== f.contentType) changed++
             if (old) await store.updateFile(trx, folder.id, f.path, { digest: f.digest, size: f.size, content_type: f.contentType, updated_at: now })
             else
               await store.insertFile(trx, {
@@ -285,10 +296,9 @@ export function createFoldersService(deps: Deps) {
             const list = (lang: Lang) => failures.map((x) => `${x.file}: ${x.message[lang]}`).join('; ')
             throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: list('zh'), en: list('en') } } })
           }
-          if (folder && uploaded > 0) {
-            await store.touchFolder(trx, folder.id, now)
-            await redeploy(trx, folder.id, now)
-          }
+          if (!folder || uploaded === 0 || (atomic && changed === 0)) return null
+          await store.touchFolder(trx, folder.id, now)
+          return redeploy(trx, folder.id, now, atomic)
         })
         if (uploaded > 0) {
           await invalidateHosting(deps.bus, user.username)
@@ -300,7 +310,7 @@ export function createFoldersService(deps: Deps) {
           )
         }
       }
-      return { uploaded, failures }
+      return { uploaded, changed, failures, deploy_id: deployId }
     },
 
     /** The caller's projects (beyond the spec: the spec has no project list). */
@@ -378,11 +388,11 @@ export function createFoldersService(deps: Deps) {
         const was = !!current.is_published
         if (!was && !(await store.file(trx, folder.id, 'index.html'))) throw new AppError('PUBLISH_NO_INDEX')
         const rules = await siteRulesOf(folder.id, undefined, trx)
-        await deploys.deployWorkingSet(trx, folder.id, { source: 'api', siteRules: rules, now: clock.now(), keep: config.deploysKeep })
-        return was
+        const id = await deploys.deployWorkingSet(trx, folder.id, { source: 'api', siteRules: rules, now: clock.now(), keep: config.deploysKeep })
+        return { was, id }
       })
       await invalidateHosting(deps.bus, user.username)
-      return { website_url, already_published: already }
+      return { website_url, already_published: already.was, deploy_id: already.id }
     },
 
     /**
