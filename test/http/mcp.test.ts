@@ -637,6 +637,48 @@ for (const engine of ENGINES) {
       assert.match(nested.text, /1106/)
     })
 
+    it('deploy_files refuses a binary file sent as text, naming the encoding, and stores none of the call', async () => {
+      // a user of its own: the other tests count alice's requests against her rate limits
+      const erin = await s.user()
+      const own = await mcpHttpClient(s.url, erin.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as Awaited<ReturnType<typeof call>>
+      const okRun = async (name: string, args: Record<string, unknown>) => {
+        const r = await run(name, args)
+        assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+        return r
+      }
+      try {
+        // an image sent as text (its base64 without "encoding", or its bytes read as a string)
+        // would be stored as UTF-8 and served broken: refused, naming the encoding (decision 211)
+        const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')
+        for (const content of [png.toString('base64'), png.toString('latin1')]) {
+          const asText = await run('deploy_files', {
+            project: 'as-text',
+            files: [
+              { path: 'index.html', content: '<img src="img/Logo.PNG">' },
+              { path: 'img/Logo.PNG', content },
+            ],
+          })
+          assert.equal(asText.isError, true)
+          assert.match(textOf(asText), /1106.*img\/Logo\.PNG: a \.png file is binary: send its bytes base64-encoded with "encoding": "base64"/)
+        }
+        assert.ok(!(await s.get('/api/folders', { key: erin.key })).json.folders.some((f: any) => f.name === 'as-text'))
+        // text types stay text, whatever their extension's media type says (.ts is video/mp2t)
+        await okRun('deploy_files', {
+          project: 'as-text',
+          files: [
+            { path: 'index.html', content: '<p>src</p>' },
+            { path: 'src/main.ts', content: 'export const a = 1' },
+            { path: 'logo.svg', content: '<svg xmlns="http://www.w3.org/2000/svg"/>' },
+            { path: 'img/Logo.PNG', content: png.toString('base64'), encoding: 'base64' },
+          ],
+        })
+        assert.deepEqual(Buffer.from((await s.get(`/${erin.username}/as-text/img/Logo.PNG`)).body), png)
+      } finally {
+        await own.close()
+      }
+    })
+
     it('a bad argument answers as other refusals do: isError with 1106 naming the argument', async () => {
       // a user of its own: the suite's user is near its per-minute limit by now
       const dan = await s.user()

@@ -89,6 +89,27 @@ function decodeBase64(content: string, what: string): Buffer {
 }
 
 /**
+ * Extensions of the web's binary files (images other than SVG, fonts, audio, video, PDF,
+ * archives, WebAssembly). deploy_files takes them only as base64: sent as text, their base64
+ * or their bytes read as a string would be stored as UTF-8 and served broken (decision 211).
+ * A list, not the media type: some text files have binary types (.ts is video/mp2t).
+ */
+const BINARY_EXTENSIONS = new Set(
+  'png jpg jpeg jfif gif webp avif ico bmp tif tiff heic heif jxl apng woff woff2 ttf otf eot mp3 wav ogg oga opus flac m4a aac mp4 m4v webm ogv mov mkv avi pdf zip gz tgz br wasm'.split(
+    ' ',
+  ),
+)
+
+/** A file's bytes from its content: base64, or UTF-8 text where its type is not binary (1106). */
+function fileBytes(f: { path: string; content: string; encoding?: 'utf8' | 'base64' }): Buffer {
+  if (f.encoding === 'base64') return decodeBase64(f.content, f.path)
+  const name = f.path.slice(f.path.lastIndexOf('/') + 1)
+  const ext = name.includes('.') ? name.slice(name.lastIndexOf('.') + 1).toLowerCase() : ''
+  if (BINARY_EXTENSIONS.has(ext)) throw bad(`${f.path}: a .${ext} file is binary: send its bytes base64-encoded with "encoding": "base64"`)
+  return Buffer.from(f.content, 'utf8')
+}
+
+/**
  * The next step an agent can take, where the REST API's solution names something the tools
  * do not have (a batch upload, a file route): said with the tools' own names.
  */
@@ -256,7 +277,11 @@ const deployFiles = tool({
         z
           .object({
             path: z.string().min(1).max(1024).describe('Relative path, e.g. "index.html" or "css/site.css"; no "..", no leading "/"'),
-            content: z.string().describe('File content: UTF-8 text, or with encoding "base64" the bytes in base64 (a data: URL prefix is accepted)'),
+            content: z
+              .string()
+              .describe(
+                'File content: UTF-8 text, or with encoding "base64" the bytes in base64 (a data: URL prefix is accepted); images (except SVG), fonts, audio, video, PDF and archives only in base64',
+              ),
             encoding: z.enum(['utf8', 'base64']).optional().describe('default utf8'),
           })
           .strict(),
@@ -280,7 +305,7 @@ const deployFiles = tool({
       const path = projectPath(f.path)
       if (seen.has(path)) throw bad(`the call carries ${path} twice`)
       seen.add(path)
-      const bytes = f.encoding === 'base64' ? decodeBase64(f.content, f.path) : Buffer.from(f.content, 'utf8')
+      const bytes = fileBytes(f)
       total += bytes.length
       if (total > MAX_INLINE_BYTES) throw payloadTooLarge('the files')
       decoded.push({ name: f.path, path, bytes })
