@@ -994,7 +994,7 @@ describe('MCP behind a proxy (TRUST_PROXY=1)', () => {
   })
 })
 
-describe('MCP get_site with many pages', () => {
+describe('MCP with many pages and files', () => {
   let s: TestServer
   before(async () => {
     s = await startServer({ env: { RATE_LIMITS: HIGH_LIMITS } })
@@ -1018,6 +1018,50 @@ describe('MCP get_site with many pages', () => {
         assert.notEqual(r.isError, true, `${name}: ${r.content[0]?.text}`)
         assert.equal(r.structuredContent.file_name, 'a.html', name)
       }
+
+      // list_sites shows pages 100 at a time, and says where the rest are
+      const sites = async (args: Record<string, unknown>) =>
+        (await c.callTool({ name: 'list_sites', arguments: args })) as { structuredContent: any; content: Array<{ text: string }> }
+      const first = await sites({})
+      assert.equal(first.structuredContent.pages.length, 100)
+      assert.deepEqual([first.structuredContent.pages_total, first.structuredContent.page, first.structuredContent.total_pages], [102, 1, 2])
+      assert.match(first.content[0].text, /pages 1-100 of 102 shown; list_sites \{page: 2\} lists the next/)
+      const second = await sites({ page: 2 })
+      const names = [...first.structuredContent.pages, ...second.structuredContent.pages].map((p: any) => p.file_name)
+      assert.equal(new Set(names).size, 102)
+    } finally {
+      await c.close()
+    }
+  })
+
+  it("get_site lists a large project's files a page at a time, with the total and the next page named", async () => {
+    const eve = await s.user()
+    const c = await mcpHttpClient(s.url, eve.key)
+    type R = { isError?: boolean; structuredContent: any; content: Array<{ text: string }> }
+    const run = async (name: string, args: Record<string, unknown>) => {
+      const r = (await c.callTool({ name, arguments: args })) as R
+      assert.notEqual(r.isError, true, `${name}: ${r.content[0]?.text}`)
+      return r
+    }
+    try {
+      for (let b = 0; b < 3; b++) {
+        const files = Array.from({ length: 150 }, (_, i) => ({ path: `assets/c${b}-${String(i).padStart(3, '0')}.js`, content: `${b}/${i}` }))
+        if (b === 0) files.push({ path: 'index.html', content: '<p>big</p>' })
+        await run('deploy_files', { project: 'big', files })
+      }
+      const one = await run('get_site', { name: 'big' })
+      assert.equal(one.structuredContent.file_count, 451)
+      assert.equal(one.structuredContent.files.length, 200, 'the default page')
+      assert.deepEqual([one.structuredContent.files_total, one.structuredContent.page, one.structuredContent.total_pages], [451, 1, 3])
+      assert.match(one.content[0].text, /files 1-200 of 451 listed; get_site \{name: "big", page: 2\} lists the next/)
+      const seen = new Set<string>()
+      for (let page = 1; page <= 3; page++) for (const f of (await run('get_site', { name: 'big', page })).structuredContent.files) seen.add(f.path)
+      assert.equal(seen.size, 451)
+      const wide = await run('get_site', { name: 'big', per_page: 1000 })
+      assert.equal(wide.structuredContent.files.length, 451)
+      assert.doesNotMatch(wide.content[0].text, /lists the next/)
+      const tooWide = (await c.callTool({ name: 'get_site', arguments: { name: 'big', per_page: 1001 } })) as R
+      assert.equal(tooWide.isError, true)
     } finally {
       await c.close()
     }

@@ -487,23 +487,46 @@ const promote = tool({
   },
 })
 
+/** A 1-based page of a list as the tools page it: which slice, how many pages, and the summary's note naming the next call. */
+function pageOf(total: number, page: number, perPage: number, what: string, next: (page: number) => string) {
+  const totalPages = Math.ceil(total / perPage)
+  const from = (page - 1) * perPage
+  const shown = Math.max(0, Math.min(perPage, total - from))
+  const note =
+    total <= perPage && page === 1
+      ? ''
+      : shown === 0
+        ? `; no ${what} on page ${page} of ${totalPages}`
+        : `; ${what} ${from + 1}-${from + shown} of ${total} ${what === 'files' ? 'listed' : 'shown'}${page < totalPages ? `; ${next(page + 1)} lists the next` : ''}`
+  return { from, totalPages, note }
+}
+const SITES_PER_PAGE = 100
+const pageArg = z.number().int().positive().optional().describe('Page number, from 1 (default 1)')
+
 const listSites = tool({
   name: 'list_sites',
   title: 'List sites',
-  description: "Lists the caller's sites: single-file pages and folder projects, with their URLs.",
+  description:
+    "Lists the caller's sites with their URLs: its folder projects, all of them, and its single-file pages, 100 a page (page 2 and on for more; the answer says how many there are).",
   readOnly: true,
-  input: {},
-  async run(s, ctx) {
-    const [files, projects] = await Promise.all([s.files.list(ctx.user, {}, 100, 0, ctx.contentOrigin), s.folders.projects(ctx.user, ctx.contentOrigin)])
+  input: { page: pageArg },
+  async run(s, ctx, a) {
+    const page = a.page ?? 1
+    const [files, projects] = await Promise.all([
+      s.files.list(ctx.user, {}, SITES_PER_PAGE, (page - 1) * SITES_PER_PAGE, ctx.contentOrigin),
+      s.folders.projects(ctx.user, ctx.contentOrigin),
+    ])
     const pages = files.files.map((f) => ({ ...f, site_url: siteUrlOf(ctx, `/${encodeURIComponent(f.file_name)}`) }))
     const folders = projects.map((p) => ({ ...p, site_url: siteUrlOf(ctx, `/${encodeURIComponent(p.name)}/`), origin_url: originUrl(ctx.siteOrigin, p.name) }))
+    const paging = pageOf(files.total, page, SITES_PER_PAGE, 'pages', (n) => `list_sites {page: ${n}}`)
     const lines = [
       ...pages.map((f) => `page ${f.file_name}: ${f.site_url ?? f.url}`),
       ...folders.map((p) => `project ${p.name} (${p.is_published ? 'published' : 'not published'}, ${p.file_count} files): ${p.site_url ?? p.website_url}`),
     ]
+    const summary = lines.length ? lines.join('\n') : 'No sites yet.'
     return {
-      summary: lines.length ? lines.join('\n') : 'No sites yet.',
-      data: { pages, pages_total: files.total, projects: folders },
+      summary: paging.note ? `${summary}\n${paging.note.slice(2)}` : summary,
+      data: { pages, pages_total: files.total, page, per_page: SITES_PER_PAGE, total_pages: paging.totalPages, projects: folders },
     }
   },
 })
@@ -511,19 +534,44 @@ const listSites = tool({
 const getSite = tool({
   name: 'get_site',
   title: 'Get a site',
-  description: 'Details of one site: a folder project (its files) or a single-file page, by name.',
+  description:
+    'Details of one site by name: a single-file page, or a folder project with its files, 200 a page by default (page and per_page, at most 1000, for more; the answer gives files_total).',
   readOnly: true,
-  input: { name: z.string().min(1).max(200).describe('Project name, or page file name (e.g. landing.html)') },
+  input: {
+    name: z.string().min(1).max(200).describe('Project name, or page file name (e.g. landing.html)'),
+    page: pageArg,
+    per_page: z.number().int().min(1).max(1000).optional().describe("A project's files per page (default 200, at most 1000)"),
+  },
   async run(s, ctx, a) {
     const projects = await s.folders.projects(ctx.user, ctx.contentOrigin)
     const p = projects.find((x) => x.name === a.name)
     if (p) {
       const ref = s.folders.folderRef(ctx.user, [encodeURIComponent(p.name)])
-      const files = await s.folders.list(ctx.user, ref, ctx.contentOrigin)
+      const all = await s.folders.list(ctx.user, ref, ctx.contentOrigin)
       const site = siteUrlOf(ctx, `/${encodeURIComponent(p.name)}/`)
+      const page = a.page ?? 1
+      const perPage = a.per_page ?? 200
+      const paging = pageOf(
+        all.length,
+        page,
+        perPage,
+        'files',
+        (n) => `get_site {name: ${JSON.stringify(p.name)}, page: ${n}${a.per_page ? `, per_page: ${perPage}` : ''}}`,
+      )
+      const files = all.slice(paging.from, paging.from + perPage)
       return {
-        summary: `project ${p.name}: ${p.is_published ? 'published' : 'not published'}, ${files.length} files; ${site ?? p.website_url}`,
-        data: { type: 'project', ...p, site_url: site, origin_url: originUrl(ctx.siteOrigin, p.name), files },
+        summary: `project ${p.name}: ${p.is_published ? 'published' : 'not published'}, ${all.length} files; ${site ?? p.website_url}${paging.note ? `\n${paging.note.slice(2)}` : ''}`,
+        data: {
+          type: 'project',
+          ...p,
+          site_url: site,
+          origin_url: originUrl(ctx.siteOrigin, p.name),
+          files,
+          files_total: all.length,
+          page,
+          per_page: perPage,
+          total_pages: paging.totalPages,
+        },
       }
     }
     const f = (await s.files.one(ctx.user, a.name, ctx.contentOrigin)) ?? (await s.files.one(ctx.user, `${a.name}.html`, ctx.contentOrigin))
