@@ -567,6 +567,34 @@ for (const engine of ENGINES) {
       assert.deepEqual(subs.structuredContent.submissions[0].data, { email: 'v@example.com' })
       const forms = await ok('list_submissions')
       assert.equal(forms.structuredContent.forms.find((f: any) => f.id === form.id).submission_count, 1)
+      // a client that hands the model only `content` (the MCP spec: structured content SHOULD also
+      // come as its JSON in a text block) still shows what was submitted, not only a count
+      assert.equal(subs.content.length, 2)
+      assert.deepEqual(JSON.parse(subs.content[1].text), subs.structuredContent)
+      assert.match(subs.content[1].text, /v@example\.com/)
+    })
+
+    it("every answer carries its structured content as JSON text after the summary, a refusal's too", async () => {
+      const own = await mcpHttpClient(s.url, (await s.user()).key)
+      try {
+        const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as Awaited<ReturnType<typeof call>>
+        const site = await run('deploy_files', { project: 'json', files: [{ path: 'index.html', content: '<p>json</p>' }] })
+        for (const r of [site, await run('get_site', { name: 'json' }), await run('kv_set', { key: 'k', value: { a: 1 } }), await run('list_sites', {})]) {
+          assert.equal(r.content.length, 2, textOf(r))
+          assert.deepEqual(JSON.parse(r.content[1].text), r.structuredContent)
+        }
+        const refused = await run('read_file', { project: 'json', path: 'nope.html' })
+        assert.equal(refused.isError, true)
+        assert.deepEqual(JSON.parse(refused.content[1].text), refused.structuredContent)
+        // read_file's summary carries the content as it is: its JSON does not repeat it
+        const read = await run('read_file', { project: 'json', path: 'index.html' })
+        assert.match(textOf(read), /<p>json<\/p>/)
+        const json = JSON.parse(read.content[1].text)
+        assert.equal(json.content, undefined)
+        assert.deepEqual({ ...json, content: '<p>json</p>' }, read.structuredContent)
+      } finally {
+        await own.close()
+      }
     })
 
     it('create_data, update_data and upload_image need their entitlement, then serve public URLs', async () => {

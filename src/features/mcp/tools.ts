@@ -44,6 +44,20 @@ interface ToolOutput {
   /** One or two lines for the model, with the URL to open when there is one. */
   summary: string
   data: Record<string, unknown>
+  /** Fields of data the summary carries whole (read_file's content): left out of its JSON text. */
+  inSummary?: string[]
+}
+
+/**
+ * A result's content: the summary, then the structured content as JSON text, which the MCP
+ * spec asks for clients that hand the model only `content` (submissions, values, file lists).
+ */
+function resultContent(summary: string, data: Record<string, unknown>, inSummary: string[] = []): CallToolResult['content'] {
+  const json = inSummary.length === 0 ? data : Object.fromEntries(Object.entries(data).filter(([k]) => !inSummary.includes(k)))
+  return [
+    { type: 'text', text: summary },
+    { type: 'text', text: JSON.stringify(json) },
+  ]
 }
 
 interface ToolDef<S extends z.ZodRawShape> {
@@ -131,11 +145,8 @@ function errorResult(e: unknown): CallToolResult {
     const details = extra.details as { info?: unknown } | undefined
     const info = typeof details?.info === 'string' ? ` ${details.info}` : ''
     const error = { error_code: d.code, error_type: d.type, message, solution, ...extra }
-    return {
-      isError: true,
-      content: [{ type: 'text', text: `Error ${d.code} (${d.type}): ${message}.${info} ${solution}`.trim() }],
-      structuredContent: { success: false, ...error },
-    }
+    const data = { success: false, ...error }
+    return { isError: true, content: resultContent(`Error ${d.code} (${d.type}): ${message}.${info} ${solution}`.trim(), data), structuredContent: data }
   }
   throw e
 }
@@ -179,7 +190,8 @@ function tool<S extends z.ZodRawShape>(d: ToolDef<S>): McpTool {
       const parsed = await schema.safeParseAsync(args ?? {})
       if (!parsed.success) throw badArguments(d.name, parsed.error, args)
       const out = await d.run(s, ctx, parsed.data)
-      return { content: [{ type: 'text', text: out.summary }], structuredContent: { success: true, ...out.data } }
+      const data = { success: true, ...out.data }
+      return { content: resultContent(out.summary, data, out.inSummary), structuredContent: data }
     } catch (e) {
       return errorResult(e)
     }
@@ -622,6 +634,7 @@ const readFile = tool({
     return {
       summary: `${a.project}/${f.path} (${f.size} bytes; ${what})${f.content ? `\n${f.content}` : ''}`,
       data: { project: ref.name, path: f.path, size: f.size, content: f.content ?? null, site_url: site },
+      inSummary: f.content ? ['content'] : [],
     }
   },
 })
