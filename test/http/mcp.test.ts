@@ -363,9 +363,10 @@ for (const engine of ENGINES) {
         assert.equal(bin.structuredContent.content, null, 'bytes that are not UTF-8 text are not shown')
         assert.equal(bin.structuredContent.size, 4)
         for (const [args, code] of [
-          [{ project: 'rw', path: 'nope.html' }, /1301/],
+          // the next step named with the tools' own words, the project's name in it
+          [{ project: 'rw', path: 'nope.html' }, /1301 .*File not found\. get_site \{name: "rw"\} lists the project's files$/],
           [{ project: 'rw', path: '../x' }, /1110/],
-          [{ project: 'no-such', path: 'index.html' }, /13\d\d/],
+          [{ project: 'no-such', path: 'index.html' }, /13\d\d .*does not belong to the caller\. list_sites shows your projects/],
         ] as const) {
           const r = await run('read_file', args)
           assert.equal(r.isError, true, JSON.stringify(args))
@@ -379,7 +380,7 @@ for (const engine of ENGINES) {
         assert.equal((await s.get(`/${dave.username}/rw/`)).text, '<p>héllo</p>')
         const again = await run('delete_file', { project: 'rw', path: 'css/a.css' })
         assert.equal(again.isError, true)
-        assert.match(again.content[0].text, /1301/)
+        assert.match(again.content[0].text, /1301 .*get_site \{name: "rw"\} lists the project's files$/)
         const files = (await ok('get_site', { name: 'rw' })).structuredContent.files.map((f: any) => f.path).sort()
         assert.deepEqual(files, ['bin.dat', 'index.html'])
         // as the REST delete does: the root's index.html too, leaving the site without a home page
@@ -583,6 +584,10 @@ for (const engine of ENGINES) {
           assert.equal(r.content.length, 2, textOf(r))
           assert.deepEqual(JSON.parse(r.content[1].text), r.structuredContent)
         }
+        // a list cut into pages names the call for the next one
+        await run('kv_set', { key: 'k2', value: 2 })
+        const kv = await run('kv_list', { per_page: 1 })
+        assert.match(textOf(kv), /^2 entries: k\nentries 1-1 of 2 shown; kv_list \{page: 2, per_page: 1\} lists the next/)
         const refused = await run('read_file', { project: 'json', path: 'nope.html' })
         assert.equal(refused.isError, true)
         assert.deepEqual(JSON.parse(refused.content[1].text), refused.structuredContent)

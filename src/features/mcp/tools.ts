@@ -69,6 +69,8 @@ interface ToolDef<S extends z.ZodRawShape> {
   idempotent?: boolean
   input: S
   run(s: McpServices, ctx: ToolContext, args: z.infer<z.ZodObject<S>>): Promise<ToolOutput>
+  /** This tool's own next step for a refusal, where the shared one (TOOL_SOLUTIONS) says less. */
+  solutions?(args: z.infer<z.ZodObject<S>>): Partial<Record<ErrorKey, string>>
 }
 
 export interface McpTool {
@@ -136,14 +138,15 @@ const TOOL_SOLUTIONS: Partial<Record<ErrorKey, string>> = {
  * A tool's failure as the model reads it: the service's code, message, solution and details,
  * in English as every tool answer is (a service's reason given in both languages included).
  */
-function errorResult(e: unknown): CallToolResult {
+function errorResult(e: unknown, solutions: Partial<Record<ErrorKey, string>> = {}): CallToolResult {
   if (isAppError(e)) {
     const d = ERRORS[e.key]
     const message = errorMessage(e.key, 'en', e.options.params)
-    const solution = TOOL_SOLUTIONS[e.key] ?? fill(d.solutionEn, 'en', e.options.params)
+    const solution = solutions[e.key] ?? TOOL_SOLUTIONS[e.key] ?? fill(d.solutionEn, 'en', e.options.params)
     const extra = extraIn(e.options.extra, 'en')
     const details = extra.details as { info?: unknown } | undefined
-    const info = typeof details?.info === 'string' ? ` ${details.info}` : ''
+    // a detail without its own full stop gets one, so the solution reads as its own sentence
+    const info = typeof details?.info === 'string' ? ` ${details.info}${/[.!?)]$/.test(details.info) ? '' : '.'}` : ''
     const error = { error_code: d.code, error_type: d.type, message, solution, ...extra }
     const data = { success: false, ...error }
     return { isError: true, content: resultContent(`Error ${d.code} (${d.type}): ${message}.${info} ${solution}`.trim(), data), structuredContent: data }
@@ -186,14 +189,16 @@ function badArguments(tool: string, error: z.ZodError, args: unknown): AppError 
 function tool<S extends z.ZodRawShape>(d: ToolDef<S>): McpTool {
   const schema = z.object(d.input).strict()
   const call = async (s: McpServices, ctx: ToolContext, args: unknown): Promise<CallToolResult> => {
+    let solutions: Partial<Record<ErrorKey, string>> | undefined
     try {
       const parsed = await schema.safeParseAsync(args ?? {})
       if (!parsed.success) throw badArguments(d.name, parsed.error, args)
+      solutions = d.solutions?.(parsed.data)
       const out = await d.run(s, ctx, parsed.data)
       const data = { success: true, ...out.data }
       return { content: resultContent(out.summary, data, out.inSummary), structuredContent: data }
     } catch (e) {
-      return errorResult(e)
+      return errorResult(e, solutions)
     }
   }
   return {
@@ -617,6 +622,8 @@ const deleteSite = tool({
   },
 })
 
+/** A file a project does not have: the project's own file list is the next step. */
+const projectFileSolutions = (a: { project: string }) => ({ FILE_NOT_FOUND: `get_site {name: ${JSON.stringify(a.project)}} lists the project's files` })
 const filePathArg = z.string().min(1).max(1024).describe('Path in the project, e.g. "index.html" or "css/site.css"')
 
 const readFile = tool({
@@ -626,6 +633,7 @@ const readFile = tool({
     'Reads one file of a folder project as the project holds it now (the live site may be an older deploy): its size, and its content when it is UTF-8 text of at most 5 MiB (otherwise content is null: open its URL instead).',
   readOnly: true,
   input: { project: projectName, path: filePathArg },
+  solutions: projectFileSolutions,
   async run(s, ctx, a) {
     const ref = projectRef(s, ctx, a.project)
     const f = await s.folders.read(ctx.user, ref, projectPath(a.path))
@@ -647,6 +655,7 @@ const deleteFile = tool({
   readOnly: false,
   destructive: true,
   input: { project: projectName, path: filePathArg },
+  solutions: projectFileSolutions,
   async run(s, ctx, a) {
     const ref = projectRef(s, ctx, a.project)
     const path = projectPath(a.path)
@@ -741,8 +750,11 @@ const kvList = tool({
     const items = r.items.map((e) => ({ ...e, public_url: e.is_public ? kvPublicUrl(ctx, e.key) : null }))
     const dashboard = dashboardUrl(ctx, 'kv')
     const keys = items.map((e) => (e.public_url ? `${e.key} (public at ${e.public_url})` : e.key))
+    const more = (n: number) =>
+      `kv_list {${[`page: ${n}`, a.per_page ? `per_page: ${a.per_page}` : '', a.prefix !== undefined ? `prefix: ${JSON.stringify(a.prefix)}` : ''].filter(Boolean).join(', ')}}`
+    const paging = pageOf(r.total, r.page, r.per_page, 'entries', more)
     return {
-      summary: `${r.total} entries${keys.length ? `: ${keys.join(', ')}` : ''}\nThe dashboard shows them: ${dashboard}`,
+      summary: `${r.total} entries${keys.length ? `: ${keys.join(', ')}` : ''}\n${paging.note ? `${paging.note.slice(2)}\n` : ''}The dashboard shows them: ${dashboard}`,
       data: { ...r, items, dashboard_url: dashboard },
     }
   },
