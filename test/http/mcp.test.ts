@@ -304,6 +304,27 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${alice.username}/doomed.html`)).status, 404)
     })
 
+    it('delete_site finds a page by the name it was published with, ".html" added as publish_html adds it', async () => {
+      // a user of its own: the other tests count alice's requests against her rate limits
+      const fay = await s.user()
+      const own = await mcpHttpClient(s.url, fay.key)
+      try {
+        const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as Awaited<ReturnType<typeof call>>
+        await run('publish_html', { name: 'doomed', html: '<p>bye</p>' })
+        const gone = await run('delete_site', { name: 'doomed' })
+        assert.notEqual(gone.isError, true, textOf(gone))
+        assert.equal(gone.structuredContent.name, 'doomed.html')
+        assert.equal((await s.get(`/${fay.username}/doomed.html`)).status, 404)
+        // a project of that very name is the one meant
+        await run('deploy_files', { project: 'doomed', files: [{ path: 'index.html', content: '<p>p</p>' }] })
+        await run('publish_html', { name: 'doomed', html: '<p>page</p>' })
+        assert.equal((await run('delete_site', { name: 'doomed' })).structuredContent.type, 'project')
+        assert.equal((await s.get(`/${fay.username}/doomed.html`)).text, '<p>page</p>')
+      } finally {
+        await own.close()
+      }
+    })
+
     it('delete_site deletes a project whole: its files, its kept deploys and their preview URLs', async () => {
       // its own user: the file's main key is near its per-minute limit by the end
       const carol = await s.user()

@@ -602,7 +602,7 @@ const deleteSite = tool({
   name: 'delete_site',
   title: 'Delete a site',
   description:
-    'Deletes a single-file page (by file name), or a folder project (by project name): its files, its kept deploys and their preview URLs, all offline at once. Cannot be undone.',
+    'Deletes a single-file page (by file name; ".html" is added when missing, as publish_html adds it), or a folder project (by project name, which comes first): its files, its kept deploys and their preview URLs, all offline at once. Cannot be undone.',
   readOnly: false,
   destructive: true,
   input: { name: z.string().min(1).max(200).describe('Page file name (landing.html) or project name') },
@@ -617,8 +617,11 @@ const deleteSite = tool({
         data: { type: 'project', name: p.name, deleted_files: files },
       }
     }
-    await s.files.remove(ctx.user, a.name)
-    return { summary: `Deleted page ${a.name}.`, data: { type: 'page', name: a.name } }
+    // the page by its exact name, else by the name publish_html was given (".html" added), as get_site finds it
+    const exact = (await s.files.one(ctx.user, a.name, ctx.contentOrigin)) !== null || /\.html?$/i.test(a.name)
+    const name = exact ? a.name : `${a.name}.html`
+    await s.files.remove(ctx.user, name)
+    return { summary: `Deleted page ${name}.`, data: { type: 'page', name } }
   },
 })
 
