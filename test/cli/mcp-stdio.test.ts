@@ -182,7 +182,11 @@ for (const engine of ENGINES) {
 
     it('a wrong key gives a clear error on stderr and on every request', async () => {
       const { client, stderr } = await stdioClient(`svc_${'z'.repeat(60)}`)
-      await assert.rejects(client.listTools(), (e: Error) => /error 1002 \(AUTH_ERROR, HTTP 401\)/.test(e.message) && /SVC_API_KEY/.test(e.message))
+      // the SDK client puts "MCP error -32600: " before the message once; the message carries no second one
+      await assert.rejects(
+        client.listTools(),
+        (e: Error) => /^MCP error -32600: svc at .*error 1002 \(AUTH_ERROR, HTTP 401\)/.test(e.message) && /SVC_API_KEY/.test(e.message),
+      )
       await assert.rejects(client.callTool({ name: 'list_sites', arguments: {} }), /1002/)
       assert.match(stderr(), /error 1002/)
     })

@@ -1,7 +1,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
 import type { ApiClient } from '../api.js'
 import { parse } from '../args.js'
 import { CLIENT_HELP } from '../help.js'
@@ -11,14 +11,28 @@ import { flagsOf, noMore, type Ctx } from './context.js'
 
 const MCP_ACCEPT = 'application/json, text/event-stream'
 
+/**
+ * A JSON-RPC error as the SDK's server sends it (its code, its message as is). McpError would
+ * put "MCP error CODE: " in the message, and the client's McpError puts it there again.
+ */
+class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message)
+  }
+}
+
 /** A failure of the service as an MCP error the client shows its user. */
-function asMcpError(e: unknown, url: string): McpError {
+function asMcpError(e: unknown, url: string): RpcError {
   if (e instanceof ApiError) {
     const hint = e.status === 401 ? ' Check SVC_API_KEY (or run `svc login --url URL --key KEY`).' : ''
-    return new McpError(ErrorCode.InvalidRequest, `svc at ${url}: ${e.describe()}${hint}`)
+    return new RpcError(ErrorCode.InvalidRequest, `svc at ${url}: ${e.describe()}${hint}`)
   }
-  if (e instanceof McpError) return e
-  return new McpError(ErrorCode.InternalError, `svc at ${url}: ${(e as Error).message}`)
+  if (e instanceof RpcError) return e
+  return new RpcError(ErrorCode.InternalError, `svc at ${url}: ${(e as Error).message}`)
 }
 
 let nextId = 1
@@ -26,7 +40,7 @@ let nextId = 1
 /**
  * One JSON-RPC request to the service's POST /mcp (stateless: no initialize needed there).
  * HTTP errors (401, 429 after the client's waits, 5xx) throw ApiError; a JSON-RPC error
- * answer throws McpError with the service's code and message.
+ * answer throws RpcError with the service's code and message.
  */
 async function forward(api: ApiClient, method: string, params: unknown): Promise<Record<string, unknown>> {
   const r = await api.post('/mcp', {
@@ -36,7 +50,7 @@ async function forward(api: ApiClient, method: string, params: unknown): Promise
     idempotent: method !== 'tools/call',
   })
   const body = r.json as { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } } | undefined
-  if (body?.error) throw new McpError(body.error.code, body.error.message, body.error.data)
+  if (body?.error) throw new RpcError(body.error.code, body.error.message, body.error.data)
   if (!body?.result) throw new CliError(`the server's /mcp answered without a result (HTTP ${r.status})`)
   return body.result
 }
@@ -58,7 +72,7 @@ export async function mcpCommand(ctx: Ctx, args: string[]): Promise<number> {
 
   // the key is checked once at start: a wrong one is reported on stderr at once, and every
   // request then fails with the same clear error instead of the server going away
-  let startError: McpError | null = null
+  let startError: RpcError | null = null
   try {
     await api.get('/svc_api/me')
   } catch (e) {
