@@ -72,6 +72,12 @@ for (const engine of ENGINES) {
         assert.equal(typeof t.annotations?.destructiveHint, 'boolean', t.name)
       }
       assert.equal(tools.find((t) => t.name === 'delete_site')?.annotations?.destructiveHint, true)
+      // a tool that takes content says how much, in bytes, where a model reads it
+      for (const name of ['publish_html', 'deploy_files', 'kv_set', 'create_data', 'update_data', 'upload_image']) {
+        const t = tools.find((x) => x.name === name)
+        assert.match(`${t?.description} ${JSON.stringify(t?.inputSchema)}`, /4194304 bytes/, name)
+      }
+      assert.match(tools.find((t) => t.name === 'kv_set')?.description ?? '', /max_entry_bytes/)
       const rb = tools.find((t) => t.name === 'rollback')?.annotations
       assert.deepEqual([rb?.destructiveHint, rb?.idempotentHint], [false, true])
       assert.deepEqual(tools.find((t) => t.name === 'promote')?.inputSchema.required, ['project', 'deploy_id'])

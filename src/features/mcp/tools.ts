@@ -695,7 +695,7 @@ const kvGet = tool({
 const kvSet = tool({
   name: 'kv_set',
   title: 'Write a key-value entry',
-  description: "Creates or replaces an entry of the caller's key-value store. A public entry can be read by anyone (pages, scripts) at the URL in the answer.",
+  description: `Creates or replaces an entry of the caller's key-value store. A public entry can be read by anyone (pages, scripts) at the URL in the answer. An entry's JSON text is at most the account's entry size (kv_list's quota.max_entry_bytes, 65536 bytes by default; never over ${MAX_INLINE_BYTES} bytes here).`,
   readOnly: false,
   idempotent: true,
   input: {
@@ -849,7 +849,7 @@ function dataUpload(content: string, type: string | undefined) {
 const createData = tool({
   name: 'create_data',
   title: 'Host a data file',
-  description: 'Creates a hosted data file (JSON, CSV, text ...) with a public raw URL pages can fetch. Needs the hosted-data entitlement.',
+  description: `Creates a hosted data file (JSON, CSV, text ...) with a public raw URL pages can fetch. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version). Needs the hosted-data entitlement.`,
   readOnly: false,
   input: { display_name: z.string().min(1).max(255), description: z.string().max(1000).optional(), ...dataInput },
   async run(s, ctx, a) {
@@ -863,7 +863,7 @@ const createData = tool({
 const updateData = tool({
   name: 'update_data',
   title: 'Update a data file',
-  description: 'Uploads a new version of a hosted data file and makes it the one its public URL serves.',
+  description: `Uploads a new version of a hosted data file and makes it the one its public URL serves. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version).`,
   readOnly: false,
   input: { file_id: z.string().min(1).max(64), ...dataInput },
   async run(s, ctx, a) {
@@ -877,7 +877,7 @@ const updateData = tool({
 const uploadImage = tool({
   name: 'upload_image',
   title: 'Upload an image',
-  description: 'Uploads one image (PNG, JPEG, GIF, WebP, AVIF, SVG) given as base64 and returns its public URL. Needs the image-host entitlement.',
+  description: `Uploads one image (PNG, JPEG, GIF, WebP, AVIF, SVG) given as base64 and returns its public URL. At most ${MAX_INLINE_BYTES} bytes decoded here (and the account's image size limit); larger images through the dashboard. Needs the image-host entitlement.`,
   readOnly: false,
   input: {
     base64: z.string().min(1).describe('The image bytes, base64-encoded (a data: URL prefix is accepted)'),
