@@ -104,6 +104,50 @@ describe('svc serve loads only what its settings use', () => {
   })
 })
 
+/**
+ * The packages a client command (`svc ARGS`, the compiled dist/src entry point) resolves from
+ * node_modules, as the same hook reports them; the server at SVC_URL refuses connections.
+ */
+function packagesLoadedByClient(args: string[], cwd: string): Set<string> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-lean-'))
+  try {
+    const hooks = writeHooks(dir)
+    const code = `
+      import { register } from 'node:module'
+      register(${JSON.stringify(url.pathToFileURL(hooks).href)})
+      const { main } = await import(${JSON.stringify(url.pathToFileURL(path.join(root, 'dist', 'src', 'cli', 'main.js')).href)})
+      await main(${JSON.stringify(args)})
+    `
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+      cwd,
+      encoding: 'utf8',
+      env: { ...process.env, HOME: dir, XDG_CONFIG_HOME: dir, SVC_URL: 'http://127.0.0.1:9', SVC_API_KEY: `svc_${'a'.repeat(60)}` },
+    })
+    return new Set([...r.stderr.matchAll(/^PKG (\S+)$/gm)].map((m) => m[1]))
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+// the content-type table (mime-db, the largest part of the CLI's code) is read by svc deploy
+// only: every other command's start went without it
+describe('client commands load only what they use', () => {
+  it('svc version, whoami, kv and deploys start without the content-type table; svc deploy loads it', () => {
+    const site = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-lean-site-'))
+    try {
+      fs.writeFileSync(path.join(site, 'index.html'), '<!doctype html><p>hi</p>')
+      for (const args of [['version'], ['whoami'], ['kv', 'list'], ['deploys', 'list']]) {
+        const loaded = packagesLoadedByClient(args, site)
+        assert.ok(!loaded.has('mime-types') && !loaded.has('mime-db'), `svc ${args.join(' ')} loaded: ${[...loaded].join(', ')}`)
+      }
+      const deploy = packagesLoadedByClient(['deploy', '.', '--dry-run'], site)
+      assert.ok(deploy.has('mime-types'), `svc deploy loaded: ${[...deploy].join(', ')}`)
+    } finally {
+      fs.rmSync(site, { recursive: true, force: true })
+    }
+  })
+})
+
 /** Voluntary context switches of a process's main thread: each is the event loop going to sleep. */
 const sleeps = (pid: number): number => Number(/^voluntary_ctxt_switches:\s+(\d+)$/m.exec(fs.readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8'))![1])
 

@@ -8,6 +8,7 @@ import { changedReason, hashCacheDir, hashFiles, mapLimit, walkFolder, type Loca
 import { formatBytes, type Reporter } from './progress.js'
 import { builtForRoot, linkLines } from './site-links.js'
 import { contentTypeFor } from '../../util/content-types.js'
+import { checkProjectName, defaultProject } from './project.js'
 
 /** Per-request limits of the server (GET /api/folders/limits). */
 export interface FolderLimits {
@@ -271,11 +272,6 @@ function batchFailures(body: any, batch: Array<{ path: string }>, fallback: stri
   return out
 }
 
-/** Project name from the folder when --project is not given. */
-export function defaultProject(dirReal: string): string {
-  return path.basename(dirReal)
-}
-
 /**
  * The hint for a folder without a root index.html: the shallowest index.html further down (a
  * build folder sent from its parent: dist/index.html) and the command that deploys its folder.
@@ -287,12 +283,6 @@ export function nestedIndexHint(dir: string, files: ReadonlyArray<{ path: string
     .filter((p) => p.endsWith('/index.html'))
     .sort((a, b) => depth(a) - depth(b) || (a < b ? -1 : a > b ? 1 : 0))[0]
   return nested === undefined ? '' : `; ${nested} is in it: deploy that folder, svc deploy ${path.join(dir, path.dirname(nested))}`
-}
-
-/** Refuses a project name the server could not take as one name (checked before any request). */
-export function checkProjectName(project: string): void {
-  if (!project || project.startsWith('.') || /[/\\\u0000-\u001f]/.test(project))
-    throw new CliError(`invalid project name "${project}": one name, without "/", "\\" or control characters, not starting with "."; pass --project NAME`)
 }
 
 /**

@@ -4,7 +4,7 @@ import { encodePath } from '../api.js'
 import { parse } from '../args.js'
 import { CLIENT_HELP } from '../help.js'
 import { formatBytes } from '../progress.js'
-import { defaultProject } from '../deploy.js'
+import { defaultProject } from '../project.js'
 import { UsageError } from '../errors.js'
 import { flagsOf, localTime, need, noMore, table, type Ctx } from './context.js'
 
