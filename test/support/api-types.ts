@@ -105,48 +105,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/svc_api/data/store": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Create or update an entry (a repeated key updates it)
-         * @description Beyond the spec: `version` / `if_updated_at`, or the headers `If-Match: "{version}"` / `If-None-Match: *`, make the write a compare-and-swap (409, code 1409, nothing changed); the answer's `ETag` is the new version, quoted. `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.
-         */
-        post: operations["postSvcApiDataStore"];
-        delete?: never;
-        /** CORS preflight of a key-authenticated call */
-        options: operations["optionsSvcApiDataStore"];
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/svc_api/data/incr": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Atomic increment (beyond the spec)
-         * @description Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106). If-Match / If-None-Match as for store.
-         */
-        post: operations["postSvcApiDataIncr"];
-        delete?: never;
-        /** CORS preflight of a key-authenticated call */
-        options: operations["optionsSvcApiDataIncr"];
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/svc_api/data/get": {
         parameters: {
             query?: never;
@@ -245,6 +203,48 @@ export interface paths {
         delete?: never;
         /** CORS preflight of the public read */
         options: operations["optionsSvcApiDataPublicByKey"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/svc_api/data/store": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create or update an entry (a repeated key updates it)
+         * @description Beyond the spec: `version` / `if_updated_at`, or the headers `If-Match: "{version}"` / `If-None-Match: *`, make the write a compare-and-swap (409, code 1409, nothing changed); the answer's `ETag` is the new version, quoted. `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.
+         */
+        post: operations["postSvcApiDataStore"];
+        delete?: never;
+        /** CORS preflight of a key-authenticated call */
+        options: operations["optionsSvcApiDataStore"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/svc_api/data/incr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Atomic increment (beyond the spec)
+         * @description Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106). If-Match / If-None-Match as for store.
+         */
+        post: operations["postSvcApiDataIncr"];
+        delete?: never;
+        /** CORS preflight of a key-authenticated call */
+        options: operations["optionsSvcApiDataIncr"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -1532,13 +1532,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Public raw link: the default version's bytes (?v=N: one version) */
+        /** Public raw link: the default version's bytes (?v=N: one version; ?v=latest: the newest) */
         get: operations["getSvcDataPubByToken"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Public raw link: the default version's bytes (?v=N: one version) */
+        /** Public raw link: the default version's bytes (?v=N: one version; ?v=latest: the newest) */
         head: operations["headSvcDataPubByToken"];
         patch?: never;
         trace?: never;
@@ -1550,13 +1550,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Public raw link: the default version's bytes (?v=N: one version) */
+        /** Public raw link: the default version's bytes (?v=N: one version; ?v=latest: the newest) */
         get: operations["getHostedDataPubByToken"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Public raw link: the default version's bytes (?v=N: one version) */
+        /** Public raw link: the default version's bytes (?v=N: one version; ?v=latest: the newest) */
         head: operations["headHostedDataPubByToken"];
         patch?: never;
         trace?: never;
@@ -1759,172 +1759,6 @@ export interface operations {
         responses: {
             /** @description Default Response */
             200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    postSvcApiDataStore: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description Write only if the entry exists (*) or its version is one of the quoted tags ("3", the ETag of get/store); else 409 / 1409 */
-                "if-match"?: string;
-                /** @description * = write only if the entry does not exist; a list of tags = only if its version is none of them */
-                "if-none-match"?: string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description Starts with an ASCII letter; only a-zA-Z0-9_-; at most 100 characters (1601 length, 1606 format) */
-                    key: string;
-                    /** @description Any JSON value for data_type json, a string for text, a finite number for number. At most 64 levels of nesting; no U+0000 and no unpaired surrogate in any string. */
-                    value: unknown;
-                    /** @description json (default), text or number */
-                    data_type?: "json" | "text" | "number";
-                    /** @description At most 20 tags of 1-32 characters, no control characters; default [] */
-                    tags?: string[];
-                    /** @description Allows public read; default false */
-                    is_public?: boolean;
-                    /** @description Renames this legacy key (one that breaks the key format) to `key`; 1603 when `key` is taken */
-                    old_key?: string;
-                    /** @description Compare-and-swap (beyond the spec): write only if the entry's version is this one (0 = only if absent); else 409 / 1409 */
-                    version?: number;
-                    /** @description Compare-and-swap (beyond the spec): write only if updated_at is still this value, as returned; else 409 / 1409 */
-                    if_updated_at?: string;
-                    /** @description Seconds until the entry expires (beyond the spec). Omitted: the expiry stays as it was (none for a new entry); null: never expires. */
-                    ttl?: number | null;
-                } & {
-                    [key: string]: unknown;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        success: boolean;
-                        message: string;
-                        data: {
-                            key: string;
-                            value: unknown;
-                            data_type: string;
-                            tags: string[];
-                            is_public: boolean;
-                            /** @description ISO 8601, Beijing time, microseconds and offset; kept on update */
-                            created_at: string;
-                            /** @description ISO 8601, Beijing time; strictly increases at every write */
-                            updated_at: string;
-                            /** @description Beyond the spec: +1 on every write; a new entry starts above every version a deleted entry of the user had (1 until one is deleted), so a key never repeats a version */
-                            version: number;
-                            /** @description Beyond the spec: when a ttl makes the entry expire */
-                            expires_at: string | null;
-                            /** @description Beyond the spec: bytes of the value's JSON text, counted against kv_entry_bytes */
-                            size: number;
-                        };
-                    };
-                };
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    optionsSvcApiDataStore: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No Content (CORS preflight) */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    postSvcApiDataIncr: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description Write only if the entry exists (*) or its version is one of the quoted tags ("3", the ETag of get/store); else 409 / 1409 */
-                "if-match"?: string;
-                /** @description * = write only if the entry does not exist; a list of tags = only if its version is none of them */
-                "if-none-match"?: string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description Starts with an ASCII letter; only a-zA-Z0-9_-; at most 100 characters (1601 length, 1606 format) */
-                    key: string;
-                    /** @description Amount to add (finite; may be negative or fractional); default 1 */
-                    by?: number;
-                    /** @description Seconds until the entry expires (beyond the spec). Omitted: the expiry stays as it was (none for a new entry); null: never expires. */
-                    ttl?: number | null;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        success: boolean;
-                        message: string;
-                        data: {
-                            key: string;
-                            value: unknown;
-                            data_type: string;
-                            tags: string[];
-                            is_public: boolean;
-                            /** @description ISO 8601, Beijing time, microseconds and offset; kept on update */
-                            created_at: string;
-                            /** @description ISO 8601, Beijing time; strictly increases at every write */
-                            updated_at: string;
-                            /** @description Beyond the spec: +1 on every write; a new entry starts above every version a deleted entry of the user had (1 until one is deleted), so a key never repeats a version */
-                            version: number;
-                            /** @description Beyond the spec: when a ttl makes the entry expire */
-                            expires_at: string | null;
-                            /** @description Beyond the spec: bytes of the value's JSON text, counted against kv_entry_bytes */
-                            size: number;
-                        };
-                    };
-                };
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    optionsSvcApiDataIncr: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No Content (CORS preflight) */
-            204: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2280,6 +2114,172 @@ export interface operations {
             path: {
                 key: string;
             };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content (CORS preflight) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    postSvcApiDataStore: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Write only if the entry exists (*) or its version is one of the quoted tags ("3", the ETag of get/store); else 409 / 1409 */
+                "if-match"?: string;
+                /** @description * = write only if the entry does not exist; a list of tags = only if its version is none of them */
+                "if-none-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Starts with an ASCII letter; only a-zA-Z0-9_-; at most 100 characters (1601 length, 1606 format) */
+                    key: string;
+                    /** @description Any JSON value for data_type json, a string for text, a finite number for number. At most 64 levels of nesting; no U+0000 and no unpaired surrogate in any string. */
+                    value: unknown;
+                    /** @description json (default), text or number */
+                    data_type?: "json" | "text" | "number";
+                    /** @description At most 20 tags of 1-32 characters, no control characters; default [] */
+                    tags?: string[];
+                    /** @description Allows public read; default false */
+                    is_public?: boolean;
+                    /** @description Renames this legacy key (one that breaks the key format) to `key`; 1603 when `key` is taken */
+                    old_key?: string;
+                    /** @description Compare-and-swap (beyond the spec): write only if the entry's version is this one (0 = only if absent); else 409 / 1409 */
+                    version?: number;
+                    /** @description Compare-and-swap (beyond the spec): write only if updated_at is still this value, as returned; else 409 / 1409 */
+                    if_updated_at?: string;
+                    /** @description Seconds until the entry expires (beyond the spec). Omitted: the expiry stays as it was (none for a new entry); null: never expires. */
+                    ttl?: number | null;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            key: string;
+                            value: unknown;
+                            data_type: string;
+                            tags: string[];
+                            is_public: boolean;
+                            /** @description ISO 8601, Beijing time, microseconds and offset; kept on update */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time; strictly increases at every write */
+                            updated_at: string;
+                            /** @description Beyond the spec: +1 on every write; a new entry starts above every version a deleted entry of the user had (1 until one is deleted), so a key never repeats a version */
+                            version: number;
+                            /** @description Beyond the spec: when a ttl makes the entry expire */
+                            expires_at: string | null;
+                            /** @description Beyond the spec: bytes of the value's JSON text, counted against kv_entry_bytes */
+                            size: number;
+                        };
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    optionsSvcApiDataStore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content (CORS preflight) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    postSvcApiDataIncr: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Write only if the entry exists (*) or its version is one of the quoted tags ("3", the ETag of get/store); else 409 / 1409 */
+                "if-match"?: string;
+                /** @description * = write only if the entry does not exist; a list of tags = only if its version is none of them */
+                "if-none-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Starts with an ASCII letter; only a-zA-Z0-9_-; at most 100 characters (1601 length, 1606 format) */
+                    key: string;
+                    /** @description Amount to add (finite; may be negative or fractional); default 1 */
+                    by?: number;
+                    /** @description Seconds until the entry expires (beyond the spec). Omitted: the expiry stays as it was (none for a new entry); null: never expires. */
+                    ttl?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            key: string;
+                            value: unknown;
+                            data_type: string;
+                            tags: string[];
+                            is_public: boolean;
+                            /** @description ISO 8601, Beijing time, microseconds and offset; kept on update */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time; strictly increases at every write */
+                            updated_at: string;
+                            /** @description Beyond the spec: +1 on every write; a new entry starts above every version a deleted entry of the user had (1 until one is deleted), so a key never repeats a version */
+                            version: number;
+                            /** @description Beyond the spec: when a ttl makes the entry expire */
+                            expires_at: string | null;
+                            /** @description Beyond the spec: bytes of the value's JSON text, counted against kv_entry_bytes */
+                            size: number;
+                        };
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    optionsSvcApiDataIncr: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;
