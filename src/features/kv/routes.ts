@@ -183,55 +183,37 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
       body === '' ? done(null, undefined) : parseJson(req, String(body), done),
     )
 
-    writes.post(
+    /** A write route: its body validated without coercion (what is stored is what was sent). */
+    const write = (url: string, summary: string, description: string, body: typeof StoreBody | typeof IncrBody, op: 'put' | 'incr') =>
+      writes.post(
+        url,
+        {
+          config: any,
+          onSend: keyHeaders,
+          bodyLimit: KV_LIMITS.bodyLimit,
+          errorHandler: tooLargeHandler,
+          validatorCompiler: strictValidator,
+          schema: { tags, summary, description, headers: ConditionHeaders, body, response: { 200: EntryEnvelope } },
+        },
+        async (req, reply) => {
+          const { created, entry } = await kv[op](caller(req).user, req.body, conditionOf(req))
+          withEtag(reply, entry)
+          return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
+        },
+      )
+    write(
       '/svc_api/data/store',
-      {
-        config: any,
-        onSend: keyHeaders,
-        bodyLimit: KV_LIMITS.bodyLimit,
-        errorHandler: tooLargeHandler,
-        // store and incr bodies are validated without coercion: what is stored is what was sent
-        validatorCompiler: strictValidator,
-        schema: {
-          tags,
-          summary: 'Create or update an entry (a repeated key updates it)',
-          description:
-            'Beyond the spec: `version` / `if_updated_at`, or the headers `If-Match: "{version}"` / `If-None-Match: *`, make the write a compare-and-swap (409, code 1409, nothing changed); the answer\'s `ETag` is the new version, quoted. `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.',
-          headers: ConditionHeaders,
-          body: StoreBody,
-          response: { 200: EntryEnvelope },
-        },
-      },
-      async (req, reply) => {
-        const { created, entry } = await kv.put(caller(req).user, req.body, conditionOf(req))
-        withEtag(reply, entry)
-        return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
-      },
+      'Create or update an entry (a repeated key updates it)',
+      'Beyond the spec: `version` / `if_updated_at`, or the headers `If-Match: "{version}"` / `If-None-Match: *`, make the write a compare-and-swap (409, code 1409, nothing changed); the answer\'s `ETag` is the new version, quoted. `ttl` sets an expiry. On update, omitted data_type, tags, is_public and ttl keep their current values.',
+      StoreBody,
+      'put',
     )
-
-    writes.post(
+    write(
       '/svc_api/data/incr',
-      {
-        config: any,
-        onSend: keyHeaders,
-        bodyLimit: KV_LIMITS.bodyLimit,
-        errorHandler: tooLargeHandler,
-        validatorCompiler: strictValidator,
-        schema: {
-          tags,
-          summary: 'Atomic increment (beyond the spec)',
-          description:
-            'Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106). If-Match / If-None-Match as for store.',
-          headers: ConditionHeaders,
-          body: IncrBody,
-          response: { 200: EntryEnvelope },
-        },
-      },
-      async (req, reply) => {
-        const { created, entry } = await kv.incr(caller(req).user, req.body, conditionOf(req))
-        withEtag(reply, entry)
-        return { success: true, message: msg(req, created ? 'created' : 'updated'), data: entry }
-      },
+      'Atomic increment (beyond the spec)',
+      'Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106). If-Match / If-None-Match as for store.',
+      IncrBody,
+      'incr',
     )
   })
 
