@@ -2,7 +2,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { Page } from 'playwright-core'
 import { ENGINES } from '../support/server.js'
-import { notCancelled, watchErrors } from '../support/browser.js'
+import { loadedWidth, notCancelled, watchErrors } from '../support/browser.js'
 import { assertLive, clientNav, deployedFixtures, statusChain } from '../support/generator-sites.js'
 
 // Nuxt 4 and Angular 22 builds, deployed with `svc deploy` and opened in Chromium (decision 191):
@@ -38,7 +38,7 @@ const nav = (page: Page, step: () => Promise<unknown>, title: string, h1: string
   clientNav(page, step, ([t, h]) => document.title === t && document.querySelector('h1')?.textContent === h, [title, h1], h1)
 
 /** Whether #logo (a file of the site, by the path its framework gives it) was loaded. */
-const logoLoaded = (page: Page) => page.locator('#logo').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)
+const logoLoaded = async (page: Page) => (await loadedWidth(page.locator('#logo'))) > 0
 
 /** The `_payload.json` and `builds/meta` files `page` fetches from now on, by status and path. */
 function payloadsOf(page: Page): Set<string> {

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { Page } from 'playwright-core'
 import { ENGINES } from '../support/server.js'
-import { notCancelled, watchErrors } from '../support/browser.js'
+import { loadedWidth, notCancelled, watchErrors } from '../support/browser.js'
 import { clientNav, deployedFixtures, statusChain } from '../support/generator-sites.js'
 
 // Sites from today's generators, deployed with `svc deploy` and opened in Chromium: what
@@ -59,7 +59,7 @@ describe(`sites built with Astro and VitePress, deployed with svc deploy [${engi
         if (!page.url().includes('nope') && !page.url().includes('missing')) {
           // the page's own script ran, its asset from public/ and its scoped style loaded
           assert.equal(await page.locator('#ran').textContent(), `script ran at ${new URL(page.url()).pathname}`, url)
-          assert.ok(await page.locator('#logo').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0), url)
+          assert.ok((await loadedWidth(page.locator('#logo'))) > 0, url)
           assert.equal(await page.locator('h1').evaluate((h) => getComputedStyle(h).color), 'rgb(10, 20, 30)', url)
         }
       }
@@ -176,14 +176,7 @@ describe(`sites built with Astro and VitePress, deployed with svc deploy [${engi
       await nav(page, () => page.locator('nav >> text=Guide').click(), 'Guide intro | VP site')
       await nav(page, () => page.locator('aside >> text=Getting started').click(), 'Getting started | VP site')
       // the router swapped the page in without a load event: the image may still be arriving
-      const loaded = (img: HTMLImageElement) =>
-        img.complete
-          ? img.naturalWidth > 0
-          : new Promise<boolean>((done) => {
-              img.addEventListener('load', () => done(img.naturalWidth > 0), { once: true })
-              img.addEventListener('error', () => done(false), { once: true })
-            })
-      assert.ok(await page.locator('main img').evaluate(loaded), 'public/logo.svg')
+      assert.ok((await loadedWidth(page.locator('main img'))) > 0, 'public/logo.svg')
       await nav(page, () => page.locator('main >> text=deep').click(), 'Deep page | VP site')
       assert.equal(page.url(), `${docs}/guide/deep/page`)
       await nav(page, () => page.goBack().then(() => {}), 'Getting started | VP site')

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { BrowserContext, Page } from 'playwright-core'
 import { startServer, type TestServer } from '../support/server.js'
 import { imageForm, makeImage, svc } from '../support/images.js'
-import { logInPage, openContext, watchErrors } from '../support/browser.js'
+import { loadedWidth, logInPage, openContext, watchErrors } from '../support/browser.js'
 
 /** The images page of the dashboard, in Chromium, for an account with more images than one page of the list. */
 describe('image host dashboard (Chromium) [sqlite]', () => {
@@ -50,7 +50,7 @@ describe('image host dashboard (Chromium) [sqlite]', () => {
     const first = page.locator('#img-list li', { has: page.locator('strong', { hasText: new RegExp(`^${oldest}$`) }) })
     await first.waitFor()
     assert.equal(await items.count(), 5)
-    assert.ok(await first.locator('img').evaluate((i: HTMLImageElement) => i.complete && i.naturalWidth === 4))
+    assert.equal(await loadedWidth(first.locator('img')), 4)
     page.once('dialog', (d) => void d.accept())
     await first.getByRole('button', { name: 'Delete' }).click()
     await page.locator('#img-list strong', { hasText: new RegExp(`^${oldest}$`) }).waitFor({ state: 'detached' })

@@ -1,5 +1,5 @@
 import { after } from 'node:test'
-import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core'
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Locator, type Page } from 'playwright-core'
 
 /** Debian's Chromium, headless, as this machine runs it (no browser download, no network calls). */
 export const CHROMIUM_PATH = '/usr/bin/chromium'
@@ -99,6 +99,21 @@ export function watchErrors(page: Page, expected: Array<{ url: string; status: n
  * the server refused shows as a `response:` entry, and a broken connection by its own code.
  */
 export const notCancelled = (errors: readonly string[]): string[] => errors.filter((e) => !/^requestfailed: \S+ net::ERR_ABORTED$/.test(e))
+
+/**
+ * The natural width of the image `img` shows, once it has loaded (0: it failed). An image
+ * a script put in (a list rendered from the API, a router's swap) may still be arriving when
+ * the element is there, and more so on a busy machine: this waits for its load or error event.
+ */
+export const loadedWidth = (img: Locator): Promise<number> =>
+  img.evaluate((i: HTMLImageElement) =>
+    i.complete
+      ? i.naturalWidth
+      : new Promise<number>((done) => {
+          i.addEventListener('load', () => done(i.naturalWidth), { once: true })
+          i.addEventListener('error', () => done(0), { once: true })
+        }),
+  )
 
 /** Polls `check` every 50 ms until it holds or `ms` pass; returns whether it held. */
 export async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
