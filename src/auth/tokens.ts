@@ -13,7 +13,9 @@ export function randomString(length: number): string {
   return out
 }
 
-export const sha256hex = (s: string): string => crypto.createHash('sha256').update(s).digest('hex')
+/** SHA-256 of a string, as hex: the one-shot `crypto.hash` (Node 20.12+), else a Hash object. */
+export const sha256hex: (s: string) => string =
+  typeof crypto.hash === 'function' ? (s) => crypto.hash('sha256', s, 'hex') : (s) => crypto.createHash('sha256').update(s).digest('hex')
 
 /** API keys: 64 characters, "svc_" + 60 random alphanumerics (the prefix helps secret scanners). */
 export const API_KEY_RE = /^svc_[A-Za-z0-9]{60}$/

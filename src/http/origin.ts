@@ -6,6 +6,8 @@ import type { Config } from '../config.js'
 export function isHttps(req: FastifyRequest | IncomingMessage, config: Pick<Config, 'trustProxy'>): boolean {
   if (config.trustProxy) {
     const p = req.headers['x-forwarded-proto']
+    // the common answer, without the split below
+    if (p === 'https') return true
     const first = (Array.isArray(p) ? p[0] : p)?.split(',')[0].trim().toLowerCase()
     return first === 'https'
   }
