@@ -59,6 +59,9 @@ export function loggerOptions(level: string) {
   }
 }
 
+/** Paths behind a proxy that answer over plain HTTP too (not redirected to HTTPS). */
+const PLAIN_HTTP_PATHS = new Set(['/healthz', '/livez', '/readyz', '/metrics'])
+
 /** `handedOver` of a request that met every fast path and none took it. */
 const PAST_FAST_PATHS: Handover = Object.freeze({})
 
@@ -241,17 +244,14 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   // behind a proxy, a page requested over plain HTTP is redirected (308 for a method other
   // than GET and HEAD, as on HTTP_PORT; API paths answer 1116 in the guard); health checks, metrics and the TLS ask endpoint are asked over plain HTTP
   if (config.trustProxy) {
-    app.addHook('onRequest', async (req, reply) => {
-      if (
-        !isHttps(req, config) &&
-        !isApiPath(req.url) &&
-        !['/healthz', '/livez', '/readyz', '/metrics'].includes(req.url) &&
-        req.url.split('?')[0] !== TLS_ASK_PATH
-      ) {
+    app.addHook('onRequest', (req, reply, done) => {
+      if (!isHttps(req, config) && !isApiPath(req.url) && !PLAIN_HTTP_PATHS.has(req.url) && req.url.split('?')[0] !== TLS_ASK_PATH) {
         const fwd = req.headers['x-forwarded-host']
         const host = (Array.isArray(fwd) ? fwd[0] : fwd) ?? req.headers.host ?? 'localhost'
-        return reply.redirect(`${config.publicUrl ?? `https://${host}`}${upperEscapes(req.url)}`, upgradeStatus(req.method))
+        reply.redirect(`${config.publicUrl ?? `https://${host}`}${upperEscapes(req.url)}`, upgradeStatus(req.method))
+        return
       }
+      done()
     })
   }
 
