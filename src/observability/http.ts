@@ -3,7 +3,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors/app-error.js'
 import type { Config } from '../config.js'
 import { registry } from './registry.js'
-import { metrics, METHODS, enterFlight } from './metrics.js'
+import { metrics, enterFlight } from './metrics.js'
+import { countRequest } from './fast-path.js'
 
 const WINDOW_BY_KEY: Record<string, string> = {
   RATE_LIMIT_MINUTE: 'minute',
@@ -60,10 +61,7 @@ export function installMetrics(app: FastifyInstance, config: Config): void {
   app.addHook('onResponse', (req, reply, done) => {
     // a request routed again is counted once, under the route that answered it
     if (req.raw.superseded === req) return done()
-    const route = routeLabel(req)
-    const method = METHODS.has(req.method) ? req.method : 'OTHER'
-    metrics.requests.inc({ route, method, status: String(reply.statusCode) })
-    metrics.duration.observe({ route, method }, reply.elapsedTime / 1000)
+    countRequest(routeLabel(req), req.method, reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
   app.addHook('onError', async (_req, _reply, err) => {
