@@ -95,6 +95,18 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
   }
   const keyLookup = shared(keyRow)
   const sessionLookup = shared(sessionRow)
+  // a row served again (kept, or shared by a round) gives the same User object, frozen: no
+  // request may change what another one reads
+  const users = new WeakMap<object, User>()
+  const userOf = (row: Parameters<typeof toUser>[0]): User => {
+    let u = users.get(row)
+    if (u === undefined) {
+      u = toUser(row)
+      Object.freeze(u.limits)
+      users.set(row, Object.freeze(u))
+    }
+    return u
+  }
   return async function resolve(authorization: string | undefined, cookieHeader: string | undefined): Promise<Resolution> {
     if (authorization !== undefined) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
@@ -102,7 +114,7 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
       const row = await keyLookup(sha256hex(m[1]))
       const now = clock.now()
       if (!row || !row.enabled || (row.expires_at !== null && Number(row.expires_at) <= now)) return { kind: 'error', error: 'AUTH_INVALID' }
-      const user = toUser(row)
+      const user = userOf(row)
       if (user.disabled) return { kind: 'error', error: 'ACCOUNT_DISABLED' }
       if (!user.api_access) return { kind: 'error', error: 'API_ACCESS_DISABLED' }
       if (row.last_used_at === null || now - Number(row.last_used_at) > LAST_USED_EVERY_MS) {
@@ -117,7 +129,7 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
     if (!SESSION_ID_RE.test(sid)) return { kind: 'error', error: 'AUTH_INVALID' }
     const row = await sessionLookup(sha256hex(sid))
     if (!row || Number(row.expires_at) <= clock.now()) return { kind: 'error', error: 'AUTH_INVALID' }
-    const user = toUser(row)
+    const user = userOf(row)
     if (user.disabled) return { kind: 'error', error: 'ACCOUNT_DISABLED' }
     return { kind: 'ok', principal: { user, via: 'session', sessionId: sid, csrfToken: row.csrf_token } }
   }
