@@ -9,10 +9,20 @@ export function beijingTime(ms: number): string {
   return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`
 }
 
+// the last instants formatted, by their low three bits: an answer's entries repeat the same
+// few (a hot key's created_at, the updated_at of one round of writes)
+const memoMs = new Float64Array(8).fill(NaN)
+const memoText: string[] = new Array<string>(8).fill('')
+
 /** ISO 8601 in Beijing time with microseconds and offset: `2026-01-02T03:04:05.123000+08:00`. */
 export function isoMicros(ms: number): string {
+  const slot = ms & 7
+  if (memoMs[slot] === ms) return memoText[slot]
   const d = new Date(ms + BEIJING_OFFSET_MS)
-  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}T${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(d.getUTCMilliseconds(), 3)}000+08:00`
+  const text = `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}T${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(d.getUTCMilliseconds(), 3)}000+08:00`
+  memoMs[slot] = ms
+  memoText[slot] = text
+  return text
 }
 
 /** ISO 8601 local (Beijing) timestamp without offset: `2026-01-02T03:04:05.123000`. */

@@ -463,4 +463,16 @@ describe('time formats', () => {
     assert.equal(nextBeijingMidnight(Date.UTC(2026, 0, 15, 15, 59, 59)), Date.UTC(2026, 0, 15, 16, 0, 0))
     assert.equal(nextBeijingMidnight(Date.UTC(2026, 0, 15, 16, 0, 0)), Date.UTC(2026, 0, 16, 16, 0, 0))
   })
+
+  it('formats each instant as its own, whatever was formatted before (isoMicros keeps the last few)', () => {
+    const t = Date.UTC(2026, 0, 15, 17, 4, 5, 120)
+    // t and t + 8 ms share a kept slot; t + 1 ms takes another; each is asked twice in turn
+    for (let round = 0; round < 2; round++) {
+      assert.equal(isoMicros(t), '2026-01-16T01:04:05.120000+08:00')
+      assert.equal(isoMicros(t + 8), '2026-01-16T01:04:05.128000+08:00')
+      assert.equal(isoMicros(t + 1), '2026-01-16T01:04:05.121000+08:00')
+      assert.equal(isoMicros(t + 8 + 86_400_000), '2026-01-17T01:04:05.128000+08:00')
+    }
+    assert.equal(isoMicros(0), '1970-01-01T08:00:00.000000+08:00')
+  })
 })
