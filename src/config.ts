@@ -88,6 +88,13 @@ export type RateLimitOverrides = Partial<Record<'default' | 'authenticated' | 'v
 export const blobFolder = (dataDir: string, storageUrl: string | null): string =>
   storageUrl?.startsWith('file://') ? new URL(storageUrl).pathname : path.join(dataDir, 'blobs')
 
+/**
+ * Whether `svc serve` takes scheduled backups: BACKUP_DIR is set and the instance runs on SQLite
+ * with a local blob store (the only setup they cover; serve warns and ignores BACKUP_DIR otherwise).
+ */
+export const backupsScheduled = (c: Pick<Config, 'backupDir' | 'databaseUrl' | 'storageUrl'>): boolean =>
+  c.backupDir !== null && !c.databaseUrl && !c.storageUrl?.startsWith('s3://')
+
 export class ConfigError extends Error {
   constructor(public readonly problems: string[]) {
     super(`invalid configuration:\n  ${problems.join('\n  ')}`)

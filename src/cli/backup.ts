@@ -7,6 +7,7 @@ import { legacyBlobRel, localBlobRel } from '../storage/local.js'
 import type { BlobColumn } from '../storage/sweeper.js'
 import { copySqlite } from '../db/snapshot.js'
 import { ensureDataDir } from '../util/private-files.js'
+import { serviceVersion } from '../util/version.js'
 import { ioFailure, isSystemError } from '../util/io-failure.js'
 import { atomicCopy, BackupError, folderTarget, hashStream, MANIFEST_FORMAT, sha256File, type Manifest, type SnapshotTarget } from './snapshot-target.js'
 
@@ -34,20 +35,6 @@ export async function openSnapshot(location: string): Promise<{ target: Snapshot
   if (!location.startsWith('s3://')) return { target: folderTarget(path.dirname(location)), name: path.basename(location) }
   const { s3Snapshot } = await import('./snapshot-s3.js')
   return s3Snapshot(location)
-}
-
-/** The service version (package.json of the checkout or install this code runs from). */
-function serviceVersion(): string {
-  let dir = path.dirname(new URL(import.meta.url).pathname)
-  for (let i = 0; i < 5; i++) {
-    const p = path.join(dir, 'package.json')
-    if (fs.existsSync(p)) {
-      const pkg = JSON.parse(fs.readFileSync(p, 'utf8')) as { name?: string; version?: string }
-      if (pkg.name === 'svc' && pkg.version) return pkg.version
-    }
-    dir = path.dirname(dir)
-  }
-  return 'unknown'
 }
 
 export interface BackupOptions {

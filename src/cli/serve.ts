@@ -1,5 +1,5 @@
 import type { Config } from '../config.js'
-import { redact } from '../config.js'
+import { backupsScheduled, redact } from '../config.js'
 import { createDeps } from '../compose.js'
 import { buildApp } from '../app.js'
 import { listen, serverFactoryFor, tlsMaterial } from '../server.js'
@@ -80,7 +80,7 @@ export async function serve(config: Config): Promise<void> {
 function scheduleBackups(config: Config, deps: Deps, warn: (msg: string, err?: unknown) => void): NodeJS.Timeout | null {
   const dest = config.backupDir
   if (dest === null) return null
-  if (config.databaseUrl || config.storageUrl?.startsWith('s3://')) {
+  if (!backupsScheduled(config)) {
     warn('BACKUP_DIR is ignored: scheduled backups cover SQLite and a local blob store (docs/operations/backups.md)')
     return null
   }

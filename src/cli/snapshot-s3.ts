@@ -17,7 +17,8 @@ import {
 import { Upload } from '@aws-sdk/lib-storage'
 import { DIGEST_RE } from '../storage/blob-store.js'
 import { parseS3Url } from '../storage/s3-url.js'
-import { BackupError, LOCK, pidAlive, SNAPSHOT_RE, type SnapshotTarget } from './snapshot-target.js'
+import { BackupError, LOCK, pidAlive, type SnapshotTarget } from './snapshot-target.js'
+import { SNAPSHOT_RE } from '../util/snapshot-names.js'
 
 // the lock file pins an SDK release that supports Node 20 (as storage/s3.ts says)
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'

@@ -5,6 +5,7 @@ import crypto from 'node:crypto'
 import { pipeline } from 'node:stream/promises'
 import { Transform } from 'node:stream'
 import { DIGEST_RE } from '../storage/blob-store.js'
+import { folderSnapshots } from '../util/snapshot-names.js'
 
 /**
  * Where backups keep their snapshots (docs/operations/backups.md): a folder DIR, or a bucket
@@ -51,8 +52,6 @@ export interface SnapshotTarget {
 }
 
 export const MANIFEST_FORMAT = 1
-/** A snapshot's name: its UTC start time, with ':' and '.' replaced. */
-export const SNAPSHOT_RE = /^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$/
 export const LOCK = '.backup.lock'
 
 export interface Manifest {
@@ -168,10 +167,7 @@ export function folderTarget(dir: string): SnapshotTarget {
       return withLock(dir, fn)
     },
 
-    async snapshots() {
-      const names = await fsp.readdir(dir).catch(() => [] as string[])
-      return names.filter((n) => SNAPSHOT_RE.test(n) && fs.existsSync(path.join(dir, n, 'manifest.json'))).sort()
-    },
+    snapshots: () => folderSnapshots(dir),
 
     async stage(name) {
       await fsp.rm(partial(name), { recursive: true, force: true })

@@ -53,6 +53,27 @@ function checks(deps: Deps): Record<string, { check: Check; required: boolean }>
   return out
 }
 
+/** The overall state: `unavailable` when a required check failed, `degraded` when only a reported one did. */
+export type ReadyStatus = 'ok' | 'degraded' | 'unavailable'
+
+export interface Readiness {
+  status: ReadyStatus
+  /** Each check's full result ('ok', 'timeout' or 'error: <message>'), and whether its failure makes the instance unready. */
+  results: Array<{ name: string; result: string; required: boolean }>
+}
+
+/**
+ * Asks every dependency of `checks` at once, each within `timeoutMs`. The one implementation
+ * of readiness: /readyz and the admin console's health page both call it.
+ */
+export async function readiness(deps: Deps, timeoutMs = READY_TIMEOUT_MS): Promise<Readiness> {
+  const list = checks(deps)
+  const results = await Promise.all(Object.entries(list).map(async ([name, c]) => ({ name, result: await run(c.check, timeoutMs), required: c.required })))
+  const ok = results.every((c) => c.result === 'ok' || !c.required)
+  const status: ReadyStatus = !ok ? 'unavailable' : results.every((c) => c.result === 'ok') ? 'ok' : 'degraded'
+  return { status, results }
+}
+
 /** What an answer shows of a result: the failure's message only to those who may read /metrics. */
 const shown = (result: string, detailed: boolean) => (detailed || !result.startsWith('error: ') ? result : 'error')
 
@@ -69,9 +90,8 @@ export function healthRoutes(app: FastifyInstance, deps: Deps, timeoutMs = READY
   const last = new Map<string, string>()
   app.get('/livez', { schema: { hide: true }, logLevel: 'warn' }, async (_req, reply) => reply.headers(noStore).send({ status: 'ok' }))
   const ready = async (req: FastifyRequest, reply: FastifyReply) => {
-    const list = checks(deps)
-    const results = await Promise.all(Object.entries(list).map(async ([name, c]) => [name, await run(c.check, timeoutMs)] as const))
-    for (const [name, result] of results) {
+    const { status, results } = await readiness(deps, timeoutMs)
+    for (const { name, result } of results) {
       metrics.dependencyUp.set({ dependency: name }, result === 'ok' ? 1 : 0)
       const before = last.get(name) ?? 'ok'
       last.set(name, result)
@@ -80,11 +100,9 @@ export function healthRoutes(app: FastifyInstance, deps: Deps, timeoutMs = READY
       else app.log.warn({ check: name, result }, 'readiness: check failed')
     }
     const detailed = mayReadMetrics(req, deps.config)
-    const report = Object.fromEntries(results.map(([name, result]) => [name, shown(result, detailed)]))
-    const ok = results.every(([name, r]) => r === 'ok' || !list[name].required)
-    const status = !ok ? 'unavailable' : results.every(([, r]) => r === 'ok') ? 'ok' : 'degraded'
+    const report = Object.fromEntries(results.map(({ name, result }) => [name, shown(result, detailed)]))
     return reply
-      .code(ok ? 200 : 503)
+      .code(status === 'unavailable' ? 503 : 200)
       .headers(noStore)
       .send({ status, checks: report })
   }
