@@ -1,6 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
 import { type BrowserContext, type Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, uploadFile } from '../support/hosting.js'
@@ -10,7 +12,7 @@ import { openBrowser, type BrowserLease } from '../support/browser.js'
 // (test/http/abuse.test.ts) cover both.
 const engine = ENGINES[0]
 
-const ADMIN_PAGES = ['/admin', '/admin/reports', '/admin/content', '/admin/settings', '/admin/audit']
+const ADMIN_PAGES = ['/admin', '/admin/reports', '/admin/content', '/admin/settings', '/admin/audit', '/admin/health']
 /** Every admin API route with a body a browser would send. */
 const ADMIN_API: Array<[string, string, unknown?]> = [
   ['GET', '/svc_api/admin/users'],
@@ -31,6 +33,7 @@ const ADMIN_API: Array<[string, string, unknown?]> = [
   ['POST', '/svc_api/admin/reports/x/dismiss', {}],
   ['GET', `/svc_api/admin/reports/x/evidence/${'a'.repeat(64)}`],
   ['GET', '/svc_api/admin/blocklist'],
+  ['GET', '/svc_api/admin/health'],
 ]
 
 describe(`admin console and report page in Chromium [${engine}]`, () => {
@@ -100,7 +103,11 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
         const r = await page.goto(s.url + p)
         assert.equal(r?.status(), 403, p)
         assert.equal(await page.locator('#forbidden').count(), 1, p)
-        assert.equal(await page.locator('#users-table, #reports-table, #settings-form, #audit-table, #content-form').count(), 0, `${p}: no console frame`)
+        assert.equal(
+          await page.locator('#users-table, #reports-table, #settings-form, #audit-table, #content-form, #health-checks').count(),
+          0,
+          `${p}: no console frame`,
+        )
       }
       await page.goto(`${s.url}/dashboard`)
       assert.equal(await page.locator('nav.nav a[href="/admin"], #card-admin').count(), 0, 'no admin link or card for a non-admin')
@@ -468,6 +475,41 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       assert.equal(rows[0].category, 'spam')
       assert.equal(rows[0].details, 'unsolicited ads')
       assert.equal(rows[0].source, 'public')
+      assert.deepEqual(problems, [])
+    } finally {
+      await ctx.close()
+    }
+  })
+
+  it("shows an admin the instance's health, and a failing check with its message after Refresh", async () => {
+    const { ctx, page } = await open()
+    try {
+      await login(page, admin)
+      await page.goto(`${s.url}/admin`)
+      await page.locator('nav.subnav a[href="/admin/health"]').click()
+      await page.waitForURL('**/admin/health')
+      const db = page.locator('#health-checks tbody tr[data-check="database"]')
+      await db.waitFor()
+      assert.equal(await db.locator('td').first().textContent(), 'Database')
+      assert.equal(await db.locator('.badge.on').textContent(), 'ok')
+      assert.equal(await page.locator('#health-overall.badge.on').textContent(), 'ok')
+      const version = (JSON.parse(fs.readFileSync(path.join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version
+      const shown = (await page.locator('#health-facts tbody tr[data-fact="version"]').textContent()) ?? ''
+      assert.ok(shown.includes(`svc ${version} (API `), shown)
+      assert.match((await page.locator('#health-facts tbody tr[data-fact="database"]').textContent()) ?? '', /SQLite/)
+
+      // the blob store's temp folder gone: Refresh shows the storage check failing, with its message
+      const tmp = path.join(s.dataDir, 'blobs', 'tmp')
+      fs.renameSync(tmp, `${tmp}-away`)
+      try {
+        await page.getByRole('button', { name: 'Refresh' }).click()
+        const storage = page.locator('#health-checks tbody tr[data-check="storage"]')
+        await storage.locator('.badge.held', { hasText: 'error' }).waitFor()
+        assert.match((await storage.locator('code').textContent()) ?? '', /^ENOENT/)
+        assert.equal(await page.locator('#health-overall.badge.held').textContent(), 'unavailable')
+      } finally {
+        fs.renameSync(`${tmp}-away`, tmp)
+      }
       assert.deepEqual(problems, [])
     } finally {
       await ctx.close()

@@ -951,6 +951,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/svc_api/admin/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This instance's health: readiness checks with their messages, version, uptime, memory, disk, backups (admin) */
+        get: operations["getSvcApiAdminHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/svc_api/abuse/reports": {
         parameters: {
             query?: never;
@@ -4187,6 +4204,25 @@ export interface operations {
                 action?: string;
                 actor?: string;
             };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    getSvcApiAdminHealth: {
+        parameters: {
+            query?: never;
             header?: never;
             path?: never;
             cookie?: never;

@@ -13,6 +13,7 @@ const SECTIONS: Array<[string, AdminKey, string]> = [
   ['content', 'admin.nav.content', '/admin/content'],
   ['settings', 'admin.nav.settings', '/admin/settings'],
   ['audit', 'admin.nav.audit', '/admin/audit'],
+  ['health', 'admin.nav.health', '/admin/health'],
 ]
 
 function subnav(ctx: Ctx, current: string): SafeHtml {
@@ -41,7 +42,7 @@ function adminPage(path: string, section: string, title: AdminKey, body: (ctx: C
 const CATEGORIES = ['phishing', 'malware', 'spam', 'copyright', 'other']
 const STATUSES = ['open', 'quarantined', 'restored', 'taken_down', 'lifted', 'dismissed']
 
-/** /admin...: accounts, abuse reports, content search, settings and the audit log (admin flag only). */
+/** /admin...: accounts, abuse reports, content search, settings, the audit log and health (admin flag only). */
 export const adminUi: FeatureUi<AdminKey> = {
   messages: ADMIN_MESSAGES,
   scripts: [sourceFile('features/admin/static/admin.js')],
@@ -149,6 +150,24 @@ export const adminUi: FeatureUi<AdminKey> = {
         ${status('audit-status')}
         ${table(ctx, 'audit-table', ['admin.audit.col.when', 'admin.audit.col.actor', 'admin.audit.col.action', 'admin.audit.col.target', 'admin.audit.col.from'])}
         <button type="button" id="audit-more" hidden>${ctx.t('admin.audit.more')}</button>`,
+    ),
+    adminPage(
+      '/admin/health',
+      'health',
+      'admin.health.title',
+      (ctx) => html`
+        <p>${ctx.t('admin.health.text')}</p>
+        <div class="buttons"><button type="button" id="health-refresh">${ctx.t('admin.health.refresh')}</button></div>
+        ${status('health-status')}
+        <section class="card">
+          <h2>${ctx.t('admin.health.checks')}</h2>
+          <p>${ctx.t('admin.health.overall')}: <span id="health-overall" class="badge"></span> <span id="health-checked" class="hint"></span></p>
+          ${table(ctx, 'health-checks', ['admin.health.col.check', 'admin.health.col.state', 'admin.health.col.detail'])}
+        </section>
+        <section class="card">
+          <h2>${ctx.t('admin.health.instance')}</h2>
+          ${table(ctx, 'health-facts', ['admin.health.col.item', 'admin.health.col.value'])}
+        </section>`,
     ),
   ],
 }

@@ -7,6 +7,7 @@ import { createAbuse } from '../abuse/service.js'
 import { siteHoldKey } from '../abuse/store.js'
 import { csvCell } from '../../util/csv.js'
 import { actorOf, SETTINGS, type Admin } from './service.js'
+import { healthReport } from './health.js'
 import { AuditQuery, ContentQuery, SettingsBody, TAGS, UsernameParams, UserPatch, UsersQuery } from './schemas.js'
 
 /** Every admin route: a session of an account with the admin flag (403 / 1700 otherwise). */
@@ -17,7 +18,7 @@ export async function requireAdmin(req: FastifyRequest): Promise<void> {
 
 const EXPORT_MAX = 100_000
 
-/** The admin console's API (beyond the spec): accounts, content search, settings, audit log. */
+/** The admin console's API (beyond the spec): accounts, content search, settings, audit log, health. */
 export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
   const opts = (summary: string, extra: Record<string, unknown> = {}) => ({
     config: ADMIN_ROUTE,
@@ -97,6 +98,17 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
       const lines = [cols.join(',')]
       for (const e of entries) lines.push(cols.map((c) => csvCell(c === 'details' ? JSON.stringify(e.details) : e[c])).join(','))
       return reply.type('text/csv; charset=utf-8').send(`\ufeff${lines.join('\r\n')}\r\n`)
+    },
+  )
+
+  // the readiness checks of /readyz (one run, the same code) with their full messages, and what
+  // this instance knows of itself: admin/health.ts. Never cached: each look asks again
+  app.get(
+    '/svc_api/admin/health',
+    opts("This instance's health: readiness checks with their messages, version, uptime, memory, disk, backups (admin)"),
+    async (_req, reply) => {
+      reply.header('Cache-Control', 'no-store')
+      return { success: true, data: await healthReport(deps) }
     },
   )
 }

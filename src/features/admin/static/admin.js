@@ -376,6 +376,102 @@
     load()
   }
 
-  var pages = { users: users, reports: reports, content: content, settings: settings, audit: audit }
+  // health -------------------------------------------------------------------------------------
+  function health() {
+    var checks = $('health-checks').querySelector('tbody')
+    var facts = $('health-facts').querySelector('tbody')
+    // a state in words, coloured as the console's badges are: green ok, grey degraded, red otherwise
+    function tone(state) {
+      return 'badge' + (state === 'ok' ? ' on' : state === 'degraded' ? '' : ' held')
+    }
+    function duration(seconds) {
+      var m = Math.floor(seconds / 60)
+      return t('admin.health.duration', { d: Math.floor(m / 1440), h: Math.floor(m / 60) % 24, m: m % 60 })
+    }
+    var seq = 0
+    function load() {
+      var mine = ++seq
+      S.api
+        .get('/svc_api/admin/health')
+        .then(function (r) {
+          if (mine !== seq) return
+          var d = r.data
+          var overall = $('health-overall')
+          overall.textContent = t('admin.health.status.' + d.status)
+          overall.className = tone(d.status)
+          $('health-checked').textContent = t('admin.health.checked', { time: S.time(d.checked_at) })
+          S.clear(checks)
+          d.checks.forEach(function (c) {
+            // 'ok', 'timeout' or 'error: <message>': the word, and the message in full
+            var kind = c.result === 'ok' ? 'ok' : c.result === 'timeout' ? 'timeout' : 'error'
+            var name = t('admin.health.check.' + c.name)
+            var detail = [kind === 'error' ? el('code', { text: c.result.replace(/^error: /, '') }) : '', kind === 'error' ? ' ' : '']
+            detail.push(el('span', { class: 'hint', text: t(c.required ? 'admin.health.required' : 'admin.health.optional') }))
+            checks.appendChild(
+              S.row(
+                [
+                  name === 'admin.health.check.' + c.name ? c.name : name,
+                  el('span', { class: tone(kind), text: t('admin.health.result.' + kind) }),
+                  detail,
+                  '',
+                ],
+                {
+                  'data-check': c.name,
+                },
+              ),
+            )
+          })
+          var b = d.backups
+          var backups = !b.destination
+            ? t('admin.health.backups.off')
+            : !b.scheduled
+              ? t('admin.health.backups.ignored')
+              : t('admin.health.backups.on', { every: duration(b.every_seconds), dest: b.destination, keep: b.keep }) +
+                (b.destination.indexOf('s3://') === 0
+                  ? ''
+                  : ' · ' + (b.last_at ? t('admin.health.backups.last', { time: S.time(b.last_at) }) : t('admin.health.backups.none_yet')))
+          var db = t('admin.health.engine.' + d.database.engine)
+          if (d.database.pending_commits !== null) db += ' · ' + t('admin.health.pending', { n: d.database.pending_commits })
+          var storage = t('admin.health.storage.' + d.storage.kind)
+          var rows = [
+            ['version', t('admin.health.version'), t('admin.health.version_value', { version: d.version, api: d.api_version })],
+            ['node', t('admin.health.node'), d.node],
+            ['pid', t('admin.health.pid'), String(d.pid)],
+            ['started', t('admin.health.started'), t('admin.health.started_value', { time: S.time(d.started_at), uptime: duration(d.uptime_seconds) })],
+            ['database', t('admin.health.database'), db],
+            ['storage', t('admin.health.storage'), storage === 'admin.health.storage.' + d.storage.kind ? d.storage.kind : storage],
+            [
+              'memory',
+              t('admin.health.memory'),
+              t('admin.health.memory_value', {
+                rss: S.bytes(d.memory.rss_bytes),
+                heap: S.bytes(d.memory.heap_used_bytes),
+                total: S.bytes(d.memory.heap_total_bytes),
+              }),
+            ],
+          ]
+          d.disks.forEach(function (k) {
+            rows.push([
+              'disk-' + k.what,
+              t('admin.health.disk.' + k.what),
+              k.error === null
+                ? t('admin.health.disk_value', { free: S.bytes(k.free_bytes), total: S.bytes(k.total_bytes), path: k.path })
+                : t('admin.health.disk_error', { error: k.error }),
+            ])
+          })
+          rows.push(['backups', t('admin.health.backups'), backups])
+          S.clear(facts)
+          rows.forEach(function (x) {
+            facts.appendChild(S.row([x[1], x[2], ''], { 'data-fact': x[0] }))
+          })
+          S.status('health-status', '')
+        })
+        .catch(S.fail('health-status'))
+    }
+    $('health-refresh').addEventListener('click', load)
+    load()
+  }
+
+  var pages = { users: users, reports: reports, content: content, settings: settings, audit: audit, health: health }
   if (pages[page]) pages[page]()
 })()
