@@ -161,7 +161,7 @@ export const adminUi: FeatureUi<AdminKey> = {
         ${status('health-status')}
         <section class="card">
           <h2>${ctx.t('admin.health.checks')}</h2>
-          <p>${ctx.t('admin.health.overall')}: <span id="health-overall" class="badge"></span> <span id="health-checked" class="hint"></span></p>
+          <p>${ctx.t('admin.health.overall')} <span id="health-overall" class="badge"></span> <span id="health-checked" class="hint"></span></p>
           ${table(ctx, 'health-checks', ['admin.health.col.check', 'admin.health.col.state', 'admin.health.col.detail'])}
         </section>
         <section class="card">

@@ -384,9 +384,11 @@
     function tone(state) {
       return 'badge' + (state === 'ok' ? ' on' : state === 'degraded' ? '' : ' held')
     }
+    // the two largest units: "3 d 4 h", "4 h 5 min", "5 min"
     function duration(seconds) {
       var m = Math.floor(seconds / 60)
-      return t('admin.health.duration', { d: Math.floor(m / 1440), h: Math.floor(m / 60) % 24, m: m % 60 })
+      var v = { d: Math.floor(m / 1440), h: Math.floor(m / 60) % 24, m: m % 60 }
+      return t('admin.health.duration.' + (v.d > 0 ? 'd' : v.h > 0 ? 'h' : 'm'), v)
     }
     var seq = 0
     function load() {
