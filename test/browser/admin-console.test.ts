@@ -17,6 +17,8 @@ const ADMIN_PAGES = ['/admin', '/admin/reports', '/admin/content', '/admin/setti
 const ADMIN_API: Array<[string, string, unknown?]> = [
   ['GET', '/svc_api/admin/users'],
   ['POST', '/svc_api/admin/users/someone', { disabled: true }],
+  ['GET', '/svc_api/admin/users/someone/keys'],
+  ['DELETE', '/svc_api/admin/users/someone/keys/x'],
   ['POST', '/svc_api/admin/invites', {}],
   ['GET', '/svc_api/admin/content?user=someone'],
   ['GET', '/svc_api/admin/settings'],
@@ -449,6 +451,55 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       const shown = await page.locator('#users-table tbody tr[data-user]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-user')))
       assert.deepEqual(shown, [`${tag}b1`])
       assert.equal(await page.locator('#users-q').inputValue(), `${tag}b`)
+    } finally {
+      await ctx.close()
+    }
+  })
+
+  it("revokes one of an account's API keys from the accounts page: its next API call gets 401", async () => {
+    const carol = await s.user()
+    const { key, info } = await s.deps.apiKeys.create(carol.id, { name: 'found in a page' })
+    // used before, so the server keeps the key's row between requests (decision 184)
+    for (let i = 0; i < 3; i++) assert.equal((await s.get('/svc_api/me', { key })).status, 200)
+    const { ctx, page } = await open()
+    try {
+      await login(page, admin)
+      await page.goto(`${s.url}/admin`)
+      await page.locator('#users-q').fill(carol.username)
+      const row = page.locator(`#users-table tbody tr[data-user="${carol.username}"]`)
+      await row.getByRole('button', { name: 'API keys' }).click()
+      await page.locator('#keys-panel h2', { hasText: `API keys of ${carol.username}` }).waitFor()
+      const keyRow = page.locator(`#keys-table tbody tr[data-key="${info.id}"]`)
+      assert.match((await keyRow.textContent()) ?? '', new RegExp(`^found in a pagesvc_…${key.slice(-4)}full`))
+      assert.equal(await page.locator('#keys-table tbody tr[data-key]').count(), 2, "carol's two keys")
+      // the confirmation names the key and the account; the result stays in the status line
+      const asked = page.waitForEvent('dialog')
+      await keyRow.getByRole('button', { name: 'Revoke' }).click()
+      assert.equal(
+        (await asked).message(),
+        `Revoke the key "found in a page" (svc_…${key.slice(-4)}) of ${carol.username}? It is deleted: programs using it stop working at once, and it cannot be brought back.`,
+      )
+      await page.locator('#keys-status.ok', { hasText: `Revoked the key "found in a page" (svc_…${key.slice(-4)}) of ${carol.username}.` }).waitFor()
+      await keyRow.waitFor({ state: 'detached' })
+      assert.equal(await page.locator('#keys-table tbody tr[data-key]').count(), 1)
+      const after = await s.get('/svc_api/me', { key })
+      assert.equal(after.status, 401, after.text)
+      assert.equal(after.json.error_code, 1002)
+      assert.equal((await s.get('/svc_api/me', { key: carol.key })).status, 200, 'her other key still works')
+      const ua = await page.evaluate(() => navigator.userAgent)
+      const entry = (await auditActions()).filter((e) => e.action === 'key.revoke')
+      assert.deepEqual(entry, [
+        {
+          action: 'key.revoke',
+          target: carol.username,
+          actor: admin.username,
+          via: 'web',
+          ip: '127.0.0.1',
+          user_agent: ua,
+          details: { key_id: info.id, name: 'found in a page' },
+        },
+      ])
+      assert.deepEqual(problems, [])
     } finally {
       await ctx.close()
     }

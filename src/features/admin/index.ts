@@ -4,7 +4,7 @@ import { adminApi } from './routes.js'
 import { createAdmin, type Admin } from './service.js'
 
 /**
- * The admin console (accounts with the admin flag): accounts with usage and quotas, content
+ * The admin console (accounts with the admin flag): accounts with usage, quotas and API keys, content
  * search, run-time settings and the audit log of every admin action (web and CLI).
  */
 export const adminFeature: Feature<Admin> = {

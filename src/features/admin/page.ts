@@ -59,6 +59,20 @@ export const adminUi: FeatureUi<AdminKey> = {
         ${status('users-status')}
         ${table(ctx, 'users-table', ['admin.users.col.user', 'admin.users.col.tier', 'admin.users.col.state', 'admin.users.col.usage', 'admin.users.col.limits'])}
         ${pager('users-pager')}
+        <section class="card" id="keys-panel" aria-labelledby="keys-title" hidden>
+          <h2 id="keys-title" tabindex="-1"></h2>
+          <p>${ctx.t('admin.keys.text')}</p>
+          ${status('keys-status')}
+          ${table(ctx, 'keys-table', [
+            'admin.keys.col.name',
+            'admin.keys.col.key',
+            'admin.keys.col.access',
+            'admin.keys.col.created',
+            'admin.keys.col.last_used',
+            'admin.keys.col.expires',
+            'admin.keys.col.enabled',
+          ])}
+        </section>
         <section class="card">
           <h2>${ctx.t('admin.invite.title')}</h2>
           <p>${ctx.t('admin.invite.text')}</p>

@@ -8,7 +8,7 @@ import { siteHoldKey } from '../abuse/store.js'
 import { csvCell } from '../../util/csv.js'
 import { actorOf, SETTINGS, type Admin } from './service.js'
 import { healthReport } from './health.js'
-import { AuditQuery, ContentQuery, SettingsBody, TAGS, UsernameParams, UserPatch, UsersQuery } from './schemas.js'
+import { AuditQuery, ContentQuery, KeyParams, SettingsBody, TAGS, UsernameParams, UserPatch, UsersQuery } from './schemas.js'
 
 /** Every admin route: a session of an account with the admin flag (403 / 1700 otherwise). */
 export const ADMIN_ROUTE = { auth: 'session' as const }
@@ -43,6 +43,23 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
       const { username } = req.params as { username: string }
       const u = await admin.updateUser(actorOf(req, deps), username, req.body as Parameters<Admin['updateUser']>[2])
       return { success: true, data: { username: u.username, tier: u.tier, disabled: u.disabled, api_access: u.api_access, limits: u.limits } }
+    },
+  )
+
+  app.get(
+    '/svc_api/admin/users/:username/keys',
+    opts("An account's API keys: the fields its owner's list shows, never a key or its hash (admin)", { params: UsernameParams }),
+    async (req) => {
+      return { success: true, data: await admin.listKeys((req.params as { username: string }).username) }
+    },
+  )
+
+  app.delete(
+    '/svc_api/admin/users/:username/keys/:id',
+    opts("Revoke one of an account's API keys: it is deleted and refused from its next request on (admin)", { params: KeyParams }),
+    async (req) => {
+      const { username, id } = req.params as { username: string; id: string }
+      return { success: true, data: await admin.revokeKey(actorOf(req, deps), username, id) }
     },
   )
 

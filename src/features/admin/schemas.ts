@@ -13,6 +13,11 @@ export const UsersQuery = Type.Object({
 
 export const UsernameParams = Type.Object({ username: Type.String({ minLength: 1, maxLength: 64 }) })
 
+export const KeyParams = Type.Object({
+  username: Type.String({ minLength: 1, maxLength: 64 }),
+  id: Type.String({ minLength: 1, maxLength: 64, description: "The key's id, from the account's key list" }),
+})
+
 export const UserPatch = Type.Object(
   {
     tier: Type.Optional(Type.Union([Type.Literal('authenticated'), Type.Literal('vip'), Type.Literal('default')], { description: 'vip: the VIP tier' })),

@@ -260,6 +260,28 @@ export function createAdmin(deps: Deps) {
       return u
     },
 
+    /** An account's API keys, as its owner's own list shows them (never a key or its hash). */
+    async listKeys(username: string) {
+      const u = await userByName(username)
+      return { username: u.username, keys: await deps.apiKeys.list(u.id) }
+    },
+
+    /**
+     * Revokes one of the account's keys by deleting it, as its owner's delete does: nothing
+     * can bring a deleted key back, where a disabled one could be enabled again from the
+     * owner's session. The delete goes through apiKeys.remove, so it names `api_keys` and moves
+     * the change stamp the principal resolver's kept rows are checked against (decision 184):
+     * the key's next request is refused, on this instance and on every other.
+     */
+    async revokeKey(actor: Actor, username: string, id: string): Promise<{ id: string; name: string }> {
+      const u = await userByName(username)
+      // a key of another account is not found here, exactly as an unknown id
+      const key = (await deps.apiKeys.list(u.id)).find((k) => k.id === id)
+      if (!key || !(await deps.apiKeys.remove(u.id, id))) throw new AppError('RESOURCE_NOT_FOUND')
+      await audit(actor, 'key.revoke', u.username, { key_id: key.id, name: key.name })
+      return { id: key.id, name: key.name }
+    },
+
     /** A new invitation code (shown once; only its hash is kept). */
     async createInvite(actor: Actor): Promise<string> {
       const code = `INV-${randomString(20)}`

@@ -113,10 +113,69 @@
           : button(t('admin.users.disable'), function () {
               if (window.confirm(t('admin.users.confirm_disable', { name: u.username }))) change(u, { disabled: true })
             }),
+        button(t('admin.users.keys'), function () {
+          showKeys(u.username, true)
+        }),
       )
       return S.row([u.username + (u.is_admin ? ' (' + t('admin.users.admin') + ')' : ''), u.tier, state, usage, [overrides, limitForm], actions], {
         'data-user': u.username,
       })
+    }
+    // one account's keys, in the panel below the list; only the latest load renders
+    var keysBody = $('keys-table').querySelector('tbody')
+    var keysSeq = 0
+    function showKeys(name, opened) {
+      var mine = ++keysSeq
+      $('keys-title').textContent = t('admin.keys.title', { name: name })
+      $('keys-panel').hidden = false
+      if (opened) {
+        S.status('keys-status', '')
+        S.clear(keysBody)
+        $('keys-title').focus()
+      }
+      return S.api
+        .get('/svc_api/admin/users/' + S.enc(name) + '/keys')
+        .then(function (r) {
+          if (mine !== keysSeq) return
+          S.clear(keysBody)
+          if (r.data.keys.length === 0) S.emptyRow(keysBody, t('admin.keys.none'))
+          r.data.keys.forEach(function (k) {
+            keysBody.appendChild(keyRow(name, k))
+          })
+        })
+        .catch(S.fail('keys-status'))
+    }
+    function keyRow(name, k) {
+      var expired = k.expires_at !== null && k.expires_at <= Date.now()
+      var revoke = button(
+        t('admin.keys.revoke'),
+        function () {
+          if (!window.confirm(t('admin.keys.confirm_revoke', { key: k.name, hint: k.hint, name: name }))) return
+          S.api
+            .del('/svc_api/admin/users/' + S.enc(name) + '/keys/' + S.enc(k.id))
+            .then(function () {
+              // what was revoked stays named in the status line, as the reports' actions do
+              S.status('keys-status', t('admin.keys.done', { key: k.name, hint: k.hint, name: name }), 'ok')
+              return showKeys(name, false)
+            })
+            .catch(S.fail('keys-status'))
+        },
+        { class: 'danger' },
+      )
+      // a key's name is its owner's text: it runs in <bdi>, so direction marks cannot reorder the row
+      return S.row(
+        [
+          el('bdi', { text: k.name }),
+          el('code', { text: 'svc_…' + k.hint }),
+          k.read_only ? t('admin.keys.access.read_only') : t('admin.keys.access.full'),
+          S.time(k.created_at),
+          k.last_used_at ? S.time(k.last_used_at) : t('admin.keys.not_used'),
+          k.expires_at === null ? t('admin.keys.never') : [S.time(k.expires_at), expired ? ' ' + t('admin.keys.expired') : ''],
+          k.enabled ? t('common.yes') : t('common.no'),
+          el('div', { class: 'buttons' }, revoke),
+        ],
+        { 'data-key': k.id },
+      )
     }
     var timer = null
     $('users-q').addEventListener('input', function () {
