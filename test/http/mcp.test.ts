@@ -477,6 +477,49 @@ for (const engine of ENGINES) {
       assert.match(textOf(missing), /1604/)
     })
 
+    it("kv write tools check the key by the store's rule in their input schema: 1106 naming the limit, nothing stored", async () => {
+      // a user of its own: the suite's user is near its per-minute limit by now
+      const fay = await s.user()
+      const own = await mcpHttpClient(s.url, fay.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      try {
+        const { tools } = await own.listTools()
+        for (const name of ['kv_set', 'kv_incr']) {
+          const key = (tools.find((t) => t.name === name)?.inputSchema.properties as any).key
+          assert.equal(key.maxLength, 100, name)
+          assert.match(key.description, /at most 100 characters/, name)
+          assert.equal(typeof key.pattern, 'string', name)
+        }
+        const long = `k${'x'.repeat(100)}`
+        assert.equal(long.length, 101)
+        for (const [name, args] of [
+          ['kv_set', { key: long, value: 1 }],
+          ['kv_incr', { key: long }],
+        ] as const) {
+          const r = await run(name, args)
+          assert.equal(r.isError, true, textOf(r))
+          assert.equal(r.structuredContent.error_code, 1106, textOf(r))
+          assert.match(r.structuredContent.message, /argument "key": .*at most 100 characters/)
+        }
+        const badFormat = await run('kv_set', { key: '1st-key', value: 1 })
+        assert.equal(badFormat.structuredContent.error_code, 1106, textOf(badFormat))
+        assert.match(badFormat.structuredContent.message, /argument "key": .*letter/)
+        assert.equal((await s.get(`/svc_api/data/get?key=${long}`, { key: fay.key })).status, 404)
+        assert.equal((await s.get('/svc_api/data/list', { key: fay.key })).json.data.total, 0)
+
+        // the longest key the store takes is written and read back through the tools
+        const max = `k${'x'.repeat(99)}`
+        assert.equal((await run('kv_set', { key: max, value: 7 })).isError, undefined)
+        const got = await run('kv_get', { key: max })
+        assert.equal(got.structuredContent.entry.value, 7, textOf(got))
+        // a read looks up any key the store may hold (as GET /svc_api/data/get does): a longer one is not found
+        const missing = await run('kv_get', { key: long })
+        assert.equal(missing.structuredContent.error_code, 1604, textOf(missing))
+      } finally {
+        await own.close()
+      }
+    })
+
     it('the tools use the same service instances as the REST routes (one cache, one line of write rounds each)', async () => {
       const mcp = s.app.featureState('mcp') as McpServices
       assert.equal(mcp.kv, s.deps.services.get(createKvService))

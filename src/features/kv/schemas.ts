@@ -17,6 +17,9 @@ export const KV_LIMITS = {
   bodyLimit: 4 * 1024 * 1024,
 } as const
 
+/** The rule of a written key (KEY_RE in validate.ts and keyMaxChars), as API and tool descriptions state it. */
+export const KEY_RULE = `Starts with an ASCII letter; only a-zA-Z0-9_-; at most ${KV_LIMITS.keyMaxChars} characters`
+
 export const DATA_TYPES = ['json', 'text', 'number'] as const
 export type DataType = (typeof DATA_TYPES)[number]
 
@@ -28,7 +31,7 @@ export type DataType = (typeof DATA_TYPES)[number]
  * characters in tags, value against data_type) are the service's (validate.ts), which also
  * re-checks the shape.
  */
-const Key = Type.String({ description: 'Starts with an ASCII letter; only a-zA-Z0-9_-; at most 100 characters (1601 length, 1606 format)' })
+const Key = Type.String({ description: `${KEY_RULE} (1601 length, 1606 format)` })
 const Ttl = Type.Unsafe<number | null>({
   type: ['integer', 'null'],
   minimum: 1,

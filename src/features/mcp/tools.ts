@@ -17,7 +17,8 @@ import { RULE_FILES } from '../sites/site-rules.js'
 import { checkRelativePath } from '../sites/paths.js'
 import type { McpServices } from './services.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
-import { checkJsonValue } from '../kv/validate.js'
+import { checkJsonValue, KEY_RE } from '../kv/validate.js'
+import { KEY_RULE, KV_LIMITS } from '../kv/schemas.js'
 import { originUrl, previewOriginUrl } from '../../http/site-origin.js'
 import { builtForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
 
@@ -667,7 +668,22 @@ const deleteFile = tool({
   },
 })
 
-const kvKey = z.string().min(1).max(200).describe('Key: starts with a letter, then a-z A-Z 0-9 _ - (at most 100 characters)')
+/**
+ * A key a tool writes: the store's rule (KEY_RE, keyMaxChars) in the input schema, so a key the
+ * store would refuse (1601, 1606) is refused before the call as 1106 naming the rule.
+ */
+const kvKey = z
+  .string()
+  .min(1)
+  .max(KV_LIMITS.keyMaxChars, `must be at most ${KV_LIMITS.keyMaxChars} characters`)
+  .regex(KEY_RE, 'must start with an ASCII letter, then only a-zA-Z0-9_-')
+  .describe(`Key: ${KEY_RULE}`)
+/** A key a tool reads: any key the store may hold, older ones outside today's rule too (as the REST get). */
+const kvLookupKey = z
+  .string()
+  .min(1)
+  .max(KV_LIMITS.lookupKeyMaxChars, `must be at most ${KV_LIMITS.lookupKeyMaxChars} characters`)
+  .describe(`Key of the entry (keys written today: ${KEY_RULE})`)
 const kvPublicUrl = (ctx: ToolContext, key: string) =>
   `${ctx.serviceOrigin}/svc_api/data/public/${encodeURIComponent(ctx.user.username)}/${encodeURIComponent(key)}`
 /** The dashboard page where the account's owner (logged in) sees its entries or its forms' submissions. */
@@ -680,7 +696,7 @@ const kvGet = tool({
   title: 'Read a key-value entry',
   description: "Reads one entry of the caller's key-value store.",
   readOnly: true,
-  input: { key: kvKey },
+  input: { key: kvLookupKey },
   async run(s, ctx, a) {
     const e = await s.kv.get(ctx.user, a.key)
     const url = e.is_public ? kvPublicUrl(ctx, e.key) : null
