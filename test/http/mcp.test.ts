@@ -5,12 +5,13 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { makeImage, svc } from '../support/images.js'
-import { HIGH_LIMITS, uploadFile } from '../support/hosting.js'
+import { batchUpload, HIGH_LIMITS, uploadFile } from '../support/hosting.js'
 import type { McpServices } from '../../src/features/mcp/services.js'
 import type { ImageHostState } from '../../src/features/image-host/index.js'
 import { createKvService } from '../../src/features/kv/service.js'
 import { createHostedData } from '../../src/features/hosted-data/service.js'
 import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
+import { NAME_RULE } from '../../src/features/sites/paths.js'
 
 type User = Awaited<ReturnType<TestServer['user']>>
 
@@ -867,6 +868,67 @@ for (const engine of ENGINES) {
       assert.equal(page.structuredContent.error_code, 1301)
       assert.match(page.structuredContent.solution, /list_sites/)
       await own.close()
+    })
+
+    it("project names follow the REST API's one rule for names: what it takes the tools take, what it refuses they refuse", async () => {
+      // a user of its own: the suite's user is near its per-minute limit by now
+      const gil = await s.user()
+      const own = await mcpHttpClient(s.url, gil.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      const index = [{ path: 'index.html', content: '<p>x</p>' }]
+      const names = async () => (await s.get('/api/folders', { key: gil.key })).json.folders.map((f: any) => f.name).sort()
+      try {
+        // every tool naming a project states the rule the service applies, not a narrower one
+        const { tools } = await own.listTools()
+        for (const t of tools.filter((x) => (x.inputSchema.properties as any)?.project)) {
+          const project = (t.inputSchema.properties as any).project
+          assert.equal(project.description, `Project (site) name: ${NAME_RULE}`, t.name)
+          assert.equal(project.maxLength, 255, t.name)
+        }
+        assert.match(NAME_RULE, /spaces .* allowed/)
+
+        // a space, other scripts and a long name: taken by the REST API and by the tools alike
+        const rest = await batchUpload(s, { key: gil.key }, encodeURIComponent('rest site'), [{ filename: 'index.html', data: '<p>r</p>' }])
+        assert.equal(rest.status, 200, rest.text)
+        const long = `p${'x'.repeat(199)}`
+        for (const project of ['my site', 'درباره ما', long]) {
+          const r = await run('deploy_files', { project, files: index })
+          assert.ok(!r.isError, `${project}: ${textOf(r)}`)
+          const files = await s.get(`/api/folders/${encodeURIComponent(project)}/files`, { key: gil.key })
+          assert.deepEqual(
+            files.json.files.map((f: any) => f.path),
+            ['index.html'],
+            files.text,
+          )
+          assert.equal((await run('list_deploys', { project })).isError, undefined)
+        }
+        assert.equal((await s.get(`/${gil.username}/my%20site/`)).text, '<p>x</p>')
+        assert.equal((await run('get_site', { name: 'rest site' })).structuredContent.type, 'project')
+        const before = await names()
+        assert.deepEqual(before, [long, 'my site', 'rest site', 'درباره ما'].sort())
+
+        // names the rule refuses: 1110 naming why, from the same check, and nothing stored
+        for (const [project, why] of [
+          ['..', /dot segment/],
+          ['a\\b', /backslash/],
+          ['bell\u0007', /control character/],
+          ['a%41', /%XX sequence/],
+          ['é'.repeat(128), /longer than 255 bytes/],
+        ] as const) {
+          const r = await run('deploy_files', { project, files: index })
+          assert.equal(r.isError, true, project)
+          assert.equal(r.structuredContent.error_code, 1110, textOf(r))
+          assert.match(r.structuredContent.message, why)
+          // the REST API refuses the same name (a URL cannot carry "..": clients resolve it, %2E%2E too)
+          if (project === '..') continue
+          const viaRest = await s.get(`/api/folders/${encodeURIComponent(project)}/files`, { key: gil.key })
+          assert.equal(viaRest.status, 400, `${project}: ${viaRest.text}`)
+          assert.equal(viaRest.json.error_code, 1110, viaRest.text)
+        }
+        assert.deepEqual(await names(), before)
+      } finally {
+        await own.close()
+      }
     })
 
     it('deploy_files reads base64 as upload_image does: a data: URL prefix and the URL-safe alphabet', async () => {

@@ -14,7 +14,7 @@ import { formView } from '../forms/service.js'
 import { MANIFEST_ENTRY } from '../../util/deploy-manifest.js'
 import type { FolderRef } from '../sites/folders-service.js'
 import { RULE_FILES } from '../sites/site-rules.js'
-import { checkRelativePath } from '../sites/paths.js'
+import { checkRelativePath, MAX_SEGMENT_BYTES, NAME_RULE } from '../sites/paths.js'
 import type { McpServices } from './services.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 import { checkJsonValue, KEY_RE } from '../kv/validate.js'
@@ -237,7 +237,7 @@ function projectRef(s: McpServices, ctx: ToolContext, name: string): FolderRef {
   if (name.includes('/'))
     throw new AppError('INVALID_PATH', {
       params: { detail: `project name "${name}": a project name cannot contain "/"` },
-      extra: { details: { info: 'Name the project with letters, digits, "-", "_" or "." (list_sites shows your projects).' } },
+      extra: { details: { info: `A project name is ${NAME_RULE} (list_sites shows your projects).` } },
     })
   return s.folders.folderRef(ctx.user, [encodeURIComponent(name)])
 }
@@ -253,7 +253,11 @@ function projectPath(path: string): string {
   return r.path
 }
 const siteUrlOf = (ctx: ToolContext, path: string) => (ctx.siteOrigin === null ? null : ctx.siteOrigin + path)
-const projectName = z.string().min(1).max(100).describe('Project (site) name: letters, digits, "-", "_" or "."')
+/**
+ * A project named by a tool: checked by the folders service's checkName (projectRef), the rule
+ * of the REST API and `svc deploy`; the schema bounds the length only (bytes are checkName's).
+ */
+const projectName = z.string().min(1).max(MAX_SEGMENT_BYTES).describe(`Project (site) name: ${NAME_RULE}`)
 
 const publishHtml = tool({
   name: 'publish_html',
@@ -556,7 +560,7 @@ const getSite = tool({
     'Details of one site by name: a single-file page, or a folder project with its files, 200 a page by default (page and per_page, at most 1000, for more; the answer gives files_total).',
   readOnly: true,
   input: {
-    name: z.string().min(1).max(200).describe('Project name, or page file name (e.g. landing.html)'),
+    name: z.string().min(1).max(MAX_SEGMENT_BYTES).describe('Project name, or page file name (e.g. landing.html)'),
     page: pageArg,
     per_page: z.number().int().min(1).max(1000).optional().describe("A project's files per page (default 200, at most 1000)"),
   },
@@ -606,7 +610,7 @@ const deleteSite = tool({
     'Deletes a single-file page (by file name; ".html" is added when missing, as publish_html adds it), or a folder project (by project name, which comes first): its files, its kept deploys and their preview URLs, all offline at once. Cannot be undone.',
   readOnly: false,
   destructive: true,
-  input: { name: z.string().min(1).max(200).describe('Page file name (landing.html) or project name') },
+  input: { name: z.string().min(1).max(MAX_SEGMENT_BYTES).describe('Page file name (landing.html) or project name') },
   async run(s, ctx, a) {
     const projects = await s.folders.projects(ctx.user, ctx.contentOrigin)
     const p = projects.find((x) => x.name === a.name)

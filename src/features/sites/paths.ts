@@ -96,6 +96,12 @@ export function checkRelativePath(input: unknown): PathResult {
   return { ok: true, path: s, segments }
 }
 
+/**
+ * checkName's rule as a sentence, for the descriptions that state it (the MCP tools' project
+ * names): what it refuses, so spaces and any script's letters read as allowed.
+ */
+export const NAME_RULE = `one name, case-sensitive, spaces and any script's letters allowed; not "." or "..", no "/", "\\", control or invisible format characters, or %XX sequences; at most ${MAX_SEGMENT_BYTES} bytes (UTF-8)`
+
 /** Validates a single name (file name or project name): one segment of a relative path. */
 export function checkName(input: unknown): PathResult {
   const r = checkRelativePath(input)
