@@ -654,6 +654,56 @@ for (const engine of ENGINES) {
       for (const t of ['doesnotexist0000000000', 'short', 'a%2F..%2Fb']) assert.equal((await s.get(`/svc-data/pub/${t}`)).status, 404)
     })
 
+    it("a missing version or token of a public link answers 404 in the feature's error format, {success:false, message}", async () => {
+      const f = await create(bob, { display_name: 'versions.txt', content: 'one' })
+      assert.equal((await json(bob, 'POST', `${F}/${f.id}/versions`, { content: 'two' })).status, 200)
+      // an existing version still serves, warming the cache (the fast path) for the misses below
+      for (const [q, body] of [
+        ['', 'one'],
+        ['?v=1', 'one'],
+        ['?v=2', 'two'],
+        ['?v=latest', 'two'],
+      ]) {
+        const ok = await pub(`${f.public_url}${q}`)
+        assert.equal(ok.status, 200, q)
+        assert.equal(ok.text, body, q)
+      }
+      const unknown = f.public_url.replace(/pub\/\w+/, 'pub/AAAAAAAAAAAAAAAAAAAAAA')
+      const cases = [`${f.public_url}?v=3`, unknown, `${unknown}?v=1`, `${unknown}?v=latest`]
+      for (const url of cases) {
+        for (const [lang, message] of [
+          [{}, '资源不存在'],
+          [{ 'accept-language': 'en' }, 'Not found'],
+        ] as const) {
+          const r = await pub(url, lang)
+          assert.equal(r.status, 404, url)
+          assert.match(r.header('content-type') ?? '', /^application\/json/, url)
+          assert.deepEqual(r.json, { success: false, message }, url)
+          // as inert and uncached as the link's content, readable by a page on another origin
+          assert.equal(r.header('cache-control'), 'no-store', url)
+          assert.match(r.header('content-security-policy') ?? '', /sandbox/, url)
+          assert.equal(r.header('x-content-type-options'), 'nosniff', url)
+          assert.equal(r.header('access-control-allow-origin'), '*', url)
+          for (const h of ['etag', 'x-data-version', 'last-modified']) assert.equal(r.header(h), undefined, `${url} ${h}`)
+        }
+        const head = await s.request('HEAD', new URL(url).pathname + new URL(url).search)
+        assert.equal(head.status, 404, url)
+        assert.equal(head.text, '', url)
+      }
+      // a malformed token or v: the same format
+      for (const t of ['short', 'a%2F..%2Fb'])
+        assert.deepEqual((await s.get(`/svc-data/pub/${t}`, { headers: { 'accept-language': 'en' } })).json, { success: false, message: 'Not found' })
+      const bad = await pub(`${f.public_url}?v=abc`, { 'accept-language': 'en' })
+      assert.equal(bad.status, 400)
+      assert.deepEqual(bad.json, { success: false, message: 'Invalid parameter: v must be a version number (1, 2, ...) or latest' })
+      // a deleted version is missing too; the others still serve
+      assert.equal((await json(bob, 'DELETE', `${F}/${f.id}/versions/2`)).status, 200)
+      const gone = await pub(`${f.public_url}?v=2`, { 'accept-language': 'en' })
+      assert.equal(gone.status, 404)
+      assert.deepEqual(gone.json, { success: false, message: 'Not found' })
+      assert.equal((await pub(`${f.public_url}?v=1`)).text, 'one')
+    })
+
     it('refuses to delete a locked file with 423 (svc lock), deletes it once unlocked', async () => {
       const f = await create(alice, { display_name: 'locked.txt', content: 'keep me' })
       assert.equal(await cli(s, 'lock', 'hosted-data', f.id), `locked hosted-data ${f.id}`)

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
+import { AppError } from '../../errors/app-error.js'
 import { publicCorsHeaders, publicPreflight, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { createHostedData, PUBLIC_TOKEN_RE } from './service.js'
 import { servedContentType } from './content.js'
@@ -45,6 +46,22 @@ const text = (reply: FastifyReply, code: number, body: string) => {
   return reply.code(code).header('Cache-Control', 'no-store').type('text/plain; charset=utf-8').send(body)
 }
 
+/** What a representation chosen before a miss set: an error answer names none of it. */
+const REPRESENTATION_HEADERS = ['Content-Length', 'ETag', 'Last-Modified', 'Accept-Ranges', 'X-Data-Version', 'Vary', 'Content-Range', 'Content-Encoding']
+
+/**
+ * A refusal of the link (a missing token or version, a malformed `v`): thrown to the one error
+ * handler, which answers it in the route's error format, the feature's `{success:false, message}`
+ * (as the image link's), in the request's language. Inert and never stored, as the link's bytes.
+ */
+const refuse = (reply: FastifyReply, err: AppError): never => {
+  for (const h of REPRESENTATION_HEADERS) reply.removeHeader(h)
+  setUserContentHeaders(reply, 'inert')
+  reply.header('Cache-Control', 'no-store')
+  throw err
+}
+const notFound = (reply: FastifyReply) => refuse(reply, new AppError('RESOURCE_NOT_FOUND'))
+
 /**
  * Public raw links: GET/HEAD /svc-data/pub/{token} and /hosted-data/pub/{token} return the
  * default version's exact bytes with its content type (`?v=N`: one pinned version;
@@ -77,17 +94,23 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
     const { token } = req.params as { token: string }
     setPublicCors(reply, DATA_CORS_HEADERS)
     if (req.headers['service-worker'] !== undefined) return text(reply, 403, 'Forbidden')
-    if (!PUBLIC_TOKEN_RE.test(token)) return text(reply, 404, 'Not Found')
+    if (!PUBLIC_TOKEN_RE.test(token)) return notFound(reply)
     const q = (req.query as Record<string, unknown>).v
     let version: VersionPick = null
     if (q !== undefined) {
-      if (typeof q !== 'string' || !V_RE.test(q)) return text(reply, 400, 'Bad Request: v must be a version number (1, 2, ...) or latest')
+      if (typeof q !== 'string' || !V_RE.test(q))
+        return refuse(
+          reply,
+          new AppError('INVALID_PARAMETER', {
+            params: { detail: { zh: 'v 须为版本号（1、2……）或 latest', en: 'v must be a version number (1, 2, ...) or latest' } },
+          }),
+        )
       version = q === 'latest' ? q : Number(q)
     }
     const held = await heldLink(deps, req, 'data', token)
     if (held) return sendNotice(reply, held, req.method === 'HEAD')
     let entry = await svc.resolve(token, version)
-    if (!entry) return text(reply, 404, 'Not Found')
+    if (!entry) return notFound(reply)
     // bytes taken down anywhere (another file's, another user's) answer as removed content
     if (entry.blocked) return sendNotice(reply, removedNotice(deps, req), req.method === 'HEAD')
 
@@ -127,7 +150,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
       if (a.enc !== undefined) encodings.forget(entry.digest, a.enc)
       svc.cache.drop(token)
       entry = await svc.resolve(token, version)
-      if (!entry) return text(reply, 404, 'Not Found')
+      if (!entry) return notFound(reply)
       for (const h of ['Content-Range', 'Content-Encoding']) reply.removeHeader(h)
       if (entry.blocked) {
         for (const h of ['Content-Length', 'ETag', 'Last-Modified', 'Accept-Ranges', 'X-Data-Version', 'Vary']) reply.removeHeader(h)
@@ -191,6 +214,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
     app.route({
       method: ['GET', 'HEAD'],
       url: `${prefix}/:token`,
+      config: { errorFormat: 'plain' },
       schema: {
         tags: ['hosted-data'],
         summary: "Public raw link: the default version's bytes (?v=N: one version; ?v=latest: the newest)",
