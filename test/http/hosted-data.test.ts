@@ -669,7 +669,7 @@ for (const engine of ENGINES) {
         assert.equal(ok.text, body, q)
       }
       const unknown = f.public_url.replace(/pub\/\w+/, 'pub/AAAAAAAAAAAAAAAAAAAAAA')
-      const cases = [`${f.public_url}?v=3`, unknown, `${unknown}?v=1`, `${unknown}?v=latest`]
+      const cases = [`${f.public_url}?v=3`, `${f.public_url}?v=2147483648`, `${f.public_url}?v=9999999999`, unknown, `${unknown}?v=1`, `${unknown}?v=latest`]
       for (const url of cases) {
         for (const [lang, message] of [
           [{}, '资源不存在'],

@@ -17,6 +17,8 @@ const CACHE_DEFAULT = 'public, no-cache'
 const CACHE_PINNED = 'public, max-age=31536000, immutable'
 /** `?v=`: a version number, or `latest` (the newest version the file has). */
 const V_RE = /^(?:[1-9]\d{0,9}|latest)$/
+/** Versions are SQL `integer` columns: a larger number names no version (and PostgreSQL refuses it). */
+const MAX_VERSION = 2 ** 31 - 1
 /** Only a numbered version never changes; the default and the latest are revalidated on every use. */
 const cacheOf = (version: VersionPick) => (typeof version === 'number' ? CACHE_PINNED : CACHE_DEFAULT)
 /** A page on another origin may read which version it got (X-Data-Version), to pin it with ?v=N. */
@@ -106,6 +108,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
           }),
         )
       version = q === 'latest' ? q : Number(q)
+      if (typeof version === 'number' && version > MAX_VERSION) return notFound(reply)
     }
     const held = await heldLink(deps, req, 'data', token)
     if (held) return sendNotice(reply, held, req.method === 'HEAD')
