@@ -537,6 +537,11 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     try {
       await login(page, admin)
       await page.goto(`${s.url}/admin`)
+      // the console's own pages are a row of links, not a bulleted list
+      const links = page.locator('nav.subnav li')
+      assert.equal(await page.locator('nav.subnav ul').evaluate((ul) => getComputedStyle(ul).listStyleType), 'none')
+      const tops = await links.evaluateAll((lis) => lis.map((li) => li.getBoundingClientRect().top))
+      assert.equal(new Set(tops).size, 1, `one row at this width: ${tops.join(', ')}`)
       await page.locator('nav.subnav a[href="/admin/health"]').click()
       await page.waitForURL('**/admin/health')
       const db = page.locator('#health-checks tbody tr[data-check="database"]')
