@@ -28,24 +28,16 @@ PID=""
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; [ -n "$PID" ] && wait "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 cp -r "$KEPT/data" "$WORK/data"
 if [ -n "${ONE:-}" ]; then head -n 1 "$KEPT/paths.txt" >"$WORK/paths.txt"; else cp "$KEPT/paths.txt" "$WORK/paths.txt"; fi
-cat >"$WORK/tail.lua" <<'LUA'
-local paths = {}
-for line in io.lines(os.getenv("PATHS")) do paths[#paths + 1] = line end
-local id = 0
-function setup(thread) thread:set("id", id); id = id + 1 end
-function init(_) math.randomseed(os.time() + id * 7919) end
-function request() return wrk.format("GET", paths[math.random(#paths)]) end
-function done(s, latency, _)
-  io.write(string.format("rps=%.1f p50=%.3f p99=%.3f non2xx=%d\n", s.requests / (s.duration / 1e6),
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, s.errors.status))
-end
-LUA
 (cd "$DIR" && exec env DATA_DIR="$WORK/data" PORT=19121 HTTP_PORT=19122 PLAIN_PORT=$PLAIN_PORT HOST=127.0.0.1 LOG_LEVEL=warn \
   RATE_LIMITS="$BENCH_RATE_LIMITS" taskset -c 1 node --expose-gc ${NODE_ARGS:-} bench/hosting-server.mjs >"$WORK/svc.out" 2>"$WORK/svc.err") &
 PID=$!
 for _ in $(seq 1 300); do grep -q plain "$WORK/svc.out" 2>/dev/null && break; sleep 0.1; done
 grep -q plain "$WORK/svc.out" || { echo "the service did not start:" >&2; cat "$WORK/svc.err" >&2; exit 2; }
-round() { PATHS="$WORK/paths.txt" taskset -c 0 wrk -t2 -c64 -d"$1s" -s "$WORK/tail.lua" "http://127.0.0.1:$PLAIN_PORT" | grep '^rps='; }
+# one round of $1 seconds -> "rps=... p50=... p99=... (ms) non2xx=..."
+round() {
+  PATHS="$WORK/paths.txt" taskset -c 0 wrk -t2 -c64 -d"$1s" -s "$HERE/lib/random-paths.lua" "http://127.0.0.1:$PLAIN_PORT" |
+    awk '/^RESULT / { printf "rps=%s p50=%s p99=%s non2xx=%s\n", $2, $3, $4, $6 }'
+}
 echo "warm-up $(round 4)"
 for r in $(seq 1 "$ROUNDS"); do echo "round $r  $(round "$SECS")"; done
 awk '/VmRSS/ {printf "VmRSS %.0f MB\n", $2 / 1024}' "/proc/$PID/status"

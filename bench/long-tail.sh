@@ -129,24 +129,9 @@ for p in $(shuf -n 20 "$WORK/paths.txt"); do
   [ "$a" = "$b" ] || { echo "$p differs between the service and nginx" >&2; exit 2; }
 done
 
-cat >"$WORK/tail.lua" <<'LUA'
--- a page drawn at random per request
-local paths = {}
-for line in io.lines(os.getenv("PATHS")) do paths[#paths + 1] = line end
-local id = 0
-function setup(thread) thread:set("id", id); id = id + 1 end
-function init(_) math.randomseed(os.time() + id * 7919) end
-function request() return wrk.format("GET", paths[math.random(#paths)]) end
-function done(s, latency, _)
-  local e = s.errors
-  io.write(string.format("RESULT %.1f %.3f %.3f %d %d %d\n", s.requests / (s.duration / 1e6),
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000,
-    e.connect + e.read + e.write + e.timeout, e.status, s.requests))
-end
-LUA
 # run random URL SECS THREADS CONNS -> "rps p50 p99 sockerr non2xx requests"
 run() {
-  PATHS="$WORK/paths.txt" "${WRK[@]}" -t"$4" -c"$5" -d"$3s" -s "$WORK/tail.lua" "$2" 2>&1 | sed -n 's/^RESULT //p'
+  PATHS="$WORK/paths.txt" "${WRK[@]}" -t"$4" -c"$5" -d"$3s" -s bench/lib/random-paths.lua "$2" 2>&1 | sed -n 's/^RESULT //p'
 }
 show() { read -r rps p50 p99 se bad req <<<"$2"; printf '%-22s rps=%-9s p50=%sms p99=%sms errors=%s non2xx=%s requests=%s\n' "$1" "$rps" "$p50" "$p99" "$se" "$bad" "$req"; }
 
