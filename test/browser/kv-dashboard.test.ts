@@ -43,6 +43,23 @@ describe('KV page: a refused value at its field (Chromium)', () => {
     (await s.get('/svc_api/data/list', { headers: { authorization: `Bearer ${u.key}` } })).json.data.items.map((i: { key: string }) => i.key)
   const save = () => page.getByRole('button', { name: 'Save', exact: true }).click()
 
+  it("holds the Key field to the store's rule before anything is sent, and its hint states it", async () => {
+    await page.goto(`${s.url}/dashboard/kv`)
+    const key = page.getByLabel('Key', { exact: true })
+    const mismatch = async (v: string) => {
+      await key.fill(v)
+      return key.evaluate((e) => (e as HTMLInputElement).validity.patternMismatch)
+    }
+    // the attribute compiles (an invalid pattern is ignored: nothing would mismatch)
+    assert.equal(await mismatch('1abc'), true)
+    assert.equal(await mismatch('a b'), true)
+    assert.equal(await mismatch('a.b'), true)
+    assert.equal(await mismatch('abc_1-x'), false)
+    assert.equal(await key.evaluate((e) => (e as HTMLInputElement).maxLength), 100)
+    assert.equal(await description('kv-key'), 'Starts with a letter; a-z, A-Z, 0-9, _ and -; at most 100 characters.')
+    await key.fill('')
+  })
+
   it('marks the Value field for invalid JSON, a bad number and a value over the size limit', async () => {
     await page.goto(`${s.url}/dashboard/kv`)
     await page.locator('#kv-table tbody', { hasText: 'No entries yet.' }).waitFor()

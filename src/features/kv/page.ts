@@ -3,6 +3,15 @@ import { sourceFile } from '../../web/assets.js'
 import type { FeatureUi } from '../../web/page.js'
 import { pager, status, table } from '../../web/parts.js'
 import { KV_MESSAGES, type KvKey } from './messages.js'
+import { KV_LIMITS } from './schemas.js'
+import { KEY_RE } from './validate.js'
+
+/**
+ * The key field's `pattern`: the store's KEY_RE without its anchors (the attribute matches the
+ * whole value), its class's trailing `-` escaped, as browsers compile the attribute with the
+ * `v` flag, where an unescaped one is a syntax error and the pattern would be ignored.
+ */
+const KEY_PATTERN = KEY_RE.source.replace(/^\^|\$$/g, '').replace(/-\]/g, '\\-]')
 
 /** /dashboard/kv ("my database"): the frame that static/kv.js fills from the KV API. */
 export const kvUi: FeatureUi<KvKey> = {
@@ -21,8 +30,8 @@ export const kvUi: FeatureUi<KvKey> = {
         <form id="kv-form" class="card">
           <h2>${t('kv.editor')}</h2>
           <label for="kv-key">${t('kv.key')}</label>
-          <input id="kv-key" required maxlength="100" pattern="[A-Za-z][A-Za-z0-9_\\-]*" autocapitalize="none" spellcheck="false" aria-describedby="kv-key-hint">
-          <p class="hint" id="kv-key-hint">${t('kv.key_hint')}</p>
+          <input id="kv-key" required maxlength="${KV_LIMITS.keyMaxChars}" pattern="${KEY_PATTERN}" autocapitalize="none" spellcheck="false" aria-describedby="kv-key-hint">
+          <p class="hint" id="kv-key-hint">${t('kv.key_hint', { n: KV_LIMITS.keyMaxChars })}</p>
           <label for="kv-type">${t('kv.type')}</label>
           <select id="kv-type"><option value="json">json</option><option value="text">text</option><option value="number">number</option></select>
           <label for="kv-value">${t('kv.value')}</label>
