@@ -327,7 +327,9 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     // dismiss the public report on the same page, still open
     const spoofed = () => page.locator('#reports-table tbody tr', { has: page.locator('bdi', { hasText: 'abc\u202Edef' }) })
     await page.locator('#reports-filter').selectOption('open')
+    const dismissAsked = page.waitForEvent('dialog')
     await spoofed().getByRole('button', { name: 'Dismiss' }).click()
+    assert.equal((await dismissAsked).message(), 'Dismiss this report? It closes with no action on the content and cannot be reopened.')
     await page.locator('#reports-filter').selectOption('dismissed')
     await spoofed()
       .filter({ has: page.locator('td:nth-child(6)', { hasText: /^dismissed$/ }) })

@@ -272,7 +272,8 @@
       if (x.status === 'open')
         buttons.push(
           button(t('admin.reports.dismiss'), function () {
-            act(x, 'dismiss')
+            // a dismissed report cannot be reopened: asked first, as the other actions on a report are
+            if (window.confirm(t('admin.reports.confirm_dismiss'))) act(x, 'dismiss')
           }),
         )
       // a reporter's text runs in <bdi>: its direction marks (U+202E...) cannot reorder the rest.
