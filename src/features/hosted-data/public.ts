@@ -48,7 +48,7 @@ const text = (reply: FastifyReply, code: number, body: string) => {
   return reply.code(code).header('Cache-Control', 'no-store').type('text/plain; charset=utf-8').send(body)
 }
 
-/** What a representation chosen before a miss set: an error answer names none of it. */
+/** What a representation chosen before a miss set: an error answer or a removal notice names none of it. */
 const REPRESENTATION_HEADERS = ['Content-Length', 'ETag', 'Last-Modified', 'Accept-Ranges', 'X-Data-Version', 'Vary', 'Content-Range', 'Content-Encoding']
 
 /**
@@ -156,7 +156,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
       if (!entry) return notFound(reply)
       for (const h of ['Content-Range', 'Content-Encoding']) reply.removeHeader(h)
       if (entry.blocked) {
-        for (const h of ['Content-Length', 'ETag', 'Last-Modified', 'Accept-Ranges', 'X-Data-Version', 'Vary']) reply.removeHeader(h)
+        for (const h of REPRESENTATION_HEADERS) reply.removeHeader(h)
         return sendNotice(reply, removedNotice(deps, req), req.method === 'HEAD')
       }
       reply.code(200)

@@ -450,6 +450,11 @@
       var v = { d: Math.floor(m / 1440), h: Math.floor(m / 60) % 24, m: m % 60 }
       return t('admin.health.duration.' + (v.d > 0 ? 'd' : v.h > 0 ? 'h' : 'm'), v)
     }
+    // a value's label in the page's language, or the value itself when the console has none
+    function named(prefix, value) {
+      var label = t(prefix + value)
+      return label === prefix + value ? value : label
+    }
     var seq = 0
     function load() {
       var mine = ++seq
@@ -466,21 +471,12 @@
           d.checks.forEach(function (c) {
             // 'ok', 'timeout' or 'error: <message>': the word, and the message in full
             var kind = c.result === 'ok' ? 'ok' : c.result === 'timeout' ? 'timeout' : 'error'
-            var name = t('admin.health.check.' + c.name)
             var detail = [kind === 'error' ? el('code', { text: c.result.replace(/^error: /, '') }) : '', kind === 'error' ? ' ' : '']
             detail.push(el('span', { class: 'hint', text: t(c.required ? 'admin.health.required' : 'admin.health.optional') }))
             checks.appendChild(
-              S.row(
-                [
-                  name === 'admin.health.check.' + c.name ? c.name : name,
-                  el('span', { class: tone(kind), text: t('admin.health.result.' + kind) }),
-                  detail,
-                  '',
-                ],
-                {
-                  'data-check': c.name,
-                },
-              ),
+              S.row([named('admin.health.check.', c.name), el('span', { class: tone(kind), text: t('admin.health.result.' + kind) }), detail, ''], {
+                'data-check': c.name,
+              }),
             )
           })
           var b = d.backups
@@ -494,14 +490,13 @@
                   : ' · ' + (b.last_at ? t('admin.health.backups.last', { time: S.time(b.last_at) }) : t('admin.health.backups.none_yet')))
           var db = t('admin.health.engine.' + d.database.engine)
           if (d.database.pending_commits !== null) db += ' · ' + t('admin.health.pending', { n: d.database.pending_commits })
-          var storage = t('admin.health.storage.' + d.storage.kind)
           var rows = [
             ['version', t('admin.health.version'), t('admin.health.version_value', { version: d.version, api: d.api_version })],
             ['node', t('admin.health.node'), d.node],
             ['pid', t('admin.health.pid'), String(d.pid)],
             ['started', t('admin.health.started'), t('admin.health.started_value', { time: S.time(d.started_at), uptime: duration(d.uptime_seconds) })],
             ['database', t('admin.health.database'), db],
-            ['storage', t('admin.health.storage'), storage === 'admin.health.storage.' + d.storage.kind ? d.storage.kind : storage],
+            ['storage', t('admin.health.storage'), named('admin.health.storage.', d.storage.kind)],
             [
               'memory',
               t('admin.health.memory'),
