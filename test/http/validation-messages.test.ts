@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { expectError, expectErrorInBoth } from '../support/errors.js'
+import { svc } from '../support/images.js'
 
 // A request the route's schema refuses answers 400 / 1106 with a message naming the field and
 // the limit, wholly in the answer's language (Chinese by default, English on request).
@@ -131,6 +132,51 @@ for (const engine of ENGINES) {
       assert.equal(r.status, 414, r.text)
       assert.equal(r.text, 'URI Too Long')
       assert.match(String(r.header('content-type')), /^text\/plain/)
+    })
+  })
+}
+
+// The shared validator turns a numeric string such as "1e309" or "Infinity" into Infinity and
+// checks no bound on it: such a number is refused by the bound a large finite one breaks, on
+// both engines (SQLite failed the admin lists' queries with 500, PostgreSQL with a wrong 1106).
+for (const engine of ENGINES) {
+  describe(`numbers past the finite range [${engine}]`, () => {
+    let s: TestServer
+    let cookie: string
+    let owner: string
+    before(async () => {
+      s = await startServer({ engine })
+      const admin = await s.user({ admin: true })
+      cookie = await s.login(admin.username, admin.password)
+      owner = admin.username
+    })
+    after(() => s?.close())
+
+    const cases: Array<[string, string, string]> = [
+      ['/svc_api/admin/users?page=1e309', 'page 不能大于 999999999', 'page must be at most 999999999'],
+      ['/svc_api/admin/users?per_page=Infinity', 'per_page 不能大于 200', 'per_page must be at most 200'],
+      ['/svc_api/admin/users?per_page=-1e309', 'per_page 不能小于 1', 'per_page must be at least 1'],
+      ['/svc_api/admin/reports?page=1e309', 'page 不能大于 999999999', 'page must be at most 999999999'],
+      ['/svc_api/admin/reports?per_page=1e999', 'per_page 不能大于 200', 'per_page must be at most 200'],
+      ['/svc_api/admin/audit?limit=1e309', 'limit 不能大于 500', 'limit must be at most 500'],
+      ['/svc_api/admin/content?limit=Infinity', 'limit 不能大于 500', 'limit must be at most 500'],
+    ]
+    for (const [path, zh, en] of cases)
+      it(`a query number of Infinity is past its bound: ${path}`, async () => {
+        await expectErrorInBoth((headers) => s.get(path, { cookie, headers }), 400, 1106, `参数错误：${zh}`, `Invalid parameter: ${en}`)
+      })
+
+    it('a body number sent as "1e309" is past its bound too, and changes nothing', async () => {
+      await svc(s, 'grant', owner, 'hosted-data')
+      const f = await s.post('/api/hosted-data/files', { cookie, json: { display_name: 'd.json', content: '{"a":1}' } })
+      assert.equal(f.status, 200, f.text)
+      const id = f.json.file.id as string
+      for (const version of ['1e309', 'Infinity']) {
+        const r = await s.post(`/api/hosted-data/files/${id}/default-version`, { cookie, json: { version }, headers: { 'accept-language': 'en' } })
+        assert.equal(r.status, 400, r.text)
+        assert.deepEqual(r.json, { success: false, message: 'Invalid parameter: version must be at most 2000000000' })
+      }
+      assert.equal((await s.get(`/api/hosted-data/files/${id}`, { cookie })).json.file.default_version, 1)
     })
   })
 }
