@@ -618,6 +618,24 @@ for (const engine of ENGINES) {
       assert.deepEqual((await pub(rb.json.file.public_url)).body, Buffer.from([0xef, 0xbb, 0xbf, 0x5b, 0x31, 0x5d]))
     })
 
+    it('refuses object content nested too deeply to store as JSON with a 400, on create and on a new version, storing nothing', async () => {
+      const f = await create(alice, { display_name: 'deep.json', content: '[]' })
+      const before = await counts(s)
+      const deep = '['.repeat(10_000) + ']'.repeat(10_000)
+      for (const [p, body] of [
+        [F, `{"display_name":"deep.json","content":${deep}}`],
+        [`${F}/${f.id}/versions`, `{"content":${deep}}`],
+      ]) {
+        const r = await s.post(p, { cookie: alice.cookie, body, headers: { 'content-type': 'application/json', 'accept-language': 'en' } })
+        expectError(r, 400, 'plain')
+        assert.equal(r.json.message, 'Invalid parameter: content nests too deeply to store as JSON; send it as a string')
+      }
+      assert.deepEqual(await counts(s), before, 'nothing stored')
+      // the same document as a string is a file like any other
+      const asText = await create(alice, { display_name: 'deep.json', content: deep })
+      assert.equal((await pub(asText.public_url)).text, deep)
+    })
+
     it('updates display name and description with PUT meta', async () => {
       const f = await create(alice, { display_name: 'old name', content: 'm' })
       const r = await json(alice, 'PUT', `${F}/${f.id}/meta`, { display_name: '  new name  ', description: 'line 1\nline 2' })

@@ -65,12 +65,26 @@ const declaredType = (fields: Record<string, unknown>): string | undefined => {
   return normalizeContentType(v)
 }
 
+/**
+ * An object or array of content as compact JSON. The body parser reads any depth, but
+ * JSON.stringify recurses and throws RangeError past the stack's depth (thousands of levels):
+ * that content is refused as bad input, not answered 500.
+ */
+function jsonText(c: object): string {
+  try {
+    return JSON.stringify(c)
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e
+    throw bad({ zh: 'content 嵌套过深，无法存为 JSON；请以字符串发送', en: 'content nests too deeply to store as JSON; send it as a string' })
+  }
+}
+
 /** Content bytes from a parsed body, given the type they will be stored as. */
 function contentBytes(p: Parsed, type: string): Buffer {
   if (p.file) return p.file.bytes
   const c = p.fields.content
   if (typeof c === 'string') return encodeText(c)
-  if (c !== null && typeof c === 'object' && isJsonType(type)) return Buffer.from(JSON.stringify(c), 'utf8')
+  if (c !== null && typeof c === 'object' && isJsonType(type)) return Buffer.from(jsonText(c), 'utf8')
   if (c === undefined || c === null) throw bad({ zh: '缺少 content', en: 'content is required' })
   throw bad({ zh: 'content 须为字符串（只有 JSON 类型可为对象或数组）', en: 'content must be a string (an object or array only for JSON types)' })
 }
