@@ -482,6 +482,13 @@ for (const engine of ENGINES) {
           'Invalid parameter: version 9 does not exist',
         ],
         [
+          'deleting a version past the integer range',
+          () => send('DELETE', `${F}/${id}/versions/2147483648`),
+          404,
+          '参数错误：版本 2147483648 不存在',
+          'Invalid parameter: version 2147483648 does not exist',
+        ],
+        [
           'deleting the default version',
           () => send('DELETE', `${F}/${id}/versions/1`),
           409,

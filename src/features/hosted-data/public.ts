@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { publicCorsHeaders, publicPreflight, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
-import { createHostedData, PUBLIC_TOKEN_RE } from './service.js'
+import { createHostedData, MAX_VERSION, PUBLIC_TOKEN_RE } from './service.js'
 import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
 import type { VersionPick } from './store.js'
@@ -17,8 +17,6 @@ const CACHE_DEFAULT = 'public, no-cache'
 const CACHE_PINNED = 'public, max-age=31536000, immutable'
 /** `?v=`: a version number, or `latest` (the newest version the file has). */
 const V_RE = /^(?:[1-9]\d{0,9}|latest)$/
-/** Versions are SQL `integer` columns: a larger number names no version (and PostgreSQL refuses it). */
-const MAX_VERSION = 2 ** 31 - 1
 /** Only a numbered version never changes; the default and the latest are revalidated on every use. */
 const cacheOf = (version: VersionPick) => (typeof version === 'number' ? CACHE_PINNED : CACHE_DEFAULT)
 /** A page on another origin may read which version it got (X-Data-Version), to pin it with ?v=N. */

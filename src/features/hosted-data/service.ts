@@ -24,6 +24,8 @@ export const PUBLIC_TOKEN_RE = /^[A-Za-z0-9]{16,64}$/
 
 const notFound = () => new AppError('RESOURCE_NOT_FOUND')
 const quotaFull = (detail: Text) => new AppError('QUOTA_EXCEEDED', { params: { detail } })
+/** Versions are SQL `integer` columns: a larger number names no version (and PostgreSQL refuses it). */
+export const MAX_VERSION = 2 ** 31 - 1
 /** The refusal of a version number the file does not have (400, or 404 where the URL names it). */
 const noVersion = (version: number, status?: number) =>
   new AppError('INVALID_PARAMETER', { params: { detail: { zh: `版本 ${version} 不存在`, en: `version ${version} does not exist` } }, status })
@@ -258,7 +260,7 @@ export function createHostedData(deps: Deps) {
     async removeVersion(user: User, fileId: string, version: number, origin: string) {
       await onFile(user, fileId, async (trx, f) => {
         if (f.locked) throw new AppError('LOCKED')
-        if (!(await store.hasVersion(trx, f.id, version))) throw noVersion(version, 404)
+        if (version > MAX_VERSION || !(await store.hasVersion(trx, f.id, version))) throw noVersion(version, 404)
         if (version === f.default_version)
           throw new AppError('INVALID_PARAMETER', {
             params: { detail: { zh: '不能删除默认版本，请先切换默认版本', en: 'the default version cannot be deleted; switch the default first' } },
