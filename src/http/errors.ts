@@ -450,11 +450,7 @@ export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: 
   }
   // PostgreSQL: text the database cannot hold (NUL, invalid encoding) is the client's input
   const pgCode = (e as { code?: string }).code
-  if (pgCode === '22021' || pgCode === '22P05' || pgCode === '22P02') {
-    return new AppError('INVALID_PARAMETER', {
-      params: { detail: { zh: '某个值包含无法存储的字符', en: 'a value contains characters that cannot be stored' } },
-    })
-  }
+  if (pgCode === '22021' || pgCode === '22P05' || pgCode === '22P02') return unstorable()
   // SQLite: the fsync that covered this write failed, so the write may not survive a crash
   if (pgCode === 'SVC_NOT_DURABLE') {
     const reason = { zh: '写入未能持久保存到磁盘，可能没有保存成功', en: 'the write could not be made durable and may not have been saved' }
@@ -519,3 +515,11 @@ export function installErrorHandling(app: FastifyInstance, config: Config, page?
 export const fail = (key: ErrorKey, options?: ConstructorParameters<typeof AppError>[1]): never => {
   throw new AppError(key, options)
 }
+
+/**
+ * The refusal of text the database cannot hold (U+0000, invalid encoding): what PostgreSQL's
+ * encoding errors become, and what a route answers for such text before the database so that
+ * SQLite, which would store or look it up, answers alike (decision 10).
+ */
+export const unstorable = (): AppError =>
+  new AppError('INVALID_PARAMETER', { params: { detail: { zh: '某个值包含无法存储的字符', en: 'a value contains characters that cannot be stored' } } })

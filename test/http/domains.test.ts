@@ -62,6 +62,8 @@ for (const engine of ENGINES) {
       for (const domain of ['alice.localhost', 'localhost']) expectError(await add({ domain, project: 'site' }), 400, 1340)
       expectError(await add({ domain: 'www.example.test' }), 400, 1340)
       expectError(await add({ domain: 'www.example.test', project: 'nope' }), 404, 1346)
+      // U+0000 cannot be stored (decision 10): the same 1106 on both engines
+      for (const project of ['\u0000', 'si\u0000te']) expectError(await add({ domain: 'www.example.test', project }), 400, 1106)
       expectError(await s.post('/api/domains', { key: alice.key, body: '[1]', headers: { 'content-type': 'application/json' } }), 400, 1106)
       expectError(await s.post('/api/domains', { json: { domain: 'www.example.test', project: 'site' } }), 401, 1001)
       const list = await s.get('/api/domains', { key: alice.key })

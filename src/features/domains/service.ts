@@ -5,6 +5,7 @@ import type { Text } from '../../errors/text.js'
 import { hashPassword } from '../../auth/passwords.js'
 import { MAX_PASSWORD_BYTES } from '../../auth/account-rules.js'
 import { hostName } from '../../http/site-origin.js'
+import { unstorable } from '../../http/errors.js'
 import { createDomainsStore, type AccessRow, type DomainRow } from './store.js'
 import { challengeName, challengeValue, parseDomain } from './names.js'
 import type { TxtLookup } from './dns.js'
@@ -109,6 +110,8 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
           params: { detail: { zh: '缺少 project，须为你的一个文件夹项目的名称', en: 'send "project", the name of one of your folder projects' } },
         })
       }
+      // U+0000 cannot be stored, nor looked up on PostgreSQL: one 1106 on both engines
+      if (body.project.includes('\u0000')) throw unstorable()
       const project = body.project.normalize('NFC')
       if (!(await store.projectExists(user.id, project))) throw new AppError('SITE_TARGET_NOT_FOUND', { params: { name: project, what: PROJECT } })
       const existing = await store.domain(user.id, name)
