@@ -70,6 +70,15 @@ for (const engine of ENGINES) {
       assert.equal((await s.get('/svc_api/me', { cookie: fake })).json.error_code, 1002)
     })
 
+    it('answers a username with U+0000 as any unknown one (401 / 1004) on both engines', async () => {
+      const u = await s.user()
+      for (const username of [`${u.username}\u0000`, '\u0000']) {
+        const r = await s.post('/login', { form: { username, password: u.password }, headers: { accept: 'application/json' } })
+        expectError(r, 401, 1004)
+        assert.equal(r.header('set-cookie'), undefined)
+      }
+    })
+
     it('refuses two session cookies in one request (cookie tossing)', async () => {
       const u = await s.user()
       const v = await s.user()

@@ -89,7 +89,8 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
       // the attempt counts as a failure until it is known not to be one
       let row: Awaited<ReturnType<typeof users.byName>>
       try {
-        row = username ? await users.byName(username) : undefined
+        // U+0000 is in no username (PostgreSQL cannot even look it up): unknown on both engines
+        row = username && !username.includes('\u0000') ? await users.byName(username) : undefined
         // an unknown user costs the same hash verification as a wrong password
         const ok = await verifyPassword(row?.password_hash ?? (await dummyHash()), password)
         if (!row || !ok) {
