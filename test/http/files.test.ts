@@ -325,6 +325,22 @@ for (const engine of ENGINES) {
         })
       }
 
+      it('finds a name by its NFC or NFD spelling, as uploads store it (NFC)', async () => {
+        const dave = await s.user()
+        const r = await uploadFile(s, { key: dave.key }, 'cafe\u0301.html', HTML('café'))
+        assert.equal(r.status, 200, r.text)
+        assert.equal(r.json.data.file_name, 'caf\u00e9.html')
+        for (const q of ['caf\u00e9', 'cafe\u0301', 'e\u0301.HTML']) {
+          const found = await s.get(`/svc_api/files?search=${encodeURIComponent(q)}`, { key: dave.key })
+          assert.equal(found.status, 200, found.text)
+          assert.deepEqual(
+            found.json.data.files.map((f: any) => f.file_name),
+            ['caf\u00e9.html'],
+            q,
+          )
+        }
+      })
+
       it("refuses another is_featured spelling, or a control character, in the answer's language", async () => {
         for (const [lang, want] of [
           ['zh-CN', '参数错误：is_featured 须为 true、false、1 或 0'],

@@ -185,7 +185,8 @@ export function createFilesService(deps: Deps) {
     },
 
     async list(user: User, q: { search?: string; featured?: boolean }, limit: number, offset: number, origin: string) {
-      const search = checkText('search', q.search, 200, false)
+      // names are stored in NFC (uploads normalise them): a search spelled in NFD finds them too
+      const search = checkText('search', q.search, 200, false)?.normalize('NFC')
       const { total, rows } = await store.list(user.id, { search, featured: q.featured }, limit, offset)
       const held = await deps.services.get(createAbuse).quarantinedSites(user.username)
       return { total, files: rows.map((r) => ({ ...listItem(r, origin, user.username), ...(held(r.file_name) ? { quarantined: true } : {}) })) }
