@@ -278,6 +278,16 @@ for (const engine of ENGINES) {
       )
       const byName = await adminCall('GET', `/svc_api/admin/content?name=FINDME&user=${bob.username}`)
       assert.equal(byName.json.data.items.length, 1)
+      // names are stored in NFC: a name spelled in NFD finds them too
+      await uploadFile(s, { key: bob.key }, 'caf\u00e9-menu.html', page)
+      for (const name of ['caf\u00e9-menu', 'cafe\u0301-menu']) {
+        const spelled = await adminCall('GET', `/svc_api/admin/content?name=${encodeURIComponent(name)}&user=${bob.username}`)
+        assert.deepEqual(
+          spelled.json.data.items.map((i: any) => i.name),
+          ['caf\u00e9-menu.html'],
+          name,
+        )
+      }
       const byUser = await adminCall('GET', `/svc_api/admin/content?user=${bob.username}`)
       assert.ok(byUser.json.data.items.length >= 2)
       expectError(await adminCall('GET', '/svc_api/admin/content'), 400, 1106)

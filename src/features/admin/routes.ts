@@ -69,7 +69,9 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
 
   app.get('/svc_api/admin/content', opts('Search content by owner, URL, name or SHA-256 (admin)', { querystring: ContentQuery }), async (req) => {
     const q = req.query as { user?: string; url?: string; name?: string; hash?: string; limit?: number }
-    const f: Parameters<Admin['store']['content']>[0] = { user: q.user?.trim() || undefined, name: q.name?.trim() || undefined, digest: q.hash?.toLowerCase() }
+    // names are stored in NFC (uploads normalise them): a name spelled in NFD finds them too
+    const name = q.name?.trim().normalize('NFC') || undefined
+    const f: Parameters<Admin['store']['content']>[0] = { user: q.user?.trim() || undefined, name, digest: q.hash?.toLowerCase() }
     if (q.url) {
       const { target } = await deps.services.get(createAbuse).targetOfUrl(q.url)
       if (target.kind === 'site') {
