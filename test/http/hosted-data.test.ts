@@ -625,7 +625,7 @@ for (const engine of ENGINES) {
       assert.deepEqual((await pub(rb.json.file.public_url)).body, Buffer.from([0xef, 0xbb, 0xbf, 0x5b, 0x31, 0x5d]))
     })
 
-    it('refuses object content nested too deeply to store as JSON with a 400, on create and on a new version, storing nothing', async () => {
+    it('refuses object content JSON cannot hold (nested too deeply, a number out of range) with a 400, on create and on a new version, storing nothing', async () => {
       const f = await create(alice, { display_name: 'deep.json', content: '[]' })
       const before = await counts(s)
       const deep = '['.repeat(10_000) + ']'.repeat(10_000)
@@ -636,6 +636,15 @@ for (const engine of ENGINES) {
         const r = await s.post(p, { cookie: alice.cookie, body, headers: { 'content-type': 'application/json', 'accept-language': 'en' } })
         expectError(r, 400, 'plain')
         assert.equal(r.json.message, 'Invalid parameter: content nests too deeply to store as JSON; send it as a string')
+      }
+      // a number out of range (the parser reads it as Infinity) would be stored as null
+      for (const [p, body] of [
+        [F, '{"display_name":"big.json","content":{"a":[1,1e309]}}'],
+        [`${F}/${f.id}/versions`, '{"content":{"a":-1e400}}'],
+      ]) {
+        const r = await s.post(p, { cookie: alice.cookie, body, headers: { 'content-type': 'application/json', 'accept-language': 'en' } })
+        expectError(r, 400, 'plain')
+        assert.equal(r.json.message, 'Invalid parameter: content holds a number out of range (numbers must be finite doubles)')
       }
       assert.deepEqual(await counts(s), before, 'nothing stored')
       // the same document as a string is a file like any other

@@ -65,14 +65,22 @@ const declaredType = (fields: Record<string, unknown>): string | undefined => {
   return normalizeContentType(v)
 }
 
+/** A number the body parser read as Infinity (`1e309`): JSON.stringify would store null for it. */
+const finiteOnly = (_key: string, v: unknown): unknown => {
+  if (typeof v === 'number' && !Number.isFinite(v))
+    throw bad({ zh: 'content 含有超出范围的数字（数字须为有限的双精度数）', en: 'content holds a number out of range (numbers must be finite doubles)' })
+  return v
+}
+
 /**
  * An object or array of content as compact JSON. The body parser reads any depth, but
  * JSON.stringify recurses and throws RangeError past the stack's depth (thousands of levels):
- * that content is refused as bad input, not answered 500.
+ * that content is refused as bad input, not answered 500; so is a number out of range, which
+ * would be stored as null.
  */
 function jsonText(c: object): string {
   try {
-    return JSON.stringify(c)
+    return JSON.stringify(c, finiteOnly)
   } catch (e) {
     if (!(e instanceof RangeError)) throw e
     throw bad({ zh: 'content 嵌套过深，无法存为 JSON；请以字符串发送', en: 'content nests too deeply to store as JSON; send it as a string' })
