@@ -7,6 +7,8 @@ export interface Page {
   offset: number
 }
 
+/** The largest page a list takes: nine digits, so an offset stays an exact integer on both engines. */
+export const MAX_PAGE = 999_999_999
 const INT_RE = /^\d{1,9}$/
 
 /**
@@ -27,7 +29,7 @@ export function parsePage(query: Record<string, unknown>, defaults: { perPage: n
   let page = 1
   let perPage = defaults.perPage
   if (p !== undefined && p !== '') {
-    if (typeof p !== 'string' || !INT_RE.test(p) || Number(p) < 1) throw new AppError('INVALID_PAGE')
+    if (typeof p !== 'string' || !INT_RE.test(p) || Number(p) < 1) throw new AppError('INVALID_PAGE', { params: { max: MAX_PAGE } })
     page = Number(p)
   }
   if (pp !== undefined && pp !== '') {

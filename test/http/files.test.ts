@@ -393,6 +393,15 @@ for (const engine of ENGINES) {
         assert.match(en.json.message, /NUL characters are not allowed in paths or query strings/)
       })
 
+      it('a page past the nine-digit bound is refused with that bound in the message', async () => {
+        const r = await s.get('/svc_api/files?page=1234567890', { key: carol.key, headers: { 'accept-language': 'en' } })
+        expectError(r, 400, 1107)
+        assert.equal(r.json.message, 'page must be an integer from 1 to 999999999')
+        const last = await list('?page=999999999')
+        assert.equal(last.status, 200, last.text)
+        assert.deepEqual(last.json.data.files, [])
+      })
+
       it("lists only the caller's files", async () => {
         const other = await s.get('/svc_api/files', { key: alice.key })
         assert.ok(!other.json.data.files.some((f: any) => f.file_name === 'gamma.html'), "only the caller's files")
