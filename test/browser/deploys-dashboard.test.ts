@@ -92,6 +92,40 @@ describe('deploys in the dashboard (Chromium)', () => {
     assert.deepEqual(problems, [])
   })
 
+  it('refuses a name that is not one of the projects at its field, with no project panel', async () => {
+    await page.goto(`${s.url}/dashboard/folders`)
+    await page.locator('#projects-table').getByRole('button', { name: 'blog' }).click()
+    await page.locator('#deploys-table tbody tr').first().waitFor()
+    const asked: string[] = []
+    const onRequest = (r: { url(): string }) => {
+      if (r.url().includes('/api/folders/no-such-project/')) asked.push(new URL(r.url()).pathname)
+    }
+    page.on('request', onRequest)
+    const field = page.getByLabel('Open a project by name')
+    await field.fill('no-such-project')
+    await field.press('Enter')
+    await page.locator('#open-name-error').waitFor()
+    assert.equal(await page.locator('#open-name-error').textContent(), 'You have no project named "no-such-project".')
+    assert.equal(await field.getAttribute('aria-invalid'), 'true')
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'open-name')
+    // the panel (blog's, or one for the missing name with Publish and "No deploys yet.") is gone
+    assert.equal(await page.locator('#project').isHidden(), true)
+    assert.equal(await page.getByRole('button', { name: 'Publish', exact: true }).count(), 0)
+    // one question (its files), not its deploys too
+    page.off('request', onRequest)
+    assert.deepEqual(asked, ['/api/folders/no-such-project/files'])
+    // the reason stands below the row, not between the field and its button
+    const [input, line] = await Promise.all([field.boundingBox(), page.locator('#open-name-error').boundingBox()])
+    assert.ok(input && line && line.y >= input.y + input.height, `${JSON.stringify(input)} ${JSON.stringify(line)}`)
+    // typing takes the mark away; an existing name opens its panel
+    await field.fill('blog')
+    assert.equal(await page.locator('#open-name-error').count(), 0)
+    await field.press('Enter')
+    await page.locator('#project-name', { hasText: 'blog' }).waitFor()
+    await page.locator('#project').waitFor()
+    assert.deepEqual(problems, [])
+  })
+
   it("shows every time the API gives in the browser's own zone, in one format", async () => {
     // one instant (2026-12-02 00:30:21 UTC) in each form the API uses
     const shown = await page.evaluate(() => {

@@ -357,17 +357,25 @@
       })
   }
 
-  function show(name, info) {
+  /**
+   * Shows project `name` in the panel. `field`: the name was typed there (Open a project by
+   * name); the panel then appears only once the project's files answer, and a name that is
+   * not one of the user's projects is refused at the field, with no panel and no buttons.
+   */
+  function show(name, info, field) {
     current = { name: name, published: null }
-    S.$('project').hidden = false
+    S.$('project').hidden = !!field
     S.$('project-name').textContent = name
     setState(info ? !!info.is_published : null, info)
     var box = S.clear(S.$('project-tree'))
     box.appendChild(el('p', { class: 'hint', text: t('common.loading') }))
-    loadDeploys(name)
+    if (!field) loadDeploys(name)
     return S.api
       .get('/api/folders/' + S.enc(name) + '/files')
       .then(function (r) {
+        if (!current || current.name !== name) return
+        S.$('project').hidden = false
+        if (field) loadDeploys(name)
         S.clear(box).appendChild(tree(r.files || []))
         if (!info) {
           // the state comes from the project list when available
@@ -383,6 +391,13 @@
         }
       })
       .catch(function (e) {
+        if (!current || current.name !== name) return
+        if (field && (e.status === 403 || e.status === 404)) {
+          current = null
+          S.fieldError(field, t('folders.no_such', { name: name }))
+          return
+        }
+        S.$('project').hidden = false
         S.clear(box).appendChild(el('p', { class: 'error', text: e.message }))
       })
   }
@@ -411,7 +426,9 @@
       .catch(S.fail('folders-status'))
   })
   S.onSubmit(S.$('open-form'), function () {
-    return show(S.$('open-name').value.trim())
+    var field = S.$('open-name')
+    S.fieldError(field, '')
+    return show(field.value.trim(), null, field)
   })
   loadProjects()
 })()
