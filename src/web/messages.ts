@@ -39,6 +39,12 @@ export const SHARED_MESSAGES = defineMessages(
     'redeem.other': "This code activated {feature}, not this page's feature.",
     'feature.image-host': 'image hosting',
     'feature.hosted-data': 'hosted data',
+    // an abuse report's category, in the console, its filters and the owner's dashboard
+    'abuse.category.phishing': 'phishing',
+    'abuse.category.malware': 'malware',
+    'abuse.category.spam': 'spam',
+    'abuse.category.copyright': 'copyright infringement',
+    'abuse.category.other': 'other',
 
     'common.delete': 'Delete',
     'common.open': 'Open',
@@ -77,6 +83,11 @@ export const SHARED_MESSAGES = defineMessages(
     'redeem.other': '此兑换码开通的是{feature}，不是本页的功能。',
     'feature.image-host': '图片托管',
     'feature.hosted-data': '数据托管',
+    'abuse.category.phishing': '钓鱼',
+    'abuse.category.malware': '恶意软件',
+    'abuse.category.spam': '垃圾信息',
+    'abuse.category.copyright': '侵犯版权',
+    'abuse.category.other': '其他',
 
     'common.delete': '删除',
     'common.open': '打开',

@@ -507,6 +507,65 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     }
   })
 
+  it("names a report's category and status in the console's language, and the category on the owner's dashboard", async () => {
+    const dave = await s.user()
+    await uploadFile(s, { key: dave.key }, 'held.html', HTML('Held', '<p>held</p>'))
+    const url = `http://${dave.username}.localhost:${new URL(s.httpUrl).port}/held.html`
+    const adminCookie = await s.login(admin.username, admin.password)
+    const made = await s.post('/svc_api/admin/reports', { cookie: adminCookie, json: { url, category: 'copyright' } })
+    assert.equal(made.status, 201, made.text)
+    assert.equal((await s.post(`/svc_api/admin/reports/${made.json.data.id}/takedown`, { cookie: adminCookie, json: {} })).status, 200)
+    // a Chinese browser: signed in on the English form, then the language switch's cookie
+    const zh = async (u: { username: string; password: string }) => {
+      const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'zh-CN' })
+      await ctx.addCookies([{ name: 'lang', value: 'en', url: s.url }])
+      const page = await ctx.newPage()
+      page.setDefaultTimeout(10_000)
+      page.on('pageerror', (e) => problems.push(String(e)))
+      await login(page, u)
+      await ctx.addCookies([{ name: 'lang', value: 'zh', url: s.url }])
+      return { ctx, page }
+    }
+    const a = await zh(admin)
+    try {
+      await a.page.goto(`${s.url}/admin/reports?status=taken_down`)
+      const row = a.page.locator('#reports-table tbody tr', { hasText: url })
+      await row.waitFor()
+      assert.equal(await row.locator('td:nth-child(4)').textContent(), '侵犯版权')
+      assert.equal(await row.locator('td:nth-child(6)').textContent(), '已下架')
+      // the filter and the case form offer the same words, and still send the codes
+      const filter = await a.page.locator('#reports-filter option').evaluateAll((os) => os.map((o) => [(o as HTMLOptionElement).value, o.textContent]))
+      assert.deepEqual(filter, [
+        ['', '全部'],
+        ['open', '待处理'],
+        ['quarantined', '已隔离'],
+        ['restored', '已恢复'],
+        ['taken_down', '已下架'],
+        ['lifted', '已解除下架'],
+        ['dismissed', '已驳回'],
+      ])
+      const cats = await a.page.locator('#case-category option').evaluateAll((os) => os.map((o) => [(o as HTMLOptionElement).value, o.textContent]))
+      assert.deepEqual(cats, [
+        ['phishing', '钓鱼'],
+        ['malware', '恶意软件'],
+        ['spam', '垃圾信息'],
+        ['copyright', '侵犯版权'],
+        ['other', '其他'],
+      ])
+    } finally {
+      await a.ctx.close()
+    }
+    const d = await zh(dave)
+    try {
+      await d.page.goto(`${s.url}/dashboard`)
+      const item = d.page.locator('#abuse-notices li[data-state="removed"]')
+      assert.match((await item.textContent()) ?? '', /^已于 \d{4}-\d\d-\d\d 下架（侵犯版权）：/)
+    } finally {
+      await d.ctx.close()
+    }
+    assert.deepEqual(problems, [])
+  })
+
   it('takes a report from the public form without an account', async () => {
     const { ctx, page } = await open()
     try {

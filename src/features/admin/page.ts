@@ -39,8 +39,8 @@ function adminPage(path: string, section: string, title: AdminKey, body: (ctx: C
   }
 }
 
-const CATEGORIES = ['phishing', 'malware', 'spam', 'copyright', 'other']
-const STATUSES = ['open', 'quarantined', 'restored', 'taken_down', 'lifted', 'dismissed']
+const CATEGORIES = ['phishing', 'malware', 'spam', 'copyright', 'other'] as const
+const STATUSES = ['open', 'quarantined', 'restored', 'taken_down', 'lifted', 'dismissed'] as const
 
 /** /admin...: accounts, abuse reports, content search, settings, the audit log and health (admin flag only). */
 export const adminUi: FeatureUi<AdminKey> = {
@@ -90,7 +90,7 @@ export const adminUi: FeatureUi<AdminKey> = {
         <div class="toolbar">
           <label for="reports-filter">${ctx.t('admin.reports.filter')}</label>
           <select id="reports-filter"><option value="">${ctx.t('admin.reports.all')}</option>${STATUSES.map(
-            (s) => html`<option value="${s}"${s === 'open' ? raw(' selected') : ''}>${s}</option>`,
+            (s) => html`<option value="${s}"${s === 'open' ? raw(' selected') : ''}>${ctx.t(`admin.reports.status.${s}`)}</option>`,
           )}</select>
         </div>
         ${status('reports-status')}
@@ -109,7 +109,7 @@ export const adminUi: FeatureUi<AdminKey> = {
           <label for="case-url">${ctx.t('admin.reports.url')}</label>
           <input id="case-url" type="url" required maxlength="2000" spellcheck="false">
           <label for="case-category">${ctx.t('admin.reports.category')}</label>
-          <select id="case-category">${CATEGORIES.map((c) => html`<option>${c}</option>`)}</select>
+          <select id="case-category">${CATEGORIES.map((c) => html`<option value="${c}">${ctx.t(`abuse.category.${c}`)}</option>`)}</select>
           <button type="submit" class="primary">${ctx.t('admin.reports.submit')}</button>
         </form>`,
     ),

@@ -35,6 +35,12 @@ export function dashboardPage(pages: PageRouter, registry: Registry): void {
   })
 }
 
+const CATEGORIES = ['phishing', 'malware', 'spam', 'copyright', 'other'] as const
+
+/** A report's category in the page's words; one the table does not know, as it is. */
+const categoryLabel = (t: PageCtx<MsgKey>['t'], c: string): string =>
+  (CATEGORIES as readonly string[]).includes(c) ? t(`abuse.category.${c as (typeof CATEGORIES)[number]}`) : c
+
 /** The abuse feature's state, as far as the dashboard asks it (features/abuse/service.ts). */
 interface AbuseState {
   ownerHolds(userId: string): Promise<OwnerHold[]>
@@ -61,7 +67,7 @@ async function holdsNotice(ctx: PageCtx<MsgKey>) {
             (h) =>
               html`<li data-state="${h.state}">${t(h.state === 'removed' ? 'dash.holds.removed' : 'dash.holds.quarantined', {
                 date: new Date(h.created_at).toISOString().slice(0, 10),
-                category: h.category,
+                category: categoryLabel(t, h.category),
               })} <code>${urlOf(h)}</code></li>`,
           )}</ul>
           <p>${contact ? html`${t('dash.holds.contact')} <a href="${contact}">${contact.replace(/^mailto:/, '')}</a>` : t('dash.holds.no_contact')}</p>

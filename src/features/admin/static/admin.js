@@ -14,6 +14,12 @@
   }
   var page = S.data.adminPage
 
+  /** The message `prefix + code` (a report's category or status), else the code itself. */
+  function wordFor(prefix, code) {
+    var text = t(prefix + code)
+    return text === prefix + code ? String(code) : text
+  }
+
   function button(label, onclick, attrs) {
     return el('button', Object.assign({ type: 'button', text: label, onclick: onclick }, attrs || {}))
   }
@@ -289,7 +295,10 @@
         ? el('a', { href: x.url, rel: 'noopener noreferrer', target: '_blank' }, [el('bdi', { text: x.url })])
         : el('bdi', { text: x.url })
       var owner = x.owner ? el('bdi', { text: x.owner }) : '—'
-      return S.row([S.time(x.created_at), link, owner, x.category, details, x.status, el('div', { class: 'buttons' }, buttons)], { 'data-report': x.id })
+      // the codes in the page's words (a code the page does not know is shown as it is)
+      var category = wordFor('abuse.category.', x.category)
+      var state = wordFor('admin.reports.status.', x.status)
+      return S.row([S.time(x.created_at), link, owner, category, details, state, el('div', { class: 'buttons' }, buttons)], { 'data-report': x.id })
     }
     // the status shown is in the address (?status=), so a reload or a link keeps it
     var filter = $('reports-filter')
