@@ -5,12 +5,13 @@ import os from 'node:os'
 import path from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import { startServer, type TestServer } from '../support/server.js'
-import { HIGH_LIMITS } from '../support/hosting.js'
+import { HIGH_LIMITS, HTML, uploadFile } from '../support/hosting.js'
 import { logInPage, openContext, watchErrors } from '../support/browser.js'
 
 // The single files page as a person uses it in Chromium, with a server that takes files of at
 // most 2 MiB: a file over the limit is refused before its bytes are sent, in the page's
-// language and in binary units; a refusal never reads as "Uploaded".
+// language and in binary units; a refusal never reads as "Uploaded". Its search shows the
+// answer to what is typed now and says when nothing matches.
 
 const MAX = 2 * 1024 * 1024
 
@@ -118,6 +119,51 @@ describe('single files page: refused uploads (Chromium)', () => {
         assert.ok(box.x >= 0 && box.x + box.width <= width, `${await tab.textContent()} at ${box.x}-${box.x + box.width} of ${width}px`)
       }
     }
+    assert.deepEqual(errors, [])
+  })
+
+  it('the search shows the answer to what is typed now, and says when nothing matches', async () => {
+    for (const n of ['srch-alpha.html', 'srch-alpha2.html', 'srch-beta.html']) assert.equal((await uploadFile(s, { key: u.key }, n, HTML(n))).status, 200)
+    const { page, errors } = await filesPage('en-US')
+    // counts every answer the page's script has handled: 'loadend' follows the script's own 'load'
+    await page.addInitScript(() => {
+      const w = window as unknown as { xhrDone: number }
+      w.xhrDone = 0
+      type Send = (this: XMLHttpRequest, body?: Document | XMLHttpRequestBodyInit | null) => void
+      const send = Object.getOwnPropertyDescriptor(XMLHttpRequest.prototype, 'send')!.value as Send
+      // assigned, not named: the test's transform would wrap a named function in a helper the page lacks
+      XMLHttpRequest.prototype.send = function (this: XMLHttpRequest, body?: Document | XMLHttpRequestBodyInit | null) {
+        this.addEventListener('loadend', () => w.xhrDone++)
+        send.call(this, body)
+      }
+    })
+    await page.goto(`${s.url}/dashboard/files`)
+    const names = () => page.locator('#files-table tbody tr td:first-child a').allTextContents()
+    await page.getByRole('link', { name: 'srch-beta.html' }).waitFor()
+    // the broader search is held until the narrower one, typed after it, has been shown
+    let release!: () => void
+    const held = new Promise<void>((r) => (release = r))
+    const isBroad = (x: URL) => x.pathname === '/svc_api/files' && x.searchParams.get('search') === 'srch-alpha'
+    await page.route(isBroad, async (route) => {
+      await held
+      await route.continue()
+    })
+    const broad = page.waitForRequest((r) => isBroad(new URL(r.url())))
+    const search = page.getByLabel('Search by name')
+    await search.fill('srch-alpha')
+    await broad
+    await search.fill('srch-alpha2')
+    await page.getByRole('link', { name: 'srch-beta.html' }).waitFor({ state: 'detached' })
+    await page.getByRole('link', { name: 'srch-alpha2.html' }).waitFor()
+    const done = await page.evaluate(() => (window as unknown as { xhrDone: number }).xhrDone)
+    release()
+    await page.waitForFunction((n) => (window as unknown as { xhrDone: number }).xhrDone > n, done)
+    assert.deepEqual(await names(), ['srch-alpha2.html'])
+    // a search that finds nothing says so, not that there are no files at all
+    await search.fill('zzz-nothing')
+    const empty = page.locator('#files-table tbody td.hint')
+    await empty.filter({ hasText: 'zzz-nothing' }).waitFor()
+    assert.equal(await empty.textContent(), 'No file or project name contains "zzz-nothing".')
     assert.deepEqual(errors, [])
   })
 

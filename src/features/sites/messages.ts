@@ -25,6 +25,7 @@ export const SITES_MESSAGES = defineMessages(
     'files.result': '{done} of {total} files uploaded.',
     'files.too_large': '{name}: larger than {max}, the most a file may be; not uploaded.',
     'files.none': 'No files yet.',
+    'files.no_match': 'No file or project name contains "{search}".',
     'files.delete_confirm': 'Delete "{name}"? Its link stops working.',
 
     'folders.title': 'Folder projects',
@@ -97,6 +98,7 @@ export const SITES_MESSAGES = defineMessages(
     'files.result': '已上传 {done} / {total} 个文件。',
     'files.too_large': '{name}：超过单个文件的上限 {max}，未上传。',
     'files.none': '还没有文件。',
+    'files.no_match': '没有文件名或项目名包含“{search}”的文件。',
     'files.delete_confirm': '删除“{name}”？它的链接将失效。',
 
     'folders.title': '文件夹项目',

@@ -21,13 +21,18 @@
   }
   var infoLoaded = info()
 
+  // only the latest load renders: an earlier search's answer that comes back last is dropped
+  var seq = 0
   function load() {
+    var mine = ++seq
+    var search = state.search
     return S.api
       .get('/svc_api/files' + S.qs(state))
       .then(function (r) {
+        if (mine !== seq) return
         var d = r.data
         var tbody = S.clear(S.$('files-table').querySelector('tbody'))
-        if (d.files.length === 0) S.emptyRow(tbody, t('files.none'))
+        if (d.files.length === 0) S.emptyRow(tbody, search ? t('files.no_match', { search: search }) : t('files.none'))
         d.files.forEach(function (f) {
           tbody.appendChild(
             S.row([
