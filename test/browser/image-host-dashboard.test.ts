@@ -62,6 +62,39 @@ describe('image host dashboard (Chromium) [sqlite]', () => {
     assert.deepEqual(errors, [])
   })
 
+  it("saves a remark with Enter in its field, as with its button, and the picture's alt follows", async () => {
+    const u = await s.user()
+    await svc(s, 'grant', u.username, 'image-host')
+    const cookie = await s.login(u.username, u.password)
+    const form = imageForm([{ name: 'cat.png', data: await makeImage('png', { width: 4, height: 4 }) }])
+    const r = await s.post('/api/image-host/upload', { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+    assert.equal(r.status, 200, r.text)
+    const remarkOf = async () => (await s.get('/api/image-host/images', { cookie })).json.images[0].remark as string | null
+    const own = await openContext({ locale: 'en-US' })
+    try {
+      const p = await own.newPage()
+      p.setDefaultTimeout(15_000)
+      const errors = watchErrors(p)
+      await logInPage(p, s.url, u)
+      await p.goto(`${s.url}/dashboard/images`)
+      const item = p.locator('#img-list > li', { hasText: 'cat.png' })
+      const field = item.getByLabel('Remark')
+      await field.fill('a grey cat')
+      await field.press('Enter')
+      await p.locator('#toast', { hasText: 'Saved.' }).waitFor()
+      assert.equal(await remarkOf(), 'a grey cat')
+      assert.equal(await item.locator('img').getAttribute('alt'), 'a grey cat')
+      // the button saves too; an empty remark clears it, and the alt falls back to the file name
+      await field.fill('')
+      await item.getByRole('button', { name: 'Save remark' }).click()
+      await p.waitForFunction(() => document.querySelector('#img-list img')?.getAttribute('alt') === 'cat.png')
+      assert.ok(!(await remarkOf()), 'cleared')
+      assert.deepEqual(errors, [])
+    } finally {
+      await own.close()
+    }
+  })
+
   it('shows each picture from a variant sized to its box, 2x on a high-DPI screen; SVG and small ones as they are', async () => {
     const u = await s.user()
     await svc(s, 'grant', u.username, 'image-host')

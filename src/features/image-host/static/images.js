@@ -124,10 +124,30 @@
           S.fail('img-status')(e)
         })
     })
+    var pic = thumbnail(img)
+    // the remark is a form of its own: Enter in the field saves it, as its button does
+    var remarkForm = el(
+      'form',
+      { class: 'remark' },
+      el('label', { for: id + '-remark', text: t('images.remark') }),
+      remark,
+      el('div', { class: 'buttons' }, el('button', { type: 'submit', text: t('images.save_remark') })),
+    )
+    S.onSubmit(remarkForm, function () {
+      return S.api
+        .patch('/api/image-host/images/' + S.enc(img.public_token), { remark: remark.value })
+        .then(function () {
+          // the picture's text alternative is its remark (thumbnail): it follows the saved one
+          img.remark = remark.value
+          pic.setAttribute('alt', img.remark || img.file_name || '')
+          S.toast(t('common.saved'))
+        })
+        .catch(S.fail('img-status'))
+    })
     return el(
       'li',
       {},
-      el('a', { href: img.public_url, target: '_blank', rel: 'noopener noreferrer' }, thumbnail(img)),
+      el('a', { href: img.public_url, target: '_blank', rel: 'noopener noreferrer' }, pic),
       el(
         'p',
         {},
@@ -137,23 +157,10 @@
         img.locked ? el('span', { class: 'badge', text: ' ' + t('images.locked') }) : null,
         img.quarantined ? el('span', { class: 'badge held', text: t('common.quarantined') }) : null,
       ),
-      el('label', { for: id + '-remark', text: t('images.remark') }),
-      remark,
+      remarkForm,
       el(
         'div',
         { class: 'buttons' },
-        el('button', {
-          type: 'button',
-          text: t('images.save_remark'),
-          onclick: function () {
-            S.api
-              .patch('/api/image-host/images/' + S.enc(img.public_token), { remark: remark.value })
-              .then(function () {
-                S.toast(t('common.saved'))
-              })
-              .catch(S.fail('img-status'))
-          },
-        }),
         el('button', {
           type: 'button',
           text: t('images.copy'),
