@@ -106,4 +106,32 @@ describe(`the API reference at /docs in Chromium [${engine}]`, () => {
       await page.close()
     }
   })
+
+  it("reads on a phone: the page is the screen's width, the table scrolls in its own box, under its CSP", async () => {
+    const phone = await openContext({ viewport: { width: 375, height: 740 } })
+    try {
+      const page = await phone.newPage()
+      const problems: string[] = []
+      page.on('console', (m) => {
+        if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`)
+      })
+      const res = await page.goto(`${s.url}/docs/errors#1404`)
+      assert.equal(res?.status(), 200)
+      assert.doesNotMatch(res.headers()['content-security-policy'], /unsafe-inline|script-src/)
+      // the page itself never scrolls sideways: a doc_link opened on a phone shows its row's start
+      assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 375)
+      const box = await page.evaluate(() => {
+        const wrap = document.querySelector('table')!.parentElement!
+        return { overflow: getComputedStyle(wrap).overflowX, width: wrap.clientWidth, table: wrap.scrollWidth }
+      })
+      assert.equal(box.overflow, 'auto')
+      assert.ok(box.width <= 375 && box.table > box.width, JSON.stringify(box))
+      // each message's Chinese line is marked as Chinese, for a screen reader's voice
+      const zh = await page.locator('[id="1404"] [lang="zh-CN"]').allTextContents()
+      assert.ok(zh.includes(ERRORS.METHOD_NOT_ALLOWED.zh), zh.join(' | '))
+      assert.deepEqual(problems, [])
+    } finally {
+      await phone.close()
+    }
+  })
 })
