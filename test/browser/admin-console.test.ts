@@ -507,9 +507,10 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     }
   })
 
-  it("names a report's category and status in the console's language, and the category on the owner's dashboard", async () => {
+  it("names a report's category and status and an item's kind in the console's language, and the category on the owner's dashboard", async () => {
     const dave = await s.user()
     await uploadFile(s, { key: dave.key }, 'held.html', HTML('Held', '<p>held</p>'))
+    await uploadFile(s, { key: dave.key }, 'kept.html', HTML('Kept', '<p>kept</p>'))
     const url = `http://${dave.username}.localhost:${new URL(s.httpUrl).port}/held.html`
     const adminCookie = await s.login(admin.username, admin.password)
     const made = await s.post('/svc_api/admin/reports', { cookie: adminCookie, json: { url, category: 'copyright' } })
@@ -552,6 +553,12 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
         ['copyright', '侵犯版权'],
         ['other', '其他'],
       ])
+      // and the content search names each item's kind
+      await a.page.goto(`${s.url}/admin/content`)
+      await a.page.locator('#content-user').fill(dave.username)
+      await a.page.locator('#content-user').press('Enter')
+      const kept = a.page.locator('#content-table tbody tr', { hasText: 'kept.html' })
+      assert.equal(await kept.locator('td:nth-child(1)').textContent(), '单个文件')
     } finally {
       await a.ctx.close()
     }

@@ -14,10 +14,10 @@
   }
   var page = S.data.adminPage
 
-  /** The message `prefix + code` (a report's category or status), else the code itself. */
-  function wordFor(prefix, code) {
-    var text = t(prefix + code)
-    return text === prefix + code ? String(code) : text
+  /** A value's label in the page's language (message `prefix + value`), else the value itself. */
+  function named(prefix, value) {
+    var label = t(prefix + value)
+    return label === prefix + value ? String(value) : label
   }
 
   function button(label, onclick, attrs) {
@@ -296,8 +296,8 @@
         : el('bdi', { text: x.url })
       var owner = x.owner ? el('bdi', { text: x.owner }) : '—'
       // the codes in the page's words (a code the page does not know is shown as it is)
-      var category = wordFor('abuse.category.', x.category)
-      var state = wordFor('admin.reports.status.', x.status)
+      var category = named('abuse.category.', x.category)
+      var state = named('admin.reports.status.', x.status)
       return S.row([S.time(x.created_at), link, owner, category, details, state, el('div', { class: 'buttons' }, buttons)], { 'data-report': x.id })
     }
     // the status shown is in the address (?status=), so a reload or a link keeps it
@@ -358,7 +358,9 @@
             // held or not, and whether these bytes were taken down elsewhere (a live copy)
             var state = [el('span', { class: 'badge' + (i.hold ? ' held' : ''), text: t('admin.content.state.' + (i.hold || 'live')) })]
             if (i.blocked) state.push(' ', el('span', { class: 'badge held', text: t('admin.content.state.blocked') }))
-            body.appendChild(S.row([i.kind, i.username, name, state, S.bytes(i.size), el('code', { text: i.digest }), S.time(i.updated_at), '']))
+            body.appendChild(
+              S.row([named('admin.content.kind.', i.kind), i.username, name, state, S.bytes(i.size), el('code', { text: i.digest }), S.time(i.updated_at), '']),
+            )
           })
           S.status('content-status', '')
         })
@@ -458,11 +460,6 @@
       var m = Math.floor(seconds / 60)
       var v = { d: Math.floor(m / 1440), h: Math.floor(m / 60) % 24, m: m % 60 }
       return t('admin.health.duration.' + (v.d > 0 ? 'd' : v.h > 0 ? 'h' : 'm'), v)
-    }
-    // a value's label in the page's language, or the value itself when the console has none
-    function named(prefix, value) {
-      var label = t(prefix + value)
-      return label === prefix + value ? value : label
     }
     var seq = 0
     function load() {
