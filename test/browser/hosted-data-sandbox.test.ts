@@ -66,6 +66,9 @@ describe('hosted data in a browser', () => {
     await logInPage(page, s.url, u)
     await page.goto(`${s.url}/dashboard/data`)
     await page.locator('#data-form').waitFor()
+    // Create stands on a line of its own below the file field, as every form's button does
+    const [picker, create] = await Promise.all([page.locator('#data-file').boundingBox(), page.getByRole('button', { name: 'Create' }).boundingBox()])
+    assert.ok(picker && create && create.y >= picker.y + picker.height, `${JSON.stringify(picker)} ${JSON.stringify(create)}`)
 
     // a CSV saved by Excel ("CSV UTF-8"): the byte-order mark is what lets Excel read it back as UTF-8
     const csv = Buffer.from('\uFEFFname,city\nZoë,Köln\n', 'utf8')

@@ -31,7 +31,7 @@ export const hostedDataUi: FeatureUi<HostedDataKey> = {
           <textarea id="data-content" rows="8" spellcheck="false"></textarea>
           <label for="data-file">${t('data.file')}</label>
           <input id="data-file" type="file" accept=".json,.txt,.csv,.md,.xml,.yaml,.yml,text/*,application/json">
-          <button type="submit" class="primary">${t('data.submit')}</button>
+          <div class="buttons"><button type="submit" class="primary">${t('data.submit')}</button></div>
           ${progress(ctx, 'data-progress')}
         </form>
         ${status('data-status')}
