@@ -124,6 +124,62 @@ describe(`dashboard: a form's submissions and its markup in Chromium [${engine}]
     ])
   })
 
+  it("holds the form's name, id and field names to the API's rules before sending, and states the rules", async () => {
+    const ctx = await session()
+    const page = await ctx.newPage()
+    const problems = watchErrors(page)
+    const sent: string[] = []
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && new URL(r.url()).pathname === '/svc_api/forms/create') sent.push(r.url())
+    })
+    /** The accessible description of a control: the texts of its aria-describedby ids. */
+    const description = (sel: string) =>
+      page.locator(sel).evaluate((e) =>
+        (e.getAttribute('aria-describedby') ?? '')
+          .split(' ')
+          .filter(Boolean)
+          .map((x) => document.getElementById(x)?.textContent ?? '')
+          .join(' '),
+      )
+    const valid = (sel: string) => page.locator(sel).evaluate((e) => (e as HTMLInputElement).checkValidity())
+    try {
+      await page.goto(`${s.url}/dashboard/forms`)
+      await page.locator('#field-rows .f-name').first().waitFor()
+      // the name: at most the API's 100 characters
+      assert.equal(await page.locator('#form-name').evaluate((e) => (e as HTMLInputElement).maxLength), 100)
+      // the id: 3-64 of A-Z a-z 0-9 _ -, said under the field
+      const slug = page.locator('#form-slug')
+      for (const [v, ok] of [
+        ['ab', false],
+        ['a b', false],
+        ['abc', true],
+        ['my_form-1', true],
+      ] as const) {
+        await slug.fill(v)
+        assert.equal(await valid('#form-slug'), ok, v)
+      }
+      assert.equal(await description('#form-slug'), '3-64 characters: a-z, A-Z, 0-9, _ and -.')
+      // a field's name: its rule is its description (and the browser's bubble names it)
+      const name = page.locator('#field-rows .f-name').first()
+      await name.fill('bad name!')
+      assert.equal(await valid('#field-rows .f-name'), false)
+      const rule = 'Field names: a letter or digit (any script) first, then letters, digits, _ . and -; at most 64 characters.'
+      assert.equal(await description('#field-rows .f-name'), rule)
+      assert.equal(await name.getAttribute('title'), rule)
+      // a second row's name is described the same way
+      await page.click('#field-add')
+      assert.equal(await description('#field-rows > li:nth-child(2) .f-name'), rule)
+      // nothing went to the server while a field broke a rule
+      await page.fill('#form-name', 'Rules')
+      await slug.fill('ab')
+      await page.getByRole('button', { name: 'Create form' }).click()
+      assert.deepEqual(sent, [])
+      assert.deepEqual(problems, [])
+    } finally {
+      await ctx.close()
+    }
+  })
+
   it('offers markup that a visitor can send as it is, a multiple-choice checkbox and odd labels included', async () => {
     const fields = [
       { name: 'name', label: 'Name & "nick"', required: true },

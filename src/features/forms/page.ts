@@ -23,11 +23,13 @@ export const formsUi: FeatureUi<FormsKey> = {
         <form id="form-create" class="card">
           <h2>${t('forms.create')}</h2>
           <label for="form-name">${t('forms.name')}</label>
-          <input id="form-name" required maxlength="200">
+          <input id="form-name" required maxlength="100">
           <label for="form-slug">${t('forms.slug')}</label>
-          <input id="form-slug" maxlength="64" pattern="[A-Za-z0-9_\\-]+" autocapitalize="none" spellcheck="false">
+          <input id="form-slug" maxlength="64" pattern="[A-Za-z0-9_\\-]{3,64}" autocapitalize="none" spellcheck="false" aria-describedby="form-slug-hint">
+          <p class="hint" id="form-slug-hint">${t('forms.slug_hint')}</p>
           <fieldset id="field-builder">
             <legend>${t('forms.fields')}</legend>
+            <p class="hint" id="field-name-hint">${t('forms.field.name_hint')}</p>
             <ol id="field-rows" class="field-rows"></ol>
             <button type="button" id="field-add">${t('forms.field.add')}</button>
           </fieldset>

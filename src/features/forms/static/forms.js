@@ -58,6 +58,9 @@
             // the API's field names (FIELD_NAME_RE): a letter or digit of any script, then
             // letters, digits, marks, "_", "." or "-"
             pattern: '[\\p{L}\\p{N}][\\p{L}\\p{N}\\p{M}_.\\-]*',
+            // the rule, said under the legend; as the title, the browser's bubble names it too
+            'aria-describedby': 'field-name-hint',
+            title: t('forms.field.name_hint'),
             value: f.name || '',
             autocapitalize: 'none',
             spellcheck: 'false',
