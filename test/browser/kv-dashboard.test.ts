@@ -106,4 +106,23 @@ describe('KV page: a refused value at its field (Chromium)', () => {
     assert.equal(await page.locator('.field-error').count(), 0)
     assert.deepEqual(errors, [])
   })
+
+  it("names each row's buttons after its key, as its Delete and Public controls are", async () => {
+    for (const key of ['alpha', 'beta']) {
+      const r = await s.post('/svc_api/data/store', { key: u.key, json: { key, value: 1, is_public: true } })
+      assert.equal(r.status, 200, r.text)
+    }
+    await page.goto(`${s.url}/dashboard/kv`)
+    const row = page.locator('#kv-table tbody tr', { hasText: 'alpha' })
+    await row.waitFor()
+    const names = await row.locator('button, input').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? e.textContent))
+    assert.deepEqual(names, ['Public alpha', 'Edit alpha', 'Copy public link alpha', 'Delete alpha'])
+    // and a screen reader's list of buttons has no two alike
+    const all = await page.locator('#kv-table tbody button').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? e.textContent))
+    assert.equal(new Set(all).size, all.length, all.join(' | '))
+    // the named Edit still opens its entry
+    await page.getByRole('button', { name: 'Edit beta', exact: true }).click()
+    assert.equal(await page.getByLabel('Key', { exact: true }).inputValue(), 'beta')
+    assert.deepEqual(errors, [])
+  })
 })

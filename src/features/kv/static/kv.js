@@ -48,6 +48,7 @@
                 el('button', {
                   type: 'button',
                   text: t('kv.edit'),
+                  'aria-label': t('kv.edit') + ' ' + it.key,
                   onclick: function () {
                     edit(it)
                   },
@@ -56,6 +57,7 @@
                   ? el('button', {
                       type: 'button',
                       text: t('kv.copy_url'),
+                      'aria-label': t('kv.copy_url') + ' ' + it.key,
                       onclick: function () {
                         S.copy(publicUrl(it.key))
                       },
