@@ -7,7 +7,8 @@ import { html, raw } from '../../web/html.js'
 import type { FeatureUi } from '../../web/page.js'
 import { ABUSE_MESSAGES, type AbuseKey } from './messages.js'
 import { admitReport } from './routes.js'
-import { CATEGORIES, createAbuse, type Abuse } from './service.js'
+import { createAbuse, type Abuse } from './service.js'
+import { CATEGORIES } from './vocabulary.js'
 
 /** ?error= of /report -> its message; a Map, so a name like "hasOwnProperty" finds nothing. */
 const ERRORS = new Map<string, AbuseKey>([

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { CATEGORIES, REPORT_STATUSES } from './service.js'
+import { CATEGORIES, REPORT_STATUSES } from './vocabulary.js'
 
 export const ReportBody = Type.Object({
   url: Type.String({ minLength: 1, maxLength: 2000, description: 'The address of the content (a page, image or data link of this service)' }),

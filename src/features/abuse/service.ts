@@ -16,10 +16,8 @@ import { takedownDigests } from '../image-host/inspect.js'
 import { createAdmin, type Actor } from '../admin/service.js'
 import { createAbuseStore, type ReportRow } from './store.js'
 import { phishingSigns, SCAN_MAX_BYTES } from './heuristics.js'
+import { CATEGORIES, type ReportStatus } from './vocabulary.js'
 
-export const CATEGORIES = ['phishing', 'malware', 'spam', 'copyright', 'other'] as const
-export const REPORT_STATUSES = ['open', 'quarantined', 'restored', 'taken_down', 'lifted', 'dismissed'] as const
-type ReportStatus = (typeof REPORT_STATUSES)[number]
 /** Each report status, as a refusal of an admin action words it (HOLD_STATE). */
 const STATUS_WORDS: Record<ReportStatus, Text> = {
   open: { zh: '待处理', en: 'open' },

@@ -3,6 +3,7 @@ import { sourceFile } from '../../web/assets.js'
 import type { FeaturePage, FeatureUi, PageCtx, PageOut } from '../../web/page.js'
 import { pager, status, table } from '../../web/parts.js'
 import { QUOTA_NAMES } from '../../limits/quotas.js'
+import { CATEGORIES, REPORT_STATUSES } from '../abuse/vocabulary.js'
 import { ADMIN_MESSAGES, type AdminKey } from './messages.js'
 
 type Ctx = PageCtx<AdminKey>
@@ -38,9 +39,6 @@ function adminPage(path: string, section: string, title: AdminKey, body: (ctx: C
     },
   }
 }
-
-const CATEGORIES = ['phishing', 'malware', 'spam', 'copyright', 'other'] as const
-const STATUSES = ['open', 'quarantined', 'restored', 'taken_down', 'lifted', 'dismissed'] as const
 
 /** /admin...: accounts, abuse reports, content search, settings, the audit log and health (admin flag only). */
 export const adminUi: FeatureUi<AdminKey> = {
@@ -89,7 +87,7 @@ export const adminUi: FeatureUi<AdminKey> = {
       (ctx) => html`
         <div class="toolbar">
           <label for="reports-filter">${ctx.t('admin.reports.filter')}</label>
-          <select id="reports-filter"><option value="">${ctx.t('admin.reports.all')}</option>${STATUSES.map(
+          <select id="reports-filter"><option value="">${ctx.t('admin.reports.all')}</option>${REPORT_STATUSES.map(
             (s) => html`<option value="${s}"${s === 'open' ? raw(' selected') : ''}>${ctx.t(`admin.reports.status.${s}`)}</option>`,
           )}</select>
         </div>

@@ -1,5 +1,6 @@
 import { html } from '../../web/html.js'
 import type { OwnerHold } from '../abuse/service.js'
+import { CATEGORIES } from '../abuse/vocabulary.js'
 import type { PageCtx } from '../../web/page.js'
 import type { PageRouter } from './page.js'
 import type { MsgKey } from './i18n.js'
@@ -34,8 +35,6 @@ export function dashboardPage(pages: PageRouter, registry: Registry): void {
     }
   })
 }
-
-const CATEGORIES = ['phishing', 'malware', 'spam', 'copyright', 'other'] as const
 
 /** A report's category in the page's words; one the table does not know, as it is. */
 const categoryLabel = (t: PageCtx<MsgKey>['t'], c: string): string =>
