@@ -133,6 +133,20 @@ export function createUsers(db: Db, clock: Clock, reserved: ReadonlySet<string> 
       })
       return (await this.byId(row.id))!
     },
+    /**
+     * The account's own password change (the web interface): the new hash, and every session
+     * of the account but `keepSessionHash` (the browser that changed it) ended, in one
+     * transaction. API keys are not touched. The caller has checked the current password.
+     */
+    async changePassword(userId: string, password: string, keepSessionHash: string): Promise<void> {
+      const p = passwordProblem(password)
+      if (p) throw new UserInputError(p)
+      const hash = await hashPassword(password)
+      await db.k.transaction().execute(async (trx) => {
+        await trx.updateTable('users').set({ password_hash: hash, updated_at: clock.now() }).where('id', '=', userId).execute()
+        await trx.deleteFrom('sessions').where('user_id', '=', userId).where('id_hash', '!=', keepSessionHash).execute()
+      })
+    },
   }
 }
 export type Users = ReturnType<typeof createUsers>

@@ -61,6 +61,67 @@ for (const engine of ENGINES) {
       assert.equal(r.header('set-cookie'), undefined)
     })
 
+    it("changes the account's own password from a session: the other sessions end, this one and the API keys stay", async () => {
+      const u = await s.user()
+      const here = await s.login(u.username, u.password)
+      const elsewhere = await s.login(u.username, u.password)
+      const change = (json: unknown, cookie = here) => s.post('/svc_api/account/password', { cookie, json })
+      const audits = () =>
+        s.deps.db.k
+          .selectFrom('audit_log')
+          .select(['actor', 'action', 'target'])
+          .where('action', '=', 'user.password')
+          .where('target', '=', u.username)
+          .execute()
+      // refusals change nothing: the old password still logs in, every session still works
+      for (const [body, why, field] of [
+        [{ current_password: 'not-the-password', new_password: 'a-new-password' }, /current_password is not/, 'current_password'],
+        [{ current_password: u.password, new_password: 'short' }, /new_password must have at least 8 characters/, 'new_password'],
+        [{ current_password: u.password, new_password: 'x'.repeat(1025) }, /new_password/, undefined],
+        [{ current_password: u.password }, /new_password/, undefined],
+      ] as const) {
+        const r = await s.post('/svc_api/account/password', { cookie: here, json: body, headers: { 'accept-language': 'en' } })
+        expectError(r, 400, 1106)
+        assert.match(r.text, why)
+        // the service's own checks name the field, for the page to mark it
+        assert.equal(r.json.field, field)
+      }
+      assert.equal((await s.get('/svc_api/me', { cookie: elsewhere })).status, 200)
+      assert.deepEqual(await audits(), [])
+      // an API key cannot change the password
+      expectError(await s.post('/svc_api/account/password', { key: u.key, json: { current_password: u.password, new_password: 'a-new-password' } }), 403, 1009)
+      assert.equal((await s.post('/login', { form: { username: u.username, password: u.password }, headers: { accept: 'application/json' } })).status, 200)
+
+      const ok = await change({ current_password: u.password, new_password: 'a-new-password' })
+      assert.equal(ok.status, 200, ok.text)
+      assert.equal(ok.json.success, true)
+      assert.equal((await s.get('/svc_api/me', { cookie: here })).status, 200, 'the browser that changed it stays signed in')
+      assert.equal((await s.get('/svc_api/me', { cookie: elsewhere })).status, 401, 'another session ended')
+      assert.equal((await s.get('/svc_api/me', { key: u.key })).status, 200, 'API keys keep working')
+      expectError(await s.post('/login', { form: { username: u.username, password: u.password }, headers: { accept: 'application/json' } }), 401, 1004)
+      assert.equal(
+        (await s.post('/login', { form: { username: u.username, password: 'a-new-password' }, headers: { accept: 'application/json' } })).status,
+        200,
+      )
+      assert.deepEqual(await audits(), [{ actor: u.username, action: 'user.password', target: u.username }])
+    })
+
+    it("guesses of the current password share the login's throttle for the name", async () => {
+      const u = await s.user()
+      const cookie = await s.login(u.username, u.password)
+      for (let i = 0; i < 10; i++) {
+        const r = await s.post('/svc_api/account/password', { cookie, json: { current_password: `wrong-${i}-guess`, new_password: 'a-new-password' } })
+        expectError(r, 400, 1106)
+      }
+      const blocked = await s.post('/svc_api/account/password', { cookie, json: { current_password: u.password, new_password: 'a-new-password' } })
+      expectError(blocked, 429, 1005)
+      assert.ok(Number(blocked.header('retry-after')) >= 1)
+      // the login of that name is throttled too; the password is unchanged
+      expectError(await s.post('/login', { form: { username: u.username, password: u.password }, headers: { accept: 'application/json' } }), 429, 1005)
+      clock.advance(15 * 60_000 + 1)
+      assert.equal((await s.post('/login', { form: { username: u.username, password: u.password }, headers: { accept: 'application/json' } })).status, 200)
+    })
+
     it('gives a new session id at every login and never authenticates a made-up one', async () => {
       const u = await s.user()
       const a = await s.login(u.username, u.password)

@@ -2,6 +2,23 @@
 // test/http/api-types.test.ts fails when this file differs from what the document gives.
 
 export interface paths {
+    "/svc_api/account/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Change the account's password (session only); its other sessions end, API keys stay */
+        post: operations["postSvcApiAccountPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/svc_api/me": {
         parameters: {
             query?: never;
@@ -1664,6 +1681,34 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    postSvcApiAccountPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the password the account has now */
+                    current_password: string;
+                    /** @description the new password: at least 8 characters, at most 1024 bytes */
+                    new_password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     getSvcApiMe: {
         parameters: {
             query?: never;

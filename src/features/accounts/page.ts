@@ -1,14 +1,14 @@
-import { MAX_KEY_DAYS } from '../../auth/account-rules.js'
+import { MAX_KEY_DAYS, MAX_PASSWORD_BYTES, MIN_PASSWORD_LENGTH } from '../../auth/account-rules.js'
 import { html } from '../../web/html.js'
 import { sourceFile } from '../../web/assets.js'
 import type { FeatureUi } from '../../web/page.js'
 import { status, table } from '../../web/parts.js'
 import { ACCOUNTS_MESSAGES, type AccountsKey } from './messages.js'
 
-/** /api-keys: create, list, enable/disable and delete API keys (static/keys.js). */
+/** /api-keys: create, list, enable/disable and delete API keys (static/keys.js); /account: change the password (static/account.js). */
 export const accountsUi: FeatureUi<AccountsKey> = {
   messages: ACCOUNTS_MESSAGES,
-  scripts: [sourceFile('features/accounts/static/keys.js')],
+  scripts: [sourceFile('features/accounts/static/keys.js'), sourceFile('features/accounts/static/account.js')],
   pages: [
     {
       path: '/api-keys',
@@ -38,6 +38,32 @@ export const accountsUi: FeatureUi<AccountsKey> = {
         </section>
         ${status('keys-status')}
         ${table(ctx, 'keys-table', ['keys.col.name', 'keys.col.key', 'keys.col.created', 'keys.col.last_used', 'keys.col.expires', 'keys.col.access', 'keys.col.enabled'])}`,
+        }
+      },
+    },
+    {
+      path: '/account',
+      nav: { id: 'account', order: 90, label: 'nav.account', card: 'dash.account.text' },
+      render(ctx) {
+        const { t } = ctx
+        return {
+          title: t('account.title'),
+          script: 'account',
+          body: html`
+        <form id="pw-form" class="card">
+          <h2>${t('account.pw.title')}</h2>
+          <p class="hint">${t('account.pw.intro')}</p>
+          <input type="text" name="username" autocomplete="username" value="${ctx.user?.username ?? ''}" hidden>
+          <label for="pw-current">${t('account.pw.current')}</label>
+          <input id="pw-current" name="current-password" type="password" required autocomplete="current-password" maxlength="${MAX_PASSWORD_BYTES}">
+          <label for="pw-new">${t('account.pw.new')}</label>
+          <input id="pw-new" name="new-password" type="password" required minlength="${MIN_PASSWORD_LENGTH}" maxlength="${MAX_PASSWORD_BYTES}" autocomplete="new-password" aria-describedby="pw-new-hint">
+          <p id="pw-new-hint" class="hint">${t('account.pw.rule', { min: String(MIN_PASSWORD_LENGTH), max: String(MAX_PASSWORD_BYTES) })}</p>
+          <label for="pw-again">${t('account.pw.again')}</label>
+          <input id="pw-again" name="new-password-again" type="password" required maxlength="${MAX_PASSWORD_BYTES}" autocomplete="new-password">
+          <button type="submit" class="primary" id="pw-submit">${t('account.pw.submit')}</button>
+        </form>
+        ${status('pw-status')}`,
         }
       },
     },

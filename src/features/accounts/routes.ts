@@ -6,13 +6,14 @@ import { sendAppError } from '../../http/errors.js'
 import { caller } from '../../http/guard.js'
 import { clientIp, isCrossSite, isHttps } from '../../http/origin.js'
 import { dummyHash, verifyPassword } from '../../auth/passwords.js'
-import { MAX_KEY_DAYS } from '../../auth/account-rules.js'
+import { MAX_KEY_DAYS, MAX_PASSWORD_BYTES, MIN_PASSWORD_LENGTH, passwordProblem } from '../../auth/account-rules.js'
 import { sessionCookies } from '../../auth/principal.js'
 import { sha256hex } from '../../auth/tokens.js'
 import { createLoginThrottle } from './throttle.js'
 import { formTokenOk, sessionCsrfOk } from '../../http/csrf.js'
 import { safeNext } from '../../web/security.js'
 import { say } from '../../web/short-page.js'
+import { writeAudit } from '../admin/store.js'
 import type { Text } from '../../errors/text.js'
 
 const wantsHtml = (req: FastifyRequest) => {
@@ -134,6 +135,15 @@ const KeyCreateBody = Type.Object({
   read_only: Type.Optional(Type.Boolean({ description: 'the key may only read: GET routes and the read-only MCP tools (1440 on writes)' })),
 })
 
+// Lengths in characters bound the body; the rule itself (characters and UTF-8 bytes) is passwordProblem's
+const PasswordBody = Type.Object({
+  current_password: Type.String({ maxLength: MAX_PASSWORD_BYTES, description: 'the password the account has now' }),
+  new_password: Type.String({
+    maxLength: MAX_PASSWORD_BYTES,
+    description: `the new password: at least ${MIN_PASSWORD_LENGTH} characters, at most ${MAX_PASSWORD_BYTES} bytes`,
+  }),
+})
+
 /** What a redeemed code turned on, by feature (the names the web interface gives them). */
 const ENABLED: Partial<Record<string, Text>> = {
   'image-host': { zh: '已开通图片托管', en: 'Image hosting enabled' },
@@ -142,8 +152,56 @@ const ENABLED: Partial<Record<string, Text>> = {
 
 /** API key management (session only, beyond the spec), redeem codes, and whoami. */
 export function accountApi(app: FastifyInstance, deps: Deps): void {
-  const { apiKeys, db, clock } = deps
+  const { apiKeys, db, clock, users, config } = deps
   const session = { auth: 'session' as const }
+  const throttle = createLoginThrottle(deps.limits, clock)
+  // `field` names the refused field, so a page can mark it
+  const badInput = (field: string, zh: string, en: string) => new AppError('INVALID_PARAMETER', { params: { detail: { zh, en } }, extra: { field } })
+
+  app.post(
+    '/svc_api/account/password',
+    {
+      config: session,
+      schema: {
+        tags: ['account'],
+        summary: "Change the account's password (session only); its other sessions end, API keys stay",
+        body: PasswordBody,
+      },
+    },
+    async (req) => {
+      const p = caller(req)
+      const body = req.body as { current_password: string; new_password: string }
+      if (passwordProblem(body.new_password))
+        throw badInput(
+          'new_password',
+          `new_password 至少 ${MIN_PASSWORD_LENGTH} 个字符（最多 ${MAX_PASSWORD_BYTES} 字节）`,
+          `new_password must have at least ${MIN_PASSWORD_LENGTH} characters (at most ${MAX_PASSWORD_BYTES} bytes)`,
+        )
+      // the current password is guessed through the login's own throttle: the same budget per name and address
+      const { wait, attempt } = await throttle.enter(p.user.username, clientIp(req, config))
+      if (!attempt)
+        throw new AppError('LOGIN_THROTTLED', { params: { retry_after: wait }, extra: { retry_after: wait }, headers: { 'Retry-After': String(wait) } })
+      try {
+        const row = await users.byName(p.user.username)
+        if (!row || !(await verifyPassword(row.password_hash, body.current_password))) {
+          await attempt.count()
+          throw badInput('current_password', 'current_password 不是该账户的当前密码', 'current_password is not the account’s current password')
+        }
+      } finally {
+        attempt.leave()
+      }
+      await users.changePassword(p.user.id, body.new_password, sha256hex(p.sessionId ?? ''))
+      await writeAudit(db, clock.now(), {
+        actor: p.user.username,
+        via: 'web',
+        action: 'user.password',
+        target: p.user.username,
+        ip: clientIp(req, config),
+        user_agent: req.headers['user-agent'] ?? '',
+      })
+      return { success: true, message: say(req, '密码已更改；其他设备上的登录已结束', 'Password changed; sign-ins on other devices have ended') }
+    },
+  )
 
   app.get('/svc_api/me', { config: { auth: 'any' }, schema: { tags: ['account'], summary: "The caller's account (beyond the spec)" } }, async (req) => {
     const p = caller(req)
