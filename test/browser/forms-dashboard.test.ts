@@ -25,7 +25,11 @@ describe(`dashboard: a form's submissions and its markup in Chromium [${engine}]
     page.$$eval('#subs-table tbody tr', (trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td')).map((td) => (td.textContent ?? '').trim())))
   const openSubmissions = async (page: Page, name: string) => {
     await page.goto(`${s.url}/dashboard/forms`)
-    await page.locator('#forms-table tr', { hasText: name }).getByRole('button', { name: 'Submissions' }).click()
+    // the row's button is named after its form
+    await page
+      .locator('#forms-table tr', { hasText: name })
+      .getByRole('button', { name: `Submissions ${name}`, exact: true })
+      .click()
     await page.waitForSelector('#subs:not([hidden])')
   }
 

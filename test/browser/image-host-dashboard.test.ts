@@ -89,6 +89,9 @@ describe('image host dashboard (Chromium) [sqlite]', () => {
       await item.getByRole('button', { name: 'Save remark' }).click()
       await p.waitForFunction(() => document.querySelector('#img-list img')?.getAttribute('alt') === 'cat.png')
       assert.ok(!(await remarkOf()), 'cleared')
+      // each of the picture's controls is named after it, as a screen reader reads them out of context
+      for (const control of ['Copy link cat.png', 'Delete cat.png'])
+        assert.equal(await item.getByRole('button', { name: control, exact: true }).count(), 1, control)
       assert.deepEqual(errors, [])
     } finally {
       await own.close()

@@ -129,8 +129,9 @@ for (const engine of ENGINES) {
       await go('/api-keys')
       assert.ok(!(await page.content()).includes(key))
       // disable it from the page: the API refuses it
-      await page.locator('#keys-table tbody tr', { hasText: 'e2e key' }).getByRole('button', { name: 'Disable' }).click()
-      await page.locator('#keys-table tbody tr', { hasText: 'e2e key' }).getByRole('button', { name: 'Enable' }).waitFor()
+      // the row's controls are named after the key
+      await page.locator('#keys-table tbody tr', { hasText: 'e2e key' }).getByRole('button', { name: 'Disable e2e key', exact: true }).click()
+      await page.locator('#keys-table tbody tr', { hasText: 'e2e key' }).getByRole('button', { name: 'Enable e2e key', exact: true }).waitFor()
       assert.equal((await s.get('/svc_api/me', { key })).status, 401)
     })
 

@@ -32,6 +32,7 @@
                 el('button', {
                   type: 'button',
                   text: k.enabled ? t('keys.disable') : t('keys.enable'),
+                  'aria-label': (k.enabled ? t('keys.disable') : t('keys.enable')) + ' ' + k.name,
                   onclick: function () {
                     toggle(k)
                   },

@@ -63,6 +63,7 @@
                   : el('button', {
                       type: 'button',
                       text: t('common.copy'),
+                      'aria-label': t('common.copy') + ' ' + it.domain,
                       onclick: function () {
                         S.copy(record(it))
                       },

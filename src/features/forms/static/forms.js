@@ -155,6 +155,7 @@
                 el('button', {
                   type: 'button',
                   text: t('forms.view'),
+                  'aria-label': t('forms.view') + ' ' + f.form_name,
                   onclick: function () {
                     openForm(f)
                   },

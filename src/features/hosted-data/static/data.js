@@ -55,6 +55,7 @@
                 el('button', {
                   type: 'button',
                   text: t('data.details'),
+                  'aria-label': t('data.details') + ' ' + f.display_name,
                   onclick: function () {
                     details(f.id)
                   },
@@ -62,6 +63,7 @@
                 el('button', {
                   type: 'button',
                   text: t('data.copy'),
+                  'aria-label': t('data.copy') + ' ' + f.display_name,
                   onclick: function () {
                     S.copy(f.public_url)
                   },

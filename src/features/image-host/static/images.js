@@ -125,6 +125,8 @@
         })
     })
     var pic = thumbnail(img)
+    // each control is named after its picture: a screen reader hears "Delete cat.png", not "Delete" again and again
+    var name = img.file_name || img.public_token
     // the remark is a form of its own: Enter in the field saves it, as its button does
     var remarkForm = el(
       'form',
@@ -164,6 +166,7 @@
         el('button', {
           type: 'button',
           text: t('images.copy'),
+          'aria-label': t('images.copy') + ' ' + name,
           onclick: function () {
             S.copy(img.public_url)
           },
@@ -174,6 +177,7 @@
           type: 'button',
           class: 'danger',
           text: t('common.delete'),
+          'aria-label': t('common.delete') + ' ' + name,
           disabled: !!img.locked,
           onclick: function () {
             if (!window.confirm(t('images.delete_confirm'))) return
