@@ -6,7 +6,7 @@ import path from 'node:path'
 import { type BrowserContext, type Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, uploadFile } from '../support/hosting.js'
-import { openBrowser, type BrowserLease } from '../support/browser.js'
+import { countXhrAnswers, openBrowser, type BrowserLease } from '../support/browser.js'
 
 // The console's pages and their CSP are the same on both engines; the API suites
 // (test/http/abuse.test.ts) cover both.
@@ -417,18 +417,7 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     await s.user({ name: `${tag}b1` })
     const { ctx, page } = await open()
     try {
-      // counts every answer the page's script has handled: 'loadend' follows the script's own 'load'
-      await page.addInitScript(() => {
-        const w = window as unknown as { xhrDone: number }
-        w.xhrDone = 0
-        type Send = (this: XMLHttpRequest, body?: Document | XMLHttpRequestBodyInit | null) => void
-        const send = Object.getOwnPropertyDescriptor(XMLHttpRequest.prototype, 'send')!.value as Send
-        // assigned, not named: the test's transform would wrap a named function in a helper the page lacks
-        XMLHttpRequest.prototype.send = function (this: XMLHttpRequest, body?: Document | XMLHttpRequestBodyInit | null) {
-          this.addEventListener('loadend', () => w.xhrDone++)
-          send.call(this, body)
-        }
-      })
+      const answers = await countXhrAnswers(page)
       await login(page, admin)
       await page.goto(`${s.url}/admin`)
       await page.locator(`#users-table tbody tr[data-user="${admin.username}"]`).waitFor()
@@ -447,9 +436,9 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       // the first listing shows every account; the narrower answer leaves only b1
       await page.locator(`#users-table tbody tr[data-user="${tag}a1"]`).waitFor({ state: 'detached' })
       await page.locator(`#users-table tbody tr[data-user="${tag}b1"]`).waitFor()
-      const done = await page.evaluate(() => (window as unknown as { xhrDone: number }).xhrDone)
+      const done = await answers.handled()
       release()
-      await page.waitForFunction((n) => (window as unknown as { xhrDone: number }).xhrDone > n, done)
+      await answers.moreThan(done)
       const shown = await page.locator('#users-table tbody tr[data-user]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-user')))
       assert.deepEqual(shown, [`${tag}b1`])
       assert.equal(await page.locator('#users-q').inputValue(), `${tag}b`)

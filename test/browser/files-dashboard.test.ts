@@ -6,7 +6,7 @@ import path from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import { startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, HTML, uploadFile } from '../support/hosting.js'
-import { logInPage, openContext, watchErrors } from '../support/browser.js'
+import { countXhrAnswers, logInPage, openContext, watchErrors } from '../support/browser.js'
 
 // The single files page as a person uses it in Chromium, with a server that takes files of at
 // most 2 MiB: a file over the limit is refused before its bytes are sent, in the page's
@@ -125,18 +125,7 @@ describe('single files page: refused uploads (Chromium)', () => {
   it('the search shows the answer to what is typed now, and says when nothing matches', async () => {
     for (const n of ['srch-alpha.html', 'srch-alpha2.html', 'srch-beta.html']) assert.equal((await uploadFile(s, { key: u.key }, n, HTML(n))).status, 200)
     const { page, errors } = await filesPage('en-US')
-    // counts every answer the page's script has handled: 'loadend' follows the script's own 'load'
-    await page.addInitScript(() => {
-      const w = window as unknown as { xhrDone: number }
-      w.xhrDone = 0
-      type Send = (this: XMLHttpRequest, body?: Document | XMLHttpRequestBodyInit | null) => void
-      const send = Object.getOwnPropertyDescriptor(XMLHttpRequest.prototype, 'send')!.value as Send
-      // assigned, not named: the test's transform would wrap a named function in a helper the page lacks
-      XMLHttpRequest.prototype.send = function (this: XMLHttpRequest, body?: Document | XMLHttpRequestBodyInit | null) {
-        this.addEventListener('loadend', () => w.xhrDone++)
-        send.call(this, body)
-      }
-    })
+    const answers = await countXhrAnswers(page)
     await page.goto(`${s.url}/dashboard/files`)
     const names = () => page.locator('#files-table tbody tr td:first-child a').allTextContents()
     await page.getByRole('link', { name: 'srch-beta.html' }).waitFor()
@@ -155,9 +144,9 @@ describe('single files page: refused uploads (Chromium)', () => {
     await search.fill('srch-alpha2')
     await page.getByRole('link', { name: 'srch-beta.html' }).waitFor({ state: 'detached' })
     await page.getByRole('link', { name: 'srch-alpha2.html' }).waitFor()
-    const done = await page.evaluate(() => (window as unknown as { xhrDone: number }).xhrDone)
+    const done = await answers.handled()
     release()
-    await page.waitForFunction((n) => (window as unknown as { xhrDone: number }).xhrDone > n, done)
+    await answers.moreThan(done)
     assert.deepEqual(await names(), ['srch-alpha2.html'])
     // a search that finds nothing says so, not that there are no files at all
     await search.fill('zzz-nothing')

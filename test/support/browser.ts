@@ -158,3 +158,29 @@ export async function logInPage(page: Page, baseUrl: string, user: { username: s
   await page.getByRole('button', { name: 'Log in' }).click()
   await page.waitForURL('**/dashboard')
 }
+
+/**
+ * Counts the answers the page's scripts have handled (XMLHttpRequest's `loadend`, which follows
+ * the script's own `load`), from the page's next navigation on: `handled()` reads the count,
+ * `moreThan(n)` waits until more than n were handled. For checking what a page shows once a
+ * held answer has been let through.
+ */
+export async function countXhrAnswers(page: Page): Promise<{ handled: () => Promise<number>; moreThan: (n: number) => Promise<void> }> {
+  await page.addInitScript(() => {
+    const w = window as unknown as { xhrDone: number }
+    w.xhrDone = 0
+    type Send = (this: XMLHttpRequest, body?: Document | XMLHttpRequestBodyInit | null) => void
+    const send = Object.getOwnPropertyDescriptor(XMLHttpRequest.prototype, 'send')!.value as Send
+    // assigned, not named: the test's transform would wrap a named function in a helper the page lacks
+    XMLHttpRequest.prototype.send = function (this: XMLHttpRequest, body?: Document | XMLHttpRequestBodyInit | null) {
+      this.addEventListener('loadend', () => w.xhrDone++)
+      send.call(this, body)
+    }
+  })
+  return {
+    handled: () => page.evaluate(() => (window as unknown as { xhrDone: number }).xhrDone),
+    moreThan: async (n) => {
+      await page.waitForFunction((k) => (window as unknown as { xhrDone: number }).xhrDone > k, n)
+    },
+  }
+}
