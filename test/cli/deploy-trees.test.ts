@@ -229,6 +229,40 @@ for (const engine of ENGINES) {
       assert.equal(await get('a/up/x.html'), 404)
     })
 
+    it("takes every project name the server takes (a leading dot, spaces, NFD) and refuses the others with the server's rule", async () => {
+      const e = { ...env, SVC_URL: s.url }
+      // a folder whose own name starts with "." names its project, as on the server
+      const parent = makeTree({ '.site/index.html': page('dot') })
+      const dot = await runCli(['deploy', path.join(parent, '.site'), '--json'], { env: e })
+      assert.equal(dot.code, 0, dot.stderr)
+      assert.equal(dot.json.project, '.site')
+      assert.equal((await s.get(`/${alice.username}/.site/`)).text, page('dot'))
+      const dir = makeTree({ 'index.html': page('one') })
+      for (const [name, flags] of [
+        ['.hidden site', []],
+        ['.batch', ['--batch']],
+      ] as const) {
+        const r = await runCli(['deploy', dir, '--project', name, '--json', ...flags], { env: e })
+        assert.equal(r.code, 0, `${name}: ${r.stderr}`)
+        assert.equal((await s.get(`/${alice.username}/${encodeURIComponent(name)}/`)).text, page('one'), name)
+      }
+      // a decomposed name is the server's composed one, as the server stores it
+      const nfd = await runCli(['deploy', dir, '--project', 'cafe\u0301', '--json'], { env: e })
+      assert.equal(nfd.code, 0, nfd.stderr)
+      assert.equal(nfd.json.project, 'caf\u00e9')
+      // what the server refuses is refused before any request, with its reason and its rule
+      for (const [bad, why] of [
+        ['..', /dot segment/],
+        ['a%20b', /a %XX sequence in a name/],
+        ['a\u202eb', /invisible Unicode format character/],
+      ] as const) {
+        const r = await runCli(['deploy', dir, '--project', bad], { env: e })
+        assert.equal(r.code, 1, bad)
+        assert.match(r.stderr, why)
+        assert.match(r.stderr, /A project name is one name, case-sensitive, spaces and any script's letters allowed;.*; pass --project NAME$/m)
+      }
+    })
+
     it('--batch without a root index.html uploads nothing to a project it could not publish', async () => {
       const e = { ...env, SVC_URL: s.url }
       const docs = makeTree({ 'docs/index.html': '<p>docs</p>', 'docs/a.html': '<p>a</p>' })

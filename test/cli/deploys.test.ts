@@ -168,7 +168,7 @@ for (const engine of ENGINES) {
       for (const bad of ['a/b', 'bad name/..']) {
         const r2 = await runCli(['deploy', dir, '--project', bad], { env })
         assert.equal(r2.code, 1, bad)
-        assert.match(r2.stderr, /invalid project name .*without "\/"/)
+        assert.match(r2.stderr, /invalid project name .*(a name cannot contain "\/"|dot segment)/)
         assert.doesNotMatch(r2.stderr, /no archive deploys/)
       }
       const p = await runCli(['promote', r.json.deploy_id, '--project', 'site'], { env })

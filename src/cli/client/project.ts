@@ -5,6 +5,7 @@
  * what they import (the deploy code's content-type table is the largest part of the CLI).
  */
 import path from 'node:path'
+import { checkName, NAME_RULE } from '../../features/sites/paths.js'
 import { CliError } from './errors.js'
 
 /** Project name from the folder when --project is not given. */
@@ -12,8 +13,13 @@ export function defaultProject(dirReal: string): string {
   return path.basename(dirReal)
 }
 
-/** Refuses a project name the server could not take as one name (checked before any request). */
-export function checkProjectName(project: string): void {
-  if (!project || project.startsWith('.') || /[/\\\u0000-\u001f]/.test(project))
-    throw new CliError(`invalid project name "${project}": one name, without "/", "\\" or control characters, not starting with "."; pass --project NAME`)
+/**
+ * Refuses a project name the server could not take as one name (checked before any request),
+ * by the server's own rule (checkName), so the client takes every name the server and the MCP
+ * tools take. Returns the name as the server stores it (NFC).
+ */
+export function checkProjectName(project: string): string {
+  const r = checkName(project)
+  if (!r.ok) throw new CliError(`invalid project name "${project}": ${r.reason.en}. A project name is ${NAME_RULE}; pass --project NAME`)
+  return r.path
 }
