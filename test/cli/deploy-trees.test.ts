@@ -263,6 +263,23 @@ for (const engine of ENGINES) {
       }
     })
 
+    it("names each file whose path the server refuses (too deep, an invisible character) by the server's rule; nothing goes live", async () => {
+      const e = { ...env, SVC_URL: s.url }
+      const deep = `${'d/'.repeat(32)}f.txt`
+      const dir = makeTree({ 'index.html': page('one'), [deep]: 'deep', '\u200bz/a.txt': 'z', 'ok.txt': 'ok' })
+      for (const flags of [[], ['--batch']]) {
+        const r = await runCli(['deploy', dir, '--project', 'paths', '--json', ...flags], { env: e })
+        assert.equal(r.code, 1, r.stderr)
+        assert.equal(r.json.success, false, r.stdout)
+        assert.deepEqual(r.json.failed, [
+          { path: deep, reason: 'the server refuses this path (path deeper than 32 levels); rename or move it' },
+          { path: '\u200bz/', reason: 'the server refuses this path (invisible Unicode format character); rename or move it' },
+        ])
+      }
+      // the batch uploads sent the other files, as for any failed file, and published nothing
+      assert.equal((await s.get(`/${alice.username}/paths/`)).status, 404)
+    })
+
     it('--batch without a root index.html uploads nothing to a project it could not publish', async () => {
       const e = { ...env, SVC_URL: s.url }
       const docs = makeTree({ 'docs/index.html': '<p>docs</p>', 'docs/a.html': '<p>a</p>' })

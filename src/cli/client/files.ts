@@ -5,6 +5,7 @@ import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
 import ignore, { type Ignore } from 'ignore'
+import { checkRelativePath } from '../../features/sites/paths.js'
 import { CliError } from './errors.js'
 
 /** A local file to deploy. `path` is its path in the project: relative, '/'-separated, NFC. */
@@ -58,6 +59,16 @@ export function badNameReason(name: string): string | null {
   // the server refuses these too (a URL of such a name would read as its decoded form)
   if (/%[0-9A-Fa-f]{2}/.test(name)) return 'the name contains a %XX sequence; rename the file'
   return null
+}
+
+/**
+ * Why the server would refuse a path (its own rule, checkRelativePath: depth, length, format
+ * characters, look-alikes of separators), or null. Checked on every walked name, so such a file
+ * is reported as the names above are, and the rest of the folder still goes.
+ */
+function serverPathReason(relPath: string): string | null {
+  const r = checkRelativePath(relPath)
+  return r.ok ? null : `the server refuses this path (${r.reason.en}); rename or move it`
 }
 
 /** A name whose bytes are not UTF-8: the server's paths are UTF-8, and the decoded name (U+FFFD for the bad bytes) opens nothing. */
@@ -201,7 +212,7 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
           ignoredCount++
           continue
         }
-        const bad = utf8 ? badNameReason(name) : NOT_UTF8
+        const bad = utf8 ? (badNameReason(name) ?? serverPathReason(relPath)) : NOT_UTF8
         if (bad) {
           invalid.push({ path: `${relPath}/`, reason: bad })
           continue
@@ -217,7 +228,7 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
         ignoredCount++
         continue
       }
-      const bad = utf8 ? badNameReason(name) : NOT_UTF8
+      const bad = utf8 ? (badNameReason(name) ?? serverPathReason(relPath)) : NOT_UTF8
       if (bad) {
         invalid.push({ path: relPath, reason: bad })
         continue
