@@ -110,7 +110,7 @@ export const OPERATOR_HELP = {
     examples: [
       'svc user add alice --password "$PW" --vip',
       'svc user set alice --disable',
-      'svc user set alice --limit kv_keys=5000 --limit storage_bytes=default',
+      'svc user set alice --limit kv_keys=5000 --limit image_bytes=default',
     ],
     see: 'docs/cli.md, docs/limits.md',
   },

@@ -120,6 +120,24 @@ describe('operator commands: each refused command line, its message and the syno
     })
 })
 
+// the help's examples are copied as they stand: each must be a command line its command takes
+describe("operator commands: every example of a command's help is a command line it takes", () => {
+  // svc serve takes no argument and is started by main.ts, not checked by commandLine
+  for (const [cmd, help] of Object.entries(OPERATOR_HELP).filter(([c]) => c !== 'serve'))
+    for (const example of help.examples)
+      it(example, () => {
+        // leading VAR=value assignments are the shell's; "$PW" stands for a password
+        const words = example.split(' ').filter((w, i, all) => !(/^[A-Z_]+=/.test(w) && all.slice(0, i).every((x) => /^[A-Z_]+=/.test(x))))
+        assert.equal(words[0], 'svc')
+        assert.equal(words[1], cmd)
+        const line = commandLine(
+          cmd,
+          words.slice(2).map((w) => (w === '"$PW"' ? PW : w)),
+        )
+        assert.ok('checked' in line, 'refused' in line ? line.refused : '')
+      })
+})
+
 // Some of REFUSED, one of each kind of refusal, run as `svc`: a value of a table, a positional
 // argument, an account rule, node:util's refusal, a command that opens no database
 const SPAWNED = [
