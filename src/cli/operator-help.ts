@@ -20,10 +20,16 @@ const CONFIG = 'docs/operations/configuration.md'
 export function limitSetting(text: string): [QuotaName, number | null] | null {
   const m = /^([a-z_]+)=(\d+|default)$/.exec(text)
   if (!m || !isQuotaName(m[1])) return null
-  return [m[1], m[2] === 'default' ? null : Number(m[2])]
+  if (m[2] === 'default') return [m[1], null]
+  // a value past 2^53 would be stored rounded, and one past the double range as null (the default)
+  const n = Number(m[2])
+  return Number.isSafeInteger(n) ? [m[1], n] : null
 }
 
-const LIMIT = takes(`NAME=N or NAME=default, NAME one of ${QUOTA_NAMES.join(', ')}`, (v) => limitSetting(v) !== null)
+const LIMIT = takes(
+  `NAME=N or NAME=default, N an integer from 0 to ${Number.MAX_SAFE_INTEGER}, NAME one of ${QUOTA_NAMES.join(', ')}`,
+  (v) => limitSetting(v) !== null,
+)
 
 /** --password of svc user add and set: the rule the service applies to a new password (its message too). */
 const PASSWORD = { type: 'string', arg: '<pw>', check: passwordProblem } as const

@@ -19,6 +19,7 @@ const PARSE_ARGS_UNKNOWN = (o: string) =>
   `Unknown option '--${o}'. To specify a positional argument starting with a '-', place it at the end of the command after '--', as in '-- "--${o}"`
 const QUOTAS =
   'files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions'
+const LIMIT_TAKES = `--limit takes NAME=N or NAME=default, N an integer from 0 to 9007199254740991, NAME one of ${QUOTAS}`
 
 // Command lines each operator command refuses from its arguments alone, with the refusal's
 // message: a missing, extra or unknown argument, an unknown option, contradictory options, an
@@ -47,11 +48,14 @@ const REFUSED: Array<[args: string[], message: string]> = [
   [['user', 'set', 'bob', '--tier', 'gold'], '--tier takes one of default, authenticated, vip, not "gold"'],
   [['user', 'set', 'bob', '--tier', 'VIP'], '--tier takes one of default, authenticated, vip, not "VIP"'],
   [['user', 'set', 'bob', '--api-access', 'maybe'], '--api-access takes one of on, off, not "maybe"'],
-  [['user', 'set', 'bob', '--limit', 'bogus=1'], `--limit takes NAME=N or NAME=default, NAME one of ${QUOTAS}, not "bogus=1"`],
-  [['user', 'set', 'bob', '--limit', 'files=lots'], `--limit takes NAME=N or NAME=default, NAME one of ${QUOTAS}, not "files=lots"`],
-  [['user', 'set', 'bob', '--limit', '__proto__=1'], `--limit takes NAME=N or NAME=default, NAME one of ${QUOTAS}, not "__proto__=1"`],
-  [['user', 'set', 'bob', '--limit', 'files=-1'], `--limit takes NAME=N or NAME=default, NAME one of ${QUOTAS}, not "files=-1"`],
-  [['user', 'set', 'bob', '--limit', 'files=5', '--limit', 'files'], `--limit takes NAME=N or NAME=default, NAME one of ${QUOTAS}, not "files"`],
+  [['user', 'set', 'bob', '--limit', 'bogus=1'], `${LIMIT_TAKES}, not "bogus=1"`],
+  [['user', 'set', 'bob', '--limit', 'files=lots'], `${LIMIT_TAKES}, not "files=lots"`],
+  [['user', 'set', 'bob', '--limit', '__proto__=1'], `${LIMIT_TAKES}, not "__proto__=1"`],
+  [['user', 'set', 'bob', '--limit', 'files=-1'], `${LIMIT_TAKES}, not "files=-1"`],
+  [['user', 'set', 'bob', '--limit', 'files=5', '--limit', 'files'], `${LIMIT_TAKES}, not "files"`],
+  // past 2^53 it would be stored rounded, past the double range as null: the default, not a larger quota
+  [['user', 'set', 'bob', '--limit', 'files=9007199254740992'], `${LIMIT_TAKES}, not "files=9007199254740992"`],
+  [['user', 'set', 'bob', '--limit', `files=${'9'.repeat(400)}`], `${LIMIT_TAKES}, not "files=${'9'.repeat(400)}"`],
   [['user', 'set', 'bob', 'carol', '--vip'], 'unexpected argument "carol"'],
   // options that contradict each other: refused, not settled silently by the last one read
   [['user', 'set', 'bob', '--vip', '--no-vip'], '--vip and --no-vip exclude each other'],
@@ -148,6 +152,7 @@ const SPAWNED = [
   ['user', 'set', 'bob', '--limit', 'files=lots'],
   ['user', 'set', 'bob', '--vip', '--no-vip'],
   ['key', 'create', 'bob', '--expires-days', '366'],
+  ['user', 'set', 'bob', '--limit', 'files=9007199254740992'],
   ['grant', 'bob', 'paid-stuff'],
   ['export', 'bob', 'FILE', '--bogus'],
   ['migrate', 'now'],
