@@ -139,3 +139,12 @@ export function passwordProblem(password: string): string | null {
 
 /** The longest life of an API key, in days (1 to this, or no expiry). */
 export const MAX_KEY_DAYS = 365
+
+/** An API key's name: 1 to this many characters once trimmed, as it is stored. */
+export const MAX_KEY_NAME_LENGTH = 64
+
+/** What is wrong with a name for a new API key (its length, trimmed), or null. */
+export function keyNameProblem(name: string): string | null {
+  const n = name.trim().length
+  return n < 1 || n > MAX_KEY_NAME_LENGTH ? `name must be 1-${MAX_KEY_NAME_LENGTH} characters` : null
+}

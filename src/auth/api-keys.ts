@@ -4,7 +4,7 @@ import type { Clock } from '../util/clock.js'
 import { AppError } from '../errors/app-error.js'
 import { isWellFormed } from '../util/unicode.js'
 import { newApiKey, newId, sha256hex } from './tokens.js'
-import { MAX_KEY_DAYS } from './account-rules.js'
+import { keyNameProblem, MAX_KEY_DAYS, MAX_KEY_NAME_LENGTH } from './account-rules.js'
 
 export const MAX_KEYS_PER_USER = 10
 const DAY = 86400000
@@ -45,8 +45,10 @@ export function createApiKeys(db: Db, clock: Clock) {
     /** Creates a key; the clear key is returned here and never again. */
     async create(userId: string, opts: { name?: string; expiresDays?: number | null; readOnly?: boolean }): Promise<{ key: string; info: ApiKeyInfo }> {
       const name = (opts.name ?? 'default').trim()
-      if (name.length < 1 || name.length > 64)
-        throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: 'name 须为 1-64 个字符', en: 'name must be 1-64 characters' } } })
+      if (keyNameProblem(name) !== null)
+        throw new AppError('INVALID_PARAMETER', {
+          params: { detail: { zh: `name 须为 1-${MAX_KEY_NAME_LENGTH} 个字符`, en: `name must be 1-${MAX_KEY_NAME_LENGTH} characters` } },
+        })
       // stored the same on both engines: PostgreSQL refuses U+0000 and turns a lone surrogate into U+FFFD
       if (name.includes('\u0000') || !isWellFormed(name)) {
         throw new AppError('INVALID_PARAMETER', {

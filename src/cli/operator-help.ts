@@ -3,7 +3,7 @@
  * from its entry here (src/cli/help.ts), and `svc CMD --help` prints the entry without loading
  * the configuration, a database or any server code.
  */
-import { MAX_KEY_DAYS, MIN_PASSWORD_LENGTH, passwordProblem, TIERS, usernameProblem } from '../auth/account-rules.js'
+import { keyNameProblem, MAX_KEY_DAYS, MAX_KEY_NAME_LENGTH, MIN_PASSWORD_LENGTH, passwordProblem, TIERS, usernameProblem } from '../auth/account-rules.js'
 import { isQuotaName, QUOTA_NAMES, type QuotaName } from '../limits/quotas.js'
 import { anInteger, oneOf, takes, type CommandHelp } from './help.js'
 
@@ -125,7 +125,12 @@ export const OPERATOR_HELP = {
     summary: "create a user's API key",
     about: 'Creates an API key for a user and prints the key alone (it is not shown again).',
     flags: {
-      name: { type: 'string', arg: 'NAME', help: 'a name for the key (default cli)' },
+      name: {
+        type: 'string',
+        arg: 'NAME',
+        help: `a name for the key, 1 to ${MAX_KEY_NAME_LENGTH} characters (default cli)`,
+        check: takes(`1 to ${MAX_KEY_NAME_LENGTH} characters`, (v) => keyNameProblem(v) === null),
+      },
       'expires-days': { type: 'string', arg: 'N', help: `expire after N days, 1 to ${MAX_KEY_DAYS} (default: never)`, check: anInteger(1, MAX_KEY_DAYS) },
       'read-only': { type: 'boolean', help: 'a key that can only read' },
     },

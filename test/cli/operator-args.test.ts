@@ -71,6 +71,10 @@ const REFUSED: Array<[args: string[], message: string]> = [
   [['key', 'create', 'bob', '--expires-days', '1.5'], '--expires-days takes an integer from 1 to 365, not "1.5"'],
   [['key', 'create', 'bob', '--expires-days', ''], '--expires-days takes an integer from 1 to 365, not ""'],
   [['key', 'create', 'bob', 'carol'], 'unexpected argument "carol"'],
+  // the service's rule for a key's name (auth/account-rules.ts), trimmed as it is stored
+  [['key', 'create', 'bob', '--name', ''], '--name takes 1 to 64 characters, not ""'],
+  [['key', 'create', 'bob', '--name', '   '], '--name takes 1 to 64 characters, not "   "'],
+  [['key', 'create', 'bob', '--name', 'k'.repeat(65)], `--name takes 1 to 64 characters, not "${'k'.repeat(65)}"`],
   [['grant'], 'missing <username>'],
   [['grant', 'bob'], 'missing the feature: image-host or hosted-data'],
   [['grant', 'bob', 'paid-stuff'], 'feature must be one of image-host, hosted-data'],
@@ -152,6 +156,7 @@ const SPAWNED = [
   ['user', 'set', 'bob', '--limit', 'files=lots'],
   ['user', 'set', 'bob', '--vip', '--no-vip'],
   ['key', 'create', 'bob', '--expires-days', '366'],
+  ['key', 'create', 'bob', '--name', ''],
   ['user', 'set', 'bob', '--limit', 'files=9007199254740992'],
   ['grant', 'bob', 'paid-stuff'],
   ['export', 'bob', 'FILE', '--bogus'],
