@@ -85,13 +85,32 @@ export interface DbOptions {
 export type QueryErrorObserver = (engine: Engine, kind: 'constraint' | 'other') => void
 
 /** Opens SQLite (DATA_DIR/svc.db) or PostgreSQL from DATABASE_URL (`?schema=NAME` selects a schema). */
+/**
+ * Opens svc.db in WAL mode. That first statement reads the file, so one that is not a SQLite
+ * database (or that this process cannot open) fails here, and the error names the file and
+ * what to do, not SQLite's words alone ("file is not a database").
+ */
+function openSqliteFile(file: string): SQLite.Database {
+  let database: SQLite.Database | undefined
+  try {
+    database = new SQLite(file)
+    database.pragma('journal_mode = WAL')
+    return database
+  } catch (e) {
+    database?.close()
+    throw new Error(
+      `cannot open the SQLite database ${file}: ${(e as Error).message}; set DATA_DIR to the service's data folder, or restore a snapshot (svc restore)`,
+      { cause: e },
+    )
+  }
+}
+
 export async function openDatabase(opts: DbOptions): Promise<Db> {
   if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.onQueryError, opts.queryTimeoutMs)
   ensureDataDir(opts.dataDir)
   const file = path.join(opts.dataDir, 'svc.db')
   privateDatabaseFile(file)
-  const database = new SQLite(file)
-  database.pragma('journal_mode = WAL')
+  const database = openSqliteFile(file)
   // commits reach the OS only; the barrier's fdatasync of the WAL makes them durable before
   // any caller is answered (docs/decisions.md: writes never stall the server)
   database.pragma('synchronous = NORMAL')
@@ -275,7 +294,7 @@ async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserv
   // a server that cannot be reached is named (without its password) in the error
   const unreachable = (e: unknown) => {
     const shown = `${url.protocol}//${url.username ? `${url.username}@` : ''}${url.host}${url.pathname}`
-    return new Error(`cannot reach PostgreSQL at DATABASE_URL ${shown}: ${(e as Error).message}`, { cause: e })
+    return new Error(`cannot reach PostgreSQL at DATABASE_URL ${shown}: ${(e as Error).message} (is it running, and does DATABASE_URL name it?)`, { cause: e })
   }
   if (schema) {
     const admin = new pg.Client({ connectionString: url.toString() })

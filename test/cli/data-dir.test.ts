@@ -61,6 +61,22 @@ describe('operator commands and a DATA_DIR without a database', () => {
     }
   })
 
+  it('a svc.db that is no SQLite database is named with what to do, in one line, by serve and operator commands (exit 1)', async () => {
+    const dir = path.join(tmp, 'not-sqlite')
+    fs.mkdirSync(dir)
+    const file = path.join(dir, 'svc.db')
+    fs.writeFileSync(file, 'not a database\n')
+    for (const args of [['key', 'create', 'bob'], ['migrate'], ['serve']]) {
+      const r = await runCli(args, { env: { DATA_DIR: dir, PORT: '0', HTTP_PORT: '0' } })
+      assert.equal(r.code, 1, args.join(' '))
+      assert.equal(
+        r.stderr,
+        `error: cannot open the SQLite database ${file}: file is not a database; set DATA_DIR to the service's data folder, or restore a snapshot (svc restore)\n`,
+      )
+      assert.equal(fs.readFileSync(file, 'utf8'), 'not a database\n')
+    }
+  })
+
   it('svc migrate creates a new database on purpose, and says so; the other commands then work', async () => {
     const dir = path.join(tmp, 'fresh')
     const m = await runCli(['migrate'], { env: { DATA_DIR: dir } })
