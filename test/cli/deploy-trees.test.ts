@@ -280,6 +280,24 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${alice.username}/paths/`)).status, 404)
     })
 
+    it('a folder of dotfiles alone says its files are left out and how to keep them; an empty one says it is empty', async () => {
+      const e = { ...env, SVC_URL: s.url }
+      const dots = makeTree({ '.env': 'SECRET=1', '.cache/x.js': 'x' })
+      const empty = makeTree({})
+      for (const flags of [[], ['--batch']]) {
+        const r = await runCli(['deploy', dots, '--project', 'dots', ...flags], { env: e })
+        assert.equal(r.code, 1, r.stderr)
+        assert.equal(
+          r.stderr,
+          `error: nothing to deploy: every file of ${dots} is left out (2 files or folders): .git/, dotfiles (--dotfiles deploys them) and what .gitignore and .svcignore name\n`,
+        )
+        const none = await runCli(['deploy', empty, '--project', 'dots', ...flags], { env: e })
+        assert.equal(none.code, 1, none.stderr)
+        assert.equal(none.stderr, `error: nothing to deploy: ${empty} has no files\n`)
+      }
+      assert.equal((await s.get('/api/folders/dots/files', { key: alice.key })).status, 403, 'nothing sent')
+    })
+
     it('--batch without a root index.html uploads nothing to a project it could not publish', async () => {
       const e = { ...env, SVC_URL: s.url }
       const docs = makeTree({ 'docs/index.html': '<p>docs</p>', 'docs/a.html': '<p>a</p>' })

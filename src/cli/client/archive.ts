@@ -5,7 +5,7 @@ import { createGzip } from 'node:zlib'
 import tar from 'tar-stream'
 import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
-import { changedReason, hashCacheDir, hashFiles, SMALL_FILE, walkFolder, type LocalFile } from './files.js'
+import { changedReason, hashCacheDir, hashFiles, nothingToDeploy, SMALL_FILE, walkFolder, type LocalFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
 import { nestedIndexHint, type FailedFile } from './deploy.js'
 import { checkProjectName, defaultProject } from './project.js'
@@ -177,7 +177,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   const project = checkProjectName(opts.project ?? defaultProject(dirReal))
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s) => ({ path: s.path, reason: s.reason }))
-  if (walked.files.length === 0 && failed.length === 0) throw new CliError(`nothing to deploy: ${opts.dir} has no files (after ignore rules)`)
+  if (walked.files.length === 0 && failed.length === 0) throw new CliError(nothingToDeploy(opts.dir, walked.ignoredCount))
   // the deploy is the folder exactly: the server refuses one without a root index.html (1313)
   // at its manifest, so nothing is hashed or sent
   if (!walked.files.some((f) => f.path === 'index.html'))

@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises'
 import path from 'node:path'
 import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
-import { changedReason, hashCacheDir, hashFiles, mapLimit, walkFolder, type LocalFile, type SkippedFile } from './files.js'
+import { changedReason, hashCacheDir, hashFiles, mapLimit, nothingToDeploy, walkFolder, type LocalFile, type SkippedFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
 import { builtForRoot, linkLines } from './site-links.js'
 import { contentTypeFor } from '../../util/content-types.js'
@@ -300,7 +300,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s: SkippedFile) => ({ path: s.path, reason: s.reason }))
   const totalBytes = walked.files.reduce((a, f) => a + f.size, 0)
-  if (walked.files.length === 0 && failed.length === 0) throw new CliError(`nothing to deploy: ${opts.dir} has no files (after ignore rules)`)
+  if (walked.files.length === 0 && failed.length === 0) throw new CliError(nothingToDeploy(opts.dir, walked.ignoredCount))
 
   const hashed = await hashFiles(walked.files, (n) => rep.progress('hashing', n, walked.files.length), {
     dir: hashCacheDir(),

@@ -118,6 +118,16 @@ function isIgnored(matchers: Matcher[], rel: string): boolean {
 }
 
 /**
+ * The refusal of a folder with no file to deploy. When the walk left entries out, it says which
+ * rules did and how to keep dotfiles: a folder of dotfiles alone has files, just none sent.
+ */
+export function nothingToDeploy(dir: string, ignoredCount: number): string {
+  if (ignoredCount === 0) return `nothing to deploy: ${dir} has no files`
+  const n = `${ignoredCount} file${ignoredCount === 1 ? '' : 's'} or folder${ignoredCount === 1 ? '' : 's'}`
+  return `nothing to deploy: every file of ${dir} is left out (${n}): .git/, dotfiles (--dotfiles deploys them) and what .gitignore and .svcignore name`
+}
+
+/**
  * Lists the files of `root` to deploy. Honours .gitignore and .svcignore in the folder and
  * its subfolders (files above `root` are not read: a repository's `.gitignore` often lists the
  * build folder being deployed). Dotfiles and dot-directories other than `.well-known/` are
