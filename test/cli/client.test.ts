@@ -2,9 +2,11 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import http from 'node:http'
+import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import selfsigned from 'selfsigned'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { makeTree, runCli } from './run.js'
 
@@ -203,3 +205,37 @@ for (const engine of ENGINES) {
     })
   })
 }
+
+// A certificate its CA vouches for, but of another name: --insecure (what a self-signed one
+// calls for) would only hide the mistake, so the message names the certificate's names instead.
+describe('svc client: a trusted certificate of another name', () => {
+  let dir: string
+  let server: https.Server
+  let url: string
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-altname-'))
+    const pems = await selfsigned.generate([{ name: 'commonName', value: 'example.test' }], {
+      keyType: 'ec',
+      curve: 'P-256',
+      algorithm: 'sha256',
+      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'example.test' }] }],
+    })
+    fs.writeFileSync(path.join(dir, 'ca.pem'), pems.cert)
+    server = https.createServer({ cert: pems.cert, key: pems.private }, (_req, res) => res.end('{}'))
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
+  })
+  after(async () => {
+    await new Promise((r) => server.close(r))
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('says the certificate is for another name and which, without advising --insecure', async () => {
+    const r = await runCli(['whoami', '--url', url, '--key', 'svc_x'], { env: { NODE_EXTRA_CA_CERTS: path.join(dir, 'ca.pem') } })
+    assert.equal(r.code, 1)
+    assert.equal(
+      r.stderr,
+      `error: the TLS certificate of ${url} is not for 127.0.0.1 (its names: DNS:example.test); use the server's address with a name its certificate holds\n`,
+    )
+  })
+})

@@ -300,8 +300,15 @@ function plainToTls(url: string): CliError {
 
 /** A readable message for a failure to reach the server (certificate, refused, DNS). */
 function networkError(e: unknown, url: string): Error {
-  const err = e as { code?: string; message?: string; cause?: { code?: string; message?: string } }
+  const err = e as { code?: string; message?: string; cause?: { code?: string; message?: string }; cert?: { subjectaltname?: string } }
   const code = err.code ?? err.cause?.code ?? ''
+  // a certificate its chain vouches for, of another name: --insecure would only hide that
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    const names = err.cert?.subjectaltname
+    return new CliError(
+      `the TLS certificate of ${url} is not for ${new URL(url).hostname}${names ? ` (its names: ${names})` : ''}; use the server's address with a name its certificate holds`,
+    )
+  }
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code) || /certificate/i.test(err.message ?? '')) {
     return new CliError(
       `cannot verify the TLS certificate of ${url} (${code || err.message}); for a local server with a self-signed certificate use --insecure or SVC_INSECURE=1`,
