@@ -185,8 +185,10 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
         let real: string
         try {
           real = (await fsp.realpath(bytes, { encoding: 'buffer' })).toString('latin1')
-        } catch {
-          warn(`skipping ${rel}${name}: broken symbolic link`)
+        } catch (e) {
+          // links that point at each other (a -> b -> a) never reach a file: not "broken"
+          const loop = (e as NodeJS.ErrnoException).code === 'ELOOP'
+          warn(`skipping ${rel}${name}: ${loop ? 'symbolic links that point at each other (a loop)' : 'broken symbolic link'}`)
           continue
         }
         if (!inside(real)) {
