@@ -95,6 +95,18 @@ export async function main(argv: string[]): Promise<void> {
     else process.stdout.write(`svc ${CLIENT_VERSION}\n`)
     return
   }
+  // an option before any command (`svc --url X whoami`, as git -C takes one): options belong to
+  // the command, so the message shows the line with the command first
+  if (cmd.startsWith('-')) {
+    const named = argv.find((a) => !a.startsWith('-') && a !== 'help' && a !== 'version' && commandHelp(a) !== null)
+    process.stderr.write(
+      named === undefined
+        ? `error: unknown option "${cmd}": the command comes first (svc COMMAND [OPTIONS]); svc --help lists the commands\n`
+        : `error: options go after the command: svc ${[named, ...argv.filter((_, i) => i !== argv.indexOf(named))].join(' ')}\n`,
+    )
+    process.exitCode = 2
+    return
+  }
   try {
     // client commands first: they load no server code (database drivers, Fastify), so they start fast
     if (CLIENT_COMMANDS.includes(cmd)) {

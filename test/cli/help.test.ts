@@ -44,6 +44,16 @@ describe('svc help', () => {
     assert.ok(r.stderr.includes(OPERATOR) && r.stderr.includes(CLIENT))
   })
 
+  it('an option before the command: exit 2, and the line with the command first', async () => {
+    const before = await runCli(['--url', 'https://example.test', 'whoami', '--json'])
+    assert.equal(before.code, 2)
+    assert.equal(before.stdout, '')
+    assert.equal(before.stderr, 'error: options go after the command: svc whoami --url https://example.test --json\n')
+    const alone = await runCli(['-x'])
+    assert.equal(alone.code, 2)
+    assert.equal(alone.stderr, 'error: unknown option "-x": the command comes first (svc COMMAND [OPTIONS]); svc --help lists the commands\n')
+  })
+
   // each an operator command's bad arguments: exit 2 and one "error:" message, nothing done;
   // the arguments are checked before the data folder (DATA_DIR here does not exist: decision 190)
   let tmp = ''
