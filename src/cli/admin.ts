@@ -12,7 +12,7 @@ import { systemClock } from '../util/clock.js'
 import { createUsers, UserInputError, type UserSettings } from '../auth/users.js'
 import { usernameProblem, type Tier } from '../auth/account-rules.js'
 import { serviceLabels } from '../http/site-origin.js'
-import { createApiKeys } from '../auth/api-keys.js'
+import { createApiKeys, type ApiKeyInfo } from '../auth/api-keys.js'
 import { randomString, sha256hex } from '../auth/tokens.js'
 import { AppError } from '../errors/app-error.js'
 import { errorMessage } from '../errors/render.js'
@@ -71,6 +71,8 @@ type Checked =
       run(db: Db, config: Config): Promise<void>
       /** A refusal only the configuration can tell (a name it reserves), or null: asked before anything is opened. */
       refuses?(config: Config): string | null
+      /** It only reads (svc key list): not written to the audit log. */
+      readonly reads?: true
     }
 
 /**
@@ -128,7 +130,7 @@ export async function adminCommand(cmd: string, args: string[], loadConfig: () =
           : `applied ${applied.length} migration${applied.length === 1 ? '' : 's'}: ${applied.join(', ')}${taken.copy ? `\nthe database as it was before them: ${taken.copy}` : ''}`,
       )
     } else await checked.run(db, config)
-    if (AUDITED.has(cmd)) {
+    if (AUDITED.has(cmd) && !(checked.opens === 'database' && checked.reads)) {
       const sub = ['user', 'key', 'redeem-code'].includes(cmd) ? args[0] : undefined
       const rest = sub === undefined ? args : args.slice(1)
       await writeAudit(db, Date.now(), {
@@ -274,8 +276,30 @@ export function checkArguments(cmd: string, args: string[]): Checked {
     }
     case 'key': {
       const [given, ...rest] = args
-      subcommand(given, ['create'])
-      const { values, positionals } = parseOptions(rest, OPERATOR_HELP.key.flags)
+      const sub = subcommand(given, ['create', 'list', 'revoke'])
+      if (sub === 'list' || sub === 'revoke') {
+        const { positionals } = parseOptions(rest, OPERATOR_HELP.key.subs[sub])
+        const username = need(positionals[0], '<username>')
+        const id = sub === 'revoke' ? need(positionals[1], '<key-id> (svc key list shows the ids)') : ''
+        noMore(positionals, sub === 'revoke' ? 2 : 1)
+        return {
+          opens: 'database',
+          ...(sub === 'list' ? { reads: true as const } : {}),
+          async run(db, config) {
+            const userId = await userIdOf(createUsers(db, systemClock, serviceLabels(config)), username)
+            const keys = createApiKeys(db, systemClock)
+            if (sub === 'list') {
+              out(keyTable(await keys.list(userId), systemClock.now()))
+              return
+            }
+            // deleted, as the admin console's revoke does (decision 225): nothing can bring it back
+            if (!(await keys.remove(userId, id)))
+              throw new UserInputError(`user "${username}" has no key with the id ${id} (svc key list ${username} shows them)`)
+            out(`revoked key ${id} of ${username}`)
+          },
+        }
+      }
+      const { values, positionals } = parseOptions(rest, OPERATOR_HELP.key.subs.create)
       const username = need(positionals[0], '<username>')
       noMore(positionals, 1)
       const days = values['expires-days']
@@ -532,4 +556,30 @@ async function restoreCommand(snapshot: string, given: string | undefined, force
   } finally {
     await target.close()
   }
+}
+
+/** `svc key list`: one line per key, newest first; the key itself is never stored, so never shown. */
+function keyTable(keys: ApiKeyInfo[], now: number): string {
+  if (keys.length === 0) return 'no API keys'
+  const day = (t: number | null) => (t === null ? '-' : new Date(t).toISOString().slice(0, 10))
+  const rows = keys.map((k) => [
+    k.id,
+    k.name,
+    `svc_…${k.hint}`,
+    day(k.created_at),
+    day(k.last_used_at),
+    k.expires_at === null ? 'never' : `${day(k.expires_at)}${k.expires_at <= now ? ' (expired)' : ''}`,
+    k.read_only ? 'read-only' : 'full',
+    k.enabled ? 'enabled' : 'disabled',
+  ])
+  const head = ['ID', 'NAME', 'KEY', 'CREATED', 'LAST USED', 'EXPIRES', 'ACCESS', 'STATE']
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
+  return [head, ...rows]
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')
 }

@@ -121,21 +121,26 @@ export const OPERATOR_HELP = {
     see: 'docs/cli.md, docs/limits.md',
   },
   key: {
-    usage: ['svc key create <username> [--name NAME] [--expires-days N] [--read-only]'],
-    summary: "create a user's API key",
-    about: 'Creates an API key for a user and prints the key alone (it is not shown again).',
-    flags: {
-      name: {
-        type: 'string',
-        arg: 'NAME',
-        help: `a name for the key, 1 to ${MAX_KEY_NAME_LENGTH} characters (default cli)`,
-        check: takes(`1 to ${MAX_KEY_NAME_LENGTH} characters`, (v) => keyNameProblem(v) === null),
+    usage: ['svc key create <username> [--name NAME] [--expires-days N] [--read-only]', 'svc key list <username>', 'svc key revoke <username> <key-id>'],
+    summary: "create, list or revoke a user's API keys",
+    about:
+      'Creates an API key for a user and prints the key alone (it is not shown again); lists the keys of a user (id, name, the last characters, dates, access), never a key itself; or revokes one key by the id that list shows: it is deleted, and its next request is refused.',
+    subs: {
+      create: {
+        name: {
+          type: 'string',
+          arg: 'NAME',
+          help: `a name for the key, 1 to ${MAX_KEY_NAME_LENGTH} characters (default cli)`,
+          check: takes(`1 to ${MAX_KEY_NAME_LENGTH} characters`, (v) => keyNameProblem(v) === null),
+        },
+        'expires-days': { type: 'string', arg: 'N', help: `expire after N days, 1 to ${MAX_KEY_DAYS} (default: never)`, check: anInteger(1, MAX_KEY_DAYS) },
+        'read-only': { type: 'boolean', help: 'a key that can only read' },
       },
-      'expires-days': { type: 'string', arg: 'N', help: `expire after N days, 1 to ${MAX_KEY_DAYS} (default: never)`, check: anInteger(1, MAX_KEY_DAYS) },
-      'read-only': { type: 'boolean', help: 'a key that can only read' },
+      list: {},
+      revoke: {},
     },
     env: [DATA, DATABASE],
-    examples: ['svc key create alice --name ci --expires-days 90'],
+    examples: ['svc key create alice --name ci --expires-days 90', 'svc key list alice', 'svc key revoke alice 3f1c2a9e-5b7d-4e2a-9c1f-8d6b0a4e7c21'],
   },
   grant: {
     usage: ['svc grant <username> image-host|hosted-data [--revoke]'],

@@ -4,6 +4,7 @@ import crypto from 'node:crypto'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { expectError } from '../support/errors.js'
+import { runCli } from '../cli/run.js'
 
 const sha = (s: string) => crypto.createHash('sha256').update(s).digest('hex')
 type User = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
@@ -132,6 +133,37 @@ for (const engine of ENGINES) {
       // a second revoke of the same key finds nothing, and logs nothing
       expectError(await adminCall('DELETE', `/svc_api/admin/users/${alice.username}/keys/${leaked.id}`), 404, 1405)
       assert.equal((await auditOf('key.revoke')).length, 1)
+    })
+
+    it('the operator lists and revokes a key with svc key, on the running instances', async () => {
+      const cli = (args: string[]) =>
+        runCli(['key', ...args], { env: { DATA_DIR: a.dataDir, ...(a.env.DATABASE_URL ? { DATABASE_URL: a.env.DATABASE_URL } : {}) } })
+      const made = await a.post('/svc_api/api-keys', { cookie: bob.cookie, json: { name: 'deploy bot' } })
+      assert.equal(made.status, 200, made.text)
+      await expectKey(made.json.data.key, 200, 'live before the revoke')
+      // one line per key with its id, name and last characters; never a key itself
+      const listed = await cli(['list', bob.username])
+      assert.equal(listed.code, 0, listed.stderr)
+      const [head, ...rows] = listed.stdout.trimEnd().split('\n')
+      assert.match(head, /^ID +NAME +KEY +CREATED +LAST USED +EXPIRES +ACCESS +STATE$/)
+      const row = rows.find((l) => l.includes('deploy bot'))!
+      assert.ok(row.startsWith(`${made.json.data.id} `), row)
+      assert.match(row, new RegExp(`svc_…${made.json.data.key.slice(-4)} .* never +full +enabled$`))
+      assert.equal(rows.length, (await a.get('/svc_api/api-keys', { cookie: bob.cookie })).json.data.keys.length)
+      for (const secret of [bob.key, made.json.data.key]) assert.ok(!listed.stdout.includes(secret))
+      // revoked: refused from its next request on both instances, the other key still works
+      const revoked = await cli(['revoke', bob.username, made.json.data.id])
+      assert.equal(revoked.code, 0, revoked.stderr)
+      assert.equal(revoked.stdout, `revoked key ${made.json.data.id} of ${bob.username}\n`)
+      await expectKey(made.json.data.key, 401, 'revoked by the operator')
+      await expectKey(bob.key, 200, 'the other key')
+      const again = await cli(['revoke', bob.username, made.json.data.id])
+      assert.equal(again.code, 1)
+      assert.match(again.stderr, /^error: user "[^"]+" has no key with the id .* \(svc key list \S+ shows them\)\n$/)
+      // the revoke is in the audit log, the list is not
+      const mine = async (action: string) => (await auditOf(action)).filter((e) => e.target === bob.username).map((e) => [e.action, e.via])
+      assert.deepEqual(await mine('cli.key.revoke'), [['cli.key.revoke', 'cli']])
+      assert.deepEqual(await mine('cli.key.list'), [])
     })
   })
 }
