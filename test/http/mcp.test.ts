@@ -870,6 +870,43 @@ for (const engine of ENGINES) {
       await own.close()
     })
 
+    it('a refused rollback, promote, page, key or form names the tool that is the next step, never a CLI command', async () => {
+      // a user of its own: the suite's user is near its per-minute limit by now
+      const dave = await s.user()
+      const own = await mcpHttpClient(s.url, dave.key)
+      const call = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      const refused = async (name: string, args: Record<string, unknown>, code: number, next: RegExp) => {
+        const r = await call(name, args)
+        assert.equal(r.isError, true, textOf(r))
+        assert.equal(r.structuredContent.error_code, code, textOf(r))
+        assert.match(r.structuredContent.solution, next, textOf(r))
+        assert.match(textOf(r), next)
+        assert.doesNotMatch(textOf(r), /svc publish|slug or id|public read/)
+        return r
+      }
+      // a preview only: the project has never been live
+      const preview = await call('deploy_files', { project: 'draft', files: [{ path: 'index.html', content: '<p>draft</p>' }], publish: false })
+      assert.ok(!preview.isError, textOf(preview))
+      await refused('rollback', { project: 'draft' }, 1336, /deploy_files publishes the project; or promote/)
+      await refused('promote', { project: 'draft', deploy_id: 'nosuchdeploy' }, 1331, /list_deploys \{project: "draft"\}/)
+      const one = await call('deploy_files', { project: 'live', files: [{ path: 'index.html', content: '<p>one</p>' }] })
+      assert.ok(!one.isError, textOf(one))
+      await refused('rollback', { project: 'live' }, 1334, /list_deploys \{project: "live"\}.*deploy_id/)
+      await refused('rollback', { project: 'live', deploy_id: 'nosuchdeploy' }, 1331, /list_deploys/)
+      // publish_html adds .html to every name: a refused type is the html argument's content
+      for (const html of ['just some words', '{"a": 1}']) {
+        const r = await refused('publish_html', { name: 'notes', html }, 1105, /html argument must be an HTML document/)
+        assert.doesNotMatch(r.structuredContent.solution, /Only \.html/)
+      }
+      assert.equal((await s.get('/svc_api/files', { key: dave.key })).json.data.files.length, 0)
+      await refused('kv_get', { key: 'never-set' }, 1604, /kv_list/)
+      const form = await call('create_form', { form_name: 'Contact', form_slug: 'contact-dave' })
+      assert.ok(!form.isError, textOf(form))
+      // the slug is not an id: the forms list gives the ids
+      await refused('list_submissions', { form_id: 'contact-dave' }, 1611, /list_submissions without form_id/)
+      await own.close()
+    })
+
     it("project names follow the REST API's one rule for names: what it takes the tools take, what it refuses they refuse", async () => {
       // a user of its own: the suite's user is near its per-minute limit by now
       const gil = await s.user()

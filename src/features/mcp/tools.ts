@@ -268,9 +268,16 @@ const publishHtml = tool({
   idempotent: true,
   input: {
     name: z.string().min(1).max(200).describe('Page name; ".html" is added when missing (e.g. "landing" -> landing.html)'),
-    html: z.string().min(1).describe(`The complete HTML document (at most ${MAX_INLINE_BYTES} bytes)`),
+    html: z
+      .string()
+      .min(1)
+      .describe(`The complete HTML document, markup with at least one tag (plain text or JSON is refused); at most ${MAX_INLINE_BYTES} bytes`),
     title: z.string().max(100).optional().describe('Project name shown in the dashboard'),
   },
+  // the name always gets an .html extension: a refused type is the content's, never the name's
+  solutions: () => ({
+    FILE_TYPE_UNSUPPORTED: 'The html argument must be an HTML document (e.g. "<!doctype html><p>...</p>"), not plain text, JSON or binary data',
+  }),
   async run(s, ctx, a) {
     const bytes = Buffer.from(a.html, 'utf8')
     if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('html')
@@ -433,6 +440,19 @@ async function previewDeploy(s: McpServices, ctx: ToolContext, ref: FolderRef, f
 
 const deployId = z.string().min(1).max(64).describe('A deploy id, as list_deploys shows it')
 
+/**
+ * The deploy refusals' next steps in the tools' own names: the REST solutions name `svc
+ * publish` and a deploy list, which an agent reaches as deploy_files and list_deploys.
+ */
+const deploySolutions = (a: { project: string }) => {
+  const list = `list_deploys {project: ${JSON.stringify(a.project)}}`
+  return {
+    DEPLOY_NOT_FOUND: `${list} lists the kept deploys and their ids`,
+    NO_PREVIOUS_DEPLOY: `${list} lists the kept deploys; pass one's id as deploy_id`,
+    ROLLBACK_UNPUBLISHED: `deploy_files publishes the project; or promote {project, deploy_id} makes a deploy ${list} shows live`,
+  }
+}
+
 /** A deploy's own URLs (path form, on the user's site origin and at its own origin when there are). */
 function deployUrls(ctx: ToolContext, project: string, id: string) {
   const path = `/${encodeURIComponent(project)}@${id}/`
@@ -479,6 +499,7 @@ const rollback = tool({
   destructive: false,
   idempotent: true,
   input: { project: projectName, deploy_id: deployId.optional() },
+  solutions: deploySolutions,
   async run(s, ctx, a) {
     const ref = projectRef(s, ctx, a.project)
     const r = await s.deploys.rollback(ctx.user, ref, a.deploy_id)
@@ -498,6 +519,7 @@ const promote = tool({
   destructive: false,
   idempotent: true,
   input: { project: projectName, deploy_id: deployId },
+  solutions: deploySolutions,
   async run(s, ctx, a) {
     const ref = projectRef(s, ctx, a.project)
     const r = await s.deploys.promote(ctx.user, ref, a.deploy_id)
@@ -701,6 +723,7 @@ const kvGet = tool({
   description: "Reads one entry of the caller's key-value store.",
   readOnly: true,
   input: { key: kvLookupKey },
+  solutions: () => ({ KV_KEY_NOT_FOUND: 'kv_list lists the keys the store holds (prefix narrows it)' }),
   async run(s, ctx, a) {
     const e = await s.kv.get(ctx.user, a.key)
     const url = e.is_public ? kvPublicUrl(ctx, e.key) : null
@@ -820,11 +843,12 @@ const listSubmissions = tool({
   description: "Lists the caller's forms, or with form_id one form's submissions, newest first (spam is flagged, not hidden).",
   readOnly: true,
   input: {
-    form_id: z.string().max(64).optional().describe('The form id (omit to list the forms)'),
+    form_id: z.string().max(64).optional().describe("The form's id (create_form's form.id; not its slug); omit to list the forms with their ids"),
     page: z.number().int().positive().optional(),
     per_page: z.number().int().min(1).max(100).optional(),
     is_spam: z.boolean().optional().describe('Only spam (true) or only not spam (false)'),
   },
+  solutions: () => ({ FORM_NOT_FOUND: 'list_submissions without form_id lists your forms with their ids (form_id is the id, not the slug)' }),
   async run(s, ctx, a) {
     const dashboard = dashboardUrl(ctx, 'forms')
     if (a.form_id === undefined) {
