@@ -907,6 +907,26 @@ for (const engine of ENGINES) {
       await own.close()
     })
 
+    it('create_form refuses an unknown or mistyped field setting (1106) instead of dropping it, and creates nothing', async () => {
+      const erin = await s.user()
+      const own = await mcpHttpClient(s.url, erin.key)
+      const call = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      const typo = await call('create_form', { form_name: 'Signup', fields_config: [{ name: 'email', requird: true }] })
+      assert.equal(typo.isError, true, textOf(typo))
+      assert.equal(typo.structuredContent.error_code, 1106)
+      assert.match(textOf(typo), /unknown argument "requird" in "fields_config\[0\]"/)
+      const type = await call('create_form', { form_name: 'Signup', fields_config: [{ name: 'email', type: 'e-mail' }] })
+      assert.equal(type.structuredContent.error_code, 1106, textOf(type))
+      assert.match(textOf(type), /argument "fields_config\[0\]\.type".*"email"/)
+      const rest = await s.get('/svc_api/forms/list', { key: erin.key })
+      assert.equal(rest.json.data.forms.length, 0, rest.text)
+      // the field types are in the input schema, where an agent reads them
+      const { tools } = await own.listTools()
+      const schema = JSON.stringify(tools.find((t) => t.name === 'create_form')?.inputSchema)
+      assert.match(schema, /"enum":\["text","email","number","textarea","select","checkbox","url","tel","date"\]/)
+      await own.close()
+    })
+
     it("project names follow the REST API's one rule for names: what it takes the tools take, what it refuses they refuse", async () => {
       // a user of its own: the suite's user is near its per-minute limit by now
       const gil = await s.user()

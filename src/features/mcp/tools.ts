@@ -11,6 +11,7 @@ import { ERRORS, type ErrorKey } from '../../errors/codes.js'
 import type { IncomingFile } from '../image-host/service.js'
 import { checkContent, checkDisplayName, encodeText, normalizeContentType } from '../hosted-data/content.js'
 import { formView } from '../forms/service.js'
+import { FIELD_TYPES } from '../forms/fields.js'
 import { MANIFEST_ENTRY } from '../../util/deploy-manifest.js'
 import type { FolderRef } from '../sites/folders-service.js'
 import { RULE_FILES } from '../sites/site-rules.js'
@@ -817,13 +818,15 @@ const createForm = tool({
     form_slug: z.string().optional().describe('3-64 characters A-Z a-z 0-9 _ -, unique; generated when omitted'),
     fields_config: z
       .array(
-        z.object({
-          name: z.string(),
-          label: z.string().optional(),
-          type: z.string().optional(),
-          required: z.boolean().optional(),
-          options: z.array(z.string()).optional(),
-        }),
+        z
+          .object({
+            name: z.string().describe('1-64 letters, digits, "_", "." or "-", starting with a letter or digit'),
+            label: z.string().optional(),
+            type: z.enum(FIELD_TYPES).optional().describe('default text'),
+            required: z.boolean().optional(),
+            options: z.array(z.string()).optional().describe('The choices of a select (required there) or checkbox field'),
+          })
+          .strict(),
       )
       .max(50)
       .optional()
