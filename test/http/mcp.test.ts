@@ -741,6 +741,43 @@ for (const engine of ENGINES) {
       assert.match(nested.text, /1106/)
     })
 
+    it('deploy_files over the inline limit says whether several calls can carry it, and stores nothing', async () => {
+      const frank = await s.user()
+      const own = await mcpHttpClient(s.url, frank.key)
+      const call = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      const MiB = 1024 * 1024
+      // files that only add up to the limit: several calls carry them
+      const split = [
+        { path: 'index.html', content: '<p>home</p>' },
+        { path: 'a.txt', content: 'a'.repeat(3 * MiB) },
+        { path: 'b.txt', content: 'b'.repeat(2 * MiB) },
+      ]
+      const together = await call('deploy_files', { project: 'split', files: split })
+      assert.equal(together.structuredContent.error_code, 1104, textOf(together))
+      assert.match(textOf(together), /files together are over the MCP inline limit of 4194304 bytes; send the site in several deploy_files calls/)
+      assert.match(textOf(together), /svc deploy \.\/folder --project NAME/)
+      // a preview is one call: only the CLI
+      const preview = await call('deploy_files', { project: 'split', files: split, publish: false })
+      assert.equal(preview.structuredContent.error_code, 1104, textOf(preview))
+      assert.match(textOf(preview), /a preview is one call/)
+      assert.doesNotMatch(textOf(preview), /several deploy_files calls/)
+      // one file over the limit fits no call: named, with the CLI
+      const one = await call('deploy_files', { project: 'split', files: [split[0], { path: 'big.txt', content: 'c'.repeat(4 * MiB + 1) }] })
+      assert.equal(one.structuredContent.error_code, 1104, textOf(one))
+      assert.match(textOf(one), /big\.txt alone is 4194305 bytes, over the MCP inline limit/)
+      assert.doesNotMatch(textOf(one), /several deploy_files calls/)
+      const many = await call('deploy_files', { project: 'split', files: Array.from({ length: 201 }, (_, i) => ({ path: `p${i}.html`, content: 'x' })) })
+      assert.match(textOf(many), /several deploy_files calls/)
+      const folders = await s.get('/api/folders', { key: frank.key })
+      assert.equal(folders.json.folders.length, 0, folders.text)
+      // what the error says works: two calls, each under the limit
+      assert.ok(!(await call('deploy_files', { project: 'split', files: split.slice(0, 2) })).isError)
+      const second = await call('deploy_files', { project: 'split', files: split.slice(2) })
+      assert.ok(!second.isError, textOf(second))
+      assert.equal((await s.get(`/${frank.username}/split/b.txt`)).text.length, 2 * MiB)
+      await own.close()
+    })
+
     it('deploy_files refuses a binary file sent as text, naming the encoding, and stores none of the call', async () => {
       // a user of its own: the other tests count alice's requests against her rate limits
       const erin = await s.user()

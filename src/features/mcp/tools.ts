@@ -83,15 +83,15 @@ export interface McpTool {
   call(s: McpServices, ctx: ToolContext, args: unknown): Promise<CallToolResult>
 }
 
-const payloadTooLarge = (what: string) =>
+const CLI_DEPLOY = 'the CLI: `svc deploy ./folder --project NAME` (archive upload)'
+/** A live deploy_files call over a per-call limit: the site can go in several calls, each adding its files. */
+const SPLIT_CALLS = `send the site in several deploy_files calls (each adds its files to the project and publishes them; the first holds index.html), or deploy it with ${CLI_DEPLOY}`
+
+const payloadTooLarge = (what: string, next = `deploy larger sites with ${CLI_DEPLOY}`) =>
   new AppError('FILE_TOO_LARGE', {
     status: 413,
     params: { limit: MAX_INLINE_BYTES },
-    extra: {
-      details: {
-        info: `${what} is over the MCP inline limit of ${MAX_INLINE_BYTES} bytes; deploy larger sites with the CLI: \`svc deploy ./folder --project NAME\` (archive upload)`,
-      },
-    },
+    extra: { details: { info: `${what} over the MCP inline limit of ${MAX_INLINE_BYTES} bytes; ${next}` } },
   })
 
 const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })
@@ -281,7 +281,7 @@ const publishHtml = tool({
   }),
   async run(s, ctx, a) {
     const bytes = Buffer.from(a.html, 'utf8')
-    if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('html')
+    if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('html is')
     const fileName = s.files.checkFileName(/\.html?$/i.test(a.name) ? a.name : `${a.name}.html`)
     const staged = await s.files.stage(Readable.from([bytes]))
     const rec = await s.files.commit(ctx.user, { fileName, staged, projectName: a.title }, ctx.contentOrigin)
@@ -297,7 +297,7 @@ const publishHtml = tool({
 const deployFiles = tool({
   name: 'deploy_files',
   title: 'Deploy a small site',
-  description: `Uploads files into a folder project (created if absent; existing paths are replaced) and publishes it at /{username}/{project}/ as one new live deploy, whose id the answer gives (needs an index.html at the root; rollback without deploy_id undoes the call; a call that changes no file makes no deploy). With publish false it instead makes a preview deploy of exactly the given files (the whole site, with its own index.html): the live site and the project's files stay as they are, and the answer's preview URL shows it until promote makes it live. At most ${MAX_INLINE_FILES} files and ${MAX_INLINE_BYTES} bytes per call; for larger sites use the CLI: svc deploy ./folder.`,
+  description: `Uploads files into a folder project (created if absent; existing paths are replaced, files not sent stay: delete_file removes one) and publishes it at /{username}/{project}/ as one new live deploy, whose id the answer gives (needs an index.html at the root; rollback without deploy_id undoes the call; a call that changes no file makes no deploy). With publish false it instead makes a preview deploy of exactly the given files (the whole site, with its own index.html): the live site and the project's files stay as they are, and the answer's preview URL shows it until promote makes it live. At most ${MAX_INLINE_FILES} files and ${MAX_INLINE_BYTES} bytes per call: send a larger site in several calls, or use the CLI: svc deploy ./folder.`,
   readOnly: false,
   idempotent: true,
   input: {
@@ -324,7 +324,7 @@ const deployFiles = tool({
     if (a.files.length > MAX_INLINE_FILES)
       throw new AppError('TOO_MANY_PARTS', {
         params: { detail: `${a.files.length} files; deploy_files takes at most ${MAX_INLINE_FILES}` },
-        extra: { details: { info: 'deploy larger sites with the CLI: `svc deploy ./folder --project NAME` (archive upload)' } },
+        extra: { details: { info: a.publish === false ? `a preview is one call: deploy larger sites with ${CLI_DEPLOY}` : SPLIT_CALLS } },
       })
     const ref = projectRef(s, ctx, a.project)
     // every path and the total size are checked before any byte is stored
@@ -337,7 +337,13 @@ const deployFiles = tool({
       seen.add(path)
       const bytes = fileBytes(f)
       total += bytes.length
-      if (total > MAX_INLINE_BYTES) throw payloadTooLarge('the files')
+      // one file over the limit fits no call; files that only add up to it fit in several (a preview is one call)
+      if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge(`${f.path} alone is ${bytes.length} bytes,`, `deploy it with ${CLI_DEPLOY}`)
+      if (total > MAX_INLINE_BYTES)
+        throw payloadTooLarge(
+          "the call's files together are",
+          a.publish === false ? `a preview is one call: deploy larger sites with ${CLI_DEPLOY}` : SPLIT_CALLS,
+        )
       decoded.push({ name: f.path, path, bytes })
     }
     if (a.publish === false) return previewDeploy(s, ctx, ref, decoded)
@@ -753,7 +759,7 @@ const kvSet = tool({
   async run(s, ctx, a) {
     // checked without recursion first: JSON.stringify of a value nested 100,000 deep overflows the stack
     if (a.value !== undefined) checkJsonValue(a.value)
-    if (Buffer.byteLength(JSON.stringify(a.value ?? null)) > MAX_INLINE_BYTES) throw payloadTooLarge('value')
+    if (Buffer.byteLength(JSON.stringify(a.value ?? null)) > MAX_INLINE_BYTES) throw payloadTooLarge('value is')
     // the store's compare-and-swap field is `version`: an unknown field would be ignored
     const { expected_version, ...entry } = a
     const r = await s.kv.put(ctx.user, expected_version === undefined ? entry : { ...entry, version: expected_version })
@@ -887,7 +893,7 @@ async function needEntitlement(ctx: ToolContext, feature: string) {
 
 function dataUpload(content: string, type: string | undefined) {
   const bytes = encodeText(content)
-  if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('content')
+  if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('content is')
   const contentType = normalizeContentType(type ?? 'application/json')
   checkContent(bytes, contentType)
   return { bytes, contentType }
@@ -934,7 +940,7 @@ const uploadImage = tool({
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'image-host')
     const bytes = decodeBase64(a.base64, 'base64')
-    if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('the image')
+    if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('the image is')
     async function* one(): AsyncGenerator<IncomingFile> {
       yield {
         fileName: a.file_name ?? 'image',
