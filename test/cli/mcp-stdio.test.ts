@@ -187,6 +187,8 @@ for (const engine of ENGINES) {
         client.listTools(),
         (e: Error) => /^MCP error -32600: svc at .*error 1002 \(AUTH_ERROR, HTTP 401\)/.test(e.message) && /SVC_API_KEY/.test(e.message),
       )
+      // the service's solution and the hint read as two sentences
+      await assert.rejects(client.listTools(), /not expired\. Check SVC_API_KEY/)
       await assert.rejects(client.callTool({ name: 'list_sites', arguments: {} }), /1002/)
       assert.match(stderr(), /error 1002/)
     })

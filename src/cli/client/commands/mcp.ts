@@ -28,8 +28,10 @@ class RpcError extends Error {
 /** A failure of the service as an MCP error the client shows its user. */
 function asMcpError(e: unknown, url: string): RpcError {
   if (e instanceof ApiError) {
-    const hint = e.status === 401 ? ' Check SVC_API_KEY (or run `svc login --url URL --key KEY`).' : ''
-    return new RpcError(ErrorCode.InvalidRequest, `svc at ${url}: ${e.describe()}${hint}`)
+    const text = e.describe()
+    // the hint is a sentence of its own: after a solution without a full stop, one is added
+    const hint = e.status === 401 ? `${/[.!?)]$/.test(text) ? '' : '.'} Check SVC_API_KEY (or run \`svc login --url URL --key KEY\`).` : ''
+    return new RpcError(ErrorCode.InvalidRequest, `svc at ${url}: ${text}${hint}`)
   }
   if (e instanceof RpcError) return e
   return new RpcError(ErrorCode.InternalError, `svc at ${url}: ${(e as Error).message}`)
