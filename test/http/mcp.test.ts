@@ -83,6 +83,12 @@ for (const engine of ENGINES) {
       assert.deepEqual([rb?.destructiveHint, rb?.idempotentHint], [false, true])
       assert.deepEqual(tools.find((t) => t.name === 'promote')?.inputSchema.required, ['project', 'deploy_id'])
       assert.deepEqual((tools.find((t) => t.name === 'deploy_files')?.inputSchema.required as string[]).sort(), ['files', 'project'])
+      // each tool an entitlement gates says so, and an id another tool takes says where it comes from
+      const desc = (name: string) => tools.find((t) => t.name === name)?.description ?? ''
+      for (const name of ['create_data', 'update_data']) assert.match(desc(name), /hosted-data entitlement/, name)
+      assert.match(desc('upload_image'), /image-host entitlement/)
+      assert.match(desc('create_form'), /id, which list_submissions takes as form_id/)
+      assert.match(desc('update_data'), /create_data's file\.id/)
     })
 
     it('publish_html stores the page the REST API and the public host then show', async () => {

@@ -817,7 +817,7 @@ const createForm = tool({
   name: 'create_form',
   title: 'Create a form',
   description:
-    'Creates a form that pages can post to (JSON, form-encoded or multipart) and returns its submit_url, e.g. <form method="post" action="{submit_url}">.',
+    'Creates a form that pages can post to (JSON, form-encoded or multipart) and returns its submit_url, e.g. <form method="post" action="{submit_url}">, and its id, which list_submissions takes as form_id.',
   readOnly: false,
   input: {
     form_name: z.string().min(1).max(100),
@@ -916,7 +916,7 @@ const createData = tool({
 const updateData = tool({
   name: 'update_data',
   title: 'Update a data file',
-  description: `Uploads a new version of a hosted data file and makes it the one its public URL serves. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version).`,
+  description: `Uploads a new version of a hosted data file (file_id: create_data's file.id) and makes it the one its public URL serves. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version). Needs the hosted-data entitlement.`,
   readOnly: false,
   input: { file_id: z.string().min(1).max(64), ...dataInput },
   async run(s, ctx, a) {
