@@ -1019,6 +1019,10 @@ for (const engine of ENGINES) {
           assert.equal(r.isError, true, project)
           assert.equal(r.structuredContent.error_code, 1110, textOf(r))
           assert.match(r.structuredContent.message, why)
+          // named as the argument the agent sent, with the rule: never the REST route's folder_path
+          assert.ok(r.structuredContent.message.includes(`project name ${JSON.stringify(project)}: `), r.structuredContent.message)
+          assert.doesNotMatch(textOf(r), /folder_path/)
+          assert.ok(textOf(r).includes(NAME_RULE), textOf(r))
           // the REST API refuses the same name (a URL cannot carry "..": clients resolve it, %2E%2E too)
           if (project === '..') continue
           const viaRest = await s.get(`/api/folders/${encodeURIComponent(project)}/files`, { key: gil.key })

@@ -6,7 +6,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { CallToolRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { User } from '../../auth/users.js'
 import { AppError, isAppError } from '../../errors/app-error.js'
-import { errorMessage, extraIn, fill, mapText } from '../../errors/render.js'
+import { errorMessage, extraIn, fill, mapText, type Text } from '../../errors/render.js'
 import { ERRORS, type ErrorKey } from '../../errors/codes.js'
 import type { IncomingFile } from '../image-host/service.js'
 import { checkContent, checkDisplayName, encodeText, normalizeContentType } from '../hosted-data/content.js'
@@ -15,7 +15,7 @@ import { FIELD_TYPES } from '../forms/fields.js'
 import { MANIFEST_ENTRY } from '../../util/deploy-manifest.js'
 import type { FolderRef } from '../sites/folders-service.js'
 import { RULE_FILES } from '../sites/site-rules.js'
-import { checkRelativePath, MAX_SEGMENT_BYTES, NAME_RULE } from '../sites/paths.js'
+import { checkName, checkRelativePath, MAX_SEGMENT_BYTES, NAME_RULE } from '../sites/paths.js'
 import type { McpServices } from './services.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 import { checkJsonValue, KEY_RE } from '../kv/validate.js'
@@ -235,11 +235,15 @@ function tool<S extends z.ZodRawShape>(d: ToolDef<S>): McpTool {
  * argument is a project name, so a "/" in it is an invalid name (1110), never "no access".
  */
 function projectRef(s: McpServices, ctx: ToolContext, name: string): FolderRef {
-  if (name.includes('/'))
-    throw new AppError('INVALID_PATH', {
-      params: { detail: `project name "${name}": a project name cannot contain "/"` },
+  const refuse = (why: Text) =>
+    new AppError('INVALID_PATH', {
+      params: { detail: mapText(why, (w) => `project name ${JSON.stringify(name)}: ${w}`) },
       extra: { details: { info: `A project name is ${NAME_RULE} (list_sites shows your projects).` } },
     })
+  if (name.includes('/')) throw refuse({ zh: '项目名不能含 "/"', en: 'a project name cannot contain "/"' })
+  // checked here, so a refusal names the argument the agent sent, not the REST route's folder_path
+  const r = checkName(name)
+  if (!r.ok) throw refuse(r.reason)
   return s.folders.folderRef(ctx.user, [encodeURIComponent(name)])
 }
 
