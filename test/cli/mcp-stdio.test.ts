@@ -52,7 +52,7 @@ for (const engine of ENGINES) {
       const viaStdio = (await client.listTools()).tools
       const viaHttp = (await http.listTools()).tools
       assert.deepEqual(viaStdio, viaHttp)
-      assert.equal(viaStdio.length, 19)
+      assert.equal(viaStdio.length, 20)
 
       const called = new Set<string>()
       const ok = async (name: string, args: Record<string, unknown> = {}) => {
@@ -128,6 +128,10 @@ for (const engine of ENGINES) {
       const data = (await ok('create_data', { display_name: 'x.json', content: '[1]' })).structuredContent.file
       await ok('update_data', { file_id: data.id, content: '[1,2]' })
       assert.deepEqual((await s.get(new URL(data.public_url).pathname)).json, [1, 2])
+      assert.deepEqual(
+        (await ok('list_data')).structuredContent.files.map((f: any) => f.id),
+        [data.id],
+      )
       const img = (await ok('upload_image', { base64: (await makeImage('png')).toString('base64') })).structuredContent.image
       assert.equal((await s.get(new URL(img.public_url).pathname)).status, 200)
 
@@ -158,7 +162,16 @@ for (const engine of ENGINES) {
 
       const { client } = await stdioClient(key)
       const { tools } = await client.listTools()
-      assert.deepEqual(tools.map((t) => t.name).sort(), ['get_site', 'kv_get', 'kv_list', 'list_deploys', 'list_sites', 'list_submissions', 'read_file'])
+      assert.deepEqual(tools.map((t) => t.name).sort(), [
+        'get_site',
+        'kv_get',
+        'kv_list',
+        'list_data',
+        'list_deploys',
+        'list_sites',
+        'list_submissions',
+        'read_file',
+      ])
     })
 
     it('a call over the body limit of /mcp comes back as a clear error naming the limit and the archive deploy', async () => {
@@ -176,7 +189,7 @@ for (const engine of ENGINES) {
       )
       assert.doesNotMatch(stderr(), /retrying|connection problem/)
       // the server keeps answering, and nothing was stored
-      assert.equal((await client.listTools()).tools.length, 19)
+      assert.equal((await client.listTools()).tools.length, 20)
       assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
     })
 

@@ -29,7 +29,7 @@ const WRITE_TOOLS = [
   'update_data',
   'upload_image',
 ]
-const READ_TOOLS = ['list_sites', 'get_site', 'read_file', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions']
+const READ_TOOLS = ['list_sites', 'get_site', 'read_file', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions', 'list_data']
 
 for (const engine of ENGINES) {
   describe(`MCP over streamable HTTP [${engine}]`, () => {
@@ -704,6 +704,35 @@ for (const engine of ENGINES) {
       const got = await s.get(new URL(img.structuredContent.image.public_url).pathname)
       assert.equal(got.status, 200)
       assert.equal(got.header('content-type'), 'image/png')
+    })
+
+    it("list_data gives back each data file's file_id and link, after the entitlement", async () => {
+      // a user of its own: alice's requests are counted against her key's rate limits below
+      const carol = await s.user()
+      const own = await mcpHttpClient(s.url, carol.key)
+      try {
+        const run = async (name: string, args: Record<string, unknown> = {}) =>
+          (await own.callTool({ name, arguments: args })) as { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: any }
+        const refused = await run('list_data')
+        assert.equal(refused.isError, true)
+        assert.match(textOf(refused), /1010/)
+        await svc(s, 'grant', carol.username, 'hosted-data')
+        assert.match(textOf(await run('list_data')), /^No data files yet; create_data makes one\.$/)
+        const d = await run('create_data', { display_name: 'd.json', content: '{"a":1}' })
+        assert.ok(!d.isError, textOf(d))
+        const id = d.structuredContent.file.id as string
+        const url = d.structuredContent.file.public_url as string
+        assert.ok(!(await run('update_data', { file_id: id, content: '{"a":2}' })).isError)
+        const listed = await run('list_data')
+        assert.ok(!listed.isError, textOf(listed))
+        assert.deepEqual(
+          listed.structuredContent.files.map((f: { id: string; public_url: string; default_version: number }) => [f.id, f.public_url, f.default_version]),
+          [[id, url, 2]],
+        )
+        assert.equal(textOf(listed), `d.json (application/json, version 2 of 2): ${url} (file_id ${id})`)
+      } finally {
+        await own.close()
+      }
     })
 
     it('refuses bad input with a clear error and stores nothing', async () => {

@@ -917,10 +917,27 @@ const createData = tool({
   },
 })
 
+const listData = tool({
+  name: 'list_data',
+  title: 'List data files',
+  description:
+    "Lists the caller's hosted data files, most recently updated first: each one's file_id (what update_data takes), name, type, versions and public URL. Needs the hosted-data entitlement.",
+  readOnly: true,
+  input: {},
+  async run(s, ctx) {
+    await needEntitlement(ctx, 'hosted-data')
+    const r = await s.data.list(ctx.user, ctx.contentOrigin)
+    const lines = r.files.map(
+      (f) => `${f.display_name} (${f.content_type}, version ${f.default_version} of ${f.version_count}): ${f.public_url} (file_id ${f.id})`,
+    )
+    return { summary: lines.length ? lines.join('\n') : 'No data files yet; create_data makes one.', data: { files: r.files, total: r.total } }
+  },
+})
+
 const updateData = tool({
   name: 'update_data',
   title: 'Update a data file',
-  description: `Uploads a new version of a hosted data file (file_id: create_data's file.id) and makes it the one its public URL serves. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version). Needs the hosted-data entitlement.`,
+  description: `Uploads a new version of a hosted data file (file_id: create_data's file.id, or list_data's) and makes it the one its public URL serves. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version). Needs the hosted-data entitlement.`,
   readOnly: false,
   input: { file_id: z.string().min(1).max(64), ...dataInput },
   async run(s, ctx, a) {
@@ -978,6 +995,7 @@ export const TOOLS: readonly McpTool[] = [
   createForm,
   listSubmissions,
   createData,
+  listData,
   updateData,
   uploadImage,
 ]
