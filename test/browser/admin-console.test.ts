@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { type BrowserContext, type Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
@@ -626,6 +627,32 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       assert.deepEqual(problems, [])
     } finally {
       await ctx.close()
+    }
+  })
+
+  it('shows the backup interval as BACKUP_EVERY gives it, seconds included', async () => {
+    // BACKUP_EVERY takes seconds (90s); the page once rounded it down to whole minutes ("1 min")
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-admin-backups-'))
+    const b = await startServer({ engine: 'sqlite', env: { BACKUP_DIR: dir, BACKUP_EVERY: '90s', RATE_LIMITS: HIGH_LIMITS } })
+    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
+    try {
+      const a = await b.user({ admin: true })
+      const page = await ctx.newPage()
+      page.setDefaultTimeout(10_000)
+      await page.goto(`${b.url}/login`)
+      await page.getByLabel('Username').fill(a.username)
+      await page.getByLabel('Password').fill(a.password)
+      await page.getByRole('button', { name: 'Log in' }).click()
+      await page.waitForURL('**/dashboard')
+      await page.goto(`${b.url}/admin/health`)
+      const row = page.locator('#health-facts tbody tr[data-fact="backups"]')
+      await row.waitFor()
+      const text = (await row.textContent()) ?? ''
+      assert.ok(text.includes(`every 90 s to ${dir}, 7 kept`), text)
+    } finally {
+      await ctx.close()
+      await b.close()
+      fs.rmSync(dir, { recursive: true, force: true })
     }
   })
 })

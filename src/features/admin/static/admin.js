@@ -461,6 +461,12 @@
       var v = { d: Math.floor(m / 1440), h: Math.floor(m / 60) % 24, m: m % 60 }
       return t('admin.health.duration.' + (v.d > 0 ? 'd' : v.h > 0 ? 'h' : 'm'), v)
     }
+    // BACKUP_EVERY in the largest unit that divides it, as it is written (30m, 6h, 1d, 90s):
+    // an interval under a minute, or not a whole number of minutes, is never rounded away
+    function every(seconds) {
+      var unit = seconds % 86400 === 0 ? 'd' : seconds % 3600 === 0 ? 'h' : seconds % 60 === 0 ? 'm' : 's'
+      return t('admin.health.every.' + unit, { n: seconds / { d: 86400, h: 3600, m: 60, s: 1 }[unit] })
+    }
     var seq = 0
     function load() {
       var mine = ++seq
@@ -490,7 +496,7 @@
             ? t('admin.health.backups.off')
             : !b.scheduled
               ? t('admin.health.backups.ignored')
-              : t('admin.health.backups.on', { every: duration(b.every_seconds), dest: b.destination, keep: b.keep }) +
+              : t('admin.health.backups.on', { every: every(b.every_seconds), dest: b.destination, keep: b.keep }) +
                 (b.destination.indexOf('s3://') === 0
                   ? ''
                   : ' · ' + (b.last_at ? t('admin.health.backups.last', { time: S.time(b.last_at) }) : t('admin.health.backups.none_yet')))
