@@ -1,3 +1,5 @@
+import fs from 'node:fs'
+import fsp from 'node:fs/promises'
 import type { Config } from '../config.js'
 import { backupsScheduled, redact } from '../config.js'
 import { createDeps } from '../compose.js'
@@ -99,5 +101,17 @@ function scheduleBackups(config: Config, deps: Deps, warn: (msg: string, err?: u
       })
   }, config.backupEveryMs)
   timer.unref()
+  // a folder this process cannot write (read-only, or outside a sandbox's ReadWritePaths)
+  // would show only as a warning at the first turn, BACKUP_EVERY later: say so at start
+  if (!dest.startsWith('s3://')) {
+    fsp
+      .mkdir(dest, { recursive: true })
+      .then(() => fsp.access(dest, fs.constants.W_OK))
+      .catch((err: unknown) => {
+        const code = (err as NodeJS.ErrnoException).code ?? String(err)
+        process.stdout.write(`warning: BACKUP_DIR ${dest} cannot be written (${code}): scheduled backups fail until it can\n`)
+        warn('BACKUP_DIR cannot be written: scheduled backups fail until it can', err)
+      })
+  }
   return timer
 }

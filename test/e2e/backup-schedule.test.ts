@@ -85,6 +85,23 @@ describe('scheduled backups (BACKUP_DIR)', () => {
     fs.rmSync(dataDir, { recursive: true, force: true })
   })
 
+  it('says at start that it cannot write a BACKUP_DIR folder, and keeps serving', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-sched-ro-'))
+    fs.writeFileSync(path.join(dataDir, 'file'), '')
+    const backupDir = path.join(dataDir, 'file', 'bk')
+    const serve = serveWithBackups(dataDir, backupDir, 1)
+    try {
+      const said = () => /^warning: BACKUP_DIR (\S+) cannot be written \(ENOTDIR\): scheduled backups fail until it can$/m.exec(serve.out)
+      const deadline = Date.now() + 10_000
+      while (!said() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+      assert.equal(said()?.[1], backupDir, serve.out)
+      assert.match(serve.out, /^svc listening on /m)
+    } finally {
+      await serve.stop()
+    }
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  })
+
   it('refuses a BACKUP_EVERY that is not a duration', async () => {
     const { loadConfig } = await import('../../src/config.js')
     assert.throws(() => loadConfig({ BACKUP_EVERY: 'daily' }), /BACKUP_EVERY/)
