@@ -150,6 +150,37 @@ describe('a closed or held sign-up in Chromium (decision 153)', () => {
     assert.deepEqual(errors, [])
   })
 
+  it('pending: logging in before approval says the account awaits review, not that it was disabled', async () => {
+    await mode('pending')
+    assert.equal((await s.post('/svc_api/admin/settings', { cookie: adminCookie, json: { abuse_contact: 'abuse@example.com' } })).status, 200)
+    await page.goto(`${s.url}/register`)
+    await signUp('heldlogin')
+    await page.getByText('Account awaiting review').first().waitFor()
+    const login = async () => {
+      await page.goto(`${s.url}/login`)
+      await page.getByLabel('Username').fill('heldlogin')
+      await page.getByLabel('Password').fill('a long password')
+      await page.getByRole('button', { name: 'Log in' }).click()
+    }
+    await login()
+    await page.waitForURL('**/login?error=pending*')
+    const text = await page.locator('main').innerText()
+    assert.match(text, /This account is awaiting review: you can log in once an administrator approves it\./)
+    assert.doesNotMatch(text, /disabled|appeal|abuse@example\.com/)
+    // a wrong password learns nothing of the account's state
+    await page.goto(`${s.url}/login`)
+    await page.getByLabel('Username').fill('heldlogin')
+    await page.getByLabel('Password').fill('a wrong password')
+    await page.getByRole('button', { name: 'Log in' }).click()
+    await page.waitForURL('**/login?error=1*')
+    // approved by an admin: the same login goes through
+    assert.equal((await s.post('/svc_api/admin/users/heldlogin', { cookie: adminCookie, json: { disabled: false } })).status, 200)
+    await login()
+    await page.waitForURL('**/dashboard')
+    await ctx.clearCookies()
+    assert.deepEqual(errors, [])
+  })
+
   it('closed after the form was shown: the closed page, by a redirect, and no account', async () => {
     await mode('open')
     await page.goto(`${s.url}/register`)

@@ -14,6 +14,7 @@ import { formTokenOk, sessionCsrfOk } from '../../http/csrf.js'
 import { safeNext } from '../../web/security.js'
 import { say } from '../../web/short-page.js'
 import { writeAudit } from '../admin/store.js'
+import { createAdmin } from '../admin/service.js'
 import type { Text } from '../../errors/text.js'
 
 const wantsHtml = (req: FastifyRequest) => {
@@ -40,6 +41,7 @@ const CLEAR_COOKIE = 'session=; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=
 export function accountPages(app: FastifyInstance, deps: Deps): void {
   const { config, users, sessions } = deps
   const throttle = createLoginThrottle(deps.limits, deps.clock)
+  const admin = deps.services.get(createAdmin)
 
   /** The login page again with a reason, keeping the name typed and the page to go back to. */
   const again = (req: FastifyRequest, reply: FastifyReply, reason: string) => {
@@ -101,7 +103,12 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
       } finally {
         attempt.leave()
       }
-      if (row.disabled) return refuse(req, reply, new AppError('ACCOUNT_DISABLED'))
+      if (row.disabled) {
+        // an account still awaiting approval is told so, as its sign-up page said, not that it
+        // was disabled (and where to appeal); the API keeps the one error of a disabled account
+        if (wantsHtml(req) && (await admin.isPending(row.id))) return again(req, reply, 'pending')
+        return refuse(req, reply, new AppError('ACCOUNT_DISABLED'))
+      }
       // a new id at every login (no fixation); a previous session of this browser ends
       for (const old of sessionCookies(req.headers.cookie)) await sessions.destroy(old).catch(() => {})
       const s = await sessions.create(row.id)

@@ -143,6 +143,10 @@ export function createAdmin(deps: Deps) {
     async registrationMode(): Promise<RegistrationMode> {
       return (await service.settings()).registration as RegistrationMode
     },
+    /** Whether an account signed up in mode "pending" still awaits an admin's approval. */
+    isPending(userId: string): Promise<boolean> {
+      return store.isPending(userId)
+    },
 
     /** Changes settings (all checked first, none written on a bad one), then tells every instance. */
     async setSettings(actor: Actor, patch: Record<string, unknown>): Promise<Record<string, string>> {

@@ -28,6 +28,7 @@ const LOGIN_ERRORS = new Map<string, MsgKey>([
   ['1', 'login.error.1'],
   ['throttled', 'login.error.throttled'],
   ['disabled', 'login.error.disabled'],
+  ['pending', 'login.error.pending'],
   ['expired', 'login.error.expired'],
   ['unavailable', 'login.error.unavailable'],
 ])
