@@ -19,7 +19,7 @@ import { errorMessage } from '../errors/render.js'
 import { openBlobStore } from '../storage/open.js'
 import { sweepBlobs } from '../storage/sweeper.js'
 import { BackupError, backupSqlite, openSnapshot, openSnapshotTarget, restoreSqlite } from './backup.js'
-import { writeAudit } from '../features/admin/store.js'
+import { createAdminStore, writeAudit } from '../features/admin/store.js'
 import { assertDatabase, databaseState, missingDatabase, MissingDatabaseError, newDatabaseNote, unusableDataDir } from './data-dir.js'
 import os from 'node:os'
 import { isParseArgsError, joinNegativeValues, optionsError, parserOptions, usageText, type Flags } from './help.js'
@@ -447,6 +447,9 @@ export function checkArguments(cmd: string, args: string[]): Checked {
 /** svc user set: the settings were checked; the account's pages follow on every instance. */
 async function setUser(db: Db, config: Config, username: string, s: UserSettings): Promise<void> {
   const u = await createUsers(db, systemClock, serviceLabels(config)).update(username, s)
+  // enabling approves an account awaiting review, as the console's Approve does: a pending
+  // mark left behind would show it as pending, and its login as awaiting review once disabled
+  if (s.disabled === false) await createAdminStore(db).removePending(u.id)
   out(
     `updated ${u.username}: tier ${u.tier}, ${u.disabled ? 'disabled' : 'enabled'}, api access ${u.api_access ? 'on' : 'off'}, limits ${JSON.stringify(u.limits)}`,
   )

@@ -6,6 +6,7 @@ import { ENGINES, REDIS_URL, needs, startServer, type Res, type TestServer } fro
 import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { exifTiff, imageForm, jpegSegment, makeImage, svc } from '../support/images.js'
 import { expectError, expectErrorInBoth } from '../support/errors.js'
+import { runCli } from '../cli/run.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { deploySite, manifestOf, postArchive, tarOf } from '../support/deploys.js'
 import { createAbuse } from '../../src/features/abuse/service.js'
@@ -1548,6 +1549,20 @@ for (const engine of ENGINES) {
       await s.post('/svc_api/admin/users/waiting', { cookie: adminCookie, json: { disabled: false } })
       assert.equal((await s.get('/svc_api/admin/users?search=waiting', { cookie: adminCookie })).json.data.users[0].pending, false)
       assert.equal((await s.post('/login', { form: { username: 'waiting', password: 'long-enough-pw' }, headers: { accept: 'application/json' } })).status, 200)
+    })
+
+    it('pending: svc user set --enable approves the account, as the console does', async () => {
+      await mode('pending')
+      assert.equal((await signUp('clipending')).header('location'), '/register?pending')
+      const cli = await runCli(['user', 'set', 'clipending', '--enable'], { env: { DATA_DIR: s.dataDir, DATABASE_URL: s.env.DATABASE_URL } })
+      assert.equal(cli.code, 0, cli.stderr)
+      const row = async () => (await s.get('/svc_api/admin/users?search=clipending', { cookie: adminCookie })).json.data.users[0]
+      assert.deepEqual([(await row()).pending, (await row()).disabled], [false, false])
+      // disabled later by an admin: its login says disabled, not awaiting review
+      assert.equal((await s.post('/svc_api/admin/users/clipending', { cookie: adminCookie, json: { disabled: true } })).status, 200)
+      const login = await s.post('/login', { form: { username: 'clipending', password: 'long-enough-pw' }, headers: { accept: 'text/html' } })
+      assert.equal(login.status, 303)
+      assert.match(login.header('location') ?? '', /^\/login\?error=disabled&/)
     })
 
     it('invite: a one-time code from an admin is needed', async () => {
