@@ -302,6 +302,7 @@ for (const engine of ENGINES) {
         [['unlock', 'hosted-data', 'no-such-file'], 1, /^error: no hosted-data "no-such-file"\n$/],
         [['feature', 'bob', 'none.html', '--off'], 1, /^error: no file "none\.html" for bob\n$/],
         [['key', 'create', 'nobody'], 1, /^error: no user "nobody"\n$/],
+        [['export', 'nobody', path.join(tmp, 'nobody.zip')], 1, /^error: no user "nobody"\n$/],
         [['sweep', '--grace-seconds', '0'], 0, /^deleted \d+ unreferenced blobs and \d+ temp files\n$/],
         [['export', 'bob', file], 0, /^exported bob to /],
         [['import', file, '--as', 'bob2'], 0, /^imported bob2: /],

@@ -125,7 +125,7 @@ export function safeEntryName(name: string): boolean {
 /** Reads one user's rows (the export's data.json), with the archive path of each blob. */
 async function readUser(db: Db, username: string): Promise<{ userId: string; data: ExportData }> {
   const u = await db.k.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst()
-  if (!u) throw new ExportError(`no user named ${username}`)
+  if (!u) throw new ExportError(`no user "${username}"`)
   const uid = u.id
   const ents = await db.k.selectFrom('entitlements').select('feature').where('user_id', '=', uid).execute()
   const used = new Set<string>()
