@@ -272,6 +272,10 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       if (values['no-admin']) s.is_admin = false
       if (values.password !== undefined) s.password = values.password
       if (values.limit) s.limits = Object.fromEntries(values.limit.map((l) => limitSetting(l)!))
+      // a line that changes nothing would still print "updated" and write an audit entry
+      if (Object.keys(s).length === 0) {
+        throw new UsageError('nothing to set: --vip, --no-vip, --tier, --disable, --enable, --api-access, --admin, --no-admin, --password or --limit')
+      }
       return { opens: 'database', run: (db, config) => setUser(db, config, username, s) }
     }
     case 'key': {

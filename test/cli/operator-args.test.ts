@@ -45,6 +45,8 @@ const REFUSED: Array<[args: string[], message: string]> = [
   [['user', 'set', 'bob', '--password', 'short'], 'password must have at least 8 characters'],
   [['user', 'set', 'bob', '--password', ''], 'password must have at least 8 characters'],
   [['user', 'set', '--vip'], 'missing <username>'],
+  // nothing to change: refused as svc access set is, not "updated" with an audit entry
+  [['user', 'set', 'bob'], 'nothing to set: --vip, --no-vip, --tier, --disable, --enable, --api-access, --admin, --no-admin, --password or --limit'],
   [['user', 'set', 'bob', '--tier', 'gold'], '--tier takes one of default, authenticated, vip, not "gold"'],
   [['user', 'set', 'bob', '--tier', 'VIP'], '--tier takes one of default, authenticated, vip, not "VIP"'],
   [['user', 'set', 'bob', '--api-access', 'maybe'], '--api-access takes one of on, off, not "maybe"'],
