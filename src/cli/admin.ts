@@ -1,3 +1,4 @@
+import fs from 'node:fs'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { sql } from 'kysely'
@@ -539,6 +540,12 @@ async function restoreCommand(snapshot: string, given: string | undefined, force
     if (config.storageUrl?.startsWith('s3://')) throw new BackupError(`STORAGE_URL is S3: restore with --data-dir, or see ${BACKUP_DOC}`)
     dataDir = config.dataDir
     blobRoot = blobFolder(dataDir, config.storageUrl)
+  }
+  // a mistyped path reads as a missing manifest.json, which looks like a damaged snapshot
+  if (!snapshot.startsWith('s3://') && !fs.existsSync(snapshot)) {
+    throw new BackupError(
+      `${snapshot} does not exist: svc restore takes one snapshot folder that svc backup made (DIR/<time>, holding manifest.json); nothing was restored`,
+    )
   }
   const { target, name } = await openSnapshot(snapshot)
   try {

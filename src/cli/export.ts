@@ -40,6 +40,8 @@ export async function exportToFile(db: Db, config: Config, username: string, fil
 }
 
 export async function importFromFile(db: Db, config: Config, file: string, as: string | undefined): Promise<string> {
+  if (!fs.existsSync(file))
+    throw new ExportError(`${file} does not exist: svc import takes the .zip or .tar.gz file that svc export wrote; nothing was imported`)
   const blobs = await openBlobStore(config)
   try {
     const r = await importArchive(db, blobs, file, as, serviceLabels(config))

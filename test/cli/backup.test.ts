@@ -490,6 +490,18 @@ describe('svc backup and restore [sqlite]', () => {
     assert.equal(ok.code, 0, ok.stderr)
   })
 
+  it('restore of a path that does not exist names it and what the command takes, writing nothing', async () => {
+    const missing = path.join(tmp, 'no-such-snapshot')
+    const into = path.join(tmp, 'missing-restored')
+    const r = await runCli(['restore', missing, '--data-dir', into], { env: cliEnv(path.join(tmp, 'unused')) })
+    assert.equal(r.code, 1, r.stdout)
+    assert.equal(
+      r.stderr,
+      `error: ${missing} does not exist: svc restore takes one snapshot folder that svc backup made (DIR/<time>, holding manifest.json); nothing was restored\n`,
+    )
+    assert.equal(fs.existsSync(into), false, 'nothing written')
+  })
+
   // a full disk made `svc backup` print SQLite's bare `database or disk is full` (or a bare
   // `ENOSPC: no space left on device, write` while copying blobs), naming neither the
   // destination nor what was left behind. A small tmpfs needs root.

@@ -305,6 +305,11 @@ for (const engine of ENGINES) {
         [['feature', 'bob', 'none.html', '--off'], 1, /^error: no file "none\.html" for bob\n$/],
         [['key', 'create', 'nobody'], 1, /^error: no user "nobody"\n$/],
         [['export', 'nobody', path.join(tmp, 'nobody.zip')], 1, /^error: no user "nobody"\n$/],
+        [
+          ['import', path.join(tmp, 'missing.zip')],
+          1,
+          /^error: \S+missing\.zip does not exist: svc import takes the \.zip or \.tar\.gz file that svc export wrote; nothing was imported\n$/,
+        ],
         [['sweep', '--grace-seconds', '0'], 0, /^deleted \d+ unreferenced blobs and \d+ temp files\n$/],
         [['export', 'bob', file], 0, /^exported bob to /],
         [['import', file, '--as', 'bob2'], 0, /^imported bob2: /],
