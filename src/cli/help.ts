@@ -40,9 +40,12 @@ export const takes =
 /** One of `values`, as written. */
 export const oneOf = (...values: string[]): ValueCheck => takes(`one of ${values.join(', ')}`, (v) => values.includes(v))
 
-/** A whole number in digits, of `min` or more and, with `max`, at most `max`. */
-export const anInteger = (min: number, max = Infinity): ValueCheck =>
-  takes(max === Infinity ? `an integer of ${min} or more` : `an integer from ${min} to ${max}`, (v) => /^\d+$/.test(v) && Number(v) >= min && Number(v) <= max)
+/**
+ * A whole number in digits from `min` to `max`. Every integer option names its bound: without
+ * one, digits past 2^53 are read rounded and enough of them read as Infinity.
+ */
+export const anInteger = (min: number, max: number): ValueCheck =>
+  takes(`an integer from ${min} to ${max}`, (v) => /^\d+$/.test(v) && Number(v) >= min && Number(v) <= max)
 
 /** Any finite number (negative too). */
 export const aNumber: ValueCheck = takes('a number', (v) => v.trim() !== '' && Number.isFinite(Number(v)))

@@ -12,6 +12,10 @@ const DATABASE: readonly [string, string] = ['DATABASE_URL', 'postgres://...: Po
 const STORAGE: readonly [string, string] = ['STORAGE_URL', 'where the blobs are (file:///path or s3://bucket; default DATA_DIR/blobs)']
 const REDIS: readonly [string, string] = ['REDIS_URL', 'tell the running servers at once (without it they see the change within 5 minutes)']
 const CONFIG = 'docs/operations/configuration.md'
+/** svc sweep's longest grace: a year; an upload is committed within its request. */
+const MAX_GRACE_SECONDS = 365 * 24 * 3600
+/** svc backup's largest --keep: a daily snapshot for over 27 years. */
+const MAX_KEEP = 10_000
 
 /**
  * A `--limit NAME=VALUE` setting: the quota and its value (null for NAME=default, back to the
@@ -176,8 +180,8 @@ export const OPERATOR_HELP = {
       'grace-seconds': {
         type: 'string',
         arg: 'N',
-        help: 'keep blobs written in the last N seconds, for uploads not committed yet (default 3600)',
-        check: anInteger(0),
+        help: `keep blobs written in the last N seconds, for uploads not committed yet, 0 to ${MAX_GRACE_SECONDS} (default 3600)`,
+        check: anInteger(0, MAX_GRACE_SECONDS),
       },
     },
     env: [DATA, DATABASE, STORAGE],
@@ -187,7 +191,14 @@ export const OPERATOR_HELP = {
     usage: ['svc backup DIR|s3://BUCKET[/PREFIX][?endpoint=...] [--keep N]'],
     summary: 'take an online snapshot of svc.db and the blobs (SQLite)',
     about: 'Takes an online snapshot of svc.db and the blobs into DIR/<time>/ or the bucket, while the server runs (SQLite and a local blob store only).',
-    flags: { keep: { type: 'string', arg: 'N', help: 'then keep the N newest snapshots and delete the rest (default: keep all)', check: anInteger(1) } },
+    flags: {
+      keep: {
+        type: 'string',
+        arg: 'N',
+        help: `then keep the N newest snapshots and delete the rest, 1 to ${MAX_KEEP} (default: keep all)`,
+        check: anInteger(1, MAX_KEEP),
+      },
+    },
     env: [DATA, ['AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY', 'the credentials of an s3:// target']],
     examples: ['svc backup /srv/backups/svc --keep 7', 'svc backup s3://backups/svc'],
     see: 'docs/operations/backups.md',

@@ -83,10 +83,10 @@ describe('svc help', () => {
     [['key', 'create', 'bob', '--nope'], /^error: Unknown option '--nope'/],
     // a negative value after a space is the option's value, refused by the option's own check
     [['key', 'create', 'bob', '--expires-days', '-5'], /^error: --expires-days takes an integer from 1 to \d+, not "-5"\nusage: svc key /],
-    [['sweep', '--grace-seconds', '-60'], /^error: --grace-seconds takes an integer of 0 or more, not "-60"\nusage: svc sweep /],
+    [['sweep', '--grace-seconds', '-60'], /^error: --grace-seconds takes an integer from 0 to 31536000, not "-60"\nusage: svc sweep /],
     [['backup', 'somewhere', '--keep'], /^error: Option '--keep <value>' argument missing/],
-    [['sweep', '--grace-seconds=-60'], /^error: --grace-seconds takes an integer of 0 or more, not "-60"\nusage: svc sweep /],
-    [['sweep', '--grace-seconds', 'soon'], /^error: --grace-seconds takes an integer of 0 or more, not "soon"\nusage: svc sweep /],
+    [['sweep', '--grace-seconds=-60'], /^error: --grace-seconds takes an integer from 0 to 31536000, not "-60"\nusage: svc sweep /],
+    [['sweep', '--grace-seconds', 'soon'], /^error: --grace-seconds takes an integer from 0 to 31536000, not "soon"\nusage: svc sweep /],
   ]
   for (const [args, message] of bad) {
     it(`svc ${args.join(' ')}: a usage error`, async () => {

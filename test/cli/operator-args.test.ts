@@ -100,9 +100,9 @@ const REFUSED: Array<[args: string[], message: string]> = [
   [['feature', 'bob', 'a.html', 'b.html'], 'unexpected argument "b.html"'],
   [['feature', 'bob', 'a.html', '--bogus'], PARSE_ARGS_UNKNOWN('bogus')],
   [['sweep', 'now'], 'unexpected argument "now"'],
-  [['sweep', '--grace-seconds', 'soon'], '--grace-seconds takes an integer of 0 or more, not "soon"'],
-  [['sweep', '--grace-seconds=-1'], '--grace-seconds takes an integer of 0 or more, not "-1"'],
-  [['sweep', '--grace-seconds', '-1'], '--grace-seconds takes an integer of 0 or more, not "-1"'],
+  [['sweep', '--grace-seconds', 'soon'], '--grace-seconds takes an integer from 0 to 31536000, not "soon"'],
+  [['sweep', '--grace-seconds=-1'], '--grace-seconds takes an integer from 0 to 31536000, not "-1"'],
+  [['sweep', '--grace-seconds', '-1'], '--grace-seconds takes an integer from 0 to 31536000, not "-1"'],
   [['sweep', '--bogus'], PARSE_ARGS_UNKNOWN('bogus')],
   [['export', 'bob'], 'missing FILE'],
   [['export', 'bob', 'FILE', 'extra'], 'unexpected argument "extra"'],
@@ -115,7 +115,13 @@ const REFUSED: Array<[args: string[], message: string]> = [
   [['migrate', 'now'], 'svc migrate takes no arguments (now)'],
   [['backup'], 'missing DIR (or s3://BUCKET)'],
   [['backup', 'FILE', 'extra'], 'unexpected argument "extra"'],
-  [['backup', 'FILE', '--keep', '0'], '--keep takes an integer of 1 or more, not "0"'],
+  [['backup', 'FILE', '--keep', '0'], '--keep takes an integer from 1 to 10000, not "0"'],
+  // past 2^53 a number is read rounded, and enough digits read as Infinity: each has a bound
+  [['backup', 'FILE', '--keep', '10001'], '--keep takes an integer from 1 to 10000, not "10001"'],
+  [['backup', 'FILE', '--keep', '9'.repeat(400)], `--keep takes an integer from 1 to 10000, not "${'9'.repeat(400)}"`],
+  [['sweep', '--grace-seconds', '31536001'], '--grace-seconds takes an integer from 0 to 31536000, not "31536001"'],
+  [['sweep', '--grace-seconds', '9007199254740993'], '--grace-seconds takes an integer from 0 to 31536000, not "9007199254740993"'],
+  [['sweep', '--grace-seconds', '9'.repeat(400)], `--grace-seconds takes an integer from 0 to 31536000, not "${'9'.repeat(400)}"`],
   [['restore'], 'missing SNAPSHOT (a folder svc backup made, or its s3:// address)'],
   [['restore', 'FILE', '--bogus'], PARSE_ARGS_UNKNOWN('bogus')],
 ]
@@ -384,13 +390,20 @@ describe('client commands: a missing, unexpected or refused argument prints the 
     [['forms', 'notify', '12', '--paused'], /--paused goes with --webhook/],
     [['kv', 'set', 'k', 'v', '--type', 'x'], /--type takes one of json, text, number, not "x"/],
     [['kv', 'set', 'k', '--file', 'FILE', '--type', 'x'], /--type takes one of json, text, number/],
-    [['kv', 'ls', '--page', '0'], /--page takes an integer of 1 or more, not "0"/],
-    [['kv', 'ls', '--per-page', 'abc'], /--per-page takes an integer of 1 or more/],
+    [['kv', 'ls', '--page', '0'], /--page takes an integer from 1 to 999999999, not "0"/],
+    [['kv', 'ls', '--per-page', 'abc'], /--per-page takes an integer from 1 to 100/],
     [['kv', 'incr', 'hits', '--by', 'abc'], /--by takes a number, not "abc"/],
     [['kv', 'incr', 'hits', 'abc'], /"abc" is not a number/],
-    [['deploy', '.', '--concurrency', '0'], /--concurrency takes an integer of 1 or more, not "0"/],
-    [['deploy', '.', '--concurrency', 'abc'], /--concurrency takes an integer of 1 or more/],
-    [['deploy', '.', '--batch-files', '0'], /--batch-files takes an integer of 1 or more/],
+    [['deploy', '.', '--concurrency', '0'], /--concurrency takes an integer from 1 to 64, not "0"/],
+    [['deploy', '.', '--concurrency', 'abc'], /--concurrency takes an integer from 1 to 64/],
+    [['deploy', '.', '--batch-files', '0'], /--batch-files takes an integer from 1 to 10000/],
+    // past 2^53 a number is read rounded, and enough digits read as Infinity: each has a bound
+    [['deploy', '.', '--concurrency', '65'], /--concurrency takes an integer from 1 to 64, not "65"/],
+    [['deploy', '.', '--concurrency', '9'.repeat(400)], /--concurrency takes an integer from 1 to 64, not "9{400}"/],
+    [['deploy', '.', '--batch-files', '9007199254740993'], /--batch-files takes an integer from 1 to 10000, not "9007199254740993"/],
+    [['deploy', '.', '--batch-files', '9'.repeat(400)], /--batch-files takes an integer from 1 to 10000, not "9{400}"/],
+    [['kv', 'ls', '--page', '1000000000'], /--page takes an integer from 1 to 999999999, not "1000000000"/],
+    [['kv', 'ls', '--per-page', '101'], /--per-page takes an integer from 1 to 100, not "101"/],
     [['deploy', '.', '--batch-bytes', 'lots'], /--batch-bytes takes a size like 5000000, 5MB or 4MiB, not "lots"/],
     [['access', 'set', 'site', '--expires', 'nonsense'], /--expires takes an ISO 8601 time .* or a duration .*, not "nonsense"/],
     [['access', 'set', 'site', '--password-stdin', '--expires', 'nonsense'], /--expires takes/],
@@ -408,7 +421,7 @@ describe('client commands: a missing, unexpected or refused argument prints the 
     [['access', 'list', '--no-password'], /unknown option --no-password/],
   ]
   for (const [args, message] of cases) {
-    it(`svc ${args.join(' ')}`, async () => {
+    it(`svc ${args.join(' ').slice(0, 80)}`, async () => {
       // FILE: a file that is there, so only the refused value stops the command
       const file = makeTree({ 'value.txt': 'v' })
       const r = await runCli(

@@ -5,6 +5,15 @@
 import { aNumber, aSize, anInteger, oneOf, type CommandHelp } from '../help.js'
 import { anExpiry } from './args.js'
 
+/** svc deploy's most batch requests at a time (the default is 2). */
+const MAX_CONCURRENCY = 64
+/** svc deploy's largest --batch-files; the server's own limit (its folder upload limits) caps it too. */
+const MAX_BATCH_FILES = 10_000
+/** The API's largest page (MAX_PAGE of src/http/pagination.ts, which the client does not load). */
+const MAX_PAGE = 999_999_999
+/** The API's largest per_page of /svc_api/data/list. */
+const MAX_PER_PAGE = 100
+
 const PROJECT = { type: 'string', short: 'p', arg: 'NAME', help: "the project (default: the current folder's name)" } as const
 
 export const CLIENT_HELP = {
@@ -65,8 +74,13 @@ export const CLIENT_HELP = {
       delete: { type: 'boolean', help: 'delete server files that are not in the folder (batch uploads; default: list and keep them)' },
       'dry-run': { type: 'boolean', help: 'list what would be sent (and deleted) and change nothing' },
       dotfiles: { type: 'boolean', help: 'include dotfiles and dot-folders (default: only .well-known/)' },
-      concurrency: { type: 'string', arg: 'N', help: 'batch requests at a time (default 2)', check: anInteger(1) },
-      'batch-files': { type: 'string', arg: 'N', help: "files per batch (default: the server's limit)", check: anInteger(1) },
+      concurrency: { type: 'string', arg: 'N', help: `batch requests at a time, 1 to ${MAX_CONCURRENCY} (default 2)`, check: anInteger(1, MAX_CONCURRENCY) },
+      'batch-files': {
+        type: 'string',
+        arg: 'N',
+        help: `files per batch, 1 to ${MAX_BATCH_FILES} (default: the server's limit)`,
+        check: anInteger(1, MAX_BATCH_FILES),
+      },
       'batch-bytes': { type: 'string', arg: 'SIZE', help: "bytes per batch, as 5000000, 5MB or 4MiB (default: the server's limit)", check: aSize },
     },
     env: [['SVC_CACHE_DIR', "where the folders' file hashes are kept (default $XDG_CACHE_HOME/svc or ~/.cache/svc)"]],
@@ -131,8 +145,8 @@ export const CLIENT_HELP = {
       rm: {},
       ls: {
         prefix: { type: 'string', arg: 'P', help: 'only the keys that start with P' },
-        page: { type: 'string', arg: 'N', help: 'print page N alone', check: anInteger(1) },
-        'per-page': { type: 'string', arg: 'N', help: 'keys per request (default 100)', check: anInteger(1) },
+        page: { type: 'string', arg: 'N', help: `print page N alone, 1 to ${MAX_PAGE}`, check: anInteger(1, MAX_PAGE) },
+        'per-page': { type: 'string', arg: 'N', help: `keys per request, 1 to ${MAX_PER_PAGE} (default 100)`, check: anInteger(1, MAX_PER_PAGE) },
       },
     },
     examples: ['svc kv set hits 0 && svc kv incr hits && svc kv get hits', 'svc kv set config --file config.json --public', 'svc kv ls --prefix user_'],
