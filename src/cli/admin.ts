@@ -534,6 +534,17 @@ async function restoreCommand(snapshot: string, given: string | undefined, force
   if (given) {
     dataDir = path.resolve(given)
     blobRoot = blobFolder(dataDir, null)
+    // the configured instance is not the one restored: say so before an operator starts it and
+    // finds the old data (svc restore writes SQLite and local blobs only)
+    const set = [config.databaseUrl ? ['DATABASE_URL', 'PostgreSQL'] : null, config.storageUrl?.startsWith('s3://') ? ['STORAGE_URL', 'the bucket'] : null]
+    const elsewhere = set.filter((x) => x !== null)
+    if (elsewhere.length > 0) {
+      const names = elsewhere.map(([name]) => name)
+      const whats = elsewhere.map(([, what]) => what).join(' and ')
+      process.stderr.write(
+        `warning: ${names.join(' and ')} ${names.length === 1 ? 'is' : 'are'} set, but svc restore writes SQLite and local blobs only: it leaves ${whats} untouched and writes a data folder into ${dataDir}, which svc serve uses with DATA_DIR=${dataDir} and without ${names.join(' or ')}; to restore ${whats} see ${BACKUP_DOC}\n`,
+      )
+    }
   } else {
     // into the configured instance: only where it keeps SQLite and local blobs
     if (config.databaseUrl) throw new BackupError(`DATABASE_URL is set: restore a SQLite snapshot with --data-dir, or see ${BACKUP_DOC}`)

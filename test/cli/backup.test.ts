@@ -575,4 +575,39 @@ describe('svc backup and restore [sqlite]', () => {
     assert.match(s3.stderr, /local blob store only; with S3 follow the procedure in docs\/operations\/backups\.md/)
     assert.equal(fs.existsSync(path.join(tmp, 'x')), false)
   })
+
+  it('a restore into --data-dir with PostgreSQL or S3 configured warns that it writes a SQLite folder and leaves them untouched', async () => {
+    const live = path.join(tmp, 'pg-live')
+    assert.equal((await runCli(['migrate'], { env: cliEnv(live) })).code, 0)
+    const dest = path.join(tmp, 'pg-backups')
+    assert.equal((await runCli(['backup', dest], { env: cliEnv(live) })).code, 0)
+    const snap = path.join(
+      dest,
+      fs.readdirSync(dest).find((n) => n !== 'blobs')!,
+    )
+    const doc = 'docs/operations/backups.md ("PostgreSQL and a bucket")'
+    const cases: Array<[env: Record<string, string>, names: string, whats: string, without: string]> = [
+      [{ DATABASE_URL: 'postgres://127.0.0.1:1/none' }, 'DATABASE_URL is', 'PostgreSQL', 'DATABASE_URL'],
+      [
+        { DATABASE_URL: 'postgres://127.0.0.1:1/none', STORAGE_URL: 's3://bucket/p?endpoint=http://127.0.0.1:1&region=x' },
+        'DATABASE_URL and STORAGE_URL are',
+        'PostgreSQL and the bucket',
+        'DATABASE_URL or STORAGE_URL',
+      ],
+    ]
+    for (const [i, [env, names, whats, without]] of cases.entries()) {
+      const into = path.join(tmp, `pg-restored-${i}`)
+      const r = await runCli(['restore', snap, '--data-dir', into], { env: { ...cliEnv(live), ...env } })
+      assert.equal(r.code, 0, r.stderr)
+      assert.equal(
+        r.stderr,
+        `warning: ${names} set, but svc restore writes SQLite and local blobs only: it leaves ${whats} untouched and writes a data folder into ${into}, which svc serve uses with DATA_DIR=${into} and without ${without}; to restore ${whats} see ${doc}\n`,
+      )
+      assert.ok(fs.existsSync(path.join(into, 'svc.db')))
+    }
+    // without --data-dir it still refuses to act on the configured PostgreSQL instance
+    const r = await runCli(['restore', snap], { env: { ...cliEnv(live), DATABASE_URL: 'postgres://127.0.0.1:1/none' } })
+    assert.equal(r.code, 1)
+    assert.equal(r.stderr, `error: DATABASE_URL is set: restore a SQLite snapshot with --data-dir, or see ${doc}\n`)
+  })
 })
