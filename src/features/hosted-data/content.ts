@@ -136,6 +136,9 @@ export function encodeText(s: string): Buffer {
 
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
 
+/** The longest display name, in characters (code points) after trimming; the page's field says the same. */
+export const MAX_DISPLAY_NAME = 255
+
 /**
  * A display name: 1-255 characters after trimming, and none of the characters site paths
  * refuse (C0/C1 controls; bidi overrides and isolates, zero-width characters but a joiner
@@ -144,7 +147,8 @@ const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
 export function checkDisplayName(v: unknown): string {
   if (typeof v !== 'string') throw bad({ zh: '缺少 display_name（字符串）', en: 'display_name is required (a string)' })
   const s = v.trim().normalize('NFC')
-  if (s.length === 0 || [...s].length > 255) throw bad({ zh: 'display_name 须为 1-255 个字符', en: 'display_name must be 1-255 characters' })
+  if (s.length === 0 || [...s].length > MAX_DISPLAY_NAME)
+    throw bad({ zh: `display_name 须为 1-${MAX_DISPLAY_NAME} 个字符`, en: `display_name must be 1-${MAX_DISPLAY_NAME} characters` })
   if (ANY_CONTROL.test(s) || !isWellFormed(s)) throw bad({ zh: 'display_name 不能包含控制字符', en: 'display_name must not contain control characters' })
   if (hasStrayFormat(s))
     throw bad({

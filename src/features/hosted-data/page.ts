@@ -3,6 +3,7 @@ import { sourceFile } from '../../web/assets.js'
 import type { FeatureUi } from '../../web/page.js'
 import { progress, redeemForm, status, table } from '../../web/parts.js'
 import { HOSTED_DATA_MESSAGES, type HostedDataKey } from './messages.js'
+import { MAX_DISPLAY_NAME } from './content.js'
 
 /** /dashboard/data: activation, data files and their versions (static/data.js). */
 export const hostedDataUi: FeatureUi<HostedDataKey> = {
@@ -24,7 +25,7 @@ export const hostedDataUi: FeatureUi<HostedDataKey> = {
         <form id="data-form" class="card" hidden>
           <h2>${t('data.create')}</h2>
           <label for="data-name">${t('data.display_name')}</label>
-          <input id="data-name" required maxlength="200">
+          <input id="data-name" required maxlength="${MAX_DISPLAY_NAME}">
           <label for="data-type">${t('data.content_type')}</label>
           <select id="data-type">${types.map((x) => html`<option>${x}</option>`)}</select>
           <label for="data-content">${t('data.content')}</label>
