@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { BrowserContext, Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { svc } from '../support/images.js'
+import { makeImage, svc } from '../support/images.js'
 import { logInPage, openContext, watchErrors } from '../support/browser.js'
 import { MAX_DISPLAY_NAME } from '../../src/features/hosted-data/content.js'
 
@@ -33,6 +33,16 @@ describe(`dashboard messages in Chromium [${engine}]`, () => {
   after(async () => {
     await ctx?.close().catch(() => {})
     await s?.close()
+  })
+
+  it('an image upload says "Uploaded." once', async () => {
+    await page.goto(`${s.url}/dashboard/images`)
+    await page.locator('#img-input').setInputFiles({ name: 'dot.png', mimeType: 'image/png', buffer: await makeImage('png', { width: 4, height: 4 }) })
+    await page.locator('#img-form').getByRole('button', { name: 'Upload', exact: true }).click()
+    await page.locator('#img-list strong', { hasText: 'dot.png' }).waitFor()
+    await page.getByText('Uploaded.').first().waitFor()
+    assert.equal(await shown(page, 'Uploaded.'), 1)
+    assert.deepEqual(errors, [])
   })
 
   it('a hosted data upload says "Uploaded." once; its name field takes as many characters as the API', async () => {

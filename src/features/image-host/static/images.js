@@ -114,8 +114,8 @@
       S.status('img-status', '')
       S.send('POST', '/api/image-host/images/' + S.enc(img.public_token) + '/replace', fd, bar.set, bar.signal)
         .then(function () {
+          // the bar's label says "Uploaded."; the status line, cleared when the upload began, stays empty
           bar.done()
-          S.status('img-status', t('common.uploaded'), 'ok')
           // the quota line and the list (thumbnails by their versioned link: the new bytes)
           return status()
         })
@@ -204,8 +204,8 @@
     S.status('img-status', '')
     return S.send('POST', '/api/image-host/upload', fd, bar.set, bar.signal)
       .then(function () {
+        // the bar's label says "Uploaded."; the status line, cleared when the upload began, stays empty
         bar.done()
-        S.status('img-status', t('common.uploaded'), 'ok')
         S.$('img-input').value = ''
         // the new images are the newest: shown first
         state.page = 1
