@@ -62,4 +62,17 @@ describe(`dashboard messages in Chromium [${engine}]`, () => {
     assert.equal(await shown(page, 'Uploaded.'), 1)
     assert.deepEqual(errors, [])
   })
+
+  it('"Form created" goes from the status line once that form is deleted', async () => {
+    await page.goto(`${s.url}/dashboard/forms`)
+    await page.locator('#form-name').fill('contact')
+    await page.locator('#form-create').getByRole('button', { name: 'Create form' }).click()
+    const status = page.locator('#forms-status')
+    await status.filter({ hasText: 'Form created' }).waitFor()
+    page.once('dialog', (d) => void d.accept())
+    await page.locator('#forms-table tr', { hasText: 'contact' }).getByRole('button', { name: 'Delete contact', exact: true }).click()
+    await page.locator('#forms-table tr', { hasText: 'contact' }).waitFor({ state: 'detached' })
+    assert.equal(await status.textContent(), '')
+    assert.deepEqual(errors, [])
+  })
 })

@@ -205,6 +205,8 @@
     S.api
       .del('/svc_api/forms/delete/' + S.enc(f.id))
       .then(function () {
+        // a message about the form ("Form created", an error) goes with it
+        S.status('forms-status', '')
         S.toast(t('common.deleted'))
         if (current && current.id === f.id) {
           current = null
