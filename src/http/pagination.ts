@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { AppError } from '../errors/app-error.js'
+import { MAX_PAGE, MAX_PER_PAGE } from './page-limits.js'
 
 export interface Page {
   page: number
@@ -7,8 +8,6 @@ export interface Page {
   offset: number
 }
 
-/** The largest page a list takes: nine digits, so an offset stays an exact integer on both engines. */
-export const MAX_PAGE = 999_999_999
 const INT_RE = /^\d{1,9}$/
 
 /**
@@ -23,7 +22,7 @@ export const lastValue = (v: unknown): unknown => (Array.isArray(v) ? v[v.length
 
 /** Reads page / per_page from a query: defaults, bounds, 1107/1108 for bad values. */
 export function parsePage(query: Record<string, unknown>, defaults: { perPage: number; maxPerPage?: number }): Page {
-  const max = defaults.maxPerPage ?? 100
+  const max = defaults.maxPerPage ?? MAX_PER_PAGE
   const p = lastValue(query.page)
   const pp = lastValue(query.per_page)
   let page = 1

@@ -4,15 +4,12 @@
  */
 import { aNumber, aSize, anInteger, oneOf, type CommandHelp } from '../help.js'
 import { anExpiry } from './args.js'
+import { MAX_PAGE, MAX_PER_PAGE } from '../../http/page-limits.js'
 
 /** svc deploy's most batch requests at a time (the default is 2). */
 const MAX_CONCURRENCY = 64
 /** svc deploy's largest --batch-files; the server's own limit (its folder upload limits) caps it too. */
 const MAX_BATCH_FILES = 10_000
-/** The API's largest page (MAX_PAGE of src/http/pagination.ts, which the client does not load). */
-const MAX_PAGE = 999_999_999
-/** The API's largest per_page of /svc_api/data/list. */
-const MAX_PER_PAGE = 100
 
 const PROJECT = { type: 'string', short: 'p', arg: 'NAME', help: "the project (default: the current folder's name)" } as const
 
