@@ -5,6 +5,7 @@ import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { expectError } from '../support/errors.js'
 import { deploySite } from '../support/deploys.js'
+import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { ContentWatcher } from '../../src/features/sites/sniff.js'
 
 // A page, script or data file that carries a live API key able to write is refused on every
@@ -78,6 +79,30 @@ for (const engine of ENGINES) {
       assert.equal(alone.json.failed_count, 1)
       const files = (await s.get('/api/folders/batch/files', { key: u.key })).json.files.map((f: { path: string }) => f.path)
       assert.deepEqual(files.sort(), ['index.html'])
+    })
+
+    it("deploy_files over MCP: the whole call is refused with the key's own 1444 and its advice, nothing stored", async () => {
+      const client = await mcpHttpClient(s.url, u.key)
+      try {
+        const r = (await client.callTool({
+          name: 'deploy_files',
+          arguments: {
+            project: 'agent-site',
+            files: [
+              { path: 'index.html', content: HTML('home') },
+              { path: 'assets/app.js', content: `export const key = '${u.key}'\n` },
+            ],
+          },
+        })) as { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: { error_code: number } }
+        assert.equal(r.isError, true)
+        assert.equal(r.structuredContent.error_code, 1444)
+        assert.match(textOf(r), /assets\/app\.js holds a live API key that can write/)
+        assert.match(textOf(r), /Remove the key from the file/)
+      } finally {
+        await client.close()
+      }
+      const projects = (await s.get('/api/folders', { key: u.key })).json.folders.map((f: { name: string }) => f.name)
+      assert.ok(!projects.includes('agent-site'), 'no project made')
     })
 
     it('an archive deploy (a built site whose bundle inlined the key): 400 / 1444, nothing published', async () => {

@@ -293,6 +293,9 @@ export function createFoldersService(deps: Deps) {
             uploaded++
           }
           if (atomic && failures.length > 0) {
+            // a live key in a file outweighs the rest: its own 1444 and advice (remove it, or a read-only key)
+            const leaked = staged.find((f) => leaks.has(f.path))
+            if (leaked) throw leaks.get(leaked.path)!
             const list = (lang: Lang) => failures.map((x) => `${x.file}: ${x.message[lang]}`).join('; ')
             throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: list('zh'), en: list('en') } } })
           }
