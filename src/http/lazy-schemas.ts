@@ -94,8 +94,20 @@ function nonFiniteNumber(s: unknown, value: unknown, path = ''): SchemaFailure |
   return null
 }
 
-/** A validator of Fastify's coercing AJV that also refuses what `nonFiniteNumber` finds. */
+/** Whether the schema declares a number anywhere `nonFiniteNumber` looks (properties, items, unions). */
+function declaresNumber(s: unknown): boolean {
+  if (!isSchema(s)) return false
+  if (numeric(s) || branches(s).some(declaresNumber)) return true
+  const props = isSchema(s.properties) ? Object.values(s.properties) : []
+  return [...props, s.additionalProperties, s.items].some(declaresNumber)
+}
+
+/**
+ * A validator of Fastify's coercing AJV that also refuses what `nonFiniteNumber` finds; a
+ * schema that declares no number keeps AJV's validator as it is, with no walk per request.
+ */
 function finiteOnly(validate: Compiled, schema: unknown): Compiled {
+  if (!declaresNumber(schema)) return validate
   let errors: unknown = null
   const checked = function (this: unknown, ...args: unknown[]) {
     if (validate.apply(this, args) !== true) {
