@@ -48,14 +48,28 @@ function setRateHeaders(reply: FastifyReply, w: WindowState): void {
   for (let i = 0; i < h.length; i += 2) reply.header(h[i], h[i + 1])
 }
 
-function rateError(key: ErrorKey, w: { limit: number; count: number; resetAt: number }, now: number): AppError {
+function rateError(key: ErrorKey, w: { limit: number; count: number; resetAt: number }, now: number, scope?: string): AppError {
   const retryAfter = Math.max(1, Math.ceil((w.resetAt - now) / 1000))
+  // reset_time names the same second as X-RateLimit-Reset (rounded up to a whole second)
+  const details: Record<string, unknown> = { current: w.count, limit: w.limit, reset_time: beijingTime(Math.ceil(w.resetAt / 1000) * 1000) }
+  if (scope !== undefined) details.scope = scope
   return new AppError(key, {
     params: { limit: w.limit, retry_after: retryAfter },
-    // reset_time names the same second as X-RateLimit-Reset (rounded up to a whole second)
-    extra: { retry_after: retryAfter, details: { current: w.count, limit: w.limit, reset_time: beijingTime(Math.ceil(w.resetAt / 1000) * 1000) } },
+    extra: { retry_after: retryAfter, details },
     headers: { 'Retry-After': String(retryAfter) },
   })
+}
+
+/**
+ * The 429 of a window check that refused (1204 minute, 1203 hour, 1205 day): the full window
+ * that frees up last, so a retry after `Retry-After` is not refused again by another one.
+ * `scope` names what the windows count when they are not the API's own (details.scope).
+ */
+export function windowRefusal(hit: HitResult, scope?: string): { window: WindowState; error: AppError } {
+  const exceeded = hit.windows.filter((w) => w.count >= w.rule.limit)
+  const worst = exceeded.reduce((a, b) => (b.resetAt > a.resetAt ? b : a))
+  const key = CODE_BY_WINDOW[worst.rule.name] ?? 'RATE_LIMIT_MINUTE'
+  return { window: worst, error: rateError(key, { limit: worst.rule.limit, count: worst.count, resetAt: worst.resetAt }, hit.now, scope) }
 }
 
 /** The refusal of a request that found every concurrency slot taken. */
@@ -74,13 +88,7 @@ function concurrencyRefusal(peek: HitResult, current: number, rules: TierRules, 
 /** The answer to a window check that counted the request (or refused it). */
 function windowsOutcome(hit: HitResult): Admission {
   if (hit.allowed) return { ok: true, window: bindingWindow(hit) }
-  const exceeded = hit.windows.filter((w) => w.count >= w.rule.limit)
-  const worst = exceeded.reduce((a, b) => (b.resetAt > a.resetAt ? b : a))
-  return {
-    ok: false,
-    window: worst,
-    error: rateError(CODE_BY_WINDOW[worst.rule.name], { limit: worst.rule.limit, count: worst.count, resetAt: worst.resetAt }, hit.now),
-  }
+  return { ok: false, ...windowRefusal(hit) }
 }
 
 /**

@@ -14,6 +14,7 @@ import { rounds } from '../../util/rounds.js'
 import { bad, checkText, FIELD_NAME_RE, honeypotNames, parseFieldsConfig, subjectOf, validateSubmission, type FieldDef } from './fields.js'
 import { ipPrefix, parseAllowedOrigins } from './origins.js'
 import { ipLimitKey } from '../../http/ip-key.js'
+import { windowRefusal } from '../../http/guard.js'
 import { formStore, type FormRow, type SubmissionFilter, type SubmissionRow } from './store.js'
 import type { NotifyService } from './notify-service.js'
 import { holdStates } from '../abuse/store.js'
@@ -474,17 +475,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
     async throttle(form: FormRow, ip: string): Promise<void> {
       const now = clock.now()
       const r = await limits.hit(`form-submit:${form.id}:${ipLimitKey(ip)}`, SUBMIT_RULES, now, true)
-      if (r.allowed) return
-      const w = r.windows.filter((x) => x.count >= x.rule.limit).reduce((a, b) => (b.resetAt > a.resetAt ? b : a))
-      const retryAfter = Math.max(1, Math.ceil((w.resetAt - r.now) / 1000))
-      throw new AppError(w.rule.name === 'hour' ? 'RATE_LIMIT_HOUR' : 'RATE_LIMIT_MINUTE', {
-        params: { limit: w.rule.limit, retry_after: retryAfter },
-        extra: {
-          retry_after: retryAfter,
-          details: { current: w.count, limit: w.rule.limit, reset_time: beijingTime(w.resetAt), scope: 'form submissions per client address' },
-        },
-        headers: { 'Retry-After': String(retryAfter) },
-      })
+      if (!r.allowed) throw windowRefusal(r, 'form submissions per client address').error
     },
 
     /**
