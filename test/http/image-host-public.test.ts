@@ -325,3 +325,41 @@ for (const engine of ENGINES) {
     })
   })
 }
+
+describe('new image variants per client address (decision 229)', () => {
+  it('makes 120 a minute for one address, then answers 429 / 1204 with Retry-After; cached ones still serve', async () => {
+    const clock = new FakeClock(Date.now())
+    const s = await startServer({ engine: 'sqlite', clock })
+    try {
+      const a = await s.user()
+      await svc(s, 'grant', a.username, 'image-host')
+      const cookie = await s.login(a.username, a.password)
+      const [img] = await uploadAs(s, cookie, [{ name: 'a.png', data: await makeImage('png', { width: 16, height: 12, color: '#336699' }) }])
+      const link = `/svc-img/pub/${img.public_token}`
+      const { variants } = s.app.featureState('image-host') as ImageHostState
+      // 120 distinct sizes (w and h from 1 to 60): each one a new transformation
+      for (let i = 1; i <= 120; i++) {
+        const r = await s.get(`${link}?${i <= 60 ? 'w' : 'h'}=${((i - 1) % 60) + 1}&format=webp`)
+        assert.equal(r.status, 200, `${i}: ${r.text}`)
+      }
+      const made = variants.stats.made
+      const refused = await s.get(`${link}?w=61&format=webp`)
+      assert.equal(refused.status, 429, refused.text)
+      assert.equal(refused.json.success, false)
+      assert.match(refused.json.message, /120/)
+      const retry = Number(refused.header('retry-after'))
+      assert.ok(retry >= 1 && retry <= 60, String(retry))
+      assert.equal(refused.header('cache-control'), 'no-store')
+      assert.equal(variants.stats.made, made, 'a refused request made no variant')
+      // what is already made, and the original, still serve to the same address
+      assert.equal((await s.get(`${link}?w=7&format=webp`)).status, 200)
+      assert.equal((await s.get(link)).status, 200)
+      // the window slides: a minute later the address may make new ones again
+      clock.advance(60_001)
+      assert.equal((await s.get(`${link}?w=61&format=webp`)).status, 200)
+      assert.equal(variants.stats.made, made + 1)
+    } finally {
+      await s.close()
+    }
+  })
+})

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import sharp from 'sharp'
 import { stripGif, stripJpeg, stripPng, stripWebp } from '../../src/features/image-host/strip.js'
-import { createVariants, parseVariantParams } from '../../src/features/image-host/variants.js'
+import { CLIENT_WAITING, createVariants, parseVariantParams } from '../../src/features/image-host/variants.js'
 import { looksLikeSvg, prepareImage } from '../../src/features/image-host/inspect.js'
 import { AppError } from '../../src/errors/app-error.js'
 import { jpegWithMetadata, makeImage } from '../support/images.js'
@@ -132,5 +132,51 @@ describe('image host units', () => {
     const again = await v.get('d1', 'image/png', { w: 8, h: null, format: null }, () => assert.fail('loaded again'))
     assert.equal((await sharp(again.bytes).metadata()).width, 8)
     assert.equal(v.stats.hits, 1)
+  })
+})
+
+describe('image variants per client', () => {
+  it("runs one client's transformations one at a time, admits only new ones, and refuses past its queue", async () => {
+    const png = await makeImage('png', { width: 32, height: 32 })
+    const v = createVariants({ concurrency: 2, maxQueue: 64 })
+    const gates: Array<{ who: string; open: () => void }> = []
+    const load = (who: string) => () => new Promise<Buffer>((resolve) => gates.push({ who, open: () => resolve(png) }))
+    const admitted: string[] = []
+    const client = (key: string) => ({ key, admit: async () => void admitted.push(key) })
+    const p = (w: number) => ({ w, h: null, format: null })
+    const settle = async () => {
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r))
+    }
+    // the attacker asks for 1 + CLIENT_WAITING new sizes at once, and one more
+    const mine = Array.from({ length: CLIENT_WAITING + 1 }, (_, i) => v.get('d', 'image/png', p(10 + i), load('a'), client('a')))
+    await settle()
+    await assert.rejects(v.get('d', 'image/png', p(30), load('a'), client('a')), (e: unknown) => e instanceof AppError && e.status === 429)
+    // another address is not queued behind it: its transformation starts at once
+    const theirs = v.get('d', 'image/png', p(20), load('b'), client('b'))
+    await settle()
+    assert.deepEqual(
+      gates.map((g) => g.who),
+      ['a', 'b'],
+      'one transformation of a, and b beside it',
+    )
+    // a request for a's running variant shares it: no admission, no place in the queue
+    const shared = v.get('d', 'image/png', p(10), load('c'), client('c'))
+    assert.deepEqual(admitted.sort(), [...Array(CLIENT_WAITING + 1).fill('a'), 'b'].sort())
+    let done = false
+    const all = Promise.all([...mine, theirs, shared]).finally(() => (done = true))
+    while (!done) {
+      assert.ok(gates.filter((g) => g.who === 'a').length <= 1, 'two of one client at once')
+      gates.shift()?.open()
+      await new Promise((r) => setTimeout(r, 5))
+    }
+    for (const r of await all) assert.equal(r.contentType, 'image/png')
+    // a refused admission starts nothing
+    const before = v.stats.made
+    const refuse = { key: 'a', admit: () => Promise.reject(new AppError('RATE_LIMIT_MINUTE', { params: { limit: 1, retry_after: 1 } })) }
+    await assert.rejects(
+      v.get('d', 'image/png', p(31), () => assert.fail('loaded'), refuse),
+      AppError,
+    )
+    assert.equal(v.stats.made, before)
   })
 })

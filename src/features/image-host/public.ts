@@ -9,7 +9,20 @@ import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../ht
 import { originalEtag, TOKEN_RE, versionOf, type ImageHost, type ServedImage } from './service.js'
 import { parseVariantParams, variantEtag, type Variant, type Variants, type VariantParams } from './variants.js'
 import { PublicQuery } from './schemas.js'
+import { windowRefusal } from '../../http/guard.js'
+import { ipLimitKey } from '../../http/ip-key.js'
+import { clientIp } from '../../http/origin.js'
+import type { WindowRule } from '../../limits/tiers.js'
 import { heldLink, linkHeldNow, removedNotice, sendNotice } from '../abuse/public.js'
+
+/**
+ * New variants (transformations not cached nor running) per client address: a gallery's first
+ * view fits, an address cycling through sizes to keep the cores busy does not (decision 229).
+ */
+export const VARIANT_RULES: WindowRule[] = [
+  { name: 'minute', kind: 'sliding', ms: 60_000, limit: 120 },
+  { name: 'hour', kind: 'sliding', ms: 3_600_000, limit: 1200 },
+]
 
 /** Stable URL: caches keep it but revalidate every use (ETag -> 304), so a replace shows at once. */
 export const CACHE_STABLE = 'public, no-cache'
@@ -67,7 +80,12 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
       // a variant's validators are known before any work: a 304 or 412 never makes the variant
       const early = decide(req.headers, rep(0)).kind
       if (early === 'not-modified' || early === 'precondition-failed') return reply.send(replyRange(req, reply, rep(0)) ?? undefined)
-      const variant = await variants.get(img.digest, img.content_type, params, () => blobs.read(img.digest))
+      const client = ipLimitKey(clientIp(req, deps.config))
+      const admit = async () => {
+        const r = await deps.limits.hit(`variant:ip:${client}`, VARIANT_RULES, deps.clock.now(), true)
+        if (!r.allowed) throw windowRefusal(r, 'new image variants per client address').error
+      }
+      const variant = await variants.get(img.digest, img.content_type, params, () => blobs.read(img.digest), { key: client, admit })
       reply.type(variant.contentType)
       const part = replyRange(req, reply, rep(variant.bytes.length))
       return reply.send(part === null ? undefined : variant.bytes.subarray(part.start, part.end + 1))

@@ -76,6 +76,24 @@ export interface VariantOptions {
   cacheBytes?: number
 }
 
+/** Who asks for a new variant: one client's transformations run one at a time, after `admit`. */
+export interface VariantClient {
+  /** The client's limit key (its address; an IPv6 client by its /64). */
+  key: string
+  /** Counts a new transformation against the client's windows; throws its 429 when they are full. */
+  admit: () => Promise<void>
+}
+
+/** A client's transformations waiting behind its running one before more are refused (429 / 1206). */
+export const CLIENT_WAITING = 4
+
+const laneRefusal = () =>
+  new AppError('RATE_LIMIT_CONCURRENT', {
+    params: { limit: CLIENT_WAITING + 1, retry_after: 1 },
+    extra: { retry_after: 1 },
+    headers: { 'Retry-After': '1' },
+  })
+
 /**
  * Resized / converted variants, made with sharp: at most `concurrency` at a time, identical
  * concurrent requests share one transformation, and results are kept in an in-memory LRU
@@ -92,6 +110,24 @@ export function createVariants(opts: VariantOptions = {}) {
   let running = 0
   const waiting: Array<() => void> = []
   const stats = { made: 0, hits: 0, shared: 0 }
+  // per client: one transformation at a time, so one address holds at most one of the
+  // `concurrency` slots and the others stay free for everyone else
+  const lanes = new Map<string, Array<() => void>>()
+  const laneFull = (key: string) => (lanes.get(key)?.length ?? -1) >= CLIENT_WAITING
+  const enterLane = async (key: string) => {
+    const lane = lanes.get(key)
+    if (lane === undefined) {
+      lanes.set(key, [])
+      return
+    }
+    if (lane.length >= CLIENT_WAITING) throw laneRefusal()
+    await new Promise<void>((resolve) => lane.push(resolve))
+  }
+  const leaveLane = (key: string) => {
+    const next = lanes.get(key)?.shift()
+    if (next) next()
+    else lanes.delete(key)
+  }
 
   const acquire = async () => {
     if (running < concurrency) {
@@ -162,8 +198,12 @@ export function createVariants(opts: VariantOptions = {}) {
   return {
     stats,
     peek,
-    /** The variant of a source blob; `load` reads the source only when the variant is not cached. */
-    async get(digest: string, sourceType: string, p: VariantParams, load: () => Promise<Buffer>): Promise<Variant> {
+    /**
+     * The variant of a source blob; `load` reads the source only when the variant is not
+     * cached. A transformation this request starts is admitted by `client` first and runs in
+     * the client's lane; a cached or already running variant costs the client nothing.
+     */
+    async get(digest: string, sourceType: string, p: VariantParams, load: () => Promise<Buffer>, client?: VariantClient): Promise<Variant> {
       const hit = peek(digest, p)
       if (hit) return hit
       const key = `${digest}:${variantKey(p)}`
@@ -172,8 +212,21 @@ export function createVariants(opts: VariantOptions = {}) {
         stats.shared++
         return pending
       }
+      if (client !== undefined) {
+        if (laneFull(client.key)) throw laneRefusal()
+        await client.admit()
+        // another request may have started (or finished) the same variant meanwhile
+        const again = peek(digest, p) ?? inflight.get(key)
+        if (again) return again
+      }
       const work = (async () => {
-        await acquire()
+        if (client !== undefined) await enterLane(client.key)
+        try {
+          await acquire()
+        } catch (e) {
+          if (client !== undefined) leaveLane(client.key)
+          throw e
+        }
         try {
           const source = await load()
           const v = await transform(source, sourceType, p).catch((e: unknown) => {
@@ -185,6 +238,7 @@ export function createVariants(opts: VariantOptions = {}) {
           return v
         } finally {
           release()
+          if (client !== undefined) leaveLane(client.key)
         }
       })()
       inflight.set(key, work)
