@@ -529,6 +529,34 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${m.username}/evil/`)).status, 451)
     })
 
+    it("a site's takedown leaves off the blocklist the bytes another account published before it, and empty files (231)", async () => {
+      const owner = await s.user()
+      const copier = await s.user()
+      const style = `body{margin:0} /* ${crypto.randomBytes(6).toString('hex')} */`
+      const home = HTML('my bakery', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      assert.equal((await deploySite(s, owner.key, 'bakery', { 'index.html': home, 'style.css': style, '.nojekyll': '' })).res.status, 201)
+      // a phishing project made after it, carrying the owner's stylesheet, a copy of their page and an empty file
+      const bad = HTML('bank login', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      const files = { 'index.html': bad, 'style.css': style, 'copy.html': home, '.nojekyll': '' }
+      assert.equal((await deploySite(s, copier.key, 'bank', files)).res.status, 201)
+      await takeDown(`${s.url}/${copier.username}/bank/`, 'phishing')
+      const blocked = new Set(((await adminCall('GET', '/svc_api/admin/blocklist')).json.data.digests as Array<{ digest: string }>).map((d) => d.digest))
+      assert.ok(blocked.has(sha(bad)), 'the phishing page is blocked')
+      for (const [what, bytes] of [
+        ['the stylesheet', style],
+        ['the copied page', home],
+        ['the empty file', ''],
+      ])
+        assert.ok(!blocked.has(sha(bytes)), `${what} is not blocked`)
+      // the owner publishes and deploys their own files as before; the phishing page stays refused
+      assert.equal((await s.post('/api/folders/bakery/publish', { key: owner.key })).status, 200)
+      assert.equal((await deploySite(s, owner.key, 'bakery2', { 'index.html': home, 'style.css': style, '.nojekyll': '' })).res.status, 201)
+      expectError(await batchUpload(s, { key: copier.key }, 'bank2', [{ filename: 'index.html', data: bad }]), 451, 1701)
+      assert.equal((await s.get(`/${copier.username}/bank/`)).status, 451)
+      const entry = (await audit()).find((e) => e.action === 'abuse.takedown' && e.target === `site:${copier.username}/bank`)
+      assert.equal(entry?.details?.not_blocked, 3, JSON.stringify(entry))
+    })
+
     it('a takedown stops the same bytes in every data link: pinned or default, other files and users, a new version, a default switch', async () => {
       const mk = async () => {
         const u = await s.user()

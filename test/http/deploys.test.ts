@@ -905,7 +905,48 @@ describe('archive deploys: the total is checked as the archive streams', () => {
     assert.ok(stored.length <= 3, `${stored.length} new blobs: stored past the limit`)
     assert.equal((await s.get(`/${u.username}/bomb/`)).status, 404)
   })
+
+  // the tar reader skips empty blocks and a folder entry's data, which count toward no file:
+  // zeros there inflated without end from a few KiB of gzip (decision 230)
+  for (const [what, extra] of [
+    ['a folder entry declaring 32 MiB of data', () => Buffer.concat([rawHeader('assets/', 32 * 1024 * 1024, '5'), Buffer.alloc(32 * 1024 * 1024)])],
+    ['32 MiB of empty blocks after the end of the archive', () => Buffer.alloc(32 * 1024 * 1024)],
+  ] as const) {
+    it(`refuses ${what} with 413 / 1328, whatever the total says`, async () => {
+      const u = await s.user()
+      const files: Site = { 'index.html': HTML('zeros') }
+      const tarred = await tarOf([manifestOf(files), { name: 'index.html', data: files['index.html'] }])
+      // the extra bytes go before the end blocks (a folder entry) or after them (zeros)
+      const body = what.startsWith('a folder')
+        ? gzipSync(Buffer.concat([tarred.subarray(0, tarred.length - 1024), extra(), Buffer.alloc(1024)]))
+        : gzipSync(Buffer.concat([tarred, extra()]))
+      assert.ok(body.length < 100 * 1024, `${body.length} bytes gzipped`)
+      const r = await postArchive(s, u.key, 'zeros', body, true)
+      expectError(r, 413, 1328)
+      assert.match(r.json.message, /belong to no file/)
+      assert.equal((await s.get(`/${u.username}/zeros/`)).status, 404)
+    })
+  }
 })
+
+/** A ustar header as other tar writers make it, `type` its one-character flag ('5': a folder). */
+function rawHeader(name: string, size: number, type: string): Buffer {
+  const b = Buffer.alloc(512)
+  b.write(name, 0)
+  b.write('0000755\0', 100)
+  b.write('0000000\0', 108)
+  b.write('0000000\0', 116)
+  b.write(`${size.toString(8).padStart(11, '0')}\0`, 124)
+  b.write('00000000000\0', 136)
+  b.write(' '.repeat(8), 148)
+  b.write(type, 156)
+  b.write('ustar\0', 257)
+  b.write('00', 263)
+  let sum = 0
+  for (const x of b) sum += x
+  b.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148)
+  return b
+}
 
 for (const engine of ENGINES) {
   describe(`archive deploys: the promoted_at migration [${engine}]`, () => {

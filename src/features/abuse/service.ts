@@ -40,6 +40,8 @@ type Action = keyof typeof ACTIONS
 /** The path of the report link on the service and on every user's origin. */
 export const REPORT_PATH = '/.well-known/svc-report'
 
+/** The SHA-256 of zero bytes (an empty .nojekyll or .gitkeep): never put on the blocklist. */
+const EMPTY_DIGEST = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'
 /** Bus channels of the caches the holds concern (their owners' names). */
 const HOLDS_CHANNEL = 'content-holds'
 const IMAGE_CHANNEL = 'image-host'
@@ -460,6 +462,7 @@ export function createAbuse(deps: Deps) {
       // blocked (refuseBlocked). An image's metadata-free form is worked out from its bytes
       // before the transaction (and again should the image have been replaced meanwhile).
       let ev: Awaited<ReturnType<typeof collect>> = []
+      let kept = 0
       for (let attempt = 0; ; attempt++) {
         const seen = await collect(target, userId)
         // an image's bytes are blocked in both forms, with and without their metadata (also the
@@ -476,7 +479,21 @@ export function createAbuse(deps: Deps) {
             ev.map((e) => ({ ...e, report_id: id, created_at: now })),
           )
           const all = await store.evidence(id, trx)
-          await store.block(trx, [...all.map((e) => e.digest), ...alsoBlocked], id, now, actor.name)
+          // a site's files may carry bytes other accounts published before it did (a copied
+          // stylesheet, a library, a copy of someone's page): blocking those would refuse their
+          // owners' next publish (1701), so the abusive upload could not poison the blocklist.
+          // Zero bytes are no content at all. Images and data links block all (decision 87).
+          const spared =
+            target.kind === 'site' ? await store.heldEarlierByOthers(trx, userId, await store.siteDigestTimes(trx, userId, target.name)) : new Set<string>()
+          spared.add(EMPTY_DIGEST)
+          kept = all.filter((e) => spared.has(e.digest)).length
+          await store.block(
+            trx,
+            [...all.map((e) => e.digest), ...alsoBlocked].filter((d) => !spared.has(d)),
+            id,
+            now,
+            actor.name,
+          )
           if (target.kind === 'site') {
             const f = await store.siteFile(trx, userId, target.name)
             if (f) await store.deleteFile(trx, userId, f.id)
@@ -507,7 +524,7 @@ export function createAbuse(deps: Deps) {
           await invalidateAccount(bus, u.username)
         }
       }
-      await admin.audit(actor, 'abuse.takedown', key, { report: id, evidence: ev.length, disabled_account: disabled })
+      await admin.audit(actor, 'abuse.takedown', key, { report: id, evidence: ev.length, not_blocked: kept, disabled_account: disabled })
       return service.detail(id)
     },
 

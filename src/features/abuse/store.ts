@@ -225,6 +225,58 @@ export function createAbuseStore(db: Db) {
       q.selectFrom('files').select(['id', 'digest', 'size', 'content_type']).where('user_id', '=', userId).where('file_name', '=', name).executeTakeFirst(),
     siteFolder: (q: Q, userId: string, name: string) =>
       q.selectFrom('folders').select(['id']).where('user_id', '=', userId).where('name', '=', name).executeTakeFirst(),
+    /** When a site target (a user's page and/or project of one name) got each of its digests: the earliest of its rows. */
+    async siteDigestTimes(q: Q, userId: string, name: string): Promise<Map<string, number>> {
+      const out = new Map<string, number>()
+      const note = (digest: string, at: unknown) => {
+        const t = Number(at)
+        if (!out.has(digest) || t < out.get(digest)!) out.set(digest, t)
+      }
+      const f = await q
+        .selectFrom('files')
+        .select(['digest', 'created_at', 'updated_at'])
+        .where('user_id', '=', userId)
+        .where('file_name', '=', name)
+        .executeTakeFirst()
+      if (f) note(f.digest, f.updated_at ?? f.created_at)
+      const rows = await q
+        .selectFrom('folder_files')
+        .innerJoin('folders', 'folders.id', 'folder_files.folder_id')
+        .select(['folder_files.digest', 'folder_files.updated_at'])
+        .where('folders.user_id', '=', userId)
+        .where('folders.name', '=', name)
+        .execute()
+      for (const r of rows) note(r.digest, r.updated_at)
+      return out
+    },
+    /**
+     * Which of `first` (digest -> when the content being taken down got those bytes) another
+     * account's page or project file already held before then: its owner's bytes, which the
+     * abusive content copied, not the other way round.
+     */
+    async heldEarlierByOthers(q: Q, userId: string, first: Map<string, number>): Promise<Set<string>> {
+      const out = new Set<string>()
+      const digests = [...first.keys()]
+      for (let i = 0; i < digests.length; i += 500) {
+        const some = digests.slice(i, i + 500)
+        const pages = await q
+          .selectFrom('files')
+          .select(['digest', 'created_at', 'updated_at'])
+          .where('digest', 'in', some)
+          .where('user_id', '!=', userId)
+          .execute()
+        for (const r of pages) if (Number(r.updated_at ?? r.created_at) < first.get(r.digest)!) out.add(r.digest)
+        const files = await q
+          .selectFrom('folder_files')
+          .innerJoin('folders', 'folders.id', 'folder_files.folder_id')
+          .select(['folder_files.digest', 'folder_files.updated_at'])
+          .where('folder_files.digest', 'in', some)
+          .where('folders.user_id', '!=', userId)
+          .execute()
+        for (const r of files) if (Number(r.updated_at) < first.get(r.digest)!) out.add(r.digest)
+      }
+      return out
+    },
     folderFiles: (q: Q, folderId: string) =>
       q.selectFrom('folder_files').select(['path', 'digest', 'size', 'content_type']).where('folder_id', '=', folderId).execute(),
     image: (q: Q, token: string) =>

@@ -29,6 +29,15 @@ import { createBlobBatch } from '../../storage/batch.js'
 export const DEPLOY_MAX_FILES = 50_000
 export const MANIFEST_MAX_BYTES = 16 * 1024 * 1024
 const RULE_FILE_MAX = 1024 * 1024
+/**
+ * Bytes an archive may hold outside its manifest's and files' data: per entry (its header, a
+ * pax or GNU long-name header, the padding to 512 bytes), and once (the end blocks, a record's
+ * padding, what the reader holds ahead of the entry being read). The reader skips empty blocks
+ * and a folder entry's data without a limit of its own, so without this bound a small gzip of
+ * zeros inflated for as long as the sender liked (decision 230).
+ */
+const FRAMING_PER_ENTRY = 4096
+const FRAMING_SLACK = 1024 * 1024
 /** Entries up to this size are read whole and stored in batches (one durability step per batch). */
 const SMALL_ENTRY = 1024 * 1024
 const SOURCES = new Set(['cli', 'api'])
@@ -110,6 +119,28 @@ function archiveError(e: unknown): AppError {
     detail = { zh: '请求在归档完整之前就结束了', en: 'the request ended before the archive was complete' }
   else if (code === 'Z_BUF_ERROR' || /unexpected end/i.test(words)) detail = { zh: '数据意外结束', en: `unexpected end of data (${words})` }
   return new AppError('ARCHIVE_TRUNCATED', { params: { detail } })
+}
+
+/** Passes an archive's bytes through, failing once there are more than `allowed()` (read at each chunk). */
+class ArchiveMeter extends Transform {
+  private total = 0
+  constructor(private readonly allowed: () => number) {
+    super()
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.total += chunk.length
+    if (this.total <= this.allowed()) return cb(null, chunk)
+    cb(
+      new AppError('MANIFEST_TOO_LARGE', {
+        params: {
+          detail: {
+            zh: `归档中不属于任何文件的数据超过每个条目 ${FRAMING_PER_ENTRY} 字节（空块或目录条目的数据）`,
+            en: `the archive holds more than ${FRAMING_PER_ENTRY} bytes per entry that belong to no file (empty blocks, or a folder entry's data)`,
+          },
+        },
+      }),
+    )
+  }
 }
 
 /** Passes bytes through, refusing at the end when their SHA-256 is not `expected` (the blob store then keeps nothing). */
@@ -314,6 +345,11 @@ export function createDeploysService(deps: Deps) {
     async deployArchive(user: User, ref: FolderRef, body: Readable, gzip: boolean, origin: string) {
       const extract = tar.extract()
       const source: Readable = gzip ? body.pipe(createGunzip()) : body
+      // the data of the manifest and file entries seen so far, and their number: what the
+      // stream may carry besides is bounded (FRAMING_PER_ENTRY), checked before the reader
+      let declared = 0
+      let entries = 0
+      const meter = new ArchiveMeter(() => declared + FRAMING_PER_ENTRY * entries + FRAMING_SLACK)
       let streamError: unknown = null
       const fail = (e: unknown) => {
         streamError ??= e
@@ -324,7 +360,8 @@ export function createDeploysService(deps: Deps) {
         if (!body.readableEnded) fail(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }))
       })
       if (gzip) source.on('error', fail)
-      source.pipe(extract)
+      meter.on('error', fail)
+      source.pipe(meter).pipe(extract)
 
       let manifest: Manifest | null = null
       const uploaded = new Map<string, Uploaded>()
@@ -337,6 +374,8 @@ export function createDeploysService(deps: Deps) {
       try {
         for await (const entry of extract) {
           const h = entry.header
+          entries++
+          if (h.type === 'file' || h.type === 'contiguous-file') declared += h.size ?? 0
           if (manifest === null) {
             // named as the other entries may be: "./svc-deploy.json" too
             if (undotted(h.name) !== MANIFEST_ENTRY || h.type !== 'file')
