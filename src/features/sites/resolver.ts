@@ -22,7 +22,7 @@ import {
 } from './site-rules.js'
 import { dropOldest, oldestKey } from '../../util/oldest.js'
 import { upperEscapes } from '../../util/percent-escapes.js'
-import { servedType, storedEncoding } from './content-types.js'
+import { ruleEncoding, servedType, storedEncoding } from './content-types.js'
 
 /** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
 export const FROM_FILE_MAX = 2 * 1024 * 1024
@@ -42,10 +42,11 @@ const NOINDEX: Array<[string, string]> = [['X-Robots-Tag', 'noindex']]
  * The _headers values an answer takes: a 404 or 410 keeps them all but the cache fields
  * (Cache-Control, CDN-Cache-Control...: isCacheField), so a rule meant for the files under a
  * path (`/assets/*` immutable for a year) never makes a browser or CDN keep the error for
- * that long; the error keeps the default revalidation.
+ * that long; the error keeps the default revalidation. Nor a rule's Content-Encoding: the
+ * error's page is not the file the rule describes.
  */
 const errorHeaders = (status: number, extra: Array<[string, string]>): Array<[string, string]> =>
-  status === 404 || status === 410 ? extra.filter(([name]) => !isCacheField(name)) : extra
+  status === 404 || status === 410 ? extra.filter(([name]) => !isCacheField(name) && name.toLowerCase() !== 'content-encoding') : extra
 /** Path form (/{user}/...): the sandbox keeps pages out of the service's origin. */
 const CONTENT_HEADERS = PAGE_CONTENT_HEADERS
 /** A user's own origin: the full web platform; only nosniff and the CORS grant are added. */
@@ -143,9 +144,12 @@ export function fileEntry(
   const lastModifiedSec = Math.floor(Number(r.mtime) / 1000)
   // a type an older table stored is served as the current table names it (decision 145)
   const type = servedType(r.content_type)
-  // bytes stored encoded (a .svgz) are one representation, labelled, never compressed again:
-  // their ETag, length and ranges are the stored bytes' on every answer
-  const encoding = storedEncoding(r.name)
+  // bytes stored encoded (a .svgz, or a file a _headers rule gives a Content-Encoding) are one
+  // representation, labelled, never compressed again: their ETag, length and ranges are the
+  // stored bytes' on every answer
+  const ruled = ruleEncoding(extra)
+  if (extra.some(([name]) => name.toLowerCase() === 'content-encoding')) extra = extra.filter(([name]) => name.toLowerCase() !== 'content-encoding')
+  const encoding = storedEncoding(r.name) ?? ruled
   const compressible = encoding === null && COMPRESSIBLE.test(type) && size >= 256
   const etag = etagOf(r.digest)
   const typed = ['Content-Type', type, 'Last-Modified', httpDate(lastModifiedSec), ...(encoding === null ? [] : ['Content-Encoding', encoding])]
