@@ -3,7 +3,7 @@ import { PAGE_CONTENT_HEADERS, PUBLIC_CORS_HEADERS } from '../../http/content-he
 import { linesOf, prepareShared, sharedHead, type Prepared, type SharedHead } from '../../http/prepared-response.js'
 import { httpDate, type Representation } from '../../http/representation.js'
 import { canNameUser } from '../../auth/account-rules.js'
-import { checkName, checkRelativePath, cleanPageExtension, decodeSegment, INDEX_PAGES } from './paths.js'
+import { checkName, checkRelativePath, cleanPageExtension, decodeHostSegment, decodeSegment, INDEX_PAGES } from './paths.js'
 import { hostedFile } from './files-store.js'
 import { publishedFolder } from './folders-store.js'
 import { createDeployIndex, type DeployIndex } from './deploy-index.js'
@@ -274,10 +274,13 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     if (username === undefined) return { status: 400 }
     if (!canNameUser(username)) return { username: '', entry: missing(), cacheable: false }
     const rest: string[] = []
-    for (const seg of raw.slice(2)) {
-      const d = decodeSegment(seg)
+    // the name (a project or a single page) is decoded strictly, as holds and visitor access
+    // read it (an encoded '/' there is a bad request); inside a project an encoded '/' is a '/'
+    for (const [i, seg] of raw.slice(2).entries()) {
+      const d = i === 0 ? decodeSegment(seg) : decodeHostSegment(seg)
       if (d === null) return { status: 400 }
-      rest.push(d)
+      if (typeof d === 'string') rest.push(d)
+      else rest.push(...d)
     }
     // an ACME HTTP-01 challenge path is never user content, on any origin: a user must not be
     // able to answer a certificate authority for their origin's or a domain's host
