@@ -155,6 +155,11 @@ describe(`a modern static site in Chromium [${engine}]`, () => {
       assert.equal(again.localBefore, 'yes', 'localStorage kept the first visit')
       assert.equal(again.idb, 'stored')
       assert.equal(await routeText(page), 'route:/app/settings/profile')
+      // and one holding an encoded slash (a file path as one route parameter), as nginx and Netlify serve it
+      const encoded = await page.goto(`${origin}/compat/files/docs%2Freadme.md`)
+      assert.equal(encoded?.status(), 200)
+      await ready(page)
+      assert.equal(await routeText(page), 'route:/files/docs%2Freadme.md')
 
       // a client-side navigation (pushState), then a reload of the route it made
       await page.click('a[data-link]')

@@ -107,6 +107,15 @@ for (const engine of ENGINES) {
         ['/gone', 410, /custom 404/, null],
         ['/forced', 302, null, () => `${prefix()}/about`],
         ['/app/settings/profile', 200, /home/, null],
+        // an encoded slash is a slash, as nginx and Netlify read it: a single-page app's route
+        // holding one (`/files/docs%2Freadme.md`) gets the fallback, a file is found through one
+        ['/app/docs%2Freadme.md', 200, /home/, null],
+        ['/app/a%2F..%2F..%2Fb', 200, /home/, null],
+        ['/posts%2Fhello.html', 200, /hello post/, null],
+        ['/nothing%2Fhere', 404, /custom 404/, null],
+        // malformed escapes and backslashes stay a bad request
+        ['/app/100%zz', 400, null, null],
+        ['/app/a%5Cb', 400, null, null],
         ['/docs', 301, null, () => `${prefix()}/docs/`],
         ['/docs/', 200, /docs/, null],
         ['/missing', 404, /custom 404/, null],
@@ -260,12 +269,24 @@ for (const engine of ENGINES) {
       }
       // a backslash (which browsers read as a slash) is refused, never merged into a Location
       for (const where of ['path', 'site', 'project'] as const) {
-        for (const p of ['/\\evil.example', '//\\evil.example', '/%5C%5Cevil.example', '//%2F/evil.example']) {
+        for (const p of ['/\\evil.example', '//\\evil.example', '/%5C%5Cevil.example']) {
           const r = await raw(where, p)
           assert.ok(r.location === undefined || /^\/[^/\\]/.test(r.location), `${where} ${p}: ${r.location}`)
           assert.notEqual(r.status, 301, `${where} ${p}`)
         }
       }
+      // nor does an encoded slash, which is a slash (a rule's splat may hold a run of them)
+      for (const where of ['path', 'site', 'project'] as const) {
+        for (const p of ['/%2F%2Fevil.example', '/go/%2F%2Fevil.example', '/go/%2F/%2Fevil.example/x', '//%2F/evil.example', '/%2F%5Cevil.example']) {
+          const r = await raw(where, p)
+          assert.ok(r.location === undefined || /^\/[^/\\]/.test(r.location), `${where} ${p}: ${r.location}`)
+        }
+      }
+      // the project's (or a page's) own name is read strictly, as holds and visitor passwords
+      // read it: an encoded slash there is a bad request, never another name's content
+      for (const p of [`/${user.username}/site%2Fabout`, `/${user.username}/site%2F`, `/${user.username}/about.html%2F`])
+        assert.equal((await raw('path', p, '')).status, 400, p)
+      assert.equal((await raw('site', '/site%2Fabout', '')).status, 400)
       // on the service's host, where the first segment is the username: a merged path whose
       // first segment names no user is not redirected, and no Location ever names another host
       for (const p of ['//evil.example/x', '///x', '/\\evil.example', '/%2F%2Fevil.example', '//%2F/evil.example', '//\\evil.example/x', '//login']) {

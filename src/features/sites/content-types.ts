@@ -19,3 +19,22 @@ export const isStaleType = (stored: string): boolean => Object.hasOwn(STALE, sto
  * gzip svgz`; decision 174); null: none. Such a file is never compressed again.
  */
 export const storedEncoding = (name: string): 'gzip' | null => (/\.svgz$/i.test(name) ? 'gzip' : null)
+
+/**
+ * The Content-Encoding a `_headers` rule gives a file's stored bytes (a precompressed build's
+ * `.wasm.br` or `.js.gz`, as Unity's server samples set it): `gzip` or `br`, the only values a
+ * publish takes; of values joined from several blocks the last wins. null: the rules name none.
+ * Such a file is sent as a .svgz is (decision 232).
+ */
+export function ruleEncoding(extra: ReadonlyArray<readonly [string, string]>): 'gzip' | 'br' | null {
+  let found: 'gzip' | 'br' | null = null
+  for (const [name, value] of extra) {
+    if (name.toLowerCase() !== 'content-encoding') continue
+    const last = value
+      .slice(value.lastIndexOf(',') + 1)
+      .trim()
+      .toLowerCase()
+    found = last === 'gzip' || last === 'br' ? last : null
+  }
+  return found
+}

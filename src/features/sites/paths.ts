@@ -160,6 +160,24 @@ export function decodeSegment(raw: string): string | null {
   return s
 }
 
+/**
+ * Percent-decodes one raw segment of a hosted page's URL below its user, as nginx and Netlify
+ * read it: an encoded '/' separates segments (`/users/a%2Fb` is `/users/a/b`, which a
+ * single-page app's fallback answers). Malformed escapes and a '\\', raw or encoded (which
+ * browsers read as a '/', so a Location holding one could name another host), fail (null).
+ */
+export function decodeHostSegment(raw: string): string[] | null {
+  let s = raw
+  if (raw.indexOf('%') >= 0) {
+    try {
+      s = decodeURIComponent(raw)
+    } catch {
+      return null
+    }
+  }
+  return s.includes('\\') ? null : s.split('/')
+}
+
 /** Decodes and validates a raw URL path tail (`a/b%20c/d.html`); '' segments are refused. */
 export function decodeUrlPath(rawTail: string): PathResult {
   const parts = rawTail.split('/')

@@ -3,7 +3,7 @@ import { PAGE_CONTENT_HEADERS, PUBLIC_CORS_HEADERS } from '../../http/content-he
 import { linesOf, prepareShared, sharedHead, type Prepared, type SharedHead } from '../../http/prepared-response.js'
 import { httpDate, type Representation } from '../../http/representation.js'
 import { canNameUser } from '../../auth/account-rules.js'
-import { checkName, checkRelativePath, cleanPageExtension, decodeSegment, INDEX_PAGES } from './paths.js'
+import { checkName, checkRelativePath, cleanPageExtension, decodeHostSegment, decodeSegment, INDEX_PAGES } from './paths.js'
 import { hostedFile } from './files-store.js'
 import { publishedFolder } from './folders-store.js'
 import { createDeployIndex, type DeployIndex } from './deploy-index.js'
@@ -22,7 +22,7 @@ import {
 } from './site-rules.js'
 import { dropOldest, oldestKey } from '../../util/oldest.js'
 import { upperEscapes } from '../../util/percent-escapes.js'
-import { servedType, storedEncoding } from './content-types.js'
+import { ruleEncoding, servedType, storedEncoding } from './content-types.js'
 
 /** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
 export const FROM_FILE_MAX = 2 * 1024 * 1024
@@ -42,10 +42,11 @@ const NOINDEX: Array<[string, string]> = [['X-Robots-Tag', 'noindex']]
  * The _headers values an answer takes: a 404 or 410 keeps them all but the cache fields
  * (Cache-Control, CDN-Cache-Control...: isCacheField), so a rule meant for the files under a
  * path (`/assets/*` immutable for a year) never makes a browser or CDN keep the error for
- * that long; the error keeps the default revalidation.
+ * that long; the error keeps the default revalidation. Nor a rule's Content-Encoding: the
+ * error's page is not the file the rule describes.
  */
 const errorHeaders = (status: number, extra: Array<[string, string]>): Array<[string, string]> =>
-  status === 404 || status === 410 ? extra.filter(([name]) => !isCacheField(name)) : extra
+  status === 404 || status === 410 ? extra.filter(([name]) => !isCacheField(name) && name.toLowerCase() !== 'content-encoding') : extra
 /** Path form (/{user}/...): the sandbox keeps pages out of the service's origin. */
 const CONTENT_HEADERS = PAGE_CONTENT_HEADERS
 /** A user's own origin: the full web platform; only nosniff and the CORS grant are added. */
@@ -143,9 +144,12 @@ export function fileEntry(
   const lastModifiedSec = Math.floor(Number(r.mtime) / 1000)
   // a type an older table stored is served as the current table names it (decision 145)
   const type = servedType(r.content_type)
-  // bytes stored encoded (a .svgz) are one representation, labelled, never compressed again:
-  // their ETag, length and ranges are the stored bytes' on every answer
-  const encoding = storedEncoding(r.name)
+  // bytes stored encoded (a .svgz, or a file a _headers rule gives a Content-Encoding) are one
+  // representation, labelled, never compressed again: their ETag, length and ranges are the
+  // stored bytes' on every answer
+  const ruled = ruleEncoding(extra)
+  if (extra.some(([name]) => name.toLowerCase() === 'content-encoding')) extra = extra.filter(([name]) => name.toLowerCase() !== 'content-encoding')
+  const encoding = storedEncoding(r.name) ?? ruled
   const compressible = encoding === null && COMPRESSIBLE.test(type) && size >= 256
   const etag = etagOf(r.digest)
   const typed = ['Content-Type', type, 'Last-Modified', httpDate(lastModifiedSec), ...(encoding === null ? [] : ['Content-Encoding', encoding])]
@@ -270,10 +274,13 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     if (username === undefined) return { status: 400 }
     if (!canNameUser(username)) return { username: '', entry: missing(), cacheable: false }
     const rest: string[] = []
-    for (const seg of raw.slice(2)) {
-      const d = decodeSegment(seg)
+    // the name (a project or a single page) is decoded strictly, as holds and visitor access
+    // read it (an encoded '/' there is a bad request); inside a project an encoded '/' is a '/'
+    for (const [i, seg] of raw.slice(2).entries()) {
+      const d = i === 0 ? decodeSegment(seg) : decodeHostSegment(seg)
       if (d === null) return { status: 400 }
-      rest.push(d)
+      if (typeof d === 'string') rest.push(d)
+      else rest.push(...d)
     }
     // an ACME HTTP-01 challenge path is never user content, on any origin: a user must not be
     // able to answer a certificate authority for their origin's or a domain's host

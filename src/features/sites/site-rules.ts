@@ -83,7 +83,6 @@ export class RuleSyntaxError extends Error {
  */
 const FORBIDDEN_HEADERS = new Set([
   'content-length',
-  'content-encoding',
   'transfer-encoding',
   'connection',
   'keep-alive',
@@ -458,6 +457,13 @@ export function parseHeaders(text: string, file = '_headers'): HeaderRule[] {
         n,
         REFUSAL.get(lower) ?? { zh: `${name} 由服务设置，不能更改`, en: `${name} is set by the service and cannot be changed` },
       )
+    }
+    // a file's stored encoding (ruleEncoding): one the browsers decode, never a list or a transfer's
+    if (lower === 'content-encoding' && !/^(gzip|br)$/i.test(value)) {
+      throw new RuleSyntaxError(file, n, {
+        zh: `Content-Encoding 只能是 gzip 或 br（文件存储的压缩格式），实际为 "${value}"`,
+        en: `Content-Encoding names how the files are stored compressed: gzip or br, not "${value}"`,
+      })
     }
     if (!VALUE_RE.test(value)) {
       const what: Text = /[\u0000-\u001f\u007f]/.test(value)
