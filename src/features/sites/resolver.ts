@@ -26,6 +26,8 @@ import { ruleEncoding, servedType, storedEncoding } from './content-types.js'
 
 /** Files up to this size go out from their open blob file in one read or sendfile; larger ones are streamed. */
 export const FROM_FILE_MAX = 2 * 1024 * 1024
+/** Compressible files up to this size get compressed forms (made whole in memory, in the background). */
+export const COMPRESS_MAX = 64 * 1024 * 1024
 /** Updates must show at once: browsers revalidate every time (cheap: ETag -> 304). */
 export const CACHE_CONTROL = 'public, max-age=0, must-revalidate'
 
@@ -150,7 +152,7 @@ export function fileEntry(
   const ruled = ruleEncoding(extra)
   if (extra.some(([name]) => name.toLowerCase() === 'content-encoding')) extra = extra.filter(([name]) => name.toLowerCase() !== 'content-encoding')
   const encoding = storedEncoding(r.name) ?? ruled
-  const compressible = encoding === null && COMPRESSIBLE.test(type) && size >= 256
+  const compressible = encoding === null && COMPRESSIBLE.test(type) && size >= 256 && size <= COMPRESS_MAX
   const etag = etagOf(r.digest)
   const typed = ['Content-Type', type, 'Last-Modified', httpDate(lastModifiedSec), ...(encoding === null ? [] : ['Content-Encoding', encoding])]
   let ok: Prepared

@@ -15,7 +15,7 @@ import { isCacheField, withQuery } from './site-rules.js'
 import { builtForRoot, ROOT_CHECK_PAGES } from '../../util/html.js'
 import { upperEscapes } from '../../util/percent-escapes.js'
 import { canNameUser } from '../../auth/account-rules.js'
-import { commonOf, etagOf, representationOf, siteKey, domainKey, varyKey, type Resolver, type SiteMode } from './resolver.js'
+import { commonOf, etagOf, FROM_FILE_MAX, representationOf, siteKey, domainKey, varyKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
 import { upgradeStatus } from '../../http/origin.js'
 import { hostName, originUrl, previewOriginUrl, projectSegment, type SiteHost } from '../../http/site-origin.js'
@@ -123,10 +123,15 @@ export function createHostHandler(
     return files.get(e.digest) ?? files.openSync(e.digest, e.file?.path ?? blobs.localPathNow!(e.digest), e.size)
   }
 
-  /** The compressed form to send for this request, if it is made; asks for it otherwise. */
-  function formFor(req: IncomingMessage, e: FileEntry): { enc: 'br' | 'gzip'; v: Encoded; f: OpenBlobFile } | null {
+  /**
+   * The compressed form to send for this request, if it is made, with its open file; asks
+   * for it otherwise. Any size: a file too large to answer from its own open file (streamed)
+   * is compressed too, and its form goes out from the form's file, or streamed when that is
+   * large as well (`f` null).
+   */
+  function formFor(req: IncomingMessage, e: FileEntry): { enc: 'br' | 'gzip'; v: Encoded; f: OpenBlobFile | null } | null {
     const ae = req.headers['accept-encoding']
-    if (!e.compressible || !e.fromFile || ae === undefined) return null
+    if (!e.compressible || ae === undefined) return null
     const enc = pickEncoding(ae)
     if (enc === null) return null
     const v = encodings.get(e.digest, enc)
@@ -136,6 +141,7 @@ export function createHostHandler(
       return null
     }
     if (v === null) return null
+    if (v.size > FROM_FILE_MAX) return { enc, v, f: null }
     const f = files.get(v.digest) ?? files.openSync(v.digest, v.path, v.size)
     if (f === null) {
       encodings.forget(e.digest, enc)
@@ -211,7 +217,7 @@ export function createHostHandler(
     if (!e.fromFile || e.file === null || (e.file === undefined && blobs.localPathNow === undefined)) return false
     if (d.kind === 'whole') {
       const form = formFor(req, e)
-      if (form !== null) {
+      if (form?.f != null) {
         sendPreparedFile(req, res, preparedFor(e, form.enc, form.v), form.f.fd, form.v.size, bodies.sendfile, clock)
         sent(head, form.v.size)
         return true
@@ -250,25 +256,47 @@ export function createHostHandler(
     }
     const d = decideFor(req, e)
     if (answerBodiless(req, res, e, d, priv)) return
+    // a large file's compressed form (made in the background, as any file's): from its own
+    // open file, or streamed when it is large too
+    const form = !priv && d.kind === 'whole' ? formFor(req, e) : null
+    if (form?.f != null) {
+      sendPreparedFile(req, res, preparedFor(e, form.enc, form.v), form.f.fd, form.v.size, bodies.sendfile, clock)
+      sent(head, form.v.size)
+      return
+    }
+    if (form != null) return streamBlob(res, form.v.digest, null, headerList(preparedFor(e, form.enc, form.v)), e.status, form.v.size, head)
     const range = d.kind === 'range' ? d : null
     const h = range
       ? [...commonFor(e, priv), 'ETag', etagOf(e.digest), ...partialHeaders(e, range)]
       : priv
         ? [...commonFor(e, true), 'ETag', etagOf(e.digest), 'Content-Length', String(e.size)]
         : headerList(e.ok)
+    return streamBlob(res, e.digest, range, h, range ? 206 : e.status, range ? range.end - range.start + 1 : e.size, head)
+  }
+
+  /** Streams a blob (or one range of it) under the given headers; HEAD: the headers alone. */
+  async function streamBlob(
+    res: ServerResponse,
+    digest: string,
+    range: { start: number; end: number } | null,
+    headers: string[],
+    status: number,
+    length: number,
+    head: boolean,
+  ): Promise<void> {
     if (head) {
-      res.writeHead(range ? 206 : e.status, h)
+      res.writeHead(status, headers)
       res.end()
       return
     }
-    const stream = await blobs.get(e.digest, range ?? undefined)
-    res.writeHead(range ? 206 : e.status, h)
+    const stream = await blobs.get(digest, range ?? undefined)
+    res.writeHead(status, headers)
     res.once('close', () => stream.destroy())
     stream.once('error', (err) => {
-      log.warn({ err, digest: e.digest }, 'hosted file stream failed')
+      log.warn({ err, digest }, 'hosted file stream failed')
       res.destroy()
     })
-    res.once('finish', () => sent(false, range ? range.end - range.start + 1 : e.size))
+    res.once('finish', () => sent(false, length))
     stream.pipe(res)
   }
 
