@@ -126,7 +126,14 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
       }
     },
     async acquire(id, max, token, now, ttlMs) {
-      const out = await r.svcAcquire(`${prefix}${id}:slots`, now, max, token, ttlMs).catch(down)
+      const key = `${prefix}${id}:slots`
+      const out = await r.svcAcquire(key, now, max, token, ttlMs).catch(() => {
+        // a timed-out call is still queued or on the wire and may run once Redis answers
+        // again, taking a slot for ttlMs that no request holds: give it back behind it (same
+        // connection, so Redis runs the two in order)
+        void redis.zrem(key, token).catch(() => {})
+        return down()
+      })
       return { ok: out[0] === 1, current: Number(out[1]) }
     },
     async release(id, token) {
