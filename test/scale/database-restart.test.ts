@@ -3,6 +3,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { URL } from 'node:url'
 import { PG_URL, needs, startServer, type TestServer } from '../support/server.js'
+import { sample } from '../support/metrics.js'
 
 /**
  * A relay to the real PostgreSQL that can answer as a server that is shutting down or starting
@@ -51,7 +52,8 @@ async function startPgRelay(target: number) {
 
 // A PostgreSQL restart (an upgrade, a failover) refuses connections with 57P03 while it stops
 // and starts: the API must say the database is briefly unavailable (503 / 1504, as when it is
-// unreachable), never 500 / 1501 "internal error", and work again once it is back.
+// unreachable), never 500 / 1501 "internal error", count it in svc_db_errors_total, and work
+// again once it is back.
 describe('PostgreSQL restarting under a running instance', needs('postgres'), () => {
   let s: TestServer
   let relay: Awaited<ReturnType<typeof startPgRelay>>
@@ -70,11 +72,15 @@ describe('PostgreSQL restarting under a running instance', needs('postgres'), ()
     const u = await s.user()
     const store = () => s.post('/svc_api/data/store', { key: u.key, json: { key: 'k', value: 'v' } })
     assert.equal((await store()).status, 200)
+    const dbErrors = async () => sample((await s.get('/metrics')).text, 'svc_db_errors_total', { engine: 'postgres', kind: 'other' })
+    const before = await dbErrors()
     relay.stop()
     for (const r of [await store(), await s.get('/svc_api/data/list', { key: u.key })]) {
       assert.equal(r.status, 503, r.text)
       assert.equal(r.json.error_code, 1504)
     }
+    // each query that got no connection is a database error the metrics count
+    assert.ok((await dbErrors()) >= before + 2, `svc_db_errors_total went from ${before} to ${await dbErrors()}`)
     relay.start()
     const back = await store()
     assert.equal(back.status, 200, back.text)
