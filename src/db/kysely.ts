@@ -329,7 +329,13 @@ async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserv
   pool.on('error', () => {})
   pool.on('connect', (client) => client.on('error', () => {}))
   const named = new Map<string, string>()
-  const k = new Kysely<Database>({ dialect: new ScopedPostgresDialect({ pool: namingPool(pool, named) }), log: reportErrors('postgres', onQueryError) })
+  // a query that gets no connection (the server down or restarting) fails before Kysely logs
+  // it: counted here, so svc_db_errors_total shows an outage too
+  const noConnection = () => onQueryError?.('postgres', 'other')
+  const k = new Kysely<Database>({
+    dialect: new ScopedPostgresDialect({ pool: namingPool(pool, named, noConnection) }),
+    log: reportErrors('postgres', onQueryError),
+  })
   // fail fast when the server is unreachable
   await sql`select 1`.execute(k).catch(async (e: unknown) => {
     await k.destroy().catch(() => {})
@@ -364,12 +370,15 @@ async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserv
  * parses and plans one once per connection, then only binds and executes it), every other
  * text as before. A name is a digest of its text, so one name never stands for two texts.
  */
-function namingPool(pool: Pg.Pool, named: ReadonlyMap<string, string>): PostgresPool {
+function namingPool(pool: Pg.Pool, named: ReadonlyMap<string, string>, onConnectError: () => void): PostgresPool {
   // one wrapper per pg client, so Kysely (which keys its connections by client) keeps one too
   const wrappers = new WeakMap<Pg.PoolClient, PostgresPoolClient>()
   return {
     async connect() {
-      const client = await pool.connect()
+      const client = await pool.connect().catch((e: unknown) => {
+        onConnectError()
+        throw e
+      })
       let w = wrappers.get(client)
       if (w === undefined) {
         // a query that timed out (query_timeout) is still the connection's active query: a

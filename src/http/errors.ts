@@ -461,6 +461,10 @@ export function fromFastifyError(e: FastifyError, bodyLimit: number, fileLimit: 
   if (/timeout exceeded when trying to connect|Connection terminated|ECONNREFUSED|Query read timeout/.test(e.message ?? '')) {
     return new AppError('DEPENDENCY_UNAVAILABLE')
   }
+  // PostgreSQL refusing work while it stops, starts or recovers (57P01-57P03: "terminating
+  // connection due to administrator command", "the database system is shutting down"), a
+  // connection exception (class 08) or no connection left (53300): a restart, not a bug
+  if (pgCode !== undefined && /^(08...|57P0[123]|53300)$/.test(pgCode)) return new AppError('DEPENDENCY_UNAVAILABLE')
   if (e instanceof SyntaxError || (/JSON/.test(e.message ?? '') && e.statusCode === 400)) return new AppError('INVALID_JSON')
   if (e.statusCode === 413) return new AppError('BODY_TOO_LARGE', { params: { limit: bodyLimit } })
   if (e.statusCode === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', { params: { expected: 'application/json' } })

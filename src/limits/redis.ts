@@ -111,6 +111,24 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
     throw new AppError('DEPENDENCY_UNAVAILABLE')
   }
   let seq = 0
+  // slots whose release did not reach Redis (its connection dropped, the call was flushed):
+  // released again once it is back, or a Redis that outlives the cut with its data (a network
+  // partition, a restart with persistence) keeps them taken for their TTL. Bounded: past it,
+  // the TTL frees them.
+  const unreleased = new Map<string, string>()
+  const release = (key: string, token: string) =>
+    redis.zrem(key, token).then(
+      () => {},
+      () => {
+        if (unreleased.size < 10_000) unreleased.set(token, key)
+      },
+    )
+  redis.on('ready', () => {
+    for (const [token, key] of unreleased) {
+      unreleased.delete(token)
+      void release(key, token)
+    }
+  })
 
   return {
     kind: 'redis',
@@ -126,11 +144,18 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
       }
     },
     async acquire(id, max, token, now, ttlMs) {
-      const out = await r.svcAcquire(`${prefix}${id}:slots`, now, max, token, ttlMs).catch(down)
+      const key = `${prefix}${id}:slots`
+      const out = await r.svcAcquire(key, now, max, token, ttlMs).catch(() => {
+        // a timed-out call is still queued or on the wire and may run once Redis answers
+        // again, taking a slot for ttlMs that no request holds: give it back behind it (same
+        // connection, so Redis runs the two in order)
+        void release(key, token)
+        return down()
+      })
       return { ok: out[0] === 1, current: Number(out[1]) }
     },
     async release(id, token) {
-      await redis.zrem(`${prefix}${id}:slots`, token).catch(() => {})
+      await release(`${prefix}${id}:slots`, token)
     },
     async inFlight(id, now) {
       return redis.zcount(`${prefix}${id}:slots`, `(${now}`, '+inf').catch(down)

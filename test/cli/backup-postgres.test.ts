@@ -11,12 +11,14 @@ import { startS3, type TestS3 } from '../support/s3.js'
 
 // scripts/backup-postgres.sh against the local PostgreSQL and s3rver: pg_dump of the
 // instance's schema, then every blob of the bucket copied and verified; a second run copies
-// nothing new; the dump is a pg_restore archive of the instance's schema.
+// nothing new; the dump is a pg_restore archive of the instance's schema; the blobs go back
+// into an empty bucket (copy-blobs.mjs --restore) that an instance then serves.
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..')
-const run = (args: string[], env: Record<string, string>) =>
+// never spawnSync: s3rver answers from this process
+const exec = (cmd: string, args: string[], env: Record<string, string>) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const c = spawn(path.join(root, 'scripts/backup-postgres.sh'), args, { env: { ...process.env, ...env } })
+    const c = spawn(cmd, args, { env: { ...process.env, ...env } })
     let stdout = ''
     let stderr = ''
     c.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
@@ -24,6 +26,7 @@ const run = (args: string[], env: Record<string, string>) =>
     c.on('error', reject)
     c.on('close', (code) => resolve({ code, stdout, stderr }))
   })
+const run = (args: string[], env: Record<string, string>) => exec(path.join(root, 'scripts/backup-postgres.sh'), args, env)
 
 describe('scripts/backup-postgres.sh [postgres + s3]', needs('postgres'), () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-pgbackup-test-'))
@@ -70,6 +73,31 @@ describe('scripts/backup-postgres.sh [postgres + s3]', needs('postgres'), () => 
     assert.equal(list.status, 0, list.stderr)
     const schema = new URL(env.DATABASE_URL).searchParams.get('schema')!
     for (const t of ['users', 'files', 'kv_entries']) assert.match(list.stdout, new RegExp(`TABLE DATA ${schema} ${t} `), t)
+
+    // the blobs go back into an empty bucket with copy-blobs.mjs --restore, and an instance on
+    // the database and that bucket serves every page; a second run skips them all
+    const restoredUrl = s3.storageUrl()
+    const back = (dir: string) => exec('node', [path.join(root, 'scripts/copy-blobs.mjs'), '--restore', dir], { ...env, STORAGE_URL: restoredUrl })
+    const b1 = await back(path.join(dest, 'blobs'))
+    assert.equal(b1.code, 0, b1.stderr)
+    assert.equal(b1.stdout, 'restored 4, skipped 0\n')
+    assert.equal((await back(path.join(dest, 'blobs'))).stdout, 'restored 0, skipped 4\n')
+    const restored = await startServer({ engine: 'postgres', pgSchema: schema, keepData: true, env: { RATE_LIMITS: HIGH_LIMITS, STORAGE_URL: restoredUrl } })
+    try {
+      for (const [i, b] of bodies.entries()) assert.equal((await restored.get(`/${u.username}/p${i}.html`)).text, b)
+    } finally {
+      await restored.close()
+      fs.rmSync(restored.dataDir, { recursive: true, force: true })
+    }
+
+    // a blob whose bytes do not match its name is refused, naming it
+    const bad = path.join(tmp, 'damaged')
+    const digest = crypto.createHash('sha256').update('x').digest('hex')
+    fs.mkdirSync(path.join(bad, digest.slice(0, 2), digest.slice(2, 4)), { recursive: true })
+    fs.writeFileSync(path.join(bad, digest.slice(0, 2), digest.slice(2, 4), digest), 'not x')
+    const b3 = await back(bad)
+    assert.equal(b3.code, 1)
+    assert.match(b3.stderr, new RegExp(`^error: blob ${digest} \\(.*\\): content does not match its name\n$`))
   })
 
   it('refuses to run without DATABASE_URL and leaves no partial snapshot', async () => {
