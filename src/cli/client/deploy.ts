@@ -23,6 +23,10 @@ export const FALLBACK_LIMITS: FolderLimits = { max_files_per_request: 50, max_re
 
 export interface DeployOptions {
   dir: string
+  /** How messages name the folder (an unpacked archive: the archive's name); default dir. */
+  label?: string
+  /** false: no hash cache (an unpacked archive's temporary folder is never seen again). */
+  cache?: boolean
   project?: string
   publish: boolean
   delete: boolean
@@ -300,13 +304,13 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s: SkippedFile) => ({ path: s.path, reason: s.reason }))
   const totalBytes = walked.files.reduce((a, f) => a + f.size, 0)
-  if (walked.files.length === 0 && failed.length === 0) throw new CliError(nothingToDeploy(opts.dir, walked.ignoredCount))
+  if (walked.files.length === 0 && failed.length === 0) throw new CliError(nothingToDeploy(opts.label ?? opts.dir, walked.ignoredCount))
 
-  const hashed = await hashFiles(walked.files, (n) => rep.progress('hashing', n, walked.files.length), {
-    dir: hashCacheDir(),
-    folder: dirReal,
-    startedAt: walked.startedAt,
-  })
+  const hashed = await hashFiles(
+    walked.files,
+    (n) => rep.progress('hashing', n, walked.files.length),
+    opts.cache === false ? undefined : { dir: hashCacheDir(), folder: dirReal, startedAt: walked.startedAt },
+  )
   rep.clear()
   const files = hashed.files
   failed.push(...hashed.unreadable)
@@ -329,7 +333,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     const live = ((list.json?.folders ?? []) as Array<{ name: string; is_published?: boolean }>).some((f) => f.name === project && f.is_published)
     if (!live)
       throw new CliError(
-        `${opts.dir} has no index.html at its root, and a project is published only with one (error 1313); nothing was uploaded. Add it, or deploy with --no-publish${nestedIndexHint(opts.dir, walked.files)}`,
+        `${opts.label ?? opts.dir} has no index.html at its root, and a project is published only with one (error 1313); nothing was uploaded. Add it, or deploy with --no-publish${opts.label === undefined ? nestedIndexHint(opts.dir, walked.files) : ''}`,
       )
   }
   const toUpload = files.filter((f) => diff.upload.has(f.path))
@@ -379,7 +383,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     const live = ((list.json?.folders ?? []) as Array<{ name: string; is_published?: boolean }>).some((f) => f.name === project && f.is_published)
     if (live)
       throw new CliError(
-        `${project} is live: batch uploads to it go live file by file, so --no-publish cannot hold them back. Deploy without --batch for a preview (svc deploy ${opts.dir} --project ${project} --preview), or unpublish the project first`,
+        `${project} is live: batch uploads to it go live file by file, so --no-publish cannot hold them back. Deploy without --batch for a preview (svc deploy ${opts.label ?? opts.dir} --project ${project} --preview), or unpublish the project first`,
       )
   }
 
