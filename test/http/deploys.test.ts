@@ -641,6 +641,14 @@ for (const engine of ENGINES) {
           /50001 files/,
         ],
         ['message too long', [manifestOf(next, { message: 'm'.repeat(501) })], 413, 1328, /message/],
+        // Netlify's name for a deploy that does not go live: ignored, it made this one live
+        [
+          'a field the service does not know',
+          [manifestOf(next, { draft: true }), { name: 'new.txt', data: next['new.txt'] }, { name: 'index.html', data: next['index.html'] }],
+          400,
+          1327,
+          /unknown field "draft" \(a manifest has files, message, preview, source\)/,
+        ],
         [
           'bad rule file',
           [
