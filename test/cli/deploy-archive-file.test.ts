@@ -148,6 +148,17 @@ describe('svc deploy of a .zip, .tar.gz or .tar file', () => {
     assert.match(u.stderr, /"\.\.\/evil\.html" has a "\.\." segment/)
     assert.ok(!fs.existsSync(path.join(path.dirname(unpackDir), 'evil.html')))
 
+    // a build folder deeper down: named, with what to do
+    const deep = path.join(tmp, 'deep.zip')
+    await makeZip(deep, [
+      { name: 'app/src/main.js', body: 'x' },
+      { name: 'app/dist/index.html', body: 'x' },
+    ])
+    const d = await runCli(['deploy', deep], { env })
+    assert.equal(d.code, 1)
+    assert.match(d.stderr, /deep\.zip has no index\.html at its root.*error 1313.*dist\/index\.html is in it: make the archive of dist\/ alone/)
+    assert.doesNotMatch(d.stderr, new RegExp(unpackDir))
+
     const notArchive = path.join(tmp, 'notes.txt')
     fs.writeFileSync(notArchive, 'hello')
     const n = await runCli(['deploy', notArchive], { env })

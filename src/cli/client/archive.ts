@@ -186,7 +186,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   // at its manifest, so nothing is hashed or sent
   if (!walked.files.some((f) => f.path === 'index.html'))
     throw new CliError(
-      `${opts.label ?? opts.dir} has no index.html at its root, and a deploy needs one (error 1313); nothing was sent${opts.label === undefined ? nestedIndexHint(opts.dir, walked.files) : ''}`,
+      `${opts.label ?? opts.dir} has no index.html at its root, and a deploy needs one (error 1313); nothing was sent${nestedIndexHint(opts.dir, walked.files, opts.label !== undefined)}`,
     )
   await checkDeployLimits(
     api,

@@ -280,13 +280,16 @@ function batchFailures(body: any, batch: Array<{ path: string }>, fallback: stri
  * The hint for a folder without a root index.html: the shallowest index.html further down (a
  * build folder sent from its parent: dist/index.html) and the command that deploys its folder.
  */
-export function nestedIndexHint(dir: string, files: ReadonlyArray<{ path: string }>): string {
+export function nestedIndexHint(dir: string, files: ReadonlyArray<{ path: string }>, archive = false): string {
   const depth = (p: string) => p.split('/').length
   const nested = files
     .map((f) => f.path)
     .filter((p) => p.endsWith('/index.html'))
     .sort((a, b) => depth(a) - depth(b) || (a < b ? -1 : a > b ? 1 : 0))[0]
-  return nested === undefined ? '' : `; ${nested} is in it: deploy that folder, svc deploy ${path.join(dir, path.dirname(nested))}`
+  if (nested === undefined) return ''
+  // an unpacked archive's folder is temporary: name the folder inside the archive instead
+  if (archive) return `; ${nested} is in it: make the archive of ${path.dirname(nested)}/ alone`
+  return `; ${nested} is in it: deploy that folder, svc deploy ${path.join(dir, path.dirname(nested))}`
 }
 
 /**
@@ -333,7 +336,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     const live = ((list.json?.folders ?? []) as Array<{ name: string; is_published?: boolean }>).some((f) => f.name === project && f.is_published)
     if (!live)
       throw new CliError(
-        `${opts.label ?? opts.dir} has no index.html at its root, and a project is published only with one (error 1313); nothing was uploaded. Add it, or deploy with --no-publish${opts.label === undefined ? nestedIndexHint(opts.dir, walked.files) : ''}`,
+        `${opts.label ?? opts.dir} has no index.html at its root, and a project is published only with one (error 1313); nothing was uploaded. Add it, or deploy with --no-publish${nestedIndexHint(opts.dir, walked.files, opts.label !== undefined)}`,
       )
   }
   const toUpload = files.filter((f) => diff.upload.has(f.path))
