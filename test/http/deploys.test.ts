@@ -13,7 +13,7 @@ import { Migrator, sql, type Kysely } from 'kysely'
 import { openDatabase } from '../../src/db/kysely.js'
 import { allMigrations } from '../../src/db/migrate.js'
 import { FEATURE_TABLES } from '../../src/features/tables.js'
-import { ENGINES, PG_URL, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, PG_URL, startServer, type ReqOptions, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload } from '../support/hosting.js'
 import { expectClientError, expectError } from '../support/errors.js'
 import { deploySite, manifestOf, postArchive, sha, tarOf, type Site, type TarEntry } from '../support/deploys.js'
@@ -215,6 +215,35 @@ for (const engine of ENGINES) {
       const none = await s.post('/api/folders/one/rollback', { key: u.key })
       assert.equal(none.status, 409)
       assert.equal(none.json.error_code, 1334)
+    })
+
+    it('a rollback body other than {"deploy_id"} is refused (400 / 1106) and rolls nothing back', async () => {
+      await deploySite(s, u.key, 'rbbody', site('x1'))
+      await deploySite(s, u.key, 'rbbody', site('x2'))
+      const before = await list('rbbody')
+      const prev = before.deploys[1].id
+      const bodies: Array<[string, ReqOptions, RegExp]> = [
+        ['a misnamed field', { json: { id: prev } }, /^Invalid parameter: unknown field "id" \(send deploy_id\)$/],
+        ['camelCase', { json: { deployId: prev } }, /unknown field "deployId"/],
+        ['an array', { json: [prev] }, /the body must be a JSON object, \{"deploy_id": "\.\.\."\}, or empty/],
+        ['a JSON string', { json: prev }, /must be a JSON object/],
+        ['a text body', { body: prev, headers: { 'content-type': 'text/plain' } }, /must be a JSON object/],
+      ]
+      for (const [what, o, message] of bodies) {
+        const r = await s.post('/api/folders/rbbody/rollback', { key: u.key, ...o, headers: { 'accept-language': 'en', ...o.headers } })
+        expectError(r, 400, 1106)
+        assert.match(r.json.message, message, what)
+      }
+      assert.deepEqual(await list('rbbody'), before)
+      assert.equal((await page('rbbody')).text, site('x2')['index.html'])
+      // no body, an empty one and {} still go back one deploy
+      for (const [i, o] of ([{}, { json: {} }, { body: '', headers: { 'content-type': 'application/json' } }] as ReqOptions[]).entries()) {
+        await deploySite(s, u.key, 'rbbody', site(`y${i}`))
+        await deploySite(s, u.key, 'rbbody', site(`z${i}`))
+        const r = await s.post('/api/folders/rbbody/rollback', { key: u.key, ...o })
+        assert.equal(r.status, 200, r.text)
+        assert.equal((await page('rbbody')).text, site(`y${i}`)['index.html'])
+      }
     })
 
     it('a rollback of an unpublished project is refused (409 / 1336) and leaves it unpublished (decision 158)', async () => {
@@ -612,6 +641,14 @@ for (const engine of ENGINES) {
           /50001 files/,
         ],
         ['message too long', [manifestOf(next, { message: 'm'.repeat(501) })], 413, 1328, /message/],
+        // Netlify's name for a deploy that does not go live: ignored, it made this one live
+        [
+          'a field the service does not know',
+          [manifestOf(next, { draft: true }), { name: 'new.txt', data: next['new.txt'] }, { name: 'index.html', data: next['index.html'] }],
+          400,
+          1327,
+          /unknown field "draft" \(a manifest has files, message, preview, source\)/,
+        ],
         [
           'bad rule file',
           [

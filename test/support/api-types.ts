@@ -1493,7 +1493,7 @@ export interface paths {
         put?: never;
         /**
          * Make an earlier deploy live again (by default the one before the live one)
-         * @description Body (optional): {"deploy_id": "..."}; without it, the newest kept deploy older than the live one that was live: not a preview, or a preview promoted since.
+         * @description Body (optional): {"deploy_id": "..."}; without it, the newest kept deploy older than the live one that was live: not a preview, or a preview promoted since. Any other body or field is refused (400 / 1106).
          */
         post: operations["postApiFoldersByFolderPathRollback"];
         delete?: never;

@@ -21,6 +21,10 @@ import { MANIFEST_ENTRY, MESSAGE_MAX } from '../../util/deploy-manifest.js'
 
 export interface ArchiveOptions {
   dir: string
+  /** How messages name the folder (an unpacked archive: the archive's name); default dir. */
+  label?: string
+  /** false: no hash cache (an unpacked archive's temporary folder is never seen again). */
+  cache?: boolean
   project?: string
   preview: boolean
   message?: string
@@ -177,24 +181,24 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   const project = checkProjectName(opts.project ?? defaultProject(dirReal))
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s) => ({ path: s.path, reason: s.reason }))
-  if (walked.files.length === 0 && failed.length === 0) throw new CliError(nothingToDeploy(opts.dir, walked.ignoredCount))
+  if (walked.files.length === 0 && failed.length === 0) throw new CliError(nothingToDeploy(opts.label ?? opts.dir, walked.ignoredCount))
   // the deploy is the folder exactly: the server refuses one without a root index.html (1313)
   // at its manifest, so nothing is hashed or sent
   if (!walked.files.some((f) => f.path === 'index.html'))
     throw new CliError(
-      `${opts.dir} has no index.html at its root, and a deploy needs one (error 1313); nothing was sent${nestedIndexHint(opts.dir, walked.files)}`,
+      `${opts.label ?? opts.dir} has no index.html at its root, and a deploy needs one (error 1313); nothing was sent${nestedIndexHint(opts.dir, walked.files, opts.label !== undefined)}`,
     )
   await checkDeployLimits(
     api,
     walked.files.length,
     walked.files.reduce((a, f) => a + f.size, 0),
-    opts.dir,
+    opts.label ?? opts.dir,
   )
-  const hashed = await hashFiles(walked.files, (n) => rep.progress('hashing', n, walked.files.length), {
-    dir: hashCacheDir(),
-    folder: dirReal,
-    startedAt: walked.startedAt,
-  })
+  const hashed = await hashFiles(
+    walked.files,
+    (n) => rep.progress('hashing', n, walked.files.length),
+    opts.cache === false ? undefined : { dir: hashCacheDir(), folder: dirReal, startedAt: walked.startedAt },
+  )
   rep.clear()
   failed.push(...hashed.unreadable)
   const files = hashed.files

@@ -23,6 +23,10 @@ export const FALLBACK_LIMITS: FolderLimits = { max_files_per_request: 50, max_re
 
 export interface DeployOptions {
   dir: string
+  /** How messages name the folder (an unpacked archive: the archive's name); default dir. */
+  label?: string
+  /** false: no hash cache (an unpacked archive's temporary folder is never seen again). */
+  cache?: boolean
   project?: string
   publish: boolean
   delete: boolean
@@ -276,13 +280,16 @@ function batchFailures(body: any, batch: Array<{ path: string }>, fallback: stri
  * The hint for a folder without a root index.html: the shallowest index.html further down (a
  * build folder sent from its parent: dist/index.html) and the command that deploys its folder.
  */
-export function nestedIndexHint(dir: string, files: ReadonlyArray<{ path: string }>): string {
+export function nestedIndexHint(dir: string, files: ReadonlyArray<{ path: string }>, archive = false): string {
   const depth = (p: string) => p.split('/').length
   const nested = files
     .map((f) => f.path)
     .filter((p) => p.endsWith('/index.html'))
     .sort((a, b) => depth(a) - depth(b) || (a < b ? -1 : a > b ? 1 : 0))[0]
-  return nested === undefined ? '' : `; ${nested} is in it: deploy that folder, svc deploy ${path.join(dir, path.dirname(nested))}`
+  if (nested === undefined) return ''
+  // an unpacked archive's folder is temporary: name the folder inside the archive instead
+  if (archive) return `; ${nested} is in it: make the archive of ${path.dirname(nested)}/ alone`
+  return `; ${nested} is in it: deploy that folder, svc deploy ${path.join(dir, path.dirname(nested))}`
 }
 
 /**
@@ -300,13 +307,13 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s: SkippedFile) => ({ path: s.path, reason: s.reason }))
   const totalBytes = walked.files.reduce((a, f) => a + f.size, 0)
-  if (walked.files.length === 0 && failed.length === 0) throw new CliError(nothingToDeploy(opts.dir, walked.ignoredCount))
+  if (walked.files.length === 0 && failed.length === 0) throw new CliError(nothingToDeploy(opts.label ?? opts.dir, walked.ignoredCount))
 
-  const hashed = await hashFiles(walked.files, (n) => rep.progress('hashing', n, walked.files.length), {
-    dir: hashCacheDir(),
-    folder: dirReal,
-    startedAt: walked.startedAt,
-  })
+  const hashed = await hashFiles(
+    walked.files,
+    (n) => rep.progress('hashing', n, walked.files.length),
+    opts.cache === false ? undefined : { dir: hashCacheDir(), folder: dirReal, startedAt: walked.startedAt },
+  )
   rep.clear()
   const files = hashed.files
   failed.push(...hashed.unreadable)
@@ -329,7 +336,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     const live = ((list.json?.folders ?? []) as Array<{ name: string; is_published?: boolean }>).some((f) => f.name === project && f.is_published)
     if (!live)
       throw new CliError(
-        `${opts.dir} has no index.html at its root, and a project is published only with one (error 1313); nothing was uploaded. Add it, or deploy with --no-publish${nestedIndexHint(opts.dir, walked.files)}`,
+        `${opts.label ?? opts.dir} has no index.html at its root, and a project is published only with one (error 1313); nothing was uploaded. Add it, or deploy with --no-publish${nestedIndexHint(opts.dir, walked.files, opts.label !== undefined)}`,
       )
   }
   const toUpload = files.filter((f) => diff.upload.has(f.path))
@@ -379,7 +386,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     const live = ((list.json?.folders ?? []) as Array<{ name: string; is_published?: boolean }>).some((f) => f.name === project && f.is_published)
     if (live)
       throw new CliError(
-        `${project} is live: batch uploads to it go live file by file, so --no-publish cannot hold them back. Deploy without --batch for a preview (svc deploy ${opts.dir} --project ${project} --preview), or unpublish the project first`,
+        `${project} is live: batch uploads to it go live file by file, so --no-publish cannot hold them back. Deploy without --batch for a preview (svc deploy ${opts.label ?? opts.dir} --project ${project} --preview), or unpublish the project first`,
       )
   }
 

@@ -58,9 +58,9 @@ export const CLIENT_HELP = {
       'svc deploy <dir> --batch [--project NAME] [--no-publish] [--delete] [--dry-run] [--dotfiles]',
       '                 [--concurrency N] [--batch-files N] [--batch-bytes SIZE]',
     ],
-    summary: 'deploy a folder as a project',
+    summary: 'deploy a folder (or a .zip, .tar.gz or .tar of one) as a project',
     about:
-      'Deploys a folder as a project: the files the server lacks go in one gzipped tar stream and the new deploy goes live at once (an archive deploy). --batch, or any batch option, uploads in batches instead (the spec API). .git/, dotfiles and what .gitignore and .svcignore name are left out.',
+      'Deploys a folder as a project: the files the server lacks go in one gzipped tar stream and the new deploy goes live at once (an archive deploy). --batch, or any batch option, uploads in batches instead (the spec API). .git/, dotfiles and what .gitignore and .svcignore name are left out. In place of the folder, a .zip, .tar.gz or .tar file is unpacked and deployed the same way (its one top-level folder when it has no root index.html; the project is named after the file).',
     flags: {
       project: PROJECT,
       preview: { type: 'boolean', help: 'make a deploy that is not live and print its URL (svc promote makes it live)' },
@@ -81,7 +81,12 @@ export const CLIENT_HELP = {
       'batch-bytes': { type: 'string', arg: 'SIZE', help: "bytes per batch, as 5000000, 5MB or 4MiB (default: the server's limit)", check: aSize },
     },
     env: [['SVC_CACHE_DIR', "where the folders' file hashes are kept (default $XDG_CACHE_HOME/svc or ~/.cache/svc)"]],
-    examples: ['svc deploy ./public --project site', 'svc deploy ./dist --preview -m "new header"', 'svc deploy ./public --batch --delete --dry-run'],
+    examples: [
+      'svc deploy ./public --project site',
+      'svc deploy site.zip',
+      'svc deploy ./dist --preview -m "new header"',
+      'svc deploy ./public --batch --delete --dry-run',
+    ],
     see: 'docs/cli.md, docs/api/deploys.md',
   },
   deploys: {

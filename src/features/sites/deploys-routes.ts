@@ -237,13 +237,27 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
           params,
           summary: 'Make an earlier deploy live again (by default the one before the live one)',
           description:
-            'Body (optional): {"deploy_id": "..."}; without it, the newest kept deploy older than the live one that was live: not a preview, or a preview promoted since.',
+            'Body (optional): {"deploy_id": "..."}; without it, the newest kept deploy older than the live one that was live: not a preview, or a preview promoted since. Any other body or field is refused (400 / 1106).',
           response: { 200: Switched },
         },
       },
       async (req) => {
-        const body = req.body as { deploy_id?: unknown } | null | undefined
-        const id = body?.deploy_id
+        // a body that is not {"deploy_id"} would otherwise roll back to the deploy before the
+        // live one, not the one the caller meant ({"id": ...}, {"deployId": ...}): refused
+        const raw: unknown = req.body === '' ? undefined : req.body
+        if (raw !== undefined && raw !== null && (typeof raw !== 'object' || Array.isArray(raw)))
+          throw new AppError('INVALID_PARAMETER', {
+            params: {
+              detail: { zh: '请求体须为 JSON 对象 {"deploy_id": "..."}，或为空', en: 'the body must be a JSON object, {"deploy_id": "..."}, or empty' },
+            },
+          })
+        const body = (raw ?? {}) as Record<string, unknown>
+        for (const k of Object.keys(body))
+          if (k !== 'deploy_id')
+            throw new AppError('INVALID_PARAMETER', {
+              params: { detail: { zh: `未知字段 "${k}"（可发送 deploy_id）`, en: `unknown field "${k}" (send deploy_id)` } },
+            })
+        const id = body.deploy_id
         if (id !== undefined && typeof id !== 'string')
           throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: 'deploy_id 须为字符串', en: 'deploy_id must be a string' } } })
         const r = await svc.rollback(caller(req).user, ref(req), id)

@@ -60,12 +60,22 @@ interface Uploaded {
   keyTokens: ReadonlySet<string>
 }
 
+const MANIFEST_FIELDS = new Set(['files', 'message', 'preview', 'source'])
+
 /** Checks a manifest object; throws MANIFEST_INVALID / MANIFEST_TOO_LARGE naming the entry. */
 export function parseManifest(body: unknown, defaults: { source?: DeploySource } = {}): Manifest {
   const invalid = (detail: Param) => new AppError('MANIFEST_INVALID', { params: { detail } })
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw invalid({ zh: '须为 JSON 对象 {"files": {...}}', en: 'expected a JSON object {"files": {...}}' })
   const o = body as Record<string, unknown>
+  // a field the service does not know would be ignored, and Netlify's {"draft": true} would
+  // then go live: refused, naming it
+  for (const k of Object.keys(o))
+    if (!MANIFEST_FIELDS.has(k))
+      throw invalid({
+        zh: `未知字段 "${k}"（可有 files、message、preview、source）`,
+        en: `unknown field "${k}" (a manifest has files, message, preview, source)`,
+      })
   const files = o.files
   if (typeof files !== 'object' || files === null || Array.isArray(files))
     throw invalid({ zh: 'files 须为对象 {"相对路径": "<sha256 十六进制>"}', en: 'files must be an object {"relative/path": "<sha256 hex>"}' })

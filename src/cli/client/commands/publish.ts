@@ -4,6 +4,7 @@ import { intOption, parse, sizeOption } from '../args.js'
 import { CLIENT_HELP } from '../help.js'
 import { CliError, UsageError } from '../errors.js'
 import { formatBytes } from '../progress.js'
+import type { ApiClient } from '../api.js'
 import { flagsOf, need, noMore, multipartBody, readLocal, type Ctx } from './context.js'
 
 /**
@@ -11,11 +12,32 @@ import { flagsOf, need, noMore, multipartBody, readLocal, type Ctx } from './con
  * --batch, --delete and the batch options use the batch uploads of the spec's API instead, as
  * does a server without archive deploys.
  */
+type DeployValues = ReturnType<typeof parse<typeof CLIENT_HELP.deploy.flags>>['values']
+
 export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { values: v, positionals } = parse(args, CLIENT_HELP.deploy.flags)
   const dir = need(positionals[0], 'the folder to deploy (<dir>)')
   noMore(positionals, 1)
   const api = ctx.api(flagsOf(v))
+  // an archive file (site.zip, site.tar.gz) is unpacked into a temporary folder, deployed as a
+  // folder is, and removed; its project is named after the file
+  const { unpackArchive, archiveProject } = await import('../unpack.js')
+  const unpacked = await unpackArchive(dir, () => deployBounds(api))
+  if (unpacked === null) return deployFolder(ctx, v, api, dir)
+  try {
+    return await deployFolder(ctx, v, api, unpacked.dir, { label: dir, cache: false, project: v.project ?? archiveProject(dir) })
+  } finally {
+    await unpacked.cleanup()
+  }
+}
+
+async function deployFolder(
+  ctx: Ctx,
+  v: DeployValues,
+  api: ApiClient,
+  dir: string,
+  from: { label?: string; cache?: boolean; project?: string } = {},
+): Promise<number> {
   const batch = v.batch === true || v.delete === true || v['batch-files'] !== undefined || v['batch-bytes'] !== undefined || v.concurrency !== undefined
   // batch uploads write into the project itself: they cannot make a preview, nor record a
   // message (the spec's batch upload and publish take none)
@@ -28,7 +50,8 @@ export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
       api,
       {
         dir,
-        project: v.project,
+        ...from,
+        project: from.project ?? v.project,
         preview: v.preview === true || v['no-publish'] === true,
         message: v.message,
         dryRun: v['dry-run'] === true,
@@ -54,7 +77,8 @@ export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
     api,
     {
       dir,
-      project: v.project,
+      ...from,
+      project: from.project ?? v.project,
       publish: !v['no-publish'],
       delete: v.delete === true,
       dryRun: v['dry-run'] === true,
@@ -68,6 +92,15 @@ export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
   if (ctx.json) ctx.emit(r)
   else ctx.out(describeDeploy(r))
   return r.success ? 0 : 1
+}
+
+/** What a deploy may hold (the server's deploy_limits, else its defaults): an archive unpacks no more. */
+async function deployBounds(api: ApiClient): Promise<{ maxFiles: number; maxBytes: number }> {
+  const r = await api.get('/api/folders/deploy_limits', { okStatuses: [404] }).catch(() => null)
+  const d = r?.status === 200 ? r.json?.data : undefined
+  const maxFiles = Number(d?.max_files)
+  const maxBytes = Number(d?.max_deploy_bytes)
+  return { maxFiles: maxFiles > 0 ? maxFiles : 50_000, maxBytes: maxBytes > 0 ? maxBytes : 2 * 1024 ** 3 }
 }
 
 /** svc page: the spec's single-file upload (POST /svc_api/upload). */
