@@ -95,6 +95,25 @@ describe(`dashboard: a form's submissions and its markup in Chromium [${engine}]
     }
   })
 
+  it("shows a multi-line value's lines as the visitor wrote them", async () => {
+    const form = (await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'Lines' } })).json.data as { form_slug: string }
+    const message = 'Hello,\r\nsecond line\n\n  indented after a blank line'
+    assert.equal((await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: 'Lena', message } })).status, 200)
+    const ctx = await session()
+    const page = await ctx.newPage()
+    const problems = watchErrors(page)
+    try {
+      await openSubmissions(page, 'Lines')
+      const cell = page.locator('#subs-table tbody td', { hasText: 'second line' })
+      await cell.waitFor()
+      // innerText is the text as rendered: a cell that collapses white space runs the lines together
+      assert.equal(await cell.innerText(), 'Hello,\nsecond line\n\n  indented after a blank line')
+      assert.deepEqual(problems, [])
+    } finally {
+      await ctx.close()
+    }
+  })
+
   it('builds a form with every field the API takes: names in any script, a multiple-choice checkbox', async () => {
     const ctx = await session()
     const page = await ctx.newPage()

@@ -278,9 +278,11 @@
     })
     return cols
   }
+  /** A value's cell text; a multi-line one (a textarea's, sent with CRLF) keeps its lines (td .lines). */
   function cell(v) {
     if (v === undefined || v === null) return ''
-    return typeof v === 'string' ? v : JSON.stringify(v)
+    if (typeof v !== 'string') return JSON.stringify(v)
+    return /[\r\n]/.test(v) ? el('span', { class: 'lines', text: v.replace(/\r\n?/g, '\n') }) : v
   }
   /** A submission's value of field c, own keys only ("constructor" a submission lacks is undefined). */
   function fieldOf(s, c) {
