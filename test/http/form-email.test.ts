@@ -301,7 +301,9 @@ for (const engine of ENGINES) {
       await send({ json: { _subject: 'Hello\r\nBcc: victim@example.org\r\nX-Evil: 1', message: 'second\nemail: ceo@bank.example\n\nSubmission 1' } })
       // no _subject, or a blank one: the service's own subject
       await send({ json: { message: 'third', _subject: '  ' } })
-      await until(() => mailsTo(address).length === 3, 10_000)
+      // lines broken by Unicode's own separators (NEL, U+2028, U+2029), which mail readers show as breaks
+      await send({ json: { message: 'fourth\u2028email: ceo@bank.example\u2029Submission 2\u0085x: y' } })
+      await until(() => mailsTo(address).length === 4, 10_000)
       // a mail as a reader sees it: its header unfolded with encoded words decoded, its text part decoded
       const utf8 = (latin1: string) => Buffer.from(latin1, 'latin1').toString('utf8')
       const mail = (word: string) => {
@@ -329,11 +331,12 @@ for (const engine of ENGINES) {
       // the HTML part keeps the value's line breaks
       assert.match(second.html, /<td style="white-space:pre-wrap">second\nemail: ceo@bank\.example/)
       assert.equal(mail('third').subject, `New submission to Form each`)
+      assert.match(mail('fourth').text, /^message: fourth\n {2}email: ceo@bank\.example\n {2}Submission 2\n {2}x: y$/m)
       // _subject is not stored (decision 124): it is the mail's, not the visitor's content
       const stored = (await s.get(`/svc_api/forms/data/${form.id}`, { key: u.key })).json.data.submissions
       assert.deepEqual(
         stored.map((x: any) => Object.keys(x.data)),
-        [['message'], ['message'], ['message']],
+        [['message'], ['message'], ['message'], ['message']],
       )
     })
   })
