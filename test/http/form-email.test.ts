@@ -204,6 +204,26 @@ for (const engine of ENGINES) {
       await until(async () => ((await s.get(`/svc_api/forms/deliveries/${form.id}`, { key: u.key })).json.data as any[]).every((d) => d.status === 'delivered'))
     })
 
+    it('a queued mail follows the settings as they are when it goes: a removed address or e-mail turned off gets none', async () => {
+      // two owners with a digest each, one removes its address, the other turns e-mail off
+      const removed = `removed-${engine}@example.com`
+      const off = `off-${engine}@example.com`
+      const a = await owner(removed, 'digest')
+      const b = await owner(off, 'digest')
+      while (Date.now() % 3000 > 1500) await new Promise((r) => setTimeout(r, 20))
+      for (const o of [a, b]) assert.equal((await s.post(`/api/forms/submit/${o.form.form_slug}`, { json: { name: 'Queued' } })).status, 200)
+      const [address] = (await s.get('/svc_api/notify/addresses', { key: a.u.key })).json.data as Array<{ id: string }>
+      assert.equal((await s.request('DELETE', `/svc_api/notify/addresses/${address.id}`, { key: a.u.key })).status, 200)
+      assert.equal((await s.request('PUT', `/svc_api/forms/email/${b.form.id}`, { key: b.u.key, json: { enabled: false } })).status, 200)
+      // past the period, each delivery has failed at its one try, saying why, and no mail went out
+      const log = async (o: typeof a) => (await s.get(`/svc_api/forms/deliveries/${o.form.id}`, { key: o.u.key })).json.data as any[]
+      await until(async () => (await log(a))[0]?.status === 'failed' && (await log(b))[0]?.status === 'failed', 10_000)
+      assert.match((await log(a))[0].last_error, /no longer a verified notification address/)
+      assert.match((await log(b))[0].last_error, /e-mail is off/)
+      assert.equal((await log(a))[0].tries, 1)
+      assert.deepEqual([...mailsTo(removed), ...mailsTo(off)], [])
+    })
+
     it('retries a mail the SMTP server refused once; the submission is not held up', async () => {
       const address = `retry-${engine}@example.com`
       const { u, form } = await owner(address, 'each')
