@@ -238,4 +238,34 @@ describe(`dashboard: a form's submissions and its markup in Chromium [${engine}]
     assert.deepEqual(sub[0].data, { name: 'Rana رنا', email: 'rana@example.com', topics: ['a<b', 'R&D'], plan: 'pro "plus"', agree: true })
     assert.equal(sub[0].is_spam, false)
   })
+
+  it("offers markup that keeps the form's minimum fill time: a visitor who takes their time is not spam", async () => {
+    const form = (
+      await s.post('/svc_api/forms/create', {
+        key: owner.key,
+        json: { form_name: 'Timed', fields_config: [{ name: 'email', type: 'email', required: true }], min_fill_seconds: 1 },
+      })
+    ).json.data as { id: string }
+    const ctx = await session()
+    const page = await ctx.newPage()
+    try {
+      await openSubmissions(page, 'Timed')
+      const markup = (await page.textContent('#subs-embed')) ?? ''
+      // pasted into a page as it is (the page's time goes into _ts when it loads), and sent by
+      // a visitor after the form's minimum fill time
+      const site = await ctx.newPage()
+      await site.setContent(`<!doctype html><meta charset="utf-8"><body>${markup}</body>`)
+      await site.waitForTimeout(1200)
+      await site.getByLabel('email').fill('slow@example.com')
+      await Promise.all([site.waitForURL(/\/api\/forms\/submit\//), site.getByRole('button', { name: 'Send' }).click()])
+      assert.equal(await site.textContent('h1'), 'Thank you', await site.content())
+    } finally {
+      await ctx.close()
+    }
+    const sub = (await s.get(`/svc_api/forms/data/${form.id}`, { key: owner.key })).json.data.submissions
+    assert.equal(sub.length, 1)
+    assert.deepEqual(sub[0].data, { email: 'slow@example.com' })
+    assert.equal(sub[0].spam_reason, null)
+    assert.equal(sub[0].is_spam, false)
+  })
 })

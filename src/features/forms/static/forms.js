@@ -226,7 +226,9 @@
    * The HTML a user can paste into a page to post to this form, as the form takes it (decision
    * 203): every name, label and option escaped; a checkbox with options one box per option
    * (no `required` on the boxes: the service checks that one is chosen); the honeypot field,
-   * hidden; UTF-8 whatever the page's own encoding.
+   * hidden; UTF-8 whatever the page's own encoding. With a minimum fill time, the hidden `_ts`
+   * and the one-line script right after the form that puts the page's load time in it: without
+   * them every post would be `no_timestamp` spam.
    */
   function embed(form) {
     var lines = ['<form action="' + h(submitUrl(form)) + '" method="post" accept-charset="UTF-8">']
@@ -252,7 +254,9 @@
     })
     if (form.honeypot_field)
       lines.push('  <input type="text" name="' + h(form.honeypot_field) + '" tabindex="-1" autocomplete="off" aria-hidden="true" style="display:none">')
+    if (form.min_fill_seconds > 0) lines.push('  <input type="hidden" name="_ts">')
     lines.push('  <button type="submit">Send</button>', '</form>')
+    if (form.min_fill_seconds > 0) lines.push('<script>document.currentScript.previousElementSibling._ts.value = Date.now()</script>')
     return lines.join('\n')
   }
 
