@@ -175,6 +175,16 @@ for (const engine of ENGINES) {
       assert.equal(lines.length, 2, exp.stdout)
       assert.equal(column(lines[0], '北京'), column(lines[1], '北京'), exp.stdout)
     })
+
+    it('cuts a long value for its table between characters, never inside an emoji', async () => {
+      const emoji = (await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: 'Emoji' } })).json.data as { id: string; form_slug: string }
+      // 40 emoji are 80 UTF-16 units: the table's 40-unit preview used to cut the 20th in half
+      assert.equal((await s.post(`/api/forms/submit/${emoji.form_slug}`, { json: { message: '😀'.repeat(40) } })).status, 200)
+      const exp = await runCli(['forms', 'export', emoji.id], { env })
+      assert.equal(exp.code, 0, exp.stderr)
+      assert.ok(!exp.stdout.includes('\ufffd'), exp.stdout)
+      assert.match(exp.stdout, /(😀){19}…/)
+    })
   })
 
   describe(`svc forms notify without SMTP [${engine}]`, () => {

@@ -5,7 +5,7 @@ import { ApiClient } from '../api.js'
 import { type ConnectionFlags } from '../config.js'
 import { CliError, UsageError } from '../errors.js'
 import { type Reporter } from '../progress.js'
-import { displayWidth } from '../../../util/unicode.js'
+import { displayWidth, truncate } from '../../../util/unicode.js'
 
 export interface Ctx {
   json: boolean
@@ -101,7 +101,8 @@ export function multipartBody(
 export function preview(v: unknown): string {
   const s = typeof v === 'string' ? v : JSON.stringify(v)
   const one = (s ?? '').replace(/\s+/g, ' ')
-  return one.length > 40 ? `${one.slice(0, 39)}…` : one
+  // cut between characters: half an emoji's surrogate pair prints as U+FFFD
+  return one.length > 40 ? `${truncate(one, 39)}…` : one
 }
 
 /**
