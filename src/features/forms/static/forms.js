@@ -542,6 +542,7 @@
         var pending = false
         r.data.forEach(function (d) {
           if (d.status === 'pending') pending = true
+          // the last try's answer: its error, else the receiver's status (a delivered webhook's 2xx)
           var err = d.last_error || (d.last_status ? 'HTTP ' + d.last_status : '')
           tbody.appendChild(
             S.row(
