@@ -46,3 +46,17 @@ export const hasStrayFormat = (s: string): boolean => FORMAT.test(s) && FORMAT.t
  * refused, as site paths are.
  */
 export const stripInvisible = (s: string): string => s.replace(INVISIBLE, '')
+
+// East Asian wide and fullwidth characters (CJK, Hangul, kana, fullwidth forms) and emoji
+// shown as pictures: two columns of a terminal; combining marks, zero-width characters and
+// variation selectors: none
+const WIDE =
+  /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\ua960-\ua97f\uac00-\ud7a3\uf900-\ufaff\ufe10-\ufe19\ufe30-\ufe6f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f900}-\u{1f9ff}\u{20000}-\u{3fffd}]/u
+const ZERO = /\p{Mn}|\p{Me}|[\u200b-\u200f]|[\ufe00-\ufe0f]/u
+
+/** The columns a string takes in a terminal, for lining up a text table (CLI output). */
+export const displayWidth = (s: string): number => {
+  let n = 0
+  for (const c of s) n += WIDE.test(c) ? 2 : ZERO.test(c) ? 0 : 1
+  return n
+}

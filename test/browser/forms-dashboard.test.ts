@@ -95,6 +95,25 @@ describe(`dashboard: a form's submissions and its markup in Chromium [${engine}]
     }
   })
 
+  it("shows a multi-line value's lines as the visitor wrote them", async () => {
+    const form = (await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'Lines' } })).json.data as { form_slug: string }
+    const message = 'Hello,\r\nsecond line\n\n  indented after a blank line'
+    assert.equal((await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: 'Lena', message } })).status, 200)
+    const ctx = await session()
+    const page = await ctx.newPage()
+    const problems = watchErrors(page)
+    try {
+      await openSubmissions(page, 'Lines')
+      const cell = page.locator('#subs-table tbody td', { hasText: 'second line' })
+      await cell.waitFor()
+      // innerText is the text as rendered: a cell that collapses white space runs the lines together
+      assert.equal(await cell.innerText(), 'Hello,\nsecond line\n\n  indented after a blank line')
+      assert.deepEqual(problems, [])
+    } finally {
+      await ctx.close()
+    }
+  })
+
   it('builds a form with every field the API takes: names in any script, a multiple-choice checkbox', async () => {
     const ctx = await session()
     const page = await ctx.newPage()
@@ -217,6 +236,36 @@ describe(`dashboard: a form's submissions and its markup in Chromium [${engine}]
     const sub = (await s.get(`/svc_api/forms/data/${form.id}`, { key: owner.key })).json.data.submissions
     assert.equal(sub.length, 1)
     assert.deepEqual(sub[0].data, { name: 'Rana رنا', email: 'rana@example.com', topics: ['a<b', 'R&D'], plan: 'pro "plus"', agree: true })
+    assert.equal(sub[0].is_spam, false)
+  })
+
+  it("offers markup that keeps the form's minimum fill time: a visitor who takes their time is not spam", async () => {
+    const form = (
+      await s.post('/svc_api/forms/create', {
+        key: owner.key,
+        json: { form_name: 'Timed', fields_config: [{ name: 'email', type: 'email', required: true }], min_fill_seconds: 1 },
+      })
+    ).json.data as { id: string }
+    const ctx = await session()
+    const page = await ctx.newPage()
+    try {
+      await openSubmissions(page, 'Timed')
+      const markup = (await page.textContent('#subs-embed')) ?? ''
+      // pasted into a page as it is (the page's time goes into _ts when it loads), and sent by
+      // a visitor after the form's minimum fill time
+      const site = await ctx.newPage()
+      await site.setContent(`<!doctype html><meta charset="utf-8"><body>${markup}</body>`)
+      await site.waitForTimeout(1200)
+      await site.getByLabel('email').fill('slow@example.com')
+      await Promise.all([site.waitForURL(/\/api\/forms\/submit\//), site.getByRole('button', { name: 'Send' }).click()])
+      assert.equal(await site.textContent('h1'), 'Thank you', await site.content())
+    } finally {
+      await ctx.close()
+    }
+    const sub = (await s.get(`/svc_api/forms/data/${form.id}`, { key: owner.key })).json.data.submissions
+    assert.equal(sub.length, 1)
+    assert.deepEqual(sub[0].data, { email: 'slow@example.com' })
+    assert.equal(sub[0].spam_reason, null)
     assert.equal(sub[0].is_spam, false)
   })
 })

@@ -92,6 +92,9 @@ for (const engine of ENGINES) {
       await page.waitForSelector(`#deliv-table tbody tr[data-id="${failed.id}"][data-status="delivered"]`, { timeout: 20_000 })
       assert.equal(await row.getByRole('button', { name: 'Redeliver' }).count(), 0)
       assert.equal((await deliveries())[0].status, 'delivered')
+      // the delivered row's last answer is the receiver's 200, under a heading that says so (as the CLI's LAST ANSWER)
+      const heads = await page.$$eval('#deliv-table thead th', (ths) => ths.map((th) => (th.textContent ?? '').trim()))
+      assert.equal((await row.locator('td').allTextContents())[heads.indexOf('Last answer')], 'HTTP 200', JSON.stringify(heads))
 
       // rotating shows a new secret, once; removing clears the form
       const before = rx.hits.length

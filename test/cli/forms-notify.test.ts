@@ -154,6 +154,37 @@ for (const engine of ENGINES) {
       assert.match(on.stdout, /^email: each submission/m)
       assert.deepEqual([(await mode()).enabled, (await mode()).mode], [true, 'each'])
     })
+
+    it('lines up its table columns under Chinese names and values, two columns a character', async () => {
+      const wide = (await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: '联系我们' } })).json.data as { id: string; form_slug: string }
+      for (const name of ['王小明', 'Bob']) assert.equal((await s.post(`/api/forms/submit/${wide.form_slug}`, { json: { name, city: '北京' } })).status, 200)
+      // the terminal column where `word` starts on a line: a CJK character takes two
+      const column = (line: string, word: string) => [...line.slice(0, line.indexOf(word))].reduce((n, c) => n + (/[\u4e00-\u9fff]/.test(c) ? 2 : 1), 0)
+      const ls = await runCli(['forms', 'ls'], { env })
+      assert.equal(ls.code, 0, ls.stderr)
+      const rows = ls.stdout.split('\n').filter((l) => l.includes(wide.id) || l.includes(form.id) || l.startsWith('ID'))
+      assert.equal(rows.length, 3, ls.stdout)
+      assert.deepEqual(
+        rows.map((l) => column(l, l.startsWith('ID') ? 'ACTIVE' : 'yes')),
+        [0, 1, 2].map(() => column(rows[0], 'ACTIVE')),
+        ls.stdout,
+      )
+      const exp = await runCli(['forms', 'export', wide.id], { env })
+      assert.equal(exp.code, 0, exp.stderr)
+      const lines = exp.stdout.split('\n').filter((l) => l.includes('北京'))
+      assert.equal(lines.length, 2, exp.stdout)
+      assert.equal(column(lines[0], '北京'), column(lines[1], '北京'), exp.stdout)
+    })
+
+    it('cuts a long value for its table between characters, never inside an emoji', async () => {
+      const emoji = (await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: 'Emoji' } })).json.data as { id: string; form_slug: string }
+      // 40 emoji are 80 UTF-16 units: the table's 40-unit preview used to cut the 20th in half
+      assert.equal((await s.post(`/api/forms/submit/${emoji.form_slug}`, { json: { message: '😀'.repeat(40) } })).status, 200)
+      const exp = await runCli(['forms', 'export', emoji.id], { env })
+      assert.equal(exp.code, 0, exp.stderr)
+      assert.ok(!exp.stdout.includes('\ufffd'), exp.stdout)
+      assert.match(exp.stdout, /(😀){19}…/)
+    })
   })
 
   describe(`svc forms notify without SMTP [${engine}]`, () => {

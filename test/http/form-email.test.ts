@@ -204,6 +204,26 @@ for (const engine of ENGINES) {
       await until(async () => ((await s.get(`/svc_api/forms/deliveries/${form.id}`, { key: u.key })).json.data as any[]).every((d) => d.status === 'delivered'))
     })
 
+    it('a queued mail follows the settings as they are when it goes: a removed address or e-mail turned off gets none', async () => {
+      // two owners with a digest each, one removes its address, the other turns e-mail off
+      const removed = `removed-${engine}@example.com`
+      const off = `off-${engine}@example.com`
+      const a = await owner(removed, 'digest')
+      const b = await owner(off, 'digest')
+      while (Date.now() % 3000 > 1500) await new Promise((r) => setTimeout(r, 20))
+      for (const o of [a, b]) assert.equal((await s.post(`/api/forms/submit/${o.form.form_slug}`, { json: { name: 'Queued' } })).status, 200)
+      const [address] = (await s.get('/svc_api/notify/addresses', { key: a.u.key })).json.data as Array<{ id: string }>
+      assert.equal((await s.request('DELETE', `/svc_api/notify/addresses/${address.id}`, { key: a.u.key })).status, 200)
+      assert.equal((await s.request('PUT', `/svc_api/forms/email/${b.form.id}`, { key: b.u.key, json: { enabled: false } })).status, 200)
+      // past the period, each delivery has failed at its one try, saying why, and no mail went out
+      const log = async (o: typeof a) => (await s.get(`/svc_api/forms/deliveries/${o.form.id}`, { key: o.u.key })).json.data as any[]
+      await until(async () => (await log(a))[0]?.status === 'failed' && (await log(b))[0]?.status === 'failed', 10_000)
+      assert.match((await log(a))[0].last_error, /no longer a verified notification address/)
+      assert.match((await log(b))[0].last_error, /e-mail is off/)
+      assert.equal((await log(a))[0].tries, 1)
+      assert.deepEqual([...mailsTo(removed), ...mailsTo(off)], [])
+    })
+
     it('retries a mail the SMTP server refused once; the submission is not held up', async () => {
       const address = `retry-${engine}@example.com`
       const { u, form } = await owner(address, 'each')
@@ -301,7 +321,9 @@ for (const engine of ENGINES) {
       await send({ json: { _subject: 'Hello\r\nBcc: victim@example.org\r\nX-Evil: 1', message: 'second\nemail: ceo@bank.example\n\nSubmission 1' } })
       // no _subject, or a blank one: the service's own subject
       await send({ json: { message: 'third', _subject: '  ' } })
-      await until(() => mailsTo(address).length === 3, 10_000)
+      // lines broken by Unicode's own separators (NEL, U+2028, U+2029), which mail readers show as breaks
+      await send({ json: { message: 'fourth\u2028email: ceo@bank.example\u2029Submission 2\u0085x: y' } })
+      await until(() => mailsTo(address).length === 4, 10_000)
       // a mail as a reader sees it: its header unfolded with encoded words decoded, its text part decoded
       const utf8 = (latin1: string) => Buffer.from(latin1, 'latin1').toString('utf8')
       const mail = (word: string) => {
@@ -329,11 +351,12 @@ for (const engine of ENGINES) {
       // the HTML part keeps the value's line breaks
       assert.match(second.html, /<td style="white-space:pre-wrap">second\nemail: ceo@bank\.example/)
       assert.equal(mail('third').subject, `New submission to Form each`)
+      assert.match(mail('fourth').text, /^message: fourth\n {2}email: ceo@bank\.example\n {2}Submission 2\n {2}x: y$/m)
       // _subject is not stored (decision 124): it is the mail's, not the visitor's content
       const stored = (await s.get(`/svc_api/forms/data/${form.id}`, { key: u.key })).json.data.submissions
       assert.deepEqual(
         stored.map((x: any) => Object.keys(x.data)),
-        [['message'], ['message'], ['message']],
+        [['message'], ['message'], ['message'], ['message']],
       )
     })
   })

@@ -81,8 +81,9 @@ export function mailFailure(e: unknown): Text {
 const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))
 // a header line may not carry line breaks (Unicode's own included), and long names are cut
 const oneLine = (s: string) => truncate(s.replace(/[\r\n\u0000-\u001f\u007f\u0085\u2028\u2029]+/g, ' '), 120)
-// a value's line breaks in the text part: its later lines indented under its name
-const indented = (s: string) => s.replace(/\r\n|\r|\n/g, '\n  ')
+// a value's line breaks in the text part, Unicode's own (NEL, U+2028, U+2029) and vertical
+// tab and form feed too: its later lines indented under its name
+const indented = (s: string) => s.replace(/\r\n|[\r\n\u000b\u000c\u0085\u2028\u2029]/g, '\n  ')
 
 /**
  * The visitor's address of a submission, for Reply-To (as Formspree sets it): its `_replyto`,

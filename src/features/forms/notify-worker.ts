@@ -162,8 +162,18 @@ export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, maile
     return hook.url === r.target ? o : { ...o, target: hook.url }
   }
 
+  /**
+   * A mail goes out only while the form's e-mail is on and its address is still one of the
+   * owner's verified ones (rows of one mail share form and address), as a webhook's try
+   * follows the webhook as it is then: a mail queued before the owner removed the address
+   * or turned e-mail off fails at once instead, for the owner to redeliver.
+   */
   async function deliverMail(rows: DeliveryRow[]): Promise<Outcome> {
     if (!mailer) return { ok: false, status: null, error: 'no SMTP server configured (SMTP_URL)' }
+    const [setting, addresses] = await Promise.all([notifyStore.emailSetting(db.k, rows[0].form_id), notifyStore.verifiedAddresses(db.k, rows[0].user_id)])
+    if (!setting?.enabled) return { ok: false, status: null, error: "the form's e-mail is off: turn it on, then redeliver", final: true }
+    if (!addresses.some((a) => a.address === rows[0].target))
+      return { ok: false, status: null, error: 'the address is no longer a verified notification address', final: true }
     const events = rows.map((r) => JSON.parse(r.payload) as SubmissionEvent)
     try {
       await mailer.send({ to: rows[0].target, ...submissionMail(events) })

@@ -5,6 +5,7 @@ import { ApiClient } from '../api.js'
 import { type ConnectionFlags } from '../config.js'
 import { CliError, UsageError } from '../errors.js'
 import { type Reporter } from '../progress.js'
+import { displayWidth, truncate } from '../../../util/unicode.js'
 
 export interface Ctx {
   json: boolean
@@ -100,7 +101,8 @@ export function multipartBody(
 export function preview(v: unknown): string {
   const s = typeof v === 'string' ? v : JSON.stringify(v)
   const one = (s ?? '').replace(/\s+/g, ' ')
-  return one.length > 40 ? `${one.slice(0, 39)}…` : one
+  // cut between characters: half an emoji's surrogate pair prints as U+FFFD
+  return one.length > 40 ? `${truncate(one, 39)}…` : one
 }
 
 /**
@@ -116,9 +118,10 @@ export function localTime(iso: unknown): string {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`
 }
 
-/** A left-aligned text table. */
+/** A left-aligned text table, its columns lined up in a terminal (a CJK character takes two). */
 export function table(head: string[], rows: string[][]): string {
   const all = [head, ...rows]
-  const w = head.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)))
-  return all.map((r) => r.map((c, i) => (i === r.length - 1 ? c : (c ?? '').padEnd(w[i]))).join('  ')).join('\n')
+  const w = head.map((_, i) => Math.max(...all.map((r) => displayWidth(r[i] ?? ''))))
+  const pad = (c: string, i: number) => c + ' '.repeat(w[i] - displayWidth(c))
+  return all.map((r) => r.map((c, i) => (i === r.length - 1 ? c : pad(c ?? '', i))).join('  ')).join('\n')
 }

@@ -226,7 +226,9 @@
    * The HTML a user can paste into a page to post to this form, as the form takes it (decision
    * 203): every name, label and option escaped; a checkbox with options one box per option
    * (no `required` on the boxes: the service checks that one is chosen); the honeypot field,
-   * hidden; UTF-8 whatever the page's own encoding.
+   * hidden; UTF-8 whatever the page's own encoding. With a minimum fill time, the hidden `_ts`
+   * and the one-line script right after the form that puts the page's load time in it: without
+   * them every post would be `no_timestamp` spam.
    */
   function embed(form) {
     var lines = ['<form action="' + h(submitUrl(form)) + '" method="post" accept-charset="UTF-8">']
@@ -252,7 +254,9 @@
     })
     if (form.honeypot_field)
       lines.push('  <input type="text" name="' + h(form.honeypot_field) + '" tabindex="-1" autocomplete="off" aria-hidden="true" style="display:none">')
+    if (form.min_fill_seconds > 0) lines.push('  <input type="hidden" name="_ts">')
     lines.push('  <button type="submit">Send</button>', '</form>')
+    if (form.min_fill_seconds > 0) lines.push('<script>document.currentScript.previousElementSibling._ts.value = Date.now()</script>')
     return lines.join('\n')
   }
 
@@ -278,9 +282,11 @@
     })
     return cols
   }
+  /** A value's cell text; a multi-line one (a textarea's, sent with CRLF) keeps its lines (td .lines). */
   function cell(v) {
     if (v === undefined || v === null) return ''
-    return typeof v === 'string' ? v : JSON.stringify(v)
+    if (typeof v !== 'string') return JSON.stringify(v)
+    return /[\r\n]/.test(v) ? el('span', { class: 'lines', text: v.replace(/\r\n?/g, '\n') }) : v
   }
   /** A submission's value of field c, own keys only ("constructor" a submission lacks is undefined). */
   function fieldOf(s, c) {
@@ -536,6 +542,7 @@
         var pending = false
         r.data.forEach(function (d) {
           if (d.status === 'pending') pending = true
+          // the last try's answer: its error, else the receiver's status (a delivered webhook's 2xx)
           var err = d.last_error || (d.last_status ? 'HTTP ' + d.last_status : '')
           tbody.appendChild(
             S.row(
