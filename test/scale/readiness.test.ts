@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { URL } from 'node:url'
-import { ENGINES, PG_URL, REDIS_URL, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, PG_URL, REDIS_URL, multipart, startServer, type TestServer } from '../support/server.js'
 import { startS3, type TestS3 } from '../support/s3.js'
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js'
 
@@ -61,7 +61,7 @@ describe(`readiness follows its dependencies [${engine}, Redis, S3]`, () => {
     return m ? Number(m[1]) : null
   }
 
-  for (const dep of ['storage', 'database'] as const) {
+  for (const dep of ['database'] as const) {
     it(`${dep} down: 503 naming it within the timeout, and 200 again once it is back`, async (t) => {
       if (!relays[dep]) return t.skip(`${dep} is not reached over the network on ${engine}`)
       await relays[dep].cut()
@@ -104,6 +104,46 @@ describe(`readiness follows its dependencies [${engine}, Redis, S3]`, () => {
     }
     assert.equal(up.r.json.status, 'ok', up.r.text)
     assert.equal(await gauge('redis'), 1)
+  })
+
+  // an S3 bucket is shared too: down, each instance still serves what its disk cache holds
+  // (decision 237); a local blob folder stays required (test/http/health.test.ts)
+  it('S3 down: still ready (200, degraded) naming storage, cached pages served, uploads 503; ok again once it is back', async () => {
+    const u = await s.user()
+    const page = Buffer.from('<!doctype html><title>kept</title><p>served from the disk cache')
+    const upload = (name: string) => {
+      const form = multipart([{ name: 'file', filename: name, data: page }])
+      return s.post('/svc_api/upload', { key: u.key, body: form.body, headers: { 'content-type': form.contentType } })
+    }
+    const up = await upload('kept.html')
+    assert.equal(up.status, 200, up.text)
+    assert.equal((await s.get(`/${u.username}/kept.html`)).status, 200)
+    await relays.storage.cut()
+    try {
+      const t0 = Date.now()
+      let r = await s.get('/readyz')
+      while (r.json.checks.storage === 'ok' && Date.now() - t0 < 6000) {
+        await new Promise((res) => setTimeout(res, 200))
+        r = await s.get('/readyz')
+      }
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.status, 'degraded')
+      assert.notEqual(r.json.checks.storage, 'ok')
+      assert.equal(await gauge('storage'), 0)
+      const cached = await s.get(`/${u.username}/kept.html`)
+      assert.equal(cached.status, 200)
+      assert.ok(cached.body.equals(page))
+      const refused = await upload('new.html')
+      assert.equal(refused.status, 503, refused.text)
+    } finally {
+      await relays.storage.restore()
+    }
+    const back = await waitReady(200, 20_000)
+    for (let i = 0; i < 100 && back.r.json.status !== 'ok'; i++) {
+      await new Promise((res) => setTimeout(res, 200))
+      back.r = await s.get('/readyz')
+    }
+    assert.equal(back.r.json.status, 'ok', back.r.text)
   })
 
   it('a hung database: API requests answer 503 / 1504 within the timeouts, and work again when it answers', async (t) => {

@@ -30,16 +30,17 @@ async function run(check: Check, timeoutMs: number): Promise<string> {
 
 /**
  * The dependencies a probe asks, by the name it reports, and whether one that fails makes the
- * instance unready. The database and the blob store do: without them the instance serves next
- * to nothing, and when only its own path to them is broken the balancer sends the traffic to
- * the others. Redis does not (decision 147): it is shared, so down it is down for every
- * instance alike, and each still serves the public host and links while the API answers
- * 1504 at once; failing readiness everywhere would take the whole service offline instead.
+ * instance unready. The database and a local blob folder do: without them the instance serves
+ * next to nothing, and when only its own path to them is broken the balancer sends the traffic
+ * to the others. Redis and an S3 bucket do not (decisions 147, 237): each is shared, so down it
+ * is down for every instance alike, and each still serves the public host and links (from
+ * its blob disk cache, with S3) while writes fail fast; failing readiness everywhere would
+ * take the whole service offline instead.
  */
 function checks(deps: Deps): Record<string, { check: Check; required: boolean }> {
   const out: Record<string, { check: Check; required: boolean }> = {
     database: { check: () => sql`select 1`.execute(deps.db.k), required: true },
-    storage: { check: () => deps.blobs.ping(), required: true },
+    storage: { check: () => deps.blobs.ping(), required: deps.blobs.kind !== 's3' },
   }
   if (deps.config.redisUrl) {
     out.redis = {
