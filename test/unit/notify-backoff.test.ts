@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { retrySchedule } from '../../src/features/forms/notify-worker.js'
+import { leaseMs, retrySchedule } from '../../src/features/forms/notify-worker.js'
 
 const S = 1000
 const HOUR = 3600 * S
@@ -35,5 +35,19 @@ describe('webhook retry backoff', () => {
     )
     assert.equal(times[times.length - 1], (3810 + 22 * 3600) * S)
     assert.ok(times[times.length - 1] + HOUR > deadline)
+  })
+})
+
+describe('a delivery claim', () => {
+  it('outlasts the longest try the timeouts allow, twice over, never under 2 minutes', () => {
+    assert.equal(leaseMs({ webhookTimeoutMs: 10 * S, smtpTimeoutMs: 20 * S }), 120 * S)
+    for (const [webhookTimeoutMs, smtpTimeoutMs] of [
+      [5 * 60 * S, 20 * S],
+      [10 * S, 2 * 60 * S],
+      [HOUR, HOUR],
+    ]) {
+      const lease = leaseMs({ webhookTimeoutMs, smtpTimeoutMs })
+      assert.ok(lease >= 2 * Math.max(webhookTimeoutMs, smtpTimeoutMs), `${lease} against tries of ${webhookTimeoutMs} and ${smtpTimeoutMs}`)
+    }
   })
 })

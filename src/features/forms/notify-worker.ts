@@ -16,8 +16,14 @@ const BATCH = 20
  */
 const DIGEST_MAX_SUBMISSIONS = 100
 const DIGEST_MAX_BYTES = 1024 * 1024
-/** How long a claim holds a row; an instance that dies mid-delivery frees it after this. */
-const LEASE_MS = 2 * 60_000
+/**
+ * How long a claim holds a row; an instance that dies mid-delivery frees it after this. It
+ * outlasts any try however WEBHOOK_TIMEOUT and SMTP_TIMEOUT are set (a try is cut at its
+ * timeout; the batch's bookkeeping follows), with room to spare, so no other instance claims
+ * a row whose try is still running and sends it twice.
+ */
+export const leaseMs = (c: Pick<Deps['config'], 'webhookTimeoutMs' | 'smtpTimeoutMs'>): number =>
+  Math.max(2 * 60_000, 4 * Math.max(c.webhookTimeoutMs, c.smtpTimeoutMs))
 /** The longest wait between two tries, however many failed before. */
 const MAX_BACKOFF_MS = 3_600_000
 
@@ -111,6 +117,7 @@ export interface Notifier {
 export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, mailer: Mailer | null, log: { warn(o: object, m: string): void }): Notifier {
   const { db, clock, config } = deps
   const worker = crypto.randomUUID()
+  const lease = leaseMs(config)
   let timer: NodeJS.Timeout | null = null
   let running: Promise<number> | null = null
   let stopped = false
@@ -187,7 +194,7 @@ export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, maile
     let attempts = 0
     for (let round = 0; round < 10 && !stopped; round++) {
       const now = clock.now()
-      const rows = await claimDue(db, worker, now, now + LEASE_MS, BATCH)
+      const rows = await claimDue(db, worker, now, now + lease, BATCH)
       if (rows.length === 0) break
       // digests: every due row of a (form, address) goes out in one mail, not only the ones
       // this batch happened to claim (claimDue orders by time across all forms)
@@ -200,7 +207,7 @@ export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, maile
       }
       for (const group of digests.values()) {
         const more = DIGEST_MAX_SUBMISSIONS - group.length
-        if (more > 0) group.push(...(await claimDue(db, worker, now, now + LEASE_MS, more, { formId: group[0].form_id, target: group[0].target })))
+        if (more > 0) group.push(...(await claimDue(db, worker, now, now + lease, more, { formId: group[0].form_id, target: group[0].target })))
         group.sort((a, b) => Number(a.created_at) - Number(b.created_at) || (a.id < b.id ? -1 : 1))
         let bytes = 0
         let fit = 0
