@@ -29,24 +29,42 @@ export const wantsHtml = (req: FastifyRequest) => {
 const BACK_SCRIPT = "document.getElementById('back').addEventListener('click',function(e){if(history.length>1){e.preventDefault();history.back()}})"
 const BACK_HASH = `'sha256-${createHash('sha256').update(BACK_SCRIPT).digest('base64')}'`
 
+/** A button that posts hidden fields to one of the service's own paths (a step a person confirms). */
+export interface ConfirmForm {
+  action: string
+  fields: Record<string, string>
+  label: string
+}
+
 /**
  * The service's own short page for a browser (nothing loaded, one pinned script): where a form
  * post lands without a redirect_url or when refused, what a mail's verification link opens, and
  * what a navigation gets when the service cannot answer (errorPage). A link back to the page
  * the visitor came from when the browser said which site that was, and one to `home` if given.
  */
-export function shortPage(req: FastifyRequest, reply: FastifyReply, status: number, title: string, text: string, home?: { href: string; label: string }) {
+export function shortPage(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  title: string,
+  text: string,
+  home?: { href: string; label: string },
+  confirm?: ConfirmForm,
+) {
   const ref = typeof req.headers.referer === 'string' && /^https?:\/\//i.test(req.headers.referer) ? req.headers.referer : null
+  const form = confirm
+    ? html`<form method="post" action="${confirm.action}">${Object.entries(confirm.fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}<button type="submit">${confirm.label}</button></form>`
+    : ''
   const page = html`<!doctype html><html lang="${HTML_LANG[langOf(req)]}"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex"><title>${title}</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1d2330}</style></head>
-<body><h1>${title}</h1><p>${text}</p>${home ? html`<p><a href="${home.href}">${home.label}</a></p>` : ''}${ref ? html`<p><a id="back" href="${ref}">${say(req, '返回', 'Back')}</a></p><script>${raw(BACK_SCRIPT)}</script>` : ''}</body></html>`
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1d2330}button{font:inherit;padding:.4rem 1.2rem}</style></head>
+<body><h1>${title}</h1><p>${text}</p>${form}${home ? html`<p><a href="${home.href}">${home.label}</a></p>` : ''}${ref ? html`<p><a id="back" href="${ref}">${say(req, '返回', 'Back')}</a></p><script>${raw(BACK_SCRIPT)}</script>` : ''}</body></html>`
   return reply
     .code(status)
     .header('Content-Type', 'text/html; charset=utf-8')
     .header(
       'Content-Security-Policy',
-      `default-src 'none'; style-src 'unsafe-inline'; script-src ${BACK_HASH}; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`,
+      `default-src 'none'; style-src 'unsafe-inline'; script-src ${BACK_HASH}; frame-ancestors 'none'; base-uri 'none'; form-action ${confirm ? "'self'" : "'none'"}`,
     )
     .header('Cache-Control', 'no-store')
     .send(page.toString())

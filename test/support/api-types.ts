@@ -518,10 +518,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Verify an address (the link of the verification mail) */
+        /** Show what a verification link confirms (the link of the verification mail); changes nothing */
         get: operations["getSvcApiNotifyVerify"];
         put?: never;
-        post?: never;
+        /** Verify an address with the token of its verification mail */
+        post: operations["postSvcApiNotifyVerify"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3154,6 +3155,31 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    postSvcApiNotifyVerify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    token: string;
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {

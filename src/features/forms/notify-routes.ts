@@ -181,16 +181,45 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
     for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v)
     void shortPage(req, reply, err.status, say(req, '未能验证', 'Not verified'), errorMessage(err.key, langOf(req), err.options.params))
   }
+  // GET only shows what the link is for: mail scanners (Safe Links and the like) open every
+  // link of a mail, so a GET that confirmed would verify an address nobody read (decision 238)
   app.get(
     '/svc_api/notify/verify',
     {
       config: { auth: 'none' },
-      schema: { tags, summary: 'Verify an address (the link of the verification mail)', querystring: Type.Object({ token: Type.String() }) },
+      schema: {
+        tags,
+        summary: 'Show what a verification link confirms (the link of the verification mail); changes nothing',
+        querystring: Type.Object({ token: Type.String() }),
+      },
       validatorCompiler: passThrough,
       errorHandler: verifyFailed,
     },
     async (req, reply) => {
-      const data = await notify.verifyAddress((req.query as { token?: unknown }).token)
+      const token = (req.query as { token?: unknown }).token
+      const data = await notify.pendingAddress(token)
+      if (wantsHtml(req)) {
+        const text = say(
+          req,
+          `确认后，表单的通知邮件将发送到 ${data.address}。如果这不是你要求的，关闭此页即可：确认之前不会发送任何邮件。`,
+          `Confirm to have notifications of forms sent to ${data.address}. If you did not ask for this, close this page: nothing is sent until it is confirmed.`,
+        )
+        const confirm = { action: '/svc_api/notify/verify', fields: { token: String(token) }, label: say(req, '确认', 'Confirm') }
+        return shortPage(req, reply, 200, say(req, '确认邮箱', 'Confirm this address'), text, undefined, confirm)
+      }
+      return { success: true, message: say(req, '以 POST 发送此 token 以确认', 'POST this token to confirm the address'), data }
+    },
+  )
+  app.post(
+    '/svc_api/notify/verify',
+    {
+      config: { auth: 'none' },
+      schema: { tags, summary: 'Verify an address with the token of its verification mail', body: Type.Object({ token: Type.String() }) },
+      validatorCompiler: passThrough,
+      errorHandler: verifyFailed,
+    },
+    async (req, reply) => {
+      const data = await notify.verifyAddress((req.body as { token?: unknown } | undefined)?.token)
       if (wantsHtml(req)) {
         const text = say(req, `表单的通知邮件将发送到 ${data.address}。`, `Notifications of your forms can now be sent to ${data.address}.`)
         return shortPage(req, reply, 200, say(req, '邮箱已验证', 'Address verified'), text)

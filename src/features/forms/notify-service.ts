@@ -201,6 +201,14 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' |
       return { id, address, verified: false }
     },
 
+    /** The address a verification token is waiting for, without using the token (1426 when none is). */
+    async pendingAddress(token: unknown): Promise<{ address: string; verified: false }> {
+      if (typeof token !== 'string' || !/^[A-Za-z0-9]{40}$/.test(token)) throw new AppError('NOTIFY_TOKEN_INVALID')
+      const r = await db.k.selectFrom('notify_addresses').select(['address']).where('token_hash', '=', sha256hex(token)).executeTakeFirst()
+      if (!r) throw new AppError('NOTIFY_TOKEN_INVALID')
+      return { address: r.address, verified: false }
+    },
+
     async verifyAddress(token: unknown) {
       if (typeof token !== 'string' || !/^[A-Za-z0-9]{40}$/.test(token)) throw new AppError('NOTIFY_TOKEN_INVALID')
       const r = await db.k
