@@ -134,6 +134,18 @@ for (const engine of ENGINES) {
       const bad = await runCli(['rollback', 'nosuchdeploy', '--project', 'site'], { env })
       assert.equal(bad.code, 1)
       assert.match(bad.stderr, /1331/)
+      // the project's name where the deploy's id goes, from a folder of another name
+      const elsewhere = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-rb-')), 'elsewhere')
+      fs.mkdirSync(elsewhere)
+      try {
+        const named = await runCli(['rollback', 'site'], { env, cwd: elsewhere })
+        assert.equal(named.code, 1, named.stderr)
+        assert.match(named.stderr, /1312/)
+        assert.match(named.stderr, /"elsewhere".*svc rollback --project site/s)
+        assert.equal(await live(), page('two'), 'nothing rolled back')
+      } finally {
+        fs.rmSync(path.dirname(elsewhere), { recursive: true, force: true })
+      }
     })
 
     it('svc deploy --preview leaves the live site; svc promote makes it live', async () => {

@@ -21,6 +21,8 @@ export interface CliOptions {
   timeoutMs?: number
   /** Runs the CLI as this user (and group of the same number): the test process must be root. */
   uid?: number
+  /** The CLI's working folder (the test process's by default). */
+  cwd?: string
 }
 
 /**
@@ -40,6 +42,7 @@ export function runCli(args: string[], o: CliOptions = {}): Promise<CliRun> {
     const child = spawn(process.execPath, [SVC_BIN, ...args], {
       env,
       stdio: ['pipe', 'pipe', 'pipe'],
+      ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
       ...(o.uid === undefined ? {} : { uid: o.uid, gid: o.uid }),
     })
     let stdout = ''

@@ -5,7 +5,7 @@ import { parse } from '../args.js'
 import { CLIENT_HELP } from '../help.js'
 import { formatBytes } from '../progress.js'
 import { defaultProject } from '../project.js'
-import { UsageError } from '../errors.js'
+import { ApiError, UsageError } from '../errors.js'
 import { flagsOf, localTime, need, noMore, table, type Ctx } from './context.js'
 
 /** --project, else the name of the current folder (as svc deploy . would name it). */
@@ -54,11 +54,21 @@ export async function rollbackCommand(ctx: Ctx, args: string[]): Promise<number>
   const { values: v, positionals } = parse(args, CLIENT_HELP.rollback.flags)
   noMore(positionals, 1)
   const project = projectOf(v)
-  const r = await ctx.api(flagsOf(v)).post(`/api/folders/${encodePath(project)}/rollback`, {
-    json: positionals[0] ? { deploy_id: positionals[0] } : {},
-    // to a named deploy: twice is once; to "the one before": twice goes back two deploys
-    idempotent: positionals[0] !== undefined,
-  })
+  const r = await ctx
+    .api(flagsOf(v))
+    .post(`/api/folders/${encodePath(project)}/rollback`, {
+      json: positionals[0] ? { deploy_id: positionals[0] } : {},
+      // to a named deploy: twice is once; to "the one before": twice goes back two deploys
+      idempotent: positionals[0] !== undefined,
+    })
+    .catch((e: unknown) => {
+      // `svc rollback site` from a folder of another name: the ID went to this folder's project
+      if (e instanceof ApiError && e.code === 1312 && positionals[0] !== undefined && v.project === undefined) {
+        const hint = `no project "${project}" (this folder's name) to roll back; for project "${positionals[0]}": svc rollback --project ${positionals[0]}`
+        throw new ApiError(e.status, e.code, e.type, e.message, hint, e.body, e.retryAfter)
+      }
+      throw e
+    })
   if (ctx.json) ctx.emit({ success: true, project, live_deploy_id: r.json?.live_deploy_id })
   else ctx.out(`${project}: deploy ${r.json?.live_deploy_id} is live`)
   return 0
