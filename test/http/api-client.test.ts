@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { apiClient } from '../support/api-client.js'
 import { imageForm, makeImage, svc } from '../support/images.js'
+import { answerChecker } from '../support/openapi-answers.js'
 
 /**
  * The API through a client typed by its own OpenAPI document (openapi-typescript +
@@ -120,6 +121,51 @@ for (const engine of ENGINES) {
       assert.equal(img.response.status, 206)
       assert.equal(img.response.headers.get('content-range'), `bytes 0-7/${whole.length}`)
       assert.ok(Buffer.from(img.data!).equals(whole.subarray(0, 8)))
+    })
+
+    it('manages hosted data, every answer the one the document describes', async () => {
+      const u = await s.user()
+      const cookie = await s.login(u.username, u.password)
+      await svc(s, 'grant', u.username, 'hosted-data')
+      const api = apiClient(s, { cookie })
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
+        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
+      }
+      const status = await api.GET('/api/hosted-data/status')
+      seen('GET', '/api/hosted-data/status', status)
+      assert.equal(status.data!.quota.used_files, 0)
+      const made = await api.POST('/api/hosted-data/files', { body: { display_name: 'rows.csv', content: 'a,b\n1,2\n' } })
+      seen('POST', '/api/hosted-data/files', made)
+      const file = made.data!.file
+      assert.equal(file.versions[0].is_default, true)
+      const path = { file_id: file.id }
+      const v2 = await api.POST('/api/hosted-data/files/{file_id}/versions', { params: { path }, body: { content: 'a,b\n3,4\n' } })
+      seen('POST', '/api/hosted-data/files/{file_id}/versions', v2)
+      assert.equal(v2.data!.version.version, 2)
+      const switched = await api.POST('/api/hosted-data/files/{file_id}/default-version', { params: { path }, body: { version: 2 } })
+      seen('POST', '/api/hosted-data/files/{file_id}/default-version', switched)
+      assert.equal(switched.data!.file.default_version, 2)
+      const meta = await api.PUT('/api/hosted-data/files/{file_id}/meta', { params: { path }, body: { description: 'rows' } })
+      seen('PUT', '/api/hosted-data/files/{file_id}/meta', meta)
+      const listed = await api.GET('/api/hosted-data/files')
+      seen('GET', '/api/hosted-data/files', listed)
+      assert.equal(listed.data!.files[0].description, 'rows')
+      const details = await api.GET('/api/hosted-data/files/{file_id}', { params: { path } })
+      seen('GET', '/api/hosted-data/files/{file_id}', details)
+      assert.deepEqual(
+        details.data!.file.versions.map((v) => v.version),
+        [1, 2],
+      )
+      const dropped = await api.DELETE('/api/hosted-data/files/{file_id}/versions/{version}', { params: { path: { ...path, version: '1' } } })
+      seen('DELETE', '/api/hosted-data/files/{file_id}/versions/{version}', dropped)
+      assert.equal(dropped.data!.file.version_count, 1)
+      const missing = await api.GET('/api/hosted-data/files/{file_id}', { params: { path: { file_id: 'nope' } } })
+      seen('GET', '/api/hosted-data/files/{file_id}', missing)
+      assert.equal(missing.response.status, 404)
+      const gone = await api.DELETE('/api/hosted-data/files/{file_id}', { params: { path } })
+      seen('DELETE', '/api/hosted-data/files/{file_id}', gone)
+      assert.equal(gone.data!.success, true)
     })
 
     it('creates a form and lists it', async () => {

@@ -3524,7 +3524,18 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        entitled: boolean;
+                        quota: {
+                            max_files: number;
+                            used_files: number;
+                            max_file_bytes: number;
+                            max_versions: number;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3543,7 +3554,40 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        files: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            /**
+                             * @description present when the file is held for review (abuse handling); its link answers 451 until an admin acts
+                             * @enum {boolean}
+                             */
+                            quarantined?: true;
+                        }[];
+                        total: number;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3574,7 +3618,45 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        file: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            versions: {
+                                version: number;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                                created_at: string;
+                                is_default: boolean;
+                                /** @description the pinned public link of this version (?v=N) */
+                                url: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3595,7 +3677,45 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        file: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            versions: {
+                                version: number;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                                created_at: string;
+                                is_default: boolean;
+                                /** @description the pinned public link of this version (?v=N) */
+                                url: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3616,7 +3736,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3648,7 +3773,57 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        file: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            versions: {
+                                version: number;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                                created_at: string;
+                                is_default: boolean;
+                                /** @description the pinned public link of this version (?v=N) */
+                                url: string;
+                            }[];
+                        };
+                        /** @description the version this request created (beyond the spec) */
+                        version: {
+                            version: number;
+                            /** @description bytes */
+                            size: number;
+                            content_type: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            is_default: boolean;
+                            /** @description the pinned public link of this version (?v=N) */
+                            url: string;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3675,7 +3850,45 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        file: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            versions: {
+                                version: number;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                                created_at: string;
+                                is_default: boolean;
+                                /** @description the pinned public link of this version (?v=N) */
+                                url: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3703,7 +3916,45 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        file: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            versions: {
+                                version: number;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                                created_at: string;
+                                is_default: boolean;
+                                /** @description the pinned public link of this version (?v=N) */
+                                url: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3725,7 +3976,45 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        file: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            versions: {
+                                version: number;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                                created_at: string;
+                                is_default: boolean;
+                                /** @description the pinned public link of this version (?v=N) */
+                                url: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
