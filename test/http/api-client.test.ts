@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { apiClient } from '../support/api-client.js'
-import { imageForm, makeImage, svc } from '../support/images.js'
+import { imageForm, makeImage, redeemCode, svc } from '../support/images.js'
 import { answerChecker } from '../support/openapi-answers.js'
 
 /**
@@ -166,6 +166,37 @@ for (const engine of ENGINES) {
       const gone = await api.DELETE('/api/hosted-data/files/{file_id}', { params: { path } })
       seen('DELETE', '/api/hosted-data/files/{file_id}', gone)
       assert.equal(gone.data!.success, true)
+    })
+
+    it('manages API keys and redeems a code, every answer the one the document describes', async () => {
+      const u = await s.user()
+      const cookie = await s.login(u.username, u.password)
+      const api = apiClient(s, { cookie })
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
+        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
+      }
+      const made = await api.POST('/svc_api/api-keys', { body: { name: 'reader', read_only: true, expires_days: 30 } })
+      seen('POST', '/svc_api/api-keys', made)
+      const key = made.data!.data
+      assert.equal(key.read_only, true)
+      assert.ok(key.expires_at! > key.created_at)
+      const me = await apiClient(s, { key: key.key }).GET('/svc_api/me')
+      seen('GET', '/svc_api/me', me)
+      assert.deepEqual([me.data!.data.via, me.data!.data.read_only], ['key', true])
+      const path = { id: key.id }
+      seen('POST', '/svc_api/api-keys/{id}/disable', await api.POST('/svc_api/api-keys/{id}/disable', { params: { path } }))
+      const listed = await api.GET('/svc_api/api-keys')
+      seen('GET', '/svc_api/api-keys', listed)
+      assert.equal(listed.data!.data.keys.find((k) => k.id === key.id)!.enabled, false)
+      seen('POST', '/svc_api/api-keys/{id}/enable', await api.POST('/svc_api/api-keys/{id}/enable', { params: { path } }))
+      seen('DELETE', '/svc_api/api-keys/{id}', await api.DELETE('/svc_api/api-keys/{id}', { params: { path } }))
+      const redeemed = await api.POST('/api/redeem', { body: { code: await redeemCode(s, 'hosted-data') } })
+      seen('POST', '/api/redeem', redeemed)
+      assert.equal(redeemed.data!.feature, 'hosted-data')
+      const changed = await api.POST('/svc_api/account/password', { body: { current_password: u.password, new_password: 'another long password' } })
+      seen('POST', '/svc_api/account/password', changed)
+      assert.equal(changed.data!.success, true)
     })
 
     it('creates a form and lists it', async () => {

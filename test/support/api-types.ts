@@ -1704,7 +1704,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1723,7 +1728,21 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            username: string;
+                            /** @description rate-limit tier */
+                            tier: "default" | "authenticated" | "vip";
+                            /** @description how the caller signed in */
+                            via: "key" | "session";
+                            is_admin: boolean;
+                            /** @description a read-only API key: GET routes only (1440 on writes) */
+                            read_only: boolean;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1742,7 +1761,29 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            keys: {
+                                id: string;
+                                name: string;
+                                /** @description the key's last 4 characters */
+                                hint: string;
+                                enabled: boolean;
+                                read_only: boolean;
+                                /** @description milliseconds since 1970-01-01 UTC; null: never expires */
+                                expires_at: number | null;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                                /** @description milliseconds since 1970-01-01 UTC; null: never used */
+                                last_used_at: number | null;
+                            }[];
+                            /** @description keys an account may hold */
+                            limit: number;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1758,6 +1799,7 @@ export interface operations {
             content: {
                 "application/json": {
                     name?: string;
+                    /** @description days until the key stops working; omitted: never */
                     expires_days?: number;
                     /** @description the key may only read: GET routes and the read-only MCP tools (1440 on writes) */
                     read_only?: boolean;
@@ -1770,7 +1812,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            /** @description the key itself (svc_ + 60 characters), shown this once */
+                            key: string;
+                            id: string;
+                            name: string;
+                            /** @description the key's last 4 characters */
+                            hint: string;
+                            enabled: boolean;
+                            read_only: boolean;
+                            /** @description milliseconds since 1970-01-01 UTC; null: never expires */
+                            expires_at: number | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC; null: never used */
+                            last_used_at: number | null;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1791,7 +1854,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1812,7 +1880,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1833,7 +1906,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1858,7 +1936,14 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        /** @description the entitlement turned on: image-host or hosted-data */
+                        feature: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
