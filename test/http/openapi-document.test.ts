@@ -112,6 +112,22 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(headersOf(legacy), ['if-match'])
   })
 
+  it('declares the query parameters every public link reads', () => {
+    // a generated client builds the query from these: ?v=N and ?v=latest on data links, the
+    // variants and the versioned URL's v on image links
+    const want: Record<string, string[]> = {
+      'svc-data': ['v'],
+      'hosted-data': ['v'],
+      'svc-img': ['format', 'h', 'v', 'w'],
+      'image-host': ['format', 'h', 'v', 'w'],
+    }
+    for (const l of ops.filter((o) => o.path.includes('/pub/'))) {
+      const query = ((l as any).parameters ?? []).filter((x: any) => x.in === 'query')
+      assert.deepEqual(query.map((x: any) => x.name).sort(), want[l.path.split('/')[1]], `${l.method} ${l.path}`)
+      for (const q of query) assert.equal(q.required, false, `${l.method} ${l.path}: ${q.name} is optional`)
+    }
+  })
+
   it('declares Range and If-Range, the 206 and the 416 on every public link that honours them', () => {
     // the public links answer ranges (src/http/representation.ts replyRange); the sites' public
     // host is no operation of the document

@@ -1663,7 +1663,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Error of a public link: image links answer JSON (success and message), data links plain text */
+        /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) */
         PublicError: {
             headers: {
                 [name: string]: unknown;
@@ -5954,7 +5954,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error of a public link: image links answer JSON (success and message), data links plain text (HEAD: the same headers, no body) */
+            /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -6142,7 +6142,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error of a public link: image links answer JSON (success and message), data links plain text (HEAD: the same headers, no body) */
+            /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -6153,7 +6153,10 @@ export interface operations {
     };
     getSvcDataPubByToken: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description a version number (1, 2, ...): that version, cached for a year; latest: the newest version; omitted: the default version */
+                v?: string | string[];
+            };
             header?: {
                 /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
                 "if-match"?: string;
@@ -6237,7 +6240,10 @@ export interface operations {
     };
     headSvcDataPubByToken: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description a version number (1, 2, ...): that version, cached for a year; latest: the newest version; omitted: the default version */
+                v?: string | string[];
+            };
             header?: {
                 /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
                 "if-match"?: string;
@@ -6312,7 +6318,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error of a public link: image links answer JSON (success and message), data links plain text (HEAD: the same headers, no body) */
+            /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -6323,7 +6329,10 @@ export interface operations {
     };
     getHostedDataPubByToken: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description a version number (1, 2, ...): that version, cached for a year; latest: the newest version; omitted: the default version */
+                v?: string | string[];
+            };
             header?: {
                 /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
                 "if-match"?: string;
@@ -6407,7 +6416,10 @@ export interface operations {
     };
     headHostedDataPubByToken: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description a version number (1, 2, ...): that version, cached for a year; latest: the newest version; omitted: the default version */
+                v?: string | string[];
+            };
             header?: {
                 /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
                 "if-match"?: string;
@@ -6482,7 +6494,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error of a public link: image links answer JSON (success and message), data links plain text (HEAD: the same headers, no body) */
+            /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;

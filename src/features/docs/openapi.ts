@@ -125,7 +125,7 @@ export function transformDocument(config: Readonly<Config>): SwaggerTransformObj
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
       },
       PublicError: {
-        description: 'Error of a public link: image links answer JSON (success and message), data links plain text',
+        description: 'Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403)',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } }, 'text/plain': { schema: { type: 'string' } } },
       },
     }

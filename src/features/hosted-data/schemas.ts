@@ -91,3 +91,15 @@ export const VersionReply = Type.Object({
   version: Type.Composite([Version], { description: 'the version this request created (beyond the spec)' }),
 })
 export const DeleteReply = Type.Object({ success: Type.Boolean(), message: Type.String() })
+
+/**
+ * The public link's `v`: the route checks it (400 in the link's own format), so the schema
+ * documents it and never refuses; given twice it arrives as an array, which the route refuses.
+ */
+export const PublicQuery = Type.Object({
+  v: Type.Optional(
+    Type.Union([Type.String(), Type.Array(Type.String())], {
+      description: 'a version number (1, 2, ...): that version, cached for a year; latest: the newest version; omitted: the default version',
+    }),
+  ),
+})
