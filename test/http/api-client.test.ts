@@ -1,6 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, multipart, startServer, type TestServer } from '../support/server.js'
 import { apiClient } from '../support/api-client.js'
 import { imageForm, makeImage, redeemCode, svc } from '../support/images.js'
 import { answerChecker } from '../support/openapi-answers.js'
@@ -197,6 +197,27 @@ for (const engine of ENGINES) {
       const changed = await api.POST('/svc_api/account/password', { body: { current_password: u.password, new_password: 'another long password' } })
       seen('POST', '/svc_api/account/password', changed)
       assert.equal(changed.data!.success, true)
+    })
+
+    it("reads and deletes a project's nested file by the file_path the document declares", async () => {
+      // a generated client encodes a path parameter whole: file_path css/a.css goes out as css%2Fa.css
+      const form = multipart([
+        { name: 'files[]', filename: 'index.html', data: '<!doctype html><p>x</p>' },
+        { name: 'files[]', filename: 'css/a.css', data: 'body{}' },
+      ])
+      const up = await s.post('/api/folders/nested/batch_upload', { key, body: form.body, headers: { 'content-type': form.contentType } })
+      assert.equal(up.status, 200, up.text)
+      const api = apiClient(s, { key })
+      const path = { folder_path: 'nested', file_path: 'css/a.css' }
+      const read = await api.GET('/api/folders/{folder_path}/file/{file_path}', { params: { path } })
+      assert.equal(read.response.status, 200, JSON.stringify(read.error))
+      assert.deepEqual([read.data!.path, read.data!.content], ['css/a.css', 'body{}'])
+      const gone = await api.DELETE('/api/folders/{folder_path}/file/{file_path}', { params: { path } })
+      assert.equal(gone.response.status, 200, JSON.stringify(gone.error))
+      assert.equal((await api.GET('/api/folders/{folder_path}/file/{file_path}', { params: { path } })).response.status, 404)
+      // decoded, it is checked as any stored path: an encoded separator cannot climb out
+      const out = await api.GET('/api/folders/{folder_path}/file/{file_path}', { params: { path: { folder_path: 'nested', file_path: '../index.html' } } })
+      assert.equal(out.error!.error_code, 1110)
     })
 
     it('creates a form and lists it', async () => {

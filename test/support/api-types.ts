@@ -5297,7 +5297,7 @@ export interface operations {
             header?: never;
             path: {
                 folder_path: string;
-                /** @description The file's path inside the project (slashes kept, each segment percent-encoded) */
+                /** @description The file's path inside the project: each segment percent-encoded, the slashes kept or sent as %2F */
                 file_path: string;
             };
             cookie?: never;
@@ -5331,7 +5331,7 @@ export interface operations {
             header?: never;
             path: {
                 folder_path: string;
-                /** @description The file's path inside the project (slashes kept, each segment percent-encoded) */
+                /** @description The file's path inside the project: each segment percent-encoded, the slashes kept or sent as %2F */
                 file_path: string;
             };
             cookie?: never;

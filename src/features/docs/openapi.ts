@@ -66,7 +66,7 @@ export const transformRoute: SwaggerTransform = ({ schema: s, url, route }) => {
       properties: {
         ...(schema?.params?.properties ?? {}),
         ...Object.fromEntries([...url.matchAll(/:(\w+)/g)].map(([, n]) => [n, { type: 'string' }])),
-        file_path: { type: 'string', description: "The file's path inside the project (slashes kept, each segment percent-encoded)" },
+        file_path: { type: 'string', description: "The file's path inside the project: each segment percent-encoded, the slashes kept or sent as %2F" },
       },
     }
   }
