@@ -5,6 +5,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { startServer, type TestServer } from '../support/server.js'
+import { svc } from '../support/images.js'
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..')
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch']
@@ -125,6 +126,31 @@ describe('the OpenAPI document', () => {
       const query = ((l as any).parameters ?? []).filter((x: any) => x.in === 'query')
       assert.deepEqual(query.map((x: any) => x.name).sort(), want[l.path.split('/')[1]], `${l.method} ${l.path}`)
       for (const q of query) assert.equal(q.required, false, `${l.method} ${l.path}: ${q.name} is optional`)
+    }
+  })
+
+  it("declares the data link's X-Data-Version on every answer it sends it with", async () => {
+    // the header a page reads to pin the version it got (exposed to other origins)
+    const u = await s.user()
+    const cookie = await s.login(u.username, u.password)
+    await svc(s, 'grant', u.username, 'hosted-data')
+    const f = await s.request('POST', '/api/hosted-data/files', { cookie, json: { display_name: 'v.txt', content: 'hello' } })
+    const link = new URL(f.json.file.public_url as string).pathname
+    const tag = (await s.get(link)).headers.etag as string
+    const sent: Record<string, Record<string, string>> = {
+      '200': {},
+      '206': { range: 'bytes=0-1' },
+      '304': { 'if-none-match': tag },
+      '412': { 'if-match': '"x"' },
+      '416': { range: 'bytes=99-' },
+    }
+    for (const [status, headers] of Object.entries(sent)) {
+      const r = await s.get(link, { headers })
+      assert.equal(String(r.status), status)
+      assert.equal(r.headers['x-data-version'], '1', status)
+      for (const p of ['/svc-data/pub/{token}', '/hosted-data/pub/{token}'])
+        for (const m of ['get', 'head'])
+          assert.equal(doc.paths[p][m].responses[status].headers?.['X-Data-Version']?.schema?.type, 'integer', `${m} ${p} ${status}`)
     }
   })
 

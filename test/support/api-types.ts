@@ -6185,6 +6185,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6200,6 +6202,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6211,6 +6215,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6220,6 +6226,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6231,6 +6239,8 @@ export interface operations {
                     "Content-Range"?: string;
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6272,6 +6282,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6285,6 +6297,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6294,6 +6308,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6303,6 +6319,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6314,6 +6332,8 @@ export interface operations {
                     "Content-Range"?: string;
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6361,6 +6381,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6376,6 +6398,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6387,6 +6411,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6396,6 +6422,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6407,6 +6435,8 @@ export interface operations {
                     "Content-Range"?: string;
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6448,6 +6478,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6461,6 +6493,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6470,6 +6504,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6479,6 +6515,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6490,6 +6528,8 @@ export interface operations {
                     "Content-Range"?: string;
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;

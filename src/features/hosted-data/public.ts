@@ -226,6 +226,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
           media: '*/*',
           bytes: "The version's exact bytes, with its text content type (br or gzip when accepted); Range: one bytes range answers 206",
           etag: "The version's strong validator; a compressed form's adds -br or -gz",
+          headers: { 'X-Data-Version': { type: 'integer', description: 'the version served (pin it with ?v=N)' } },
         }),
       },
       handler: serve,
