@@ -199,6 +199,22 @@ for (const engine of ENGINES) {
       assert.equal(changed.data!.success, true)
     })
 
+    it('uploads a page with the multipart form the document declares', async () => {
+      const page = '<!doctype html><title>typed</title><h1>typed</h1>'
+      const up = await apiClient(s, { key }).POST('/svc_api/upload', {
+        body: { file: page, project_name: 'Typed' },
+        bodySerializer: (b) => {
+          const fd = new FormData()
+          fd.append('file', new Blob([b.file], { type: 'text/html' }), 'typed.html')
+          fd.append('project_name', b.project_name ?? '')
+          return fd
+        },
+      })
+      assert.equal(up.response.status, 200, JSON.stringify(up.error))
+      assert.equal(up.data!.data.file_name, 'typed.html')
+      assert.equal((await s.get(new URL(up.data!.data.url).pathname)).text, page)
+    })
+
     it("reads and deletes a project's nested file by the file_path the document declares", async () => {
       // a generated client encodes a path parameter whole: file_path css/a.css goes out as css%2Fa.css
       const form = multipart([

@@ -113,6 +113,22 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(headersOf(legacy), ['if-match'])
   })
 
+  it('declares the multipart form of every upload, with its file parts', () => {
+    // without a request body a generated client cannot send the upload at all
+    const forms = ops.filter((o: any) => o.requestBody?.content?.['multipart/form-data'])
+    assert.deepEqual(forms.map((o) => `${o.method} ${o.path}`).sort(), [
+      'POST /api/folders/{folder_path}/batch_upload',
+      'POST /api/image-host/images/{public_token}/replace',
+      'POST /api/image-host/upload',
+      'POST /svc_api/upload',
+    ])
+    for (const o of forms as any[]) {
+      const form = o.requestBody.content['multipart/form-data'].schema
+      const binary = (p: any) => p?.format === 'binary' || p?.items?.format === 'binary'
+      assert.ok(form.required.length === 1 && binary(form.properties[form.required[0]]), `${o.method} ${o.path}: its file part`)
+    }
+  })
+
   it('declares the query parameters every public link reads', () => {
     // a generated client builds the query from these: ?v=N and ?v=latest on data links, the
     // variants and the versioned URL's v on image links

@@ -3293,7 +3293,18 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @description for every file (a form field before the files) */
+                    remark?: string;
+                    /** @enum {string} */
+                    keep_metadata?: "true" | "false";
+                    /** @description 1-20 parts */
+                    file: string[];
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -3550,7 +3561,17 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the new image
+                     */
+                    file: string;
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -5002,7 +5023,19 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the page: .html or .htm
+                     */
+                    file: string;
+                    project_name?: string;
+                    description?: string;
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -5224,7 +5257,16 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @description one part per file */
+                    "files[]": string[];
+                    /** @enum {string} */
+                    overwrite_files?: "true" | "false" | "1" | "0";
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
