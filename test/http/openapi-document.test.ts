@@ -118,6 +118,8 @@ describe('the OpenAPI document', () => {
     const forms = ops.filter((o: any) => o.requestBody?.content?.['multipart/form-data'])
     assert.deepEqual(forms.map((o) => `${o.method} ${o.path}`).sort(), [
       'POST /api/folders/{folder_path}/batch_upload',
+      'POST /api/hosted-data/files',
+      'POST /api/hosted-data/files/{file_id}/versions',
       'POST /api/image-host/images/{public_token}/replace',
       'POST /api/image-host/upload',
       'POST /svc_api/upload',

@@ -3716,6 +3716,17 @@ export interface operations {
                     content_type?: string;
                     description?: string;
                 };
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the content: UTF-8 text
+                     */
+                    file: string;
+                    /** @description default: the file's name */
+                    display_name?: string;
+                    description?: string;
+                    content_type?: string;
+                };
             };
         };
         responses: {
@@ -3869,6 +3880,16 @@ export interface operations {
                     /** @description make the new version the one the public link serves (default false) */
                     set_default?: boolean;
                     /** @description One of text/plain, text/csv, text/tab-separated-values, text/markdown, text/css, text/html, application/xhtml+xml, image/svg+xml, application/xml, text/xml, application/json, application/geo+json, application/ld+json, application/x-ndjson, application/javascript, text/javascript, application/yaml, text/yaml, application/rss+xml, application/atom+xml, text/calendar, application/toml; optional "; charset=utf-8". Served as "<type>; charset=utf-8". Default: the file's current type. */
+                    content_type?: string;
+                };
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the content: UTF-8 text
+                     */
+                    file: string;
+                    /** @enum {string} */
+                    set_default?: "true" | "false";
                     content_type?: string;
                 };
             };

@@ -5,7 +5,7 @@ import type { User } from '../../auth/users.js'
 import { AppError } from '../../errors/app-error.js'
 import { say } from '../../web/short-page.js'
 import { caller } from '../../http/guard.js'
-import { multipartParts, readUpload } from '../../http/multipart.js'
+import { FILE_PART, multipartForm, multipartParts, readUpload } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
 import { createHostedData, maxFileBytes, tooLarge, type Upload } from './service.js'
 import { JsonSize, bad, checkDescription, checkDisplayName, encodeText, fileDisplayName, isJsonType, normalizeContentType, typeFromName } from './content.js'
@@ -228,6 +228,15 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
         tags,
         summary: `Create a file: JSON {display_name, content, content_type?, description?}, or ${MULTIPART_DOC}`,
         body: jsonOrMultipart(CreateBody),
+        ...multipartForm(
+          {
+            file: FILE_PART('the content: UTF-8 text'),
+            display_name: { type: 'string', description: "default: the file's name" },
+            description: { type: 'string' },
+            content_type: { type: 'string' },
+          },
+          ['file'],
+        ),
         response: { 200: FileReply },
       },
     },
@@ -252,6 +261,10 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
         summary: `Upload a new version: JSON {content, set_default?, content_type?}, or ${MULTIPART_DOC}`,
         params: FileParams,
         body: jsonOrMultipart(VersionBody),
+        ...multipartForm(
+          { file: FILE_PART('the content: UTF-8 text'), set_default: { type: 'string', enum: ['true', 'false'] }, content_type: { type: 'string' } },
+          ['file'],
+        ),
         response: { 200: VersionReply },
       },
     },
