@@ -47,23 +47,32 @@ const ACCEPT_RANGES = { 'Accept-Ranges': { type: 'string', const: 'bytes', descr
  * types), 206 with one range of them, 304, 412 and 416 with no body; every one carries the
  * ETag `etag` describes (representation.ts replyRange sets it before deciding).
  */
-export function linkResponses(o: { media: string; bytes: string; etag: string }): Record<string, TSchema> {
+export function linkResponses(o: {
+  media: string
+  bytes: string
+  etag: string
+  /** Headers the link sends on each of these answers besides its validators (hosted data's X-Data-Version). */
+  headers?: Record<string, { type: string; description: string }>
+}): Record<string, TSchema> {
+  const own = o.headers ?? {}
+  const withOwn = (s: TSchema): TSchema => (o.headers === undefined ? s : { ...s, headers: { ...(s.headers as object), ...own } })
   return {
-    200: Type.Unsafe({ description: o.bytes, headers: { ...etagHeader(o.etag), ...ACCEPT_RANGES }, content: bytesOf(o.media) }),
+    200: Type.Unsafe({ description: o.bytes, headers: { ...etagHeader(o.etag), ...ACCEPT_RANGES, ...own }, content: bytesOf(o.media) }),
     206: Type.Unsafe({
       description: 'Partial Content: the one range Range asked for (If-Range, when sent, named the current ETag or date), always of the identity bytes',
       headers: {
         'Content-Range': { type: 'string', description: '`bytes first-last/size`: the bytes sent (inclusive) and the whole size' },
         ...etagHeader(o.etag),
         ...ACCEPT_RANGES,
+        ...own,
       },
       content: bytesOf(o.media),
     }),
-    304: notModified('Not Modified: If-None-Match or If-Modified-Since matched; no body', o.etag),
-    412: preconditionFailed('Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache', o.etag),
+    304: withOwn(notModified('Not Modified: If-None-Match or If-Modified-Since matched; no body', o.etag)),
+    412: withOwn(preconditionFailed('Precondition Failed: If-Match or If-Unmodified-Since did not hold; no body, never kept by a shared cache', o.etag)),
     416: Type.Null({
       description: 'Range Not Satisfiable: the range starts past the end (or is `bytes=-0`); no body',
-      headers: { 'Content-Range': { type: 'string', description: '`bytes */size`: the whole size' }, ...etagHeader(o.etag) },
+      headers: { 'Content-Range': { type: 'string', description: '`bytes */size`: the whole size' }, ...etagHeader(o.etag), ...own },
     }),
   }
 }

@@ -164,3 +164,18 @@ export function drainRequest(req: FastifyRequest): void {
   req.raw.unpipe()
   req.raw.resume()
 }
+
+/** The schema key that carries a multipart body's form for the OpenAPI document only. */
+export const MULTIPART_FORM_KEY = 'x-multipart-form'
+
+/**
+ * A route's multipart body, for the OpenAPI document only: `consumes` plus the form's fields,
+ * which the docs transform turns into the operation's `multipart/form-data` request body.
+ * Nothing validates it (the parts are read by hand), so a route answers its own errors.
+ */
+export function multipartForm(fields: Record<string, unknown>, required: string[]): Record<string, unknown> {
+  return { consumes: ['multipart/form-data'], [MULTIPART_FORM_KEY]: { type: 'object', required, properties: fields } }
+}
+
+/** A file part of a documented multipart form. */
+export const FILE_PART = (description: string) => ({ type: 'string', format: 'binary', description })

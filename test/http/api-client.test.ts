@@ -1,8 +1,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, multipart, startServer, type TestServer } from '../support/server.js'
 import { apiClient } from '../support/api-client.js'
-import { imageForm, makeImage, svc } from '../support/images.js'
+import { imageForm, makeImage, redeemCode, svc } from '../support/images.js'
+import { answerChecker } from '../support/openapi-answers.js'
 
 /**
  * The API through a client typed by its own OpenAPI document (openapi-typescript +
@@ -120,6 +121,119 @@ for (const engine of ENGINES) {
       assert.equal(img.response.status, 206)
       assert.equal(img.response.headers.get('content-range'), `bytes 0-7/${whole.length}`)
       assert.ok(Buffer.from(img.data!).equals(whole.subarray(0, 8)))
+    })
+
+    it('manages hosted data, every answer the one the document describes', async () => {
+      const u = await s.user()
+      const cookie = await s.login(u.username, u.password)
+      await svc(s, 'grant', u.username, 'hosted-data')
+      const api = apiClient(s, { cookie })
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
+        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
+      }
+      const status = await api.GET('/api/hosted-data/status')
+      seen('GET', '/api/hosted-data/status', status)
+      assert.equal(status.data!.quota.used_files, 0)
+      const made = await api.POST('/api/hosted-data/files', { body: { display_name: 'rows.csv', content: 'a,b\n1,2\n' } })
+      seen('POST', '/api/hosted-data/files', made)
+      const file = made.data!.file
+      assert.equal(file.versions[0].is_default, true)
+      const path = { file_id: file.id }
+      const v2 = await api.POST('/api/hosted-data/files/{file_id}/versions', { params: { path }, body: { content: 'a,b\n3,4\n' } })
+      seen('POST', '/api/hosted-data/files/{file_id}/versions', v2)
+      assert.equal(v2.data!.version.version, 2)
+      const switched = await api.POST('/api/hosted-data/files/{file_id}/default-version', { params: { path }, body: { version: 2 } })
+      seen('POST', '/api/hosted-data/files/{file_id}/default-version', switched)
+      assert.equal(switched.data!.file.default_version, 2)
+      const meta = await api.PUT('/api/hosted-data/files/{file_id}/meta', { params: { path }, body: { description: 'rows' } })
+      seen('PUT', '/api/hosted-data/files/{file_id}/meta', meta)
+      const listed = await api.GET('/api/hosted-data/files')
+      seen('GET', '/api/hosted-data/files', listed)
+      assert.equal(listed.data!.files[0].description, 'rows')
+      const details = await api.GET('/api/hosted-data/files/{file_id}', { params: { path } })
+      seen('GET', '/api/hosted-data/files/{file_id}', details)
+      assert.deepEqual(
+        details.data!.file.versions.map((v) => v.version),
+        [1, 2],
+      )
+      const dropped = await api.DELETE('/api/hosted-data/files/{file_id}/versions/{version}', { params: { path: { ...path, version: '1' } } })
+      seen('DELETE', '/api/hosted-data/files/{file_id}/versions/{version}', dropped)
+      assert.equal(dropped.data!.file.version_count, 1)
+      const missing = await api.GET('/api/hosted-data/files/{file_id}', { params: { path: { file_id: 'nope' } } })
+      seen('GET', '/api/hosted-data/files/{file_id}', missing)
+      assert.equal(missing.response.status, 404)
+      const gone = await api.DELETE('/api/hosted-data/files/{file_id}', { params: { path } })
+      seen('DELETE', '/api/hosted-data/files/{file_id}', gone)
+      assert.equal(gone.data!.success, true)
+    })
+
+    it('manages API keys and redeems a code, every answer the one the document describes', async () => {
+      const u = await s.user()
+      const cookie = await s.login(u.username, u.password)
+      const api = apiClient(s, { cookie })
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
+        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
+      }
+      const made = await api.POST('/svc_api/api-keys', { body: { name: 'reader', read_only: true, expires_days: 30 } })
+      seen('POST', '/svc_api/api-keys', made)
+      const key = made.data!.data
+      assert.equal(key.read_only, true)
+      assert.ok(key.expires_at! > key.created_at)
+      const me = await apiClient(s, { key: key.key }).GET('/svc_api/me')
+      seen('GET', '/svc_api/me', me)
+      assert.deepEqual([me.data!.data.via, me.data!.data.read_only], ['key', true])
+      const path = { id: key.id }
+      seen('POST', '/svc_api/api-keys/{id}/disable', await api.POST('/svc_api/api-keys/{id}/disable', { params: { path } }))
+      const listed = await api.GET('/svc_api/api-keys')
+      seen('GET', '/svc_api/api-keys', listed)
+      assert.equal(listed.data!.data.keys.find((k) => k.id === key.id)!.enabled, false)
+      seen('POST', '/svc_api/api-keys/{id}/enable', await api.POST('/svc_api/api-keys/{id}/enable', { params: { path } }))
+      seen('DELETE', '/svc_api/api-keys/{id}', await api.DELETE('/svc_api/api-keys/{id}', { params: { path } }))
+      const redeemed = await api.POST('/api/redeem', { body: { code: await redeemCode(s, 'hosted-data') } })
+      seen('POST', '/api/redeem', redeemed)
+      assert.equal(redeemed.data!.feature, 'hosted-data')
+      const changed = await api.POST('/svc_api/account/password', { body: { current_password: u.password, new_password: 'another long password' } })
+      seen('POST', '/svc_api/account/password', changed)
+      assert.equal(changed.data!.success, true)
+    })
+
+    it('uploads a page with the multipart form the document declares', async () => {
+      const page = '<!doctype html><title>typed</title><h1>typed</h1>'
+      const up = await apiClient(s, { key }).POST('/svc_api/upload', {
+        body: { file: page, project_name: 'Typed' },
+        bodySerializer: (b) => {
+          const fd = new FormData()
+          fd.append('file', new Blob([b.file], { type: 'text/html' }), 'typed.html')
+          fd.append('project_name', b.project_name ?? '')
+          return fd
+        },
+      })
+      assert.equal(up.response.status, 200, JSON.stringify(up.error))
+      assert.equal(up.data!.data.file_name, 'typed.html')
+      assert.equal((await s.get(new URL(up.data!.data.url).pathname)).text, page)
+    })
+
+    it("reads and deletes a project's nested file by the file_path the document declares", async () => {
+      // a generated client encodes a path parameter whole: file_path css/a.css goes out as css%2Fa.css
+      const form = multipart([
+        { name: 'files[]', filename: 'index.html', data: '<!doctype html><p>x</p>' },
+        { name: 'files[]', filename: 'css/a.css', data: 'body{}' },
+      ])
+      const up = await s.post('/api/folders/nested/batch_upload', { key, body: form.body, headers: { 'content-type': form.contentType } })
+      assert.equal(up.status, 200, up.text)
+      const api = apiClient(s, { key })
+      const path = { folder_path: 'nested', file_path: 'css/a.css' }
+      const read = await api.GET('/api/folders/{folder_path}/file/{file_path}', { params: { path } })
+      assert.equal(read.response.status, 200, JSON.stringify(read.error))
+      assert.deepEqual([read.data!.path, read.data!.content], ['css/a.css', 'body{}'])
+      const gone = await api.DELETE('/api/folders/{folder_path}/file/{file_path}', { params: { path } })
+      assert.equal(gone.response.status, 200, JSON.stringify(gone.error))
+      assert.equal((await api.GET('/api/folders/{folder_path}/file/{file_path}', { params: { path } })).response.status, 404)
+      // decoded, it is checked as any stored path: an encoded separator cannot climb out
+      const out = await api.GET('/api/folders/{folder_path}/file/{file_path}', { params: { path: { folder_path: 'nested', file_path: '../index.html' } } })
+      assert.equal(out.error!.error_code, 1110)
     })
 
     it('creates a form and lists it', async () => {

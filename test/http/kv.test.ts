@@ -580,6 +580,17 @@ for (const engine of ENGINES) {
       assert.deepEqual((await get(alice, 'plainBody')).json.data.value, { todo: ['milk', 'café'] })
     })
 
+    it('refuses a form or multipart body on store and incr with 415 / 1112 and stores nothing', async () => {
+      // a form body was parsed into fields: key=formBody&value=1 stored the string "1"
+      const form = (p: string, body: string, type: string) => s.post(p, { key: alice.key, body, headers: { 'content-type': type } })
+      const mp = `--b\r\nContent-Disposition: form-data; name="key"\r\n\r\nformBody\r\n--b\r\nContent-Disposition: form-data; name="value"\r\n\r\n1\r\n--b--\r\n`
+      for (const p of ['/svc_api/data/store', '/svc_api/data/incr']) {
+        code(await form(p, 'key=formBody&value=1', 'application/x-www-form-urlencoded'), 415, 1112)
+        code(await form(p, mp, 'multipart/form-data; boundary=b'), 415, 1112)
+      }
+      code(await get(alice, 'formBody'), 404, 1604)
+    })
+
     it('200 concurrent increments of one key end exactly +200', async () => {
       const u = await s.user({ vip: true })
       await store(u, { key: 'counter', value: 1000, data_type: 'number', is_public: true })

@@ -5,6 +5,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { startServer, type TestServer } from '../support/server.js'
+import { svc } from '../support/images.js'
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..')
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch']
@@ -110,6 +111,65 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(Object.keys(legacy.responses).sort(), ['200', '412', '4XX'])
     assert.equal(legacy.responses['412'].headers, undefined)
     assert.deepEqual(headersOf(legacy), ['if-match'])
+  })
+
+  it('declares the multipart form of every upload, with its file parts', () => {
+    // without a request body a generated client cannot send the upload at all
+    const forms = ops.filter((o: any) => o.requestBody?.content?.['multipart/form-data'])
+    assert.deepEqual(forms.map((o) => `${o.method} ${o.path}`).sort(), [
+      'POST /api/folders/{folder_path}/batch_upload',
+      'POST /api/hosted-data/files',
+      'POST /api/hosted-data/files/{file_id}/versions',
+      'POST /api/image-host/images/{public_token}/replace',
+      'POST /api/image-host/upload',
+      'POST /svc_api/upload',
+    ])
+    for (const o of forms as any[]) {
+      const form = o.requestBody.content['multipart/form-data'].schema
+      const binary = (p: any) => p?.format === 'binary' || p?.items?.format === 'binary'
+      assert.ok(form.required.length === 1 && binary(form.properties[form.required[0]]), `${o.method} ${o.path}: its file part`)
+    }
+  })
+
+  it('declares the query parameters every public link reads', () => {
+    // a generated client builds the query from these: ?v=N and ?v=latest on data links, the
+    // variants and the versioned URL's v on image links
+    const want: Record<string, string[]> = {
+      'svc-data': ['v'],
+      'hosted-data': ['v'],
+      'svc-img': ['format', 'h', 'v', 'w'],
+      'image-host': ['format', 'h', 'v', 'w'],
+    }
+    for (const l of ops.filter((o) => o.path.includes('/pub/'))) {
+      const query = ((l as any).parameters ?? []).filter((x: any) => x.in === 'query')
+      assert.deepEqual(query.map((x: any) => x.name).sort(), want[l.path.split('/')[1]], `${l.method} ${l.path}`)
+      for (const q of query) assert.equal(q.required, false, `${l.method} ${l.path}: ${q.name} is optional`)
+    }
+  })
+
+  it("declares the data link's X-Data-Version on every answer it sends it with", async () => {
+    // the header a page reads to pin the version it got (exposed to other origins)
+    const u = await s.user()
+    const cookie = await s.login(u.username, u.password)
+    await svc(s, 'grant', u.username, 'hosted-data')
+    const f = await s.request('POST', '/api/hosted-data/files', { cookie, json: { display_name: 'v.txt', content: 'hello' } })
+    const link = new URL(f.json.file.public_url as string).pathname
+    const tag = (await s.get(link)).headers.etag as string
+    const sent: Record<string, Record<string, string>> = {
+      '200': {},
+      '206': { range: 'bytes=0-1' },
+      '304': { 'if-none-match': tag },
+      '412': { 'if-match': '"x"' },
+      '416': { range: 'bytes=99-' },
+    }
+    for (const [status, headers] of Object.entries(sent)) {
+      const r = await s.get(link, { headers })
+      assert.equal(String(r.status), status)
+      assert.equal(r.headers['x-data-version'], '1', status)
+      for (const p of ['/svc-data/pub/{token}', '/hosted-data/pub/{token}'])
+        for (const m of ['get', 'head'])
+          assert.equal(doc.paths[p][m].responses[status].headers?.['X-Data-Version']?.schema?.type, 'integer', `${m} ${p} ${status}`)
+    }
   })
 
   it('declares Range and If-Range, the 206 and the 416 on every public link that honours them', () => {

@@ -1664,7 +1664,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Error of a public link: image links answer JSON (success and message), data links plain text */
+        /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) */
         PublicError: {
             headers: {
                 [name: string]: unknown;
@@ -1705,7 +1705,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1724,7 +1729,21 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            username: string;
+                            /** @description rate-limit tier */
+                            tier: "default" | "authenticated" | "vip";
+                            /** @description how the caller signed in */
+                            via: "key" | "session";
+                            is_admin: boolean;
+                            /** @description a read-only API key: GET routes only (1440 on writes) */
+                            read_only: boolean;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1743,7 +1762,29 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            keys: {
+                                id: string;
+                                name: string;
+                                /** @description the key's last 4 characters */
+                                hint: string;
+                                enabled: boolean;
+                                read_only: boolean;
+                                /** @description milliseconds since 1970-01-01 UTC; null: never expires */
+                                expires_at: number | null;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                                /** @description milliseconds since 1970-01-01 UTC; null: never used */
+                                last_used_at: number | null;
+                            }[];
+                            /** @description keys an account may hold */
+                            limit: number;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1759,6 +1800,7 @@ export interface operations {
             content: {
                 "application/json": {
                     name?: string;
+                    /** @description days until the key stops working; omitted: never */
                     expires_days?: number;
                     /** @description the key may only read: GET routes and the read-only MCP tools (1440 on writes) */
                     read_only?: boolean;
@@ -1771,7 +1813,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            /** @description the key itself (svc_ + 60 characters), shown this once */
+                            key: string;
+                            id: string;
+                            name: string;
+                            /** @description the key's last 4 characters */
+                            hint: string;
+                            enabled: boolean;
+                            read_only: boolean;
+                            /** @description milliseconds since 1970-01-01 UTC; null: never expires */
+                            expires_at: number | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC; null: never used */
+                            last_used_at: number | null;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1792,7 +1855,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1813,7 +1881,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1834,7 +1907,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1859,7 +1937,14 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        /** @description the entitlement turned on: image-host or hosted-data */
+                        feature: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3234,7 +3319,18 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @description for every file (a form field before the files) */
+                    remark?: string;
+                    /** @enum {string} */
+                    keep_metadata?: "true" | "false";
+                    /** @description 1-20 parts */
+                    file: string[];
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -3491,7 +3587,17 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the new image
+                     */
+                    file: string;
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -3550,7 +3656,18 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        entitled: boolean;
+                        quota: {
+                            max_files: number;
+                            used_files: number;
+                            max_file_bytes: number;
+                            max_versions: number;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3569,7 +3686,40 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        files: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            /**
+                             * @description present when the file is held for review (abuse handling); its link answers 451 until an admin acts
+                             * @enum {boolean}
+                             */
+                            quarantined?: true;
+                        }[];
+                        total: number;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3592,6 +3742,17 @@ export interface operations {
                     content_type?: string;
                     description?: string;
                 };
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the content: UTF-8 text
+                     */
+                    file: string;
+                    /** @description default: the file's name */
+                    display_name?: string;
+                    description?: string;
+                    content_type?: string;
+                };
             };
         };
         responses: {
@@ -3600,7 +3761,45 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        file: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            versions: {
+                                version: number;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                                created_at: string;
+                                is_default: boolean;
+                                /** @description the pinned public link of this version (?v=N) */
+                                url: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3621,7 +3820,45 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        file: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            versions: {
+                                version: number;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                                created_at: string;
+                                is_default: boolean;
+                                /** @description the pinned public link of this version (?v=N) */
+                                url: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3642,7 +3879,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3666,6 +3908,16 @@ export interface operations {
                     /** @description One of text/plain, text/csv, text/tab-separated-values, text/markdown, text/css, text/html, application/xhtml+xml, image/svg+xml, application/xml, text/xml, application/json, application/geo+json, application/ld+json, application/x-ndjson, application/javascript, text/javascript, application/yaml, text/yaml, application/rss+xml, application/atom+xml, text/calendar, application/toml; optional "; charset=utf-8". Served as "<type>; charset=utf-8". Default: the file's current type. */
                     content_type?: string;
                 };
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the content: UTF-8 text
+                     */
+                    file: string;
+                    /** @enum {string} */
+                    set_default?: "true" | "false";
+                    content_type?: string;
+                };
             };
         };
         responses: {
@@ -3674,7 +3926,57 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        file: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            versions: {
+                                version: number;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                                created_at: string;
+                                is_default: boolean;
+                                /** @description the pinned public link of this version (?v=N) */
+                                url: string;
+                            }[];
+                        };
+                        /** @description the version this request created (beyond the spec) */
+                        version: {
+                            version: number;
+                            /** @description bytes */
+                            size: number;
+                            content_type: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            is_default: boolean;
+                            /** @description the pinned public link of this version (?v=N) */
+                            url: string;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3701,7 +4003,45 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        file: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            versions: {
+                                version: number;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                                created_at: string;
+                                is_default: boolean;
+                                /** @description the pinned public link of this version (?v=N) */
+                                url: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3729,7 +4069,45 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        file: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            versions: {
+                                version: number;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                                created_at: string;
+                                is_default: boolean;
+                                /** @description the pinned public link of this version (?v=N) */
+                                url: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3751,7 +4129,45 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        file: {
+                            /** @description the file_id of the management URLs */
+                            id: string;
+                            display_name: string;
+                            description: string;
+                            /** @description the default version's */
+                            content_type: string;
+                            /** @description the default version's, in bytes */
+                            size: number;
+                            /** @description public link: the default version's bytes */
+                            public_url: string;
+                            public_token: string;
+                            default_version: number;
+                            /** @description the newest version the file has (what ?v=latest serves) */
+                            latest_version: number;
+                            version_count: number;
+                            /** @description set by the operator (svc lock hosted-data); a locked file cannot be deleted */
+                            locked: boolean;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            created_at: string;
+                            /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                            updated_at: string;
+                            versions: {
+                                version: number;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00) */
+                                created_at: string;
+                                is_default: boolean;
+                                /** @description the pinned public link of this version (?v=N) */
+                                url: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -4654,7 +5070,19 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the page: .html or .htm
+                     */
+                    file: string;
+                    project_name?: string;
+                    description?: string;
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -4876,7 +5304,16 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @description one part per file */
+                    "files[]": string[];
+                    /** @enum {string} */
+                    overwrite_files?: "true" | "false" | "1" | "0";
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -4949,7 +5386,7 @@ export interface operations {
             header?: never;
             path: {
                 folder_path: string;
-                /** @description The file's path inside the project (slashes kept, each segment percent-encoded) */
+                /** @description The file's path inside the project: each segment percent-encoded, the slashes kept or sent as %2F */
                 file_path: string;
             };
             cookie?: never;
@@ -4983,7 +5420,7 @@ export interface operations {
             header?: never;
             path: {
                 folder_path: string;
-                /** @description The file's path inside the project (slashes kept, each segment percent-encoded) */
+                /** @description The file's path inside the project: each segment percent-encoded, the slashes kept or sent as %2F */
                 file_path: string;
             };
             cookie?: never;
@@ -5606,7 +6043,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error of a public link: image links answer JSON (success and message), data links plain text (HEAD: the same headers, no body) */
+            /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -5794,7 +6231,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error of a public link: image links answer JSON (success and message), data links plain text (HEAD: the same headers, no body) */
+            /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -5805,7 +6242,10 @@ export interface operations {
     };
     getSvcDataPubByToken: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description a version number (1, 2, ...): that version, cached for a year; latest: the newest version; omitted: the default version */
+                v?: string | string[];
+            };
             header?: {
                 /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
                 "if-match"?: string;
@@ -5834,6 +6274,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5849,6 +6291,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5860,6 +6304,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5869,6 +6315,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5880,6 +6328,8 @@ export interface operations {
                     "Content-Range"?: string;
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5889,7 +6339,10 @@ export interface operations {
     };
     headSvcDataPubByToken: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description a version number (1, 2, ...): that version, cached for a year; latest: the newest version; omitted: the default version */
+                v?: string | string[];
+            };
             header?: {
                 /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
                 "if-match"?: string;
@@ -5918,6 +6371,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5931,6 +6386,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5940,6 +6397,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5949,6 +6408,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5960,11 +6421,13 @@ export interface operations {
                     "Content-Range"?: string;
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Error of a public link: image links answer JSON (success and message), data links plain text (HEAD: the same headers, no body) */
+            /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -5975,7 +6438,10 @@ export interface operations {
     };
     getHostedDataPubByToken: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description a version number (1, 2, ...): that version, cached for a year; latest: the newest version; omitted: the default version */
+                v?: string | string[];
+            };
             header?: {
                 /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
                 "if-match"?: string;
@@ -6004,6 +6470,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6019,6 +6487,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6030,6 +6500,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6039,6 +6511,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6050,6 +6524,8 @@ export interface operations {
                     "Content-Range"?: string;
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6059,7 +6535,10 @@ export interface operations {
     };
     headHostedDataPubByToken: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description a version number (1, 2, ...): that version, cached for a year; latest: the newest version; omitted: the default version */
+                v?: string | string[];
+            };
             header?: {
                 /** @description Answer only if the ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
                 "if-match"?: string;
@@ -6088,6 +6567,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6101,6 +6582,8 @@ export interface operations {
                     ETag?: string;
                     /** @description Range takes one bytes range */
                     "Accept-Ranges"?: "bytes";
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6110,6 +6593,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6119,6 +6604,8 @@ export interface operations {
                 headers: {
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6130,11 +6617,13 @@ export interface operations {
                     "Content-Range"?: string;
                     /** @description The version's strong validator; a compressed form's adds -br or -gz */
                     ETag?: string;
+                    /** @description the version served (pin it with ?v=N) */
+                    "X-Data-Version"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Error of a public link: image links answer JSON (success and message), data links plain text (HEAD: the same headers, no body) */
+            /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;

@@ -10,6 +10,7 @@ import { MAX_KEY_DAYS, MAX_PASSWORD_BYTES, MIN_PASSWORD_LENGTH, passwordProblem 
 import { sessionCookies } from '../../auth/principal.js'
 import { sha256hex } from '../../auth/tokens.js'
 import { createLoginThrottle } from './throttle.js'
+import { Done, KeyCreatedReply, KeyListReply, MeReply, RedeemReply } from './schemas.js'
 import { formTokenOk, sessionCsrfOk } from '../../http/csrf.js'
 import { safeNext } from '../../web/security.js'
 import { say } from '../../web/short-page.js'
@@ -138,7 +139,7 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
 const KeyCreateBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   // omitted = never expires (a null would be coerced by AJV, so it is not part of the schema)
-  expires_days: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_KEY_DAYS })),
+  expires_days: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_KEY_DAYS, description: 'days until the key stops working; omitted: never' })),
   read_only: Type.Optional(Type.Boolean({ description: 'the key may only read: GET routes and the read-only MCP tools (1440 on writes)' })),
 })
 
@@ -173,6 +174,7 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
         tags: ['account'],
         summary: "Change the account's password (session only); its other sessions end, API keys stay",
         body: PasswordBody,
+        response: { 200: Done },
       },
     },
     async (req) => {
@@ -210,19 +212,30 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
     },
   )
 
-  app.get('/svc_api/me', { config: { auth: 'any' }, schema: { tags: ['account'], summary: "The caller's account (beyond the spec)" } }, async (req) => {
-    const p = caller(req)
-    return { success: true, data: { username: p.user.username, tier: p.user.tier, via: p.via, is_admin: p.user.is_admin, read_only: p.readOnly === true } }
-  })
+  app.get(
+    '/svc_api/me',
+    { config: { auth: 'any' }, schema: { tags: ['account'], summary: "The caller's account (beyond the spec)", response: { 200: MeReply } } },
+    async (req) => {
+      const p = caller(req)
+      return { success: true, data: { username: p.user.username, tier: p.user.tier, via: p.via, is_admin: p.user.is_admin, read_only: p.readOnly === true } }
+    },
+  )
 
-  app.get('/svc_api/api-keys', { config: session, schema: { tags: ['api-keys'], summary: 'List API keys (session only)' } }, async (req) => {
-    const keys = await apiKeys.list(caller(req).user.id)
-    return { success: true, data: { keys, limit: 10 } }
-  })
+  app.get(
+    '/svc_api/api-keys',
+    { config: session, schema: { tags: ['api-keys'], summary: 'List API keys (session only)', response: { 200: KeyListReply } } },
+    async (req) => {
+      const keys = await apiKeys.list(caller(req).user.id)
+      return { success: true, data: { keys, limit: 10 } }
+    },
+  )
 
   app.post(
     '/svc_api/api-keys',
-    { config: session, schema: { tags: ['api-keys'], summary: 'Create an API key; the key is shown once', body: KeyCreateBody } },
+    {
+      config: session,
+      schema: { tags: ['api-keys'], summary: 'Create an API key; the key is shown once', body: KeyCreateBody, response: { 200: KeyCreatedReply } },
+    },
     async (req) => {
       const p = caller(req)
       const body = (req.body ?? {}) as { name?: string; expires_days?: number | null; read_only?: boolean }
@@ -238,18 +251,26 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
     ['enable', true, { zh: 'API 密钥已启用', en: 'API key enabled' }],
     ['disable', false, { zh: 'API 密钥已停用', en: 'API key disabled' }],
   ] as const) {
-    app.post(`/svc_api/api-keys/:id/${action}`, { config: session, schema: { tags: ['api-keys'], summary: `${action} an API key` } }, async (req) => {
-      const { id } = req.params as { id: string }
-      if (!(await apiKeys.setEnabled(caller(req).user.id, id, enabled))) throw new AppError('RESOURCE_NOT_FOUND')
-      return { success: true, message: say(req, done.zh, done.en) }
-    })
+    app.post(
+      `/svc_api/api-keys/:id/${action}`,
+      { config: session, schema: { tags: ['api-keys'], summary: `${action} an API key`, response: { 200: Done } } },
+      async (req) => {
+        const { id } = req.params as { id: string }
+        if (!(await apiKeys.setEnabled(caller(req).user.id, id, enabled))) throw new AppError('RESOURCE_NOT_FOUND')
+        return { success: true, message: say(req, done.zh, done.en) }
+      },
+    )
   }
 
-  app.delete('/svc_api/api-keys/:id', { config: session, schema: { tags: ['api-keys'], summary: 'Delete an API key' } }, async (req) => {
-    const { id } = req.params as { id: string }
-    if (!(await apiKeys.remove(caller(req).user.id, id))) throw new AppError('RESOURCE_NOT_FOUND')
-    return { success: true, message: say(req, 'API 密钥已删除', 'API key deleted') }
-  })
+  app.delete(
+    '/svc_api/api-keys/:id',
+    { config: session, schema: { tags: ['api-keys'], summary: 'Delete an API key', response: { 200: Done } } },
+    async (req) => {
+      const { id } = req.params as { id: string }
+      if (!(await apiKeys.remove(caller(req).user.id, id))) throw new AppError('RESOURCE_NOT_FOUND')
+      return { success: true, message: say(req, 'API 密钥已删除', 'API key deleted') }
+    },
+  )
 
   app.post(
     '/api/redeem',
@@ -259,6 +280,7 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
         tags: ['entitlements'],
         summary: 'Redeem a one-time code for image hosting or hosted data',
         body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 128 }) }),
+        response: { 200: RedeemReply },
       },
     },
     async (req) => {

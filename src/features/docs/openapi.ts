@@ -6,6 +6,7 @@
 import type { RouteOptions } from 'fastify'
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
 import type { Config } from '../../config.js'
+import { MULTIPART_FORM_KEY } from '../../http/multipart.js'
 
 type Json = Record<string, any>
 
@@ -66,9 +67,16 @@ export const transformRoute: SwaggerTransform = ({ schema: s, url, route }) => {
       properties: {
         ...(schema?.params?.properties ?? {}),
         ...Object.fromEntries([...url.matchAll(/:(\w+)/g)].map(([, n]) => [n, { type: 'string' }])),
-        file_path: { type: 'string', description: "The file's path inside the project (slashes kept, each segment percent-encoded)" },
+        file_path: { type: 'string', description: "The file's path inside the project: each segment percent-encoded, the slashes kept or sent as %2F" },
       },
     }
+  }
+  // a multipart body, declared for the document only (http/multipart.ts multipartForm)
+  const form = schema?.[MULTIPART_FORM_KEY]
+  if (form !== undefined) {
+    delete out[MULTIPART_FORM_KEY]
+    const json = schema.body?.content ?? {}
+    out.body = { content: { ...json, 'multipart/form-data': { schema: form } } }
   }
   const methods = Array.isArray(route.method) ? route.method : [route.method]
   if (methods.includes('OPTIONS') && !schema?.response) out.response = { 204: { description: 'No Content (CORS preflight)', type: 'null' } }
@@ -125,7 +133,7 @@ export function transformDocument(config: Readonly<Config>): SwaggerTransformObj
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
       },
       PublicError: {
-        description: 'Error of a public link: image links answer JSON (success and message), data links plain text',
+        description: 'Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403)',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } }, 'text/plain': { schema: { type: 'string' } } },
       },
     }

@@ -8,6 +8,7 @@ import { servedContentType } from './content.js'
 import type { ServedEntry } from './cache.js'
 import type { VersionPick } from './store.js'
 import { LinkConditionHeaders, linkResponses } from '../../http/conditional-schemas.js'
+import { PublicQuery } from './schemas.js'
 import { decide, httpDate, pickEncoding, replyRange, type Representation } from '../../http/representation.js'
 import { linkHit, publicFiles, publicLinkFastPath, type LinkHit, type LinkValidators } from '../../http/public-link.js'
 import { heldLink, linkHeldNow, removedNotice, sendNotice } from '../abuse/public.js'
@@ -219,11 +220,13 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
       schema: {
         tags: ['hosted-data'],
         summary: "Public raw link: the default version's bytes (?v=N: one version; ?v=latest: the newest)",
+        querystring: PublicQuery,
         headers: LinkConditionHeaders,
         response: linkResponses({
           media: '*/*',
           bytes: "The version's exact bytes, with its text content type (br or gzip when accepted); Range: one bytes range answers 206",
           etag: "The version's strong validator; a compressed form's adds -br or -gz",
+          headers: { 'X-Data-Version': { type: 'integer', description: 'the version served (pin it with ?v=N)' } },
         }),
       },
       handler: serve,

@@ -5,11 +5,25 @@ import type { User } from '../../auth/users.js'
 import { AppError } from '../../errors/app-error.js'
 import { say } from '../../web/short-page.js'
 import { caller } from '../../http/guard.js'
-import { multipartParts, readUpload } from '../../http/multipart.js'
+import { FILE_PART, multipartForm, multipartParts, readUpload } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
 import { createHostedData, maxFileBytes, tooLarge, type Upload } from './service.js'
 import { JsonSize, bad, checkDescription, checkDisplayName, encodeText, fileDisplayName, isJsonType, normalizeContentType, typeFromName } from './content.js'
-import { CreateBody, DefaultVersionBody, FileParams, MULTIPART_DOC, MetaBody, VersionBody, VersionParams, jsonOrMultipart } from './schemas.js'
+import {
+  CreateBody,
+  DefaultVersionBody,
+  DeleteReply,
+  FileParams,
+  FileReply,
+  ListReply,
+  MULTIPART_DOC,
+  MetaBody,
+  StatusReply,
+  VersionBody,
+  VersionParams,
+  VersionReply,
+  jsonOrMultipart,
+} from './schemas.js'
 
 const FILE_ID_RE = /^[A-Za-z0-9-]{1,64}$/
 
@@ -177,7 +191,7 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
     '/api/hosted-data/status',
     {
       config: { auth: 'session', errorFormat: 'plain' },
-      schema: { tags, summary: 'Entitlement status and quotas (200 with entitled:false before an entitlement)' },
+      schema: { tags, summary: 'Entitlement status and quotas (200 with entitled:false before an entitlement)', response: { 200: StatusReply } },
     },
     async (req) => svc.status(caller(req).user),
   )
@@ -190,6 +204,7 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
         tags,
         summary: 'List files with public_url and a version summary, most recently updated first',
         description: 'A file held for review (abuse handling) carries quarantined: true; its link answers 451 until an admin acts.',
+        response: { 200: ListReply },
       },
     },
     async (req) => svc.list(caller(req).user, origin(req)),
@@ -199,7 +214,7 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
     '/api/hosted-data/files/:file_id',
     {
       config: managed,
-      schema: { tags, summary: 'File details and all versions', params: FileParams },
+      schema: { tags, summary: 'File details and all versions', params: FileParams, response: { 200: FileReply } },
     },
     async (req) => svc.details(caller(req).user, fileId(req), origin(req)),
   )
@@ -213,6 +228,16 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
         tags,
         summary: `Create a file: JSON {display_name, content, content_type?, description?}, or ${MULTIPART_DOC}`,
         body: jsonOrMultipart(CreateBody),
+        ...multipartForm(
+          {
+            file: FILE_PART('the content: UTF-8 text'),
+            display_name: { type: 'string', description: "default: the file's name" },
+            description: { type: 'string' },
+            content_type: { type: 'string' },
+          },
+          ['file'],
+        ),
+        response: { 200: FileReply },
       },
     },
     async (req) => {
@@ -236,6 +261,11 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
         summary: `Upload a new version: JSON {content, set_default?, content_type?}, or ${MULTIPART_DOC}`,
         params: FileParams,
         body: jsonOrMultipart(VersionBody),
+        ...multipartForm(
+          { file: FILE_PART('the content: UTF-8 text'), set_default: { type: 'string', enum: ['true', 'false'] }, content_type: { type: 'string' } },
+          ['file'],
+        ),
+        response: { 200: VersionReply },
       },
     },
     async (req) => {
@@ -252,7 +282,7 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
     '/api/hosted-data/files/:file_id/default-version',
     {
       config: managed,
-      schema: { tags, summary: 'Switch the version the public link serves', params: FileParams, body: DefaultVersionBody },
+      schema: { tags, summary: 'Switch the version the public link serves', params: FileParams, body: DefaultVersionBody, response: { 200: FileReply } },
     },
     async (req) => {
       const { version } = req.body as { version: number }
@@ -264,7 +294,7 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
     '/api/hosted-data/files/:file_id/meta',
     {
       config: managed,
-      schema: { tags, summary: 'Update display_name and/or description', params: FileParams, body: MetaBody },
+      schema: { tags, summary: 'Update display_name and/or description', params: FileParams, body: MetaBody, response: { 200: FileReply } },
     },
     async (req) => {
       const body = (req.body ?? {}) as { display_name?: unknown; description?: unknown }
@@ -282,7 +312,7 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
     '/api/hosted-data/files/:file_id',
     {
       config: managed,
-      schema: { tags, summary: 'Delete a file and all its versions (423 when locked)', params: FileParams },
+      schema: { tags, summary: 'Delete a file and all its versions (423 when locked)', params: FileParams, response: { 200: DeleteReply } },
     },
     async (req) => {
       await svc.remove(caller(req).user, fileId(req))
@@ -294,7 +324,12 @@ export function hostedDataApi(app: FastifyInstance, deps: Deps): void {
     '/api/hosted-data/files/:file_id/versions/:version',
     {
       config: managed,
-      schema: { tags, summary: 'Delete one non-default version (beyond the spec; 423 when locked)', params: VersionParams },
+      schema: {
+        tags,
+        summary: 'Delete one non-default version (beyond the spec; 423 when locked)',
+        params: VersionParams,
+        response: { 200: FileReply },
+      },
     },
     async (req) => {
       const v = (req.params as { version: string }).version

@@ -39,3 +39,67 @@ export const MULTIPART_DOC = 'multipart/form-data: one file part (UTF-8 text), o
 export const jsonOrMultipart = <T>(schema: T) => ({
   content: { 'application/json': { schema } },
 })
+
+/** Answers (documented in /openapi.json; every field the service writes, so nothing is dropped). */
+const TIME = 'ISO 8601, Beijing time with microseconds (2026-01-15T12:00:05.000000+08:00)'
+export const Version = Type.Object({
+  version: Type.Integer({ minimum: 1 }),
+  size: Type.Integer({ description: 'bytes' }),
+  content_type: Type.String(),
+  created_at: Type.String({ description: TIME }),
+  is_default: Type.Boolean(),
+  url: Type.String({ description: 'the pinned public link of this version (?v=N)' }),
+})
+const fileFields = {
+  id: Type.String({ description: 'the file_id of the management URLs' }),
+  display_name: Type.String(),
+  description: Type.String(),
+  content_type: Type.String({ description: "the default version's" }),
+  size: Type.Integer({ description: "the default version's, in bytes" }),
+  public_url: Type.String({ description: "public link: the default version's bytes" }),
+  public_token: Type.String(),
+  default_version: Type.Integer({ minimum: 1 }),
+  latest_version: Type.Integer({ minimum: 1, description: 'the newest version the file has (what ?v=latest serves)' }),
+  version_count: Type.Integer({ minimum: 1 }),
+  locked: Type.Boolean({ description: 'set by the operator (svc lock hosted-data); a locked file cannot be deleted' }),
+  created_at: Type.String({ description: TIME }),
+  updated_at: Type.String({ description: TIME }),
+}
+export const FileWithVersions = Type.Object({ ...fileFields, versions: Type.Array(Version) })
+
+export const StatusReply = Type.Object({
+  success: Type.Boolean(),
+  entitled: Type.Boolean(),
+  quota: Type.Object({ max_files: Type.Integer(), used_files: Type.Integer(), max_file_bytes: Type.Integer(), max_versions: Type.Integer() }),
+})
+export const ListReply = Type.Object({
+  success: Type.Boolean(),
+  files: Type.Array(
+    Type.Object({
+      ...fileFields,
+      quarantined: Type.Optional(
+        Type.Literal(true, { description: 'present when the file is held for review (abuse handling); its link answers 451 until an admin acts' }),
+      ),
+    }),
+  ),
+  total: Type.Integer(),
+})
+export const FileReply = Type.Object({ success: Type.Boolean(), file: FileWithVersions })
+export const VersionReply = Type.Object({
+  success: Type.Boolean(),
+  file: FileWithVersions,
+  version: Type.Composite([Version], { description: 'the version this request created (beyond the spec)' }),
+})
+export const DeleteReply = Type.Object({ success: Type.Boolean(), message: Type.String() })
+
+/**
+ * The public link's `v`: the route checks it (400 in the link's own format), so the schema
+ * documents it and never refuses; given twice it arrives as an array, which the route refuses.
+ */
+export const PublicQuery = Type.Object({
+  v: Type.Optional(
+    Type.Union([Type.String(), Type.Array(Type.String())], {
+      description: 'a version number (1, 2, ...): that version, cached for a year; latest: the newest version; omitted: the default version',
+    }),
+  ),
+})

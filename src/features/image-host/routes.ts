@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream'
+import { FILE_PART, multipartForm } from '../../http/multipart.js'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
@@ -97,7 +98,14 @@ export function imageHostApi(app: FastifyInstance, deps: Deps, host: ImageHost):
         tags,
         summary: 'Upload one or several images (multipart field "file")',
         description: `Type from the bytes; EXIF/GPS removed unless keep_metadata=true. All files are stored or none. ${ERROR_DOC}`,
-        consumes: ['multipart/form-data'],
+        ...multipartForm(
+          {
+            remark: { type: 'string', description: 'for every file (a form field before the files)' },
+            keep_metadata: { type: 'string', enum: ['true', 'false'] },
+            file: { type: 'array', items: FILE_PART('an image'), description: '1-20 parts' },
+          },
+          ['file'],
+        ),
         querystring: UploadQuery,
         response: { 200: ImagesReply },
       },
@@ -154,7 +162,7 @@ export function imageHostApi(app: FastifyInstance, deps: Deps, host: ImageHost):
         tags,
         summary: 'Replace the bytes; same token and URL, served at once',
         description: ERROR_DOC,
-        consumes: ['multipart/form-data'],
+        ...multipartForm({ file: FILE_PART('the new image') }, ['file']),
         params: TokenParams,
         querystring: UploadQuery,
         response: { 200: ImageReply },

@@ -178,9 +178,11 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
   // string body and no Content-Type sends text/plain. A browser's write still needs the key's
   // Authorization header, or a session with its X-CSRF-Token header (the guard): both make the
   // request preflighted, so no write a page could not already make gets through.
+  // Any other type is 415 / 1112 (decision 219): a form or multipart body would otherwise be
+  // parsed into fields and stored as strings.
   void app.register(async (writes) => {
     const parseJson = writes.getDefaultJsonParser('error', 'error')
-    writes.removeContentTypeParser('text/plain')
+    writes.removeContentTypeParser(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data'])
     writes.addContentTypeParser('text/plain', { parseAs: 'string' }, (req, body, done) =>
       body === '' ? done(null, undefined) : parseJson(req, String(body), done),
     )

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { FILE_PART, multipartForm } from '../../http/multipart.js'
 import { Type } from '@sinclair/typebox'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
@@ -89,7 +90,7 @@ export function filesApi(app: FastifyInstance, deps: Deps): void {
         summary: 'Upload one .html/.htm file (create, or update the file of the same name)',
         description:
           'multipart/form-data with parts `file` (required), `project_name`, `description`. Errors in format B (NO_FILE, VALIDATION_FAILED, EMPTY_FILE, API_PERMISSION_DENIED); other codes (1104, 1201, ...) in format A.',
-        consumes: ['multipart/form-data'],
+        ...multipartForm({ file: FILE_PART('the page: .html or .htm'), project_name: { type: 'string' }, description: { type: 'string' } }, ['file']),
         response: { 200: Type.Object({ success: Type.Boolean(), message: Type.String(), data: SingleFileRecord }) },
       },
     },

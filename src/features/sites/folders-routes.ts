@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { FILE_PART, multipartForm } from '../../http/multipart.js'
 import { Type } from '@sinclair/typebox'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
@@ -149,7 +150,13 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
           hide,
           tags: ['folder projects'],
           params,
-          consumes: ['multipart/form-data'],
+          ...multipartForm(
+            {
+              'files[]': { type: 'array', items: FILE_PART('a file; its filename is its path in the project'), description: 'one part per file' },
+              overwrite_files: { type: 'string', enum: ['true', 'false', '1', '0'] },
+            },
+            ['files[]'],
+          ),
           summary: 'Upload files into a project (created if absent); file names may carry relative paths',
           description: `multipart/form-data: repeated \`files[]\` parts whose filename is the relative path, and \`overwrite_files\` (true|false, default false). At most ${MAX_FILES_PER_REQUEST} files and ${MAX_REQUEST_BYTES} bytes per request, each file at most MAX_UPLOAD_BYTES; over a limit: 413 (400 / 1104 for one file over MAX_UPLOAD_BYTES) and nothing stored. Every file conflicting: 400 with errors[] of type duplicate (1312). Some failing: 200 with failed_count.`,
           response: { 200: BatchResult },

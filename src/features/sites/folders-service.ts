@@ -14,7 +14,7 @@ import { ContentWatcher } from './sniff.js'
 import { keyLeaks } from './key-leaks.js'
 import { contentTypeFor } from '../../util/content-types.js'
 import { invalidateHosting } from './invalidate.js'
-import { checkName, checkRelativePath, decodeSegment, decodeUrlPath, encodePath, PathTree } from './paths.js'
+import { checkName, checkRelativePath, decodeApiFilePath, decodeSegment, encodePath, PathTree } from './paths.js'
 import { createFoldersStore, type FolderFileRow, type FolderRow } from './folders-store.js'
 import { createDeploysStore } from './deploys-store.js'
 import { parseHeaders, parseRedirects, RULE_FILES, ruleText, RuleSyntaxError } from './site-rules.js'
@@ -164,7 +164,7 @@ export function createFoldersService(deps: Deps) {
 
     /** A file path from a raw URL tail (decoded once, strictly). */
     filePath(rawTail: string): string {
-      const r = decodeUrlPath(rawTail)
+      const r = decodeApiFilePath(rawTail)
       if (!r.ok) throw new AppError('INVALID_PATH', { params: { detail: r.reason } })
       return r.path
     },

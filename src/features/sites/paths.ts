@@ -178,17 +178,21 @@ export function decodeHostSegment(raw: string): string[] | null {
   return s.includes('\\') ? null : s.split('/')
 }
 
-/** Decodes and validates a raw URL path tail (`a/b%20c/d.html`); '' segments are refused. */
-export function decodeUrlPath(rawTail: string): PathResult {
-  const parts = rawTail.split('/')
-  if (parts.length > MAX_DEPTH) return TOO_DEEP
-  const decoded: string[] = []
-  for (const p of parts) {
-    const d = decodeSegment(p)
-    if (d === null) return bad('malformed percent-encoding or encoded separator', '百分号编码有误或编码了分隔符')
-    decoded.push(d)
+/**
+ * Decodes the file path at the end of an API URL (`/api/folders/{folder_path}/file/...`),
+ * once and strictly, where a separator may also come encoded: clients generated from
+ * /openapi.json send the `file_path` parameter whole (`css%2Fa.css`). The decoded path then
+ * gets every check of a stored path (dot segments, backslashes, depth), so `..%2Fx` is refused
+ * as `../x` is. Public URLs decode below the project's name with decodeHostSegment.
+ */
+export function decodeApiFilePath(rawTail: string): PathResult {
+  let s: string
+  try {
+    s = decodeURIComponent(rawTail)
+  } catch {
+    return bad('malformed percent-encoding', '百分号编码有误')
   }
-  return checkRelativePath(decoded.join('/'))
+  return checkRelativePath(s)
 }
 
 /** Percent-encodes each segment of a stored path for use in a URL. */
