@@ -11,3 +11,13 @@ export function upperEscapes(target: string): string {
   const upper = path.replace(/%[0-9a-f]{2}/gi, (e) => e.toUpperCase())
   return q < 0 ? upper : upper + target.slice(q)
 }
+
+/** A URL part percent-decoded once (itself when it holds no escape); null when an escape is malformed. */
+export function decodeOnce(raw: string): string | null {
+  if (raw.indexOf('%') < 0) return raw
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return null
+  }
+}

@@ -12,7 +12,7 @@ import type { Access, AccessPoint } from '../../http/site-hooks.js'
 import type { WindowRule } from '../../limits/tiers.js'
 import { createOutcomeLimits } from '../../limits/in-flight.js'
 import { escapeHtml } from '../../util/html.js'
-import { upperEscapes } from '../../util/percent-escapes.js'
+import { decodeOnce, upperEscapes } from '../../util/percent-escapes.js'
 import type { DomainsStore } from './store.js'
 import { projectOf } from '../sites/paths.js'
 
@@ -56,15 +56,7 @@ const TEXT_HEADERS = ['Content-Type', 'text/plain; charset=utf-8', 'Cache-Contro
 /** The first path segment as the resolver reads it: decoded once, NFC; null when it cannot name anything. */
 function decodeName(raw: string): string | null {
   if (raw === '') return null
-  let s = raw
-  if (raw.indexOf('%') >= 0) {
-    try {
-      s = decodeURIComponent(raw)
-    } catch {
-      return null
-    }
-  }
-  return s.normalize('NFC')
+  return decodeOnce(raw)?.normalize('NFC') ?? null
 }
 
 /** What visitor access says to a visitor, in each language (langOf). */

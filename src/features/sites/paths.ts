@@ -18,6 +18,7 @@
  */
 import type { Text } from '../../errors/render.js'
 import { CONTROL, hasStrayFormat, isWellFormed } from '../../util/unicode.js'
+import { decodeOnce } from '../../util/percent-escapes.js'
 
 export const MAX_SEGMENT_BYTES = 255
 export const MAX_PATH_BYTES = 1024
@@ -147,17 +148,8 @@ export const projectOf = (name: string): string => PREVIEW_SEGMENT.exec(name)?.[
  * encoded '/' or '\' (which would change the path's structure) fails.
  */
 export function decodeSegment(raw: string): string | null {
-  let s: string
-  if (raw.indexOf('%') < 0) s = raw
-  else {
-    try {
-      s = decodeURIComponent(raw)
-    } catch {
-      return null
-    }
-  }
-  if (s.includes('/') || s.includes('\\')) return null
-  return s
+  const s = decodeOnce(raw)
+  return s === null || s.includes('/') || s.includes('\\') ? null : s
 }
 
 /**
@@ -167,15 +159,8 @@ export function decodeSegment(raw: string): string | null {
  * browsers read as a '/', so a Location holding one could name another host), fail (null).
  */
 export function decodeHostSegment(raw: string): string[] | null {
-  let s = raw
-  if (raw.indexOf('%') >= 0) {
-    try {
-      s = decodeURIComponent(raw)
-    } catch {
-      return null
-    }
-  }
-  return s.includes('\\') ? null : s.split('/')
+  const s = decodeOnce(raw)
+  return s === null || s.includes('\\') ? null : s.split('/')
 }
 
 /**
@@ -186,13 +171,8 @@ export function decodeHostSegment(raw: string): string[] | null {
  * as `../x` is. Public URLs decode below the project's name with decodeHostSegment.
  */
 export function decodeApiFilePath(rawTail: string): PathResult {
-  let s: string
-  try {
-    s = decodeURIComponent(rawTail)
-  } catch {
-    return bad('malformed percent-encoding', '百分号编码有误')
-  }
-  return checkRelativePath(s)
+  const s = decodeOnce(rawTail)
+  return s === null ? bad('malformed percent-encoding', '百分号编码有误') : checkRelativePath(s)
 }
 
 /** Percent-encodes each segment of a stored path for use in a URL. */
