@@ -182,6 +182,11 @@ for (const engine of ENGINES) {
         const bad = await s.post('/svc_api/api-keys', { cookie, json: { name: 'x', expires_days: days } })
         assert.equal(bad.status, 400, `expires_days ${days}`)
       }
+      // a misspelt field (a key that would never expire) is refused, naming it
+      const typo = await s.post('/svc_api/api-keys', { cookie, json: { name: 'x', expires_in_days: 1 } })
+      expectError(typo, 400, 1106)
+      assert.equal(typo.json.field, 'expires_in_days')
+      assert.match(typo.json.message, /未知字段 "expires_in_days"（可发送 name、expires_days、read_only）/)
       // a name either engine would store differently: NUL, a lone surrogate
       for (const name of ['surr\ud800', '\udc00x', 'a\u0000b']) expectError(await s.post('/svc_api/api-keys', { cookie, json: { name } }), 400, 1106)
       assert.equal((await s.get('/svc_api/api-keys', { cookie })).json.data.keys.length, 2, 'no key created')

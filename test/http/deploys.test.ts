@@ -647,7 +647,7 @@ for (const engine of ENGINES) {
           [manifestOf(next, { draft: true }), { name: 'new.txt', data: next['new.txt'] }, { name: 'index.html', data: next['index.html'] }],
           400,
           1327,
-          /unknown field "draft" \(a manifest has files, message, preview, source\)/,
+          /unknown field "draft" \(send files, message, preview, source\)/,
         ],
         [
           'bad rule file',

@@ -10,6 +10,7 @@ import { MAX_KEY_DAYS, MAX_PASSWORD_BYTES, MIN_PASSWORD_LENGTH, passwordProblem 
 import { sessionCookies } from '../../auth/principal.js'
 import { sha256hex } from '../../auth/tokens.js'
 import { createLoginThrottle } from './throttle.js'
+import { unknownField } from '../../http/unknown-fields.js'
 import { Done, KeyCreatedReply, KeyListReply, MeReply, RedeemReply } from './schemas.js'
 import { formTokenOk, sessionCsrfOk } from '../../http/csrf.js'
 import { safeNext } from '../../web/security.js'
@@ -239,6 +240,9 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
     async (req) => {
       const p = caller(req)
       const body = (req.body ?? {}) as { name?: string; expires_days?: number | null; read_only?: boolean }
+      // a misspelt expires_days would otherwise make a key that never expires
+      const unknown = unknownField(body, ['name', 'expires_days', 'read_only'])
+      if (unknown) throw badInput(unknown.field, unknown.detail.zh, unknown.detail.en)
       // key creation also needs the session's CSRF token when a browser sends it from a page
       const token = req.headers['x-csrf-token']
       if (req.headers['sec-fetch-site'] !== undefined && token !== p.csrfToken) throw new AppError('CSRF_TOKEN')

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
+import { unknownField } from '../../http/unknown-fields.js'
 import type { Text } from '../../errors/text.js'
 import { hashPassword } from '../../auth/passwords.js'
 import { MAX_PASSWORD_BYTES } from '../../auth/account-rules.js'
@@ -213,12 +214,8 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
      */
     async setAccess(user: Owner, rawName: unknown, body: Record<string, unknown>): Promise<AccessRow> {
       const name = nameParam(rawName, 'name')
-      for (const k of Object.keys(body)) {
-        if (k !== 'password' && k !== 'expires_at')
-          throw new AppError('ACCESS_INVALID', {
-            params: { detail: { zh: `未知字段 "${k}"（可发送 password、expires_at）`, en: `unknown field "${k}" (send password, expires_at)` }, field: k },
-          })
-      }
+      const unknown = unknownField(body, ['password', 'expires_at'])
+      if (unknown) throw new AppError('ACCESS_INVALID', { params: { detail: unknown.detail, field: unknown.field } })
       let hash: string | null | undefined
       if (body.password === null) hash = null
       else if (body.password !== undefined) {

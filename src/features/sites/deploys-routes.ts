@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream'
 import { Type } from '@sinclair/typebox'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
+import { unknownField } from '../../http/unknown-fields.js'
 import { caller } from '../../http/guard.js'
 import { drainRequest } from '../../http/multipart.js'
 import { contentOrigin } from '../../http/origin.js'
@@ -252,11 +253,8 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
             },
           })
         const body = (raw ?? {}) as Record<string, unknown>
-        for (const k of Object.keys(body))
-          if (k !== 'deploy_id')
-            throw new AppError('INVALID_PARAMETER', {
-              params: { detail: { zh: `未知字段 "${k}"（可发送 deploy_id）`, en: `unknown field "${k}" (send deploy_id)` } },
-            })
+        const unknown = unknownField(body, ['deploy_id'])
+        if (unknown) throw new AppError('INVALID_PARAMETER', { params: { detail: unknown.detail }, extra: { field: unknown.field } })
         const id = body.deploy_id
         if (id !== undefined && typeof id !== 'string')
           throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: 'deploy_id 须为字符串', en: 'deploy_id must be a string' } } })

@@ -6,6 +6,7 @@ import { createGunzip } from 'node:zlib'
 import tar from 'tar-stream'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
+import { unknownField } from '../../http/unknown-fields.js'
 import { mapText, type Param, type Text } from '../../errors/render.js'
 import type { User } from '../../auth/users.js'
 import { newId } from '../../auth/tokens.js'
@@ -60,7 +61,7 @@ interface Uploaded {
   keyTokens: ReadonlySet<string>
 }
 
-const MANIFEST_FIELDS = new Set(['files', 'message', 'preview', 'source'])
+const MANIFEST_FIELDS = ['files', 'message', 'preview', 'source'] as const
 
 /** Checks a manifest object; throws MANIFEST_INVALID / MANIFEST_TOO_LARGE naming the entry. */
 export function parseManifest(body: unknown, defaults: { source?: DeploySource } = {}): Manifest {
@@ -70,12 +71,8 @@ export function parseManifest(body: unknown, defaults: { source?: DeploySource }
   const o = body as Record<string, unknown>
   // a field the service does not know would be ignored, and Netlify's {"draft": true} would
   // then go live: refused, naming it
-  for (const k of Object.keys(o))
-    if (!MANIFEST_FIELDS.has(k))
-      throw invalid({
-        zh: `未知字段 "${k}"（可有 files、message、preview、source）`,
-        en: `unknown field "${k}" (a manifest has files, message, preview, source)`,
-      })
+  const unknown = unknownField(o, MANIFEST_FIELDS)
+  if (unknown) throw invalid(unknown.detail)
   const files = o.files
   if (typeof files !== 'object' || files === null || Array.isArray(files))
     throw invalid({ zh: 'files 须为对象 {"相对路径": "<sha256 十六进制>"}', en: 'files must be an object {"relative/path": "<sha256 hex>"}' })
