@@ -15,6 +15,7 @@ export const QUOTA_DEFAULTS = {
   hosted_files: 50,
   hosted_file_bytes: 10 * 1024 * 1024,
   hosted_versions: 20,
+  site_bytes: 1024 * 1024 * 1024,
 } as const
 
 export type QuotaName = keyof typeof QUOTA_DEFAULTS

@@ -7,6 +7,7 @@ import tar from 'tar-stream'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { unknownField } from '../../http/unknown-fields.js'
+import { checkSiteBytes } from './site-usage.js'
 import { mapText, type Param, type Text } from '../../errors/render.js'
 import type { User } from '../../auth/users.js'
 import { newId } from '../../auth/tokens.js'
@@ -542,6 +543,8 @@ export function createDeploysService(deps: Deps) {
           throw new AppError('MANIFEST_TOO_LARGE', {
             params: { detail: { zh: `总计 ${bytes} 字节，最多 ${config.deployMaxBytes} 字节`, en: `${bytes} bytes in all, at most ${config.deployMaxBytes}` } },
           })
+        // bytes the project's files do not hold already may be new to the account (site_bytes)
+        await checkSiteBytes(trx, user, new Map(rows.filter((r) => working.get(r.path)?.digest !== r.digest).map((r) => [r.digest, r.size])))
         const rules = await siteRules(new Map(rows.filter((r) => (RULE_FILES as readonly string[]).includes(r.path)).map((r) => [r.path, r])))
         const id = await store.newDeploy(trx, folder.id, { source: m.source, message: m.message, preview: m.preview, siteRules: rules, now })
         let liveId = (await trx.selectFrom('folders').select('live_deploy_id').where('id', '=', folder.id).executeTakeFirstOrThrow()).live_deploy_id

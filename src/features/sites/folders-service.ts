@@ -18,6 +18,7 @@ import { checkName, checkRelativePath, decodeApiFilePath, decodeSegment, encodeP
 import { createFoldersStore, type FolderFileRow, type FolderRow } from './folders-store.js'
 import { createDeploysStore } from './deploys-store.js'
 import { parseHeaders, parseRedirects, RULE_FILES, ruleText, RuleSyntaxError } from './site-rules.js'
+import { checkSiteBytes } from './site-usage.js'
 const RULE_FILE_MAX = 1024 * 1024
 
 /** Per-request limits of a batch upload (defaults; the per-file limit is MAX_UPLOAD_BYTES). */
@@ -246,6 +247,8 @@ export function createFoldersService(deps: Deps) {
             staged.map((f) => f.digest),
           )
           await refuseHeld(trx, siteHoldKey(user.username, ref.name))
+          // the whole batch's bytes, before any row: a batch past site_bytes stores nothing
+          await checkSiteBytes(trx, user, new Map(staged.map((f) => [f.digest, f.size])))
           let folder = await store.folder(trx, user.id, ref.name)
           const existing = folder
             ? await store.existing(
