@@ -8,8 +8,9 @@ import { quotaOf } from '../../limits/quotas.js'
  * The `site_bytes` quota (decision 241): the bytes a user's folder projects hold, as the disk
  * holds them: each distinct blob of their working sets and kept deploys (history and previews
  * included) counted once. Read in the write's transaction under the user's lock, so two
- * writes of one account never pass it together; a write that brings no bytes new to the
- * account (a redeploy, a rollback's copy) reads nothing.
+ * writes of one account never pass it together. Far from the limit a bound settles it (the
+ * working sets' and kept deploys' byte sums, no scan of every row); near it, the write's
+ * blobs the account already holds are looked up and the distinct bytes summed.
  */
 
 /** The rows of every folder project of a user: digest and size (working sets and kept deploys). */
@@ -43,6 +44,29 @@ export async function siteBytes(q: Trx, userId: string): Promise<number> {
   return Number(r.b)
 }
 
+/**
+ * A bound the site bytes never exceed, read without the distinct scan: the working sets' bytes
+ * plus every kept deploy's `bytes` (the sum of its files, set when it is made), each blob
+ * counted as often as it appears.
+ */
+async function siteBytesAtMost(q: Trx, userId: string): Promise<number> {
+  const [working, kept] = await Promise.all([
+    q
+      .selectFrom('folder_files')
+      .innerJoin('folders', 'folders.id', 'folder_files.folder_id')
+      .select(sql<number>`coalesce(sum(folder_files.size), 0)`.as('b'))
+      .where('folders.user_id', '=', userId)
+      .executeTakeFirstOrThrow(),
+    q
+      .selectFrom('deploys')
+      .innerJoin('folders', 'folders.id', 'deploys.folder_id')
+      .select(sql<number>`coalesce(sum(deploys.bytes), 0)`.as('b'))
+      .where('folders.user_id', '=', userId)
+      .executeTakeFirstOrThrow(),
+  ])
+  return Number(working.b) + Number(kept.b)
+}
+
 /** Of these digests, the ones one of the user's folder projects already holds. */
 async function heldDigests(q: Trx, userId: string, digests: string[]): Promise<Set<string>> {
   const held = new Set<string>()
@@ -61,11 +85,15 @@ async function heldDigests(q: Trx, userId: string, digests: string[]): Promise<S
  */
 export async function checkSiteBytes(q: Trx, user: Pick<User, 'id' | 'limits'>, incoming: ReadonlyMap<string, number>): Promise<void> {
   if (incoming.size === 0) return
+  const limit = quotaOf(user.limits, 'site_bytes')
+  // far from the limit (the common case) the bound settles it: no scan of the account's rows
+  let all = 0
+  for (const size of incoming.values()) all += size
+  if (all <= limit && (await siteBytesAtMost(q, user.id)) + all <= limit) return
   const held = await heldDigests(q, user.id, [...incoming.keys()])
   let added = 0
   for (const [digest, size] of incoming) if (!held.has(digest)) added += size
   if (added === 0) return
-  const limit = quotaOf(user.limits, 'site_bytes')
   const used = await siteBytes(q, user.id)
   if (used + added <= limit) return
   throw new AppError('QUOTA_EXCEEDED', {
