@@ -233,6 +233,26 @@ for (const engine of ENGINES) {
       assert.deepEqual([...mailsTo(removed), ...mailsTo(off)], [])
     })
 
+    it('a submission marked as spam after it was queued is left out of its digest', async () => {
+      const address = `flagged-${engine}@example.com`
+      const { u, form } = await owner(address, 'digest')
+      while (Date.now() % 3000 > 1500) await new Promise((r) => setTimeout(r, 20))
+      const ids: string[] = []
+      for (const name of ['Kept', 'Flagged later']) ids.push((await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name } })).json.data.submission_id)
+      const flag = await s.request('PUT', `/svc_api/forms/mark_read/${ids[1]}`, { key: u.key, json: { is_spam: true } })
+      assert.equal(flag.status, 200, flag.text)
+      await until(() => mailsTo(address).length === 1, 10_000)
+      const mail = decodeQp(mailsTo(address)[0].raw)
+      assert.ok(mail.includes(ids[0]))
+      assert.ok(!mail.includes(ids[1]) && !mail.includes('Flagged later'), 'the flagged one was mailed')
+      const log = async () => (await s.get(`/svc_api/forms/deliveries/${form.id}`, { key: u.key })).json.data as any[]
+      await until(async () => (await log()).every((d) => d.status !== 'pending'))
+      const bySubmission = Object.fromEntries((await log()).map((d) => [d.submission_id, d]))
+      assert.equal(bySubmission[ids[0]].status, 'delivered')
+      assert.equal(bySubmission[ids[1]].status, 'failed')
+      assert.match(bySubmission[ids[1]].last_error, /marked as spam/)
+    })
+
     it('retries a mail the SMTP server refused once; the submission is not held up', async () => {
       const address = `retry-${engine}@example.com`
       const { u, form } = await owner(address, 'each')

@@ -190,6 +190,26 @@ export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, maile
     }
   }
 
+  /**
+   * The rows whose submission is still one to notify: not deleted, not marked as spam since it
+   * was queued (the owner's call outlives the queue, as a removed address does, decision 236).
+   */
+  async function stillWanted(rows: DeliveryRow[]): Promise<Set<string>> {
+    const ids = [...new Set(rows.map((r) => r.submission_id))]
+    const wanted = new Set<string>()
+    for (let i = 0; i < ids.length; i += 500) {
+      const found = await db.k
+        .selectFrom('form_submissions')
+        .select('id')
+        .where('id', 'in', ids.slice(i, i + 500))
+        .where('is_spam', '=', 0)
+        .execute()
+      for (const f of found) wanted.add(f.id)
+    }
+    return wanted
+  }
+  const UNWANTED: Outcome = { ok: false, status: null, error: 'the submission was deleted or marked as spam since it was queued', final: true }
+
   async function tick(): Promise<number> {
     let attempts = 0
     for (let round = 0; round < 10 && !stopped; round++) {
@@ -219,11 +239,24 @@ export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, maile
           worker,
         )
       }
+      const wanted = await stillWanted([...rows, ...[...digests.values()].flat()])
+      let dropped = 0
+      for (const [k, group] of digests) {
+        const unwanted = group.filter((r) => !wanted.has(r.submission_id))
+        for (const r of unwanted) await record(r, UNWANTED)
+        dropped += unwanted.length
+        if (unwanted.length === group.length) digests.delete(k)
+        else if (unwanted.length > 0)
+          digests.set(
+            k,
+            group.filter((r) => wanted.has(r.submission_id)),
+          )
+      }
       await Promise.all([
         ...rows
           .filter((r) => r.kind !== 'digest')
           .map(async (r) => {
-            const o = r.kind === 'webhook' ? await deliverWebhook(r) : await deliverMail([r])
+            const o = !wanted.has(r.submission_id) ? UNWANTED : r.kind === 'webhook' ? await deliverWebhook(r) : await deliverMail([r])
             if (!o.ok) log.warn({ delivery: r.id, kind: r.kind, tries: Number(r.tries) + 1, error: o.error }, 'form notification failed')
             await record(r, o)
           }),
@@ -233,7 +266,7 @@ export function startNotifier(deps: Pick<Deps, 'db' | 'clock' | 'config'>, maile
           for (const r of group) await record(r, o)
         }),
       ])
-      attempts += rows.filter((r) => r.kind !== 'digest').length + [...digests.values()].reduce((n, g) => n + g.length, 0)
+      attempts += rows.filter((r) => r.kind !== 'digest').length + [...digests.values()].reduce((n, g) => n + g.length, 0) + dropped
     }
     return attempts
   }
