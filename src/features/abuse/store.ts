@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import type { Db, Trx } from '../../db/kysely.js'
 import { AppError } from '../../errors/app-error.js'
 import { addUsage } from '../../db/usage.js'
@@ -63,6 +64,27 @@ declare module '../../db/schema.js' {
 export type ReportRow = AbuseReportsTable
 
 type Q = Trx | Db['k']
+
+/**
+ * Every account's page and project file: its digest, when its row got those bytes (a page's
+ * last change), whose it is and under which name; grouped by digest, the earliest time.
+ */
+const earliest = (q: Q) =>
+  q
+    .selectFrom(
+      q
+        .selectFrom('files')
+        .select(['digest', sql<number>`coalesce(updated_at, created_at)`.as('at'), 'user_id', 'file_name as name'])
+        .unionAll(
+          q
+            .selectFrom('folder_files')
+            .innerJoin('folders', 'folders.id', 'folder_files.folder_id')
+            .select(['folder_files.digest as digest', sql<number>`folder_files.updated_at`.as('at'), 'folders.user_id as user_id', 'folders.name as name']),
+        )
+        .as('r'),
+    )
+    .select(['r.digest', sql<number>`min(r.at)`.as('at')])
+    .groupBy('r.digest')
 
 /**
  * Which of these digests are blocked (at most `limit` of them): uploads and new references of
@@ -227,27 +249,8 @@ export function createAbuseStore(db: Db) {
       q.selectFrom('folders').select(['id']).where('user_id', '=', userId).where('name', '=', name).executeTakeFirst(),
     /** When a site target (a user's page and/or project of one name) got each of its digests: the earliest of its rows. */
     async siteDigestTimes(q: Q, userId: string, name: string): Promise<Map<string, number>> {
-      const out = new Map<string, number>()
-      const note = (digest: string, at: unknown) => {
-        const t = Number(at)
-        if (!out.has(digest) || t < out.get(digest)!) out.set(digest, t)
-      }
-      const f = await q
-        .selectFrom('files')
-        .select(['digest', 'created_at', 'updated_at'])
-        .where('user_id', '=', userId)
-        .where('file_name', '=', name)
-        .executeTakeFirst()
-      if (f) note(f.digest, f.updated_at ?? f.created_at)
-      const rows = await q
-        .selectFrom('folder_files')
-        .innerJoin('folders', 'folders.id', 'folder_files.folder_id')
-        .select(['folder_files.digest', 'folder_files.updated_at'])
-        .where('folders.user_id', '=', userId)
-        .where('folders.name', '=', name)
-        .execute()
-      for (const r of rows) note(r.digest, r.updated_at)
-      return out
+      const rows = await earliest(q).where('r.user_id', '=', userId).where('r.name', '=', name).execute()
+      return new Map(rows.map((r) => [r.digest, Number(r.at)]))
     },
     /**
      * Which of `first` (digest -> when the content being taken down got those bytes) another
@@ -258,22 +261,11 @@ export function createAbuseStore(db: Db) {
       const out = new Set<string>()
       const digests = [...first.keys()]
       for (let i = 0; i < digests.length; i += 500) {
-        const some = digests.slice(i, i + 500)
-        const pages = await q
-          .selectFrom('files')
-          .select(['digest', 'created_at', 'updated_at'])
-          .where('digest', 'in', some)
-          .where('user_id', '!=', userId)
+        const rows = await earliest(q)
+          .where('r.digest', 'in', digests.slice(i, i + 500))
+          .where('r.user_id', '!=', userId)
           .execute()
-        for (const r of pages) if (Number(r.updated_at ?? r.created_at) < first.get(r.digest)!) out.add(r.digest)
-        const files = await q
-          .selectFrom('folder_files')
-          .innerJoin('folders', 'folders.id', 'folder_files.folder_id')
-          .select(['folder_files.digest', 'folder_files.updated_at'])
-          .where('folder_files.digest', 'in', some)
-          .where('folders.user_id', '!=', userId)
-          .execute()
-        for (const r of files) if (Number(r.updated_at) < first.get(r.digest)!) out.add(r.digest)
+        for (const r of rows) if (Number(r.at) < first.get(r.digest)!) out.add(r.digest)
       }
       return out
     },
