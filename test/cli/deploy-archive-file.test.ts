@@ -1,7 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
+import { execFileSync, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
+import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import tar from 'tar-stream'
@@ -164,5 +165,35 @@ describe('svc deploy of a .zip, .tar.gz or .tar file', () => {
     const n = await runCli(['deploy', notArchive], { env })
     assert.equal(n.code, 1)
     assert.match(n.stderr, /notes\.txt is not a folder, nor a \.zip, \.tar\.gz or \.tar archive/)
+  })
+
+  it('removes its unpacked folder on Ctrl-C, and a folder a killed deploy left once it is a day old', async () => {
+    // left behind by a deploy killed with kill -9: two days old, and one of a deploy running now
+    const stale = path.join(unpackDir, 'svc-deploy-stale1')
+    const fresh = path.join(unpackDir, 'svc-deploy-fresh1')
+    for (const d of [stale, fresh]) fs.mkdirSync(path.join(d, 'site'), { recursive: true })
+    const old = new Date(Date.now() - 2 * 24 * 3600 * 1000)
+    fs.utimesSync(stale, old, old)
+    // a server that accepts and never answers: the CLI waits on it with its folder made
+    const silent = net.createServer(() => {})
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    const port = (silent.address() as net.AddressInfo).port
+    const file = path.join(tmp, 'hang.zip')
+    await makeZip(file, [{ name: 'index.html', body: 'x' }])
+    try {
+      let child: ChildProcess | undefined
+      const run = runCli(['deploy', file], { env: { ...env, SVC_URL: `http://127.0.0.1:${port}` }, onSpawn: (c) => (child = c) })
+      const mine = () => fs.readdirSync(unpackDir).filter((n) => !/^svc-deploy-(fresh|stale)1$/.test(n))
+      for (let i = 0; i < 200 && mine().length === 0; i++) await new Promise((r) => setTimeout(r, 50))
+      assert.equal(mine().length, 1, 'the CLI made its folder')
+      assert.ok(!fs.existsSync(stale), 'the stale folder is gone')
+      child!.kill('SIGINT')
+      const r = await run
+      assert.notEqual(r.code, 0)
+      assert.deepEqual(fs.readdirSync(unpackDir), ['svc-deploy-fresh1'], 'its own folder is removed, a recent one is kept')
+    } finally {
+      silent.close()
+      fs.rmSync(fresh, { recursive: true, force: true })
+    }
   })
 })

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -23,6 +23,8 @@ export interface CliOptions {
   uid?: number
   /** The CLI's working folder (the test process's by default). */
   cwd?: string
+  /** Called with the child process once spawned (e.g. to send it a signal). */
+  onSpawn?: (child: ChildProcess) => void
 }
 
 /**
@@ -45,6 +47,7 @@ export function runCli(args: string[], o: CliOptions = {}): Promise<CliRun> {
       ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
       ...(o.uid === undefined ? {} : { uid: o.uid, gid: o.uid }),
     })
+    o.onSpawn?.(child)
     let stdout = ''
     let stderr = ''
     let partial = ''

@@ -62,8 +62,21 @@ export async function unpackArchive(file: string, bounds: () => Promise<Bounds>)
   }
   const kind = archiveKind(head.subarray(0, n))
   if (kind === null) throw new CliError(`${file} is not a folder, nor a .zip, .tar.gz or .tar archive`)
-  const root = await fsp.mkdtemp(path.join(os.tmpdir(), 'svc-deploy-'))
-  const cleanup = () => fsp.rm(root, { recursive: true, force: true })
+  await sweepStale(os.tmpdir())
+  const root = await fsp.mkdtemp(path.join(os.tmpdir(), TEMP_PREFIX))
+  // Ctrl-C or a SIGTERM while unpacking or deploying removes the folder, then ends the process
+  // as the signal would have; a kill -9 cannot be caught, and the next deploy sweeps that one
+  const onSignal = (signal: NodeJS.Signals) => {
+    fs.rmSync(root, { recursive: true, force: true })
+    process.kill(process.pid, signal)
+  }
+  process.once('SIGINT', onSignal)
+  process.once('SIGTERM', onSignal)
+  const cleanup = async () => {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+    await fsp.rm(root, { recursive: true, force: true })
+  }
   try {
     const writer = new Writer(file, root, await bounds())
     if (kind === 'zip') await unzip(file, writer)
@@ -72,6 +85,27 @@ export async function unpackArchive(file: string, bounds: () => Promise<Bounds>)
   } catch (e) {
     await cleanup()
     throw e
+  }
+}
+
+const TEMP_PREFIX = 'svc-deploy-'
+/** How old a left-behind unpacked folder must be before a deploy removes it. */
+const STALE_MS = 24 * 3600 * 1000
+
+/**
+ * Removes this user's unpacked folders older than a day from the temporary folder: those of a
+ * deploy killed with kill -9 (or a crash), which could not remove its own. Best effort.
+ */
+async function sweepStale(tmp: string): Promise<void> {
+  const names = await fsp.readdir(tmp).catch(() => [] as string[])
+  const uid = process.getuid?.()
+  const before = Date.now() - STALE_MS
+  for (const name of names) {
+    if (!name.startsWith(TEMP_PREFIX)) continue
+    const p = path.join(tmp, name)
+    const st = await fsp.lstat(p).catch(() => null)
+    if (st === null || !st.isDirectory() || st.mtimeMs > before || (uid !== undefined && st.uid !== uid)) continue
+    await fsp.rm(p, { recursive: true, force: true }).catch(() => {})
   }
 }
 
