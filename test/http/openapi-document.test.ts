@@ -83,8 +83,10 @@ describe('the OpenAPI document', () => {
         .map((x: any) => x.name.toLowerCase())
         .sort()
     const get = op('GET', '/svc_api/data/get')
-    assert.deepEqual(Object.keys(get.responses).sort(), ['200', '304', '412', '4XX'])
+    assert.deepEqual(Object.keys(get.responses).sort(), ['200', '304', '412', '4XX', '5XX'])
     assert.equal(get.responses['4XX'].$ref, '#/components/responses/Error')
+    // the service's own failures (503 with the database down) answer in the same format
+    assert.equal(get.responses['5XX'].$ref, '#/components/responses/Error')
     assert.deepEqual(headersOf(get), ['if-match', 'if-none-match'])
     // the reads and links that answer 304 and 412: no body, the ETag they send
     const tagged = [
@@ -108,7 +110,7 @@ describe('the OpenAPI document', () => {
     }
     // the legacy read has no ETag: If-Match other than * fails, nothing is ever unchanged
     const legacy = op('GET', '/svc_api/data/public/{key}')
-    assert.deepEqual(Object.keys(legacy.responses).sort(), ['200', '412', '4XX'])
+    assert.deepEqual(Object.keys(legacy.responses).sort(), ['200', '412', '4XX', '5XX'])
     assert.equal(legacy.responses['412'].headers, undefined)
     assert.deepEqual(headersOf(legacy), ['if-match'])
   })

@@ -1713,6 +1713,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiMe: {
@@ -1746,6 +1747,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiApiKeys: {
@@ -1787,6 +1789,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiApiKeys: {
@@ -1837,6 +1840,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiApiKeysByIdEnable: {
@@ -1863,6 +1867,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiApiKeysByIdDisable: {
@@ -1889,6 +1894,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteSvcApiApiKeysById: {
@@ -1915,6 +1921,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiRedeem: {
@@ -1947,6 +1954,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiDataGet: {
@@ -2013,6 +2021,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     optionsSvcApiDataGet: {
@@ -2032,6 +2041,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiDataList: {
@@ -2097,6 +2107,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     optionsSvcApiDataList: {
@@ -2116,6 +2127,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteSvcApiDataDelete: {
@@ -2148,6 +2160,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     optionsSvcApiDataDelete: {
@@ -2167,6 +2180,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiDataPublicByUsernameByKey: {
@@ -2223,6 +2237,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     optionsSvcApiDataPublicByUsernameByKey: {
@@ -2245,6 +2260,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiDataPublicByKey: {
@@ -2287,6 +2303,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     optionsSvcApiDataPublicByKey: {
@@ -2308,6 +2325,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiDataStore: {
@@ -2379,6 +2397,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     optionsSvcApiDataStore: {
@@ -2398,6 +2417,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiDataIncr: {
@@ -2455,6 +2475,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     optionsSvcApiDataIncr: {
@@ -2474,6 +2495,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiFormsCreate: {
@@ -2554,6 +2576,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     putSvcApiFormsUpdateByFormId: {
@@ -2636,6 +2659,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiFormsList: {
@@ -2705,6 +2729,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiFormsDataByFormId: {
@@ -2756,6 +2781,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiFormsExportByFormId: {
@@ -2781,6 +2807,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteSvcApiFormsDeleteByFormId: {
@@ -2807,6 +2834,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     putSvcApiFormsMarkReadBySubmissionId: {
@@ -2848,6 +2876,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiFormsWebhookByFormId: {
@@ -2883,6 +2912,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     putSvcApiFormsWebhookByFormId: {
@@ -2927,6 +2957,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteSvcApiFormsWebhookByFormId: {
@@ -2948,6 +2979,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiFormsWebhookByFormIdRotate: {
@@ -2983,6 +3015,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiFormsEmailByFormId: {
@@ -3017,6 +3050,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     putSvcApiFormsEmailByFormId: {
@@ -3059,6 +3093,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiFormsDeliveriesByFormId: {
@@ -3100,6 +3135,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiFormsRedeliverById: {
@@ -3141,6 +3177,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiNotifyAddresses: {
@@ -3171,6 +3208,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiNotifyAddresses: {
@@ -3207,6 +3245,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteSvcApiNotifyAddressesById: {
@@ -3228,6 +3267,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiNotifyVerify: {
@@ -3249,6 +3289,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiNotifyVerify: {
@@ -3274,6 +3315,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiImageHostStatus: {
@@ -3305,6 +3347,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiImageHostUpload: {
@@ -3373,6 +3416,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiImageHostImages: {
@@ -3431,6 +3475,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiImageHostImagesByPublicToken: {
@@ -3485,6 +3530,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteApiImageHostImagesByPublicToken: {
@@ -3510,6 +3556,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     patchApiImageHostImagesByPublicToken: {
@@ -3571,6 +3618,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiImageHostImagesByPublicTokenReplace: {
@@ -3640,6 +3688,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiHostedDataStatus: {
@@ -3670,6 +3719,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiHostedDataFiles: {
@@ -3722,6 +3772,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiHostedDataFiles: {
@@ -3802,6 +3853,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiHostedDataFilesByFileId: {
@@ -3861,6 +3913,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteApiHostedDataFilesByFileId: {
@@ -3887,6 +3940,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiHostedDataFilesByFileIdVersions: {
@@ -3979,6 +4033,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiHostedDataFilesByFileIdDefaultVersion: {
@@ -4044,6 +4099,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     putApiHostedDataFilesByFileIdMeta: {
@@ -4110,6 +4166,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteApiHostedDataFilesByFileIdVersionsByVersion: {
@@ -4170,6 +4227,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiDomains: {
@@ -4221,6 +4279,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiDomains: {
@@ -4278,6 +4337,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiDomainsByDomainVerify: {
@@ -4328,6 +4388,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     putApiDomainsByDomainPrimary: {
@@ -4378,6 +4439,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteApiDomainsByDomainPrimary: {
@@ -4428,6 +4490,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteApiDomainsByDomain: {
@@ -4454,6 +4517,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiAccess: {
@@ -4488,6 +4552,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     putApiAccessByName: {
@@ -4533,6 +4598,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteApiAccessByName: {
@@ -4560,6 +4626,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiAdminUsers: {
@@ -4584,6 +4651,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiAdminUsersByUsername: {
@@ -4619,6 +4687,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiAdminUsersByUsernameKeys: {
@@ -4640,6 +4709,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteSvcApiAdminUsersByUsernameKeysById: {
@@ -4663,6 +4733,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiAdminInvites: {
@@ -4682,6 +4753,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiAdminContent: {
@@ -4711,6 +4783,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiAdminSettings: {
@@ -4730,6 +4803,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiAdminSettings: {
@@ -4756,6 +4830,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiAdminAudit: {
@@ -4783,6 +4858,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiAdminHealth: {
@@ -4802,6 +4878,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiAbuseReports: {
@@ -4833,6 +4910,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiAdminReports: {
@@ -4856,6 +4934,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiAdminReports: {
@@ -4887,6 +4966,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiAdminReportsById: {
@@ -4908,6 +4988,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiAdminReportsByIdEvidenceByDigest: {
@@ -4930,6 +5011,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiAdminReportsByIdQuarantine: {
@@ -4951,6 +5033,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiAdminReportsByIdRestore: {
@@ -4972,6 +5055,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiAdminReportsByIdLift: {
@@ -4993,6 +5077,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiAdminReportsByIdDismiss: {
@@ -5014,6 +5099,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiAdminReportsByIdTakedown: {
@@ -5042,6 +5128,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiAdminBlocklist: {
@@ -5061,6 +5148,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postSvcApiUpload: {
@@ -5110,6 +5198,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiUploadInfo: {
@@ -5142,6 +5231,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcApiFiles: {
@@ -5197,6 +5287,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteSvcApiFilesByFileName: {
@@ -5223,6 +5314,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiFoldersLimits: {
@@ -5251,6 +5343,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiFolders: {
@@ -5292,6 +5385,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiFoldersByFolderPathBatchUpload: {
@@ -5337,6 +5431,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiFoldersByFolderPathFiles: {
@@ -5378,6 +5473,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiFoldersByFolderPathFileByFilePath: {
@@ -5412,6 +5508,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     deleteApiFoldersByFolderPathFileByFilePath: {
@@ -5440,6 +5537,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiFoldersByFolderPathPublish: {
@@ -5475,6 +5573,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiFoldersByFolderPathUnpublish: {
@@ -5504,6 +5603,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiFoldersByFolderPathDiff: {
@@ -5543,6 +5643,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiFoldersDeployLimits: {
@@ -5574,6 +5675,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiFoldersByFolderPathDeploysMissing: {
@@ -5620,6 +5722,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getApiFoldersByFolderPathDeploys: {
@@ -5667,6 +5770,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiFoldersByFolderPathDeploys: {
@@ -5714,6 +5818,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiFoldersByFolderPathDeploysByDeployIdPromote: {
@@ -5743,6 +5848,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiFoldersByFolderPathRollback: {
@@ -5771,6 +5877,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postMcp: {
@@ -5790,6 +5897,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["PublicError"];
+            "5XX": components["responses"]["PublicError"];
         };
     };
     getSvcApiMeExport: {
@@ -5812,6 +5920,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiFormsSubmitByFormSlug: {
@@ -5841,6 +5950,7 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     optionsApiFormsSubmitByFormSlug: {
@@ -5862,6 +5972,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getSvcImgPubByToken: {
@@ -5955,6 +6066,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["PublicError"];
+            "5XX": components["responses"]["PublicError"];
         };
     };
     headSvcImgPubByToken: {
@@ -6045,6 +6157,13 @@ export interface operations {
             };
             /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
             "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
+            "5XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6143,6 +6262,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["PublicError"];
+            "5XX": components["responses"]["PublicError"];
         };
     };
     headImageHostPubByToken: {
@@ -6233,6 +6353,13 @@ export interface operations {
             };
             /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
             "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
+            "5XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6335,6 +6462,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["PublicError"];
+            "5XX": components["responses"]["PublicError"];
         };
     };
     headSvcDataPubByToken: {
@@ -6429,6 +6557,13 @@ export interface operations {
             };
             /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
             "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
+            "5XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6531,6 +6666,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["PublicError"];
+            "5XX": components["responses"]["PublicError"];
         };
     };
     headHostedDataPubByToken: {
@@ -6625,6 +6761,13 @@ export interface operations {
             };
             /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
             "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error of a public link: JSON (success and message); plain text for a Service-Worker fetch (403) (HEAD: the same headers, no body) */
+            "5XX": {
                 headers: {
                     [name: string]: unknown;
                 };

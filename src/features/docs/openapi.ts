@@ -113,8 +113,8 @@ function bodiless(r: Json, responses: Json): Json {
 
 /**
  * On the whole document: `servers`, an operationId for every operation (derived from method
- * and path, so unique; a route may set its own), and the shared error answer (`4XX`) on every
- * operation, beside any 4xx a route declares itself (API paths: Error; public links:
+ * and path, so unique; a route may set its own), and the shared error answers (`4XX`, `5XX`) on
+ * every operation, beside any 4xx a route declares itself (API paths: Error; public links:
  * PublicError). Operations shared by several methods (GET and HEAD of one route are one
  * object) are copied first so each gets its own operationId, and so a HEAD operation's answers
  * can drop their bodies (bodiless) here, the one place every HEAD operation passes.
@@ -145,6 +145,9 @@ export function transformDocument(config: Readonly<Config>): SwaggerTransformObj
         const api = /^\/(svc_api|api)\//.test(path)
         // a route's own 4xx (a bodiless 412) documents that answer only: the errors stay 4XX
         op.responses['4XX'] ??= { $ref: `#/components/responses/${api ? 'Error' : 'PublicError'}` }
+        // the service's own failures (503 with the database or storage down, 502 from a mail
+        // relay) answer in the same format
+        op.responses['5XX'] ??= { $ref: `#/components/responses/${api ? 'Error' : 'PublicError'}` }
         if (m === 'head')
           op.responses = Object.fromEntries(Object.entries<Json>(op.responses).map(([code, r]) => [code, bodiless(r, doc.components.responses)]))
         item[m] = op
