@@ -290,6 +290,12 @@ export function createHostHandler(
       return
     }
     const stream = await blobs.get(digest, range ?? undefined)
+    // a client gone while the blob was being opened has already closed the response: its
+    // 'close' will not come again, and a stream piped into it would hold its file forever
+    if (res.closed) {
+      stream.destroy()
+      return
+    }
     res.writeHead(status, headers)
     res.once('close', () => stream.destroy())
     stream.once('error', (err) => {
