@@ -502,6 +502,9 @@ for (const engine of ENGINES) {
         const r = await get()
         assert.equal(r.status, 451, `url ${i}: ${r.text.slice(0, 200)}`)
         assert.match(r.text, /已因滥用举报被移除/)
+        // the user's origin drops what the page stored there, its service workers included;
+        // the path form's origin is the service's, which keeps its own
+        assert.equal(r.header('clear-site-data'), i % 2 === 1 ? '"storage"' : undefined, `url ${i}`)
       }
       // its report link names the URL asked for, the clean one
       assert.match((await onSite(s, bob.username, '/offer')).text, new RegExp(`svc-report\\?url=http%3A%2F%2F${bob.username}\\.localhost%2Foffer"`))
@@ -527,6 +530,15 @@ for (const engine of ENGINES) {
       expectError(await s.post('/api/folders/stash/publish', { key: m.key }), 451, 1701)
       for (const p of ['again', 'stash']) assert.equal((await s.get(`/${m.username}/${p}/`)).status, 404, p)
       assert.equal((await s.get(`/${m.username}/evil/`)).status, 451)
+      // the project's own origin answers 451 and has visitors' browsers drop its storage and
+      // service workers, which would go on serving the removed pages from their caches
+      for (const path of ['/', '/sw.js']) {
+        const r = await request(`${s.httpUrl}${path}`, { headers: { host: `evil.${m.username}.localhost`, 'service-worker': 'script' } })
+        await r.body.text()
+        assert.equal(r.statusCode, 451, path)
+        assert.equal(r.headers['clear-site-data'], '"storage"', path)
+      }
+      assert.equal((await s.get(`/${m.username}/evil/`)).header('clear-site-data'), undefined, 'never on the path form')
     })
 
     it("a site's takedown leaves off the blocklist the bytes another account published before it, and empty files (231)", async () => {
@@ -713,9 +725,11 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${bob.username}/proj/a/b.html`)).status, 451)
       assert.equal((await s.get(`/${bob.username}/proj/`)).status, 451)
       assert.equal((await onSite(s, bob.username, '/proj/a/b.html')).status, 451)
+      assert.equal((await onSite(s, bob.username, '/proj/a/b.html')).header('clear-site-data'), undefined, 'a hold for review clears nothing')
       for (const p of ['/a/b.html', '/', '/missing']) {
         const held = await onProject(p)
         assert.equal(held.statusCode, 451, `project origin ${p}`)
+        assert.equal(held.headers['clear-site-data'], undefined, `project origin ${p}: a hold for review clears nothing`)
         // its report link names the URL asked for on that origin, not the path form's path
         const href = /<a href="([^"]*svc-report[^"]*)">/.exec(await held.body.text())?.[1]
         assert.equal(new URL(href!.replaceAll('&amp;', '&'), 'http://x').searchParams.get('url'), `http://proj.${bob.username}.localhost${p}`, p)

@@ -3,10 +3,12 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import zlib from 'node:zlib'
 import https from 'node:https'
+import type { Readable } from 'node:stream'
 import { fetch } from 'undici'
 import { ENGINES, REDIS_URL, insecureAgent, multipart, needs, startServer, type Res, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { deploySite } from '../support/deploys.js'
+import { eventually } from '../support/multipart-attacks.js'
 
 const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex')
 const BIG_PAGE = HTML('big', '<p>' + 'lorem ipsum dolor sit amet '.repeat(400) + '</p>')
@@ -390,6 +392,53 @@ for (const engine of ENGINES) {
       const head = await s.request('HEAD', `/${u.username}/large/blob.bin`)
       assert.equal(head.header('content-length'), String(big.length))
       assert.equal(head.body.length, 0)
+    })
+
+    it('a client gone while a large file is opened leaves no stream holding its blob', async () => {
+      // a video's seek cancels its range request at any moment: one cancelled while the blob
+      // was being opened must not keep the file (and its read buffer) open for ever
+      const blobs = s.deps.blobs
+      const own = Object.getOwnPropertyDescriptor(blobs, 'get')!
+      const get = blobs.get.bind(blobs)
+      const opened: Readable[] = []
+      let asked!: () => void
+      const asking = new Promise<void>((ok) => (asked = ok))
+      let release!: () => void
+      const gate = new Promise<void>((ok) => (release = ok))
+      blobs.get = async (digest, range) => {
+        asked()
+        await gate
+        const stream = await get(digest, range)
+        opened.push(stream)
+        return stream
+      }
+      try {
+        const at = new URL(s.url)
+        const req = https.request({
+          host: at.hostname,
+          port: at.port,
+          path: `/${u.username}/large/blob.bin`,
+          headers: { range: 'bytes=1000-' },
+          rejectUnauthorized: false,
+        })
+        req.on('error', () => {})
+        req.end()
+        await asking
+        req.destroy()
+        // the server has seen the close once a later request is answered
+        assert.equal((await s.get(`/${u.username}/hello.html`)).status, 200)
+        release()
+        const gone = await eventually(
+          () => opened,
+          (o) => o.length === 1 && o[0].destroyed,
+        )
+        assert.equal(gone.length, 1, 'the blob was opened')
+        assert.ok(gone[0].destroyed, 'the stream of the closed response is destroyed')
+      } finally {
+        Object.defineProperty(blobs, 'get', own)
+      }
+      const part = await s.get(`/${u.username}/large/blob.bin`, { headers: { range: 'bytes=1000-1099' } })
+      assert.equal(part.status, 206, 'the next request is served')
     })
 
     it('compresses large text files too: a small form from its file, a large one streamed; ranges stay identity', async () => {

@@ -38,6 +38,8 @@ const isFormBody = (type: string | undefined): boolean => /^\s*(application\/x-w
 /** index.html files larger than this are not read for the built-for-/ check (decision 75). */
 const ROOT_CHECK_MAX = 1 << 20
 const BUILT_MEMO_MAX = 10_000
+/** Clear-Site-Data's value on a removed page's 451 on a site's own origin: storage and service workers, not cookies. */
+const CLEAR_STORAGE = '"storage"'
 /** A CORS preflight of hosted content, on every URL form: public reads, conditional and range ones included. */
 const H204 = ['Allow', 'GET, HEAD, OPTIONS', ...PUBLIC_PREFLIGHT_HEADERS]
 
@@ -290,6 +292,12 @@ export function createHostHandler(
       return
     }
     const stream = await blobs.get(digest, range ?? undefined)
+    // a client gone while the blob was being opened has already closed the response: its
+    // 'close' will not come again, and a stream piped into it would hold its file forever
+    if (res.closed) {
+      stream.destroy()
+      return
+    }
     res.writeHead(status, headers)
     res.once('close', () => stream.destroy())
     stream.once('error', (err) => {
@@ -424,7 +432,7 @@ export function createHostHandler(
         )
         return
       }
-      if (state !== null) return answerHeld(req, res, holds, state, head)
+      if (state !== null) return answerHeld(req, res, holds, state, head, site)
     }
     const e = cached(site === 'domain' ? domainKey(path, host) : site ? siteKey(path) : path, query)
     if (e !== undefined) {
@@ -449,9 +457,12 @@ export function createHostHandler(
    * on the host they asked (a page's clean URL, a project origin's or domain's own path), not
    * the path it was served as.
    */
-  function answerHeld(req: IncomingMessage, res: ServerResponse, h: HostHolds, state: string, head: boolean): void {
+  function answerHeld(req: IncomingMessage, res: ServerResponse, h: HostHolds, state: string, head: boolean, site: SiteMode): void {
     const n = h.notice(state, req, split(req.url ?? '/').path)
-    res.writeHead(451, n.headers)
+    // content taken down for good, on a site's own origin: the visitor's browser drops what that
+    // origin stored, its service workers included, which would otherwise keep serving the removed
+    // pages from their caches (never on the path form, whose origin is the service's)
+    res.writeHead(451, state === 'removed' && site !== false ? [...n.headers, 'Clear-Site-Data', CLEAR_STORAGE] : n.headers)
     res.end(head ? undefined : n.body)
   }
 
@@ -554,7 +565,7 @@ export function createHostHandler(
     // held content (abuse handling) collects nothing: the post is answered as the GET of its
     // URL is (451 with the notice), before the page is looked up or its body read (decision 182)
     const take = (state: string | null) => {
-      if (state !== null && holds !== null) return answerHeld(req, res, holds, state, false)
+      if (state !== null && holds !== null) return answerHeld(req, res, holds, state, false, mode)
       resolve(full, mode, query, mode === 'domain' ? hostName(req.headers.host) : '')
         .then((r) => {
           // a path a rule (or a folder's slash form) redirects is redirected for a post as for
