@@ -358,6 +358,17 @@ for (const engine of ENGINES) {
         const exists = await runCli(['import', file], { env: cliEnv(b) })
         assert.equal(exists.code, 1)
         assert.match(exists.stderr, /exists already/)
+        // an import creates an account: in the audit log, named by the account it made (the
+        // archive's name or --as); the refused one wrote none
+        const imports = await b.deps.db.k.selectFrom('audit_log').select(['actor', 'via', 'target']).where('action', '=', 'cli.import').orderBy('at').execute()
+        assert.deepEqual(
+          imports.map((e) => [e.via, e.target]),
+          [
+            ['cli', alice.username],
+            ['cli', `${alice.username}-2`],
+          ],
+        )
+        assert.match(imports[0].actor, /^cli/)
 
         // bad archives: refused with a clear message, and nothing is written
         const c = await start()
