@@ -26,8 +26,12 @@ import os from 'node:os'
 import { isParseArgsError, joinNegativeValues, optionsError, parserOptions, usageText, type Flags } from './help.js'
 import { limitSetting, OPERATOR_HELP } from './operator-help.js'
 
-/** Commands that change something: each run goes to the audit log, like the web console's actions. */
-const AUDITED = new Set(['user', 'key', 'grant', 'redeem-code', 'lock', 'unlock', 'feature', 'import'])
+/**
+ * Commands that change something, and `export`, which hands an account's data (its forms'
+ * submissions included) out of the service: each run goes to the audit log, like the web
+ * console's actions.
+ */
+const AUDITED = new Set(['user', 'key', 'grant', 'redeem-code', 'lock', 'unlock', 'feature', 'import', 'export'])
 
 /** The arguments as logged: a password's value never reaches the audit log. */
 export function auditArgs(args: string[]): string[] {

@@ -254,6 +254,12 @@ for (const engine of ENGINES) {
         const missing = await runCli(['export', 'nobody-here', none], { env: cliEnv(a) })
         assert.equal(missing.code, 1, missing.stderr)
         assert.ok(!fs.existsSync(none) && !fs.existsSync(`${none}.partial`), 'nothing written for a refused export')
+        // an account's data handed out is in the audit log, naming the account; the refused one is not
+        const exports = await a.deps.db.k.selectFrom('audit_log').select(['via', 'target', 'details']).where('action', '=', 'cli.export').execute()
+        assert.deepEqual(
+          exports.map((e) => [e.via, e.target, JSON.parse(e.details)]),
+          [['cli', alice.username, { args: [alice.username, file] }]],
+        )
         const dl = await a.get('/svc_api/me/export', { cookie })
         assert.equal(dl.status, 200)
         assert.equal(dl.header('content-type'), 'application/gzip')
