@@ -26,8 +26,12 @@ import os from 'node:os'
 import { isParseArgsError, joinNegativeValues, optionsError, parserOptions, usageText, type Flags } from './help.js'
 import { limitSetting, OPERATOR_HELP } from './operator-help.js'
 
-/** Commands that change something: each run goes to the audit log, like the web console's actions. */
-const AUDITED = new Set(['user', 'key', 'grant', 'redeem-code', 'lock', 'unlock', 'feature'])
+/**
+ * Commands that change something, and `export`, which hands an account's data (its forms'
+ * submissions included) out of the service: each run goes to the audit log, like the web
+ * console's actions.
+ */
+const AUDITED = new Set(['user', 'key', 'grant', 'redeem-code', 'lock', 'unlock', 'feature', 'import', 'export'])
 
 /** The arguments as logged: a password's value never reaches the audit log. */
 export function auditArgs(args: string[]): string[] {
@@ -74,6 +78,8 @@ type Checked =
       refuses?(config: Config): string | null
       /** It only reads (svc key list): not written to the audit log. */
       readonly reads?: true
+      /** The audit entry's target once run, when no argument names it (svc import: the account it created). */
+      target?(): string
     }
 
 /**
@@ -138,7 +144,7 @@ export async function adminCommand(cmd: string, args: string[], loadConfig: () =
         actor: cliActor(),
         via: 'cli',
         action: `cli.${cmd}${sub ? `.${sub}` : ''}`,
-        target: rest.find((a) => !a.startsWith('-')) ?? '',
+        target: (checked.opens === 'database' ? checked.target?.() : undefined) ?? rest.find((a) => !a.startsWith('-')) ?? '',
         details: { args: auditArgs(args) },
         ip: 'local',
         user_agent: `svc ${cmd}`,
@@ -417,14 +423,19 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       const file = need(positionals[0], 'FILE')
       noMore(positionals, 1)
       const as = values.as
+      // the account an import creates is named by the archive (or --as): the audit entry's target
+      let created = ''
       return {
         opens: 'database',
         // --as was checked by its table; the names this configuration reserves besides
         refuses: (config) => (as === undefined ? null : usernameProblem(as.toLowerCase(), serviceLabels(config))),
         async run(db, config) {
           const { importFromFile } = await import('./export.js')
-          out(await importFromFile(db, config, file, as))
+          const r = await importFromFile(db, config, file, as)
+          created = r.username
+          out(r.text)
         },
+        target: () => created,
       }
     }
     case 'sweep': {

@@ -39,7 +39,7 @@ export async function exportToFile(db: Db, config: Config, username: string, fil
   return `exported ${username} to ${path.resolve(file)} (${fs.statSync(file).size} bytes)`
 }
 
-export async function importFromFile(db: Db, config: Config, file: string, as: string | undefined): Promise<string> {
+export async function importFromFile(db: Db, config: Config, file: string, as: string | undefined): Promise<{ username: string; text: string }> {
   if (!fs.existsSync(file))
     throw new ExportError(`${file} does not exist: svc import takes the .zip or .tar.gz file that svc export wrote; nothing was imported`)
   const blobs = await openBlobStore(config)
@@ -48,12 +48,13 @@ export async function importFromFile(db: Db, config: Config, file: string, as: s
     const counts = Object.entries(r.counts)
       .map(([k, v]) => `${v} ${k}`)
       .join(', ')
-    return [
+    const text = [
       `imported ${r.username}: ${counts || 'no content'}`,
       ...r.renamed.map((x) => `  taken on this instance, renamed: ${x}`),
       `password: ${r.password}   (change it with: svc user set ${r.username} --password ...)`,
       await tellServers(config, r.username),
     ].join('\n')
+    return { username: r.username, text }
   } finally {
     await blobs.close()
   }

@@ -474,6 +474,8 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       await page.locator('#keys-status.ok', { hasText: `Revoked the key "found in a page" (svc_…${key.slice(-4)}) of ${carol.username}.` }).waitFor()
       await keyRow.waitFor({ state: 'detached' })
       assert.equal(await page.locator('#keys-table tbody tr[data-key]').count(), 1)
+      // the revoked key's row is gone: focus is on the line saying so, not on <body>
+      await page.waitForFunction(() => document.activeElement?.id === 'keys-status')
       const after = await s.get('/svc_api/me', { key })
       assert.equal(after.status, 401, after.text)
       assert.equal(after.json.error_code, 1002)
@@ -491,6 +493,43 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
           details: { key_id: info.id, name: 'found in a page' },
         },
       ])
+      assert.deepEqual(problems, [])
+    } finally {
+      await ctx.close()
+    }
+  })
+
+  it('keeps keyboard focus in place when an action re-renders its list, never on <body>', async () => {
+    const dave = await s.user()
+    assert.equal((await uploadFile(s, { key: dave.key }, 'odd.html', HTML('odd'))).status, 200)
+    const { ctx, page } = await open()
+    const focused = () =>
+      page.evaluate(() => {
+        const a = document.activeElement
+        return { tag: a?.tagName, id: a?.id ?? '', text: a?.textContent ?? '', row: a?.closest('tr')?.getAttribute('data-user') ?? null }
+      })
+    try {
+      await login(page, admin)
+      await page.goto(`${s.url}/admin`)
+      await page.locator('#users-q').fill(dave.username)
+      const row = page.locator(`#users-table tbody tr[data-user="${dave.username}"]`)
+      await row.getByRole('button', { name: 'Make VIP' }).focus()
+      await page.keyboard.press('Enter')
+      await page.locator(`#users-table tbody tr[data-user="${dave.username}"]`, { hasText: 'vip' }).waitFor()
+      // the same place in the re-rendered row: the button that undoes it
+      await page.waitForFunction(() => document.activeElement?.textContent === 'Remove VIP')
+      assert.deepEqual(await focused(), { tag: 'BUTTON', id: '', text: 'Remove VIP', row: dave.username })
+
+      // a report acted on leaves the "open" list: focus goes to the line saying what was done
+      const opened = await call(page, 'POST', '/svc_api/admin/reports', { url: `${s.url}/${dave.username}/odd.html`, category: 'spam' })
+      assert.equal(opened.status, 201, opened.body)
+      await page.goto(`${s.url}/admin/reports?status=open`)
+      const reportRow = page.locator('#reports-table tbody tr', { hasText: `/${dave.username}/odd.html` })
+      await reportRow.getByRole('button', { name: 'Quarantine' }).focus()
+      await page.keyboard.press('Enter')
+      await reportRow.waitFor({ state: 'detached' })
+      await page.waitForFunction(() => document.activeElement?.id === 'reports-status')
+      assert.match((await focused()).text, /^Quarantined /)
       assert.deepEqual(problems, [])
     } finally {
       await ctx.close()

@@ -254,6 +254,12 @@ for (const engine of ENGINES) {
         const missing = await runCli(['export', 'nobody-here', none], { env: cliEnv(a) })
         assert.equal(missing.code, 1, missing.stderr)
         assert.ok(!fs.existsSync(none) && !fs.existsSync(`${none}.partial`), 'nothing written for a refused export')
+        // an account's data handed out is in the audit log, naming the account; the refused one is not
+        const exports = await a.deps.db.k.selectFrom('audit_log').select(['via', 'target', 'details']).where('action', '=', 'cli.export').execute()
+        assert.deepEqual(
+          exports.map((e) => [e.via, e.target, JSON.parse(e.details)]),
+          [['cli', alice.username, { args: [alice.username, file] }]],
+        )
         const dl = await a.get('/svc_api/me/export', { cookie })
         assert.equal(dl.status, 200)
         assert.equal(dl.header('content-type'), 'application/gzip')
@@ -358,6 +364,17 @@ for (const engine of ENGINES) {
         const exists = await runCli(['import', file], { env: cliEnv(b) })
         assert.equal(exists.code, 1)
         assert.match(exists.stderr, /exists already/)
+        // an import creates an account: in the audit log, named by the account it made (the
+        // archive's name or --as); the refused one wrote none
+        const imports = await b.deps.db.k.selectFrom('audit_log').select(['actor', 'via', 'target']).where('action', '=', 'cli.import').orderBy('at').execute()
+        assert.deepEqual(
+          imports.map((e) => [e.via, e.target]),
+          [
+            ['cli', alice.username],
+            ['cli', `${alice.username}-2`],
+          ],
+        )
+        assert.match(imports[0].actor, /^cli/)
 
         // bad archives: refused with a clear message, and nothing is written
         const c = await start()

@@ -541,6 +541,37 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${m.username}/evil/`)).header('clear-site-data'), undefined, 'never on the path form')
     })
 
+    it("a project's takedown keeps and blocks the bytes only its preview or an older deploy holds, sparing what others published first", async () => {
+      const m = await s.user()
+      const other = await s.user()
+      const lib = `/* lib ${crypto.randomBytes(6).toString('hex')} */`
+      assert.equal((await deploySite(s, other.key, 'lib', { 'index.html': HTML('lib'), 'lib.js': lib })).res.status, 201)
+      const old = HTML('old login', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      const live = HTML('harmless', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      const draft = HTML('wallet login', `<p>${crypto.randomBytes(6).toString('hex')}</p>`)
+      const first = await deploySite(s, m.key, 'promo', { 'index.html': old })
+      assert.equal(first.res.status, 201, first.res.text)
+      assert.equal((await deploySite(s, m.key, 'promo', { 'index.html': live })).res.status, 201)
+      // the phishing page is in a preview only, served at its own origin, never live
+      const preview = await deploySite(s, m.key, 'promo', { 'index.html': live, 'login.html': draft, 'lib.js': lib }, { preview: true })
+      assert.equal(preview.res.status, 201, preview.res.text)
+      const reportId = await takeDown(`${preview.res.json.preview_origin_url}login.html`, 'phishing')
+      const evidence = (await adminCall('GET', `/svc_api/admin/reports/${reportId}`)).json.data.evidence as Array<{ path: string; digest: string }>
+      const byPath = new Map(evidence.map((e) => [e.path, e.digest]))
+      assert.equal(byPath.get(`promo@${preview.res.json.deploy.id}/login.html`), sha(draft), JSON.stringify(evidence))
+      assert.equal(byPath.get(`promo@${first.res.json.deploy.id}/index.html`), sha(old), JSON.stringify(evidence))
+      const blocked = new Set(((await adminCall('GET', '/svc_api/admin/blocklist')).json.data.digests as Array<{ digest: string }>).map((d) => d.digest))
+      for (const [what, bytes] of [
+        ['the preview page', draft],
+        ['the older deploy page', old],
+        ['the live page', live],
+      ])
+        assert.ok(blocked.has(sha(bytes)), `${what} is blocked`)
+      assert.ok(!blocked.has(sha(lib)), "another account's earlier file is spared")
+      // the preview's page cannot come back, under that account or another
+      expectError(await batchUpload(s, { key: other.key }, 'again', [{ filename: 'login.html', data: draft }]), 451, 1701)
+    })
+
     it("a site's takedown leaves off the blocklist the bytes another account published before it, and empty files (231)", async () => {
       const owner = await s.user()
       const copier = await s.user()
@@ -1239,7 +1270,7 @@ for (const engine of ENGINES) {
 
     onPostgres(engine)("a quarantine waits for a deploy holding the user's lock and keeps what it committed as evidence", async () => {
       // SQLite runs one transaction at a time: a quarantine cannot run inside a deploy's there
-      const { m, v2, rep } = await reportedSite()
+      const { m, v1, v2, rep } = await reportedSite()
       const answer = await whileWriteHoldsLock(
         m.id,
         () => deploySite(s, m.key, 'site', { 'index.html': v2 }).then((d) => d.res),
@@ -1247,8 +1278,16 @@ for (const engine of ENGINES) {
       )
       assert.equal(answer.write.status, 201)
       assert.equal(answer.admin.status, 200, answer.admin.text)
-      const evidence = (answer.admin.json.data.evidence as Array<{ digest: string }>).map((e) => e.digest)
-      assert.deepEqual(evidence, [sha(v2)], 'the evidence is the version live when the quarantine came')
+      const evidence = (answer.admin.json.data.evidence as Array<{ path: string; digest: string }>).map((e) => [e.path.replace(/@\w+\//, '@/'), e.digest])
+      // the version live when the quarantine came, and the kept deploy before it (still served at its own URL)
+      assert.deepEqual(
+        evidence.sort(),
+        [
+          ['site/index.html', sha(v2)],
+          ['site@/index.html', sha(v1)],
+        ],
+        'the evidence is the version live when the quarantine came, with the deploy it replaced',
+      )
       assert.equal((await s.get(`/${m.username}/site/`)).status, 451)
     })
 

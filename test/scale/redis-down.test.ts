@@ -98,5 +98,21 @@ for (const engine of ENGINES) {
       assert.equal(r.text, page)
       assert.ok(Date.now() - t0 < 2500)
     })
+
+    it("shows an admin signed in before the outage the console's health page, naming Redis; others are still refused", async () => {
+      // sessions are database rows: signed in on the instance with no Redis, valid on both
+      const a = await writer.user({ admin: true })
+      const admin = await writer.login(a.username, a.password)
+      const u = await writer.user()
+      const other = await writer.login(u.username, u.password)
+      const r = await broken.get('/svc_api/admin/health', { cookie: admin })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.data.status, 'degraded')
+      const redis = r.json.data.checks.find((c: { name: string }) => c.name === 'redis')
+      assert.equal(redis.required, false)
+      assert.notEqual(redis.result, 'ok')
+      assert.equal((await broken.get('/svc_api/admin/health', { cookie: other })).json.error_code, 1011)
+      assert.equal((await broken.get('/svc_api/admin/health')).json.error_code, 1001)
+    })
   })
 }

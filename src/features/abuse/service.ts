@@ -213,7 +213,17 @@ export function createAbuse(deps: Deps) {
       const f = await store.siteFile(q, userId, t.name)
       if (f) out.push({ path: t.name, digest: f.digest, size: Number(f.size), content_type: f.content_type })
       const folder = await store.siteFolder(q, userId, t.name)
-      if (folder) for (const r of await store.folderFiles(q, folder.id)) out.push({ ...r, path: `${t.name}/${r.path}`, size: Number(r.size) })
+      if (folder) {
+        for (const r of await store.folderFiles(q, folder.id)) out.push({ ...r, path: `${t.name}/${r.path}`, size: Number(r.size) })
+        // a kept deploy is served too (a preview's `{deploy}--{name}.{user}...`, `{name}@{deploy}/`):
+        // bytes only it holds are kept and blocked with the rest, each once, named as served there
+        const seen = new Set(out.map((e) => e.digest))
+        for (const r of await store.deployFiles(q, folder.id)) {
+          if (seen.has(r.digest)) continue
+          seen.add(r.digest)
+          out.push({ path: `${t.name}@${r.deploy_id}/${r.path}`, digest: r.digest, size: Number(r.size), content_type: r.content_type })
+        }
+      }
     } else if (t.kind === 'image') {
       const img = await store.image(q, t.token)
       if (img) out.push({ path: img.file_name || t.token, digest: img.digest, size: Number(img.size), content_type: img.content_type })

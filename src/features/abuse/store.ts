@@ -247,10 +247,27 @@ export function createAbuseStore(db: Db) {
       q.selectFrom('files').select(['id', 'digest', 'size', 'content_type']).where('user_id', '=', userId).where('file_name', '=', name).executeTakeFirst(),
     siteFolder: (q: Q, userId: string, name: string) =>
       q.selectFrom('folders').select(['id']).where('user_id', '=', userId).where('name', '=', name).executeTakeFirst(),
-    /** When a site target (a user's page and/or project of one name) got each of its digests: the earliest of its rows. */
+    /**
+     * When a site target (a user's page and/or project of one name) got each of its digests: the
+     * earliest of its rows, the project's kept deploys (previews, history) included.
+     */
     async siteDigestTimes(q: Q, userId: string, name: string): Promise<Map<string, number>> {
       const rows = await earliest(q).where('r.user_id', '=', userId).where('r.name', '=', name).execute()
-      return new Map(rows.map((r) => [r.digest, Number(r.at)]))
+      const out = new Map(rows.map((r) => [r.digest, Number(r.at)]))
+      const kept = await q
+        .selectFrom('deploy_files')
+        .innerJoin('deploys', 'deploys.id', 'deploy_files.deploy_id')
+        .innerJoin('folders', 'folders.id', 'deploys.folder_id')
+        .select(['deploy_files.digest as digest', sql<number>`min(deploy_files.updated_at)`.as('at')])
+        .where('folders.user_id', '=', userId)
+        .where('folders.name', '=', name)
+        .groupBy('deploy_files.digest')
+        .execute()
+      for (const r of kept) {
+        const at = Number(r.at)
+        if (at < (out.get(r.digest) ?? Infinity)) out.set(r.digest, at)
+      }
+      return out
     },
     /**
      * Which of `first` (digest -> when the content being taken down got those bytes) another
@@ -271,6 +288,16 @@ export function createAbuseStore(db: Db) {
     },
     folderFiles: (q: Q, folderId: string) =>
       q.selectFrom('folder_files').select(['path', 'digest', 'size', 'content_type']).where('folder_id', '=', folderId).execute(),
+    /** The files of a project's kept deploys (previews and history), oldest deploy first. */
+    deployFiles: (q: Q, folderId: string) =>
+      q
+        .selectFrom('deploy_files')
+        .innerJoin('deploys', 'deploys.id', 'deploy_files.deploy_id')
+        .select(['deploys.id as deploy_id', 'deploy_files.path', 'deploy_files.digest', 'deploy_files.size', 'deploy_files.content_type'])
+        .where('deploys.folder_id', '=', folderId)
+        .orderBy('deploys.seq')
+        .orderBy('deploy_files.path')
+        .execute(),
     image: (q: Q, token: string) =>
       q.selectFrom('images').select(['id', 'user_id', 'digest', 'size', 'content_type', 'file_name']).where('public_token', '=', token).executeTakeFirst(),
     dataFile: (q: Q, token: string) => q.selectFrom('hosted_files').select(['id', 'user_id']).where('public_token', '=', token).executeTakeFirst(),

@@ -121,10 +121,15 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
   )
 
   // the readiness checks of /readyz (one run, the same code) with their full messages, and what
-  // this instance knows of itself: admin/health.ts. Never cached: each look asks again
+  // this instance knows of itself: admin/health.ts. Never cached: each look asks again. Not
+  // rate limited, as /readyz is not: the limits count in Redis, and this page must answer while
+  // Redis is down, the failure it reports (an admin session is still asked for)
   app.get(
     '/svc_api/admin/health',
-    opts("This instance's health: readiness checks with their messages, version, uptime, memory, disk, backups (admin)"),
+    {
+      ...opts("This instance's health: readiness checks with their messages, version, uptime, memory, disk, backups (admin)"),
+      config: { ...ADMIN_ROUTE, rateLimit: false as const },
+    },
     async (_req, reply) => {
       reply.header('Cache-Control', 'no-store')
       return { success: true, data: await healthReport(deps) }

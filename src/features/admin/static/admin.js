@@ -24,6 +24,28 @@
     return el('button', Object.assign({ type: 'button', text: label, onclick: onclick }, attrs || {}))
   }
 
+  /**
+   * Where focus is in a table's rows (the row's `attr` and the button's place in it), taken
+   * before an action re-renders the table, which would drop focus on <body> and send a
+   * keyboard user back to the top of the page.
+   */
+  function placeOf(attr) {
+    var b = document.activeElement
+    var row = b ? b.closest('tr[' + attr + ']') : null
+    return row ? { attr: attr, key: row.getAttribute(attr), index: Array.prototype.indexOf.call(row.querySelectorAll('button'), b) } : null
+  }
+  /** Puts focus back: the button at that place in the same row, else (the row left the list) the status line saying what happened. */
+  function refocus(body, place, statusId) {
+    if (!place || (document.activeElement && document.activeElement !== document.body)) return
+    var row = Array.prototype.filter.call(body.querySelectorAll('tr[' + place.attr + ']'), function (r) {
+      return r.getAttribute(place.attr) === place.key
+    })[0]
+    var buttons = row ? row.querySelectorAll('button') : []
+    var target = buttons.length > 0 ? buttons[Math.min(place.index, buttons.length - 1)] : $(statusId)
+    if (!row) target.setAttribute('tabindex', '-1')
+    target.focus()
+  }
+
   // accounts ---------------------------------------------------------------------------------
   function users() {
     var current = 1
@@ -34,7 +56,7 @@
       current = p
       var mine = ++seq
       var q = $('users-q').value.trim()
-      S.api
+      return S.api
         .get('/svc_api/admin/users?page=' + p + '&per_page=50' + (q ? '&search=' + S.enc(q) : ''))
         .then(function (r) {
           if (mine !== seq) return
@@ -50,11 +72,15 @@
         .catch(S.fail('users-status'))
     }
     function change(u, patch) {
+      var place = placeOf('data-user')
       return S.api
         .post('/svc_api/admin/users/' + S.enc(u.username), patch)
         .then(function () {
           S.toast(t('common.saved'))
-          load(current)
+          return load(current)
+        })
+        .then(function () {
+          refocus(body, place, 'users-status')
         })
         .catch(S.fail('users-status'))
     }
@@ -157,12 +183,16 @@
         t('admin.keys.revoke'),
         function () {
           if (!window.confirm(t('admin.keys.confirm_revoke', { key: k.name, hint: k.hint, name: name }))) return
+          var place = placeOf('data-key')
           S.api
             .del('/svc_api/admin/users/' + S.enc(name) + '/keys/' + S.enc(k.id))
             .then(function () {
               // what was revoked stays named in the status line, as the reports' actions do
               S.status('keys-status', t('admin.keys.done', { key: k.name, hint: k.hint, name: name }), 'ok')
               return showKeys(name, false)
+            })
+            .then(function () {
+              refocus(keysBody, place, 'keys-status')
             })
             .catch(S.fail('keys-status'))
         },
@@ -217,7 +247,7 @@
       current = p
       var mine = ++seq
       var st = $('reports-filter').value
-      S.api
+      return S.api
         .get('/svc_api/admin/reports?page=' + p + '&per_page=50' + (st ? '&status=' + S.enc(st) : ''))
         .then(function (r) {
           if (mine !== seq) return
@@ -234,13 +264,17 @@
     // what an action did, named with the report's URL, stays in the status line (replacing an
     // earlier error) until the next action: a toast would vanish before a changed site is checked
     function act(x, action, payload) {
+      var place = placeOf('data-report')
       return S.api
         .post('/svc_api/admin/reports/' + S.enc(x.id) + '/' + action, payload)
         .then(function () {
           var disabled = action === 'takedown' && payload && payload.disable_account
           var key = 'admin.reports.done.' + (disabled ? 'takedown_disabled' : action)
           S.status('reports-status', t(key, { url: x.url, name: x.owner || '' }), 'ok')
-          load(current)
+          return load(current)
+        })
+        .then(function () {
+          refocus(body, place, 'reports-status')
         })
         .catch(S.fail('reports-status'))
     }
