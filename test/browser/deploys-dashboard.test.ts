@@ -7,7 +7,7 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { startServer, type TestServer } from '../support/server.js'
 import { batchUpload, HIGH_LIMITS } from '../support/hosting.js'
 import { logInPage, openContext } from '../support/browser.js'
-import { deploySite } from '../support/deploys.js'
+import { deploySite, postArchive } from '../support/deploys.js'
 
 /** The dashboard's deploy list of a folder project, with its rollback and promote buttons, in Chromium. */
 describe('deploys in the dashboard (Chromium)', () => {
@@ -74,6 +74,14 @@ describe('deploys in the dashboard (Chromium)', () => {
     const href = await rows.nth(1).getByRole('link', { name: 'View' }).getAttribute('href')
     assert.ok(href?.endsWith(`/${u.username}/blog@${id2}/`), String(href))
     assert.equal((await s.get(new URL(href!).pathname)).text, '<h1>two</h1>')
+    // Download saves the deploy as the archive that deploys it again
+    const link = rows.nth(1).getByRole('link', { name: 'Download' })
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()])
+    assert.equal(download.suggestedFilename(), `blog-${id2}.tar.gz`)
+    const saved = path.join(tmp, 'download.tar.gz')
+    await download.saveAs(saved)
+    assert.equal((await postArchive(s, u.key, 'copied', fs.readFileSync(saved), true)).status, 201)
+    assert.equal((await s.get(`/${u.username}/copied/`)).text, '<h1>two</h1>')
     // and "Open at its own origin" opens it at the root of {deploy}--{project}.{user}.localhost
     const root = await rows.nth(1).getByRole('link', { name: 'Open at its own origin' }).getAttribute('href')
     assert.equal(root, `http://${id2}--blog.${u.username}.localhost:${new URL(s.httpUrl).port}/`)

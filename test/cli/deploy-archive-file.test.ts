@@ -196,4 +196,22 @@ describe('svc deploy of a .zip, .tar.gz or .tar file', () => {
       fs.rmSync(fresh, { recursive: true, force: true })
     }
   })
+
+  it('deploys a downloaded deploy as the files it holds, without its manifest', async () => {
+    const site = makeTree({ 'index.html': '<h1>orig</h1>', 'css/s.css': 'h1{}' })
+    const r = await runCli(['deploy', site, '--project', 'orig', '--json'], { env })
+    assert.equal(r.code, 0, r.stderr)
+    const dl = await s.get(`/api/folders/orig/deploys/${r.json.deploy_id}/archive`, { key: alice.key })
+    assert.equal(dl.status, 200)
+    const file = path.join(tmp, 'orig-copy.tar.gz')
+    fs.writeFileSync(file, dl.body)
+    const copy = await runCli(['deploy', file, '--json'], { env })
+    assert.equal(copy.code, 0, copy.stderr)
+    assert.equal(copy.json.project, 'orig-copy')
+    assert.equal(copy.json.files, 2)
+    assert.equal(await live('orig-copy'), '200 <h1>orig</h1>')
+    assert.equal(await live('orig-copy', 'css/s.css'), '200 h1{}')
+    // svc-deploy.json described the files: it is not one of them
+    assert.equal((await s.get(`/${alice.username}/orig-copy/svc-deploy.json`)).status, 404)
+  })
 })

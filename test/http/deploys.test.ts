@@ -4,9 +4,10 @@ import fs from 'node:fs'
 import path from 'node:path'
 import tls from 'node:tls'
 import { once } from 'node:events'
-import { gzipSync } from 'node:zlib'
+import { gunzipSync, gzipSync } from 'node:zlib'
 import { Readable } from 'node:stream'
 import { Agent, request } from 'undici'
+import tar from 'tar-stream'
 import os from 'node:os'
 import crypto from 'node:crypto'
 import { Migrator, sql, type Kysely } from 'kysely'
@@ -215,6 +216,60 @@ for (const engine of ENGINES) {
       const none = await s.post('/api/folders/one/rollback', { key: u.key })
       assert.equal(none.status, 409)
       assert.equal(none.json.error_code, 1334)
+    })
+
+    it("downloads a kept deploy as a gzip'd tar that deploys the same files again", async () => {
+      const k = await s.user()
+      const v1: Site = { ...site('v1'), 'img/dot.bin': Buffer.from([0, 1, 2, 255]), 'café/ü.txt': 'unicode' }
+      assert.equal((await deploySite(s, k.key, 'dl', v1, { message: 'first' })).res.status, 201)
+      assert.equal((await deploySite(s, k.key, 'dl', site('v2'))).res.status, 201)
+      const [, first] = (await s.get('/api/folders/dl/deploys', { key: k.key })).json.deploys
+      // the older deploy, not the live one
+      const res = await s.get(`/api/folders/dl/deploys/${first.id}/archive`, { key: k.key })
+      assert.equal(res.status, 200)
+      assert.equal(res.header('content-type'), 'application/gzip')
+      assert.equal(res.header('cache-control'), 'no-store')
+      assert.match(
+        res.header('content-disposition') ?? '',
+        new RegExp(`^attachment; filename="${first.id}\\.tar\\.gz"; filename\\*=UTF-8''dl-${first.id}\\.tar\\.gz$`),
+      )
+      const entries = new Map<string, Buffer>()
+      const extract = tar.extract()
+      extract.on('entry', (h, stream, next) => {
+        const chunks: Buffer[] = []
+        stream.on('data', (c) => chunks.push(c as Buffer))
+        stream.on('end', () => {
+          entries.set(h.name, Buffer.concat(chunks))
+          next()
+        })
+      })
+      const done = once(extract, 'finish')
+      extract.end(gunzipSync(res.body))
+      await done
+      // the manifest first, then every file of that deploy with its bytes
+      assert.equal([...entries.keys()][0], 'svc-deploy.json')
+      assert.deepEqual(JSON.parse(entries.get('svc-deploy.json')!.toString()), JSON.parse(String(manifestOf(v1, { message: 'first' }).data)))
+      assert.deepEqual([...entries.keys()].slice(1).sort(), Object.keys(v1).sort())
+      for (const [p, d] of Object.entries(v1)) assert.deepEqual(entries.get(p), Buffer.from(d), p)
+      // posted back as it came, to another account's project: the same site goes live there
+      const other = await s.user()
+      assert.equal((await postArchive(s, other.key, 'copy', res.body, true)).status, 201)
+      assert.equal((await s.get(`/${other.username}/copy/`)).text, v1['index.html'])
+      assert.deepEqual((await s.get(`/${other.username}/copy/img/dot.bin`)).body, v1['img/dot.bin'])
+      // a deploy the project does not keep, another user's project, no credentials
+      expectError(await s.get('/api/folders/dl/deploys/zzzzzzzzzzzz/archive', { key: k.key }), 404, 1331)
+      expectError(await s.get(`/api/folders/dl/deploys/${first.id}/archive`, { key: other.key }), 403, 1312)
+      expectError(await s.get(`/api/folders/dl/deploys/${first.id}/archive`), 401, 1001)
+      // taken-down bytes are not handed out again (451 / 1701), as a promote of that deploy is refused
+      await s.deps.db.k
+        .insertInto('blocked_digests')
+        .values({ digest: sha(v1['s.css']), report_id: 'r-dl', created_at: Date.now(), created_by: 'test' })
+        .execute()
+      try {
+        expectError(await s.get(`/api/folders/dl/deploys/${first.id}/archive`, { key: k.key }), 451, 1701)
+      } finally {
+        await s.deps.db.k.deleteFrom('blocked_digests').where('report_id', '=', 'r-dl').execute()
+      }
     })
 
     it('a rollback body other than {"deploy_id"} is refused (400 / 1106) and rolls nothing back', async () => {

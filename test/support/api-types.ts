@@ -1466,6 +1466,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/folders/{folder_path}/deploys/{deploy_id}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a kept deploy's files as a gzip'd tar
+         * @description The deploy whole, as an archive deploy takes it: svc-deploy.json ({"files": {"path": "<sha256>"}, "message"}) first, then every file in path order. POST it back to .../deploys (Content-Type application/gzip) to deploy the same files again, to this project or another. 404 / 1331 for a deploy the project does not keep; 451 / 1701 when some of its bytes were taken down since.
+         */
+        get: operations["getApiFoldersByFolderPathDeploysByDeployIdArchive"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/folders/{folder_path}/deploys/{deploy_id}/promote": {
         parameters: {
             query?: never;
@@ -5819,6 +5839,29 @@ export interface operations {
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
+        };
+    };
+    getApiFoldersByFolderPathDeploysByDeployIdArchive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description {folder_path} is a project name, or {username}/{project} (literal or %2F) with the caller's own username. Names are NFC-normalised and case-sensitive. */
+                folder_path: string;
+                deploy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
         };
     };
     postApiFoldersByFolderPathDeploysByDeployIdPromote: {

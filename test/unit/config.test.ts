@@ -1,6 +1,36 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
 import { ConfigError, loadConfig } from '../../src/config.js'
+
+/** The rows of docs/operations/configuration.md's table: each variable it names, with the default cell. */
+function documentedSettings(): Map<string, string> {
+  const doc = fs.readFileSync(path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'docs', 'operations', 'configuration.md'), 'utf8')
+  const rows = new Map<string, string>()
+  for (const line of doc.split('\n')) {
+    const cells = line.split('|').map((c) => c.trim())
+    if (cells.length < 4 || !/^[A-Z]/.test(cells[1]) || cells[1] === 'variable') continue
+    for (const name of cells[1].split(',').map((n) => n.trim())) rows.set(name, cells[2].replace(/^`(.*)`$/, '$1'))
+  }
+  return rows
+}
+
+/** The variables loadConfig reads, seen through an environment that records every read. */
+function settingsRead(): Set<string> {
+  const read = new Set<string>()
+  const env: NodeJS.ProcessEnv = new Proxy(
+    {},
+    {
+      get(_target, name) {
+        if (typeof name === 'string') read.add(name)
+        return undefined
+      },
+    },
+  )
+  loadConfig(env)
+  return read
+}
 
 describe('configuration', () => {
   it('has the documented defaults', () => {
@@ -17,6 +47,21 @@ describe('configuration', () => {
     assert.equal(c.smtpTimeoutMs, 20_000)
     assert.equal(c.webhookTimeoutMs, 10_000)
     assert.ok(Object.isFrozen(c))
+  })
+
+  it('reads exactly the variables docs/operations/configuration.md lists, with their documented defaults', () => {
+    const documented = documentedSettings()
+    const read = settingsRead()
+    // the S3 driver's credentials are read by the AWS SDK, not by loadConfig
+    const bySdk = [...documented.keys()].filter((n) => n.startsWith('AWS_'))
+    assert.deepEqual([...read].filter((n) => !documented.has(n)).sort(), [], 'read but not documented')
+    assert.deepEqual([...documented.keys()].filter((n) => !read.has(n) && !bySdk.includes(n)).sort(), [], 'documented but not read')
+    // a default written as a value gives the configuration that leaving the variable unset gives
+    const unset = loadConfig({})
+    for (const [name, def] of documented) {
+      if (bySdk.includes(name) || /^(unset|from |\(|DATA_DIR\/)/.test(def)) continue
+      assert.deepEqual(loadConfig({ [name]: def }), unset, `${name}: documented default "${def}"`)
+    }
   })
 
   it('blocks webhooks to private addresses and retries notifications for 24 h by default, in production too', () => {

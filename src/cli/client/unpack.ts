@@ -15,6 +15,7 @@ import zlib from 'node:zlib'
 import tar from 'tar-stream'
 import yauzl from 'yauzl'
 import { CliError } from './errors.js'
+import { MANIFEST_ENTRY } from '../../util/deploy-manifest.js'
 
 export type ArchiveKind = 'zip' | 'tar' | 'tar.gz'
 
@@ -179,10 +180,16 @@ async function untar(file: string, gzip: boolean, w: Writer): Promise<void> {
   const done = (gzip ? pipeline(src, zlib.createGunzip(), extract) : pipeline(src, extract)).catch((e: Error) => {
     throw e instanceof CliError ? e : new CliError(`${file} is not a readable ${gzip ? 'tar.gz' : 'tar'} archive (${e.message})`)
   })
+  let first = true
   try {
     for await (const entry of extract) {
       const h = entry.header
-      if (h.type === 'file' || h.type === 'contiguous-file') await w.put(h.name, entry as unknown as Readable)
+      // an archive deploy's body (a deploy downloaded from .../archive) starts with the server's
+      // manifest, which describes the files and is none of them
+      const manifest = first && h.type === 'file' && h.name.replace(/^(\.\/)+/, '') === MANIFEST_ENTRY
+      first = false
+      if (manifest) entry.resume()
+      else if (h.type === 'file' || h.type === 'contiguous-file') await w.put(h.name, entry as unknown as Readable)
       else if (h.type === 'directory') {
         await w.dir(h.name)
         entry.resume()

@@ -10,6 +10,7 @@ import { sql } from 'kysely'
 import type { Db, Trx } from '../../db/kysely.js'
 import { addUsage, versionsKind } from '../../db/usage.js'
 import type { BlobStore } from '../../storage/blob-store.js'
+import { tarWriter, type ArchiveWriter } from '../../util/archive-writer.js'
 import { createBlobBatch } from '../../storage/batch.js'
 import { hashPassword } from '../../auth/passwords.js'
 import { newId, newPublicToken, randomString } from '../../auth/tokens.js'
@@ -275,50 +276,6 @@ export async function writeExport(
     w.abort(e as Error)
   }
   await w.finish()
-}
-
-/** A streamed blob: its exact size, and its bytes opened only when the entry is written. */
-type Lazy = { size: number; open: () => Promise<Readable> }
-
-/**
- * One container for the export's entries (the same names, bytes and order in both). Entries
- * are written in the order added; a Lazy entry's stream is opened when its turn comes, so at
- * most one blob is open and none is held in memory.
- */
-interface ArchiveWriter {
-  add(name: string, body: Buffer | Lazy): Promise<void>
-  abort(e: Error): void
-  /** Ends the archive and resolves once `out` has it all (rejects on any error). */
-  finish(): Promise<void>
-}
-
-/** tar + gzip (tar-stream): add() resolves once the entry is in the tar stream. */
-function tarWriter(out: Writable, mtime: Date): ArchiveWriter {
-  const pack = tar.pack()
-  const done = pipeline(pack, zlib.createGzip(), out)
-  let failed = false
-  return {
-    add: (name, body) =>
-      new Promise<void>((res, rej) => {
-        if (Buffer.isBuffer(body)) {
-          pack.entry({ name, size: body.length, mtime, mode: 0o644 }, body, (e) => (e ? rej(e) : res()))
-          return
-        }
-        const entry = pack.entry({ name, size: body.size, mtime, mode: 0o644 }, (e) => (e ? rej(e) : res()))
-        body
-          .open()
-          .then((src) => src.on('error', rej).pipe(entry))
-          .catch(rej)
-      }),
-    abort(e) {
-      failed = true
-      pack.destroy(e)
-    },
-    async finish() {
-      if (!failed) pack.finalize()
-      await done
-    },
-  }
 }
 
 /**

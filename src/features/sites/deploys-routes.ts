@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { Readable } from 'node:stream'
+import { PassThrough, type Readable } from 'node:stream'
 import { Type } from '@sinclair/typebox'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
@@ -206,6 +206,35 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
         const r = await svc.list(user, folder)
         const site = siteOriginFor(req, deps.config, user.username)
         return { success: true, ...r, deploys: r.deploys.map((d) => ({ ...d, preview_origin_url: previewOriginUrl(site, folder.name, d.id) })) }
+      },
+    )
+
+    app.get(
+      `${prefix}/deploys/:deploy_id/archive`,
+      {
+        config: cfg,
+        schema: {
+          hide,
+          tags: ['deploys'],
+          params: Type.Composite([params, Type.Object({ deploy_id: Type.String() })]),
+          summary: "Download a kept deploy's files as a gzip'd tar",
+          description: `The deploy whole, as an archive deploy takes it: ${MANIFEST_ENTRY} ({"files": {"path": "<sha256>"}, "message"}) first, then every file in path order. POST it back to .../deploys (Content-Type application/gzip) to deploy the same files again, to this project or another. 404 / 1331 for a deploy the project does not keep; 451 / 1701 when some of its bytes were taken down since.`,
+        },
+      },
+      async (req, reply) => {
+        const id = (req.params as { deploy_id: string }).deploy_id
+        const d = await svc.download(caller(req).user, ref(req), id)
+        const body = new PassThrough()
+        svc.writeDownload(d, body).catch((err: unknown) => {
+          req.log.warn({ err }, 'deploy download failed')
+          body.destroy(err as Error)
+        })
+        const name = `${d.project}-${d.id}.tar.gz`
+        return reply
+          .header('Content-Type', 'application/gzip')
+          .header('Content-Disposition', `attachment; filename="${d.id}.tar.gz"; filename*=UTF-8''${encodeURIComponent(name)}`)
+          .header('Cache-Control', 'no-store')
+          .send(body)
       },
     )
 

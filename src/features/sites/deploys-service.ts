@@ -1,7 +1,7 @@
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import { isUtf8 } from 'node:buffer'
-import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream'
+import { pipeline, Transform, type Readable, type TransformCallback, type Writable } from 'node:stream'
 import { createGunzip } from 'node:zlib'
 import tar from 'tar-stream'
 import type { Deps } from '../../deps.js'
@@ -22,6 +22,7 @@ import type { FolderRef } from './folders-service.js'
 import { isStaleType } from './content-types.js'
 import { contentTypeFor } from '../../util/content-types.js'
 import { MANIFEST_ENTRY, MESSAGE_MAX } from '../../util/deploy-manifest.js'
+import { tarWriter } from '../../util/archive-writer.js'
 import { parseHeaders, parseRedirects, RULE_FILES, ruleText, RuleSyntaxError } from './site-rules.js'
 import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
 import { createAbuse } from '../abuse/service.js'
@@ -212,6 +213,15 @@ function entryPath(name: string): string {
 }
 
 /** Deploys of folder projects: archive deploys, list, rollback, promote, previews, retention. */
+/** A kept deploy's download: its project, id, message, time and files (path order). */
+export interface DeployDownload {
+  project: string
+  id: string
+  message: string
+  createdAt: number
+  files: Array<Pick<DeployFileRow, 'path' | 'digest' | 'size'>>
+}
+
 export function createDeploysService(deps: Deps) {
   const { db, blobs, clock, config } = deps
   const folders = createFoldersStore(db)
@@ -589,6 +599,35 @@ export function createDeploysService(deps: Deps) {
       const folder = await ownFolder(user, ref)
       const liveId = folder.is_published ? folder.live_deploy_id : null
       return { live_deploy_id: liveId, deploys: (await store.list(db.k, folder.id)).map((d) => view(d, liveId)) }
+    },
+
+    /**
+     * A kept deploy's files for its download, checked before any byte is sent: the deploy
+     * (404 / 1331) and bytes taken down since it was made (451 / 1701, as a promote of it).
+     */
+    async download(user: User, ref: FolderRef, deployId: string): Promise<DeployDownload> {
+      const folder = await ownFolder(user, ref)
+      const deploy = await store.get(db.k, folder.id, deployId)
+      if (!deploy) throw new AppError('DEPLOY_NOT_FOUND', { params: { id: deployId } })
+      const files = (await store.files(db.k, deployId)).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+      await blobs.admit?.(files.map((f) => f.digest))
+      return { project: folder.name, id: deploy.id, message: deploy.message, createdAt: Number(deploy.created_at), files }
+    },
+
+    /**
+     * Writes a download to `out` as a gzip'd tar that an archive deploy takes back whole: its
+     * manifest (every path with its SHA-256, and the deploy's message) first, then each file.
+     */
+    async writeDownload(d: DeployDownload, out: Writable): Promise<void> {
+      const manifest = { files: Object.fromEntries(d.files.map((f) => [f.path, f.digest])), message: d.message }
+      const w = tarWriter(out, new Date(d.createdAt))
+      try {
+        await w.add(MANIFEST_ENTRY, Buffer.from(JSON.stringify(manifest)))
+        for (const f of d.files) await w.add(f.path, { size: Number(f.size), open: () => blobs.get(f.digest) })
+      } catch (e) {
+        w.abort(e as Error)
+      }
+      await w.finish()
     },
 
     /** Makes a kept deploy live (rollback or promote: the same pointer switch). */

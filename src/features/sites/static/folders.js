@@ -337,6 +337,8 @@
                 'div',
                 { class: 'buttons' },
                 el('a', { href: S.safeUrl(view) || '#', target: '_blank', rel: 'noopener noreferrer', text: t('deploys.view') }),
+                // the deploy as a .tar.gz that deploys it again (GET .../archive, the session's cookie)
+                el('a', { href: '/api/folders/' + S.enc(name) + '/deploys/' + S.enc(d.id) + '/archive', download: '', text: t('deploys.download') }),
                 d.preview_origin_url
                   ? el('a', {
                       href: S.safeUrl(d.preview_origin_url) || '#',
