@@ -50,8 +50,9 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {
     const { token } = req.params as { token: string }
     const query = req.query as Record<string, unknown>
-    // every answer of a public link is inert, errors included
+    // every answer of a public link is inert and readable from any page, errors included
     setUserContentHeaders(reply, 'inert')
+    setPublicCors(reply)
     if (req.headers['service-worker'] !== undefined) return reply.code(403).type('text/plain; charset=utf-8').send('Forbidden')
     let params: VariantParams | null
     try {
@@ -73,7 +74,6 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     const lastModifiedSec = lastModifiedOf(img)
     const rep = (size: number): Representation => ({ status: 200, size, etag, lastModified: httpDate(lastModifiedSec), lastModifiedSec })
     const v = Array.isArray(query.v) ? query.v[query.v.length - 1] : query.v
-    setPublicCors(reply)
     reply.header('Cache-Control', v === versionOf(img.digest) ? CACHE_IMMUTABLE : CACHE_STABLE)
     // ETag, 304, Range (206, 416, If-Range) and HEAD: one implementation for every public body
     if (params) {
