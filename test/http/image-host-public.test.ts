@@ -355,6 +355,8 @@ describe('new image variants per client address (decision 229)', () => {
       assert.ok(retry >= 1 && retry <= 60, String(retry))
       assert.equal(refused.header('cache-control'), 'no-store')
       assert.equal(refused.header('access-control-allow-origin'), '*')
+      // a page on another origin may read when to ask again
+      assert.match(refused.header('access-control-expose-headers') ?? '', /\bRetry-After\b/)
       assert.equal(variants.stats.made, made, 'a refused request made no variant')
       // what is already made, and the original, still serve to the same address
       assert.equal((await s.get(`${link}?w=7&format=webp`)).status, 200)
