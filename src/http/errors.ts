@@ -8,6 +8,7 @@ import type { Config } from '../config.js'
 import { CUT_SHORT, multipartClientError } from './multipart.js'
 import { SEGMENT_TOO_LONG } from './allowed-methods.js'
 import { serviceOrigin } from './origin.js'
+import { serviceOriginFromContent, siteOf } from './site-origin.js'
 
 /** The error format of the route that answers this request. */
 export function routeErrorFormat(req: FastifyRequest): ErrorFormat {
@@ -154,10 +155,17 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, do
   answer()
 }
 
+/**
+ * Where a doc_link points: the service's error page, also for an answer given on a user's or
+ * project's origin (a form posted to a page of the site), whose host serves no such page.
+ */
+const docBase = (req: FastifyRequest, config: Config): string =>
+  (siteOf(req.headers.host, config) !== null ? serviceOriginFromContent(req.headers.host, config, req.server.ports) : null) ?? serviceOrigin(req, config)
+
 /** Sends an AppError in the route's format. */
 export function sendAppError(req: FastifyRequest, reply: FastifyReply, err: AppError, config: Config, format?: ErrorFormat): FastifyReply {
   const lang = langOf(req, req.routeOptions?.config?.lang)
-  const body = renderError(err.key, format ?? routeErrorFormat(req), lang, err.options, serviceOrigin(req, config))
+  const body = renderError(err.key, format ?? routeErrorFormat(req), lang, err.options, docBase(req, config))
   for (const [k, v] of Object.entries(err.options.headers ?? {})) reply.header(k, v)
   return reply.code(err.status).type('application/json; charset=utf-8').send(body)
 }

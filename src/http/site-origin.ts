@@ -166,6 +166,15 @@ export const projectSegment = (project: string, deploy: string | null): string =
 /** The username whose origin (or one of whose projects' origins) a request's Host names, or null. */
 export const siteUserOf = (hostHeader: string | undefined, config: OriginConfig): string | null => siteOf(hostHeader, config)?.username ?? null
 
+/**
+ * The service's own origin as seen from a content host (a user's or project's origin), which
+ * serves none of the service's pages: PUBLIC_URL, else on loopback (`*.localhost`) HTTPS on the
+ * main port; null when neither says (a content domain behind a proxy without PUBLIC_URL).
+ */
+export function serviceOriginFromContent(hostHeader: string | undefined, config: OriginConfig, ports: ListenPorts): string | null {
+  return config.publicUrl ?? (hostName(hostHeader).endsWith('.localhost') && ports.main !== null ? `https://localhost:${ports.main}` : null)
+}
+
 /** Whether a project name can be a host label, so the project has an origin of its own. */
 export const hasProjectOrigin = (name: string): boolean => PROJECT_LABEL_RE.test(name)
 

@@ -36,6 +36,19 @@ export interface ConfirmForm {
   label: string
 }
 
+/** What a short page adds to its title and text. */
+export interface ShortPageExtras {
+  /** a link to one of the service's pages */
+  home?: { href: string; label: string }
+  /** a button a person confirms with; such a page is never framed */
+  confirm?: ConfirmForm
+  /**
+   * Any page may frame it: where a form in an iframe lands, so the visitor reads the answer
+   * there. Only for pages with nothing to click but Back (no confirm button).
+   */
+  framed?: boolean
+}
+
 /**
  * The service's own short page for a browser (nothing loaded, one pinned script): where a form
  * post lands without a redirect_url or when refused, what a mail's verification link opens, and
@@ -48,8 +61,7 @@ export function shortPage(
   status: number,
   title: string,
   text: string,
-  home?: { href: string; label: string },
-  confirm?: ConfirmForm,
+  { home, confirm, framed = false }: ShortPageExtras = {},
 ) {
   const ref = typeof req.headers.referer === 'string' && /^https?:\/\//i.test(req.headers.referer) ? req.headers.referer : null
   const form = confirm
@@ -64,7 +76,7 @@ export function shortPage(
     .header('Content-Type', 'text/html; charset=utf-8')
     .header(
       'Content-Security-Policy',
-      `default-src 'none'; style-src 'unsafe-inline'; script-src ${BACK_HASH}; frame-ancestors 'none'; base-uri 'none'; form-action ${confirm ? "'self'" : "'none'"}`,
+      `default-src 'none'; style-src 'unsafe-inline'; script-src ${BACK_HASH}; ${framed && !confirm ? '' : "frame-ancestors 'none'; "}base-uri 'none'; form-action ${confirm ? "'self'" : "'none'"}`,
     )
     .header('Cache-Control', 'no-store')
     .send(page.toString())
@@ -97,6 +109,6 @@ export function notFoundPage(req: FastifyRequest, reply: FastifyReply): FastifyR
     404,
     say(req, '404 - 页面不存在', '404 - page not found'),
     say(req, '这个地址没有页面：它可能已经移走，或者地址有误。', 'There is no page at this address. It may have moved, or the address may be mistyped.'),
-    { href: '/', label: say(req, '前往首页', 'Go to the home page') },
+    { home: { href: '/', label: say(req, '前往首页', 'Go to the home page') } },
   )
 }

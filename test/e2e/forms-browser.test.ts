@@ -224,6 +224,31 @@ window.ajax = async () => {
         )
       })
 
+      it('a form in an iframe (a widget on a blog) shows the thank-you page in its frame', async () => {
+        const owner = await s.user()
+        const r = await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'widget', fields_config: [{ name: 'message', required: true }] } })
+        assert.equal(r.status, 200, r.text)
+        const form = r.json.data as { id: string; submit_url: string }
+        const widget = (message: string) =>
+          `<!doctype html><meta charset="utf-8"><form method="post" action="${esc(form.submit_url)}"><input name="message" value="${message}"><button id="send">Send</button></form>`
+        html = `<!doctype html><meta charset="utf-8"><title>blog</title><h1>blog</h1><iframe id="w" srcdoc="${esc(widget('from the widget'))}"></iframe>`
+        const page = await context.newPage()
+        try {
+          await page.goto(`${pages.origin}/open.html`)
+          const frame = () => page.frames().find((f) => f !== page.mainFrame())!
+          await Promise.all([frame().waitForURL(form.submit_url), frame().click('#send')])
+          assert.equal(await frame().textContent('h1'), 'Thank you')
+          // a refused post shows its reason there too
+          html = html.replace('from the widget', '')
+          await page.reload()
+          await Promise.all([frame().waitForURL(form.submit_url), frame().click('#send')])
+          assert.equal(await frame().textContent('h1'), 'Not sent')
+        } finally {
+          await page.close()
+        }
+        assert.equal((await s.get(`/svc_api/forms/data/${form.id}`, { key: owner.key })).json.data.total, 1)
+      })
+
       it("the thank-you page's Back returns to the form's page on a user's origin, whose Referer names only the origin (decision 157)", async () => {
         const owner = await s.user()
         const r = await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'contact' } })

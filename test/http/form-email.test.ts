@@ -61,6 +61,7 @@ describe(`form e-mail notifications [${engine}]`, () => {
     assert.equal(used.status, 400)
     assert.match(String(used.header('content-type')), /^text\/html/)
     assert.match(used.text, /<h1>Not verified<\/h1>/)
+    assert.match(String(used.header('content-security-policy')), /frame-ancestors 'none'/)
     assert.doesNotMatch(used.text, /"success"|[\u4e00-\u9fff]/, 'no JSON, no Chinese for an English browser')
 
     await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: 'spam', _gotcha: 'x' } })

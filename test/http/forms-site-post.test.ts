@@ -180,6 +180,12 @@ for (const engine of ENGINES) {
     it("names only the site owner's forms: another user's slug is 1611 and stores nothing", async () => {
       const r = await on('POST', project(), '/thanks/', { ...URLENC, accept: 'application/json' }, form({ 'form-name': bobSlug, name: 'x' }))
       expectError(r as never, 404, 1611)
+      // its doc_link names the service's error page, on the user's origin too: the site's host serves none
+      const docs = `https://localhost:${new URL(s.url).port}/docs/errors#1611`
+      assert.equal(r.json.doc_link, docs)
+      const onUser = await on('POST', userHost(), '/site/thanks/', { ...URLENC, accept: 'application/json' }, form({ 'form-name': bobSlug, name: 'x' }))
+      expectError(onUser as never, 404, 1611)
+      assert.equal(onUser.json.doc_link, docs)
       const bobForm = (await s.get('/svc_api/forms/list', { key: bob.key })).json.data.forms[0]
       assert.equal(bobForm.submission_count, 0)
     })

@@ -769,11 +769,21 @@ for (const engine of ENGINES) {
       assert.equal(noRedirect.text.split('<script').length, 2)
       const hash = createHash('sha256').update(scripts[0]).digest('base64')
       assert.match(csp, new RegExp(`script-src 'sha256-${hash.replace(/[+/]/g, '\\$&')}';`))
-      // a refused browser post: a page with the reason and the error's status
+      // a form in an iframe (a widget on a blog) lands in its frame: any page may frame this one
+      assert.doesNotMatch(csp, /frame-ancestors/)
+      // a refused browser post: a page with the reason and the error's status, framable too
       const refused = await submit('no-such-form-here', { form: { a: '1' }, headers: { accept: nav, 'accept-language': 'en' } })
       assert.equal(refused.status, 404)
       assert.match(String(refused.header('content-type')), /^text\/html/)
       assert.match(refused.text, /Not sent/)
+      assert.doesNotMatch(String(refused.header('content-security-policy')), /frame-ancestors/)
+      const asGet = await s.get(`/api/forms/submit/${plain.form_slug}?a=1`, { headers: { accept: nav, 'sec-fetch-mode': 'navigate' } })
+      assert.equal(asGet.status, 405)
+      assert.doesNotMatch(String(asGet.header('content-security-policy')), /frame-ancestors/)
+      // the service's other short pages are never framed
+      const missing = await s.get('/no-such-page-here', { headers: { accept: nav } })
+      assert.equal(missing.status, 404)
+      assert.match(String(missing.header('content-security-policy')), /frame-ancestors 'none'/)
       assert.equal((await data(alice, f.id)).json.data.total, 6)
       // redirect_url can be changed and cleared, never to a script URL
       expectError(await s.request('PUT', `/svc_api/forms/update/${f.id}`, { key: alice.key, json: { redirect_url: 'javascript:alert(1)' } }), 400, 1106)

@@ -149,6 +149,9 @@ for (const engine of ENGINES) {
         // an error answer on the public link is as inert as the content
         assert.match(r.header('content-security-policy') ?? '', /sandbox/, t)
         assert.equal(r.header('x-content-type-options'), 'nosniff', t)
+        // and readable by a page on another origin, as the data link's 404 is
+        assert.equal(r.header('access-control-allow-origin'), '*', t)
+        assert.deepEqual(r.json, { success: false, message: '资源不存在' }, t)
       }
       const sw = await s.get(`/svc-img/pub/${img.public_token}`, { headers: { 'service-worker': 'script' } })
       assert.equal(sw.status, 403)
@@ -194,6 +197,7 @@ for (const engine of ENGINES) {
         assert.equal(r.json.success, false)
         assert.equal(r.header('content-security-policy'), INERT, q)
         assert.equal(r.header('cache-control'), 'no-store', q)
+        assert.equal(r.header('access-control-allow-origin'), '*', q)
       }
       // a name given twice: its last value counts, as for every parameter of the link
       const twice = await s.get(`${base}?w=4&w=8&v=x&v=${img.versioned_url.split('?v=')[1]}`)
@@ -350,6 +354,9 @@ describe('new image variants per client address (decision 229)', () => {
       const retry = Number(refused.header('retry-after'))
       assert.ok(retry >= 1 && retry <= 60, String(retry))
       assert.equal(refused.header('cache-control'), 'no-store')
+      assert.equal(refused.header('access-control-allow-origin'), '*')
+      // a page on another origin may read when to ask again
+      assert.match(refused.header('access-control-expose-headers') ?? '', /\bRetry-After\b/)
       assert.equal(variants.stats.made, made, 'a refused request made no variant')
       // what is already made, and the original, still serve to the same address
       assert.equal((await s.get(`${link}?w=7&format=webp`)).status, 200)

@@ -6,6 +6,7 @@ import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.j
 import { expectError } from '../support/errors.js'
 import { deploySite } from '../support/deploys.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
+import { svc } from '../support/images.js'
 import { ContentWatcher } from '../../src/features/sites/sniff.js'
 
 // A page, script or data file that carries a live API key able to write is refused on every
@@ -116,6 +117,29 @@ for (const engine of ENGINES) {
       const fixed = await deploySite(s, u.key, 'built', { ...site, 'assets/index-3f2a.js': 'const e=null;' })
       assert.equal(fixed.res.status, 201, fixed.res.text)
       assert.ok((await projects()).includes('built'))
+    })
+
+    it('a hosted data file or version (public at its link): 400 naming the file, nothing stored', async () => {
+      await svc(s, 'grant', u.username, 'hosted-data')
+      const cookie = await s.login(u.username, u.password)
+      const post = (p: string, body: unknown) => s.post(p, { cookie, json: body, headers: { 'accept-language': 'en' } })
+      const list = async () => (await s.get('/api/hosted-data/files', { cookie })).json.total as number
+      const before = await list()
+      // a page's settings read from the data link, with the key written in
+      const r = await post('/api/hosted-data/files', { display_name: 'config.json', content: { apiKey: u.key, theme: 'dark' } })
+      assert.equal(r.status, 400, r.text)
+      assert.deepEqual(Object.keys(r.json).sort(), ['message', 'success'])
+      assert.match(r.json.message, /config\.json holds a live API key that can write \("test", svc_…[A-Za-z0-9]{4}\)/)
+      assert.equal(await list(), before)
+      // a read-only key passes; a new version carrying a write key is refused, the file unchanged
+      const ok = await post('/api/hosted-data/files', { display_name: 'settings.json', content: { apiKey: readOnly } })
+      assert.equal(ok.status, 200, ok.text)
+      const v = await post(`/api/hosted-data/files/${ok.json.file.id}/versions`, { content: { apiKey: u.key }, set_default: true })
+      assert.equal(v.status, 400, v.text)
+      assert.match(v.json.message, /settings\.json holds a live API key that can write/)
+      const link = new URL(ok.json.file.public_url)
+      assert.equal((await s.get(link.pathname)).json.apiKey, readOnly)
+      assert.equal((await s.get(`/api/hosted-data/files/${ok.json.file.id}`, { cookie })).json.file.version_count, 1)
     })
   })
 }

@@ -205,7 +205,7 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
           `Confirm to have notifications of forms sent to ${data.address}. If you did not ask for this, close this page: nothing is sent until it is confirmed.`,
         )
         const confirm = { action: '/svc_api/notify/verify', fields: { token: String(token) }, label: say(req, '确认', 'Confirm') }
-        return shortPage(req, reply, 200, say(req, '确认邮箱', 'Confirm this address'), text, undefined, confirm)
+        return shortPage(req, reply, 200, say(req, '确认邮箱', 'Confirm this address'), text, { confirm })
       }
       return { success: true, message: say(req, '以 POST 发送此 token 以确认', 'POST this token to confirm the address'), data }
     },

@@ -117,7 +117,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     let text = errorMessage(e.key, lang, e.options.params)
     // a rate limit's page says when the visitor may send again (its solution: "Retry after N seconds")
     if (e.status === 429) text += `${say(req, '。', '. ')}${String(renderError(e.key, 'A', lang, e.options, '').solution)}`
-    void shortPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), text)
+    void shortPage(req, reply, e.status, say(req, '未能提交', 'Not sent'), text, { framed: true })
   }
 
   app.options(
@@ -151,6 +151,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       405,
       say(req, '未能提交', 'Not sent'),
       say(req, '表单须以 POST 方式发送：请在 <form> 标签上加上 method="post"。', 'The form must be sent with POST: add method="post" to its <form> tag.'),
+      { framed: true },
     )
   })
 
@@ -228,7 +229,9 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       const to = next ?? form.redirect_url
       if (to) return reply.redirect(new URL(to).href, 303)
     }
-    if (browser) return shortPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'))
+    // a form in an iframe (a widget on someone's blog) lands in that frame: the page may be framed
+    if (browser)
+      return shortPage(req, reply, 200, say(req, '已提交', 'Thank you'), say(req, '你的提交已收到。', 'Your submission was received.'), { framed: true })
     return { success: true, message: say(req, '提交成功', 'Submitted'), data: { submission_id: r.id } }
   }
 

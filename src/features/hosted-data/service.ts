@@ -9,6 +9,7 @@ import { isoMicros } from '../../util/time.js'
 import { createHostedStore, type FileRow, type VersionPick, type VersionRow } from './store.js'
 import { createHostedDataCache, type ServedEntry } from './cache.js'
 import { checkContent } from './content.js'
+import { collectKeyTokens, keyLeaks } from '../../auth/key-leaks.js'
 import { createAbuse, targetKey } from '../abuse/service.js'
 import { takenDown } from '../abuse/public.js'
 import { refuseBlocked, refuseHeld } from '../abuse/store.js'
@@ -75,11 +76,19 @@ export function createHostedData(deps: Deps) {
     url: `${origin}${PUBLIC_PREFIX}${f.public_token}?v=${v.version}`,
   })
 
-  /** Stores the bytes (content-addressed, fsynced) before any row points to them. */
-  const putBlob = async (user: User, u: Upload) => {
+  /**
+   * Stores the bytes (content-addressed, fsynced) before any row points to them. Bytes holding
+   * a live API key that can write are refused first (1444): the public link would show it to
+   * anyone, as a site's page would (decision 223). `name`: the file's, for the refusal.
+   */
+  const putBlob = async (user: User, u: Upload, name: string) => {
     const limit = maxFileBytes(user)
     if (u.bytes.length > limit) throw tooLarge(limit)
     checkContent(u.bytes, u.contentType)
+    const keyTokens = new Set<string>()
+    collectKeyTokens(u.bytes, keyTokens)
+    const leak = (await keyLeaks(deps.apiKeys, user.id, [{ name, keyTokens }])).get(name)
+    if (leak) throw leak
     return blobs.put(u.bytes, { maxBytes: limit, tooLarge })
   }
 
@@ -145,7 +154,7 @@ export function createHostedData(deps: Deps) {
       // authoritatively, in the transaction that inserts the file
       const used = await store.countFiles(db.k, user.id)
       if (used >= max) throw full(used)
-      const blob = await putBlob(user, input.upload)
+      const blob = await putBlob(user, input.upload, input.displayName)
       const now = clock.now()
       const id = newId()
       await db.k.transaction().execute(async (trx) => {
@@ -202,7 +211,7 @@ export function createHostedData(deps: Deps) {
       if (!existing) throw notFound()
       const used = await store.countVersions(db.k, user.id, existing.id)
       if (used >= max) throw full(used)
-      const blob = await putBlob(user, input.upload)
+      const blob = await putBlob(user, input.upload, existing.display_name)
       const now = clock.now()
       const version = await onFile(user, fileId, async (trx, f) => {
         await refuseBlocked(trx, [blob.digest])

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, langOf } from '../../errors/render.js'
-import { publicPreflight, PUBLIC_CORS_HEADERS, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
+import { publicCorsHeaders, publicPreflight, setPublicCors, setUserContentHeaders, userContentHeaderList } from '../../http/content-headers.js'
 import { LinkConditionHeaders, linkResponses } from '../../http/conditional-schemas.js'
 import { decide, httpDate, replyRange, type Representation } from '../../http/representation.js'
 import { linkHit, publicFiles, publicLinkFastPath, type LinkHit } from '../../http/public-link.js'
@@ -23,6 +23,9 @@ export const VARIANT_RULES: WindowRule[] = [
   { name: 'minute', kind: 'sliding', ms: 60_000, limit: 120 },
   { name: 'hour', kind: 'sliding', ms: 3_600_000, limit: 1200 },
 ]
+
+/** The link's CORS grant: a page elsewhere also reads when to ask again after a 429 of new variants. */
+const IMAGE_CORS_HEADERS = publicCorsHeaders('Retry-After')
 
 /** Stable URL: caches keep it but revalidate every use (ETag -> 304), so a replace shows at once. */
 export const CACHE_STABLE = 'public, no-cache'
@@ -50,8 +53,9 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {
     const { token } = req.params as { token: string }
     const query = req.query as Record<string, unknown>
-    // every answer of a public link is inert, errors included
+    // every answer of a public link is inert and readable from any page, errors included
     setUserContentHeaders(reply, 'inert')
+    setPublicCors(reply, IMAGE_CORS_HEADERS)
     if (req.headers['service-worker'] !== undefined) return reply.code(403).type('text/plain; charset=utf-8').send('Forbidden')
     let params: VariantParams | null
     try {
@@ -73,7 +77,6 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     const lastModifiedSec = lastModifiedOf(img)
     const rep = (size: number): Representation => ({ status: 200, size, etag, lastModified: httpDate(lastModifiedSec), lastModifiedSec })
     const v = Array.isArray(query.v) ? query.v[query.v.length - 1] : query.v
-    setPublicCors(reply)
     reply.header('Cache-Control', v === versionOf(img.digest) ? CACHE_IMMUTABLE : CACHE_STABLE)
     // ETag, 304, Range (206, 416, If-Range) and HEAD: one implementation for every public body
     if (params) {
@@ -102,7 +105,7 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
   const resized = new WeakMap<Variant, Partial<Record<string, LinkHit>>>()
   const headers = (cacheControl: string, type: string) => [
     ...userContentHeaderList('inert').flat(),
-    ...PUBLIC_CORS_HEADERS,
+    ...IMAGE_CORS_HEADERS,
     'Cache-Control',
     cacheControl,
     'Content-Type',
@@ -169,7 +172,7 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
       },
       handler,
     })
-    app.options(url, { schema: { hide: true } }, publicPreflight())
+    app.options(url, { schema: { hide: true } }, publicPreflight(IMAGE_CORS_HEADERS))
   }
 }
 

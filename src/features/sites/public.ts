@@ -7,7 +7,7 @@ import { publicFiles } from '../../http/public-link.js'
 import { createHostHandler, type SiteRouting } from './serve.js'
 import { tlsAsk } from './tls-ask.js'
 import { isHttps } from '../../http/origin.js'
-import { hostName, isContentOnlyHost, siteOf, userSiteOrigin, type ListenPorts } from '../../http/site-origin.js'
+import { hostName, isContentOnlyHost, serviceOriginFromContent, siteOf, userSiteOrigin, type ListenPorts } from '../../http/site-origin.js'
 import { canNameUser } from '../../auth/account-rules.js'
 import { decodeSegment } from './paths.js'
 import type { Config } from '../../config.js'
@@ -65,10 +65,7 @@ export function hostingPublic(app: FastifyInstance, deps: Deps): void {
   const hooks = siteHooksOf(app)
   // abuse handling: held paths answer 451; a user's origin answers the report link and
   // security.txt by sending the visitor to the service's own (PUBLIC_URL, or loopback's)
-  const holds = hostHolds(
-    deps,
-    (req) => config.publicUrl ?? (hostName(req.headers.host).endsWith('.localhost') && app.ports.main !== null ? `https://localhost:${app.ports.main}` : null),
-  )
+  const holds = hostHolds(deps, (req) => serviceOriginFromContent(req.headers.host, config, app.ports))
   const host = createHostHandler(
     cache,
     createResolver(deps.db, cache),

@@ -1,21 +1,7 @@
 import { Transform, type TransformCallback } from 'node:stream'
+import { collectKeyTokens, KEY_LENGTH } from '../../auth/key-leaks.js'
 
 const HEAD_BYTES = 64 * 1024
-
-/** An API key's shape (auth/tokens.ts): the prefix, then 60 letters and digits. */
-const KEY_TOKEN = /svc_[A-Za-z0-9]{60}/g
-const KEY_LENGTH = 64
-/** Key-shaped tokens kept per file: enough for any real page, bounded for any upload. */
-const MAX_KEY_TOKENS = 16
-
-/** Adds the API-key-shaped tokens in `bytes` to `into` (up to MAX_KEY_TOKENS). */
-export function collectKeyTokens(bytes: Buffer, into: Set<string>): void {
-  if (into.size >= MAX_KEY_TOKENS || bytes.indexOf('svc_') < 0) return
-  for (const m of bytes.toString('latin1').matchAll(KEY_TOKEN)) {
-    into.add(m[0])
-    if (into.size >= MAX_KEY_TOKENS) return
-  }
-}
 
 /**
  * A pass-through stream that watches the bytes of an upload on their way to the blob store:
