@@ -14,7 +14,7 @@ import { Migrator, sql, type Kysely } from 'kysely'
 import { openDatabase } from '../../src/db/kysely.js'
 import { allMigrations } from '../../src/db/migrate.js'
 import { FEATURE_TABLES } from '../../src/features/tables.js'
-import { ENGINES, PG_URL, startServer, type ReqOptions, type TestServer } from '../support/server.js'
+import { ENGINES, PG_URL, startServer, type ReqOptions, type Res, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload } from '../support/hosting.js'
 import { expectClientError, expectError } from '../support/errors.js'
 import { deploySite, manifestOf, postArchive, sha, tarOf, type Site, type TarEntry } from '../support/deploys.js'
@@ -406,6 +406,47 @@ for (const engine of ENGINES) {
       // and once more: the deploy before it
       await s.post('/api/folders/flow/rollback', { key: u.key })
       assert.equal((await page('flow')).text, site('f1')['index.html'])
+    })
+
+    it('a plain rollback racing a deploy or a promote goes back from the deploy live when it runs', async () => {
+      const ids: string[] = []
+      for (const v of ['g1', 'g2', 'g3']) ids.push((await deploySite(s, u.key, 'gated', site(v))).res.json.deploy.id)
+      // the rollback stops once it has read the live deploy (at the blocklist's early check);
+      // another request makes a deploy live meanwhile
+      const blobs = s.deps.blobs
+      const admit = blobs.admit!.bind(blobs)
+      const race = async (other: () => Promise<unknown>): Promise<Res> => {
+        let reached!: () => void
+        const atAdmit = new Promise<void>((resolve) => (reached = resolve))
+        let release!: () => void
+        const gate = new Promise<void>((resolve) => (release = resolve))
+        blobs.admit = async (digests) => {
+          blobs.admit = admit
+          reached()
+          await gate
+          return admit(digests)
+        }
+        try {
+          const back = s.post('/api/folders/gated/rollback', { key: u.key })
+          await atAdmit
+          await other()
+          release()
+          return await back
+        } finally {
+          blobs.admit = admit
+        }
+      }
+      // a deploy went live first: the rollback takes it back, to the one that was live before it
+      const g4 = await race(() => deploySite(s, u.key, 'gated', site('g4')))
+      assert.equal(g4.status, 200, g4.text)
+      assert.equal(g4.json.live_deploy_id, ids[2])
+      assert.equal((await list('gated')).live_deploy_id, ids[2])
+      assert.equal((await page('gated')).text, site('g3')['index.html'])
+      // the first deploy was promoted first: nothing older went live before it (409 / 1334)
+      const first = await race(() => s.post(`/api/folders/gated/deploys/${ids[0]}/promote`, { key: u.key }))
+      expectError(first, 409, 1334)
+      assert.equal((await list('gated')).live_deploy_id, ids[0])
+      assert.equal((await page('gated')).text, site('g1')['index.html'])
     })
 
     it('bytes on the blocklist are refused however a deploy, its check, a publish or a promote names them (451 / 1701)', async () => {

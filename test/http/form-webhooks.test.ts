@@ -249,6 +249,23 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('saves at once on a form without a webhook make one webhook, never a 500; the one that made it shows the secret', async () => {
+      for (let round = 0; round < 3; round++) {
+        const form = await newForm()
+        const rs = await Promise.all(
+          Array.from({ length: 6 }, (_, i) =>
+            s.request('PUT', `/svc_api/forms/webhook/${form.id}`, { key: alice.key, json: { url: `http://127.0.0.1:9/h${i}` } }),
+          ),
+        )
+        for (const r of rs) assert.equal(r.status, 200, r.text)
+        const made = rs.filter((r) => r.json.data.secret !== undefined)
+        assert.equal(made.length, 1, rs.map((r) => JSON.stringify(r.json.data)).join('\n'))
+        const now = (await s.get(`/svc_api/forms/webhook/${form.id}`, { key: alice.key })).json.data
+        assert.equal(now.secret_hint, made[0].json.data.secret_hint)
+        assert.ok(rs.some((r) => r.json.data.url === now.url))
+      }
+    })
+
     describe('refuses a non-http URL and another user reaching the form', () => {
       let form: Awaited<ReturnType<typeof newForm>>
       before(async () => {

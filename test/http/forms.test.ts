@@ -6,6 +6,7 @@ import https from 'node:https'
 import { expectClientError, expectError, rowLabel } from '../support/errors.js'
 import { ENGINES, startServer, multipart, type Res, type TestServer } from '../support/server.js'
 import { FakeClock } from '../../src/util/clock.js'
+import { formStore } from '../../src/features/forms/store.js'
 
 const HIGH = JSON.stringify(
   Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 200 }])),
@@ -1428,6 +1429,29 @@ for (const engine of ENGINES) {
       assert.equal(left.length, 0)
       // the slug is free again
       assert.equal((await create(bob, { form_name: 'reuse', form_slug: f.form_slug })).status, 200)
+    })
+
+    it("a submission racing its form's delete is kept and deleted with it, or refused (1611): never a 500", async () => {
+      const f = await make(alice)
+      // the delete is sent once the submission, under the owner's lock, has found the form
+      const claim = formStore.claimMonth.bind(formStore)
+      let deleting: Promise<Res> | undefined
+      formStore.claimMonth = async (...args) => {
+        formStore.claimMonth = claim
+        deleting = s.request('DELETE', `/svc_api/forms/delete/${f.id}`, { key: alice.key })
+        await Promise.race([deleting, new Promise((resolve) => setTimeout(resolve, 300))])
+        return claim(...args)
+      }
+      let sent: Res
+      try {
+        sent = await submit(f.form_slug, { json: { name: 'late' } })
+      } finally {
+        formStore.claimMonth = claim
+      }
+      assert.ok(sent.status === 200 || sent.status === 404, `${sent.status} ${sent.text}`)
+      assert.equal((await deleting!).status, 200)
+      const left = await s.deps.db.k.selectFrom('form_submissions').select('id').where('form_id', '=', f.id).execute()
+      assert.equal(left.length, 0)
     })
 
     it('documents the endpoints in /openapi.json', async () => {

@@ -141,6 +141,48 @@ for (const engine of ENGINES) {
       assert.equal(all.structuredContent.projects.find((p: any) => p.name === 'agent-site').origin_url, root)
     })
 
+    it('deploy_files on a live project unpublished while the call runs publishes it, as if the unpublish came first', async () => {
+      // a user of its own: the other tests count alice's requests against her rate limits
+      const carl = await s.user()
+      const own = await mcpHttpClient(s.url, carl.key)
+      const ok = async (name: string, args: Record<string, unknown>) => {
+        const r = (await own.callTool({ name, arguments: args })) as Awaited<ReturnType<typeof call>>
+        assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+        return r
+      }
+      await ok('deploy_files', { project: 'paused', files: [{ path: 'index.html', content: '<p>one</p>' }] })
+      // the project is unpublished once the call has read it as live, while its files are stored
+      const blobs = s.deps.blobs
+      const put = blobs.put.bind(blobs)
+      const pausedMidCall = async (content: string) => {
+        blobs.put = async (...args) => {
+          blobs.put = put
+          const off = await s.post('/api/folders/paused/unpublish', { key: carl.key })
+          assert.equal(off.status, 200, off.text)
+          return put(...args)
+        }
+        try {
+          return (await ok('deploy_files', { project: 'paused', files: [{ path: 'index.html', content }] })).structuredContent
+        } finally {
+          blobs.put = put
+        }
+      }
+      // a changed file, then the same file again: either way the call leaves the project live
+      for (const [content, unchanged] of [
+        ['<p>two</p>', false],
+        ['<p>two</p>', true],
+      ] as const) {
+        const r = await pausedMidCall(content)
+        const live = (await s.get('/api/folders/paused/deploys', { key: carl.key })).json.live_deploy_id
+        assert.notEqual(live, null, content)
+        assert.equal(r.deploy_id, live)
+        assert.equal(r.is_published, true)
+        assert.equal(r.changed_count === 0, unchanged)
+        assert.equal((await s.get(`/${carl.username}/paused/`)).text, content)
+      }
+      await own.close()
+    })
+
     it('deploy_files refuses a path that is both a file and a folder, and writes none of the call', async () => {
       await ok('deploy_files', { project: 'clash', files: [{ path: 'index.html', content: '<p>v1</p>' }] })
       const r = await call('deploy_files', {

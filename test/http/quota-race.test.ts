@@ -13,6 +13,7 @@ import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.j
 import { imageForm, makeImage } from '../support/images.js'
 import { expectError } from '../support/errors.js'
 import { assertUsageExact, raceAtQuota, usageCounter, usageStored } from '../support/quota-race.js'
+import { createImageHost } from '../../src/features/image-host/service.js'
 
 type Account = Awaited<ReturnType<TestServer['user']>> & { cookie: string }
 type Table = 'files' | 'images' | 'hosted_files' | 'hosted_versions' | 'forms' | 'domains' | 'api_keys'
@@ -129,6 +130,33 @@ for (const engine of ENGINES) {
       assert.equal((await s.request('DELETE', `/api/image-host/images/${token}`, { cookie: u.cookie })).status, 200)
       assert.deepEqual(await counted('images', 'images', u.id)(), { counter: 3, rows: 3 })
       assert.deepEqual(await bytes(u.id), { counter: 3 * size, rows: 3 * size })
+    })
+
+    it('an image deleted while it is being replaced leaves the byte counter exact', async () => {
+      const u = await account({}, ['image-host'])
+      assert.equal((await images(u)).status, 200)
+      const token = (await s.get('/api/image-host/images', { cookie: u.cookie })).json.images[0].public_token as string
+      // the delete is sent once the replace, under the user's lock, has read the image's size
+      const store = s.deps.services.get(createImageHost).store
+      const limits = store.userLimits.bind(store)
+      let deleting: Promise<Res> | undefined
+      store.userLimits = async (...args) => {
+        store.userLimits = limits
+        deleting = s.request('DELETE', `/api/image-host/images/${token}`, { cookie: u.cookie })
+        await Promise.race([deleting, new Promise((resolve) => setTimeout(resolve, 300))])
+        return limits(...args)
+      }
+      const f = imageForm([{ name: 'big.jpg', data: await makeImage('jpeg', { width: 200, height: 160 }) }])
+      let rep: Res
+      try {
+        rep = await s.post(`/api/image-host/images/${token}/replace`, { cookie: u.cookie, body: f.body, headers: { 'content-type': f.contentType } })
+      } finally {
+        store.userLimits = limits
+      }
+      assert.ok(rep.status === 200 || rep.status === 404, `${rep.status} ${rep.text}`)
+      assert.equal((await deleting!).status, 200)
+      assert.deepEqual(await counted('images', 'images', u.id)(), { counter: 0, rows: 0 })
+      assert.equal(await usageCounter(s, u.id, 'image_bytes'), 0)
     })
 
     it('hosted data files and versions per file (plain 400); a version delete gives one back', async () => {

@@ -46,11 +46,13 @@ export function deliveryView(r: DeliveryRow) {
  */
 export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' | 'limits'>, mailer: Mailer | null) {
   const { db, clock, config, limits } = deps
-  const owned = async (user: User, formId: string): Promise<FormRow> => {
-    const f = formId.length <= 64 ? await formStore.byId(db.k, user.id, formId) : undefined
+  /** The caller's form (1611 when it is not there), read in `q`: a writer's transaction reads it again under the owner's lock. */
+  const ownedIn = async (q: Trx | Deps['db']['k'], user: User, formId: string): Promise<FormRow> => {
+    const f = formId.length <= 64 ? await formStore.byId(q, user.id, formId) : undefined
     if (!f) throw new AppError('FORM_NOT_FOUND')
     return f
   }
+  const owned = (user: User, formId: string): Promise<FormRow> => ownedIn(db.k, user, formId)
   const webhookView = (w: { url: string; secret: string; enabled: number; created_at: number; updated_at: number }, showSecret: boolean) => ({
     url: w.url,
     enabled: !!w.enabled,
@@ -78,23 +80,29 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' |
       const u = parseWebhookUrl(b.url)
       await checkTarget(u, config.webhookBlockPrivate)
       const now = clock.now()
-      const existing = await notifyStore.webhook(db.k, formId)
-      if (existing) {
-        const patch = { url: u.href, enabled: b.enabled === false ? 0 : 1, updated_at: now }
-        await db.k.updateTable('form_webhooks').set(patch).where('form_id', '=', formId).execute()
-        return webhookView({ ...existing, ...patch }, false)
-      }
-      const row = {
-        form_id: formId,
-        user_id: user.id,
-        url: u.href,
-        secret: newSecret(),
-        enabled: b.enabled === false ? 0 : 1,
-        created_at: now,
-        updated_at: now,
-      }
-      await db.k.insertInto('form_webhooks').values(row).execute()
-      return webhookView(row, true)
+      // under the owner's lock, as a form delete: saves at once make one webhook (the first
+      // creates it, the others update it), and a form deleted meanwhile is refused (1611)
+      return db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, user.id)
+        await ownedIn(trx, user, formId)
+        const existing = await notifyStore.webhook(trx, formId)
+        if (existing) {
+          const patch = { url: u.href, enabled: b.enabled === false ? 0 : 1, updated_at: now }
+          await trx.updateTable('form_webhooks').set(patch).where('form_id', '=', formId).execute()
+          return webhookView({ ...existing, ...patch }, false)
+        }
+        const row = {
+          form_id: formId,
+          user_id: user.id,
+          url: u.href,
+          secret: newSecret(),
+          enabled: b.enabled === false ? 0 : 1,
+          created_at: now,
+          updated_at: now,
+        }
+        await trx.insertInto('form_webhooks').values(row).execute()
+        return webhookView(row, true)
+      })
     },
 
     /** A new secret, shown once; deliveries signed from now on use it. */
@@ -130,11 +138,16 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' |
       if (mode !== 'each' && mode !== 'digest') throw bad({ zh: 'mode 须为 "each" 或 "digest"', en: 'mode must be "each" or "digest"' })
       if (b.enabled && !mailer) throw new AppError('EMAIL_NOT_CONFIGURED')
       const row = { form_id: formId, user_id: user.id, mode, enabled: b.enabled ? 1 : 0, updated_at: clock.now() }
-      await db.k
-        .insertInto('form_email_settings')
-        .values(row)
-        .onConflict((oc) => oc.column('form_id').doUpdateSet({ mode: row.mode, enabled: row.enabled, updated_at: row.updated_at }))
-        .execute()
+      // under the owner's lock, as a form delete: a form deleted meanwhile is refused (1611)
+      await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, user.id)
+        await ownedIn(trx, user, formId)
+        await trx
+          .insertInto('form_email_settings')
+          .values(row)
+          .onConflict((oc) => oc.column('form_id').doUpdateSet({ mode: row.mode, enabled: row.enabled, updated_at: row.updated_at }))
+          .execute()
+      })
       return this.getEmail(user, formId)
     },
 

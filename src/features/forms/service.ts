@@ -446,7 +446,12 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
 
     async remove(user: User, id: string): Promise<void> {
       await owned(user, id)
-      const ok = await db.k.transaction().execute((trx) => formStore.remove(trx, user.id, id))
+      // under the owner's lock, as a submission's insert: one that found the form there commits
+      // first (and goes with it), never after the form's row is gone
+      const ok = await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, user.id)
+        return formStore.remove(trx, user.id, id)
+      })
       if (!ok) throw notFound()
     },
 

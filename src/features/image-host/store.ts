@@ -165,6 +165,9 @@ export function createImageStore(db: Db) {
     /** Deletes an unlocked image; 'locked' or 'missing' otherwise. */
     async remove(userId: string, token: string): Promise<'deleted' | 'locked' | 'missing'> {
       return k.transaction().execute(async (trx) => {
+        // under the user's lock, as a replace: its size change is counted from the row as it
+        // is, so the row must not go between its read and its update
+        await db.lockUser(trx, userId)
         const r = await trx.selectFrom('images').select(['id', 'locked']).where('user_id', '=', userId).where('public_token', '=', token).executeTakeFirst()
         if (!r) return 'missing'
         if (Number(r.locked)) return 'locked'

@@ -363,9 +363,12 @@ const deployFiles = tool({
     const r = await s.folders.commitBatch(ctx.user, ref, staged, true, true, ctx.contentOrigin)
     let websiteUrl = `${ctx.contentOrigin}/${ctx.user.username}/${encodeURIComponent(ref.name)}/`
     let deployId = r.deploy_id
-    if (deployId === null && !wasLive) ({ website_url: websiteUrl, deploy_id: deployId } = await s.folders.publish(ctx.user, ref, ctx.contentOrigin))
+    // no deploy from the batch: the project was not live when it committed, or nothing changed.
+    // `wasLive` was read before: a project unpublished since is published, as serial order would
+    const live = deployId === null && wasLive ? (await s.deploys.list(ctx.user, ref)).live_deploy_id : null
+    if (deployId === null && live === null) ({ website_url: websiteUrl, deploy_id: deployId } = await s.folders.publish(ctx.user, ref, ctx.contentOrigin))
     const unchanged = deployId === null
-    if (deployId === null) deployId = (await s.deploys.list(ctx.user, ref)).live_deploy_id
+    if (deployId === null) deployId = live
     const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/`)
     const root = originUrl(ctx.siteOrigin, ref.name)
     const open = await openUrl(decoded, root, site ?? websiteUrl)

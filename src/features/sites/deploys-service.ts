@@ -5,6 +5,7 @@ import { pipeline, Transform, type Readable, type TransformCallback, type Writab
 import { createGunzip } from 'node:zlib'
 import tar from 'tar-stream'
 import type { Deps } from '../../deps.js'
+import type { Trx } from '../../db/kysely.js'
 import { AppError } from '../../errors/app-error.js'
 import { unknownField } from '../../http/unknown-fields.js'
 import { checkSiteBytes } from './site-usage.js'
@@ -304,26 +305,51 @@ export function createDeploysService(deps: Deps) {
    * Makes a kept deploy live: in one transaction, the pointer (one row update) and the working
    * set the spec's file API lists; then every instance drops its cached pages.
    */
-  /** `ifUnpublished`: the refusal when the project is unpublished under the lock (a rollback); none: it is published (a promote). */
-  async function makeLive(user: User, folder: { id: string; name: string }, deployId: string, ifUnpublished?: () => AppError): Promise<void> {
+  /**
+   * The plain rollback's target: the newest kept deploy older than `liveId` that visitors had
+   * whole, not a preview (or a preview promoted since, decision 154) and not partial; 409 / 1334
+   * when there is none.
+   */
+  async function previousLive(q: Trx | Deps['db']['k'], folderId: string, liveId: string | null): Promise<string> {
+    const all = await store.list(q, folderId)
+    const at = all.findIndex((d) => d.id === liveId)
+    const target = (at < 0 ? undefined : all.slice(at + 1).find(store.wentLive))?.id
+    if (target === undefined) throw new AppError('NO_PREVIOUS_DEPLOY')
+    return target
+  }
+
+  /**
+   * `ifUnpublished`: the refusal when the project is unpublished under the lock (a rollback);
+   * none: it is published (a promote). `previous`: `deployId` is a plain rollback's target, read
+   * again under the lock from the live pointer then (a deploy or promote may have moved it).
+   * Returns the deploy made live.
+   */
+  async function makeLive(
+    user: User,
+    folder: { id: string; name: string },
+    deployId: string,
+    ifUnpublished?: () => AppError,
+    previous = false,
+  ): Promise<string> {
     // bytes taken down since the deploy was made do not go live again (451 / 1701)
     const digests = (await store.files(db.k, deployId)).map((r) => r.digest)
     await blobs.admit?.(digests)
-    await db.k.transaction().execute(async (trx) => {
+    const target = await db.k.transaction().execute(async (trx) => {
       await db.lockUser(trx, user.id)
       await refuseHeld(trx, siteHoldKey(user.username, folder.name))
-      if (ifUnpublished) {
-        const f = await trx.selectFrom('folders').select('is_published').where('id', '=', folder.id).executeTakeFirst()
-        if (!f?.is_published) throw ifUnpublished()
-      }
-      await refuseBlocked(trx, digests)
-      if (!(await store.get(trx, folder.id, deployId))) throw new AppError('DEPLOY_NOT_FOUND', { params: { id: deployId } })
+      const f = await trx.selectFrom('folders').select(['is_published', 'live_deploy_id']).where('id', '=', folder.id).executeTakeFirst()
+      if (ifUnpublished && !f?.is_published) throw ifUnpublished()
+      const target = previous ? await previousLive(trx, folder.id, f?.live_deploy_id ?? null) : deployId
+      await refuseBlocked(trx, target === deployId ? digests : (await store.files(trx, target)).map((r) => r.digest))
+      if (!(await store.get(trx, folder.id, target))) throw new AppError('DEPLOY_NOT_FOUND', { params: { id: target } })
       const now = clock.now()
-      await store.setLive(trx, folder.id, deployId, now)
-      await store.markPromoted(trx, deployId, now)
-      await store.syncWorkingSet(trx, folder.id, deployId)
+      await store.setLive(trx, folder.id, target, now)
+      await store.markPromoted(trx, target, now)
+      await store.syncWorkingSet(trx, folder.id, target)
+      return target
     })
     await invalidateHosting(deps.bus, user.username)
+    return target
   }
 
   const limits = () => ({
@@ -639,8 +665,9 @@ export function createDeploysService(deps: Deps) {
 
     /**
      * Rolls back to `deployId`, or by default to the newest kept deploy older than the live one
-     * that visitors had: not a preview, or a preview promoted since (decision 154). An
-     * unpublished project is refused (409 / 1336).
+     * that visitors had: not a preview, or a preview promoted since (decision 154), as the live
+     * pointer is under the user's lock (a deploy or promote that went live meanwhile is the one
+     * rolled back). An unpublished project is refused (409 / 1336).
      */
     async rollback(user: User, ref: FolderRef, deployId: string | undefined) {
       const folder = await ownFolder(user, ref)
@@ -649,15 +676,8 @@ export function createDeploysService(deps: Deps) {
       // Checked again under the lock, so an unpublish racing it wins
       const unpublished = () => new AppError('ROLLBACK_UNPUBLISHED', { params: { name: JSON.stringify(ref.display) } })
       if (!folder.is_published) throw unpublished()
-      let target = deployId
-      if (target === undefined) {
-        const all = await store.list(db.k, folder.id)
-        const at = all.findIndex((d) => d.id === folder.live_deploy_id)
-        target = (at < 0 ? undefined : all.slice(at + 1).find(store.wentLive))?.id
-        if (target === undefined) throw new AppError('NO_PREVIOUS_DEPLOY')
-      }
-      await makeLive(user, folder, target, unpublished)
-      return { live_deploy_id: target }
+      const target = deployId ?? (await previousLive(db.k, folder.id, folder.live_deploy_id))
+      return { live_deploy_id: await makeLive(user, folder, target, unpublished, deployId === undefined) }
     },
 
     limits,
