@@ -4,6 +4,10 @@ import { ENGINES, multipart, startServer, type TestServer } from '../support/ser
 import { apiClient } from '../support/api-client.js'
 import { imageForm, makeImage, redeemCode, svc } from '../support/images.js'
 import { answerChecker } from '../support/openapi-answers.js'
+import { decodeQp, smtpSink } from '../support/smtp.js'
+
+/** The JSON body of an answer the document also declares in a text media type (CSV, HTML). */
+const jsonOf = <T>(data: T) => data as Exclude<T, string | undefined>
 
 /**
  * The API through a client typed by its own OpenAPI document (openapi-typescript +
@@ -13,12 +17,17 @@ import { answerChecker } from '../support/openapi-answers.js'
 for (const engine of ENGINES) {
   describe(`typed API client from the OpenAPI document [${engine}]`, () => {
     let s: TestServer
+    let smtp: Awaited<ReturnType<typeof smtpSink>>
     let key = ''
     before(async () => {
-      s = await startServer({ engine })
+      smtp = await smtpSink()
+      s = await startServer({ engine, env: { SMTP_URL: smtp.url, SMTP_FROM: 'svc <svc@localhost>' } })
       key = (await s.user()).key
     })
-    after(() => s.close())
+    after(async () => {
+      await s.close()
+      await smtp.close()
+    })
 
     it('reads the upload limits', async () => {
       const { data, error, response } = await apiClient(s, { key }).GET('/svc_api/upload/info')
@@ -248,6 +257,47 @@ for (const engine of ENGINES) {
       const listed = await api.GET('/svc_api/forms/list')
       assert.equal(listed.response.status, 200, JSON.stringify(listed.error))
       assert.ok(JSON.stringify(listed.data).includes(form.form_slug))
+    })
+
+    it("exports a form's submissions, drops its webhook and verifies an address, every answer the one the document describes", async () => {
+      const api = apiClient(s, { key })
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
+        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
+      }
+      const made = await api.POST('/svc_api/forms/create', { body: { form_name: 'Answers', fields_config: [{ name: 'email', type: 'email' }] } })
+      const path = { form_id: made.data!.data.id }
+      assert.equal((await s.post(`/api/forms/submit/${made.data!.data.form_slug}`, { json: { email: 'a@example.com' } })).status, 200)
+      const exported = await api.GET('/svc_api/forms/export/{form_id}', { params: { path } })
+      seen('GET', '/svc_api/forms/export/{form_id}', exported)
+      assert.equal(jsonOf(exported.data).data.submissions[0].data.email, 'a@example.com')
+      assert.equal(jsonOf(exported.data).data.exported_count, 1)
+      const csv = await api.GET('/svc_api/forms/export/{form_id}', { params: { path, query: { format: 'csv' } }, parseAs: 'text' })
+      assert.equal(check('GET', '/svc_api/forms/export/{form_id}', csv.response.status, null, csv.response.headers.get('content-type')), null)
+      assert.match(csv.data!, /a@example\.com/)
+      await api.PUT('/svc_api/forms/webhook/{form_id}', { params: { path }, body: { url: 'http://127.0.0.1:9/hook' } })
+      const unhooked = await api.DELETE('/svc_api/forms/webhook/{form_id}', { params: { path } })
+      seen('DELETE', '/svc_api/forms/webhook/{form_id}', unhooked)
+      assert.equal(unhooked.data!.success, true)
+
+      const added = await api.POST('/svc_api/notify/addresses', { body: { address: `answers-${engine}@example.com` } })
+      seen('POST', '/svc_api/notify/addresses', added)
+      for (let i = 0; i < 400 && smtp.mails.length === 0; i++) await new Promise((r) => setTimeout(r, 25))
+      const token = /verify\?token=([A-Za-z0-9]{40})/.exec(decodeQp(smtp.mails.at(-1)!.raw))![1]
+      const pub = apiClient(s)
+      const look = await pub.GET('/svc_api/notify/verify', { params: { query: { token } } })
+      seen('GET', '/svc_api/notify/verify', look)
+      assert.deepEqual(jsonOf(look.data).data, { address: `answers-${engine}@example.com`, verified: false })
+      // a browser (fetch would send Sec-Fetch-Mode: cors) gets a page, declared as text/html
+      const page = await s.get(`/svc_api/notify/verify?token=${token}`, { headers: { accept: 'text/html', 'sec-fetch-mode': 'navigate' } })
+      assert.match(page.text, /<form method="post"/)
+      assert.equal(check('GET', '/svc_api/notify/verify', page.status, null, String(page.header('content-type'))), null)
+      const verified = await pub.POST('/svc_api/notify/verify', { body: { token } })
+      seen('POST', '/svc_api/notify/verify', verified)
+      assert.equal(jsonOf(verified.data).data.verified, true)
+      const removed = await api.DELETE('/svc_api/notify/addresses/{id}', { params: { path: { id: added.data!.data.id } } })
+      seen('DELETE', '/svc_api/notify/addresses/{id}', removed)
+      assert.equal(removed.data!.success, true)
     })
 
     it('answers 401 in the documented Error shape without credentials', async () => {

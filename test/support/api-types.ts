@@ -2773,12 +2773,64 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The submissions, newest first, at most export_limit of them (X-Total-Count: all that match; X-Exported-Count: those sent): JSON, or with ?format=csv a CSV download (UTF-8 with a byte-order mark) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            form: {
+                                id: string;
+                                form_name: string;
+                                form_slug: string;
+                                fields_config: {
+                                    /** @description 1-64 letters (any script), digits, "_", "." or "-"; starts with a letter or digit */
+                                    name: string;
+                                    label?: string | null;
+                                    /** @default text */
+                                    type: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date";
+                                    /** @default false */
+                                    required: boolean;
+                                    /** @description required for select; for checkbox, a multiple choice */
+                                    options?: string[];
+                                }[];
+                                allowed_origins: string[];
+                                redirect_url: string | null;
+                                is_active: boolean;
+                                honeypot_field: string | null;
+                                min_fill_seconds: number;
+                                submit_url: string;
+                                /** @description Beijing time YYYY-MM-DD HH:MM:SS */
+                                created_at: string;
+                                updated_at: string;
+                            };
+                            submissions: {
+                                id: string;
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                                is_read: boolean;
+                                is_spam: boolean;
+                                spam_reason: string | null;
+                                user_agent: string | null;
+                                ip_prefix: string | null;
+                                created_at: string;
+                            }[];
+                            /** @description submissions in this export */
+                            exported_count: number;
+                            /** @description submissions that match the filters */
+                            total_count: number;
+                            /** @description true when total_count is past export_limit */
+                            truncated: boolean;
+                            /** @description the account's form_export_rows quota */
+                            export_limit: number;
+                        };
+                    };
+                    "text/csv": string;
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -2945,7 +2997,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3225,7 +3282,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3241,12 +3303,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The address the token would verify, or for a browser a page with a button that confirms it (POST) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            address: string;
+                            /**
+                             * @description not until the token is POSTed
+                             * @enum {boolean}
+                             */
+                            verified: false;
+                        };
+                    };
+                    "text/html": string;
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -3266,12 +3342,26 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The address verified, or for a browser a page saying so */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            address: string;
+                            /**
+                             * @description notifications can now be sent to it
+                             * @enum {boolean}
+                             */
+                            verified: true;
+                        };
+                    };
+                    "text/html": string;
+                };
             };
             "4XX": components["responses"]["Error"];
         };
