@@ -1,4 +1,4 @@
-import { Type, type TSchema } from '@sinclair/typebox'
+import { Type, type SchemaOptions, type TSchema } from '@sinclair/typebox'
 
 /**
  * Route answers in media types other than JSON, for the OpenAPI document: `content` of a
@@ -6,6 +6,9 @@ import { Type, type TSchema } from '@sinclair/typebox'
  * the media type the reply carries (application/json here), so a JSON part is still the
  * allow-list of its fields; a string, Buffer or stream payload is sent as it is.
  */
+
+/** A value or null (`options` describe the union: what null means). */
+export const Nullable = <T extends TSchema>(t: T, options: SchemaOptions = {}) => Type.Union([t, Type.Null()], options)
 
 /** A text body (an HTML page, CSV). */
 export const TEXT_BODY = { type: 'string' } as const

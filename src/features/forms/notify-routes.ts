@@ -4,14 +4,13 @@ import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, langOf } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
-import { mediaAnswer, TEXT_BODY } from '../../http/answer-schemas.js'
+import { mediaAnswer, Nullable, TEXT_BODY } from '../../http/answer-schemas.js'
 import { linkOrigin } from '../../http/origin.js'
 import type { NotifyService } from './notify-service.js'
 import { Ok } from './schemas.js'
 import { shortPage, say, wantsHtml } from '../../web/short-page.js'
 
 const passThrough = () => () => true
-const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])
 const envelope = <T extends TSchema>(data: T) => Type.Object({ success: Type.Boolean(), message: Type.Optional(Type.String()), data })
 
 const FormIdParams = Type.Object({ form_id: Type.String() })

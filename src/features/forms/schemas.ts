@@ -1,5 +1,5 @@
-import { Type, type TSchema } from '@sinclair/typebox'
-import { mediaAnswer, TEXT_BODY } from '../../http/answer-schemas.js'
+import { Type } from '@sinclair/typebox'
+import { mediaAnswer, Nullable, TEXT_BODY } from '../../http/answer-schemas.js'
 import { repeatable } from '../../http/pagination.js'
 import { FIELD_TYPES } from './fields.js'
 
@@ -9,8 +9,6 @@ import { FIELD_TYPES } from './fields.js'
  * so the routes compile these request schemas with a pass-through validator. Response
  * schemas are the allow-list of output fields.
  */
-
-const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])
 
 export const FieldDefSchema = Type.Object({
   name: Type.String({ description: '1-64 letters (any script), digits, "_", "." or "-"; starts with a letter or digit' }),
