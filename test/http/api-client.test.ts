@@ -300,6 +300,77 @@ for (const engine of ENGINES) {
       assert.equal(removed.data!.success, true)
     })
 
+    it('runs the admin console, every answer the one the document describes', async () => {
+      const a = await s.user({ admin: true })
+      const api = apiClient(s, { cookie: await s.login(a.username, a.password) })
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
+        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
+      }
+      const u = await s.user()
+      const form = multipart([{ name: 'files[]', filename: 'index.html', data: '<!doctype html><p>admin</p>' }])
+      assert.equal(
+        (await s.post('/api/folders/looked-at/batch_upload', { key: u.key, body: form.body, headers: { 'content-type': form.contentType } })).status,
+        200,
+      )
+
+      const users = await api.GET('/svc_api/admin/users', { params: { query: { search: u.username } } })
+      seen('GET', '/svc_api/admin/users', users)
+      const row = users.data!.data.users[0]
+      // what the console's row shows: state, usage, overrides and the quota beside each name
+      assert.deepEqual([row.username, row.pending, row.is_admin, row.usage.folders, row.quotas.files], [u.username, false, false, 1, 100])
+      assert.equal(users.data!.data.per_page, 50)
+      const changed = await api.POST('/svc_api/admin/users/{username}', {
+        params: { path: { username: u.username } },
+        body: { tier: 'vip', limits: { files: 7 } },
+      })
+      seen('POST', '/svc_api/admin/users/{username}', changed)
+      assert.deepEqual([changed.data!.data.tier, changed.data!.data.limits], ['vip', { files: 7 }])
+      const keys = await api.GET('/svc_api/admin/users/{username}/keys', { params: { path: { username: u.username } } })
+      seen('GET', '/svc_api/admin/users/{username}/keys', keys)
+      const k = keys.data!.data.keys[0]
+      assert.equal(k.hint, u.key.slice(-4))
+      const revoked = await api.DELETE('/svc_api/admin/users/{username}/keys/{id}', { params: { path: { username: u.username, id: k.id } } })
+      seen('DELETE', '/svc_api/admin/users/{username}/keys/{id}', revoked)
+      assert.deepEqual(revoked.data!.data, { id: k.id, name: k.name })
+      const invite = await api.POST('/svc_api/admin/invites')
+      seen('POST', '/svc_api/admin/invites', invite)
+      assert.match(invite.data!.data.code, /^INV-/)
+
+      const content = await api.GET('/svc_api/admin/content', { params: { query: { user: u.username } } })
+      seen('GET', '/svc_api/admin/content', content)
+      const item = content.data!.data.items[0]
+      assert.deepEqual([item.kind, item.name, item.path, item.hold, item.blocked], ['folder', 'looked-at', 'index.html', null, false])
+      assert.match(item.digest, /^[0-9a-f]{64}$/)
+
+      const settings = await api.GET('/svc_api/admin/settings')
+      seen('GET', '/svc_api/admin/settings', settings)
+      assert.ok(settings.data!.data.settings.find((x) => x.name === 'brand_words')!.description)
+      const set = await api.POST('/svc_api/admin/settings', { body: { abuse_contact: 'abuse@example.com' } })
+      seen('POST', '/svc_api/admin/settings', set)
+      assert.equal(set.data!.data.settings.abuse_contact, 'mailto:abuse@example.com')
+
+      const audit = await api.GET('/svc_api/admin/audit', { params: { query: { limit: 2 } } })
+      seen('GET', '/svc_api/admin/audit', audit)
+      const page = jsonOf(audit.data) as Exclude<typeof audit.data, unknown[] | string | undefined>
+      assert.deepEqual(page.data.entries[0].details, { value: 'mailto:abuse@example.com' })
+      assert.equal(page.data.next, page.data.entries[1].id)
+      const download = await api.GET('/svc_api/admin/audit', { params: { query: { format: 'json' } } })
+      seen('GET', '/svc_api/admin/audit', download)
+      assert.ok(Array.isArray(download.data))
+      const csv = await api.GET('/svc_api/admin/audit', { params: { query: { format: 'csv' } }, parseAs: 'text' })
+      assert.equal(check('GET', '/svc_api/admin/audit', csv.response.status, null, csv.response.headers.get('content-type')), null)
+
+      const health = await api.GET('/svc_api/admin/health')
+      seen('GET', '/svc_api/admin/health', health)
+      assert.deepEqual(
+        health.data!.data.checks.map((c) => c.name),
+        ['database', 'storage'],
+      )
+      assert.equal(health.data!.data.disks[0].what, 'data_dir')
+      assert.equal(health.data!.data.database.engine, engine)
+    })
+
     it('answers 401 in the documented Error shape without credentials', async () => {
       const r = await apiClient(s).GET('/svc_api/upload/info')
       assert.equal(r.response.status, 401)

@@ -4671,7 +4671,51 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description accounts that match the search */
+                            total: number;
+                            page: number;
+                            per_page: number;
+                            users: {
+                                username: string;
+                                /** @description rate-limit tier */
+                                tier: "default" | "authenticated" | "vip";
+                                disabled: boolean;
+                                api_access: boolean;
+                                /** @description Per-account quota overrides, by name (files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes); a name not set takes the default */
+                                limits: {
+                                    [key: string]: number;
+                                };
+                                /** @description signed up in registration mode "pending" and not approved yet (disabled until then) */
+                                pending: boolean;
+                                is_admin: boolean;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                                /** @description Every quota in effect, by name: the override or the default */
+                                quotas: {
+                                    [key: string]: number;
+                                };
+                                /** @description What the account holds */
+                                usage: {
+                                    /** @description single-file pages */
+                                    files: number;
+                                    file_bytes: number;
+                                    /** @description folder projects */
+                                    folders: number;
+                                    folder_bytes: number;
+                                    kv_keys: number;
+                                    images: number;
+                                    image_bytes: number;
+                                    /** @description hosted data files */
+                                    hosted_files: number;
+                                };
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -4706,7 +4750,23 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        /** @description The account as changed */
+                        data: {
+                            username: string;
+                            /** @description rate-limit tier */
+                            tier: "default" | "authenticated" | "vip";
+                            disabled: boolean;
+                            api_access: boolean;
+                            /** @description Per-account quota overrides, by name (files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes); a name not set takes the default */
+                            limits: {
+                                [key: string]: number;
+                            };
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -4727,7 +4787,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            username: string;
+                            keys: {
+                                id: string;
+                                name: string;
+                                /** @description the key's last 4 characters */
+                                hint: string;
+                                enabled: boolean;
+                                read_only: boolean;
+                                /** @description milliseconds since 1970-01-01 UTC; null: never expires */
+                                expires_at: number | null;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                                /** @description milliseconds since 1970-01-01 UTC; null: never used */
+                                last_used_at: number | null;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -4750,7 +4831,16 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        /** @description The key deleted */
+                        data: {
+                            id: string;
+                            name: string;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -4769,7 +4859,15 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description INV- and 20 characters; shown this once (only its hash is kept) */
+                            code: string;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -4798,7 +4896,35 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description Newest first, at most `limit` */
+                            items: {
+                                /** @description file: a single-file page; folder: a file of a folder project; image; data: a hosted data version */
+                                kind: "file" | "folder" | "image" | "data";
+                                /** @description the owner */
+                                username: string;
+                                /** @description a page's or project's name; an image's or data file's public token */
+                                name: string;
+                                /** @description the file's path in its project, the image's file name, the data file's display name; empty for a page */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex) */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                updated_at: number;
+                                /** @description the hold on its page name or link; null: none */
+                                hold: string | null;
+                                /** @description its digest is on the upload blocklist (taken down elsewhere) */
+                                blocked: boolean;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -4817,7 +4943,18 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            settings: {
+                                name: string;
+                                value: string;
+                                description: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -4843,7 +4980,17 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description Every setting's value after the change, by name */
+                            settings: {
+                                [key: string]: string;
+                            };
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -4865,12 +5012,56 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The audit log, newest first: a page of it, or with ?format=json|csv a download of every entry */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            entries: {
+                                /** @description sorts by time; the `before` of the next page */
+                                id: string;
+                                /** @description ISO 8601, UTC */
+                                at: string;
+                                /** @description the admin, or cli:<os user> for operator commands */
+                                actor: string;
+                                /** @description web | cli */
+                                via: string;
+                                action: string;
+                                target: string;
+                                /** @description The action's parameters: their names depend on the action (never a password) */
+                                details: {
+                                    [key: string]: unknown;
+                                };
+                                ip: string;
+                                user_agent: string;
+                            }[];
+                            /** @description the `before` of the next page; null: this is the last */
+                            next: string | null;
+                        };
+                    } | {
+                        /** @description sorts by time; the `before` of the next page */
+                        id: string;
+                        /** @description ISO 8601, UTC */
+                        at: string;
+                        /** @description the admin, or cli:<os user> for operator commands */
+                        actor: string;
+                        /** @description web | cli */
+                        via: string;
+                        action: string;
+                        target: string;
+                        /** @description The action's parameters: their names depend on the action (never a password) */
+                        details: {
+                            [key: string]: unknown;
+                        };
+                        ip: string;
+                        user_agent: string;
+                    }[];
+                    "text/csv": string;
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -4889,7 +5080,65 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description as /readyz: degraded when a check that is only reported fails, unavailable when a required one does */
+                            status: "ok" | "degraded" | "unavailable";
+                            checks: {
+                                name: string;
+                                /** @description ok, timeout or "error: <message>" (the full message) */
+                                result: string;
+                                required: boolean;
+                            }[];
+                            /** @description ISO 8601, UTC */
+                            checked_at: string;
+                            /** @description the service's version */
+                            version: string;
+                            api_version: string;
+                            /** @description the Node.js version */
+                            node: string;
+                            pid: number;
+                            /** @description ISO 8601, UTC */
+                            started_at: string;
+                            uptime_seconds: number;
+                            database: {
+                                engine: "sqlite" | "postgres";
+                                /** @description writes waiting for SQLite's group commit; null on PostgreSQL */
+                                pending_commits: number | null;
+                            };
+                            storage: {
+                                /** @description the blob store: local or s3 */
+                                kind: string;
+                            };
+                            memory: {
+                                rss_bytes: number;
+                                heap_used_bytes: number;
+                                heap_total_bytes: number;
+                            };
+                            disks: {
+                                /** @description data_dir: DATA_DIR; blobs: a local blob store's folder outside it */
+                                what: "data_dir" | "blobs";
+                                path: string;
+                                /** @description what this process may still write; null when the folder cannot be read */
+                                free_bytes: number | null;
+                                total_bytes: number | null;
+                                /** @description why the figures are missing */
+                                error: string | null;
+                            }[];
+                            backups: {
+                                scheduled: boolean;
+                                /** @description BACKUP_DIR, credentials redacted; null: none */
+                                destination: string | null;
+                                every_seconds: number;
+                                keep: number;
+                                /** @description ISO 8601, UTC: the newest snapshot of a backup folder (a bucket is not listed); null: none */
+                                last_at: string | null;
+                            };
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
