@@ -371,6 +371,66 @@ for (const engine of ENGINES) {
       assert.equal(health.data!.data.database.engine, engine)
     })
 
+    it('takes a report through the abuse queue, every answer the one the document describes', async () => {
+      const a = await s.user({ admin: true })
+      const api = apiClient(s, { cookie: await s.login(a.username, a.password) })
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
+        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
+      }
+      const u = await s.user()
+      const form = multipart([{ name: 'files[]', filename: 'index.html', data: '<!doctype html><p>reported</p>' }])
+      assert.equal(
+        (await s.post('/api/folders/reported/batch_upload', { key: u.key, body: form.body, headers: { 'content-type': form.contentType } })).status,
+        200,
+      )
+      const url = `${s.url}/${u.username}/reported/`
+
+      const reported = await apiClient(s).POST('/svc_api/abuse/reports', { body: { url, category: 'phishing', details: 'a fake login' } })
+      seen('POST', '/svc_api/abuse/reports', reported)
+      assert.equal(reported.response.status, 201)
+      const path = { id: reported.data!.data.id }
+      const queue = await api.GET('/svc_api/admin/reports', { params: { query: { status: 'open' } } })
+      seen('GET', '/svc_api/admin/reports', queue)
+      // what the console's row shows and acts on
+      const row = queue.data!.data.reports.find((x) => x.id === path.id)!
+      assert.deepEqual([row.url, row.owner, row.category, row.details, row.source, row.hold], [url, u.username, 'phishing', 'a fake login', 'public', null])
+      const one = await api.GET('/svc_api/admin/reports/{id}', { params: { path } })
+      seen('GET', '/svc_api/admin/reports/{id}', one)
+      assert.deepEqual(one.data!.data.evidence, [])
+      const held = await api.POST('/svc_api/admin/reports/{id}/quarantine', { params: { path } })
+      seen('POST', '/svc_api/admin/reports/{id}/quarantine', held)
+      const ev = held.data!.data.evidence[0]
+      assert.deepEqual([held.data!.data.status, ev.path], ['quarantined', 'reported/index.html'])
+      const bytes = await api.GET('/svc_api/admin/reports/{id}/evidence/{digest}', { params: { path: { ...path, digest: ev.digest } }, parseAs: 'text' })
+      assert.equal(bytes.data, '<!doctype html><p>reported</p>')
+      const media = bytes.response.headers.get('content-type')
+      assert.equal(check('GET', '/svc_api/admin/reports/{id}/evidence/{digest}', bytes.response.status, null, media), null)
+      seen('POST', '/svc_api/admin/reports/{id}/restore', await api.POST('/svc_api/admin/reports/{id}/restore', { params: { path } }))
+      const down = await api.POST('/svc_api/admin/reports/{id}/takedown', { params: { path }, body: { disable_account: false } })
+      seen('POST', '/svc_api/admin/reports/{id}/takedown', down)
+      assert.equal(down.data!.data.status, 'taken_down')
+      const blocked = await api.GET('/svc_api/admin/blocklist')
+      seen('GET', '/svc_api/admin/blocklist', blocked)
+      assert.equal(blocked.data!.data.digests.find((d) => d.digest === ev.digest)!.report_id, path.id)
+      const lifted = await api.POST('/svc_api/admin/reports/{id}/lift', { params: { path } })
+      seen('POST', '/svc_api/admin/reports/{id}/lift', lifted)
+      assert.equal(lifted.data!.data.resolved_by, a.username)
+
+      // a case an admin opens on content still there (the takedown removed the project)
+      assert.equal(
+        (await s.post('/api/folders/other/batch_upload', { key: u.key, body: form.body, headers: { 'content-type': form.contentType } })).status,
+        200,
+      )
+      const opened = await api.POST('/svc_api/admin/reports', { body: { url: `${s.url}/${u.username}/other/`, category: 'spam' } })
+      seen('POST', '/svc_api/admin/reports', opened)
+      assert.equal(opened.response.status, 201, JSON.stringify(opened.error))
+      assert.deepEqual([opened.data!.data.source, opened.data!.data.status], ['admin', 'open'])
+      const dismissed = await api.POST('/svc_api/admin/reports/{id}/dismiss', { params: { path: { id: opened.data!.data.id } } })
+      seen('POST', '/svc_api/admin/reports/{id}/dismiss', dismissed)
+      assert.equal(dismissed.data!.data.status, 'dismissed')
+    })
+
     it('answers 401 in the documented Error shape without credentials', async () => {
       const r = await apiClient(s).GET('/svc_api/upload/info')
       assert.equal(r.response.status, 401)

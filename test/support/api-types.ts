@@ -5165,11 +5165,20 @@ export interface operations {
         };
         responses: {
             /** @description Default Response */
-            200: {
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            /** @description the report's id */
+                            id: string;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -5177,6 +5186,7 @@ export interface operations {
     getSvcApiAdminReports: {
         parameters: {
             query?: {
+                /** @description open, quarantined, restored, taken_down, lifted, dismissed */
                 status?: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
                 page?: number;
                 per_page?: number;
@@ -5192,7 +5202,46 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description reports of this status */
+                            total: number;
+                            page: number;
+                            per_page: number;
+                            reports: {
+                                id: string;
+                                url: string;
+                                /** @description phishing, malware, spam, copyright, other */
+                                category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                                /** @description the reporter's text; a heuristic report's reasons */
+                                details: string;
+                                contact: string;
+                                /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                                source: string;
+                                /** @description empty for a heuristic report */
+                                reporter_ip: string;
+                                /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                                status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                                /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                                target: string | null;
+                                /** @description the content's owner; null while unknown */
+                                target_user_id: string | null;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                updated_at: number;
+                                /** @description the admin who last acted on it (or opened it) */
+                                resolved_by: string | null;
+                                /** @description the content's owner's username; null when none is known */
+                                owner: string | null;
+                                /** @description the hold on the report's content now; null: none */
+                                hold: string | null;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -5219,11 +5268,53 @@ export interface operations {
         };
         responses: {
             /** @description Default Response */
-            200: {
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description the file kept (a path in a project, an image, a data version) */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -5244,7 +5335,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description the file kept (a path in a project, an image, a data version) */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -5261,12 +5394,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The bytes kept, as an inert download (Content-Disposition: attachment) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/octet-stream": string;
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -5287,7 +5422,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description the file kept (a path in a project, an image, a data version) */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -5308,7 +5485,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description the file kept (a path in a project, an image, a data version) */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -5329,7 +5548,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description the file kept (a path in a project, an image, a data version) */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -5350,7 +5611,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description the file kept (a path in a project, an image, a data version) */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -5378,7 +5681,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description the file kept (a path in a project, an image, a data version) */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
@@ -5397,7 +5742,23 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description Newest first, at most 1000 */
+                            digests: {
+                                /** @description SHA-256 (hex) refused at upload */
+                                digest: string;
+                                /** @description the takedown that blocked it */
+                                report_id: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                                created_by: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
         };
