@@ -431,6 +431,19 @@ for (const engine of ENGINES) {
       assert.equal(dismissed.data!.data.status, 'dismissed')
     })
 
+    it("downloads the caller's data in either container the document declares", async () => {
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const api = apiClient(s, { key })
+      for (const [format, magic] of [
+        [undefined, '1f8b'],
+        ['zip', '504b'],
+      ] as const) {
+        const r = await api.GET('/svc_api/me/export', { params: { query: { format } }, parseAs: 'arrayBuffer' })
+        assert.equal(Buffer.from(r.data!).subarray(0, 2).toString('hex'), magic)
+        assert.equal(check('GET', '/svc_api/me/export', r.response.status, null, r.response.headers.get('content-type')), null)
+      }
+    })
+
     it('answers 401 in the documented Error shape without credentials', async () => {
       const r = await apiClient(s).GET('/svc_api/upload/info')
       assert.equal(r.response.status, 401)

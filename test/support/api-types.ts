@@ -5302,7 +5302,7 @@ export interface operations {
                             /** @description The bytes kept while the content is quarantined or taken down, by path */
                             evidence: {
                                 report_id: string;
-                                /** @description the file kept (a path in a project, an image, a data version) */
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
                                 path: string;
                                 /** @description SHA-256 of the bytes (hex): the evidence download names it */
                                 digest: string;
@@ -5365,7 +5365,7 @@ export interface operations {
                             /** @description The bytes kept while the content is quarantined or taken down, by path */
                             evidence: {
                                 report_id: string;
-                                /** @description the file kept (a path in a project, an image, a data version) */
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
                                 path: string;
                                 /** @description SHA-256 of the bytes (hex): the evidence download names it */
                                 digest: string;
@@ -5452,7 +5452,7 @@ export interface operations {
                             /** @description The bytes kept while the content is quarantined or taken down, by path */
                             evidence: {
                                 report_id: string;
-                                /** @description the file kept (a path in a project, an image, a data version) */
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
                                 path: string;
                                 /** @description SHA-256 of the bytes (hex): the evidence download names it */
                                 digest: string;
@@ -5515,7 +5515,7 @@ export interface operations {
                             /** @description The bytes kept while the content is quarantined or taken down, by path */
                             evidence: {
                                 report_id: string;
-                                /** @description the file kept (a path in a project, an image, a data version) */
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
                                 path: string;
                                 /** @description SHA-256 of the bytes (hex): the evidence download names it */
                                 digest: string;
@@ -5578,7 +5578,7 @@ export interface operations {
                             /** @description The bytes kept while the content is quarantined or taken down, by path */
                             evidence: {
                                 report_id: string;
-                                /** @description the file kept (a path in a project, an image, a data version) */
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
                                 path: string;
                                 /** @description SHA-256 of the bytes (hex): the evidence download names it */
                                 digest: string;
@@ -5641,7 +5641,7 @@ export interface operations {
                             /** @description The bytes kept while the content is quarantined or taken down, by path */
                             evidence: {
                                 report_id: string;
-                                /** @description the file kept (a path in a project, an image, a data version) */
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
                                 path: string;
                                 /** @description SHA-256 of the bytes (hex): the evidence download names it */
                                 digest: string;
@@ -5711,7 +5711,7 @@ export interface operations {
                             /** @description The bytes kept while the content is quarantined or taken down, by path */
                             evidence: {
                                 report_id: string;
-                                /** @description the file kept (a path in a project, an image, a data version) */
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
                                 path: string;
                                 /** @description SHA-256 of the bytes (hex): the evidence download names it */
                                 digest: string;
@@ -6504,12 +6504,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The archive, streamed as a download (Content-Disposition: attachment): a .tar.gz, or with ?format=zip a .zip */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/gzip": string;
+                    "application/zip": string;
+                };
             };
             "4XX": components["responses"]["Error"];
         };
