@@ -444,6 +444,26 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('answers an MCP request and a notification as the document describes', async () => {
+      const doc = (await s.get('/openapi.json')).json
+      const check = answerChecker(doc)
+      const rpc = (body: unknown) => s.post('/mcp', { key, json: body, headers: { accept: 'application/json, text/event-stream' } })
+      const init = await rpc({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'typed', version: '1' } },
+      })
+      assert.equal(check('POST', '/mcp', init.status, init.json), null)
+      assert.equal(init.json.result.serverInfo.name, 'svc')
+      const unknown = await rpc({ jsonrpc: '2.0', id: 'x', method: 'no/such/method' })
+      assert.equal(check('POST', '/mcp', unknown.status, unknown.json), null)
+      assert.equal(typeof unknown.json.error.code, 'number')
+      const note = await rpc({ jsonrpc: '2.0', method: 'notifications/initialized' })
+      assert.equal(note.status, 202)
+      assert.ok(doc.paths['/mcp'].post.responses['202'])
+    })
+
     it('answers 401 in the documented Error shape without credentials', async () => {
       const r = await apiClient(s).GET('/svc_api/upload/info')
       assert.equal(r.response.status, 401)

@@ -6482,8 +6482,37 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The JSON-RPC 2.0 response to the request (never an event stream: the server answers in JSON) */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        /** @description the request's id */
+                        id: string | number | null;
+                        /** @description The method's result as the MCP specification defines it (initialize, tools/list, tools/call, ...) */
+                        result: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        /** @description the request's id */
+                        id: string | number | null;
+                        /** @description a JSON-RPC error */
+                        error: {
+                            code: number;
+                            message: string;
+                            data?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Accepted: the message was a notification (no id); no body */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
