@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox'
+import { BYTES_BODY } from './answer-schemas.js'
 
 /**
  * Route schemas of conditional and partial reads, for the OpenAPI document: the request headers
@@ -38,7 +39,7 @@ export const LinkConditionHeaders = Type.Object({
 })
 
 /** The bytes of a link's answer, as `media` names their types. */
-const bytesOf = (media: string) => ({ [media]: { schema: { type: 'string', format: 'binary' } } })
+const bytesOf = (media: string) => ({ [media]: { schema: { ...BYTES_BODY } } })
 
 const ACCEPT_RANGES = { 'Accept-Ranges': { type: 'string', const: 'bytes', description: 'Range takes one bytes range' } }
 

@@ -4,6 +4,10 @@ import { ENGINES, multipart, startServer, type TestServer } from '../support/ser
 import { apiClient } from '../support/api-client.js'
 import { imageForm, makeImage, redeemCode, svc } from '../support/images.js'
 import { answerChecker } from '../support/openapi-answers.js'
+import { decodeQp, smtpSink } from '../support/smtp.js'
+
+/** The JSON body of an answer the document also declares in a text media type (CSV, HTML). */
+const jsonOf = <T>(data: T) => data as Exclude<T, string | undefined>
 
 /**
  * The API through a client typed by its own OpenAPI document (openapi-typescript +
@@ -13,12 +17,17 @@ import { answerChecker } from '../support/openapi-answers.js'
 for (const engine of ENGINES) {
   describe(`typed API client from the OpenAPI document [${engine}]`, () => {
     let s: TestServer
+    let smtp: Awaited<ReturnType<typeof smtpSink>>
     let key = ''
     before(async () => {
-      s = await startServer({ engine })
+      smtp = await smtpSink()
+      s = await startServer({ engine, env: { SMTP_URL: smtp.url, SMTP_FROM: 'svc <svc@localhost>' } })
       key = (await s.user()).key
     })
-    after(() => s.close())
+    after(async () => {
+      await s.close()
+      await smtp.close()
+    })
 
     it('reads the upload limits', async () => {
       const { data, error, response } = await apiClient(s, { key }).GET('/svc_api/upload/info')
@@ -248,6 +257,211 @@ for (const engine of ENGINES) {
       const listed = await api.GET('/svc_api/forms/list')
       assert.equal(listed.response.status, 200, JSON.stringify(listed.error))
       assert.ok(JSON.stringify(listed.data).includes(form.form_slug))
+    })
+
+    it("exports a form's submissions, drops its webhook and verifies an address, every answer the one the document describes", async () => {
+      const api = apiClient(s, { key })
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
+        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
+      }
+      const made = await api.POST('/svc_api/forms/create', { body: { form_name: 'Answers', fields_config: [{ name: 'email', type: 'email' }] } })
+      const path = { form_id: made.data!.data.id }
+      assert.equal((await s.post(`/api/forms/submit/${made.data!.data.form_slug}`, { json: { email: 'a@example.com' } })).status, 200)
+      const exported = await api.GET('/svc_api/forms/export/{form_id}', { params: { path } })
+      seen('GET', '/svc_api/forms/export/{form_id}', exported)
+      assert.equal(jsonOf(exported.data).data.submissions[0].data.email, 'a@example.com')
+      assert.equal(jsonOf(exported.data).data.exported_count, 1)
+      const csv = await api.GET('/svc_api/forms/export/{form_id}', { params: { path, query: { format: 'csv' } }, parseAs: 'text' })
+      assert.equal(check('GET', '/svc_api/forms/export/{form_id}', csv.response.status, null, csv.response.headers.get('content-type')), null)
+      assert.match(csv.data!, /a@example\.com/)
+      await api.PUT('/svc_api/forms/webhook/{form_id}', { params: { path }, body: { url: 'http://127.0.0.1:9/hook' } })
+      const unhooked = await api.DELETE('/svc_api/forms/webhook/{form_id}', { params: { path } })
+      seen('DELETE', '/svc_api/forms/webhook/{form_id}', unhooked)
+      assert.equal(unhooked.data!.success, true)
+
+      const added = await api.POST('/svc_api/notify/addresses', { body: { address: `answers-${engine}@example.com` } })
+      seen('POST', '/svc_api/notify/addresses', added)
+      for (let i = 0; i < 400 && smtp.mails.length === 0; i++) await new Promise((r) => setTimeout(r, 25))
+      const token = /verify\?token=([A-Za-z0-9]{40})/.exec(decodeQp(smtp.mails.at(-1)!.raw))![1]
+      const pub = apiClient(s)
+      const look = await pub.GET('/svc_api/notify/verify', { params: { query: { token } } })
+      seen('GET', '/svc_api/notify/verify', look)
+      assert.deepEqual(jsonOf(look.data).data, { address: `answers-${engine}@example.com`, verified: false })
+      // a browser (fetch would send Sec-Fetch-Mode: cors) gets a page, declared as text/html
+      const page = await s.get(`/svc_api/notify/verify?token=${token}`, { headers: { accept: 'text/html', 'sec-fetch-mode': 'navigate' } })
+      assert.match(page.text, /<form method="post"/)
+      assert.equal(check('GET', '/svc_api/notify/verify', page.status, null, String(page.header('content-type'))), null)
+      const verified = await pub.POST('/svc_api/notify/verify', { body: { token } })
+      seen('POST', '/svc_api/notify/verify', verified)
+      assert.equal(jsonOf(verified.data).data.verified, true)
+      const removed = await api.DELETE('/svc_api/notify/addresses/{id}', { params: { path: { id: added.data!.data.id } } })
+      seen('DELETE', '/svc_api/notify/addresses/{id}', removed)
+      assert.equal(removed.data!.success, true)
+    })
+
+    it('runs the admin console, every answer the one the document describes', async () => {
+      const a = await s.user({ admin: true })
+      const api = apiClient(s, { cookie: await s.login(a.username, a.password) })
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
+        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
+      }
+      const u = await s.user()
+      const form = multipart([{ name: 'files[]', filename: 'index.html', data: '<!doctype html><p>admin</p>' }])
+      assert.equal(
+        (await s.post('/api/folders/looked-at/batch_upload', { key: u.key, body: form.body, headers: { 'content-type': form.contentType } })).status,
+        200,
+      )
+
+      const users = await api.GET('/svc_api/admin/users', { params: { query: { search: u.username } } })
+      seen('GET', '/svc_api/admin/users', users)
+      const row = users.data!.data.users[0]
+      // what the console's row shows: state, usage, overrides and the quota beside each name
+      assert.deepEqual([row.username, row.pending, row.is_admin, row.usage.folders, row.quotas.files], [u.username, false, false, 1, 100])
+      assert.equal(users.data!.data.per_page, 50)
+      const changed = await api.POST('/svc_api/admin/users/{username}', {
+        params: { path: { username: u.username } },
+        body: { tier: 'vip', limits: { files: 7 } },
+      })
+      seen('POST', '/svc_api/admin/users/{username}', changed)
+      assert.deepEqual([changed.data!.data.tier, changed.data!.data.limits], ['vip', { files: 7 }])
+      const keys = await api.GET('/svc_api/admin/users/{username}/keys', { params: { path: { username: u.username } } })
+      seen('GET', '/svc_api/admin/users/{username}/keys', keys)
+      const k = keys.data!.data.keys[0]
+      assert.equal(k.hint, u.key.slice(-4))
+      const revoked = await api.DELETE('/svc_api/admin/users/{username}/keys/{id}', { params: { path: { username: u.username, id: k.id } } })
+      seen('DELETE', '/svc_api/admin/users/{username}/keys/{id}', revoked)
+      assert.deepEqual(revoked.data!.data, { id: k.id, name: k.name })
+      const invite = await api.POST('/svc_api/admin/invites')
+      seen('POST', '/svc_api/admin/invites', invite)
+      assert.match(invite.data!.data.code, /^INV-/)
+
+      const content = await api.GET('/svc_api/admin/content', { params: { query: { user: u.username } } })
+      seen('GET', '/svc_api/admin/content', content)
+      const item = content.data!.data.items[0]
+      assert.deepEqual([item.kind, item.name, item.path, item.hold, item.blocked], ['folder', 'looked-at', 'index.html', null, false])
+      assert.match(item.digest, /^[0-9a-f]{64}$/)
+
+      const settings = await api.GET('/svc_api/admin/settings')
+      seen('GET', '/svc_api/admin/settings', settings)
+      assert.ok(settings.data!.data.settings.find((x) => x.name === 'brand_words')!.description)
+      const set = await api.POST('/svc_api/admin/settings', { body: { abuse_contact: 'abuse@example.com' } })
+      seen('POST', '/svc_api/admin/settings', set)
+      assert.equal(set.data!.data.settings.abuse_contact, 'mailto:abuse@example.com')
+
+      const audit = await api.GET('/svc_api/admin/audit', { params: { query: { limit: 2 } } })
+      seen('GET', '/svc_api/admin/audit', audit)
+      const page = jsonOf(audit.data) as Exclude<typeof audit.data, unknown[] | string | undefined>
+      assert.deepEqual(page.data.entries[0].details, { value: 'mailto:abuse@example.com' })
+      assert.equal(page.data.next, page.data.entries[1].id)
+      const download = await api.GET('/svc_api/admin/audit', { params: { query: { format: 'json' } } })
+      seen('GET', '/svc_api/admin/audit', download)
+      assert.ok(Array.isArray(download.data))
+      const csv = await api.GET('/svc_api/admin/audit', { params: { query: { format: 'csv' } }, parseAs: 'text' })
+      assert.equal(check('GET', '/svc_api/admin/audit', csv.response.status, null, csv.response.headers.get('content-type')), null)
+
+      const health = await api.GET('/svc_api/admin/health')
+      seen('GET', '/svc_api/admin/health', health)
+      assert.deepEqual(
+        health.data!.data.checks.map((c) => c.name),
+        ['database', 'storage'],
+      )
+      assert.equal(health.data!.data.disks[0].what, 'data_dir')
+      assert.equal(health.data!.data.database.engine, engine)
+    })
+
+    it('takes a report through the abuse queue, every answer the one the document describes', async () => {
+      const a = await s.user({ admin: true })
+      const api = apiClient(s, { cookie: await s.login(a.username, a.password) })
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
+        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
+      }
+      const u = await s.user()
+      const form = multipart([{ name: 'files[]', filename: 'index.html', data: '<!doctype html><p>reported</p>' }])
+      assert.equal(
+        (await s.post('/api/folders/reported/batch_upload', { key: u.key, body: form.body, headers: { 'content-type': form.contentType } })).status,
+        200,
+      )
+      const url = `${s.url}/${u.username}/reported/`
+
+      const reported = await apiClient(s).POST('/svc_api/abuse/reports', { body: { url, category: 'phishing', details: 'a fake login' } })
+      seen('POST', '/svc_api/abuse/reports', reported)
+      assert.equal(reported.response.status, 201)
+      const path = { id: reported.data!.data.id }
+      const queue = await api.GET('/svc_api/admin/reports', { params: { query: { status: 'open' } } })
+      seen('GET', '/svc_api/admin/reports', queue)
+      // what the console's row shows and acts on
+      const row = queue.data!.data.reports.find((x) => x.id === path.id)!
+      assert.deepEqual([row.url, row.owner, row.category, row.details, row.source, row.hold], [url, u.username, 'phishing', 'a fake login', 'public', null])
+      const one = await api.GET('/svc_api/admin/reports/{id}', { params: { path } })
+      seen('GET', '/svc_api/admin/reports/{id}', one)
+      assert.deepEqual(one.data!.data.evidence, [])
+      const held = await api.POST('/svc_api/admin/reports/{id}/quarantine', { params: { path } })
+      seen('POST', '/svc_api/admin/reports/{id}/quarantine', held)
+      const ev = held.data!.data.evidence[0]
+      assert.deepEqual([held.data!.data.status, ev.path], ['quarantined', 'reported/index.html'])
+      const bytes = await api.GET('/svc_api/admin/reports/{id}/evidence/{digest}', { params: { path: { ...path, digest: ev.digest } }, parseAs: 'text' })
+      assert.equal(bytes.data, '<!doctype html><p>reported</p>')
+      const media = bytes.response.headers.get('content-type')
+      assert.equal(check('GET', '/svc_api/admin/reports/{id}/evidence/{digest}', bytes.response.status, null, media), null)
+      seen('POST', '/svc_api/admin/reports/{id}/restore', await api.POST('/svc_api/admin/reports/{id}/restore', { params: { path } }))
+      const down = await api.POST('/svc_api/admin/reports/{id}/takedown', { params: { path }, body: { disable_account: false } })
+      seen('POST', '/svc_api/admin/reports/{id}/takedown', down)
+      assert.equal(down.data!.data.status, 'taken_down')
+      const blocked = await api.GET('/svc_api/admin/blocklist')
+      seen('GET', '/svc_api/admin/blocklist', blocked)
+      assert.equal(blocked.data!.data.digests.find((d) => d.digest === ev.digest)!.report_id, path.id)
+      const lifted = await api.POST('/svc_api/admin/reports/{id}/lift', { params: { path } })
+      seen('POST', '/svc_api/admin/reports/{id}/lift', lifted)
+      assert.equal(lifted.data!.data.resolved_by, a.username)
+
+      // a case an admin opens on content still there (the takedown removed the project)
+      assert.equal(
+        (await s.post('/api/folders/other/batch_upload', { key: u.key, body: form.body, headers: { 'content-type': form.contentType } })).status,
+        200,
+      )
+      const opened = await api.POST('/svc_api/admin/reports', { body: { url: `${s.url}/${u.username}/other/`, category: 'spam' } })
+      seen('POST', '/svc_api/admin/reports', opened)
+      assert.equal(opened.response.status, 201, JSON.stringify(opened.error))
+      assert.deepEqual([opened.data!.data.source, opened.data!.data.status], ['admin', 'open'])
+      const dismissed = await api.POST('/svc_api/admin/reports/{id}/dismiss', { params: { path: { id: opened.data!.data.id } } })
+      seen('POST', '/svc_api/admin/reports/{id}/dismiss', dismissed)
+      assert.equal(dismissed.data!.data.status, 'dismissed')
+    })
+
+    it("downloads the caller's data in either container the document declares", async () => {
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const api = apiClient(s, { key })
+      for (const [format, magic] of [
+        [undefined, '1f8b'],
+        ['zip', '504b'],
+      ] as const) {
+        const r = await api.GET('/svc_api/me/export', { params: { query: { format } }, parseAs: 'arrayBuffer' })
+        assert.equal(Buffer.from(r.data!).subarray(0, 2).toString('hex'), magic)
+        assert.equal(check('GET', '/svc_api/me/export', r.response.status, null, r.response.headers.get('content-type')), null)
+      }
+    })
+
+    it('answers an MCP request and a notification as the document describes', async () => {
+      const doc = (await s.get('/openapi.json')).json
+      const check = answerChecker(doc)
+      const rpc = (body: unknown) => s.post('/mcp', { key, json: body, headers: { accept: 'application/json, text/event-stream' } })
+      const init = await rpc({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'typed', version: '1' } },
+      })
+      assert.equal(check('POST', '/mcp', init.status, init.json), null)
+      assert.equal(init.json.result.serverInfo.name, 'svc')
+      const unknown = await rpc({ jsonrpc: '2.0', id: 'x', method: 'no/such/method' })
+      assert.equal(check('POST', '/mcp', unknown.status, unknown.json), null)
+      assert.equal(typeof unknown.json.error.code, 'number')
+      const note = await rpc({ jsonrpc: '2.0', method: 'notifications/initialized' })
+      assert.equal(note.status, 202)
+      assert.ok(doc.paths['/mcp'].post.responses['202'])
     })
 
     it('answers 401 in the documented Error shape without credentials', async () => {

@@ -2819,12 +2819,64 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The submissions, newest first, at most export_limit of them (X-Total-Count: all that match; X-Exported-Count: those sent): JSON, or with ?format=csv a CSV download (UTF-8 with a byte-order mark) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            form: {
+                                id: string;
+                                form_name: string;
+                                form_slug: string;
+                                fields_config: {
+                                    /** @description 1-64 letters (any script), digits, "_", "." or "-"; starts with a letter or digit */
+                                    name: string;
+                                    label?: string | null;
+                                    /** @default text */
+                                    type: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date";
+                                    /** @default false */
+                                    required: boolean;
+                                    /** @description required for select; for checkbox, a multiple choice */
+                                    options?: string[];
+                                }[];
+                                allowed_origins: string[];
+                                redirect_url: string | null;
+                                is_active: boolean;
+                                honeypot_field: string | null;
+                                min_fill_seconds: number;
+                                submit_url: string;
+                                /** @description Beijing time YYYY-MM-DD HH:MM:SS */
+                                created_at: string;
+                                updated_at: string;
+                            };
+                            submissions: {
+                                id: string;
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                                is_read: boolean;
+                                is_spam: boolean;
+                                spam_reason: string | null;
+                                user_agent: string | null;
+                                ip_prefix: string | null;
+                                created_at: string;
+                            }[];
+                            /** @description submissions in this export */
+                            exported_count: number;
+                            /** @description submissions that match the filters */
+                            total_count: number;
+                            /** @description true when total_count is past export_limit */
+                            truncated: boolean;
+                            /** @description the account's form_export_rows quota */
+                            export_limit: number;
+                        };
+                    };
+                    "text/csv": string;
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -2996,7 +3048,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -3284,7 +3341,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -3301,12 +3363,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The address the token would verify, or for a browser a page with a button that confirms it (POST) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            address: string;
+                            /**
+                             * @description not until the token is POSTed
+                             * @enum {boolean}
+                             */
+                            verified: false;
+                        };
+                    };
+                    "text/html": string;
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -3327,12 +3403,26 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The address verified, or for a browser a page saying so */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            address: string;
+                            /**
+                             * @description notifications can now be sent to it
+                             * @enum {boolean}
+                             */
+                            verified: true;
+                        };
+                    };
+                    "text/html": string;
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4668,7 +4758,51 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description accounts that match the search */
+                            total: number;
+                            page: number;
+                            per_page: number;
+                            users: {
+                                username: string;
+                                /** @description rate-limit tier */
+                                tier: "default" | "authenticated" | "vip";
+                                disabled: boolean;
+                                api_access: boolean;
+                                /** @description Per-account quota overrides, by name (files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes); a name not set takes the default */
+                                limits: {
+                                    [key: string]: number;
+                                };
+                                /** @description signed up in registration mode "pending" and not approved yet (disabled until then) */
+                                pending: boolean;
+                                is_admin: boolean;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                                /** @description Every quota in effect, by name: the override or the default */
+                                quotas: {
+                                    [key: string]: number;
+                                };
+                                /** @description What the account holds */
+                                usage: {
+                                    /** @description single-file pages */
+                                    files: number;
+                                    file_bytes: number;
+                                    /** @description folder projects */
+                                    folders: number;
+                                    folder_bytes: number;
+                                    kv_keys: number;
+                                    images: number;
+                                    image_bytes: number;
+                                    /** @description hosted data files */
+                                    hosted_files: number;
+                                };
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4704,7 +4838,23 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        /** @description The account as changed */
+                        data: {
+                            username: string;
+                            /** @description rate-limit tier */
+                            tier: "default" | "authenticated" | "vip";
+                            disabled: boolean;
+                            api_access: boolean;
+                            /** @description Per-account quota overrides, by name (files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes); a name not set takes the default */
+                            limits: {
+                                [key: string]: number;
+                            };
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4726,7 +4876,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            username: string;
+                            keys: {
+                                id: string;
+                                name: string;
+                                /** @description the key's last 4 characters */
+                                hint: string;
+                                enabled: boolean;
+                                read_only: boolean;
+                                /** @description milliseconds since 1970-01-01 UTC; null: never expires */
+                                expires_at: number | null;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                                /** @description milliseconds since 1970-01-01 UTC; null: never used */
+                                last_used_at: number | null;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4750,7 +4921,16 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        /** @description The key deleted */
+                        data: {
+                            id: string;
+                            name: string;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4770,7 +4950,15 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description INV- and 20 characters; shown this once (only its hash is kept) */
+                            code: string;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4800,7 +4988,35 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description Newest first, at most `limit` */
+                            items: {
+                                /** @description file: a single-file page; folder: a file of a folder project; image; data: a hosted data version */
+                                kind: "file" | "folder" | "image" | "data";
+                                /** @description the owner */
+                                username: string;
+                                /** @description a page's or project's name; an image's or data file's public token */
+                                name: string;
+                                /** @description the file's path in its project, the image's file name, the data file's display name; empty for a page */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex) */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                updated_at: number;
+                                /** @description the hold on its page name or link; null: none */
+                                hold: string | null;
+                                /** @description its digest is on the upload blocklist (taken down elsewhere) */
+                                blocked: boolean;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4820,7 +5036,18 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            settings: {
+                                name: string;
+                                value: string;
+                                description: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4847,7 +5074,17 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description Every setting's value after the change, by name */
+                            settings: {
+                                [key: string]: string;
+                            };
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4870,12 +5107,56 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The audit log, newest first: a page of it, or with ?format=json|csv a download of every entry */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            entries: {
+                                /** @description sorts by time; the `before` of the next page */
+                                id: string;
+                                /** @description ISO 8601, UTC */
+                                at: string;
+                                /** @description the admin, or cli:<os user> for operator commands */
+                                actor: string;
+                                /** @description web | cli */
+                                via: string;
+                                action: string;
+                                target: string;
+                                /** @description The action's parameters: their names depend on the action (never a password) */
+                                details: {
+                                    [key: string]: unknown;
+                                };
+                                ip: string;
+                                user_agent: string;
+                            }[];
+                            /** @description the `before` of the next page; null: this is the last */
+                            next: string | null;
+                        };
+                    } | {
+                        /** @description sorts by time; the `before` of the next page */
+                        id: string;
+                        /** @description ISO 8601, UTC */
+                        at: string;
+                        /** @description the admin, or cli:<os user> for operator commands */
+                        actor: string;
+                        /** @description web | cli */
+                        via: string;
+                        action: string;
+                        target: string;
+                        /** @description The action's parameters: their names depend on the action (never a password) */
+                        details: {
+                            [key: string]: unknown;
+                        };
+                        ip: string;
+                        user_agent: string;
+                    }[];
+                    "text/csv": string;
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4895,7 +5176,65 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description as /readyz: degraded when a check that is only reported fails, unavailable when a required one does */
+                            status: "ok" | "degraded" | "unavailable";
+                            checks: {
+                                name: string;
+                                /** @description ok, timeout or "error: <message>" (the full message) */
+                                result: string;
+                                required: boolean;
+                            }[];
+                            /** @description ISO 8601, UTC */
+                            checked_at: string;
+                            /** @description the service's version */
+                            version: string;
+                            api_version: string;
+                            /** @description the Node.js version */
+                            node: string;
+                            pid: number;
+                            /** @description ISO 8601, UTC */
+                            started_at: string;
+                            uptime_seconds: number;
+                            database: {
+                                engine: "sqlite" | "postgres";
+                                /** @description writes waiting for SQLite's group commit; null on PostgreSQL */
+                                pending_commits: number | null;
+                            };
+                            storage: {
+                                /** @description the blob store: local or s3 */
+                                kind: string;
+                            };
+                            memory: {
+                                rss_bytes: number;
+                                heap_used_bytes: number;
+                                heap_total_bytes: number;
+                            };
+                            disks: {
+                                /** @description data_dir: DATA_DIR; blobs: a local blob store's folder outside it */
+                                what: "data_dir" | "blobs";
+                                path: string;
+                                /** @description what this process may still write; null when the folder cannot be read */
+                                free_bytes: number | null;
+                                total_bytes: number | null;
+                                /** @description why the figures are missing */
+                                error: string | null;
+                            }[];
+                            backups: {
+                                scheduled: boolean;
+                                /** @description BACKUP_DIR, credentials redacted; null: none */
+                                destination: string | null;
+                                every_seconds: number;
+                                keep: number;
+                                /** @description ISO 8601, UTC: the newest snapshot of a backup folder (a bucket is not listed); null: none */
+                                last_at: string | null;
+                            };
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4923,11 +5262,20 @@ export interface operations {
         };
         responses: {
             /** @description Default Response */
-            200: {
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            /** @description the report's id */
+                            id: string;
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4936,6 +5284,7 @@ export interface operations {
     getSvcApiAdminReports: {
         parameters: {
             query?: {
+                /** @description open, quarantined, restored, taken_down, lifted, dismissed */
                 status?: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
                 page?: number;
                 per_page?: number;
@@ -4951,7 +5300,46 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description reports of this status */
+                            total: number;
+                            page: number;
+                            per_page: number;
+                            reports: {
+                                id: string;
+                                url: string;
+                                /** @description phishing, malware, spam, copyright, other */
+                                category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                                /** @description the reporter's text; a heuristic report's reasons */
+                                details: string;
+                                contact: string;
+                                /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                                source: string;
+                                /** @description empty for a heuristic report */
+                                reporter_ip: string;
+                                /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                                status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                                /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                                target: string | null;
+                                /** @description the content's owner; null while unknown */
+                                target_user_id: string | null;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                updated_at: number;
+                                /** @description the admin who last acted on it (or opened it) */
+                                resolved_by: string | null;
+                                /** @description the content's owner's username; null when none is known */
+                                owner: string | null;
+                                /** @description the hold on the report's content now; null: none */
+                                hold: string | null;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -4979,11 +5367,53 @@ export interface operations {
         };
         responses: {
             /** @description Default Response */
-            200: {
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -5005,7 +5435,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -5023,12 +5495,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The bytes kept, as an inert download (Content-Disposition: attachment) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/octet-stream": string;
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -5050,7 +5524,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -5072,7 +5588,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -5094,7 +5652,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -5116,7 +5716,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -5145,7 +5787,49 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            id: string;
+                            url: string;
+                            /** @description phishing, malware, spam, copyright, other */
+                            category: "phishing" | "malware" | "spam" | "copyright" | "other";
+                            /** @description the reporter's text; a heuristic report's reasons */
+                            details: string;
+                            contact: string;
+                            /** @description public (the report form or API), admin (a case an admin opened) or heuristic (flagged at upload) */
+                            source: string;
+                            /** @description empty for a heuristic report */
+                            reporter_ip: string;
+                            /** @description open, quarantined, restored, taken_down, lifted, dismissed */
+                            status: "open" | "quarantined" | "restored" | "taken_down" | "lifted" | "dismissed";
+                            /** @description the content it is about: site:{user}/{name}, image:{token} or data:{token}; null while the URL names none */
+                            target: string | null;
+                            /** @description the content's owner; null while unknown */
+                            target_user_id: string | null;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            created_at: number;
+                            /** @description milliseconds since 1970-01-01 UTC */
+                            updated_at: number;
+                            /** @description the admin who last acted on it (or opened it) */
+                            resolved_by: string | null;
+                            /** @description The bytes kept while the content is quarantined or taken down, by path */
+                            evidence: {
+                                report_id: string;
+                                /** @description what the bytes were: a page's name, a project's name/path, an image's file name, a data version's v{N} */
+                                path: string;
+                                /** @description SHA-256 of the bytes (hex): the evidence download names it */
+                                digest: string;
+                                /** @description bytes */
+                                size: number;
+                                content_type: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -5165,7 +5849,23 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description Newest first, at most 1000 */
+                            digests: {
+                                /** @description SHA-256 (hex) refused at upload */
+                                digest: string;
+                                /** @description the takedown that blocked it */
+                                report_id: string;
+                                /** @description milliseconds since 1970-01-01 UTC */
+                                created_at: number;
+                                created_by: string;
+                            }[];
+                        };
+                    };
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -5862,6 +6562,7 @@ export interface operations {
                 content?: never;
             };
             "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postApiFoldersByFolderPathDeploysByDeployIdPromote: {
@@ -5932,8 +6633,37 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The JSON-RPC 2.0 response to the request (never an event stream: the server answers in JSON) */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        /** @description the request's id */
+                        id: string | number | null;
+                        /** @description The method's result as the MCP specification defines it (initialize, tools/list, tools/call, ...) */
+                        result: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        /** @description the request's id */
+                        id: string | number | null;
+                        /** @description a JSON-RPC error */
+                        error: {
+                            code: number;
+                            message: string;
+                            data?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Accepted: the message was a notification (no id); no body */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5955,12 +6685,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The archive, streamed as a download (Content-Disposition: attachment): a .tar.gz, or with ?format=zip a .zip */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/gzip": string;
+                    "application/zip": string;
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];

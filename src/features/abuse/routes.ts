@@ -10,7 +10,18 @@ import type { WindowRule } from '../../limits/tiers.js'
 import { ADMIN_ROUTE, requireAdmin } from '../admin/routes.js'
 import { actorOf } from '../admin/service.js'
 import type { Abuse, ReportInput } from './service.js'
-import { EvidenceParams, ReportBody, ReportParams, ReportsQuery, TakedownBody } from './schemas.js'
+import {
+  BlocklistReply,
+  EvidenceAnswer,
+  EvidenceParams,
+  ReportBody,
+  ReportedReply,
+  ReportParams,
+  ReportReply,
+  ReportsQuery,
+  ReportsReply,
+  TakedownBody,
+} from './schemas.js'
 
 /** Reports per client address, on top of the API's own rate limits. */
 export const REPORT_RULES: WindowRule[] = [
@@ -38,6 +49,7 @@ export function abuseApi(app: FastifyInstance, deps: Deps, abuse: Abuse): void {
         summary: 'Report abusive content (no login; rate-limited per address)',
         description: 'Anyone may report a page, image or data link. Answers the report id; an admin reviews it.',
         body: ReportBody,
+        response: { 201: ReportedReply },
       },
       validatorCompiler: strictValidator,
     },
@@ -55,24 +67,36 @@ export function abuseApi(app: FastifyInstance, deps: Deps, abuse: Abuse): void {
     schema: { tags: ['admin'], summary, ...extra },
   })
 
-  app.get('/svc_api/admin/reports', admin('The abuse queue, newest first (admin)', { querystring: ReportsQuery }), async (req) => {
-    const q = req.query as { status?: string; page?: number; per_page?: number }
-    const per = q.per_page ?? 50
-    const page = q.page ?? 1
-    return { success: true, data: { ...(await abuse.reports(q.status, per, (page - 1) * per)), page, per_page: per } }
-  })
+  app.get(
+    '/svc_api/admin/reports',
+    admin('The abuse queue, newest first (admin)', { querystring: ReportsQuery, response: { 200: ReportsReply } }),
+    async (req) => {
+      const q = req.query as { status?: string; page?: number; per_page?: number }
+      const per = q.per_page ?? 50
+      const page = q.page ?? 1
+      return { success: true, data: { ...(await abuse.reports(q.status, per, (page - 1) * per)), page, per_page: per } }
+    },
+  )
 
-  app.post('/svc_api/admin/reports', admin('Open a case on content found by an admin (admin)', { body: ReportBody }), async (req, reply) => {
-    return reply.code(201).send({ success: true, data: await abuse.openCase(actorOf(req, deps), req.body as ReportInput) })
-  })
+  app.post(
+    '/svc_api/admin/reports',
+    admin('Open a case on content found by an admin (admin)', { body: ReportBody, response: { 201: ReportReply } }),
+    async (req, reply) => {
+      return reply.code(201).send({ success: true, data: await abuse.openCase(actorOf(req, deps), req.body as ReportInput) })
+    },
+  )
 
-  app.get('/svc_api/admin/reports/:id', admin('One report with its evidence (admin)', { params: ReportParams }), async (req) => {
-    return { success: true, data: await abuse.detail((req.params as { id: string }).id) }
-  })
+  app.get(
+    '/svc_api/admin/reports/:id',
+    admin('One report with its evidence (admin)', { params: ReportParams, response: { 200: ReportReply } }),
+    async (req) => {
+      return { success: true, data: await abuse.detail((req.params as { id: string }).id) }
+    },
+  )
 
   app.get(
     '/svc_api/admin/reports/:id/evidence/:digest',
-    admin('The bytes kept as evidence, as an inert download (admin)', { params: EvidenceParams }),
+    admin('The bytes kept as evidence, as an inert download (admin)', { params: EvidenceParams, response: { 200: EvidenceAnswer } }),
     async (req, reply) => {
       const { id, digest } = req.params as { id: string; digest: string }
       const e = await abuse.evidenceBytes(id, digest)
@@ -82,20 +106,28 @@ export function abuseApi(app: FastifyInstance, deps: Deps, abuse: Abuse): void {
   )
 
   for (const action of ['quarantine', 'restore', 'lift', 'dismiss'] as const) {
-    app.post(`/svc_api/admin/reports/:id/${action}`, admin(`${action[0].toUpperCase()}${action.slice(1)} (admin)`, { params: ReportParams }), async (req) => {
-      return { success: true, data: await abuse[action](actorOf(req, deps), (req.params as { id: string }).id) }
-    })
+    app.post(
+      `/svc_api/admin/reports/:id/${action}`,
+      admin(`${action[0].toUpperCase()}${action.slice(1)} (admin)`, { params: ReportParams, response: { 200: ReportReply } }),
+      async (req) => {
+        return { success: true, data: await abuse[action](actorOf(req, deps), (req.params as { id: string }).id) }
+      },
+    )
   }
   app.post(
     '/svc_api/admin/reports/:id/takedown',
-    admin('Take down: remove the content, block its SHA-256 at upload, optionally disable the account (admin)', { params: ReportParams, body: TakedownBody }),
+    admin('Take down: remove the content, block its SHA-256 at upload, optionally disable the account (admin)', {
+      params: ReportParams,
+      body: TakedownBody,
+      response: { 200: ReportReply },
+    }),
     async (req) => {
       const body = (req.body ?? {}) as { disable_account?: boolean }
       return { success: true, data: await abuse.takedown(actorOf(req, deps), (req.params as { id: string }).id, { disableAccount: body.disable_account }) }
     },
   )
 
-  app.get('/svc_api/admin/blocklist', admin('Blocked SHA-256 digests, newest first (admin)'), async () => {
+  app.get('/svc_api/admin/blocklist', admin('Blocked SHA-256 digests, newest first (admin)', { response: { 200: BlocklistReply } }), async () => {
     const rows = await abuse.store.blocked(1000)
     return { success: true, data: { digests: rows.map((r) => ({ ...r, created_at: Number(r.created_at) })) } }
   })

@@ -6,14 +6,16 @@ const MS = 'milliseconds since 1970-01-01 UTC'
 
 export const Done = Type.Object({ success: Type.Boolean(), message: Type.String() })
 
+export const TierSchema = Type.Union(
+  TIERS.map((t) => Type.Literal(t)),
+  { description: 'rate-limit tier' },
+)
+
 export const MeReply = Type.Object({
   success: Type.Boolean(),
   data: Type.Object({
     username: Type.String(),
-    tier: Type.Union(
-      TIERS.map((t) => Type.Literal(t)),
-      { description: 'rate-limit tier' },
-    ),
+    tier: TierSchema,
     via: Type.Union([Type.Literal('key'), Type.Literal('session')], { description: 'how the caller signed in' }),
     is_admin: Type.Boolean(),
     read_only: Type.Boolean({ description: 'a read-only API key: GET routes only (1440 on writes)' }),
@@ -31,9 +33,12 @@ const keyFields = {
   last_used_at: Type.Union([Type.Integer(), Type.Null()], { description: `${MS}; null: never used` }),
 }
 
+/** An API key as a list shows it: never the key itself or its hash. */
+export const KeyInfo = Type.Object(keyFields)
+
 export const KeyListReply = Type.Object({
   success: Type.Boolean(),
-  data: Type.Object({ keys: Type.Array(Type.Object(keyFields)), limit: Type.Integer({ description: 'keys an account may hold' }) }),
+  data: Type.Object({ keys: Type.Array(KeyInfo), limit: Type.Integer({ description: 'keys an account may hold' }) }),
 })
 
 export const KeyCreatedReply = Type.Object({

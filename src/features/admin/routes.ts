@@ -8,7 +8,26 @@ import { siteHoldKey } from '../abuse/store.js'
 import { csvCell } from '../../util/csv.js'
 import { actorOf, SETTINGS, type Admin } from './service.js'
 import { healthReport } from './health.js'
-import { AuditQuery, ContentQuery, KeyParams, SettingsBody, TAGS, UsernameParams, UserPatch, UsersQuery } from './schemas.js'
+import {
+  AuditAnswer,
+  AuditQuery,
+  ContentQuery,
+  ContentReply,
+  HealthReply,
+  InviteReply,
+  KeyParams,
+  KeyRevokedReply,
+  SettingsBody,
+  SettingsReply,
+  SettingsSetReply,
+  TAGS,
+  UserKeysReply,
+  UsernameParams,
+  UserPatch,
+  UserReply,
+  UsersQuery,
+  UsersReply,
+} from './schemas.js'
 
 /** Every admin route: a session of an account with the admin flag (403 / 1700 otherwise). */
 export const ADMIN_ROUTE = { auth: 'session' as const }
@@ -28,7 +47,7 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
   // writes are validated as sent (no coercion: a null limit must stay null, "default")
   const write = (summary: string, extra: Record<string, unknown>) => ({ ...opts(summary, extra), validatorCompiler: strictValidator })
 
-  app.get('/svc_api/admin/users', opts('Accounts with usage and quotas (admin)', { querystring: UsersQuery }), async (req) => {
+  app.get('/svc_api/admin/users', opts('Accounts with usage and quotas (admin)', { querystring: UsersQuery, response: { 200: UsersReply } }), async (req) => {
     const q = req.query as { search?: string; page?: number; per_page?: number }
     const per = q.per_page ?? 50
     const page = q.page ?? 1
@@ -38,7 +57,7 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
 
   app.post(
     '/svc_api/admin/users/:username',
-    write('Change an account: VIP tier, disabled, API access, limits (admin)', { params: UsernameParams, body: UserPatch }),
+    write('Change an account: VIP tier, disabled, API access, limits (admin)', { params: UsernameParams, body: UserPatch, response: { 200: UserReply } }),
     async (req) => {
       const { username } = req.params as { username: string }
       const u = await admin.updateUser(actorOf(req, deps), username, req.body as Parameters<Admin['updateUser']>[2])
@@ -48,7 +67,10 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
 
   app.get(
     '/svc_api/admin/users/:username/keys',
-    opts("An account's API keys: the fields its owner's list shows, never a key or its hash (admin)", { params: UsernameParams }),
+    opts("An account's API keys: the fields its owner's list shows, never a key or its hash (admin)", {
+      params: UsernameParams,
+      response: { 200: UserKeysReply },
+    }),
     async (req) => {
       return { success: true, data: await admin.listKeys((req.params as { username: string }).username) }
     },
@@ -56,55 +78,66 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
 
   app.delete(
     '/svc_api/admin/users/:username/keys/:id',
-    opts("Revoke one of an account's API keys: it is deleted and refused from its next request on (admin)", { params: KeyParams }),
+    opts("Revoke one of an account's API keys: it is deleted and refused from its next request on (admin)", {
+      params: KeyParams,
+      response: { 200: KeyRevokedReply },
+    }),
     async (req) => {
       const { username, id } = req.params as { username: string; id: string }
       return { success: true, data: await admin.revokeKey(actorOf(req, deps), username, id) }
     },
   )
 
-  app.post('/svc_api/admin/invites', opts('Create an invitation code, shown once (admin)'), async (req) => {
+  app.post('/svc_api/admin/invites', opts('Create an invitation code, shown once (admin)', { response: { 200: InviteReply } }), async (req) => {
     return { success: true, data: { code: await admin.createInvite(actorOf(req, deps)) } }
   })
 
-  app.get('/svc_api/admin/content', opts('Search content by owner, URL, name or SHA-256 (admin)', { querystring: ContentQuery }), async (req) => {
-    const q = req.query as { user?: string; url?: string; name?: string; hash?: string; limit?: number }
-    // names are stored in NFC (uploads normalise them): a name spelled in NFD finds them too
-    const name = q.name?.trim().normalize('NFC') || undefined
-    const f: Parameters<Admin['store']['content']>[0] = { user: q.user?.trim() || undefined, name, digest: q.hash?.toLowerCase() }
-    if (q.url) {
-      const { target } = await deps.services.get(createAbuse).targetOfUrl(q.url)
-      if (target.kind === 'site') {
-        f.user = target.username
-        f.exactName = target.name
-      } else f.token = target.token
-    }
-    if (!f.user && !f.name && !f.digest && !f.exactName && !f.token)
-      throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: '请给出 user、url、name 或 hash 之一', en: 'give user, url, name or hash' } } })
-    const items = await admin.store.content(f, q.limit ?? 100)
-    // what an admin acting on a result must know: whether it is held (its page name or link),
-    // and whether its bytes are blocked (a copy that was live when they were taken down elsewhere
-    // is not touched by the takedown)
-    const abuse = deps.services.get(createAbuse)
-    const holds = await abuse.holds()
-    const blocked = await abuse.store.blockedAmong(items.map((i) => i.digest))
-    const holdOf = (i: (typeof items)[number]) =>
-      holds.get(i.kind === 'file' || i.kind === 'folder' ? siteHoldKey(i.username, i.name) : `${i.kind}:${i.name}`) ?? null
-    return { success: true, data: { items: items.map((i) => ({ ...i, hold: holdOf(i), blocked: blocked.has(i.digest) })) } }
-  })
+  app.get(
+    '/svc_api/admin/content',
+    opts('Search content by owner, URL, name or SHA-256 (admin)', { querystring: ContentQuery, response: { 200: ContentReply } }),
+    async (req) => {
+      const q = req.query as { user?: string; url?: string; name?: string; hash?: string; limit?: number }
+      // names are stored in NFC (uploads normalise them): a name spelled in NFD finds them too
+      const name = q.name?.trim().normalize('NFC') || undefined
+      const f: Parameters<Admin['store']['content']>[0] = { user: q.user?.trim() || undefined, name, digest: q.hash?.toLowerCase() }
+      if (q.url) {
+        const { target } = await deps.services.get(createAbuse).targetOfUrl(q.url)
+        if (target.kind === 'site') {
+          f.user = target.username
+          f.exactName = target.name
+        } else f.token = target.token
+      }
+      if (!f.user && !f.name && !f.digest && !f.exactName && !f.token)
+        throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: '请给出 user、url、name 或 hash 之一', en: 'give user, url, name or hash' } } })
+      const items = await admin.store.content(f, q.limit ?? 100)
+      // what an admin acting on a result must know: whether it is held (its page name or link),
+      // and whether its bytes are blocked (a copy that was live when they were taken down elsewhere
+      // is not touched by the takedown)
+      const abuse = deps.services.get(createAbuse)
+      const holds = await abuse.holds()
+      const blocked = await abuse.store.blockedAmong(items.map((i) => i.digest))
+      const holdOf = (i: (typeof items)[number]) =>
+        holds.get(i.kind === 'file' || i.kind === 'folder' ? siteHoldKey(i.username, i.name) : `${i.kind}:${i.name}`) ?? null
+      return { success: true, data: { items: items.map((i) => ({ ...i, hold: holdOf(i), blocked: blocked.has(i.digest) })) } }
+    },
+  )
 
-  app.get('/svc_api/admin/settings', opts('Run-time settings with their descriptions (admin)'), async () => {
+  app.get('/svc_api/admin/settings', opts('Run-time settings with their descriptions (admin)', { response: { 200: SettingsReply } }), async () => {
     const values = await admin.settings()
     return { success: true, data: { settings: Object.entries(SETTINGS).map(([name, d]) => ({ name, value: values[name], description: d.describe })) } }
   })
 
-  app.post('/svc_api/admin/settings', write('Change run-time settings; every instance applies them at once (admin)', { body: SettingsBody }), async (req) => {
-    return { success: true, data: { settings: await admin.setSettings(actorOf(req, deps), req.body as Record<string, unknown>) } }
-  })
+  app.post(
+    '/svc_api/admin/settings',
+    write('Change run-time settings; every instance applies them at once (admin)', { body: SettingsBody, response: { 200: SettingsSetReply } }),
+    async (req) => {
+      return { success: true, data: { settings: await admin.setSettings(actorOf(req, deps), req.body as Record<string, unknown>) } }
+    },
+  )
 
   app.get(
     '/svc_api/admin/audit',
-    opts('The audit log, newest first; ?format=json|csv downloads it (admin)', { querystring: AuditQuery }),
+    opts('The audit log, newest first; ?format=json|csv downloads it (admin)', { querystring: AuditQuery, response: { 200: AuditAnswer } }),
     async (req, reply) => {
       const q = req.query as { format?: 'json' | 'csv'; before?: string; limit?: number; action?: string; actor?: string }
       const rows = await admin.store.audit({ limit: q.format ? EXPORT_MAX : (q.limit ?? 100), before: q.before, action: q.action, actor: q.actor })
@@ -127,7 +160,9 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
   app.get(
     '/svc_api/admin/health',
     {
-      ...opts("This instance's health: readiness checks with their messages, version, uptime, memory, disk, backups (admin)"),
+      ...opts("This instance's health: readiness checks with their messages, version, uptime, memory, disk, backups (admin)", {
+        response: { 200: HealthReply },
+      }),
       config: { ...ADMIN_ROUTE, rateLimit: false as const },
     },
     async (_req, reply) => {

@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream'
 import { Type } from '@sinclair/typebox'
 import type { Feature } from '../feature.js'
+import { BYTES_BODY, mediaAnswer } from '../../http/answer-schemas.js'
 import { caller } from '../../http/guard.js'
 import { writeExport, type ArchiveFormat } from './archive.js'
 import { exportUi } from './page.js'
@@ -19,6 +20,11 @@ const CONTAINER: Record<ArchiveFormat, { type: string; suffix: string }> = {
   zip: { type: 'application/zip', suffix: 'zip' },
 }
 
+const ExportAnswer = mediaAnswer(
+  'The archive, streamed as a download (Content-Disposition: attachment): a .tar.gz, or with ?format=zip a .zip',
+  Object.fromEntries(Object.values(CONTAINER).map((c) => [c.type, BYTES_BODY])),
+)
+
 /**
  * Per-user export: GET /svc_api/me/export streams the caller's data as the archive that
  * `svc import` loads (archive.ts; `svc export` is the operator's side). Without ?format the
@@ -36,6 +42,7 @@ export const exportFeature: Feature = {
           tags: ['account'],
           summary: "All of the caller's data as a .tar.gz or (?format=zip) a .zip that svc import loads (beyond the spec)",
           querystring: ExportQuery,
+          response: { 200: ExportAnswer },
         },
       },
       async (req, reply) => {

@@ -4,12 +4,13 @@ import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, langOf } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
+import { mediaAnswer, Nullable, TEXT_BODY } from '../../http/answer-schemas.js'
 import { linkOrigin } from '../../http/origin.js'
 import type { NotifyService } from './notify-service.js'
+import { Ok } from './schemas.js'
 import { shortPage, say, wantsHtml } from '../../web/short-page.js'
 
 const passThrough = () => () => true
-const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])
 const envelope = <T extends TSchema>(data: T) => Type.Object({ success: Type.Boolean(), message: Type.Optional(Type.String()), data })
 
 const FormIdParams = Type.Object({ form_id: Type.String() })
@@ -52,6 +53,19 @@ const Delivery = Type.Object({
   delivered_at: Nullable(Type.String()),
 })
 const Address = Type.Object({ id: Type.String(), address: Type.String(), verified: Type.Boolean(), created_at: Type.Optional(Type.String()) })
+/** What a verification link confirms: JSON for a script, a short page for a browser (Accept: text/html). */
+const verifyAnswer = (description: string, verified: boolean) =>
+  mediaAnswer(description, {
+    'application/json': Type.Object({
+      success: Type.Boolean(),
+      message: Type.String(),
+      data: Type.Object({
+        address: Type.String(),
+        verified: Type.Literal(verified, { description: verified ? 'notifications can now be sent to it' : 'not until the token is POSTed' }),
+      }),
+    }),
+    'text/html': TEXT_BODY,
+  })
 
 /**
  * Form notifications (beyond the spec): the signed webhook and the e-mail setting of a form,
@@ -96,10 +110,14 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
     { config: cfg, schema: { tags, summary: 'Make a new signing secret (answered once)', params: FormIdParams, response: { 200: envelope(Webhook) } } },
     async (req) => ({ success: true, message: say(req, '密钥已更换', 'Secret rotated'), data: await notify.rotateSecret(caller(req).user, formId(req)) }),
   )
-  app.delete('/svc_api/forms/webhook/:form_id', { config: cfg, schema: { tags, summary: "Remove a form's webhook", params: FormIdParams } }, async (req) => {
-    await notify.removeWebhook(caller(req).user, formId(req))
-    return { success: true, message: say(req, 'Webhook 已删除', 'Webhook removed') }
-  })
+  app.delete(
+    '/svc_api/forms/webhook/:form_id',
+    { config: cfg, schema: { tags, summary: "Remove a form's webhook", params: FormIdParams, response: { 200: Ok } } },
+    async (req) => {
+      await notify.removeWebhook(caller(req).user, formId(req))
+      return { success: true, message: say(req, 'Webhook 已删除', 'Webhook removed') }
+    },
+  )
 
   app.get(
     '/svc_api/forms/email/:form_id',
@@ -171,10 +189,14 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
       data: await notify.addAddress(caller(req).user, req.body, linkOrigin(req, deps.config)),
     }),
   )
-  app.delete('/svc_api/notify/addresses/:id', { config: cfg, schema: { tags, summary: 'Remove a notification address', params: IdParams } }, async (req) => {
-    await notify.removeAddress(caller(req).user, (req.params as { id: string }).id)
-    return { success: true, message: say(req, '已删除', 'Removed') }
-  })
+  app.delete(
+    '/svc_api/notify/addresses/:id',
+    { config: cfg, schema: { tags, summary: 'Remove a notification address', params: IdParams, response: { 200: Ok } } },
+    async (req) => {
+      await notify.removeAddress(caller(req).user, (req.params as { id: string }).id)
+      return { success: true, message: say(req, '已删除', 'Removed') }
+    },
+  )
   // the mail's link is opened in a browser: it gets a short page in its language; scripts the JSON
   const verifyFailed = (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     if (!wantsHtml(req) || !(err instanceof AppError) || err.status >= 500) throw err
@@ -191,6 +213,9 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
         tags,
         summary: 'Show what a verification link confirms (the link of the verification mail); changes nothing',
         querystring: Type.Object({ token: Type.String() }),
+        response: {
+          200: verifyAnswer('The address the token would verify, or for a browser a page with a button that confirms it (POST)', false),
+        },
       },
       validatorCompiler: passThrough,
       errorHandler: verifyFailed,
@@ -214,7 +239,12 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
     '/svc_api/notify/verify',
     {
       config: { auth: 'none' },
-      schema: { tags, summary: 'Verify an address with the token of its verification mail', body: Type.Object({ token: Type.String() }) },
+      schema: {
+        tags,
+        summary: 'Verify an address with the token of its verification mail',
+        body: Type.Object({ token: Type.String() }),
+        response: { 200: verifyAnswer('The address verified, or for a browser a page saying so', true) },
+      },
       validatorCompiler: passThrough,
       errorHandler: verifyFailed,
     },

@@ -18,6 +18,7 @@ import {
   CreateBody,
   DataQuery,
   DataResponse,
+  ExportAnswer,
   ExportQuery,
   FormIdParams,
   ListResponse,
@@ -441,6 +442,7 @@ function manageRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
         summary: 'Export submissions as JSON (or CSV with ?format=csv), newest first, capped at the form_export_rows quota',
         params: FormIdParams,
         querystring: ExportQuery,
+        response: { 200: ExportAnswer },
       },
     },
     async (req, reply) => {

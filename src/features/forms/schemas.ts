@@ -1,4 +1,5 @@
-import { Type, type TSchema } from '@sinclair/typebox'
+import { Type } from '@sinclair/typebox'
+import { mediaAnswer, Nullable, TEXT_BODY } from '../../http/answer-schemas.js'
 import { repeatable } from '../../http/pagination.js'
 import { FIELD_TYPES } from './fields.js'
 
@@ -8,8 +9,6 @@ import { FIELD_TYPES } from './fields.js'
  * so the routes compile these request schemas with a pass-through validator. Response
  * schemas are the allow-list of output fields.
  */
-
-const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])
 
 export const FieldDefSchema = Type.Object({
   name: Type.String({ description: '1-64 letters (any script), digits, "_", "." or "-"; starts with a letter or digit' }),
@@ -138,12 +137,18 @@ export const ExportResponse = Type.Object({
   data: Type.Object({
     form: FormSchema,
     submissions: Type.Array(SubmissionSchema),
-    exported_count: Type.Integer(),
-    total_count: Type.Integer(),
-    truncated: Type.Boolean(),
-    export_limit: Type.Integer(),
+    exported_count: Type.Integer({ description: 'submissions in this export' }),
+    total_count: Type.Integer({ description: 'submissions that match the filters' }),
+    truncated: Type.Boolean({ description: 'true when total_count is past export_limit' }),
+    export_limit: Type.Integer({ description: "the account's form_export_rows quota" }),
   }),
 })
+
+/** The export: streamed, so never serialized by this schema (it documents what export.ts writes). */
+export const ExportAnswer = mediaAnswer(
+  'The submissions, newest first, at most export_limit of them (X-Total-Count: all that match; X-Exported-Count: those sent): JSON, or with ?format=csv a CSV download (UTF-8 with a byte-order mark)',
+  { 'application/json': ExportResponse, 'text/csv': TEXT_BODY },
+)
 
 export const SubmitResponse = Type.Object({
   success: Type.Boolean(),

@@ -9,6 +9,7 @@ import type { McpServices } from './services.js'
 import type { ToolContext } from './tools.js'
 import { MAX_INLINE_BYTES, MCP_BODY_LIMIT, MCP_DRAIN_LIMIT } from './limits.js'
 import { lazy } from '../../util/lazy.js'
+import { McpAnswers } from './schemas.js'
 
 /** The MCP SDK's server side and the tools (with zod, their schemas' library), loaded on the first MCP request. */
 const loadSdk = lazy(async () => {
@@ -130,6 +131,7 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
         summary: 'MCP server (stateless streamable HTTP, JSON-RPC 2.0); Authorization: Bearer <API key>',
         description:
           'Model Context Protocol endpoint for AI agents: initialize, tools/list, tools/call. A read-only key sees only the read-only tools. GET and DELETE answer 405. See docs/mcp.md.',
+        response: McpAnswers,
       },
     },
     async (req, reply) => {

@@ -1,0 +1,32 @@
+import { Type } from '@sinclair/typebox'
+import { mediaAnswer } from '../../http/answer-schemas.js'
+
+/*
+ * Answers of POST /mcp, for /openapi.json only: the MCP SDK's transport writes them itself (the
+ * reply is hijacked), so these schemas never serialize anything. The envelope is JSON-RPC 2.0's;
+ * a result is what the MCP specification defines for its method.
+ */
+
+const envelope = {
+  jsonrpc: Type.Literal('2.0'),
+  id: Type.Union([Type.String(), Type.Integer(), Type.Null()], { description: "the request's id" }),
+}
+
+export const McpAnswers = {
+  200: mediaAnswer('The JSON-RPC 2.0 response to the request (never an event stream: the server answers in JSON)', {
+    'application/json': Type.Union([
+      Type.Object({
+        ...envelope,
+        result: Type.Object(
+          {},
+          { additionalProperties: true, description: "The method's result as the MCP specification defines it (initialize, tools/list, tools/call, ...)" },
+        ),
+      }),
+      Type.Object({
+        ...envelope,
+        error: Type.Object({ code: Type.Integer(), message: Type.String(), data: Type.Optional(Type.Unknown()) }, { description: 'a JSON-RPC error' }),
+      }),
+    ]),
+  }),
+  202: Type.Null({ description: 'Accepted: the message was a notification (no id); no body' }),
+}
