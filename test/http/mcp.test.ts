@@ -256,6 +256,39 @@ for (const engine of ENGINES) {
       assert.equal(nope.isError, true)
     })
 
+    it('deploy_files publishes a project that went offline during the call, never "unchanged" with no live deploy', async () => {
+      const carol = await s.user()
+      const own = await mcpHttpClient(s.url, carol.key)
+      const folders = (s.app.featureState('mcp') as McpServices).folders
+      const projects = folders.projects.bind(folders)
+      try {
+        const deploy = async (v: string) => {
+          const r = (await own.callTool({
+            name: 'deploy_files',
+            arguments: { project: 'gone', files: [{ path: 'index.html', content: `<p>${v}</p>` }] },
+          })) as Awaited<ReturnType<typeof call>>
+          assert.ok(!r.isError, textOf(r))
+          return r
+        }
+        await deploy('v1')
+        // the project goes offline between the call's look at it (live) and its batch
+        folders.projects = async (...args: Parameters<typeof projects>) => {
+          folders.projects = projects
+          const list = await projects(...args)
+          assert.equal((await s.post('/api/folders/gone/unpublish', { key: carol.key })).status, 200)
+          return list
+        }
+        const r = await deploy('v2')
+        assert.equal(r.structuredContent.unchanged, false, textOf(r))
+        assert.match(r.structuredContent.deploy_id, /^[a-z0-9]{12}$/)
+        assert.equal((await s.get(`/${carol.username}/gone/`)).text, '<p>v2</p>')
+        assert.equal((await s.get('/api/folders/gone/deploys', { key: carol.key })).json.live_deploy_id, r.structuredContent.deploy_id)
+      } finally {
+        folders.projects = projects
+        await own.close()
+      }
+    })
+
     it('each deploy_files call is one whole deploy named in its answer: rollback undoes the last call, a repeat makes none', async () => {
       // a user of its own: the other tests count alice's requests against her rate limits
       const bob = await s.user()

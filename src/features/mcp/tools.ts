@@ -363,7 +363,10 @@ const deployFiles = tool({
     const r = await s.folders.commitBatch(ctx.user, ref, staged, true, true, ctx.contentOrigin)
     let websiteUrl = `${ctx.contentOrigin}/${ctx.user.username}/${encodeURIComponent(ref.name)}/`
     let deployId = r.deploy_id
-    if (deployId === null && !wasLive) ({ website_url: websiteUrl, deploy_id: deployId } = await s.folders.publish(ctx.user, ref, ctx.contentOrigin))
+    // a batch that changed files but made no deploy found the project offline: not live yet, or
+    // deleted or unpublished since wasLive was read (the batch then made it anew); publish it
+    if (deployId === null && (!wasLive || r.changed > 0))
+      ({ website_url: websiteUrl, deploy_id: deployId } = await s.folders.publish(ctx.user, ref, ctx.contentOrigin))
     const unchanged = deployId === null
     if (deployId === null) deployId = (await s.deploys.list(ctx.user, ref)).live_deploy_id
     const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/`)
