@@ -1263,6 +1263,21 @@ for (const engine of ENGINES) {
       assert.ok(a.json.result.tools.length > 0)
     })
 
+    it('refuses a JSON-RPC batch (400, -32600) before any of its calls runs: one request is one call against the rate limits', async () => {
+      // a user of its own: alice's requests are near her rate limits here
+      const { key } = await s.user()
+      const incr = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'kv_incr', arguments: { key: 'batched' } } })
+      const r = await rpc(key, [incr(1), incr(2), incr(3)])
+      assert.equal(r.status, 400, r.text)
+      assert.equal(r.json.error.code, -32600)
+      assert.match(r.json.error.message, /batches are not supported; send one message per POST/)
+      assert.equal((await s.get('/svc_api/data/get?key=batched', { key })).status, 404)
+      // a lone message in an array is no batch
+      const one = await rpc(key, [LIST])
+      assert.equal(one.status, 200, one.text)
+      assert.match(one.text, /"name":"publish_html"/)
+    })
+
     it('a read-only key lists only read-only tools, and the REST API refuses its writes (1440)', async () => {
       const { key } = await s.deps.apiKeys.create(alice.id, { name: 'agent-ro', readOnly: true })
       const ro = await mcpHttpClient(s.url, key)
