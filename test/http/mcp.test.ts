@@ -768,6 +768,43 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('a payload over the inline limit names the next step for its own kind, never a site deploy', async () => {
+      const erin = await s.user()
+      await svc(s, 'grant', erin.username, 'hosted-data')
+      await svc(s, 'grant', erin.username, 'image-host')
+      const own = await mcpHttpClient(s.url, erin.key)
+      try {
+        const refused = async (name: string, args: Record<string, unknown>, code: number, next: RegExp) => {
+          const r = (await own.callTool({ name, arguments: args })) as Awaited<ReturnType<typeof call>>
+          assert.equal(r.isError, true, textOf(r))
+          assert.equal(r.structuredContent.error_code, code, textOf(r))
+          assert.match(textOf(r), next)
+          assert.doesNotMatch(textOf(r), /svc deploy|larger sites/)
+        }
+        const over = 'x'.repeat(4 * 1024 * 1024 + 1)
+        // the account's entry size is the smaller limit: the REST store's 1602 with it
+        await refused('kv_set', { key: 'big', value: over }, 1602, /size limit \(65536 bytes\)/)
+        await refused(
+          'create_data',
+          { display_name: 'big.txt', content: over, content_type: 'text/plain' },
+          1104,
+          /\/dashboard\/data\) or with POST \/api\/hosted-data\/files \(multipart\)/,
+        )
+        const small = (await own.callTool({ name: 'create_data', arguments: { display_name: 's.json', content: '{}' } })) as Awaited<ReturnType<typeof call>>
+        const id = small.structuredContent.file.id
+        await refused(
+          'update_data',
+          { file_id: id, content: over, content_type: 'text/plain' },
+          1104,
+          new RegExp(`POST /api/hosted-data/files/${id}/versions \\(multipart\\)`),
+        )
+        const png = Buffer.alloc(4 * 1024 * 1024 + 1)
+        await refused('upload_image', { base64: png.toString('base64') }, 1104, /\/dashboard\/images\) or with POST \/api\/image-host\/upload \(multipart\)/)
+      } finally {
+        await own.close()
+      }
+    })
+
     it('refuses bad input with a clear error and stores nothing', async () => {
       const before = (await s.get('/svc_api/files', { key: alice.key })).json.data.files.length
       const big = await call('publish_html', { name: 'big', html: `<p>${'x'.repeat(4 * 1024 * 1024 + 10)}</p>` })

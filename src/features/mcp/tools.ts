@@ -21,6 +21,7 @@ import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 import { checkJsonValue, KEY_RE } from '../kv/validate.js'
 import { KEY_RULE, KV_LIMITS } from '../kv/schemas.js'
 import { originUrl, previewOriginUrl } from '../../http/site-origin.js'
+import { quotaOf } from '../../limits/quotas.js'
 import { builtForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
 
 /**
@@ -87,6 +88,7 @@ const CLI_DEPLOY = 'the CLI: `svc deploy ./folder --project NAME` (archive uploa
 /** A live deploy_files call over a per-call limit: the site can go in several calls, each adding its files. */
 const SPLIT_CALLS = `send the site in several deploy_files calls (each adds its files to the project and publishes them; the first holds index.html), or deploy it with ${CLI_DEPLOY}`
 
+/** A payload over the inline limit, with the next step for that tool's kind of content. */
 const payloadTooLarge = (what: string, next = `deploy larger sites with ${CLI_DEPLOY}`) =>
   new AppError('FILE_TOO_LARGE', {
     status: 413,
@@ -726,8 +728,8 @@ const kvLookupKey = z
   .describe(`Key of the entry (keys written today: ${KEY_RULE})`)
 const kvPublicUrl = (ctx: ToolContext, key: string) =>
   `${ctx.serviceOrigin}/svc_api/data/public/${encodeURIComponent(ctx.user.username)}/${encodeURIComponent(key)}`
-/** The dashboard page where the account's owner (logged in) sees its entries or its forms' submissions. */
-const dashboardUrl = (ctx: ToolContext, page: 'kv' | 'forms') => `${ctx.serviceOrigin}/dashboard/${page}`
+/** The dashboard page where the account's owner (logged in) sees its entries, forms' submissions, data files or images. */
+const dashboardUrl = (ctx: ToolContext, page: 'kv' | 'forms' | 'data' | 'images') => `${ctx.serviceOrigin}/dashboard/${page}`
 /** Where an entry can be seen: its public URL when it is public, else the dashboard. */
 const kvWhere = (publicUrl: string | null, dashboard: string) => (publicUrl ? `public at ${publicUrl}` : `private (the dashboard shows it: ${dashboard})`)
 
@@ -766,7 +768,12 @@ const kvSet = tool({
   async run(s, ctx, a) {
     // checked without recursion first: JSON.stringify of a value nested 100,000 deep overflows the stack
     if (a.value !== undefined) checkJsonValue(a.value)
-    if (Buffer.byteLength(JSON.stringify(a.value ?? null)) > MAX_INLINE_BYTES) throw payloadTooLarge('value is')
+    // as the REST store's body limit answers: the account's entry size when that is the smaller
+    if (Buffer.byteLength(JSON.stringify(a.value ?? null)) > MAX_INLINE_BYTES) {
+      const limit = quotaOf(ctx.user.limits, 'kv_entry_bytes')
+      if (limit < MAX_INLINE_BYTES) throw new AppError('KV_ENTRY_TOO_LARGE', { params: { limit } })
+      throw payloadTooLarge('value is', 'store less in one entry')
+    }
     // the store's compare-and-swap field is `version`: an unknown field would be ignored
     const { expected_version, ...entry } = a
     const r = await s.kv.put(ctx.user, expected_version === undefined ? entry : { ...entry, version: expected_version })
@@ -898,9 +905,11 @@ async function needEntitlement(ctx: ToolContext, feature: string) {
   if (!(await ctx.entitled(feature))) throw new AppError('ENTITLEMENT_REQUIRED')
 }
 
-function dataUpload(content: string, type: string | undefined) {
+/** `route`: the REST route that takes the same upload as multipart, with no inline limit. */
+function dataUpload(ctx: ToolContext, content: string, type: string | undefined, route: string) {
   const bytes = encodeText(content)
-  if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('content is')
+  if (bytes.length > MAX_INLINE_BYTES)
+    throw payloadTooLarge('content is', `upload larger data files in the dashboard (${dashboardUrl(ctx, 'data')}) or with ${route} (multipart)`)
   const contentType = normalizeContentType(type ?? 'application/json')
   checkContent(bytes, contentType)
   return { bytes, contentType }
@@ -914,7 +923,7 @@ const createData = tool({
   input: { display_name: z.string().min(1).max(255), description: z.string().max(1000).optional(), ...dataInput },
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'hosted-data')
-    const upload = dataUpload(a.content, a.content_type)
+    const upload = dataUpload(ctx, a.content, a.content_type, 'POST /api/hosted-data/files')
     const r = await s.data.create(ctx.user, { displayName: checkDisplayName(a.display_name), description: a.description ?? '', upload }, ctx.contentOrigin)
     return { summary: `Created ${r.file.display_name}: ${r.file.public_url}`, data: { file: r.file } }
   },
@@ -946,7 +955,12 @@ const updateData = tool({
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'hosted-data')
     const type = a.content_type ?? (await s.data.currentType(ctx.user, a.file_id))
-    const r = await s.data.addVersion(ctx.user, a.file_id, { upload: dataUpload(a.content, type), setDefault: true }, ctx.contentOrigin)
+    const r = await s.data.addVersion(
+      ctx.user,
+      a.file_id,
+      { upload: dataUpload(ctx, a.content, type, `POST /api/hosted-data/files/${encodeURIComponent(a.file_id)}/versions`), setDefault: true },
+      ctx.contentOrigin,
+    )
     return { summary: `${r.file.display_name} is now version ${r.version.version}: ${r.file.public_url}`, data: { file: r.file, version: r.version } }
   },
 })
@@ -964,7 +978,11 @@ const uploadImage = tool({
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'image-host')
     const bytes = decodeBase64(a.base64, 'base64')
-    if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('the image is')
+    if (bytes.length > MAX_INLINE_BYTES)
+      throw payloadTooLarge(
+        'the image is',
+        `upload larger images in the dashboard (${dashboardUrl(ctx, 'images')}) or with POST /api/image-host/upload (multipart)`,
+      )
     async function* one(): AsyncGenerator<IncomingFile> {
       yield {
         fileName: a.file_name ?? 'image',
