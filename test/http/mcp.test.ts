@@ -737,6 +737,23 @@ for (const engine of ENGINES) {
       const got = await s.get(new URL(img.structuredContent.image.public_url).pathname)
       assert.equal(got.status, 200)
       assert.equal(got.header('content-type'), 'image/png')
+      assert.match(textOf(img), /^Uploaded dot\.png \(7x5\): /)
+    })
+
+    it('upload_image names an SVG without a pixel size, never "nullxnull"', async () => {
+      // a user of its own: alice's requests are counted against her key's rate limits
+      const frank = await s.user()
+      await svc(s, 'grant', frank.username, 'image-host')
+      const own = await mcpHttpClient(s.url, frank.key)
+      try {
+        const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>').toString('base64')
+        const r = (await own.callTool({ name: 'upload_image', arguments: { base64: svg, file_name: 'a.svg' } })) as Awaited<ReturnType<typeof call>>
+        assert.ok(!r.isError, textOf(r))
+        assert.equal(r.structuredContent.image.width, null)
+        assert.match(textOf(r), /^Uploaded a\.svg: https?:\/\//)
+      } finally {
+        await own.close()
+      }
     })
 
     it("list_data gives back each data file's file_id and link, after the entitlement", async () => {

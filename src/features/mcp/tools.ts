@@ -993,7 +993,9 @@ const uploadImage = tool({
       }
     }
     const [img] = await s.images.upload(ctx.user, one(), () => ({ remark: a.remark, keepMetadata: false }), ctx.contentOrigin)
-    return { summary: `Uploaded ${img.file_name} (${img.width}x${img.height}): ${img.public_url}`, data: { image: img } }
+    // an SVG has no pixel size (width and height null)
+    const size = img.width === null || img.height === null ? '' : ` (${img.width}x${img.height})`
+    return { summary: `Uploaded ${img.file_name}${size}: ${img.public_url}`, data: { image: img } }
   },
 })
 
