@@ -799,6 +799,8 @@ for (const engine of ENGINES) {
           assert.doesNotMatch(textOf(r), /svc deploy|larger sites/)
         }
         const over = 'x'.repeat(4 * 1024 * 1024 + 1)
+        // a detail that ends in a parenthesis gets its full stop before the solution
+        await refused('create_data', { display_name: 'big.txt', content: over }, 1104, /\(multipart\)\. Make the file smaller/)
         // the account's entry size is the smaller limit: the REST store's 1602 with it
         await refused('kv_set', { key: 'big', value: over }, 1602, /size limit \(65536 bytes\)/)
         await refused(

@@ -149,8 +149,9 @@ function errorResult(e: unknown, solutions: Partial<Record<ErrorKey, string>> = 
     const solution = solutions[e.key] ?? TOOL_SOLUTIONS[e.key] ?? fill(d.solutionEn, 'en', e.options.params)
     const extra = extraIn(e.options.extra, 'en')
     const details = extra.details as { info?: unknown } | undefined
-    // a detail without its own full stop gets one, so the solution reads as its own sentence
-    const info = typeof details?.info === 'string' ? ` ${details.info}${/[.!?)]$/.test(details.info) ? '' : '.'}` : ''
+    // a detail without its own full stop gets one, so the solution reads as its own sentence (a
+    // closing parenthesis ends one only after a stop: "(archive upload)" still needs its own)
+    const info = typeof details?.info === 'string' ? ` ${details.info}${/[.!?]\)?$/.test(details.info) ? '' : '.'}` : ''
     const error = { error_code: d.code, error_type: d.type, message, solution, ...extra }
     const data = { success: false, ...error }
     return { isError: true, content: resultContent(`Error ${d.code} (${d.type}): ${message}.${info} ${solution}`.trim(), data), structuredContent: data }
