@@ -1319,6 +1319,18 @@ for (const engine of ENGINES) {
       assert.ok(a.json.result.tools.length > 0)
     })
 
+    it("arguments that are no JSON object (their JSON text, an array) answer the tool's 1106, never an internal error", async () => {
+      const { key } = await s.user()
+      for (const args of ['{"page": 1}', [1]]) {
+        const r = await rpc(key, { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'list_sites', arguments: args } })
+        assert.equal(r.status, 200, r.text)
+        assert.equal(r.json.id, 7)
+        assert.equal(r.json.result?.isError, true, r.text)
+        assert.equal(r.json.result.structuredContent.error_code, 1106, r.text)
+        assert.match(r.json.result.content[0].text, /Invalid parameter: the arguments: .*expected object/)
+      }
+    })
+
     it('refuses a JSON-RPC batch (400, -32600) before any of its calls runs: one request is one call against the rate limits', async () => {
       // a user of its own: alice's requests are near her rate limits here
       const { key } = await s.user()

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream'
 import tar from 'tar-stream'
 import * as z from 'zod'
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import { CallToolRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { User } from '../../auth/users.js'
 import { AppError, isAppError } from '../../errors/app-error.js'
 import { errorMessage, extraIn, fill, mapText, type Text } from '../../errors/render.js'
@@ -17,6 +17,7 @@ import type { FolderRef } from '../sites/folders-service.js'
 import { RULE_FILES } from '../sites/site-rules.js'
 import { checkName, checkRelativePath, MAX_SEGMENT_BYTES, NAME_RULE } from '../sites/paths.js'
 import type { McpServices } from './services.js'
+import { AnyArgumentsCallSchema, callArguments } from './call-request.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 import { checkJsonValue, KEY_RE } from '../kv/validate.js'
 import { KEY_RULE, KV_LIMITS } from '../kv/schemas.js'
@@ -1039,12 +1040,12 @@ export function serveTools(server: McpServer, readOnly: boolean, s: McpServices,
   const tools = toolsFor(readOnly)
   for (const t of tools) t.register(server, s, ctx)
   const byName = new Map(tools.map((t) => [t.name, t]))
-  server.server.setRequestHandler(CallToolRequestSchema, async (req) => {
+  server.server.setRequestHandler(AnyArgumentsCallSchema, async (req) => {
     const name = req.params.name
     const t = byName.get(name)
     if (t)
       // an unexpected failure answers as the SDK's handler answered it: its message, isError
-      return t.call(s, ctx, req.params.arguments).catch((e: unknown) => ({
+      return t.call(s, ctx, callArguments(req.params)).catch((e: unknown) => ({
         isError: true,
         content: [{ type: 'text' as const, text: e instanceof Error ? e.message : String(e) }],
       }))
