@@ -193,6 +193,15 @@ for (const engine of ENGINES) {
       assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
     })
 
+    it("arguments sent as their JSON text come back as the tool's 1106, as over HTTP, never an internal error", async () => {
+      const { client } = await stdioClient(alice.key)
+      // the SDK client passes what it is given: an agent that serialized its arguments
+      const r = (await client.callTool({ name: 'list_sites', arguments: '{}' as never })) as { isError?: boolean; structuredContent: any; content: unknown }
+      assert.equal(r.isError, true, textOf(r))
+      assert.equal(r.structuredContent.error_code, 1106)
+      assert.match(textOf(r), /the arguments: .*expected object, received string/)
+    })
+
     it('a wrong key gives a clear error on stderr and on every request', async () => {
       const { client, stderr } = await stdioClient(`svc_${'z'.repeat(60)}`)
       // the SDK client puts "MCP error -32600: " before the message once; the message carries no second one

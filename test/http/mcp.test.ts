@@ -298,6 +298,39 @@ for (const engine of ENGINES) {
       assert.equal(nope.isError, true)
     })
 
+    it('deploy_files publishes a project that went offline during the call, never "unchanged" with no live deploy', async () => {
+      const carol = await s.user()
+      const own = await mcpHttpClient(s.url, carol.key)
+      const folders = (s.app.featureState('mcp') as McpServices).folders
+      const projects = folders.projects.bind(folders)
+      try {
+        const deploy = async (v: string) => {
+          const r = (await own.callTool({
+            name: 'deploy_files',
+            arguments: { project: 'gone', files: [{ path: 'index.html', content: `<p>${v}</p>` }] },
+          })) as Awaited<ReturnType<typeof call>>
+          assert.ok(!r.isError, textOf(r))
+          return r
+        }
+        await deploy('v1')
+        // the project goes offline between the call's look at it (live) and its batch
+        folders.projects = async (...args: Parameters<typeof projects>) => {
+          folders.projects = projects
+          const list = await projects(...args)
+          assert.equal((await s.post('/api/folders/gone/unpublish', { key: carol.key })).status, 200)
+          return list
+        }
+        const r = await deploy('v2')
+        assert.equal(r.structuredContent.unchanged, false, textOf(r))
+        assert.match(r.structuredContent.deploy_id, /^[a-z0-9]{12}$/)
+        assert.equal((await s.get(`/${carol.username}/gone/`)).text, '<p>v2</p>')
+        assert.equal((await s.get('/api/folders/gone/deploys', { key: carol.key })).json.live_deploy_id, r.structuredContent.deploy_id)
+      } finally {
+        folders.projects = projects
+        await own.close()
+      }
+    })
+
     it('each deploy_files call is one whole deploy named in its answer: rollback undoes the last call, a repeat makes none', async () => {
       // a user of its own: the other tests count alice's requests against her rate limits
       const bob = await s.user()
@@ -746,6 +779,23 @@ for (const engine of ENGINES) {
       const got = await s.get(new URL(img.structuredContent.image.public_url).pathname)
       assert.equal(got.status, 200)
       assert.equal(got.header('content-type'), 'image/png')
+      assert.match(textOf(img), /^Uploaded dot\.png \(7x5\): /)
+    })
+
+    it('upload_image names an SVG without a pixel size, never "nullxnull"', async () => {
+      // a user of its own: alice's requests are counted against her key's rate limits
+      const frank = await s.user()
+      await svc(s, 'grant', frank.username, 'image-host')
+      const own = await mcpHttpClient(s.url, frank.key)
+      try {
+        const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>').toString('base64')
+        const r = (await own.callTool({ name: 'upload_image', arguments: { base64: svg, file_name: 'a.svg' } })) as Awaited<ReturnType<typeof call>>
+        assert.ok(!r.isError, textOf(r))
+        assert.equal(r.structuredContent.image.width, null)
+        assert.match(textOf(r), /^Uploaded a\.svg: https?:\/\//)
+      } finally {
+        await own.close()
+      }
     })
 
     it("list_data gives back each data file's file_id and link, after the entitlement", async () => {
@@ -772,6 +822,45 @@ for (const engine of ENGINES) {
           [[id, url, 2]],
         )
         assert.equal(textOf(listed), `d.json (application/json, version 2 of 2): ${url} (file_id ${id})`)
+      } finally {
+        await own.close()
+      }
+    })
+
+    it('a payload over the inline limit names the next step for its own kind, never a site deploy', async () => {
+      const erin = await s.user()
+      await svc(s, 'grant', erin.username, 'hosted-data')
+      await svc(s, 'grant', erin.username, 'image-host')
+      const own = await mcpHttpClient(s.url, erin.key)
+      try {
+        const refused = async (name: string, args: Record<string, unknown>, code: number, next: RegExp) => {
+          const r = (await own.callTool({ name, arguments: args })) as Awaited<ReturnType<typeof call>>
+          assert.equal(r.isError, true, textOf(r))
+          assert.equal(r.structuredContent.error_code, code, textOf(r))
+          assert.match(textOf(r), next)
+          assert.doesNotMatch(textOf(r), /svc deploy|larger sites/)
+        }
+        const over = 'x'.repeat(4 * 1024 * 1024 + 1)
+        // a detail that ends in a parenthesis gets its full stop before the solution
+        await refused('create_data', { display_name: 'big.txt', content: over }, 1104, /\(multipart\)\. Make the file smaller/)
+        // the account's entry size is the smaller limit: the REST store's 1602 with it
+        await refused('kv_set', { key: 'big', value: over }, 1602, /size limit \(65536 bytes\)/)
+        await refused(
+          'create_data',
+          { display_name: 'big.txt', content: over, content_type: 'text/plain' },
+          1104,
+          /\/dashboard\/data\) or with POST \/api\/hosted-data\/files \(multipart\)/,
+        )
+        const small = (await own.callTool({ name: 'create_data', arguments: { display_name: 's.json', content: '{}' } })) as Awaited<ReturnType<typeof call>>
+        const id = small.structuredContent.file.id
+        await refused(
+          'update_data',
+          { file_id: id, content: over, content_type: 'text/plain' },
+          1104,
+          new RegExp(`POST /api/hosted-data/files/${id}/versions \\(multipart\\)`),
+        )
+        const png = Buffer.alloc(4 * 1024 * 1024 + 1)
+        await refused('upload_image', { base64: png.toString('base64') }, 1104, /\/dashboard\/images\) or with POST \/api\/image-host\/upload \(multipart\)/)
       } finally {
         await own.close()
       }
@@ -1270,6 +1359,33 @@ for (const engine of ENGINES) {
       assert.equal(left(b), left(a) - 1)
       assert.equal(left(c), left(b) - 1)
       assert.ok(a.json.result.tools.length > 0)
+    })
+
+    it("arguments that are no JSON object (their JSON text, an array) answer the tool's 1106, never an internal error", async () => {
+      const { key } = await s.user()
+      for (const args of ['{"page": 1}', [1]]) {
+        const r = await rpc(key, { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'list_sites', arguments: args } })
+        assert.equal(r.status, 200, r.text)
+        assert.equal(r.json.id, 7)
+        assert.equal(r.json.result?.isError, true, r.text)
+        assert.equal(r.json.result.structuredContent.error_code, 1106, r.text)
+        assert.match(r.json.result.content[0].text, /Invalid parameter: the arguments: .*expected object/)
+      }
+    })
+
+    it('refuses a JSON-RPC batch (400, -32600) before any of its calls runs: one request is one call against the rate limits', async () => {
+      // a user of its own: alice's requests are near her rate limits here
+      const { key } = await s.user()
+      const incr = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'kv_incr', arguments: { key: 'batched' } } })
+      const r = await rpc(key, [incr(1), incr(2), incr(3)])
+      assert.equal(r.status, 400, r.text)
+      assert.equal(r.json.error.code, -32600)
+      assert.match(r.json.error.message, /batches are not supported; send one message per POST/)
+      assert.equal((await s.get('/svc_api/data/get?key=batched', { key })).status, 404)
+      // a lone message in an array is no batch
+      const one = await rpc(key, [LIST])
+      assert.equal(one.status, 200, one.text)
+      assert.match(one.text, /"name":"publish_html"/)
     })
 
     it('a read-only key lists only read-only tools, and the REST API refuses its writes (1440)', async () => {

@@ -23,6 +23,8 @@ const loadSdk = lazy(async () => {
 
 export const MCP_PATH = '/mcp'
 
+const BATCH_REFUSED = 'Invalid Request: JSON-RPC batches are not supported; send one message per POST (each request counts against the rate limits)'
+
 const IP_LITERAL = /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\])$/i
 
 /**
@@ -139,6 +141,11 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
       const p = caller(req)
       // agents authenticate with an API key; a browser session is not an MCP client
       if (p.via !== 'key') throw new AppError('AUTH_MISSING')
+      // one JSON-RPC message per request (MCP 2025-06-18 dropped batches): a batch would run up
+      // to the SDK's 100 tool calls at once for one count against the key's rate and concurrency limits
+      if (Array.isArray(req.body) && req.body.length > 1) {
+        return reply.code(400).send({ jsonrpc: '2.0', error: { code: -32600, message: BATCH_REFUSED }, id: null })
+      }
       const readOnly = p.readOnly === true
       const ctx: ToolContext = {
         user: p.user,
@@ -176,6 +183,7 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
           reply.raw.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null }))
         }
       }
+      return reply
     },
   )
 }

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream'
 import tar from 'tar-stream'
 import * as z from 'zod'
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import { CallToolRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { User } from '../../auth/users.js'
 import { AppError, isAppError } from '../../errors/app-error.js'
 import { errorMessage, extraIn, fill, mapText, type Text } from '../../errors/render.js'
@@ -17,10 +17,12 @@ import type { FolderRef } from '../sites/folders-service.js'
 import { RULE_FILES } from '../sites/site-rules.js'
 import { checkName, checkRelativePath, MAX_SEGMENT_BYTES, NAME_RULE } from '../sites/paths.js'
 import type { McpServices } from './services.js'
+import { AnyArgumentsCallSchema, callArguments } from './call-request.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
 import { checkJsonValue, KEY_RE } from '../kv/validate.js'
 import { KEY_RULE, KV_LIMITS } from '../kv/schemas.js'
 import { originUrl, previewOriginUrl } from '../../http/site-origin.js'
+import { quotaOf } from '../../limits/quotas.js'
 import { builtForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
 
 /**
@@ -87,6 +89,7 @@ const CLI_DEPLOY = 'the CLI: `svc deploy ./folder --project NAME` (archive uploa
 /** A live deploy_files call over a per-call limit: the site can go in several calls, each adding its files. */
 const SPLIT_CALLS = `send the site in several deploy_files calls (each adds its files to the project and publishes them; the first holds index.html), or deploy it with ${CLI_DEPLOY}`
 
+/** A payload over the inline limit, with the next step for that tool's kind of content. */
 const payloadTooLarge = (what: string, next = `deploy larger sites with ${CLI_DEPLOY}`) =>
   new AppError('FILE_TOO_LARGE', {
     status: 413,
@@ -147,8 +150,9 @@ function errorResult(e: unknown, solutions: Partial<Record<ErrorKey, string>> = 
     const solution = solutions[e.key] ?? TOOL_SOLUTIONS[e.key] ?? fill(d.solutionEn, 'en', e.options.params)
     const extra = extraIn(e.options.extra, 'en')
     const details = extra.details as { info?: unknown } | undefined
-    // a detail without its own full stop gets one, so the solution reads as its own sentence
-    const info = typeof details?.info === 'string' ? ` ${details.info}${/[.!?)]$/.test(details.info) ? '' : '.'}` : ''
+    // a detail without its own full stop gets one, so the solution reads as its own sentence (a
+    // closing parenthesis ends one only after a stop: "(archive upload)" still needs its own)
+    const info = typeof details?.info === 'string' ? ` ${details.info}${/[.!?]\)?$/.test(details.info) ? '' : '.'}` : ''
     const error = { error_code: d.code, error_type: d.type, message, solution, ...extra }
     const data = { success: false, ...error }
     return { isError: true, content: resultContent(`Error ${d.code} (${d.type}): ${message}.${info} ${solution}`.trim(), data), structuredContent: data }
@@ -726,8 +730,8 @@ const kvLookupKey = z
   .describe(`Key of the entry (keys written today: ${KEY_RULE})`)
 const kvPublicUrl = (ctx: ToolContext, key: string) =>
   `${ctx.serviceOrigin}/svc_api/data/public/${encodeURIComponent(ctx.user.username)}/${encodeURIComponent(key)}`
-/** The dashboard page where the account's owner (logged in) sees its entries or its forms' submissions. */
-const dashboardUrl = (ctx: ToolContext, page: 'kv' | 'forms') => `${ctx.serviceOrigin}/dashboard/${page}`
+/** The dashboard page where the account's owner (logged in) sees its entries, forms' submissions, data files or images. */
+const dashboardUrl = (ctx: ToolContext, page: 'kv' | 'forms' | 'data' | 'images') => `${ctx.serviceOrigin}/dashboard/${page}`
 /** Where an entry can be seen: its public URL when it is public, else the dashboard. */
 const kvWhere = (publicUrl: string | null, dashboard: string) => (publicUrl ? `public at ${publicUrl}` : `private (the dashboard shows it: ${dashboard})`)
 
@@ -766,7 +770,12 @@ const kvSet = tool({
   async run(s, ctx, a) {
     // checked without recursion first: JSON.stringify of a value nested 100,000 deep overflows the stack
     if (a.value !== undefined) checkJsonValue(a.value)
-    if (Buffer.byteLength(JSON.stringify(a.value ?? null)) > MAX_INLINE_BYTES) throw payloadTooLarge('value is')
+    // as the REST store's body limit answers: the account's entry size when that is the smaller
+    if (Buffer.byteLength(JSON.stringify(a.value ?? null)) > MAX_INLINE_BYTES) {
+      const limit = quotaOf(ctx.user.limits, 'kv_entry_bytes')
+      if (limit < MAX_INLINE_BYTES) throw new AppError('KV_ENTRY_TOO_LARGE', { params: { limit } })
+      throw payloadTooLarge('value is', 'store less in one entry')
+    }
     // the store's compare-and-swap field is `version`: an unknown field would be ignored
     const { expected_version, ...entry } = a
     const r = await s.kv.put(ctx.user, expected_version === undefined ? entry : { ...entry, version: expected_version })
@@ -898,9 +907,11 @@ async function needEntitlement(ctx: ToolContext, feature: string) {
   if (!(await ctx.entitled(feature))) throw new AppError('ENTITLEMENT_REQUIRED')
 }
 
-function dataUpload(content: string, type: string | undefined) {
+/** `route`: the REST route that takes the same upload as multipart, with no inline limit. */
+function dataUpload(ctx: ToolContext, content: string, type: string | undefined, route: string) {
   const bytes = encodeText(content)
-  if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('content is')
+  if (bytes.length > MAX_INLINE_BYTES)
+    throw payloadTooLarge('content is', `upload larger data files in the dashboard (${dashboardUrl(ctx, 'data')}) or with ${route} (multipart)`)
   const contentType = normalizeContentType(type ?? 'application/json')
   checkContent(bytes, contentType)
   return { bytes, contentType }
@@ -914,7 +925,7 @@ const createData = tool({
   input: { display_name: z.string().min(1).max(255), description: z.string().max(1000).optional(), ...dataInput },
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'hosted-data')
-    const upload = dataUpload(a.content, a.content_type)
+    const upload = dataUpload(ctx, a.content, a.content_type, 'POST /api/hosted-data/files')
     const r = await s.data.create(ctx.user, { displayName: checkDisplayName(a.display_name), description: a.description ?? '', upload }, ctx.contentOrigin)
     return { summary: `Created ${r.file.display_name}: ${r.file.public_url}`, data: { file: r.file } }
   },
@@ -946,7 +957,12 @@ const updateData = tool({
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'hosted-data')
     const type = a.content_type ?? (await s.data.currentType(ctx.user, a.file_id))
-    const r = await s.data.addVersion(ctx.user, a.file_id, { upload: dataUpload(a.content, type), setDefault: true }, ctx.contentOrigin)
+    const r = await s.data.addVersion(
+      ctx.user,
+      a.file_id,
+      { upload: dataUpload(ctx, a.content, type, `POST /api/hosted-data/files/${encodeURIComponent(a.file_id)}/versions`), setDefault: true },
+      ctx.contentOrigin,
+    )
     return { summary: `${r.file.display_name} is now version ${r.version.version}: ${r.file.public_url}`, data: { file: r.file, version: r.version } }
   },
 })
@@ -964,7 +980,11 @@ const uploadImage = tool({
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'image-host')
     const bytes = decodeBase64(a.base64, 'base64')
-    if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('the image is')
+    if (bytes.length > MAX_INLINE_BYTES)
+      throw payloadTooLarge(
+        'the image is',
+        `upload larger images in the dashboard (${dashboardUrl(ctx, 'images')}) or with POST /api/image-host/upload (multipart)`,
+      )
     async function* one(): AsyncGenerator<IncomingFile> {
       yield {
         fileName: a.file_name ?? 'image',
@@ -975,7 +995,9 @@ const uploadImage = tool({
       }
     }
     const [img] = await s.images.upload(ctx.user, one(), () => ({ remark: a.remark, keepMetadata: false }), ctx.contentOrigin)
-    return { summary: `Uploaded ${img.file_name} (${img.width}x${img.height}): ${img.public_url}`, data: { image: img } }
+    // an SVG has no pixel size (width and height null)
+    const size = img.width === null || img.height === null ? '' : ` (${img.width}x${img.height})`
+    return { summary: `Uploaded ${img.file_name}${size}: ${img.public_url}`, data: { image: img } }
   },
 })
 
@@ -1018,12 +1040,12 @@ export function serveTools(server: McpServer, readOnly: boolean, s: McpServices,
   const tools = toolsFor(readOnly)
   for (const t of tools) t.register(server, s, ctx)
   const byName = new Map(tools.map((t) => [t.name, t]))
-  server.server.setRequestHandler(CallToolRequestSchema, async (req) => {
+  server.server.setRequestHandler(AnyArgumentsCallSchema, async (req) => {
     const name = req.params.name
     const t = byName.get(name)
     if (t)
       // an unexpected failure answers as the SDK's handler answered it: its message, isError
-      return t.call(s, ctx, req.params.arguments).catch((e: unknown) => ({
+      return t.call(s, ctx, callArguments(req.params)).catch((e: unknown) => ({
         isError: true,
         content: [{ type: 'text' as const, text: e instanceof Error ? e.message : String(e) }],
       }))

@@ -1,7 +1,8 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
+import { ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
+import { AnyArgumentsCallSchema, callArguments } from '../../../features/mcp/call-request.js'
 import type { ApiClient } from '../api.js'
 import { parse } from '../args.js'
 import { CLIENT_HELP } from '../help.js'
@@ -95,7 +96,8 @@ export async function mcpCommand(ctx: Ctx, args: string[]): Promise<number> {
     }
   }
   server.setRequestHandler(ListToolsRequestSchema, async (req) => (await run('tools/list', req.params)) as never)
-  server.setRequestHandler(CallToolRequestSchema, async (req) => (await run('tools/call', req.params)) as never)
+  // arguments that are no JSON object go to the service as sent, which answers them (1106)
+  server.setRequestHandler(AnyArgumentsCallSchema, async (req) => (await run('tools/call', { ...req.params, arguments: callArguments(req.params) })) as never)
 
   const transport = new StdioServerTransport()
   const closed = new Promise<void>((resolve) => {
