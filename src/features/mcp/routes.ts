@@ -144,7 +144,9 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
       // one JSON-RPC message per request (MCP 2025-06-18 dropped batches): a batch would run up
       // to the SDK's 100 tool calls at once for one count against the key's rate and concurrency limits
       if (Array.isArray(req.body) && req.body.length > 1) {
-        return reply.code(400).send({ jsonrpc: '2.0', error: { code: -32600, message: BATCH_REFUSED }, id: null })
+        // a JSON-RPC error, as the SDK's own transport errors are: not the service's error format,
+        // and (like them) not among the answers the route's schema declares
+        return (reply as FastifyReply).code(400).send({ jsonrpc: '2.0', error: { code: -32600, message: BATCH_REFUSED }, id: null })
       }
       const readOnly = p.readOnly === true
       const ctx: ToolContext = {
