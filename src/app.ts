@@ -137,6 +137,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       const r = reply as FastifyReply
       const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400
       if (isApiPath(req.url)) {
+        // readable by a page on any origin, as every answer of the public reads and of the
+        // key-authenticated routes is (never with credentials): no route's own headers apply here
+        r.header('Access-Control-Allow-Origin', '*')
         sendAppError(req, r, new AppError('INVALID_PATH', { params: { detail: frameworkDetail(error) }, status }), config, 'A')
         return
       }

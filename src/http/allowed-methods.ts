@@ -69,11 +69,14 @@ export function methodIndex() {
     },
     /**
      * The error of a request no route took: 414 / 1110 when a path segment is over
-     * maxParamLength (decision 177); else 405 with Allow when the path has other methods
+     * maxParamLength (decision 177), readable from any origin; else 405 with Allow when the path has other methods
      * (RFC 9110 15.5.6), else 404; both are 1404, "no such endpoint" (decision 144).
      */
     miss(method: string, url: string): AppError {
-      if (hasLongSegment(url)) return new AppError('INVALID_PATH', { params: { detail: SEGMENT_TOO_LONG }, status: 414 })
+      // refused before any route could set its headers: readable from any origin, as the
+      // routes' own refusals are for public reads and key-authenticated calls (never credentials)
+      if (hasLongSegment(url))
+        return new AppError('INVALID_PATH', { params: { detail: SEGMENT_TOO_LONG }, status: 414, headers: { 'Access-Control-Allow-Origin': '*' } })
       const allow = others(method, url)
       if (allow.length === 0) return new AppError('NOT_FOUND')
       const list = allow.join(', ')

@@ -873,6 +873,18 @@ for (const engine of ENGINES) {
         (await s.request('OPTIONS', '/svc_api/data/public/board', { headers: { origin: 'null', 'access-control-request-method': 'GET' } })).status,
         204,
       )
+      // a URL refused before any route (a malformed escape: 400; a segment over the router's
+      // bound: 414) is readable from any origin too
+      for (const [bad, status] of [
+        [`/svc_api/data/public/${bob.username}/%E0%A4%A`, 400],
+        [`/svc_api/data/public/${bob.username}/${'k'.repeat(3000)}`, 414],
+      ] as const) {
+        const r = await s.get(bad, { headers: { origin: 'null' } })
+        assert.equal(r.status, status, bad.slice(0, 60))
+        assert.equal(r.json.error_code, 1110)
+        assert.equal(r.header('access-control-allow-origin'), '*', bad.slice(0, 60))
+        assert.equal(r.header('access-control-allow-credentials'), undefined)
+      }
       // the key-authenticated endpoints allow any origin but never credentials (decision 127)
       const privRead = await get(bob, 'secret')
       assert.equal(privRead.header('access-control-allow-origin'), '*')
