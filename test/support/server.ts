@@ -15,6 +15,7 @@ import { openDatabase, type Engine } from '../../src/db/kysely.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { FEATURE_TABLES } from '../../src/features/tables.js'
 import SQLite from 'better-sqlite3'
+import { documentedAnswers, type OpenApiDoc } from './openapi-answers.js'
 
 /**
  * Services this run has. scripts/run-tests.mjs probes PostgreSQL and Redis once: outside CI it
@@ -281,6 +282,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   const url = tls ? `https://127.0.0.1:${l.port}` : `http://127.0.0.1:${l.port}`
   const httpUrl = `http://127.0.0.1:${l.httpPort ?? l.port}`
 
+  let documented: ReturnType<typeof documentedAnswers> | undefined
   const request = async (method: string, p: string, o: ReqOptions = {}): Promise<Res> => {
     const headers: Record<string, string> = { ...(o.headers ?? {}) }
     let body: string | Buffer | FormData | undefined = o.body
@@ -302,6 +304,13 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
       json = JSON.parse(text)
     } catch {}
     const hs = r.headers as Record<string, string | string[] | undefined>
+    // every JSON answer of the API is the one the served document describes (its status, its
+    // body's schema): a generated client reads answers by it
+    if (json !== undefined && String(hs['content-type'] ?? '').startsWith('application/json')) {
+      documented ??= typeof app.swagger === 'function' ? documentedAnswers(app.swagger() as unknown as OpenApiDoc) : () => null
+      const wrong = documented(method, p, r.statusCode, json)
+      if (wrong !== null) throw new Error(`an answer /openapi.json does not describe: ${wrong}`)
+    }
     return {
       status: r.statusCode,
       headers: hs,
