@@ -62,9 +62,13 @@ export function decide(h: IncomingHttpHeaders, r: Representation): Decision {
   return { kind: 'range', start: p.start, end: p.end }
 }
 
-/** Parses a single `bytes=` range against a size; null: ignore (serve 200); 'unsatisfiable': 416. */
+/**
+ * Parses a single `bytes=` range against a size; null: ignore (serve 200); 'unsatisfiable': 416.
+ * The unit is case-insensitive (RFC 9110 14.1) and blanks around the range are taken, as nginx
+ * takes them.
+ */
 export function parseRange(h: string, size: number): { start: number; end: number } | 'unsatisfiable' | null {
-  const m = /^bytes=(\d*)-(\d*)$/.exec(h.trim())
+  const m = /^bytes=[ \t]*(\d*)-(\d*)$/i.exec(h.trim())
   if (!m || (m[1] === '' && m[2] === '')) return null
   let start: number
   let end: number

@@ -75,6 +75,12 @@ const CASES: Case[] = [
   { name: 'several ranges: whole', headers: () => ({ range: 'bytes=0-1,3-4' }), expect: () => ({ status: 200, body: whole }) },
   { name: 'reversed range: whole', headers: () => ({ range: 'bytes=5-1' }), expect: () => ({ status: 200, body: whole }) },
   { name: 'other unit: whole', headers: () => ({ range: 'items=0-1' }), expect: () => ({ status: 200, body: whole }) },
+  // range units are case-insensitive (RFC 9110 14.1); a blank after "=" is taken, as nginx does
+  {
+    name: 'unit in capitals, a blank after "="',
+    headers: () => ({ range: 'BYTES= 0-9' }),
+    expect: () => ({ status: 206, body: (b) => b.subarray(0, 10), contentRange: (n) => `bytes 0-9/${n}` }),
+  },
   {
     name: 'HEAD with a range',
     method: 'HEAD',
