@@ -32,7 +32,7 @@ export const ADMIN_MESSAGES = defineMessages(
     'admin.users.state.pending': 'pending review',
     'admin.users.admin': 'admin',
     'admin.users.usage':
-      '{files} files ({file_bytes}) · {folders} projects ({folder_bytes}) · {kv} KV keys · {images} images ({image_bytes}) · {data} data files',
+      'files: {files} ({file_bytes}) · projects: {folders} ({folder_bytes}) · KV keys: {kv} · images: {images} ({image_bytes}) · data files: {data}',
     'admin.users.limit': 'Set a quota',
     'admin.users.limit.name': 'Quota',
     'admin.users.limit.value': 'Value (empty: default)',
