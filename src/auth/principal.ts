@@ -126,9 +126,9 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
     if (cookies.length === 0) return { kind: 'none' }
     if (cookies.length > 1) return { kind: 'error', error: 'AUTH_AMBIGUOUS' }
     const sid = cookies[0]
-    if (!SESSION_ID_RE.test(sid)) return { kind: 'error', error: 'AUTH_INVALID' }
+    if (!SESSION_ID_RE.test(sid)) return { kind: 'error', error: 'SESSION_ENDED' }
     const row = await sessionLookup(sha256hex(sid))
-    if (!row || Number(row.expires_at) <= clock.now()) return { kind: 'error', error: 'AUTH_INVALID' }
+    if (!row || Number(row.expires_at) <= clock.now()) return { kind: 'error', error: 'SESSION_ENDED' }
     const user = userOf(row)
     if (user.disabled) return { kind: 'error', error: 'ACCOUNT_DISABLED' }
     return { kind: 'ok', principal: { user, via: 'session', sessionId: sid, csrfToken: row.csrf_token } }

@@ -59,6 +59,16 @@ export const ERRORS = {
     '检查密钥是否正确、已启用且未过期',
     'Check that the key is correct, enabled and not expired',
   ),
+  // the spec's 1002 for a session cookie: what ended is a sign-in, not a key
+  SESSION_ENDED: def(
+    1002,
+    'AUTH_ERROR',
+    401,
+    '登录会话无效、已结束或已过期',
+    'The sign-in session is invalid, ended or expired',
+    '重新登录（/login）',
+    'Sign in again at /login',
+  ),
   AUTH_AMBIGUOUS: def(
     1003,
     'AUTH_ERROR',

@@ -50,7 +50,13 @@ for (const engine of ENGINES) {
       const u = await s.user()
       const c1 = await s.login(u.username, u.password)
       await s.deps.users.update(u.username, { password: 'a-new-password' })
-      assert.equal((await s.get('/svc_api/me', { cookie: c1 })).status, 401)
+      // the spec's 1002, with a message about the session, not an API key
+      const ended = await s.get('/svc_api/me', { cookie: c1, headers: { 'accept-language': 'en' } })
+      assert.equal(ended.status, 401)
+      assert.equal(ended.json.error_code, 1002)
+      assert.match(ended.json.message, /session/i)
+      assert.doesNotMatch(ended.json.message, /API key/)
+      assert.match(ended.json.solution, /sign in again/i)
       const c2 = await s.login(u.username, 'a-new-password')
       assert.equal((await s.get('/svc_api/me', { cookie: c2 })).status, 200)
       await s.deps.users.update(u.username, { disabled: true })
@@ -129,6 +135,10 @@ for (const engine of ENGINES) {
       assert.notEqual(a, b)
       const fake = `session=${'A'.repeat(43)}`
       assert.equal((await s.get('/svc_api/me', { cookie: fake })).json.error_code, 1002)
+      // an API key still gets the key's wording
+      const badKey = await s.get('/svc_api/me', { key: `svc_${'A'.repeat(60)}`, headers: { 'accept-language': 'en' } })
+      assert.equal(badKey.json.error_code, 1002)
+      assert.match(badKey.json.message, /API key/)
     })
 
     it('answers a username with U+0000 as any unknown one (401 / 1004) on both engines', async () => {

@@ -22,9 +22,10 @@ describe('the error table', () => {
       assert.ok(d.http >= 400 && d.http < 600, key)
       assert.ok(d.zh && d.en && d.solutionZh && d.solutionEn, key)
       // codes are unique except 1312, which the spec gives to two meanings, 1001, whose
-      // message says what is missing (an API key, or a sign-in on a session-only endpoint), and
-      // 1404, no such endpoint: no such path (404), or a method the path does not take (405)
-      if (seen.has(d.code) && ![1312, 1001, 1404].includes(d.code)) assert.fail(`${key} repeats code ${d.code} of ${seen.get(d.code)}`)
+      // message says what is missing (an API key, or a sign-in on a session-only endpoint),
+      // 1002, whose message names what is invalid (an API key, or a session), and 1404, no
+      // such endpoint: no such path (404), or a method the path does not take (405)
+      if (seen.has(d.code) && ![1312, 1001, 1002, 1404].includes(d.code)) assert.fail(`${key} repeats code ${d.code} of ${seen.get(d.code)}`)
       seen.set(d.code, key)
     }
   })
@@ -34,6 +35,7 @@ describe('the error table', () => {
       ['AUTH_MISSING', 1001, 'AUTH_ERROR', 401],
       ['SIGN_IN_REQUIRED', 1001, 'AUTH_ERROR', 401],
       ['AUTH_INVALID', 1002, 'AUTH_ERROR', 401],
+      ['SESSION_ENDED', 1002, 'AUTH_ERROR', 401],
       ['ACCOUNT_DISABLED', 1006, 'AUTH_ERROR', 403],
       ['API_ACCESS_DISABLED', 1007, 'AUTH_ERROR', 403],
       ['NO_FILE', 1101, 'PARAM_ERROR', 400],
