@@ -137,6 +137,8 @@ for (const engine of ENGINES) {
       const v = await post(`/api/hosted-data/files/${ok.json.file.id}/versions`, { content: { apiKey: u.key }, set_default: true })
       assert.equal(v.status, 400, v.text)
       assert.match(v.json.message, /settings\.json holds a live API key that can write/)
+      // hosted data is a file anyone can read, not a page anyone opens
+      assert.match(v.json.message, /anyone who can read the file could use it/)
       const link = new URL(ok.json.file.public_url)
       assert.equal((await s.get(link.pathname)).json.apiKey, readOnly)
       assert.equal((await s.get(`/api/hosted-data/files/${ok.json.file.id}`, { cookie })).json.file.version_count, 1)
