@@ -521,6 +521,13 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       await page.waitForFunction(() => document.activeElement?.textContent === 'Remove VIP')
       assert.deepEqual(await focused(), { tag: 'BUTTON', id: '', text: 'Remove VIP', row: dave.username })
 
+      // a quota set below what the account holds: the admin is told, and nothing is removed
+      await row.locator('select').selectOption('files')
+      await row.locator('input[type="number"]').fill('0')
+      await row.getByRole('button', { name: 'Set' }).click()
+      await page.waitForFunction(() => document.querySelector('#users-status')?.textContent?.includes('already holds more than the new limit (files 1 > 0)'))
+      assert.equal((await s.get(`/${dave.username}/odd.html`)).status, 200)
+
       // a report acted on leaves the "open" list: focus goes to the line saying what was done
       const opened = await call(page, 'POST', '/svc_api/admin/reports', { url: `${s.url}/${dave.username}/odd.html`, category: 'spam' })
       assert.equal(opened.status, 201, opened.body)

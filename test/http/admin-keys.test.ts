@@ -50,6 +50,24 @@ for (const engine of ENGINES) {
       await b?.close()
     })
 
+    it('says which quotas a change sets below what the account holds, removing nothing', async () => {
+      for (const k of ['a', 'b', 'c']) assert.equal((await a.post('/svc_api/data/store', { key: bob.key, json: { key: k, value: 1 } })).status, 200)
+      const set = (limits: Record<string, number | null>) =>
+        a.request('POST', `/svc_api/admin/users/${bob.username}`, { cookie: admin.cookie, json: { limits } })
+      const below = await set({ kv_keys: 1, forms: 0 })
+      assert.equal(below.status, 200, below.text)
+      // forms are not counted by the accounts list: only what it counts is named
+      assert.deepEqual(below.json.data.over, [{ quota: 'kv_keys', used: 3, limit: 1 }])
+      assert.equal((await a.get('/svc_api/data/get?key=c', { key: bob.key })).status, 200, 'nothing is removed')
+      expectError(await a.post('/svc_api/data/store', { key: bob.key, json: { key: 'd', value: 1 } }), 400, 1605)
+      const back = await set({ kv_keys: null, forms: null })
+      assert.deepEqual(back.json.data.over, [])
+      // a change of no quota says nothing of them
+      const vip = await a.request('POST', `/svc_api/admin/users/${bob.username}`, { cookie: admin.cookie, json: { tier: 'vip' } })
+      assert.deepEqual(vip.json.data.over, [])
+      await a.request('POST', `/svc_api/admin/users/${bob.username}`, { cookie: admin.cookie, json: { tier: 'default' } })
+    })
+
     it("lists an account's keys with exactly the fields of its owner's list, never a key or its hash", async () => {
       const r = await adminCall('GET', `/svc_api/admin/users/${alice.username}/keys`)
       assert.equal(r.status, 200, r.text)

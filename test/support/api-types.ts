@@ -4852,6 +4852,12 @@ export interface operations {
                             limits: {
                                 [key: string]: number;
                             };
+                            /** @description The quotas this change set that the account already holds more than (files, kv_keys, images, image_bytes, hosted_files): nothing is removed, new items are refused */
+                            over: {
+                                quota: string;
+                                used: number;
+                                limit: number;
+                            }[];
                         };
                     };
                 };

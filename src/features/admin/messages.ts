@@ -34,6 +34,7 @@ export const ADMIN_MESSAGES = defineMessages(
     'admin.users.usage':
       'files: {files} ({file_bytes}) · projects: {folders} ({folder_bytes}) · KV keys: {kv} · images: {images} ({image_bytes}) · data files: {data}',
     'admin.users.limit': 'Set a quota',
+    'admin.users.over': '{name} already holds more than the new limit ({list}): nothing is removed; new items are refused until it is under it.',
     'admin.users.limit.name': 'Quota',
     'admin.users.limit.value': 'Value (empty: default)',
     'admin.users.limit.set': 'Set',
@@ -247,6 +248,7 @@ export const ADMIN_MESSAGES = defineMessages(
     'admin.users.usage':
       '{files} 个文件（{file_bytes}）· {folders} 个项目（{folder_bytes}）· {kv} 个 KV 键 · {images} 张图片（{image_bytes}）· {data} 个数据文件',
     'admin.users.limit': '设置配额',
+    'admin.users.over': '{name} 现有用量已超过新的限额（{list}）：不会删除任何内容；在降到限额以下之前，新增会被拒绝。',
     'admin.users.limit.name': '配额',
     'admin.users.limit.value': '值（留空：默认）',
     'admin.users.limit.set': '设置',

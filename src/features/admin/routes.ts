@@ -60,8 +60,8 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
     write('Change an account: VIP tier, disabled, API access, limits (admin)', { params: UsernameParams, body: UserPatch, response: { 200: UserReply } }),
     async (req) => {
       const { username } = req.params as { username: string }
-      const u = await admin.updateUser(actorOf(req, deps), username, req.body as Parameters<Admin['updateUser']>[2])
-      return { success: true, data: { username: u.username, tier: u.tier, disabled: u.disabled, api_access: u.api_access, limits: u.limits } }
+      const { user: u, over } = await admin.updateUser(actorOf(req, deps), username, req.body as Parameters<Admin['updateUser']>[2])
+      return { success: true, data: { username: u.username, tier: u.tier, disabled: u.disabled, api_access: u.api_access, limits: u.limits, over } }
     },
   )
 

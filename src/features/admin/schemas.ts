@@ -98,7 +98,19 @@ export const UsersReply = Type.Object({
   }),
 })
 
-export const UserReply = Type.Object({ success: Type.Boolean(), data: Type.Object(userFields, { description: 'The account as changed' }) })
+export const UserReply = Type.Object({
+  success: Type.Boolean(),
+  data: Type.Object(
+    {
+      ...userFields,
+      over: Type.Array(Type.Object({ quota: Type.String(), used: Type.Integer(), limit: Type.Integer() }), {
+        description:
+          'The quotas this change set that the account already holds more than (files, kv_keys, images, image_bytes, hosted_files): nothing is removed, new items are refused',
+      }),
+    },
+    { description: 'The account as changed' },
+  ),
+})
 
 export const UserKeysReply = Type.Object({
   success: Type.Boolean(),

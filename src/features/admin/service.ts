@@ -8,7 +8,7 @@ import { clientIp } from '../../http/origin.js'
 import { randomString, sha256hex } from '../../auth/tokens.js'
 import { UserInputError, type User, type UserSettings } from '../../auth/users.js'
 import { TIERS, type Tier } from '../../auth/account-rules.js'
-import { isQuotaName, quotaOf, QUOTA_NAMES } from '../../limits/quotas.js'
+import { isQuotaName, quotaOf, QUOTA_NAMES, type QuotaName } from '../../limits/quotas.js'
 import { createAdminStore, writeAudit, type AuditEntry } from './store.js'
 
 /** Registration modes of new accounts. */
@@ -104,6 +104,9 @@ export function actorOf(req: FastifyRequest, deps: Deps): Actor {
 const SETTINGS_CHANNEL = 'settings'
 
 /** The admin service; one per Deps: `deps.services.get(createAdmin)` (its settings cache listens on the bus). */
+/** The quotas whose use the accounts list counts, and the usage field that counts each. */
+const COUNTED = { files: 'files', kv_keys: 'kv_keys', images: 'images', image_bytes: 'image_bytes', hosted_files: 'hosted_files' } as const
+
 export function createAdmin(deps: Deps) {
   const { db, clock, config, users } = deps
   const store = createAdminStore(db)
@@ -124,6 +127,17 @@ export function createAdmin(deps: Deps) {
     const row = await users.byName(username)
     if (!row) throw new AppError('USER_NOT_FOUND')
     return (await users.byId(row.id))!
+  }
+
+  /**
+   * The changed quotas the account already holds more than (what the accounts list counts):
+   * nothing is removed, new items are refused; the console says so to the admin who set it.
+   */
+  const overLimits = async (u: User, changed: string[]): Promise<Array<{ quota: QuotaName; used: number; limit: number }>> => {
+    const counted = changed.filter((q): q is QuotaName & keyof typeof COUNTED => Object.hasOwn(COUNTED, q))
+    if (counted.length === 0) return []
+    const usage = (await store.usage([u.id])).get(u.id) ?? {}
+    return counted.map((quota) => ({ quota, used: usage[COUNTED[quota]] ?? 0, limit: quotaOf(u.limits, quota) })).filter((o) => o.used > o.limit)
   }
 
   const service = {
@@ -261,7 +275,7 @@ export function createAdmin(deps: Deps) {
       // a disabled account's pages and links go offline at once, on every instance (and come back)
       if (body.disabled !== undefined) await invalidateAccount(deps.bus, u.username)
       await audit(actor, 'user.update', u.username, { ...body })
-      return u
+      return { user: u, over: body.limits === undefined ? [] : await overLimits(u, Object.keys(body.limits)) }
     },
 
     /** An account's API keys, as its owner's own list shows them (never a key or its hash). */

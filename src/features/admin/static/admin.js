@@ -75,9 +75,19 @@
       var place = placeOf('data-user')
       return S.api
         .post('/svc_api/admin/users/' + S.enc(u.username), patch)
-        .then(function () {
+        .then(function (r) {
           S.toast(t('common.saved'))
-          return load(current)
+          // a quota set below what the account holds: said where it stays (the list's reload clears its status line)
+          var over = (r.data && r.data.over) || []
+          return load(current).then(function () {
+            if (over.length === 0) return
+            var list = over
+              .map(function (o) {
+                return o.quota + ' ' + o.used + ' > ' + o.limit
+              })
+              .join(', ')
+            S.status('users-status', t('admin.users.over', { name: u.username, list: list }))
+          })
         })
         .then(function () {
           refocus(body, place, 'users-status')
