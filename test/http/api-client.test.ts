@@ -28,6 +28,13 @@ for (const engine of ENGINES) {
       await s.close()
       await smtp.close()
     })
+    /** The served document's checker, and `seen`, which asserts that a typed client's answer is one it describes. */
+    const documentChecked = async () => {
+      const check = answerChecker((await s.get('/openapi.json')).json)
+      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) =>
+        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
+      return { check, seen }
+    }
 
     it('reads the upload limits', async () => {
       const { data, error, response } = await apiClient(s, { key }).GET('/svc_api/upload/info')
@@ -137,10 +144,7 @@ for (const engine of ENGINES) {
       const cookie = await s.login(u.username, u.password)
       await svc(s, 'grant', u.username, 'hosted-data')
       const api = apiClient(s, { cookie })
-      const check = answerChecker((await s.get('/openapi.json')).json)
-      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
-        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
-      }
+      const { seen } = await documentChecked()
       const status = await api.GET('/api/hosted-data/status')
       seen('GET', '/api/hosted-data/status', status)
       assert.equal(status.data!.quota.used_files, 0)
@@ -181,10 +185,7 @@ for (const engine of ENGINES) {
       const u = await s.user()
       const cookie = await s.login(u.username, u.password)
       const api = apiClient(s, { cookie })
-      const check = answerChecker((await s.get('/openapi.json')).json)
-      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
-        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
-      }
+      const { seen } = await documentChecked()
       const made = await api.POST('/svc_api/api-keys', { body: { name: 'reader', read_only: true, expires_days: 30 } })
       seen('POST', '/svc_api/api-keys', made)
       const key = made.data!.data
@@ -261,10 +262,7 @@ for (const engine of ENGINES) {
 
     it("exports a form's submissions, drops its webhook and verifies an address, every answer the one the document describes", async () => {
       const api = apiClient(s, { key })
-      const check = answerChecker((await s.get('/openapi.json')).json)
-      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
-        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
-      }
+      const { seen, check } = await documentChecked()
       const made = await api.POST('/svc_api/forms/create', { body: { form_name: 'Answers', fields_config: [{ name: 'email', type: 'email' }] } })
       const path = { form_id: made.data!.data.id }
       assert.equal((await s.post(`/api/forms/submit/${made.data!.data.form_slug}`, { json: { email: 'a@example.com' } })).status, 200)
@@ -303,10 +301,7 @@ for (const engine of ENGINES) {
     it('runs the admin console, every answer the one the document describes', async () => {
       const a = await s.user({ admin: true })
       const api = apiClient(s, { cookie: await s.login(a.username, a.password) })
-      const check = answerChecker((await s.get('/openapi.json')).json)
-      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
-        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
-      }
+      const { seen, check } = await documentChecked()
       const u = await s.user()
       const form = multipart([{ name: 'files[]', filename: 'index.html', data: '<!doctype html><p>admin</p>' }])
       assert.equal(
@@ -374,10 +369,7 @@ for (const engine of ENGINES) {
     it('takes a report through the abuse queue, every answer the one the document describes', async () => {
       const a = await s.user({ admin: true })
       const api = apiClient(s, { cookie: await s.login(a.username, a.password) })
-      const check = answerChecker((await s.get('/openapi.json')).json)
-      const seen = (method: string, template: string, r: { response: Response; data?: unknown; error?: unknown }) => {
-        assert.equal(check(method, template, r.response.status, r.data ?? r.error), null)
-      }
+      const { seen, check } = await documentChecked()
       const u = await s.user()
       const form = multipart([{ name: 'files[]', filename: 'index.html', data: '<!doctype html><p>reported</p>' }])
       assert.equal(
