@@ -513,6 +513,9 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       await login(page, admin)
       await page.goto(`${s.url}/admin`)
       await page.locator('#users-q').fill(dave.username)
+      // the search's own load (250 ms after typing) has rendered: no later one replaces the row
+      // while a field of it is being filled in
+      await page.waitForFunction(() => document.querySelectorAll('#users-table tbody tr').length === 1)
       const row = page.locator(`#users-table tbody tr[data-user="${dave.username}"]`)
       await row.getByRole('button', { name: 'Make VIP' }).focus()
       await page.keyboard.press('Enter')
