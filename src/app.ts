@@ -21,7 +21,7 @@ import { observeSendfile } from './observability/metrics.js'
 import { startDefaultMetrics } from './observability/registry.js'
 import { sendfileStats } from './http/sendfile.js'
 import { API_PREFIXES, isApiPath } from './http/api-path.js'
-import { methodIndex, ROUTER_OPTIONS } from './http/allowed-methods.js'
+import { BEFORE_ROUTE_HEADERS, methodIndex, ROUTER_OPTIONS } from './http/allowed-methods.js'
 import { upperEscapes } from './util/percent-escapes.js'
 import { installTossedCookieClearing } from './http/tossed-cookies.js'
 import { SECURITY_SCHEMES, transformDocument, transformRoute } from './features/docs/openapi.js'
@@ -137,10 +137,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       const r = reply as FastifyReply
       const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400
       if (isApiPath(req.url)) {
-        // readable by a page on any origin, as every answer of the public reads and of the
-        // key-authenticated routes is (never with credentials): no route's own headers apply here
-        r.header('Access-Control-Allow-Origin', '*')
-        sendAppError(req, r, new AppError('INVALID_PATH', { params: { detail: frameworkDetail(error) }, status }), config, 'A')
+        sendAppError(req, r, new AppError('INVALID_PATH', { params: { detail: frameworkDetail(error) }, status, headers: BEFORE_ROUTE_HEADERS }), config, 'A')
         return
       }
       r.code(status)

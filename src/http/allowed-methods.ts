@@ -6,6 +6,13 @@ import type { Text } from '../errors/text.js'
 /** The router options of the app; the method index matches paths with the same ones. */
 export const ROUTER_OPTIONS = { ignoreTrailingSlash: false, maxParamLength: 2048 } as const
 
+/**
+ * The headers of an API path's refusal given before any route (a malformed escape, an overlong
+ * segment): readable from any origin, as the public reads' and key-authenticated routes' own
+ * refusals are, never with credentials.
+ */
+export const BEFORE_ROUTE_HEADERS = { 'Access-Control-Allow-Origin': '*' } as const
+
 /** What a path segment over maxParamLength is refused for (414, decision 177). */
 export const SEGMENT_TOO_LONG: Text = {
   zh: `路径中某一段超过 ${ROUTER_OPTIONS.maxParamLength} 个字符`,
@@ -69,14 +76,12 @@ export function methodIndex() {
     },
     /**
      * The error of a request no route took: 414 / 1110 when a path segment is over
-     * maxParamLength (decision 177), readable from any origin; else 405 with Allow when the path has other methods
-     * (RFC 9110 15.5.6), else 404; both are 1404, "no such endpoint" (decision 144).
+     * maxParamLength (decision 177), with BEFORE_ROUTE_HEADERS; else 405 with Allow when the
+     * path has other methods (RFC 9110 15.5.6), else 404; both are 1404, "no such endpoint"
+     * (decision 144).
      */
     miss(method: string, url: string): AppError {
-      // refused before any route could set its headers: readable from any origin, as the
-      // routes' own refusals are for public reads and key-authenticated calls (never credentials)
-      if (hasLongSegment(url))
-        return new AppError('INVALID_PATH', { params: { detail: SEGMENT_TOO_LONG }, status: 414, headers: { 'Access-Control-Allow-Origin': '*' } })
+      if (hasLongSegment(url)) return new AppError('INVALID_PATH', { params: { detail: SEGMENT_TOO_LONG }, status: 414, headers: BEFORE_ROUTE_HEADERS })
       const allow = others(method, url)
       if (allow.length === 0) return new AppError('NOT_FOUND')
       const list = allow.join(', ')
