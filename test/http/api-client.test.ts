@@ -28,6 +28,19 @@ for (const engine of ENGINES) {
       await s.close()
       await smtp.close()
     })
+    /** An admin and their typed client, and a user with a one-page project of that name (`upload` makes another). */
+    const adminAndProject = async (project: string, html: string) => {
+      const a = await s.user({ admin: true })
+      const api = apiClient(s, { cookie: await s.login(a.username, a.password) })
+      const u = await s.user()
+      const form = multipart([{ name: 'files[]', filename: 'index.html', data: html }])
+      const upload = async (name: string) => {
+        const r = await s.post(`/api/folders/${name}/batch_upload`, { key: u.key, body: form.body, headers: { 'content-type': form.contentType } })
+        assert.equal(r.status, 200, r.text)
+      }
+      await upload(project)
+      return { a, api, u, upload }
+    }
     /** The served document's checker, and `seen`, which asserts that a typed client's answer is one it describes. */
     const documentChecked = async () => {
       const check = answerChecker((await s.get('/openapi.json')).json)
@@ -299,15 +312,8 @@ for (const engine of ENGINES) {
     })
 
     it('runs the admin console, every answer the one the document describes', async () => {
-      const a = await s.user({ admin: true })
-      const api = apiClient(s, { cookie: await s.login(a.username, a.password) })
+      const { api, u } = await adminAndProject('looked-at', '<!doctype html><p>admin</p>')
       const { seen, check } = await documentChecked()
-      const u = await s.user()
-      const form = multipart([{ name: 'files[]', filename: 'index.html', data: '<!doctype html><p>admin</p>' }])
-      assert.equal(
-        (await s.post('/api/folders/looked-at/batch_upload', { key: u.key, body: form.body, headers: { 'content-type': form.contentType } })).status,
-        200,
-      )
 
       const users = await api.GET('/svc_api/admin/users', { params: { query: { search: u.username } } })
       seen('GET', '/svc_api/admin/users', users)
@@ -367,15 +373,8 @@ for (const engine of ENGINES) {
     })
 
     it('takes a report through the abuse queue, every answer the one the document describes', async () => {
-      const a = await s.user({ admin: true })
-      const api = apiClient(s, { cookie: await s.login(a.username, a.password) })
+      const { a, api, u, upload } = await adminAndProject('reported', '<!doctype html><p>reported</p>')
       const { seen, check } = await documentChecked()
-      const u = await s.user()
-      const form = multipart([{ name: 'files[]', filename: 'index.html', data: '<!doctype html><p>reported</p>' }])
-      assert.equal(
-        (await s.post('/api/folders/reported/batch_upload', { key: u.key, body: form.body, headers: { 'content-type': form.contentType } })).status,
-        200,
-      )
       const url = `${s.url}/${u.username}/reported/`
 
       const reported = await apiClient(s).POST('/svc_api/abuse/reports', { body: { url, category: 'phishing', details: 'a fake login' } })
@@ -410,10 +409,7 @@ for (const engine of ENGINES) {
       assert.equal(lifted.data!.data.resolved_by, a.username)
 
       // a case an admin opens on content still there (the takedown removed the project)
-      assert.equal(
-        (await s.post('/api/folders/other/batch_upload', { key: u.key, body: form.body, headers: { 'content-type': form.contentType } })).status,
-        200,
-      )
+      await upload('other')
       const opened = await api.POST('/svc_api/admin/reports', { body: { url: `${s.url}/${u.username}/other/`, category: 'spam' } })
       seen('POST', '/svc_api/admin/reports', opened)
       assert.equal(opened.response.status, 201, JSON.stringify(opened.error))
