@@ -19,3 +19,26 @@ export const BYTES_BODY = { type: 'string', format: 'binary' } as const
 export function mediaAnswer(description: string, media: Record<string, TSchema | typeof TEXT_BODY | typeof BYTES_BODY>): TSchema {
   return Type.Unsafe({ description, content: Object.fromEntries(Object.entries(media).map(([type, schema]) => [type, { schema: { ...schema } }])) })
 }
+
+/**
+ * The error body of every API route, in the route's format: A (numeric `error_code` with type,
+ * solution and doc_link; the default), B (string `error_code`, single-file upload) or plain
+ * (`success` and `message` only). Only `success` and `message` are always present.
+ */
+export const ERROR_SCHEMA = {
+  type: 'object',
+  description:
+    'An error answer. Format A (most routes): numeric error_code with error_type, solution and doc_link (see /docs/errors). Format B (POST /svc_api/upload): string error_code. Plain (image host, hosted data, redeem): success and message only. Rate limits add retry_after and details.',
+  required: ['success', 'message'],
+  properties: {
+    success: { type: 'boolean', const: false },
+    message: { type: 'string' },
+    error_code: { type: ['integer', 'string'], description: 'A number from the error table (format A), or a string code (format B)' },
+    error_type: { type: 'string' },
+    solution: { type: 'string' },
+    doc_link: { type: 'string', description: 'Where the code is explained: /docs/errors#<code>' },
+    retry_after: { type: 'integer', description: 'Seconds to wait (rate limits)' },
+    details: { type: 'object', additionalProperties: true },
+  },
+  additionalProperties: true,
+} as const

@@ -6675,7 +6675,43 @@ export interface operations {
                 };
                 content?: never;
             };
-            "4XX": components["responses"]["PublicError"];
+            /** @description The service's error format (a missing or refused key, a rate limit, a body too large, a foreign Host) or, from the MCP transport, a JSON-RPC error with id null (a batch, a malformed message, an Accept or Content-Type it does not take) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": ({
+                        /** @enum {boolean} */
+                        success: false;
+                        message: string;
+                        /** @description A number from the error table (format A), or a string code (format B) */
+                        error_code?: number | string;
+                        error_type?: string;
+                        solution?: string;
+                        /** @description Where the code is explained: /docs/errors#<code> */
+                        doc_link?: string;
+                        /** @description Seconds to wait (rate limits) */
+                        retry_after?: number;
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    }) | {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        /** @description the request's id */
+                        id: string | number | null;
+                        /** @description a JSON-RPC error */
+                        error: {
+                            code: number;
+                            message: string;
+                            data?: unknown;
+                        };
+                    };
+                };
+            };
             "5XX": components["responses"]["PublicError"];
         };
     };

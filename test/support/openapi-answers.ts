@@ -37,7 +37,7 @@ export function answerChecker(doc: OpenApiDoc): (method: string, template: strin
 }
 
 /**
- * The suite's check of every JSON answer of the API (`/svc_api/…`, `/api/…`) against the
+ * The suite's check of every JSON answer of the API (`/svc_api/…`, `/api/…`, `/mcp`) against the
  * document (test/support/server.ts runs it on each request): the path is matched to its
  * template, the one with the most fixed characters first, a parameter taking one segment,
  * then one that may take several (a file's path). A path or method the document has no
@@ -52,7 +52,7 @@ export function documentedAnswers(doc: OpenApiDoc): (method: string, url: string
     .sort((a, b) => b.literal - a.literal)
   return (method, url, status, json) => {
     const path = url.split(/[?#]/)[0]
-    if (!/^\/(svc_api|api)\//.test(path)) return null
+    if (!/^\/(svc_api\/|api\/|mcp$)/.test(path)) return null
     const hit = templates.find((x) => x.one.test(path)) ?? templates.find((x) => x.many.test(path))
     if (!hit || !doc.paths[hit.t][method.toLowerCase()]) return null
     return check(method, hit.t, status, json)

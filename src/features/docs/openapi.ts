@@ -7,6 +7,7 @@ import type { RouteOptions } from 'fastify'
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
 import type { Config } from '../../config.js'
 import { MULTIPART_FORM_KEY } from '../../http/multipart.js'
+import { ERROR_SCHEMA } from '../../http/answer-schemas.js'
 
 type Json = Record<string, any>
 
@@ -14,29 +15,6 @@ type Json = Record<string, any>
 export const SECURITY_SCHEMES = {
   apiKey: { type: 'http', scheme: 'bearer', description: 'An API key (dashboard > API keys), sent as `Authorization: Bearer <key>`.' },
   session: { type: 'apiKey', in: 'cookie', name: 'session', description: 'The session cookie set by POST /login. Browser writes also send `X-CSRF-Token`.' },
-} as const
-
-/**
- * The error body of every API route, in the route's format: A (numeric `error_code` with type,
- * solution and doc_link; the default), B (string `error_code`, single-file upload) or plain
- * (`success` and `message` only). Only `success` and `message` are always present.
- */
-export const ERROR_SCHEMA = {
-  type: 'object',
-  description:
-    'An error answer. Format A (most routes): numeric error_code with error_type, solution and doc_link (see /docs/errors). Format B (POST /svc_api/upload): string error_code. Plain (image host, hosted data, redeem): success and message only. Rate limits add retry_after and details.',
-  required: ['success', 'message'],
-  properties: {
-    success: { type: 'boolean', const: false },
-    message: { type: 'string' },
-    error_code: { type: ['integer', 'string'], description: 'A number from the error table (format A), or a string code (format B)' },
-    error_type: { type: 'string' },
-    solution: { type: 'string' },
-    doc_link: { type: 'string', description: 'Where the code is explained: /docs/errors#<code>' },
-    retry_after: { type: 'integer', description: 'Seconds to wait (rate limits)' },
-    details: { type: 'object', additionalProperties: true },
-  },
-  additionalProperties: true,
 } as const
 
 /** Security requirement of a route, from the auth mode the API guard enforces (config.auth). */
