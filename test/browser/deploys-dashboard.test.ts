@@ -134,6 +134,43 @@ describe('deploys in the dashboard (Chromium)', () => {
     assert.deepEqual(problems, [])
   })
 
+  it('deletes a project only once its name is typed again, and takes it offline', async () => {
+    await deploySite(s, u.key, 'doomed', { 'index.html': '<h1>doomed</h1>' })
+    const { res } = await deploySite(s, u.key, 'doomed', { 'index.html': '<h1>next</h1>' }, { preview: true })
+    const preview = `/${u.username}/doomed@${res.json.deploy.id}/`
+    await page.goto(`${s.url}/dashboard/folders`)
+    await page.locator('#projects-table').getByRole('button', { name: 'doomed' }).click()
+    await page.locator('#deploys-table tbody tr').nth(1).waitFor()
+    const asked: string[] = []
+    const answer = (text: string | null) => {
+      page.once('dialog', (d) => {
+        asked.push(d.message())
+        void (text === null ? d.dismiss() : d.accept(text))
+      })
+    }
+    const status = () => page.locator('#folders-status').textContent()
+    // cancelled, then a wrong name: nothing is deleted
+    answer(null)
+    await page.getByRole('button', { name: 'Delete project' }).click()
+    answer('doome')
+    await page.getByRole('button', { name: 'Delete project' }).click()
+    await page.waitForFunction(() => /Not deleted/.test(document.querySelector('#folders-status')?.textContent ?? ''))
+    assert.equal(await status(), 'Not deleted: the name typed was not doomed.')
+    assert.equal((await s.get(`/${u.username}/doomed/`)).status, 200)
+    assert.match(asked[0], /Delete the project doomed .*Type its name to confirm/)
+    // the name: gone, with its preview, from the site and the list
+    answer('doomed')
+    await page.getByRole('button', { name: 'Delete project' }).click()
+    await page.waitForFunction(() => /deleted/.test(document.querySelector('#folders-status')?.textContent ?? ''))
+    assert.equal(await status(), 'Project doomed deleted.')
+    assert.equal(await page.locator('#project').isHidden(), true)
+    await page.locator('#projects-table').getByRole('button', { name: 'blog' }).waitFor()
+    assert.equal(await page.locator('#projects-table').getByRole('button', { name: 'doomed' }).count(), 0)
+    assert.equal((await s.get(`/${u.username}/doomed/`)).status, 404)
+    assert.equal((await s.get(preview)).status, 404)
+    assert.deepEqual(problems, [])
+  })
+
   it("shows every time the API gives in the browser's own zone, in one format", async () => {
     // one instant (2026-12-02 00:30:21 UTC) in each form the API uses
     const shown = await page.evaluate(() => {

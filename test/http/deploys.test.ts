@@ -496,6 +496,44 @@ for (const engine of ENGINES) {
       assert.equal((await s.post(`/api/folders/prev/deploys/${preview.id}/promote`, { key: k.key })).status, 200)
     })
 
+    it('deletes a project whole (DELETE /api/folders/{project}): live site, kept deploys and previews go offline at once', async () => {
+      const k = await s.user()
+      const other = await s.user()
+      await deploySite(s, k.key, 'gone', site('v1'))
+      const { res } = await deploySite(s, k.key, 'gone', site('v2'), { preview: true })
+      const preview = `/${k.username}/gone@${res.json.deploy.id}/`
+      await deploySite(s, k.key, 'kept', site('k1'))
+      assert.equal((await s.get(`/${k.username}/gone/`)).status, 200)
+      assert.equal((await s.get(preview)).status, 200)
+      // refusals change nothing: no key, another user's key, a project that does not exist
+      expectError(await s.request('DELETE', '/api/folders/gone'), 401, 1001)
+      expectError(await s.request('DELETE', '/api/folders/gone', { key: other.key }), 403, 1312)
+      expectError(await s.request('DELETE', `/api/folders/${k.username}%2Fnever`, { key: k.key }), 403, 1312)
+      // no two-segment form: it would take /api/folders/{project}/publish and every such path
+      expectError(await s.request('DELETE', `/api/folders/${k.username}/gone`, { key: k.key }), 404, 1404)
+      const cookie = await s.login(k.username, k.password)
+      const reader = await s.post('/svc_api/api-keys', {
+        cookie,
+        headers: { 'x-csrf-token': await s.csrfToken(cookie) },
+        json: { name: 'reader', read_only: true },
+      })
+      assert.equal(reader.status, 200, reader.text)
+      expectError(await s.request('DELETE', '/api/folders/gone', { key: reader.json.data.key }), 403, 1440)
+      assert.equal((await s.get(`/${k.username}/gone/`)).status, 200)
+      const del = await s.request('DELETE', `/api/folders/${k.username}%2Fgone`, { key: k.key })
+      assert.equal(del.status, 200, del.text)
+      assert.equal(del.json.success, true)
+      assert.equal(del.json.deleted_files, Object.keys(site('v1')).length)
+      for (const url of [`/${k.username}/gone/`, `/${k.username}/gone/s.css`, preview]) assert.equal((await s.get(url)).status, 404, url)
+      const names = (await s.get('/api/folders', { key: k.key })).json.folders.map((f: { name: string }) => f.name)
+      assert.deepEqual(names, ['kept'])
+      assert.equal((await s.get(`/${k.username}/kept/`)).status, 200)
+      expectError(await s.get('/api/folders/gone/deploys', { key: k.key }), 403, 1312)
+      // the name is free again: a new deploy starts a new history
+      assert.equal((await deploySite(s, k.key, 'gone', site('v3'))).res.status, 201)
+      assert.equal((await s.get('/api/folders/gone/deploys', { key: k.key })).json.deploys.length, 1)
+    })
+
     it('previews: a URL of their own, noindex, not live until promoted', async () => {
       await deploySite(s, u.key, 'pv', site('live'))
       const { res } = await deploySite(s, u.key, 'pv', site('preview'), { preview: true })

@@ -1388,6 +1388,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/folders/{folder_path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a project: its files, kept deploys and preview URLs, offline at once (beyond the spec; cannot be undone) */
+        delete: operations["deleteApiFoldersByFolderPath"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/folders/{folder_path}/diff": {
         parameters: {
             query?: never;
@@ -6325,6 +6342,35 @@ export interface operations {
                         message: string;
                         is_published: boolean;
                         was_published: boolean;
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    deleteApiFoldersByFolderPath: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description {folder_path} is a project name, or {username}/{project} (literal or %2F) with the caller's own username. Names are NFC-normalised and case-sensitive. */
+                folder_path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        deleted_files: number;
                     };
                 };
             };

@@ -57,6 +57,7 @@ const MSG = {
   already: { zh: '项目已发布', en: 'Already published' },
   unpublished: { zh: '已取消发布', en: 'Unpublished' },
   deleted: { zh: '文件已删除', en: 'File deleted' },
+  projectDeleted: { zh: '项目已删除', en: 'Project deleted' },
 }
 
 /** The raw path segments after /api/folders/ (before any decoding), query string removed. */
@@ -375,6 +376,27 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
         return { success: true, message: MSG.unpublished[langOf(req)], is_published: false, was_published: r.was_published }
       },
     )
+
+    // the one-segment form only ({username}%2F{project} for the long one): a DELETE of
+    // /api/folders/{a}/{b} would read every two-segment path, /api/folders/x/publish too
+    if (n === 1)
+      app.delete(
+        prefix,
+        {
+          config: cfg,
+          schema: {
+            hide,
+            tags: ['folder projects'],
+            params,
+            summary: 'Delete a project: its files, kept deploys and preview URLs, offline at once (beyond the spec; cannot be undone)',
+            response: { 200: Type.Object({ success: Type.Boolean(), message: Type.String(), deleted_files: Type.Integer() }) },
+          },
+        },
+        async (req) => {
+          const r = await svc.remove(caller(req).user, ref(req))
+          return { success: true, message: MSG.projectDeleted[langOf(req)], deleted_files: r.files }
+        },
+      )
 
     app.post(
       `${prefix}/diff`,

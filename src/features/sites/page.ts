@@ -79,6 +79,7 @@ export const sitesUi: FeatureUi<SitesKey> = {
           <div class="buttons">
             <button type="button" id="project-publish" class="primary">${t('folders.publish')}</button>
             <button type="button" id="project-unpublish">${t('folders.unpublish')}</button>
+            <button type="button" id="project-delete" class="danger">${t('folders.delete')}</button>
           </div>
           <h3>${t('deploys.title')}</h3>
           <p class="hint">${t('deploys.hint')}</p>

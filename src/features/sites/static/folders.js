@@ -427,6 +427,25 @@
       })
       .catch(S.fail('folders-status'))
   })
+  // as Netlify asks: the project's name typed again, since nothing brings it back
+  S.$('project-delete').addEventListener('click', function () {
+    var name = current.name
+    var typed = window.prompt(t('folders.delete_prompt', { name: name }))
+    if (typed === null) return
+    if (typed.trim() !== name) {
+      S.status('folders-status', t('folders.delete_mismatch', { name: name }), 'error')
+      return
+    }
+    S.api
+      .del('/api/folders/' + S.enc(name))
+      .then(function () {
+        current = null
+        S.$('project').hidden = true
+        S.status('folders-status', t('folders.deleted', { name: name }), 'ok')
+        loadProjects()
+      })
+      .catch(S.fail('folders-status'))
+  })
   S.onSubmit(S.$('open-form'), function () {
     var field = S.$('open-name')
     S.fieldError(field, '')
