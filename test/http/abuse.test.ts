@@ -528,6 +528,8 @@ for (const engine of ENGINES) {
       expectError(await s.post('/api/folders/again/deploys/missing', { key: m.key, json: JSON.parse(String(manifestOf(files).data)) }), 451, 1701)
       expectError(await postArchive(s, m.key, 'again', await tarOf([manifestOf(files)])), 451, 1701)
       expectError(await s.post('/api/folders/stash/publish', { key: m.key }), 451, 1701)
+      // nor does its owner read them back through the file read
+      expectError(await s.get('/api/folders/stash/file/index.html', { key: m.key }), 451, 1701)
       for (const p of ['again', 'stash']) assert.equal((await s.get(`/${m.username}/${p}/`)).status, 404, p)
       assert.equal((await s.get(`/${m.username}/evil/`)).status, 451)
       // the project's own origin answers 451 and has visitors' browsers drop its storage and

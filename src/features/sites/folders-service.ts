@@ -361,6 +361,8 @@ export function createFoldersService(deps: Deps) {
         folder_path: ref.display,
       }
       if (size <= READ_CONTENT_MAX) {
+        // taken-down bytes go to no one, their owner included (451 / 1701), as a download of a deploy holding them
+        await blobs.admit?.([f.digest])
         const buf = await blobs.read(f.digest)
         out.content = buf.includes(0) || !isUtf8(buf) ? null : buf.toString('utf8')
       }
