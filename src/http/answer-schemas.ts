@@ -42,3 +42,13 @@ export const ERROR_SCHEMA = {
   },
   additionalProperties: true,
 } as const
+
+/**
+ * The `4XX` of a route that answers a browser (Accept: text/html) with a short page: the
+ * service's JSON error, or that page. Uppercase: Fastify serializes by `4xx`, so the key
+ * documents and never serializes.
+ */
+export const ERROR_OR_PAGE = mediaAnswer("The service's JSON error; for a browser (Accept: text/html), a short page in its language saying why", {
+  'application/json': Type.Unsafe(ERROR_SCHEMA),
+  'text/html': TEXT_BODY,
+})

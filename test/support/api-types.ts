@@ -3401,7 +3401,33 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            "4XX": components["responses"]["Error"];
+            /** @description The service's JSON error; for a browser (Accept: text/html), a short page in its language saying why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        message: string;
+                        /** @description A number from the error table (format A), or a string code (format B) */
+                        error_code?: number | string;
+                        error_type?: string;
+                        solution?: string;
+                        /** @description Where the code is explained: /docs/errors#<code> */
+                        doc_link?: string;
+                        /** @description Seconds to wait (rate limits) */
+                        retry_after?: number;
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    "text/html": string;
+                };
+            };
             "5XX": components["responses"]["Error"];
         };
     };
@@ -3441,7 +3467,33 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            "4XX": components["responses"]["Error"];
+            /** @description The service's JSON error; for a browser (Accept: text/html), a short page in its language saying why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        message: string;
+                        /** @description A number from the error table (format A), or a string code (format B) */
+                        error_code?: number | string;
+                        error_type?: string;
+                        solution?: string;
+                        /** @description Where the code is explained: /docs/errors#<code> */
+                        doc_link?: string;
+                        /** @description Seconds to wait (rate limits) */
+                        retry_after?: number;
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    "text/html": string;
+                };
+            };
             "5XX": components["responses"]["Error"];
         };
     };
@@ -6606,12 +6658,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The deploy's files, a gzip'd tar (Content-Disposition: attachment) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/gzip": string;
+                };
             };
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];
@@ -6798,7 +6852,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description Stored: JSON for a script; for a browser's form post (Accept: text/html), a short thank-you page, unless a redirect (303) takes it on */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6811,9 +6865,36 @@ export interface operations {
                             submission_id: string;
                         };
                     };
+                    "text/html": string;
                 };
             };
-            "4XX": components["responses"]["Error"];
+            /** @description The service's JSON error; for a browser (Accept: text/html), a short page in its language saying why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        message: string;
+                        /** @description A number from the error table (format A), or a string code (format B) */
+                        error_code?: number | string;
+                        error_type?: string;
+                        solution?: string;
+                        /** @description Where the code is explained: /docs/errors#<code> */
+                        doc_link?: string;
+                        /** @description Seconds to wait (rate limits) */
+                        retry_after?: number;
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    "text/html": string;
+                };
+            };
             "5XX": components["responses"]["Error"];
         };
     };

@@ -42,19 +42,19 @@ export function answerChecker(doc: OpenApiDoc): (method: string, template: strin
  * template, the one with the most fixed characters first, a parameter taking one segment,
  * then one that may take several (a file's path). A path or method the document has no
  * operation for is not checked: those are the tests of unknown routes and of methods a route
- * does not take.
+ * does not take. An answer in another media type (`media`) is checked for that type only.
  */
-export function documentedAnswers(doc: OpenApiDoc): (method: string, url: string, status: number, json: unknown) => string | null {
+export function documentedAnswers(doc: OpenApiDoc): (method: string, url: string, status: number, json: unknown, media?: string | null) => string | null {
   const check = answerChecker(doc)
   const matcher = (template: string, param: string) => new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, param)}$`)
   const templates = Object.keys(doc.paths)
     .map((t) => ({ t, one: matcher(t, '[^/]+'), many: matcher(t, '.+'), literal: t.replace(/\{[^}]+\}/g, '').length }))
     .sort((a, b) => b.literal - a.literal)
-  return (method, url, status, json) => {
+  return (method, url, status, json, media) => {
     const path = url.split(/[?#]/)[0]
     if (!/^\/(svc_api\/|api\/|mcp$)/.test(path)) return null
     const hit = templates.find((x) => x.one.test(path)) ?? templates.find((x) => x.many.test(path))
     if (!hit || !doc.paths[hit.t][method.toLowerCase()]) return null
-    return check(method, hit.t, status, json)
+    return check(method, hit.t, status, json, media)
   }
 }

@@ -4,7 +4,7 @@ import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { errorMessage, langOf } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
-import { mediaAnswer, Nullable, TEXT_BODY } from '../../http/answer-schemas.js'
+import { ERROR_OR_PAGE, mediaAnswer, Nullable, TEXT_BODY } from '../../http/answer-schemas.js'
 import { linkOrigin } from '../../http/origin.js'
 import type { NotifyService } from './notify-service.js'
 import { Ok } from './schemas.js'
@@ -215,6 +215,7 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
         querystring: Type.Object({ token: Type.String() }),
         response: {
           200: verifyAnswer('The address the token would verify, or for a browser a page with a button that confirms it (POST)', false),
+          '4XX': ERROR_OR_PAGE,
         },
       },
       validatorCompiler: passThrough,
@@ -243,7 +244,7 @@ export function notifyApi(app: FastifyInstance, deps: Deps, notify: NotifyServic
         tags,
         summary: 'Verify an address with the token of its verification mail',
         body: Type.Object({ token: Type.String() }),
-        response: { 200: verifyAnswer('The address verified, or for a browser a page saying so', true) },
+        response: { 200: verifyAnswer('The address verified, or for a browser a page saying so', true), '4XX': ERROR_OR_PAGE },
       },
       validatorCompiler: passThrough,
       errorHandler: verifyFailed,

@@ -37,6 +37,7 @@ import type { FormRow } from './store.js'
 import type { NotifyService } from './notify-service.js'
 import { beijingTime } from '../../util/time.js'
 import { shortPage, say, wantsHtml } from '../../web/short-page.js'
+import { ERROR_OR_PAGE, mediaAnswer, TEXT_BODY } from '../../http/answer-schemas.js'
 
 /** Documentation-only request schemas: the service checks input with its own codes. */
 const passThrough = () => () => true
@@ -175,7 +176,16 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
         tags: ['forms'],
         summary: 'Submit to a form (public, no authentication, CORS); JSON, form-encoded or multipart text fields',
         params: SlugParams,
-        response: { 200: SubmitResponse },
+        response: {
+          200: mediaAnswer(
+            "Stored: JSON for a script; for a browser's form post (Accept: text/html), a short thank-you page, unless a redirect (303) takes it on",
+            {
+              'application/json': SubmitResponse,
+              'text/html': TEXT_BODY,
+            },
+          ),
+          '4XX': ERROR_OR_PAGE,
+        },
       },
     },
     async (req, reply) => {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { PassThrough, type Readable } from 'node:stream'
 import { Type } from '@sinclair/typebox'
+import { BYTES_BODY, mediaAnswer } from '../../http/answer-schemas.js'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { unknownField } from '../../http/unknown-fields.js'
@@ -219,6 +220,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
           params: Type.Composite([params, Type.Object({ deploy_id: Type.String() })]),
           summary: "Download a kept deploy's files as a gzip'd tar",
           description: `The deploy whole, as an archive deploy takes it: ${MANIFEST_ENTRY} ({"files": {"path": "<sha256>"}, "message"}) first, then every file in path order. POST it back to .../deploys (Content-Type application/gzip) to deploy the same files again, to this project or another. 404 / 1331 for a deploy the project does not keep; 451 / 1701 when some of its bytes were taken down since.`,
+          response: { 200: mediaAnswer("The deploy's files, a gzip'd tar (Content-Disposition: attachment)", { 'application/gzip': BYTES_BODY }) },
         },
       },
       async (req, reply) => {
