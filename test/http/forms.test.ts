@@ -1163,6 +1163,26 @@ for (const engine of ENGINES) {
       clock.set(Math.max(saved, clock.now()) + 3_600_000)
     })
 
+    it('spam takes no place in the monthly quota; past a count of its own it is answered but not stored (decision NEW-formspree-2)', async () => {
+      const hana = await s.user()
+      await s.deps.users.update(hana.username, { limits: { form_submissions_month: 2 } })
+      const f = await make(hana)
+      const quota = async () => (await s.get('/svc_api/forms/list', { key: hana.key })).json.data.quota.submissions_month.used
+      // a bot filling the honeypot: stored flagged, the visitors' quota untouched
+      for (const n of [1, 2]) assert.equal((await submit(f.form_slug, { json: { n, _gotcha: 'bot' } })).status, 200)
+      assert.equal(await quota(), 0)
+      for (const n of [3, 4]) assert.equal((await submit(f.form_slug, { json: { n } })).status, 200)
+      assert.equal(await quota(), 2)
+      expectError(await submit(f.form_slug, { json: { n: 5 } }), 429, 1613)
+      // more spam, past the month's spam count (the quota's limit): a success to the bot, nothing stored
+      const more = await submit(f.form_slug, { json: { n: 6, _gotcha: 'bot' } })
+      assert.equal(more.status, 200, more.text)
+      assert.equal(more.json.success, true)
+      const ns = async (q: string) => (await data(hana, f.id, q)).json.data.submissions.map((x: any) => x.data.n).sort()
+      assert.deepEqual(await ns('?is_spam=true'), [1, 2])
+      assert.deepEqual(await ns('?is_spam=false'), [3, 4])
+    })
+
     it('checks the monthly quota inside the write transaction under concurrency', async () => {
       const fay = await s.user()
       await s.deps.users.update(fay.username, { limits: { form_submissions_month: 5 } })
@@ -1179,7 +1199,7 @@ for (const engine of ENGINES) {
       )
     })
 
-    it('60 parallel submissions to one form with 40 left: 40 kept, numbered in order, 20 refused (1613)', async () => {
+    it('60 parallel submissions to one form with 40 left: 40 kept and the spam, numbered in order, the other 8 refused (1613)', async () => {
       const gil = await s.user()
       await s.deps.users.update(gil.username, { limits: { form_submissions_month: 40 } })
       const f = await make(gil)
@@ -1209,13 +1229,14 @@ for (const engine of ENGINES) {
           req.on('error', reject)
           req.end(body)
         })
-      // every fifth fills the honeypot: stored as spam, counted all the same
+      // every fifth fills the honeypot: stored as spam, in a count of its own, not the quota's
+      // (decision NEW-formspree-2): 12 spam kept, 40 of the 48 others
       const results = await Promise.all(
         Array.from({ length: 60 }, (_, i) => post(`127.0.1.${i + 1}`, JSON.stringify(i % 5 === 0 ? { i, _gotcha: 'bot' } : { i }))),
       )
       const kept = results.filter((r) => r.status === 200)
       const refused = results.filter((r) => r.status !== 200)
-      assert.equal(kept.length, 40, JSON.stringify(refused[0]?.json))
+      assert.equal(kept.length, 52, JSON.stringify(refused[0]?.json))
       for (const r of refused) {
         assert.equal(r.status, 429)
         assert.equal(r.json.error_code, 1613)
@@ -1223,11 +1244,12 @@ for (const engine of ENGINES) {
       const rows = await s.deps.db.k.selectFrom('form_submissions').select(['id', 'seq', 'is_spam']).where('form_id', '=', f.id).orderBy('seq').execute()
       assert.deepEqual(
         rows.map((r) => Number(r.seq)),
-        Array.from({ length: 40 }, (_, i) => i + 1),
+        Array.from({ length: 52 }, (_, i) => i + 1),
       )
       const idOf = (r: (typeof results)[number]) => r.json.data.submission_id as string
       assert.deepEqual(new Set(rows.map((r) => r.id)), new Set(kept.map(idOf)))
-      const spam = results.flatMap((r, i) => (r.status === 200 && i % 5 === 0 ? [idOf(r)] : []))
+      assert.ok(results.every((r, i) => i % 5 !== 0 || r.status === 200))
+      const spam = results.flatMap((r, i) => (i % 5 === 0 ? [idOf(r)] : []))
       assert.deepEqual(new Set(rows.filter((r) => Number(r.is_spam) === 1).map((r) => r.id)), new Set(spam))
       // one webhook delivery per kept submission that is not spam
       const queued = await s.deps.db.k.selectFrom('notify_deliveries').select('submission_id').where('form_id', '=', f.id).execute()
