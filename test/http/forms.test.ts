@@ -433,6 +433,12 @@ for (const engine of ENGINES) {
         expectFieldError(fr, 'cv')
         assert.match(fr.json.message, /file/)
       })
+      it('a <select multiple> posted to a select field: 400 / 1614 on plan, saying to declare a checkbox with options', async () => {
+        const body = 'name=n&email=a%40b.co&plan=free&plan=pro'
+        const r = await later({ body, headers: { 'content-type': 'application/x-www-form-urlencoded', 'accept-language': 'en' } })
+        expectFieldError(r, 'plan')
+        assert.match(r.json.message, /<select multiple>.*checkbox field with options/)
+      })
       const refused: Array<[string, Parameters<TestServer['post']>[1], number, number]> = [
         ['a NUL in a value', { json: { ...ok, name: 'a\u0000b' } }, 400, 1106],
         ['a lone surrogate in a value', { json: { ...ok, message: 'x\udc00y' } }, 400, 1106],

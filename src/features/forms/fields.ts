@@ -121,7 +121,15 @@ const isEmpty = (v: unknown) => v === undefined || v === null || (typeof v === '
 
 function single(def: FieldDef, v: unknown): string {
   if (Array.isArray(v)) {
-    if (v.length !== 1) throw mismatch(def.name, { zh: '只接受一个值', en: 'expects a single value' })
+    if (v.length !== 1) {
+      // a <select multiple> (or boxes of one name) posted to a select: say how to declare it
+      if (def.type === 'select' && v.length > 1)
+        throw mismatch(def.name, {
+          zh: '只接受一个选项；多选（<select multiple> 或同名复选框）请声明为带 options 的 checkbox 字段',
+          en: 'takes one option; for a multiple choice (<select multiple>, boxes of one name) declare it as a checkbox field with options',
+        })
+      throw mismatch(def.name, { zh: '只接受一个值', en: 'expects a single value' })
+    }
     v = v[0]
   }
   if (typeof v === 'number' && Number.isFinite(v)) return String(v)
