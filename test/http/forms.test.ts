@@ -946,6 +946,29 @@ for (const engine of ENGINES) {
       assert.equal(kept.is_spam, false)
     })
 
+    it("takes a form pasted with its CAPTCHA widget: the widget's token is not stored nor refused (decision NEW-formspree-3)", async () => {
+      const ivy = await s.user()
+      const typed = await make(ivy, { fields_config: [{ name: 'email', type: 'email' }, { name: 'message' }] })
+      const free = await make(ivy)
+      const declared = await make(ivy, { fields_config: [{ name: 'g-recaptcha-response' }] })
+      const rows = async (id: string) => (await data(ivy, id)).json.data.submissions
+      const token = 'x'.repeat(2000)
+      const tokens = { 'g-recaptcha-response': token, 'h-captcha-response': token, 'cf-turnstile-response': token }
+      // reCAPTCHA's, hCaptcha's and Turnstile's tokens, form-encoded as the widget posts them
+      const body = new URLSearchParams({ email: 'a@b.example', message: 'hi', ...tokens }).toString()
+      const posted = await submit(typed.form_slug, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+      assert.equal(posted.status, 200, posted.text)
+      assert.deepEqual((await rows(typed.id))[0].data, { email: 'a@b.example', message: 'hi' })
+      assert.equal((await submit(free.form_slug, { json: { note: 'n', ...tokens } })).status, 200)
+      assert.deepEqual((await rows(free.id))[0].data, { note: 'n' })
+      // a token alone is no content: 400 / 1106, nothing stored
+      expectError(await submit(free.form_slug, { json: tokens }), 400, 1106)
+      assert.equal((await data(ivy, free.id)).json.data.total, 1)
+      // a form that declares the name gets it as a field
+      assert.equal((await submit(declared.form_slug, { json: { 'g-recaptcha-response': 't' } })).status, 200)
+      assert.deepEqual((await rows(declared.id))[0].data, { 'g-recaptcha-response': 't' })
+    })
+
     describe('flags honeypot and too-fast submissions as spam, stores them, and filters them', () => {
       let f: Awaited<ReturnType<typeof make>>
       let now: number
