@@ -265,7 +265,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
         const live = round.filter((x) => stateOf(x) === undefined)
         // spam takes no place in the monthly quota, as on Formspree and Netlify, so a bot that
         // fills the honeypot cannot use it up for the visitors; it has a count of its own with
-        // the same limit, past which it is answered as before but not stored (decision NEW-formspree-2)
+        // the same limit, past which it is answered as kept but not stored (NEW-formspree-2)
         const ham = live.filter((x) => x.spam === null)
         const spam = live.filter((x) => x.spam !== null)
         const { granted, used } = ham.length === 0 ? { granted: 0, used: 0 } : await formStore.claimMonth(trx, form.user_id, month, limit, ham.length)
@@ -494,9 +494,9 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
 
     /**
      * Validates and stores one submission. Spam (honeypot, too fast) is stored flagged, not
-     * dropped, while the month's spam count allows. The owner's monthly quota is checked under the owner's lock (1613), in the
-     * submission round of its form (submitRound); so is `hold`, the hold key of the site page
-     * posted to (PageHeld when it is held).
+     * dropped, while the month's spam count allows. The owner's monthly quota is checked under
+     * the owner's lock (1613), in the submission round of its form (submitRound); so is
+     * `hold`, the hold key of the site page posted to (PageHeld when it is held).
      */
     async submit(
       form: FormRow,
