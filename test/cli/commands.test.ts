@@ -200,6 +200,24 @@ for (const engine of ENGINES) {
       assert.match(none.stderr, /^error 1611 /m)
     })
 
+    it("svc forms export's table shows a visitor's control characters as text, never sends them to the terminal", async (t) => {
+      if (missing.forms) return t.skip(missing.forms)
+      const created = await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: 'Escapes' } })
+      assert.equal(created.status, 200, created.text)
+      const form = created.json.data
+      // a title change (OSC 0 ... BEL), a clear screen (ESC [ 2 J) and CSI as one C1 character
+      const msg = 'hi\u001b]0;pwned\u0007\u001b[2J\u009b31mred'
+      const sub = await s.post(`/api/forms/submit/${form.form_slug}`, { json: { msg } })
+      assert.equal(sub.status, 200, sub.text)
+      const human = await runCli(['forms', 'export', form.id], { env })
+      assert.equal(human.code, 0, human.stderr)
+      assert.doesNotMatch(human.stdout.replace(/\n/g, ''), /[\u0000-\u001f\u007f-\u009f]/)
+      assert.match(human.stdout, /hi\\x1b\]0;pwned\\x07\\x1b\[2J\\x9b31mred/)
+      // the JSON keeps the value as it was sent
+      const json = await runCli(['forms', 'export', form.id, '--json'], { env })
+      assert.equal(json.json.data.submissions[0].data.msg, msg)
+    })
+
     it('svc forms export shows fields named like Object.prototype members only where they were sent', async (t) => {
       if (missing.forms) return t.skip(missing.forms)
       const created = await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: 'Proto' } })

@@ -224,6 +224,42 @@ window.ajax = async () => {
         )
       })
 
+      it('a multipart form with <select multiple>, a CAPTCHA token and a file input: the file is refused on a page naming it, the rest kept (decision 253)', async () => {
+        const owner = await s.user()
+        const fields_config = [{ name: 'name' }, { name: 'note' }, { name: 'colors', type: 'checkbox', options: ['red', 'green', 'blue'] }]
+        const r = await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'multi', fields_config } })
+        assert.equal(r.status, 200, r.text)
+        const form = r.json.data as { id: string; submit_url: string }
+        html = `<!doctype html><html><head><meta charset="utf-8"><title>contact</title></head><body>
+<form id="f" method="post" enctype="multipart/form-data" action="${esc(form.submit_url)}">
+  <input name="name" value="Zoë 🌸"><input name="note" value="">
+  <select name="colors" multiple><option selected>red</option><option>green</option><option selected>blue</option></select>
+  <textarea name="g-recaptcha-response" style="display:none">03AFcWeA-token</textarea>
+  <input id="cv" type="file" name="cv">
+  <button id="send" type="submit">Send</button>
+</form></body></html>`
+        const page = await context.newPage()
+        try {
+          await page.goto(`${pages.origin}/open.html`, { waitUntil: 'load' })
+          await page.setInputFiles('#cv', { name: 'cv.pdf', mimeType: 'application/pdf', buffer: Buffer.from('%PDF-1.4') })
+          const [refused] = await Promise.all([page.waitForNavigation(), page.click('#send')])
+          assert.equal(refused?.status(), 400)
+          assert.match((await page.textContent('body')) ?? '', /cv/)
+          assert.equal((await s.get(`/svc_api/forms/data/${form.id}`, { key: owner.key })).json.data.total, 0)
+          // the same form without a file chosen: stored, the token left out
+          await page.goto(`${pages.origin}/open.html`, { waitUntil: 'load' })
+          const [sent] = await Promise.all([page.waitForNavigation(), page.click('#send')])
+          assert.equal(sent?.status(), 200)
+        } finally {
+          await page.close()
+        }
+        const seen = await s.get(`/svc_api/forms/data/${form.id}`, { key: owner.key })
+        assert.deepEqual(
+          seen.json.data.submissions.map((x: any) => x.data),
+          [{ name: 'Zoë 🌸', colors: ['red', 'blue'] }],
+        )
+      })
+
       it('a form in an iframe (a widget on a blog) shows the thank-you page in its frame', async () => {
         const owner = await s.user()
         const r = await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'widget', fields_config: [{ name: 'message', required: true }] } })

@@ -323,7 +323,9 @@ for (const engine of ENGINES) {
       // not an address (a header smuggled in, two of them): no Reply-To at all
       await send({ email: 'x@example.org\r\nBcc: victim@example.org', message: 'third' })
       await send({ email: ['a@example.org', 'b@example.org'], message: 'fourth' })
-      await until(() => mailsTo(address).length === 4, 10_000)
+      // Formspree's _cc: no copy to an address a post names (decision 251)
+      await send({ _cc: 'cc-victim@example.org', message: 'fifth' })
+      await until(() => mailsTo(address).length === 5, 10_000)
       const replyTo = (word: string) => {
         const raw = mailsTo(address)
           .map((m) => decodeQp(m.raw))
@@ -336,6 +338,8 @@ for (const engine of ENGINES) {
       assert.equal(replyTo('third'), null)
       assert.equal(replyTo('fourth'), null)
       assert.ok(!mailsTo(address).some((m) => m.to.includes('victim@example.org')))
+      assert.equal(replyTo('fifth'), null)
+      assert.ok(!smtp.mails.some((m) => m.to.includes('cc-victim@example.org') || /^Cc:/im.test(m.raw.split(/\r?\n\r?\n/)[0])))
     })
 
     it("Formspree's _subject is the mail's subject, on one line, and a value's lines cannot pose as fields (decision 205)", async () => {

@@ -433,6 +433,12 @@ for (const engine of ENGINES) {
         expectFieldError(fr, 'cv')
         assert.match(fr.json.message, /file/)
       })
+      it('a <select multiple> posted to a select field: 400 / 1614 on plan, saying to declare a checkbox with options', async () => {
+        const body = 'name=n&email=a%40b.co&plan=free&plan=pro'
+        const r = await later({ body, headers: { 'content-type': 'application/x-www-form-urlencoded', 'accept-language': 'en' } })
+        expectFieldError(r, 'plan')
+        assert.match(r.json.message, /<select multiple>.*checkbox field with options/)
+      })
       const refused: Array<[string, Parameters<TestServer['post']>[1], number, number]> = [
         ['a NUL in a value', { json: { ...ok, name: 'a\u0000b' } }, 400, 1106],
         ['a lone surrogate in a value', { json: { ...ok, message: 'x\udc00y' } }, 400, 1106],
@@ -940,6 +946,29 @@ for (const engine of ENGINES) {
       assert.equal(kept.is_spam, false)
     })
 
+    it("takes a form pasted with its CAPTCHA widget: the widget's token is not stored nor refused (decision 253)", async () => {
+      const ivy = await s.user()
+      const typed = await make(ivy, { fields_config: [{ name: 'email', type: 'email' }, { name: 'message' }] })
+      const free = await make(ivy)
+      const declared = await make(ivy, { fields_config: [{ name: 'g-recaptcha-response' }] })
+      const rows = async (id: string) => (await data(ivy, id)).json.data.submissions
+      const token = 'x'.repeat(2000)
+      const tokens = { 'g-recaptcha-response': token, 'h-captcha-response': token, 'cf-turnstile-response': token }
+      // reCAPTCHA's, hCaptcha's and Turnstile's tokens, form-encoded as the widget posts them
+      const body = new URLSearchParams({ email: 'a@b.example', message: 'hi', ...tokens }).toString()
+      const posted = await submit(typed.form_slug, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+      assert.equal(posted.status, 200, posted.text)
+      assert.deepEqual((await rows(typed.id))[0].data, { email: 'a@b.example', message: 'hi' })
+      assert.equal((await submit(free.form_slug, { json: { note: 'n', ...tokens } })).status, 200)
+      assert.deepEqual((await rows(free.id))[0].data, { note: 'n' })
+      // a token alone is no content: 400 / 1106, nothing stored
+      expectError(await submit(free.form_slug, { json: tokens }), 400, 1106)
+      assert.equal((await data(ivy, free.id)).json.data.total, 1)
+      // a form that declares the name gets it as a field
+      assert.equal((await submit(declared.form_slug, { json: { 'g-recaptcha-response': 't' } })).status, 200)
+      assert.deepEqual((await rows(declared.id))[0].data, { 'g-recaptcha-response': 't' })
+    })
+
     describe('flags honeypot and too-fast submissions as spam, stores them, and filters them', () => {
       let f: Awaited<ReturnType<typeof make>>
       let now: number
@@ -1163,6 +1192,26 @@ for (const engine of ENGINES) {
       clock.set(Math.max(saved, clock.now()) + 3_600_000)
     })
 
+    it('spam takes no place in the monthly quota; past a count of its own it is answered but not stored (decision 252)', async () => {
+      const hana = await s.user()
+      await s.deps.users.update(hana.username, { limits: { form_submissions_month: 2 } })
+      const f = await make(hana)
+      const quota = async () => (await s.get('/svc_api/forms/list', { key: hana.key })).json.data.quota.submissions_month.used
+      // a bot filling the honeypot: stored flagged, the visitors' quota untouched
+      for (const n of [1, 2]) assert.equal((await submit(f.form_slug, { json: { n, _gotcha: 'bot' } })).status, 200)
+      assert.equal(await quota(), 0)
+      for (const n of [3, 4]) assert.equal((await submit(f.form_slug, { json: { n } })).status, 200)
+      assert.equal(await quota(), 2)
+      expectError(await submit(f.form_slug, { json: { n: 5 } }), 429, 1613)
+      // more spam, past the month's spam count (the quota's limit): a success to the bot, nothing stored
+      const more = await submit(f.form_slug, { json: { n: 6, _gotcha: 'bot' } })
+      assert.equal(more.status, 200, more.text)
+      assert.equal(more.json.success, true)
+      const ns = async (q: string) => (await data(hana, f.id, q)).json.data.submissions.map((x: any) => x.data.n).sort()
+      assert.deepEqual(await ns('?is_spam=true'), [1, 2])
+      assert.deepEqual(await ns('?is_spam=false'), [3, 4])
+    })
+
     it('checks the monthly quota inside the write transaction under concurrency', async () => {
       const fay = await s.user()
       await s.deps.users.update(fay.username, { limits: { form_submissions_month: 5 } })
@@ -1179,7 +1228,7 @@ for (const engine of ENGINES) {
       )
     })
 
-    it('60 parallel submissions to one form with 40 left: 40 kept, numbered in order, 20 refused (1613)', async () => {
+    it('60 parallel submissions to one form with 40 left: 40 kept and the spam, numbered in order, the other 8 refused (1613)', async () => {
       const gil = await s.user()
       await s.deps.users.update(gil.username, { limits: { form_submissions_month: 40 } })
       const f = await make(gil)
@@ -1209,13 +1258,14 @@ for (const engine of ENGINES) {
           req.on('error', reject)
           req.end(body)
         })
-      // every fifth fills the honeypot: stored as spam, counted all the same
+      // every fifth fills the honeypot: stored as spam, in a count of its own, not the quota's
+      // (decision 252): 12 spam kept, 40 of the 48 others
       const results = await Promise.all(
         Array.from({ length: 60 }, (_, i) => post(`127.0.1.${i + 1}`, JSON.stringify(i % 5 === 0 ? { i, _gotcha: 'bot' } : { i }))),
       )
       const kept = results.filter((r) => r.status === 200)
       const refused = results.filter((r) => r.status !== 200)
-      assert.equal(kept.length, 40, JSON.stringify(refused[0]?.json))
+      assert.equal(kept.length, 52, JSON.stringify(refused[0]?.json))
       for (const r of refused) {
         assert.equal(r.status, 429)
         assert.equal(r.json.error_code, 1613)
@@ -1223,11 +1273,12 @@ for (const engine of ENGINES) {
       const rows = await s.deps.db.k.selectFrom('form_submissions').select(['id', 'seq', 'is_spam']).where('form_id', '=', f.id).orderBy('seq').execute()
       assert.deepEqual(
         rows.map((r) => Number(r.seq)),
-        Array.from({ length: 40 }, (_, i) => i + 1),
+        Array.from({ length: 52 }, (_, i) => i + 1),
       )
       const idOf = (r: (typeof results)[number]) => r.json.data.submission_id as string
       assert.deepEqual(new Set(rows.map((r) => r.id)), new Set(kept.map(idOf)))
-      const spam = results.flatMap((r, i) => (r.status === 200 && i % 5 === 0 ? [idOf(r)] : []))
+      assert.ok(results.every((r, i) => i % 5 !== 0 || r.status === 200))
+      const spam = results.flatMap((r, i) => (i % 5 === 0 ? [idOf(r)] : []))
       assert.deepEqual(new Set(rows.filter((r) => Number(r.is_spam) === 1).map((r) => r.id)), new Set(spam))
       // one webhook delivery per kept submission that is not spam
       const queued = await s.deps.db.k.selectFrom('notify_deliveries').select('submission_id').where('form_id', '=', f.id).execute()

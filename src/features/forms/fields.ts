@@ -121,7 +121,15 @@ const isEmpty = (v: unknown) => v === undefined || v === null || (typeof v === '
 
 function single(def: FieldDef, v: unknown): string {
   if (Array.isArray(v)) {
-    if (v.length !== 1) throw mismatch(def.name, { zh: '只接受一个值', en: 'expects a single value' })
+    if (v.length !== 1) {
+      // a <select multiple> (or boxes of one name) posted to a select: say how to declare it
+      if (def.type === 'select' && v.length > 1)
+        throw mismatch(def.name, {
+          zh: '只接受一个选项；多选（<select multiple> 或同名复选框）请声明为带 options 的 checkbox 字段',
+          en: 'takes one option; for a multiple choice (<select multiple>, boxes of one name) declare it as a checkbox field with options',
+        })
+      throw mismatch(def.name, { zh: '只接受一个值', en: 'expects a single value' })
+    }
     v = v[0]
   }
   if (typeof v === 'number' && Number.isFinite(v)) return String(v)
@@ -274,9 +282,19 @@ export function subjectOf(body: Map<string, unknown>): string | null {
 export const NETLIFY_FORM_NAME = 'form-name'
 export const NETLIFY_HONEYPOT = 'bot-field'
 
-/** A name that is never stored nor "unknown": `_` names but `_replyto`, and Netlify's undeclared ones. */
+/**
+ * The tokens a CAPTCHA widget adds to its form (reCAPTCHA, which Netlify's
+ * `data-netlify-recaptcha` uses too; hCaptcha; Cloudflare Turnstile). The service has no
+ * secret to check them with: control fields on every form that does not declare the name, so
+ * a form pasted with its widget posts as it is, without a token of a few KB in every
+ * submission (decision 253).
+ */
+export const CAPTCHA_FIELDS: readonly string[] = ['g-recaptcha-response', 'h-captcha-response', 'cf-turnstile-response']
+
+/** A name that is never stored nor "unknown": `_` names but `_replyto`, and Netlify's and CAPTCHA widgets' undeclared ones. */
 const isControlName = (name: string, defs: FieldDef[]) =>
-  (name.startsWith('_') && name !== REPLY_TO) || ((name === NETLIFY_FORM_NAME || name === NETLIFY_HONEYPOT) && !defs.some((d) => d.name === name))
+  (name.startsWith('_') && name !== REPLY_TO) ||
+  ((name === NETLIFY_FORM_NAME || name === NETLIFY_HONEYPOT || CAPTCHA_FIELDS.includes(name)) && !defs.some((d) => d.name === name))
 
 /**
  * Names whose non-empty value marks a submission as spam: the form's `honeypot_field` and,
@@ -289,7 +307,8 @@ export function honeypotNames(defs: FieldDef[], honeypot: string | null): string
 
 /**
  * Validates submitted fields against a form's definition. Names starting with "_" (except
- * `_replyto`, kept as text), Netlify's `form-name` and `bot-field` unless declared, and the
+ * `_replyto`, kept as text), Netlify's `form-name` and `bot-field` and the CAPTCHA widgets'
+ * tokens unless declared, and the
  * honeypot field are control fields (never stored, never "unknown"). With an empty
  * fields_config any field name is accepted. Errors: 1614 naming the field; 400 for text the
  * database cannot store, a `__proto__` name, or a submission without a value in any field.

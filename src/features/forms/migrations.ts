@@ -131,4 +131,17 @@ export const formMigrations: Record<string, Migration> = {
       await sql`delete from usage where kind = 'forms'`.execute(db)
     },
   },
+  // spam stored in the month, counted apart from the monthly quota it no longer takes
+  // (decision 252); earlier months' spam stays in `submissions`, as counted then
+  '0801-form-usage-spam': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable('form_usage')
+        .addColumn('spam', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable('form_usage').dropColumn('spam').execute()
+    },
+  },
 }

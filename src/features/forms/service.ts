@@ -214,7 +214,8 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
    * round trips per submission, so one owner's submissions ran one lock at a time. Each
    * caller gets what it would have got alone: the rules that hold for the form (gone,
    * disabled) fail the whole round; past the monthly quota, the later submissions each get
-   * 1613. A round holds one month (Beijing time) of at most ROUND_MAX submissions. A post to
+   * 1613. Spam takes no place in the quota but one of the month's spam count, with the same
+   * limit; past it, it is answered as kept and dropped, never 1613. A round holds one month (Beijing time) of at most ROUND_MAX submissions. A post to
    * a site page whose page is held by then (`hold`: its hold key) gets PageHeld and takes no
    * place, number or delivery (decision 185).
    */
@@ -262,8 +263,15 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
         )
         const stateOf = (x: Submission) => (x.hold === null ? undefined : held.get(x.hold))
         const live = round.filter((x) => stateOf(x) === undefined)
-        const { granted, used } = live.length === 0 ? { granted: 0, used: 0 } : await formStore.claimMonth(trx, form.user_id, month, limit, live.length)
-        const kept = live.slice(0, granted)
+        // spam takes no place in the monthly quota, as on Formspree and Netlify, so a bot that
+        // fills the honeypot cannot use it up for the visitors; it has a count of its own with
+        // the same limit, past which it is answered as kept but not stored (252)
+        const ham = live.filter((x) => x.spam === null)
+        const spam = live.filter((x) => x.spam !== null)
+        const { granted, used } = ham.length === 0 ? { granted: 0, used: 0 } : await formStore.claimMonth(trx, form.user_id, month, limit, ham.length)
+        const spamKept = spam.length === 0 ? 0 : await formStore.claimSpam(trx, form.user_id, month, limit, spam.length)
+        const keptSet = new Set([...ham.slice(0, granted), ...spam.slice(0, spamKept)])
+        const kept = live.filter((x) => keptSet.has(x))
         await formStore.insertSubmissions(
           trx,
           kept.map((x, i) => ({
@@ -289,7 +297,8 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
         return round.map((x) => {
           const state = stateOf(x)
           if (state !== undefined) return new PageHeld(state)
-          return keptIds.has(x.id)
+          // spam past its count: answered as stored, so the bot learns nothing
+          return keptIds.has(x.id) || x.spam !== null
             ? { id: x.id, spam: x.spam }
             : new AppError('FORM_QUOTA', {
                 params: {
@@ -485,9 +494,9 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
 
     /**
      * Validates and stores one submission. Spam (honeypot, too fast) is stored flagged, not
-     * dropped. The owner's monthly quota is checked under the owner's lock (1613), in the
-     * submission round of its form (submitRound); so is `hold`, the hold key of the site page
-     * posted to (PageHeld when it is held).
+     * dropped, while the month's spam count allows. The owner's monthly quota is checked under
+     * the owner's lock (1613), in the submission round of its form (submitRound); so is
+     * `hold`, the hold key of the site page posted to (PageHeld when it is held).
      */
     async submit(
       form: FormRow,

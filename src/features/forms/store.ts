@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely'
+import { sql, type Generated, type Kysely } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { Trx } from '../../db/kysely.js'
 import { addUsage, claimUsage, usageOf } from '../../db/usage.js'
@@ -44,7 +44,10 @@ export interface FormSubmissionsTable {
 export interface FormUsageTable {
   user_id: string
   month: string
+  /** Submissions not flagged as spam: what the monthly quota holds. */
   submissions: number
+  /** Spam stored in the month, at most the same limit (decision 252). */
+  spam: Generated<number>
 }
 
 export type FormRow = FormsTable
@@ -175,6 +178,30 @@ export const formStore = {
       .returning('submissions')
       .executeTakeFirst()
     return r ? { granted, used: num(r.submissions) } : { granted: 0, used: await this.monthUsage(q, userId, month) }
+  },
+
+  /**
+   * Under the owner's lock: counts up to `n` spam submissions in the owner's month while that
+   * count stays at or under `limit` (the monthly quota's, counted apart from it), as claimMonth.
+   * Returns how many were counted.
+   */
+  async claimSpam(q: Q, userId: string, month: string, limit: number, n: number): Promise<number> {
+    const r = await q.selectFrom('form_usage').select('spam').where('user_id', '=', userId).where('month', '=', month).executeTakeFirst()
+    const max = Math.floor(limit)
+    const granted = Math.max(0, Math.min(n, max - (r ? num(r.spam) : 0)))
+    if (granted === 0) return 0
+    const done = await q
+      .insertInto('form_usage')
+      .values({ user_id: userId, month, submissions: 0, spam: granted })
+      .onConflict((oc) =>
+        oc
+          .columns(['user_id', 'month'])
+          .doUpdateSet({ spam: sql<number>`form_usage.spam + ${granted}` })
+          .where(sql<boolean>`form_usage.spam + ${granted} <= ${max}`),
+      )
+      .returning('spam')
+      .executeTakeFirst()
+    return done ? granted : 0
   },
 
   /** Under the owner's lock: whether the form still exists and is active, and its next submission number. */

@@ -98,9 +98,18 @@ export function multipartBody(
   return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` }
 }
 
+/**
+ * Text from anyone (a visitor's form field, a stored value) made safe to print on a terminal:
+ * every C0 and C1 control character (line breaks and tabs too: `preview` folds those to a
+ * space first) is written as `\xNN`, so an escape sequence in a submission (ESC [ 2 J, an
+ * OSC title or clipboard write, CSI as U+009B) shows as text instead of acting on the owner's
+ * terminal.
+ */
+export const printable = (s: string): string => s.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+
 export function preview(v: unknown): string {
   const s = typeof v === 'string' ? v : JSON.stringify(v)
-  const one = (s ?? '').replace(/\s+/g, ' ')
+  const one = printable((s ?? '').replace(/\s+/g, ' '))
   // cut between characters: half an emoji's surrogate pair prints as U+FFFD
   return one.length > 40 ? `${truncate(one, 39)}…` : one
 }

@@ -6,7 +6,7 @@ import { CLIENT_HELP } from '../help.js'
 import { ApiError, UsageError } from '../errors.js'
 import { formatBytes } from '../progress.js'
 import { fieldHeaders, toCsv } from '../../../util/csv.js'
-import { flagsOf, localTime, need, noMore, preview, table, unknownSubcommand, type Ctx } from './context.js'
+import { flagsOf, localTime, need, noMore, preview, printable, table, unknownSubcommand, type Ctx } from './context.js'
 
 /** svc forms: list, export submissions, and the notifications of a form (webhook, e-mail, delivery log). */
 export async function formsCommand(ctx: Ctx, args: string[]): Promise<number> {
@@ -207,12 +207,12 @@ async function exportCommand(ctx: Ctx, rest: string[]): Promise<number> {
   }
   const rows = submissionRows(data)
   const form = data?.form ?? {}
-  const head = `form ${form.form_name ?? id}${form.form_slug ? ` (${form.form_slug})` : ''}: ${data?.exported_count ?? rows.length - 1} submission${(data?.exported_count ?? rows.length - 1) === 1 ? '' : 's'}\n`
+  const head = `form ${printable(String(form.form_name ?? id))}${form.form_slug ? ` (${form.form_slug})` : ''}: ${data?.exported_count ?? rows.length - 1} submission${(data?.exported_count ?? rows.length - 1) === 1 ? '' : 's'}\n`
   write(
     `${head}${
       rows.length > 1
         ? `${table(
-            rows[0],
+            rows[0].map(printable),
             rows.slice(1).map((r) => r.map((c) => preview(c))),
           )}\n`
         : ''
