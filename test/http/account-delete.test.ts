@@ -1,12 +1,14 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
+import { PassThrough } from 'node:stream'
 import { sql } from 'kysely'
-import { ENGINES, REDIS_URL, needs, startServer, type TestServer } from '../support/server.js'
+import { request } from 'undici'
+import { ENGINES, REDIS_URL, insecureAgent, needs, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, uploadFile } from '../support/hosting.js'
 import { blobDigests, imageForm, makeImage, svc } from '../support/images.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
-import { deploySite, sha } from '../support/deploys.js'
+import { deploySite, manifestOf, sha, tarOf } from '../support/deploys.js'
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
 import { sweepBlobs } from '../../src/storage/sweeper.js'
 
@@ -194,6 +196,30 @@ for (const engine of ENGINES) {
       const log = await s.get('/svc_api/admin/audit?action=user.delete', { cookie: adminCookie })
       const e = log.json.data.entries.find((x: { target: string }) => x.target === u.username)
       assert.equal(e?.actor, u.username, log.text)
+    })
+
+    it('a deploy still arriving when its account is deleted answers 409 / 1410, not 500, and leaves nothing', async () => {
+      const u = await s.user()
+      const files = { 'index.html': '<p>late</p>', 'big.bin': Buffer.alloc(200_000, 7) }
+      const tar = await tarOf([manifestOf(files), ...Object.entries(files).map(([name, data]) => ({ name, data }))])
+      const body = new PassThrough()
+      const answer = request(`${s.url}/api/folders/late/deploys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${u.key}`, 'content-type': 'application/x-tar' },
+        body,
+        dispatcher: insecureAgent,
+      })
+      // the request is authenticated and reading its body when the account goes
+      body.write(tar.subarray(0, 100_000))
+      await new Promise((r) => setTimeout(r, 300))
+      assert.equal((await s.request('DELETE', `/svc_api/admin/users/${u.username}`, { cookie: adminCookie })).status, 200)
+      body.end(tar.subarray(100_000))
+      const r = await answer
+      const j = (await r.body.json()) as { error_code: number }
+      assert.equal(r.statusCode, 409)
+      assert.equal(j.error_code, 1410)
+      assert.equal((await s.deps.db.k.selectFrom('folders').select('id').where('user_id', '=', u.id).execute()).length, 0, 'no project left behind')
+      assert.equal((await s.get('/svc_api/me', { key: u.key })).status, 401, 'a retry is told the key is gone')
     })
 
     it('an admin account does not delete itself', async () => {
