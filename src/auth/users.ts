@@ -76,6 +76,9 @@ export function createUsers(db: Db, clock: Clock, reserved: ReadonlySet<string> 
       const name = username.toLowerCase()
       const problem = usernameProblem(name, reserved) ?? passwordProblem(password)
       if (problem) throw new UserInputError(problem)
+      // the name of a deleted account stays held (docs/api/accounts.md: deleting an account)
+      if (await db.k.selectFrom('retired_usernames').select('username').where('username', '=', name).executeTakeFirst())
+        throw new UserInputError(`user "${name}" already exists (the name of a deleted account is not given again)`)
       const now = clock.now()
       const row = {
         id: newId(),

@@ -245,7 +245,7 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       return restoreArguments(args)
     case 'user': {
       const [given, ...rest] = args
-      const sub = subcommand(given, ['add', 'set'])
+      const sub = subcommand(given, ['add', 'set', 'delete'])
       if (sub === 'add') {
         const { values, positionals } = parseOptions(rest, OPERATOR_HELP.user.subs.add)
         const username = need(positionals[0], '<username>')
@@ -263,6 +263,14 @@ export function checkArguments(cmd: string, args: string[]): Checked {
             out(`created user ${u.username} (${u.tier}${u.is_admin ? ', admin' : ''})`)
           },
         }
+      }
+      if (sub === 'delete') {
+        const { values, positionals } = parseOptions(rest, OPERATOR_HELP.user.subs.delete)
+        const username = need(positionals[0], '<username>')
+        noMore(positionals, 1)
+        // as svc restore's --force: a mistyped line must not delete an account
+        if (values.force !== true) throw new UsageError(`svc user delete removes ${username} and everything it holds for good: add --force to do it`)
+        return { opens: 'database', run: (db, config) => deleteUser(db, config, username) }
       }
       const { values, positionals } = parseOptions(rest, OPERATOR_HELP.user.subs.set)
       const username = need(positionals[0], '<username>')
@@ -473,6 +481,25 @@ async function setUser(db: Db, config: Config, username: string, s: UserSettings
   // as the admin console does it; without Redis, a running server's cache takes up to
   // its life (5 minutes) to see the change
   if (s.disabled === undefined) return
+  await tellServers(config, u.username)
+}
+
+/** svc user delete: the account and everything it holds, then the running servers' caches. */
+async function deleteUser(db: Db, config: Config, username: string): Promise<void> {
+  const users = createUsers(db, systemClock, serviceLabels(config))
+  const id = await userIdOf(users, username)
+  const { deleteAccount } = await import('../features/accounts/delete.js')
+  const done = await deleteAccount(db, Date.now(), id, cliActor())
+  if (!done) throw new UserInputError(`no user "${username}"`)
+  const held = Object.entries(done.usage)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${k} ${n}`)
+  out(`deleted user ${done.username}${held.length ? ` (${held.join(', ')})` : ''}; the name stays held; svc sweep removes the blobs nothing else uses`)
+  await tellServers(config, done.username)
+}
+
+/** Drops an account's public caches on every running server (through Redis), as the console does. */
+async function tellServers(config: Config, username: string): Promise<void> {
   if (config.redisUrl === null) {
     out(`a running server shows this within 5 minutes (set REDIS_URL, or use the admin console, for at once)`)
     return
@@ -487,7 +514,7 @@ async function setUser(db: Db, config: Config, username: string, s: UserSettings
     // a publish waits for the instances' acknowledgements only once the bus's own
     // subscription is up: wait for it (1 s at most), so this returns once they applied it
     for (let i = 0; i < 20 && !isReliable(bus); i++) await new Promise((r) => setTimeout(r, 50))
-    await invalidateAccount(bus, u.username)
+    await invalidateAccount(bus, username)
     if (lost) out('could not tell the running servers (Redis at REDIS_URL did not take the message): they show this within 5 minutes')
   } catch (e) {
     out(`could not tell the running servers (${(e as Error).message}): they show this within 5 minutes`)

@@ -88,9 +88,11 @@ export const OPERATOR_HELP = {
       'svc user add <username> --password <pw> [--vip] [--admin]',
       'svc user set <username> [--vip|--no-vip] [--tier TIER] [--disable|--enable] [--api-access on|off]',
       '                        [--admin|--no-admin] [--password <pw>] [--limit NAME=VALUE ...]',
+      'svc user delete <username> --force',
     ],
-    summary: 'create an account, or change its tier, access, password and limits',
-    about: 'Creates an account, or changes one: its tier, whether it is disabled, its API access, admin rights, password and per-user limits.',
+    summary: 'create an account, change its tier, access, password and limits, or delete it',
+    about:
+      'Creates an account, or changes one: its tier, whether it is disabled, its API access, admin rights, password and per-user limits; or deletes one with everything it holds (--force says you mean it), keeping its name from new accounts.',
     subs: {
       add: {
         password: { ...PASSWORD, help: `the password (required), ${MIN_PASSWORD_LENGTH} characters or more` },
@@ -115,12 +117,16 @@ export const OPERATOR_HELP = {
           check: LIMIT,
         },
       },
+      delete: {
+        force: { type: 'boolean', help: 'required: delete the account, its pages, data, keys and domains now (nothing brings them back)' },
+      },
     },
     env: [DATA, DATABASE, REDIS],
     examples: [
       'svc user add alice --password "$PW" --vip',
       'svc user set alice --disable',
       'svc user set alice --limit kv_keys=5000 --limit image_bytes=default',
+      'svc user delete alice --force',
     ],
     see: 'docs/cli.md, docs/limits.md',
   },

@@ -419,6 +419,15 @@ function isConstraintViolation(e: unknown): boolean {
 }
 
 /** True when a database error is a unique-constraint violation (both engines). */
+/**
+ * A row written refers to one that is gone (foreign key): its account or project was deleted
+ * by another request while this one ran.
+ */
+export function isForeignKeyViolation(e: unknown): boolean {
+  const err = e as { code?: string }
+  return err?.code === '23503' || err?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY'
+}
+
 export function isUniqueViolation(e: unknown): boolean {
   const err = e as { code?: string; message?: string }
   return err?.code === '23505' || err?.code === 'SQLITE_CONSTRAINT_UNIQUE' || err?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'

@@ -13,6 +13,15 @@ export interface Database {
   entitlements: EntitlementsTable
   redeem_codes: RedeemCodesTable
   usage: UsageTable
+  retired_usernames: RetiredUsernamesTable
+}
+
+/** The name of a deleted account, held from new accounts (migration 0801). */
+export interface RetiredUsernamesTable {
+  username: string
+  deleted_at: number
+  /** who deleted it: the account itself, an admin's username, or `cli:<os user>` */
+  deleted_by: string
 }
 
 /** Usage counters read by quotas (db/usage.ts). */

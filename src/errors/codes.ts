@@ -586,6 +586,16 @@ export const ERRORS = {
     '重新读取后再写入',
     'Read it again and retry the write',
   ),
+  // a write whose account or project was deleted by another request while it ran (a foreign key)
+  DELETED_MEANWHILE: def(
+    1410,
+    'BUSINESS_ERROR',
+    409,
+    '请求写入的对象在处理期间已被删除（账户或项目）',
+    'What this request writes to was deleted while it ran (its account or project)',
+    '检查它是否仍存在，再重试',
+    'Check that it still exists, then try again',
+  ),
   // 1420-1439: form notifications, webhooks and e-mail (beyond the spec; 1423 is LOCKED)
   WEBHOOK_URL_INVALID: def(
     1420,

@@ -5,6 +5,7 @@ import { AppError } from '../errors/app-error.js'
 import { ERRORS, type ErrorKey } from '../errors/codes.js'
 import { mapText, langOf, renderError, type ErrorFormat, type Lang, type Text } from '../errors/render.js'
 import type { Config } from '../config.js'
+import { isForeignKeyViolation } from '../db/kysely.js'
 import { CUT_SHORT, multipartClientError } from './multipart.js'
 import { SEGMENT_TOO_LONG } from './allowed-methods.js'
 import { serviceOrigin } from './origin.js'
@@ -512,6 +513,10 @@ export function installErrorHandling(app: FastifyInstance, config: Config, page?
           : bodyTooLarge
             ? bodyTooLarge(bodyLimit)
             : fromFastifyError(err, bodyLimit, config.maxUploadBytes)
+    // a row written refers to one another request deleted meanwhile (the account, a project):
+    // nothing was written (the statement failed in its transaction); the caller's retry gets
+    // the answer for what is there now (401 for a deleted account)
+    if (!appErr && isForeignKeyViolation(err)) appErr = new AppError('DELETED_MEANWHILE')
     if (!appErr) {
       req.log.error({ err }, 'unexpected error')
       appErr = new AppError('INTERNAL', { params: { request_id: String(req.id) } })

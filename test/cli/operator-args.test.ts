@@ -26,8 +26,12 @@ const LIMIT_TAKES = `--limit takes NAME=N or NAME=default, N an integer from 0 t
 // option value its table does not take, a name or password the account rules refuse. FILE
 // stands for a path in the test's folder, which must stay as it was.
 const REFUSED: Array<[args: string[], message: string]> = [
-  [['user'], 'missing a subcommand: add or set'],
-  [['user', 'remove', 'bob'], 'unknown subcommand "remove": add or set'],
+  [['user'], 'missing a subcommand: add or set or delete'],
+  [['user', 'remove', 'bob'], 'unknown subcommand "remove": add or set or delete'],
+  // a delete says it means it, as svc restore's --force does
+  [['user', 'delete', 'bob'], 'svc user delete removes bob and everything it holds for good: add --force to do it'],
+  [['user', 'delete', '--force'], 'missing <username>'],
+  [['user', 'delete', 'bob', 'carol', '--force'], 'unexpected argument "carol"'],
   [['user', 'add', '--password', PW], 'missing <username>'],
   [['user', 'add', 'bob'], 'missing --password'],
   [['user', 'add', 'bob', 'carol', '--password', PW], 'unexpected argument "carol"'],

@@ -19,6 +19,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/svc_api/account/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Delete the account and everything it holds (session only; the username and password typed again); its name stays held */
+        post: operations["postSvcApiAccountDelete"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/svc_api/me": {
         parameters: {
             query?: never;
@@ -894,7 +911,8 @@ export interface paths {
         put?: never;
         /** Change an account: VIP tier, disabled, API access, limits (admin) */
         post: operations["postSvcApiAdminUsersByUsername"];
-        delete?: never;
+        /** Delete an account and everything it holds; its name stays held from new accounts (admin) */
+        delete: operations["deleteSvcApiAdminUsersByUsername"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1733,6 +1751,40 @@ export interface operations {
                     current_password: string;
                     /** @description the new password: at least 8 characters, at most 1024 bytes */
                     new_password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    postSvcApiAccountDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the account's username, typed again */
+                    username: string;
+                    /** @description the password the account has now */
+                    password: string;
                 };
             };
         };
@@ -4927,6 +4979,40 @@ export interface operations {
                                 used: number;
                                 limit: number;
                             }[];
+                        };
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    deleteSvcApiAdminUsersByUsername: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        /** @description The account deleted; its name stays held from new accounts */
+                        data: {
+                            username: string;
+                            /** @description What the account held when it was deleted: files, file_bytes, folders, folder_bytes, kv_keys, images, image_bytes, hosted_files */
+                            usage: {
+                                [key: string]: number;
+                            };
                         };
                     };
                 };

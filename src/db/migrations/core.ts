@@ -64,4 +64,19 @@ export const coreMigrations: Record<string, Migration> = {
   },
   // the usage counters every quota reads (db/usage.ts)
   ...usageMigrations,
+  // the names of deleted accounts: held from new accounts (users.create), since holds, abuse
+  // records and visitors' storage on the user's origin are still keyed by the name
+  '0802-retired-usernames': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('retired_usernames')
+        .addColumn('username', 'text', (c) => c.primaryKey())
+        .addColumn('deleted_at', 'bigint', (c) => c.notNull())
+        .addColumn('deleted_by', 'text', (c) => c.notNull())
+        .execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable('retired_usernames').execute()
+    },
+  },
 }

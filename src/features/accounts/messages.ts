@@ -37,7 +37,7 @@ export const ACCOUNTS_MESSAGES = defineMessages(
     'keys.none': 'No keys yet.',
 
     'nav.account': 'Account',
-    'dash.account.text': 'Your password; signing out other devices.',
+    'dash.account.text': 'Your password; signing out other devices; deleting the account.',
     'account.title': 'Account',
     'account.pw.title': 'Change the password',
     'account.pw.intro': 'Changing it signs out every other browser signed in to this account; this one stays signed in. API keys keep working.',
@@ -49,6 +49,14 @@ export const ACCOUNTS_MESSAGES = defineMessages(
     'account.pw.mismatch': 'The two new passwords differ.',
     'account.pw.wrong': 'This is not the current password of the account.',
     'account.pw.done': 'Password changed. Other browsers have been signed out.',
+    'account.del.title': 'Delete the account',
+    'account.del.intro':
+      'Deletes the account and everything it holds, at once and for good: pages and projects, custom domains, KV data, forms and their submissions, images, hosted data and API keys. Nothing brings them back: download a copy first (Export). The name is not given to anyone again.',
+    'account.del.username': 'Type your username ({name}) to confirm',
+    'account.del.password': 'Your password',
+    'account.del.submit': 'Delete this account',
+    'account.del.mismatch': 'This is not the name of the account.',
+    'account.del.confirm': 'Delete the account {name} and everything it holds now? This cannot be undone.',
   },
   {
     'nav.keys': 'API 密钥',
@@ -85,7 +93,7 @@ export const ACCOUNTS_MESSAGES = defineMessages(
     'keys.none': '还没有密钥。',
 
     'nav.account': '账户',
-    'dash.account.text': '你的密码；让其他设备退出登录。',
+    'dash.account.text': '你的密码；让其他设备退出登录；删除账户。',
     'account.title': '账户',
     'account.pw.title': '更改密码',
     'account.pw.intro': '更改后，登录此账户的其他浏览器都会退出登录，当前浏览器保持登录。API 密钥照常可用。',
@@ -97,6 +105,14 @@ export const ACCOUNTS_MESSAGES = defineMessages(
     'account.pw.mismatch': '两次输入的新密码不一致。',
     'account.pw.wrong': '这不是该账户的当前密码。',
     'account.pw.done': '密码已更改，其他浏览器已退出登录。',
+    'account.del.title': '删除账户',
+    'account.del.intro':
+      '立即并永久删除该账户及其全部内容：页面和项目、自定义域名、KV 数据、表单及其提交、图片、托管数据和 API 密钥。删除后无法恢复，请先下载一份副本（导出）。该用户名不会再分配给任何人。',
+    'account.del.username': '输入你的用户名（{name}）以确认',
+    'account.del.password': '你的密码',
+    'account.del.submit': '删除此账户',
+    'account.del.mismatch': '这不是该账户的用户名。',
+    'account.del.confirm': '现在删除账户 {name} 及其全部内容？此操作无法撤销。',
   },
 )
 export type AccountsKey = KeyOf<typeof ACCOUNTS_MESSAGES>

@@ -5,7 +5,7 @@ import type { FeatureUi } from '../../web/page.js'
 import { status, table } from '../../web/parts.js'
 import { ACCOUNTS_MESSAGES, type AccountsKey } from './messages.js'
 
-/** /api-keys: create, list, enable/disable and delete API keys (static/keys.js); /account: change the password (static/account.js). */
+/** /api-keys: create, list, enable/disable and delete API keys (static/keys.js); /account: change the password, delete the account (static/account.js). */
 export const accountsUi: FeatureUi<AccountsKey> = {
   messages: ACCOUNTS_MESSAGES,
   scripts: [sourceFile('features/accounts/static/keys.js'), sourceFile('features/accounts/static/account.js')],
@@ -49,6 +49,7 @@ export const accountsUi: FeatureUi<AccountsKey> = {
         return {
           title: t('account.title'),
           script: 'account',
+          data: { username: ctx.user?.username ?? '' },
           body: html`
         <form id="pw-form" class="card">
           <h2>${t('account.pw.title')}</h2>
@@ -63,7 +64,17 @@ export const accountsUi: FeatureUi<AccountsKey> = {
           <input id="pw-again" name="new-password-again" type="password" required maxlength="${MAX_PASSWORD_BYTES}" autocomplete="new-password">
           <button type="submit" class="primary" id="pw-submit">${t('account.pw.submit')}</button>
         </form>
-        ${status('pw-status')}`,
+        ${status('pw-status')}
+        <form id="del-form" class="card">
+          <h2>${t('account.del.title')}</h2>
+          <p class="hint">${t('account.del.intro')}</p>
+          <label for="del-username">${t('account.del.username', { name: ctx.user?.username ?? '' })}</label>
+          <input id="del-username" name="confirm-username" required maxlength="64" autocomplete="off" spellcheck="false">
+          <label for="del-password">${t('account.del.password')}</label>
+          <input id="del-password" name="password" type="password" required autocomplete="current-password" maxlength="${MAX_PASSWORD_BYTES}">
+          <button type="submit" class="danger" id="del-submit">${t('account.del.submit')}</button>
+        </form>
+        ${status('del-status')}`,
         }
       },
     },

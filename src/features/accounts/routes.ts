@@ -16,6 +16,7 @@ import { formTokenOk, sessionCsrfOk } from '../../http/csrf.js'
 import { safeNext } from '../../web/security.js'
 import { say } from '../../web/short-page.js'
 import { writeAudit } from '../admin/store.js'
+import { deleteAccount, dropDeletedAccount } from './delete.js'
 import { createAdmin } from '../admin/service.js'
 import type { Text } from '../../errors/text.js'
 
@@ -153,6 +154,11 @@ const PasswordBody = Type.Object({
   }),
 })
 
+const DeleteBody = Type.Object({
+  username: Type.String({ maxLength: 64, description: "the account's username, typed again" }),
+  password: Type.String({ maxLength: MAX_PASSWORD_BYTES, description: 'the password the account has now' }),
+})
+
 /** What a redeemed code turned on, by feature (the names the web interface gives them). */
 const ENABLED: Partial<Record<string, Text>> = {
   'image-host': { zh: '已开通图片托管', en: 'Image hosting enabled' },
@@ -210,6 +216,60 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
         user_agent: req.headers['user-agent'] ?? '',
       })
       return { success: true, message: say(req, '密码已更改；其他设备上的登录已结束', 'Password changed; sign-ins on other devices have ended') }
+    },
+  )
+
+  // the account's own delete: a session of a browser that types the name and the password
+  // again, as GitHub and Netlify ask; never an API key, which a leaked copy would make enough
+  // to destroy everything the account holds (docs/api/accounts.md)
+  app.post(
+    '/svc_api/account/delete',
+    {
+      config: session,
+      schema: {
+        tags: ['account'],
+        summary: 'Delete the account and everything it holds (session only; the username and password typed again); its name stays held',
+        body: DeleteBody,
+        response: { 200: Done },
+      },
+    },
+    async (req, reply) => {
+      const p = caller(req)
+      const body = req.body as { username: string; password: string }
+      if (body.username.trim().toLowerCase() !== p.user.username)
+        throw badInput('username', 'username 与当前登录的账户名不一致', 'username is not the name of the account signed in')
+      if (p.user.is_admin)
+        throw badInput(
+          'username',
+          '管理员账户不能自行删除：请由另一位管理员或 svc user delete 删除',
+          'an admin account cannot delete itself: another admin or `svc user delete` deletes it',
+        )
+      const { wait, attempt } = await throttle.enter(p.user.username, clientIp(req, config))
+      if (!attempt)
+        throw new AppError('LOGIN_THROTTLED', { params: { retry_after: wait }, extra: { retry_after: wait }, headers: { 'Retry-After': String(wait) } })
+      try {
+        const row = await users.byName(p.user.username)
+        if (!row || !(await verifyPassword(row.password_hash, body.password))) {
+          await attempt.count()
+          throw badInput('password', 'password 不是该账户的当前密码', 'password is not the account’s current password')
+        }
+      } finally {
+        attempt.leave()
+      }
+      const done = await deleteAccount(db, clock.now(), p.user.id, p.user.username)
+      if (!done) throw new AppError('USER_NOT_FOUND')
+      await dropDeletedAccount(deps.bus, done.username)
+      await writeAudit(db, clock.now(), {
+        actor: done.username,
+        via: 'web',
+        action: 'user.delete',
+        target: done.username,
+        details: { usage: done.usage, self: true },
+        ip: clientIp(req, config),
+        user_agent: req.headers['user-agent'] ?? '',
+      })
+      reply.header('Set-Cookie', CLEAR_COOKIE)
+      return { success: true, message: say(req, '账户已删除', 'Account deleted') }
     },
   )
 

@@ -93,6 +93,11 @@ export const ADMIN_MESSAGES = defineMessages(
     'admin.reports.confirm_quarantine': 'Quarantine this content? Visitors get a 451 notice until you restore it.',
     'admin.reports.confirm_dismiss': 'Dismiss this report? It closes with no action on the content and cannot be reopened.',
     'admin.users.confirm_disable': 'Disable {name}? The account can no longer sign in or use its keys, and its pages, images and data links go offline.',
+    'admin.users.delete': 'Delete',
+    'admin.users.confirm_delete':
+      'Delete {name} and everything it holds (pages, projects, domains, KV, forms and submissions, images, hosted data, keys)? This cannot be undone; abuse reports and the audit log are kept, and the name stays held. Type the username to confirm:',
+    'admin.users.delete_mismatch': 'Not deleted: the name typed is not {name}.',
+    'admin.users.deleted': 'Deleted {name} and everything it held.',
     'admin.reports.none': 'No reports.',
     'admin.reports.status.open': 'open',
     'admin.reports.status.quarantined': 'quarantined',
@@ -305,6 +310,11 @@ export const ADMIN_MESSAGES = defineMessages(
     'admin.reports.confirm_quarantine': '隔离该内容？在你恢复之前，访客会看到 451 提示。',
     'admin.reports.confirm_dismiss': '驳回该举报？举报将关闭，不对内容做任何处理，且不能重新打开。',
     'admin.users.confirm_disable': '停用 {name}？该账户将无法登录或使用 API 密钥，其页面、图片和数据链接都会下线。',
+    'admin.users.delete': '删除',
+    'admin.users.confirm_delete':
+      '删除 {name} 及其全部内容（页面、项目、域名、KV、表单及提交、图片、托管数据、密钥）？此操作无法撤销；举报记录和审计日志会保留，该用户名不会再分配。输入用户名以确认：',
+    'admin.users.delete_mismatch': '未删除：输入的名称不是 {name}。',
+    'admin.users.deleted': '已删除 {name} 及其全部内容。',
     'admin.reports.none': '没有举报。',
     'admin.reports.status.open': '待处理',
     'admin.reports.status.quarantined': '已隔离',

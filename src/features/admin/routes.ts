@@ -21,6 +21,7 @@ import {
   SettingsReply,
   SettingsSetReply,
   TAGS,
+  UserDeletedReply,
   UserKeysReply,
   UsernameParams,
   UserPatch,
@@ -62,6 +63,18 @@ export function adminApi(app: FastifyInstance, deps: Deps, admin: Admin): void {
       const { username } = req.params as { username: string }
       const { user: u, over } = await admin.updateUser(actorOf(req, deps), username, req.body as Parameters<Admin['updateUser']>[2])
       return { success: true, data: { username: u.username, tier: u.tier, disabled: u.disabled, api_access: u.api_access, limits: u.limits, over } }
+    },
+  )
+
+  app.delete(
+    '/svc_api/admin/users/:username',
+    opts('Delete an account and everything it holds; its name stays held from new accounts (admin)', {
+      params: UsernameParams,
+      response: { 200: UserDeletedReply },
+    }),
+    async (req) => {
+      const { username } = req.params as { username: string }
+      return { success: true, data: await admin.deleteUser(actorOf(req, deps), username) }
     },
   )
 

@@ -112,6 +112,19 @@ export const UserReply = Type.Object({
   ),
 })
 
+/** What a deleted account held (the accounts list's usage fields), and its name. */
+export const DeletedAccount = Type.Object(
+  {
+    username: Type.String(),
+    usage: Type.Record(Type.String(), Type.Integer(), {
+      description: 'What the account held when it was deleted: files, file_bytes, folders, folder_bytes, kv_keys, images, image_bytes, hosted_files',
+    }),
+  },
+  { description: 'The account deleted; its name stays held from new accounts' },
+)
+
+export const UserDeletedReply = Type.Object({ success: Type.Boolean(), data: DeletedAccount })
+
 export const UserKeysReply = Type.Object({
   success: Type.Boolean(),
   data: Type.Object({ username: Type.String(), keys: Type.Array(KeyInfo) }),

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { invalidateAccount } from '../accounts/invalidate.js'
+import { deleteAccount, dropDeletedAccount, type DeletedUsage } from '../accounts/delete.js'
 import { AppError } from '../../errors/app-error.js'
 import { mapText, type Text } from '../../errors/text.js'
 import { createInvalidatedCache } from '../../infra/invalidated-cache.js'
@@ -298,6 +299,23 @@ export function createAdmin(deps: Deps) {
       if (!key || !(await deps.apiKeys.remove(u.id, id))) throw new AppError('RESOURCE_NOT_FOUND')
       await audit(actor, 'key.revoke', u.username, { key_id: key.id, name: key.name })
       return { id: key.id, name: key.name }
+    },
+
+    /**
+     * Deletes an account and everything it holds (accounts/delete.ts), then drops its public
+     * caches on every instance. An admin cannot delete their own account here (another admin or
+     * `svc user delete` can), as they cannot disable it.
+     */
+    async deleteUser(actor: Actor, username: string): Promise<{ username: string; usage: DeletedUsage }> {
+      const target = await userByName(username)
+      if (target.username === actor.name)
+        throw new AppError('INVALID_PARAMETER', { params: { detail: { zh: '不能在此删除你自己的账户', en: 'you cannot delete your own account here' } } })
+      const done = await deleteAccount(db, clock.now(), target.id, actor.name)
+      // deleted meanwhile by another request: as an unknown name
+      if (!done) throw new AppError('USER_NOT_FOUND')
+      await dropDeletedAccount(deps.bus, done.username)
+      await audit(actor, 'user.delete', done.username, { usage: done.usage })
+      return done
     },
 
     /** A new invitation code (shown once; only its hash is kept). */

@@ -158,6 +158,28 @@
         button(t('admin.users.keys'), function () {
           showKeys(u.username, true)
         }),
+        button(
+          t('admin.users.delete'),
+          function () {
+            // the confirm step: the account's name typed again, as GitHub asks
+            var typed = window.prompt(t('admin.users.confirm_delete', { name: u.username }), '')
+            if (typed === null) return
+            if (typed.trim().toLowerCase() !== u.username) {
+              S.status('users-status', t('admin.users.delete_mismatch', { name: u.username }), 'error')
+              return
+            }
+            S.api
+              .del('/svc_api/admin/users/' + S.enc(u.username))
+              .then(function () {
+                return load(current)
+              })
+              .then(function () {
+                S.status('users-status', t('admin.users.deleted', { name: u.username }), 'ok')
+              })
+              .catch(S.fail('users-status'))
+          },
+          { class: 'danger' },
+        ),
       )
       return S.row([u.username + (u.is_admin ? ' (' + t('admin.users.admin') + ')' : ''), u.tier, state, usage, [overrides, limitForm], actions], {
         'data-user': u.username,
