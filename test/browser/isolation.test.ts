@@ -378,6 +378,19 @@ describe(`a user's page is walled off from other users and from the service (Chr
         await page.goto(`${tService}/dashboard`)
         assert.equal(new URL(page.url()).pathname, '/login')
         assert.ok(!(await page.locator('body').innerText()).includes(mallory.username), "Mallory's account is never shown")
+
+        // tossed once more, the visitor signs in as themselves and is never locked out
+        await tctx.addCookies([{ name: 'session', value: attackerSid, domain: `.${TOSS_DOMAIN}`, path: '/', secure: true, sameSite: 'Lax' }])
+        await page.fill('#username', victim.username)
+        await page.fill('#password', victim.password)
+        await Promise.all([page.waitForURL('**/dashboard'), page.click('button[type=submit]')])
+        const me2 = await page.goto(`${tService}/svc_api/me`)
+        assert.equal((await me2!.json()).data.username, victim.username, 'the visitor is themselves')
+        assert.deepEqual(
+          (await tctx.cookies(tService)).filter((c) => c.name === 'session').map((c) => c.domain),
+          [TOSS_DOMAIN],
+          "only the service's own host-only session is left",
+        )
       } finally {
         rec.stop()
         await page.close()
