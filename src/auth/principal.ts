@@ -5,7 +5,7 @@ import { dropOldest } from '../util/oldest.js'
 import type { Clock } from '../util/clock.js'
 import type { ErrorKey } from '../errors/codes.js'
 import { USER_COLUMNS, toUser, type User } from './users.js'
-import { API_KEY_RE, SESSION_ID_RE, sha256hex } from './tokens.js'
+import { API_KEY_RE, SESSION_BIND_COOKIE, SESSION_ID_RE, sessionBind, sha256hex } from './tokens.js'
 
 /** Who is calling, and how they proved it. */
 export interface Principal {
@@ -30,6 +30,20 @@ export function sessionCookies(cookieHeader: string | undefined): string[] {
     if (part.slice(0, eq).trim() === 'session') out.push(part.slice(eq + 1).trim())
   }
   return out
+}
+
+/**
+ * Whether a Cookie header carries the session's binding cookie (SESSION_BIND_COOKIE) for `sid`:
+ * false for a `session` cookie a sibling host tossed, which comes without it.
+ */
+export function sessionBound(cookieHeader: string | undefined, sid: string): boolean {
+  if (!cookieHeader) return false
+  const want = sessionBind(sid)
+  for (const part of cookieHeader.split(';')) {
+    const eq = part.indexOf('=')
+    if (eq > 0 && part.slice(0, eq).trim() === SESSION_BIND_COOKIE && part.slice(eq + 1).trim() === want) return true
+  }
+  return false
 }
 
 const LAST_USED_EVERY_MS = 60_000
@@ -107,7 +121,12 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
     }
     return u
   }
-  return async function resolve(authorization: string | undefined, cookieHeader: string | undefined): Promise<Resolution> {
+  /**
+   * `fetchMetadata`: the request carries Sec-Fetch-Site, so it comes from a browser, whose
+   * session cookie counts only beside its binding cookie (sessionBound); clients that send no
+   * fetch metadata (curl, scripts) present the cookie alone.
+   */
+  return async function resolve(authorization: string | undefined, cookieHeader: string | undefined, fetchMetadata = false): Promise<Resolution> {
     if (authorization !== undefined) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
       if (!m || !API_KEY_RE.test(m[1])) return { kind: 'error', error: 'AUTH_INVALID' }
@@ -127,6 +146,9 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
     if (cookies.length > 1) return { kind: 'error', error: 'AUTH_AMBIGUOUS' }
     const sid = cookies[0]
     if (!SESSION_ID_RE.test(sid)) return { kind: 'error', error: 'SESSION_ENDED' }
+    // a browser's lone session cookie without its binding one was tossed by a sibling host
+    // (or predates the binding): never the session of whoever set it
+    if (fetchMetadata && !sessionBound(cookieHeader, sid)) return { kind: 'error', error: 'SESSION_ENDED' }
     const row = await sessionLookup(sha256hex(sid))
     if (!row || Number(row.expires_at) <= clock.now()) return { kind: 'error', error: 'SESSION_ENDED' }
     const user = userOf(row)

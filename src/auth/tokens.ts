@@ -25,6 +25,17 @@ export const newApiKey = (): string => `svc_${randomString(60)}`
 export const newSessionId = (): string => crypto.randomBytes(32).toString('base64url')
 export const SESSION_ID_RE = /^[A-Za-z0-9_-]{43}$/
 
+/**
+ * The `__Host-` cookie set beside `session`, holding a digest of its id. A page on a sibling
+ * host (a user's origin under the service's registrable domain) can toss a `session` cookie
+ * with a parent Domain, but never a `__Host-` one: a browser sending fetch metadata (every one
+ * that does also keeps `__Host-` cookies to their host) proves with it that its session cookie
+ * is the service's own, host-only one (decision 255).
+ */
+export const SESSION_BIND_COOKIE = '__Host-session_bind'
+/** The value of SESSION_BIND_COOKIE for a session id. */
+export const sessionBind = (sid: string): string => crypto.createHash('sha256').update(`session-bind:${sid}`).digest('base64url')
+
 export const newId = (): string => crypto.randomUUID()
 
 /** URL-safe public token (>= 16 characters). */

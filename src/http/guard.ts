@@ -195,7 +195,11 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
   app.addHook('onRequest', async (req, reply) => {
     const cfg = req.routeOptions.config ?? {}
     const mode: AuthMode = cfg.auth ?? 'none'
-    const res = await deps.resolvePrincipal(req.headers.authorization, typeof req.headers.cookie === 'string' ? req.headers.cookie : undefined)
+    const res = await deps.resolvePrincipal(
+      req.headers.authorization,
+      typeof req.headers.cookie === 'string' ? req.headers.cookie : undefined,
+      req.headers['sec-fetch-site'] !== undefined,
+    )
     const principal = res.kind === 'ok' ? res.principal : null
     const identity = principal ? (principal.via === 'key' ? `k:${principal.keyId}` : `u:${principal.user.id}`) : anonymousIdentity(req, config)
     const rules = tiers[principal?.user.tier ?? 'default']

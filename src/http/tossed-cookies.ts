@@ -1,7 +1,7 @@
 import net from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
-import { sessionCookies } from '../auth/principal.js'
+import { sessionBound, sessionCookies } from '../auth/principal.js'
 import { isHttps, requestHost } from './origin.js'
 import { hostName } from './site-origin.js'
 
@@ -48,11 +48,17 @@ export function tossedSessionClears(host: string, path: string, secure: boolean)
   return out
 }
 
-/** Adds tossedSessionClears to every answer of the router to a request with more than one `session` cookie. */
+/**
+ * Adds tossedSessionClears to every answer of the router to a request with more than one
+ * `session` cookie, or with one that a browser (Sec-Fetch-Site) sent without its binding
+ * cookie (sessionBound): a tossed copy alone, which the guard takes for no session.
+ */
 export function installTossedCookieClearing(app: FastifyInstance, config: Pick<Config, 'trustProxy'>): void {
   app.addHook('onRequest', (req, reply, done) => {
     const cookie = req.headers.cookie
-    if (cookie !== undefined && cookie.indexOf('session') >= 0 && sessionCookies(cookie).length > 1) {
+    const sessions = cookie !== undefined && cookie.indexOf('session') >= 0 ? sessionCookies(cookie) : []
+    const unbound = sessions.length === 1 && req.headers['sec-fetch-site'] !== undefined && !sessionBound(cookie, sessions[0])
+    if (sessions.length > 1 || unbound) {
       const q = req.url.indexOf('?')
       const clears = tossedSessionClears(hostName(requestHost(req, config)), q < 0 ? req.url : req.url.slice(0, q), isHttps(req, config))
       for (const c of clears) reply.header('Set-Cookie', c)

@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
-import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
+import { type BrowserLease, openBrowser, sessionCookiesFor, watchErrors } from '../support/browser.js'
 import { startDns, type TestDns } from '../support/dns.js'
 
 // The dashboard's domain page in Chromium: add a domain, read the DNS record to create, verify
@@ -33,7 +33,7 @@ describe(`dashboard: domains and visitor access in Chromium [${engine}]`, () => 
   it('adds, verifies and makes primary a domain, and sets a visitor password', async () => {
     const cookie = await s.login(alice.username, alice.password)
     const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
-    await ctx.addCookies([{ name: 'session', value: cookie.replace(/^session=/, '').split(';')[0], url: s.url }])
+    await ctx.addCookies(sessionCookiesFor(cookie, s.url))
     const page = await ctx.newPage()
     const problems = watchErrors(page)
     page.on('dialog', (d) => void d.accept())

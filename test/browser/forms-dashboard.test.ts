@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { BrowserContext, Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
+import { type BrowserLease, openBrowser, sessionCookiesFor, watchErrors } from '../support/browser.js'
 
 // The forms page as an owner uses it, in Chromium (decision 203): spam kept apart from the
 // inbox, and the form markup the page offers, pasted into a page and sent by a visitor.
@@ -17,7 +17,7 @@ describe(`dashboard: a form's submissions and its markup in Chromium [${engine}]
   const session = async (): Promise<BrowserContext> => {
     const cookie = await s.login(owner.username, owner.password)
     const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
-    await ctx.addCookies([{ name: 'session', value: cookie.replace(/^session=/, '').split(';')[0], url: s.url }])
+    await ctx.addCookies(sessionCookiesFor(cookie, s.url))
     return ctx
   }
   /** The submissions table's body rows, as their cells' text. */

@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { logInPage, openContext } from '../support/browser.js'
+import { logInPage, openContext, sessionCookiesFor } from '../support/browser.js'
 import { uploadFile } from '../support/hosting.js'
 
 /**
@@ -35,7 +35,7 @@ describe('hosted data in a browser', () => {
     const link = r.json.file.public_url as string
 
     // the visitor is logged in: the session cookie is in the browser
-    await ctx.addCookies([{ name: 'session', value: cookie.split('=')[1], url: s.url, httpOnly: true, secure: true, sameSite: 'Lax' }])
+    await ctx.addCookies(sessionCookiesFor(cookie, s.url))
     const page = await ctx.newPage()
     const apiCalls: string[] = []
     page.on('request', (req) => {

@@ -4,7 +4,7 @@ import type { IncomingMessage } from 'node:http'
 import type { BrowserContext } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
-import { logInPage, networkQuiet, openContext } from '../support/browser.js'
+import { logInPage, networkQuiet, openContext, sessionCookiesFor, sessionIdOf } from '../support/browser.js'
 
 // Browser isolation is a property of the response headers, the same on both engines.
 const engine = ENGINES[0]
@@ -56,8 +56,7 @@ describe(`hosted pages cannot act with a visitor's session (headless Chromium) [
       }
       // the visitor is logged in: their session cookie is in the browser and works on the API
       const cookie = await s.login(visitor.username, visitor.password)
-      const [name, value] = cookie.split('=')
-      await ctx.addCookies([{ name, value, url: s.url, httpOnly: true, secure: true, sameSite: 'Lax' }])
+      await ctx.addCookies(sessionCookiesFor(cookie, s.url))
       const page = await ctx.newPage()
       try {
         const me = await page.goto(`${s.url}/svc_api/me`)
@@ -66,9 +65,9 @@ describe(`hosted pages cannot act with a visitor's session (headless Chromium) [
         // what reached the server: every API request's credentials, as the guard saw them
         const received: Array<{ authorization?: string; cookie?: string }> = []
         const resolve = s.deps.resolvePrincipal
-        s.deps.resolvePrincipal = (authorization, cookieHeader) => {
+        s.deps.resolvePrincipal = (authorization, cookieHeader, fetchMetadata) => {
           received.push({ authorization, cookie: cookieHeader })
-          return resolve(authorization, cookieHeader)
+          return resolve(authorization, cookieHeader, fetchMetadata)
         }
         const answers: Array<{ url: string; method: string; status: number }> = []
         page.on('response', (r) => {
@@ -90,7 +89,7 @@ describe(`hosted pages cannot act with a visitor's session (headless Chromium) [
         // and on the server's side: the requests that did arrive came without the session
         assert.ok(received.length >= 2, `the simple GET and POST reached the server (${received.length} requests)`)
         for (const r of received) {
-          assert.ok(!(r.cookie ?? '').includes(value), "no request from the hosted page carried the visitor's session")
+          assert.ok(!(r.cookie ?? '').includes(sessionIdOf(cookie)), "no request from the hosted page carried the visitor's session")
           assert.equal(r.authorization, undefined)
         }
         for (const a of answers) assert.ok([401, 403, 404].includes(a.status), `the server refused ${a.method} ${a.url}: ${a.status}`)

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { BrowserContext } from 'playwright-core'
 import { startServer, type TestServer } from '../support/server.js'
 import { imageForm, svc, SVG_WITH_SCRIPT } from '../support/images.js'
-import { openContext } from '../support/browser.js'
+import { openContext, sessionCookiesFor } from '../support/browser.js'
 
 /**
  * A logged-in visitor opens the public link of an uploaded SVG whose script would set the
@@ -24,8 +24,7 @@ describe('image host SVG in a real browser [sqlite]', () => {
     assert.equal(up.status, 200, up.text)
     link = up.json.images[0].public_url
     ctx = await openContext()
-    const [name, value] = cookie.split('=')
-    await ctx.addCookies([{ name, value, domain: '127.0.0.1', path: '/', secure: true, httpOnly: true, sameSite: 'Lax' }])
+    await ctx.addCookies(sessionCookiesFor(cookie, s.url))
   })
   after(async () => {
     await ctx?.close()

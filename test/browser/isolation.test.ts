@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { BrowserContext, Page, Request } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, uploadFile } from '../support/hosting.js'
-import { openBrowser, waitFor, type BrowserLease } from '../support/browser.js'
+import { openBrowser, sessionCookiesFor, sessionIdOf, waitFor, type BrowserLease } from '../support/browser.js'
 
 // Isolation is the browser's same-origin policy applied to the service's headers and hosts:
 // the same on both engines.
@@ -88,7 +88,7 @@ describe(`a user's page is walled off from other users and from the service (Chr
     ctx = await browser.newContext({ ignoreHTTPSErrors: true })
     // the visitor is signed in to the service in this browser
     visitorCookie = await s.login(visitor.username, visitor.password)
-    await ctx.addCookies([{ name: 'session', value: visitorCookie.slice('session='.length), url: service, httpOnly: true, secure: true, sameSite: 'Lax' }])
+    await ctx.addCookies(sessionCookiesFor(visitorCookie, service))
   })
   after(async () => {
     await ctx?.close()
@@ -106,9 +106,9 @@ describe(`a user's page is walled off from other users and from the service (Chr
 
       const seen: Array<string | undefined> = []
       const resolve = s.deps.resolvePrincipal
-      s.deps.resolvePrincipal = (authorization, cookieHeader) => {
+      s.deps.resolvePrincipal = (authorization, cookieHeader, fetchMetadata) => {
         seen.push(cookieHeader)
-        return resolve(authorization, cookieHeader)
+        return resolve(authorization, cookieHeader, fetchMetadata)
       }
       const fromService: Array<{ url: string; status: number; headers: Record<string, string> }> = []
       page.on('response', (r) => {
@@ -142,7 +142,7 @@ describe(`a user's page is walled off from other users and from the service (Chr
       } finally {
         s.deps.resolvePrincipal = resolve
       }
-      const sid = visitorCookie.slice('session='.length)
+      const sid = sessionIdOf(visitorCookie)
       for (const c of seen) assert.ok(!(c ?? '').includes(sid), `no request from Alice's page carried the visitor's session: ${c}`)
       const keys = await s.get('/svc_api/data/list', { key: visitor.key })
       if (keys.status === 200) assert.equal(keys.json.data.items.length, 0, 'nothing was stored for the visitor')
@@ -161,9 +161,9 @@ describe(`a user's page is walled off from other users and from the service (Chr
   const recordCookies = (server: TestServer) => {
     const seen: Array<string | undefined> = []
     const resolve = server.deps.resolvePrincipal
-    server.deps.resolvePrincipal = (authorization, cookieHeader) => {
+    server.deps.resolvePrincipal = (authorization, cookieHeader, fetchMetadata) => {
       seen.push(cookieHeader)
-      return resolve(authorization, cookieHeader)
+      return resolve(authorization, cookieHeader, fetchMetadata)
     }
     return {
       seen,
@@ -177,8 +177,8 @@ describe(`a user's page is walled off from other users and from the service (Chr
     it(`a session cookie tossed from a user's origin (${where}) never reaches the service on localhost`, async () => {
       // Alice signs in herself, then her page plants her own session for the parent domain:
       // were it taken, the visitor would act as Alice (login CSRF, then whatever they upload)
-      const attackerSid = (await s.login(alice.username, alice.password)).slice('session='.length)
-      const sid = visitorCookie.slice('session='.length)
+      const attackerSid = sessionIdOf(await s.login(alice.username, alice.password))
+      const sid = sessionIdOf(visitorCookie)
       const aliceOrigin = where === 'http' ? siteOf(alice) : `https://${alice.username}.localhost:${new URL(s.url).port}`
       const page = await ctx.newPage()
       const rec = recordCookies(s)
@@ -192,7 +192,7 @@ describe(`a user's page is walled off from other users and from the service (Chr
         // Chromium takes "localhost" for a registry of its own (like a TLD): no cookie may name it
         assert.equal(planted, '', 'the cookie for Domain=localhost was refused by the browser')
         assert.deepEqual(
-          (await ctx.cookies(service)).map((c) => `${c.name}=${c.value}`),
+          (await ctx.cookies(service)).filter((c) => c.name === 'session').map((c) => `${c.name}=${c.value}`),
           [`session=${sid}`],
         )
         const me = await page.goto(`${service}/svc_api/me`)
@@ -236,12 +236,14 @@ describe(`a user's page is walled off from other users and from the service (Chr
     let mallory: User
     let victim: User
     let victimSid: string
+    let victimCookie: string
     before(async () => {
       t = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, CONTENT_DOMAIN: TOSS_DOMAIN } })
       ;[mallory, victim] = await Promise.all([t.user(), t.user()])
       tService = `https://${TOSS_DOMAIN}:${new URL(t.url).port}`
       assert.equal((await uploadFile(t, { key: mallory.key }, 'evil.html', evilPage(tService, tService))).status, 200)
-      victimSid = (await t.login(victim.username, victim.password)).slice('session='.length)
+      victimCookie = await t.login(victim.username, victim.password)
+      victimSid = sessionIdOf(victimCookie)
     })
     after(async () => {
       await t?.close()
@@ -249,8 +251,8 @@ describe(`a user's page is walled off from other users and from the service (Chr
 
     it("refuses the request with both session cookies (AUTH_AMBIGUOUS), and the dashboard shows no one's", async () => {
       const tctx = await browser.newContext({ ignoreHTTPSErrors: true })
-      await tctx.addCookies([{ name: 'session', value: victimSid, url: tService, httpOnly: true, secure: true, sameSite: 'Lax' }])
-      const attackerSid = (await t.login(mallory.username, mallory.password)).slice('session='.length)
+      await tctx.addCookies(sessionCookiesFor(victimCookie, tService))
+      const attackerSid = sessionIdOf(await t.login(mallory.username, mallory.password))
       const page = await tctx.newPage()
       const rec = recordCookies(t)
       try {
@@ -265,7 +267,14 @@ describe(`a user's page is walled off from other users and from the service (Chr
           return document.cookie
         }, attackerSid)
         assert.equal(planted, `session=${attackerSid}`, 'the browser took the cookie for the parent domain')
-        assert.deepEqual((await tctx.cookies(tService)).map((c) => c.value).sort(), [victimSid, attackerSid].sort(), 'both would be sent')
+        assert.deepEqual(
+          (await tctx.cookies(tService))
+            .filter((c) => c.name === 'session')
+            .map((c) => c.value)
+            .sort(),
+          [victimSid, attackerSid].sort(),
+          'both would be sent',
+        )
 
         rec.seen.length = 0
         const me = await page.goto(`${tService}/svc_api/me`)
@@ -309,6 +318,86 @@ describe(`a user's page is walled off from other users and from the service (Chr
       }
     })
 
+    it("a session cookie tossed alone (the visitor signed out) never signs the visitor in as the page's owner", async () => {
+      const tctx = await browser.newContext({ ignoreHTTPSErrors: true })
+      const attackerSid = sessionIdOf(await t.login(mallory.username, mallory.password))
+      const page = await tctx.newPage()
+      const rec = recordCookies(t)
+      try {
+        // the visitor is signed out; Mallory's page plants her own session for the parent
+        // domain, with neither a session of the visitor's beside it nor any binding cookie
+        const res = await page.goto(`https://${mallory.username}.${TOSS_DOMAIN}:${new URL(t.url).port}/evil.html`)
+        assert.equal(res?.status(), 200)
+        await done(page)
+        await page.evaluate((v) => {
+          const parent = location.hostname.split('.').slice(1).join('.')
+          document.cookie = `session=${v}; Domain=${parent}; Path=/; Secure; SameSite=Lax; Max-Age=31536000`
+          // a binding cookie under the non-prefixed name reaches the service too: it counts for nothing
+          document.cookie = `session_bind=x; Domain=${parent}; Path=/; Secure; SameSite=Lax`
+        }, attackerSid)
+        assert.deepEqual(
+          (await tctx.cookies(tService))
+            .map((c) => c.name)
+            .filter((n) => n.includes('session'))
+            .sort(),
+          ['session', 'session_bind'],
+          'the browser sends the tossed session to the service, alone',
+        )
+
+        rec.seen.length = 0
+        const me = await page.goto(`${tService}/svc_api/me`)
+        const body = await me?.json()
+        assert.equal(me?.status(), 401, JSON.stringify(body))
+        assert.equal(body.error_code, 1002, 'the tossed session is no session')
+        assert.ok(
+          rec.seen.some((c) => (c ?? '').includes(attackerSid)),
+          'the request did carry it',
+        )
+        assert.deepEqual(
+          (await tctx.cookies(tService)).filter((c) => c.name === 'session'),
+          [],
+          'that answer expired the tossed copy',
+        )
+
+        // tossed again: a write from the service's own page is refused before anything is stored
+        await tctx.addCookies([{ name: 'session', value: attackerSid, domain: `.${TOSS_DOMAIN}`, path: '/', secure: true, sameSite: 'Lax' }])
+        const write = await page.evaluate(async () => {
+          const r = await fetch('/svc_api/data/store', {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify({ key: 'tossed', value: 1 }),
+          })
+          return r.status
+        })
+        assert.equal(write, 401)
+        const stored = await t.get('/svc_api/data/get?key=tossed', { key: mallory.key })
+        assert.equal(stored.status, 404, "nothing was stored in Mallory's account")
+
+        // the dashboard sends to sign in and never shows Mallory's account
+        await tctx.addCookies([{ name: 'session', value: attackerSid, domain: `.${TOSS_DOMAIN}`, path: '/', secure: true, sameSite: 'Lax' }])
+        await page.goto(`${tService}/dashboard`)
+        assert.equal(new URL(page.url()).pathname, '/login')
+        assert.ok(!(await page.locator('body').innerText()).includes(mallory.username), "Mallory's account is never shown")
+
+        // tossed once more, the visitor signs in as themselves and is never locked out
+        await tctx.addCookies([{ name: 'session', value: attackerSid, domain: `.${TOSS_DOMAIN}`, path: '/', secure: true, sameSite: 'Lax' }])
+        await page.fill('#username', victim.username)
+        await page.fill('#password', victim.password)
+        await Promise.all([page.waitForURL('**/dashboard'), page.click('button[type=submit]')])
+        const me2 = await page.goto(`${tService}/svc_api/me`)
+        assert.equal((await me2!.json()).data.username, victim.username, 'the visitor is themselves')
+        assert.deepEqual(
+          (await tctx.cookies(tService)).filter((c) => c.name === 'session').map((c) => c.domain),
+          [TOSS_DOMAIN],
+          "only the service's own host-only session is left",
+        )
+      } finally {
+        rec.stop()
+        await page.close()
+        await tctx.close()
+      }
+    })
+
     it("a sign-in form token tossed from a user's origin is neither used nor accepted by the service", async () => {
       const T = 'A'.repeat(16) + 'b'.repeat(16) // the form token's alphabet and length
       assert.equal((await uploadFile(t, { key: mallory.key }, 'plain.html', '<!doctype html><title>plain</title><p>plain</p>')).status, 200)
@@ -345,9 +434,10 @@ describe(`a user's page is walled off from other users and from the service (Chr
 
     it('expires the tossed copies with that answer: the next request is the visitor again, never locked out', async () => {
       const tctx = await browser.newContext({ ignoreHTTPSErrors: true })
-      const sid = (await t.login(victim.username, victim.password)).slice('session='.length)
-      await tctx.addCookies([{ name: 'session', value: sid, url: tService, httpOnly: true, secure: true, sameSite: 'Lax' }])
-      const attackerSid = (await t.login(mallory.username, mallory.password)).slice('session='.length)
+      const cookie = await t.login(victim.username, victim.password)
+      const sid = sessionIdOf(cookie)
+      await tctx.addCookies(sessionCookiesFor(cookie, tService))
+      const attackerSid = sessionIdOf(await t.login(mallory.username, mallory.password))
       const page = await tctx.newPage()
       try {
         await page.goto(`https://${mallory.username}.${TOSS_DOMAIN}:${new URL(t.url).port}/evil.html`)

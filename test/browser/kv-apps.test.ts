@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import type { BrowserContext, Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, uploadFile } from '../support/hosting.js'
-import { openContext } from '../support/browser.js'
+import { openContext, sessionCookiesFor } from '../support/browser.js'
 
 // Small apps a user hand-writes on their own origin (http://{username}.localhost:PORT) that
 // use the key-value store with fetch(), driven in Chromium. CORS and the rate limit are plain
@@ -202,7 +202,7 @@ describe(`key-value apps on a user's own origin (Chromium) [${engine}]`, () => {
     const bob = await s2.user()
     const visitorCookie = await s2.login(alice.username, alice.password)
     const csrf = await s2.csrfToken(visitorCookie)
-    await ctx.addCookies([{ name: 'session', value: visitorCookie.slice('session='.length), url: s2.url, httpOnly: true, secure: true, sameSite: 'Lax' }])
+    await ctx.addCookies(sessionCookiesFor(visitorCookie, s2.url))
     const page = appPage(
       s2.url,
       bob.username,

@@ -6,7 +6,7 @@ import { type BrowserContext } from 'playwright-core'
 import { until, webhookReceiver } from '../support/webhooks.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { openBrowser, type BrowserLease, watchErrors } from '../support/browser.js'
+import { type BrowserLease, openBrowser, sessionCookiesFor, watchErrors } from '../support/browser.js'
 import { decodeQp, smtpSink } from '../support/smtp.js'
 
 // The forms page's notifications and the API keys page in Chromium: set a webhook (the secret
@@ -25,7 +25,7 @@ for (const engine of ENGINES) {
     const session = async (): Promise<BrowserContext> => {
       const cookie = await s.login(alice.username, alice.password)
       const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
-      await ctx.addCookies([{ name: 'session', value: cookie.replace(/^session=/, '').split(';')[0], url: s.url }])
+      await ctx.addCookies(sessionCookiesFor(cookie, s.url))
       return ctx
     }
 
@@ -217,7 +217,7 @@ describe(`dashboard: e-mail notifications in Chromium [${ENGINES[0]}]`, () => {
     const form = (await s.post('/svc_api/forms/create', { key: bob.key, json: { form_name: 'Mailbox' } })).json.data as { id: string; form_slug: string }
     const cookie = await s.login(bob.username, bob.password)
     const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
-    await ctx.addCookies([{ name: 'session', value: cookie.replace(/^session=/, '').split(';')[0], url: s.url }])
+    await ctx.addCookies(sessionCookiesFor(cookie, s.url))
     const page = await ctx.newPage()
     const problems = watchErrors(page, [{ url: '/svc_api/forms/webhook/', status: 404 }])
     await page.goto(`${s.url}/dashboard/forms`)

@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { expectError } from '../support/errors.js'
+import { HIGH_LIMITS } from '../support/hosting.js'
 
 for (const engine of ENGINES) {
   describe(`authentication [${engine}]`, () => {
@@ -126,6 +127,57 @@ for (const engine of ENGINES) {
         const r = await s.request('DELETE', '/svc_api/data/delete?key=missing-one', { key: alice.key })
         expectError(r, 404, 1604)
       })
+    })
+  })
+
+  // a cookie tossed by a sibling host (a user's origin under the service's registrable domain)
+  describe(`session binding [${engine}]`, () => {
+    let s: TestServer
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      alice = await s.user()
+    })
+    after(() => s.close())
+
+    it('binds the session to a __Host- cookie a browser must send with it; a lone session cookie from a browser is no session', async () => {
+      const r = await s.post('/login', { form: { username: alice.username, password: alice.password }, headers: { accept: 'application/json' } })
+      const all = r.headers['set-cookie'] as string[]
+      const bind = all.find((c) => c.startsWith('__Host-session_bind='))!
+      assert.ok(bind, all.join(' | '))
+      // a __Host- cookie: Secure, Path=/, no Domain, so no sibling host can set or replace it
+      for (const attr of ['HttpOnly', 'Secure', 'SameSite=Lax', 'Path=/']) assert.ok(bind.includes(attr), attr)
+      assert.ok(!/domain=/i.test(bind))
+      const session = all.find((c) => c.startsWith('session='))!.split(';')[0]
+      const both = `${session}; ${bind.split(';')[0]}`
+      const browser = { 'sec-fetch-site': 'same-origin' }
+      // a browser (fetch metadata) with both: the session
+      assert.equal((await s.get('/svc_api/me', { cookie: both, headers: browser })).json.data.via, 'session')
+      assert.equal((await s.get('/dashboard', { cookie: both, headers: { ...browser, accept: 'text/html' } })).status, 200)
+      // a client without fetch metadata (curl, scripts) keeps sending the session cookie alone
+      assert.equal((await s.get('/svc_api/me', { cookie: session })).json.data.via, 'session')
+      // a browser's lone session cookie (tossed by a sibling host, which cannot set a __Host-
+      // cookie) or one with another session's binding: refused
+      const other = (await s.login(alice.username, alice.password)).split('; ')[1]
+      for (const cookie of [session, `${session}; ${other}`, `${session}; session_bind=${bind.split(';')[0].split('=')[1]}`]) {
+        const me = await s.get('/svc_api/me', { cookie, headers: browser })
+        assert.equal(me.status, 401, cookie)
+        assert.equal(me.json.error_code, 1002)
+        const dash = await s.get('/dashboard', { cookie, headers: { ...browser, accept: 'text/html' } })
+        assert.equal(dash.status, 303)
+        assert.match(dash.header('location')!, /^\/login/)
+        const write = await s.post('/svc_api/data/store', { cookie, json: { key: 'tossed', value: 1 }, headers: { ...browser, origin: s.url } })
+        assert.equal(write.status, 401)
+      }
+      assert.equal((await s.get('/svc_api/data/get?key=tossed', { key: alice.key })).status, 404, 'nothing was stored')
+      // logout clears both cookies
+      const out = await s.post('/logout', { cookie: both, headers: { accept: 'application/json' } })
+      const cleared = out.headers['set-cookie'] as string[]
+      for (const name of ['session', '__Host-session_bind'])
+        assert.ok(
+          cleared.some((c) => c.startsWith(`${name}=;`) && c.includes('Max-Age=0')),
+          name,
+        )
     })
   })
 }

@@ -150,6 +150,20 @@ export function networkQuiet(page: Page): (quietMs?: number, timeoutMs?: number)
   }
 }
 
+/**
+ * The cookies of a TestServer.login() Cookie header (`session` and its `__Host-` binding
+ * cookie), for a browser context's addCookies on `url`, as the login answer sets them.
+ */
+export function sessionCookiesFor(cookieHeader: string, url: string) {
+  return cookieHeader.split(';').map((part) => {
+    const eq = part.indexOf('=')
+    return { name: part.slice(0, eq).trim(), value: part.slice(eq + 1).trim(), url, httpOnly: true, secure: true, sameSite: 'Lax' as const }
+  })
+}
+
+/** The session id of a TestServer.login() Cookie header. */
+export const sessionIdOf = (cookieHeader: string): string => /(?:^|;\s*)session=([^;]*)/.exec(cookieHeader)?.[1] ?? ''
+
 /** Signs `user` in through the login page, as a visitor would; resolves on the dashboard. */
 export async function logInPage(page: Page, baseUrl: string, user: { username: string; password: string }): Promise<void> {
   await page.goto(`${baseUrl}/login`)

@@ -96,7 +96,7 @@ export interface TestServer {
   post(p: string, o?: ReqOptions): Promise<Res>
   /** Creates a user (unique name unless given) and returns its credentials. */
   user(opts?: { name?: string; vip?: boolean; admin?: boolean; password?: string }): Promise<{ username: string; password: string; id: string; key: string }>
-  /** Logs in and returns the Cookie header value. */
+  /** Logs in and returns the Cookie header value: `session=...; __Host-session_bind=...`. */
   login(username: string, password: string): Promise<string>
   /**
    * The CSRF token of a session cookie ("session=..."): browser cookie writes (Sec-Fetch-Site
@@ -348,8 +348,9 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     async login(username, password) {
       const r = await request('POST', '/login', { form: { username, password }, headers: { accept: 'application/json' } })
       if (r.status !== 200) throw new Error(`login failed: ${r.status} ${r.text}`)
-      const sc = r.header('set-cookie') ?? ''
-      return sc.split(';')[0]
+      // the session cookie and its __Host- binding cookie, as a browser sends them back
+      const set = r.headers['set-cookie']
+      return (Array.isArray(set) ? set : [set ?? '']).map((c) => c.split(';')[0]).join('; ')
     },
     async csrfToken(cookie) {
       const sid = cookie.replace(/^session=/, '').split(';')[0]

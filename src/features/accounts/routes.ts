@@ -8,7 +8,7 @@ import { clientIp, isCrossSite, isHttps } from '../../http/origin.js'
 import { dummyHash, verifyPassword } from '../../auth/passwords.js'
 import { MAX_KEY_DAYS, MAX_PASSWORD_BYTES, MIN_PASSWORD_LENGTH, passwordProblem } from '../../auth/account-rules.js'
 import { sessionCookies } from '../../auth/principal.js'
-import { sha256hex } from '../../auth/tokens.js'
+import { SESSION_BIND_COOKIE, sessionBind, sha256hex } from '../../auth/tokens.js'
 import { createLoginThrottle } from './throttle.js'
 import { unknownField } from '../../http/unknown-fields.js'
 import { Done, KeyCreatedReply, KeyListReply, MeReply, RedeemReply } from './schemas.js'
@@ -25,9 +25,13 @@ const wantsHtml = (req: FastifyRequest) => {
   return accept.includes('text/html') && !accept.includes('application/json')
 }
 
-/** Set-Cookie for the session: HttpOnly, Secure, SameSite=Lax, Path=/, no Domain. */
-export function sessionCookie(id: string, maxAgeSeconds: number): string {
-  return `session=${id}; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=${maxAgeSeconds}`
+/**
+ * Set-Cookie values for a session: `session` (HttpOnly, Secure, SameSite=Lax, Path=/, no
+ * Domain) and its `__Host-` binding cookie with the same attributes (SESSION_BIND_COOKIE).
+ */
+export function sessionCookie(id: string, maxAgeSeconds: number): string[] {
+  const attrs = `Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=${maxAgeSeconds}`
+  return [`session=${id}; ${attrs}`, `${SESSION_BIND_COOKIE}=${sessionBind(id)}; ${attrs}`]
 }
 /** Reasons the login page can show (`/login?error=...`) for refusals of its form. */
 const HTML_LOGIN_ERRORS: Partial<Record<string, string>> = {
@@ -38,7 +42,10 @@ const HTML_LOGIN_ERRORS: Partial<Record<string, string>> = {
   // the throttle's store (Redis) did not answer: a browser gets its form back with a message
   DEPENDENCY_UNAVAILABLE: 'unavailable',
 }
-const CLEAR_COOKIE = 'session=; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=0'
+const CLEAR_COOKIE = [
+  'session=; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=0',
+  `${SESSION_BIND_COOKIE}=; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=0`,
+]
 
 /** POST /login and POST /logout (pages context). */
 export function accountPages(app: FastifyInstance, deps: Deps): void {
@@ -125,7 +132,7 @@ export function accountPages(app: FastifyInstance, deps: Deps): void {
   app.post('/logout', { schema: { hide: true } }, async (req, reply) => {
     if (isCrossSite(req, config)) return refuse(req, reply, new AppError('CROSS_ORIGIN'))
     // a browser ending a live session must send its CSRF token (hidden field of the logout form)
-    const res = await deps.resolvePrincipal(undefined, req.headers.cookie)
+    const res = await deps.resolvePrincipal(undefined, req.headers.cookie, req.headers['sec-fetch-site'] !== undefined)
     if (res.kind === 'ok' && !sessionCsrfOk(req, res.principal.csrfToken)) {
       // the page at GET /logout offers a fresh form
       if (wantsHtml(req)) return reply.redirect('/logout', 303)

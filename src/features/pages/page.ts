@@ -109,7 +109,11 @@ export function createPageRouter(app: FastifyInstance, deps: Deps, css: string, 
 
   /** The session of a page request (never an API key: pages are for browsers). */
   const sessionOf = async (req: FastifyRequest): Promise<Principal | null> => {
-    const res = await deps.resolvePrincipal(undefined, typeof req.headers.cookie === 'string' ? req.headers.cookie : undefined)
+    const res = await deps.resolvePrincipal(
+      undefined,
+      typeof req.headers.cookie === 'string' ? req.headers.cookie : undefined,
+      req.headers['sec-fetch-site'] !== undefined,
+    )
     return res.kind === 'ok' ? res.principal : null
   }
 
