@@ -54,3 +54,34 @@ export function linkLines(lead: string, r: SiteLinks): string[] {
   if (r.site_url && r.website_url) lines.push(`  for scripts: ${r.website_url} (browsers are sent to ${fromRoot ? open : r.site_url})`)
   return lines
 }
+
+/** A host name of two labels or more (a GitHub Pages `CNAME` holds one, its custom domain). */
+const HOST_NAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/
+
+/**
+ * The custom domain a GitHub Pages site names in the `CNAME` file at its root (one host name,
+ * its first line), lowercased and without a final dot; null when the folder has none or it
+ * names no host. GitHub Pages takes the file as the site's domain; here it is a file like any
+ * other, and a domain is added with `svc domain add`.
+ */
+export async function cnameDomain(dir: string): Promise<string | null> {
+  const file = path.join(dir, 'CNAME')
+  const st = await fsp.stat(file).catch(() => null)
+  if (st === null || !st.isFile() || st.size > 1024) return null
+  const text = await fsp.readFile(file, 'utf8').catch(() => '')
+  const first = text.split(/\r?\n/).find((l) => l.trim() !== '') ?? ''
+  const host = first.trim().toLowerCase().replace(/\.$/, '')
+  return HOST_NAME.test(host) ? host : null
+}
+
+/**
+ * The note `svc deploy` prints when the folder's `CNAME` names a domain that does not serve
+ * the project here (`domains`: the account's, as `GET /api/domains` lists them), or null.
+ */
+export function cnameNote(domain: string, project: string, domains: ReadonlyArray<{ domain: string; project: string }>): string | null {
+  const known = domains.find((d) => d.domain === domain)
+  if (known?.project === project) return null
+  const what = `CNAME names ${domain}, the site's domain on GitHub Pages; here that file is served as it is and sets nothing`
+  if (known) return `note: ${what}. ${domain} serves your project ${known.project}`
+  return `note: ${what}. To serve the site there: svc domain add ${domain} --project ${project}`
+}

@@ -63,6 +63,7 @@ async function deployFolder(
     if (r) {
       if (ctx.json) ctx.emit(r)
       else ctx.out(describeArchive(r))
+      if (r.success && r.published && !r.dry_run) await noteCname(ctx, api, dir, r.project)
       return r.success ? 0 : 1
     }
     if (v.preview) throw new CliError('this server has no archive deploys, so no previews')
@@ -91,7 +92,24 @@ async function deployFolder(
   )
   if (ctx.json) ctx.emit(r)
   else ctx.out(describeDeploy(r))
+  if (r.success && r.published && !r.dry_run) await noteCname(ctx, api, dir, r.project)
   return r.success ? 0 : 1
+}
+
+/**
+ * A site moved from GitHub Pages names its custom domain in a root `CNAME` file: after the
+ * deploy went live, says (on stderr) how to serve it there when that domain does not serve the
+ * project yet. One more request, only for such a folder; a failed one says nothing.
+ */
+async function noteCname(ctx: Ctx, api: ApiClient, dir: string, project: string): Promise<void> {
+  const { cnameDomain, cnameNote } = await import('../site-links.js')
+  const domain = await cnameDomain(dir)
+  if (domain === null) return
+  const r = await api.get('/api/domains').catch(() => null)
+  const list = r?.status === 200 ? r.json?.data?.domains : undefined
+  if (!Array.isArray(list)) return
+  const note = cnameNote(domain, project, list as Array<{ domain: string; project: string }>)
+  if (note !== null) ctx.rep.note(note)
 }
 
 /** What a deploy may hold (the server's deploy_limits, else its defaults): an archive unpacks no more. */
