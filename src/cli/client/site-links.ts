@@ -85,3 +85,31 @@ export function cnameNote(domain: string, project: string, domains: ReadonlyArra
   if (known) return `note: ${what}. ${domain} serves your project ${known.project}`
   return `note: ${what}. To serve the site there: svc domain add ${domain} --project ${project}`
 }
+
+/** Front matter: the first line of a page Jekyll renders, as Jekyll reads it. */
+const FRONT_MATTER = /^(\uFEFF)?---[ \t]*\r?\n/
+
+/**
+ * What makes the folder a Jekyll site's source rather than its build, or null: `_config.yml` at
+ * its root (Jekyll never writes it into `_site/`), no `.nojekyll` (GitHub Pages' own way to
+ * say "serve these files as they are"), and a root `index.md` or `index.markdown`, or an
+ * `index.html` that starts with front matter. GitHub Pages builds such a folder; here its
+ * templates would be served as they are (`{{ content }}`, `---` lines).
+ */
+export async function jekyllSource(dir: string): Promise<string | null> {
+  const isFile = async (name: string) => (await fsp.stat(path.join(dir, name)).catch(() => null))?.isFile() === true
+  if (!(await isFile('_config.yml')) || (await fsp.lstat(path.join(dir, '.nojekyll')).catch(() => null)) !== null) return null
+  for (const name of ['index.md', 'index.markdown']) if (await isFile(name)) return `_config.yml and ${name}`
+  const head = await fsp
+    .open(path.join(dir, 'index.html'), 'r')
+    .then(async (fd) => {
+      try {
+        const buf = Buffer.alloc(16)
+        return buf.subarray(0, (await fd.read(buf, 0, 16, 0)).bytesRead).toString('utf8')
+      } finally {
+        await fd.close()
+      }
+    })
+    .catch(() => '')
+  return FRONT_MATTER.test(head) ? '_config.yml, and index.html starts with front matter' : null
+}

@@ -38,6 +38,13 @@ async function deployFolder(
   dir: string,
   from: { label?: string; cache?: boolean; project?: string } = {},
 ): Promise<number> {
+  // a Jekyll site's source, which GitHub Pages would build, would go live as its templates
+  const { jekyllSource } = await import('../site-links.js')
+  const jekyll = await jekyllSource(dir)
+  if (jekyll !== null)
+    throw new CliError(
+      `${from.label ?? dir} is the source of a Jekyll site (${jekyll}): GitHub Pages builds such a folder, svc serves files as they are, so its pages would show their templates. Build it (bundle exec jekyll build) and deploy the build, its _site/ folder, or add an empty .nojekyll file to deploy the folder as it is; nothing was sent`,
+    )
   const batch = v.batch === true || v.delete === true || v['batch-files'] !== undefined || v['batch-bytes'] !== undefined || v.concurrency !== undefined
   // batch uploads write into the project itself: they cannot make a preview, nor record a
   // message (the spec's batch upload and publish take none)
