@@ -1,9 +1,10 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
 import path from 'node:path'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
-import { openBrowser, type BrowserLease } from '../support/browser.js'
+import { logInPage, openBrowser, type BrowserLease } from '../support/browser.js'
 import { makeTree, runCli } from '../cli/run.js'
 
 // A hand-made site moved from GitHub Pages with `svc deploy`: file names with spaces, `+`,
@@ -62,12 +63,13 @@ const ROWS: Array<[href: string, status: number, landed: string | null, expect: 
 describe(`a GitHub Pages site's file names in Chromium [${engine}]`, () => {
   let s: TestServer
   let browser: BrowserLease
+  let user: Awaited<ReturnType<TestServer['user']>>
   let username: string
   let port: string
   before(async () => {
     s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
     browser = await openBrowser()
-    const user = await s.user()
+    user = await s.user()
     username = user.username
     port = new URL(s.httpUrl).port
     const links = ROWS.map(([href]) => `<a href="${href}">${href}</a>`).join('\n')
@@ -107,6 +109,42 @@ describe(`a GitHub Pages site's file names in Chromium [${engine}]`, () => {
       await tab.click('a[href="caf%C3%A9?from=menu"]')
       await tab.waitForURL(new URL('caf%C3%A9/?from=menu', base).href)
       assert.equal(await tab.textContent('p'), 'café')
+    }
+    await ctx.close()
+  })
+
+  it("the dashboard refuses a Jekyll site's source as svc deploy does; with .nojekyll it goes up as it is", async () => {
+    const ctx = await browser.newContext({ locale: 'en-US' })
+    const tab = await ctx.newPage()
+    tab.on('dialog', (d) => void d.accept())
+    await logInPage(tab, s.url, user)
+    await tab.goto(`${s.url}/dashboard/folders`)
+    const source = { '_config.yml': 'title: Moved\n', 'about.md': '# About\n' }
+    // each row: the folder chosen, whether the page refuses it (nothing goes up)
+    const rows: Array<[tree: Record<string, string>, refused: boolean]> = [
+      [{ ...source, 'index.html': '---\nlayout: home\n---\n{{ content }}\n' }, true],
+      [{ ...source, 'index.md': '---\n---\n# Home\n', 'index.html': '<p>x</p>' }, true],
+      [{ ...source, 'index.html': '---\nlayout: home\n---\n{{ content }}\n', '.nojekyll': '' }, false],
+      [{ ...source, 'index.html': '<p>hand made</p>' }, false],
+    ]
+    for (const [i, [tree, refused]] of rows.entries()) {
+      const dir = path.join(makeTree({}), `moved${i}`)
+      for (const [p, data] of Object.entries(tree)) {
+        fs.mkdirSync(path.dirname(path.join(dir, p)), { recursive: true })
+        fs.writeFileSync(path.join(dir, p), data)
+      }
+      await tab.getByLabel('Folder to upload (sub-folders are kept)').setInputFiles(dir)
+      // the last row's words off the status line, so only this upload's can be waited for
+      await tab.evaluate(() => (document.getElementById('folders-status')!.textContent = ''))
+      await tab.getByRole('button', { name: 'Upload folder' }).click()
+      const status = tab.locator('#folders-status')
+      if (refused) {
+        await status.filter({ hasText: 'This folder is the source of a Jekyll site' }).waitFor()
+        assert.equal((await s.get(`/api/folders/moved${i}/files`, { key: user.key })).status, 403, `row ${i}: nothing went up`)
+      } else {
+        await status.filter({ hasText: '3 uploaded, 0 failed' }).waitFor()
+        assert.equal((await s.get(`/api/folders/moved${i}/files`, { key: user.key })).json.total_files, 3, `row ${i}`)
+      }
     }
     await ctx.close()
   })
