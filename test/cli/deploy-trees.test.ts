@@ -343,6 +343,33 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('a site built for a project base other than its own (a GitHub Pages baseurl) is told the project that serves it there', async () => {
+      const e = { ...env, SVC_URL: s.url }
+      const css = { 'assets/main.css': 'p{}' }
+      const linking = (href: string) => `<!doctype html><link rel="stylesheet" href="${href}"><p>moved</p>`
+      // each row: the folder, the project, the options, the base the note names (null: no note)
+      const rows: Array<[tree: Record<string, string>, project: string, flags: string[], base: string | null]> = [
+        // `jekyll build` with baseurl: /blog, sent from _site without --project
+        [{ 'index.html': linking('/blog/assets/main.css'), ...css }, '_site', [], 'blog'],
+        [{ 'index.html': linking('/blog/assets/main.css'), ...css }, '_site', ['--batch'], 'blog'],
+        [{ 'index.html': linking('/blog/assets/main.css'), ...css }, '_site', ['--dry-run'], 'blog'],
+        [{ 'index.html': `<script src="/caf%C3%A9/js/app.js"></script>`, 'js/app.js': '1' }, 'public', [], 'café'],
+        // the right project, a build for / or for relative paths, a file that is at that path
+        [{ 'index.html': linking('/blog/assets/main.css'), ...css }, 'blog', [], null],
+        [{ 'index.html': linking('/assets/main.css'), ...css }, 'rooted', [], null],
+        [{ 'index.html': linking('assets/main.css'), ...css }, 'relative', [], null],
+        [{ 'index.html': linking('/vendor/assets/main.css'), ...css, 'vendor/assets/main.css': 'p{}' }, 'vendored', [], null],
+      ]
+      for (const [tree, project, flags, base] of rows) {
+        const dir = makeTree(tree)
+        const r = await runCli(['deploy', dir, '--project', project, ...flags], { env: e })
+        assert.equal(r.code, 0, r.stderr)
+        const note = `note: the site loads its files from /${base}/, the base it was built for (as a GitHub Pages project site is served under /{repository}/), so under /${project}/ its pages find none of them. Deploy it as the project ${base}: svc deploy ${dir} --project ${base}\n`
+        if (base === null) assert.doesNotMatch(r.stderr, /note: the site loads/, `${project} ${flags.join(' ')}`)
+        else assert.ok(r.stderr.endsWith(note), `${project} ${flags.join(' ')}: ${r.stderr}`)
+      }
+    })
+
     it('--batch without a root index.html uploads nothing to a project it could not publish', async () => {
       const e = { ...env, SVC_URL: s.url }
       const docs = makeTree({ 'docs/index.html': '<p>docs</p>', 'docs/a.html': '<p>a</p>' })

@@ -1,6 +1,6 @@
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { builtForRoot as htmlBuiltForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
+import { builtForRoot as htmlBuiltForRoot, decodedPath, ROOT_CHECK_PAGES, rootResources } from '../../util/html.js'
 
 /**
  * Where a published project is, as `svc deploy` says it. A project is served at
@@ -112,4 +112,28 @@ export async function jekyllSource(dir: string): Promise<string | null> {
     })
     .catch(() => '')
   return FRONT_MATTER.test(head) ? '_config.yml, and index.html starts with front matter' : null
+}
+
+/**
+ * The base a site was built for, when it is one folder other than `/` (`/blog/`: Jekyll's
+ * `baseurl`, Hugo's `baseURL` path, Vite's `base`), or null: its index.html loads by
+ * root-absolute paths files that the folder holds one segment up (`/blog/assets/main.css` for
+ * `assets/main.css`) and not at that path. GitHub Pages serves a project site under
+ * `/{repository}/`, so such a site works here under `/{project}/` only when the project has
+ * that name.
+ */
+export async function builtForBase(dir: string): Promise<string | null> {
+  const html = await fsp.readFile(path.join(dir, 'index.html'), 'utf8').catch(() => null)
+  if (html === null) return null
+  const root = path.resolve(dir)
+  const has = async (rel: string): Promise<boolean> => {
+    const file = path.resolve(root, `.${rel}`)
+    return file.startsWith(root + path.sep) && (await fsp.stat(file).catch(() => null))?.isFile() === true
+  }
+  for (const p of rootResources(html)) {
+    const decoded = decodedPath(p) ?? ''
+    const m = /^\/([^/]+)(\/.+)$/.exec(decoded)
+    if (m !== null && !(await has(decoded)) && (await has(m[2]))) return m[1]
+  }
+  return null
 }

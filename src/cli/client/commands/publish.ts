@@ -70,7 +70,7 @@ async function deployFolder(
     if (r) {
       if (ctx.json) ctx.emit(r)
       else ctx.out(describeArchive(r))
-      if (r.success && r.published && !r.dry_run) await noteCname(ctx, api, dir, r.project)
+      if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run)
       return r.success ? 0 : 1
     }
     if (v.preview) throw new CliError('this server has no archive deploys, so no previews')
@@ -99,17 +99,25 @@ async function deployFolder(
   )
   if (ctx.json) ctx.emit(r)
   else ctx.out(describeDeploy(r))
-  if (r.success && r.published && !r.dry_run) await noteCname(ctx, api, dir, r.project)
+  if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run)
   return r.success ? 0 : 1
 }
 
 /**
- * A site moved from GitHub Pages names its custom domain in a root `CNAME` file: after the
- * deploy went live, says (on stderr) how to serve it there when that domain does not serve the
- * project yet. One more request, only for such a folder; a failed one says nothing.
+ * What a site moved from GitHub Pages needs said (on stderr) once its deploy went through:
+ * built for a base other than its project's (`/blog/`, a project site's `/{repository}/`),
+ * the project that serves it there; and, once `live`, when its root `CNAME` names a domain
+ * that does not serve the project yet, how to add it (one more request, only for such a
+ * folder; a failed one says nothing).
  */
-async function noteCname(ctx: Ctx, api: ApiClient, dir: string, project: string): Promise<void> {
-  const { cnameDomain, cnameNote } = await import('../site-links.js')
+async function siteNotes(ctx: Ctx, api: ApiClient, dir: string, label: string, project: string, live: boolean): Promise<void> {
+  const { builtForBase, cnameDomain, cnameNote } = await import('../site-links.js')
+  const base = await builtForBase(dir)
+  if (base !== null && base !== project)
+    ctx.rep.note(
+      `note: the site loads its files from /${base}/, the base it was built for (as a GitHub Pages project site is served under /{repository}/), so under /${project}/ its pages find none of them. Deploy it as the project ${base}: svc deploy ${label} --project ${base}`,
+    )
+  if (!live) return
   const domain = await cnameDomain(dir)
   if (domain === null) return
   const r = await api.get('/api/domains').catch(() => null)
