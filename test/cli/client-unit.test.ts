@@ -53,6 +53,24 @@ describe('client: folder walk and ignore rules', () => {
     assert.ok(!paths.some((p) => p.startsWith('.git/') || p.includes('/.git/')))
   })
 
+  it("never sends git's own entry, a folder or the file a worktree or submodule has, whatever --dotfiles or ignore files say", async () => {
+    // each row: a place git's entry takes in a site's folder
+    const rows: Array<[what: string, tree: Record<string, string>]> = [
+      ['a repository folder', { '.git/HEAD': 'ref: refs/heads/main' }],
+      ['a worktree (.git is a file)', { '.git': 'gitdir: /home/me/src/site/.git/worktrees/gh-pages\n' }],
+      ['a submodule below the root', { 'themes/t/.git': 'gitdir: ../../.git/modules/themes/t\n', 'themes/t/a.css': 'x' }],
+      ['a folder of another case', { '.GIT/config': '[core]' }],
+    ]
+    for (const [what, tree] of rows) {
+      const dir = makeTree({ 'index.html': 'x', '.nojekyll': '', '.svcignore': '!.git\n!.git/\n', ...tree })
+      for (const dotfiles of [false, true]) {
+        const paths = (await walkFolder(dir, { dotfiles })).files.map((f) => f.path)
+        assert.ok(!paths.some((p) => /(^|\/)\.git(\/|$)/i.test(p)), `${what}, dotfiles ${dotfiles}: ${paths.join(', ')}`)
+        assert.equal(paths.includes('.nojekyll'), dotfiles, `${what}: other dotfiles follow --dotfiles`)
+      }
+    }
+  })
+
   it('lets .svcignore bring back a dot-directory and normalises names to NFC', async () => {
     const dir = makeTree({ 'index.html': 'x', '.cache/k.json': 'x', '.svcignore': '!.cache/\n', ['e\u0301.txt']: 'x' })
     const r = await walkFolder(dir)

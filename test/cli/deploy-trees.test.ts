@@ -304,6 +304,72 @@ for (const engine of ENGINES) {
       assert.equal((await s.get('/api/folders/dots/files', { key: alice.key })).status, 403, 'nothing sent')
     })
 
+    it("a Jekyll site's source, which GitHub Pages would build, is refused before anything is sent; a build or .nojekyll deploys", async () => {
+      const e = { ...env, SVC_URL: s.url }
+      const config = 'title: Moved\ntheme: minima\n'
+      const matter = '---\nlayout: home\n---\n{{ content }}\n'
+      // each row: the folder, why it is a source (null: it deploys as it is)
+      const rows: Array<[tree: Record<string, string>, why: string | null]> = [
+        [{ '_config.yml': config, 'index.html': matter }, '_config.yml, and index.html starts with front matter'],
+        [
+          { '_config.yml': config, 'index.html': `\uFEFF---\r\ntitle: x\r\n---\r\n<p>{{ site.title }}</p>` },
+          '_config.yml, and index.html starts with front matter',
+        ],
+        [{ '_config.yml': config, 'index.md': '# Home\n', 'about.md': '# About\n' }, '_config.yml and index.md'],
+        [{ '_config.yml': config, 'index.markdown': matter, 'index.html': '<p>x</p>' }, '_config.yml and index.markdown'],
+        // GitHub Pages' own switch: serve the files as they are
+        [{ '_config.yml': config, 'index.html': matter, '.nojekyll': '' }, null],
+        // a page without front matter, or a build (Jekyll writes no _config.yml into _site/)
+        [{ '_config.yml': config, 'index.html': '<p>hand made</p>' }, null],
+        [{ 'index.html': '---\n<p>a rule first</p>', 'feed.xml': '<feed/>' }, null],
+      ]
+      let n = 0
+      for (const [tree, why] of rows) {
+        const dir = makeTree(tree)
+        for (const flags of [[], ['--batch']]) {
+          const project = `jekyll${n++}`
+          const r = await runCli(['deploy', dir, '--project', project, ...flags], { env: e })
+          if (why === null) {
+            assert.equal(r.code, 0, r.stderr)
+            continue
+          }
+          assert.equal(r.code, 1, r.stderr)
+          assert.equal(
+            r.stderr,
+            `error: ${dir} is the source of a Jekyll site (${why}): GitHub Pages builds such a folder, svc serves files as they are, so its pages would show their templates. Build it (bundle exec jekyll build) and deploy the build, its _site/ folder, or add an empty .nojekyll file to deploy the folder as it is; nothing was sent\n`,
+          )
+          assert.equal((await s.get(`/api/folders/${project}/files`, { key: alice.key })).status, 403, 'nothing sent')
+        }
+      }
+    })
+
+    it('a site built for a project base other than its own (a GitHub Pages baseurl) is told the project that serves it there', async () => {
+      const e = { ...env, SVC_URL: s.url }
+      const css = { 'assets/main.css': 'p{}' }
+      const linking = (href: string) => `<!doctype html><link rel="stylesheet" href="${href}"><p>moved</p>`
+      // each row: the folder, the project, the options, the base the note names (null: no note)
+      const rows: Array<[tree: Record<string, string>, project: string, flags: string[], base: string | null]> = [
+        // `jekyll build` with baseurl: /blog, sent from _site without --project
+        [{ 'index.html': linking('/blog/assets/main.css'), ...css }, '_site', [], 'blog'],
+        [{ 'index.html': linking('/blog/assets/main.css'), ...css }, '_site', ['--batch'], 'blog'],
+        [{ 'index.html': linking('/blog/assets/main.css'), ...css }, '_site', ['--dry-run'], 'blog'],
+        [{ 'index.html': `<script src="/caf%C3%A9/js/app.js"></script>`, 'js/app.js': '1' }, 'public', [], 'café'],
+        // the right project, a build for / or for relative paths, a file that is at that path
+        [{ 'index.html': linking('/blog/assets/main.css'), ...css }, 'blog', [], null],
+        [{ 'index.html': linking('/assets/main.css'), ...css }, 'rooted', [], null],
+        [{ 'index.html': linking('assets/main.css'), ...css }, 'relative', [], null],
+        [{ 'index.html': linking('/vendor/assets/main.css'), ...css, 'vendor/assets/main.css': 'p{}' }, 'vendored', [], null],
+      ]
+      for (const [tree, project, flags, base] of rows) {
+        const dir = makeTree(tree)
+        const r = await runCli(['deploy', dir, '--project', project, ...flags], { env: e })
+        assert.equal(r.code, 0, r.stderr)
+        const note = `note: the site loads its files from /${base}/, the base it was built for (as a GitHub Pages project site is served under /{repository}/), so under /${project}/ its pages find none of them. Deploy it as the project ${base}: svc deploy ${dir} --project ${base}\n`
+        if (base === null) assert.doesNotMatch(r.stderr, /note: the site loads/, `${project} ${flags.join(' ')}`)
+        else assert.ok(r.stderr.endsWith(note), `${project} ${flags.join(' ')}: ${r.stderr}`)
+      }
+    })
+
     it('--batch without a root index.html uploads nothing to a project it could not publish', async () => {
       const e = { ...env, SVC_URL: s.url }
       const docs = makeTree({ 'docs/index.html': '<p>docs</p>', 'docs/a.html': '<p>a</p>' })

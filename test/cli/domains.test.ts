@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
 import { startDns, type TestDns } from '../support/dns.js'
-import { runCli } from './run.js'
+import { makeTree, runCli } from './run.js'
 import { expiryOf } from '../../src/cli/client/commands/domains.js'
 
 // svc domain add|verify|primary|list|remove and svc access set|clear|list, as child processes against
@@ -63,6 +63,48 @@ for (const engine of ENGINES) {
       const usage = await runCli(['domain', 'add', 'x.example.test'], { env })
       assert.equal(usage.code, 2)
       assert.match(usage.stderr, /--project/)
+    })
+
+    it('svc deploy of a folder from GitHub Pages says how to serve the domain its CNAME names, until that domain serves the project', async () => {
+      const deploy = async (cname: string | null, project = 'ghp', extra: string[] = []) => {
+        const dir = makeTree({ 'index.html': '<p>moved</p>', ...(cname === null ? {} : { CNAME: cname }) })
+        const r = await runCli(['deploy', dir, '--project', project, ...extra], { env })
+        assert.equal(r.code, 0, r.stderr)
+        return r.stderr
+      }
+      const add = 'To serve the site there: svc domain add www.moved.test --project ghp'
+      // each row: the CNAME file (null: none), the options, what stderr says of it (null: nothing)
+      const rows: Array<[cname: string | null, extra: string[], note: string | null]> = [
+        ['www.moved.test\n', [], add],
+        ['www.moved.test\n', ['--batch'], add],
+        // the first line that is not blank, in any case, with or without the root's final dot
+        ['\n  WWW.Moved.TEST.  \r\n', [], add],
+        // no note where nothing went live
+        ['www.moved.test\n', ['--dry-run'], null],
+        ['www.moved.test\n', ['--preview'], null],
+        // not a host name (GitHub Pages takes none of these either), or no CNAME at all
+        ['https://www.moved.test/\n', [], null],
+        ['localhost\n', [], null],
+        [null, [], null],
+      ]
+      for (const [cname, extra, note] of rows) {
+        const err = await deploy(cname, 'ghp', extra)
+        if (note === null) assert.doesNotMatch(err, /CNAME/, `${JSON.stringify(cname)} ${extra.join(' ')}`)
+        else
+          assert.ok(
+            err.includes(`note: CNAME names www.moved.test, the site's domain on GitHub Pages; here that file is served as it is and sets nothing. ${note}`),
+            err,
+          )
+      }
+      // the file is served as GitHub Pages serves it: bytes as they are, no type of its own
+      await deploy('www.moved.test\n')
+      const file = await at(`ghp.${alice.username}.localhost`, '/CNAME')
+      assert.deepEqual([file.status, file.header('content-type'), file.text], [200, 'application/octet-stream', 'www.moved.test\n'])
+      // once the domain is the project's, nothing to say; another project is told whose it is
+      assert.equal((await runCli(['domain', 'add', 'www.moved.test', '--project', 'ghp'], { env })).code, 0)
+      assert.doesNotMatch(await deploy('www.moved.test\n'), /CNAME/)
+      assert.match(await deploy('www.moved.test\n', 'other'), /CNAME names www\.moved\.test, .* www\.moved\.test serves your project ghp\n/)
+      assert.equal((await runCli(['domain', 'remove', 'www.moved.test'], { env })).code, 0)
     })
 
     it('sets a visitor password from stdin and an expiry, lists and clears them', async () => {

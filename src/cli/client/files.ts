@@ -23,7 +23,7 @@ export interface SkippedFile {
 }
 
 export interface WalkOptions {
-  /** Upload dotfiles and dot-directories too (`.git/` never). */
+  /** Upload dotfiles and dot-directories too (`.git`, folder or file, never). */
   dotfiles?: boolean
   /** Warnings (symlinks leaving the folder, special files). */
   warn?: (message: string) => void
@@ -131,8 +131,8 @@ export function nothingToDeploy(dir: string, ignoredCount: number): string {
  * Lists the files of `root` to deploy. Honours .gitignore and .svcignore in the folder and
  * its subfolders (files above `root` are not read: a repository's `.gitignore` often lists the
  * build folder being deployed). Dotfiles and dot-directories other than `.well-known/` are
- * left out unless `dotfiles` (a `!.name/` rule also brings one back); `.git/` is never
- * uploaded. Symbolic links are followed only when they point inside the folder.
+ * left out unless `dotfiles` (a `!.name/` rule also brings one back); `.git`, a folder or a
+ * worktree's or submodule's file, is never uploaded. Symbolic links are followed only when they point inside the folder.
  */
 export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<WalkResult> {
   const warn = opts.warn ?? (() => {})
@@ -214,7 +214,9 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
         childKey = real
         if (isDir) visited.add(real)
       }
-      if (name === '.git' && isDir) {
+      // git's own entry, whatever its kind: the repository folder, or the file a worktree or a
+      // submodule has in its place (`gitdir: /home/me/src/...`, the owner's own paths)
+      if (name.toLowerCase() === '.git') {
         ignoredCount++
         continue
       }

@@ -1,6 +1,6 @@
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { builtForRoot as htmlBuiltForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
+import { builtForRoot as htmlBuiltForRoot, decodedPath, ROOT_CHECK_PAGES, rootResources } from '../../util/html.js'
 
 /**
  * Where a published project is, as `svc deploy` says it. A project is served at
@@ -53,4 +53,87 @@ export function linkLines(lead: string, r: SiteLinks): string[] {
     )
   if (r.site_url && r.website_url) lines.push(`  for scripts: ${r.website_url} (browsers are sent to ${fromRoot ? open : r.site_url})`)
   return lines
+}
+
+/** A host name of two labels or more (a GitHub Pages `CNAME` holds one, its custom domain). */
+const HOST_NAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/
+
+/**
+ * The custom domain a GitHub Pages site names in the `CNAME` file at its root (one host name,
+ * its first line), lowercased and without a final dot; null when the folder has none or it
+ * names no host. GitHub Pages takes the file as the site's domain; here it is a file like any
+ * other, and a domain is added with `svc domain add`.
+ */
+export async function cnameDomain(dir: string): Promise<string | null> {
+  const file = path.join(dir, 'CNAME')
+  const st = await fsp.stat(file).catch(() => null)
+  if (st === null || !st.isFile() || st.size > 1024) return null
+  const text = await fsp.readFile(file, 'utf8').catch(() => '')
+  const first = text.split(/\r?\n/).find((l) => l.trim() !== '') ?? ''
+  const host = first.trim().toLowerCase().replace(/\.$/, '')
+  return HOST_NAME.test(host) ? host : null
+}
+
+/**
+ * The note `svc deploy` prints when the folder's `CNAME` names a domain that does not serve
+ * the project here (`domains`: the account's, as `GET /api/domains` lists them), or null.
+ */
+export function cnameNote(domain: string, project: string, domains: ReadonlyArray<{ domain: string; project: string }>): string | null {
+  const known = domains.find((d) => d.domain === domain)
+  if (known?.project === project) return null
+  const what = `CNAME names ${domain}, the site's domain on GitHub Pages; here that file is served as it is and sets nothing`
+  if (known) return `note: ${what}. ${domain} serves your project ${known.project}`
+  return `note: ${what}. To serve the site there: svc domain add ${domain} --project ${project}`
+}
+
+/** Front matter: the first line of a page Jekyll renders, as Jekyll reads it. */
+const FRONT_MATTER = /^(\uFEFF)?---[ \t]*\r?\n/
+
+/**
+ * What makes the folder a Jekyll site's source rather than its build, or null: `_config.yml` at
+ * its root (Jekyll never writes it into `_site/`), no `.nojekyll` (GitHub Pages' own way to
+ * say "serve these files as they are"), and a root `index.md` or `index.markdown`, or an
+ * `index.html` that starts with front matter. GitHub Pages builds such a folder; here its
+ * templates would be served as they are (`{{ content }}`, `---` lines).
+ */
+export async function jekyllSource(dir: string): Promise<string | null> {
+  const isFile = async (name: string) => (await fsp.stat(path.join(dir, name)).catch(() => null))?.isFile() === true
+  if (!(await isFile('_config.yml')) || (await fsp.lstat(path.join(dir, '.nojekyll')).catch(() => null)) !== null) return null
+  for (const name of ['index.md', 'index.markdown']) if (await isFile(name)) return `_config.yml and ${name}`
+  const head = await fsp
+    .open(path.join(dir, 'index.html'), 'r')
+    .then(async (fd) => {
+      try {
+        const buf = Buffer.alloc(16)
+        return buf.subarray(0, (await fd.read(buf, 0, 16, 0)).bytesRead).toString('utf8')
+      } finally {
+        await fd.close()
+      }
+    })
+    .catch(() => '')
+  return FRONT_MATTER.test(head) ? '_config.yml, and index.html starts with front matter' : null
+}
+
+/**
+ * The base a site was built for, when it is one folder other than `/` (`/blog/`: Jekyll's
+ * `baseurl`, Hugo's `baseURL` path, Vite's `base`), or null: its index.html loads by
+ * root-absolute paths files that the folder holds one segment up (`/blog/assets/main.css` for
+ * `assets/main.css`) and not at that path. GitHub Pages serves a project site under
+ * `/{repository}/`, so such a site works here under `/{project}/` only when the project has
+ * that name.
+ */
+export async function builtForBase(dir: string): Promise<string | null> {
+  const html = await fsp.readFile(path.join(dir, 'index.html'), 'utf8').catch(() => null)
+  if (html === null) return null
+  const root = path.resolve(dir)
+  const has = async (rel: string): Promise<boolean> => {
+    const file = path.resolve(root, `.${rel}`)
+    return file.startsWith(root + path.sep) && (await fsp.stat(file).catch(() => null))?.isFile() === true
+  }
+  for (const p of rootResources(html)) {
+    const decoded = decodedPath(p) ?? ''
+    const m = /^\/([^/]+)(\/.+)$/.exec(decoded)
+    if (m !== null && !(await has(decoded)) && (await has(m[2]))) return m[1]
+  }
+  return null
 }

@@ -61,6 +61,8 @@ export const SITES_MESSAGES = defineMessages(
     'folders.left_out': 'Dotfiles kept local, as svc deploy keeps them ({n}): {names}',
     'folders.only_dotfiles': 'The folder has only dotfiles (such as .env or .git/), which stay local.',
     'folders.pick_name': 'Enter a project name.',
+    'folders.jekyll_source':
+      'This folder is the source of a Jekyll site (_config.yml, and its home page is a template): GitHub Pages builds such a folder, this service serves files as they are, so its pages would show their templates. Upload the build, its _site folder, or add an empty .nojekyll file to upload the folder as it is. Nothing was uploaded.',
     'folders.live_confirm': 'The project {name} is live: the files you upload replace its files for visitors at once. Upload them?',
     'deploys.title': 'Deploys',
     'deploys.hint': 'Every publish is kept as a deploy; making one live again is instant.',
@@ -139,6 +141,8 @@ export const SITES_MESSAGES = defineMessages(
     'folders.left_out': '{n} 个点文件留在本地（与 svc deploy 一致）：{names}',
     'folders.only_dotfiles': '该文件夹只有点文件（如 .env 或 .git/），它们留在本地。',
     'folders.pick_name': '请输入项目名称。',
+    'folders.jekyll_source':
+      '该文件夹是 Jekyll 网站的源文件（含 _config.yml，首页是模板）：GitHub Pages 会构建这样的文件夹，本服务按原样提供文件，页面会显示模板本身。请上传构建结果（_site 文件夹），或添加一个空的 .nojekyll 文件以按原样上传。未上传任何文件。',
     'folders.live_confirm': '项目 {name} 已发布：上传的文件会立即替换访客看到的文件。确定上传？',
     'deploys.title': '部署',
     'deploys.hint': '每次发布都保留为一个部署；重新上线任一部署即时生效。',

@@ -38,6 +38,13 @@ async function deployFolder(
   dir: string,
   from: { label?: string; cache?: boolean; project?: string } = {},
 ): Promise<number> {
+  // a Jekyll site's source, which GitHub Pages would build, would go live as its templates
+  const { jekyllSource } = await import('../site-links.js')
+  const jekyll = await jekyllSource(dir)
+  if (jekyll !== null)
+    throw new CliError(
+      `${from.label ?? dir} is the source of a Jekyll site (${jekyll}): GitHub Pages builds such a folder, svc serves files as they are, so its pages would show their templates. Build it (bundle exec jekyll build) and deploy the build, its _site/ folder, or add an empty .nojekyll file to deploy the folder as it is; nothing was sent`,
+    )
   const batch = v.batch === true || v.delete === true || v['batch-files'] !== undefined || v['batch-bytes'] !== undefined || v.concurrency !== undefined
   // batch uploads write into the project itself: they cannot make a preview, nor record a
   // message (the spec's batch upload and publish take none)
@@ -63,6 +70,7 @@ async function deployFolder(
     if (r) {
       if (ctx.json) ctx.emit(r)
       else ctx.out(describeArchive(r))
+      if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run)
       return r.success ? 0 : 1
     }
     if (v.preview) throw new CliError('this server has no archive deploys, so no previews')
@@ -91,7 +99,32 @@ async function deployFolder(
   )
   if (ctx.json) ctx.emit(r)
   else ctx.out(describeDeploy(r))
+  if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run)
   return r.success ? 0 : 1
+}
+
+/**
+ * What a site moved from GitHub Pages needs said (on stderr) once its deploy went through:
+ * built for a base other than its project's (`/blog/`, a project site's `/{repository}/`),
+ * the project that serves it there; and, once `live`, when its root `CNAME` names a domain
+ * that does not serve the project yet, how to add it (one more request, only for such a
+ * folder; a failed one says nothing).
+ */
+async function siteNotes(ctx: Ctx, api: ApiClient, dir: string, label: string, project: string, live: boolean): Promise<void> {
+  const { builtForBase, cnameDomain, cnameNote } = await import('../site-links.js')
+  const base = await builtForBase(dir)
+  if (base !== null && base !== project)
+    ctx.rep.note(
+      `note: the site loads its files from /${base}/, the base it was built for (as a GitHub Pages project site is served under /{repository}/), so under /${project}/ its pages find none of them. Deploy it as the project ${base}: svc deploy ${label} --project ${base}`,
+    )
+  if (!live) return
+  const domain = await cnameDomain(dir)
+  if (domain === null) return
+  const r = await api.get('/api/domains').catch(() => null)
+  const list = r?.status === 200 ? r.json?.data?.domains : undefined
+  if (!Array.isArray(list)) return
+  const note = cnameNote(domain, project, list as Array<{ domain: string; project: string }>)
+  if (note !== null) ctx.rep.note(note)
 }
 
 /** What a deploy may hold (the server's deploy_limits, else its defaults): an archive unpacks no more. */

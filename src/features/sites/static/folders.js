@@ -39,6 +39,33 @@
     })
   }
 
+  /**
+   * Whether the chosen files are a Jekyll site's source, as `svc deploy` tells one
+   * (jekyllSource, src/cli/client/site-links.ts): `_config.yml` at the root, no `.nojekyll`, and a root index.md or
+   * index.markdown, or an index.html that starts with front matter. GitHub Pages builds such a
+   * folder; uploaded as it is, its pages would show their templates.
+   */
+  function jekyllSource(chosen) {
+    var root = {}
+    chosen.forEach(function (f) {
+      root[relPath(f)] = f
+    })
+    if (!root['_config.yml'] || root['.nojekyll']) return Promise.resolve(false)
+    if (root['index.md'] || root['index.markdown']) return Promise.resolve(true)
+    if (!root['index.html']) return Promise.resolve(false)
+    return root['index.html']
+      .slice(0, 16)
+      .text()
+      .then(
+        function (head) {
+          return /^\uFEFF?---[ \t]*\r?\n/.test(head)
+        },
+        function () {
+          return false
+        },
+      )
+  }
+
   // the project name follows the chosen folder, unless the user typed one of their own
   var autoName = ''
   /** Published state of each of the user's projects by name, from the last list. */
@@ -65,6 +92,14 @@
     if (!chosen.length) return S.status('folders-status', t('folders.pick_folder'), 'error')
     if (!files.length) return S.status('folders-status', t('folders.only_dotfiles'), 'error')
     if (!name) return S.status('folders-status', t('folders.pick_name'), 'error')
+    return jekyllSource(chosen).then(function (source) {
+      if (source) return S.status('folders-status', t('folders.jekyll_source'), 'error')
+      return upload(files, local, name)
+    })
+  })
+
+  /** Uploads the chosen folder's files (dotfiles left out: `local`) to the project `name`. */
+  function upload(files, local, name) {
     // files uploaded into a live project are live at once: ask first
     if (liveProjects[name] && !window.confirm(t('folders.live_confirm', { name: name }))) return
     S.status('folders-status', '')
@@ -155,7 +190,7 @@
       if (!cancelled || ok > 0) show(name)
     }
     return next()
-  })
+  }
 
   function siteUrl(name) {
     return S.data.contentOrigin + '/' + S.enc(S.data.user) + '/' + S.enc(name) + '/'
