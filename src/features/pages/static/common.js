@@ -476,6 +476,39 @@
     return form
   }
 
+  /**
+   * A table wider than its box (.table-wrap, on a phone or with long values) scrolls in it; one
+   * with nothing to focus in it (a log) could not be scrolled from the keyboard. While the box
+   * overflows it is a named region in the tab order, which the arrow keys scroll; once the
+   * table fits again it leaves the tab order.
+   */
+  function keyboardScroll(wrap) {
+    var over = wrap.scrollWidth > wrap.clientWidth + 1
+    if (over === wrap.hasAttribute('tabindex')) return
+    if (over) {
+      wrap.setAttribute('tabindex', '0')
+      wrap.setAttribute('role', 'region')
+      wrap.setAttribute('aria-label', t('common.table_scrolls'))
+    } else {
+      wrap.removeAttribute('tabindex')
+      wrap.removeAttribute('role')
+      wrap.removeAttribute('aria-label')
+    }
+  }
+  if (typeof ResizeObserver === 'function') {
+    // the box changes with the window, the table with the rows a script puts in
+    var boxes = new ResizeObserver(function (entries) {
+      entries.forEach(function (e) {
+        var wrap = e.target.closest('.table-wrap')
+        if (wrap) keyboardScroll(wrap)
+      })
+    })
+    document.querySelectorAll('.table-wrap').forEach(function (wrap) {
+      boxes.observe(wrap)
+      if (wrap.firstElementChild) boxes.observe(wrap.firstElementChild)
+    })
+  }
+
   window.SVC = {
     data: data,
     lang: lang,
