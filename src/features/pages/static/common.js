@@ -477,6 +477,36 @@
   }
 
   /**
+   * Where keyboard focus goes once a row's item is deleted and its list drawn again: the row
+   * and its focused button are gone, so focus would fall back to the page's top. Given the
+   * button pressed (before the list is drawn again), the function returned, called after, puts
+   * focus on the same button of the row now in that place, else of the row above, else on
+   * `fallback`; unless focus has moved on meanwhile.
+   * @param {HTMLElement} button
+   * @param {HTMLElement | null} fallback
+   * @returns {() => void}
+   */
+  function focusAfterRemoval(button, fallback) {
+    var tr = /** @type {HTMLTableRowElement | null} */ (button.closest('tr'))
+    var tbody = /** @type {HTMLTableSectionElement | null} */ (tr && tr.parentElement)
+    var index = tr && tbody ? Array.prototype.indexOf.call(tbody.rows, tr) : -1
+    var label = button.textContent
+    return function () {
+      var now = document.activeElement
+      if (now && now !== document.body && now !== button && document.contains(now)) return
+      var rows = tbody ? tbody.rows : []
+      var row = rows.length ? rows[Math.min(index, rows.length - 1)] : null
+      var same = row
+        ? Array.prototype.filter.call(row.querySelectorAll('button'), function (b) {
+            return b.textContent === label
+          })[0]
+        : null
+      var target = same || fallback
+      if (target) target.focus()
+    }
+  }
+
+  /**
    * A table wider than its box (.table-wrap, on a phone or with long values) scrolls in it; one
    * with nothing to focus in it (a log) could not be scrolled from the keyboard. While the box
    * overflows it is a named region in the tab order, which the arrow keys scroll; once the
@@ -537,5 +567,6 @@
     enc: encodeURIComponent,
     redeemForm: redeemForm,
     onSubmit: onSubmit,
+    focusAfterRemoval: focusAfterRemoval,
   }
 })()

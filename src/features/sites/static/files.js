@@ -53,6 +53,7 @@
                 el('button', {
                   type: 'button',
                   text: t('common.copy'),
+                  'aria-label': t('common.copy') + ' ' + f.file_name,
                   onclick: function () {
                     S.copy(f.site_url || f.url)
                   },
@@ -62,8 +63,8 @@
                   class: 'danger',
                   text: t('common.delete'),
                   'aria-label': t('common.delete') + ' ' + f.file_name,
-                  onclick: function () {
-                    remove(f)
+                  onclick: function (e) {
+                    remove(f, e.currentTarget)
                   },
                 }),
               ),
@@ -78,8 +79,9 @@
       .catch(S.fail('files-status'))
   }
 
-  function remove(f) {
+  function remove(f, button) {
     if (!window.confirm(t('files.delete_confirm', { name: f.file_name }))) return
+    var refocus = S.focusAfterRemoval(button, S.$('file-search'))
     S.api
       .del('/svc_api/files/' + S.enc(f.file_name))
       .then(function () {
@@ -87,6 +89,7 @@
         info()
         return load()
       })
+      .then(refocus)
       .catch(S.fail('files-status'))
   }
 
