@@ -259,7 +259,7 @@ describe('accessibility: every page passes axe-core (WCAG 2.1 AA, serious and cr
     })
   }
 
-  it('KV page by keyboard alone: a new key stored, then deleted after its confirm step, focus shown and kept', async () => {
+  it('KV page by keyboard alone: a key stored, made private, deleted after its confirm step; focus shown and kept', async () => {
     const page = await pageFor('alice')
     const dialogs: string[] = []
     let answer = false
@@ -315,6 +315,15 @@ describe('accessibility: every page passes axe-core (WCAG 2.1 AA, serious and cr
     await row.waitFor()
     const stored = await s.get('/svc_api/data/get?key=kbd_key', { cookie: cookies.alice })
     assert.deepEqual([stored.json.data.value, stored.json.data.is_public], [{ n: 1 }, true])
+
+    // made private from its row: the list is drawn again, focus stays on that box
+    await tabTo((f) => f.name === 'Public kbd_key', "the entry's Public box")
+    const saved = page.waitForResponse((r) => r.url().includes('/svc_api/data/list'))
+    await page.keyboard.press('Space')
+    await saved
+    await quiet()
+    assert.equal((await shown()).name, 'Public kbd_key')
+    assert.equal(await page.getByLabel('Public kbd_key').isChecked(), false)
 
     // its Delete button; the confirm step refused keeps the entry and the focus
     await tabTo((f) => f.name === 'Delete kbd_key', "the entry's Delete button")

@@ -68,8 +68,8 @@
                   class: 'danger',
                   text: t('common.delete'),
                   'aria-label': t('common.delete') + ' ' + it.key,
-                  onclick: function (e) {
-                    remove(it, e.currentTarget)
+                  onclick: function () {
+                    remove(it)
                   },
                 }),
               ),
@@ -108,16 +108,14 @@
       })
       .catch(S.fail('kv-status'))
   }
-  function remove(it, button) {
+  function remove(it) {
     if (!window.confirm(t('kv.delete_confirm', { key: it.key }))) return
-    var refocus = S.focusAfterRemoval(button, S.$('kv-new'))
     S.api
       .del('/svc_api/data/delete' + S.qs({ key: it.key }))
       .then(function () {
         S.toast(t('common.deleted'))
         return load()
       })
-      .then(refocus)
       .catch(S.fail('kv-status'))
   }
 

@@ -63,8 +63,8 @@
                   class: 'danger',
                   text: t('common.delete'),
                   'aria-label': t('common.delete') + ' ' + f.file_name,
-                  onclick: function (e) {
-                    remove(f, e.currentTarget)
+                  onclick: function () {
+                    remove(f)
                   },
                 }),
               ),
@@ -79,9 +79,8 @@
       .catch(S.fail('files-status'))
   }
 
-  function remove(f, button) {
+  function remove(f) {
     if (!window.confirm(t('files.delete_confirm', { name: f.file_name }))) return
-    var refocus = S.focusAfterRemoval(button, S.$('file-search'))
     S.api
       .del('/svc_api/files/' + S.enc(f.file_name))
       .then(function () {
@@ -89,7 +88,6 @@
         info()
         return load()
       })
-      .then(refocus)
       .catch(S.fail('files-status'))
   }
 
