@@ -43,8 +43,9 @@ const INIT_JS = `window.ui = SwaggerUIBundle({
 
 /**
  * Swagger UI's colours that fail WCAG 2.1 AA contrast (4.5:1) for its small text: the method
- * badges (white on light green, blue, orange), links, version badges and the schemas'
- * expand button. Same hues, darker.
+ * badges (white on light green, blue, orange), links, version badges, the schemas'
+ * expand button, a parameter's place, and the example's numbers and comments (its highlighter
+ * colours each token with an inline style, hence !important). Same hues, darker.
  */
 const CONTRAST_CSS = `
 .swagger-ui .opblock.opblock-get .opblock-summary-method{background:#1b6ac0}
@@ -59,7 +60,9 @@ const CONTRAST_CSS = `
 .swagger-ui .info .title small pre{background:#5f6673}
 .swagger-ui .info .title small.version-stamp{background:#4d7a00}
 .swagger-ui .info .title small.version-stamp pre{background:#4d7a00}
-.swagger-ui .json-schema-2020-12-expand-deep-button{color:#595959}
+.swagger-ui .json-schema-2020-12-expand-deep-button,.swagger-ui .parameter__in{color:#595959}
+.swagger-ui .microlight span[style*="rgb(211, 99, 99)"]{color:#f08080!important}
+.swagger-ui .microlight span[style*="rgb(136, 136, 136)"]{color:#b0b0b0!important}
 .swagger-ui .info a,.swagger-ui .info .base-url,.swagger-ui a.nostyle,.swagger-ui .link{color:#1f69c0}
 `
 
