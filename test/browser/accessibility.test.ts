@@ -49,7 +49,16 @@ const PAGES: PageCase[] = [
   // src/features/pages/dashboard.ts and each feature's page.ts
   { name: 'dashboard', who: 'alice', url: (w) => `${w.s.url}/dashboard`, narrow: true },
   { name: 'files', who: 'alice', url: (w) => `${w.s.url}/dashboard/files`, narrow: true },
-  { name: 'folders and deploys', who: 'alice', url: (w) => `${w.s.url}/dashboard/folders`, narrow: true },
+  { name: 'folders', who: 'alice', url: (w) => `${w.s.url}/dashboard/folders`, narrow: true },
+  {
+    name: "folders: a project's files and deploys",
+    who: 'alice',
+    url: (w) => `${w.s.url}/dashboard/folders`,
+    act: async (page) => {
+      await page.getByRole('button', { name: 'blog', exact: true }).click()
+      await page.getByText('second').first().waitFor()
+    },
+  },
   { name: 'KV', who: 'alice', url: (w) => `${w.s.url}/dashboard/kv`, narrow: true },
   { name: 'forms', who: 'alice', url: (w) => `${w.s.url}/dashboard/forms`, narrow: true },
   {
@@ -57,16 +66,34 @@ const PAGES: PageCase[] = [
     who: 'alice',
     url: (w) => `${w.s.url}/dashboard/forms`,
     act: async (page) => {
-      await page.locator('#forms-table tbody button').first().waitFor()
-      const buttons = page.locator('#forms-table tbody tr').first().locator('button')
-      for (let i = 0; i < (await buttons.count()); i++) {
-        const label = (await buttons.nth(i).getAttribute('aria-label')) ?? (await buttons.nth(i).textContent()) ?? ''
-        if (/^(Submissions|Notifications)/.test(label)) await buttons.nth(i).click()
-      }
+      await page.getByRole('button', { name: 'Submissions Contact' }).click()
+      await page.locator('#subs-table tbody tr', { hasText: 'Ada' }).waitFor()
+      await page.getByRole('button', { name: 'Notifications Contact' }).click()
+      await page.locator('#deliv-table').waitFor()
     },
   },
   { name: 'images', who: 'alice', url: (w) => `${w.s.url}/dashboard/images`, narrow: true },
   { name: 'hosted data', who: 'alice', url: (w) => `${w.s.url}/dashboard/data`, narrow: true },
+  {
+    name: "hosted data: a file's versions",
+    who: 'alice',
+    url: (w) => `${w.s.url}/dashboard/data`,
+    act: async (page) => {
+      await page.getByRole('button', { name: 'Versions data.json' }).click()
+      await page.locator('#versions-table tbody tr').first().waitFor()
+    },
+  },
+  {
+    name: 'KV: a refused value at its field',
+    who: 'alice',
+    url: (w) => `${w.s.url}/dashboard/kv`,
+    act: async (page) => {
+      await page.getByLabel('Key', { exact: true }).fill('broken')
+      await page.getByLabel('Value', { exact: true }).fill('{"a": ')
+      await page.getByRole('button', { name: 'Save', exact: true }).click()
+      await page.locator('#kv-value[aria-invalid="true"]').waitFor()
+    },
+  },
   { name: 'domains and visitor access', who: 'alice', url: (w) => `${w.s.url}/dashboard/domains`, narrow: true },
   { name: 'export', who: 'alice', url: (w) => `${w.s.url}/dashboard/export` },
   // src/features/accounts/page.ts
@@ -74,6 +101,15 @@ const PAGES: PageCase[] = [
   { name: 'account', who: 'alice', url: (w) => `${w.s.url}/account`, narrow: true },
   // src/features/admin/page.ts (and its 403 for a non-admin)
   { name: 'admin: users', who: 'admin', url: (w) => `${w.s.url}/admin`, narrow: true },
+  {
+    name: "admin: an account's API keys",
+    who: 'admin',
+    url: (w) => `${w.s.url}/admin`,
+    act: async (page) => {
+      await page.locator('#users-table tr[data-user="alice"]').getByRole('button', { name: 'API keys' }).click()
+      await page.locator('#keys-table tbody tr').first().waitFor()
+    },
+  },
   { name: 'admin: reports', who: 'admin', url: (w) => `${w.s.url}/admin/reports`, narrow: true },
   { name: 'admin: content', who: 'admin', url: (w) => `${w.s.url}/admin/content` },
   { name: 'admin: settings', who: 'admin', url: (w) => `${w.s.url}/admin/settings` },
@@ -85,6 +121,15 @@ const PAGES: PageCase[] = [
   { name: 'report form, sent', who: 'guest', url: (w) => `${w.s.url}/report?sent=1` },
   // src/features/docs
   { name: 'API reference', who: 'guest', url: (w) => `${w.s.url}/docs` },
+  {
+    name: 'API reference: an operation opened',
+    who: 'guest',
+    url: (w) => `${w.s.url}/docs`,
+    act: async (page) => {
+      await page.locator('#operations-key-value_store-postSvcApiDataStore .opblock-summary-control').click()
+      await page.locator('#operations-key-value_store-postSvcApiDataStore .opblock-body').waitFor()
+    },
+  },
   { name: 'error codes', who: 'guest', url: (w) => `${w.s.url}/docs/errors` },
   // src/web/short-page.ts: the service's 404, a form's landing pages, the verify page
   { name: "the service's 404", who: 'guest', url: (w) => `${w.s.url}/dashbord`, status: 404 },
