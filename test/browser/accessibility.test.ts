@@ -37,7 +37,10 @@ interface World {
   formSlug: string
 }
 
-/** Every page of the service that a person sees; read the routes when adding one. */
+/**
+ * Every page of the service that a person sees; read the routes when adding one. A page with
+ * panels its script opens is checked with them open (the closed page is part of it).
+ */
 const PAGES: PageCase[] = [
   // src/features/pages/auth-pages.ts
   { name: 'login', who: 'guest', url: (w) => `${w.s.url}/login`, narrow: true },
@@ -49,21 +52,20 @@ const PAGES: PageCase[] = [
   // src/features/pages/dashboard.ts and each feature's page.ts
   { name: 'dashboard', who: 'alice', url: (w) => `${w.s.url}/dashboard`, narrow: true },
   { name: 'files', who: 'alice', url: (w) => `${w.s.url}/dashboard/files`, narrow: true },
-  { name: 'folders', who: 'alice', url: (w) => `${w.s.url}/dashboard/folders`, narrow: true },
   {
-    name: "folders: a project's files and deploys",
+    name: "folders, a project's files and deploys shown",
     who: 'alice',
+    narrow: true,
     url: (w) => `${w.s.url}/dashboard/folders`,
     act: async (page) => {
       await page.getByRole('button', { name: 'blog', exact: true }).click()
       await page.getByText('second').first().waitFor()
     },
   },
-  { name: 'KV', who: 'alice', url: (w) => `${w.s.url}/dashboard/kv`, narrow: true },
-  { name: 'forms', who: 'alice', url: (w) => `${w.s.url}/dashboard/forms`, narrow: true },
   {
-    name: 'forms, submissions and notifications',
+    name: 'forms, submissions and notifications shown',
     who: 'alice',
+    narrow: true,
     url: (w) => `${w.s.url}/dashboard/forms`,
     act: async (page) => {
       await page.getByRole('button', { name: 'Submissions Contact' }).click()
@@ -73,10 +75,10 @@ const PAGES: PageCase[] = [
     },
   },
   { name: 'images', who: 'alice', url: (w) => `${w.s.url}/dashboard/images`, narrow: true },
-  { name: 'hosted data', who: 'alice', url: (w) => `${w.s.url}/dashboard/data`, narrow: true },
   {
-    name: "hosted data: a file's versions",
+    name: "hosted data, a file's versions shown",
     who: 'alice',
+    narrow: true,
     url: (w) => `${w.s.url}/dashboard/data`,
     act: async (page) => {
       await page.getByRole('button', { name: 'Versions data.json' }).click()
@@ -84,8 +86,9 @@ const PAGES: PageCase[] = [
     },
   },
   {
-    name: 'KV: a refused value at its field',
+    name: 'KV, a refused value at its field',
     who: 'alice',
+    narrow: true,
     url: (w) => `${w.s.url}/dashboard/kv`,
     act: async (page) => {
       await page.getByLabel('Key', { exact: true }).fill('broken')
@@ -100,10 +103,10 @@ const PAGES: PageCase[] = [
   { name: 'API keys', who: 'alice', url: (w) => `${w.s.url}/api-keys`, narrow: true },
   { name: 'account', who: 'alice', url: (w) => `${w.s.url}/account`, narrow: true },
   // src/features/admin/page.ts (and its 403 for a non-admin)
-  { name: 'admin: users', who: 'admin', url: (w) => `${w.s.url}/admin`, narrow: true },
   {
-    name: "admin: an account's API keys",
+    name: "admin: users, an account's API keys shown",
     who: 'admin',
+    narrow: true,
     url: (w) => `${w.s.url}/admin`,
     act: async (page) => {
       await page.locator('#users-table tr[data-user="alice"]').getByRole('button', { name: 'API keys' }).click()
@@ -120,9 +123,8 @@ const PAGES: PageCase[] = [
   { name: 'report form', who: 'guest', url: (w) => `${w.s.url}/report?url=${encodeURIComponent(`${w.site}/about.html`)}`, narrow: true },
   { name: 'report form, sent', who: 'guest', url: (w) => `${w.s.url}/report?sent=1` },
   // src/features/docs
-  { name: 'API reference', who: 'guest', url: (w) => `${w.s.url}/docs` },
   {
-    name: 'API reference: an operation opened',
+    name: 'API reference, an operation opened',
     who: 'guest',
     url: (w) => `${w.s.url}/docs`,
     act: async (page) => {
