@@ -14,15 +14,56 @@ import { newNonce } from '../../web/security.js'
 
 const distDir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
 const VERSION: string = JSON.parse(fs.readFileSync(path.join(distDir, 'package.json'), 'utf8')).version
-/** Boots Swagger UI on the document (a file, so the page needs no inline script). */
+/**
+ * Boots Swagger UI on the document (a file, so the page needs no inline script). Two repairs
+ * for people on a keyboard or a screen reader: an operation's path is no link (with deep
+ * linking on it is an <a href> inside the operation's toggle button, a control inside a
+ * control; the address still follows the operation opened), and the server list is named.
+ */
 const INIT_JS = `window.ui = SwaggerUIBundle({
   url: '/openapi.json',
   dom_id: '#swagger-ui',
   deepLinking: true,
   validatorUrl: null,
   presets: [SwaggerUIBundle.presets.apis],
+  plugins: [function () {
+    return { wrapComponents: { DeepLink: function (Original, system) {
+      return function (props) {
+        return system.React.createElement(Original, Object.assign({}, props, { enabled: props.enabled && String(props.path).indexOf('/') < 0 }))
+      }
+    } } }
+  }],
+  onComplete: function () {
+    var servers = document.getElementById('servers')
+    if (servers) servers.setAttribute('aria-label', 'Servers')
+  },
   layout: 'BaseLayout',
 })
+`
+
+/**
+ * Swagger UI's colours that fail WCAG 2.1 AA contrast (4.5:1) for its small text: the method
+ * badges (white on light green, blue, orange), links, version badges, the schemas'
+ * expand button, a parameter's place, and the example's numbers and comments (its highlighter
+ * colours each token with an inline style, hence !important). Same hues, darker.
+ */
+const CONTRAST_CSS = `
+.swagger-ui .opblock.opblock-get .opblock-summary-method{background:#1b6ac0}
+.swagger-ui .opblock.opblock-post .opblock-summary-method{background:#17804f}
+.swagger-ui .opblock.opblock-put .opblock-summary-method{background:#9a5500}
+.swagger-ui .opblock.opblock-delete .opblock-summary-method{background:#c4161c}
+.swagger-ui .opblock.opblock-patch .opblock-summary-method{background:#0b7261}
+.swagger-ui .opblock.opblock-head .opblock-summary-method{background:#8a2ba0}
+.swagger-ui .opblock.opblock-options .opblock-summary-method{background:#0b5ea8}
+.swagger-ui .btn.authorize{color:#17804f;border-color:#17804f}
+.swagger-ui .btn.authorize svg{fill:#17804f}
+.swagger-ui .info .title small pre{background:#5f6673}
+.swagger-ui .info .title small.version-stamp{background:#4d7a00}
+.swagger-ui .info .title small.version-stamp pre{background:#4d7a00}
+.swagger-ui .json-schema-2020-12-expand-deep-button,.swagger-ui .parameter__in{color:#595959}
+.swagger-ui .microlight span[style*="rgb(211, 99, 99)"]{color:#f08080!important}
+.swagger-ui .microlight span[style*="rgb(136, 136, 136)"]{color:#b0b0b0!important}
+.swagger-ui .info a,.swagger-ui .info .base-url,.swagger-ui a.nostyle,.swagger-ui .link{color:#1f69c0}
 `
 
 /** Asset URLs carry the swagger-ui-dist version and a digest of INIT_JS, so they can be cached for good. */
@@ -47,6 +88,7 @@ const page = (nonce: string) => `<!doctype html>
 <title>svc API reference</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${ASSET_BASE}/swagger-ui.css" nonce="${nonce}">
+<style nonce="${nonce}">${CONTRAST_CSS}</style>
 </head><body>
 <p><a href="/dashboard">Dashboard</a> · <a href="/openapi.json">openapi.json</a> · <a href="/docs/errors">Error codes</a></p>
 <div id="swagger-ui"></div>

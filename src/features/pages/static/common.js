@@ -476,6 +476,110 @@
     return form
   }
 
+  /**
+   * Keyboard focus in the lists. A list's script draws its rows again after an action on a row
+   * (delete, a toggle, a save), and the focused control goes with its old row: focus would fall
+   * back to the page's top. Once a list has been drawn again, focus goes to the control that
+   * stands for it: the same item's (the same accessible name), else in the row now at its place
+   * the control with the same text (the next row's Delete), else the one at the same place in
+   * that row (Disable became Enable); in a list left empty, the table. Unless focus has moved
+   * on, or the page's own script has put it somewhere (this runs after that script's turn).
+   */
+  var CONTROLS = 'button, a[href], input, select, textarea, [tabindex="0"]'
+  /** @param {Element} root @returns {HTMLElement[]} */
+  function controlsOf(root) {
+    return Array.prototype.filter.call(root.querySelectorAll(CONTROLS), function (c) {
+      return !c.disabled && !c.hidden
+    })
+  }
+  /** @type {{ el: HTMLElement, tbody: HTMLTableSectionElement, row: number, pos: number, label: string | null, text: string | null } | null} */
+  var lastInList = null
+  document.addEventListener('focusin', function (e) {
+    var target = /** @type {HTMLElement} */ (e.target)
+    var tr = /** @type {HTMLTableRowElement | null} */ (target.closest ? target.closest('tbody > tr') : null)
+    if (!tr || !tr.parentElement) {
+      lastInList = null
+      return
+    }
+    var tbody = /** @type {HTMLTableSectionElement} */ (tr.parentElement)
+    lastInList = {
+      el: target,
+      tbody: tbody,
+      row: tr.sectionRowIndex,
+      pos: controlsOf(tr).indexOf(target),
+      label: target.getAttribute('aria-label'),
+      text: target.textContent,
+    }
+  })
+  function refocusList() {
+    var last = lastInList
+    var now = document.activeElement
+    if (!last || last.el.isConnected || (now && now !== document.body && now !== last.tbody.parentElement)) return
+    var all = controlsOf(last.tbody)
+    var target = last.label
+      ? all.filter(function (c) {
+          return c.tagName === last.el.tagName && c.getAttribute('aria-label') === last.label
+        })[0]
+      : null
+    var rows = last.tbody.rows
+    var row = rows.length ? rows[Math.min(last.row, rows.length - 1)] : null
+    var inRow = row ? controlsOf(row) : []
+    if (!target && last.text)
+      target = inRow.filter(function (c) {
+        return c.tagName === last.el.tagName && c.textContent === last.text
+      })[0]
+    if (!target && last.pos >= 0 && inRow.length) target = inRow[Math.min(last.pos, inRow.length - 1)]
+    if (!target) {
+      // nothing left to act on: the (now empty) table itself
+      var table = /** @type {HTMLElement | null} */ (last.tbody.parentElement)
+      if (!table || now === table) return
+      table.setAttribute('tabindex', '-1')
+      target = table
+    }
+    target.focus()
+  }
+  if (typeof MutationObserver === 'function') {
+    var redrawn = new MutationObserver(function () {
+      setTimeout(refocusList, 0)
+    })
+    document.querySelectorAll('tbody').forEach(function (tbody) {
+      redrawn.observe(tbody, { childList: true })
+    })
+  }
+
+  /**
+   * A table wider than its box (.table-wrap, on a phone or with long values) scrolls in it; one
+   * with nothing to focus in it (a log) could not be scrolled from the keyboard. While the box
+   * overflows it is a named region in the tab order, which the arrow keys scroll; once the
+   * table fits again it leaves the tab order.
+   */
+  function keyboardScroll(wrap) {
+    var over = wrap.scrollWidth > wrap.clientWidth + 1
+    if (over === wrap.hasAttribute('tabindex')) return
+    if (over) {
+      wrap.setAttribute('tabindex', '0')
+      wrap.setAttribute('role', 'region')
+      wrap.setAttribute('aria-label', t('common.table_scrolls'))
+    } else {
+      wrap.removeAttribute('tabindex')
+      wrap.removeAttribute('role')
+      wrap.removeAttribute('aria-label')
+    }
+  }
+  if (typeof ResizeObserver === 'function') {
+    // the box changes with the window, the table with the rows a script puts in
+    var boxes = new ResizeObserver(function (entries) {
+      entries.forEach(function (e) {
+        var wrap = e.target.closest('.table-wrap')
+        if (wrap) keyboardScroll(wrap)
+      })
+    })
+    document.querySelectorAll('.table-wrap').forEach(function (wrap) {
+      boxes.observe(wrap)
+      if (wrap.firstElementChild) boxes.observe(wrap.firstElementChild)
+    })
+  }
+
   window.SVC = {
     data: data,
     lang: lang,

@@ -53,6 +53,7 @@
                 el('button', {
                   type: 'button',
                   text: t('common.copy'),
+                  'aria-label': t('common.copy') + ' ' + f.file_name,
                   onclick: function () {
                     S.copy(f.site_url || f.url)
                   },
