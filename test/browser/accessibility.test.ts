@@ -7,7 +7,7 @@ import { startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { deploySite } from '../support/deploys.js'
 import { imageForm, makeImage, svc } from '../support/images.js'
-import { networkQuiet, openBrowser, type BrowserLease } from '../support/browser.js'
+import { networkQuiet, openBrowser, sessionCookiesFor, type BrowserLease } from '../support/browser.js'
 
 // Every page a person sees, in a realistic state (signed in, with data), checked with axe-core
 // against WCAG 2.1 A and AA: a violation of impact serious or critical fails (the accessibility
@@ -279,7 +279,7 @@ describe('accessibility: every page passes axe-core (WCAG 2.1 AA, serious and cr
     const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US', bypassCSP: true, ...(width ? { viewport: { width, height: 800 } } : {}) })
     contexts.push(ctx)
     const cookie = cookies[who]
-    if (cookie) await ctx.addCookies([{ name: 'session', value: cookie.replace(/^session=/, '').split(';')[0], url: s.url }])
+    if (cookie) await ctx.addCookies(sessionCookiesFor(cookie, s.url))
     const page = await ctx.newPage()
     page.setDefaultTimeout(15_000)
     page.on('dialog', (d) => void d.accept())
