@@ -187,6 +187,9 @@ for (const engine of ENGINES) {
         // the options of download are download's
         const wrong = await runCli(['deploys', 'list', 'site', '--force'], { env })
         assert.equal(wrong.code, 2)
+        const empty = await runCli(['deploys', 'download', first.id, '--project', 'site', '-o', ''], { env })
+        assert.equal(empty.code, 2)
+        assert.match(empty.stderr, /-o takes a file or folder name/)
       } finally {
         fs.rmSync(out, { recursive: true, force: true })
       }

@@ -106,6 +106,7 @@ async function downloadCommand(ctx: Ctx, args: string[]): Promise<number> {
   const id = need(positionals[0], 'the deploy to download (ID)')
   noMore(positionals, 1)
   const project = projectOf(v)
+  if (v.output === '') throw new UsageError('-o takes a file or folder name, not an empty one', true)
   const own = `${project}-${id}.tar.gz`.replace(/[^\w.-]/g, '_')
   let dest = v.output ?? own
   if (v.output !== undefined && isDirectory(v.output)) dest = path.join(v.output, own)
