@@ -47,6 +47,9 @@ export function sessionBound(cookieHeader: string | undefined, sid: string): boo
 }
 
 const LAST_USED_EVERY_MS = 60_000
+/** An Authorization header that names no key: empty, or the Bearer scheme alone. */
+const NO_KEY_RE = /^\s*(?:bearer)?\s*$/i
+
 /** Key and session rows kept between requests (SQLite only; see createPrincipalResolver). */
 const KEPT_ROWS = 4096
 
@@ -127,7 +130,9 @@ export function createPrincipalResolver(db: Db, clock: Clock) {
    * fetch metadata (curl, scripts) present the cookie alone.
    */
   return async function resolve(authorization: string | undefined, cookieHeader: string | undefined, fetchMetadata = false): Promise<Resolution> {
-    if (authorization !== undefined) {
+    // a header that carries no key (empty, or `Bearer` and nothing: a script's unset variable)
+    // is a missing key, as no header is (1001, or the session cookie), not an invalid one
+    if (authorization !== undefined && !NO_KEY_RE.test(authorization)) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
       if (!m || !API_KEY_RE.test(m[1])) return { kind: 'error', error: 'AUTH_INVALID' }
       const row = await keyLookup(sha256hex(m[1]))

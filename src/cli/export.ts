@@ -51,6 +51,10 @@ export async function importFromFile(db: Db, config: Config, file: string, as: s
     const text = [
       `imported ${r.username}: ${counts || 'no content'}`,
       ...r.renamed.map((x) => `  taken on this instance, renamed: ${x}`),
+      ...r.overQuota.map(
+        (q) =>
+          `warning: its folder projects hold ${q.used} bytes, over its ${q.quota} limit of ${q.limit}: it keeps them and can redeploy, roll back and delete, but a deploy of new bytes is refused (1208) until you raise it: svc user set ${r.username} --limit ${q.quota}=N`,
+      ),
       `password: ${r.password}   (change it with: svc user set ${r.username} --password ...)`,
       await tellServers(config, r.username),
     ].join('\n')

@@ -4,7 +4,7 @@
  * the configuration, a database or any server code.
  */
 import { keyNameProblem, MAX_KEY_DAYS, MAX_KEY_NAME_LENGTH, MIN_PASSWORD_LENGTH, passwordProblem, TIERS, usernameProblem } from '../auth/account-rules.js'
-import { isQuotaName, QUOTA_NAMES, type QuotaName } from '../limits/quotas.js'
+import { isQuotaName, QUOTA_MAX, QUOTA_NAMES, type QuotaName } from '../limits/quotas.js'
 import { anInteger, oneOf, takes, type CommandHelp } from './help.js'
 
 const DATA: readonly [string, string] = ['DATA_DIR', 'the data folder: svc.db (SQLite) and the blobs (default ./data)']
@@ -25,15 +25,13 @@ export function limitSetting(text: string): [QuotaName, number | null] | null {
   const m = /^([a-z_]+)=(\d+|default)$/.exec(text)
   if (!m || !isQuotaName(m[1])) return null
   if (m[2] === 'default') return [m[1], null]
-  // a value past 2^53 would be stored rounded, and one past the double range as null (the default)
+  // the admin API's rule (QUOTA_MAX): a value past 2^53 would be stored rounded, and one past
+  // the double range as null (the default)
   const n = Number(m[2])
-  return Number.isSafeInteger(n) ? [m[1], n] : null
+  return Number.isSafeInteger(n) && n <= QUOTA_MAX ? [m[1], n] : null
 }
 
-const LIMIT = takes(
-  `NAME=N or NAME=default, N an integer from 0 to ${Number.MAX_SAFE_INTEGER}, NAME one of ${QUOTA_NAMES.join(', ')}`,
-  (v) => limitSetting(v) !== null,
-)
+const LIMIT = takes(`NAME=N or NAME=default, N an integer from 0 to ${QUOTA_MAX}, NAME one of ${QUOTA_NAMES.join(', ')}`, (v) => limitSetting(v) !== null)
 
 /** --password of svc user add and set: the rule the service applies to a new password (its message too). */
 const PASSWORD = { type: 'string', arg: '<pw>', check: passwordProblem } as const

@@ -26,7 +26,7 @@ export const upgradeStatus = (method: string | undefined): 301 | 308 => (method 
  * else the Host header. The one reading of it, for the origins built from it and for the
  * checks that must see the host those origins name (MCP's DNS-rebinding check).
  */
-export function requestHost(req: FastifyRequest, config: Pick<Config, 'trustProxy'>): string | undefined {
+export function requestHost(req: FastifyRequest | IncomingMessage, config: Pick<Config, 'trustProxy'>): string | undefined {
   const fwdHost = config.trustProxy ? req.headers['x-forwarded-host'] : undefined
   const host = (Array.isArray(fwdHost) ? fwdHost[0] : fwdHost) ?? req.headers.host
   return host?.split(',')[0].trim()

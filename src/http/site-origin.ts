@@ -99,7 +99,8 @@ function serviceLabelUnder(domain: string, config: OriginConfig): string | null 
 }
 const isServiceLabel = (username: string, domain: string, config: OriginConfig): boolean => serviceLabelUnder(domain, config) === username
 
-const portOf = (host: string | undefined): string => {
+/** The `:port` of a Host header, or '' when it names none. */
+export const portOf = (host: string | undefined): string => {
   const m = host ? /:(\d+)$/.exec(host) : null
   return m ? `:${m[1]}` : ''
 }

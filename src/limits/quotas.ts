@@ -18,6 +18,13 @@ export const QUOTA_DEFAULTS = {
   site_bytes: 1024 * 1024 * 1024,
 } as const
 
+/**
+ * The largest value a quota may be set to, by every way of setting one (the admin API's schema,
+ * the admin console's field, `svc user set --limit`): the largest integer JSON and the
+ * database's JSON text keep exactly (2^53 - 1); past it a value would be stored rounded.
+ */
+export const QUOTA_MAX = Number.MAX_SAFE_INTEGER
+
 export type QuotaName = keyof typeof QUOTA_DEFAULTS
 export const QUOTA_NAMES = Object.keys(QUOTA_DEFAULTS) as QuotaName[]
 

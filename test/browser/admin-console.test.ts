@@ -524,6 +524,14 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       await page.waitForFunction(() => document.activeElement?.textContent === 'Remove VIP')
       assert.deepEqual(await focused(), { tag: 'BUTTON', id: '', text: 'Remove VIP', row: dave.username })
 
+      // the field takes what the admin API takes (2^53 - 1, svc user set's largest too); past
+      // it the browser refuses the form and nothing is sent
+      const field = row.locator('input[type="number"]')
+      assert.equal(await field.getAttribute('max'), String(Number.MAX_SAFE_INTEGER))
+      await field.fill(String(Number.MAX_SAFE_INTEGER))
+      assert.equal(await field.evaluate((e) => (e as HTMLInputElement).validity.valid), true)
+      await field.fill('9007199254740993')
+      assert.equal(await field.evaluate((e) => (e as HTMLInputElement).validity.rangeOverflow), true)
       // a quota set below what the account holds: the admin is told, and nothing is removed
       await row.locator('select').selectOption('files')
       await row.locator('input[type="number"]').fill('0')

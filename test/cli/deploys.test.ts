@@ -5,6 +5,9 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { ChildProcess } from 'node:child_process'
+import { gzipSync } from 'node:zlib'
 import https from 'node:https'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { FakeClock } from '../../src/util/clock.js'
@@ -145,6 +148,50 @@ for (const engine of ENGINES) {
         assert.equal(await live(), page('two'), 'nothing rolled back')
       } finally {
         fs.rmSync(path.dirname(elsewhere), { recursive: true, force: true })
+      }
+    })
+
+    it('svc deploys download saves a kept deploy as its archive, never over a file without --force', async () => {
+      const [, first] = (await s.get('/api/folders/site/deploys', { key: alice.key })).json.deploys
+      const api = await s.get(`/api/folders/site/deploys/${first.id}/archive`, { key: alice.key })
+      assert.equal(api.status, 200)
+      const out = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-dl-'))
+      try {
+        const file = path.join(out, 'site.tar.gz')
+        const r = await runCli(['deploys', 'download', first.id, '--project', 'site', '-o', file, '--json'], { env })
+        assert.equal(r.code, 0, r.stderr)
+        assert.deepEqual(r.json, { success: true, project: 'site', deploy_id: first.id, file, bytes: api.body.length })
+        assert.deepEqual(fs.readFileSync(file), api.body, 'the bytes the API answers')
+        // an existing file is kept, with or without a change to it; --force replaces it
+        fs.writeFileSync(file, 'mine')
+        const kept = await runCli(['deploys', 'download', first.id, '--project', 'site', '-o', file], { env })
+        assert.equal(kept.code, 1)
+        assert.match(kept.stderr, /site\.tar\.gz exists; --force replaces it/)
+        assert.equal(fs.readFileSync(file, 'utf8'), 'mine')
+        const forced = await runCli(['deploys', 'download', first.id, '--project', 'site', '-o', file, '--force'], { env })
+        assert.equal(forced.code, 0, forced.stderr)
+        assert.match(forced.stdout, new RegExp(`site: deploy ${first.id} saved to .*site\\.tar\\.gz`))
+        assert.deepEqual(fs.readFileSync(file), api.body)
+        // into a folder: PROJECT-ID.tar.gz there (and, without -o, in the current folder)
+        const named = await runCli(['deploys', 'download', first.id, '--project', 'site', '-o', out], { env })
+        assert.equal(named.code, 0, named.stderr)
+        const here = await runCli(['deploys', 'download', first.id, '--project', 'site'], { env, cwd: path.join(out) })
+        assert.equal(here.code, 1, 'the file of the run before is there')
+        assert.match(here.stderr, /exists/)
+        assert.deepEqual(fs.readFileSync(path.join(out, `site-${first.id}.tar.gz`)), api.body)
+        // a deploy the project does not keep: the server's refusal, and no file at all
+        const none = await runCli(['deploys', 'download', 'nosuchdeploy', '--project', 'site', '-o', path.join(out, 'x.tar.gz')], { env })
+        assert.equal(none.code, 1)
+        assert.match(none.stderr, /1331/)
+        assert.deepEqual(fs.readdirSync(out).sort(), [`site-${first.id}.tar.gz`, 'site.tar.gz'], 'no other file, partial or whole')
+        // the options of download are download's
+        const wrong = await runCli(['deploys', 'list', 'site', '--force'], { env })
+        assert.equal(wrong.code, 2)
+        const empty = await runCli(['deploys', 'download', first.id, '--project', 'site', '-o', ''], { env })
+        assert.equal(empty.code, 2)
+        assert.match(empty.stderr, /-o takes a file or folder name/)
+      } finally {
+        fs.rmSync(out, { recursive: true, force: true })
       }
     })
 
@@ -337,3 +384,49 @@ for (const engine of ENGINES) {
     })
   })
 }
+
+// the archive comes from a server that breaks it off or stops: no file is left, partial or whole
+describe('svc deploys download: a cut-short or interrupted download leaves no file', () => {
+  let out = ''
+  let server: http.Server
+  let url = ''
+  let mode: 'cut' | 'hang' = 'cut'
+  const gz = gzipSync(Buffer.alloc(200_000, 'a'))
+  before(async () => {
+    out = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-dl-cut-'))
+    server = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/gzip' })
+      // half of a gzip stream, then the end of the answer (cut) or nothing more (hang)
+      res.write(gz.subarray(0, gz.length >> 1))
+      if (mode === 'cut') res.end()
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  })
+  after(() => {
+    server.closeAllConnections()
+    server.close()
+    fs.rmSync(out, { recursive: true, force: true })
+  })
+  const env = () => ({ SVC_URL: url, SVC_API_KEY: 'svc_' + 'k'.repeat(40), SVC_CONFIG: path.join(out, 'no-config.json') })
+
+  it('an answer that is not a whole gzip archive is refused', async () => {
+    mode = 'cut'
+    const r = await runCli(['deploys', 'download', 'abc', '--project', 'site', '-o', path.join(out, 'a.tar.gz')], { env: env() })
+    assert.equal(r.code, 1)
+    assert.match(r.stderr, /not a whole gzip archive/)
+    assert.deepEqual(fs.readdirSync(out), [])
+  })
+
+  it('Ctrl-C removes the partial file', async () => {
+    mode = 'hang'
+    let child: ChildProcess | undefined
+    const run = runCli(['deploys', 'download', 'abc', '--project', 'site', '-o', path.join(out, 'b.tar.gz')], { env: env(), onSpawn: (c) => (child = c) })
+    for (let i = 0; i < 200 && fs.readdirSync(out).length === 0; i++) await new Promise((r) => setTimeout(r, 50))
+    assert.match(fs.readdirSync(out).join(), /^\.b\.tar\.gz\.\d+\.partial$/, 'the partial file, beside the one asked for')
+    child!.kill('SIGINT')
+    const r = await run
+    assert.notEqual(r.code, 0)
+    assert.deepEqual(fs.readdirSync(out), [])
+  })
+})

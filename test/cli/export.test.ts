@@ -12,6 +12,7 @@ import { ENGINES, startServer, type Res, type TestServer } from '../support/serv
 import { HIGH_LIMITS, HTML, batchUpload, uploadFile } from '../support/hosting.js'
 import { exifTiff, imageForm, jpegSegment, makeImage, svc } from '../support/images.js'
 import { runCli } from './run.js'
+import { importFromFile } from '../../src/cli/export.js'
 import { assertUsageExact } from '../support/quota-race.js'
 import { ExportError, importArchive, verifyArchive } from '../../src/features/export/archive.js'
 import type { BlobStore } from '../../src/storage/blob-store.js'
@@ -607,6 +608,35 @@ for (const engine of ENGINES) {
         await assert.rejects(importArchive(a.deps.db, a.deps.blobs, file, as, reserved), (e: Error) => e instanceof ExportError && refusal.test(e.message), as)
         assert.equal(await a.deps.db.k.selectFrom('users').select('id').where('username', '=', as.toLowerCase()).executeTakeFirst(), undefined, as)
       }
+    })
+
+    it('imports an account past its site_bytes limit whole, and says so (decision 241)', { timeout: 120_000 }, async () => {
+      const a = await start()
+      const u = await a.user()
+      const cookie = await a.login(u.username, u.password)
+      const page = `<!doctype html><p>${'x'.repeat(3000)}</p>`
+      assert.equal((await batchUpload(a, { key: u.key }, 'big', [{ filename: 'index.html', data: page }])).status, 200)
+      assert.equal((await a.post('/api/folders/big/publish', { key: u.key })).status, 200)
+      const dl = await a.get('/svc_api/me/export', { cookie })
+      assert.equal(dl.status, 200)
+      const file = path.join(tmp, 'site-bytes.tar.gz')
+      fs.writeFileSync(file, dl.body)
+      // within its limit: nothing said
+      const within = await importFromFile(a.deps.db, a.deps.config, file, 'sb-within')
+      assert.doesNotMatch(within.text, /site_bytes/)
+      // exported with a limit below what its projects hold: imported whole, and the operator told
+      const small = path.join(tmp, 'site-bytes-small.tar.gz')
+      await forge(file, small, (d) => (d.user.limits = JSON.stringify({ site_bytes: 1000 })))
+      const r = await importArchive(a.deps.db, a.deps.blobs, small, 'sb-over')
+      assert.deepEqual(r.overQuota, [{ quota: 'site_bytes', used: Buffer.byteLength(page), limit: 1000 }])
+      const cli = await importFromFile(a.deps.db, a.deps.config, small, 'sb-over-cli')
+      assert.match(
+        cli.text,
+        new RegExp(
+          `warning: its folder projects hold ${Buffer.byteLength(page)} bytes, over its site_bytes limit of 1000: .*svc user set sb-over-cli --limit site_bytes=N`,
+        ),
+      )
+      assert.equal((await a.get('/sb-over/big/')).text, page)
     })
 
     it('an archive holding content taken down here is refused, also when the takedown comes while its blobs are stored', { timeout: 120_000 }, async () => {

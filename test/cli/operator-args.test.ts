@@ -9,7 +9,9 @@ import { ENGINES, PG_URL, dropSchema } from '../support/server.js'
 import { makeTree, runCli } from './run.js'
 import { commandLine } from '../../src/cli/admin.js'
 import { usageText } from '../../src/cli/help.js'
-import { OPERATOR_HELP } from '../../src/cli/operator-help.js'
+import { OPERATOR_HELP, limitSetting } from '../../src/cli/operator-help.js'
+import { UserPatch } from '../../src/features/admin/schemas.js'
+import { QUOTA_MAX } from '../../src/limits/quotas.js'
 import { createUsers } from '../../src/auth/users.js'
 import { openDatabase } from '../../src/db/kysely.js'
 import { systemClock } from '../../src/util/clock.js'
@@ -136,6 +138,17 @@ const refusal = (args: string[], message: string) => `error: ${message}\n${usage
 // checkArguments reads no configuration and touches no file (its signature takes neither):
 // every refused line is checked in this process, and the spawned cases below show that such a
 // refusal is what `svc` prints, with exit 2, before anything is opened or made (decision 198)
+// one rule for a quota's largest value: svc user set --limit takes what the admin API's schema
+// (and so the admin console) takes, and refuses what it refuses
+it("svc user set --limit takes a quota up to the admin API schema's maximum, and no more", () => {
+  const limits = UserPatch.properties.limits as unknown as { patternProperties: Record<string, { anyOf: Array<{ maximum?: number }> }> }
+  const schemaMax = Object.values(limits.patternProperties)[0].anyOf.find((b) => b.maximum !== undefined)?.maximum
+  assert.equal(schemaMax, QUOTA_MAX)
+  assert.deepEqual(limitSetting(`site_bytes=${QUOTA_MAX}`), ['site_bytes', QUOTA_MAX])
+  assert.equal(limitSetting(`site_bytes=${BigInt(QUOTA_MAX) + 1n}`), null)
+  assert.ok(LIMIT_TAKES.includes(`from 0 to ${QUOTA_MAX},`))
+})
+
 describe('operator commands: each refused command line, its message and the synopsis', () => {
   for (const [args, message] of REFUSED)
     it(`svc ${args.join(' ').slice(0, 80)}: ${message.slice(0, 60)}`, () => {

@@ -68,6 +68,25 @@ for (const engine of ENGINES) {
       await a.request('POST', `/svc_api/admin/users/${bob.username}`, { cookie: admin.cookie, json: { tier: 'default' } })
     })
 
+    it('takes a quota up to 2^53 - 1, as svc user set --limit does, and refuses more changing nothing', async () => {
+      const set = (limits: Record<string, number | null>) =>
+        a.request('POST', `/svc_api/admin/users/${bob.username}`, { cookie: admin.cookie, json: { limits } })
+      const max = await set({ site_bytes: Number.MAX_SAFE_INTEGER })
+      assert.equal(max.status, 200, max.text)
+      assert.equal(max.json.data.limits.site_bytes, Number.MAX_SAFE_INTEGER)
+      // 2^53 (JSON has no exact 2^53 + 1): the schema's maximum, named in the message
+      const over = await a.request('POST', `/svc_api/admin/users/${bob.username}`, {
+        cookie: admin.cookie,
+        json: { limits: { site_bytes: 2 ** 53 } },
+        headers: { 'accept-language': 'en' },
+      })
+      expectError(over, 400, 1106)
+      assert.match(over.json.message, /limits\.site_bytes .*must be at most 9007199254740991/)
+      const row = await a.deps.db.k.selectFrom('users').select('limits').where('username', '=', bob.username).executeTakeFirstOrThrow()
+      assert.equal(JSON.parse(row.limits).site_bytes, Number.MAX_SAFE_INTEGER, 'unchanged')
+      assert.equal((await set({ site_bytes: null })).status, 200)
+    })
+
     it("lists an account's keys with exactly the fields of its owner's list, never a key or its hash", async () => {
       const r = await adminCall('GET', `/svc_api/admin/users/${alice.username}/keys`)
       assert.equal(r.status, 200, r.text)

@@ -180,4 +180,39 @@ for (const engine of ENGINES) {
         )
     })
   })
+
+  // the spec's "missing key" (1001) is a header without a key too: `Bearer ` from a script whose
+  // key variable is empty (a client or proxy drops the trailing space: `Bearer`), or an empty
+  // header; a session cookie beside it still counts. Its own server: the anonymous window of
+  // the one above is spent by its own requests.
+  describe(`an Authorization header without a key [${engine}]`, () => {
+    let s: TestServer
+    let alice: Awaited<ReturnType<TestServer['user']>>
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      alice = await s.user()
+    })
+    after(() => s.close())
+
+    for (const [label, authorization] of [
+      ['Bearer and an empty token', 'Bearer '],
+      ['Bearer alone', 'Bearer'],
+      ['an empty header', ''],
+    ]) {
+      it(`${label}: 401 / 1001, as no header`, async () => {
+        const r = await s.get('/svc_api/me', { headers: { authorization } })
+        expectError(r, 401, 1001)
+        assert.equal(r.json.error_type, 'AUTH_ERROR')
+      })
+    }
+    it('Bearer with an empty token beside a session cookie: the session', async () => {
+      const cookie = await s.login(alice.username, alice.password)
+      const r = await s.get('/svc_api/me', { cookie, headers: { authorization: 'Bearer ' } })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.data.via, 'session')
+      // a token that is there and wrong stays 1002, cookie or not
+      expectError(await s.get('/svc_api/me', { cookie, headers: { authorization: 'Bearer x' } }), 401, 1002)
+      expectError(await s.get('/svc_api/me', { headers: { authorization: 'Basic YTpi' } }), 401, 1002)
+    })
+  })
 }

@@ -80,14 +80,27 @@ for (const engine of ENGINES) {
         assert.equal(r.header('location'), `https://www.primary.test${to}`, `${host}${p}`)
         assert.equal(r.text, '')
       }
+      // on a port other than 443 the primary domain is reached on the same one: the port the
+      // visitor used over HTTPS; from the plain-HTTP listener, the HTTPS listener's
+      const port = new URL(s.url).port
+      for (const [host, p, to, plain] of [
+        [`${user}:${port}`, '/site/about?x=1', `https://www.primary.test:${port}/about?x=1`, false],
+        [`primary.test:8443`, '/', 'https://www.primary.test:8443/', false],
+        [`primary.test:443`, '/a', 'https://www.primary.test/a', false],
+        [user, '/site/', `https://www.primary.test:${port}/`, true],
+      ] as const) {
+        const r = await s.get(p, { plain, headers: { host, ...NAV } })
+        assert.equal(r.status, 302, `${host}${p}: ${r.text}`)
+        assert.equal(r.header('location'), to, `${host}${p}${plain ? ' (plain HTTP)' : ''}`)
+      }
       // the primary domain serves; scripts, sub-resources and HEAD are served where they ask
       assert.equal((await at('www.primary.test', '/', NAV)).text, '<p>carol home</p>')
       assert.equal((await at(user, '/site/')).text, '<p>carol home</p>')
       assert.equal((await at(user, '/site/about', { 'sec-fetch-dest': 'iframe' })).text, '<p>about carol</p>')
       assert.equal((await s.request('HEAD', '/site/', { headers: { host: user, ...NAV } })).status, 200)
       assert.equal((await s.get(`/${carol.username}/site/`)).text, '<p>carol home</p>')
-      // a browser on the path form goes there at once
-      assert.equal((await s.get(`/${carol.username}/site/about`, { headers: NAV })).header('location'), 'https://www.primary.test/about')
+      // a browser on the path form goes there at once (on the port it asked: 127.0.0.1:PORT)
+      assert.equal((await s.get(`/${carol.username}/site/about`, { headers: NAV })).header('location'), `https://www.primary.test:${port}/about`)
       // a kept deploy is not the live site: its own origin stays
       const { res } = await deploySite(s, carol.key, 'site', { 'index.html': '<p>next</p>' }, { preview: true })
       assert.equal(res.status, 201, res.text)

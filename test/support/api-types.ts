@@ -4946,7 +4946,7 @@ export interface operations {
                     /** @description true disables the account (its sessions end); false enables it (and approves a pending one) */
                     disabled?: boolean;
                     api_access?: boolean;
-                    /** @description Per-account quota overrides (null: back to the default). Names: files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes */
+                    /** @description Per-account quota overrides, 0 to 9007199254740991 (null: back to the default). Names: files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes */
                     limits?: {
                         [key: string]: number | null;
                     };

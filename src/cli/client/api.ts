@@ -40,6 +40,11 @@ export interface RequestOptions {
    * kept-alive connection before any answer), never after a 502/503/504 or a timeout.
    */
   idempotent?: boolean
+  /**
+   * Takes the body of a 2xx answer as a stream instead of buffering it (a download); called
+   * again from the start on a retry, so it must begin its output afresh each time.
+   */
+  sink?: (body: http.IncomingMessage) => Promise<void>
 }
 
 /** Notices the client prints while it waits (rate limits, retries). */
@@ -152,7 +157,7 @@ export class ApiClient {
     for (;;) {
       let res: ApiResponse
       try {
-        res = await this.once(method, target, headers, body)
+        res = await this.once(method, target, headers, body, o.sink)
       } catch (e) {
         // the body's own failure (a local file that changed while it was sent) is not the network's
         if (e instanceof CliError) throw e
@@ -229,7 +234,13 @@ export class ApiClient {
     return this.tlsProbe
   }
 
-  private once(method: string, target: string, headers: Record<string, string>, body: RequestOptions['body']): Promise<ApiResponse> {
+  private once(
+    method: string,
+    target: string,
+    headers: Record<string, string>,
+    body: RequestOptions['body'],
+    sink?: RequestOptions['sink'],
+  ): Promise<ApiResponse> {
     this.requests++
     const u = new URL(target)
     const mod = u.protocol === 'https:' ? https : http
@@ -237,6 +248,17 @@ export class ApiClient {
     if (typeof body === 'string' || Buffer.isBuffer(body)) h['content-length'] = String(Buffer.byteLength(body))
     return new Promise<ApiResponse>((resolve, reject) => {
       const req = mod.request(u, { method, headers: h, agent: this.agent, timeout: REQUEST_TIMEOUT_MS }, (res) => {
+        const status = res.statusCode ?? 0
+        if (sink && status >= 200 && status < 300) {
+          sink(res).then(
+            () => resolve({ status, headers: res.headers, text: '', json: undefined, contentType: String(res.headers['content-type'] ?? '') }),
+            (e: unknown) => {
+              res.destroy()
+              reject(e)
+            },
+          )
+          return
+        }
         const chunks: Buffer[] = []
         res.on('data', (c: Buffer) => chunks.push(c))
         res.on('error', reject)

@@ -90,12 +90,20 @@ export const CLIENT_HELP = {
     see: 'docs/cli.md, docs/api/deploys.md',
   },
   deploys: {
-    usage: ['svc deploys [list] [PROJECT] [--project NAME]'],
-    summary: "list a project's kept deploys",
-    about: "Lists a project's kept deploys: id, time, files, size, source and message, with the live one marked.",
-    flags: { project: PROJECT },
-    examples: ['svc deploys site', 'svc deploys --json'],
-    see: 'docs/api/deploys.md',
+    usage: ['svc deploys list [PROJECT] [--project NAME]', 'svc deploys download ID [--project NAME] [-o FILE] [--force]'],
+    summary: "list a project's kept deploys, or download one",
+    about:
+      "list (the word may be left out: svc deploys PROJECT) lists a project's kept deploys: id, time, files, size, source and message, with the live one marked. download saves one kept deploy (live, older, preview or partial) as the gzip'd tar that svc deploy takes back, to PROJECT-ID.tar.gz in the current folder or -o FILE; the file appears only once it is whole.",
+    subs: {
+      list: { project: PROJECT },
+      download: {
+        project: PROJECT,
+        output: { type: 'string', short: 'o', arg: 'FILE', help: 'write to FILE, or into FILE when it is a folder (default: PROJECT-ID.tar.gz)' },
+        force: { type: 'boolean', help: 'replace FILE when it exists (default: refuse)' },
+      },
+    },
+    examples: ['svc deploys site', 'svc deploys list --json', 'svc deploys download 0a1b2c3d4e5f --project site -o site.tar.gz'],
+    see: 'docs/cli.md, docs/api/deploys.md',
   },
   rollback: {
     usage: ['svc rollback [ID] [--project NAME]'],

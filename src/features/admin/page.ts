@@ -2,7 +2,7 @@ import { html, raw, type SafeHtml } from '../../web/html.js'
 import { sourceFile } from '../../web/assets.js'
 import type { FeaturePage, FeatureUi, PageCtx, PageOut } from '../../web/page.js'
 import { pager, status, table } from '../../web/parts.js'
-import { QUOTA_NAMES } from '../../limits/quotas.js'
+import { QUOTA_MAX, QUOTA_NAMES } from '../../limits/quotas.js'
 import { CATEGORIES, REPORT_STATUSES } from '../abuse/vocabulary.js'
 import { ADMIN_MESSAGES, type AdminKey } from './messages.js'
 
@@ -35,7 +35,12 @@ function adminPage(path: string, section: string, title: AdminKey, body: (ctx: C
       if (!ctx.user?.is_admin) {
         return { status: 403, title: ctx.t('admin.forbidden.title'), body: html`<p class="card narrow" id="forbidden">${ctx.t('admin.forbidden.text')}</p>` }
       }
-      return { title: ctx.t(title), script: 'admin', data: { adminPage: section, quotaNames: QUOTA_NAMES }, body: html`${subnav(ctx, section)}${body(ctx)}` }
+      return {
+        title: ctx.t(title),
+        script: 'admin',
+        data: { adminPage: section, quotaNames: QUOTA_NAMES, quotaMax: QUOTA_MAX },
+        body: html`${subnav(ctx, section)}${body(ctx)}`,
+      }
     },
   }
 }

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { mediaAnswer, Nullable, TEXT_BODY } from '../../http/answer-schemas.js'
-import { QUOTA_NAMES } from '../../limits/quotas.js'
+import { QUOTA_MAX, QUOTA_NAMES } from '../../limits/quotas.js'
 import { KeyInfo, TierSchema } from '../accounts/schemas.js'
 
 export const TAGS = ['admin']
@@ -26,8 +26,8 @@ export const UserPatch = Type.Object(
     disabled: Type.Optional(Type.Boolean({ description: 'true disables the account (its sessions end); false enables it (and approves a pending one)' })),
     api_access: Type.Optional(Type.Boolean()),
     limits: Type.Optional(
-      Type.Record(Type.String(), Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]), {
-        description: `Per-account quota overrides (null: back to the default). Names: ${QUOTA_NAMES.join(', ')}`,
+      Type.Record(Type.String(), Type.Union([Type.Integer({ minimum: 0, maximum: QUOTA_MAX }), Type.Null()]), {
+        description: `Per-account quota overrides, 0 to ${QUOTA_MAX} (null: back to the default). Names: ${QUOTA_NAMES.join(', ')}`,
       }),
     ),
   },

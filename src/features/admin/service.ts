@@ -9,7 +9,7 @@ import { clientIp } from '../../http/origin.js'
 import { randomString, sha256hex } from '../../auth/tokens.js'
 import { UserInputError, type User, type UserSettings } from '../../auth/users.js'
 import { TIERS, type Tier } from '../../auth/account-rules.js'
-import { isQuotaName, quotaOf, QUOTA_NAMES, type QuotaName } from '../../limits/quotas.js'
+import { isQuotaName, quotaOf, QUOTA_MAX, QUOTA_NAMES, type QuotaName } from '../../limits/quotas.js'
 import { createAdminStore, writeAudit, type AuditEntry } from './store.js'
 
 /** Registration modes of new accounts. */
@@ -252,12 +252,12 @@ export function createAdmin(deps: Deps) {
             throw new AppError('INVALID_PARAMETER', {
               params: { detail: { zh: `未知限额 "${k}"（已知：${QUOTA_NAMES.join('、')}）`, en: `unknown limit "${k}" (known: ${QUOTA_NAMES.join(', ')})` } },
             })
-          if (v !== null && (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 1e15))
+          if (v !== null && (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > QUOTA_MAX))
             throw new AppError('INVALID_PARAMETER', {
               params: {
                 detail: {
-                  zh: `限额 ${k} 须为 0 或更大的整数，或为 null 以恢复默认值`,
-                  en: `limit ${k} must be a whole number of 0 or more, or null for the default`,
+                  zh: `限额 ${k} 须为 0 到 ${QUOTA_MAX} 的整数，或为 null 以恢复默认值`,
+                  en: `limit ${k} must be a whole number from 0 to ${QUOTA_MAX}, or null for the default`,
                 },
               },
             })

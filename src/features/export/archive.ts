@@ -20,6 +20,8 @@ import { createKvStore } from '../kv/store.js'
 import { parseFieldsConfig } from '../forms/fields.js'
 import type { SubmissionRow } from '../forms/store.js'
 import { blockedDigests } from '../abuse/store.js'
+import { siteBytes } from '../sites/site-usage.js'
+import { quotaOf } from '../../limits/quotas.js'
 import { takedownDigests } from '../image-host/inspect.js'
 
 /**
@@ -633,6 +635,12 @@ export interface ImportResult {
   counts: Record<string, number>
   /** Public tokens or form slugs that were taken on this instance and got new ones. */
   renamed: string[]
+  /**
+   * Quotas the imported account is already past (only `site_bytes` is read): an import is an
+   * operator's restore and is not refused for them; the account keeps what it holds and
+   * cannot add more until its limit is raised (decision 241).
+   */
+  overQuota: Array<{ quota: 'site_bytes'; used: number; limit: number }>
 }
 
 /**
@@ -701,6 +709,7 @@ export async function importArchive(
   const hash = await hashPassword(password)
   const counts: Record<string, number> = {}
   const renamed: string[] = []
+  const overQuota: ImportResult['overQuota'] = []
   const count = (t: string) => (counts[t] = (counts[t] ?? 0) + 1)
   await db.k
     .transaction()
@@ -830,6 +839,11 @@ export async function importArchive(
       // upsert: the larger retired version wins over a row already there)
       const retired = data.kv_retired_version ?? 0
       if (data.kv.length > 0 || retired > 0) await createKvStore(db).addKeys(trx, uid, data.kv.length, retired)
+      // the account's sites as the disk holds them, against the limit it came with (or this
+      // instance's default): past it, said, not refused
+      const limit = quotaOf(data.user.limits, 'site_bytes')
+      const used = await siteBytes(trx, uid)
+      if (used > limit) overQuota.push({ quota: 'site_bytes', used, limit })
     })
     // rows of the right kinds the database still refuses (a key twice, a required column
     // null): the archive's fault, reported as the other checks are; the transaction wrote nothing
@@ -837,5 +851,5 @@ export async function importArchive(
       if (e instanceof ExportError) throw e
       throw new ExportError(`data.json: rows this instance cannot store (${e instanceof Error ? e.message : String(e)})`)
     })
-  return { username, password, counts, renamed }
+  return { username, password, counts, renamed, overQuota }
 }

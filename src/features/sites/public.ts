@@ -6,8 +6,8 @@ import { createEncodings } from './encodings.js'
 import { publicFiles } from '../../http/public-link.js'
 import { createHostHandler, type SiteRouting } from './serve.js'
 import { tlsAsk } from './tls-ask.js'
-import { isHttps } from '../../http/origin.js'
-import { hostName, isContentOnlyHost, serviceOriginFromContent, siteOf, userSiteOrigin, type ListenPorts } from '../../http/site-origin.js'
+import { isHttps, requestHost } from '../../http/origin.js'
+import { hostName, isContentOnlyHost, portOf, serviceOriginFromContent, siteOf, userSiteOrigin, type ListenPorts } from '../../http/site-origin.js'
 import { canNameUser } from '../../auth/account-rules.js'
 import { decodeSegment } from './paths.js'
 import type { Config } from '../../config.js'
@@ -34,6 +34,13 @@ export function siteRouting(config: Config, ports: ListenPorts): SiteRouting {
       // a request made to the user's origin names it itself; the path form's, as documentTarget
       if (siteOf(req.headers.host, config) !== null) return `${isHttps(req, config) ? 'https' : 'http'}://${req.headers.host ?? ''}`
       return userSiteOrigin(username, req, config, ports)
+    },
+    domainOrigin(req, domain) {
+      // the port the visitor reached the service on serves every name that points here: kept
+      // over HTTPS; from plain HTTP (the loopback listener), the HTTPS listener's; behind a
+      // proxy that was asked over plain HTTP, its default HTTPS port
+      const port = isHttps(req, config) ? portOf(requestHost(req, config)) : !config.trustProxy && ports.main !== null ? `:${ports.main}` : ''
+      return `https://${domain}${port === ':443' ? '' : port}`
     },
     upgrade(req) {
       // behind a proxy, a user's origin answers over HTTPS only (loopback names excepted)

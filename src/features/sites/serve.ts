@@ -58,8 +58,17 @@ export interface SiteRouting {
    * when it was made to that origin, else as the path form's redirect names it; null: none.
    */
   userOrigin(req: IncomingMessage, username: string): string | null
+  /** The https:// origin of a custom domain (a host name) as the request's client reaches the service: its port kept. */
+  domainOrigin(req: IncomingMessage, domain: string): string
 }
-const NO_SITES: SiteRouting = { siteOf: () => null, contentOnly: () => false, documentTarget: () => null, upgrade: () => null, userOrigin: () => null }
+const NO_SITES: SiteRouting = {
+  siteOf: () => null,
+  contentOnly: () => false,
+  documentTarget: () => null,
+  upgrade: () => null,
+  userOrigin: () => null,
+  domainOrigin: (_req, domain) => `https://${domain}`,
+}
 
 /**
  * The public host's request handling, on the raw Node request and response: cached answers
@@ -631,7 +640,7 @@ export function createHostHandler(
     stay: () => void,
   ): void {
     const onPrimary = (primary: string | null) => {
-      if (primary !== null && primary !== hostName(req.headers.host)) return redirect(res, `https://${primary}${rest}${query}`)
+      if (primary !== null && primary !== hostName(req.headers.host)) return redirect(res, `${sites.domainOrigin(req, primary)}${rest}${query}`)
       const origin = under === null || under.userOrigin === null ? null : segmentOrigin(under.userOrigin, under.rawName)
       if (origin === null || under === null) return stay()
       rootBuilt(username, under.rawName).then(

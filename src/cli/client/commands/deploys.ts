@@ -1,20 +1,29 @@
 /** svc deploys, svc rollback, svc promote: a project's kept deploys and its live pointer. */
 import fs from 'node:fs'
+import type http from 'node:http'
+import path from 'node:path'
+import { Transform } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import zlib from 'node:zlib'
 import { encodePath } from '../api.js'
 import { parse } from '../args.js'
 import { CLIENT_HELP } from '../help.js'
 import { formatBytes } from '../progress.js'
 import { defaultProject } from '../project.js'
-import { ApiError, UsageError } from '../errors.js'
+import { ApiError, CliError, UsageError } from '../errors.js'
 import { flagsOf, localTime, need, noMore, table, type Ctx } from './context.js'
 
 /** --project, else the name of the current folder (as svc deploy . would name it). */
 const projectOf = (v: { project?: string }): string => v.project ?? defaultProject(fs.realpathSync('.'))
 
-/** svc deploys [list] [PROJECT] [--project NAME]: the project named either way, else the current folder's. */
+/**
+ * svc deploys [list] [PROJECT] [--project NAME]: the project named either way, else the current
+ * folder's; svc deploys download ID: one kept deploy saved as its archive.
+ */
 export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> {
-  const { values: v, positionals } = parse(args, CLIENT_HELP.deploys.flags)
-  const rest = positionals[0] === 'list' ? positionals.slice(1) : positionals
+  if (args[0] === 'download') return downloadCommand(ctx, args.slice(1))
+  const { values: v, positionals } = parse(args[0] === 'list' ? args.slice(1) : args, CLIENT_HELP.deploys.subs.list)
+  const rest = positionals
   noMore(rest, 1)
   const named = rest[0]
   if (named !== undefined && v.project !== undefined && named !== v.project) {
@@ -83,4 +92,111 @@ export async function promoteCommand(ctx: Ctx, args: string[]): Promise<number> 
   if (ctx.json) ctx.emit({ success: true, project, live_deploy_id: r.json?.live_deploy_id })
   else ctx.out(`${project}: deploy ${r.json?.live_deploy_id} is live`)
   return 0
+}
+
+/**
+ * svc deploys download ID [--project NAME] [-o FILE] [--force]: the deploy's archive
+ * (GET .../deploys/{id}/archive) saved to FILE. The bytes go to a temporary file beside it,
+ * which is checked to be a whole gzip stream and only then renamed to FILE: an error, a cut
+ * connection, Ctrl-C or SIGTERM leaves no file, partial or not. An existing FILE is kept
+ * unless --force.
+ */
+async function downloadCommand(ctx: Ctx, args: string[]): Promise<number> {
+  const { values: v, positionals } = parse(args, CLIENT_HELP.deploys.subs.download)
+  const id = need(positionals[0], 'the deploy to download (ID)')
+  noMore(positionals, 1)
+  const project = projectOf(v)
+  if (v.output === '') throw new UsageError('-o takes a file or folder name, not an empty one', true)
+  const own = `${project}-${id}.tar.gz`.replace(/[^\w.-]/g, '_')
+  let dest = v.output ?? own
+  if (v.output !== undefined && isDirectory(v.output)) dest = path.join(v.output, own)
+  const force = v.force === true
+  if (!force && fs.existsSync(dest)) throw new CliError(`${dest} exists; --force replaces it`)
+  const tmp = path.join(path.dirname(dest), `.${path.basename(dest)}.${process.pid}.partial`)
+  const removeTmp = () => fs.rmSync(tmp, { force: true })
+  // Ctrl-C or a SIGTERM removes the partial file, then ends the process as the signal would have
+  const onSignal = (signal: NodeJS.Signals) => {
+    removeTmp()
+    process.kill(process.pid, signal)
+  }
+  process.once('SIGINT', onSignal)
+  process.once('SIGTERM', onSignal)
+  let bytes = 0
+  try {
+    await ctx.api(flagsOf(v)).get(`/api/folders/${encodePath(project)}/deploys/${encodeURIComponent(id)}/archive`, {
+      sink: async (res) => {
+        bytes = await saveGzip(res, tmp)
+      },
+    })
+    place(tmp, dest, force)
+  } catch (e) {
+    removeTmp()
+    throw e
+  } finally {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  }
+  if (ctx.json) ctx.emit({ success: true, project, deploy_id: id, file: dest, bytes })
+  else ctx.out(`${project}: deploy ${id} saved to ${dest} (${formatBytes(bytes)})`)
+  return 0
+}
+
+const isDirectory = (p: string): boolean => fs.statSync(p, { throwIfNoEntry: false })?.isDirectory() === true
+
+/**
+ * Writes the body to `file` (from its start: a retry writes it again) while a gunzip reads it
+ * along, and syncs it; a body that is no whole gzip stream (cut short, or some other page) is
+ * refused. Returns the bytes written.
+ */
+async function saveGzip(res: http.IncomingMessage, file: string): Promise<number> {
+  let bytes = 0
+  let local: Error | undefined
+  const out = fs.createWriteStream(file, { flags: 'w' })
+  out.on('error', (e) => (local ??= e))
+  const gunzip = zlib.createGunzip()
+  gunzip.resume()
+  const notGzip = () => new CliError("the server's answer is not a whole gzip archive (cut short?); nothing was saved")
+  const check = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      bytes += chunk.length
+      if (gunzip.write(chunk)) cb(null, chunk)
+      else gunzip.once('drain', () => cb(null, chunk))
+    },
+    flush(cb) {
+      gunzip.once('end', () => cb())
+      gunzip.end()
+    },
+  })
+  gunzip.on('error', () => check.destroy(notGzip()))
+  try {
+    await pipeline(res, check, out)
+    const fd = fs.openSync(file, 'r')
+    try {
+      fs.fsyncSync(fd)
+    } finally {
+      fs.closeSync(fd)
+    }
+  } catch (e) {
+    if (local) throw new CliError(`cannot write ${file}: ${local.message}`)
+    throw e
+  } finally {
+    gunzip.destroy()
+  }
+  return bytes
+}
+
+/** Renames the finished file to `dest`: over an existing one only with `force` (a link refuses an existing name atomically). */
+function place(tmp: string, dest: string, force: boolean) {
+  if (force) return fs.renameSync(tmp, dest)
+  try {
+    fs.linkSync(tmp, dest)
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    if (code === 'EEXIST') throw new CliError(`${dest} exists; --force replaces it`)
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EXDEV') throw e
+    // a file system without hard links
+    if (fs.existsSync(dest)) throw new CliError(`${dest} exists; --force replaces it`)
+    return fs.renameSync(tmp, dest)
+  }
+  fs.rmSync(tmp, { force: true })
 }

@@ -122,6 +122,8 @@
       var value = el('input', {
         type: 'number',
         min: '0',
+        // the admin API's largest quota: the browser refuses more before sending it
+        max: String(S.data.quotaMax),
         step: '1',
         inputmode: 'numeric',
         'aria-label': t('admin.users.limit.value') + ' (' + u.username + ')',
