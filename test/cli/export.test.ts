@@ -639,6 +639,39 @@ for (const engine of ENGINES) {
       assert.equal((await a.get('/sb-over/big/')).text, page)
     })
 
+    it(
+      "a deleted account's form slugs stay held: an import under its name takes them back, another gets new ones (decision 264)",
+      { timeout: 120_000 },
+      async () => {
+        const a = await start()
+        const u = await a.user()
+        const admin = await a.user({ admin: true })
+        const cookie = await a.login(u.username, u.password)
+        const slug = `held-${u.username}`
+        assert.equal((await a.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Contact', form_slug: slug } })).status, 200)
+        const dl = await a.get('/svc_api/me/export', { cookie })
+        assert.equal(dl.status, 200)
+        const file = path.join(tmp, 'held-slugs.tar.gz')
+        fs.writeFileSync(file, dl.body)
+        const del = await a.request('DELETE', `/svc_api/admin/users/${u.username}`, { cookie: await a.login(admin.username, admin.password) })
+        assert.equal(del.status, 200, del.text)
+        assert.equal((await a.post(`/api/forms/submit/${slug}`, { json: { x: 1 } })).status, 404)
+        // another account's import does not take the held slug
+        const other = await importArchive(a.deps.db, a.deps.blobs, file, `${u.username}-x`)
+        assert.ok(
+          other.renamed.some((r) => r.startsWith(`form ${slug} -> `)),
+          other.renamed.join(' | '),
+        )
+        // the operator restoring the account under its name takes it back: old pages post again
+        const back = await importArchive(a.deps.db, a.deps.blobs, file, u.username)
+        assert.deepEqual(
+          back.renamed.filter((r) => r.startsWith('form ')),
+          [],
+        )
+        assert.equal((await a.post(`/api/forms/submit/${slug}`, { json: { x: 1 } })).status, 200)
+      },
+    )
+
     it('an archive holding content taken down here is refused, also when the takedown comes while its blobs are stored', { timeout: 120_000 }, async () => {
       const s = await start()
       const owner = await s.user()

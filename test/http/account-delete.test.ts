@@ -11,6 +11,7 @@ import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { deploySite, manifestOf, sha, tarOf } from '../support/deploys.js'
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
 import { sweepBlobs } from '../../src/storage/sweeper.js'
+import { expectError } from '../support/errors.js'
 
 const ASK = '/.well-known/svc/tls-allowed?domain='
 /** Bytes two accounts both publish: one blob, content-addressed. */
@@ -68,7 +69,7 @@ async function fillAccount(s: TestServer, dns: TestDns | null, domain: string) {
     `/${u.username}/shared.html`,
     `/${u.username}/site/`,
   ]
-  return { ...u, cookie, links }
+  return { ...u, cookie, links, formSlug: f.json.data.form_slug as string }
 }
 
 /** Every link answers `status` (asked twice: the second answer comes from the caches when they hold them). */
@@ -124,9 +125,11 @@ for (const engine of ENGINES) {
       for (const [t, n] of after) {
         // kept on purpose: the audit log gains the delete's entry, the name is held
         if (t === 'audit_log') assert.ok(n > (before.get(t) ?? 0), 'audited')
-        else if (t === 'retired_usernames') assert.equal(n, (before.get(t) ?? 0) + 1, t)
+        else if (t === 'retired_usernames' || t === 'form_slugs_held') assert.equal(n, (before.get(t) ?? 0) + 1, t)
         else assert.equal(n, before.get(t) ?? 0, `${t}: every row the account made is gone`)
       }
+      // its form's slug stays held: no other account takes the address old pages post to
+      expectError(await s.post('/svc_api/forms/create', { key: bob.key, json: { form_name: 'Mine', form_slug: u.formSlug } }), 400, 1610)
       // sessions and keys end at once
       assert.equal((await s.get('/svc_api/me', { cookie: u.cookie })).status, 401)
       assert.equal((await s.get('/svc_api/me', { key: u.key })).status, 401)

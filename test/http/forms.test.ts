@@ -160,6 +160,29 @@ for (const engine of ENGINES) {
       assert.equal(same.status, 200)
     })
 
+    it("holds a deleted or renamed form's slug for its owner: no other account takes it (decision 264)", async () => {
+      // accounts of their own: alice's and bob's form quotas are the other tests'
+      const [ann, ben] = [await s.user(), await s.user()]
+      const gone = slug('Gone')
+      const f = await make(ann, { form_slug: gone })
+      assert.equal((await s.request('DELETE', `/svc_api/forms/delete/${f.id}`, { key: ann.key })).status, 200)
+      // pages that still post to it reach no one; ben cannot take it, in any case
+      expectError(await submit(gone, { json: { x: 1 } }), 404, 1611)
+      expectError(await create(ben, { form_name: 'mine', form_slug: gone.toUpperCase() }), 400, 1610)
+      const other = await make(ben)
+      expectError(await s.request('PUT', `/svc_api/forms/update/${other.id}`, { key: ben.key, json: { form_slug: gone } }), 400, 1610)
+      // its owner takes it back
+      const again = await make(ann, { form_slug: gone })
+      assert.equal((await submit(gone, { json: { x: 1 } })).status, 200)
+      // a rename leaves the old slug held too, and the new one is the form's
+      const renamed = slug('Renamed')
+      assert.equal((await s.request('PUT', `/svc_api/forms/update/${again.id}`, { key: ann.key, json: { form_slug: renamed } })).status, 200)
+      expectError(await create(ben, { form_name: 'mine', form_slug: gone }), 400, 1610)
+      const back = await s.request('PUT', `/svc_api/forms/update/${again.id}`, { key: ann.key, json: { form_slug: gone } })
+      assert.equal(back.status, 200, back.text)
+      expectError(await create(ben, { form_name: 'mine', form_slug: renamed }), 400, 1610)
+    })
+
     it("requires authentication on management and hides other users' forms (404)", async () => {
       const f = await make(alice)
       const sub = await submit(f.form_slug, { json: { x: 1 } })
@@ -1478,8 +1501,8 @@ for (const engine of ENGINES) {
       expectError(await s.request('DELETE', `/svc_api/forms/delete/${f.id}`, { key: alice.key }), 404, 1611)
       const left = await s.deps.db.k.selectFrom('form_submissions').select('id').where('form_id', '=', f.id).execute()
       assert.equal(left.length, 0)
-      // the slug is free again
-      assert.equal((await create(bob, { form_name: 'reuse', form_slug: f.form_slug })).status, 200)
+      // the slug stays its owner's (decision 264)
+      expectError(await create(bob, { form_name: 'reuse', form_slug: f.form_slug }), 400, 1610)
     })
 
     it("a submission racing its form's delete is kept and deleted with it, or refused (1611): never a 500", async () => {

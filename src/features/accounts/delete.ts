@@ -1,6 +1,7 @@
 import type { Db } from '../../db/kysely.js'
 import type { Bus } from '../../infra/bus.js'
 import { createAdminStore } from '../admin/store.js'
+import { formStore } from '../forms/store.js'
 import { invalidateAccount } from './invalidate.js'
 
 /** What a deleted account held, as the admin console's accounts list counts it. */
@@ -8,7 +9,8 @@ export type DeletedUsage = Record<string, number>
 
 /**
  * Deletes an account and everything it holds, in one transaction (both engines): the name goes
- * to `retired_usernames` (held from new accounts), the invitations it made go, and the `users`
+ * to `retired_usernames` (held from new accounts), its forms' slugs to `form_slugs_held`
+ * (decision 264), the invitations it made go, and the `users`
  * row goes, which removes every row of the account in every feature through their foreign keys
  * (`references('users.id').onDelete('cascade')`; SQLite runs with foreign_keys on): keys,
  * sessions, entitlements, usage counters, KV, forms with their submissions, webhooks,
@@ -31,6 +33,8 @@ export async function deleteAccount(db: Db, now: number, userId: string, deleted
       .onConflict((oc) => oc.column('username').doUpdateSet({ deleted_at: now, deleted_by: deletedBy }))
       .execute()
     await trx.deleteFrom('invites').where('created_by', '=', row.username).execute()
+    // its forms' slugs stay held, as its name does: pages that still post to them reach no one
+    await formStore.holdAllSlugs(trx, { id: userId, username: row.username }, now)
     const r = await trx.deleteFrom('users').where('id', '=', userId).executeTakeFirst()
     if (Number(r.numDeletedRows) !== 1) return null
     return { username: row.username, usage }

@@ -776,7 +776,12 @@ export async function importArchive(
       for (const f of data.forms) {
         const id = newId()
         const row = cols('forms', f)
-        if (await trx.selectFrom('forms').select('id').where('slug_key', '=', String(row.slug_key)).executeTakeFirst()) {
+        // a slug in use here, or held for another account (decision 264), gets a new one; one
+        // held under the imported name (a deleted account restored) is taken back
+        const held = await trx.selectFrom('form_slugs_held').select('username').where('slug_key', '=', String(row.slug_key)).executeTakeFirst()
+        if (held?.username === username) await trx.deleteFrom('form_slugs_held').where('slug_key', '=', String(row.slug_key)).execute()
+        const inUse = await trx.selectFrom('forms').select('id').where('slug_key', '=', String(row.slug_key)).executeTakeFirst()
+        if (inUse || (held !== undefined && held.username !== username)) {
           const slug = `${String(row.form_slug).slice(0, 55)}-${randomString(8).toLowerCase()}`
           renamed.push(`form ${String(row.form_slug)} -> ${slug}`)
           row.form_slug = slug

@@ -144,4 +144,19 @@ export const formMigrations: Record<string, Migration> = {
       await db.schema.alterTable('form_usage').dropColumn('spam').execute()
     },
   },
+  // slugs of deleted or renamed forms, held for their account (decision 264)
+  '0803-form-slugs-held': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('form_slugs_held')
+        .addColumn('slug_key', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('username', 'text', (c) => c.notNull())
+        .addColumn('held_at', 'bigint', (c) => c.notNull())
+        .execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable('form_slugs_held').execute()
+    },
+  },
 }

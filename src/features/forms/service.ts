@@ -328,7 +328,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       const hp = input.honeypot_field === undefined ? DEFAULT_HONEYPOT : honeypot(input.honeypot_field)
       const fill = input.min_fill_seconds === undefined ? 0 : minFill(input.min_fill_seconds)
       checkHoneypotVsFields(hp, fields)
-      if (givenSlug && (await formStore.slugTaken(db.k, givenSlug.toLowerCase()))) throw new AppError('FORM_SLUG_TAKEN')
+      if (givenSlug && (await formStore.slugTaken(db.k, givenSlug.toLowerCase(), user.id))) throw new AppError('FORM_SLUG_TAKEN')
       const limit = quotaOf(user.limits, 'forms')
       const formQuota = (used: number) =>
         new AppError('FORM_QUOTA', {
@@ -359,12 +359,17 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
         }
         try {
           await db.k.transaction().execute(async (trx) => {
+            // a slug another account holds is refused as taken (a random one is drawn again); asked
+            // in the transaction, which sees a form that holds it or, once deleted, its hold
+            if (await formStore.slugTaken(trx, row.slug_key, user.id)) throw new AppError('FORM_SLUG_TAKEN')
             const used = await formStore.insert(trx, row, limit)
             if (used !== null) throw formQuota(used)
+            await formStore.unholdSlug(trx, row.slug_key, user.id)
           })
           return row
         } catch (e) {
-          if (!isUniqueViolation(e)) throw e
+          const taken = isUniqueViolation(e) || (e instanceof AppError && e.key === 'FORM_SLUG_TAKEN')
+          if (!taken) throw e
           if (givenSlug || attempt >= 4) throw new AppError('FORM_SLUG_TAKEN')
         }
       }
@@ -378,7 +383,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       if (input.form_slug !== undefined && input.form_slug !== f.form_slug) {
         patch.form_slug = slug(input.form_slug)
         patch.slug_key = patch.form_slug.toLowerCase()
-        if (await formStore.slugTaken(db.k, patch.slug_key, f.id)) throw new AppError('FORM_SLUG_TAKEN')
+        if (await formStore.slugTaken(db.k, patch.slug_key, user.id, f.id)) throw new AppError('FORM_SLUG_TAKEN')
       }
       const fields = input.fields_config !== undefined ? parseFieldsConfig(input.fields_config) : (JSON.parse(f.fields_config) as FieldDef[])
       if (input.fields_config !== undefined) patch.fields_config = JSON.stringify(fields)
@@ -391,7 +396,14 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       checkHoneypotVsFields(hp, fields)
       patch.updated_at = clock.now()
       try {
-        await formStore.update(db.k, f.id, patch)
+        await db.k.transaction().execute(async (trx) => {
+          await formStore.update(trx, f.id, patch)
+          // a renamed form's old slug stays its owner's, as a deleted form's does (decision 264)
+          if (patch.slug_key !== undefined && patch.slug_key !== f.slug_key) {
+            await formStore.holdSlug(trx, f.slug_key, user, patch.updated_at!)
+            await formStore.unholdSlug(trx, patch.slug_key, user.id)
+          }
+        })
       } catch (e) {
         if (isUniqueViolation(e)) throw new AppError('FORM_SLUG_TAKEN')
         throw e
@@ -459,7 +471,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       // first (and goes with it), never after the form's row is gone
       const ok = await db.k.transaction().execute(async (trx) => {
         await db.lockUser(trx, user.id)
-        return formStore.remove(trx, user.id, id)
+        return formStore.remove(trx, user, id, clock.now())
       })
       if (!ok) throw notFound()
     },

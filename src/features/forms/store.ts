@@ -8,6 +8,7 @@ declare module '../../db/schema.js' {
     forms: FormsTable
     form_submissions: FormSubmissionsTable
     form_usage: FormUsageTable
+    form_slugs_held: FormSlugsHeldTable
   }
 }
 
@@ -48,6 +49,19 @@ export interface FormUsageTable {
   submissions: number
   /** Spam stored in the month, at most the same limit (decision 252). */
   spam: Generated<number>
+}
+
+/**
+ * A slug a deleted or renamed form left, held for the account that had it (decision 264): no
+ * other account takes it, so pages that still post to it never reach a stranger. `user_id` has
+ * no foreign key: a deleted account's slugs stay held.
+ */
+export interface FormSlugsHeldTable {
+  slug_key: string
+  user_id: string
+  /** The account's name: an import under it (an operator's restore) takes the slug back. */
+  username: string
+  held_at: number
 }
 
 export type FormRow = FormsTable
@@ -101,11 +115,39 @@ export const formStore = {
   /** The owner's form count: the usage counter, O(1). */
   countByUser: (q: Q, userId: string): Promise<number> => usageOf(q, userId, 'forms'),
 
-  async slugTaken(q: Q, slugKey: string, exceptId?: string): Promise<boolean> {
+  /** Whether a form other than `exceptId` has the slug, or another account holds it (form_slugs_held). */
+  async slugTaken(q: Q, slugKey: string, userId: string, exceptId?: string): Promise<boolean> {
     let query = q.selectFrom('forms').select('id').where('slug_key', '=', slugKey)
     if (exceptId) query = query.where('id', '!=', exceptId)
-    return (await query.executeTakeFirst()) !== undefined
+    if ((await query.executeTakeFirst()) !== undefined) return true
+    const held = await q.selectFrom('form_slugs_held').select('user_id').where('slug_key', '=', slugKey).executeTakeFirst()
+    return held !== undefined && held.user_id !== userId
   },
+
+  /** Holds a slug for its account (a delete or a rename left it); the account's own use of it again frees it (unholdSlug). */
+  holdSlug: (q: Q, slugKey: string, user: { id: string; username: string }, now: number) =>
+    q
+      .insertInto('form_slugs_held')
+      .values({ slug_key: slugKey, user_id: user.id, username: user.username, held_at: now })
+      .onConflict((oc) => oc.column('slug_key').doUpdateSet({ user_id: user.id, username: user.username, held_at: now }))
+      .execute(),
+
+  unholdSlug: (q: Q, slugKey: string, userId: string) =>
+    q.deleteFrom('form_slugs_held').where('slug_key', '=', slugKey).where('user_id', '=', userId).execute(),
+
+  /** Holds every slug of an account's forms (before the account is deleted, in its transaction). */
+  holdAllSlugs: (q: Q, user: { id: string; username: string }, now: number) =>
+    q
+      .insertInto('form_slugs_held')
+      .columns(['slug_key', 'user_id', 'username', 'held_at'])
+      .expression(
+        q
+          .selectFrom('forms')
+          .select(['slug_key', 'user_id', sql.lit(user.username).as('username'), sql.lit(now).as('held_at')])
+          .where('user_id', '=', user.id),
+      )
+      .onConflict((oc) => oc.column('slug_key').doUpdateSet({ user_id: user.id, username: user.username, held_at: now }))
+      .execute(),
 
   /** Inserts a form if the owner's form count stays within `limit`; null when inserted, else the count that refused it. */
   async insert(trx: Trx, row: FormRow, limit: number): Promise<number | null> {
@@ -116,11 +158,15 @@ export const formStore = {
 
   update: (q: Q, id: string, patch: Partial<FormRow>) => q.updateTable('forms').set(patch).where('id', '=', id).execute(),
 
-  /** Deletes a form and every submission of it, and uncounts it (call in a transaction). */
-  async remove(q: Q, userId: string, id: string): Promise<boolean> {
+  /** Deletes a form and every submission of it, uncounts it and holds its slug for the owner (call in a transaction). */
+  async remove(q: Q, user: { id: string; username: string }, id: string, now: number): Promise<boolean> {
+    const userId = user.id
+    const f = await q.selectFrom('forms').select('slug_key').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+    if (!f) return false
     await q.deleteFrom('form_submissions').where('form_id', '=', id).where('user_id', '=', userId).execute()
     const r = await q.deleteFrom('forms').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
     await addUsage(q, userId, 'forms', -Number(r.numDeletedRows))
+    await formStore.holdSlug(q, f.slug_key, user, now)
     return Number(r.numDeletedRows) === 1
   },
 
