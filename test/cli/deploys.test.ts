@@ -382,6 +382,29 @@ for (const engine of ENGINES) {
         fs.rmSync(d, { recursive: true, force: true })
       }
     })
+
+    it('svc delete removes a named project only with --force, its kept deploys too', async () => {
+      const d = makeTree({ 'index.html': page('doomed'), 'a.txt': 'a' })
+      try {
+        assert.equal((await runCli(['deploy', d, '--project', 'doomed'], { env })).code, 0)
+        assert.equal((await runCli(['deploy', d, '--project', 'doomed', '--preview'], { env })).code, 0)
+        // without --force, or without a name (the current folder never stands for it): nothing sent
+        const refused = await runCli(['delete', 'doomed'], { env })
+        assert.equal(refused.code, 2)
+        assert.match(refused.stderr, /add --force/)
+        assert.equal((await runCli(['delete', '--force'], { env, cwd: d })).code, 2)
+        assert.equal((await s.get(`/${alice.username}/doomed/`)).status, 200)
+        const r = await runCli(['delete', 'doomed', '--force', '--json'], { env })
+        assert.equal(r.code, 0, r.stderr)
+        assert.deepEqual(JSON.parse(r.stdout), { success: true, project: 'doomed', deleted_files: 2 })
+        assert.equal((await s.get(`/${alice.username}/doomed/`)).status, 404)
+        const again = await runCli(['delete', 'doomed', '--force'], { env })
+        assert.equal(again.code, 1)
+        assert.match(again.stderr, /1312/)
+      } finally {
+        fs.rmSync(d, { recursive: true, force: true })
+      }
+    })
   })
 }
 

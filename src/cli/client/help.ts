@@ -121,6 +121,15 @@ export const CLIENT_HELP = {
     examples: ['svc promote 42 --project site'],
     see: 'docs/api/deploys.md',
   },
+  delete: {
+    usage: ['svc delete PROJECT --force'],
+    summary: 'delete a project with its files, kept deploys and previews',
+    about:
+      'Deletes folder project PROJECT whole (DELETE /api/folders/{project}): its files, every kept deploy and preview URL, offline at once. It cannot be undone: without --force nothing is sent. The project is always named: the current folder never stands for it.',
+    flags: { force: { type: 'boolean', help: 'do it (without it the command refuses and sends nothing)' } },
+    examples: ['svc delete old-site --force'],
+    see: 'docs/api/files-and-folders.md',
+  },
   page: {
     usage: ['svc page <file.html> [--project NAME] [--description TEXT]'],
     summary: 'upload one HTML file as a page',

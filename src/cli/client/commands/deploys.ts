@@ -1,4 +1,4 @@
-/** svc deploys, svc rollback, svc promote: a project's kept deploys and its live pointer. */
+/** svc deploys, svc rollback, svc promote, svc delete: a project's kept deploys, its live pointer, the project itself. */
 import fs from 'node:fs'
 import type http from 'node:http'
 import path from 'node:path'
@@ -80,6 +80,20 @@ export async function rollbackCommand(ctx: Ctx, args: string[]): Promise<number>
     })
   if (ctx.json) ctx.emit({ success: true, project, live_deploy_id: r.json?.live_deploy_id })
   else ctx.out(`${project}: deploy ${r.json?.live_deploy_id} is live`)
+  return 0
+}
+
+/** svc delete PROJECT --force: the project whole, named on the line (never the current folder's). */
+export async function deleteCommand(ctx: Ctx, args: string[]): Promise<number> {
+  const { values: v, positionals } = parse(args, CLIENT_HELP.delete.flags)
+  const project = need(positionals[0], 'the project to delete (PROJECT)')
+  noMore(positionals, 1)
+  // as svc user delete: a mistyped line must not take a site and its history
+  if (v.force !== true) throw new UsageError(`svc delete removes project ${project} with its files, kept deploys and previews for good: add --force to do it`)
+  const r = await ctx.api(flagsOf(v)).delete(`/api/folders/${encodePath(project)}`)
+  const files = Number(r.json?.deleted_files ?? 0)
+  if (ctx.json) ctx.emit({ success: true, project, deleted_files: files })
+  else ctx.out(`deleted project ${project} (${files} files, with its kept deploys)`)
   return 0
 }
 
