@@ -1,5 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import net from 'node:net'
 import { request } from 'undici'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
@@ -281,6 +282,35 @@ for (const engine of ENGINES) {
       assert.equal((await s.request('PUT', '/api/access/secret', { key: alice.key, json: { password: 'correct-horse' } })).status, 200)
       assert.equal((await site('/secret/', { headers: { cookie: pair } })).status, 401)
       assert.equal((await site('/secret/', { headers: { authorization: basic('correct-horse') } })).status, 200)
+    })
+
+    it('answers a form body over its limit at once and closes the connection, never reading the rest', async () => {
+      const port = Number(new URL(s.httpUrl).port)
+      /** Sends the head and `first` bytes of a body that never ends; what came back once the server closed. */
+      const unending = (head: string, first: string) =>
+        new Promise<string>((resolve, reject) => {
+          const sock = net.connect(port, '127.0.0.1', () => sock.write(head + first))
+          let got = ''
+          sock.on('data', (b) => (got += b.toString('latin1')))
+          sock.on('close', () => resolve(got))
+          sock.on('error', () => resolve(got))
+          setTimeout(() => {
+            sock.destroy()
+            reject(new Error(`no answer and no close within 10 s: ${JSON.stringify(got.slice(0, 200))}`))
+          }, 10_000).unref()
+        })
+      const head = (framing: string) =>
+        `POST /secret/ HTTP/1.1\r\nHost: alice.localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nAccept: text/html\r\nAccept-Language: en\r\n${framing}\r\n\r\n`
+      // chunked: 9 KB come, then nothing more; announced: a length far past the limit, a few bytes sent
+      const chunk = `password=${'x'.repeat(9000)}`
+      for (const got of [
+        await unending(head('Transfer-Encoding: chunked'), `${chunk.length.toString(16)}\r\n${chunk}\r\n`),
+        await unending(head('Content-Length: 1000000000'), 'password=x'),
+      ]) {
+        assert.match(got, /^HTTP\/1\.1 413 /)
+        assert.match(got, /\r\nconnection: close\r\n/i)
+        assert.ok(got.includes(WORDS.en.tooLarge), got)
+      }
     })
 
     it('an expired page answers 410 to everybody, password or not', async () => {

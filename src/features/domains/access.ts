@@ -218,19 +218,25 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
     return colon < 0 ? null : decoded.slice(colon + 1)
   }
 
+  /**
+   * The form's password. A body over FORM_BODY_MAX (announced, or once that much has come) is
+   * 'too-large' at once: the rest is never waited for, and the 413 closes the connection.
+   */
   function readForm(req: IncomingMessage): Promise<{ password: string | null } | 'too-large'> {
     return new Promise((resolve) => {
       const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
+      if (Number(req.headers['content-length'] ?? 0) > FORM_BODY_MAX) return resolve('too-large')
       const chunks: Buffer[] = []
       let n = 0
-      let over = false
-      req.on('data', (c: Buffer) => {
+      const onData = (c: Buffer) => {
         n += c.length
-        if (n > FORM_BODY_MAX) over = true
-        else chunks.push(c)
-      })
+        if (n <= FORM_BODY_MAX) return void chunks.push(c)
+        req.off('data', onData)
+        resolve('too-large')
+      }
+      req.on('data', onData)
       req.once('end', () => {
-        if (over) return resolve('too-large')
+        if (n > FORM_BODY_MAX) return
         if (type !== 'application/x-www-form-urlencoded') return resolve({ password: null })
         resolve({ password: new URLSearchParams(Buffer.concat(chunks).toString('utf8')).get('password') })
       })
@@ -290,7 +296,8 @@ export function createAccessGate(deps: Deps, store: DomainsStore) {
     if (req.method === 'POST' && at.cookies) {
       const form = await readForm(req)
       if (form === 'too-large') {
-        send(req, res, 413, TEXT_HEADERS, (w) => `${w.tooLarge}\n`)
+        // the rest of the body is not read: the connection ends with the answer
+        send(req, res, 413, [...TEXT_HEADERS, 'Connection', 'close'], (w) => `${w.tooLarge}\n`)
         return false
       }
       if (form.password === null || form.password === '') {
