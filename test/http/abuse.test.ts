@@ -236,8 +236,8 @@ for (const engine of ENGINES) {
       await bad(
         user,
         { limits: { files: 1e16 } },
-        '限额 files 须为 0 或更大的整数，或为 null 以恢复默认值',
-        'limit files must be a whole number of 0 or more, or null for the default',
+        'limits.files 须满足以下之一：不能大于 9007199254740991；须为 null 类型',
+        'limits.files must satisfy one of: must be at most 9007199254740991; must be of type null',
       )
       await bad(`/svc_api/admin/users/${admin.username}`, { disabled: true }, '不能禁用你自己的账户', 'you cannot disable your own account', true)
       await bad('/svc_api/admin/content', undefined, '请给出 user、url、name 或 hash 之一', 'give user, url, name or hash')
