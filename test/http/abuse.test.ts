@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { request } from 'undici'
-import { ENGINES, REDIS_URL, needs, startServer, type Res, type TestServer } from '../support/server.js'
+import { ENGINES, REDIS_URL, needs, startServer, type Res, type TestServer, startSecond } from '../support/server.js'
 import { HTML, HIGH_LIMITS, batchUpload, uploadFile } from '../support/hosting.js'
 import { exifTiff, imageForm, jpegSegment, makeImage, svc } from '../support/images.js'
 import { expectError, expectErrorInBoth } from '../support/errors.js'
@@ -1668,7 +1668,7 @@ for (const engine of ENGINES) {
   describe(`settings across instances (shared database, Redis bus) [${engine}]`, needs('redis'), () => {
     it('a setting changed on one instance applies on the other at once', async () => {
       const a = await startServer({ engine, keepData: true, env: { REDIS_URL, REDIS_PREFIX: `t${crypto.randomBytes(4).toString('hex')}:` } })
-      const b = await startServer({ engine, dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env } })
+      const b = await startSecond(a)
       try {
         const adm = await a.user({ admin: true })
         const cookie = await a.login(adm.username, adm.password)

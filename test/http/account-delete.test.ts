@@ -4,7 +4,7 @@ import crypto from 'node:crypto'
 import { PassThrough } from 'node:stream'
 import { sql } from 'kysely'
 import { request } from 'undici'
-import { ENGINES, REDIS_URL, insecureAgent, needs, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, REDIS_URL, insecureAgent, needs, startServer, type TestServer, startSecond } from '../support/server.js'
 import { HIGH_LIMITS, uploadFile } from '../support/hosting.js'
 import { blobDigests, imageForm, makeImage, svc } from '../support/images.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
@@ -266,7 +266,7 @@ for (const engine of ENGINES) {
         keepData: true,
         env: { RATE_LIMITS: HIGH_LIMITS, REDIS_URL, REDIS_PREFIX: `t${crypto.randomBytes(4).toString('hex')}:` },
       })
-      const b = await startServer({ engine, dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env } })
+      const b = await startSecond(a)
       try {
         const adm = await a.user({ admin: true })
         const cookie = await a.login(adm.username, adm.password)

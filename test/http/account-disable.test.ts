@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
-import { ENGINES, REDIS_URL, needs, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, REDIS_URL, needs, startServer, type TestServer, startSecond } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { imageForm, makeImage, svc } from '../support/images.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
@@ -88,7 +88,7 @@ for (const engine of ENGINES) {
         keepData: true,
         env: { RATE_LIMITS: HIGH_LIMITS, REDIS_URL, REDIS_PREFIX: `t${crypto.randomBytes(4).toString('hex')}:` },
       })
-      const b = await startServer({ engine, dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env } })
+      const b = await startSecond(a)
       try {
         const adm = await a.user({ admin: true })
         const cookie = await a.login(adm.username, adm.password)

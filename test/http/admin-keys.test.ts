@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
-import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, startServer, type TestServer, startSecond } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { expectError } from '../support/errors.js'
 import { runCli } from '../cli/run.js'
@@ -32,7 +32,7 @@ for (const engine of ENGINES) {
 
     before(async () => {
       a = await startServer({ engine, keepData: true, env: { RATE_LIMITS: HIGH_LIMITS } })
-      b = await startServer({ engine, dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env } })
+      b = await startSecond(a)
       const mk = async (o: { admin?: boolean } = {}) => {
         const u = await a.user(o)
         return { ...u, cookie: await a.login(u.username, u.password) }

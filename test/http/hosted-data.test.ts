@@ -6,7 +6,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import zlib from 'node:zlib'
 import { expectError, expectErrorInBoth } from '../support/errors.js'
-import { ENGINES, REDIS_URL, multipart, needs, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, REDIS_URL, multipart, needs, startServer, type TestServer, startSecond } from '../support/server.js'
 import { referencedDigests, sweepBlobs } from '../../src/storage/sweeper.js'
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
 import { BUS_CHANNEL } from '../../src/features/hosted-data/cache.js'
@@ -1018,7 +1018,7 @@ for (const engine of ENGINES) {
     it('a default switched on one instance is what the other instance serves next', async () => {
       const a = await startServer({ engine, keepData: true, env: { REDIS_URL, RATE_LIMITS } })
       const clock = new FakeClock() // b's cache lines never age out during the test
-      const b = await startServer({ engine, clock, dataDir: a.dataDir, pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1], env: { ...a.env, REDIS_URL } })
+      const b = await startSecond(a, { clock })
       try {
         const u = await a.user()
         const cookie = await a.login(u.username, u.password)

@@ -196,6 +196,21 @@ function migratedPostgres(): Promise<{ name: string; sql: string } | null> {
 }
 
 /** Starts a real server (HTTPS + HTTP listeners on loopback) on a fresh SQLite file or PostgreSQL schema. */
+/**
+ * A second instance over `a`'s data (its data dir, or its PostgreSQL schema) with `a`'s
+ * environment (its Redis bus and prefix too) and `opts` on top: two instances of one service.
+ * `a` must have been started with `keepData: true`.
+ */
+export function startSecond(a: TestServer, opts: StartOptions = {}): Promise<TestServer> {
+  return startServer({
+    engine: a.engine,
+    dataDir: a.dataDir,
+    pgSchema: (a.env.DATABASE_URL ?? '').split('schema=')[1],
+    ...opts,
+    env: { ...a.env, ...opts.env },
+  })
+}
+
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
   const engine = opts.engine ?? 'sqlite'
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-'))
