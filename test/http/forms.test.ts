@@ -992,6 +992,30 @@ for (const engine of ENGINES) {
       assert.deepEqual((await rows(declared.id))[0].data, { 'g-recaptcha-response': 't' })
     })
 
+    it("takes a form whose submit button has a name: the button's label is not stored nor refused (decision 265)", async () => {
+      const ivy = await s.user()
+      const typed = await make(ivy, { fields_config: [{ name: 'email', type: 'email' }] })
+      const free = await make(ivy)
+      const declared = await make(ivy, { fields_config: [{ name: 'submit' }] })
+      const rows = async (id: string) => (await data(ivy, id)).json.data.submissions
+      const form = (slug: string, fields: Record<string, string>) =>
+        submit(slug, { body: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+      for (const name of ['submit', 'Submit']) {
+        const posted = await form(typed.form_slug, { email: 'a@b.example', [name]: 'Send' })
+        assert.equal(posted.status, 200, `${name}: ${posted.text}`)
+      }
+      assert.deepEqual(
+        (await rows(typed.id)).map((r: { data: unknown }) => r.data),
+        [{ email: 'a@b.example' }, { email: 'a@b.example' }],
+      )
+      assert.equal((await form(free.form_slug, { note: 'n', submit: 'Send' })).status, 200)
+      assert.deepEqual((await rows(free.id))[0].data, { note: 'n' })
+      // the button alone is no content; a form that declares the name gets it as a field
+      expectError(await form(free.form_slug, { submit: 'Send' }), 400, 1106)
+      assert.equal((await form(declared.form_slug, { submit: 'yes' })).status, 200)
+      assert.deepEqual((await rows(declared.id))[0].data, { submit: 'yes' })
+    })
+
     describe('flags honeypot and too-fast submissions as spam, stores them, and filters them', () => {
       let f: Awaited<ReturnType<typeof make>>
       let now: number

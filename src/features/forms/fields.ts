@@ -291,10 +291,16 @@ export const NETLIFY_HONEYPOT = 'bot-field'
  */
 export const CAPTCHA_FIELDS: readonly string[] = ['g-recaptcha-response', 'h-captcha-response', 'cf-turnstile-response']
 
-/** A name that is never stored nor "unknown": `_` names but `_replyto`, and Netlify's and CAPTCHA widgets' undeclared ones. */
+/**
+ * The name a form's submit button posts under when it has one (`<button name="submit"
+ * value="Send">`, in any case): its label, not what the visitor wrote (decision 265).
+ */
+const isSubmitButton = (name: string) => name.toLowerCase() === 'submit'
+
+/** A name that is never stored nor "unknown": `_` names but `_replyto`, and Netlify's, CAPTCHA widgets' and a submit button's undeclared ones. */
 const isControlName = (name: string, defs: FieldDef[]) =>
   (name.startsWith('_') && name !== REPLY_TO) ||
-  ((name === NETLIFY_FORM_NAME || name === NETLIFY_HONEYPOT || CAPTCHA_FIELDS.includes(name)) && !defs.some((d) => d.name === name))
+  ((name === NETLIFY_FORM_NAME || name === NETLIFY_HONEYPOT || CAPTCHA_FIELDS.includes(name) || isSubmitButton(name)) && !defs.some((d) => d.name === name))
 
 /**
  * Names whose non-empty value marks a submission as spam: the form's `honeypot_field` and,
@@ -307,8 +313,8 @@ export function honeypotNames(defs: FieldDef[], honeypot: string | null): string
 
 /**
  * Validates submitted fields against a form's definition. Names starting with "_" (except
- * `_replyto`, kept as text), Netlify's `form-name` and `bot-field` and the CAPTCHA widgets'
- * tokens unless declared, and the
+ * `_replyto`, kept as text), Netlify's `form-name` and `bot-field`, the CAPTCHA widgets'
+ * tokens and a submit button's `submit` unless declared, and the
  * honeypot field are control fields (never stored, never "unknown"). With an empty
  * fields_config any field name is accepted. Errors: 1614 naming the field; 400 for text the
  * database cannot store, a `__proto__` name, or a submission without a value in any field.
