@@ -126,7 +126,23 @@ describe('svc help', () => {
 // command's synopsis (every "usage:" line names it), what it does and its options, exit 0, and
 // read no configuration, data folder or server. The environment here would make any of those fail.
 describe('svc CMD --help: the command help', () => {
-  const CLIENT_CMDS = ['login', 'logout', 'whoami', 'deploy', 'deploys', 'rollback', 'promote', 'delete', 'page', 'kv', 'data', 'forms', 'domain', 'access', 'mcp']
+  const CLIENT_CMDS = [
+    'login',
+    'logout',
+    'whoami',
+    'deploy',
+    'deploys',
+    'rollback',
+    'promote',
+    'delete',
+    'page',
+    'kv',
+    'data',
+    'forms',
+    'domain',
+    'access',
+    'mcp',
+  ]
   const OPERATOR_CMDS = [
     'serve',
     'migrate',
