@@ -1016,6 +1016,25 @@ for (const engine of ENGINES) {
       assert.deepEqual((await rows(declared.id))[0].data, { submit: 'yes' })
     })
 
+    it("lists a script's refusal as Formspree does, errors[].message with its field, in the answer's language (decision 266)", async () => {
+      const ivy = await s.user()
+      const typed = await make(ivy, { fields_config: [{ name: 'email', type: 'email', required: true }] })
+      for (const lang of ['zh', 'en']) {
+        const headers = { 'accept-language': lang, accept: 'application/json' }
+        const wrong = await submit(typed.form_slug, { json: { email: 'not-an-address' }, headers })
+        expectError(wrong, 400, 1614)
+        assert.deepEqual(wrong.json.errors, [{ message: wrong.json.message, field: 'email' }])
+        const missing = await submit(`no-such-form-${lang}`, { json: { email: 'a@b.example' }, headers })
+        expectError(missing, 404, 1611)
+        assert.deepEqual(missing.json.errors, [{ message: missing.json.message }])
+      }
+      // what a Formspree AJAX snippet shows: data.errors.map((e) => e.message).join(', ')
+      const r = await submit(typed.form_slug, { json: {}, headers: { 'accept-language': 'en', accept: 'application/json' } })
+      assert.equal(r.status, 400)
+      assert.match(r.json.errors.map((x: { message: string }) => x.message).join(', '), /email/)
+      assert.equal((await data(ivy, typed.id)).json.data.total, 0)
+    })
+
     describe('flags honeypot and too-fast submissions as spam, stores them, and filters them', () => {
       let f: Awaited<ReturnType<typeof make>>
       let now: number

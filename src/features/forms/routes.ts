@@ -106,6 +106,13 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     if (len > SUBMIT_BODY_LIMIT) throw bodyTooLarge()
     return payload
   }
+  // a script's refusal also lists itself as Formspree's answers do (`errors[].message`, with the
+  // `field` a 1614 names), so an AJAX snippet written for Formspree shows the reason (decision 266)
+  const listedAsFormspree = (e: AppError, lang: ReturnType<typeof langOf>) => {
+    const field = e.options.extra?.field
+    const listed = { message: errorMessage(e.key, lang, e.options.params), ...(typeof field === 'string' ? { field } : {}) }
+    return new AppError(e.key, { ...e.options, extra: { ...e.options.extra, errors: [listed] } })
+  }
   // a refused browser form post gets the service's page with the reason, whichever step
   // refused it: the API's rate limit, a body over the limit, the parser or the handler;
   // scripts, and errors of the service itself (5xx), get the service's JSON error
@@ -113,7 +120,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     let e = err instanceof AppError ? err : fromFastifyError(err, SUBMIT_BODY_LIMIT, SUBMIT_BODY_LIMIT)
     // a body type no parser reads: the answer names the ones a submission takes
     if (e?.key === 'UNSUPPORTED_MEDIA_TYPE') e = unsupportedType()
-    if (!wantsHtml(req) || !e || e.status >= 500) throw e ?? err
+    if (!wantsHtml(req) || !e || e.status >= 500) throw e && e.status < 500 ? listedAsFormspree(e, langOf(req)) : (e ?? err)
     for (const [k, v] of Object.entries(e.options.headers ?? {})) reply.header(k, v)
     const lang = langOf(req)
     let text = errorMessage(e.key, lang, e.options.params)
