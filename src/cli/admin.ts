@@ -245,7 +245,7 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       return restoreArguments(args)
     case 'user': {
       const [given, ...rest] = args
-      const sub = subcommand(given, ['add', 'set', 'delete'])
+      const sub = subcommand(given, ['add', 'set', 'delete', 'release'])
       if (sub === 'add') {
         const { values, positionals } = parseOptions(rest, OPERATOR_HELP.user.subs.add)
         const username = need(positionals[0], '<username>')
@@ -271,6 +271,12 @@ export function checkArguments(cmd: string, args: string[]): Checked {
         // as svc restore's --force: a mistyped line must not delete an account
         if (values.force !== true) throw new UsageError(`svc user delete removes ${username} and everything it holds for good: add --force to do it`)
         return { opens: 'database', run: (db, config) => deleteUser(db, config, username) }
+      }
+      if (sub === 'release') {
+        const { positionals } = parseOptions(rest, OPERATOR_HELP.user.subs.release)
+        const username = need(positionals[0], '<username>').toLowerCase()
+        noMore(positionals, 1)
+        return { opens: 'database', run: (db) => releaseName(db, username) }
       }
       const { values, positionals } = parseOptions(rest, OPERATOR_HELP.user.subs.set)
       const username = need(positionals[0], '<username>')
@@ -496,6 +502,17 @@ async function deleteUser(db: Db, config: Config, username: string): Promise<voi
     .map(([k, n]) => `${k} ${n}`)
   out(`deleted user ${done.username}${held.length ? ` (${held.join(', ')})` : ''}; the name stays held; svc sweep removes the blobs nothing else uses`)
   await tellServers(config, done.username)
+}
+
+/**
+ * Gives a deleted account's held name back to new accounts (decision 267). The slugs of its
+ * forms stay held: a new account of the name is another person, whose forms old pages must
+ * not reach.
+ */
+async function releaseName(db: Db, username: string): Promise<void> {
+  const r = await db.k.deleteFrom('retired_usernames').where('username', '=', username).executeTakeFirst()
+  if (Number(r.numDeletedRows) === 0) throw new UserInputError(`the name "${username}" is not held (only a deleted account's name is)`)
+  out(`released the name ${username}: a new account may take it; the slugs of its forms stay held`)
 }
 
 /** Drops an account's public caches on every running server (through Redis), as the console does. */

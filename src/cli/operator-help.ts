@@ -87,10 +87,11 @@ export const OPERATOR_HELP = {
       'svc user set <username> [--vip|--no-vip] [--tier TIER] [--disable|--enable] [--api-access on|off]',
       '                        [--admin|--no-admin] [--password <pw>] [--limit NAME=VALUE ...]',
       'svc user delete <username> --force',
+      'svc user release <username>',
     ],
-    summary: 'create an account, change its tier, access, password and limits, or delete it',
+    summary: 'create, change or delete an account, or release a deleted name',
     about:
-      'Creates an account, or changes one: its tier, whether it is disabled, its API access, admin rights, password and per-user limits; or deletes one with everything it holds (--force says you mean it), keeping its name from new accounts.',
+      'Creates an account, or changes one: its tier, whether it is disabled, its API access, admin rights, password and per-user limits; or deletes one with everything it holds (--force says you mean it), keeping its name from new accounts until release gives it back.',
     subs: {
       add: {
         password: { ...PASSWORD, help: `the password (required), ${MIN_PASSWORD_LENGTH} characters or more` },
@@ -118,6 +119,7 @@ export const OPERATOR_HELP = {
       delete: {
         force: { type: 'boolean', help: 'required: delete the account, its pages, data, keys and domains now (nothing brings them back)' },
       },
+      release: {},
     },
     env: [DATA, DATABASE, REDIS],
     examples: [

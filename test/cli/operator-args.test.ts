@@ -28,8 +28,10 @@ const LIMIT_TAKES = `--limit takes NAME=N or NAME=default, N an integer from 0 t
 // option value its table does not take, a name or password the account rules refuse. FILE
 // stands for a path in the test's folder, which must stay as it was.
 const REFUSED: Array<[args: string[], message: string]> = [
-  [['user'], 'missing a subcommand: add or set or delete'],
-  [['user', 'remove', 'bob'], 'unknown subcommand "remove": add or set or delete'],
+  [['user'], 'missing a subcommand: add or set or delete or release'],
+  [['user', 'remove', 'bob'], 'unknown subcommand "remove": add or set or delete or release'],
+  [['user', 'release'], 'missing <username>'],
+  [['user', 'release', 'bob', 'carol'], 'unexpected argument "carol"'],
   // a delete says it means it, as svc restore's --force does
   [['user', 'delete', 'bob'], 'svc user delete removes bob and everything it holds for good: add --force to do it'],
   [['user', 'delete', '--force'], 'missing <username>'],

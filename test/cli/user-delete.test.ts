@@ -48,5 +48,35 @@ for (const engine of ENGINES) {
       assert.equal(twice.code, 1)
       assert.match(twice.stderr, new RegExp(`no user "${u.username}"`))
     })
+
+    it("svc user release gives a deleted name back to new accounts, never its forms' slugs (decision 267)", async () => {
+      const u = await s.user()
+      const slug = `rel-${u.username}`
+      assert.equal((await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Contact', form_slug: slug } })).status, 200)
+      assert.equal((await runCli(['user', 'delete', u.username, '--force'], { env: cliEnv() })).code, 0)
+      // a name that is not held, or is a live account's: nothing to release
+      const live = await s.user()
+      for (const name of [live.username, `never-${u.username}`]) {
+        const no = await runCli(['user', 'release', name], { env: cliEnv() })
+        assert.equal(no.code, 1, no.stdout)
+        assert.match(no.stderr, /is not held/)
+      }
+      const r = await runCli(['user', 'release', u.username.toUpperCase()], { env: cliEnv() })
+      assert.equal(r.code, 0, r.stderr)
+      assert.match(r.stdout, new RegExp(`^released the name ${u.username}: a new account may take it`, 'm'))
+      const audit = await s.deps.db.k.selectFrom('audit_log').select(['action', 'target']).where('action', '=', 'cli.user.release').execute()
+      assert.deepEqual(audit, [{ action: 'cli.user.release', target: u.username.toUpperCase() }])
+      // a new account takes the name; the old form's slug stays held from it
+      const added = await runCli(['user', 'add', u.username, '--password', 'a-long-password'], { env: cliEnv() })
+      assert.equal(added.code, 0, added.stderr)
+      const cookie = await s.login(u.username, 'a-long-password')
+      const made = await s.post('/svc_api/forms/create', {
+        cookie,
+        headers: { 'x-csrf-token': await s.csrfToken(cookie) },
+        json: { form_name: 'Mine', form_slug: slug },
+      })
+      assert.equal(made.status, 400, made.text)
+      assert.equal(made.json.error_code, 1610)
+    })
   })
 }
