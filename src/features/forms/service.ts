@@ -397,6 +397,8 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       patch.updated_at = clock.now()
       try {
         await db.k.transaction().execute(async (trx) => {
+          // asked again in the transaction, which sees a form that has the slug or, once deleted, its hold
+          if (patch.slug_key !== undefined && (await formStore.slugTaken(trx, patch.slug_key, user.id, f.id))) throw new AppError('FORM_SLUG_TAKEN')
           await formStore.update(trx, f.id, patch)
           // a renamed form's old slug stays its owner's, as a deleted form's does (decision 264)
           if (patch.slug_key !== undefined && patch.slug_key !== f.slug_key) {
