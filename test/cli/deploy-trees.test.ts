@@ -286,6 +286,19 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${alice.username}/paths/`)).status, 404)
     })
 
+    it('a file name with a double quote goes in an archive deploy, as GitHub Pages serves it; --batch, whose multipart cannot carry it, names it', async () => {
+      const e = { ...env, SVC_URL: s.url }
+      const dir = makeTree({ 'index.html': page('quoted'), 'say "hi".html': '<p>hi</p>' })
+      const r = await runCli(['deploy', dir, '--project', 'quoted', '--json'], { env: e })
+      assert.equal(r.code, 0, r.stderr)
+      const served = await s.get(`/${alice.username}/quoted/say%20%22hi%22.html`)
+      assert.equal(served.status, 200)
+      assert.equal(served.text, '<p>hi</p>')
+      const batch = await runCli(['deploy', dir, '--project', 'quoted-batch', '--batch', '--json'], { env: e })
+      assert.equal(batch.code, 1, batch.stderr)
+      assert.deepEqual(batch.json.failed, [{ path: 'say "hi".html', reason: 'the name contains a double quote' }])
+    })
+
     it('a folder of dotfiles alone says its files are left out and how to keep them; an empty one says it is empty', async () => {
       const e = { ...env, SVC_URL: s.url }
       const dots = makeTree({ '.env': 'SECRET=1', '.cache/x.js': 'x' })

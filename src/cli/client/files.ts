@@ -27,6 +27,8 @@ export interface WalkOptions {
   dotfiles?: boolean
   /** Warnings (symlinks leaving the folder, special files). */
   warn?: (message: string) => void
+  /** The files go as multipart parts (batch uploads), whose file names cannot carry a double quote. */
+  multipart?: boolean
 }
 
 /** A walked file: its stat's identity too, which the hash cache compares. */
@@ -50,12 +52,13 @@ const DOT_RULES = ['.*', '!.well-known/']
 
 /**
  * Names the server could not take as a path, or that the multipart filename cannot carry
- * unchanged: control characters, backslashes, double quotes, %XX sequences.
+ * unchanged (`multipart`: a double quote, which a tar entry carries as it is): control
+ * characters, backslashes, double quotes, %XX sequences.
  */
-export function badNameReason(name: string): string | null {
+export function badNameReason(name: string, multipart = true): string | null {
   if (/[\u0000-\u001f\u007f]/.test(name)) return 'the name contains a control character'
   if (name.includes('\\')) return 'the name contains a backslash'
-  if (name.includes('"')) return 'the name contains a double quote'
+  if (multipart && name.includes('"')) return 'the name contains a double quote'
   // the server refuses these too (a URL of such a name would read as its decoded form)
   if (/%[0-9A-Fa-f]{2}/.test(name)) return 'the name contains a %XX sequence; rename the file'
   return null
@@ -226,7 +229,7 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
           ignoredCount++
           continue
         }
-        const bad = utf8 ? (badNameReason(name) ?? serverPathReason(relPath)) : NOT_UTF8
+        const bad = utf8 ? (badNameReason(name, opts.multipart !== false) ?? serverPathReason(relPath)) : NOT_UTF8
         if (bad) {
           invalid.push({ path: `${relPath}/`, reason: bad })
           continue
@@ -242,7 +245,7 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
         ignoredCount++
         continue
       }
-      const bad = utf8 ? (badNameReason(name) ?? serverPathReason(relPath)) : NOT_UTF8
+      const bad = utf8 ? (badNameReason(name, opts.multipart !== false) ?? serverPathReason(relPath)) : NOT_UTF8
       if (bad) {
         invalid.push({ path: relPath, reason: bad })
         continue
