@@ -91,6 +91,9 @@ describe('client: folder walk and ignore rules', () => {
     assert.deepEqual(r.files.map((f) => f.path).sort(), ['100% sure.txt', 'index.html'])
     assert.deepEqual(r.invalid.map((f) => f.path).sort(), ['a"b.html', 'c\\d.html', 'p%41.txt'])
     assert.match(r.invalid.find((f) => f.path === 'p%41.txt')!.reason, /%XX sequence; rename the file/)
+    // a tar entry (an archive deploy) carries a double quote as it is
+    const tar = await walkFolder(dir, { multipart: false })
+    assert.deepEqual(tar.files.map((f) => f.path).sort(), ['100% sure.txt', 'a"b.html', 'index.html'])
   })
 
   it('reports a name that is not UTF-8 as it does a control character, unless an ignore rule leaves it out', async (t) => {

@@ -86,7 +86,7 @@ for (const engine of ENGINES) {
         const text = await runCli(['deploy', dir, '--project', 'site', '--dry-run'], { env })
         assert.match(text.stdout, /would upload 1 file \(.*\), 2 more with the same bytes as one of those, 302 unchanged/)
         // a file the CLI refuses: nothing is sent, and the summary does not say "uploaded"
-        fs.writeFileSync(path.join(dir, 'bad"name.txt'), 'x')
+        fs.writeFileSync(path.join(dir, 'bad\\name.txt'), 'x')
         try {
           const refused = await runCli(['deploy', dir, '--project', 'site'], { env })
           assert.equal(refused.code, 1)
@@ -94,7 +94,7 @@ for (const engine of ENGINES) {
           assert.doesNotMatch(refused.stdout, /^uploaded/m)
           assert.match(refused.stdout, /1 file failed; nothing deployed/)
         } finally {
-          fs.rmSync(path.join(dir, 'bad"name.txt'))
+          fs.rmSync(path.join(dir, 'bad\\name.txt'))
         }
       } finally {
         for (const c of copies) fs.rmSync(path.join(dir, c))
