@@ -179,6 +179,24 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
   const throttle = createLoginThrottle(deps.limits, clock)
   // `field` names the refused field, so a page can mark it
   const badInput = (field: string, zh: string, en: string) => new AppError('INVALID_PARAMETER', { params: { detail: { zh, en } }, extra: { field } })
+  /**
+   * The account's password typed again (in `field`), checked through the login's own throttle:
+   * a guess here spends the same budget per name and address as one at the login.
+   */
+  const passwordAgain = async (req: FastifyRequest, username: string, given: string, field: string): Promise<void> => {
+    const { wait, attempt } = await throttle.enter(username, clientIp(req, config))
+    if (!attempt)
+      throw new AppError('LOGIN_THROTTLED', { params: { retry_after: wait }, extra: { retry_after: wait }, headers: { 'Retry-After': String(wait) } })
+    try {
+      const row = await users.byName(username)
+      if (!row || !(await verifyPassword(row.password_hash, given))) {
+        await attempt.count()
+        throw badInput(field, `${field} 不是该账户的当前密码`, `${field} is not the account’s current password`)
+      }
+    } finally {
+      attempt.leave()
+    }
+  }
 
   app.post(
     '/svc_api/account/password',
@@ -200,19 +218,7 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
           `new_password 至少 ${MIN_PASSWORD_LENGTH} 个字符（最多 ${MAX_PASSWORD_BYTES} 字节）`,
           `new_password must have at least ${MIN_PASSWORD_LENGTH} characters (at most ${MAX_PASSWORD_BYTES} bytes)`,
         )
-      // the current password is guessed through the login's own throttle: the same budget per name and address
-      const { wait, attempt } = await throttle.enter(p.user.username, clientIp(req, config))
-      if (!attempt)
-        throw new AppError('LOGIN_THROTTLED', { params: { retry_after: wait }, extra: { retry_after: wait }, headers: { 'Retry-After': String(wait) } })
-      try {
-        const row = await users.byName(p.user.username)
-        if (!row || !(await verifyPassword(row.password_hash, body.current_password))) {
-          await attempt.count()
-          throw badInput('current_password', 'current_password 不是该账户的当前密码', 'current_password is not the account’s current password')
-        }
-      } finally {
-        attempt.leave()
-      }
+      await passwordAgain(req, p.user.username, body.current_password, 'current_password')
       await users.changePassword(p.user.id, body.new_password, sha256hex(p.sessionId ?? ''))
       await writeAudit(db, clock.now(), {
         actor: p.user.username,
@@ -251,18 +257,7 @@ export function accountApi(app: FastifyInstance, deps: Deps): void {
           '管理员账户不能自行删除：请由另一位管理员或 svc user delete 删除',
           'an admin account cannot delete itself: another admin or `svc user delete` deletes it',
         )
-      const { wait, attempt } = await throttle.enter(p.user.username, clientIp(req, config))
-      if (!attempt)
-        throw new AppError('LOGIN_THROTTLED', { params: { retry_after: wait }, extra: { retry_after: wait }, headers: { 'Retry-After': String(wait) } })
-      try {
-        const row = await users.byName(p.user.username)
-        if (!row || !(await verifyPassword(row.password_hash, body.password))) {
-          await attempt.count()
-          throw badInput('password', 'password 不是该账户的当前密码', 'password is not the account’s current password')
-        }
-      } finally {
-        attempt.leave()
-      }
+      await passwordAgain(req, p.user.username, body.password, 'password')
       const done = await deleteAccount(db, clock.now(), p.user.id, p.user.username)
       if (!done) throw new AppError('USER_NOT_FOUND')
       await dropDeletedAccount(deps.bus, done.username)
