@@ -130,8 +130,8 @@ for (const engine of ENGINES) {
     })
   })
 
-  // a cookie tossed by a sibling host (a user's origin under the service's registrable domain)
-  describe(`session binding [${engine}]`, () => {
+  // its own server: the anonymous window of the one above is spent by its own requests
+  describe(`credentials beside the spec's cases [${engine}]`, () => {
     let s: TestServer
     let alice: Awaited<ReturnType<TestServer['user']>>
     before(async () => {
@@ -140,79 +140,73 @@ for (const engine of ENGINES) {
     })
     after(() => s.close())
 
-    it('binds the session to a __Host- cookie a browser must send with it; a lone session cookie from a browser is no session', async () => {
-      const r = await s.post('/login', { form: { username: alice.username, password: alice.password }, headers: { accept: 'application/json' } })
-      const all = r.headers['set-cookie'] as string[]
-      const bind = all.find((c) => c.startsWith('__Host-session_bind='))!
-      assert.ok(bind, all.join(' | '))
-      // a __Host- cookie: Secure, Path=/, no Domain, so no sibling host can set or replace it
-      for (const attr of ['HttpOnly', 'Secure', 'SameSite=Lax', 'Path=/']) assert.ok(bind.includes(attr), attr)
-      assert.ok(!/domain=/i.test(bind))
-      const session = all.find((c) => c.startsWith('session='))!.split(';')[0]
-      const both = `${session}; ${bind.split(';')[0]}`
-      const browser = { 'sec-fetch-site': 'same-origin' }
-      // a browser (fetch metadata) with both: the session
-      assert.equal((await s.get('/svc_api/me', { cookie: both, headers: browser })).json.data.via, 'session')
-      assert.equal((await s.get('/dashboard', { cookie: both, headers: { ...browser, accept: 'text/html' } })).status, 200)
-      // a client without fetch metadata (curl, scripts) keeps sending the session cookie alone
-      assert.equal((await s.get('/svc_api/me', { cookie: session })).json.data.via, 'session')
-      // a browser's lone session cookie (tossed by a sibling host, which cannot set a __Host-
-      // cookie) or one with another session's binding: refused
-      const other = (await s.login(alice.username, alice.password)).split('; ')[1]
-      for (const cookie of [session, `${session}; ${other}`, `${session}; session_bind=${bind.split(';')[0].split('=')[1]}`]) {
-        const me = await s.get('/svc_api/me', { cookie, headers: browser })
-        assert.equal(me.status, 401, cookie)
-        assert.equal(me.json.error_code, 1002)
-        const dash = await s.get('/dashboard', { cookie, headers: { ...browser, accept: 'text/html' } })
-        assert.equal(dash.status, 303)
-        assert.match(dash.header('location')!, /^\/login/)
-        const write = await s.post('/svc_api/data/store', { cookie, json: { key: 'tossed', value: 1 }, headers: { ...browser, origin: s.url } })
-        assert.equal(write.status, 401)
-      }
-      assert.equal((await s.get('/svc_api/data/get?key=tossed', { key: alice.key })).status, 404, 'nothing was stored')
-      // logout clears both cookies
-      const out = await s.post('/logout', { cookie: both, headers: { accept: 'application/json' } })
-      const cleared = out.headers['set-cookie'] as string[]
-      for (const name of ['session', '__Host-session_bind'])
-        assert.ok(
-          cleared.some((c) => c.startsWith(`${name}=;`) && c.includes('Max-Age=0')),
-          name,
-        )
-    })
-  })
-
-  // the spec's "missing key" (1001) is a header without a key too: `Bearer ` from a script whose
-  // key variable is empty (a client or proxy drops the trailing space: `Bearer`), or an empty
-  // header; a session cookie beside it still counts. Its own server: the anonymous window of
-  // the one above is spent by its own requests.
-  describe(`an Authorization header without a key [${engine}]`, () => {
-    let s: TestServer
-    let alice: Awaited<ReturnType<TestServer['user']>>
-    before(async () => {
-      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
-      alice = await s.user()
-    })
-    after(() => s.close())
-
-    for (const [label, authorization] of [
-      ['Bearer and an empty token', 'Bearer '],
-      ['Bearer alone', 'Bearer'],
-      ['an empty header', ''],
-    ]) {
-      it(`${label}: 401 / 1001, as no header`, async () => {
-        const r = await s.get('/svc_api/me', { headers: { authorization } })
-        expectError(r, 401, 1001)
-        assert.equal(r.json.error_type, 'AUTH_ERROR')
+    // a cookie tossed by a sibling host (a user's origin under the service's registrable domain)
+    describe('session binding', () => {
+      it('binds the session to a __Host- cookie a browser must send with it; a lone session cookie from a browser is no session', async () => {
+        const r = await s.post('/login', { form: { username: alice.username, password: alice.password }, headers: { accept: 'application/json' } })
+        const all = r.headers['set-cookie'] as string[]
+        const bind = all.find((c) => c.startsWith('__Host-session_bind='))!
+        assert.ok(bind, all.join(' | '))
+        // a __Host- cookie: Secure, Path=/, no Domain, so no sibling host can set or replace it
+        for (const attr of ['HttpOnly', 'Secure', 'SameSite=Lax', 'Path=/']) assert.ok(bind.includes(attr), attr)
+        assert.ok(!/domain=/i.test(bind))
+        const session = all.find((c) => c.startsWith('session='))!.split(';')[0]
+        const both = `${session}; ${bind.split(';')[0]}`
+        const browser = { 'sec-fetch-site': 'same-origin' }
+        // a browser (fetch metadata) with both: the session
+        assert.equal((await s.get('/svc_api/me', { cookie: both, headers: browser })).json.data.via, 'session')
+        assert.equal((await s.get('/dashboard', { cookie: both, headers: { ...browser, accept: 'text/html' } })).status, 200)
+        // a client without fetch metadata (curl, scripts) keeps sending the session cookie alone
+        assert.equal((await s.get('/svc_api/me', { cookie: session })).json.data.via, 'session')
+        // a browser's lone session cookie (tossed by a sibling host, which cannot set a __Host-
+        // cookie) or one with another session's binding: refused
+        const other = (await s.login(alice.username, alice.password)).split('; ')[1]
+        for (const cookie of [session, `${session}; ${other}`, `${session}; session_bind=${bind.split(';')[0].split('=')[1]}`]) {
+          const me = await s.get('/svc_api/me', { cookie, headers: browser })
+          assert.equal(me.status, 401, cookie)
+          assert.equal(me.json.error_code, 1002)
+          const dash = await s.get('/dashboard', { cookie, headers: { ...browser, accept: 'text/html' } })
+          assert.equal(dash.status, 303)
+          assert.match(dash.header('location')!, /^\/login/)
+          const write = await s.post('/svc_api/data/store', { cookie, json: { key: 'tossed', value: 1 }, headers: { ...browser, origin: s.url } })
+          assert.equal(write.status, 401)
+        }
+        assert.equal((await s.get('/svc_api/data/get?key=tossed', { key: alice.key })).status, 404, 'nothing was stored')
+        // logout clears both cookies
+        const out = await s.post('/logout', { cookie: both, headers: { accept: 'application/json' } })
+        const cleared = out.headers['set-cookie'] as string[]
+        for (const name of ['session', '__Host-session_bind'])
+          assert.ok(
+            cleared.some((c) => c.startsWith(`${name}=;`) && c.includes('Max-Age=0')),
+            name,
+          )
       })
-    }
-    it('Bearer with an empty token beside a session cookie: the session', async () => {
-      const cookie = await s.login(alice.username, alice.password)
-      const r = await s.get('/svc_api/me', { cookie, headers: { authorization: 'Bearer ' } })
-      assert.equal(r.status, 200, r.text)
-      assert.equal(r.json.data.via, 'session')
-      // a token that is there and wrong stays 1002, cookie or not
-      expectError(await s.get('/svc_api/me', { cookie, headers: { authorization: 'Bearer x' } }), 401, 1002)
-      expectError(await s.get('/svc_api/me', { headers: { authorization: 'Basic YTpi' } }), 401, 1002)
+    })
+
+    // the spec's "missing key" (1001) is a header without a key too: `Bearer ` from a script whose
+    // key variable is empty (a client or proxy drops the trailing space: `Bearer`), or an empty
+    // header; a session cookie beside it still counts
+    describe('an Authorization header without a key', () => {
+      for (const [label, authorization] of [
+        ['Bearer and an empty token', 'Bearer '],
+        ['Bearer alone', 'Bearer'],
+        ['an empty header', ''],
+      ]) {
+        it(`${label}: 401 / 1001, as no header`, async () => {
+          const r = await s.get('/svc_api/me', { headers: { authorization } })
+          expectError(r, 401, 1001)
+          assert.equal(r.json.error_type, 'AUTH_ERROR')
+        })
+      }
+      it('Bearer with an empty token beside a session cookie: the session', async () => {
+        const cookie = await s.login(alice.username, alice.password)
+        const r = await s.get('/svc_api/me', { cookie, headers: { authorization: 'Bearer ' } })
+        assert.equal(r.status, 200, r.text)
+        assert.equal(r.json.data.via, 'session')
+        // a token that is there and wrong stays 1002, cookie or not
+        expectError(await s.get('/svc_api/me', { cookie, headers: { authorization: 'Bearer x' } }), 401, 1002)
+        expectError(await s.get('/svc_api/me', { headers: { authorization: 'Basic YTpi' } }), 401, 1002)
+      })
     })
   })
 }
