@@ -161,7 +161,8 @@ describe('deploys in the dashboard (Chromium)', () => {
     // the name: gone, with its preview, from the site and the list
     answer('doomed')
     await page.getByRole('button', { name: 'Delete project' }).click()
-    await page.waitForFunction(() => /deleted/.test(document.querySelector('#folders-status')?.textContent ?? ''))
+    // the status line held "Not deleted: ..." a moment ago: wait for the new line itself
+    await page.waitForFunction(() => /^Project doomed deleted/.test(document.querySelector('#folders-status')?.textContent ?? ''))
     assert.equal(await status(), 'Project doomed deleted.')
     assert.equal(await page.locator('#project').isHidden(), true)
     await page.locator('#projects-table').getByRole('button', { name: 'blog' }).waitFor()
