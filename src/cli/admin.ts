@@ -19,7 +19,7 @@ import { AppError } from '../errors/app-error.js'
 import { errorMessage } from '../errors/render.js'
 import { openBlobStore } from '../storage/open.js'
 import { sweepBlobs } from '../storage/sweeper.js'
-import { BackupError, backupSqlite, openSnapshot, openSnapshotTarget, restoreSqlite } from './backup.js'
+import { BackupError, backupSqlite, openSnapshot, openSnapshotTarget, restoreSqlite, sqliteInUse } from './backup.js'
 import { createAdminStore, writeAudit } from '../features/admin/store.js'
 import { assertDatabase, databaseState, missingDatabase, MissingDatabaseError, newDatabaseNote, unusableDataDir } from './data-dir.js'
 import os from 'node:os'
@@ -243,6 +243,8 @@ export function checkArguments(cmd: string, args: string[]): Checked {
       return backupArguments(args)
     case 'restore':
       return restoreArguments(args)
+    case 'move':
+      return moveArguments(args)
     case 'user': {
       const [given, ...rest] = args
       const sub = subcommand(given, ['add', 'set', 'delete', 'release'])
@@ -635,6 +637,52 @@ async function restoreCommand(snapshot: string, given: string | undefined, force
     out(`restored ${r.manifest.created_at} into ${dataDir}: svc.db and ${r.blobs} blobs verified (${r.written} written)`)
   } finally {
     await target.close()
+  }
+}
+
+/** svc move --from-data-dir DIR [--from-blobs DIR]: the target is DATABASE_URL and STORAGE_URL. */
+function moveArguments(args: string[]): Checked {
+  const { values, positionals } = parseOptions(args, OPERATOR_HELP.move.flags)
+  noMore(positionals, 0)
+  const from = path.resolve(need(values['from-data-dir'], '--from-data-dir DIR (the data folder of the SQLite instance to move)'))
+  const fromBlobs = values['from-blobs'] === undefined ? blobFolder(from, null) : path.resolve(values['from-blobs'])
+  return { opens: 'nothing', run: (config) => moveCommand(from, fromBlobs, config) }
+}
+
+async function moveCommand(from: string, fromBlobs: string, config: Config): Promise<void> {
+  const { MoveError, moveSqliteToPostgres, noSource, shownDatabase, sourceInUse } = await import('./move.js')
+  if (!config.databaseUrl) throw new MoveError('svc move writes into PostgreSQL: set DATABASE_URL to the target database (and STORAGE_URL to its blob store)')
+  const file = path.join(from, 'svc.db')
+  if (!fs.existsSync(file)) throw noSource(file)
+  // before the target is opened (which makes its schema): a refused move writes nothing
+  if (sqliteInUse(file)) throw sourceInUse(file)
+  const { createLocalBlobStore } = await import('../storage/local.js')
+  const source = createLocalBlobStore(fromBlobs)
+  const blobs = await openBlobStore(config)
+  try {
+    const target = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+    try {
+      const blobsAt = config.storageUrl?.startsWith('s3://') ? config.storageUrl.split('?')[0] : blobFolder(config.dataDir, config.storageUrl)
+      out(`moving ${path.join(from, 'svc.db')} into ${shownDatabase(config.databaseUrl)}, blobs into ${blobsAt}`)
+      const r = await moveSqliteToPostgres({
+        fromDataDir: from,
+        fromBlobs: source,
+        target,
+        targetBlobs: blobs,
+        sets: FEATURE_TABLES,
+        blobColumns: BLOB_COLUMNS,
+        log: out,
+      })
+      const rows = r.tables.reduce((n, t) => n + t.rows, 0)
+      out(
+        `verified and committed: ${r.tables.length} tables, ${rows} rows (each table's count matches the source), ${r.blobs.referenced} blobs, ${r.sequences} sequences set`,
+      )
+    } finally {
+      await target.close()
+    }
+  } finally {
+    await blobs.close()
+    await source.close()
   }
 }
 

@@ -62,7 +62,7 @@ export interface BackupResult {
 const quoteId = (s: string) => `"${s.replace(/"/g, '""')}"`
 
 /** Every blob digest the rows of a database file reference (the sweeper's column list). */
-function referencedDigests(db: SQLite.Database, blobColumns: readonly BlobColumn[]): Array<{ digest: string; table: string; column: string }> {
+export function referencedDigests(db: SQLite.Database, blobColumns: readonly BlobColumn[]): Array<{ digest: string; table: string; column: string }> {
   const out: Array<{ digest: string; table: string; column: string }> = []
   for (const { table, column } of blobColumns) {
     for (const r of db.prepare(`select distinct ${quoteId(column)} as d from ${quoteId(table)}`).all() as Array<{ d: string | null }>) {
@@ -192,7 +192,7 @@ export interface RestoreOptions {
  * holds a shared lock on it for as long as it is open, so an exclusive one is refused at once.
  * A file SQLite cannot read as a database is not in use (--force replaces it).
  */
-function sqliteInUse(file: string): boolean {
+export function sqliteInUse(file: string): boolean {
   let db: SQLite.Database | null = null
   try {
     db = new SQLite(file, { fileMustExist: true, timeout: 0 })

@@ -221,6 +221,23 @@ export const OPERATOR_HELP = {
     examples: ['svc restore /srv/backups/svc/2026-12-01T03-00-00Z --data-dir /srv/svc/data'],
     see: 'docs/operations/backups.md',
   },
+  move: {
+    usage: ['svc move --from-data-dir DIR [--from-blobs DIR]'],
+    summary: 'move a whole SQLite instance into PostgreSQL and the configured blob store',
+    about:
+      'Moves a stopped SQLite instance (DIR/svc.db and its blobs) into the PostgreSQL database of DATABASE_URL and the blob store of STORAGE_URL: every table (passwords, sessions, API keys, domains, old deploys), then every blob it references, checked, in one transaction; a failure commits nothing. The target must be empty.',
+    flags: {
+      'from-data-dir': { type: 'string', arg: 'DIR', help: 'the data folder of the SQLite instance to move (required; stop its server first)' },
+      'from-blobs': { type: 'string', arg: 'DIR', help: "the source's blob folder, when its STORAGE_URL was file:///DIR (default DIR/blobs)" },
+    },
+    env: [
+      ['DATABASE_URL', 'postgres://...: the target database (required; empty, migrated here)'],
+      ['STORAGE_URL', 'the target blob store (s3://bucket or file:///path; default DATA_DIR/blobs)'],
+      DATA,
+    ],
+    examples: ['svc move --from-data-dir /srv/svc/data', 'svc move --from-data-dir /srv/svc/data --from-blobs /mnt/blobs'],
+    see: 'docs/operations/scale-out.md',
+  },
   export: {
     usage: ['svc export <username> FILE.zip|FILE.tar.gz'],
     summary: "write all of one user's data to a .zip or .tar.gz file",

@@ -85,6 +85,8 @@ describe('svc help', () => {
     [['key', 'create', 'bob', '--expires-days', '-5'], /^error: --expires-days takes an integer from 1 to \d+, not "-5"\nusage: svc key /],
     [['sweep', '--grace-seconds', '-60'], /^error: --grace-seconds takes an integer from 0 to 31536000, not "-60"\nusage: svc sweep /],
     [['backup', 'somewhere', '--keep'], /^error: Option '--keep <value>' argument missing/],
+    [['move'], /^error: missing --from-data-dir DIR \(the data folder of the SQLite instance to move\)\nusage: svc move /],
+    [['move', '--from-data-dir', 'x', 'extra'], /^error: unexpected argument "extra"\nusage: svc move /],
     [['sweep', '--grace-seconds=-60'], /^error: --grace-seconds takes an integer from 0 to 31536000, not "-60"\nusage: svc sweep /],
     [['sweep', '--grace-seconds', 'soon'], /^error: --grace-seconds takes an integer from 0 to 31536000, not "soon"\nusage: svc sweep /],
   ]
@@ -156,6 +158,7 @@ describe('svc CMD --help: the command help', () => {
     'sweep',
     'backup',
     'restore',
+    'move',
     'export',
     'import',
   ]
