@@ -178,7 +178,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   const dirReal = await fsp.realpath(opts.dir).catch(() => {
     throw new CliError(`no such folder: ${opts.dir}`)
   })
-  const project = checkProjectName(opts.project ?? defaultProject(dirReal))
+  const project = checkProjectName(opts.project ?? defaultProject(dirReal).name)
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, multipart: false, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s) => ({ path: s.path, reason: s.reason }))
   if (walked.files.length === 0 && failed.length === 0) throw new CliError(nothingToDeploy(opts.label ?? opts.dir, walked.ignoredCount))
