@@ -442,6 +442,17 @@ for (const engine of ENGINES) {
       assert.equal(tmp.stderr, '')
     })
 
+    it("prints the server's warning for a form that would send a file's name alone, and deploys", async () => {
+      const html = '<!doctype html><form id="apply" method="post" action="https://formspree.io/f/x"><input type="file" name="cv"><button>Send</button></form>'
+      const dir = makeTree({ 'index.html': html })
+      const r = await runCli(['deploy', dir, '--project', 'apply', '--json'], { env: { ...env, SVC_URL: s.url } })
+      assert.equal(r.code, 0, r.stderr)
+      const message = `index.html: the form id="apply" has a file input (name="cv") but no enctype="multipart/form-data": a browser sends only the file's name, not the file. Add enctype="multipart/form-data" to the <form>`
+      assert.deepEqual(r.json.warnings, [{ path: 'index.html', message }])
+      assert.equal(r.stderr, `warning: ${message}\n`)
+      assert.equal((await s.get(`/${alice.username}/apply/`)).text, html)
+    })
+
     it('--batch without a root index.html uploads nothing to a project it could not publish', async () => {
       const e = { ...env, SVC_URL: s.url }
       const docs = makeTree({ 'docs/index.html': '<p>docs</p>', 'docs/a.html': '<p>a</p>' })
