@@ -36,6 +36,11 @@ export interface Db {
   schema?: string
   /** Serialises writers that check a per-user quota: row lock on PostgreSQL (SQLite transactions are already exclusive). */
   lockUser(trx: Trx, userId: string): Promise<void>
+  /**
+   * Serialises the transactions that take the lock `name` until each ends: a PostgreSQL
+   * advisory transaction lock, per schema (SQLite transactions are already exclusive).
+   */
+  lockName(trx: Trx, name: string): Promise<void>
   /** SQLite: the group commit every write waits on (tests inject a failing sync through it). */
   barrier?: DurabilityBarrier
   /**
@@ -152,6 +157,7 @@ export async function openDatabase(opts: DbOptions): Promise<Db> {
     barrier,
     changeStamp: (tables) => dialect.driver.changeStamp(tables),
     lockUser: async () => {},
+    lockName: async () => {},
     tryLock: (name, fn) => withLockFile(path.join(opts.dataDir, `.${name}.lock`), fn),
     close: async () => {
       stopCheckpoints()
@@ -347,6 +353,9 @@ async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserv
     schema: schema ?? undefined,
     lockUser: async (trx, userId) => {
       await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute()
+    },
+    lockName: async (trx, name) => {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`svc.${name}.`} || current_schema(), 0))`.execute(trx)
     },
     tryLock: async (name, fn) => {
       // the transaction holds only the lock (no snapshot between statements): it keeps no

@@ -87,3 +87,56 @@ export function decodedPath(p: string): string | null {
     return null
   }
 }
+
+// an attribute's value in a tag's attribute text (quoted or not): attr(text, 'id')
+const attr = (text: string, name: string): string | null => {
+  const m = new RegExp(`(?:^|\\s)${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s>'"]+))`, 'i').exec(text)
+  return m === null ? null : (m[1] ?? m[2] ?? m[3]).trim()
+}
+const FORM_TAG = /<form\b([^>]*)>([\s\S]*?)(?:<\/form\s*>|(?=<form\b)|$)/gi
+const INPUT_TAG = /<input\b([^>]*)>/gi
+// a submit button that sends its form as multipart itself (formenctype, formmethod)
+const MULTIPART_BUTTON = /<(?:button|input)\b[^>]*\bformenctype\s*=\s*["']?\s*multipart\/form-data/i
+const QUIET = /<!--[\s\S]*?-->|<(script|template|textarea|style)\b[^>]*>[\s\S]*?<\/\1\s*>/gi
+
+/** A form whose file input a browser sends as the file's name alone (fileInputsSentAsNames). */
+export interface FileAsName {
+  /** How the page names the form: `id="contact"`, `name="apply"`, `action="..."`, or `form 2` (its place). */
+  form: string
+  /** The file input's name (`name="cv"`), or `a file input` when it has none. */
+  input: string
+  /** The form's action as written ('' when it has none). */
+  action: string
+  /** Whether the form is sent by GET (a query string carries names only, whatever its enctype). */
+  get: boolean
+  /** Whether it is a Netlify form (`data-netlify`, `netlify`, or a `form-name` input), which posts to the site itself. */
+  netlify: boolean
+}
+
+/**
+ * The forms of a page with an `<input type="file">` that a browser submits without the file:
+ * a form without `enctype="multipart/form-data"` (or sent by GET) posts only the file's name,
+ * as a text field. Comments, scripts and templates are skipped. Reads the first MiB.
+ */
+export function fileInputsSentAsNames(html: string): FileAsName[] {
+  const page = html.slice(0, 1 << 20).replace(QUIET, ' ')
+  const out: FileAsName[] = []
+  let place = 0
+  for (const m of page.matchAll(FORM_TAG)) {
+    place++
+    const [, tag, body] = m
+    const file = [...body.matchAll(INPUT_TAG)].find((i) => attr(i[1], 'type')?.toLowerCase() === 'file')
+    if (file === undefined) continue
+    const get = (attr(tag, 'method') ?? 'get').toLowerCase() !== 'post'
+    const multipart = (attr(tag, 'enctype') ?? '').toLowerCase() === 'multipart/form-data' || MULTIPART_BUTTON.test(body)
+    if (!get && multipart) continue
+    const action = attr(tag, 'action') ?? ''
+    const named = (['id', 'name'] as const).map((a) => [a, attr(tag, a)] as const).find(([, v]) => v)
+    const form = named ? `${named[0]}="${named[1]}"` : action ? `action="${action}"` : `form ${place}`
+    const inputName = attr(file[1], 'name')
+    const netlify =
+      /(?:^|\s)(?:data-)?netlify(?:\s*=\s*["']?\s*true\b|[\s>]|$)/i.test(tag) || [...body.matchAll(INPUT_TAG)].some((i) => attr(i[1], 'name') === 'form-name')
+    out.push({ form, input: inputName ? `name="${inputName}"` : 'a file input', action, get, netlify })
+  }
+  return out
+}

@@ -59,6 +59,9 @@ async function htmlServer(status: number) {
 }
 
 const page = (v: string) => `<!doctype html><title>${v}</title><script type="module" src="/assets/index-${v}.js"></script><h1>${v}</h1>`
+const linkingTo = (href: string) => `<!doctype html><link rel="stylesheet" href="${href}"><p>moved</p>`
+/** A tree's files under the folder `dir`. */
+const prefixed = (dir: string, files: Record<string, string>) => Object.fromEntries(Object.entries(files).map(([p, c]) => [`${dir}/${p}`, c]))
 
 for (const engine of ENGINES) {
   describe(`svc deploy of real trees [${engine}]`, () => {
@@ -381,6 +384,73 @@ for (const engine of ENGINES) {
         if (base === null) assert.doesNotMatch(r.stderr, /note: the site loads/, `${project} ${flags.join(' ')}`)
         else assert.ok(r.stderr.endsWith(note), `${project} ${flags.join(' ')}: ${r.stderr}`)
       }
+    })
+
+    it("a build folder (dist, _site, .output/public) deploys as the repository's project, said on stderr; deploys and rollback there name it too", async () => {
+      const e = { ...env, SVC_URL: s.url }
+      const built = (base: string) => ({ 'index.html': linkingTo(`/${base}/assets/main.css`), 'assets/main.css': 'p{}' })
+      const root = makeTree({
+        ...prefixed('my-app/dist', { 'index.html': page('one') }),
+        ...prefixed('nuxt-app/.output/public', { 'index.html': page('nuxt') }),
+        // a GitHub Pages project site: Jekyll's baseurl is the repository's name
+        ...prefixed('blog/_site', built('blog')),
+        ...prefixed('dist', { 'index.html': page('tmp') }),
+      })
+      const note = (name: string, from: string) =>
+        `note: project ${name}, named after the folder that holds ${from}/ (a build folder's name is not the site's); choose another with --project NAME\n`
+      const cases: Array<[dir: string, flags: string[], project: string, from: string]> = [
+        ['my-app/dist', [], 'my-app', 'dist'],
+        ['my-app/dist', ['--batch'], 'my-app', 'dist'],
+        ['nuxt-app/.output/public', ['--dry-run'], 'nuxt-app', '.output/public'],
+        ['blog/_site', [], 'blog', '_site'],
+      ]
+      for (const [dir, flags, project, from] of cases) {
+        const r = await runCli(['deploy', path.join(root, dir), '--json', ...flags], { env: e })
+        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.json.project, project, `${dir} ${flags.join(' ')}`)
+        assert.equal(r.stderr, note(project, from), `${dir} ${flags.join(' ')}`)
+      }
+      // the site built for /blog/ is served as the project blog: the base note has nothing to say
+      assert.equal((await s.get(`/${alice.username}/blog/assets/main.css`)).text, 'p{}')
+      assert.equal((await s.get(`/${alice.username}/my-app/`)).text, page('one'))
+      assert.equal(await deployCount('dist'), 0, 'no project dist')
+
+      // run in the build folder, deploy . and then deploys and rollback name the same project
+      const cwd = path.join(root, 'my-app/dist')
+      fs.writeFileSync(path.join(cwd, 'index.html'), page('two'))
+      const again = await runCli(['deploy', '.'], { env: e, cwd })
+      assert.equal(again.code, 0, again.stderr)
+      assert.ok(again.stderr.startsWith(note('my-app', 'dist')), again.stderr)
+      const list = await runCli(['deploys', '--json'], { env: e, cwd })
+      assert.equal(list.code, 0, list.stderr)
+      assert.equal(list.json.project, 'my-app')
+      assert.ok(list.json.deploys.length >= 2, list.stdout)
+      assert.equal(list.stderr, note('my-app', 'dist'))
+      const back = await runCli(['rollback'], { env: e, cwd })
+      assert.equal(back.code, 0, back.stderr)
+      assert.equal((await s.get(`/${alice.username}/my-app/`)).text, page('one'))
+
+      // --project is taken as it is, with nothing said
+      const named = await runCli(['deploy', cwd, '--project', 'dist', '--json'], { env: e })
+      assert.equal(named.code, 0, named.stderr)
+      assert.equal(named.json.project, 'dist')
+      assert.equal(named.stderr, '')
+      // a build folder right in the temporary (or home) folder keeps its own name
+      const tmp = await runCli(['deploy', path.join(root, 'dist'), '--json', '--dry-run'], { env: { ...e, TMPDIR: root } })
+      assert.equal(tmp.code, 0, tmp.stderr)
+      assert.equal(tmp.json.project, 'dist')
+      assert.equal(tmp.stderr, '')
+    })
+
+    it("prints the server's warning for a form that would send a file's name alone, and deploys", async () => {
+      const html = '<!doctype html><form id="apply" method="post" action="https://formspree.io/f/x"><input type="file" name="cv"><button>Send</button></form>'
+      const dir = makeTree({ 'index.html': html })
+      const r = await runCli(['deploy', dir, '--project', 'apply', '--json'], { env: { ...env, SVC_URL: s.url } })
+      assert.equal(r.code, 0, r.stderr)
+      const message = `index.html: the form id="apply" has a file input (name="cv") but no enctype="multipart/form-data": a browser sends only the file's name, not the file. Add enctype="multipart/form-data" to the <form>`
+      assert.deepEqual(r.json.warnings, [{ path: 'index.html', message }])
+      assert.equal(r.stderr, `warning: ${message}\n`)
+      assert.equal((await s.get(`/${alice.username}/apply/`)).text, html)
     })
 
     it('--batch without a root index.html uploads nothing to a project it could not publish', async () => {

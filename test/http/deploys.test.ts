@@ -668,6 +668,62 @@ for (const engine of ENGINES) {
       assert.equal((await page('keep')).text, HTML('keep unique 2 9d1c'))
     })
 
+    it("names each page's form whose file input a browser would send as its name alone, in warnings; the deploy goes live", async () => {
+      const k = await s.user()
+      const form = (attrs: string, inner = '<input type="file" name="cv">') =>
+        HTML('apply', `<form ${attrs}><input name="who">${inner}<button>Send</button></form>`)
+      const files: Site = {
+        'index.html': form('id="apply" method="post" action="https://formspree.io/f/abc"'),
+        'jobs/get.html': form('name="search" action="/find"'),
+        'jobs/svc.html': form('method="post" action="https://example.com/api/forms/submit/jobs"'),
+        'jobs/netlify.html': form(
+          'name="contact" method="POST" data-netlify="true"',
+          '<input type="hidden" name="form-name" value="contact"><input type=file>',
+        ),
+        // sent whole: enctype on the form, or formenctype on its button; no file input; in a comment
+        'ok/enctype.html': form('method="post" enctype="multipart/form-data" action="https://formspree.io/f/abc"'),
+        'ok/button.html': form('method="post"', '<input type="file" name="cv"><button formenctype="multipart/form-data">Up</button>'),
+        'ok/text.html': form('method="post"', '<input type="text" name="file">'),
+        'ok/comment.html': HTML('c', '<!-- <form method="post"><input type="file"></form> -->'),
+      }
+      const { res } = await deploySite(s, k.key, 'jobs', files)
+      assert.equal(res.status, 201, res.text)
+      assert.deepEqual(res.json.warnings, [
+        {
+          path: 'index.html',
+          message:
+            'index.html: the form id="apply" has a file input (name="cv") but no enctype="multipart/form-data": a browser sends only the file\'s name, not the file. Add enctype="multipart/form-data" to the <form>',
+        },
+        {
+          path: 'jobs/get.html',
+          message:
+            'jobs/get.html: the form name="search" has a file input (name="cv") but is sent by GET, which carries only the file\'s name, not the file. Use method="post" and enctype="multipart/form-data"',
+        },
+        {
+          path: 'jobs/netlify.html',
+          message:
+            'jobs/netlify.html: the form name="contact" has a file input (a file input), but svc forms take no files: a browser sends only the file\'s name (with enctype="multipart/form-data" the submission is refused, 1614). Remove the input',
+        },
+        {
+          path: 'jobs/svc.html',
+          message:
+            'jobs/svc.html: the form action="https://example.com/api/forms/submit/jobs" has a file input (name="cv"), but svc forms take no files: a browser sends only the file\'s name (with enctype="multipart/form-data" the submission is refused, 1614). Remove the input',
+        },
+      ])
+      assert.equal((await s.get(`/${k.username}/jobs/`)).text, files['index.html'])
+      // in the caller's language
+      const zh = await s.post('/api/folders/jobs-zh/deploys', {
+        key: k.key,
+        body: await tarOf([manifestOf({ 'index.html': files['index.html'] }), { name: 'index.html', data: files['index.html'] }]),
+        headers: { 'content-type': 'application/x-tar', 'accept-language': 'zh' },
+      })
+      assert.equal(zh.status, 201, zh.text)
+      assert.match(zh.json.warnings[0].message, /^index\.html：表单 id="apply" 有文件输入框（name="cv"），但没有 enctype="multipart\/form-data"/)
+      // a page deployed again unchanged is not read again, and a site without such a form has none
+      const again = await deploySite(s, k.key, 'jobs', { ...files, 'new.html': HTML('new') })
+      assert.deepEqual(again.res.json.warnings, [])
+    })
+
     it('a deploy without a root index.html is refused at the check and at the manifest, before any file is stored', async () => {
       // a build folder sent from one level up: its index.html is under site/
       const nested = { 'site/index.html': HTML('nested 5e0d'), 'site/app.js': 'console.log("nested 5e0d")' }

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { builtForRoot, escapeHtml, rootResources } from '../../src/util/html.js'
+import { builtForRoot, escapeHtml, fileInputsSentAsNames, rootResources } from '../../src/util/html.js'
 import { html } from '../../src/web/html.js'
 
 describe('escapeHtml (the one implementation)', () => {
@@ -101,5 +101,39 @@ describe('builtForRoot', () => {
   })
   it('is false for a page that loads nothing from /', async () => {
     assert.equal(await builtForRoot('<a href="/">home</a>', () => true), false)
+  })
+})
+
+describe('fileInputsSentAsNames', () => {
+  const forms = (h: string) => fileInputsSentAsNames(h).map((f) => `${f.form} ${f.input}${f.get ? ' get' : ''}${f.netlify ? ' netlify' : ''}`)
+  it('names a form by its id, name or action, else its place; the input by its name', () => {
+    assert.deepEqual(
+      forms(
+        '<form><input></form><FORM METHOD=POST ACTION=/up><INPUT TYPE=FILE NAME=cv></FORM><form method="post" name="a" id="b"><input type=\'file\'></form>',
+      ),
+      ['action="/up" name="cv"', 'id="b" a file input'],
+    )
+    assert.deepEqual(forms('<p><form method="post"><input type="file" name="x">'), ['form 1 name="x"'], 'a form never closed')
+  })
+  it('a form without a method is sent by GET, whatever its enctype', () => {
+    assert.deepEqual(forms('<form enctype="multipart/form-data"><input type="file" name="x"></form>'), ['form 1 name="x" get'])
+  })
+  it('multipart by the form or a button of it is sent whole; a file input of another form does not count', () => {
+    assert.deepEqual(forms('<form method="post" enctype="Multipart/Form-Data"><input type="file"></form>'), [])
+    assert.deepEqual(forms('<form method="post"><input type="file"><button formenctype="multipart/form-data">Up</button></form>'), [])
+    assert.deepEqual(forms('<form method="post"><input name="q"></form><input type="file" name="loose">'), [])
+  })
+  it('skips comments, scripts and templates', () => {
+    assert.deepEqual(
+      forms(
+        '<!-- <form method="post"><input type="file"></form> --><script>"<form method=post><input type=file>"</script><template><form><input type="file"></form></template>',
+      ),
+      [],
+    )
+  })
+  it('knows a Netlify form', () => {
+    assert.deepEqual(forms('<form name="c" method="POST" netlify><input type="file" name="f"></form>'), ['name="c" name="f" netlify'])
+    assert.deepEqual(forms('<form method="post"><input type="hidden" name="form-name" value="c"><input type="file"></form>'), ['form 1 a file input netlify'])
+    assert.deepEqual(forms('<form method="post" data-netlify-honeypot="x"><input type="file"></form>'), ['form 1 a file input'])
   })
 })

@@ -61,6 +61,8 @@ export interface ArchiveResult {
   preview_url: string | null
   dry_run: boolean
   duration_ms: number
+  /** What the server said of the pages the archive carried (a form sending a file's name alone); also printed on stderr. */
+  warnings: Array<{ path: string; message: string }>
 }
 
 /** The tar (optionally gzipped) of the manifest and the files to send, made as it is read. */
@@ -178,7 +180,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   const dirReal = await fsp.realpath(opts.dir).catch(() => {
     throw new CliError(`no such folder: ${opts.dir}`)
   })
-  const project = checkProjectName(opts.project ?? defaultProject(dirReal))
+  const project = checkProjectName(opts.project ?? defaultProject(dirReal).name)
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, multipart: false, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s) => ({ path: s.path, reason: s.reason }))
   if (walked.files.length === 0 && failed.length === 0) throw new CliError(nothingToDeploy(opts.label ?? opts.dir, walked.ignoredCount))
@@ -225,6 +227,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
     preview_url: null,
     dry_run: opts.dryRun,
     duration_ms: 0,
+    warnings: [],
   }
   const finish = () => {
     result.uploaded.sort()
@@ -331,6 +334,11 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   result.origin_url = d.origin_url ?? null
   result.built_for_root = await builtForRoot(dirReal)
   result.preview_url = (result.built_for_root ? d.preview_origin_url : null) ?? d.preview_site_url ?? d.preview_url ?? null
+  result.warnings = (Array.isArray(d.warnings) ? d.warnings : []).map((w: { path?: unknown; message?: unknown }) => ({
+    path: String(w.path),
+    message: String(w.message),
+  }))
+  for (const w of result.warnings) rep.note(`warning: ${w.message}`)
   result.success = true
   return finish()
 }

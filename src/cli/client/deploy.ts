@@ -302,7 +302,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
   const dirReal = await fsp.realpath(opts.dir).catch(() => {
     throw new CliError(`no such folder: ${opts.dir}`)
   })
-  const project = checkProjectName(opts.project ?? defaultProject(dirReal))
+  const project = checkProjectName(opts.project ?? defaultProject(dirReal).name)
 
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s: SkippedFile) => ({ path: s.path, reason: s.reason }))

@@ -11,7 +11,7 @@ const MAX_CONCURRENCY = 64
 /** svc deploy's largest --batch-files; the server's own limit (its folder upload limits) caps it too. */
 const MAX_BATCH_FILES = 10_000
 
-const PROJECT = { type: 'string', short: 'p', arg: 'NAME', help: "the project (default: the current folder's name)" } as const
+const PROJECT = { type: 'string', short: 'p', arg: 'NAME', help: "the project (default: the folder's name; dist, build...: the one above)" } as const
 
 export const CLIENT_HELP = {
   login: {

@@ -1,16 +1,54 @@
 /**
- * A deploy's project name: the folder's name unless --project gives one, and the names the
- * server could not take. Its own module, without the deploy code: `svc deploys` and
+ * A deploy's project name: the folder's (or the repository's, for a build folder) unless
+ * --project gives one, and the names the server could not take. Its own module, without the deploy code: `svc deploys` and
  * `svc rollback` name the current folder's project too, and every command's start loads
  * what they import (the deploy code's content-type table is the largest part of the CLI).
  */
+import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { checkName, NAME_RULE } from '../../features/sites/paths.js'
 import { CliError } from './errors.js'
 
-/** Project name from the folder when --project is not given. */
-export function defaultProject(dirReal: string): string {
-  return path.basename(dirReal)
+/**
+ * The names build tools give the folder they write a site to (Vite, webpack and Astro's `dist`,
+ * Create React App's `build`, Next's `out`, Jekyll and Eleventy's `_site`, Hugo and Gatsby's
+ * `public`, MkDocs' `site`, Nuxt's `.output/public`, Sphinx's `_build`), compared in lower case.
+ */
+export const BUILD_FOLDERS: ReadonlySet<string> = new Set(['dist', 'build', 'out', 'output', '.output', '_site', 'public', 'site', '_build'])
+
+/**
+ * The project a folder deploys to when --project is not given: the folder's name, or for a
+ * build folder (`dist`, `my-app/.output/public`) the name of the nearest folder above it that
+ * is not one (the repository's), when that is a project name; `from` is then the build folder
+ * left out. The walk stops at the home, temporary and root folders, whose names never name a
+ * project: the folder's own name is kept. The same path gives the same name, so `svc deploys`
+ * and `svc rollback` run where `svc deploy .` ran name its project.
+ */
+export function defaultProject(dirReal: string): { name: string; from: string | null } {
+  const own = path.basename(dirReal)
+  const stops = new Set([path.parse(dirReal).root, os.homedir(), os.tmpdir(), realOr(os.homedir()), realOr(os.tmpdir())])
+  let dir = dirReal
+  while (BUILD_FOLDERS.has(path.basename(dir).toLowerCase())) {
+    dir = path.dirname(dir)
+    if (stops.has(dir)) return { name: own, from: null }
+  }
+  if (dir === dirReal || !checkName(path.basename(dir)).ok) return { name: own, from: null }
+  return { name: path.basename(dir), from: path.relative(dir, dirReal) }
+}
+
+/** What a command says (on stderr) when it names the project after the folder above a build folder. */
+export function defaultProjectNote(p: { name: string; from: string | null }): string | null {
+  if (p.from === null) return null
+  return `note: project ${p.name}, named after the folder that holds ${p.from}/ (a build folder's name is not the site's); choose another with --project NAME`
+}
+
+function realOr(dir: string): string {
+  try {
+    return fs.realpathSync(dir)
+  } catch {
+    return dir
+  }
 }
 
 /**

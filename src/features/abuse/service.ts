@@ -582,7 +582,12 @@ export function createAbuse(deps: Deps) {
     async scanPages(
       user: { id: string; username: string },
       pages: Array<{ name: string; path: string; digest: string; size: number; contentType: string }>,
-      opts: { origin?: string; log?: { warn(o: unknown, m: string): void } } = {},
+      opts: {
+        origin?: string
+        log?: { warn(o: unknown, m: string): void }
+        /** Given each page read (its text), for the caller's own checks (it must not throw): the bytes are read once. */
+        each?: (page: { name: string; path: string }, html: string) => void
+      } = {},
     ) {
       try {
         const html = pages.filter((p) => p.contentType.startsWith('text/html')).slice(0, 50)
@@ -601,7 +606,9 @@ export function createAbuse(deps: Deps) {
           .map((h) => h.toLowerCase())
         for (const p of html) {
           const bytes = p.size > SCAN_MAX_BYTES ? (await blobs.read(p.digest)).subarray(0, SCAN_MAX_BYTES) : await blobs.read(p.digest)
-          const reasons = phishingSigns(bytes.toString('utf8'), { ownHosts, brands })
+          const text = bytes.toString('utf8')
+          opts.each?.(p, text)
+          const reasons = phishingSigns(text, { ownHosts, brands })
           if (reasons.length === 0) continue
           const key = `site:${user.username}/${p.name}`
           if (await store.openHeuristic(key)) continue

@@ -18,7 +18,7 @@ import { TIERS, usernameProblem } from '../../auth/account-rules.js'
 import { csvExport } from '../forms/export.js'
 import { createKvStore } from '../kv/store.js'
 import { parseFieldsConfig } from '../forms/fields.js'
-import type { SubmissionRow } from '../forms/store.js'
+import { formStore, type SubmissionRow } from '../forms/store.js'
 import { blockedDigests } from '../abuse/store.js'
 import { siteBytes } from '../sites/site-usage.js'
 import { quotaOf } from '../../limits/quotas.js'
@@ -773,15 +773,16 @@ export async function importArchive(
           .execute()
         count('kv')
       }
+      for (const key of [...new Set(data.forms.map((f) => String(f.slug_key)))].sort()) await formStore.lockSlug(db, trx, key)
       for (const f of data.forms) {
         const id = newId()
         const row = cols('forms', f)
         // a slug in use here, or held for another account (decision 264), gets a new one; one
-        // held under the imported name (a deleted account restored) is taken back
-        const held = await trx.selectFrom('form_slugs_held').select('username').where('slug_key', '=', String(row.slug_key)).executeTakeFirst()
+        // held under the imported name (a deleted account restored) is taken back. Read under
+        // the slug's lock, as a create does (the archive's slugs are locked in one order)
+        const { used, heldBy: held } = await formStore.slugState(trx, String(row.slug_key))
         if (held?.username === username) await trx.deleteFrom('form_slugs_held').where('slug_key', '=', String(row.slug_key)).execute()
-        const inUse = await trx.selectFrom('forms').select('id').where('slug_key', '=', String(row.slug_key)).executeTakeFirst()
-        if (inUse || (held !== undefined && held.username !== username)) {
+        if (used || (held !== null && held.username !== username)) {
           const slug = `${String(row.form_slug).slice(0, 55)}-${randomString(8).toLowerCase()}`
           renamed.push(`form ${String(row.form_slug)} -> ${slug}`)
           row.form_slug = slug

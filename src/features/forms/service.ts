@@ -360,7 +360,8 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
         try {
           await db.k.transaction().execute(async (trx) => {
             // a slug another account holds is refused as taken (a random one is drawn again); asked
-            // in the transaction, which sees a form that holds it or, once deleted, its hold
+            // in the transaction under the slug's lock, so it stays as read until the insert commits
+            await formStore.lockSlug(db, trx, row.slug_key)
             if (await formStore.slugTaken(trx, row.slug_key, user.id)) throw new AppError('FORM_SLUG_TAKEN')
             const used = await formStore.insert(trx, row, limit)
             if (used !== null) throw formQuota(used)
@@ -397,8 +398,11 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       patch.updated_at = clock.now()
       try {
         await db.k.transaction().execute(async (trx) => {
-          // asked again in the transaction, which sees a form that has the slug or, once deleted, its hold
-          if (patch.slug_key !== undefined && (await formStore.slugTaken(trx, patch.slug_key, user.id, f.id))) throw new AppError('FORM_SLUG_TAKEN')
+          // asked again in the transaction, under the new slug's lock (as a create)
+          if (patch.slug_key !== undefined) {
+            await formStore.lockSlug(db, trx, patch.slug_key)
+            if (await formStore.slugTaken(trx, patch.slug_key, user.id, f.id)) throw new AppError('FORM_SLUG_TAKEN')
+          }
           await formStore.update(trx, f.id, patch)
           // a renamed form's old slug stays its owner's, as a deleted form's does (decision 264)
           if (patch.slug_key !== undefined && patch.slug_key !== f.slug_key) {

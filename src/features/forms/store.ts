@@ -1,6 +1,6 @@
 import { sql, type Generated, type Kysely } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import type { Trx } from '../../db/kysely.js'
+import type { Db, Trx } from '../../db/kysely.js'
 import { addUsage, claimUsage, usageOf } from '../../db/usage.js'
 
 declare module '../../db/schema.js' {
@@ -115,14 +115,43 @@ export const formStore = {
   /** The owner's form count: the usage counter, O(1). */
   countByUser: (q: Q, userId: string): Promise<number> => usageOf(q, userId, 'forms'),
 
-  /** Whether a form other than `exceptId` has the slug, or another account holds it (form_slugs_held). */
-  async slugTaken(q: Q, slugKey: string, userId: string, exceptId?: string): Promise<boolean> {
-    let query = q.selectFrom('forms').select('id').where('slug_key', '=', slugKey)
-    if (exceptId) query = query.where('id', '!=', exceptId)
-    if ((await query.executeTakeFirst()) !== undefined) return true
-    const held = await q.selectFrom('form_slugs_held').select('user_id').where('slug_key', '=', slugKey).executeTakeFirst()
-    return held !== undefined && held.user_id !== userId
+  /**
+   * Whether a form other than `exceptId` has the slug, and which account holds it
+   * (form_slugs_held). One statement, so one snapshot under read committed: a delete moves a
+   * slug from its form to its hold in one commit, and the read sees it on one side or the other.
+   */
+  async slugState(q: Q, slugKey: string, exceptId?: string): Promise<{ used: boolean; heldBy: { id: string; username: string } | null }> {
+    const held = (c: 'user_id' | 'username') => q.selectFrom('form_slugs_held').select(c).where('slug_key', '=', slugKey)
+    const r = await q
+      .selectNoFrom((eb) => [
+        eb
+          .exists(
+            eb
+              .selectFrom('forms')
+              .select('id')
+              .where('slug_key', '=', slugKey)
+              .$if(exceptId !== undefined, (w) => w.where('id', '!=', exceptId!)),
+          )
+          .as('used'),
+        held('user_id').as('held_id'),
+        held('username').as('held_name'),
+      ])
+      .executeTakeFirstOrThrow()
+    return { used: Boolean(r.used), heldBy: r.held_id === null ? null : { id: r.held_id, username: String(r.held_name) } }
   },
+
+  /** Whether a form other than `exceptId` has the slug, or another account holds it. */
+  async slugTaken(q: Q, slugKey: string, userId: string, exceptId?: string): Promise<boolean> {
+    const st = await formStore.slugState(q, slugKey, exceptId)
+    return st.used || (st.heldBy !== null && st.heldBy.id !== userId)
+  },
+
+  /**
+   * In a transaction that gives a form a slug, before it reads the slug: the transactions that
+   * could give it to another account (a create, a rename, an import) wait for this one, so its
+   * read holds until it commits (a hold only comes from a form, and a form only from them).
+   */
+  lockSlug: (db: Db, trx: Trx, slugKey: string) => db.lockName(trx, `form-slug.${slugKey}`),
 
   /** Holds a slug for its account (a delete or a rename left it); the account's own use of it again frees it (unholdSlug). */
   holdSlug: (q: Q, slugKey: string, user: { id: string; username: string }, now: number) =>

@@ -156,6 +156,10 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
                 description:
                   'this deploy at the root of its own origin, {deploy id}--{project}.{username}.{content domain}; null without a content domain, or when the project has no origin or the label would pass 63 characters',
               }),
+              warnings: Type.Array(Type.Object({ path: Type.String(), message: Type.String() }), {
+                description:
+                  'problems of the pages the archive carried, which deploy all the same: a form whose file input a browser would send as the file\'s name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the form and the input; in path order',
+              }),
             }),
           },
         },
@@ -177,6 +181,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
             success: true,
             message: r.deploy.is_preview ? say(req, '预览已部署', 'Preview deployed') : say(req, '部署成功', 'Deployed'),
             ...r,
+            warnings: r.warnings.map((w) => ({ path: w.path, message: say(req, w.zh, w.en) })),
             site_url: siteUrl(site, `/${name}/`),
             preview_site_url: siteUrl(site, `/${name}@${r.deploy.id}/`),
             origin_url: originUrl(site, folder.name),

@@ -26,6 +26,7 @@ import { MANIFEST_ENTRY, MESSAGE_MAX } from '../../util/deploy-manifest.js'
 import { tarWriter } from '../../util/archive-writer.js'
 import { parseHeaders, parseRedirects, RULE_FILES, ruleText, RuleSyntaxError } from './site-rules.js'
 import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
+import { pageWarnings, type PageWarning } from './page-warnings.js'
 import { createAbuse } from '../abuse/service.js'
 import { createBlobBatch } from '../../storage/batch.js'
 
@@ -605,11 +606,13 @@ export function createDeploysService(deps: Deps) {
       await invalidateHosting(deps.bus, user.username)
       // upload heuristics on the pages the archive carried, as on a folder batch's (a preview's
       // too: it is served): a report for review, never a refusal. Bytes taken from the user's
-      // other projects were scanned when they were uploaded
+      // other projects were scanned when they were uploaded. The same read gives the owner's
+      // warnings (page-warnings.ts), in the answer
+      const warnings: PageWarning[] = []
       await deps.services.get(createAbuse).scanPages(
         user,
         result.carried.map((r) => ({ name: ref.name, path: r.path, digest: r.digest, size: r.size, contentType: r.content_type })),
-        { origin },
+        { origin, each: (p, html) => warnings.push(...pageWarnings(p.path, html)) },
       )
       const base = `${origin}/${user.username}/`
       return {
@@ -617,6 +620,7 @@ export function createDeploysService(deps: Deps) {
         uploaded_files: uploaded.size,
         website_url: `${base}${encodeURIComponent(ref.name)}/`,
         preview_url: `${base}${encodeURIComponent(ref.name)}@${result.id}/`,
+        warnings: warnings.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
       }
     },
 

@@ -9,12 +9,21 @@ import { encodePath } from '../api.js'
 import { parse } from '../args.js'
 import { CLIENT_HELP } from '../help.js'
 import { formatBytes } from '../progress.js'
-import { defaultProject } from '../project.js'
+import { defaultProject, defaultProjectNote } from '../project.js'
 import { ApiError, CliError, UsageError } from '../errors.js'
 import { flagsOf, localTime, need, noMore, table, type Ctx } from './context.js'
 
-/** --project, else the name of the current folder (as svc deploy . would name it). */
-const projectOf = (v: { project?: string }): string => v.project ?? defaultProject(fs.realpathSync('.'))
+/**
+ * --project, else the current folder's project as svc deploy . names it (a build folder's:
+ * the folder above it, said on stderr as the deploy says it).
+ */
+function projectOf(ctx: Ctx, v: { project?: string }): string {
+  if (v.project !== undefined) return v.project
+  const named = defaultProject(fs.realpathSync('.'))
+  const note = defaultProjectNote(named)
+  if (note !== null) ctx.rep.note(note)
+  return named.name
+}
 
 /**
  * svc deploys [list] [PROJECT] [--project NAME]: the project named either way, else the current
@@ -29,7 +38,7 @@ export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> 
   if (named !== undefined && v.project !== undefined && named !== v.project) {
     throw new UsageError(`two projects named: "${named}" and --project "${v.project}"`, true)
   }
-  const project = named ?? projectOf(v)
+  const project = named ?? projectOf(ctx, v)
   const r = await ctx.api(flagsOf(v)).get(`/api/folders/${encodePath(project)}/deploys`)
   const deploys: Array<Record<string, any>> = r.json?.deploys ?? []
   if (ctx.json) {
@@ -62,7 +71,7 @@ export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> 
 export async function rollbackCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { values: v, positionals } = parse(args, CLIENT_HELP.rollback.flags)
   noMore(positionals, 1)
-  const project = projectOf(v)
+  const project = projectOf(ctx, v)
   const r = await ctx
     .api(flagsOf(v))
     .post(`/api/folders/${encodePath(project)}/rollback`, {
@@ -101,7 +110,7 @@ export async function promoteCommand(ctx: Ctx, args: string[]): Promise<number> 
   const { values: v, positionals } = parse(args, CLIENT_HELP.promote.flags)
   const id = need(positionals[0], 'the deploy to make live (ID)')
   noMore(positionals, 1)
-  const project = projectOf(v)
+  const project = projectOf(ctx, v)
   const r = await ctx.api(flagsOf(v)).post(`/api/folders/${encodePath(project)}/deploys/${encodeURIComponent(id)}/promote`, { idempotent: true })
   if (ctx.json) ctx.emit({ success: true, project, live_deploy_id: r.json?.live_deploy_id })
   else ctx.out(`${project}: deploy ${r.json?.live_deploy_id} is live`)
@@ -119,7 +128,7 @@ async function downloadCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { values: v, positionals } = parse(args, CLIENT_HELP.deploys.subs.download)
   const id = need(positionals[0], 'the deploy to download (ID)')
   noMore(positionals, 1)
-  const project = projectOf(v)
+  const project = projectOf(ctx, v)
   if (v.output === '') throw new UsageError('-o takes a file or folder name, not an empty one', true)
   const own = `${project}-${id}.tar.gz`.replace(/[^\w.-]/g, '_')
   let dest = v.output ?? own

@@ -1,4 +1,5 @@
 /** svc deploy (a folder project) and svc page (one HTML file). */
+import fsp from 'node:fs/promises'
 import path from 'node:path'
 import { intOption, parse, sizeOption } from '../args.js'
 import { CLIENT_HELP } from '../help.js'
@@ -45,6 +46,8 @@ async function deployFolder(
     throw new CliError(
       `${from.label ?? dir} is the source of a Jekyll site (${jekyll}): GitHub Pages builds such a folder, svc serves files as they are, so its pages would show their templates. Build it (bundle exec jekyll build) and deploy the build, its _site/ folder, or add an empty .nojekyll file to deploy the folder as it is; nothing was sent`,
     )
+  // named once (and said once, on stderr) for both ways of deploying
+  const project = from.project ?? v.project ?? (await folderProject(ctx, dir))
   const batch = v.batch === true || v.delete === true || v['batch-files'] !== undefined || v['batch-bytes'] !== undefined || v.concurrency !== undefined
   // batch uploads write into the project itself: they cannot make a preview, nor record a
   // message (the spec's batch upload and publish take none)
@@ -58,7 +61,7 @@ async function deployFolder(
       {
         dir,
         ...from,
-        project: from.project ?? v.project,
+        project,
         preview: v.preview === true || v['no-publish'] === true,
         message: v.message,
         dryRun: v['dry-run'] === true,
@@ -86,7 +89,7 @@ async function deployFolder(
     {
       dir,
       ...from,
-      project: from.project ?? v.project,
+      project,
       publish: !v['no-publish'],
       delete: v.delete === true,
       dryRun: v['dry-run'] === true,
@@ -101,6 +104,21 @@ async function deployFolder(
   else ctx.out(describeDeploy(r))
   if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run)
   return r.success ? 0 : 1
+}
+
+/**
+ * The project a folder deploys to without --project (project.ts defaultProject), with a note
+ * when a build folder is named after the folder above it; undefined for a folder that is not
+ * there (the deploy says so).
+ */
+async function folderProject(ctx: Ctx, dir: string): Promise<string | undefined> {
+  const real = await fsp.realpath(dir).catch(() => null)
+  if (real === null) return undefined
+  const { defaultProject, defaultProjectNote } = await import('../project.js')
+  const named = defaultProject(real)
+  const note = defaultProjectNote(named)
+  if (note !== null) ctx.rep.note(note)
+  return named.name
 }
 
 /**
