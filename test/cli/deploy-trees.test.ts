@@ -435,6 +435,15 @@ for (const engine of ENGINES) {
       assert.equal(named.code, 0, named.stderr)
       assert.equal(named.json.project, 'dist')
       assert.equal(named.stderr, '')
+      // a project of the build folder's own name exists (deployed so before): it keeps the deploys
+      const kept = `note: project dist, where this folder was deployed before (a build folder is otherwise named after the folder that holds it: --project my-app)\n`
+      const existing = await runCli(['deploy', cwd, '--json'], { env: e })
+      assert.equal(existing.code, 0, existing.stderr)
+      assert.equal(existing.json.project, 'dist')
+      assert.equal(existing.stderr, kept)
+      const listed = await runCli(['deploys', '--json'], { env: e, cwd })
+      assert.equal(listed.json.project, 'dist', listed.stderr)
+      assert.equal(listed.stderr, kept)
       // a build folder right in the temporary (or home) folder keeps its own name
       const tmp = await runCli(['deploy', path.join(root, 'dist'), '--json', '--dry-run'], { env: { ...e, TMPDIR: root } })
       assert.equal(tmp.code, 0, tmp.stderr)

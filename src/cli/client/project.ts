@@ -8,6 +8,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { checkName, NAME_RULE } from '../../features/sites/paths.js'
+import { encodePath, type ApiClient } from './api.js'
 import { CliError } from './errors.js'
 
 /**
@@ -41,6 +42,30 @@ export function defaultProject(dirReal: string): { name: string; from: string | 
 export function defaultProjectNote(p: { name: string; from: string | null }): string | null {
   if (p.from === null) return null
   return `note: project ${p.name}, named after the folder that holds ${p.from}/ (a build folder's name is not the site's); choose another with --project NAME`
+}
+
+/**
+ * The project a folder deploys to without --project, for every command that names it from the
+ * current folder: defaultProject's, except that a build folder whose own name is already one
+ * of the caller's projects (deployed before decision 270 named it after the folder above)
+ * keeps deploying there, so a script running `svc deploy dist` does not start a second site.
+ * One request, only for a build folder. Says on stderr (`note`) which project it took.
+ */
+export async function folderProjectOf(api: ApiClient, dirReal: string, note: (line: string) => void): Promise<string> {
+  const named = defaultProject(dirReal)
+  if (named.from === null) return named.name
+  const own = path.basename(dirReal)
+  if (checkName(own).ok) {
+    const r = await api.get(`/api/folders/${encodePath(own)}/deploys`, { okStatuses: [403, 404] })
+    if (r.status === 200) {
+      note(
+        `note: project ${own}, where this folder was deployed before (a build folder is otherwise named after the folder that holds it: --project ${named.name})`,
+      )
+      return own
+    }
+  }
+  note(defaultProjectNote(named)!)
+  return named.name
 }
 
 function realOr(dir: string): string {

@@ -5,24 +5,21 @@ import path from 'node:path'
 import { Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import zlib from 'node:zlib'
-import { encodePath } from '../api.js'
+import { encodePath, type ApiClient } from '../api.js'
 import { parse } from '../args.js'
 import { CLIENT_HELP } from '../help.js'
 import { formatBytes } from '../progress.js'
-import { defaultProject, defaultProjectNote } from '../project.js'
+import { folderProjectOf } from '../project.js'
 import { ApiError, CliError, UsageError } from '../errors.js'
 import { flagsOf, localTime, need, noMore, table, type Ctx } from './context.js'
 
 /**
- * --project, else the current folder's project as svc deploy . names it (a build folder's:
- * the folder above it, said on stderr as the deploy says it).
+ * --project, else the current folder's project as svc deploy . names it (project.ts
+ * folderProjectOf: a build folder's is the folder above it's, said on stderr as the deploy says it).
  */
-function projectOf(ctx: Ctx, v: { project?: string }): string {
+async function projectOf(ctx: Ctx, api: ApiClient, v: { project?: string }): Promise<string> {
   if (v.project !== undefined) return v.project
-  const named = defaultProject(fs.realpathSync('.'))
-  const note = defaultProjectNote(named)
-  if (note !== null) ctx.rep.note(note)
-  return named.name
+  return folderProjectOf(api, fs.realpathSync('.'), (line) => ctx.rep.note(line))
 }
 
 /**
@@ -38,8 +35,9 @@ export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> 
   if (named !== undefined && v.project !== undefined && named !== v.project) {
     throw new UsageError(`two projects named: "${named}" and --project "${v.project}"`, true)
   }
-  const project = named ?? projectOf(ctx, v)
-  const r = await ctx.api(flagsOf(v)).get(`/api/folders/${encodePath(project)}/deploys`)
+  const api = ctx.api(flagsOf(v))
+  const project = named ?? (await projectOf(ctx, api, v))
+  const r = await api.get(`/api/folders/${encodePath(project)}/deploys`)
   const deploys: Array<Record<string, any>> = r.json?.deploys ?? []
   if (ctx.json) {
     ctx.emit({ success: true, project, live_deploy_id: r.json?.live_deploy_id ?? null, deploys })
@@ -71,9 +69,9 @@ export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> 
 export async function rollbackCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { values: v, positionals } = parse(args, CLIENT_HELP.rollback.flags)
   noMore(positionals, 1)
-  const project = projectOf(ctx, v)
-  const r = await ctx
-    .api(flagsOf(v))
+  const api = ctx.api(flagsOf(v))
+  const project = await projectOf(ctx, api, v)
+  const r = await api
     .post(`/api/folders/${encodePath(project)}/rollback`, {
       json: positionals[0] ? { deploy_id: positionals[0] } : {},
       // to a named deploy: twice is once; to "the one before": twice goes back two deploys
@@ -110,8 +108,9 @@ export async function promoteCommand(ctx: Ctx, args: string[]): Promise<number> 
   const { values: v, positionals } = parse(args, CLIENT_HELP.promote.flags)
   const id = need(positionals[0], 'the deploy to make live (ID)')
   noMore(positionals, 1)
-  const project = projectOf(ctx, v)
-  const r = await ctx.api(flagsOf(v)).post(`/api/folders/${encodePath(project)}/deploys/${encodeURIComponent(id)}/promote`, { idempotent: true })
+  const api = ctx.api(flagsOf(v))
+  const project = await projectOf(ctx, api, v)
+  const r = await api.post(`/api/folders/${encodePath(project)}/deploys/${encodeURIComponent(id)}/promote`, { idempotent: true })
   if (ctx.json) ctx.emit({ success: true, project, live_deploy_id: r.json?.live_deploy_id })
   else ctx.out(`${project}: deploy ${r.json?.live_deploy_id} is live`)
   return 0
@@ -128,8 +127,9 @@ async function downloadCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { values: v, positionals } = parse(args, CLIENT_HELP.deploys.subs.download)
   const id = need(positionals[0], 'the deploy to download (ID)')
   noMore(positionals, 1)
-  const project = projectOf(ctx, v)
   if (v.output === '') throw new UsageError('-o takes a file or folder name, not an empty one', true)
+  const api = ctx.api(flagsOf(v))
+  const project = await projectOf(ctx, api, v)
   const own = `${project}-${id}.tar.gz`.replace(/[^\w.-]/g, '_')
   let dest = v.output ?? own
   if (v.output !== undefined && isDirectory(v.output)) dest = path.join(v.output, own)
@@ -146,7 +146,7 @@ async function downloadCommand(ctx: Ctx, args: string[]): Promise<number> {
   process.once('SIGTERM', onSignal)
   let bytes = 0
   try {
-    await ctx.api(flagsOf(v)).get(`/api/folders/${encodePath(project)}/deploys/${encodeURIComponent(id)}/archive`, {
+    await api.get(`/api/folders/${encodePath(project)}/deploys/${encodeURIComponent(id)}/archive`, {
       sink: async (res) => {
         bytes = await saveGzip(res, tmp)
       },

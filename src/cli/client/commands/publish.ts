@@ -47,7 +47,7 @@ async function deployFolder(
       `${from.label ?? dir} is the source of a Jekyll site (${jekyll}): GitHub Pages builds such a folder, svc serves files as they are, so its pages would show their templates. Build it (bundle exec jekyll build) and deploy the build, its _site/ folder, or add an empty .nojekyll file to deploy the folder as it is; nothing was sent`,
     )
   // named once (and said once, on stderr) for both ways of deploying
-  const project = from.project ?? v.project ?? (await folderProject(ctx, dir))
+  const project = from.project ?? v.project ?? (await folderProject(ctx, api, dir))
   const batch = v.batch === true || v.delete === true || v['batch-files'] !== undefined || v['batch-bytes'] !== undefined || v.concurrency !== undefined
   // batch uploads write into the project itself: they cannot make a preview, nor record a
   // message (the spec's batch upload and publish take none)
@@ -107,18 +107,15 @@ async function deployFolder(
 }
 
 /**
- * The project a folder deploys to without --project (project.ts defaultProject), with a note
- * when a build folder is named after the folder above it; undefined for a folder that is not
- * there (the deploy says so).
+ * The project a folder deploys to without --project (project.ts folderProjectOf), said on
+ * stderr when it is not the folder's own name; undefined for a folder that is not there (the
+ * deploy says so).
  */
-async function folderProject(ctx: Ctx, dir: string): Promise<string | undefined> {
+async function folderProject(ctx: Ctx, api: ApiClient, dir: string): Promise<string | undefined> {
   const real = await fsp.realpath(dir).catch(() => null)
   if (real === null) return undefined
-  const { defaultProject, defaultProjectNote } = await import('../project.js')
-  const named = defaultProject(real)
-  const note = defaultProjectNote(named)
-  if (note !== null) ctx.rep.note(note)
-  return named.name
+  const { folderProjectOf } = await import('../project.js')
+  return folderProjectOf(api, real, (line) => ctx.rep.note(line))
 }
 
 /**
