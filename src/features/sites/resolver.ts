@@ -14,6 +14,7 @@ import {
   isCacheField,
   matchRedirect,
   onServiceOrigin,
+  onUserOrigin,
   queryNamesFor,
   RULE_FILES,
   type HeaderRule,
@@ -385,7 +386,7 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     const ruleHeaders = (p: string): Array<[string, string]> => {
       const all = rules ? headersFor(rules, p, host) : []
       const own = folder.preview ? all.filter(([name]) => name.toLowerCase() !== 'x-robots-tag') : all
-      return [...(site === false ? onServiceOrigin(own) : own), ...(folder.preview ? NOINDEX : [])]
+      return [...(site === false ? onServiceOrigin(own) : site === true ? onUserOrigin(own, base, p) : own), ...(folder.preview ? NOINDEX : [])]
     }
     const extra = ruleHeaders(inProject)
     const vary = rules ? queryNamesFor(rules, inProject, host) : []
