@@ -214,10 +214,12 @@ describe(`a PWA (service worker, manifest, offline) in Chromium [${engine}]`, ()
     }
   })
 
-  it('Service-Worker-Allowed from _headers widens the scope to the project, on both origins', async () => {
+  it('Service-Worker-Allowed from _headers widens the scope to the project, on both origins and a kept deploy', async () => {
     const headers = '/assets/sw.js\n  Service-Worker-Allowed: /\n'
-    await deploy('pwa-swa', pwaSite('v1', { swPath: 'assets/sw.js', scope: './', headers }))
-    for (const start of [`http://pwa-swa.${user.username}.localhost:${port}/`, `http://${user.username}.localhost:${port}/pwa-swa/`]) {
+    const id = await deploy('pwa-swa', pwaSite('v1', { swPath: 'assets/sw.js', scope: './', headers }))
+    const mine = `http://${user.username}.localhost:${port}`
+    // the project's origin, under /{project}/, and a kept deploy under /{project}@{deploy}/
+    for (const start of [`http://pwa-swa.${user.username}.localhost:${port}/`, `${mine}/pwa-swa/`, `${mine}/pwa-swa@${id}/`]) {
       const ctx = await browser.newContext()
       try {
         const page = await installed(ctx, start)

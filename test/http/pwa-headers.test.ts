@@ -47,11 +47,13 @@ for (const engine of ENGINES) {
   describe(`a PWA's headers on every URL form [${engine}]`, () => {
     let s: TestServer
     let user: { username: string; key: string }
+    let deployId: string
     before(async () => {
       s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
       user = await s.user()
       const { res } = await deploySite(s, user.key, 'app', SITE)
       assert.equal(res.status, 201, res.text)
+      deployId = res.json.deploy.id
     })
     after(async () => {
       await s?.close()
@@ -112,6 +114,9 @@ for (const engine of ENGINES) {
       const mine = `${user.username}.localhost`
       assert.equal((await onHost(mine, '/app/assets/sw.js')).h('service-worker-allowed'), '/app/', "the project's root, not the user's origin's")
       assert.equal((await onHost(mine, '/app/sw.js')).h('service-worker-allowed'), '/app/up/', 'a value that climbs out stops at the project')
+      // a kept deploy: its own origin as the project's, and under /{project}@{deploy}/ as the project's path
+      assert.equal((await onHost(`${deployId}--app.${user.username}.localhost`, '/assets/sw.js')).h('service-worker-allowed'), '/')
+      assert.equal((await onHost(mine, `/app@${deployId}/assets/sw.js`)).h('service-worker-allowed'), `/app@${deployId}/`)
       assert.equal((await s.get(`/${user.username}/app/assets/sw.js`)).header('service-worker-allowed'), undefined, 'never on the path form')
     })
 

@@ -158,7 +158,7 @@ export const isCacheField = (name: string): boolean => {
 }
 /**
  * A path's rule headers as a user's origin sends them, where the project lives under `base`
- * (`/{project}`): `Service-Worker-Allowed` names a path of the project, as the rule's pattern
+ * (`/{project}`, as the request spells it): `Service-Worker-Allowed` names a path of the project, as the rule's pattern
  * does, so `/` is the project's root there, and a value that climbs out of the project (`../..`,
  * another origin's URL) stops at that root. A worker of one project never takes the pages of the
  * user's other projects (decision NEW-PWA-3). `p`: the path in the project the value is read from.
