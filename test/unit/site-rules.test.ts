@@ -7,6 +7,7 @@ import {
   headersFor,
   matchRedirect,
   onServiceOrigin,
+  onUserOrigin,
   parseHeaders,
   parseRedirects,
   queryNamesFor,
@@ -518,6 +519,38 @@ describe('_headers parser and matching', () => {
     ])
     const own = parseHeaders('/*\n  NEL: {}\n  Report-To: {}\n  Reporting-Endpoints: a="https://r.example/"\n  Accept-CH: DPR\n  X-Ok: yes\n')
     assert.deepEqual(onServiceOrigin(headersFor(compileRules([], own), '/x')), [['X-Ok', 'yes']])
+  })
+  it("reads Service-Worker-Allowed as a path of the project on the user's origin, never above its root", () => {
+    const cases: Array<[string, string, string | null]> = [
+      ['/', '/assets/sw.js', '/app/'],
+      ['/app/', '/sw.js', '/app/app/'],
+      ['./', '/assets/sw.js', '/app/assets/'],
+      ['../../../', '/assets/sw.js', '/app/'],
+      ['/../../x/', '/sw.js', '/app/x/'],
+      ['https://other.example/', '/sw.js', '/app/'],
+      ['//other.example/y/', '/sw.js', '/app/y/'],
+      ['http://[', '/sw.js', null],
+    ]
+    for (const [value, path, want] of cases) {
+      const out = onUserOrigin(
+        [
+          ['X-Ok', 'yes'],
+          ['Service-Worker-Allowed', value],
+        ],
+        '/app',
+        path,
+      )
+      assert.deepEqual(
+        out,
+        want === null
+          ? [['X-Ok', 'yes']]
+          : [
+              ['X-Ok', 'yes'],
+              ['Service-Worker-Allowed', want],
+            ],
+        value,
+      )
+    }
   })
   it('takes one * anywhere in a _headers pattern, matching any characters, as Netlify deploys and Cloudflare Pages do', () => {
     const rules = compileRules(

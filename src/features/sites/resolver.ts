@@ -14,6 +14,7 @@ import {
   isCacheField,
   matchRedirect,
   onServiceOrigin,
+  onUserOrigin,
   queryNamesFor,
   RULE_FILES,
   type HeaderRule,
@@ -382,10 +383,13 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     const mtimeOf = (updatedAt: number) => Math.max(Number(updatedAt), folder.live_since ?? 0)
     // a preview ({project}@{deploy}) stays out of search engines: its noindex replaces a
     // rule's X-Robots-Tag (a rule's value, sent first, would keep the service's out)
+    // the project's root as the request spells it (`/app@{deploy}`), which a browser compares a
+    // worker's scope with: Service-Worker-Allowed on the user's origin is made of it
+    const spelled = own(path).split('/', 2).join('/')
     const ruleHeaders = (p: string): Array<[string, string]> => {
       const all = rules ? headersFor(rules, p, host) : []
       const own = folder.preview ? all.filter(([name]) => name.toLowerCase() !== 'x-robots-tag') : all
-      return [...(site === false ? onServiceOrigin(own) : own), ...(folder.preview ? NOINDEX : [])]
+      return [...(site === false ? onServiceOrigin(own) : site === true ? onUserOrigin(own, spelled, p) : own), ...(folder.preview ? NOINDEX : [])]
     }
     const extra = ruleHeaders(inProject)
     const vary = rules ? queryNamesFor(rules, inProject, host) : []

@@ -15,7 +15,7 @@ import { isCacheField, withQuery } from './site-rules.js'
 import { builtForRoot, ROOT_CHECK_PAGES } from '../../util/html.js'
 import { upperEscapes } from '../../util/percent-escapes.js'
 import { canNameUser } from '../../auth/account-rules.js'
-import { commonOf, etagOf, FROM_FILE_MAX, representationOf, siteKey, domainKey, varyKey, type Resolver, type SiteMode } from './resolver.js'
+import { CACHE_CONTROL, commonOf, etagOf, FROM_FILE_MAX, representationOf, siteKey, domainKey, varyKey, type Resolver, type SiteMode } from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
 import { upgradeStatus } from '../../http/origin.js'
 import { hostName, originUrl, previewOriginUrl, projectSegment, type SiteHost } from '../../http/site-origin.js'
@@ -31,6 +31,8 @@ const UNAVAILABLE = Buffer.from('Service Unavailable')
 const H403 = plainHeaders(FORBIDDEN.length)
 const H400 = plainHeaders(BAD_REQUEST.length)
 const H503 = plainHeaders(UNAVAILABLE.length)
+/** How an answer's headers are made (commonFor): the entry's own; private (a visitor password); a worker's script fetch. */
+type Own = boolean | 'worker'
 /** Hands a request to the router (a fast path's `route`). */
 type RouteOn = (req: IncomingMessage, res: ServerResponse, handover?: Handover) => void
 /** Body types a browser form posts; only these may be a form's post to a page. */
@@ -40,6 +42,35 @@ const ROOT_CHECK_MAX = 1 << 20
 const BUILT_MEMO_MAX = 10_000
 /** Clear-Site-Data's value on a removed page's 451 on a site's own origin: storage and service workers, not cookies. */
 const CLEAR_STORAGE = '"storage"'
+/**
+ * What a service worker's fetch of a script the site does not have (unpublished, deleted,
+ * moved) gets on a site's own origin, in place of the 404: a worker that takes over, unregisters
+ * and reloads the pages it controls, which then get the network's answer. A 404 only fails the
+ * browser's update check and leaves the installed worker serving the old site from its caches
+ * (decision 273). Pages a first registration made are not controlled, so never reloaded.
+ */
+const RETIRING_WORKER = Buffer.from(`self.addEventListener('install', () => self.skipWaiting())
+self.addEventListener('activate', (e) => {
+  e.waitUntil((async () => {
+    const pages = await self.clients.matchAll({ type: 'window' })
+    await self.registration.unregister()
+    for (const page of pages) page.navigate(page.url).catch(() => {})
+  })())
+})
+`)
+const H_RETIRING = [
+  'Content-Type',
+  'text/javascript; charset=utf-8',
+  'Content-Length',
+  String(RETIRING_WORKER.length),
+  'Cache-Control',
+  'no-store',
+  'X-Content-Type-Options',
+  'nosniff',
+]
+/** The types a browser runs a worker script of (the HTML standard's JavaScript MIME types). */
+const JS_TYPE =
+  /^\s*(text\/(javascript|ecmascript|jscript|livescript|x-javascript|x-ecmascript|javascript1\.[0-5])|application\/(javascript|ecmascript|x-javascript|x-ecmascript))\s*(;|$)/i
 /** A CORS preflight of hosted content, on every URL form: public reads, conditional and range ones included. */
 const H204 = ['Allow', 'GET, HEAD, OPTIONS', ...PUBLIC_PREFLIGHT_HEADERS]
 
@@ -167,24 +198,55 @@ export function createHostHandler(
    * `must-revalidate` would let one store an authorized answer), whatever a rule asked for:
    * Cache-Control is private (a rule's no-store kept), and a rule's CDN fields, which a CDN
    * obeys before it (isCacheField: CDN-Cache-Control, Surrogate-Control), are left out.
+   * `'worker'`: a service worker's fetch of its script (ownCache), which gets the default
+   * revalidation in place of a rule's longer life (a rule's no-store kept).
    */
-  const commonFor = (e: FileEntry, priv: boolean): string[] => {
+  const commonFor = (e: FileEntry, priv: Own): string[] => {
     const list = commonOf(e)
     if (!priv) return list
     const out: string[] = []
     for (let i = 0; i < list.length; i += 2) {
       const name = list[i].toLowerCase()
-      if (name === 'cache-control') out.push(list[i], /no-store/i.test(list[i + 1]) ? list[i + 1] : 'private, no-cache')
+      if (name === 'cache-control') out.push(list[i], /no-store/i.test(list[i + 1]) ? list[i + 1] : priv === 'worker' ? CACHE_CONTROL : 'private, no-cache')
       else if (!isCacheField(name)) out.push(list[i], list[i + 1])
     }
     return out
   }
 
   /**
+   * Whether an entry is no worker script a browser would take: a 404 or 410 (missing, a rule's,
+   * the project's 404.html), or a file of a type that is not JavaScript (a single-page app's
+   * fallback, `/* /index.html 200`, answering a worker's path that is gone with its page).
+   */
+  const noScript = (e: HostEntry): boolean => {
+    if (e.kind === 'redirect') return false
+    if (e.kind !== 'file' || e.status === 404 || e.status === 410) return true
+    const list = commonOf(e)
+    for (let i = 0; i < list.length; i += 2) if (list[i].toLowerCase() === 'content-type') return !JS_TYPE.test(list[i + 1])
+    return true
+  }
+
+  /**
+   * Whether a request is a service worker's fetch of its script (`Service-Worker: script`) for
+   * a file whose rules set a cache life: its answer is then made with commonFor's 'worker'
+   * headers, so a rule such as `/*.js` immutable for a year never keeps a browser (which caps
+   * a worker script's life at a day, and uses it with `updateViaCache: 'all'`) on an old worker.
+   */
+  const ownCache = (req: IncomingMessage, e: FileEntry): boolean => {
+    if (req.headers['service-worker'] === undefined) return false
+    const list = commonOf(e)
+    for (let i = 0; i < list.length; i += 2) {
+      const name = list[i].toLowerCase()
+      if (name === 'cache-control' ? list[i + 1] !== CACHE_CONTROL : isCacheField(name)) return true
+    }
+    return false
+  }
+
+  /**
    * The headers of a 412 or 416, which carry none of the representation's bytes: no
    * Content-Encoding (a .svgz's) for a client to try to decode an empty body with.
    */
-  const refusalFor = (e: FileEntry, priv: boolean): string[] => {
+  const refusalFor = (e: FileEntry, priv: Own): string[] => {
     const list = commonFor(e, priv)
     const out: string[] = []
     for (let i = 0; i < list.length; i += 2) if (list[i] !== 'Content-Encoding') out.push(list[i], list[i + 1])
@@ -192,7 +254,7 @@ export function createHostHandler(
   }
 
   /** 304, 412 and 416: no body, nothing to read. */
-  function answerBodiless(req: IncomingMessage, res: ServerResponse, e: FileEntry, d: Decision, priv = false): boolean {
+  function answerBodiless(req: IncomingMessage, res: ServerResponse, e: FileEntry, d: Decision, priv: Own = false): boolean {
     if (d.kind === 'precondition-failed') {
       // the private form of the headers: no shared cache keeps one request's 412 for the URL
       res.writeHead(412, [...refusalFor(e, true), 'ETag', etagOf(e.digest), 'Content-Length', '0'])
@@ -258,9 +320,10 @@ export function createHostHandler(
 
   /**
    * Streams an entry from the blob store, never buffered whole: large files, no local file, or
-   * `priv` (a visitor password let the request through: the answer's own headers, identity only).
+   * `priv` (a visitor password let the request through, or a worker's script fetch: the
+   * answer's own headers, commonFor's, identity only).
    */
-  async function serveFile(req: IncomingMessage, res: ServerResponse, e: FileEntry, head: boolean, priv = false): Promise<void> {
+  async function serveFile(req: IncomingMessage, res: ServerResponse, e: FileEntry, head: boolean, priv: Own = false): Promise<void> {
     if (!priv && e.fromFile && e.file === undefined) {
       e.file = await blobs.localFile(e.digest)
       if (answerFile(req, res, e, head)) return
@@ -280,7 +343,7 @@ export function createHostHandler(
     const h = range
       ? [...commonFor(e, priv), 'ETag', etagOf(e.digest), ...partialHeaders(e, range)]
       : priv
-        ? [...commonFor(e, true), 'ETag', etagOf(e.digest), 'Content-Length', String(e.size)]
+        ? [...commonFor(e, priv), 'ETag', etagOf(e.digest), 'Content-Length', String(e.size)]
         : headerList(e.ok)
     return streamBlob(res, e.digest, range, h, range ? 206 : e.status, range ? range.end - range.start + 1 : e.size, head)
   }
@@ -334,7 +397,13 @@ export function createHostHandler(
   }
 
   function serve(req: IncomingMessage, res: ServerResponse, e: HostEntry, query: string, head: boolean, priv = false): void | Promise<void> {
-    if (priv && e.kind === 'file') return serveFile(req, res, e, head, true)
+    if (req.headers['service-worker'] !== undefined && noScript(e)) {
+      // only a site's own origins get here with it: the path form refuses a worker's fetch
+      res.writeHead(200, H_RETIRING)
+      res.end(head ? undefined : RETIRING_WORKER)
+      return
+    }
+    if (e.kind === 'file' && (priv || ownCache(req, e))) return serveFile(req, res, e, head, priv || 'worker')
     if (answerNowSafe(req, res, e, query, head)) return
     return serveFile(req, res, e as FileEntry, head)
   }

@@ -156,6 +156,30 @@ export const isCacheField = (name: string): boolean => {
   const n = name.toLowerCase()
   return n.endsWith('cache-control') || n === 'surrogate-control' || n === 'edge-control'
 }
+/**
+ * A path's rule headers as a user's origin sends them, where the project lives under `base`
+ * (`/{project}`, as the request spells it): `Service-Worker-Allowed` names a path of the project, as the rule's pattern
+ * does, so `/` is the project's root there, and a value that climbs out of the project (`../..`,
+ * another origin's URL) stops at that root. A worker of one project never takes the pages of the
+ * user's other projects (decision 274). `p`: the path in the project the value is read from.
+ */
+export function onUserOrigin(headers: Array<[string, string]>, base: string, p: string): Array<[string, string]> {
+  const out: Array<[string, string]> = []
+  for (const [name, value] of headers) {
+    if (name.toLowerCase() !== 'service-worker-allowed') {
+      out.push([name, value])
+      continue
+    }
+    let path: string
+    try {
+      path = new URL(value.trim(), `http://project${p}`).pathname
+    } catch {
+      continue // no scope a browser could take
+    }
+    out.push([name, base + path])
+  }
+  return out
+}
 /** A path's rule headers as the path form sends them (OWN_ORIGIN_ONLY left out). */
 export const onServiceOrigin = (headers: Array<[string, string]>): Array<[string, string]> =>
   headers.filter(([name]) => !OWN_ORIGIN_ONLY.has(name.toLowerCase()))

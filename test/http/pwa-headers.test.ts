@@ -1,0 +1,179 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import zlib from 'node:zlib'
+import { request } from 'undici'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS } from '../support/hosting.js'
+import { deploySite, type Site } from '../support/deploys.js'
+
+// The headers an installable site (a PWA) depends on, over real HTTP on each URL form: what
+// caches may keep of its worker script, its shell and its hashed assets (as Netlify sends:
+// `public, max-age=0, must-revalidate`), the scope `Service-Worker-Allowed` grants, and the
+// types of its manifest and WebAssembly, compressed or not. The browser side is in
+// test/browser/pwa.test.ts.
+
+const DEFAULT = 'public, max-age=0, must-revalidate'
+const YEAR = 'public, max-age=31536000, immutable'
+
+/** A WebAssembly module padded with a custom section, large and repetitive enough to be compressed. */
+const BIG_WASM = Buffer.concat([Buffer.from('0061736d01000000', 'hex'), Buffer.from([0, 0x80, 0x80, 0x01, 1, 0x78]), Buffer.alloc(16383, 0x61)])
+
+const SITE: Site = {
+  'index.html':
+    '<!doctype html><title>pwa</title><link rel="manifest" href="manifest.webmanifest"><script type="module" src="./assets/index-4f2a.js"></script>',
+  'assets/index-4f2a.js': "navigator.serviceWorker.register('./sw.js')\n",
+  'assets/sw.js': 'self.addEventListener("fetch", () => {})\n',
+  'sw.js': 'self.addEventListener("fetch", () => {})\n',
+  'manifest.webmanifest': JSON.stringify({
+    name: 'PWA',
+    start_url: '.',
+    icons: Array.from({ length: 200 }, (_, i) => ({ src: `icon-${i}.png`, sizes: `${i}x${i}` })),
+  }),
+  'big.wasm': BIG_WASM,
+  _headers: [
+    '/assets/*',
+    `  Cache-Control: ${YEAR}`,
+    '/assets/sw.js',
+    '  Service-Worker-Allowed: /',
+    '/sw.js',
+    `  Cache-Control: ${YEAR}`,
+    '  CDN-Cache-Control: max-age=31536000',
+    '  Service-Worker-Allowed: ../../up/',
+    '',
+  ].join('\n'),
+}
+
+for (const engine of ENGINES) {
+  describe(`a PWA's headers on every URL form [${engine}]`, () => {
+    let s: TestServer
+    let user: { username: string; key: string }
+    let deployId: string
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      user = await s.user()
+      const { res } = await deploySite(s, user.key, 'app', SITE)
+      assert.equal(res.status, 201, res.text)
+      deployId = res.json.deploy.id
+    })
+    after(async () => {
+      await s?.close()
+    })
+
+    /** A request to a site's own origin (plain HTTP on loopback, by its Host). */
+    const onHost = async (host: string, path: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET') => {
+      const r = await request(`${s.httpUrl}${path}`, { method, headers: { host, ...headers } })
+      const body = Buffer.from(await r.body.arrayBuffer())
+      const h = (n: string) => {
+        const v = r.headers[n]
+        return Array.isArray(v) ? v.join(', ') : v
+      }
+      return { status: r.statusCode, body, h }
+    }
+    const forms = () => [
+      { name: "project's origin", host: `app.${user.username}.localhost`, at: '' },
+      { name: "user's origin", host: `${user.username}.localhost`, at: '/app' },
+    ]
+
+    it("answers a worker's fetch of its script with the default revalidation, whatever a rule keeps it for", async () => {
+      for (const f of forms()) {
+        for (const [path, plain] of [
+          ['/sw.js', YEAR],
+          ['/assets/sw.js', YEAR],
+          ['/index.html', DEFAULT],
+          ['/', DEFAULT],
+          ['/manifest.webmanifest', DEFAULT],
+          ['/assets/index-4f2a.js', YEAR],
+        ] as const) {
+          const what = `${f.name} ${path}`
+          const page = await onHost(f.host, f.at + path)
+          assert.equal(page.status, 200, what)
+          assert.equal(page.h('cache-control'), plain, `${what}: a page's load takes the rule`)
+          assert.ok(page.h('etag'), what)
+          if (!path.endsWith('.js')) continue
+          assert.equal(page.h('cdn-cache-control'), path === '/sw.js' ? 'max-age=31536000' : undefined, what)
+          for (const method of ['GET', 'HEAD'] as const) {
+            const sw = await onHost(f.host, f.at + path, { 'service-worker': 'script', 'accept-encoding': 'br, gzip' }, method)
+            assert.equal(sw.status, 200, what)
+            assert.equal(sw.h('cache-control'), DEFAULT, `${what} ${method}: a worker script is never kept past a revalidation`)
+            assert.equal(sw.h('cdn-cache-control'), undefined, `${what} ${method}: nor by a CDN's own field`)
+            assert.equal(sw.h('etag'), page.h('etag'), what)
+            assert.equal(sw.h('content-type'), 'text/javascript; charset=utf-8', what)
+            if (method === 'GET') assert.equal(sw.body.toString(), SITE[path.slice(1)], what)
+          }
+          const again = await onHost(f.host, f.at + path, { 'service-worker': 'script', 'if-none-match': page.h('etag')! })
+          assert.equal(again.status, 304, what)
+          assert.equal(again.h('cache-control'), DEFAULT, `${what}: its revalidation too`)
+        }
+      }
+    })
+
+    it("sends Service-Worker-Allowed as a path of the project: the origin's on a project's origin, the project's under /{project}/", async () => {
+      const own = `app.${user.username}.localhost`
+      assert.equal((await onHost(own, '/assets/sw.js')).h('service-worker-allowed'), '/')
+      assert.equal((await onHost(own, '/sw.js')).h('service-worker-allowed'), '../../up/', 'as written where the path is the project')
+      const mine = `${user.username}.localhost`
+      assert.equal((await onHost(mine, '/app/assets/sw.js')).h('service-worker-allowed'), '/app/', "the project's root, not the user's origin's")
+      assert.equal((await onHost(mine, '/app/sw.js')).h('service-worker-allowed'), '/app/up/', 'a value that climbs out stops at the project')
+      // a kept deploy: its own origin as the project's, and under /{project}@{deploy}/ as the project's path
+      assert.equal((await onHost(`${deployId}--app.${user.username}.localhost`, '/assets/sw.js')).h('service-worker-allowed'), '/')
+      assert.equal((await onHost(mine, `/app@${deployId}/assets/sw.js`)).h('service-worker-allowed'), `/app@${deployId}/`)
+      assert.equal((await s.get(`/${user.username}/app/assets/sw.js`)).header('service-worker-allowed'), undefined, 'never on the path form')
+    })
+
+    it("answers a worker's fetch of a script the site lacks with a worker that retires, not the 404", async () => {
+      const { res } = await deploySite(s, user.key, 'gone', {
+        'index.html': '<!doctype html><title>gone</title>',
+        '404.html': '<!doctype html><title>lost</title>',
+      })
+      assert.equal(res.status, 201, res.text)
+      // a single-page app's fallback answers the worker's old path with its page (200, HTML)
+      const spa = await deploySite(s, user.key, 'spa', { 'index.html': '<!doctype html><title>spa</title>', _redirects: '/* /index.html 200\n' })
+      assert.equal(spa.res.status, 201, spa.res.text)
+      const fallback = await onHost(`spa.${user.username}.localhost`, '/sw.js')
+      assert.equal(fallback.status, 200)
+      assert.equal(fallback.h('content-type'), 'text/html; charset=utf-8')
+      for (const [host, path] of [
+        [`spa.${user.username}.localhost`, '/sw.js'],
+        [`gone.${user.username}.localhost`, '/sw.js'],
+        [`${user.username}.localhost`, '/gone/sw.js'],
+        [`${user.username}.localhost`, '/no-such-project/sw.js'],
+        [`app.${user.username}.localhost`, '/old/service-worker.js'],
+      ]) {
+        const what = `${host}${path}`
+        const page = await onHost(host, path)
+        assert.equal(page.status, host.startsWith('spa.') ? 200 : 404, `${what}: a page's load gets the 404 (the fallback's page)`)
+        for (const method of ['GET', 'HEAD'] as const) {
+          const sw = await onHost(host, path, { 'service-worker': 'script' }, method)
+          assert.equal(sw.status, 200, what)
+          assert.equal(sw.h('content-type'), 'text/javascript; charset=utf-8', what)
+          assert.equal(sw.h('cache-control'), 'no-store', what)
+          if (method === 'GET') assert.match(sw.body.toString(), /self\.registration\.unregister\(\)/, what)
+          assert.equal(Number(sw.h('content-length')), (await onHost(host, path, { 'service-worker': 'script' })).body.length, what)
+        }
+      }
+      // a script the site has is itself, and the path form still refuses any worker
+      assert.equal((await onHost(`app.${user.username}.localhost`, '/sw.js', { 'service-worker': 'script' })).body.toString(), SITE['sw.js'])
+      assert.equal((await s.get(`/${user.username}/gone/sw.js`, { headers: { 'service-worker': 'script' } })).status, 403)
+    })
+
+    it('keeps the type of a manifest and a WebAssembly module in their compressed forms', async () => {
+      for (const f of forms()) {
+        for (const [path, type, bytes] of [
+          ['/manifest.webmanifest', 'application/manifest+json; charset=utf-8', Buffer.from(SITE['manifest.webmanifest'])],
+          ['/big.wasm', 'application/wasm', BIG_WASM],
+        ] as const) {
+          const what = `${f.name} ${path}`
+          let r = await onHost(f.host, f.at + path, { 'accept-encoding': 'br' })
+          for (let i = 0; i < 100 && r.h('content-encoding') !== 'br'; i++) {
+            await new Promise((ok) => setTimeout(ok, 20))
+            r = await onHost(f.host, f.at + path, { 'accept-encoding': 'br' })
+          }
+          assert.equal(r.h('content-encoding'), 'br', what)
+          assert.equal(r.h('content-type'), type, what)
+          assert.equal(r.h('cache-control'), DEFAULT, what)
+          assert.deepEqual(zlib.brotliDecompressSync(r.body), bytes, what)
+        }
+      }
+    })
+  })
+}
