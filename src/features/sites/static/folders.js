@@ -192,6 +192,72 @@
     return next()
   }
 
+  // a zip is a whole deploy (POST .../deploys, application/zip): one request, the server
+  // unpacks it; the project name follows the zip's file name unless the user typed one
+  var zipBar = S.progress('zip-progress')
+  var zipAuto = ''
+  /** The chosen or dropped zip (a drop cannot fill a file input in every browser). */
+  var zipFile = null
+  function chooseZip(f) {
+    zipFile = f || null
+    if (!zipFile) return
+    if (!/\.zip$/i.test(zipFile.name)) {
+      zipFile = null
+      return S.status('folders-status', t('zip.not_zip'), 'error')
+    }
+    S.status('folders-status', '')
+    var current = S.$('zip-name').value
+    if (!current || current === zipAuto) {
+      zipAuto = zipFile.name.replace(/\.zip$/i, '')
+      S.$('zip-name').value = zipAuto
+    }
+  }
+  S.$('zip-input').addEventListener('change', function () {
+    chooseZip(S.$('zip-input').files[0])
+  })
+  S.dropZone(S.$('zip-drop'), function (files) {
+    chooseZip(files[0])
+  })
+
+  S.onSubmit(S.$('zip-form'), function () {
+    var name = S.$('zip-name').value.trim()
+    if (!zipFile) return S.status('folders-status', t('zip.pick'), 'error')
+    if (!name) return S.status('folders-status', t('folders.pick_name'), 'error')
+    var preview = S.$('zip-preview').checked
+    if (!preview && liveProjects[name] && !window.confirm(t('zip.live_confirm', { name: name }))) return
+    S.status('folders-status', '')
+    zipBar.show(name)
+    var url = '/api/folders/' + S.enc(name) + '/deploys' + (preview ? '?preview=true' : '')
+    // the file's own type varies by system (application/x-zip-compressed, or none): the body says zip
+    var body = new Blob([zipFile], { type: 'application/zip' })
+    return S.send(
+      'POST',
+      url,
+      body,
+      function (loaded, all) {
+        zipBar.set(loaded, all)
+      },
+      zipBar.signal,
+    ).then(
+      function (r) {
+        var d = r.deploy || {}
+        var msg = t(d.is_preview ? 'zip.preview_done' : 'zip.done', { name: name, files: d.file_count })
+        zipBar.done(msg)
+        S.status('folders-status', msg, 'ok')
+        zipFile = null
+        S.$('zip-input').value = ''
+        loadProjects()
+        show(name)
+      },
+      function (err) {
+        // a zip deploy is whole or nothing: a cancelled or refused one changed nothing
+        var msg = err.cancelled ? t('common.upload_cancelled') : err.message
+        zipBar.done(msg)
+        S.status('folders-status', msg, 'error')
+      },
+    )
+  })
+
   function siteUrl(name) {
     return S.data.contentOrigin + '/' + S.enc(S.data.user) + '/' + S.enc(name) + '/'
   }

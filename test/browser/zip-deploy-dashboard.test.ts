@@ -1,0 +1,81 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import type { BrowserContext, Page } from 'playwright-core'
+import { startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS } from '../support/hosting.js'
+import { logInPage, openContext } from '../support/browser.js'
+import { zipOf } from '../support/zips.js'
+
+/** Netlify Drop in the dashboard: a zip chosen or dropped in the folder projects page is deployed whole. */
+describe('zip deploys in the dashboard (Chromium)', () => {
+  let s: TestServer
+  let ctx: BrowserContext
+  let page: Page
+  const problems: string[] = []
+  let u: Awaited<ReturnType<TestServer['user']>>
+
+  before(async () => {
+    s = await startServer({ env: { RATE_LIMITS: HIGH_LIMITS } })
+    u = await s.user()
+    ctx = await openContext({ locale: 'en-US', viewport: { width: 1200, height: 900 } })
+    page = ctx.pages()[0] ?? (await ctx.newPage())
+    page.setDefaultTimeout(15_000)
+    page.on('console', (m) => {
+      if (m.type() === 'error' && /Content Security Policy|TrustedHTML|Trusted Type|Refused to/i.test(m.text())) problems.push(m.text())
+    })
+    page.on('pageerror', (e) => problems.push(String(e)))
+  })
+  after(async () => {
+    await ctx?.close().catch(() => {})
+    await s?.close()
+  })
+
+  it('deploys a chosen zip of a folder, then a dropped one as a preview; the site shows it', async () => {
+    const css = 'h1 { color: rgb(0, 128, 0) }'
+    const zip = zipOf([
+      { name: 'drop-site/', data: '' },
+      { name: 'drop-site/index.html', data: '<!doctype html><link rel="stylesheet" href="s.css"><h1>dropped site</h1>' },
+      { name: 'drop-site/s.css', data: css },
+    ])
+    await logInPage(page, s.url, u)
+    await page.goto(`${s.url}/dashboard/folders`)
+    await page.locator('#zip-input').setInputFiles({ name: 'drop-site.zip', mimeType: 'application/zip', buffer: zip })
+    assert.equal(await page.locator('#zip-name').inputValue(), 'drop-site')
+    await page.getByRole('button', { name: 'Deploy zip' }).click()
+    await page.locator('#folders-status', { hasText: 'Deployed drop-site: 2 files.' }).waitFor()
+    // the project opens with its deploy listed (made from the dashboard)
+    await page.locator('#deploys-table tbody tr', { hasText: 'dashboard' }).waitFor()
+
+    // a second zip dropped on the zone, deployed as a preview: the live site stays as it was
+    const next = zipOf([{ name: 'index.html', data: '<!doctype html><h1>next version</h1>' }])
+    await page.evaluate(
+      ([bytes]) => {
+        const dt = new DataTransfer()
+        dt.items.add(new File([new Uint8Array(bytes)], 'drop-site.zip', { type: 'application/zip' }))
+        document.getElementById('zip-drop')!.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }))
+      },
+      [[...next]],
+    )
+    await page.locator('#zip-preview').check()
+    await page.getByRole('button', { name: 'Deploy zip' }).click()
+    await page.locator('#folders-status', { hasText: 'Preview of drop-site deployed: 1 files.' }).waitFor()
+
+    // a visitor's browser sees the first zip's site, styled by its own stylesheet
+    const site = await ctx.newPage()
+    await site.goto(`${s.url}/${u.username}/drop-site/`)
+    assert.equal(await site.locator('h1').textContent(), 'dropped site')
+    assert.equal(await site.locator('h1').evaluate((h) => getComputedStyle(h).color), 'rgb(0, 128, 0)')
+    const deploys = (await s.get('/api/folders/drop-site/deploys', { key: u.key })).json.deploys
+    assert.deepEqual(
+      deploys.map((d: { source: string; is_preview: boolean }) => [d.source, d.is_preview]),
+      [
+        ['dashboard', true],
+        ['dashboard', false],
+      ],
+    )
+    await site.goto(`${s.url}/${u.username}/drop-site@${deploys[0].id}/`)
+    assert.equal(await site.locator('h1').textContent(), 'next version')
+    await site.close()
+    assert.deepEqual(problems, [])
+  })
+})
