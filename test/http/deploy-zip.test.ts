@@ -103,6 +103,7 @@ for (const engine of ENGINES) {
       const z = zipOf([{ name: 'index.html', data: HTML('v3') }])
       expectError(await postZip(s, u.key, 'pv', z, '?preview=yes'), 400, 1106)
       expectError(await postZip(s, u.key, 'pv', z, '?draft=true'), 400, 1106)
+      expectError(await postZip(s, u.key, 'pv', z, '?message=a&message=b'), 400, 1106)
       expectError(await postZip(s, u.key, 'pv', z, '?message=' + 'x'.repeat(501)), 400, 1106)
       const site = { 'index.html': HTML('tar') }
       const tar = await tarOf([manifestOf(site), { name: 'index.html', data: site['index.html'] }])
