@@ -84,17 +84,19 @@ export async function spoolZip(body: Readable, dataDir: string, max: number): Pr
   try {
     await new Promise<void>((resolve, reject) => {
       let settled = false
+      // the request's errors are the client's (1326); the file's (a full disk) are the server's
+      const cut = () => unreadable({ en: 'the request ended before the zip was complete', zh: '请求在 zip 完整之前就结束了' })
       const fail = (e: unknown) => {
         if (settled) return
         settled = true
         body.unpipe(meter)
         meter.destroy()
         ws.destroy()
-        reject(e instanceof AppError ? e : unreadable({ en: 'the request ended before the zip was complete', zh: '请求在 zip 完整之前就结束了' }))
+        reject(e)
       }
-      body.on('error', fail)
+      body.on('error', () => fail(cut()))
       body.on('close', () => {
-        if (!body.readableEnded) fail(new Error('aborted'))
+        if (!body.readableEnded) fail(cut())
       })
       meter.on('error', fail)
       ws.on('error', fail)
