@@ -1,5 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import { startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
@@ -76,6 +79,34 @@ describe('zip deploys in the dashboard (Chromium)', () => {
     await site.goto(`${s.url}/${u.username}/drop-site@${deploys[0].id}/`)
     assert.equal(await site.locator('h1').textContent(), 'next version')
     await site.close()
+    assert.deepEqual(problems, [])
+  })
+
+  it('takes a folder dropped on the folder form as the picker takes one', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-zip-drop-'))
+    try {
+      const root = path.join(dir, 'dropped-folder')
+      fs.mkdirSync(path.join(root, 'sub'), { recursive: true })
+      fs.writeFileSync(path.join(root, 'index.html'), '<!doctype html><h1>a dropped folder</h1>')
+      fs.writeFileSync(path.join(root, 'sub', 'a.txt'), 'below')
+      fs.writeFileSync(path.join(root, '.env'), 'SECRET=1')
+      await page.goto(`${s.url}/dashboard/folders`)
+      // a real drop of a folder from the system, as Chromium takes one (DevTools' drag events)
+      const box = (await page.locator('#folder-form').boundingBox())!
+      const at = { x: box.x + box.width / 2, y: box.y + box.height / 2 }
+      const cdp = await ctx.newCDPSession(page)
+      const data = { items: [], files: [root], dragOperationsMask: 1 }
+      for (const type of ['dragEnter', 'dragOver', 'drop'] as const) await cdp.send('Input.dispatchDragEvent', { type, ...at, data })
+      await page.locator('#folders-status', { hasText: 'Folder dropped-folder ready: 3 files.' }).waitFor()
+      assert.equal(await page.locator('#folder-name').inputValue(), 'dropped-folder')
+      await page.getByRole('button', { name: 'Upload folder' }).click()
+      await page.locator('#folders-status', { hasText: '2 uploaded, 0 failed' }).waitFor()
+      const files = (await s.get('/api/folders/dropped-folder/files', { key: u.key })).json.files.map((f: { path: string }) => f.path).sort()
+      assert.deepEqual(files, ['index.html', 'sub/a.txt'])
+      await cdp.detach()
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
     assert.deepEqual(problems, [])
   })
 })

@@ -64,6 +64,8 @@ export const SITES_MESSAGES = defineMessages(
     'folders.jekyll_source':
       'This folder is the source of a Jekyll site (_config.yml, and its home page is a template): GitHub Pages builds such a folder, this service serves files as they are, so its pages would show their templates. Upload the build, its _site folder, or add an empty .nojekyll file to upload the folder as it is. Nothing was uploaded.',
     'folders.live_confirm': 'The project {name} is live: the files you upload replace its files for visitors at once. Upload them?',
+    'folders.dropped': 'Folder {name} ready: {n} files. Press Upload folder to send them.',
+    'folders.drop_one': 'Drop one folder (or one .zip file).',
     'zip.title': 'Deploy a zip',
     'zip.hint': 'The zip is the whole new deploy (a zip of one folder deploys that folder); dotfiles are left out.',
     'zip.drop': 'Drop a .zip here, or choose one',
@@ -155,6 +157,8 @@ export const SITES_MESSAGES = defineMessages(
     'folders.jekyll_source':
       '该文件夹是 Jekyll 网站的源文件（含 _config.yml，首页是模板）：GitHub Pages 会构建这样的文件夹，本服务按原样提供文件，页面会显示模板本身。请上传构建结果（_site 文件夹），或添加一个空的 .nojekyll 文件以按原样上传。未上传任何文件。',
     'folders.live_confirm': '项目 {name} 已发布：上传的文件会立即替换访客看到的文件。确定上传？',
+    'folders.dropped': '文件夹 {name} 已就绪：{n} 个文件。点击“上传文件夹”发送。',
+    'folders.drop_one': '请拖入一个文件夹（或一个 .zip 文件）。',
     'zip.title': '部署 zip',
     'zip.hint': 'zip 即是新部署的全部内容（只含一个文件夹的 zip 部署该文件夹）；点文件不会部署。',
     'zip.drop': '把 .zip 拖到这里，或选择文件',
