@@ -403,8 +403,8 @@ export const ERRORS = {
     400,
     '归档不完整或无法读取：{detail}',
     'The archive is truncated or unreadable: {detail}',
-    '发送完整的 tar（可 gzip）流',
-    'Send a whole tar stream (gzip allowed)',
+    '发送完整的归档：tar（可 gzip）或 zip',
+    'Send a whole archive: a tar (gzip allowed) or a zip',
   ),
   MANIFEST_INVALID: def(
     1327,
@@ -482,10 +482,10 @@ export const ERRORS = {
     1335,
     'FILE_ERROR',
     415,
-    '部署请求体必须是 tar 或 gzip 压缩的 tar',
-    'A deploy body must be a tar or a gzipped tar',
-    '发送 Content-Type: application/x-tar 或 application/gzip',
-    'Send Content-Type: application/x-tar or application/gzip',
+    '部署请求体必须是 tar、gzip 压缩的 tar 或 zip',
+    'A deploy body must be a tar, a gzipped tar or a zip',
+    '发送 Content-Type: application/x-tar、application/gzip 或 application/zip',
+    'Send Content-Type: application/x-tar, application/gzip or application/zip',
   ),
   ROLLBACK_UNPUBLISHED: def(
     1336,
@@ -495,6 +495,15 @@ export const ERRORS = {
     'Project {name} is not published, and a rollback does not publish it',
     '先发布项目（svc publish），再回滚；或用 promote 让某个部署上线',
     'Publish the project first (svc publish), then roll back; or promote the deploy to make live',
+  ),
+  ARCHIVE_ENCRYPTED: def(
+    1337,
+    'FILE_ERROR',
+    400,
+    '归档条目 {path} 已加密',
+    'Archive entry {path} is encrypted',
+    '不设密码重新压缩后再部署',
+    'Zip the files again without a password, then deploy',
   ),
   // custom domains and visitor access (1340-1359)
   DOMAIN_INVALID: def(

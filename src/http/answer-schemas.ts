@@ -15,6 +15,20 @@ export const TEXT_BODY = { type: 'string' } as const
 /** Bytes of any kind (a download, an archive). */
 export const BYTES_BODY = { type: 'string', format: 'binary' } as const
 
+/** The schema key that carries a raw body's media types for the OpenAPI document only. */
+export const RAW_BODY_KEY = 'x-raw-body'
+
+/**
+ * A route's request body read as a stream (an archive), for the OpenAPI document only:
+ * `consumes` plus each media type's description; the route's content-type parser takes it.
+ */
+export function rawBody(media: Record<string, string>) {
+  return {
+    consumes: Object.keys(media),
+    [RAW_BODY_KEY]: Object.fromEntries(Object.entries(media).map(([type, description]) => [type, { schema: { ...BYTES_BODY, description } }])),
+  }
+}
+
 /** An answer described by `description`, with one body schema per media type (each a copy: routes may share them). */
 export function mediaAnswer(description: string, media: Record<string, TSchema | typeof TEXT_BODY | typeof BYTES_BODY>): TSchema {
   return Type.Unsafe({ description, content: Object.fromEntries(Object.entries(media).map(([type, schema]) => [type, { schema: { ...schema } }])) })

@@ -1007,11 +1007,18 @@ for (const engine of ENGINES) {
         const wrongType = await s.post('/api/folders/bad/deploys', { key: u.key, body: await whole(), headers: { 'content-type': 'text/plain' } })
         expectClientError(wrongType)
         // any type it does not take answers the deploy's own error, which names the types it does
-        for (const type of ['text/plain', 'application/zip', 'application/octet-stream']) {
+        for (const type of ['text/plain', 'application/octet-stream']) {
           const r = await s.post('/api/folders/bad/deploys', { key: u.key, body: await whole(), headers: { 'content-type': type, 'accept-language': 'en' } })
           expectError(r, 415, 1335)
-          assert.match(r.json.message, /tar or a gzipped tar/)
+          assert.match(r.json.message, /a tar, a gzipped tar or a zip/)
         }
+        // a tar sent as a zip is read as a zip, and is none
+        const asZip = await s.post('/api/folders/bad/deploys', {
+          key: u.key,
+          body: await whole(),
+          headers: { 'content-type': 'application/zip', 'accept-language': 'en' },
+        })
+        expectError(asZip, 400, 1326)
       })
 
       it('after them all, nothing changed: the live site, the deploys, the files, the blobs', async () => {

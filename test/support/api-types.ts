@@ -1491,8 +1491,8 @@ export interface paths {
         get: operations["getApiFoldersByFolderPathDeploys"];
         put?: never;
         /**
-         * Deploy a project from one tar stream (optionally gzip)
-         * @description Body: a tar (Content-Type application/x-tar) or gzipped tar (application/gzip). Its first entry is svc-deploy.json: {"files": {"path": "<sha256>"}, "message"?: string, "preview"?: boolean, "source"?: "cli" | "api"}, listing every file of the new deploy; the other entries are the files the check asks for (POST .../deploys/missing). Regular files and directories only. The deploy goes live at once unless preview is true; a preview answers at /{username}/{project}@{deploy id}/ until it is promoted.
+         * Deploy a project from one tar stream (optionally gzip), or from a zip of the whole site
+         * @description Body: a tar (Content-Type application/x-tar) or gzipped tar (application/gzip). Its first entry is svc-deploy.json: {"files": {"path": "<sha256>"}, "message"?: string, "preview"?: boolean, "source"?: "cli" | "api"}, listing every file of the new deploy; the other entries are the files the check asks for (POST .../deploys/missing). Regular files and directories only. Or a zip (application/zip): its files are the whole deploy, no manifest; ?preview=true and ?message= say what the manifest would (the tar form takes no query parameter). A zip whose root holds no index.html but one folder deploys that folder; dot-names (but .well-known/) and __MACOSX/ are left out. The deploy goes live at once unless preview is true; a preview answers at /{username}/{project}@{deploy id}/ until it is promoted.
          */
         post: operations["postApiFoldersByFolderPathDeploys"];
         delete?: never;
@@ -6685,7 +6685,12 @@ export interface operations {
     };
     postApiFoldersByFolderPathDeploys: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description zip only: true makes a preview */
+                preview?: "true" | "false";
+                /** @description zip only: the deploy message */
+                message?: string;
+            };
             header?: never;
             path: {
                 /** @description {folder_path} is a project name, or {username}/{project} (literal or %2F) with the caller's own username. Names are NFC-normalised and case-sensitive. */
@@ -6693,7 +6698,16 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/x-tar": string;
+                "application/tar": string;
+                "application/gzip": string;
+                "application/x-gzip": string;
+                "application/zip": string;
+                "application/x-zip-compressed": string;
+            };
+        };
         responses: {
             /** @description Default Response */
             201: {
@@ -6711,7 +6725,7 @@ export interface operations {
                             is_preview: boolean;
                             is_live: boolean;
                         };
-                        /** @description files the archive carried */
+                        /** @description files the archive carried (a zip: its distinct files) */
                         uploaded_files: number;
                         website_url: string;
                         /** @description this deploy's own URL, live or not (path form) */

@@ -16,6 +16,7 @@ import tar from 'tar-stream'
 import yauzl from 'yauzl'
 import { CliError } from './errors.js'
 import { MANIFEST_ENTRY } from '../../util/deploy-manifest.js'
+import { archiveTopFolder } from '../../util/archive-root.js'
 
 export type ArchiveKind = 'zip' | 'tar' | 'tar.gz'
 
@@ -110,11 +111,11 @@ async function sweepStale(tmp: string): Promise<void> {
   }
 }
 
-/** The archive's root, or its only top-level folder when the root has no index.html. */
+/** The archive's root, or its only top-level folder when the root has no index.html (archiveTopFolder). */
 async function deployRoot(root: string): Promise<string> {
-  const top = (await fsp.readdir(root, { withFileTypes: true })).filter((e) => !e.name.startsWith('.'))
-  if (top.some((e) => e.name === 'index.html')) return root
-  return top.length === 1 && top[0].isDirectory() ? path.join(root, top[0].name) : root
+  const top = (await fsp.readdir(root, { withFileTypes: true })).map((e) => ({ name: e.name, dir: e.isDirectory() }))
+  const folder = archiveTopFolder(top)
+  return folder === null ? root : path.join(root, folder)
 }
 
 /** Writes entries below `root`, checking each name and the running totals. */

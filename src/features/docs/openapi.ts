@@ -7,7 +7,7 @@ import type { RouteOptions } from 'fastify'
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger'
 import type { Config } from '../../config.js'
 import { MULTIPART_FORM_KEY } from '../../http/multipart.js'
-import { ERROR_SCHEMA } from '../../http/answer-schemas.js'
+import { ERROR_SCHEMA, RAW_BODY_KEY } from '../../http/answer-schemas.js'
 
 type Json = Record<string, any>
 
@@ -55,6 +55,12 @@ export const transformRoute: SwaggerTransform = ({ schema: s, url, route }) => {
     delete out[MULTIPART_FORM_KEY]
     const json = schema.body?.content ?? {}
     out.body = { content: { ...json, 'multipart/form-data': { schema: form } } }
+  }
+  // a raw body (an archive), declared for the document only (http/answer-schemas.ts rawBody)
+  const raw = schema?.[RAW_BODY_KEY]
+  if (raw !== undefined) {
+    delete out[RAW_BODY_KEY]
+    out.body = { content: raw }
   }
   const methods = Array.isArray(route.method) ? route.method : [route.method]
   if (methods.includes('OPTIONS') && !schema?.response) out.response = { 204: { description: 'No Content (CORS preflight)', type: 'null' } }

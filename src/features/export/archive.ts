@@ -4,7 +4,8 @@ import zlib from 'node:zlib'
 import type { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import tar from 'tar-stream'
-import yauzl from 'yauzl'
+import type yauzl from 'yauzl'
+import { nextEntry, openZip, YAUZL_NAME_ERROR } from '../../util/zip-reader.js'
 import yazl from 'yazl'
 import { sql } from 'kysely'
 import type { Db, Trx } from '../../db/kysely.js'
@@ -386,9 +387,6 @@ async function* tarEntries(file: string): AsyncGenerator<Entry> {
   }
 }
 
-/** yauzl's own refusals of a name (backslash, absolute, ".."), reported like checkEntry's. */
-const YAUZL_NAME_ERROR = /^(invalid characters in fileName|absolute path|invalid relative path): (.*)$/s
-
 /**
  * The entries of a zip file, in central-directory order (yauzl, random access). Refuses
  * directories, links and other non-regular files, encrypted entries and unsafe names; yauzl
@@ -398,29 +396,11 @@ const YAUZL_NAME_ERROR = /^(invalid characters in fileName|absolute path|invalid
 async function* zipEntries(file: string): AsyncGenerator<Entry> {
   let zip: yauzl.ZipFile
   try {
-    zip = await new Promise<yauzl.ZipFile>((res, rej) =>
-      yauzl.open(file, { lazyEntries: true, autoClose: false, validateEntrySizes: true, strictFileNames: true, decodeStrings: true }, (e, z) =>
-        e ? rej(e) : res(z),
-      ),
-    )
+    zip = await openZip(file)
   } catch (e) {
     throw new ExportError(`unreadable archive: ${(e as Error).message}`)
   }
-  // errors reach the pending next() below; this keeps a late one from being unhandled
-  zip.on('error', () => {})
-  const next = () =>
-    new Promise<yauzl.Entry | null>((res, rej) => {
-      const off = () => {
-        zip.off('entry', onEntry)
-        zip.off('end', onEnd)
-        zip.off('error', onError)
-      }
-      const onEntry = (e: yauzl.Entry) => (off(), res(e))
-      const onEnd = () => (off(), res(null))
-      const onError = (e: Error) => (off(), rej(e))
-      zip.on('entry', onEntry).on('end', onEnd).on('error', onError)
-      zip.readEntry()
-    })
+  const next = () => nextEntry(zip)
   let n = 0
   try {
     for (let e = await next(); e; e = await next()) {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { PassThrough, type Readable } from 'node:stream'
 import { Type } from '@sinclair/typebox'
-import { BYTES_BODY, mediaAnswer } from '../../http/answer-schemas.js'
+import { BYTES_BODY, mediaAnswer, rawBody } from '../../http/answer-schemas.js'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { unknownField } from '../../http/unknown-fields.js'
@@ -12,10 +12,36 @@ import { originUrl, previewOriginUrl, siteOriginFor, siteUrl } from '../../http/
 import { ORIGIN_URL } from './folders-routes.js'
 import { createFoldersService, type FolderRef } from './folders-service.js'
 import { createDeploysService, MANIFEST_MAX_BYTES } from './deploys-service.js'
-import { MANIFEST_ENTRY } from '../../util/deploy-manifest.js'
+import { MANIFEST_ENTRY, MESSAGE_MAX } from '../../util/deploy-manifest.js'
+import { ZIP_TYPES } from './deploy-zip.js'
 import { say } from '../../web/short-page.js'
 
 const TAR_TYPES = ['application/x-tar', 'application/tar', 'application/gzip', 'application/x-gzip']
+/** The query parameters of a zip deploy (a tar's manifest says the same). */
+const ZIP_QUERY = ['preview', 'message'] as const
+
+/**
+ * A zip deploy's preview and message from its query string; the tar form takes none (its
+ * manifest says them), so a parameter there is refused rather than ignored.
+ */
+function deployQuery(query: unknown, zip: boolean): { preview: boolean; message: string } {
+  const q = (query ?? {}) as Record<string, unknown>
+  const invalid = (field: string, en: string, zh: string) => new AppError('INVALID_PARAMETER', { params: { detail: { en, zh } }, extra: { field } })
+  const names = Object.keys(q)
+  if (!zip && names.length > 0)
+    throw invalid(
+      names[0],
+      `a tar deploy takes no query parameter (${names[0]}): preview and message go in ${MANIFEST_ENTRY}`,
+      `tar 部署不接受查询参数（${names[0]}）：preview 和 message 写在 ${MANIFEST_ENTRY} 中`,
+    )
+  const unknown = unknownField(q, ZIP_QUERY)
+  if (unknown) throw new AppError('INVALID_PARAMETER', { params: { detail: unknown.detail }, extra: { field: unknown.field } })
+  const { preview = 'false', message = '' } = q
+  if (preview !== 'true' && preview !== 'false') throw invalid('preview', 'preview must be true or false', 'preview 须为 true 或 false')
+  if (typeof message !== 'string') throw invalid('message', 'message must be given once', 'message 只能给一次')
+  if (message.length > MESSAGE_MAX) throw invalid('message', `message longer than ${MESSAGE_MAX} characters`, `message 超过 ${MESSAGE_MAX} 个字符`)
+  return { preview: preview === 'true', message }
+}
 
 const Deploy = Type.Object({
   id: Type.String({ description: '12 characters [0-9a-z]' }),
@@ -65,7 +91,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
   const svc = deps.services.get(createDeploysService)
   const cfg = { auth: 'any' as const }
   // the archive is read as a stream by its route: never buffered, never limited by bodyLimit
-  app.addContentTypeParser(TAR_TYPES, (_req, payload, done) => done(null, payload))
+  app.addContentTypeParser([...TAR_TYPES, ...ZIP_TYPES], (_req, payload, done) => done(null, payload))
 
   app.get(
     '/api/folders/deploy_limits',
@@ -132,9 +158,16 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
           hide,
           tags: ['deploys'],
           params,
-          summary: 'Deploy a project from one tar stream (optionally gzip)',
-          description: `Body: a tar (Content-Type application/x-tar) or gzipped tar (application/gzip). Its first entry is ${MANIFEST_ENTRY}: {"files": {"path": "<sha256>"}, "message"?: string, "preview"?: boolean, "source"?: "cli" | "api"}, listing every file of the new deploy; the other entries are the files the check asks for (POST .../deploys/missing). Regular files and directories only. The deploy goes live at once unless preview is true; a preview answers at /{username}/{project}@{deploy id}/ until it is promoted.`,
-          consumes: TAR_TYPES,
+          summary: 'Deploy a project from one tar stream (optionally gzip), or from a zip of the whole site',
+          description: `Body: a tar (Content-Type application/x-tar) or gzipped tar (application/gzip). Its first entry is ${MANIFEST_ENTRY}: {"files": {"path": "<sha256>"}, "message"?: string, "preview"?: boolean, "source"?: "cli" | "api"}, listing every file of the new deploy; the other entries are the files the check asks for (POST .../deploys/missing). Regular files and directories only. Or a zip (application/zip): its files are the whole deploy, no manifest; ?preview=true and ?message= say what the manifest would (the tar form takes no query parameter). A zip whose root holds no index.html but one folder deploys that folder; dot-names (but .well-known/) and __MACOSX/ are left out. The deploy goes live at once unless preview is true; a preview answers at /{username}/{project}@{deploy id}/ until it is promoted.`,
+          ...rawBody({
+            ...Object.fromEntries(TAR_TYPES.map((t) => [t, `a tar${t.endsWith('gzip') ? ', gzipped,' : ''} whose first entry is ${MANIFEST_ENTRY}`])),
+            ...Object.fromEntries(ZIP_TYPES.map((t) => [t, 'a zip of the whole site (no manifest)'])),
+          }),
+          querystring: Type.Object({
+            preview: Type.Optional(Type.String({ enum: ['true', 'false'], description: 'zip only: true makes a preview' })),
+            message: Type.Optional(Type.String({ maxLength: MESSAGE_MAX, description: 'zip only: the deploy message' })),
+          }),
           response: {
             201: Type.Object({
               success: Type.Boolean(),
@@ -146,7 +179,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
                 is_preview: Type.Boolean(),
                 is_live: Type.Boolean(),
               }),
-              uploaded_files: Type.Integer({ description: 'files the archive carried' }),
+              uploaded_files: Type.Integer({ description: 'files the archive carried (a zip: its distinct files)' }),
               website_url: Type.String(),
               preview_url: Type.String({ description: "this deploy's own URL, live or not (path form)" }),
               site_url: Type.Union([Type.String(), Type.Null()], { description: "the project on the user's own origin; null without a content domain" }),
@@ -171,9 +204,15 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
             .split(';')[0]
             .trim()
             .toLowerCase()
-          if (!TAR_TYPES.includes(ct)) throw new AppError('ARCHIVE_CONTENT_TYPE')
+          const zip = ZIP_TYPES.includes(ct)
+          if (!zip && !TAR_TYPES.includes(ct)) throw new AppError('ARCHIVE_CONTENT_TYPE')
+          const query = deployQuery(req.query, zip)
           const folder = ref(req)
-          const r = await svc.deployArchive(user, folder, req.body as Readable, ct.endsWith('gzip'), contentOrigin(req, deps.config))
+          const origin = contentOrigin(req, deps.config)
+          const source = caller(req).via === 'session' ? 'dashboard' : 'api'
+          const r = zip
+            ? await svc.deployZip(user, folder, req.body as Readable, { ...query, source }, origin)
+            : await svc.deployArchive(user, folder, req.body as Readable, ct.endsWith('gzip'), origin)
           const site = siteOriginFor(req, deps.config, user.username)
           const name = encodeURIComponent(folder.name)
           reply.code(201)

@@ -17,6 +17,7 @@ import { ContentWatcher } from './sniff.js'
 import { collectKeyTokens, keyLeaks } from '../../auth/key-leaks.js'
 import { invalidateHosting } from './invalidate.js'
 import { checkRelativePath, PathTree } from './paths.js'
+import { entryPath, refuseType, ROOT_DIR, undotted } from './archive-entries.js'
 import { createFoldersStore, type FolderRow } from './folders-store.js'
 import { createDeploysStore, type DeployFileRow, type DeployRow } from './deploys-store.js'
 import type { FolderRef } from './folders-service.js'
@@ -29,10 +30,13 @@ import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
 import { pageWarnings, type PageWarning } from './page-warnings.js'
 import { createAbuse } from '../abuse/service.js'
 import { createBlobBatch } from '../../storage/batch.js'
+import { readZip, spoolZip, zipBodyLimit } from './deploy-zip.js'
 
 /** Limits of one deploy (docs/limits.md). */
 export const DEPLOY_MAX_FILES = 50_000
 export const MANIFEST_MAX_BYTES = 16 * 1024 * 1024
+/** Entries of a zip deploy, folders and left-out files included: twice the files a deploy holds. */
+export const ZIP_MAX_ENTRIES = 2 * DEPLOY_MAX_FILES
 const RULE_FILE_MAX = 1024 * 1024
 /**
  * Bytes an archive may hold outside its manifest's and files' data: per entry (its header, a
@@ -175,45 +179,6 @@ class DigestCheck extends Transform {
   }
 }
 
-/** The kind of a tar entry that is refused, with its own error. */
-function refuseType(type: string, path: string): AppError | null {
-  switch (type) {
-    case 'file':
-    case 'contiguous-file':
-    case 'directory':
-      return null
-    case 'symlink':
-      return new AppError('ARCHIVE_SYMLINK', { params: { path } })
-    case 'link':
-      return new AppError('ARCHIVE_HARDLINK', { params: { path } })
-    case 'character-device':
-    case 'block-device':
-    case 'fifo':
-      return new AppError('ARCHIVE_DEVICE', { params: { path, kind: type } })
-    default:
-      return new AppError('ARCHIVE_UNEXPECTED', {
-        params: { path, detail: { zh: `不接受 ${type} 类型的条目`, en: `entries of type ${type} are not accepted` } },
-      })
-  }
-}
-
-/** An entry name without its leading "./" (what `tar -C dir .` puts before every name). */
-const undotted = (name: string): string => name.replace(/^(\.\/)+/, '')
-
-/** The archive's own root as a folder entry: "./" or "." (what `tar -C dir .` writes first). */
-const ROOT_DIR = /^\.(\/+\.)*\/*$/
-
-/** An entry name as a project path: refuses absolute paths and ".." with their own errors. */
-function entryPath(name: string): string {
-  const shown = JSON.stringify(name)
-  if (name.startsWith('/') || /^[a-zA-Z]:[\\/]/.test(name)) throw new AppError('ARCHIVE_ABSOLUTE', { params: { path: shown } })
-  if (name.split(/[\\/]/).includes('..')) throw new AppError('ARCHIVE_TRAVERSAL', { params: { path: shown } })
-  const trimmed = undotted(name).replace(/\/+$/, '')
-  const r = checkRelativePath(trimmed)
-  if (!r.ok) throw new AppError('ARCHIVE_BAD_PATH', { params: { path: shown, detail: r.reason } })
-  return r.path
-}
-
 /** Deploys of folder projects: archive deploys, list, rollback, promote, previews, retention. */
 /** A kept deploy's download: its project, id, message, time and files (path order). */
 export interface DeployDownload {
@@ -351,6 +316,114 @@ export function createDeploysService(deps: Deps) {
     })
     await invalidateHosting(deps.bus, user.username)
     return target
+  }
+
+  /**
+   * The end of every whole deploy, once its files are in the blob store: every path with its
+   * SHA-256 (`m`) and what this request stored (`uploaded`). Checks key leaks, the files not
+   * carried, limits and quota, then writes the deploy in one transaction and (unless a preview)
+   * makes it live; then the hosting caches and the upload heuristics.
+   */
+  async function commit(user: User, ref: FolderRef, m: Manifest, uploaded: Map<string, Uploaded>, origin: string) {
+    // the archive's blobs were put as they arrived, maybe longer ago than the sweeper's grace
+    // (a large archive over a slow link): their times are refreshed before the rows commit,
+    // so a sweep from now on spares them; one a sweep took meanwhile fails the deploy (1330),
+    // and the check then asks for it again. Files not carried are read from rows under the
+    // user's lock below: a sweep sees that row or this deploy's (docs/decisions.md 109)
+    const gone = uploaded.size > 0 && blobs.touch ? await blobs.touch(uploaded.keys()) : []
+    if (gone.length > 0) {
+      const path = [...m.files].find(([, d]) => d === gone[0])?.[0] ?? ''
+      throw new AppError('ARCHIVE_MISSING', { params: { path: JSON.stringify(path), digest: gone[0] } })
+    }
+
+    // a file that would publish a live write key refuses the deploy (decision 223)
+    const carrying = [...m.files].filter(([, d]) => (uploaded.get(d)?.keyTokens.size ?? 0) > 0).sort(([a], [b]) => (a < b ? -1 : 1))
+    const leaks = await keyLeaks(
+      deps.apiKeys,
+      user.id,
+      carrying.map(([path, d]) => ({ name: path, keyTokens: uploaded.get(d)!.keyTokens })),
+    )
+    const leak = carrying.find(([path]) => leaks.has(path))
+    if (leak) throw leaks.get(leak[0])!
+
+    const now = clock.now()
+    const result = await db.k.transaction().execute(async (trx) => {
+      await db.lockUser(trx, user.id)
+      await refuseBlocked(trx, m.files.values())
+      await refuseHeld(trx, siteHoldKey(user.username, ref.name))
+      let folder = await folders.folder(trx, user.id, ref.name)
+      if (!folder) {
+        folder = { id: newId(), user_id: user.id, name: ref.name, is_published: 0, created_at: now, updated_at: now, published_at: null }
+        await folders.insertFolder(trx, folder)
+      }
+      // files not carried by the archive must be held by the user, checked under the user's lock
+      const notSent = new Set([...m.files.values()].filter((d) => !uploaded.has(d)))
+      const workingRows = await store.working(trx, folder.id)
+      const known = await store.known(trx, folder, notSent, workingRows)
+      const working = new Map(workingRows.map((r) => [r.path, r]))
+      const rows: DeployFileRow[] = []
+      let bytes = 0
+      for (const [path, digest] of m.files) {
+        const up = uploaded.get(digest)
+        const same = working.get(path)
+        let row: DeployFileRow
+        if (same && same.digest === digest)
+          row = { path, digest, size: Number(same.size), content_type: same.content_type, updated_at: Number(same.updated_at) }
+        else if (up) row = { path, digest, size: up.size, content_type: contentTypeFor(path, up.utf8), updated_at: now }
+        else {
+          const k = known.get(digest)
+          if (!k) throw new AppError('ARCHIVE_MISSING', { params: { path: JSON.stringify(path), digest } })
+          row = { path, digest, size: Number(k.size), content_type: contentTypeFor(path, await utf8Of(k)), updated_at: now }
+        }
+        bytes += row.size
+        rows.push(row)
+      }
+      if (bytes > config.deployMaxBytes)
+        throw new AppError('MANIFEST_TOO_LARGE', {
+          params: { detail: { zh: `总计 ${bytes} 字节，最多 ${config.deployMaxBytes} 字节`, en: `${bytes} bytes in all, at most ${config.deployMaxBytes}` } },
+        })
+      // bytes the project's files do not hold already may be new to the account (site_bytes)
+      await checkSiteBytes(trx, user, new Map(rows.filter((r) => working.get(r.path)?.digest !== r.digest).map((r) => [r.digest, r.size])))
+      const rules = await siteRules(new Map(rows.filter((r) => (RULE_FILES as readonly string[]).includes(r.path)).map((r) => [r.path, r])))
+      const id = await store.newDeploy(trx, folder.id, { source: m.source, message: m.message, preview: m.preview, siteRules: rules, now })
+      let liveId = (await trx.selectFrom('folders').select('live_deploy_id').where('id', '=', folder.id).executeTakeFirstOrThrow()).live_deploy_id
+      if (m.preview) await store.insertFiles(trx, id, rows)
+      else {
+        // the project's files become the deploy's (only differing rows written), then the
+        // deploy is a copy of them in SQL: a one-file change writes two rows, not a whole site
+        const changed = rows.filter((r) => {
+          const w = working.get(r.path)
+          return !w || w.digest !== r.digest || w.content_type !== r.content_type
+        })
+        const gone = [...working.keys()].filter((p) => !m.files.has(p))
+        await store.replaceWorking(trx, folder.id, changed, gone, now)
+        await store.snapshotWorkingSet(trx, id, folder.id)
+        await store.setLive(trx, folder.id, id, now)
+        liveId = id
+      }
+      await store.setCounts(trx, id, rows.length, bytes)
+      await store.prune(trx, folder.id, config.deploysKeep, liveId)
+      return { id, file_count: rows.length, bytes, carried: rows.filter((r) => uploaded.has(r.digest)) }
+    })
+    await invalidateHosting(deps.bus, user.username)
+    // upload heuristics on the pages the archive carried, as on a folder batch's (a preview's
+    // too: it is served): a report for review, never a refusal. Bytes taken from the user's
+    // other projects were scanned when they were uploaded. The same read gives the owner's
+    // warnings (page-warnings.ts), in the answer
+    const warnings: PageWarning[] = []
+    await deps.services.get(createAbuse).scanPages(
+      user,
+      result.carried.map((r) => ({ name: ref.name, path: r.path, digest: r.digest, size: r.size, contentType: r.content_type })),
+      { origin, each: (p, html) => warnings.push(...pageWarnings(p.path, html)) },
+    )
+    const base = `${origin}/${user.username}/`
+    return {
+      deploy: { id: result.id, file_count: result.file_count, bytes: result.bytes, is_preview: m.preview, is_live: !m.preview },
+      uploaded_files: uploaded.size,
+      website_url: `${base}${encodeURIComponent(ref.name)}/`,
+      preview_url: `${base}${encodeURIComponent(ref.name)}@${result.id}/`,
+      warnings: warnings.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+    }
   }
 
   const limits = () => ({
@@ -522,105 +595,55 @@ export function createDeploysService(deps: Deps) {
         throw new AppError('ARCHIVE_TRUNCATED', {
           params: { detail: { zh: `归档为空（第一个条目须为 ${MANIFEST_ENTRY}）`, en: `the archive is empty (its first entry must be ${MANIFEST_ENTRY})` } },
         })
-      const m = manifest
-      // the archive's blobs were put as they arrived, maybe longer ago than the sweeper's grace
-      // (a large archive over a slow link): their times are refreshed before the rows commit,
-      // so a sweep from now on spares them; one a sweep took meanwhile fails the deploy (1330),
-      // and the check then asks for it again. Files not carried are read from rows under the
-      // user's lock below: a sweep sees that row or this deploy's (docs/decisions.md 109)
-      const gone = uploaded.size > 0 && blobs.touch ? await blobs.touch(uploaded.keys()) : []
-      if (gone.length > 0) {
-        const path = [...m.files].find(([, d]) => d === gone[0])?.[0] ?? ''
-        throw new AppError('ARCHIVE_MISSING', { params: { path: JSON.stringify(path), digest: gone[0] } })
-      }
+      return commit(user, ref, manifest, uploaded, origin)
+    },
 
-      // a file that would publish a live write key refuses the deploy (decision 223)
-      const carrying = [...m.files].filter(([, d]) => (uploaded.get(d)?.keyTokens.size ?? 0) > 0).sort(([a], [b]) => (a < b ? -1 : 1))
-      const leaks = await keyLeaks(
-        deps.apiKeys,
-        user.id,
-        carrying.map(([path, d]) => ({ name: path, keyTokens: uploaded.get(d)!.keyTokens })),
-      )
-      const leak = carrying.find(([path]) => leaks.has(path))
-      if (leak) throw leaks.get(leak[0])!
-
-      const now = clock.now()
-      const result = await db.k.transaction().execute(async (trx) => {
-        await db.lockUser(trx, user.id)
-        await refuseBlocked(trx, m.files.values())
-        await refuseHeld(trx, siteHoldKey(user.username, ref.name))
-        let folder = await folders.folder(trx, user.id, ref.name)
-        if (!folder) {
-          folder = { id: newId(), user_id: user.id, name: ref.name, is_published: 0, created_at: now, updated_at: now, published_at: null }
-          await folders.insertFolder(trx, folder)
-        }
-        // files not carried by the archive must be held by the user, checked under the user's lock
-        const notSent = new Set([...m.files.values()].filter((d) => !uploaded.has(d)))
-        const workingRows = await store.working(trx, folder.id)
-        const known = await store.known(trx, folder, notSent, workingRows)
-        const working = new Map(workingRows.map((r) => [r.path, r]))
-        const rows: DeployFileRow[] = []
-        let bytes = 0
-        for (const [path, digest] of m.files) {
-          const up = uploaded.get(digest)
-          const same = working.get(path)
-          let row: DeployFileRow
-          if (same && same.digest === digest)
-            row = { path, digest, size: Number(same.size), content_type: same.content_type, updated_at: Number(same.updated_at) }
-          else if (up) row = { path, digest, size: up.size, content_type: contentTypeFor(path, up.utf8), updated_at: now }
-          else {
-            const k = known.get(digest)
-            if (!k) throw new AppError('ARCHIVE_MISSING', { params: { path: JSON.stringify(path), digest } })
-            row = { path, digest, size: Number(k.size), content_type: contentTypeFor(path, await utf8Of(k)), updated_at: now }
+    /**
+     * A zip deploy: the zip's files are the whole deploy (no manifest). The body is spooled to
+     * a temporary file (always removed) and checked whole (deploy-zip.ts) before any byte is
+     * stored; then each distinct file is stored and the deploy committed as an archive's is.
+     */
+    async deployZip(user: User, ref: FolderRef, body: Readable, opts: { preview: boolean; message: string; source: DeploySource }, origin: string) {
+      const file = await spoolZip(body, config.dataDir, zipBodyLimit(config.deployMaxBytes))
+      try {
+        const site = await readZip(file, {
+          maxFiles: DEPLOY_MAX_FILES,
+          maxEntries: ZIP_MAX_ENTRIES,
+          maxDeployBytes: config.deployMaxBytes,
+          maxFileBytes: config.maxUploadBytes,
+        })
+        try {
+          const m: Manifest = { files: new Map(site.files.map((f) => [f.path, f.digest])), ...opts }
+          // bytes taken down are refused before any is stored (451 / 1701), as in an archive
+          await blobs.admit?.(m.files.values())
+          const uploaded = new Map<string, Uploaded>()
+          const batch = createBlobBatch(blobs)
+          for (const f of site.files) {
+            if (uploaded.has(f.digest)) continue
+            const stream = await site.openEntry(f)
+            // the zip is the request's own file: its bytes are the ones read before; checked again
+            const check = new DigestCheck(f.digest, JSON.stringify(f.path))
+            const chain = pipeline(stream, check, () => {})
+            if (f.size <= SMALL_ENTRY) {
+              const chunks: Buffer[] = []
+              for await (const c of chain as AsyncIterable<Buffer>) chunks.push(c)
+              await batch.add(Buffer.concat(chunks))
+            } else {
+              try {
+                await blobs.put(chain, { maxBytes: config.maxUploadBytes })
+              } catch (e) {
+                throw check.failure ?? e
+              }
+            }
+            uploaded.set(f.digest, { size: f.size, utf8: f.utf8, keyTokens: f.keyTokens })
           }
-          bytes += row.size
-          rows.push(row)
+          await batch.flush()
+          return await commit(user, ref, m, uploaded, origin)
+        } finally {
+          site.close()
         }
-        if (bytes > config.deployMaxBytes)
-          throw new AppError('MANIFEST_TOO_LARGE', {
-            params: { detail: { zh: `总计 ${bytes} 字节，最多 ${config.deployMaxBytes} 字节`, en: `${bytes} bytes in all, at most ${config.deployMaxBytes}` } },
-          })
-        // bytes the project's files do not hold already may be new to the account (site_bytes)
-        await checkSiteBytes(trx, user, new Map(rows.filter((r) => working.get(r.path)?.digest !== r.digest).map((r) => [r.digest, r.size])))
-        const rules = await siteRules(new Map(rows.filter((r) => (RULE_FILES as readonly string[]).includes(r.path)).map((r) => [r.path, r])))
-        const id = await store.newDeploy(trx, folder.id, { source: m.source, message: m.message, preview: m.preview, siteRules: rules, now })
-        let liveId = (await trx.selectFrom('folders').select('live_deploy_id').where('id', '=', folder.id).executeTakeFirstOrThrow()).live_deploy_id
-        if (m.preview) await store.insertFiles(trx, id, rows)
-        else {
-          // the project's files become the deploy's (only differing rows written), then the
-          // deploy is a copy of them in SQL: a one-file change writes two rows, not a whole site
-          const changed = rows.filter((r) => {
-            const w = working.get(r.path)
-            return !w || w.digest !== r.digest || w.content_type !== r.content_type
-          })
-          const gone = [...working.keys()].filter((p) => !m.files.has(p))
-          await store.replaceWorking(trx, folder.id, changed, gone, now)
-          await store.snapshotWorkingSet(trx, id, folder.id)
-          await store.setLive(trx, folder.id, id, now)
-          liveId = id
-        }
-        await store.setCounts(trx, id, rows.length, bytes)
-        await store.prune(trx, folder.id, config.deploysKeep, liveId)
-        return { id, file_count: rows.length, bytes, carried: rows.filter((r) => uploaded.has(r.digest)) }
-      })
-      await invalidateHosting(deps.bus, user.username)
-      // upload heuristics on the pages the archive carried, as on a folder batch's (a preview's
-      // too: it is served): a report for review, never a refusal. Bytes taken from the user's
-      // other projects were scanned when they were uploaded. The same read gives the owner's
-      // warnings (page-warnings.ts), in the answer
-      const warnings: PageWarning[] = []
-      await deps.services.get(createAbuse).scanPages(
-        user,
-        result.carried.map((r) => ({ name: ref.name, path: r.path, digest: r.digest, size: r.size, contentType: r.content_type })),
-        { origin, each: (p, html) => warnings.push(...pageWarnings(p.path, html)) },
-      )
-      const base = `${origin}/${user.username}/`
-      return {
-        deploy: { id: result.id, file_count: result.file_count, bytes: result.bytes, is_preview: m.preview, is_live: !m.preview },
-        uploaded_files: uploaded.size,
-        website_url: `${base}${encodeURIComponent(ref.name)}/`,
-        preview_url: `${base}${encodeURIComponent(ref.name)}@${result.id}/`,
-        warnings: warnings.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+      } finally {
+        await fs.promises.rm(file, { force: true })
       }
     },
 

@@ -61,6 +61,20 @@ export const sitesUi: FeatureUi<SitesKey> = {
           <button type="submit" class="primary">${t('folders.submit')}</button>
           ${progress(ctx, 'folder-progress')}
         </form>
+        <form id="zip-form" class="card">
+          <h2>${t('zip.title')}</h2>
+          <p class="hint">${t('zip.hint')}</p>
+          <div class="drop" id="zip-drop">
+            <p>${t('zip.drop')}</p>
+            <label for="zip-input">${t('zip.choose')}</label>
+            <input id="zip-input" type="file" accept=".zip,application/zip,application/x-zip-compressed">
+          </div>
+          <label for="zip-name">${t('folders.project')}</label>
+          <input id="zip-name" required maxlength="100" autocapitalize="none" spellcheck="false">
+          <label class="check"><input id="zip-preview" type="checkbox"> ${t('zip.preview')}</label>
+          <button type="submit" class="primary">${t('zip.submit')}</button>
+          ${progress(ctx, 'zip-progress')}
+        </form>
         ${status('folders-status')}
         <h2>${t('folders.projects')}</h2>
         ${table(ctx, 'projects-table', ['folders.col.name', 'folders.col.status', 'folders.col.files'])}

@@ -106,7 +106,7 @@
 
   /**
    * One API call with the session cookie over XHR (so uploads can report progress).
-   * body: FormData, a JS value (sent as JSON) or undefined. Resolves to the parsed JSON body;
+   * body: FormData, a Blob (sent as it is, Content-Type its type), a JS value (sent as JSON) or undefined. Resolves to the parsed JSON body;
    * rejects with ApiError when success is false or the status is not 2xx. signal (an
    * AbortSignal, such as a progress bar's): its abort stops the request, which then rejects
    * with an ApiError whose `cancelled` is true.
@@ -121,7 +121,11 @@
       if (method !== 'GET' && method !== 'HEAD') xhr.setRequestHeader('X-CSRF-Token', csrf)
       var payload = null
       if (body instanceof FormData) payload = body
-      else if (body !== undefined) {
+      else if (body instanceof Blob) {
+        // a file sent as the body itself (a zip deploy), with its own type
+        payload = body
+        if (body.type) xhr.setRequestHeader('Content-Type', body.type)
+      } else if (body !== undefined) {
         payload = JSON.stringify(body)
         xhr.setRequestHeader('Content-Type', 'application/json')
       }

@@ -21,8 +21,14 @@
     })
     .catch(function () {})
 
+  /** Paths of the files of a dropped folder, inside it (a dropped File has no webkitRelativePath). */
+  var dropPaths = new WeakMap()
+  /** The files of a folder dropped on the form, in place of the input's until it changes. */
+  var dropped = null
+
   /** The path of a chosen file inside the chosen folder (its first segment is the folder). */
   function relPath(f) {
+    if (dropPaths.has(f)) return dropPaths.get(f)
     var p = f.webkitRelativePath || f.name
     var i = p.indexOf('/')
     return i >= 0 ? p.slice(i + 1) : p
@@ -71,6 +77,7 @@
   /** Published state of each of the user's projects by name, from the last list. */
   var liveProjects = {}
   S.$('folder-input').addEventListener('change', function () {
+    dropped = null
     var files = S.$('folder-input').files
     var current = S.$('folder-name').value
     if (files.length && (!current || current === autoName)) {
@@ -81,7 +88,7 @@
   })
 
   S.onSubmit(S.$('folder-form'), function () {
-    var chosen = Array.prototype.slice.call(S.$('folder-input').files)
+    var chosen = dropped || Array.prototype.slice.call(S.$('folder-input').files)
     var local = []
     var files = chosen.filter(function (f) {
       var keep = !staysLocal(relPath(f))
@@ -185,12 +192,156 @@
       else if (failed.length) S.status('folders-status', msg + ': ' + failed.slice(0, 20).join(', ') + (failed.length > 20 ? ' …' : ''), 'error')
       else S.status('folders-status', msg, 'ok')
       S.$('folder-input').value = ''
+      dropped = null
       loadProjects()
       // cancelled before anything went up: there may be no project to show
       if (!cancelled || ok > 0) show(name)
     }
     return next()
   }
+
+  // a zip is a whole deploy (POST .../deploys, application/zip): one request, the server
+  // unpacks it; the project name follows the zip's file name unless the user typed one
+  var zipBar = S.progress('zip-progress')
+  var zipAuto = ''
+  /** The chosen or dropped zip (a drop cannot fill a file input in every browser). */
+  var zipFile = null
+  function chooseZip(f) {
+    zipFile = f || null
+    if (!zipFile) return
+    if (!/\.zip$/i.test(zipFile.name)) {
+      zipFile = null
+      return S.status('folders-status', t('zip.not_zip'), 'error')
+    }
+    S.status('folders-status', '')
+    var current = S.$('zip-name').value
+    if (!current || current === zipAuto) {
+      zipAuto = zipFile.name.replace(/\.zip$/i, '')
+      S.$('zip-name').value = zipAuto
+    }
+  }
+  /** Every file below a dropped folder's entry, each with its path inside the dropped folder. */
+  function walkDir(dir, prefix, out) {
+    var reader = dir.createReader()
+    var children = []
+    return new Promise(function (resolve, reject) {
+      // readEntries answers in batches until an empty one
+      var more = function () {
+        reader.readEntries(function (batch) {
+          if (batch.length) {
+            children = children.concat(Array.prototype.slice.call(batch))
+            return more()
+          }
+          resolve(undefined)
+        }, reject)
+      }
+      more()
+    }).then(function () {
+      return Promise.all(
+        children.map(function (c) {
+          if (c.isDirectory) return walkDir(c, prefix + c.name + '/', out)
+          return new Promise(function (resolve, reject) {
+            c.file(function (f) {
+              dropPaths.set(f, prefix + c.name)
+              out.push(f)
+              resolve(undefined)
+            }, reject)
+          })
+        }),
+      )
+    })
+  }
+
+  // a folder dropped on the folder form is chosen as the picker chooses one; a zip dropped
+  // there goes to the zip card
+  var folderForm = S.$('folder-form')
+  ;['dragenter', 'dragover'].forEach(function (ev) {
+    folderForm.addEventListener(ev, function (e) {
+      e.preventDefault()
+      folderForm.classList.add('over')
+    })
+  })
+  folderForm.addEventListener('dragleave', function () {
+    folderForm.classList.remove('over')
+  })
+  folderForm.addEventListener('drop', function (e) {
+    e.preventDefault()
+    folderForm.classList.remove('over')
+    var dt = e.dataTransfer
+    if (!dt) return
+    // entries are read while the event lasts; their files may come later
+    var item = dt.items && dt.items.length === 1 ? dt.items[0] : null
+    var entry = item && item.webkitGetAsEntry ? item.webkitGetAsEntry() : null
+    if (!entry || !entry.isDirectory) {
+      if (dt.files.length === 1 && /\.zip$/i.test(dt.files[0].name)) {
+        chooseZip(dt.files[0])
+        return S.$('zip-name').focus()
+      }
+      return S.status('folders-status', t('folders.drop_one'), 'error')
+    }
+    var out = []
+    walkDir(entry, '', out).then(
+      function () {
+        dropped = out
+        S.$('folder-input').value = ''
+        var current = S.$('folder-name').value
+        if (!current || current === autoName) {
+          S.$('folder-name').value = entry.name
+          autoName = entry.name
+        }
+        S.status('folders-status', t('folders.dropped', { name: entry.name, n: out.length }), 'ok')
+      },
+      function (err) {
+        S.status('folders-status', String((err && err.message) || err), 'error')
+      },
+    )
+  })
+
+  S.$('zip-input').addEventListener('change', function () {
+    chooseZip(S.$('zip-input').files[0])
+  })
+  S.dropZone(S.$('zip-drop'), function (files) {
+    chooseZip(files[0])
+  })
+
+  S.onSubmit(S.$('zip-form'), function () {
+    var name = S.$('zip-name').value.trim()
+    if (!zipFile) return S.status('folders-status', t('zip.pick'), 'error')
+    if (!name) return S.status('folders-status', t('folders.pick_name'), 'error')
+    var preview = S.$('zip-preview').checked
+    if (!preview && liveProjects[name] && !window.confirm(t('zip.live_confirm', { name: name }))) return
+    S.status('folders-status', '')
+    zipBar.show(name)
+    var url = '/api/folders/' + S.enc(name) + '/deploys' + (preview ? '?preview=true' : '')
+    // the file's own type varies by system (application/x-zip-compressed, or none): the body says zip
+    var body = new Blob([zipFile], { type: 'application/zip' })
+    return S.send(
+      'POST',
+      url,
+      body,
+      function (loaded, all) {
+        zipBar.set(loaded, all)
+      },
+      zipBar.signal,
+    ).then(
+      function (r) {
+        var d = r.deploy || {}
+        var msg = t(d.is_preview ? 'zip.preview_done' : 'zip.done', { name: name, files: d.file_count })
+        zipBar.done(msg)
+        S.status('folders-status', msg, 'ok')
+        zipFile = null
+        S.$('zip-input').value = ''
+        loadProjects()
+        show(name)
+      },
+      function (err) {
+        // a zip deploy is whole or nothing: a cancelled or refused one changed nothing
+        var msg = err.cancelled ? t('common.upload_cancelled') : err.message
+        zipBar.done(msg)
+        S.status('folders-status', msg, 'error')
+      },
+    )
+  })
 
   function siteUrl(name) {
     return S.data.contentOrigin + '/' + S.enc(S.data.user) + '/' + S.enc(name) + '/'

@@ -1,0 +1,259 @@
+/**
+ * A zip as a whole deploy (POST .../deploys with Content-Type application/zip, as Netlify's API
+ * takes one): the body is spooled to a temporary file (a zip is read from its end), every entry
+ * is checked by its central directory, then inflated once to learn its SHA-256, size and
+ * content, before any byte reaches the blob store. The service then stores the files
+ * (openEntry, a second inflate) and commits the deploy as an archive deploy does.
+ */
+import crypto from 'node:crypto'
+import fs from 'node:fs'
+import fsp from 'node:fs/promises'
+import path from 'node:path'
+import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type yauzl from 'yauzl'
+import { nextEntry, openZip, YAUZL_NAME_ERROR } from '../../util/zip-reader.js'
+import { AppError } from '../../errors/app-error.js'
+import type { Text } from '../../errors/render.js'
+import { archiveTopFolder } from '../../util/archive-root.js'
+import { entryPath, refuseType, ROOT_DIR } from './archive-entries.js'
+import { PathTree } from './paths.js'
+import { ContentWatcher } from './sniff.js'
+
+export const ZIP_TYPES = ['application/zip', 'application/x-zip-compressed']
+
+/** Folder of the data folder where zip bodies wait while they are read; older files are crash leftovers. */
+const SPOOL_DIR = path.join('tmp', 'zip-deploys')
+const STALE_MS = 24 * 3600 * 1000
+
+/**
+ * The largest zip body: the deploy's own limit, plus what a zip holds besides the files' data
+ * (headers, names, central directory): 1/16 of it, and at least 1 MiB.
+ */
+export const zipBodyLimit = (deployMaxBytes: number): number => deployMaxBytes + Math.max(1024 * 1024, Math.floor(deployMaxBytes / 16))
+
+/** The limits of one zip deploy (docs/limits.md). */
+export interface ZipLimits {
+  maxFiles: number
+  maxEntries: number
+  maxDeployBytes: number
+  maxFileBytes: number
+}
+
+/** One file of the deploy: its path and what the first inflate learnt. */
+export interface ZipFileEntry {
+  path: string
+  entry: yauzl.Entry
+  digest: string
+  size: number
+  utf8: boolean
+  keyTokens: ReadonlySet<string>
+}
+
+export interface ZipSite {
+  files: ZipFileEntry[]
+  /** The entry's bytes again (inflated as they are read, bounded by its checked size). */
+  openEntry(f: ZipFileEntry): Promise<Readable>
+  close(): void
+}
+
+const tooLarge = (en: string, zh: string) => new AppError('MANIFEST_TOO_LARGE', { params: { detail: { en, zh } } })
+const unreadable = (detail: Text) => new AppError('ARCHIVE_TRUNCATED', { params: { detail } })
+
+/**
+ * Writes `body` to a new file under `<dataDir>/tmp/zip-deploys` and returns its path; refuses
+ * a body over `max` bytes (1328) as soon as it passes it, and a request cut short (1326). The
+ * file is removed on any failure; the caller removes it after use. Files a crash left behind
+ * (older than a day) are removed on the way.
+ */
+export async function spoolZip(body: Readable, dataDir: string, max: number): Promise<string> {
+  const dir = path.join(dataDir, SPOOL_DIR)
+  await fsp.mkdir(dir, { recursive: true })
+  await sweepStale(dir)
+  const file = path.join(dir, `${Date.now()}-${crypto.randomBytes(8).toString('hex')}.zip`)
+  let total = 0
+  const meter = new Transform({
+    transform(chunk: Buffer, _enc, cb: TransformCallback) {
+      total += chunk.length
+      if (total > max) cb(tooLarge(`the zip is larger than ${max} bytes`, `zip 超过 ${max} 字节`))
+      else cb(null, chunk)
+    },
+  })
+  // piped, not pipeline(): a refusal must not destroy the request, whose answer is still to come
+  const ws = fs.createWriteStream(file, { flags: 'wx', mode: 0o600 })
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let settled = false
+      // the request's errors are the client's (1326); the file's (a full disk) are the server's
+      const cut = () => unreadable({ en: 'the request ended before the zip was complete', zh: '请求在 zip 完整之前就结束了' })
+      const fail = (e: unknown) => {
+        if (settled) return
+        settled = true
+        body.unpipe(meter)
+        meter.destroy()
+        ws.destroy()
+        reject(e)
+      }
+      body.on('error', () => fail(cut()))
+      body.on('close', () => {
+        if (!body.readableEnded) fail(cut())
+      })
+      meter.on('error', fail)
+      ws.on('error', fail)
+      ws.on('close', () => {
+        if (!settled && ws.writableFinished) {
+          settled = true
+          resolve()
+        }
+      })
+      body.pipe(meter).pipe(ws)
+    })
+  } catch (e) {
+    await fsp.rm(file, { force: true })
+    throw e
+  }
+  if (total === 0) {
+    await fsp.rm(file, { force: true })
+    throw unreadable({ en: 'the body is empty', zh: '请求体为空' })
+  }
+  return file
+}
+
+async function sweepStale(dir: string): Promise<void> {
+  const before = Date.now() - STALE_MS
+  for (const name of await fsp.readdir(dir).catch(() => [] as string[])) {
+    const p = path.join(dir, name)
+    const st = await fsp.stat(p).catch(() => null)
+    if (st !== null && st.mtimeMs < before) await fsp.rm(p, { force: true }).catch(() => {})
+  }
+}
+
+/** An error of yauzl (opening, the central directory, an entry's data) as the deploy's error. */
+function zipError(e: unknown): AppError {
+  if (e instanceof AppError) return e
+  const message = (e as Error | undefined)?.message ?? 'unreadable'
+  const m = YAUZL_NAME_ERROR.exec(message)
+  if (m) {
+    const shown = JSON.stringify(m[2])
+    if (m[1] === 'absolute path') return new AppError('ARCHIVE_ABSOLUTE', { params: { path: shown } })
+    if (m[1] === 'invalid relative path') return new AppError('ARCHIVE_TRAVERSAL', { params: { path: shown } })
+    return new AppError('ARCHIVE_BAD_PATH', { params: { path: shown, detail: { en: 'backslash', zh: '含反斜杠' } } })
+  }
+  if (/strong encryption/i.test(message)) return new AppError('ARCHIVE_ENCRYPTED', { params: { path: '(strong encryption)' } })
+  if (/too many bytes in the stream/.test(message))
+    return unreadable({ en: `an entry inflates to more bytes than it declares (${message})`, zh: '某个条目解压后超过其声明的大小' })
+  return unreadable({ en: `not a readable zip (${message})`, zh: '不是可读的 zip 文件' })
+}
+
+/** The kind of a zip entry, from its name and the Unix mode in its attributes (0: none recorded). */
+function kindOf(e: yauzl.Entry): string {
+  if (e.fileName.endsWith('/')) return 'directory'
+  switch ((e.externalFileAttributes >>> 16) & 0o170000) {
+    case 0:
+    case 0o100000:
+      return 'file'
+    case 0o040000:
+      return 'directory'
+    case 0o120000:
+      return 'symlink'
+    case 0o020000:
+      return 'character-device'
+    case 0o060000:
+      return 'block-device'
+    case 0o010000:
+      return 'fifo'
+    default:
+      return 'socket'
+  }
+}
+
+/** A path a deploy leaves out: dot-names (but .well-known/), as `svc deploy` and the dashboard do. */
+const leftOut = (p: string): boolean => p.split('/').some((seg) => seg.startsWith('.') && seg !== '.well-known')
+
+/**
+ * Opens the zip `file` and checks it whole: every entry's name, kind and declared size by the
+ * central directory first (nothing inflated), then every file inflated once (yauzl stops an
+ * entry at its declared size), giving each its SHA-256. Any refusal closes the zip.
+ */
+export async function readZip(file: string, limits: ZipLimits): Promise<ZipSite> {
+  let zip: yauzl.ZipFile
+  try {
+    zip = await openZip(file)
+  } catch (e) {
+    throw zipError(e)
+  }
+  const openEntry = (entry: yauzl.Entry) => new Promise<Readable>((res, rej) => zip.openReadStream(entry, (err, s) => (err ? rej(zipError(err)) : res(s))))
+  try {
+    if (zip.entryCount > limits.maxEntries)
+      throw tooLarge(`${zip.entryCount} entries, at most ${limits.maxEntries}`, `${zip.entryCount} 个条目，最多 ${limits.maxEntries} 个`)
+    const next = () => nextEntry(zip)
+    // pass 1: the central directory only
+    const listed: Array<{ path: string; entry: yauzl.Entry }> = []
+    const names = new Set<string>()
+    const top = new Map<string, boolean>()
+    for (let e = await next(); e; e = await next()) {
+      const shown = JSON.stringify(e.fileName)
+      const kind = kindOf(e)
+      const refused = refuseType(kind, shown)
+      if (refused) throw refused
+      if (kind === 'directory') {
+        if (ROOT_DIR.test(e.fileName)) continue
+        const p = entryPath(e.fileName)
+        top.set(p.split('/')[0], true)
+        continue
+      }
+      if (e.isEncrypted()) throw new AppError('ARCHIVE_ENCRYPTED', { params: { path: shown } })
+      const p = entryPath(e.fileName)
+      if (names.has(p))
+        throw new AppError('ARCHIVE_UNEXPECTED', {
+          params: { path: JSON.stringify(p), detail: { zh: '在归档中出现了两次', en: 'appears twice in the archive' } },
+        })
+      names.add(p)
+      const first = p.split('/')[0]
+      top.set(first, (top.get(first) ?? false) || first !== p)
+      listed.push({ path: p, entry: e })
+    }
+    // a zip of one folder deploys that folder (util/archive-root.ts, as `svc deploy x.zip`)
+    const folder = archiveTopFolder([...top].map(([name, dir]) => ({ name, dir })))
+    const prefix = folder === null ? '' : `${folder}/`
+    const kept = listed
+      .filter((l) => l.path.startsWith(prefix) && l.path.split('/')[0] !== '__MACOSX')
+      .map((l) => ({ path: l.path.slice(prefix.length), entry: l.entry }))
+      .filter((l) => !leftOut(l.path))
+    if (kept.length > limits.maxFiles) throw tooLarge(`${kept.length} files, at most ${limits.maxFiles}`, `${kept.length} 个文件，最多 ${limits.maxFiles} 个`)
+    const tree = new PathTree()
+    let declared = 0
+    for (const { path: p, entry } of kept) {
+      const clash = tree.add(p)
+      if (clash) throw new AppError('ARCHIVE_BAD_PATH', { params: { path: JSON.stringify(p), detail: clash } })
+      if (entry.uncompressedSize > limits.maxFileBytes)
+        throw new AppError('ARCHIVE_FILE_TOO_LARGE', { params: { path: JSON.stringify(p), limit: limits.maxFileBytes } })
+      declared += entry.uncompressedSize
+      if (declared > limits.maxDeployBytes)
+        throw tooLarge(`the zip unpacks to more than ${limits.maxDeployBytes} bytes`, `zip 解压后超过 ${limits.maxDeployBytes} 字节`)
+    }
+    if (!kept.some((l) => l.path === 'index.html')) throw new AppError('PUBLISH_NO_INDEX')
+    // pass 2: every file inflated once, bounded by its declared size (validateEntrySizes)
+    const files: ZipFileEntry[] = []
+    for (const { path: p, entry } of kept) {
+      const watcher = new ContentWatcher(0)
+      const hash = crypto.createHash('sha256')
+      const sink = new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          hash.update(chunk)
+          cb()
+        },
+      })
+      try {
+        await pipeline(await openEntry(entry), watcher, sink)
+      } catch (e) {
+        throw zipError(e)
+      }
+      files.push({ path: p, entry, digest: hash.digest('hex'), size: watcher.size, utf8: watcher.validUtf8, keyTokens: watcher.keyTokens })
+    }
+    return { files, openEntry: (f) => openEntry(f.entry), close: () => zip.close() }
+  } catch (e) {
+    zip.close()
+    throw zipError(e)
+  }
+}
