@@ -45,7 +45,7 @@ describe('zip deploys in the dashboard (Chromium)', () => {
     await page.locator('#zip-input').setInputFiles({ name: 'drop-site.zip', mimeType: 'application/zip', buffer: zip })
     assert.equal(await page.locator('#zip-name').inputValue(), 'drop-site')
     await page.getByRole('button', { name: 'Deploy zip' }).click()
-    await page.locator('#folders-status', { hasText: 'Deployed drop-site: 2 files.' }).waitFor()
+    await page.locator('#folders-status', { hasText: 'Deployed drop-site (files: 2).' }).waitFor()
     // the project opens with its deploy listed (made from the dashboard)
     await page.locator('#deploys-table tbody tr', { hasText: 'dashboard' }).waitFor()
 
@@ -61,7 +61,7 @@ describe('zip deploys in the dashboard (Chromium)', () => {
     )
     await page.locator('#zip-preview').check()
     await page.getByRole('button', { name: 'Deploy zip' }).click()
-    await page.locator('#folders-status', { hasText: 'Preview of drop-site deployed: 1 files.' }).waitFor()
+    await page.locator('#folders-status', { hasText: 'Preview of drop-site deployed (files: 1).' }).waitFor()
 
     // a visitor's browser sees the first zip's site, styled by its own stylesheet
     const site = await ctx.newPage()
@@ -97,7 +97,7 @@ describe('zip deploys in the dashboard (Chromium)', () => {
       const cdp = await ctx.newCDPSession(page)
       const data = { items: [], files: [root], dragOperationsMask: 1 }
       for (const type of ['dragEnter', 'dragOver', 'drop'] as const) await cdp.send('Input.dispatchDragEvent', { type, ...at, data })
-      await page.locator('#folders-status', { hasText: 'Folder dropped-folder ready: 3 files.' }).waitFor()
+      await page.locator('#folders-status', { hasText: 'Folder dropped-folder ready (files: 3).' }).waitFor()
       assert.equal(await page.locator('#folder-name').inputValue(), 'dropped-folder')
       await page.getByRole('button', { name: 'Upload folder' }).click()
       await page.locator('#folders-status', { hasText: '2 uploaded, 0 failed' }).waitFor()
