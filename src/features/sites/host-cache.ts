@@ -6,7 +6,7 @@ import type { Bus } from '../../infra/bus.js'
 import { HOSTING_CHANNEL } from './invalidate.js'
 
 /** What a public path resolves to; built once per (path, content) and reused by every hit. */
-export type HostEntry = FileEntry | RedirectEntry | MissingEntry | PageEntry
+export type HostEntry = FileEntry | RedirectEntry | MissingEntry | PageEntry | UserSiteEntry
 /** What the cache keeps under a key: an answer, or the note that the path's answers depend on its query. */
 export type CachedEntry = HostEntry | VaryEntry
 
@@ -72,6 +72,19 @@ export interface PageEntry {
   kind: 'page'
   /** The extension the page's name adds to the path's last segment: '.html' or '.htm'. */
   ext: string
+  freshUntil: number
+}
+
+/**
+ * A path of a user's own origin that names nothing of theirs (the root, a first segment that
+ * is no project, page or file) while they have a published user site: the request is answered
+ * by that project at the host's root, as its own origin answers it (serve.ts), with its
+ * holds and visitor access. Only what would be a MissingEntry becomes one.
+ */
+export interface UserSiteEntry {
+  kind: 'userSite'
+  username: string
+  project: string
   freshUntil: number
 }
 

@@ -1,0 +1,58 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
+import { openBrowser, watchErrors, type BrowserLease } from '../support/browser.js'
+
+// A user site (a project chosen to answer the root of its user's origin, as a GitHub Pages
+// {user}.github.io repository): a page built for / loads its script and style by
+// root-absolute paths there, in Chromium.
+const engine = ENGINES[0]
+const INDEX =
+  '<!doctype html><html><head><title>loading</title><link rel="stylesheet" href="/assets/site.css">' +
+  '<script type="module" src="/assets/site.js"></script></head><body><p id="out">no script</p></body></html>'
+const JS = `const p = document.getElementById('out')
+p.textContent = 'script ran: ' + getComputedStyle(p).color
+document.title = 'user site'`
+const CSS = '#out { color: rgb(0, 128, 0) }'
+
+describe(`a user site in Chromium [${engine}]`, () => {
+  let s: TestServer
+  let browser: BrowserLease
+  before(async () => {
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    browser = await openBrowser()
+  })
+  after(async () => {
+    await browser?.close()
+    await s?.close()
+  })
+
+  it("opens the user's origin root and loads the page's root-absolute script and style", async () => {
+    const user = await s.user()
+    const files = [
+      { filename: 'index.html', data: INDEX },
+      { filename: 'assets/site.js', data: JS },
+      { filename: 'assets/site.css', data: CSS },
+    ]
+    assert.equal((await batchUpload(s, { key: user.key }, 'homepage', files)).status, 200)
+    assert.equal((await s.post('/api/folders/homepage/publish', { key: user.key })).status, 200)
+    const set = await s.request('PUT', '/api/folders/homepage/user_site', { key: user.key })
+    assert.equal(set.status, 200, set.text)
+    const open = set.json.user_site_url as string
+    assert.equal(open, `http://${user.username}.localhost:${new URL(s.httpUrl).port}/`)
+    const ctx = await browser.newContext()
+    try {
+      const page = await ctx.newPage()
+      // no favicon: the user site's 404 (a browser asks for one at the root)
+      const errors = watchErrors(page, [{ url: '/favicon.ico', status: 404 }])
+      const res = await page.goto(open)
+      assert.equal(res?.status(), 200)
+      await page.waitForFunction(() => document.title === 'user site', undefined, { timeout: 15_000 })
+      assert.equal(await page.locator('#out').innerText(), 'script ran: rgb(0, 128, 0)')
+      assert.deepEqual(errors, [])
+    } finally {
+      await ctx.close()
+    }
+  })
+})
