@@ -215,6 +215,41 @@ for (const engine of ENGINES) {
     })
   })
 
+  describe(`a user site under abuse holds [${engine}]`, () => {
+    let s: TestServer
+    after(() => s?.close())
+
+    it('answers 451 while its project is held, and a 404 once it is taken down', async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      const a = await s.user({ admin: true })
+      const admin = await s.login(a.username, a.password)
+      const adminCall = (p: string, json?: unknown) => s.post(p, { cookie: admin, ...(json === undefined ? {} : { json }) })
+      const u = await s.user()
+      assert.equal((await batchUpload(s, { key: u.key }, 'home', SITE)).status, 200)
+      assert.equal((await batchUpload(s, { key: u.key }, 'blog', OTHER)).status, 200)
+      for (const p of ['home', 'blog']) assert.equal((await s.post(`/api/folders/${p}/publish`, { key: u.key })).status, 200)
+      assert.equal((await s.request('PUT', '/api/folders/home/user_site', { key: u.key })).status, 200)
+      const at = async (p: string) => {
+        const r = await request(`${s.httpUrl}${p}`, { headers: { host: `${u.username}.localhost` } })
+        await r.body.text()
+        return r.statusCode
+      }
+      assert.equal(await at('/'), 200)
+      const rep = await adminCall('/svc_api/admin/reports', { url: `http://${u.username}.localhost:8080/home/`, category: 'malware' })
+      assert.equal(rep.status, 201, rep.text)
+      assert.equal(rep.json.data.target, `site:${u.username}/home`)
+      assert.equal((await adminCall(`/svc_api/admin/reports/${rep.json.data.id}/quarantine`)).status, 200)
+      for (const p of ['/', '/assets/app.js', '/nope', '/home/']) assert.equal(await at(p), 451, p)
+      assert.equal(await at('/blog/'), 200)
+      assert.equal((await adminCall(`/svc_api/admin/reports/${rep.json.data.id}/takedown`, {})).status, 200)
+      // taken down: the project is gone, and with it the user site; its own paths keep their 451
+      assert.equal(await at('/'), 404)
+      assert.equal(await at('/assets/app.js'), 404)
+      assert.equal(await at('/home/'), 451)
+      assert.equal(await at('/blog/'), 200)
+    })
+  })
+
   describe(`a user site across instances [${engine}]`, () => {
     it('shows a change made on one instance on the other at once (Redis bus)', needs('redis'), async () => {
       const a = await startServer({ engine, keepData: true, env: { REDIS_URL, RATE_LIMITS: HIGH_LIMITS } })

@@ -135,7 +135,9 @@ export function createHostCache(o: HostCacheOptions = {}) {
     messages: 'groups',
     maxEntries,
     maxMisses: maxMissing,
-    isMiss: (e) => e.kind === 'missing',
+    // a user site's pointer stands where a miss stood: a scan of made-up paths on a user's
+    // origin churns the misses, never the files other paths keep
+    isMiss: (e) => e.kind === 'missing' || e.kind === 'userSite',
     isFresh: (e) => e.freshUntil > performance.now(),
   })
   return {
