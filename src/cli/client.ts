@@ -5,7 +5,7 @@ import { Reporter } from './client/progress.js'
 import type { Ctx } from './client/commands/context.js'
 import { dataCommand } from './client/commands/data.js'
 import { deployCommand, pageCommand } from './client/commands/publish.js'
-import { deleteCommand, deploysCommand, promoteCommand, rollbackCommand } from './client/commands/deploys.js'
+import { deleteCommand, deploysCommand, promoteCommand, rollbackCommand, userSiteCommand } from './client/commands/deploys.js'
 import { formsCommand } from './client/commands/forms.js'
 import { kvCommand } from './client/commands/kv.js'
 import { accessCommand, domainCommand } from './client/commands/domains.js'
@@ -23,6 +23,7 @@ const COMMANDS: Record<ClientCommand, (ctx: Ctx, args: string[]) => Promise<numb
   rollback: rollbackCommand,
   promote: promoteCommand,
   delete: deleteCommand,
+  'user-site': userSiteCommand,
   page: pageCommand,
   kv: kvCommand,
   data: dataCommand,

@@ -137,6 +137,7 @@ describe('svc CMD --help: the command help', () => {
     'rollback',
     'promote',
     'delete',
+    'user-site',
     'page',
     'kv',
     'data',

@@ -52,7 +52,7 @@ for (const engine of ENGINES) {
       const viaStdio = (await client.listTools()).tools
       const viaHttp = (await http.listTools()).tools
       assert.deepEqual(viaStdio, viaHttp)
-      assert.equal(viaStdio.length, 20)
+      assert.equal(viaStdio.length, 21)
 
       const called = new Set<string>()
       const ok = async (name: string, args: Record<string, unknown> = {}) => {
@@ -102,6 +102,13 @@ for (const engine of ENGINES) {
       assert.equal(prom.structuredContent.live_deploy_id, newest.id)
       assert.equal((await deploysOf()).live_deploy_id, newest.id)
       assert.equal((await s.get(`/${alice.username}/tiny/`)).text, '<p>tiny 2</p>')
+
+      // the user site: tiny answers the root of alice's origin, then no longer
+      const root = async () => (await s.get('/', { headers: { host: `${alice.username}.localhost` } })).status
+      assert.equal((await ok('set_user_site', { project: 'tiny' })).structuredContent.user_site, true)
+      assert.equal(await root(), 200)
+      await ok('set_user_site', { project: 'tiny', user_site: false })
+      assert.equal(await root(), 404)
 
       const sites = await ok('list_sites')
       assert.deepEqual(
@@ -189,7 +196,7 @@ for (const engine of ENGINES) {
       )
       assert.doesNotMatch(stderr(), /retrying|connection problem/)
       // the server keeps answering, and nothing was stored
-      assert.equal((await client.listTools()).tools.length, 20)
+      assert.equal((await client.listTools()).tools.length, 21)
       assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
     })
 

@@ -38,7 +38,16 @@ for (const engine of ENGINES) {
       assert.ok(r.header('x-ratelimit-limit'))
       const byName = Object.fromEntries(r.json.folders.map((f: any) => [f.name, f]))
       assert.deepEqual(Object.keys(byName).sort(), ['alpha', 'beta'])
-      assert.deepEqual(Object.keys(byName.alpha).sort(), ['file_count', 'is_published', 'name', 'origin_url', 'site_url', 'updated_at', 'website_url'])
+      assert.deepEqual(Object.keys(byName.alpha).sort(), [
+        'file_count',
+        'is_published',
+        'name',
+        'origin_url',
+        'site_url',
+        'updated_at',
+        'user_site',
+        'website_url',
+      ])
       assert.equal(byName.alpha.is_published, true)
       assert.equal(byName.alpha.file_count, 2)
       assert.equal(byName.alpha.website_url, `${s.url}/${u.username}/alpha/`)

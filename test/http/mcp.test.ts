@@ -20,6 +20,7 @@ const WRITE_TOOLS = [
   'deploy_files',
   'rollback',
   'promote',
+  'set_user_site',
   'delete_site',
   'delete_file',
   'kv_set',
@@ -239,6 +240,32 @@ for (const engine of ENGINES) {
       assert.equal(pre.structuredContent.open_url, pre.structuredContent.preview_origin_url)
       assert.ok(textOf(pre).includes(`not live): ${pre.structuredContent.preview_origin_url}`), textOf(pre))
       await own.close()
+    })
+
+    it("set_user_site makes a project the user site at the root of the user's origin, and stops it", async () => {
+      // a user of its own: the calls stay out of alice's rate limits, which another test counts
+      const dora = await s.user()
+      const own = await mcpHttpClient(s.url, dora.key)
+      const use = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as Awaited<ReturnType<typeof call>>
+      try {
+        assert.ok(!(await use('deploy_files', { project: 'homepage', files: [{ path: 'index.html', content: '<p>mcp home</p>' }] })).isError)
+        const root = () => s.get('/', { headers: { host: `${dora.username}.localhost` } })
+        assert.equal((await root()).status, 404)
+        const on = await use('set_user_site', { project: 'homepage' })
+        assert.ok(!on.isError, textOf(on))
+        assert.equal(on.structuredContent.user_site, true)
+        assert.equal(on.structuredContent.user_site_url, `http://${dora.username}.localhost:${new URL(s.httpUrl).port}/`)
+        assert.ok(textOf(on).includes(on.structuredContent.user_site_url), textOf(on))
+        assert.equal((await root()).text, '<p>mcp home</p>')
+        const off = await use('set_user_site', { project: 'homepage', user_site: false })
+        assert.equal(off.structuredContent.user_site, false)
+        assert.equal((await root()).status, 404)
+        const none = await use('set_user_site', { project: 'nope' })
+        assert.equal(none.isError, true)
+        assert.match(textOf(none), /1312/)
+      } finally {
+        await own.close()
+      }
     })
 
     it('list_deploys, rollback and promote move the live deploy; deploy_files publish false makes a preview', async () => {

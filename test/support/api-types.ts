@@ -1406,6 +1406,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/folders/{folder_path}/user_site": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Make a project the caller's user site, served at the root of their own origin (beyond the spec; idempotent)
+         * @description At most one project is the user site: setting one replaces the one before. While it is published it answers the origin's root and every path there whose first segment names none of the caller's projects or pages.
+         */
+        put: operations["putApiFoldersByFolderPathUserSite"];
+        post?: never;
+        /**
+         * Stop a project being the user site: the root of the origin is a 404 again (beyond the spec; idempotent)
+         * @description At most one project is the user site: setting one replaces the one before. While it is published it answers the origin's root and every path there whose first segment names none of the caller's projects or pages.
+         */
+        delete: operations["deleteApiFoldersByFolderPathUserSite"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/folders/{folder_path}": {
         parameters: {
             query?: never;
@@ -6256,6 +6280,8 @@ export interface operations {
                             site_url: string | null;
                             /** @description the project at the root of its own origin ({project}.{username}.{CONTENT_DOMAIN}), for sites built to live at / ; null without a content domain, or when the name is not a lowercase host label */
                             origin_url: string | null;
+                            /** @description the caller's user site: served at the root of their own origin (PUT .../user_site) */
+                            user_site: boolean;
                             /**
                              * @description present when the project is held for review (abuse handling): it answers 451 until an admin acts
                              * @enum {boolean}
@@ -6480,6 +6506,68 @@ export interface operations {
                         message: string;
                         is_published: boolean;
                         was_published: boolean;
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    putApiFoldersByFolderPathUserSite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description {folder_path} is a project name, or {username}/{project} (literal or %2F) with the caller's own username. Names are NFC-normalised and case-sensitive. */
+                folder_path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        user_site: boolean;
+                        /** @description the root of the caller's own origin, where the user site answers; null when the service has no content domain */
+                        user_site_url: string | null;
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    deleteApiFoldersByFolderPathUserSite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description {folder_path} is a project name, or {username}/{project} (literal or %2F) with the caller's own username. Names are NFC-normalised and case-sensitive. */
+                folder_path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        user_site: boolean;
+                        /** @description the root of the caller's own origin, where the user site answers; null when the service has no content domain */
+                        user_site_url: string | null;
                     };
                 };
             };

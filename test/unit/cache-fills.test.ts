@@ -2,9 +2,9 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { startServer, type TestServer } from '../support/server.js'
 import { counting } from '../support/queries.js'
-import { HTML, uploadFile } from '../support/hosting.js'
+import { HTML, batchUpload, uploadFile } from '../support/hosting.js'
 import { createHostCache } from '../../src/features/sites/host-cache.js'
-import { createResolver } from '../../src/features/sites/resolver.js'
+import { createResolver, siteKey } from '../../src/features/sites/resolver.js'
 import { createKvService } from '../../src/features/kv/service.js'
 
 // hot paths that miss together: one database read for all of them, never one that began before a write
@@ -37,6 +37,23 @@ describe('cache fills of the public host and the KV public read (real SQLite)', 
     const second = resolve(path)
     await Promise.all([first, second])
     assert.equal(c.queries(), perLookup * 3, 'the request after the write ran its own lookup')
+  })
+
+  it("public host: a user site's answers to made-up paths are kept as misses, never evicting files", async () => {
+    assert.equal((await batchUpload(s, { key: u.key }, 'home', [{ filename: 'index.html', data: HTML('home') }])).status, 200)
+    assert.equal((await s.post('/api/folders/home/publish', { key: u.key })).status, 200)
+    assert.equal((await s.request('PUT', '/api/folders/home/user_site', { key: u.key })).status, 200)
+    const cache = createHostCache({ maxEntries: 3, maxMissing: 3 })
+    const resolve = createResolver(s.deps.db, cache)
+    const file = `/${u.username}/shared.html`
+    assert.equal(((await resolve(file)) as { entry: { kind: string } }).entry.kind, 'file')
+    for (let i = 0; i < 10; i++) {
+      const r = await resolve(`/${u.username}/scan${i}/x.js`, true)
+      assert.ok('entry' in r && r.entry.kind === 'userSite' && r.entry.project === 'home', JSON.stringify(r))
+    }
+    assert.equal(cache.get(file)?.kind, 'file', "the scan left the file's entry alone")
+    assert.equal(cache.get(siteKey(`/${u.username}/scan9/x.js`))?.kind, 'userSite')
+    assert.deepEqual(cache.stats(), { entries: 1, missing: 3 })
   })
 
   it('KV public read: concurrent misses share one read; a line in use is read again before it expires', async () => {

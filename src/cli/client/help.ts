@@ -130,6 +130,18 @@ export const CLIENT_HELP = {
     examples: ['svc delete old-site --force'],
     see: 'docs/api/files-and-folders.md',
   },
+  'user-site': {
+    usage: ['svc user-site [--project NAME] [--off]'],
+    summary: 'make a project your user site, served at the root of your own origin',
+    about:
+      'Makes the project (PUT /api/folders/{project}/user_site) the user site: while it is published it answers the root of your own origin ({username}.{CONTENT_DOMAIN}) and every path there that names none of your projects or pages, as GitHub Pages serves {user}.github.io. One project at a time: another replaces it. --off stops it being the user site.',
+    flags: {
+      project: PROJECT,
+      off: { type: 'boolean', help: 'stop the project being the user site: the root is a 404 again' },
+    },
+    examples: ['svc user-site --project home', 'svc user-site --project home --off'],
+    see: 'docs/api/files-and-folders.md',
+  },
   page: {
     usage: ['svc page <file.html> [--project NAME] [--description TEXT]'],
     summary: 'upload one HTML file as a page',

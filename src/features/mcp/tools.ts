@@ -549,6 +549,27 @@ const promote = tool({
   },
 })
 
+const setUserSite = tool({
+  name: 'set_user_site',
+  title: 'Make a project the user site',
+  description:
+    "Makes a folder project the caller's user site (user_site true, the default) or stops it being one (false): while it is published, it answers the root of the caller's own origin and every path there that names none of their other projects or pages, as a GitHub Pages user site does. One project at a time: another replaces it.",
+  readOnly: false,
+  destructive: false,
+  idempotent: true,
+  input: { project: projectName, user_site: z.boolean().optional().describe('true (default): make it the user site; false: stop it being one') },
+  async run(s, ctx, a) {
+    const ref = projectRef(s, ctx, a.project)
+    const r = await s.folders.setUserSite(ctx.user, ref, a.user_site ?? true)
+    const url = siteUrlOf(ctx, '/')
+    const where = url ?? "the root of the user's own origin (the server has no content domain)"
+    return {
+      summary: r.user_site ? `${ref.name} is the user site: it answers ${where} while it is published` : `${ref.name} is not the user site`,
+      data: { project: ref.name, user_site: r.user_site, user_site_url: url },
+    }
+  },
+})
+
 /** A 1-based page of a list as the tools page it: which slice, how many pages, and the summary's note naming the next call. */
 function pageOf(total: number, page: number, perPage: number, what: string, next: (page: number) => string) {
   const totalPages = Math.ceil(total / perPage)
@@ -1011,6 +1032,7 @@ export const TOOLS: readonly McpTool[] = [
   listDeploys,
   rollback,
   promote,
+  setUserSite,
   deleteSite,
   deleteFile,
   kvGet,

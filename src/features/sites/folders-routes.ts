@@ -58,6 +58,8 @@ const MSG = {
   unpublished: { zh: '已取消发布', en: 'Unpublished' },
   deleted: { zh: '文件已删除', en: 'File deleted' },
   projectDeleted: { zh: '项目已删除', en: 'Project deleted' },
+  userSite: { zh: '已设为用户站点', en: 'Project is now the user site' },
+  notUserSite: { zh: '已不是用户站点', en: 'Project is not the user site' },
 }
 
 /** The raw path segments after /api/folders/ (before any decoding), query string removed. */
@@ -112,6 +114,7 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
                     "the same page on the user's own origin ({username}.{CONTENT_DOMAIN}), where the full web platform works; null when the service has no content domain",
                 }),
                 origin_url: ORIGIN_URL,
+                user_site: Type.Boolean({ description: "the caller's user site: served at the root of their own origin (PUT .../user_site)" }),
                 quarantined: Type.Optional(
                   Type.Literal(true, { description: 'present when the project is held for review (abuse handling): it answers 451 until an admin acts' }),
                 ),
@@ -376,6 +379,46 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
         return { success: true, message: MSG.unpublished[langOf(req)], is_published: false, was_published: r.was_published }
       },
     )
+
+    for (const [method, on] of [
+      ['PUT', true],
+      ['DELETE', false],
+    ] as const)
+      app.route({
+        method,
+        url: `${prefix}/user_site`,
+        config: cfg,
+        schema: {
+          hide,
+          tags: ['folder projects'],
+          params,
+          summary: on
+            ? "Make a project the caller's user site, served at the root of their own origin (beyond the spec; idempotent)"
+            : 'Stop a project being the user site: the root of the origin is a 404 again (beyond the spec; idempotent)',
+          description:
+            "At most one project is the user site: setting one replaces the one before. While it is published it answers the origin's root and every path there whose first segment names none of the caller's projects or pages.",
+          response: {
+            200: Type.Object({
+              success: Type.Boolean(),
+              message: Type.String(),
+              user_site: Type.Boolean(),
+              user_site_url: Type.Union([Type.String(), Type.Null()], {
+                description: "the root of the caller's own origin, where the user site answers; null when the service has no content domain",
+              }),
+            }),
+          },
+        },
+        handler: async (req) => {
+          const user = caller(req).user
+          const r = await svc.setUserSite(user, ref(req), on)
+          return {
+            success: true,
+            message: (on ? MSG.userSite : MSG.notUserSite)[langOf(req)],
+            user_site: r.user_site,
+            user_site_url: siteUrl(siteOriginFor(req, deps.config, user.username), '/'),
+          }
+        },
+      })
 
     // the one-segment form only ({username}%2F{project} for the long one): a DELETE of
     // /api/folders/{a}/{b} would read every two-segment path, /api/folders/x/publish too

@@ -326,6 +326,7 @@ export function createFoldersService(deps: Deps) {
       return rows.map((r) => ({
         name: r.name,
         is_published: !!r.is_published,
+        user_site: !!r.user_site,
         file_count: Number(r.file_count),
         updated_at: isoMicros(Number(r.updated_at)),
         website_url: siteUrl(origin, user, r.name),
@@ -426,6 +427,26 @@ export function createFoldersService(deps: Deps) {
       })
       if (changed) await invalidateHosting(deps.bus, user.username)
       return { was_published: changed }
+    },
+
+    /**
+     * Makes the project the caller's user site (`on`), served at the root of their origin
+     * and at every path there that names none of their projects or pages,
+     * or stops it being one; a project unpublished keeps the role and serves again when
+     * published. Every instance's public host drops the user's paths at once.
+     */
+    async setUserSite(user: User, ref: FolderRef, on: boolean): Promise<{ user_site: boolean; changed: boolean }> {
+      const folder = await ownFolder(user, ref)
+      const changed = await db.k.transaction().execute(async (trx) => {
+        await db.lockUser(trx, user.id)
+        const current = await store.folder(trx, user.id, ref.name)
+        if (!current || current.id !== folder.id) throw noAccess(ref.display)
+        const now = await trx.selectFrom('folders').select('user_site').where('id', '=', folder.id).executeTakeFirstOrThrow()
+        if (!!now.user_site === on) return false
+        return store.setUserSite(trx, user.id, on ? folder.id : null)
+      })
+      if (changed) await invalidateHosting(deps.bus, user.username)
+      return { user_site: on, changed }
     },
 
     /**

@@ -14,6 +14,8 @@ export interface FoldersTable {
   site_rules: string | null
   /** The deploy the public host serves while the project is published (deploys-store.ts). */
   live_deploy_id: string | null
+  /** 1: the user's user site, served at the root of their origin (at most one per user). */
+  user_site: number
 }
 
 /** One file of a folder project at a relative path; the bytes are a blob (digest). */
@@ -77,6 +79,20 @@ export async function publishedFolder(
   return live && { id: live.id, site_rules: live.site_rules, preview: false, live_since: live.published_at === null ? null : Number(live.published_at) }
 }
 
+/**
+ * The name of the project a user chose as their user site, while it is published; undefined: none, or not published (the user's origin root is a 404 then).
+ */
+export async function publishedUserSite(db: Db, userId: string): Promise<string | undefined> {
+  const r = await db.k
+    .selectFrom('folders')
+    .select('name')
+    .where('user_id', '=', userId)
+    .where('user_site', '=', 1)
+    .where('is_published', '=', 1)
+    .executeTakeFirst()
+  return r?.name
+}
+
 /** What the public host needs of a deploy's file to answer it (hosting/resolver.ts). */
 export function hostedFolderFile(db: Db, deployId: string, path: string) {
   return db.k
@@ -93,10 +109,10 @@ export function createFoldersStore(db: Db) {
   return {
     folder: (q: Q, userId: string, name: string) =>
       q.selectFrom('folders').select(FOLDER_COLUMNS).where('user_id', '=', userId).where('name', '=', name).executeTakeFirst(),
-    insertFolder: (trx: Trx, row: Omit<FoldersTable, 'site_rules' | 'live_deploy_id'>) =>
+    insertFolder: (trx: Trx, row: Omit<FoldersTable, 'site_rules' | 'live_deploy_id' | 'user_site'>) =>
       trx
         .insertInto('folders')
-        .values({ ...row, site_rules: null, live_deploy_id: null })
+        .values({ ...row, site_rules: null, live_deploy_id: null, user_site: 0 })
         .execute(),
     touchFolder: (trx: Trx, id: string, now: number) => trx.updateTable('folders').set({ updated_at: now }).where('id', '=', id).execute(),
     setPublished: async (q: Q, id: string, published: boolean, now: number): Promise<boolean> => {
@@ -134,12 +150,29 @@ export function createFoldersStore(db: Db) {
       k
         .selectFrom('folders')
         .leftJoin('folder_files', 'folder_files.folder_id', 'folders.id')
-        .select(['folders.name', 'folders.is_published', 'folders.updated_at', (eb) => eb.fn.count<number>('folder_files.path').as('file_count')])
+        .select([
+          'folders.name',
+          'folders.is_published',
+          'folders.updated_at',
+          'folders.user_site',
+          (eb) => eb.fn.count<number>('folder_files.path').as('file_count'),
+        ])
         .where('folders.user_id', '=', userId)
-        .groupBy(['folders.id', 'folders.name', 'folders.is_published', 'folders.updated_at'])
+        .groupBy(['folders.id', 'folders.name', 'folders.is_published', 'folders.updated_at', 'folders.user_site'])
         .orderBy('folders.updated_at', 'desc')
         .orderBy('folders.name')
         .execute(),
+    /**
+     * Makes `folderId` the user's user site (null: none), the one before it losing the role;
+     * true when that changed which project it is.
+     */
+    async setUserSite(q: Q, userId: string, folderId: string | null): Promise<boolean> {
+      const before = await q.selectFrom('folders').select('id').where('user_id', '=', userId).where('user_site', '=', 1).executeTakeFirst()
+      if ((before?.id ?? null) === folderId) return false
+      if (before) await q.updateTable('folders').set({ user_site: 0 }).where('id', '=', before.id).execute()
+      if (folderId !== null) await q.updateTable('folders').set({ user_site: 1 }).where('id', '=', folderId).execute()
+      return true
+    },
     /** Deletes a project with its files, kept deploys and their files (foreign keys cascade). */
     async removeFolder(q: Q, folderId: string): Promise<void> {
       await q.deleteFrom('folders').where('id', '=', folderId).execute()

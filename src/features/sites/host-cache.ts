@@ -6,7 +6,7 @@ import type { Bus } from '../../infra/bus.js'
 import { HOSTING_CHANNEL } from './invalidate.js'
 
 /** What a public path resolves to; built once per (path, content) and reused by every hit. */
-export type HostEntry = FileEntry | RedirectEntry | MissingEntry | PageEntry
+export type HostEntry = FileEntry | RedirectEntry | MissingEntry | PageEntry | UserSiteEntry
 /** What the cache keeps under a key: an answer, or the note that the path's answers depend on its query. */
 export type CachedEntry = HostEntry | VaryEntry
 
@@ -76,6 +76,19 @@ export interface PageEntry {
 }
 
 /**
+ * A path of a user's own origin that names nothing of theirs (the root, a first segment that
+ * is no project, page or file) while they have a published user site: the request is answered
+ * by that project at the host's root, as its own origin answers it (serve.ts), with its
+ * holds and visitor access. Only what would be a MissingEntry becomes one.
+ */
+export interface UserSiteEntry {
+  kind: 'userSite'
+  username: string
+  project: string
+  freshUntil: number
+}
+
+/**
  * A path whose answer depends on query parameters too (a `_redirects` rule with query matches
  * applies to it): each answer is kept under the path's key with those parameters' values
  * (resolver.ts varyKey), never under the path alone.
@@ -122,7 +135,9 @@ export function createHostCache(o: HostCacheOptions = {}) {
     messages: 'groups',
     maxEntries,
     maxMisses: maxMissing,
-    isMiss: (e) => e.kind === 'missing',
+    // a user site's pointer stands where a miss stood: a scan of made-up paths on a user's
+    // origin churns the misses, never the files other paths keep
+    isMiss: (e) => e.kind === 'missing' || e.kind === 'userSite',
     isFresh: (e) => e.freshUntil > performance.now(),
   })
   return {

@@ -77,6 +77,21 @@ export const foldersMigrations: Record<string, Migration> = {
       await db.schema.alterTable('folders').dropColumn('site_rules').execute()
     },
   },
+  // the project a user chose as their user site (served at their origin's root): at most one
+  // per user, which the partial unique index holds whatever a write races
+  '0804-root-user-site': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable('folders')
+        .addColumn('user_site', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute()
+      await db.schema.createIndex('folders_user_site').on('folders').column('user_id').unique().where(sql.ref('user_site'), '=', 1).execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropIndex('folders_user_site').execute()
+      await db.schema.alterTable('folders').dropColumn('user_site').execute()
+    },
+  },
 }
 
 /**

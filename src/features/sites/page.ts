@@ -89,6 +89,10 @@ export const sitesUi: FeatureUi<SitesKey> = {
             <small id="project-sandboxed" class="hint" hidden>${t('common.sandboxed')}</small>
             <a id="project-root" target="_blank" rel="noopener noreferrer" hidden>${t('folders.open_root')}</a></p>
           <p id="project-root-hint" class="hint" hidden>${t('folders.root_hint')}</p>
+          <p id="project-user-site-line"><span id="project-user-site-state"></span>
+            <a id="project-user-site-link" target="_blank" rel="noopener noreferrer" hidden></a>
+            <button type="button" id="project-user-site">${t('folders.make_user_site')}</button></p>
+          <p class="hint">${t('folders.user_site_hint')}</p>
           <p class="hint">${t('folders.need_index')}</p>
           <div class="buttons">
             <button type="button" id="project-publish" class="primary">${t('folders.publish')}</button>

@@ -5,7 +5,7 @@ import { httpDate, type Representation } from '../../http/representation.js'
 import { canNameUser } from '../../auth/account-rules.js'
 import { checkName, checkRelativePath, cleanPageExtension, decodeHostSegment, decodeSegment, INDEX_PAGES } from './paths.js'
 import { hostedFile } from './files-store.js'
-import { publishedFolder } from './folders-store.js'
+import { publishedFolder, publishedUserSite } from './folders-store.js'
 import { createDeployIndex, type DeployIndex } from './deploy-index.js'
 import type { HostCache, HostEntry, FileEntry } from './host-cache.js'
 import {
@@ -327,24 +327,32 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     const user = await memo(username, `u:${username}`, gen, () =>
       db.k.selectFrom('users').select('id').where('username', '=', username).where('disabled', '=', 0).executeTakeFirst(),
     )
-    if (!user || rest.length === 0 || rest[0] === '') return done(missing())
+    if (!user) return done(missing())
+    // a path of the user's origin that names nothing of theirs: their user site's, when they
+    // have one published; on the path form (the service's origin) and elsewhere, a 404
+    const nothing = async (): Promise<Resolution> => {
+      if (site !== true) return done(missing())
+      const project = await memo(username, `s:${username}`, gen, () => publishedUserSite(db, user.id))
+      return done(project === undefined ? missing() : { kind: 'userSite', username, project, freshUntil: cache.freshUntil() })
+    }
+    if (rest.length === 0 || rest[0] === '') return nothing()
 
     if (rest.length === 1) {
       const name = checkName(rest[0])
-      if (!name.ok) return done(missing())
+      if (!name.ok) return nothing()
       const f = await hostedFile(db, user.id, name.path)
       if (f) return done(fileEntry(cache, { ...f, mtime: Number(f.updated_at ?? f.created_at), name: name.path }, site !== false))
       const folder = await memo(username, `p:${username}/${name.path}`, gen, () => publishedFolder(db, user.id, name.path))
       if (folder) return done(slashed())
       // a project of the name wins; else a single page named without its extension (decision 169)
       const ext = await cleanPageExtension(name.path, (file) => hostedFile(db, user.id, file))
-      return done(ext === null ? missing() : { kind: 'page', ext, freshUntil: cache.freshUntil() })
+      return ext === null ? nothing() : done({ kind: 'page', ext, freshUntil: cache.freshUntil() })
     }
 
     const name = checkName(rest[0])
-    if (!name.ok) return done(missing())
+    if (!name.ok) return nothing()
     const folder = await memo(username, `p:${username}/${name.path}`, gen, () => publishedFolder(db, user.id, name.path))
-    if (!folder) return done(missing())
+    if (!folder) return nothing()
     const inner = rest.slice(1)
     // the path inside the project as rules see it, decoded and NFC as stored names are: /, /about, /docs/
     const inProject = `/${inner.join('/')}`.normalize('NFC')

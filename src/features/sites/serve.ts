@@ -8,7 +8,7 @@ import { readFully } from '../../http/sendfile.js'
 import { notAllowed, plainHeaders, PUBLIC_PREFLIGHT_HEADERS } from '../../http/content-headers.js'
 import { decide, partialHeaders, pickEncoding, unsatisfiableHeaders, WHOLE, type Decision } from '../../http/representation.js'
 import { systemClock, type Clock } from '../../util/clock.js'
-import type { FileEntry, HostCache, HostEntry } from './host-cache.js'
+import type { FileEntry, HostCache, HostEntry, UserSiteEntry } from './host-cache.js'
 import type { Encoded, Encodings } from './encodings.js'
 import { decodeSegment, PAGE_EXTENSIONS, PAGE_NAME, PREVIEW_SEGMENT } from './paths.js'
 import { isCacheField, withQuery } from './site-rules.js'
@@ -391,6 +391,11 @@ export function createHostHandler(
       res.end()
       return true
     }
+    // a path of the user's origin that names nothing of theirs: their user site answers it
+    if (e.kind === 'userSite') {
+      serveSite(req, res, e.username, userSiteTarget(e))
+      return true
+    }
     // a missing path (a page's clean URL is answered as its page's path before it gets here)
     sendNotFound(req, res, e.kind === 'missing' ? e.root : null, clock)
     return true
@@ -449,11 +454,15 @@ export function createHostHandler(
     const a = full.indexOf('/', 1)
     if (a < 0 || a === full.length - 1 || full.indexOf('/', a + 1) >= 0 || PAGE_NAME.test(full) || pathUser(full.slice(1, a)) === null) return full
     const hit = cached(site ? siteKey(full) : full, '')
-    if (hit !== undefined) return hit.kind === 'page' ? full + hit.ext : hit.kind === 'missing' ? heldPage(full) : full
-    return resolve(full, site).then((r) =>
-      'status' in r ? full : r.entry.kind === 'page' ? full + r.entry.ext : r.entry.kind === 'missing' ? heldPage(full) : full,
-    )
+    if (hit !== undefined) return hit.kind === 'page' ? full + hit.ext : nameless(hit) ? heldPage(full) : full
+    return resolve(full, site).then((r) => ('status' in r ? full : r.entry.kind === 'page' ? full + r.entry.ext : nameless(r.entry) ? heldPage(full) : full))
   }
+
+  /** A path that names nothing of the user's: a 404, or the user site's path (a held page's clean URL still answers its 451). */
+  const nameless = (e: HostEntry): boolean => e.kind === 'missing' || e.kind === 'userSite'
+
+  /** The user site of an entry, served as a project's own origin serves it (at the host's root). */
+  const userSiteTarget = (e: UserSiteEntry): DomainTarget => ({ username: e.username, project: e.project, deploy: null })
 
   /**
    * A clean URL that names nothing, as the path of a page of its name under a hold: a page taken
@@ -649,6 +658,9 @@ export function createHostHandler(
           // a path a rule (or a folder's slash form) redirects is redirected for a post as for
           // its GET: 307/308 carry the post on, the others send the browser on with GET
           if (!('status' in r) && r.entry.kind === 'redirect') return answerNow(req, res, r.entry, query, false)
+          // a path the user site answers: the post goes to it, as its GET does (its visitor
+          // password form's post included)
+          if (!('status' in r) && r.entry.kind === 'userSite') return serveSite(req, res, username, userSiteTarget(r.entry), route)
           // a path that is no page (missing, unpublished, a 404 or 410 rule) answers the form
           // as its GET does, as Netlify's does: nothing is there to take it (decision 204)
           if (!('status' in r) && (r.entry.kind === 'missing' || (r.entry.kind === 'file' && r.entry.status >= 400)))

@@ -1,4 +1,7 @@
-/** svc deploys, svc rollback, svc promote, svc delete: a project's kept deploys, its live pointer, the project itself. */
+/**
+ * svc deploys, svc rollback, svc promote, svc delete, svc user-site: a project's kept deploys,
+ * its live pointer, the project itself, its place at the root of the user's origin.
+ */
 import fs from 'node:fs'
 import type http from 'node:http'
 import path from 'node:path'
@@ -222,4 +225,20 @@ function place(tmp: string, dest: string, force: boolean) {
     return fs.renameSync(tmp, dest)
   }
   fs.rmSync(tmp, { force: true })
+}
+
+/** svc user-site [--project NAME] [--off]: the project (default: the current folder's) made the user site, or no longer. */
+export async function userSiteCommand(ctx: Ctx, args: string[]): Promise<number> {
+  const { values: v, positionals } = parse(args, CLIENT_HELP['user-site'].flags)
+  noMore(positionals, 0)
+  const api = ctx.api(flagsOf(v))
+  const project = await projectOf(ctx, api, v)
+  const r = await api.call(v.off ? 'DELETE' : 'PUT', `/api/folders/${encodePath(project)}/user_site`)
+  if (ctx.json) ctx.emit(r.json)
+  else {
+    const at = (r.json.user_site_url as string | null) ?? 'your own origin (the server has no content domain)'
+    if (r.json.user_site) ctx.out(`${project} is your user site: it answers ${at} while it is published`)
+    else ctx.out(`${project} is not your user site${r.json.user_site_url ? `: ${at} answers 404 unless another project is` : ''}`)
+  }
+  return 0
 }

@@ -374,6 +374,7 @@
                 {},
                 el('span', { class: 'badge' + (p.is_published ? ' on' : ''), text: p.is_published ? t('folders.published') : t('folders.unpublished') }),
                 p.quarantined ? el('span', { class: 'badge held', text: t('common.quarantined') }) : null,
+                p.user_site ? el('span', { class: 'badge on', text: t('folders.user_site_badge') }) : null,
               ),
               p.file_count === undefined ? '' : String(p.file_count),
               el(
@@ -465,6 +466,27 @@
     if (!root.hidden) root.setAttribute('href', S.safeUrl(p.origin_url) || '#')
     S.$('project-publish').disabled = published === true
     S.$('project-unpublish').disabled = published === false
+    if (p && p.user_site !== undefined) setUserSite(!!p.user_site, p.site_url ? originRoot(p.site_url) : null)
+  }
+
+  /** The root of the user's origin, from a URL on it (a project's site_url). */
+  function originRoot(url) {
+    try {
+      return new URL(url).origin + '/'
+    } catch (e) {
+      return null
+    }
+  }
+
+  /** Whether the shown project is the user site, with the address it answers at (null: none known). */
+  function setUserSite(on, url) {
+    current.userSite = on
+    S.$('project-user-site-state').textContent = on ? t(url ? 'folders.is_user_site' : 'folders.is_user_site_here') : ''
+    var link = S.$('project-user-site-link')
+    link.hidden = !on || !url
+    link.textContent = on && url ? url : ''
+    if (!link.hidden) link.setAttribute('href', S.safeUrl(url) || '#')
+    S.$('project-user-site').textContent = t(on ? 'folders.stop_user_site' : 'folders.make_user_site')
   }
 
   /** The project's kept deploys: live, preview and partial badges, a link to each, rollback / promote buttons. */
@@ -551,7 +573,8 @@
    * not one of the user's projects is refused at the field, with no panel and no buttons.
    */
   function show(name, info, field) {
-    current = { name: name, published: null }
+    current = { name: name, published: null, userSite: false }
+    setUserSite(false, null)
     S.$('project').hidden = !!field
     S.$('project-name').textContent = name
     setState(info ? !!info.is_published : null, info)
@@ -599,6 +622,19 @@
         S.status('folders-status', r.message || t('folders.published'), 'ok')
         loadProjects()
         loadDeploys(name)
+      })
+      .catch(S.fail('folders-status'))
+  })
+  // the user site: one project of the user's answers the root of their origin (PUT), or none (DELETE)
+  S.$('project-user-site').addEventListener('click', function () {
+    var name = current.name
+    var url = '/api/folders/' + S.enc(name) + '/user_site'
+    ;(current.userSite ? S.api.del(url) : S.api.put(url))
+      .then(function (r) {
+        if (!current || current.name !== name) return
+        setUserSite(!!r.user_site, r.user_site_url)
+        S.status('folders-status', r.message, 'ok')
+        loadProjects()
       })
       .catch(S.fail('folders-status'))
   })
