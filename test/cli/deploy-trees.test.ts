@@ -387,7 +387,9 @@ for (const engine of ENGINES) {
     })
 
     it("a build folder (dist, _site, .output/public) deploys as the repository's project, said on stderr; deploys and rollback there name it too", async () => {
-      const e = { ...env, SVC_URL: s.url }
+      // an account of its own: what the file's other tests deployed (a project public) is not its
+      const u = await s.user()
+      const e = { ...env, SVC_API_KEY: u.key, SVC_URL: s.url }
       const built = (base: string) => ({ 'index.html': linkingTo(`/${base}/assets/main.css`), 'assets/main.css': 'p{}' })
       const root = makeTree({
         ...prefixed('my-app/dist', { 'index.html': page('one') }),
@@ -411,9 +413,9 @@ for (const engine of ENGINES) {
         assert.equal(r.stderr, note(project, from), `${dir} ${flags.join(' ')}`)
       }
       // the site built for /blog/ is served as the project blog: the base note has nothing to say
-      assert.equal((await s.get(`/${alice.username}/blog/assets/main.css`)).text, 'p{}')
-      assert.equal((await s.get(`/${alice.username}/my-app/`)).text, page('one'))
-      assert.equal(await deployCount('dist'), 0, 'no project dist')
+      assert.equal((await s.get(`/${u.username}/blog/assets/main.css`)).text, 'p{}')
+      assert.equal((await s.get(`/${u.username}/my-app/`)).text, page('one'))
+      assert.equal((await s.get('/api/folders/dist/deploys', { key: u.key })).status, 403, 'no project dist')
 
       // run in the build folder, deploy . and then deploys and rollback name the same project
       const cwd = path.join(root, 'my-app/dist')
@@ -428,21 +430,21 @@ for (const engine of ENGINES) {
       assert.equal(list.stderr, note('my-app', 'dist'))
       const back = await runCli(['rollback'], { env: e, cwd })
       assert.equal(back.code, 0, back.stderr)
-      assert.equal((await s.get(`/${alice.username}/my-app/`)).text, page('one'))
+      assert.equal((await s.get(`/${u.username}/my-app/`)).text, page('one'))
 
       // --project is taken as it is, with nothing said
       const named = await runCli(['deploy', cwd, '--project', 'dist', '--json'], { env: e })
       assert.equal(named.code, 0, named.stderr)
       assert.equal(named.json.project, 'dist')
       assert.equal(named.stderr, '')
-      // a project of the build folder's own name exists (deployed so before): it keeps the deploys
-      const kept = `note: project dist, where this folder was deployed before (a build folder is otherwise named after the folder that holds it: --project my-app)\n`
+      // a project of the build folder's own name exists (deployed so before): left as it is, and said
+      const kept = `${note('my-app', 'dist').trimEnd()}; your project dist is left as it is: --project dist deploys there\n`
       const existing = await runCli(['deploy', cwd, '--json'], { env: e })
       assert.equal(existing.code, 0, existing.stderr)
-      assert.equal(existing.json.project, 'dist')
+      assert.equal(existing.json.project, 'my-app')
       assert.equal(existing.stderr, kept)
       const listed = await runCli(['deploys', '--json'], { env: e, cwd })
-      assert.equal(listed.json.project, 'dist', listed.stderr)
+      assert.equal(listed.json.project, 'my-app', listed.stderr)
       assert.equal(listed.stderr, kept)
       // a build folder right in the temporary (or home) folder keeps its own name
       const tmp = await runCli(['deploy', path.join(root, 'dist'), '--json', '--dry-run'], { env: { ...e, TMPDIR: root } })

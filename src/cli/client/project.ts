@@ -46,25 +46,19 @@ export function defaultProjectNote(p: { name: string; from: string | null }): st
 
 /**
  * The project a folder deploys to without --project, for every command that names it from the
- * current folder: defaultProject's, except that a build folder whose own name is already one
- * of the caller's projects (deployed before decision 270 named it after the folder above)
- * keeps deploying there, so a script running `svc deploy dist` does not start a second site.
- * One request, only for a build folder. Says on stderr (`note`) which project it took.
+ * current folder: defaultProject's, said on stderr when it is not the folder's own name. When
+ * the build folder's own name is also one of the caller's projects (`dist`, deployed before
+ * decision 270 named build folders after the folder above), the line says that project is left
+ * as it is and how to deploy there: never deployed into without --project, since another
+ * repository's `dist` may be the one that made it. One request, only for a build folder.
  */
 export async function folderProjectOf(api: ApiClient, dirReal: string, note: (line: string) => void): Promise<string> {
   const named = defaultProject(dirReal)
-  if (named.from === null) return named.name
+  const line = defaultProjectNote(named)
+  if (line === null) return named.name
   const own = path.basename(dirReal)
-  if (checkName(own).ok) {
-    const r = await api.get(`/api/folders/${encodePath(own)}/deploys`, { okStatuses: [403, 404] })
-    if (r.status === 200) {
-      note(
-        `note: project ${own}, where this folder was deployed before (a build folder is otherwise named after the folder that holds it: --project ${named.name})`,
-      )
-      return own
-    }
-  }
-  note(defaultProjectNote(named)!)
+  const existing = checkName(own).ok && (await api.get(`/api/folders/${encodePath(own)}/deploys`, { okStatuses: [403, 404] })).status === 200
+  note(existing ? `${line}; your project ${own} is left as it is: --project ${own} deploys there` : line)
   return named.name
 }
 
