@@ -28,8 +28,11 @@ const WRITE_TOOLS = [
   'create_data',
   'update_data',
   'upload_image',
+  'kv_delete',
+  'delete_form',
+  'delete_image',
 ]
-const READ_TOOLS = ['list_sites', 'get_site', 'read_file', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions', 'list_data']
+const READ_TOOLS = ['list_sites', 'get_site', 'read_file', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions', 'list_data', 'list_images']
 
 for (const engine of ENGINES) {
   describe(`MCP over streamable HTTP [${engine}]`, () => {
@@ -89,6 +92,10 @@ for (const engine of ENGINES) {
       assert.match(desc('upload_image'), /image-host entitlement/)
       assert.match(desc('create_form'), /id, which list_submissions takes as form_id/)
       assert.match(desc('update_data'), /create_data's file\.id/)
+      // a counter a page's visitors would raise needs a key the page cannot carry: the tool says so
+      assert.match(desc('kv_incr'), /visitors cannot call it/)
+      assert.match(desc('delete_image'), /upload_image's image\.public_token/)
+      assert.match(desc('delete_form'), /create_form's form\.id/)
     })
 
     it('publish_html stores the page the REST API and the public host then show', async () => {
@@ -1523,3 +1530,89 @@ describe('MCP with many pages and files', () => {
     }
   })
 })
+
+for (const engine of ENGINES) {
+  // a server of its own, with high limits: a visitor's requests here count against the test's one IP
+  describe(`MCP tools that delete what an agent made [${engine}]`, () => {
+    let s: TestServer
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    })
+    after(() => s.close())
+
+    it('an agent cleans up what it made: kv_delete, delete_form, list_images and delete_image, as the REST API deletes', async () => {
+      const gina = await s.user()
+      const own = await mcpHttpClient(s.url, gina.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      const done = async (name: string, args: Record<string, unknown>) => {
+        const r = await run(name, args)
+        assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+        return r
+      }
+      const refused = async (name: string, args: Record<string, unknown>, code: number, next: RegExp) => {
+        const r = await run(name, args)
+        assert.equal(r.isError, true, textOf(r))
+        assert.equal(r.structuredContent.error_code, code, textOf(r))
+        assert.match(textOf(r), next)
+      }
+      try {
+        const { tools } = await own.listTools()
+        for (const name of ['kv_delete', 'delete_form', 'delete_image', 'delete_site', 'delete_file']) {
+          const t = tools.find((x) => x.name === name)?.annotations
+          assert.deepEqual([t?.readOnlyHint, t?.destructiveHint, t?.idempotentHint], [false, true, true], name)
+        }
+        assert.equal(tools.find((x) => x.name === 'list_images')?.annotations?.readOnlyHint, true)
+
+        // kv_delete: the store's delete; the public read goes at once
+        await done('kv_set', { key: 'visits', value: 3, is_public: true })
+        assert.equal((await s.get(`/svc_api/data/public/${gina.username}/visits`)).status, 200)
+        const del = await done('kv_delete', { key: 'visits' })
+        assert.equal(del.structuredContent.key, 'visits')
+        assert.equal((await s.get('/svc_api/data/get?key=visits', { key: gina.key })).json.error_code, 1604)
+        assert.equal((await s.get(`/svc_api/data/public/${gina.username}/visits`)).status, 404)
+        await refused('kv_delete', { key: 'visits' }, 1604, /kv_list lists the keys/)
+        await refused('kv_delete', { key: '' }, 1106, /argument "key"/)
+
+        // delete_form: the form and its submissions; its submit URL refuses posts
+        const form = (await done('create_form', { form_name: 'Guestbook' })).structuredContent.form
+        const sent = await s.post(new URL(form.submit_url).pathname, { json: { message: 'hi' } })
+        assert.equal(sent.status, 200, sent.text)
+        const gone = await done('delete_form', { form_id: form.id })
+        assert.equal(gone.structuredContent.form_id, form.id)
+        assert.deepEqual((await s.get('/svc_api/forms/list', { key: gina.key })).json.data.forms, [])
+        assert.equal((await s.post(new URL(form.submit_url).pathname, { json: { message: 'late' } })).json.error_code, 1611)
+        await refused('delete_form', { form_id: form.id }, 1611, /list_submissions without form_id/)
+        // an id of no form, of any shape, is the same 1611 on both engines
+        await refused('delete_form', { form_id: form.form_slug }, 1611, /not the slug/)
+
+        // images: the entitlement first, as upload_image
+        await refused('list_images', {}, 1010, /.+/)
+        await refused('delete_image', { public_token: 'x' }, 1010, /.+/)
+        await svc(s, 'grant', gina.username, 'image-host')
+        assert.match(textOf(await done('list_images', {})), /No images yet; upload_image/)
+        const tokens: string[] = []
+        for (const w of [3, 4]) {
+          const png = await makeImage('png', { width: w, height: 2 })
+          tokens.push((await done('upload_image', { base64: png.toString('base64'), file_name: `i${w}.png` })).structuredContent.image.public_token)
+        }
+        const first = await done('list_images', { per_page: 1 })
+        assert.equal(first.structuredContent.total, 2)
+        assert.equal(first.structuredContent.total_pages, 2)
+        assert.equal(first.structuredContent.images.length, 1)
+        assert.match(textOf(first), /images 1-1 of 2 shown; list_images \{page: 2, per_page: 1\} lists the next/)
+        const second = await done('list_images', { page: 2, per_page: 1 })
+        assert.deepEqual([...first.structuredContent.images, ...second.structuredContent.images].map((i: any) => i.public_token).sort(), [...tokens].sort())
+        await refused('list_images', { per_page: 101 }, 1106, /argument "per_page"/)
+        const url = new URL(first.structuredContent.images[0].public_url).pathname
+        assert.equal((await s.get(url)).status, 200)
+        await done('delete_image', { public_token: first.structuredContent.images[0].public_token })
+        assert.equal((await s.get(url)).status, 404)
+        assert.equal((await done('list_images', {})).structuredContent.total, 1)
+        await refused('delete_image', { public_token: first.structuredContent.images[0].public_token }, 1405, /list_images lists your images/)
+        await refused('delete_image', { public_token: '../x' }, 1405, /list_images/)
+      } finally {
+        await own.close()
+      }
+    })
+  })
+}

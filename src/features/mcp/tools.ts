@@ -24,6 +24,7 @@ import { KEY_RULE, KV_LIMITS } from '../kv/schemas.js'
 import { originUrl, previewOriginUrl } from '../../http/site-origin.js'
 import { quotaOf } from '../../limits/quotas.js'
 import { builtForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
+import { parsePage } from '../../http/pagination.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -650,6 +651,7 @@ const deleteSite = tool({
     'Deletes a single-file page (by file name; ".html" is added when missing, as publish_html adds it), or a folder project (by project name, which comes first): its files, its kept deploys and their preview URLs, all offline at once. Cannot be undone.',
   readOnly: false,
   destructive: true,
+  idempotent: true,
   input: { name: z.string().min(1).max(MAX_SEGMENT_BYTES).describe('Page file name (landing.html) or project name') },
   async run(s, ctx, a) {
     const projects = await s.folders.projects(ctx.user, ctx.contentOrigin)
@@ -702,6 +704,7 @@ const deleteFile = tool({
     'Deletes one file of a folder project. A published project goes live without it at once, as a new deploy (rollback brings it back). Deleting the root index.html leaves the site without a home page (404) until deploy_files adds one.',
   readOnly: false,
   destructive: true,
+  idempotent: true,
   input: { project: projectName, path: filePathArg },
   solutions: projectFileSolutions,
   async run(s, ctx, a) {
@@ -790,7 +793,8 @@ const kvSet = tool({
 const kvIncr = tool({
   name: 'kv_incr',
   title: 'Add to a counter',
-  description: 'Atomically adds to a number entry (a missing entry starts at 0), e.g. a visit counter.',
+  description:
+    "Atomically adds to a number entry (a missing entry starts at 0). Like every write it needs the caller's key, so a hosted page's visitors cannot call it: a page may read a public entry (kv_set is_public) but carries no key that can write (deploy_files refuses one, 1444), so it cannot count its own visits; visitors send input through a form (create_form).",
   readOnly: false,
   input: { key: kvKey, by: z.number().optional().describe('Amount to add, default 1 (may be negative)'), ttl: z.number().int().positive().optional() },
   async run(s, ctx, a) {
@@ -829,6 +833,22 @@ const kvList = tool({
   },
 })
 
+const kvDelete = tool({
+  name: 'kv_delete',
+  title: 'Delete a key-value entry',
+  description:
+    "Deletes one entry of the caller's key-value store (any key kv_list shows); its public URL answers 404 at once. A key the store does not hold is 1604.",
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: { key: kvLookupKey },
+  solutions: () => ({ KV_KEY_NOT_FOUND: 'kv_list lists the keys the store holds (prefix narrows it)' }),
+  async run(s, ctx, a) {
+    await s.kv.remove(ctx.user, a.key)
+    return { summary: `Deleted ${a.key}.`, data: { key: a.key } }
+  },
+})
+
 const createForm = tool({
   name: 'create_form',
   title: 'Create a form',
@@ -862,13 +882,15 @@ const createForm = tool({
   },
 })
 
+const formIdArg = z.string().min(1).max(64).describe("The form's id (create_form's form.id; not its slug)")
+
 const listSubmissions = tool({
   name: 'list_submissions',
   title: 'Read form submissions',
   description: "Lists the caller's forms, or with form_id one form's submissions, newest first (spam is flagged, not hidden).",
   readOnly: true,
   input: {
-    form_id: z.string().max(64).optional().describe("The form's id (create_form's form.id; not its slug); omit to list the forms with their ids"),
+    form_id: formIdArg.optional().describe("The form's id (create_form's form.id; not its slug); omit to list the forms with their ids"),
     page: z.number().int().positive().optional(),
     per_page: z.number().int().min(1).max(100).optional(),
     is_spam: z.boolean().optional().describe('Only spam (true) or only not spam (false)'),
@@ -895,6 +917,22 @@ const listSubmissions = tool({
       summary: `${r.total} submissions; this page: ${r.submissions.length}. The dashboard shows them: ${dashboard} (API, with the key: ${api})`,
       data: { ...r, submissions_url: api, dashboard_url: dashboard },
     }
+  },
+})
+
+const deleteForm = tool({
+  name: 'delete_form',
+  title: 'Delete a form',
+  description:
+    "Deletes a form and all of its submissions (form_id: create_form's form.id, or list_submissions'); its submit_url then refuses posts (1611). Cannot be undone.",
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: { form_id: formIdArg },
+  solutions: () => ({ FORM_NOT_FOUND: 'list_submissions without form_id lists your forms with their ids (form_id is the id, not the slug)' }),
+  async run(s, ctx, a) {
+    await s.forms.remove(ctx.user, a.form_id)
+    return { summary: `Deleted form ${a.form_id} and all its submissions.`, data: { form_id: a.form_id } }
   },
 })
 
@@ -970,7 +1008,7 @@ const updateData = tool({
 const uploadImage = tool({
   name: 'upload_image',
   title: 'Upload an image',
-  description: `Uploads one image (PNG, JPEG, GIF, WebP, AVIF, SVG) given as base64 and returns its public URL. At most ${MAX_INLINE_BYTES} bytes decoded here (and the account's image size limit); larger images through the dashboard. Needs the image-host entitlement.`,
+  description: `Uploads one image (PNG, JPEG, GIF, WebP, AVIF, SVG) given as base64 and returns its public URL and public_token (delete_image takes it). At most ${MAX_INLINE_BYTES} bytes decoded here (and the account's image size limit); larger images through the dashboard. Needs the image-host entitlement.`,
   readOnly: false,
   input: {
     base64: z.string().min(1).describe('The image bytes, base64-encoded (a data: URL prefix is accepted)'),
@@ -1001,6 +1039,57 @@ const uploadImage = tool({
   },
 })
 
+const imageTokenSolutions = () => ({ RESOURCE_NOT_FOUND: 'list_images lists your images with their public_token' })
+
+const listImages = tool({
+  name: 'list_images',
+  title: 'List hosted images',
+  description:
+    "Lists the caller's hosted images, newest first, 50 a page by default (page and per_page, at most 100): each one's public_token (what delete_image takes), file name, size and public URL. Needs the image-host entitlement.",
+  readOnly: true,
+  input: { page: pageArg, per_page: z.number().int().min(1).max(100).optional().describe('Images per page (default 50, at most 100)') },
+  async run(s, ctx, a) {
+    await needEntitlement(ctx, 'image-host')
+    const q: Record<string, unknown> = {}
+    if (a.page !== undefined) q.page = String(a.page)
+    if (a.per_page !== undefined) q.per_page = String(a.per_page)
+    // the REST list's own paging rule (defaults, bounds and codes)
+    const page = parsePage(q, { perPage: 50, maxPerPage: 100 })
+    const r = await s.images.list(ctx.user, page, ctx.contentOrigin)
+    const paging = pageOf(r.total, page.page, page.perPage, 'images', (n) => `list_images {page: ${n}${a.per_page ? `, per_page: ${page.perPage}` : ''}}`)
+    const lines = r.images.map((i) => `${i.file_name} (${i.size} bytes): ${i.public_url} (public_token ${i.public_token})`)
+    const summary = r.total === 0 ? 'No images yet; upload_image uploads one.' : `${r.total} images${lines.length ? `\n${lines.join('\n')}` : ''}`
+    return {
+      summary: paging.note ? `${summary}\n${paging.note.slice(2)}` : summary,
+      data: {
+        images: r.images,
+        total: r.total,
+        page: page.page,
+        per_page: page.perPage,
+        total_pages: paging.totalPages,
+        dashboard_url: dashboardUrl(ctx, 'images'),
+      },
+    }
+  },
+})
+
+const deleteImage = tool({
+  name: 'delete_image',
+  title: 'Delete a hosted image',
+  description:
+    "Deletes one hosted image (public_token: upload_image's image.public_token, or list_images'); its public URL answers 404 at once. A locked image is refused (1423). Cannot be undone. Needs the image-host entitlement.",
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: { public_token: z.string().min(1).max(64).describe("The image's public_token, as upload_image and list_images give it") },
+  solutions: imageTokenSolutions,
+  async run(s, ctx, a) {
+    await needEntitlement(ctx, 'image-host')
+    await s.images.remove(ctx.user, a.public_token)
+    return { summary: `Deleted image ${a.public_token}.`, data: { public_token: a.public_token } }
+  },
+})
+
 /** Every tool. */
 export const TOOLS: readonly McpTool[] = [
   publishHtml,
@@ -1017,12 +1106,16 @@ export const TOOLS: readonly McpTool[] = [
   kvSet,
   kvIncr,
   kvList,
+  kvDelete,
   createForm,
   listSubmissions,
+  deleteForm,
   createData,
   listData,
   updateData,
   uploadImage,
+  listImages,
+  deleteImage,
 ]
 
 /** The tools a caller sees: a read-only key gets the read-only ones only. */
