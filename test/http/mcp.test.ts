@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { request } from 'undici'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { makeImage, svc } from '../support/images.js'
@@ -96,6 +97,41 @@ for (const engine of ENGINES) {
       assert.match(desc('kv_incr'), /visitors cannot call it/)
       assert.match(desc('delete_image'), /upload_image's image\.public_token/)
       assert.match(desc('delete_form'), /create_form's form\.id/)
+    })
+
+    it("declares each tool's output schema, which its results (refusals included) meet, as the SDK client checks", async () => {
+      // a user of its own: alice's requests are counted against her key's rate limits
+      const hank = await s.user()
+      const own = await mcpHttpClient(s.url, hank.key)
+      try {
+        const { tools } = await own.listTools()
+        const schema = (name: string) => tools.find((t) => t.name === name)?.outputSchema as any
+        for (const t of tools) {
+          const out = t.outputSchema as any
+          assert.equal(out?.type, 'object', t.name)
+          assert.deepEqual(out.required, ['success'], t.name)
+          for (const field of ['success', 'error_code', 'solution']) assert.ok(out.properties[field], `${t.name}: ${field}`)
+        }
+        // the ids one tool gives and another takes are named where an agent reads them
+        assert.match(JSON.stringify(schema('create_form')), /What list_submissions and delete_form take as form_id/)
+        assert.match(JSON.stringify(schema('list_deploys')), /What rollback and promote take as deploy_id/)
+        assert.match(JSON.stringify(schema('upload_image')), /What delete_image takes/)
+        // the schemas have teeth: a result of the wrong shape fails them
+        const check = (name: string, v: unknown) => new AjvJsonSchemaValidator().getValidator(schema(name))(v).valid
+        assert.equal(check('kv_get', { success: true, entry: 5 }), false)
+        assert.equal(check('create_form', { success: true, form: { id: 1 } }), false)
+        assert.equal(check('list_sites', { success: true, pages: 'none' }), false)
+        assert.equal(check('kv_get', { success: false, error_code: 1604, error_type: 'DATA_ERROR', message: 'm', solution: 's' }), true)
+        // the SDK client checks every structured result against the schema: these went through it
+        const set = (await own.callTool({ name: 'kv_set', arguments: { key: 'shape', value: { a: 1 } } })) as Awaited<ReturnType<typeof call>>
+        assert.ok(!set.isError, textOf(set))
+        assert.equal(check('kv_set', set.structuredContent), true)
+        const missing = (await own.callTool({ name: 'kv_get', arguments: { key: 'no-such-shape' } })) as Awaited<ReturnType<typeof call>>
+        assert.equal(missing.isError, true)
+        assert.equal(check('kv_get', missing.structuredContent), true)
+      } finally {
+        await own.close()
+      }
     })
 
     it('publish_html stores the page the REST API and the public host then show', async () => {

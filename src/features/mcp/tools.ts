@@ -19,6 +19,7 @@ import { checkName, checkRelativePath, MAX_SEGMENT_BYTES, NAME_RULE } from '../s
 import type { McpServices } from './services.js'
 import { AnyArgumentsCallSchema, callArguments } from './call-request.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
+import { OUTPUTS, outputSchema, type ToolName } from './outputs.js'
 import { checkJsonValue, KEY_RE } from '../kv/validate.js'
 import { KEY_RULE, KV_LIMITS } from '../kv/schemas.js'
 import { originUrl, previewOriginUrl } from '../../http/site-origin.js'
@@ -66,7 +67,8 @@ function resultContent(summary: string, data: Record<string, unknown>, inSummary
 }
 
 interface ToolDef<S extends z.ZodRawShape> {
-  name: string
+  /** Also names the tool's output schema (OUTPUTS). */
+  name: ToolName
   title: string
   description: string
   readOnly: boolean
@@ -219,6 +221,7 @@ function tool<S extends z.ZodRawShape>(d: ToolDef<S>): McpTool {
           title: d.title,
           description: d.description,
           inputSchema: schema,
+          outputSchema: outputSchema(OUTPUTS[d.name]),
           annotations: {
             title: d.title,
             readOnlyHint: d.readOnly,
