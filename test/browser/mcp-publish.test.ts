@@ -86,6 +86,9 @@ describe(`a page published through MCP opens in Chromium [${engine}]`, () => {
         `<script>fetch(${JSON.stringify(countUrl)}).then((r) => r.json()).then((j) => { document.getElementById('count').textContent = j.data.value })</script>`
       const good = await ok('deploy_files', { project: 'guestbook', files: [{ path: 'index.html', content: page('Guestbook') }] })
 
+      // the visitor comes back to the guestbook after signing: the page's URL is known now
+      await ok('update_form', { form_id: form.id, redirect_url: good.open_url })
+
       const tab = await ctx.newPage()
       const errors = watchErrors(tab, [{ url: '/favicon.ico', status: 404 }])
       await tab.goto(good.open_url)
@@ -93,7 +96,8 @@ describe(`a page published through MCP opens in Chromium [${engine}]`, () => {
       assert.equal(await loadedWidth(tab.locator('#hdr')), 30)
       await tab.fill('input[name=name]', 'Ann')
       await tab.fill('textarea[name=message]', 'Lovely page')
-      await Promise.all([tab.waitForURL((u) => u.href.startsWith(form.submit_url)), tab.click('button')])
+      await Promise.all([tab.waitForURL(good.open_url), tab.click('button')])
+      await tab.waitForFunction(() => document.getElementById('count')?.textContent === '42')
       assert.deepEqual(errors, [])
       const read = await ok('list_submissions', { form_id: form.id })
       assert.deepEqual(

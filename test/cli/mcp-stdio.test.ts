@@ -52,7 +52,7 @@ for (const engine of ENGINES) {
       const viaStdio = (await client.listTools()).tools
       const viaHttp = (await http.listTools()).tools
       assert.deepEqual(viaStdio, viaHttp)
-      assert.equal(viaStdio.length, 24)
+      assert.equal(viaStdio.length, 25)
 
       const called = new Set<string>()
       const ok = async (name: string, args: Record<string, unknown> = {}) => {
@@ -144,6 +144,7 @@ for (const engine of ENGINES) {
       // the clean-up tools
       await ok('kv_delete', { key: 'n' })
       assert.equal((await s.get('/svc_api/data/get?key=n', { key: alice.key })).status, 404)
+      assert.equal((await ok('update_form', { form_id: form.id, form_name: 'Guestbook' })).structuredContent.form.form_name, 'Guestbook')
       await ok('delete_form', { form_id: form.id })
       assert.deepEqual((await s.get('/svc_api/forms/list', { key: alice.key })).json.data.forms, [])
 
@@ -202,7 +203,7 @@ for (const engine of ENGINES) {
       )
       assert.doesNotMatch(stderr(), /retrying|connection problem/)
       // the server keeps answering, and nothing was stored
-      assert.equal((await client.listTools()).tools.length, 24)
+      assert.equal((await client.listTools()).tools.length, 25)
       assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
     })
 

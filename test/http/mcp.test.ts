@@ -32,6 +32,7 @@ const WRITE_TOOLS = [
   'kv_delete',
   'delete_form',
   'delete_image',
+  'update_form',
 ]
 const READ_TOOLS = ['list_sites', 'get_site', 'read_file', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions', 'list_data', 'list_images']
 
@@ -1569,12 +1570,57 @@ describe('MCP with many pages and files', () => {
 
 for (const engine of ENGINES) {
   // a server of its own, with high limits: a visitor's requests here count against the test's one IP
-  describe(`MCP tools that delete what an agent made [${engine}]`, () => {
+  describe(`MCP tools that change and delete what an agent made [${engine}]`, () => {
     let s: TestServer
     before(async () => {
       s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
     })
     after(() => s.close())
+
+    it("update_form changes a form's settings through the forms service, as PUT /svc_api/forms/update does", async () => {
+      const ivy = await s.user()
+      const own = await mcpHttpClient(s.url, ivy.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      try {
+        const { tools } = await own.listTools()
+        const t = tools.find((x) => x.name === 'update_form')
+        assert.deepEqual(t?.inputSchema.required, ['form_id'])
+        assert.deepEqual([t?.annotations?.readOnlyHint, t?.annotations?.destructiveHint, t?.annotations?.idempotentHint], [false, false, true])
+        const form = (await run('create_form', { form_name: 'Guestbook' })).structuredContent.form
+        const restForm = async () => (await s.get('/svc_api/forms/list', { key: ivy.key })).json.data.forms[0]
+        // the page's URL is known once it is deployed: the redirect is set after
+        const page = `https://${ivy.username}.example/guestbook/`
+        const r = await run('update_form', { form_id: form.id, redirect_url: page })
+        assert.ok(!r.isError, textOf(r))
+        assert.equal(r.structuredContent.form.redirect_url, page)
+        assert.equal(r.structuredContent.form.form_name, 'Guestbook', 'the settings not given stay')
+        assert.match(textOf(r), new RegExp(`submit to ${form.submit_url}`))
+        assert.equal((await restForm()).redirect_url, page)
+        const post = () => s.post(new URL(form.submit_url).pathname, { json: { message: 'hi' } })
+        assert.equal((await post()).status, 200)
+        assert.equal((await run('update_form', { form_id: form.id, is_active: false })).structuredContent.form.is_active, false)
+        assert.equal((await post()).json.error_code, 1612)
+        // refusals change nothing
+        const before = await restForm()
+        for (const [args, code, next] of [
+          [{ form_id: form.id, redirect_url: 'javascript:alert(1)' }, 1106, /redirect_url/],
+          [{ form_id: form.id, fields_config: [{ name: 'a', requird: true }] }, 1106, /unknown argument "requird"/],
+          [{ form_id: form.form_slug, form_name: 'x' }, 1611, /not the slug/],
+          [{ redirect_url: page }, 1106, /argument "form_id" is required/],
+        ] as const) {
+          const bad = await run('update_form', args)
+          assert.equal(bad.isError, true, textOf(bad))
+          assert.equal(bad.structuredContent.error_code, code, textOf(bad))
+          assert.match(textOf(bad), next)
+        }
+        assert.deepEqual(await restForm(), before)
+        const slugged = await run('update_form', { form_id: form.id, form_slug: 'ivy-guestbook', is_active: true })
+        assert.match(slugged.structuredContent.form.submit_url, /\/api\/forms\/submit\/ivy-guestbook$/)
+        assert.equal((await s.post('/api/forms/submit/ivy-guestbook', { json: { message: 'again' } })).status, 200)
+      } finally {
+        await own.close()
+      }
+    })
 
     it('an agent cleans up what it made: kv_delete, delete_form, list_images and delete_image, as the REST API deletes', async () => {
       const gina = await s.user()

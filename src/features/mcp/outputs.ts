@@ -52,6 +52,8 @@ const form = z.looseObject({
   form_name: z.string(),
   form_slug: z.string(),
   submit_url: url.describe('Where a page posts the form (<form method="post" action="...">)'),
+  redirect_url: z.string().nullable(),
+  is_active: z.boolean(),
   fields_config: z.array(z.looseObject({ name: z.string() })),
 })
 const submission = z.looseObject({
@@ -152,6 +154,7 @@ export const OUTPUTS = {
   },
   kv_delete: { key: z.string() },
   create_form: { form },
+  update_form: { form },
   list_submissions: {
     forms: z
       .array(form.extend({ submission_count: count, unread_count: count, spam_count: count }))

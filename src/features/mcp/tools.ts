@@ -852,33 +852,40 @@ const kvDelete = tool({
   },
 })
 
+/** A form's settings, as create_form and update_form take them (the forms service checks each). */
+const formSettings = {
+  form_slug: z.string().optional().describe('3-64 characters A-Z a-z 0-9 _ -, unique; generated when omitted'),
+  fields_config: z
+    .array(
+      z
+        .object({
+          name: z.string().describe('1-64 letters, digits, "_", "." or "-", starting with a letter or digit'),
+          label: z.string().optional(),
+          type: z.enum(FIELD_TYPES).optional().describe('default text'),
+          required: z.boolean().optional(),
+          options: z.array(z.string()).optional().describe('The choices of a select (required there) or checkbox field'),
+        })
+        .strict(),
+    )
+    .max(50)
+    .optional()
+    .describe('Fields to accept (empty: any field names)'),
+  allowed_origins: z.array(z.string()).max(20).optional().describe('Origins allowed to submit (empty: any)'),
+  redirect_url: z
+    .string()
+    .optional()
+    .describe(
+      "Absolute http(s) URL a visitor's browser goes to after a submission, e.g. the page's own URL, which deploy_files answers (empty: none); without one, a short thank-you page of the service's",
+    ),
+}
+
 const createForm = tool({
   name: 'create_form',
   title: 'Create a form',
   description:
-    'Creates a form that pages can post to (JSON, form-encoded or multipart) and returns its submit_url, e.g. <form method="post" action="{submit_url}">, and its id, which list_submissions takes as form_id.',
+    'Creates a form that pages can post to (JSON, form-encoded or multipart) and returns its submit_url, e.g. <form method="post" action="{submit_url}">, and its id, which list_submissions takes as form_id. update_form changes its settings later (a redirect_url to a page deployed after it).',
   readOnly: false,
-  input: {
-    form_name: z.string().min(1).max(100),
-    form_slug: z.string().optional().describe('3-64 characters A-Z a-z 0-9 _ -, unique; generated when omitted'),
-    fields_config: z
-      .array(
-        z
-          .object({
-            name: z.string().describe('1-64 letters, digits, "_", "." or "-", starting with a letter or digit'),
-            label: z.string().optional(),
-            type: z.enum(FIELD_TYPES).optional().describe('default text'),
-            required: z.boolean().optional(),
-            options: z.array(z.string()).optional().describe('The choices of a select (required there) or checkbox field'),
-          })
-          .strict(),
-      )
-      .max(50)
-      .optional()
-      .describe('Fields to accept (empty: any field names)'),
-    allowed_origins: z.array(z.string()).max(20).optional().describe('Origins allowed to submit (empty: any)'),
-    redirect_url: z.string().optional(),
-  },
+  input: { form_name: z.string().min(1).max(100), ...formSettings },
   async run(s, ctx, a) {
     const f = formView(await s.forms.create(ctx.user, a), ctx.serviceOrigin)
     return { summary: `Created form ${f.form_name}; submit to ${f.submit_url}`, data: { form: f } }
@@ -886,6 +893,29 @@ const createForm = tool({
 })
 
 const formIdArg = z.string().min(1).max(64).describe("The form's id (create_form's form.id; not its slug)")
+/** A form_id that names no form of the caller's: the forms list gives the ids. */
+const formSolutions = () => ({ FORM_NOT_FOUND: 'list_submissions without form_id lists your forms with their ids (form_id is the id, not the slug)' })
+
+const updateForm = tool({
+  name: 'update_form',
+  title: 'Change a form',
+  description:
+    "Changes a form's settings (form_id: create_form's form.id, or list_submissions'); the settings not given stay. A new form_slug changes its submit_url (the answer gives it): pages posting to the old one must change too. is_active false stops it taking submissions (1612) until set true again.",
+  readOnly: false,
+  idempotent: true,
+  input: {
+    form_id: formIdArg,
+    form_name: z.string().min(1).max(100).optional(),
+    ...formSettings,
+    is_active: z.boolean().optional().describe('false: the form refuses submissions'),
+  },
+  solutions: formSolutions,
+  async run(s, ctx, a) {
+    const { form_id, ...settings } = a
+    const f = formView(await s.forms.update(ctx.user, form_id, settings), ctx.serviceOrigin)
+    return { summary: `Updated form ${f.form_name}; submit to ${f.submit_url}`, data: { form: f } }
+  },
+})
 
 const listSubmissions = tool({
   name: 'list_submissions',
@@ -898,7 +928,7 @@ const listSubmissions = tool({
     per_page: z.number().int().min(1).max(100).optional(),
     is_spam: z.boolean().optional().describe('Only spam (true) or only not spam (false)'),
   },
-  solutions: () => ({ FORM_NOT_FOUND: 'list_submissions without form_id lists your forms with their ids (form_id is the id, not the slug)' }),
+  solutions: formSolutions,
   async run(s, ctx, a) {
     const dashboard = dashboardUrl(ctx, 'forms')
     if (a.form_id === undefined) {
@@ -932,7 +962,7 @@ const deleteForm = tool({
   destructive: true,
   idempotent: true,
   input: { form_id: formIdArg },
-  solutions: () => ({ FORM_NOT_FOUND: 'list_submissions without form_id lists your forms with their ids (form_id is the id, not the slug)' }),
+  solutions: formSolutions,
   async run(s, ctx, a) {
     await s.forms.remove(ctx.user, a.form_id)
     return { summary: `Deleted form ${a.form_id} and all its submissions.`, data: { form_id: a.form_id } }
@@ -1111,6 +1141,7 @@ export const TOOLS: readonly McpTool[] = [
   kvList,
   kvDelete,
   createForm,
+  updateForm,
   listSubmissions,
   deleteForm,
   createData,
