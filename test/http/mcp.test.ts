@@ -1622,6 +1622,31 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('list_submissions names the call that lists the next page, as kv_list and get_site do', async () => {
+      const jack = await s.user()
+      const own = await mcpHttpClient(s.url, jack.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      try {
+        const form = (await run('create_form', { form_name: 'Guestbook' })).structuredContent.form
+        for (const m of ['one', 'two', 'three']) assert.equal((await s.post(new URL(form.submit_url).pathname, { json: { m } })).status, 200)
+        const first = await run('list_submissions', { form_id: form.id, per_page: 2 })
+        assert.equal(first.structuredContent.total, 3)
+        assert.match(
+          textOf(first),
+          new RegExp(`^3 submissions; submissions 1-2 of 3 shown; list_submissions \\{form_id: "${form.id}", page: 2, per_page: 2\\} lists the next\\.`),
+        )
+        const second = await run('list_submissions', { form_id: form.id, page: 2, per_page: 2 })
+        assert.deepEqual(
+          second.structuredContent.submissions.map((x: any) => x.data.m),
+          ['one'],
+        )
+        assert.match(textOf(second), /^3 submissions; submissions 3-3 of 3 shown\. /)
+        assert.match(textOf(await run('list_submissions', { form_id: form.id })), /^3 submissions\. The dashboard/)
+      } finally {
+        await own.close()
+      }
+    })
+
     it('an agent cleans up what it made: kv_delete, delete_form, list_images and delete_image, as the REST API deletes', async () => {
       const gina = await s.user()
       const own = await mcpHttpClient(s.url, gina.key)

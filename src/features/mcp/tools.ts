@@ -946,8 +946,11 @@ const listSubmissions = tool({
     if (a.is_spam !== undefined) q.is_spam = String(a.is_spam)
     const r = await s.forms.data(ctx.user, a.form_id, q)
     const api = `${ctx.serviceOrigin}/svc_api/forms/data/${encodeURIComponent(r.form_id)}`
+    const more = (n: number) =>
+      `list_submissions {${[`form_id: ${JSON.stringify(a.form_id)}`, `page: ${n}`, a.per_page ? `per_page: ${a.per_page}` : '', a.is_spam !== undefined ? `is_spam: ${a.is_spam}` : ''].filter(Boolean).join(', ')}}`
+    const paging = pageOf(r.total, r.page, r.per_page, 'submissions', more)
     return {
-      summary: `${r.total} submissions; this page: ${r.submissions.length}. The dashboard shows them: ${dashboard} (API, with the key: ${api})`,
+      summary: `${r.total} submissions${paging.note}. The dashboard shows them: ${dashboard} (API, with the key: ${api})`,
       data: { ...r, submissions_url: api, dashboard_url: dashboard },
     }
   },
