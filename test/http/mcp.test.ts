@@ -94,6 +94,12 @@ for (const engine of ENGINES) {
       assert.match(desc('upload_image'), /image-host entitlement/)
       assert.match(desc('create_form'), /id, which list_submissions takes as form_id/)
       assert.match(desc('update_data'), /create_data's file\.id/)
+      // every argument says what it is, and what an omitted one means where that differs from create to update
+      for (const t of tools)
+        for (const [arg, schema] of Object.entries((t.inputSchema.properties ?? {}) as Record<string, { description?: string }>))
+          assert.ok((schema.description ?? '').length > 5, `${t.name}.${arg} has no description`)
+      const kvSetArgs = tools.find((t) => t.name === 'kv_set')?.inputSchema.properties as Record<string, { description: string }>
+      for (const arg of ['data_type', 'is_public', 'ttl']) assert.match(kvSetArgs[arg].description, /update keeps/, arg)
       // a counter a page's visitors would raise needs a key the page cannot carry: the tool says so
       assert.match(desc('kv_incr'), /visitors cannot call it/)
       assert.match(desc('delete_image'), /upload_image's image\.public_token/)
@@ -1672,6 +1678,9 @@ for (const engine of ENGINES) {
 
         // kv_delete: the store's delete; the public read goes at once
         await done('kv_set', { key: 'visits', value: 3, is_public: true })
+        // an update that omits is_public keeps it, as the argument's description says
+        assert.equal((await done('kv_set', { key: 'visits', value: 4 })).structuredContent.public_url !== null, true)
+        assert.equal((await s.get(`/svc_api/data/public/${gina.username}/visits`)).json.data.value, 4)
         assert.equal((await s.get(`/svc_api/data/public/${gina.username}/visits`)).status, 200)
         const del = await done('kv_delete', { key: 'visits' })
         assert.equal(del.structuredContent.key, 'visits')

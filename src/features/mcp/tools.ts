@@ -734,6 +734,13 @@ const kvLookupKey = z
   .min(1)
   .max(KV_LIMITS.lookupKeyMaxChars, `must be at most ${KV_LIMITS.lookupKeyMaxChars} characters`)
   .describe(`Key of the entry (keys written today: ${KEY_RULE})`)
+const kvTtl = z
+  .number()
+  .int()
+  .positive()
+  .max(KV_LIMITS.ttlMaxSeconds)
+  .optional()
+  .describe('Seconds until the entry expires (none when the entry is created; an update keeps its expiry when omitted)')
 const kvPublicUrl = (ctx: ToolContext, key: string) =>
   `${ctx.serviceOrigin}/svc_api/data/public/${encodeURIComponent(ctx.user.username)}/${encodeURIComponent(key)}`
 /** The dashboard page where the account's owner (logged in) sees its entries, forms' submissions, data files or images. */
@@ -768,9 +775,9 @@ const kvSet = tool({
   input: {
     key: kvKey,
     value: z.unknown().describe('Any JSON value (json), a string (text) or a number (number)'),
-    data_type: z.enum(['json', 'text', 'number']).optional(),
-    is_public: z.boolean().optional().describe('Readable without a key at the public URL (default false)'),
-    ttl: z.number().int().positive().optional().describe('Seconds until the entry expires'),
+    data_type: z.enum(['json', 'text', 'number']).optional().describe('json when the entry is created; an update keeps the type when omitted'),
+    is_public: z.boolean().optional().describe('Readable without a key at the public URL (false when the entry is created; an update keeps it when omitted)'),
+    ttl: kvTtl,
     expected_version: z.number().int().nonnegative().optional().describe('Write only if the entry is at this version (0: only if absent)'),
   },
   async run(s, ctx, a) {
@@ -799,7 +806,7 @@ const kvIncr = tool({
   description:
     "Atomically adds to a number entry (a missing entry starts at 0). Like every write it needs the caller's key, so a hosted page's visitors cannot call it: a page may read a public entry (kv_set is_public) but carries no key that can write (deploy_files refuses one, 1444), so it cannot count its own visits; visitors send input through a form (create_form).",
   readOnly: false,
-  input: { key: kvKey, by: z.number().optional().describe('Amount to add, default 1 (may be negative)'), ttl: z.number().int().positive().optional() },
+  input: { key: kvKey, by: z.number().optional().describe('Amount to add, default 1 (may be negative or fractional)'), ttl: kvTtl },
   async run(s, ctx, a) {
     const r = await s.kv.incr(ctx.user, a)
     const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
@@ -816,7 +823,11 @@ const kvList = tool({
   title: 'List key-value entries',
   description: "Lists the caller's key-value entries, by key, a page at a time; with prefix, only keys starting with it (exact, case-sensitive).",
   readOnly: true,
-  input: { page: z.number().int().positive().optional(), per_page: z.number().int().min(1).max(100).optional(), prefix: z.string().optional() },
+  input: {
+    page: pageArg,
+    per_page: z.number().int().min(1).max(100).optional().describe('Entries per page (default 50, at most 100)'),
+    prefix: z.string().optional().describe('Only keys starting with it (exact, case-sensitive)'),
+  },
   async run(s, ctx, a) {
     const q: Record<string, unknown> = {}
     if (a.page !== undefined) q.page = String(a.page)
@@ -852,6 +863,7 @@ const kvDelete = tool({
   },
 })
 
+const formName = z.string().min(1).max(100).describe('The name the dashboard and list_submissions show')
 /** A form's settings, as create_form and update_form take them (the forms service checks each). */
 const formSettings = {
   form_slug: z.string().optional().describe('3-64 characters A-Z a-z 0-9 _ -, unique; generated when omitted'),
@@ -885,7 +897,7 @@ const createForm = tool({
   description:
     'Creates a form that pages can post to (JSON, form-encoded or multipart) and returns its submit_url, e.g. <form method="post" action="{submit_url}">, and its id, which list_submissions takes as form_id. update_form changes its settings later (a redirect_url to a page deployed after it).',
   readOnly: false,
-  input: { form_name: z.string().min(1).max(100), ...formSettings },
+  input: { form_name: formName, ...formSettings },
   async run(s, ctx, a) {
     const f = formView(await s.forms.create(ctx.user, a), ctx.serviceOrigin)
     return { summary: `Created form ${f.form_name}; submit to ${f.submit_url}`, data: { form: f } }
@@ -905,7 +917,7 @@ const updateForm = tool({
   idempotent: true,
   input: {
     form_id: formIdArg,
-    form_name: z.string().min(1).max(100).optional(),
+    form_name: formName.optional(),
     ...formSettings,
     is_active: z.boolean().optional().describe('false: the form refuses submissions'),
   },
@@ -924,8 +936,8 @@ const listSubmissions = tool({
   readOnly: true,
   input: {
     form_id: formIdArg.optional().describe("The form's id (create_form's form.id; not its slug); omit to list the forms with their ids"),
-    page: z.number().int().positive().optional(),
-    per_page: z.number().int().min(1).max(100).optional(),
+    page: pageArg.describe('With form_id: page number, from 1 (default 1)'),
+    per_page: z.number().int().min(1).max(100).optional().describe('With form_id: submissions per page (default 20, at most 100)'),
     is_spam: z.boolean().optional().describe('Only spam (true) or only not spam (false)'),
   },
   solutions: formSolutions,
@@ -996,7 +1008,11 @@ const createData = tool({
   title: 'Host a data file',
   description: `Creates a hosted data file (JSON, CSV, text ...) with a public raw URL pages can fetch. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version). Needs the hosted-data entitlement.`,
   readOnly: false,
-  input: { display_name: z.string().min(1).max(255), description: z.string().max(1000).optional(), ...dataInput },
+  input: {
+    display_name: z.string().min(1).max(255).describe('The name the dashboard and list_data show, e.g. "scores.json"'),
+    description: z.string().max(1000).optional().describe('A note shown in the dashboard'),
+    ...dataInput,
+  },
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'hosted-data')
     const upload = dataUpload(ctx, a.content, a.content_type, 'POST /api/hosted-data/files')
@@ -1027,7 +1043,7 @@ const updateData = tool({
   title: 'Update a data file',
   description: `Uploads a new version of a hosted data file (file_id: create_data's file.id, or list_data's) and makes it the one its public URL serves. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version). Needs the hosted-data entitlement.`,
   readOnly: false,
-  input: { file_id: z.string().min(1).max(64), ...dataInput },
+  input: { file_id: z.string().min(1).max(64).describe("The data file's id: create_data's file.id, or list_data's file_id"), ...dataInput },
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'hosted-data')
     const type = a.content_type ?? (await s.data.currentType(ctx.user, a.file_id))
@@ -1048,8 +1064,8 @@ const uploadImage = tool({
   readOnly: false,
   input: {
     base64: z.string().min(1).describe('The image bytes, base64-encoded (a data: URL prefix is accepted)'),
-    file_name: z.string().max(255).optional(),
-    remark: z.string().max(500).optional(),
+    file_name: z.string().max(255).optional().describe('The name list_images shows (default "image")'),
+    remark: z.string().max(500).optional().describe('A note shown in the dashboard'),
   },
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'image-host')
