@@ -98,6 +98,11 @@ for (const engine of ENGINES) {
       for (const t of tools)
         for (const [arg, schema] of Object.entries((t.inputSchema.properties ?? {}) as Record<string, { description?: string }>))
           assert.ok((schema.description ?? '').length > 5, `${t.name}.${arg} has no description`)
+      // every list takes the REST lists' pages, and says so
+      for (const t of tools) {
+        const page = t.inputSchema.properties?.page as { maximum?: number } | undefined
+        if (page) assert.equal(page.maximum, 999_999_999, t.name)
+      }
       const kvSetArgs = tools.find((t) => t.name === 'kv_set')?.inputSchema.properties as Record<string, { description: string }>
       for (const arg of ['data_type', 'is_public', 'ttl']) assert.match(kvSetArgs[arg].description, /update keeps/, arg)
       // a counter a page's visitors would raise needs a key the page cannot carry: the tool says so
@@ -1675,6 +1680,12 @@ for (const engine of ENGINES) {
           assert.deepEqual([t?.readOnlyHint, t?.destructiveHint, t?.idempotentHint], [false, true, true], name)
         }
         assert.equal(tools.find((x) => x.name === 'list_images')?.annotations?.readOnlyHint, true)
+
+        // a page past the REST lists' bound is refused by every list tool alike, before any query
+        for (const name of ['list_sites', 'get_site', 'kv_list', 'list_images', 'list_submissions']) {
+          const args = { page: 1_000_000_000, ...(name === 'get_site' ? { name: 'x' } : {}) }
+          await refused(name, args, 1106, /argument "page": .*999999999/)
+        }
 
         // kv_delete: the store's delete; the public read goes at once
         await done('kv_set', { key: 'visits', value: 3, is_public: true })

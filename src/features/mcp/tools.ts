@@ -26,6 +26,7 @@ import { originUrl, previewOriginUrl } from '../../http/site-origin.js'
 import { quotaOf } from '../../limits/quotas.js'
 import { builtForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
 import { parsePage } from '../../http/pagination.js'
+import { MAX_PAGE } from '../../http/page-limits.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -567,7 +568,8 @@ function pageOf(total: number, page: number, perPage: number, what: string, next
   return { from, totalPages, note }
 }
 const SITES_PER_PAGE = 100
-const pageArg = z.number().int().positive().optional().describe('Page number, from 1 (default 1)')
+// the REST lists' bound (parsePage), so every list tool takes the same pages
+const pageArg = z.number().int().min(1).max(MAX_PAGE).optional().describe('Page number, from 1 (default 1)')
 
 const listSites = tool({
   name: 'list_sites',
