@@ -1633,6 +1633,29 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('an id argument with a NUL character is 1106 naming it, on PostgreSQL too, as the REST routes refuse one', async () => {
+      const kim = await s.user()
+      const own = await mcpHttpClient(s.url, kim.key)
+      try {
+        for (const [name, args, arg] of [
+          ['rollback', { project: 'p', deploy_id: '\u0000' }, 'deploy_id'],
+          ['promote', { project: 'p', deploy_id: 'a\u0000' }, 'deploy_id'],
+          ['list_submissions', { form_id: 'a\u0000' }, 'form_id'],
+          ['update_form', { form_id: '\u0000', form_name: 'x' }, 'form_id'],
+          ['delete_form', { form_id: '\u0000' }, 'form_id'],
+          ['update_data', { file_id: 'x\u0000', content: '{}' }, 'file_id'],
+          ['delete_image', { public_token: 'a\u0000' }, 'public_token'],
+        ] as const) {
+          const r = (await own.callTool({ name, arguments: args })) as any
+          assert.equal(r.isError, true, `${name}: ${textOf(r)}`)
+          assert.equal(r.structuredContent?.error_code, 1106, `${name}: ${textOf(r)}`)
+          assert.match(textOf(r), new RegExp(`argument "${arg}": must not contain a NUL character`), name)
+        }
+      } finally {
+        await own.close()
+      }
+    })
+
     it('list_submissions names the call that lists the next page, as kv_list and get_site do', async () => {
       const jack = await s.user()
       const own = await mcpHttpClient(s.url, jack.key)

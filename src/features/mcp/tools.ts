@@ -461,7 +461,19 @@ async function previewDeploy(s: McpServices, ctx: ToolContext, ref: FolderRef, f
   }
 }
 
-const deployId = z.string().min(1).max(64).describe('A deploy id, as list_deploys shows it')
+/**
+ * An id a tool looks up (a deploy, form, data file or image): at most 64 characters and no
+ * NUL, which PostgreSQL cannot compare and the REST routes refuse in a path (1106) too.
+ */
+const idArg = (description: string) =>
+  z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[^\u0000]*$/, 'must not contain a NUL character (U+0000)')
+    .describe(description)
+
+const deployId = idArg('A deploy id, as list_deploys shows it')
 
 /**
  * The deploy refusals' next steps in the tools' own names: the REST solutions name `svc
@@ -906,7 +918,7 @@ const createForm = tool({
   },
 })
 
-const formIdArg = z.string().min(1).max(64).describe("The form's id (create_form's form.id; not its slug)")
+const formIdArg = idArg("The form's id (create_form's form.id; not its slug)")
 /** A form_id that names no form of the caller's: the forms list gives the ids. */
 const formSolutions = () => ({ FORM_NOT_FOUND: 'list_submissions without form_id lists your forms with their ids (form_id is the id, not the slug)' })
 
@@ -1045,7 +1057,7 @@ const updateData = tool({
   title: 'Update a data file',
   description: `Uploads a new version of a hosted data file (file_id: create_data's file.id, or list_data's) and makes it the one its public URL serves. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version). Needs the hosted-data entitlement.`,
   readOnly: false,
-  input: { file_id: z.string().min(1).max(64).describe("The data file's id: create_data's file.id, or list_data's file_id"), ...dataInput },
+  input: { file_id: idArg("The data file's id: create_data's file.id, or list_data's file_id"), ...dataInput },
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'hosted-data')
     const type = a.content_type ?? (await s.data.currentType(ctx.user, a.file_id))
@@ -1135,7 +1147,7 @@ const deleteImage = tool({
   readOnly: false,
   destructive: true,
   idempotent: true,
-  input: { public_token: z.string().min(1).max(64).describe("The image's public_token, as upload_image and list_images give it") },
+  input: { public_token: idArg("The image's public_token, as upload_image and list_images give it") },
   solutions: imageTokenSolutions,
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'image-host')
