@@ -3,8 +3,9 @@ import assert from 'node:assert/strict'
 import type { BrowserContext } from 'playwright-core'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
-import { openContext, watchErrors } from '../support/browser.js'
+import { loadedWidth, openContext, watchErrors } from '../support/browser.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
+import { makeImage, svc } from '../support/images.js'
 
 const engine = ENGINES[0]
 
@@ -54,5 +55,79 @@ describe(`a page published through MCP opens in Chromium [${engine}]`, () => {
     await page.waitForFunction(() => document.title === 'site ok')
     assert.equal(await page.$eval('#p', (e) => getComputedStyle(e).color), 'rgb(1, 2, 3)')
     assert.deepEqual(siteErrors, [])
+  })
+
+  it("a guestbook an agent builds through MCP counts, takes a visitor's entry, rolls back and is cleaned up", async () => {
+    const bob = await s.user()
+    await svc(s, 'grant', bob.username, 'image-host')
+    const agent = await mcpHttpClient(s.url, bob.key)
+    const ok = async (name: string, args: Record<string, unknown> = {}) => {
+      const r = (await agent.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent: any; content: unknown }
+      assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+      return r.structuredContent
+    }
+    try {
+      await agent.listTools() // the SDK client then checks each result against its tool's output schema
+      const png = await makeImage('png', { width: 30, height: 6 })
+      const { image } = await ok('upload_image', { base64: png.toString('base64'), file_name: 'header.png' })
+      const { form } = await ok('create_form', {
+        form_name: 'Guestbook',
+        fields_config: [
+          { name: 'name', required: true },
+          { name: 'message', type: 'textarea', required: true },
+        ],
+      })
+      // the agent counts (a page's visitors hold no key that writes); the page reads the public entry
+      await ok('kv_set', { key: 'visits', value: 41, data_type: 'number', is_public: true })
+      const { public_url: countUrl } = await ok('kv_incr', { key: 'visits' })
+      const page = (title: string) =>
+        `<!doctype html><title>${title}</title><img id="hdr" src="${image.public_url}" alt="header"><p>Visits: <span id="count">?</span></p>` +
+        `<form method="post" action="${form.submit_url}"><input name="name"><textarea name="message"></textarea><button>Sign</button></form>` +
+        `<script>fetch(${JSON.stringify(countUrl)}).then((r) => r.json()).then((j) => { document.getElementById('count').textContent = j.data.value })</script>`
+      const good = await ok('deploy_files', { project: 'guestbook', files: [{ path: 'index.html', content: page('Guestbook') }] })
+
+      // the visitor comes back to the guestbook after signing: the page's URL is known now
+      await ok('update_form', { form_id: form.id, redirect_url: good.open_url })
+
+      const tab = await ctx.newPage()
+      const errors = watchErrors(tab, [{ url: '/favicon.ico', status: 404 }])
+      await tab.goto(good.open_url)
+      await tab.waitForFunction(() => document.getElementById('count')?.textContent === '42')
+      assert.equal(await loadedWidth(tab.locator('#hdr')), 30)
+      await tab.fill('input[name=name]', 'Ann')
+      await tab.fill('textarea[name=message]', 'Lovely page')
+      await Promise.all([tab.waitForURL(good.open_url), tab.click('button')])
+      await tab.waitForFunction(() => document.getElementById('count')?.textContent === '42')
+      assert.deepEqual(errors, [])
+      const read = await ok('list_submissions', { form_id: form.id })
+      assert.deepEqual(
+        read.submissions.map((x: any) => x.data),
+        [{ name: 'Ann', message: 'Lovely page' }],
+      )
+      assert.equal((await ok('kv_get', { key: 'visits' })).entry.value, 42)
+
+      // a bad change, rolled back
+      await ok('deploy_files', { project: 'guestbook', files: [{ path: 'index.html', content: page('Broken') + '<p>oops' }] })
+      await tab.goto(good.open_url)
+      assert.equal(await tab.title(), 'Broken')
+      assert.equal((await ok('rollback', { project: 'guestbook' })).live_deploy_id, good.deploy_id)
+      await tab.goto(good.open_url)
+      assert.equal(await tab.title(), 'Guestbook')
+
+      // clean up: nothing the agent made is left
+      await ok('delete_site', { name: 'guestbook' })
+      await ok('kv_delete', { key: 'visits' })
+      await ok('delete_form', { form_id: form.id })
+      await ok('delete_image', { public_token: image.public_token })
+      assert.equal((await tab.goto(good.open_url))?.status(), 404)
+      for (const gone of [countUrl, image.public_url]) assert.equal((await s.get(new URL(gone).pathname)).status, 404, gone)
+      const left = await ok('list_sites')
+      assert.deepEqual([left.pages, left.projects], [[], []])
+      assert.equal((await ok('kv_list')).total, 0)
+      assert.deepEqual((await ok('list_submissions')).forms, [])
+      assert.equal((await ok('list_images')).total, 0)
+    } finally {
+      await agent.close()
+    }
   })
 })

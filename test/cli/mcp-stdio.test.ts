@@ -52,7 +52,7 @@ for (const engine of ENGINES) {
       const viaStdio = (await client.listTools()).tools
       const viaHttp = (await http.listTools()).tools
       assert.deepEqual(viaStdio, viaHttp)
-      assert.equal(viaStdio.length, 21)
+      assert.equal(viaStdio.length, 26)
 
       const called = new Set<string>()
       const ok = async (name: string, args: Record<string, unknown> = {}) => {
@@ -141,6 +141,19 @@ for (const engine of ENGINES) {
       )
       const img = (await ok('upload_image', { base64: (await makeImage('png')).toString('base64') })).structuredContent.image
       assert.equal((await s.get(new URL(img.public_url).pathname)).status, 200)
+      assert.deepEqual(
+        (await ok('list_images')).structuredContent.images.map((i: any) => i.public_token),
+        [img.public_token],
+      )
+      await ok('delete_image', { public_token: img.public_token })
+      assert.equal((await s.get(new URL(img.public_url).pathname)).status, 404)
+
+      // the clean-up tools
+      await ok('kv_delete', { key: 'n' })
+      assert.equal((await s.get('/svc_api/data/get?key=n', { key: alice.key })).status, 404)
+      assert.equal((await ok('update_form', { form_id: form.id, form_name: 'Guestbook' })).structuredContent.form.form_name, 'Guestbook')
+      await ok('delete_form', { form_id: form.id })
+      assert.deepEqual((await s.get('/svc_api/forms/list', { key: alice.key })).json.data.forms, [])
 
       await ok('delete_site', { name: 'stdio.html' })
       assert.equal((await s.get(`/${alice.username}/stdio.html`)).status, 404)
@@ -175,6 +188,7 @@ for (const engine of ENGINES) {
         'kv_list',
         'list_data',
         'list_deploys',
+        'list_images',
         'list_sites',
         'list_submissions',
         'read_file',
@@ -196,7 +210,7 @@ for (const engine of ENGINES) {
       )
       assert.doesNotMatch(stderr(), /retrying|connection problem/)
       // the server keeps answering, and nothing was stored
-      assert.equal((await client.listTools()).tools.length, 21)
+      assert.equal((await client.listTools()).tools.length, 26)
       assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
     })
 

@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { request } from 'undici'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { makeImage, svc } from '../support/images.js'
@@ -29,8 +30,12 @@ const WRITE_TOOLS = [
   'create_data',
   'update_data',
   'upload_image',
+  'kv_delete',
+  'delete_form',
+  'delete_image',
+  'update_form',
 ]
-const READ_TOOLS = ['list_sites', 'get_site', 'read_file', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions', 'list_data']
+const READ_TOOLS = ['list_sites', 'get_site', 'read_file', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions', 'list_data', 'list_images']
 
 for (const engine of ENGINES) {
   describe(`MCP over streamable HTTP [${engine}]`, () => {
@@ -90,6 +95,56 @@ for (const engine of ENGINES) {
       assert.match(desc('upload_image'), /image-host entitlement/)
       assert.match(desc('create_form'), /id, which list_submissions takes as form_id/)
       assert.match(desc('update_data'), /create_data's file\.id/)
+      // every argument says what it is, and what an omitted one means where that differs from create to update
+      for (const t of tools)
+        for (const [arg, schema] of Object.entries((t.inputSchema.properties ?? {}) as Record<string, { description?: string }>))
+          assert.ok((schema.description ?? '').length > 5, `${t.name}.${arg} has no description`)
+      // every list takes the REST lists' pages, and says so
+      for (const t of tools) {
+        const page = t.inputSchema.properties?.page as { maximum?: number } | undefined
+        if (page) assert.equal(page.maximum, 999_999_999, t.name)
+      }
+      const kvSetArgs = tools.find((t) => t.name === 'kv_set')?.inputSchema.properties as Record<string, { description: string }>
+      for (const arg of ['data_type', 'is_public', 'ttl']) assert.match(kvSetArgs[arg].description, /update keeps/, arg)
+      // a counter a page's visitors would raise needs a key the page cannot carry: the tool says so
+      assert.match(desc('kv_incr'), /visitors cannot call it/)
+      assert.match(desc('delete_image'), /upload_image's image\.public_token/)
+      assert.match(desc('delete_form'), /create_form's form\.id/)
+    })
+
+    it("declares each tool's output schema, which its results (refusals included) meet, as the SDK client checks", async () => {
+      // a user of its own: alice's requests are counted against her key's rate limits
+      const hank = await s.user()
+      const own = await mcpHttpClient(s.url, hank.key)
+      try {
+        const { tools } = await own.listTools()
+        const schema = (name: string) => tools.find((t) => t.name === name)?.outputSchema as any
+        for (const t of tools) {
+          const out = t.outputSchema as any
+          assert.equal(out?.type, 'object', t.name)
+          assert.deepEqual(out.required, ['success'], t.name)
+          for (const field of ['success', 'error_code', 'solution']) assert.ok(out.properties[field], `${t.name}: ${field}`)
+        }
+        // the ids one tool gives and another takes are named where an agent reads them
+        assert.match(JSON.stringify(schema('create_form')), /What list_submissions and delete_form take as form_id/)
+        assert.match(JSON.stringify(schema('list_deploys')), /What rollback and promote take as deploy_id/)
+        assert.match(JSON.stringify(schema('upload_image')), /What delete_image takes/)
+        // the schemas have teeth: a result of the wrong shape fails them
+        const check = (name: string, v: unknown) => new AjvJsonSchemaValidator().getValidator(schema(name))(v).valid
+        assert.equal(check('kv_get', { success: true, entry: 5 }), false)
+        assert.equal(check('create_form', { success: true, form: { id: 1 } }), false)
+        assert.equal(check('list_sites', { success: true, pages: 'none' }), false)
+        assert.equal(check('kv_get', { success: false, error_code: 1604, error_type: 'DATA_ERROR', message: 'm', solution: 's' }), true)
+        // the SDK client checks every structured result against the schema: these went through it
+        const set = (await own.callTool({ name: 'kv_set', arguments: { key: 'shape', value: { a: 1 } } })) as Awaited<ReturnType<typeof call>>
+        assert.ok(!set.isError, textOf(set))
+        assert.equal(check('kv_set', set.structuredContent), true)
+        const missing = (await own.callTool({ name: 'kv_get', arguments: { key: 'no-such-shape' } })) as Awaited<ReturnType<typeof call>>
+        assert.equal(missing.isError, true)
+        assert.equal(check('kv_get', missing.structuredContent), true)
+      } finally {
+        await own.close()
+      }
     })
 
     it('publish_html stores the page the REST API and the public host then show', async () => {
@@ -1550,3 +1605,191 @@ describe('MCP with many pages and files', () => {
     }
   })
 })
+
+for (const engine of ENGINES) {
+  // a server of its own, with high limits: a visitor's requests here count against the test's one IP
+  describe(`MCP tools that change and delete what an agent made [${engine}]`, () => {
+    let s: TestServer
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    })
+    after(() => s.close())
+
+    it("update_form changes a form's settings through the forms service, as PUT /svc_api/forms/update does", async () => {
+      const ivy = await s.user()
+      const own = await mcpHttpClient(s.url, ivy.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      try {
+        const { tools } = await own.listTools()
+        const t = tools.find((x) => x.name === 'update_form')
+        assert.deepEqual(t?.inputSchema.required, ['form_id'])
+        assert.deepEqual([t?.annotations?.readOnlyHint, t?.annotations?.destructiveHint, t?.annotations?.idempotentHint], [false, false, true])
+        const form = (await run('create_form', { form_name: 'Guestbook' })).structuredContent.form
+        const restForm = async () => (await s.get('/svc_api/forms/list', { key: ivy.key })).json.data.forms[0]
+        // the page's URL is known once it is deployed: the redirect is set after
+        const page = `https://${ivy.username}.example/guestbook/`
+        const r = await run('update_form', { form_id: form.id, redirect_url: page })
+        assert.ok(!r.isError, textOf(r))
+        assert.equal(r.structuredContent.form.redirect_url, page)
+        assert.equal(r.structuredContent.form.form_name, 'Guestbook', 'the settings not given stay')
+        assert.match(textOf(r), new RegExp(`submit to ${form.submit_url}`))
+        assert.equal((await restForm()).redirect_url, page)
+        const post = () => s.post(new URL(form.submit_url).pathname, { json: { message: 'hi' } })
+        assert.equal((await post()).status, 200)
+        assert.equal((await run('update_form', { form_id: form.id, is_active: false })).structuredContent.form.is_active, false)
+        assert.equal((await post()).json.error_code, 1612)
+        // refusals change nothing
+        const before = await restForm()
+        for (const [args, code, next] of [
+          [{ form_id: form.id, redirect_url: 'javascript:alert(1)' }, 1106, /redirect_url/],
+          [{ form_id: form.id, fields_config: [{ name: 'a', requird: true }] }, 1106, /unknown argument "requird"/],
+          [{ form_id: form.form_slug, form_name: 'x' }, 1611, /not the slug/],
+          [{ redirect_url: page }, 1106, /argument "form_id" is required/],
+        ] as const) {
+          const bad = await run('update_form', args)
+          assert.equal(bad.isError, true, textOf(bad))
+          assert.equal(bad.structuredContent.error_code, code, textOf(bad))
+          assert.match(textOf(bad), next)
+        }
+        assert.deepEqual(await restForm(), before)
+        const slugged = await run('update_form', { form_id: form.id, form_slug: 'ivy-guestbook', is_active: true })
+        assert.match(slugged.structuredContent.form.submit_url, /\/api\/forms\/submit\/ivy-guestbook$/)
+        assert.equal((await s.post('/api/forms/submit/ivy-guestbook', { json: { message: 'again' } })).status, 200)
+      } finally {
+        await own.close()
+      }
+    })
+
+    it('an id argument with a NUL character is 1106 naming it, on PostgreSQL too, as the REST routes refuse one', async () => {
+      const kim = await s.user()
+      const own = await mcpHttpClient(s.url, kim.key)
+      try {
+        for (const [name, args, arg] of [
+          ['rollback', { project: 'p', deploy_id: '\u0000' }, 'deploy_id'],
+          ['promote', { project: 'p', deploy_id: 'a\u0000' }, 'deploy_id'],
+          ['list_submissions', { form_id: 'a\u0000' }, 'form_id'],
+          ['update_form', { form_id: '\u0000', form_name: 'x' }, 'form_id'],
+          ['delete_form', { form_id: '\u0000' }, 'form_id'],
+          ['update_data', { file_id: 'x\u0000', content: '{}' }, 'file_id'],
+          ['delete_image', { public_token: 'a\u0000' }, 'public_token'],
+        ] as const) {
+          const r = (await own.callTool({ name, arguments: args })) as any
+          assert.equal(r.isError, true, `${name}: ${textOf(r)}`)
+          assert.equal(r.structuredContent?.error_code, 1106, `${name}: ${textOf(r)}`)
+          assert.match(textOf(r), new RegExp(`argument "${arg}": must not contain a NUL character`), name)
+        }
+      } finally {
+        await own.close()
+      }
+    })
+
+    it('list_submissions names the call that lists the next page, as kv_list and get_site do', async () => {
+      const jack = await s.user()
+      const own = await mcpHttpClient(s.url, jack.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      try {
+        const form = (await run('create_form', { form_name: 'Guestbook' })).structuredContent.form
+        for (const m of ['one', 'two', 'three']) assert.equal((await s.post(new URL(form.submit_url).pathname, { json: { m } })).status, 200)
+        const first = await run('list_submissions', { form_id: form.id, per_page: 2 })
+        assert.equal(first.structuredContent.total, 3)
+        assert.match(
+          textOf(first),
+          new RegExp(`^3 submissions; submissions 1-2 of 3 shown; list_submissions \\{form_id: "${form.id}", page: 2, per_page: 2\\} lists the next\\.`),
+        )
+        const second = await run('list_submissions', { form_id: form.id, page: 2, per_page: 2 })
+        assert.deepEqual(
+          second.structuredContent.submissions.map((x: any) => x.data.m),
+          ['one'],
+        )
+        assert.match(textOf(second), /^3 submissions; submissions 3-3 of 3 shown\. /)
+        assert.match(textOf(await run('list_submissions', { form_id: form.id })), /^3 submissions\. The dashboard/)
+      } finally {
+        await own.close()
+      }
+    })
+
+    it('an agent cleans up what it made: kv_delete, delete_form, list_images and delete_image, as the REST API deletes', async () => {
+      const gina = await s.user()
+      const own = await mcpHttpClient(s.url, gina.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      const done = async (name: string, args: Record<string, unknown>) => {
+        const r = await run(name, args)
+        assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+        return r
+      }
+      const refused = async (name: string, args: Record<string, unknown>, code: number, next: RegExp) => {
+        const r = await run(name, args)
+        assert.equal(r.isError, true, textOf(r))
+        assert.equal(r.structuredContent.error_code, code, textOf(r))
+        assert.match(textOf(r), next)
+      }
+      try {
+        const { tools } = await own.listTools()
+        for (const name of ['kv_delete', 'delete_form', 'delete_image', 'delete_site', 'delete_file']) {
+          const t = tools.find((x) => x.name === name)?.annotations
+          assert.deepEqual([t?.readOnlyHint, t?.destructiveHint, t?.idempotentHint], [false, true, true], name)
+        }
+        assert.equal(tools.find((x) => x.name === 'list_images')?.annotations?.readOnlyHint, true)
+
+        // a page past the REST lists' bound is refused by every list tool alike, before any query
+        for (const name of ['list_sites', 'get_site', 'kv_list', 'list_images', 'list_submissions']) {
+          const args = { page: 1_000_000_000, ...(name === 'get_site' ? { name: 'x' } : {}) }
+          await refused(name, args, 1106, /argument "page": .*999999999/)
+        }
+
+        // kv_delete: the store's delete; the public read goes at once
+        await done('kv_set', { key: 'visits', value: 3, is_public: true })
+        // an update that omits is_public keeps it, as the argument's description says
+        assert.equal((await done('kv_set', { key: 'visits', value: 4 })).structuredContent.public_url !== null, true)
+        assert.equal((await s.get(`/svc_api/data/public/${gina.username}/visits`)).json.data.value, 4)
+        assert.equal((await s.get(`/svc_api/data/public/${gina.username}/visits`)).status, 200)
+        const del = await done('kv_delete', { key: 'visits' })
+        assert.equal(del.structuredContent.key, 'visits')
+        assert.equal((await s.get('/svc_api/data/get?key=visits', { key: gina.key })).json.error_code, 1604)
+        assert.equal((await s.get(`/svc_api/data/public/${gina.username}/visits`)).status, 404)
+        await refused('kv_delete', { key: 'visits' }, 1604, /kv_list lists the keys/)
+        await refused('kv_delete', { key: '' }, 1106, /argument "key"/)
+
+        // delete_form: the form and its submissions; its submit URL refuses posts
+        const form = (await done('create_form', { form_name: 'Guestbook' })).structuredContent.form
+        const sent = await s.post(new URL(form.submit_url).pathname, { json: { message: 'hi' } })
+        assert.equal(sent.status, 200, sent.text)
+        const gone = await done('delete_form', { form_id: form.id })
+        assert.equal(gone.structuredContent.form_id, form.id)
+        assert.deepEqual((await s.get('/svc_api/forms/list', { key: gina.key })).json.data.forms, [])
+        assert.equal((await s.post(new URL(form.submit_url).pathname, { json: { message: 'late' } })).json.error_code, 1611)
+        await refused('delete_form', { form_id: form.id }, 1611, /list_submissions without form_id/)
+        // an id of no form, of any shape, is the same 1611 on both engines
+        await refused('delete_form', { form_id: form.form_slug }, 1611, /not the slug/)
+
+        // images: the entitlement first, as upload_image
+        await refused('list_images', {}, 1010, /.+/)
+        await refused('delete_image', { public_token: 'x' }, 1010, /.+/)
+        await svc(s, 'grant', gina.username, 'image-host')
+        assert.match(textOf(await done('list_images', {})), /No images yet; upload_image/)
+        const tokens: string[] = []
+        for (const w of [3, 4]) {
+          const png = await makeImage('png', { width: w, height: 2 })
+          tokens.push((await done('upload_image', { base64: png.toString('base64'), file_name: `i${w}.png` })).structuredContent.image.public_token)
+        }
+        const first = await done('list_images', { per_page: 1 })
+        assert.equal(first.structuredContent.total, 2)
+        assert.equal(first.structuredContent.total_pages, 2)
+        assert.equal(first.structuredContent.images.length, 1)
+        assert.match(textOf(first), /images 1-1 of 2 shown; list_images \{page: 2, per_page: 1\} lists the next/)
+        const second = await done('list_images', { page: 2, per_page: 1 })
+        assert.deepEqual([...first.structuredContent.images, ...second.structuredContent.images].map((i: any) => i.public_token).sort(), [...tokens].sort())
+        await refused('list_images', { per_page: 101 }, 1106, /argument "per_page"/)
+        const url = new URL(first.structuredContent.images[0].public_url).pathname
+        assert.equal((await s.get(url)).status, 200)
+        await done('delete_image', { public_token: first.structuredContent.images[0].public_token })
+        assert.equal((await s.get(url)).status, 404)
+        assert.equal((await done('list_images', {})).structuredContent.total, 1)
+        await refused('delete_image', { public_token: first.structuredContent.images[0].public_token }, 1405, /list_images lists your images/)
+        await refused('delete_image', { public_token: '../x' }, 1405, /list_images/)
+      } finally {
+        await own.close()
+      }
+    })
+  })
+}

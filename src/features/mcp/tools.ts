@@ -19,11 +19,14 @@ import { checkName, checkRelativePath, MAX_SEGMENT_BYTES, NAME_RULE } from '../s
 import type { McpServices } from './services.js'
 import { AnyArgumentsCallSchema, callArguments } from './call-request.js'
 import { MAX_INLINE_BYTES, MAX_INLINE_FILES } from './limits.js'
+import { OUTPUTS, outputSchema, type ToolName } from './outputs.js'
 import { checkJsonValue, KEY_RE } from '../kv/validate.js'
 import { KEY_RULE, KV_LIMITS } from '../kv/schemas.js'
 import { originUrl, previewOriginUrl } from '../../http/site-origin.js'
 import { quotaOf } from '../../limits/quotas.js'
 import { builtForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
+import { parsePage } from '../../http/pagination.js'
+import { MAX_PAGE } from '../../http/page-limits.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -65,7 +68,8 @@ function resultContent(summary: string, data: Record<string, unknown>, inSummary
 }
 
 interface ToolDef<S extends z.ZodRawShape> {
-  name: string
+  /** Also names the tool's output schema (OUTPUTS). */
+  name: ToolName
   title: string
   description: string
   readOnly: boolean
@@ -218,6 +222,7 @@ function tool<S extends z.ZodRawShape>(d: ToolDef<S>): McpTool {
           title: d.title,
           description: d.description,
           inputSchema: schema,
+          outputSchema: outputSchema(OUTPUTS[d.name]),
           annotations: {
             title: d.title,
             readOnlyHint: d.readOnly,
@@ -456,7 +461,19 @@ async function previewDeploy(s: McpServices, ctx: ToolContext, ref: FolderRef, f
   }
 }
 
-const deployId = z.string().min(1).max(64).describe('A deploy id, as list_deploys shows it')
+/**
+ * An id a tool looks up (a deploy, form, data file or image): at most 64 characters and no
+ * NUL, which PostgreSQL cannot compare and the REST routes refuse in a path (1106) too.
+ */
+const idArg = (description: string) =>
+  z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[^\u0000]*$/, 'must not contain a NUL character (U+0000)')
+    .describe(description)
+
+const deployId = idArg('A deploy id, as list_deploys shows it')
 
 /**
  * The deploy refusals' next steps in the tools' own names: the REST solutions name `svc
@@ -584,7 +601,8 @@ function pageOf(total: number, page: number, perPage: number, what: string, next
   return { from, totalPages, note }
 }
 const SITES_PER_PAGE = 100
-const pageArg = z.number().int().positive().optional().describe('Page number, from 1 (default 1)')
+// the REST lists' bound (parsePage), so every list tool takes the same pages
+const pageArg = z.number().int().min(1).max(MAX_PAGE).optional().describe('Page number, from 1 (default 1)')
 
 const listSites = tool({
   name: 'list_sites',
@@ -671,6 +689,7 @@ const deleteSite = tool({
     'Deletes a single-file page (by file name; ".html" is added when missing, as publish_html adds it), or a folder project (by project name, which comes first): its files, its kept deploys and their preview URLs, all offline at once. Cannot be undone.',
   readOnly: false,
   destructive: true,
+  idempotent: true,
   input: { name: z.string().min(1).max(MAX_SEGMENT_BYTES).describe('Page file name (landing.html) or project name') },
   async run(s, ctx, a) {
     const projects = await s.folders.projects(ctx.user, ctx.contentOrigin)
@@ -723,6 +742,7 @@ const deleteFile = tool({
     'Deletes one file of a folder project. A published project goes live without it at once, as a new deploy (rollback brings it back). Deleting the root index.html leaves the site without a home page (404) until deploy_files adds one.',
   readOnly: false,
   destructive: true,
+  idempotent: true,
   input: { project: projectName, path: filePathArg },
   solutions: projectFileSolutions,
   async run(s, ctx, a) {
@@ -749,6 +769,13 @@ const kvLookupKey = z
   .min(1)
   .max(KV_LIMITS.lookupKeyMaxChars, `must be at most ${KV_LIMITS.lookupKeyMaxChars} characters`)
   .describe(`Key of the entry (keys written today: ${KEY_RULE})`)
+const kvTtl = z
+  .number()
+  .int()
+  .positive()
+  .max(KV_LIMITS.ttlMaxSeconds)
+  .optional()
+  .describe('Seconds until the entry expires (none when the entry is created; an update keeps its expiry when omitted)')
 const kvPublicUrl = (ctx: ToolContext, key: string) =>
   `${ctx.serviceOrigin}/svc_api/data/public/${encodeURIComponent(ctx.user.username)}/${encodeURIComponent(key)}`
 /** The dashboard page where the account's owner (logged in) sees its entries, forms' submissions, data files or images. */
@@ -783,9 +810,9 @@ const kvSet = tool({
   input: {
     key: kvKey,
     value: z.unknown().describe('Any JSON value (json), a string (text) or a number (number)'),
-    data_type: z.enum(['json', 'text', 'number']).optional(),
-    is_public: z.boolean().optional().describe('Readable without a key at the public URL (default false)'),
-    ttl: z.number().int().positive().optional().describe('Seconds until the entry expires'),
+    data_type: z.enum(['json', 'text', 'number']).optional().describe('json when the entry is created; an update keeps the type when omitted'),
+    is_public: z.boolean().optional().describe('Readable without a key at the public URL (false when the entry is created; an update keeps it when omitted)'),
+    ttl: kvTtl,
     expected_version: z.number().int().nonnegative().optional().describe('Write only if the entry is at this version (0: only if absent)'),
   },
   async run(s, ctx, a) {
@@ -811,9 +838,10 @@ const kvSet = tool({
 const kvIncr = tool({
   name: 'kv_incr',
   title: 'Add to a counter',
-  description: 'Atomically adds to a number entry (a missing entry starts at 0), e.g. a visit counter.',
+  description:
+    "Atomically adds to a number entry (a missing entry starts at 0). Like every write it needs the caller's key, so a hosted page's visitors cannot call it: a page may read a public entry (kv_set is_public) but carries no key that can write (deploy_files refuses one, 1444), so it cannot count its own visits; visitors send input through a form (create_form).",
   readOnly: false,
-  input: { key: kvKey, by: z.number().optional().describe('Amount to add, default 1 (may be negative)'), ttl: z.number().int().positive().optional() },
+  input: { key: kvKey, by: z.number().optional().describe('Amount to add, default 1 (may be negative or fractional)'), ttl: kvTtl },
   async run(s, ctx, a) {
     const r = await s.kv.incr(ctx.user, a)
     const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
@@ -830,7 +858,11 @@ const kvList = tool({
   title: 'List key-value entries',
   description: "Lists the caller's key-value entries, by key, a page at a time; with prefix, only keys starting with it (exact, case-sensitive).",
   readOnly: true,
-  input: { page: z.number().int().positive().optional(), per_page: z.number().int().min(1).max(100).optional(), prefix: z.string().optional() },
+  input: {
+    page: pageArg,
+    per_page: z.number().int().min(1).max(100).optional().describe('Entries per page (default 50, at most 100)'),
+    prefix: z.string().optional().describe('Only keys starting with it (exact, case-sensitive)'),
+  },
   async run(s, ctx, a) {
     const q: Record<string, unknown> = {}
     if (a.page !== undefined) q.page = String(a.page)
@@ -850,36 +882,85 @@ const kvList = tool({
   },
 })
 
+const kvDelete = tool({
+  name: 'kv_delete',
+  title: 'Delete a key-value entry',
+  description:
+    "Deletes one entry of the caller's key-value store (any key kv_list shows); its public URL answers 404 at once. A key the store does not hold is 1604.",
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: { key: kvLookupKey },
+  solutions: () => ({ KV_KEY_NOT_FOUND: 'kv_list lists the keys the store holds (prefix narrows it)' }),
+  async run(s, ctx, a) {
+    await s.kv.remove(ctx.user, a.key)
+    return { summary: `Deleted ${a.key}.`, data: { key: a.key } }
+  },
+})
+
+const formName = z.string().min(1).max(100).describe('The name the dashboard and list_submissions show')
+/** A form's settings, as create_form and update_form take them (the forms service checks each). */
+const formSettings = {
+  form_slug: z.string().optional().describe('3-64 characters A-Z a-z 0-9 _ -, unique; generated when omitted'),
+  fields_config: z
+    .array(
+      z
+        .object({
+          name: z.string().describe('1-64 letters, digits, "_", "." or "-", starting with a letter or digit'),
+          label: z.string().optional(),
+          type: z.enum(FIELD_TYPES).optional().describe('default text'),
+          required: z.boolean().optional(),
+          options: z.array(z.string()).optional().describe('The choices of a select (required there) or checkbox field'),
+        })
+        .strict(),
+    )
+    .max(50)
+    .optional()
+    .describe('Fields to accept (empty: any field names)'),
+  allowed_origins: z.array(z.string()).max(20).optional().describe('Origins allowed to submit (empty: any)'),
+  redirect_url: z
+    .string()
+    .optional()
+    .describe(
+      "Absolute http(s) URL a visitor's browser goes to after a submission, e.g. the page's own URL, which deploy_files answers (empty: none); without one, a short thank-you page of the service's",
+    ),
+}
+
 const createForm = tool({
   name: 'create_form',
   title: 'Create a form',
   description:
-    'Creates a form that pages can post to (JSON, form-encoded or multipart) and returns its submit_url, e.g. <form method="post" action="{submit_url}">, and its id, which list_submissions takes as form_id.',
+    'Creates a form that pages can post to (JSON, form-encoded or multipart) and returns its submit_url, e.g. <form method="post" action="{submit_url}">, and its id, which list_submissions takes as form_id. update_form changes its settings later (a redirect_url to a page deployed after it).',
   readOnly: false,
-  input: {
-    form_name: z.string().min(1).max(100),
-    form_slug: z.string().optional().describe('3-64 characters A-Z a-z 0-9 _ -, unique; generated when omitted'),
-    fields_config: z
-      .array(
-        z
-          .object({
-            name: z.string().describe('1-64 letters, digits, "_", "." or "-", starting with a letter or digit'),
-            label: z.string().optional(),
-            type: z.enum(FIELD_TYPES).optional().describe('default text'),
-            required: z.boolean().optional(),
-            options: z.array(z.string()).optional().describe('The choices of a select (required there) or checkbox field'),
-          })
-          .strict(),
-      )
-      .max(50)
-      .optional()
-      .describe('Fields to accept (empty: any field names)'),
-    allowed_origins: z.array(z.string()).max(20).optional().describe('Origins allowed to submit (empty: any)'),
-    redirect_url: z.string().optional(),
-  },
+  input: { form_name: formName, ...formSettings },
   async run(s, ctx, a) {
     const f = formView(await s.forms.create(ctx.user, a), ctx.serviceOrigin)
     return { summary: `Created form ${f.form_name}; submit to ${f.submit_url}`, data: { form: f } }
+  },
+})
+
+const formIdArg = idArg("The form's id (create_form's form.id; not its slug)")
+/** A form_id that names no form of the caller's: the forms list gives the ids. */
+const formSolutions = () => ({ FORM_NOT_FOUND: 'list_submissions without form_id lists your forms with their ids (form_id is the id, not the slug)' })
+
+const updateForm = tool({
+  name: 'update_form',
+  title: 'Change a form',
+  description:
+    "Changes a form's settings (form_id: create_form's form.id, or list_submissions'); the settings not given stay. A new form_slug changes its submit_url (the answer gives it): pages posting to the old one must change too. is_active false stops it taking submissions (1612) until set true again.",
+  readOnly: false,
+  idempotent: true,
+  input: {
+    form_id: formIdArg,
+    form_name: formName.optional(),
+    ...formSettings,
+    is_active: z.boolean().optional().describe('false: the form refuses submissions'),
+  },
+  solutions: formSolutions,
+  async run(s, ctx, a) {
+    const { form_id, ...settings } = a
+    const f = formView(await s.forms.update(ctx.user, form_id, settings), ctx.serviceOrigin)
+    return { summary: `Updated form ${f.form_name}; submit to ${f.submit_url}`, data: { form: f } }
   },
 })
 
@@ -889,12 +970,12 @@ const listSubmissions = tool({
   description: "Lists the caller's forms, or with form_id one form's submissions, newest first (spam is flagged, not hidden).",
   readOnly: true,
   input: {
-    form_id: z.string().max(64).optional().describe("The form's id (create_form's form.id; not its slug); omit to list the forms with their ids"),
-    page: z.number().int().positive().optional(),
-    per_page: z.number().int().min(1).max(100).optional(),
+    form_id: formIdArg.optional().describe("The form's id (create_form's form.id; not its slug); omit to list the forms with their ids"),
+    page: pageArg.describe('With form_id: page number, from 1 (default 1)'),
+    per_page: z.number().int().min(1).max(100).optional().describe('With form_id: submissions per page (default 20, at most 100)'),
     is_spam: z.boolean().optional().describe('Only spam (true) or only not spam (false)'),
   },
-  solutions: () => ({ FORM_NOT_FOUND: 'list_submissions without form_id lists your forms with their ids (form_id is the id, not the slug)' }),
+  solutions: formSolutions,
   async run(s, ctx, a) {
     const dashboard = dashboardUrl(ctx, 'forms')
     if (a.form_id === undefined) {
@@ -912,10 +993,29 @@ const listSubmissions = tool({
     if (a.is_spam !== undefined) q.is_spam = String(a.is_spam)
     const r = await s.forms.data(ctx.user, a.form_id, q)
     const api = `${ctx.serviceOrigin}/svc_api/forms/data/${encodeURIComponent(r.form_id)}`
+    const more = (n: number) =>
+      `list_submissions {${[`form_id: ${JSON.stringify(a.form_id)}`, `page: ${n}`, a.per_page ? `per_page: ${a.per_page}` : '', a.is_spam !== undefined ? `is_spam: ${a.is_spam}` : ''].filter(Boolean).join(', ')}}`
+    const paging = pageOf(r.total, r.page, r.per_page, 'submissions', more)
     return {
-      summary: `${r.total} submissions; this page: ${r.submissions.length}. The dashboard shows them: ${dashboard} (API, with the key: ${api})`,
+      summary: `${r.total} submissions${paging.note}. The dashboard shows them: ${dashboard} (API, with the key: ${api})`,
       data: { ...r, submissions_url: api, dashboard_url: dashboard },
     }
+  },
+})
+
+const deleteForm = tool({
+  name: 'delete_form',
+  title: 'Delete a form',
+  description:
+    "Deletes a form and all of its submissions (form_id: create_form's form.id, or list_submissions'); its submit_url then refuses posts (1611). Cannot be undone.",
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: { form_id: formIdArg },
+  solutions: formSolutions,
+  async run(s, ctx, a) {
+    await s.forms.remove(ctx.user, a.form_id)
+    return { summary: `Deleted form ${a.form_id} and all its submissions.`, data: { form_id: a.form_id } }
   },
 })
 
@@ -943,7 +1043,11 @@ const createData = tool({
   title: 'Host a data file',
   description: `Creates a hosted data file (JSON, CSV, text ...) with a public raw URL pages can fetch. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version). Needs the hosted-data entitlement.`,
   readOnly: false,
-  input: { display_name: z.string().min(1).max(255), description: z.string().max(1000).optional(), ...dataInput },
+  input: {
+    display_name: z.string().min(1).max(255).describe('The name the dashboard and list_data show, e.g. "scores.json"'),
+    description: z.string().max(1000).optional().describe('A note shown in the dashboard'),
+    ...dataInput,
+  },
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'hosted-data')
     const upload = dataUpload(ctx, a.content, a.content_type, 'POST /api/hosted-data/files')
@@ -974,7 +1078,7 @@ const updateData = tool({
   title: 'Update a data file',
   description: `Uploads a new version of a hosted data file (file_id: create_data's file.id, or list_data's) and makes it the one its public URL serves. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version). Needs the hosted-data entitlement.`,
   readOnly: false,
-  input: { file_id: z.string().min(1).max(64), ...dataInput },
+  input: { file_id: idArg("The data file's id: create_data's file.id, or list_data's file_id"), ...dataInput },
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'hosted-data')
     const type = a.content_type ?? (await s.data.currentType(ctx.user, a.file_id))
@@ -991,12 +1095,12 @@ const updateData = tool({
 const uploadImage = tool({
   name: 'upload_image',
   title: 'Upload an image',
-  description: `Uploads one image (PNG, JPEG, GIF, WebP, AVIF, SVG) given as base64 and returns its public URL. At most ${MAX_INLINE_BYTES} bytes decoded here (and the account's image size limit); larger images through the dashboard. Needs the image-host entitlement.`,
+  description: `Uploads one image (PNG, JPEG, GIF, WebP, AVIF, SVG) given as base64 and returns its public URL and public_token (delete_image takes it). At most ${MAX_INLINE_BYTES} bytes decoded here (and the account's image size limit); larger images through the dashboard. Needs the image-host entitlement.`,
   readOnly: false,
   input: {
     base64: z.string().min(1).describe('The image bytes, base64-encoded (a data: URL prefix is accepted)'),
-    file_name: z.string().max(255).optional(),
-    remark: z.string().max(500).optional(),
+    file_name: z.string().max(255).optional().describe('The name list_images shows (default "image")'),
+    remark: z.string().max(500).optional().describe('A note shown in the dashboard'),
   },
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'image-host')
@@ -1022,6 +1126,57 @@ const uploadImage = tool({
   },
 })
 
+const imageTokenSolutions = () => ({ RESOURCE_NOT_FOUND: 'list_images lists your images with their public_token' })
+
+const listImages = tool({
+  name: 'list_images',
+  title: 'List hosted images',
+  description:
+    "Lists the caller's hosted images, newest first, 50 a page by default (page and per_page, at most 100): each one's public_token (what delete_image takes), file name, size and public URL. Needs the image-host entitlement.",
+  readOnly: true,
+  input: { page: pageArg, per_page: z.number().int().min(1).max(100).optional().describe('Images per page (default 50, at most 100)') },
+  async run(s, ctx, a) {
+    await needEntitlement(ctx, 'image-host')
+    const q: Record<string, unknown> = {}
+    if (a.page !== undefined) q.page = String(a.page)
+    if (a.per_page !== undefined) q.per_page = String(a.per_page)
+    // the REST list's own paging rule (defaults, bounds and codes)
+    const page = parsePage(q, { perPage: 50, maxPerPage: 100 })
+    const r = await s.images.list(ctx.user, page, ctx.contentOrigin)
+    const paging = pageOf(r.total, page.page, page.perPage, 'images', (n) => `list_images {page: ${n}${a.per_page ? `, per_page: ${page.perPage}` : ''}}`)
+    const lines = r.images.map((i) => `${i.file_name} (${i.size} bytes): ${i.public_url} (public_token ${i.public_token})`)
+    const summary = r.total === 0 ? 'No images yet; upload_image uploads one.' : `${r.total} images${lines.length ? `\n${lines.join('\n')}` : ''}`
+    return {
+      summary: paging.note ? `${summary}\n${paging.note.slice(2)}` : summary,
+      data: {
+        images: r.images,
+        total: r.total,
+        page: page.page,
+        per_page: page.perPage,
+        total_pages: paging.totalPages,
+        dashboard_url: dashboardUrl(ctx, 'images'),
+      },
+    }
+  },
+})
+
+const deleteImage = tool({
+  name: 'delete_image',
+  title: 'Delete a hosted image',
+  description:
+    "Deletes one hosted image (public_token: upload_image's image.public_token, or list_images'); its public URL answers 404 at once. A locked image is refused (1423). Cannot be undone. Needs the image-host entitlement.",
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: { public_token: idArg("The image's public_token, as upload_image and list_images give it") },
+  solutions: imageTokenSolutions,
+  async run(s, ctx, a) {
+    await needEntitlement(ctx, 'image-host')
+    await s.images.remove(ctx.user, a.public_token)
+    return { summary: `Deleted image ${a.public_token}.`, data: { public_token: a.public_token } }
+  },
+})
+
 /** Every tool. */
 export const TOOLS: readonly McpTool[] = [
   publishHtml,
@@ -1039,12 +1194,17 @@ export const TOOLS: readonly McpTool[] = [
   kvSet,
   kvIncr,
   kvList,
+  kvDelete,
   createForm,
+  updateForm,
   listSubmissions,
+  deleteForm,
   createData,
   listData,
   updateData,
   uploadImage,
+  listImages,
+  deleteImage,
 ]
 
 /** The tools a caller sees: a read-only key gets the read-only ones only. */
