@@ -69,6 +69,45 @@ for (const engine of ENGINES) {
       await s.close()
     })
 
+    it("answers a tool's unexpected failure as the REST API does: 1501 with the request id, its text only in the log", async () => {
+      const own = await startServer({ engine, captureLogs: true })
+      try {
+        const bob = await own.user()
+        const agent = await mcpHttpClient(own.url, bob.key)
+        const kv = (own.app.featureState('mcp') as McpServices).kv
+        const get = kv.get.bind(kv)
+        // a failure no refusal describes (a database's own error, naming its tables and files)
+        kv.get = async () => {
+          throw new Error('relation "kv_secret_table" does not exist (/srv/svc/data/svc.db)')
+        }
+        try {
+          const r = (await agent.callTool({ name: 'kv_get', arguments: { key: 'x' } })) as Awaited<ReturnType<typeof call>>
+          assert.equal(r.isError, true)
+          assert.match(textOf(r), /^Error 1501 \(SERVER_ERROR\): Internal server error\. Retry later; if it persists, report request id \S+/)
+          assert.doesNotMatch(JSON.stringify(r), /kv_secret_table|svc\.db/)
+          assert.equal(r.structuredContent.error_code, 1501)
+          const id = /report request id (\S+)/.exec(textOf(r))![1]
+          const line = own.logs.find((l) => l.msg === 'mcp: unexpected error in a tool')
+          assert.ok(line, JSON.stringify(own.logs))
+          assert.match(JSON.stringify(line), /kv_secret_table/)
+          assert.equal((line as Record<string, unknown>).reqId, id)
+        } finally {
+          kv.get = get
+          await agent.close()
+        }
+        // the next call is answered as usual
+        const fine = await mcpHttpClient(own.url, bob.key)
+        try {
+          const r = (await fine.callTool({ name: 'kv_get', arguments: { key: 'x' } })) as Awaited<ReturnType<typeof call>>
+          assert.equal(r.structuredContent.error_code, 1604, textOf(r))
+        } finally {
+          await fine.close()
+        }
+      } finally {
+        await own.close()
+      }
+    })
+
     it('lists every tool with a description, an input schema and read-only/destructive hints', async () => {
       const { tools } = await client.listTools()
       assert.deepEqual(tools.map((t) => t.name).sort(), [...WRITE_TOOLS, ...READ_TOOLS].sort())

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
+import { isForeignKeyViolation } from '../../db/kysely.js'
 import { caller } from '../../http/guard.js'
 import { contentOrigin, isLoopbackHost, requestHost, serviceOrigin } from '../../http/origin.js'
 import { hostName, siteOriginFor } from '../../http/site-origin.js'
@@ -157,6 +158,12 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
         siteOrigin: siteOriginFor(req, deps.config, p.user.username),
         entitled: async (feature) =>
           !!(await deps.db.k.selectFrom('entitlements').select('feature').where('user_id', '=', p.user.id).where('feature', '=', feature).executeTakeFirst()),
+        unexpected: (err) => {
+          // as the REST error handler: a row that refers to one deleted meanwhile is 409 / 1410
+          if (isForeignKeyViolation(err)) return new AppError('DELETED_MEANWHILE')
+          req.log.error({ err }, 'mcp: unexpected error in a tool')
+          return new AppError('INTERNAL', { params: { request_id: String(req.id) } })
+        },
       }
       const { McpServer, StreamableHTTPServerTransport, serveTools } = await loadSdk()
       const server = new McpServer(

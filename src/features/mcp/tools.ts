@@ -45,6 +45,11 @@ export interface ToolContext {
   siteOrigin: string | null
   /** Whether the account holds an entitlement (image-host, hosted-data). */
   entitled(feature: string): Promise<boolean>
+  /**
+   * The refusal a tool's unexpected failure answers with, as the REST API's error handler makes
+   * it (logged with the request id; 1501 naming that id): its own text never reaches the agent.
+   */
+  unexpected(err: unknown): AppError
 }
 
 interface ToolOutput {
@@ -1226,11 +1231,9 @@ export function serveTools(server: McpServer, readOnly: boolean, s: McpServices,
     const name = req.params.name
     const t = byName.get(name)
     if (t)
-      // an unexpected failure answers as the SDK's handler answered it: its message, isError
-      return t.call(s, ctx, callArguments(req.params)).catch((e: unknown) => ({
-        isError: true,
-        content: [{ type: 'text' as const, text: e instanceof Error ? e.message : String(e) }],
-      }))
+      // an unexpected failure is logged and answered as the REST API answers one (1501 with the
+      // request id): its text (a database's, a path) is the operator's, not the agent's
+      return t.call(s, ctx, callArguments(req.params)).catch((e: unknown) => errorResult(ctx.unexpected(e)))
     if (TOOLS.some((x) => x.name === name)) return errorResult(new AppError('READ_ONLY_KEY'))
     return errorResult(
       new AppError('INVALID_PARAMETER', {
