@@ -109,4 +109,38 @@ describe('zip deploys in the dashboard (Chromium)', () => {
     }
     assert.deepEqual(problems, [])
   })
+  it("shows the server's warnings of the pages a folder upload or a zip deploy put up, a line each", async () => {
+    const form = (id: string) => `<!doctype html><form id="${id}" method="post" action="https://formspree.io/f/x"><input type="file" name="cv"></form>`
+    const warning = (p: string, id: string) =>
+      `${p}: the form id="${id}" has a file input (name="cv") but no enctype="multipart/form-data": a browser sends only the file's name, not the file. Add enctype="multipart/form-data" to the <form>`
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-warn-'))
+    try {
+      const root = path.join(dir, 'warned')
+      fs.mkdirSync(path.join(root, 'jobs'), { recursive: true })
+      fs.writeFileSync(path.join(root, 'index.html'), form('home'))
+      fs.writeFileSync(path.join(root, 'jobs', 'apply.html'), form('apply'))
+      await page.goto(`${s.url}/dashboard/folders`)
+      await page.getByLabel('Folder to upload (sub-folders are kept)').setInputFiles(root)
+      await page.getByRole('button', { name: 'Upload folder' }).click()
+      const status = page.getByRole('status').filter({ hasText: '2 uploaded, 0 failed' })
+      await status.waitFor()
+      assert.deepEqual(await status.locator('.warning').allTextContents(), [
+        'Uploaded all the same, but 2 problem(s) to fix:',
+        warning('index.html', 'home'),
+        warning('jobs/apply.html', 'apply'),
+      ])
+      // each on its own line
+      const tops = await status.locator('.warning').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().top))
+      assert.ok(tops[0] < tops[1] && tops[1] < tops[2], String(tops))
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+    const zip = zipOf([{ name: 'index.html', data: form('zipped') }])
+    await page.locator('#zip-input').setInputFiles({ name: 'warned-zip.zip', mimeType: 'application/zip', buffer: zip })
+    await page.getByRole('button', { name: 'Deploy zip' }).click()
+    const done = page.locator('#folders-status', { hasText: 'Deployed warned-zip: 1 files.' })
+    await done.waitFor()
+    assert.deepEqual(await done.locator('.warning').allTextContents(), ['Uploaded all the same, but 1 problem(s) to fix:', warning('index.html', 'zipped')])
+    assert.deepEqual(problems, [])
+  })
 })

@@ -464,6 +464,34 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${alice.username}/apply/`)).text, html)
     })
 
+    it("--batch prints each batch's warnings on stderr and lists them in --json; svc page prints its page's", async () => {
+      const html = (id: string) =>
+        `<!doctype html><form id="${id}" method="post" action="https://formspree.io/f/x"><input type="file" name="cv"><button>Send</button></form>`
+      const message = (p: string, id: string) =>
+        `${p}: the form id="${id}" has a file input (name="cv") but no enctype="multipart/form-data": a browser sends only the file's name, not the file. Add enctype="multipart/form-data" to the <form>`
+      const dir = makeTree({ 'index.html': html('apply'), 'b/later.html': html('later'), 'c.css': 'p {}' })
+      const e = { ...env, SVC_URL: s.url }
+      // one file per batch: the warnings come from two answers, in path order in the result
+      const r = await runCli(['deploy', dir, '--project', 'apply-batch', '--batch', '--batch-files', '1', '--concurrency', '1', '--json'], { env: e })
+      assert.equal(r.code, 0, r.stderr)
+      assert.deepEqual(r.json.warnings, [
+        { path: 'b/later.html', message: message('b/later.html', 'later') },
+        { path: 'index.html', message: message('index.html', 'apply') },
+      ])
+      assert.ok(r.stderr.split('\n').includes(`warning: ${message('index.html', 'apply')}`), r.stderr)
+      assert.ok(r.stderr.split('\n').includes(`warning: ${message('b/later.html', 'later')}`), r.stderr)
+      assert.equal((await s.get(`/${alice.username}/apply-batch/`)).text, html('apply'))
+      // plain output: the same lines on stderr, none on stdout
+      const plain = await runCli(['deploy', makeTree({ 'index.html': html('apply') }), '--project', 'apply-plain', '--batch'], { env: e })
+      assert.equal(plain.code, 0, plain.stderr)
+      assert.ok(plain.stderr.split('\n').includes(`warning: ${message('index.html', 'apply')}`), plain.stderr)
+      assert.doesNotMatch(plain.stdout, /warning/)
+      const page = path.join(makeTree({ 'form.html': html('apply') }), 'form.html')
+      const one = await runCli(['page', page], { env: e })
+      assert.equal(one.code, 0, one.stderr)
+      assert.equal(one.stderr, `warning: ${message('form.html', 'apply')}\n`)
+    })
+
     it('--batch without a root index.html uploads nothing to a project it could not publish', async () => {
       const e = { ...env, SVC_URL: s.url }
       const docs = makeTree({ 'docs/index.html': '<p>docs</p>', 'docs/a.html': '<p>a</p>' })

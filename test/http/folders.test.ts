@@ -68,7 +68,7 @@ for (const engine of ENGINES) {
         { filename: 'img/deep/dir/p.png', data: PNG },
       ])
       assert.equal(r.status, 200, r.text)
-      assert.deepEqual(r.json, { success: true, message: r.json.message, uploaded_count: 4, failed_count: 0, failed_files: [], errors: [] })
+      assert.deepEqual(r.json, { success: true, message: r.json.message, uploaded_count: 4, failed_count: 0, failed_files: [], errors: [], warnings: [] })
       const l = await files('site')
       assert.equal(l.status, 200)
       assert.deepEqual(Object.keys(l.json).sort(), ['files', 'folder_path', 'recursive', 'success', 'total_files'])
@@ -261,7 +261,7 @@ for (const engine of ENGINES) {
       const empty = { filename: '', data: '' }
       const r = await batchUpload(s, { key: u.key }, 'blanks', [empty, { filename: 'index.html', data: HTML('home') }, empty, { filename: 'a.txt', data: 'a' }])
       assert.equal(r.status, 200, r.text)
-      assert.deepEqual(r.json, { success: true, message: r.json.message, uploaded_count: 2, failed_count: 0, failed_files: [], errors: [] })
+      assert.deepEqual(r.json, { success: true, message: r.json.message, uploaded_count: 2, failed_count: 0, failed_files: [], errors: [], warnings: [] })
       assert.deepEqual(paths(await files('blanks')), ['a.txt', 'index.html'])
       const only = await batchUpload(s, { key: u.key }, 'blanks-only', [empty, empty])
       expectError(only, 400, 1101)

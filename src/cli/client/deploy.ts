@@ -72,6 +72,8 @@ export interface DeployResult {
   built_for_root: boolean
   dry_run: boolean
   duration_ms: number
+  /** The server's warnings of the pages the batches stored (decision 281), in path order. */
+  warnings: Array<{ path: string; message: string }>
 }
 
 const FIELD_OVERWRITE = 'overwrite_files'
@@ -369,6 +371,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     built_for_root: false,
     dry_run: opts.dryRun,
     duration_ms: 0,
+    warnings: [],
   }
 
   if (opts.dryRun) {
@@ -455,6 +458,12 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     const bad = batchFailures(answer, ok, typeof answer?.message === 'string' ? answer.message : 'upload failed')
     const badSet = new Set(bad.map((b) => b.path))
     failed.push(...bad)
+    // a page that would misbehave goes up all the same: the server says why, printed as it comes
+    for (const w of Array.isArray(answer?.warnings) ? answer.warnings : []) {
+      const warning = { path: String(w?.path), message: String(w?.message) }
+      result.warnings.push(warning)
+      rep.note(`warning: ${warning.message}`)
+    }
     for (const f of ok) {
       if (!badSet.has(f.path)) {
         result.uploaded.push(f.path)
@@ -505,6 +514,7 @@ function finish(r: DeployResult, api: ApiClient, started: number): DeployResult 
   r.uploaded.sort()
   r.deleted.sort()
   r.failed.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  r.warnings.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
   r.requests = api.requests
   r.rate_limit_waits = api.rateLimitWaits
   r.duration_ms = Date.now() - started

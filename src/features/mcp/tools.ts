@@ -27,6 +27,7 @@ import { quotaOf } from '../../limits/quotas.js'
 import { builtForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
 import { parsePage } from '../../http/pagination.js'
 import { MAX_PAGE } from '../../http/page-limits.js'
+import { warningsIn, type PageWarning } from '../sites/page-warnings.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -271,6 +272,14 @@ function projectPath(path: string): string {
   if (!r.ok) throw new AppError('INVALID_PATH', { params: { detail: mapText(r.reason, (why) => `${path}: ${why}`) } })
   return r.path
 }
+/**
+ * The warnings of the pages a call stored (page-warnings.ts), in English as every tool answer
+ * is: `warnings` for the data, and a line each for the summary.
+ */
+function warned(ws: PageWarning[]): { warnings: Array<{ path: string; message: string }>; lines: string } {
+  const warnings = warningsIn(ws, 'en')
+  return { warnings, lines: warnings.map((w) => `\nWarning: ${w.message}`).join('') }
+}
 const siteUrlOf = (ctx: ToolContext, path: string) => (ctx.siteOrigin === null ? null : ctx.siteOrigin + path)
 /**
  * A project named by a tool: checked by the folders service's checkName (projectRef), the rule
@@ -302,12 +311,13 @@ const publishHtml = tool({
     if (bytes.length > MAX_INLINE_BYTES) throw payloadTooLarge('html is')
     const fileName = s.files.checkFileName(/\.html?$/i.test(a.name) ? a.name : `${a.name}.html`)
     const staged = await s.files.stage(Readable.from([bytes]))
-    const rec = await s.files.commit(ctx.user, { fileName, staged, projectName: a.title }, ctx.contentOrigin)
+    const { record: rec, warnings } = await s.files.commit(ctx.user, { fileName, staged, projectName: a.title }, ctx.contentOrigin)
     const site = siteUrlOf(ctx, `/${encodeURIComponent(rec.file_name)}`)
     const open = site ?? rec.url
+    const w = warned(warnings)
     return {
-      summary: `${rec.is_update ? 'Updated' : 'Published'} ${rec.file_name}: ${open}`,
-      data: { ...rec, site_url: site, open_url: open },
+      summary: `${rec.is_update ? 'Updated' : 'Published'} ${rec.file_name}: ${open}${w.lines}`,
+      data: { ...rec, site_url: site, open_url: open, warnings: w.warnings },
     }
   },
 })
@@ -389,8 +399,9 @@ const deployFiles = tool({
     const what = unchanged
       ? `No file of ${ref.name} changed (${r.uploaded} sent); deploy ${deployId} stays live`
       : `Uploaded ${r.uploaded} file(s) to ${ref.name} as deploy ${deployId}, published`
+    const w = warned(r.warnings)
     return {
-      summary: `${what}: ${open}${otherUrl(open, root, site ?? websiteUrl)}`,
+      summary: `${what}: ${open}${otherUrl(open, root, site ?? websiteUrl)}${w.lines}`,
       data: {
         project: ref.name,
         uploaded_count: r.uploaded,
@@ -402,6 +413,7 @@ const deployFiles = tool({
         site_url: site,
         origin_url: root,
         open_url: open,
+        warnings: w.warnings,
       },
     }
   },
@@ -448,8 +460,9 @@ async function previewDeploy(s: McpServices, ctx: ToolContext, ref: FolderRef, f
   const previewSite = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}@${r.deploy.id}/`)
   const root = previewOriginUrl(ctx.siteOrigin, ref.name, r.deploy.id)
   const open = await openUrl(files, root, previewSite ?? r.preview_url)
+  const w = warned(r.warnings)
   return {
-    summary: `Preview deploy ${r.deploy.id} of ${ref.name} (${r.deploy.file_count} files, not live): ${open}${otherUrl(open, root, previewSite ?? r.preview_url)}\nMake it live with promote {project: "${ref.name}", deploy_id: "${r.deploy.id}"}.`,
+    summary: `Preview deploy ${r.deploy.id} of ${ref.name} (${r.deploy.file_count} files, not live): ${open}${otherUrl(open, root, previewSite ?? r.preview_url)}\nMake it live with promote {project: "${ref.name}", deploy_id: "${r.deploy.id}"}.${w.lines}`,
     data: {
       project: ref.name,
       uploaded_count: files.length,
@@ -462,6 +475,7 @@ async function previewDeploy(s: McpServices, ctx: ToolContext, ref: FolderRef, f
       preview_site_url: previewSite,
       preview_origin_url: root,
       open_url: open,
+      warnings: w.warnings,
     },
   }
 }

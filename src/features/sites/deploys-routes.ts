@@ -15,6 +15,8 @@ import { createDeploysService, MANIFEST_MAX_BYTES } from './deploys-service.js'
 import { MANIFEST_ENTRY, MESSAGE_MAX } from '../../util/deploy-manifest.js'
 import { ZIP_TYPES } from './deploy-zip.js'
 import { say } from '../../web/short-page.js'
+import { langOf } from '../../errors/render.js'
+import { WarningsField, warningsIn } from './page-warnings.js'
 
 const TAR_TYPES = ['application/x-tar', 'application/tar', 'application/gzip', 'application/x-gzip']
 /** The query parameters of a zip deploy (a tar's manifest says the same). */
@@ -189,10 +191,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
                 description:
                   'this deploy at the root of its own origin, {deploy id}--{project}.{username}.{content domain}; null without a content domain, or when the project has no origin or the label would pass 63 characters',
               }),
-              warnings: Type.Array(Type.Object({ path: Type.String(), message: Type.String() }), {
-                description:
-                  'problems of the pages the archive carried, which deploy all the same: a form whose file input a browser would send as the file\'s name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the form and the input; in path order',
-              }),
+              warnings: WarningsField('the pages the archive carried'),
             }),
           },
         },
@@ -220,7 +219,7 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
             success: true,
             message: r.deploy.is_preview ? say(req, '预览已部署', 'Preview deployed') : say(req, '部署成功', 'Deployed'),
             ...r,
-            warnings: r.warnings.map((w) => ({ path: w.path, message: say(req, w.zh, w.en) })),
+            warnings: warningsIn(r.warnings, langOf(req)),
             site_url: siteUrl(site, `/${name}/`),
             preview_site_url: siteUrl(site, `/${name}@${r.deploy.id}/`),
             origin_url: originUrl(site, folder.name),

@@ -27,7 +27,7 @@ import { MANIFEST_ENTRY, MESSAGE_MAX } from '../../util/deploy-manifest.js'
 import { tarWriter } from '../../util/archive-writer.js'
 import { parseHeaders, parseRedirects, RULE_FILES, ruleText, RuleSyntaxError } from './site-rules.js'
 import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
-import { pageWarnings, type PageWarning } from './page-warnings.js'
+import { scanAndWarn } from './page-warnings.js'
 import { createAbuse } from '../abuse/service.js'
 import { createBlobBatch } from '../../storage/batch.js'
 import { readZip, spoolZip, zipBodyLimit } from './deploy-zip.js'
@@ -410,11 +410,11 @@ export function createDeploysService(deps: Deps) {
     // too: it is served): a report for review, never a refusal. Bytes taken from the user's
     // other projects were scanned when they were uploaded. The same read gives the owner's
     // warnings (page-warnings.ts), in the answer
-    const warnings: PageWarning[] = []
-    await deps.services.get(createAbuse).scanPages(
+    const warnings = await scanAndWarn(
+      deps.services.get(createAbuse),
       user,
       result.carried.map((r) => ({ name: ref.name, path: r.path, digest: r.digest, size: r.size, contentType: r.content_type })),
-      { origin, each: (p, html) => warnings.push(...pageWarnings(p.path, html)) },
+      { origin },
     )
     const base = `${origin}/${user.username}/`
     return {
@@ -422,7 +422,7 @@ export function createDeploysService(deps: Deps) {
       uploaded_files: uploaded.size,
       website_url: `${base}${encodeURIComponent(ref.name)}/`,
       preview_url: `${base}${encodeURIComponent(ref.name)}@${result.id}/`,
-      warnings: warnings.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+      warnings,
     }
   }
 

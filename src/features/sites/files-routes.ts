@@ -10,6 +10,7 @@ import { siteOriginFor, siteUrl } from '../../http/site-origin.js'
 import { contentOrigin } from '../../http/origin.js'
 import { lastValue, pageInfo, parsePage, repeatable } from '../../http/pagination.js'
 import { createFilesService, type StagedUpload } from './files-service.js'
+import { WarningsField, warningsIn } from './page-warnings.js'
 
 const SingleFileRecord = Type.Object({
   file_name: Type.String(),
@@ -91,7 +92,9 @@ export function filesApi(app: FastifyInstance, deps: Deps): void {
         description:
           'multipart/form-data with parts `file` (required), `project_name`, `description`. Errors in format B (NO_FILE, VALIDATION_FAILED, EMPTY_FILE, API_PERMISSION_DENIED); other codes (1104, 1201, ...) in format A.',
         ...multipartForm({ file: FILE_PART('the page: .html or .htm'), project_name: { type: 'string' }, description: { type: 'string' } }, ['file']),
-        response: { 200: Type.Object({ success: Type.Boolean(), message: Type.String(), data: SingleFileRecord }) },
+        response: {
+          200: Type.Object({ success: Type.Boolean(), message: Type.String(), data: SingleFileRecord, warnings: WarningsField('the page (beyond the spec)') }),
+        },
       },
     },
     async (req) => {
@@ -130,14 +133,19 @@ export function filesApi(app: FastifyInstance, deps: Deps): void {
       }
       if (pending) throw pending
       if (!staged || !fileName) throw new AppError('NO_FILE')
-      const data = await svc.commit(
+      const { record: data, warnings } = await svc.commit(
         p.user,
         { fileName, staged, projectName: fields.project_name, description: fields.description },
         contentOrigin(req, deps.config),
       )
       const lang = langOf(req)
       const site = siteUrl(siteOriginFor(req, deps.config, p.user.username), `/${encodeURIComponent(data.file_name)}`)
-      return { success: true, message: MESSAGES[data.is_update ? 'updated' : 'created'][lang], data: { ...data, site_url: site } }
+      return {
+        success: true,
+        message: MESSAGES[data.is_update ? 'updated' : 'created'][lang],
+        data: { ...data, site_url: site },
+        warnings: warningsIn(warnings, lang),
+      }
     },
   )
 

@@ -15,6 +15,7 @@ import { keyLeaks } from '../../auth/key-leaks.js'
 import { createFilesStore, type FileRow } from './files-store.js'
 import { createAbuse } from '../abuse/service.js'
 import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
+import { scanAndWarn, type PageWarning } from './page-warnings.js'
 
 export const API_VERSION = '1.1.2'
 export const ALLOWED_EXTENSIONS = PAGE_EXTENSIONS
@@ -110,8 +111,9 @@ export function createFilesService(deps: Deps) {
      * Creates or updates the caller's file of that name, after the checks the spec asks for.
      * The blob is already stored; the row is committed in a transaction that also takes its
      * place in the file-count counter, so concurrent uploads cannot pass the limit together.
+     * With the record, the owner's warnings of the page (page-warnings.ts).
      */
-    async commit(user: User, input: UploadInput, origin: string): Promise<SingleFileRecord> {
+    async commit(user: User, input: UploadInput, origin: string): Promise<{ record: SingleFileRecord; warnings: PageWarning[] }> {
       const { staged } = input
       if (staged.size === 0) throw new AppError('EMPTY_FILE')
       const detected = await detectNonHtml(staged.head, staged.hasNul)
@@ -156,9 +158,15 @@ export function createFilesService(deps: Deps) {
       })
       await invalidateHosting(deps.bus, user.username)
       const r = out.row
-      // upload heuristics: a phishing-like page opens a report for review (never blocks)
-      await deps.services.get(createAbuse).scanPages(user, [{ name: r.file_name, path: '', digest: staged.digest, size: staged.size, contentType }], { origin })
-      return {
+      // upload heuristics: a phishing-like page opens a report for review (never blocks); the
+      // same read gives the owner's warnings of the page
+      const warnings = await scanAndWarn(
+        deps.services.get(createAbuse),
+        user,
+        [{ name: r.file_name, path: '', digest: staged.digest, size: staged.size, contentType }],
+        { origin },
+      )
+      const record: SingleFileRecord = {
         file_name: r.file_name,
         project_name: r.project_name,
         file_size: Number(r.size),
@@ -167,6 +175,7 @@ export function createFilesService(deps: Deps) {
         updated_at: r.updated_at === null ? null : beijingTime(Number(r.updated_at)),
         is_update: out.isUpdate,
       }
+      return { record, warnings }
     },
 
     /** The upload configuration of a user (GET /svc_api/upload/info). */

@@ -9,6 +9,7 @@ import { discardUpload, drainRequest, multipartParts } from '../../http/multipar
 import { contentOrigin } from '../../http/origin.js'
 import { originUrl, siteOriginFor, siteUrl } from '../../http/site-origin.js'
 import { createFoldersService, MAX_FILES_PER_REQUEST, MAX_REQUEST_BYTES, type FileFailure, type FolderRef, type StagedFile } from './folders-service.js'
+import { WarningsField, warningsIn } from './page-warnings.js'
 
 const FailureItem = Type.Object({ type: Type.String(), error_code: Type.Integer(), message: Type.String(), file: Type.String() })
 const BatchResult = Type.Object({
@@ -18,6 +19,7 @@ const BatchResult = Type.Object({
   failed_count: Type.Integer(),
   failed_files: Type.Array(Type.String()),
   errors: Type.Array(FailureItem),
+  warnings: WarningsField('the pages the request stored (beyond the spec)'),
 })
 const FolderFileEntry = Type.Object({
   type: Type.Literal('file'),
@@ -236,7 +238,7 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
         }
         if (filesSeen === 0) throw new AppError('NO_FILE')
         const overwrite = svc.parseOverwrite(overwriteRaw)
-        const { uploaded, failures: conflicts } = await svc.commitBatch(user, folder, staged, overwrite, false, contentOrigin(req, deps.config))
+        const { uploaded, failures: conflicts, warnings } = await svc.commitBatch(user, folder, staged, overwrite, false, contentOrigin(req, deps.config))
         failures.push(...conflicts)
         // each file's reason in the answer's language (errors[] is the spec's {type, error_code, message, file})
         const lang = langOf(req)
@@ -260,7 +262,7 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
           if (leak?.params && failures.every((f) => f.type === 'key_in_content')) throw new AppError('KEY_IN_CONTENT', { params: leak.params, extra: body })
           throw new AppError('INVALID_PATH', { params: { detail: MSG.none }, extra: body })
         }
-        return { success: true, message: MSG.uploaded[lang], ...body }
+        return { success: true, message: MSG.uploaded[lang], ...body, warnings: warningsIn(warnings, lang) }
       },
     )
 

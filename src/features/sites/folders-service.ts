@@ -19,6 +19,7 @@ import { createFoldersStore, type FolderFileRow, type FolderRow } from './folder
 import { createDeploysStore } from './deploys-store.js'
 import { parseHeaders, parseRedirects, RULE_FILES, ruleText, RuleSyntaxError } from './site-rules.js'
 import { checkSiteBytes } from './site-usage.js'
+import { scanAndWarn, type PageWarning } from './page-warnings.js'
 const RULE_FILE_MAX = 1024 * 1024
 
 /** Per-request limits of a batch upload (defaults; the per-file limit is MAX_UPLOAD_BYTES). */
@@ -220,6 +221,7 @@ export function createFoldersService(deps: Deps) {
       let uploaded = 0
       let changed = 0
       let deployId: string | null = null
+      let warnings: PageWarning[] = []
       if (staged.length > 0) {
         // a batch's first files were put as they arrived, maybe longer ago than the sweeper's
         // grace over a slow link: their times are refreshed before the rows commit, and one a
@@ -308,15 +310,18 @@ export function createFoldersService(deps: Deps) {
         })
         if (uploaded > 0) {
           await invalidateHosting(deps.bus, user.username)
-          // upload heuristics on the batch's pages: a report for review, never a refusal
-          await deps.services.get(createAbuse).scanPages(
+          // upload heuristics on the batch's pages: a report for review, never a refusal; the
+          // same read gives the owner's warnings of the pages the batch stored
+          const failed = new Set(failures.map((f) => f.file))
+          warnings = await scanAndWarn(
+            deps.services.get(createAbuse),
             user,
             staged.map((f) => ({ name: ref.name, path: f.path, digest: f.digest, size: f.size, contentType: f.contentType })),
-            { origin },
+            { origin, warnFor: new Set(staged.filter((f) => !failed.has(f.name)).map((f) => f.path)) },
           )
         }
       }
-      return { uploaded, changed, failures, deploy_id: deployId }
+      return { uploaded, changed, failures, deploy_id: deployId, warnings }
     },
 
     /** The caller's projects (beyond the spec: the spec has no project list). */

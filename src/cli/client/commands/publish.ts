@@ -170,6 +170,8 @@ export async function pageCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { body, contentType } = multipartBody(fields, [{ name: 'file', filename: path.basename(file), type: 'text/html', data }])
   const r = await api.post('/svc_api/upload', { body, contentType, idempotent: true })
   const d = r.json?.data ?? {}
+  // a page that would misbehave went up all the same: the server's warnings, on stderr
+  for (const w of Array.isArray(r.json?.warnings) ? r.json.warnings : []) ctx.rep.note(`warning: ${String(w?.message)}`)
   if (ctx.json) ctx.emit(r.json)
   else
     ctx.out(

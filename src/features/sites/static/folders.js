@@ -87,6 +87,20 @@
     }
   })
 
+  /**
+   * The status line, then the server's warnings of the pages that went up (each names its page
+   * and what to fix): a heading and a line each, all in the same live region.
+   */
+  function statusWithWarnings(msg, kind, warnings) {
+    S.status('folders-status', msg, kind)
+    if (!warnings || !warnings.length) return
+    var s = S.$('folders-status')
+    s.appendChild(el('span', { class: 'warning', text: t('folders.warnings', { n: warnings.length }) }))
+    warnings.forEach(function (w) {
+      s.appendChild(el('span', { class: 'warning', text: w.message }))
+    })
+  }
+
   S.onSubmit(S.$('folder-form'), function () {
     var chosen = dropped || Array.prototype.slice.call(S.$('folder-input').files)
     var local = []
@@ -131,6 +145,7 @@
     var sent = 0
     var ok = 0
     var failed = []
+    var warnings = []
     var cancelled = false
     var overwrite = S.$('folder-overwrite').checked ? 'true' : 'false'
     bar.show(name)
@@ -158,6 +173,7 @@
           function (r) {
             ok += r.uploaded_count || 0
             failed = failed.concat(r.failed_files || [])
+            warnings = warnings.concat(r.warnings || [])
           },
           function (err) {
             // cancelled: a batch is stored whole or not at all, so this one is not; the rest stay unsent
@@ -188,9 +204,12 @@
         msg += '. ' + t('folders.left_out', { n: local.length, names: names })
       }
       bar.done(msg)
-      if (cancelled) S.status('folders-status', msg, 'error')
-      else if (failed.length) S.status('folders-status', msg + ': ' + failed.slice(0, 20).join(', ') + (failed.length > 20 ? ' …' : ''), 'error')
-      else S.status('folders-status', msg, 'ok')
+      warnings.sort(function (a, b) {
+        return a.path < b.path ? -1 : a.path > b.path ? 1 : 0
+      })
+      if (cancelled) statusWithWarnings(msg, 'error', warnings)
+      else if (failed.length) statusWithWarnings(msg + ': ' + failed.slice(0, 20).join(', ') + (failed.length > 20 ? ' …' : ''), 'error', warnings)
+      else statusWithWarnings(msg, 'ok', warnings)
       S.$('folder-input').value = ''
       dropped = null
       loadProjects()
@@ -328,7 +347,7 @@
         var d = r.deploy || {}
         var msg = t(d.is_preview ? 'zip.preview_done' : 'zip.done', { name: name, files: d.file_count })
         zipBar.done(msg)
-        S.status('folders-status', msg, 'ok')
+        statusWithWarnings(msg, 'ok', r.warnings)
         zipFile = null
         S.$('zip-input').value = ''
         loadProjects()

@@ -1,0 +1,106 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { batchUpload, HIGH_LIMITS, HTML, uploadFile } from '../support/hosting.js'
+import { mcpHttpClient, textOf } from '../support/mcp.js'
+
+// a form that would send a file's name alone (decision 271), and the warning it gets
+const BAD = HTML('apply', '<form id="apply" method="post" action="https://formspree.io/f/x"><input type="file" name="cv"><button>Send</button></form>')
+const SENT_WHOLE = HTML('ok', '<form method="post" enctype="multipart/form-data"><input type="file" name="cv"></form>')
+const warning = (path: string) =>
+  `${path}: the form id="apply" has a file input (name="cv") but no enctype="multipart/form-data": a browser sends only the file's name, not the file. Add enctype="multipart/form-data" to the <form>`
+const ZH = /^(\S+)：表单 id="apply" 有文件输入框（name="cv"），但没有 enctype="multipart\/form-data"/
+
+for (const engine of ENGINES) {
+  describe(`warnings of every upload path [${engine}]`, () => {
+    let s: TestServer
+    let u: Awaited<ReturnType<TestServer['user']>>
+    let client: Client
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+      u = await s.user()
+      client = await mcpHttpClient(s.url, u.key)
+    })
+    after(async () => {
+      await client.close()
+      await s.close()
+    })
+
+    it('a batch upload answers the warnings of the pages it stored, in path order and the caller language', async () => {
+      const files = [
+        { filename: 'z/apply.html', data: BAD },
+        { filename: 'index.html', data: BAD },
+        { filename: 'ok.html', data: SENT_WHOLE },
+        { filename: 'style.css', data: 'form { color: red }' },
+      ]
+      const r = await batchUpload(s, { key: u.key }, 'batch', files, true, { 'accept-language': 'en' })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.uploaded_count, 4)
+      assert.deepEqual(r.json.warnings, [
+        { path: 'index.html', message: warning('index.html') },
+        { path: 'z/apply.html', message: warning('z/apply.html') },
+      ])
+      const listed = await s.get('/api/folders/batch/files', { key: u.key })
+      assert.ok(
+        listed.json.files.some((f: { path: string }) => f.path === 'z/apply.html'),
+        'stored all the same',
+      )
+      // a file the batch did not store (it exists, no overwrite) is not warned of; Chinese by default
+      const again = await batchUpload(s, { key: u.key }, 'batch', [
+        { filename: 'index.html', data: BAD + ' ' },
+        { filename: 'new.html', data: BAD },
+      ])
+      assert.equal(again.status, 200, again.text)
+      assert.equal(again.json.failed_count, 1)
+      assert.deepEqual(
+        again.json.warnings.map((w: { path: string }) => w.path),
+        ['new.html'],
+      )
+      assert.match(again.json.warnings[0].message, ZH)
+      // nothing to say: an empty list
+      const clean = await batchUpload(s, { key: u.key }, 'batch', [{ filename: 'clean.html', data: SENT_WHOLE }])
+      assert.deepEqual(clean.json.warnings, [])
+    })
+
+    it('a single-page upload answers its warnings beside data', async () => {
+      const r = await uploadFile(s, { key: u.key }, 'apply.html', BAD, {}, { 'accept-language': 'en' })
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.data.file_name, 'apply.html')
+      assert.deepEqual(r.json.warnings, [{ path: 'apply.html', message: warning('apply.html') }])
+      const zh = await uploadFile(s, { key: u.key }, 'apply.html', BAD)
+      assert.match(zh.json.warnings[0].message, ZH)
+      const clean = await uploadFile(s, { key: u.key }, 'fine.html', SENT_WHOLE, {}, { 'accept-language': 'en' })
+      assert.deepEqual(clean.json.warnings, [])
+    })
+
+    it("MCP's publish_html and deploy_files (live and preview) list the warnings in their text and structuredContent", async () => {
+      type Result = { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: any }
+      const call = async (name: string, args: Record<string, unknown>) => {
+        const r = (await client.callTool({ name, arguments: args })) as Result
+        assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+        return r
+      }
+      const page = await call('publish_html', { name: 'mcp-apply', html: BAD })
+      assert.deepEqual(page.structuredContent.warnings, [{ path: 'mcp-apply.html', message: warning('mcp-apply.html') }])
+      assert.ok(textOf(page).endsWith(`\nWarning: ${warning('mcp-apply.html')}`), textOf(page))
+
+      const files = [
+        { path: 'index.html', content: SENT_WHOLE },
+        { path: 'jobs/apply.html', content: BAD },
+      ]
+      const live = await call('deploy_files', { project: 'mcp-site', files })
+      assert.deepEqual(live.structuredContent.warnings, [{ path: 'jobs/apply.html', message: warning('jobs/apply.html') }])
+      assert.match(textOf(live), new RegExp(`\\nWarning: jobs/apply\\.html: the form id="apply"`))
+      assert.equal((await s.get(`/${u.username}/mcp-site/jobs/apply.html`)).text, BAD)
+
+      const preview = await call('deploy_files', { project: 'mcp-preview', files, publish: false })
+      assert.deepEqual(preview.structuredContent.warnings, [{ path: 'jobs/apply.html', message: warning('jobs/apply.html') }])
+      assert.match(textOf(preview), /\nWarning: jobs\/apply\.html: /)
+
+      const clean = await call('publish_html', { name: 'mcp-clean', html: SENT_WHOLE })
+      assert.deepEqual(clean.structuredContent.warnings, [])
+      assert.doesNotMatch(textOf(clean), /Warning/)
+    })
+  })
+}
