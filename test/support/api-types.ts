@@ -1621,7 +1621,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Submit to a form (public, no authentication, CORS); JSON, form-encoded or multipart text fields */
+        /** Submit to a form (public, no authentication, CORS); JSON, form-encoded or multipart (text fields and files) */
         post: operations["postApiFormsSubmitByFormSlug"];
         delete?: never;
         /** CORS preflight of a submission */
