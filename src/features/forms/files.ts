@@ -32,7 +32,7 @@ export const filesTooLarge = (limit: number) => new AppError('BODY_TOO_LARGE', {
 export function cleanFileName(sent: string): string {
   const base = sent.split(/[\\/]/).pop() ?? ''
   const clean = base
-    .replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g, '')
+    .replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]/g, '')
     .trim()
     .slice(0, 200)
     .trim()

@@ -259,7 +259,14 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
           (await notify?.deliveriesFor(
             trx,
             settings,
-            round.map((x) => ({ id: x.id, data: x.data, createdAt: x.now, spam: x.spam !== null, subject: x.subject })),
+            round.map((x) => ({
+              id: x.id,
+              data: x.data,
+              createdAt: x.now,
+              spam: x.spam !== null,
+              subject: x.subject,
+              files: x.files.map((f) => ({ field: f.field, filename: f.filename, content_type: f.content_type, size: f.size })),
+            })),
           )) ?? []
         const month = beijingMonth(round[0].now)
         const limit = quotaOf(owner.limits, 'form_submissions_month')
