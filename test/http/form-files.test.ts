@@ -7,6 +7,10 @@ import { ENGINES, startServer, multipart, type TestServer } from '../support/ser
 import { sweepBlobs } from '../../src/storage/sweeper.js'
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
 import { deleteAccount } from '../../src/features/accounts/delete.js'
+import { importArchive, writeExport } from '../../src/features/export/archive.js'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 
 const HIGH = JSON.stringify(
   Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 200 }])),
@@ -231,6 +235,40 @@ for (const engine of ENGINES) {
       assert.deepEqual(sub.files, [])
       await sweep()
       assert.equal(await s.deps.blobs.exists(sha(bait)), false)
+    })
+
+    it("an account's export carries its submissions' files, and an import brings them back to download", async () => {
+      const gus = await s.user()
+      const f = await make(gus)
+      const bytes = unique(900, 'export')
+      assert.equal(
+        (
+          await post(f.form_slug, [
+            { name: 'name', data: 'Gus' },
+            { name: 'cv', filename: 'gus.bin', data: bytes },
+          ])
+        ).status,
+        200,
+      )
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-form-files-'))
+      try {
+        const file = path.join(dir, 'gus.tar.gz')
+        await writeExport(s.deps.db, s.deps.blobs, gus.username, fs.createWriteStream(file))
+        const r = await importArchive(s.deps.db, s.deps.blobs, file, `${gus.username}-copy`)
+        const copy = await s.deps.db.k.selectFrom('users').select('id').where('username', '=', `${gus.username}-copy`).executeTakeFirstOrThrow()
+        assert.ok(r)
+        const rows = await fileRows(copy.id)
+        assert.deepEqual(
+          rows.map((x) => [x.field, x.filename, x.digest]),
+          [['cv', 'gus.bin', sha(bytes)]],
+        )
+        const { key } = await s.deps.apiKeys.create(copy.id, { name: 'test' })
+        const dl = await s.get(`/svc_api/forms/files/${rows[0].id}`, { key })
+        assert.equal(dl.status, 200)
+        assert.ok(dl.body.equals(bytes))
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true })
+      }
     })
 
     it("deleting a form or the account removes its files' rows, and the sweeper frees the bytes", async () => {

@@ -1,7 +1,7 @@
 import { csvCell, fieldHeaders } from '../../util/csv.js'
 import type { FieldDef } from './fields.js'
-import { submissionView, type FormView } from './service.js'
-import type { SubmissionRow } from './store.js'
+import { fileUrl, submissionView, type FormView } from './service.js'
+import type { FileRow, SubmissionRow } from './store.js'
 
 const FIXED = ['submission_id', 'created_at', 'is_read', 'is_spam', 'spam_reason'] as const
 const TAIL = ['user_agent', 'ip_prefix'] as const
@@ -11,12 +11,16 @@ const FILES = 'files'
  * The CSV export (UTF-8 with a byte-order mark so spreadsheets read Chinese text): fixed
  * columns, then the form's fields in their order followed by every other name found in the
  * exported rows (from a first pass: fields since removed from fields_config, or every field of
- * a form without one), then `files` (the download URLs of a submission's files, one a line;
- * `base` is the service's origin) when the form declares a file field or a row has a file,
+ * a form without one), then `files` (where a submission's files are, one a line: `link`, the
+ * owner's download URL) when the form declares a file field or a row has a file,
  * then user agent and client network. Every stored value has a column, as in the JSON export,
  * and no header is repeated (fieldHeaders).
  */
-export async function* csvExport(fields: FieldDef[], rows: () => AsyncIterable<SubmissionRow>, base = ''): AsyncGenerator<string> {
+export async function* csvExport(
+  fields: FieldDef[],
+  rows: () => AsyncIterable<SubmissionRow>,
+  link: (f: FileRow) => string = (f) => fileUrl('', f.id),
+): AsyncGenerator<string> {
   const seen = new Set(fields.map((f) => f.name))
   let files = fields.some((f) => f.type === 'file')
   for await (const r of rows()) {
@@ -27,10 +31,10 @@ export async function* csvExport(fields: FieldDef[], rows: () => AsyncIterable<S
   const tail = files ? [FILES, ...TAIL] : [...TAIL]
   yield '\uFEFF' + [...FIXED, ...fieldHeaders([...FIXED, ...tail], columns), ...tail].map(csvCell).join(',') + '\r\n'
   for await (const r of rows()) {
-    const v = submissionView(r, base)
+    const v = submissionView(r)
     // own keys only: a field named "constructor" that this submission lacks is an empty cell
     const field = (c: string) => (Object.hasOwn(v.data, c) ? v.data[c] : undefined)
-    const urls = files ? [v.files.map((f) => f.url).join('\n')] : []
+    const urls = files ? [(r.files ?? []).map(link).join('\n')] : []
     const cells = [v.id, v.created_at, v.is_read, v.is_spam, v.spam_reason, ...columns.map(field), ...urls, v.user_agent, v.ip_prefix]
     yield cells.map(csvCell).join(',') + '\r\n'
   }

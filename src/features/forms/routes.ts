@@ -34,7 +34,7 @@ import {
   UpdateBody,
   responses,
 } from './schemas.js'
-import { createFormService, formView, PageHeld, SUBMIT_BODY_LIMIT, type FormService } from './service.js'
+import { createFormService, fileUrl, formView, PageHeld, SUBMIT_BODY_LIMIT, type FormService } from './service.js'
 import { noticeOf } from '../abuse/public.js'
 import type { FormRow } from './store.js'
 import type { NotifyService } from './notify-service.js'
@@ -530,7 +530,7 @@ function manageRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
         reply.header('Content-Disposition', `attachment; filename="form-${ex.form.form_slug}-${day}.csv"`)
         reply.header('Content-Security-Policy', "default-src 'none'; sandbox")
         reply.type('text/csv; charset=utf-8')
-        return reply.send(Readable.from(csvExport(JSON.parse(ex.form.fields_config) as FieldDef[], ex.rows, base(req))))
+        return reply.send(Readable.from(csvExport(JSON.parse(ex.form.fields_config) as FieldDef[], ex.rows, (f) => fileUrl(base(req), f.id))))
       }
       reply.type('application/json; charset=utf-8')
       return reply.send(Readable.from(jsonExport(formView(ex.form, base(req)), ex.rows(), ex.total, ex.cap, base(req))))
