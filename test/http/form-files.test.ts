@@ -221,6 +221,22 @@ for (const engine of ENGINES) {
       )
     })
 
+    it('a file in a control field (`_`, form-name, the honeypot) is dropped, as text there is never stored', async () => {
+      const f = await make(alice)
+      const dropped = unique(300, 'control')
+      const r = await post(f.form_slug, [
+        { name: 'name', data: 'Ann' },
+        { name: '_attachment', filename: 'x.bin', data: dropped },
+        { name: 'form-name', filename: 'y.bin', data: dropped },
+      ])
+      assert.equal(r.status, 200, r.text)
+      const sub = (await data(alice, f.id)).json.data.submissions[0]
+      assert.deepEqual(sub.data, { name: 'Ann' })
+      assert.deepEqual(sub.files, [])
+      // control fields only: as empty as a post of control text fields only
+      expectError(await post(f.form_slug, [{ name: '_attachment', filename: 'x.bin', data: dropped }]), 400, 1106)
+    })
+
     it('spam keeps no file', async () => {
       const f = await make(alice)
       const bait = unique(500, 'spam')

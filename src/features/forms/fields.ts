@@ -306,6 +306,12 @@ const isControlName = (name: string, defs: FieldDef[]) =>
   ((name === NETLIFY_FORM_NAME || name === NETLIFY_HONEYPOT || CAPTCHA_FIELDS.includes(name) || isSubmitButton(name)) && !defs.some((d) => d.name === name))
 
 /**
+ * Whether a file sent in field `name` is kept: not in a control field nor the honeypot (a
+ * file there is dropped, as a text value there is never stored), nor in `_replyto`.
+ */
+export const keepsFile = (defs: FieldDef[], honeypot: string | null, name: string) => name !== honeypot && name !== REPLY_TO && !isControlName(name, defs)
+
+/**
  * Names whose non-empty value marks a submission as spam: the form's `honeypot_field` and,
  * while that is set (null turns honeypots off), Netlify's `bot-field` unless declared.
  */
@@ -329,7 +335,7 @@ export function validateSubmission(
   fileFields: readonly string[] = [],
 ): Record<string, FieldValue> {
   const body = readListNames(sent)
-  const filesSent = new Set(fileFields)
+  const filesSent = new Set(fileFields.filter((name) => keepsFile(defs, honeypot, name)))
   for (const name of filesSent) {
     const p = textProblem(name)
     if (p) throw bad({ zh: `字段名${p.zh}`, en: `a field name ${p.en}` })

@@ -11,7 +11,7 @@ import { quotaOf } from '../../limits/quotas.js'
 import type { Clock } from '../../util/clock.js'
 import { beijingTime } from '../../util/time.js'
 import { rounds } from '../../util/rounds.js'
-import { bad, checkText, FIELD_NAME_RE, honeypotNames, parseFieldsConfig, subjectOf, validateSubmission, type FieldDef } from './fields.js'
+import { bad, checkText, FIELD_NAME_RE, honeypotNames, keepsFile, parseFieldsConfig, subjectOf, validateSubmission, type FieldDef } from './fields.js'
 import { ipPrefix, parseAllowedOrigins } from './origins.js'
 import { ipLimitKey } from '../../http/ip-key.js'
 import { windowRefusal } from '../../http/guard.js'
@@ -592,7 +592,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       meta: { ip: string; userAgent?: string; hold?: string | null; files?: SentFile[] },
     ): Promise<{ id: string; spam: string | null }> {
       const defs = JSON.parse(form.fields_config) as FieldDef[]
-      const sentFiles = meta.files ?? []
+      const sentFiles = (meta.files ?? []).filter((f) => keepsFile(defs, form.honeypot_field, f.field))
       const data = validateSubmission(
         defs,
         form.honeypot_field,
