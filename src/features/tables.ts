@@ -18,7 +18,7 @@ import { accountMigrations } from './accounts/migrations.js'
 export const FEATURE_TABLES: readonly FeatureTables[] = [
   { name: 'accounts', migrations: accountMigrations },
   { name: 'kv', migrations: kvMigrations },
-  { name: 'forms', migrations: formMigrations },
+  { name: 'forms', migrations: formMigrations, blobColumns: [{ table: 'form_files', column: 'digest' }] },
   { name: 'image-host', migrations: imageMigrations, blobColumns: [{ table: 'images', column: 'digest' }] },
   { name: 'hosted-data', migrations: hostedDataMigrations, blobColumns: [{ table: 'hosted_versions', column: 'digest' }] },
   { name: 'files', migrations: filesMigrations, blobColumns: [{ table: 'files', column: 'digest' }] },

@@ -9,6 +9,7 @@ export const QUOTA_DEFAULTS = {
   forms: 20,
   form_submissions_month: 1000,
   form_export_rows: 5000,
+  form_file_bytes: 100 * 1024 * 1024,
   images: 500,
   image_bytes: 500 * 1024 * 1024,
   image_max_bytes: 10 * 1024 * 1024,

@@ -20,7 +20,7 @@ const PW = 'a long password'
 const PARSE_ARGS_UNKNOWN = (o: string) =>
   `Unknown option '--${o}'. To specify a positional argument starting with a '-', place it at the end of the command after '--', as in '-- "--${o}"`
 const QUOTAS =
-  'files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes'
+  'files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, form_file_bytes, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes'
 const LIMIT_TAKES = `--limit takes NAME=N or NAME=default, N an integer from 0 to 9007199254740991, NAME one of ${QUOTAS}`
 
 // Command lines each operator command refuses from its arguments alone, with the refusal's

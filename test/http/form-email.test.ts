@@ -1,6 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, multipart, startServer, type TestServer } from '../support/server.js'
 import { decodeQp, smtpSink } from '../support/smtp.js'
 import { webhookReceiver } from '../support/webhooks.js'
 import { expectError } from '../support/errors.js'
@@ -340,6 +340,24 @@ for (const engine of ENGINES) {
       assert.ok(!mailsTo(address).some((m) => m.to.includes('victim@example.org')))
       assert.equal(replyTo('fifth'), null)
       assert.ok(!smtp.mails.some((m) => m.to.includes('cc-victim@example.org') || /^Cc:/im.test(m.raw.split(/\r?\n\r?\n/)[0])))
+    })
+
+    it("a submission's mail names its files (field, name, type, size), never their bytes", async () => {
+      const address = `files-${engine}@example.com`
+      const { form } = await owner(address, 'each')
+      const secret = 'file body that no mail may carry'
+      const mp = multipart([
+        { name: 'message', data: 'see attached' },
+        { name: 'resume', filename: 'cv <1>.txt', data: secret },
+      ])
+      const r = await s.post(`/api/forms/submit/${form.form_slug}`, { body: mp.body, headers: { 'content-type': mp.contentType } })
+      assert.equal(r.status, 200, r.text)
+      await until(() => mailsTo(address).length === 1, 10_000)
+      const mail = decodeQp(mailsTo(address)[0].raw)
+      assert.ok(mail.includes(`resume (file): cv <1>.txt (text/plain, ${secret.length} bytes)`), mail)
+      assert.ok(mail.includes(`cv &lt;1&gt;.txt (text/plain, ${secret.length} bytes)`), mail)
+      assert.ok(!mail.includes(secret), 'no bytes of the file')
+      assert.ok(!mail.includes(Buffer.from(secret).toString('base64').slice(0, 20)), 'no bytes of the file, in base64 either')
     })
 
     it("Formspree's _subject is the mail's subject, on one line, and a value's lines cannot pose as fields (decision 205)", async () => {

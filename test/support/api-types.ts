@@ -368,6 +368,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/svc_api/forms/files/{file_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download a file sent with a submission (the form owner only; always as an attachment) */
+        get: operations["getSvcApiFormsFilesByFileId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/svc_api/forms/delete/{form_id}": {
         parameters: {
             query?: never;
@@ -1628,7 +1645,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Submit to a form (public, no authentication, CORS); JSON, form-encoded or multipart text fields */
+        /** Submit to a form (public, no authentication, CORS); JSON, form-encoded or multipart (text fields and files) */
         post: operations["postApiFormsSubmitByFormSlug"];
         delete?: never;
         /** CORS preflight of a submission */
@@ -2630,7 +2647,7 @@ export interface operations {
                         name: string;
                         label?: string | null;
                         /** @default text */
-                        type?: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date";
+                        type?: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date" | "file";
                         /** @default false */
                         required?: boolean;
                         /** @description required for select; for checkbox, a multiple choice */
@@ -2669,7 +2686,7 @@ export interface operations {
                                 name: string;
                                 label?: string | null;
                                 /** @default text */
-                                type: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date";
+                                type: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date" | "file";
                                 /** @default false */
                                 required: boolean;
                                 /** @description required for select; for checkbox, a multiple choice */
@@ -2713,7 +2730,7 @@ export interface operations {
                         name: string;
                         label?: string | null;
                         /** @default text */
-                        type?: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date";
+                        type?: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date" | "file";
                         /** @default false */
                         required?: boolean;
                         /** @description required for select; for checkbox, a multiple choice */
@@ -2752,7 +2769,7 @@ export interface operations {
                                 name: string;
                                 label?: string | null;
                                 /** @default text */
-                                type: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date";
+                                type: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date" | "file";
                                 /** @default false */
                                 required: boolean;
                                 /** @description required for select; for checkbox, a multiple choice */
@@ -2802,7 +2819,7 @@ export interface operations {
                                     name: string;
                                     label?: string | null;
                                     /** @default text */
-                                    type: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date";
+                                    type: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date" | "file";
                                     /** @default false */
                                     required: boolean;
                                     /** @description required for select; for checkbox, a multiple choice */
@@ -2834,6 +2851,11 @@ export interface operations {
                                     month: string;
                                 };
                                 export_rows: {
+                                    limit: number;
+                                };
+                                /** @description bytes of the files the account's submissions keep (form_file_bytes) */
+                                file_bytes: {
+                                    used: number;
                                     limit: number;
                                 };
                             };
@@ -2888,6 +2910,19 @@ export interface operations {
                                 user_agent: string | null;
                                 ip_prefix: string | null;
                                 created_at: string;
+                                /** @description files sent with the submission (multipart parts with a file name); spam keeps none */
+                                files: {
+                                    id: string;
+                                    /** @description the field it was sent in */
+                                    field: string;
+                                    /** @description the name the browser sent, cleaned for display */
+                                    filename: string;
+                                    /** @description read from the bytes, not the type the sender named */
+                                    content_type: string;
+                                    size: number;
+                                    /** @description the owner's download URL (GET, authenticated) */
+                                    url: string;
+                                }[];
                             }[];
                         };
                     };
@@ -2930,7 +2965,7 @@ export interface operations {
                                     name: string;
                                     label?: string | null;
                                     /** @default text */
-                                    type: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date";
+                                    type: "text" | "email" | "number" | "textarea" | "select" | "checkbox" | "url" | "tel" | "date" | "file";
                                     /** @default false */
                                     required: boolean;
                                     /** @description required for select; for checkbox, a multiple choice */
@@ -2957,6 +2992,19 @@ export interface operations {
                                 user_agent: string | null;
                                 ip_prefix: string | null;
                                 created_at: string;
+                                /** @description files sent with the submission (multipart parts with a file name); spam keeps none */
+                                files: {
+                                    id: string;
+                                    /** @description the field it was sent in */
+                                    field: string;
+                                    /** @description the name the browser sent, cleaned for display */
+                                    filename: string;
+                                    /** @description read from the bytes, not the type the sender named */
+                                    content_type: string;
+                                    size: number;
+                                    /** @description the owner's download URL (GET, authenticated) */
+                                    url: string;
+                                }[];
                             }[];
                             /** @description submissions in this export */
                             exported_count: number;
@@ -2969,6 +3017,30 @@ export interface operations {
                         };
                     };
                     "text/csv": string;
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    getSvcApiFormsFilesByFileId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, as an attachment, with the type read from its bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
                 };
             };
             "4XX": components["responses"]["Error"];
@@ -4917,7 +4989,7 @@ export interface operations {
                                 tier: "default" | "authenticated" | "vip";
                                 disabled: boolean;
                                 api_access: boolean;
-                                /** @description Per-account quota overrides, by name (files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes); a name not set takes the default */
+                                /** @description Per-account quota overrides, by name (files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, form_file_bytes, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes); a name not set takes the default */
                                 limits: {
                                     [key: string]: number;
                                 };
@@ -4970,7 +5042,7 @@ export interface operations {
                     /** @description true disables the account (its sessions end); false enables it (and approves a pending one) */
                     disabled?: boolean;
                     api_access?: boolean;
-                    /** @description Per-account quota overrides, 0 to 9007199254740991 (null: back to the default). Names: files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes */
+                    /** @description Per-account quota overrides, 0 to 9007199254740991 (null: back to the default). Names: files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, form_file_bytes, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes */
                     limits?: {
                         [key: string]: number | null;
                     };
@@ -4993,7 +5065,7 @@ export interface operations {
                             tier: "default" | "authenticated" | "vip";
                             disabled: boolean;
                             api_access: boolean;
-                            /** @description Per-account quota overrides, by name (files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes); a name not set takes the default */
+                            /** @description Per-account quota overrides, by name (files, kv_keys, kv_entry_bytes, forms, form_submissions_month, form_export_rows, form_file_bytes, images, image_bytes, image_max_bytes, hosted_files, hosted_file_bytes, hosted_versions, site_bytes); a name not set takes the default */
                             limits: {
                                 [key: string]: number;
                             };

@@ -30,9 +30,10 @@ import { takedownDigests } from '../image-host/inspect.js'
  * entries, bytes and manifest in either container (ArchiveWriter). Entries, in order:
  *   manifest.json   {format, kind, created_at, username, data: {sha256,size}, entries: [{path, sha256, size}]}
  *   data.json       the user's rows (exact, for import): files, folders with their files, kv
- *                   (and kv_retired_version, decision 150), forms with submissions, images,
- *                   hosted data with versions
- *   pages/<file>, projects/<project>/<path>, images/<id>, data/<token>/v<N>: the bytes (each
+ *                   (and kv_retired_version, decision 150), forms with submissions (and
+ *                   their files), images, hosted data with versions
+ *   pages/<file>, projects/<project>/<path>, images/<id>, data/<token>/v<N>,
+ *                   form-files/<id>: the bytes (each
  *                   entry's sha256 is the blob digest its row names)
  *   kv.json, forms/<slug>/submissions.csv|json: readable views (not read by import)
  * Import tells the containers apart by their first bytes and reads the archive twice: first
@@ -77,6 +78,7 @@ const COLUMNS = {
     'updated_at',
   ],
   form_submissions: ['seq', 'data', 'is_read', 'is_spam', 'spam_reason', 'user_agent', 'ip_prefix', 'created_at'],
+  form_files: ['field', 'filename', 'content_type', 'size', 'digest', 'created_at'],
   images: ['public_token', 'file_name', 'remark', 'content_type', 'size', 'digest', 'width', 'height', 'locked', 'created_at', 'updated_at'],
   hosted_files: ['public_token', 'display_name', 'description', 'default_version', 'latest_version', 'locked', 'created_at', 'updated_at'],
   hosted_versions: ['version', 'digest', 'size', 'content_type', 'created_at'],
@@ -93,7 +95,8 @@ export interface ExportData {
    * the importing instance never gives one again (decision 150). Absent in older archives: 0.
    */
   kv_retired_version?: number
-  forms: Array<Row & { submissions: Row[] }>
+  /** A submission's `files` are absent in archives made before form files. */
+  forms: Array<Row & { submissions: Array<Row & { files?: Array<Row & { content: string }> }> }>
   images: Array<Row & { content: string }>
   hosted_data: Array<Row & { versions: Array<Row & { content: string }> }>
 }
@@ -160,7 +163,10 @@ async function readUser(db: Db, username: string): Promise<{ userId: string; dat
   const forms = []
   for (const f of await db.k.selectFrom('forms').selectAll().where('user_id', '=', uid).orderBy('created_at').execute()) {
     const subs = await db.k.selectFrom('form_submissions').selectAll().where('form_id', '=', f.id).orderBy('seq').execute()
-    forms.push({ ...pick('forms', f), submissions: subs.map((s) => ({ id: s.id, ...pick('form_submissions', s) })) })
+    const files = await db.k.selectFrom('form_files').selectAll().where('form_id', '=', f.id).orderBy('created_at').orderBy('id').execute()
+    const filesOf = (id: string) =>
+      files.filter((r) => r.submission_id === id).map((r) => ({ ...pick('form_files', r), content: place(`form-files/${r.id}`, r.digest) }))
+    forms.push({ ...pick('forms', f), submissions: subs.map((s) => ({ id: s.id, ...pick('form_submissions', s), files: filesOf(s.id) })) })
   }
   const images = (await db.k.selectFrom('images').selectAll().where('user_id', '=', uid).orderBy('created_at').execute()).map((r) => ({
     ...pick('images', r),
@@ -197,6 +203,7 @@ function blobEntries(d: ExportData): Array<{ path: string; digest: string; size:
   d.folders.forEach((f) => f.files.forEach(add))
   d.images.forEach(add)
   d.hosted_data.forEach((f) => f.versions.forEach(add))
+  d.forms.forEach((f) => f.submissions.forEach((x) => x.files?.forEach(add)))
   return [...out.values()]
 }
 
@@ -243,7 +250,8 @@ export async function writeExport(
       for (const s of f.submissions) yield s as unknown as SubmissionRow
     }
     let csv = ''
-    for await (const chunk of csvExport(fields, rows)) csv += chunk
+    // a file's column names its entry in this archive
+    for await (const chunk of csvExport(fields, rows, (x) => (x as unknown as { content: string }).content)) csv += chunk
     views.set(`forms/${slug}/submissions.csv`, Buffer.from(csv))
     views.set(
       `forms/${slug}/submissions.json`,
@@ -571,7 +579,12 @@ function checkData(d: ExportData, expected: Map<string, { sha256: string; size: 
   rowsOf('kv_entries', d.kv, 'kv')
   const retired = d.kv_retired_version
   if (retired !== undefined && !(Number.isSafeInteger(retired) && retired >= 0)) throw new ExportError('data.json: kv_retired_version must be an integer >= 0')
-  rowsOf('forms', d.forms, 'forms').forEach((f, i) => rowsOf('form_submissions', (f as { submissions?: unknown }).submissions, `forms[${i}].submissions`))
+  rowsOf('forms', d.forms, 'forms').forEach((f, i) =>
+    rowsOf('form_submissions', (f as { submissions?: unknown }).submissions, `forms[${i}].submissions`).forEach((x, j) => {
+      const where = `forms[${i}].submissions[${j}].files`
+      if (x.files !== undefined) rowsOf('form_files', x.files, where).forEach((r, k) => blob(r, `${where}[${k}]`))
+    }),
+  )
   rowsOf('images', d.images, 'images').forEach((r, i) => blob(r, `images[${i}]`))
   rowsOf('hosted_files', d.hosted_data, 'hosted_data').forEach((f, i) =>
     rowsOf('hosted_versions', (f as { versions?: unknown }).versions, `hosted_data[${i}].versions`).forEach((r, j) =>
@@ -772,11 +785,18 @@ export async function importArchive(
           .insertInto('forms')
           .values({ ...row, id, user_id: uid } as never)
           .execute()
-        for (const s of f.submissions)
+        for (const s of f.submissions) {
+          const sid = newId()
           await trx
             .insertInto('form_submissions')
-            .values({ ...cols('form_submissions', s), id: newId(), form_id: id, user_id: uid } as never)
+            .values({ ...cols('form_submissions', s), id: sid, form_id: id, user_id: uid } as never)
             .execute()
+          for (const r of s.files ?? [])
+            await trx
+              .insertInto('form_files')
+              .values({ ...cols('form_files', r), id: newId(), submission_id: sid, form_id: id, user_id: uid } as never)
+              .execute()
+        }
         count('forms')
       }
       const freeToken = async (table: 'images' | 'hosted_files', token: string, what: string) => {

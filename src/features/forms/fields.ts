@@ -3,7 +3,7 @@ import type { Text } from '../../errors/text.js'
 import { isWellFormed } from '../../util/unicode.js'
 
 /** Field types a form may declare (decisions.md). */
-export const FIELD_TYPES = ['text', 'email', 'number', 'textarea', 'select', 'checkbox', 'url', 'tel', 'date'] as const
+export const FIELD_TYPES = ['text', 'email', 'number', 'textarea', 'select', 'checkbox', 'url', 'tel', 'date', 'file'] as const
 export type FieldType = (typeof FIELD_TYPES)[number]
 
 /** One item of fields_config, as stored and answered. */
@@ -217,6 +217,9 @@ function fieldValue(def: FieldDef, raw: unknown): FieldValue | undefined {
     case 'checkbox':
       // answered above, with and without options
       throw new Error('fieldValue: checkbox reached the switch')
+    case 'file':
+      // a file field's files are checked in validateSubmission; text under its name is not one
+      throw mismatch(def.name, { zh: '须为文件（表单须以 multipart/form-data 发送）', en: 'expects a file (send the form as multipart/form-data)' })
   }
 }
 
@@ -303,6 +306,12 @@ const isControlName = (name: string, defs: FieldDef[]) =>
   ((name === NETLIFY_FORM_NAME || name === NETLIFY_HONEYPOT || CAPTCHA_FIELDS.includes(name) || isSubmitButton(name)) && !defs.some((d) => d.name === name))
 
 /**
+ * Whether a file sent in field `name` is kept: not in a control field nor the honeypot (a
+ * file there is dropped, as a text value there is never stored), nor in `_replyto`.
+ */
+export const keepsFile = (defs: FieldDef[], honeypot: string | null, name: string) => name !== honeypot && name !== REPLY_TO && !isControlName(name, defs)
+
+/**
  * Names whose non-empty value marks a submission as spam: the form's `honeypot_field` and,
  * while that is set (null turns honeypots off), Netlify's `bot-field` unless declared.
  */
@@ -319,8 +328,28 @@ export function honeypotNames(defs: FieldDef[], honeypot: string | null): string
  * fields_config any field name is accepted. Errors: 1614 naming the field; 400 for text the
  * database cannot store, a `__proto__` name, or a submission without a value in any field.
  */
-export function validateSubmission(defs: FieldDef[], honeypot: string | null, sent: Map<string, unknown>): Record<string, FieldValue> {
+export function validateSubmission(
+  defs: FieldDef[],
+  honeypot: string | null,
+  sent: Map<string, unknown>,
+  fileFields: readonly string[] = [],
+): Record<string, FieldValue> {
   const body = readListNames(sent)
+  const filesSent = new Set(fileFields.filter((name) => keepsFile(defs, honeypot, name)))
+  for (const name of filesSent) {
+    const p = textProblem(name)
+    if (p) throw bad({ zh: `字段名${p.zh}`, en: `a field name ${p.en}` })
+    const def = defs.find((d) => d.name === name)
+    // a form that declares its fields takes files in its `file` fields only
+    if (defs.length > 0 && def === undefined)
+      throw mismatch(name, {
+        zh: '是文件，但不是此表单的字段（文件字段须声明为 type "file"）',
+        en: 'is a file, but not a field of this form (a file field is declared with type "file")',
+      })
+    if (def !== undefined && def.type !== 'file')
+      throw mismatch(name, { zh: '是文件：此字段不是文件字段（type 须为 file）', en: 'is a file, but the field is not a file field (type file)' })
+    if (name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) throw mismatch(name.slice(0, 64), { zh: '不是有效的字段名', en: 'is not a valid field name' })
+  }
   const out: Array<[string, FieldValue]> = []
   const byName = new Map(defs.map((d) => [d.name, d]))
   let count = 0
@@ -360,11 +389,18 @@ export function validateSubmission(defs: FieldDef[], honeypot: string | null, se
     if (v !== undefined) out.push([name, v])
   }
   for (const def of defs) {
+    if (def.type === 'file') {
+      const raw = body.get(def.name)
+      if (!isEmpty(raw) && !(Array.isArray(raw) && raw.every(isEmpty))) fieldValue(def, raw)
+      if (def.required && !filesSent.has(def.name)) throw mismatch(def.name, { zh: '为必填项（须附上文件）', en: 'is required (attach a file)' })
+      continue
+    }
     const v = fieldValue(def, body.get(def.name))
     if (v !== undefined) out.push([def.name, v])
   }
   // as Formspree: a post with no value in any field (an empty body, `{}`, control fields only)
   // is refused, so it takes no quota and sends no notification
-  if (!filled) throw bad({ zh: '提交内容为空：请至少发送一个有值的字段', en: 'the submission is empty: send at least one field with a value' })
+  if (!filled && filesSent.size === 0)
+    throw bad({ zh: '提交内容为空：请至少发送一个有值的字段', en: 'the submission is empty: send at least one field with a value' })
   return Object.fromEntries(out)
 }

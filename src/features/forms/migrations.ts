@@ -159,4 +159,29 @@ export const formMigrations: Record<string, Migration> = {
       await db.schema.dropTable('form_slugs_held').execute()
     },
   },
+  // files sent with a submission (multipart parts with a file name): the bytes are a blob,
+  // the row says whose, which field and what; it goes with its submission, form and account
+  '0805-attach-form-files': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('form_files')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('submission_id', 'text', (c) => c.notNull().references('form_submissions.id').onDelete('cascade'))
+        .addColumn('form_id', 'text', (c) => c.notNull().references('forms.id').onDelete('cascade'))
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('field', 'text', (c) => c.notNull())
+        .addColumn('filename', 'text', (c) => c.notNull())
+        .addColumn('content_type', 'text', (c) => c.notNull())
+        .addColumn('size', 'bigint', (c) => c.notNull())
+        .addColumn('digest', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute()
+      await db.schema.createIndex('form_files_submission').on('form_files').column('submission_id').execute()
+      await db.schema.createIndex('form_files_user').on('form_files').column('user_id').execute()
+      await db.schema.createIndex('form_files_digest').on('form_files').column('digest').execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable('form_files').execute()
+    },
+  },
 }

@@ -1,6 +1,6 @@
 import { escapeHtml } from '../../util/html.js'
 import { lazy } from '../../util/lazy.js'
-import type { SubmissionEvent } from './notify-store.js'
+import type { EventFile, SubmissionEvent } from './notify-store.js'
 import { truncate } from '../../util/unicode.js'
 import { isEmailAddress, REPLY_TO } from './fields.js'
 import type { Text } from '../../errors/text.js'
@@ -109,11 +109,15 @@ export function submissionMail(events: SubmissionEvent[]): { subject: string; te
   const form = events[0].form
   const asked = events.length === 1 ? events[0].subject : undefined
   const subject = oneLine(asked ?? (events.length === 1 ? `New submission to ${form.name}` : `${events.length} new submissions to ${form.name}`))
+  // a file is named with its field, type and size; its bytes are the owner's download
+  const fileLine = (f: EventFile) => `${f.filename} (${f.content_type}, ${f.size} bytes)`
   const text = events
     .map((e) =>
-      [`Submission ${e.submission.id} (${e.submission.created_at})`, ...Object.entries(e.submission.data).map(([k, v]) => `${k}: ${indented(show(v))}`)].join(
-        '\n',
-      ),
+      [
+        `Submission ${e.submission.id} (${e.submission.created_at})`,
+        ...Object.entries(e.submission.data).map(([k, v]) => `${k}: ${indented(show(v))}`),
+        ...(e.submission.files ?? []).map((f) => `${f.field} (file): ${fileLine(f)}`),
+      ].join('\n'),
     )
     .join('\n\n')
   const html = events
@@ -121,6 +125,8 @@ export function submissionMail(events: SubmissionEvent[]): { subject: string; te
       (e) =>
         `<h3>Submission ${escapeHtml(e.submission.id)} <small>${escapeHtml(e.submission.created_at)}</small></h3><table>${Object.entries(e.submission.data)
           .map(([k, v]) => `<tr><th align="left" valign="top">${escapeHtml(k)}</th><td style="white-space:pre-wrap">${escapeHtml(show(v))}</td></tr>`)
+          .join('')}${(e.submission.files ?? [])
+          .map((f) => `<tr><th align="left" valign="top">${escapeHtml(f.field)} (file)</th><td>${escapeHtml(fileLine(f))}</td></tr>`)
           .join('')}</table>`,
     )
     .join('<hr>')

@@ -6,7 +6,7 @@ import { AppError } from '../../errors/app-error.js'
 import { isoMicros } from '../../util/time.js'
 import { formStore, type FormRow } from './store.js'
 import { bad } from './fields.js'
-import { notifyStore, type DeliveryRow, type SubmissionEvent } from './notify-store.js'
+import { notifyStore, type DeliveryRow, type EventFile, type SubmissionEvent } from './notify-store.js'
 import { checkTarget, parseWebhookUrl } from './ssrf.js'
 import { mailFailure, type Mailer } from './notify-mail.js'
 import type { WindowRule } from '../../limits/tiers.js'
@@ -272,7 +272,7 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' |
     async deliveriesFor(
       trx: Trx,
       form: FormRow,
-      submissions: Array<{ id: string; data: Record<string, unknown>; createdAt: number; spam: boolean; subject?: string | null }>,
+      submissions: Array<{ id: string; data: Record<string, unknown>; createdAt: number; spam: boolean; subject?: string | null; files?: EventFile[] }>,
     ): Promise<DeliveryRow[]> {
       const wanted = submissions.filter((x) => !x.spam)
       if (wanted.length === 0) return []
@@ -286,6 +286,8 @@ export function createNotifyService(deps: Pick<Deps, 'db' | 'clock' | 'config' |
           form: { id: form.id, name: form.form_name, slug: form.form_slug },
           submission: { id: submission.id, data: submission.data, created_at: isoMicros(submission.createdAt) },
         }
+        // the files are named, never sent: their bytes stay with the owner's download
+        if (submission.files?.length) event.submission.files = submission.files
         const payload = JSON.stringify(event)
         // a mail's payload carries the subject the post asked for; a webhook's body is the event alone
         const mailPayload = submission.subject ? JSON.stringify({ ...event, subject: submission.subject } satisfies SubmissionEvent) : payload

@@ -69,10 +69,18 @@ export interface NotifyDeliveriesTable {
 export type DeliveryRow = NotifyDeliveriesTable
 
 /** The JSON a webhook receives (and an e-mail shows) for one submission. */
+/** A file sent with a submission, as a notification names it (never its bytes). */
+export interface EventFile {
+  field: string
+  filename: string
+  content_type: string
+  size: number
+}
+
 export interface SubmissionEvent {
   event: 'form.submission'
   form: { id: string; name: string; slug: string }
-  submission: { id: string; data: Record<string, unknown>; created_at: string }
+  submission: { id: string; data: Record<string, unknown>; created_at: string; files?: EventFile[] }
   /** E-mail deliveries only: the subject the post asked for (Formspree's `_subject`; decision 205). */
   subject?: string
 }

@@ -14,7 +14,7 @@ export const formsUi: FeatureUi<FormsKey> = {
       nav: { id: 'forms', order: 40, label: 'nav.forms', card: 'dash.forms.text' },
       render(ctx) {
         const { t } = ctx
-        const types = ['text', 'email', 'number', 'textarea', 'select', 'checkbox', 'url', 'tel', 'date']
+        const types = ['text', 'email', 'number', 'textarea', 'select', 'checkbox', 'url', 'tel', 'date', 'file']
         return {
           title: t('forms.title'),
           script: 'forms',

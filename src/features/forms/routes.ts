@@ -9,7 +9,9 @@ import { multipartParts, readUpload } from '../../http/multipart.js'
 import { clientIp, isHttps, serviceOrigin } from '../../http/origin.js'
 import { SITE_FORM_ROUTE } from '../../http/types.js'
 import { notAllowed } from '../../http/content-headers.js'
-import { bad, mismatch, NETLIFY_FORM_NAME, type FieldDef } from './fields.js'
+import { bad, NETLIFY_FORM_NAME, type FieldDef } from './fields.js'
+import { cleanFileName, FORM_FILE_MAX_BYTES, FORM_FILES_MAX, FORM_FILES_MAX_BYTES, filesTooLarge, storeFilePart, type SentFile } from './files.js'
+import type { BlobStore } from '../../storage/blob-store.js'
 import { csvExport, jsonExport } from './export.js'
 import { decideOrigin, NEXT_FIELD, nextTarget, originOf, type OriginDecision } from './origins.js'
 import { decodeFields, parseUrlEncoded } from './urlencoded.js'
@@ -20,6 +22,7 @@ import {
   DataResponse,
   ExportAnswer,
   ExportQuery,
+  FileIdParams,
   FormIdParams,
   ListResponse,
   MarkReadBody,
@@ -31,13 +34,13 @@ import {
   UpdateBody,
   responses,
 } from './schemas.js'
-import { createFormService, formView, PageHeld, SUBMIT_BODY_LIMIT, type FormService } from './service.js'
+import { createFormService, fileUrl, formView, PageHeld, SUBMIT_BODY_LIMIT, type FormService } from './service.js'
 import { noticeOf } from '../abuse/public.js'
 import type { FormRow } from './store.js'
 import type { NotifyService } from './notify-service.js'
 import { beijingTime } from '../../util/time.js'
 import { shortPage, say, wantsHtml } from '../../web/short-page.js'
-import { ERROR_OR_PAGE, mediaAnswer, TEXT_BODY } from '../../http/answer-schemas.js'
+import { BYTES_BODY, ERROR_OR_PAGE, mediaAnswer, TEXT_BODY } from '../../http/answer-schemas.js'
 
 /** Documentation-only request schemas: the service checks input with its own codes. */
 const passThrough = () => () => true
@@ -46,6 +49,8 @@ const EXPOSE = 'Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLim
 /** Text fields of a multipart submission, and its parts (a few empty file inputs besides). */
 const MULTIPART_FIELDS = 200
 const MULTIPART_PARTS = 205
+/** Room for the headers and boundaries of a multipart body's parts, past its fields' and files' limits. */
+const MULTIPART_OVERHEAD = 64 * 1024
 const bodyTooLarge = () => new AppError('BODY_TOO_LARGE', { params: { limit: SUBMIT_BODY_LIMIT } })
 /** The body types a submission is read from, as a 415 names them (the app's own says JSON only). */
 const SUBMIT_TYPES = {
@@ -103,7 +108,11 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
   // refuse an announced oversize body before reading it (multipart is not covered by bodyLimit)
   const submitLimit = async (req: FastifyRequest, _reply: FastifyReply, payload: Readable) => {
     const len = Number(req.headers['content-length'] ?? 0)
-    if (len > SUBMIT_BODY_LIMIT) throw bodyTooLarge()
+    // a multipart body may carry files besides its text fields (and each part's headers)
+    // (the content type parser, which marks a multipart request, runs after this hook)
+    if (!/^multipart\/form-data\b/i.test(req.headers['content-type'] ?? '')) {
+      if (len > SUBMIT_BODY_LIMIT) throw bodyTooLarge()
+    } else if (len > SUBMIT_BODY_LIMIT + FORM_FILES_MAX_BYTES + MULTIPART_OVERHEAD) throw filesTooLarge(FORM_FILES_MAX_BYTES)
     return payload
   }
   // a script's refusal also lists itself as Formspree's answers do (`errors[].message`, with the
@@ -181,7 +190,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       ...submitOptions,
       schema: {
         tags: ['forms'],
-        summary: 'Submit to a form (public, no authentication, CORS); JSON, form-encoded or multipart text fields',
+        summary: 'Submit to a form (public, no authentication, CORS); JSON, form-encoded or multipart (text fields and files)',
         params: SlugParams,
         response: {
           200: mediaAnswer(
@@ -198,7 +207,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     async (req, reply) => {
       const form = await lookup(req)
       if (!form) throw new AppError('FORM_NOT_FOUND')
-      return take(req, reply, form, () => readFields(req), null)
+      return take(req, reply, form, () => readFields(req, deps.blobs), null)
     },
   )
 
@@ -215,7 +224,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     req: FastifyRequest,
     reply: FastifyReply,
     form: FormRow,
-    fields: () => Promise<Map<string, unknown>>,
+    fields: () => Promise<Sent>,
     site: { landing: string | null; page: string; path: string; hold: string | null } | null,
   ) => {
     const browser = wantsHtml(req)
@@ -223,11 +232,11 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     if (!form.is_active) throw new AppError('FORM_DISABLED')
     const ip = clientIp(req, deps.config)
     await forms.throttle(form, ip)
-    const body = await fields()
+    const { body, files } = await fields()
     const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
     let r: Awaited<ReturnType<FormService['submit']>>
     try {
-      r = await forms.submit(form, body, { ip, userAgent: ua, hold: site?.hold ?? null })
+      r = await forms.submit(form, body, { ip, userAgent: ua, hold: site?.hold ?? null, files })
     } catch (e) {
       if (!(e instanceof PageHeld) || site === null) throw e
       // the public host's answer to the page (serve.ts answerHeld): its notice names the URL posted to
@@ -265,8 +274,8 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     async (req, reply) => {
       const site = req.raw.handedOver?.siteForm
       if (site === undefined) throw new AppError('NOT_FOUND')
-      const body = await readFields(req)
-      const name = body.get(NETLIFY_FORM_NAME)
+      const sent = await readFields(req, deps.blobs)
+      const name = sent.body.get(NETLIFY_FORM_NAME)
       if (typeof name !== 'string' || name === '') {
         reply.hijack()
         return notAllowed(reply.raw)
@@ -277,7 +286,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       formOf.set(req, Promise.resolve(form))
       const referer = req.headers.referer
       const page = formPage(siteOrigin(req), site.path, referer)
-      return take(req, reply, form, async () => body, { landing: landingOf(site.path, site.root, referer), page, path: site.path, hold: site.hold })
+      return take(req, reply, form, async () => sent, { landing: landingOf(site.path, site.root, referer), page, path: site.path, hold: site.hold })
     },
   )
 }
@@ -309,29 +318,61 @@ function landingOf(path: string, root: string, referer: string | undefined): str
   return `/${path.replace(/^\/+/, '')}`
 }
 
+/** What a submission sent: its fields and the files stored while its body was read. */
+interface Sent {
+  body: Map<string, unknown>
+  files: SentFile[]
+}
+
 /**
- * The submitted fields of a JSON (or text/plain JSON), form-encoded or multipart body (text
- * fields only). Form-encoded and multipart fields arrive as bytes and are decoded in the
- * encoding the sender names (decodeFields); JSON arrives as text, parsed here with JSON.parse
- * for both media types, so a `__proto__` name reaches the field checks as on every other body.
+ * The submitted fields of a JSON (or text/plain JSON), form-encoded or multipart body, and a
+ * multipart body's files. Form-encoded and multipart fields arrive as bytes and are decoded in
+ * the encoding the sender names (decodeFields); JSON arrives as text, parsed here with
+ * JSON.parse for both media types, so a `__proto__` name reaches the field checks as on every
+ * other body. A part with a file name is streamed into the blob store as it arrives, within
+ * the files' limits (413 past one, reading no further); its row is written only with the
+ * submission, so the blob of a refused one has none and goes to the sweeper.
  */
-async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
+async function readFields(req: FastifyRequest, blobs: BlobStore): Promise<Sent> {
   if (req.isMultipart()) {
     // every part is read as a file: busboy would decode a text field as UTF-8 (U+FFFD for
     // other bytes) before the `_charset_` field, which may come last, is seen
     const pairs: Array<[string, Buffer]> = []
+    const files: SentFile[] = []
     let bytes = 0
+    let fileBytes = 0
     const parts = multipartParts(req, {
       isPartAFile: () => true,
-      limits: { fileSize: SUBMIT_BODY_LIMIT, files: MULTIPART_PARTS, parts: MULTIPART_PARTS, fieldNameSize: 200 },
+      limits: { fileSize: FORM_FILE_MAX_BYTES + 1, files: MULTIPART_PARTS, parts: MULTIPART_PARTS, fieldNameSize: 200 },
     })
     for await (const part of parts) {
       if (part.type !== 'file') continue
-      // a part with a file name is an <input type=file>; an empty one is a nameless, empty part: skipped
+      // a part with a file name is an <input type=file>; an empty one (no file chosen) is skipped
       if ((part.filename as string | undefined) !== undefined) {
-        part.file.resume()
-        if (part.filename === '') continue
-        throw mismatch(part.fieldname, { zh: '是文件：不接受文件上传，只能发送文本字段', en: 'file uploads are not accepted, send text fields only' })
+        if (part.filename === '') {
+          part.file.resume()
+          continue
+        }
+        if (files.length >= FORM_FILES_MAX) {
+          part.file.resume()
+          throw new AppError('TOO_MANY_PARTS', {
+            params: { detail: { zh: `一次提交最多 ${FORM_FILES_MAX} 个文件`, en: `a submission takes at most ${FORM_FILES_MAX} files` } },
+          })
+        }
+        // the part's limit, or what the submission's total leaves, whichever is less
+        const left = FORM_FILES_MAX_BYTES - fileBytes
+        const max = Math.min(FORM_FILE_MAX_BYTES, left)
+        const limit = max === left ? FORM_FILES_MAX_BYTES : FORM_FILE_MAX_BYTES
+        const stored = await storeFilePart(blobs, part.file, max, () => filesTooLarge(limit))
+        fileBytes += stored.size
+        files.push({
+          field: part.fieldname,
+          filename: cleanFileName(part.filename),
+          content_type: stored.content_type,
+          size: stored.size,
+          digest: stored.digest,
+        })
+        continue
       }
       const value = await readUpload(part.file, SUBMIT_BODY_LIMIT, bodyTooLarge)
       bytes += Buffer.byteLength(part.fieldname) + value.length
@@ -343,8 +384,13 @@ async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
       }
       pairs.push([part.fieldname, value])
     }
-    return decodeFields(pairs)
+    return { body: decodeFields(pairs), files }
   }
+  return { body: readBody(req), files: [] }
+}
+
+/** The fields of a body that is not multipart. */
+function readBody(req: FastifyRequest): Map<string, unknown> {
   let b = req.body
   // form-encoded bodies arrive as bytes (formApi's parser)
   if (Buffer.isBuffer(b)) return parseUrlEncoded(b, req.headers['content-type'])
@@ -371,6 +417,15 @@ async function readFields(req: FastifyRequest): Promise<Map<string, unknown>> {
     throw bad({ zh: '请求体须为由字段组成的对象，如 {"email": "a@example.com"}', en: 'the body must be an object of fields, e.g. {"email": "a@example.com"}' })
   }
   return new Map(Object.entries(b as Record<string, unknown>))
+}
+
+/**
+ * A download's Content-Disposition: always an attachment; the name as an ASCII fallback
+ * (other characters and quotes as "_") and in full as RFC 5987's filename*.
+ */
+export function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_')
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`
 }
 
 /** The authenticated management endpoints. */
@@ -445,7 +500,7 @@ function manageRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     },
     async (req) => {
       const { form_id } = req.params as { form_id: string }
-      return { success: true, data: await forms.data(caller(req).user, form_id, req.query as Record<string, unknown>) }
+      return { success: true, data: await forms.data(caller(req).user, form_id, req.query as Record<string, unknown>, base(req)) }
     },
   )
 
@@ -475,10 +530,37 @@ function manageRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
         reply.header('Content-Disposition', `attachment; filename="form-${ex.form.form_slug}-${day}.csv"`)
         reply.header('Content-Security-Policy', "default-src 'none'; sandbox")
         reply.type('text/csv; charset=utf-8')
-        return reply.send(Readable.from(csvExport(JSON.parse(ex.form.fields_config) as FieldDef[], ex.rows)))
+        return reply.send(Readable.from(csvExport(JSON.parse(ex.form.fields_config) as FieldDef[], ex.rows, (f) => fileUrl(base(req), f.id))))
       }
       reply.type('application/json; charset=utf-8')
-      return reply.send(Readable.from(jsonExport(formView(ex.form, base(req)), ex.rows(), ex.total, ex.cap)))
+      return reply.send(Readable.from(jsonExport(formView(ex.form, base(req)), ex.rows(), ex.total, ex.cap, base(req))))
+    },
+  )
+
+  // a file a visitor sent is the owner's only, and never a page: always a download, on no
+  // origin a script could run from (a sandbox without scripts, the type not guessed)
+  app.get(
+    '/svc_api/forms/files/:file_id',
+    {
+      config: cfg,
+      schema: {
+        tags,
+        summary: 'Download a file sent with a submission (the form owner only; always as an attachment)',
+        params: FileIdParams,
+        response: { 200: mediaAnswer('The file, as an attachment, with the type read from its bytes', { '*/*': BYTES_BODY }) },
+      },
+    },
+    async (req, reply) => {
+      const { file_id } = req.params as { file_id: string }
+      const f = await forms.file(caller(req).user, file_id)
+      const body = await deps.blobs.get(f.digest)
+      reply.header('Content-Disposition', contentDisposition(f.filename))
+      reply.header('X-Content-Type-Options', 'nosniff')
+      reply.header('Content-Security-Policy', "default-src 'none'; sandbox")
+      reply.header('Cache-Control', 'private, no-store')
+      reply.header('Content-Length', String(f.size))
+      reply.type(f.content_type)
+      return reply.send(body)
     },
   )
 

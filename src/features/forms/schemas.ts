@@ -55,6 +55,7 @@ export const MarkReadBody = Type.Object({
 export const FormIdParams = Type.Object({ form_id: Type.String() })
 export const SlugParams = Type.Object({ form_slug: Type.String() })
 export const SubmissionIdParams = Type.Object({ submission_id: Type.String() })
+export const FileIdParams = Type.Object({ file_id: Type.String() })
 
 const BoolQuery = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')])
 export const DataQuery = Type.Object({
@@ -105,6 +106,7 @@ export const ListResponse = Type.Object({
       forms: Used,
       submissions_month: Type.Composite([Used, Type.Object({ month: Type.String({ description: 'YYYY-MM, calendar month in Beijing time' }) })]),
       export_rows: Type.Object({ limit: Type.Integer() }),
+      file_bytes: Type.Composite([Used], { description: "bytes of the files the account's submissions keep (form_file_bytes)" }),
     }),
   }),
 })
@@ -118,6 +120,17 @@ export const SubmissionSchema = Type.Object({
   user_agent: Nullable(Type.String()),
   ip_prefix: Nullable(Type.String({ description: 'client network: IPv4 /24 or IPv6 /48' })),
   created_at: Type.String(),
+  files: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      field: Type.String({ description: 'the field it was sent in' }),
+      filename: Type.String({ description: 'the name the browser sent, cleaned for display' }),
+      content_type: Type.String({ description: 'read from the bytes, not the type the sender named' }),
+      size: Type.Integer(),
+      url: Type.String({ description: "the owner's download URL (GET, authenticated)" }),
+    }),
+    { description: 'files sent with the submission (multipart parts with a file name); spam keeps none' },
+  ),
 })
 
 export const DataResponse = Type.Object({

@@ -11,13 +11,14 @@ import { quotaOf } from '../../limits/quotas.js'
 import type { Clock } from '../../util/clock.js'
 import { beijingTime } from '../../util/time.js'
 import { rounds } from '../../util/rounds.js'
-import { bad, checkText, FIELD_NAME_RE, honeypotNames, parseFieldsConfig, subjectOf, validateSubmission, type FieldDef } from './fields.js'
+import { bad, checkText, FIELD_NAME_RE, honeypotNames, keepsFile, parseFieldsConfig, subjectOf, validateSubmission, type FieldDef } from './fields.js'
 import { ipPrefix, parseAllowedOrigins } from './origins.js'
 import { ipLimitKey } from '../../http/ip-key.js'
 import { windowRefusal } from '../../http/guard.js'
 import { formStore, type FormRow, type SubmissionFilter, type SubmissionRow } from './store.js'
 import type { NotifyService } from './notify-service.js'
 import { holdStates } from '../abuse/store.js'
+import type { SentFile } from './files.js'
 
 /** Slugs given by the owner; generated ones are 10 characters of [A-Za-z0-9]. */
 export const SLUG_RE = /^[A-Za-z0-9_-]{3,64}$/
@@ -141,8 +142,11 @@ export function formView(f: FormRow, base: string) {
 }
 export type FormView = ReturnType<typeof formView>
 
-/** A submission as the API answers it. */
-export function submissionView(r: SubmissionRow) {
+/** Where the owner downloads a submission's file (`base`: the service's origin, or '' for a path). */
+export const fileUrl = (base: string, id: string) => `${base}/svc_api/forms/files/${id}`
+
+/** A submission as the API answers it; `base` makes its files' download URLs. */
+export function submissionView(r: SubmissionRow, base = '') {
   return {
     id: r.id,
     data: JSON.parse(r.data) as Record<string, unknown>,
@@ -152,6 +156,14 @@ export function submissionView(r: SubmissionRow) {
     user_agent: r.user_agent,
     ip_prefix: r.ip_prefix,
     created_at: beijingTime(Number(r.created_at)),
+    files: (r.files ?? []).map((f) => ({
+      id: f.id,
+      field: f.field,
+      filename: f.filename,
+      content_type: f.content_type,
+      size: Number(f.size),
+      url: fileUrl(base, f.id),
+    })),
   }
 }
 export type SubmissionView = ReturnType<typeof submissionView>
@@ -230,6 +242,8 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
     hold: string | null
     /** The mail subject the post asked for (`_subject`), or null. */
     subject: string | null
+    /** Files stored as blobs while the body was read (none for spam: decision 282). */
+    files: SentFile[]
   }
   const ROUND_MAX = 256
   const submitRound = rounds<Submission, { id: string; spam: string | null }>(
@@ -245,7 +259,14 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
           (await notify?.deliveriesFor(
             trx,
             settings,
-            round.map((x) => ({ id: x.id, data: x.data, createdAt: x.now, spam: x.spam !== null, subject: x.subject })),
+            round.map((x) => ({
+              id: x.id,
+              data: x.data,
+              createdAt: x.now,
+              spam: x.spam !== null,
+              subject: x.subject,
+              files: x.files.map((f) => ({ field: f.field, filename: f.filename, content_type: f.content_type, size: f.size })),
+            })),
           )) ?? []
         const month = beijingMonth(round[0].now)
         const limit = quotaOf(owner.limits, 'form_submissions_month')
@@ -266,7 +287,18 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
         // spam takes no place in the monthly quota, as on Formspree and Netlify, so a bot that
         // fills the honeypot cannot use it up for the visitors; it has a count of its own with
         // the same limit, past which it is answered as kept but not stored (252)
-        const ham = live.filter((x) => x.spam === null)
+        // the bytes of files the owner keeps stay within form_file_bytes: a submission whose
+        // files would pass it is refused whole (1613), the ones before it kept
+        const byteLimit = quotaOf(owner.limits, 'form_file_bytes')
+        let bytesUsed = round.some((x) => x.files.length > 0) ? await formStore.fileBytes(trx, form.user_id) : 0
+        const overBytes = new Map<Submission, number>()
+        for (const x of live) {
+          const n = x.files.reduce((a, f) => a + f.size, 0)
+          if (n === 0) continue
+          if (bytesUsed + n > byteLimit) overBytes.set(x, bytesUsed)
+          else bytesUsed += n
+        }
+        const ham = live.filter((x) => x.spam === null && !overBytes.has(x))
         const spam = live.filter((x) => x.spam !== null)
         const { granted, used } = ham.length === 0 ? { granted: 0, used: 0 } : await formStore.claimMonth(trx, form.user_id, month, limit, ham.length)
         const spamKept = spam.length === 0 ? 0 : await formStore.claimSpam(trx, form.user_id, month, limit, spam.length)
@@ -288,6 +320,23 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
             created_at: x.now,
           })),
         )
+        await formStore.insertFiles(
+          trx,
+          kept.flatMap((x) =>
+            x.files.map((f) => ({
+              id: newId(),
+              submission_id: x.id,
+              form_id: form.id,
+              user_id: form.user_id,
+              field: f.field,
+              filename: f.filename,
+              content_type: f.content_type,
+              size: f.size,
+              digest: f.digest,
+              created_at: x.now,
+            })),
+          ),
+        )
         // the deliveries of the submissions kept (read before the lock, for all of the round)
         const keptIds = new Set(kept.map((x) => x.id))
         await notify?.insertDeliveries(
@@ -297,6 +346,14 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
         return round.map((x) => {
           const state = stateOf(x)
           if (state !== undefined) return new PageHeld(state)
+          const before = overBytes.get(x)
+          if (before !== undefined) {
+            const detail = { zh: `表单文件 ${before}/${byteLimit} 字节`, en: `form files ${before}/${byteLimit} bytes` }
+            return new AppError('FORM_QUOTA', {
+              params: { detail, limit: byteLimit },
+              extra: { details: { quota: 'form_file_bytes', used: before, limit: byteLimit } },
+            })
+          }
           // spam past its count: answered as stored, so the bot learns nothing
           return keptIds.has(x.id) || x.spam !== null
             ? { id: x.id, spam: x.spam }
@@ -419,10 +476,11 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
 
     /** The owner's forms, newest first, with counters and the quota usage. */
     async list(user: User) {
-      const [forms, stats, used] = await Promise.all([
+      const [forms, stats, used, fileBytes] = await Promise.all([
         formStore.listByUser(db.k, user.id),
         formStore.stats(db.k, user.id),
         formStore.monthUsage(db.k, user.id, beijingMonth(clock.now())),
+        formStore.fileBytes(db.k, user.id),
       ])
       return {
         forms: forms.map((f) => ({ row: f, stats: stats.get(f.id) ?? { submission_count: 0, unread_count: 0, spam_count: 0, last_submission_at: null } })),
@@ -430,18 +488,20 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
           forms: { used: forms.length, limit: quotaOf(user.limits, 'forms') },
           submissions_month: { used, limit: quotaOf(user.limits, 'form_submissions_month'), month: beijingMonth(clock.now()) },
           export_rows: { limit: quotaOf(user.limits, 'form_export_rows') },
+          file_bytes: { used: fileBytes, limit: quotaOf(user.limits, 'form_file_bytes') },
         },
       }
     },
 
     /** One page of a form's submissions, newest first. */
-    async data(user: User, id: string, query: Record<string, unknown>) {
+    async data(user: User, id: string, query: Record<string, unknown>, base = '') {
       const f = await owned(user, id)
       const page = parsePage(query, { perPage: 20, maxPerPage: 100 })
       const filter: SubmissionFilter = { isRead: parseFlag('is_read', query.is_read), isSpam: parseFlag('is_spam', query.is_spam) }
       const total = await formStore.countSubmissions(db.k, f.id, filter)
       const rows = page.offset < total ? await formStore.pageSubmissions(db.k, f.id, filter, page.perPage, { offset: page.offset }) : []
-      return { form_id: f.id, ...pageInfo(page, total), submissions: rows.map(submissionView) }
+      await formStore.withFiles(db.k, rows)
+      return { form_id: f.id, ...pageInfo(page, total), submissions: rows.map((r) => submissionView(r, base)) }
     },
 
     /**
@@ -461,7 +521,10 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
         let left = cap
         let before = startSeq
         while (left > 0 && before > 0) {
-          const batch = await formStore.pageSubmissions(db.k, f.id, filter, Math.min(EXPORT_BATCH, left), { beforeSeq: before })
+          const batch = await formStore.withFiles(
+            db.k,
+            await formStore.pageSubmissions(db.k, f.id, filter, Math.min(EXPORT_BATCH, left), { beforeSeq: before }),
+          )
           for (const r of batch) yield r
           if (batch.length < Math.min(EXPORT_BATCH, left)) return
           left -= batch.length
@@ -496,6 +559,13 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       return { id: r.id, form_id: r.form_id, is_read: !!r.is_read, is_spam: !!r.is_spam }
     },
 
+    /** One of the owner's files and its blob; 404 for another account's or none. */
+    async file(user: User, id: string) {
+      const f = id.length <= 64 ? await formStore.fileOf(db.k, user.id, id) : undefined
+      if (!f) throw new AppError('RESOURCE_NOT_FOUND')
+      return f
+    },
+
     /** The form a public submit addresses (1611 when there is none). */
     async bySlug(formSlug: string): Promise<FormRow> {
       const f = SLUG_RE.test(formSlug) ? await formStore.bySlugKey(db.k, formSlug.toLowerCase()) : undefined
@@ -519,14 +589,22 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
     async submit(
       form: FormRow,
       body: Map<string, unknown>,
-      meta: { ip: string; userAgent?: string; hold?: string | null },
+      meta: { ip: string; userAgent?: string; hold?: string | null; files?: SentFile[] },
     ): Promise<{ id: string; spam: string | null }> {
       const defs = JSON.parse(form.fields_config) as FieldDef[]
-      const data = validateSubmission(defs, form.honeypot_field, body)
+      const sentFiles = (meta.files ?? []).filter((f) => keepsFile(defs, form.honeypot_field, f.field))
+      const data = validateSubmission(
+        defs,
+        form.honeypot_field,
+        body,
+        sentFiles.map((f) => f.field),
+      )
       const now = clock.now()
       const spam = spamReason(form, defs, body, now)
       const ua = meta.userAgent && !/[\u0000]/.test(meta.userAgent) ? meta.userAgent.slice(0, 512) : null
-      return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now, hold: meta.hold ?? null, subject: subjectOf(body) })
+      // spam keeps no files: a bot filling the honeypot cannot fill the owner's file quota
+      const files = spam === null ? sentFiles : []
+      return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now, hold: meta.hold ?? null, subject: subjectOf(body), files })
     },
   }
 }

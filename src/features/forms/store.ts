@@ -9,7 +9,25 @@ declare module '../../db/schema.js' {
     form_submissions: FormSubmissionsTable
     form_usage: FormUsageTable
     form_slugs_held: FormSlugsHeldTable
+    form_files: FormFilesTable
   }
+}
+
+/** A file sent with a submission: its bytes are the blob `digest` (a blob column, tables.ts). */
+export interface FormFilesTable {
+  id: string
+  submission_id: string
+  form_id: string
+  user_id: string
+  /** The field (multipart part name) it was sent in. */
+  field: string
+  /** The name the browser sent, cleaned for display (forms/files.ts cleanFileName). */
+  filename: string
+  /** The type read from the bytes, never the one the sender named. */
+  content_type: string
+  size: number
+  digest: string
+  created_at: number
 }
 
 export interface FormsTable {
@@ -65,7 +83,8 @@ export interface FormSlugsHeldTable {
 }
 
 export type FormRow = FormsTable
-export type SubmissionRow = Omit<FormSubmissionsTable, 'user_id' | 'form_id'>
+export type FileRow = Pick<FormFilesTable, 'id' | 'submission_id' | 'field' | 'filename' | 'content_type' | 'size'>
+export type SubmissionRow = Omit<FormSubmissionsTable, 'user_id' | 'form_id'> & { files?: FileRow[] }
 
 /** Any query runner: the database or a transaction. */
 type Q = Kysely<Database>
@@ -327,6 +346,56 @@ export const formStore = {
     if (opts.offset) query = query.offset(opts.offset)
     return query.execute()
   },
+
+  /** The files of these submissions, in the order they were sent. */
+  async filesOf(q: Q, submissionIds: string[]): Promise<FileRow[]> {
+    if (submissionIds.length === 0) return []
+    return q
+      .selectFrom('form_files')
+      .select(['id', 'submission_id', 'field', 'filename', 'content_type', 'size'])
+      .where('submission_id', 'in', submissionIds)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute()
+  },
+
+  /** Sets `files` on each row: its submission's files. */
+  async withFiles<R extends SubmissionRow>(q: Q, rows: R[]): Promise<R[]> {
+    const files = await formStore.filesOf(
+      q,
+      rows.map((r) => r.id),
+    )
+    for (const r of rows) r.files = files.filter((f) => f.submission_id === r.id)
+    return rows
+  },
+
+  /** One of the owner's files with its blob; undefined for another account's or none. */
+  fileOf: (q: Q, userId: string, id: string) =>
+    q
+      .selectFrom('form_files')
+      .select(['id', 'filename', 'content_type', 'size', 'digest'])
+      .where('id', '=', id)
+      .where('user_id', '=', userId)
+      .executeTakeFirst(),
+
+  /** Bytes of the files the owner keeps (the form_file_bytes quota); read under the owner's lock. */
+  async fileBytes(q: Q, userId: string): Promise<number> {
+    const r = await q
+      .selectFrom('form_files')
+      .select((eb) => eb.fn.sum<number>('size').as('n'))
+      .where('user_id', '=', userId)
+      .executeTakeFirst()
+    return num(r?.n)
+  },
+
+  insertFiles: (q: Q, rows: FormFilesTable[]) =>
+    rows.length === 0
+      ? Promise.resolve()
+      : q
+          .insertInto('form_files')
+          .values(rows)
+          .execute()
+          .then(() => undefined),
 
   /** Sets the read (and optionally spam) flag of an owner's submission; undefined when not theirs. */
   async setFlags(q: Q, userId: string, id: string, patch: { is_read?: number; is_spam?: number }) {

@@ -228,10 +228,15 @@
    * (no `required` on the boxes: the service checks that one is chosen); the honeypot field,
    * hidden; UTF-8 whatever the page's own encoding. With a minimum fill time, the hidden `_ts`
    * and the one-line script right after the form that puts the page's load time in it: without
-   * them every post would be `no_timestamp` spam.
+   * them every post would be `no_timestamp` spam. A form with a file field is sent as
+   * multipart/form-data, which files need.
    */
   function embed(form) {
-    var lines = ['<form action="' + h(submitUrl(form)) + '" method="post" accept-charset="UTF-8">']
+    var files = (form.fields_config || []).some(function (f) {
+      return f.type === 'file'
+    })
+    var enctype = files ? ' enctype="multipart/form-data"' : ''
+    var lines = ['<form action="' + h(submitUrl(form)) + '" method="post"' + enctype + ' accept-charset="UTF-8">']
     ;(form.fields_config || []).forEach(function (f) {
       var label = h(f.label || f.name)
       var name = h(f.name)
@@ -279,8 +284,34 @@
       Object.keys(s.data || {}).forEach(function (k) {
         if (cols.indexOf(k) < 0) cols.push(k)
       })
+      ;(s.files || []).forEach(function (f) {
+        if (cols.indexOf(f.field) < 0) cols.push(f.field)
+      })
     })
     return cols
+  }
+  /** A file's size for people: bytes, KiB or MiB. */
+  function size(n) {
+    return n < 1024 ? n + ' B' : n < 1048576 ? (n / 1024).toFixed(1) + ' KiB' : (n / 1048576).toFixed(1) + ' MiB'
+  }
+  /**
+   * The cell of column c: the files sent in that field, as download links (the service answers
+   * them as attachments), after the field's text if it has any.
+   */
+  function subCell(s, c) {
+    var files = (s.files || []).filter(function (f) {
+      return f.field === c
+    })
+    var text = cell(fieldOf(s, c))
+    if (files.length === 0) return text
+    return el(
+      'span',
+      { class: 'files' },
+      text,
+      files.map(function (f) {
+        return el('a', { href: f.url, download: f.filename, class: 'file', text: f.filename + ' (' + size(f.size) + ')', title: f.content_type })
+      }),
+    )
   }
   /** A value's cell text; a multi-line one (a textarea's, sent with CRLF) keeps its lines (td .lines). */
   function cell(v) {
@@ -328,7 +359,7 @@
             S.row(
               [S.time(s.created_at)].concat(
                 cols.map(function (c) {
-                  return cell(fieldOf(s, c))
+                  return subCell(s, c)
                 }),
                 spamView ? [s.spam_reason || ''] : [],
                 [

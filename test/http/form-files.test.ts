@@ -1,0 +1,311 @@
+import { createHash } from 'node:crypto'
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { Readable } from 'node:stream'
+import { expectError } from '../support/errors.js'
+import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
+import { sweepBlobs } from '../../src/storage/sweeper.js'
+import { BLOB_COLUMNS } from '../../src/features/tables.js'
+import { deleteAccount } from '../../src/features/accounts/delete.js'
+import { importArchive, writeExport } from '../../src/features/export/archive.js'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+
+const HIGH = JSON.stringify(
+  Object.fromEntries(['default', 'authenticated', 'vip'].map((t) => [t, { minute: 100000, hour: 100000, day: 100000, concurrent: 200 }])),
+)
+const MiB = 1024 * 1024
+/** A 1x1 PNG: its type is read from these bytes, whatever the sender names. */
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64')
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex')
+/** Bytes of `n` that no other test stores (content-addressed: a shared blob would stay). */
+const unique = (n: number, tag: string) => {
+  const b = Buffer.alloc(n, 0x61)
+  b.write(`${tag}-${Math.random()}`)
+  return b
+}
+
+type User = Awaited<ReturnType<TestServer['user']>>
+
+for (const engine of ENGINES) {
+  describe(`form files [${engine}]`, () => {
+    let s: TestServer
+    let alice: User
+    let bob: User
+    let seq = 0
+    const slug = () => `ff-${engine}-${++seq}-${Math.random().toString(36).slice(2, 8)}`
+    const make = async (u: User, body: Record<string, unknown> = {}) => {
+      const r = await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Jobs', form_slug: slug(), ...body } })
+      assert.equal(r.status, 200, r.text)
+      return r.json.data as { id: string; form_slug: string }
+    }
+    /** A multipart post; `streamed`: without a Content-Length, so only the reading stops it. */
+    const post = (formSlug: string, parts: Parameters<typeof multipart>[0], streamed = false) => {
+      const mp = multipart(parts)
+      const body = streamed ? (Readable.from([mp.body]) as never) : mp.body
+      return s.post(`/api/forms/submit/${formSlug}`, { body, headers: { 'content-type': mp.contentType } })
+    }
+    const data = (u: User, id: string) => s.get(`/svc_api/forms/data/${id}`, { key: u.key })
+    const fileRows = (userId: string) => s.deps.db.k.selectFrom('form_files').selectAll().where('user_id', '=', userId).execute()
+    const sweep = () => sweepBlobs(s.deps.db, s.deps.blobs, BLOB_COLUMNS, 0, Date.now() + 1000)
+
+    before(async () => {
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH } })
+      alice = await s.user()
+      bob = await s.user()
+    })
+    after(() => s.close())
+
+    it('keeps a file with its submission; the owner lists and downloads it, as an attachment; another account gets 404', async () => {
+      const f = await make(alice)
+      // a browser that sends the client's path, and a type the bytes do not bear out
+      const r = await post(f.form_slug, [
+        { name: 'name', data: 'Ann' },
+        { name: 'photo', filename: 'C:\\Users\\ann\\me\u202egnp.png', type: 'text/html', data: PNG },
+        { name: 'empty', filename: '', data: '' },
+      ])
+      assert.equal(r.status, 200, r.text)
+      const list = await data(alice, f.id)
+      assert.equal(list.status, 200)
+      const sub = list.json.data.submissions[0]
+      assert.deepEqual(sub.data, { name: 'Ann' })
+      assert.equal(sub.files.length, 1)
+      const file = sub.files[0]
+      assert.equal(file.field, 'photo')
+      assert.equal(file.filename, 'megnp.png')
+      assert.equal(file.content_type, 'image/png')
+      assert.equal(file.size, PNG.length)
+      assert.equal(file.url, `${s.url}/svc_api/forms/files/${file.id}`)
+
+      const dl = await s.get(new URL(file.url).pathname, { key: alice.key })
+      assert.equal(dl.status, 200)
+      assert.ok(dl.body.equals(PNG))
+      assert.equal(dl.header('content-type'), 'image/png')
+      assert.match(String(dl.header('content-disposition')), /^attachment; filename="megnp.png"/)
+      assert.equal(dl.header('x-content-type-options'), 'nosniff')
+      assert.match(String(dl.header('content-security-policy')), /sandbox/)
+
+      expectError(await s.get(new URL(file.url).pathname, { key: bob.key }), 404, 1405)
+      expectError(await s.get('/svc_api/forms/files/no-such-file', { key: alice.key }), 404, 1405)
+      assert.equal((await s.get(new URL(file.url).pathname)).status, 401)
+
+      // the exports: the file in the JSON, its download URL in the CSV
+      const json = await s.get(`/svc_api/forms/export/${f.id}`, { key: alice.key })
+      assert.equal(json.json.data.submissions[0].files[0].url, file.url)
+      const csv = await s.get(`/svc_api/forms/export/${f.id}?format=csv`, { key: alice.key })
+      const [head, row] = csv.text.replace(/^\uFEFF/, '').split('\r\n')
+      assert.ok(head.split(',').includes('files'), head)
+      assert.ok(row.includes(file.url), row)
+      // the account's file bytes
+      const forms = await s.get('/svc_api/forms/list', { key: alice.key })
+      assert.equal(forms.json.data.quota.file_bytes.used, PNG.length)
+    })
+
+    it('a form that declares its fields takes files in its file fields only; refused posts keep nothing and their blobs are swept', async () => {
+      const f = await make(alice, {
+        fields_config: [
+          { name: 'name', type: 'text', required: true },
+          { name: 'resume', type: 'file', required: true },
+        ],
+      })
+      const stray = unique(1000, 'stray')
+      const refused = await post(f.form_slug, [
+        { name: 'name', data: 'Ann' },
+        { name: 'resume', filename: 'cv.txt', data: 'my cv' },
+        { name: 'photo', filename: 'p.bin', data: stray },
+      ])
+      expectError(refused, 400, 1614)
+      assert.equal(refused.json.field, 'photo')
+      const asText = await post(f.form_slug, [
+        { name: 'name', data: 'Ann' },
+        { name: 'resume', data: 'not a file' },
+      ])
+      expectError(asText, 400, 1614)
+      assert.equal(asText.json.field, 'resume')
+      const missing = await post(f.form_slug, [
+        { name: 'name', data: 'Ann' },
+        { name: 'resume', filename: '', data: '' },
+      ])
+      expectError(missing, 400, 1614)
+      assert.equal(missing.json.field, 'resume')
+      const onText = await post(f.form_slug, [{ name: 'name', filename: 'n.txt', data: 'Ann' }])
+      expectError(onText, 400, 1614)
+      assert.equal(onText.json.field, 'name')
+      assert.equal((await data(alice, f.id)).json.data.total, 0)
+      assert.equal(await s.deps.blobs.exists(sha(stray)), true)
+      await sweep()
+      assert.equal(await s.deps.blobs.exists(sha(stray)), false)
+
+      const ok = await post(f.form_slug, [
+        { name: 'name', data: 'Ann' },
+        { name: 'resume', filename: 'cv.txt', data: 'my cv' },
+      ])
+      assert.equal(ok.status, 200, ok.text)
+      const sub = (await data(alice, f.id)).json.data.submissions[0]
+      assert.deepEqual(
+        sub.files.map((x: { field: string; content_type: string }) => [x.field, x.content_type]),
+        [['resume', 'text/plain']],
+      )
+      // the field type is answered as declared
+      const forms = await s.get('/svc_api/forms/list', { key: alice.key })
+      const form = forms.json.data.forms.find((x: { id: string }) => x.id === f.id)
+      assert.equal(form.fields_config[1].type, 'file')
+    })
+
+    it('over the per-file or per-submission size, or too many files: 413, no row, and the blobs go to the sweeper', async () => {
+      const carol = await s.user()
+      const f = await make(carol)
+      const big = unique(8 * MiB + 1, 'big')
+      const one = await post(f.form_slug, [
+        { name: 'name', data: 'Ann' },
+        { name: 'cv', filename: 'big.bin', data: big },
+      ])
+      expectError(one, 413, 1109)
+      assert.match(one.json.message, new RegExp(String(8 * MiB)))
+      const first = unique(5 * MiB, 'first')
+      const second = unique(5 * MiB, 'second')
+      const parts = [
+        { name: 'a', filename: 'a.bin', data: first },
+        { name: 'b', filename: 'b.bin', data: second },
+      ]
+      // announced by its Content-Length: refused before reading
+      expectError(await post(f.form_slug, parts), 413, 1109)
+      assert.equal(await s.deps.blobs.exists(sha(first)), false)
+      // streamed: the first file is read and stored, the second stops at what the submission leaves
+      const two = await post(f.form_slug, parts, true)
+      expectError(two, 413, 1109)
+      assert.match(two.json.message, new RegExp(String(8 * MiB)))
+      const many = await post(
+        f.form_slug,
+        Array.from({ length: 6 }, (_, i) => ({ name: `f${i}`, filename: `${i}.txt`, data: `file ${i}` })),
+      )
+      expectError(many, 413, 1111)
+      assert.equal((await data(carol, f.id)).json.data.total, 0)
+      assert.equal((await fileRows(carol.id)).length, 0)
+      // the whole first file was stored, then left without a row
+      assert.equal(await s.deps.blobs.exists(sha(first)), true)
+      await sweep()
+      assert.equal(await s.deps.blobs.exists(sha(first)), false)
+      assert.equal(await s.deps.blobs.exists(sha(second)), false)
+      assert.equal(await s.deps.blobs.exists(sha(big)), false)
+      // at the limits exactly: kept
+      const fits = await post(f.form_slug, [
+        { name: 'a', filename: 'a.bin', data: unique(4 * MiB, 'fa') },
+        { name: 'b', filename: 'b.bin', data: unique(4 * MiB, 'fb') },
+      ])
+      assert.equal(fits.status, 200, fits.text)
+      assert.equal((await fileRows(carol.id)).length, 2)
+    })
+
+    it("the account's stored file bytes stay within form_file_bytes (1613)", async () => {
+      const dan = await s.user()
+      await s.deps.db.k
+        .updateTable('users')
+        .set({ limits: JSON.stringify({ form_file_bytes: 1000 }) })
+        .where('id', '=', dan.id)
+        .execute()
+      const f = await make(dan)
+      assert.equal((await post(f.form_slug, [{ name: 'a', filename: 'a.bin', data: unique(600, 'q1') }])).status, 200)
+      const over = await post(f.form_slug, [{ name: 'a', filename: 'b.bin', data: unique(600, 'q2') }])
+      expectError(over, 429, 1613)
+      assert.equal(over.json.details.quota, 'form_file_bytes')
+      assert.equal((await post(f.form_slug, [{ name: 'a', filename: 'c.bin', data: unique(400, 'q3') }])).status, 200)
+      // a submission without files still goes in
+      assert.equal((await post(f.form_slug, [{ name: 'a', data: 'text only' }])).status, 200)
+      assert.equal((await data(dan, f.id)).json.data.total, 3)
+      const rows = await fileRows(dan.id)
+      assert.equal(
+        rows.reduce((n, r) => n + Number(r.size), 0),
+        1000,
+      )
+    })
+
+    it('a file in a control field (`_`, form-name, the honeypot) is dropped, as text there is never stored', async () => {
+      const f = await make(alice)
+      const dropped = unique(300, 'control')
+      const r = await post(f.form_slug, [
+        { name: 'name', data: 'Ann' },
+        { name: '_attachment', filename: 'x.bin', data: dropped },
+        { name: 'form-name', filename: 'y.bin', data: dropped },
+      ])
+      assert.equal(r.status, 200, r.text)
+      const sub = (await data(alice, f.id)).json.data.submissions[0]
+      assert.deepEqual(sub.data, { name: 'Ann' })
+      assert.deepEqual(sub.files, [])
+      // control fields only: as empty as a post of control text fields only
+      expectError(await post(f.form_slug, [{ name: '_attachment', filename: 'x.bin', data: dropped }]), 400, 1106)
+    })
+
+    it('spam keeps no file', async () => {
+      const f = await make(alice)
+      const bait = unique(500, 'spam')
+      const r = await post(f.form_slug, [
+        { name: 'name', data: 'bot' },
+        { name: '_gotcha', data: 'filled' },
+        { name: 'cv', filename: 'cv.bin', data: bait },
+      ])
+      assert.equal(r.status, 200, r.text)
+      const sub = (await data(alice, f.id)).json.data.submissions[0]
+      assert.equal(sub.is_spam, true)
+      assert.deepEqual(sub.files, [])
+      await sweep()
+      assert.equal(await s.deps.blobs.exists(sha(bait)), false)
+    })
+
+    it("an account's export carries its submissions' files, and an import brings them back to download", async () => {
+      const gus = await s.user()
+      const f = await make(gus)
+      const bytes = unique(900, 'export')
+      assert.equal(
+        (
+          await post(f.form_slug, [
+            { name: 'name', data: 'Gus' },
+            { name: 'cv', filename: 'gus.bin', data: bytes },
+          ])
+        ).status,
+        200,
+      )
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-form-files-'))
+      try {
+        const file = path.join(dir, 'gus.tar.gz')
+        await writeExport(s.deps.db, s.deps.blobs, gus.username, fs.createWriteStream(file))
+        const r = await importArchive(s.deps.db, s.deps.blobs, file, `${gus.username}-copy`)
+        const copy = await s.deps.db.k.selectFrom('users').select('id').where('username', '=', `${gus.username}-copy`).executeTakeFirstOrThrow()
+        assert.ok(r)
+        const rows = await fileRows(copy.id)
+        assert.deepEqual(
+          rows.map((x) => [x.field, x.filename, x.digest]),
+          [['cv', 'gus.bin', sha(bytes)]],
+        )
+        const { key } = await s.deps.apiKeys.create(copy.id, { name: 'test' })
+        const dl = await s.get(`/svc_api/forms/files/${rows[0].id}`, { key })
+        assert.equal(dl.status, 200)
+        assert.ok(dl.body.equals(bytes))
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true })
+      }
+    })
+
+    it("deleting a form or the account removes its files' rows, and the sweeper frees the bytes", async () => {
+      const erin = await s.user()
+      const f = await make(erin)
+      const g = await make(erin)
+      const a = unique(700, 'del-form')
+      const b = unique(700, 'del-account')
+      assert.equal((await post(f.form_slug, [{ name: 'cv', filename: 'a.bin', data: a }])).status, 200)
+      assert.equal((await post(g.form_slug, [{ name: 'cv', filename: 'b.bin', data: b }])).status, 200)
+      await sweep()
+      assert.equal(await s.deps.blobs.exists(sha(a)), true)
+      assert.equal((await s.request('DELETE', `/svc_api/forms/delete/${f.id}`, { key: erin.key })).status, 200)
+      assert.equal((await fileRows(erin.id)).length, 1)
+      await sweep()
+      assert.equal(await s.deps.blobs.exists(sha(a)), false)
+      assert.equal(await s.deps.blobs.exists(sha(b)), true)
+      assert.notEqual(await deleteAccount(s.deps.db, Date.now(), erin.id, 'test'), null)
+      assert.equal((await fileRows(erin.id)).length, 0)
+      await sweep()
+      assert.equal(await s.deps.blobs.exists(sha(b)), false)
+    })
+  })
+}
