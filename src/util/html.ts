@@ -105,12 +105,8 @@ export interface FileAsName {
   form: string
   /** The file input's name (`name="cv"`), or `a file input` when it has none. */
   input: string
-  /** The form's action as written ('' when it has none). */
-  action: string
   /** Whether the form is sent by GET (a query string carries names only, whatever its enctype). */
   get: boolean
-  /** Whether it is a Netlify form (`data-netlify`, `netlify`, or a `form-name` input), which posts to the site itself. */
-  netlify: boolean
 }
 
 /**
@@ -134,9 +130,7 @@ export function fileInputsSentAsNames(html: string): FileAsName[] {
     const named = (['id', 'name'] as const).map((a) => [a, attr(tag, a)] as const).find(([, v]) => v)
     const form = named ? `${named[0]}="${named[1]}"` : action ? `action="${action}"` : `form ${place}`
     const inputName = attr(file[1], 'name')
-    const netlify =
-      /(?:^|\s)(?:data-)?netlify(?:\s*=\s*["']?\s*true\b|[\s>]|$)/i.test(tag) || [...body.matchAll(INPUT_TAG)].some((i) => attr(i[1], 'name') === 'form-name')
-    out.push({ form, input: inputName ? `name="${inputName}"` : 'a file input', action, get, netlify })
+    out.push({ form, input: inputName ? `name="${inputName}"` : 'a file input', get })
   }
   return out
 }

@@ -702,12 +702,12 @@ for (const engine of ENGINES) {
         {
           path: 'jobs/netlify.html',
           message:
-            'jobs/netlify.html: the form name="contact" has a file input (a file input), but svc forms take no files: a browser sends only the file\'s name (with enctype="multipart/form-data" the submission is refused, 1614). Remove the input',
+            'jobs/netlify.html: the form name="contact" has a file input (a file input) but no enctype="multipart/form-data": a browser sends only the file\'s name, not the file. Add enctype="multipart/form-data" to the <form>',
         },
         {
           path: 'jobs/svc.html',
           message:
-            'jobs/svc.html: the form action="https://example.com/api/forms/submit/jobs" has a file input (name="cv"), but svc forms take no files: a browser sends only the file\'s name (with enctype="multipart/form-data" the submission is refused, 1614). Remove the input',
+            'jobs/svc.html: the form action="https://example.com/api/forms/submit/jobs" has a file input (name="cv") but no enctype="multipart/form-data": a browser sends only the file\'s name, not the file. Add enctype="multipart/form-data" to the <form>',
         },
       ])
       assert.equal((await s.get(`/${k.username}/jobs/`)).text, files['index.html'])

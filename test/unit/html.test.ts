@@ -105,7 +105,7 @@ describe('builtForRoot', () => {
 })
 
 describe('fileInputsSentAsNames', () => {
-  const forms = (h: string) => fileInputsSentAsNames(h).map((f) => `${f.form} ${f.input}${f.get ? ' get' : ''}${f.netlify ? ' netlify' : ''}`)
+  const forms = (h: string) => fileInputsSentAsNames(h).map((f) => `${f.form} ${f.input}${f.get ? ' get' : ''}`)
   it('names a form by its id, name or action, else its place; the input by its name', () => {
     assert.deepEqual(
       forms(
@@ -131,9 +131,9 @@ describe('fileInputsSentAsNames', () => {
       [],
     )
   })
-  it('knows a Netlify form', () => {
-    assert.deepEqual(forms('<form name="c" method="POST" netlify><input type="file" name="f"></form>'), ['name="c" name="f" netlify'])
-    assert.deepEqual(forms('<form method="post"><input type="hidden" name="form-name" value="c"><input type="file"></form>'), ['form 1 a file input netlify'])
+  it('warns of a Netlify form as of any other (svc forms take its files once it sends them)', () => {
+    assert.deepEqual(forms('<form name="c" method="POST" netlify><input type="file" name="f"></form>'), ['name="c" name="f"'])
+    assert.deepEqual(forms('<form method="post"><input type="hidden" name="form-name" value="c"><input type="file"></form>'), ['form 1 a file input'])
     assert.deepEqual(forms('<form method="post" data-netlify-honeypot="x"><input type="file"></form>'), ['form 1 a file input'])
   })
 })

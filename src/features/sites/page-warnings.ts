@@ -10,10 +10,6 @@ export interface PageWarning {
   en: string
 }
 
-// the service's own form endpoint (docs/api/forms.md), which takes no files, as a Netlify form
-// posted to the site does not
-const SVC_FORM = /\/api\/forms\/submit\//
-
 /**
  * What a deploy says about a page: each form whose file input a browser would send as the
  * file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the
@@ -22,12 +18,6 @@ const SVC_FORM = /\/api\/forms\/submit\//
 export function pageWarnings(path: string, html: string): PageWarning[] {
   return fileInputsSentAsNames(html).map((f) => {
     const what = { zh: `表单 ${f.form} 有文件输入框（${f.input}）`, en: `the form ${f.form} has a file input (${f.input})` }
-    if (SVC_FORM.test(f.action) || f.netlify)
-      return {
-        path,
-        zh: `${path}：${what.zh}，但 svc 表单不接收文件：浏览器只发送文件名（加上 enctype="multipart/form-data" 则提交被拒绝，1614）。请去掉该输入框`,
-        en: `${path}: ${what.en}, but svc forms take no files: a browser sends only the file's name (with enctype="multipart/form-data" the submission is refused, 1614). Remove the input`,
-      }
     if (f.get)
       return {
         path,
