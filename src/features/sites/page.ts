@@ -69,7 +69,7 @@ export const sitesUi: FeatureUi<SitesKey> = {
             <label for="zip-input">${t('zip.choose')}</label>
             <input id="zip-input" type="file" accept=".zip,application/zip,application/x-zip-compressed">
           </div>
-          <label for="zip-name">${t('folders.project')}</label>
+          <label for="zip-name">${t('zip.project')}</label>
           <input id="zip-name" required maxlength="100" autocapitalize="none" spellcheck="false">
           <label class="check"><input id="zip-preview" type="checkbox"> ${t('zip.preview')}</label>
           <button type="submit" class="primary">${t('zip.submit')}</button>
