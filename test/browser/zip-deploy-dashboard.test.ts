@@ -138,7 +138,7 @@ describe('zip deploys in the dashboard (Chromium)', () => {
     const zip = zipOf([{ name: 'index.html', data: form('zipped') }])
     await page.locator('#zip-input').setInputFiles({ name: 'warned-zip.zip', mimeType: 'application/zip', buffer: zip })
     await page.getByRole('button', { name: 'Deploy zip' }).click()
-    const done = page.locator('#folders-status', { hasText: 'Deployed warned-zip: 1 files.' })
+    const done = page.locator('#folders-status', { hasText: 'Deployed warned-zip (files: 1).' })
     await done.waitFor()
     assert.deepEqual(await done.locator('.warning').allTextContents(), ['Uploaded all the same, but 1 problem(s) to fix:', warning('index.html', 'zipped')])
     assert.deepEqual(problems, [])
