@@ -1247,7 +1247,7 @@ for (const engine of ENGINES) {
       // the field types are in the input schema, where an agent reads them
       const { tools } = await own.listTools()
       const schema = JSON.stringify(tools.find((t) => t.name === 'create_form')?.inputSchema)
-      assert.match(schema, /"enum":\["text","email","number","textarea","select","checkbox","url","tel","date"\]/)
+      assert.match(schema, /"enum":\["text","email","number","textarea","select","checkbox","url","tel","date","file"\]/)
       await own.close()
     })
 
