@@ -5,6 +5,7 @@ import { decodeQp, smtpSink } from '../support/smtp.js'
 import { webhookReceiver } from '../support/webhooks.js'
 import { expectError } from '../support/errors.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
+import { SkipClock } from '../support/clock.js'
 
 async function until(check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
   const end = Date.now() + ms
@@ -138,10 +139,13 @@ for (const engine of ENGINES) {
   describe(`form e-mail: digest and SMTP retry [${engine}]`, () => {
     let s: TestServer
     let smtp: Awaited<ReturnType<typeof smtpSink>>
+    // the digests' periods end when a test moves this clock, not after real seconds
+    const clock = new SkipClock()
     before(async () => {
       smtp = await smtpSink()
       s = await startServer({
         engine,
+        clock,
         env: {
           SMTP_URL: smtp.url,
           SMTP_FROM: 'svc <svc@localhost>',
@@ -183,8 +187,8 @@ for (const engine of ENGINES) {
     it('a digest sends the submissions of one period in one mail', async () => {
       const address = `digest-${engine}@example.com`
       const { u, form } = await owner(address, 'digest')
-      // start early in a period so the three submissions fall into the same one
-      while (Date.now() % 3000 > 300) await new Promise((r) => setTimeout(r, 20))
+      // at the start of a period, so the three submissions fall into the same one
+      clock.toNextPeriod(3000)
       const ids: string[] = []
       for (const name of ['Ann', 'Bo <b>', 'Cy']) {
         const r = await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name } })
@@ -203,6 +207,10 @@ for (const engine of ENGINES) {
           ['digest', 'pending'],
         ],
       )
+      // the worker polls meanwhile: still nothing, the period has not ended
+      await new Promise((r) => setTimeout(r, 200))
+      assert.equal(mailsTo(address).length, 0)
+      clock.toNextPeriod(3000)
       await until(() => mailsTo(address).length === 1, 10_000)
       await new Promise((r) => setTimeout(r, 300))
       assert.equal(mailsTo(address).length, 1, 'one mail for the period')
@@ -220,13 +228,14 @@ for (const engine of ENGINES) {
       const off = `off-${engine}@example.com`
       const a = await owner(removed, 'digest')
       const b = await owner(off, 'digest')
-      while (Date.now() % 3000 > 1500) await new Promise((r) => setTimeout(r, 20))
+      clock.toNextPeriod(3000)
       for (const o of [a, b]) assert.equal((await s.post(`/api/forms/submit/${o.form.form_slug}`, { json: { name: 'Queued' } })).status, 200)
       const [address] = (await s.get('/svc_api/notify/addresses', { key: a.u.key })).json.data as Array<{ id: string }>
       assert.equal((await s.request('DELETE', `/svc_api/notify/addresses/${address.id}`, { key: a.u.key })).status, 200)
       assert.equal((await s.request('PUT', `/svc_api/forms/email/${b.form.id}`, { key: b.u.key, json: { enabled: false } })).status, 200)
       // past the period, each delivery has failed at its one try, saying why, and no mail went out
       const log = async (o: typeof a) => (await s.get(`/svc_api/forms/deliveries/${o.form.id}`, { key: o.u.key })).json.data as any[]
+      clock.toNextPeriod(3000)
       await until(async () => (await log(a))[0]?.status === 'failed' && (await log(b))[0]?.status === 'failed', 10_000)
       assert.match((await log(a))[0].last_error, /no longer a verified notification address/)
       assert.match((await log(b))[0].last_error, /e-mail is off/)
@@ -237,11 +246,12 @@ for (const engine of ENGINES) {
     it('a submission marked as spam after it was queued is left out of its digest', async () => {
       const address = `flagged-${engine}@example.com`
       const { u, form } = await owner(address, 'digest')
-      while (Date.now() % 3000 > 1500) await new Promise((r) => setTimeout(r, 20))
+      clock.toNextPeriod(3000)
       const ids: string[] = []
       for (const name of ['Kept', 'Flagged later']) ids.push((await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name } })).json.data.submission_id)
       const flag = await s.request('PUT', `/svc_api/forms/mark_read/${ids[1]}`, { key: u.key, json: { is_spam: true } })
       assert.equal(flag.status, 200, flag.text)
+      clock.toNextPeriod(3000)
       await until(() => mailsTo(address).length === 1, 10_000)
       const mail = decodeQp(mailsTo(address)[0].raw)
       assert.ok(mail.includes(ids[0]))
@@ -420,10 +430,12 @@ for (const engine of ENGINES) {
     let smtp: Awaited<ReturnType<typeof smtpSink>>
     // behind a proxy, so each submission can come from its own address (10 a minute per address and form)
     const proxied = { 'x-forwarded-proto': 'https' }
+    const clock = new SkipClock()
     before(async () => {
       smtp = await smtpSink()
       s = await startServer({
         engine,
+        clock,
         env: {
           SMTP_URL: smtp.url,
           SMTP_FROM: 'svc <svc@localhost>',
@@ -450,7 +462,7 @@ for (const engine of ENGINES) {
       const form = (await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Busy' }, headers: proxied })).json.data
       const on = await s.request('PUT', `/svc_api/forms/email/${form.id}`, { key: u.key, json: { enabled: true, mode: 'digest' }, headers: proxied })
       assert.deepEqual(on.json.data.recipients, [address])
-      while (Date.now() % 4000 > 300) await new Promise((r) => setTimeout(r, 20))
+      clock.toNextPeriod(4000)
       const subs = await Promise.all(
         Array.from({ length: 25 }, (_, i) =>
           s.post(`/api/forms/submit/${form.form_slug}`, { json: { n: `visitor ${i}` }, headers: { ...proxied, 'x-forwarded-for': `198.51.100.${i + 1}` } }),
@@ -461,6 +473,7 @@ for (const engine of ENGINES) {
       const pending = await log()
       assert.equal(pending.length, 25)
       assert.equal(new Set(pending.filter((d) => d.status === 'pending').map((d) => d.next_try_at)).size, 1, 'all in one period')
+      clock.toNextPeriod(4000)
       await until(async () => (await log()).every((d) => d.status === 'delivered'), 15_000)
       const mails = smtp.mails.filter((m) => m.to.includes(address))
       assert.equal(mails.length, 1, 'one mail for the period')
