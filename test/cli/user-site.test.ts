@@ -4,7 +4,7 @@ import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, batchUpload } from '../support/hosting.js'
 import { runCli } from './run.js'
 
-// svc user-site [--project NAME] [--off], as a child process against a real server: the
+// svc user-site [PROJECT] [--project NAME] [--off], as a child process against a real server: the
 // project answers the root of its user's origin, then no longer.
 const engine = ENGINES[0]
 describe(`svc user-site [${engine}]`, () => {
@@ -40,7 +40,16 @@ describe(`svc user-site [${engine}]`, () => {
     const missing = await runCli(['user-site', '--project', 'nope'], { env })
     assert.equal(missing.code, 1)
     assert.match(missing.stderr, /^error 1312 /m)
-    const extra = await runCli(['user-site', 'home'], { env })
-    assert.equal(extra.code, 2)
+    // the project named as svc deploys names it; --project may repeat it, not contradict it
+    const named = await runCli(['user-site', 'home'], { env })
+    assert.equal(named.code, 0, named.stderr)
+    assert.equal(await root(), '<p>cli home</p>')
+    assert.equal((await runCli(['user-site', 'home', '--project', 'home', '--off'], { env })).code, 0)
+    assert.equal(await root(), 404)
+    const two = await runCli(['user-site', 'home', '--project', 'other'], { env })
+    assert.equal(two.code, 2)
+    assert.match(two.stderr, /two projects named: "home" and --project "other"/)
+    assert.equal((await runCli(['user-site', 'home', 'other'], { env })).code, 2)
+    assert.equal(await root(), 404)
   })
 })

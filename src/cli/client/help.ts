@@ -131,15 +131,15 @@ export const CLIENT_HELP = {
     see: 'docs/api/files-and-folders.md',
   },
   'user-site': {
-    usage: ['svc user-site [--project NAME] [--off]'],
+    usage: ['svc user-site [PROJECT] [--project NAME] [--off]'],
     summary: 'make a project your user site, served at the root of your own origin',
     about:
-      'Makes the project (PUT /api/folders/{project}/user_site) the user site: while it is published it answers the root of your own origin ({username}.{CONTENT_DOMAIN}) and every path there that names none of your projects or pages, as GitHub Pages serves {user}.github.io. One project at a time: another replaces it. --off stops it being the user site.',
+      "Makes the project (PROJECT or --project; default: the current folder's) the user site (PUT /api/folders/{project}/user_site): while it is published it answers the root of your own origin ({username}.{CONTENT_DOMAIN}) and every path there that names none of your projects or pages, as GitHub Pages serves {user}.github.io. One project at a time: another replaces it. --off stops it being the user site.",
     flags: {
       project: PROJECT,
       off: { type: 'boolean', help: 'stop the project being the user site: the root is a 404 again' },
     },
-    examples: ['svc user-site --project home', 'svc user-site --project home --off'],
+    examples: ['svc user-site home', 'svc user-site home --off'],
     see: 'docs/api/files-and-folders.md',
   },
   page: {

@@ -20,6 +20,14 @@ import { flagsOf, localTime, need, noMore, table, type Ctx } from './context.js'
  * --project, else the current folder's project as svc deploy . names it (project.ts
  * folderProjectOf: a build folder's is the folder above it's, said on stderr as the deploy says it).
  */
+/** The project a command's positional argument names, which --project may repeat but not contradict. */
+function oneProject(named: string | undefined, flag: string | undefined): string | undefined {
+  if (named !== undefined && flag !== undefined && named !== flag) {
+    throw new UsageError(`two projects named: "${named}" and --project "${flag}"`, true)
+  }
+  return named
+}
+
 async function projectOf(ctx: Ctx, api: ApiClient, v: { project?: string }): Promise<string> {
   if (v.project !== undefined) return v.project
   return folderProjectOf(api, fs.realpathSync('.'), (line) => ctx.rep.note(line))
@@ -32,12 +40,8 @@ async function projectOf(ctx: Ctx, api: ApiClient, v: { project?: string }): Pro
 export async function deploysCommand(ctx: Ctx, args: string[]): Promise<number> {
   if (args[0] === 'download') return downloadCommand(ctx, args.slice(1))
   const { values: v, positionals } = parse(args[0] === 'list' ? args.slice(1) : args, CLIENT_HELP.deploys.subs.list)
-  const rest = positionals
-  noMore(rest, 1)
-  const named = rest[0]
-  if (named !== undefined && v.project !== undefined && named !== v.project) {
-    throw new UsageError(`two projects named: "${named}" and --project "${v.project}"`, true)
-  }
+  noMore(positionals, 1)
+  const named = oneProject(positionals[0], v.project)
   const api = ctx.api(flagsOf(v))
   const project = named ?? (await projectOf(ctx, api, v))
   const r = await api.get(`/api/folders/${encodePath(project)}/deploys`)
@@ -227,12 +231,13 @@ function place(tmp: string, dest: string, force: boolean) {
   fs.rmSync(tmp, { force: true })
 }
 
-/** svc user-site [--project NAME] [--off]: the project (default: the current folder's) made the user site, or no longer. */
+/** svc user-site [PROJECT] [--project NAME] [--off]: the project (default: the current folder's) made the user site, or no longer. */
 export async function userSiteCommand(ctx: Ctx, args: string[]): Promise<number> {
   const { values: v, positionals } = parse(args, CLIENT_HELP['user-site'].flags)
-  noMore(positionals, 0)
+  noMore(positionals, 1)
+  const named = oneProject(positionals[0], v.project)
   const api = ctx.api(flagsOf(v))
-  const project = await projectOf(ctx, api, v)
+  const project = named ?? (await projectOf(ctx, api, v))
   const r = await api.call(v.off ? 'DELETE' : 'PUT', `/api/folders/${encodePath(project)}/user_site`)
   if (ctx.json) ctx.emit(r.json)
   else {
