@@ -60,13 +60,21 @@ for (const engine of ENGINES) {
     it('the admin console: image, data, KV links and the TLS ask of its domain go at once, and come back at once', async () => {
       const u = await publishAll(s, dns, 'www.disable-me.test')
       await expectAll(s, [...u.links, ASK + 'www.disable-me.test'], 200, 'served (and cached) before')
+      const site = async () => {
+        const r = await s.get('/', { headers: { host: 'www.disable-me.test', accept: 'text/html' } })
+        return [r.status, r.text.includes('<p>site</p>'), /<form[^>]+password/i.test(r.text)]
+      }
+      assert.deepEqual(await site(), [200, true, false])
       const off = await adminCall(`/svc_api/admin/users/${u.username}`, { disabled: true })
       assert.equal(off.status, 200, off.text)
       await expectAll(s, u.links, 404, 'a disabled account serves nothing')
       await expectAll(s, [ASK + 'www.disable-me.test'], 404, "no certificate for a disabled account's domain")
+      // its domain answers as its own origin does, a 404: never the service's pages (a login form on the user's domain)
+      for (let i = 0; i < 2; i++) assert.deepEqual(await site(), [404, false, false])
       const on = await adminCall(`/svc_api/admin/users/${u.username}`, { disabled: false })
       assert.equal(on.status, 200, on.text)
       await expectAll(s, [...u.links, ASK + 'www.disable-me.test'], 200, 'back once enabled')
+      assert.deepEqual(await site(), [200, true, false])
     })
 
     it('a takedown that disables the account drops its other links at once', async () => {

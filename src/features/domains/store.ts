@@ -151,7 +151,11 @@ export function createDomainsStore(db: Db) {
         await addUsage(trx, userId, 'domains', -n)
         return n > 0
       }),
-    /** The verified domain's project and its owner's name (enabled accounts only). */
+    /**
+     * The verified domain's project and its owner's name, disabled accounts too: their domain
+     * stays a public host, where the site answers 404 as on the owner's origin (the resolver),
+     * never the service's own pages; the TLS ask checks the account itself.
+     */
     target: (name: string) =>
       k
         .selectFrom('domains')
@@ -159,7 +163,6 @@ export function createDomainsStore(db: Db) {
         .select(['users.username', 'domains.project'])
         .where('domains.name', '=', name)
         .where('domains.verified_at', 'is not', null)
-        .where('users.disabled', '=', 0)
         .executeTakeFirst(),
 
     accessList: (userId: string) => k.selectFrom('site_access').selectAll().where('user_id', '=', userId).orderBy('name').execute(),
