@@ -549,11 +549,18 @@ function restOfFolder(o: SourceOptions, domains: number, mode: 'move' | 'plan'):
       }
     }
   }
-  // the pre-migration copies
+  // the pre-migration copies (and svc backup's snapshots, when it was given this folder)
   if (names.includes('backups')) {
-    const copies = fs.readdirSync(path.join(from, 'backups')).filter((n) => n.startsWith('pre-migrate-')).length
+    let inside: string[] = []
+    try {
+      inside = fs.readdirSync(path.join(from, 'backups'))
+    } catch {
+      // not a folder, or unreadable: named all the same
+    }
+    const copies = inside.filter((n) => n.startsWith('pre-migrate-')).length
+    const others = inside.length - copies
     lines.push(
-      `  backups/ (${plural(copies, 'copy', 'copies')} of svc.db taken before migrations): ${would('not moved', 'would not move')}; they restore into a SQLite data folder only: keep them with this folder`,
+      `  backups/ (${plural(copies, 'copy', 'copies')} of svc.db taken before migrations${others > 0 ? `, ${plural(others, 'other entry', 'other entries')}: svc backup's, if it was given this folder` : ''}): ${would('not moved', 'would not move')}; they restore into a SQLite data folder only: keep them with this folder`,
     )
   }
   // what a stopped instance does not need

@@ -170,6 +170,27 @@ describe('svc move: a failed move runs again, --dry-run, the rest of the data fo
     assert.equal(fs.existsSync(blobs), false)
     assert.equal(fs.existsSync(data), false)
 
+    // a blob missing from the source: the dry run names what the move would refuse, exit 1
+    const broken = path.join(tmp, 'dry-broken')
+    fs.cpSync(source, broken, { recursive: true })
+    const lost = [...sizes.keys()][0]
+    fs.rmSync(path.join(broken, 'blobs', lost.slice(0, 2), lost))
+    const refused = await runCli(['move', '--from-data-dir', broken, '--dry-run'], { env })
+    assert.equal(refused.code, 1, refused.stderr)
+    assert.match(
+      refused.stdout,
+      new RegExp(
+        `^blobs: ${sizes.size} referenced \\(\\d+ bytes\\), ${sizes.size - 1} to copy \\(\\d+ bytes\\), 0 already in the target, 1 that cannot move$`,
+        'm',
+      ),
+    )
+    assert.match(
+      refused.stderr,
+      new RegExp(`^error: dry run: the move would be refused: blob ${lost} \\(\\w+\\.digest\\) is missing from the source's blobs; nothing was written\\n$`),
+    )
+    assert.equal(await schemaExists(schema), false)
+    assert.equal(fs.existsSync(blobs), false)
+
     // the new instances behind a proxy serve its certificate: the self-signed one stays
     const proxied = await runCli(['move', '--from-data-dir', source, '--dry-run'], { env: { ...env, TRUST_PROXY: '1' } })
     assert.equal(proxied.code, 0, proxied.stderr)
