@@ -5,7 +5,7 @@ import { sql } from 'kysely'
 import type { Config } from '../config.js'
 import { blobFolder } from '../config.js'
 import { ownedByDataDir } from '../util/private-files.js'
-import { openDatabase, type Db } from '../db/kysely.js'
+import { openDatabase, postgresSchemaExists, type Db } from '../db/kysely.js'
 import { allMigrations, migrateToLatest } from '../db/migrate.js'
 import { snapshotFirst } from '../db/snapshot.js'
 import { FEATURE_TABLES, BLOB_COLUMNS } from '../features/tables.js'
@@ -640,49 +640,67 @@ async function restoreCommand(snapshot: string, given: string | undefined, force
   }
 }
 
-/** svc move --from-data-dir DIR [--from-blobs DIR]: the target is DATABASE_URL and STORAGE_URL. */
+/** svc move --from-data-dir DIR [--from-blobs DIR] [--dry-run]: the target is DATABASE_URL and STORAGE_URL. */
 function moveArguments(args: string[]): Checked {
   const { values, positionals } = parseOptions(args, OPERATOR_HELP.move.flags)
   noMore(positionals, 0)
   const from = path.resolve(need(values['from-data-dir'], '--from-data-dir DIR (the data folder of the SQLite instance to move)'))
   const fromBlobs = values['from-blobs'] === undefined ? blobFolder(from, null) : path.resolve(values['from-blobs'])
-  return { opens: 'nothing', run: (config) => moveCommand(from, fromBlobs, config) }
+  const dryRun = values['dry-run'] === true
+  return { opens: 'nothing', run: (config) => moveCommand(from, fromBlobs, dryRun, config) }
 }
 
-async function moveCommand(from: string, fromBlobs: string, config: Config): Promise<void> {
-  const { MoveError, moveSqliteToPostgres, noSource, shownDatabase, sourceInUse } = await import('./move.js')
+async function moveCommand(from: string, fromBlobRoot: string, dryRun: boolean, config: Config): Promise<void> {
+  const { localBlobSize, MoveError, moveSqliteToPostgres, noSource, planMove, shownDatabase, sourceInUse } = await import('./move.js')
   if (!config.databaseUrl) throw new MoveError('svc move writes into PostgreSQL: set DATABASE_URL to the target database (and STORAGE_URL to its blob store)')
   const file = path.join(from, 'svc.db')
   if (!fs.existsSync(file)) throw noSource(file)
   // before the target is opened (which makes its schema): a refused move writes nothing
   if (sqliteInUse(file)) throw sourceInUse(file)
-  const { createLocalBlobStore } = await import('../storage/local.js')
-  const source = createLocalBlobStore(fromBlobs)
+  const s3 = config.storageUrl?.startsWith('s3://') === true
+  const blobsAt = s3 ? config.storageUrl!.split('?')[0] : blobFolder(config.dataDir, config.storageUrl)
+  const common = {
+    fromDataDir: from,
+    fromBlobRoot,
+    sets: FEATURE_TABLES,
+    blobColumns: BLOB_COLUMNS,
+    folder: {
+      dataDir: config.dataDir,
+      tls: config.trustProxy ? ('proxy' as const) : config.tlsCert ? ('own' as const) : ('self-signed' as const),
+      // an s3:// URL without its query, which may hold credentials
+      backupDir: config.backupDir?.split('?')[0] ?? null,
+    },
+    log: out,
+  }
+  if (dryRun) {
+    // reads only: the target is opened only when its schema exists (opening makes it), and a
+    // local target folder is looked at without opening a store (which makes its folders)
+    out(`dry run (nothing is written): would move ${file} into ${shownDatabase(config.databaseUrl)}, blobs into ${blobsAt}`)
+    const target = (await postgresSchemaExists(config.databaseUrl)) ? await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }) : null
+    const blobs = s3 ? await openBlobStore(config) : null
+    try {
+      const plan = await planMove({ ...common, target, targetHas: blobs ? (d) => blobs.exists(d) : async (d) => localBlobSize(blobsAt, d) !== null })
+      const rows = plan.tables.reduce((n, t) => n + t.rows, 0)
+      out(
+        `would move: ${plan.tables.length} tables, ${rows} rows, ${plan.blobs.referenced} blobs (${plan.blobs.bytes} bytes); run it again without --dry-run to move`,
+      )
+    } finally {
+      await target?.close()
+      await blobs?.close()
+    }
+    return
+  }
   const blobs = await openBlobStore(config)
   try {
     const target = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
     try {
-      const blobsAt = config.storageUrl?.startsWith('s3://') ? config.storageUrl.split('?')[0] : blobFolder(config.dataDir, config.storageUrl)
-      out(`moving ${path.join(from, 'svc.db')} into ${shownDatabase(config.databaseUrl)}, blobs into ${blobsAt}`)
-      const r = await moveSqliteToPostgres({
-        fromDataDir: from,
-        fromBlobs: source,
-        target,
-        targetBlobs: blobs,
-        sets: FEATURE_TABLES,
-        blobColumns: BLOB_COLUMNS,
-        log: out,
-      })
-      const rows = r.tables.reduce((n, t) => n + t.rows, 0)
-      out(
-        `verified and committed: ${r.tables.length} tables, ${rows} rows (each table's count matches the source), ${r.blobs.referenced} blobs, ${r.sequences} sequences set`,
-      )
+      out(`moving ${file} into ${shownDatabase(config.databaseUrl)}, blobs into ${blobsAt}`)
+      await moveSqliteToPostgres({ ...common, target, targetBlobs: blobs })
     } finally {
       await target.close()
     }
   } finally {
     await blobs.close()
-    await source.close()
   }
 }
 

@@ -6,7 +6,9 @@ import type { Db } from '../db/kysely.js'
 import { allMigrations, migrateToLatest, type MigrationSet } from '../db/migrate.js'
 import type { BlobStore } from '../storage/blob-store.js'
 import { DIGEST_RE } from '../storage/blob-store.js'
+import { createLocalBlobStore, legacyBlobRel, localBlobRel } from '../storage/local.js'
 import type { BlobColumn } from '../storage/sweeper.js'
+import { ensureDataDir, SERVE_LOCK } from '../util/private-files.js'
 import { BackupError, referencedDigests } from './backup.js'
 
 /**
@@ -14,11 +16,18 @@ import { BackupError, referencedDigests } from './backup.js'
  * configured blob store (docs/operations/scale-out.md, "Growing"). Invariants:
  * - the source is held with an exclusive lock for the whole move: a server running on it
  *   refuses the move, and none can start on it meanwhile (the copy is one consistent read);
- * - every row is written in one PostgreSQL transaction, committed only after every blob the
- *   rows reference is in the target store with its bytes hashing to its name, and every
- *   table's row count matches the source's: an error commits nothing;
+ * - every refusal that needs no write (a blob missing from the source, a target that holds
+ *   rows) comes before anything is written;
+ * - the blobs are copied first, each hashed against its name, outside any transaction (as
+ *   the service's writers do: blob, then the row); the rows then go in one PostgreSQL
+ *   transaction, committed only when every table's row count matches the source's: an error
+ *   commits no row, and the blobs already copied stay for the next run, which skips them;
  * - the tables come from the source's catalogue (a future table is covered), ordered by their
- *   foreign keys; each value is converted by the target column's type.
+ *   foreign keys; each value is converted by the target column's type;
+ * - after the commit, the rest of the data folder is named line by line: the self-signed
+ *   certificate is copied into the target's DATA_DIR when its settings serve one, the rest
+ *   (backups, caches, files that are not the service's) is said to stay.
+ * `planMove` (--dry-run) makes the same reads and checks and writes nothing anywhere.
  */
 
 export class MoveError extends BackupError {}
@@ -28,24 +37,55 @@ export const noSource = (file: string) => new MoveError(`no database at ${file}:
 /** The refusal of a source a server (or another command) has open. */
 export const sourceInUse = (file: string) => new MoveError(`${file} is in use (a running svc serve?): stop it, then move; nothing was moved`)
 
-export interface MoveOptions {
+/** How the new instances serve HTTPS, by the settings the move runs with (the new instances'). */
+export type TargetTls = 'self-signed' | 'own' | 'proxy'
+
+/** What the rest of the data folder needs of the target's settings. */
+export interface FolderTarget {
+  /** The target's DATA_DIR: where an instance keeps its self-signed certificate. */
+  dataDir: string
+  /** self-signed: neither TRUST_PROXY nor TLS_CERT/TLS_KEY (the certificate of DATA_DIR is served). */
+  tls: TargetTls
+  /** BACKUP_DIR of the settings, when set: named among what stays behind. */
+  backupDir: string | null
+}
+
+interface SourceOptions {
   /** The source data folder: its svc.db. */
   fromDataDir: string
-  /** The source's blobs (a local blob store: DIR/blobs or its STORAGE_URL file:// folder). */
-  fromBlobs: BlobStore
+  /** The source's blob folder (DIR/blobs or its STORAGE_URL file:// folder). */
+  fromBlobRoot: string
+  sets: readonly MigrationSet[]
+  blobColumns: readonly BlobColumn[]
+  folder: FolderTarget
+  /** Each line of the report as it happens. */
+  log(line: string): void
+}
+
+export interface MoveOptions extends SourceOptions {
   /** The target: a PostgreSQL database, migrated here. */
   target: Db
   targetBlobs: BlobStore
-  sets: readonly MigrationSet[]
-  blobColumns: readonly BlobColumn[]
-  /** Each line of the report as it happens. */
-  log(line: string): void
+}
+
+export interface PlanOptions extends SourceOptions {
+  /** The target database when its schema exists; null: the move would create it. */
+  target: Db | null
+  /** Whether the target store holds a blob: a read only (no folder is made). */
+  targetHas(digest: string): Promise<boolean>
 }
 
 export interface MoveResult {
   tables: Array<{ table: string; rows: number }>
   blobs: { referenced: number; copied: number; copiedBytes: number; present: number }
   sequences: number
+}
+
+export interface MovePlan {
+  tables: Array<{ table: string; rows: number }>
+  blobs: { referenced: number; bytes: number; toCopy: number; toCopyBytes: number; present: number }
+  /** Why the move would be refused; empty: it would run. */
+  problems: string[]
 }
 
 /** Kysely's own bookkeeping: the target's migrations ran on it already. */
@@ -184,9 +224,19 @@ export function shownDatabase(url: string): string {
   return `${u.protocol}//${u.username ? `${u.username}@` : ''}${u.host}${u.pathname}${schema ? ` (schema ${schema})` : ''}`
 }
 
-/** Moves the instance; throws MoveError (nothing committed) when anything fails. */
-export async function moveSqliteToPostgres(o: MoveOptions): Promise<MoveResult> {
-  if (o.target.engine !== 'postgres') throw new MoveError('svc move writes into PostgreSQL: set DATABASE_URL')
+/** The source, locked and checked: its tables in copy order and the blobs its rows reference. */
+interface Source {
+  src: SQLite.Database
+  file: string
+  order: string[]
+  /** The migrations of this release (the source ran exactly these). */
+  known: string[]
+  /** Each referenced digest once, sorted, with the first column naming it. */
+  blobs: Array<{ digest: string; table: string; column: string }>
+}
+
+/** Opens and checks the source (MoveError when it cannot move); the caller calls closeSource. */
+function openSource(o: SourceOptions): Source {
   const file = path.join(o.fromDataDir, 'svc.db')
   if (!fs.existsSync(file)) throw noSource(file)
   const src = lockSource(file)
@@ -209,18 +259,109 @@ export async function moveSqliteToPostgres(o: MoveOptions): Promise<MoveResult> 
         `${file} lacks ${behind.length} migration${behind.length === 1 ? '' : 's'} of this release (${behind[0]}${behind.length > 1 ? ', ...' : ''}): run DATA_DIR=${o.fromDataDir} svc migrate first`,
       )
     }
-    const order = tablesInOrder(src)
-    const digests = referencedDigests(src, o.blobColumns)
+    const first = new Map<string, { digest: string; table: string; column: string }>()
+    for (const d of referencedDigests(src, o.blobColumns)) if (!first.has(d.digest)) first.set(d.digest, d)
+    const blobs = [...first.values()].sort((x, y) => (x.digest < y.digest ? -1 : x.digest > y.digest ? 1 : 0))
+    return { src, file, order: tablesInOrder(src), known, blobs }
+  } catch (e) {
+    closeSource(src)
+    throw e
+  }
+}
 
-    // a target that holds accounts is refused before its migrations run on it
-    const users = await sql<{
-      n: number
-    }>`select count(*)::int as n from information_schema.tables where table_schema = current_schema() and table_name = 'users'`.execute(o.target.k)
-    if (users.rows[0]?.n === 1 && (await sql<{ any: boolean }>`select exists (select 1 from users) as any`.execute(o.target.k)).rows[0]?.any) {
-      throw new MoveError(
-        'the target database is not empty (it holds accounts): move into a database or schema that only ran the migrations; nothing was moved',
-      )
+function closeSource(src: SQLite.Database): void {
+  try {
+    src.exec('ROLLBACK')
+  } catch {}
+  src.close()
+}
+
+const rowCount = (src: SQLite.Database, table: string): number => Number((src.prepare(`select count(*) as n from ${quoteId(table)}`).get() as { n: number }).n)
+
+/** A blob's size in a local blob folder (either layout), without opening a store (which makes folders); null: not there. */
+export function localBlobSize(root: string, digest: string): number | null {
+  for (const rel of [localBlobRel(digest), legacyBlobRel(digest)]) {
+    try {
+      return fs.statSync(path.join(root, rel)).size
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e
     }
+  }
+  return null
+}
+
+/** Why the source's blobs cannot move, each a sentence; and the size of each that can. */
+function checkSourceBlobs(o: SourceOptions, blobs: Source['blobs']): { problems: string[]; sizes: Map<string, number> } {
+  const problems: string[] = []
+  const sizes = new Map<string, number>()
+  for (const b of blobs) {
+    if (!DIGEST_RE.test(b.digest)) {
+      problems.push(`${b.table}.${b.column} holds a malformed blob digest "${b.digest}"`)
+      continue
+    }
+    const size = localBlobSize(o.fromBlobRoot, b.digest)
+    if (size === null) problems.push(`blob ${b.digest} (${b.table}.${b.column}) is missing from the source's blobs`)
+    else sizes.set(b.digest, size)
+  }
+  return { problems, sizes }
+}
+
+/** What the target database holds, by reads only: whether it has accounts, and the tables of `order` with rows. */
+async function inspectTarget(db: Db, order: readonly string[]): Promise<{ accounts: boolean; held: string[]; tables: Set<string>; ran: string[] }> {
+  const tables = new Set(
+    (await sql<{ table_name: string }>`select table_name from information_schema.tables where table_schema = current_schema()`.execute(db.k)).rows.map(
+      (r) => r.table_name,
+    ),
+  )
+  const held: string[] = []
+  for (const t of order.filter((n) => tables.has(n))) {
+    const r = await sql<{ any: boolean }>`select exists (select 1 from ${sql.table(t)}) as any`.execute(db.k)
+    if (r.rows[0]?.any) held.push(t)
+  }
+  const ran = tables.has('kysely_migration') ? (await sql<{ name: string }>`select name from kysely_migration`.execute(db.k)).rows.map((r) => r.name) : []
+  return { accounts: held.includes('users'), held, tables, ran }
+}
+
+const holdsAccounts = 'the target database is not empty (it holds accounts): move into a database or schema that only ran the migrations'
+const holdsRows = (held: string[]) =>
+  `the target database is not empty (rows in ${held.join(', ')}): move into a database or schema that only ran the migrations`
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`
+
+/** Moves the instance; throws MoveError (no row committed) when anything fails. */
+export async function moveSqliteToPostgres(o: MoveOptions): Promise<MoveResult> {
+  if (o.target.engine !== 'postgres') throw new MoveError('svc move writes into PostgreSQL: set DATABASE_URL')
+  const { src, order, blobs } = openSource(o)
+  const result: MoveResult = { tables: [], blobs: { referenced: blobs.length, copied: 0, copiedBytes: 0, present: 0 }, sequences: 0 }
+  let fromBlobs: BlobStore | null = null
+  try {
+    fromBlobs = createLocalBlobStore(o.fromBlobRoot)
+    await copyAll(o, src, order, blobs, fromBlobs, result)
+    const rows = result.tables.reduce((n, t) => n + t.rows, 0)
+    o.log(
+      `verified and committed: ${result.tables.length} tables, ${rows} rows (each table's count matches the source), ${result.blobs.referenced} blobs, ${result.sequences} sequences set`,
+    )
+    // 3. the rest of the data folder (the rows are committed: a problem here is a line, not a failure)
+    try {
+      for (const line of restOfFolder(o, customDomains(src), 'move')) o.log(line)
+    } catch (e) {
+      o.log(`the rest of the data folder: cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); look at ${o.fromDataDir} by hand`)
+    }
+    return result
+  } finally {
+    await fromBlobs?.close().catch(() => {})
+    closeSource(src)
+  }
+}
+
+/** The blobs, then the rows in one transaction: moveSqliteToPostgres's writes. */
+async function copyAll(o: MoveOptions, src: SQLite.Database, order: string[], blobs: Source['blobs'], fromBlobs: BlobStore, result: MoveResult): Promise<void> {
+  try {
+    // 0. every refusal that needs no write, before the first one
+    const scan = checkSourceBlobs(o, blobs)
+    if (scan.problems.length > 0) throw new MoveError(`${scan.problems[0]}; nothing was moved`)
+    // a target that holds accounts is refused before its migrations run on it
+    if ((await inspectTarget(o.target, order)).accounts) throw new MoveError(`${holdsAccounts}; nothing was moved`)
     const applied = await migrateToLatest(o.target, o.sets)
     if (applied.length > 0) o.log(`target: applied ${applied.length} migrations`)
     const columns = new Map<string, Map<string, string>>()
@@ -242,8 +383,37 @@ export async function moveSqliteToPostgres(o: MoveOptions): Promise<MoveResult> 
     }
     const missing = order.filter((t) => !columns.has(t))
     if (missing.length > 0) throw new MoveError(`the target has no table ${missing.join(', ')}, which the source holds; nothing was moved`)
+    for (const t of order) {
+      const absent = (src.prepare(`pragma table_info(${quoteId(t)})`).all() as Array<{ name: string }>)
+        .map((c) => c.name)
+        .filter((c) => !columns.get(t)!.has(c))
+      if (absent.length > 0) throw new MoveError(`${t}: the target table has no column ${absent.join(', ')}; nothing was moved`)
+    }
+    const held = (await inspectTarget(o.target, order)).held
+    if (held.length > 0) throw new MoveError(`${holdsRows(held)}; nothing was moved`)
 
-    const result: MoveResult = { tables: [], blobs: { referenced: 0, copied: 0, copiedBytes: 0, present: 0 }, sequences: 0 }
+    // 1. every referenced blob, into the target store, its bytes hashed on the way; one the
+    // target holds already (a run that failed after copying it) is kept: named by its content
+    const referenced = new Set(blobs.map((b) => b.digest))
+    for (const { digest } of blobs) {
+      if (await o.targetBlobs.exists(digest)) {
+        result.blobs.present++
+        continue
+      }
+      const stored = await o.targetBlobs.put(await fromBlobs.get(digest))
+      if (stored.digest !== digest) {
+        // stored under the hash of its bytes: not a blob of this move unless another row names it
+        if (!referenced.has(stored.digest)) await o.targetBlobs.delete(stored.digest).catch(() => false)
+        throw new MoveError(`blob ${digest}: its bytes in the source hash to ${stored.digest} (damaged); no row was moved`)
+      }
+      result.blobs.copied++
+      result.blobs.copiedBytes += stored.size
+    }
+    o.log(
+      `blobs: ${blobs.length} referenced, ${result.blobs.copied} copied (${result.blobs.copiedBytes} bytes), ${result.blobs.present} already in the target; each digest verified`,
+    )
+
+    // 2. the rows, in one transaction
     await o.target.k.transaction().execute(async (trx) => {
       // writers wait (readers do not) until the move commits or rolls back: no row can appear
       // between the emptiness check and the commit
@@ -254,18 +424,11 @@ export async function moveSqliteToPostgres(o: MoveOptions): Promise<MoveResult> 
         const r = await sql<{ any: boolean }>`select exists (select 1 from ${sql.table(t)}) as any`.execute(trx)
         if (r.rows[0]?.any) held.push(t)
       }
-      if (held.length > 0) {
-        throw new MoveError(
-          `the target database is not empty (rows in ${held.join(', ')}): move into a database or schema that only ran the migrations; nothing was moved`,
-        )
-      }
+      if (held.length > 0) throw new MoveError(`${holdsRows(held)}; no row was moved`)
 
-      // 1. the rows, table by table
       for (const t of order) {
         const target = columns.get(t)!
         const cols = (src.prepare(`pragma table_info(${quoteId(t)})`).all() as Array<{ name: string }>).map((c) => c.name)
-        const absent = cols.filter((c) => !target.has(c))
-        if (absent.length > 0) throw new MoveError(`${t}: the target table has no column ${absent.join(', ')}; nothing was moved`)
         const convert = cols.map((c) => converter(t, c, target.get(c)!))
         const per = Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMS / Math.max(1, cols.length))))
         const stmt = src
@@ -288,10 +451,10 @@ export async function moveSqliteToPostgres(o: MoveOptions): Promise<MoveResult> 
         }
         await flush()
         result.tables.push({ table: t, rows })
-        o.log(`  ${t}: ${rows} row${rows === 1 ? '' : 's'}`)
+        o.log(`  ${t}: ${plural(rows, 'row')}`)
       }
 
-      // 2. the serial and identity columns continue after the moved rows
+      // the serial and identity columns continue after the moved rows
       const serials = await sql<{ table_name: string; column_name: string; seq: string | null }>`
         select table_name, column_name, pg_get_serial_sequence(quote_ident(table_name), column_name) as seq
         from information_schema.columns
@@ -302,46 +465,170 @@ export async function moveSqliteToPostgres(o: MoveOptions): Promise<MoveResult> 
         result.sequences++
       }
 
-      // 3. every referenced blob, into the target store, its bytes hashed on the way
-      const first = new Map<string, { table: string; column: string }>()
-      for (const d of digests) if (!first.has(d.digest)) first.set(d.digest, d)
-      const unique = [...first.keys()].sort()
-      result.blobs.referenced = unique.length
-      for (const digest of unique) {
-        const where = first.get(digest)!
-        if (!DIGEST_RE.test(digest)) throw new MoveError(`${where.table}.${where.column} holds a malformed blob digest "${digest}"; nothing was moved`)
-        if (await o.targetBlobs.exists(digest)) {
-          result.blobs.present++
-          continue
-        }
-        if (!(await o.fromBlobs.exists(digest))) {
-          throw new MoveError(`blob ${digest} (${where.table}.${where.column}) is missing from the source's blobs; nothing was moved`)
-        }
-        const stored = await o.targetBlobs.put(await o.fromBlobs.get(digest))
-        if (stored.digest !== digest) throw new MoveError(`blob ${digest}: its bytes in the source hash to ${stored.digest} (damaged); nothing was moved`)
-        result.blobs.copied++
-        result.blobs.copiedBytes += stored.size
-      }
-      o.log(
-        `blobs: ${unique.length} referenced, ${result.blobs.copied} copied (${result.blobs.copiedBytes} bytes), ${result.blobs.present} already in the target; each digest verified`,
-      )
-
-      // 4. verify: every table holds the source's row count
+      // verify: every table holds the source's row count
       const wrong: string[] = []
       for (const { table, rows } of result.tables) {
         const r = await sql<{ n: string | number }>`select count(*) as n from ${sql.table(table)}`.execute(trx)
         if (Number(r.rows[0]?.n) !== rows) wrong.push(`${table} (${String(r.rows[0]?.n)} rows, the source ${rows})`)
       }
-      if (wrong.length > 0) throw new MoveError(`the target's row counts differ from the source's: ${wrong.join(', ')}; nothing was moved`)
+      if (wrong.length > 0) throw new MoveError(`the target's row counts differ from the source's: ${wrong.join(', ')}; no row was moved`)
     })
-    return result
   } catch (e) {
-    if (e instanceof MoveError) throw e
-    throw new MoveError(`the move failed: ${(e as Error).message}; nothing was committed`, { cause: e })
-  } finally {
+    // the blobs in the target stay: the next run skips them (they are named by their content)
+    const inTarget = result.blobs.copied + result.blobs.present
+    const kept =
+      inTarget === 0
+        ? ''
+        : `; the ${plural(inTarget, 'blob')} copied so far stay${inTarget === 1 ? 's' : ''} in the target store: run the same command again once fixed, it keeps ${inTarget === 1 ? 'it' : 'them'} and copies the rest (to give up the move instead, svc sweep with the target's settings deletes ${inTarget === 1 ? 'it' : 'them'} an hour after the copy)`
+    if (e instanceof MoveError) throw new MoveError(`${e.message}${kept}`, { cause: e.cause })
+    throw new MoveError(`the move failed: ${(e as Error).message}; no row was committed${kept}`, { cause: e })
+  }
+}
+
+/** Verified custom domains of the source: their certificates are the TLS proxy's. */
+function customDomains(src: SQLite.Database): number {
+  const has = (src.prepare(`select count(*) as n from sqlite_master where type = 'table' and name = 'domains'`).get() as { n: number }).n > 0
+  return has ? Number((src.prepare('select count(*) as n from domains where verified_at is not null').get() as { n: number }).n) : 0
+}
+
+/** The self-signed certificate's two files, at the top of a data folder. */
+const CERT_FILES = ['tls-cert.pem', 'tls-key.pem'] as const
+/** What the service keeps in a data folder that a stopped instance no longer needs. */
+const NOT_NEEDED: Record<string, string> = { 'blob-cache': 'a cache of the bucket', tmp: 'uploads in flight when it stopped', [SERVE_LOCK]: 'a lock' }
+
+const sameFile = (a: string, b: string) => {
+  try {
+    return fs.readFileSync(a).equals(fs.readFileSync(b))
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The data folder besides svc.db and its blobs, one line each: the self-signed certificate is
+ * copied into the target's DATA_DIR when the target's settings serve it (`mode` 'move'; 'plan'
+ * says what would happen), everything else is named with where it stays and what to do.
+ */
+function restOfFolder(o: SourceOptions, domains: number, mode: 'move' | 'plan'): string[] {
+  const lines: string[] = ['the rest of the data folder:']
+  const from = path.resolve(o.fromDataDir)
+  const to = path.resolve(o.folder.dataDir)
+  const blobRoot = path.resolve(o.fromBlobRoot)
+  const would = (done: string, planned: string) => (mode === 'move' ? done : planned)
+
+  const names = fs.readdirSync(from).sort()
+  // the certificate
+  const certs = CERT_FILES.filter((f) => names.includes(f))
+  if (certs.length > 0) {
+    const what = `${certs.join(', ')} (the self-signed certificate)`
+    const targets = CERT_FILES.map((f) => path.join(to, f))
+    if (certs.length < CERT_FILES.length) lines.push(`  ${what}: not copied, its pair is missing (an instance makes a new certificate on start)`)
+    else if (o.folder.tls !== 'self-signed') {
+      lines.push(
+        `  ${what}: not copied, the new instances' settings serve ${o.folder.tls === 'own' ? 'TLS_CERT and TLS_KEY' : "the proxy's certificate (TRUST_PROXY=1)"}`,
+      )
+    } else if (to === from) lines.push(`  ${what}: stays, DATA_DIR is this folder`)
+    else if (targets.every((t, i) => sameFile(path.join(from, CERT_FILES[i]), t))) lines.push(`  ${what}: already in DATA_DIR ${to}`)
+    else if (targets.some((t) => fs.existsSync(t))) {
+      lines.push(
+        `  ${what}: not copied, DATA_DIR ${to} holds another certificate (kept); to serve the old one, copy ${CERT_FILES.map((f) => path.join(from, f)).join(' and ')} over it`,
+      )
+    } else if (mode === 'plan') lines.push(`  ${what}: would be copied into DATA_DIR ${to}`)
+    else {
+      try {
+        ensureDataDir(to)
+        // the key first, for its owner only; the certificate last: an instance uses the pair only when both are there
+        fs.copyFileSync(path.join(from, 'tls-key.pem'), targets[1], fs.constants.COPYFILE_EXCL)
+        fs.chmodSync(targets[1], 0o600)
+        fs.copyFileSync(path.join(from, 'tls-cert.pem'), targets[0], fs.constants.COPYFILE_EXCL)
+        lines.push(`  ${what}: copied into DATA_DIR ${to}; an instance with another DATA_DIR needs both files copied into it`)
+      } catch (e) {
+        lines.push(
+          `  ${what}: could not be copied into DATA_DIR ${to} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): copy both files into it by hand`,
+        )
+      }
+    }
+  }
+  // the pre-migration copies (and svc backup's snapshots, when it was given this folder)
+  if (names.includes('backups')) {
+    let inside: string[] = []
     try {
-      src.exec('ROLLBACK')
-    } catch {}
-    src.close()
+      inside = fs.readdirSync(path.join(from, 'backups'))
+    } catch {
+      // not a folder, or unreadable: named all the same
+    }
+    const copies = inside.filter((n) => n.startsWith('pre-migrate-')).length
+    const others = inside.length - copies
+    lines.push(
+      `  backups/ (${plural(copies, 'copy', 'copies')} of svc.db taken before migrations${others > 0 ? `, ${plural(others, 'other entry', 'other entries')}: svc backup's, if it was given this folder` : ''}): ${would('not moved', 'would not move')}; they restore into a SQLite data folder only: keep them with this folder`,
+    )
+  }
+  // what a stopped instance does not need
+  const skip = new Set<string>(['svc.db', 'svc.db-wal', 'svc.db-shm', 'backups', ...CERT_FILES])
+  const unneeded = names.filter((n) => Object.hasOwn(NOT_NEEDED, n) || /^\..+\.lock$/.test(n))
+  if (unneeded.length > 0) {
+    lines.push(
+      `  ${unneeded.map((n) => (Object.hasOwn(NOT_NEEDED, n) && n !== SERVE_LOCK ? `${n}/` : n)).join(', ')}: not needed (${[...new Set(unneeded.map((n) => NOT_NEEDED[n] ?? 'a lock'))].join(', ')})`,
+    )
+  }
+  const others = names.filter((n) => !skip.has(n) && !unneeded.includes(n) && path.join(from, n) !== blobRoot)
+  if (others.length > 0) {
+    lines.push(
+      `  ${others.join(', ')}: not the service's, ${would('not moved', 'would not move')}: copy ${others.length === 1 ? 'it' : 'them'} by hand if the new instances need ${others.length === 1 ? 'it' : 'them'}`,
+    )
+  }
+  if (lines.length === 1) lines.push('  nothing else')
+  lines.push(
+    `backups made by svc backup${o.folder.backupDir ? ` (BACKUP_DIR ${o.folder.backupDir})` : ''}: ${would('not moved', 'would not move')}; they restore into a SQLite data folder only (svc restore): keep them to go back; back up the new instances with scripts/backup-postgres.sh (docs/operations/backups.md)`,
+  )
+  if (domains > 0) {
+    lines.push(
+      `custom domains: ${domains} verified, ${would('moved', 'would move')} with the rows; their certificates are the TLS proxy's (its own storage, not this folder): keep the proxy, pointed at the new instances, or a new one obtains them again at the first visit (docs/operations/proxy-tls.md)`,
+    )
+  }
+  return lines
+}
+
+/**
+ * `svc move --dry-run`: what the move would do, by reads only (the source under the same
+ * lock, the target's catalogue when its schema exists, the target store's blobs one by one),
+ * and every refusal the move would make before writing (MoveError once the report is out).
+ */
+export async function planMove(o: PlanOptions): Promise<MovePlan> {
+  const { src, order, known, blobs } = openSource(o)
+  try {
+    const problems: string[] = []
+    if (o.target === null) o.log(`target: a new schema; the move would create it and run ${plural(known.length, 'migration')}`)
+    else {
+      const t = await inspectTarget(o.target, order)
+      if (t.held.length > 0) {
+        problems.push(t.accounts ? holdsAccounts : holdsRows(t.held))
+        o.log(`target: ${problems[0]}`)
+      } else o.log(`target: empty; the move would run ${plural(known.filter((n) => !t.ran.includes(n)).length, 'migration')}`)
+    }
+    const plan: MovePlan = { tables: [], blobs: { referenced: blobs.length, bytes: 0, toCopy: 0, toCopyBytes: 0, present: 0 }, problems }
+    for (const t of order) {
+      const rows = rowCount(src, t)
+      plan.tables.push({ table: t, rows })
+      o.log(`  ${t}: ${plural(rows, 'row')}`)
+    }
+    const scan = checkSourceBlobs(o, blobs)
+    problems.push(...scan.problems)
+    for (const [digest, size] of scan.sizes) {
+      plan.blobs.bytes += size
+      if (await o.targetHas(digest)) plan.blobs.present++
+      else {
+        plan.blobs.toCopy++
+        plan.blobs.toCopyBytes += size
+      }
+    }
+    o.log(
+      `blobs: ${blobs.length} referenced (${plan.blobs.bytes} bytes), ${plan.blobs.toCopy} to copy (${plan.blobs.toCopyBytes} bytes), ${plan.blobs.present} already in the target${scan.problems.length > 0 ? `, ${scan.problems.length} that cannot move` : ''}`,
+    )
+    for (const line of restOfFolder(o, customDomains(src), 'plan')) o.log(line)
+    if (problems.length > 0) throw new MoveError(`dry run: the move would be refused: ${problems.join('; ')}; nothing was written`)
+    return plan
+  } finally {
+    closeSource(src)
   }
 }

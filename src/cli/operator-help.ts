@@ -222,20 +222,26 @@ export const OPERATOR_HELP = {
     see: 'docs/operations/backups.md',
   },
   move: {
-    usage: ['svc move --from-data-dir DIR [--from-blobs DIR]'],
+    usage: ['svc move --from-data-dir DIR [--from-blobs DIR] [--dry-run]'],
     summary: 'move a whole SQLite instance into PostgreSQL and the configured blob store',
     about:
-      'Moves a stopped SQLite instance (DIR/svc.db and its blobs) into the PostgreSQL database of DATABASE_URL and the blob store of STORAGE_URL: every table (passwords, sessions, API keys, domains, old deploys), then every blob it references, checked, in one transaction; a failure commits nothing. The target must be empty.',
+      'Moves a stopped SQLite instance (DIR/svc.db and its blobs) into the PostgreSQL database of DATABASE_URL and the blob store of STORAGE_URL: every blob the rows reference, checked, then every table (passwords, sessions, API keys, domains, old deploys) in one transaction; a failure commits no row, and running it again keeps the blobs copied. The target must be empty. The self-signed certificate goes into DATA_DIR; the rest of DIR is named with what to do. --dry-run reports what would move and writes nothing.',
     flags: {
       'from-data-dir': { type: 'string', arg: 'DIR', help: 'the data folder of the SQLite instance to move (required; stop its server first)' },
       'from-blobs': { type: 'string', arg: 'DIR', help: "the source's blob folder, when its STORAGE_URL was file:///DIR (default DIR/blobs)" },
+      'dry-run': { type: 'boolean', help: 'report the rows per table, the blobs and the files that would move; write nothing' },
     },
     env: [
       ['DATABASE_URL', 'postgres://...: the target database (required; empty, migrated here)'],
       ['STORAGE_URL', 'the target blob store (s3://bucket or file:///path; default DATA_DIR/blobs)'],
       DATA,
+      ['TRUST_PROXY, TLS_CERT, TLS_KEY', "the new instances' HTTPS: unset, the self-signed certificate of DIR is copied into DATA_DIR"],
     ],
-    examples: ['svc move --from-data-dir /srv/svc/data', 'svc move --from-data-dir /srv/svc/data --from-blobs /mnt/blobs'],
+    examples: [
+      'svc move --from-data-dir /srv/svc/data --dry-run',
+      'svc move --from-data-dir /srv/svc/data',
+      'svc move --from-data-dir /srv/svc/data --from-blobs /mnt/blobs',
+    ],
     see: 'docs/operations/scale-out.md',
   },
   export: {

@@ -289,6 +289,32 @@ class ScopedPostgresDialect extends PostgresDialect {
 /** PostgreSQL connections per instance: 8 per core, between 16 and 64. */
 export const POOL_SIZE = Math.min(64, Math.max(16, 8 * os.availableParallelism()))
 
+/**
+ * Whether the schema DATABASE_URL's `?schema=` names exists (true without one: `public`), by a
+ * read: openDatabase makes the schema, which `svc move --dry-run` must not.
+ */
+export async function postgresSchemaExists(databaseUrl: string): Promise<boolean> {
+  const url = new URL(databaseUrl)
+  const schema = url.searchParams.get('schema')
+  if (schema === null) return true
+  url.searchParams.delete('schema')
+  const pg = await loadPg()
+  const client = new pg.Client({ connectionString: url.toString() })
+  await client.connect().catch((e: unknown) => {
+    throw new Error(
+      `cannot reach PostgreSQL at DATABASE_URL ${url.protocol}//${url.username ? `${url.username}@` : ''}${url.host}${url.pathname}: ${(e as Error).message}`,
+      {
+        cause: e,
+      },
+    )
+  })
+  try {
+    return ((await client.query('select 1 from pg_namespace where nspname = $1', [schema])).rowCount ?? 0) > 0
+  } finally {
+    await client.end()
+  }
+}
+
 async function openPostgres(databaseUrl: string, onQueryError?: QueryErrorObserver, queryTimeoutMs = 0): Promise<Db> {
   const pg = await loadPg()
   const url = new URL(databaseUrl)
