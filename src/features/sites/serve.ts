@@ -612,18 +612,34 @@ export function createHostHandler(
       sendOn(req, res, username, liveProject(rawName), { rawName, userOrigin: sites.userOrigin(req, username) }, path.slice(slash), query, go)
     }
     if (holds === null || !path.startsWith('/.well-known/')) return send()
-    // a project's own origin or domain is the site's: its own file at a path the service
-    // yields (security.txt), when it serves one, answers there (decision 77)
+    // the site at the host's root owns it: its own file at a path the service yields
+    // (security.txt), when it serves one, answers there (decision 77). That site is a project
+    // origin's or a domain's project (`target`), or on the user's origin the user site, when
+    // it answers the path (it names nothing else of the user's, decision 277)
     const answer = (siteOwns: boolean) => {
       if (siteOwns || !holds.wellKnown(req, res, path)) send()
     }
-    if (target === null || !holds.yields(path)) return answer(false)
+    if (!holds.yields(path)) return answer(false)
     const own = (e: HostEntry | null) => e !== null && e.kind === 'file' && e.status === 200
     const host = hostName(req.headers.host)
-    const hit = cached(domainKey(full, host), query)
-    if (hit !== undefined) return answer(own(hit))
-    resolve(full, 'domain', query, host)
-      .then((r) => answer(!('status' in r) && own(r.entry)))
+    if (target !== null) return entryOn(res, full, 'domain', query, host, (e) => answer(own(e)))
+    entryOn(res, full, true, query, '', (e) =>
+      e === null || e.kind !== 'userSite'
+        ? answer(false)
+        : entryOn(res, targetPath(username, userSiteTarget(e), path), 'domain', query, host, (u) => answer(own(u))),
+    )
+  }
+
+  /** The path-form path a target's site answers `path` (on its host) as, as serveSite spells it: /{username}/{project}/... */
+  const targetPath = (username: string, target: DomainTarget, path: string): string =>
+    `/${username}/${projectSegment(encodeURIComponent(target.project), target.deploy ?? null)}${path}`
+
+  /** A path's entry as `mode` answers it on `host`: cached, else resolved (null: a bad path); `then` gets it. */
+  function entryOn(res: ServerResponse, full: string, mode: SiteMode, query: string, host: string, then: (e: HostEntry | null) => void): void {
+    const hit = cached(mode === 'domain' ? domainKey(full, host) : mode ? siteKey(full) : full, query)
+    if (hit !== undefined) return then(hit)
+    resolve(full, mode, query, host)
+      .then((r) => then('status' in r ? null : r.entry))
       .catch((err) => fail(res, err))
   }
 
