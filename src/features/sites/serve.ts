@@ -15,7 +15,20 @@ import { isCacheField, withQuery } from './site-rules.js'
 import { builtForRoot, ROOT_CHECK_PAGES } from '../../util/html.js'
 import { upperEscapes } from '../../util/percent-escapes.js'
 import { canNameUser } from '../../auth/account-rules.js'
-import { CACHE_CONTROL, commonOf, etagOf, FROM_FILE_MAX, representationOf, siteKey, domainKey, varyKey, type Resolver, type SiteMode } from './resolver.js'
+import {
+  CACHE_CONTROL,
+  commonOf,
+  etagOf,
+  FROM_FILE_MAX,
+  keptLonger,
+  representationOf,
+  siteKey,
+  domainKey,
+  varyKey,
+  VARY_WORKER,
+  type Resolver,
+  type SiteMode,
+} from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
 import { upgradeStatus } from '../../http/origin.js'
 import { hostName, originUrl, previewOriginUrl, projectSegment, type SiteHost } from '../../http/site-origin.js'
@@ -28,7 +41,8 @@ type Log = { warn(obj: unknown, msg: string): void }
 const FORBIDDEN = Buffer.from('Forbidden')
 const BAD_REQUEST = Buffer.from('Bad Request')
 const UNAVAILABLE = Buffer.from('Service Unavailable')
-const H403 = plainHeaders(FORBIDDEN.length)
+/** The path form's refusal of a worker's fetch, which an ordinary load of the URL never gets. */
+const H403_WORKER = [...plainHeaders(FORBIDDEN.length), 'Vary', VARY_WORKER]
 const H400 = plainHeaders(BAD_REQUEST.length)
 const H503 = plainHeaders(UNAVAILABLE.length)
 /** How an answer's headers are made (commonFor): the entry's own; private (a visitor password); a worker's script fetch. */
@@ -65,6 +79,8 @@ const H_RETIRING = [
   String(RETIRING_WORKER.length),
   'Cache-Control',
   'no-store',
+  'Vary',
+  VARY_WORKER,
   'X-Content-Type-Options',
   'nosniff',
 ]
@@ -231,16 +247,10 @@ export function createHostHandler(
    * a file whose rules set a cache life: its answer is then made with commonFor's 'worker'
    * headers, so a rule such as `/*.js` immutable for a year never keeps a browser (which caps
    * a worker script's life at a day, and uses it with `updateViaCache: 'all'`) on an old worker.
+   * Such a file's answers all carry `Vary: Service-Worker` (resolver.ts fileEntry), so a cache
+   * in front never hands the ordinary load's long-kept answer to a worker's fetch.
    */
-  const ownCache = (req: IncomingMessage, e: FileEntry): boolean => {
-    if (req.headers['service-worker'] === undefined) return false
-    const list = commonOf(e)
-    for (let i = 0; i < list.length; i += 2) {
-      const name = list[i].toLowerCase()
-      if (name === 'cache-control' ? list[i + 1] !== CACHE_CONTROL : isCacheField(name)) return true
-    }
-    return false
-  }
+  const ownCache = (req: IncomingMessage, e: FileEntry): boolean => req.headers['service-worker'] !== undefined && keptLonger(commonOf(e))
 
   /**
    * The headers of a 412 or 416, which carry none of the representation's bytes: no
@@ -947,7 +957,7 @@ export function createHostHandler(
       if (toSite(req, res, path, query)) return
       if (req.headers['service-worker'] !== undefined) {
         // a hosted script may never become a service worker over the user's (or anyone's) pages
-        res.writeHead(403, H403)
+        res.writeHead(403, H403_WORKER)
         res.end(head ? undefined : FORBIDDEN)
         return
       }
