@@ -180,6 +180,32 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${user.username}/gone/sw.js`, { headers: { 'service-worker': 'script' } })).status, 403)
     })
 
+    it("lets the user site's worker at the user's origin root be itself, its answers as on the project's origin (decision 277)", async () => {
+      const mine = `${user.username}.localhost`
+      assert.equal((await s.request('PUT', '/api/folders/app/user_site', { key: user.key })).status, 200)
+      try {
+        for (const path of ['/sw.js', '/assets/sw.js']) {
+          const page = await onHost(mine, path)
+          assert.equal(page.status, 200, path)
+          assert.equal(page.h('cache-control'), YEAR, `${path}: a page's load takes the rule`)
+          const sw = await onHost(mine, path, { 'service-worker': 'script' })
+          assert.equal(sw.status, 200, path)
+          assert.equal(sw.body.toString(), SITE[path.slice(1)], `${path}: the user site's own script, not a retiring worker`)
+          assert.equal(sw.h('cache-control'), DEFAULT, path)
+          assert.ok(byWorker(sw.h('vary')) && byWorker(page.h('vary')), path)
+          assert.equal(sw.h('etag'), page.h('etag'), path)
+        }
+        // the scope a root worker may take is the user site's, as on its own origin
+        assert.equal((await onHost(mine, '/assets/sw.js')).h('service-worker-allowed'), '/')
+        // a script the user site lacks still gets the retiring worker
+        const gone = await onHost(mine, '/old-sw.js', { 'service-worker': 'script' })
+        assert.equal(gone.status, 200)
+        assert.match(gone.body.toString(), /self\.registration\.unregister\(\)/)
+      } finally {
+        assert.equal((await s.request('DELETE', '/api/folders/app/user_site', { key: user.key })).status, 200)
+      }
+    })
+
     it('keeps the type of a manifest and a WebAssembly module in their compressed forms', async () => {
       for (const f of forms()) {
         for (const [path, type, bytes] of [

@@ -235,7 +235,8 @@ export function createHostHandler(
    * fallback, `/* /index.html 200`, answering a worker's path that is gone with its page).
    */
   const noScript = (e: HostEntry): boolean => {
-    if (e.kind === 'redirect') return false
+    // a path the user site answers is its to answer, by this same test on its own entry
+    if (e.kind === 'redirect' || e.kind === 'userSite') return false
     if (e.kind !== 'file' || e.status === 404 || e.status === 410) return true
     const list = commonOf(e)
     for (let i = 0; i < list.length; i += 2) if (list[i].toLowerCase() === 'content-type') return !JS_TYPE.test(list[i + 1])
