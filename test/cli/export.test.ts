@@ -610,6 +610,67 @@ for (const engine of ENGINES) {
       }
     })
 
+    it("carries which project is the user site, which answers the imported account's origin root (decision 277)", { timeout: 120_000 }, async () => {
+      const a = await start()
+      const u = await a.user()
+      const cookie = await a.login(u.username, u.password)
+      for (const [p, text] of [
+        ['home', 'my home'],
+        ['blog', 'my blog'],
+      ]) {
+        assert.equal((await batchUpload(a, { key: u.key }, p, [{ filename: 'index.html', data: `<p>${text}</p>` }])).status, 200)
+        assert.equal((await a.post(`/api/folders/${p}/publish`, { key: u.key })).status, 200)
+      }
+      assert.equal((await a.request('PUT', '/api/folders/blog/user_site', { key: u.key })).status, 200)
+      const dl = await a.get('/svc_api/me/export', { cookie })
+      assert.equal(dl.status, 200)
+      const file = path.join(tmp, 'user-site.tar.gz')
+      fs.writeFileSync(file, dl.body)
+      assert.equal((await verifyArchive(file)).data.user_site, 'blog')
+      /** The root of an account's own origin, over HTTP as a visitor asks it. */
+      const root = (name: string) => a.get('/', { headers: { host: `${name}.localhost` } })
+      const chosen = async (name: string) =>
+        (
+          await a.deps.db.k
+            .selectFrom('folders')
+            .innerJoin('users', 'users.id', 'folders.user_id')
+            .select('folders.name')
+            .where('users.username', '=', name)
+            .where('folders.user_site', '=', 1)
+            .execute()
+        ).map((r) => r.name)
+
+      await importArchive(a.deps.db, a.deps.blobs, file, 'us-copy')
+      assert.deepEqual(await chosen('us-copy'), ['blog'])
+      const r = await root('us-copy')
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.text, '<p>my blog</p>')
+
+      // an archive from before the field imports as before: no user site, the root a 404
+      const old = path.join(tmp, 'user-site-old.tar.gz')
+      await forge(file, old, (d) => delete d.user_site)
+      await importArchive(a.deps.db, a.deps.blobs, old, 'us-old')
+      assert.deepEqual(await chosen('us-old'), [])
+      assert.equal((await root('us-old')).status, 404)
+      // none chosen (null): none imported
+      const none = path.join(tmp, 'user-site-none.tar.gz')
+      await forge(file, none, (d) => (d.user_site = null))
+      await importArchive(a.deps.db, a.deps.blobs, none, 'us-none')
+      assert.deepEqual(await chosen('us-none'), [])
+
+      // a value naming no project of the archive is refused, and nothing is written
+      for (const bad of ['gone', 'Blog', 1, true, ['blog']]) {
+        const d = path.join(tmp, 'user-site-bad.tar.gz')
+        await forge(file, d, (x) => (x.user_site = bad))
+        await assert.rejects(
+          importArchive(a.deps.db, a.deps.blobs, d, 'us-bad'),
+          (e: Error) => e instanceof ExportError && /user_site must be null or the name of one of its folders/.test(e.message),
+          String(bad),
+        )
+      }
+      assert.equal(await a.deps.db.k.selectFrom('users').select('id').where('username', '=', 'us-bad').executeTakeFirst(), undefined)
+    })
+
     it('imports an account past its site_bytes limit whole, and says so (decision 241)', { timeout: 120_000 }, async () => {
       const a = await start()
       const u = await a.user()

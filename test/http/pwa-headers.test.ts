@@ -14,6 +14,8 @@ import { deploySite, type Site } from '../support/deploys.js'
 
 const DEFAULT = 'public, max-age=0, must-revalidate'
 const YEAR = 'public, max-age=31536000, immutable'
+/** Whether a Vary value names Service-Worker: a cache in front keeps a worker's answer apart. */
+const byWorker = (vary: string | undefined): boolean => (vary ?? '').split(',').some((t) => t.trim().toLowerCase() === 'service-worker')
 
 /** A WebAssembly module padded with a custom section, large and repetitive enough to be compressed. */
 const BIG_WASM = Buffer.concat([Buffer.from('0061736d01000000', 'hex'), Buffer.from([0, 0x80, 0x80, 0x01, 1, 0x78]), Buffer.alloc(16383, 0x61)])
@@ -89,6 +91,9 @@ for (const engine of ENGINES) {
           assert.equal(page.status, 200, what)
           assert.equal(page.h('cache-control'), plain, `${what}: a page's load takes the rule`)
           assert.ok(page.h('etag'), what)
+          // a file a rule keeps past a revalidation answers a worker's fetch apart, and both
+          // answers say so; a file with the default answers both alike, its headers unchanged
+          assert.equal(byWorker(page.h('vary')), plain === YEAR, `${what}: Vary ${page.h('vary')}`)
           if (!path.endsWith('.js')) continue
           assert.equal(page.h('cdn-cache-control'), path === '/sw.js' ? 'max-age=31536000' : undefined, what)
           for (const method of ['GET', 'HEAD'] as const) {
@@ -98,13 +103,31 @@ for (const engine of ENGINES) {
             assert.equal(sw.h('cdn-cache-control'), undefined, `${what} ${method}: nor by a CDN's own field`)
             assert.equal(sw.h('etag'), page.h('etag'), what)
             assert.equal(sw.h('content-type'), 'text/javascript; charset=utf-8', what)
+            assert.equal(byWorker(sw.h('vary')), plain === YEAR, `${what} ${method}: Vary ${sw.h('vary')}`)
             if (method === 'GET') assert.equal(sw.body.toString(), SITE[path.slice(1)], what)
           }
           const again = await onHost(f.host, f.at + path, { 'service-worker': 'script', 'if-none-match': page.h('etag')! })
           assert.equal(again.status, 304, what)
           assert.equal(again.h('cache-control'), DEFAULT, `${what}: its revalidation too`)
+          assert.equal(byWorker(again.h('vary')), plain === YEAR, `${what}: its revalidation's Vary`)
+          const kept = await onHost(f.host, f.at + path, { 'if-none-match': page.h('etag')! })
+          assert.equal(kept.status, 304, what)
+          assert.equal(byWorker(kept.h('vary')), plain === YEAR, `${what}: the page load's revalidation's Vary`)
         }
       }
+      // the path form refuses a worker's fetch (403): the year-kept file's answer says it varies too
+      const base = `/${user.username}/app`
+      for (const [path, year] of [
+        ['/sw.js', true],
+        ['/index.html', false],
+      ] as const) {
+        const page = await s.get(base + path)
+        assert.equal(page.status, 200, path)
+        assert.equal(byWorker(page.header('vary')), year, `path form ${path}: Vary ${page.header('vary')}`)
+      }
+      const refused = await s.get(`${base}/sw.js`, { headers: { 'service-worker': 'script' } })
+      assert.equal(refused.status, 403)
+      assert.ok(byWorker(refused.header('vary')), `the path form's refusal: Vary ${refused.header('vary')}`)
     })
 
     it("sends Service-Worker-Allowed as a path of the project: the origin's on a project's origin, the project's under /{project}/", async () => {
@@ -147,6 +170,7 @@ for (const engine of ENGINES) {
           assert.equal(sw.status, 200, what)
           assert.equal(sw.h('content-type'), 'text/javascript; charset=utf-8', what)
           assert.equal(sw.h('cache-control'), 'no-store', what)
+          assert.ok(byWorker(sw.h('vary')), `${what}: Vary ${sw.h('vary')}`)
           if (method === 'GET') assert.match(sw.body.toString(), /self\.registration\.unregister\(\)/, what)
           assert.equal(Number(sw.h('content-length')), (await onHost(host, path, { 'service-worker': 'script' })).body.length, what)
         }
@@ -154,6 +178,32 @@ for (const engine of ENGINES) {
       // a script the site has is itself, and the path form still refuses any worker
       assert.equal((await onHost(`app.${user.username}.localhost`, '/sw.js', { 'service-worker': 'script' })).body.toString(), SITE['sw.js'])
       assert.equal((await s.get(`/${user.username}/gone/sw.js`, { headers: { 'service-worker': 'script' } })).status, 403)
+    })
+
+    it("lets the user site's worker at the user's origin root be itself, its answers as on the project's origin (decision 277)", async () => {
+      const mine = `${user.username}.localhost`
+      assert.equal((await s.request('PUT', '/api/folders/app/user_site', { key: user.key })).status, 200)
+      try {
+        for (const path of ['/sw.js', '/assets/sw.js']) {
+          const page = await onHost(mine, path)
+          assert.equal(page.status, 200, path)
+          assert.equal(page.h('cache-control'), YEAR, `${path}: a page's load takes the rule`)
+          const sw = await onHost(mine, path, { 'service-worker': 'script' })
+          assert.equal(sw.status, 200, path)
+          assert.equal(sw.body.toString(), SITE[path.slice(1)], `${path}: the user site's own script, not a retiring worker`)
+          assert.equal(sw.h('cache-control'), DEFAULT, path)
+          assert.ok(byWorker(sw.h('vary')) && byWorker(page.h('vary')), path)
+          assert.equal(sw.h('etag'), page.h('etag'), path)
+        }
+        // the scope a root worker may take is the user site's, as on its own origin
+        assert.equal((await onHost(mine, '/assets/sw.js')).h('service-worker-allowed'), '/')
+        // a script the user site lacks still gets the retiring worker
+        const gone = await onHost(mine, '/old-sw.js', { 'service-worker': 'script' })
+        assert.equal(gone.status, 200)
+        assert.match(gone.body.toString(), /self\.registration\.unregister\(\)/)
+      } finally {
+        assert.equal((await s.request('DELETE', '/api/folders/app/user_site', { key: user.key })).status, 200)
+      }
     })
 
     it('keeps the type of a manifest and a WebAssembly module in their compressed forms', async () => {

@@ -5,9 +5,10 @@ import { HIGH_LIMITS } from '../support/hosting.js'
 import { startDns, verifiedDomain, type TestDns } from '../support/dns.js'
 import { deploySite, type Site } from '../support/deploys.js'
 
-// /.well-known/ on a project's own origin and on its custom domain (decision 77): the site's
-// own security.txt answers there when it serves one; otherwise, and on the user's origin
-// always, the service's security.txt and report link answer (redirects to PUBLIC_URL's host).
+// /.well-known/ on a project's own origin and on its custom domain (decision 77), and on the
+// user's origin through the user's user site (decision 277): the site's own security.txt
+// answers there when it serves one; otherwise the service's security.txt answers, and its
+// report link always (redirects to PUBLIC_URL's host).
 const SITE_TXT = 'Contact: mailto:security@carol.example\nExpires: 2030-01-01T00:00:00Z\n'
 
 for (const engine of ENGINES) {
@@ -73,6 +74,33 @@ for (const engine of ENGINES) {
       // a redeploy without the file gives the path back to the service
       await deploy('site', { 'index.html': '<p>carol home</p>' })
       for (const host of [`site.${user}`, 'www.carol.test']) await services(host, '/.well-known/security.txt', SERVICE_TXT)
+    })
+
+    it("serves the user site's own security.txt at the user's origin, as GitHub Pages serves {user}.github.io's; the report link stays the service's", async () => {
+      const user = `${carol.username}.localhost`
+      const userSite = (project: string, on = true) => s.request(on ? 'PUT' : 'DELETE', `/api/folders/${project}/user_site`, { key: carol.key })
+      await deploy('home', { 'index.html': '<p>carol at the root</p>', '.well-known/security.txt': SITE_TXT, '.well-known/svc-report': 'not the report page' })
+      // no user site yet: the service's
+      await services(user, '/.well-known/security.txt', SERVICE_TXT)
+      assert.equal((await userSite('home')).status, 200)
+      assert.equal((await at(user, '/')).text, '<p>carol at the root</p>')
+      const r = await at(user, '/.well-known/security.txt')
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.text, SITE_TXT)
+      assert.match(r.header('content-type') ?? '', /^text\/plain/)
+      assert.equal((await s.request('HEAD', '/.well-known/security.txt', { headers: { host: user } })).status, 200)
+      await services(user, '/.well-known/svc-report', REPORT)
+      // the user site's rules answer as on its own origin: a single-page app's rewrite
+      assert.equal((await userSite('app')).status, 200)
+      assert.equal((await at(user, '/.well-known/security.txt')).text, '<p>the app</p>')
+      // a user site without one: the service's; and none chosen: the service's again
+      await deploy('plain', { 'index.html': '<p>plain</p>', '404.html': '<p>lost</p>' })
+      assert.equal((await userSite('plain')).status, 200)
+      await services(user, '/.well-known/security.txt', SERVICE_TXT)
+      assert.equal((await userSite('home')).status, 200)
+      assert.equal((await at(user, '/.well-known/security.txt')).text, SITE_TXT)
+      assert.equal((await userSite('home', false)).status, 200)
+      await services(user, '/.well-known/security.txt', SERVICE_TXT)
     })
 
     it("follows the site's own rules there, as its host would: a single-page app's rewrite answers", async () => {

@@ -29,7 +29,8 @@ import { takedownDigests } from '../image-host/inspect.js'
  * One user's data as a zip or a gzip'd tar archive (docs/operations/export.md): the same
  * entries, bytes and manifest in either container (ArchiveWriter). Entries, in order:
  *   manifest.json   {format, kind, created_at, username, data: {sha256,size}, entries: [{path, sha256, size}]}
- *   data.json       the user's rows (exact, for import): files, folders with their files, kv
+ *   data.json       the user's rows (exact, for import): files, folders with their files (and
+ *                   user_site, the project that is the user site), kv
  *                   (and kv_retired_version, decision 150), forms with submissions (and
  *                   their files), images, hosted data with versions
  *   pages/<file>, projects/<project>/<path>, images/<id>, data/<token>/v<N>,
@@ -89,6 +90,11 @@ export interface ExportData {
   user: { username: string; tier: string; limits: string; api_access: number; entitlements: string[] }
   files: Array<Row & { content: string }>
   folders: Array<Row & { files: Array<Row & { content: string }> }>
+  /**
+   * The name of the folder project that is the user's user site (decision 277), one of
+   * `folders`; null: none. Absent in older archives: none.
+   */
+  user_site?: string | null
   kv: Row[]
   /**
    * kv_usage.retired_version: every version a deleted or expired entry had is at most this, so
@@ -147,7 +153,9 @@ async function readUser(db: Db, username: string): Promise<{ userId: string; dat
     content: place(`pages/${r.file_name}`, r.digest),
   }))
   const folders = []
+  let userSite: string | null = null
   for (const f of await db.k.selectFrom('folders').selectAll().where('user_id', '=', uid).orderBy('name').execute()) {
+    if (Number(f.user_site) === 1) userSite = f.name
     const ff = await db.k.selectFrom('folder_files').selectAll().where('folder_id', '=', f.id).orderBy('path').execute()
     // the rules in force are the live deploy's (folders.site_rules predates deploys)
     const live = f.live_deploy_id ? await db.k.selectFrom('deploys').select('site_rules').where('id', '=', f.live_deploy_id).executeTakeFirst() : undefined
@@ -186,6 +194,7 @@ async function readUser(db: Db, username: string): Promise<{ userId: string; dat
       user: { username: u.username, tier: u.tier, limits: u.limits, api_access: Number(u.api_access), entitlements: ents.map((e) => e.feature).sort() },
       files,
       folders,
+      user_site: userSite,
       kv,
       kv_retired_version: kvUsage ? Number(kvUsage.retired_version) : 0,
       forms,
@@ -576,6 +585,10 @@ function checkData(d: ExportData, expected: Map<string, { sha256: string; size: 
   rowsOf('folders', d.folders, 'folders').forEach((f, i) =>
     rowsOf('folder_files', (f as { files?: unknown }).files, `folders[${i}].files`).forEach((r, j) => blob(r, `folders[${i}].files[${j}]`)),
   )
+  // the user site names one of the archive's projects (the export writes it so; one per user)
+  const site = d.user_site
+  if (site !== undefined && site !== null && !(typeof site === 'string' && d.folders.some((f) => f.name === site)))
+    throw new ExportError('data.json: user_site must be null or the name of one of its folders')
   rowsOf('kv_entries', d.kv, 'kv')
   const retired = d.kv_retired_version
   if (retired !== undefined && !(Number.isSafeInteger(retired) && retired >= 0)) throw new ExportError('data.json: kv_retired_version must be an integer >= 0')
@@ -739,7 +752,7 @@ export async function importArchive(
         const id = newId()
         await trx
           .insertInto('folders')
-          .values({ ...cols('folders', f), id, user_id: uid } as never)
+          .values({ ...cols('folders', f), id, user_id: uid, user_site: typeof data.user_site === 'string' && f.name === data.user_site ? 1 : 0 } as never)
           .execute()
         for (const r of f.files)
           await trx

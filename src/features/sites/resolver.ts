@@ -99,6 +99,33 @@ function withRuleHeaders(list: string[], extra: Array<[string, string]>): string
   return list
 }
 
+/**
+ * Whether an answer's headers keep it past a revalidation: a Cache-Control other than the
+ * default, or a field a CDN obeys before it (isCacheField), as a site rule sets them. A
+ * worker's fetch of such a file is answered with the default instead (serve.ts, decision 272).
+ */
+export function keptLonger(list: readonly string[]): boolean {
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i].toLowerCase()
+    if (name === 'cache-control' ? list[i + 1] !== CACHE_CONTROL : isCacheField(name)) return true
+  }
+  return false
+}
+
+/** The token a file's answers add to Vary when a worker's fetch of it is answered apart (keptLonger). */
+export const VARY_WORKER = 'Service-Worker'
+
+/** Adds `token` to a header list's Vary line (one of its own when there is none; `*` already covers it). */
+function withVary(list: string[], token: string): string[] {
+  const at = list.findIndex((h, i) => i % 2 === 0 && h.toLowerCase() === 'vary')
+  if (at < 0) list.push('Vary', token)
+  else {
+    const had = list[at + 1].split(',').map((t) => t.trim().toLowerCase())
+    if (!had.includes('*') && !had.includes(token.toLowerCase())) list[at + 1] = list[at + 1].trim() === '' ? token : `${list[at + 1]}, ${token}`
+  }
+  return list
+}
+
 /** Headers that differ from file to file; the others are encoded once for all entries that share them. */
 const OWN_HEADERS = new Set(['content-type', 'last-modified'])
 
@@ -160,8 +187,12 @@ export function fileEntry(
   if (extra.length === 0) {
     ok = prepareShared(plainHead(status, site, compressible), [...typed, 'ETag', etag, 'Content-Length', String(size)])
   } else {
-    const common = [...typed, ...fileHeaders(site, compressible)]
-    ok = prepareEntry(status, withRuleHeaders(common, extra), etag, size)
+    const common = withRuleHeaders([...typed, ...fileHeaders(site, compressible)], extra)
+    // a file a rule keeps past a revalidation answers a worker's fetch of it apart (the
+    // default revalidation; the retiring worker; the path form's 403): a cache in front must
+    // not hand one answer for the other. Entries without such a rule (every plain page) keep
+    // their shared head, unchanged
+    ok = prepareEntry(status, keptLonger(common) ? withVary(common, VARY_WORKER) : common, etag, size)
   }
   return {
     kind: 'file',

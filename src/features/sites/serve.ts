@@ -15,7 +15,20 @@ import { isCacheField, withQuery } from './site-rules.js'
 import { builtForRoot, ROOT_CHECK_PAGES } from '../../util/html.js'
 import { upperEscapes } from '../../util/percent-escapes.js'
 import { canNameUser } from '../../auth/account-rules.js'
-import { CACHE_CONTROL, commonOf, etagOf, FROM_FILE_MAX, representationOf, siteKey, domainKey, varyKey, type Resolver, type SiteMode } from './resolver.js'
+import {
+  CACHE_CONTROL,
+  commonOf,
+  etagOf,
+  FROM_FILE_MAX,
+  keptLonger,
+  representationOf,
+  siteKey,
+  domainKey,
+  varyKey,
+  VARY_WORKER,
+  type Resolver,
+  type SiteMode,
+} from './resolver.js'
 import { OPEN_SITES, type SiteHooks, type DomainTarget } from '../../http/site-hooks.js'
 import { upgradeStatus } from '../../http/origin.js'
 import { hostName, originUrl, previewOriginUrl, projectSegment, type SiteHost } from '../../http/site-origin.js'
@@ -28,7 +41,8 @@ type Log = { warn(obj: unknown, msg: string): void }
 const FORBIDDEN = Buffer.from('Forbidden')
 const BAD_REQUEST = Buffer.from('Bad Request')
 const UNAVAILABLE = Buffer.from('Service Unavailable')
-const H403 = plainHeaders(FORBIDDEN.length)
+/** The path form's refusal of a worker's fetch, which an ordinary load of the URL never gets. */
+const H403_WORKER = [...plainHeaders(FORBIDDEN.length), 'Vary', VARY_WORKER]
 const H400 = plainHeaders(BAD_REQUEST.length)
 const H503 = plainHeaders(UNAVAILABLE.length)
 /** How an answer's headers are made (commonFor): the entry's own; private (a visitor password); a worker's script fetch. */
@@ -65,6 +79,8 @@ const H_RETIRING = [
   String(RETIRING_WORKER.length),
   'Cache-Control',
   'no-store',
+  'Vary',
+  VARY_WORKER,
   'X-Content-Type-Options',
   'nosniff',
 ]
@@ -219,7 +235,8 @@ export function createHostHandler(
    * fallback, `/* /index.html 200`, answering a worker's path that is gone with its page).
    */
   const noScript = (e: HostEntry): boolean => {
-    if (e.kind === 'redirect') return false
+    // a path the user site answers is its to answer, by this same test on its own entry
+    if (e.kind === 'redirect' || e.kind === 'userSite') return false
     if (e.kind !== 'file' || e.status === 404 || e.status === 410) return true
     const list = commonOf(e)
     for (let i = 0; i < list.length; i += 2) if (list[i].toLowerCase() === 'content-type') return !JS_TYPE.test(list[i + 1])
@@ -231,16 +248,10 @@ export function createHostHandler(
    * a file whose rules set a cache life: its answer is then made with commonFor's 'worker'
    * headers, so a rule such as `/*.js` immutable for a year never keeps a browser (which caps
    * a worker script's life at a day, and uses it with `updateViaCache: 'all'`) on an old worker.
+   * Such a file's answers all carry `Vary: Service-Worker` (resolver.ts fileEntry), so a cache
+   * in front never hands the ordinary load's long-kept answer to a worker's fetch.
    */
-  const ownCache = (req: IncomingMessage, e: FileEntry): boolean => {
-    if (req.headers['service-worker'] === undefined) return false
-    const list = commonOf(e)
-    for (let i = 0; i < list.length; i += 2) {
-      const name = list[i].toLowerCase()
-      if (name === 'cache-control' ? list[i + 1] !== CACHE_CONTROL : isCacheField(name)) return true
-    }
-    return false
-  }
+  const ownCache = (req: IncomingMessage, e: FileEntry): boolean => req.headers['service-worker'] !== undefined && keptLonger(commonOf(e))
 
   /**
    * The headers of a 412 or 416, which carry none of the representation's bytes: no
@@ -612,18 +623,34 @@ export function createHostHandler(
       sendOn(req, res, username, liveProject(rawName), { rawName, userOrigin: sites.userOrigin(req, username) }, path.slice(slash), query, go)
     }
     if (holds === null || !path.startsWith('/.well-known/')) return send()
-    // a project's own origin or domain is the site's: its own file at a path the service
-    // yields (security.txt), when it serves one, answers there (decision 77)
+    // the site at the host's root owns it: its own file at a path the service yields
+    // (security.txt), when it serves one, answers there (decision 77). That site is a project
+    // origin's or a domain's project (`target`), or on the user's origin the user site, when
+    // it answers the path (it names nothing else of the user's, decision 277)
     const answer = (siteOwns: boolean) => {
       if (siteOwns || !holds.wellKnown(req, res, path)) send()
     }
-    if (target === null || !holds.yields(path)) return answer(false)
+    if (!holds.yields(path)) return answer(false)
     const own = (e: HostEntry | null) => e !== null && e.kind === 'file' && e.status === 200
     const host = hostName(req.headers.host)
-    const hit = cached(domainKey(full, host), query)
-    if (hit !== undefined) return answer(own(hit))
-    resolve(full, 'domain', query, host)
-      .then((r) => answer(!('status' in r) && own(r.entry)))
+    if (target !== null) return entryOn(res, full, 'domain', query, host, (e) => answer(own(e)))
+    entryOn(res, full, true, query, '', (e) =>
+      e === null || e.kind !== 'userSite'
+        ? answer(false)
+        : entryOn(res, targetPath(username, userSiteTarget(e), path), 'domain', query, host, (u) => answer(own(u))),
+    )
+  }
+
+  /** The path-form path a target's site answers `path` (on its host) as, as serveSite spells it: /{username}/{project}/... */
+  const targetPath = (username: string, target: DomainTarget, path: string): string =>
+    `/${username}/${projectSegment(encodeURIComponent(target.project), target.deploy ?? null)}${path}`
+
+  /** A path's entry as `mode` answers it on `host`: cached, else resolved (null: a bad path); `then` gets it. */
+  function entryOn(res: ServerResponse, full: string, mode: SiteMode, query: string, host: string, then: (e: HostEntry | null) => void): void {
+    const hit = cached(mode === 'domain' ? domainKey(full, host) : mode ? siteKey(full) : full, query)
+    if (hit !== undefined) return then(hit)
+    resolve(full, mode, query, host)
+      .then((r) => then('status' in r ? null : r.entry))
       .catch((err) => fail(res, err))
   }
 
@@ -931,7 +958,7 @@ export function createHostHandler(
       if (toSite(req, res, path, query)) return
       if (req.headers['service-worker'] !== undefined) {
         // a hosted script may never become a service worker over the user's (or anyone's) pages
-        res.writeHead(403, H403)
+        res.writeHead(403, H403_WORKER)
         res.end(head ? undefined : FORBIDDEN)
         return
       }
