@@ -52,7 +52,7 @@ for (const engine of ENGINES) {
       const viaStdio = (await client.listTools()).tools
       const viaHttp = (await http.listTools()).tools
       assert.deepEqual(viaStdio, viaHttp)
-      assert.equal(viaStdio.length, 26)
+      assert.equal(viaStdio.length, 29)
 
       const called = new Set<string>()
       const ok = async (name: string, args: Record<string, unknown> = {}) => {
@@ -155,6 +155,16 @@ for (const engine of ENGINES) {
       await ok('delete_form', { form_id: form.id })
       assert.deepEqual((await s.get('/svc_api/forms/list', { key: alice.key })).json.data.forms, [])
 
+      // visitor access: a password on the project, then open again
+      assert.equal((await ok('set_access', { name: 'tiny', password: 'let me in' })).structuredContent.access.password, true)
+      assert.equal((await s.get(`/${alice.username}/tiny/`)).status, 401)
+      assert.deepEqual(
+        (await ok('list_access')).structuredContent.access.map((a: any) => a.name),
+        ['tiny'],
+      )
+      await ok('clear_access', { name: 'tiny' })
+      assert.equal((await s.get(`/${alice.username}/tiny/`)).status, 200)
+
       await ok('delete_site', { name: 'stdio.html' })
       assert.equal((await s.get(`/${alice.username}/stdio.html`)).status, 404)
       assert.deepEqual([...called].sort(), viaStdio.map((t) => t.name).sort(), 'every tool was called')
@@ -186,6 +196,7 @@ for (const engine of ENGINES) {
         'get_site',
         'kv_get',
         'kv_list',
+        'list_access',
         'list_data',
         'list_deploys',
         'list_images',
@@ -210,7 +221,7 @@ for (const engine of ENGINES) {
       )
       assert.doesNotMatch(stderr(), /retrying|connection problem/)
       // the server keeps answering, and nothing was stored
-      assert.equal((await client.listTools()).tools.length, 26)
+      assert.equal((await client.listTools()).tools.length, 29)
       assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
     })
 

@@ -34,8 +34,10 @@ const WRITE_TOOLS = [
   'delete_form',
   'delete_image',
   'update_form',
+  'set_access',
+  'clear_access',
 ]
-const READ_TOOLS = ['list_sites', 'get_site', 'read_file', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions', 'list_data', 'list_images']
+const READ_TOOLS = ['list_sites', 'get_site', 'read_file', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions', 'list_data', 'list_images', 'list_access']
 
 for (const engine of ENGINES) {
   describe(`MCP over streamable HTTP [${engine}]`, () => {
@@ -1711,6 +1713,8 @@ for (const engine of ENGINES) {
           ['delete_form', { form_id: '\u0000' }, 'form_id'],
           ['update_data', { file_id: 'x\u0000', content: '{}' }, 'file_id'],
           ['delete_image', { public_token: 'a\u0000' }, 'public_token'],
+          ['set_access', { name: 'a\u0000', password: 'long enough' }, 'name'],
+          ['clear_access', { name: '\u0000' }, 'name'],
         ] as const) {
           const r = (await own.callTool({ name, arguments: args })) as any
           assert.equal(r.isError, true, `${name}: ${textOf(r)}`)

@@ -77,6 +77,13 @@ const image = z.looseObject({
   height: z.number().int().nullable(),
 })
 
+const access = z.looseObject({
+  name: z.string().describe('The project, or the page by its file name (about.html), that the setting holds for'),
+  password: z.boolean().describe('Whether visitors need a password (the password itself is never shown)'),
+  expires_at: z.string().nullable().describe('ISO 8601, UTC: from then on the name answers 410 to everyone; null: never'),
+  expired: z.boolean(),
+  updated_at: z.string(),
+})
 /** A project's live deploy after rollback or promote. */
 const liveDeploy = { project: z.string(), live_deploy_id: z.string(), open_url: openUrl }
 
@@ -181,6 +188,9 @@ export const OUTPUTS = {
   upload_image: { image },
   list_images: { images: z.array(image), total: count, ...paging, dashboard_url: dashboardUrl },
   delete_image: { public_token: z.string() },
+  list_access: { access: z.array(access), dashboard_url: dashboardUrl },
+  set_access: { access },
+  clear_access: { name: z.string().describe('The name now open to everyone') },
 } satisfies Record<string, Record<string, z.ZodType>>
 
 export type ToolName = keyof typeof OUTPUTS

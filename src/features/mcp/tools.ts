@@ -28,6 +28,7 @@ import { builtForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
 import { parsePage } from '../../http/pagination.js'
 import { MAX_PAGE } from '../../http/page-limits.js'
 import { warningsIn, type PageWarning } from '../sites/page-warnings.js'
+import { MAX_PASSWORD_BYTES } from '../../auth/account-rules.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -798,7 +799,7 @@ const kvTtl = z
 const kvPublicUrl = (ctx: ToolContext, key: string) =>
   `${ctx.serviceOrigin}/svc_api/data/public/${encodeURIComponent(ctx.user.username)}/${encodeURIComponent(key)}`
 /** The dashboard page where the account's owner (logged in) sees its entries, forms' submissions, data files or images. */
-const dashboardUrl = (ctx: ToolContext, page: 'kv' | 'forms' | 'data' | 'images') => `${ctx.serviceOrigin}/dashboard/${page}`
+const dashboardUrl = (ctx: ToolContext, page: 'kv' | 'forms' | 'data' | 'images' | 'domains') => `${ctx.serviceOrigin}/dashboard/${page}`
 /** Where an entry can be seen: its public URL when it is public, else the dashboard. */
 const kvWhere = (publicUrl: string | null, dashboard: string) => (publicUrl ? `public at ${publicUrl}` : `private (the dashboard shows it: ${dashboard})`)
 
@@ -1196,6 +1197,116 @@ const deleteImage = tool({
   },
 })
 
+/**
+ * A project or page name as visitor access takes it (the first path segment after the user):
+ * what the REST route takes, at most 255 bytes (the service checks) and without NUL.
+ */
+const accessNameArg = z
+  .string()
+  .min(1)
+  .max(MAX_SEGMENT_BYTES)
+  .regex(/^[^\u0000]*$/, 'must not contain a NUL character (U+0000)')
+  .describe('A project name, or a page by its file name (about.html; ".html" is added when only that names one, as publish_html adds it)')
+
+/**
+ * The name a visitor setting is stored under, found as delete_site finds a site: a project of
+ * that name, else the page of that exact name, else the page with ".html" added (publish_html
+ * names "landing" landing.html). A name that is none of them is passed on unchanged, for the
+ * service to refuse (1346).
+ */
+async function accessTarget(s: McpServices, ctx: ToolContext, name: string): Promise<string> {
+  if (name.includes('/') || /\.html?$/i.test(name)) return name
+  if ((await s.folders.projects(ctx.user, ctx.contentOrigin)).some((p) => p.name === name)) return name
+  if ((await s.files.one(ctx.user, name, ctx.contentOrigin)) !== null) return name
+  return (await s.files.one(ctx.user, `${name}.html`, ctx.contentOrigin)) !== null ? `${name}.html` : name
+}
+
+/** One visitor setting in a line; never the password, which the service keeps only hashed. */
+const accessLine = (a: { name: string; password: boolean; expires_at: string | null; expired: boolean }) =>
+  `${a.name}: ${a.password ? 'visitors need a password' : 'no password'}, ${a.expires_at === null ? 'no expiry' : `${a.expired ? 'expired' : 'expires'} ${a.expires_at}`}`
+
+const accessSolutions = () => ({
+  SITE_TARGET_NOT_FOUND: 'list_sites lists your projects and pages (a page by its file name, e.g. about.html)',
+  ACCESS_NOT_FOUND: 'list_access lists the names with a visitor password or an expiry',
+})
+
+const listAccess = tool({
+  name: 'list_access',
+  title: 'List visitor passwords and expiries',
+  description:
+    "Lists the caller's projects and pages that have a visitor password or an expiry: for each, whether visitors need a password (never the password itself), when it expires and whether it has. set_access changes one, clear_access opens one to everyone again.",
+  readOnly: true,
+  input: {},
+  async run(s, ctx) {
+    const access = (await s.domains.listAccess(ctx.user)).map((a) => s.domains.accessView(a))
+    const dashboard = dashboardUrl(ctx, 'domains')
+    return {
+      summary: access.length
+        ? `${access.map(accessLine).join('\n')}\nThe dashboard shows them: ${dashboard}`
+        : 'No project or page has a visitor password or an expiry; set_access sets one.',
+      data: { access, dashboard_url: dashboard },
+    }
+  },
+})
+
+const setAccess = tool({
+  name: 'set_access',
+  title: 'Set a visitor password or an expiry',
+  description:
+    'Protects a project or a single page: with password, visitors must enter it (a form in a browser, HTTP Basic for scripts) on every URL of that name; with expires_at, from then on it answers 410 to everyone. Send either or both; null removes one, an omitted one stays. A new password signs out every visitor who entered the old one. The password is stored only as a hash and never shown again, in this answer or list_access: tell it to the people who should see the site. clear_access removes both.',
+  readOnly: false,
+  // a repeated call with a password signs its visitors out again (a new secret each time)
+  idempotent: false,
+  input: {
+    name: accessNameArg,
+    password: z
+      .string()
+      .min(4)
+      .max(MAX_PASSWORD_BYTES)
+      .nullable()
+      .optional()
+      .describe(`The visitor password, 4 characters to ${MAX_PASSWORD_BYTES} bytes; null removes it; omit to keep it`),
+    expires_at: z
+      .union([z.string().max(64), z.number().int().nonnegative()])
+      .nullable()
+      .optional()
+      .describe('When the name stops answering (410): ISO 8601 with a zone (2026-12-31T23:00:00Z) or epoch milliseconds; null removes it; omit to keep it'),
+  },
+  solutions: accessSolutions,
+  async run(s, ctx, a) {
+    if (a.password === undefined && a.expires_at === undefined)
+      throw new AppError('ACCESS_INVALID', {
+        params: { detail: 'send password, expires_at or both (null removes one)', field: 'password or expires_at' },
+      })
+    const name = await accessTarget(s, ctx, a.name)
+    const body: Record<string, unknown> = {}
+    if (a.password !== undefined) body.password = a.password
+    if (a.expires_at !== undefined) body.expires_at = a.expires_at
+    const access = s.domains.accessView(await s.domains.setAccess(ctx.user, name, body))
+    return { summary: `Saved. ${accessLine(access)}.`, data: { access } }
+  },
+})
+
+const clearAccess = tool({
+  name: 'clear_access',
+  title: 'Open a project or page to everyone',
+  description:
+    'Removes the visitor password and the expiry of a project or page (a name list_access shows): it answers everyone again at once. A name without a setting is 1348.',
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: { name: accessNameArg },
+  solutions: accessSolutions,
+  async run(s, ctx, a) {
+    // the name as stored, else with ".html" added when only that one has a setting
+    const names = new Set((await s.domains.listAccess(ctx.user)).map((r) => r.name))
+    const given = a.name.normalize('NFC')
+    const name = !names.has(given) && !/\.html?$/i.test(given) && names.has(`${given}.html`) ? `${given}.html` : a.name
+    await s.domains.removeAccess(ctx.user, name)
+    return { summary: `${name} is open to everyone again (no password, no expiry).`, data: { name } }
+  },
+})
+
 /** Every tool. */
 export const TOOLS: readonly McpTool[] = [
   publishHtml,
@@ -1224,6 +1335,9 @@ export const TOOLS: readonly McpTool[] = [
   uploadImage,
   listImages,
   deleteImage,
+  listAccess,
+  setAccess,
+  clearAccess,
 ]
 
 /** The tools a caller sees: a read-only key gets the read-only ones only. */

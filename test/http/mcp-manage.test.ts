@@ -1,0 +1,163 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { mcpHttpClient, textOf } from '../support/mcp.js'
+import { HIGH_LIMITS } from '../support/hosting.js'
+import { verifyPassword } from '../../src/auth/passwords.js'
+import type { McpServices } from '../../src/features/mcp/services.js'
+import type { DomainsState } from '../../src/features/domains/index.js'
+
+// The MCP tools that do what the dashboard does for a published site: visitor passwords and
+// expiries (set_access, list_access, clear_access). Each calls the service its REST
+// route calls; each is driven through the SDK's own client.
+
+type Result = { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: any }
+
+/** A visitor password no other text of the answers or the log could hold by chance. */
+const PASSWORD = 'Visitor-Pw-7f3c9e2a'
+
+for (const engine of ENGINES) {
+  describe(`MCP tools for visitor access [${engine}]`, () => {
+    let s: TestServer
+    // every line the server logs, at the most detailed level
+    const logLines: string[] = []
+
+    before(async () => {
+      s = await startServer({ engine, logLines, env: { RATE_LIMITS: HIGH_LIMITS, LOG_LEVEL: 'trace' } })
+    })
+    after(async () => {
+      await s?.close()
+    })
+
+    /** A user of its own with an SDK client, and helpers that call a tool and check how it answered. */
+    async function agent() {
+      const user = await s.user()
+      const client: Client = await mcpHttpClient(s.url, user.key)
+      const run = async (name: string, args: Record<string, unknown> = {}) => (await client.callTool({ name, arguments: args })) as Result
+      const done = async (name: string, args: Record<string, unknown> = {}) => {
+        const r = await run(name, args)
+        assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+        return r
+      }
+      const refused = async (name: string, args: Record<string, unknown>, code: number, text: RegExp) => {
+        const r = await run(name, args)
+        assert.equal(r.isError, true, `${name}: ${textOf(r)}`)
+        assert.equal(r.structuredContent.error_code, code, textOf(r))
+        assert.match(textOf(r), text)
+        return r
+      }
+      return { user, client, run, done, refused }
+    }
+
+    it('the tools use the domains service the REST routes use, which drops the public caches', () => {
+      const mcp = s.app.featureState('mcp') as McpServices
+      assert.equal(mcp.domains, (s.app.featureState('domains') as DomainsState).service)
+    })
+
+    it('set_access protects a page and a project as PUT /api/access does; the password is never echoed, kept only hashed, never logged', async () => {
+      const { user, client, done, refused } = await agent()
+      try {
+        const { tools } = await client.listTools()
+        const hints = (name: string) => {
+          const a = tools.find((t) => t.name === name)?.annotations
+          return [a?.readOnlyHint, a?.destructiveHint, a?.idempotentHint]
+        }
+        assert.deepEqual(hints('list_access'), [true, false, true])
+        assert.deepEqual(hints('set_access'), [false, false, false])
+        assert.deepEqual(hints('clear_access'), [false, true, true])
+
+        await done('publish_html', { name: 'landing', html: '<p>landing page</p>' })
+        await done('deploy_files', { project: 'secret', files: [{ path: 'index.html', content: '<p>secret site</p>' }] })
+        const page = `/${user.username}/landing.html`
+        const site = `/${user.username}/secret/`
+        const basic = { authorization: `Basic ${Buffer.from(`visitor:${PASSWORD}`).toString('base64')}` }
+        assert.equal((await s.get(page)).status, 200)
+        assert.match(textOf(await done('list_access')), /^No project or page has a visitor password or an expiry; set_access sets one\.$/)
+
+        // the page by the name publish_html was given: ".html" is added, as publish_html adds it
+        const set = await done('set_access', { name: 'landing', password: PASSWORD })
+        assert.deepEqual(
+          [set.structuredContent.access.name, set.structuredContent.access.password, set.structuredContent.access.expires_at],
+          ['landing.html', true, null],
+        )
+        assert.equal(textOf(set), 'Saved. landing.html: visitors need a password, no expiry.')
+        assert.doesNotMatch(JSON.stringify(set), new RegExp(PASSWORD))
+        assert.equal((await s.get(page)).status, 401)
+        const opened = await s.get(page, { headers: basic })
+        assert.equal(opened.status, 200)
+        assert.equal(opened.text, '<p>landing page</p>')
+        // what the REST API lists is what the tool answered
+        assert.deepEqual((await s.get('/api/access', { key: user.key })).json.data.access, [set.structuredContent.access])
+        // kept as an Argon2id hash of the password, never the password
+        const row = await s.deps.db.k.selectFrom('site_access').select('password_hash').where('name', '=', 'landing.html').executeTakeFirstOrThrow()
+        assert.match(row.password_hash ?? '', /^\$argon2id\$/)
+        assert.ok(!row.password_hash?.includes(PASSWORD))
+        assert.equal(await verifyPassword(row.password_hash!, PASSWORD), true)
+
+        // an expiry in the past: the project answers 410 to everyone
+        const expired = await done('set_access', { name: 'secret', expires_at: '2020-01-01T00:00:00Z' })
+        assert.deepEqual([expired.structuredContent.access.password, expired.structuredContent.access.expired], [false, true])
+        assert.equal((await s.get(site)).status, 410)
+        // null removes the expiry; the password comes with the same call
+        await done('set_access', { name: 'secret', expires_at: null, password: PASSWORD })
+        assert.equal((await s.get(site)).status, 401)
+        assert.equal((await s.get(site, { headers: basic })).text, '<p>secret site</p>')
+        const listed = await done('list_access')
+        assert.deepEqual(
+          listed.structuredContent.access.map((a: any) => [a.name, a.password, a.expires_at]),
+          [
+            ['landing.html', true, null],
+            ['secret', true, null],
+          ],
+        )
+        assert.match(
+          textOf(listed),
+          /^landing\.html: visitors need a password, no expiry\nsecret: visitors need a password, no expiry\nThe dashboard shows them: https?:\/\/\S+\/dashboard\/domains$/,
+        )
+
+        // refusals change nothing, and never repeat the password they were given
+        const before = (await s.get('/api/access', { key: user.key })).json.data.access
+        const refusals = [
+          await refused('set_access', { name: 'landing' }, 1347, /send password, expires_at or both/),
+          await refused('set_access', { name: 'landing', password: 'Zq9' }, 1106, /argument "password": .*4/),
+          await refused('set_access', { name: 'nope', password: PASSWORD }, 1346, /list_sites lists your projects and pages/),
+          await refused('set_access', { name: 'a/b', password: PASSWORD }, 1347, /must be a project or page name/),
+          await refused('set_access', { name: 'landing', password: PASSWORD, expires_at: 'tomorrow' }, 1347, /expires_at must be an ISO 8601 time/),
+          await refused('set_access', { name: 'landing', password: PASSWORD, shout: true }, 1106, /unknown argument "shout"/),
+        ]
+        for (const r of refusals) assert.doesNotMatch(JSON.stringify(r), new RegExp(`${PASSWORD}|Zq9`))
+        assert.deepEqual((await s.get('/api/access', { key: user.key })).json.data.access, before)
+
+        // clear_access opens the name at once; a name without a setting is 1348
+        const cleared = await done('clear_access', { name: 'landing' })
+        assert.equal(cleared.structuredContent.name, 'landing.html')
+        assert.equal((await s.get(page)).status, 200)
+        await refused('clear_access', { name: 'landing.html' }, 1348, /list_access lists the names/)
+        assert.deepEqual(
+          (await s.get('/api/access', { key: user.key })).json.data.access.map((a: any) => a.name),
+          ['secret'],
+        )
+
+        // a read-only key lists the settings and changes none
+        const { key } = await s.deps.apiKeys.create(user.id, { name: 'ro', readOnly: true })
+        const ro = await mcpHttpClient(s.url, key)
+        try {
+          const names = (await ro.listTools()).tools.map((t) => t.name)
+          assert.ok(names.includes('list_access'))
+          assert.ok(!names.includes('set_access') && !names.includes('clear_access'))
+          const r = (await ro.callTool({ name: 'clear_access', arguments: { name: 'secret' } })) as Result
+          assert.equal(r.structuredContent.error_code, 1440)
+          assert.equal((await s.get(site)).status, 401)
+        } finally {
+          await ro.close()
+        }
+      } finally {
+        await client.close()
+      }
+      // the password went through the server's log at its most detailed level nowhere
+      assert.ok(logLines.length > 0)
+      assert.ok(!logLines.some((l) => l.includes(PASSWORD)), 'a log line holds the password')
+    })
+  })
+}
