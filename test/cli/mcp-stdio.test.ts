@@ -52,7 +52,7 @@ for (const engine of ENGINES) {
       const viaStdio = (await client.listTools()).tools
       const viaHttp = (await http.listTools()).tools
       assert.deepEqual(viaStdio, viaHttp)
-      assert.equal(viaStdio.length, 29)
+      assert.equal(viaStdio.length, 30)
 
       const called = new Set<string>()
       const ok = async (name: string, args: Record<string, unknown> = {}) => {
@@ -139,6 +139,13 @@ for (const engine of ENGINES) {
         (await ok('list_data')).structuredContent.files.map((f: any) => f.id),
         [data.id],
       )
+      await ok('update_data', { file_id: data.id, content: '[1,2,3]' })
+      assert.deepEqual(
+        (await ok('delete_data', { file_id: data.id, version: 1 })).structuredContent.file.versions.map((v: any) => v.version),
+        [2, 3],
+      )
+      await ok('delete_data', { file_id: data.id })
+      assert.equal((await s.get(new URL(data.public_url).pathname)).status, 404)
       const img = (await ok('upload_image', { base64: (await makeImage('png')).toString('base64') })).structuredContent.image
       assert.equal((await s.get(new URL(img.public_url).pathname)).status, 200)
       assert.deepEqual(
@@ -221,7 +228,7 @@ for (const engine of ENGINES) {
       )
       assert.doesNotMatch(stderr(), /retrying|connection problem/)
       // the server keeps answering, and nothing was stored
-      assert.equal((await client.listTools()).tools.length, 29)
+      assert.equal((await client.listTools()).tools.length, 30)
       assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
     })
 

@@ -4,13 +4,14 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
+import { svc } from '../support/images.js'
 import { verifyPassword } from '../../src/auth/passwords.js'
 import type { McpServices } from '../../src/features/mcp/services.js'
 import type { DomainsState } from '../../src/features/domains/index.js'
 
 // The MCP tools that do what the dashboard does for a published site: visitor passwords and
-// expiries (set_access, list_access, clear_access). Each calls the service its REST
-// route calls; each is driven through the SDK's own client.
+// expiries (set_access, list_access, clear_access) and deleting hosted data (delete_data).
+// Each calls the service its REST route calls; each is driven through the SDK's own client.
 
 type Result = { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: any }
 
@@ -18,7 +19,7 @@ type Result = { isError?: boolean; content: Array<{ type: string; text: string }
 const PASSWORD = 'Visitor-Pw-7f3c9e2a'
 
 for (const engine of ENGINES) {
-  describe(`MCP tools for visitor access [${engine}]`, () => {
+  describe(`MCP tools for visitor access and hosted data [${engine}]`, () => {
     let s: TestServer
     // every line the server logs, at the most detailed level
     const logLines: string[] = []
@@ -158,6 +159,59 @@ for (const engine of ENGINES) {
       // the password went through the server's log at its most detailed level nowhere
       assert.ok(logLines.length > 0)
       assert.ok(!logLines.some((l) => l.includes(PASSWORD)), 'a log line holds the password')
+    })
+
+    it('delete_data deletes a data file, or one version of it, as the hosted-data REST routes do', async () => {
+      const { user, client, done, refused } = await agent()
+      try {
+        const { tools } = await client.listTools()
+        const t = tools.find((x) => x.name === 'delete_data')
+        assert.deepEqual([t?.annotations?.readOnlyHint, t?.annotations?.destructiveHint, t?.annotations?.idempotentHint], [false, true, true])
+        assert.deepEqual(t?.inputSchema.required, ['file_id'])
+        await refused('delete_data', { file_id: 'x' }, 1010, /.+/)
+        await svc(s, 'grant', user.username, 'hosted-data')
+
+        const file = (await done('create_data', { display_name: 'scores.json', content: '[1]' })).structuredContent.file
+        await done('update_data', { file_id: file.id, content: '[2]' })
+        await done('update_data', { file_id: file.id, content: '[3]' })
+        const link = new URL(file.public_url).pathname
+        assert.equal((await s.get(`${link}?v=1`)).status, 200)
+
+        // one version: its own URL goes, the public URL keeps serving the default
+        const one = await done('delete_data', { file_id: file.id, version: 1 })
+        assert.deepEqual(
+          one.structuredContent.file.versions.map((v: any) => [v.version, v.is_default]),
+          [
+            [2, false],
+            [3, true],
+          ],
+        )
+        assert.match(textOf(one), /^Deleted version 1 of scores\.json; versions left: 2, 3 \(default\)\. \S+ still serves version 3\.$/)
+        assert.equal((await s.get(`${link}?v=1`)).status, 404)
+        assert.deepEqual((await s.get(link)).json, [3])
+        // the default version, one that does not exist, a file of no one: refused, nothing deleted
+        await refused('delete_data', { file_id: file.id, version: 3 }, 1106, /default version cannot be deleted.*update_data makes a new one the default/)
+        await refused('delete_data', { file_id: file.id, version: 9 }, 1106, /version 9 does not exist/)
+        await refused('delete_data', { file_id: file.id, version: 0 }, 1106, /argument "version"/)
+        await refused('delete_data', { file_id: 'no-such-file' }, 1405, /list_data lists your data files/)
+        // a locked file keeps every version
+        await svc(s, 'lock', 'hosted-data', file.id)
+        await refused('delete_data', { file_id: file.id }, 1423, /Locked/)
+        await refused('delete_data', { file_id: file.id, version: 2 }, 1423, /Locked/)
+        await svc(s, 'unlock', 'hosted-data', file.id)
+        assert.equal((await s.get(`${link}?v=2`)).status, 200)
+
+        // the whole file: its public URL answers 404 at once
+        const all = await done('delete_data', { file_id: file.id })
+        assert.deepEqual(all.structuredContent, { success: true, file_id: file.id })
+        assert.equal((await s.get(link)).status, 404)
+        assert.equal((await s.get(`${link}?v=3`)).status, 404)
+        assert.deepEqual((await done('list_data')).structuredContent.files, [])
+        assert.equal((await s.get('/api/hosted-data/files/' + file.id, { cookie: await s.login(user.username, user.password) })).status, 404)
+        await refused('delete_data', { file_id: file.id }, 1405, /list_data lists your data files/)
+      } finally {
+        await client.close()
+      }
     })
   })
 }

@@ -185,6 +185,14 @@ export const OUTPUTS = {
   create_data: { file: dataFile },
   list_data: { files: z.array(dataFile), total: count },
   update_data: { file: dataFile, version: z.looseObject({ version: z.number().int().positive(), url }) },
+  delete_data: {
+    file_id: z.string(),
+    version: z.number().int().positive().optional().describe('With version: the version deleted'),
+    file: dataFile
+      .extend({ versions: z.array(z.looseObject({ version: z.number().int().positive(), is_default: z.boolean(), url })) })
+      .optional()
+      .describe('With version: the file as it is now, with the versions left'),
+  },
   upload_image: { image },
   list_images: { images: z.array(image), total: count, ...paging, dashboard_url: dashboardUrl },
   delete_image: { public_token: z.string() },

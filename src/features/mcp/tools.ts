@@ -28,6 +28,7 @@ import { builtForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
 import { parsePage } from '../../http/pagination.js'
 import { MAX_PAGE } from '../../http/page-limits.js'
 import { warningsIn, type PageWarning } from '../sites/page-warnings.js'
+import { MAX_VERSION } from '../hosted-data/service.js'
 import { MAX_PASSWORD_BYTES } from '../../auth/account-rules.js'
 
 /**
@@ -1093,12 +1094,14 @@ const listData = tool({
   },
 })
 
+const dataIdArg = idArg("The data file's id: create_data's file.id, or list_data's file_id")
+
 const updateData = tool({
   name: 'update_data',
   title: 'Update a data file',
   description: `Uploads a new version of a hosted data file (file_id: create_data's file.id, or list_data's) and makes it the one its public URL serves. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version). Needs the hosted-data entitlement.`,
   readOnly: false,
-  input: { file_id: idArg("The data file's id: create_data's file.id, or list_data's file_id"), ...dataInput },
+  input: { file_id: dataIdArg, ...dataInput },
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'hosted-data')
     const type = a.content_type ?? (await s.data.currentType(ctx.user, a.file_id))
@@ -1194,6 +1197,44 @@ const deleteImage = tool({
     await needEntitlement(ctx, 'image-host')
     await s.images.remove(ctx.user, a.public_token)
     return { summary: `Deleted image ${a.public_token}.`, data: { public_token: a.public_token } }
+  },
+})
+
+const deleteData = tool({
+  name: 'delete_data',
+  title: 'Delete a data file or one of its versions',
+  description:
+    "Deletes a hosted data file with all of its versions (file_id: create_data's file.id, or list_data's); its public URL answers 404 at once. With version, deletes that version only (its ?v= URL answers 404) and answers the versions left; the default version, which the public URL serves, cannot be deleted (update_data makes a new one the default). A locked file is refused (1423). Cannot be undone. Needs the hosted-data entitlement.",
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: {
+    file_id: dataIdArg,
+    version: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_VERSION)
+      .optional()
+      .describe("Only this version (update_data's version.version); omit to delete the whole file"),
+  },
+  solutions: () => ({
+    RESOURCE_NOT_FOUND: 'list_data lists your data files with their file_id',
+    INVALID_PARAMETER:
+      "list_data gives each file's default_version and latest_version; the default version cannot be deleted (update_data makes a new one the default)",
+  }),
+  async run(s, ctx, a) {
+    await needEntitlement(ctx, 'hosted-data')
+    if (a.version === undefined) {
+      await s.data.remove(ctx.user, a.file_id)
+      return { summary: `Deleted data file ${a.file_id} and all its versions.`, data: { file_id: a.file_id } }
+    }
+    const r = await s.data.removeVersion(ctx.user, a.file_id, a.version, ctx.contentOrigin)
+    const left = r.file.versions.map((v) => `${v.version}${v.is_default ? ' (default)' : ''}`).join(', ')
+    return {
+      summary: `Deleted version ${a.version} of ${r.file.display_name}; versions left: ${left}. ${r.file.public_url} still serves version ${r.file.default_version}.`,
+      data: { file_id: a.file_id, version: a.version, file: r.file },
+    }
   },
 })
 
@@ -1335,6 +1376,7 @@ export const TOOLS: readonly McpTool[] = [
   uploadImage,
   listImages,
   deleteImage,
+  deleteData,
   listAccess,
   setAccess,
   clearAccess,
