@@ -5,13 +5,15 @@ import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { svc } from '../support/images.js'
+import { startDns, type TestDns } from '../support/dns.js'
 import { verifyPassword } from '../../src/auth/passwords.js'
 import type { McpServices } from '../../src/features/mcp/services.js'
 import type { DomainsState } from '../../src/features/domains/index.js'
 
 // The MCP tools that do what the dashboard does for a published site: visitor passwords and
-// expiries (set_access, list_access, clear_access) and deleting hosted data (delete_data).
-// Each calls the service its REST route calls; each is driven through the SDK's own client.
+// expiries (set_access, list_access, clear_access), deleting hosted data (delete_data) and
+// custom domains (list_domains, add_domain, verify_domain, remove_domain). Each calls the
+// service its REST route calls; each is driven through the SDK's own client.
 
 type Result = { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: any }
 
@@ -19,16 +21,19 @@ type Result = { isError?: boolean; content: Array<{ type: string; text: string }
 const PASSWORD = 'Visitor-Pw-7f3c9e2a'
 
 for (const engine of ENGINES) {
-  describe(`MCP tools for visitor access and hosted data [${engine}]`, () => {
+  describe(`MCP tools for visitor access, hosted data and custom domains [${engine}]`, () => {
     let s: TestServer
+    let dns: TestDns
     // every line the server logs, at the most detailed level
     const logLines: string[] = []
 
     before(async () => {
-      s = await startServer({ engine, logLines, env: { RATE_LIMITS: HIGH_LIMITS, LOG_LEVEL: 'trace' } })
+      dns = await startDns()
+      s = await startServer({ engine, logLines, env: { RATE_LIMITS: HIGH_LIMITS, DNS_RESOLVER: dns.addr, DOMAINS_PER_USER: '2', LOG_LEVEL: 'trace' } })
     })
     after(async () => {
       await s?.close()
+      await dns?.close()
     })
 
     /** A user of its own with an SDK client, and helpers that call a tool and check how it answered. */
@@ -145,8 +150,8 @@ for (const engine of ENGINES) {
         const ro = await mcpHttpClient(s.url, key)
         try {
           const names = (await ro.listTools()).tools.map((t) => t.name)
-          assert.ok(names.includes('list_access'))
-          assert.ok(!names.includes('set_access') && !names.includes('clear_access'))
+          assert.ok(names.includes('list_access') && names.includes('list_domains'))
+          assert.ok(!names.includes('set_access') && !names.includes('clear_access') && !names.includes('add_domain'))
           const r = (await ro.callTool({ name: 'clear_access', arguments: { name: 'secret' } })) as Result
           assert.equal(r.structuredContent.error_code, 1440)
           assert.equal((await s.get(site)).status, 401)
@@ -209,6 +214,79 @@ for (const engine of ENGINES) {
         assert.deepEqual((await done('list_data')).structuredContent.files, [])
         assert.equal((await s.get('/api/hosted-data/files/' + file.id, { cookie: await s.login(user.username, user.password) })).status, 404)
         await refused('delete_data', { file_id: file.id }, 1405, /list_data lists your data files/)
+      } finally {
+        await client.close()
+      }
+    })
+
+    it('add_domain gives the TXT record to create; verify_domain makes the domain serve the project; remove_domain stops it', async () => {
+      const { user, client, done, refused } = await agent()
+      const at = (host: string) => s.get('/', { headers: { host } })
+      try {
+        const { tools } = await client.listTools()
+        const hints = (name: string) => {
+          const a = tools.find((t) => t.name === name)?.annotations
+          return [a?.readOnlyHint, a?.destructiveHint, a?.idempotentHint]
+        }
+        assert.deepEqual(hints('list_domains'), [true, false, true])
+        assert.deepEqual(hints('add_domain'), [false, false, false])
+        assert.deepEqual(hints('verify_domain'), [false, false, true])
+        assert.deepEqual(hints('remove_domain'), [false, true, true])
+
+        await done('deploy_files', { project: 'site', files: [{ path: 'index.html', content: '<p>on my domain</p>' }] })
+        const empty = await done('list_domains')
+        assert.deepEqual([empty.structuredContent.domains, empty.structuredContent.limit], [[], 2])
+        assert.match(textOf(empty), /^0 of 2 domains; add_domain adds one\n/)
+
+        const host = `${user.username}.example.test`
+        const added = await done('add_domain', { domain: `${host.toUpperCase()}.`, project: 'site' })
+        const d = added.structuredContent.domain
+        assert.deepEqual([d.domain, d.project, d.verified, d.site_url, added.structuredContent.held_by_other], [host, 'site', false, null, false])
+        assert.equal(d.verification.type, 'TXT')
+        assert.equal(d.verification.name, `_svc-challenge.${host}`)
+        assert.match(d.verification.value, /^svc-verify=[0-9a-f]{32}$/)
+        const record = `_svc-challenge.${host} TXT "${d.verification.value}"`
+        assert.ok(textOf(added).includes(`Create this DNS record: ${record}`), textOf(added))
+        assert.ok(textOf(added).includes(`verify_domain {domain: "${host}"}`), textOf(added))
+        // the REST list shows the same domain, with the same record
+        assert.deepEqual((await s.get('/api/domains', { key: user.key })).json.data.domains, [d])
+        assert.ok(!(await at(host)).text.includes('on my domain'))
+
+        // no record yet, then the wrong one: 1343 naming the record to create
+        await refused(
+          'verify_domain',
+          { domain: host },
+          1343,
+          new RegExp(`no TXT record found.*Create the TXT record ${record.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+        )
+        dns.txt.set(`_svc-challenge.${host}`, [d.verification.value])
+        const verified = await done('verify_domain', { domain: host })
+        assert.deepEqual([verified.structuredContent.domain.verified, verified.structuredContent.domain.site_url], [true, `https://${host}/`])
+        assert.match(textOf(verified), new RegExp(`^Verified ${host}: it serves site at https://${host}/`))
+        assert.equal((await at(host)).text, '<p>on my domain</p>')
+        assert.match(textOf(await done('list_domains')), new RegExp(`^1 of 2 domains\\n${host} -> site: verified, https://${host}/\\n`))
+
+        // refusals, each with its own code and next step, adding nothing
+        await refused('add_domain', { domain: host, project: 'site' }, 1345, /already attached to project site/)
+        await refused('add_domain', { domain: 'http://x.example.test', project: 'site' }, 1340, /not a bare host name/)
+        await refused('add_domain', { domain: 'two.example.test', project: 'nope' }, 1346, /list_sites lists your projects/)
+        await refused('add_domain', { domain: 'two.example.test', project: 'si\u0000te' }, 1106, /.+/)
+        await refused('add_domain', { domain: 'two.example.test' }, 1106, /argument "project" is required/)
+        await refused('verify_domain', { domain: 'other.example.test' }, 1344, /list_domains lists the domains you added/)
+        await done('add_domain', { domain: 'two.example.test', project: 'site' })
+        await refused('add_domain', { domain: 'three.example.test', project: 'site' }, 1341, /remove_domain removes a domain/)
+        assert.deepEqual(
+          (await s.get('/api/domains', { key: user.key })).json.data.domains.map((x: any) => x.domain),
+          [host, 'two.example.test'],
+        )
+
+        // remove_domain: the host stops serving at once; a second call is 1344
+        const removed = await done('remove_domain', { domain: host.toUpperCase() })
+        assert.equal(removed.structuredContent.domain, host)
+        assert.ok(!(await at(host)).text.includes('on my domain'))
+        await refused('remove_domain', { domain: host }, 1344, /list_domains/)
+        await done('remove_domain', { domain: 'two.example.test' })
+        assert.deepEqual((await s.get('/api/domains', { key: user.key })).json.data.domains, [])
       } finally {
         await client.close()
       }

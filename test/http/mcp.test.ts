@@ -37,8 +37,23 @@ const WRITE_TOOLS = [
   'delete_data',
   'set_access',
   'clear_access',
+  'add_domain',
+  'verify_domain',
+  'remove_domain',
 ]
-const READ_TOOLS = ['list_sites', 'get_site', 'read_file', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions', 'list_data', 'list_images', 'list_access']
+const READ_TOOLS = [
+  'list_sites',
+  'get_site',
+  'read_file',
+  'list_deploys',
+  'kv_get',
+  'kv_list',
+  'list_submissions',
+  'list_data',
+  'list_images',
+  'list_access',
+  'list_domains',
+]
 
 for (const engine of ENGINES) {
   describe(`MCP over streamable HTTP [${engine}]`, () => {

@@ -84,6 +84,21 @@ const access = z.looseObject({
   expired: z.boolean(),
   updated_at: z.string(),
 })
+const domain = z.looseObject({
+  domain: z.string().describe('The host name, lowercased (punycode for an internationalised one): what verify_domain and remove_domain take'),
+  project: z.string().describe('The folder project it serves'),
+  verified: z.boolean(),
+  primary: z.boolean(),
+  lost_at: z
+    .string()
+    .nullable()
+    .describe('When another account proved control of it and took it (verify_domain takes it back with your record); null otherwise'),
+  site_url: maybeUrl.describe('https://{domain}/ once verified; null before'),
+  verification: z
+    .looseObject({ type: z.literal('TXT'), name: z.string(), value: z.string() })
+    .describe('The DNS record that proves control of the domain: a TXT record at name holding value; create it, then call verify_domain'),
+})
+
 /** A project's live deploy after rollback or promote. */
 const liveDeploy = { project: z.string(), live_deploy_id: z.string(), open_url: openUrl }
 
@@ -199,6 +214,10 @@ export const OUTPUTS = {
   list_access: { access: z.array(access), dashboard_url: dashboardUrl },
   set_access: { access },
   clear_access: { name: z.string().describe('The name now open to everyone') },
+  list_domains: { domains: z.array(domain), limit: count.describe('How many domains the account may add'), dashboard_url: dashboardUrl },
+  add_domain: { domain, held_by_other: z.boolean().describe('Another account holds it verified: verify_domain with your record moves it to your project') },
+  verify_domain: { domain },
+  remove_domain: { domain: z.string().describe('The host name removed') },
 } satisfies Record<string, Record<string, z.ZodType>>
 
 export type ToolName = keyof typeof OUTPUTS

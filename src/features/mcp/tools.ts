@@ -29,6 +29,8 @@ import { parsePage } from '../../http/pagination.js'
 import { MAX_PAGE } from '../../http/page-limits.js'
 import { warningsIn, type PageWarning } from '../sites/page-warnings.js'
 import { MAX_VERSION } from '../hosted-data/service.js'
+import { domainView, type DomainView } from '../domains/service.js'
+import { parseDomain } from '../domains/names.js'
 import { MAX_PASSWORD_BYTES } from '../../auth/account-rules.js'
 
 /**
@@ -1348,6 +1350,91 @@ const clearAccess = tool({
   },
 })
 
+const domainArg = z.string().min(1).max(255).describe('A host name such as www.example.com (no scheme, port or path)')
+/** The TXT record of a domain, as the dashboard and `svc domain add` show it. */
+const txtRecord = (d: DomainView) => `${d.verification.name} TXT "${d.verification.value}"`
+const domainSolutions = () => ({
+  DOMAIN_NOT_FOUND: 'list_domains lists the domains you added',
+  SITE_TARGET_NOT_FOUND: 'list_sites lists your projects; a domain serves a folder project (deploy_files makes one)',
+  DOMAIN_LIMIT: 'remove_domain removes a domain you no longer use (list_domains lists them)',
+})
+
+const listDomains = tool({
+  name: 'list_domains',
+  title: 'List custom domains',
+  description:
+    "Lists the caller's custom domains: the project each serves, whether it is verified (serving) or still waits for its DNS TXT record (given), and how many the account may add.",
+  readOnly: true,
+  input: {},
+  async run(s, ctx) {
+    const domains = (await s.domains.list(ctx.user)).map(domainView)
+    const dashboard = dashboardUrl(ctx, 'domains')
+    const lines = domains.map(
+      (d) =>
+        `${d.domain} -> ${d.project}: ${d.verified ? `verified${d.primary ? ', primary' : ''}, ${d.site_url}` : `${d.lost_at ? 'taken by another account' : 'not verified'}; DNS record: ${txtRecord(d)}`}`,
+    )
+    return {
+      summary: `${domains.length} of ${s.domains.limit} domains${lines.length ? `\n${lines.join('\n')}` : '; add_domain adds one'}\nThe dashboard shows them: ${dashboard}`,
+      data: { domains, limit: s.domains.limit, dashboard_url: dashboard },
+    }
+  },
+})
+
+const addDomain = tool({
+  name: 'add_domain',
+  title: 'Add a custom domain',
+  description:
+    'Attaches a domain the user controls (www.example.com) to one of their folder projects, unverified: the answer gives the DNS TXT record the user must create (domain.verification) to prove control, and the domain must also point at the service (CNAME or A/AAAA). Once the record exists, verify_domain makes the domain serve the project. Removed and added again, a domain keeps its record.',
+  readOnly: false,
+  input: { domain: domainArg, project: projectName },
+  solutions: domainSolutions,
+  async run(s, ctx, a) {
+    const { row, heldByOther } = await s.domains.add(ctx.user, { domain: a.domain, project: a.project })
+    const d = domainView(row)
+    const held = heldByOther ? ' Another account holds it verified: verifying with your record moves it to your project.' : ''
+    return {
+      summary: `Added ${d.domain} to ${d.project}, not verified yet. Create this DNS record: ${txtRecord(d)}; and point ${d.domain} at the service (CNAME or A/AAAA). Then call verify_domain {domain: "${d.domain}"} (DNS changes may take a few minutes).${held}`,
+      data: { domain: d, held_by_other: heldByOther },
+    }
+  },
+})
+
+const verifyDomain = tool({
+  name: 'verify_domain',
+  title: 'Verify a custom domain',
+  description:
+    "Looks up the domain's DNS TXT record (the one add_domain and list_domains give) now; when it is there, the domain serves its project from then on (a verified domain stays verified). Refused with 1343 naming the record while it is missing or wrong: DNS changes may take minutes.",
+  readOnly: false,
+  idempotent: true,
+  input: { domain: domainArg },
+  solutions: domainSolutions,
+  async run(s, ctx, a) {
+    const d = domainView(await s.domains.verify(ctx.user, a.domain))
+    return {
+      summary: `Verified ${d.domain}: it serves ${d.project} at ${d.site_url} while the project is published and the name points at the service.`,
+      data: { domain: d },
+    }
+  },
+})
+
+const removeDomain = tool({
+  name: 'remove_domain',
+  title: 'Remove a custom domain',
+  description:
+    'Removes a custom domain (a name list_domains shows): it stops serving its project at once. Its TXT record stays valid for this account: adding the domain again needs no DNS change.',
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: { domain: domainArg },
+  solutions: domainSolutions,
+  async run(s, ctx, a) {
+    await s.domains.remove(ctx.user, a.domain)
+    const p = parseDomain(a.domain)
+    const name = p.ok ? p.name : a.domain
+    return { summary: `Removed ${name}: it no longer serves a project.`, data: { domain: name } }
+  },
+})
+
 /** Every tool. */
 export const TOOLS: readonly McpTool[] = [
   publishHtml,
@@ -1380,6 +1467,10 @@ export const TOOLS: readonly McpTool[] = [
   listAccess,
   setAccess,
   clearAccess,
+  listDomains,
+  addDomain,
+  verifyDomain,
+  removeDomain,
 ]
 
 /** The tools a caller sees: a read-only key gets the read-only ones only. */
