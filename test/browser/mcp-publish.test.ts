@@ -130,4 +130,39 @@ describe(`a page published through MCP opens in Chromium [${engine}]`, () => {
       await agent.close()
     }
   })
+
+  it('a page an agent protects with set_access asks its visitors for the password; clear_access opens it', async () => {
+    const carol = await s.user()
+    const agent = await mcpHttpClient(s.url, carol.key)
+    const ok = async (name: string, args: Record<string, unknown> = {}) => {
+      const r = (await agent.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent: any; content: unknown }
+      assert.ok(!r.isError, `${name}: ${textOf(r)}`)
+      return r.structuredContent
+    }
+    try {
+      await agent.listTools()
+      const { open_url: url } = await ok('publish_html', { name: 'members', html: '<!doctype html><title>members</title><h1 id="t">for members only</h1>' })
+      // the page by the name it was published with
+      assert.equal((await ok('set_access', { name: 'members', password: 'club password' })).access.name, 'members.html')
+      const tab = await ctx.newPage()
+      const first = await tab.goto(url)
+      assert.equal(first?.status(), 401)
+      assert.equal(await tab.title(), 'Password required')
+      assert.ok(!(await tab.content()).includes('for members only'))
+      await tab.fill('input[type=password]', 'club password')
+      const [answer] = await Promise.all([tab.waitForNavigation(), tab.click('button[type=submit]')])
+      assert.equal(answer?.status(), 200)
+      assert.equal(tab.url(), url)
+      assert.equal(await tab.textContent('#t'), 'for members only')
+
+      // open to everyone again: a visitor without the cookie sees the page at once
+      await ok('clear_access', { name: 'members' })
+      await ctx.clearCookies()
+      assert.equal((await tab.goto(url))?.status(), 200)
+      assert.equal(await tab.textContent('#t'), 'for members only')
+      await tab.close()
+    } finally {
+      await agent.close()
+    }
+  })
 })

@@ -70,7 +70,7 @@ describe('the MCP inspector CLI (Node 22) against svc mcp', { skip }, () => {
   it('lists the tools with their annotations', async () => {
     const r = await inspect(['--method', 'tools/list'])
     const names = (r.tools as Array<{ name: string }>).map((t) => t.name)
-    for (const n of ['publish_html', 'deploy_files', 'list_sites', 'rollback', 'kv_get', 'list_submissions'])
+    for (const n of ['publish_html', 'deploy_files', 'list_sites', 'rollback', 'kv_get', 'list_submissions', 'set_access', 'add_domain', 'delete_data'])
       assert.ok(names.includes(n), `${n} in ${names.join(', ')}`)
     const publish = r.tools.find((t: { name: string }) => t.name === 'publish_html')
     assert.equal(publish.annotations.readOnlyHint, false)

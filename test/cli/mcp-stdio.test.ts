@@ -8,6 +8,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { makeImage, svc } from '../support/images.js'
+import { startDns, type TestDns } from '../support/dns.js'
 import { runCli, SVC_BIN } from './run.js'
 import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
 
@@ -16,6 +17,7 @@ for (const engine of ENGINES) {
     let s: TestServer
     let alice: Awaited<ReturnType<TestServer['user']>>
     let home: string
+    let dns: TestDns
     const clients: Client[] = []
 
     /** Spawns `bin/svc mcp` with SVC_URL / SVC_API_KEY, connected to the SDK's own client; stderr is collected. */
@@ -35,13 +37,15 @@ for (const engine of ENGINES) {
     }
 
     before(async () => {
-      s = await startServer({ engine })
+      dns = await startDns()
+      s = await startServer({ engine, env: { DNS_RESOLVER: dns.addr } })
       alice = await s.user()
       home = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-mcp-home-'))
     })
     after(async () => {
       for (const c of clients) await c.close().catch(() => {})
       await s.close()
+      await dns.close()
       fs.rmSync(home, { recursive: true, force: true })
     })
 
@@ -52,7 +56,7 @@ for (const engine of ENGINES) {
       const viaStdio = (await client.listTools()).tools
       const viaHttp = (await http.listTools()).tools
       assert.deepEqual(viaStdio, viaHttp)
-      assert.equal(viaStdio.length, 26)
+      assert.equal(viaStdio.length, 34)
 
       const called = new Set<string>()
       const ok = async (name: string, args: Record<string, unknown> = {}) => {
@@ -139,6 +143,13 @@ for (const engine of ENGINES) {
         (await ok('list_data')).structuredContent.files.map((f: any) => f.id),
         [data.id],
       )
+      await ok('update_data', { file_id: data.id, content: '[1,2,3]' })
+      assert.deepEqual(
+        (await ok('delete_data', { file_id: data.id, version: 1 })).structuredContent.file.versions.map((v: any) => v.version),
+        [2, 3],
+      )
+      await ok('delete_data', { file_id: data.id })
+      assert.equal((await s.get(new URL(data.public_url).pathname)).status, 404)
       const img = (await ok('upload_image', { base64: (await makeImage('png')).toString('base64') })).structuredContent.image
       assert.equal((await s.get(new URL(img.public_url).pathname)).status, 200)
       assert.deepEqual(
@@ -154,6 +165,28 @@ for (const engine of ENGINES) {
       assert.equal((await ok('update_form', { form_id: form.id, form_name: 'Guestbook' })).structuredContent.form.form_name, 'Guestbook')
       await ok('delete_form', { form_id: form.id })
       assert.deepEqual((await s.get('/svc_api/forms/list', { key: alice.key })).json.data.forms, [])
+
+      // visitor access: a password on the project, then open again
+      assert.equal((await ok('set_access', { name: 'tiny', password: 'let me in' })).structuredContent.access.password, true)
+      assert.equal((await s.get(`/${alice.username}/tiny/`)).status, 401)
+      assert.deepEqual(
+        (await ok('list_access')).structuredContent.access.map((a: any) => a.name),
+        ['tiny'],
+      )
+      await ok('clear_access', { name: 'tiny' })
+      assert.equal((await s.get(`/${alice.username}/tiny/`)).status, 200)
+
+      // a custom domain: the TXT record the answer gives, verified, serving, removed
+      const added = (await ok('add_domain', { domain: 'stdio.example.test', project: 'tiny' })).structuredContent.domain
+      dns.txt.set(added.verification.name, [added.verification.value])
+      assert.equal((await ok('verify_domain', { domain: 'stdio.example.test' })).structuredContent.domain.verified, true)
+      assert.equal((await s.get('/', { headers: { host: 'stdio.example.test' } })).text, '<p>tiny 2</p>')
+      assert.deepEqual(
+        (await ok('list_domains')).structuredContent.domains.map((d: any) => d.domain),
+        ['stdio.example.test'],
+      )
+      await ok('remove_domain', { domain: 'stdio.example.test' })
+      assert.deepEqual((await s.get('/api/domains', { key: alice.key })).json.data.domains, [])
 
       await ok('delete_site', { name: 'stdio.html' })
       assert.equal((await s.get(`/${alice.username}/stdio.html`)).status, 404)
@@ -186,8 +219,10 @@ for (const engine of ENGINES) {
         'get_site',
         'kv_get',
         'kv_list',
+        'list_access',
         'list_data',
         'list_deploys',
+        'list_domains',
         'list_images',
         'list_sites',
         'list_submissions',
@@ -210,7 +245,7 @@ for (const engine of ENGINES) {
       )
       assert.doesNotMatch(stderr(), /retrying|connection problem/)
       // the server keeps answering, and nothing was stored
-      assert.equal((await client.listTools()).tools.length, 26)
+      assert.equal((await client.listTools()).tools.length, 34)
       assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
     })
 

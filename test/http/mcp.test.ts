@@ -34,8 +34,26 @@ const WRITE_TOOLS = [
   'delete_form',
   'delete_image',
   'update_form',
+  'delete_data',
+  'set_access',
+  'clear_access',
+  'add_domain',
+  'verify_domain',
+  'remove_domain',
 ]
-const READ_TOOLS = ['list_sites', 'get_site', 'read_file', 'list_deploys', 'kv_get', 'kv_list', 'list_submissions', 'list_data', 'list_images']
+const READ_TOOLS = [
+  'list_sites',
+  'get_site',
+  'read_file',
+  'list_deploys',
+  'kv_get',
+  'kv_list',
+  'list_submissions',
+  'list_data',
+  'list_images',
+  'list_access',
+  'list_domains',
+]
 
 for (const engine of ENGINES) {
   describe(`MCP over streamable HTTP [${engine}]`, () => {
@@ -130,7 +148,7 @@ for (const engine of ENGINES) {
       assert.deepEqual((tools.find((t) => t.name === 'deploy_files')?.inputSchema.required as string[]).sort(), ['files', 'project'])
       // each tool an entitlement gates says so, and an id another tool takes says where it comes from
       const desc = (name: string) => tools.find((t) => t.name === name)?.description ?? ''
-      for (const name of ['create_data', 'update_data']) assert.match(desc(name), /hosted-data entitlement/, name)
+      for (const name of ['create_data', 'update_data', 'delete_data']) assert.match(desc(name), /hosted-data entitlement/, name)
       assert.match(desc('upload_image'), /image-host entitlement/)
       assert.match(desc('create_form'), /id, which list_submissions takes as form_id/)
       assert.match(desc('update_data'), /create_data's file\.id/)
@@ -1711,6 +1729,9 @@ for (const engine of ENGINES) {
           ['delete_form', { form_id: '\u0000' }, 'form_id'],
           ['update_data', { file_id: 'x\u0000', content: '{}' }, 'file_id'],
           ['delete_image', { public_token: 'a\u0000' }, 'public_token'],
+          ['delete_data', { file_id: 'a\u0000' }, 'file_id'],
+          ['set_access', { name: 'a\u0000', password: 'long enough' }, 'name'],
+          ['clear_access', { name: '\u0000' }, 'name'],
         ] as const) {
           const r = (await own.callTool({ name, arguments: args })) as any
           assert.equal(r.isError, true, `${name}: ${textOf(r)}`)

@@ -1,17 +1,9 @@
-import type { Deps } from '../../deps.js'
 import type { Feature } from '../feature.js'
-import type { SiteHooks } from '../../http/site-hooks.js'
-import { createAccessGate } from './access.js'
-import { createTxtLookup } from './dns.js'
-import { createDomainHosts } from './hosts.js'
 import { domainsApi } from './routes.js'
 import { domainsUi } from './page.js'
-import { createDomainService, type DomainService } from './service.js'
-import { createDomainsStore } from './store.js'
+import { createDomains, type DomainsState } from './state.js'
 
-export interface DomainsState extends SiteHooks {
-  service: DomainService
-}
+export type { DomainsState } from './state.js'
 
 /**
  * Custom domains (a verified host serves one folder project) and visitor access (a password
@@ -22,22 +14,6 @@ export interface DomainsState extends SiteHooks {
 export const domainsFeature: Feature<DomainsState> = {
   name: 'domains',
   ui: domainsUi,
-  init(deps: Deps): DomainsState {
-    const store = createDomainsStore(deps.db)
-    const hosts = createDomainHosts(deps, store)
-    const gate = createAccessGate(deps, store)
-    const service = createDomainService(deps, createTxtLookup(deps.config.dnsResolver), {
-      domain: (name) => hosts.invalidate(name),
-      access: (username) => gate.invalidate(username),
-      primary: (username, project) => hosts.invalidatePrimary(username, project),
-    })
-    return {
-      service,
-      domain: (host) => hosts.lookup(host),
-      primaryDomain: (username, project) => hosts.primary(username, project),
-      access: (req, res, at) => gate.access(req, res, at),
-      openNow: (username, name) => gate.openNow(username, name),
-    }
-  },
-  api: (app, deps, state) => domainsApi(app, deps, state.service),
+  init: (deps) => deps.services.get(createDomains),
+  api: (app, _deps, state) => domainsApi(app, state.service),
 }

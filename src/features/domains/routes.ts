@@ -1,11 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { Deps } from '../../deps.js'
 import { say } from '../../web/short-page.js'
 import { caller } from '../../http/guard.js'
 import { AppError } from '../../errors/app-error.js'
 import { AccessEnvelope, AccessList, AddDomainBody, DomainEnvelope, DomainList, DomainParams, NameParams, Ok, SetAccessBody } from './schemas.js'
-import { accessView, domainView, type DomainService } from './service.js'
-import type { DomainRow } from './store.js'
+import { domainView, type DomainService } from './service.js'
 
 /** Documentation-only request schemas: the service checks input with its own codes. */
 const passThrough = () => () => true
@@ -18,16 +16,15 @@ const objectBody = (req: FastifyRequest): Record<string, unknown> => {
 }
 
 /** /api/domains (custom domains) and /api/access (visitor passwords and expiry). */
-export function domainsApi(app: FastifyInstance, deps: Deps, svc: DomainService): void {
+export function domainsApi(app: FastifyInstance, svc: DomainService): void {
   const cfg = { auth: 'any' as const }
-  const view = (d: DomainRow) => ({ ...domainView(d), site_url: d.verified_at === null ? null : `https://${d.name}/` })
   const dtags = ['custom domains']
   const atags = ['visitor access']
 
   app.get(
     '/api/domains',
     { config: cfg, schema: { tags: dtags, summary: "The caller's custom domains, with the DNS record each needs", response: { 200: DomainList } } },
-    async (req) => ({ success: true, data: { domains: (await svc.list(caller(req).user)).map(view), limit: deps.config.domainsPerUser } }),
+    async (req) => ({ success: true, data: { domains: (await svc.list(caller(req).user)).map(domainView), limit: svc.limit } }),
   )
 
   app.post(
@@ -51,7 +48,7 @@ export function domainsApi(app: FastifyInstance, deps: Deps, svc: DomainService)
             'Domain added. Another account holds it verified: create your TXT record and verify to move it to your account',
           )
         : say(req, '域名已添加，请创建 TXT 记录后验证', 'Domain added; create the TXT record, then verify')
-      return { success: true, message, data: view(row) }
+      return { success: true, message, data: domainView(row) }
     },
   )
 
@@ -68,7 +65,7 @@ export function domainsApi(app: FastifyInstance, deps: Deps, svc: DomainService)
     },
     async (req) => {
       const d = await svc.verify(caller(req).user, (req.params as { domain: string }).domain)
-      return { success: true, message: say(req, '域名已验证', 'Domain verified'), data: view(d) }
+      return { success: true, message: say(req, '域名已验证', 'Domain verified'), data: domainView(d) }
     },
   )
 
@@ -91,7 +88,7 @@ export function domainsApi(app: FastifyInstance, deps: Deps, svc: DomainService)
       handler: async (req) => {
         const d = await svc.setPrimary(caller(req).user, (req.params as { domain: string }).domain, primary)
         const message = primary ? say(req, '已设为主域名', 'Domain is now primary') : say(req, '已取消主域名', 'Domain is no longer primary')
-        return { success: true, message, data: view(d) }
+        return { success: true, message, data: domainView(d) }
       },
     })
   }
@@ -111,7 +108,7 @@ export function domainsApi(app: FastifyInstance, deps: Deps, svc: DomainService)
   app.get(
     '/api/access',
     { config: cfg, schema: { tags: atags, summary: "The caller's projects and pages with a visitor password or an expiry", response: { 200: AccessList } } },
-    async (req) => ({ success: true, data: { access: (await svc.listAccess(caller(req).user)).map((a) => accessView(a, deps.clock.now())) } }),
+    async (req) => ({ success: true, data: { access: (await svc.listAccess(caller(req).user)).map((a) => svc.accessView(a)) } }),
   )
 
   app.put(
@@ -129,7 +126,7 @@ export function domainsApi(app: FastifyInstance, deps: Deps, svc: DomainService)
     },
     async (req) => {
       const a = await svc.setAccess(caller(req).user, (req.params as { name: string }).name, objectBody(req))
-      return { success: true, message: say(req, '访问设置已保存', 'Access setting saved'), data: accessView(a, deps.clock.now()) }
+      return { success: true, message: say(req, '访问设置已保存', 'Access setting saved'), data: svc.accessView(a) }
     },
   )
 

@@ -27,6 +27,8 @@ export interface DomainView {
   primary: boolean
   lost_at: string | null
   verification: { type: 'TXT'; name: string; value: string }
+  /** https://{domain}/ once verified, else null. */
+  site_url: string | null
 }
 
 export const domainView = (d: DomainRow): DomainView => ({
@@ -38,6 +40,7 @@ export const domainView = (d: DomainRow): DomainView => ({
   primary: Number(d.is_primary) === 1,
   lost_at: d.lost_at === null ? null : new Date(Number(d.lost_at)).toISOString(),
   verification: { type: 'TXT', name: challengeName(d.name), value: challengeValue(d.token) },
+  site_url: d.verified_at === null ? null : `https://${d.name}/`,
 })
 
 export interface AccessView {
@@ -93,6 +96,8 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
 
   return {
     store,
+    /** Domains one account may add (DOMAINS_PER_USER). */
+    limit: config.domainsPerUser,
     list: (user: Owner) => store.domains(user.id),
 
     /**
@@ -207,6 +212,8 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
     },
 
     listAccess: (user: Owner) => store.accessList(user.id),
+    /** A setting as the API answers it, `expired` by the service's clock (never its hash). */
+    accessView: (a: AccessRow): AccessView => accessView(a, clock.now()),
 
     /**
      * Sets a name's visitor access: `password` (a string sets it, null clears it, absent

@@ -77,6 +77,28 @@ const image = z.looseObject({
   height: z.number().int().nullable(),
 })
 
+const access = z.looseObject({
+  name: z.string().describe('The project, or the page by its file name (about.html), that the setting holds for'),
+  password: z.boolean().describe('Whether visitors need a password (the password itself is never shown)'),
+  expires_at: z.string().nullable().describe('ISO 8601, UTC: from then on the name answers 410 to everyone; null: never'),
+  expired: z.boolean(),
+  updated_at: z.string(),
+})
+const domain = z.looseObject({
+  domain: z.string().describe('The host name, lowercased (punycode for an internationalised one): what verify_domain and remove_domain take'),
+  project: z.string().describe('The folder project it serves'),
+  verified: z.boolean(),
+  primary: z.boolean(),
+  lost_at: z
+    .string()
+    .nullable()
+    .describe('When another account proved control of it and took it (verify_domain takes it back with your record); null otherwise'),
+  site_url: maybeUrl.describe('https://{domain}/ once verified; null before'),
+  verification: z
+    .looseObject({ type: z.literal('TXT'), name: z.string(), value: z.string() })
+    .describe('The DNS record that proves control of the domain: a TXT record at name holding value; create it, then call verify_domain'),
+})
+
 /** A project's live deploy after rollback or promote. */
 const liveDeploy = { project: z.string(), live_deploy_id: z.string(), open_url: openUrl }
 
@@ -178,9 +200,24 @@ export const OUTPUTS = {
   create_data: { file: dataFile },
   list_data: { files: z.array(dataFile), total: count },
   update_data: { file: dataFile, version: z.looseObject({ version: z.number().int().positive(), url }) },
+  delete_data: {
+    file_id: z.string(),
+    version: z.number().int().positive().optional().describe('With version: the version deleted'),
+    file: dataFile
+      .extend({ versions: z.array(z.looseObject({ version: z.number().int().positive(), is_default: z.boolean(), url })) })
+      .optional()
+      .describe('With version: the file as it is now, with the versions left'),
+  },
   upload_image: { image },
   list_images: { images: z.array(image), total: count, ...paging, dashboard_url: dashboardUrl },
   delete_image: { public_token: z.string() },
+  list_access: { access: z.array(access), dashboard_url: dashboardUrl },
+  set_access: { access },
+  clear_access: { name: z.string().describe('The name now open to everyone') },
+  list_domains: { domains: z.array(domain), limit: count.describe('How many domains the account may add'), dashboard_url: dashboardUrl },
+  add_domain: { domain, held_by_other: z.boolean().describe('Another account holds it verified: verify_domain with your record moves it to your project') },
+  verify_domain: { domain },
+  remove_domain: { domain: z.string().describe('The host name removed') },
 } satisfies Record<string, Record<string, z.ZodType>>
 
 export type ToolName = keyof typeof OUTPUTS

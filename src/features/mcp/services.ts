@@ -6,6 +6,8 @@ import { createFoldersService, type FoldersService } from '../sites/folders-serv
 import { createDeploysService, type DeploysService } from '../sites/deploys-service.js'
 import { createHostedData, type HostedData } from '../hosted-data/service.js'
 import { createImageHost, type ImageHost } from '../image-host/service.js'
+import { createDomains } from '../domains/state.js'
+import type { DomainService } from '../domains/service.js'
 
 /**
  * The other features' services the MCP tools call: the very instances the REST routes use
@@ -21,6 +23,8 @@ export interface McpServices {
   deploys: DeploysService
   data: HostedData
   images: ImageHost
+  /** Custom domains and visitor access: the one service that drops the public host's caches of them. */
+  domains: DomainService
 }
 
 export function mcpServices(deps: Deps): McpServices {
@@ -32,5 +36,6 @@ export function mcpServices(deps: Deps): McpServices {
     deploys: deps.services.get(createDeploysService),
     data: deps.services.get(createHostedData),
     images: deps.services.get(createImageHost),
+    domains: deps.services.get(createDomains).service,
   }
 }

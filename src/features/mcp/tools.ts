@@ -28,6 +28,10 @@ import { builtForRoot, decodedPath, ROOT_CHECK_PAGES } from '../../util/html.js'
 import { parsePage } from '../../http/pagination.js'
 import { MAX_PAGE } from '../../http/page-limits.js'
 import { warningsIn, type PageWarning } from '../sites/page-warnings.js'
+import { MAX_VERSION } from '../hosted-data/service.js'
+import { domainView, type DomainView } from '../domains/service.js'
+import { parseDomain } from '../domains/names.js'
+import { MAX_PASSWORD_BYTES } from '../../auth/account-rules.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -798,7 +802,7 @@ const kvTtl = z
 const kvPublicUrl = (ctx: ToolContext, key: string) =>
   `${ctx.serviceOrigin}/svc_api/data/public/${encodeURIComponent(ctx.user.username)}/${encodeURIComponent(key)}`
 /** The dashboard page where the account's owner (logged in) sees its entries, forms' submissions, data files or images. */
-const dashboardUrl = (ctx: ToolContext, page: 'kv' | 'forms' | 'data' | 'images') => `${ctx.serviceOrigin}/dashboard/${page}`
+const dashboardUrl = (ctx: ToolContext, page: 'kv' | 'forms' | 'data' | 'images' | 'domains') => `${ctx.serviceOrigin}/dashboard/${page}`
 /** Where an entry can be seen: its public URL when it is public, else the dashboard. */
 const kvWhere = (publicUrl: string | null, dashboard: string) => (publicUrl ? `public at ${publicUrl}` : `private (the dashboard shows it: ${dashboard})`)
 
@@ -1092,12 +1096,14 @@ const listData = tool({
   },
 })
 
+const dataIdArg = idArg("The data file's id: create_data's file.id, or list_data's file_id")
+
 const updateData = tool({
   name: 'update_data',
   title: 'Update a data file',
   description: `Uploads a new version of a hosted data file (file_id: create_data's file.id, or list_data's) and makes it the one its public URL serves. At most ${MAX_INLINE_BYTES} bytes here (and the account's size per version). Needs the hosted-data entitlement.`,
   readOnly: false,
-  input: { file_id: idArg("The data file's id: create_data's file.id, or list_data's file_id"), ...dataInput },
+  input: { file_id: dataIdArg, ...dataInput },
   async run(s, ctx, a) {
     await needEntitlement(ctx, 'hosted-data')
     const type = a.content_type ?? (await s.data.currentType(ctx.user, a.file_id))
@@ -1196,6 +1202,239 @@ const deleteImage = tool({
   },
 })
 
+const deleteData = tool({
+  name: 'delete_data',
+  title: 'Delete a data file or one of its versions',
+  description:
+    "Deletes a hosted data file with all of its versions (file_id: create_data's file.id, or list_data's); its public URL answers 404 at once. With version, deletes that version only (its ?v= URL answers 404) and answers the versions left; the default version, which the public URL serves, cannot be deleted (update_data makes a new one the default). A locked file is refused (1423). Cannot be undone. Needs the hosted-data entitlement.",
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: {
+    file_id: dataIdArg,
+    version: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_VERSION)
+      .optional()
+      .describe("Only this version (update_data's version.version); omit to delete the whole file"),
+  },
+  solutions: () => ({
+    RESOURCE_NOT_FOUND: 'list_data lists your data files with their file_id',
+    INVALID_PARAMETER:
+      "list_data gives each file's default_version and latest_version; the default version cannot be deleted (update_data makes a new one the default)",
+  }),
+  async run(s, ctx, a) {
+    await needEntitlement(ctx, 'hosted-data')
+    if (a.version === undefined) {
+      await s.data.remove(ctx.user, a.file_id)
+      return { summary: `Deleted data file ${a.file_id} and all its versions.`, data: { file_id: a.file_id } }
+    }
+    const r = await s.data.removeVersion(ctx.user, a.file_id, a.version, ctx.contentOrigin)
+    const left = r.file.versions.map((v) => `${v.version}${v.is_default ? ' (default)' : ''}`).join(', ')
+    return {
+      summary: `Deleted version ${a.version} of ${r.file.display_name}; versions left: ${left}. ${r.file.public_url} still serves version ${r.file.default_version}.`,
+      data: { file_id: a.file_id, version: a.version, file: r.file },
+    }
+  },
+})
+
+/**
+ * A project or page name as visitor access takes it (the first path segment after the user):
+ * what the REST route takes, at most 255 bytes (the service checks) and without NUL.
+ */
+const accessNameArg = z
+  .string()
+  .min(1)
+  .max(MAX_SEGMENT_BYTES)
+  .regex(/^[^\u0000]*$/, 'must not contain a NUL character (U+0000)')
+  .describe('A project name, or a page by its file name (about.html; ".html" is added when only that names one, as publish_html adds it)')
+
+/**
+ * The name a visitor setting is stored under, found as delete_site finds a site: a project of
+ * that name, else the page of that exact name, else the page with ".html" added (publish_html
+ * names "landing" landing.html). A name that is none of them is passed on unchanged, for the
+ * service to refuse (1346).
+ */
+async function accessTarget(s: McpServices, ctx: ToolContext, name: string): Promise<string> {
+  if (name.includes('/') || /\.html?$/i.test(name)) return name
+  if ((await s.folders.projects(ctx.user, ctx.contentOrigin)).some((p) => p.name === name)) return name
+  if ((await s.files.one(ctx.user, name, ctx.contentOrigin)) !== null) return name
+  return (await s.files.one(ctx.user, `${name}.html`, ctx.contentOrigin)) !== null ? `${name}.html` : name
+}
+
+/** One visitor setting in a line; never the password, which the service keeps only hashed. */
+const accessLine = (a: { name: string; password: boolean; expires_at: string | null; expired: boolean }) =>
+  `${a.name}: ${a.password ? 'visitors need a password' : 'no password'}, ${a.expires_at === null ? 'no expiry' : `${a.expired ? 'expired' : 'expires'} ${a.expires_at}`}`
+
+const accessSolutions = () => ({
+  SITE_TARGET_NOT_FOUND: 'list_sites lists your projects and pages (a page by its file name, e.g. about.html)',
+  ACCESS_NOT_FOUND: 'list_access lists the names with a visitor password or an expiry',
+})
+
+const listAccess = tool({
+  name: 'list_access',
+  title: 'List visitor passwords and expiries',
+  description:
+    "Lists the caller's projects and pages that have a visitor password or an expiry: for each, whether visitors need a password (never the password itself), when it expires and whether it has. set_access changes one, clear_access opens one to everyone again.",
+  readOnly: true,
+  input: {},
+  async run(s, ctx) {
+    const access = (await s.domains.listAccess(ctx.user)).map((a) => s.domains.accessView(a))
+    const dashboard = dashboardUrl(ctx, 'domains')
+    return {
+      summary: access.length
+        ? `${access.map(accessLine).join('\n')}\nThe dashboard shows them: ${dashboard}`
+        : 'No project or page has a visitor password or an expiry; set_access sets one.',
+      data: { access, dashboard_url: dashboard },
+    }
+  },
+})
+
+const setAccess = tool({
+  name: 'set_access',
+  title: 'Set a visitor password or an expiry',
+  description:
+    'Protects a project or a single page: with password, visitors must enter it (a form in a browser, HTTP Basic for scripts) on every URL of that name; with expires_at, from then on it answers 410 to everyone. Send either or both; null removes one, an omitted one stays. A new password signs out every visitor who entered the old one. The password is stored only as a hash and never shown again, in this answer or list_access: tell it to the people who should see the site. clear_access removes both.',
+  readOnly: false,
+  // a repeated call with a password signs its visitors out again (a new secret each time)
+  idempotent: false,
+  input: {
+    name: accessNameArg,
+    password: z
+      .string()
+      .min(4)
+      .max(MAX_PASSWORD_BYTES)
+      .nullable()
+      .optional()
+      .describe(`The visitor password, 4 characters to ${MAX_PASSWORD_BYTES} bytes; null removes it; omit to keep it`),
+    expires_at: z
+      .union([z.string().max(64), z.number().int().nonnegative()])
+      .nullable()
+      .optional()
+      .describe('When the name stops answering (410): ISO 8601 with a zone (2026-12-31T23:00:00Z) or epoch milliseconds; null removes it; omit to keep it'),
+  },
+  solutions: accessSolutions,
+  async run(s, ctx, a) {
+    if (a.password === undefined && a.expires_at === undefined)
+      throw new AppError('ACCESS_INVALID', {
+        params: { detail: 'send password, expires_at or both (null removes one)', field: 'password or expires_at' },
+      })
+    const name = await accessTarget(s, ctx, a.name)
+    const body: Record<string, unknown> = {}
+    if (a.password !== undefined) body.password = a.password
+    if (a.expires_at !== undefined) body.expires_at = a.expires_at
+    const access = s.domains.accessView(await s.domains.setAccess(ctx.user, name, body))
+    return { summary: `Saved. ${accessLine(access)}.`, data: { access } }
+  },
+})
+
+const clearAccess = tool({
+  name: 'clear_access',
+  title: 'Open a project or page to everyone',
+  description:
+    'Removes the visitor password and the expiry of a project or page (a name list_access shows): it answers everyone again at once. A name without a setting is 1348.',
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: { name: accessNameArg },
+  solutions: accessSolutions,
+  async run(s, ctx, a) {
+    // the name as stored, else with ".html" added when only that one has a setting
+    const names = new Set((await s.domains.listAccess(ctx.user)).map((r) => r.name))
+    const given = a.name.normalize('NFC')
+    const name = !names.has(given) && !/\.html?$/i.test(given) && names.has(`${given}.html`) ? `${given}.html` : a.name
+    await s.domains.removeAccess(ctx.user, name)
+    return { summary: `${name} is open to everyone again (no password, no expiry).`, data: { name } }
+  },
+})
+
+const domainArg = z.string().min(1).max(255).describe('A host name such as www.example.com (no scheme, port or path)')
+/** The TXT record of a domain, as the dashboard and `svc domain add` show it. */
+const txtRecord = (d: DomainView) => `${d.verification.name} TXT "${d.verification.value}"`
+const domainSolutions = () => ({
+  DOMAIN_NOT_FOUND: 'list_domains lists the domains you added',
+  SITE_TARGET_NOT_FOUND: 'list_sites lists your projects; a domain serves a folder project (deploy_files makes one)',
+  DOMAIN_LIMIT: 'remove_domain removes a domain you no longer use (list_domains lists them)',
+})
+
+const listDomains = tool({
+  name: 'list_domains',
+  title: 'List custom domains',
+  description:
+    "Lists the caller's custom domains: the project each serves, whether it is verified (serving) or still waits for its DNS TXT record (given), and how many the account may add.",
+  readOnly: true,
+  input: {},
+  async run(s, ctx) {
+    const domains = (await s.domains.list(ctx.user)).map(domainView)
+    const dashboard = dashboardUrl(ctx, 'domains')
+    const lines = domains.map(
+      (d) =>
+        `${d.domain} -> ${d.project}: ${d.verified ? `verified${d.primary ? ', primary' : ''}, ${d.site_url}` : `${d.lost_at ? 'taken by another account' : 'not verified'}; DNS record: ${txtRecord(d)}`}`,
+    )
+    return {
+      summary: `${domains.length} of ${s.domains.limit} domains${lines.length ? `\n${lines.join('\n')}` : '; add_domain adds one'}\nThe dashboard shows them: ${dashboard}`,
+      data: { domains, limit: s.domains.limit, dashboard_url: dashboard },
+    }
+  },
+})
+
+const addDomain = tool({
+  name: 'add_domain',
+  title: 'Add a custom domain',
+  description:
+    'Attaches a domain the user controls (www.example.com) to one of their folder projects, unverified: the answer gives the DNS TXT record the user must create (domain.verification) to prove control, and the domain must also point at the service (CNAME or A/AAAA). Once the record exists, verify_domain makes the domain serve the project. Removed and added again, a domain keeps its record.',
+  readOnly: false,
+  input: { domain: domainArg, project: projectName },
+  solutions: domainSolutions,
+  async run(s, ctx, a) {
+    const { row, heldByOther } = await s.domains.add(ctx.user, { domain: a.domain, project: a.project })
+    const d = domainView(row)
+    const held = heldByOther ? ' Another account holds it verified: verifying with your record moves it to your project.' : ''
+    return {
+      summary: `Added ${d.domain} to ${d.project}, not verified yet. Create this DNS record: ${txtRecord(d)}; and point ${d.domain} at the service (CNAME or A/AAAA). Then call verify_domain {domain: "${d.domain}"} (DNS changes may take a few minutes).${held}`,
+      data: { domain: d, held_by_other: heldByOther },
+    }
+  },
+})
+
+const verifyDomain = tool({
+  name: 'verify_domain',
+  title: 'Verify a custom domain',
+  description:
+    "Looks up the domain's DNS TXT record (the one add_domain and list_domains give) now; when it is there, the domain serves its project from then on (a verified domain stays verified). Refused with 1343 naming the record while it is missing or wrong: DNS changes may take minutes.",
+  readOnly: false,
+  idempotent: true,
+  input: { domain: domainArg },
+  solutions: domainSolutions,
+  async run(s, ctx, a) {
+    const d = domainView(await s.domains.verify(ctx.user, a.domain))
+    return {
+      summary: `Verified ${d.domain}: it serves ${d.project} at ${d.site_url} while the project is published and the name points at the service.`,
+      data: { domain: d },
+    }
+  },
+})
+
+const removeDomain = tool({
+  name: 'remove_domain',
+  title: 'Remove a custom domain',
+  description:
+    'Removes a custom domain (a name list_domains shows): it stops serving its project at once. Its TXT record stays valid for this account: adding the domain again needs no DNS change.',
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: { domain: domainArg },
+  solutions: domainSolutions,
+  async run(s, ctx, a) {
+    await s.domains.remove(ctx.user, a.domain)
+    const p = parseDomain(a.domain)
+    const name = p.ok ? p.name : a.domain
+    return { summary: `Removed ${name}: it no longer serves a project.`, data: { domain: name } }
+  },
+})
+
 /** Every tool. */
 export const TOOLS: readonly McpTool[] = [
   publishHtml,
@@ -1224,6 +1463,14 @@ export const TOOLS: readonly McpTool[] = [
   uploadImage,
   listImages,
   deleteImage,
+  deleteData,
+  listAccess,
+  setAccess,
+  clearAccess,
+  listDomains,
+  addDomain,
+  verifyDomain,
+  removeDomain,
 ]
 
 /** The tools a caller sees: a read-only key gets the read-only ones only. */
