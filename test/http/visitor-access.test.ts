@@ -103,6 +103,8 @@ for (const engine of ENGINES) {
       expectError(await put('secret', { expires_at: 'tomorrow' }), 400, 1347)
       expectError(await put('secret', { expires_at: -5 }), 400, 1347)
       expectError(await put('secret', { passwd: 'hunter22' }), 400, 1347)
+      // neither field: a setting that would protect nothing
+      expectError(await put('secret', {}), 400, 1347)
       expectError(await put('nope', { password: 'hunter22' }), 404, 1346)
       expectError(await s.request('PUT', '/api/access/secret', { json: { password: 'hunter22' } }), 401, 1001)
       expectError(await s.request('DELETE', '/api/access/secret', { key: alice.key }), 404, 1348)
@@ -129,6 +131,7 @@ for (const engine of ENGINES) {
         ],
         ['secret', { passwd: 'hunter22' }, '未知字段 "passwd"（可发送 password、expires_at）', 'unknown field "passwd" (send password, expires_at)'],
         ['a/b', { password: 'hunter22' }, 'name 须为项目或页面的名称', 'name must be a project or page name'],
+        ['secret', {}, '请提供 password、expires_at 或两者（null 表示删除该项）', 'send password, expires_at or both (null removes one)'],
       ]
       for (const [name, json, zh, en] of invalid) await expectErrorInBoth(put(name, json), 400, 1347, `访问设置无效：${zh}`, `Invalid access setting: ${en}`)
       await expectErrorInBoth(put('nope', { password: 'hunter22' }), 404, 1346, '没有名为 nope 的项目或页面', 'No project or page named nope')

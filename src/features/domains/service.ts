@@ -223,6 +223,15 @@ export function createDomainService(deps: Deps, txt: TxtLookup, inv: Invalidatio
       const name = nameParam(rawName, 'name')
       const unknown = unknownField(body, ['password', 'expires_at'])
       if (unknown) throw new AppError('ACCESS_INVALID', { params: { detail: unknown.detail, field: unknown.field } })
+      // a setting that names neither would protect nothing (and change nothing): refused, as the CLI does
+      if (body.password === undefined && body.expires_at === undefined) {
+        throw new AppError('ACCESS_INVALID', {
+          params: {
+            detail: { zh: '请提供 password、expires_at 或两者（null 表示删除该项）', en: 'send password, expires_at or both (null removes one)' },
+            field: 'password or expires_at',
+          },
+        })
+      }
       let hash: string | null | undefined
       if (body.password === null) hash = null
       else if (body.password !== undefined) {

@@ -1317,10 +1317,6 @@ const setAccess = tool({
   },
   solutions: accessSolutions,
   async run(s, ctx, a) {
-    if (a.password === undefined && a.expires_at === undefined)
-      throw new AppError('ACCESS_INVALID', {
-        params: { detail: 'send password, expires_at or both (null removes one)', field: 'password or expires_at' },
-      })
     const name = await accessTarget(s, ctx, a.name)
     const body: Record<string, unknown> = {}
     if (a.password !== undefined) body.password = a.password
