@@ -307,5 +307,76 @@ for (const engine of ENGINES) {
       await sweep()
       assert.equal(await s.deps.blobs.exists(sha(b)), false)
     })
+
+    it("the owner deletes one submission with its files: its bytes and the form's counters give their place back, the month's count does not", async () => {
+      const hal = await s.user()
+      await s.deps.db.k
+        .updateTable('users')
+        .set({ limits: JSON.stringify({ form_file_bytes: 2300 }) })
+        .where('id', '=', hal.id)
+        .execute()
+      const f = await make(hal)
+      const kept = unique(700, 'sub-kept')
+      const gone = unique(900, 'sub-gone')
+      assert.equal(
+        (
+          await post(f.form_slug, [
+            { name: 'name', data: 'Keep' },
+            { name: 'cv', filename: 'k.bin', data: kept },
+          ])
+        ).status,
+        200,
+      )
+      const sent = await post(f.form_slug, [
+        { name: 'name', data: 'Drop' },
+        { name: 'cv', filename: 'd.bin', data: gone },
+        // the same bytes as the kept submission's file: one blob for both
+        { name: 'cover', filename: 'k2.bin', data: kept },
+      ])
+      assert.equal(sent.status, 200, sent.text)
+      const id = sent.json.data.submission_id as string
+      const listed = (await data(hal, f.id)).json.data.submissions.find((x: { id: string }) => x.id === id)
+      const download = new URL(listed.files[0].url).pathname
+      const before = (await s.get('/svc_api/forms/list', { key: hal.key })).json.data
+      assert.equal(before.quota.file_bytes.used, 2300)
+      assert.equal(before.quota.submissions_month.used, 2)
+      // the quota is full: a new file is refused
+      expectError(await post(f.form_slug, [{ name: 'cv', filename: 'n.bin', data: unique(500, 'sub-new') }]), 429, 1613)
+
+      // another account's delete, an id of nothing: 404 / 1405, and nothing changes
+      const del = (u: User, sid: string) => s.request('DELETE', `/svc_api/forms/delete_submission/${encodeURIComponent(sid)}`, { key: u.key })
+      expectError(await del(bob, id), 404, 1405)
+      expectError(await del(hal, 'no-such-submission'), 404, 1405)
+      expectError(await del(hal, 'x'.repeat(65)), 404, 1405)
+      assert.equal((await data(hal, f.id)).json.data.total, 2)
+      assert.equal((await fileRows(hal.id)).length, 3)
+
+      const r = await del(hal, id)
+      assert.equal(r.status, 200, r.text)
+      assert.deepEqual(r.json.data, { id, form_id: f.id })
+      assert.deepEqual(
+        (await data(hal, f.id)).json.data.submissions.map((x: { data: { name: string } }) => x.data.name),
+        ['Keep'],
+      )
+      assert.deepEqual(
+        (await fileRows(hal.id)).map((x) => x.filename),
+        ['k.bin'],
+      )
+      const after = (await s.get('/svc_api/forms/list', { key: hal.key })).json.data
+      assert.equal(after.quota.file_bytes.used, 700)
+      const counters = after.forms.find((x: { id: string }) => x.id === f.id)
+      assert.deepEqual([counters.submission_count, counters.unread_count, counters.spam_count], [1, 1, 0])
+      // the month counts what came in, as a deleted form leaves it
+      assert.equal(after.quota.submissions_month.used, 2)
+      expectError(await s.get(download, { key: hal.key }), 404, 1405)
+      expectError(await del(hal, id), 404, 1405)
+      // the freed bytes take a new file
+      assert.equal((await post(f.form_slug, [{ name: 'cv', filename: 'n.bin', data: unique(500, 'sub-new2') }])).status, 200)
+      // the sweeper frees the bytes only the deleted submission held; the shared ones stay
+      await sweep()
+      assert.equal(await s.deps.blobs.exists(sha(gone)), false)
+      assert.equal(await s.deps.blobs.exists(sha(kept)), true)
+    })
+
   })
 }

@@ -20,6 +20,7 @@ import {
   CreateBody,
   DataQuery,
   DataResponse,
+  DeleteSubmissionResponse,
   ExportAnswer,
   ExportQuery,
   FileIdParams,
@@ -588,6 +589,25 @@ function manageRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       const { submission_id } = req.params as { submission_id: string }
       const data = await forms.markRead(caller(req).user, submission_id, req.body)
       return { success: true, message: say(req, data.is_read ? '已标记为已读' : '已标记为未读', data.is_read ? 'Marked as read' : 'Marked as unread'), data }
+    },
+  )
+
+  // beyond the spec, as Formspree and Netlify Forms delete one submission (decision NEW-FORMS-1)
+  app.delete(
+    '/svc_api/forms/delete_submission/:submission_id',
+    {
+      config: cfg,
+      schema: {
+        tags,
+        summary: 'Delete one submission and its files (the owner only); its file bytes leave the form_file_bytes quota',
+        params: SubmissionIdParams,
+        response: { 200: DeleteSubmissionResponse },
+      },
+    },
+    async (req) => {
+      const { submission_id } = req.params as { submission_id: string }
+      const data = await forms.removeSubmission(caller(req).user, submission_id)
+      return { success: true, message: say(req, '提交已删除', 'Submission deleted'), data }
     },
   )
 }

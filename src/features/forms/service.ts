@@ -559,6 +559,17 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       return { id: r.id, form_id: r.form_id, is_read: !!r.is_read, is_spam: !!r.is_spam }
     },
 
+    /**
+     * Deletes one of the owner's submissions and its files (decision NEW-FORMS-1): the file
+     * bytes it held leave form_file_bytes and the form's counters at once; the month's
+     * submission count stays (it counts what came in). 404 / 1405 for another account's or none.
+     */
+    async removeSubmission(user: User, submissionId: string): Promise<{ id: string; form_id: string }> {
+      const r = submissionId.length <= 64 ? await db.k.transaction().execute((trx) => formStore.removeSubmission(trx, user.id, submissionId)) : undefined
+      if (!r) throw new AppError('RESOURCE_NOT_FOUND')
+      return r
+    },
+
     /** One of the owner's files and its blob; 404 for another account's or none. */
     async file(user: User, id: string) {
       const f = id.length <= 64 ? await formStore.fileOf(db.k, user.id, id) : undefined
