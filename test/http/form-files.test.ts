@@ -378,5 +378,65 @@ for (const engine of ENGINES) {
       assert.equal(await s.deps.blobs.exists(sha(kept)), true)
     })
 
+    it('the file limits are settings: lowered ones refuse what the defaults take, in the API error format', async () => {
+      const own = await startServer({
+        engine,
+        env: { RATE_LIMITS: HIGH, FORM_FILE_MAX_BYTES: '1000', FORM_SUBMISSION_FILE_BYTES: '1500', FORM_SUBMISSION_FILES: '2', FORM_FILE_QUOTA_BYTES: '2000' },
+      })
+      try {
+        const u = await own.user()
+        const created = await own.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Small', form_slug: slug() } })
+        assert.equal(created.status, 200, created.text)
+        const small = created.json.data as { form_slug: string }
+        const send = (parts: Parameters<typeof multipart>[0], streamed = false) => {
+          const mp = multipart(parts)
+          const body = streamed ? (Readable.from([mp.body]) as never) : mp.body
+          return own.post(`/api/forms/submit/${small.form_slug}`, { body, headers: { 'content-type': mp.contentType } })
+        }
+        const dflt = await make(alice)
+        const file = (tag: string, n: number) => ({ name: tag, filename: `${tag}.bin`, data: unique(n, `setting-${tag}`) })
+
+        // one file over FORM_FILE_MAX_BYTES, which the default (8 MiB) takes
+        const one = [file('a', 1001)]
+        assert.equal((await post(dflt.form_slug, one)).status, 200)
+        const big = await send(one)
+        expectError(big, 413, 1109)
+        assert.match(big.json.message, /\b1000\b/)
+        // two files, each within its limit, over FORM_SUBMISSION_FILE_BYTES together
+        const two = [file('b', 800), file('c', 800)]
+        assert.equal((await post(dflt.form_slug, two)).status, 200)
+        for (const streamed of [false, true]) {
+          const r = await send(two, streamed)
+          expectError(r, 413, 1109)
+          assert.match(r.json.message, /\b1500\b/)
+        }
+        // more files than FORM_SUBMISSION_FILES
+        const three = [file('d', 10), file('e', 10), file('f', 10)]
+        assert.equal((await post(dflt.form_slug, three)).status, 200)
+        const many = await send(three)
+        expectError(many, 413, 1111)
+        assert.match(many.json.message, /at most 2 files|最多 2 个文件/)
+        const stored = await own.get(`/svc_api/forms/data/${created.json.data.id}`, { key: u.key })
+        assert.equal(stored.json.data.total, 0, 'nothing refused is stored')
+
+        // FORM_FILE_QUOTA_BYTES: the default of an account's form_file_bytes
+        assert.equal((await send([file('g', 1000), file('h', 500)])).status, 200)
+        const over = await send([file('i', 600)])
+        expectError(over, 429, 1613)
+        assert.deepEqual([over.json.details.quota, over.json.details.used, over.json.details.limit], ['form_file_bytes', 1500, 2000])
+        const list = await own.get('/svc_api/forms/list', { key: u.key })
+        assert.deepEqual(list.json.data.quota.file_bytes, { used: 1500, limit: 2000 })
+        // an account's own limit wins over the setting
+        await own.deps.db.k
+          .updateTable('users')
+          .set({ limits: JSON.stringify({ form_file_bytes: 3000 }) })
+          .where('id', '=', u.id)
+          .execute()
+        assert.equal((await send([file('j', 600)])).status, 200)
+      } finally {
+        await own.close()
+      }
+    })
+
   })
 }

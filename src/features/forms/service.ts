@@ -7,7 +7,8 @@ import type { Text } from '../../errors/text.js'
 import { parsePage, pageInfo } from '../../http/pagination.js'
 import type { LimitStore } from '../../limits/store.js'
 import type { WindowRule } from '../../limits/tiers.js'
-import { quotaOf } from '../../limits/quotas.js'
+import { quotaOf, type QuotaName } from '../../limits/quotas.js'
+import type { Config } from '../../config.js'
 import type { Clock } from '../../util/clock.js'
 import { beijingTime } from '../../util/time.js'
 import { rounds } from '../../util/rounds.js'
@@ -196,6 +197,8 @@ export interface FormServiceDeps {
   db: Db
   clock: Clock
   limits: LimitStore
+  /** The quotas of an account without its own limits (FORM_FILE_QUOTA_BYTES among them). */
+  config: Pick<Config, 'quotaDefaults'>
   /** The notifications submissions queue, read before the owner's lock and written in their transaction. */
   notify?: Pick<NotifyService, 'deliveriesFor' | 'insertDeliveries'>
 }
@@ -212,7 +215,8 @@ export class PageHeld extends Error {
 }
 
 /** The rules of the forms part: management, submission, quotas. No Fastify here. */
-export function createFormService({ db, clock, limits, notify }: FormServiceDeps) {
+export function createFormService({ db, clock, limits, config, notify }: FormServiceDeps) {
+  const quota = (userLimits: string | Record<string, number>, name: QuotaName) => quotaOf(userLimits, name, config.quotaDefaults)
   const owned = async (user: User, id: string) => {
     const f = id.length <= 64 ? await formStore.byId(db.k, user.id, id) : undefined
     if (!f) throw notFound()
@@ -269,7 +273,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
             })),
           )) ?? []
         const month = beijingMonth(round[0].now)
-        const limit = quotaOf(owner.limits, 'form_submissions_month')
+        const limit = quota(owner.limits, 'form_submissions_month')
         await db.lockUser(trx, form.user_id)
         // under the lock: the form still there and active (a delete or disable may have
         // committed since), and the next number of its submissions
@@ -289,7 +293,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
         // the same limit, past which it is answered as kept but not stored (252)
         // the bytes of files the owner keeps stay within form_file_bytes: a submission whose
         // files would pass it is refused whole (1613), the ones before it kept
-        const byteLimit = quotaOf(owner.limits, 'form_file_bytes')
+        const byteLimit = quota(owner.limits, 'form_file_bytes')
         let bytesUsed = round.some((x) => x.files.length > 0) ? await formStore.fileBytes(trx, form.user_id) : 0
         const overBytes = new Map<Submission, number>()
         for (const x of live) {
@@ -386,7 +390,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       const fill = input.min_fill_seconds === undefined ? 0 : minFill(input.min_fill_seconds)
       checkHoneypotVsFields(hp, fields)
       if (givenSlug && (await formStore.slugTaken(db.k, givenSlug.toLowerCase(), user.id))) throw new AppError('FORM_SLUG_TAKEN')
-      const limit = quotaOf(user.limits, 'forms')
+      const limit = quota(user.limits, 'forms')
       const formQuota = (used: number) =>
         new AppError('FORM_QUOTA', {
           params: { detail: { zh: `表单 ${used}/${limit}`, en: `forms ${used}/${limit}` }, limit },
@@ -485,10 +489,10 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       return {
         forms: forms.map((f) => ({ row: f, stats: stats.get(f.id) ?? { submission_count: 0, unread_count: 0, spam_count: 0, last_submission_at: null } })),
         quota: {
-          forms: { used: forms.length, limit: quotaOf(user.limits, 'forms') },
-          submissions_month: { used, limit: quotaOf(user.limits, 'form_submissions_month'), month: beijingMonth(clock.now()) },
-          export_rows: { limit: quotaOf(user.limits, 'form_export_rows') },
-          file_bytes: { used: fileBytes, limit: quotaOf(user.limits, 'form_file_bytes') },
+          forms: { used: forms.length, limit: quota(user.limits, 'forms') },
+          submissions_month: { used, limit: quota(user.limits, 'form_submissions_month'), month: beijingMonth(clock.now()) },
+          export_rows: { limit: quota(user.limits, 'form_export_rows') },
+          file_bytes: { used: fileBytes, limit: quota(user.limits, 'form_file_bytes') },
         },
       }
     },
@@ -513,7 +517,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       const format = (Array.isArray(query.format) ? query.format[query.format.length - 1] : query.format) ?? 'json'
       if (format !== 'json' && format !== 'csv') throw bad({ zh: 'format 须为 json 或 csv', en: 'format must be json or csv' })
       const filter: SubmissionFilter = { isRead: parseFlag('is_read', query.is_read), isSpam: parseFlag('is_spam', query.is_spam) }
-      const cap = quotaOf(user.limits, 'form_export_rows')
+      const cap = quota(user.limits, 'form_export_rows')
       const top = await formStore.pageSubmissions(db.k, f.id, filter, 1)
       const total = await formStore.countSubmissions(db.k, f.id, filter)
       const startSeq = top.length ? Number(top[0].seq) + 1 : 0
