@@ -1,6 +1,7 @@
 import path from 'node:path'
 import { parseS3Url } from './storage/s3-url.js'
 import { ownedByDataDir } from './util/private-files.js'
+import { QUOTA_DEFAULTS, QUOTA_MAX, type QuotaDefaults } from './limits/quotas.js'
 
 /** Service configuration: the only place that reads the environment. */
 export interface Config {
@@ -35,6 +36,18 @@ export interface Config {
   rateLimits: RateLimitOverrides | null
   /** Limits of uploads (bytes / counts). */
   maxUploadBytes: number
+  /**
+   * Files sent with a form submission: the largest one (FORM_FILE_MAX_BYTES), all of one
+   * submission together (FORM_SUBMISSION_FILE_BYTES) and how many (FORM_SUBMISSION_FILES).
+   */
+  formFileMaxBytes: number
+  formSubmissionFileBytes: number
+  formSubmissionFiles: number
+  /**
+   * The per-account quotas an account without its own limit gets (limits/quotas.ts): the
+   * table's, but `form_file_bytes`, which FORM_FILE_QUOTA_BYTES sets.
+   */
+  quotaDefaults: QuotaDefaults
   sessionTtlSeconds: number
   /**
    * Send the public host's bodies with sendfile(2) from their blob files when the native addon
@@ -288,6 +301,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     registration: bool('REGISTRATION', true),
     rateLimits,
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 16 * 1024 * 1024, 1, 1024 * 1024 * 1024),
+    formFileMaxBytes: int('FORM_FILE_MAX_BYTES', 8 * 1024 * 1024, 1, 1024 * 1024 * 1024),
+    formSubmissionFileBytes: int('FORM_SUBMISSION_FILE_BYTES', 8 * 1024 * 1024, 1, 1024 * 1024 * 1024),
+    formSubmissionFiles: int('FORM_SUBMISSION_FILES', 5, 0, 100),
+    quotaDefaults: Object.freeze({ ...QUOTA_DEFAULTS, form_file_bytes: int('FORM_FILE_QUOTA_BYTES', QUOTA_DEFAULTS.form_file_bytes, 0, QUOTA_MAX) }),
     sessionTtlSeconds: int('SESSION_TTL_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
     sendfile: bool('SENDFILE', true),
     blobCacheDir: path.resolve(str('BLOB_CACHE_DIR') ?? path.join(dataDir, 'blob-cache')),

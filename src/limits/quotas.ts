@@ -27,15 +27,20 @@ export const QUOTA_DEFAULTS = {
 export const QUOTA_MAX = Number.MAX_SAFE_INTEGER
 
 export type QuotaName = keyof typeof QUOTA_DEFAULTS
+/** The value of each quota for an account without its own (the table above, or config.quotaDefaults). */
+export type QuotaDefaults = Readonly<Record<QuotaName, number>>
 export const QUOTA_NAMES = Object.keys(QUOTA_DEFAULTS) as QuotaName[]
 
 export const isQuotaName = (s: string): s is QuotaName => Object.hasOwn(QUOTA_DEFAULTS, s)
 
-/** The effective value of a quota for a user (`limits` is the user's JSON overrides). */
-export function quotaOf(limits: string | Record<string, number>, name: QuotaName): number {
+/**
+ * The effective value of a quota for a user (`limits` is the user's JSON overrides), else its
+ * default: `defaults`, the configured ones (config.quotaDefaults) where a caller has them.
+ */
+export function quotaOf(limits: string | Record<string, number>, name: QuotaName, defaults: QuotaDefaults = QUOTA_DEFAULTS): number {
   const o = typeof limits === 'string' ? safeParse(limits) : limits
   const v = o[name]
-  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : QUOTA_DEFAULTS[name]
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : defaults[name]
 }
 
 function safeParse(s: string): Record<string, number> {

@@ -1,12 +1,14 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import type { BrowserContext, Page } from 'playwright-core'
-import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, multipart, startServer, type TestServer } from '../support/server.js'
+import { until } from '../support/webhooks.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { type BrowserLease, openBrowser, sessionCookiesFor, watchErrors } from '../support/browser.js'
 
 // The forms page as an owner uses it, in Chromium (decision 203): spam kept apart from the
-// inbox, and the form markup the page offers, pasted into a page and sent by a visitor.
+// inbox, one submission deleted (decision 295), and the form markup the page offers,
+// pasted into a page and sent by a visitor.
 const engine = ENGINES[0]
 
 describe(`dashboard: a form's submissions and its markup in Chromium [${engine}]`, () => {
@@ -89,6 +91,56 @@ describe(`dashboard: a form's submissions and its markup in Chromium [${engine}]
         stored.map((x: any) => x.data.name),
         ['Real person'],
       )
+      assert.deepEqual(problems, [])
+    } finally {
+      await ctx.close()
+    }
+  })
+
+  it('deletes one submission with its file once the owner confirms; a dismissed delete keeps it', async () => {
+    const form = (await s.post('/svc_api/forms/create', { key: owner.key, json: { form_name: 'Prune box' } })).json.data as { id: string; form_slug: string }
+    assert.equal((await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: 'Stays' } })).status, 200)
+    const mp = multipart([
+      { name: 'name', data: 'Goes' },
+      { name: 'cv', filename: 'cv.txt', data: 'my cv' },
+    ])
+    assert.equal((await s.post(`/api/forms/submit/${form.form_slug}`, { body: mp.body, headers: { 'content-type': mp.contentType } })).status, 200)
+    const names = async () =>
+      (await s.get(`/svc_api/forms/data/${form.id}`, { key: owner.key })).json.data.submissions.map((x: { data: { name: string } }) => x.data.name)
+    const ctx = await session()
+    const page = await ctx.newPage()
+    const problems = watchErrors(page)
+    const asked: string[] = []
+    const answer = (accept: boolean) =>
+      page.once('dialog', (d) => {
+        asked.push(d.message())
+        void (accept ? d.accept() : d.dismiss())
+      })
+    try {
+      await openSubmissions(page, 'Prune box')
+      await page.waitForFunction(() => document.querySelector('#subs-table tbody')?.textContent?.includes('Goes'))
+      // the row's button names the submission by its time
+      const button = page.locator('#subs-table tbody tr', { hasText: 'Goes' }).getByRole('button', { name: /^Delete the submission received / })
+      // dismissed: nothing goes
+      answer(false)
+      await button.click()
+      await until(() => asked.length === 1)
+      assert.match(asked[0], /^Delete the submission received .+ and its 1 file\(s\)\? This cannot be undone\.$/)
+      assert.deepEqual((await names()).sort(), ['Goes', 'Stays'])
+      // confirmed: the submission and its file go, the list and the counters follow
+      answer(true)
+      await button.click()
+      await page.waitForFunction(() => !document.querySelector('#subs-table tbody')?.textContent?.includes('Goes'))
+      assert.equal(asked.length, 2)
+      assert.deepEqual(
+        (await rows(page)).map((r) => r[1]),
+        ['Stays'],
+      )
+      const heads = await page.$$eval('#forms-table thead th', (ths) => ths.map((th) => (th.textContent ?? '').trim()))
+      const count = page.locator('#forms-table tbody tr', { hasText: 'Prune box' }).locator('td').nth(heads.indexOf('Submissions'))
+      await count.filter({ hasText: /^1$/ }).waitFor()
+      assert.deepEqual(await names(), ['Stays'])
+      assert.equal((await s.get('/svc_api/forms/list', { key: owner.key })).json.data.quota.file_bytes.used, 0)
       assert.deepEqual(problems, [])
     } finally {
       await ctx.close()

@@ -200,6 +200,25 @@ for (const engine of ENGINES) {
       assert.match(none.stderr, /^error 1611 /m)
     })
 
+    it('svc forms delete-submission deletes one submission, by the id svc forms export shows', async (t) => {
+      if (missing.forms) return t.skip(missing.forms)
+      const form = (await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: 'Prune' } })).json.data
+      for (const msg of ['keep', 'drop']) assert.equal((await s.post(`/api/forms/submit/${form.form_slug}`, { json: { msg } })).status, 200)
+      const exported = await runCli(['forms', 'export', form.id, '--json'], { env })
+      const drop = exported.json.data.submissions.find((x: { data: { msg: string } }) => x.data.msg === 'drop').id
+      const r = await runCli(['forms', 'delete-submission', drop], { env })
+      assert.equal(r.code, 0, r.stderr)
+      assert.equal(r.stdout, `submission ${drop} deleted, with its files (form ${form.id})\n`)
+      assert.deepEqual(
+        (await s.get(`/svc_api/forms/data/${form.id}`, { key: alice.key })).json.data.submissions.map((x: { data: { msg: string } }) => x.data.msg),
+        ['keep'],
+      )
+      const again = await runCli(['forms', 'delete-submission', drop, '--json'], { env })
+      assert.equal(again.code, 1)
+      assert.match(again.stderr, /^error 1405 /m)
+      assert.equal(again.json.success, false)
+    })
+
     it("svc forms export's table shows a visitor's control characters as text, never sends them to the terminal", async (t) => {
       if (missing.forms) return t.skip(missing.forms)
       const created = await s.post('/svc_api/forms/create', { key: alice.key, json: { form_name: 'Escapes' } })

@@ -56,7 +56,7 @@ for (const engine of ENGINES) {
       const viaStdio = (await client.listTools()).tools
       const viaHttp = (await http.listTools()).tools
       assert.deepEqual(viaStdio, viaHttp)
-      assert.equal(viaStdio.length, 34)
+      assert.equal(viaStdio.length, 35)
 
       const called = new Set<string>()
       const ok = async (name: string, args: Record<string, unknown> = {}) => {
@@ -132,7 +132,10 @@ for (const engine of ENGINES) {
 
       const form = (await ok('create_form', { form_name: 'Feedback' })).structuredContent.form
       await s.post(new URL(form.submit_url).pathname, { json: { msg: 'hi' } })
-      assert.deepEqual((await ok('list_submissions', { form_id: form.id })).structuredContent.submissions[0].data, { msg: 'hi' })
+      const subs = (await ok('list_submissions', { form_id: form.id })).structuredContent.submissions
+      assert.deepEqual(subs[0].data, { msg: 'hi' })
+      await ok('delete_submission', { submission_id: subs[0].id })
+      assert.equal((await s.get(`/svc_api/forms/data/${form.id}`, { key: alice.key })).json.data.total, 0)
 
       await svc(s, 'grant', alice.username, 'hosted-data')
       await svc(s, 'grant', alice.username, 'image-host')
@@ -245,7 +248,7 @@ for (const engine of ENGINES) {
       )
       assert.doesNotMatch(stderr(), /retrying|connection problem/)
       // the server keeps answering, and nothing was stored
-      assert.equal((await client.listTools()).tools.length, 34)
+      assert.equal((await client.listTools()).tools.length, 35)
       assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
     })
 

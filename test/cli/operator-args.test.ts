@@ -397,6 +397,7 @@ describe('client commands: a missing, unexpected or refused argument prints the 
     [['data'], /missing a subcommand: push/],
     [['forms', 'notify'], /missing the form id/],
     [['forms', 'redeliver'], /missing the delivery id/],
+    [['forms', 'delete-submission'], /missing the submission id/],
     [['forms', 'nope'], /unknown subcommand "nope"/],
     [['domain', 'add', 'www.example.com'], /missing --project NAME/],
     [['domain', 'verify'], /missing DOMAIN/],

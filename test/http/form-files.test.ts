@@ -1,13 +1,15 @@
 import { createHash } from 'node:crypto'
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { Readable } from 'node:stream'
+import { PassThrough, Readable } from 'node:stream'
 import { expectError } from '../support/errors.js'
 import { ENGINES, startServer, multipart, type TestServer } from '../support/server.js'
 import { sweepBlobs } from '../../src/storage/sweeper.js'
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
 import { deleteAccount } from '../../src/features/accounts/delete.js'
 import { importArchive, writeExport } from '../../src/features/export/archive.js'
+import type { BlobStore } from '../../src/storage/blob-store.js'
+import { until } from '../support/webhooks.js'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -306,6 +308,189 @@ for (const engine of ENGINES) {
       assert.equal((await fileRows(erin.id)).length, 0)
       await sweep()
       assert.equal(await s.deps.blobs.exists(sha(b)), false)
+    })
+
+    it("the owner deletes one submission with its files: its bytes and the form's counters give their place back, the month's count does not", async () => {
+      const hal = await s.user()
+      await s.deps.db.k
+        .updateTable('users')
+        .set({ limits: JSON.stringify({ form_file_bytes: 2300 }) })
+        .where('id', '=', hal.id)
+        .execute()
+      const f = await make(hal)
+      const kept = unique(700, 'sub-kept')
+      const gone = unique(900, 'sub-gone')
+      assert.equal(
+        (
+          await post(f.form_slug, [
+            { name: 'name', data: 'Keep' },
+            { name: 'cv', filename: 'k.bin', data: kept },
+          ])
+        ).status,
+        200,
+      )
+      const sent = await post(f.form_slug, [
+        { name: 'name', data: 'Drop' },
+        { name: 'cv', filename: 'd.bin', data: gone },
+        // the same bytes as the kept submission's file: one blob for both
+        { name: 'cover', filename: 'k2.bin', data: kept },
+      ])
+      assert.equal(sent.status, 200, sent.text)
+      const id = sent.json.data.submission_id as string
+      const listed = (await data(hal, f.id)).json.data.submissions.find((x: { id: string }) => x.id === id)
+      const download = new URL(listed.files[0].url).pathname
+      const before = (await s.get('/svc_api/forms/list', { key: hal.key })).json.data
+      assert.equal(before.quota.file_bytes.used, 2300)
+      assert.equal(before.quota.submissions_month.used, 2)
+      // the quota is full: a new file is refused
+      expectError(await post(f.form_slug, [{ name: 'cv', filename: 'n.bin', data: unique(500, 'sub-new') }]), 429, 1613)
+
+      // another account's delete, an id of nothing: 404 / 1405, and nothing changes
+      const del = (u: User, sid: string) => s.request('DELETE', `/svc_api/forms/delete_submission/${encodeURIComponent(sid)}`, { key: u.key })
+      expectError(await del(bob, id), 404, 1405)
+      expectError(await del(hal, 'no-such-submission'), 404, 1405)
+      expectError(await del(hal, 'x'.repeat(65)), 404, 1405)
+      assert.equal((await data(hal, f.id)).json.data.total, 2)
+      assert.equal((await fileRows(hal.id)).length, 3)
+
+      const r = await del(hal, id)
+      assert.equal(r.status, 200, r.text)
+      assert.deepEqual(r.json.data, { id, form_id: f.id })
+      assert.deepEqual(
+        (await data(hal, f.id)).json.data.submissions.map((x: { data: { name: string } }) => x.data.name),
+        ['Keep'],
+      )
+      assert.deepEqual(
+        (await fileRows(hal.id)).map((x) => x.filename),
+        ['k.bin'],
+      )
+      const after = (await s.get('/svc_api/forms/list', { key: hal.key })).json.data
+      assert.equal(after.quota.file_bytes.used, 700)
+      const counters = after.forms.find((x: { id: string }) => x.id === f.id)
+      assert.deepEqual([counters.submission_count, counters.unread_count, counters.spam_count], [1, 1, 0])
+      // the month counts what came in, as a deleted form leaves it
+      assert.equal(after.quota.submissions_month.used, 2)
+      expectError(await s.get(download, { key: hal.key }), 404, 1405)
+      expectError(await del(hal, id), 404, 1405)
+      // the freed bytes take a new file
+      assert.equal((await post(f.form_slug, [{ name: 'cv', filename: 'n.bin', data: unique(500, 'sub-new2') }])).status, 200)
+      // the sweeper frees the bytes only the deleted submission held; the shared ones stay
+      await sweep()
+      assert.equal(await s.deps.blobs.exists(sha(gone)), false)
+      assert.equal(await s.deps.blobs.exists(sha(kept)), true)
+    })
+
+    it('the file limits are settings: lowered ones refuse what the defaults take, in the API error format', async () => {
+      const own = await startServer({
+        engine,
+        env: { RATE_LIMITS: HIGH, FORM_FILE_MAX_BYTES: '1000', FORM_SUBMISSION_FILE_BYTES: '1500', FORM_SUBMISSION_FILES: '2', FORM_FILE_QUOTA_BYTES: '2000' },
+      })
+      try {
+        const u = await own.user()
+        const created = await own.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Small', form_slug: slug() } })
+        assert.equal(created.status, 200, created.text)
+        const small = created.json.data as { form_slug: string }
+        const send = (parts: Parameters<typeof multipart>[0], streamed = false) => {
+          const mp = multipart(parts)
+          const body = streamed ? (Readable.from([mp.body]) as never) : mp.body
+          return own.post(`/api/forms/submit/${small.form_slug}`, { body, headers: { 'content-type': mp.contentType } })
+        }
+        const dflt = await make(alice)
+        const file = (tag: string, n: number) => ({ name: tag, filename: `${tag}.bin`, data: unique(n, `setting-${tag}`) })
+
+        // one file over FORM_FILE_MAX_BYTES, which the default (8 MiB) takes
+        const one = [file('a', 1001)]
+        assert.equal((await post(dflt.form_slug, one)).status, 200)
+        const big = await send(one)
+        expectError(big, 413, 1109)
+        assert.match(big.json.message, /\b1000\b/)
+        // two files, each within its limit, over FORM_SUBMISSION_FILE_BYTES together
+        const two = [file('b', 800), file('c', 800)]
+        assert.equal((await post(dflt.form_slug, two)).status, 200)
+        for (const streamed of [false, true]) {
+          const r = await send(two, streamed)
+          expectError(r, 413, 1109)
+          assert.match(r.json.message, /\b1500\b/)
+        }
+        // more files than FORM_SUBMISSION_FILES
+        const three = [file('d', 10), file('e', 10), file('f', 10)]
+        assert.equal((await post(dflt.form_slug, three)).status, 200)
+        const many = await send(three)
+        expectError(many, 413, 1111)
+        assert.match(many.json.message, /at most 2 files|最多 2 个文件/)
+        const stored = await own.get(`/svc_api/forms/data/${created.json.data.id}`, { key: u.key })
+        assert.equal(stored.json.data.total, 0, 'nothing refused is stored')
+
+        // FORM_FILE_QUOTA_BYTES: the default of an account's form_file_bytes
+        assert.equal((await send([file('g', 1000), file('h', 500)])).status, 200)
+        const over = await send([file('i', 600)])
+        expectError(over, 429, 1613)
+        assert.deepEqual([over.json.details.quota, over.json.details.used, over.json.details.limit], ['form_file_bytes', 1500, 2000])
+        const list = await own.get('/svc_api/forms/list', { key: u.key })
+        assert.deepEqual(list.json.data.quota.file_bytes, { used: 1500, limit: 2000 })
+        // an account's own limit wins over the setting
+        await own.deps.db.k
+          .updateTable('users')
+          .set({ limits: JSON.stringify({ form_file_bytes: 3000 }) })
+          .where('id', '=', u.id)
+          .execute()
+        assert.equal((await send([file('j', 600)])).status, 200)
+      } finally {
+        await own.close()
+      }
+    })
+
+    it('a sweep while the body is read: a file it took refuses the submission (503), one it listed before the refresh is kept', async () => {
+      const ivy = await s.user()
+      const f = await make(ivy)
+      /** Sends a file and the start of the part after it, then holds the rest: the file is stored, the submission not yet taken. */
+      const slow = (bytes: Buffer) => {
+        const mp = multipart([
+          { name: 'cv', filename: 'cv.bin', data: bytes },
+          { name: 'note', data: 'LAST-PART' },
+        ])
+        const cut = mp.body.indexOf('LAST-PART')
+        const body = new PassThrough()
+        body.write(mp.body.subarray(0, cut))
+        const answer = s.post(`/api/forms/submit/${f.form_slug}`, { body: body as never, headers: { 'content-type': mp.contentType } })
+        return () => {
+          body.end(mp.body.subarray(cut))
+          return answer
+        }
+      }
+      const stored = (d: string) => until(() => s.deps.blobs.exists(d), 20_000, `blob ${d}`)
+
+      // the sweep took the file (past the grace, no row yet): the submission is refused, nothing stored
+      const taken = unique(3000, 'slow-taken')
+      const finishTaken = slow(taken)
+      await stored(sha(taken))
+      await sweep()
+      assert.equal(await s.deps.blobs.exists(sha(taken)), false)
+      const refused = await finishTaken()
+      expectError(refused, 503, 1503)
+      assert.equal((await data(ivy, f.id)).json.data.total, 0)
+      assert.equal((await fileRows(ivy.id)).length, 0)
+
+      // the sweep listed the file as old (the body took two hours) and read no row for it; the
+      // submission is taken before its delete: the refreshed time spares the file
+      const raced = unique(3000, 'slow-raced')
+      const finishRaced = slow(raced)
+      await stored(sha(raced))
+      const old = new Date(Date.now() - 2 * 3_600_000)
+      fs.utimesSync((await s.deps.blobs.localFile(sha(raced)))!.path, old, old)
+      let answer: Awaited<ReturnType<typeof finishRaced>> | undefined
+      const racing: BlobStore = Object.create(s.deps.blobs)
+      racing.delete = async (d, olderThan) => {
+        if (d === sha(raced)) answer = await finishRaced()
+        return s.deps.blobs.delete(d, olderThan)
+      }
+      await sweepBlobs(s.deps.db, racing, BLOB_COLUMNS, 3_600_000)
+      assert.equal(answer?.status, 200, answer?.text)
+      assert.equal(await s.deps.blobs.exists(sha(raced)), true, 'the sweep spared the file the submission keeps')
+      const sub = (await data(ivy, f.id)).json.data.submissions[0]
+      const dl = await s.get(new URL(sub.files[0].url).pathname, { key: ivy.key })
+      assert.equal(dl.status, 200)
+      assert.ok(dl.body.equals(raced))
     })
   })
 }

@@ -35,6 +35,7 @@ const WRITE_TOOLS = [
   'delete_image',
   'update_form',
   'delete_data',
+  'delete_submission',
   'set_access',
   'clear_access',
   'add_domain',
@@ -184,6 +185,7 @@ for (const engine of ENGINES) {
         }
         // the ids one tool gives and another takes are named where an agent reads them
         assert.match(JSON.stringify(schema('create_form')), /What list_submissions and delete_form take as form_id/)
+        assert.match(JSON.stringify(schema('list_submissions')), /What delete_submission takes as submission_id/)
         assert.match(JSON.stringify(schema('list_deploys')), /What rollback and promote take as deploy_id/)
         assert.match(JSON.stringify(schema('upload_image')), /What delete_image takes/)
         // the schemas have teeth: a result of the wrong shape fails them
@@ -1727,6 +1729,7 @@ for (const engine of ENGINES) {
           ['list_submissions', { form_id: 'a\u0000' }, 'form_id'],
           ['update_form', { form_id: '\u0000', form_name: 'x' }, 'form_id'],
           ['delete_form', { form_id: '\u0000' }, 'form_id'],
+          ['delete_submission', { submission_id: 'a\u0000' }, 'submission_id'],
           ['update_data', { file_id: 'x\u0000', content: '{}' }, 'file_id'],
           ['delete_image', { public_token: 'a\u0000' }, 'public_token'],
           ['delete_data', { file_id: 'a\u0000' }, 'file_id'],
@@ -1785,7 +1788,7 @@ for (const engine of ENGINES) {
       }
       try {
         const { tools } = await own.listTools()
-        for (const name of ['kv_delete', 'delete_form', 'delete_image', 'delete_site', 'delete_file']) {
+        for (const name of ['kv_delete', 'delete_form', 'delete_submission', 'delete_image', 'delete_site', 'delete_file']) {
           const t = tools.find((x) => x.name === name)?.annotations
           assert.deepEqual([t?.readOnlyHint, t?.destructiveHint, t?.idempotentHint], [false, true, true], name)
         }
@@ -1814,6 +1817,24 @@ for (const engine of ENGINES) {
         const form = (await done('create_form', { form_name: 'Guestbook' })).structuredContent.form
         const sent = await s.post(new URL(form.submit_url).pathname, { json: { message: 'hi' } })
         assert.equal(sent.status, 200, sent.text)
+        // delete_submission: one submission, by an id list_submissions shows
+        const test = await s.post(new URL(form.submit_url).pathname, { json: { message: 'test post' } })
+        assert.equal(test.status, 200, test.text)
+        const listed = (await done('list_submissions', { form_id: form.id })).structuredContent.submissions
+        const testId = listed.find((x: any) => x.data.message === 'test post').id
+        const dropped = await done('delete_submission', { submission_id: testId })
+        assert.deepEqual([dropped.structuredContent.submission_id, dropped.structuredContent.form_id], [testId, form.id])
+        assert.deepEqual(
+          (await s.get(`/svc_api/forms/data/${form.id}`, { key: gina.key })).json.data.submissions.map((x: any) => x.data.message),
+          ['hi'],
+        )
+        await refused('delete_submission', { submission_id: testId }, 1405, /list_submissions \{form_id\} lists a form's submissions/)
+        // another account's submission is the same 1405
+        const other = await s.user()
+        const otherForm = (await s.post('/svc_api/forms/create', { key: other.key, json: { form_name: 'Theirs' } })).json.data
+        const theirs = (await s.post(`/api/forms/submit/${otherForm.form_slug}`, { json: { message: 'not yours' } })).json.data.submission_id
+        await refused('delete_submission', { submission_id: theirs }, 1405, /list_submissions/)
+        assert.equal((await s.get(`/svc_api/forms/data/${otherForm.id}`, { key: other.key })).json.data.total, 1)
         const gone = await done('delete_form', { form_id: form.id })
         assert.equal(gone.structuredContent.form_id, form.id)
         assert.deepEqual((await s.get('/svc_api/forms/list', { key: gina.key })).json.data.forms, [])

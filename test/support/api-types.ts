@@ -419,6 +419,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/svc_api/forms/delete_submission/{submission_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete one submission and its files (the owner only); its file bytes leave the form_file_bytes quota */
+        delete: operations["deleteSvcApiFormsDeleteSubmissionBySubmissionId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/svc_api/forms/webhook/{form_id}": {
         parameters: {
             query?: never;
@@ -3108,6 +3125,37 @@ export interface operations {
                             form_id: string;
                             is_read: boolean;
                             is_spam: boolean;
+                        };
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    deleteSvcApiFormsDeleteSubmissionBySubmissionId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                submission_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        message: string;
+                        data: {
+                            id: string;
+                            form_id: string;
                         };
                     };
                 };

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import { ConfigError, loadConfig } from '../../src/config.js'
+import { QUOTA_DEFAULTS, quotaOf } from '../../src/limits/quotas.js'
 
 /** The rows of docs/operations/configuration.md's table: each variable it names, with the default cell. */
 function documentedSettings(): Map<string, string> {
@@ -46,7 +47,18 @@ describe('configuration', () => {
     assert.equal(c.maxUploadBytes, 16777216)
     assert.equal(c.smtpTimeoutMs, 20_000)
     assert.equal(c.webhookTimeoutMs, 10_000)
+    assert.deepEqual([c.formFileMaxBytes, c.formSubmissionFileBytes, c.formSubmissionFiles], [8 * 1024 * 1024, 8 * 1024 * 1024, 5])
+    assert.deepEqual(c.quotaDefaults, QUOTA_DEFAULTS)
     assert.ok(Object.isFrozen(c))
+  })
+
+  it('takes the form file limits and the form_file_bytes default from the environment (decision 296)', () => {
+    const c = loadConfig({ FORM_FILE_MAX_BYTES: '1000', FORM_SUBMISSION_FILE_BYTES: '1500', FORM_SUBMISSION_FILES: '0', FORM_FILE_QUOTA_BYTES: '2000' })
+    assert.deepEqual([c.formFileMaxBytes, c.formSubmissionFileBytes, c.formSubmissionFiles], [1000, 1500, 0])
+    // the quota's default only: every other quota keeps the table's
+    assert.deepEqual(c.quotaDefaults, { ...QUOTA_DEFAULTS, form_file_bytes: 2000 })
+    assert.equal(quotaOf('{}', 'form_file_bytes', c.quotaDefaults), 2000)
+    assert.equal(quotaOf('{"form_file_bytes": 5}', 'form_file_bytes', c.quotaDefaults), 5, "an account's own limit wins")
   })
 
   it('reads exactly the variables docs/operations/configuration.md lists, with their documented defaults', () => {
@@ -93,6 +105,10 @@ describe('configuration', () => {
     [{ RATE_LIMITS: '{"gold":{}}' }, 'RATE_LIMITS'],
     [{ RATE_LIMITS: 'not json' }, 'RATE_LIMITS'],
     [{ MAX_UPLOAD_BYTES: '0' }, 'MAX_UPLOAD_BYTES'],
+    [{ FORM_FILE_MAX_BYTES: '0' }, 'FORM_FILE_MAX_BYTES'],
+    [{ FORM_SUBMISSION_FILE_BYTES: '8M' }, 'FORM_SUBMISSION_FILE_BYTES'],
+    [{ FORM_SUBMISSION_FILES: '101' }, 'FORM_SUBMISSION_FILES'],
+    [{ FORM_FILE_QUOTA_BYTES: '-1' }, 'FORM_FILE_QUOTA_BYTES'],
     [{ WEBHOOK_BLOCK_PRIVATE: 'maybe' }, 'WEBHOOK_BLOCK_PRIVATE'],
     [{ NOTIFY_MAX_AGE: '24' }, 'NOTIFY_MAX_AGE'],
     [{ SMTP_TIMEOUT: '20' }, 'SMTP_TIMEOUT'],

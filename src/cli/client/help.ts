@@ -205,10 +205,11 @@ export const CLIENT_HELP = {
       'svc forms rotate-secret FORM_ID',
       'svc forms deliveries FORM_ID',
       'svc forms redeliver DELIVERY_ID',
+      'svc forms delete-submission SUBMISSION_ID',
     ],
-    summary: 'list forms, export their submissions, set their notifications',
+    summary: 'list forms, export and delete their submissions, set their notifications',
     about:
-      "Lists your forms, exports their submissions, and shows or changes a form's notifications: a signed webhook, e-mail, and the log of their deliveries.",
+      "Lists your forms, exports their submissions (with their ids), deletes one submission with its files, and shows or changes a form's notifications: a signed webhook, e-mail, and the log of their deliveries.",
     subs: {
       ls: {},
       export: {
@@ -229,6 +230,7 @@ export const CLIENT_HELP = {
       'rotate-secret': {},
       deliveries: {},
       redeliver: {},
+      'delete-submission': {},
     },
     examples: ['svc forms ls', 'svc forms export 12 --csv -o subs.csv', 'svc forms notify 12 --webhook https://example.com/hook --email digest'],
     see: 'docs/cli.md, docs/api/forms.md',

@@ -138,7 +138,9 @@ export function createAdmin(deps: Deps) {
     const counted = changed.filter((q): q is QuotaName & keyof typeof COUNTED => Object.hasOwn(COUNTED, q))
     if (counted.length === 0) return []
     const usage = (await store.usage([u.id])).get(u.id) ?? {}
-    return counted.map((quota) => ({ quota, used: usage[COUNTED[quota]] ?? 0, limit: quotaOf(u.limits, quota) })).filter((o) => o.used > o.limit)
+    return counted
+      .map((quota) => ({ quota, used: usage[COUNTED[quota]] ?? 0, limit: quotaOf(u.limits, quota, config.quotaDefaults) }))
+      .filter((o) => o.used > o.limit)
   }
 
   const service = {
@@ -218,7 +220,7 @@ export function createAdmin(deps: Deps) {
             is_admin: !!r.is_admin,
             created_at: Number(r.created_at),
             limits,
-            quotas: Object.fromEntries(QUOTA_NAMES.map((q) => [q, quotaOf(limits, q)])),
+            quotas: Object.fromEntries(QUOTA_NAMES.map((q) => [q, quotaOf(limits, q, config.quotaDefaults)])),
             usage: usage.get(r.id) ?? {},
           }
         }),

@@ -2,15 +2,15 @@ import { Transform, type Readable, type TransformCallback } from 'node:stream'
 import { AppError } from '../../errors/app-error.js'
 import type { BlobStore } from '../../storage/blob-store.js'
 import { guardUpload } from '../../http/multipart.js'
+import type { Config } from '../../config.js'
 
 /**
  * Files sent with a submission (multipart parts with a file name), as Netlify Forms takes
- * them: each at most FORM_FILE_MAX_BYTES, together at most FORM_FILES_MAX_BYTES, at most
- * FORM_FILES_MAX of them; the bytes the owner keeps count against the form_file_bytes quota.
+ * them: each at most `formFileMaxBytes`, together at most `formSubmissionFileBytes`, at most
+ * `formSubmissionFiles` of them (settings: 8 MiB, 8 MiB and 5 by default); the bytes the
+ * owner keeps count against the form_file_bytes quota.
  */
-export const FORM_FILE_MAX_BYTES = 8 * 1024 * 1024
-export const FORM_FILES_MAX_BYTES = 8 * 1024 * 1024
-export const FORM_FILES_MAX = 5
+export type FormFileLimits = Pick<Config, 'formFileMaxBytes' | 'formSubmissionFileBytes' | 'formSubmissionFiles'>
 
 /** A file stored as a blob while the body was read; its row is written with the submission. */
 export interface SentFile {

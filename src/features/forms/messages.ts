@@ -52,6 +52,9 @@ export const FORMS_MESSAGES = defineMessages(
     'forms.submit_url': 'Submit URL',
     'forms.no_submissions': 'No submissions.',
     'forms.delete_confirm': 'Delete the form "{name}" and all its submissions?',
+    'forms.delete_submission': 'Delete the submission received {time}',
+    'forms.delete_submission_confirm': 'Delete the submission received {time}? This cannot be undone.',
+    'forms.delete_submission_files_confirm': 'Delete the submission received {time} and its {n} file(s)? This cannot be undone.',
     'forms.quota': '{forms} of {max_forms} forms · {subs} of {max_subs} submissions this month',
 
     'forms.notify': 'Notifications',
@@ -147,6 +150,9 @@ export const FORMS_MESSAGES = defineMessages(
     'forms.submit_url': '提交地址',
     'forms.no_submissions': '没有提交。',
     'forms.delete_confirm': '删除表单“{name}”及其全部提交？',
+    'forms.delete_submission': '删除 {time} 收到的提交',
+    'forms.delete_submission_confirm': '删除 {time} 收到的这条提交？删除后无法恢复。',
+    'forms.delete_submission_files_confirm': '删除 {time} 收到的这条提交及其 {n} 个文件？删除后无法恢复。',
     'forms.quota': '表单 {forms} / {max_forms} 个 · 本月提交 {subs} / {max_subs} 条',
 
     'forms.notify': '通知',

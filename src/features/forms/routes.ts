@@ -10,7 +10,7 @@ import { clientIp, isHttps, serviceOrigin } from '../../http/origin.js'
 import { SITE_FORM_ROUTE } from '../../http/types.js'
 import { notAllowed } from '../../http/content-headers.js'
 import { bad, NETLIFY_FORM_NAME, type FieldDef } from './fields.js'
-import { cleanFileName, FORM_FILE_MAX_BYTES, FORM_FILES_MAX, FORM_FILES_MAX_BYTES, filesTooLarge, storeFilePart, type SentFile } from './files.js'
+import { cleanFileName, filesTooLarge, storeFilePart, type FormFileLimits, type SentFile } from './files.js'
 import type { BlobStore } from '../../storage/blob-store.js'
 import { csvExport, jsonExport } from './export.js'
 import { decideOrigin, NEXT_FIELD, nextTarget, originOf, type OriginDecision } from './origins.js'
@@ -20,6 +20,7 @@ import {
   CreateBody,
   DataQuery,
   DataResponse,
+  DeleteSubmissionResponse,
   ExportAnswer,
   ExportQuery,
   FileIdParams,
@@ -46,9 +47,8 @@ import { BYTES_BODY, ERROR_OR_PAGE, mediaAnswer, TEXT_BODY } from '../../http/an
 const passThrough = () => () => true
 
 const EXPOSE = 'Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-Window'
-/** Text fields of a multipart submission, and its parts (a few empty file inputs besides). */
+/** Text fields of a multipart submission; its parts are these and its files. */
 const MULTIPART_FIELDS = 200
-const MULTIPART_PARTS = 205
 /** Room for the headers and boundaries of a multipart body's parts, past its fields' and files' limits. */
 const MULTIPART_OVERHEAD = 64 * 1024
 const bodyTooLarge = () => new AppError('BODY_TOO_LARGE', { params: { limit: SUBMIT_BODY_LIMIT } })
@@ -112,7 +112,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     // (the content type parser, which marks a multipart request, runs after this hook)
     if (!/^multipart\/form-data\b/i.test(req.headers['content-type'] ?? '')) {
       if (len > SUBMIT_BODY_LIMIT) throw bodyTooLarge()
-    } else if (len > SUBMIT_BODY_LIMIT + FORM_FILES_MAX_BYTES + MULTIPART_OVERHEAD) throw filesTooLarge(FORM_FILES_MAX_BYTES)
+    } else if (len > SUBMIT_BODY_LIMIT + deps.config.formSubmissionFileBytes + MULTIPART_OVERHEAD) throw filesTooLarge(deps.config.formSubmissionFileBytes)
     return payload
   }
   // a script's refusal also lists itself as Formspree's answers do (`errors[].message`, with the
@@ -207,7 +207,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     async (req, reply) => {
       const form = await lookup(req)
       if (!form) throw new AppError('FORM_NOT_FOUND')
-      return take(req, reply, form, () => readFields(req, deps.blobs), null)
+      return take(req, reply, form, () => readFields(req, deps.blobs, deps.config), null)
     },
   )
 
@@ -274,7 +274,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     async (req, reply) => {
       const site = req.raw.handedOver?.siteForm
       if (site === undefined) throw new AppError('NOT_FOUND')
-      const sent = await readFields(req, deps.blobs)
+      const sent = await readFields(req, deps.blobs, deps.config)
       const name = sent.body.get(NETLIFY_FORM_NAME)
       if (typeof name !== 'string' || name === '') {
         reply.hijack()
@@ -333,7 +333,7 @@ interface Sent {
  * the files' limits (413 past one, reading no further); its row is written only with the
  * submission, so the blob of a refused one has none and goes to the sweeper.
  */
-async function readFields(req: FastifyRequest, blobs: BlobStore): Promise<Sent> {
+async function readFields(req: FastifyRequest, blobs: BlobStore, limits: FormFileLimits): Promise<Sent> {
   if (req.isMultipart()) {
     // every part is read as a file: busboy would decode a text field as UTF-8 (U+FFFD for
     // other bytes) before the `_charset_` field, which may come last, is seen
@@ -341,9 +341,12 @@ async function readFields(req: FastifyRequest, blobs: BlobStore): Promise<Sent> 
     const files: SentFile[] = []
     let bytes = 0
     let fileBytes = 0
+    const { formFileMaxBytes: fileMax, formSubmissionFileBytes: totalMax, formSubmissionFiles: filesMax } = limits
+    // the fields and the files (empty file inputs, no file chosen, among them)
+    const partsMax = MULTIPART_FIELDS + filesMax
     const parts = multipartParts(req, {
       isPartAFile: () => true,
-      limits: { fileSize: FORM_FILE_MAX_BYTES + 1, files: MULTIPART_PARTS, parts: MULTIPART_PARTS, fieldNameSize: 200 },
+      limits: { fileSize: fileMax + 1, files: partsMax, parts: partsMax, fieldNameSize: 200 },
     })
     for await (const part of parts) {
       if (part.type !== 'file') continue
@@ -353,16 +356,16 @@ async function readFields(req: FastifyRequest, blobs: BlobStore): Promise<Sent> 
           part.file.resume()
           continue
         }
-        if (files.length >= FORM_FILES_MAX) {
+        if (files.length >= filesMax) {
           part.file.resume()
           throw new AppError('TOO_MANY_PARTS', {
-            params: { detail: { zh: `一次提交最多 ${FORM_FILES_MAX} 个文件`, en: `a submission takes at most ${FORM_FILES_MAX} files` } },
+            params: { detail: { zh: `一次提交最多 ${filesMax} 个文件`, en: `a submission takes at most ${filesMax} files` } },
           })
         }
         // the part's limit, or what the submission's total leaves, whichever is less
-        const left = FORM_FILES_MAX_BYTES - fileBytes
-        const max = Math.min(FORM_FILE_MAX_BYTES, left)
-        const limit = max === left ? FORM_FILES_MAX_BYTES : FORM_FILE_MAX_BYTES
+        const left = totalMax - fileBytes
+        const max = Math.min(fileMax, left)
+        const limit = max === left ? totalMax : fileMax
         const stored = await storeFilePart(blobs, part.file, max, () => filesTooLarge(limit))
         fileBytes += stored.size
         files.push({
@@ -588,6 +591,25 @@ function manageRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       const { submission_id } = req.params as { submission_id: string }
       const data = await forms.markRead(caller(req).user, submission_id, req.body)
       return { success: true, message: say(req, data.is_read ? '已标记为已读' : '已标记为未读', data.is_read ? 'Marked as read' : 'Marked as unread'), data }
+    },
+  )
+
+  // beyond the spec, as Formspree and Netlify Forms delete one submission (decision 295)
+  app.delete(
+    '/svc_api/forms/delete_submission/:submission_id',
+    {
+      config: cfg,
+      schema: {
+        tags,
+        summary: 'Delete one submission and its files (the owner only); its file bytes leave the form_file_bytes quota',
+        params: SubmissionIdParams,
+        response: { 200: DeleteSubmissionResponse },
+      },
+    },
+    async (req) => {
+      const { submission_id } = req.params as { submission_id: string }
+      const data = await forms.removeSubmission(caller(req).user, submission_id)
+      return { success: true, message: say(req, '提交已删除', 'Submission deleted'), data }
     },
   )
 }

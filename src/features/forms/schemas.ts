@@ -177,4 +177,10 @@ export const MarkReadResponse = Type.Object({
 
 export const Ok = Type.Object({ success: Type.Boolean(), message: Type.String() })
 
+export const DeleteSubmissionResponse = Type.Object({
+  success: Type.Boolean(),
+  message: Type.String(),
+  data: Type.Object({ id: Type.String(), form_id: Type.String() }),
+})
+
 export const responses = { FormEnvelope }

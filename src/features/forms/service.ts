@@ -7,7 +7,9 @@ import type { Text } from '../../errors/text.js'
 import { parsePage, pageInfo } from '../../http/pagination.js'
 import type { LimitStore } from '../../limits/store.js'
 import type { WindowRule } from '../../limits/tiers.js'
-import { quotaOf } from '../../limits/quotas.js'
+import { quotaOf, type QuotaName } from '../../limits/quotas.js'
+import type { Config } from '../../config.js'
+import type { BlobStore } from '../../storage/blob-store.js'
 import type { Clock } from '../../util/clock.js'
 import { beijingTime } from '../../util/time.js'
 import { rounds } from '../../util/rounds.js'
@@ -196,6 +198,10 @@ export interface FormServiceDeps {
   db: Db
   clock: Clock
   limits: LimitStore
+  /** The quotas of an account without its own limits (FORM_FILE_QUOTA_BYTES among them). */
+  config: Pick<Config, 'quotaDefaults'>
+  /** Where a submission's files were stored as its body was read: refreshed before it commits. */
+  blobs: Pick<BlobStore, 'touch'>
   /** The notifications submissions queue, read before the owner's lock and written in their transaction. */
   notify?: Pick<NotifyService, 'deliveriesFor' | 'insertDeliveries'>
 }
@@ -212,7 +218,8 @@ export class PageHeld extends Error {
 }
 
 /** The rules of the forms part: management, submission, quotas. No Fastify here. */
-export function createFormService({ db, clock, limits, notify }: FormServiceDeps) {
+export function createFormService({ db, clock, limits, config, blobs, notify }: FormServiceDeps) {
+  const quota = (userLimits: string | Record<string, number>, name: QuotaName) => quotaOf(userLimits, name, config.quotaDefaults)
   const owned = async (user: User, id: string) => {
     const f = id.length <= 64 ? await formStore.byId(db.k, user.id, id) : undefined
     if (!f) throw notFound()
@@ -269,7 +276,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
             })),
           )) ?? []
         const month = beijingMonth(round[0].now)
-        const limit = quotaOf(owner.limits, 'form_submissions_month')
+        const limit = quota(owner.limits, 'form_submissions_month')
         await db.lockUser(trx, form.user_id)
         // under the lock: the form still there and active (a delete or disable may have
         // committed since), and the next number of its submissions
@@ -289,7 +296,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
         // the same limit, past which it is answered as kept but not stored (252)
         // the bytes of files the owner keeps stay within form_file_bytes: a submission whose
         // files would pass it is refused whole (1613), the ones before it kept
-        const byteLimit = quotaOf(owner.limits, 'form_file_bytes')
+        const byteLimit = quota(owner.limits, 'form_file_bytes')
         let bytesUsed = round.some((x) => x.files.length > 0) ? await formStore.fileBytes(trx, form.user_id) : 0
         const overBytes = new Map<Submission, number>()
         for (const x of live) {
@@ -386,7 +393,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       const fill = input.min_fill_seconds === undefined ? 0 : minFill(input.min_fill_seconds)
       checkHoneypotVsFields(hp, fields)
       if (givenSlug && (await formStore.slugTaken(db.k, givenSlug.toLowerCase(), user.id))) throw new AppError('FORM_SLUG_TAKEN')
-      const limit = quotaOf(user.limits, 'forms')
+      const limit = quota(user.limits, 'forms')
       const formQuota = (used: number) =>
         new AppError('FORM_QUOTA', {
           params: { detail: { zh: `表单 ${used}/${limit}`, en: `forms ${used}/${limit}` }, limit },
@@ -485,10 +492,10 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       return {
         forms: forms.map((f) => ({ row: f, stats: stats.get(f.id) ?? { submission_count: 0, unread_count: 0, spam_count: 0, last_submission_at: null } })),
         quota: {
-          forms: { used: forms.length, limit: quotaOf(user.limits, 'forms') },
-          submissions_month: { used, limit: quotaOf(user.limits, 'form_submissions_month'), month: beijingMonth(clock.now()) },
-          export_rows: { limit: quotaOf(user.limits, 'form_export_rows') },
-          file_bytes: { used: fileBytes, limit: quotaOf(user.limits, 'form_file_bytes') },
+          forms: { used: forms.length, limit: quota(user.limits, 'forms') },
+          submissions_month: { used, limit: quota(user.limits, 'form_submissions_month'), month: beijingMonth(clock.now()) },
+          export_rows: { limit: quota(user.limits, 'form_export_rows') },
+          file_bytes: { used: fileBytes, limit: quota(user.limits, 'form_file_bytes') },
         },
       }
     },
@@ -513,7 +520,7 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       const format = (Array.isArray(query.format) ? query.format[query.format.length - 1] : query.format) ?? 'json'
       if (format !== 'json' && format !== 'csv') throw bad({ zh: 'format 须为 json 或 csv', en: 'format must be json or csv' })
       const filter: SubmissionFilter = { isRead: parseFlag('is_read', query.is_read), isSpam: parseFlag('is_spam', query.is_spam) }
-      const cap = quotaOf(user.limits, 'form_export_rows')
+      const cap = quota(user.limits, 'form_export_rows')
       const top = await formStore.pageSubmissions(db.k, f.id, filter, 1)
       const total = await formStore.countSubmissions(db.k, f.id, filter)
       const startSeq = top.length ? Number(top[0].seq) + 1 : 0
@@ -557,6 +564,17 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       const r = submissionId.length <= 64 ? await formStore.setFlags(db.k, user.id, submissionId, patch) : undefined
       if (!r) throw new AppError('RESOURCE_NOT_FOUND')
       return { id: r.id, form_id: r.form_id, is_read: !!r.is_read, is_spam: !!r.is_spam }
+    },
+
+    /**
+     * Deletes one of the owner's submissions and its files (decision 295): the file
+     * bytes it held leave form_file_bytes and the form's counters at once; the month's
+     * submission count stays (it counts what came in). 404 / 1405 for another account's or none.
+     */
+    async removeSubmission(user: User, submissionId: string): Promise<{ id: string; form_id: string }> {
+      const r = submissionId.length <= 64 ? await db.k.transaction().execute((trx) => formStore.removeSubmission(trx, user.id, submissionId)) : undefined
+      if (!r) throw new AppError('RESOURCE_NOT_FOUND')
+      return r
     },
 
     /** One of the owner's files and its blob; 404 for another account's or none. */
@@ -604,6 +622,19 @@ export function createFormService({ db, clock, limits, notify }: FormServiceDeps
       const ua = meta.userAgent && !/[\u0000]/.test(meta.userAgent) ? meta.userAgent.slice(0, 512) : null
       // spam keeps no files: a bot filling the honeypot cannot fill the owner's file quota
       const files = spam === null ? sentFiles : []
+      // the files were put as the body arrived, maybe longer ago than the sweeper's grace (a
+      // slow link): their times are refreshed before the row commits, so a sweep from now on
+      // spares them, and one a sweep took meanwhile refuses the submission (503, sent again)
+      // rather than storing a row without its bytes (decision 297, as 109)
+      const gone = files.length > 0 && blobs.touch ? await blobs.touch(files.map((f) => f.digest)) : []
+      if (gone.length > 0) {
+        const name = files.find((f) => f.digest === gone[0])?.filename
+        const reason = {
+          zh: `文件 ${name} 已存储的内容在读取请求期间被删除：请重新发送`,
+          en: `the stored bytes of the file ${name} were removed while the request was read: send it again`,
+        }
+        throw new AppError('STORAGE_UNAVAILABLE', { extra: { details: { reason } } })
+      }
       return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now, hold: meta.hold ?? null, subject: subjectOf(body), files })
     },
   }

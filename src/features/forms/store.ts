@@ -397,6 +397,19 @@ export const formStore = {
           .execute()
           .then(() => undefined),
 
+  /**
+   * Deletes one of the owner's submissions with its files' rows (their blobs are left to the
+   * sweeper, as a deleted form's are); undefined when it is not theirs. Call in a transaction.
+   */
+  async removeSubmission(q: Q, userId: string, id: string): Promise<{ id: string; form_id: string } | undefined> {
+    const s = await q.selectFrom('form_submissions').select(['id', 'form_id']).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+    if (!s) return undefined
+    // explicit, not left to the cascade: SQLite's needs foreign_keys on
+    await q.deleteFrom('form_files').where('submission_id', '=', id).execute()
+    await q.deleteFrom('form_submissions').where('id', '=', id).where('user_id', '=', userId).execute()
+    return s
+  },
+
   /** Sets the read (and optionally spam) flag of an owner's submission; undefined when not theirs. */
   async setFlags(q: Q, userId: string, id: string, patch: { is_read?: number; is_spam?: number }) {
     const r = await q.updateTable('form_submissions').set(patch).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()

@@ -57,7 +57,7 @@ const form = z.looseObject({
   fields_config: z.array(z.looseObject({ name: z.string() })),
 })
 const submission = z.looseObject({
-  id: z.string(),
+  id: z.string().describe('What delete_submission takes as submission_id'),
   data: z.record(z.string(), z.unknown()).describe('The fields the visitor sent'),
   is_spam: z.boolean(),
   created_at: z.string(),
@@ -197,6 +197,7 @@ export const OUTPUTS = {
     dashboard_url: dashboardUrl,
   },
   delete_form: { form_id: z.string() },
+  delete_submission: { submission_id: z.string(), form_id: z.string().describe('The form it was sent to') },
   create_data: { file: dataFile },
   list_data: { files: z.array(dataFile), total: count },
   update_data: { file: dataFile, version: z.looseObject({ version: z.number().int().positive(), url }) },

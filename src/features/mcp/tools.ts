@@ -1042,6 +1042,22 @@ const deleteForm = tool({
   },
 })
 
+const deleteSubmission = tool({
+  name: 'delete_submission',
+  title: 'Delete a form submission',
+  description:
+    "Deletes one submission of the caller's forms with its files (submission_id: an id list_submissions {form_id} shows), as the dashboard's Delete does; its files' bytes leave the form_file_bytes quota. The month's submission count is not given back. Cannot be undone.",
+  readOnly: false,
+  destructive: true,
+  idempotent: true,
+  input: { submission_id: idArg("The submission's id, as list_submissions {form_id} shows it") },
+  solutions: () => ({ RESOURCE_NOT_FOUND: "list_submissions {form_id} lists a form's submissions with their ids" }),
+  async run(s, ctx, a) {
+    const r = await s.forms.removeSubmission(ctx.user, a.submission_id)
+    return { summary: `Deleted submission ${r.id} of form ${r.form_id}.`, data: { submission_id: r.id, form_id: r.form_id } }
+  },
+})
+
 const dataInput = {
   content: z.string().describe('UTF-8 text or JSON'),
   content_type: z.string().optional().describe('application/json (default), text/plain, text/csv, ...'),
@@ -1453,6 +1469,7 @@ export const TOOLS: readonly McpTool[] = [
   updateForm,
   listSubmissions,
   deleteForm,
+  deleteSubmission,
   createData,
   listData,
   updateData,

@@ -8,7 +8,7 @@ import { formatBytes } from '../progress.js'
 import { fieldHeaders, toCsv } from '../../../util/csv.js'
 import { flagsOf, localTime, need, noMore, preview, printable, table, unknownSubcommand, type Ctx } from './context.js'
 
-/** svc forms: list, export submissions, and the notifications of a form (webhook, e-mail, delivery log). */
+/** svc forms: list, export and delete submissions, and the notifications of a form (webhook, e-mail, delivery log). */
 export async function formsCommand(ctx: Ctx, args: string[]): Promise<number> {
   const [sub, ...rest] = args
   switch (sub) {
@@ -25,6 +25,8 @@ export async function formsCommand(ctx: Ctx, args: string[]): Promise<number> {
       return deliveriesCommand(ctx, rest)
     case 'redeliver':
       return redeliverCommand(ctx, rest)
+    case 'delete-submission':
+      return deleteSubmissionCommand(ctx, rest)
     default:
       throw unknownSubcommand(sub, Object.keys(CLIENT_HELP.forms.subs))
   }
@@ -175,6 +177,17 @@ async function redeliverCommand(ctx: Ctx, rest: string[]): Promise<number> {
   const r = await ctx.api(flagsOf(v)).post(`/svc_api/forms/redeliver/${encodePath(id)}`)
   if (ctx.json) ctx.emit(r.json)
   else ctx.out(`delivery ${id} queued again (${r.json.data.kind} to ${r.json.data.target})`)
+  return 0
+}
+
+/** svc forms delete-submission: one submission and its files (ids from svc forms export). */
+async function deleteSubmissionCommand(ctx: Ctx, rest: string[]): Promise<number> {
+  const { values: v, positionals } = parse(rest, CLIENT_HELP.forms.subs['delete-submission'])
+  const id = need(positionals[0], 'the submission id (SUBMISSION_ID, from svc forms export FORM_ID)')
+  noMore(positionals, 1)
+  const r = await ctx.api(flagsOf(v)).delete(`/svc_api/forms/delete_submission/${encodePath(id)}`)
+  if (ctx.json) ctx.emit(r.json)
+  else ctx.out(`submission ${id} deleted, with its files (form ${r.json.data.form_id})`)
   return 0
 }
 

@@ -1,7 +1,7 @@
 // Forms: create with a field builder, list, active toggle, submissions with read / unread and
-// spam kept apart from the inbox, the form's markup to paste (decision 203), export (JSON,
-// CSV), delete; per form its notifications: webhook (secret shown once, rotate), e-mail
-// (each / digest, verified addresses) and the delivery log with redelivery.
+// spam kept apart from the inbox, each deletable, the form's markup to paste (decision 203),
+// export (JSON, CSV), delete; per form its notifications: webhook (secret shown once,
+// rotate), e-mail (each / digest, verified addresses) and the delivery log with redelivery.
 ;(function () {
   'use strict'
   var S = window.SVC
@@ -336,6 +336,11 @@
         // by id: loadForms replaces `current` with a fresh copy of the same form
         if (!current || current.id !== f.id || mine !== subsSeq) return
         var d = r.data
+        // a page emptied by a delete (its last row, on the last page): the page before it
+        if (d.submissions.length === 0 && subState.page > 1 && d.total_pages < subState.page) {
+          subState.page = Math.max(1, d.total_pages)
+          return loadSubs()
+        }
         var cols = columns(d.submissions)
         var spamView = subState.is_spam === 'true'
         var table = S.$('subs-table')
@@ -380,6 +385,15 @@
                         mark(s, { is_spam: !s.is_spam })
                       },
                     }),
+                    el('button', {
+                      type: 'button',
+                      class: 'danger',
+                      text: t('common.delete'),
+                      'aria-label': t('forms.delete_submission', { time: S.time(s.created_at) }),
+                      onclick: function () {
+                        removeSubmission(s)
+                      },
+                    }),
                   ),
                 ],
               ),
@@ -400,6 +414,22 @@
     S.api
       .put('/svc_api/forms/mark_read/' + S.enc(s.id), flags)
       .then(function () {
+        loadSubs()
+        loadForms()
+      })
+      .catch(S.fail('forms-status'))
+  }
+
+  /** Deletes one submission with its files once the owner confirms, then shows the list and counters again. */
+  function removeSubmission(s) {
+    var n = (s.files || []).length
+    var when = S.time(s.created_at)
+    var ask = n > 0 ? t('forms.delete_submission_files_confirm', { time: when, n: n }) : t('forms.delete_submission_confirm', { time: when })
+    if (!window.confirm(ask)) return
+    S.api
+      .del('/svc_api/forms/delete_submission/' + S.enc(s.id))
+      .then(function () {
+        S.toast(t('common.deleted'))
         loadSubs()
         loadForms()
       })
