@@ -11,6 +11,7 @@ import {
   parseHeaders,
   parseRedirects,
   queryNamesFor,
+  refreshLeaves,
   RuleSyntaxError,
   withQuery,
 } from '../../src/features/sites/site-rules.js'
@@ -519,6 +520,30 @@ describe('_headers parser and matching', () => {
     ])
     const own = parseHeaders('/*\n  NEL: {}\n  Report-To: {}\n  Reporting-Endpoints: a="https://r.example/"\n  Accept-CH: DPR\n  X-Ok: yes\n')
     assert.deepEqual(onServiceOrigin(headersFor(compileRules([], own), '/x')), [['X-Ok', 'yes']])
+  })
+  it('leaves out on the path form a Refresh that sends the page to another origin, as a browser reads it (298)', () => {
+    const leaves = [
+      '0; url=https://evil.example/x',
+      '0;URL="//evil.example/y"',
+      "3, url = 'https://evil.example/'",
+      '0 https://evil.example/',
+      '1.5;url=/\\evil.example',
+      '0; urlhttps://evil.example/',
+      '0; url=javascript:alert(1)',
+      '0; url=http://[',
+    ]
+    const stays = ['5', '0;', '0; url=about.html', '0; url=/u/p/other', "0; URL='?page=2'", 'url=https://evil.example/', 'x; url=https://evil.example/', '']
+    for (const value of leaves) assert.equal(refreshLeaves(value), true, value)
+    for (const value of stays) assert.equal(refreshLeaves(value), false, value)
+    const kept = onServiceOrigin([
+      ['Refresh', '0; url=https://evil.example/'],
+      ['refresh', '5; url=next.html'],
+      ['X-Ok', 'https://evil.example/'],
+    ])
+    assert.deepEqual(kept, [
+      ['refresh', '5; url=next.html'],
+      ['X-Ok', 'https://evil.example/'],
+    ])
   })
   it("reads Service-Worker-Allowed as a path of the project on the user's origin, never above its root", () => {
     const cases: Array<[string, string, string | null]> = [

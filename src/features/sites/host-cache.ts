@@ -50,6 +50,11 @@ export interface RedirectEntry {
   location: string
   /** Parameters of the request's query not passed on (those the rule's query matches took). */
   drop?: string[]
+  /**
+   * A rule's target on another site, answered on the path form: the service's origin never
+   * sends a client there itself (an open redirect under its name); serve.ts `leave` does.
+   */
+  away?: true
   freshUntil: number
 }
 

@@ -11,7 +11,8 @@ import { dropOldest } from '../../util/oldest.js'
  * 193): a small HTML page in the visitor's language (langOf, as the service's other answers)
  * with a link to the root of the project they were in. Self-contained (no script, nothing to
  * load, not even a favicon), with the headers every answer of the host has (the sandbox CSP,
- * nosniff...), so it needs no policy of its own on any origin.
+ * nosniff...), so it needs no policy of its own on any origin. Its frame (shortPage) also
+ * makes the page naming where a path-form rule would send a visitor (sendLeaving).
  */
 
 const WORDS: Record<Lang, { title: string; text: string; link: string }> = {
@@ -37,16 +38,21 @@ type Answers = Record<Lang, Answer | null>
 function build(root: string | null, lang: Lang): Answer {
   const w = WORDS[lang]
   const link = root === null ? '' : `<p><a href="${escapeHtml(root)}">${w.link}</a></p>`
+  return shortPage(404, lang, w.title, `<p>${w.text}</p>${link}`)
+}
+
+/** One of the host's own short pages: `title` as its heading, then `html` (escaped by the caller). */
+function shortPage(status: number, lang: Lang, title: string, html: string): Answer {
   const body = Buffer.from(
     `<!doctype html>\n<html lang="${HTML_LANG[lang]}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
       // an icon of its own, empty: a browser asks the site for /favicon.ico otherwise, a second 404
-      `<meta name="robots" content="noindex"><link rel="icon" href="data:,"><title>${w.title}</title>\n` +
-      `<style>:root{color-scheme:light dark}body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:15vh auto;padding:0 1rem}h1{font-size:1.5rem}</style></head>\n` +
-      `<body><h1>${w.title}</h1><p>${w.text}</p>${link}</body></html>\n`,
+      `<meta name="robots" content="noindex"><link rel="icon" href="data:,"><title>${title}</title>\n` +
+      `<style>:root{color-scheme:light dark}body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:15vh auto;padding:0 1rem}h1{font-size:1.5rem}a{overflow-wrap:anywhere}</style></head>\n` +
+      `<body><h1>${title}</h1>${html}</body></html>\n`,
   )
   // the plain 404's headers (plainHeaders: no-cache, the sandbox and CORS), as HTML that
   // depends on Accept-Language
-  const p = prepare(404, [
+  const p = prepare(status, [
     'Content-Type',
     'text/html; charset=utf-8',
     'Content-Length',
@@ -88,5 +94,24 @@ export function sendNotFound(req: IncomingMessage, res: ServerResponse, root: st
   const answers = answersOf(root)
   const lang = langOf(req)
   const a = answers[lang] ?? (answers[lang] = build(root, lang))
+  sendPrepared(req, res, a.p, a.body, undefined, clock)
+}
+
+const LEAVING: Record<Lang, { title: string; text: string }> = {
+  en: { title: 'This link leads to another site', text: 'The page at this address sends visitors to:' },
+  zh: { title: '此链接指向另一个网站', text: '这个地址的页面把访客转到：' },
+}
+
+/**
+ * The answer to a site rule's redirect to another site on the path form when the server has
+ * no user origins to send the client to (CONTENT_DOMAIN=off): the service's origin never
+ * redirects there itself (decision 298), so a 200 page names the target as a link
+ * a visitor follows knowingly. Built per request (the target is the request's).
+ */
+export function sendLeaving(req: IncomingMessage, res: ServerResponse, target: string, clock: Clock = systemClock): void {
+  const lang = langOf(req)
+  const w = LEAVING[lang]
+  const href = escapeHtml(target)
+  const a = shortPage(200, lang, w.title, `<p>${w.text}</p><p><a href="${href}" rel="noreferrer">${href}</a></p>`)
   sendPrepared(req, res, a.p, a.body, undefined, clock)
 }

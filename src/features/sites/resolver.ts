@@ -265,11 +265,12 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
   // `root`: where the service's 404 page links (a project's root); null, nowhere: a user's
   // root is no site (it is a 404 itself), and neither is a path outside any project
   const missing = (root: string | null = null): HostEntry => ({ kind: 'missing', root, freshUntil: cache.freshUntil() })
-  const redirect = (location: string, status = 301, drop?: string[]): HostEntry => ({
+  const redirect = (location: string, status = 301, drop?: string[], away = false): HostEntry => ({
     kind: 'redirect',
     status,
     location,
     ...(drop !== undefined && drop.length > 0 ? { drop } : {}),
+    ...(away ? { away: true as const } : {}),
     freshUntil: cache.freshUntil(),
   })
   // compiled rules per project, recompiled when a publish changed them: at most 1,000
@@ -438,7 +439,8 @@ export function createResolver(db: Db, cache: HostCache, index: DeployIndex = cr
     }
     const match = rules ? matchRedirect(rules, inProject, f !== undefined || dirIndex !== undefined || slashless !== undefined, query, host) : null
     if (match) {
-      if (/^https?:\/\//i.test(match.to)) return done(redirect(match.href, match.status, match.consumed))
+      // another site's URL: on the path form (the service's origin) marked away (serve.ts leave)
+      if (/^https?:\/\//i.test(match.to)) return done(redirect(match.href, match.status, match.consumed, site === false))
       // a target on this site stays on it: a value with an empty first segment (/go//evil.com
       // under `/go/* /:splat`) would make `//evil.com`, which browsers read as another host
       if (match.status !== 200 && match.status !== 404 && match.status !== 410)

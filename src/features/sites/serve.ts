@@ -8,7 +8,7 @@ import { readFully } from '../../http/sendfile.js'
 import { notAllowed, plainHeaders, PUBLIC_PREFLIGHT_HEADERS } from '../../http/content-headers.js'
 import { decide, partialHeaders, pickEncoding, unsatisfiableHeaders, WHOLE, type Decision } from '../../http/representation.js'
 import { systemClock, type Clock } from '../../util/clock.js'
-import type { FileEntry, HostCache, HostEntry, UserSiteEntry } from './host-cache.js'
+import type { FileEntry, HostCache, HostEntry, RedirectEntry, UserSiteEntry } from './host-cache.js'
 import type { Encoded, Encodings } from './encodings.js'
 import { decodeSegment, PAGE_EXTENSIONS, PAGE_NAME, PREVIEW_SEGMENT } from './paths.js'
 import { isCacheField, withQuery } from './site-rules.js'
@@ -34,7 +34,7 @@ import { upgradeStatus } from '../../http/origin.js'
 import { hostName, originUrl, previewOriginUrl, projectSegment, type SiteHost } from '../../http/site-origin.js'
 import type { HostHolds } from '../abuse/public.js'
 import { SITE_FORM_ROUTE, type Handover } from '../../http/types.js'
-import { sendNotFound } from './not-found.js'
+import { sendLeaving, sendNotFound } from './not-found.js'
 
 type Log = { warn(obj: unknown, msg: string): void }
 
@@ -398,6 +398,10 @@ export function createHostHandler(
   function answerNow(req: IncomingMessage, res: ServerResponse, e: HostEntry, query: string, head: boolean): boolean {
     if (e.kind === 'file') return answerFile(req, res, e, head)
     if (e.kind === 'redirect') {
+      if (e.away === true) {
+        leave(req, res, e, query)
+        return true
+      }
       res.writeHead(e.status, ['Location', withQuery(e.location, query, e.drop), ...plainHeaders(0)])
       res.end()
       return true
@@ -724,9 +728,9 @@ export function createHostHandler(
     return true
   }
 
-  /** A 302 to `to`, a URL made of the request's path and query: its path's escapes uppercased. */
-  const redirect = (res: ServerResponse, to: string) => {
-    res.writeHead(302, ['Location', upperEscapes(to), ...plainHeaders(0)])
+  /** A 302 (or `status`) to `to`, a URL made of the request's path and query: its path's escapes uppercased. */
+  const redirect = (res: ServerResponse, to: string, status = 302) => {
+    res.writeHead(status, ['Location', upperEscapes(to), ...plainHeaders(0)])
     res.end()
   }
 
@@ -836,16 +840,35 @@ export function createHostHandler(
     if (req.headers['sec-fetch-dest'] !== 'document') return false
     const to = sites.documentTarget(req, path)
     if (to === null) return false
+    sendToSite(req, res, path, query, to)
+    return true
+  }
+
+  /**
+   * Sends a path-form request to `to` (its path on the user's origin), or, for a GET, where
+   * that origin would send a browser on (sendOn); a POST with 307, which carries it there.
+   */
+  function sendToSite(req: IncomingMessage, res: ServerResponse, path: string, query: string, to: string): void {
     const p = pathFormName(path)
     const username = pathUser(p.username)
     const slash = path.indexOf('/', p.username.length + 2)
-    if (username === null || slash < 0 || p.rawName === '' || req.method !== 'GET') {
-      redirect(res, to + query)
-      return true
-    }
+    if (username === null || slash < 0 || p.rawName === '' || req.method !== 'GET') return redirect(res, to + query, req.method === 'POST' ? 307 : 302)
     const under = { rawName: p.rawName, userOrigin: sites.userOrigin(req, username) }
     sendOn(req, res, username, liveProject(p.rawName), under, path.slice(slash), query, () => redirect(res, to + query))
-    return true
+  }
+
+  /**
+   * A rule's redirect to another site asked on the path form (an away entry), by any client:
+   * the service's origin never answers it, which would be an open redirect under its name
+   * (decision 298). The client is sent to the same path and query where a browser's
+   * navigation goes (sendToSite), which answers the rule; with no user origin, a page naming
+   * the rule's target as a link.
+   */
+  function leave(req: IncomingMessage, res: ServerResponse, e: RedirectEntry, query: string): void {
+    const { path } = split(req.url ?? '/')
+    const to = sites.documentTarget(req, path)
+    if (to === null) sendLeaving(req, res, withQuery(e.location, query, e.drop), clock)
+    else sendToSite(req, res, path, query, to)
   }
 
   /**

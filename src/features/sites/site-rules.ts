@@ -180,9 +180,61 @@ export function onUserOrigin(headers: Array<[string, string]>, base: string, p: 
   }
   return out
 }
-/** A path's rule headers as the path form sends them (OWN_ORIGIN_ONLY left out). */
+/**
+ * A path's rule headers as the path form sends them: OWN_ORIGIN_ONLY left out, and a `Refresh`
+ * that sends the page to another origin, which the service's origin would otherwise do for the
+ * site, as an open redirect under its name (decision 298); the site's own origins
+ * send it.
+ */
 export const onServiceOrigin = (headers: Array<[string, string]>): Array<[string, string]> =>
-  headers.filter(([name]) => !OWN_ORIGIN_ONLY.has(name.toLowerCase()))
+  headers.filter(([name, value]) => {
+    const n = name.toLowerCase()
+    return !OWN_ORIGIN_ONLY.has(n) && (n !== 'refresh' || !refreshLeaves(value))
+  })
+
+const ASCII_SPACE = /[\t\n\f\r ]/
+/** A page's URL to read a relative Refresh URL against: only its origin counts. */
+const REFRESH_BASE = 'https://service.invalid/user/project/page'
+/**
+ * Whether a `Refresh` value sends the page to a URL of another origin (or one that does not
+ * parse), read as the HTML standard's declarative refresh steps read it: a delay, then `;`,
+ * `,` or spaces, then the URL, after an optional `url=` and quote. A plain reload is not.
+ */
+export function refreshLeaves(value: string): boolean {
+  let i = 0
+  const at = () => value[i] ?? ''
+  while (ASCII_SPACE.test(at())) i++
+  const digits = i
+  while (/[0-9]/.test(at())) i++
+  if (i === digits && at() !== '.') return false
+  while (/[0-9.]/.test(at())) i++
+  if (i >= value.length) return false
+  if (at() !== ';' && at() !== ',' && !ASCII_SPACE.test(at())) return false
+  while (ASCII_SPACE.test(at())) i++
+  if (at() === ';' || at() === ',') i++
+  while (ASCII_SPACE.test(at())) i++
+  if (i >= value.length) return false
+  // `url` then `=`: each step stops at the first letter that differs, and the URL starts there
+  skip: {
+    for (const c of 'url') {
+      if (at().toLowerCase() !== c) break skip
+      i++
+    }
+    while (ASCII_SPACE.test(at())) i++
+    if (at() !== '=') break skip
+    i++
+    while (ASCII_SPACE.test(at())) i++
+  }
+  const quote = at() === "'" || at() === '"' ? at() : ''
+  if (quote !== '') i++
+  let url = value.slice(i)
+  if (quote !== '' && url.includes(quote)) url = url.slice(0, url.indexOf(quote))
+  try {
+    return new URL(url, REFRESH_BASE).origin !== new URL(REFRESH_BASE).origin
+  } catch {
+    return true
+  }
+}
 const TOKEN_RE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 // visible ASCII, spaces and tabs: HTTP sends header values as bytes, and anything else would be
 // refused when sent (above U+00FF) or arrive as other characters (Latin-1 bytes)
