@@ -156,6 +156,37 @@ describe('single files page: refused uploads (Chromium)', () => {
     assert.deepEqual(errors, [])
   })
 
+  it("lists the server's warnings of the pages that went up, a line each, also beside a refusal", async () => {
+    const form = (id: string) => `<!doctype html><form id="${id}" method="post" action="https://formspree.io/f/x"><input type="file" name="cv"></form>`
+    const warning = (p: string, id: string) =>
+      `${p}: the form id="${id}" has a file input (name="cv") but no enctype="multipart/form-data": a browser sends only the file's name, not the file. Add enctype="multipart/form-data" to the <form>`
+    fs.writeFileSync(path.join(tmp, 'apply.html'), form('apply'))
+    fs.writeFileSync(path.join(tmp, 'jobs.html'), form('jobs'))
+    const { page, errors } = await filesPage('en-US')
+    await page.goto(`${s.url}/dashboard/files`)
+    await page.locator('#files-quota').filter({ hasText: 'MiB' }).waitFor()
+    await upload(page, ['apply.html'], 'Upload')
+    const done = status(page).filter({ hasText: 'Uploaded.' })
+    await done.locator('.warning').first().waitFor()
+    assert.deepEqual(await done.locator('.warning').allTextContents(), ['Uploaded all the same, but 1 problem(s) to fix:', warning('apply.html', 'apply')])
+    const tops = await done.locator('.warning').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().top))
+    assert.ok(tops[0] < tops[1], String(tops))
+    assert.equal((await s.get(`/${u.username}/apply.html`)).status, 200, 'the page went up all the same')
+
+    // a refused file and a warned one: the refusal, then the warning of the page that went up
+    await upload(page, ['big.html', 'jobs.html', 'small.html'], 'Upload')
+    const mixed = status(page).filter({ hasText: 'big.html: larger than 2 MiB' })
+    await mixed.locator('.warning').first().waitFor()
+    assert.deepEqual(await mixed.locator('.warning').allTextContents(), ['Uploaded all the same, but 1 problem(s) to fix:', warning('jobs.html', 'jobs')])
+    // a clean upload after it shows none
+    await upload(page, ['small.html'], 'Upload')
+    await status(page)
+      .filter({ hasText: /^Uploaded\.$/ })
+      .waitFor()
+    assert.equal(await status(page).locator('.warning').count(), 0)
+    assert.deepEqual(errors, [])
+  })
+
   it('a failed upload never reads "Uploaded"', async () => {
     const { page, errors } = await filesPage('en-US', [{ url: '/svc_api/upload', status: 400 }])
     await page.goto(`${s.url}/dashboard/files`)

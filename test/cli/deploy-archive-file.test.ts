@@ -74,6 +74,42 @@ describe('svc deploy of a .zip, .tar.gz or .tar file', () => {
     assert.equal((await live('shop', 'empty.txt')).slice(0, 3), '404', 'a file not in the archive is not in the deploy')
   })
 
+  it("deploys a build folder's archive as that folder deploys: to the repository's project; --project wins", async () => {
+    const repo = path.join(tmp, 'my-app')
+    fs.mkdirSync(repo)
+    const file = path.join(repo, 'dist.zip')
+    await makeZip(file, [{ name: 'dist/' }, { name: 'dist/index.html', body: '<h1>my app</h1>' }])
+    const r = await runCli(['deploy', 'dist.zip', '--json'], { env, cwd: repo })
+    assert.equal(r.code, 0, r.stderr)
+    assert.equal(r.json.project, 'my-app')
+    assert.equal(
+      r.stderr,
+      "note: project my-app, named after the folder that holds dist.zip (a build folder's name is not the site's); choose another with --project NAME\n",
+    )
+    assert.equal(await live('my-app'), '200 <h1>my app</h1>')
+    assert.equal((await s.get('/api/folders/dist/deploys', { key: alice.key })).status, 403, 'no project named after the file')
+
+    // a tar.gz of a nested build folder (.output/public) names the same project
+    const site = makeTree({ 'index.html': '<h1>nuxt</h1>' })
+    fs.mkdirSync(path.join(repo, '.output'))
+    execFileSync('tar', ['-czf', path.join(repo, '.output', 'public.tar.gz'), '-C', site, '.'])
+    const nested = await runCli(['deploy', path.join(repo, '.output', 'public.tar.gz'), '--json'], { env })
+    assert.equal(nested.code, 0, nested.stderr)
+    assert.equal(nested.json.project, 'my-app')
+    assert.match(nested.stderr, /named after the folder that holds \.output\/public\.tar\.gz/)
+    assert.equal(await live('my-app'), '200 <h1>nuxt</h1>')
+
+    // --project is taken as given, and said nothing of
+    const named = await runCli(['deploy', file, '--project', 'dist', '--json'], { env })
+    assert.equal(named.code, 0, named.stderr)
+    assert.equal(named.json.project, 'dist')
+    assert.equal(named.stderr, '')
+    // a project named after the build folder is left as it is, and the note says how to deploy there
+    const again = await runCli(['deploy', file, '--json'], { env })
+    assert.equal(again.json.project, 'my-app')
+    assert.match(again.stderr, /your project dist is left as it is: --project dist deploys there/)
+  })
+
   it("deploys a tar.gz made by the system's tar, flat or with a folder, and a preview of one", async () => {
     const site = makeTree({ 'index.html': '<h1>tar</h1>', 'img/x.txt': 'x' })
     const flat = path.join(tmp, 'flat.tar.gz')

@@ -4,6 +4,7 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import tls from 'node:tls'
+import { createRequire } from 'node:module'
 import { once } from 'node:events'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HTML, HIGH_LIMITS } from '../support/hosting.js'
@@ -66,6 +67,40 @@ for (const engine of ENGINES) {
       assert.equal(list.deploys[0].source, 'api')
       const files = (await s.get('/api/folders/zipped/files', { key: u.key })).json.files.map((f: { path: string }) => f.path).sort()
       assert.deepEqual(files, ['.well-known/security.txt', 'again.txt', 'copy.txt', 'css/s.css', 'img/big.bin', 'index.html'])
+      assert.deepEqual(spooled(), [])
+    })
+
+    it('inflates each file once: no second read of the zip to store it', async () => {
+      const u = await s.user()
+      const entries: ZipEntry[] = [
+        { name: 'index.html', data: HTML('inflated once') },
+        { name: 'a.js', data: 'let a = 1;'.repeat(5000) },
+        { name: 'big.bin', data: crypto.randomBytes(FILE_MAX - 10) },
+        { name: 'copy.js', data: 'let a = 1;'.repeat(5000) },
+        { name: 'stored.txt', data: 'not deflated', method: 0 },
+      ]
+      // yauzl makes one raw inflate stream per deflated entry it reads, from the zlib module
+      // object it required: counted there (a read-only but configurable property)
+      const zlib = createRequire(import.meta.url)('node:zlib') as typeof import('node:zlib')
+      const real = Object.getOwnPropertyDescriptor(zlib, 'createInflateRaw')!
+      let inflates = 0
+      Object.defineProperty(zlib, 'createInflateRaw', {
+        ...real,
+        value: (...args: Parameters<typeof zlib.createInflateRaw>) => {
+          inflates++
+          return (real.value as typeof zlib.createInflateRaw)(...args)
+        },
+      })
+      let r
+      try {
+        r = await postZip(s, u.key, 'once', zipOf(entries))
+      } finally {
+        Object.defineProperty(zlib, 'createInflateRaw', real)
+      }
+      assert.equal(r.status, 201, r.text)
+      assert.equal(inflates, 4, 'one inflate per deflated file')
+      for (const e of entries) assert.ok((await s.get(`/${u.username}/once/${e.name}`)).body.equals(Buffer.from(e.data!)), e.name)
+      assert.equal(r.json.uploaded_files, 4)
       assert.deepEqual(spooled(), [])
     })
 

@@ -1,6 +1,7 @@
 /**
- * A deploy's project name: the folder's (or the repository's, for a build folder) unless
- * --project gives one, and the names the server could not take. Its own module, without the deploy code: `svc deploys` and
+ * A deploy's project name: the folder's (or the repository's, for a build folder, or for an
+ * archive file named after one) unless --project gives one, and the names the server could
+ * not take. Its own module, without the deploy code: `svc deploys` and
  * `svc rollback` name the current folder's project too, and every command's start loads
  * what they import (the deploy code's content-type table is the largest part of the CLI).
  */
@@ -38,10 +39,14 @@ export function defaultProject(dirReal: string): { name: string; from: string | 
   return { name: path.basename(dir), from: path.relative(dir, dirReal) }
 }
 
-/** What a command says (on stderr) when it names the project after the folder above a build folder. */
-export function defaultProjectNote(p: { name: string; from: string | null }): string | null {
+/**
+ * What a command says (on stderr) when it names the project after the folder above a build
+ * folder; `archive`: the file (`dist.zip`) that stands for the build folder.
+ */
+export function defaultProjectNote(p: { name: string; from: string | null }, archive?: string): string | null {
   if (p.from === null) return null
-  return `note: project ${p.name}, named after the folder that holds ${p.from}/ (a build folder's name is not the site's); choose another with --project NAME`
+  const held = archive === undefined ? `${p.from}/` : path.join(path.dirname(p.from), archive)
+  return `note: project ${p.name}, named after the folder that holds ${held} (a build folder's name is not the site's); choose another with --project NAME`
 }
 
 /**
@@ -52,14 +57,32 @@ export function defaultProjectNote(p: { name: string; from: string | null }): st
  * as it is and how to deploy there: never deployed into without --project, since another
  * repository's `dist` may be the one that made it. One request, only for a build folder.
  */
-export async function folderProjectOf(api: ApiClient, dirReal: string, note: (line: string) => void): Promise<string> {
+export async function folderProjectOf(api: ApiClient, dirReal: string, note: (line: string) => void, archive?: string): Promise<string> {
   const named = defaultProject(dirReal)
-  const line = defaultProjectNote(named)
+  const line = defaultProjectNote(named, archive)
   if (line === null) return named.name
   const own = path.basename(dirReal)
   const existing = checkName(own).ok && (await api.get(`/api/folders/${encodePath(own)}/deploys`, { okStatuses: [403, 404] })).status === 200
   note(existing ? `${line}; your project ${own} is left as it is: --project ${own} deploys there` : line)
   return named.name
+}
+
+/** The name an archive file stands for: its own without the extension (`dist.zip`: `dist`). */
+export function archiveBase(file: string): string {
+  return path.basename(file).replace(/\.(zip|tgz|tar\.gz|tar)$/i, '')
+}
+
+/**
+ * The project an archive file deploys to without --project: the one the folder it is named
+ * after, beside it, would deploy to (folderProjectOf), so `my-app/dist.zip` deploys as
+ * `my-app/dist/` does, to `my-app`, and `site.zip` elsewhere to `site`. The folder holding the
+ * file is taken by its real path, as a deployed folder is; the file's own name is kept.
+ */
+export async function archiveProjectOf(api: ApiClient, file: string, note: (line: string) => void): Promise<string> {
+  const base = archiveBase(file)
+  if (base === '') return base
+  const dirReal = path.join(realOr(path.dirname(path.resolve(file))), base)
+  return folderProjectOf(api, dirReal, note, path.basename(file))
 }
 
 function realOr(dir: string): string {

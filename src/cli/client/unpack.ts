@@ -28,11 +28,6 @@ export function archiveKind(head: Buffer): ArchiveKind | null {
   return null
 }
 
-/** The project name an archive deploys to by default: its file name without the extension. */
-export function archiveProject(file: string): string {
-  return path.basename(file).replace(/\.(zip|tgz|tar\.gz|tar)$/i, '')
-}
-
 export interface Unpacked {
   /** The folder to deploy: the archive's root, or its one top-level folder (below). */
   dir: string

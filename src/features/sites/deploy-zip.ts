@@ -1,15 +1,16 @@
 /**
  * A zip as a whole deploy (POST .../deploys with Content-Type application/zip, as Netlify's API
  * takes one): the body is spooled to a temporary file (a zip is read from its end), every entry
- * is checked by its central directory, then inflated once to learn its SHA-256, size and
- * content, before any byte reaches the blob store. The service then stores the files
- * (openEntry, a second inflate) and commits the deploy as an archive deploy does.
+ * is checked by its central directory, then inflated once, into a staging file beside the
+ * spooled zip, to learn its SHA-256, size and content, before any byte reaches the blob store.
+ * The service then stores the files from the staging file (no second inflate) and commits the
+ * deploy as an archive deploy does.
  */
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream'
+import { Readable, Transform, Writable, type TransformCallback } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type yauzl from 'yauzl'
 import { nextEntry, openZip, YAUZL_NAME_ERROR } from '../../util/zip-reader.js'
@@ -24,6 +25,10 @@ export const ZIP_TYPES = ['application/zip', 'application/x-zip-compressed']
 
 /** Folder of the data folder where zip bodies wait while they are read; older files are crash leftovers. */
 const SPOOL_DIR = path.join('tmp', 'zip-deploys')
+/** Suffix of the file beside a spooled zip that holds its files' inflated bytes (readZip). */
+const STAGED = '.files'
+/** Bytes of the staging file one read takes for the small files stored from it. */
+const READ_AHEAD = 4 * 1024 * 1024
 const STALE_MS = 24 * 3600 * 1000
 
 /**
@@ -40,21 +45,26 @@ export interface ZipLimits {
   maxFileBytes: number
 }
 
-/** One file of the deploy: its path and what the first inflate learnt. */
+/** One file of the deploy: its path, what its one inflate learnt, and where its bytes are staged. */
 export interface ZipFileEntry {
   path: string
-  entry: yauzl.Entry
   digest: string
   size: number
   utf8: boolean
   keyTokens: ReadonlySet<string>
+  /** Where its bytes start in the staging file (for bytes met before under another path: theirs). */
+  offset: number
 }
 
+/** A checked zip: its files, whose inflated bytes wait in a staging file until `close`. */
 export interface ZipSite {
   files: ZipFileEntry[]
-  /** The entry's bytes again (inflated as they are read, bounded by its checked size). */
-  openEntry(f: ZipFileEntry): Promise<Readable>
-  close(): void
+  /** A file's bytes, read whole from the staging file (for small files). */
+  read(f: ZipFileEntry): Promise<Buffer>
+  /** A file's bytes, streamed from the staging file. */
+  open(f: ZipFileEntry): Readable
+  /** Removes the staging file; the caller always calls it. */
+  close(): Promise<void>
 }
 
 const tooLarge = (en: string, zh: string) => new AppError('MANIFEST_TOO_LARGE', { params: { detail: { en, zh } } })
@@ -173,7 +183,9 @@ const leftOut = (p: string): boolean => p.split('/').some((seg) => seg.startsWit
 /**
  * Opens the zip `file` and checks it whole: every entry's name, kind and declared size by the
  * central directory first (nothing inflated), then every file inflated once (yauzl stops an
- * entry at its declared size), giving each its SHA-256. Any refusal closes the zip.
+ * entry at its declared size), giving each its SHA-256, while its bytes are written to a
+ * staging file (`file` + STAGED, in the spool folder, so a crash's is swept with the zip). The
+ * zip is closed before this returns; on any refusal the staging file is removed too.
  */
 export async function readZip(file: string, limits: ZipLimits): Promise<ZipSite> {
   let zip: yauzl.ZipFile
@@ -183,6 +195,12 @@ export async function readZip(file: string, limits: ZipLimits): Promise<ZipSite>
     throw zipError(e)
   }
   const openEntry = (entry: yauzl.Entry) => new Promise<Readable>((res, rej) => zip.openReadStream(entry, (err, s) => (err ? rej(zipError(err)) : res(s))))
+  const staging = file + STAGED
+  let out: fsp.FileHandle | null = null
+  const discard = async () => {
+    await out?.close().catch(() => {})
+    await fsp.rm(staging, { force: true })
+  }
   try {
     if (zip.entryCount > limits.maxEntries)
       throw tooLarge(`${zip.entryCount} entries, at most ${limits.maxEntries}`, `${zip.entryCount} 个条目，最多 ${limits.maxEntries} 个`)
@@ -233,14 +251,32 @@ export async function readZip(file: string, limits: ZipLimits): Promise<ZipSite>
         throw tooLarge(`the zip unpacks to more than ${limits.maxDeployBytes} bytes`, `zip 解压后超过 ${limits.maxDeployBytes} 字节`)
     }
     if (!kept.some((l) => l.path === 'index.html')) throw new AppError('PUBLISH_NO_INDEX')
-    // pass 2: every file inflated once, bounded by its declared size (validateEntrySizes)
+    // pass 2: every file inflated once, bounded by its declared size (validateEntrySizes), its
+    // bytes hashed and staged on the way. Bytes met before under another path are not kept
+    // twice: the next file's bytes go where that copy's went
+    out = await fsp.open(staging, 'wx+', 0o600)
+    const fh = out
     const files: ZipFileEntry[] = []
+    const staged = new Map<string, number>()
+    let end = 0
     for (const { path: p, entry } of kept) {
       const watcher = new ContentWatcher(0)
       const hash = crypto.createHash('sha256')
+      const start = end
+      let pos = start
       const sink = new Writable({
-        write(chunk: Buffer, _enc, cb) {
-          hash.update(chunk)
+        highWaterMark: 256 * 1024,
+        writev(chunks, cb) {
+          const buf = chunks.length === 1 ? (chunks[0].chunk as Buffer) : Buffer.concat(chunks.map((c) => c.chunk as Buffer))
+          hash.update(buf)
+          // a synchronous write: an inflated chunk goes to the page cache in microseconds, less
+          // than a thread pool round trip costs (as the blob store's batches write)
+          try {
+            for (let done = 0; done < buf.length;) done += fs.writeSync(fh.fd, buf, done, buf.length - done, pos + done)
+          } catch (e) {
+            return cb(e as Error)
+          }
+          pos += buf.length
           cb()
         },
       })
@@ -249,11 +285,47 @@ export async function readZip(file: string, limits: ZipLimits): Promise<ZipSite>
       } catch (e) {
         throw zipError(e)
       }
-      files.push({ path: p, entry, digest: hash.digest('hex'), size: watcher.size, utf8: watcher.validUtf8, keyTokens: watcher.keyTokens })
+      const digest = hash.digest('hex')
+      const first = staged.get(digest)
+      if (first === undefined) {
+        staged.set(digest, start)
+        end = pos
+      }
+      files.push({ path: p, digest, size: watcher.size, utf8: watcher.validUtf8, keyTokens: watcher.keyTokens, offset: first ?? start })
     }
-    return { files, openEntry: (f) => openEntry(f.entry), close: () => zip.close() }
+    zip.close()
+    // small files are read in order, and staged one after another: one read takes the next
+    // READ_AHEAD bytes, and the files in them are slices of it
+    let window: Buffer = Buffer.alloc(0)
+    let windowAt = 0
+    return {
+      files,
+      read: async (f) => {
+        if (f.offset < windowAt || f.offset + f.size > windowAt + window.length) {
+          windowAt = f.offset
+          window = await readAt(fh, Math.min(Math.max(f.size, READ_AHEAD), end - f.offset), f.offset)
+          if (window.length < f.size) throw new Error(`zip deploy: the staging file ends inside ${JSON.stringify(f.path)}`)
+        }
+        return window.subarray(f.offset - windowAt, f.offset - windowAt + f.size)
+      },
+      open: (f) => (f.size === 0 ? Readable.from([]) : fs.createReadStream(staging, { start: f.offset, end: f.offset + f.size - 1 })),
+      close: discard,
+    }
   } catch (e) {
     zip.close()
+    await discard()
     throw zipError(e)
   }
+}
+
+/** Reads `len` bytes of `fh` at `pos`, fewer only at its end. */
+async function readAt(fh: fsp.FileHandle, len: number, pos: number): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(len)
+  let done = 0
+  while (done < len) {
+    const { bytesRead } = await fh.read(buf, done, len - done, pos + done)
+    if (bytesRead === 0) break
+    done += bytesRead
+  }
+  return buf.subarray(0, done)
 }

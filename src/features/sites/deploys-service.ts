@@ -30,7 +30,7 @@ import { refuseBlocked, refuseHeld, siteHoldKey } from '../abuse/store.js'
 import { scanAndWarn } from './page-warnings.js'
 import { createAbuse } from '../abuse/service.js'
 import { createBlobBatch } from '../../storage/batch.js'
-import { readZip, spoolZip, zipBodyLimit } from './deploy-zip.js'
+import { readZip, spoolZip, zipBodyLimit, type ZipFileEntry } from './deploy-zip.js'
 
 /** Limits of one deploy (docs/limits.md). */
 export const DEPLOY_MAX_FILES = 50_000
@@ -600,8 +600,9 @@ export function createDeploysService(deps: Deps) {
 
     /**
      * A zip deploy: the zip's files are the whole deploy (no manifest). The body is spooled to
-     * a temporary file (always removed) and checked whole (deploy-zip.ts) before any byte is
-     * stored; then each distinct file is stored and the deploy committed as an archive's is.
+     * a temporary file and checked whole (deploy-zip.ts: each file inflated once, into a staging
+     * file) before any byte is stored; both files are always removed. Then each distinct file
+     * is stored from the staging file and the deploy committed as an archive's is.
      */
     async deployZip(user: User, ref: FolderRef, body: Readable, opts: { preview: boolean; message: string; source: DeploySource }, origin: string) {
       const file = await spoolZip(body, config.dataDir, zipBodyLimit(config.deployMaxBytes))
@@ -617,30 +618,26 @@ export function createDeploysService(deps: Deps) {
           // bytes taken down are refused before any is stored (451 / 1701), as in an archive
           await blobs.admit?.(m.files.values())
           const uploaded = new Map<string, Uploaded>()
-          const batch = createBlobBatch(blobs)
+          // the store hashes what it stores: each digest it gives back must be the one the
+          // inflate gave (the staging file is the service's own; a mismatch is its fault, 500)
+          const batched: ZipFileEntry[] = []
+          const same = (f: ZipFileEntry, digest: string) => {
+            if (digest !== f.digest) throw new Error(`zip deploy: ${JSON.stringify(f.path)} was staged as ${f.digest}, stored as ${digest}`)
+          }
+          let checked = 0
+          const batch = createBlobBatch(blobs, (b) => same(batched[checked++], b.digest))
           for (const f of site.files) {
             if (uploaded.has(f.digest)) continue
-            const stream = await site.openEntry(f)
-            // the zip is the request's own file: its bytes are the ones read before; checked again
-            const check = new DigestCheck(f.digest, JSON.stringify(f.path))
-            const chain = pipeline(stream, check, () => {})
             if (f.size <= SMALL_ENTRY) {
-              const chunks: Buffer[] = []
-              for await (const c of chain as AsyncIterable<Buffer>) chunks.push(c)
-              await batch.add(Buffer.concat(chunks))
-            } else {
-              try {
-                await blobs.put(chain, { maxBytes: config.maxUploadBytes })
-              } catch (e) {
-                throw check.failure ?? e
-              }
-            }
+              batched.push(f)
+              await batch.add(await site.read(f))
+            } else same(f, (await blobs.put(site.open(f), { maxBytes: config.maxUploadBytes })).digest)
             uploaded.set(f.digest, { size: f.size, utf8: f.utf8, keyTokens: f.keyTokens })
           }
           await batch.flush()
           return await commit(user, ref, m, uploaded, origin)
         } finally {
-          site.close()
+          await site.close()
         }
       } finally {
         await fs.promises.rm(file, { force: true })

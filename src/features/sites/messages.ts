@@ -66,7 +66,6 @@ export const SITES_MESSAGES = defineMessages(
     'folders.cancelled': 'Upload cancelled: the project keeps the {ok} files uploaded before it; the rest were not sent',
     'folders.pick_folder': 'Choose a folder first.',
     'folders.left_out': 'Dotfiles kept local, as svc deploy keeps them ({n}): {names}',
-    'folders.warnings': 'Uploaded all the same, but {n} problem(s) to fix:',
     'folders.only_dotfiles': 'The folder has only dotfiles (such as .env or .git/), which stay local.',
     'folders.pick_name': 'Enter a project name.',
     'folders.jekyll_source':
@@ -168,7 +167,6 @@ export const SITES_MESSAGES = defineMessages(
     'folders.cancelled': '上传已取消：项目保留取消前已上传的 {ok} 个文件，其余文件未发送',
     'folders.pick_folder': '请先选择文件夹。',
     'folders.left_out': '{n} 个点文件留在本地（与 svc deploy 一致）：{names}',
-    'folders.warnings': '已照常上传，但有 {n} 个问题需要修正：',
     'folders.only_dotfiles': '该文件夹只有点文件（如 .env 或 .git/），它们留在本地。',
     'folders.pick_name': '请输入项目名称。',
     'folders.jekyll_source':

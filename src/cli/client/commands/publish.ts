@@ -21,12 +21,15 @@ export async function deployCommand(ctx: Ctx, args: string[]): Promise<number> {
   noMore(positionals, 1)
   const api = ctx.api(flagsOf(v))
   // an archive file (site.zip, site.tar.gz) is unpacked into a temporary folder, deployed as a
-  // folder is, and removed; its project is named after the file
-  const { unpackArchive, archiveProject } = await import('../unpack.js')
+  // folder is, and removed; its project is the one of the folder it is named after
+  // (`my-app/dist.zip` as `my-app/dist/`: the repository's, decision 270)
+  const { unpackArchive } = await import('../unpack.js')
   const unpacked = await unpackArchive(dir, () => deployBounds(api))
   if (unpacked === null) return deployFolder(ctx, v, api, dir)
   try {
-    return await deployFolder(ctx, v, api, unpacked.dir, { label: dir, cache: false, project: v.project ?? archiveProject(dir) })
+    const { archiveProjectOf } = await import('../project.js')
+    const project = v.project ?? (await archiveProjectOf(api, dir, (line) => ctx.rep.note(line)))
+    return await deployFolder(ctx, v, api, unpacked.dir, { label: dir, cache: false, project })
   } finally {
     await unpacked.cleanup()
   }

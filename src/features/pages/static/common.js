@@ -196,12 +196,21 @@
       box.classList.remove('show')
     }, 2500)
   }
-  /** Shows a message in a status line; kind 'ok' or 'error'. */
-  function status(id, msg, kind) {
+  /**
+   * Shows a message in a status line; kind 'ok' or 'error'. `warnings`: the server's warnings
+   * of the pages an upload put up ([{path, message}], each naming its page and what to fix),
+   * under the message: a heading and a line each, in the same live region.
+   */
+  function status(id, msg, kind, warnings) {
     var s = $(id)
     if (!s) return
     s.textContent = msg || ''
     s.className = 'status' + (kind ? ' ' + kind : '')
+    if (!warnings || !warnings.length) return
+    s.appendChild(el('span', { class: 'warning', text: t('common.warnings', { n: warnings.length }) }))
+    warnings.forEach(function (w) {
+      s.appendChild(el('span', { class: 'warning', text: w.message }))
+    })
   }
   /** Shows an error (ApiError or other) in a status line. */
   function fail(id) {

@@ -111,21 +111,23 @@
       var total = list.length
       var done = 0
       var errors = []
+      // the server's warnings of the pages that went up (a form that would lose its file), in upload order
+      var warnings = []
       var cancelled = false
       var next = function () {
         if (list.length === 0 || cancelled) {
           if (cancelled) {
             var msg = t('files.cancelled', { done: done, total: total })
             bar.done(msg)
-            S.status('files-status', [msg].concat(errors).join('\n'), 'error')
+            S.status('files-status', [msg].concat(errors).join('\n'), 'error', warnings)
           } else if (errors.length === 0) {
             bar.done(total === 1 ? t('common.uploaded') : t('files.result', { done: done, total: total }))
-            S.status('files-status', t('common.uploaded'), 'ok')
+            S.status('files-status', t('common.uploaded'), 'ok', warnings)
           } else {
             // nothing went up: no bar saying "uploaded"; the reasons are in the status line
             if (done === 0) bar.hide()
             else bar.done(t('files.result', { done: done, total: total }))
-            S.status('files-status', errors.join('\n'), 'error')
+            S.status('files-status', errors.join('\n'), 'error', warnings)
           }
           state.page = 1
           info()
@@ -145,8 +147,9 @@
         bar.show(f.name)
         return S.send('POST', '/svc_api/upload', fd, bar.set, bar.signal)
           .then(
-            function () {
+            function (r) {
               done++
+              warnings = warnings.concat((r && r.warnings) || [])
             },
             function (e) {
               // cancelled: this file is not stored and the ones after it are not sent

@@ -87,20 +87,6 @@
     }
   })
 
-  /**
-   * The status line, then the server's warnings of the pages that went up (each names its page
-   * and what to fix): a heading and a line each, all in the same live region.
-   */
-  function statusWithWarnings(msg, kind, warnings) {
-    S.status('folders-status', msg, kind)
-    if (!warnings || !warnings.length) return
-    var s = S.$('folders-status')
-    s.appendChild(el('span', { class: 'warning', text: t('folders.warnings', { n: warnings.length }) }))
-    warnings.forEach(function (w) {
-      s.appendChild(el('span', { class: 'warning', text: w.message }))
-    })
-  }
-
   S.onSubmit(S.$('folder-form'), function () {
     var chosen = dropped || Array.prototype.slice.call(S.$('folder-input').files)
     var local = []
@@ -207,9 +193,9 @@
       warnings.sort(function (a, b) {
         return a.path < b.path ? -1 : a.path > b.path ? 1 : 0
       })
-      if (cancelled) statusWithWarnings(msg, 'error', warnings)
-      else if (failed.length) statusWithWarnings(msg + ': ' + failed.slice(0, 20).join(', ') + (failed.length > 20 ? ' …' : ''), 'error', warnings)
-      else statusWithWarnings(msg, 'ok', warnings)
+      if (cancelled) S.status('folders-status', msg, 'error', warnings)
+      else if (failed.length) S.status('folders-status', msg + ': ' + failed.slice(0, 20).join(', ') + (failed.length > 20 ? ' …' : ''), 'error', warnings)
+      else S.status('folders-status', msg, 'ok', warnings)
       S.$('folder-input').value = ''
       dropped = null
       loadProjects()
@@ -347,7 +333,7 @@
         var d = r.deploy || {}
         var msg = t(d.is_preview ? 'zip.preview_done' : 'zip.done', { name: name, files: d.file_count })
         zipBar.done(msg)
-        statusWithWarnings(msg, 'ok', r.warnings)
+        S.status('folders-status', msg, 'ok', r.warnings)
         zipFile = null
         S.$('zip-input').value = ''
         loadProjects()
