@@ -77,6 +77,8 @@ declare module 'fastify' {
     bodyTooLarge?: (limit: number) => AppError
     /** A route that only refuses its method (a catch-all, a 405): not among the methods its path has (http/allowed-methods.ts). */
     refusesMethod?: true
+    /** The route also takes no body at all (its schema's body is what it takes when one is sent): not required in the document. */
+    optionalBody?: true
   }
   interface FastifyInstance {
     /** Registers a FastPath (see above): run before routing by the server factory, else (app.inject) in an onRequest hook. */

@@ -248,3 +248,59 @@ describe(`key-value apps on a user's own origin (Chromium) [${engine}]`, () => {
     }
   })
 })
+
+describe(`a visit counter on a user's own origin, without a key (Chromium) [${engine}]`, () => {
+  let s: TestServer
+  let ctx: BrowserContext
+  let alice: User
+  before(async () => {
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    alice = await s.user()
+    ctx = await openContext()
+  })
+  after(async () => {
+    await ctx?.close()
+    await s?.close()
+  })
+
+  it('each load adds 1 to a public counter with a plain fetch and shows the count', async () => {
+    const store = (body: unknown) => s.post('/svc_api/data/store', { key: alice.key, json: body })
+    assert.equal((await store({ key: 'visits', value: 41, data_type: 'number', public_incr: true })).status, 200)
+    // the page holds no key (a write key would be refused on upload, decision 223): a POST
+    // without a body or custom header is a simple request, so not even a preflight is sent
+    const page = appPage(
+      s.url,
+      alice.username,
+      `
+    const r = await fetch(API + '/svc_api/data/public/' + USER + '/visits/incr', { method: 'POST' })
+    const j = await r.json()
+    document.body.append(Object.assign(document.createElement('p'), { id: 'count', textContent: j.success ? j.data.value + ' visits' : 'error ' + j.error_code }))
+    out.status = r.status
+    out.etag = r.headers.get('etag')`,
+    )
+    assert.equal((await uploadFile(s, { key: alice.key }, 'counter.html', page)).status, 200)
+    const p = await ctx.newPage()
+    const preflights: string[] = []
+    p.on('request', (r) => {
+      if (r.method() === 'OPTIONS') preflights.push(r.url())
+    })
+    try {
+      const url = `http://${alice.username}.localhost:${new URL(s.httpUrl).port}/counter.html`
+      const first = await run(p, url)
+      assert.equal(first.status, 200, JSON.stringify(first))
+      assert.equal(await p.locator('#count').textContent(), '42 visits')
+      const second = await run(p, url)
+      assert.equal(await p.locator('#count').textContent(), '43 visits')
+      assert.notEqual(second.etag, first.etag, 'each answer names the version it made')
+      assert.deepEqual(preflights, [])
+      // a counter its owner unmarks is no longer anyone's to add to: the page reads the 404
+      assert.equal((await store({ key: 'visits', value: 43, public_incr: false })).status, 200)
+      const third = await run(p, url)
+      assert.equal(third.status, 404)
+      assert.equal(await p.locator('#count').textContent(), 'error 1604')
+      assert.equal((await s.get('/svc_api/data/get?key=visits', { key: alice.key })).json.data.value, 43)
+    } finally {
+      await p.close()
+    }
+  })
+})

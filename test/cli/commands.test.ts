@@ -83,6 +83,17 @@ for (const engine of ENGINES) {
       assert.equal(up.stdout, '15\n', up.stderr)
       const down = await runCli(['kv', 'incr', 'hits', '-1'], { env })
       assert.equal(down.stdout, '14\n', down.stderr)
+      // --counter: a public counter, which a visitor adds to without a key
+      const likes = await runCli(['kv', 'set', 'likes', '0', '--counter'], { env })
+      assert.equal(likes.stdout, 'stored likes (number, private, counter)\n', likes.stderr)
+      assert.equal((await runCli(['kv', 'incr', 'hits', '0', '--counter'], { env })).code, 0)
+      for (const key of ['likes', 'hits']) {
+        const r = await s.post(`/svc_api/data/public/${alice.username}/${key}/incr`)
+        assert.equal(r.status, 200, `${key}: ${r.text}`)
+      }
+      assert.equal((await runCli(['kv', 'get', 'likes'], { env })).stdout, '1\n')
+      assert.equal((await runCli(['kv', 'rm', 'likes'], { env })).code, 0)
+      assert.equal((await runCli(['kv', 'incr', 'hits', '-1'], { env })).stdout, '14\n')
       const ls = await runCli(['kv', 'ls', '--json'], { env })
       assert.deepEqual(ls.json.data.items.map((i: { key: string }) => i.key).sort(), ['cfg', 'hits'])
       const some = await runCli(['kv', 'ls', '--prefix', 'hi', '--json'], { env })

@@ -671,6 +671,38 @@ for (const engine of ENGINES) {
       assert.equal(await a.deps.db.k.selectFrom('users').select('id').where('username', '=', 'us-bad').executeTakeFirst(), undefined)
     })
 
+    it('carries public counters; an archive from before them imports its entries as no counter', { timeout: 120_000 }, async () => {
+      const a = await start()
+      const u = await a.user()
+      const put = (key: string, public_incr: boolean) =>
+        a.post('/svc_api/data/store', { key: u.key, json: { key, value: 1, data_type: 'number', public_incr } })
+      assert.equal((await put('likes', true)).status, 200)
+      assert.equal((await put('plain', false)).status, 200)
+      const dl = await a.get('/svc_api/me/export', { cookie: await a.login(u.username, u.password) })
+      assert.equal(dl.status, 200)
+      const file = path.join(tmp, 'counters.tar.gz')
+      fs.writeFileSync(file, dl.body)
+      const flags = async (name: string) => {
+        const id = (await a.deps.db.k.selectFrom('users').select('id').where('username', '=', name).executeTakeFirstOrThrow()).id
+        const rows = await a.deps.db.k.selectFrom('kv_entries').select(['key', 'public_incr']).where('user_id', '=', id).orderBy('key').execute()
+        return rows.map((r) => [r.key, Number(r.public_incr)])
+      }
+      await importArchive(a.deps.db, a.deps.blobs, file, 'counters-copy')
+      assert.deepEqual(await flags('counters-copy'), [
+        ['likes', 1],
+        ['plain', 0],
+      ])
+      // the imported counter takes visitors' increments, as the original does
+      assert.equal((await a.post('/svc_api/data/public/counters-copy/likes/incr')).json.data.value, 2)
+      const old = path.join(tmp, 'counters-old.tar.gz')
+      await forge(file, old, (d) => d.kv.forEach((r: Record<string, unknown>) => delete r.public_incr))
+      await importArchive(a.deps.db, a.deps.blobs, old, 'counters-old')
+      assert.deepEqual(await flags('counters-old'), [
+        ['likes', 0],
+        ['plain', 0],
+      ])
+    })
+
     it('imports an account past its site_bytes limit whole, and says so (decision 241)', { timeout: 120_000 }, async () => {
       const a = await start()
       const u = await a.user()

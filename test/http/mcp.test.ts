@@ -685,6 +685,13 @@ for (const engine of ENGINES) {
       const incr = await ok('kv_incr', { key: 'visits' })
       assert.equal(incr.structuredContent.entry.value, 42)
       assert.equal((await s.get('/svc_api/data/get?key=visits', { key: alice.key })).json.data.value, 42)
+      assert.equal(incr.structuredContent.public_incr_url, undefined)
+      // a public counter: the answer names where a page adds 1 without a key
+      const counter = await ok('kv_incr', { key: 'visits', by: 0, public_incr: true })
+      assert.equal(counter.structuredContent.entry.public_incr, true)
+      const visitor = await s.post(new URL(counter.structuredContent.public_incr_url).pathname)
+      assert.equal(visitor.json.data.value, 43)
+      assert.equal((await ok('kv_incr', { key: 'visits', by: -1, public_incr: false })).structuredContent.entry.value, 42)
 
       const got = await ok('kv_get', { key: 'visits' })
       assert.equal(got.structuredContent.entry.value, 42)

@@ -283,6 +283,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/svc_api/data/public/{username}/{key}/incr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add 1 or -1 to a public counter (beyond the spec; no authentication)
+         * @description Only a live number entry its owner stored with `public_incr: true`, of an enabled account; anything else (missing, private, not a number, expired, disabled account) answers the same 404 / 1604 as the public read, and nothing is created. The body is optional: `{"delta": 1}` (default) or `{"delta": -1}`, as JSON or text/plain. The answer is the public read's, with the new value and `ETag: "{version}"`. CORS: Access-Control-Allow-Origin *, never credentials. Counted against the client address (anonymous tier).
+         */
+        post: operations["postSvcApiDataPublicByUsernameByKeyIncr"];
+        delete?: never;
+        /** CORS preflight of a public counter's increment */
+        options: operations["optionsSvcApiDataPublicByUsernameByKeyIncr"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/svc_api/forms/create": {
         parameters: {
             query?: never;
@@ -2145,6 +2166,11 @@ export interface operations {
                             expires_at: string | null;
                             /** @description Beyond the spec: bytes of the value's JSON text, counted against kv_entry_bytes */
                             size: number;
+                            /**
+                             * @description Beyond the spec, only on a public counter (absent otherwise): anyone may add 1 or -1 to it without a key
+                             * @enum {boolean}
+                             */
+                            public_incr?: true;
                         };
                     };
                 };
@@ -2234,6 +2260,11 @@ export interface operations {
                                 expires_at: string | null;
                                 /** @description Beyond the spec: bytes of the value's JSON text, counted against kv_entry_bytes */
                                 size: number;
+                                /**
+                                 * @description Beyond the spec, only on a public counter (absent otherwise): anyone may add 1 or -1 to it without a key
+                                 * @enum {boolean}
+                                 */
+                                public_incr?: true;
                             }[];
                             page: number;
                             per_page: number;
@@ -2508,6 +2539,8 @@ export interface operations {
                     if_updated_at?: string;
                     /** @description Seconds until the entry expires (beyond the spec). Omitted: the expiry stays as it was (none for a new entry); null: never expires. */
                     ttl?: number | null;
+                    /** @description Beyond the spec: a public counter: anyone may add 1 or -1 to this number entry without a key (POST /svc_api/data/public/{username}/{key}/incr), and reads the new value in the answer. Default false; an update keeps it when omitted. */
+                    public_incr?: boolean;
                 } & {
                     [key: string]: unknown;
                 };
@@ -2539,6 +2572,11 @@ export interface operations {
                             expires_at: string | null;
                             /** @description Beyond the spec: bytes of the value's JSON text, counted against kv_entry_bytes */
                             size: number;
+                            /**
+                             * @description Beyond the spec, only on a public counter (absent otherwise): anyone may add 1 or -1 to it without a key
+                             * @enum {boolean}
+                             */
+                            public_incr?: true;
                         };
                     };
                 };
@@ -2588,6 +2626,8 @@ export interface operations {
                     by?: number;
                     /** @description Seconds until the entry expires (beyond the spec). Omitted: the expiry stays as it was (none for a new entry); null: never expires. */
                     ttl?: number | null;
+                    /** @description Beyond the spec: a public counter: anyone may add 1 or -1 to this number entry without a key (POST /svc_api/data/public/{username}/{key}/incr), and reads the new value in the answer. Default false; an update keeps it when omitted. */
+                    public_incr?: boolean;
                 };
             };
         };
@@ -2617,6 +2657,11 @@ export interface operations {
                             expires_at: string | null;
                             /** @description Beyond the spec: bytes of the value's JSON text, counted against kv_entry_bytes */
                             size: number;
+                            /**
+                             * @description Beyond the spec, only on a public counter (absent otherwise): anyone may add 1 or -1 to it without a key
+                             * @enum {boolean}
+                             */
+                            public_incr?: true;
                         };
                     };
                 };
@@ -2630,6 +2675,70 @@ export interface operations {
             query?: never;
             header?: never;
             path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content (CORS preflight) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    postSvcApiDataPublicByUsernameByKeyIncr: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                username: string;
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description 1 (default: a like) or -1 (its undo); any other value or field is 400 / 1106 */
+                    delta?: 1 | -1;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            key: string;
+                            value: unknown;
+                            owner: string;
+                            updated_at: string;
+                            data_type: string;
+                        };
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    optionsSvcApiDataPublicByUsernameByKeyIncr: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                username: string;
+                key: string;
+            };
             cookie?: never;
         };
         requestBody?: never;

@@ -11,6 +11,8 @@ const MAX_CONCURRENCY = 64
 /** svc deploy's largest --batch-files; the server's own limit (its folder upload limits) caps it too. */
 const MAX_BATCH_FILES = 10_000
 
+/** kv set and kv incr: make the entry a public counter (public_incr; docs/api/kv.md). */
+const COUNTER = { type: 'boolean', help: 'a public counter: anyone may add 1 or -1 to it without a key' } as const
 const PROJECT = { type: 'string', short: 'p', arg: 'NAME', help: "the project (default: the folder's name; dist, build...: the one above)" } as const
 
 export const CLIENT_HELP = {
@@ -155,9 +157,9 @@ export const CLIENT_HELP = {
   kv: {
     usage: [
       'svc kv get KEY',
-      'svc kv set KEY VALUE|- [--type json|text|number] [--public] [--tags a,b]',
-      'svc kv set KEY --file F [--type json|text|number] [--public] [--tags a,b]',
-      'svc kv incr KEY [BY] [--by N]',
+      'svc kv set KEY VALUE|- [--type json|text|number] [--public] [--counter] [--tags a,b]',
+      'svc kv set KEY --file F [--type json|text|number] [--public] [--counter] [--tags a,b]',
+      'svc kv incr KEY [BY] [--by N] [--counter]',
       'svc kv rm KEY',
       'svc kv ls [--prefix P] [--page N] [--per-page N]',
     ],
@@ -169,10 +171,11 @@ export const CLIENT_HELP = {
       set: {
         type: { type: 'string', arg: 'json|text|number', help: 'the type to store (default: inferred from the value)', check: oneOf('json', 'text', 'number') },
         public: { type: 'boolean', help: 'anyone may read the entry (default: private)' },
+        counter: COUNTER,
         tags: { type: 'string', arg: 'a,b', help: 'tags, comma-separated' },
         file: { type: 'string', arg: 'F', help: 'the value from file F (UTF-8), or - for stdin' },
       },
-      incr: { by: { type: 'string', arg: 'N', help: 'the amount to add (default 1; may be negative)', check: aNumber } },
+      incr: { by: { type: 'string', arg: 'N', help: 'the amount to add (default 1; may be negative)', check: aNumber }, counter: COUNTER },
       rm: {},
       ls: {
         prefix: { type: 'string', arg: 'P', help: 'only the keys that start with P' },
@@ -180,7 +183,12 @@ export const CLIENT_HELP = {
         'per-page': { type: 'string', arg: 'N', help: `keys per request, 1 to ${MAX_PER_PAGE} (default 100)`, check: anInteger(1, MAX_PER_PAGE) },
       },
     },
-    examples: ['svc kv set hits 0 && svc kv incr hits && svc kv get hits', 'svc kv set config --file config.json --public', 'svc kv ls --prefix user_'],
+    examples: [
+      'svc kv set hits 0 && svc kv incr hits && svc kv get hits',
+      'svc kv set config --file config.json --public',
+      'svc kv set likes 0 --counter --public',
+      'svc kv ls --prefix user_',
+    ],
     see: 'docs/cli.md, docs/api/kv.md',
   },
   data: {

@@ -34,9 +34,14 @@ function securityOf(route: Pick<RouteOptions, 'config'>): Json[] {
  * the `*` tail of wildcard routes (`{*}` is not a valid path template), and documents the empty
  * answer of CORS preflights.
  */
+/** An operation's mark, from transformRoute to transformDocument: its body may be left out (route config optionalBody). */
+const OPTIONAL_BODY = 'x-svc-optional-body'
+
 export const transformRoute: SwaggerTransform = ({ schema: s, url, route }) => {
   const schema = s as Json
   const out: Json = { ...schema, security: schema?.security ?? securityOf(route) }
+  // carried to transformDocument, which marks the request body not required (Fastify's swagger always requires one)
+  if (route.config?.optionalBody) out[OPTIONAL_BODY] = true
   if (url.endsWith('/*')) {
     url = `${url.slice(0, -2)}/:file_path`
     out.params = {
@@ -126,6 +131,10 @@ export function transformDocument(config: Readonly<Config>): SwaggerTransformObj
         if (!item[m]) continue
         const op: Json = { ...item[m], responses: { ...(item[m].responses ?? {}) } }
         op.operationId ??= operationIdOf(m, path)
+        if (op[OPTIONAL_BODY]) {
+          delete op[OPTIONAL_BODY]
+          if (op.requestBody) op.requestBody = { ...op.requestBody, required: false }
+        }
         const api = /^\/(svc_api|api)\//.test(path)
         // a route's own 4xx (a bodiless 412) documents that answer only: the errors stay 4XX
         op.responses['4XX'] ??= { $ref: `#/components/responses/${api ? 'Error' : 'PublicError'}` }

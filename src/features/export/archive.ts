@@ -64,7 +64,7 @@ const COLUMNS = {
   files: ['file_name', 'project_name', 'description', 'digest', 'size', 'content_type', 'is_featured', 'created_at', 'updated_at'],
   folders: ['name', 'is_published', 'created_at', 'updated_at', 'published_at', 'site_rules'],
   folder_files: ['path', 'digest', 'size', 'content_type', 'created_at', 'updated_at'],
-  kv_entries: ['key', 'value', 'data_type', 'tags', 'is_public', 'version', 'size', 'created_at', 'updated_at', 'expires_at'],
+  kv_entries: ['key', 'value', 'data_type', 'tags', 'is_public', 'version', 'size', 'created_at', 'updated_at', 'expires_at', 'public_incr'],
   forms: [
     'form_name',
     'form_slug',
@@ -85,6 +85,9 @@ const COLUMNS = {
   hosted_versions: ['version', 'digest', 'size', 'content_type', 'created_at'],
 } as const
 type Table = keyof typeof COLUMNS
+
+/** Columns added after the format was fixed: absent in older archives, which import with this value. */
+const ADDED: { [T in Table]?: Record<string, number> } = { kv_entries: { public_incr: 0 } }
 
 export interface ExportData {
   user: { username: string; tier: string; limits: string; api_access: number; entitlements: string[] }
@@ -493,6 +496,7 @@ function rowsOf(table: Table, v: unknown, where: string): Row[] {
   if (!Array.isArray(v)) throw new ExportError(`data.json: ${where} must be a list`)
   return v.map((r, i) => {
     if (!isObj(r)) throw new ExportError(`data.json: ${where}[${i}] must be an object`)
+    for (const [c, v] of Object.entries(ADDED[table] ?? {})) if (!(c in r)) r[c] = v
     for (const c of COLUMNS[table]) {
       const x = r[c]
       if (!(x === null || typeof x === 'string' || (typeof x === 'number' && Number.isFinite(x))))

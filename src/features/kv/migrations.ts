@@ -84,4 +84,17 @@ export const kvMigrations: Record<string, Migration> = {
       await db.schema.alterTable('kv_usage').dropColumn('retired_version').execute()
     },
   },
+  // a number entry its owner marked as a public counter: anyone may add 1 or take 1 away
+  // without a key (POST /svc_api/data/public/{username}/{key}/incr); 0 for every entry before
+  '0806-counter-kv-public-incr': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable('kv_entries')
+        .addColumn('public_incr', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable('kv_entries').dropColumn('public_incr').execute()
+    },
+  },
 }

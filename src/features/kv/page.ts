@@ -39,6 +39,8 @@ export const kvUi: FeatureUi<KvKey> = {
           <label for="kv-tags">${t('kv.tags')}</label>
           <input id="kv-tags" maxlength="1000">
           <label class="check"><input id="kv-public" type="checkbox"> ${t('kv.public')}</label>
+          <label class="check"><input id="kv-public-incr" type="checkbox" aria-describedby="kv-public-incr-hint"> ${t('kv.public_incr')}</label>
+          <p class="hint" id="kv-public-incr-hint">${t('kv.public_incr_hint')}</p>
           <div class="buttons">
             <button type="submit" class="primary">${t('kv.save')}</button>
             <button type="button" id="kv-new">${t('kv.new')}</button>

@@ -26,6 +26,7 @@ import {
   NotModified,
   PreconditionFailed,
   PublicEnvelope,
+  PublicIncrBody,
   PublicParams,
   ReadConditionHeaders,
   StoreBody,
@@ -166,6 +167,23 @@ const keyHeaders = corsHook(
   'Authorization, Content-Type, Accept, Accept-Language, If-Match, If-None-Match',
 )
 
+/**
+ * A visitor's increment of a public counter (decision 303): as the public read, any
+ * origin and never credentials (no key, no session: nothing a page could not already send);
+ * a write's answer, so no cache keeps it.
+ */
+const publicIncrHeaders = corsHook(
+  ['Access-Control-Allow-Origin', '*', 'Access-Control-Expose-Headers', `${EXPOSED}, ETag`, 'Cache-Control', 'no-store'],
+  'POST, OPTIONS',
+  'Accept, Accept-Language, Content-Type',
+)
+
+/** A visitor's increment body is `{"delta": -1}` at most: a few bytes. */
+const PUBLIC_INCR_BODY_LIMIT = 1024
+
+/** Every input of the visitor's increment is checked by the service (validate.ts), an empty body included. */
+const passThrough = () => () => true
+
 export const PUBLIC_JSON = 'application/json; charset=utf-8'
 
 /** The key-value store's routes (API context: guard, rate limits, HTTPS rule). */
@@ -218,6 +236,33 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
       'Adds `by` (default 1) to a number entry in one transaction; a missing entry is created at 0 with data_type number. A non-number entry answers 400 (1106). If-Match / If-None-Match as for store.',
       IncrBody,
       'incr',
+    )
+
+    // anyone's +1 / -1 to a public counter: no key, counted against the visitor's address by
+    // the guard (the anonymous tier), the body read as the owner's incr reads it
+    writes.post(
+      '/svc_api/data/public/:username/:key/incr',
+      {
+        config: { ...none, optionalBody: true },
+        onSend: publicIncrHeaders,
+        bodyLimit: PUBLIC_INCR_BODY_LIMIT,
+        validatorCompiler: passThrough,
+        schema: {
+          tags,
+          summary: 'Add 1 or -1 to a public counter (beyond the spec; no authentication)',
+          description:
+            'Only a live number entry its owner stored with `public_incr: true`, of an enabled account; anything else (missing, private, not a number, expired, disabled account) answers the same 404 / 1604 as the public read, and nothing is created. The body is optional: `{"delta": 1}` (default) or `{"delta": -1}`, as JSON or text/plain. The answer is the public read\'s, with the new value and `ETag: "{version}"`. CORS: Access-Control-Allow-Origin *, never credentials. Counted against the client address (anonymous tier).',
+          params: PublicParams,
+          body: PublicIncrBody,
+          response: { 200: PublicEnvelope },
+        },
+      },
+      async (req, reply) => {
+        const { username, key } = req.params as { username: string; key: string }
+        const a = await kv.publicIncr(username, key, req.body)
+        if (a.etag !== null) reply.header('ETag', a.etag)
+        return reply.type(PUBLIC_JSON).send(a.body)
+      },
     )
   })
 
@@ -322,6 +367,11 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
       reply.code(204).send(),
     )
   }
+  app.options(
+    '/svc_api/data/public/:username/:key/incr',
+    { config: none, onSend: publicIncrHeaders, schema: { tags, summary: "CORS preflight of a public counter's increment" } },
+    async (_req, reply) => reply.code(204).send(),
+  )
   for (const path of ['/svc_api/data/public/:username/:key', '/svc_api/data/public/:key']) {
     app.options(path, { config: none, onSend: publicHeaders, schema: { tags, summary: 'CORS preflight of the public read' } }, async (_req, reply) =>
       reply.code(204).send(),

@@ -39,6 +39,11 @@ const Ttl = Type.Unsafe<number | null>({
   description: 'Seconds until the entry expires (beyond the spec). Omitted: the expiry stays as it was (none for a new entry); null: never expires.',
 })
 
+const PublicIncr = Type.Boolean({
+  description:
+    'Beyond the spec: a public counter: anyone may add 1 or -1 to this number entry without a key (POST /svc_api/data/public/{username}/{key}/incr), and reads the new value in the answer. Default false; an update keeps it when omitted.',
+})
+
 export const StoreBody = Type.Object(
   {
     key: Key,
@@ -71,6 +76,7 @@ export const StoreBody = Type.Object(
       Type.String({ description: 'Compare-and-swap (beyond the spec): write only if updated_at is still this value, as returned; else 409 / 1409' }),
     ),
     ttl: Type.Optional(Ttl),
+    public_incr: Type.Optional(PublicIncr),
   },
   { additionalProperties: true },
 )
@@ -80,6 +86,7 @@ export const IncrBody = Type.Object({
   key: Key,
   by: Type.Optional(Type.Number({ description: 'Amount to add (finite; may be negative or fractional); default 1' })),
   ttl: Type.Optional(Ttl),
+  public_incr: Type.Optional(PublicIncr),
 })
 export type IncrInput = Static<typeof IncrBody>
 
@@ -126,6 +133,9 @@ export const Entry = Type.Object({
   }),
   expires_at: Type.Union([Type.String(), Type.Null()], { description: 'Beyond the spec: when a ttl makes the entry expire' }),
   size: Type.Integer({ description: "Beyond the spec: bytes of the value's JSON text, counted against kv_entry_bytes" }),
+  public_incr: Type.Optional(
+    Type.Literal(true, { description: 'Beyond the spec, only on a public counter (absent otherwise): anyone may add 1 or -1 to it without a key' }),
+  ),
 })
 export type EntryOut = Static<typeof Entry>
 
@@ -149,6 +159,16 @@ export const ReadConditionHeaders = Type.Object({
 export const LegacyConditionHeaders = Type.Object({
   'if-match': Type.Optional(Type.String({ description: '* passes; any tag answers 412 with no body (the answer has no ETag: the entry may change owner)' })),
 })
+
+/** A visitor's increment of a public counter: no field (an empty body) adds 1. */
+export const PublicIncrBody = Type.Object(
+  {
+    delta: Type.Optional(
+      Type.Union([Type.Literal(1), Type.Literal(-1)], { description: '1 (default: a like) or -1 (its undo); any other value or field is 400 / 1106' }),
+    ),
+  },
+  { additionalProperties: false },
+)
 
 export const GetEnvelope = Type.Object({ success: Type.Boolean(), data: Entry })
 export const PublicEnvelope = Type.Object({

@@ -1,6 +1,6 @@
 import { isUniqueViolation, type Db } from '../../db/kysely.js'
 import type { Clock } from '../../util/clock.js'
-import type { User } from '../../auth/users.js'
+import { toUser, type User } from '../../auth/users.js'
 import { AppError } from '../../errors/app-error.js'
 import { quotaOf } from '../../limits/quotas.js'
 import { pageInfo, parsePage } from '../../http/pagination.js'
@@ -15,6 +15,7 @@ import {
   KEY_RE,
   checkIncrInput,
   checkKey,
+  checkPublicIncrInput,
   checkStoreInput,
   checkTags,
   checkType,
@@ -39,6 +40,8 @@ export function toEntry(r: KvRow): EntryOut {
     version: Number(r.version),
     expires_at: r.expires_at === null ? null : isoMicros(Number(r.expires_at)),
     size: Number(r.size),
+    // only on a public counter: answers of every other entry keep exactly their fields
+    ...(Number(r.public_incr) ? { public_incr: true as const } : {}),
   }
 }
 
@@ -58,6 +61,9 @@ export interface PublicAnswer {
 export function publicJson(r: { key: string; value: string; data_type: string; updated_at: number; username: string }): string {
   return `{"success":true,"data":{"key":${JSON.stringify(r.key)},"value":${r.value},"owner":${JSON.stringify(r.username)},"updated_at":"${isoMicros(Number(r.updated_at))}","data_type":${JSON.stringify(r.data_type)}}}`
 }
+
+/** An optional boolean flag of a write body as its column holds it (undefined: not sent, kept). */
+const flagOf = (v: boolean | undefined): number | undefined => (v === undefined ? undefined : v ? 1 : 0)
 
 export interface KvDeps {
   db: Db
@@ -145,12 +151,13 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
    * a live integer (or the sum would leave the range); each caller takes its own transaction.
    */
   const ROUND_MAX = 256
-  type Incr = { user: User; key: string; by: number }
+  /** `publicOnly`: an anonymous increment, which only a public counter takes (its own line). */
+  type Incr = { user: User; key: string; by: number; publicOnly: boolean }
   const incrRound = rounds<Incr, KvRow | undefined>(
     async (round) => {
-      const { user, key } = round[0]
+      const { user, key, publicOnly } = round[0]
       const total = round.reduce((a, c) => a + c.by, 0)
-      const row = await store.incrInPlace(user.id, key, total, clock.now(), undefined, round.length)
+      const row = await store.incrInPlace(user.id, key, total, clock.now(), { count: round.length, publicOnly })
       if (!row) return round.map(() => undefined)
       await changed(user, key)
       let value = Number(row.value) - total
@@ -175,7 +182,8 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       return picked
     },
   )
-  const incrMerged = (user: User, key: string, by: number) => incrRound(`${user.id}\n${key}`, { user, key, by })
+  const incrMerged = (user: User, key: string, by: number, publicOnly = false) =>
+    incrRound(`${publicOnly ? 'public' : 'owner'}\n${user.id}\n${key}`, { user, key, by, publicOnly })
 
   /**
    * Overwrites of live entries that arrive while a round of them runs wait; the next round
@@ -291,6 +299,80 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       extra: { details: { current_version: row ? Number(row.version) : 0, current_updated_at: row ? isoMicros(Number(row.updated_at)) : null } },
     })
 
+  /**
+   * The increment in a transaction under the user's lock: every case the in-place statement
+   * leaves (a missing entry, a fractional number, a condition, a sum out of range). A missing
+   * entry starts at 0, unless `publicOnly` (a visitor's increment): then anything but a live
+   * number entry marked public_incr is 1604, and nothing is created.
+   */
+  async function incrInTransaction(
+    user: User,
+    key: string,
+    by: number,
+    now: number,
+    o: { check?: VersionCheck; expiresAt?: number | null; publicIncr?: number; publicOnly?: boolean },
+  ): Promise<{ created: boolean; row: KvRow }> {
+    return store.transaction(async (trx) => {
+      await db.lockUser(trx, user.id)
+      await store.purgeExpiredKeys(trx, user.id, [key], now)
+      const prev = await store.get(trx, user.id, key, now)
+      if (o.publicOnly && (!prev || prev.data_type !== 'number' || !Number(prev.public_incr))) throw new AppError('KV_KEY_NOT_FOUND')
+      if (o.check && !o.check(prev ? Number(prev.version) : 0)) throw conflict(prev)
+      if (prev && prev.data_type !== 'number') {
+        throw invalid({
+          zh: `条目 "${key}" 的 data_type 为 ${prev.data_type}；incr 只能累加 number 类型的条目`,
+          en: `entry "${key}" has data_type ${prev.data_type}; incr only adds to number entries`,
+        })
+      }
+      const base = prev ? Number(JSON.parse(prev.value)) : 0
+      const value = base + by
+      // a sum a double cannot hold is refused, never answered as done: beyond ±(2^53 - 1)
+      // integers are no longer exact (the in-place statement has the same bound), and a `by`
+      // too small to change the stored number would be lost
+      if (!(Math.abs(value) <= Number.MAX_SAFE_INTEGER) || (by !== 0 && value === base)) {
+        throw invalid({
+          zh: `结果超出范围：累加后须为 ±${Number.MAX_SAFE_INTEGER} 以内且不同于 ${base} 的数字`,
+          en: `the result is out of range: an increment must give a number within ±${Number.MAX_SAFE_INTEGER} that differs from ${base}`,
+        })
+      }
+      const text = JSON.stringify(value)
+      const size = checkSize(text, user)
+      const expires_at = o.expiresAt === undefined ? (prev?.expires_at ?? null) : o.expiresAt
+      if (prev) {
+        const fields = {
+          key: prev.key,
+          value: text,
+          data_type: 'number',
+          tags: prev.tags,
+          is_public: prev.is_public,
+          size,
+          expires_at,
+          public_incr: o.publicIncr ?? prev.public_incr,
+          ...nextStamp(prev, now),
+        }
+        await store.update(trx, user.id, prev.key, fields)
+        return { created: false, row: { ...fields, user_id: user.id, created_at: prev.created_at } }
+      }
+      const version = await checkCount(trx, user, now)
+      const row: KvRow = {
+        user_id: user.id,
+        key,
+        value: text,
+        data_type: 'number',
+        tags: '[]',
+        is_public: 0,
+        size,
+        expires_at,
+        created_at: now,
+        updated_at: now,
+        version,
+        public_incr: o.publicIncr ?? 0,
+      }
+      await store.insert(trx, row)
+      return { created: true, row }
+    })
+  }
+
   return {
     store,
     cache,
@@ -349,6 +431,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           tags: tags ? JSON.stringify(tags) : undefined,
           is_public: input.is_public === undefined ? undefined : input.is_public ? 1 : 0,
           expires_at: input.ttl === undefined ? undefined : input.ttl === null ? null : now + input.ttl * 1000,
+          public_incr: flagOf(input.public_incr),
         })
         if (row) {
           await changed(user, input.key)
@@ -366,6 +449,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           expires_at: input.ttl === undefined || input.ttl === null ? null : now + input.ttl * 1000,
           created_at: now,
           updated_at: now,
+          public_incr: flagOf(input.public_incr) ?? 0,
         })
         if (created) {
           await changed(user, input.key)
@@ -406,6 +490,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
           is_public: input.is_public === undefined ? (source ? Number(source.is_public) : 0) : input.is_public ? 1 : 0,
           size,
           expires_at: input.ttl === undefined ? (source?.expires_at ?? null) : input.ttl === null ? null : now + input.ttl * 1000,
+          public_incr: flagOf(input.public_incr) ?? (source ? Number(source.public_incr) : 0),
           ...nextStamp(source, now),
         }
         if (source && oldKey !== undefined) {
@@ -426,81 +511,59 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       return result
     },
 
-    /** POST /svc_api/data/incr: atomic add; a missing entry starts at 0 (data_type number). `check` as for put. */
+    /**
+     * POST /svc_api/data/incr: atomic add; a missing entry starts at 0 (data_type number).
+     * `check` as for put; `public_incr`, when sent, marks or unmarks the entry as a public counter.
+     */
     async incr(user: User, body: unknown, check?: VersionCheck): Promise<{ created: boolean; entry: EntryOut }> {
       const now = clock.now()
       const input = checkIncrInput(body)
       checkKey(input.key)
       const by = input.by ?? 1
       const expiresAt = input.ttl === undefined ? undefined : input.ttl === null ? null : now + input.ttl * 1000
+      const publicIncr = flagOf(input.public_incr)
       // a live integer entry: one statement (an integer of at most 16 digits fits any entry size limit above 16 bytes)
       if (check === undefined && Number.isSafeInteger(by) && quotaOf(user.limits, 'kv_entry_bytes') > 16) {
-        const row = expiresAt === undefined ? await incrMerged(user, input.key, by) : await store.incrInPlace(user.id, input.key, by, now, expiresAt)
+        const alone = expiresAt !== undefined || publicIncr !== undefined
+        const row = alone ? await store.incrInPlace(user.id, input.key, by, now, { expiresAt, publicIncr }) : await incrMerged(user, input.key, by)
         if (row) {
-          if (expiresAt !== undefined) await changed(user, input.key)
+          if (alone) await changed(user, input.key)
           return { created: false, entry: toEntry(row) }
         }
         // no live integer entry: a missing key's start (0 + by, within the entry size) can only meet the quota
         await refuseAtQuota(user, input.key, now)
       }
-      const result = await store.transaction(async (trx) => {
-        await db.lockUser(trx, user.id)
-        await store.purgeExpiredKeys(trx, user.id, [input.key], now)
-        const prev = await store.get(trx, user.id, input.key, now)
-        if (check && !check(prev ? Number(prev.version) : 0)) throw conflict(prev)
-        if (prev && prev.data_type !== 'number') {
-          throw invalid({
-            zh: `条目 "${input.key}" 的 data_type 为 ${prev.data_type}；incr 只能累加 number 类型的条目`,
-            en: `entry "${input.key}" has data_type ${prev.data_type}; incr only adds to number entries`,
-          })
-        }
-        const base = prev ? Number(JSON.parse(prev.value)) : 0
-        const value = base + by
-        // a sum a double cannot hold is refused, never answered as done: beyond ±(2^53 - 1)
-        // integers are no longer exact (the in-place statement has the same bound), and a `by`
-        // too small to change the stored number would be lost
-        if (!(Math.abs(value) <= Number.MAX_SAFE_INTEGER) || (by !== 0 && value === base)) {
-          throw invalid({
-            zh: `结果超出范围：累加后须为 ±${Number.MAX_SAFE_INTEGER} 以内且不同于 ${base} 的数字`,
-            en: `the result is out of range: an increment must give a number within ±${Number.MAX_SAFE_INTEGER} that differs from ${base}`,
-          })
-        }
-        const text = JSON.stringify(value)
-        const size = checkSize(text, user)
-        const expires_at = expiresAt === undefined ? (prev?.expires_at ?? null) : expiresAt
-        if (prev) {
-          const fields = {
-            key: prev.key,
-            value: text,
-            data_type: 'number',
-            tags: prev.tags,
-            is_public: prev.is_public,
-            size,
-            expires_at,
-            ...nextStamp(prev, now),
-          }
-          await store.update(trx, user.id, prev.key, fields)
-          return { created: false, entry: toEntry({ ...fields, user_id: user.id, created_at: prev.created_at }) }
-        }
-        const version = await checkCount(trx, user, now)
-        const row: KvRow = {
-          user_id: user.id,
-          key: input.key,
-          value: text,
-          data_type: 'number',
-          tags: '[]',
-          is_public: 0,
-          size,
-          expires_at,
-          created_at: now,
-          updated_at: now,
-          version,
-        }
-        await store.insert(trx, row)
-        return { created: true, entry: toEntry(row) }
-      })
+      const { created, row } = await incrInTransaction(user, input.key, by, now, { check, expiresAt, publicIncr })
       await changed(user, input.key)
-      return result
+      return { created, entry: toEntry(row) }
+    },
+
+    /**
+     * POST /svc_api/data/public/{username}/{key}/incr, without a key: adds `delta` (1 or -1,
+     * default 1) to a live number entry its owner marked `public_incr`, of an enabled account,
+     * through the owner's increment (the same rounds, cache invalidation and version). Anything
+     * else (no such user or entry, a disabled account, expired, not a number, not marked) is
+     * the public read's 1604, so a visitor cannot tell them apart; nothing is ever created and
+     * nothing but the value, version and updated_at changes.
+     */
+    async publicIncr(username: string, key: string, body: unknown): Promise<PublicAnswer> {
+      const { delta } = checkPublicIncrInput(body)
+      const k = lookupKey(key)
+      if (username.length > 64) throw new AppError('KV_KEY_NOT_FOUND')
+      const owner = await store.enabledOwner(username.toLowerCase())
+      if (!owner) throw new AppError('KV_KEY_NOT_FOUND')
+      const user = toUser(owner)
+      let row = quotaOf(user.limits, 'kv_entry_bytes') > 16 ? await incrMerged(user, k, delta, true) : undefined
+      if (!row) {
+        // not a live integer counter: a miss is answered from one read, without the user's lock;
+        // a fractional counter (or one a race changed) is the transaction's to decide
+        const now = clock.now()
+        const cur = await store.read(user.id, k, now)
+        if (!cur || cur.data_type !== 'number' || !Number(cur.public_incr)) throw new AppError('KV_KEY_NOT_FOUND')
+        row = (await incrInTransaction(user, k, delta, now, { publicOnly: true })).row
+        await changed(user, k)
+      }
+      return { body: Buffer.from(publicJson({ ...row, username: user.username })), etag: entityTag(row.version) }
     },
 
     /** GET /svc_api/data/get: the caller's own entry (public or not). */

@@ -2,6 +2,7 @@ import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { Db, DB, Trx } from '../../db/kysely.js'
 import { prepared } from '../../db/prepared.js'
+import { USER_COLUMNS } from '../../auth/users.js'
 
 /** One row of kv_entries: a user's entry. The value is kept as its JSON text. */
 export interface KvEntriesTable {
@@ -24,6 +25,11 @@ export interface KvEntriesTable {
   updated_at: number
   /** Epoch ms after which the entry is gone; null = never. */
   expires_at: number | null
+  /**
+   * 1: a public counter. Anyone may add 1 or -1 to it without a key while it is a number
+   * (POST /svc_api/data/public/{username}/{key}/incr); only its owner sets it.
+   */
+  public_incr: number
 }
 
 /** One row per user with entries: how many rows kv_entries holds for them (expired ones included). */
@@ -59,10 +65,24 @@ export interface Overwrite {
   tags?: string
   is_public?: number
   expires_at?: number | null
+  public_incr?: number
 }
 
 /** The columns every read selects (all of them, named). */
-export const KV_COLUMNS = ['user_id', 'key', 'value', 'data_type', 'tags', 'is_public', 'version', 'size', 'created_at', 'updated_at', 'expires_at'] as const
+export const KV_COLUMNS = [
+  'user_id',
+  'key',
+  'value',
+  'data_type',
+  'tags',
+  'is_public',
+  'version',
+  'size',
+  'created_at',
+  'updated_at',
+  'expires_at',
+  'public_incr',
+] as const
 
 type Ex = DB | Trx
 
@@ -120,37 +140,49 @@ export function createKvStore(db: Db) {
     for (const [userId, p] of per) await addKeys(ex, userId, -p.n, p.top)
   }
   /**
-   * The in-place increment, prepared (db/prepared.ts), with and without a new expiry: adds
-   * `by` when the entry is a live integer and the sum stays within 2^53; `nowLast` and
-   * `count` are those of merged increments (nowLast = now + count - 1).
+   * The in-place increment, prepared (db/prepared.ts) per shape: with or without a new expiry
+   * and a new public_incr (those values follow the six fixed arguments, in this order), and
+   * whether only a public counter is written (the anonymous increment). Adds `by` when the
+   * entry is a live integer and the sum stays within 2^53; `nowLast` and `count` are those of
+   * merged increments (nowLast = now + count - 1).
    */
-  const incrQuery = (withExpiry: boolean) =>
-    prepared(db, withExpiry ? 7 : 6, (userId: string, key: string, by: number, now: number, nowLast: number, count: number, expiresAt: number | null) => {
-      const pg = db.engine === 'postgres'
-      const isInt = pg
-        ? sql<boolean>`case when value ~ '^-?[0-9]{1,15}$' then abs(value::bigint + ${by}::bigint) <= 9007199254740991 else false end`
-        : sql<boolean>`value = cast(cast(value as integer) as text) and length(value) <= 16 and abs(cast(value as integer) + cast(${by} as integer)) <= 9007199254740991`
-      return db.k
-        .updateTable('kv_entries')
-        .set({
-          value: pg ? sql<string>`(value::bigint + ${by}::bigint)::text` : sql<string>`cast(cast(value as integer) + cast(${by} as integer) as text)`,
-          size: pg
-            ? sql<number>`length((value::bigint + ${by}::bigint)::text)`
-            : sql<number>`length(cast(cast(value as integer) + cast(${by} as integer) as text))`,
-          version: sql<number>`version + cast(${count} as integer)`,
-          updated_at: sql<number>`${greatest}(cast(${nowLast} as bigint), updated_at + cast(${count} as integer))`,
-          ...(withExpiry ? { expires_at: expiresAt } : {}),
-        })
-        .where('user_id', '=', userId)
-        .where('key', '=', key)
-        .where(live(now))
-        .where('data_type', '=', 'number')
-        .where(isInt)
-        .returning(KV_COLUMNS)
-    })
-  const incrQueries = [incrQuery(false), incrQuery(true)] as const
+  const incrQuery = (withExpiry: boolean, withFlag: boolean, publicOnly: boolean) =>
+    prepared(
+      db,
+      6 + Number(withExpiry) + Number(withFlag),
+      (userId: string, key: string, by: number, now: number, nowLast: number, count: number, ...rest: unknown[]) => {
+        const values = [...rest]
+        const optional = {
+          ...(withExpiry ? { expires_at: values.shift() as number | null } : {}),
+          ...(withFlag ? { public_incr: values.shift() as number } : {}),
+        }
+        const pg = db.engine === 'postgres'
+        const isInt = pg
+          ? sql<boolean>`case when value ~ '^-?[0-9]{1,15}$' then abs(value::bigint + ${by}::bigint) <= 9007199254740991 else false end`
+          : sql<boolean>`value = cast(cast(value as integer) as text) and length(value) <= 16 and abs(cast(value as integer) + cast(${by} as integer)) <= 9007199254740991`
+        return db.k
+          .updateTable('kv_entries')
+          .set({
+            value: pg ? sql<string>`(value::bigint + ${by}::bigint)::text` : sql<string>`cast(cast(value as integer) + cast(${by} as integer) as text)`,
+            size: pg
+              ? sql<number>`length((value::bigint + ${by}::bigint)::text)`
+              : sql<number>`length(cast(cast(value as integer) + cast(${by} as integer) as text))`,
+            version: sql<number>`version + cast(${count} as integer)`,
+            updated_at: sql<number>`${greatest}(cast(${nowLast} as bigint), updated_at + cast(${count} as integer))`,
+            ...optional,
+          })
+          .where('user_id', '=', userId)
+          .where('key', '=', key)
+          .where(live(now))
+          .where('data_type', '=', 'number')
+          .where(isInt)
+          .$if(publicOnly, (q) => q.where('public_incr', '=', 1))
+          .returning(KV_COLUMNS)
+      },
+    )
+  const incrQueries = new Map<string, ReturnType<typeof incrQuery>>()
   /** The in-place overwrite, prepared per shape: which optional fields it sets, and whether the entry must be json. */
-  const updateQuery = (has: [tags: boolean, isPublic: boolean, expiresAt: boolean], requireJson: boolean) =>
+  const updateQuery = (has: [tags: boolean, isPublic: boolean, expiresAt: boolean, publicIncr: boolean], requireJson: boolean) =>
     prepared(db, 6 + has.filter(Boolean).length, (...a: unknown[]) => {
       const [userId, key, now, value, size, dataType, ...rest] = a as [string, string, number, string, number, string, ...unknown[]]
       // the optional fields present, in this order, follow the six fixed arguments
@@ -159,6 +191,7 @@ export function createKvStore(db: Db) {
         ...(has[0] ? { tags: values.shift() as string } : {}),
         ...(has[1] ? { is_public: values.shift() as number } : {}),
         ...(has[2] ? { expires_at: values.shift() as number | null } : {}),
+        ...(has[3] ? { public_incr: values.shift() as number } : {}),
       }
       let q = db.k
         .updateTable('kv_entries')
@@ -184,8 +217,8 @@ export function createKvStore(db: Db) {
    * quota is reached; a row under the key (an expired one not purged yet) fails the whole
    * statement with a unique violation.
    */
-  const pgCreate = prepared(db, 11, (userId: string, limit: number, ...v: unknown[]) => {
-    const [key, value, dataType, tags, isPublic, size, createdAt, updatedAt, expiresAt] = v
+  const pgCreate = prepared(db, 12, (userId: string, limit: number, ...v: unknown[]) => {
+    const [key, value, dataType, tags, isPublic, size, createdAt, updatedAt, expiresAt, publicIncr] = v
     return db.k
       .with('u', (q) => q.selectFrom('users').select('id').where('id', '=', userId).forUpdate())
       .with('c', (q) =>
@@ -218,6 +251,7 @@ export function createKvStore(db: Db) {
             sql<number>`cast(${createdAt} as bigint)`.as('created_at'),
             sql<number>`cast(${updatedAt} as bigint)`.as('updated_at'),
             sql<number | null>`cast(${expiresAt} as bigint)`.as('expires_at'),
+            sql<number>`cast(${publicIncr} as integer)`.as('public_incr'),
           ]),
       )
       .returning(KV_COLUMNS)
@@ -229,21 +263,22 @@ export function createKvStore(db: Db) {
   const overwriteMany = (json: string) =>
     db.engine === 'postgres'
       ? sql<KvRow>`update kv_entries as e set value = v.v, size = v.s, data_type = v.d,
-          tags = coalesce(v.t, e.tags), is_public = coalesce(v.p, e.is_public),
+          tags = coalesce(v.t, e.tags), is_public = coalesce(v.p, e.is_public), public_incr = coalesce(v.q, e.public_incr),
           expires_at = case when v.x = 1 then v.e else e.expires_at end,
           version = e.version + 1, updated_at = greatest(v.n, e.updated_at + 1)
         from jsonb_to_recordset(cast(${json} as jsonb))
-          as v(u text, k text, n bigint, v text, s bigint, d text, j integer, t text, p integer, x integer, e bigint)
+          as v(u text, k text, n bigint, v text, s bigint, d text, j integer, t text, p integer, q integer, x integer, e bigint)
         where e.user_id = v.u and e.key = v.k and (e.expires_at is null or e.expires_at > v.n)
           and (v.j = 0 or e.data_type = 'json')
         returning ${sql.join(KV_COLUMNS.map((c) => sql.ref(`e.${c}`)))}`
       : sql<KvRow>`update kv_entries set value = v.v, size = v.s, data_type = v.d,
           tags = coalesce(v.t, kv_entries.tags), is_public = coalesce(v.p, kv_entries.is_public),
+          public_incr = coalesce(v.q, kv_entries.public_incr),
           expires_at = case when v.x = 1 then v.e else kv_entries.expires_at end,
           version = kv_entries.version + 1, updated_at = max(v.n, kv_entries.updated_at + 1)
         from (select i.value ->> 'u' as u, i.value ->> 'k' as k, i.value ->> 'n' as n, i.value ->> 'v' as v,
             i.value ->> 's' as s, i.value ->> 'd' as d, i.value ->> 'j' as j, i.value ->> 't' as t,
-            i.value ->> 'p' as p, i.value ->> 'x' as x, i.value ->> 'e' as e from json_each(${json}) as i) as v
+            i.value ->> 'p' as p, i.value ->> 'q' as q, i.value ->> 'x' as x, i.value ->> 'e' as e from json_each(${json}) as i) as v
         where kv_entries.user_id = v.u and kv_entries.key = v.k
           and (kv_entries.expires_at is null or kv_entries.expires_at > v.n)
           and (v.j = 0 or kv_entries.data_type = 'json')
@@ -307,6 +342,10 @@ export function createKvStore(db: Db) {
 
     /** `get` outside a transaction, with the query built once. */
     read: async (userId: string, key: string, now: number): Promise<KvRow | undefined> => (await liveRow(userId, key, now))[0],
+
+    /** The account named `username` (lower case), unless it is disabled: the owner of a public counter. */
+    enabledOwner: (username: string) =>
+      k.selectFrom('users').select(USER_COLUMNS).where('username', '=', username).where('disabled', '=', 0).executeTakeFirst(),
 
     /** A live public entry of an enabled account, by owner name and key. */
     getPublic: (username: string, key: string, now: number) =>
@@ -393,9 +432,12 @@ export function createKvStore(db: Db) {
       return { keys: r ? Number(r.keys) : 0, retired: r ? Number(r.retired_version) : 0 }
     },
 
-    /** Inserts a new entry and counts it, in the caller's transaction. */
-    insert: async (ex: Ex, row: KvRow): Promise<void> => {
-      await ex.insertInto('kv_entries').values(row).execute()
+    /** Inserts a new entry and counts it, in the caller's transaction (public_incr defaults to 0). */
+    insert: async (ex: Ex, row: Omit<KvRow, 'public_incr'> & Partial<Pick<KvRow, 'public_incr'>>): Promise<void> => {
+      await ex
+        .insertInto('kv_entries')
+        .values({ ...row, public_incr: row.public_incr ?? 0 })
+        .execute()
       await addKeys(ex, row.user_id, 1)
     },
 
@@ -440,16 +482,24 @@ export function createKvStore(db: Db) {
     /**
      * One statement: adds `by` to a live integer entry and returns the row, or undefined when
      * the entry is missing, expired, not a number, not an integer or would leave 2^53 (the
-     * caller then takes the transaction path). Integers print the same in SQL and in JS.
-     * `count`: how many increments `by` sums (merged writes): version moves by `count` and
-     * updated_at by at least `count`, so each of them can be given its own.
+     * caller then takes the transaction path), or, with `publicOnly`, not a public counter.
+     * Integers print the same in SQL and in JS. `count`: how many increments `by` sums
+     * (merged writes): version moves by `count` and updated_at by at least `count`, so each of
+     * them can be given its own. `expiresAt` and `publicIncr`, when given, are written too.
      */
-    incrInPlace: async (userId: string, key: string, by: number, now: number, expiresAt: number | null | undefined, count = 1): Promise<KvRow | undefined> => {
-      const rows =
-        expiresAt === undefined
-          ? await incrQueries[0](userId, key, by, now, now + count - 1, count, null)
-          : await incrQueries[1](userId, key, by, now, now + count - 1, count, expiresAt)
-      return rows[0]
+    incrInPlace: async (
+      userId: string,
+      key: string,
+      by: number,
+      now: number,
+      o: { expiresAt?: number | null; publicIncr?: number; publicOnly?: boolean; count?: number } = {},
+    ): Promise<KvRow | undefined> => {
+      const count = o.count ?? 1
+      const shape = `${o.expiresAt === undefined ? 0 : 1}${o.publicIncr === undefined ? 0 : 1}${o.publicOnly ? 1 : 0}`
+      let run = incrQueries.get(shape)
+      if (run === undefined) incrQueries.set(shape, (run = incrQuery(o.expiresAt !== undefined, o.publicIncr !== undefined, o.publicOnly === true)))
+      const optional = [o.expiresAt, o.publicIncr].filter((v) => v !== undefined)
+      return (await run(userId, key, by, now, now + count - 1, count, ...optional))[0]
     },
 
     /**
@@ -457,10 +507,11 @@ export function createKvStore(db: Db) {
      * live entry (or `requireJson` and its type is not json). Unset fields keep their values.
      */
     updateInPlace: async (f: Overwrite): Promise<KvRow | undefined> => {
-      const optional = [f.tags, f.is_public, f.expires_at]
+      const optional = [f.tags, f.is_public, f.expires_at, f.public_incr]
       const shape = `${optional.map((v) => (v === undefined ? 0 : 1)).join('')}${f.requireJson ? 1 : 0}`
       let run = updateQueries.get(shape)
-      if (run === undefined) updateQueries.set(shape, (run = updateQuery(optional.map((v) => v !== undefined) as [boolean, boolean, boolean], f.requireJson)))
+      if (run === undefined)
+        updateQueries.set(shape, (run = updateQuery(optional.map((v) => v !== undefined) as [boolean, boolean, boolean, boolean], f.requireJson)))
       const rows = await run(f.userId, f.key, f.now, f.value, f.size, f.data_type, ...optional.filter((v) => v !== undefined))
       return rows[0]
     },
@@ -483,6 +534,7 @@ export function createKvStore(db: Db) {
           j: f.requireJson ? 1 : 0,
           t: f.tags ?? null,
           p: f.is_public ?? null,
+          q: f.public_incr ?? null,
           x: f.expires_at === undefined ? 0 : 1,
           e: f.expires_at ?? null,
         })),

@@ -184,11 +184,12 @@ export function checkStoreInput(body: unknown): StoreInput {
   if (!isObject(body)) throw invalid(NOT_OBJECT)
   const key = checkKeyField(body)
   if (!('value' in body) || body.value === undefined) throw invalid(VALUE_REQUIRED)
-  const { data_type, is_public, old_key, version, if_updated_at, ttl, tags } = body
+  const { data_type, is_public, old_key, version, if_updated_at, ttl, tags, public_incr } = body
   if (data_type !== undefined && !(DATA_TYPES as readonly unknown[]).includes(data_type)) {
     throw invalid({ zh: `data_type 须为以下值之一：${DATA_TYPES.join('、')}`, en: `data_type must be one of ${DATA_TYPES.join(', ')}` })
   }
   if (is_public !== undefined && typeof is_public !== 'boolean') throw invalid({ zh: 'is_public 须为 true 或 false', en: 'is_public must be true or false' })
+  checkPublicIncrFlag(public_incr)
   if (old_key !== undefined && typeof old_key !== 'string') throw invalid({ zh: 'old_key 须为字符串', en: 'old_key must be a string' })
   if (version !== undefined && (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0)) {
     throw invalid({ zh: 'version 须为 >= 0 的整数', en: 'version must be an integer >= 0' })
@@ -206,6 +207,7 @@ export function checkStoreInput(body: unknown): StoreInput {
     version,
     if_updated_at,
     ttl: ttl as number | null | undefined,
+    public_incr: public_incr as boolean | undefined,
   }
 }
 
@@ -216,7 +218,29 @@ export function checkIncrInput(body: unknown): IncrInput {
   if (body.by !== undefined && (typeof body.by !== 'number' || !Number.isFinite(body.by)))
     throw invalid({ zh: 'by 须为有限的数字', en: 'by must be a finite number' })
   checkTtl(body.ttl)
-  return { key, by: body.by, ttl: body.ttl as number | null | undefined }
+  checkPublicIncrFlag(body.public_incr)
+  return { key, by: body.by, ttl: body.ttl as number | null | undefined, public_incr: body.public_incr as boolean | undefined }
+}
+
+function checkPublicIncrFlag(v: unknown): void {
+  if (v !== undefined && typeof v !== 'boolean') throw invalid({ zh: 'public_incr 须为 true 或 false', en: 'public_incr must be true or false' })
+}
+
+/**
+ * A visitor's increment body: none (an empty body) or `{delta}` with delta 1 or -1 (a like
+ * and its undo), default 1; any other field is refused, so `{"by": 5}` is never taken for 1.
+ */
+export function checkPublicIncrInput(body: unknown): { delta: 1 | -1 } {
+  if (body === undefined || body === null) return { delta: 1 }
+  if (!isObject(body)) throw invalid(NOT_OBJECT)
+  const other = Object.keys(body).find((k) => k !== 'delta')
+  if (other !== undefined)
+    throw invalid({
+      zh: `不支持字段 ${other}：只能发送 delta（1 或 -1）`,
+      en: `${other} is not a field of a public increment: only delta (1 or -1) may be sent`,
+    })
+  if (body.delta === undefined || body.delta === 1 || body.delta === -1) return { delta: body.delta === -1 ? -1 : 1 }
+  throw invalid({ zh: 'delta 须为 1 或 -1', en: 'delta must be 1 or -1' })
 }
 
 const ISO_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/

@@ -170,7 +170,13 @@ export const OUTPUTS = {
   delete_file: { project: z.string(), path: z.string() },
   kv_get: { entry, public_url: maybeUrl, dashboard_url: dashboardUrl },
   kv_set: { created: z.boolean(), entry, public_url: maybeUrl },
-  kv_incr: { created: z.boolean(), entry, public_url: maybeUrl, dashboard_url: dashboardUrl },
+  kv_incr: {
+    created: z.boolean(),
+    entry,
+    public_url: maybeUrl,
+    dashboard_url: dashboardUrl,
+    public_incr_url: url.optional().describe('Only on a public counter: where a page adds 1 without a key (POST)'),
+  },
   kv_list: {
     items: z.array(entry.extend({ public_url: maybeUrl })),
     total: count,

@@ -835,6 +835,10 @@ const kvSet = tool({
     value: z.unknown().describe('Any JSON value (json), a string (text) or a number (number)'),
     data_type: z.enum(['json', 'text', 'number']).optional().describe('json when the entry is created; an update keeps the type when omitted'),
     is_public: z.boolean().optional().describe('Readable without a key at the public URL (false when the entry is created; an update keeps it when omitted)'),
+    public_incr: z
+      .boolean()
+      .optional()
+      .describe('A public counter (a number entry): anyone may add 1 or -1 without a key, see kv_incr (false when created; kept when omitted)'),
     ttl: kvTtl,
     expected_version: z.number().int().nonnegative().optional().describe('Write only if the entry is at this version (0: only if absent)'),
   },
@@ -862,16 +866,25 @@ const kvIncr = tool({
   name: 'kv_incr',
   title: 'Add to a counter',
   description:
-    "Atomically adds to a number entry (a missing entry starts at 0). Like every write it needs the caller's key, so a hosted page's visitors cannot call it: a page may read a public entry (kv_set is_public) but carries no key that can write (deploy_files refuses one, 1444), so it cannot count its own visits; visitors send input through a form (create_form).",
+    "Atomically adds to a number entry (a missing entry starts at 0). Like every write it needs the caller's key, which a hosted page must not carry (deploy_files refuses one, 1444). For a page that counts its visits or has a like button, make the entry a public counter (public_incr: true): the page then adds 1 (or -1) without a key with `fetch(public_incr_url, {method: 'POST'})` and reads the new value in the answer's data.value. Other visitor input goes through a form (create_form).",
   readOnly: false,
-  input: { key: kvKey, by: z.number().optional().describe('Amount to add, default 1 (may be negative or fractional)'), ttl: kvTtl },
+  input: {
+    key: kvKey,
+    by: z.number().optional().describe('Amount to add, default 1 (may be negative or fractional)'),
+    ttl: kvTtl,
+    public_incr: z
+      .boolean()
+      .optional()
+      .describe('A public counter: anyone may add 1 or -1 without a key at public_incr_url (false when created; kept when omitted)'),
+  },
   async run(s, ctx, a) {
     const r = await s.kv.incr(ctx.user, a)
     const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
     const dashboard = dashboardUrl(ctx, 'kv')
+    const counter = r.entry.public_incr ? `${kvPublicUrl(ctx, r.entry.key)}/incr` : null
     return {
-      summary: `${r.entry.key} = ${String(r.entry.value)}; ${kvWhere(url, dashboard)}`,
-      data: { created: r.created, entry: r.entry, public_url: url, dashboard_url: dashboard },
+      summary: `${r.entry.key} = ${String(r.entry.value)}; ${kvWhere(url, dashboard)}${counter ? `; visitors add 1 with POST ${counter}` : ''}`,
+      data: { created: r.created, entry: r.entry, public_url: url, dashboard_url: dashboard, ...(counter ? { public_incr_url: counter } : {}) },
     }
   },
 })

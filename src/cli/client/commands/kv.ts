@@ -113,6 +113,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       }
       const body: Record<string, unknown> = { key, ...kvValue(text, v.type) }
       if (v.public !== undefined) body.is_public = v.public
+      if (v.counter !== undefined) body.public_incr = v.counter
       if (v.tags !== undefined)
         body.tags = v.tags
           .split(',')
@@ -121,7 +122,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       const r = await api().post('/svc_api/data/store', { json: body, idempotent: true })
       const d = r.json?.data ?? {}
       if (ctx.json) ctx.emit(r.json)
-      else ctx.out(`stored ${d.key ?? key} (${d.data_type ?? body.data_type}, ${d.is_public ? 'public' : 'private'})`)
+      else ctx.out(`stored ${d.key ?? key} (${d.data_type ?? body.data_type}, ${d.is_public ? 'public' : 'private'}${d.public_incr ? ', counter' : ''})`)
       return 0
     }
     case 'incr': {
@@ -133,7 +134,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       const by = Number(byText)
       // --by is checked by its table; BY, the argument, here: both before anything is sent
       if (!Number.isFinite(by) || byText.trim() === '') throw new UsageError(`"${byText}" is not a number`, true)
-      const r = await api().post('/svc_api/data/incr', { json: { key, by } })
+      const r = await api().post('/svc_api/data/incr', { json: { key, by, ...(v.counter !== undefined ? { public_incr: v.counter } : {}) } })
       if (ctx.json) ctx.emit(r.json)
       else ctx.out(showValue(r.json?.data?.value))
       return 0

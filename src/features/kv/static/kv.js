@@ -1,4 +1,4 @@
-// My database (key-value store): list, view and edit values, public toggle, public link.
+// My database (key-value store): list, view and edit values, public toggle, public link, public counters.
 ;(function () {
   'use strict'
   var S = window.SVC
@@ -8,6 +8,10 @@
 
   function publicUrl(key) {
     return S.data.origin + '/svc_api/data/public/' + S.enc(S.data.user) + '/' + S.enc(key)
+  }
+  /** Where a page adds 1 to a public counter without a key (POST). */
+  function incrUrl(key) {
+    return publicUrl(key) + '/incr'
   }
   function preview(v) {
     var s = typeof v === 'string' ? v : JSON.stringify(v)
@@ -63,6 +67,16 @@
                       },
                     })
                   : null,
+                it.public_incr
+                  ? el('button', {
+                      type: 'button',
+                      text: t('kv.copy_incr_url'),
+                      'aria-label': t('kv.copy_incr_url') + ' ' + it.key,
+                      onclick: function () {
+                        S.copy(incrUrl(it.key))
+                      },
+                    })
+                  : null,
                 el('button', {
                   type: 'button',
                   class: 'danger',
@@ -88,11 +102,13 @@
   function edit(it) {
     S.fieldError(S.$('kv-key'), '')
     S.fieldError(S.$('kv-value'), '')
+    S.fieldError(S.$('kv-type'), '')
     S.$('kv-key').value = it.key
     S.$('kv-type').value = it.data_type || 'json'
     S.$('kv-value').value = it.data_type === 'json' || typeof it.value !== 'string' ? JSON.stringify(it.value, null, 2) : it.value
     S.$('kv-tags').value = (it.tags || []).join(', ')
     S.$('kv-public').checked = !!it.is_public
+    S.$('kv-public-incr').checked = !!it.public_incr
     S.$('kv-key').focus()
     S.$('kv-form').scrollIntoView()
   }
@@ -127,8 +143,11 @@
     var valueField = S.$('kv-value')
     S.fieldError(keyField, '')
     S.fieldError(valueField, '')
+    S.fieldError(S.$('kv-type'), '')
     S.status('kv-status', '')
     var type = S.$('kv-type').value
+    var counter = S.$('kv-public-incr').checked
+    if (counter && type !== 'number') return S.fieldError(S.$('kv-type'), t('kv.incr_needs_number'))
     var text = valueField.value
     var value = text
     if (type === 'json') {
@@ -148,9 +167,10 @@
       })
       .filter(Boolean)
     var key = keyField.value.trim()
-    return store({ key: key, value: value, data_type: type, tags: tags, is_public: S.$('kv-public').checked })
+    return store({ key: key, value: value, data_type: type, tags: tags, is_public: S.$('kv-public').checked, public_incr: counter })
       .then(function () {
-        S.status('kv-status', t('common.saved') + (S.$('kv-public').checked ? ' ' + publicUrl(key) : ''), 'ok')
+        var links = (S.$('kv-public').checked ? ' ' + publicUrl(key) : '') + (counter ? ' ' + incrUrl(key) : '')
+        S.status('kv-status', t('common.saved') + links, 'ok')
         return load()
       })
       .catch(function (e) {
@@ -163,6 +183,7 @@
     S.$('kv-form').reset()
     S.fieldError(S.$('kv-key'), '')
     S.fieldError(S.$('kv-value'), '')
+    S.fieldError(S.$('kv-type'), '')
     S.$('kv-key').focus()
   })
   load()
