@@ -79,7 +79,8 @@ for (const engine of ENGINES) {
     const LIST = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }
 
     before(async () => {
-      s = await startServer({ engine })
+      // alice makes most of this file's calls, more than a minute's default allowance
+      s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
       alice = await s.user()
       client = await mcpHttpClient(s.url, alice.key)
     })
@@ -164,8 +165,10 @@ for (const engine of ENGINES) {
       }
       const kvSetArgs = tools.find((t) => t.name === 'kv_set')?.inputSchema.properties as Record<string, { description: string }>
       for (const arg of ['data_type', 'is_public', 'ttl']) assert.match(kvSetArgs[arg].description, /update keeps/, arg)
-      // a counter a page's visitors would raise needs a key the page cannot carry: the tool says so
-      assert.match(desc('kv_incr'), /visitors cannot call it/)
+      // a counter a page's visitors would raise needs a key the page cannot carry: the tool says
+      // so, and names the public counter such a page adds to without one (decision 303)
+      assert.match(desc('kv_incr'), /a hosted page must not carry/)
+      assert.match(desc('kv_incr'), /public counter \(public_incr: true\)/)
       assert.match(desc('delete_image'), /upload_image's image\.public_token/)
       assert.match(desc('delete_form'), /create_form's form\.id/)
     })
