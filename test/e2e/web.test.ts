@@ -324,7 +324,7 @@ for (const engine of ENGINES) {
       await page.getByLabel('Key', { exact: true }).fill('greeting')
       await page.getByLabel('Type').selectOption('json')
       await page.getByLabel('Value').fill('{"hello": "<b>world</b>", "n": 3}')
-      await page.getByLabel(/Public/).check()
+      await page.getByRole('checkbox', { name: /^Public: anyone can read it/ }).check()
       await page.getByRole('button', { name: 'Save' }).click()
       const row = page.locator('#kv-table tbody tr', { hasText: 'greeting' })
       await row.waitFor()
