@@ -17,6 +17,8 @@ const PUBLIC = new Set([
   'POST /svc_api/abuse/reports',
   // an address confirmed by the token a mail carried
   'POST /svc_api/notify/verify',
+  // a visitor's +1 to a public counter (decision 303: no session, no credentials)
+  'POST /svc_api/data/public/{username}/{key}/incr',
 ])
 
 const BODIES: Array<[string, string]> = [
