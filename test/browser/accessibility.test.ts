@@ -312,6 +312,8 @@ describe('accessibility: every page passes axe-core (WCAG 2.1 AA, serious and cr
   })
   after(async () => {
     await browser?.close()
+    // Chromium's kept-alive connections would hold the process open past the file
+    axeHost?.closeAllConnections()
     axeHost?.close()
     await s?.close()
   })
