@@ -45,18 +45,46 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
   let admin: Awaited<ReturnType<TestServer['user']>>
   let alice: Awaited<ReturnType<TestServer['user']>>
   const problems: string[] = []
+  /** BACKUP_DIR of the server, so its health page shows the backup schedule. */
+  let backupDir: string
 
-  const open = async (): Promise<{ ctx: BrowserContext; page: Page }> => {
-    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
+  /** A new page of `ctx`, watched: a CSP or Trusted Types violation, or a script error, fails the run. */
+  const watched = async (ctx: BrowserContext): Promise<Page> => {
     const page = await ctx.newPage()
     page.setDefaultTimeout(10_000)
-    // a CSP or Trusted Types violation, or a script error, fails the run
     page.on('console', (m) => {
       if (m.type() === 'error' && /Content Security Policy|TrustedHTML|Trusted Type|Refused to/i.test(m.text())) problems.push(m.text())
     })
     page.on('pageerror', (e) => problems.push(String(e)))
     page.on('dialog', (d) => void d.accept())
-    return { ctx, page }
+    return page
+  }
+  /** A fresh browser (a context of its own: no cookies), in English. */
+  const open = async (): Promise<{ ctx: BrowserContext; page: Page }> => {
+    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
+    return { ctx, page: await watched(ctx) }
+  }
+  /**
+   * One browser per person for the file, signed in through the login page on first use (its
+   * first page is that one); each test opens a page of it and closes only that page. A visitor,
+   * a sign-in that is itself checked, or a person whose sessions a test ends (alice, disabled
+   * in the main test) uses open().
+   */
+  const people = new Map<string, Promise<{ ctx: BrowserContext; spare: Page | null }>>()
+  const pageOf = async (u: { username: string; password: string }): Promise<Page> => {
+    let person = people.get(u.username)
+    if (person === undefined) {
+      person = open().then(async ({ ctx, page }) => {
+        await login(page, u)
+        return { ctx, spare: page }
+      })
+      people.set(u.username, person)
+      person.catch(() => people.delete(u.username))
+    }
+    const p = await person
+    const page = p.spare ?? (await watched(p.ctx))
+    p.spare = null
+    return page
   }
   const login = async (page: Page, u: { username: string; password: string }) => {
     await page.goto(`${s.url}/login`)
@@ -88,7 +116,9 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     )
 
   before(async () => {
-    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    backupDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-admin-backups-'))
+    // BACKUP_EVERY takes seconds (90s); the page once rounded it down to whole minutes ("1 min")
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS, BACKUP_DIR: backupDir, BACKUP_EVERY: '90s' } })
     browser = await openBrowser()
     admin = await s.user({ admin: true })
     alice = await s.user()
@@ -96,6 +126,7 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
   after(async () => {
     await browser?.close().catch(() => {})
     await s?.close()
+    if (backupDir) fs.rmSync(backupDir, { recursive: true, force: true })
   })
 
   it('gives a signed-in non-admin 403 on every admin page and admin API route, and changes nothing', async () => {
@@ -127,8 +158,7 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
   })
 
   it('lets an admin manage accounts, settings, reports and content, and logs every write', { timeout: 120_000 }, async () => {
-    const page = (await open()).page
-    await login(page, admin)
+    const page = await pageOf(admin)
     // the console is reached from the navigation and the dashboard
     await page.goto(`${s.url}/dashboard`)
     assert.equal(await page.locator('#card-admin a[href="/admin"]').count(), 1, 'the dashboard has the admin card')
@@ -410,6 +440,7 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     }
     assert.deepEqual(reports.map((r) => r.status).sort(), ['dismissed', 'lifted', 'open', 'quarantined'])
     assert.deepEqual(problems, [])
+    await page.close()
   })
 
   it("the account search shows the answer to what is typed now, never an earlier search's that came back last", async () => {
@@ -417,10 +448,9 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     await s.user({ name: `${tag}a1` })
     await s.user({ name: `${tag}a2` })
     await s.user({ name: `${tag}b1` })
-    const { ctx, page } = await open()
+    const page = await pageOf(admin)
     try {
       const answers = await countXhrAnswers(page)
-      await login(page, admin)
       await page.goto(`${s.url}/admin`)
       await page.locator(`#users-table tbody tr[data-user="${admin.username}"]`).waitFor()
       // the broader search is held until the narrower one, typed after it, has been shown
@@ -445,7 +475,7 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       assert.deepEqual(shown, [`${tag}b1`])
       assert.equal(await page.locator('#users-q').inputValue(), `${tag}b`)
     } finally {
-      await ctx.close()
+      await page.close()
     }
   })
 
@@ -454,9 +484,8 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
     const { key, info } = await s.deps.apiKeys.create(carol.id, { name: 'found in a page' })
     // used before, so the server keeps the key's row between requests (decision 184)
     for (let i = 0; i < 3; i++) assert.equal((await s.get('/svc_api/me', { key })).status, 200)
-    const { ctx, page } = await open()
+    const page = await pageOf(admin)
     try {
-      await login(page, admin)
       await page.goto(`${s.url}/admin`)
       await page.locator('#users-q').fill(carol.username)
       const row = page.locator(`#users-table tbody tr[data-user="${carol.username}"]`)
@@ -496,21 +525,20 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       ])
       assert.deepEqual(problems, [])
     } finally {
-      await ctx.close()
+      await page.close()
     }
   })
 
   it('keeps keyboard focus in place when an action re-renders its list, never on <body>', async () => {
     const dave = await s.user()
     assert.equal((await uploadFile(s, { key: dave.key }, 'odd.html', HTML('odd'))).status, 200)
-    const { ctx, page } = await open()
+    const page = await pageOf(admin)
     const focused = () =>
       page.evaluate(() => {
         const a = document.activeElement
         return { tag: a?.tagName, id: a?.id ?? '', text: a?.textContent ?? '', row: a?.closest('tr')?.getAttribute('data-user') ?? null }
       })
     try {
-      await login(page, admin)
       await page.goto(`${s.url}/admin`)
       await page.locator('#users-q').fill(dave.username)
       // the search's own load (250 ms after typing) has rendered: no later one replaces the row
@@ -551,7 +579,7 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       assert.match((await focused()).text, /^Quarantined /)
       assert.deepEqual(problems, [])
     } finally {
-      await ctx.close()
+      await page.close()
     }
   })
 
@@ -649,9 +677,8 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
   })
 
   it("shows an admin the instance's health, and a failing check with its message after Refresh", async () => {
-    const { ctx, page } = await open()
+    const page = await pageOf(admin)
     try {
-      await login(page, admin)
       await page.goto(`${s.url}/admin`)
       // the console's own pages are a row of links, not a bulleted list
       const links = page.locator('nav.subnav li')
@@ -684,33 +711,21 @@ describe(`admin console and report page in Chromium [${engine}]`, () => {
       }
       assert.deepEqual(problems, [])
     } finally {
-      await ctx.close()
+      await page.close()
     }
   })
 
   it('shows the backup interval as BACKUP_EVERY gives it, seconds included', async () => {
-    // BACKUP_EVERY takes seconds (90s); the page once rounded it down to whole minutes ("1 min")
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-admin-backups-'))
-    const b = await startServer({ engine: 'sqlite', env: { BACKUP_DIR: dir, BACKUP_EVERY: '90s', RATE_LIMITS: HIGH_LIMITS } })
-    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
+    // the server's BACKUP_EVERY is 90s (before); the page once rounded it down to whole minutes ("1 min")
+    const page = await pageOf(admin)
     try {
-      const a = await b.user({ admin: true })
-      const page = await ctx.newPage()
-      page.setDefaultTimeout(10_000)
-      await page.goto(`${b.url}/login`)
-      await page.getByLabel('Username').fill(a.username)
-      await page.getByLabel('Password').fill(a.password)
-      await page.getByRole('button', { name: 'Log in' }).click()
-      await page.waitForURL('**/dashboard')
-      await page.goto(`${b.url}/admin/health`)
+      await page.goto(`${s.url}/admin/health`)
       const row = page.locator('#health-facts tbody tr[data-fact="backups"]')
       await row.waitFor()
       const text = (await row.textContent()) ?? ''
-      assert.ok(text.includes(`every 90 s to ${dir}, 7 kept`), text)
+      assert.ok(text.includes(`every 90 s to ${backupDir}, 7 kept`), text)
     } finally {
-      await ctx.close()
-      await b.close()
-      fs.rmSync(dir, { recursive: true, force: true })
+      await page.close()
     }
   })
 })

@@ -108,19 +108,49 @@ async function shown(page: Page): Promise<string> {
   )
 }
 
-/** Waits until the page is controlled by an activated worker of version `v` (it answers `__sw-version`). */
+/**
+ * Waits until the page is controlled by an activated worker of version `v` (it answers
+ * `__sw-version`), at most 15 s. The page looks again at each change of its registration (a
+ * worker found, a worker's state, the controller, the first worker ready), a second at most
+ * apart; a navigation that ends the look starts another one.
+ */
 async function controlledBy(page: Page, v: string): Promise<void> {
-  const version = () =>
-    page.evaluate(async () => {
-      const reg = await navigator.serviceWorker.getRegistration()
-      if (reg === undefined || reg.installing !== null || reg.waiting !== null || navigator.serviceWorker.controller === null) return null
-      return await (await fetch(new URL('__sw-version', reg.scope))).text()
-    })
   const until = Date.now() + 15_000
-  let last: string | null
-  while ((last = await version()) !== v) {
+  const version = (ms: number) =>
+    page.evaluate(
+      async ({ want, ms }) => {
+        const sw = navigator.serviceWorker
+        const end = Date.now() + ms
+        for (;;) {
+          const reg = await sw.getRegistration()
+          // listening before looking: a change while the page looks wakes the next wait
+          // (no named functions in here: the test's transform would wrap them in a helper the page lacks)
+          const changed = new Promise<void>((wake) => {
+            setTimeout(wake, 1000)
+            sw.addEventListener('controllerchange', () => wake(), { once: true })
+            if (reg === undefined) void sw.ready.then(() => wake())
+            reg?.addEventListener('updatefound', () => wake(), { once: true })
+            for (const worker of [reg?.installing, reg?.waiting, reg?.active]) worker?.addEventListener('statechange', () => wake(), { once: true })
+          })
+          let got: string | null = null
+          if (reg !== undefined && reg.installing === null && reg.waiting === null && sw.controller !== null) {
+            got = await (await fetch(new URL('__sw-version', reg.scope))).text()
+          }
+          if (got === want || Date.now() > end) return got
+          await changed
+        }
+      },
+      { want: v, ms },
+    )
+  let last: string | null = null
+  while (last !== v) {
     if (Date.now() > until) assert.fail(`the page is controlled by worker ${last}, not ${v}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    last = await version(until - Date.now()).catch(async (e: Error) => {
+      // the page navigated while it looked: look again in the new document
+      if (!/context was destroyed|navigat/i.test(e.message)) throw e
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      return null
+    })
   }
 }
 
