@@ -4,11 +4,10 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import pg from 'pg'
 import SQLite from 'better-sqlite3'
 import { referencedDigests } from '../../src/cli/backup.js'
 import { BLOB_COLUMNS } from '../../src/features/tables.js'
-import { dropSchema, needs, PG_URL, startServer, type TestServer } from '../support/server.js'
+import { dropSchema, needs, PG_URL, pgQuery, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, HTML, uploadFile } from '../support/hosting.js'
 import { deploySite } from '../support/deploys.js'
 import { startS3, type TestS3 } from '../support/s3.js'
@@ -19,16 +18,6 @@ import { runCli } from './run.js'
 // after the fix completes, skipping them; --dry-run reports the rows, blobs, bytes and files
 // and writes nothing anywhere; the self-signed certificate goes into the target's DATA_DIR and
 // the rest of the data folder (a pre-migration copy, a file of the operator's) is named.
-
-async function pgQuery<T>(text: string, values: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: PG_URL })
-  await c.connect()
-  try {
-    return (await c.query(text, values)).rows as T[]
-  } finally {
-    await c.end()
-  }
-}
 
 const sha = (b: Buffer | string) => crypto.createHash('sha256').update(b).digest('hex')
 

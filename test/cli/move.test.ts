@@ -5,7 +5,6 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import pg from 'pg'
 import SQLite from 'better-sqlite3'
 import { referencedDigests } from '../../src/cli/backup.js'
 import { BLOB_COLUMNS, FEATURE_TABLES } from '../../src/features/tables.js'
@@ -14,7 +13,7 @@ import { openDatabase } from '../../src/db/kysely.js'
 import { migrateToLatest, type MigrationSet } from '../../src/db/migrate.js'
 import { createLocalBlobStore } from '../../src/storage/local.js'
 import { MoveError, moveSqliteToPostgres } from '../../src/cli/move.js'
-import { dropSchema, needs, PG_URL, startServer, type Res, type TestServer } from '../support/server.js'
+import { dropSchema, needs, PG_URL, pgQuery, startServer, type Res, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS, HTML, uploadFile } from '../support/hosting.js'
 import { deploySite } from '../support/deploys.js'
 import { imageForm, makeImage } from '../support/images.js'
@@ -30,16 +29,6 @@ import { runCli, SVC_BIN } from './run.js'
 
 /** What a visitor sees of an answer. */
 const seen = (r: Res) => ({ status: r.status, type: r.header('content-type'), etag: r.header('etag'), body: r.body.toString('base64') })
-
-async function pgQuery<T>(text: string, values: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: PG_URL })
-  await c.connect()
-  try {
-    return (await c.query(text, values)).rows as T[]
-  } finally {
-    await c.end()
-  }
-}
 
 const schemaExists = async (schema: string) => (await pgQuery('select 1 from pg_namespace where nspname = $1', [schema])).length > 0
 

@@ -389,15 +389,20 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   return server
 }
 
-/** Drops a test schema from PostgreSQL. */
-export async function dropSchema(schema: string): Promise<void> {
+/** One query on the test PostgreSQL, on a connection of its own: its rows. */
+export async function pgQuery<T>(text: string, values: unknown[] = []): Promise<T[]> {
   const c = new pg.Client({ connectionString: PG_URL })
   await c.connect()
   try {
-    await c.query(`drop schema if exists "${schema}" cascade`)
+    return (await c.query(text, values)).rows as T[]
   } finally {
     await c.end()
   }
+}
+
+/** Drops a test schema from PostgreSQL. */
+export async function dropSchema(schema: string): Promise<void> {
+  await pgQuery(`drop schema if exists "${schema}" cascade`)
 }
 
 /** Builds a multipart/form-data body by hand, so file names keep directories and odd bytes. */
