@@ -9,6 +9,7 @@ import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { makeImage, svc } from '../support/images.js'
 import { startDns, type TestDns } from '../support/dns.js'
+import { HIGH_LIMITS } from '../support/hosting.js'
 import { runCli, SVC_BIN } from './run.js'
 import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
 
@@ -38,7 +39,8 @@ for (const engine of ENGINES) {
 
     before(async () => {
       dns = await startDns()
-      s = await startServer({ engine, env: { DNS_RESOLVER: dns.addr } })
+      // alice calls every tool: more than a minute's default allowance, which a client waits out
+      s = await startServer({ engine, env: { DNS_RESOLVER: dns.addr, RATE_LIMITS: HIGH_LIMITS } })
       alice = await s.user()
       home = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-mcp-home-'))
     })
