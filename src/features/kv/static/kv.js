@@ -9,6 +9,17 @@
   function publicUrl(key) {
     return S.data.origin + '/svc_api/data/public/' + S.enc(S.data.user) + '/' + S.enc(key)
   }
+  /** A row's button that copies one of its entry's links (`urlOf(key)`), named with the key. */
+  function copyButton(label, key, urlOf) {
+    return el('button', {
+      type: 'button',
+      text: t(label),
+      'aria-label': t(label) + ' ' + key,
+      onclick: function () {
+        S.copy(urlOf(key))
+      },
+    })
+  }
   /** Where a page adds 1 to a public counter without a key (POST). */
   function incrUrl(key) {
     return publicUrl(key) + '/incr'
@@ -57,26 +68,8 @@
                     edit(it)
                   },
                 }),
-                it.is_public
-                  ? el('button', {
-                      type: 'button',
-                      text: t('kv.copy_url'),
-                      'aria-label': t('kv.copy_url') + ' ' + it.key,
-                      onclick: function () {
-                        S.copy(publicUrl(it.key))
-                      },
-                    })
-                  : null,
-                it.public_incr
-                  ? el('button', {
-                      type: 'button',
-                      text: t('kv.copy_incr_url'),
-                      'aria-label': t('kv.copy_incr_url') + ' ' + it.key,
-                      onclick: function () {
-                        S.copy(incrUrl(it.key))
-                      },
-                    })
-                  : null,
+                it.is_public ? copyButton('kv.copy_url', it.key, publicUrl) : null,
+                it.public_incr ? copyButton('kv.copy_incr_url', it.key, incrUrl) : null,
                 el('button', {
                   type: 'button',
                   class: 'danger',
