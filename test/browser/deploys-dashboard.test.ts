@@ -166,6 +166,8 @@ describe('deploys in the dashboard (Chromium)', () => {
     assert.equal(await status(), 'Project doomed deleted.')
     assert.equal(await page.locator('#project').isHidden(), true)
     await page.locator('#projects-table').getByRole('button', { name: 'blog' }).waitFor()
+    // the list is drawn again after the status line: wait for that drawing, not just any list
+    await page.locator('#projects-table').getByRole('button', { name: 'doomed' }).waitFor({ state: 'detached', timeout: 10_000 })
     assert.equal(await page.locator('#projects-table').getByRole('button', { name: 'doomed' }).count(), 0)
     assert.equal((await s.get(`/${u.username}/doomed/`)).status, 404)
     assert.equal((await s.get(preview)).status, 404)
