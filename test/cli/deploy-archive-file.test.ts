@@ -211,7 +211,8 @@ describe('svc deploy of a .zip, .tar.gz or .tar file', () => {
     const old = new Date(Date.now() - 2 * 24 * 3600 * 1000)
     fs.utimesSync(stale, old, old)
     // a server that accepts and never answers: the CLI waits on it with its folder made
-    const silent = net.createServer(() => {})
+    let asked = 0
+    const silent = net.createServer(() => asked++)
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
     const port = (silent.address() as net.AddressInfo).port
     const file = path.join(tmp, 'hang.zip')
@@ -223,6 +224,9 @@ describe('svc deploy of a .zip, .tar.gz or .tar file', () => {
       for (let i = 0; i < 200 && mine().length === 0; i++) await new Promise((r) => setTimeout(r, 50))
       assert.equal(mine().length, 1, 'the CLI made its folder')
       assert.ok(!fs.existsSync(stale), 'the stale folder is gone')
+      // Ctrl-C once it waits on the server, its folder unpacked (not while it is being made)
+      for (let i = 0; i < 200 && asked === 0; i++) await new Promise((r) => setTimeout(r, 50))
+      assert.ok(asked > 0, 'the CLI asked the server')
       child!.kill('SIGINT')
       const r = await run
       assert.notEqual(r.code, 0)
