@@ -359,6 +359,72 @@ for (const engine of ENGINES) {
       }
     })
 
+    it("an app's source (svc deploy . in a Vite project) is refused before anything is sent, naming its build; the build deploys", async () => {
+      const e = { ...env, SVC_URL: s.url }
+      const entry = (src: string) => `<!doctype html><div id="root"></div><script type="module" src="${src}"></script>`
+      const vitePkg = JSON.stringify({ scripts: { dev: 'vite', build: 'vite build' }, devDependencies: { vite: '^8.0.0' } })
+      // each row: the folder, why it is a source, whether Vite's (null why: it deploys as it is)
+      const rows: Array<[tree: Record<string, string>, why: string | null, vite?: boolean]> = [
+        // `npm create vite` with React: JSX, and a package.json whose build runs vite
+        [
+          { 'index.html': entry('/src/main.jsx'), 'src/main.jsx': 'x', 'package.json': vitePkg },
+          'index.html loads /src/main.jsx, which browsers do not run before a build',
+          true,
+        ],
+        // Parcel's: a relative TypeScript entry, no Vite
+        [{ 'index.html': entry('./src/index.tsx'), 'src/index.tsx': 'x' }, 'index.html loads ./src/index.tsx, which browsers do not run before a build', false],
+        // Vue's and Svelte's: a .js entry that imports components, in a project with vite.config
+        [{ 'index.html': entry('/src/main.js'), 'src/main.js': 'x', 'vite.config.js': 'x' }, 'vite.config.js, and index.html loads /src/main.js', true],
+        // vanilla: no vite.config, the build script says it
+        [
+          { 'index.html': entry('/src/main.js'), 'src/main.js': 'x', 'package.json': vitePkg },
+          `package.json's build script "vite build", and index.html loads /src/main.js`,
+          true,
+        ],
+        // the builds: hashed assets, no package.json; a hand-made module site; an entry on a CDN
+        [{ 'index.html': entry('/assets/index-Bx1.js'), 'assets/index-Bx1.js': 'x' }, null],
+        [{ 'index.html': entry('/app.js'), 'app.js': 'x', 'package.json': '{"scripts":{"build":"eleventy"}}' }, null],
+        [{ 'index.html': entry('https://esm.sh/app.tsx'), 'package.json': vitePkg }, null],
+      ]
+      let n = 0
+      for (const [tree, why, vite] of rows) {
+        const dir = makeTree(tree)
+        for (const flags of [[], ['--batch']]) {
+          const project = `bundled${n++}`
+          const r = await runCli(['deploy', dir, '--project', project, ...flags], { env: e })
+          if (why === null) {
+            assert.equal(r.code, 0, r.stderr)
+            continue
+          }
+          assert.equal(r.code, 1, r.stderr)
+          assert.equal(
+            r.stderr,
+            `error: ${dir} is the source of ${vite ? 'a Vite app' : 'an app a bundler builds'} (${why}): Netlify and GitHub Pages' workflows build such a folder, svc serves files as they are, so its pages would stay blank. Build it (npm run build) and deploy its build: svc deploy ${path.join(dir, 'dist')}; nothing was sent\n`,
+          )
+          assert.equal((await s.get(`/api/folders/${project}/files`, { key: alice.key })).status, 403, 'nothing sent')
+        }
+      }
+      // built already: the error names the build folder to deploy, which deploys
+      const app = makeTree({
+        'index.html': entry('/src/main.tsx'),
+        'src/main.tsx': 'x',
+        'vite.config.ts': 'x',
+        'dist/index.html': entry('/assets/i.js'),
+        'dist/assets/i.js': 'x',
+      })
+      const r = await runCli(['deploy', app, '--project', 'bundled-app'], { env: e })
+      assert.equal(r.code, 1, r.stderr)
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `\\(index.html loads /src/main.tsx, which browsers do not run before a build\\):.* Deploy its build: svc deploy ${path.join(app, 'dist')}; nothing was sent\n$`,
+        ),
+      )
+      const built = await runCli(['deploy', path.join(app, 'dist'), '--project', 'bundled-app'], { env: e })
+      assert.equal(built.code, 0, built.stderr)
+      assert.equal((await s.get(`/${alice.username}/bundled-app/assets/i.js`)).text, 'x')
+    })
+
     it('a site built for a project base other than its own (a GitHub Pages baseurl) is told the project that serves it there', async () => {
       const e = { ...env, SVC_URL: s.url }
       const css = { 'assets/main.css': 'p{}' }

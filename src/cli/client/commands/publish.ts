@@ -43,12 +43,23 @@ async function deployFolder(
   from: { label?: string; cache?: boolean; project?: string } = {},
 ): Promise<number> {
   // a Jekyll site's source, which GitHub Pages would build, would go live as its templates
-  const { jekyllSource } = await import('../site-links.js')
+  const { bundlerSource, jekyllSource } = await import('../site-links.js')
   const jekyll = await jekyllSource(dir)
   if (jekyll !== null)
     throw new CliError(
       `${from.label ?? dir} is the source of a Jekyll site (${jekyll}): GitHub Pages builds such a folder, svc serves files as they are, so its pages would show their templates. Build it (bundle exec jekyll build) and deploy the build, its _site/ folder, or add an empty .nojekyll file to deploy the folder as it is; nothing was sent`,
     )
+  // an app's source (`svc deploy .` in a Vite project) would go live as a blank page
+  const bundled = await bundlerSource(dir)
+  if (bundled !== null) {
+    const kind = bundled.vite ? 'a Vite app' : 'an app a bundler builds'
+    // an archive (site.zip) has no build folder beside it to name
+    const build = from.label !== undefined ? 'the folder the build writes (dist/ by default)' : `its build: svc deploy ${path.join(dir, 'dist')}`
+    const built = from.label === undefined && (await fsp.stat(path.join(dir, 'dist', 'index.html')).catch(() => null))?.isFile() === true
+    throw new CliError(
+      `${from.label ?? dir} is the source of ${kind} (${bundled.why}): Netlify and GitHub Pages' workflows build such a folder, svc serves files as they are, so its pages would stay blank. ${built ? 'Deploy' : 'Build it (npm run build) and deploy'} ${build}; nothing was sent`,
+    )
+  }
   // named once (and said once, on stderr) for both ways of deploying
   const project = from.project ?? v.project ?? (await folderProject(ctx, api, dir))
   const batch = v.batch === true || v.delete === true || v['batch-files'] !== undefined || v['batch-bytes'] !== undefined || v.concurrency !== undefined
