@@ -425,6 +425,81 @@ for (const engine of ENGINES) {
       assert.equal((await s.get(`/${alice.username}/bundled-app/assets/i.js`)).text, 'x')
     })
 
+    it("a Netlify site's netlify.toml rules, which svc does not read, are told as _redirects and _headers lines that then work", async () => {
+      const e = { ...env, SVC_URL: s.url }
+      // a rule whose condition no line here can say
+      const conditional = '[[redirects]]\n  from = "/us/*"\n  to = "/us.html"\n  conditions = {Country = ["US"]}\n'
+      const toml = (conditional: string) => `[build]
+  command = "npm run build"
+  publish = "dist"
+
+# the single-page app's fallback, as Netlify's docs write it
+[[redirects]]
+  from = "/old"
+  to = "/new"
+  force = true
+[[redirects]]
+  from = "/store"
+  to = '/blog/:id'
+  query = {id = ":id"}
+[[redirects]]
+  from = "/*"
+  to = "/index.html"
+  status = 200
+${conditional}[[headers]]
+  for = "/assets/*"
+  [headers.values]
+    Cache-Control = "public, max-age=31536000, immutable"
+`
+      const repo = makeTree({ 'netlify.toml': toml(conditional), ...prefixed('dist', { 'index.html': page('spa'), 'assets/index-spa.js': 'x' }) })
+      const dist = path.join(repo, 'dist')
+      const redirects = ['/old /new 301!', '/store id=:id /blog/:id 301', '/* /index.html 200']
+      const headers = ['/assets/*', '  Cache-Control: public, max-age=31536000, immutable']
+      const note = (dir: string, file: string, built: boolean) => {
+        const where = (name: string) => `${path.join(dir, name)}${built ? ' (or the folder your build copies into it, such as public/)' : ''}`
+        return [
+          `note: ${file} holds rules that svc does not read: it reads _redirects and _headers at the root of the deployed folder, as Netlify also does, so these do not apply here`,
+          `  the same rules as lines of ${where('_redirects')}:`,
+          ...redirects.map((l) => `    ${l}`),
+          `  the same rules as lines of ${where('_headers')}:`,
+          ...headers.map((l) => `    ${l}`),
+          '  1 rule(s) there use what these lines cannot say (conditions, signed proxies, sub-tables): write them by hand\n',
+        ].join('\n')
+      }
+      // the build folder: the repository's netlify.toml, one folder up, is the one Netlify reads
+      for (const flags of [[], ['--batch']]) {
+        const r = await runCli(['deploy', dist, '--project', 'netlify-spa', ...flags], { env: e })
+        assert.equal(r.code, 0, r.stderr)
+        assert.ok(r.stderr.endsWith(note(dist, path.join(repo, 'netlify.toml'), true)), r.stderr)
+      }
+      const route = `/${alice.username}/netlify-spa/dashboard/settings`
+      assert.equal((await s.get(route)).status, 404, 'the fallback of netlify.toml does not apply')
+      // the lines said, in the build: the note has nothing more to say, and the rules answer
+      fs.writeFileSync(path.join(dist, '_redirects'), redirects.join('\n') + '\n')
+      fs.writeFileSync(path.join(dist, '_headers'), headers.join('\n') + '\n')
+      fs.writeFileSync(path.join(repo, 'netlify.toml'), toml(''))
+      const again = await runCli(['deploy', dist, '--project', 'netlify-spa'], { env: e })
+      assert.equal(again.code, 0, again.stderr)
+      assert.doesNotMatch(again.stderr, /netlify\.toml/)
+      const spa = await s.get(route)
+      assert.equal(spa.status, 200)
+      assert.equal(spa.text, page('spa'))
+      assert.equal((await s.get(`/${alice.username}/netlify-spa/assets/index-spa.js`)).headers['cache-control'], 'public, max-age=31536000, immutable')
+      const old = await s.get(`/${alice.username}/netlify-spa/old`)
+      assert.equal(old.status, 301)
+      assert.equal(old.headers.location, `/${alice.username}/netlify-spa/new`)
+      // a folder deployed as it is, with its own netlify.toml: its own _redirects to write
+      const plain = makeTree({ 'index.html': page('plain'), 'netlify.toml': toml(conditional) })
+      const own = await runCli(['deploy', plain, '--project', 'netlify-plain', '--dry-run'], { env: e })
+      assert.equal(own.code, 0, own.stderr)
+      assert.ok(own.stderr.endsWith(note(plain, path.join(plain, 'netlify.toml'), false)), own.stderr)
+      // no rule in it (build settings only): nothing to say
+      const settings = makeTree({ 'index.html': page('set'), 'netlify.toml': '[build]\n  publish = "."\n' })
+      const none = await runCli(['deploy', settings, '--project', 'netlify-set'], { env: e })
+      assert.equal(none.code, 0, none.stderr)
+      assert.doesNotMatch(none.stderr, /netlify\.toml/)
+    })
+
     it('a site built for a project base other than its own (a GitHub Pages baseurl) is told the project that serves it there', async () => {
       const e = { ...env, SVC_URL: s.url }
       const css = { 'assets/main.css': 'p{}' }

@@ -87,7 +87,7 @@ async function deployFolder(
     if (r) {
       if (ctx.json) ctx.emit(r)
       else ctx.out(describeArchive(r))
-      if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run)
+      if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run, from.label === undefined)
       return r.success ? 0 : 1
     }
     if (v.preview) throw new CliError('this server has no archive deploys, so no previews')
@@ -116,7 +116,7 @@ async function deployFolder(
   )
   if (ctx.json) ctx.emit(r)
   else ctx.out(describeDeploy(r))
-  if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run)
+  if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run, from.label === undefined)
   return r.success ? 0 : 1
 }
 
@@ -133,14 +133,22 @@ async function folderProject(ctx: Ctx, api: ApiClient, dir: string): Promise<str
 }
 
 /**
- * What a site moved from GitHub Pages needs said (on stderr) once its deploy went through:
+ * What a site moved from Netlify or GitHub Pages needs said (on stderr) once its deploy went
+ * through: for a `folder` (not an unpacked archive), the netlify.toml rules svc does not read;
  * built for a base other than its project's (`/blog/`, a project site's `/{repository}/`),
  * the project that serves it there; and, once `live`, when its root `CNAME` names a domain
  * that does not serve the project yet, how to add it (one more request, only for such a
  * folder; a failed one says nothing).
  */
-async function siteNotes(ctx: Ctx, api: ApiClient, dir: string, label: string, project: string, live: boolean): Promise<void> {
+async function siteNotes(ctx: Ctx, api: ApiClient, dir: string, label: string, project: string, live: boolean, folder: boolean): Promise<void> {
   const { builtForBase, cnameDomain, cnameNote } = await import('../site-links.js')
+  // a Netlify site's netlify.toml rules (its own, or its repository's for a build folder), which
+  // apply nowhere here: the _redirects and _headers lines that say the same
+  if (folder) {
+    const { netlifyNote } = await import('../netlify-toml.js')
+    const note = await netlifyNote(dir, label)
+    if (note !== null) ctx.rep.note(note)
+  }
   const base = await builtForBase(dir)
   if (base !== null && base !== project)
     ctx.rep.note(
