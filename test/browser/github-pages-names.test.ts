@@ -148,4 +148,43 @@ describe(`a GitHub Pages site's file names in Chromium [${engine}]`, () => {
     }
     await ctx.close()
   })
+
+  it("the dashboard refuses an app's source that a bundler builds (a Vite project) as svc deploy does; its build goes up", async () => {
+    const ctx = await browser.newContext({ locale: 'en-US' })
+    const tab = await ctx.newPage()
+    tab.on('dialog', (d) => void d.accept())
+    await logInPage(tab, s.url, user)
+    await tab.goto(`${s.url}/dashboard/folders`)
+    const entry = (src: string) => `<!doctype html><div id="root"></div><script type="module" src="${src}"></script>`
+    const vitePkg = JSON.stringify({ scripts: { build: 'vite build' } })
+    // each row: the folder chosen, whether the page refuses it (nothing goes up)
+    const rows: Array<[tree: Record<string, string>, refused: boolean]> = [
+      // npm create vite: React's JSX entry; Vue's .js entry beside vite.config.js; vanilla's package.json
+      [{ 'index.html': entry('/src/main.jsx'), 'src/main.jsx': 'x', 'package.json': vitePkg }, true],
+      [{ 'index.html': entry('./src/main.js'), 'src/main.js': 'x', 'vite.config.js': 'x' }, true],
+      [{ 'index.html': entry('/src/main.js'), 'src/main.js': 'x', 'package.json': vitePkg }, true],
+      // the build, and a hand-made module site
+      [{ 'index.html': entry('/assets/index-B1.js'), 'assets/index-B1.js': 'x', 'vite.svg': '<svg/>' }, false],
+      [{ 'index.html': entry('app.js'), 'app.js': 'x', 'package.json': '{}' }, false],
+    ]
+    for (const [i, [tree, refused]] of rows.entries()) {
+      const dir = path.join(makeTree({}), `bundled${i}`)
+      for (const [p, data] of Object.entries(tree)) {
+        fs.mkdirSync(path.dirname(path.join(dir, p)), { recursive: true })
+        fs.writeFileSync(path.join(dir, p), data)
+      }
+      await tab.getByLabel('Folder to upload (sub-folders are kept)').setInputFiles(dir)
+      await tab.evaluate(() => (document.getElementById('folders-status')!.textContent = ''))
+      await tab.getByRole('button', { name: 'Upload folder' }).click()
+      const status = tab.locator('#folders-status')
+      if (refused) {
+        await status.filter({ hasText: 'This folder is the source of an app a bundler builds' }).waitFor()
+        assert.equal((await s.get(`/api/folders/bundled${i}/files`, { key: user.key })).status, 403, `row ${i}: nothing went up`)
+      } else {
+        await status.filter({ hasText: '3 uploaded, 0 failed' }).waitFor()
+        assert.equal((await s.get(`/api/folders/bundled${i}/files`, { key: user.key })).json.total_files, 3, `row ${i}`)
+      }
+    }
+    await ctx.close()
+  })
 })

@@ -359,6 +359,147 @@ for (const engine of ENGINES) {
       }
     })
 
+    it("an app's source (svc deploy . in a Vite project) is refused before anything is sent, naming its build; the build deploys", async () => {
+      const e = { ...env, SVC_URL: s.url }
+      const entry = (src: string) => `<!doctype html><div id="root"></div><script type="module" src="${src}"></script>`
+      const vitePkg = JSON.stringify({ scripts: { dev: 'vite', build: 'vite build' }, devDependencies: { vite: '^8.0.0' } })
+      // each row: the folder, why it is a source, whether Vite's (null why: it deploys as it is)
+      const rows: Array<[tree: Record<string, string>, why: string | null, vite?: boolean]> = [
+        // `npm create vite` with React: JSX, and a package.json whose build runs vite
+        [
+          { 'index.html': entry('/src/main.jsx'), 'src/main.jsx': 'x', 'package.json': vitePkg },
+          'index.html loads /src/main.jsx, which browsers do not run before a build',
+          true,
+        ],
+        // Parcel's: a relative TypeScript entry, no Vite
+        [{ 'index.html': entry('./src/index.tsx'), 'src/index.tsx': 'x' }, 'index.html loads ./src/index.tsx, which browsers do not run before a build', false],
+        // Vue's and Svelte's: a .js entry that imports components, in a project with vite.config
+        [{ 'index.html': entry('/src/main.js'), 'src/main.js': 'x', 'vite.config.js': 'x' }, 'vite.config.js, and index.html loads /src/main.js', true],
+        // vanilla: no vite.config, the build script says it
+        [
+          { 'index.html': entry('/src/main.js'), 'src/main.js': 'x', 'package.json': vitePkg },
+          `package.json's build script "vite build", and index.html loads /src/main.js`,
+          true,
+        ],
+        // the builds: hashed assets, no package.json; a hand-made module site; an entry on a CDN
+        [{ 'index.html': entry('/assets/index-Bx1.js'), 'assets/index-Bx1.js': 'x' }, null],
+        [{ 'index.html': entry('/app.js'), 'app.js': 'x', 'package.json': '{"scripts":{"build":"eleventy"}}' }, null],
+        [{ 'index.html': entry('https://esm.sh/app.tsx'), 'package.json': vitePkg }, null],
+      ]
+      let n = 0
+      for (const [tree, why, vite] of rows) {
+        const dir = makeTree(tree)
+        for (const flags of [[], ['--batch']]) {
+          const project = `bundled${n++}`
+          const r = await runCli(['deploy', dir, '--project', project, ...flags], { env: e })
+          if (why === null) {
+            assert.equal(r.code, 0, r.stderr)
+            continue
+          }
+          assert.equal(r.code, 1, r.stderr)
+          assert.equal(
+            r.stderr,
+            `error: ${dir} is the source of ${vite ? 'a Vite app' : 'an app a bundler builds'} (${why}): Netlify and GitHub Pages' workflows build such a folder, svc serves files as they are, so its pages would stay blank. Build it (npm run build) and deploy its build: svc deploy ${path.join(dir, 'dist')}; nothing was sent\n`,
+          )
+          assert.equal((await s.get(`/api/folders/${project}/files`, { key: alice.key })).status, 403, 'nothing sent')
+        }
+      }
+      // built already: the error names the build folder to deploy, which deploys
+      const app = makeTree({
+        'index.html': entry('/src/main.tsx'),
+        'src/main.tsx': 'x',
+        'vite.config.ts': 'x',
+        'dist/index.html': entry('/assets/i.js'),
+        'dist/assets/i.js': 'x',
+      })
+      const r = await runCli(['deploy', app, '--project', 'bundled-app'], { env: e })
+      assert.equal(r.code, 1, r.stderr)
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `\\(index.html loads /src/main.tsx, which browsers do not run before a build\\):.* Deploy its build: svc deploy ${path.join(app, 'dist')}; nothing was sent\n$`,
+        ),
+      )
+      const built = await runCli(['deploy', path.join(app, 'dist'), '--project', 'bundled-app'], { env: e })
+      assert.equal(built.code, 0, built.stderr)
+      assert.equal((await s.get(`/${alice.username}/bundled-app/assets/i.js`)).text, 'x')
+    })
+
+    it("a Netlify site's netlify.toml rules, which svc does not read, are told as _redirects and _headers lines that then work", async () => {
+      const e = { ...env, SVC_URL: s.url }
+      // a rule whose condition no line here can say
+      const conditional = '[[redirects]]\n  from = "/us/*"\n  to = "/us.html"\n  conditions = {Country = ["US"]}\n'
+      const toml = (conditional: string) => `[build]
+  command = "npm run build"
+  publish = "dist"
+
+# the single-page app's fallback, as Netlify's docs write it
+[[redirects]]
+  from = "/old"
+  to = "/new"
+  force = true
+[[redirects]]
+  from = "/store"
+  to = '/blog/:id'
+  query = {id = ":id"}
+[[redirects]]
+  from = "/*"
+  to = "/index.html"
+  status = 200
+${conditional}[[headers]]
+  for = "/assets/*"
+  [headers.values]
+    Cache-Control = "public, max-age=31536000, immutable"
+`
+      const repo = makeTree({ 'netlify.toml': toml(conditional), ...prefixed('dist', { 'index.html': page('spa'), 'assets/index-spa.js': 'x' }) })
+      const dist = path.join(repo, 'dist')
+      const redirects = ['/old /new 301!', '/store id=:id /blog/:id 301', '/* /index.html 200']
+      const headers = ['/assets/*', '  Cache-Control: public, max-age=31536000, immutable']
+      const note = (dir: string, file: string, built: boolean) => {
+        const where = (name: string) => `${path.join(dir, name)}${built ? ' (or the folder your build copies into it, such as public/)' : ''}`
+        return [
+          `note: ${file} holds rules that svc does not read: it reads _redirects and _headers at the root of the deployed folder, as Netlify also does, so these do not apply here`,
+          `  the same rules as lines of ${where('_redirects')}:`,
+          ...redirects.map((l) => `    ${l}`),
+          `  the same rules as lines of ${where('_headers')}:`,
+          ...headers.map((l) => `    ${l}`),
+          '  1 rule(s) there use what these lines cannot say (conditions, signed proxies, sub-tables): write them by hand\n',
+        ].join('\n')
+      }
+      // the build folder: the repository's netlify.toml, one folder up, is the one Netlify reads
+      for (const flags of [[], ['--batch']]) {
+        const r = await runCli(['deploy', dist, '--project', 'netlify-spa', ...flags], { env: e })
+        assert.equal(r.code, 0, r.stderr)
+        assert.ok(r.stderr.endsWith(note(dist, path.join(repo, 'netlify.toml'), true)), r.stderr)
+      }
+      const route = `/${alice.username}/netlify-spa/dashboard/settings`
+      assert.equal((await s.get(route)).status, 404, 'the fallback of netlify.toml does not apply')
+      // the lines said, in the build: the note has nothing more to say, and the rules answer
+      fs.writeFileSync(path.join(dist, '_redirects'), redirects.join('\n') + '\n')
+      fs.writeFileSync(path.join(dist, '_headers'), headers.join('\n') + '\n')
+      fs.writeFileSync(path.join(repo, 'netlify.toml'), toml(''))
+      const again = await runCli(['deploy', dist, '--project', 'netlify-spa'], { env: e })
+      assert.equal(again.code, 0, again.stderr)
+      assert.doesNotMatch(again.stderr, /netlify\.toml/)
+      const spa = await s.get(route)
+      assert.equal(spa.status, 200)
+      assert.equal(spa.text, page('spa'))
+      assert.equal((await s.get(`/${alice.username}/netlify-spa/assets/index-spa.js`)).headers['cache-control'], 'public, max-age=31536000, immutable')
+      const old = await s.get(`/${alice.username}/netlify-spa/old`)
+      assert.equal(old.status, 301)
+      assert.equal(old.headers.location, `/${alice.username}/netlify-spa/new`)
+      // a folder deployed as it is, with its own netlify.toml: its own _redirects to write
+      const plain = makeTree({ 'index.html': page('plain'), 'netlify.toml': toml(conditional) })
+      const own = await runCli(['deploy', plain, '--project', 'netlify-plain', '--dry-run'], { env: e })
+      assert.equal(own.code, 0, own.stderr)
+      assert.ok(own.stderr.endsWith(note(plain, path.join(plain, 'netlify.toml'), false)), own.stderr)
+      // no rule in it (build settings only): nothing to say
+      const settings = makeTree({ 'index.html': page('set'), 'netlify.toml': '[build]\n  publish = "."\n' })
+      const none = await runCli(['deploy', settings, '--project', 'netlify-set'], { env: e })
+      assert.equal(none.code, 0, none.stderr)
+      assert.doesNotMatch(none.stderr, /netlify\.toml/)
+    })
+
     it('a site built for a project base other than its own (a GitHub Pages baseurl) is told the project that serves it there', async () => {
       const e = { ...env, SVC_URL: s.url }
       const css = { 'assets/main.css': 'p{}' }

@@ -137,3 +137,48 @@ export async function builtForBase(dir: string): Promise<string | null> {
   }
   return null
 }
+
+// a module script and its src (quoted or not): the entry a bundler's index.html names
+const MODULE_SCRIPT = /<script\b(?=[^>]*\stype\s*=\s*["']?module\b)[^>]*?\ssrc\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>'"]+))/gi
+// sources that only a build makes runnable: browsers run none of these as a module script
+const SOURCE_ONLY = /\.(?:jsx|tsx|ts|mts|cts|vue|svelte)$/i
+const VITE_CONFIG = ['vite.config.js', 'vite.config.mjs', 'vite.config.cjs', 'vite.config.ts', 'vite.config.mts', 'vite.config.cts']
+
+/**
+ * What makes the folder the source of an app a bundler builds (Vite, Parcel) rather than its
+ * build, or null: its root index.html loads, as a module script, a file of the folder that is
+ * JSX, TypeScript, a Vue or Svelte component (`/src/main.tsx`), which no browser runs; or one
+ * of any kind while the folder is a Vite project (a vite.config file, or a package.json whose
+ * `build` script runs vite), whose entry imports CSS and components only the build turns into
+ * files a browser runs. A build (`dist/`) loads `/assets/index-HASH.js` and holds neither.
+ */
+export async function bundlerSource(dir: string): Promise<{ why: string; vite: boolean } | null> {
+  const html = await fsp.readFile(path.join(dir, 'index.html'), 'utf8').catch(() => null)
+  if (html === null) return null
+  const root = path.resolve(dir)
+  const isFile = async (rel: string) => (await fsp.stat(path.join(root, rel)).catch(() => null))?.isFile() === true
+  const entries: string[] = []
+  for (const m of html.slice(0, 1 << 20).matchAll(MODULE_SCRIPT)) {
+    const src = (m[1] ?? m[2] ?? m[3]).trim()
+    if (src.startsWith('//') || /^[a-z][a-z0-9+.-]*:/i.test(src)) continue
+    const rel = decodedPath(src.replace(/[?#].*$/s, ''))
+    if (rel === null) continue
+    const file = path.resolve(root, rel.startsWith('/') ? `.${rel}` : rel)
+    if (file.startsWith(root + path.sep) && (await isFile(path.relative(root, file)))) entries.push(src)
+  }
+  if (entries.length === 0) return null
+  let config: string | null = null
+  for (const name of VITE_CONFIG) if (config === null && (await isFile(name))) config = name
+  if (config === null && (await isFile('package.json'))) {
+    const pkg = await fsp
+      .readFile(path.join(root, 'package.json'), 'utf8')
+      .then((t) => JSON.parse(t) as { scripts?: Record<string, unknown> })
+      .catch(() => null)
+    const build = pkg?.scripts?.build
+    if (typeof build === 'string' && /(?:^|[\s;&|/])vite(?:\s|$)/.test(build)) config = `package.json's build script "${build}"`
+  }
+  const source = entries.find((e) => SOURCE_ONLY.test(e.replace(/[?#].*$/s, '')))
+  if (source !== undefined) return { why: `index.html loads ${source}, which browsers do not run before a build`, vite: config !== null }
+  if (config !== null) return { why: `${config}, and index.html loads ${entries[0]}`, vite: true }
+  return null
+}

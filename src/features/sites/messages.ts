@@ -70,6 +70,8 @@ export const SITES_MESSAGES = defineMessages(
     'folders.pick_name': 'Enter a project name.',
     'folders.jekyll_source':
       'This folder is the source of a Jekyll site (_config.yml, and its home page is a template): GitHub Pages builds such a folder, this service serves files as they are, so its pages would show their templates. Upload the build, its _site folder, or add an empty .nojekyll file to upload the folder as it is. Nothing was uploaded.',
+    'folders.bundler_source':
+      "This folder is the source of an app a bundler builds (Vite, Parcel: its index.html loads the app's source, such as /src/main.jsx): Netlify and GitHub Pages' workflows build such a folder, this service serves files as they are, so its pages would stay blank. Build it (npm run build) and upload the build, its dist folder. Nothing was uploaded.",
     'folders.live_confirm': 'The project {name} is live: the files you upload replace its files for visitors at once. Upload them?',
     'folders.dropped': 'Folder {name} ready (files: {n}). Press Upload folder to send them.',
     'folders.drop_one': 'Drop one folder (or one .zip file).',
@@ -171,6 +173,8 @@ export const SITES_MESSAGES = defineMessages(
     'folders.pick_name': '请输入项目名称。',
     'folders.jekyll_source':
       '该文件夹是 Jekyll 网站的源文件（含 _config.yml，首页是模板）：GitHub Pages 会构建这样的文件夹，本服务按原样提供文件，页面会显示模板本身。请上传构建结果（_site 文件夹），或添加一个空的 .nojekyll 文件以按原样上传。未上传任何文件。',
+    'folders.bundler_source':
+      '该文件夹是需要打包构建的应用的源文件（Vite、Parcel：其 index.html 加载应用源码，如 /src/main.jsx）：Netlify 和 GitHub Pages 的工作流会先构建这样的文件夹，本服务按原样提供文件，页面会是空白。请先构建（npm run build），再上传构建结果（dist 文件夹）。未上传任何文件。',
     'folders.live_confirm': '项目 {name} 已发布：上传的文件会立即替换访客看到的文件。确定上传？',
     'folders.dropped': '文件夹 {name} 已就绪：{n} 个文件。点击“上传文件夹”发送。',
     'folders.drop_one': '请拖入一个文件夹（或一个 .zip 文件）。',

@@ -43,12 +43,23 @@ async function deployFolder(
   from: { label?: string; cache?: boolean; project?: string } = {},
 ): Promise<number> {
   // a Jekyll site's source, which GitHub Pages would build, would go live as its templates
-  const { jekyllSource } = await import('../site-links.js')
+  const { bundlerSource, jekyllSource } = await import('../site-links.js')
   const jekyll = await jekyllSource(dir)
   if (jekyll !== null)
     throw new CliError(
       `${from.label ?? dir} is the source of a Jekyll site (${jekyll}): GitHub Pages builds such a folder, svc serves files as they are, so its pages would show their templates. Build it (bundle exec jekyll build) and deploy the build, its _site/ folder, or add an empty .nojekyll file to deploy the folder as it is; nothing was sent`,
     )
+  // an app's source (`svc deploy .` in a Vite project) would go live as a blank page
+  const bundled = await bundlerSource(dir)
+  if (bundled !== null) {
+    const kind = bundled.vite ? 'a Vite app' : 'an app a bundler builds'
+    // an archive (site.zip) has no build folder beside it to name
+    const build = from.label !== undefined ? 'the folder the build writes (dist/ by default)' : `its build: svc deploy ${path.join(dir, 'dist')}`
+    const built = from.label === undefined && (await fsp.stat(path.join(dir, 'dist', 'index.html')).catch(() => null))?.isFile() === true
+    throw new CliError(
+      `${from.label ?? dir} is the source of ${kind} (${bundled.why}): Netlify and GitHub Pages' workflows build such a folder, svc serves files as they are, so its pages would stay blank. ${built ? 'Deploy' : 'Build it (npm run build) and deploy'} ${build}; nothing was sent`,
+    )
+  }
   // named once (and said once, on stderr) for both ways of deploying
   const project = from.project ?? v.project ?? (await folderProject(ctx, api, dir))
   const batch = v.batch === true || v.delete === true || v['batch-files'] !== undefined || v['batch-bytes'] !== undefined || v.concurrency !== undefined
@@ -76,7 +87,7 @@ async function deployFolder(
     if (r) {
       if (ctx.json) ctx.emit(r)
       else ctx.out(describeArchive(r))
-      if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run)
+      if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run, from.label === undefined)
       return r.success ? 0 : 1
     }
     if (v.preview) throw new CliError('this server has no archive deploys, so no previews')
@@ -105,7 +116,7 @@ async function deployFolder(
   )
   if (ctx.json) ctx.emit(r)
   else ctx.out(describeDeploy(r))
-  if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run)
+  if (r.success) await siteNotes(ctx, api, dir, from.label ?? dir, r.project, r.published && !r.dry_run, from.label === undefined)
   return r.success ? 0 : 1
 }
 
@@ -122,14 +133,22 @@ async function folderProject(ctx: Ctx, api: ApiClient, dir: string): Promise<str
 }
 
 /**
- * What a site moved from GitHub Pages needs said (on stderr) once its deploy went through:
+ * What a site moved from Netlify or GitHub Pages needs said (on stderr) once its deploy went
+ * through: for a `folder` (not an unpacked archive), the netlify.toml rules svc does not read;
  * built for a base other than its project's (`/blog/`, a project site's `/{repository}/`),
  * the project that serves it there; and, once `live`, when its root `CNAME` names a domain
  * that does not serve the project yet, how to add it (one more request, only for such a
  * folder; a failed one says nothing).
  */
-async function siteNotes(ctx: Ctx, api: ApiClient, dir: string, label: string, project: string, live: boolean): Promise<void> {
+async function siteNotes(ctx: Ctx, api: ApiClient, dir: string, label: string, project: string, live: boolean, folder: boolean): Promise<void> {
   const { builtForBase, cnameDomain, cnameNote } = await import('../site-links.js')
+  // a Netlify site's netlify.toml rules (its own, or its repository's for a build folder), which
+  // apply nowhere here: the _redirects and _headers lines that say the same
+  if (folder) {
+    const { netlifyNote } = await import('../netlify-toml.js')
+    const note = await netlifyNote(dir, label)
+    if (note !== null) ctx.rep.note(note)
+  }
   const base = await builtForBase(dir)
   if (base !== null && base !== project)
     ctx.rep.note(

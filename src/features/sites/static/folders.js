@@ -72,6 +72,65 @@
       )
   }
 
+  /**
+   * Whether the chosen files are the source of an app a bundler builds, as `svc deploy` tells
+   * one (bundlerSource, src/cli/client/site-links.ts): the root index.html loads, as a module
+   * script, a file of the folder that browsers do not run (.jsx, .tsx, .ts, .vue, .svelte), or
+   * any file of the folder in a Vite project (a vite.config file, or a package.json whose build
+   * script runs vite). Uploaded as it is, its pages would stay blank.
+   */
+  function bundlerSource(chosen) {
+    var root = {}
+    chosen.forEach(function (f) {
+      root[relPath(f)] = f
+    })
+    if (!root['index.html']) return Promise.resolve(false)
+    var read = function (name, max) {
+      return root[name]
+        ? root[name]
+            .slice(0, max)
+            .text()
+            .catch(function () {
+              return ''
+            })
+        : Promise.resolve('')
+    }
+    return Promise.all([read('index.html', 1 << 20), read('package.json', 1 << 20)]).then(function (texts) {
+      var entries = []
+      var re = /<script\b(?=[^>]*\stype\s*=\s*["']?module\b)[^>]*?\ssrc\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>'"]+))/gi
+      var m
+      while ((m = re.exec(texts[0])) !== null) {
+        var src = (m[1] || m[2] || m[3] || '').trim().replace(/[?#][\s\S]*$/, '')
+        if (src.indexOf('//') === 0 || /^[a-z][a-z0-9+.-]*:/i.test(src)) continue
+        var rel
+        try {
+          // resolved as the browser would, from the folder's root page
+          rel = decodeURIComponent(new URL(src, 'http://x/').pathname.slice(1))
+        } catch (e) {
+          continue
+        }
+        if (root[rel]) entries.push(rel)
+      }
+      if (!entries.length) return false
+      if (
+        entries.some(function (e) {
+          return /\.(?:jsx|tsx|ts|mts|cts|vue|svelte)$/i.test(e)
+        })
+      )
+        return true
+      var configs = ['js', 'mjs', 'cjs', 'ts', 'mts', 'cts'].some(function (ext) {
+        return !!root['vite.config.' + ext]
+      })
+      if (configs) return true
+      try {
+        var build = (JSON.parse(texts[1]).scripts || {}).build
+        return typeof build === 'string' && /(?:^|[\s;&|/])vite(?:\s|$)/.test(build)
+      } catch (e) {
+        return false
+      }
+    })
+  }
+
   // the project name follows the chosen folder, unless the user typed one of their own
   var autoName = ''
   /** Published state of each of the user's projects by name, from the last list. */
@@ -99,8 +158,9 @@
     if (!chosen.length) return S.status('folders-status', t('folders.pick_folder'), 'error')
     if (!files.length) return S.status('folders-status', t('folders.only_dotfiles'), 'error')
     if (!name) return S.status('folders-status', t('folders.pick_name'), 'error')
-    return jekyllSource(chosen).then(function (source) {
-      if (source) return S.status('folders-status', t('folders.jekyll_source'), 'error')
+    return Promise.all([jekyllSource(chosen), bundlerSource(chosen)]).then(function (sources) {
+      if (sources[0]) return S.status('folders-status', t('folders.jekyll_source'), 'error')
+      if (sources[1]) return S.status('folders-status', t('folders.bundler_source'), 'error')
       return upload(files, local, name)
     })
   })
