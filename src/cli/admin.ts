@@ -695,7 +695,7 @@ async function moveCommand(from: string, fromBlobRoot: string, dryRun: boolean, 
     const target = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
     try {
       out(`moving ${file} into ${shownDatabase(config.databaseUrl)}, blobs into ${blobsAt}`)
-      await moveSqliteToPostgres({ ...common, target, targetBlobs: blobs })
+      await moveSqliteToPostgres({ ...common, target, targetBlobs: blobs, shown: { database: shownDatabase(config.databaseUrl), blobs: blobsAt } })
     } finally {
       await target.close()
     }

@@ -66,6 +66,8 @@ export interface MoveOptions extends SourceOptions {
   /** The target: a PostgreSQL database, migrated here. */
   target: Db
   targetBlobs: BlobStore
+  /** How errors name the target (no password, no query): shownDatabase, the store without its query. */
+  shown?: { database: string; blobs: string }
 }
 
 export interface PlanOptions extends SourceOptions {
@@ -328,6 +330,29 @@ const holdsRows = (held: string[]) =>
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`
 
+/** Why a call failed, in words: a storage error's cause (the S3 SDK's or the file system's), else its own message. */
+function reason(e: unknown): string {
+  const cause = (e as { cause?: unknown }).cause
+  const text = cause instanceof Error && cause.message !== '' ? cause.message : e instanceof Error ? e.message : String(e)
+  return text.replace(/\s+/g, ' ').slice(0, 300)
+}
+
+/** Node's codes of a connection refused, cut, timed out or not found. */
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
+
+/**
+ * Whether a database error says the server went away (the connection refused or cut, the
+ * server shutting down) rather than answering: pg's own words for a lost connection, Node's
+ * codes, or SQLSTATE class 08 and 57P01-57P03. A refusal PostgreSQL answered (a constraint, a
+ * type) carries another SQLSTATE and is no such error.
+ */
+function connectionLost(e: unknown): boolean {
+  const code = (e as { code?: unknown }).code
+  if (typeof code === 'string') return CONNECTION_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code)
+  const message = e instanceof Error ? e.message : ''
+  return /^Connection terminated|not queryable|timeout exceeded when trying to connect|Query read timeout/.test(message)
+}
+
 /** Moves the instance; throws MoveError (no row committed) when anything fails. */
 export async function moveSqliteToPostgres(o: MoveOptions): Promise<MoveResult> {
   if (o.target.engine !== 'postgres') throw new MoveError('svc move writes into PostgreSQL: set DATABASE_URL')
@@ -395,12 +420,19 @@ async function copyAll(o: MoveOptions, src: SQLite.Database, order: string[], bl
     // 1. every referenced blob, into the target store, its bytes hashed on the way; one the
     // target holds already (a run that failed after copying it) is kept: named by its content
     const referenced = new Set(blobs.map((b) => b.digest))
+    const blobsName = o.shown?.blobs ?? '(STORAGE_URL)'
+    /** A call of the target store; its failure names the store (a bucket gone away, a full disk). */
+    const inStore = <T>(call: () => Promise<T>): Promise<T> =>
+      call().catch((e: unknown) => {
+        throw new MoveError(`the move failed: the target blob store ${blobsName} failed (${reason(e)}); no row was committed`, { cause: e })
+      })
     for (const { digest } of blobs) {
-      if (await o.targetBlobs.exists(digest)) {
+      if (await inStore(() => o.targetBlobs.exists(digest))) {
         result.blobs.present++
         continue
       }
-      const stored = await o.targetBlobs.put(await fromBlobs.get(digest))
+      const body = await fromBlobs.get(digest)
+      const stored = await inStore(() => o.targetBlobs.put(body))
       if (stored.digest !== digest) {
         // stored under the hash of its bytes: not a blob of this move unless another row names it
         if (!referenced.has(stored.digest)) await o.targetBlobs.delete(stored.digest).catch(() => false)
@@ -481,6 +513,12 @@ async function copyAll(o: MoveOptions, src: SQLite.Database, order: string[], bl
         ? ''
         : `; the ${plural(inTarget, 'blob')} copied so far stay${inTarget === 1 ? 's' : ''} in the target store: run the same command again once fixed, it keeps ${inTarget === 1 ? 'it' : 'them'} and copies the rest (to give up the move instead, svc sweep with the target's settings deletes ${inTarget === 1 ? 'it' : 'them'} an hour after the copy)`
     if (e instanceof MoveError) throw new MoveError(`${e.message}${kept}`, { cause: e.cause })
+    // the database gone away (a cut connection, a restart): named, as the store is
+    if (connectionLost(e))
+      throw new MoveError(
+        `the move failed: the target database ${o.shown?.database ?? '(DATABASE_URL)'} cannot be reached (${reason(e)}); no row was committed${kept}`,
+        { cause: e },
+      )
     throw new MoveError(`the move failed: ${(e as Error).message}; no row was committed${kept}`, { cause: e })
   }
 }

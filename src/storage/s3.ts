@@ -33,8 +33,9 @@ const isNotFound = (e: unknown): boolean => {
 
 const storageError = (e: unknown): never => {
   if (e instanceof AppError) throw e
-  // the SDK's message never carries the secret key, but keep the answer generic anyway
-  throw new AppError('STORAGE_UNAVAILABLE', { extra: {} })
+  // the SDK's message never carries the secret key, but keep the answer generic anyway; the
+  // SDK's error stays as the cause, which an operator command names (svc move)
+  throw Object.assign(new AppError('STORAGE_UNAVAILABLE', { extra: {} }), { cause: e })
 }
 
 /**

@@ -118,6 +118,63 @@ for (const engine of ENGINES) {
       assert.equal((await runCli(['kv', 'get', 'hits'], { env: { ...env, SVC_MAX_WAIT: '2.5' } })).stdout, '14\n')
     })
 
+    it('svc kv --no-counter unmarks a public counter (a visitor then gets 404 / 1604); without either flag the mark stays', async (t) => {
+      if (missing.kv) return t.skip(missing.kv)
+      const u = await s.user()
+      const uenv = { ...env, SVC_API_KEY: u.key }
+      /** A visitor's anonymous increment, as a page on another origin sends it. */
+      const visit = () => s.post(`/svc_api/data/public/${u.username}/likes/incr`, { headers: { origin: 'https://elsewhere.example' } })
+      const value = async () => (await runCli(['kv', 'get', 'likes'], { env: uenv })).stdout
+      const counts = async (n: number) => {
+        const r = await visit()
+        assert.equal(r.status, 200, r.text)
+        assert.equal(r.json.data.value, n)
+      }
+      const refused = async () => {
+        const r = await visit()
+        assert.equal(r.status, 404, r.text)
+        assert.equal(r.json.error_code, 1604)
+      }
+
+      const made = await runCli(['kv', 'set', 'likes', '0', '--counter'], { env: uenv })
+      assert.equal(made.stdout, 'stored likes (number, private, counter)\n', made.stderr)
+      await counts(1)
+      // set without a flag keeps the mark, as the API does without public_incr
+      const kept = await runCli(['kv', 'set', 'likes', '5'], { env: uenv })
+      assert.equal(kept.stdout, 'stored likes (number, private, counter)\n', kept.stderr)
+      await counts(6)
+      const off = await runCli(['kv', 'set', 'likes', '5', '--no-counter'], { env: uenv })
+      assert.equal(off.code, 0, off.stderr)
+      assert.equal(off.stdout, 'stored likes (number, private)\n')
+      await refused()
+      assert.equal(await value(), '5\n', 'the refused increment changed nothing')
+      assert.equal((await runCli(['kv', 'get', 'likes', '--json'], { env: uenv })).json.data.public_incr, undefined)
+
+      // incr: --counter marks, no flag keeps, --no-counter unmarks (by 0: the value as it was)
+      assert.equal((await runCli(['kv', 'incr', 'likes', '--counter'], { env: uenv })).stdout, '6\n')
+      await counts(7)
+      assert.equal((await runCli(['kv', 'incr', 'likes', '0'], { env: uenv })).stdout, '7\n')
+      await counts(8)
+      const unmarked = await runCli(['kv', 'incr', 'likes', '0', '--no-counter'], { env: uenv })
+      assert.equal(unmarked.stdout, '8\n', unmarked.stderr)
+      await refused()
+      // a plain set or incr does not mark it again
+      assert.equal((await runCli(['kv', 'incr', 'likes'], { env: uenv })).stdout, '9\n')
+      await refused()
+
+      // both flags: a usage error, nothing sent
+      for (const args of [
+        ['set', 'likes', '1', '--counter', '--no-counter'],
+        ['incr', 'likes', '--no-counter', '--counter'],
+      ]) {
+        const r = await runCli(['kv', ...args], { env: uenv })
+        assert.equal(r.code, 2, r.stderr)
+        assert.match(r.stderr, /^error: --counter and --no-counter exclude each other\nusage: svc kv/)
+      }
+      assert.equal(await value(), '9\n')
+      await refused()
+    })
+
     it('svc kv ls lists every key once when keys are deleted between its pages (the key cursor)', async (t) => {
       if (missing.kv) return t.skip(missing.kv)
       const u = await s.user()

@@ -438,6 +438,8 @@ describe('options that exclude each other', () => {
     ['user set', 'admin', 'no-admin'],
     ['forms notify', 'webhook', 'no-webhook'],
     ['forms notify', 'paused', 'no-webhook'],
+    ['kv set', 'counter', 'no-counter'],
+    ['kv incr', 'counter', 'no-counter'],
     ['access set', 'password-stdin', 'no-password'],
     ['access set', 'expires', 'no-expiry'],
     ['login', 'password', 'password-stdin'],

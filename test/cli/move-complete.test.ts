@@ -11,13 +11,15 @@ import { dropSchema, needs, PG_URL, pgQuery, startServer, type TestServer } from
 import { HIGH_LIMITS, HTML, uploadFile } from '../support/hosting.js'
 import { deploySite } from '../support/deploys.js'
 import { startS3, type TestS3 } from '../support/s3.js'
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js'
 import { runCli } from './run.js'
 
 // svc move beyond the rows (bin/svc, from dist/): a move that fails midway (a row PostgreSQL's
 // foreign key refuses) leaves the blobs it copied, says so, and the same command run again
 // after the fix completes, skipping them; --dry-run reports the rows, blobs, bytes and files
 // and writes nothing anywhere; the self-signed certificate goes into the target's DATA_DIR and
-// the rest of the data folder (a pre-migration copy, a file of the operator's) is named.
+// the rest of the data folder (a pre-migration copy, a file of the operator's) is named; a
+// target store or database that goes away midway is named, and the move resumes once it is back.
 
 const sha = (b: Buffer | string) => crypto.createHash('sha256').update(b).digest('hex')
 
@@ -256,5 +258,105 @@ describe('svc move: a failed move runs again, --dry-run, the rest of the data fo
     assert.match(again.stdout, /^ {2}backups\/ \(1 copy of svc\.db taken before migrations\): not moved; they restore into a SQLite data folder only/m)
     assert.match(again.stdout, /^ {2}notes\.txt: not the service's, not moved/m)
     assert.match(again.stdout, /^custom domains: 1 verified, moved with the rows/m)
+  })
+
+  it('a target that goes away midway is named, the source stays as it was, and the same command completes once it is back', { timeout: 240_000 }, async () => {
+    s3 ??= await startS3()
+    const dir = path.join(tmp, 'cut-off')
+    fs.cpSync(source, dir, { recursive: true })
+    const before = folderState(dir)
+    const sizes = sourceBlobs(dir)
+    const n = sizes.size
+    assert.ok(n >= 3, String(n))
+    const schema = newSchema()
+    // the bucket and the database each behind a relay that the test cuts: the bucket's at the
+    // second upload (one blob stored, the next one in flight), the database's at the first
+    // table the move reports (its transaction open, rows sent)
+    let puts = 0
+    let cutStore = true
+    const store: TcpProxy = await startTcpProxy(Number(new URL(s3.endpoint).port), '127.0.0.1', {
+      onClientData: (chunk) => {
+        if (chunk.subarray(0, 4).toString() === 'PUT ' && ++puts === 2 && cutStore) void store.cut()
+      },
+    })
+    const db = await startTcpProxy(Number(new URL(PG_URL).port || 5432))
+    const relays = [store, db]
+    try {
+      const target = new URL(PG_URL)
+      target.port = String(db.port)
+      const shownDb = `postgres://${target.username}@127.0.0.1:${db.port}${target.pathname} (schema ${schema})`
+      target.searchParams.set('schema', schema)
+      const bucket = s3.storageUrl(undefined, `http://127.0.0.1:${store.port}`)
+      const data = path.join(tmp, 'cut-data')
+      const env = { DATABASE_URL: target.toString(), STORAGE_URL: bucket, DATA_DIR: data }
+      const unchanged = async (what: string) => {
+        assert.deepEqual(folderState(dir), before, `${what}: the source as it was`)
+        for (const t of ['users', 'deploys', 'kv_entries'])
+          assert.deepEqual(await pgQuery(`select count(*)::int as n from ${schema}.${t}`), [{ n: 0 }], `${what}: ${t}`)
+        assert.equal(fs.existsSync(path.join(data, 'tls-cert.pem')), false, `${what}: no certificate copied`)
+      }
+
+      // 1. the bucket goes away after one blob
+      const noStore = await runCli(['move', '--from-data-dir', dir], { env, timeoutMs: 120_000 })
+      assert.equal(noStore.code, 1, noStore.stderr)
+      assert.equal(puts, 2)
+      assert.match(
+        noStore.stderr,
+        new RegExp(
+          `^error: the move failed: the target blob store s3://svc-test/\\w+ failed \\(.+\\); no row was committed; the 1 blob copied so far stays in the target store: run the same command again once fixed, it keeps it and copies the rest`,
+        ),
+      )
+      assert.doesNotMatch(noStore.stderr, /S3RVER|secretAccessKey/, 'no credential in the message')
+      await unchanged('the bucket cut')
+
+      // 2. the bucket is back; the database goes away while the rows are copied
+      cutStore = false
+      await store.restore()
+      let cutAt = ''
+      const noDb = await runCli(['move', '--from-data-dir', dir], {
+        env,
+        timeoutMs: 120_000,
+        onStdoutLine: (line) => {
+          if (cutAt === '' && /^ {2}\w+: \d+ rows?$/.test(line)) {
+            cutAt = line
+            void db.cut()
+          }
+        },
+      })
+      assert.equal(noDb.code, 1, noDb.stderr)
+      assert.notEqual(cutAt, '', noDb.stdout)
+      assert.match(noDb.stdout, new RegExp(`^blobs: ${n} referenced, ${n - 1} copied \\(\\d+ bytes\\), 1 already in the target; each digest verified$`, 'm'))
+      assert.doesNotMatch(noDb.stdout, /^verified and committed/m)
+      // pg's words depend on where the cut finds the connection (a query in flight, or between two)
+      const esc = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+      assert.match(
+        noDb.stderr,
+        new RegExp(
+          `^error: the move failed: the target database ${esc(shownDb)} cannot be reached \\((Connection terminated unexpectedly|Client has encountered a connection error and is not queryable)\\); no row was committed; the ${n} blobs copied so far stay in the target store: run the same command again once fixed, it keeps them and copies the rest \\(to give up the move instead, svc sweep with the target's settings deletes them an hour after the copy\\)\\n$`,
+        ),
+      )
+      await unchanged('the database cut')
+
+      // 3. both back: the same command completes, every blob kept
+      await db.restore()
+      const done = await runCli(['move', '--from-data-dir', dir], { env, timeoutMs: 120_000 })
+      assert.equal(done.code, 0, done.stderr)
+      assert.match(done.stdout, new RegExp(`^blobs: ${n} referenced, 0 copied \\(0 bytes\\), ${n} already in the target; each digest verified$`, 'm'))
+      assert.match(done.stdout, /^verified and committed: \d+ tables, \d+ rows \(each table's count matches the source\)/m)
+      for (const [t, c] of sourceCounts(dir)) assert.deepEqual(await pgQuery(`select count(*)::int as n from ${schema}.${t}`), [{ n: c }], t)
+      assert.deepEqual(folderState(dir).rows, before.rows, 'the source rows as they were')
+      const b = await startServer({
+        engine: 'postgres',
+        pgSchema: schema,
+        env: { RATE_LIMITS: HIGH_LIMITS, STORAGE_URL: s3.storageUrl(new URL(bucket).pathname.slice(1)) },
+      })
+      servers.push(b)
+      const inBucket: string[] = []
+      for await (const x of b.deps.blobs.list()) inBucket.push(x.digest)
+      assert.deepEqual(inBucket.sort(), [...sizes.keys()].sort())
+      assert.equal((await b.get(`/${username}/site/app.css`)).text, v1['app.css'])
+    } finally {
+      for (const r of relays) await r.close()
+    }
   })
 })

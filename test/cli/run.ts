@@ -18,6 +18,8 @@ export interface CliOptions {
   input?: string
   /** Called with each line the CLI writes to stderr (e.g. to advance a fake clock on a wait). */
   onStderrLine?: (line: string) => void
+  /** Called with each line the CLI writes to stdout (e.g. to cut a service off at a step it reports). */
+  onStdoutLine?: (line: string) => void
   timeoutMs?: number
   /** Runs the CLI as this user (and group of the same number): the test process must be root. */
   uid?: number
@@ -52,7 +54,18 @@ export function runCli(args: string[], o: CliOptions = {}): Promise<CliRun> {
     let stderr = ''
     let partial = ''
     const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 60_000)
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c))
+    let partialOut = ''
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      stdout += c
+      if (o.onStdoutLine === undefined) return
+      partialOut += c
+      let i: number
+      while ((i = partialOut.indexOf('\n')) >= 0) {
+        const line = partialOut.slice(0, i)
+        partialOut = partialOut.slice(i + 1)
+        o.onStdoutLine(line)
+      }
+    })
     child.stderr.setEncoding('utf8').on('data', (c: string) => {
       stderr += c
       partial += c

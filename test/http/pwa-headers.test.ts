@@ -5,12 +5,13 @@ import { request } from 'undici'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { deploySite, type Site } from '../support/deploys.js'
+import { imageForm, makeImage, svc } from '../support/images.js'
 
 // The headers an installable site (a PWA) depends on, over real HTTP on each URL form: what
 // caches may keep of its worker script, its shell and its hashed assets (as Netlify sends:
 // `public, max-age=0, must-revalidate`), the scope `Service-Worker-Allowed` grants, and the
-// types of its manifest and WebAssembly, compressed or not. The browser side is in
-// test/browser/pwa.test.ts.
+// types of its manifest and WebAssembly, compressed or not; and the image and hosted-data
+// links, which refuse a worker's fetch. The browser side is in test/browser/pwa.test.ts.
 
 const DEFAULT = 'public, max-age=0, must-revalidate'
 const YEAR = 'public, max-age=31536000, immutable'
@@ -203,6 +204,66 @@ for (const engine of ENGINES) {
         assert.match(gone.body.toString(), /self\.registration\.unregister\(\)/)
       } finally {
         assert.equal((await s.request('DELETE', '/api/folders/app/user_site', { key: user.key })).status, 200)
+      }
+    })
+
+    it("refuses a worker's fetch of an image or hosted-data link (403), and every answer that depends on it says so", async () => {
+      const u = await s.user()
+      await svc(s, 'grant', u.username, 'image-host')
+      await svc(s, 'grant', u.username, 'hosted-data')
+      const cookie = await s.login(u.username, u.password)
+      const form = imageForm([{ name: 'icon.png', data: await makeImage('png', { width: 40, height: 30 }) }])
+      const up = await s.post('/api/image-host/upload', { cookie, body: form.body, headers: { 'content-type': form.contentType } })
+      assert.equal(up.status, 200, up.text)
+      const img = up.json.images[0] as { public_url: string; versioned_url: string }
+      // a script as hosted data, large enough to be offered compressed (Vary: Accept-Encoding too)
+      const script = 'self.addEventListener("fetch", () => {})\n'.repeat(20)
+      const hd = await s.post('/api/hosted-data/files', { cookie, json: { display_name: 'sw.js', content: script, content_type: 'text/javascript' } })
+      assert.equal(hd.status, 200, hd.text)
+      const at = (url: string) => {
+        const u = new URL(url)
+        return u.pathname + u.search
+      }
+      const data = at(hd.json.file.public_url)
+      // [link, kept for a year]: a year-kept answer a cache in front could hand to a worker's
+      // fetch names Service-Worker; one revalidated on every use reaches the service, which
+      // answers the worker apart, and keeps its headers
+      const links: Array<[string, boolean]> = [
+        [at(img.public_url), false],
+        [at(img.versioned_url), true],
+        [`${at(img.versioned_url)}&w=8`, true],
+        [`${at(img.public_url)}?w=8`, false],
+        [data, false],
+        [`${data}?v=latest`, false],
+        [`${data}?v=1`, true],
+      ]
+      for (const [link, year] of links) {
+        // the first load fills the link's cache (the router), the second is answered before routing
+        for (const round of ['miss', 'hit']) {
+          const what = `${link} (${round})`
+          const page = await s.get(link, { headers: { 'accept-encoding': 'br, gzip' } })
+          assert.equal(page.status, 200, what)
+          assert.equal(/max-age=31536000/.test(page.header('cache-control') ?? ''), year, `${what}: ${page.header('cache-control')}`)
+          assert.equal(byWorker(page.header('vary')), year, `${what}: Vary ${page.header('vary')}`)
+          if (link.startsWith('/svc-data/')) assert.match(page.header('vary') ?? '', /accept-encoding/i, what)
+          const again = await s.get(link, { headers: { 'if-none-match': page.header('etag')!, 'accept-encoding': 'br, gzip' } })
+          assert.equal(again.status, 304, what)
+          assert.equal(byWorker(again.header('vary')), year, `${what}: the revalidation's Vary ${again.header('vary')}`)
+        }
+        const head = await s.request('HEAD', link)
+        assert.equal(head.status, 200, link)
+        assert.equal(byWorker(head.header('vary')), year, `${link} HEAD: Vary ${head.header('vary')}`)
+        const part = await s.get(link, { headers: { range: 'bytes=0-3' } })
+        assert.equal(part.status, 206, link)
+        assert.equal(byWorker(part.header('vary')), year, `${link} 206: Vary ${part.header('vary')}`)
+        // the worker's fetch: refused, never stored, and the refusal says what chose it
+        for (const method of ['GET', 'HEAD']) {
+          const sw = await s.request(method, link, { headers: { 'service-worker': 'script' } })
+          assert.equal(sw.status, 403, `${method} ${link}`)
+          assert.ok(byWorker(sw.header('vary')), `${method} ${link}: the refusal's Vary ${sw.header('vary')}`)
+          assert.equal(sw.header('cache-control'), 'no-store', `${method} ${link}`)
+          assert.equal(sw.header('etag'), undefined, `${method} ${link}`)
+        }
       }
     })
 

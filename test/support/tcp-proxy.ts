@@ -16,7 +16,11 @@ export interface TcpProxy {
   close(): Promise<void>
 }
 
-export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
+/**
+ * `onClientData`: sees each chunk a client sends, before it is relayed (e.g. to cut the relay
+ * once a request of some kind starts).
+ */
+export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1', o: { onClientData?: (chunk: Buffer) => void } = {}): Promise<TcpProxy> {
   const open = new Set<net.Socket>()
   let hung = false
   const server = net.createServer((client) => {
@@ -30,6 +34,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     }
     client.on('error', drop).on('close', drop)
     upstream.on('error', drop).on('close', drop)
+    if (o.onClientData !== undefined) client.on('data', o.onClientData)
     client.pipe(upstream).pipe(client)
     if (hung) {
       client.pause()

@@ -11,8 +11,9 @@ const MAX_CONCURRENCY = 64
 /** svc deploy's largest --batch-files; the server's own limit (its folder upload limits) caps it too. */
 const MAX_BATCH_FILES = 10_000
 
-/** kv set and kv incr: make the entry a public counter (public_incr; docs/api/kv.md). */
-const COUNTER = { type: 'boolean', help: 'a public counter: anyone may add 1 or -1 to it without a key' } as const
+/** kv set and kv incr: make the entry a public counter (public_incr; docs/api/kv.md), or stop it being one. */
+const COUNTER = { type: 'boolean', help: 'a public counter: anyone may add 1 or -1 to it without a key (default: as it was)' } as const
+const NO_COUNTER = { type: 'boolean', help: 'no longer a public counter: visitors get 404', excludes: ['counter'] } as const
 const PROJECT = { type: 'string', short: 'p', arg: 'NAME', help: "the project (default: the folder's name; dist, build...: the one above)" } as const
 
 export const CLIENT_HELP = {
@@ -157,9 +158,9 @@ export const CLIENT_HELP = {
   kv: {
     usage: [
       'svc kv get KEY',
-      'svc kv set KEY VALUE|- [--type json|text|number] [--public] [--counter] [--tags a,b]',
-      'svc kv set KEY --file F [--type json|text|number] [--public] [--counter] [--tags a,b]',
-      'svc kv incr KEY [BY] [--by N] [--counter]',
+      'svc kv set KEY VALUE|- [--type json|text|number] [--public] [--counter | --no-counter] [--tags a,b]',
+      'svc kv set KEY --file F [--type json|text|number] [--public] [--counter | --no-counter] [--tags a,b]',
+      'svc kv incr KEY [BY] [--by N] [--counter | --no-counter]',
       'svc kv rm KEY',
       'svc kv ls [--prefix P] [--page N] [--per-page N]',
     ],
@@ -172,10 +173,15 @@ export const CLIENT_HELP = {
         type: { type: 'string', arg: 'json|text|number', help: 'the type to store (default: inferred from the value)', check: oneOf('json', 'text', 'number') },
         public: { type: 'boolean', help: 'anyone may read the entry (default: private)' },
         counter: COUNTER,
+        'no-counter': NO_COUNTER,
         tags: { type: 'string', arg: 'a,b', help: 'tags, comma-separated' },
         file: { type: 'string', arg: 'F', help: 'the value from file F (UTF-8), or - for stdin' },
       },
-      incr: { by: { type: 'string', arg: 'N', help: 'the amount to add (default 1; may be negative)', check: aNumber }, counter: COUNTER },
+      incr: {
+        by: { type: 'string', arg: 'N', help: 'the amount to add (default 1; may be negative)', check: aNumber },
+        counter: COUNTER,
+        'no-counter': NO_COUNTER,
+      },
       rm: {},
       ls: {
         prefix: { type: 'string', arg: 'P', help: 'only the keys that start with P' },
@@ -187,6 +193,7 @@ export const CLIENT_HELP = {
       'svc kv set hits 0 && svc kv incr hits && svc kv get hits',
       'svc kv set config --file config.json --public',
       'svc kv set likes 0 --counter --public',
+      'svc kv incr likes 0 --no-counter',
       'svc kv ls --prefix user_',
     ],
     see: 'docs/cli.md, docs/api/kv.md',

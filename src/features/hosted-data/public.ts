@@ -27,6 +27,17 @@ const COMPRESS_MIN_BYTES = 256
 
 type Enc = 'br' | 'gzip'
 const compressible = (e: ServedEntry) => e.size >= COMPRESS_MIN_BYTES
+const VARY_WORKER = 'Service-Worker'
+/**
+ * Vary of an answer: Accept-Encoding when a compressed form may be chosen; Service-Worker for
+ * a pinned version, which a cache keeps a year without asking and so must not hand to a
+ * worker's fetch, which the link refuses (403). The default and the latest are revalidated on
+ * every use, where the worker's request gets its own answer (decision 290). Null: none.
+ */
+const varyOf = (e: ServedEntry, version: VersionPick): string | null => {
+  const names = [...(compressible(e) ? ['Accept-Encoding'] : []), ...(typeof version === 'number' ? [VARY_WORKER] : [])]
+  return names.length === 0 ? null : names.join(', ')
+}
 /** A compressed form's validator: the identity tag with the encoding's suffix. */
 const encodedTag = (etag: string, enc: Enc) => `${etag.slice(0, -1)}-${enc === 'br' ? 'br' : 'gz'}"`
 /** What revalidations match: the identity bytes and their compressed forms are the same content. */
@@ -94,7 +105,9 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
   const serve = async (req: FastifyRequest, reply: FastifyReply) => {
     const { token } = req.params as { token: string }
     setPublicCors(reply, DATA_CORS_HEADERS)
-    if (req.headers['service-worker'] !== undefined) return text(reply, 403, 'Forbidden')
+    // a hosted file never becomes a service worker over the service's origin; the refusal
+    // exists only because of the header, so it says so (decision 290)
+    if (req.headers['service-worker'] !== undefined) return text(reply.header('Vary', VARY_WORKER), 403, 'Forbidden')
     if (!PUBLIC_TOKEN_RE.test(token)) return notFound(reply)
     const q = (req.query as Record<string, unknown>).v
     let version: VersionPick = null
@@ -122,7 +135,8 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
       reply.header('Cache-Control', cacheOf(version))
       reply.header('X-Data-Version', String(e.version))
       reply.type(servedContentType(e.content_type))
-      if (compressible(e)) reply.header('Vary', 'Accept-Encoding')
+      const vary = varyOf(e, version)
+      if (vary !== null) reply.header('Vary', vary)
       const r = representationOf(e)
       const form = formFor(req.raw, e)
       if (form !== null) {
@@ -184,6 +198,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
         const e = svc.cache.get(token, version)
         // taken-down bytes are answered by the route (451)
         if (e === undefined || e.blocked) return null
+        // made once per cached version and form (hits below), never on a hit
         const headers = () => [
           ...DATA_CORS_HEADERS,
           ...userContentHeaderList('inert').flat(),
@@ -193,7 +208,7 @@ export function hostedDataPublic(app: FastifyInstance, deps: Deps): void {
           String(e.version),
           'Content-Type',
           servedContentType(e.content_type),
-          ...(compressible(e) ? ['Vary', 'Accept-Encoding'] : []),
+          ...[varyOf(e, version)].flatMap((vary) => (vary === null ? [] : ['Vary', vary])),
         ]
         let mine = hits.get(e)
         if (mine === undefined) {

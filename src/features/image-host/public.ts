@@ -31,6 +31,12 @@ const IMAGE_CORS_HEADERS = publicCorsHeaders('Retry-After')
 export const CACHE_STABLE = 'public, no-cache'
 /** Versioned URL (?v= the current content version): the bytes behind it never change. */
 export const CACHE_IMMUTABLE = 'public, max-age=31536000, immutable'
+/**
+ * Vary of a versioned URL's answers: a cache keeps them a year without asking, so it must not
+ * hand one to a worker's fetch, which the link refuses (403). A stable URL's answer is
+ * revalidated on every use, where the worker's request gets its own answer (decision 290).
+ */
+const VARY_WORKER = 'Service-Worker'
 
 function plainError(req: FastifyRequest, reply: FastifyReply, status: number, err: AppError) {
   reply.header('Cache-Control', 'no-store')
@@ -56,7 +62,10 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     // every answer of a public link is inert and readable from any page, errors included
     setUserContentHeaders(reply, 'inert')
     setPublicCors(reply, IMAGE_CORS_HEADERS)
-    if (req.headers['service-worker'] !== undefined) return reply.code(403).type('text/plain; charset=utf-8').send('Forbidden')
+    // a hosted file never becomes a service worker over the service's origin; the refusal
+    // exists only because of the header, so it says so (decision 290)
+    if (req.headers['service-worker'] !== undefined)
+      return reply.code(403).header('Cache-Control', 'no-store').header('Vary', VARY_WORKER).type('text/plain; charset=utf-8').send('Forbidden')
     let params: VariantParams | null
     try {
       params = parseVariantParams(query)
@@ -77,7 +86,9 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     const lastModifiedSec = lastModifiedOf(img)
     const rep = (size: number): Representation => ({ status: 200, size, etag, lastModified: httpDate(lastModifiedSec), lastModifiedSec })
     const v = Array.isArray(query.v) ? query.v[query.v.length - 1] : query.v
-    reply.header('Cache-Control', v === versionOf(img.digest) ? CACHE_IMMUTABLE : CACHE_STABLE)
+    const cc = v === versionOf(img.digest) ? CACHE_IMMUTABLE : CACHE_STABLE
+    reply.header('Cache-Control', cc)
+    if (cc === CACHE_IMMUTABLE) reply.header('Vary', VARY_WORKER)
     // ETag, 304, Range (206, 416, If-Range) and HEAD: one implementation for every public body
     if (params) {
       // a variant's validators are known before any work: a 304 or 412 never makes the variant
@@ -108,6 +119,7 @@ export function imagePublic(app: FastifyInstance, deps: Deps, host: ImageHost, v
     ...IMAGE_CORS_HEADERS,
     'Cache-Control',
     cacheControl,
+    ...(cacheControl === CACHE_IMMUTABLE ? ['Vary', VARY_WORKER] : []),
     'Content-Type',
     type,
   ]

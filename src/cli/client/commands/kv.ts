@@ -79,6 +79,13 @@ async function lookup<T>(key: string, run: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * public_incr to send: --counter marks, --no-counter unmarks (the table refuses both), neither
+ * sends nothing, so the entry keeps its mark, as the API does when the field is left out.
+ */
+const counterFlag = (v: { counter?: boolean; 'no-counter'?: boolean }): boolean | undefined =>
+  v.counter === true ? true : v['no-counter'] === true ? false : undefined
+
 const showValue = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v, null, 2))
 
 export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
@@ -113,7 +120,8 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       }
       const body: Record<string, unknown> = { key, ...kvValue(text, v.type) }
       if (v.public !== undefined) body.is_public = v.public
-      if (v.counter !== undefined) body.public_incr = v.counter
+      const counter = counterFlag(v)
+      if (counter !== undefined) body.public_incr = counter
       if (v.tags !== undefined)
         body.tags = v.tags
           .split(',')
@@ -134,7 +142,8 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       const by = Number(byText)
       // --by is checked by its table; BY, the argument, here: both before anything is sent
       if (!Number.isFinite(by) || byText.trim() === '') throw new UsageError(`"${byText}" is not a number`, true)
-      const r = await api().post('/svc_api/data/incr', { json: { key, by, ...(v.counter !== undefined ? { public_incr: v.counter } : {}) } })
+      const counter = counterFlag(v)
+      const r = await api().post('/svc_api/data/incr', { json: { key, by, ...(counter !== undefined ? { public_incr: counter } : {}) } })
       if (ctx.json) ctx.emit(r.json)
       else ctx.out(showValue(r.json?.data?.value))
       return 0
