@@ -463,7 +463,7 @@ ${conditional}[[headers]]
           ...redirects.map((l) => `    ${l}`),
           `  the same rules as lines of ${where('_headers')}:`,
           ...headers.map((l) => `    ${l}`),
-          '  1 rule(s) there use what these lines cannot say (conditions, signed proxies, sub-tables): write them by hand\n',
+          "  1 rule(s) there use what these lines cannot say (conditions, signed proxies, a redirect's own headers): write them by hand\n",
         ].join('\n')
       }
       // the build folder: the repository's netlify.toml, one folder up, is the one Netlify reads

@@ -1,49 +1,13 @@
 /**
  * A Netlify site's `netlify.toml` rules (`[[redirects]]`, `[[headers]]`), which svc does not
- * read, as the `_redirects` and `_headers` lines that say the same (NEW-SITES-2). Only what
- * those tables need of TOML is read: one-line `key = value` pairs (basic and literal strings,
- * integers, booleans, inline tables of strings); anything else in a rule makes it one to
- * write by hand.
+ * read, as the `_redirects` and `_headers` lines that say the same (NEW-SITES-2). The file is
+ * parsed as TOML 1.0 (smol-toml); a rule using what those lines cannot say (`conditions`,
+ * `signed`, a non-string header value...) is counted as one to write by hand.
  */
 import fsp from 'node:fs/promises'
 import path from 'node:path'
+import { parse } from 'smol-toml'
 import { BUILD_FOLDERS } from './project.js'
-
-type Value = string | number | boolean | Record<string, string> | undefined
-
-/** One `key = value` line's value, or undefined when it is not one of the kinds read here. */
-function parseValue(text: string): Value {
-  const t = text.trim()
-  const basic = /^"((?:[^"\\]|\\.)*)"\s*(?:#.*)?$/.exec(t)
-  if (basic) {
-    try {
-      return JSON.parse(`"${basic[1]}"`) as string
-    } catch {
-      return undefined
-    }
-  }
-  const literal = /^'([^']*)'\s*(?:#.*)?$/.exec(t)
-  if (literal) return literal[1]
-  const bare = /^([^\s#]+)\s*(?:#.*)?$/.exec(t)
-  if (bare) {
-    if (bare[1] === 'true' || bare[1] === 'false') return bare[1] === 'true'
-    if (/^[+-]?\d+$/.test(bare[1])) return Number(bare[1])
-    return undefined
-  }
-  const inline = /^\{(.*)\}\s*(?:#.*)?$/.exec(t)
-  if (inline) {
-    const out: Record<string, string> = {}
-    for (const pair of inline[1].split(',')) {
-      if (pair.trim() === '') continue
-      const m = /^\s*"?([A-Za-z0-9_-]+)"?\s*=\s*(.+)$/.exec(pair)
-      const v = m ? parseValue(m[2]) : undefined
-      if (typeof v !== 'string') return undefined
-      out[m![1]] = v
-    }
-    return out
-  }
-  return undefined
-}
 
 export interface NetlifyRules {
   /** The file read. */
@@ -52,68 +16,58 @@ export interface NetlifyRules {
   redirects: string[]
   /** `_headers` lines (a pattern, then its indented `Name: value` lines). */
   headers: string[]
-  /** How many rules could not be said as lines (conditions, signed proxies, multi-line values...). */
+  /** How many rules could not be said as lines (conditions, signed proxies, values not strings...). */
   byHand: number
 }
 
-/** The `[[redirects]]` and `[[headers]]` of a netlify.toml's text, as lines; null when it has none. */
+const isTable = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date)
+/** A value that fits on one line of `_redirects` / `_headers`: no line break (a word, for query values). */
+const oneLine = (v: unknown, word = false): v is string => typeof v === 'string' && v !== '' && !(word ? /\s/ : /[\r\n]/).test(v)
+
+/**
+ * One `[[redirects]]` table as a `_redirects` line (`from [query...] to status[!]`, Netlify's
+ * default status 301), or null when it holds anything else.
+ */
+function redirectLine(rule: Record<string, unknown>): string | null {
+  const { from, to, status = 301, force = false, query = {}, ...rest } = rule
+  if (Object.keys(rest).length > 0 || !oneLine(from, true) || !oneLine(to, true)) return null
+  if (!Number.isInteger(status) || typeof force !== 'boolean' || !isTable(query)) return null
+  const q = Object.entries(query)
+  if (!q.every(([k, v]) => oneLine(k, true) && oneLine(v, true))) return null
+  return `${from}${q.map(([k, v]) => ` ${k}=${v as string}`).join('')} ${to} ${String(status)}${force ? '!' : ''}`
+}
+
+/** One `[[headers]]` table as `_headers` lines (its pattern, then `  Name: value`), or null. */
+function headerLines(rule: Record<string, unknown>): string[] | null {
+  const { for: pattern, values, ...rest } = rule
+  if (Object.keys(rest).length > 0 || !oneLine(pattern, true) || !isTable(values)) return null
+  const entries = Object.entries(values)
+  if (entries.length === 0 || !entries.every(([k, v]) => oneLine(k, true) && oneLine(v))) return null
+  return [pattern, ...entries.map(([k, v]) => `  ${k}: ${v as string}`)]
+}
+
+/**
+ * The `[[redirects]]` and `[[headers]]` of a netlify.toml's text, as lines; null when it has
+ * none, or is not TOML (Netlify refuses such a file too; nothing can be said of its rules).
+ */
 export function netlifyRules(text: string, file: string): NetlifyRules | null {
-  type Block = { kind: 'redirects' | 'headers'; keys: Record<string, Value>; values: Record<string, Value>; bad: boolean }
-  const blocks: Block[] = []
-  let block: Block | null = null
-  let inValues = false
-  for (const raw of text.replace(/^\uFEFF/, '').split(/\r?\n/)) {
-    const line = raw.trim()
-    if (line === '' || line.startsWith('#')) continue
-    const table = /^(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$/.exec(line)
-    if (table) {
-      const name = table[2]
-      inValues = false
-      if (table[1] === '[[' && (name === 'redirects' || name === 'headers')) blocks.push((block = { kind: name, keys: {}, values: {}, bad: false }))
-      else if (table[1] === '[' && block?.kind === 'headers' && name === 'headers.values') inValues = true
-      // a sub-table of a rule (`[redirects.query]`) is not read: the rule is written by hand
-      else if (table[1] === '[' && block !== null && name.startsWith(`${block.kind}.`)) block.bad = true
-      else block = null
-      continue
-    }
-    if (block === null) continue
-    const kv = /^"?([A-Za-z0-9_-]+)"?\s*=\s*(.*)$/.exec(line)
-    const value = kv ? parseValue(kv[2]) : undefined
-    if (kv === null || value === undefined) {
-      block.bad = true
-      continue
-    }
-    if (inValues) block.values[kv[1]] = value
-    else block.keys[kv[1]] = value
+  let doc: Record<string, unknown>
+  try {
+    doc = parse(text)
+  } catch {
+    return null
   }
   const out: NetlifyRules = { file, redirects: [], headers: [], byHand: 0 }
-  for (const b of blocks) {
-    if (b.kind === 'redirects') {
-      const { from, to, status = 301, force = false, query, ...rest } = b.keys
-      const queryOk = query === undefined || (typeof query === 'object' && Object.values(query).every((v) => !/\s/.test(v)))
-      if (
-        b.bad ||
-        typeof from !== 'string' ||
-        typeof to !== 'string' ||
-        typeof status !== 'number' ||
-        typeof force !== 'boolean' ||
-        !queryOk ||
-        Object.keys(rest).length > 0
-      ) {
-        out.byHand++
-        continue
-      }
-      const q = typeof query === 'object' ? Object.entries(query).map(([k, v]) => ` ${k}=${v}`) : []
-      out.redirects.push(`${from}${q.join('')} ${to} ${status}${force ? '!' : ''}`)
-    } else {
-      const { for: pattern, ...rest } = b.keys
-      const values = Object.entries(b.values)
-      if (b.bad || typeof pattern !== 'string' || Object.keys(rest).length > 0 || values.length === 0 || values.some(([, v]) => typeof v !== 'string')) {
-        out.byHand++
-        continue
-      }
-      out.headers.push(pattern, ...values.map(([k, v]) => `  ${k}: ${v as string}`))
-    }
+  const rules = (v: unknown): unknown[] => (Array.isArray(v) ? v : v === undefined ? [] : [v])
+  for (const r of rules(doc.redirects)) {
+    const line = isTable(r) ? redirectLine(r) : null
+    if (line === null) out.byHand++
+    else out.redirects.push(line)
+  }
+  for (const h of rules(doc.headers)) {
+    const lines = isTable(h) ? headerLines(h) : null
+    if (lines === null) out.byHand++
+    else out.headers.push(...lines)
   }
   return out.redirects.length + out.headers.length + out.byHand === 0 ? null : out
 }
@@ -160,6 +114,6 @@ export async function netlifyNote(dir: string, label: string): Promise<string | 
   if (redirects) lines.push(`  the same rules as lines of ${where('_redirects')}:`, ...rules.redirects.map((l) => `    ${l}`))
   if (headers) lines.push(`  the same rules as lines of ${where('_headers')}:`, ...rules.headers.map((l) => `    ${l}`))
   if (rules.byHand > 0)
-    lines.push(`  ${rules.byHand} rule(s) there use what these lines cannot say (conditions, signed proxies, sub-tables): write them by hand`)
+    lines.push(`  ${rules.byHand} rule(s) there use what these lines cannot say (conditions, signed proxies, a redirect's own headers): write them by hand`)
   return lines.join('\n')
 }
