@@ -9,7 +9,7 @@ import { BLOB_COLUMNS } from '../../src/features/tables.js'
 import { deleteAccount } from '../../src/features/accounts/delete.js'
 import { importArchive, writeExport } from '../../src/features/export/archive.js'
 import type { BlobStore } from '../../src/storage/blob-store.js'
-import { until } from '../support/webhooks.js'
+import { until, webhookReceiver } from '../support/webhooks.js'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -253,6 +253,36 @@ for (const engine of ENGINES) {
       assert.deepEqual(sub.files, [])
       await sweep()
       assert.equal(await s.deps.blobs.exists(sha(bait)), false)
+    })
+
+    it("a webhook names each file with its id and the owner's download link, never its bytes", async () => {
+      const rx = await webhookReceiver()
+      rx.status.value = 200
+      try {
+        const f = await make(alice)
+        const hook = await s.request('PUT', `/svc_api/forms/webhook/${f.id}`, { key: alice.key, json: { url: rx.url } })
+        assert.equal(hook.status, 200, hook.text)
+        const bytes = unique(300, 'hook')
+        const r = await post(f.form_slug, [
+          { name: 'name', data: 'Ann' },
+          { name: 'resume', filename: 'cv.txt', data: bytes },
+        ])
+        assert.equal(r.status, 200, r.text)
+        await until(() => rx.hits.length === 1, 10_000, 'the delivery')
+        const event = JSON.parse(rx.hits[0].body)
+        const [file] = (await data(alice, f.id)).json.data.submissions[0].files
+        assert.deepEqual(event.submission.files, [
+          { id: file.id, url: file.url, field: 'resume', filename: 'cv.txt', content_type: 'text/plain', size: bytes.length },
+        ])
+        assert.ok(!rx.hits[0].body.includes(bytes.toString('latin1', 0, 40)), 'no bytes of the file')
+        // the receiver fetches the file with the owner's key, from the link it was given
+        assert.equal(new URL(event.submission.files[0].url).origin, s.url)
+        const dl = await s.get(new URL(event.submission.files[0].url).pathname, { key: alice.key })
+        assert.equal(dl.status, 200)
+        assert.ok(dl.body.equals(bytes))
+      } finally {
+        await rx.close()
+      }
     })
 
     it("an account's export carries its submissions' files, and an import brings them back to download", async () => {
