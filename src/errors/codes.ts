@@ -777,8 +777,8 @@ export const ERRORS = {
     404,
     '键不存在',
     'Key does not exist',
-    '检查键名；公开读取时用户名和键名须匹配且数据须公开',
-    'Check the key name; for a public read, the username and key must match and the entry must be public',
+    '检查键名；公开读取时用户名和键名须匹配且数据须公开；公开计数器须是标记了 public_incr 的 number 条目（控制台的“公开计数器”）',
+    'Check the key name; for a public read, the username and key must match and the entry must be public; for a public counter, the entry must be a number marked public_incr (the dashboard\'s "Public counter")',
   ),
   KV_KEY_QUOTA: def(
     1605,

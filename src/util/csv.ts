@@ -10,10 +10,15 @@ const PLAIN_NUMBER = /^[+-]?\d+(\.\d+)?$/
 
 /** One cell: an array joined with "; ", null and undefined empty, other scalars as text. */
 export function csvCell(v: unknown): string {
-  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- cells are JSON scalars (numbers, booleans) or arrays of them
-  const s = v === undefined || v === null ? '' : Array.isArray(v) ? v.map((x) => String(x)).join('; ') : String(v)
+  const s = csvText(v)
   const t = FORMULA_START.test(s) && !PLAIN_NUMBER.test(s) ? `'${s}` : s
   return /[",\r\n]/.test(t) || t !== t.trim() ? `"${t.replace(/"/g, '""')}"` : t
+}
+
+/** A value as a cell's text, before quoting: empty for none, an array's items joined by "; ". */
+export function csvText(v: unknown): string {
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- cells are JSON scalars (numbers, booleans) or arrays of them
+  return v === undefined || v === null ? '' : Array.isArray(v) ? v.map((x) => String(x)).join('; ') : String(v)
 }
 
 /** Whole rows, CRLF line ends, a final CRLF when there is a row. */

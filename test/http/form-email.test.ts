@@ -354,7 +354,7 @@ for (const engine of ENGINES) {
 
     it("a submission's mail names its files (field, name, type, size), never their bytes", async () => {
       const address = `files-${engine}@example.com`
-      const { form } = await owner(address, 'each')
+      const { u, form } = await owner(address, 'each')
       const secret = 'file body that no mail may carry'
       const mp = multipart([
         { name: 'message', data: 'see attached' },
@@ -366,6 +366,13 @@ for (const engine of ENGINES) {
       const mail = decodeQp(mailsTo(address)[0].raw)
       assert.ok(mail.includes(`resume (file): cv <1>.txt (text/plain, ${secret.length} bytes)`), mail)
       assert.ok(mail.includes(`cv &lt;1&gt;.txt (text/plain, ${secret.length} bytes)`), mail)
+      // the owner's download link, under the file's line and on its name, where a click fetches it
+      const [file] = (await s.get(`/svc_api/forms/data/${form.id}`, { key: u.key })).json.data.submissions[0].files
+      assert.equal(file.url, `${s.url}/svc_api/forms/files/${file.id}`)
+      assert.ok(mail.replace(/\r\n/g, '\n').includes(`(text/plain, ${secret.length} bytes)\n  ${file.url}\n`), mail)
+      assert.ok(mail.includes(`<a href="${file.url}">cv &lt;1&gt;.txt (text/plain, ${secret.length} bytes)</a>`), mail)
+      const dl = await s.get(new URL(file.url).pathname, { key: u.key })
+      assert.equal(dl.text, secret)
       assert.ok(!mail.includes(secret), 'no bytes of the file')
       assert.ok(!mail.includes(Buffer.from(secret).toString('base64').slice(0, 20)), 'no bytes of the file, in base64 either')
     })

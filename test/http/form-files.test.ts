@@ -9,7 +9,7 @@ import { BLOB_COLUMNS } from '../../src/features/tables.js'
 import { deleteAccount } from '../../src/features/accounts/delete.js'
 import { importArchive, writeExport } from '../../src/features/export/archive.js'
 import type { BlobStore } from '../../src/storage/blob-store.js'
-import { until } from '../support/webhooks.js'
+import { until, webhookReceiver } from '../support/webhooks.js'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -26,6 +26,35 @@ const unique = (n: number, tag: string) => {
   const b = Buffer.alloc(n, 0x61)
   b.write(`${tag}-${Math.random()}`)
   return b
+}
+
+/** Rows of an RFC 4180 text: quoted cells may hold commas, quotes and line breaks. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [[]]
+  let cell = ''
+  let quoted = false
+  const endCell = () => {
+    rows[rows.length - 1].push(cell)
+    cell = ''
+  }
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]
+    if (quoted && c === '"' && text[i + 1] === '"') {
+      cell += '"'
+      i++
+    } else if (quoted) {
+      if (c === '"') quoted = false
+      else cell += c
+    } else if (c === '"') quoted = true
+    else if (c === ',') endCell()
+    else if (c === '\r' && text[i + 1] === '\n') {
+      endCell()
+      rows.push([])
+      i++
+    } else cell += c
+  }
+  if (cell !== '' || rows[rows.length - 1].length > 0) endCell()
+  return rows
 }
 
 type User = Awaited<ReturnType<TestServer['user']>>
@@ -253,6 +282,74 @@ for (const engine of ENGINES) {
       assert.deepEqual(sub.files, [])
       await sweep()
       assert.equal(await s.deps.blobs.exists(sha(bait)), false)
+    })
+
+    it("the CSV export puts each file's link in its field's column, as the dashboard shows it", async () => {
+      // a declared file field, which the form's markup offers, and a form without fields_config
+      const declared = await make(alice, { fields_config: [{ name: 'name' }, { name: 'resume', type: 'file' }] })
+      const open = await make(alice)
+      const cells = async (f: { id: string }) => {
+        const csv = await s.get(`/svc_api/forms/export/${f.id}?format=csv`, { key: alice.key })
+        assert.equal(csv.status, 200, csv.text)
+        const [head, ...rows] = parseCsv(csv.text.replace(/^\uFEFF/, ''))
+        return rows.filter((r) => r.length > 1).map((r) => Object.fromEntries(head.map((h, i) => [h, r[i]])))
+      }
+      for (const f of [declared, open]) {
+        const one = unique(100, 'csv-a')
+        const two = unique(100, 'csv-b')
+        const r = await post(f.form_slug, [
+          { name: 'name', data: 'Ann' },
+          { name: 'resume', filename: 'cv.txt', data: one },
+          { name: 'resume', filename: 'letter.txt', data: two },
+        ])
+        assert.equal(r.status, 200, r.text)
+        const urls = (await data(alice, f.id)).json.data.submissions[0].files.map((x: { url: string }) => x.url)
+        assert.equal(urls.length, 2)
+        const [row] = await cells(f)
+        assert.equal(row.name, 'Ann')
+        assert.equal(row.resume, urls.join('\n'), "the field column holds its files' links")
+        assert.equal(row.files, urls.join('\n'), 'the files column keeps every file')
+      }
+      // a field that sent text and a file (a form without fields_config): the text, then the link
+      const mixed = await make(alice)
+      const r = await post(mixed.form_slug, [
+        { name: 'photo', data: '=see file' },
+        { name: 'photo', filename: 'me.png', data: PNG },
+      ])
+      assert.equal(r.status, 200, r.text)
+      const [url] = (await data(alice, mixed.id)).json.data.submissions[0].files.map((x: { url: string }) => x.url)
+      const [row] = await cells(mixed)
+      assert.equal(row.photo, `'=see file\n${url}`, 'the formula guard still applies to the cell')
+    })
+
+    it("a webhook names each file with its id and the owner's download link, never its bytes", async () => {
+      const rx = await webhookReceiver()
+      rx.status.value = 200
+      try {
+        const f = await make(alice)
+        const hook = await s.request('PUT', `/svc_api/forms/webhook/${f.id}`, { key: alice.key, json: { url: rx.url } })
+        assert.equal(hook.status, 200, hook.text)
+        const bytes = unique(300, 'hook')
+        const r = await post(f.form_slug, [
+          { name: 'name', data: 'Ann' },
+          { name: 'resume', filename: 'cv.txt', data: bytes },
+        ])
+        assert.equal(r.status, 200, r.text)
+        await until(() => rx.hits.length === 1, 10_000, 'the delivery')
+        const event = JSON.parse(rx.hits[0].body)
+        const [file] = (await data(alice, f.id)).json.data.submissions[0].files
+        assert.deepEqual(event.submission.files, [
+          { id: file.id, url: file.url, field: 'resume', filename: 'cv.txt', content_type: 'text/plain', size: bytes.length },
+        ])
+        assert.ok(!rx.hits[0].body.includes(bytes.toString('latin1', 0, 40)), 'no bytes of the file')
+        // the receiver fetches the file with the owner's key, from the link it was given
+        assert.equal(new URL(event.submission.files[0].url).origin, s.url)
+        const dl = await s.get(new URL(event.submission.files[0].url).pathname, { key: alice.key })
+        assert.equal(dl.status, 200)
+        assert.ok(dl.body.equals(bytes))
+      } finally {
+        await rx.close()
+      }
     })
 
     it("an account's export carries its submissions' files, and an import brings them back to download", async () => {

@@ -122,6 +122,11 @@ for (const engine of ENGINES) {
       notFound(await hit(alice.username, 'kept'))
       // the same body whatever the reason: a visitor cannot tell a private entry from none
       for (const a of answers) assert.deepEqual(a, answers[0])
+      // ... which says what a counter needs: a page whose entry is public but not marked (the
+      // usual slip) is told of public_incr, not only that the entry must be public
+      assert.match(answers[0].solution, /for a public counter, the entry must be a number marked public_incr/)
+      const zh = await s.post(`/svc_api/data/public/${bob.username}/readable/incr`, { headers: { 'accept-language': 'zh' } })
+      assert.match(zh.json.solution, /公开计数器须是标记了 public_incr 的 number 条目/)
       for (const b of setup.filter((x) => x.key !== 'brief')) {
         const e = (await get(bob, b.key)).json.data
         assert.deepEqual(e.value, b.value, b.key)

@@ -1,4 +1,4 @@
-import { csvCell, fieldHeaders } from '../../util/csv.js'
+import { csvCell, csvText, fieldHeaders } from '../../util/csv.js'
 import type { FieldDef } from './fields.js'
 import { fileUrl, submissionView, type FormView } from './service.js'
 import type { FileRow, SubmissionRow } from './store.js'
@@ -11,7 +11,8 @@ const FILES = 'files'
  * The CSV export (UTF-8 with a byte-order mark so spreadsheets read Chinese text): fixed
  * columns, then the form's fields in their order followed by every other name found in the
  * exported rows (from a first pass: fields since removed from fields_config, or every field of
- * a form without one), then `files` (where a submission's files are, one a line: `link`, the
+ * a form without one, the fields files were sent in included; a field's cell ends with the
+ * links of its files), then `files` (all of a submission's files, one a line: `link`, the
  * owner's download URL) when the form declares a file field or a row has a file,
  * then user agent and client network. Every stored value has a column, as in the JSON export,
  * and no header is repeated (fieldHeaders).
@@ -25,6 +26,8 @@ export async function* csvExport(
   let files = fields.some((f) => f.type === 'file')
   for await (const r of rows()) {
     for (const k of Object.keys(JSON.parse(r.data) as object)) seen.add(k)
+    // a file's field has a column too (a form without fields_config names it only there)
+    for (const f of r.files ?? []) seen.add(f.field)
     if ((r.files ?? []).length > 0) files = true
   }
   const columns = [...seen]
@@ -33,7 +36,15 @@ export async function* csvExport(
   for await (const r of rows()) {
     const v = submissionView(r)
     // own keys only: a field named "constructor" that this submission lacks is an empty cell
-    const field = (c: string) => (Object.hasOwn(v.data, c) ? v.data[c] : undefined)
+    const value = (c: string) => (Object.hasOwn(v.data, c) ? v.data[c] : undefined)
+    // a field's cell holds its text, then the links of the files sent in it, one a line, as
+    // the dashboard shows them (decision NEW-BACKEND-3)
+    const field = (c: string) => {
+      const sent = (r.files ?? []).filter((f) => f.field === c).map(link)
+      if (sent.length === 0) return value(c)
+      const text = value(c)
+      return [...(text === undefined || text === null ? [] : [csvText(text)]), ...sent].join('\n')
+    }
     const urls = files ? [(r.files ?? []).map(link).join('\n')] : []
     const cells = [v.id, v.created_at, v.is_read, v.is_spam, v.spam_reason, ...columns.map(field), ...urls, v.user_agent, v.ip_prefix]
     yield cells.map(csvCell).join(',') + '\r\n'

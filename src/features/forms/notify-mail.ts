@@ -109,14 +109,17 @@ export function submissionMail(events: SubmissionEvent[]): { subject: string; te
   const form = events[0].form
   const asked = events.length === 1 ? events[0].subject : undefined
   const subject = oneLine(asked ?? (events.length === 1 ? `New submission to ${form.name}` : `${events.length} new submissions to ${form.name}`))
-  // a file is named with its field, type and size; its bytes are the owner's download
+  // a file is named with its field, type and size; its bytes are the owner's download, linked
+  // when the link is absolute (a path means nothing in a mail; events queued before files had
+  // links have none)
   const fileLine = (f: EventFile) => `${f.filename} (${f.content_type}, ${f.size} bytes)`
+  const link = (f: EventFile) => (/^https?:\/\//.test(f.url ?? '') ? f.url : null)
   const text = events
     .map((e) =>
       [
         `Submission ${e.submission.id} (${e.submission.created_at})`,
         ...Object.entries(e.submission.data).map(([k, v]) => `${k}: ${indented(show(v))}`),
-        ...(e.submission.files ?? []).map((f) => `${f.field} (file): ${fileLine(f)}`),
+        ...(e.submission.files ?? []).map((f) => `${f.field} (file): ${fileLine(f)}${link(f) ? `\n  ${link(f)}` : ''}`),
       ].join('\n'),
     )
     .join('\n\n')
@@ -126,7 +129,11 @@ export function submissionMail(events: SubmissionEvent[]): { subject: string; te
         `<h3>Submission ${escapeHtml(e.submission.id)} <small>${escapeHtml(e.submission.created_at)}</small></h3><table>${Object.entries(e.submission.data)
           .map(([k, v]) => `<tr><th align="left" valign="top">${escapeHtml(k)}</th><td style="white-space:pre-wrap">${escapeHtml(show(v))}</td></tr>`)
           .join('')}${(e.submission.files ?? [])
-          .map((f) => `<tr><th align="left" valign="top">${escapeHtml(f.field)} (file)</th><td>${escapeHtml(fileLine(f))}</td></tr>`)
+          .map((f) => {
+            const url = link(f)
+            const name = url ? `<a href="${escapeHtml(url)}">${escapeHtml(fileLine(f))}</a>` : escapeHtml(fileLine(f))
+            return `<tr><th align="left" valign="top">${escapeHtml(f.field)} (file)</th><td>${name}</td></tr>`
+          })
           .join('')}</table>`,
     )
     .join('<hr>')

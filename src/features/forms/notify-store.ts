@@ -69,8 +69,14 @@ export interface NotifyDeliveriesTable {
 export type DeliveryRow = NotifyDeliveriesTable
 
 /** The JSON a webhook receives (and an e-mail shows) for one submission. */
-/** A file sent with a submission, as a notification names it (never its bytes). */
+/**
+ * A file sent with a submission, as a notification names it (never its bytes): its id and the
+ * owner's download link (absolute when the service's origin is known, else a path; both are
+ * absent from events queued before notifications carried them).
+ */
 export interface EventFile {
+  id?: string
+  url?: string
   field: string
   filename: string
   content_type: string

@@ -6,7 +6,7 @@ import { errorMessage, langOf, renderError } from '../../errors/render.js'
 import { caller } from '../../http/guard.js'
 import { fromFastifyError } from '../../http/errors.js'
 import { multipartParts, readUpload } from '../../http/multipart.js'
-import { clientIp, isHttps, serviceOrigin } from '../../http/origin.js'
+import { clientIp, isHttps, linkOrigin, serviceOrigin } from '../../http/origin.js'
 import { SITE_FORM_ROUTE } from '../../http/types.js'
 import { notAllowed } from '../../http/content-headers.js'
 import { bad, NETLIFY_FORM_NAME, type FieldDef } from './fields.js'
@@ -236,7 +236,10 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     const ua = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined
     let r: Awaited<ReturnType<FormService['submit']>>
     try {
-      r = await forms.submit(form, body, { ip, userAgent: ua, hold: site?.hold ?? null, files })
+      // files' download links in notifications name the service's origin only when it is known
+      // (PUBLIC_URL, or a loopback host): a visitor's forged Host never reaches the owner's mail
+      const links = linkOrigin(req, deps.config) ?? ''
+      r = await forms.submit(form, body, { ip, userAgent: ua, hold: site?.hold ?? null, files, links })
     } catch (e) {
       if (!(e instanceof PageHeld) || site === null) throw e
       // the public host's answer to the page (serve.ts answerHeld): its notice names the URL posted to

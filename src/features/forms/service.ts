@@ -249,8 +249,10 @@ export function createFormService({ db, clock, limits, config, blobs, notify }: 
     hold: string | null
     /** The mail subject the post asked for (`_subject`), or null. */
     subject: string | null
-    /** Files stored as blobs while the body was read (none for spam: decision 282). */
-    files: SentFile[]
+    /** Files stored as blobs while the body was read (none for spam: decision 282), with their row ids. */
+    files: Array<SentFile & { id: string }>
+    /** The service's origin for links sent out (notifications), or '' when unknown: download links are then paths. */
+    links: string
   }
   const ROUND_MAX = 256
   const submitRound = rounds<Submission, { id: string; spam: string | null }>(
@@ -272,7 +274,15 @@ export function createFormService({ db, clock, limits, config, blobs, notify }: 
               createdAt: x.now,
               spam: x.spam !== null,
               subject: x.subject,
-              files: x.files.map((f) => ({ field: f.field, filename: f.filename, content_type: f.content_type, size: f.size })),
+              // each file with its id and the owner's download link, so a receiver can fetch it
+              files: x.files.map((f) => ({
+                id: f.id,
+                field: f.field,
+                filename: f.filename,
+                content_type: f.content_type,
+                size: f.size,
+                url: fileUrl(x.links, f.id),
+              })),
             })),
           )) ?? []
         const month = beijingMonth(round[0].now)
@@ -331,7 +341,7 @@ export function createFormService({ db, clock, limits, config, blobs, notify }: 
           trx,
           kept.flatMap((x) =>
             x.files.map((f) => ({
-              id: newId(),
+              id: f.id,
               submission_id: x.id,
               form_id: form.id,
               user_id: form.user_id,
@@ -607,7 +617,7 @@ export function createFormService({ db, clock, limits, config, blobs, notify }: 
     async submit(
       form: FormRow,
       body: Map<string, unknown>,
-      meta: { ip: string; userAgent?: string; hold?: string | null; files?: SentFile[] },
+      meta: { ip: string; userAgent?: string; hold?: string | null; files?: SentFile[]; links?: string },
     ): Promise<{ id: string; spam: string | null }> {
       const defs = JSON.parse(form.fields_config) as FieldDef[]
       const sentFiles = (meta.files ?? []).filter((f) => keepsFile(defs, form.honeypot_field, f.field))
@@ -621,7 +631,7 @@ export function createFormService({ db, clock, limits, config, blobs, notify }: 
       const spam = spamReason(form, defs, body, now)
       const ua = meta.userAgent && !/[\u0000]/.test(meta.userAgent) ? meta.userAgent.slice(0, 512) : null
       // spam keeps no files: a bot filling the honeypot cannot fill the owner's file quota
-      const files = spam === null ? sentFiles : []
+      const files = spam === null ? sentFiles.map((f) => ({ ...f, id: newId() })) : []
       // the files were put as the body arrived, maybe longer ago than the sweeper's grace (a
       // slow link): their times are refreshed before the row commits, so a sweep from now on
       // spares them, and one a sweep took meanwhile refuses the submission (503, sent again)
@@ -635,7 +645,8 @@ export function createFormService({ db, clock, limits, config, blobs, notify }: 
         }
         throw new AppError('STORAGE_UNAVAILABLE', { extra: { details: { reason } } })
       }
-      return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now, hold: meta.hold ?? null, subject: subjectOf(body), files })
+      const links = meta.links ?? ''
+      return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now, hold: meta.hold ?? null, subject: subjectOf(body), files, links })
     },
   }
 }
