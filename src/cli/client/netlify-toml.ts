@@ -6,7 +6,7 @@
  */
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { parse } from 'smol-toml'
+import { parse as parseToml } from 'smol-toml'
 import { BUILD_FOLDERS } from './project.js'
 
 export interface NetlifyRules {
@@ -53,7 +53,7 @@ function headerLines(rule: Record<string, unknown>): string[] | null {
 export function netlifyRules(text: string, file: string): NetlifyRules | null {
   let doc: Record<string, unknown>
   try {
-    doc = parse(text)
+    doc = parseToml(text)
   } catch {
     return null
   }
