@@ -5,6 +5,7 @@ import fs from 'node:fs'
 import { type BrowserContext } from 'playwright-core'
 import { until, webhookReceiver } from '../support/webhooks.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import type { Engine } from '../../src/db/kysely.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { type BrowserLease, openBrowser, sessionCookiesFor, watchErrors } from '../support/browser.js'
 import { decodeQp, smtpSink } from '../support/smtp.js'
@@ -15,8 +16,16 @@ import { decodeQp, smtpSink } from '../support/smtp.js'
 // switch the e-mail mode. The receiver is an HTTP server on loopback (WEBHOOK_BLOCK_PRIVATE is
 // off in tests).
 
-for (const engine of ENGINES) {
-  describe(`dashboard: form notifications and read-only keys in Chromium [${engine}]`, () => {
+// The three flows (webhooks and keys on each engine, e-mail on one) have a server, a receiver
+// and browser contexts of their own, and mostly wait on the page and on deliveries: they run
+// side by side, the steps of each in order
+describe('dashboard: notifications in Chromium', { concurrency: true }, () => {
+  for (const engine of ENGINES) webhookFlow(engine)
+  emailFlow()
+})
+
+function webhookFlow(engine: Engine): void {
+  describe(`dashboard: form notifications and read-only keys in Chromium [${engine}]`, { concurrency: false }, () => {
     let s: TestServer
     let browser: BrowserLease
     let rx: Awaited<ReturnType<typeof webhookReceiver>>
@@ -196,70 +205,75 @@ for (const engine of ENGINES) {
   })
 }
 
-describe(`dashboard: e-mail notifications in Chromium [${ENGINES[0]}]`, () => {
-  let s: TestServer
-  let browser: BrowserLease
-  let smtp: Awaited<ReturnType<typeof smtpSink>>
+function emailFlow(): void {
+  describe(`dashboard: e-mail notifications in Chromium [${ENGINES[0]}]`, { concurrency: false }, () => {
+    let s: TestServer
+    let browser: BrowserLease
+    let smtp: Awaited<ReturnType<typeof smtpSink>>
 
-  before(async () => {
-    smtp = await smtpSink()
-    s = await startServer({ engine: ENGINES[0], env: { RATE_LIMITS: HIGH_LIMITS, SMTP_URL: smtp.url, SMTP_FROM: 'svc <svc@localhost>', NOTIFY_POLL: '20ms' } })
-    browser = await openBrowser()
+    before(async () => {
+      smtp = await smtpSink()
+      s = await startServer({
+        engine: ENGINES[0],
+        env: { RATE_LIMITS: HIGH_LIMITS, SMTP_URL: smtp.url, SMTP_FROM: 'svc <svc@localhost>', NOTIFY_POLL: '20ms' },
+      })
+      browser = await openBrowser()
+    })
+    after(async () => {
+      await browser?.close()
+      await s?.close()
+      await smtp?.close()
+    })
+
+    it('adds an address, verifies it from the mail, mails each submission, and switches to digest and off', async () => {
+      const bob = await s.user({ name: 'bob' })
+      const form = (await s.post('/svc_api/forms/create', { key: bob.key, json: { form_name: 'Mailbox' } })).json.data as { id: string; form_slug: string }
+      const cookie = await s.login(bob.username, bob.password)
+      const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
+      await ctx.addCookies(sessionCookiesFor(cookie, s.url))
+      const page = await ctx.newPage()
+      const problems = watchErrors(page, [{ url: '/svc_api/forms/webhook/', status: 404 }])
+      await page.goto(`${s.url}/dashboard/forms`)
+      await page.click('button[aria-label="Notifications Mailbox"]')
+      await page.waitForSelector('#addr-box', { state: 'visible' })
+      assert.match((await page.textContent('#email-info')) ?? '', /No verified address yet/)
+      await page.fill('#addr-input', 'bob@example.com')
+      await page.click('#addr-form button[type=submit]')
+      await page.waitForFunction(() => document.getElementById('addr-list')?.textContent?.includes('waiting for verification'))
+      await until(() => smtp.mails.length === 1, 10_000, 'the verification mail')
+      const token = /verify\?token=([A-Za-z0-9]{40})/.exec(decodeQp(smtp.mails[0].raw))?.[1]
+      assert.ok(token)
+      // the mail's link, opened in the browser: a page that says so, in the browser's language
+      // (opening it confirms nothing: the person presses Confirm, which a mail scanner does not)
+      const verified = await ctx.newPage()
+      assert.equal((await verified.goto(`${s.url}/svc_api/notify/verify?token=${token}`))?.status(), 200)
+      assert.equal(await verified.textContent('h1'), 'Confirm this address')
+      assert.match((await verified.textContent('p')) ?? '', /bob@example\.com/)
+      await verified.reload()
+      assert.equal(await verified.textContent('h1'), 'Confirm this address', 'opening the link twice confirms nothing')
+      await Promise.all([verified.waitForURL(/\/svc_api\/notify\/verify$/), verified.click('button[type=submit]')])
+      assert.equal(await verified.textContent('h1'), 'Address verified')
+      assert.match((await verified.textContent('p')) ?? '', /bob@example\.com/)
+      await verified.close()
+
+      await page.selectOption('#email-mode', 'each')
+      await page.waitForFunction(() => document.getElementById('email-info')?.textContent === 'Sent to: bob@example.com')
+      assert.match((await page.textContent('#addr-list')) ?? '', /bob@example\.com verified/)
+      await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: 'Eve' } })
+      await until(() => smtp.mails.length === 2, 10_000, 'the submission mail')
+      assert.match(decodeQp(smtp.mails[1].raw), /Subject: New submission to Mailbox/)
+      await page.click('#deliv-refresh')
+      await page.waitForSelector('#deliv-table tbody tr[data-status="delivered"]')
+      assert.match((await page.textContent('#deliv-table tbody')) ?? '', /email\s*bob@example\.com\s*delivered\s*1/)
+
+      await page.selectOption('#email-mode', 'digest')
+      await until(async () => (await s.get(`/svc_api/forms/email/${form.id}`, { key: bob.key })).json.data.mode === 'digest', 10_000, 'digest mode')
+      await page.selectOption('#email-mode', 'off')
+      await until(async () => (await s.get(`/svc_api/forms/email/${form.id}`, { key: bob.key })).json.data.enabled === false, 10_000, 'e-mail off')
+      const e = (await s.get(`/svc_api/forms/email/${form.id}`, { key: bob.key })).json.data
+      assert.equal(e.mode, 'digest', 'off keeps the mode')
+      assert.deepEqual(problems, [])
+      await ctx.close()
+    })
   })
-  after(async () => {
-    await browser?.close()
-    await s?.close()
-    await smtp?.close()
-  })
-
-  it('adds an address, verifies it from the mail, mails each submission, and switches to digest and off', async () => {
-    const bob = await s.user({ name: 'bob' })
-    const form = (await s.post('/svc_api/forms/create', { key: bob.key, json: { form_name: 'Mailbox' } })).json.data as { id: string; form_slug: string }
-    const cookie = await s.login(bob.username, bob.password)
-    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'en-US' })
-    await ctx.addCookies(sessionCookiesFor(cookie, s.url))
-    const page = await ctx.newPage()
-    const problems = watchErrors(page, [{ url: '/svc_api/forms/webhook/', status: 404 }])
-    await page.goto(`${s.url}/dashboard/forms`)
-    await page.click('button[aria-label="Notifications Mailbox"]')
-    await page.waitForSelector('#addr-box', { state: 'visible' })
-    assert.match((await page.textContent('#email-info')) ?? '', /No verified address yet/)
-    await page.fill('#addr-input', 'bob@example.com')
-    await page.click('#addr-form button[type=submit]')
-    await page.waitForFunction(() => document.getElementById('addr-list')?.textContent?.includes('waiting for verification'))
-    await until(() => smtp.mails.length === 1, 10_000, 'the verification mail')
-    const token = /verify\?token=([A-Za-z0-9]{40})/.exec(decodeQp(smtp.mails[0].raw))?.[1]
-    assert.ok(token)
-    // the mail's link, opened in the browser: a page that says so, in the browser's language
-    // (opening it confirms nothing: the person presses Confirm, which a mail scanner does not)
-    const verified = await ctx.newPage()
-    assert.equal((await verified.goto(`${s.url}/svc_api/notify/verify?token=${token}`))?.status(), 200)
-    assert.equal(await verified.textContent('h1'), 'Confirm this address')
-    assert.match((await verified.textContent('p')) ?? '', /bob@example\.com/)
-    await verified.reload()
-    assert.equal(await verified.textContent('h1'), 'Confirm this address', 'opening the link twice confirms nothing')
-    await Promise.all([verified.waitForURL(/\/svc_api\/notify\/verify$/), verified.click('button[type=submit]')])
-    assert.equal(await verified.textContent('h1'), 'Address verified')
-    assert.match((await verified.textContent('p')) ?? '', /bob@example\.com/)
-    await verified.close()
-
-    await page.selectOption('#email-mode', 'each')
-    await page.waitForFunction(() => document.getElementById('email-info')?.textContent === 'Sent to: bob@example.com')
-    assert.match((await page.textContent('#addr-list')) ?? '', /bob@example\.com verified/)
-    await s.post(`/api/forms/submit/${form.form_slug}`, { json: { name: 'Eve' } })
-    await until(() => smtp.mails.length === 2, 10_000, 'the submission mail')
-    assert.match(decodeQp(smtp.mails[1].raw), /Subject: New submission to Mailbox/)
-    await page.click('#deliv-refresh')
-    await page.waitForSelector('#deliv-table tbody tr[data-status="delivered"]')
-    assert.match((await page.textContent('#deliv-table tbody')) ?? '', /email\s*bob@example\.com\s*delivered\s*1/)
-
-    await page.selectOption('#email-mode', 'digest')
-    await until(async () => (await s.get(`/svc_api/forms/email/${form.id}`, { key: bob.key })).json.data.mode === 'digest', 10_000, 'digest mode')
-    await page.selectOption('#email-mode', 'off')
-    await until(async () => (await s.get(`/svc_api/forms/email/${form.id}`, { key: bob.key })).json.data.enabled === false, 10_000, 'e-mail off')
-    const e = (await s.get(`/svc_api/forms/email/${form.id}`, { key: bob.key })).json.data
-    assert.equal(e.mode, 'digest', 'off keeps the mode')
-    assert.deepEqual(problems, [])
-    await ctx.close()
-  })
-})
+}

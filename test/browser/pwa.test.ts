@@ -182,189 +182,197 @@ describe(`a PWA (service worker, manifest, offline) in Chromium [${engine}]`, ()
     return res.json.deploy.id as string
   }
 
-  for (const where of ['project origin', 'user origin'] as const) {
-    it(`registers, works offline and takes a redeploy and a rollback on the ${where}`, async () => {
-      const project = where === 'project origin' ? 'pwa-own' : 'pwa-sub'
-      const first = await deploy(project, pwaSite('v1'))
-      const start =
-        where === 'project origin' ? `http://${project}.${user.username}.localhost:${port}/` : `http://${user.username}.localhost:${port}/${project}/`
-      const ctx: BrowserContext = await browser.newContext()
-      try {
-        const page = await ctx.newPage()
-        const errors = watchErrors(page)
-        await page.goto(start)
-        assert.equal(await shown(page), `app v1 | data v1 | wasm 42 | scope ${start}`)
-        await controlledBy(page, 'v1')
-        // the browser reads the web app manifest (application/manifest+json) without a complaint
-        const app = await (await ctx.newCDPSession(page)).send('Page.getAppManifest')
-        assert.deepEqual(app.errors, [])
-        assert.equal(app.url, new URL('manifest.webmanifest', start).href)
-        assert.equal(JSON.parse(app.data ?? '{}').name, 'PWA test')
+  // Each of these tests has a project and a browser context (storage, workers, caches) of its
+  // own, so three run at a time: most of a test is Chromium's own update check and reload
+  // after a visit. The takedown comes after them all: it blocks its site's bytes, which the
+  // other tests' sites share, for their next publish (451 / 1701).
+  describe('side by side', { concurrency: 3 }, () => {
+    for (const where of ['project origin', 'user origin'] as const) {
+      it(`registers, works offline and takes a redeploy and a rollback on the ${where}`, async () => {
+        const project = where === 'project origin' ? 'pwa-own' : 'pwa-sub'
+        const first = await deploy(project, pwaSite('v1'))
+        const start =
+          where === 'project origin' ? `http://${project}.${user.username}.localhost:${port}/` : `http://${user.username}.localhost:${port}/${project}/`
+        const ctx: BrowserContext = await browser.newContext()
+        try {
+          const page = await ctx.newPage()
+          const errors = watchErrors(page)
+          await page.goto(start)
+          assert.equal(await shown(page), `app v1 | data v1 | wasm 42 | scope ${start}`)
+          await controlledBy(page, 'v1')
+          // the browser reads the web app manifest (application/manifest+json) without a complaint
+          const app = await (await ctx.newCDPSession(page)).send('Page.getAppManifest')
+          assert.deepEqual(app.errors, [])
+          assert.equal(app.url, new URL('manifest.webmanifest', start).href)
+          assert.equal(JSON.parse(app.data ?? '{}').name, 'PWA test')
 
-        await ctx.setOffline(true)
-        await page.reload()
-        assert.equal(await shown(page), `app v1 | data v1 | wasm 42 | scope ${start}`, 'offline, from the worker')
-        await page.goto(new URL('settings', start).href)
-        assert.equal(await shown(page), `app v1 | data v1 | wasm 42 | scope ${start}`, 'offline, a route of the app')
-        await ctx.setOffline(false)
+          await ctx.setOffline(true)
+          await page.reload()
+          assert.equal(await shown(page), `app v1 | data v1 | wasm 42 | scope ${start}`, 'offline, from the worker')
+          await page.goto(new URL('settings', start).href)
+          assert.equal(await shown(page), `app v1 | data v1 | wasm 42 | scope ${start}`, 'offline, a route of the app')
+          await ctx.setOffline(false)
 
-        // a redeploy: the next visit fetches the new sw.js, which takes over and serves v2
-        await deploy(project, pwaSite('v2'))
-        await page.goto(start)
-        await controlledBy(page, 'v2')
-        await page.reload()
-        assert.equal(await shown(page), `app v2 | data v2 | wasm 42 | scope ${start}`)
+          // a redeploy: the next visit fetches the new sw.js, which takes over and serves v2
+          await deploy(project, pwaSite('v2'))
+          await page.goto(start)
+          await controlledBy(page, 'v2')
+          await page.reload()
+          assert.equal(await shown(page), `app v2 | data v2 | wasm 42 | scope ${start}`)
 
-        // a rollback to v1: its sw.js differs from the live one, so the browser takes it again
-        const rb = await s.post(`/api/folders/${project}/rollback`, { key: user.key, json: { deploy_id: first } })
-        assert.equal(rb.status, 200, rb.text)
-        await page.goto(start)
-        await controlledBy(page, 'v1')
-        await page.reload()
-        assert.equal(await shown(page), `app v1 | data v1 | wasm 42 | scope ${start}`)
-        assert.deepEqual(errors, [])
-      } finally {
-        await ctx.close()
-      }
-    })
-  }
-
-  it('a rule that keeps sw.js a year does not hold a worker registered with updateViaCache "all" back', async () => {
-    const headers = '/*.js\n  Cache-Control: public, max-age=31536000, immutable\n'
-    await deploy('pwa-cached', pwaSite('v1', { updateViaCache: 'all', headers }))
-    const start = `http://pwa-cached.${user.username}.localhost:${port}/`
-    const ctx = await browser.newContext()
-    try {
-      const page = await installed(ctx, start)
-      await deploy('pwa-cached', pwaSite('v2', { updateViaCache: 'all', headers }))
-      await page.goto(start)
-      await controlledBy(page, 'v2')
-    } finally {
-      await ctx.close()
+          // a rollback to v1: its sw.js differs from the live one, so the browser takes it again
+          const rb = await s.post(`/api/folders/${project}/rollback`, { key: user.key, json: { deploy_id: first } })
+          assert.equal(rb.status, 200, rb.text)
+          await page.goto(start)
+          await controlledBy(page, 'v1')
+          await page.reload()
+          assert.equal(await shown(page), `app v1 | data v1 | wasm 42 | scope ${start}`)
+          assert.deepEqual(errors, [])
+        } finally {
+          await ctx.close()
+        }
+      })
     }
-  })
 
-  it('Service-Worker-Allowed from _headers widens the scope to the project, on both origins and a kept deploy', async () => {
-    const headers = '/assets/sw.js\n  Service-Worker-Allowed: /\n'
-    const id = await deploy('pwa-swa', pwaSite('v1', { swPath: 'assets/sw.js', scope: './', headers }))
-    const mine = `http://${user.username}.localhost:${port}`
-    // the project's origin, under /{project}/, and a kept deploy under /{project}@{deploy}/
-    for (const start of [`http://pwa-swa.${user.username}.localhost:${port}/`, `${mine}/pwa-swa/`, `${mine}/pwa-swa@${id}/`]) {
+    it('a rule that keeps sw.js a year does not hold a worker registered with updateViaCache "all" back', async () => {
+      const headers = '/*.js\n  Cache-Control: public, max-age=31536000, immutable\n'
+      await deploy('pwa-cached', pwaSite('v1', { updateViaCache: 'all', headers }))
+      const start = `http://pwa-cached.${user.username}.localhost:${port}/`
       const ctx = await browser.newContext()
       try {
         const page = await installed(ctx, start)
-        await ctx.setOffline(true)
-        await page.reload()
-        assert.equal(await shown(page), `app v1 | data v1 | wasm 42 | scope ${start}`, 'offline')
+        await deploy('pwa-cached', pwaSite('v2', { updateViaCache: 'all', headers }))
+        await page.goto(start)
+        await controlledBy(page, 'v2')
       } finally {
         await ctx.close()
       }
+    })
+
+    it('Service-Worker-Allowed from _headers widens the scope to the project, on both origins and a kept deploy', async () => {
+      const headers = '/assets/sw.js\n  Service-Worker-Allowed: /\n'
+      const id = await deploy('pwa-swa', pwaSite('v1', { swPath: 'assets/sw.js', scope: './', headers }))
+      const mine = `http://${user.username}.localhost:${port}`
+      // the project's origin, under /{project}/, and a kept deploy under /{project}@{deploy}/
+      for (const start of [`http://pwa-swa.${user.username}.localhost:${port}/`, `${mine}/pwa-swa/`, `${mine}/pwa-swa@${id}/`]) {
+        const ctx = await browser.newContext()
+        try {
+          const page = await installed(ctx, start)
+          await ctx.setOffline(true)
+          await page.reload()
+          assert.equal(await shown(page), `app v1 | data v1 | wasm 42 | scope ${start}`, 'offline')
+        } finally {
+          await ctx.close()
+        }
+      }
+    })
+
+    it("on the user's origin a project's worker cannot take the origin's root, so never another project's pages", async () => {
+      const headers = '/assets/sw.js\n  Service-Worker-Allowed: /\n'
+      await deploy('pwa-wide', pwaSite('v1', { swPath: 'assets/sw.js', scope: '/', headers }))
+      const start = `http://${user.username}.localhost:${port}/pwa-wide/`
+      const ctx = await browser.newContext()
+      try {
+        const page = await ctx.newPage()
+        await page.goto(start)
+        assert.equal(await shown(page), 'app v1 | data v1 | wasm 42 | scope refused: SecurityError')
+      } finally {
+        await ctx.close()
+      }
+    })
+
+    for (const where of ['project origin', 'user origin'] as const) {
+      it(`unpublishing the project retires its worker on the ${where}: the visitor then sees the 404`, async () => {
+        const project = where === 'project origin' ? 'pwa-off' : 'pwa-off-sub'
+        await deploy(project, pwaSite('v1'))
+        const start =
+          where === 'project origin' ? `http://${project}.${user.username}.localhost:${port}/` : `http://${user.username}.localhost:${port}/${project}/`
+        const ctx = await browser.newContext()
+        try {
+          const page = await ctx.newPage()
+          await page.goto(start)
+          await controlledBy(page, 'v1')
+          const off = await s.post(`/api/folders/${project}/unpublish`, { key: user.key })
+          assert.equal(off.status, 200, off.text)
+          // the visit still comes from the worker; the browser's update check after it gets a
+          // worker that unregisters itself and reloads the page, from the network: the 404
+          const notFound = page.waitForResponse((r) => r.url() === start && r.status() === 404, { timeout: 15_000 })
+          // (an update check the first visit scheduled may already have run: then this visit is the 404,
+          // or is cut short by the reload)
+          await page.goto(start).catch(() => null)
+          await notFound
+          await page.waitForLoadState()
+          // the retiring worker's reload of this page may come after a 404 the visit got first:
+          // the next visit is made in a page of its own, the old one closed, so none cuts it short
+          await page.close()
+          // published again, the site comes from the network, and registers its worker anew
+          const on = await s.post(`/api/folders/${project}/publish`, { key: user.key })
+          assert.equal(on.status, 200, on.text)
+          const again = await ctx.newPage()
+          const back = await again.goto(start)
+          assert.equal(back?.fromServiceWorker(), false, 'no worker left to answer')
+          assert.equal(await shown(again), `app v1 | data v1 | wasm 42 | scope ${start}`)
+          await controlledBy(again, 'v1')
+        } finally {
+          await ctx.close()
+        }
+      })
     }
+
+    it('a page that registers a worker the site lacks is not reloaded, and keeps no worker', async () => {
+      const index = `<!doctype html><title>loading</title><link rel="icon" href="data:,"><script type="module">
+  sessionStorage.loads = Number(sessionStorage.loads ?? 0) + 1
+  await navigator.serviceWorker.register('./sw.js')
+  document.title = 'ready'
+  </script>`
+      await deploy('pwa-none', { 'index.html': index })
+      const start = `http://pwa-none.${user.username}.localhost:${port}/`
+      const ctx = await browser.newContext()
+      try {
+        const page = await ctx.newPage()
+        await page.goto(start)
+        await page.waitForFunction(() => document.title === 'ready', null, { timeout: 15_000 })
+        const left = () => page.evaluate(async () => `${(await navigator.serviceWorker.getRegistrations()).length} workers, loads ${sessionStorage.loads}`)
+        const until = Date.now() + 15_000
+        while ((await left()) !== '0 workers, loads 1' && Date.now() < until) await new Promise((r) => setTimeout(r, 200))
+        await new Promise((r) => setTimeout(r, 1000))
+        assert.equal(await left(), '0 workers, loads 1')
+      } finally {
+        await ctx.close()
+      }
+    })
   })
 
-  it("on the user's origin a project's worker cannot take the origin's root, so never another project's pages", async () => {
-    const headers = '/assets/sw.js\n  Service-Worker-Allowed: /\n'
-    await deploy('pwa-wide', pwaSite('v1', { swPath: 'assets/sw.js', scope: '/', headers }))
-    const start = `http://${user.username}.localhost:${port}/pwa-wide/`
-    const ctx = await browser.newContext()
-    try {
-      const page = await ctx.newPage()
-      await page.goto(start)
-      assert.equal(await shown(page), 'app v1 | data v1 | wasm 42 | scope refused: SecurityError')
-    } finally {
-      await ctx.close()
-    }
-  })
-
-  for (const where of ['project origin', 'user origin'] as const) {
-    it(`unpublishing the project retires its worker on the ${where}: the visitor then sees the 404`, async () => {
-      const project = where === 'project origin' ? 'pwa-off' : 'pwa-off-sub'
-      await deploy(project, pwaSite('v1'))
-      const start =
-        where === 'project origin' ? `http://${project}.${user.username}.localhost:${port}/` : `http://${user.username}.localhost:${port}/${project}/`
+  describe('after them', () => {
+    it('a takedown drops the worker and its caches for a returning visitor', async () => {
+      const admin = await s.user({ admin: true })
+      const cookie = await s.login(admin.username, admin.password)
+      await deploy('pwa-gone', pwaSite('v1'))
+      const start = `http://pwa-gone.${user.username}.localhost:${port}/`
       const ctx = await browser.newContext()
       try {
         const page = await ctx.newPage()
         await page.goto(start)
         await controlledBy(page, 'v1')
-        const off = await s.post(`/api/folders/${project}/unpublish`, { key: user.key })
-        assert.equal(off.status, 200, off.text)
-        // the visit still comes from the worker; the browser's update check after it gets a
-        // worker that unregisters itself and reloads the page, from the network: the 404
-        const notFound = page.waitForResponse((r) => r.url() === start && r.status() === 404, { timeout: 15_000 })
-        // (an update check the first visit scheduled may already have run: then this visit is the 404,
-        // or is cut short by the reload)
-        await page.goto(start).catch(() => null)
-        await notFound
-        await page.waitForLoadState()
-        // the retiring worker's reload of this page may come after a 404 the visit got first:
-        // the next visit is made in a page of its own, the old one closed, so none cuts it short
-        await page.close()
-        // published again, the site comes from the network, and registers its worker anew
-        const on = await s.post(`/api/folders/${project}/publish`, { key: user.key })
-        assert.equal(on.status, 200, on.text)
-        const again = await ctx.newPage()
-        const back = await again.goto(start)
-        assert.equal(back?.fromServiceWorker(), false, 'no worker left to answer')
-        assert.equal(await shown(again), `app v1 | data v1 | wasm 42 | scope ${start}`)
-        await controlledBy(again, 'v1')
+        const rep = await s.request('POST', '/svc_api/admin/reports', { cookie, json: { url: start, category: 'phishing' } })
+        assert.equal(rep.status, 201, rep.text)
+        const down = await s.request('POST', `/svc_api/admin/reports/${rep.json.data.id}/takedown`, { cookie, json: {} })
+        assert.equal(down.status, 200, down.text)
+        // the visit still comes from the worker; the browser's update check after it gets the 451,
+        // whose Clear-Site-Data drops the worker and the caches: the next visit meets the notice
+        // (an update check the first visit scheduled may have run already: this visit is then the 451)
+        const first = await page.goto(start).catch(() => null)
+        if (first?.status() !== 451) {
+          const left = () =>
+            page.evaluate(async () => `${(await navigator.serviceWorker.getRegistrations()).length} workers, ${(await caches.keys()).length} caches`)
+          const until = Date.now() + 15_000
+          while ((await left()) !== '0 workers, 0 caches' && Date.now() < until) await new Promise((r) => setTimeout(r, 200))
+          assert.equal(await left(), '0 workers, 0 caches')
+        }
+        assert.equal((await page.goto(start))?.status(), 451)
       } finally {
         await ctx.close()
       }
     })
-  }
-
-  it('a page that registers a worker the site lacks is not reloaded, and keeps no worker', async () => {
-    const index = `<!doctype html><title>loading</title><link rel="icon" href="data:,"><script type="module">
-sessionStorage.loads = Number(sessionStorage.loads ?? 0) + 1
-await navigator.serviceWorker.register('./sw.js')
-document.title = 'ready'
-</script>`
-    await deploy('pwa-none', { 'index.html': index })
-    const start = `http://pwa-none.${user.username}.localhost:${port}/`
-    const ctx = await browser.newContext()
-    try {
-      const page = await ctx.newPage()
-      await page.goto(start)
-      await page.waitForFunction(() => document.title === 'ready', null, { timeout: 15_000 })
-      const left = () => page.evaluate(async () => `${(await navigator.serviceWorker.getRegistrations()).length} workers, loads ${sessionStorage.loads}`)
-      const until = Date.now() + 15_000
-      while ((await left()) !== '0 workers, loads 1' && Date.now() < until) await new Promise((r) => setTimeout(r, 200))
-      await new Promise((r) => setTimeout(r, 1000))
-      assert.equal(await left(), '0 workers, loads 1')
-    } finally {
-      await ctx.close()
-    }
-  })
-
-  it('a takedown drops the worker and its caches for a returning visitor', async () => {
-    const admin = await s.user({ admin: true })
-    const cookie = await s.login(admin.username, admin.password)
-    await deploy('pwa-gone', pwaSite('v1'))
-    const start = `http://pwa-gone.${user.username}.localhost:${port}/`
-    const ctx = await browser.newContext()
-    try {
-      const page = await ctx.newPage()
-      await page.goto(start)
-      await controlledBy(page, 'v1')
-      const rep = await s.request('POST', '/svc_api/admin/reports', { cookie, json: { url: start, category: 'phishing' } })
-      assert.equal(rep.status, 201, rep.text)
-      const down = await s.request('POST', `/svc_api/admin/reports/${rep.json.data.id}/takedown`, { cookie, json: {} })
-      assert.equal(down.status, 200, down.text)
-      // the visit still comes from the worker; the browser's update check after it gets the 451,
-      // whose Clear-Site-Data drops the worker and the caches: the next visit meets the notice
-      // (an update check the first visit scheduled may have run already: this visit is then the 451)
-      const first = await page.goto(start).catch(() => null)
-      if (first?.status() !== 451) {
-        const left = () =>
-          page.evaluate(async () => `${(await navigator.serviceWorker.getRegistrations()).length} workers, ${(await caches.keys()).length} caches`)
-        const until = Date.now() + 15_000
-        while ((await left()) !== '0 workers, 0 caches' && Date.now() < until) await new Promise((r) => setTimeout(r, 200))
-        assert.equal(await left(), '0 workers, 0 caches')
-      }
-      assert.equal((await page.goto(start))?.status(), 451)
-    } finally {
-      await ctx.close()
-    }
   })
 })

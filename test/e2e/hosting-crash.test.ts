@@ -10,6 +10,7 @@ import { ENGINES, PG_URL, dropSchema, insecureAgent, multipart } from '../suppor
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { loadConfig } from '../../src/config.js'
 import { createDeps } from '../../src/compose.js'
+import type { Engine } from '../../src/db/kysely.js'
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..')
 const bin = path.join(root, 'bin', 'svc')
@@ -53,7 +54,13 @@ interface History {
   acked: number
 }
 
-for (const engine of ENGINES) {
+// the engines' loops share nothing (a data folder, a schema, servers of their own), and a loop
+// mostly waits (a server's start, the random time before a kill): they run side by side
+describe('kill -9 during uploads', { concurrency: true }, () => {
+  for (const engine of ENGINES) crashLoop(engine)
+})
+
+function crashLoop(engine: Engine): void {
   describe(`kill -9 during uploads [${engine}]`, () => {
     it(`keeps every acknowledged file byte-identical and never a row without its blob (${ROUNDS} rounds)`, async () => {
       const seed = Number(process.env.CRASH_SEED ?? Date.now() % 1e9)

@@ -6,6 +6,7 @@ import path from 'node:path'
 import zlib from 'node:zlib'
 import type { BrowserContext, Page } from 'playwright-core'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import type { Engine } from '../../src/db/kysely.js'
 import { sha256hex } from '../../src/auth/tokens.js'
 import { networkQuiet, openContext } from '../support/browser.js'
 
@@ -46,8 +47,25 @@ function png(rgb: [number, number, number] = [255, 0, 0]): Buffer {
   ])
 }
 
-for (const engine of ENGINES) {
-  describe(`web interface in Chromium [${engine}]`, () => {
+/**
+ * Chromium's clipboard is the browser's, shared by its contexts: the engines' flows, which run
+ * side by side in one Chromium, take turns at it (a copy and the read of what it copied).
+ */
+let clipboardTurn: Promise<unknown> = Promise.resolve()
+function withClipboard<T>(fn: () => Promise<T>): Promise<T> {
+  const mine = clipboardTurn.then(fn, fn)
+  clipboardTurn = mine.catch(() => {})
+  return mine
+}
+
+// each engine's flow has its own server, user and context, so the two run side by side (a flow
+// mostly waits on Chromium and the server); the steps of one flow run in order
+describe('web interface in Chromium', { concurrency: true }, () => {
+  for (const engine of ENGINES) webFlow(engine)
+})
+
+function webFlow(engine: Engine): void {
+  describe(`web interface in Chromium [${engine}]`, { concurrency: false }, () => {
     let s: TestServer
     let ctx: BrowserContext
     let page: Page
@@ -118,8 +136,11 @@ for (const engine of ENGINES) {
       const key = await page.locator('#new-key-value').inputValue()
       assert.match(key, /^svc_[A-Za-z0-9]{60}$/)
       await page.locator('#keys-table tbody tr', { hasText: 'e2e key' }).waitFor()
-      await page.locator('#new-key-copy').click()
-      assert.equal(await page.evaluate(() => navigator.clipboard.readText()), key)
+      const copied = await withClipboard(async () => {
+        await page.locator('#new-key-copy').click()
+        return page.evaluate(() => navigator.clipboard.readText())
+      })
+      assert.equal(copied, key)
       await shot('api-keys')
       const me = await s.get('/svc_api/me', { key })
       assert.equal(me.status, 200)
@@ -329,8 +350,10 @@ for (const engine of ENGINES) {
       const row = page.locator('#kv-table tbody tr', { hasText: 'greeting' })
       await row.waitFor()
       assert.match((await row.textContent()) ?? '', /<b>world<\/b>/)
-      await row.getByRole('button', { name: 'Copy public link' }).click()
-      const link = await page.evaluate(() => navigator.clipboard.readText())
+      const link = await withClipboard(async () => {
+        await row.getByRole('button', { name: 'Copy public link' }).click()
+        return page.evaluate(() => navigator.clipboard.readText())
+      })
       assert.equal(link, `${s.url}/svc_api/data/public/${username}/greeting`)
       await shot('kv')
       const pub = await s.get(`/svc_api/data/public/${username}/greeting`)
