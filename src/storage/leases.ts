@@ -21,13 +21,23 @@ export interface LeaseTiming {
    * LEASE_EXPIRY_MS - LEASE_SKEW_MS, so whatever is left covers the commit.
    */
   holdMs: number
+  /**
+   * How long after its start the holder may still commit: LEASE_MAX_MS less LEASE_EXPIRY_MS,
+   * so a sweep drops the lease for its age only once no commit can rely on it any more.
+   */
+  lifeMs: number
 }
 
 /** A lease not renewed for this long is dead (its process crashed): the sweeper ignores and removes it. */
 export const LEASE_EXPIRY_MS = 10 * 60_000
 /** The clock difference allowed between instances and the blob store (mtime, LastModified). */
 export const LEASE_SKEW_MS = 2 * 60_000
-export const LEASE_TIMING: Readonly<LeaseTiming> = { renewMs: 60_000, holdMs: 5 * 60_000 }
+/**
+ * The longest a lease is honoured, renewed or not: a body trickled for days (a form post needs
+ * no account) must not keep every sweep from the garbage written since it began.
+ */
+export const LEASE_MAX_MS = 24 * 3600_000
+export const LEASE_TIMING: Readonly<LeaseTiming> = { renewMs: 60_000, holdMs: 5 * 60_000, lifeMs: LEASE_MAX_MS - LEASE_EXPIRY_MS }
 
 export interface BlobLeaseRow {
   id: string
@@ -43,8 +53,9 @@ export interface BlobLease {
   take(): Promise<void>
   /**
    * Right before the commit of the rows: throws 503 / 1503 (send it again) when the lease
-   * lapsed (renewals failed or stalled for `holdMs`, or a sweep removed it as dead), since a
-   * sweep may then have taken the request's blobs. Nothing to check when none was taken.
+   * lapsed (renewals failed or stalled for `holdMs`, a sweep removed it as dead, or it is
+   * older than `lifeMs`), since a sweep may then have taken the request's blobs. Nothing to
+   * check when none was taken.
    */
   check(): void
   /** Whether check() would throw. */
@@ -62,6 +73,7 @@ export async function withBlobLease<T>(db: Db, fn: (lease: BlobLease) => Promise
   let timer: NodeJS.Timeout | null = null
   // the wall time the last successful insert or renewal was sent; lost: a renewal found no row
   let renewedAt = 0
+  let startedAt = 0
   let lost = false
   const renew = async () => {
     const at = Date.now()
@@ -81,14 +93,15 @@ export async function withBlobLease<T>(db: Db, fn: (lease: BlobLease) => Promise
       taken ??= (async () => {
         const at = Date.now()
         await k.insertInto('blob_leases').values({ id, started_at: at, renewed_at: at }).execute()
-        renewedAt = at
+        renewedAt = startedAt = at
         timer = setInterval(() => void renew(), timing.renewMs)
         timer.unref()
       })()
       return taken
     },
     lapsed() {
-      return taken !== null && (lost || Date.now() - renewedAt > timing.holdMs)
+      const now = Date.now()
+      return taken !== null && (lost || now - renewedAt > timing.holdMs || now - startedAt > timing.lifeMs)
     },
     check() {
       if (lease.lapsed()) throw leaseLapsed()
@@ -127,18 +140,24 @@ export const leaseLapsed = () =>
  * earlier than the start of the oldest live lease by LEASE_SKEW_MS. A lease not renewed within
  * LEASE_EXPIRY_MS is dead and removed, on the condition that it is still as read: one renewed
  * (or removed by its holder) since counts as live, and one removed here makes its holder's
- * next renewal find no row, so it refuses its commit (check).
+ * next renewal find no row, so it refuses its commit (check). One older than LEASE_MAX_MS is
+ * removed whatever its renewals: its holder refuses its commit by then anyway (lifeMs).
  */
 export async function leaseCutoff(db: Db, leases: readonly BlobLeaseRow[], cutoff: number, now: number): Promise<number> {
   const k = db.k
   let oldest = Infinity
   for (const l of leases) {
+    const started = Number(l.started_at)
     const renewed = Number(l.renewed_at)
+    if (started <= now - LEASE_MAX_MS) {
+      await k.deleteFrom('blob_leases').where('id', '=', l.id).execute()
+      continue
+    }
     if (renewed <= now - LEASE_EXPIRY_MS) {
       const r = await k.deleteFrom('blob_leases').where('id', '=', l.id).where('renewed_at', '=', renewed).executeTakeFirst()
       if (Number(r.numDeletedRows) > 0) continue
     }
-    oldest = Math.min(oldest, Number(l.started_at))
+    oldest = Math.min(oldest, started)
   }
   return Math.min(cutoff, oldest - LEASE_SKEW_MS)
 }

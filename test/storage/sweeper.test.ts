@@ -20,7 +20,7 @@ import { HTML } from '../support/hosting.js'
 import { imageForm, makeImage, svc } from '../support/images.js'
 import { startS3, type TestS3 } from '../support/s3.js'
 import { until } from '../support/webhooks.js'
-import { LEASE_EXPIRY_MS, withBlobLease } from '../../src/storage/leases.js'
+import { LEASE_EXPIRY_MS, LEASE_MAX_MS, LEASE_TIMING, withBlobLease } from '../../src/storage/leases.js'
 import { AppError } from '../../src/errors/app-error.js'
 
 const root = path.resolve(path.dirname(url.fileURLToPath(import.meta.url)), '../..')
@@ -426,7 +426,7 @@ for (const engine of ENGINES) {
             lease.check()
           },
           // the first renewal comes after the sweep, which finds the lease as the stalled holder left it
-          { renewMs: 1000, holdMs: 60_000 },
+          { ...LEASE_TIMING, renewMs: 1000 },
         )
         await assert.rejects(lapsed, (e: unknown) => e instanceof AppError && e.key === 'STORAGE_UNAVAILABLE')
         assert.deepEqual(await leases(), [])
@@ -440,9 +440,33 @@ for (const engine of ENGINES) {
             await new Promise((r) => setTimeout(r, 100))
             lease.check()
           },
-          { renewMs: 3_600_000, holdMs: 50 },
+          { ...LEASE_TIMING, holdMs: 50 },
         )
         await assert.rejects(stalled, (e: unknown) => e instanceof AppError && e.key === 'STORAGE_UNAVAILABLE')
+        // renewed all along, but older than a lease may live: refused too
+        const aged = withBlobLease(
+          s.deps.db,
+          async (lease) => {
+            await lease.take()
+            await new Promise((r) => setTimeout(r, 100))
+            lease.check()
+          },
+          { ...LEASE_TIMING, renewMs: 20, lifeMs: 50 },
+        )
+        await assert.rejects(aged, (e: unknown) => e instanceof AppError && e.key === 'STORAGE_UNAVAILABLE')
+        assert.deepEqual(await leases(), [])
+      })
+
+      it('a lease renewed for longer than a lease may live (a body trickled for a day) pins nothing', async () => {
+        const orphan = await s.deps.blobs.put(Buffer.from(`orphan beside a day-old lease ${crypto.randomUUID()}`))
+        // started 25 hours ago and renewed just now: live by its renewals, too old by its start
+        const now = Date.now()
+        await s.deps.db.k
+          .insertInto('blob_leases')
+          .values({ id: crypto.randomUUID(), started_at: now - LEASE_MAX_MS - 3_600_000, renewed_at: now })
+          .execute()
+        await sweepNow()
+        assert.equal(await s.deps.blobs.exists(orphan.digest), false)
         assert.deepEqual(await leases(), [])
       })
     })
