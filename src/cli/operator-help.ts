@@ -186,7 +186,7 @@ export const OPERATOR_HELP = {
       'grace-seconds': {
         type: 'string',
         arg: 'N',
-        help: `keep blobs written in the last N seconds, for uploads and deploys not committed yet: with a server running, keep N above the longest of them; 0 to ${MAX_GRACE_SECONDS} (default 3600)`,
+        help: `keep blobs written in the last N seconds, for uploads not committed yet (deploys, batches and other long uploads hold a lease the sweep honours besides); 0 to ${MAX_GRACE_SECONDS} (default 3600)`,
         check: anInteger(0, MAX_GRACE_SECONDS),
       },
     },

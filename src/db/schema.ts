@@ -14,6 +14,17 @@ export interface Database {
   redeem_codes: RedeemCodesTable
   usage: UsageTable
   retired_usernames: RetiredUsernamesTable
+  blob_leases: BlobLeasesTable
+}
+
+/**
+ * A long write's hold on the blob sweeper (storage/leases.ts, migration 0807): blobs written
+ * after `started_at` are spared while `renewed_at` is recent.
+ */
+export interface BlobLeasesTable {
+  id: string
+  started_at: number
+  renewed_at: number
 }
 
 /** The name of a deleted account, held from new accounts (migration 0801). */

@@ -56,7 +56,6 @@ export function instrumentBlobStore(store: BlobStore): BlobStore {
     },
     localFile: (digest) => store.localFile(digest).catch(failed('localFile')),
     ...(store.localPathNow ? { localPathNow: store.localPathNow.bind(store) } : {}),
-    ...(store.touch ? { touch: (digests: Iterable<string>) => store.touch!(digests).catch(failed('touch')) } : {}),
     async read(digest) {
       const b = await store.read(digest).catch(failed('read'))
       metrics.blobBytesRead.inc({ driver }, b.length)

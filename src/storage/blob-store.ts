@@ -42,14 +42,6 @@ export interface BlobStore {
    * (storage/blocklist.ts); resolves when every digest may be used.
    */
   admit?(digests: Iterable<string>): Promise<void>
-  /**
-   * Optional: refreshes the last write time of stored blobs, as a put of the same bytes does,
-   * so a sweep in progress spares them (its delete looks at the time again). Resolves the
-   * digests that are not stored (a sweep took them). For a request that put its blobs long
-   * before it commits the rows (a large archive deploy over a slow link can outlast the
-   * sweeper's grace): it calls this right before the commit (docs/decisions.md 109).
-   */
-  touch?(digests: Iterable<string>): Promise<string[]>
   /** Streams a blob out, optionally a byte range (inclusive end). */
   get(digest: string, range?: { start: number; end: number }): Promise<Readable>
   /**

@@ -51,6 +51,5 @@ function bind(s: BlobStore): BlobStore {
     close: s.close.bind(s),
     localFile: s.localFile.bind(s),
     ...(s.localPathNow ? { localPathNow: s.localPathNow.bind(s) } : {}),
-    ...(s.touch ? { touch: s.touch.bind(s) } : {}),
   }
 }

@@ -411,7 +411,6 @@ export async function createBlobCache(inner: BlobStore, o: BlobCacheOptions): Pr
     },
     exists: (digest) => inner.exists(digest),
     modifiedMs: (digest) => inner.modifiedMs(digest),
-    ...(inner.touch ? { touch: inner.touch.bind(inner) } : {}),
     async delete(digest, ifNotModifiedAfter) {
       fileOf(digest)
       // a fill started before the store's delete could still bring the old bytes: cancel it,

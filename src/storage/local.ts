@@ -307,21 +307,6 @@ export function createLocalBlobStore(root: string, opts: LocalBlobStoreOptions =
         return storageError(e)
       }
     },
-    async touch(digests) {
-      // synchronous calls in slices with a yield between, as putBatch (a deploy's thousands)
-      const gone: string[] = []
-      const now = new Date()
-      let n = 0
-      try {
-        for (const d of new Set(digests)) {
-          if (!touchSync(blobPath(d), now) && !touchSync(legacyPath(d), now)) gone.push(d)
-          if (++n % 64 === 0) await new Promise((r) => setImmediate(r))
-        }
-      } catch (e) {
-        return storageError(e)
-      }
-      return gone
-    },
     async get(digest, range) {
       const p = await fileOf(digest)
       return fs.createReadStream(p, range ? { start: range.start, end: range.end } : {})

@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import type { DB, Db } from '../db/kysely.js'
 import type { BlobStore } from './blob-store.js'
+import { leaseCutoff, type BlobLeaseRow } from './leases.js'
 
 /** A (table, column) that holds blob digests; the composition root lists every feature's. */
 export interface BlobColumn {
@@ -13,14 +14,24 @@ export interface BlobColumn {
  * one table to another meanwhile is seen in exactly one of them, never in neither).
  */
 export async function referencedDigests(db: Db, columns: readonly BlobColumn[]): Promise<Set<string>> {
-  const set = new Set<string>()
+  return (await sweepView(db, columns)).refs
+}
+
+/**
+ * The references and the long writes' leases (storage/leases.ts), read in one snapshot: a
+ * write that commits its rows and then removes its lease is seen by one or the other.
+ */
+async function sweepView(db: Db, columns: readonly BlobColumn[]): Promise<{ refs: Set<string>; leases: BlobLeaseRow[] }> {
+  const refs = new Set<string>()
+  let leases: BlobLeaseRow[] = []
   await inOneSnapshot(db, async (k) => {
     for (const { table, column } of columns) {
       const rows = await sql<{ d: string | null }>`select distinct ${sql.ref(column)} as d from ${sql.table(table)}`.execute(k)
-      for (const r of rows.rows) if (r.d) set.add(r.d)
+      for (const r of rows.rows) if (r.d) refs.add(r.d)
     }
+    leases = await k.selectFrom('blob_leases').select(['id', 'started_at', 'renewed_at']).execute()
   })
-  return set
+  return { refs, leases }
 }
 
 /**
@@ -49,9 +60,10 @@ export interface SweepResult {
 
 /**
  * Deletes blobs that no row of `columns` references and that are older than `graceMs` (longer
- * than any request, so a blob written for a row not yet committed is spared), and stale temp
- * files. `columns` must name every column that holds digests, or referenced blobs go. One sweep
- * at a time per database (Db.tryLock): a second one returns `skipped` at once.
+ * than most requests, so a blob written for a row not yet committed is spared) and than the
+ * start of the oldest live lease (a longer write's: storage/leases.ts), and stale temp files.
+ * `columns` must name every column that holds digests, or referenced blobs go. One sweep at a
+ * time per database (Db.tryLock): a second one returns `skipped` at once.
  */
 export async function sweepBlobs(db: Db, blobs: BlobStore, columns: readonly BlobColumn[], graceMs: number, now = Date.now()): Promise<SweepResult> {
   const r = await db.tryLock('sweep', () => sweepOnce(db, blobs, columns, graceMs, now))
@@ -59,15 +71,17 @@ export async function sweepBlobs(db: Db, blobs: BlobStore, columns: readonly Blo
 }
 
 async function sweepOnce(db: Db, blobs: BlobStore, columns: readonly BlobColumn[], graceMs: number, now: number): Promise<{ deleted: number; temp: number }> {
-  const cutoff = now - graceMs
-  const candidates: string[] = []
-  for await (const b of blobs.list()) if (b.modifiedMs <= cutoff) candidates.push(b.digest)
+  const listed: Array<{ digest: string; modifiedMs: number }> = []
+  for await (const b of blobs.list()) if (b.modifiedMs <= now - graceMs) listed.push(b)
   let deleted = 0
-  if (candidates.length > 0) {
+  if (listed.length > 0) {
     // read references after listing: a row committed meanwhile is seen here
-    const refs = await referencedDigests(db, columns)
-    for (const d of candidates) {
-      if (refs.has(d)) continue
+    const { refs, leases } = await sweepView(db, columns)
+    // a lease taken after the listing puts its blobs after it: their listed times are older
+    // than the put's, which the delete below looks at again
+    const cutoff = await leaseCutoff(db, leases, now - graceMs, now)
+    for (const { digest: d, modifiedMs } of listed) {
+      if (refs.has(d) || modifiedMs > cutoff) continue
       // an upload of the same bytes since the listing refreshed the blob's time and is about
       // to commit its row (after the references were read): the delete looks at the time again,
       // in one step with the delete where the store can (BlobStore.delete)

@@ -217,25 +217,6 @@ for (const driver of drivers) {
       assert.equal(await store.cleanTemp(0), 0)
     })
 
-    // S3 has no touch: refreshing an object's time is a copy per blob (decision 109)
-    if (driver.name !== 'local')
-      it('has no touch, so a deploy refreshes nothing there (decision 109)', () => {
-        assert.equal('touch' in store && store.touch !== undefined, false)
-      })
-    else
-      it('touch refreshes stored blobs so a conditional delete spares them, and names the missing ones', async () => {
-        assert.ok(typeof store.touch === 'function')
-        const r = await store.put(Buffer.from(`touched ${driver.name} ${Date.now()}`))
-        const m = (await store.modifiedMs(r.digest))!
-        await new Promise((res) => setTimeout(res, 20))
-        const absent = '0'.repeat(63) + '1'
-        assert.deepEqual(await store.touch([r.digest, absent, r.digest]), [absent])
-        assert.ok((await store.modifiedMs(r.digest))! > m)
-        assert.equal(await store.delete(r.digest, m), false, 'written after the cutoff: kept')
-        assert.equal(await store.exists(r.digest), true)
-        assert.equal(await store.exists(absent), false, 'touch makes nothing')
-      })
-
     it('deletes on a condition: a blob written after ifNotModifiedAfter stays, an older one goes', async () => {
       const r = await store.put(Buffer.from(`conditional delete ${driver.name} ${Date.now()}`))
       const m = (await store.modifiedMs(r.digest))!

@@ -317,8 +317,8 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
       r = outcome
       break
     } catch (e) {
-      // 1330: bytes the check counted as held (or carried ones the sweeper took) went before
-      // the archive was stored; a second check asks for them, once
+      // 1330: bytes the check counted as held went before the archive was stored; a second
+      // check asks for them, once
       if (attempt > 1 || !(e instanceof ApiError) || e.code !== 1330) throw e
       rep.clear()
       rep.note(`error 1330: ${e.message}; asking the server again which files it lacks`)

@@ -79,4 +79,18 @@ export const coreMigrations: Record<string, Migration> = {
       await db.schema.dropTable('retired_usernames').execute()
     },
   },
+  // long writes' leases on the blob sweeper (storage/leases.ts): a handful of rows at a time
+  '0807-blob-leases': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('blob_leases')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('started_at', 'bigint', (c) => c.notNull())
+        .addColumn('renewed_at', 'bigint', (c) => c.notNull())
+        .execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.dropTable('blob_leases').execute()
+    },
+  },
 }

@@ -13,6 +13,7 @@ import { addUsage, versionsKind } from '../../db/usage.js'
 import type { BlobStore } from '../../storage/blob-store.js'
 import { tarWriter, type ArchiveWriter } from '../../util/archive-writer.js'
 import { createBlobBatch } from '../../storage/batch.js'
+import { withBlobLease } from '../../storage/leases.js'
 import { hashPassword } from '../../auth/passwords.js'
 import { newId, newPublicToken, randomString } from '../../auth/tokens.js'
 import { TIERS, usernameProblem } from '../../auth/account-rules.js'
@@ -697,182 +698,188 @@ export async function importArchive(
     )
   }
   await refuseTakenDown(db.k)
-  const blobPaths = new Set(need.map((b) => b.path))
-  const stored = new Set<string>()
-  // small entries are read whole and stored together when the store can (putBatch: one
-  // durability step per batch); larger ones stream through put. A blob stored before a
-  // failure is unreferenced either way (the sweeper's).
-  const batch = createBlobBatch(blobs, (b) => stored.add(b.digest))
-  for await (const e of entries(file)) {
-    if (e.name === 'manifest.json' || e.name === 'data.json' || !blobPaths.has(e.name)) continue
-    if (blobs.putBatch && e.size <= IMPORT_SMALL_BLOB) {
-      await batch.add(await readEntry(e))
-      continue
-    }
-    const b = await blobs.put(e.stream)
-    stored.add(b.digest)
-  }
-  await batch.flush()
-  for (const b of need) if (!stored.has(b.digest)) throw new ExportError(`the archive changed while it was imported (${b.path})`)
-
-  const password = randomString(20)
-  const hash = await hashPassword(password)
-  const counts: Record<string, number> = {}
-  const renamed: string[] = []
-  const overQuota: ImportResult['overQuota'] = []
-  const count = (t: string) => (counts[t] = (counts[t] ?? 0) + 1)
-  await db.k
-    .transaction()
-    .execute(async (trx) => {
-      const uid = newId()
-      await trx
-        .insertInto('users')
-        .values({
-          id: uid,
-          username,
-          password_hash: hash,
-          tier: data.user.tier,
-          disabled: 0,
-          api_access: data.user.api_access ? 1 : 0,
-          is_admin: 0,
-          limits: data.user.limits,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute()
-      await db.lockUser(trx, uid)
-      await refuseTakenDown(trx)
-      for (const feature of data.user.entitlements)
-        await trx.insertInto('entitlements').values({ user_id: uid, feature, source: 'import', created_at: now }).execute()
-      const cols = (t: Table, r: Row): Row => Object.fromEntries(COLUMNS[t].map((c) => [c, r[c] ?? null]))
-      for (const r of data.files) {
-        await trx
-          .insertInto('files')
-          .values({ ...cols('files', r), id: newId(), user_id: uid } as never)
-          .execute()
-        count('files')
+  // the lease spares the blobs stored below until the rows commit, however long a large
+  // archive takes to store (a sweep of a server on the same database meanwhile: NEW-LEASE-1)
+  return withBlobLease(db, async (lease) => {
+    await lease.take()
+    const blobPaths = new Set(need.map((b) => b.path))
+    const stored = new Set<string>()
+    // small entries are read whole and stored together when the store can (putBatch: one
+    // durability step per batch); larger ones stream through put. A blob stored before a
+    // failure is unreferenced either way (the sweeper's).
+    const batch = createBlobBatch(blobs, (b) => stored.add(b.digest))
+    for await (const e of entries(file)) {
+      if (e.name === 'manifest.json' || e.name === 'data.json' || !blobPaths.has(e.name)) continue
+      if (blobs.putBatch && e.size <= IMPORT_SMALL_BLOB) {
+        await batch.add(await readEntry(e))
+        continue
       }
-      for (const f of data.folders) {
-        const id = newId()
+      const b = await blobs.put(e.stream)
+      stored.add(b.digest)
+    }
+    await batch.flush()
+    for (const b of need) if (!stored.has(b.digest)) throw new ExportError(`the archive changed while it was imported (${b.path})`)
+
+    if (lease.lapsed()) throw new ExportError('the blobs stored could not be kept while the archive was imported (their lease lapsed): import it again')
+    const password = randomString(20)
+    const hash = await hashPassword(password)
+    const counts: Record<string, number> = {}
+    const renamed: string[] = []
+    const overQuota: ImportResult['overQuota'] = []
+    const count = (t: string) => (counts[t] = (counts[t] ?? 0) + 1)
+    await db.k
+      .transaction()
+      .execute(async (trx) => {
+        const uid = newId()
         await trx
-          .insertInto('folders')
-          .values({ ...cols('folders', f), id, user_id: uid, user_site: typeof data.user_site === 'string' && f.name === data.user_site ? 1 : 0 } as never)
+          .insertInto('users')
+          .values({
+            id: uid,
+            username,
+            password_hash: hash,
+            tier: data.user.tier,
+            disabled: 0,
+            api_access: data.user.api_access ? 1 : 0,
+            is_admin: 0,
+            limits: data.user.limits,
+            created_at: now,
+            updated_at: now,
+          })
           .execute()
-        for (const r of f.files)
+        await db.lockUser(trx, uid)
+        await refuseTakenDown(trx)
+        for (const feature of data.user.entitlements)
+          await trx.insertInto('entitlements').values({ user_id: uid, feature, source: 'import', created_at: now }).execute()
+        const cols = (t: Table, r: Row): Row => Object.fromEntries(COLUMNS[t].map((c) => [c, r[c] ?? null]))
+        for (const r of data.files) {
           await trx
-            .insertInto('folder_files')
-            .values({ ...cols('folder_files', r), folder_id: id } as never)
+            .insertInto('files')
+            .values({ ...cols('files', r), id: newId(), user_id: uid } as never)
             .execute()
-        // a published project is served from its live deploy: one deploy of the imported files
-        if (Number(f.is_published) === 1) {
-          const deployId = crypto.randomBytes(8).readBigUInt64BE().toString(36).padStart(13, '0').slice(-12)
-          const at = Number(f.published_at ?? f.updated_at ?? Date.now())
-          await sql`INSERT INTO deploys (id, folder_id, seq, created_at, file_count, bytes, message, source, is_preview, site_rules)
+          count('files')
+        }
+        for (const f of data.folders) {
+          const id = newId()
+          await trx
+            .insertInto('folders')
+            .values({ ...cols('folders', f), id, user_id: uid, user_site: typeof data.user_site === 'string' && f.name === data.user_site ? 1 : 0 } as never)
+            .execute()
+          for (const r of f.files)
+            await trx
+              .insertInto('folder_files')
+              .values({ ...cols('folder_files', r), folder_id: id } as never)
+              .execute()
+          // a published project is served from its live deploy: one deploy of the imported files
+          if (Number(f.is_published) === 1) {
+            const deployId = crypto.randomBytes(8).readBigUInt64BE().toString(36).padStart(13, '0').slice(-12)
+            const at = Number(f.published_at ?? f.updated_at ?? Date.now())
+            await sql`INSERT INTO deploys (id, folder_id, seq, created_at, file_count, bytes, message, source, is_preview, site_rules)
           SELECT ${deployId}, ${id}, 1, ${at}, COUNT(*), COALESCE(SUM(size), 0), 'import', 'api', 0, ${f.site_rules ?? null}
           FROM folder_files WHERE folder_id = ${id}`.execute(trx)
-          await sql`INSERT INTO deploy_files (deploy_id, path, digest, size, content_type, updated_at)
+            await sql`INSERT INTO deploy_files (deploy_id, path, digest, size, content_type, updated_at)
           SELECT ${deployId}, path, digest, size, content_type, updated_at FROM folder_files WHERE folder_id = ${id}`.execute(trx)
-          await trx.updateTable('folders').set({ live_deploy_id: deployId }).where('id', '=', id).execute()
+            await trx.updateTable('folders').set({ live_deploy_id: deployId }).where('id', '=', id).execute()
+          }
+          count('folders')
         }
-        count('folders')
-      }
-      for (const r of data.kv) {
-        await trx
-          .insertInto('kv_entries')
-          .values({ ...cols('kv_entries', r), user_id: uid } as never)
-          .execute()
-        count('kv')
-      }
-      for (const key of [...new Set(data.forms.map((f) => String(f.slug_key)))].sort()) await formStore.lockSlug(db, trx, key)
-      for (const f of data.forms) {
-        const id = newId()
-        const row = cols('forms', f)
-        // a slug in use here, or held for another account (decision 264), gets a new one; one
-        // held under the imported name (a deleted account restored) is taken back. Read under
-        // the slug's lock, as a create does (the archive's slugs are locked in one order)
-        const { used, heldBy: held } = await formStore.slugState(trx, String(row.slug_key))
-        if (held?.username === username) await trx.deleteFrom('form_slugs_held').where('slug_key', '=', String(row.slug_key)).execute()
-        if (used || (held !== null && held.username !== username)) {
-          const slug = `${String(row.form_slug).slice(0, 55)}-${randomString(8).toLowerCase()}`
-          renamed.push(`form ${String(row.form_slug)} -> ${slug}`)
-          row.form_slug = slug
-          row.slug_key = slug.toLowerCase()
-        }
-        await trx
-          .insertInto('forms')
-          .values({ ...row, id, user_id: uid } as never)
-          .execute()
-        for (const s of f.submissions) {
-          const sid = newId()
+        for (const r of data.kv) {
           await trx
-            .insertInto('form_submissions')
-            .values({ ...cols('form_submissions', s), id: sid, form_id: id, user_id: uid } as never)
+            .insertInto('kv_entries')
+            .values({ ...cols('kv_entries', r), user_id: uid } as never)
             .execute()
-          for (const r of s.files ?? [])
+          count('kv')
+        }
+        for (const key of [...new Set(data.forms.map((f) => String(f.slug_key)))].sort()) await formStore.lockSlug(db, trx, key)
+        for (const f of data.forms) {
+          const id = newId()
+          const row = cols('forms', f)
+          // a slug in use here, or held for another account (decision 264), gets a new one; one
+          // held under the imported name (a deleted account restored) is taken back. Read under
+          // the slug's lock, as a create does (the archive's slugs are locked in one order)
+          const { used, heldBy: held } = await formStore.slugState(trx, String(row.slug_key))
+          if (held?.username === username) await trx.deleteFrom('form_slugs_held').where('slug_key', '=', String(row.slug_key)).execute()
+          if (used || (held !== null && held.username !== username)) {
+            const slug = `${String(row.form_slug).slice(0, 55)}-${randomString(8).toLowerCase()}`
+            renamed.push(`form ${String(row.form_slug)} -> ${slug}`)
+            row.form_slug = slug
+            row.slug_key = slug.toLowerCase()
+          }
+          await trx
+            .insertInto('forms')
+            .values({ ...row, id, user_id: uid } as never)
+            .execute()
+          for (const s of f.submissions) {
+            const sid = newId()
             await trx
-              .insertInto('form_files')
-              .values({ ...cols('form_files', r), id: newId(), submission_id: sid, form_id: id, user_id: uid } as never)
+              .insertInto('form_submissions')
+              .values({ ...cols('form_submissions', s), id: sid, form_id: id, user_id: uid } as never)
               .execute()
+            for (const r of s.files ?? [])
+              await trx
+                .insertInto('form_files')
+                .values({ ...cols('form_files', r), id: newId(), submission_id: sid, form_id: id, user_id: uid } as never)
+                .execute()
+          }
+          count('forms')
         }
-        count('forms')
-      }
-      const freeToken = async (table: 'images' | 'hosted_files', token: string, what: string) => {
-        if (!(await trx.selectFrom(table).select('id').where('public_token', '=', token).executeTakeFirst())) return token
-        const fresh = newPublicToken()
-        renamed.push(`${what} link ${token} -> ${fresh}`)
-        return fresh
-      }
-      for (const r of data.images) {
-        const row = cols('images', r)
-        row.public_token = await freeToken('images', String(row.public_token), 'image')
-        await trx
-          .insertInto('images')
-          .values({ ...row, id: newId(), user_id: uid } as never)
-          .execute()
-        count('images')
-      }
-      for (const f of data.hosted_data) {
-        const id = newId()
-        const row = cols('hosted_files', f)
-        row.public_token = await freeToken('hosted_files', String(row.public_token), 'data')
-        await trx
-          .insertInto('hosted_files')
-          .values({ ...row, id, user_id: uid } as never)
-          .execute()
-        for (const v of f.versions)
+        const freeToken = async (table: 'images' | 'hosted_files', token: string, what: string) => {
+          if (!(await trx.selectFrom(table).select('id').where('public_token', '=', token).executeTakeFirst())) return token
+          const fresh = newPublicToken()
+          renamed.push(`${what} link ${token} -> ${fresh}`)
+          return fresh
+        }
+        for (const r of data.images) {
+          const row = cols('images', r)
+          row.public_token = await freeToken('images', String(row.public_token), 'image')
           await trx
-            .insertInto('hosted_versions')
-            .values({ ...cols('hosted_versions', v), file_id: id } as never)
+            .insertInto('images')
+            .values({ ...row, id: newId(), user_id: uid } as never)
             .execute()
-        await addUsage(trx, uid, versionsKind(id), f.versions.length)
-        count('hosted_data')
-      }
-      // the quotas' counters start equal to the rows just inserted (same transaction)
-      await addUsage(trx, uid, 'files', data.files.length)
-      await addUsage(trx, uid, 'forms', data.forms.length)
-      await addUsage(trx, uid, 'images', data.images.length)
-      await addUsage(
-        trx,
-        uid,
-        'image_bytes',
-        data.images.reduce((a, r) => a + Number(r.size), 0),
-      )
-      await addUsage(trx, uid, 'hosted_files', data.hosted_data.length)
-      // the KV counter with the versions the account retired, so none comes back (the store's
-      // upsert: the larger retired version wins over a row already there)
-      const retired = data.kv_retired_version ?? 0
-      if (data.kv.length > 0 || retired > 0) await createKvStore(db).addKeys(trx, uid, data.kv.length, retired)
-      // the account's sites as the disk holds them, against the limit it came with (or this
-      // instance's default): past it, said, not refused
-      const limit = quotaOf(data.user.limits, 'site_bytes')
-      const used = await siteBytes(trx, uid)
-      if (used > limit) overQuota.push({ quota: 'site_bytes', used, limit })
-    })
-    // rows of the right kinds the database still refuses (a key twice, a required column
-    // null): the archive's fault, reported as the other checks are; the transaction wrote nothing
-    .catch((e: unknown) => {
-      if (e instanceof ExportError) throw e
-      throw new ExportError(`data.json: rows this instance cannot store (${e instanceof Error ? e.message : String(e)})`)
-    })
-  return { username, password, counts, renamed, overQuota }
+          count('images')
+        }
+        for (const f of data.hosted_data) {
+          const id = newId()
+          const row = cols('hosted_files', f)
+          row.public_token = await freeToken('hosted_files', String(row.public_token), 'data')
+          await trx
+            .insertInto('hosted_files')
+            .values({ ...row, id, user_id: uid } as never)
+            .execute()
+          for (const v of f.versions)
+            await trx
+              .insertInto('hosted_versions')
+              .values({ ...cols('hosted_versions', v), file_id: id } as never)
+              .execute()
+          await addUsage(trx, uid, versionsKind(id), f.versions.length)
+          count('hosted_data')
+        }
+        // the quotas' counters start equal to the rows just inserted (same transaction)
+        await addUsage(trx, uid, 'files', data.files.length)
+        await addUsage(trx, uid, 'forms', data.forms.length)
+        await addUsage(trx, uid, 'images', data.images.length)
+        await addUsage(
+          trx,
+          uid,
+          'image_bytes',
+          data.images.reduce((a, r) => a + Number(r.size), 0),
+        )
+        await addUsage(trx, uid, 'hosted_files', data.hosted_data.length)
+        // the KV counter with the versions the account retired, so none comes back (the store's
+        // upsert: the larger retired version wins over a row already there)
+        const retired = data.kv_retired_version ?? 0
+        if (data.kv.length > 0 || retired > 0) await createKvStore(db).addKeys(trx, uid, data.kv.length, retired)
+        // the account's sites as the disk holds them, against the limit it came with (or this
+        // instance's default): past it, said, not refused
+        const limit = quotaOf(data.user.limits, 'site_bytes')
+        const used = await siteBytes(trx, uid)
+        if (used > limit) overQuota.push({ quota: 'site_bytes', used, limit })
+      })
+      // rows of the right kinds the database still refuses (a key twice, a required column
+      // null): the archive's fault, reported as the other checks are; the transaction wrote nothing
+      .catch((e: unknown) => {
+        if (e instanceof ExportError) throw e
+        throw new ExportError(`data.json: rows this instance cannot store (${e instanceof Error ? e.message : String(e)})`)
+      })
+    return { username, password, counts, renamed, overQuota }
+  })
 }

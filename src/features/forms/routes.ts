@@ -12,6 +12,7 @@ import { notAllowed } from '../../http/content-headers.js'
 import { bad, NETLIFY_FORM_NAME, type FieldDef } from './fields.js'
 import { cleanFileName, filesTooLarge, storeFilePart, type FormFileLimits, type SentFile } from './files.js'
 import type { BlobStore } from '../../storage/blob-store.js'
+import { withBlobLease, type BlobLease } from '../../storage/leases.js'
 import { csvExport, jsonExport } from './export.js'
 import { decideOrigin, NEXT_FIELD, nextTarget, originOf, type OriginDecision } from './origins.js'
 import { decodeFields, parseUrlEncoded } from './urlencoded.js'
@@ -207,7 +208,8 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     async (req, reply) => {
       const form = await lookup(req)
       if (!form) throw new AppError('FORM_NOT_FOUND')
-      return take(req, reply, form, () => readFields(req, deps.blobs, deps.config), null)
+      // the lease spares the files stored as the body arrives until the submission commits
+      return withBlobLease(deps.db, (lease) => take(req, reply, form, () => readFields(req, deps.blobs, deps.config, lease), null, lease))
     },
   )
 
@@ -226,6 +228,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     form: FormRow,
     fields: () => Promise<Sent>,
     site: { landing: string | null; page: string; path: string; hold: string | null } | null,
+    lease: BlobLease,
   ) => {
     const browser = wantsHtml(req)
     if (!(await decision(req)).allowed) throw new AppError('FORM_ORIGIN_REFUSED')
@@ -239,7 +242,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
       // files' download links in notifications name the service's origin only when it is known
       // (PUBLIC_URL, or a loopback host): a visitor's forged Host never reaches the owner's mail
       const links = linkOrigin(req, deps.config) ?? ''
-      r = await forms.submit(form, body, { ip, userAgent: ua, hold: site?.hold ?? null, files, links })
+      r = await forms.submit(form, body, { ip, userAgent: ua, hold: site?.hold ?? null, files, lease, links })
     } catch (e) {
       if (!(e instanceof PageHeld) || site === null) throw e
       // the public host's answer to the page (serve.ts answerHeld): its notice names the URL posted to
@@ -277,19 +280,21 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     async (req, reply) => {
       const site = req.raw.handedOver?.siteForm
       if (site === undefined) throw new AppError('NOT_FOUND')
-      const sent = await readFields(req, deps.blobs, deps.config)
-      const name = sent.body.get(NETLIFY_FORM_NAME)
-      if (typeof name !== 'string' || name === '') {
-        reply.hijack()
-        return notAllowed(reply.raw)
-      }
-      const form = await forms.bySlug(name).catch(() => null)
-      const owner = form === null ? null : await deps.users.byId(form.user_id)
-      if (form === null || owner?.username !== site.username) throw new AppError('FORM_NOT_FOUND')
-      formOf.set(req, Promise.resolve(form))
-      const referer = req.headers.referer
-      const page = formPage(siteOrigin(req), site.path, referer)
-      return take(req, reply, form, async () => sent, { landing: landingOf(site.path, site.root, referer), page, path: site.path, hold: site.hold })
+      return withBlobLease(deps.db, async (lease) => {
+        const sent = await readFields(req, deps.blobs, deps.config, lease)
+        const name = sent.body.get(NETLIFY_FORM_NAME)
+        if (typeof name !== 'string' || name === '') {
+          reply.hijack()
+          return notAllowed(reply.raw)
+        }
+        const form = await forms.bySlug(name).catch(() => null)
+        const owner = form === null ? null : await deps.users.byId(form.user_id)
+        if (form === null || owner?.username !== site.username) throw new AppError('FORM_NOT_FOUND')
+        formOf.set(req, Promise.resolve(form))
+        const referer = req.headers.referer
+        const page = formPage(siteOrigin(req), site.path, referer)
+        return take(req, reply, form, async () => sent, { landing: landingOf(site.path, site.root, referer), page, path: site.path, hold: site.hold }, lease)
+      })
     },
   )
 }
@@ -335,8 +340,9 @@ interface Sent {
  * other body. A part with a file name is streamed into the blob store as it arrives, within
  * the files' limits (413 past one, reading no further); its row is written only with the
  * submission, so the blob of a refused one has none and goes to the sweeper.
+ * The files are stored under `lease` (taken before the first), which the submission checks.
  */
-async function readFields(req: FastifyRequest, blobs: BlobStore, limits: FormFileLimits): Promise<Sent> {
+async function readFields(req: FastifyRequest, blobs: BlobStore, limits: FormFileLimits, lease: BlobLease): Promise<Sent> {
   if (req.isMultipart()) {
     // every part is read as a file: busboy would decode a text field as UTF-8 (U+FFFD for
     // other bytes) before the `_charset_` field, which may come last, is seen
@@ -369,6 +375,7 @@ async function readFields(req: FastifyRequest, blobs: BlobStore, limits: FormFil
         const left = totalMax - fileBytes
         const max = Math.min(fileMax, left)
         const limit = max === left ? totalMax : fileMax
+        await lease.take()
         const stored = await storeFilePart(blobs, part.file, max, () => filesTooLarge(limit))
         fileBytes += stored.size
         files.push({

@@ -9,7 +9,7 @@ import type { LimitStore } from '../../limits/store.js'
 import type { WindowRule } from '../../limits/tiers.js'
 import { quotaOf, type QuotaName } from '../../limits/quotas.js'
 import type { Config } from '../../config.js'
-import type { BlobStore } from '../../storage/blob-store.js'
+import type { BlobLease } from '../../storage/leases.js'
 import type { Clock } from '../../util/clock.js'
 import { beijingTime } from '../../util/time.js'
 import { rounds } from '../../util/rounds.js'
@@ -200,8 +200,6 @@ export interface FormServiceDeps {
   limits: LimitStore
   /** The quotas of an account without its own limits (FORM_FILE_QUOTA_BYTES among them). */
   config: Pick<Config, 'quotaDefaults'>
-  /** Where a submission's files were stored as its body was read: refreshed before it commits. */
-  blobs: Pick<BlobStore, 'touch'>
   /** The notifications submissions queue, read before the owner's lock and written in their transaction. */
   notify?: Pick<NotifyService, 'deliveriesFor' | 'insertDeliveries'>
 }
@@ -218,7 +216,7 @@ export class PageHeld extends Error {
 }
 
 /** The rules of the forms part: management, submission, quotas. No Fastify here. */
-export function createFormService({ db, clock, limits, config, blobs, notify }: FormServiceDeps) {
+export function createFormService({ db, clock, limits, config, notify }: FormServiceDeps) {
   const quota = (userLimits: string | Record<string, number>, name: QuotaName) => quotaOf(userLimits, name, config.quotaDefaults)
   const owned = async (user: User, id: string) => {
     const f = id.length <= 64 ? await formStore.byId(db.k, user.id, id) : undefined
@@ -612,12 +610,13 @@ export function createFormService({ db, clock, limits, config, blobs, notify }: 
      * Validates and stores one submission. Spam (honeypot, too fast) is stored flagged, not
      * dropped, while the month's spam count allows. The owner's monthly quota is checked under
      * the owner's lock (1613), in the submission round of its form (submitRound); so is
-     * `hold`, the hold key of the site page posted to (PageHeld when it is held).
+     * `hold`, the hold key of the site page posted to (PageHeld when it is held). `lease`: the
+     * one its files were stored under (withBlobLease), checked before the round.
      */
     async submit(
       form: FormRow,
       body: Map<string, unknown>,
-      meta: { ip: string; userAgent?: string; hold?: string | null; files?: SentFile[]; links?: string },
+      meta: { ip: string; userAgent?: string; hold?: string | null; files?: SentFile[]; lease?: BlobLease; links?: string },
     ): Promise<{ id: string; spam: string | null }> {
       const defs = JSON.parse(form.fields_config) as FieldDef[]
       const sentFiles = (meta.files ?? []).filter((f) => keepsFile(defs, form.honeypot_field, f.field))
@@ -633,18 +632,10 @@ export function createFormService({ db, clock, limits, config, blobs, notify }: 
       // spam keeps no files: a bot filling the honeypot cannot fill the owner's file quota
       const files = spam === null ? sentFiles.map((f) => ({ ...f, id: newId() })) : []
       // the files were put as the body arrived, maybe longer ago than the sweeper's grace (a
-      // slow link): their times are refreshed before the row commits, so a sweep from now on
-      // spares them, and one a sweep took meanwhile refuses the submission (503, sent again)
-      // rather than storing a row without its bytes (decision 297, as 109)
-      const gone = files.length > 0 && blobs.touch ? await blobs.touch(files.map((f) => f.digest)) : []
-      if (gone.length > 0) {
-        const name = files.find((f) => f.digest === gone[0])?.filename
-        const reason = {
-          zh: `文件 ${name} 已存储的内容在读取请求期间被删除：请重新发送`,
-          en: `the stored bytes of the file ${name} were removed while the request was read: send it again`,
-        }
-        throw new AppError('STORAGE_UNAVAILABLE', { extra: { details: { reason } } })
-      }
+      // slow link): the request's lease kept every sweep off them, and a lapsed one refuses
+      // the submission (503, sent again) rather than storing a row without its bytes
+      // (decisions 297, NEW-LEASE-1)
+      if (files.length > 0) meta.lease?.check()
       const links = meta.links ?? ''
       return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now, hold: meta.hold ?? null, subject: subjectOf(body), files, links })
     },

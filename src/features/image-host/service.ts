@@ -13,6 +13,7 @@ import { createAbuse, targetKey } from '../abuse/service.js'
 import { takenDown } from '../abuse/public.js'
 import { refuseBlocked, refuseHeld } from '../abuse/store.js'
 import { BUS_CHANNEL } from './channel.js'
+import { withBlobLease } from '../../storage/leases.js'
 
 export const FEATURE = 'image-host'
 /** Files one upload request may carry. */
@@ -162,54 +163,60 @@ export function createImageHost(deps: Deps) {
      * (so a refused upload normally writes nothing) and again in the transaction.
      */
     async upload(user: User, files: AsyncIterable<IncomingFile>, opts: () => UploadOptions, origin: string): Promise<ImageView[]> {
-      const q = quotas(user.limits)
-      const before = await store.usage(user.id)
-      const now = clock.now()
-      const rows: ImageRow[] = []
-      const checked: string[] = []
-      let adding = 0
-      for await (const file of files) {
-        if (rows.length >= MAX_FILES_PER_UPLOAD)
-          throw new AppError('TOO_MANY_PARTS', {
-            params: { detail: { zh: `每次上传最多 ${MAX_FILES_PER_UPLOAD} 个文件`, en: `at most ${MAX_FILES_PER_UPLOAD} files per upload` } },
+      // the lease spares the images stored as the body arrives until the rows commit
+      // (a slow body of many files can outlast the sweeper's grace: NEW-LEASE-1)
+      return withBlobLease(db, async (lease) => {
+        const q = quotas(user.limits)
+        const before = await store.usage(user.id)
+        const now = clock.now()
+        const rows: ImageRow[] = []
+        const checked: string[] = []
+        let adding = 0
+        for await (const file of files) {
+          if (rows.length >= MAX_FILES_PER_UPLOAD)
+            throw new AppError('TOO_MANY_PARTS', {
+              params: { detail: { zh: `每次上传最多 ${MAX_FILES_PER_UPLOAD} 个文件`, en: `at most ${MAX_FILES_PER_UPLOAD} files per upload` } },
+            })
+          const o = opts()
+          const remark = checkText(o.remark ?? '', 'remark', REMARK_MAX)
+          const fileName = cleanFileName(file.fileName)
+          const p = await ingest(file, q.maxImageBytes, o.keepMetadata)
+          if (before.count + rows.length + 1 > q.maxImages) throw countQuota(before.count + rows.length, q.maxImages)
+          if (before.bytes + adding + p.bytes.length > q.maxTotalBytes) throw bytesQuota(before.bytes + adding, p.bytes.length, q.maxTotalBytes)
+          await lease.take()
+          const blob = await blobs.put(p.bytes)
+          // the digests put and admit asked the blocklist about, asked again under the lock
+          checked.push(blob.digest, ...(p.plainDigest ? [p.plainDigest] : []))
+          adding += blob.size
+          rows.push({
+            id: newId(),
+            user_id: user.id,
+            public_token: newPublicToken(),
+            file_name: fileName,
+            remark,
+            content_type: p.contentType,
+            size: blob.size,
+            digest: blob.digest,
+            width: p.width,
+            height: p.height,
+            locked: 0,
+            created_at: now + rows.length,
+            updated_at: now + rows.length,
           })
-        const o = opts()
-        const remark = checkText(o.remark ?? '', 'remark', REMARK_MAX)
-        const fileName = cleanFileName(file.fileName)
-        const p = await ingest(file, q.maxImageBytes, o.keepMetadata)
-        if (before.count + rows.length + 1 > q.maxImages) throw countQuota(before.count + rows.length, q.maxImages)
-        if (before.bytes + adding + p.bytes.length > q.maxTotalBytes) throw bytesQuota(before.bytes + adding, p.bytes.length, q.maxTotalBytes)
-        const blob = await blobs.put(p.bytes)
-        // the digests put and admit asked the blocklist about, asked again under the lock
-        checked.push(blob.digest, ...(p.plainDigest ? [p.plainDigest] : []))
-        adding += blob.size
-        rows.push({
-          id: newId(),
-          user_id: user.id,
-          public_token: newPublicToken(),
-          file_name: fileName,
-          remark,
-          content_type: p.contentType,
-          size: blob.size,
-          digest: blob.digest,
-          width: p.width,
-          height: p.height,
-          locked: 0,
-          created_at: now + rows.length,
-          updated_at: now + rows.length,
+        }
+        if (rows.length === 0) throw new AppError('NO_FILE')
+        lease.check()
+        await db.k.transaction().execute(async (trx) => {
+          await db.lockUser(trx, user.id)
+          await refuseBlocked(trx, checked)
+          const fresh = quotas(await store.userLimits(trx, user.id))
+          for (const r of rows) if (r.size > fresh.maxImageBytes) throw tooLarge(fresh.maxImageBytes)
+          const over = await store.insert(trx, user.id, rows, { images: fresh.maxImages, bytes: fresh.maxTotalBytes })
+          if (over?.over === 'count') throw countQuota(over.used, fresh.maxImages)
+          if (over?.over === 'bytes') throw bytesQuota(over.used, adding, fresh.maxTotalBytes)
         })
-      }
-      if (rows.length === 0) throw new AppError('NO_FILE')
-      await db.k.transaction().execute(async (trx) => {
-        await db.lockUser(trx, user.id)
-        await refuseBlocked(trx, checked)
-        const fresh = quotas(await store.userLimits(trx, user.id))
-        for (const r of rows) if (r.size > fresh.maxImageBytes) throw tooLarge(fresh.maxImageBytes)
-        const over = await store.insert(trx, user.id, rows, { images: fresh.maxImages, bytes: fresh.maxTotalBytes })
-        if (over?.over === 'count') throw countQuota(over.used, fresh.maxImages)
-        if (over?.over === 'bytes') throw bytesQuota(over.used, adding, fresh.maxTotalBytes)
+        return rows.map((r) => imageView(r, origin))
       })
-      return rows.map((r) => imageView(r, origin))
     },
 
     async list(user: User, page: Page, origin: string) {

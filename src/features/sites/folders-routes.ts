@@ -10,6 +10,7 @@ import { contentOrigin } from '../../http/origin.js'
 import { originUrl, siteOriginFor, siteUrl } from '../../http/site-origin.js'
 import { createFoldersService, MAX_FILES_PER_REQUEST, MAX_REQUEST_BYTES, type FileFailure, type FolderRef, type StagedFile } from './folders-service.js'
 import { WarningsField, warningsIn } from './page-warnings.js'
+import { withBlobLease } from '../../storage/leases.js'
 
 const FailureItem = Type.Object({ type: Type.String(), error_code: Type.Integer(), message: Type.String(), file: Type.String() })
 const BatchResult = Type.Object({
@@ -178,91 +179,98 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
           throw e
         }
         if (!req.isMultipart()) throw new AppError('NO_FILE')
-        const staged: StagedFile[] = []
-        const failures: FileFailure[] = []
-        const seen = new Set<string>()
-        let overwriteRaw: string | undefined
-        let total = 0
-        let filesSeen = 0
-        try {
-          const parts = multipartParts(req, {
-            preservePath: true,
-            limits: {
-              files: MAX_FILES_PER_REQUEST,
-              fileSize: deps.config.maxUploadBytes + 1,
-              parts: MAX_FILES_PER_REQUEST + 20,
-              fields: 20,
-              fieldSize: 64 * 1024,
-              headerPairs: 50,
-            },
-          })
-          for await (const part of parts) {
-            if (part.type === 'field') {
-              if (part.fieldname === 'overwrite_files' && typeof part.value === 'string') overwriteRaw = part.value
-              continue
-            }
-            const name = part.filename
-            // a file input left empty: browsers send a part without a file name or bytes, which
-            // is no file at all; a nameless part with bytes is a failed file (invalid path)
-            if (name === '' && (await discardUpload(part.file)) === 0) continue
-            filesSeen++
-            const checked = svc.checkUploadName(name)
-            if ('failure' in checked) {
-              failures.push(checked.failure)
-              if (name !== '') await discardUpload(part.file) // (a nameless part is drained above)
-              continue
-            }
-            if (seen.has(checked.path)) {
-              failures.push({
-                type: 'duplicate',
-                error_code: 1312,
-                message: { zh: `请求中 ${checked.path} 出现了两次`, en: `the request carries ${checked.path} twice` },
-                file: name,
-              })
-              await discardUpload(part.file)
-              continue
-            }
-            seen.add(checked.path)
-            const f = await svc.stage(part.file, name, checked.path, MAX_REQUEST_BYTES - total)
-            total += f.size
-            staged.push(f)
-          }
-        } catch (e) {
-          const code = (e as { code?: string }).code
-          if (code === 'FST_REQ_FILE_TOO_LARGE') throw new AppError('FILE_TOO_LARGE', { params: { limit: deps.config.maxUploadBytes } })
-          if (code === 'FST_FILES_LIMIT')
-            throw new AppError('TOO_MANY_PARTS', {
-              params: { detail: { zh: `每个请求最多 ${MAX_FILES_PER_REQUEST} 个文件`, en: `at most ${MAX_FILES_PER_REQUEST} files per request` } },
+        // the lease spares the files stored as they arrive until the batch commits (NEW-LEASE-1)
+        return withBlobLease(deps.db, async (lease) => {
+          const staged: StagedFile[] = []
+          const failures: FileFailure[] = []
+          const seen = new Set<string>()
+          let overwriteRaw: string | undefined
+          let total = 0
+          let filesSeen = 0
+          try {
+            const parts = multipartParts(req, {
+              preservePath: true,
+              limits: {
+                files: MAX_FILES_PER_REQUEST,
+                fileSize: deps.config.maxUploadBytes + 1,
+                parts: MAX_FILES_PER_REQUEST + 20,
+                fields: 20,
+                fieldSize: 64 * 1024,
+                headerPairs: 50,
+              },
             })
-          throw e
-        }
-        if (filesSeen === 0) throw new AppError('NO_FILE')
-        const overwrite = svc.parseOverwrite(overwriteRaw)
-        const { uploaded, failures: conflicts, warnings } = await svc.commitBatch(user, folder, staged, overwrite, false, contentOrigin(req, deps.config))
-        failures.push(...conflicts)
-        // each file's reason in the answer's language (errors[] is the spec's {type, error_code, message, file})
-        const lang = langOf(req)
-        const body = {
-          uploaded_count: uploaded,
-          failed_count: failures.length,
-          failed_files: failures.map((f) => f.file),
-          errors: failures.map((f) => ({ type: f.type, error_code: f.error_code, message: f.message[lang], file: f.file })),
-        }
-        if (uploaded === 0) {
-          const more = failures.length > 5 ? ', ...' : ''
-          if (failures.every((f) => f.exists)) {
-            throw new AppError('FILE_DUPLICATE', { params: { file: body.failed_files.slice(0, 5).join(', ') + more }, extra: body })
+            for await (const part of parts) {
+              if (part.type === 'field') {
+                if (part.fieldname === 'overwrite_files' && typeof part.value === 'string') overwriteRaw = part.value
+                continue
+              }
+              const name = part.filename
+              // a file input left empty: browsers send a part without a file name or bytes, which
+              // is no file at all; a nameless part with bytes is a failed file (invalid path)
+              if (name === '' && (await discardUpload(part.file)) === 0) continue
+              filesSeen++
+              const checked = svc.checkUploadName(name)
+              if ('failure' in checked) {
+                failures.push(checked.failure)
+                if (name !== '') await discardUpload(part.file) // (a nameless part is drained above)
+                continue
+              }
+              if (seen.has(checked.path)) {
+                failures.push({
+                  type: 'duplicate',
+                  error_code: 1312,
+                  message: { zh: `请求中 ${checked.path} 出现了两次`, en: `the request carries ${checked.path} twice` },
+                  file: name,
+                })
+                await discardUpload(part.file)
+                continue
+              }
+              seen.add(checked.path)
+              const f = await svc.stage(part.file, name, checked.path, MAX_REQUEST_BYTES - total, lease)
+              total += f.size
+              staged.push(f)
+            }
+          } catch (e) {
+            const code = (e as { code?: string }).code
+            if (code === 'FST_REQ_FILE_TOO_LARGE') throw new AppError('FILE_TOO_LARGE', { params: { limit: deps.config.maxUploadBytes } })
+            if (code === 'FST_FILES_LIMIT')
+              throw new AppError('TOO_MANY_PARTS', {
+                params: { detail: { zh: `每个请求最多 ${MAX_FILES_PER_REQUEST} 个文件`, en: `at most ${MAX_FILES_PER_REQUEST} files per request` } },
+              })
+            throw e
           }
-          // conflicts of other kinds (a file where a folder is, twice in the request): each one's reason
-          if (failures.every((f) => f.type === 'duplicate')) {
-            const list = (l: Lang) => [...failures.slice(0, 5).map((f) => f.message[l]), ...(more ? ['...'] : [])].join(l === 'zh' ? '；' : '; ')
-            throw new AppError('FILE_CONFLICTS', { params: { detail: { zh: list('zh'), en: list('en') } }, extra: body })
+          if (filesSeen === 0) throw new AppError('NO_FILE')
+          const overwrite = svc.parseOverwrite(overwriteRaw)
+          const {
+            uploaded,
+            failures: conflicts,
+            warnings,
+          } = await svc.commitBatch(user, folder, staged, overwrite, false, contentOrigin(req, deps.config), lease)
+          failures.push(...conflicts)
+          // each file's reason in the answer's language (errors[] is the spec's {type, error_code, message, file})
+          const lang = langOf(req)
+          const body = {
+            uploaded_count: uploaded,
+            failed_count: failures.length,
+            failed_files: failures.map((f) => f.file),
+            errors: failures.map((f) => ({ type: f.type, error_code: f.error_code, message: f.message[lang], file: f.file })),
           }
-          const leak = failures.find((f) => f.params)
-          if (leak?.params && failures.every((f) => f.type === 'key_in_content')) throw new AppError('KEY_IN_CONTENT', { params: leak.params, extra: body })
-          throw new AppError('INVALID_PATH', { params: { detail: MSG.none }, extra: body })
-        }
-        return { success: true, message: MSG.uploaded[lang], ...body, warnings: warningsIn(warnings, lang) }
+          if (uploaded === 0) {
+            const more = failures.length > 5 ? ', ...' : ''
+            if (failures.every((f) => f.exists)) {
+              throw new AppError('FILE_DUPLICATE', { params: { file: body.failed_files.slice(0, 5).join(', ') + more }, extra: body })
+            }
+            // conflicts of other kinds (a file where a folder is, twice in the request): each one's reason
+            if (failures.every((f) => f.type === 'duplicate')) {
+              const list = (l: Lang) => [...failures.slice(0, 5).map((f) => f.message[l]), ...(more ? ['...'] : [])].join(l === 'zh' ? '；' : '; ')
+              throw new AppError('FILE_CONFLICTS', { params: { detail: { zh: list('zh'), en: list('en') } }, extra: body })
+            }
+            const leak = failures.find((f) => f.params)
+            if (leak?.params && failures.every((f) => f.type === 'key_in_content')) throw new AppError('KEY_IN_CONTENT', { params: leak.params, extra: body })
+            throw new AppError('INVALID_PATH', { params: { detail: MSG.none }, extra: body })
+          }
+          return { success: true, message: MSG.uploaded[lang], ...body, warnings: warningsIn(warnings, lang) }
+        })
       },
     )
 

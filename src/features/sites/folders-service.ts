@@ -20,6 +20,7 @@ import { createDeploysStore } from './deploys-store.js'
 import { parseHeaders, parseRedirects, RULE_FILES, ruleText, RuleSyntaxError } from './site-rules.js'
 import { checkSiteBytes } from './site-usage.js'
 import { scanAndWarn, type PageWarning } from './page-warnings.js'
+import type { BlobLease } from '../../storage/leases.js'
 const RULE_FILE_MAX = 1024 * 1024
 
 /** Per-request limits of a batch upload (defaults; the per-file limit is MAX_UPLOAD_BYTES). */
@@ -183,7 +184,7 @@ export function createFoldersService(deps: Deps) {
      * total budget: passing it is 413 / 1109, passing MAX_UPLOAD_BYTES is 400 / 1104 (the spec's
      * status for 1104, as a single upload answers).
      */
-    async stage(stream: Readable, name: string, path: string, remaining: number): Promise<StagedFile> {
+    async stage(stream: Readable, name: string, path: string, remaining: number, lease?: BlobLease): Promise<StagedFile> {
       const perFile = config.maxUploadBytes
       const max = Math.min(perFile, remaining)
       const tooLarge = () =>
@@ -192,6 +193,7 @@ export function createFoldersService(deps: Deps) {
           : new AppError('FILE_TOO_LARGE', { params: { limit: perFile }, extra: { file: name } })
       const watcher = new ContentWatcher(0)
       try {
+        await lease?.take()
         const stored = await blobs.put(guardUpload(stream, watcher), { maxBytes: max, tooLarge })
         return {
           name,
@@ -214,9 +216,10 @@ export function createFoldersService(deps: Deps) {
      * `atomic`: any failure refuses the whole batch (400, the failures named) and writes nothing;
      * on a live project it is one whole deploy, and none when it changes no file (decision 212).
      * `origin`: where the batch's pages are served, for the URL of a report the heuristics open.
-     * `deploy_id`: the live deploy the batch made, else null.
+     * `deploy_id`: the live deploy the batch made, else null. `lease`: the one `stage` took,
+     * when the files were read from a request's body.
      */
-    async commitBatch(user: User, ref: FolderRef, staged: StagedFile[], overwrite: boolean, atomic = false, origin?: string) {
+    async commitBatch(user: User, ref: FolderRef, staged: StagedFile[], overwrite: boolean, atomic = false, origin?: string, lease?: BlobLease) {
       const failures: FileFailure[] = []
       let uploaded = 0
       let changed = 0
@@ -224,17 +227,9 @@ export function createFoldersService(deps: Deps) {
       let warnings: PageWarning[] = []
       if (staged.length > 0) {
         // a batch's first files were put as they arrived, maybe longer ago than the sweeper's
-        // grace over a slow link: their times are refreshed before the rows commit, and one a
-        // sweep took meanwhile fails the batch (503, sent again by clients) (decision 109)
-        const gone = blobs.touch ? await blobs.touch(staged.map((f) => f.digest)) : []
-        if (gone.length > 0) {
-          const path = staged.find((f) => f.digest === gone[0])?.path
-          const reason = {
-            zh: `${path} 已存储的内容在读取请求期间被删除：请重新发送`,
-            en: `the stored bytes of ${path} were removed while the request was read: send it again`,
-          }
-          throw new AppError('STORAGE_UNAVAILABLE', { extra: { details: { reason } } })
-        }
+        // grace over a slow link: the request's lease kept every sweep off them, and a lapsed
+        // one fails the batch (503, sent again by clients) (decisions 109, NEW-LEASE-1)
+        lease?.check()
         // a file that would publish a live write key is a failed file (decision 223)
         const leaks = await keyLeaks(
           deps.apiKeys,
