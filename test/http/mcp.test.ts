@@ -710,6 +710,48 @@ for (const engine of ENGINES) {
       assert.match(textOf(missing), /1604/)
     })
 
+    it('kv_set makes a public counter of a number value and names its public_incr_url; another type is 1106, nothing stored', async () => {
+      // its own user: the suite's user is near its per-minute limit by now
+      const gus = await s.user()
+      const own = await mcpHttpClient(s.url, gus.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      try {
+        // what an agent writes for a like button: a number and the flag, no data_type
+        const likes = await run('kv_set', { key: 'likes', value: 0, public_incr: true })
+        assert.ok(!likes.isError, textOf(likes))
+        assert.equal(likes.structuredContent.entry.data_type, 'number')
+        assert.equal(likes.structuredContent.entry.public_incr, true)
+        const url = likes.structuredContent.public_incr_url as string
+        assert.equal(new URL(url).pathname, `/svc_api/data/public/${gus.username}/likes/incr`)
+        assert.ok(textOf(likes).includes(`visitors add 1 with POST ${url}`), textOf(likes))
+        // a visitor's page adds 1 without a key
+        const visitor = await s.post(new URL(url).pathname)
+        assert.equal(visitor.status, 200, visitor.text)
+        assert.equal(visitor.json.data.value, 1)
+        const got = await run('kv_get', { key: 'likes' })
+        assert.equal(got.structuredContent.public_incr_url, url)
+        assert.equal(got.structuredContent.entry.value, 1)
+        // a flagged entry of another type would answer its visitors 1604: refused, naming what to send
+        for (const args of [
+          { key: 'votes', value: 'a', data_type: 'text', public_incr: true },
+          { key: 'votes', value: 0, data_type: 'json', public_incr: true },
+          { key: 'votes', value: '0', public_incr: true },
+        ]) {
+          const r = await run('kv_set', args)
+          assert.equal(r.isError, true, JSON.stringify(args))
+          assert.equal(r.structuredContent.error_code, 1106)
+          assert.match(textOf(r), /argument "public_incr": a public counter is a number entry: send a number value/)
+          assert.equal((await s.get('/svc_api/data/get?key=votes', { key: gus.key })).status, 404)
+        }
+        // an entry that is no counter keeps the json default, and names no counter URL
+        const plain = await run('kv_set', { key: 'plain', value: 0 })
+        assert.equal(plain.structuredContent.entry.data_type, 'json')
+        assert.equal(plain.structuredContent.public_incr_url, undefined)
+      } finally {
+        await own.close()
+      }
+    })
+
     it("kv write tools check the key by the store's rule in their input schema: 1106 naming the limit, nothing stored", async () => {
       // a user of its own: the suite's user is near its per-minute limit by now
       const fay = await s.user()

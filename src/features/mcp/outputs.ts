@@ -13,6 +13,7 @@ const originUrl = maybeUrl.describe("The root of the project's own origin; null 
 const openUrl = url.describe('The URL to open')
 const dashboardUrl = url.describe('The dashboard page that shows these to the logged-in owner')
 const count = z.number().int().nonnegative()
+const publicIncrUrl = url.optional().describe('Only on a public counter: where a page adds 1 without a key (POST)')
 
 const paging = {
   page: z.number().int().positive(),
@@ -168,14 +169,14 @@ export const OUTPUTS = {
     deleted_files: count.optional().describe('A project: how many files went'),
   },
   delete_file: { project: z.string(), path: z.string() },
-  kv_get: { entry, public_url: maybeUrl, dashboard_url: dashboardUrl },
-  kv_set: { created: z.boolean(), entry, public_url: maybeUrl },
+  kv_get: { entry, public_url: maybeUrl, dashboard_url: dashboardUrl, public_incr_url: publicIncrUrl },
+  kv_set: { created: z.boolean(), entry, public_url: maybeUrl, public_incr_url: publicIncrUrl },
   kv_incr: {
     created: z.boolean(),
     entry,
     public_url: maybeUrl,
     dashboard_url: dashboardUrl,
-    public_incr_url: url.optional().describe('Only on a public counter: where a page adds 1 without a key (POST)'),
+    public_incr_url: publicIncrUrl,
   },
   kv_list: {
     items: z.array(entry.extend({ public_url: maybeUrl })),

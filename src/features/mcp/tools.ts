@@ -803,6 +803,20 @@ const kvPublicUrl = (ctx: ToolContext, key: string) =>
   `${ctx.serviceOrigin}/svc_api/data/public/${encodeURIComponent(ctx.user.username)}/${encodeURIComponent(key)}`
 /** The dashboard page where the account's owner (logged in) sees its entries, forms' submissions, data files or images. */
 const dashboardUrl = (ctx: ToolContext, page: 'kv' | 'forms' | 'data' | 'images' | 'domains') => `${ctx.serviceOrigin}/dashboard/${page}`
+/** A public counter's increment URL (POST, no key), or null for any other entry. */
+const kvCounterUrl = (ctx: ToolContext, e: { key: string; public_incr?: boolean }) => (e.public_incr ? `${kvPublicUrl(ctx, e.key)}/incr` : null)
+/**
+ * kv_set's data_type when it marks a public counter, which counts only as a number entry
+ * (decision NEW-AGENTS-1): a number value without data_type is one; any other type is 1106,
+ * so no call stores a counter whose public increment would answer 1604.
+ */
+function counterType(a: { value?: unknown; data_type?: 'json' | 'text' | 'number'; public_incr?: boolean }) {
+  if (a.public_incr !== true) return a.data_type
+  if (a.data_type === 'number' || (a.data_type === undefined && typeof a.value === 'number')) return 'number'
+  throw bad(
+    `argument "public_incr": a public counter is a number entry: send a number value (e.g. "value": 0) with "data_type": "number" or without data_type; got ${a.data_type === undefined ? `a ${a.value === null ? 'null' : typeof a.value} value` : `data_type "${a.data_type}"`}`,
+  )
+}
 /** Where an entry can be seen: its public URL when it is public, else the dashboard. */
 const kvWhere = (publicUrl: string | null, dashboard: string) => (publicUrl ? `public at ${publicUrl}` : `private (the dashboard shows it: ${dashboard})`)
 
@@ -817,9 +831,10 @@ const kvGet = tool({
     const e = await s.kv.get(ctx.user, a.key)
     const url = e.is_public ? kvPublicUrl(ctx, e.key) : null
     const dashboard = dashboardUrl(ctx, 'kv')
+    const counter = kvCounterUrl(ctx, e)
     return {
-      summary: `${e.key} = ${JSON.stringify(e.value).slice(0, 500)} (version ${e.version}); ${kvWhere(url, dashboard)}`,
-      data: { entry: e, public_url: url, dashboard_url: dashboard },
+      summary: `${e.key} = ${JSON.stringify(e.value).slice(0, 500)} (version ${e.version}); ${kvWhere(url, dashboard)}${counter ? `; visitors add 1 with POST ${counter}` : ''}`,
+      data: { entry: e, public_url: url, dashboard_url: dashboard, ...(counter ? { public_incr_url: counter } : {}) },
     }
   },
 })
@@ -838,7 +853,9 @@ const kvSet = tool({
     public_incr: z
       .boolean()
       .optional()
-      .describe('A public counter (a number entry): anyone may add 1 or -1 without a key, see kv_incr (false when created; kept when omitted)'),
+      .describe(
+        "A public counter: anyone may add 1 or -1 without a key at the answer's public_incr_url, see kv_incr (false when created; kept when omitted). Only a number entry: a number value with data_type omitted is stored as data_type number",
+      ),
     ttl: kvTtl,
     expected_version: z.number().int().nonnegative().optional().describe('Write only if the entry is at this version (0: only if absent)'),
   },
@@ -853,11 +870,17 @@ const kvSet = tool({
     }
     // the store's compare-and-swap field is `version`: an unknown field would be ignored
     const { expected_version, ...entry } = a
-    const r = await s.kv.put(ctx.user, expected_version === undefined ? entry : { ...entry, version: expected_version })
+    const dataType = counterType(a)
+    const r = await s.kv.put(ctx.user, {
+      ...entry,
+      ...(dataType === undefined ? {} : { data_type: dataType }),
+      ...(expected_version === undefined ? {} : { version: expected_version }),
+    })
     const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
+    const counter = kvCounterUrl(ctx, r.entry)
     return {
-      summary: `${r.created ? 'Created' : 'Updated'} ${r.entry.key} (version ${r.entry.version})${url ? `; public at ${url}` : ''}`,
-      data: { created: r.created, entry: r.entry, public_url: url },
+      summary: `${r.created ? 'Created' : 'Updated'} ${r.entry.key} (version ${r.entry.version})${url ? `; public at ${url}` : ''}${counter ? `; visitors add 1 with POST ${counter}` : ''}`,
+      data: { created: r.created, entry: r.entry, public_url: url, ...(counter ? { public_incr_url: counter } : {}) },
     }
   },
 })
@@ -881,7 +904,7 @@ const kvIncr = tool({
     const r = await s.kv.incr(ctx.user, a)
     const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
     const dashboard = dashboardUrl(ctx, 'kv')
-    const counter = r.entry.public_incr ? `${kvPublicUrl(ctx, r.entry.key)}/incr` : null
+    const counter = kvCounterUrl(ctx, r.entry)
     return {
       summary: `${r.entry.key} = ${String(r.entry.value)}; ${kvWhere(url, dashboard)}${counter ? `; visitors add 1 with POST ${counter}` : ''}`,
       data: { created: r.created, entry: r.entry, public_url: url, dashboard_url: dashboard, ...(counter ? { public_incr_url: counter } : {}) },
