@@ -12,6 +12,7 @@ import type { ImageHostState } from '../../src/features/image-host/index.js'
 import { createKvService } from '../../src/features/kv/service.js'
 import { createHostedData } from '../../src/features/hosted-data/service.js'
 import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
+import { KV_LIST_VALUE_BYTES } from '../../src/features/mcp/tools.js'
 import { NAME_RULE } from '../../src/features/sites/paths.js'
 
 type User = Awaited<ReturnType<TestServer['user']>>
@@ -747,6 +748,41 @@ for (const engine of ENGINES) {
         const plain = await run('kv_set', { key: 'plain', value: 0 })
         assert.equal(plain.structuredContent.entry.data_type, 'json')
         assert.equal(plain.structuredContent.public_incr_url, undefined)
+      } finally {
+        await own.close()
+      }
+    })
+
+    it('kv_list leaves out values over its bound for kv_get to read, so a page of large entries stays small', async () => {
+      // its own user: twenty entries near the store's default entry size (65536 bytes)
+      const hal = await s.user()
+      const own = await mcpHttpClient(s.url, hal.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      try {
+        const big = 'y'.repeat(60_000)
+        for (let i = 0; i < 20; i++) {
+          const r = await s.post('/svc_api/data/store', { key: hal.key, json: { key: `blob${String(i).padStart(2, '0')}`, value: big } })
+          assert.equal(r.status, 200, r.text)
+        }
+        // at the bound (512 bytes of JSON text: the quotes count) and a small one: listed whole
+        const edge = 'e'.repeat(KV_LIST_VALUE_BYTES - 2)
+        await s.post('/svc_api/data/store', { key: hal.key, json: { key: 'edge', value: edge } })
+        await s.post('/svc_api/data/store', { key: hal.key, json: { key: 'small', value: { theme: 'dark' } } })
+        const list = await run('kv_list', { per_page: 100 })
+        assert.ok(!list.isError, textOf(list))
+        assert.equal(list.structuredContent.total, 22)
+        const byKey = new Map<string, any>(list.structuredContent.items.map((e: any) => [e.key, e]))
+        assert.deepEqual(byKey.get('small').value, { theme: 'dark' })
+        assert.equal(byKey.get('small').value_omitted, undefined)
+        assert.equal(byKey.get('edge').value, edge)
+        assert.equal(byKey.get('blob00').value, null)
+        assert.equal(byKey.get('blob00').value_omitted, true)
+        assert.equal(byKey.get('blob00').size, 60_002)
+        assert.match(textOf(list), /20 value\(s\) over 512 bytes left out \(value_omitted\): kv_get \{key: "blob00"\} reads one/)
+        // the whole result, both text blocks and the structured content, is a few kilobytes, not 2.4 MB
+        assert.ok(JSON.stringify(list).length < 32_000, `${JSON.stringify(list).length} bytes`)
+        // kv_get reads the value whole
+        assert.equal((await run('kv_get', { key: 'blob07' })).structuredContent.entry.value, big)
       } finally {
         await own.close()
       }

@@ -179,7 +179,12 @@ export const OUTPUTS = {
     public_incr_url: publicIncrUrl,
   },
   kv_list: {
-    items: z.array(entry.extend({ public_url: maybeUrl })),
+    items: z.array(
+      entry.extend({
+        public_url: maybeUrl,
+        value_omitted: z.literal(true).optional().describe('Only on a value too long to list (value null): kv_get reads it'),
+      }),
+    ),
     total: count,
     ...paging,
     quota: z.looseObject({ max_keys: count, max_entry_bytes: count }),

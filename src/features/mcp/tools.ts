@@ -912,10 +912,17 @@ const kvIncr = tool({
   },
 })
 
+/**
+ * kv_list shows a value whose JSON text is at most this many bytes; a longer one is left out
+ * (value null, value_omitted true) for kv_get to read, so a page of 100 entries of the store's
+ * largest size stays within what a client hands its model (decisions 213, NEW-AGENTS-2).
+ */
+export const KV_LIST_VALUE_BYTES = 512
+
 const kvList = tool({
   name: 'kv_list',
   title: 'List key-value entries',
-  description: "Lists the caller's key-value entries, by key, a page at a time; with prefix, only keys starting with it (exact, case-sensitive).",
+  description: `Lists the caller's key-value entries, by key, a page at a time; with prefix, only keys starting with it (exact, case-sensitive). A value over ${KV_LIST_VALUE_BYTES} bytes of JSON is left out (value null, value_omitted true): kv_get reads it.`,
   readOnly: true,
   input: {
     page: pageArg,
@@ -928,14 +935,23 @@ const kvList = tool({
     if (a.per_page !== undefined) q.per_page = String(a.per_page)
     if (a.prefix !== undefined) q.prefix = a.prefix
     const r = await s.kv.list(ctx.user, q)
-    const items = r.items.map((e) => ({ ...e, public_url: e.is_public ? kvPublicUrl(ctx, e.key) : null }))
+    const items = r.items.map((e) => ({
+      ...e,
+      ...(e.size > KV_LIST_VALUE_BYTES ? { value: null, value_omitted: true as const } : {}),
+      public_url: e.is_public ? kvPublicUrl(ctx, e.key) : null,
+    }))
     const dashboard = dashboardUrl(ctx, 'kv')
     const keys = items.map((e) => (e.public_url ? `${e.key} (public at ${e.public_url})` : e.key))
+    const omitted = items.filter((e) => 'value_omitted' in e)
+    const left =
+      omitted.length === 0
+        ? ''
+        : `${omitted.length} value(s) over ${KV_LIST_VALUE_BYTES} bytes left out (value_omitted): kv_get {key: ${JSON.stringify(omitted[0].key)}} reads one\n`
     const more = (n: number) =>
       `kv_list {${[`page: ${n}`, a.per_page ? `per_page: ${a.per_page}` : '', a.prefix !== undefined ? `prefix: ${JSON.stringify(a.prefix)}` : ''].filter(Boolean).join(', ')}}`
     const paging = pageOf(r.total, r.page, r.per_page, 'entries', more)
     return {
-      summary: `${r.total} entries${keys.length ? `: ${keys.join(', ')}` : ''}\n${paging.note ? `${paging.note.slice(2)}\n` : ''}The dashboard shows them: ${dashboard}`,
+      summary: `${r.total} entries${keys.length ? `: ${keys.join(', ')}` : ''}\n${paging.note ? `${paging.note.slice(2)}\n` : ''}${left}The dashboard shows them: ${dashboard}`,
       data: { ...r, items, dashboard_url: dashboard },
     }
   },
