@@ -12,7 +12,7 @@ import type { ImageHostState } from '../../src/features/image-host/index.js'
 import { createKvService } from '../../src/features/kv/service.js'
 import { createHostedData } from '../../src/features/hosted-data/service.js'
 import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
-import { KV_LIST_VALUE_BYTES } from '../../src/features/mcp/tools.js'
+import { KV_LIST_VALUE_BYTES, READ_FILE_PAGE_BYTES } from '../../src/features/mcp/tools.js'
 import { NAME_RULE } from '../../src/features/sites/paths.js'
 
 type User = Awaited<ReturnType<TestServer['user']>>
@@ -646,6 +646,51 @@ for (const engine of ENGINES) {
         assert.equal((await s.get(`/${dave.username}/rw/css/a.css`)).text, 'p{color:red}')
       } finally {
         await c.close()
+      }
+    })
+
+    it('read_file answers a large text file a page at a time, cut at characters, naming the next call', async () => {
+      const ida = await s.user()
+      const own = await mcpHttpClient(s.url, ida.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      try {
+        // 80,001 bytes of two-byte characters after one ASCII one: every page's cut falls inside a character
+        const text = 'a' + 'é'.repeat(40_000)
+        const dep = await run('deploy_files', {
+          project: 'paged',
+          files: [
+            { path: 'index.html', content: '<p>small</p>' },
+            { path: 'app.js', content: text },
+          ],
+        })
+        assert.ok(!dep.isError, textOf(dep))
+        const small = await run('read_file', { project: 'paged', path: 'index.html' })
+        assert.equal(small.structuredContent.content, '<p>small</p>')
+        assert.equal(small.structuredContent.total_pages, 1)
+        assert.match(textOf(small), /^paged\/index\.html \(12 bytes; content below\)\n<p>small<\/p>$/)
+
+        const pages: string[] = []
+        for (let page = 1; page <= 3; page++) {
+          const r = await run('read_file', { project: 'paged', path: 'app.js', ...(page > 1 ? { page } : {}) })
+          assert.ok(!r.isError, textOf(r))
+          assert.equal(r.structuredContent.size, 80_001)
+          assert.equal(r.structuredContent.page, page)
+          assert.equal(r.structuredContent.total_pages, 3)
+          const chunk = r.structuredContent.content as string
+          assert.ok(!chunk.includes('\ufffd'), 'no character is cut in two')
+          assert.ok(Buffer.byteLength(chunk) <= READ_FILE_PAGE_BYTES + 1, `page ${page}: ${Buffer.byteLength(chunk)} bytes`)
+          // the answer, summary and structured content together, stays near two pages, never the whole file twice
+          assert.ok(JSON.stringify(r).length < 2 * READ_FILE_PAGE_BYTES + 4096, `${JSON.stringify(r).length} bytes`)
+          if (page < 3) assert.ok(textOf(r).includes(`read_file {project: "paged", path: "app.js", page: ${page + 1}} reads the next`), textOf(r))
+          else assert.doesNotMatch(textOf(r), /reads the next/)
+          pages.push(chunk)
+        }
+        assert.equal(pages.join(''), text)
+        const past = await run('read_file', { project: 'paged', path: 'app.js', page: 4 })
+        assert.equal(past.structuredContent.content, '')
+        assert.match(textOf(past), /no content on page 4 of 3/)
+      } finally {
+        await own.close()
       }
     })
 

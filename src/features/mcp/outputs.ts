@@ -147,7 +147,9 @@ export const OUTPUTS = {
     project: z.string(),
     path: z.string(),
     size: count,
-    content: z.string().nullable().optional().describe('UTF-8 text; in the summary rather than here when shown; null when binary or over 5 MiB'),
+    content: z.string().nullable().optional().describe("UTF-8 text, this page's; in the summary rather than here when shown; null when binary or over 5 MiB"),
+    page: z.number().int().positive().optional().describe('A text file: the page shown'),
+    total_pages: z.number().int().positive().optional().describe('A text file: its pages (page takes 2 and on)'),
     site_url: siteUrl,
   },
   list_deploys: {

@@ -737,23 +737,57 @@ const deleteSite = tool({
 const projectFileSolutions = (a: { project: string }) => ({ FILE_NOT_FOUND: `get_site {name: ${JSON.stringify(a.project)}} lists the project's files` })
 const filePathArg = z.string().min(1).max(1024).describe('Path in the project, e.g. "index.html" or "css/site.css"')
 
+/**
+ * read_file answers a text file this many bytes a page (cut at character boundaries), so one
+ * answer stays within what a client hands its model, as get_site's pages do (NEW-AGENTS-3).
+ */
+export const READ_FILE_PAGE_BYTES = 32768
+
+/** The first character boundary of UTF-8 `buf` at or after byte `i`. */
+function charStart(buf: Buffer, i: number): number {
+  while (i < buf.length && (buf[i] & 0xc0) === 0x80) i++
+  return Math.min(i, buf.length)
+}
+
 const readFile = tool({
   name: 'read_file',
   title: 'Read a file of a project',
-  description:
-    'Reads one file of a folder project as the project holds it now (the live site may be an older deploy): its size, and its content when it is UTF-8 text of at most 5 MiB (otherwise content is null: open its URL instead).',
+  description: `Reads one file of a folder project as the project holds it now (the live site may be an older deploy): its size, and its content when it is UTF-8 text of at most 5 MiB (otherwise content is null: open its URL instead), ${READ_FILE_PAGE_BYTES} bytes a page (page 2 and on for a larger file; the answer gives total_pages and names the next call).`,
   readOnly: true,
-  input: { project: projectName, path: filePathArg },
+  input: {
+    project: projectName,
+    path: filePathArg,
+    page: pageArg.describe(`Page of the content, ${READ_FILE_PAGE_BYTES} bytes each, from 1 (default 1)`),
+  },
   solutions: projectFileSolutions,
   async run(s, ctx, a) {
     const ref = projectRef(s, ctx, a.project)
     const f = await s.folders.read(ctx.user, ref, projectPath(a.path))
     const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/${f.path.split('/').map(encodeURIComponent).join('/')}`)
-    const what = f.content === null || f.content === undefined ? 'not shown (binary, or over 5 MiB)' : 'content below'
+    const base = { project: ref.name, path: f.path, size: f.size }
+    if (f.content === null || f.content === undefined) {
+      return {
+        summary: `${a.project}/${f.path} (${f.size} bytes; not shown (binary, or over 5 MiB))`,
+        data: { ...base, content: null, site_url: site },
+      }
+    }
+    const buf = Buffer.from(f.content, 'utf8')
+    const page = a.page ?? 1
+    const totalPages = Math.max(1, Math.ceil(buf.length / READ_FILE_PAGE_BYTES))
+    const from = charStart(buf, Math.min((page - 1) * READ_FILE_PAGE_BYTES, buf.length))
+    const to = charStart(buf, Math.min(page * READ_FILE_PAGE_BYTES, buf.length))
+    const content = buf.subarray(from, to).toString('utf8')
+    const next = `read_file {project: ${JSON.stringify(a.project)}, path: ${JSON.stringify(f.path)}, page: ${page + 1}} reads the next`
+    const what =
+      totalPages === 1 && page === 1
+        ? 'content below'
+        : from >= buf.length
+          ? `no content on page ${page} of ${totalPages}`
+          : `bytes ${from + 1}-${to} on page ${page} of ${totalPages} below${page < totalPages ? `; ${next}` : ''}`
     return {
-      summary: `${a.project}/${f.path} (${f.size} bytes; ${what})${f.content ? `\n${f.content}` : ''}`,
-      data: { project: ref.name, path: f.path, size: f.size, content: f.content ?? null, site_url: site },
-      inSummary: f.content ? ['content'] : [],
+      summary: `${a.project}/${f.path} (${f.size} bytes; ${what})${content ? `\n${content}` : ''}`,
+      data: { ...base, content, page, total_pages: totalPages, site_url: site },
+      inSummary: content ? ['content'] : [],
     }
   },
 })
