@@ -12,6 +12,7 @@ import type { ImageHostState } from '../../src/features/image-host/index.js'
 import { createKvService } from '../../src/features/kv/service.js'
 import { createHostedData } from '../../src/features/hosted-data/service.js'
 import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
+import { KV_LIST_VALUE_BYTES, READ_FILE_PAGE_BYTES } from '../../src/features/mcp/tools.js'
 import { NAME_RULE } from '../../src/features/sites/paths.js'
 
 type User = Awaited<ReturnType<TestServer['user']>>
@@ -648,6 +649,51 @@ for (const engine of ENGINES) {
       }
     })
 
+    it('read_file answers a large text file a page at a time, cut at characters, naming the next call', async () => {
+      const ida = await s.user()
+      const own = await mcpHttpClient(s.url, ida.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      try {
+        // 80,001 bytes of two-byte characters after one ASCII one: every page's cut falls inside a character
+        const text = 'a' + 'é'.repeat(40_000)
+        const dep = await run('deploy_files', {
+          project: 'paged',
+          files: [
+            { path: 'index.html', content: '<p>small</p>' },
+            { path: 'app.js', content: text },
+          ],
+        })
+        assert.ok(!dep.isError, textOf(dep))
+        const small = await run('read_file', { project: 'paged', path: 'index.html' })
+        assert.equal(small.structuredContent.content, '<p>small</p>')
+        assert.equal(small.structuredContent.total_pages, 1)
+        assert.match(textOf(small), /^paged\/index\.html \(12 bytes; content below\)\n<p>small<\/p>$/)
+
+        const pages: string[] = []
+        for (let page = 1; page <= 3; page++) {
+          const r = await run('read_file', { project: 'paged', path: 'app.js', ...(page > 1 ? { page } : {}) })
+          assert.ok(!r.isError, textOf(r))
+          assert.equal(r.structuredContent.size, 80_001)
+          assert.equal(r.structuredContent.page, page)
+          assert.equal(r.structuredContent.total_pages, 3)
+          const chunk = r.structuredContent.content as string
+          assert.ok(!chunk.includes('\ufffd'), 'no character is cut in two')
+          assert.ok(Buffer.byteLength(chunk) <= READ_FILE_PAGE_BYTES + 1, `page ${page}: ${Buffer.byteLength(chunk)} bytes`)
+          // the answer, summary and structured content together, stays near two pages, never the whole file twice
+          assert.ok(JSON.stringify(r).length < 2 * READ_FILE_PAGE_BYTES + 4096, `${JSON.stringify(r).length} bytes`)
+          if (page < 3) assert.ok(textOf(r).includes(`read_file {project: "paged", path: "app.js", page: ${page + 1}} reads the next`), textOf(r))
+          else assert.doesNotMatch(textOf(r), /reads the next/)
+          pages.push(chunk)
+        }
+        assert.equal(pages.join(''), text)
+        const past = await run('read_file', { project: 'paged', path: 'app.js', page: 4 })
+        assert.equal(past.structuredContent.content, '')
+        assert.match(textOf(past), /no content on page 4 of 3/)
+      } finally {
+        await own.close()
+      }
+    })
+
     it('kv_set with expected_version is a compare-and-swap, as `version` is on REST', async () => {
       // its own user: the file's main key is near its per-minute limit by the end
       const bob = await s.user()
@@ -708,6 +754,83 @@ for (const engine of ENGINES) {
       const missing = await call('kv_get', { key: 'nope' })
       assert.equal(missing.isError, true)
       assert.match(textOf(missing), /1604/)
+    })
+
+    it('kv_set makes a public counter of a number value and names its public_incr_url; another type is 1106, nothing stored', async () => {
+      // its own user: the suite's user is near its per-minute limit by now
+      const gus = await s.user()
+      const own = await mcpHttpClient(s.url, gus.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      try {
+        // what an agent writes for a like button: a number and the flag, no data_type
+        const likes = await run('kv_set', { key: 'likes', value: 0, public_incr: true })
+        assert.ok(!likes.isError, textOf(likes))
+        assert.equal(likes.structuredContent.entry.data_type, 'number')
+        assert.equal(likes.structuredContent.entry.public_incr, true)
+        const url = likes.structuredContent.public_incr_url as string
+        assert.equal(new URL(url).pathname, `/svc_api/data/public/${gus.username}/likes/incr`)
+        assert.ok(textOf(likes).includes(`visitors add 1 with POST ${url}`), textOf(likes))
+        // a visitor's page adds 1 without a key
+        const visitor = await s.post(new URL(url).pathname)
+        assert.equal(visitor.status, 200, visitor.text)
+        assert.equal(visitor.json.data.value, 1)
+        const got = await run('kv_get', { key: 'likes' })
+        assert.equal(got.structuredContent.public_incr_url, url)
+        assert.equal(got.structuredContent.entry.value, 1)
+        // a flagged entry of another type would answer its visitors 1604: refused, naming what to send
+        for (const args of [
+          { key: 'votes', value: 'a', data_type: 'text', public_incr: true },
+          { key: 'votes', value: 0, data_type: 'json', public_incr: true },
+          { key: 'votes', value: '0', public_incr: true },
+        ]) {
+          const r = await run('kv_set', args)
+          assert.equal(r.isError, true, JSON.stringify(args))
+          assert.equal(r.structuredContent.error_code, 1106)
+          assert.match(textOf(r), /argument "public_incr": a public counter is a number entry: send a number value/)
+          assert.equal((await s.get('/svc_api/data/get?key=votes', { key: gus.key })).status, 404)
+        }
+        // an entry that is no counter keeps the json default, and names no counter URL
+        const plain = await run('kv_set', { key: 'plain', value: 0 })
+        assert.equal(plain.structuredContent.entry.data_type, 'json')
+        assert.equal(plain.structuredContent.public_incr_url, undefined)
+      } finally {
+        await own.close()
+      }
+    })
+
+    it('kv_list leaves out values over its bound for kv_get to read, so a page of large entries stays small', async () => {
+      // its own user: twenty entries near the store's default entry size (65536 bytes)
+      const hal = await s.user()
+      const own = await mcpHttpClient(s.url, hal.key)
+      const run = async (name: string, args: Record<string, unknown>) => (await own.callTool({ name, arguments: args })) as any
+      try {
+        const big = 'y'.repeat(60_000)
+        for (let i = 0; i < 20; i++) {
+          const r = await s.post('/svc_api/data/store', { key: hal.key, json: { key: `blob${String(i).padStart(2, '0')}`, value: big } })
+          assert.equal(r.status, 200, r.text)
+        }
+        // at the bound (512 bytes of JSON text: the quotes count) and a small one: listed whole
+        const edge = 'e'.repeat(KV_LIST_VALUE_BYTES - 2)
+        await s.post('/svc_api/data/store', { key: hal.key, json: { key: 'edge', value: edge } })
+        await s.post('/svc_api/data/store', { key: hal.key, json: { key: 'small', value: { theme: 'dark' } } })
+        const list = await run('kv_list', { per_page: 100 })
+        assert.ok(!list.isError, textOf(list))
+        assert.equal(list.structuredContent.total, 22)
+        const byKey = new Map<string, any>(list.structuredContent.items.map((e: any) => [e.key, e]))
+        assert.deepEqual(byKey.get('small').value, { theme: 'dark' })
+        assert.equal(byKey.get('small').value_omitted, undefined)
+        assert.equal(byKey.get('edge').value, edge)
+        assert.equal(byKey.get('blob00').value, null)
+        assert.equal(byKey.get('blob00').value_omitted, true)
+        assert.equal(byKey.get('blob00').size, 60_002)
+        assert.match(textOf(list), /20 value\(s\) over 512 bytes left out \(value_omitted\): kv_get \{key: "blob00"\} reads one/)
+        // the whole result, both text blocks and the structured content, is a few kilobytes, not 2.4 MB
+        assert.ok(JSON.stringify(list).length < 32_000, `${JSON.stringify(list).length} bytes`)
+        // kv_get reads the value whole
+        assert.equal((await run('kv_get', { key: 'blob07' })).structuredContent.entry.value, big)
+      } finally {
+        await own.close()
+      }
     })
 
     it("kv write tools check the key by the store's rule in their input schema: 1106 naming the limit, nothing stored", async () => {

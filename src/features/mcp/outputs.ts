@@ -13,6 +13,7 @@ const originUrl = maybeUrl.describe("The root of the project's own origin; null 
 const openUrl = url.describe('The URL to open')
 const dashboardUrl = url.describe('The dashboard page that shows these to the logged-in owner')
 const count = z.number().int().nonnegative()
+const publicIncrUrl = url.optional().describe('Only on a public counter: where a page adds 1 without a key (POST)')
 
 const paging = {
   page: z.number().int().positive(),
@@ -146,7 +147,9 @@ export const OUTPUTS = {
     project: z.string(),
     path: z.string(),
     size: count,
-    content: z.string().nullable().optional().describe('UTF-8 text; in the summary rather than here when shown; null when binary or over 5 MiB'),
+    content: z.string().nullable().optional().describe("UTF-8 text, this page's; in the summary rather than here when shown; null when binary or over 5 MiB"),
+    page: z.number().int().positive().optional().describe('A text file: the page shown'),
+    total_pages: z.number().int().positive().optional().describe('A text file: its pages (page takes 2 and on)'),
     site_url: siteUrl,
   },
   list_deploys: {
@@ -168,17 +171,22 @@ export const OUTPUTS = {
     deleted_files: count.optional().describe('A project: how many files went'),
   },
   delete_file: { project: z.string(), path: z.string() },
-  kv_get: { entry, public_url: maybeUrl, dashboard_url: dashboardUrl },
-  kv_set: { created: z.boolean(), entry, public_url: maybeUrl },
+  kv_get: { entry, public_url: maybeUrl, dashboard_url: dashboardUrl, public_incr_url: publicIncrUrl },
+  kv_set: { created: z.boolean(), entry, public_url: maybeUrl, public_incr_url: publicIncrUrl },
   kv_incr: {
     created: z.boolean(),
     entry,
     public_url: maybeUrl,
     dashboard_url: dashboardUrl,
-    public_incr_url: url.optional().describe('Only on a public counter: where a page adds 1 without a key (POST)'),
+    public_incr_url: publicIncrUrl,
   },
   kv_list: {
-    items: z.array(entry.extend({ public_url: maybeUrl })),
+    items: z.array(
+      entry.extend({
+        public_url: maybeUrl,
+        value_omitted: z.literal(true).optional().describe('Only on a value too long to list (value null): kv_get reads it'),
+      }),
+    ),
     total: count,
     ...paging,
     quota: z.looseObject({ max_keys: count, max_entry_bytes: count }),

@@ -737,23 +737,57 @@ const deleteSite = tool({
 const projectFileSolutions = (a: { project: string }) => ({ FILE_NOT_FOUND: `get_site {name: ${JSON.stringify(a.project)}} lists the project's files` })
 const filePathArg = z.string().min(1).max(1024).describe('Path in the project, e.g. "index.html" or "css/site.css"')
 
+/**
+ * read_file answers a text file this many bytes a page (cut at character boundaries), so one
+ * answer stays within what a client hands its model, as get_site's pages do (NEW-AGENTS-3).
+ */
+export const READ_FILE_PAGE_BYTES = 32768
+
+/** The first character boundary of UTF-8 `buf` at or after byte `i`. */
+function charStart(buf: Buffer, i: number): number {
+  while (i < buf.length && (buf[i] & 0xc0) === 0x80) i++
+  return Math.min(i, buf.length)
+}
+
 const readFile = tool({
   name: 'read_file',
   title: 'Read a file of a project',
-  description:
-    'Reads one file of a folder project as the project holds it now (the live site may be an older deploy): its size, and its content when it is UTF-8 text of at most 5 MiB (otherwise content is null: open its URL instead).',
+  description: `Reads one file of a folder project as the project holds it now (the live site may be an older deploy): its size, and its content when it is UTF-8 text of at most 5 MiB (otherwise content is null: open its URL instead), ${READ_FILE_PAGE_BYTES} bytes a page (page 2 and on for a larger file; the answer gives total_pages and names the next call).`,
   readOnly: true,
-  input: { project: projectName, path: filePathArg },
+  input: {
+    project: projectName,
+    path: filePathArg,
+    page: pageArg.describe(`Page of the content, ${READ_FILE_PAGE_BYTES} bytes each, from 1 (default 1)`),
+  },
   solutions: projectFileSolutions,
   async run(s, ctx, a) {
     const ref = projectRef(s, ctx, a.project)
     const f = await s.folders.read(ctx.user, ref, projectPath(a.path))
     const site = siteUrlOf(ctx, `/${encodeURIComponent(ref.name)}/${f.path.split('/').map(encodeURIComponent).join('/')}`)
-    const what = f.content === null || f.content === undefined ? 'not shown (binary, or over 5 MiB)' : 'content below'
+    const base = { project: ref.name, path: f.path, size: f.size }
+    if (f.content === null || f.content === undefined) {
+      return {
+        summary: `${a.project}/${f.path} (${f.size} bytes; not shown (binary, or over 5 MiB))`,
+        data: { ...base, content: null, site_url: site },
+      }
+    }
+    const buf = Buffer.from(f.content, 'utf8')
+    const page = a.page ?? 1
+    const totalPages = Math.max(1, Math.ceil(buf.length / READ_FILE_PAGE_BYTES))
+    const from = charStart(buf, Math.min((page - 1) * READ_FILE_PAGE_BYTES, buf.length))
+    const to = charStart(buf, Math.min(page * READ_FILE_PAGE_BYTES, buf.length))
+    const content = buf.subarray(from, to).toString('utf8')
+    const next = `read_file {project: ${JSON.stringify(a.project)}, path: ${JSON.stringify(f.path)}, page: ${page + 1}} reads the next`
+    const what =
+      totalPages === 1 && page === 1
+        ? 'content below'
+        : from >= buf.length
+          ? `no content on page ${page} of ${totalPages}`
+          : `bytes ${from + 1}-${to} on page ${page} of ${totalPages} below${page < totalPages ? `; ${next}` : ''}`
     return {
-      summary: `${a.project}/${f.path} (${f.size} bytes; ${what})${f.content ? `\n${f.content}` : ''}`,
-      data: { project: ref.name, path: f.path, size: f.size, content: f.content ?? null, site_url: site },
-      inSummary: f.content ? ['content'] : [],
+      summary: `${a.project}/${f.path} (${f.size} bytes; ${what})${content ? `\n${content}` : ''}`,
+      data: { ...base, content, page, total_pages: totalPages, site_url: site },
+      inSummary: content ? ['content'] : [],
     }
   },
 })
@@ -803,6 +837,20 @@ const kvPublicUrl = (ctx: ToolContext, key: string) =>
   `${ctx.serviceOrigin}/svc_api/data/public/${encodeURIComponent(ctx.user.username)}/${encodeURIComponent(key)}`
 /** The dashboard page where the account's owner (logged in) sees its entries, forms' submissions, data files or images. */
 const dashboardUrl = (ctx: ToolContext, page: 'kv' | 'forms' | 'data' | 'images' | 'domains') => `${ctx.serviceOrigin}/dashboard/${page}`
+/** A public counter's increment URL (POST, no key), or null for any other entry. */
+const kvCounterUrl = (ctx: ToolContext, e: { key: string; public_incr?: boolean }) => (e.public_incr ? `${kvPublicUrl(ctx, e.key)}/incr` : null)
+/**
+ * kv_set's data_type when it marks a public counter, which counts only as a number entry
+ * (decision NEW-AGENTS-1): a number value without data_type is one; any other type is 1106,
+ * so no call stores a counter whose public increment would answer 1604.
+ */
+function counterType(a: { value?: unknown; data_type?: 'json' | 'text' | 'number'; public_incr?: boolean }) {
+  if (a.public_incr !== true) return a.data_type
+  if (a.data_type === 'number' || (a.data_type === undefined && typeof a.value === 'number')) return 'number'
+  throw bad(
+    `argument "public_incr": a public counter is a number entry: send a number value (e.g. "value": 0) with "data_type": "number" or without data_type; got ${a.data_type === undefined ? `a ${a.value === null ? 'null' : typeof a.value} value` : `data_type "${a.data_type}"`}`,
+  )
+}
 /** Where an entry can be seen: its public URL when it is public, else the dashboard. */
 const kvWhere = (publicUrl: string | null, dashboard: string) => (publicUrl ? `public at ${publicUrl}` : `private (the dashboard shows it: ${dashboard})`)
 
@@ -817,9 +865,10 @@ const kvGet = tool({
     const e = await s.kv.get(ctx.user, a.key)
     const url = e.is_public ? kvPublicUrl(ctx, e.key) : null
     const dashboard = dashboardUrl(ctx, 'kv')
+    const counter = kvCounterUrl(ctx, e)
     return {
-      summary: `${e.key} = ${JSON.stringify(e.value).slice(0, 500)} (version ${e.version}); ${kvWhere(url, dashboard)}`,
-      data: { entry: e, public_url: url, dashboard_url: dashboard },
+      summary: `${e.key} = ${JSON.stringify(e.value).slice(0, 500)} (version ${e.version}); ${kvWhere(url, dashboard)}${counter ? `; visitors add 1 with POST ${counter}` : ''}`,
+      data: { entry: e, public_url: url, dashboard_url: dashboard, ...(counter ? { public_incr_url: counter } : {}) },
     }
   },
 })
@@ -838,7 +887,9 @@ const kvSet = tool({
     public_incr: z
       .boolean()
       .optional()
-      .describe('A public counter (a number entry): anyone may add 1 or -1 without a key, see kv_incr (false when created; kept when omitted)'),
+      .describe(
+        "A public counter: anyone may add 1 or -1 without a key at the answer's public_incr_url, see kv_incr (false when created; kept when omitted). Only a number entry: a number value with data_type omitted is stored as data_type number",
+      ),
     ttl: kvTtl,
     expected_version: z.number().int().nonnegative().optional().describe('Write only if the entry is at this version (0: only if absent)'),
   },
@@ -853,11 +904,17 @@ const kvSet = tool({
     }
     // the store's compare-and-swap field is `version`: an unknown field would be ignored
     const { expected_version, ...entry } = a
-    const r = await s.kv.put(ctx.user, expected_version === undefined ? entry : { ...entry, version: expected_version })
+    const dataType = counterType(a)
+    const r = await s.kv.put(ctx.user, {
+      ...entry,
+      ...(dataType === undefined ? {} : { data_type: dataType }),
+      ...(expected_version === undefined ? {} : { version: expected_version }),
+    })
     const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
+    const counter = kvCounterUrl(ctx, r.entry)
     return {
-      summary: `${r.created ? 'Created' : 'Updated'} ${r.entry.key} (version ${r.entry.version})${url ? `; public at ${url}` : ''}`,
-      data: { created: r.created, entry: r.entry, public_url: url },
+      summary: `${r.created ? 'Created' : 'Updated'} ${r.entry.key} (version ${r.entry.version})${url ? `; public at ${url}` : ''}${counter ? `; visitors add 1 with POST ${counter}` : ''}`,
+      data: { created: r.created, entry: r.entry, public_url: url, ...(counter ? { public_incr_url: counter } : {}) },
     }
   },
 })
@@ -881,7 +938,7 @@ const kvIncr = tool({
     const r = await s.kv.incr(ctx.user, a)
     const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
     const dashboard = dashboardUrl(ctx, 'kv')
-    const counter = r.entry.public_incr ? `${kvPublicUrl(ctx, r.entry.key)}/incr` : null
+    const counter = kvCounterUrl(ctx, r.entry)
     return {
       summary: `${r.entry.key} = ${String(r.entry.value)}; ${kvWhere(url, dashboard)}${counter ? `; visitors add 1 with POST ${counter}` : ''}`,
       data: { created: r.created, entry: r.entry, public_url: url, dashboard_url: dashboard, ...(counter ? { public_incr_url: counter } : {}) },
@@ -889,10 +946,17 @@ const kvIncr = tool({
   },
 })
 
+/**
+ * kv_list shows a value whose JSON text is at most this many bytes; a longer one is left out
+ * (value null, value_omitted true) for kv_get to read, so a page of 100 entries of the store's
+ * largest size stays within what a client hands its model (decisions 213, NEW-AGENTS-2).
+ */
+export const KV_LIST_VALUE_BYTES = 512
+
 const kvList = tool({
   name: 'kv_list',
   title: 'List key-value entries',
-  description: "Lists the caller's key-value entries, by key, a page at a time; with prefix, only keys starting with it (exact, case-sensitive).",
+  description: `Lists the caller's key-value entries, by key, a page at a time; with prefix, only keys starting with it (exact, case-sensitive). A value over ${KV_LIST_VALUE_BYTES} bytes of JSON is left out (value null, value_omitted true): kv_get reads it.`,
   readOnly: true,
   input: {
     page: pageArg,
@@ -905,14 +969,23 @@ const kvList = tool({
     if (a.per_page !== undefined) q.per_page = String(a.per_page)
     if (a.prefix !== undefined) q.prefix = a.prefix
     const r = await s.kv.list(ctx.user, q)
-    const items = r.items.map((e) => ({ ...e, public_url: e.is_public ? kvPublicUrl(ctx, e.key) : null }))
+    const items = r.items.map((e) => ({
+      ...e,
+      ...(e.size > KV_LIST_VALUE_BYTES ? { value: null, value_omitted: true as const } : {}),
+      public_url: e.is_public ? kvPublicUrl(ctx, e.key) : null,
+    }))
     const dashboard = dashboardUrl(ctx, 'kv')
     const keys = items.map((e) => (e.public_url ? `${e.key} (public at ${e.public_url})` : e.key))
+    const omitted = items.filter((e) => 'value_omitted' in e)
+    const left =
+      omitted.length === 0
+        ? ''
+        : `${omitted.length} value(s) over ${KV_LIST_VALUE_BYTES} bytes left out (value_omitted): kv_get {key: ${JSON.stringify(omitted[0].key)}} reads one\n`
     const more = (n: number) =>
       `kv_list {${[`page: ${n}`, a.per_page ? `per_page: ${a.per_page}` : '', a.prefix !== undefined ? `prefix: ${JSON.stringify(a.prefix)}` : ''].filter(Boolean).join(', ')}}`
     const paging = pageOf(r.total, r.page, r.per_page, 'entries', more)
     return {
-      summary: `${r.total} entries${keys.length ? `: ${keys.join(', ')}` : ''}\n${paging.note ? `${paging.note.slice(2)}\n` : ''}The dashboard shows them: ${dashboard}`,
+      summary: `${r.total} entries${keys.length ? `: ${keys.join(', ')}` : ''}\n${paging.note ? `${paging.note.slice(2)}\n` : ''}${left}The dashboard shows them: ${dashboard}`,
       data: { ...r, items, dashboard_url: dashboard },
     }
   },
