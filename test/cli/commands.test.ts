@@ -178,6 +178,29 @@ for (const engine of ENGINES) {
       await refused()
     })
 
+    it('svc kv set --no-public makes an entry private again; without either flag it stays as it was', async (t) => {
+      if (missing.kv) return t.skip(missing.kv)
+      const u = await s.user()
+      const uenv = { ...env, SVC_API_KEY: u.key }
+      /** A visitor's read, as a page on another origin sends it. */
+      const read = () => s.get(`/svc_api/data/public/${u.username}/motd`, { headers: { origin: 'https://elsewhere.example' } })
+      const shown = await runCli(['kv', 'set', 'motd', 'hello', '--public'], { env: uenv })
+      assert.equal(shown.stdout, 'stored motd (text, public)\n', shown.stderr)
+      assert.equal((await read()).json.data.value, 'hello')
+      // a set without a flag keeps it public, as the API does without is_public
+      assert.equal((await runCli(['kv', 'set', 'motd', 'hi'], { env: uenv })).stdout, 'stored motd (text, public)\n')
+      assert.equal((await read()).json.data.value, 'hi')
+      const hidden = await runCli(['kv', 'set', 'motd', 'bye', '--no-public'], { env: uenv })
+      assert.equal(hidden.stdout, 'stored motd (text, private)\n', hidden.stderr)
+      const r = await read()
+      assert.equal(r.status, 404, r.text)
+      assert.equal(r.json.error_code, 1604)
+      const both = await runCli(['kv', 'set', 'motd', 'x', '--public', '--no-public'], { env: uenv })
+      assert.equal(both.code, 2, both.stderr)
+      assert.match(both.stderr, /^error: --public and --no-public exclude each other\nusage: svc kv/)
+      assert.equal((await runCli(['kv', 'get', 'motd'], { env: uenv })).stdout, 'bye\n', 'the refused command sent nothing')
+    })
+
     it('svc kv ls lists every key once when keys are deleted between its pages (the key cursor)', async (t) => {
       if (missing.kv) return t.skip(missing.kv)
       const u = await s.user()

@@ -439,6 +439,7 @@ describe('options that exclude each other', () => {
     ['forms notify', 'webhook', 'no-webhook'],
     ['forms notify', 'paused', 'no-webhook'],
     ['kv set', 'counter', 'no-counter'],
+    ['kv set', 'public', 'no-public'],
     ['kv incr', 'counter', 'no-counter'],
     ['access set', 'password-stdin', 'no-password'],
     ['access set', 'expires', 'no-expiry'],

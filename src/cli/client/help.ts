@@ -158,8 +158,8 @@ export const CLIENT_HELP = {
   kv: {
     usage: [
       'svc kv get KEY',
-      'svc kv set KEY VALUE|- [--type json|text|number] [--public] [--counter | --no-counter] [--tags a,b]',
-      'svc kv set KEY --file F [--type json|text|number] [--public] [--counter | --no-counter] [--tags a,b]',
+      'svc kv set KEY VALUE|- [--type json|text|number] [--public | --no-public] [--counter | --no-counter] [--tags a,b]',
+      'svc kv set KEY --file F [--type json|text|number] [--public | --no-public] [--counter | --no-counter] [--tags a,b]',
       'svc kv incr KEY [BY] [--by N] [--counter | --no-counter]',
       'svc kv rm KEY',
       'svc kv ls [--prefix P] [--page N] [--per-page N]',
@@ -171,7 +171,8 @@ export const CLIENT_HELP = {
       get: {},
       set: {
         type: { type: 'string', arg: 'json|text|number', help: 'the type to store (default: inferred from the value)', check: oneOf('json', 'text', 'number') },
-        public: { type: 'boolean', help: 'anyone may read the entry (default: private)' },
+        public: { type: 'boolean', help: 'anyone may read the entry (a new entry is private; one stored keeps what it was)' },
+        'no-public': { type: 'boolean', help: 'private again: only your keys read the entry', excludes: ['public'] },
         counter: COUNTER,
         'no-counter': NO_COUNTER,
         tags: { type: 'string', arg: 'a,b', help: 'tags, comma-separated' },

@@ -119,7 +119,8 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
         noMore(positionals, 2)
       }
       const body: Record<string, unknown> = { key, ...kvValue(text, v.type) }
-      if (v.public !== undefined) body.is_public = v.public
+      // --public shares, --no-public makes private again, neither keeps what it was (as the API)
+      if (v.public === true || v['no-public'] === true) body.is_public = v.public === true
       const counter = counterFlag(v)
       if (counter !== undefined) body.public_incr = counter
       if (v.tags !== undefined)
