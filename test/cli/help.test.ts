@@ -440,6 +440,7 @@ describe('options that exclude each other', () => {
     ['forms notify', 'paused', 'no-webhook'],
     ['kv set', 'counter', 'no-counter'],
     ['kv incr', 'counter', 'no-counter'],
+    ['kv ls', 'public', 'page'],
     ['access set', 'password-stdin', 'no-password'],
     ['access set', 'expires', 'no-expiry'],
     ['login', 'password', 'password-stdin'],
