@@ -304,3 +304,73 @@ describe(`a visit counter on a user's own origin, without a key (Chromium) [${en
     }
   })
 })
+
+describe(`a guestbook listed on a user's own origin, without a key (Chromium) [${engine}]`, () => {
+  let s: TestServer
+  let ctx: BrowserContext
+  let alice: User
+  before(async () => {
+    s = await startServer({ engine, env: { RATE_LIMITS: HIGH_LIMITS } })
+    alice = await s.user()
+    ctx = await openContext()
+  })
+  after(async () => {
+    await ctx?.close()
+    await s?.close()
+  })
+
+  it("lists the owner's public entries page by page with a plain fetch; private ones never, a new one at the next load", async () => {
+    const store = (body: unknown) => s.post('/svc_api/data/store', { key: alice.key, json: body })
+    for (const [key, name, text] of [
+      ['msg-1', 'Ana', 'hello'],
+      ['msg-2', 'Bo', '你好'],
+      ['msg-3', 'Cy', '<b>not markup</b>'],
+    ])
+      assert.equal((await store({ key, value: { name, text }, is_public: true })).status, 200)
+    assert.equal((await store({ key: 'msg-0', value: { name: 'owner', text: 'draft, private' } })).status, 200)
+    assert.equal((await store({ key: 'settings', value: { theme: 'dark' }, is_public: true })).status, 200)
+    // the page holds no key; a GET without custom headers sends no preflight. Two entries a
+    // page, followed by next_after, to show every message under the prefix
+    const page = appPage(
+      s.url,
+      alice.username,
+      `
+    const list = document.createElement('ul')
+    list.id = 'book'
+    document.body.append(list)
+    out.statuses = []
+    let after = ''
+    for (;;) {
+      const r = await fetch(API + '/svc_api/data/public-list/' + USER + '?prefix=msg-&per_page=2&after=' + encodeURIComponent(after))
+      const j = await r.json()
+      out.statuses.push(r.status)
+      if (!j.success) { out.error = j.error_code; break }
+      for (const e of j.data.items) list.append(Object.assign(document.createElement('li'), { textContent: e.value.name + ': ' + e.value.text }))
+      if (j.data.next_after === null) break
+      after = j.data.next_after
+    }`,
+    )
+    assert.equal((await uploadFile(s, { key: alice.key }, 'guestbook.html', page)).status, 200)
+    const p = await ctx.newPage()
+    const preflights: string[] = []
+    p.on('request', (r) => {
+      if (r.method() === 'OPTIONS') preflights.push(r.url())
+    })
+    try {
+      const url = `http://${alice.username}.localhost:${new URL(s.httpUrl).port}/guestbook.html`
+      const first = await run(p, url)
+      assert.deepEqual(first.statuses, [200, 200], JSON.stringify(first))
+      assert.deepEqual(await p.locator('#book li').allTextContents(), ['Ana: hello', 'Bo: 你好', 'Cy: <b>not markup</b>'])
+      // the owner signs a message and hides another: the next load shows both changes (the
+      // browser may revalidate its copy: the page's ETag changed, so it gets the new list)
+      assert.equal((await store({ key: 'msg-4', value: { name: 'Di', text: 'new' }, is_public: true })).status, 200)
+      assert.equal((await store({ key: 'msg-2', value: { name: 'Bo', text: '你好' }, is_public: false })).status, 200)
+      const second = await run(p, url)
+      assert.deepEqual(second.statuses, [200, 200], JSON.stringify(second))
+      assert.deepEqual(await p.locator('#book li').allTextContents(), ['Ana: hello', 'Cy: <b>not markup</b>', 'Di: new'])
+      assert.deepEqual(preflights, [])
+    } finally {
+      await p.close()
+    }
+  })
+})

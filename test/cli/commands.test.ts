@@ -201,6 +201,37 @@ for (const engine of ENGINES) {
       assert.equal((await runCli(['kv', 'get', 'motd'], { env: uenv })).stdout, 'bye\n', 'the refused command sent nothing')
     })
 
+    it("svc kv ls --public USER lists another user's public entries only, every page, as a page without a key reads them", async (t) => {
+      if (missing.kv) return t.skip(missing.kv)
+      const owner = await s.user()
+      const store = (body: unknown) => s.post('/svc_api/data/store', { key: owner.key, json: body })
+      for (const key of ['msg-1', 'msg-2', 'msg-3'])
+        assert.equal((await store({ key, value: `text of ${key}`, data_type: 'text', is_public: true })).status, 200)
+      assert.equal((await store({ key: 'msg-0', value: 'draft', data_type: 'text' })).status, 200)
+      assert.equal((await store({ key: 'other', value: 5, data_type: 'number', is_public: true })).status, 200)
+      // alice's key lists owner's entries: public ones only, two a request, in key order
+      const all = await runCli(['kv', 'ls', '--public', owner.username, '--per-page', '2', '--json'], { env })
+      assert.equal(all.code, 0, all.stderr)
+      assert.deepEqual(
+        all.json.data.items.map((i: { key: string }) => i.key),
+        ['msg-1', 'msg-2', 'msg-3', 'other'],
+      )
+      assert.deepEqual(Object.keys(all.json.data.items[0]).sort(), ['data_type', 'key', 'owner', 'updated_at', 'value'])
+      const some = await runCli(['kv', 'ls', '--public', owner.username, '--prefix', 'msg-', '--per-page', '1'], { env: { ...env, TZ: 'UTC' } })
+      assert.equal(some.code, 0, some.stderr)
+      assert.match(some.stdout, /^KEY +TYPE +UPDATED +VALUE\n/)
+      assert.match(some.stdout, /^msg-3 +text +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +text of msg-3$/m)
+      assert.ok(!some.stdout.includes('draft') && !some.stdout.includes('other'), some.stdout)
+      assert.match(some.stdout, new RegExp(`^3 public keys of ${owner.username}$`, 'm'))
+      // an unknown user is the API's 1604; --page does not go with --public
+      const gone = await runCli(['kv', 'ls', '--public', 'no-such-user'], { env })
+      assert.equal(gone.code, 1)
+      assert.match(gone.stderr, /^error 1604 /m)
+      const both = await runCli(['kv', 'ls', '--public', owner.username, '--page', '2'], { env })
+      assert.equal(both.code, 2, both.stderr)
+      assert.match(both.stderr, /--public and --page exclude each other|--page and --public exclude each other/)
+    })
+
     it('svc kv ls lists every key once when keys are deleted between its pages (the key cursor)', async (t) => {
       if (missing.kv) return t.skip(missing.kv)
       const u = await s.user()

@@ -441,6 +441,7 @@ describe('options that exclude each other', () => {
     ['kv set', 'counter', 'no-counter'],
     ['kv set', 'public', 'no-public'],
     ['kv incr', 'counter', 'no-counter'],
+    ['kv ls', 'public', 'page'],
     ['access set', 'password-stdin', 'no-password'],
     ['access set', 'expires', 'no-expiry'],
     ['login', 'password', 'password-stdin'],

@@ -1233,6 +1233,7 @@ for (const engine of ENGINES) {
         '/svc_api/data/delete',
         '/svc_api/data/public/{username}/{key}',
         '/svc_api/data/public/{key}',
+        '/svc_api/data/public-list/{username}',
       ]) {
         assert.ok(doc.paths[p], p)
       }

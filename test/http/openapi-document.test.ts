@@ -92,6 +92,7 @@ describe('the OpenAPI document', () => {
     const tagged = [
       ['GET', '/svc_api/data/get'],
       ['GET', '/svc_api/data/public/{username}/{key}'],
+      ['GET', '/svc_api/data/public-list/{username}'],
       ...['/image-host/pub/{token}', '/svc-img/pub/{token}', '/hosted-data/pub/{token}', '/svc-data/pub/{token}'].flatMap((p) => [
         ['GET', p],
         ['HEAD', p],

@@ -220,6 +220,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/svc_api/data/public-list/{username}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a user's public entries (beyond the spec; no authentication)
+         * @description The owner's live entries with is_public true, by key in byte order, each with the public read's fields; private and expired entries are never listed. `prefix` and `per_page` as for the authenticated list; paged by the cursor `after` (the answer's `next_after`), never by `page` (400 / 1106). A missing or disabled account answers the public read's 404 / 1604; an account without public entries an empty list. Read at every request, so a write shows at once. CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. `ETag` is a digest of the answer: 304 with no body when If-None-Match names it, 412 with no body when If-Match does not. Counted against the client address (anonymous tier).
+         */
+        get: operations["getSvcApiDataPublicListByUsername"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight of the public read */
+        options: operations["optionsSvcApiDataPublicListByUsername"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/svc_api/data/public/{key}": {
         parameters: {
             query?: never;
@@ -2425,6 +2446,98 @@ export interface operations {
             path: {
                 username: string;
                 key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content (CORS preflight) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    getSvcApiDataPublicListByUsername: {
+        parameters: {
+            query?: {
+                /** @description 1 to 100, default 50 (as the authenticated list); bad values 400 / 1108 */
+                per_page?: string | string[];
+                /** @description Only keys that start with this string, byte by byte, as the authenticated list's prefix. Empty: every public key. */
+                prefix?: string;
+                /** @description The cursor: the page holds the public keys that follow this one in byte order (it need not exist). Pass the previous answer's next_after. Empty or absent: from the first key. */
+                after?: string;
+            };
+            header?: {
+                /** @description Answer only if the page's ETag is one of the quoted tags (strong comparison) or *; else 412 with no body */
+                "if-match"?: string;
+                /** @description Quoted tags or *: 304 with no body when one names the page's current ETag (weak comparison) */
+                "if-none-match"?: string;
+            };
+            path: {
+                /** @description The owner's username (matched case-insensitively) */
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                        data: {
+                            /** @description The owner's live public entries, by key in byte order, each as the public read answers it */
+                            items: {
+                                key: string;
+                                value: unknown;
+                                owner: string;
+                                updated_at: string;
+                                data_type: string;
+                            }[];
+                            per_page: number;
+                            /** @description The last key of this page when more public keys follow (pass it as after), else null */
+                            next_after: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Not Modified: If-None-Match names the current ETag of this page; no body */
+            304: {
+                headers: {
+                    /** @description A digest of the page's answer, quoted: any write that changes the page changes it */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Precondition Failed: If-Match names another ETag; no body */
+            412: {
+                headers: {
+                    /** @description A digest of the page's answer, quoted: any write that changes the page changes it */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    optionsSvcApiDataPublicListByUsername: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                username: string;
             };
             cookie?: never;
         };

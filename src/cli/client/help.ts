@@ -163,10 +163,11 @@ export const CLIENT_HELP = {
       'svc kv incr KEY [BY] [--by N] [--counter | --no-counter]',
       'svc kv rm KEY',
       'svc kv ls [--prefix P] [--page N] [--per-page N]',
+      'svc kv ls --public USER [--prefix P] [--per-page N]',
     ],
     summary: 'read and write the key-value store',
     about:
-      'Reads and writes the key-value store. set infers the type: a bare number is a number, a value that parses as JSON is json, anything else text. ls lists every key (by the key cursor) unless --page asks for one page.',
+      'Reads and writes the key-value store. set infers the type: a bare number is a number, a value that parses as JSON is json, anything else text. ls lists every key (by the key cursor) unless --page asks for one page; ls --public USER lists the public entries of USER, as a page without a key sees them.',
     subs: {
       get: {},
       set: {
@@ -188,6 +189,12 @@ export const CLIENT_HELP = {
         prefix: { type: 'string', arg: 'P', help: 'only the keys that start with P' },
         page: { type: 'string', arg: 'N', help: `print page N alone, 1 to ${MAX_PAGE}`, check: anInteger(1, MAX_PAGE) },
         'per-page': { type: 'string', arg: 'N', help: `keys per request, 1 to ${MAX_PER_PAGE} (default 100)`, check: anInteger(1, MAX_PER_PAGE) },
+        public: {
+          type: 'string',
+          arg: 'USER',
+          help: "USER's public entries (anyone's, yours too), as the public listing answers a page",
+          excludes: ['page'],
+        },
       },
     },
     examples: [
@@ -196,6 +203,7 @@ export const CLIENT_HELP = {
       'svc kv set likes 0 --counter --public',
       'svc kv incr likes 0 --no-counter',
       'svc kv ls --prefix user_',
+      'svc kv ls --public alice --prefix msg-',
     ],
     see: 'docs/cli.md, docs/api/kv.md',
   },

@@ -25,8 +25,14 @@ import {
   LegacyPreconditionFailed,
   NotModified,
   PreconditionFailed,
+  ListConditionHeaders,
+  ListNotModified,
+  ListPreconditionFailed,
   PublicEnvelope,
   PublicIncrBody,
+  PublicListEnvelope,
+  PublicListParams,
+  PublicListQuery,
   PublicParams,
   ReadConditionHeaders,
   StoreBody,
@@ -341,6 +347,29 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     },
   )
 
+  // not under /public/: /public/{username} is the legacy read of the key {username} (decision NEW-PUBLIST-1)
+  app.get(
+    '/svc_api/data/public-list/:username',
+    {
+      config: none,
+      onSend: publicHeaders,
+      schema: {
+        tags,
+        summary: "List a user's public entries (beyond the spec; no authentication)",
+        description:
+          "The owner's live entries with is_public true, by key in byte order, each with the public read's fields; private and expired entries are never listed. `prefix` and `per_page` as for the authenticated list; paged by the cursor `after` (the answer's `next_after`), never by `page` (400 / 1106). A missing or disabled account answers the public read's 404 / 1604; an account without public entries an empty list. Read at every request, so a write shows at once. CORS: Access-Control-Allow-Origin *, never credentials; Cache-Control no-cache. `ETag` is a digest of the answer: 304 with no body when If-None-Match names it, 412 with no body when If-Match does not. Counted against the client address (anonymous tier).",
+        headers: ListConditionHeaders,
+        params: PublicListParams,
+        querystring: PublicListQuery,
+        response: { 200: PublicListEnvelope, 304: ListNotModified, 412: ListPreconditionFailed },
+      },
+    },
+    async (req, reply) => {
+      const { username } = req.params as { username: string }
+      return sendPublic(req, reply, await kv.publicList(username, req.query as Record<string, unknown>))
+    },
+  )
+
   app.get(
     '/svc_api/data/public/:key',
     {
@@ -372,7 +401,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     { config: none, onSend: publicIncrHeaders, schema: { tags, summary: "CORS preflight of a public counter's increment" } },
     async (_req, reply) => reply.code(204).send(),
   )
-  for (const path of ['/svc_api/data/public/:username/:key', '/svc_api/data/public/:key']) {
+  for (const path of ['/svc_api/data/public/:username/:key', '/svc_api/data/public/:key', '/svc_api/data/public-list/:username']) {
     app.options(path, { config: none, onSend: publicHeaders, schema: { tags, summary: 'CORS preflight of the public read' } }, async (_req, reply) =>
       reply.code(204).send(),
     )

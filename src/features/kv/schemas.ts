@@ -117,6 +117,20 @@ export const ListQuery = Type.Object({
   ),
 })
 export const PublicParams = Type.Object({ username: Type.String(), key: Type.String() })
+export const PublicListParams = Type.Object({ username: Type.String({ description: "The owner's username (matched case-insensitively)" }) })
+/** The public listing's query (decision NEW-PUBLIST-1): the authenticated list's names, paged by cursor only. */
+export const PublicListQuery = Type.Object({
+  per_page: repeatable('1 to 100, default 50 (as the authenticated list); bad values 400 / 1108'),
+  prefix: Type.Optional(
+    Type.String({ description: "Only keys that start with this string, byte by byte, as the authenticated list's prefix. Empty: every public key." }),
+  ),
+  after: Type.Optional(
+    Type.String({
+      description:
+        "The cursor: the page holds the public keys that follow this one in byte order (it need not exist). Pass the previous answer's next_after. Empty or absent: from the first key.",
+    }),
+  ),
+})
 export const LegacyParams = Type.Object({ key: Type.String() })
 
 export const Entry = Type.Object({
@@ -145,6 +159,10 @@ const ETAG = 'The entry\'s version, quoted ("3"): the ETag of get, store and inc
 export const NotModified = notModified('Not Modified (beyond the spec): If-None-Match names the current ETag; no body', ETAG)
 /** The 412 of a read whose If-Match names no current ETag: no body (routes.ts sendCondition). */
 export const PreconditionFailed = preconditionFailed('Precondition Failed (beyond the spec): If-Match names another version; no body', ETAG)
+const LIST_ETAG = "A digest of the page's answer, quoted: any write that changes the page changes it"
+/** The public listing's 304 and 412 (decision NEW-PUBLIST-1). */
+export const ListNotModified = notModified('Not Modified: If-None-Match names the current ETag of this page; no body', LIST_ETAG)
+export const ListPreconditionFailed = preconditionFailed('Precondition Failed: If-Match names another ETag; no body', LIST_ETAG)
 /** The legacy read's 412: it has no ETag, so any If-Match but `*` fails. */
 export const LegacyPreconditionFailed = preconditionFailed('Precondition Failed (beyond the spec): If-Match other than *; no body')
 
@@ -154,6 +172,13 @@ export const ReadConditionHeaders = Type.Object({
     Type.String({ description: "Answer only if the entry's version is one of the quoted tags (strong comparison) or *; else 412 with no body" }),
   ),
   'if-none-match': Type.Optional(Type.String({ description: "Quoted tags or *: 304 with no body when one names the entry's version (weak comparison)" })),
+})
+/** The public listing's conditions: its ETag names a page's answer (routes.ts readCondition decides). */
+export const ListConditionHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({ description: "Answer only if the page's ETag is one of the quoted tags (strong comparison) or *; else 412 with no body" }),
+  ),
+  'if-none-match': Type.Optional(Type.String({ description: "Quoted tags or *: 304 with no body when one names the page's current ETag (weak comparison)" })),
 })
 /** The legacy read's: it has no ETag, so only If-Match applies. */
 export const LegacyConditionHeaders = Type.Object({
@@ -171,9 +196,18 @@ export const PublicIncrBody = Type.Object(
 )
 
 export const GetEnvelope = Type.Object({ success: Type.Boolean(), data: Entry })
-export const PublicEnvelope = Type.Object({
+/** The public read's fields of an entry (no tags, flags, version or expiry). */
+const PublicEntry = Type.Object({ key: Type.String(), value: Type.Unknown(), owner: Type.String(), updated_at: Type.String(), data_type: Type.String() })
+export const PublicEnvelope = Type.Object({ success: Type.Boolean(), data: PublicEntry })
+export const PublicListEnvelope = Type.Object({
   success: Type.Boolean(),
-  data: Type.Object({ key: Type.String(), value: Type.Unknown(), owner: Type.String(), updated_at: Type.String(), data_type: Type.String() }),
+  data: Type.Object({
+    items: Type.Array(PublicEntry, { description: "The owner's live public entries, by key in byte order, each as the public read answers it" }),
+    per_page: Type.Integer(),
+    next_after: Type.Union([Type.String(), Type.Null()], {
+      description: 'The last key of this page when more public keys follow (pass it as after), else null',
+    }),
+  }),
 })
 export const ListEnvelope = Type.Object({
   success: Type.Boolean(),

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import { isUniqueViolation, type Db } from '../../db/kysely.js'
 import type { Clock } from '../../util/clock.js'
 import { toUser, type User } from '../../auth/users.js'
@@ -57,10 +58,22 @@ export interface PublicAnswer {
   etag: string | null
 }
 
-/** A public read, serialised by hand: the stored JSON text is spliced in as it is. */
-export function publicJson(r: { key: string; value: string; data_type: string; updated_at: number; username: string }): string {
-  return `{"success":true,"data":{"key":${JSON.stringify(r.key)},"value":${r.value},"owner":${JSON.stringify(r.username)},"updated_at":"${isoMicros(Number(r.updated_at))}","data_type":${JSON.stringify(r.data_type)}}}`
+type PublicFields = { key: string; value: string; data_type: string; updated_at: number; username: string }
+
+/** An entry as public answers show it, serialised by hand: the stored JSON text is spliced in as it is. */
+const publicItemJson = (r: PublicFields): string =>
+  `{"key":${JSON.stringify(r.key)},"value":${r.value},"owner":${JSON.stringify(r.username)},"updated_at":"${isoMicros(Number(r.updated_at))}","data_type":${JSON.stringify(r.data_type)}}`
+
+/** A public read's answer. */
+export function publicJson(r: PublicFields): string {
+  return `{"success":true,"data":${publicItemJson(r)}}`
 }
+
+/**
+ * The ETag of a public listing's page: a digest of its answer. A page has no one version, and
+ * any write that shows in it (a value, a key, a flag, an expiry) changes its bytes.
+ */
+const listTag = (body: Buffer): string => `"${crypto.createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
 
 /** An optional boolean flag of a write body as its column holds it (undefined: not sent, kept). */
 const flagOf = (v: boolean | undefined): number | undefined => (v === undefined ? undefined : v ? 1 : 0)
@@ -592,6 +605,35 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
       if (username.length > 64) throw new AppError('KV_KEY_NOT_FOUND')
       const name = username.toLowerCase()
       return cachedPublic(cache.userLine(name, k), publicReader(name, k))
+    },
+
+    /**
+     * GET /svc_api/data/public-list/{username} (decision NEW-PUBLIST-1): a page of the owner's
+     * live public entries, each as the public read answers it, by key after `after`, only keys
+     * starting with `prefix`; `next_after` the page's last key when more follow (one row more
+     * is read to know), else null. A missing or disabled account is the public read's 1604.
+     * Read from the database every time: nothing to drop when a write changes the page.
+     */
+    async publicList(username: string, query: Record<string, unknown>): Promise<PublicAnswer> {
+      if (query.page !== undefined) {
+        throw invalid({
+          zh: '公开列表不接受 page：请用 after 翻页（上一页的 next_after）',
+          en: "page is not taken here: this list pages by after (the previous page's next_after)",
+        })
+      }
+      const p = parsePage(query, { perPage: 50, maxPerPage: 100 })
+      const prefix = listBound(query.prefix, 'prefix')
+      const after = listBound(query.after, 'after')
+      if (username.length > 64) throw new AppError('KV_KEY_NOT_FOUND')
+      const owner = await store.enabledOwner(username.toLowerCase())
+      if (!owner) throw new AppError('KV_KEY_NOT_FOUND')
+      const rows = await store.listPublic(owner.id, clock.now(), p.perPage + 1, prefix, after)
+      const items = rows.slice(0, p.perPage)
+      const next = rows.length > p.perPage ? JSON.stringify(items[items.length - 1].key) : 'null'
+      const body = Buffer.from(
+        `{"success":true,"data":{"items":[${items.map((r) => publicItemJson({ ...r, username: owner.username })).join(',')}],"per_page":${p.perPage},"next_after":${next}}}`,
+      )
+      return { body, etag: listTag(body) }
     },
 
     /** GET /svc_api/data/public/{key} (legacy): oldest public entry wins, then username order. */

@@ -424,6 +424,21 @@ export function createKvStore(db: Db) {
         .execute(),
 
     /**
+     * A page of the user's live public entries (the public listing), by key in byte order,
+     * after `after` and starting with `prefix`: the same index range as `list`, private rows
+     * filtered out of it. Only the public read's columns.
+     */
+    listPublic: (userId: string, now: number, limit: number, prefix?: string, after?: string) =>
+      keyRange(k.selectFrom('kv_entries').select(['key', 'value', 'data_type', 'updated_at']), prefix)
+        .$if(after !== undefined, (q) => q.where(sql<boolean>`${keyOrder} > ${after}`))
+        .where('user_id', '=', userId)
+        .where('is_public', '=', 1)
+        .where(live(now))
+        .orderBy(keyOrder)
+        .limit(limit)
+        .execute(),
+
+    /**
      * Rows of the user (live or expired but not purged yet): the counter, O(1); and the
      * highest version of their deleted entries (a new entry's version is one above it).
      */

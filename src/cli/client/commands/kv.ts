@@ -88,6 +88,38 @@ const counterFlag = (v: { counter?: boolean; 'no-counter'?: boolean }): boolean 
 
 const showValue = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v, null, 2))
 
+/**
+ * svc kv ls --public USER: every public entry of USER, as a page without a key reads them
+ * (GET /svc_api/data/public-list/{username}, decision NEW-PUBLIST-1), by its key cursor.
+ */
+async function publicList(ctx: Ctx, api: () => ReturnType<Ctx['api']>, user: string, prefix: string | undefined, perPage: number): Promise<number> {
+  if (user === '') throw new UsageError('--public takes a username')
+  const items: any[] = []
+  let after = ''
+  for (;;) {
+    const r = await api().get(`/svc_api/data/public-list/${encodeURIComponent(user)}`, {
+      query: { after, per_page: perPage, ...(prefix === undefined ? {} : { prefix }) },
+    })
+    const data = r.json?.data ?? {}
+    const got: any[] = Array.isArray(data.items) ? data.items : []
+    items.push(...got)
+    if (got.length === 0 || typeof data.next_after !== 'string') break
+    after = data.next_after
+  }
+  if (ctx.json) {
+    ctx.emit({ success: true, data: { items } })
+    return 0
+  }
+  ctx.out(
+    table(
+      ['KEY', 'TYPE', 'UPDATED', 'VALUE'],
+      items.map((it) => [String(it.key), String(it.data_type ?? ''), localTime(it.updated_at), preview(it.value)]),
+    ),
+  )
+  ctx.out(`${items.length} public key${items.length === 1 ? '' : 's'} of ${user}`)
+  return 0
+}
+
 export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
   const [sub, ...rest] = args
   // each subcommand parses with its own table: an option of another one is refused
@@ -169,6 +201,7 @@ export async function kvCommand(ctx: Ctx, args: string[]): Promise<number> {
       const one = v.page !== undefined
       let page = intOption(v.page, 'page', 1)
       const prefix = typeof v.prefix === 'string' && v.prefix !== '' ? v.prefix : undefined
+      if (typeof v.public === 'string') return publicList(ctx, api, v.public, prefix, perPage)
       const items: any[] = []
       let last: any
       // listing everything goes by the key cursor (`after`, from '' = the first key), which
