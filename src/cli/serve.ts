@@ -69,6 +69,10 @@ export async function serve(config: Config): Promise<void> {
     const sendfile = !config.sendfile ? 'off (SENDFILE=0)' : sendfileAvailable() ? 'on' : 'off (native addon not built: run npm install, see its output)'
     process.stdout.write(`public host sendfile: ${sendfile}\n`)
   }
+  const shared = sharedStateLine(config)
+  if (shared) (shared.warning ? process.stderr : process.stdout).write(`${shared.line}\n`)
+  if (shared?.warning)
+    app.log.warn({ databaseUrl: redact(config.databaseUrl!) }, "DATABASE_URL without REDIS_URL: rate limits and cache invalidation are this instance's own")
   if (config.host === '127.0.0.1' || config.host === '::1') {
     process.stdout.write(`only this machine can connect (HOST=${config.host}); HOST=0.0.0.0 listens on every interface\n`)
   }
@@ -114,4 +118,23 @@ function scheduleBackups(config: Config, deps: Deps, warn: (msg: string, err?: u
       })
   }
   return timer
+}
+
+/**
+ * What the start line says of the state instances share besides the database (decision
+ * NEW-OPS-1): with REDIS_URL, the Redis and key prefix this instance uses; on PostgreSQL
+ * without it, a warning, since another instance's writes then never reach this one's caches
+ * (it serves pages stale) and its rate limits count alone. SQLite is one instance: no line.
+ */
+function sharedStateLine(config: Pick<Config, 'databaseUrl' | 'redisUrl' | 'redisPrefix'>): { line: string; warning: boolean } | null {
+  if (config.redisUrl)
+    return { line: `rate limits and cache invalidation: Redis ${redact(config.redisUrl)} (keys under ${config.redisPrefix})`, warning: false }
+  if (!config.databaseUrl) return null
+  return {
+    line:
+      "warning: DATABASE_URL without REDIS_URL: rate limits and cache invalidation are this instance's own; " +
+      "another instance's writes never reach its caches, so it serves pages stale after them. " +
+      'Run no other instance on this database, or give every instance the same REDIS_URL',
+    warning: true,
+  }
 }

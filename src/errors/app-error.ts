@@ -13,6 +13,8 @@ export interface AppErrorOptions {
   headers?: Record<string, string>
   /** Overrides the table's HTTP status where a spec section asks for another one. */
   status?: number
+  /** What failed underneath (a 5xx's dependency and its error): in the log line, never in the answer. */
+  cause?: Error
 }
 
 /** The one error type services throw; rendered by http/error-handler.ts from the table. */
@@ -23,10 +25,11 @@ export class AppError extends Error {
     // a client's error (below 500) is an answer, not a fault: no stack trace is captured
     const limit = Error.stackTraceLimit
     if ((options.status ?? ERRORS[key].http) < 500) Error.stackTraceLimit = 0
-    super(`${key} (${ERRORS[key].code})`)
+    const { cause, ...rest } = options
+    super(`${key} (${ERRORS[key].code})`, cause ? { cause } : undefined)
     Error.stackTraceLimit = limit
     this.key = key
-    this.options = options
+    this.options = rest
   }
   get status(): number {
     return this.options.status ?? ERRORS[this.key].http

@@ -87,7 +87,31 @@ export function isCrossSite(req: FastifyRequest, config: Pick<Config, 'publicUrl
   if (origin !== undefined) {
     const own = serviceOrigin(req, config)
     const hostOrigin = `https://${req.headers.host ?? ''}`
-    if (origin !== own && origin !== hostOrigin) return true
+    if (origin !== own && origin !== hostOrigin) {
+      if (sfs === 'same-origin') warnOriginMismatch(req, config, origin, own, hostOrigin)
+      return true
+    }
   }
   return false
+}
+
+const ORIGIN_WARNING_EVERY_MS = 60_000
+// per service (its config object): when it last logged the warning below
+const lastOriginWarning = new WeakMap<object, number>()
+
+/**
+ * A browser that says its write is same-origin, from an origin the service does not take for
+ * its own, is its own user's page, not a forgery: PUBLIC_URL or the proxy's Host header does
+ * not match the address browsers use (a port dropped, another host name), and every sign-in
+ * would fail as "expired" with nothing logged (decision NEW-OPS-3). Still refused; logged at
+ * most once a minute, since any client can send these headers.
+ */
+function warnOriginMismatch(req: FastifyRequest, config: object, origin: string, own: string, hostOrigin: string): void {
+  const now = Date.now()
+  if (now - (lastOriginWarning.get(config) ?? -Infinity) < ORIGIN_WARNING_EVERY_MS) return
+  lastOriginWarning.set(config, now)
+  req.log.warn(
+    { origin: origin.slice(0, 200), serviceOrigin: own, hostOrigin: hostOrigin.slice(0, 200) },
+    "refused a browser's same-origin write: its Origin is neither the service's origin (PUBLIC_URL) nor https://{Host}; set PUBLIC_URL to the address browsers use, and have the proxy pass that Host (with its port)",
+  )
 }

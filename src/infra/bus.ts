@@ -1,6 +1,7 @@
 import crypto from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { lazyRequire } from '../util/lazy.js'
+import { redisFailure } from '../util/redis-cause.js'
 
 /** ioredis, loaded when a Redis client is first made (a server without REDIS_URL never loads it). */
 const ioredis = lazyRequire<typeof import('ioredis')>('ioredis')
@@ -108,6 +109,7 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
   })
   pub.on('error', () => {})
   sub.on('error', () => {})
+  const pubFailure = redisFailure(pub)
   const local = new EventEmitter()
   local.setMaxListeners(0)
   const id = crypto.randomBytes(8).toString('hex')
@@ -269,7 +271,9 @@ export function createRedisBus(url: string, prefix = 'svc:bus:', opts: RedisBusO
     },
     reliable: () => ready && pending === 0 && !closed,
     async ping() {
-      await pub.ping()
+      await pub.ping().catch((err: unknown) => {
+        throw pubFailure(err)
+      })
     },
     async close() {
       closed = true

@@ -3,6 +3,7 @@ import { lazyRequire } from '../util/lazy.js'
 import type { WindowRule } from './tiers.js'
 import type { HitResult, LimitStore } from './store.js'
 import { AppError } from '../errors/app-error.js'
+import { redisFailure } from '../util/redis-cause.js'
 
 /** ioredis, loaded when a Redis client is first made (a server without REDIS_URL never loads it). */
 const ioredis = lazyRequire<typeof import('ioredis')>('ioredis')
@@ -100,6 +101,7 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
     retryStrategy: (times) => Math.min(times * 200, 2000),
   })
   redis.on('error', () => {}) // surfaced per call as 503
+  const failure = redisFailure(redis)
   const prefix = opts.prefix ?? 'svc:rl:'
   redis.defineCommand('svcHit', { lua: HIT_LUA })
   redis.defineCommand('svcAcquire', { numberOfKeys: 1, lua: ACQUIRE_LUA })
@@ -107,8 +109,9 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
     svcHit(numKeys: number, ...args: (string | number)[]): Promise<number[]>
     svcAcquire(key: string, ...args: (string | number)[]): Promise<number[]>
   }
-  const down = (): never => {
-    throw new AppError('DEPENDENCY_UNAVAILABLE')
+  // the 503's log line says why: `... (1504): Redis rate limits: connect ECONNREFUSED ...`
+  const down = (err: unknown): never => {
+    throw new AppError('DEPENDENCY_UNAVAILABLE', { cause: new Error(`Redis rate limits: ${failure(err).message}`) })
   }
   let seq = 0
   // slots whose release did not reach Redis (its connection dropped, the call was flushed):
@@ -145,12 +148,12 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
     },
     async acquire(id, max, token, now, ttlMs) {
       const key = `${prefix}${id}:slots`
-      const out = await r.svcAcquire(key, now, max, token, ttlMs).catch(() => {
+      const out = await r.svcAcquire(key, now, max, token, ttlMs).catch((err: unknown) => {
         // a timed-out call is still queued or on the wire and may run once Redis answers
         // again, taking a slot for ttlMs that no request holds: give it back behind it (same
         // connection, so Redis runs the two in order)
         void release(key, token)
-        return down()
+        return down(err)
       })
       return { ok: out[0] === 1, current: Number(out[1]) }
     },
@@ -161,7 +164,9 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
       return redis.zcount(`${prefix}${id}:slots`, `(${now}`, '+inf').catch(down)
     },
     async ping() {
-      await redis.ping()
+      await redis.ping().catch((err: unknown) => {
+        throw failure(err)
+      })
     },
     async close() {
       redis.disconnect()

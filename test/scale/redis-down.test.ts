@@ -10,14 +10,17 @@ for (const engine of ENGINES) {
     let writer: TestServer
     let broken: TestServer
     const pgSchema = `t_${crypto.randomBytes(5).toString('hex')}`
+    let redisPort = 0
     before(async () => {
+      redisPort = await closedPort()
       writer = await startServer({ engine, pgSchema, keepData: true })
       broken = await startServer({
         engine,
         pgSchema,
         keepData: true,
         dataDir: writer.dataDir,
-        env: { REDIS_URL: `redis://127.0.0.1:${await closedPort()}` },
+        captureLogs: true,
+        env: { REDIS_URL: `redis://127.0.0.1:${redisPort}` },
       })
     })
     after(async () => {
@@ -97,6 +100,29 @@ for (const engine of ENGINES) {
       assert.equal(r.status, 200)
       assert.equal(r.text, page)
       assert.ok(Date.now() - t0 < 2500)
+    })
+
+    it("names why Redis is down, its connection's own error, where the operator looks (decision NEW-OPS-2)", async () => {
+      const refused = `connect ECONNREFUSED 127.0.0.1:${redisPort}`
+      // a direct loopback caller may read /metrics, so sees the failure's message
+      const ready = await broken.get('/readyz')
+      assert.equal(ready.json.status, 'degraded')
+      assert.ok(String(ready.json.checks.redis).startsWith(`error: ${refused}`), ready.text)
+      const a = await writer.user({ admin: true })
+      const health = await broken.get('/svc_api/admin/health', { cookie: await writer.login(a.username, a.password) })
+      const check = health.json.data.checks.find((c: { name: string }) => c.name === 'redis')
+      assert.ok(check.result.startsWith(`error: ${refused}`), check.result)
+      assert.ok(
+        broken.logs.some((l) => l.msg === 'readiness: check failed' && String(l.result).startsWith(`error: ${refused}`)),
+        JSON.stringify(broken.logs),
+      )
+      // the 503 / 1504's log line says which dependency failed and why
+      const u = await writer.user()
+      const r = await broken.get('/svc_api/me', { key: u.key })
+      assert.equal(r.json.error_code, 1504)
+      const line = broken.logs.find((l) => l.reqId === r.header('x-request-id') && l.msg === 'service unavailable')
+      assert.ok(line, JSON.stringify(broken.logs))
+      assert.ok((line.err as { message: string }).message.includes(`: Redis rate limits: ${refused}`), JSON.stringify(line.err))
     })
 
     it("shows an admin signed in before the outage the console's health page, naming Redis; others are still refused", async () => {
