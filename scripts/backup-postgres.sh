@@ -9,6 +9,9 @@
 # both steps succeed. Needs pg_dump (same major version as the server or newer) and a built
 # checkout (npm run build). Restore: pg_restore, then copy DEST/blobs back (see the docs).
 set -eu
+# the dump holds password hashes, secrets and form submissions: nothing written here is for
+# other accounts (files 0640, folders 0750, as svc backup writes its snapshots)
+umask 027
 
 dest=${1:?usage: scripts/backup-postgres.sh DEST}
 url=${DATABASE_URL:?DATABASE_URL must name the PostgreSQL database}

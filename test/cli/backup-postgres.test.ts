@@ -48,10 +48,17 @@ describe('scripts/backup-postgres.sh [postgres + s3]', needs('postgres'), () => 
     const env = { DATABASE_URL: s.env.DATABASE_URL, STORAGE_URL: storageUrl, DATA_DIR: s.dataDir }
     const dest = path.join(tmp, 'backups')
 
-    const r1 = await run([dest], env)
+    // run under the usual umask 022: the script must not leave its files to other accounts
+    const r1 = await exec('sh', ['-c', 'umask 022 && exec "$0" "$@"', path.join(root, 'scripts/backup-postgres.sh'), dest], env)
     assert.equal(r1.code, 0, r1.stderr)
     const snap = /^backup (\S+):/.exec(r1.stdout)?.[1]
     assert.ok(snap, r1.stdout)
+    // the dump holds password hashes, secrets and form submissions (as svc backup's copy, 0640)
+    const open = fs
+      .readdirSync(dest, { recursive: true, encoding: 'utf8' })
+      .map((f) => path.join(dest, f))
+      .filter((f) => (fs.statSync(f).mode & 0o007) !== 0)
+    assert.deepEqual(open, [], 'nothing of the backup is readable by other accounts')
     assert.match(r1.stdout, /blobs: copied 3, skipped 0/)
     assert.ok(!fs.readdirSync(dest).some((n) => n.endsWith('.partial')))
     const sums = spawnSync('sha256sum', ['-c', 'SHA256SUMS'], { cwd: snap, encoding: 'utf8' })
