@@ -824,8 +824,9 @@ export const ERRORS = {
     1614,
     'FORM_ERROR',
     400,
-    '提交的字段与表单定义不符：{detail}',
-    'Submitted fields do not match the form definition: {detail}',
+    // {detail}: a sentence naming the field (forms/fields.ts mismatch), as a visitor reads it
+    '{detail}',
+    '{detail}',
     '检查字段 {field}',
     'Check the field {field}',
   ),
