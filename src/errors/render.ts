@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { ERRORS, type ErrorKey } from './codes.js'
 import type { AppErrorOptions } from './app-error.js'
 import { isText, type Param, type Text } from './text.js'
+import { sizeText } from '../util/sizes.js'
 
 /** How a route answers errors: the spec's format A (numeric), B (single-file upload), or plain. */
 export type ErrorFormat = 'A' | 'B' | 'plain'
@@ -10,15 +11,21 @@ export { isText, mapText, type Param, type Text } from './text.js'
 
 /** The templates (a fixed set: the table's texts), each split once at its {placeholders}: literal, name, literal, ... */
 const templates = new Map<string, string[]>()
-/** Fills a template's {placeholders}; a Text value gives its words in `lang`. */
+/**
+ * Fills a template's {placeholders}; a Text value gives its words in `lang`. `{limit:size}`
+ * says a number of bytes as people read it, with the exact count (util/sizes.ts sizeText):
+ * the one spelling of a size limit in every error message.
+ */
 export const fill = (text: string, lang: Lang, params: Record<string, Param> = {}): string => {
   let parts = templates.get(text)
-  if (parts === undefined) templates.set(text, (parts = text.split(/\{(\w+)\}/)))
+  if (parts === undefined) templates.set(text, (parts = text.split(/\{(\w+(?::size)?)\}/)))
   if (parts.length === 1) return text
   let out = parts[0]
   for (let i = 1; i < parts.length; i += 2) {
-    const v = params[parts[i]]
-    out += (v === undefined ? `{${parts[i]}}` : typeof v === 'object' ? v[lang] : String(v)) + parts[i + 1]
+    const [name, as] = parts[i].split(':')
+    const v = params[name]
+    const said = v === undefined ? `{${parts[i]}}` : typeof v === 'object' ? v[lang] : as === 'size' && typeof v === 'number' ? sizeText(v)[lang] : String(v)
+    out += said + parts[i + 1]
   }
   return out
 }

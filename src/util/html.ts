@@ -134,3 +134,39 @@ export function fileInputsSentAsNames(html: string): FileAsName[] {
   }
   return out
 }
+
+/** A form posting to a form endpoint on another origin with a relative `_next` (relativeNextsToEndpoint). */
+export interface RelativeNext {
+  /** How the page names the form, as FileAsName's `form`. */
+  form: string
+  /** The form's action, as written. */
+  action: string
+  /** The `_next` value, as written. */
+  next: string
+}
+
+// an absolute or protocol-relative action whose path is svc's public submit endpoint
+const SUBMIT_ACTION = /^(?:https?:)?\/\/[^/?#]+\/api\/forms\/submit\/[^/?#]+/i
+
+/**
+ * The forms of a page that post to svc's submit endpoint on another origin (an absolute
+ * `action`) with a `_next` relative to the page (`thanks.html`, `?x`; not `/...` nor a URL): a
+ * browser's cross-origin post tells the endpoint only the page's origin (its Referer is cut
+ * to it), so such a `_next` is resolved from the origin's root, not from the page
+ * (decision NEW-FRIENDLY-1). Comments, scripts and templates are skipped; the first MiB read.
+ */
+export function relativeNextsToEndpoint(html: string): RelativeNext[] {
+  const page = html.slice(0, 1 << 20).replace(QUIET, ' ')
+  const out: RelativeNext[] = []
+  for (const m of page.matchAll(FORM_TAG)) {
+    const [, tag, body] = m
+    const action = attr(tag, 'action') ?? ''
+    if (!SUBMIT_ACTION.test(action)) continue
+    const input = [...body.matchAll(INPUT_TAG)].find((i) => attr(i[1], 'name') === '_next')
+    const next = input === undefined ? null : attr(input[1], 'value')
+    if (next === null || next === '' || next.startsWith('/') || /^[a-z][a-z0-9+.-]*:/i.test(next)) continue
+    const named = (['id', 'name'] as const).map((a) => [a, attr(tag, a)] as const).find(([, v]) => v)
+    out.push({ form: named ? `${named[0]}="${named[1]}"` : `action="${action}"`, action, next })
+  }
+  return out
+}

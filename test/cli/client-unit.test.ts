@@ -150,7 +150,7 @@ describe('client: archive deploy limits', () => {
     await assert.rejects(checkDeployLimits(api, 50_001, 1000, 'site'), {
       message: /^site is too large to deploy: 50001 files; the server takes at most 50000 per deploy \(error 1328\); nothing was read or sent/,
     })
-    await assert.rejects(checkDeployLimits(api, 3, 2 ** 31 + 1, 'site'), { message: /2\.1 GB in all; the server takes at most 2\.1 GB \(2147483648 bytes\)/ })
+    await assert.rejects(checkDeployLimits(api, 3, 2 ** 31 + 1, 'site'), { message: /2 GiB in all; the server takes at most 2 GiB \(2147483648 bytes\)/ })
     const none = { get: async () => ({ status: 404, json: { success: false, error_code: 1404 } }) } as unknown as ApiClient
     await checkDeployLimits(none, 60_000, 0, 'site')
   })

@@ -717,7 +717,7 @@ ${conditional}[[headers]]
       assert.equal(r.code, 1, r.stderr)
       assert.match(
         r.json.error.message,
-        /is too large to deploy: 3\.2 GB in all; the server takes at most 2\.1 GB \(2147483648 bytes\) per deploy \(error 1328\); nothing was read or sent/,
+        /is too large to deploy: 3 GiB in all; the server takes at most 2 GiB \(2147483648 bytes\) per deploy \(error 1328\); nothing was read or sent/,
       )
       // the hashes are cached once the files are read: no cache, no file read
       assert.ok(!fs.existsSync(cache), 'no file was hashed')

@@ -184,7 +184,7 @@ for (const engine of ENGINES) {
       for (const body of [manifest(limit + 1), Readable.from([manifest(limit + 1)])]) {
         const r = await post(body)
         expectError(r, 413, 1328)
-        assert.match(r.json.message, /manifest is larger than 16777216 bytes/)
+        assert.match(r.json.message, /manifest is larger than 16 MiB \(16777216 bytes\)/)
       }
       expectError(await post(manifest(limit)), 400, 1327)
     })
@@ -1134,7 +1134,7 @@ describe('archive deploys: the total is checked as the archive streams', () => {
     const before = await blobSet(s)
     const r = await postArchive(s, u.key, 'bomb', body, true)
     expectError(r, 413, 1328)
-    assert.match(r.json.message, /over 3145728 bytes in all/)
+    assert.match(r.json.message, /over 3 MiB \(3145728 bytes\) in all/)
     const stored = [...(await blobSet(s))].filter((d) => !before.has(d))
     assert.ok(stored.length <= 3, `${stored.length} new blobs: stored past the limit`)
     assert.equal((await s.get(`/${u.username}/bomb/`)).status, 404)

@@ -228,6 +228,32 @@ for (const engine of ENGINES) {
       assert.equal((await fileRows(carol.id)).length, 2)
     })
 
+    it('a file over the limit is refused in sizes people read, with the exact count, in both languages (decision NEW-FRIENDLY-2)', async () => {
+      const f = await make(alice)
+      const parts = [
+        { name: 'name', data: 'Ann' },
+        { name: 'cv', filename: 'big.bin', data: unique(9 * MiB, 'nine') },
+      ]
+      const mp = multipart(parts)
+      const send = (headers: Record<string, string>) =>
+        s.post(`/api/forms/submit/${f.form_slug}`, { body: mp.body, headers: { 'content-type': mp.contentType, ...headers } })
+      // a script (fetch): JSON, its message and Formspree's errors[] say "8 MiB"; the code stays
+      const en = await send({ accept: 'application/json', 'accept-language': 'en' })
+      expectError(en, 413, 1109)
+      assert.equal(en.json.message, 'Request body too large; the maximum is 8 MiB (8388608 bytes)')
+      assert.deepEqual(en.json.errors, [{ message: en.json.message }])
+      const zh = await send({ accept: 'application/json', 'accept-language': 'zh-CN' })
+      expectError(zh, 413, 1109)
+      assert.equal(zh.json.message, '请求体过大，最大 8 MiB（8388608 字节）')
+      // a browser's form post: the refusal page a visitor reads
+      const page = await send({ accept: 'text/html', 'accept-language': 'en' })
+      assert.equal(page.status, 413)
+      assert.match(page.header('content-type') ?? '', /^text\/html/)
+      assert.ok(page.text.includes('the maximum is 8 MiB (8388608 bytes)'), page.text)
+      assert.ok(!/8388608 bytes;|maximum is 8388608/.test(page.text), page.text)
+      assert.equal((await data(alice, f.id)).json.data.total, 0)
+    })
+
     it("the account's stored file bytes stay within form_file_bytes (1613)", async () => {
       const dan = await s.user()
       await s.deps.db.k

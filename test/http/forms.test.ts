@@ -531,14 +531,11 @@ for (const engine of ENGINES) {
           createReq({ form_name: 'x', fields_config: [{ name: 'website' }], honeypot_field: 'website' }),
           `Invalid parameter: honeypot_field "website" must not be one of the form's fields`,
         ],
-        [post({ json: { ...ok, extra: 'x' } }, 1614), 'Submitted fields do not match the form definition: extra: is not a field of this form'],
-        [post({ json: { name: 'n' } }, 1614), 'Submitted fields do not match the form definition: email: is required'],
-        [post({ json: { name: 'n', email: 'not-an-email' } }, 1614), 'Submitted fields do not match the form definition: email: is not an email address'],
-        [post({ json: { ...ok, day: '2026-02-30' } }, 1614), 'Submitted fields do not match the form definition: day: is not a date (YYYY-MM-DD)'],
-        [
-          post({ json: { ...ok, plan: 'enterprise' } }, 1614),
-          'Submitted fields do not match the form definition: plan: "enterprise" is not one of the options',
-        ],
+        [post({ json: { ...ok, extra: 'x' } }, 1614), 'This form has no field "extra".'],
+        [post({ json: { name: 'n' } }, 1614), 'The field "email" is required.'],
+        [post({ json: { name: 'n', email: 'not-an-email' } }, 1614), 'The field "email" must be an email address.'],
+        [post({ json: { ...ok, day: '2026-02-30' } }, 1614), 'The field "day" must be a date (YYYY-MM-DD).'],
+        [post({ json: { ...ok, plan: 'enterprise' } }, 1614), 'The field "plan" must be one of its options; "enterprise" is not one of them.'],
         [
           ['POST', `/api/forms/submit/${free.form_slug}`, { json: { a: ' ' } }, 1106],
           'Invalid parameter: the submission is empty: send at least one field with a value',
@@ -617,8 +614,8 @@ for (const engine of ENGINES) {
       const big = 'x'.repeat(70 * 1024)
       const tooBig = await submit(f.form_slug, { json: { m: big }, headers: { 'accept-language': 'en' } })
       expectError(tooBig, 413, 1109)
-      // the message names the route's own limit
-      assert.match(tooBig.json.message, /the maximum is 65536 bytes/)
+      // the message names the route's own limit as people say it, with the exact count
+      assert.equal(tooBig.json.message, 'Request body too large; the maximum is 64 KiB (65536 bytes)')
       expectError(await submit(f.form_slug, { form: { m: big } }), 413, 1109)
       const mp = multipart([{ name: 'm', data: big }])
       expectError(await submit(f.form_slug, { body: mp.body, headers: { 'content-type': mp.contentType } }), 413, 1109)
@@ -1033,6 +1030,63 @@ for (const engine of ENGINES) {
       assert.equal(r.status, 400)
       assert.match(r.json.errors.map((x: { message: string }) => x.message).join(', '), /email/)
       assert.equal((await data(ivy, typed.id)).json.data.total, 0)
+    })
+
+    it('says what is wrong with a field as a person writes it, in both languages; the code and field stay (decision NEW-FRIENDLY-3)', async () => {
+      const una = await s.user()
+      const typed = await make(una, {
+        fields_config: [
+          { name: 'email', type: 'email', required: true },
+          { name: 'age', type: 'number' },
+          { name: 'site', type: 'url' },
+          { name: 'agree', type: 'checkbox', required: true },
+          { name: 'plan', type: 'select', options: ['free', 'pro'] },
+        ],
+      })
+      const good = { email: 'a@b.example', agree: 'on' }
+      const cases: Array<[body: Record<string, unknown>, field: string, en: string, zh: string]> = [
+        [{ ...good, email: 'not-an-address' }, 'email', 'The field "email" must be an email address.', '字段“email”须为邮箱地址。'],
+        [{ agree: 'on' }, 'email', 'The field "email" is required.', '字段“email”为必填项。'],
+        [{ ...good, age: 'old' }, 'age', 'The field "age" must be a number.', '字段“age”须为数字。'],
+        [
+          { ...good, site: 'ftp://x.example/' },
+          'site',
+          'The field "site" must be a web address starting with http:// or https://.',
+          '字段“site”须为以 http:// 或 https:// 开头的网址。',
+        ],
+        [{ email: 'a@b.example' }, 'agree', 'The field "agree" is required: please check it.', '字段“agree”为必填项，请勾选。'],
+        [
+          { ...good, plan: 'gold' },
+          'plan',
+          'The field "plan" must be one of its options; "gold" is not one of them.',
+          '字段“plan”须为给出的选项之一，“gold”不是。',
+        ],
+        [{ ...good, extra: 'x' }, 'extra', 'This form has no field "extra".', '此表单没有字段“extra”。'],
+      ]
+      for (const [body, field, en, zh] of cases) {
+        for (const [lang, want] of [
+          ['en', en],
+          ['zh-CN', zh],
+        ]) {
+          clock.advance(7000)
+          const r = await submit(typed.form_slug, { json: body, headers: { 'accept-language': lang, accept: 'application/json' } })
+          expectError(r, 400, 1614)
+          assert.equal(r.json.message, want)
+          // the machine-readable part: the code, the field, Formspree's errors[] with its field
+          assert.equal(r.json.field, field)
+          assert.deepEqual(r.json.errors, [{ message: want, field }])
+          assert.equal(r.json.solution, lang === 'en' ? `Check the field ${field}` : `检查字段 ${field}`)
+        }
+      }
+      // a visitor's browser post reads the same sentence on the refusal page
+      clock.advance(7000)
+      const page = await submit(typed.form_slug, {
+        form: { email: 'nope', agree: 'on' },
+        headers: { 'accept-language': 'en', accept: 'text/html', 'sec-fetch-mode': 'navigate' },
+      })
+      assert.equal(page.status, 400)
+      assert.ok(page.text.includes('The field &quot;email&quot; must be an email address.'), page.text)
+      assert.equal((await data(una, typed.id)).json.data.total, 0)
     })
 
     describe('flags honeypot and too-fast submissions as spam, stores them, and filters them', () => {

@@ -817,8 +817,8 @@ for (const engine of ENGINES) {
           up(await limited('image_bytes=1'), form([{ name: 'a.png', data: png }])),
           400,
           'plain',
-          `配额已满：图片总大小超过上限（0 + ${size} > 1 字节）`,
-          `Quota exceeded: total image size limit reached (0 + ${size} > 1 bytes)`,
+          `配额已满：图片总大小超过上限 1 字节（已用 0 字节，本次 ${size} 字节）`,
+          `Quota exceeded: total image size limit of 1 byte reached (0 bytes used, ${size} bytes more)`,
           true,
         )
       })

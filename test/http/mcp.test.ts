@@ -1118,7 +1118,7 @@ for (const engine of ENGINES) {
         // a detail that ends in a parenthesis gets its full stop before the solution
         await refused('create_data', { display_name: 'big.txt', content: over }, 1104, /\(multipart\)\. Make the file smaller/)
         // the account's entry size is the smaller limit: the REST store's 1602 with it
-        await refused('kv_set', { key: 'big', value: over }, 1602, /size limit \(65536 bytes\)/)
+        await refused('kv_set', { key: 'big', value: over }, 1602, /size limit of 64 KiB \(65536 bytes\)/)
         await refused(
           'create_data',
           { display_name: 'big.txt', content: over, content_type: 'text/plain' },
@@ -1194,7 +1194,7 @@ for (const engine of ENGINES) {
       ]
       const together = await call('deploy_files', { project: 'split', files: split })
       assert.equal(together.structuredContent.error_code, 1104, textOf(together))
-      assert.match(textOf(together), /files together are over the MCP inline limit of 4194304 bytes; send the site in several deploy_files calls/)
+      assert.match(textOf(together), /files together are over the MCP inline limit of 4 MiB \(4194304 bytes\); send the site in several deploy_files calls/)
       assert.match(textOf(together), /svc deploy \.\/folder --project NAME/)
       // a preview is one call: only the CLI
       const preview = await call('deploy_files', { project: 'split', files: split, publish: false })

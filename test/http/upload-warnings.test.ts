@@ -74,6 +74,54 @@ for (const engine of ENGINES) {
       assert.deepEqual(clean.json.warnings, [])
     })
 
+    it("a folder project's form posting to the form endpoint with a relative _next is warned of, with the _next from the root (decision NEW-FRIENDLY-1)", async () => {
+      const form = (action: string, next: string | null, id = 'contact') =>
+        HTML(
+          'contact',
+          `<form id="${id}" method="post" action="${action}">${next === null ? '' : `<input type="hidden" name="_next" value="${next}">`}<input name="email"></form>`,
+        )
+      const submit = `${s.url}/api/forms/submit/contact-form`
+      const files = [
+        { filename: 'index.html', data: form(submit, 'thanks.html') },
+        { filename: 'contact/index.html', data: form(submit, 'done/?ok=1', 'deep') },
+        // not warned: from the root, a full URL, protocol-relative, no _next, another service
+        { filename: 'root.html', data: form(submit, '/site2/thanks.html') },
+        { filename: 'full.html', data: form(submit, 'https://example.com/thanks.html') },
+        { filename: 'proto.html', data: form(submit, '//example.com/thanks.html') },
+        { filename: 'none.html', data: form(submit, null) },
+        { filename: 'other.html', data: form('https://formspree.io/f/x', 'thanks.html') },
+        { filename: 'commented.html', data: `<!-- ${form(submit, 'thanks.html')} -->` },
+      ]
+      const r = await batchUpload(s, { key: u.key }, 'site2', files, true, { 'accept-language': 'en' })
+      assert.equal(r.status, 200, r.text)
+      assert.deepEqual(r.json.warnings, [
+        {
+          path: 'contact/index.html',
+          message:
+            'contact/index.html: the form id="deep" posts to the form endpoint at another address with a relative _next ("done/?ok=1"): a browser tells that endpoint only the site\'s origin, not this page, so the visitor lands on "/done/?ok=1" at the site\'s root, not next to this page. Write _next from the root ("/site2/contact/done/?ok=1" on your user address) or as a full URL',
+        },
+        {
+          path: 'index.html',
+          message:
+            'index.html: the form id="contact" posts to the form endpoint at another address with a relative _next ("thanks.html"): a browser tells that endpoint only the site\'s origin, not this page, so the visitor lands on "/thanks.html" at the site\'s root, not next to this page. Write _next from the root ("/site2/thanks.html" on your user address) or as a full URL',
+        },
+      ])
+      // a single page is served at its origin's root, where the two agree: nothing to say
+      const single = await uploadFile(s, { key: u.key }, 'contact.html', form(submit, 'thanks.html'), {}, { 'accept-language': 'en' })
+      assert.equal(single.status, 200, single.text)
+      assert.deepEqual(single.json.warnings, [])
+      // MCP's deploy_files says the same
+      const mcp = (await client.callTool({
+        name: 'deploy_files',
+        arguments: { project: 'mcp-next', files: [{ path: 'index.html', content: form(submit, 'thanks.html') }] },
+      })) as unknown as { structuredContent: { warnings: Array<{ path: string; message: string }> } }
+      assert.deepEqual(
+        mcp.structuredContent.warnings.map((w) => w.path),
+        ['index.html'],
+      )
+      assert.match(mcp.structuredContent.warnings[0].message, /"\/mcp-next\/thanks\.html"/)
+    })
+
     it("MCP's publish_html and deploy_files (live and preview) list the warnings in their text and structuredContent", async () => {
       type Result = { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: any }
       const call = async (name: string, args: Record<string, unknown>) => {

@@ -98,7 +98,7 @@ for (const engine of ENGINES) {
       const big = JSON.stringify({ x: 'y'.repeat(1024 * 1024) })
       const send = (headers: Record<string, string>) =>
         s.post('/api/folders/site/publish', { key, body: big, headers: { ...headers, 'content-type': 'application/json' } })
-      await expectErrorInBoth(send, 413, 1109, '请求体过大，最大 1048576 字节', 'Request body too large; the maximum is 1048576 bytes', true)
+      await expectErrorInBoth(send, 413, 1109, '请求体过大，最大 1 MiB（1048576 字节）', 'Request body too large; the maximum is 1 MiB (1048576 bytes)', true)
     })
 
     it('a body of a type the route does not take', async () => {

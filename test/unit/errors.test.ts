@@ -359,8 +359,8 @@ describe('framework refusals the table words in both languages', () => {
       new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE(),
       'BODY_TOO_LARGE',
       413,
-      '请求体过大，最大 1024 字节',
-      'Request body too large; the maximum is 1024 bytes',
+      '请求体过大，最大 1 KiB（1024 字节）',
+      'Request body too large; the maximum is 1 KiB (1024 bytes)',
       true,
     ],
     [

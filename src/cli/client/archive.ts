@@ -11,6 +11,7 @@ import { nestedIndexHint, type FailedFile } from './deploy.js'
 import { checkProjectName, defaultProject } from './project.js'
 import { builtForRoot, linkLines } from './site-links.js'
 import { MANIFEST_ENTRY, MESSAGE_MAX } from '../../util/deploy-manifest.js'
+import { humanSize, sizeText } from '../../util/sizes.js'
 
 /**
  * svc deploy through archive deploys (docs/api/deploys.md): the manifest check says which
@@ -155,7 +156,7 @@ export async function checkDeployLimits(api: ApiClient, files: number, bytes: nu
     maxFiles > 0 && files > maxFiles
       ? `${files} files; the server takes at most ${maxFiles} per deploy`
       : maxBytes > 0 && bytes > maxBytes
-        ? `${formatBytes(bytes)} in all; the server takes at most ${formatBytes(maxBytes)} (${maxBytes} bytes) per deploy`
+        ? `${humanSize(bytes)} in all; the server takes at most ${sizeText(maxBytes).en} per deploy`
         : null
   if (over)
     throw new CliError(
@@ -272,7 +273,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
       if (f.size > maxFile) {
         failed.push({
           path: f.path,
-          reason: `file too large: ${formatBytes(f.size)}; the server takes at most ${formatBytes(maxFile)} (${maxFile} bytes) per file`,
+          reason: `file too large: ${humanSize(f.size)}; the server takes at most ${sizeText(maxFile).en} per file`,
         })
         continue
       }

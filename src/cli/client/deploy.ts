@@ -9,6 +9,7 @@ import { formatBytes, type Reporter } from './progress.js'
 import { builtForRoot, linkLines } from './site-links.js'
 import { contentTypeFor } from '../../util/content-types.js'
 import { checkProjectName, defaultProject } from './project.js'
+import { humanSize, sizeText } from '../../util/sizes.js'
 
 /** Per-request limits of the server (GET /api/folders/limits). */
 export interface FolderLimits {
@@ -130,7 +131,7 @@ export function planBatches(files: LocalFile[], limits: FolderLimits): BatchPlan
     if (limits.max_file_bytes !== null && f.size > limits.max_file_bytes) {
       tooLarge.push({
         path: f.path,
-        reason: `file too large: ${formatBytes(f.size)}; the server takes at most ${formatBytes(limits.max_file_bytes)} (${limits.max_file_bytes} bytes) per file`,
+        reason: `file too large: ${humanSize(f.size)}; the server takes at most ${sizeText(limits.max_file_bytes).en} per file`,
       })
       continue
     }
@@ -138,7 +139,7 @@ export function planBatches(files: LocalFile[], limits: FolderLimits): BatchPlan
     if (base + size > limits.max_request_bytes) {
       tooLarge.push({
         path: f.path,
-        reason: `file too large: ${formatBytes(f.size)} does not fit in one request of at most ${formatBytes(limits.max_request_bytes)}`,
+        reason: `file too large: ${humanSize(f.size)} does not fit in one request of at most ${sizeText(limits.max_request_bytes).en}`,
       })
       continue
     }
@@ -199,7 +200,7 @@ export async function fetchLimits(api: ApiClient, note: (m: string) => void): Pr
   const d = r.json?.data
   if (r.status === 404 || !d || !isNum(d.max_files_per_request) || !isNum(d.max_request_bytes)) {
     note(
-      `the server publishes no folder upload limits; using ${FALLBACK_LIMITS.max_files_per_request} files and ${formatBytes(FALLBACK_LIMITS.max_request_bytes)} per request`,
+      `the server publishes no folder upload limits; using ${FALLBACK_LIMITS.max_files_per_request} files and ${humanSize(FALLBACK_LIMITS.max_request_bytes)} per request`,
     )
     return FALLBACK_LIMITS
   }

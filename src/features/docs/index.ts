@@ -4,6 +4,9 @@ import { ERRORS, type ErrorDef } from '../../errors/codes.js'
 import { escapeHtml } from '../../util/html.js'
 import { referenceRoutes } from './reference.js'
 
+/** A message template as the table page shows it: `{limit:size}` (a size, util/sizes.ts) as `{limit}`. */
+const shown = (template: string): string => template.replace(/\{(\w+):size\}/g, '{$1}')
+
 /**
  * GET /docs: the interactive API reference (reference.ts); GET /docs/errors: the error table
  * as a page (every doc_link points here).
@@ -16,7 +19,7 @@ export const docsFeature: Feature = {
     const byCode = new Map<number, ErrorDef[]>()
     for (const d of Object.values(ERRORS)) byCode.set(d.code, [...(byCode.get(d.code) ?? []), d])
     const row = (d: ErrorDef) =>
-      `<tr><td>${d.code}</td><td>${escapeHtml(d.type)}</td><td>${d.http}</td><td>${escapeHtml(d.en)}<br><span lang="zh-CN">${escapeHtml(d.zh)}</span></td><td>${escapeHtml(d.solutionEn)}</td><td>${d.stringCode ?? ''}</td></tr>`
+      `<tr><td>${d.code}</td><td>${escapeHtml(d.type)}</td><td>${d.http}</td><td>${escapeHtml(shown(d.en))}<br><span lang="zh-CN">${escapeHtml(shown(d.zh))}</span></td><td>${escapeHtml(shown(d.solutionEn))}</td><td>${d.stringCode ?? ''}</td></tr>`
     const rows = [...byCode].map(([code, defs]) => `<tbody id="${code}">${defs.map(row).join('\n')}</tbody>`).join('\n')
     // the table is wider than a phone: it scrolls in its own box and the page keeps the
     // screen's width; the one style element is allowed by its digest (no inline anything else)

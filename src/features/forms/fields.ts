@@ -27,9 +27,14 @@ const MAX_LINE_CHARS = 10_000
 
 /** 400 / 1106 naming what is wrong, in both languages (the answer picks one); for every forms module. */
 export const bad = (detail: Text) => new AppError('INVALID_PARAMETER', { params: { detail } })
-/** 400 / 1614 naming the field first, then what is wrong with it (`detail` follows the name). */
-export const mismatch = (field: string, detail: Text) =>
-  new AppError('FORM_FIELDS_MISMATCH', { params: { field, detail: { zh: `字段 ${field} ${detail.zh}`, en: `${field}: ${detail.en}` } }, extra: { field } })
+/**
+ * 400 / 1614 about one field, in words a visitor reads: "The field "email" must be an email
+ * address." (`detail`: what follows the field's name, a sentence's end with its full stop).
+ * The machine-readable part stays: the code and `field` (decision NEW-FRIENDLY-3).
+ */
+export const mismatch = (field: string, detail: Text) => mismatchSaid(field, { zh: `字段“${field}”${detail.zh}`, en: `The field "${field}" ${detail.en}` })
+/** 400 / 1614 about `field` in a sentence of its own (one that does not start with the field). */
+export const mismatchSaid = (field: string, sentence: Text) => new AppError('FORM_FIELDS_MISMATCH', { params: { field, detail: sentence }, extra: { field } })
 
 /**
  * Text the database can store identically on both engines: PostgreSQL refuses U+0000 and a
@@ -125,19 +130,19 @@ function single(def: FieldDef, v: unknown): string {
       // a <select multiple> (or boxes of one name) posted to a select: say how to declare it
       if (def.type === 'select' && v.length > 1)
         throw mismatch(def.name, {
-          zh: '只接受一个选项；多选（<select multiple> 或同名复选框）请声明为带 options 的 checkbox 字段',
-          en: 'takes one option; for a multiple choice (<select multiple>, boxes of one name) declare it as a checkbox field with options',
+          zh: '只能选一项。多选（<select multiple> 或同名复选框）请声明为带 options 的 checkbox 字段。',
+          en: 'takes one option only. For a multiple choice (<select multiple>, boxes of one name), declare it as a checkbox field with options.',
         })
-      throw mismatch(def.name, { zh: '只接受一个值', en: 'expects a single value' })
+      throw mismatch(def.name, { zh: '只能有一个值。', en: 'takes a single value.' })
     }
     v = v[0]
   }
   if (typeof v === 'number' && Number.isFinite(v)) return String(v)
-  if (typeof v !== 'string') throw mismatch(def.name, { zh: '须为文本', en: 'expects text' })
+  if (typeof v !== 'string') throw mismatch(def.name, { zh: '须为文本。', en: 'must be text.' })
   return v
 }
 
-const notAnOption = (s: string): Text => ({ zh: `的值 "${s}" 不在选项中`, en: `"${s}" is not one of the options` })
+const notAnOption = (s: string): Text => ({ zh: `须为给出的选项之一，“${s}”不是。`, en: `must be one of its options; "${s}" is not one of them.` })
 
 function validDate(s: string): boolean {
   const m = DATE_RE.exec(s)
@@ -157,41 +162,41 @@ function fieldValue(def: FieldDef, raw: unknown): FieldValue | undefined {
     else if (typeof v === 'string' && TRUE_WORDS.has(v.trim().toLowerCase())) b = true
     else if (typeof v === 'string' && FALSE_WORDS.has(v.trim().toLowerCase())) b = false
     else if (v === 1 || v === 0) b = v === 1
-    else throw mismatch(def.name, { zh: '须为复选框的值（true/false、on）', en: 'expects a checkbox value (true/false, on)' })
-    if (def.required && !b) throw mismatch(def.name, { zh: '为必填项（须勾选）', en: 'is required (must be checked)' })
+    else throw mismatch(def.name, { zh: '须为复选框的值（true、false 或 on）。', en: 'must be a checkbox value (true, false or on).' })
+    if (def.required && !b) throw mismatch(def.name, { zh: '为必填项，请勾选。', en: 'is required: please check it.' })
     return b
   }
   if (def.type === 'checkbox' && def.options) {
     const list = raw === undefined || raw === null ? [] : Array.isArray(raw) ? raw : [raw]
     const out: string[] = []
     for (const x of list) {
-      if (typeof x !== 'string' && typeof x !== 'number') throw mismatch(def.name, { zh: '须为选项的值', en: 'expects option values' })
+      if (typeof x !== 'string' && typeof x !== 'number') throw mismatch(def.name, { zh: '须为给出的选项。', en: 'must be among its options.' })
       const s = String(x)
       if (s === '') continue
       if (!def.options.includes(s)) throw mismatch(def.name, notAnOption(s))
       if (!out.includes(s)) out.push(s)
     }
-    if (def.required && out.length === 0) throw mismatch(def.name, { zh: '为必填项（至少选择一项）', en: 'is required (choose at least one option)' })
+    if (def.required && out.length === 0) throw mismatch(def.name, { zh: '为必填项，请至少选择一项。', en: 'is required: please choose at least one option.' })
     return out
   }
   if (isEmpty(raw)) {
-    if (def.required) throw mismatch(def.name, { zh: '为必填项', en: 'is required' })
+    if (def.required) throw mismatch(def.name, { zh: '为必填项。', en: 'is required.' })
     return undefined
   }
   const s = single(def, raw)
   if (def.type !== 'textarea' && s.length > MAX_LINE_CHARS)
-    throw mismatch(def.name, { zh: `超过 ${MAX_LINE_CHARS} 个字符`, en: `is longer than ${MAX_LINE_CHARS} characters` })
+    throw mismatch(def.name, { zh: `最多 ${MAX_LINE_CHARS} 个字符。`, en: `must be at most ${MAX_LINE_CHARS} characters long.` })
   const t = s.trim()
   switch (def.type) {
     case 'text':
     case 'textarea':
       return s
     case 'email':
-      if (!isEmailAddress(t)) throw mismatch(def.name, { zh: '不是邮箱地址', en: 'is not an email address' })
+      if (!isEmailAddress(t)) throw mismatch(def.name, { zh: '须为邮箱地址。', en: 'must be an email address.' })
       return t
     case 'number': {
       if (typeof raw === 'number' && Number.isFinite(raw)) return raw
-      if (!NUMBER_RE.test(t) || !Number.isFinite(Number(t))) throw mismatch(def.name, { zh: '不是数字', en: 'is not a number' })
+      if (!NUMBER_RE.test(t) || !Number.isFinite(Number(t))) throw mismatch(def.name, { zh: '须为数字。', en: 'must be a number.' })
       return Number(t)
     }
     case 'url': {
@@ -199,17 +204,17 @@ function fieldValue(def: FieldDef, raw: unknown): FieldValue | undefined {
       try {
         u = new URL(t)
       } catch {
-        throw mismatch(def.name, { zh: '不是 URL', en: 'is not a URL' })
+        throw mismatch(def.name, { zh: '须为网址（URL）。', en: 'must be a web address (URL).' })
       }
       if ((u.protocol !== 'http:' && u.protocol !== 'https:') || t.length > 2048)
-        throw mismatch(def.name, { zh: '须为 http(s) URL', en: 'must be an http(s) URL' })
+        throw mismatch(def.name, { zh: '须为以 http:// 或 https:// 开头的网址。', en: 'must be a web address starting with http:// or https://.' })
       return t
     }
     case 'tel':
-      if (!TEL_RE.test(t)) throw mismatch(def.name, { zh: '不是电话号码', en: 'is not a telephone number' })
+      if (!TEL_RE.test(t)) throw mismatch(def.name, { zh: '须为电话号码。', en: 'must be a telephone number.' })
       return t
     case 'date':
-      if (!validDate(t)) throw mismatch(def.name, { zh: '不是日期（YYYY-MM-DD）', en: 'is not a date (YYYY-MM-DD)' })
+      if (!validDate(t)) throw mismatch(def.name, { zh: '须为日期（YYYY-MM-DD）。', en: 'must be a date (YYYY-MM-DD).' })
       return t
     case 'select':
       if (!def.options!.includes(s)) throw mismatch(def.name, notAnOption(s))
@@ -219,7 +224,7 @@ function fieldValue(def: FieldDef, raw: unknown): FieldValue | undefined {
       throw new Error('fieldValue: checkbox reached the switch')
     case 'file':
       // a file field's files are checked in validateSubmission; text under its name is not one
-      throw mismatch(def.name, { zh: '须为文件（表单须以 multipart/form-data 发送）', en: 'expects a file (send the form as multipart/form-data)' })
+      throw mismatch(def.name, { zh: '须为文件（表单须以 multipart/form-data 发送）。', en: 'must be a file (the form must be sent as multipart/form-data).' })
   }
 }
 
@@ -228,10 +233,10 @@ function freeValue(name: string, raw: unknown): FieldValue | undefined {
   if (raw === undefined || raw === null) return undefined
   const ok = (x: unknown) => typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x))
   if (Array.isArray(raw)) {
-    if (!raw.every(ok)) throw mismatch(name, { zh: '须为文本、数字或布尔值的列表', en: 'expects text, numbers or booleans' })
+    if (!raw.every(ok)) throw mismatch(name, { zh: '须为文本、数字或布尔值的列表。', en: 'must be a list of text, numbers or booleans.' })
     return raw as Array<string | number | boolean>
   }
-  if (!ok(raw)) throw mismatch(name, { zh: '须为文本、数字或布尔值', en: 'expects text, a number or a boolean' })
+  if (!ok(raw)) throw mismatch(name, { zh: '须为文本、数字或布尔值。', en: 'must be text, a number or a boolean.' })
   return raw as string | number | boolean
 }
 
@@ -342,13 +347,14 @@ export function validateSubmission(
     const def = defs.find((d) => d.name === name)
     // a form that declares its fields takes files in its `file` fields only
     if (defs.length > 0 && def === undefined)
-      throw mismatch(name, {
-        zh: '是文件，但不是此表单的字段（文件字段须声明为 type "file"）',
-        en: 'is a file, but not a field of this form (a file field is declared with type "file")',
+      throw mismatchSaid(name, {
+        zh: `此表单没有文件字段“${name}”（文件字段须声明为 type "file"）。`,
+        en: `This form has no file field "${name}" (a file field is declared with type "file").`,
       })
     if (def !== undefined && def.type !== 'file')
-      throw mismatch(name, { zh: '是文件：此字段不是文件字段（type 须为 file）', en: 'is a file, but the field is not a file field (type file)' })
-    if (name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) throw mismatch(name.slice(0, 64), { zh: '不是有效的字段名', en: 'is not a valid field name' })
+      throw mismatch(name, { zh: '不接受文件（它未声明为 type "file"）。', en: 'does not take files (it is not declared with type "file").' })
+    if (name.length > 64 || /[\u0000-\u001f\u007f]/.test(name))
+      throw mismatchSaid(name.slice(0, 64), { zh: `“${name.slice(0, 64)}”不是有效的字段名。`, en: `"${name.slice(0, 64)}" is not a valid field name.` })
   }
   const out: Array<[string, FieldValue]> = []
   const byName = new Map(defs.map((d) => [d.name, d]))
@@ -376,15 +382,16 @@ export function validateSubmission(
     if (isControlName(name, defs)) continue
     if (!isEmpty(raw) && !(Array.isArray(raw) && raw.every(isEmpty))) filled = true
     if (defs.length > 0) {
-      if (!byName.has(name)) throw mismatch(name, { zh: '不是此表单的字段', en: 'is not a field of this form' })
+      if (!byName.has(name)) throw mismatchSaid(name, { zh: `此表单没有字段“${name}”。`, en: `This form has no field "${name}".` })
       continue
     }
     if (++count > MAX_FIELDS)
       throw mismatch(name, {
-        zh: `超出上限：未设置 fields_config 的表单最多接受 ${MAX_FIELDS} 个字段`,
-        en: `a form without fields_config takes at most ${MAX_FIELDS} fields`,
+        zh: `超出上限：未设置 fields_config 的表单最多接受 ${MAX_FIELDS} 个字段。`,
+        en: `is one too many: a form without fields_config takes at most ${MAX_FIELDS} fields.`,
       })
-    if (name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) throw mismatch(name.slice(0, 64), { zh: '不是有效的字段名', en: 'is not a valid field name' })
+    if (name.length > 64 || /[\u0000-\u001f\u007f]/.test(name))
+      throw mismatchSaid(name.slice(0, 64), { zh: `“${name.slice(0, 64)}”不是有效的字段名。`, en: `"${name.slice(0, 64)}" is not a valid field name.` })
     const v = freeValue(name, raw)
     if (v !== undefined) out.push([name, v])
   }
@@ -392,7 +399,7 @@ export function validateSubmission(
     if (def.type === 'file') {
       const raw = body.get(def.name)
       if (!isEmpty(raw) && !(Array.isArray(raw) && raw.every(isEmpty))) fieldValue(def, raw)
-      if (def.required && !filesSent.has(def.name)) throw mismatch(def.name, { zh: '为必填项（须附上文件）', en: 'is required (attach a file)' })
+      if (def.required && !filesSent.has(def.name)) throw mismatch(def.name, { zh: '为必填项，请附上文件。', en: 'is required: please attach a file.' })
       continue
     }
     const v = fieldValue(def, body.get(def.name))

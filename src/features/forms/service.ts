@@ -21,6 +21,7 @@ import { formStore, type FormRow, type SubmissionFilter, type SubmissionRow } fr
 import type { NotifyService } from './notify-service.js'
 import { holdStates } from '../abuse/store.js'
 import type { SentFile } from './files.js'
+import { sizeText } from '../../util/sizes.js'
 
 /** Slugs given by the owner; generated ones are 10 characters of [A-Za-z0-9]. */
 export const SLUG_RE = /^[A-Za-z0-9_-]{3,64}$/
@@ -363,9 +364,9 @@ export function createFormService({ db, clock, limits, config, notify }: FormSer
           if (state !== undefined) return new PageHeld(state)
           const before = overBytes.get(x)
           if (before !== undefined) {
-            const detail = { zh: `表单文件 ${before}/${byteLimit} 字节`, en: `form files ${before}/${byteLimit} bytes` }
+            const detail = { zh: `表单文件已用 ${before} 字节，上限 ${sizeText(byteLimit).zh}`, en: `form files ${before} bytes of ${sizeText(byteLimit).en}` }
             return new AppError('FORM_QUOTA', {
-              params: { detail, limit: byteLimit },
+              params: { detail, limit: sizeText(byteLimit) },
               extra: { details: { quota: 'form_file_bytes', used: before, limit: byteLimit } },
             })
           }

@@ -14,6 +14,7 @@ import { takenDown } from '../abuse/public.js'
 import { refuseBlocked, refuseHeld } from '../abuse/store.js'
 import { BUS_CHANNEL } from './channel.js'
 import { withBlobLease } from '../../storage/leases.js'
+import { sizeText } from '../../util/sizes.js'
 
 export const FEATURE = 'image-host'
 /** Files one upload request may carry. */
@@ -102,7 +103,10 @@ const countQuota = (used: number, limit: number) =>
 const bytesQuota = (used: number, adding: number, limit: number) =>
   new AppError('QUOTA_EXCEEDED', {
     params: {
-      detail: { zh: `图片总大小超过上限（${used} + ${adding} > ${limit} 字节）`, en: `total image size limit reached (${used} + ${adding} > ${limit} bytes)` },
+      detail: {
+        zh: `图片总大小超过上限 ${sizeText(limit).zh}（已用 ${used} 字节，本次 ${adding} 字节）`,
+        en: `total image size limit of ${sizeText(limit).en} reached (${used} bytes used, ${adding} bytes more)`,
+      },
     },
   })
 

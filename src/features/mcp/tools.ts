@@ -32,6 +32,7 @@ import { MAX_VERSION } from '../hosted-data/service.js'
 import { domainView, type DomainView } from '../domains/service.js'
 import { parseDomain } from '../domains/names.js'
 import { MAX_PASSWORD_BYTES } from '../../auth/account-rules.js'
+import { sizeText } from '../../util/sizes.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
@@ -108,7 +109,7 @@ const payloadTooLarge = (what: string, next = `deploy larger sites with ${CLI_DE
   new AppError('FILE_TOO_LARGE', {
     status: 413,
     params: { limit: MAX_INLINE_BYTES },
-    extra: { details: { info: `${what} over the MCP inline limit of ${MAX_INLINE_BYTES} bytes; ${next}` } },
+    extra: { details: { info: `${what} over the MCP inline limit of ${sizeText(MAX_INLINE_BYTES).en}; ${next}` } },
   })
 
 const bad = (detail: string) => new AppError('INVALID_PARAMETER', { params: { detail } })

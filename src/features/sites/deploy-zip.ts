@@ -20,6 +20,7 @@ import { archiveTopFolder } from '../../util/archive-root.js'
 import { entryPath, refuseType, ROOT_DIR } from './archive-entries.js'
 import { PathTree } from './paths.js'
 import { ContentWatcher } from './sniff.js'
+import { sizeText } from '../../util/sizes.js'
 
 export const ZIP_TYPES = ['application/zip', 'application/x-zip-compressed']
 
@@ -85,7 +86,7 @@ export async function spoolZip(body: Readable, dataDir: string, max: number): Pr
   const meter = new Transform({
     transform(chunk: Buffer, _enc, cb: TransformCallback) {
       total += chunk.length
-      if (total > max) cb(tooLarge(`the zip is larger than ${max} bytes`, `zip 超过 ${max} 字节`))
+      if (total > max) cb(tooLarge(`the zip is larger than ${sizeText(max).en}`, `zip 超过 ${sizeText(max).zh}`))
       else cb(null, chunk)
     },
   })
@@ -248,7 +249,7 @@ export async function readZip(file: string, limits: ZipLimits): Promise<ZipSite>
         throw new AppError('ARCHIVE_FILE_TOO_LARGE', { params: { path: JSON.stringify(p), limit: limits.maxFileBytes } })
       declared += entry.uncompressedSize
       if (declared > limits.maxDeployBytes)
-        throw tooLarge(`the zip unpacks to more than ${limits.maxDeployBytes} bytes`, `zip 解压后超过 ${limits.maxDeployBytes} 字节`)
+        throw tooLarge(`the zip unpacks to more than ${sizeText(limits.maxDeployBytes).en}`, `zip 解压后超过 ${sizeText(limits.maxDeployBytes).zh}`)
     }
     if (!kept.some((l) => l.path === 'index.html')) throw new AppError('PUBLISH_NO_INDEX')
     // pass 2: every file inflated once, bounded by its declared size (validateEntrySizes), its

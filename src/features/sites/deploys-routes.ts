@@ -17,6 +17,7 @@ import { ZIP_TYPES } from './deploy-zip.js'
 import { say } from '../../web/short-page.js'
 import { langOf } from '../../errors/render.js'
 import { WarningsField, warningsIn } from './page-warnings.js'
+import { sizeText } from '../../util/sizes.js'
 
 const TAR_TYPES = ['application/x-tar', 'application/tar', 'application/gzip', 'application/x-gzip']
 /** The query parameters of a zip deploy (a tar's manifest says the same). */
@@ -127,7 +128,9 @@ export function deploysApi(app: FastifyInstance, deps: Deps): void {
         config: {
           ...cfg,
           bodyTooLarge: (limit: number) =>
-            new AppError('MANIFEST_TOO_LARGE', { params: { detail: { zh: `清单超过 ${limit} 字节`, en: `the manifest is larger than ${limit} bytes` } } }),
+            new AppError('MANIFEST_TOO_LARGE', {
+              params: { detail: { zh: `清单超过 ${sizeText(limit).zh}`, en: `the manifest is larger than ${sizeText(limit).en}` } },
+            }),
         },
         bodyLimit: MANIFEST_MAX_BYTES,
         schema: {

@@ -32,6 +32,7 @@ import { createAbuse } from '../abuse/service.js'
 import { createBlobBatch } from '../../storage/batch.js'
 import { withBlobLease, type BlobLease } from '../../storage/leases.js'
 import { readZip, spoolZip, zipBodyLimit, type ZipFileEntry } from './deploy-zip.js'
+import { sizeText } from '../../util/sizes.js'
 
 /** Limits of one deploy (docs/limits.md). */
 export const DEPLOY_MAX_FILES = 50_000
@@ -223,7 +224,7 @@ export function createDeploysService(deps: Deps) {
       if (!f) return ''
       if (Number(f.size) > RULE_FILE_MAX)
         throw new AppError('SITE_RULES_INVALID', {
-          params: { detail: { zh: `${name} 超过 ${RULE_FILE_MAX} 字节`, en: `${name} is larger than ${RULE_FILE_MAX} bytes` } },
+          params: { detail: { zh: `${name} 超过 ${sizeText(RULE_FILE_MAX).zh}`, en: `${name} is larger than ${sizeText(RULE_FILE_MAX).en}` } },
         })
       return ruleText(await blobs.read(f.digest))
     }
@@ -376,7 +377,12 @@ export function createDeploysService(deps: Deps) {
       }
       if (bytes > config.deployMaxBytes)
         throw new AppError('MANIFEST_TOO_LARGE', {
-          params: { detail: { zh: `总计 ${bytes} 字节，最多 ${config.deployMaxBytes} 字节`, en: `${bytes} bytes in all, at most ${config.deployMaxBytes}` } },
+          params: {
+            detail: {
+              zh: `总计 ${bytes} 字节，最多 ${sizeText(config.deployMaxBytes).zh}`,
+              en: `${bytes} bytes in all, at most ${sizeText(config.deployMaxBytes).en}`,
+            },
+          },
         })
       // bytes the project's files do not hold already may be new to the account (site_bytes)
       await checkSiteBytes(trx, user, new Map(rows.filter((r) => working.get(r.path)?.digest !== r.digest).map((r) => [r.digest, r.size])))
@@ -501,7 +507,10 @@ export function createDeploysService(deps: Deps) {
               if ((h.size ?? 0) > MANIFEST_MAX_BYTES)
                 throw new AppError('MANIFEST_TOO_LARGE', {
                   params: {
-                    detail: { zh: `${MANIFEST_ENTRY} 超过 ${MANIFEST_MAX_BYTES} 字节`, en: `${MANIFEST_ENTRY} is larger than ${MANIFEST_MAX_BYTES} bytes` },
+                    detail: {
+                      zh: `${MANIFEST_ENTRY} 超过 ${sizeText(MANIFEST_MAX_BYTES).zh}`,
+                      en: `${MANIFEST_ENTRY} is larger than ${sizeText(MANIFEST_MAX_BYTES).en}`,
+                    },
                   },
                 })
               const chunks: Buffer[] = []
@@ -544,7 +553,7 @@ export function createDeploysService(deps: Deps) {
             carried += size
             if (carried > config.deployMaxBytes)
               throw new AppError('MANIFEST_TOO_LARGE', {
-                params: { detail: { zh: `总计超过 ${config.deployMaxBytes} 字节`, en: `over ${config.deployMaxBytes} bytes in all` } },
+                params: { detail: { zh: `总计超过 ${sizeText(config.deployMaxBytes).zh}`, en: `over ${sizeText(config.deployMaxBytes).en} in all` } },
               })
             if (uploaded.has(digest)) {
               // the same bytes under a second path: checked, not stored twice

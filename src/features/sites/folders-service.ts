@@ -21,6 +21,7 @@ import { parseHeaders, parseRedirects, RULE_FILES, ruleText, RuleSyntaxError } f
 import { checkSiteBytes } from './site-usage.js'
 import { scanAndWarn, type PageWarning } from './page-warnings.js'
 import type { BlobLease } from '../../storage/leases.js'
+import { sizeText } from '../../util/sizes.js'
 const RULE_FILE_MAX = 1024 * 1024
 
 /** Per-request limits of a batch upload (defaults; the per-file limit is MAX_UPLOAD_BYTES). */
@@ -115,7 +116,7 @@ export function createFoldersService(deps: Deps) {
       const size = given?.length ?? (f ? Number(f.size) : 0)
       if (size > RULE_FILE_MAX)
         throw new AppError('SITE_RULES_INVALID', {
-          params: { detail: { zh: `${name} 超过 ${RULE_FILE_MAX} 字节`, en: `${name} is larger than ${RULE_FILE_MAX} bytes` } },
+          params: { detail: { zh: `${name} 超过 ${sizeText(RULE_FILE_MAX).zh}`, en: `${name} is larger than ${sizeText(RULE_FILE_MAX).en}` } },
         })
       if (given) return ruleText(given)
       return f ? ruleText(await blobs.read(f.digest)) : ''

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { Lang } from '../../errors/render.js'
 import type { Abuse } from '../abuse/service.js'
-import { fileInputsSentAsNames } from '../../util/html.js'
+import { fileInputsSentAsNames, relativeNextsToEndpoint, type FileAsName } from '../../util/html.js'
 
 /** A problem a deployed page has that the owner should hear of (it deploys all the same). */
 export interface PageWarning {
@@ -13,21 +13,46 @@ export interface PageWarning {
 /**
  * What a deploy says about a page: each form whose file input a browser would send as the
  * file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the
- * form and the input (docs/api/deploys.md, Warnings).
+ * form and the input; and, on a folder project's page (`project`), each form posting to the
+ * submit endpoint with a relative `_next` (docs/api/deploys.md, Warnings).
  */
-export function pageWarnings(path: string, html: string): PageWarning[] {
-  return fileInputsSentAsNames(html).map((f) => {
-    const what = { zh: `表单 ${f.form} 有文件输入框（${f.input}）`, en: `the form ${f.form} has a file input (${f.input})` }
-    if (f.get)
-      return {
-        path,
-        zh: `${path}：${what.zh}，但以 GET 发送，只带文件名，不带文件。请用 method="post" 和 enctype="multipart/form-data"`,
-        en: `${path}: ${what.en} but is sent by GET, which carries only the file's name, not the file. Use method="post" and enctype="multipart/form-data"`,
-      }
+export function pageWarnings(path: string, html: string, project: string | null = null): PageWarning[] {
+  return [...fileInputsSentAsNames(html).map((f) => fileWarning(path, f)), ...(project === null ? [] : nextWarnings(path, html, project))]
+}
+
+function fileWarning(path: string, f: FileAsName): PageWarning {
+  const what = { zh: `表单 ${f.form} 有文件输入框（${f.input}）`, en: `the form ${f.form} has a file input (${f.input})` }
+  if (f.get)
     return {
       path,
-      zh: `${path}：${what.zh}，但没有 enctype="multipart/form-data"：浏览器只发送文件名，不发送文件。请在 <form> 上加 enctype="multipart/form-data"`,
-      en: `${path}: ${what.en} but no enctype="multipart/form-data": a browser sends only the file's name, not the file. Add enctype="multipart/form-data" to the <form>`,
+      zh: `${path}：${what.zh}，但以 GET 发送，只带文件名，不带文件。请用 method="post" 和 enctype="multipart/form-data"`,
+      en: `${path}: ${what.en} but is sent by GET, which carries only the file's name, not the file. Use method="post" and enctype="multipart/form-data"`,
+    }
+  return {
+    path,
+    zh: `${path}：${what.zh}，但没有 enctype="multipart/form-data"：浏览器只发送文件名，不发送文件。请在 <form> 上加 enctype="multipart/form-data"`,
+    en: `${path}: ${what.en} but no enctype="multipart/form-data": a browser sends only the file's name, not the file. Add enctype="multipart/form-data" to the <form>`,
+  }
+}
+
+/**
+ * A folder project's page (`path` in `project`, served at /{project}/{path} on the user's
+ * origin) whose form posts to the submit endpoint with a relative `_next`: the endpoint sees
+ * only the site's origin, so the visitor would land at the root (decision NEW-FRIENDLY-1).
+ * The warning names where it lands and the `_next` from the root that lands next to the page.
+ */
+function nextWarnings(path: string, html: string, project: string): PageWarning[] {
+  return relativeNextsToEndpoint(html).map((f) => {
+    const at = (base: string) => {
+      const u = new URL(f.next, `http://site.invalid${base}`)
+      return `${u.pathname}${u.search}${u.hash}`
+    }
+    const lands = at('/')
+    const meant = at(`/${encodeURIComponent(project)}/${path.split('/').map(encodeURIComponent).join('/')}`)
+    return {
+      path,
+      zh: `${path}：表单 ${f.form} 提交到另一地址的表单接口，_next 却是相对地址（"${f.next}"）：浏览器只把网站的来源告诉该接口，不告诉本页，访客会落到站点根下的 "${lands}"，而不是本页旁边。请把 _next 写成从根开始的路径（在你的用户地址上是 "${meant}"）或完整网址`,
+      en: `${path}: the form ${f.form} posts to the form endpoint at another address with a relative _next ("${f.next}"): a browser tells that endpoint only the site's origin, not this page, so the visitor lands on "${lands}" at the site's root, not next to this page. Write _next from the root ("${meant}" on your user address) or as a full URL`,
     }
   })
 }
@@ -52,7 +77,8 @@ export async function scanAndWarn(
     // a single file has no path in a project: its name is its path
     each: (p, html) => {
       const path = p.path || p.name
-      if (!opts.warnFor || opts.warnFor.has(path)) warnings.push(...pageWarnings(path, html))
+      // a folder project's page is served below /{project}/ on the user's origin
+      if (!opts.warnFor || opts.warnFor.has(path)) warnings.push(...pageWarnings(path, html, p.path ? p.name : null))
     },
   })
   return warnings.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
@@ -64,5 +90,5 @@ export const warningsIn = (warnings: PageWarning[], lang: Lang) => warnings.map(
 /** The `warnings` field of an upload's answer (OpenAPI). */
 export const WarningsField = (what: string) =>
   Type.Array(Type.Object({ path: Type.String(), message: Type.String() }), {
-    description: `problems of ${what}, which are stored all the same: a form whose file input a browser would send as the file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the form and the input; in path order`,
+    description: `problems of ${what}, which are stored all the same: a form whose file input a browser would send as the file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the form and the input; a folder project's form posting to the form endpoint with a relative _next, which lands at the site's root; in path order`,
   })

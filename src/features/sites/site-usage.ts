@@ -3,6 +3,7 @@ import type { Trx } from '../../db/kysely.js'
 import type { User } from '../../auth/users.js'
 import { AppError } from '../../errors/app-error.js'
 import { quotaOf } from '../../limits/quotas.js'
+import { sizeText } from '../../util/sizes.js'
 
 /**
  * The `site_bytes` quota (decision 241): the bytes a user's folder projects hold, as the disk
@@ -99,8 +100,8 @@ export async function checkSiteBytes(q: Trx, user: Pick<User, 'id' | 'limits'>, 
   throw new AppError('QUOTA_EXCEEDED', {
     params: {
       detail: {
-        zh: `站点存储 ${used} + ${added} 字节，上限 ${limit} 字节（site_bytes）`,
-        en: `site storage ${used} + ${added} bytes, at most ${limit} (site_bytes)`,
+        zh: `站点存储 ${used} + ${added} 字节，上限 ${sizeText(limit).zh}（site_bytes）`,
+        en: `site storage ${used} + ${added} bytes, at most ${sizeText(limit).en} (site_bytes)`,
       },
     },
     extra: { details: { quota: 'site_bytes', used, adding: added, limit } },
