@@ -1,3 +1,5 @@
+import { eachTag } from './html-tags.js'
+
 const MAP: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
 
 /**
@@ -88,17 +90,6 @@ export function decodedPath(p: string): string | null {
   }
 }
 
-// an attribute's value in a tag's attribute text (quoted or not): attr(text, 'id')
-const attr = (text: string, name: string): string | null => {
-  const m = new RegExp(`(?:^|\\s)${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s>'"]+))`, 'i').exec(text)
-  return m === null ? null : (m[1] ?? m[2] ?? m[3]).trim()
-}
-const FORM_TAG = /<form\b([^>]*)>([\s\S]*?)(?:<\/form\s*>|(?=<form\b)|$)/gi
-const INPUT_TAG = /<input\b([^>]*)>/gi
-// a submit button that sends its form as multipart itself (formenctype, formmethod)
-const MULTIPART_BUTTON = /<(?:button|input)\b[^>]*\bformenctype\s*=\s*["']?\s*multipart\/form-data/i
-const QUIET = /<!--[\s\S]*?-->|<(script|template|textarea|style)\b[^>]*>[\s\S]*?<\/\1\s*>/gi
-
 /** A form whose file input a browser sends as the file's name alone (fileInputsSentAsNames). */
 export interface FileAsName {
   /** How the page names the form: `id="contact"`, `name="apply"`, `action="..."`, or `form 2` (its place). */
@@ -109,28 +100,61 @@ export interface FileAsName {
   get: boolean
 }
 
+/** A form of a page with the inputs and buttons inside it (formsOf). */
+interface PageForm {
+  attrs: Readonly<Record<string, string>>
+  inputs: Array<Readonly<Record<string, string>>>
+  /** A submit button (or input) of the form sends it as multipart itself (`formenctype`). */
+  multipartButton: boolean
+  /** Its place among the page's forms, from 1. */
+  place: number
+}
+
+/**
+ * The forms of a page (the first MiB), each with the inputs up to its `</form>`, the next
+ * `<form>` or the page's end, as eachTag reads them: nothing in comments, scripts or
+ * templates counts.
+ */
+function formsOf(html: string): PageForm[] {
+  const forms: PageForm[] = []
+  let open: PageForm | null = null
+  eachTag(html.slice(0, 1 << 20), (t) => {
+    if (t.name === 'form') {
+      open = t.end ? null : { attrs: t.attrs, inputs: [], multipartButton: false, place: forms.length + 1 }
+      if (open) forms.push(open)
+      return
+    }
+    if (open === null || t.end) return
+    if (t.name === 'input') open.inputs.push(t.attrs)
+    if ((t.name === 'input' || t.name === 'button') && (t.attrs.formenctype ?? '').trim().toLowerCase() === 'multipart/form-data') open.multipartButton = true
+  })
+  return forms
+}
+
+const value = (attrs: Readonly<Record<string, string>>, name: string): string | null => (Object.hasOwn(attrs, name) ? attrs[name].trim() : null)
+
+/** How the page names a form: `id="contact"`, `name="apply"`, else `fallback`. */
+function formName(f: PageForm, fallback: string): string {
+  const named = (['id', 'name'] as const).map((a) => [a, value(f.attrs, a)] as const).find(([, v]) => v)
+  return named ? `${named[0]}="${named[1]}"` : fallback
+}
+
 /**
  * The forms of a page with an `<input type="file">` that a browser submits without the file:
  * a form without `enctype="multipart/form-data"` (or sent by GET) posts only the file's name,
  * as a text field. Comments, scripts and templates are skipped. Reads the first MiB.
  */
 export function fileInputsSentAsNames(html: string): FileAsName[] {
-  const page = html.slice(0, 1 << 20).replace(QUIET, ' ')
   const out: FileAsName[] = []
-  let place = 0
-  for (const m of page.matchAll(FORM_TAG)) {
-    place++
-    const [, tag, body] = m
-    const file = [...body.matchAll(INPUT_TAG)].find((i) => attr(i[1], 'type')?.toLowerCase() === 'file')
+  for (const f of formsOf(html)) {
+    const file = f.inputs.find((i) => value(i, 'type')?.toLowerCase() === 'file')
     if (file === undefined) continue
-    const get = (attr(tag, 'method') ?? 'get').toLowerCase() !== 'post'
-    const multipart = (attr(tag, 'enctype') ?? '').toLowerCase() === 'multipart/form-data' || MULTIPART_BUTTON.test(body)
+    const get = (value(f.attrs, 'method') ?? 'get').toLowerCase() !== 'post'
+    const multipart = (value(f.attrs, 'enctype') ?? '').toLowerCase() === 'multipart/form-data' || f.multipartButton
     if (!get && multipart) continue
-    const action = attr(tag, 'action') ?? ''
-    const named = (['id', 'name'] as const).map((a) => [a, attr(tag, a)] as const).find(([, v]) => v)
-    const form = named ? `${named[0]}="${named[1]}"` : action ? `action="${action}"` : `form ${place}`
-    const inputName = attr(file[1], 'name')
-    out.push({ form, input: inputName ? `name="${inputName}"` : 'a file input', get })
+    const action = value(f.attrs, 'action') ?? ''
+    const inputName = value(file, 'name')
+    out.push({ form: formName(f, action ? `action="${action}"` : `form ${f.place}`), input: inputName ? `name="${inputName}"` : 'a file input', get })
   }
   return out
 }
@@ -156,17 +180,36 @@ const SUBMIT_ACTION = /^(?:https?:)?\/\/[^/?#]+\/api\/forms\/submit\/[^/?#]+/i
  * (decision NEW-FRIENDLY-1). Comments, scripts and templates are skipped; the first MiB read.
  */
 export function relativeNextsToEndpoint(html: string): RelativeNext[] {
-  const page = html.slice(0, 1 << 20).replace(QUIET, ' ')
   const out: RelativeNext[] = []
-  for (const m of page.matchAll(FORM_TAG)) {
-    const [, tag, body] = m
-    const action = attr(tag, 'action') ?? ''
+  for (const f of formsOf(html)) {
+    const action = value(f.attrs, 'action') ?? ''
     if (!SUBMIT_ACTION.test(action)) continue
-    const input = [...body.matchAll(INPUT_TAG)].find((i) => attr(i[1], 'name') === '_next')
-    const next = input === undefined ? null : attr(input[1], 'value')
+    const input = f.inputs.find((i) => value(i, 'name') === '_next')
+    const next = input === undefined ? null : value(input, 'value')
     if (next === null || next === '' || next.startsWith('/') || /^[a-z][a-z0-9+.-]*:/i.test(next)) continue
-    const named = (['id', 'name'] as const).map((a) => [a, attr(tag, a)] as const).find(([, v]) => v)
-    out.push({ form: named ? `${named[0]}="${named[1]}"` : `action="${action}"`, action, next })
+    out.push({ form: formName(f, `action="${action}"`), action, next })
   }
   return out
 }
+
+// sources only a bundler's build makes runnable: browsers run none of these as a module script
+const SOURCE_ONLY = /\.(?:jsx|tsx|ts|mts|cts|vue|svelte)$/i
+
+/** The `src` of each `<script type="module">` of a page (the first MiB), as written, trimmed. */
+export function moduleScriptSources(html: string): string[] {
+  const out: string[] = []
+  eachTag(html.slice(0, 1 << 20), (t) => {
+    if (t.end || t.name !== 'script' || value(t.attrs, 'type')?.toLowerCase() !== 'module') return
+    const src = value(t.attrs, 'src')
+    if (src) out.push(src)
+  })
+  return out
+}
+
+/**
+ * Whether a module script's `src` names a file of the site that no browser runs before a
+ * bundler's build: JSX, TypeScript, a Vue or Svelte component (`/src/main.tsx`). A URL with
+ * a scheme or another host is not the site's.
+ */
+export const sourceOnlyModule = (src: string): boolean =>
+  !src.startsWith('//') && !/^[a-z][a-z0-9+.-]*:/i.test(src) && SOURCE_ONLY.test(src.replace(/[?#].*$/s, ''))

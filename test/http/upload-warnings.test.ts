@@ -122,6 +122,56 @@ for (const engine of ENGINES) {
       assert.match(mcp.structuredContent.warnings[0].message, /"\/mcp-next\/thanks\.html"/)
     })
 
+    it("a page loading a bundler's source as a module script is warned of on every deploy path; a build's page is not (NEW-SITES-1)", async () => {
+      const page = (src: string) => `<!doctype html><title>app</title><div id="root"></div><script type="module" src="${src}"></script>`
+      const files = [
+        { filename: 'index.html', data: page('/src/main.tsx') },
+        { filename: 'vue.html', data: page('./src/App.vue?v=1') },
+        // not warned: a build's entry, another origin's module, a source named only in a comment
+        { filename: 'built.html', data: page('/assets/index-4f2a1b.js') },
+        { filename: 'cdn.html', data: page('https://esm.sh/app.tsx') },
+        { filename: 'commented.html', data: `<!-- ${page('/src/main.tsx')} -->` },
+      ]
+      const r = await batchUpload(s, { key: u.key }, 'app-source', files, true, { 'accept-language': 'en' })
+      assert.equal(r.status, 200, r.text)
+      assert.deepEqual(r.json.warnings, [
+        {
+          path: 'index.html',
+          message:
+            'index.html: loads /src/main.tsx as a module script, which browsers do not run before a build (JSX, TypeScript, Vue or Svelte source), so the page stays blank. Build it (npm run build) and deploy the folder the build writes (such as dist/)',
+        },
+        {
+          path: 'vue.html',
+          message:
+            'vue.html: loads ./src/App.vue?v=1 as a module script, which browsers do not run before a build (JSX, TypeScript, Vue or Svelte source), so the page stays blank. Build it (npm run build) and deploy the folder the build writes (such as dist/)',
+        },
+      ])
+      // MCP's deploy_files (and so the dashboard and API zip deploys, which share the warnings) says the same
+      const mcp = (await client.callTool({
+        name: 'deploy_files',
+        arguments: { project: 'mcp-source', files: [{ path: 'index.html', content: page('/src/main.jsx') }] },
+      })) as unknown as { structuredContent: { warnings: Array<{ path: string; message: string }> } }
+      assert.match(mcp.structuredContent.warnings[0]?.message ?? '', /^index\.html: loads \/src\/main\.jsx as a module script/)
+    })
+
+    it('pages of unclosed tags are read in time linear in their size: the upload answers, the server stays free', { timeout: 60_000 }, async () => {
+      // each of these made the old pattern matching rescan the rest of the page from every tag
+      const big = 512 * 1024
+      const files = [
+        { filename: 'forms.html', data: '<form '.repeat(big / 6) },
+        { filename: 'inputs.html', data: `<input type=password><form action="https://x.example/">${'<input '.repeat(big / 7)}` },
+        { filename: 'scripts.html', data: '<script>'.repeat(big / 8) },
+        { filename: 'nested.html', data: '<b>'.repeat(big / 3) },
+      ]
+      const upload = batchUpload(s, { key: u.key }, 'unclosed', files, true)
+      // meanwhile the event loop answers others at once
+      const health = await s.get('/healthz')
+      assert.equal(health.status, 200)
+      const r = await upload
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.uploaded_count, 4)
+    })
+
     it("MCP's publish_html and deploy_files (live and preview) list the warnings in their text and structuredContent", async () => {
       type Result = { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: any }
       const call = async (name: string, args: Record<string, unknown>) => {

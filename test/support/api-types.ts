@@ -6441,7 +6441,7 @@ export interface operations {
                             updated_at: string | null;
                             is_update: boolean;
                         };
-                        /** @description problems of the page (beyond the spec), which are stored all the same: a form whose file input a browser would send as the file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the form and the input; a folder project's form posting to the form endpoint with a relative _next, which lands at the site's root; in path order */
+                        /** @description problems of the page (beyond the spec), which are stored all the same: a page loading a bundler's source (.jsx, .tsx, .ts, .vue, .svelte) as a module script, which browsers do not run; a form whose file input a browser would send as the file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the form and the input; a folder project's form posting to the form endpoint with a relative _next, which lands at the site's root; in path order */
                         warnings: {
                             path: string;
                             message: string;
@@ -6681,7 +6681,7 @@ export interface operations {
                             message: string;
                             file: string;
                         }[];
-                        /** @description problems of the pages the request stored (beyond the spec), which are stored all the same: a form whose file input a browser would send as the file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the form and the input; a folder project's form posting to the form endpoint with a relative _next, which lands at the site's root; in path order */
+                        /** @description problems of the pages the request stored (beyond the spec), which are stored all the same: a page loading a bundler's source (.jsx, .tsx, .ts, .vue, .svelte) as a module script, which browsers do not run; a form whose file input a browser would send as the file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the form and the input; a folder project's form posting to the form endpoint with a relative _next, which lands at the site's root; in path order */
                         warnings: {
                             path: string;
                             message: string;
@@ -7178,7 +7178,7 @@ export interface operations {
                         origin_url: string | null;
                         /** @description this deploy at the root of its own origin, {deploy id}--{project}.{username}.{content domain}; null without a content domain, or when the project has no origin or the label would pass 63 characters */
                         preview_origin_url: string | null;
-                        /** @description problems of the pages the archive carried, which are stored all the same: a form whose file input a browser would send as the file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the form and the input; a folder project's form posting to the form endpoint with a relative _next, which lands at the site's root; in path order */
+                        /** @description problems of the pages the archive carried, which are stored all the same: a page loading a bundler's source (.jsx, .tsx, .ts, .vue, .svelte) as a module script, which browsers do not run; a form whose file input a browser would send as the file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the form and the input; a folder project's form posting to the form endpoint with a relative _next, which lands at the site's root; in path order */
                         warnings: {
                             path: string;
                             message: string;

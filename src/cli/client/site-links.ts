@@ -1,6 +1,6 @@
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { builtForRoot as htmlBuiltForRoot, decodedPath, ROOT_CHECK_PAGES, rootResources } from '../../util/html.js'
+import { builtForRoot as htmlBuiltForRoot, decodedPath, moduleScriptSources, ROOT_CHECK_PAGES, rootResources, sourceOnlyModule } from '../../util/html.js'
 
 /**
  * Where a published project is, as `svc deploy` says it. A project is served at
@@ -138,10 +138,6 @@ export async function builtForBase(dir: string): Promise<string | null> {
   return null
 }
 
-// a module script and its src (quoted or not): the entry a bundler's index.html names
-const MODULE_SCRIPT = /<script\b(?=[^>]*\stype\s*=\s*["']?module\b)[^>]*?\ssrc\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>'"]+))/gi
-// sources that only a build makes runnable: browsers run none of these as a module script
-const SOURCE_ONLY = /\.(?:jsx|tsx|ts|mts|cts|vue|svelte)$/i
 const VITE_CONFIG = ['vite.config.js', 'vite.config.mjs', 'vite.config.cjs', 'vite.config.ts', 'vite.config.mts', 'vite.config.cts']
 
 /**
@@ -158,8 +154,7 @@ export async function bundlerSource(dir: string): Promise<{ why: string; vite: b
   const root = path.resolve(dir)
   const isFile = async (rel: string) => (await fsp.stat(path.join(root, rel)).catch(() => null))?.isFile() === true
   const entries: string[] = []
-  for (const m of html.slice(0, 1 << 20).matchAll(MODULE_SCRIPT)) {
-    const src = (m[1] ?? m[2] ?? m[3]).trim()
+  for (const src of moduleScriptSources(html)) {
     if (src.startsWith('//') || /^[a-z][a-z0-9+.-]*:/i.test(src)) continue
     const rel = decodedPath(src.replace(/[?#].*$/s, ''))
     if (rel === null) continue
@@ -177,7 +172,7 @@ export async function bundlerSource(dir: string): Promise<{ why: string; vite: b
     const build = pkg?.scripts?.build
     if (typeof build === 'string' && /(?:^|[\s;&|/])vite(?:\s|$)/.test(build)) config = `package.json's build script "${build}"`
   }
-  const source = entries.find((e) => SOURCE_ONLY.test(e.replace(/[?#].*$/s, '')))
+  const source = entries.find(sourceOnlyModule)
   if (source !== undefined) return { why: `index.html loads ${source}, which browsers do not run before a build`, vite: config !== null }
   if (config !== null) return { why: `${config}, and index.html loads ${entries[0]}`, vite: true }
   return null

@@ -1,3 +1,5 @@
+import { pageText } from '../../util/html-tags.js'
+
 /**
  * Upload-time heuristics: signs of a phishing page, for review (they never block an upload).
  * Two rules:
@@ -12,11 +14,15 @@
 /** Bytes of a page the heuristics read. */
 export const SCAN_MAX_BYTES = 512 * 1024
 
-const PASSWORD_INPUT = /<input\b[^>]*\btype\s*=\s*["']?password\b/i
+// Each pattern reads a tag's attributes up to the next < or > and at most 1,024 characters
+// of them, so a page of unclosed tags costs time linear in its length (an unbounded [^>]*
+// rescans the rest of the page from every "<input": quadratic). They read the raw page,
+// scripts included: a phishing kit often writes its form from one.
+const PASSWORD_INPUT = /<input\b[^<>]{0,1024}\btype\s*=\s*["']?password\b/i
 const SEED_FIELD =
-  /<(?:input|textarea)\b[^>]*\b(?:name|id|placeholder|aria-label)\s*=\s*["']?[^"'>]*(?:seed|mnemonic|recovery[\s_-]*phrase|secret[\s_-]*phrase|private[\s_-]*key|wallet[\s_-]*phrase)/i
+  /<(?:input|textarea)\b[^<>]{0,1024}\b(?:name|id|placeholder|aria-label)\s*=\s*["']?[^"'<>]{0,128}(?:seed|mnemonic|recovery[\s_-]*phrase|secret[\s_-]*phrase|private[\s_-]*key|wallet[\s_-]*phrase)/i
 const SEED_TEXT = /\b(?:seed phrase|recovery phrase|secret recovery|mnemonic phrase|12[\s-]word|24[\s-]word)\b/i
-const FORM_ACTION = /<form\b[^>]*\baction\s*=\s*["']?\s*((?:https?:)?\/\/[^\s"'>]+)/gi
+const FORM_ACTION = /<form\b[^<>]{0,1024}\baction\s*=\s*["']?\s*((?:https?:)?\/\/[^\s"'<>]{1,2048})/gi
 
 export interface ScanContext {
   /** Hosts that count as the page's own (the service's, the user's origin): lower case. */
@@ -45,12 +51,9 @@ export function phishingSigns(html: string, ctx: ScanContext): string[] {
       reasons.push(`${password ? 'password' : 'seed-phrase'} field with a form posting to another site (${[...new Set(foreign)].slice(0, 3).join(', ')})`)
   }
   if (password) {
-    const text = html
-      .replace(/<script\b[\s\S]*?<\/script>/gi, ' ')
-      .replace(/<[^>]+>/g, ' ')
-      .toLowerCase()
-    const title = /<title\b[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1]?.toLowerCase() ?? ''
-    const hits = ctx.brands.filter((b) => b && new RegExp(`(^|[^a-z0-9])${b.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^a-z0-9])`).test(`${title} ${text}`))
+    // the words a visitor reads, the title's too (pageText: one linear pass)
+    const text = pageText(html).toLowerCase()
+    const hits = ctx.brands.filter((b) => b && new RegExp(`(^|[^a-z0-9])${b.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^a-z0-9])`).test(text))
     if (hits.length > 0) reasons.push(`login page naming ${hits.slice(0, 3).join(', ')}`)
   }
   return reasons

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { Lang } from '../../errors/render.js'
 import type { Abuse } from '../abuse/service.js'
-import { fileInputsSentAsNames, relativeNextsToEndpoint, type FileAsName } from '../../util/html.js'
+import { fileInputsSentAsNames, moduleScriptSources, relativeNextsToEndpoint, sourceOnlyModule, type FileAsName } from '../../util/html.js'
 
 /** A problem a deployed page has that the owner should hear of (it deploys all the same). */
 export interface PageWarning {
@@ -17,7 +17,26 @@ export interface PageWarning {
  * submit endpoint with a relative `_next` (docs/api/deploys.md, Warnings).
  */
 export function pageWarnings(path: string, html: string, project: string | null = null): PageWarning[] {
-  return [...fileInputsSentAsNames(html).map((f) => fileWarning(path, f)), ...(project === null ? [] : nextWarnings(path, html, project))]
+  return [
+    ...sourceWarnings(path, html),
+    ...fileInputsSentAsNames(html).map((f) => fileWarning(path, f)),
+    ...(project === null ? [] : nextWarnings(path, html, project)),
+  ]
+}
+
+/**
+ * A page that loads a bundler's source as a module script (`/src/main.tsx`): no browser runs
+ * it, so the page stays blank. Every deploy path says so, the dashboard's zip card and the API
+ * too, where the CLI and the folder upload refuse such a folder before sending (NEW-SITES-1).
+ */
+function sourceWarnings(path: string, html: string): PageWarning[] {
+  return moduleScriptSources(html)
+    .filter(sourceOnlyModule)
+    .map((src) => ({
+      path,
+      zh: `${path}：以模块脚本加载 ${src}，浏览器不能在构建之前运行它（JSX、TypeScript、Vue 或 Svelte 源码），页面会是空白的。请先构建（npm run build），再部署构建出的文件夹（如 dist/）`,
+      en: `${path}: loads ${src} as a module script, which browsers do not run before a build (JSX, TypeScript, Vue or Svelte source), so the page stays blank. Build it (npm run build) and deploy the folder the build writes (such as dist/)`,
+    }))
 }
 
 function fileWarning(path: string, f: FileAsName): PageWarning {
@@ -90,5 +109,5 @@ export const warningsIn = (warnings: PageWarning[], lang: Lang) => warnings.map(
 /** The `warnings` field of an upload's answer (OpenAPI). */
 export const WarningsField = (what: string) =>
   Type.Array(Type.Object({ path: Type.String(), message: Type.String() }), {
-    description: `problems of ${what}, which are stored all the same: a form whose file input a browser would send as the file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the form and the input; a folder project's form posting to the form endpoint with a relative _next, which lands at the site's root; in path order`,
+    description: `problems of ${what}, which are stored all the same: a page loading a bundler's source (.jsx, .tsx, .ts, .vue, .svelte) as a module script, which browsers do not run; a form whose file input a browser would send as the file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the form and the input; a folder project's form posting to the form endpoint with a relative _next, which lands at the site's root; in path order`,
   })
