@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { isForeignKeyViolation } from '../../db/kysely.js'
-import { caller } from '../../http/guard.js'
+import { admitInHandler, caller } from '../../http/guard.js'
 import { contentOrigin, isLoopbackHost, requestHost, serviceOrigin } from '../../http/origin.js'
 import { hostName, siteOriginFor } from '../../http/site-origin.js'
 import { API_VERSION } from '../sites/files-service.js'
@@ -11,18 +11,37 @@ import type { ToolContext } from './tools.js'
 import { MAX_INLINE_BYTES, MCP_BODY_LIMIT, MCP_DRAIN_LIMIT } from './limits.js'
 import { lazy } from '../../util/lazy.js'
 import { McpAnswers } from './schemas.js'
+import { mcpInstructions } from './instructions.js'
 
 /** The MCP SDK's server side and the tools (with zod, their schemas' library), loaded on the first MCP request. */
 const loadSdk = lazy(async () => {
-  const [{ McpServer }, { StreamableHTTPServerTransport }, { serveTools }] = await Promise.all([
+  const [{ McpServer }, { StreamableHTTPServerTransport }, { serveTools, errorResult }] = await Promise.all([
     import('@modelcontextprotocol/sdk/server/mcp.js'),
     import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
     import('./tools.js'),
   ])
-  return { McpServer, StreamableHTTPServerTransport, serveTools }
+  return { McpServer, StreamableHTTPServerTransport, serveTools, errorResult }
 })
 
 export const MCP_PATH = '/mcp'
+
+/** Requests that set a session up or check it is alive: answered from memory, never counted (NEW-AGENTS2-3). */
+const UNCOUNTED_REQUESTS = new Set(['initialize', 'ping'])
+
+type Message = { jsonrpc?: unknown; id?: unknown; method?: unknown }
+const isMessage = (m: unknown): m is Message => m !== null && typeof m === 'object' && !Array.isArray(m)
+
+/**
+ * Whether a POST counts against the key's rate limits: everything but one notification (a
+ * method without id: notifications/initialized, cancelled), one response and one initialize or
+ * ping, which run no tool. A batch, a malformed body, tools/list and tools/call count.
+ */
+function counted(body: unknown): boolean {
+  const m = Array.isArray(body) && body.length === 1 ? (body[0] as unknown) : body
+  if (!isMessage(m) || m.jsonrpc !== '2.0') return true
+  if (typeof m.method !== 'string') return !('result' in m || 'error' in m)
+  return m.id !== undefined && !UNCOUNTED_REQUESTS.has(m.method)
+}
 
 const BATCH_REFUSED = 'Invalid Request: JSON-RPC batches are not supported; send one message per POST (each request counts against the rate limits)'
 
@@ -126,7 +145,8 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
     {
       // a read-only key may call it: the server then lists and runs the read-only tools only
       // MCP clients send no Accept-Language, and the tools answer in English: so do its errors
-      config: { auth: 'any', readOnlySafe: true, lang: 'en' },
+      // counted by the handler (admitInHandler) for a valid key: initialize and notifications are not
+      config: { auth: 'any', readOnlySafe: true, lang: 'en', rateLimit: 'handler' },
       bodyLimit: MCP_BODY_LIMIT,
       errorHandler: tooLargeHandler,
       schema: {
@@ -142,6 +162,22 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
       const p = caller(req)
       // agents authenticate with an API key; a browser session is not an MCP client
       if (p.via !== 'key') throw new AppError('AUTH_MISSING')
+      // counted here, where the body says what it is: a tools/call the limits refuse is a tool
+      // result the agent reads (isError, 1204 and retry_after), never an HTTP error the SDK throws
+      if (counted(req.body)) {
+        const a = await admitInHandler(req, reply, deps)
+        if (!a.ok) {
+          const m = req.body
+          if (!isMessage(m) || m.method !== 'tools/call' || (typeof m.id !== 'string' && typeof m.id !== 'number')) throw a.error
+          const { errorResult } = await loadSdk()
+          const retryAfter = a.error.options.headers?.['Retry-After']
+          if (retryAfter !== undefined) reply.header('Retry-After', retryAfter)
+          return reply
+            .code(200)
+            .type('application/json')
+            .send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: errorResult(a.error) }))
+        }
+      }
       // one JSON-RPC message per request (MCP 2025-06-18 dropped batches): a batch would run up
       // to the SDK's 100 tool calls at once for one count against the key's rate and concurrency limits
       if (Array.isArray(req.body) && req.body.length > 1) {
@@ -170,7 +206,7 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
         { name: 'svc', version: API_VERSION },
         {
           capabilities: { tools: {} },
-          instructions: `svc hosts HTML pages and small sites for ${p.user.username}. Publish with publish_html or deploy_files; every answer carries the URL to open.${readOnly ? ' This key is read-only: only reading tools are available.' : ''}`,
+          instructions: mcpInstructions(p.user.username, readOnly),
         },
       )
       serveTools(server, readOnly, services, ctx)
