@@ -5,6 +5,7 @@ import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { SUBMISSION_FIELD_BYTES, SUBMISSIONS_PAGE_DATA_BYTES } from '../../src/features/mcp/tools.js'
+import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
 
 type Result = { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: any }
 
@@ -231,6 +232,22 @@ for (const engine of ENGINES) {
       } finally {
         await client.close()
       }
+    })
+
+    it('a body /mcp cannot read, too large or not JSON, is counted as before', async () => {
+      const u = await s.user()
+      const headers = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }
+      const broken = await s.post('/mcp', { key: u.key, body: '{"jsonrpc": "2.0", "id": 1, "method": "tools/li', headers })
+      assert.equal(broken.status, 400)
+      assert.equal(broken.headers['x-ratelimit-remaining'], String(PER_MINUTE - 1))
+      const huge = await s.post('/mcp', { key: u.key, body: JSON.stringify({ pad: 'x'.repeat(MCP_BODY_LIMIT) }), headers })
+      assert.equal(huge.status, 413)
+      assert.equal(huge.json.error_code, 1443)
+      assert.equal(huge.headers['x-ratelimit-remaining'], String(PER_MINUTE - 2))
+      // a foreign Host, refused before any tool
+      const foreign = await s.post('/mcp', { key: u.key, json: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: { ...headers, host: 'evil.example' } })
+      assert.equal(foreign.status, 403)
+      assert.equal(foreign.headers['x-ratelimit-remaining'], String(PER_MINUTE - 3))
     })
 
     it('a request without a valid key is still counted against its address', async () => {

@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { isForeignKeyViolation } from '../../db/kysely.js'
-import { admitInHandler, caller } from '../../http/guard.js'
+import { admitInHandler, caller, type Admission } from '../../http/guard.js'
 import { contentOrigin, isLoopbackHost, requestHost, serviceOrigin } from '../../http/origin.js'
 import { hostName, siteOriginFor } from '../../http/site-origin.js'
 import { API_VERSION } from '../sites/files-service.js'
@@ -105,23 +105,48 @@ function drain(req: FastifyRequest): Promise<void> {
   })
 }
 
+/** The requests of POST /mcp counted against their key already (countOnce). */
+const countedRequests = new WeakSet<object>()
+
 /**
- * A body over MCP_BODY_LIMIT: 413 / 1443 naming the limit and the archive deploy, instead of
- * the generic 1109. It is refused before it is parsed, so no request id is known to answer a
- * JSON-RPC error to: the service's error envelope is what an MCP client shows for the 413.
+ * Counts a keyed request of POST /mcp against its key's limits, once: by the handler for a
+ * message that reaches the tools, or by the error handler for one refused before or outside
+ * it (a body too large or not JSON, a foreign Host), as the guard counted them before. Null:
+ * counted already, or not a keyed request (the guard counted it).
  */
-function tooLargeHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
-  if (err.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') throw err
-  // sent as an error, it goes on to the service's error handler, which renders it
-  drain(req)
-    .then(() => reply.send(new AppError('MCP_BODY_TOO_LARGE', { params: { limit: MCP_BODY_LIMIT, inline: MAX_INLINE_BYTES } })))
-    .catch((e: unknown) => req.log.error({ err: e }, 'mcp: answering an oversized body failed'))
+async function countOnce(req: FastifyRequest, reply: FastifyReply, deps: Deps): Promise<Admission | null> {
+  if (countedRequests.has(req.raw) || req.principal?.via !== 'key') return null
+  countedRequests.add(req.raw)
+  return admitInHandler(req, reply, deps)
 }
 
 /**
+ * The route's errors: each counted (countOnce), a refusal of the limits answered instead. A
+ * body over MCP_BODY_LIMIT is 413 / 1443 naming the limit and the archive deploy, instead of
+ * the generic 1109. It is refused before it is parsed, so no request id is known to answer a
+ * JSON-RPC error to: the service's error envelope is what an MCP client shows for the 413.
+ */
+const errorsOf =
+  (deps: Deps) =>
+  (err: FastifyError, req: FastifyRequest, reply: FastifyReply): void => {
+    // sent as an error, each goes on to the service's error handler, which renders it
+    countOnce(req, reply, deps)
+      .then(async (a) => {
+        const refused = a !== null && !a.ok ? a.error : null
+        if (err.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.send(refused ?? err)
+        await drain(req)
+        return reply.send(refused ?? new AppError('MCP_BODY_TOO_LARGE', { params: { limit: MCP_BODY_LIMIT, inline: MAX_INLINE_BYTES } }))
+      })
+      .catch((e: unknown) => {
+        req.log.error({ err: e }, 'mcp: answering an error failed')
+        if (!reply.sent) reply.send(e)
+      })
+  }
+
+/**
  * POST /mcp: the MCP server over stateless streamable HTTP (JSON answers, no session id). The
- * API guard has authenticated the key and counted the request against its rate limits; each
- * request gets a server with the tools its key may use, and nothing outlives the request.
+ * API guard has authenticated the key; the handler counts the request against its rate limits
+ * unless it only sets a session up (counted); each request gets a server with the tools its key may use, and nothing outlives the request.
  * GET (server-initiated streams) and DELETE (session end) have no meaning without sessions, and
  * PUT and PATCH none at all: 405 with Allow: POST.
  */
@@ -148,7 +173,7 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
       // counted by the handler (admitInHandler) for a valid key: initialize and notifications are not
       config: { auth: 'any', readOnlySafe: true, lang: 'en', rateLimit: 'handler' },
       bodyLimit: MCP_BODY_LIMIT,
-      errorHandler: tooLargeHandler,
+      errorHandler: errorsOf(deps),
       schema: {
         tags: ['mcp'],
         summary: 'MCP server (stateless streamable HTTP, JSON-RPC 2.0); Authorization: Bearer <API key>',
@@ -165,8 +190,8 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
       // counted here, where the body says what it is: a tools/call the limits refuse is a tool
       // result the agent reads (isError, 1204 and retry_after), never an HTTP error the SDK throws
       if (counted(req.body)) {
-        const a = await admitInHandler(req, reply, deps)
-        if (!a.ok) {
+        const a = await countOnce(req, reply, deps)
+        if (a !== null && !a.ok) {
           const m = req.body
           if (!isMessage(m) || m.method !== 'tools/call' || (typeof m.id !== 'string' && typeof m.id !== 'number')) throw a.error
           const { errorResult } = await loadSdk()
