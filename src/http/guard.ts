@@ -217,7 +217,10 @@ export function installApiGuard(app: FastifyInstance, deps: Deps): void {
       throw new AppError('HTTPS_REQUIRED')
     }
 
-    if (cfg.rateLimit !== false && !preflight) {
+    // a route that counts a keyed request itself (admitInHandler) gets the headers of the windows as they are
+    const inHandler = cfg.rateLimit === 'handler' && principal?.via === 'key'
+    if (inHandler && !preflight) setRateHeaders(reply, bindingWindow(await limits.hit(identity, rules.windows, now, false)))
+    else if (cfg.rateLimit !== false && !preflight) {
       // a fast path that handed the request over may have admitted it already (FastPath)
       const pre = req.raw.handedOver?.admission
       if (pre !== undefined && 'failed' in pre) throw pre.failed
@@ -272,6 +275,20 @@ function hasNul(v: unknown): boolean {
   if (Array.isArray(v)) return v.some(hasNul)
   if (v && typeof v === 'object') return Object.values(v).some(hasNul)
   return false
+}
+
+/**
+ * Counts a request of a route with `rateLimit: 'handler'` (whose API key the guard skipped)
+ * against the key's limits, as the guard counts any other: a concurrency slot held until the
+ * response closes, then the windows; the X-RateLimit-* headers set. A refusal is returned (its
+ * 429 error with Retry-After), not thrown, for the handler to answer in its own format.
+ */
+export async function admitInHandler(req: FastifyRequest, reply: FastifyReply, deps: Pick<Deps, 'limits' | 'clock' | 'tiers'>): Promise<Admission> {
+  const p = caller(req)
+  const identity = p.via === 'key' ? `k:${p.keyId}` : `u:${p.user.id}`
+  const a = await admit(deps.limits, identity, deps.tiers[p.user.tier ?? 'default'], deps.clock.now(), reply.raw)
+  setRateHeaders(reply, a.window)
+  return a
 }
 
 /** The authenticated caller of a route with auth 'any' or 'session' (set by the guard). */

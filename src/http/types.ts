@@ -69,8 +69,12 @@ declare module 'fastify' {
     entitlement?: string
     /** A POST that only reads (or checks each operation itself, as /mcp does): read-only keys may call it. */
     readOnlySafe?: boolean
-    /** Skip the API rate limit for this route (login has its own throttle). */
-    rateLimit?: false
+    /**
+     * Skip the API rate limit for this route (login has its own throttle); 'handler': a request
+     * with a valid API key is counted by the handler itself (admitInHandler), once its body says
+     * what it is (POST /mcp); any other request is counted here as usual.
+     */
+    rateLimit?: false | 'handler'
     /** The error a body of a media type the route does not take answers (default: 'expected application/json'). */
     mediaTypeError?: ErrorKey
     /** The error a body over the route's bodyLimit answers, given that limit (default: 413 / 1109). */

@@ -58,7 +58,7 @@ for (const engine of ENGINES) {
       const viaStdio = (await client.listTools()).tools
       const viaHttp = (await http.listTools()).tools
       assert.deepEqual(viaStdio, viaHttp)
-      assert.equal(viaStdio.length, 35)
+      assert.equal(viaStdio.length, 36)
 
       const called = new Set<string>()
       const ok = async (name: string, args: Record<string, unknown> = {}) => {
@@ -136,6 +136,7 @@ for (const engine of ENGINES) {
       await s.post(new URL(form.submit_url).pathname, { json: { msg: 'hi' } })
       const subs = (await ok('list_submissions', { form_id: form.id })).structuredContent.submissions
       assert.deepEqual(subs[0].data, { msg: 'hi' })
+      assert.deepEqual((await ok('get_submission', { submission_id: subs[0].id })).structuredContent.submission.data, { msg: 'hi' })
       await ok('delete_submission', { submission_id: subs[0].id })
       assert.equal((await s.get(`/svc_api/forms/data/${form.id}`, { key: alice.key })).json.data.total, 0)
 
@@ -222,6 +223,7 @@ for (const engine of ENGINES) {
       const { tools } = await client.listTools()
       assert.deepEqual(tools.map((t) => t.name).sort(), [
         'get_site',
+        'get_submission',
         'kv_get',
         'kv_list',
         'list_access',
@@ -250,8 +252,51 @@ for (const engine of ENGINES) {
       )
       assert.doesNotMatch(stderr(), /retrying|connection problem/)
       // the server keeps answering, and nothing was stored
-      assert.equal((await client.listTools()).tools.length, 35)
+      assert.equal((await client.listTools()).tools.length, 36)
       assert.deepEqual((await s.get('/svc_api/files', { key: bob.key })).json.data.files, [])
+    })
+
+    it('tells an agent the same instructions as POST /mcp, the read-only note included', async () => {
+      const http = await mcpHttpClient(s.url, alice.key)
+      clients.push(http)
+      const { client } = await stdioClient(alice.key)
+      const text = http.getInstructions()
+      assert.match(text ?? '', new RegExp(`for ${alice.username}\\. .*deploy_files \\(files of a project; it publishes them`))
+      assert.equal(client.getInstructions(), text)
+      const reader = (await s.post('/svc_api/api-keys', { cookie: await s.login(alice.username, alice.password), json: { name: 'reader', read_only: true } }))
+        .json.data.key
+      const roHttp = await mcpHttpClient(s.url, reader)
+      clients.push(roHttp)
+      const ro = await stdioClient(reader)
+      assert.match(roHttp.getInstructions() ?? '', /This key is read-only/)
+      assert.equal(ro.client.getInstructions(), roHttp.getInstructions())
+    })
+
+    it("a call past the key's rate limit is the tool's 1204 result with retry_after, as over HTTP", async () => {
+      const low = { minute: 3, hour: 1000, day: 10000, concurrent: 10 }
+      const own = await startServer({ engine, env: { RATE_LIMITS: JSON.stringify({ default: low, authenticated: low, vip: low }) } })
+      try {
+        const u = await own.user()
+        const transport = new StdioClientTransport({
+          command: process.execPath,
+          args: [SVC_BIN, 'mcp'],
+          env: { PATH: process.env.PATH ?? '', HOME: home, SVC_URL: own.url, SVC_API_KEY: u.key, SVC_INSECURE: '1', LANG: 'C' },
+          stderr: 'pipe',
+        })
+        const client = new Client({ name: 'svc-test', version: '1.0.0' })
+        await client.connect(transport)
+        clients.push(client)
+        // starting (its initialize of the service) and listing the tools cost one request
+        assert.equal((await client.listTools()).tools.length, 36)
+        for (let i = 0; i < 2; i++) assert.ok(!((await client.callTool({ name: 'kv_incr', arguments: { key: 'n' } })) as { isError?: boolean }).isError)
+        const r = (await client.callTool({ name: 'kv_incr', arguments: { key: 'n' } })) as { isError?: boolean; structuredContent: any; content: unknown }
+        assert.equal(r.isError, true)
+        assert.equal(r.structuredContent.error_code, 1204)
+        assert.ok(r.structuredContent.retry_after >= 1)
+        assert.match(textOf(r), /^Error 1204 \(QUOTA_ERROR\): Rate limit exceeded \(per-minute limit 3\)\. Retry after \d+ seconds/)
+      } finally {
+        await own.close()
+      }
     })
 
     it("arguments sent as their JSON text come back as the tool's 1106, as over HTTP, never an internal error", async () => {

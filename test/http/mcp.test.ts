@@ -51,6 +51,7 @@ const READ_TOOLS = [
   'kv_get',
   'kv_list',
   'list_submissions',
+  'get_submission',
   'list_data',
   'list_images',
   'list_access',

@@ -586,6 +586,14 @@ export function createFormService({ db, clock, limits, config, notify }: FormSer
       return r
     },
 
+    /** One of the owner's submissions, whole, with its form's id (MCP get_submission); 404 / 1405 for another account's or none. */
+    async submission(user: User, submissionId: string, base = '') {
+      const r = submissionId.length <= 64 ? await formStore.submissionOf(db.k, user.id, submissionId) : undefined
+      if (!r) throw new AppError('RESOURCE_NOT_FOUND')
+      await formStore.withFiles(db.k, [r])
+      return { form_id: r.form_id, submission: submissionView(r, base) }
+    },
+
     /** One of the owner's files and its blob; 404 for another account's or none. */
     async file(user: User, id: string) {
       const f = id.length <= 64 ? await formStore.fileOf(db.k, user.id, id) : undefined

@@ -410,6 +410,15 @@ export const formStore = {
     return s
   },
 
+  /** One of the owner's submissions with its form's id; undefined for another account's or none. */
+  submissionOf: (q: Q, userId: string, id: string) =>
+    q
+      .selectFrom('form_submissions')
+      .select([...SUBMISSION_COLUMNS, 'form_id'])
+      .where('id', '=', id)
+      .where('user_id', '=', userId)
+      .executeTakeFirst(),
+
   /** Sets the read (and optionally spam) flag of an owner's submission; undefined when not theirs. */
   async setFlags(q: Q, userId: string, id: string, patch: { is_read?: number; is_spam?: number }) {
     const r = await q.updateTable('form_submissions').set(patch).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()

@@ -63,6 +63,11 @@ const submission = z.looseObject({
   is_spam: z.boolean(),
   created_at: z.string(),
 })
+/** A submission as list_submissions shows it: long values left out for get_submission to read. */
+const listedSubmission = submission.extend({
+  omitted_fields: z.array(z.string()).optional().describe('Fields whose value was too long to list (value null in data): get_submission reads them'),
+  data_omitted: z.literal(true).optional().describe("The page's listing budget was spent: data is {} here; get_submission reads it"),
+})
 const dataFile = z.looseObject({
   id: z.string().describe('What update_data takes as file_id'),
   display_name: z.string(),
@@ -202,7 +207,7 @@ export const OUTPUTS = {
       .optional()
       .describe('Without form_id'),
     form_id: z.string().optional().describe('With form_id'),
-    submissions: z.array(submission).optional().describe('With form_id: newest first'),
+    submissions: z.array(listedSubmission).optional().describe('With form_id: newest first'),
     total: count.optional(),
     page: z.number().int().positive().optional(),
     per_page: z.number().int().positive().optional(),
@@ -210,6 +215,7 @@ export const OUTPUTS = {
     submissions_url: url.optional().describe('The REST route that lists them, with the key'),
     dashboard_url: dashboardUrl,
   },
+  get_submission: { form_id: z.string().describe('The form it was sent to'), submission },
   delete_form: { form_id: z.string() },
   delete_submission: { submission_id: z.string(), form_id: z.string().describe('The form it was sent to') },
   create_data: { file: dataFile },

@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Deps } from '../../deps.js'
 import { AppError } from '../../errors/app-error.js'
 import { isForeignKeyViolation } from '../../db/kysely.js'
-import { caller } from '../../http/guard.js'
+import { admitInHandler, caller, type Admission } from '../../http/guard.js'
 import { contentOrigin, isLoopbackHost, requestHost, serviceOrigin } from '../../http/origin.js'
 import { hostName, siteOriginFor } from '../../http/site-origin.js'
 import { API_VERSION } from '../sites/files-service.js'
@@ -11,18 +11,37 @@ import type { ToolContext } from './tools.js'
 import { MAX_INLINE_BYTES, MCP_BODY_LIMIT, MCP_DRAIN_LIMIT } from './limits.js'
 import { lazy } from '../../util/lazy.js'
 import { McpAnswers } from './schemas.js'
+import { mcpInstructions } from './instructions.js'
 
 /** The MCP SDK's server side and the tools (with zod, their schemas' library), loaded on the first MCP request. */
 const loadSdk = lazy(async () => {
-  const [{ McpServer }, { StreamableHTTPServerTransport }, { serveTools }] = await Promise.all([
+  const [{ McpServer }, { StreamableHTTPServerTransport }, { serveTools, errorResult }] = await Promise.all([
     import('@modelcontextprotocol/sdk/server/mcp.js'),
     import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
     import('./tools.js'),
   ])
-  return { McpServer, StreamableHTTPServerTransport, serveTools }
+  return { McpServer, StreamableHTTPServerTransport, serveTools, errorResult }
 })
 
 export const MCP_PATH = '/mcp'
+
+/** Requests that set a session up or check it is alive: answered from memory, never counted (NEW-AGENTS2-3). */
+const UNCOUNTED_REQUESTS = new Set(['initialize', 'ping'])
+
+type Message = { jsonrpc?: unknown; id?: unknown; method?: unknown }
+const isMessage = (m: unknown): m is Message => m !== null && typeof m === 'object' && !Array.isArray(m)
+
+/**
+ * Whether a POST counts against the key's rate limits: everything but one notification (a
+ * method without id: notifications/initialized, cancelled), one response and one initialize or
+ * ping, which run no tool. A batch, a malformed body, tools/list and tools/call count.
+ */
+function counted(body: unknown): boolean {
+  const m = Array.isArray(body) && body.length === 1 ? (body[0] as unknown) : body
+  if (!isMessage(m) || m.jsonrpc !== '2.0') return true
+  if (typeof m.method !== 'string') return !('result' in m || 'error' in m)
+  return m.id !== undefined && !UNCOUNTED_REQUESTS.has(m.method)
+}
 
 const BATCH_REFUSED = 'Invalid Request: JSON-RPC batches are not supported; send one message per POST (each request counts against the rate limits)'
 
@@ -86,23 +105,48 @@ function drain(req: FastifyRequest): Promise<void> {
   })
 }
 
+/** The requests of POST /mcp counted against their key already (countOnce). */
+const countedRequests = new WeakSet<object>()
+
 /**
- * A body over MCP_BODY_LIMIT: 413 / 1443 naming the limit and the archive deploy, instead of
- * the generic 1109. It is refused before it is parsed, so no request id is known to answer a
- * JSON-RPC error to: the service's error envelope is what an MCP client shows for the 413.
+ * Counts a keyed request of POST /mcp against its key's limits, once: by the handler for a
+ * message that reaches the tools, or by the error handler for one refused before or outside
+ * it (a body too large or not JSON, a foreign Host), as the guard counted them before. Null:
+ * counted already, or not a keyed request (the guard counted it).
  */
-function tooLargeHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
-  if (err.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') throw err
-  // sent as an error, it goes on to the service's error handler, which renders it
-  drain(req)
-    .then(() => reply.send(new AppError('MCP_BODY_TOO_LARGE', { params: { limit: MCP_BODY_LIMIT, inline: MAX_INLINE_BYTES } })))
-    .catch((e: unknown) => req.log.error({ err: e }, 'mcp: answering an oversized body failed'))
+async function countOnce(req: FastifyRequest, reply: FastifyReply, deps: Deps): Promise<Admission | null> {
+  if (countedRequests.has(req.raw) || req.principal?.via !== 'key') return null
+  countedRequests.add(req.raw)
+  return admitInHandler(req, reply, deps)
 }
 
 /**
+ * The route's errors: each counted (countOnce), a refusal of the limits answered instead. A
+ * body over MCP_BODY_LIMIT is 413 / 1443 naming the limit and the archive deploy, instead of
+ * the generic 1109. It is refused before it is parsed, so no request id is known to answer a
+ * JSON-RPC error to: the service's error envelope is what an MCP client shows for the 413.
+ */
+const errorsOf =
+  (deps: Deps) =>
+  (err: FastifyError, req: FastifyRequest, reply: FastifyReply): void => {
+    // sent as an error, each goes on to the service's error handler, which renders it
+    countOnce(req, reply, deps)
+      .then(async (a) => {
+        const refused = a !== null && !a.ok ? a.error : null
+        if (err.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.send(refused ?? err)
+        await drain(req)
+        return reply.send(refused ?? new AppError('MCP_BODY_TOO_LARGE', { params: { limit: MCP_BODY_LIMIT, inline: MAX_INLINE_BYTES } }))
+      })
+      .catch((e: unknown) => {
+        req.log.error({ err: e }, 'mcp: answering an error failed')
+        if (!reply.sent) reply.send(e)
+      })
+  }
+
+/**
  * POST /mcp: the MCP server over stateless streamable HTTP (JSON answers, no session id). The
- * API guard has authenticated the key and counted the request against its rate limits; each
- * request gets a server with the tools its key may use, and nothing outlives the request.
+ * API guard has authenticated the key; the handler counts the request against its rate limits
+ * unless it only sets a session up (counted); each request gets a server with the tools its key may use, and nothing outlives the request.
  * GET (server-initiated streams) and DELETE (session end) have no meaning without sessions, and
  * PUT and PATCH none at all: 405 with Allow: POST.
  */
@@ -126,9 +170,10 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
     {
       // a read-only key may call it: the server then lists and runs the read-only tools only
       // MCP clients send no Accept-Language, and the tools answer in English: so do its errors
-      config: { auth: 'any', readOnlySafe: true, lang: 'en' },
+      // counted by the handler (admitInHandler) for a valid key: initialize and notifications are not
+      config: { auth: 'any', readOnlySafe: true, lang: 'en', rateLimit: 'handler' },
       bodyLimit: MCP_BODY_LIMIT,
-      errorHandler: tooLargeHandler,
+      errorHandler: errorsOf(deps),
       schema: {
         tags: ['mcp'],
         summary: 'MCP server (stateless streamable HTTP, JSON-RPC 2.0); Authorization: Bearer <API key>',
@@ -142,6 +187,22 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
       const p = caller(req)
       // agents authenticate with an API key; a browser session is not an MCP client
       if (p.via !== 'key') throw new AppError('AUTH_MISSING')
+      // counted here, where the body says what it is: a tools/call the limits refuse is a tool
+      // result the agent reads (isError, 1204 and retry_after), never an HTTP error the SDK throws
+      if (counted(req.body)) {
+        const a = await countOnce(req, reply, deps)
+        if (a !== null && !a.ok) {
+          const m = req.body
+          if (!isMessage(m) || m.method !== 'tools/call' || (typeof m.id !== 'string' && typeof m.id !== 'number')) throw a.error
+          const { errorResult } = await loadSdk()
+          const retryAfter = a.error.options.headers?.['Retry-After']
+          if (retryAfter !== undefined) reply.header('Retry-After', retryAfter)
+          return reply
+            .code(200)
+            .type('application/json')
+            .send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: errorResult(a.error) }))
+        }
+      }
       // one JSON-RPC message per request (MCP 2025-06-18 dropped batches): a batch would run up
       // to the SDK's 100 tool calls at once for one count against the key's rate and concurrency limits
       if (Array.isArray(req.body) && req.body.length > 1) {
@@ -170,7 +231,7 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
         { name: 'svc', version: API_VERSION },
         {
           capabilities: { tools: {} },
-          instructions: `svc hosts HTML pages and small sites for ${p.user.username}. Publish with publish_html or deploy_files; every answer carries the URL to open.${readOnly ? ' This key is read-only: only reading tools are available.' : ''}`,
+          instructions: mcpInstructions(p.user.username, readOnly),
         },
       )
       serveTools(server, readOnly, services, ctx)

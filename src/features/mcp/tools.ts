@@ -152,17 +152,34 @@ function fileBytes(f: { path: string; content: string; encoding?: 'utf8' | 'base
 const TOOL_SOLUTIONS: Partial<Record<ErrorKey, string>> = {
   FOLDER_PERMISSION: 'list_sites shows your projects; deploy_files creates a project',
   FILE_NOT_FOUND: 'list_sites shows your pages and projects by name',
+  // deploy_files uploads and publishes in one call: there is no publish step of its own
+  PUBLISH_NO_INDEX:
+    'Send a root-level index.html in the same deploy_files call (deploy_files publishes the project; nothing else does), or add it with a deploy_files call first',
+  SITE_RULES_INVALID: 'Fix the line named and send the corrected file with deploy_files again',
+  SITE_TARGET_NOT_FOUND: 'list_sites lists your projects and pages; deploy_files creates a project',
+  TOO_MANY_PARTS: 'Send fewer files per deploy_files call',
+  EMPTY_FILE: 'Send non-empty content',
+  NO_FILE: 'Send the content in the argument the tool names',
+  FILE_CONFLICTS: 'Use other paths, or delete_file the conflicting files first',
+  MANIFEST_TOO_LARGE: `Send at most ${MAX_INLINE_FILES} files per deploy_files call`,
+  ROLLBACK_UNPUBLISHED: 'deploy_files publishes the project; or promote {project, deploy_id} makes a deploy list_deploys shows live',
+  KV_KEY_NOT_FOUND:
+    'kv_list lists the keys the store holds; a public read needs the entry public (kv_set {key, is_public: true}), a public counter a number entry marked public_incr (kv_set {key, public_incr: true})',
 }
+
+/** The next step a tool's refusal names: the tool's own, else the tools' (TOOL_SOLUTIONS), else the REST API's. */
+export const toolSolution = (key: ErrorKey, params: AppError['options']['params'], own: Partial<Record<ErrorKey, string>> = {}): string =>
+  own[key] ?? TOOL_SOLUTIONS[key] ?? fill(ERRORS[key].solutionEn, 'en', params)
 
 /**
  * A tool's failure as the model reads it: the service's code, message, solution and details,
  * in English as every tool answer is (a service's reason given in both languages included).
  */
-function errorResult(e: unknown, solutions: Partial<Record<ErrorKey, string>> = {}): CallToolResult {
+export function errorResult(e: unknown, solutions: Partial<Record<ErrorKey, string>> = {}): CallToolResult {
   if (isAppError(e)) {
     const d = ERRORS[e.key]
     const message = errorMessage(e.key, 'en', e.options.params)
-    const solution = solutions[e.key] ?? TOOL_SOLUTIONS[e.key] ?? fill(d.solutionEn, 'en', e.options.params)
+    const solution = toolSolution(e.key, e.options.params, solutions)
     const extra = extraIn(e.options.extra, 'en')
     const details = extra.details as { info?: unknown } | undefined
     // a detail without its own full stop gets one, so the solution reads as its own sentence (a
@@ -882,7 +899,12 @@ const kvSet = tool({
   idempotent: true,
   input: {
     key: kvKey,
-    value: z.unknown().describe('Any JSON value (json), a string (text) or a number (number)'),
+    value: z
+      .unknown()
+      .optional()
+      .describe(
+        'Any JSON value (json), a string (text) or a number (number). Omit it to change only is_public, public_incr or ttl of an existing entry, its value and type kept (a counter keeps its count)',
+      ),
     data_type: z.enum(['json', 'text', 'number']).optional().describe('json when the entry is created; an update keeps the type when omitted'),
     is_public: z.boolean().optional().describe('Readable without a key at the public URL (false when the entry is created; an update keeps it when omitted)'),
     public_incr: z
@@ -894,9 +916,12 @@ const kvSet = tool({
     ttl: kvTtl,
     expected_version: z.number().int().nonnegative().optional().describe('Write only if the entry is at this version (0: only if absent)'),
   },
+  solutions: (a) =>
+    a.value === undefined ? { KV_KEY_NOT_FOUND: `kv_set {key: ${JSON.stringify(a.key)}, value: ...} creates it (kv_list lists the keys the store holds)` } : {},
   async run(s, ctx, a) {
+    if (a.value === undefined) return kvSetFlags(s, ctx, a)
     // checked without recursion first: JSON.stringify of a value nested 100,000 deep overflows the stack
-    if (a.value !== undefined) checkJsonValue(a.value)
+    checkJsonValue(a.value)
     // as the REST store's body limit answers: the account's entry size when that is the smaller
     if (Buffer.byteLength(JSON.stringify(a.value ?? null)) > MAX_INLINE_BYTES) {
       const limit = quotaOf(ctx.user.limits, 'kv_entry_bytes')
@@ -920,6 +945,52 @@ const kvSet = tool({
   },
 })
 
+/** How often kv_set without a value reads and writes again when a write (a visitor's increment) came between. */
+const FLAGS_ATTEMPTS = 5
+
+/**
+ * kv_set without `value` (NEW-AGENTS2-2): the entry's flags (is_public, public_incr) and ttl
+ * change, its value, type and tags stay. The REST store has no such write, so this is its
+ * compare-and-swap: the entry is read and written back at the version read, again when an
+ * increment came between, so no count is lost; with expected_version, that version only.
+ */
+async function kvSetFlags(
+  s: McpServices,
+  ctx: ToolContext,
+  a: { key: string; data_type?: string; is_public?: boolean; public_incr?: boolean; ttl?: number; expected_version?: number },
+): Promise<ToolOutput> {
+  if (a.data_type !== undefined) throw bad('argument "data_type": changing the type needs a value: send "value" too')
+  if (a.is_public === undefined && a.public_incr === undefined && a.ttl === undefined)
+    throw bad('argument "value" is required, unless is_public, public_incr or ttl is given to change on an existing entry')
+  for (let attempt = 1; ; attempt++) {
+    const e = await s.kv.get(ctx.user, a.key)
+    if (a.public_incr === true && e.data_type !== 'number')
+      throw bad(
+        `argument "public_incr": a public counter is a number entry, and ${a.key} is a ${e.data_type} entry: kv_set it with a number value (e.g. "value": 0) and "public_incr": true`,
+      )
+    try {
+      const r = await s.kv.put(ctx.user, {
+        key: e.key,
+        value: e.value,
+        data_type: e.data_type,
+        ...(a.is_public === undefined ? {} : { is_public: a.is_public }),
+        ...(a.public_incr === undefined ? {} : { public_incr: a.public_incr }),
+        ...(a.ttl === undefined ? {} : { ttl: a.ttl }),
+        version: a.expected_version ?? e.version,
+      })
+      const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
+      const counter = kvCounterUrl(ctx, r.entry)
+      return {
+        summary: `Updated ${r.entry.key} (version ${r.entry.version}), its value kept: ${JSON.stringify(r.entry.value).slice(0, 200)}; ${kvWhere(url, dashboardUrl(ctx, 'kv'))}${counter ? `; visitors add 1 with POST ${counter}` : ''}`,
+        data: { created: false, entry: r.entry, public_url: url, ...(counter ? { public_incr_url: counter } : {}) },
+      }
+    } catch (err) {
+      // an increment between the read and the write: read the new count and write again
+      if (a.expected_version !== undefined || attempt >= FLAGS_ATTEMPTS || !isAppError(err) || err.key !== 'VERSION_CONFLICT') throw err
+    }
+  }
+}
+
 const kvIncr = tool({
   name: 'kv_incr',
   title: 'Add to a counter',
@@ -934,14 +1005,29 @@ const kvIncr = tool({
       .boolean()
       .optional()
       .describe('A public counter: anyone may add 1 or -1 without a key at public_incr_url (false when created; kept when omitted)'),
+    is_public: z
+      .boolean()
+      .optional()
+      .describe('Readable without a key at the public URL, so a page can show the count without adding to it (false when created; kept when omitted)'),
   },
   async run(s, ctx, a) {
-    const r = await s.kv.incr(ctx.user, a)
+    const { is_public, ...incr } = a
+    let r = await s.kv.incr(ctx.user, incr)
+    // the store's increment takes no is_public: a second write sets it, the count kept (kv_set without value)
+    if (is_public !== undefined && r.entry.is_public !== is_public) {
+      const flagged = await kvSetFlags(s, ctx, { key: r.entry.key, is_public })
+      r = { created: r.created, entry: flagged.data.entry as typeof r.entry }
+    }
     const url = r.entry.is_public ? kvPublicUrl(ctx, r.entry.key) : null
     const dashboard = dashboardUrl(ctx, 'kv')
     const counter = kvCounterUrl(ctx, r.entry)
+    // a public counter that is not public: its page can add to it but not read it (1604)
+    const unreadable =
+      counter && !url
+        ? `; its public URL answers 404 (1604) until it is public: kv_set {key: ${JSON.stringify(r.entry.key)}, is_public: true} makes it readable, the count kept`
+        : ''
     return {
-      summary: `${r.entry.key} = ${String(r.entry.value)}; ${kvWhere(url, dashboard)}${counter ? `; visitors add 1 with POST ${counter}` : ''}`,
+      summary: `${r.entry.key} = ${String(r.entry.value)}; ${kvWhere(url, dashboard)}${counter ? `; visitors add 1 with POST ${counter}` : ''}${unreadable}`,
       data: { created: r.created, entry: r.entry, public_url: url, dashboard_url: dashboard, ...(counter ? { public_incr_url: counter } : {}) },
     }
   },
@@ -1074,10 +1160,41 @@ const updateForm = tool({
   },
 })
 
+/**
+ * list_submissions shows a field value whose JSON text is at most this many bytes, as kv_list
+ * shows a value (NEW-AGENTS-2); a longer one is null in `data` and named in `omitted_fields`.
+ */
+export const SUBMISSION_FIELD_BYTES = 512
+/**
+ * The JSON text of the `data` one page of list_submissions shows at most: past it, a
+ * submission's data is {} with `data_omitted` (NEW-AGENTS2-1), so a page of 100 submissions
+ * with many fields stays within what a client hands its model; get_submission reads one whole.
+ */
+export const SUBMISSIONS_PAGE_DATA_BYTES = 32768
+
+/** A page of submissions with long values and what passes the page's budget left out (get_submission reads them). */
+function boundSubmissions<T extends { id: string; data: Record<string, unknown> }>(subs: T[]) {
+  let spent = 0
+  return subs.map((sub) => {
+    const omitted: string[] = []
+    const data: Record<string, unknown> = {}
+    for (const [field, value] of Object.entries(sub.data)) {
+      if (Buffer.byteLength(JSON.stringify(value) ?? 'null') > SUBMISSION_FIELD_BYTES) {
+        data[field] = null
+        omitted.push(field)
+      } else data[field] = value
+    }
+    const size = Buffer.byteLength(JSON.stringify(data))
+    if (spent + size > SUBMISSIONS_PAGE_DATA_BYTES) return { ...sub, data: {}, data_omitted: true as const }
+    spent += size
+    return { ...sub, data, ...(omitted.length ? { omitted_fields: omitted } : {}) }
+  })
+}
+
 const listSubmissions = tool({
   name: 'list_submissions',
   title: 'Read form submissions',
-  description: "Lists the caller's forms, or with form_id one form's submissions, newest first (spam is flagged, not hidden).",
+  description: `Lists the caller's forms, or with form_id one form's submissions, newest first (spam is flagged, not hidden). A field value over ${SUBMISSION_FIELD_BYTES} bytes of JSON is left out (null, named in omitted_fields), and past ${SUBMISSIONS_PAGE_DATA_BYTES} bytes of data on a page a submission's data is {} (data_omitted): get_submission reads one whole.`,
   readOnly: true,
   input: {
     form_id: formIdArg.optional().describe("The form's id (create_form's form.id; not its slug); omit to list the forms with their ids"),
@@ -1101,14 +1218,38 @@ const listSubmissions = tool({
     if (a.page !== undefined) q.page = String(a.page)
     if (a.per_page !== undefined) q.per_page = String(a.per_page)
     if (a.is_spam !== undefined) q.is_spam = String(a.is_spam)
-    const r = await s.forms.data(ctx.user, a.form_id, q)
+    const r = await s.forms.data(ctx.user, a.form_id, q, ctx.serviceOrigin)
     const api = `${ctx.serviceOrigin}/svc_api/forms/data/${encodeURIComponent(r.form_id)}`
+    const submissions = boundSubmissions(r.submissions)
+    const cut = submissions.filter((x) => 'omitted_fields' in x || 'data_omitted' in x)
+    const left =
+      cut.length === 0
+        ? ''
+        : `\n${cut.length} submission(s) with values left out (omitted_fields, data_omitted): get_submission {submission_id: ${JSON.stringify(cut[0].id)}} reads one whole`
     const more = (n: number) =>
       `list_submissions {${[`form_id: ${JSON.stringify(a.form_id)}`, `page: ${n}`, a.per_page ? `per_page: ${a.per_page}` : '', a.is_spam !== undefined ? `is_spam: ${a.is_spam}` : ''].filter(Boolean).join(', ')}}`
     const paging = pageOf(r.total, r.page, r.per_page, 'submissions', more)
     return {
-      summary: `${r.total} submissions${paging.note}. The dashboard shows them: ${dashboard} (API, with the key: ${api})`,
-      data: { ...r, submissions_url: api, dashboard_url: dashboard },
+      summary: `${r.total} submissions${paging.note}. The dashboard shows them: ${dashboard} (API, with the key: ${api})${left}`,
+      data: { ...r, submissions, submissions_url: api, dashboard_url: dashboard },
+    }
+  },
+})
+
+const getSubmission = tool({
+  name: 'get_submission',
+  title: 'Read one form submission',
+  description:
+    "Reads one submission of the caller's forms whole (submission_id: an id list_submissions {form_id} shows), with every field's full value, which list_submissions leaves out when long, and its files' download URLs.",
+  readOnly: true,
+  input: { submission_id: idArg("The submission's id, as list_submissions {form_id} shows it") },
+  solutions: () => ({ RESOURCE_NOT_FOUND: "list_submissions {form_id} lists a form's submissions with their ids" }),
+  async run(s, ctx, a) {
+    const r = await s.forms.submission(ctx.user, a.submission_id, ctx.serviceOrigin)
+    const fields = Object.keys(r.submission.data)
+    return {
+      summary: `Submission ${r.submission.id} of form ${r.form_id} (${r.submission.created_at}${r.submission.is_spam ? ', spam' : ''}): ${fields.length} field(s)${r.submission.files.length ? `, ${r.submission.files.length} file(s)` : ''}; every value is in the JSON below`,
+      data: { form_id: r.form_id, submission: r.submission },
     }
   },
 })
@@ -1555,6 +1696,7 @@ export const TOOLS: readonly McpTool[] = [
   createForm,
   updateForm,
   listSubmissions,
+  getSubmission,
   deleteForm,
   deleteSubmission,
   createData,

@@ -1,8 +1,9 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
-import { ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
+import { ErrorCode, LATEST_PROTOCOL_VERSION, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
 import { AnyArgumentsCallSchema, callArguments } from '../../../features/mcp/call-request.js'
+import { mcpInstructions } from '../../../features/mcp/instructions.js'
 import type { ApiClient } from '../api.js'
 import { parse } from '../args.js'
 import { CLIENT_HELP } from '../help.js'
@@ -74,19 +75,24 @@ export async function mcpCommand(ctx: Ctx, args: string[]): Promise<number> {
   if (!api.conn.key) throw new CliError('svc mcp needs an API key: set SVC_API_KEY (and SVC_URL), or run `svc login --url URL --key KEY`')
 
   // the key is checked once at start: a wrong one is reported on stderr at once, and every
-  // request then fails with the same clear error instead of the server going away
+  // request then fails with the same clear error instead of the server going away. The check is
+  // the service's own initialize (never counted against the key's limits), whose instructions
+  // this server passes on, so both transports tell an agent the same text
   let startError: RpcError | null = null
+  let instructions = mcpInstructions(null, false)
   try {
-    await api.get('/svc_api/me')
+    const init = await forward(api, 'initialize', {
+      protocolVersion: LATEST_PROTOCOL_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'svc-mcp', version: CLIENT_VERSION },
+    })
+    if (typeof init.instructions === 'string') instructions = init.instructions
   } catch (e) {
     startError = asMcpError(e, url)
     process.stderr.write(`${startError.message}\n`)
   }
 
-  const server = new Server(
-    { name: 'svc', version: CLIENT_VERSION },
-    { capabilities: { tools: {} }, instructions: `svc at ${url}: publish pages and small sites, read form submissions and key-value data.` },
-  )
+  const server = new Server({ name: 'svc', version: CLIENT_VERSION }, { capabilities: { tools: {} }, instructions })
   const run = async (method: string, params: unknown) => {
     if (startError) throw startError
     try {
