@@ -142,6 +142,26 @@ describe('two instances over one PostgreSQL without Redis', needs('postgres'), (
     for (const s of [a, b]) assert.equal((await s.get(page)).status, 200, 'back at once')
   })
 
+  it('svc import, without REDIS_URL, tells both instances: a page they answered 404 before is served at once', async () => {
+    const u = await a.user()
+    assert.equal((await upload(a, u.key, 'index.html', '<p>imported</p>')).status, 200)
+    const archive = path.join(blobs, '..', `${path.basename(blobs)}-export.zip`)
+    const env = { DATA_DIR: a.dataDir, DATABASE_URL: a.env.DATABASE_URL, STORAGE_URL: `file://${blobs}`, REDIS_URL: '' }
+    try {
+      const ex = await runCli(['export', u.username, archive], { env })
+      assert.equal(ex.code, 0, ex.stderr)
+      const name = `im${crypto.randomBytes(4).toString('hex')}`
+      // asked for before the import on both: not there, and each public host keeps that answer
+      for (const s of [a, b]) for (let i = 0; i < 2; i++) assert.equal((await s.get(`/${name}/index.html`)).status, 404)
+      const im = await runCli(['import', archive, '--as', name], { env })
+      assert.equal(im.code, 0, im.stderr)
+      assert.match(im.stdout, /running servers were told \(PostgreSQL at DATABASE_URL\)/)
+      for (const s of [a, b]) assert.equal((await s.get(`/${name}/index.html`)).text, '<p>imported</p>')
+    } finally {
+      fs.rmSync(archive, { force: true })
+    }
+  })
+
   it('the LISTEN connections terminated: both flush and stop trusting the bus, never serve stale, and come back', async () => {
     const u = await a.user()
     const page = `/${u.username}/lost.html`
