@@ -9,21 +9,33 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => MAP[c])
 }
 
+// The tag patterns below read a tag's attributes up to its `>` and then take an optional `>`
+// (`(>)?`, or `|$`): a tag with no `>` after it consumes the rest of the page in one match, which
+// the callers drop (such a tag never closes). A pattern that required the `>` would rescan to
+// the end from every later `<form`, `<input`, `<!--`: quadratic work on a crafted page of a
+// few hundred KiB, minutes of the event loop (decision NEW-SECREVIEW-1).
+
 // a tag that loads a file the page shows or runs as it opens, and its attributes (not <a> or
 // <form>: a link loads nothing until it is followed, and `<a href="/">` is common on sites
 // built for a subpath)
-const LOADING_TAG = /<(script|link|img|source|iframe|embed|video|audio|track)\b([^>]*)>/gi
-// a <link> that loads part of the page (stylesheet, preload), not one that only points
-// somewhere (canonical, alternate) or that the page works without (icon, manifest)
-const LOADING_REL = /(?:^|\s)rel\s*=\s*["']?[^"'>]*\b(?:stylesheet|preload|modulepreload)\b/i
+const LOADING_TAG = /<(script|link|img|source|iframe|embed|video|audio|track)\b([^>]*)(>)?/gi
+// a <link> rel value's token that loads part of the page (stylesheet, preload), not one that
+// only points somewhere (canonical, alternate) or that the page works without (icon, manifest)
+const LOADING_REL = /\b(?:stylesheet|preload|modulepreload)\b/i
 // a src= or href= and its value (quoted or not)
 const SRC_OR_HREF = /(?:^|\s)(?:src|href)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>'"]+))/i
-// the document's base URL (the first <base href>): relative URLs resolve against it
-const BASE_TAG = /<base\b[^>]*?\shref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>'"]+))/i
+// a <base> tag's attributes: the first with an href gives the document's base URL
+const BASE_TAG = /<base\b([^>]*)/gi
 /** How many root-absolute files rootResources names at most (a page's first few suffice). */
 const MAX_RESOURCES = 8
 // what a URL resolves against, to tell a path on the page's own origin from another origin's
 const ORIGIN = 'http://origin.invalid'
+
+// an attribute's value in a tag's attribute text (quoted or not): attr(text, 'id')
+const attr = (text: string, name: string): string | null => {
+  const m = new RegExp(`(?:^|\\s)${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s>'"]+))`, 'i').exec(text)
+  return m === null ? null : (m[1] ?? m[2] ?? m[3]).trim()
+}
 
 /** A value starting with one '/' (not '//', a scheme-relative URL). */
 const rootAbsolute = (v: string): boolean => v.startsWith('/') && !v.startsWith('//')
@@ -37,13 +49,14 @@ const rootAbsolute = (v: string): boolean => v.startsWith('/') && !v.startsWith(
  */
 export function rootResources(html: string): string[] {
   const head = html.slice(0, 1 << 20)
-  const b = BASE_TAG.exec(head)
-  const baseHref = b === null ? null : (b[1] ?? b[2] ?? b[3]).trim()
+  let baseHref: string | null = null
+  for (const b of head.matchAll(BASE_TAG)) if ((baseHref = attr(b[1], 'href')) !== null) break
   // a root-absolute base makes every relative URL root-absolute; any other leaves them relative
   const base = baseHref !== null && rootAbsolute(baseHref) ? ORIGIN + baseHref : null
   const out: string[] = []
   for (const m of head.matchAll(LOADING_TAG)) {
-    if (m[1].toLowerCase() === 'link' && !LOADING_REL.test(m[2])) continue
+    if (m[3] === undefined) break
+    if (m[1].toLowerCase() === 'link' && !LOADING_REL.test(attr(m[2], 'rel') ?? '')) continue
     const a = SRC_OR_HREF.exec(m[2])
     if (a === null) continue
     const value = (a[1] ?? a[2] ?? a[3]).trim()
@@ -88,16 +101,21 @@ export function decodedPath(p: string): string | null {
   }
 }
 
-// an attribute's value in a tag's attribute text (quoted or not): attr(text, 'id')
-const attr = (text: string, name: string): string | null => {
-  const m = new RegExp(`(?:^|\\s)${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s>'"]+))`, 'i').exec(text)
-  return m === null ? null : (m[1] ?? m[2] ?? m[3]).trim()
-}
-const FORM_TAG = /<form\b([^>]*)>([\s\S]*?)(?:<\/form\s*>|(?=<form\b)|$)/gi
-const INPUT_TAG = /<input\b([^>]*)>/gi
-// a submit button that sends its form as multipart itself (formenctype, formmethod)
-const MULTIPART_BUTTON = /<(?:button|input)\b[^>]*\bformenctype\s*=\s*["']?\s*multipart\/form-data/i
-const QUIET = /<!--[\s\S]*?-->|<(script|template|textarea|style)\b[^>]*>[\s\S]*?<\/\1\s*>/gi
+// a form's attributes and its body (to its end, the next form or the page's end); no body
+// when the tag has no `>`
+const FORM_TAG = /<form\b([^>]*)(?:>([\s\S]*?)(?:<\/form\s*>|(?=<form\b)|$)|$)/gi
+const INPUT_TAG = /<input\b([^>]*)(>)?/gi
+// a button's or input's attributes, and the formenctype that makes it send its form as multipart
+const BUTTON_TAG = /<(?:button|input)\b([^>]*)/gi
+const MULTIPART_ENCTYPE = /\bformenctype\s*=\s*(?:["']\s*)?multipart\/form-data/i
+// what a browser never shows as forms: comments, and raw text or inert elements; one left open
+// runs to the page's end, as in a browser
+const QUIET = /<!--[\s\S]*?(?:-->|$)|<(script|template|textarea|style)\b[^>]*(?:>[\s\S]*?(?:<\/\1\s*>|$)|$)/gi
+
+/** The closed `<input>` tags of a form's body, their attribute texts. */
+const inputsOf = (body: string): string[] => [...body.matchAll(INPUT_TAG)].filter((i) => i[2] !== undefined).map((i) => i[1])
+/** Whether a form's body has a button or input that sends it as multipart itself (formenctype). */
+const multipartButton = (body: string): boolean => [...body.matchAll(BUTTON_TAG)].some((b) => MULTIPART_ENCTYPE.test(b[1]))
 
 /** A form whose file input a browser sends as the file's name alone (fileInputsSentAsNames). */
 export interface FileAsName {
@@ -119,17 +137,18 @@ export function fileInputsSentAsNames(html: string): FileAsName[] {
   const out: FileAsName[] = []
   let place = 0
   for (const m of page.matchAll(FORM_TAG)) {
-    place++
     const [, tag, body] = m
-    const file = [...body.matchAll(INPUT_TAG)].find((i) => attr(i[1], 'type')?.toLowerCase() === 'file')
+    if (body === undefined) break
+    place++
+    const file = inputsOf(body).find((i) => attr(i, 'type')?.toLowerCase() === 'file')
     if (file === undefined) continue
     const get = (attr(tag, 'method') ?? 'get').toLowerCase() !== 'post'
-    const multipart = (attr(tag, 'enctype') ?? '').toLowerCase() === 'multipart/form-data' || MULTIPART_BUTTON.test(body)
+    const multipart = (attr(tag, 'enctype') ?? '').toLowerCase() === 'multipart/form-data' || multipartButton(body)
     if (!get && multipart) continue
     const action = attr(tag, 'action') ?? ''
     const named = (['id', 'name'] as const).map((a) => [a, attr(tag, a)] as const).find(([, v]) => v)
     const form = named ? `${named[0]}="${named[1]}"` : action ? `action="${action}"` : `form ${place}`
-    const inputName = attr(file[1], 'name')
+    const inputName = attr(file, 'name')
     out.push({ form, input: inputName ? `name="${inputName}"` : 'a file input', get })
   }
   return out
@@ -160,10 +179,11 @@ export function relativeNextsToEndpoint(html: string): RelativeNext[] {
   const out: RelativeNext[] = []
   for (const m of page.matchAll(FORM_TAG)) {
     const [, tag, body] = m
+    if (body === undefined) break
     const action = attr(tag, 'action') ?? ''
     if (!SUBMIT_ACTION.test(action)) continue
-    const input = [...body.matchAll(INPUT_TAG)].find((i) => attr(i[1], 'name') === '_next')
-    const next = input === undefined ? null : attr(input[1], 'value')
+    const input = inputsOf(body).find((i) => attr(i, 'name') === '_next')
+    const next = input === undefined ? null : attr(input, 'value')
     if (next === null || next === '' || next.startsWith('/') || /^[a-z][a-z0-9+.-]*:/i.test(next)) continue
     const named = (['id', 'name'] as const).map((a) => [a, attr(tag, a)] as const).find(([, v]) => v)
     out.push({ form: named ? `${named[0]}="${named[1]}"` : `action="${action}"`, action, next })
