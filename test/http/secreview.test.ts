@@ -1,7 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { ENGINES, startServer, type TestServer } from '../support/server.js'
+import { ENGINES, multipart, startServer, type TestServer } from '../support/server.js'
 import { batchUpload, HIGH_LIMITS, HTML } from '../support/hosting.js'
+import { until, webhookReceiver } from '../support/webhooks.js'
 import { smtpSink } from '../support/smtp.js'
 
 // Findings of the security review of the deploy-time page reading and the links sent out of
@@ -103,6 +104,46 @@ for (const engine of ENGINES) {
         .execute()
       assert.equal(reports.length, 1, 'the phishing page is reported')
       assert.match(reports[0].details, /collector\.example/)
+    })
+
+    it("a visitor's Host that a browser reads as loopback but other parsers do not gives no absolute link (NEW-SECREVIEW-3)", async () => {
+      const rx = await webhookReceiver()
+      rx.status.value = 200
+      try {
+        const made = await s.post('/svc_api/forms/create', { key: u.key, json: { form_name: 'Jobs', form_slug: `sr-${engine}-${Date.now()}` } })
+        assert.equal(made.status, 200, made.text)
+        const form = made.json.data as { id: string; form_slug: string }
+        const hook = await s.request('PUT', `/svc_api/forms/webhook/${form.id}`, { key: u.key, json: { url: rx.url } })
+        assert.equal(hook.status, 200, hook.text)
+        const port = new URL(s.url).port
+        // a backslash or a fragment: WHATWG reads host localhost, RFC 3986 parsers evil.test
+        const hosts = ['localhost\\@evil.test', 'localhost#@evil.test', `localhost:${port}`]
+        for (const [i, host] of hosts.entries()) {
+          const mp = multipart([{ name: 'cv', filename: `cv${i}.txt`, data: Buffer.from(`resume ${i}`) }])
+          const sent = await s.post(`/api/forms/submit/${form.form_slug}`, { body: mp.body, headers: { 'content-type': mp.contentType, host } })
+          assert.equal(sent.status, 200, sent.text)
+        }
+        await until(() => rx.hits.length === hosts.length, 10_000, 'the deliveries')
+        const byName = new Map<string, { url: string; id: string }>()
+        for (const h of rx.hits) {
+          const f = JSON.parse(h.body).submission.files[0] as { url: string; id: string; filename: string }
+          byName.set(f.filename, f)
+        }
+        // the forged Hosts: the link is the path alone; a plain loopback Host keeps its absolute link
+        for (const i of [0, 1]) assert.equal(byName.get(`cv${i}.txt`)?.url, `/svc_api/forms/files/${byName.get(`cv${i}.txt`)?.id}`)
+        assert.equal(byName.get('cv2.txt')?.url, `https://localhost:${port}/svc_api/forms/files/${byName.get('cv2.txt')?.id}`)
+        // the verification mail of a notification address is refused its link the same way
+        const mailsBefore = smtp.mails.length
+        for (const [i, host] of hosts.slice(0, 2).entries()) {
+          const r = await s.post('/svc_api/notify/addresses', { key: u.key, json: { address: `forged${i}@example.com` }, headers: { host } })
+          assert.equal(r.status, 409, r.text)
+          assert.equal(r.json.error_code, 1431)
+        }
+        await new Promise((r) => setTimeout(r, 200))
+        assert.equal(smtp.mails.length, mailsBefore, 'no mail sent')
+      } finally {
+        await rx.close()
+      }
     })
   })
 }
