@@ -39,20 +39,26 @@ export function serviceOrigin(req: FastifyRequest, config: Pick<Config, 'publicU
 }
 
 /**
- * The service's origin for links sent out of band (mail), where a forged Host would lead
- * someone else to another site: PUBLIC_URL, else the request's own origin only when its host
- * is loopback (the one-command start); null otherwise.
+ * The service's origin for links sent out of band (mail, webhooks, CSV), where a forged Host
+ * would lead someone else to another site: PUBLIC_URL, else the request's own origin only when
+ * its Host is a loopback name and port and nothing else (the one-command start); null
+ * otherwise. A Host such as `localhost\@evil.test` or `localhost#@evil.test` is loopback to a
+ * browser's parser but names evil.test to others (a webhook receiver's, a mail filter's), so
+ * a Host that is more than a host and port gives no link (decision NEW-SECREVIEW-3).
  */
 export function linkOrigin(req: FastifyRequest, config: Pick<Config, 'publicUrl' | 'trustProxy'>): string | null {
   if (config.publicUrl) return config.publicUrl
   const o = serviceOrigin(req, config)
-  let host: string
+  let u: URL
   try {
-    host = new URL(o).hostname
+    u = new URL(o)
   } catch {
     return null
   }
-  return isLoopbackHost(host) ? o : null
+  // the origin as written is scheme://host[:port] and nothing else: no user, path, query,
+  // fragment or backslash
+  const exact = /^https?:\/\/[a-z0-9.:[\]-]+$/i.test(o)
+  return exact && isLoopbackHost(u.hostname) ? u.origin : null
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])

@@ -11,17 +11,15 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => MAP[c])
 }
 
-// a tag that loads a file the page shows or runs as it opens, and its attributes (not <a> or
-// <form>: a link loads nothing until it is followed, and `<a href="/">` is common on sites
-// built for a subpath)
-const LOADING_TAG = /<(script|link|img|source|iframe|embed|video|audio|track)\b([^>]*)>/gi
+/** A tag's attribute, trimmed, or null when the tag has none of that name. */
+const value = (attrs: Readonly<Record<string, string>>, name: string): string | null => (Object.hasOwn(attrs, name) ? attrs[name].trim() : null)
+
+// the tags that load a file the page shows or runs as it opens (not <a> or <form>: a link
+// loads nothing until it is followed, and `<a href="/">` is common on sites built for a subpath)
+const LOADING_TAGS = new Set(['script', 'link', 'img', 'source', 'iframe', 'embed', 'video', 'audio', 'track'])
 // a <link> that loads part of the page (stylesheet, preload), not one that only points
 // somewhere (canonical, alternate) or that the page works without (icon, manifest)
-const LOADING_REL = /(?:^|\s)rel\s*=\s*["']?[^"'>]*\b(?:stylesheet|preload|modulepreload)\b/i
-// a src= or href= and its value (quoted or not)
-const SRC_OR_HREF = /(?:^|\s)(?:src|href)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>'"]+))/i
-// the document's base URL (the first <base href>): relative URLs resolve against it
-const BASE_TAG = /<base\b[^>]*?\shref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>'"]+))/i
+const LOADING_REL = /\b(?:stylesheet|preload|modulepreload)\b/i
 /** How many root-absolute files rootResources names at most (a page's first few suffice). */
 const MAX_RESOURCES = 8
 // what a URL resolves against, to tell a path on the page's own origin from another origin's
@@ -38,21 +36,27 @@ const rootAbsolute = (v: string): boolean => v.startsWith('/') && !v.startsWith(
  * the root of an origin. Reads the first MiB; at most MAX_RESOURCES paths, in order.
  */
 export function rootResources(html: string): string[] {
-  const head = html.slice(0, 1 << 20)
-  const b = BASE_TAG.exec(head)
-  const baseHref = b === null ? null : (b[1] ?? b[2] ?? b[3]).trim()
+  // the first <base href> (the document's base URL), and each loading tag's src or href
+  // (whichever it names first), in one pass of the tokenizer
+  let baseHref: string | null = null
+  const values: string[] = []
+  eachTag(html.slice(0, 1 << 20), (t) => {
+    if (t.end) return
+    if (t.name === 'base') baseHref ??= value(t.attrs, 'href')
+    if (!LOADING_TAGS.has(t.name) || (t.name === 'link' && !LOADING_REL.test(t.attrs.rel ?? ''))) return
+    const a = Object.keys(t.attrs).find((k) => k === 'src' || k === 'href')
+    if (a !== undefined) values.push(t.attrs[a].trim())
+  })
   // a root-absolute base makes every relative URL root-absolute; any other leaves them relative
-  const base = baseHref !== null && rootAbsolute(baseHref) ? ORIGIN + baseHref : null
+  // (assigned in the callback, which the compiler does not follow)
+  const href = baseHref as string | null
+  const base = href !== null && rootAbsolute(href) ? ORIGIN + href : null
   const out: string[] = []
-  for (const m of head.matchAll(LOADING_TAG)) {
-    if (m[1].toLowerCase() === 'link' && !LOADING_REL.test(m[2])) continue
-    const a = SRC_OR_HREF.exec(m[2])
-    if (a === null) continue
-    const value = (a[1] ?? a[2] ?? a[3]).trim()
+  for (const v of values) {
     let url: string | null = null
-    if (rootAbsolute(value)) url = value.replace(/[?#].*$/s, '')
-    else if (base !== null && value !== '' && !value.startsWith('#')) {
-      const u = URL.canParse(value, base) ? new URL(value, base) : null
+    if (rootAbsolute(v)) url = v.replace(/[?#].*$/s, '')
+    else if (base !== null && v !== '' && !v.startsWith('#')) {
+      const u = URL.canParse(v, base) ? new URL(v, base) : null
       // an absolute or scheme-relative URL names another origin (or data:, blob:): not the root
       if (u !== null && u.origin === ORIGIN) url = u.pathname
     }
@@ -130,8 +134,6 @@ function formsOf(html: string): PageForm[] {
   })
   return forms
 }
-
-const value = (attrs: Readonly<Record<string, string>>, name: string): string | null => (Object.hasOwn(attrs, name) ? attrs[name].trim() : null)
 
 /** How the page names a form: `id="contact"`, `name="apply"`, else `fallback`. */
 function formName(f: PageForm, fallback: string): string {

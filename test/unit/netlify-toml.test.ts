@@ -53,6 +53,27 @@ to = "/fine"
     assert.deepEqual(netlifyRules(text, 'f'), { file: 'f', redirects: ['/ok /fine 301'], headers: [], byHand: 2 })
   })
 
+  it("a rule holding a terminal's control characters is one to write by hand, never a line (NEW-SECREVIEW-4)", () => {
+    // TOML's \u escapes put an escape sequence in a cloned repository's file: written to the
+    // terminal as a line, it would retitle the window, hide text or worse
+    const text = `[[redirects]]
+from = "/a\\u001b]0;owned\\u0007"
+to = "/b"
+[[redirects]]
+from = "/c"
+to = "/d\\u009b2J"
+[[headers]]
+for = "/x"
+  [headers.values]
+  X-Note = "fine\\u001b[8m hidden"
+[[redirects]]
+from = "/ok"
+to = "/fine"
+`
+    const r = netlifyRules(text, 'f')
+    assert.deepEqual(r, { file: 'f', redirects: ['/ok /fine 301'], headers: [], byHand: 3 })
+  })
+
   it('a file that is not TOML, or holds no rule, gives nothing to say', () => {
     assert.equal(netlifyRules('[[redirects]\nfrom = "/a"', 'f'), null)
     assert.equal(netlifyRules('[build]\ncommand = "npm run build"\n', 'f'), null)

@@ -21,8 +21,14 @@ export interface NetlifyRules {
 }
 
 const isTable = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date)
-/** A value that fits on one line of `_redirects` / `_headers`: no line break (a word, for query values). */
-const oneLine = (v: unknown, word = false): v is string => typeof v === 'string' && v !== '' && !(word ? /\s/ : /[\r\n]/).test(v)
+/**
+ * A value that fits on one line of `_redirects` / `_headers`: no line break nor other control
+ * character but a tab (a word, for query values). The lines are written to the terminal, and a cloned
+ * repository's netlify.toml may hold escape sequences (`\u001b]...`) that would act on it
+ * (decision NEW-SECREVIEW-4).
+ */
+const oneLine = (v: unknown, word = false): v is string =>
+  typeof v === 'string' && v !== '' && !/[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/.test(v) && !(word && /\s/.test(v))
 
 /**
  * One `[[redirects]]` table as a `_redirects` line (`from [query...] to status[!]`, Netlify's
