@@ -1,5 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { request } from 'undici'
 import { ENGINES, multipart, startServer, type TestServer } from '../support/server.js'
 import { batchUpload, HIGH_LIMITS, HTML } from '../support/hosting.js'
 import { until, webhookReceiver } from '../support/webhooks.js'
@@ -69,6 +70,36 @@ for (const engine of ENGINES) {
           ['apply.html', 'buttons.html'],
         )
         // a hang guard, not a speed measure: the quadratic reading held the loop for minutes
+        assert.ok(slowest < 5000, `/healthz waited ${slowest} ms during it`)
+      },
+    )
+
+    it(
+      "a site's index.html of unclosed tags is read in bounded time when its user origin asks whether it is built for / (NEW-LINEAR-1)",
+      { timeout: 60_000 },
+      async () => {
+        // 1 MiB, the most the check reads: every "<script " used to rescan to the end
+        const page = '<script '.repeat((1 << 20) / 8)
+        const up = await batchUpload(s, { key: u.key }, 'rootscan', [{ filename: 'index.html', data: page }], true)
+        assert.equal(up.status, 200, up.text)
+        assert.equal((await s.post('/api/folders/rootscan/publish', { key: u.key })).status, 200)
+        let slowest = 0
+        let done = false
+        const probe = (async () => {
+          while (!done) {
+            const t = Date.now()
+            assert.equal((await s.get('/healthz')).status, 200)
+            slowest = Math.max(slowest, Date.now() - t)
+            await new Promise((r) => setTimeout(r, 50))
+          }
+        })()
+        // a browser's navigation to the project under the user's origin: the host reads its
+        // index.html to tell whether to send it on to the project's own origin (decision 75)
+        const r = await request(`${s.httpUrl}/rootscan/`, { headers: { host: `${u.username}.localhost`, 'sec-fetch-dest': 'document' } })
+        await r.body.text()
+        done = true
+        await probe
+        assert.equal(r.statusCode, 200)
         assert.ok(slowest < 5000, `/healthz waited ${slowest} ms during it`)
       },
     )
