@@ -110,7 +110,7 @@ for (const engine of ENGINES) {
         write: () => images(v),
         refused: (r) => {
           plain(r)
-          assert.match(r.json.message, /total image size limit reached/)
+          assert.match(r.json.message, /total image size limit of \d+ bytes reached/)
         },
         counted: async () => {
           const c = await bytes(v.id)
