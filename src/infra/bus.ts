@@ -229,14 +229,8 @@ function createTransportBus(connect: (events: TransportEvents) => Transport, opt
         return
       }
       const [, publisher, n] = h
-      if (publisher === id) {
-        // its own message, applied when it was published: back through the server, it counts
-        // as this instance's acknowledgement at once, without a round trip to say so
-        acked.set(id, Math.max(acked.get(id) ?? -1, Number(n)))
-        settle()
-        return
-      }
-      local.emit(ch, raw.slice(h[0].length))
+      // this instance's own message was applied when it was published
+      if (publisher !== id) local.emit(ch, raw.slice(h[0].length))
       owed.set(publisher, Math.max(owed.get(publisher) ?? 0, Number(n)))
       if (!ackScheduled) {
         ackScheduled = true
