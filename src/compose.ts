@@ -13,7 +13,7 @@ import { openBlobStore } from './storage/open.js'
 import { systemClock, type Clock } from './util/clock.js'
 import { createMemoryLimitStore, type LimitStore } from './limits/store.js'
 import { createRedisLimitStore } from './limits/redis.js'
-import { createLocalBus, createPostgresBus, createRedisBus, type Bus } from './infra/bus.js'
+import { createLocalBus, createRedisBus, type Bus } from './infra/bus.js'
 import { blobCacheMetrics, instrumentBlobStore } from './observability/blob-store.js'
 import { metrics } from './observability/metrics.js'
 import { createUsers } from './auth/users.js'
@@ -27,7 +27,6 @@ import { anyBlockedDigest } from './features/abuse/store.js'
 import { withBlocklist } from './storage/blocklist.js'
 import { AppError } from './errors/app-error.js'
 import { createScope } from './util/scope.js'
-import { CompiledQuery } from 'kysely'
 
 export type { Deps } from './deps.js'
 export { openBlobStore }
@@ -84,14 +83,7 @@ export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}
           onPublishError: () => metrics.dependencyErrors.inc({ dependency: 'redis-bus' }),
           onAckTimeout: () => metrics.dependencyErrors.inc({ dependency: 'redis-bus-ack' }),
         })
-      : config.databaseUrl
-        ? // instances sharing the database without Redis still hear each other (NEW-PGBUS-1)
-          createPostgresBus(config.databaseUrl, {
-            query: async (text, values) => (await db.k.executeQuery(CompiledQuery.raw(text, values))).rows as Array<Record<string, unknown>>,
-            onPublishError: () => metrics.dependencyErrors.inc({ dependency: 'postgres-bus' }),
-            onAckTimeout: () => metrics.dependencyErrors.inc({ dependency: 'postgres-bus-ack' }),
-          })
-        : createLocalBus())
+      : createLocalBus())
   const deps: Deps = {
     config,
     db,

@@ -486,8 +486,8 @@ async function setUser(db: Db, config: Config, username: string, s: UserSettings
     `updated ${u.username}: tier ${u.tier}, ${u.disabled ? 'disabled' : 'enabled'}, api access ${u.api_access ? 'on' : 'off'}, limits ${JSON.stringify(u.limits)}`,
   )
   // the account's pages go offline (or come back) on every running instance at once,
-  // as the admin console does it; on SQLite, a running server's cache takes up to its life
-  // (5 minutes) to see the change
+  // as the admin console does it; without Redis, a running server's cache takes up to
+  // its life (5 minutes) to see the change
   if (s.disabled === undefined) return
   await tellServers(config, u.username)
 }
@@ -517,28 +517,28 @@ async function releaseName(db: Db, username: string): Promise<void> {
   out(`released the name ${username}: a new account may take it; the slugs of its forms stay held`)
 }
 
-/**
- * Drops an account's public caches on every running server (through Redis, or PostgreSQL
- * without it), as the console does.
- */
+/** Drops an account's public caches on every running server (through Redis), as the console does. */
 async function tellServers(config: Config, username: string): Promise<void> {
-  const { openOperatorBus } = await import('./operator-bus.js')
-  const { invalidateAccount } = await import('../features/accounts/invalidate.js')
-  // a publish the bus's server refuses does not throw (a server only counts it): note it
-  // here, so an unreachable REDIS_URL is reported instead of passing for a delivered message
-  let lost = false
-  const open = await openOperatorBus(config, () => (lost = true))
-  if (open === null) {
+  if (config.redisUrl === null) {
     out(`a running server shows this within 5 minutes (set REDIS_URL, or use the admin console, for at once)`)
     return
   }
+  const { createRedisBus, isReliable } = await import('../infra/bus.js')
+  const { invalidateAccount } = await import('../features/accounts/invalidate.js')
+  // a publish Redis refuses does not throw (a server only counts it): note it here, so
+  // an unreachable REDIS_URL is reported instead of passing for a delivered message
+  let lost = false
+  const bus = createRedisBus(config.redisUrl, `${config.redisPrefix}bus:`, { onPublishError: () => (lost = true) })
   try {
-    await invalidateAccount(open.bus, username)
-    if (lost) out(`could not tell the running servers (${open.via} did not take the message): they show this within 5 minutes`)
+    // a publish waits for the instances' acknowledgements only once the bus's own
+    // subscription is up: wait for it (1 s at most), so this returns once they applied it
+    for (let i = 0; i < 20 && !isReliable(bus); i++) await new Promise((r) => setTimeout(r, 50))
+    await invalidateAccount(bus, username)
+    if (lost) out('could not tell the running servers (Redis at REDIS_URL did not take the message): they show this within 5 minutes')
   } catch (e) {
     out(`could not tell the running servers (${(e as Error).message}): they show this within 5 minutes`)
   } finally {
-    await open.bus.close()
+    await bus.close()
   }
 }
 

@@ -66,23 +66,22 @@ export async function importFromFile(db: Db, config: Config, file: string, as: s
 
 /**
  * After an import, running servers drop what their public host cached about the new user's
- * name (a 404 of a page asked for before, kept up to 5 minutes): through their bus (Redis with
- * REDIS_URL, else PostgreSQL), as a deploy through the API does. (KV reads and image and data
- * links are cached for seconds only.) On SQLite no other process can be reached: the line
- * returned says what to do.
+ * name (a 404 of a page asked for before, kept up to 5 minutes): through the Redis bus when
+ * REDIS_URL is set, as a deploy through the API does. (KV reads and image and data links are
+ * cached for seconds only.) Without Redis no other process can be reached: the line returned
+ * says what to do.
  */
 async function tellServers(config: Config, username: string): Promise<string> {
-  const [{ openOperatorBus }, { invalidateHosting }] = await Promise.all([import('./operator-bus.js'), import('../features/sites/invalidate.js')])
-  let lost = false
-  const open = await openOperatorBus(config, () => (lost = true))
-  if (open === null) return "a running server may answer 404 for this user's pages for up to 5 minutes: restart it to serve them at once (or set REDIS_URL)"
+  if (config.redisUrl === null)
+    return "a running server may answer 404 for this user's pages for up to 5 minutes: restart it to serve them at once (or set REDIS_URL)"
+  const [{ createRedisBus }, { invalidateHosting }] = await Promise.all([import('../infra/bus.js'), import('../features/sites/invalidate.js')])
+  const bus = createRedisBus(config.redisUrl, `${config.redisPrefix}bus:`)
   try {
-    await invalidateHosting(open.bus, username)
-    if (lost) return `could not tell the running servers (${open.via} did not take the message): they serve it within 5 minutes, or restart them`
-    return `running servers were told (${open.via}): they serve it now`
+    await invalidateHosting(bus, username)
+    return 'running servers were told (REDIS_URL): they serve it now'
   } catch (e) {
     return `could not tell the running servers (${(e as Error).message}): they serve it within 5 minutes, or restart them`
   } finally {
-    await open.bus.close()
+    await bus.close()
   }
 }

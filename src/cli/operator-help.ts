@@ -10,10 +10,7 @@ import { anInteger, oneOf, takes, type CommandHelp } from './help.js'
 const DATA: readonly [string, string] = ['DATA_DIR', 'the data folder: svc.db (SQLite) and the blobs (default ./data)']
 const DATABASE: readonly [string, string] = ['DATABASE_URL', 'postgres://...: PostgreSQL instead of DATA_DIR/svc.db']
 const STORAGE: readonly [string, string] = ['STORAGE_URL', 'where the blobs are (file:///path or s3://bucket; default DATA_DIR/blobs)']
-const REDIS: readonly [string, string] = [
-  'REDIS_URL',
-  'tell the running servers at once (without it, through DATABASE_URL; on SQLite they see the change within 5 minutes)',
-]
+const REDIS: readonly [string, string] = ['REDIS_URL', 'tell the running servers at once (without it they see the change within 5 minutes)']
 const CONFIG = 'docs/operations/configuration.md'
 /** svc sweep's longest grace: a year; an upload is committed within its request. */
 const MAX_GRACE_SECONDS = 365 * 24 * 3600

@@ -11,7 +11,6 @@ import { sendfileAvailable } from '../http/sendfile.js'
 import { backupSqlite, openSnapshotTarget } from './backup.js'
 import type { Deps } from '../deps.js'
 import { databaseState, holdDataDir, newDatabaseNote } from './data-dir.js'
-import { postgresBusChannel } from '../infra/bus.js'
 
 const SWEEP_EVERY_MS = 15 * 60_000
 const SWEEP_GRACE_MS = 60 * 60_000
@@ -73,10 +72,7 @@ export async function serve(config: Config): Promise<void> {
   const shared = sharedStateLine(config)
   if (shared) (shared.warning ? process.stderr : process.stdout).write(`${shared.line}\n`)
   if (shared?.warning)
-    app.log.warn(
-      { databaseUrl: redact(config.databaseUrl!) },
-      "DATABASE_URL without REDIS_URL: rate limits, concurrency slots and password throttles are this instance's own; cache invalidation goes through PostgreSQL",
-    )
+    app.log.warn({ databaseUrl: redact(config.databaseUrl!) }, "DATABASE_URL without REDIS_URL: rate limits and cache invalidation are this instance's own")
   if (config.host === '127.0.0.1' || config.host === '::1') {
     process.stdout.write(`only this machine can connect (HOST=${config.host}); HOST=0.0.0.0 listens on every interface\n`)
   }
@@ -125,11 +121,10 @@ function scheduleBackups(config: Config, deps: Deps, warn: (msg: string, err?: u
 }
 
 /**
- * What the start line says of the state instances share besides the database (decisions
- * NEW-OPS-1, NEW-PGBUS-1): with REDIS_URL, the Redis and key prefix this instance uses; on
- * PostgreSQL without it, a warning naming what stays this instance's own (the limit
- * counters) and that its cache invalidation (through PostgreSQL) reaches only the instances
- * that also run without REDIS_URL. SQLite is one instance: no line.
+ * What the start line says of the state instances share besides the database (decision
+ * NEW-OPS-1): with REDIS_URL, the Redis and key prefix this instance uses; on PostgreSQL
+ * without it, a warning, since another instance's writes then never reach this one's caches
+ * (it serves pages stale) and its rate limits count alone. SQLite is one instance: no line.
  */
 function sharedStateLine(config: Pick<Config, 'databaseUrl' | 'redisUrl' | 'redisPrefix'>): { line: string; warning: boolean } | null {
   if (config.redisUrl)
@@ -137,10 +132,9 @@ function sharedStateLine(config: Pick<Config, 'databaseUrl' | 'redisUrl' | 'redi
   if (!config.databaseUrl) return null
   return {
     line:
-      "warning: DATABASE_URL without REDIS_URL: rate limits, concurrency slots and password throttles are this instance's own " +
-      '(each instance allows the whole limit); cache invalidation goes through PostgreSQL (LISTEN/NOTIFY on channel ' +
-      `${postgresBusChannel(new URL(config.databaseUrl).searchParams.get('schema'))}), which reaches the instances on this schema ` +
-      'that also run without REDIS_URL, not those with it. Give every instance the same REDIS_URL to share the limits',
+      "warning: DATABASE_URL without REDIS_URL: rate limits and cache invalidation are this instance's own; " +
+      "another instance's writes never reach its caches, so it serves pages stale after them. " +
+      'Run no other instance on this database, or give every instance the same REDIS_URL',
     warning: true,
   }
 }

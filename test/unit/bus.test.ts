@@ -2,9 +2,8 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { Redis } from 'ioredis'
-import pg from 'pg'
-import { PG_URL, REDIS_URL, needs } from '../support/server.js'
-import { createLocalBus, createPostgresBus, createRedisBus, FLUSH_ALL, isReliable, postgresBusChannel, type Bus } from '../../src/infra/bus.js'
+import { REDIS_URL, needs } from '../support/server.js'
+import { createLocalBus, createRedisBus, FLUSH_ALL, isReliable, type Bus } from '../../src/infra/bus.js'
 import { startTcpProxy } from '../support/tcp-proxy.js'
 
 /** Polls (every 10 ms, at most 5 s) until `cond` holds. */
@@ -196,136 +195,5 @@ describe('bus', () => {
     assert.deepEqual(got, ['x'], 'still delivered to this instance')
     assert.equal(isReliable(bus), false)
     await bus.close()
-  })
-
-  // PostgreSQL LISTEN/NOTIFY (no Redis): the same protocol over the database (NEW-PGBUS-1).
-  // The bus makes no schema: a fresh name only keeps runs and tests apart
-  const newSchema = () => `t_pgbus_${crypto.randomBytes(5).toString('hex')}`
-  /** The pids of the bus connections of `schema` (found by their application_name). */
-  async function busPids(admin: pg.Client, schema: string): Promise<number[]> {
-    const r = await admin.query<{ pid: number }>('select pid from pg_stat_activity where application_name = $1 order by backend_start', [
-      postgresBusChannel(schema),
-    ])
-    return r.rows.map((x) => x.pid)
-  }
-
-  it('PostgreSQL bus: a publish returns once every instance of the schema applied it; another schema hears nothing', needs('postgres'), async () => {
-    const schema = newSchema()
-    const url = `${PG_URL}?schema=${schema}`
-    let timeouts = 0
-    const onAckTimeout = () => timeouts++
-    // A subscribes to nothing: it is counted among the receivers all the same, and acknowledges
-    const buses = [
-      createPostgresBus(url, { onAckTimeout }),
-      createPostgresBus(url, { onAckTimeout }),
-      createPostgresBus(url, { onAckTimeout }),
-      createPostgresBus(`${PG_URL}?schema=${newSchema()}`, { onAckTimeout }),
-    ]
-    const [a, b, c, other] = buses as [Bus, Bus, Bus, Bus]
-    try {
-      const [onB, onC, onOther] = await Promise.all([listen(b, 'B'), listen(c, 'C'), listen(other, 'other')])
-      await until(() => isReliable(a), 'A subscribed')
-      for (let i = 0; i < 100; i++) {
-        const msg = `user-${i}`
-        await Promise.all([a.publish('hosting', msg), b.publish('hosting', `${msg}-b`)])
-        assert.ok(onB.includes(msg) && onC.includes(msg) && onC.includes(`${msg}-b`), `applied everywhere before publish returned (${i})`)
-      }
-      assert.equal(onB.filter((m) => m === 'user-7-b').length, 1, "a publisher's own message is applied once")
-      assert.equal(timeouts, 0, 'every publish ended with all acknowledgements, none by the 250 ms bound')
-      assert.deepEqual(
-        onOther.filter((m) => m !== FLUSH_ALL),
-        [],
-        'a bus of another schema hears none of them',
-      )
-    } finally {
-      await Promise.all(buses.map((x) => x.close()))
-    }
-  })
-
-  it('PostgreSQL bus: a LISTEN connection terminated flushes and reports unreliable until it is back', needs('postgres'), async () => {
-    const schema = newSchema()
-    const url = `${PG_URL}?schema=${schema}`
-    const admin = new pg.Client({ connectionString: PG_URL })
-    await admin.connect()
-    const b = createPostgresBus(url)
-    let a: Bus | undefined
-    try {
-      const onB = await listen(b, 'B')
-      const [bPid] = await busPids(admin, schema)
-      assert.ok(bPid)
-      a = createPostgresBus(url)
-      await until(() => isReliable(a!), 'A subscribed')
-      assert.equal((await busPids(admin, schema)).length, 2, 'one connection per bus')
-      onB.length = 0
-      await admin.query('select pg_terminate_backend($1)', [bPid])
-      await until(() => onB.includes(FLUSH_ALL) && !isReliable(b), 'flush on loss')
-      // back on a new connection: flushed once more (messages may have been lost), then reliable
-      await until(() => isReliable(b) && onB.filter((m) => m === FLUSH_ALL).length >= 2, 'listening again')
-      assert.ok(!(await busPids(admin, schema)).includes(bPid), 'a new connection')
-      onB.length = 0
-      await a.publish('hosting', 'bob')
-      assert.deepEqual(onB, ['bob'], 'applied before the publish returned')
-    } finally {
-      await a?.close()
-      await b.close()
-      await admin.end()
-    }
-  })
-
-  it(
-    'PostgreSQL bus: a LISTEN connection that hangs open flushes and reports unreliable within the heartbeat bound, then recovers',
-    needs('postgres'),
-    async () => {
-      const schema = newSchema()
-      const target = new URL(PG_URL)
-      const relay = await startTcpProxy(Number(target.port || 5432), target.hostname)
-      const viaRelay = new URL(PG_URL)
-      viaRelay.host = `127.0.0.1:${relay.port}`
-      viaRelay.searchParams.set('schema', schema)
-      const a = createPostgresBus(`${PG_URL}?schema=${schema}`)
-      const b = createPostgresBus(viaRelay.toString(), { heartbeatMs: 100 })
-      try {
-        const onB = await listen(b, 'B')
-        await until(() => isReliable(a), 'A subscribed')
-        await a.publish('hosting', 'alice')
-        assert.ok(onB.includes('alice'))
-        onB.length = 0
-        relay.hang()
-        const t0 = Date.now()
-        await a.publish('hosting', 'bob')
-        await until(() => onB.includes(FLUSH_ALL) && !isReliable(b), 'B flushed and unreliable')
-        assert.ok(Date.now() - t0 < 2000, `noticed after ${Date.now() - t0} ms`)
-        assert.ok(!onB.includes('bob'))
-        relay.resume()
-        await until(() => isReliable(b), 'B back')
-        onB.length = 0
-        await a.publish('hosting', 'carol')
-        await until(() => onB.includes('carol'), 'message after recovery')
-      } finally {
-        await a.close()
-        await b.close()
-        await relay.close()
-      }
-    },
-  )
-
-  it("PostgreSQL bus: a message over NOTIFY's 8000 bytes reaches the others as FLUSH_ALL, this instance as it is", needs('postgres'), async () => {
-    const url = `${PG_URL}?schema=${newSchema()}`
-    const a = createPostgresBus(url)
-    const b = createPostgresBus(url)
-    try {
-      const [onA, onB] = await Promise.all([listen(a, 'A'), listen(b, 'B')])
-      onA.length = 0
-      onB.length = 0
-      const big = 'x'.repeat(9000)
-      await a.publish('hosting', big)
-      assert.deepEqual(onA, [big])
-      assert.deepEqual(onB, [FLUSH_ALL], 'dropped everything of the channel, before the publish returned')
-      await a.publish('hosting', 'small')
-      assert.deepEqual(onB, [FLUSH_ALL, 'small'])
-    } finally {
-      await a.close()
-      await b.close()
-    }
   })
 })
