@@ -122,7 +122,7 @@ function scheduleBackups(config: Config, deps: Deps, warn: (msg: string, err?: u
 
 /**
  * What the start line says of the state instances share besides the database (decision
- * NEW-OPS-1): with REDIS_URL, the Redis and key prefix this instance uses; on PostgreSQL
+ * 318): with REDIS_URL, the Redis and key prefix this instance uses; on PostgreSQL
  * without it, a warning, since another instance's writes then never reach this one's caches
  * (it serves pages stale) and its rate limits count alone. SQLite is one instance: no line.
  */

@@ -44,7 +44,7 @@ export function serviceOrigin(req: FastifyRequest, config: Pick<Config, 'publicU
  * its Host is a loopback name and port and nothing else (the one-command start); null
  * otherwise. A Host such as `localhost\@evil.test` or `localhost#@evil.test` is loopback to a
  * browser's parser but names evil.test to others (a webhook receiver's, a mail filter's), so
- * a Host that is more than a host and port gives no link (decision NEW-SECREVIEW-3).
+ * a Host that is more than a host and port gives no link (decision 330).
  */
 export function linkOrigin(req: FastifyRequest, config: Pick<Config, 'publicUrl' | 'trustProxy'>): string | null {
   if (config.publicUrl) return config.publicUrl
@@ -109,7 +109,7 @@ const lastOriginWarning = new WeakMap<object, number>()
  * A browser that says its write is same-origin, from an origin the service does not take for
  * its own, is its own user's page, not a forgery: PUBLIC_URL or the proxy's Host header does
  * not match the address browsers use (a port dropped, another host name), and every sign-in
- * would fail as "expired" with nothing logged (decision NEW-OPS-3). Still refused; logged at
+ * would fail as "expired" with nothing logged (decision 320). Still refused; logged at
  * most once a minute, since any client can send these headers.
  */
 function warnOriginMismatch(req: FastifyRequest, config: object, origin: string, own: string, hostOrigin: string): void {

@@ -3,7 +3,7 @@ import type { Db } from '../db/kysely.js'
 import { AppError } from '../errors/app-error.js'
 
 /**
- * Leases of long writes on the blob sweeper (docs/decisions.md NEW-LEASE-1). A request that
+ * Leases of long writes on the blob sweeper (docs/decisions.md 313). A request that
  * puts blobs long before it commits the rows naming them (an archive deploy, a batch upload,
  * a form submission's or an image upload's files) registers a row in `blob_leases` before its
  * first put, renews it while it runs and removes it when it ends. The sweeper spares every

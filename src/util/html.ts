@@ -179,7 +179,7 @@ const SUBMIT_ACTION = /^(?:https?:)?\/\/[^/?#]+\/api\/forms\/submit\/[^/?#]+/i
  * `action`) with a `_next` relative to the page (`thanks.html`, `?x`; not `/...` nor a URL): a
  * browser's cross-origin post tells the endpoint only the page's origin (its Referer is cut
  * to it), so such a `_next` is resolved from the origin's root, not from the page
- * (decision NEW-FRIENDLY-1). Comments, scripts and templates are skipped; the first MiB read.
+ * (decision 321). Comments, scripts and templates are skipped; the first MiB read.
  */
 export function relativeNextsToEndpoint(html: string): RelativeNext[] {
   const out: RelativeNext[] = []

@@ -6,7 +6,7 @@ export interface RedisEvents {
 }
 
 /**
- * Why a call on an ioredis client failed, in words an operator can act on (decision NEW-OPS-2).
+ * Why a call on an ioredis client failed, in words an operator can act on (decision 319).
  * While the client is not connected a call fails with ioredis's own "Command timed out" or
  * "Connection is closed"; the connection's last error (`connect ECONNREFUSED 10.0.0.5:6379`,
  * a DNS or TLS failure, NOAUTH) says why, so it comes first. It never holds a password.

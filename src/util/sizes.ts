@@ -1,6 +1,6 @@
 /**
  * Sizes as people read them, for every message that names a size limit (decision
- * NEW-FRIENDLY-2): binary units (KiB, MiB, GiB, TiB), as the documentation writes limits.
+ * 322): binary units (KiB, MiB, GiB, TiB), as the documentation writes limits.
  * Depends on nothing.
  */
 

@@ -8,7 +8,7 @@ import type { BrowserContext } from 'playwright-core'
 // A Formspree-style form on a page below / of a user's origin, posting to the form endpoint
 // (another origin) with a relative _next: the browser cuts the post's Referer to the site's
 // origin, so the endpoint cannot resolve it against the page; the deploy says so and names
-// the _next that lands next to the page (decision NEW-FRIENDLY-1).
+// the _next that lands next to the page (decision 321).
 const engine = ENGINES[0]
 
 const page = (action: string, next: string) => `<!doctype html><html><head><meta charset="utf-8"><title>contact</title></head><body>

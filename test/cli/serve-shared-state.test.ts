@@ -9,7 +9,7 @@ import { SVC_BIN } from './run.js'
 import { PG_URL, REDIS_URL, dropSchema, needs } from '../support/server.js'
 
 // The shipped `svc serve`'s start lines say what the instances share besides the database
-// (decision NEW-OPS-1): an instance on PostgreSQL without REDIS_URL, among others that have
+// (decision 318): an instance on PostgreSQL without REDIS_URL, among others that have
 // it, serves pages stale after their deploys; the operator is told so at start.
 
 /** Starts bin/svc serve with `env`, waits for its start line, stops it: its stdout and stderr. */

@@ -228,7 +228,7 @@ for (const engine of ENGINES) {
       assert.equal((await fileRows(carol.id)).length, 2)
     })
 
-    it('a file over the limit is refused in sizes people read, with the exact count, in both languages (decision NEW-FRIENDLY-2)', async () => {
+    it('a file over the limit is refused in sizes people read, with the exact count, in both languages (decision 322)', async () => {
       const f = await make(alice)
       const parts = [
         { name: 'name', data: 'Ann' },

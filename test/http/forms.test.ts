@@ -1032,7 +1032,7 @@ for (const engine of ENGINES) {
       assert.equal((await data(ivy, typed.id)).json.data.total, 0)
     })
 
-    it('says what is wrong with a field as a person writes it, in both languages; the code and field stay (decision NEW-FRIENDLY-3)', async () => {
+    it('says what is wrong with a field as a person writes it, in both languages; the code and field stay (decision 323)', async () => {
       const una = await s.user()
       const typed = await make(una, {
         fields_config: [

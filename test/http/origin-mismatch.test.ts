@@ -6,7 +6,7 @@ import { startServer, type TestServer } from '../support/server.js'
 // missing, as with nginx's `Host $host` on a port other than 443): a browser's sign-in says
 // Sec-Fetch-Site: same-origin with an Origin the service does not take for its own, and is
 // refused as a possible forgery. The refusal stays; the operator is told why in the log, at
-// most once a minute (decision NEW-OPS-3).
+// most once a minute (decision 320).
 describe('a browser write refused for an Origin that is not PUBLIC_URL', () => {
   let s: TestServer
   before(async () => {

@@ -7,7 +7,7 @@ import { until, webhookReceiver } from '../support/webhooks.js'
 import { smtpSink } from '../support/smtp.js'
 
 // Findings of the security review of the deploy-time page reading and the links sent out of
-// band (decisions NEW-LINEAR-1, NEW-SECREVIEW-2 and -3), against a real server over a socket, both engines.
+// band (decisions 324, 329 and 330), against a real server over a socket, both engines.
 
 /** A form whose file input a browser sends as its name alone: the warning the deploy answers. */
 const FILE_AS_NAME = HTML('apply', '<form id="apply" method="post" action="https://formspree.io/f/x"><input type="file" name="cv"></form>')
@@ -27,55 +27,51 @@ for (const engine of ENGINES) {
       await smtp.close()
     })
 
-    it(
-      'crafted pages of unclosed tags and comments are read in bounded time, and the service answers meanwhile (NEW-LINEAR-1)',
-      { timeout: 60_000 },
-      async () => {
-        // each page is ~200 KiB of tags that never close: every later tag used to rescan to the end
-        const n = 200 * 1024
-        const pages = [
-          { filename: 'index.html', data: '<img '.repeat(n / 5) },
-          { filename: 'forms.html', data: '<form '.repeat(n / 6) },
-          { filename: 'comments.html', data: '<!--'.repeat(n / 4) },
-          { filename: 'scripts.html', data: '<script>'.repeat(n / 8) },
-          { filename: 'inputs.html', data: `<form method="post" action="${s.url}/api/forms/submit/x">${'<input '.repeat(n / 7)}` },
-          { filename: 'buttons.html', data: `<form method="post"><input type="file">${'<button '.repeat(n / 8)}` },
-          { filename: 'base.html', data: '<base '.repeat(n / 6) },
-          // a login page: the phishing heuristics read its text and fields too
-          { filename: 'login-lt.html', data: `<input type="password">${'<'.repeat(n)}` },
-          { filename: 'login-inputs.html', data: `<input type="password">${'<input '.repeat(n / 7)}` },
-          { filename: 'login-title.html', data: `<input type="password">${'<title>'.repeat(n / 7)}` },
-          { filename: 'apply.html', data: FILE_AS_NAME },
-        ]
-        let slowest = 0
-        let done = false
-        // /healthz during the deploy: the page reading runs on the event loop
-        const probe = (async () => {
-          while (!done) {
-            const t = Date.now()
-            const h = await s.get('/healthz')
-            assert.equal(h.status, 200)
-            slowest = Math.max(slowest, Date.now() - t)
-            await new Promise((r) => setTimeout(r, 50))
-          }
-        })()
-        const r = await batchUpload(s, { key: u.key }, 'crafted', pages, true, { 'accept-language': 'en' })
-        done = true
-        await probe
-        assert.equal(r.status, 200, r.text)
-        assert.equal(r.json.uploaded_count, pages.length)
-        // the real problems are still found: a file input in a form sent without multipart
-        assert.deepEqual(
-          r.json.warnings.map((w: { path: string }) => w.path),
-          ['apply.html', 'buttons.html'],
-        )
-        // a hang guard, not a speed measure: the quadratic reading held the loop for minutes
-        assert.ok(slowest < 5000, `/healthz waited ${slowest} ms during it`)
-      },
-    )
+    it('crafted pages of unclosed tags and comments are read in bounded time, and the service answers meanwhile (324)', { timeout: 60_000 }, async () => {
+      // each page is ~200 KiB of tags that never close: every later tag used to rescan to the end
+      const n = 200 * 1024
+      const pages = [
+        { filename: 'index.html', data: '<img '.repeat(n / 5) },
+        { filename: 'forms.html', data: '<form '.repeat(n / 6) },
+        { filename: 'comments.html', data: '<!--'.repeat(n / 4) },
+        { filename: 'scripts.html', data: '<script>'.repeat(n / 8) },
+        { filename: 'inputs.html', data: `<form method="post" action="${s.url}/api/forms/submit/x">${'<input '.repeat(n / 7)}` },
+        { filename: 'buttons.html', data: `<form method="post"><input type="file">${'<button '.repeat(n / 8)}` },
+        { filename: 'base.html', data: '<base '.repeat(n / 6) },
+        // a login page: the phishing heuristics read its text and fields too
+        { filename: 'login-lt.html', data: `<input type="password">${'<'.repeat(n)}` },
+        { filename: 'login-inputs.html', data: `<input type="password">${'<input '.repeat(n / 7)}` },
+        { filename: 'login-title.html', data: `<input type="password">${'<title>'.repeat(n / 7)}` },
+        { filename: 'apply.html', data: FILE_AS_NAME },
+      ]
+      let slowest = 0
+      let done = false
+      // /healthz during the deploy: the page reading runs on the event loop
+      const probe = (async () => {
+        while (!done) {
+          const t = Date.now()
+          const h = await s.get('/healthz')
+          assert.equal(h.status, 200)
+          slowest = Math.max(slowest, Date.now() - t)
+          await new Promise((r) => setTimeout(r, 50))
+        }
+      })()
+      const r = await batchUpload(s, { key: u.key }, 'crafted', pages, true, { 'accept-language': 'en' })
+      done = true
+      await probe
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.json.uploaded_count, pages.length)
+      // the real problems are still found: a file input in a form sent without multipart
+      assert.deepEqual(
+        r.json.warnings.map((w: { path: string }) => w.path),
+        ['apply.html', 'buttons.html'],
+      )
+      // a hang guard, not a speed measure: the quadratic reading held the loop for minutes
+      assert.ok(slowest < 5000, `/healthz waited ${slowest} ms during it`)
+    })
 
     it(
-      "a site's index.html of unclosed tags is read in bounded time when its user origin asks whether it is built for / (NEW-LINEAR-1)",
+      "a site's index.html of unclosed tags is read in bounded time when its user origin asks whether it is built for / (324)",
       { timeout: 60_000 },
       async () => {
         // 1 MiB, the most the check reads: every "<script " used to rescan to the end
@@ -104,7 +100,7 @@ for (const engine of ENGINES) {
       },
     )
 
-    it('a _next no URL parser resolves neither fails the warnings of the other pages nor the phishing heuristics (NEW-SECREVIEW-2)', async () => {
+    it('a _next no URL parser resolves neither fails the warnings of the other pages nor the phishing heuristics (329)', async () => {
       const submit = `${s.url}/api/forms/submit/contact`
       // a login page posting the password elsewhere: the heuristics open a report for it
       const phish = HTML(
@@ -139,7 +135,7 @@ for (const engine of ENGINES) {
       assert.match(reports[0].details, /collector\.example/)
     })
 
-    it("a visitor's Host that a browser reads as loopback but other parsers do not gives no absolute link (NEW-SECREVIEW-3)", async () => {
+    it("a visitor's Host that a browser reads as loopback but other parsers do not gives no absolute link (330)", async () => {
       const rx = await webhookReceiver()
       rx.status.value = 200
       try {

@@ -74,7 +74,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(clean.json.warnings, [])
     })
 
-    it("a folder project's form posting to the form endpoint with a relative _next is warned of, with the _next from the root (decision NEW-FRIENDLY-1)", async () => {
+    it("a folder project's form posting to the form endpoint with a relative _next is warned of, with the _next from the root (decision 321)", async () => {
       const form = (action: string, next: string | null, id = 'contact') =>
         HTML(
           'contact',
@@ -122,7 +122,7 @@ for (const engine of ENGINES) {
       assert.match(mcp.structuredContent.warnings[0].message, /"\/mcp-next\/thanks\.html"/)
     })
 
-    it("a page loading a bundler's source as a module script is warned of on every deploy path; a build's page is not (NEW-SITES-1)", async () => {
+    it("a page loading a bundler's source as a module script is warned of on every deploy path; a build's page is not (304)", async () => {
       const page = (src: string) => `<!doctype html><title>app</title><div id="root"></div><script type="module" src="${src}"></script>`
       const files = [
         { filename: 'index.html', data: page('/src/main.tsx') },

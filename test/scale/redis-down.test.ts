@@ -102,7 +102,7 @@ for (const engine of ENGINES) {
       assert.ok(Date.now() - t0 < 2500)
     })
 
-    it("names why Redis is down, its connection's own error, where the operator looks (decision NEW-OPS-2)", async () => {
+    it("names why Redis is down, its connection's own error, where the operator looks (decision 319)", async () => {
       const refused = `connect ECONNREFUSED 127.0.0.1:${redisPort}`
       // a direct loopback caller may read /metrics, so sees the failure's message
       const ready = await broken.get('/readyz')

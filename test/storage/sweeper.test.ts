@@ -222,7 +222,7 @@ for (const engine of ENGINES) {
 /**
  * Long writes (an archive deploy, a batch upload, a form submission's or an image upload's
  * files) put blobs long before their rows commit: their lease keeps every sweep off those
- * blobs, on disk and on S3 alike (docs/decisions.md NEW-LEASE-1). A sweep with no grace at the
+ * blobs, on disk and on S3 alike (docs/decisions.md 313). A sweep with no grace at the
  * real time finds every unreferenced blob old, as one would two hours into a slow upload.
  */
 for (const engine of ENGINES) {

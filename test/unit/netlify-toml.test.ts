@@ -53,7 +53,7 @@ to = "/fine"
     assert.deepEqual(netlifyRules(text, 'f'), { file: 'f', redirects: ['/ok /fine 301'], headers: [], byHand: 2 })
   })
 
-  it("a rule holding a terminal's control characters is one to write by hand, never a line (NEW-SECREVIEW-4)", () => {
+  it("a rule holding a terminal's control characters is one to write by hand, never a line (331)", () => {
     // TOML's \u escapes put an escape sequence in a cloned repository's file: written to the
     // terminal as a line, it would retitle the window, hide text or worse
     const text = `[[redirects]]

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { humanSize, sizeText } from '../../src/util/sizes.js'
 import { errorMessage, fill } from '../../src/errors/render.js'
 
-describe('sizes as people read them (decision NEW-FRIENDLY-2)', () => {
+describe('sizes as people read them (decision 322)', () => {
   it('says a byte count in the largest binary unit it reaches, rounded down to one decimal', () => {
     const cases: Array<[number, string]> = [
       [0, '0 bytes'],

@@ -1,6 +1,6 @@
 /**
  * A Netlify site's `netlify.toml` rules (`[[redirects]]`, `[[headers]]`), which svc does not
- * read, as the `_redirects` and `_headers` lines that say the same (NEW-SITES-2). The file is
+ * read, as the `_redirects` and `_headers` lines that say the same (305). The file is
  * parsed as TOML 1.0 (smol-toml); a rule using what those lines cannot say (`conditions`,
  * `signed`, a non-string header value...) is counted as one to write by hand.
  */
@@ -25,7 +25,7 @@ const isTable = (v: unknown): v is Record<string, unknown> => typeof v === 'obje
  * A value that fits on one line of `_redirects` / `_headers`: no line break nor other control
  * character but a tab (a word, for query values). The lines are written to the terminal, and a cloned
  * repository's netlify.toml may hold escape sequences (`\u001b]...`) that would act on it
- * (decision NEW-SECREVIEW-4).
+ * (decision 331).
  */
 const oneLine = (v: unknown, word = false): v is string =>
   typeof v === 'string' && v !== '' && !/[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/.test(v) && !(word && /\s/.test(v))

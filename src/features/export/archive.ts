@@ -699,7 +699,7 @@ export async function importArchive(
   }
   await refuseTakenDown(db.k)
   // the lease spares the blobs stored below until the rows commit, however long a large
-  // archive takes to store (a sweep of a server on the same database meanwhile: NEW-LEASE-1)
+  // archive takes to store (a sweep of a server on the same database meanwhile: 313)
   return withBlobLease(db, async (lease) => {
     await lease.take()
     const blobPaths = new Set(need.map((b) => b.path))

@@ -38,7 +38,7 @@ export async function* csvExport(
     // own keys only: a field named "constructor" that this submission lacks is an empty cell
     const value = (c: string) => (Object.hasOwn(v.data, c) ? v.data[c] : undefined)
     // a field's cell holds its text, then the links of the files sent in it, one a line, as
-    // the dashboard shows them (decision NEW-BACKEND-3)
+    // the dashboard shows them (decision 311)
     const field = (c: string) => {
       const sent = (r.files ?? []).filter((f) => f.field === c).map(link)
       if (sent.length === 0) return value(c)

@@ -30,7 +30,7 @@ export const bad = (detail: Text) => new AppError('INVALID_PARAMETER', { params:
 /**
  * 400 / 1614 about one field, in words a visitor reads: "The field "email" must be an email
  * address." (`detail`: what follows the field's name, a sentence's end with its full stop).
- * The machine-readable part stays: the code and `field` (decision NEW-FRIENDLY-3).
+ * The machine-readable part stays: the code and `field` (decision 323).
  */
 export const mismatch = (field: string, detail: Text) => mismatchSaid(field, { zh: `字段“${field}”${detail.zh}`, en: `The field "${field}" ${detail.en}` })
 /** 400 / 1614 about `field` in a sentence of its own (one that does not start with the field). */

@@ -643,7 +643,7 @@ export function createFormService({ db, clock, limits, config, notify }: FormSer
       // the files were put as the body arrived, maybe longer ago than the sweeper's grace (a
       // slow link): the request's lease kept every sweep off them, and a lapsed one refuses
       // the submission (503, sent again) rather than storing a row without its bytes
-      // (decisions 297, NEW-LEASE-1)
+      // (decisions 297, 313)
       if (files.length > 0) meta.lease?.check()
       const links = meta.links ?? ''
       return submitRound(form.id, { form, id: newId(), data, spam, ua, ip: meta.ip, now, hold: meta.hold ?? null, subject: subjectOf(body), files, links })

@@ -168,7 +168,7 @@ export function createImageHost(deps: Deps) {
      */
     async upload(user: User, files: AsyncIterable<IncomingFile>, opts: () => UploadOptions, origin: string): Promise<ImageView[]> {
       // the lease spares the images stored as the body arrives until the rows commit
-      // (a slow body of many files can outlast the sweeper's grace: NEW-LEASE-1)
+      // (a slow body of many files can outlast the sweeper's grace: 313)
       return withBlobLease(db, async (lease) => {
         const q = quotas(user.limits)
         const before = await store.usage(user.id)

@@ -347,7 +347,7 @@ export function kvApi(app: FastifyInstance, _deps: Deps, kv: KvService): void {
     },
   )
 
-  // not under /public/: /public/{username} is the legacy read of the key {username} (decision NEW-PUBLIST-1)
+  // not under /public/: /public/{username} is the legacy read of the key {username} (decision 317)
   app.get(
     '/svc_api/data/public-list/:username',
     {

@@ -118,7 +118,7 @@ export const ListQuery = Type.Object({
 })
 export const PublicParams = Type.Object({ username: Type.String(), key: Type.String() })
 export const PublicListParams = Type.Object({ username: Type.String({ description: "The owner's username (matched case-insensitively)" }) })
-/** The public listing's query (decision NEW-PUBLIST-1): the authenticated list's names, paged by cursor only. */
+/** The public listing's query (decision 317): the authenticated list's names, paged by cursor only. */
 export const PublicListQuery = Type.Object({
   per_page: repeatable('1 to 100, default 50 (as the authenticated list); bad values 400 / 1108'),
   prefix: Type.Optional(
@@ -160,7 +160,7 @@ export const NotModified = notModified('Not Modified (beyond the spec): If-None-
 /** The 412 of a read whose If-Match names no current ETag: no body (routes.ts sendCondition). */
 export const PreconditionFailed = preconditionFailed('Precondition Failed (beyond the spec): If-Match names another version; no body', ETAG)
 const LIST_ETAG = "A digest of the page's answer, quoted: any write that changes the page changes it"
-/** The public listing's 304 and 412 (decision NEW-PUBLIST-1). */
+/** The public listing's 304 and 412 (decision 317). */
 export const ListNotModified = notModified('Not Modified: If-None-Match names the current ETag of this page; no body', LIST_ETAG)
 export const ListPreconditionFailed = preconditionFailed('Precondition Failed: If-Match names another ETag; no body', LIST_ETAG)
 /** The legacy read's 412: it has no ETag, so any If-Match but `*` fails. */

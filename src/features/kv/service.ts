@@ -608,7 +608,7 @@ export function createKvService({ db, clock, bus, publicCacheTtlMs }: KvDeps) {
     },
 
     /**
-     * GET /svc_api/data/public-list/{username} (decision NEW-PUBLIST-1): a page of the owner's
+     * GET /svc_api/data/public-list/{username} (decision 317): a page of the owner's
      * live public entries, each as the public read answers it, by key after `after`, only keys
      * starting with `prefix`; `next_after` the page's last key when more follow (one row more
      * is read to know), else null. A missing or disabled account is the public read's 1604.

@@ -1,6 +1,6 @@
 /**
  * The MCP server's `instructions`, one text for both transports: POST /mcp answers it to
- * initialize, and `svc mcp` (stdio) passes on what the service answered (NEW-AGENTS2-4).
+ * initialize, and `svc mcp` (stdio) passes on what the service answered (328).
  * `username` null: the service could not be asked (a wrong key; every call then fails).
  */
 export function mcpInstructions(username: string | null, readOnly: boolean): string {

@@ -25,7 +25,7 @@ const loadSdk = lazy(async () => {
 
 export const MCP_PATH = '/mcp'
 
-/** Requests that set a session up or check it is alive: answered from memory, never counted (NEW-AGENTS2-3). */
+/** Requests that set a session up or check it is alive: answered from memory, never counted (327). */
 const UNCOUNTED_REQUESTS = new Set(['initialize', 'ping'])
 
 type Message = { jsonrpc?: unknown; id?: unknown; method?: unknown }

@@ -757,7 +757,7 @@ const filePathArg = z.string().min(1).max(1024).describe('Path in the project, e
 
 /**
  * read_file answers a text file this many bytes a page (cut at character boundaries), so one
- * answer stays within what a client hands its model, as get_site's pages do (NEW-AGENTS-3).
+ * answer stays within what a client hands its model, as get_site's pages do (316).
  */
 export const READ_FILE_PAGE_BYTES = 32768
 
@@ -859,7 +859,7 @@ const dashboardUrl = (ctx: ToolContext, page: 'kv' | 'forms' | 'data' | 'images'
 const kvCounterUrl = (ctx: ToolContext, e: { key: string; public_incr?: boolean }) => (e.public_incr ? `${kvPublicUrl(ctx, e.key)}/incr` : null)
 /**
  * kv_set's data_type when it marks a public counter, which counts only as a number entry
- * (decision NEW-AGENTS-1): a number value without data_type is one; any other type is 1106,
+ * (decision 314): a number value without data_type is one; any other type is 1106,
  * so no call stores a counter whose public increment would answer 1604.
  */
 function counterType(a: { value?: unknown; data_type?: 'json' | 'text' | 'number'; public_incr?: boolean }) {
@@ -949,7 +949,7 @@ const kvSet = tool({
 const FLAGS_ATTEMPTS = 5
 
 /**
- * kv_set without `value` (NEW-AGENTS2-2): the entry's flags (is_public, public_incr) and ttl
+ * kv_set without `value` (326): the entry's flags (is_public, public_incr) and ttl
  * change, its value, type and tags stay. The REST store has no such write, so this is its
  * compare-and-swap: the entry is read and written back at the version read, again when an
  * increment came between, so no count is lost; with expected_version, that version only.
@@ -1036,7 +1036,7 @@ const kvIncr = tool({
 /**
  * kv_list shows a value whose JSON text is at most this many bytes; a longer one is left out
  * (value null, value_omitted true) for kv_get to read, so a page of 100 entries of the store's
- * largest size stays within what a client hands its model (decisions 213, NEW-AGENTS-2).
+ * largest size stays within what a client hands its model (decisions 213, 315).
  */
 export const KV_LIST_VALUE_BYTES = 512
 
@@ -1162,12 +1162,12 @@ const updateForm = tool({
 
 /**
  * list_submissions shows a field value whose JSON text is at most this many bytes, as kv_list
- * shows a value (NEW-AGENTS-2); a longer one is null in `data` and named in `omitted_fields`.
+ * shows a value (315); a longer one is null in `data` and named in `omitted_fields`.
  */
 export const SUBMISSION_FIELD_BYTES = 512
 /**
  * The JSON text of the `data` one page of list_submissions shows at most: past it, a
- * submission's data is {} with `data_omitted` (NEW-AGENTS2-1), so a page of 100 submissions
+ * submission's data is {} with `data_omitted` (325), so a page of 100 submissions
  * with many fields stays within what a client hands its model; get_submission reads one whole.
  */
 export const SUBMISSIONS_PAGE_DATA_BYTES = 32768

@@ -330,7 +330,7 @@ export function createDeploysService(deps: Deps) {
     // the archive's blobs were put as they arrived, maybe longer ago than the sweeper's grace
     // (a large archive over a slow link): the request's lease kept every sweep off them, and
     // a lapsed one refuses the deploy (503). Files not carried are read from rows under the
-    // user's lock below: a sweep sees that row or this deploy's (docs/decisions.md 109, NEW-LEASE-1)
+    // user's lock below: a sweep sees that row or this deploy's (docs/decisions.md 109, 313)
     lease.check()
 
     // a file that would publish a live write key refuses the deploy (decision 223)

@@ -179,7 +179,7 @@ export function foldersApi(app: FastifyInstance, deps: Deps): void {
           throw e
         }
         if (!req.isMultipart()) throw new AppError('NO_FILE')
-        // the lease spares the files stored as they arrive until the batch commits (NEW-LEASE-1)
+        // the lease spares the files stored as they arrive until the batch commits (313)
         return withBlobLease(deps.db, async (lease) => {
           const staged: StagedFile[] = []
           const failures: FileFailure[] = []

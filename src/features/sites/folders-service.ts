@@ -229,7 +229,7 @@ export function createFoldersService(deps: Deps) {
       if (staged.length > 0) {
         // a batch's first files were put as they arrived, maybe longer ago than the sweeper's
         // grace over a slow link: the request's lease kept every sweep off them, and a lapsed
-        // one fails the batch (503, sent again by clients) (decisions 109, NEW-LEASE-1)
+        // one fails the batch (503, sent again by clients) (decisions 109, 313)
         lease?.check()
         // a file that would publish a live write key is a failed file (decision 223)
         const leaks = await keyLeaks(

@@ -27,7 +27,7 @@ export function pageWarnings(path: string, html: string, project: string | null 
 /**
  * A page that loads a bundler's source as a module script (`/src/main.tsx`): no browser runs
  * it, so the page stays blank. Every deploy path says so, the dashboard's zip card and the API
- * too, where the CLI and the folder upload refuse such a folder before sending (NEW-SITES-1).
+ * too, where the CLI and the folder upload refuse such a folder before sending (304).
  */
 function sourceWarnings(path: string, html: string): PageWarning[] {
   return moduleScriptSources(html)
@@ -57,13 +57,13 @@ function fileWarning(path: string, f: FileAsName): PageWarning {
 /**
  * A folder project's page (`path` in `project`, served at /{project}/{path} on the user's
  * origin) whose form posts to the submit endpoint with a relative `_next`: the endpoint sees
- * only the site's origin, so the visitor would land at the root (decision NEW-FRIENDLY-1).
+ * only the site's origin, so the visitor would land at the root (decision 321).
  * The warning names where it lands and the `_next` from the root that lands next to the page.
  */
 function nextWarnings(path: string, html: string, project: string): PageWarning[] {
   return relativeNextsToEndpoint(html).flatMap((f) => {
     // a _next no URL parser resolves (`\\[`) is the page's own mistake, not a relative path:
-    // nothing to say, and nothing thrown (decision NEW-SECREVIEW-2)
+    // nothing to say, and nothing thrown (decision 329)
     const at = (base: string) => {
       const u = URL.canParse(f.next, `http://site.invalid${base}`) ? new URL(f.next, `http://site.invalid${base}`) : null
       return u === null ? null : `${u.pathname}${u.search}${u.hash}`
@@ -105,7 +105,7 @@ export async function scanAndWarn(
         try {
           warnings.push(...pageWarnings(path, html, p.path ? p.name : null))
         } catch {
-          // (pageWarnings throws on no page it was tested with; see decision NEW-SECREVIEW-2)
+          // (pageWarnings throws on no page it was tested with; see decision 329)
         }
       }
     },

@@ -90,7 +90,7 @@ const showValue = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v,
 
 /**
  * svc kv ls --public USER: every public entry of USER, as a page without a key reads them
- * (GET /svc_api/data/public-list/{username}, decision NEW-PUBLIST-1), by its key cursor.
+ * (GET /svc_api/data/public-list/{username}, decision 317), by its key cursor.
  */
 async function publicList(ctx: Ctx, api: () => ReturnType<Ctx['api']>, user: string, prefix: string | undefined, perPage: number): Promise<number> {
   if (user === '') throw new UsageError('--public takes a username')
