@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely'
+
 /**
  * Database types for Kysely. Core tables are declared here; each feature adds its own tables
  * by module augmentation of `Database` next to its store (features/<part>/store.ts), so the
@@ -19,12 +21,14 @@ export interface Database {
 
 /**
  * A long write's hold on the blob sweeper (storage/leases.ts, migration 0807): blobs written
- * after `started_at` are spared while `renewed_at` is recent.
+ * after `started_at` are spared while `renewed_at` is recent, for `max_ms` from the start at
+ * most (migration 0808; a day for rows an older release writes without it).
  */
 export interface BlobLeasesTable {
   id: string
   started_at: number
   renewed_at: number
+  max_ms: Generated<number>
 }
 
 /** The name of a deleted account, held from new accounts (migration 0801). */

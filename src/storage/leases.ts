@@ -26,6 +26,11 @@ export interface LeaseTiming {
    * so a sweep drops the lease for its age only once no commit can rely on it any more.
    */
   lifeMs: number
+  /**
+   * How long after its start a sweep honours the lease, however recently renewed (written
+   * with it: `max_ms`): LEASE_MAX_MS, or ANONYMOUS_LEASE_MAX_MS for a request no account made.
+   */
+  maxMs: number
 }
 
 /** A lease not renewed for this long is dead (its process crashed): the sweeper ignores and removes it. */
@@ -37,12 +42,26 @@ export const LEASE_SKEW_MS = 2 * 60_000
  * no account) must not keep every sweep from the garbage written since it began.
  */
 export const LEASE_MAX_MS = 24 * 3600_000
-export const LEASE_TIMING: Readonly<LeaseTiming> = { renewMs: 60_000, holdMs: 5 * 60_000, lifeMs: LEASE_MAX_MS - LEASE_EXPIRY_MS }
+/**
+ * The longest a lease of an unauthenticated request (a visitor's form post) is honoured: the
+ * sweeper's own grace, so the leases any visitor can start hold the server's sweep back by the
+ * skew at most, while a submission's files (8 MiB by default) still arrive within the 50
+ * minutes its holder may commit in at under 3 KB/s.
+ */
+export const ANONYMOUS_LEASE_MAX_MS = 60 * 60_000
+export const LEASE_TIMING: Readonly<LeaseTiming> = { renewMs: 60_000, holdMs: 5 * 60_000, lifeMs: LEASE_MAX_MS - LEASE_EXPIRY_MS, maxMs: LEASE_MAX_MS }
+/** A visitor's lease (no account): the same renewals, honoured for ANONYMOUS_LEASE_MAX_MS. */
+export const ANONYMOUS_LEASE_TIMING: Readonly<LeaseTiming> = {
+  ...LEASE_TIMING,
+  lifeMs: ANONYMOUS_LEASE_MAX_MS - LEASE_EXPIRY_MS,
+  maxMs: ANONYMOUS_LEASE_MAX_MS,
+}
 
 export interface BlobLeaseRow {
   id: string
   started_at: number
   renewed_at: number
+  max_ms: number
 }
 
 export interface BlobLease {
@@ -64,7 +83,8 @@ export interface BlobLease {
 
 /**
  * Runs `fn` with a lease it takes when it first puts (BlobLease.take), and always removes the
- * lease when `fn` ends, committed or failed. A failed removal is left to expire.
+ * lease when `fn` ends, committed or failed. A failed removal is left to expire. A request
+ * anyone may send without an account passes ANONYMOUS_LEASE_TIMING.
  */
 export async function withBlobLease<T>(db: Db, fn: (lease: BlobLease) => Promise<T>, timing: LeaseTiming = LEASE_TIMING): Promise<T> {
   const k = db.k
@@ -92,7 +112,7 @@ export async function withBlobLease<T>(db: Db, fn: (lease: BlobLease) => Promise
     take() {
       taken ??= (async () => {
         const at = Date.now()
-        await k.insertInto('blob_leases').values({ id, started_at: at, renewed_at: at }).execute()
+        await k.insertInto('blob_leases').values({ id, started_at: at, renewed_at: at, max_ms: timing.maxMs }).execute()
         renewedAt = startedAt = at
         timer = setInterval(() => void renew(), timing.renewMs)
         timer.unref()
@@ -140,8 +160,9 @@ export const leaseLapsed = () =>
  * earlier than the start of the oldest live lease by LEASE_SKEW_MS. A lease not renewed within
  * LEASE_EXPIRY_MS is dead and removed, on the condition that it is still as read: one renewed
  * (or removed by its holder) since counts as live, and one removed here makes its holder's
- * next renewal find no row, so it refuses its commit (check). One older than LEASE_MAX_MS is
- * removed whatever its renewals: its holder refuses its commit by then anyway (lifeMs).
+ * next renewal find no row, so it refuses its commit (check). One older than its `max_ms`
+ * (LEASE_MAX_MS, a visitor's ANONYMOUS_LEASE_MAX_MS) is removed whatever its renewals: its
+ * holder refuses its commit by then anyway (lifeMs).
  */
 export async function leaseCutoff(db: Db, leases: readonly BlobLeaseRow[], cutoff: number, now: number): Promise<number> {
   const k = db.k
@@ -149,7 +170,7 @@ export async function leaseCutoff(db: Db, leases: readonly BlobLeaseRow[], cutof
   for (const l of leases) {
     const started = Number(l.started_at)
     const renewed = Number(l.renewed_at)
-    if (started <= now - LEASE_MAX_MS) {
+    if (started <= now - Number(l.max_ms)) {
       await k.deleteFrom('blob_leases').where('id', '=', l.id).execute()
       continue
     }

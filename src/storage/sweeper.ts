@@ -29,7 +29,7 @@ async function sweepView(db: Db, columns: readonly BlobColumn[]): Promise<{ refs
       const rows = await sql<{ d: string | null }>`select distinct ${sql.ref(column)} as d from ${sql.table(table)}`.execute(k)
       for (const r of rows.rows) if (r.d) refs.add(r.d)
     }
-    leases = await k.selectFrom('blob_leases').select(['id', 'started_at', 'renewed_at']).execute()
+    leases = await k.selectFrom('blob_leases').select(['id', 'started_at', 'renewed_at', 'max_ms']).execute()
   })
   return { refs, leases }
 }

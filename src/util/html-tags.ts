@@ -13,16 +13,38 @@ export interface Tag {
  * entities in attribute values are decoded. Tags inside a `<template>` are skipped (they make
  * nothing until a script clones them). One pass in time linear in the page's length whatever
  * its nesting (htmlparser2's Parser keeps an open-element stack that deep nesting makes
- * quadratic), so a page an upload carries cannot stall the event loop.
+ * quadratic), so a page an upload carries cannot stall the event loop. `text`, when given,
+ * gets the page's text in the same pass, in pieces that join into pageText's.
  */
-export function eachTag(html: string, fn: (tag: Tag) => void): void {
+export function eachTag(html: string, fn: (tag: Tag) => void, text?: (piece: string) => void): void {
+  tokenize(html, fn, text ?? null)
+}
+
+/**
+ * The text a page shows, as eachTag reads it: text nodes outside scripts and styles, entities
+ * decoded, a space at every tag (so words of two elements never join). Linear in the page's length.
+ */
+export function pageText(html: string): string {
+  const parts: string[] = []
+  tokenize(html, null, (p) => parts.push(p))
+  return parts.join('')
+}
+
+/**
+ * The one tokenizer pass behind eachTag and pageText: the tags for `fn` (attributes read only
+ * for it), the text for `text` (hidden from a `<script>` or `<style>` start tag to the next
+ * close of either, a space at every start and end tag; templates' text included).
+ */
+function tokenize(html: string, fn: ((tag: Tag) => void) | null, text: ((piece: string) => void) | null): void {
   let name = ''
   let end = false
   let attrs: Record<string, string> = {}
   let attrName = ''
   let attrValue = ''
   let template = 0
+  let hidden = false
   const emit = (tag: Tag) => {
+    if (fn === null) return
     if (tag.name === 'template') template = Math.max(0, template + (tag.end ? -1 : 1))
     else if (template === 0) fn(tag)
   }
@@ -33,72 +55,41 @@ export function eachTag(html: string, fn: (tag: Tag) => void): void {
       attrs = {}
     },
     onattribname(start, endIndex) {
+      if (fn === null) return
       attrName = html.slice(start, endIndex).toLowerCase()
       attrValue = ''
     },
     onattribdata(start, endIndex) {
-      attrValue += html.slice(start, endIndex)
+      if (fn !== null) attrValue += html.slice(start, endIndex)
     },
     onattribentity(codepoint) {
-      attrValue += String.fromCodePoint(codepoint)
+      if (fn !== null) attrValue += String.fromCodePoint(codepoint)
     },
     onattribend() {
-      if (!Object.hasOwn(attrs, attrName)) attrs[attrName] = attrValue
+      if (fn !== null && !Object.hasOwn(attrs, attrName)) attrs[attrName] = attrValue
     },
     onopentagend() {
       emit({ name, attrs, end })
+      if (text === null) return
+      if (name === 'script' || name === 'style') hidden = true
+      text(' ')
     },
     onselfclosingtag() {
       emit({ name, attrs, end })
     },
     onclosetag(start, endIndex) {
-      emit({ name: html.slice(start, endIndex).toLowerCase(), attrs: {}, end: true })
-    },
-    oncdata() {},
-    oncomment() {},
-    ondeclaration() {},
-    onend() {},
-    onprocessinginstruction() {},
-    ontext() {},
-    ontextentity() {},
-  }
-  const t = new Tokenizer({ decodeEntities: true }, cbs)
-  t.write(html)
-  t.end()
-}
-
-/**
- * The text a page shows, as eachTag reads it: text nodes outside scripts and styles, entities
- * decoded, a space at every tag (so words of two elements never join). Linear in the page's length.
- */
-export function pageText(html: string): string {
-  const parts: string[] = []
-  let hidden = 0
-  let name = ''
-  const cbs: TokenizerCallbacks = {
-    onopentagname(start, endIndex) {
-      name = html.slice(start, endIndex).toLowerCase()
-    },
-    onopentagend() {
-      if (name === 'script' || name === 'style') hidden = 1
-      parts.push(' ')
-    },
-    onclosetag(start, endIndex) {
-      const n = html.slice(start, endIndex).toLowerCase()
-      if (n === 'script' || n === 'style') hidden = 0
-      parts.push(' ')
+      const closed = html.slice(start, endIndex).toLowerCase()
+      emit({ name: closed, attrs: {}, end: true })
+      if (text === null) return
+      if (closed === 'script' || closed === 'style') hidden = false
+      text(' ')
     },
     ontext(start, endIndex) {
-      if (hidden === 0) parts.push(html.slice(start, endIndex))
+      if (text !== null && !hidden) text(html.slice(start, endIndex))
     },
     ontextentity(codepoint) {
-      if (hidden === 0) parts.push(String.fromCodePoint(codepoint))
+      if (text !== null && !hidden) text(String.fromCodePoint(codepoint))
     },
-    onattribname() {},
-    onattribdata() {},
-    onattribentity() {},
-    onattribend() {},
-    onselfclosingtag() {},
     oncdata() {},
     oncomment() {},
     ondeclaration() {},
@@ -108,5 +99,4 @@ export function pageText(html: string): string {
   const t = new Tokenizer({ decodeEntities: true }, cbs)
   t.write(html)
   t.end()
-  return parts.join('')
 }

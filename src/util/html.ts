@@ -1,4 +1,4 @@
-import { eachTag } from './html-tags.js'
+import { eachTag, type Tag } from './html-tags.js'
 
 const MAP: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
 
@@ -104,8 +104,8 @@ export interface FileAsName {
   get: boolean
 }
 
-/** A form of a page with the inputs and buttons inside it (formsOf). */
-interface PageForm {
+/** A form of a page with the inputs and buttons inside it (PageRead). */
+export interface PageForm {
   attrs: Readonly<Record<string, string>>
   inputs: Array<Readonly<Record<string, string>>>
   /** A submit button (or input) of the form sends it as multipart itself (`formenctype`). */
@@ -115,25 +115,50 @@ interface PageForm {
 }
 
 /**
- * The forms of a page (the first MiB), each with the inputs up to its `</form>`, the next
- * `<form>` or the page's end, as eachTag reads them: nothing in comments, scripts or
- * templates counts.
+ * What the upload's checks read of a page (its first MiB), from one pass of the tokenizer
+ * (readPage): its forms, its module scripts and, when asked for, its text. The functions
+ * below take it, or the page itself and read it then.
  */
-function formsOf(html: string): PageForm[] {
+export interface PageRead {
+  /** Each form with the inputs up to its `</form>`, the next `<form>` or the page's end. */
+  readonly forms: readonly PageForm[]
+  /** The `src` of each `<script type="module">`, as written, trimmed. */
+  readonly moduleSources: readonly string[]
+  /** The page's text as pageText (util/html-tags.ts) gives it; null when not asked for. */
+  readonly text: string | null
+}
+
+/**
+ * Reads a page once for every check of an upload (the owner's warnings, and with `text` the
+ * phishing heuristics' words): tags as eachTag reads them, so nothing in comments, scripts
+ * or templates counts. The first MiB.
+ */
+export function readPage(html: string, opts: { text?: boolean } = {}): PageRead {
   const forms: PageForm[] = []
+  const moduleSources: string[] = []
+  const parts: string[] = []
   let open: PageForm | null = null
-  eachTag(html.slice(0, 1 << 20), (t) => {
+  const onTag = (t: Tag) => {
     if (t.name === 'form') {
       open = t.end ? null : { attrs: t.attrs, inputs: [], multipartButton: false, place: forms.length + 1 }
       if (open) forms.push(open)
       return
     }
-    if (open === null || t.end) return
+    if (t.end) return
+    if (t.name === 'script' && value(t.attrs, 'type')?.toLowerCase() === 'module') {
+      const src = value(t.attrs, 'src')
+      if (src) moduleSources.push(src)
+    }
+    if (open === null) return
     if (t.name === 'input') open.inputs.push(t.attrs)
     if ((t.name === 'input' || t.name === 'button') && (t.attrs.formenctype ?? '').trim().toLowerCase() === 'multipart/form-data') open.multipartButton = true
-  })
-  return forms
+  }
+  eachTag(html.slice(0, 1 << 20), onTag, opts.text === true ? (p) => parts.push(p) : undefined)
+  return { forms, moduleSources, text: opts.text === true ? parts.join('') : null }
 }
+
+/** A page read, or read now. */
+const readOf = (page: string | PageRead): PageRead => (typeof page === 'string' ? readPage(page) : page)
 
 /** How the page names a form: `id="contact"`, `name="apply"`, else `fallback`. */
 function formName(f: PageForm, fallback: string): string {
@@ -146,9 +171,9 @@ function formName(f: PageForm, fallback: string): string {
  * a form without `enctype="multipart/form-data"` (or sent by GET) posts only the file's name,
  * as a text field. Comments, scripts and templates are skipped. Reads the first MiB.
  */
-export function fileInputsSentAsNames(html: string): FileAsName[] {
+export function fileInputsSentAsNames(page: string | PageRead): FileAsName[] {
   const out: FileAsName[] = []
-  for (const f of formsOf(html)) {
+  for (const f of readOf(page).forms) {
     const file = f.inputs.find((i) => value(i, 'type')?.toLowerCase() === 'file')
     if (file === undefined) continue
     const get = (value(f.attrs, 'method') ?? 'get').toLowerCase() !== 'post'
@@ -181,9 +206,9 @@ const SUBMIT_ACTION = /^(?:https?:)?\/\/[^/?#]+\/api\/forms\/submit\/[^/?#]+/i
  * to it), so such a `_next` is resolved from the origin's root, not from the page
  * (decision 321). Comments, scripts and templates are skipped; the first MiB read.
  */
-export function relativeNextsToEndpoint(html: string): RelativeNext[] {
+export function relativeNextsToEndpoint(page: string | PageRead): RelativeNext[] {
   const out: RelativeNext[] = []
-  for (const f of formsOf(html)) {
+  for (const f of readOf(page).forms) {
     const action = value(f.attrs, 'action') ?? ''
     if (!SUBMIT_ACTION.test(action)) continue
     const input = f.inputs.find((i) => value(i, 'name') === '_next')
@@ -198,14 +223,8 @@ export function relativeNextsToEndpoint(html: string): RelativeNext[] {
 const SOURCE_ONLY = /\.(?:jsx|tsx|ts|mts|cts|vue|svelte)$/i
 
 /** The `src` of each `<script type="module">` of a page (the first MiB), as written, trimmed. */
-export function moduleScriptSources(html: string): string[] {
-  const out: string[] = []
-  eachTag(html.slice(0, 1 << 20), (t) => {
-    if (t.end || t.name !== 'script' || value(t.attrs, 'type')?.toLowerCase() !== 'module') return
-    const src = value(t.attrs, 'src')
-    if (src) out.push(src)
-  })
-  return out
+export function moduleScriptSources(page: string | PageRead): string[] {
+  return [...readOf(page).moduleSources]
 }
 
 /**

@@ -349,6 +349,77 @@ for (const engine of ENGINES) {
         assert.deepEqual(await leases(), [])
       })
 
+      it("a visitor's form post is spared for an hour at most, an owner's deploy for a day; a slow post within its hour commits", async () => {
+        const k = await s.user()
+        const form = await s.post('/svc_api/forms/create', {
+          key: k.key,
+          json: { form_name: 'Visitor', form_slug: `visitor-${crypto.randomBytes(4).toString('hex')}` },
+        })
+        assert.equal(form.status, 200, form.text)
+        // a lease as old as `ms` (its start moved back) and renewed just now: the one lease held
+        const ageLease = async (ms: number) => {
+          const [l] = await leases()
+          assert.ok(l, 'the request holds a lease')
+          await s.deps.db.k
+            .updateTable('blob_leases')
+            .set({ started_at: Number(l.started_at) - ms, renewed_at: Date.now() })
+            .where('id', '=', l.id)
+            .execute()
+        }
+        // a visitor's post whose file is stored while its last field has not come
+        const slowPost = async (signal?: AbortSignal) => {
+          const cv = Buffer.alloc(64 * 1024, crypto.randomUUID())
+          const mp = multipart([
+            { name: 'cv', filename: 'cv.bin', data: cv },
+            { name: 'note', data: 'LAST-PART' },
+          ])
+          const cut = mp.body.indexOf('LAST-PART')
+          const body = new PassThrough()
+          body.write(mp.body.subarray(0, cut))
+          const answer = s.post(`/api/forms/submit/${form.json.data.form_slug}`, { body: body as never, headers: { 'content-type': mp.contentType }, signal })
+          await stored(sha(cv))
+          return { cv, answer, finish: () => body.end(mp.body.subarray(cut)) }
+        }
+
+        // 45 minutes into a slow post: spared, and it commits whole
+        const slow = await slowPost()
+        await ageLease(45 * 60_000)
+        await sweepNow()
+        assert.equal(await s.deps.blobs.exists(sha(slow.cv)), true, 'a post within its hour keeps its file')
+        slow.finish()
+        const r = await slow.answer
+        assert.equal(r.status, 200, r.text)
+        const sub = (await s.get(`/svc_api/forms/data/${form.json.data.id}`, { key: k.key })).json.data.submissions[0]
+        assert.deepEqual((await s.get(new URL(sub.files[0].url).pathname, { key: k.key })).body, slow.cv)
+
+        // past its hour, however renewed: a visitor's lease pins nothing and the sweep removes it
+        const ac = new AbortController()
+        const late = await slowPost(ac.signal)
+        await ageLease(61 * 60_000)
+        await sweepNow()
+        assert.equal(await s.deps.blobs.exists(sha(late.cv)), false, "a visitor's lease past its hour spares nothing")
+        assert.deepEqual(await leases(), [])
+        ac.abort()
+        await late.answer.catch(() => {})
+
+        // an owner's archive deploy as old: still spared, and it goes live whole
+        const big = Buffer.alloc(1536 * 1024, crypto.randomUUID())
+        const site = { 'index.html': HTML(`owner ${crypto.randomUUID()}`), 'big.bin': big }
+        const tar = await tarOf([manifestOf(site), { name: 'big.bin', data: big }, { name: 'index.html', data: site['index.html'] }])
+        const body = new PassThrough()
+        const answer = postArchive(s, k.key, 'owned-long', body as unknown as Buffer)
+        body.write(tar.subarray(0, tar.length - 1024))
+        await stored(sha(big))
+        await ageLease(61 * 60_000)
+        await sweepNow()
+        assert.equal(await s.deps.blobs.exists(sha(big)), true, "an owner's lease an hour old still spares its blobs")
+        body.end(tar.subarray(tar.length - 1024))
+        const done = await answer
+        assert.equal(done.status, 201, done.text)
+        assert.deepEqual((await s.get(`/${k.username}/owned-long/big.bin`)).body, big)
+        assert.deepEqual(await leases(), [])
+      })
+
       it('a failed or cut-off request removes its lease, and the sweep then takes what it stored', async () => {
         const k = await s.user()
         const big = Buffer.alloc(1536 * 1024, crypto.randomUUID())

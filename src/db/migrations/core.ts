@@ -93,4 +93,18 @@ export const coreMigrations: Record<string, Migration> = {
       await db.schema.dropTable('blob_leases').execute()
     },
   },
+  // how long a sweep honours a lease from its start, renewed or not: a visitor's form post
+  // gets an hour (storage/leases.ts ANONYMOUS_LEASE_MAX_MS); the default, a day, is what a
+  // release before this one meant by every lease, and is what its inserts still get
+  '0808-blob-lease-max-age': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable('blob_leases')
+        .addColumn('max_ms', 'bigint', (c) => c.notNull().defaultTo(24 * 3600_000))
+        .execute()
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable('blob_leases').dropColumn('max_ms').execute()
+    },
+  },
 }

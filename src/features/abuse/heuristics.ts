@@ -1,4 +1,5 @@
 import { pageText } from '../../util/html-tags.js'
+import { readPage, type PageRead } from '../../util/html.js'
 
 /**
  * Upload-time heuristics: signs of a phishing page, for review (they never block an upload).
@@ -31,8 +32,26 @@ export interface ScanContext {
   brands: string[]
 }
 
-/** The reasons a page looks like phishing (empty: nothing found). */
-export function phishingSigns(html: string, ctx: ScanContext): string[] {
+/**
+ * One page of an upload: the reasons it looks like phishing (phishingSigns), and `each` given
+ * the page's read for the caller's own checks (the owner's warnings), from one pass of the
+ * tokenizer between them: the read takes the page's text too when the heuristics read it (a
+ * login page), and is made only when one of them asks for it. `html`: the scan's first
+ * SCAN_MAX_BYTES of the page, all of which the read (its first MiB) covers.
+ */
+export function scanPage(html: string, ctx: ScanContext, each?: (read: () => PageRead) => void): string[] {
+  const withText = PASSWORD_INPUT.test(html)
+  let read: PageRead | null = null
+  const readOnce = () => (read ??= readPage(html, { text: withText }))
+  each?.(readOnce)
+  return phishingSigns(html, ctx, () => readOnce().text ?? pageText(html))
+}
+
+/**
+ * The reasons a page looks like phishing (empty: nothing found). `words`: the page's text as
+ * pageText gives it, asked for only for a page with a password field; by default read here.
+ */
+export function phishingSigns(html: string, ctx: ScanContext, words: () => string = () => pageText(html)): string[] {
   const reasons: string[] = []
   const password = PASSWORD_INPUT.test(html)
   const seed = SEED_FIELD.test(html) || (SEED_TEXT.test(html) && /<(?:input|textarea)\b/i.test(html))
@@ -52,7 +71,7 @@ export function phishingSigns(html: string, ctx: ScanContext): string[] {
   }
   if (password) {
     // the words a visitor reads, the title's too (pageText: one linear pass)
-    const text = pageText(html).toLowerCase()
+    const text = words().toLowerCase()
     const hits = ctx.brands.filter((b) => b && new RegExp(`(^|[^a-z0-9])${b.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^a-z0-9])`).test(text))
     if (hits.length > 0) reasons.push(`login page naming ${hits.slice(0, 3).join(', ')}`)
   }

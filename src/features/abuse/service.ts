@@ -15,7 +15,8 @@ import { invalidateAccount } from '../accounts/invalidate.js'
 import { takedownDigests } from '../image-host/inspect.js'
 import { createAdmin, type Actor } from '../admin/service.js'
 import { createAbuseStore, type ReportRow } from './store.js'
-import { phishingSigns, SCAN_MAX_BYTES } from './heuristics.js'
+import { scanPage, SCAN_MAX_BYTES } from './heuristics.js'
+import type { PageRead } from '../../util/html.js'
 import { CATEGORIES, type ReportStatus } from './vocabulary.js'
 
 /** Each report status, as a refusal of an admin action words it (HOLD_STATE). */
@@ -585,8 +586,11 @@ export function createAbuse(deps: Deps) {
       opts: {
         origin?: string
         log?: { warn(o: unknown, m: string): void }
-        /** Given each page read (its text), for the caller's own checks (it must not throw): the bytes are read once. */
-        each?: (page: { name: string; path: string }, html: string) => void
+        /**
+         * Given each page read, for the caller's own checks (it must not throw): the bytes are
+         * read once, and `read` tokenizes them once for the caller and the heuristics together.
+         */
+        each?: (page: { name: string; path: string }, read: () => PageRead) => void
       } = {},
     ) {
       try {
@@ -607,8 +611,9 @@ export function createAbuse(deps: Deps) {
         for (const p of html) {
           const bytes = p.size > SCAN_MAX_BYTES ? (await blobs.read(p.digest)).subarray(0, SCAN_MAX_BYTES) : await blobs.read(p.digest)
           const text = bytes.toString('utf8')
-          opts.each?.(p, text)
-          const reasons = phishingSigns(text, { ownHosts, brands })
+          // one pass of the tokenizer for the caller's checks and the heuristics (scanPage)
+          const each = opts.each
+          const reasons = scanPage(text, { ownHosts, brands }, each && ((read) => each(p, read)))
           if (reasons.length === 0) continue
           const key = `site:${user.username}/${p.name}`
           if (await store.openHeuristic(key)) continue

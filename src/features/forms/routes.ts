@@ -12,7 +12,7 @@ import { notAllowed } from '../../http/content-headers.js'
 import { bad, NETLIFY_FORM_NAME, type FieldDef } from './fields.js'
 import { cleanFileName, filesTooLarge, storeFilePart, type FormFileLimits, type SentFile } from './files.js'
 import type { BlobStore } from '../../storage/blob-store.js'
-import { withBlobLease, type BlobLease } from '../../storage/leases.js'
+import { ANONYMOUS_LEASE_TIMING, withBlobLease, type BlobLease } from '../../storage/leases.js'
 import { csvExport, jsonExport } from './export.js'
 import { decideOrigin, NEXT_FIELD, nextTarget, originOf, type OriginDecision } from './origins.js'
 import { decodeFields, parseUrlEncoded } from './urlencoded.js'
@@ -106,6 +106,9 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     return payload
   }
   const route = '/api/forms/submit/:form_slug'
+  // the lease spares the files stored as a body arrives until its submission commits; anyone
+  // may post, so it is a visitor's lease, honoured an hour at most (decisions 313, NEW-LEASES-1)
+  const visitorLease = <T>(fn: (lease: BlobLease) => Promise<T>) => withBlobLease(deps.db, fn, ANONYMOUS_LEASE_TIMING)
   // refuse an announced oversize body before reading it (multipart is not covered by bodyLimit)
   const submitLimit = async (req: FastifyRequest, _reply: FastifyReply, payload: Readable) => {
     const len = Number(req.headers['content-length'] ?? 0)
@@ -208,8 +211,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     async (req, reply) => {
       const form = await lookup(req)
       if (!form) throw new AppError('FORM_NOT_FOUND')
-      // the lease spares the files stored as the body arrives until the submission commits
-      return withBlobLease(deps.db, (lease) => take(req, reply, form, () => readFields(req, deps.blobs, deps.config, lease), null, lease))
+      return visitorLease((lease) => take(req, reply, form, () => readFields(req, deps.blobs, deps.config, lease), null, lease))
     },
   )
 
@@ -280,7 +282,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
     async (req, reply) => {
       const site = req.raw.handedOver?.siteForm
       if (site === undefined) throw new AppError('NOT_FOUND')
-      return withBlobLease(deps.db, async (lease) => {
+      return visitorLease(async (lease) => {
         const sent = await readFields(req, deps.blobs, deps.config, lease)
         const name = sent.body.get(NETLIFY_FORM_NAME)
         if (typeof name !== 'string' || name === '') {

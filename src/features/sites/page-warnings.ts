@@ -1,7 +1,15 @@
 import { Type } from '@sinclair/typebox'
 import type { Lang } from '../../errors/render.js'
 import type { Abuse } from '../abuse/service.js'
-import { fileInputsSentAsNames, moduleScriptSources, relativeNextsToEndpoint, sourceOnlyModule, type FileAsName } from '../../util/html.js'
+import {
+  fileInputsSentAsNames,
+  moduleScriptSources,
+  readPage,
+  relativeNextsToEndpoint,
+  sourceOnlyModule,
+  type FileAsName,
+  type PageRead,
+} from '../../util/html.js'
 
 /** A problem a deployed page has that the owner should hear of (it deploys all the same). */
 export interface PageWarning {
@@ -14,13 +22,15 @@ export interface PageWarning {
  * What a deploy says about a page: each form whose file input a browser would send as the
  * file's name alone (no enctype="multipart/form-data", or sent by GET), naming the page, the
  * form and the input; and, on a folder project's page (`project`), each form posting to the
- * submit endpoint with a relative `_next` (docs/api/deploys.md, Warnings).
+ * submit endpoint with a relative `_next` (docs/api/deploys.md, Warnings). All from one read
+ * of the page (`page`: read already, or read here once).
  */
-export function pageWarnings(path: string, html: string, project: string | null = null): PageWarning[] {
+export function pageWarnings(path: string, page: string | PageRead, project: string | null = null): PageWarning[] {
+  const read = typeof page === 'string' ? readPage(page) : page
   return [
-    ...sourceWarnings(path, html),
-    ...fileInputsSentAsNames(html).map((f) => fileWarning(path, f)),
-    ...(project === null ? [] : nextWarnings(path, html, project)),
+    ...sourceWarnings(path, read),
+    ...fileInputsSentAsNames(read).map((f) => fileWarning(path, f)),
+    ...(project === null ? [] : nextWarnings(path, read, project)),
   ]
 }
 
@@ -29,8 +39,8 @@ export function pageWarnings(path: string, html: string, project: string | null 
  * it, so the page stays blank. Every deploy path says so, the dashboard's zip card and the API
  * too, where the CLI and the folder upload refuse such a folder before sending (304).
  */
-function sourceWarnings(path: string, html: string): PageWarning[] {
-  return moduleScriptSources(html)
+function sourceWarnings(path: string, read: PageRead): PageWarning[] {
+  return moduleScriptSources(read)
     .filter(sourceOnlyModule)
     .map((src) => ({
       path,
@@ -60,8 +70,8 @@ function fileWarning(path: string, f: FileAsName): PageWarning {
  * only the site's origin, so the visitor would land at the root (decision 321).
  * The warning names where it lands and the `_next` from the root that lands next to the page.
  */
-function nextWarnings(path: string, html: string, project: string): PageWarning[] {
-  return relativeNextsToEndpoint(html).flatMap((f) => {
+function nextWarnings(path: string, read: PageRead, project: string): PageWarning[] {
+  return relativeNextsToEndpoint(read).flatMap((f) => {
     // a _next no URL parser resolves (`\\[`) is the page's own mistake, not a relative path:
     // nothing to say, and nothing thrown (decision 329)
     const at = (base: string) => {
@@ -97,13 +107,13 @@ export async function scanAndWarn(
   await abuse.scanPages(user, pages, {
     origin: opts.origin,
     // a single file has no path in a project: its name is its path
-    each: (p, html) => {
+    each: (p, read) => {
       const path = p.path || p.name
       // a folder project's page is served below /{project}/ on the user's origin; a page whose
       // warnings fail has none, and the heuristics still read it and the pages after it
       if (!opts.warnFor || opts.warnFor.has(path)) {
         try {
-          warnings.push(...pageWarnings(path, html, p.path ? p.name : null))
+          warnings.push(...pageWarnings(path, read(), p.path ? p.name : null))
         } catch {
           // (pageWarnings throws on no page it was tested with; see decision 329)
         }
