@@ -136,6 +136,19 @@ const runFiles = runs.map((r, i) => {
   return file
 })
 
+// The databases every test server starts from (test/support/templates.ts), migrated once here
+// rather than once in each test process; where this fails, each process makes its own
+const templates = path.join(groupDir, 'templates')
+fs.mkdirSync(templates)
+const made = spawnSync(process.execPath, ['--import', './scripts/test-preload.mjs', '--import', 'tsx', 'test/support/make-templates.ts', templates], {
+  cwd: root,
+  env,
+  stdio: ['ignore', 'inherit', 'pipe'],
+  encoding: 'utf8',
+})
+if (made.status === 0) env.SVC_TEST_TEMPLATES = templates
+else console.warn(`\n*** the shared test databases were not made (each test process makes its own):\n${made.stderr}`)
+
 const concurrency = process.env.TEST_CONCURRENCY ?? '2'
 // Timeouts: 60 s per test (TEST_TIMEOUT_MS), set by test/support/default-timeout.ts; a test that
 // legitimately needs more sets its own { timeout } option. On Node 20 and 22 --test-timeout

@@ -2,8 +2,6 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
-import { execFile } from 'node:child_process'
-import { promisify } from 'node:util'
 import { Agent, request as undiciRequest, FormData } from 'undici'
 import pg from 'pg'
 import { loadConfig } from '../../src/config.js'
@@ -11,10 +9,8 @@ import { createDeps, type Deps, type DepsOverrides } from '../../src/compose.js'
 import { buildApp, loggerOptions, type AppOptions } from '../../src/app.js'
 import { listen, serverFactoryFor, tlsMaterial, type Listening } from '../../src/server.js'
 import type { FastifyInstance } from 'fastify'
-import { openDatabase, type Engine } from '../../src/db/kysely.js'
-import { migrateToLatest } from '../../src/db/migrate.js'
-import { FEATURE_TABLES } from '../../src/features/tables.js'
-import SQLite from 'better-sqlite3'
+import type { Engine } from '../../src/db/kysely.js'
+import { migratedPostgres, migratedSqlite } from './templates.js'
 import { documentedAnswers, type OpenApiDoc } from './openapi-answers.js'
 
 /**
@@ -134,66 +130,6 @@ export interface StartOptions extends DepsOverrides {
 }
 
 const uid = () => crypto.randomBytes(5).toString('hex')
-const execFileP = promisify(execFile)
-
-let sqliteTemplate: Promise<Buffer> | undefined
-/**
- * The bytes of a SQLite database migrated to the latest schema, made once per test process:
- * a fresh data dir starts from a copy instead of running every migration again (the
- * migrations' own tests start from empty or older databases, with a data dir of their own).
- * A self-contained file (no WAL beside it), kept in memory so no folder outlives the process.
- */
-function migratedSqlite(): Promise<Buffer> {
-  sqliteTemplate ??= (async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-template-'))
-    try {
-      const db = await openDatabase({ databaseUrl: null, dataDir: dir })
-      try {
-        await migrateToLatest(db, FEATURE_TABLES)
-      } finally {
-        await db.close()
-      }
-      const file = path.join(dir, 'svc.db')
-      const raw = new SQLite(file)
-      raw.pragma('wal_checkpoint(TRUNCATE)')
-      raw.pragma('journal_mode = DELETE')
-      raw.close()
-      return fs.readFileSync(file)
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true })
-    }
-  })()
-  return sqliteTemplate
-}
-
-let pgTemplate: Promise<{ name: string; sql: string } | null> | undefined
-/**
- * The same for PostgreSQL: `pg_dump` of a schema migrated once per test process (its tables,
- * indexes, functions and the migrations' own rows, as INSERTs), replayed into a fresh schema
- * as one multi-statement query with the schema's name replaced (a random name found nowhere
- * else). null where pg_dump cannot dump that server (none installed, an embedded PostgreSQL
- * of another version): each start then runs the migrations.
- */
-function migratedPostgres(): Promise<{ name: string; sql: string } | null> {
-  pgTemplate ??= (async () => {
-    const name = `svc_tpl_${uid()}`
-    try {
-      const db = await openDatabase({ databaseUrl: `${PG_URL}?schema=${name}`, dataDir: os.tmpdir() })
-      try {
-        await migrateToLatest(db, FEATURE_TABLES)
-      } finally {
-        await db.close()
-      }
-      const args = ['--schema', name, '--inserts', '--no-owner', '--no-privileges', '--no-comments', '--dbname', PG_URL]
-      const dump = await execFileP('pg_dump', args, { maxBuffer: 64 << 20 }).catch(() => null)
-      // psql's meta-commands (the `restrict` lines newer pg_dump releases write) are not SQL
-      return dump === null ? null : { name, sql: dump.stdout.replace(/^\\.*$/gm, '') }
-    } finally {
-      await dropSchema(name)
-    }
-  })()
-  return pgTemplate
-}
 
 /** Starts a real server (HTTPS + HTTP listeners on loopback) on a fresh SQLite file or PostgreSQL schema. */
 /**
@@ -227,7 +163,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   const schema = opts.pgSchema ?? `t_${uid()}`
   let madeSchema = false
   if (engine === 'postgres' && !namedByCaller && opts.pgSchema === undefined && opts.pgUrl === undefined && opts.env?.MIGRATE_ON_START === undefined) {
-    const t = await migratedPostgres()
+    const t = await migratedPostgres(PG_URL)
     if (t !== null) {
       madeSchema = true
       const c = new pg.Client({ connectionString: PG_URL })
