@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { builtForRoot, linkLines } from '../../src/cli/client/site-links.js'
+import { builtForRoot, bundlerSource, linkLines } from '../../src/cli/client/site-links.js'
 
 // svc deploy's URLs: which one it says to open, from how the folder's index.html loads its files.
 describe('svc deploy: the URL to open', () => {
@@ -81,5 +81,27 @@ describe('svc deploy: the URL to open', () => {
     assert.deepEqual(linkLines('published', { website_url: urls.website_url, site_url: null, origin_url: null, built_for_root: true }), [
       'published: https://localhost:8443/alice/blog/',
     ])
+  })
+})
+
+describe("bundlerSource: the folder's own text in the error", () => {
+  it('shows control characters as ? and cuts a long build script, so a cloned repository cannot act on the terminal', async () => {
+    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bundler-'))
+    try {
+      const build = `\u001b]0;owned\u0007; vite build \u009b31m${'x'.repeat(200)}`
+      fs.writeFileSync(path.join(d, 'package.json'), JSON.stringify({ scripts: { build } }))
+      fs.writeFileSync(path.join(d, 'index.html'), '<script type="module" src="/src/main&#27;[2J.js"></script>')
+      fs.mkdirSync(path.join(d, 'src'))
+      fs.writeFileSync(path.join(d, 'src', 'main\u001b[2J.js'), 'x')
+      const r = await bundlerSource(d)
+      assert.ok(r !== null)
+      assert.equal(r.vite, true)
+      assert.doesNotMatch(r.why, /[\u0000-\u001f\u007f-\u009f]/)
+      // at most 80 characters of the script: 79 and an ellipsis
+      const shown = '?]0;owned?; vite build ?31m'
+      assert.equal(r.why, `package.json's build script "${shown}${'x'.repeat(79 - shown.length)}…", and index.html loads /src/main?[2J.js`)
+    } finally {
+      fs.rmSync(d, { recursive: true, force: true })
+    }
   })
 })

@@ -148,6 +148,16 @@ const VITE_CONFIG = ['vite.config.js', 'vite.config.mjs', 'vite.config.cjs', 'vi
  * `build` script runs vite), whose entry imports CSS and components only the build turns into
  * files a browser runs. A build (`dist/`) loads `/assets/index-HASH.js` and holds neither.
  */
+/**
+ * Text of the folder's own files (a build script, a script's src) as the error shows it: control
+ * characters as `?` (a cloned repository's file may hold escape sequences that would act on the
+ * terminal), at most 80 characters.
+ */
+const shownText = (t: string) => {
+  const plain = t.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?')
+  return plain.length > 80 ? `${plain.slice(0, 79)}…` : plain
+}
+
 export async function bundlerSource(dir: string): Promise<{ why: string; vite: boolean } | null> {
   const html = await fsp.readFile(path.join(dir, 'index.html'), 'utf8').catch(() => null)
   if (html === null) return null
@@ -170,10 +180,10 @@ export async function bundlerSource(dir: string): Promise<{ why: string; vite: b
       .then((t) => JSON.parse(t) as { scripts?: Record<string, unknown> })
       .catch(() => null)
     const build = pkg?.scripts?.build
-    if (typeof build === 'string' && /(?:^|[\s;&|/])vite(?:\s|$)/.test(build)) config = `package.json's build script "${build}"`
+    if (typeof build === 'string' && /(?:^|[\s;&|/])vite(?:\s|$)/.test(build)) config = `package.json's build script "${shownText(build)}"`
   }
   const source = entries.find(sourceOnlyModule)
-  if (source !== undefined) return { why: `index.html loads ${source}, which browsers do not run before a build`, vite: config !== null }
-  if (config !== null) return { why: `${config}, and index.html loads ${entries[0]}`, vite: true }
+  if (source !== undefined) return { why: `index.html loads ${shownText(source)}, which browsers do not run before a build`, vite: config !== null }
+  if (config !== null) return { why: `${config}, and index.html loads ${shownText(entries[0])}`, vite: true }
   return null
 }
