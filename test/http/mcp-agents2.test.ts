@@ -5,7 +5,8 @@ import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { SUBMISSION_FIELD_BYTES, SUBMISSIONS_PAGE_DATA_BYTES } from '../../src/features/mcp/tools.js'
-import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
+import { McpError } from '@modelcontextprotocol/sdk/types.js'
+import { MCP_BODY_LIMIT, RATE_LIMITED } from '../../src/features/mcp/limits.js'
 
 type Result = { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: any }
 
@@ -221,14 +222,44 @@ for (const engine of ENGINES) {
         assert.equal(rest.json.error_code, 1204)
         assert.ok(rest.headers['retry-after'])
         assert.equal(rest.headers['x-ratelimit-remaining'], '0')
-        // tools/list counts, and is refused as before: 429 with the service's error body
-        const list = await s.post('/mcp', {
-          key: u.key,
-          json: { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
-          headers: { accept: 'application/json, text/event-stream' },
+        // tools/list counts; refused, it is a JSON-RPC error the SDK client hands over as it is
+        // (McpError with the message and data), not an HTTP 429 it would turn into a transport failure
+        await assert.rejects(client.listTools(), (e: unknown) => {
+          assert.ok(e instanceof McpError, String(e))
+          assert.equal(e.code, RATE_LIMITED)
+          assert.match(
+            e.message,
+            new RegExp(
+              `^MCP error ${RATE_LIMITED}: Error 1204 \\(QUOTA_ERROR\\): Rate limit exceeded \\(per-minute limit ${PER_MINUTE}\\)\\. Retry after \\d+ seconds`,
+            ),
+          )
+          const data = e.data as Record<string, unknown>
+          assert.equal(data.error_code, 1204)
+          assert.ok(Number.isInteger(data.retry_after) && (data.retry_after as number) >= 1, JSON.stringify(data))
+          return true
         })
-        assert.equal(list.status, 429)
-        assert.equal(list.json.error_code, 1204)
+        const headers = { accept: 'application/json, text/event-stream' }
+        const list = await s.post('/mcp', { key: u.key, json: { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }, headers })
+        assert.equal(list.status, 200)
+        assert.ok(Number(list.headers['retry-after']) >= 1, JSON.stringify(list.headers))
+        assert.equal(list.headers['x-ratelimit-remaining'], '0')
+        assert.deepEqual([list.json.jsonrpc, list.json.id, list.json.error.code, list.json.error.data.error_code], ['2.0', 2, RATE_LIMITED, 1204])
+        // a batch of one is answered as its one message, as the SDK answers it
+        const batchCall = await s.post('/mcp', {
+          key: u.key,
+          json: [{ jsonrpc: '2.0', id: 'c', method: 'tools/call', params: { name: 'kv_incr', arguments: { key: 'n' } } }],
+          headers,
+        })
+        assert.equal(batchCall.status, 200)
+        assert.deepEqual([batchCall.json.id, batchCall.json.result.isError, batchCall.json.result.structuredContent.error_code], ['c', true, 1204])
+        const batchList = await s.post('/mcp', { key: u.key, json: [{ jsonrpc: '2.0', id: 3, method: 'tools/list' }], headers })
+        assert.equal(batchList.status, 200)
+        assert.deepEqual([batchList.json.id, batchList.json.error.code], [3, RATE_LIMITED])
+        // a body with no request to answer keeps the REST API's 429 and error body
+        const noId = await s.post('/mcp', { key: u.key, json: { hello: 'world' }, headers })
+        assert.equal(noId.status, 429)
+        assert.equal(noId.json.error_code, 1204)
+        assert.equal((await s.get('/svc_api/data/get?key=n', { cookie })).json.data.value, PER_MINUTE)
       } finally {
         await client.close()
       }
