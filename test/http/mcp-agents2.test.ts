@@ -7,6 +7,7 @@ import { HIGH_LIMITS } from '../support/hosting.js'
 import { SUBMISSION_FIELD_BYTES, SUBMISSIONS_PAGE_DATA_BYTES } from '../../src/features/mcp/tools.js'
 import { McpError } from '@modelcontextprotocol/sdk/types.js'
 import { MCP_BODY_LIMIT, RATE_LIMITED } from '../../src/features/mcp/limits.js'
+import { NAME_RULE } from '../../src/features/sites/paths.js'
 
 type Result = { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: any }
 
@@ -147,6 +148,29 @@ for (const engine of ENGINES) {
       const motto = (await s.get('/svc_api/data/get?key=motto', { key: alice.key })).json.data
       assert.deepEqual([motto.value, motto.is_public, motto.public_incr, motto.version], ['hi', false, undefined, 1])
       assert.equal((await s.get('/svc_api/data/get?key=nothing', { key: alice.key })).status, 404)
+    })
+
+    it('tools/list says each thing once: no schema boilerplate, the refusal fields and the name rule not repeated per tool', async () => {
+      const { tools } = await client.listTools()
+      const text = JSON.stringify(tools)
+      // an agent's client receives this on every session: about 82 KB before, with these repeated in every tool
+      assert.ok(Buffer.byteLength(text) < 64_000, `${Buffer.byteLength(text)} bytes`)
+      assert.doesNotMatch(text, /\$schema/)
+      assert.doesNotMatch(text, /9007199254740991/)
+      assert.doesNotMatch(text, /"additionalProperties":\{\}/)
+      assert.equal(text.split(JSON.stringify(NAME_RULE).slice(1, -1)).length - 1, 1, 'the project name rule, stated by deploy_files alone')
+      for (const t of tools) {
+        const out = t.outputSchema as { properties: Record<string, unknown> }
+        for (const field of ['error_code', 'error_type', 'message', 'solution']) assert.equal(out.properties[field], undefined, `${t.name}: ${field}`)
+        assert.equal(t.annotations?.title, undefined, t.name)
+      }
+      // what the model is given of each tool (name, description, input schema)
+      const modelFacing = tools.reduce((n, t) => n + Buffer.byteLength(JSON.stringify([t.name, t.description, t.inputSchema])), 0)
+      assert.ok(modelFacing < 29_000, `${modelFacing} bytes`)
+      // a refusal still meets its tool's schema, which the SDK client checks on every result
+      const r = await call('read_file', { project: 'none-such', path: 'index.html' })
+      assert.equal(r.isError, true)
+      assert.equal(r.structuredContent.error_code, 1312)
     })
 
     it("a refusal's solution names the tools: deploy_files publishes, so 1313 names no publish step", async () => {
