@@ -33,6 +33,7 @@ import { domainView, type DomainView } from '../domains/service.js'
 import { parseDomain } from '../domains/names.js'
 import { MAX_PASSWORD_BYTES } from '../../auth/account-rules.js'
 import { sizeText } from '../../util/sizes.js'
+import { utcTime, utcTimes } from './times.js'
 
 /**
  * The one set of MCP tools. The service's POST /mcp serves them for each request; `svc mcp`
@@ -187,7 +188,7 @@ export function errorResult(e: unknown, solutions: Partial<Record<ErrorKey, stri
     // closing parenthesis ends one only after a stop: "(archive upload)" still needs its own)
     const info = typeof details?.info === 'string' ? ` ${details.info}${/[.!?]\)?$/.test(details.info) ? '' : '.'}` : ''
     const error = { error_code: d.code, error_type: d.type, message, solution, ...extra }
-    const data = { success: false, ...error }
+    const data = utcTimes({ success: false, ...error }) as Record<string, unknown>
     return { isError: true, content: resultContent(`Error ${d.code} (${d.type}): ${message}.${info} ${solution}`.trim(), data), structuredContent: data }
   }
   throw e
@@ -234,7 +235,7 @@ function tool<S extends z.ZodRawShape>(d: ToolDef<S>): McpTool {
       if (!parsed.success) throw badArguments(d.name, parsed.error, args)
       solutions = d.solutions?.(parsed.data)
       const out = await d.run(s, ctx, parsed.data)
-      const data = { success: true, ...out.data }
+      const data = utcTimes({ success: true, ...out.data }) as Record<string, unknown>
       return { content: resultContent(out.summary, data, out.inSummary), structuredContent: data }
     } catch (e) {
       return errorResult(e, solutions)
@@ -578,7 +579,7 @@ const listDeploys = tool({
     const live = liveUrl(ctx, ref.name)
     const lines = deploys.map(
       (d) =>
-        `${d.id} ${d.created_at} ${d.file_count} files${d.is_live ? ' (live)' : ''}${d.is_preview ? ' (preview)' : ''}: ${d.preview_site_url ?? d.preview_url}`,
+        `${d.id} ${utcTime(d.created_at)} ${d.file_count} files${d.is_live ? ' (live)' : ''}${d.is_preview ? ' (preview)' : ''}: ${d.preview_site_url ?? d.preview_url}`,
     )
     return {
       summary: `${ref.name}: ${deploys.length} deploy(s); live ${r.live_deploy_id ?? 'none'} at ${live}${lines.length ? `\n${lines.join('\n')}` : ''}`,
@@ -1269,7 +1270,7 @@ const getSubmission = tool({
     const r = await s.forms.submission(ctx.user, a.submission_id, ctx.serviceOrigin)
     const fields = Object.keys(r.submission.data)
     return {
-      summary: `Submission ${r.submission.id} of form ${r.form_id} (${r.submission.created_at}${r.submission.is_spam ? ', spam' : ''}): ${fields.length} field(s)${r.submission.files.length ? `, ${r.submission.files.length} file(s)` : ''}; every value is in the JSON below`,
+      summary: `Submission ${r.submission.id} of form ${r.form_id} (${utcTime(r.submission.created_at)}${r.submission.is_spam ? ', spam' : ''}): ${fields.length} field(s)${r.submission.files.length ? `, ${r.submission.files.length} file(s)` : ''}; every value is in the JSON below`,
       data: { form_id: r.form_id, submission: r.submission },
     }
   },
