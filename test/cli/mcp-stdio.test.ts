@@ -12,6 +12,7 @@ import { startDns, type TestDns } from '../support/dns.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
 import { runCli, SVC_BIN } from './run.js'
 import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
+import { FakeClock } from '../../src/util/clock.js'
 
 for (const engine of ENGINES) {
   describe(`svc mcp over stdio [${engine}]`, () => {
@@ -294,6 +295,35 @@ for (const engine of ENGINES) {
         assert.equal(r.structuredContent.error_code, 1204)
         assert.ok(r.structuredContent.retry_after >= 1)
         assert.match(textOf(r), /^Error 1204 \(QUOTA_ERROR\): Rate limit exceeded \(per-minute limit 3\)\. Retry after \d+ seconds/)
+      } finally {
+        await own.close()
+      }
+    })
+
+    it("tools/list past the key's rate limit is waited out, as a 429 is, then answered", async () => {
+      const low = { minute: 2, hour: 1000, day: 10000, concurrent: 10 }
+      const clock = new FakeClock()
+      const own = await startServer({ engine, clock, env: { RATE_LIMITS: JSON.stringify({ default: low, authenticated: low, vip: low }) } })
+      try {
+        const u = await own.user()
+        const transport = new StdioClientTransport({
+          command: process.execPath,
+          args: [SVC_BIN, 'mcp'],
+          // the service's retry_after (up to 60 s) is waited out a fiftieth as long
+          env: { PATH: process.env.PATH ?? '', HOME: home, SVC_URL: own.url, SVC_API_KEY: u.key, SVC_INSECURE: '1', LANG: 'C', SVC_RETRY_WAIT_SCALE: '0.02' },
+          stderr: 'pipe',
+        })
+        let err = ''
+        transport.stderr?.on('data', (c: Buffer) => (err += c.toString()))
+        const client = new Client({ name: 'svc-test', version: '1.0.0' })
+        await client.connect(transport)
+        clients.push(client)
+        for (let i = 0; i < 2; i++) assert.ok(!((await client.callTool({ name: 'kv_incr', arguments: { key: 'n' } })) as { isError?: boolean }).isError)
+        // the window is spent: svc mcp is refused, says so on stderr, and waits; the minute passes
+        const listed = client.listTools()
+        while (!/rate limited \(error 1204\): waiting \d+ s before retry 1\//.test(err)) await new Promise((r) => setTimeout(r, 20))
+        clock.advance(61_000)
+        assert.equal((await listed).tools.length, 36)
       } finally {
         await own.close()
       }

@@ -4,8 +4,11 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { ENGINES, startServer, type TestServer } from '../support/server.js'
 import { mcpHttpClient, textOf } from '../support/mcp.js'
 import { HIGH_LIMITS } from '../support/hosting.js'
+import { makeImage, svc } from '../support/images.js'
 import { SUBMISSION_FIELD_BYTES, SUBMISSIONS_PAGE_DATA_BYTES } from '../../src/features/mcp/tools.js'
-import { MCP_BODY_LIMIT } from '../../src/features/mcp/limits.js'
+import { McpError } from '@modelcontextprotocol/sdk/types.js'
+import { MCP_BODY_LIMIT, RATE_LIMITED } from '../../src/features/mcp/limits.js'
+import { NAME_RULE } from '../../src/features/sites/paths.js'
 
 type Result = { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent: any }
 
@@ -148,6 +151,110 @@ for (const engine of ENGINES) {
       assert.equal((await s.get('/svc_api/data/get?key=nothing', { key: alice.key })).status, 404)
     })
 
+    it('tools/list says each thing once: no schema boilerplate, the refusal fields and the name rule not repeated per tool', async () => {
+      const { tools } = await client.listTools()
+      const text = JSON.stringify(tools)
+      // an agent's client receives this on every session: about 82 KB before, with these repeated in every tool
+      assert.ok(Buffer.byteLength(text) < 64_000, `${Buffer.byteLength(text)} bytes`)
+      assert.doesNotMatch(text, /\$schema/)
+      assert.doesNotMatch(text, /9007199254740991/)
+      assert.doesNotMatch(text, /"additionalProperties":\{\}/)
+      assert.equal(text.split(JSON.stringify(NAME_RULE).slice(1, -1)).length - 1, 1, 'the project name rule, stated by deploy_files alone')
+      for (const t of tools) {
+        const out = t.outputSchema as { properties: Record<string, unknown> }
+        for (const field of ['error_code', 'error_type', 'message', 'solution']) assert.equal(out.properties[field], undefined, `${t.name}: ${field}`)
+        assert.equal(t.annotations?.title, undefined, t.name)
+      }
+      // what the model is given of each tool (name, description, input schema)
+      const modelFacing = tools.reduce((n, t) => n + Buffer.byteLength(JSON.stringify([t.name, t.description, t.inputSchema])), 0)
+      assert.ok(modelFacing < 29_000, `${modelFacing} bytes`)
+      // a refusal still meets its tool's schema, which the SDK client checks on every result
+      const r = await call('read_file', { project: 'none-such', path: 'index.html' })
+      assert.equal(r.isError, true)
+      assert.equal(r.structuredContent.error_code, 1312)
+    })
+
+    it("every time in a tool answer is ISO 8601 in UTC; the user's own data is left as sent", async () => {
+      await svc(s, 'grant', alice.username, 'image-host')
+      await svc(s, 'grant', alice.username, 'hosted-data')
+      const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+      // every field named as a time, outside the user's own data, in the structured content and its JSON text
+      const times = (v: unknown, where: string, out: Array<[string, unknown]> = []): Array<[string, unknown]> => {
+        if (Array.isArray(v)) v.forEach((x, i) => times(x, `${where}[${i}]`, out))
+        else if (v !== null && typeof v === 'object')
+          for (const [k, x] of Object.entries(v)) {
+            if (['value', 'data', 'content'].includes(k)) continue
+            if (/(_at|_time)$|^modified$/.test(k)) out.push([`${where}.${k}`, x])
+            else times(x, `${where}.${k}`, out)
+          }
+        return out
+      }
+      const seen: string[] = []
+      const timed = async (name: string, args: Record<string, unknown> = {}) => {
+        const r = await call(name, args)
+        assert.deepEqual(JSON.parse(r.content[1].text), r.structuredContent, name)
+        for (const [where, v] of times(r.structuredContent, name)) {
+          if (v !== null) assert.match(typeof v === 'string' ? v : JSON.stringify(v), ISO_UTC, `${where}: ${JSON.stringify(v)}`)
+          seen.push(where.replace(/\[\d+\]/g, '[]'))
+        }
+        return r
+      }
+      await timed('publish_html', { name: 'when', html: '<p>when</p>' })
+      await timed('deploy_files', { project: 'timed', files: [{ path: 'index.html', content: '<p>t</p>' }] })
+      await timed('list_sites')
+      await timed('get_site', { name: 'timed' })
+      await timed('get_site', { name: 'when.html' })
+      const deploys = await timed('list_deploys', { project: 'timed' })
+      const live = deploys.structuredContent.deploys[0]
+      assert.ok(textOf(deploys).includes(`${live.id} ${live.created_at} `), textOf(deploys))
+      await timed('kv_set', { key: 'meeting', value: { created_at: 5, at_time: '2026-01-01 10:00:00' }, ttl: 3600 })
+      const entry = (await timed('kv_get', { key: 'meeting' })).structuredContent.entry
+      assert.deepEqual(entry.value, { created_at: 5, at_time: '2026-01-01 10:00:00' })
+      // the same instant the REST API answers in its own format (ISO 8601 at +08:00)
+      const rest = (await s.get('/svc_api/data/get?key=meeting', { key: alice.key })).json.data
+      assert.match(rest.updated_at, /\+08:00$/)
+      assert.equal(entry.updated_at, new Date(rest.updated_at.replace(/(\.\d{3})\d+/, '$1')).toISOString())
+      assert.equal(entry.expires_at, new Date(rest.expires_at.replace(/(\.\d{3})\d+/, '$1')).toISOString())
+      await timed('kv_incr', { key: 'hits' })
+      await timed('kv_list')
+      const form = (await timed('create_form', { form_name: 'When' })).structuredContent.form
+      assert.equal((await s.post(new URL(form.submit_url).pathname, { json: { meeting_at: '2026-01-01 10:00:00' } })).status, 200)
+      // the forms list's last submission, which the REST list answers as Beijing time without a zone
+      const forms = (await timed('list_submissions')).structuredContent.forms
+      const restForm = (await s.get('/svc_api/forms/list', { key: alice.key })).json.data.forms.find((f: any) => f.id === form.id)
+      assert.match(restForm.created_at, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/)
+      const mine = forms.find((f: any) => f.id === form.id)
+      assert.equal(mine.created_at.slice(0, 19), new Date(`${restForm.created_at.replace(' ', 'T')}+08:00`).toISOString().slice(0, 19))
+      assert.match(mine.last_submission_at, ISO_UTC)
+      const subs = await timed('list_submissions', { form_id: form.id })
+      const sub = subs.structuredContent.submissions[0]
+      assert.deepEqual(sub.data, { meeting_at: '2026-01-01 10:00:00' })
+      const one = await timed('get_submission', { submission_id: sub.id })
+      assert.ok(textOf(one).includes(`(${one.structuredContent.submission.created_at})`), textOf(one))
+      await timed('upload_image', { base64: (await makeImage('png')).toString('base64'), file_name: 'dot.png' })
+      await timed('list_images')
+      await timed('create_data', { display_name: 'when.json', content: '{"a":1}' })
+      await timed('list_data')
+      await timed('set_access', { name: 'timed', expires_at: Date.parse('2030-01-01T00:00:00Z') })
+      assert.equal((await timed('list_access')).structuredContent.access[0].expires_at, '2030-01-01T00:00:00.000Z')
+      // a refusal's times too (the KV conflict's current_updated_at)
+      const conflict = await timed('kv_set', { key: 'meeting', value: 1, expected_version: 9 })
+      assert.equal(conflict.isError, true)
+      for (const where of [
+        'publish_html.created_at',
+        'list_sites.pages[].created_at',
+        'get_site.files[].modified',
+        'list_deploys.deploys[].created_at',
+        'kv_get.entry.expires_at',
+        'list_submissions.forms[].last_submission_at',
+        'get_submission.submission.created_at',
+        'list_images.images[].created_at',
+        'list_data.files[].updated_at',
+        'kv_set.details.current_updated_at',
+      ])
+        assert.ok(seen.includes(where), `${where} not among ${[...new Set(seen)].join(', ')}`)
+    })
+
     it("a refusal's solution names the tools: deploy_files publishes, so 1313 names no publish step", async () => {
       const r = await call('deploy_files', { project: 'newproj', files: [{ path: 'about.html', content: '<p>about</p>' }] })
       assert.equal(r.isError, true)
@@ -221,14 +328,44 @@ for (const engine of ENGINES) {
         assert.equal(rest.json.error_code, 1204)
         assert.ok(rest.headers['retry-after'])
         assert.equal(rest.headers['x-ratelimit-remaining'], '0')
-        // tools/list counts, and is refused as before: 429 with the service's error body
-        const list = await s.post('/mcp', {
-          key: u.key,
-          json: { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
-          headers: { accept: 'application/json, text/event-stream' },
+        // tools/list counts; refused, it is a JSON-RPC error the SDK client hands over as it is
+        // (McpError with the message and data), not an HTTP 429 it would turn into a transport failure
+        await assert.rejects(client.listTools(), (e: unknown) => {
+          assert.ok(e instanceof McpError, String(e))
+          assert.equal(e.code, RATE_LIMITED)
+          assert.match(
+            e.message,
+            new RegExp(
+              `^MCP error ${RATE_LIMITED}: Error 1204 \\(QUOTA_ERROR\\): Rate limit exceeded \\(per-minute limit ${PER_MINUTE}\\)\\. Retry after \\d+ seconds`,
+            ),
+          )
+          const data = e.data as Record<string, unknown>
+          assert.equal(data.error_code, 1204)
+          assert.ok(Number.isInteger(data.retry_after) && (data.retry_after as number) >= 1, JSON.stringify(data))
+          return true
         })
-        assert.equal(list.status, 429)
-        assert.equal(list.json.error_code, 1204)
+        const headers = { accept: 'application/json, text/event-stream' }
+        const list = await s.post('/mcp', { key: u.key, json: { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }, headers })
+        assert.equal(list.status, 200)
+        assert.ok(Number(list.headers['retry-after']) >= 1, JSON.stringify(list.headers))
+        assert.equal(list.headers['x-ratelimit-remaining'], '0')
+        assert.deepEqual([list.json.jsonrpc, list.json.id, list.json.error.code, list.json.error.data.error_code], ['2.0', 2, RATE_LIMITED, 1204])
+        // a batch of one is answered as its one message, as the SDK answers it
+        const batchCall = await s.post('/mcp', {
+          key: u.key,
+          json: [{ jsonrpc: '2.0', id: 'c', method: 'tools/call', params: { name: 'kv_incr', arguments: { key: 'n' } } }],
+          headers,
+        })
+        assert.equal(batchCall.status, 200)
+        assert.deepEqual([batchCall.json.id, batchCall.json.result.isError, batchCall.json.result.structuredContent.error_code], ['c', true, 1204])
+        const batchList = await s.post('/mcp', { key: u.key, json: [{ jsonrpc: '2.0', id: 3, method: 'tools/list' }], headers })
+        assert.equal(batchList.status, 200)
+        assert.deepEqual([batchList.json.id, batchList.json.error.code], [3, RATE_LIMITED])
+        // a body with no request to answer keeps the REST API's 429 and error body
+        const noId = await s.post('/mcp', { key: u.key, json: { hello: 'world' }, headers })
+        assert.equal(noId.status, 429)
+        assert.equal(noId.json.error_code, 1204)
+        assert.equal((await s.get('/svc_api/data/get?key=n', { cookie })).json.data.value, PER_MINUTE)
       } finally {
         await client.close()
       }

@@ -186,7 +186,9 @@ for (const engine of ENGINES) {
           const out = t.outputSchema as any
           assert.equal(out?.type, 'object', t.name)
           assert.deepEqual(out.required, ['success'], t.name)
-          for (const field of ['success', 'error_code', 'solution']) assert.ok(out.properties[field], `${t.name}: ${field}`)
+          // a refusal's fields are named once, by success, not declared again by every tool (the schema is open)
+          assert.match(out.properties.success.description, /refusal \(isError\), which has error_code, error_type, message and solution/, t.name)
+          assert.equal(out.additionalProperties, undefined, t.name)
         }
         // the ids one tool gives and another takes are named where an agent reads them
         assert.match(JSON.stringify(schema('create_form')), /What list_submissions and delete_form take as form_id/)
@@ -1413,11 +1415,14 @@ for (const engine of ENGINES) {
       const index = [{ path: 'index.html', content: '<p>x</p>' }]
       const names = async () => (await s.get('/api/folders', { key: gil.key })).json.folders.map((f: any) => f.name).sort()
       try {
-        // every tool naming a project states the rule the service applies, not a narrower one
+        // the tool that makes a project states the rule the service applies, not a narrower one;
+        // the tools naming an existing one say where its name comes from and hold it to no other rule
         const { tools } = await own.listTools()
         for (const t of tools.filter((x) => (x.inputSchema.properties as any)?.project)) {
           const project = (t.inputSchema.properties as any).project
-          assert.equal(project.description, `Project (site) name: ${NAME_RULE}`, t.name)
+          const said = t.name === 'deploy_files' ? `Project (site) name: ${NAME_RULE}` : 'The name of one of your projects, as list_sites shows it'
+          assert.equal(project.description, said, t.name)
+          assert.deepEqual(Object.keys(project).sort(), ['description', 'maxLength', 'minLength', 'type'], t.name)
           assert.equal(project.maxLength, 255, t.name)
         }
         assert.match(NAME_RULE, /spaces .* allowed/)

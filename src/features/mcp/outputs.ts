@@ -243,24 +243,16 @@ export const OUTPUTS = {
 
 export type ToolName = keyof typeof OUTPUTS
 
-/** A refusal's fields (errorResult in tools.ts): present when success is false. */
-export const REFUSAL = {
-  error_code: z.number().int().optional().describe('On a refusal: the service error code (docs/api/errors.md)'),
-  error_type: z.string().optional(),
-  message: z.string().optional(),
-  solution: z.string().optional().describe('On a refusal: the next step'),
-  details: z.unknown().optional(),
-}
-
 /**
  * The output schema of a tool: `success`, then its own fields, each optional since a refusal
- * (success false, isError) carries the refusal's fields instead; open to more fields.
+ * (success false, isError) carries the refusal's fields instead (errorResult in tools.ts:
+ * error_code, error_type, message, solution, details), which `success` names once rather
+ * than each tool declaring them again; the schema is open, so a refusal meets it.
  */
 export function outputSchema(shape: Record<string, z.ZodType>) {
   const own = Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, v instanceof z.ZodOptional ? v : v.optional()]))
   return z.looseObject({
-    success: z.boolean().describe('true: the fields below; false (isError): error_code, error_type, message and solution'),
+    success: z.boolean().describe('false on a refusal (isError), which has error_code, error_type, message and solution (the next step) instead'),
     ...own,
-    ...REFUSAL,
   })
 }

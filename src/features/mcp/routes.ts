@@ -8,7 +8,7 @@ import { hostName, siteOriginFor } from '../../http/site-origin.js'
 import { API_VERSION } from '../sites/files-service.js'
 import type { McpServices } from './services.js'
 import type { ToolContext } from './tools.js'
-import { MAX_INLINE_BYTES, MCP_BODY_LIMIT, MCP_DRAIN_LIMIT } from './limits.js'
+import { MAX_INLINE_BYTES, MCP_BODY_LIMIT, MCP_DRAIN_LIMIT, RATE_LIMITED } from './limits.js'
 import { lazy } from '../../util/lazy.js'
 import { McpAnswers } from './schemas.js'
 import { mcpInstructions } from './instructions.js'
@@ -31,13 +31,16 @@ const UNCOUNTED_REQUESTS = new Set(['initialize', 'ping'])
 type Message = { jsonrpc?: unknown; id?: unknown; method?: unknown }
 const isMessage = (m: unknown): m is Message => m !== null && typeof m === 'object' && !Array.isArray(m)
 
+/** The one message of a body: the message itself, or a batch of one's (as the SDK's transport reads it). */
+const oneMessage = (body: unknown): unknown => (Array.isArray(body) && body.length === 1 ? (body[0] as unknown) : body)
+
 /**
  * Whether a POST counts against the key's rate limits: everything but one notification (a
  * method without id: notifications/initialized, cancelled), one response and one initialize or
  * ping, which run no tool. A batch, a malformed body, tools/list and tools/call count.
  */
 function counted(body: unknown): boolean {
-  const m = Array.isArray(body) && body.length === 1 ? (body[0] as unknown) : body
+  const m = oneMessage(body)
   if (!isMessage(m) || m.jsonrpc !== '2.0') return true
   if (typeof m.method !== 'string') return !('result' in m || 'error' in m)
   return m.id !== undefined && !UNCOUNTED_REQUESTS.has(m.method)
@@ -144,6 +147,30 @@ const errorsOf =
   }
 
 /**
+ * A request the key's rate limits refuse, answered inside the protocol when it has an id to
+ * answer (HTTP 200, Retry-After): a tools/call as its tool result (isError, 1204 and
+ * retry_after), any other request (tools/list, ...) as a JSON-RPC error -32000 whose message
+ * is the same text and whose data the same fields. The SDK's client hands either to the agent
+ * as it is; an HTTP 429 it turns into a transport failure. A batch of one is answered with a
+ * single message, as the SDK answers it; a body without a request id keeps the REST API's 429.
+ */
+async function refuseInProtocol(req: FastifyRequest, reply: FastifyReply, error: AppError): Promise<FastifyReply> {
+  const m = oneMessage(req.body)
+  if (!isMessage(m) || m.jsonrpc !== '2.0' || typeof m.method !== 'string' || (typeof m.id !== 'string' && typeof m.id !== 'number')) throw error
+  const { errorResult } = await loadSdk()
+  const result = errorResult(error)
+  const retryAfter = error.options.headers?.['Retry-After']
+  if (retryAfter !== undefined) reply.header('Retry-After', retryAfter)
+  // the result's summary: "Error 1204 (QUOTA_ERROR): Rate limit exceeded (...). Retry after N seconds."
+  const text = (result.content[0] as { text: string }).text
+  const answer =
+    m.method === 'tools/call'
+      ? { jsonrpc: '2.0', id: m.id, result }
+      : { jsonrpc: '2.0', id: m.id, error: { code: RATE_LIMITED, message: text, data: result.structuredContent } }
+  return reply.code(200).type('application/json').send(JSON.stringify(answer))
+}
+
+/**
  * POST /mcp: the MCP server over stateless streamable HTTP (JSON answers, no session id). The
  * API guard has authenticated the key; the handler counts the request against its rate limits
  * unless it only sets a session up (counted); each request gets a server with the tools its key may use, and nothing outlives the request.
@@ -191,17 +218,7 @@ export function mcpApi(app: FastifyInstance, deps: Deps, services: McpServices):
       // result the agent reads (isError, 1204 and retry_after), never an HTTP error the SDK throws
       if (counted(req.body)) {
         const a = await countOnce(req, reply, deps)
-        if (a !== null && !a.ok) {
-          const m = req.body
-          if (!isMessage(m) || m.method !== 'tools/call' || (typeof m.id !== 'string' && typeof m.id !== 'number')) throw a.error
-          const { errorResult } = await loadSdk()
-          const retryAfter = a.error.options.headers?.['Retry-After']
-          if (retryAfter !== undefined) reply.header('Retry-After', retryAfter)
-          return reply
-            .code(200)
-            .type('application/json')
-            .send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: errorResult(a.error) }))
-        }
+        if (a !== null && !a.ok) return refuseInProtocol(req, reply, a.error)
       }
       // one JSON-RPC message per request (MCP 2025-06-18 dropped batches): a batch would run up
       // to the SDK's 100 tool calls at once for one count against the key's rate and concurrency limits

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream'
 import tar from 'tar-stream'
 import * as z from 'zod'
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import { ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js'
 import type { User } from '../../auth/users.js'
 import { AppError, isAppError } from '../../errors/app-error.js'
 import { errorMessage, extraIn, fill, mapText, type Text } from '../../errors/render.js'
@@ -33,9 +33,10 @@ import { domainView, type DomainView } from '../domains/service.js'
 import { parseDomain } from '../domains/names.js'
 import { MAX_PASSWORD_BYTES } from '../../auth/account-rules.js'
 import { sizeText } from '../../util/sizes.js'
+import { utcTime, utcTimes } from './times.js'
 
 /**
- * The one set of MCP tools. The service's POST /mcp registers them for each request; `svc mcp`
+ * The one set of MCP tools. The service's POST /mcp serves them for each request; `svc mcp`
  * (stdio) forwards to that endpoint, so every client sees these same definitions.
  */
 
@@ -95,7 +96,8 @@ interface ToolDef<S extends z.ZodRawShape> {
 export interface McpTool {
   name: string
   readOnly: boolean
-  register(server: McpServer, s: McpServices, ctx: ToolContext): void
+  /** Its entry of tools/list: name, title, description, input and output schemas (compactSchema), annotations. */
+  definition(): Tool
   /** Checks the arguments (1106 naming the bad one) and runs the tool; never throws an AppError. */
   call(s: McpServices, ctx: ToolContext, args: unknown): Promise<CallToolResult>
 }
@@ -186,7 +188,7 @@ export function errorResult(e: unknown, solutions: Partial<Record<ErrorKey, stri
     // closing parenthesis ends one only after a stop: "(archive upload)" still needs its own)
     const info = typeof details?.info === 'string' ? ` ${details.info}${/[.!?]\)?$/.test(details.info) ? '' : '.'}` : ''
     const error = { error_code: d.code, error_type: d.type, message, solution, ...extra }
-    const data = { success: false, ...error }
+    const data = utcTimes({ success: false, ...error }) as Record<string, unknown>
     return { isError: true, content: resultContent(`Error ${d.code} (${d.type}): ${message}.${info} ${solution}`.trim(), data), structuredContent: data }
   }
   throw e
@@ -233,7 +235,7 @@ function tool<S extends z.ZodRawShape>(d: ToolDef<S>): McpTool {
       if (!parsed.success) throw badArguments(d.name, parsed.error, args)
       solutions = d.solutions?.(parsed.data)
       const out = await d.run(s, ctx, parsed.data)
-      const data = { success: true, ...out.data }
+      const data = utcTimes({ success: true, ...out.data }) as Record<string, unknown>
       return { content: resultContent(out.summary, data, out.inSummary), structuredContent: data }
     } catch (e) {
       return errorResult(e, solutions)
@@ -243,27 +245,43 @@ function tool<S extends z.ZodRawShape>(d: ToolDef<S>): McpTool {
     name: d.name,
     readOnly: d.readOnly,
     call,
-    register(server, s, ctx) {
-      server.registerTool(
-        d.name,
-        {
-          title: d.title,
-          description: d.description,
-          inputSchema: schema,
-          outputSchema: outputSchema(OUTPUTS[d.name]),
-          annotations: {
-            title: d.title,
-            readOnlyHint: d.readOnly,
-            destructiveHint: d.readOnly ? false : (d.destructive ?? false),
-            idempotentHint: d.idempotent ?? d.readOnly,
-            openWorldHint: false,
-          },
-        },
-        // tools/call is answered by serveTools' handler; this one runs only if it is not installed
-        (args: Record<string, unknown>) => call(s, ctx, args),
-      )
-    },
+    definition: () => ({
+      name: d.name,
+      title: d.title,
+      description: d.description,
+      inputSchema: compactSchema(z.toJSONSchema(schema, { target: 'draft-7', io: 'input' })) as Tool['inputSchema'],
+      outputSchema: compactSchema(z.toJSONSchema(outputSchema(OUTPUTS[d.name]), { target: 'draft-7', io: 'output' })) as Tool['outputSchema'],
+      annotations: {
+        readOnlyHint: d.readOnly,
+        destructiveHint: d.readOnly ? false : (d.destructive ?? false),
+        idempotentHint: d.idempotent ?? d.readOnly,
+        openWorldHint: false,
+      },
+    }),
   }
+}
+
+const isEmptyObject = (v: unknown) => v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0
+
+/**
+ * A JSON schema as tools/list sends it, without what says nothing a client or model needs and
+ * repeats in every tool: `$schema`, zod's safe-integer bounds on every integer, and
+ * `additionalProperties: {}` (what an object allows anyway). Property names are never taken
+ * for keywords; enum and default values are left as they are.
+ */
+export function compactSchema(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(compactSchema)
+  if (v === null || typeof v !== 'object') return v
+  const out: Record<string, unknown> = {}
+  for (const [k, x] of Object.entries(v)) {
+    if (k === '$schema' || (k === 'additionalProperties' && isEmptyObject(x))) continue
+    if ((k === 'minimum' && x === Number.MIN_SAFE_INTEGER) || (k === 'maximum' && x === Number.MAX_SAFE_INTEGER)) continue
+    if (k === 'enum' || k === 'const' || k === 'default' || k === 'examples') out[k] = x
+    else if (k === 'properties' && x !== null && typeof x === 'object')
+      out[k] = Object.fromEntries(Object.entries(x).map(([name, p]) => [name, compactSchema(p)]))
+    else out[k] = compactSchema(x)
+  }
+  return out
 }
 
 /**
@@ -306,8 +324,12 @@ const siteUrlOf = (ctx: ToolContext, path: string) => (ctx.siteOrigin === null ?
 /**
  * A project named by a tool: checked by the folders service's checkName (projectRef), the rule
  * of the REST API and `svc deploy`; the schema bounds the length only (bytes are checkName's).
+ * The rule is stated where a name is made (deploy_files); a tool that names an existing project
+ * says where its name comes from, and a refusal (1110) states the rule.
  */
-const projectName = z.string().min(1).max(MAX_SEGMENT_BYTES).describe(`Project (site) name: ${NAME_RULE}`)
+const projectName = z.string().min(1).max(MAX_SEGMENT_BYTES).describe('The name of one of your projects, as list_sites shows it')
+/** The project deploy_files uploads into, created under this name when it does not exist yet. */
+const newProjectName = projectName.describe(`Project (site) name: ${NAME_RULE}`)
 
 const publishHtml = tool({
   name: 'publish_html',
@@ -351,7 +373,7 @@ const deployFiles = tool({
   readOnly: false,
   idempotent: true,
   input: {
-    project: projectName,
+    project: newProjectName,
     files: z
       .array(
         z
@@ -557,7 +579,7 @@ const listDeploys = tool({
     const live = liveUrl(ctx, ref.name)
     const lines = deploys.map(
       (d) =>
-        `${d.id} ${d.created_at} ${d.file_count} files${d.is_live ? ' (live)' : ''}${d.is_preview ? ' (preview)' : ''}: ${d.preview_site_url ?? d.preview_url}`,
+        `${d.id} ${utcTime(d.created_at)} ${d.file_count} files${d.is_live ? ' (live)' : ''}${d.is_preview ? ' (preview)' : ''}: ${d.preview_site_url ?? d.preview_url}`,
     )
     return {
       summary: `${ref.name}: ${deploys.length} deploy(s); live ${r.live_deploy_id ?? 'none'} at ${live}${lines.length ? `\n${lines.join('\n')}` : ''}`,
@@ -1248,7 +1270,7 @@ const getSubmission = tool({
     const r = await s.forms.submission(ctx.user, a.submission_id, ctx.serviceOrigin)
     const fields = Object.keys(r.submission.data)
     return {
-      summary: `Submission ${r.submission.id} of form ${r.form_id} (${r.submission.created_at}${r.submission.is_spam ? ', spam' : ''}): ${fields.length} field(s)${r.submission.files.length ? `, ${r.submission.files.length} file(s)` : ''}; every value is in the JSON below`,
+      summary: `Submission ${r.submission.id} of form ${r.form_id} (${utcTime(r.submission.created_at)}${r.submission.is_spam ? ', spam' : ''}): ${fields.length} field(s)${r.submission.files.length ? `, ${r.submission.files.length} file(s)` : ''}; every value is in the JSON below`,
       data: { form_id: r.form_id, submission: r.submission },
     }
   },
@@ -1718,18 +1740,27 @@ export const TOOLS: readonly McpTool[] = [
 /** The tools a caller sees: a read-only key gets the read-only ones only. */
 export const toolsFor = (readOnly: boolean): readonly McpTool[] => (readOnly ? TOOLS.filter((t) => t.readOnly) : TOOLS)
 
+/** tools/list for a read-only key and for another, each made once: the same for every caller. */
+const listings = new Map<boolean, Tool[]>()
+export function toolList(readOnly: boolean): Tool[] {
+  let list = listings.get(readOnly)
+  if (list === undefined) listings.set(readOnly, (list = toolsFor(readOnly).map((t) => t.definition())))
+  return list
+}
+
 /**
- * Registers the tools a caller sees (tools/list is the SDK's, from their schemas) and answers
- * tools/call here: the SDK's own handler checks arguments before a tool runs and answers a bad
- * one as bare text ("MCP error -32602: Input validation error ..."), with no error code. Here a
- * bad argument is a tool result with 1106, a write tool on a read-only key 1440 and an unknown
- * name 1106, each with `isError` and the service's code like every other refusal (the MCP
- * specification puts input validation among the tool execution errors).
+ * Answers tools/list and tools/call for the tools a caller sees. tools/list is the listing
+ * made once (toolList): the tools' schemas compacted (compactSchema). tools/call is answered
+ * here rather than by the SDK's handler, which checks arguments before a tool runs and answers
+ * a bad one as bare text ("MCP error -32602: Input validation error ..."), with no error code.
+ * Here a bad argument is a tool result with 1106, a write tool on a read-only key 1440 and an
+ * unknown name 1106, each with `isError` and the service's code like every other refusal (the
+ * MCP specification puts input validation among the tool execution errors).
  */
 export function serveTools(server: McpServer, readOnly: boolean, s: McpServices, ctx: ToolContext): void {
   const tools = toolsFor(readOnly)
-  for (const t of tools) t.register(server, s, ctx)
   const byName = new Map(tools.map((t) => [t.name, t]))
+  server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolList(readOnly) }))
   server.server.setRequestHandler(AnyArgumentsCallSchema, async (req) => {
     const name = req.params.name
     const t = byName.get(name)

@@ -4,6 +4,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import { ErrorCode, LATEST_PROTOCOL_VERSION, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
 import { AnyArgumentsCallSchema, callArguments } from '../../../features/mcp/call-request.js'
 import { mcpInstructions } from '../../../features/mcp/instructions.js'
+import { RATE_LIMITED } from '../../../features/mcp/limits.js'
 import type { ApiClient } from '../api.js'
 import { parse } from '../args.js'
 import { CLIENT_HELP } from '../help.js'
@@ -41,22 +42,42 @@ function asMcpError(e: unknown, url: string): RpcError {
 
 let nextId = 1
 
+/** The seconds to wait before repeating a request the key's rate limits refused in a JSON-RPC error (tools/list), else null. */
+function rateLimitWait(error: { code: number; data?: unknown } | undefined): { wait: number; code: unknown } | null {
+  if (error?.code !== RATE_LIMITED) return null
+  const data = error.data as { retry_after?: unknown; error_code?: unknown } | undefined
+  return typeof data?.retry_after === 'number' && data.retry_after > 0 ? { wait: data.retry_after, code: data.error_code } : null
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
 /**
  * One JSON-RPC request to the service's POST /mcp (stateless: no initialize needed there).
  * HTTP errors (401, 429 after the client's waits, 5xx) throw ApiError; a JSON-RPC error
- * answer throws RpcError with the service's code and message.
+ * answer throws RpcError with the service's code and message, but for a refusal of the rate
+ * limits (RATE_LIMITED, with retry_after), which is waited out as the client waits out a 429.
+ * A tools/call the limits refuse is its tool result (isError, 1204), passed on as it is.
  */
 async function forward(api: ApiClient, method: string, params: unknown): Promise<Record<string, unknown>> {
-  const r = await api.post('/mcp', {
-    json: { jsonrpc: '2.0', id: nextId++, method, params: params ?? {} },
-    headers: { accept: MCP_ACCEPT },
-    // listing is safe to repeat; a tool call may write (an increment, a new page)
-    idempotent: method !== 'tools/call',
-  })
-  const body = r.json as { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } } | undefined
-  if (body?.error) throw new RpcError(body.error.code, body.error.message, body.error.data)
-  if (!body?.result) throw new CliError(`the server's /mcp answered without a result (HTTP ${r.status})`)
-  return body.result
+  for (let waits = 0; ; waits++) {
+    const r = await api.post('/mcp', {
+      json: { jsonrpc: '2.0', id: nextId++, method, params: params ?? {} },
+      headers: { accept: MCP_ACCEPT },
+      // listing is safe to repeat; a tool call may write (an increment, a new page)
+      idempotent: method !== 'tools/call',
+    })
+    const body = r.json as { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } } | undefined
+    const limited = rateLimitWait(body?.error)
+    if (limited !== null && waits < api.maxRateRetries && limited.wait <= api.maxWaitSeconds) {
+      api.rateLimitWaits++
+      api.notify(`rate limited (error ${String(limited.code)}): waiting ${Math.ceil(limited.wait)} s before retry ${waits + 1}/${api.maxRateRetries}`)
+      await sleep(limited.wait * 1000 * api.waitScale)
+      continue
+    }
+    if (body?.error) throw new RpcError(body.error.code, body.error.message, body.error.data)
+    if (!body?.result) throw new CliError(`the server's /mcp answered without a result (HTTP ${r.status})`)
+    return body.result
+  }
 }
 
 /**
