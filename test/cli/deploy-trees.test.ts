@@ -331,7 +331,7 @@ for (const engine of ENGINES) {
         'node_modules/.package-lock.json': '{}',
       }
       const note =
-        'note: left out node_modules/: installed packages and macOS zip leftovers are never deployed (a line !node_modules/ in .svcignore deploys node_modules/)\n'
+        "note: left out node_modules/: installed packages and a Mac zip's __MACOSX/ stay local unless .svcignore says otherwise (a line !node_modules/ there deploys node_modules/)\n"
       let n = 0
       for (const flags of [[], ['--batch']]) {
         const dir = makeTree(site)

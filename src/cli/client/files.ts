@@ -163,7 +163,7 @@ export function nothingToDeploy(dir: string, ignoredCount: number): string {
 export function leftOutNote(leftOut: readonly string[]): string | null {
   if (leftOut.length === 0) return null
   const shown = leftOut.slice(0, 5).join(', ') + (leftOut.length > 5 ? ` and ${leftOut.length - 5} more` : '')
-  return `note: left out ${shown}: installed packages and macOS zip leftovers are never deployed (a line !node_modules/ in .svcignore deploys node_modules/)`
+  return `note: left out ${shown}: installed packages and a Mac zip's __MACOSX/ stay local unless .svcignore says otherwise (a line !node_modules/ there deploys node_modules/)`
 }
 
 /**
