@@ -340,7 +340,8 @@ for (const engine of ENGINES) {
         assert.equal(r.code, 0, r.stderr)
         assert.equal(r.stderr, note)
         assert.deepEqual(r.json.left_out, ['node_modules/'])
-        assert.deepEqual(r.json.uploaded.sort(), ['app.js', 'index.html', 'package.json'])
+        const listed = (await s.get(`/api/folders/${project}/files`, { key: alice.key })).json.files.map((f: { path: string }) => f.path).sort()
+        assert.deepEqual(listed, ['app.js', 'index.html', 'package.json'])
         assert.equal((await s.get(`/${alice.username}/${project}/node_modules/prettier/index.mjs`)).status, 404)
         // a page that loads its library from node_modules/ would go live without it: refused first
         const cdnless = makeTree({
