@@ -85,6 +85,33 @@ describe('client: folder walk and ignore rules', () => {
     assert.deepEqual(left.files.map((f) => f.path).sort(), ['index.html'])
   })
 
+  it('leaves out node_modules/ and __MACOSX/ at any depth, whatever --dotfiles, and lists those no rule of the user named', async () => {
+    const tree = {
+      'index.html': 'x',
+      'node_modules/lib/index.js': 'x',
+      'node_modules/.bin/lib': 'x',
+      'tools/node_modules/dep/a.js': 'x',
+      '__MACOSX/._index.html': 'x',
+      'app/main.js': 'x',
+    }
+    for (const dotfiles of [false, true]) {
+      const r = await walkFolder(makeTree(tree), { dotfiles })
+      assert.deepEqual(r.files.map((f) => f.path).sort(), ['app/main.js', 'index.html'])
+      assert.deepEqual(r.leftOut.sort(), ['__MACOSX/', 'node_modules/', 'tools/node_modules/'])
+      assert.equal(r.ignoredCount, 3)
+    }
+    // a folder the user's own rules leave out is theirs to know: not listed again
+    const own = await walkFolder(makeTree({ ...tree, '.gitignore': 'node_modules/\n' }))
+    assert.deepEqual(own.leftOut.sort(), ['__MACOSX/'])
+    // a negation in .svcignore deploys it (below the root too)
+    const back = await walkFolder(makeTree({ ...tree, '.svcignore': '!node_modules/\n' }))
+    assert.deepEqual(back.files.map((f) => f.path).sort(), ['app/main.js', 'index.html', 'node_modules/lib/index.js', 'tools/node_modules/dep/a.js'])
+    assert.deepEqual(back.leftOut, ['__MACOSX/'])
+    // a file of that name is no folder of packages
+    const file = await walkFolder(makeTree({ 'index.html': 'x', 'docs/node_modules': 'a page about them' }))
+    assert.deepEqual(file.files.map((f) => f.path).sort(), ['docs/node_modules', 'index.html'])
+  })
+
   it('reports names the upload cannot carry instead of sending them', async () => {
     const dir = makeTree({ 'index.html': 'x', 'a"b.html': 'x', 'c\\d.html': 'x', 'p%41.txt': 'x', '100% sure.txt': 'x' })
     const r = await walkFolder(dir)

@@ -311,13 +311,58 @@ for (const engine of ENGINES) {
         assert.equal(r.code, 1, r.stderr)
         assert.equal(
           r.stderr,
-          `error: nothing to deploy: every file of ${dots} is left out (2 files or folders): .git/, dotfiles (--dotfiles deploys them) and what .gitignore and .svcignore name\n`,
+          `error: nothing to deploy: every file of ${dots} is left out (2 files or folders): .git/, dotfiles (--dotfiles deploys them), node_modules/ and what .gitignore and .svcignore name\n`,
         )
         const none = await runCli(['deploy', empty, '--project', 'dots', ...flags], { env: e })
         assert.equal(none.code, 1, none.stderr)
         assert.equal(none.stderr, `error: nothing to deploy: ${empty} has no files\n`)
       }
       assert.equal((await s.get('/api/folders/dots/files', { key: alice.key })).status, 403, 'nothing sent')
+    })
+
+    it('a folder holding node_modules/ (no .gitignore) deploys without it and says so; a page loading from it is refused, .svcignore deploys it', async () => {
+      const e = { ...env, SVC_URL: s.url }
+      // a hand-made site whose folder got an `npm install` (a formatter, a CSS tool)
+      const site = {
+        'index.html': '<!doctype html><title>shop</title><script src="app.js"></script>',
+        'app.js': 'console.log(1)',
+        'package.json': '{"devDependencies":{"prettier":"^3.0.0"}}',
+        'node_modules/prettier/index.mjs': 'export default 1',
+        'node_modules/.package-lock.json': '{}',
+      }
+      const note =
+        "note: left out node_modules/: installed packages and a Mac zip's __MACOSX/ stay local unless .svcignore says otherwise (a line !node_modules/ there deploys node_modules/)\n"
+      let n = 0
+      for (const flags of [[], ['--batch']]) {
+        const dir = makeTree(site)
+        const project = `packages${n++}`
+        const r = await runCli(['deploy', dir, '--project', project, '--json', ...flags], { env: e })
+        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.stderr, note)
+        assert.deepEqual(r.json.left_out, ['node_modules/'])
+        const listed = (await s.get(`/api/folders/${project}/files`, { key: alice.key })).json.files.map((f: { path: string }) => f.path).sort()
+        assert.deepEqual(listed, ['app.js', 'index.html', 'package.json'])
+        assert.equal((await s.get(`/${alice.username}/${project}/node_modules/prettier/index.mjs`)).status, 404)
+        // a page that loads its library from node_modules/ would go live without it: refused first
+        const cdnless = makeTree({
+          ...site,
+          'index.html': '<!doctype html><script src="./node_modules/alpinejs/dist/cdn.min.js" defer></script><div x-data="{}"></div>',
+          'node_modules/alpinejs/dist/cdn.min.js': 'window.Alpine = {}',
+        })
+        const refused = await runCli(['deploy', cdnless, '--project', `${project}-alpine`, ...flags], { env: e })
+        assert.equal(refused.code, 1, refused.stderr)
+        assert.equal(
+          refused.stderr,
+          `${note}error: ${cdnless}: its pages load node_modules/alpinejs/dist/cdn.min.js, in a folder that is left out, so the site would go live without it. Add a line !node_modules/ to the .svcignore file at its root to deploy that folder too, or copy the files the site needs into it; nothing was sent\n`,
+        )
+        assert.equal((await s.get(`/api/folders/${project}-alpine/files`, { key: alice.key })).status, 403, 'nothing sent')
+        fs.writeFileSync(path.join(cdnless, '.svcignore'), '!node_modules/\n')
+        const kept = await runCli(['deploy', cdnless, '--project', `${project}-alpine`, '--json', ...flags], { env: e })
+        assert.equal(kept.code, 0, kept.stderr)
+        assert.equal(kept.stderr, '')
+        assert.deepEqual(kept.json.left_out, [])
+        assert.equal((await s.get(`/${alice.username}/${project}-alpine/node_modules/alpinejs/dist/cdn.min.js`)).text, 'window.Alpine = {}')
+      }
     })
 
     it("a Jekyll site's source, which GitHub Pages would build, is refused before anything is sent; a build or .nojekyll deploys", async () => {

@@ -237,6 +237,10 @@ function webFlow(engine: Engine): void {
       fs.writeFileSync(path.join(site, '.env'), 'SECRET=1')
       fs.mkdirSync(path.join(site, '.well-known'), { recursive: true })
       fs.writeFileSync(path.join(site, '.well-known', 'security.txt'), 'Contact: mailto:me@example.org')
+      // and so do its installed packages, named once as the folder
+      fs.mkdirSync(path.join(site, 'node_modules', 'lib'), { recursive: true })
+      fs.writeFileSync(path.join(site, 'node_modules', 'lib', 'index.js'), 'module.exports = 1')
+      fs.writeFileSync(path.join(site, 'node_modules', 'lib', 'package.json'), '{"name":"lib"}')
 
       await go('/dashboard/folders')
       await page.locator('#folder-input').setInputFiles(site)
@@ -247,10 +251,12 @@ function webFlow(engine: Engine): void {
         ((await (await fetch('/api/folders/mysite/files')).json()).files as Array<{ path: string }>).map((f) => f.path).sort(),
       )
       assert.deepEqual(sent, ['.well-known/security.txt', 'css/site.css', 'docs/<b id=treeinj>x.txt', 'docs/deep/page.html', 'index.html'])
-      assert.match(
-        (await page.locator('#folders-status').textContent()) ?? '',
-        /Dotfiles kept local, as svc deploy keeps them \(2\): (\.env, \.git\/HEAD|\.git\/HEAD, \.env)/,
+      const status = (await page.locator('#folders-status').textContent()) ?? ''
+      const kept = /Kept local, as svc deploy keeps them \(dotfiles, node_modules\/ and __MACOSX\/ folders; files: 4\): (\S+), (\S+), (\S+?)(?:$|\s)/.exec(
+        status,
       )
+      assert.ok(kept, status)
+      assert.deepEqual(kept.slice(1).sort(), ['.env', '.git/HEAD', 'node_modules/'], status)
       // the tree keeps the sub-folders
       const tree = page.locator('#project-tree')
       await tree.getByText('deep/').waitFor()

@@ -5,7 +5,7 @@ import { createGzip } from 'node:zlib'
 import tar from 'tar-stream'
 import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
-import { changedReason, hashCacheDir, hashFiles, nothingToDeploy, SMALL_FILE, walkFolder, type LocalFile } from './files.js'
+import { changedReason, checkLeftOut, hashCacheDir, hashFiles, nothingToDeploy, SMALL_FILE, walkFolder, type LocalFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
 import { nestedIndexHint, type FailedFile } from './deploy.js'
 import { checkProjectName, defaultProject } from './project.js'
@@ -40,6 +40,8 @@ export interface ArchiveResult {
   files: number
   bytes: number
   ignored: number
+  /** Folders left out by the built-in rules (node_modules/, __MACOSX/), said on stderr too. */
+  left_out: string[]
   /** Files the archive carried (or would carry, with --dry-run). */
   uploaded: string[]
   uploaded_bytes: number
@@ -184,6 +186,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
   const project = checkProjectName(opts.project ?? defaultProject(dirReal).name)
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, multipart: false, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s) => ({ path: s.path, reason: s.reason }))
+  await checkLeftOut(dirReal, opts.label ?? opts.dir, walked.leftOut, (m) => rep.note(m))
   if (walked.files.length === 0 && failed.length === 0) throw new CliError(nothingToDeploy(opts.label ?? opts.dir, walked.ignoredCount))
   // the deploy is the folder exactly: the server refuses one without a root index.html (1313)
   // at its manifest, so nothing is hashed or sent
@@ -211,6 +214,7 @@ export async function archiveDeploy(api: ApiClient, opts: ArchiveOptions, rep: R
     files: walked.files.length,
     bytes: walked.files.reduce((a, f) => a + f.size, 0),
     ignored: walked.ignoredCount,
+    left_out: walked.leftOut,
     uploaded: [],
     uploaded_bytes: 0,
     copies: 0,

@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises'
 import path from 'node:path'
 import { ApiClient, encodePath } from './api.js'
 import { ApiError, CliError } from './errors.js'
-import { changedReason, hashCacheDir, hashFiles, mapLimit, nothingToDeploy, walkFolder, type LocalFile, type SkippedFile } from './files.js'
+import { changedReason, checkLeftOut, hashCacheDir, hashFiles, mapLimit, nothingToDeploy, walkFolder, type LocalFile, type SkippedFile } from './files.js'
 import { formatBytes, type Reporter } from './progress.js'
 import { builtForRoot, linkLines } from './site-links.js'
 import { contentTypeFor } from '../../util/content-types.js'
@@ -51,6 +51,8 @@ export interface DeployResult {
   files: number
   bytes: number
   ignored: number
+  /** Folders left out by the built-in rules (node_modules/, __MACOSX/), said on stderr too. */
+  left_out: string[]
   uploaded: string[]
   uploaded_bytes: number
   unchanged: number
@@ -310,6 +312,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
   const walked = await walkFolder(dirReal, { dotfiles: opts.dotfiles, warn: (m) => rep.note(`warning: ${m}`) })
   const failed: FailedFile[] = walked.invalid.map((s: SkippedFile) => ({ path: s.path, reason: s.reason }))
   const totalBytes = walked.files.reduce((a, f) => a + f.size, 0)
+  await checkLeftOut(dirReal, opts.label ?? opts.dir, walked.leftOut, (m) => rep.note(m))
   if (walked.files.length === 0 && failed.length === 0) throw new CliError(nothingToDeploy(opts.label ?? opts.dir, walked.ignoredCount))
 
   const hashed = await hashFiles(
@@ -354,6 +357,7 @@ export async function deploy(api: ApiClient, opts: DeployOptions, rep: Reporter)
     files: walked.files.length,
     bytes: totalBytes,
     ignored: walked.ignoredCount,
+    left_out: walked.leftOut,
     uploaded: [],
     uploaded_bytes: 0,
     unchanged: files.length - toUpload.length,

@@ -38,6 +38,8 @@ export interface WalkResult {
   files: WalkedFile[]
   invalid: SkippedFile[]
   ignoredCount: number
+  /** Folders the built-in rules left out (`node_modules/`, `__MACOSX/`), no rule of the user's; paths with a final '/'. */
+  leftOut: string[]
   /** When the walk began, before its first stat (the hash cache's racy-file cutoff). */
   startedAt: number
 }
@@ -49,6 +51,16 @@ const IGNORE_FILES = ['.gitignore', '.svcignore']
  * ignore files come after these rules and may still leave it out.
  */
 const DOT_RULES = ['.*', '!.well-known/']
+
+/**
+ * Folders that are never part of a site, left out whatever the flags, as Netlify's CLI leaves
+ * them from a repository's folder and Cloudflare's, Firebase's and Vercel's everywhere: installed
+ * npm packages, and the resource forks of a zip made on a Mac. They come before the folder's
+ * own rules, so a `!node_modules/` line in `.svcignore` deploys one; each one left out that no
+ * rule of the user's names is listed (WalkResult.leftOut), for the CLI to say so.
+ */
+const BUILTIN_RULES = ['node_modules/', '__MACOSX/']
+const BUILTIN_NAMES = new Set(['node_modules', '__MACOSX'])
 
 /**
  * Names the server could not take as a path, or that the multipart filename cannot carry
@@ -84,12 +96,22 @@ interface Matcher {
   /** Directory of the rules, relative to the root, '' or ending in '/'. */
   base: string
   ig: Ignore
+  /**
+   * The root's: its ignore files' rules alone (null: it has none), without the built-in ones
+   * `ig` starts with, to tell a folder the user's own rules leave out from one only those do.
+   */
+  user?: Ignore | null
 }
 
-/** Rules of one directory: its .gitignore, then its .svcignore (later rules win). */
+/**
+ * Rules of one directory: `extra` (the root's built-in rules), then its .gitignore, then its
+ * .svcignore (later rules win). One rule list, so a `!node_modules/` line brings back what the
+ * folder holds as well as the folder.
+ */
 function matcherFor(dirAbs: string, base: string, extra: string[]): Matcher | null {
   const ig = ignore({ allowRelativePaths: true })
-  let any = extra.length > 0
+  const user = ignore({ allowRelativePaths: true })
+  let own = false
   if (extra.length) ig.add(extra)
   for (const f of IGNORE_FILES) {
     let text: string
@@ -99,9 +121,11 @@ function matcherFor(dirAbs: string, base: string, extra: string[]): Matcher | nu
       continue
     }
     ig.add(text)
-    any = true
+    user.add(text)
+    own = true
   }
-  return any ? { base, ig } : null
+  if (extra.length) return { base, ig, user: own ? user : null }
+  return own ? { base, ig } : null
 }
 
 /**
@@ -109,11 +133,13 @@ function matcherFor(dirAbs: string, base: string, extra: string[]): Matcher | nu
  * matchers of its ancestors apply from the root down, the deepest one that says something wins
  * (git's nested .gitignore semantics).
  */
-function isIgnored(matchers: Matcher[], rel: string): boolean {
+function isIgnored(matchers: Matcher[], rel: string, userOnly = false): boolean {
   let ignored = false
   for (const m of matchers) {
     if (!rel.startsWith(m.base)) continue
-    const r = m.ig.test(rel.slice(m.base.length))
+    const ig = userOnly && m.user !== undefined ? m.user : m.ig
+    if (ig === null) continue
+    const r = ig.test(rel.slice(m.base.length))
     if (r.ignored) ignored = true
     else if (r.unignored) ignored = false
   }
@@ -127,7 +153,17 @@ function isIgnored(matchers: Matcher[], rel: string): boolean {
 export function nothingToDeploy(dir: string, ignoredCount: number): string {
   if (ignoredCount === 0) return `nothing to deploy: ${dir} has no files`
   const n = `${ignoredCount} file${ignoredCount === 1 ? '' : 's'} or folder${ignoredCount === 1 ? '' : 's'}`
-  return `nothing to deploy: every file of ${dir} is left out (${n}): .git/, dotfiles (--dotfiles deploys them) and what .gitignore and .svcignore name`
+  return `nothing to deploy: every file of ${dir} is left out (${n}): .git/, dotfiles (--dotfiles deploys them), node_modules/ and what .gitignore and .svcignore name`
+}
+
+/**
+ * The line saying which folders the built-in rules left out (WalkResult.leftOut), and how to
+ * deploy one; null when none was.
+ */
+export function leftOutNote(leftOut: readonly string[]): string | null {
+  if (leftOut.length === 0) return null
+  const shown = leftOut.slice(0, 5).join(', ') + (leftOut.length > 5 ? ` and ${leftOut.length - 5} more` : '')
+  return `note: left out ${shown}: installed packages and a Mac zip's __MACOSX/ stay local unless .svcignore says otherwise (a line !node_modules/ there deploys node_modules/)`
 }
 
 /**
@@ -135,7 +171,8 @@ export function nothingToDeploy(dir: string, ignoredCount: number): string {
  * its subfolders (files above `root` are not read: a repository's `.gitignore` often lists the
  * build folder being deployed). Dotfiles and dot-directories other than `.well-known/` are
  * left out unless `dotfiles` (a `!.name/` rule also brings one back); `.git`, a folder or a
- * worktree's or submodule's file, is never uploaded. Symbolic links are followed only when they point inside the folder.
+ * worktree's or submodule's file, is never uploaded; nor are the BUILTIN_RULES folders unless a
+ * rule brings them back. Symbolic links are followed only when they point inside the folder.
  */
 export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<WalkResult> {
   const warn = opts.warn ?? (() => {})
@@ -155,13 +192,14 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
   const rootKey = Buffer.from(rootReal).toString('latin1')
   const visited = new Set<string>([rootKey])
   let ignoredCount = 0
+  const leftOut: string[] = []
 
   const inside = (real: string) => real === rootKey || real.startsWith(rootKey + path.sep)
 
   // `dirKey`: the folder's real path (latin1, as rootKey); `chain`: those of the folders above
   // it and itself, so a link back to one of them (a loop) is told from a link to another folder
   const walk = async (dirAbs: string, rel: string, matchers: Matcher[], dirKey: string, chain: Set<string>): Promise<void> => {
-    const own = matcherFor(dirAbs, rel, rel === '' && !opts.dotfiles ? DOT_RULES : [])
+    const own = matcherFor(dirAbs, rel, rel === '' ? [...BUILTIN_RULES, ...(opts.dotfiles ? [] : DOT_RULES)] : [])
     const ms = own ? [...matchers, own] : matchers
     // Names come as bytes: as strings, bytes that are not UTF-8 would read as U+FFFD and the
     // name would open nothing. Invariant: `abs` is exact only when `utf8`; any other name is
@@ -227,6 +265,8 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
       if (isDir) {
         if (isIgnored(ms, `${relPath}/`)) {
           ignoredCount++
+          // left out by a built-in rule alone: said, since no rule of the user's names it
+          if (BUILTIN_NAMES.has(name) && !isIgnored(ms, `${relPath}/`, true)) leftOut.push(`${relPath}/`)
           continue
         }
         const bad = utf8 ? (badNameReason(name, opts.multipart !== false) ?? serverPathReason(relPath)) : NOT_UTF8
@@ -272,7 +312,59 @@ export async function walkFolder(root: string, opts: WalkOptions = {}): Promise<
     }
   }
   await walk(rootReal, '', [], rootKey, new Set([rootKey]))
-  return { files, invalid, ignoredCount, startedAt }
+  return { files, invalid, ignoredCount, leftOut, startedAt }
+}
+
+/** Quoted strings of a page (attribute values, import maps, a script's imports) that name a path in a node_modules/ folder. */
+const NODE_MODULES_REF = /["'`]([^"'`<>\s]*node_modules\/[^"'`<>\s]*)["'`]/g
+
+/**
+ * The files of folders the walk left out by the built-in rules that the folder's root pages
+ * (index.html, 404.html) load or link to, as paths of the folder (`node_modules/alpinejs/dist/cdn.min.js`):
+ * a site that loads its libraries straight from node_modules/ would go live without them.
+ * Only names of files that exist count, resolved as the browser resolves them from the root page.
+ */
+export async function leftOutReferences(root: string, leftOut: readonly string[]): Promise<string[]> {
+  if (leftOut.length === 0) return []
+  const found: string[] = []
+  for (const page of ['index.html', '404.html']) {
+    let html: string
+    try {
+      html = (await fsp.readFile(path.join(root, page), 'utf8')).slice(0, 1 << 20)
+    } catch {
+      continue
+    }
+    for (const m of html.matchAll(NODE_MODULES_REF)) {
+      let rel: string
+      try {
+        const u = new URL(m[1], 'http://site.invalid/')
+        if (u.origin !== 'http://site.invalid') continue
+        rel = decodeURIComponent(u.pathname).slice(1)
+      } catch {
+        continue
+      }
+      if (found.includes(rel) || !leftOut.some((d) => rel.startsWith(d))) continue
+      const st = await fsp.stat(path.join(root, ...rel.split('/'))).catch(() => null)
+      if (st?.isFile() === true) found.push(rel)
+    }
+  }
+  return found
+}
+
+/**
+ * Says on stderr which folders the built-in rules left out; refuses the deploy, before anything
+ * is read or sent, when the site's root page loads files from one of them.
+ */
+export async function checkLeftOut(root: string, label: string, leftOut: readonly string[], note: (line: string) => void): Promise<void> {
+  const line = leftOutNote(leftOut)
+  if (line === null) return
+  note(line)
+  const refs = await leftOutReferences(root, leftOut)
+  if (refs.length === 0) return
+  const shown = refs.slice(0, 3).join(', ') + (refs.length > 3 ? ` and ${refs.length - 3} more` : '')
+  throw new CliError(
+    `${label}: its pages load ${shown}, in a folder that is left out, so the site would go live without ${refs.length === 1 ? 'it' : 'them'}. Add a line !node_modules/ to the .svcignore file at its root to deploy that folder too, or copy the files the site needs into it; nothing was sent`,
+  )
 }
 
 /**

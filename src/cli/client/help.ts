@@ -63,7 +63,7 @@ export const CLIENT_HELP = {
     ],
     summary: 'deploy a folder (or a .zip, .tar.gz or .tar of one) as a project',
     about:
-      'Deploys a folder as a project: the files the server lacks go in one gzipped tar stream and the new deploy goes live at once (an archive deploy). --batch, or any batch option, uploads in batches instead (the spec API). .git/, dotfiles and what .gitignore and .svcignore name are left out. In place of the folder, a .zip, .tar.gz or .tar file is unpacked and deployed the same way (its one top-level folder when it has no root index.html; the project is the one of the folder the file is named after, beside it: my-app/dist.zip deploys as my-app/dist would, to my-app).',
+      'Deploys a folder as a project: the files the server lacks go in one gzipped tar stream and the new deploy goes live at once (an archive deploy). --batch, or any batch option, uploads in batches instead (the spec API). .git/, dotfiles, node_modules/ and __MACOSX/ folders (each one said on stderr) and what .gitignore and .svcignore name are left out. In place of the folder, a .zip, .tar.gz or .tar file is unpacked and deployed the same way (its one top-level folder when it has no root index.html; the project is the one of the folder the file is named after, beside it: my-app/dist.zip deploys as my-app/dist would, to my-app).',
     flags: {
       project: PROJECT,
       preview: { type: 'boolean', help: 'make a deploy that is not live and print its URL (svc promote makes it live)' },

@@ -65,8 +65,8 @@ export const SITES_MESSAGES = defineMessages(
     'folders.result': '{ok} uploaded, {failed} failed',
     'folders.cancelled': 'Upload cancelled: the project keeps the {ok} files uploaded before it; the rest were not sent',
     'folders.pick_folder': 'Choose a folder first.',
-    'folders.left_out': 'Dotfiles kept local, as svc deploy keeps them ({n}): {names}',
-    'folders.only_dotfiles': 'The folder has only dotfiles (such as .env or .git/), which stay local.',
+    'folders.left_out': 'Kept local, as svc deploy keeps them (dotfiles, node_modules/ and __MACOSX/ folders; files: {n}): {names}',
+    'folders.only_dotfiles': 'The folder has only dotfiles (such as .env or .git/) and node_modules/ folders, which stay local.',
     'folders.pick_name': 'Enter a project name.',
     'folders.jekyll_source':
       'This folder is the source of a Jekyll site (_config.yml, and its home page is a template): GitHub Pages builds such a folder, this service serves files as they are, so its pages would show their templates. Upload the build, its _site folder, or add an empty .nojekyll file to upload the folder as it is. Nothing was uploaded.',
@@ -168,8 +168,8 @@ export const SITES_MESSAGES = defineMessages(
     'folders.result': '成功 {ok} 个，失败 {failed} 个',
     'folders.cancelled': '上传已取消：项目保留取消前已上传的 {ok} 个文件，其余文件未发送',
     'folders.pick_folder': '请先选择文件夹。',
-    'folders.left_out': '{n} 个点文件留在本地（与 svc deploy 一致）：{names}',
-    'folders.only_dotfiles': '该文件夹只有点文件（如 .env 或 .git/），它们留在本地。',
+    'folders.left_out': '{n} 个文件留在本地（点文件、node_modules/ 和 __MACOSX/ 文件夹，与 svc deploy 一致）：{names}',
+    'folders.only_dotfiles': '该文件夹只有点文件（如 .env 或 .git/）和 node_modules/ 文件夹，它们留在本地。',
     'folders.pick_name': '请输入项目名称。',
     'folders.jekyll_source':
       '该文件夹是 Jekyll 网站的源文件（含 _config.yml，首页是模板）：GitHub Pages 会构建这样的文件夹，本服务按原样提供文件，页面会显示模板本身。请上传构建结果（_site 文件夹），或添加一个空的 .nojekyll 文件以按原样上传。未上传任何文件。',

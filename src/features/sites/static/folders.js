@@ -37,12 +37,23 @@
   /**
    * Dotfiles and dot-folders (.env, .git/, caches) stay local, as `svc deploy` leaves them:
    * a repository folder chosen whole must not publish its history or secrets; .well-known/
-   * is a site's own (security.txt, app links) and goes up.
+   * is a site's own (security.txt, app links) and goes up. So do node_modules/ and __MACOSX/
+   * folders at any depth (installed packages, a Mac zip's leftovers), as `svc deploy` leaves
+   * them out (files.ts BUILTIN_RULES).
    */
   function staysLocal(p) {
     return p.split('/').some(function (seg) {
       return seg.charAt(0) === '.' && seg !== '.well-known'
     })
+  }
+
+  /** The node_modules/ or __MACOSX/ folder a path is in (its path, with its slash), or null. */
+  function builtinFolder(p) {
+    var segs = p.split('/')
+    for (var i = 0; i < segs.length - 1; i++) {
+      if (segs[i] === 'node_modules' || segs[i] === '__MACOSX') return segs.slice(0, i + 1).join('/') + '/'
+    }
+    return null
   }
 
   /**
@@ -150,8 +161,11 @@
     var chosen = dropped || Array.prototype.slice.call(S.$('folder-input').files)
     var local = []
     var files = chosen.filter(function (f) {
-      var keep = !staysLocal(relPath(f))
-      if (!keep) local.push(relPath(f))
+      var p = relPath(f)
+      var folder = builtinFolder(p)
+      var keep = folder === null && !staysLocal(p)
+      // a folder of packages is named once, not by its thousands of files
+      if (!keep) local.push(folder !== null && !staysLocal(folder) ? folder : p)
       return keep
     })
     var name = S.$('folder-name').value.trim()
@@ -246,7 +260,10 @@
       var msg = t('folders.result', { ok: ok, failed: failed.length })
       if (cancelled) msg = t('folders.cancelled', { ok: ok })
       if (local.length) {
-        var names = local.slice(0, 5).join(', ') + (local.length > 5 ? ' …' : '')
+        var shown = local.filter(function (p, i) {
+          return local.indexOf(p) === i
+        })
+        var names = shown.slice(0, 5).join(', ') + (shown.length > 5 ? ' …' : '')
         msg += '. ' + t('folders.left_out', { n: local.length, names: names })
       }
       bar.done(msg)
