@@ -565,7 +565,8 @@ async function backupCommand(where: string, keep: number | undefined, config: Co
   const target = await openSnapshotTarget(where)
   const blobs = await openBlobStore(config)
   try {
-    const r = await backupSqlite({ dataDir: config.dataDir, blobs, blobColumns: BLOB_COLUMNS, target, keep })
+    const knownMigrations = Object.keys(allMigrations(FEATURE_TABLES))
+    const r = await backupSqlite({ dataDir: config.dataDir, blobs, blobColumns: BLOB_COLUMNS, knownMigrations, target, keep })
     const m = r.manifest
     out(
       `snapshot ${r.snapshot}: database ${m.database.size} bytes, ${m.blobs.length} blobs (${r.copied} copied, ${r.copiedBytes} bytes; ${m.blobs.length - r.copied} already in the backup)`,

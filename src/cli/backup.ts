@@ -43,6 +43,11 @@ export interface BackupOptions {
   /** The live blob store (local): referenced blobs are copied from it. */
   blobs: BlobStore
   blobColumns: readonly BlobColumn[]
+  /**
+   * The migrations this release knows: a database that ran another was migrated by a newer
+   * release, whose blobs may sit in columns `blobColumns` lacks, so it is refused (nothing kept).
+   */
+  knownMigrations?: readonly string[]
   /** Where the snapshot goes (openSnapshotTarget). */
   target: SnapshotTarget
   /** Keep this many newest snapshots (the new one included); the others and their unshared blobs go. */
@@ -104,6 +109,13 @@ export async function backupSqlite(o: BackupOptions): Promise<BackupResult> {
         const check = snap.pragma('integrity_check', { simple: true })
         if (check !== 'ok') throw new BackupError(`the database copy fails its integrity check: ${String(check)}`)
         migrations = (snap.prepare('select name from kysely_migration order by name').all() as Array<{ name: string }>).map((r) => r.name)
+        const known = o.knownMigrations && new Set(o.knownMigrations)
+        const newer = known ? migrations.filter((m) => !known.has(m)) : []
+        if (newer.length > 0) {
+          throw new BackupError(
+            `the database was migrated by a newer release: it ran migrations this release (svc ${serviceVersion()}) does not know (${newer.join(', ')}), and a snapshot by this release could miss blobs only that release knows of; back up with that release or a later one. Nothing kept`,
+          )
+        }
         // 2. the blobs the snapshot references
         for (const r of referencedDigests(snap, o.blobColumns)) digests.add(r.digest)
       } finally {

@@ -5,8 +5,9 @@ import { backupsScheduled, redact } from '../config.js'
 import { createDeps } from '../compose.js'
 import { buildApp } from '../app.js'
 import { listen, serverFactoryFor, tlsMaterial } from '../server.js'
-import { sweepBlobs } from '../storage/sweeper.js'
-import { BLOB_COLUMNS } from '../features/tables.js'
+import { sweepBlobs, type SweepResult } from '../storage/sweeper.js'
+import { BLOB_COLUMNS, FEATURE_TABLES } from '../features/tables.js'
+import { allMigrations, newerMigrations } from '../db/migrate.js'
 import { sendfileAvailable } from '../http/sendfile.js'
 import { backupSqlite, openSnapshotTarget } from './backup.js'
 import type { Deps } from '../deps.js'
@@ -29,8 +30,12 @@ export async function serve(config: Config): Promise<void> {
   const l = await listen(app, config, tls !== null)
   const timer = setInterval(() => {
     void Promise.all([
-      sweepBlobs(deps.db, deps.blobs, BLOB_COLUMNS, SWEEP_GRACE_MS)
-        .then((r) => app.log.info(r, r.skipped ? 'blob sweep skipped: another is running' : 'blob sweep done'))
+      scheduledSweep(deps, SWEEP_GRACE_MS)
+        .then((r) =>
+          'newer' in r
+            ? app.log.warn({ migrations: r.newer }, 'blob sweep skipped: a newer release migrated this database (MIGRATE_ON_START=0)')
+            : app.log.info(r, r.skipped ? 'blob sweep skipped: another is running' : 'blob sweep done'),
+        )
         .catch((err) => app.log.warn({ err }, 'blob sweep failed')),
       deps.sessions.purgeExpired().catch(() => {}),
     ])
@@ -79,6 +84,18 @@ export async function serve(config: Config): Promise<void> {
 }
 
 /**
+ * The server's periodic blob sweep. It does nothing on a database a newer release migrated
+ * (an older release started with MIGRATE_ON_START=0, during a roll or after a downgrade):
+ * that release may keep blobs in columns this one does not know (form_files for a release
+ * older than it), and this sweep would delete them as unreferenced.
+ */
+export async function scheduledSweep(deps: Pick<Deps, 'db' | 'blobs'>, graceMs: number): Promise<SweepResult | { newer: string[] }> {
+  const newer = await newerMigrations(deps.db, FEATURE_TABLES)
+  if (newer.length > 0) return { newer }
+  return sweepBlobs(deps.db, deps.blobs, BLOB_COLUMNS, graceMs)
+}
+
+/**
  * BACKUP_DIR: a snapshot every BACKUP_EVERY into that folder or s3:// bucket (svc backup's
  * format, BACKUP_KEEP kept), for SQLite and a local blob store. One at a time: a run still
  * going skips the next.
@@ -96,7 +113,14 @@ function scheduleBackups(config: Config, deps: Deps, warn: (msg: string, err?: u
     running = true
     openSnapshotTarget(dest)
       .then((target) =>
-        backupSqlite({ dataDir: config.dataDir, blobs: deps.blobs, blobColumns: BLOB_COLUMNS, target, keep: config.backupKeep }).finally(() => target.close()),
+        backupSqlite({
+          dataDir: config.dataDir,
+          blobs: deps.blobs,
+          blobColumns: BLOB_COLUMNS,
+          knownMigrations: Object.keys(allMigrations(FEATURE_TABLES)),
+          target,
+          keep: config.backupKeep,
+        }).finally(() => target.close()),
       )
       .then((r) => process.stdout.write(`backup: ${r.snapshot} (${r.copied} new blobs)\n`))
       .catch((err: unknown) => warn('scheduled backup failed', err))

@@ -39,6 +39,16 @@ export async function pendingMigrations(db: Db, sets: readonly MigrationSet[]): 
   return infos.filter((m) => m.executedAt === undefined).map((m) => m.name)
 }
 
+/**
+ * Migrations the database ran that this code does not know: a newer release migrated it, and
+ * may keep blobs in columns this release's sweeper and backups do not read (empty: none).
+ */
+export async function newerMigrations(db: Db, sets: readonly MigrationSet[]): Promise<string[]> {
+  const known = allMigrations(sets)
+  const rows = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(db.k)
+  return rows.rows.map((r) => r.name).filter((n) => !(n in known))
+}
+
 export interface MigrateOptions {
   /**
    * Runs once before the first pending migration of a database that already has a schema

@@ -1,5 +1,5 @@
 import type SQLite from 'better-sqlite3'
-import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type QueryResult } from 'kysely'
+import { CompiledQuery, SqliteAdapter, SqliteDialect, SqliteDriver, type DatabaseConnection, type DialectAdapter, type QueryResult } from 'kysely'
 import type { DurabilityBarrier } from './durability.js'
 import { dropOldest } from '../util/oldest.js'
 
@@ -161,6 +161,18 @@ class WriterDriver extends SqliteDriver {
   }
 }
 
+/**
+ * SQLite runs schema changes inside a transaction, so Kysely's migrator may run every pending
+ * migration of a start in one (its stock SQLite adapter says otherwise and runs them one
+ * statement at a time): a migration that fails, or a process killed half way through one,
+ * leaves the database as it was before them, and the next start runs them all again.
+ */
+class TransactionalDdlAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true
+  }
+}
+
 export class WriterDialect extends SqliteDialect {
   readonly driver: WriterDriver
   constructor(cfg: { database: SQLite.Database; barrier: DurabilityBarrier }) {
@@ -169,6 +181,9 @@ export class WriterDialect extends SqliteDialect {
   }
   override createDriver(): WriterDriver {
     return this.driver
+  }
+  override createAdapter(): DialectAdapter {
+    return new TransactionalDdlAdapter()
   }
 }
 
