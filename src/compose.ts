@@ -74,7 +74,7 @@ export async function createDeps(config: Readonly<Config>, o: DepsOverrides = {}
   const limits =
     o.limits ??
     (config.redisUrl
-      ? createRedisLimitStore(config.redisUrl, { serverTime: clock === systemClock, prefix: `${config.redisPrefix}rl:` })
+      ? createRedisLimitStore(config.redisUrl, { serverTime: clock === systemClock, prefix: `${config.redisPrefix}rl:`, clock })
       : createMemoryLimitStore(clock))
   const bus =
     o.bus ??

@@ -15,6 +15,11 @@ import type { Admission, AuthMode } from './types.js'
 
 export type { Admission }
 
+/**
+ * How long a request's concurrency slot outlives its holder's last renewal: the store renews
+ * the slot while the request runs (holdSlots in limits/store.ts), however long, so this only
+ * frees the slots of an instance that died without giving them back (killed, with Redis).
+ */
 const SLOT_TTL_MS = 10 * 60_000
 // concurrency slot ids: unique per process (random prefix, for Redis shared by instances) and per request
 const TOKEN_PREFIX = `${crypto.randomBytes(6).toString('hex')}:`
@@ -105,7 +110,7 @@ function holdSlot(release: () => void, res: ServerResponse): () => void {
   }
   res.once('close', once)
   // a client that went away while the slot was being taken has already closed the response:
-  // its 'close' will not come again (the slot would stay taken until its TTL)
+  // its 'close' will not come again (the slot would stay taken, renewed while this process runs)
   if (res.closed) once()
   return once
 }

@@ -12,8 +12,8 @@ export interface Attempt {
 }
 
 /**
- * How long an attempt holds its place at most: a holder that dies (a crashed instance) frees
- * it then. Far above any password check, so an attempt never loses its place while it runs.
+ * How long an attempt's place outlives its holder's last renewal: the store renews it while
+ * the attempt runs (holdSlots), so only a holder that died (a crashed instance) frees it so.
  */
 const ATTEMPT_TTL_MS = 60_000
 

@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis'
 import { lazyRequire } from '../util/lazy.js'
 import type { WindowRule } from './tiers.js'
-import type { HitResult, LimitStore } from './store.js'
+import { holdSlots, SLOT_RENEW_MS, type HitResult, type LimitStore } from './store.js'
+import { systemClock, type Clock } from '../util/clock.js'
 import { AppError } from '../errors/app-error.js'
 import { redisFailure } from '../util/redis-cause.js'
 
@@ -81,10 +82,31 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
 return { 1, c + 1 }
 `
 
+/**
+ * Renews held slots (holdSlots): KEYS, one per slot (a key may repeat); ARGV: now, then
+ * (token, ttlMs) per slot. A slot no longer in its set (released, or expired and taken) is not
+ * added back (XX); the set's own expiry is pushed out to the slot's TTL.
+ */
+const RENEW_LUA = `
+local now = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  local ttl = tonumber(ARGV[1 + i * 2])
+  redis.call('ZADD', KEYS[i], 'XX', now + ttl, ARGV[i * 2])
+  if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+return 0
+`
+/** Slots renewed per script call: a long batch is several short scripts, not one that blocks Redis. */
+const RENEW_CHUNK = 500
+
 export interface RedisLimitOptions {
   /** Use Redis's own clock instead of the caller's `now` (production; tests pass their clock). */
   serverTime: boolean
   prefix?: string
+  /** The callers' clock (the `now` they pass), which held slots are renewed by; the system clock by default. */
+  clock?: Clock
+  /** How often held slots are looked at for renewal (SLOT_RENEW_MS; tests set less). */
+  renewMs?: number
 }
 
 /**
@@ -105,9 +127,11 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
   const prefix = opts.prefix ?? 'svc:rl:'
   redis.defineCommand('svcHit', { lua: HIT_LUA })
   redis.defineCommand('svcAcquire', { numberOfKeys: 1, lua: ACQUIRE_LUA })
+  redis.defineCommand('svcRenew', { lua: RENEW_LUA })
   const r = redis as Redis & {
     svcHit(numKeys: number, ...args: (string | number)[]): Promise<number[]>
     svcAcquire(key: string, ...args: (string | number)[]): Promise<number[]>
+    svcRenew(numKeys: number, ...args: (string | number)[]): Promise<number>
   }
   // the 503's log line says why: `... (1504): Redis rate limits: connect ECONNREFUSED ...`
   const down = (err: unknown): never => {
@@ -126,6 +150,15 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
         if (unreleased.size < 10_000) unreleased.set(token, key)
       },
     )
+  // the slots this instance holds, renewed until released (one mechanism with the memory store)
+  const held = holdSlots(opts.clock ?? systemClock, opts.renewMs ?? SLOT_RENEW_MS, async (batch, now) => {
+    for (let i = 0; i < batch.length; i += RENEW_CHUNK) {
+      const part = batch.slice(i, i + RENEW_CHUNK)
+      const args: (string | number)[] = [now]
+      for (const h of part) args.push(h.token, h.ttlMs)
+      await r.svcRenew(part.length, ...part.map((h) => `${prefix}${h.id}:slots`), ...args)
+    }
+  })
   redis.on('ready', () => {
     for (const [token, key] of unreleased) {
       unreleased.delete(token)
@@ -155,9 +188,11 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
         void release(key, token)
         return down(err)
       })
+      if (out[0] === 1) held.hold(id, token, ttlMs, now)
       return { ok: out[0] === 1, current: Number(out[1]) }
     },
     async release(id, token) {
+      held.drop(id, token)
       await release(`${prefix}${id}:slots`, token)
     },
     async inFlight(id, now) {
@@ -169,6 +204,7 @@ export function createRedisLimitStore(url: string, opts: RedisLimitOptions): Lim
       })
     },
     async close() {
+      held.close()
       redis.disconnect()
     },
   }

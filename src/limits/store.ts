@@ -28,8 +28,13 @@ export interface LimitStore {
    * counted). With consume=false it only reports.
    */
   hit(id: string, windows: WindowRule[], now: number, consume: boolean): Promise<HitResult>
-  /** Takes a concurrency slot (expires after ttlMs, in case its holder dies); false when full. */
+  /**
+   * Takes a concurrency slot, held until `release` (false when full): this store renews it
+   * while it is held (`holdSlots`), so it expires only `ttlMs` after its holder stopped
+   * renewing it (an instance that died without releasing).
+   */
   acquire(id: string, max: number, token: string, now: number, ttlMs: number): Promise<{ ok: boolean; current: number }>
+  /** Gives a slot back (and stops renewing it); nothing for a slot not held. */
   release(id: string, token: string): Promise<void>
   /** Slots in use (for tests and metrics). */
   inFlight(id: string, now: number): Promise<number>
@@ -47,6 +52,77 @@ export interface SyncLimits {
   hit(id: string, windows: WindowRule[], now: number, consume: boolean): HitResult
   acquire(id: string, max: number, token: string, now: number, ttlMs: number): { ok: boolean; current: number }
   release(id: string, token: string): void
+}
+
+/**
+ * How often a store looks for the slots it holds that are due for renewal: at most a third of
+ * the shortest slot TTL taken (the outcome limits' 60 s), so a slot is renewed before two
+ * thirds of its TTL have passed.
+ */
+export const SLOT_RENEW_MS = 20_000
+
+/** A slot this store instance holds, as its renewal sees it. */
+export interface HeldSlot {
+  id: string
+  token: string
+  ttlMs: number
+}
+
+export interface HeldSlots {
+  hold(id: string, token: string, ttlMs: number, now: number): void
+  drop(id: string, token: string): void
+  close(): void
+}
+
+/**
+ * The concurrency slots a store instance holds, renewed until released: the one mechanism by
+ * which a running request keeps its slot however long it runs, for both stores. Every
+ * `renewMs` (on the store's clock, the callers' `now`), the slots held for a third of their
+ * TTL since their last renewal are written to expire `ttlMs` from now, in one batch (`write`:
+ * the memory map, or one Redis script). A holder that stops renewing (its process was killed)
+ * frees its slots `ttlMs` after the last renewal: that is all the TTL is for. A failed write
+ * is tried again at the next tick; a slot that expired meanwhile and was taken by another
+ * request is not brought back (the request runs on without one).
+ */
+export function holdSlots(clock: Clock, renewMs: number, write: (batch: HeldSlot[], now: number) => void | Promise<void>): HeldSlots {
+  // id -> token -> the time of its last renewal (the same token may be held under several ids)
+  const held = new Map<string, Map<string, { ttlMs: number; renewedAt: number }>>()
+  let busy = false
+  const tick = async () => {
+    if (busy || held.size === 0) return
+    const now = clock.now()
+    const due: HeldSlot[] = []
+    for (const [id, slots] of held) for (const [token, s] of slots) if (now - s.renewedAt >= s.ttlMs / 3) due.push({ id, token, ttlMs: s.ttlMs })
+    if (due.length === 0) return
+    busy = true
+    try {
+      await write(due, now)
+      for (const d of due) {
+        const s = held.get(d.id)?.get(d.token)
+        if (s !== undefined) s.renewedAt = now
+      }
+    } catch {
+      // the next tick tries again: a slot lapses only if its renewals fail for about two thirds of its TTL
+    } finally {
+      busy = false
+    }
+  }
+  const timer = setInterval(() => void tick(), renewMs)
+  timer.unref()
+  return {
+    hold(id, token, ttlMs, now) {
+      let slots = held.get(id)
+      if (slots === undefined) held.set(id, (slots = new Map()))
+      slots.set(token, { ttlMs, renewedAt: now })
+    },
+    drop(id, token) {
+      const slots = held.get(id)
+      if (slots?.delete(token) && slots.size === 0) held.delete(id)
+    },
+    close() {
+      clearInterval(timer)
+    },
+  }
 }
 
 /** Reset time of a sliding window holding `log` (ascending times) with `limit`. */
@@ -134,9 +210,18 @@ interface Entry {
   touched: number
 }
 
-/** In-process LimitStore; `clock` (the service clock, as the callers' `now`) ages out idle identities. */
-export function createMemoryLimitStore(clock: Clock = systemClock): LimitStore {
+/**
+ * In-process LimitStore; `clock` (the service clock, as the callers' `now`) ages out idle
+ * identities and renews held slots (every `renewMs`, SLOT_RENEW_MS unless a test sets it).
+ */
+export function createMemoryLimitStore(clock: Clock = systemClock, opts: { renewMs?: number } = {}): LimitStore {
   const entries = new Map<string, Entry>()
+  const held = holdSlots(clock, opts.renewMs ?? SLOT_RENEW_MS, (batch, now) => {
+    for (const { id, token, ttlMs } of batch) {
+      const slots = entries.get(id)?.slots
+      if (slots?.has(token)) slots.set(token, now + ttlMs)
+    }
+  })
   const entry = (id: string, now: number): Entry => {
     let e = entries.get(id)
     if (!e) {
@@ -196,9 +281,11 @@ export function createMemoryLimitStore(clock: Clock = systemClock): LimitStore {
         if (e.slots.size >= max) return { ok: false, current: e.slots.size }
       }
       e.slots.set(token, now + ttlMs)
+      held.hold(id, token, ttlMs, now)
       return { ok: true, current: e.slots.size }
     },
     release(id, token) {
+      held.drop(id, token)
       entries.get(id)?.slots.delete(token)
     },
   }
@@ -224,6 +311,7 @@ export function createMemoryLimitStore(clock: Clock = systemClock): LimitStore {
     },
     async close() {
       clearInterval(timer)
+      held.close()
     },
   }
 }

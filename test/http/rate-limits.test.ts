@@ -15,10 +15,11 @@ const BEIJING_NOON = Date.UTC(2026, 0, 15, 4, 0, 0)
 type StoreKind = 'memory' | 'redis'
 // the Redis store only when the run has Redis (scripts/run-tests.mjs says when it is skipped)
 const stores: StoreKind[] = HAVE_REDIS ? ['memory', 'redis'] : ['memory']
-const makeStore = (kind: StoreKind): LimitStore =>
+// the store renews held slots on the server's clock, looking every 20 ms (not every 20 s)
+const makeStore = (kind: StoreKind, clock: FakeClock): LimitStore =>
   kind === 'memory'
-    ? createMemoryLimitStore()
-    : createRedisLimitStore(REDIS_URL, { serverTime: false, prefix: `svc:test:${crypto.randomBytes(6).toString('hex')}:` })
+    ? createMemoryLimitStore(clock, { renewMs: 20 })
+    : createRedisLimitStore(REDIS_URL, { serverTime: false, prefix: `svc:test:${crypto.randomBytes(6).toString('hex')}:`, clock, renewMs: 20 })
 
 /** Opens a TLS request whose body never completes, holding a concurrency slot. */
 function stalledRequest(s: TestServer, path: string): Promise<tls.TLSSocket> {
@@ -32,6 +33,32 @@ function stalledRequest(s: TestServer, path: string): Promise<tls.TLSSocket> {
   })
 }
 
+/** Sends the rest of a stalledRequest's body (1000 bytes of JSON in all) and reads its answer's status. */
+function finishRequest(sock: tls.TLSSocket): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let head = ''
+    sock.on('data', (d: Buffer) => {
+      head += d.toString('latin1')
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(head)
+      if (m) {
+        sock.destroy()
+        resolve(Number(m[1]))
+      }
+    })
+    sock.on('error', reject)
+    sock.write(`1${' '.repeat(993)}}`)
+  })
+}
+
+/** Polls `cond` (every 20 ms, 250 times at most) and says whether it came true. */
+async function eventually(cond: () => Promise<boolean>): Promise<boolean> {
+  for (let i = 0; i < 250; i++) {
+    if (await cond()) return true
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return cond()
+}
+
 for (const engine of ENGINES) {
   for (const storeKind of stores) {
     describe(`rate limits [${engine}, ${storeKind}]`, () => {
@@ -40,7 +67,7 @@ for (const engine of ENGINES) {
       // the store, failing on demand (a Redis outage as the service sees it: 1504 from the store)
       const outage = { on: false }
       before(async () => {
-        const store = makeStore(storeKind)
+        const store = makeStore(storeKind, clock)
         const down = () => {
           if (outage.on) throw new AppError('DEPENDENCY_UNAVAILABLE')
         }
@@ -151,6 +178,43 @@ for (const engine of ENGINES) {
         assert.equal(fourth.status, 401)
       })
 
+      it('requests running past the slot TTL keep their slots (a third is refused, 1206) until each ends', async () => {
+        const start = BEIJING_NOON + 30 * 3600_000
+        clock.set(start)
+        const id = 'ip:127.0.0.1'
+        const a = await stalledRequest(s, '/svc_api/none')
+        const b = await stalledRequest(s, '/svc_api/none')
+        try {
+          assert.ok(await eventually(async () => (await s.deps.limits.inFlight(id, clock.now())) === 2), 'both requests hold a slot')
+          // 9 minutes on (the slots were taken for 10): the store renews them, since both still
+          // run; waits for the renewal (a slot not renewed would have expired 18 minutes on)
+          clock.set(start + 9 * 60_000)
+          await eventually(async () => (await s.deps.limits.inFlight(id, start + 18 * 60_000)) === 2)
+          // 18 minutes after they began, both still running: a third request finds no slot
+          clock.set(start + 18 * 60_000)
+          const third = await s.get('/svc_api/me')
+          assert.equal(third.status, 429, 'a third request while two run')
+          assert.equal(third.json.error_code, 1206)
+          assert.equal(third.json.details.current, 2)
+          assert.equal(third.json.details.limit, 2)
+          assert.equal(third.header('retry-after'), '1')
+          // the first request ends (its body arrives, it is answered): its slot is given back
+          assert.equal(await finishRequest(a), 404)
+          assert.ok(await eventually(async () => (await s.deps.limits.inFlight(id, clock.now())) === 1), 'the ended request gave its slot back')
+          assert.equal((await s.get('/svc_api/me')).status, 401, 'a request is admitted again')
+          // renewed again: the other one still holds its slot 36 minutes on
+          clock.set(start + 27 * 60_000)
+          await eventually(async () => (await s.deps.limits.inFlight(id, start + 36 * 60_000)) === 1)
+          clock.set(start + 36 * 60_000)
+          assert.equal(await s.deps.limits.inFlight(id, clock.now()), 1, 'still held while it runs')
+          b.destroy()
+          assert.ok(await eventually(async () => (await s.deps.limits.inFlight(id, clock.now())) === 0), 'the aborted request gave its slot back')
+        } finally {
+          a.destroy()
+          b.destroy()
+        }
+      })
+
       it('a cached KV public read (answered before routing) counts like a routed one: same answer, one count each, 1204 and 1504 in the API format with CORS', async () => {
         clock.set(BEIJING_NOON + 48 * 3600_000)
         const u = await s.user()
@@ -259,7 +323,7 @@ describe('daily window resets at 00:00 Beijing time (16:00 UTC)', () => {
       const clock = new FakeClock(Date.UTC(2026, 0, 15, 15, 58, 0)) // 23:58 Beijing
       const s = await startServer({
         clock,
-        limits: makeStore(storeKind),
+        limits: makeStore(storeKind, clock),
         env: { RATE_LIMITS: JSON.stringify({ default: { minute: 1000, hour: 1000, day: 5 } }) },
       })
       try {

@@ -3,12 +3,27 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import v8 from 'node:v8'
 import vm from 'node:vm'
+import path from 'node:path'
+import url from 'node:url'
+import { spawn } from 'node:child_process'
 import { HAVE_REDIS, REDIS_URL, needs } from '../support/server.js'
 import { createRedisLimitStore } from '../../src/limits/redis.js'
-import { createMemoryLimitStore, TimeLog } from '../../src/limits/store.js'
+import { createMemoryLimitStore, TimeLog, type LimitStore } from '../../src/limits/store.js'
+import { FakeClock } from '../../src/util/clock.js'
 import { tierRules, type WindowRule } from '../../src/limits/tiers.js'
 
 v8.setFlagsFromString('--expose-gc')
+
+const root = path.resolve(path.dirname(url.fileURLToPath(import.meta.url)), '../..')
+
+/** Polls `cond` (every 20 ms, for 10 s at most) and says whether it came true. */
+async function until(cond: () => Promise<boolean>): Promise<boolean> {
+  for (let i = 0; i < 500; i++) {
+    if (await cond()) return true
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return cond()
+}
 
 const rules = tierRules({ authenticated: { minute: 60, hour: 1000, day: 10000, concurrent: 10 } }).authenticated
 
@@ -32,18 +47,91 @@ describe('limit stores', () => {
     }
   })
 
-  it('concurrency slots expire after their TTL (a crashed holder does not keep them)', async () => {
-    const stores = [createMemoryLimitStore()]
-    // the Redis store only when the run has Redis (scripts/run-tests.mjs says when it is skipped)
-    if (HAVE_REDIS) stores.push(createRedisLimitStore(REDIS_URL, { serverTime: false, prefix: `svc:test:${crypto.randomBytes(6).toString('hex')}:` }))
-    for (const store of stores) {
-      const now = Date.now()
-      assert.equal((await store.acquire('x', 2, 't1', now, 1000)).ok, true)
-      assert.equal((await store.acquire('x', 2, 't2', now, 1000)).ok, true)
-      assert.equal((await store.acquire('x', 2, 't3', now, 1000)).ok, false)
-      assert.equal((await store.acquire('x', 2, 't3', now + 1001, 1000)).ok, true, store.kind)
-      await store.release('x', 't3')
-      assert.equal(await store.inFlight('x', now + 1001), 0)
+  it('a held slot is renewed until released; once its holder stops renewing (died), it expires after its TTL', async () => {
+    const TTL = 10 * 60_000
+    const prefix = `svc:test:${crypto.randomBytes(6).toString('hex')}:`
+    const cases: Array<() => { holder: LimitStore; other: LimitStore; clock: FakeClock }> = [
+      () => {
+        const clock = new FakeClock()
+        const holder = createMemoryLimitStore(clock, { renewMs: 20 })
+        return { holder, other: holder, clock }
+      },
+    ]
+    // the Redis store only when the run has Redis (scripts/run-tests.mjs says when it is skipped):
+    // the holder and another instance sharing it
+    if (HAVE_REDIS)
+      cases.push(() => {
+        const clock = new FakeClock()
+        const opts = { serverTime: false, prefix, clock, renewMs: 20 }
+        return { holder: createRedisLimitStore(REDIS_URL, opts), other: createRedisLimitStore(REDIS_URL, opts), clock }
+      })
+    for (const make of cases) {
+      const { holder, other, clock } = make()
+      const start = clock.now()
+      try {
+        assert.equal((await holder.acquire('x', 2, 't1', start, TTL)).ok, true)
+        assert.equal((await holder.acquire('x', 2, 't2', start, TTL)).ok, true)
+        // 9 minutes on, both still held: renewed to 10 minutes from then
+        clock.set(start + 9 * 60_000)
+        assert.ok(await until(async () => (await other.inFlight('x', start + 18 * 60_000)) === 2), `${holder.kind}: renewed`)
+        clock.set(start + 18 * 60_000)
+        assert.deepEqual(await other.acquire('x', 2, 'o1', clock.now(), TTL), { ok: false, current: 2 }, holder.kind)
+        // a released slot is free at once, and no renewal brings it back
+        await holder.release('x', 't1')
+        assert.equal((await other.acquire('x', 2, 'o1', clock.now(), TTL)).ok, true, holder.kind)
+        await other.release('x', 'o1')
+        clock.set(start + 27 * 60_000)
+        assert.ok(await until(async () => (await other.inFlight('x', start + 36 * 60_000)) === 1), `${holder.kind}: t2 renewed again`)
+        assert.equal(await other.inFlight('x', start + 36 * 60_000), 1, `${holder.kind}: t1 stays released`)
+        // the holder dies without releasing t2 (its renewals stop): t2 lasts its TTL from the last renewal, then is free
+        await holder.close()
+        clock.set(start + 36 * 60_000)
+        assert.equal(await other.inFlight('x', clock.now()), 1, holder.kind)
+        assert.equal((await other.acquire('x', 1, 'o2', clock.now(), TTL)).ok, false, holder.kind)
+        clock.set(start + 37 * 60_000 + 1)
+        assert.equal(await other.inFlight('x', clock.now()), 0, holder.kind)
+        assert.equal((await other.acquire('x', 1, 'o2', clock.now(), TTL)).ok, true, holder.kind)
+        await other.release('x', 'o2')
+      } finally {
+        await holder.close()
+        await other.close()
+      }
+    }
+  })
+
+  it('a slot of an instance killed with SIGKILL is renewed while it lives and expires after its TTL once it is gone', needs('redis'), async () => {
+    const TTL = 2000
+    const prefix = `svc:test:${crypto.randomBytes(6).toString('hex')}:`
+    const src = JSON.stringify(url.pathToFileURL(path.join(root, 'src/limits/redis.ts')).href)
+    // another instance: takes a slot on the system clock (renewals looked for every 50 ms), then runs on
+    const code = [
+      `const { createRedisLimitStore } = await import(${src})`,
+      `const store = createRedisLimitStore(${JSON.stringify(REDIS_URL)}, { serverTime: true, prefix: ${JSON.stringify(prefix)}, renewMs: 50 })`,
+      `const slot = await store.acquire('ip:held', 1, 'child', Date.now(), ${TTL})`,
+      `process.stdout.write(slot.ok ? 'held\\n' : 'refused\\n')`,
+      `setInterval(() => {}, 1000)`,
+    ].join('\n')
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
+    const store = createRedisLimitStore(REDIS_URL, { serverTime: true, prefix })
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => (String(d).includes('held') ? resolve() : reject(new Error(String(d)))))
+        child.once('exit', (c) => reject(new Error(`the slot holder exited (${c})`)))
+      })
+      const heldAt = Date.now()
+      // two TTLs later, the living holder's slot is still taken
+      await new Promise((r) => setTimeout(r, 2 * TTL + 200))
+      assert.ok(Date.now() > heldAt + 2 * TTL)
+      assert.equal(await store.inFlight('ip:held', Date.now()), 1, 'renewed while its holder lives')
+      assert.equal((await store.acquire('ip:held', 1, 'other', Date.now(), TTL)).ok, false)
+      child.kill('SIGKILL')
+      await new Promise((r) => child.once('exit', r))
+      // nothing released it: it is free once its TTL has passed since the last renewal
+      assert.ok(await until(async () => (await store.inFlight('ip:held', Date.now())) === 0), 'the dead holder’s slot expired')
+      assert.equal((await store.acquire('ip:held', 1, 'other', Date.now(), TTL)).ok, true)
+      await store.release('ip:held', 'other')
+    } finally {
+      child.kill('SIGKILL')
       await store.close()
     }
   })
