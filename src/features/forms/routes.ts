@@ -107,7 +107,7 @@ function submitRoutes(app: FastifyInstance, deps: Deps, forms: FormService) {
   }
   const route = '/api/forms/submit/:form_slug'
   // the lease spares the files stored as a body arrives until its submission commits; anyone
-  // may post, so it is a visitor's lease, honoured an hour at most (decisions 313, NEW-LEASES-1)
+  // may post, so it is a visitor's lease, honoured an hour at most (decisions 313, 332)
   const visitorLease = <T>(fn: (lease: BlobLease) => Promise<T>) => withBlobLease(deps.db, fn, ANONYMOUS_LEASE_TIMING)
   // refuse an announced oversize body before reading it (multipart is not covered by bodyLimit)
   const submitLimit = async (req: FastifyRequest, _reply: FastifyReply, payload: Readable) => {
