@@ -140,12 +140,24 @@ const runFiles = runs.map((r, i) => {
 // rather than once in each test process; where this fails, each process makes its own
 const templates = path.join(groupDir, 'templates')
 fs.mkdirSync(templates)
-const made = spawnSync(process.execPath, ['--import', './scripts/test-preload.mjs', '--import', 'tsx', 'test/support/make-templates.ts', templates], {
-  cwd: root,
-  env,
-  stdio: ['ignore', 'inherit', 'pipe'],
-  encoding: 'utf8',
-})
+const made = spawnSync(
+  process.execPath,
+  [
+    '--import',
+    './scripts/test-preload.mjs',
+    '--import',
+    'tsx',
+    'test/support/make-templates.ts',
+    templates,
+    env.SVC_TEST_POSTGRES === '0' ? '' : (env.TEST_DATABASE_URL ?? PG_URL),
+  ],
+  {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'inherit', 'pipe'],
+    encoding: 'utf8',
+  },
+)
 if (made.status === 0) env.SVC_TEST_TEMPLATES = templates
 else console.warn(`\n*** the shared test databases were not made (each test process makes its own):\n${made.stderr}`)
 
