@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
+import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { exchange } from '../support/raw-http.js'
 import fs from 'node:fs'
@@ -18,6 +19,9 @@ import {
   WHOLE_MAX_BODY,
 } from '../../src/http/prepared-response.js'
 import { FakeClock } from '../../src/util/clock.js'
+import { sendfileAvailable } from '../../src/http/sendfile.js'
+import { loadConfig } from '../../src/config.js'
+import { tlsMaterial } from '../../src/server.js'
 
 const BODY = Buffer.from('<!doctype html><p>prepared ünïcode</p>\n')
 const HEADERS = [
@@ -238,6 +242,49 @@ describe("prepared responses (the hot paths' precomputed heads)", () => {
     const next = await exchange(port, req, [false])
     assert.ok(next.responses[0].body.equals(other), 'read again in the next second')
     assert.equal(Date.parse(next.responses[0].headers.get('date')!) / 1000, Math.floor(clock.now() / 1000))
+  })
+
+  it("over TLS with sendfile on, reads a file's body once a second too (the kernel cannot send it)", async (t) => {
+    // in CI the addon is always built (as test/unit/sendfile.test.ts checks); elsewhere there may be no zero-copy path to avoid
+    if (!sendfileAvailable() && process.env.CI !== 'true') return t.skip('the sendfile addon is not built here')
+    const tlsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-prepared-tls-'))
+    const file = path.join(tlsDir, 'body')
+    fs.writeFileSync(file, BODY)
+    const fd = fs.openSync(file, 'r')
+    const tls = (await tlsMaterial(loadConfig({ DATA_DIR: tlsDir })))!
+    const p = prepare(200, ['Content-Type', 'text/html; charset=utf-8', 'ETag', '"tls"', 'Content-Length', String(BODY.length)])
+    const server = https.createServer(tls, (req, res) => sendPreparedFile(req, res, p, fd, BODY.length, true, clock))
+    try {
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+      const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`
+      // kept alive, as browsers and wrk keep theirs: a closing answer takes the ordinary path
+      const agent = new https.Agent({ keepAlive: true, maxSockets: 1 })
+      after(() => agent.destroy())
+      const get = () =>
+        new Promise<Buffer>((resolve, reject) => {
+          https
+            .get(url, { rejectUnauthorized: false, agent }, (res) => {
+              const parts: Buffer[] = []
+              res.on('data', (d: Buffer) => parts.push(d))
+              res.on('end', () => resolve(Buffer.concat(parts)))
+            })
+            .on('error', reject)
+        })
+      clock.set(Math.floor(clock.now() / 1000) * 1000 + 1000 + 20)
+      assert.ok((await get()).equals(BODY))
+      // the file changes in place (a blob file never does): within the second the joined
+      // answer goes out again, with no read of the file per request
+      const other = Buffer.from(BODY.toString('latin1').replace('prepared', 'PREPARED'), 'latin1')
+      fs.writeFileSync(file, other, { flag: 'r+' })
+      assert.ok((await get()).equals(BODY), 'read once in the second, as over plain HTTP without sendfile')
+      clock.advance(1000)
+      assert.ok((await get()).equals(other), 'read again in the next second')
+    } finally {
+      server.closeAllConnections()
+      await new Promise((r) => server.close(r))
+      fs.closeSync(fd)
+      fs.rmSync(tlsDir, { recursive: true, force: true })
+    }
   })
 
   it('marks the request drained at once; a body sent with it is dropped and the connection goes on', async () => {
