@@ -360,8 +360,8 @@ export function sendPreparedFile(
   const r = res as NodeResponse
   if (canWriteRaw(req, r)) {
     const t = tailFor(r._keepAliveTimeout ?? 0, clock.now())
-    // never over TLS: the kernel cannot encrypt, and the read-and-join path below sends one
-    // Buffer (one TLS record write) where the fallback after sendWithFile writes three
+    // never over TLS (the kernel cannot encrypt): there the file goes by the shared whole
+    // answer below, read once a second and written as one Buffer
     const zeroCopy = sendfile && size >= SENDFILE_MIN_BODY && (req.socket as { encrypted?: boolean }).encrypted !== true && sendfileAvailable()
     const pre = p.prefix?.length ?? 0
     const head = pre + p.block.length + t.length
