@@ -22,6 +22,19 @@ import { answerClientError, guardHttpServer, refuseHostless } from './http/error
  */
 export const SERVER_TIMEOUTS = { headersTimeout: 20_000, requestTimeout: 0, keepAliveTimeout: 5_000 }
 
+/**
+ * The V8 flag `svc serve` sets for itself (decision 342): the old space may grow to twice
+ * its live size between full collections, where V8 alone lets it reach four times. On the
+ * long tail the public host's cache entries die in the old space, so that multiple is what the
+ * process's memory settles at. Not set when the process was started with its own
+ * (`node --heap-growing-percent=N bin/svc serve`): the operator's choice stands.
+ */
+export const HEAP_GROWING_PERCENT = 100
+export function heapGrowth(execArgv: readonly string[]): { flag: string; own: boolean } {
+  const given = execArgv.find((a) => /^--heap[-_]growing[-_]percent=/.test(a))
+  return given === undefined ? { flag: `--heap-growing-percent=${HEAP_GROWING_PERCENT}`, own: false } : { flag: given, own: true }
+}
+
 /** TLS material: TLS_CERT/TLS_KEY, or a self-signed pair generated once into DATA_DIR. */
 export async function tlsMaterial(config: Config): Promise<{ cert: Buffer; key: Buffer } | null> {
   if (config.trustProxy) return null

@@ -1,10 +1,11 @@
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
+import v8 from 'node:v8'
 import type { Config } from '../config.js'
 import { backupsScheduled, redact } from '../config.js'
 import { createDeps } from '../compose.js'
 import { buildApp } from '../app.js'
-import { listen, serverFactoryFor, tlsMaterial } from '../server.js'
+import { heapGrowth, listen, serverFactoryFor, tlsMaterial } from '../server.js'
 import { sweepBlobs, type SweepResult } from '../storage/sweeper.js'
 import { BLOB_COLUMNS, FEATURE_TABLES } from '../features/tables.js'
 import { allMigrations, newerMigrations } from '../db/migrate.js'
@@ -18,6 +19,9 @@ const SWEEP_GRACE_MS = 60 * 60_000
 
 /** `svc serve`: connect, migrate, listen, print the URL; close cleanly on SIGTERM/SIGINT. */
 export async function serve(config: Config): Promise<void> {
+  // before the heap grows: the V8 flag the serving process runs with (server.ts)
+  const heap = heapGrowth(process.execArgv)
+  if (!heap.own) v8.setFlagsFromString(heap.flag)
   // TLS files first: a bad one stops start-up (exit 78) before anything is opened
   // the first start makes the data folder and its database: the start line says so, so a
   // mistyped DATA_DIR shows at once (operator commands refuse one: cli/data-dir.ts)
@@ -74,6 +78,7 @@ export async function serve(config: Config): Promise<void> {
     const sendfile = !config.sendfile ? 'off (SENDFILE=0)' : sendfileAvailable() ? 'on' : 'off (native addon not built: run npm install, see its output)'
     process.stdout.write(`public host sendfile: ${sendfile}\n`)
   }
+  app.log.info({ v8: heap.flag, from: heap.own ? 'the command line' : 'svc' }, 'heap growth')
   const shared = sharedStateLine(config)
   if (shared) (shared.warning ? process.stderr : process.stdout).write(`${shared.line}\n`)
   if (shared?.warning)

@@ -53,3 +53,37 @@ describe('svc serve without HOST', () => {
     }
   })
 })
+
+/** `svc serve` started with `nodeArgs` before bin/svc: its "heap growth" log line, parsed. */
+async function heapGrowthLogged(nodeArgs: string[]): Promise<{ v8: string; from: string }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-heap-'))
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: path.join(dir, 'data'), PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }
+  const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'bin', 'svc'), 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (d) => (out += d))
+  child.stderr.on('data', (d) => (err += d))
+  const exited = new Promise((r) => child.once('exit', r))
+  const line = () => out.split('\n').find((l) => l.includes('"msg":"heap growth"'))
+  try {
+    for (let i = 0; i < 600 && line() === undefined && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
+    const found = line()
+    assert.ok(found, `${out}\n${err}`)
+    const { v8, from } = JSON.parse(found) as { v8: string; from: string }
+    return { v8, from }
+  } finally {
+    child.kill('SIGTERM')
+    await exited
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+// decision 342: the serving process lets its old space grow to twice the live size
+describe("svc serve's V8 heap growth", () => {
+  it('is set by svc serve itself', async () => {
+    assert.deepEqual(await heapGrowthLogged([]), { v8: '--heap-growing-percent=100', from: 'svc' })
+  })
+  it("keeps the operator's own flag from node's command line", async () => {
+    assert.deepEqual(await heapGrowthLogged(['--heap-growing-percent=300']), { v8: '--heap-growing-percent=300', from: 'the command line' })
+  })
+})
