@@ -3,6 +3,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import http from 'node:http'
 import https from 'node:https'
+import v8 from 'node:v8'
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
@@ -33,6 +34,12 @@ export const HEAP_GROWING_PERCENT = 100
 export function heapGrowth(execArgv: readonly string[]): { flag: string; own: boolean } {
   const given = execArgv.find((a) => /^--heap[-_]growing[-_]percent=/.test(a))
   return given === undefined ? { flag: `--heap-growing-percent=${HEAP_GROWING_PERCENT}`, own: false } : { flag: given, own: true }
+}
+/** Sets this process's heap growth as heapGrowth chooses, before its heap grows; returns the choice. */
+export function applyHeapGrowth(): { flag: string; own: boolean } {
+  const heap = heapGrowth(process.execArgv)
+  if (!heap.own) v8.setFlagsFromString(heap.flag)
+  return heap
 }
 
 /** TLS material: TLS_CERT/TLS_KEY, or a self-signed pair generated once into DATA_DIR. */

@@ -13,10 +13,9 @@ export async function startService() {
   const { loadConfig } = await dist('config.js')
   const { createDeps } = await dist('compose.js')
   const { buildApp } = await dist('app.js')
-  const { listen, serverFactoryFor, tlsMaterial, SERVER_TIMEOUTS, heapGrowth } = await dist('server.js')
-  // V8's heap growth as svc serve sets it (src/cli/serve.ts), unless NODE_ARGS gave its own
-  const heap = heapGrowth(process.execArgv)
-  if (!heap.own) (await import('node:v8')).setFlagsFromString(heap.flag)
+  const { listen, serverFactoryFor, tlsMaterial, SERVER_TIMEOUTS, applyHeapGrowth } = await dist('server.js')
+  // V8's heap growth as svc serve sets it, unless NODE_ARGS gave its own
+  applyHeapGrowth()
   const config = loadConfig(process.env)
   const deps = await createDeps(config)
   const tls = await tlsMaterial(config)

@@ -1,11 +1,10 @@
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
-import v8 from 'node:v8'
 import type { Config } from '../config.js'
 import { backupsScheduled, redact } from '../config.js'
 import { createDeps } from '../compose.js'
 import { buildApp } from '../app.js'
-import { heapGrowth, listen, serverFactoryFor, tlsMaterial } from '../server.js'
+import { applyHeapGrowth, listen, serverFactoryFor, tlsMaterial } from '../server.js'
 import { sweepBlobs, type SweepResult } from '../storage/sweeper.js'
 import { BLOB_COLUMNS, FEATURE_TABLES } from '../features/tables.js'
 import { allMigrations, newerMigrations } from '../db/migrate.js'
@@ -20,8 +19,7 @@ const SWEEP_GRACE_MS = 60 * 60_000
 /** `svc serve`: connect, migrate, listen, print the URL; close cleanly on SIGTERM/SIGINT. */
 export async function serve(config: Config): Promise<void> {
   // before the heap grows: the V8 flag the serving process runs with (server.ts)
-  const heap = heapGrowth(process.execArgv)
-  if (!heap.own) v8.setFlagsFromString(heap.flag)
+  const heap = applyHeapGrowth()
   // TLS files first: a bad one stops start-up (exit 78) before anything is opened
   // the first start makes the data folder and its database: the start line says so, so a
   // mistyped DATA_DIR shows at once (operator commands refuse one: cli/data-dir.ts)

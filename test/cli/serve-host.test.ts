@@ -21,23 +21,40 @@ function connect(host: string, port: number): Promise<'accepted' | 'refused'> {
   })
 }
 
+/** `svc serve` started in a fresh data folder (`nodeArgs` before bin/svc): its output so far, and stop(). */
+function startServe(extraEnv: NodeJS.ProcessEnv, nodeArgs: string[] = []) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-host-'))
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: path.join(dir, 'data'), PORT: '0', HTTP_PORT: '0', ...extraEnv }
+  for (const [k, v] of Object.entries(extraEnv)) if (v === undefined) delete env[k]
+  const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'bin', 'svc'), 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const io = { out: '', err: '' }
+  child.stdout.on('data', (d) => (io.out += d))
+  child.stderr.on('data', (d) => (io.err += d))
+  const exited = new Promise((r) => child.once('exit', r))
+  return {
+    io,
+    /** Waits up to 30 s for `ready()` while the process runs. */
+    async until(ready: () => boolean) {
+      for (let i = 0; i < 600 && !ready() && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
+    },
+    async stop() {
+      child.kill('SIGTERM')
+      await exited
+      fs.rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
 // decision 61: without HOST the one-command start is reachable from this machine only
 describe('svc serve without HOST', () => {
   it('listens on loopback only, and says so', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-host-'))
-    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: path.join(dir, 'data'), PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'warn' }
-    delete env.HOST
-    const child = spawn(process.execPath, [path.join(root, 'bin', 'svc'), 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d) => (out += d))
-    child.stderr.on('data', (d) => (err += d))
-    const exited = new Promise((r) => child.once('exit', r))
+    const serve = startServe({ LOG_LEVEL: 'warn', HOST: undefined })
+    const { io } = serve
     try {
-      for (let i = 0; i < 600 && !/only this machine/.test(out) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
-      const m = /svc listening on https:\/\/localhost:(\d+) \(HTTP on http:\/\/localhost:(\d+)/.exec(out)
-      assert.ok(m, `${out}\n${err}`)
-      assert.match(out, /only this machine can connect \(HOST=127\.0\.0\.1\); HOST=0\.0\.0\.0 listens on every interface/)
+      await serve.until(() => /only this machine/.test(io.out))
+      const m = /svc listening on https:\/\/localhost:(\d+) \(HTTP on http:\/\/localhost:(\d+)/.exec(io.out)
+      assert.ok(m, `${io.out}\n${io.err}`)
+      assert.match(io.out, /only this machine can connect \(HOST=127\.0\.0\.1\); HOST=0\.0\.0\.0 listens on every interface/)
       const ports = [Number(m[1]), Number(m[2])]
       for (const port of ports) assert.equal(await connect('127.0.0.1', port), 'accepted')
       // every other address of this machine is refused (the CI machine has at least one)
@@ -47,34 +64,23 @@ describe('svc serve without HOST', () => {
         .map((a) => a!.address)
       for (const host of others) for (const port of ports) assert.equal(await connect(host, port), 'refused', `${host}:${port}`)
     } finally {
-      child.kill('SIGTERM')
-      await exited
-      fs.rmSync(dir, { recursive: true, force: true })
+      await serve.stop()
     }
   })
 })
 
 /** `svc serve` started with `nodeArgs` before bin/svc: its "heap growth" log line, parsed. */
 async function heapGrowthLogged(nodeArgs: string[]): Promise<{ v8: string; from: string }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-heap-'))
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: path.join(dir, 'data'), PORT: '0', HTTP_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }
-  const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'bin', 'svc'), 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  let err = ''
-  child.stdout.on('data', (d) => (out += d))
-  child.stderr.on('data', (d) => (err += d))
-  const exited = new Promise((r) => child.once('exit', r))
-  const line = () => out.split('\n').find((l) => l.includes('"msg":"heap growth"'))
+  const serve = startServe({ HOST: '127.0.0.1', LOG_LEVEL: 'info' }, nodeArgs)
+  const line = () => serve.io.out.split('\n').find((l) => l.includes('"msg":"heap growth"'))
   try {
-    for (let i = 0; i < 600 && line() === undefined && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
+    await serve.until(() => line() !== undefined)
     const found = line()
-    assert.ok(found, `${out}\n${err}`)
+    assert.ok(found, `${serve.io.out}\n${serve.io.err}`)
     const { v8, from } = JSON.parse(found) as { v8: string; from: string }
     return { v8, from }
   } finally {
-    child.kill('SIGTERM')
-    await exited
-    fs.rmSync(dir, { recursive: true, force: true })
+    await serve.stop()
   }
 }
 
