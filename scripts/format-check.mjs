@@ -21,9 +21,18 @@ const useCache = cacheFile !== 'off'
 
 // the files `prettier --check .` looks at: what git tracks or would track, less what the ignore
 // files leave out and what Prettier has no parser for
-const listed = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8' })
-  .split('\0')
-  .filter((f) => f !== '' && fs.existsSync(path.join(root, f)))
+let names
+try {
+  names = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+} catch (e) {
+  console.error(`[error] ${root} is not a git checkout: the format check lists its files with git (${String(e.stderr ?? e.message).trim()})`)
+  process.exit(2)
+}
+const listed = names.split('\0').filter((f) => f !== '' && fs.existsSync(path.join(root, f)))
 const ignorePath = ['.gitignore', '.prettierignore'].map((f) => path.join(root, f))
 
 let known = new Set()
@@ -36,6 +45,7 @@ if (useCache) {
 }
 const formatted = []
 const unformatted = []
+const failed = []
 let checked = 0
 for (const rel of listed) {
   const file = path.join(root, rel)
@@ -43,8 +53,9 @@ for (const rel of listed) {
   if (info.ignored || info.inferredParser === null) continue
   const options = { ...(await prettier.resolveConfig(file, { editorconfig: true })), filepath: file }
   const text = fs.readFileSync(file, 'utf8')
+  // the options hold the path below the checkout, not the absolute one
   const key = createHash('sha256')
-    .update(`${prettier.version}\0${JSON.stringify({ ...options, filepath: rel })}\0${rel}\0`)
+    .update(`${prettier.version}\0${JSON.stringify({ ...options, filepath: rel })}\0`)
     .update(text)
     .digest('hex')
   if (known.has(key)) {
@@ -52,8 +63,13 @@ for (const rel of listed) {
     continue
   }
   checked++
-  if (await prettier.check(text, options)) formatted.push(key)
-  else unformatted.push(rel)
+  try {
+    if (await prettier.check(text, options)) formatted.push(key)
+    else unformatted.push(rel)
+  } catch (e) {
+    // a file Prettier cannot parse: named with Prettier's reason, as `prettier --check` does
+    failed.push(`${rel}: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`)
+  }
 }
 if (useCache) {
   fs.mkdirSync(path.dirname(cacheFile), { recursive: true })
@@ -62,7 +78,12 @@ if (useCache) {
   fs.renameSync(tmp, cacheFile)
 }
 for (const rel of unformatted) console.log(`[warn] ${rel}`)
-const total = formatted.length + unformatted.length
+for (const line of failed) console.error(`[error] ${line}`)
+const total = formatted.length + unformatted.length + failed.length
+if (failed.length > 0) {
+  console.error(`[error] ${failed.length} of ${total} files could not be parsed.`)
+  process.exit(2)
+}
 if (unformatted.length > 0) {
   console.log(`[warn] Code style issues found in ${unformatted.length} of ${total} files. Run \`npm run format\` to fix them.`)
   process.exit(1)

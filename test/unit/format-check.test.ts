@@ -61,3 +61,23 @@ test("the format check's cache holds across clones in other folders, and a chang
   // FORMAT_CACHE=off checks every file
   assert.match(check(second, 'off').out, /\(3 checked, 0 unchanged/)
 })
+
+test('the format check names a file Prettier cannot parse and a folder that is not a git checkout (exit 2)', () => {
+  const broken = path.join(tmp, 'broken')
+  fs.mkdirSync(broken)
+  fs.copyFileSync(path.join(root, '.prettierrc.json'), path.join(broken, '.prettierrc.json'))
+  fs.writeFileSync(path.join(broken, 'bad.ts'), 'export const = (\n')
+  execFileSync('git', ['init', '-q', broken])
+  execFileSync('git', ['-C', broken, 'add', '.'])
+  const cache = path.join(tmp, 'broken-cache.json')
+  const r = check(broken, cache)
+  assert.equal(r.status, 2)
+  assert.match(r.out, /^\[error\] bad\.ts: /m)
+  assert.match(r.out, /1 of 2 files could not be parsed/)
+
+  const plain = path.join(tmp, 'plain')
+  fs.mkdirSync(plain)
+  const n = check(plain, cache)
+  assert.equal(n.status, 2)
+  assert.match(n.out, /is not a git checkout: the format check lists its files with git/)
+})
